@@ -1,0 +1,33 @@
+#pragma once
+// The only way cores read time (design.md section 3): a clock interface, real or simulated.
+
+#include <cstdint>
+
+namespace ringlog::base {
+
+class clock {
+ public:
+  virtual ~clock() = default;
+  /// Wall-clock milliseconds since the Unix epoch (record timestamps, retention).
+  [[nodiscard]] virtual int64_t now_ms() const = 0;
+};
+
+/// std::chrono::system_clock.
+class system_clock final : public clock {
+ public:
+  [[nodiscard]] int64_t now_ms() const override;
+};
+
+/// A clock tests move by hand.
+class manual_clock final : public clock {
+ public:
+  explicit manual_clock(int64_t start_ms) : now_ms_(start_ms) {}
+  [[nodiscard]] int64_t now_ms() const override { return now_ms_; }
+  void advance_ms(int64_t delta_ms) { now_ms_ += delta_ms; }
+  void set_ms(int64_t now_ms) { now_ms_ = now_ms; }
+
+ private:
+  int64_t now_ms_;
+};
+
+}  // namespace ringlog::base

@@ -1,0 +1,38 @@
+#pragma once
+// Every fixed limit of ringlog, with the reason for its value (style.md "Limits").
+// Limits a user can change live in the config module instead, with their Kafka key names.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ringlog::constants {
+
+// ---- record batch format (Kafka message format v2) ----
+/// Largest batch the decoder accepts, bytes. Kafka's default message.max.bytes is ~1 MiB; the
+/// broker config may lower it, never raise it past this hard ceiling (keeps int32 math safe).
+inline constexpr int32_t batch_bytes_max = 64 * 1024 * 1024;
+/// Largest number of records in one batch. last_offset_delta is int32; Kafka bounds it by bytes.
+inline constexpr int32_t batch_records_max = 1'000'000;
+/// Largest decompressed records section, bytes: a compression bomb must not exhaust memory.
+inline constexpr int64_t batch_decompressed_bytes_max = 256 * 1024 * 1024;
+/// Largest number of headers per record; Kafka has no limit, we bound memory per record.
+inline constexpr int32_t record_headers_max = 10'000;
+
+// ---- storage ----
+/// Bytes per offset index entry: 4-byte relative offset + 4-byte file position (Kafka layout).
+inline constexpr size_t offset_index_entry_bytes = 8;
+/// Bytes per time index entry: 8-byte timestamp + 4-byte relative offset (Kafka layout).
+inline constexpr size_t time_index_entry_bytes = 12;
+/// Largest segment, bytes: index entries store a 4-byte relative file position.
+inline constexpr int64_t segment_bytes_max = int64_t{1} << 31;
+/// Smallest segment, bytes: Kafka's lower bound for segment.bytes (14 bytes of header + slack).
+inline constexpr int64_t segment_bytes_min = 1024;
+/// Largest number of segments one partition may hold before appends are refused; bounds the
+/// in-memory segment map and open file descriptors (3 per segment).
+inline constexpr size_t segments_per_partition_max = 100'000;
+
+// ---- io ----
+/// Submission queue depth of one io_uring; a few fsyncs and reads in flight per shard suffice.
+inline constexpr unsigned io_uring_entries = 256;
+
+}  // namespace ringlog::constants

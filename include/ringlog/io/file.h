@@ -1,0 +1,90 @@
+#pragma once
+// Files and directories as storage sees them. Three implementations sit behind these
+// interfaces: posix (pwrite/pread/fdatasync), and a simulated in-memory file system whose
+// crash() drops everything not made durable, so tests see real data loss (design.md section 3).
+//
+// Durability rules every implementation follows (they are Linux's rules for ext4/xfs):
+//  - write_at puts bytes in the page cache; only datasync() makes them durable.
+//  - creating, renaming or removing a name is durable only after sync_directory(parent).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ringlog/base/result.h"
+#include "ringlog/model/types.h"
+
+namespace ringlog::io {
+
+enum class errc {
+  not_found,         // ENOENT
+  already_exists,    // EEXIST
+  no_space,          // ENOSPC / EDQUOT
+  permission_denied, // EACCES / EPERM
+  io_error,          // EIO and anything else: the message carries strerror and the path
+  unsupported,       // the backend cannot do this (e.g. io_uring refused)
+};
+
+using error = base::error<errc>;
+template <typename T>
+using result = base::result<T, error>;
+
+/// Turns an errno value into an error whose message names the operation and the path.
+error from_errno(int errno_value, std::string_view operation, std::string_view path);
+
+enum class open_mode {
+  read_only,        // must exist
+  read_write,       // must exist
+  read_write_create // created (empty) if missing; creation durable after sync_directory
+};
+
+class file {
+ public:
+  virtual ~file() = default;
+  /// Writes all of `data` at `position` (short writes are retried). Not durable until datasync().
+  virtual result<void> write_at(model::file_position position, std::span<const std::byte> data) = 0;
+  /// Reads up to out.size() bytes at `position`; returns the count (short only at end of file).
+  virtual result<size_t> read_at(model::file_position position, std::span<std::byte> out) = 0;
+  /// fdatasync: blocks until every write so far is durable. A failure is fatal for the log dir.
+  virtual result<void> datasync() = 0;
+  /// Sets the file size to `size_bytes` (cuts or zero-extends). Durable after datasync().
+  virtual result<void> truncate(uint64_t size_bytes) = 0;
+  /// Current size in bytes, including writes not yet durable.
+  virtual result<uint64_t> size() = 0;
+  /// The OS file descriptor, or -1 for simulated files.
+  [[nodiscard]] virtual int native_handle() const = 0;
+  [[nodiscard]] virtual const std::string& path() const = 0;
+};
+
+class file_system {
+ public:
+  virtual ~file_system() = default;
+  virtual result<std::unique_ptr<file>> open(const std::string& path, open_mode mode) = 0;
+  /// Removes a file (not durable until sync_directory of its parent).
+  virtual result<void> remove(const std::string& path) = 0;
+  /// Atomically replaces `to` with `from` (rename(2)).
+  virtual result<void> rename(const std::string& from, const std::string& to) = 0;
+  /// mkdir -p. Each created directory is made durable in its parent.
+  virtual result<void> make_directories(const std::string& path) = 0;
+  /// Removes a directory and everything in it (rm -r), then syncs the parent.
+  virtual result<void> remove_all(const std::string& path) = 0;
+  /// fsync of a directory: makes creations, renames and removals inside it durable.
+  virtual result<void> sync_directory(const std::string& path) = 0;
+  /// Names (not paths) of the entries of a directory, sorted, without "." and "..".
+  virtual result<std::vector<std::string>> list_directory(const std::string& path) = 0;
+  virtual bool exists(const std::string& path) = 0;
+};
+
+/// The real file system.
+std::unique_ptr<file_system> make_posix_file_system();
+
+/// Writes `data` to `path` crash-safely: temp file, write, datasync, rename over `path`, sync the
+/// directory (design.md section 4, checkpoints).
+result<void> write_file_atomic(file_system& fs, const std::string& path, std::span<const std::byte> data);
+/// Reads a whole file (for checkpoints). Errors: not_found, io_error.
+result<std::vector<std::byte>> read_whole_file(file_system& fs, const std::string& path);
+
+}  // namespace ringlog::io
