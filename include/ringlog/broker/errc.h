@@ -1,0 +1,42 @@
+#pragma once
+// The broker API's error codes: Kafka's error names in snake_case (Kafka protocol "Error Codes"),
+// translated once at each boundary (storage -> broker -> HTTP).
+
+#include <string_view>
+
+#include "ringlog/base/result.h"
+
+namespace ringlog::broker {
+
+enum class errc {
+  unknown_topic_or_partition,
+  topic_already_exists,
+  invalid_topic_exception,     // bad topic name (message says why)
+  invalid_partitions,          // bad partition count / partition number
+  invalid_replication_factor,
+  invalid_config,              // unknown topic config key or bad value (message names it)
+  invalid_request,             // malformed request (message names the field)
+  offset_out_of_range,
+  corrupt_message,
+  message_too_large,           // a record/batch over max.message.bytes
+  record_list_too_large,       // too many records in one request
+  invalid_timestamp,
+  not_enough_replicas,
+  request_timed_out,
+  kafka_storage_error,
+  topic_authorization_failed,  // writes to internal topics from outside
+  throttling_quota_exceeded,   // a named queue/limit is full: retry later (HTTP 429)
+  broker_not_available,        // shutting down
+  unknown_server_error,
+};
+
+/// Kafka's name of the code, e.g. "unknown_topic_or_partition".
+std::string_view to_string(errc);
+/// Kafka's numeric protocol error code (e.g. unknown_topic_or_partition = 3).
+int kafka_error_code(errc);
+
+using error = base::error<errc>;
+template <typename T>
+using result = base::result<T, error>;
+
+}  // namespace ringlog::broker

@@ -1,0 +1,25 @@
+#pragma once
+// Per-partition log settings with Kafka's topic-level names (design.md section 9).
+
+#include <cstdint>
+#include <string>
+
+#include "ringlog/storage/errc.h"
+
+namespace ringlog::storage {
+
+struct log_config {
+  int64_t segment_bytes = 1024 * 1024 * 1024;      // segment.bytes, [1024, 2^31)
+  int64_t segment_ms = 7LL * 24 * 3600 * 1000;     // segment.ms: roll an active segment older than this
+  int64_t retention_ms = 7LL * 24 * 3600 * 1000;   // retention.ms, -1 = keep forever
+  int64_t retention_bytes = -1;                    // retention.bytes per partition, -1 = no limit
+  int32_t index_interval_bytes = 4096;             // index.interval.bytes: bytes between index entries
+  int32_t segment_index_bytes = 10 * 1024 * 1024;  // segment.index.bytes: max index file size
+  int32_t max_message_bytes = 1024 * 1024 + 12;    // max.message.bytes: largest batch accepted (Kafka 1048588)
+  std::string cleanup_policy = "delete";           // cleanup.policy: delete | compact | compact,delete
+
+  /// Checks every bound; the error message names the offending key and its allowed range.
+  [[nodiscard]] result<void> validate() const;
+};
+
+}  // namespace ringlog::storage

@@ -1,0 +1,167 @@
+#pragma once
+// The log of one partition: a directory `<topic>-<partition>` of segments named by base offset
+// (20 digits), each a `.log` of record batches (codec/record_batch.h), a sparse `.index`
+// (offset_index.h) and a `.timeindex` (time_index.h), plus checkpoint files:
+//   recovery-point-offset-checkpoint  offsets below it are known durable and valid
+//   replication-offset-checkpoint     high watermark
+//   log-start-offset-checkpoint       first readable offset
+//   leader-epoch-checkpoint           leader epoch -> first offset of that epoch (KIP-101)
+//   clean-shutdown                    present only between a clean close and the next open
+// Checkpoints use Kafka's text layout ("version\ncount\nentries...") and are written with
+// io::write_file_atomic (temp, datasync, rename, directory sync).
+//
+// The log is single-threaded (one shard owns it) and deterministic: time comes from a
+// base::clock, the disk from io::file_system (real or simulated).
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ringlog/base/clock.h"
+#include "ringlog/io/disk_executor.h"
+#include "ringlog/io/file.h"
+#include "ringlog/model/record.h"
+#include "ringlog/model/types.h"
+#include "ringlog/storage/errc.h"
+#include "ringlog/storage/log_config.h"
+
+namespace ringlog::storage {
+
+class segment;
+
+struct append_result {
+  model::offset base_offset{0};   // offset given to the first record
+  model::offset last_offset{0};   // offset given to the last record (inclusive)
+  model::timestamp_ms log_append_time = model::no_timestamp;  // broker clock at append
+  size_t size_bytes = 0;
+};
+
+/// Whole batches, concatenated, as stored. The first batch may start below the requested offset
+/// (a batch is never split); the reader drops records below it.
+struct read_result {
+  model::bytes batches;
+  model::offset next_offset{0};  // offset after the last record returned
+};
+
+struct segment_info {
+  model::offset base_offset{0};
+  model::offset next_offset{0};  // one past the last offset in the segment
+  uint64_t size_bytes = 0;
+  model::timestamp_ms max_timestamp = model::no_timestamp;
+};
+
+/// What recovery found, for logs and tests.
+struct recovery_report {
+  bool clean_shutdown = false;
+  size_t segments_scanned = 0;
+  size_t batches_scanned = 0;
+  uint64_t bytes_truncated = 0;  // torn or corrupt tail bytes cut away
+};
+
+class partition_log {
+ public:
+  /// Opens (creating if missing) the log in `directory` and recovers it: with a clean-shutdown
+  /// marker, trusts the checkpoints; otherwise scans every batch past the recovery point, cuts
+  /// the log at the first torn or corrupt batch and rebuilds those segments' indexes.
+  /// Errors: kafka_storage_error (the message names the file), invalid_config.
+  static result<std::unique_ptr<partition_log>> open(io::file_system& fs, std::string directory,
+                                                     log_config config, const base::clock& clock);
+  ~partition_log();
+  partition_log(const partition_log&) = delete;
+  partition_log& operator=(const partition_log&) = delete;
+
+  /// Validates a client batch (codec::validate_batch, max.message.bytes), assigns offsets from
+  /// log_end_offset, stamps `epoch` and writes it to the active segment (rolling first when it
+  /// would pass segment.bytes or segment.ms). The batch is in the page cache, not durable, until
+  /// a flush covers it. Errors: corrupt_message, message_too_large, kafka_storage_error,
+  /// too_many_segments.
+  result<append_result> append(model::bytes batch, model::leader_epoch epoch);
+
+  /// Makes every append so far durable (fdatasync of each dirty segment and its directory
+  /// entries), then advances the recovery point. Blocking.
+  result<void> flush();
+  /// Group commit: `done` runs (from executor.poll()) once every append made before this call is
+  /// durable. Appends made while an fdatasync is in flight join the next one.
+  void flush_async(io::disk_executor& executor, std::function<void(result<void>)> done);
+
+  /// Reads whole batches from the one holding `start` up to about `max_bytes` (at least one batch
+  /// is returned if any exists below `max_offset`, even when larger), never a batch whose base
+  /// offset is >= `max_offset` (exclusive; pass the high watermark for consumers).
+  /// Errors: offset_out_of_range (the message names log_start_offset and log_end_offset).
+  result<read_result> read(model::offset start, size_t max_bytes, model::offset max_offset);
+
+  /// The earliest offset whose record timestamp is >= `timestamp` (Kafka ListOffsets by time),
+  /// or nullopt when no record has such a timestamp.
+  result<std::optional<model::offset>> offset_for_timestamp(model::timestamp_ms timestamp);
+
+  /// Removes every record at or above `new_log_end_offset` (replication: KIP-101 truncation).
+  result<void> truncate_to(model::offset new_log_end_offset);
+  /// Raises the log start offset (DeleteRecords / retention); deletes segments entirely below it.
+  result<void> advance_log_start_offset(model::offset new_log_start_offset);
+  /// Deletes whole closed segments past retention.ms or beyond retention.bytes, first rolling an
+  /// active segment that is itself past retention.ms (or older than segment.ms). Returns the
+  /// number of segments deleted. A segment's age is measured from its largest record timestamp,
+  /// clamped so that timestamps in the future count as "appended now" and timestamps already
+  /// older than retention.ms when appended count as their append time.
+  result<size_t> apply_retention();
+  /// Closes the active segment and starts a new one at log_end_offset (if the active one is not empty).
+  result<void> roll();
+
+  /// Flushes, writes all checkpoints and the clean-shutdown marker. The log is unusable after.
+  result<void> close();
+
+  void set_config(log_config config);
+  [[nodiscard]] const log_config& config() const { return config_; }
+
+  [[nodiscard]] model::offset log_start_offset() const { return log_start_offset_; }
+  [[nodiscard]] model::offset log_end_offset() const { return log_end_offset_; }
+  [[nodiscard]] model::offset recovery_point() const { return recovery_point_; }
+  [[nodiscard]] model::offset high_watermark() const { return high_watermark_; }
+  /// Sets the high watermark; clamped to [log_start_offset, log_end_offset]; never moves back
+  /// unless truncate_to cut below it.
+  void set_high_watermark(model::offset hw);
+  /// Largest offset known durable on this replica (< this offset is fsynced).
+  [[nodiscard]] model::offset durable_offset() const { return recovery_point_; }
+
+  /// Leader epoch cache (KIP-101): the start offset of each epoch seen.
+  [[nodiscard]] const std::map<int32_t, model::offset>& leader_epochs() const { return epochs_; }
+  /// End offset of `epoch` (start offset of the next larger epoch, or log_end_offset), and the
+  /// largest epoch <= `epoch` (KIP-279 OffsetsForLeaderEpoch). nullopt when unknown.
+  [[nodiscard]] std::optional<std::pair<model::leader_epoch, model::offset>> end_offset_for_epoch(
+      model::leader_epoch epoch) const;
+
+  [[nodiscard]] uint64_t size_bytes() const;
+  [[nodiscard]] std::vector<segment_info> segments() const;
+  [[nodiscard]] const recovery_report& last_recovery() const { return recovery_; }
+  [[nodiscard]] const std::string& directory() const { return directory_; }
+
+ private:
+  partition_log(io::file_system& fs, std::string directory, log_config config, const base::clock& clock);
+  result<void> load();
+  result<void> recover_segment(segment& seg);
+  result<void> write_checkpoints();
+  result<void> roll_at(model::offset base);
+  result<void> delete_segment_front();
+  void note_epoch(model::leader_epoch epoch, model::offset start);
+
+  io::file_system& fs_;
+  std::string directory_;
+  log_config config_;
+  const base::clock& clock_;
+  std::map<model::offset, std::unique_ptr<segment>> segments_;
+  model::offset log_start_offset_{0};
+  model::offset log_end_offset_{0};
+  model::offset recovery_point_{0};
+  model::offset high_watermark_{0};
+  std::map<int32_t, model::offset> epochs_;
+  recovery_report recovery_;
+  // group commit state
+  bool sync_in_flight_ = false;
+  std::vector<std::function<void(result<void>)>> waiting_for_next_sync_;
+  bool closed_ = false;
+};
+
+}  // namespace ringlog::storage
