@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "ringlog/io/disk_executor.h"
+
 namespace ringlog::broker {
 
 class shard_runtime {
@@ -20,6 +22,10 @@ class shard_runtime {
   virtual void post(size_t shard, task t) = 0;
   /// Runs `t` on shard `shard` after `delay_ms` milliseconds.
   virtual void post_after(size_t shard, int64_t delay_ms, task t) = 0;
+  /// The disk executor owned by shard `shard` (its io_uring); use it only on that shard's thread.
+  /// The runtime calls its poll() whenever its event_fd() is readable, and after every task
+  /// when event_fd() is -1 and in_flight() > 0.
+  virtual io::disk_executor& disk(size_t shard) = 0;
 };
 
 }  // namespace ringlog::broker
