@@ -110,6 +110,10 @@ class partition_log {
   /// Closes the active segment and starts a new one at log_end_offset (if the active one is not empty).
   result<void> roll();
 
+  /// Writes the four checkpoint files (recovery point, high watermark, log start offset, leader
+  /// epochs). The broker calls it periodically; close() and retention call it too.
+  result<void> checkpoint();
+
   /// Flushes, writes all checkpoints and the clean-shutdown marker. The log is unusable after.
   result<void> close();
 
@@ -142,10 +146,13 @@ class partition_log {
   partition_log(io::file_system& fs, std::string directory, log_config config, const base::clock& clock);
   result<void> load();
   result<void> recover_segment(segment& seg);
-  result<void> write_checkpoints();
   result<void> roll_at(model::offset base);
   result<void> delete_segment_front();
-  void note_epoch(model::leader_epoch epoch, model::offset start);
+  result<void> note_epoch(model::leader_epoch epoch, model::offset start);
+  result<void> check_usable() const;
+  void start_async_sync(io::disk_executor& executor);
+  segment& active() { return *segments_.rbegin()->second; }
+  std::string checkpoint_key() const;
 
   io::file_system& fs_;
   std::string directory_;
@@ -162,6 +169,7 @@ class partition_log {
   bool sync_in_flight_ = false;
   std::vector<std::function<void(result<void>)>> waiting_for_next_sync_;
   bool closed_ = false;
+  std::optional<error> failure_;  // a failed write or fdatasync: the log is not served any more
 };
 
 }  // namespace ringlog::storage

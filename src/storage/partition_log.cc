@@ -1,0 +1,482 @@
+#include "ringlog/storage/partition_log.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "checkpoint.h"
+#include "ringlog/base/assert.h"
+#include "ringlog/base/constants.h"
+#include "ringlog/codec/record_batch.h"
+#include "segment.h"
+
+namespace ringlog::storage {
+namespace {
+
+constexpr const char* recovery_point_file = "recovery-point-offset-checkpoint";
+constexpr const char* high_watermark_file = "replication-offset-checkpoint";
+constexpr const char* log_start_offset_file = "log-start-offset-checkpoint";
+constexpr const char* leader_epoch_file = "leader-epoch-checkpoint";
+constexpr const char* clean_shutdown_file = "clean-shutdown";
+
+error storage_error(const io::error& e) { return error{errc::kafka_storage_error, e.message}; }
+
+/// "00000000000000000042.log" -> 42; nullopt for any other name.
+std::optional<model::offset> parse_segment_name(const std::string& name) {
+  constexpr size_t digits = 20;
+  if (name.size() != digits + 4 || name.compare(digits, 4, ".log") != 0) return std::nullopt;
+  int64_t value = 0;
+  auto [p, ec] = std::from_chars(name.data(), name.data() + digits, value);
+  if (ec != std::errc{} || p != name.data() + digits || value < 0) return std::nullopt;
+  return model::offset{value};
+}
+
+int64_t checkpoint_value(const checkpoint_entries& entries, int64_t fallback) {
+  return entries.empty() ? fallback : entries.front().second;
+}
+
+}  // namespace
+
+partition_log::partition_log(io::file_system& fs, std::string directory, log_config config, const base::clock& clock)
+    : fs_(fs), directory_(std::move(directory)), config_(std::move(config)), clock_(clock) {}
+
+partition_log::~partition_log() = default;
+
+result<std::unique_ptr<partition_log>> partition_log::open(io::file_system& fs, std::string directory,
+                                                           log_config config, const base::clock& clock) {
+  RINGLOG_TRY(config.validate());
+  std::unique_ptr<partition_log> log(new partition_log(fs, std::move(directory), std::move(config), clock));
+  RINGLOG_TRY(log->load());
+  return log;
+}
+
+std::string partition_log::checkpoint_key() const {
+  // Kafka writes "<topic> <partition>"; our directory name is "<topic>-<partition>".
+  std::string name = directory_.substr(directory_.find_last_of('/') + 1);
+  auto dash = name.find_last_of('-');
+  if (dash == std::string::npos) return name + " 0";
+  return name.substr(0, dash) + " " + name.substr(dash + 1);
+}
+
+result<void> partition_log::load() {
+  auto made = fs_.make_directories(directory_);
+  if (!made.ok()) return storage_error(made.error());
+  const std::string marker = directory_ + "/" + clean_shutdown_file;
+  recovery_.clean_shutdown = fs_.exists(marker);
+  const int64_t now = clock_.now_ms();
+
+  auto names = fs_.list_directory(directory_);
+  if (!names.ok()) return storage_error(names.error());
+  std::vector<model::offset> bases;
+  for (const auto& name : names.value()) {
+    if (auto base = parse_segment_name(name)) bases.push_back(*base);
+    if (name.ends_with(".tmp")) (void)fs_.remove(directory_ + "/" + name);  // a checkpoint write cut short
+  }
+  std::sort(bases.begin(), bases.end());
+
+  auto recovery_cp = read_checkpoint(fs_, directory_ + "/" + recovery_point_file);
+  if (!recovery_cp.ok()) return recovery_cp.error();
+  auto hw_cp = read_checkpoint(fs_, directory_ + "/" + high_watermark_file);
+  if (!hw_cp.ok()) return hw_cp.error();
+  auto start_cp = read_checkpoint(fs_, directory_ + "/" + log_start_offset_file);
+  if (!start_cp.ok()) return start_cp.error();
+  auto epoch_cp = read_checkpoint(fs_, directory_ + "/" + leader_epoch_file);
+  if (!epoch_cp.ok()) return epoch_cp.error();
+  const model::offset recovery_point_checkpoint{checkpoint_value(recovery_cp.value(), 0)};
+
+  bool cut_rest = false;  // once a segment was cut, every later segment is garbage
+  for (size_t i = 0; i < bases.size(); ++i) {
+    auto seg = segment::open(fs_, directory_, bases[i]);
+    if (!seg.ok()) return seg.error();
+    if (cut_rest || (!segments_.empty() && segments_.rbegin()->second->next_offset() != bases[i])) {
+      RINGLOG_TRY(seg.value()->remove_files());
+      cut_rest = true;
+      continue;
+    }
+    const bool last = i + 1 == bases.size();
+    const bool next_below_recovery_point = !last && bases[i + 1] <= recovery_point_checkpoint;
+    bool trusted = false;
+    if (recovery_.clean_shutdown || (next_below_recovery_point && !last)) {
+      auto loaded = seg.value()->load_indexes(now, config_.retention_ms);
+      if (!loaded.ok()) return loaded.error();
+      trusted = loaded.value();
+    }
+    if (!trusted) {
+      ++recovery_.segments_scanned;
+      auto cut = seg.value()->recover(now, config_.retention_ms, config_.index_interval_bytes,
+                                      &recovery_.batches_scanned);
+      if (!cut.ok()) return cut.error();
+      recovery_.bytes_truncated += cut.value();
+      if (cut.value() > 0) cut_rest = true;
+    }
+    segments_.emplace(bases[i], std::move(seg.value()));
+  }
+
+  log_start_offset_ = model::offset{checkpoint_value(start_cp.value(), 0)};
+  if (segments_.empty()) {
+    // No segment: start where the log start checkpoint says, so offsets are never reused.
+    auto seg = segment::create(fs_, directory_, log_start_offset_);
+    if (!seg.ok()) return seg.error();
+    segments_.emplace(log_start_offset_, std::move(seg.value()));
+  }
+  log_start_offset_ = std::max(log_start_offset_, segments_.begin()->first);
+  log_end_offset_ = active().next_offset();
+  log_start_offset_ = std::min(log_start_offset_, log_end_offset_);
+  recovery_point_ = log_end_offset_;  // recover() synced whatever it kept; a clean close flushed all
+  high_watermark_ = std::clamp(model::offset{checkpoint_value(hw_cp.value(), 0)}, log_start_offset_, log_end_offset_);
+  for (const auto& [epoch, start] : epoch_cp.value()) {
+    int32_t e = 0;
+    auto [p, ec] = std::from_chars(epoch.data(), epoch.data() + epoch.size(), e);
+    if (ec != std::errc{} || p != epoch.data() + epoch.size()) {
+      return error{errc::kafka_storage_error, directory_ + "/" + leader_epoch_file + ": bad epoch '" + epoch + "'"};
+    }
+    if (model::offset{start} < log_end_offset_ || epochs_.empty()) epochs_[e] = model::offset{start};
+  }
+
+  // Drop the marker durably before anything new is written: a crash from here on is unclean.
+  if (recovery_.clean_shutdown) {
+    auto removed = fs_.remove(marker);
+    if (!removed.ok()) return storage_error(removed.error());
+  }
+  auto synced = fs_.sync_directory(directory_);
+  if (!synced.ok()) return storage_error(synced.error());
+  return checkpoint();
+}
+
+result<void> partition_log::check_usable() const {
+  if (failure_) return *failure_;
+  if (closed_) return error{errc::kafka_storage_error, "partition log " + directory_ + " is closed"};
+  return base::ok_v;
+}
+
+result<append_result> partition_log::append(model::bytes batch, model::leader_epoch epoch) {
+  RINGLOG_TRY(check_usable());
+  if (batch.size() > static_cast<size_t>(config_.max_message_bytes)) {
+    return error{errc::message_too_large, "record batch of " + std::to_string(batch.size()) +
+                                              " bytes is larger than max.message.bytes (" +
+                                              std::to_string(config_.max_message_bytes) + ")"};
+  }
+  auto header = codec::validate_batch(batch);
+  if (!header.ok()) return error{errc::corrupt_message, header.error().message};
+  const int64_t now = clock_.now_ms();
+  segment& current = active();
+  const bool full = current.size_bytes() + batch.size() > static_cast<uint64_t>(config_.segment_bytes);
+  const bool old = current.first_append_ms() >= 0 && now - current.first_append_ms() >= config_.segment_ms;
+  const bool offsets_overflow =
+      log_end_offset_ + header->last_offset_delta - current.base_offset() > std::numeric_limits<int32_t>::max();
+  if (!current.empty() && (full || old || offsets_overflow)) RINGLOG_TRY(roll_at(log_end_offset_));
+
+  codec::set_base_offset(batch, log_end_offset_);
+  codec::set_partition_leader_epoch(batch, epoch);
+  header->base_offset = log_end_offset_;
+  header->partition_leader_epoch = epoch;
+  RINGLOG_TRY(note_epoch(epoch, log_end_offset_));
+  auto written = active().append(batch, header.value(), now, config_.retention_ms, config_.index_interval_bytes);
+  if (!written.ok()) {
+    failure_ = written.error();
+    return written.error();
+  }
+  append_result out{header->base_offset, header->last_offset(), now, batch.size()};
+  log_end_offset_ = header->last_offset() + 1;
+  RINGLOG_ASSERT(active().next_offset() == log_end_offset_, "active segment end must be the log end offset");
+  return out;
+}
+
+result<void> partition_log::note_epoch(model::leader_epoch epoch, model::offset start) {
+  if (epoch.value() < 0) return base::ok_v;
+  if (!epochs_.empty() && epochs_.rbegin()->first >= epoch.value()) return base::ok_v;
+  epochs_[epoch.value()] = start;
+  checkpoint_entries entries;
+  for (const auto& [e, o] : epochs_) entries.emplace_back(std::to_string(e), o.value());
+  return write_checkpoint(fs_, directory_ + "/" + leader_epoch_file, entries);
+}
+
+result<void> partition_log::roll_at(model::offset base) {
+  if (segments_.size() >= constants::segments_per_partition_max) {
+    return error{errc::too_many_segments, directory_ + " holds " + std::to_string(segments_.size()) +
+                                              " segments, the limit segments_per_partition_max"};
+  }
+  // The closed segment becomes immutable: make it and its indexes durable now.
+  auto synced = active().sync(true);
+  if (!synced.ok()) {
+    failure_ = synced.error();
+    return synced.error();
+  }
+  auto seg = segment::create(fs_, directory_, base);
+  if (!seg.ok()) return seg.error();
+  segments_.emplace(base, std::move(seg.value()));
+  auto dir = fs_.sync_directory(directory_);
+  if (!dir.ok()) return storage_error(dir.error());
+  return base::ok_v;
+}
+
+result<void> partition_log::roll() {
+  RINGLOG_TRY(check_usable());
+  if (active().empty()) return base::ok_v;
+  return roll_at(log_end_offset_);
+}
+
+result<void> partition_log::flush() {
+  RINGLOG_TRY(check_usable());
+  const model::offset target = log_end_offset_;
+  for (auto& [base, seg] : segments_) {
+    auto synced = seg->sync(false);
+    if (!synced.ok()) {
+      failure_ = synced.error();
+      return synced.error();
+    }
+  }
+  recovery_point_ = std::max(recovery_point_, target);
+  return base::ok_v;
+}
+
+void partition_log::flush_async(io::disk_executor& executor, std::function<void(result<void>)> done) {
+  if (auto usable = check_usable(); !usable.ok()) {
+    // Still deliver from poll(): run the failure through the executor with an empty sync.
+    waiting_for_next_sync_.push_back(std::move(done));
+    if (!sync_in_flight_) start_async_sync(executor);
+    return;
+  }
+  waiting_for_next_sync_.push_back(std::move(done));
+  if (!sync_in_flight_) start_async_sync(executor);
+}
+
+void partition_log::start_async_sync(io::disk_executor& executor) {
+  struct round {
+    std::vector<std::function<void(result<void>)>> waiters;
+    model::offset target{0};
+    size_t pending = 0;
+    std::optional<error> failure;
+  };
+  auto r = std::make_shared<round>();
+  r->waiters = std::move(waiting_for_next_sync_);
+  waiting_for_next_sync_.clear();
+  r->target = log_end_offset_;
+  sync_in_flight_ = true;
+  std::vector<segment*> dirty;
+  for (auto& [base, seg] : segments_) {
+    if (seg->dirty()) dirty.push_back(seg.get());
+  }
+  if (dirty.empty()) dirty.push_back(&active());  // nothing new: one cheap sync keeps the contract
+  r->pending = dirty.size();
+  for (segment* seg : dirty) {
+    seg->mark_clean();
+    executor.submit_datasync(seg->log_file(), [this, r, &executor](io::result<void> status) {
+      if (!status.ok() && !r->failure) r->failure = storage_error(status.error());
+      if (--r->pending > 0) return;
+      if (r->failure) {
+        failure_ = r->failure;  // fsync failed: never trust this log's page cache again
+      } else if (auto usable = check_usable(); !usable.ok()) {
+        r->failure = usable.error();
+      } else {
+        recovery_point_ = std::max(recovery_point_, r->target);
+      }
+      sync_in_flight_ = false;
+      for (auto& waiter : r->waiters) {
+        waiter(r->failure ? result<void>(*r->failure) : result<void>(base::ok_v));
+      }
+      if (!waiting_for_next_sync_.empty()) start_async_sync(executor);
+    });
+  }
+}
+
+result<read_result> partition_log::read(model::offset start, size_t max_bytes, model::offset max_offset) {
+  RINGLOG_TRY(check_usable());
+  if (start < log_start_offset_ || start > log_end_offset_) {
+    return error{errc::offset_out_of_range, "offset " + std::to_string(start.value()) +
+                                                " is outside the log: log_start_offset " +
+                                                std::to_string(log_start_offset_.value()) + ", log_end_offset " +
+                                                std::to_string(log_end_offset_.value())};
+  }
+  read_result out;
+  out.next_offset = start;
+  if (start >= log_end_offset_ || start >= max_offset) return out;
+  auto it = segments_.upper_bound(start);
+  RINGLOG_ASSERT(it != segments_.begin(), "a segment must hold every offset in the log");
+  --it;
+  auto located = it->second->find_batch(start);
+  if (!located.ok()) return located.error();
+  std::optional<located_batch> batch = located.value();
+  while (true) {
+    while (!batch) {
+      if (++it == segments_.end()) return out;
+      auto first = it->second->header_at(model::file_position{0});
+      if (!first.ok()) return first.error();
+      batch = first.value();
+    }
+    const auto& h = batch->header;
+    if (h.base_offset >= max_offset) break;
+    if (!out.batches.empty() && out.batches.size() + h.size_bytes() > max_bytes) break;
+    RINGLOG_TRY(it->second->read_into(batch->position, h.size_bytes(), out.batches));
+    out.next_offset = h.last_offset() + 1;
+    auto next = it->second->header_at(model::file_position{batch->position.value() + h.size_bytes()});
+    if (!next.ok()) return next.error();
+    batch = next.value();
+  }
+  return out;
+}
+
+result<std::optional<model::offset>> partition_log::offset_for_timestamp(model::timestamp_ms timestamp) {
+  RINGLOG_TRY(check_usable());
+  for (auto& [base, seg] : segments_) {
+    if (seg->max_timestamp() < timestamp) continue;
+    auto found = seg->offset_for_timestamp(timestamp);
+    if (!found.ok()) return found.error();
+    if (found.value()) {
+      if (*found.value() < log_start_offset_) {
+        // The match sits below the log start (records deleted): the first readable one is it.
+        return std::optional<model::offset>{log_start_offset_};
+      }
+      return found;
+    }
+  }
+  return std::optional<model::offset>{};
+}
+
+result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
+  RINGLOG_TRY(check_usable());
+  if (new_log_end_offset >= log_end_offset_) return base::ok_v;
+  const int64_t now = clock_.now_ms();
+  // Drop whole segments at or above the new end, keeping at least one segment.
+  while (segments_.size() > 1 && segments_.rbegin()->first >= new_log_end_offset) {
+    RINGLOG_TRY(segments_.rbegin()->second->remove_files());
+    segments_.erase(std::prev(segments_.end()));
+  }
+  if (segments_.begin()->first >= new_log_end_offset) {
+    // Everything goes: start an empty segment at the new end.
+    RINGLOG_TRY(segments_.begin()->second->remove_files());
+    segments_.clear();
+    auto seg = segment::create(fs_, directory_, new_log_end_offset);
+    if (!seg.ok()) return seg.error();
+    segments_.emplace(new_log_end_offset, std::move(seg.value()));
+    log_start_offset_ = std::min(log_start_offset_, new_log_end_offset);
+  } else {
+    RINGLOG_TRY(active().truncate_to(new_log_end_offset, now, config_.retention_ms, config_.index_interval_bytes));
+  }
+  auto dir = fs_.sync_directory(directory_);
+  if (!dir.ok()) return storage_error(dir.error());
+  log_end_offset_ = active().next_offset();
+  RINGLOG_ASSERT_OP(log_end_offset_.value(), <=, new_log_end_offset.value());
+  log_start_offset_ = std::min(log_start_offset_, log_end_offset_);
+  high_watermark_ = std::min(high_watermark_, log_end_offset_);
+  recovery_point_ = std::min(recovery_point_, log_end_offset_);
+  while (!epochs_.empty() && epochs_.rbegin()->second >= log_end_offset_ && epochs_.size() > 1) {
+    epochs_.erase(std::prev(epochs_.end()));
+  }
+  return checkpoint();
+}
+
+result<void> partition_log::delete_segment_front() {
+  RINGLOG_ASSERT_OP(segments_.size(), >, 1u);
+  RINGLOG_TRY(segments_.begin()->second->remove_files());
+  segments_.erase(segments_.begin());
+  log_start_offset_ = std::max(log_start_offset_, segments_.begin()->first);
+  return base::ok_v;
+}
+
+result<void> partition_log::advance_log_start_offset(model::offset new_log_start_offset) {
+  RINGLOG_TRY(check_usable());
+  if (new_log_start_offset <= log_start_offset_) return base::ok_v;
+  if (new_log_start_offset > log_end_offset_) {
+    return error{errc::offset_out_of_range, "new log start offset " + std::to_string(new_log_start_offset.value()) +
+                                                " is above log_end_offset " + std::to_string(log_end_offset_.value())};
+  }
+  log_start_offset_ = new_log_start_offset;
+  RINGLOG_TRY(checkpoint());  // durable before any segment goes
+  if (new_log_start_offset == log_end_offset_ && !active().empty()) RINGLOG_TRY(roll_at(log_end_offset_));
+  while (segments_.size() > 1 && std::next(segments_.begin())->first <= new_log_start_offset) {
+    RINGLOG_TRY(delete_segment_front());
+  }
+  auto dir = fs_.sync_directory(directory_);
+  if (!dir.ok()) return storage_error(dir.error());
+  high_watermark_ = std::max(high_watermark_, log_start_offset_);
+  return base::ok_v;
+}
+
+result<size_t> partition_log::apply_retention() {
+  RINGLOG_TRY(check_usable());
+  const int64_t now = clock_.now_ms();
+  auto expired = [&](const segment& s) {
+    return config_.retention_ms >= 0 && !s.empty() && now - s.retention_timestamp() > config_.retention_ms;
+  };
+  segment& current = active();
+  const bool idle_too_long = current.first_append_ms() >= 0 && now - current.first_append_ms() >= config_.segment_ms;
+  if (!current.empty() && (expired(current) || idle_too_long)) RINGLOG_TRY(roll_at(log_end_offset_));
+
+  size_t deleted = 0;
+  while (segments_.size() > 1 && expired(*segments_.begin()->second)) {
+    RINGLOG_TRY(delete_segment_front());
+    ++deleted;
+  }
+  if (config_.retention_bytes >= 0) {
+    int64_t excess = static_cast<int64_t>(size_bytes()) - config_.retention_bytes;
+    while (segments_.size() > 1 && static_cast<int64_t>(segments_.begin()->second->size_bytes()) <= excess) {
+      excess -= static_cast<int64_t>(segments_.begin()->second->size_bytes());
+      RINGLOG_TRY(delete_segment_front());
+      ++deleted;
+    }
+  }
+  if (deleted > 0) {
+    high_watermark_ = std::max(high_watermark_, log_start_offset_);
+    auto dir = fs_.sync_directory(directory_);
+    if (!dir.ok()) return storage_error(dir.error());
+    RINGLOG_TRY(checkpoint());
+  }
+  return deleted;
+}
+
+result<void> partition_log::checkpoint() {
+  const std::string key = checkpoint_key();
+  RINGLOG_TRY(write_checkpoint(fs_, directory_ + "/" + recovery_point_file, {{key, recovery_point_.value()}}));
+  RINGLOG_TRY(write_checkpoint(fs_, directory_ + "/" + high_watermark_file, {{key, high_watermark_.value()}}));
+  RINGLOG_TRY(write_checkpoint(fs_, directory_ + "/" + log_start_offset_file, {{key, log_start_offset_.value()}}));
+  checkpoint_entries epochs;
+  for (const auto& [e, o] : epochs_) epochs.emplace_back(std::to_string(e), o.value());
+  return write_checkpoint(fs_, directory_ + "/" + leader_epoch_file, epochs);
+}
+
+result<void> partition_log::close() {
+  if (closed_) return base::ok_v;
+  RINGLOG_ASSERT(!sync_in_flight_, "close() with an fdatasync in flight: drain the executor first");
+  RINGLOG_TRY(check_usable());
+  for (auto& [base, seg] : segments_) {
+    auto synced = seg->sync(true);
+    if (!synced.ok()) return synced.error();
+  }
+  recovery_point_ = log_end_offset_;
+  RINGLOG_TRY(checkpoint());
+  auto marker = io::write_file_atomic(fs_, directory_ + "/" + clean_shutdown_file, {});
+  if (!marker.ok()) return storage_error(marker.error());
+  closed_ = true;
+  return base::ok_v;
+}
+
+void partition_log::set_config(log_config config) { config_ = std::move(config); }
+
+void partition_log::set_high_watermark(model::offset hw) {
+  high_watermark_ = std::max(high_watermark_, std::clamp(hw, log_start_offset_, log_end_offset_));
+}
+
+std::optional<std::pair<model::leader_epoch, model::offset>> partition_log::end_offset_for_epoch(
+    model::leader_epoch epoch) const {
+  auto it = epochs_.upper_bound(epoch.value());
+  if (it == epochs_.begin()) return std::nullopt;
+  const model::offset end = it == epochs_.end() ? log_end_offset_ : it->second;
+  --it;
+  return std::make_pair(model::leader_epoch{it->first}, end);
+}
+
+uint64_t partition_log::size_bytes() const {
+  uint64_t total = 0;
+  for (const auto& [base, seg] : segments_) total += seg->size_bytes();
+  return total;
+}
+
+std::vector<segment_info> partition_log::segments() const {
+  std::vector<segment_info> out;
+  for (const auto& [base, seg] : segments_) {
+    out.push_back({seg->base_offset(), seg->next_offset(), seg->size_bytes(), seg->max_timestamp()});
+  }
+  return out;
+}
+
+}  // namespace ringlog::storage

@@ -1,0 +1,354 @@
+#include "segment.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "ringlog/base/assert.h"
+#include "ringlog/base/constants.h"
+#include "ringlog/codec/record_batch.h"
+
+namespace ringlog::storage {
+namespace {
+
+error storage_error(const io::error& e) { return error{errc::kafka_storage_error, e.message}; }
+
+/// A batch's contribution to its segment's retention clock: its largest timestamp, but a
+/// timestamp in the future counts as `now`, and one already past retention when it arrived
+/// (clocks in seconds, clients with a wrong clock) counts as its arrival time, so a bad client
+/// clock can neither pin a segment forever nor get fresh data deleted at once.
+model::timestamp_ms effective_timestamp(model::timestamp_ms max_timestamp, int64_t now_ms, int64_t retention_ms) {
+  if (max_timestamp < 0 || max_timestamp > now_ms) return now_ms;
+  if (retention_ms >= 0 && max_timestamp < now_ms - retention_ms) return now_ms;
+  return max_timestamp;
+}
+
+}  // namespace
+
+std::string segment_file_stem(model::offset base_offset) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%020lld", static_cast<long long>(base_offset.value()));
+  return name;
+}
+
+segment::segment(io::file_system& fs, std::string directory, model::offset base_offset)
+    : fs_(fs), directory_(std::move(directory)), base_offset_(base_offset), next_offset_(base_offset) {}
+
+std::string segment::path(const char* suffix) const {
+  return directory_ + "/" + segment_file_stem(base_offset_) + suffix;
+}
+
+result<void> segment::open_files(io::open_mode mode) {
+  auto log = fs_.open(path(".log"), mode);
+  if (!log.ok()) return storage_error(log.error());
+  // Index files are rebuildable: create them if they went missing.
+  auto index = fs_.open(path(".index"), io::open_mode::read_write_create);
+  if (!index.ok()) return storage_error(index.error());
+  auto time_index = fs_.open(path(".timeindex"), io::open_mode::read_write_create);
+  if (!time_index.ok()) return storage_error(time_index.error());
+  log_ = std::move(log.value());
+  index_ = std::move(index.value());
+  time_index_ = std::move(time_index.value());
+  auto size = log_->size();
+  if (!size.ok()) return storage_error(size.error());
+  size_bytes_ = size.value();
+  return base::ok_v;
+}
+
+result<std::unique_ptr<segment>> segment::create(io::file_system& fs, const std::string& directory,
+                                                 model::offset base_offset) {
+  std::unique_ptr<segment> seg(new segment(fs, directory, base_offset));
+  RINGLOG_TRY(seg->open_files(io::open_mode::read_write_create));
+  // A segment is created empty; stale bytes under the same name would be a logic error upstream.
+  if (seg->size_bytes_ != 0) {
+    auto cut = seg->log_->truncate(0);
+    if (!cut.ok()) return storage_error(cut.error());
+    seg->size_bytes_ = 0;
+  }
+  auto cut_index = seg->index_->truncate(0);
+  if (!cut_index.ok()) return storage_error(cut_index.error());
+  auto cut_time = seg->time_index_->truncate(0);
+  if (!cut_time.ok()) return storage_error(cut_time.error());
+  return seg;
+}
+
+result<std::unique_ptr<segment>> segment::open(io::file_system& fs, const std::string& directory,
+                                               model::offset base_offset) {
+  std::unique_ptr<segment> seg(new segment(fs, directory, base_offset));
+  RINGLOG_TRY(seg->open_files(io::open_mode::read_write));
+  return seg;
+}
+
+result<std::optional<located_batch>> segment::header_at(model::file_position position) {
+  if (position.value() + codec::batch_header_bytes > size_bytes_) return std::optional<located_batch>{};
+  std::array<std::byte, codec::batch_header_bytes> buf{};
+  auto n = log_->read_at(position, buf);
+  if (!n.ok()) return storage_error(n.error());
+  if (n.value() != buf.size()) return std::optional<located_batch>{};
+  auto header = codec::decode_header(buf);
+  if (!header.ok()) {
+    return error{errc::corrupt_message, "segment " + path(".log") + " at file position " +
+                                            std::to_string(position.value()) + ": " + header.error().message};
+  }
+  if (position.value() + header->size_bytes() > size_bytes_) return std::optional<located_batch>{};
+  return std::optional<located_batch>{located_batch{header.value(), position}};
+}
+
+result<void> segment::read_into(model::file_position position, size_t length, model::bytes& out) {
+  const size_t old_size = out.size();
+  out.resize(old_size + length);
+  auto n = log_->read_at(position, std::span<std::byte>(out.data() + old_size, length));
+  if (!n.ok()) {
+    out.resize(old_size);
+    return storage_error(n.error());
+  }
+  RINGLOG_ASSERT_OP(n.value(), ==, length);
+  return base::ok_v;
+}
+
+void segment::track_batch(const codec::batch_header& header, model::file_position position, int64_t now_ms,
+                          int64_t retention_ms, int32_t index_interval_bytes, bool write_index,
+                          result<void>& status) {
+  const auto relative_last = static_cast<int32_t>(header.last_offset() - base_offset_);
+  if (bytes_since_index_entry_ > static_cast<uint64_t>(index_interval_bytes)) {
+    offset_index_entry entry{relative_last, static_cast<uint32_t>(position.value())};
+    offset_entries_.push_back(entry);
+    bytes_since_index_entry_ = 0;
+    if (write_index) {
+      std::array<std::byte, 8> buf{};
+      encode_offset_index_entry(entry, buf);
+      auto w = index_->write_at(model::file_position{(offset_entries_.size() - 1) * 8}, buf);
+      if (!w.ok()) status = storage_error(w.error());
+      index_dirty_ = true;
+    }
+  }
+  bytes_since_index_entry_ += header.size_bytes();
+  if (header.max_timestamp > max_timestamp_) {
+    max_timestamp_ = header.max_timestamp;
+    // The exact record holding max_timestamp is inside the batch; the batch's last offset is an
+    // upper bound, which is what a timestamp lookup needs to start scanning early enough.
+    offset_of_max_timestamp_ = header.last_offset();
+    if (time_entries_.empty() || max_timestamp_ > time_entries_.back().timestamp) {
+      time_index_entry entry{max_timestamp_, relative_last};
+      time_entries_.push_back(entry);
+      if (write_index) {
+        std::array<std::byte, 12> buf{};
+        encode_time_index_entry(entry, buf);
+        auto w = time_index_->write_at(model::file_position{(time_entries_.size() - 1) * 12}, buf);
+        if (!w.ok()) status = storage_error(w.error());
+        index_dirty_ = true;
+      }
+    }
+  }
+  retention_timestamp_ = std::max(retention_timestamp_, effective_timestamp(header.max_timestamp, now_ms, retention_ms));
+  if (first_append_ms_ < 0) first_append_ms_ = now_ms;
+  next_offset_ = header.last_offset() + 1;
+}
+
+result<void> segment::append(std::span<const std::byte> batch, const codec::batch_header& header, int64_t now_ms,
+                             int64_t retention_ms, int32_t index_interval_bytes) {
+  RINGLOG_ASSERT_OP(header.base_offset.value(), ==, next_offset_.value());
+  RINGLOG_ASSERT_OP(batch.size(), ==, header.size_bytes());
+  const model::file_position position{size_bytes_};
+  auto w = log_->write_at(position, batch);
+  if (!w.ok()) return storage_error(w.error());
+  size_bytes_ += batch.size();
+  dirty_ = true;
+  result<void> status;
+  track_batch(header, position, now_ms, retention_ms, index_interval_bytes, true, status);
+  return status;
+}
+
+result<bool> segment::load_indexes(int64_t now_ms, int64_t retention_ms) {
+  auto index_bytes = io::read_whole_file(fs_, path(".index"));
+  auto time_bytes = io::read_whole_file(fs_, path(".timeindex"));
+  if (!index_bytes.ok() || !time_bytes.ok()) return false;
+  auto offsets = decode_offset_index(index_bytes.value());
+  auto times = decode_time_index(time_bytes.value());
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    const bool increasing = i == 0 || (offsets[i].relative_offset > offsets[i - 1].relative_offset &&
+                                       offsets[i].file_position > offsets[i - 1].file_position);
+    if (!increasing || offsets[i].file_position >= size_bytes_ || offsets[i].relative_offset < 0) return false;
+  }
+  for (size_t i = 1; i < times.size(); ++i) {
+    if (times[i].timestamp <= times[i - 1].timestamp) return false;
+  }
+  offset_entries_ = std::move(offsets);
+  time_entries_ = std::move(times);
+  // Scan from the last indexed batch to the end for next_offset and the latest timestamps.
+  model::file_position position{offset_entries_.empty() ? 0 : offset_entries_.back().file_position};
+  if (!time_entries_.empty()) max_timestamp_ = time_entries_.back().timestamp;
+  bytes_since_index_entry_ = 0;
+  bool first = true;
+  while (true) {
+    auto located = header_at(position);
+    if (!located.ok()) return false;
+    if (!located.value()) break;
+    const auto& h = located.value()->header;
+    if (first && !offset_entries_.empty() &&
+        h.last_offset() != base_offset_ + offset_entries_.back().relative_offset) {
+      return false;
+    }
+    first = false;
+    bytes_since_index_entry_ += h.size_bytes();
+    if (h.max_timestamp > max_timestamp_) {
+      max_timestamp_ = h.max_timestamp;
+      offset_of_max_timestamp_ = h.last_offset();
+    }
+    next_offset_ = h.last_offset() + 1;
+    position = model::file_position{position.value() + h.size_bytes()};
+  }
+  if (position.value() != size_bytes_) return false;  // bytes after the last whole batch: recover
+  if (size_bytes_ > 0) {
+    retention_timestamp_ = effective_timestamp(max_timestamp_, now_ms, retention_ms);
+    first_append_ms_ = now_ms;
+  }
+  return true;
+}
+
+result<uint64_t> segment::recover(int64_t now_ms, int64_t retention_ms, int32_t index_interval_bytes,
+                                  size_t* batches) {
+  offset_entries_.clear();
+  time_entries_.clear();
+  max_timestamp_ = model::no_timestamp;
+  retention_timestamp_ = model::no_timestamp;
+  bytes_since_index_entry_ = 0;
+  first_append_ms_ = -1;
+  next_offset_ = base_offset_;
+  model::file_position position{0};
+  model::bytes buffer;
+  result<void> status;
+  while (position.value() + codec::batch_header_bytes <= size_bytes_) {
+    std::array<std::byte, codec::batch_header_bytes> head{};
+    auto n = log_->read_at(position, head);
+    if (!n.ok()) return storage_error(n.error());
+    auto header = codec::decode_header(head);
+    if (!header.ok() || position.value() + header->size_bytes() > size_bytes_) break;
+    // Offsets must continue densely from the previous batch; anything else is garbage.
+    if (header->base_offset != next_offset_ || header->last_offset_delta < 0 ||
+        header->last_offset() - base_offset_ > std::numeric_limits<int32_t>::max()) {
+      break;
+    }
+    buffer.clear();
+    RINGLOG_TRY(read_into(position, header->size_bytes(), buffer));
+    if (!codec::validate_batch(buffer).ok()) break;
+    track_batch(header.value(), position, now_ms, retention_ms, index_interval_bytes, false, status);
+    position = model::file_position{position.value() + header->size_bytes()};
+    if (batches != nullptr) ++*batches;
+  }
+  const uint64_t cut = size_bytes_ - position.value();
+  if (cut > 0) {
+    auto t = log_->truncate(position.value());
+    if (!t.ok()) return storage_error(t.error());
+    size_bytes_ = position.value();
+  }
+  dirty_ = true;
+  RINGLOG_TRY(rewrite_index_files());
+  RINGLOG_TRY(sync(true));
+  if (size_bytes_ > 0) first_append_ms_ = now_ms;
+  return cut;
+}
+
+result<void> segment::rewrite_index_files() {
+  model::bytes index_bytes(offset_entries_.size() * 8);
+  for (size_t i = 0; i < offset_entries_.size(); ++i) {
+    encode_offset_index_entry(offset_entries_[i], std::span<std::byte, 8>(index_bytes.data() + i * 8, 8));
+  }
+  model::bytes time_bytes(time_entries_.size() * 12);
+  for (size_t i = 0; i < time_entries_.size(); ++i) {
+    encode_time_index_entry(time_entries_[i], std::span<std::byte, 12>(time_bytes.data() + i * 12, 12));
+  }
+  auto t1 = index_->truncate(0);
+  if (!t1.ok()) return storage_error(t1.error());
+  auto w1 = index_->write_at(model::file_position{0}, index_bytes);
+  if (!w1.ok()) return storage_error(w1.error());
+  auto t2 = time_index_->truncate(0);
+  if (!t2.ok()) return storage_error(t2.error());
+  auto w2 = time_index_->write_at(model::file_position{0}, time_bytes);
+  if (!w2.ok()) return storage_error(w2.error());
+  index_dirty_ = true;
+  return base::ok_v;
+}
+
+result<std::optional<located_batch>> segment::find_batch(model::offset target) {
+  if (target >= next_offset_) return std::optional<located_batch>{};
+  const auto relative = static_cast<int32_t>(std::max<int64_t>(0, target - base_offset_));
+  auto floor = floor_offset(offset_entries_, relative);
+  model::file_position position{floor ? floor->file_position : 0};
+  while (true) {
+    auto located = header_at(position);
+    if (!located.ok()) return located.error();
+    if (!located.value()) return std::optional<located_batch>{};
+    if (located.value()->header.last_offset() >= target) return located;
+    position = model::file_position{position.value() + located.value()->header.size_bytes()};
+  }
+}
+
+result<std::optional<model::offset>> segment::offset_for_timestamp(model::timestamp_ms timestamp) {
+  if (empty() || max_timestamp_ < timestamp) return std::optional<model::offset>{};
+  // Every record up to the entry's offset has a timestamp <= entry.timestamp < target.
+  auto before = last_before_timestamp(time_entries_, timestamp);
+  const model::offset start = before ? base_offset_ + (before->relative_offset + 1) : base_offset_;
+  auto located = find_batch(start);
+  if (!located.ok()) return located.error();
+  std::optional<located_batch> current = located.value();
+  model::bytes buffer;
+  while (current) {
+    if (current->header.max_timestamp >= timestamp) {
+      buffer.clear();
+      RINGLOG_TRY(read_into(current->position, current->header.size_bytes(), buffer));
+      auto records = codec::decode_records(buffer);
+      if (!records.ok()) return error{errc::corrupt_message, records.error().message};
+      for (const auto& r : records.value()) {
+        if (r.timestamp >= timestamp) return std::optional<model::offset>{r.record_offset};
+      }
+    }
+    auto next = header_at(model::file_position{current->position.value() + current->header.size_bytes()});
+    if (!next.ok()) return next.error();
+    current = next.value();
+  }
+  return std::optional<model::offset>{};
+}
+
+result<void> segment::truncate_to(model::offset offset, int64_t now_ms, int64_t retention_ms,
+                                  int32_t index_interval_bytes) {
+  if (offset >= next_offset_) return base::ok_v;
+  auto located = find_batch(offset);
+  if (!located.ok()) return located.error();
+  const uint64_t cut_at = located.value() ? located.value()->position.value() : size_bytes_;
+  auto t = log_->truncate(cut_at);
+  if (!t.ok()) return storage_error(t.error());
+  size_bytes_ = cut_at;
+  // Rebuild in-memory state and the indexes from what is left.
+  auto re = recover(now_ms, retention_ms, index_interval_bytes, nullptr);
+  if (!re.ok()) return re.error();
+  return base::ok_v;
+}
+
+result<void> segment::sync(bool with_indexes) {
+  if (dirty_) {
+    auto s = log_->datasync();
+    if (!s.ok()) return storage_error(s.error());
+    dirty_ = false;
+  }
+  if (with_indexes && index_dirty_) {
+    auto a = index_->datasync();
+    if (!a.ok()) return storage_error(a.error());
+    auto b = time_index_->datasync();
+    if (!b.ok()) return storage_error(b.error());
+    index_dirty_ = false;
+  }
+  return base::ok_v;
+}
+
+result<void> segment::remove_files() {
+  log_.reset();
+  index_.reset();
+  time_index_.reset();
+  for (const char* suffix : {".log", ".index", ".timeindex"}) {
+    auto r = fs_.remove(path(suffix));
+    if (!r.ok() && r.error().code != io::errc::not_found) return storage_error(r.error());
+  }
+  return base::ok_v;
+}
+
+}  // namespace ringlog::storage

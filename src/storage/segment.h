@@ -1,0 +1,110 @@
+#pragma once
+// One segment of a partition log: `<base>.log` (record batches back to back), `<base>.index`
+// and `<base>.timeindex` (include/ringlog/storage/index.h). Private to storage.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ringlog/codec/record_batch.h"
+#include "ringlog/io/file.h"
+#include "ringlog/storage/errc.h"
+#include "ringlog/storage/index.h"
+#include "ringlog/storage/log_config.h"
+
+namespace ringlog::storage {
+
+/// "00000000000000000042" for 42: segment files are named by base offset, 20 digits.
+std::string segment_file_stem(model::offset base_offset);
+
+/// A batch header found by a scan, with where it starts.
+struct located_batch {
+  codec::batch_header header;
+  model::file_position position{0};
+};
+
+class segment {
+ public:
+  /// Creates empty files for a new segment. Errors: kafka_storage_error.
+  static result<std::unique_ptr<segment>> create(io::file_system& fs, const std::string& directory,
+                                                 model::offset base_offset);
+  /// Opens an existing segment; call load_indexes() or recover() next.
+  static result<std::unique_ptr<segment>> open(io::file_system& fs, const std::string& directory,
+                                               model::offset base_offset);
+
+  /// Trusts the index files after a sanity check (entries increasing, positions inside the log)
+  /// and scans only from the last indexed batch to the end to find next_offset and max timestamp.
+  /// Returns false when the indexes look wrong (the caller then recovers).
+  result<bool> load_indexes(int64_t now_ms, int64_t retention_ms);
+  /// Scans every batch from the start, validating length and CRC, cuts the file at the first torn
+  /// or corrupt batch and rebuilds both indexes. Returns bytes cut.
+  result<uint64_t> recover(int64_t now_ms, int64_t retention_ms, int32_t index_interval_bytes, size_t* batches);
+
+  /// Appends a batch whose offsets are already assigned (base offset == next_offset()).
+  result<void> append(std::span<const std::byte> batch, const codec::batch_header& header, int64_t now_ms,
+                      int64_t retention_ms, int32_t index_interval_bytes);
+
+  /// First batch whose last offset >= `target`, or nullopt if none in this segment.
+  result<std::optional<located_batch>> find_batch(model::offset target);
+  /// Reads the header of the batch at `position`, nullopt at the end of the data.
+  result<std::optional<located_batch>> header_at(model::file_position position);
+  /// Reads `length` bytes at `position` and appends them to `out`.
+  result<void> read_into(model::file_position position, size_t length, model::bytes& out);
+
+  /// The first offset whose record timestamp >= `timestamp`, or nullopt.
+  result<std::optional<model::offset>> offset_for_timestamp(model::timestamp_ms timestamp);
+
+  /// Cuts everything at and above `offset` (at a batch boundary: the batch holding `offset` goes).
+  result<void> truncate_to(model::offset offset, int64_t now_ms, int64_t retention_ms, int32_t index_interval_bytes);
+
+  /// datasync of the log file (and indexes when `with_indexes`).
+  result<void> sync(bool with_indexes);
+  /// Files of this segment, for the async flush path.
+  io::file& log_file() { return *log_; }
+  /// Removes the three files (durable after the caller syncs the directory).
+  result<void> remove_files();
+
+  [[nodiscard]] model::offset base_offset() const { return base_offset_; }
+  [[nodiscard]] model::offset next_offset() const { return next_offset_; }
+  [[nodiscard]] uint64_t size_bytes() const { return size_bytes_; }
+  [[nodiscard]] bool empty() const { return size_bytes_ == 0; }
+  [[nodiscard]] model::timestamp_ms max_timestamp() const { return max_timestamp_; }
+  /// Largest record timestamp, clamped for retention (see partition_log::apply_retention).
+  [[nodiscard]] model::timestamp_ms retention_timestamp() const { return retention_timestamp_; }
+  /// Broker time of the first append into this segment (segment.ms roll), or -1 when empty.
+  [[nodiscard]] int64_t first_append_ms() const { return first_append_ms_; }
+  [[nodiscard]] bool dirty() const { return dirty_; }
+  void mark_clean() { dirty_ = false; }
+  [[nodiscard]] const std::vector<offset_index_entry>& offset_entries() const { return offset_entries_; }
+  [[nodiscard]] const std::vector<time_index_entry>& time_entries() const { return time_entries_; }
+
+ private:
+  segment(io::file_system& fs, std::string directory, model::offset base_offset);
+  result<void> open_files(io::open_mode mode);
+  void track_batch(const codec::batch_header& header, model::file_position position, int64_t now_ms,
+                   int64_t retention_ms, int32_t index_interval_bytes, bool write_index, result<void>& status);
+  result<void> rewrite_index_files();
+  std::string path(const char* suffix) const;
+
+  io::file_system& fs_;
+  std::string directory_;
+  model::offset base_offset_;
+  model::offset next_offset_;
+  uint64_t size_bytes_ = 0;
+  model::timestamp_ms max_timestamp_ = model::no_timestamp;
+  model::offset offset_of_max_timestamp_{0};
+  model::timestamp_ms retention_timestamp_ = model::no_timestamp;
+  int64_t first_append_ms_ = -1;
+  uint64_t bytes_since_index_entry_ = 0;
+  bool dirty_ = false;
+  bool index_dirty_ = false;
+  std::unique_ptr<io::file> log_;
+  std::unique_ptr<io::file> index_;
+  std::unique_ptr<io::file> time_index_;
+  std::vector<offset_index_entry> offset_entries_;
+  std::vector<time_index_entry> time_entries_;
+};
+
+}  // namespace ringlog::storage
