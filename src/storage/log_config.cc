@@ -1,5 +1,6 @@
 #include "ringlog/storage/log_config.h"
 
+#include <limits>
 #include <string>
 
 #include "ringlog/base/constants.h"

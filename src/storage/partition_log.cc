@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "checkpoint.h"
 #include "ringlog/base/assert.h"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"

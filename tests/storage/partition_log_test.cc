@@ -1,0 +1,216 @@
+#include <doctest.h>
+
+#include "ringlog/io/sim_file_system.h"
+#include "test_util.h"
+
+using namespace ringlog;
+using namespace ringlog::storage;
+using test::make_batch;
+using test::records_of;
+
+namespace {
+constexpr int64_t t0 = 1'700'000'000'000;
+
+log_config small_segments() {
+  log_config c;
+  c.segment_bytes = 4096;
+  c.index_interval_bytes = 256;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("append assigns dense offsets and read finds every offset across segments") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  auto log = partition_log::open(fs, "/data/t-0", small_segments(), clock);
+  REQUIRE(log.ok());
+  auto& l = *log.value();
+  int64_t next = 0;
+  for (int b = 0; b < 200; ++b) {
+    const int count = 1 + b % 5;
+    auto r = l.append(make_batch(count, b, t0 + b), model::leader_epoch{3});
+    REQUIRE(r.ok());
+    CHECK(r->base_offset.value() == next);
+    CHECK(r->last_offset.value() == next + count - 1);
+    next += count;
+  }
+  CHECK(l.log_end_offset().value() == next);
+  CHECK(l.segments().size() > 5);
+  for (int64_t o = 0; o < next; o += 7) {
+    auto read = l.read(model::offset{o}, 1, model::offset{next});
+    REQUIRE(read.ok());
+    auto records = records_of(read.value(), model::offset{o});
+    REQUIRE(!records.empty());
+    CHECK(records.front().record_offset.value() == o);
+  }
+  // Reading everything in pieces returns each offset exactly once, in order.
+  int64_t expect = 0;
+  model::offset at{0};
+  while (at.value() < next) {
+    auto read = l.read(at, 1000, model::offset{next});
+    REQUIRE(read.ok());
+    for (const auto& rec : records_of(read.value(), at)) CHECK(rec.record_offset.value() == expect++);
+    at = read->next_offset;
+  }
+  CHECK(expect == next);
+  // Out of range names both bounds.
+  auto bad = l.read(model::offset{next + 1}, 100, model::offset{next});
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().code == errc::offset_out_of_range);
+  CHECK(bad.error().message.find("log_end_offset " + std::to_string(next)) != std::string::npos);
+  CHECK(l.end_offset_for_epoch(model::leader_epoch{3})->second.value() == next);
+}
+
+TEST_CASE("read respects max_offset and always returns one batch even when larger than max_bytes") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  auto log = partition_log::open(fs, "/d/t-0", log_config{}, clock);
+  REQUIRE(log.ok());
+  auto& l = *log.value();
+  REQUIRE(l.append(make_batch(3, 1, t0, model::compression::none, 2000), model::leader_epoch{0}).ok());
+  REQUIRE(l.append(make_batch(3, 2, t0), model::leader_epoch{0}).ok());
+  auto one = l.read(model::offset{0}, 10, model::offset{6});
+  REQUIRE(one.ok());
+  CHECK(records_of(one.value(), model::offset{0}).size() == 3);
+  auto capped = l.read(model::offset{0}, 1 << 20, model::offset{3});
+  REQUIRE(capped.ok());
+  CHECK(capped->next_offset.value() == 3);
+  auto none = l.read(model::offset{6}, 100, model::offset{6});
+  REQUIRE(none.ok());
+  CHECK(none->batches.empty());
+}
+
+TEST_CASE("clean restart keeps every record, offsets and the high watermark") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  {
+    auto log = partition_log::open(fs, "/d/t-1", small_segments(), clock);
+    REQUIRE(log.ok());
+    for (int b = 0; b < 50; ++b) REQUIRE(log.value()->append(make_batch(4, b, t0), model::leader_epoch{1}).ok());
+    log.value()->set_high_watermark(model::offset{150});
+    REQUIRE(log.value()->close().ok());
+  }
+  auto log = partition_log::open(fs, "/d/t-1", small_segments(), clock);
+  REQUIRE(log.ok());
+  CHECK(log.value()->last_recovery().clean_shutdown);
+  CHECK(log.value()->last_recovery().segments_scanned == 0);
+  CHECK(log.value()->log_end_offset().value() == 200);
+  CHECK(log.value()->high_watermark().value() == 150);
+  auto read = log.value()->read(model::offset{123}, 1, model::offset{200});
+  REQUIRE(read.ok());
+  CHECK(records_of(read.value(), model::offset{123}).front().record_offset.value() == 123);
+  REQUIRE(log.value()->append(make_batch(1, 99, t0), model::leader_epoch{2}).ok());
+  CHECK(log.value()->log_end_offset().value() == 201);
+}
+
+TEST_CASE("recovery cuts a corrupt or torn tail and everything after it") {
+  test::temp_dir dir;
+  auto fs = io::make_posix_file_system();
+  base::manual_clock clock(t0);
+  const std::string path = dir.path() + "/t-0";
+  {
+    auto log = partition_log::open(*fs, path, log_config{}, clock);
+    REQUIRE(log.ok());
+    for (int b = 0; b < 10; ++b) REQUIRE(log.value()->append(make_batch(2, b, t0), model::leader_epoch{0}).ok());
+    REQUIRE(log.value()->flush().ok());
+    // no close(): an unclean stop
+  }
+  const std::string seg = path + "/00000000000000000000.log";
+  const auto size = std::filesystem::file_size(seg);
+  SUBCASE("flipped bit in the 8th batch") {
+    auto f = fs->open(seg, io::open_mode::read_write);
+    REQUIRE(f.ok());
+    const uint64_t batch_bytes = size / 10;
+    std::array<std::byte, 1> b{};
+    REQUIRE(f.value()->read_at(model::file_position{batch_bytes * 7 + 70}, b).ok());
+    b[0] ^= std::byte{0x10};
+    REQUIRE(f.value()->write_at(model::file_position{batch_bytes * 7 + 70}, b).ok());
+    auto log = partition_log::open(*fs, path, log_config{}, clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() == 14);
+    CHECK(log.value()->last_recovery().bytes_truncated == batch_bytes * 3);
+  }
+  SUBCASE("torn last batch") {
+    std::filesystem::resize_file(seg, size - 5);
+    auto log = partition_log::open(*fs, path, log_config{}, clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() == 18);
+    auto r = log.value()->append(make_batch(1, 7, t0), model::leader_epoch{0});
+    REQUIRE(r.ok());
+    CHECK(r->base_offset.value() == 18);
+  }
+}
+
+TEST_CASE("timestamp lookup: non-monotonic timestamps inside a batch, and past the end is none") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  auto log = partition_log::open(fs, "/d/ts-0", small_segments(), clock);
+  REQUIRE(log.ok());
+  auto& l = *log.value();
+  std::vector<model::record> records;
+  for (int64_t ts : {t0 + 50, t0 + 10, t0 + 30, t0 + 20}) {
+    model::record r;
+    r.timestamp = ts;
+    r.value = model::to_bytes("x");
+    records.push_back(r);
+  }
+  auto batch = codec::encode_batch({}, records);
+  REQUIRE(batch.ok());
+  REQUIRE(l.append(batch.value(), model::leader_epoch{0}).ok());      // offsets 0..3
+  REQUIRE(l.append(make_batch(2, 1, t0 + 100), model::leader_epoch{0}).ok());  // offsets 4..5
+  auto at = [&](int64_t ts) { return l.offset_for_timestamp(ts).value(); };
+  CHECK(at(t0)->value() == 0);
+  CHECK(at(t0 + 15)->value() == 0);   // offset 0 has t0+50 >= t0+15: earliest offset wins
+  CHECK(at(t0 + 50)->value() == 0);
+  CHECK(at(t0 + 51)->value() == 4);
+  CHECK(at(t0 + 100)->value() == 4);
+  CHECK(!at(t0 + 101));               // past the last record: none, not the last offset
+  for (int b = 0; b < 100; ++b) REQUIRE(l.append(make_batch(2, b, t0 + 1000 + b * 10), model::leader_epoch{0}).ok());
+  CHECK(at(t0 + 1000 + 55 * 10)->value() == 6 + 55 * 2);
+  CHECK(at(t0 + 1000 + 55 * 10 + 1)->value() == 6 + 56 * 2);
+}
+
+TEST_CASE("truncate_to cuts at a batch boundary and later appends continue from there") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  auto log = partition_log::open(fs, "/d/tr-0", small_segments(), clock);
+  REQUIRE(log.ok());
+  auto& l = *log.value();
+  for (int b = 0; b < 100; ++b) REQUIRE(l.append(make_batch(2, b, t0), model::leader_epoch{b / 50}).ok());
+  l.set_high_watermark(model::offset{150});
+  REQUIRE(l.truncate_to(model::offset{120}).ok());
+  CHECK(l.log_end_offset().value() == 120);
+  CHECK(l.high_watermark().value() == 120);
+  CHECK(l.leader_epochs().rbegin()->first == 1);
+  REQUIRE(l.truncate_to(model::offset{99}).ok());  // inside the batch 98..99: the batch goes
+  CHECK(l.log_end_offset().value() == 98);
+  CHECK(l.leader_epochs().size() == 1);
+  auto r = l.append(make_batch(1, 1000, t0), model::leader_epoch{5});
+  REQUIRE(r.ok());
+  CHECK(r->base_offset.value() == 98);
+  REQUIRE(l.truncate_to(model::offset{0}).ok());
+  CHECK(l.log_end_offset().value() == 0);
+  CHECK(l.segments().size() == 1);
+}
+
+TEST_CASE("bad batches are refused and nothing stored changes") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  log_config c;
+  c.max_message_bytes = 2000;
+  auto log = partition_log::open(fs, "/d/bad-0", c, clock);
+  REQUIRE(log.ok());
+  auto& l = *log.value();
+  REQUIRE(l.append(make_batch(1, 1, t0), model::leader_epoch{0}).ok());
+  auto corrupt = make_batch(2, 2, t0);
+  corrupt[corrupt.size() - 1] ^= std::byte{1};
+  auto r = l.append(corrupt, model::leader_epoch{0});
+  REQUIRE(!r.ok());
+  CHECK(r.error().code == errc::corrupt_message);
+  auto big = l.append(make_batch(1, 3, t0, model::compression::none, 5000), model::leader_epoch{0});
+  REQUIRE(!big.ok());
+  CHECK(big.error().code == errc::message_too_large);
+  CHECK(big.error().message.find("max.message.bytes") != std::string::npos);
+  CHECK(l.log_end_offset().value() == 1);
+  CHECK(l.size_bytes() == make_batch(1, 1, t0).size());
+}
