@@ -20,4 +20,13 @@ size_t varint_size(int64_t v) noexcept;
 /// (more than 10 bytes). Never reads past in.size().
 result<int64_t> get_varint(std::span<const std::byte> in, size_t& pos);
 
+/// Longest zig-zag varint encodings, bytes: ceil(64 / 7) and ceil(32 / 7).
+inline constexpr size_t varint64_bytes_max = 10;
+inline constexpr size_t varint32_bytes_max = 5;
+
+/// Reads a zig-zag varint of an int32 field (Kafka's "varint", e.g. offset_delta, lengths) at
+/// `in[pos]`, advancing pos. Errors: truncated, invalid_varint (more than 5 bytes or beyond
+/// int32). Never reads past in.size().
+result<int32_t> get_varint32(std::span<const std::byte> in, size_t& pos);
+
 }  // namespace ringlog::codec

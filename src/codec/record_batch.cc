@@ -1,0 +1,541 @@
+#include "ringlog/codec/record_batch.h"
+
+#include <lz4frame.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "big_endian.h"
+#include "ringlog/base/constants.h"
+#include "ringlog/codec/crc32c.h"
+#include "ringlog/codec/varint.h"
+
+namespace ringlog::codec {
+namespace {
+
+using detail::get_be;
+using detail::put_be;
+using base::ok_v;
+
+// Byte positions of the header fields (see the layout in record_batch.h).
+constexpr size_t base_offset_position = 0;
+constexpr size_t batch_length_position = 8;
+constexpr size_t partition_leader_epoch_position = 12;
+constexpr size_t magic_position = 16;
+constexpr size_t last_offset_delta_position = 23;
+constexpr size_t base_timestamp_position = 27;
+constexpr size_t max_timestamp_position = 35;
+constexpr size_t producer_id_position = 43;
+constexpr size_t producer_epoch_position = 51;
+constexpr size_t base_sequence_position = 53;
+constexpr size_t records_count_position = 57;
+
+constexpr int16_t compression_mask = 0x07;
+constexpr int16_t timestamp_type_flag = 0x08;
+constexpr int16_t transactional_flag = 0x10;
+constexpr int16_t control_flag = 0x20;
+
+/// Smallest legal batch_length: the header after batch_length with no records (61 - 12).
+constexpr int32_t batch_length_min = static_cast<int32_t>(batch_header_bytes - batch_log_overhead_bytes);
+/// A record is at least 7 bytes (length, attributes, timestamp_delta, offset_delta, key_length,
+/// value_length, headers_count: one byte each); bounds the vector reserved before decoding.
+constexpr size_t record_bytes_min = 7;
+/// A header is at least 2 bytes (key_length, value_length).
+constexpr size_t header_bytes_min = 2;
+/// LZ4 block size Kafka's own writer uses (KafkaLZ4BlockOutputStream's default, 64 KiB).
+constexpr LZ4F_blockSizeID_t lz4_block_size = LZ4F_max64KB;
+/// First guess of the decompressed size, as a multiple of the compressed size.
+constexpr size_t lz4_initial_expansion = 4;
+constexpr size_t lz4_initial_bytes_min = 64 * 1024;
+
+/// Two's-complement wrapping arithmetic for timestamp deltas: encode and decode wrap the same
+/// way, so any pair of int64 timestamps round-trips (Java's long arithmetic does the same).
+int64_t wrapping_sub(int64_t a, int64_t b) noexcept {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t wrapping_add(int64_t a, int64_t b) noexcept {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+error annotate(error e, std::string_view context) {
+  e.message = std::string(context) + ": " + e.message;
+  return e;
+}
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", v);
+  return buf;
+}
+
+/// none and lz4 are supported; the other Kafka codecs and the undefined values 5-7 are refused
+/// by name.
+result<void> check_compression(int codec_value) {
+  switch (codec_value) {
+    case static_cast<int>(model::compression::none):
+    case static_cast<int>(model::compression::lz4):
+      return ok_v;
+    case static_cast<int>(model::compression::gzip):
+      return error{errc::unsupported_compression, "compression gzip (1) is not supported (only none and lz4)"};
+    case static_cast<int>(model::compression::snappy):
+      return error{errc::unsupported_compression, "compression snappy (2) is not supported (only none and lz4)"};
+    case static_cast<int>(model::compression::zstd):
+      return error{errc::unsupported_compression, "compression zstd (4) is not supported (only none and lz4)"};
+    default:
+      return error{errc::unsupported_compression,
+                   "compression value " + std::to_string(codec_value) + " is undefined (Kafka defines 0-4)"};
+  }
+}
+
+/// A bounds-checked reader over one span: every read fails with `truncated` instead of reading
+/// past the end.
+class cursor {
+ public:
+  explicit cursor(std::span<const std::byte> in) : in_(in) {}
+  [[nodiscard]] size_t remaining() const { return in_.size() - pos_; }
+
+  result<int8_t> read_int8() {
+    if (remaining() < 1) return error{errc::truncated, "no byte left"};
+    return static_cast<int8_t>(in_[pos_++]);
+  }
+  result<int64_t> read_varint() { return get_varint(in_, pos_); }
+  result<int32_t> read_varint32() { return get_varint32(in_, pos_); }
+  result<std::span<const std::byte>> read_bytes(size_t n) {
+    if (n > remaining()) {
+      return error{errc::truncated,
+                   "needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) + " left"};
+    }
+    auto out = in_.subspan(pos_, n);
+    pos_ += n;
+    return out;
+  }
+
+ private:
+  std::span<const std::byte> in_;
+  size_t pos_ = 0;
+};
+
+/// Reads a varint32 length then that many bytes; -1 means null, below -1 is invalid_length.
+result<std::optional<model::bytes>> read_nullable_bytes(cursor& c) {
+  auto length = c.read_varint32();
+  if (!length.ok()) return length.error();
+  if (*length == -1) return std::optional<model::bytes>{};
+  if (*length < -1) return error{errc::invalid_length, "length " + std::to_string(*length) + " below -1"};
+  auto data = c.read_bytes(static_cast<size_t>(*length));
+  if (!data.ok()) return data.error();
+  return std::optional<model::bytes>(model::bytes(data->begin(), data->end()));
+}
+
+result<model::record_header> read_header(cursor& c) {
+  model::record_header h;
+  auto key_length = c.read_varint32();
+  if (!key_length.ok()) return annotate(key_length.error(), "header key length");
+  if (*key_length < 0) {
+    return error{errc::invalid_record, "header key length " + std::to_string(*key_length) + " (keys are not nullable)"};
+  }
+  auto key = c.read_bytes(static_cast<size_t>(*key_length));
+  if (!key.ok()) return annotate(key.error(), "header key");
+  h.key.assign(reinterpret_cast<const char*>(key->data()), key->size());
+  auto value = read_nullable_bytes(c);
+  if (!value.ok()) return annotate(value.error(), "header value");
+  h.value = std::move(*value);
+  return h;
+}
+
+result<std::vector<model::record_header>> read_headers(cursor& c) {
+  auto count = c.read_varint32();
+  if (!count.ok()) return annotate(count.error(), "headers count");
+  if (*count < 0) return error{errc::invalid_record, "headers count " + std::to_string(*count) + " is negative"};
+  if (*count > constants::record_headers_max) {
+    return error{errc::too_large, "headers count " + std::to_string(*count) + " above record_headers_max " +
+                                      std::to_string(constants::record_headers_max)};
+  }
+  std::vector<model::record_header> headers;
+  headers.reserve(std::min(static_cast<size_t>(*count), c.remaining() / header_bytes_min));
+  for (int32_t i = 0; i < *count; ++i) {
+    auto h = read_header(c);
+    if (!h.ok()) return annotate(h.error(), "header " + std::to_string(i));
+    headers.push_back(std::move(*h));
+  }
+  return headers;
+}
+
+/// Decodes one record at the front of `section`. `previous_offset_delta` enforces strictly
+/// increasing offset deltas in [0, last_offset_delta].
+result<model::record> read_record(cursor& section, const batch_header& header, int32_t& previous_offset_delta) {
+  auto length = section.read_varint32();
+  if (!length.ok()) return annotate(length.error(), "length");
+  if (*length < 0) return error{errc::invalid_length, "length " + std::to_string(*length) + " is negative"};
+  auto body_bytes = section.read_bytes(static_cast<size_t>(*length));
+  if (!body_bytes.ok()) return annotate(body_bytes.error(), "body");
+  cursor body(*body_bytes);
+
+  auto attributes = body.read_int8();  // unused in v2; Kafka ignores it, so do we
+  if (!attributes.ok()) return annotate(attributes.error(), "attributes");
+  auto timestamp_delta = body.read_varint();
+  if (!timestamp_delta.ok()) return annotate(timestamp_delta.error(), "timestamp_delta");
+  auto offset_delta = body.read_varint32();
+  if (!offset_delta.ok()) return annotate(offset_delta.error(), "offset_delta");
+  if (*offset_delta <= previous_offset_delta || *offset_delta > header.last_offset_delta) {
+    return error{errc::invalid_record, "offset_delta " + std::to_string(*offset_delta) + " not in (" +
+                                           std::to_string(previous_offset_delta) + ", " +
+                                           std::to_string(header.last_offset_delta) + "]"};
+  }
+  previous_offset_delta = *offset_delta;
+
+  model::record r;
+  r.record_offset = header.base_offset + *offset_delta;
+  r.timestamp = header.timestamp_type() == model::timestamp_type::log_append_time
+                    ? header.max_timestamp
+                    : wrapping_add(header.base_timestamp, *timestamp_delta);
+  auto key = read_nullable_bytes(body);
+  if (!key.ok()) return annotate(key.error(), "key");
+  r.key = std::move(*key);
+  auto value = read_nullable_bytes(body);
+  if (!value.ok()) return annotate(value.error(), "value");
+  r.value = std::move(*value);
+  auto headers = read_headers(body);
+  if (!headers.ok()) return headers.error();
+  r.headers = std::move(*headers);
+  if (body.remaining() != 0) {
+    return error{errc::invalid_record, "length " + std::to_string(*length) + " leaves " +
+                                           std::to_string(body.remaining()) + " bytes after the headers"};
+  }
+  return r;
+}
+
+struct lz4_dctx_deleter {
+  void operator()(LZ4F_dctx* ctx) const noexcept { LZ4F_freeDecompressionContext(ctx); }
+};
+
+/// Decompresses one LZ4 frame that must span all of `in`, to at most
+/// batch_decompressed_bytes_max bytes (a compression bomb fails instead of exhausting memory).
+result<model::bytes> lz4_decompress(std::span<const std::byte> in) {
+  constexpr auto limit = static_cast<size_t>(constants::batch_decompressed_bytes_max);
+  LZ4F_dctx* raw = nullptr;
+  if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION))) {
+    return error{errc::decompression_failed, "cannot create an lz4 decompression context"};
+  }
+  std::unique_ptr<LZ4F_dctx, lz4_dctx_deleter> ctx(raw);
+  // One byte past the limit lets "exactly at the limit" finish while "above" is detected.
+  model::bytes out(std::min(limit + 1, std::max(lz4_initial_bytes_min, in.size() * lz4_initial_expansion)));
+  size_t in_position = 0;
+  size_t out_position = 0;
+  for (;;) {
+    if (out_position == out.size()) {
+      if (out.size() > limit) break;
+      out.resize(std::min(limit + 1, out.size() * 2));
+    }
+    size_t out_bytes = out.size() - out_position;
+    size_t in_bytes = in.size() - in_position;
+    const size_t hint = LZ4F_decompress(ctx.get(), out.data() + out_position, &out_bytes, in.data() + in_position,
+                                        &in_bytes, nullptr);
+    if (LZ4F_isError(hint)) {
+      return error{errc::decompression_failed, std::string("lz4 frame: ") + LZ4F_getErrorName(hint)};
+    }
+    in_position += in_bytes;
+    out_position += out_bytes;
+    if (hint == 0) break;  // frame complete
+    if (in_position == in.size() && out_bytes == 0) {
+      return error{errc::decompression_failed, "lz4 frame ends early (needs " + std::to_string(hint) + " more bytes)"};
+    }
+  }
+  if (out_position > limit) {
+    return error{errc::decompression_failed,
+                 "lz4 frame decompresses past batch_decompressed_bytes_max " + std::to_string(limit)};
+  }
+  if (in_position != in.size()) {
+    return error{errc::decompression_failed,
+                 std::to_string(in.size() - in_position) + " bytes after the end of the lz4 frame"};
+  }
+  out.resize(out_position);
+  return out;
+}
+
+result<model::bytes> lz4_compress(std::span<const std::byte> in) {
+  // Kafka's writer shape: independent 64 KiB blocks, no checksums beyond the batch CRC.
+  LZ4F_preferences_t preferences{};
+  preferences.frameInfo.blockSizeID = lz4_block_size;
+  preferences.frameInfo.blockMode = LZ4F_blockIndependent;
+  preferences.frameInfo.contentChecksumFlag = LZ4F_noContentChecksum;
+  model::bytes out(LZ4F_compressFrameBound(in.size(), &preferences));
+  const size_t written = LZ4F_compressFrame(out.data(), out.size(), in.data(), in.size(), &preferences);
+  // Cannot fail: the destination has the bound LZ4 documents for this input size.
+  RINGLOG_ASSERT(!LZ4F_isError(written), "LZ4F_compressFrame failed with a bound-sized destination");
+  out.resize(written);
+  return out;
+}
+
+void put_nullable_bytes(model::bytes& out, const std::optional<model::bytes>& b) {
+  if (!b) {
+    put_varint(out, -1);
+    return;
+  }
+  put_varint(out, static_cast<int64_t>(b->size()));
+  out.insert(out.end(), b->begin(), b->end());
+}
+
+/// Field sizes the decoder would refuse are refused here, so every encoded batch decodes.
+result<void> check_record_limits(const model::record& r, size_t index) {
+  constexpr auto bytes_max = static_cast<size_t>(constants::batch_bytes_max);
+  size_t total = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+  for (const auto& h : r.headers) total += h.key.size() + (h.value ? h.value->size() : 0);
+  if (total > bytes_max) {
+    return error{errc::too_large, "record " + std::to_string(index) + " holds " + std::to_string(total) +
+                                      " bytes, above batch_bytes_max " + std::to_string(bytes_max)};
+  }
+  if (r.headers.size() > static_cast<size_t>(constants::record_headers_max)) {
+    return error{errc::too_large, "record " + std::to_string(index) + " has " + std::to_string(r.headers.size()) +
+                                      " headers, above record_headers_max " +
+                                      std::to_string(constants::record_headers_max)};
+  }
+  return ok_v;
+}
+
+/// Appends one record (length varint + body) to `out`; `body` is scratch space reused across records.
+void put_record(model::bytes& out, model::bytes& body, const model::record& r, int32_t offset_delta,
+                model::timestamp_ms base_timestamp) {
+  body.clear();
+  body.push_back(std::byte{0});  // attributes, unused in v2
+  put_varint(body, wrapping_sub(r.timestamp, base_timestamp));
+  put_varint(body, offset_delta);
+  put_nullable_bytes(body, r.key);
+  put_nullable_bytes(body, r.value);
+  put_varint(body, static_cast<int64_t>(r.headers.size()));
+  for (const auto& h : r.headers) {
+    put_varint(body, static_cast<int64_t>(h.key.size()));
+    const auto* key = reinterpret_cast<const std::byte*>(h.key.data());
+    body.insert(body.end(), key, key + h.key.size());
+    put_nullable_bytes(body, h.value);
+  }
+  put_varint(out, static_cast<int64_t>(body.size()));
+  out.insert(out.end(), body.begin(), body.end());
+}
+
+int16_t attributes_of(const batch_options& options) {
+  int16_t a = static_cast<int16_t>(static_cast<int16_t>(options.compression) & compression_mask);
+  if (options.timestamp_type == model::timestamp_type::log_append_time) a |= timestamp_type_flag;
+  if (options.is_transactional) a |= transactional_flag;
+  if (options.is_control) a |= control_flag;
+  return a;
+}
+
+void write_crc(std::span<std::byte> batch) {
+  const uint32_t crc = crc32c(std::span<const std::byte>(batch).subspan(batch_attributes_position));
+  put_be(batch.data() + batch_crc_position, crc);
+}
+
+}  // namespace
+
+result<model::bytes> encode_batch(const batch_options& options, std::span<const model::record> records) {
+  RINGLOG_ASSERT(!records.empty(), "encode_batch needs at least one record");
+  RINGLOG_ASSERT_OP(records.size(), <=, static_cast<size_t>(constants::batch_records_max));
+  constexpr auto bytes_max = static_cast<size_t>(constants::batch_bytes_max);
+  RINGLOG_TRY(check_compression(static_cast<int>(options.compression)));
+
+  const model::timestamp_ms base_timestamp = records.front().timestamp;
+  model::timestamp_ms max_timestamp = base_timestamp;
+  model::bytes section;
+  model::bytes body;
+  for (size_t i = 0; i < records.size(); ++i) {
+    RINGLOG_TRY(check_record_limits(records[i], i));
+    put_record(section, body, records[i], static_cast<int32_t>(i), base_timestamp);
+    max_timestamp = std::max(max_timestamp, records[i].timestamp);
+    if (section.size() > bytes_max) {
+      return error{errc::too_large, "records section passes batch_bytes_max " + std::to_string(bytes_max) +
+                                        " at record " + std::to_string(i)};
+    }
+  }
+  if (options.compression == model::compression::lz4) {
+    auto compressed = lz4_compress(section);
+    if (!compressed.ok()) return compressed.error();
+    section = std::move(*compressed);
+  }
+  if (batch_header_bytes + section.size() > bytes_max) {
+    return error{errc::too_large, "batch of " + std::to_string(batch_header_bytes + section.size()) +
+                                      " bytes above batch_bytes_max " + std::to_string(bytes_max)};
+  }
+
+  model::bytes out(batch_header_bytes + section.size());
+  std::byte* p = out.data();
+  put_be(p + base_offset_position, options.base_offset.value());
+  put_be(p + batch_length_position, static_cast<int32_t>(out.size() - batch_log_overhead_bytes));
+  put_be(p + partition_leader_epoch_position, options.partition_leader_epoch.value());
+  put_be(p + magic_position, batch_magic_v2);
+  put_be(p + batch_attributes_position, attributes_of(options));
+  put_be(p + last_offset_delta_position, static_cast<int32_t>(records.size() - 1));
+  put_be(p + base_timestamp_position, base_timestamp);
+  put_be(p + max_timestamp_position, max_timestamp);
+  put_be(p + producer_id_position, options.producer.value());
+  put_be(p + producer_epoch_position, options.producer_epoch_value.value());
+  put_be(p + base_sequence_position, options.base_sequence.value());
+  put_be(p + records_count_position, static_cast<int32_t>(records.size()));
+  std::copy(section.begin(), section.end(), out.begin() + batch_header_bytes);
+  write_crc(out);
+  return out;
+}
+
+result<batch_header> decode_header(std::span<const std::byte> in) {
+  // The magic byte decides how the rest is laid out (v0/v1 differ), so it is checked first.
+  if (in.size() <= magic_position) {
+    return error{errc::truncated, "batch header: " + std::to_string(in.size()) + " bytes, magic is at 16"};
+  }
+  const auto magic = static_cast<int8_t>(in[magic_position]);
+  if (magic != batch_magic_v2) {
+    return error{errc::unknown_magic, "magic " + std::to_string(magic) + ", only 2 is supported"};
+  }
+  if (in.size() < batch_header_bytes) {
+    return error{errc::truncated, "batch header: " + std::to_string(in.size()) + " of 61 bytes"};
+  }
+  const std::byte* p = in.data();
+  batch_header h;
+  h.base_offset = model::offset(get_be<int64_t>(p + base_offset_position));
+  h.batch_length = get_be<int32_t>(p + batch_length_position);
+  h.partition_leader_epoch = model::leader_epoch(get_be<int32_t>(p + partition_leader_epoch_position));
+  h.magic = magic;
+  h.crc = get_be<uint32_t>(p + batch_crc_position);
+  h.attributes = get_be<int16_t>(p + batch_attributes_position);
+  h.last_offset_delta = get_be<int32_t>(p + last_offset_delta_position);
+  h.base_timestamp = get_be<int64_t>(p + base_timestamp_position);
+  h.max_timestamp = get_be<int64_t>(p + max_timestamp_position);
+  h.producer = model::producer_id(get_be<int64_t>(p + producer_id_position));
+  h.producer_epoch_value = model::producer_epoch(get_be<int16_t>(p + producer_epoch_position));
+  h.base_sequence = model::sequence(get_be<int32_t>(p + base_sequence_position));
+  h.records_count = get_be<int32_t>(p + records_count_position);
+  if (h.batch_length < batch_length_min || h.batch_length > constants::batch_bytes_max) {
+    return error{errc::invalid_length, "batch_length " + std::to_string(h.batch_length) + " not in [" +
+                                           std::to_string(batch_length_min) + ", " +
+                                           std::to_string(constants::batch_bytes_max) + "]"};
+  }
+  return h;
+}
+
+result<batch_header> validate_batch(std::span<const std::byte> in) {
+  auto header = decode_header(in);
+  if (!header.ok()) return header;
+  const batch_header& h = *header;
+  if (in.size() < h.size_bytes()) {
+    return error{errc::truncated,
+                 "batch: " + std::to_string(in.size()) + " of " + std::to_string(h.size_bytes()) + " bytes"};
+  }
+  if (in.size() > h.size_bytes()) {
+    return error{errc::invalid_length, "batch_length says " + std::to_string(h.size_bytes()) + " bytes, given " +
+                                           std::to_string(in.size())};
+  }
+  const uint32_t computed = crc32c(in.subspan(batch_attributes_position));
+  if (computed != h.crc) {
+    return error{errc::crc_mismatch, "stored crc " + hex32(h.crc) + ", computed " + hex32(computed)};
+  }
+  RINGLOG_TRY(check_compression(h.attributes & compression_mask));
+  if (h.records_count < 0) {
+    return error{errc::invalid_record, "records_count " + std::to_string(h.records_count) + " is negative"};
+  }
+  if (h.records_count > constants::batch_records_max) {
+    return error{errc::too_large, "records_count " + std::to_string(h.records_count) + " above batch_records_max " +
+                                      std::to_string(constants::batch_records_max)};
+  }
+  // Compaction may remove records but keeps last_offset_delta, so the count may be smaller.
+  if (h.last_offset_delta < 0 || static_cast<int64_t>(h.records_count) > int64_t{h.last_offset_delta} + 1) {
+    return error{errc::invalid_record, "records_count " + std::to_string(h.records_count) +
+                                           " does not fit last_offset_delta " + std::to_string(h.last_offset_delta)};
+  }
+  int64_t last_offset = 0;
+  if (__builtin_add_overflow(h.base_offset.value(), int64_t{h.last_offset_delta}, &last_offset)) {
+    return error{errc::invalid_record, "base_offset + last_offset_delta overflows int64"};
+  }
+  return header;
+}
+
+result<std::vector<model::record>> decode_records(std::span<const std::byte> in) {
+  auto header = validate_batch(in);
+  if (!header.ok()) return header.error();
+  const batch_header& h = *header;
+  std::span<const std::byte> section = in.subspan(batch_header_bytes);
+  model::bytes decompressed;
+  if (h.compression() == model::compression::lz4) {
+    auto d = lz4_decompress(section);
+    if (!d.ok()) return d.error();
+    decompressed = std::move(*d);
+    section = decompressed;
+  }
+  std::vector<model::record> records;
+  records.reserve(std::min(static_cast<size_t>(h.records_count), section.size() / record_bytes_min));
+  cursor c(section);
+  int32_t previous_offset_delta = -1;
+  for (int32_t i = 0; i < h.records_count; ++i) {
+    auto r = read_record(c, h, previous_offset_delta);
+    if (!r.ok()) return annotate(r.error(), "record " + std::to_string(i));
+    records.push_back(std::move(*r));
+  }
+  if (c.remaining() != 0) {
+    return error{errc::invalid_record, std::to_string(c.remaining()) + " bytes after the last of " +
+                                           std::to_string(h.records_count) + " records"};
+  }
+  return records;
+}
+
+void set_base_offset(std::span<std::byte> batch, model::offset base_offset) {
+  RINGLOG_ASSERT_OP(batch.size(), >=, batch_header_bytes);
+  put_be(batch.data() + base_offset_position, base_offset.value());
+}
+
+void set_partition_leader_epoch(std::span<std::byte> batch, model::leader_epoch epoch) {
+  RINGLOG_ASSERT_OP(batch.size(), >=, batch_header_bytes);
+  put_be(batch.data() + partition_leader_epoch_position, epoch.value());
+}
+
+void set_log_append_time(std::span<std::byte> batch, model::timestamp_ms now) {
+  RINGLOG_ASSERT_OP(batch.size(), >=, batch_header_bytes);
+  // The CRC covers [21, end): the span must be exactly one whole batch.
+  RINGLOG_ASSERT_OP(batch.size(), ==,
+                    static_cast<size_t>(get_be<int32_t>(batch.data() + batch_length_position)) +
+                        batch_log_overhead_bytes);
+  const auto attributes = get_be<int16_t>(batch.data() + batch_attributes_position);
+  put_be(batch.data() + batch_attributes_position, static_cast<int16_t>(attributes | timestamp_type_flag));
+  put_be(batch.data() + max_timestamp_position, now);
+  write_crc(batch);
+}
+
+result<model::bytes> encode_control_batch(const batch_options& options, control_record marker,
+                                          model::timestamp_ms timestamp) {
+  // Key: version int16 (0) + type int16; value: version int16 (0) + coordinator_epoch int32
+  // (Kafka's ControlRecordType and EndTransactionMarker).
+  constexpr size_t key_bytes = 4;
+  constexpr size_t value_bytes = 6;
+  model::record r;
+  r.timestamp = timestamp;
+  r.key = model::bytes(key_bytes);
+  put_be(r.key->data(), int16_t{0});
+  put_be(r.key->data() + 2, static_cast<int16_t>(marker.type));
+  r.value = model::bytes(value_bytes);
+  put_be(r.value->data(), int16_t{0});
+  put_be(r.value->data() + 2, marker.coordinator_epoch);
+  batch_options control_options = options;
+  control_options.is_control = true;
+  control_options.is_transactional = true;
+  return encode_batch(control_options, std::span<const model::record>(&r, 1));
+}
+
+result<control_record> decode_control_record(const model::record& r) {
+  constexpr size_t key_bytes = 4;
+  constexpr size_t value_bytes = 6;
+  if (!r.key || r.key->size() < key_bytes) {
+    return error{errc::invalid_record, "control record key is null or shorter than 4 bytes"};
+  }
+  if (get_be<int16_t>(r.key->data()) < 0) return error{errc::invalid_record, "control record key version is negative"};
+  const auto type = get_be<int16_t>(r.key->data() + 2);
+  if (type != static_cast<int16_t>(control_type::abort) && type != static_cast<int16_t>(control_type::commit)) {
+    return error{errc::invalid_record, "control record type " + std::to_string(type) + " is not abort (0) or commit (1)"};
+  }
+  if (!r.value || r.value->size() < value_bytes) {
+    return error{errc::invalid_record, "transaction marker value is null or shorter than 6 bytes"};
+  }
+  if (get_be<int16_t>(r.value->data()) < 0) {
+    return error{errc::invalid_record, "transaction marker version is negative"};
+  }
+  return control_record{static_cast<control_type>(type), get_be<int32_t>(r.value->data() + 2)};
+}
+
+}  // namespace ringlog::codec
