@@ -28,7 +28,7 @@ TEST_CASE("time retention deletes whole expired segments, rolling an idle active
     auto& l = *log.value();
     for (int b = 0; b < 40; ++b) REQUIRE(l.append(make_batch(2, b, clock.now_ms()), model::leader_epoch{0}).ok());
     const auto segments_before = l.segments().size();
-    CHECK(segments_before > 3);
+    CHECK(segments_before >= 3);
     CHECK(l.apply_retention().value() == 0);  // nothing is old yet
     clock.advance_ms(hour + 1);
     auto deleted = l.apply_retention();
@@ -93,7 +93,7 @@ TEST_CASE("size retention deletes the oldest whole segments beyond retention.byt
   auto log = partition_log::open(fs, "/d/r-2", c, clock);
   REQUIRE(log.ok());
   auto& l = *log.value();
-  for (int b = 0; b < 60; ++b) REQUIRE(l.append(make_batch(2, b, t0), model::leader_epoch{0}).ok());
+  for (int b = 0; b < 100; ++b) REQUIRE(l.append(make_batch(2, b, t0), model::leader_epoch{0}).ok());
   const auto before = l.size_bytes();
   CHECK(before > 5000);
   auto deleted = l.apply_retention();
@@ -102,7 +102,7 @@ TEST_CASE("size retention deletes the oldest whole segments beyond retention.byt
   CHECK(l.size_bytes() <= 5000 + 2048);
   CHECK(l.size_bytes() >= 5000 - 2048);
   CHECK(l.log_start_offset() == l.segments().front().base_offset);
-  CHECK(l.log_end_offset().value() == 120);
+  CHECK(l.log_end_offset().value() == 200);
 }
 
 TEST_CASE("segment.ms rolls an old active segment on the next append") {
