@@ -36,3 +36,14 @@ inline constexpr size_t segments_per_partition_max = 100'000;
 inline constexpr unsigned io_uring_entries = 256;
 
 }  // namespace ringlog::constants
+
+namespace ringlog::constants {
+/// Largest partition count of one topic: each partition holds open files (3 per segment) and a
+/// directory; Kafka recommends a few thousand per broker.
+inline constexpr int32_t topic_partitions_max = 10'000;
+/// Largest number of topics one broker holds (metadata image and directories).
+inline constexpr size_t topics_max = 10'000;
+/// Interval of the per-shard maintenance tick (retention checks, high watermark checkpoints), ms:
+/// Kafka checkpoints high watermarks every 5 s (replica.high.watermark.checkpoint.interval.ms).
+inline constexpr int64_t maintenance_interval_ms = 5'000;
+}  // namespace ringlog::constants

@@ -1,0 +1,899 @@
+// The single-node broker: topics and partitions on shards, produce with group commit, fetch
+// with long-poll, list offsets, and the admin calls. Metadata changes run on shard 0 (the
+// future controller) and are written to the metadata log before they take effect.
+
+#include "ringlog/broker/broker.h"
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <random>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "metadata.h"
+#include "ringlog/base/assert.h"
+#include "ringlog/base/constants.h"
+#include "ringlog/broker/partitioner.h"
+#include "ringlog/codec/record_batch.h"
+#include "ringlog/io/file.h"
+#include "ringlog/storage/partition_log.h"
+#include "topic_config.h"
+
+namespace ringlog::broker {
+namespace {
+
+constexpr const char* metadata_directory = "__cluster_metadata-0";
+constexpr size_t controller_shard = 0;
+
+error from_storage(const storage::error& e) {
+  switch (e.code) {
+    case storage::errc::offset_out_of_range: return {errc::offset_out_of_range, e.message};
+    case storage::errc::corrupt_message: return {errc::corrupt_message, e.message};
+    case storage::errc::message_too_large: return {errc::message_too_large, e.message};
+    case storage::errc::invalid_timestamp: return {errc::invalid_timestamp, e.message};
+    case storage::errc::invalid_config: return {errc::invalid_config, e.message};
+    case storage::errc::kafka_storage_error:
+    case storage::errc::too_many_segments: return {errc::kafka_storage_error, e.message};
+  }
+  return {errc::unknown_server_error, e.message};
+}
+
+std::string partition_key(const std::string& topic, int32_t partition) {
+  return topic + "-" + std::to_string(partition);
+}
+
+/// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
+size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : topic) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
+  h = (h ^ static_cast<uint32_t>(partition)) * 1099511628211ULL;
+  return static_cast<size_t>(h % shard_count);
+}
+
+std::string new_topic_id() {
+  // Kafka topic ids are random UUIDs shown as 22 characters of URL-safe base64.
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::random_device device;
+  std::string id;
+  for (int i = 0; i < 22; ++i) id.push_back(alphabet[device() % 64]);
+  return id;
+}
+
+std::string unknown_topic_message(const std::string& topic) { return "topic '" + topic + "' does not exist"; }
+
+struct fetch_waiter {
+  fetch_request request;
+  std::function<void(result<fetch_response>)> done;
+  bool completed = false;
+};
+
+struct partition_runtime {
+  std::string topic;
+  int32_t partition = 0;
+  std::unique_ptr<storage::partition_log> log;
+  std::shared_ptr<partition_stats> stats;
+  std::vector<std::shared_ptr<fetch_waiter>> waiters;
+  model::leader_epoch epoch{0};
+  bool deleted = false;
+  int64_t last_checkpointed_high_watermark = -1;
+};
+
+struct produce_operation {
+  std::vector<produce_record_result> results;
+  std::atomic<size_t> remaining{0};
+  std::function<void(result<produce_response>)> done;
+  void finish_one() {
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) done(produce_response{std::move(results)});
+  }
+};
+
+class broker_impl final : public broker {
+ public:
+  broker_impl(broker_config config, broker_dependencies deps)
+      : config_(std::move(config)), deps_(std::move(deps)), shards_(deps_.runtime.shard_count()) {}
+
+  result<void> start();
+
+  void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) override;
+  void delete_topic(std::string topic, std::function<void(result<void>)> done) override;
+  void create_partitions(std::string topic, int32_t partitions_count,
+                         std::function<void(result<topic_description>)> done) override;
+  void alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
+                           bool validate_only, std::function<void(result<topic_description>)> done) override;
+  [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
+  void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
+  [[nodiscard]] std::vector<broker_description> list_brokers() const override {
+    return {{config_.node_id, deps_.advertised_host, deps_.advertised_port}};
+  }
+  [[nodiscard]] const broker_config& config() const override { return config_; }
+  void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
+  void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
+  void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
+  void shutdown(std::function<void()> done) override;
+
+ private:
+  using partitions_map = std::unordered_map<std::string, std::shared_ptr<partition_runtime>>;
+
+  std::shared_ptr<topic_state> find_topic(const std::string& name) const {
+    std::shared_lock lock(mutex_);
+    auto it = topics_.find(name);
+    return it == topics_.end() ? nullptr : it->second;
+  }
+  size_t owner(const std::string& topic, int32_t partition) const {
+    return shard_of(topic, partition, shards_.size());
+  }
+  std::string partition_directory(const std::string& topic, int32_t partition) const {
+    return config_.log_dir + "/" + partition_key(topic, partition);
+  }
+  topic_description describe(const topic_state& t) const;
+  result<void> persist(const model::record& record);
+  std::shared_ptr<topic_state> install_topic(const topic_record& record);
+  void open_partitions(const std::shared_ptr<topic_state>& topic, int32_t from, bool fresh,
+                       std::function<void(result<void>)> done);
+  result<void> open_partition_on_shard(size_t shard, const std::string& topic, int32_t partition,
+                                       const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
+                                       model::leader_epoch epoch, bool fresh);
+  void produce_to(const std::shared_ptr<topic_state>& topic, produce_request request,
+                  std::function<void(result<produce_response>)> done);
+  void append_on_shard(size_t shard, std::string topic, int32_t partition, model::bytes batch,
+                       std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps, acks_mode acks,
+                       std::shared_ptr<produce_operation> op);
+  void publish(partition_runtime& rt);
+  void wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
+  void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
+  void schedule_maintenance(size_t shard);
+  void maintain(size_t shard);
+  std::shared_ptr<partition_runtime> runtime_of(size_t shard, const std::string& topic, int32_t partition) {
+    auto it = shards_[shard].find(partition_key(topic, partition));
+    return it == shards_[shard].end() ? nullptr : it->second;
+  }
+
+  broker_config config_;
+  broker_dependencies deps_;
+  std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
+  mutable std::shared_mutex mutex_;     // guards topics_ (control plane only)
+  std::map<std::string, std::shared_ptr<topic_state>> topics_;
+  std::unique_ptr<storage::partition_log> metadata_log_;  // shard 0 only, after start()
+  std::atomic<bool> stopping_{false};
+};
+
+// ---------------------------------------------------------------- start-up
+
+result<void> broker_impl::start() {
+  auto made = deps_.fs.make_directories(config_.log_dir);
+  if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
+  storage::log_config metadata_config;
+  metadata_config.retention_ms = -1;
+  metadata_config.max_message_bytes = 8 * 1024 * 1024;
+  auto log = storage::partition_log::open(deps_.fs, config_.log_dir + "/" + metadata_directory, metadata_config,
+                                          deps_.clock);
+  if (!log.ok()) return from_storage(log.error());
+  metadata_log_ = std::move(log.value());
+  // Replay the metadata log into the image.
+  model::offset at = metadata_log_->log_start_offset();
+  while (at < metadata_log_->log_end_offset()) {
+    auto read = metadata_log_->read(at, 1 << 20, metadata_log_->log_end_offset());
+    if (!read.ok()) return from_storage(read.error());
+    size_t pos = 0;
+    while (pos < read->batches.size()) {
+      auto header = codec::decode_header(std::span(read->batches).subspan(pos));
+      RINGLOG_ASSERT(header.ok(), "metadata log batches were validated on recovery");
+      auto records = codec::decode_records(std::span(read->batches).subspan(pos, header->size_bytes()));
+      if (!records.ok()) return error{errc::kafka_storage_error, "metadata log: " + records.error().message};
+      for (const auto& r : records.value()) {
+        auto change = decode_metadata_record(r);
+        if (!change.ok()) return error{errc::kafka_storage_error, "metadata log: " + change.error().message};
+        if (change->upsert) install_topic(*change->upsert);
+        if (change->removed_topic) topics_.erase(*change->removed_topic);
+      }
+      pos += header->size_bytes();
+    }
+    at = read->next_offset;
+  }
+  metadata_log_->set_high_watermark(metadata_log_->log_end_offset());
+  // Recover every partition on its shard; wait here (start-up runs outside the shards).
+  std::vector<std::shared_ptr<topic_state>> topics;
+  for (auto& [name, t] : topics_) topics.push_back(t);
+  for (const auto& t : topics) {
+    std::promise<result<void>> opened;
+    open_partitions(t, 0, false, [&opened](result<void> r) { opened.set_value(std::move(r)); });
+    auto r = opened.get_future().get();
+    if (!r.ok()) return r.error();
+  }
+  for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
+  return base::ok_v;
+}
+
+std::shared_ptr<topic_state> broker_impl::install_topic(const topic_record& record) {
+  std::shared_ptr<topic_state> t;
+  auto existing = topics_.find(record.name);
+  if (existing != topics_.end() && existing->second->record.topic_id == record.topic_id) {
+    t = existing->second;
+  } else {
+    t = std::make_shared<topic_state>();
+  }
+  t->record = record;
+  t->is_internal = record.name.starts_with("__");
+  while (static_cast<int32_t>(t->partitions.size()) < record.partitions_count) {
+    t->partitions.push_back(std::make_shared<partition_stats>());
+  }
+  topics_[record.name] = t;
+  return t;
+}
+
+result<void> broker_impl::persist(const model::record& record) {
+  model::record r = record;
+  r.timestamp = deps_.clock.now_ms();
+  auto batch = codec::encode_batch({}, std::span(&r, 1));
+  if (!batch.ok()) return error{errc::unknown_server_error, batch.error().message};
+  auto appended = metadata_log_->append(std::move(batch.value()), model::leader_epoch{0});
+  if (!appended.ok()) return from_storage(appended.error());
+  auto flushed = metadata_log_->flush();
+  if (!flushed.ok()) return from_storage(flushed.error());
+  metadata_log_->set_high_watermark(metadata_log_->log_end_offset());
+  return base::ok_v;
+}
+
+result<void> broker_impl::open_partition_on_shard(size_t shard, const std::string& topic, int32_t partition,
+                                                  const storage::log_config& log_config,
+                                                  std::shared_ptr<partition_stats> stats, model::leader_epoch epoch,
+                                                  bool fresh) {
+  const std::string dir = partition_directory(topic, partition);
+  if (fresh && deps_.fs.exists(dir)) {
+    // Leftovers of a topic deleted before its directories were removed must not come back.
+    auto removed = deps_.fs.remove_all(dir);
+    if (!removed.ok()) return error{errc::kafka_storage_error, removed.error().message};
+  }
+  auto log = storage::partition_log::open(deps_.fs, dir, log_config, deps_.clock);
+  if (!log.ok()) return from_storage(log.error());
+  auto rt = std::make_shared<partition_runtime>();
+  rt->topic = topic;
+  rt->partition = partition;
+  rt->log = std::move(log.value());
+  rt->stats = std::move(stats);
+  rt->epoch = epoch;
+  // One node: every record this node has is in sync; under the fsync policy only durable ones.
+  rt->log->set_high_watermark(config_.log_flush_policy == "fsync" ? rt->log->recovery_point()
+                                                                  : rt->log->log_end_offset());
+  publish(*rt);
+  shards_[shard][partition_key(topic, partition)] = std::move(rt);
+  return base::ok_v;
+}
+
+void broker_impl::open_partitions(const std::shared_ptr<topic_state>& topic, int32_t from, bool fresh,
+                                  std::function<void(result<void>)> done) {
+  auto log_config = make_log_config(config_, topic->record.configs);
+  if (!log_config.ok()) return done(log_config.error());
+  const int32_t count = topic->record.partitions_count;
+  if (from >= count) return done(base::ok_v);
+  struct gather {
+    std::atomic<int32_t> remaining;
+    std::mutex mutex;
+    std::optional<error> failure;
+    std::function<void(result<void>)> done;
+  };
+  auto g = std::make_shared<gather>();
+  g->remaining = count - from;
+  g->done = std::move(done);
+  for (int32_t p = from; p < count; ++p) {
+    const size_t shard = owner(topic->record.name, p);
+    deps_.runtime.post(shard, [this, g, shard, name = topic->record.name, p, cfg = log_config.value(),
+                               stats = topic->partitions[static_cast<size_t>(p)],
+                               epoch = model::leader_epoch{topic->record.leader_epoch}, fresh] {
+      auto r = open_partition_on_shard(shard, name, p, cfg, stats, epoch, fresh);
+      if (!r.ok()) {
+        std::lock_guard lock(g->mutex);
+        if (!g->failure) g->failure = r.error();
+      }
+      if (g->remaining.fetch_sub(1) == 1) {
+        g->done(g->failure ? result<void>(*g->failure) : result<void>(base::ok_v));
+      }
+    });
+  }
+}
+
+void broker_impl::publish(partition_runtime& rt) {
+  rt.stats->log_start_offset.store(rt.log->log_start_offset().value(), std::memory_order_relaxed);
+  rt.stats->high_watermark.store(rt.log->high_watermark().value(), std::memory_order_relaxed);
+  rt.stats->log_end_offset.store(rt.log->log_end_offset().value(), std::memory_order_relaxed);
+  rt.stats->size_bytes.store(rt.log->size_bytes(), std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------- admin
+
+topic_description broker_impl::describe(const topic_state& t) const {
+  topic_description d;
+  d.name = t.record.name;
+  d.topic_id = t.record.topic_id;
+  d.is_internal = t.is_internal;
+  d.replication_factor = t.record.replication_factor;
+  for (int32_t p = 0; p < t.record.partitions_count; ++p) {
+    const auto& s = *t.partitions[static_cast<size_t>(p)];
+    partition_description pd;
+    pd.partition = model::partition_id{p};
+    pd.leader = config_.node_id;
+    pd.replicas = {config_.node_id};
+    pd.in_sync_replicas = {config_.node_id};
+    pd.leader_epoch = model::leader_epoch{t.record.leader_epoch};
+    pd.log_start_offset = model::offset{s.log_start_offset.load(std::memory_order_relaxed)};
+    pd.high_watermark = model::offset{s.high_watermark.load(std::memory_order_relaxed)};
+    pd.log_end_offset = model::offset{s.log_end_offset.load(std::memory_order_relaxed)};
+    pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
+    d.partitions.push_back(pd);
+  }
+  d.configs = describe_topic_configs(config_, t.record.configs);
+  return d;
+}
+
+void broker_impl::create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  deps_.runtime.post(controller_shard, [this, request = std::move(request), done = std::move(done)]() mutable {
+    if (auto valid = validate_topic_name(request.name); !valid.ok()) return done(valid.error());
+    if (request.name.starts_with("__")) {
+      return done(error{errc::invalid_topic_exception,
+                        "topic names starting with '__' are reserved for internal topics: " + request.name});
+    }
+    const int32_t partitions = request.partitions_count.value_or(config_.num_partitions);
+    if (partitions < 1 || partitions > constants::topic_partitions_max) {
+      return done(error{errc::invalid_partitions, "partitions_count " + std::to_string(partitions) +
+                                                      " is out of range [1, " +
+                                                      std::to_string(constants::topic_partitions_max) + "]"});
+    }
+    const int16_t rf = request.replication_factor.value_or(config_.default_replication_factor);
+    if (rf < 1 || rf > 1) {
+      return done(error{errc::invalid_replication_factor,
+                        "replication_factor " + std::to_string(rf) +
+                            " is larger than the number of available brokers (1)"});
+    }
+    for (const auto& [k, v] : request.configs) {
+      if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
+    }
+    if (auto cfg = make_log_config(config_, request.configs); !cfg.ok()) return done(cfg.error());
+    {
+      std::shared_lock lock(mutex_);
+      if (topics_.contains(request.name)) {
+        return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
+      }
+      // Kafka refuses names that collide once '.' and '_' are treated alike (metric names).
+      auto folded = [](std::string s) {
+        std::replace(s.begin(), s.end(), '.', '_');
+        return s;
+      };
+      for (const auto& [name, t] : topics_) {
+        if (folded(name) == folded(request.name)) {
+          return done(error{errc::invalid_topic_exception, "topic '" + request.name + "' collides with existing topic '" +
+                                                               name + "' ('.' and '_' are treated alike)"});
+        }
+      }
+      if (topics_.size() >= constants::topics_max) {
+        return done(error{errc::invalid_request,
+                          "the broker holds " + std::to_string(topics_.size()) + " topics, the limit topics_max"});
+      }
+    }
+    topic_record record;
+    record.name = request.name;
+    record.topic_id = new_topic_id();
+    record.partitions_count = partitions;
+    record.replication_factor = rf;
+    record.configs = request.configs;
+    if (request.validate_only) {
+      topic_state preview;
+      preview.record = record;
+      for (int32_t p = 0; p < partitions; ++p) preview.partitions.push_back(std::make_shared<partition_stats>());
+      return done(describe(preview));
+    }
+    if (auto saved = persist(encode_topic_upsert(record)); !saved.ok()) return done(saved.error());
+    std::shared_ptr<topic_state> t;
+    {
+      std::unique_lock lock(mutex_);
+      t = install_topic(record);
+    }
+    open_partitions(t, 0, true, [this, t, done = std::move(done)](result<void> r) {
+      if (!r.ok()) return done(r.error());
+      done(describe(*t));
+    });
+  });
+}
+
+void broker_impl::delete_topic(std::string topic, std::function<void(result<void>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  deps_.runtime.post(controller_shard, [this, topic = std::move(topic), done = std::move(done)]() mutable {
+    auto t = find_topic(topic);
+    if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+    if (t->is_internal) return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be deleted"});
+    if (auto saved = persist(encode_topic_removal(topic, t->record.topic_id)); !saved.ok()) return done(saved.error());
+    {
+      std::unique_lock lock(mutex_);
+      topics_.erase(topic);
+    }
+    auto remaining = std::make_shared<std::atomic<int32_t>>(t->record.partitions_count);
+    auto failure = std::make_shared<std::optional<error>>();
+    auto finish = std::make_shared<std::function<void(result<void>)>>(std::move(done));
+    for (int32_t p = 0; p < t->record.partitions_count; ++p) {
+      const size_t shard = owner(topic, p);
+      deps_.runtime.post(shard, [this, shard, topic, p, remaining, failure, finish] {
+        auto rt = runtime_of(shard, topic, p);
+        if (rt) {
+          rt->deleted = true;
+          shards_[shard].erase(partition_key(topic, p));
+          for (auto& w : rt->waiters) {
+            if (!w->completed) {
+              w->completed = true;
+              w->done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted)"});
+            }
+          }
+          rt->waiters.clear();
+        }
+        auto removed = deps_.fs.remove_all(partition_directory(topic, p));
+        if (!removed.ok() && removed.error().code != io::errc::not_found) {
+          *failure = error{errc::kafka_storage_error, removed.error().message};  // last writer wins; any is enough
+        }
+        if (remaining->fetch_sub(1) == 1) {
+          deps_.runtime.post(controller_shard, [failure, finish] {
+            (*finish)(failure->has_value() ? result<void>(**failure) : result<void>(base::ok_v));
+          });
+        }
+      });
+    }
+  });
+}
+
+void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
+                                    std::function<void(result<topic_description>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  deps_.runtime.post(controller_shard, [this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
+    auto t = find_topic(topic);
+    if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+    const int32_t current = t->record.partitions_count;
+    if (partitions_count <= current) {
+      return done(error{errc::invalid_partitions, "topic '" + topic + "' has " + std::to_string(current) +
+                                                      " partitions; partitions_count must be larger (got " +
+                                                      std::to_string(partitions_count) + ")"});
+    }
+    if (partitions_count > constants::topic_partitions_max) {
+      return done(error{errc::invalid_partitions, "partitions_count " + std::to_string(partitions_count) +
+                                                      " is above the limit " +
+                                                      std::to_string(constants::topic_partitions_max)});
+    }
+    topic_record record = t->record;
+    record.partitions_count = partitions_count;
+    if (auto saved = persist(encode_topic_upsert(record)); !saved.ok()) return done(saved.error());
+    {
+      std::unique_lock lock(mutex_);
+      install_topic(record);
+    }
+    open_partitions(t, current, true, [this, t, done = std::move(done)](result<void> r) {
+      if (!r.ok()) return done(r.error());
+      done(describe(*t));
+    });
+  });
+}
+
+void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
+                                      bool validate_only, std::function<void(result<topic_description>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  deps_.runtime.post(controller_shard, [this, topic = std::move(topic), changes = std::move(changes), validate_only,
+                                        done = std::move(done)]() mutable {
+    auto t = find_topic(topic);
+    if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+    topic_record record = t->record;
+    for (const auto& [k, v] : changes) {
+      if (v) {
+        if (auto valid = validate_topic_config(k, *v); !valid.ok()) return done(valid.error());
+        record.configs[k] = *v;
+      } else {
+        if (auto valid = validate_topic_config(k, topic_config_default(config_, k)); !valid.ok()) return done(valid.error());
+        record.configs.erase(k);
+      }
+    }
+    auto cfg = make_log_config(config_, record.configs);
+    if (!cfg.ok()) return done(cfg.error());
+    if (validate_only) {
+      topic_state preview;
+      preview.record = record;
+      preview.partitions = t->partitions;
+      return done(describe(preview));
+    }
+    if (auto saved = persist(encode_topic_upsert(record)); !saved.ok()) return done(saved.error());
+    {
+      std::unique_lock lock(mutex_);
+      install_topic(record);
+    }
+    for (int32_t p = 0; p < record.partitions_count; ++p) {
+      const size_t shard = owner(topic, p);
+      deps_.runtime.post(shard, [this, shard, topic, p, c = cfg.value()] {
+        if (auto rt = runtime_of(shard, topic, p)) rt->log->set_config(c);
+      });
+    }
+    done(describe(*t));
+  });
+}
+
+std::vector<std::string> broker_impl::list_topics(bool include_internal) const {
+  std::shared_lock lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [name, t] : topics_) {
+    if (include_internal || !t->is_internal) out.push_back(name);
+  }
+  return out;
+}
+
+void broker_impl::describe_topic(std::string topic, std::function<void(result<topic_description>)> done) {
+  auto t = find_topic(topic);
+  if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+  std::shared_lock lock(mutex_);
+  auto d = describe(*t);
+  lock.unlock();
+  done(std::move(d));
+}
+
+// ---------------------------------------------------------------- produce
+
+void broker_impl::produce(produce_request request, std::function<void(result<produce_response>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  if (request.records.empty()) return done(error{errc::invalid_request, "records: at least one record is required"});
+  if (request.records.size() > static_cast<size_t>(config_.produce_records_max)) {
+    return done(error{errc::record_list_too_large, "the request has " + std::to_string(request.records.size()) +
+                                                       " records; the limit produce.records.max is " +
+                                                       std::to_string(config_.produce_records_max)});
+  }
+  if (auto valid = validate_topic_name(request.topic); !valid.ok()) return done(valid.error());
+  auto t = find_topic(request.topic);
+  if (t) return produce_to(t, std::move(request), std::move(done));
+  if (!config_.auto_create_topics_enable || request.topic.starts_with("__")) {
+    return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
+  }
+  create_topic_request create{request.topic, std::nullopt, std::nullopt, {}, false};
+  create_topic(std::move(create), [this, request = std::move(request), done = std::move(done)](
+                                      result<topic_description> created) mutable {
+    if (!created.ok() && created.error().code != errc::topic_already_exists) return done(created.error());
+    auto topic = find_topic(request.topic);
+    if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
+    produce_to(topic, std::move(request), std::move(done));
+  });
+}
+
+void broker_impl::produce_to(const std::shared_ptr<topic_state>& topic, produce_request request,
+                             std::function<void(result<produce_response>)> done) {
+  if (topic->is_internal) {
+    return done(error{errc::topic_authorization_failed, "internal topic '" + request.topic + "' cannot be produced to"});
+  }
+  std::map<std::string, std::string> configs;
+  int32_t partition_count = 0;
+  {
+    std::shared_lock lock(mutex_);
+    configs = topic->record.configs;
+    partition_count = topic->record.partitions_count;
+  }
+  auto log_config = make_log_config(config_, configs);
+  if (!log_config.ok()) return done(log_config.error());
+  if (request.acks == acks_mode::all) {
+    auto min_isr = configs.contains("min.insync.replicas") ? std::stoll(configs["min.insync.replicas"])
+                                                           : config_.min_insync_replicas;
+    if (min_isr > 1) {
+      return done(error{errc::not_enough_replicas, "min.insync.replicas is " + std::to_string(min_isr) +
+                                                       " but only 1 replica is in sync"});
+    }
+  }
+  const int64_t now = deps_.clock.now_ms();
+  auto op = std::make_shared<produce_operation>();
+  op->results.resize(request.records.size());
+  op->done = std::move(done);
+  // Choose partitions: explicit, by murmur2 of the key, or round-robin for keyless records.
+  std::map<int32_t, std::vector<size_t>> by_partition;
+  for (size_t i = 0; i < request.records.size(); ++i) {
+    const auto& r = request.records[i];
+    int32_t p = 0;
+    if (r.partition) {
+      p = r.partition->value();
+      if (p < 0 || p >= partition_count) {
+        op->results[i].failure = error{errc::unknown_topic_or_partition,
+                                       "partition " + std::to_string(p) + " does not exist: topic '" + request.topic +
+                                           "' has " + std::to_string(partition_count) + " partitions"};
+        continue;
+      }
+    } else if (r.key) {
+      p = partition_for_key(*r.key, partition_count);
+    } else {
+      p = static_cast<int32_t>(topic->next_keyless_partition.fetch_add(1, std::memory_order_relaxed) %
+                               static_cast<uint32_t>(partition_count));
+    }
+    op->results[i].partition = model::partition_id{p};
+    by_partition[p].push_back(i);
+  }
+  // Cut each partition's records into batches no larger than max.message.bytes.
+  struct pending_batch {
+    int32_t partition;
+    model::bytes bytes;
+    std::vector<size_t> indices;
+    std::vector<model::timestamp_ms> timestamps;
+  };
+  std::vector<pending_batch> batches;
+  const size_t limit = static_cast<size_t>(log_config->max_message_bytes);
+  for (auto& [p, indices] : by_partition) {
+    std::vector<model::record> chunk;
+    std::vector<size_t> chunk_indices;
+    size_t chunk_estimate = codec::batch_header_bytes;
+    auto emit = [&]() {
+      if (chunk.empty()) return;
+      auto encoded = codec::encode_batch({}, chunk);
+      std::vector<model::timestamp_ms> stamps;
+      for (const auto& rec : chunk) stamps.push_back(rec.timestamp);
+      if (!encoded.ok() || encoded->size() > limit) {
+        const std::string why = !encoded.ok() ? encoded.error().message
+                                              : "record batch of " + std::to_string(encoded->size()) +
+                                                    " bytes is larger than max.message.bytes (" +
+                                                    std::to_string(limit) + ")";
+        for (size_t idx : chunk_indices) op->results[idx].failure = error{errc::message_too_large, why};
+      } else {
+        batches.push_back({p, std::move(encoded.value()), chunk_indices, std::move(stamps)});
+      }
+      chunk.clear();
+      chunk_indices.clear();
+      chunk_estimate = codec::batch_header_bytes;
+    };
+    for (size_t idx : indices) {
+      auto& in = request.records[idx];
+      model::record rec;
+      rec.timestamp = in.timestamp.value_or(now);
+      rec.key = std::move(in.key);
+      rec.value = std::move(in.value);
+      rec.headers = std::move(in.headers);
+      size_t estimate = 32 + (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
+      for (const auto& h : rec.headers) estimate += 16 + h.key.size() + (h.value ? h.value->size() : 0);
+      if (!chunk.empty() && chunk_estimate + estimate > limit) emit();
+      chunk.push_back(std::move(rec));
+      chunk_indices.push_back(idx);
+      chunk_estimate += estimate;
+    }
+    emit();
+  }
+  if (batches.empty()) {
+    op->remaining = 1;
+    return op->finish_one();
+  }
+  op->remaining = batches.size();
+  for (auto& b : batches) {
+    const size_t shard = owner(request.topic, b.partition);
+    deps_.runtime.post(shard, [this, shard, topic = request.topic, b = std::move(b), acks = request.acks, op]() mutable {
+      append_on_shard(shard, std::move(topic), b.partition, std::move(b.bytes), std::move(b.indices),
+                      std::move(b.timestamps), acks, op);
+    });
+  }
+}
+
+void broker_impl::append_on_shard(size_t shard, std::string topic, int32_t partition, model::bytes batch,
+                                  std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps,
+                                  acks_mode acks, std::shared_ptr<produce_operation> op) {
+  auto fail_all = [&](const error& e) {
+    for (size_t idx : indices) op->results[idx].failure = e;
+    op->finish_one();
+  };
+  auto rt = runtime_of(shard, topic, partition);
+  if (!rt) return fail_all(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+  auto appended = rt->log->append(std::move(batch), rt->epoch);
+  if (!appended.ok()) return fail_all(from_storage(appended.error()));
+  for (size_t k = 0; k < indices.size(); ++k) {
+    auto& res = op->results[indices[k]];
+    res.record_offset = acks == acks_mode::none ? model::offset{-1} : appended->base_offset + static_cast<int64_t>(k);
+    res.timestamp = timestamps[k];
+  }
+  publish(*rt);
+  if (config_.log_flush_policy != "fsync") {
+    rt->log->set_high_watermark(rt->log->log_end_offset());
+    publish(*rt);
+    wake_waiters(shard, rt);
+    return op->finish_one();
+  }
+  if (acks == acks_mode::none) op->finish_one();
+  rt->log->flush_async(deps_.runtime.disk(shard), [this, shard, rt, acks, op, indices](storage::result<void> r) {
+    if (r.ok() && !rt->deleted) {
+      rt->log->set_high_watermark(rt->log->recovery_point());
+      publish(*rt);
+      wake_waiters(shard, rt);
+    }
+    if (acks == acks_mode::none) return;
+    if (!r.ok()) {
+      for (size_t idx : indices) {
+        op->results[idx].failure = from_storage(r.error());
+        op->results[idx].record_offset = model::offset{-1};
+      }
+    }
+    op->finish_one();
+  });
+}
+
+// ---------------------------------------------------------------- fetch
+
+void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
+  if (rt->waiters.empty()) return;
+  auto waiting = std::move(rt->waiters);
+  rt->waiters.clear();
+  for (auto& w : waiting) {
+    if (!w->completed) try_fetch(shard, rt, w);
+  }
+}
+
+void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
+                            const std::shared_ptr<fetch_waiter>& w) {
+  const auto& req = w->request;
+  const model::offset hw = rt->log->high_watermark();
+  auto read = rt->log->read(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
+  if (!read.ok()) {
+    w->completed = true;
+    return w->done(from_storage(read.error()));
+  }
+  fetch_response response;
+  response.high_watermark = hw;
+  response.log_start_offset = rt->log->log_start_offset();
+  response.log_end_offset = rt->log->log_end_offset();
+  size_t pos = 0;
+  while (pos < read->batches.size()) {
+    auto header = codec::decode_header(std::span(read->batches).subspan(pos));
+    RINGLOG_ASSERT(header.ok(), "batches read from the log were validated on append");
+    if (!header->is_control()) {
+      auto records = codec::decode_records(std::span(read->batches).subspan(pos, header->size_bytes()));
+      if (!records.ok()) {
+        w->completed = true;
+        return w->done(error{errc::corrupt_message, records.error().message});
+      }
+      for (auto& r : records.value()) {
+        if (r.record_offset >= req.fetch_offset && r.record_offset < hw) response.records.push_back(std::move(r));
+      }
+    }
+    pos += header->size_bytes();
+  }
+  const int64_t wait_ms = std::min(req.max_wait_ms, config_.fetch_wait_max_ms);
+  if (!response.records.empty() || wait_ms <= 0 || stopping_) {
+    w->completed = true;
+    return w->done(std::move(response));
+  }
+  if (rt->waiters.size() >= static_cast<size_t>(config_.fetch_waiters_per_partition_max)) {
+    w->completed = true;
+    return w->done(error{errc::throttling_quota_exceeded,
+                         "too many waiting fetches on " + partition_key(rt->topic, rt->partition) +
+                             ": the limit fetch.waiters.per.partition.max is " +
+                             std::to_string(config_.fetch_waiters_per_partition_max)});
+  }
+  rt->waiters.push_back(w);
+  // The deadline is set once, at the first park: later wake-ups do not extend it.
+  if (w->request.max_wait_ms > 0) {
+    w->request.max_wait_ms = 0;
+    deps_.runtime.post_after(shard, wait_ms, [rt, w] {
+      if (w->completed) return;
+      w->completed = true;
+      fetch_response empty;
+      empty.high_watermark = rt->log->high_watermark();
+      empty.log_start_offset = rt->log->log_start_offset();
+      empty.log_end_offset = rt->log->log_end_offset();
+      w->done(std::move(empty));
+    });
+  }
+}
+
+void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  const auto& tp = request.partition;
+  auto t = find_topic(tp.topic);
+  if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
+  if (tp.partition.value() < 0 || tp.partition.value() >= t->record.partitions_count) {
+    return done(error{errc::unknown_topic_or_partition,
+                      "partition " + std::to_string(tp.partition.value()) + " does not exist: topic '" + tp.topic +
+                          "' has " + std::to_string(t->record.partitions_count) + " partitions"});
+  }
+  if (request.max_bytes <= 0) {
+    return done(error{errc::invalid_request, "max_bytes must be positive, got " + std::to_string(request.max_bytes)});
+  }
+  const size_t shard = owner(tp.topic, tp.partition.value());
+  deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
+    auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
+    if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
+    auto w = std::make_shared<fetch_waiter>();
+    w->request = std::move(request);
+    w->done = std::move(done);
+    try_fetch(shard, rt, w);
+  });
+}
+
+void broker_impl::list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  const auto& tp = request.partition;
+  auto t = find_topic(tp.topic);
+  if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
+  if (tp.partition.value() < 0 || tp.partition.value() >= t->record.partitions_count) {
+    return done(error{errc::unknown_topic_or_partition,
+                      "partition " + std::to_string(tp.partition.value()) + " does not exist: topic '" + tp.topic +
+                          "' has " + std::to_string(t->record.partitions_count) + " partitions"});
+  }
+  const size_t shard = owner(tp.topic, tp.partition.value());
+  deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
+    auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
+    if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
+    list_offsets_response out;
+    switch (request.spec) {
+      case offset_spec::earliest:
+        out.found_offset = rt->log->log_start_offset();
+        break;
+      case offset_spec::latest:
+        out.found_offset = rt->log->high_watermark();
+        break;
+      case offset_spec::timestamp: {
+        auto found = rt->log->offset_for_timestamp(request.timestamp);
+        if (!found.ok()) return done(from_storage(found.error()));
+        if (found.value() && *found.value() < rt->log->high_watermark()) {
+          out.found_offset = found.value();
+          out.timestamp = request.timestamp;
+        }
+        break;
+      }
+    }
+    done(std::move(out));
+  });
+}
+
+// ---------------------------------------------------------------- maintenance and shutdown
+
+void broker_impl::schedule_maintenance(size_t shard) {
+  deps_.runtime.post_after(shard, constants::maintenance_interval_ms, [this, shard] {
+    if (stopping_) return;
+    maintain(shard);
+    schedule_maintenance(shard);
+  });
+}
+
+void broker_impl::maintain(size_t shard) {
+  for (auto& [key, rt] : shards_[shard]) {
+    auto deleted = rt->log->apply_retention();
+    if (!deleted.ok()) continue;  // the log reports kafka_storage_error to its next caller
+    const int64_t hw = rt->log->high_watermark().value();
+    if (deleted.value() > 0 || hw != rt->last_checkpointed_high_watermark) {
+      if (rt->log->checkpoint().ok()) rt->last_checkpointed_high_watermark = hw;
+    }
+    publish(*rt);
+  }
+}
+
+void broker_impl::shutdown(std::function<void()> done) {
+  stopping_ = true;
+  auto remaining = std::make_shared<std::atomic<size_t>>(shards_.size());
+  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    deps_.runtime.post(shard, [this, shard, remaining, finish] {
+      auto& disk = deps_.runtime.disk(shard);
+      // Let every fdatasync in flight complete so their producers hear the outcome.
+      for (int i = 0; i < 10'000 && disk.in_flight() > 0; ++i) disk.poll(std::chrono::milliseconds(10));
+      for (auto& [key, rt] : shards_[shard]) {
+        wake_waiters(shard, rt);
+        for (auto& w : rt->waiters) {
+          if (!w->completed) {
+            w->completed = true;
+            w->done(fetch_response{{}, rt->log->high_watermark(), rt->log->log_start_offset(), rt->log->log_end_offset()});
+          }
+        }
+        rt->waiters.clear();
+        (void)rt->log->close();
+      }
+      if (remaining->fetch_sub(1) == 1) {
+        deps_.runtime.post(controller_shard, [this, finish] {
+          (void)metadata_log_->close();
+          (*finish)();
+        });
+      }
+    });
+  }
+}
+
+}  // namespace
+
+result<std::unique_ptr<broker>> open_broker(broker_config config, broker_dependencies deps) {
+  if (deps.runtime.shard_count() == 0) return error{errc::invalid_config, "the runtime has no shards"};
+  if (config.log_flush_policy != "fsync" && config.log_flush_policy != "replication") {
+    return error{errc::invalid_config, "log.flush.policy='" + config.log_flush_policy + "' is not one of fsync, replication"};
+  }
+  auto b = std::make_unique<broker_impl>(std::move(config), std::move(deps));
+  RINGLOG_TRY(b->start());
+  return std::unique_ptr<broker>(std::move(b));
+}
+
+}  // namespace ringlog::broker

@@ -1,0 +1,76 @@
+#include "ringlog/broker/errc.h"
+
+namespace ringlog::broker {
+
+std::string_view to_string(errc e) {
+  switch (e) {
+    case errc::unknown_topic_or_partition: return "unknown_topic_or_partition";
+    case errc::topic_already_exists: return "topic_already_exists";
+    case errc::invalid_topic_exception: return "invalid_topic_exception";
+    case errc::invalid_partitions: return "invalid_partitions";
+    case errc::invalid_replication_factor: return "invalid_replication_factor";
+    case errc::invalid_config: return "invalid_config";
+    case errc::invalid_request: return "invalid_request";
+    case errc::offset_out_of_range: return "offset_out_of_range";
+    case errc::corrupt_message: return "corrupt_message";
+    case errc::message_too_large: return "message_too_large";
+    case errc::record_list_too_large: return "record_list_too_large";
+    case errc::invalid_timestamp: return "invalid_timestamp";
+    case errc::not_enough_replicas: return "not_enough_replicas";
+    case errc::request_timed_out: return "request_timed_out";
+    case errc::kafka_storage_error: return "kafka_storage_error";
+    case errc::topic_authorization_failed: return "topic_authorization_failed";
+    case errc::throttling_quota_exceeded: return "throttling_quota_exceeded";
+    case errc::broker_not_available: return "broker_not_available";
+    case errc::unknown_server_error: return "unknown_server_error";
+  }
+  return "unknown_server_error";
+}
+
+int kafka_error_code(errc e) {
+  // Kafka protocol error codes (org.apache.kafka.common.protocol.Errors).
+  switch (e) {
+    case errc::unknown_server_error: return -1;
+    case errc::offset_out_of_range: return 1;
+    case errc::corrupt_message: return 2;
+    case errc::unknown_topic_or_partition: return 3;
+    case errc::request_timed_out: return 7;
+    case errc::broker_not_available: return 8;
+    case errc::message_too_large: return 10;
+    case errc::record_list_too_large: return 18;
+    case errc::not_enough_replicas: return 19;
+    case errc::invalid_topic_exception: return 17;
+    case errc::invalid_timestamp: return 32;
+    case errc::topic_authorization_failed: return 29;
+    case errc::topic_already_exists: return 36;
+    case errc::invalid_partitions: return 37;
+    case errc::invalid_replication_factor: return 38;
+    case errc::invalid_request: return 42;
+    case errc::invalid_config: return 40;
+    case errc::kafka_storage_error: return 56;
+    case errc::throttling_quota_exceeded: return 89;
+  }
+  return -1;
+}
+
+result<void> validate_topic_name(std::string_view name) {
+  // Kafka's org.apache.kafka.common.internals.Topic.validate.
+  if (name.empty()) return error{errc::invalid_topic_exception, "topic name is empty"};
+  if (name == "." || name == "..") return error{errc::invalid_topic_exception, "topic name cannot be '.' or '..'"};
+  if (name.size() > 249) {
+    return error{errc::invalid_topic_exception,
+                 "topic name is " + std::to_string(name.size()) + " characters long; the limit is 249"};
+  }
+  for (char c : name) {
+    const bool legal = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '-';
+    if (!legal) {
+      return error{errc::invalid_topic_exception, "topic name '" + std::string(name) +
+                                                      "' contains a character other than ASCII letters, digits, "
+                                                      "'.', '_' and '-'"};
+    }
+  }
+  return base::ok_v;
+}
+
+}  // namespace ringlog::broker

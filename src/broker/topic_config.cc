@@ -1,0 +1,142 @@
+#include "topic_config.h"
+
+#include <charconv>
+#include <limits>
+
+#include "ringlog/base/constants.h"
+
+namespace ringlog::broker {
+namespace {
+
+struct config_spec {
+  const char* name;
+  int64_t min;
+  int64_t max;
+  bool is_number;
+};
+
+constexpr int64_t i64_max = std::numeric_limits<int64_t>::max();
+constexpr int64_t i32_max = std::numeric_limits<int32_t>::max();
+
+const std::vector<config_spec>& specs() {
+  static const std::vector<config_spec> all = {
+      {"cleanup.policy", 0, 0, false},
+      {"retention.ms", -1, i64_max, true},
+      {"retention.bytes", -1, i64_max, true},
+      {"segment.bytes", constants::segment_bytes_min, constants::segment_bytes_max - 1, true},
+      {"segment.ms", 1, i64_max, true},
+      {"segment.index.bytes", 4, i32_max, true},
+      {"index.interval.bytes", 0, i32_max, true},
+      {"max.message.bytes", 0, constants::batch_bytes_max, true},
+      {"min.insync.replicas", 1, i32_max, true},
+      {"message.timestamp.type", 0, 0, false},
+  };
+  return all;
+}
+
+const config_spec* find_spec(const std::string& name) {
+  for (const auto& s : specs()) {
+    if (name == s.name) return &s;
+  }
+  return nullptr;
+}
+
+result<int64_t> parse_number(const std::string& name, const std::string& value) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc{} || p != value.data() + value.size() || value.empty()) {
+    return error{errc::invalid_config, "config " + name + "='" + value + "' is not an integer"};
+  }
+  return v;
+}
+
+}  // namespace
+
+const std::vector<std::string>& supported_topic_configs() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& s : specs()) out.emplace_back(s.name);
+    return out;
+  }();
+  return names;
+}
+
+std::string topic_config_default(const broker_config& c, const std::string& name) {
+  if (name == "cleanup.policy") return "delete";
+  if (name == "retention.ms") return std::to_string(c.log_retention_ms);
+  if (name == "retention.bytes") return std::to_string(c.log_retention_bytes);
+  if (name == "segment.bytes") return std::to_string(c.log_segment_bytes);
+  if (name == "segment.ms") return std::to_string(c.log_roll_ms);
+  if (name == "segment.index.bytes") return std::to_string(10 * 1024 * 1024);
+  if (name == "index.interval.bytes") return std::to_string(c.log_index_interval_bytes);
+  if (name == "max.message.bytes") return std::to_string(c.message_max_bytes);
+  if (name == "min.insync.replicas") return std::to_string(c.min_insync_replicas);
+  if (name == "message.timestamp.type") return "CreateTime";
+  return "";
+}
+
+result<void> validate_topic_config(const std::string& name, const std::string& value) {
+  const config_spec* spec = find_spec(name);
+  if (spec == nullptr) {
+    std::string known;
+    for (const auto& s : specs()) known += std::string(known.empty() ? "" : ", ") + s.name;
+    return error{errc::invalid_config, "unknown topic config '" + name + "' (supported: " + known + ")"};
+  }
+  if (name == "cleanup.policy") {
+    if (value == "delete" || value == "compact" || value == "compact,delete" || value == "delete,compact") {
+      return base::ok_v;
+    }
+    return error{errc::invalid_config, "cleanup.policy='" + value + "' is not one of delete, compact, compact,delete"};
+  }
+  if (name == "message.timestamp.type") {
+    if (value == "CreateTime") return base::ok_v;
+    return error{errc::invalid_config, "message.timestamp.type='" + value + "': only CreateTime is supported"};
+  }
+  auto v = parse_number(name, value);
+  if (!v.ok()) return v.error();
+  if (v.value() < spec->min || v.value() > spec->max) {
+    return error{errc::invalid_config, "config " + name + "=" + value + " is out of range [" +
+                                           std::to_string(spec->min) + ", " + std::to_string(spec->max) + "]"};
+  }
+  return base::ok_v;
+}
+
+result<storage::log_config> make_log_config(const broker_config& c, const std::map<std::string, std::string>& overrides) {
+  auto value_of = [&](const std::string& name) {
+    auto it = overrides.find(name);
+    return it != overrides.end() ? it->second : topic_config_default(c, name);
+  };
+  auto number = [&](const std::string& name) -> int64_t {
+    auto v = parse_number(name, value_of(name));
+    return v.ok() ? v.value() : 0;
+  };
+  for (const auto& [k, v] : overrides) RINGLOG_TRY(validate_topic_config(k, v));
+  storage::log_config out;
+  out.cleanup_policy = value_of("cleanup.policy");
+  out.retention_ms = number("retention.ms");
+  out.retention_bytes = number("retention.bytes");
+  out.segment_bytes = number("segment.bytes");
+  out.segment_ms = number("segment.ms");
+  out.segment_index_bytes = static_cast<int32_t>(number("segment.index.bytes"));
+  out.index_interval_bytes = static_cast<int32_t>(number("index.interval.bytes"));
+  out.max_message_bytes = static_cast<int32_t>(number("max.message.bytes"));
+  auto valid = out.validate();
+  if (!valid.ok()) return error{errc::invalid_config, valid.error().message};
+  return out;
+}
+
+std::vector<topic_config_entry> describe_topic_configs(const broker_config& c,
+                                                       const std::map<std::string, std::string>& overrides) {
+  std::vector<topic_config_entry> out;
+  for (const auto& name : supported_topic_configs()) {
+    auto it = overrides.find(name);
+    if (it != overrides.end()) {
+      out.push_back({name, it->second, false, false});
+    } else {
+      out.push_back({name, topic_config_default(c, name), true, false});
+    }
+  }
+  return out;
+}
+
+}  // namespace ringlog::broker

@@ -1,0 +1,30 @@
+#pragma once
+// Topic-level configs with Kafka's names, their broker-level defaults, and their bounds.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ringlog/broker/broker.h"
+#include "ringlog/storage/log_config.h"
+
+namespace ringlog::broker {
+
+/// The topic configs ringlog supports, in a stable order (Kafka's names).
+const std::vector<std::string>& supported_topic_configs();
+
+/// The broker-level default of a topic config, as text.
+std::string topic_config_default(const broker_config& config, const std::string& name);
+
+/// Checks one override: the key must be supported and the value in range. Message names both.
+result<void> validate_topic_config(const std::string& name, const std::string& value);
+
+/// Overrides on top of broker defaults -> the storage config of each partition.
+result<storage::log_config> make_log_config(const broker_config& config,
+                                            const std::map<std::string, std::string>& overrides);
+
+/// Every supported config, set (is_default = false) or inherited.
+std::vector<topic_config_entry> describe_topic_configs(const broker_config& config,
+                                                       const std::map<std::string, std::string>& overrides);
+
+}  // namespace ringlog::broker
