@@ -1,5 +1,8 @@
 #include <doctest.h>
 #include <poll.h>
+#include <sys/resource.h>
+
+#include <csignal>
 
 #include <chrono>
 #include <optional>
@@ -133,6 +136,44 @@ void check_write_error(disk_executor& executor) {
   CHECK(f.value()->size().value() == 0);
 }
 
+/// A short write that cannot be finished: RLIMIT_FSIZE lets the first write stop at the limit
+/// (short), and the continuation from there fails with EFBIG. On io_uring the short write
+/// breaks the link, so the sync completes with -ECANCELED; the callback must get the write's
+/// error and the file must hold exactly the bytes below the limit. Nothing may print while the
+/// limit is set (doctest's output could be a file), so checks come after it is restored.
+void check_short_write_then_error(disk_executor& executor) {
+  temp_directory dir;
+  auto fs = make_posix_file_system();
+  const std::string path = dir / "limited.log";
+  auto f = fs->open(path, open_mode::read_write_create);
+  REQUIRE(f.ok());
+  constexpr rlim_t limit_bytes = 10;
+  const auto data = bytes("0123456789abcdefghij");
+
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  const auto saved_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit limited = saved;
+  limited.rlim_cur = limit_bytes;
+  const bool limit_set = ::setrlimit(RLIMIT_FSIZE, &limited) == 0;
+  std::optional<result<void>> done;
+  if (limit_set) {
+    executor.submit_write_datasync(*f.value(), model::file_position{0}, data,
+                                   [&](result<void> r) { done = std::move(r); });
+    drive(executor);
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+  }
+  std::signal(SIGXFSZ, saved_handler);
+  REQUIRE(limit_set);
+
+  REQUIRE(done);
+  REQUIRE(!done->ok());
+  CHECK(done->error().code == errc::io_error);
+  CHECK(done->error().message.find("write " + path) != std::string::npos);
+  CHECK(done->error().message.find("too large") != std::string::npos);
+  CHECK(read_all(*f.value()) == "0123456789");
+}
+
 }  // namespace
 
 TEST_CASE("parse_backend_kind accepts uring, posix, auto and names them when rejecting") {
@@ -186,6 +227,11 @@ TEST_CASE("posix executor: a write through a read-only descriptor reports the er
   check_write_error(*executor);
 }
 
+TEST_CASE("posix executor: a short write continues, then reports the error that stopped it") {
+  auto executor = make_posix_disk_executor();
+  check_short_write_then_error(*executor);
+}
+
 TEST_CASE("posix executor drives simulated files") {
   sim_file_system fs;
   auto f = fs.open("/seg.log", open_mode::read_write_create);
@@ -233,6 +279,14 @@ TEST_CASE("uring executor: a write through a read-only descriptor reports the wr
   }
   auto executor = make(backend_kind::uring);
   check_write_error(*executor);
+}
+
+TEST_CASE("uring executor: a short write continues, and the cancelled sync reports the write's error") {
+  if (!uring_usable()) {
+    return;
+  }
+  auto executor = make(backend_kind::uring);
+  check_short_write_then_error(*executor);
 }
 
 TEST_CASE("uring executor: event_fd becomes readable after a completion") {
