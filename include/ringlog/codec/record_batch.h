@@ -95,12 +95,18 @@ result<batch_header> decode_header(std::span<const std::byte> in);
 
 /// Checks a whole batch: header, in.size() == batch_length + 12, CRC-32C, attributes (known
 /// compression), records_count vs last_offset_delta. Errors as decode_header plus crc_mismatch,
-/// unsupported_compression, invalid_record.
+/// unsupported_compression, invalid_record. The count rule: 0 <= records_count <= last_offset_delta + 1
+/// (compaction may drop records but keeps last_offset_delta), records_count <= batch_records_max
+/// (too_large), and base_offset + last_offset_delta must not overflow.
 result<batch_header> validate_batch(std::span<const std::byte> in);
 
 /// Decodes every record of a whole batch (validating it first), with absolute offsets and
 /// timestamps (log_append_time batches give every record max_timestamp). Errors: any of the
-/// above, decompression_failed, invalid_varint, invalid_record, too_large.
+/// above, decompression_failed, invalid_varint, invalid_record, too_large. Offset deltas must
+/// strictly increase within [0, last_offset_delta]; each record's length must match its fields
+/// exactly and the records section must hold nothing after the last record. The per-record
+/// attributes byte is ignored, as Kafka does. An lz4 frame that decompresses past
+/// batch_decompressed_bytes_max, or has bytes after its end, is decompression_failed.
 result<std::vector<model::record>> decode_records(std::span<const std::byte> in);
 
 /// Rewrites base_offset in place (outside the CRC). Precondition: in.size() >= header size.
