@@ -1,0 +1,245 @@
+#include <doctest.h>
+
+#include <future>
+
+#include "ringlog/broker/broker.h"
+#include "ringlog/broker/partitioner.h"
+#include "ringlog/io/sim_file_system.h"
+#include "test_runtime.h"
+
+using namespace ringlog;
+using namespace ringlog::broker;
+
+namespace {
+
+constexpr int64_t t0 = 1'700'000'000'000;
+
+template <typename T, typename F>
+T call(F&& start) {
+  std::promise<T> p;
+  auto f = p.get_future();
+  start([&p](T v) { p.set_value(std::move(v)); });
+  REQUIRE(f.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  return f.get();
+}
+
+struct fixture {
+  io::sim_file_system fs;
+  base::manual_clock clock{t0};
+  std::unique_ptr<test::test_runtime> runtime = std::make_unique<test::test_runtime>(3, clock);
+  std::unique_ptr<broker::broker> b;
+
+  void open(broker_config config = {}) {
+    config.log_dir = "/data";
+    auto opened = open_broker(config, {fs, clock, *runtime});
+    REQUIRE_MESSAGE(opened.ok(), (opened.ok() ? "" : opened.error().message));
+    b = std::move(opened.value());
+  }
+  void stop() {
+    std::promise<void> p;
+    b->shutdown([&p] { p.set_value(); });
+    p.get_future().wait();
+    b.reset();
+  }
+  result<topic_description> create(const std::string& name, int32_t partitions,
+                                   std::map<std::string, std::string> configs = {}) {
+    return call<result<topic_description>>([&](auto done) {
+      b->create_topic({name, partitions, std::nullopt, std::move(configs), false}, std::move(done));
+    });
+  }
+  result<produce_response> produce(produce_request r) {
+    return call<result<produce_response>>([&](auto done) { b->produce(std::move(r), std::move(done)); });
+  }
+  result<fetch_response> fetch(const std::string& topic, int32_t p, int64_t offset, int64_t wait_ms = 0) {
+    fetch_request r{{topic, model::partition_id{p}}, model::offset{offset}, 1 << 20, wait_ms, 1};
+    return call<result<fetch_response>>([&](auto done) { b->fetch(std::move(r), std::move(done)); });
+  }
+};
+
+produce_record keyed(const std::string& key, const std::string& value) {
+  produce_record r;
+  r.key = model::to_bytes(key);
+  r.value = model::to_bytes(value);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE_FIXTURE(fixture, "produce keyed records, read them back in order from the murmur2 partition") {
+  open();
+  auto created = create("orders", 4);
+  REQUIRE(created.ok());
+  CHECK(created->partitions.size() == 4);
+  produce_request req{"orders", {}, acks_mode::all, 1000};
+  for (int i = 0; i < 40; ++i) req.records.push_back(keyed("key-" + std::to_string(i % 7), "value-" + std::to_string(i)));
+  auto produced = produce(req);
+  REQUIRE(produced.ok());
+  std::map<int32_t, int64_t> next_offset;
+  for (int i = 0; i < 40; ++i) {
+    const auto& r = produced->results[static_cast<size_t>(i)];
+    REQUIRE(!r.failure);
+    const auto key = model::to_bytes("key-" + std::to_string(i % 7));
+    CHECK(r.partition.value() == partition_for_key(key, 4));
+    CHECK(r.record_offset.value() == next_offset[r.partition.value()]++);
+  }
+  for (auto [p, count] : next_offset) {
+    auto fetched = fetch("orders", p, 0);
+    REQUIRE(fetched.ok());
+    REQUIRE(static_cast<int64_t>(fetched->records.size()) == count);
+    CHECK(fetched->high_watermark.value() == count);
+    for (size_t i = 0; i < fetched->records.size(); ++i) CHECK(fetched->records[i].record_offset.value() == static_cast<int64_t>(i));
+  }
+  auto latest = call<result<list_offsets_response>>([&](auto done) {
+    b->list_offsets({{"orders", model::partition_id{next_offset.begin()->first}}, offset_spec::latest, 0}, std::move(done));
+  });
+  REQUIRE(latest.ok());
+  CHECK(latest->found_offset->value() == next_offset.begin()->second);
+  stop();
+}
+
+TEST_CASE_FIXTURE(fixture, "a restart keeps topics, configs and records; a crash keeps every acknowledged record") {
+  open();
+  REQUIRE(create("logs", 2, {{"retention.ms", "123456"}}).ok());
+  produce_request req{"logs", {}, acks_mode::all, 1000};
+  for (int i = 0; i < 10; ++i) {
+    produce_record r = keyed("k", "v" + std::to_string(i));
+    r.headers.push_back({"h", model::to_bytes("x")});
+    req.records.push_back(r);
+  }
+  auto produced = produce(req);
+  REQUIRE(produced.ok());
+  const int32_t p = produced->results[0].partition.value();
+  SUBCASE("clean restart") { stop(); }
+  SUBCASE("power loss") {
+    b.reset();  // the broker dies without closing anything
+    fs.crash(42);
+  }
+  runtime = std::make_unique<test::test_runtime>(3, clock);
+  open();
+  auto topics = b->list_topics(false);
+  REQUIRE(topics == std::vector<std::string>{"logs"});
+  auto d = call<result<topic_description>>([&](auto done) { b->describe_topic("logs", std::move(done)); });
+  REQUIRE(d.ok());
+  bool found = false;
+  for (const auto& c : d->configs) {
+    if (c.name == "retention.ms") {
+      CHECK(c.value == "123456");
+      CHECK(!c.is_default);
+      found = true;
+    }
+  }
+  CHECK(found);
+  auto fetched = fetch("logs", p, 0);
+  REQUIRE(fetched.ok());
+  REQUIRE(fetched->records.size() == 10);
+  CHECK(model::to_string(*fetched->records[9].value) == "v9");
+  CHECK(fetched->records[9].headers.at(0).key == "h");
+  stop();
+}
+
+TEST_CASE_FIXTURE(fixture, "long-poll fetch waits for new records and ends at its timeout") {
+  open();
+  REQUIRE(create("live", 1).ok());
+  std::promise<result<fetch_response>> waiting;
+  auto waited = waiting.get_future();
+  b->fetch({{"live", model::partition_id{0}}, model::offset{0}, 1 << 20, 5000, 1},
+           [&](result<fetch_response> r) { waiting.set_value(std::move(r)); });
+  CHECK(waited.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+  REQUIRE(produce({"live", {keyed("a", "first")}, acks_mode::all, 1000}).ok());
+  REQUIRE(waited.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  auto r = waited.get();
+  REQUIRE(r.ok());
+  REQUIRE(r->records.size() == 1);
+  CHECK(model::to_string(*r->records[0].value) == "first");
+
+  std::promise<result<fetch_response>> idle;
+  auto idle_f = idle.get_future();
+  b->fetch({{"live", model::partition_id{0}}, model::offset{1}, 1 << 20, 2000, 1},
+           [&](result<fetch_response> r2) { idle.set_value(std::move(r2)); });
+  runtime->wait_idle();  // the fetch is parked and its deadline set
+  runtime->advance_ms(1999);
+  CHECK(idle_f.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+  runtime->advance_ms(1);
+  REQUIRE(idle_f.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(idle_f.get()->records.empty());
+  stop();
+}
+
+TEST_CASE_FIXTURE(fixture, "bad requests get named errors and change nothing") {
+  open();
+  REQUIRE(create("t", 2).ok());
+  CHECK(create("t", 2).error().code == errc::topic_already_exists);
+  CHECK(create("t.x", 1).ok());
+  CHECK(create("t_x", 1).error().code == errc::invalid_topic_exception);  // collides with t.x
+  CHECK(create("bad name", 1).error().code == errc::invalid_topic_exception);
+  CHECK(create(std::string(250, 'a'), 1).error().code == errc::invalid_topic_exception);
+  CHECK(create("..", 1).error().code == errc::invalid_topic_exception);
+  CHECK(create("zero", 0).error().code == errc::invalid_partitions);
+  auto bad_config = create("c", 1, {{"retention.ms", "-5"}});
+  CHECK(bad_config.error().code == errc::invalid_config);
+  CHECK(bad_config.error().message.find("retention.ms") != std::string::npos);
+  CHECK(create("c", 1, {{"no.such.config", "1"}}).error().code == errc::invalid_config);
+  auto unknown = fetch("nope", 0, 0);
+  CHECK(unknown.error().code == errc::unknown_topic_or_partition);
+  auto bad_partition = fetch("t", 2, 0);
+  CHECK(bad_partition.error().code == errc::unknown_topic_or_partition);
+  CHECK(bad_partition.error().message.find("2 partitions") != std::string::npos);
+  REQUIRE(produce({"t", {keyed("a", "b")}, acks_mode::all, 1000}).ok());
+  auto out_of_range = fetch("t", partition_for_key(model::to_bytes("a"), 2), 5);
+  CHECK(out_of_range.error().code == errc::offset_out_of_range);
+  produce_record explicit_bad = keyed("a", "b");
+  explicit_bad.partition = model::partition_id{7};
+  auto partial = produce({"t", {explicit_bad, keyed("a", "c")}, acks_mode::all, 1000});
+  REQUIRE(partial.ok());
+  CHECK(partial->results[0].failure->code == errc::unknown_topic_or_partition);
+  CHECK(!partial->results[1].failure);
+  CHECK(partial->results[1].record_offset.value() == 1);
+  produce_record huge = keyed("a", std::string(2'000'000, 'x'));
+  auto too_large = produce({"t", {huge}, acks_mode::all, 1000});
+  REQUIRE(too_large.ok());
+  CHECK(too_large->results[0].failure->code == errc::message_too_large);
+  CHECK(too_large->results[0].failure->message.find("max.message.bytes") != std::string::npos);
+  auto shrink = call<result<topic_description>>([&](auto done) { b->create_partitions("t", 1, std::move(done)); });
+  CHECK(shrink.error().code == errc::invalid_partitions);
+  auto grow = call<result<topic_description>>([&](auto done) { b->create_partitions("t", 3, std::move(done)); });
+  REQUIRE(grow.ok());
+  CHECK(grow->partitions.size() == 3);
+  CHECK(fetch("t", 2, 0).ok());
+  stop();
+}
+
+TEST_CASE_FIXTURE(fixture, "a deleted topic is gone, and a new topic of the same name starts empty") {
+  open();
+  REQUIRE(create("gone", 1).ok());
+  REQUIRE(produce({"gone", {keyed("a", "old")}, acks_mode::all, 1000}).ok());
+  auto deleted = call<result<void>>([&](auto done) { b->delete_topic("gone", std::move(done)); });
+  REQUIRE(deleted.ok());
+  CHECK(b->list_topics(true).empty());
+  CHECK(fetch("gone", 0, 0).error().code == errc::unknown_topic_or_partition);
+  REQUIRE(create("gone", 1).ok());
+  auto fresh = fetch("gone", 0, 0);
+  REQUIRE(fresh.ok());
+  CHECK(fresh->records.empty());
+  CHECK(fresh->high_watermark.value() == 0);
+  stop();
+  runtime = std::make_unique<test::test_runtime>(3, clock);
+  open();
+  CHECK(fetch("gone", 0, 0)->high_watermark.value() == 0);
+  stop();
+}
+
+TEST_CASE_FIXTURE(fixture, "auto-create on produce uses num.partitions; disabled auto-create is an unknown topic") {
+  broker_config c;
+  c.num_partitions = 3;
+  open(c);
+  auto r = produce({"auto", {keyed("a", "b")}, acks_mode::all, 1000});
+  REQUIRE(r.ok());
+  auto d = call<result<topic_description>>([&](auto done) { b->describe_topic("auto", std::move(done)); });
+  CHECK(d->partitions.size() == 3);
+  stop();
+  runtime = std::make_unique<test::test_runtime>(3, clock);
+  c.auto_create_topics_enable = false;
+  open(c);
+  CHECK(produce({"other", {keyed("a", "b")}, acks_mode::all, 1000}).error().code == errc::unknown_topic_or_partition);
+  stop();
+}
