@@ -1,0 +1,26 @@
+#!/bin/sh
+# Installs what ringlog needs to build and test, from Debian 12's registry only. Safe to rerun:
+# it installs only what is missing. Works as root, or as a user with sudo.
+set -eu
+
+PACKAGES="g++ meson ninja-build pkg-config liburing-dev libboost1.81-dev libsimdjson-dev \
+nlohmann-json3-dev liblz4-dev libspdlog-dev libfmt-dev doctest-dev \
+python3-pytest python3-requests python3-kafka python3-lz4 python3-websockets python3-yaml \
+procps"
+if [ "${RINGLOG_BENCH_DEPS:-0}" = 1 ]; then
+  PACKAGES="$PACKAGES libbenchmark-dev fio nginx-light wrk redis-server"
+fi
+
+missing=""
+for p in $PACKAGES; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+echo "ringlog: installing:$missing" >&2
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
