@@ -120,6 +120,7 @@ result<storage::log_config> make_log_config(const broker_config& c, const std::m
   out.segment_index_bytes = static_cast<int32_t>(number("segment.index.bytes"));
   out.index_interval_bytes = static_cast<int32_t>(number("index.interval.bytes"));
   out.max_message_bytes = static_cast<int32_t>(number("max.message.bytes"));
+  out.direct_io = c.log_direct_io;
   auto valid = out.validate();
   if (!valid.ok()) return error{errc::invalid_config, valid.error().message};
   return out;

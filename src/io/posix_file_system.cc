@@ -105,6 +105,8 @@ int open_flags(open_mode mode) {
       return O_RDWR | O_CLOEXEC;
     case open_mode::read_write_create:
       return O_RDWR | O_CREAT | O_CLOEXEC;
+    case open_mode::direct_write_create:
+      return O_RDWR | O_CREAT | O_CLOEXEC | O_DIRECT;
   }
   RINGLOG_ASSERT(false, "unknown open_mode");
 }

@@ -266,8 +266,16 @@ class sim_file final : public file {
         path_(std::move(path)),
         writable_(writable) {}
 
+  bool direct = false;  // opened with direct_write_create: O_DIRECT's alignment rules apply
+
   result<void> write_at(model::file_position position, std::span<const std::byte> data) override {
     RINGLOG_TRY(check_usable("write", true));
+    if (direct) {
+      // O_DIRECT refuses unaligned I/O with EINVAL; the simulation is stricter and stops the test.
+      RINGLOG_ASSERT_OP(position.value() % direct_io_alignment, ==, 0u);
+      RINGLOG_ASSERT_OP(data.size() % direct_io_alignment, ==, 0u);
+      RINGLOG_ASSERT_OP(reinterpret_cast<uintptr_t>(data.data()) % direct_io_alignment, ==, 0u);
+    }
     if (auto failure = state_->take_failure("write", path_)) {
       return *failure;
     }
@@ -364,7 +372,7 @@ result<std::unique_ptr<file>> sim_file_system::open(const std::string& path, ope
       return from_errno(EISDIR, "open", path);
     }
   } else {
-    if (mode != open_mode::read_write_create) {
+    if (mode != open_mode::read_write_create && mode != open_mode::direct_write_create) {
       return from_errno(ENOENT, "open", path);
     }
     target = state_->next_inode++;
@@ -372,7 +380,9 @@ result<std::unique_ptr<file>> sim_file_system::open(const std::string& path, ope
     change_names(*state_, parent->parent, {{parent->name, target}});
   }
   const bool writable = mode != open_mode::read_only;
-  return std::unique_ptr<file>(std::make_unique<sim_file>(state_, target, path, writable));
+  auto f = std::make_unique<sim_file>(state_, target, path, writable);
+  f->direct = mode == open_mode::direct_write_create;
+  return std::unique_ptr<file>(std::move(f));
 }
 
 result<void> sim_file_system::remove(const std::string& path) {

@@ -86,7 +86,7 @@ result<void> partition_log::load() {
 
   bool cut_rest = false;  // once a segment was cut, every later segment is garbage
   for (size_t i = 0; i < bases.size(); ++i) {
-    auto seg = segment::open(fs_, directory_, bases[i]);
+    auto seg = segment::open(fs_, directory_, bases[i], config_.direct_io);
     if (!seg.ok()) return seg.error();
     if (cut_rest || (!segments_.empty() && segments_.rbegin()->second->next_offset() != bases[i])) {
       RINGLOG_TRY(seg.value()->remove_files());
@@ -115,7 +115,7 @@ result<void> partition_log::load() {
   log_start_offset_ = model::offset{checkpoint_value(start_cp.value(), 0)};
   if (segments_.empty()) {
     // No segment: start where the log start checkpoint says, so offsets are never reused.
-    auto seg = segment::create(fs_, directory_, log_start_offset_);
+    auto seg = segment::create(fs_, directory_, log_start_offset_, config_.direct_io);
     if (!seg.ok()) return seg.error();
     segments_.emplace(log_start_offset_, std::move(seg.value()));
   }
@@ -196,13 +196,14 @@ result<void> partition_log::roll_at(model::offset base) {
     return error{errc::too_many_segments, directory_ + " holds " + std::to_string(segments_.size()) +
                                               " segments, the limit segments_per_partition_max"};
   }
-  // The closed segment becomes immutable: make it and its indexes durable now.
+  // The closed segment becomes immutable: cut O_DIRECT padding, make it and its indexes durable.
+  RINGLOG_TRY(active().seal());
   auto synced = active().sync(true);
   if (!synced.ok()) {
     failure_ = synced.error();
     return synced.error();
   }
-  auto seg = segment::create(fs_, directory_, base);
+  auto seg = segment::create(fs_, directory_, base, config_.direct_io);
   if (!seg.ok()) return seg.error();
   segments_.emplace(base, std::move(seg.value()));
   auto dir = fs_.sync_directory(directory_);
@@ -346,7 +347,7 @@ result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
     // Everything goes: start an empty segment at the new end.
     RINGLOG_TRY(segments_.begin()->second->remove_files());
     segments_.clear();
-    auto seg = segment::create(fs_, directory_, new_log_end_offset);
+    auto seg = segment::create(fs_, directory_, new_log_end_offset, config_.direct_io);
     if (!seg.ok()) return seg.error();
     segments_.emplace(new_log_end_offset, std::move(seg.value()));
     log_start_offset_ = std::min(log_start_offset_, new_log_end_offset);
@@ -440,6 +441,7 @@ result<void> partition_log::close() {
   RINGLOG_ASSERT(!sync_in_flight_, "close() with an fdatasync in flight: drain the executor first");
   RINGLOG_TRY(check_usable());
   for (auto& [base, seg] : segments_) {
+    RINGLOG_TRY(seg->seal());
     auto synced = seg->sync(true);
     if (!synced.ok()) return synced.error();
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "ringlog/base/assert.h"
@@ -31,8 +32,8 @@ std::string segment_file_stem(model::offset base_offset) {
   return name;
 }
 
-segment::segment(io::file_system& fs, std::string directory, model::offset base_offset)
-    : fs_(fs), directory_(std::move(directory)), base_offset_(base_offset), next_offset_(base_offset) {}
+segment::segment(io::file_system& fs, std::string directory, model::offset base_offset, bool direct)
+    : fs_(fs), directory_(std::move(directory)), base_offset_(base_offset), next_offset_(base_offset), direct_(direct) {}
 
 std::string segment::path(const char* suffix) const {
   return directory_ + "/" + segment_file_stem(base_offset_) + suffix;
@@ -47,6 +48,11 @@ result<void> segment::open_files(io::open_mode mode) {
   auto time_index = fs_.open(path(".timeindex"), io::open_mode::read_write_create);
   if (!time_index.ok()) return storage_error(time_index.error());
   log_ = std::move(log.value());
+  if (direct_) {
+    auto direct = fs_.open(path(".log"), io::open_mode::direct_write_create);
+    if (!direct.ok()) return storage_error(direct.error());
+    log_direct_ = std::move(direct.value());
+  }
   index_ = std::move(index.value());
   time_index_ = std::move(time_index.value());
   auto size = log_->size();
@@ -56,8 +62,8 @@ result<void> segment::open_files(io::open_mode mode) {
 }
 
 result<std::unique_ptr<segment>> segment::create(io::file_system& fs, const std::string& directory,
-                                                 model::offset base_offset) {
-  std::unique_ptr<segment> seg(new segment(fs, directory, base_offset));
+                                                 model::offset base_offset, bool direct) {
+  std::unique_ptr<segment> seg(new segment(fs, directory, base_offset, direct));
   RINGLOG_TRY(seg->open_files(io::open_mode::read_write_create));
   // A segment is created empty; stale bytes under the same name would be a logic error upstream.
   if (seg->size_bytes_ != 0) {
@@ -73,8 +79,8 @@ result<std::unique_ptr<segment>> segment::create(io::file_system& fs, const std:
 }
 
 result<std::unique_ptr<segment>> segment::open(io::file_system& fs, const std::string& directory,
-                                               model::offset base_offset) {
-  std::unique_ptr<segment> seg(new segment(fs, directory, base_offset));
+                                               model::offset base_offset, bool direct) {
+  std::unique_ptr<segment> seg(new segment(fs, directory, base_offset, direct));
   RINGLOG_TRY(seg->open_files(io::open_mode::read_write));
   return seg;
 }
@@ -150,13 +156,68 @@ result<void> segment::append(std::span<const std::byte> batch, const codec::batc
   RINGLOG_ASSERT_OP(header.base_offset.value(), ==, next_offset_.value());
   RINGLOG_ASSERT_OP(batch.size(), ==, header.size_bytes());
   const model::file_position position{size_bytes_};
-  auto w = log_->write_at(position, batch);
-  if (!w.ok()) return storage_error(w.error());
+  if (direct_) {
+    RINGLOG_TRY(direct_write(batch));
+  } else {
+    auto w = log_->write_at(position, batch);
+    if (!w.ok()) return storage_error(w.error());
+  }
   size_bytes_ += batch.size();
   dirty_ = true;
   result<void> status;
   track_batch(header, position, now_ms, retention_ms, index_interval_bytes, true, status);
   return status;
+}
+
+result<void> segment::direct_write(std::span<const std::byte> batch) {
+  constexpr size_t align = io::direct_io_alignment;
+  if (!tail_loaded_) {
+    // (Re)load the partial last block from the file: after open, recovery or truncation.
+    tail_start_ = size_bytes_ / align * align;
+    tail_loaded_ = true;
+    const size_t partial = size_bytes_ - tail_start_;
+    if (tail_capacity_ < align) {
+      tail_.reset(static_cast<std::byte*>(std::aligned_alloc(align, align)));
+      RINGLOG_ASSERT(tail_ != nullptr, "aligned_alloc of the O_DIRECT tail buffer");
+      tail_capacity_ = align;
+    }
+    if (partial > 0) {
+      auto n = log_->read_at(model::file_position{tail_start_}, std::span(tail_.get(), partial));
+      if (!n.ok()) return storage_error(n.error());
+      RINGLOG_ASSERT_OP(n.value(), ==, partial);
+    }
+  }
+  const size_t partial = size_bytes_ - tail_start_;
+  const size_t used = partial + batch.size();
+  const size_t write_bytes = (used + align - 1) / align * align;
+  if (write_bytes > tail_capacity_) {
+    std::unique_ptr<std::byte, aligned_free> bigger(static_cast<std::byte*>(std::aligned_alloc(align, write_bytes)));
+    RINGLOG_ASSERT(bigger != nullptr, "aligned_alloc of the O_DIRECT tail buffer");
+    std::memcpy(bigger.get(), tail_.get(), partial);
+    tail_ = std::move(bigger);
+    tail_capacity_ = write_bytes;
+  }
+  std::memcpy(tail_.get() + partial, batch.data(), batch.size());
+  std::memset(tail_.get() + used, 0, write_bytes - used);
+  auto w = log_direct_->write_at(model::file_position{tail_start_}, std::span(tail_.get(), write_bytes));
+  if (!w.ok()) return storage_error(w.error());
+  const uint64_t new_size = size_bytes_ + batch.size();
+  const uint64_t new_tail_start = new_size / align * align;
+  std::memmove(tail_.get(), tail_.get() + (new_tail_start - tail_start_), new_size - new_tail_start);
+  tail_start_ = new_tail_start;
+  return base::ok_v;
+}
+
+result<void> segment::seal() {
+  if (!direct_) return base::ok_v;
+  auto size = log_->size();
+  if (!size.ok()) return storage_error(size.error());
+  if (size.value() != size_bytes_) {
+    auto t = log_->truncate(size_bytes_);
+    if (!t.ok()) return storage_error(t.error());
+    dirty_ = true;
+  }
+  return base::ok_v;
 }
 
 result<bool> segment::load_indexes(int64_t now_ms, int64_t retention_ms) {
@@ -237,6 +298,7 @@ result<uint64_t> segment::recover(int64_t now_ms, int64_t retention_ms, int32_t 
     if (batches != nullptr) ++*batches;
   }
   const uint64_t cut = size_bytes_ - position.value();
+  tail_loaded_ = false;
   if (cut > 0) {
     auto t = log_->truncate(position.value());
     if (!t.ok()) return storage_error(t.error());
@@ -343,6 +405,7 @@ result<void> segment::sync(bool with_indexes) {
 
 result<void> segment::remove_files() {
   log_.reset();
+  log_direct_.reset();
   index_.reset();
   time_index_.reset();
   for (const char* suffix : {".log", ".index", ".timeindex"}) {

@@ -2,6 +2,7 @@
 // One segment of a partition log: `<base>.log` (record batches back to back), `<base>.index`
 // and `<base>.timeindex` (include/ringlog/storage/index.h). Private to storage.
 
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -28,11 +29,16 @@ struct located_batch {
 class segment {
  public:
   /// Creates empty files for a new segment. Errors: kafka_storage_error.
+  /// With `direct`, appends bypass the page cache (O_DIRECT): whole aligned blocks are written
+  /// from an aligned tail buffer, the last partial block rewritten by the next append, and the
+  /// file carries zero padding past its logical end until seal() cuts it.
   static result<std::unique_ptr<segment>> create(io::file_system& fs, const std::string& directory,
-                                                 model::offset base_offset);
+                                                 model::offset base_offset, bool direct);
   /// Opens an existing segment; call load_indexes() or recover() next.
   static result<std::unique_ptr<segment>> open(io::file_system& fs, const std::string& directory,
-                                               model::offset base_offset);
+                                               model::offset base_offset, bool direct);
+  /// Cuts O_DIRECT padding so the file ends at its last batch (before roll and close).
+  result<void> seal();
 
   /// Trusts the index files after a sanity check (entries increasing, positions inside the log)
   /// and scans only from the last indexed batch to the end to find next_offset and max timestamp.
@@ -81,8 +87,9 @@ class segment {
   [[nodiscard]] const std::vector<time_index_entry>& time_entries() const { return time_entries_; }
 
  private:
-  segment(io::file_system& fs, std::string directory, model::offset base_offset);
+  segment(io::file_system& fs, std::string directory, model::offset base_offset, bool direct);
   result<void> open_files(io::open_mode mode);
+  result<void> direct_write(std::span<const std::byte> batch);
   void track_batch(const codec::batch_header& header, model::file_position position, int64_t now_ms,
                    int64_t retention_ms, int32_t index_interval_bytes, bool write_index, result<void>& status);
   result<void> rewrite_index_files();
@@ -101,6 +108,16 @@ class segment {
   bool dirty_ = false;
   bool index_dirty_ = false;
   std::unique_ptr<io::file> log_;
+  // O_DIRECT append path: bytes [tail_start_, size_bytes_) of the file live in tail_ as well.
+  bool direct_ = false;
+  std::unique_ptr<io::file> log_direct_;
+  struct aligned_free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, aligned_free> tail_;
+  size_t tail_capacity_ = 0;
+  uint64_t tail_start_ = 0;
+  bool tail_loaded_ = false;
   std::unique_ptr<io::file> index_;
   std::unique_ptr<io::file> time_index_;
   std::vector<offset_index_entry> offset_entries_;

@@ -75,6 +75,7 @@ TEST_CASE("simulated power loss at seeded moments never loses an acknowledged ba
     log_config config;
     config.segment_bytes = 1024 + static_cast<int64_t>(rng.below(8192));
     config.index_interval_bytes = static_cast<int32_t>(rng.below(512));
+    config.direct_io = seed % 2 == 0;  // both append paths: page cache and O_DIRECT
     acked_map acked;
     for (int round = 0; round < 6; ++round) {
       auto log = partition_log::open(fs, "/data/t-0", config, clock);
@@ -148,6 +149,7 @@ TEST_CASE("SIGKILL of a writing process at seeded moments never loses an acknowl
       base::system_clock clock;
       log_config config;
       config.segment_bytes = 64 * 1024;
+      config.direct_io = round % 2 == 1;
       auto log = partition_log::open(*fs, path, config, clock);
       if (!log.ok()) _exit(3);
       splitmix child_rng{child_seed};

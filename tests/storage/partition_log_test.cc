@@ -214,3 +214,53 @@ TEST_CASE("bad batches are refused and nothing stored changes") {
   CHECK(l.log_end_offset().value() == 1);
   CHECK(l.size_bytes() == make_batch(1, 1, t0).size());
 }
+
+TEST_CASE("O_DIRECT appends: aligned block rewrites, padding cut at roll and close, recovery after an unclean stop") {
+  test::temp_dir dir;
+  auto fs = io::make_posix_file_system();
+  base::manual_clock clock(t0);
+  log_config c;
+  c.direct_io = true;
+  c.segment_bytes = 20'000;
+  const std::string path = dir.path() + "/d-0";
+  std::vector<model::bytes> written;
+  {
+    auto log = partition_log::open(*fs, path, c, clock);
+    REQUIRE(log.ok());
+    for (int b = 0; b < 60; ++b) {
+      auto batch = make_batch(1 + b % 3, b, t0, model::compression::none, static_cast<size_t>(100 + b * 37));
+      REQUIRE(log.value()->append(batch, model::leader_epoch{0}).ok());
+      written.push_back(batch);
+    }
+    REQUIRE(log.value()->flush().ok());
+    CHECK(log.value()->segments().size() > 2);
+    // Closed segments end exactly at their last batch.
+    const auto segs = log.value()->segments();
+    for (size_t i = 0; i + 1 < segs.size(); ++i) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "/%020lld.log", static_cast<long long>(segs[i].base_offset.value()));
+      CHECK(std::filesystem::file_size(path + name) == segs[i].size_bytes);
+    }
+    // no close: the active segment keeps its zero padding, which recovery must cut
+  }
+  const int64_t end = [&] {
+    auto log = partition_log::open(*fs, path, c, clock);
+    REQUIRE(log.ok());
+    CHECK(!log.value()->last_recovery().clean_shutdown);
+    auto all = log.value()->read(model::offset{0}, 1 << 24, log.value()->log_end_offset());
+    REQUIRE(all.ok());
+    auto records = records_of(all.value(), model::offset{0});
+    for (size_t i = 0; i < records.size(); ++i) CHECK(records[i].record_offset.value() == static_cast<int64_t>(i));
+    // Appending after recovery continues the partial block correctly.
+    REQUIRE(log.value()->append(make_batch(2, 999, t0), model::leader_epoch{0}).ok());
+    REQUIRE(log.value()->close().ok());
+    return log.value()->log_end_offset().value();
+  }();
+  auto log = partition_log::open(*fs, path, c, clock);
+  REQUIRE(log.ok());
+  CHECK(log.value()->last_recovery().clean_shutdown);
+  CHECK(log.value()->log_end_offset().value() == end);
+  auto tail = log.value()->read(model::offset{end - 2}, 100, model::offset{end});
+  REQUIRE(tail.ok());
+  CHECK(model::to_string(*records_of(tail.value(), model::offset{end - 2}).front().value).starts_with("v999:0:"));
+}

@@ -40,6 +40,7 @@ struct broker_config {
   int64_t log_retention_check_interval_ms = 300000;  // log.retention.check.interval.ms
   int32_t log_index_interval_bytes = 4096;           // log.index.interval.bytes
   std::string log_flush_policy = "fsync";            // log.flush.policy: fsync (before ack) | replication
+  bool log_direct_io = false;                        // log.direct.io (ringlog): O_DIRECT segment appends
   int32_t min_insync_replicas = 1;                   // min.insync.replicas
   int32_t produce_records_max = 10000;               // ringlog: records per produce request
   int64_t fetch_wait_max_ms = 60000;                 // ringlog: longest long-poll of a fetch

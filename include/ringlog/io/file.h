@@ -38,8 +38,14 @@ error from_errno(int errno_value, std::string_view operation, std::string_view p
 enum class open_mode {
   read_only,        // must exist
   read_write,       // must exist
-  read_write_create // created (empty) if missing; creation durable after sync_directory
+  read_write_create, // created (empty) if missing; creation durable after sync_directory
+  /// read_write_create with O_DIRECT: the page cache is bypassed, and every write_at must be
+  /// aligned to direct_io_alignment in file position, length and memory address.
+  direct_write_create,
 };
+
+/// Alignment O_DIRECT needs on the filesystems we target (ext4/xfs on 4 KiB-sector devices).
+inline constexpr size_t direct_io_alignment = 4096;
 
 class file {
  public:

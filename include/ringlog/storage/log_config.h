@@ -17,6 +17,7 @@ struct log_config {
   int32_t segment_index_bytes = 10 * 1024 * 1024;  // segment.index.bytes: max index file size
   int32_t max_message_bytes = 1024 * 1024 + 12;    // max.message.bytes: largest batch accepted (Kafka 1048588)
   std::string cleanup_policy = "delete";           // cleanup.policy: delete | compact | compact,delete
+  bool direct_io = false;                          // log.direct.io (ringlog): O_DIRECT appends
 
   /// Checks every bound; the error message names the offending key and its allowed range.
   [[nodiscard]] result<void> validate() const;
