@@ -1,0 +1,79 @@
+#pragma once
+// `ringlog serve` settings (design.md section 9): Kafka's key names, each with a default that
+// serves on one machine, bounds, and an error naming the key when violated. Read from a Kafka
+// style .properties file plus `--set key=value` overrides. Depends on base only: the app turns
+// these into broker::broker_config and the gateway's server_options.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ringlog/base/result.h"
+
+namespace ringlog::config {
+
+enum class errc {
+  parse_error,    // a line that is not "key=value" (message names file:line)
+  unknown_key,    // message names the key
+  invalid_value,  // message names the key, the value and the accepted range
+};
+using error = base::error<errc>;
+template <typename T>
+using result = base::result<T, error>;
+
+/// Key -> value in the order read; a later assignment of a key replaces the earlier one.
+using properties = std::map<std::string, std::string>;
+
+/// Parses .properties text (java.util.Properties subset: '#' and '!' comments, '=' or ':'
+/// separators, surrounding blanks trimmed, '\' line continuations). `source` names the file in errors.
+result<properties> parse_properties(std::string_view text, std::string_view source);
+/// Parses one "key=value" of --set.
+result<std::pair<std::string, std::string>> parse_assignment(std::string_view text);
+
+struct server_config {
+  // ---- broker (Kafka names)
+  int32_t node_id = 0;                                  // node.id
+  std::string cluster_id = "ringlog-cluster";           // cluster.id
+  std::string log_dir = "./ringlog-data";               // log.dirs (one directory)
+  int32_t num_partitions = 1;                           // num.partitions
+  int16_t default_replication_factor = 1;               // default.replication.factor
+  bool auto_create_topics_enable = true;                // auto.create.topics.enable
+  int32_t message_max_bytes = 1048588;                  // message.max.bytes
+  int64_t log_segment_bytes = 1024 * 1024 * 1024;       // log.segment.bytes
+  int64_t log_roll_ms = 7LL * 24 * 3600 * 1000;         // log.roll.ms
+  int64_t log_retention_ms = 7LL * 24 * 3600 * 1000;    // log.retention.ms (-1 unlimited)
+  int64_t log_retention_bytes = -1;                     // log.retention.bytes (-1 unlimited)
+  int64_t log_retention_check_interval_ms = 300000;     // log.retention.check.interval.ms
+  int32_t log_index_interval_bytes = 4096;              // log.index.interval.bytes
+  std::string log_flush_policy = "fsync";               // log.flush.policy: fsync | replication
+  int32_t min_insync_replicas = 1;                      // min.insync.replicas
+  int32_t produce_records_max = 10000;                  // produce.records.max
+  int64_t fetch_wait_max_ms = 60000;                    // fetch.wait.max.ms
+  int32_t fetch_waiters_per_partition_max = 10000;      // fetch.waiters.per.partition.max
+  // ---- process and HTTP
+  std::string listener_host = "127.0.0.1";              // listeners=http://HOST:PORT
+  int32_t listener_port = 8082;
+  int32_t num_shards = 0;                               // num.shards: 0 = one per core
+  std::string io_backend = "auto";                      // io.backend: auto | uring | posix
+  int64_t http_request_body_max_bytes = 64LL * 1024 * 1024;  // http.request.body.max.bytes
+  int32_t http_request_header_max_bytes = 64 * 1024;    // http.request.header.max.bytes
+  int64_t http_idle_timeout_ms = 60000;                 // http.idle.timeout.ms
+  int64_t fetch_response_bytes_max = 64LL * 1024 * 1024;  // fetch.response.bytes.max
+  int64_t shutdown_drain_timeout_ms = 10000;            // shutdown.drain.timeout.ms
+};
+
+/// Applies `values` over the defaults. Unknown keys and out-of-range values are refused, naming the key.
+result<server_config> load_server_config(const properties& values);
+
+struct key_description {
+  std::string name;
+  std::string default_value;
+  std::string doc;   // meaning and accepted range
+};
+/// Every accepted key, for `ringlog serve --help`.
+std::vector<key_description> describe_keys();
+
+}  // namespace ringlog::config

@@ -1,0 +1,15 @@
+#pragma once
+// The CLI over HTTP (issue 3 "CLI over HTTP"), in the spirit of kcat and Kafka's console tools:
+// `ringlog topics create|list|describe|delete|alter`, `ringlog produce TOPIC`, `ringlog consume
+// TOPIC`. Each talks to a running broker's REST listener (--bootstrap-server). argv[0] is the
+// subcommand name. Returns the process exit code (0 ok, 1 the broker refused, 2 bad usage).
+
+#include <iosfwd>
+
+namespace ringlog::gateway {
+
+int topics_main(int argc, char** argv);
+int produce_main(int argc, char** argv);
+int consume_main(int argc, char** argv);
+
+}  // namespace ringlog::gateway

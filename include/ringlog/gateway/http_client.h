@@ -1,0 +1,53 @@
+#pragma once
+// A small synchronous HTTP/1.1 client for the CLI (`ringlog topics|produce|consume`): one
+// keep-alive connection to the broker's REST listener, reopened once when the server closed it.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ringlog/base/result.h"
+
+namespace ringlog::gateway {
+
+struct http_reply {
+  unsigned status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+class http_client {
+ public:
+  using reply_result = base::result<http_reply, std::string>;
+
+  /// `base_url` is "http://HOST:PORT" (a trailing "/" is fine). Errors name the malformed part.
+  static base::result<std::unique_ptr<http_client>, std::string> create(const std::string& base_url);
+  ~http_client();
+
+  /// Sends one request; `path` includes any query. Errors are transport errors ("connect
+  /// 127.0.0.1:8082: Connection refused"); HTTP error statuses are replies.
+  reply_result request(const std::string& method, const std::string& path, const std::string& body = {},
+                       const std::string& content_type = {}, const std::string& accept = "application/json");
+  reply_result get(const std::string& path, const std::string& accept = "application/json") {
+    return request("GET", path, {}, {}, accept);
+  }
+  reply_result post(const std::string& path, const std::string& body, const std::string& content_type,
+                    const std::string& accept = "application/json") {
+    return request("POST", path, body, content_type, accept);
+  }
+  reply_result patch(const std::string& path, const std::string& body, const std::string& content_type = "application/json") {
+    return request("PATCH", path, body, content_type);
+  }
+  reply_result del(const std::string& path) { return request("DELETE", path); }
+
+  /// Longest wait for one reply, ms (a long-poll fetch adds its own timeout to this).
+  void set_timeout_ms(int64_t ms);
+
+  struct impl;
+
+ private:
+  explicit http_client(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,57 @@
+#pragma once
+// The HTTP front end (design.md section 8): one listening socket whose accepted connections are
+// handed round-robin to the shards' event loops; HTTP/1.1 keep-alive, one request and one write
+// at a time per connection; graceful stop. Beast stays behind this header.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ringlog/base/result.h"
+#include "ringlog/broker/broker.h"
+#include "ringlog/gateway/shard_runtime.h"
+
+namespace ringlog::gateway {
+
+struct server_options {
+  std::string host = "127.0.0.1";      // listeners=http://HOST:PORT
+  uint16_t port = 8082;                // 0: any free port (see http_server::port())
+  /// http.request.body.max.bytes: larger bodies get 413 naming this key. Bounds the memory one
+  /// connection holds; a v3 stream is one body, so it bounds a stream too.
+  uint64_t body_bytes_max = 64ull * 1024 * 1024;
+  /// http.request.header.max.bytes: request line + headers.
+  uint32_t header_bytes_max = 64 * 1024;
+  /// http.idle.timeout.ms: a keep-alive connection idle this long (or a request this slow to
+  /// arrive) is closed.
+  int64_t idle_timeout_ms = 60000;
+  /// fetch.response.bytes.max: the largest max_bytes a fetch may ask for.
+  int64_t fetch_response_bytes_max = 64 * 1024 * 1024;
+  /// How long stop() waits for in-flight requests before it reports drained anyway.
+  int64_t drain_timeout_ms = 10000;
+};
+
+class http_server {
+ public:
+  /// Binds and starts accepting on the runtime's shards. Errors: "bind 127.0.0.1:8082: Address
+  /// already in use" and the like.
+  static base::result<std::unique_ptr<http_server>, std::string> start(broker::broker& broker, shard_threads& runtime,
+                                                                       server_options options);
+  ~http_server();
+
+  /// The bound port (useful with port 0).
+  [[nodiscard]] uint16_t port() const;
+
+  /// Graceful stop: closes the listening socket and idle connections, lets in-flight requests
+  /// finish (up to drain_timeout_ms), then calls `drained` on a shard thread. /v1/health answers
+  /// 503 from now on.
+  void stop(std::function<void()> drained);
+
+  struct impl;
+
+ private:
+  explicit http_server(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace ringlog::gateway

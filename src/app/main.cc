@@ -1,0 +1,52 @@
+// The `ringlog` binary: `serve` runs the broker; the other subcommands are clients of a running
+// one over HTTP (design.md section 2).
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "dump_log.h"
+#include "ringlog/gateway/cli.h"
+#include "serve.h"
+
+namespace {
+
+constexpr const char* usage = R"(usage: ringlog COMMAND [options]
+
+Commands:
+  serve      run the broker (HTTP/REST on 127.0.0.1:8082, data in ./ringlog-data)
+  topics     create, list, describe, delete or alter topics
+  produce    send lines of standard input as records
+  consume    print records of a topic
+  dump-log   print a segment file's batches and records
+
+Run `ringlog COMMAND --help` for a command's options.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << usage;
+    return 2;
+  }
+  std::string command = argv[1];
+  // Each subcommand sees argv[0] = its own name.
+  int sub_argc = argc - 1;
+  char** sub_argv = argv + 1;
+  if (command == "serve") return ringlog::app::serve_main(sub_argc, sub_argv);
+  if (command == "topics") return ringlog::gateway::topics_main(sub_argc, sub_argv);
+  if (command == "produce") return ringlog::gateway::produce_main(sub_argc, sub_argv);
+  if (command == "consume") return ringlog::gateway::consume_main(sub_argc, sub_argv);
+  if (command == "dump-log") return ringlog::app::dump_log_main(sub_argc, sub_argv);
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << usage;
+    return 0;
+  }
+  if (command == "--version") {
+    std::cout << "ringlog 0.1.0\n";
+    return 0;
+  }
+  std::cerr << "unknown command \"" << command << "\"\n" << usage;
+  return 2;
+}

@@ -1,0 +1,225 @@
+// `ringlog serve`: start order shards -> broker -> HTTP; stop order HTTP (drain) -> broker
+// (flush, clean-shutdown marker) -> shards. SIGTERM/SIGINT trigger the stop; exit code 0.
+
+#include "serve.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "ringlog/base/clock.h"
+#include "ringlog/broker/broker.h"
+#include "ringlog/config/server_config.h"
+#include "ringlog/gateway/http_server.h"
+#include "ringlog/gateway/shard_runtime.h"
+#include "ringlog/io/disk_executor.h"
+#include "ringlog/io/file.h"
+
+namespace ringlog::app {
+
+namespace {
+
+void print_usage(std::ostream& out) {
+  out << "usage: ringlog serve [--config FILE] [--set KEY=VALUE]... [--io-backend=uring|posix|auto]\n\n"
+         "Runs the broker: HTTP/REST on listeners (default http://127.0.0.1:8082), data in log.dirs.\n"
+         "Settings come from the defaults, then --config (a Kafka-style .properties file), then each\n"
+         "--set in order. Unknown keys and out-of-range values are refused at start.\n\n"
+         "Keys (default, meaning):\n";
+  for (const auto& k : config::describe_keys()) {
+    out << "  " << k.name << " = " << k.default_value << "\n      " << k.doc << "\n";
+  }
+}
+
+struct serve_args {
+  std::optional<std::string> config_file;
+  std::vector<std::string> sets;
+  std::optional<std::string> io_backend;
+  bool help = false;
+};
+
+std::optional<serve_args> parse(int argc, char** argv) {
+  serve_args out;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string& name) -> std::optional<std::string> {
+      if (a.rfind(name + "=", 0) == 0) return a.substr(name.size() + 1);
+      if (a == name && i + 1 < argc) return std::string(argv[++i]);
+      return std::nullopt;
+    };
+    if (a == "--help" || a == "-h") {
+      out.help = true;
+    } else if (a.rfind("--config", 0) == 0) {
+      out.config_file = value("--config");
+      if (!out.config_file) return std::nullopt;
+    } else if (a.rfind("--set", 0) == 0) {
+      auto v = value("--set");
+      if (!v) return std::nullopt;
+      out.sets.push_back(*v);
+    } else if (a.rfind("--io-backend", 0) == 0) {
+      out.io_backend = value("--io-backend");
+      if (!out.io_backend) return std::nullopt;
+    } else {
+      std::cerr << "serve: unknown argument \"" << a << "\" (see ringlog serve --help)\n";
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+broker::broker_config to_broker_config(const config::server_config& c) {
+  broker::broker_config b;
+  b.node_id = c.node_id;
+  b.cluster_id = c.cluster_id;
+  b.log_dir = c.log_dir;
+  b.num_partitions = c.num_partitions;
+  b.default_replication_factor = c.default_replication_factor;
+  b.auto_create_topics_enable = c.auto_create_topics_enable;
+  b.message_max_bytes = c.message_max_bytes;
+  b.log_segment_bytes = c.log_segment_bytes;
+  b.log_roll_ms = c.log_roll_ms;
+  b.log_retention_ms = c.log_retention_ms;
+  b.log_retention_bytes = c.log_retention_bytes;
+  b.log_retention_check_interval_ms = c.log_retention_check_interval_ms;
+  b.log_index_interval_bytes = c.log_index_interval_bytes;
+  b.log_flush_policy = c.log_flush_policy;
+  b.min_insync_replicas = c.min_insync_replicas;
+  b.produce_records_max = c.produce_records_max;
+  b.fetch_wait_max_ms = c.fetch_wait_max_ms;
+  b.fetch_waiters_per_partition_max = c.fetch_waiters_per_partition_max;
+  return b;
+}
+
+/// Blocks until SIGTERM or SIGINT (blocked in every thread, taken here with sigwait).
+int wait_for_stop_signal(const sigset_t& signals) {
+  int sig = 0;
+  sigwait(&signals, &sig);
+  return sig;
+}
+
+}  // namespace
+
+int serve_main(int argc, char** argv) {
+  auto args = parse(argc, argv);
+  if (!args) return 2;
+  if (args->help) {
+    print_usage(std::cout);
+    return 0;
+  }
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z level=%l thread=%t %v");
+
+  // Settings: defaults <- file <- --set, in that order.
+  config::properties values;
+  if (args->config_file) {
+    std::ifstream in(*args->config_file);
+    if (!in) {
+      spdlog::error("msg=\"cannot read config file\" path=\"{}\"", *args->config_file);
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto file_values = config::parse_properties(text.str(), *args->config_file);
+    if (!file_values.ok()) {
+      spdlog::error("msg=\"bad config\" error=\"{}\"", file_values.error().message);
+      return 2;
+    }
+    values = std::move(file_values).value();
+  }
+  for (const auto& s : args->sets) {
+    auto kv = config::parse_assignment(s);
+    if (!kv.ok()) {
+      spdlog::error("msg=\"bad config\" error=\"{}\"", kv.error().message);
+      return 2;
+    }
+    values[kv->first] = kv->second;
+  }
+  if (args->io_backend) values["io.backend"] = *args->io_backend;
+  auto settings = config::load_server_config(values);
+  if (!settings.ok()) {
+    spdlog::error("msg=\"bad config\" error=\"{}\"", settings.error().message);
+    return 2;
+  }
+  const config::server_config& cfg = settings.value();
+
+  // Signals go to sigwait below, never to a shard thread: block them before threads start.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto backend = io::parse_backend_kind(cfg.io_backend);
+  if (!backend.ok()) {
+    spdlog::error("msg=\"bad config\" key=io.backend error=\"{}\"", backend.error().message);
+    return 2;
+  }
+  size_t shards = cfg.num_shards > 0 ? static_cast<size_t>(cfg.num_shards)
+                                     : std::max<size_t>(1, std::thread::hardware_concurrency());
+  std::string note;
+  auto runtime_result = gateway::shard_threads::create(shards, *backend, &note);
+  if (!runtime_result.ok()) {
+    spdlog::error("msg=\"cannot start the disk executor\" io.backend={} error=\"{}\"", cfg.io_backend,
+                  runtime_result.error().message);
+    return 2;
+  }
+  auto runtime = std::move(runtime_result).value();
+  if (!note.empty()) spdlog::warn("msg=\"io_uring unavailable, using the posix backend\" reason=\"{}\"", note);
+  spdlog::info("msg=\"starting\" shards={} io.backend={} log.dirs=\"{}\"", shards, runtime->disk_backend_name(), cfg.log_dir);
+  runtime->start();
+
+  auto fs = io::make_posix_file_system();
+  base::system_clock clock;
+  broker::broker_dependencies deps{*fs, clock, *runtime, cfg.listener_host, cfg.listener_port};
+  auto opened = broker::open_broker(to_broker_config(cfg), deps);
+  if (!opened.ok()) {
+    spdlog::error("msg=\"cannot open the broker\" error=\"{}\" code={}", opened.error().message,
+                  broker::to_string(opened.error().code));
+    runtime->stop();
+    return 1;
+  }
+  std::unique_ptr<broker::broker> broker = std::move(opened).value();
+
+  gateway::server_options options;
+  options.host = cfg.listener_host;
+  options.port = static_cast<uint16_t>(cfg.listener_port);
+  options.body_bytes_max = static_cast<uint64_t>(cfg.http_request_body_max_bytes);
+  options.header_bytes_max = static_cast<uint32_t>(cfg.http_request_header_max_bytes);
+  options.idle_timeout_ms = cfg.http_idle_timeout_ms;
+  options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
+  options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
+  auto server_result = gateway::http_server::start(*broker, *runtime, options);
+  if (!server_result.ok()) {
+    spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,
+                  server_result.error());
+    std::promise<void> closed;
+    broker->shutdown([&closed] { closed.set_value(); });
+    closed.get_future().wait();
+    runtime->stop();
+    return 1;
+  }
+  auto server = std::move(server_result).value();
+  spdlog::info("msg=\"serving\" listeners=http://{}:{} cluster.id={} node.id={}", cfg.listener_host, server->port(),
+               cfg.cluster_id, cfg.node_id);
+
+  int sig = wait_for_stop_signal(stop_signals);
+  spdlog::info("msg=\"stopping\" signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  std::promise<void> drained;
+  server->stop([&drained] { drained.set_value(); });
+  drained.get_future().wait();
+  std::promise<void> closed;
+  broker->shutdown([&closed] { closed.set_value(); });
+  closed.get_future().wait();
+  runtime->stop();
+  server.reset();
+  broker.reset();
+  spdlog::info("msg=\"stopped cleanly\"");
+  return 0;
+}
+
+}  // namespace ringlog::app

@@ -1,0 +1,58 @@
+#pragma once
+// The REST routes (issue 3 "REST API"): Confluent REST Proxy v2/v3 where they overlap, Redpanda's
+// direct partition reads, /v1/health and /metrics. A thin adapter: parse and check the request,
+// call the broker API once or a few times, shape the answer. No Beast here (see http_types.h).
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http_types.h"
+#include "metrics.h"
+#include "request_parsing.h"
+#include "ringlog/broker/broker.h"
+
+namespace ringlog::gateway {
+
+struct api_options {
+  /// Bounds of produce requests (produce.records.max, message.max.bytes).
+  produce_limits limits;
+  /// Longest long-poll a fetch may ask for, ms (the broker's fetch_wait_max_ms).
+  int64_t fetch_wait_max_ms = 60000;
+  /// Largest max_bytes a fetch may ask for: bounds the response held in memory.
+  int64_t fetch_response_bytes_max = 64 * 1024 * 1024;
+  /// Records per broker produce call when a v3 stream is split into batches.
+  size_t stream_batch_records_max = 1000;
+};
+
+class api {
+ public:
+  api(broker::broker& broker, metrics& metrics, api_options options);
+
+  /// Answers `request` through `sink`, now or later (broker callbacks hop back with sink->post).
+  /// Must be called on the connection's thread. Adds CORS headers and records metrics.
+  void handle(http_request request, std::shared_ptr<response_sink> sink);
+
+  /// /v1/health answers 503 from now on (graceful stop).
+  void set_stopping() { stopping_ = true; }
+
+  /// Every served route as "METHOD /template", e.g. "GET /topics/{topic}" (OPTIONS preflight on
+  /// every path is implied). The OpenAPI test checks each is documented.
+  static std::vector<std::string> routes();
+
+  [[nodiscard]] const api_options& options() const { return options_; }
+  [[nodiscard]] metrics& metrics_registry() { return metrics_; }
+  [[nodiscard]] bool stopping_flag() const { return stopping_; }
+
+  struct call;   // one request in flight (api.cc)
+
+ private:
+  broker::broker& broker_;
+  metrics& metrics_;
+  api_options options_;
+  std::atomic<bool> stopping_ = false;
+};
+
+}  // namespace ringlog::gateway

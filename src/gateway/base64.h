@@ -1,0 +1,22 @@
+#pragma once
+// Standard base64 (RFC 4648 section 4, '+' and '/'), as the REST proxy's binary embedded format
+// uses it. Decoding is strict about the alphabet; the trailing '=' padding may be omitted.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ringlog/model/record.h"
+
+namespace ringlog::gateway {
+
+std::string base64_encode(std::span<const std::byte> data);
+inline std::string base64_encode(std::string_view s) {
+  return base64_encode(std::span(reinterpret_cast<const std::byte*>(s.data()), s.size()));
+}
+/// nullopt on a character outside the alphabet, misplaced padding or an impossible length.
+std::optional<model::bytes> base64_decode(std::string_view text);
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,74 @@
+#include "errors.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ringlog::gateway {
+
+api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exists) {
+  using broker::errc;
+  namespace ec = error_codes;
+  switch (e.code) {
+    case errc::unknown_topic_or_partition:
+      if (scope == error_scope::partition && topic_exists) return {404, ec::partition_not_found, e.message};
+      return {404, ec::topic_not_found, e.message};
+    case errc::topic_already_exists:
+    case errc::invalid_topic_exception:
+    case errc::invalid_partitions:
+    case errc::invalid_replication_factor:
+    case errc::invalid_config:
+      return {400, ec::kafka_bad_request, e.message};
+    case errc::invalid_request:
+    case errc::corrupt_message:
+    case errc::invalid_timestamp:
+      return {422, ec::unprocessable, e.message};
+    case errc::offset_out_of_range:
+      return {422, ec::invalid_offset_or_partition, e.message};
+    case errc::message_too_large:
+    case errc::record_list_too_large:
+      return {422, ec::record_too_large, e.message};
+    case errc::topic_authorization_failed:
+      return {403, ec::forbidden, e.message};
+    case errc::throttling_quota_exceeded:
+      return {429, ec::too_many_requests, e.message};
+    case errc::request_timed_out:
+      return {408, ec::request_timeout, e.message};
+    case errc::not_enough_replicas:
+      return {500, ec::kafka_retriable_error, e.message};
+    case errc::broker_not_available:
+      return {503, ec::unavailable, e.message};
+    case errc::kafka_storage_error:
+    case errc::unknown_server_error:
+      return {500, ec::kafka_error, e.message};
+  }
+  return {500, ec::kafka_error, e.message};
+}
+
+bool is_retriable(broker::errc code) {
+  using broker::errc;
+  switch (code) {
+    case errc::not_enough_replicas:
+    case errc::request_timed_out:
+    case errc::throttling_quota_exceeded:
+    case errc::broker_not_available:
+    case errc::corrupt_message:
+    case errc::unknown_topic_or_partition:  // Kafka marks it retriable (metadata may lag)
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string error_body(int error_code, std::string_view message) {
+  nlohmann::json j = {{"error_code", error_code}, {"message", std::string(message)}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+http_response error_response(const api_error& e) {
+  http_response r;
+  r.status = e.status;
+  r.content_type = "application/json";
+  r.body = error_body(e.error_code, e.message);
+  return r;
+}
+
+}  // namespace ringlog::gateway

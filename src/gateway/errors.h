@@ -1,0 +1,60 @@
+#pragma once
+// The REST proxy's error model: every error is {"error_code": N, "message": "..."} where N is the
+// HTTP status times 100 plus a sub-code (Confluent REST Proxy API reference, "Errors"). This is
+// the one place broker::errc values become HTTP statuses and error codes.
+
+#include <string>
+#include <string_view>
+
+#include "http_types.h"
+#include "ringlog/broker/errc.h"
+
+namespace ringlog::gateway {
+
+/// The codes the gateway answers with (Confluent's where they exist).
+namespace error_codes {
+inline constexpr int bad_request = 40001;           // malformed JSON / request line
+inline constexpr int kafka_bad_request = 40002;     // Kafka refused: topic exists, bad name/config/partitions
+inline constexpr int forbidden = 40301;             // writes to internal topics
+inline constexpr int not_found = 404;               // no such route / cluster
+inline constexpr int topic_not_found = 40401;
+inline constexpr int partition_not_found = 40402;
+inline constexpr int consumer_instance_not_found = 40403;
+inline constexpr int method_not_allowed = 405;
+inline constexpr int not_acceptable = 40601;        // Accept names nothing the route produces
+inline constexpr int request_timeout = 40801;
+inline constexpr int payload_too_large = 41301;     // body over http.request.body.max.bytes
+inline constexpr int unsupported_media_type = 41501;
+inline constexpr int record_too_large = 42201;      // keys/values too large, too many records
+inline constexpr int invalid_offset_or_partition = 42202;
+inline constexpr int unprocessable = 42205;         // well-formed JSON with a bad field (named)
+inline constexpr int too_many_requests = 42901;     // a named queue is full: retry later
+inline constexpr int kafka_error = 50002;
+inline constexpr int kafka_retriable_error = 50003;
+inline constexpr int unavailable = 50301;           // shutting down
+}  // namespace error_codes
+
+struct api_error {
+  unsigned status;
+  int error_code;
+  std::string message;
+};
+
+/// What a request was about, to tell "topic not found" (40401) from "partition not found" (40402).
+enum class error_scope { topic, partition };
+
+/// broker::errc -> HTTP. `topic_exists` matters only for unknown_topic_or_partition in the
+/// partition scope: then the topic exists and the partition does not (40402).
+api_error to_api_error(const broker::error& e, error_scope scope = error_scope::topic, bool topic_exists = false);
+
+/// Whether a client may retry the call unchanged (Kafka's "retriable" column).
+bool is_retriable(broker::errc code);
+
+/// The JSON body {"error_code":..,"message":..}.
+std::string error_body(int error_code, std::string_view message);
+http_response error_response(const api_error& e);
+inline http_response error_response(unsigned status, int error_code, std::string_view message) {
+  return error_response(api_error{status, error_code, std::string(message)});
+}
+
+}  // namespace ringlog::gateway

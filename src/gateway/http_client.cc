@@ -1,0 +1,110 @@
+#include "ringlog/gateway/http_client.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <optional>
+
+namespace ringlog::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+struct http_client::impl {
+  std::string host;
+  std::string port;
+  asio::io_context context;
+  std::optional<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+  int64_t timeout_ms = 120000;
+
+  std::optional<std::string> connect() {
+    beast::error_code ec;
+    tcp::resolver resolver(context);
+    auto endpoints = resolver.resolve(host, port, ec);
+    if (ec) return "resolve " + host + ":" + port + ": " + ec.message();
+    stream.emplace(context);
+    stream->expires_after(std::chrono::milliseconds(timeout_ms));
+    stream->connect(endpoints, ec);
+    if (ec) {
+      stream.reset();
+      return "connect " + host + ":" + port + ": " + ec.message();
+    }
+    buffer.clear();
+    return std::nullopt;
+  }
+
+  // One attempt on the current connection; nullopt error means the reply is in `out`.
+  std::optional<std::string> exchange(const http::request<http::string_body>& req, http_reply& out) {
+    beast::error_code ec;
+    stream->expires_after(std::chrono::milliseconds(timeout_ms));
+    http::write(*stream, req, ec);
+    if (ec) return "send: " + ec.message();
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(std::numeric_limits<uint64_t>::max());
+    http::read(*stream, buffer, parser, ec);
+    if (ec) return "receive: " + ec.message();
+    auto& res = parser.get();
+    out.status = res.result_int();
+    if (auto it = res.find(http::field::content_type); it != res.end()) out.content_type = std::string(it->value());
+    out.body = std::move(res.body());
+    if (!res.keep_alive()) stream.reset();
+    return std::nullopt;
+  }
+};
+
+base::result<std::unique_ptr<http_client>, std::string> http_client::create(const std::string& base_url) {
+  std::string_view url = base_url;
+  if (url.substr(0, 7) != "http://") return "bootstrap server \"" + base_url + "\" must start with http://";
+  url.remove_prefix(7);
+  if (size_t slash = url.find('/'); slash != std::string_view::npos) url = url.substr(0, slash);
+  size_t colon = url.rfind(':');
+  auto p = std::make_unique<impl>();
+  if (colon == std::string_view::npos) {
+    p->host = std::string(url);
+    p->port = "80";
+  } else {
+    p->host = std::string(url.substr(0, colon));
+    p->port = std::string(url.substr(colon + 1));
+  }
+  if (p->host.empty() || p->port.empty()) return "bootstrap server \"" + base_url + "\" has no host or port";
+  return std::unique_ptr<http_client>(new http_client(std::move(p)));
+}
+
+http_client::http_client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+http_client::~http_client() = default;
+
+void http_client::set_timeout_ms(int64_t ms) { impl_->timeout_ms = ms; }
+
+http_client::reply_result http_client::request(const std::string& method, const std::string& path,
+                                               const std::string& body, const std::string& content_type,
+                                               const std::string& accept) {
+  http::request<http::string_body> req(http::string_to_verb(method), path, 11);
+  req.set(http::field::host, impl_->host + ":" + impl_->port);
+  req.set(http::field::user_agent, "ringlog-cli");
+  if (!accept.empty()) req.set(http::field::accept, accept);
+  if (!content_type.empty()) req.set(http::field::content_type, content_type);
+  req.keep_alive(true);
+  req.body() = body;
+  req.prepare_payload();
+  // A kept-alive connection may have been closed by the server meanwhile: retry once, fresh.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool fresh = !impl_->stream.has_value();
+    if (fresh) {
+      if (auto err = impl_->connect()) return *err;
+    }
+    http_reply out;
+    auto err = impl_->exchange(req, out);
+    if (!err) return out;
+    impl_->stream.reset();
+    if (fresh) return *err;
+  }
+  return std::string("request failed");
+}
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,390 @@
+// Beast sessions: read one request, hand it to the api, write its response (whole or chunked,
+// one write at a time), then read the next (keep-alive) or close.
+
+#include "ringlog/gateway/http_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <deque>
+#include <list>
+#include <mutex>
+
+#include "api.h"
+#include "asio_context.h"
+#include "errors.h"
+
+namespace ringlog::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+class session;
+
+struct http_server::impl {
+  broker::broker& broker;
+  shard_threads& runtime;
+  server_options options;
+  metrics registry;
+  api routes;
+  tcp::acceptor acceptor;
+  std::atomic<size_t> next_shard = 0;
+  std::atomic<bool> stopping = false;
+  std::atomic<int64_t> in_flight = 0;   // requests read and not yet fully answered
+  std::mutex sessions_mutex;            // guards `sessions` (accept and close paths only)
+  std::list<std::weak_ptr<session>> sessions;
+
+  impl(broker::broker& b, shard_threads& r, server_options o, api_options ao)
+      : broker(b), runtime(r), options(std::move(o)), routes(b, registry, ao), acceptor(io_context_of(r, 0)) {}
+
+  void accept();
+  void remove_dead_sessions();
+};
+
+class session final : public std::enable_shared_from_this<session>, public response_sink {
+ public:
+  session(tcp::socket socket, http_server::impl& server) : stream_(std::move(socket)), server_(server) {}
+
+  void start() { read_header(); }
+
+  /// Graceful stop: an idle connection closes now, a busy one after its response.
+  void close_if_idle() {
+    close_after_response_ = true;
+    if (!busy_) {
+      beast::error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+      stream_.close();
+    }
+  }
+
+  // ---- response_sink (connection thread only, except post)
+  void post(std::function<void()> fn) override { asio::post(stream_.get_executor(), std::move(fn)); }
+
+  void respond(http_response r) override {
+    auto msg = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version_);
+    fill_head(*msg, r);
+    msg->body() = std::move(r.body);
+    msg->prepare_payload();
+    http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+      self->after_response(ec);
+    });
+  }
+
+  void begin_stream(http_response head) override {
+    streaming_ = true;
+    header_message_ = std::make_unique<http::response<http::empty_body>>(static_cast<http::status>(head.status), version_);
+    fill_head(*header_message_, head);
+    header_message_->chunked(true);
+    header_serializer_ = std::make_unique<http::response_serializer<http::empty_body>>(*header_message_);
+    queue_.push_back({write_kind::header, {}});
+    write_next();
+  }
+  void write_chunk(std::string data) override {
+    if (data.empty()) return;   // an empty chunk would end the body
+    queue_.push_back({write_kind::chunk, std::move(data)});
+    write_next();
+  }
+  void end_stream() override {
+    queue_.push_back({write_kind::last, {}});
+    write_next();
+  }
+
+ private:
+  enum class write_kind { header, chunk, last };
+  struct pending_write {
+    write_kind kind;
+    std::string data;
+  };
+
+  template <typename Message>
+  void fill_head(Message& msg, const http_response& r) {
+    msg.set(http::field::server, "ringlog");
+    if (!r.content_type.empty()) msg.set(http::field::content_type, r.content_type);
+    for (const auto& [name, value] : r.headers) msg.insert(name, value);
+    msg.keep_alive(keep_alive_ && !close_after_response_ && !server_.stopping);
+  }
+
+  void read_header() {
+    busy_ = false;
+    if (close_after_response_ || server_.stopping) return close();
+    parser_.emplace();
+    parser_->body_limit(server_.options.body_bytes_max);
+    parser_->header_limit(server_.options.header_bytes_max);
+    stream_.expires_after(std::chrono::milliseconds(server_.options.idle_timeout_ms));
+    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->on_header(ec);
+    });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec) return on_read_error(ec);
+    busy_ = true;
+    ++server_.in_flight;
+    auto& msg = parser_->get();
+    // curl and others wait for "100 Continue" before sending bodies over 1 KiB.
+    if (auto it = msg.find(http::field::expect); it != msg.end() && beast::iequals(it->value(), "100-continue")) {
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, msg.version());
+      http::async_write(stream_, *cont, [self = shared_from_this(), cont](beast::error_code wec, size_t) {
+        if (wec) return self->abort_request();
+        self->read_body();
+      });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->on_read_error(ec);
+      self->dispatch();
+    });
+  }
+
+  void on_read_error(beast::error_code ec) {
+    bool counted = busy_;
+    if (ec == http::error::body_limit) {
+      keep_alive_ = false;
+      if (!counted) ++server_.in_flight;
+      busy_ = true;
+      return respond_error(413, error_codes::payload_too_large,
+                           "request body is larger than the limit http.request.body.max.bytes=" +
+                               std::to_string(server_.options.body_bytes_max));
+    }
+    if (ec == http::error::header_limit) {
+      keep_alive_ = false;
+      if (!counted) ++server_.in_flight;
+      busy_ = true;
+      return respond_error(431, 43101, "request headers are larger than the limit http.request.header.max.bytes=" +
+                                            std::to_string(server_.options.header_bytes_max));
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || ec == beast::error::timeout ||
+        ec == asio::error::connection_reset || ec == asio::error::eof || ec == asio::error::bad_descriptor) {
+      if (counted) --server_.in_flight;
+      return close();
+    }
+    // A malformed request line or header: answer 400 and close, the stream is out of sync.
+    keep_alive_ = false;
+    if (!counted) ++server_.in_flight;
+    busy_ = true;
+    respond_error(400, error_codes::bad_request, "malformed HTTP request: " + ec.message());
+  }
+
+  void respond_error(unsigned status, int code, std::string message) {
+    version_ = 11;
+    http_response r = error_response(status, code, message);
+    r.headers.emplace_back("Access-Control-Allow-Origin", "*");
+    respond(std::move(r));
+  }
+
+  void abort_request() {
+    --server_.in_flight;
+    close();
+  }
+
+  void dispatch() {
+    stream_.expires_never();   // long-polls and streams may take longer than the idle timeout
+    auto msg = parser_->release();
+    version_ = msg.version();
+    keep_alive_ = msg.keep_alive();
+    http_request req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    auto header = [&](http::field f) {
+      auto it = msg.find(f);
+      return it == msg.end() ? std::string() : std::string(it->value());
+    };
+    req.content_type = header(http::field::content_type);
+    req.accept = header(http::field::accept);
+    req.origin = header(http::field::origin);
+    req.access_control_request_headers = header(http::field::access_control_request_headers);
+    req.host = header(http::field::host);
+    req.chunked = msg.chunked();
+    req.body = std::move(msg.body());
+    server_.routes.handle(std::move(req), shared_from_this());
+  }
+
+  void after_response(beast::error_code ec) {
+    --server_.in_flight;
+    if (ec || !keep_alive_ || close_after_response_ || server_.stopping) return close();
+    read_header();
+  }
+
+  void write_next() {
+    if (writing_ || queue_.empty()) return;
+    writing_ = true;
+    pending_write& w = queue_.front();
+    auto done = [self = shared_from_this()](beast::error_code ec, size_t) { self->on_written(ec); };
+    switch (w.kind) {
+      case write_kind::header:
+        http::async_write_header(stream_, *header_serializer_, done);
+        break;
+      case write_kind::chunk:
+        asio::async_write(stream_, http::make_chunk(asio::buffer(w.data)), done);
+        break;
+      case write_kind::last:
+        asio::async_write(stream_, http::make_chunk_last(), done);
+        break;
+    }
+  }
+
+  void on_written(beast::error_code ec) {
+    writing_ = false;
+    write_kind kind = queue_.front().kind;
+    queue_.pop_front();
+    if (ec) {
+      // The client went away mid-stream: drop what is queued, the rest of the reports are lost
+      // to it anyway (records already sent to the broker are still stored).
+      queue_.clear();
+      if (!stream_failed_) {
+        stream_failed_ = true;
+        --server_.in_flight;
+      }
+      return close();
+    }
+    if (kind == write_kind::last) {
+      streaming_ = false;
+      header_serializer_.reset();
+      header_message_.reset();
+      return after_response(ec);
+    }
+    write_next();
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  http_server::impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool busy_ = false;
+  bool close_after_response_ = false;
+  bool closed_ = false;
+  bool streaming_ = false;
+  bool writing_ = false;
+  bool stream_failed_ = false;
+  std::unique_ptr<http::response<http::empty_body>> header_message_;
+  std::unique_ptr<http::response_serializer<http::empty_body>> header_serializer_;
+  std::deque<pending_write> queue_;
+};
+
+void http_server::impl::remove_dead_sessions() {
+  sessions.remove_if([](const std::weak_ptr<session>& w) { return w.expired(); });
+}
+
+void http_server::impl::accept() {
+  size_t shard = next_shard++ % runtime.shard_count();
+  acceptor.async_accept(io_context_of(runtime, shard), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;   // stop()
+      spdlog::warn("accept failed: {}", ec.message());
+    } else if (!stopping) {
+      socket.set_option(tcp::no_delay(true));
+      auto s = std::make_shared<session>(std::move(socket), *this);
+      {
+        std::lock_guard lock(sessions_mutex);
+        if (sessions.size() % 64 == 0) remove_dead_sessions();
+        sessions.push_back(s);
+      }
+      s->post([s] { s->start(); });
+    }
+    if (!stopping) accept();
+  });
+}
+
+namespace {
+/// Waits (on shard 0) until no request is in flight or the drain deadline passes.
+struct drainer : std::enable_shared_from_this<drainer> {
+  drainer(http_server::impl* server, std::function<void()> done)
+      : server(server),
+        done(std::move(done)),
+        deadline(std::chrono::steady_clock::now() + std::chrono::milliseconds(server->options.drain_timeout_ms)),
+        timer(io_context_of(server->runtime, 0)) {}
+  void check() {
+    int64_t left = server->in_flight.load();
+    if (left <= 0 || std::chrono::steady_clock::now() >= deadline) {
+      if (left > 0) spdlog::warn("stopping with {} requests still in flight", left);
+      done();
+      return;
+    }
+    timer.expires_after(std::chrono::milliseconds(5));
+    timer.async_wait([self = shared_from_this()](beast::error_code) { self->check(); });
+  }
+  http_server::impl* server;
+  std::function<void()> done;
+  std::chrono::steady_clock::time_point deadline;
+  asio::steady_timer timer;
+};
+}  // namespace
+
+base::result<std::unique_ptr<http_server>, std::string> http_server::start(broker::broker& broker,
+                                                                           shard_threads& runtime,
+                                                                           server_options options) {
+  const broker::broker_config& bc = broker.config();
+  api_options ao;
+  ao.limits.records_max = bc.produce_records_max;
+  ao.limits.record_bytes_max = bc.message_max_bytes;
+  ao.fetch_wait_max_ms = bc.fetch_wait_max_ms;
+  ao.fetch_response_bytes_max = options.fetch_response_bytes_max;
+  auto p = std::make_unique<impl>(broker, runtime, options, ao);
+  beast::error_code ec;
+  auto address = asio::ip::make_address(options.host, ec);
+  std::string where = options.host + ":" + std::to_string(options.port);
+  if (ec) return "listener host \"" + options.host + "\" is not an IP address: " + ec.message();
+  tcp::endpoint endpoint(address, options.port);
+  p->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) p->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) p->acceptor.bind(endpoint, ec);
+  if (ec) return "bind " + where + ": " + ec.message();
+  p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return "listen " + where + ": " + ec.message();
+  auto server = std::unique_ptr<http_server>(new http_server(std::move(p)));
+  asio::post(io_context_of(runtime, 0), [i = server->impl_.get()] { i->accept(); });
+  return server;
+}
+
+http_server::http_server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+http_server::~http_server() = default;
+
+uint16_t http_server::port() const {
+  beast::error_code ec;
+  auto ep = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+void http_server::stop(std::function<void()> drained) {
+  impl* i = impl_.get();
+  i->stopping = true;
+  i->routes.set_stopping();
+  asio::post(io_context_of(i->runtime, 0), [i, drained = std::move(drained)]() mutable {
+    beast::error_code ignored;
+    i->acceptor.close(ignored);
+    {
+      std::lock_guard lock(i->sessions_mutex);
+      for (auto& w : i->sessions) {
+        if (auto s = w.lock()) s->post([s] { s->close_if_idle(); });
+      }
+    }
+    // Poll the in-flight count: requests finish on their own shards.
+    auto d = std::make_shared<drainer>(i, std::move(drained));
+    d->check();
+  });
+}
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,48 @@
+#pragma once
+// The gateway's HTTP request/response as the handlers see them, free of Beast so the route
+// handlers compile without it (only http_server.cc turns these into Beast messages).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ringlog::gateway {
+
+struct http_request {
+  std::string method;        // "GET", "POST", ... (upper case, as sent)
+  std::string target;        // as sent: path plus optional "?query"
+  std::string content_type;  // Content-Type header, "" when absent
+  std::string accept;        // Accept header, "" when absent
+  std::string origin;        // Origin header (CORS), "" when absent
+  std::string access_control_request_headers;  // CORS preflight
+  std::string host;          // Host header
+  bool chunked = false;      // Transfer-Encoding: chunked (v3 streaming produce)
+  std::string body;
+};
+
+struct http_response {
+  unsigned status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;   // extra headers (Allow, ...)
+};
+
+/// Where a handler sends its answer. Implemented by the server; every method must be called on
+/// the connection's own thread: use post() to get there from a broker callback.
+class response_sink {
+ public:
+  virtual ~response_sink() = default;
+  /// Runs `fn` on the connection's thread. Safe to call from any thread.
+  virtual void post(std::function<void()> fn) = 0;
+  /// A complete response. Exactly one of respond() or begin_stream()..end_stream() per request.
+  virtual void respond(http_response response) = 0;
+  /// Starts a chunked response; write_chunk() sends each piece as soon as the socket allows
+  /// (one write at a time, queued in order); end_stream() sends the last chunk.
+  virtual void begin_stream(http_response head) = 0;
+  virtual void write_chunk(std::string data) = 0;
+  virtual void end_stream() = 0;
+};
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,185 @@
+#include "http_util.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cctype>
+
+namespace ringlog::gateway {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      parts.push_back(s.substr(start));
+      return parts;
+    }
+    parts.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+struct media_range {
+  std::string type;     // "application"
+  std::string subtype;  // "json"
+  double q = 1.0;
+};
+
+// Whether range `r` covers the concrete media type `offered` ("type/subtype").
+bool covers(const media_range& r, std::string_view offered) {
+  size_t slash = offered.find('/');
+  std::string_view type = offered.substr(0, slash);
+  std::string_view subtype = offered.substr(slash + 1);
+  if (r.type == "*") return true;
+  if (r.type != type) return false;
+  return r.subtype == "*" || r.subtype == subtype;
+}
+
+// Higher means more specific (RFC 9110: the most specific range decides an offer's q).
+int specificity(const media_range& r) { return r.type == "*" ? 0 : (r.subtype == "*" ? 1 : 2); }
+
+}  // namespace
+
+std::string media_type_of(std::string_view header_value) {
+  size_t semi = header_value.find(';');
+  return lower(trim(header_value.substr(0, semi)));
+}
+
+std::optional<std::string> negotiate(std::string_view accept_header, const std::vector<std::string>& offered) {
+  if (offered.empty()) return std::nullopt;
+  if (trim(accept_header).empty()) return offered.front();
+  std::vector<media_range> ranges;
+  for (std::string_view item : split(accept_header, ',')) {
+    auto params = split(item, ';');
+    std::string type = media_type_of(params[0]);
+    if (type.empty()) continue;
+    size_t slash = type.find('/');
+    media_range r;
+    if (slash == std::string::npos) {
+      if (type != "*") continue;  // "*" alone: some clients send it
+      r.type = "*";
+      r.subtype = "*";
+    } else {
+      r.type = type.substr(0, slash);
+      r.subtype = type.substr(slash + 1);
+    }
+    for (size_t i = 1; i < params.size(); ++i) {
+      std::string_view p = trim(params[i]);
+      if (p.size() > 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+        double q = 0;
+        std::string qs(p.substr(2));
+        char* end = nullptr;
+        q = std::strtod(qs.c_str(), &end);
+        if (end == qs.c_str()) q = 1.0;
+        r.q = std::clamp(q, 0.0, 1.0);
+      }
+    }
+    ranges.push_back(std::move(r));
+  }
+  if (ranges.empty()) return offered.front();
+  double best_q = 0;
+  std::optional<std::string> best;
+  for (const std::string& o : offered) {
+    int best_spec = -1;
+    double q = 0;
+    for (const media_range& r : ranges) {
+      if (covers(r, o) && specificity(r) > best_spec) {
+        best_spec = specificity(r);
+        q = r.q;
+      }
+    }
+    if (best_spec >= 0 && q > best_q) {
+      best_q = q;
+      best = o;
+    }
+  }
+  return best;
+}
+
+std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '%') {
+      if (i + 2 >= text.size()) return std::nullopt;
+      int value = 0;
+      auto [ptr, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+      if (ec != std::errc() || ptr != text.data() + i + 3) return std::nullopt;
+      out += static_cast<char>(value);
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::optional<std::map<std::string, std::string>> parse_query(std::string_view query) {
+  std::map<std::string, std::string> out;
+  if (query.empty()) return out;
+  for (std::string_view pair : split(query, '&')) {
+    if (pair.empty()) continue;
+    size_t eq = pair.find('=');
+    auto name = percent_decode(pair.substr(0, eq), true);
+    auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), true);
+    if (!name || !value) return std::nullopt;
+    out[*name] = *value;
+  }
+  return out;
+}
+
+std::optional<int64_t> parse_int(std::string_view text, int64_t min, int64_t max) {
+  if (text.empty()) return std::nullopt;
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+std::pair<std::string_view, std::string_view> split_target(std::string_view target) {
+  size_t q = target.find('?');
+  if (q == std::string_view::npos) return {target, {}};
+  return {target.substr(0, q), target.substr(q + 1)};
+}
+
+bool match_path(std::string_view pattern, std::string_view path, std::map<std::string, std::string>& params) {
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);  // "/topics/" == "/topics"
+  auto pattern_parts = split(pattern, '/');
+  auto path_parts = split(path, '/');
+  if (pattern_parts.size() != path_parts.size()) return false;
+  std::map<std::string, std::string> found;
+  for (size_t i = 0; i < pattern_parts.size(); ++i) {
+    std::string_view p = pattern_parts[i];
+    if (p.size() >= 2 && p.front() == '{' && p.back() == '}') {
+      if (path_parts[i].empty()) return false;
+      auto decoded = percent_decode(path_parts[i], false);
+      if (!decoded) return false;
+      found[std::string(p.substr(1, p.size() - 2))] = *decoded;
+    } else if (p != path_parts[i]) {
+      return false;
+    }
+  }
+  params = std::move(found);
+  return true;
+}
+
+}  // namespace ringlog::gateway

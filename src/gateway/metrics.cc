@@ -1,0 +1,114 @@
+#include "metrics.h"
+
+#include <fmt/format.h>
+
+namespace ringlog::gateway {
+
+std::string escape_label(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+void metrics::observe_request(std::string_view route, unsigned status, double seconds) {
+  std::lock_guard lock(mutex_);
+  ++requests_[{std::string(route), status}];
+  histogram& h = latency_[std::string(route)];
+  ++h.count;
+  h.sum += seconds;
+  for (size_t i = 0; i < latency_buckets_s.size(); ++i) {
+    if (seconds <= latency_buckets_s[i]) {
+      ++h.buckets[i];
+      break;
+    }
+  }
+}
+
+void metrics::add_bytes_in(const std::string& topic, uint64_t records, uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto& t = topics_[topic];
+  t.records_in += records;
+  t.bytes_in += bytes;
+}
+
+void metrics::add_bytes_out(const std::string& topic, uint64_t records, uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto& t = topics_[topic];
+  t.records_out += records;
+  t.bytes_out += bytes;
+}
+
+std::string metrics::render(const std::vector<broker::topic_description>& topics) const {
+  std::string out;
+  std::lock_guard lock(mutex_);
+  out += "# HELP ringlog_http_requests_total HTTP requests answered, by route template and status.\n";
+  out += "# TYPE ringlog_http_requests_total counter\n";
+  for (const auto& [key, count] : requests_) {
+    out += fmt::format("ringlog_http_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", escape_label(key.first),
+                       key.second, count);
+  }
+  out += "# HELP ringlog_http_request_duration_seconds Time from request read to response written.\n";
+  out += "# TYPE ringlog_http_request_duration_seconds histogram\n";
+  for (const auto& [route, h] : latency_) {
+    std::string label = escape_label(route);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < latency_buckets_s.size(); ++i) {
+      cumulative += h.buckets[i];
+      out += fmt::format("ringlog_http_request_duration_seconds_bucket{{route=\"{}\",le=\"{}\"}} {}\n", label,
+                         latency_buckets_s[i], cumulative);
+    }
+    out += fmt::format("ringlog_http_request_duration_seconds_bucket{{route=\"{}\",le=\"+Inf\"}} {}\n", label, h.count);
+    out += fmt::format("ringlog_http_request_duration_seconds_sum{{route=\"{}\"}} {}\n", label, h.sum);
+    out += fmt::format("ringlog_http_request_duration_seconds_count{{route=\"{}\"}} {}\n", label, h.count);
+  }
+  struct family {
+    const char* name;
+    const char* help;
+    uint64_t topic_counters::*field;
+  };
+  static constexpr family families[] = {
+      {"ringlog_topic_records_in_total", "Records produced to the topic.", &topic_counters::records_in},
+      {"ringlog_topic_bytes_in_total", "Key, value and header bytes produced to the topic.", &topic_counters::bytes_in},
+      {"ringlog_topic_records_out_total", "Records fetched from the topic.", &topic_counters::records_out},
+      {"ringlog_topic_bytes_out_total", "Key, value and header bytes fetched from the topic.", &topic_counters::bytes_out},
+  };
+  for (const family& f : families) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n", f.name, f.help, f.name);
+    for (const auto& [topic, c] : topics_) {
+      out += fmt::format("{}{{topic=\"{}\"}} {}\n", f.name, escape_label(topic), c.*(f.field));
+    }
+  }
+  out += "# HELP ringlog_partition_log_end_offset Offset the next appended record gets.\n";
+  out += "# TYPE ringlog_partition_log_end_offset gauge\n";
+  for (const auto& t : topics) {
+    for (const auto& p : t.partitions) {
+      out += fmt::format("ringlog_partition_log_end_offset{{topic=\"{}\",partition=\"{}\"}} {}\n", escape_label(t.name),
+                         p.partition.value(), p.log_end_offset.value());
+    }
+  }
+  out += "# HELP ringlog_partition_high_watermark Offset below which records are committed.\n";
+  out += "# TYPE ringlog_partition_high_watermark gauge\n";
+  for (const auto& t : topics) {
+    for (const auto& p : t.partitions) {
+      out += fmt::format("ringlog_partition_high_watermark{{topic=\"{}\",partition=\"{}\"}} {}\n", escape_label(t.name),
+                         p.partition.value(), p.high_watermark.value());
+    }
+  }
+  out += "# HELP ringlog_partition_size_bytes Bytes of the partition's segments on disk.\n";
+  out += "# TYPE ringlog_partition_size_bytes gauge\n";
+  for (const auto& t : topics) {
+    for (const auto& p : t.partitions) {
+      out += fmt::format("ringlog_partition_size_bytes{{topic=\"{}\",partition=\"{}\"}} {}\n", escape_label(t.name),
+                         p.partition.value(), p.size_bytes);
+    }
+  }
+  return out;
+}
+
+}  // namespace ringlog::gateway

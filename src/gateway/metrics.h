@@ -1,0 +1,49 @@
+#pragma once
+// Prometheus text exposition (format 0.0.4) of the gateway's counters: requests and latency per
+// route, bytes and records in/out per topic, partition log end offsets and sizes.
+// Shared by every shard behind one mutex: a scrape or an increment holds it for microseconds.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringlog/broker/broker.h"
+
+namespace ringlog::gateway {
+
+class metrics {
+ public:
+  /// Upper bounds (seconds) of the request latency histogram buckets; +Inf is implicit.
+  static constexpr std::array<double, 14> latency_buckets_s = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                               0.1,    0.25,  0.5,    1,     2.5,   5,    10};
+
+  /// `route` is the route's template ("GET /topics/{topic}"), never the raw path (bounded labels).
+  void observe_request(std::string_view route, unsigned status, double seconds);
+  void add_bytes_in(const std::string& topic, uint64_t records, uint64_t bytes);
+  void add_bytes_out(const std::string& topic, uint64_t records, uint64_t bytes);
+  /// The whole exposition; `topics` adds per-partition gauges.
+  [[nodiscard]] std::string render(const std::vector<broker::topic_description>& topics) const;
+
+ private:
+  struct histogram {
+    std::array<uint64_t, latency_buckets_s.size()> buckets{};   // non-cumulative counts
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  struct topic_counters {
+    uint64_t records_in = 0, bytes_in = 0, records_out = 0, bytes_out = 0;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, unsigned>, uint64_t> requests_;   // (route, status) -> count
+  std::map<std::string, histogram> latency_;                         // route -> histogram
+  std::map<std::string, topic_counters> topics_;
+};
+
+/// Escapes a Prometheus label value (backslash, quote, newline).
+std::string escape_label(std::string_view value);
+
+}  // namespace ringlog::gateway

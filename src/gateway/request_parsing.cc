@@ -1,0 +1,523 @@
+#include "request_parsing.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+#include "base64.h"
+
+namespace ringlog::gateway {
+
+namespace {
+
+namespace dom = simdjson::dom;
+namespace ec = error_codes;
+
+api_error unprocessable(std::string message) { return {422, ec::unprocessable, std::move(message)}; }
+
+api_error malformed(simdjson::error_code code) {
+  if (code == simdjson::NUMBER_ERROR) {
+    return {422, ec::unprocessable, "a number in the request body is out of range: integers must fit in 64 bits"};
+  }
+  return {400, ec::bad_request, std::string("malformed JSON request body: ") + simdjson::error_message(code)};
+}
+
+std::string_view type_name(dom::element_type t) {
+  switch (t) {
+    case dom::element_type::ARRAY: return "an array";
+    case dom::element_type::OBJECT: return "an object";
+    case dom::element_type::INT64:
+    case dom::element_type::UINT64: return "an integer";
+    case dom::element_type::DOUBLE: return "a number";
+    case dom::element_type::STRING: return "a string";
+    case dom::element_type::BOOL: return "a boolean";
+    case dom::element_type::NULL_VALUE: return "null";
+  }
+  return "a value";
+}
+
+api_error wrong_type(std::string_view field, std::string_view expected, dom::element e) {
+  return unprocessable(std::string(field) + " must be " + std::string(expected) + ", got " +
+                       std::string(type_name(e.type())));
+}
+
+/// An integer field in [min, max]; names the field and the bounds when it is not.
+parsed<int64_t> integer_field(std::string_view field, dom::element e, int64_t min, int64_t max) {
+  int64_t v = 0;
+  if (e.type() == dom::element_type::INT64) {
+    v = e.get_int64().value_unsafe();
+  } else if (e.type() == dom::element_type::UINT64) {
+    return unprocessable(std::string(field) + " is out of range [" + std::to_string(min) + ", " +
+                         std::to_string(max) + "]");
+  } else {
+    return wrong_type(field, "an integer", e);
+  }
+  if (v < min || v > max) {
+    return unprocessable(std::string(field) + " is out of range [" + std::to_string(min) + ", " +
+                         std::to_string(max) + "]: " + std::to_string(v));
+  }
+  return v;
+}
+
+parsed<bool> bool_field(std::string_view field, dom::element e) {
+  if (e.type() != dom::element_type::BOOL) return wrong_type(field, "a boolean", e);
+  return e.get_bool().value_unsafe();
+}
+
+parsed<std::string_view> string_field(std::string_view field, dom::element e) {
+  if (e.type() != dom::element_type::STRING) return wrong_type(field, "a string", e);
+  return e.get_string().value_unsafe();
+}
+
+/// Refuses fields outside `allowed`: a misspelt "vlaue" must not silently produce a null value.
+parsed<dom::object> object_with(std::string_view field, dom::element e, std::initializer_list<std::string_view> allowed) {
+  if (e.type() != dom::element_type::OBJECT) return wrong_type(field, "an object", e);
+  dom::object o = e.get_object().value_unsafe();
+  for (auto [key, value] : o) {
+    bool known = false;
+    for (auto a : allowed) known = known || a == key;
+    if (!known) {
+      std::string where = field.empty() ? std::string("request body") : std::string(field);
+      return unprocessable(where + " has an unknown field \"" + std::string(key) + "\"");
+    }
+  }
+  return o;
+}
+
+std::string path_of(std::string_view parent, std::string_view child) {
+  return parent.empty() ? std::string(child) : std::string(parent) + "." + std::string(child);
+}
+
+size_t header_bytes(const std::vector<model::record_header>& headers) {
+  size_t n = 0;
+  for (const auto& h : headers) n += h.key.size() + (h.value ? h.value->size() : 0);
+  return n;
+}
+
+std::optional<api_error> check_record_size(std::string_view field, const broker::produce_record& r,
+                                           const produce_limits& limits) {
+  size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0) + header_bytes(r.headers);
+  if (static_cast<int64_t>(bytes) > limits.record_bytes_max) {
+    return api_error{422, ec::record_too_large,
+                     std::string(field) + " is " + std::to_string(bytes) +
+                         " bytes (key + value + headers), over the limit message.max.bytes=" +
+                         std::to_string(limits.record_bytes_max)};
+  }
+  return std::nullopt;
+}
+
+std::optional<api_error> check_record_count(size_t count, const produce_limits& limits) {
+  if (count == 0) return unprocessable("records must not be empty");
+  if (count > static_cast<size_t>(limits.records_max)) {
+    return api_error{422, ec::record_too_large,
+                     "request has " + std::to_string(count) + " records, over the limit produce.records.max=" +
+                         std::to_string(limits.records_max)};
+  }
+  return std::nullopt;
+}
+
+/// A v2 key or value: base64 string (binary) or any JSON (json); null is absent.
+parsed<std::optional<model::bytes>> v2_payload(std::string_view field, dom::element e, embedded_format format) {
+  if (e.type() == dom::element_type::NULL_VALUE) return std::optional<model::bytes>{};
+  if (format == embedded_format::json) return std::optional<model::bytes>(model::to_bytes(simdjson::minify(e)));
+  auto s = string_field(field, e);
+  if (!s.ok()) return s.error();
+  auto decoded = base64_decode(*s);
+  if (!decoded) return unprocessable(std::string(field) + " is not valid base64");
+  return std::optional<model::bytes>(std::move(*decoded));
+}
+
+struct typed_data {
+  std::optional<model::bytes> bytes;
+  std::string type;
+};
+
+/// A v3 key or value: {"type": "BINARY"|"JSON"|"STRING", "data": ...}; null (or null data) is absent.
+parsed<typed_data> v3_payload(std::string_view field, dom::element e) {
+  if (e.type() == dom::element_type::NULL_VALUE) return typed_data{};
+  auto o = object_with(field, e, {"type", "data"});
+  if (!o.ok()) return o.error();
+  std::string type = "JSON";   // no schema registry here: untyped data is embedded JSON
+  dom::element t;
+  if (o->at_key("type").get(t) == simdjson::SUCCESS) {
+    auto s = string_field(path_of(field, "type"), t);
+    if (!s.ok()) return s.error();
+    type = std::string(*s);
+    if (type != "BINARY" && type != "JSON" && type != "STRING") {
+      return unprocessable(path_of(field, "type") + " must be BINARY, JSON or STRING, got \"" + type + "\"");
+    }
+  }
+  dom::element data;
+  if (o->at_key("data").get(data) != simdjson::SUCCESS || data.type() == dom::element_type::NULL_VALUE) {
+    return typed_data{std::nullopt, ""};
+  }
+  std::string data_field = path_of(field, "data");
+  if (type == "JSON") return typed_data{model::to_bytes(simdjson::minify(data)), type};
+  auto s = string_field(data_field, data);
+  if (!s.ok()) return s.error();
+  if (type == "STRING") return typed_data{model::to_bytes(*s), type};
+  auto decoded = base64_decode(*s);
+  if (!decoded) return unprocessable(data_field + " is not valid base64");
+  return typed_data{std::move(*decoded), type};
+}
+
+parsed<std::vector<model::record_header>> v3_headers(std::string_view field, dom::element e) {
+  std::vector<model::record_header> headers;
+  if (e.type() == dom::element_type::NULL_VALUE) return headers;
+  if (e.type() != dom::element_type::ARRAY) return wrong_type(field, "an array", e);
+  size_t i = 0;
+  dom::array e_array = e.get_array().value_unsafe();
+  for (dom::element h : e_array) {
+    std::string hf = std::string(field) + "[" + std::to_string(i++) + "]";
+    auto o = object_with(hf, h, {"name", "value"});
+    if (!o.ok()) return o.error();
+    dom::element name;
+    if (o->at_key("name").get(name) != simdjson::SUCCESS) return unprocessable(hf + ".name is required");
+    auto n = string_field(hf + ".name", name);
+    if (!n.ok()) return n.error();
+    model::record_header header{std::string(*n), std::nullopt};
+    dom::element value;
+    if (o->at_key("value").get(value) == simdjson::SUCCESS && value.type() != dom::element_type::NULL_VALUE) {
+      auto v = string_field(hf + ".value", value);
+      if (!v.ok()) return v.error();
+      auto decoded = base64_decode(*v);
+      if (!decoded) return unprocessable(hf + ".value is not valid base64");
+      header.value = std::move(*decoded);
+    }
+    headers.push_back(std::move(header));
+  }
+  return headers;
+}
+
+parsed<v3_record> v3_record_from(dom::element e, size_t index, const produce_limits& limits) {
+  std::string field = "records[" + std::to_string(index) + "]";
+  auto o = object_with(field, e, {"partition_id", "headers", "key", "value", "timestamp"});
+  if (!o.ok()) return o.error();
+  v3_record out;
+  for (auto [name, value] : *o) {
+    std::string f = path_of(field, name);
+    if (name == "partition_id") {
+      if (value.type() == dom::element_type::NULL_VALUE) continue;
+      auto p = integer_field(f, value, 0, std::numeric_limits<int32_t>::max());
+      if (!p.ok()) return p.error();
+      out.record.partition = model::partition_id(static_cast<int32_t>(*p));
+    } else if (name == "headers") {
+      auto h = v3_headers(f, value);
+      if (!h.ok()) return h.error();
+      out.record.headers = std::move(h).value();
+    } else if (name == "key" || name == "value") {
+      auto d = v3_payload(f, value);
+      if (!d.ok()) return d.error();
+      size_t size = d->bytes ? d->bytes->size() : 0;
+      std::string type = d->bytes ? d->type : "";
+      if (name == "key") {
+        out.record.key = std::move(d->bytes);
+        out.key_type = type;
+        out.key_size = size;
+      } else {
+        out.record.value = std::move(d->bytes);
+        out.value_type = type;
+        out.value_size = size;
+      }
+    } else if (name == "timestamp") {
+      if (value.type() == dom::element_type::NULL_VALUE) continue;
+      if (value.type() == dom::element_type::STRING) {
+        auto ms = parse_iso8601_ms(value.get_string().value_unsafe());
+        if (!ms || *ms < 0) return unprocessable(f + " must be an ISO-8601 date-time (or ms since the epoch) at or after 1970");
+        out.record.timestamp = *ms;
+      } else {
+        auto ms = integer_field(f, value, 0, std::numeric_limits<int64_t>::max());
+        if (!ms.ok()) return ms.error();
+        out.record.timestamp = *ms;
+      }
+    }
+  }
+  if (auto too_large = check_record_size(field, out.record, limits)) return *too_large;
+  return out;
+}
+
+// days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+std::optional<int64_t> digits(std::string_view s, size_t pos, size_t count) {
+  if (pos + count > s.size()) return std::nullopt;
+  int64_t v = 0;
+  for (size_t i = pos; i < pos + count; ++i) {
+    if (s[i] < '0' || s[i] > '9') return std::nullopt;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<int64_t> parse_iso8601_ms(std::string_view s) {
+  // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)
+  auto year = digits(s, 0, 4), month = digits(s, 5, 2), day = digits(s, 8, 2);
+  auto hour = digits(s, 11, 2), minute = digits(s, 14, 2), second = digits(s, 17, 2);
+  if (!year || !month || !day || !hour || !minute || !second) return std::nullopt;
+  if (s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':') {
+    return std::nullopt;
+  }
+  if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 || *second > 60) {
+    return std::nullopt;
+  }
+  size_t pos = 19;
+  int64_t millis = 0;
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    size_t start = pos;
+    int64_t scale = 100;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      millis += (s[pos] - '0') * scale;
+      scale /= 10;
+      ++pos;
+    }
+    if (pos == start) return std::nullopt;
+  }
+  int64_t offset_minutes = 0;
+  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    auto oh = digits(s, pos + 1, 2), om = digits(s, pos + 4, 2);
+    if (!oh || !om || pos + 3 >= s.size() || s[pos + 3] != ':') return std::nullopt;
+    offset_minutes = (*oh * 60 + *om) * (s[pos] == '+' ? 1 : -1);
+    pos += 6;
+  } else {
+    return std::nullopt;  // a time without a zone is ambiguous
+  }
+  if (pos != s.size()) return std::nullopt;
+  int64_t days = days_from_civil(*year, static_cast<unsigned>(*month), static_cast<unsigned>(*day));
+  int64_t seconds = days * 86400 + *hour * 3600 + *minute * 60 + *second - offset_minutes * 60;
+  return seconds * 1000 + millis;
+}
+
+std::string format_iso8601_ms(int64_t ms) {
+  int64_t seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+  int64_t millis = ms - seconds * 1000;
+  int64_t days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400;
+  int64_t rem = seconds - days * 86400;
+  // civil_from_days (Howard Hinnant)
+  int64_t z = days + 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t y = static_cast<int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  y += m <= 2;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%03lldZ", static_cast<long long>(y), m, d,
+                static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
+                static_cast<long long>(rem % 60), static_cast<long long>(millis));
+  return buf;
+}
+
+parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view body, embedded_format format,
+                                                             bool partition_in_path, const produce_limits& limits) {
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  auto top = object_with("", doc, {"records", "key_schema", "key_schema_id", "value_schema", "value_schema_id"});
+  if (!top.ok()) return top.error();
+  for (std::string_view schema_field : {"key_schema", "key_schema_id", "value_schema", "value_schema_id"}) {
+    dom::element s;
+    if (top->at_key(schema_field).get(s) == simdjson::SUCCESS && s.type() != dom::element_type::NULL_VALUE) {
+      return unprocessable(std::string(schema_field) + " is not supported: ringlog has no schema registry; use the binary or json embedded format");
+    }
+  }
+  dom::element records_el;
+  if (top->at_key("records").get(records_el) != simdjson::SUCCESS) return unprocessable("records is required");
+  if (records_el.type() != dom::element_type::ARRAY) return wrong_type("records", "an array", records_el);
+  dom::array records = records_el.get_array().value_unsafe();
+  if (auto bad = check_record_count(records.size(), limits)) return *bad;
+  std::vector<broker::produce_record> out;
+  out.reserve(records.size());
+  size_t i = 0;
+  for (dom::element r : records) {
+    std::string field = "records[" + std::to_string(i++) + "]";
+    auto o = partition_in_path ? object_with(field, r, {"key", "value"}) : object_with(field, r, {"key", "value", "partition"});
+    if (!o.ok()) return o.error();
+    broker::produce_record rec;
+    for (auto [name, value] : *o) {
+      std::string f = field + "." + std::string(name);
+      if (name == "partition") {
+        if (value.type() == dom::element_type::NULL_VALUE) continue;
+        auto p = integer_field(f, value, 0, std::numeric_limits<int32_t>::max());
+        if (!p.ok()) return p.error();
+        rec.partition = model::partition_id(static_cast<int32_t>(*p));
+      } else {
+        auto payload = v2_payload(f, value, format);
+        if (!payload.ok()) return payload.error();
+        (name == "key" ? rec.key : rec.value) = std::move(payload).value();
+      }
+    }
+    if (auto too_large = check_record_size(field, rec, limits)) return *too_large;
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits) {
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  // One batch holds the whole body (bounded by http.request.body.max.bytes), so a record never
+  // straddles a batch boundary.
+  size_t batch = std::max<size_t>(body.size() + 64, simdjson::dom::DEFAULT_BATCH_SIZE);
+  dom::document_stream stream;
+  if (auto err = parser.parse_many(padded, batch).get(stream); err) return malformed(err);
+  // The parser reuses one document per iteration: each record is converted before the next.
+  std::vector<v3_item> items;
+  for (auto doc : stream) {
+    dom::element e;
+    if (auto err = doc.get(e); err) return malformed(err);
+    if (items.size() >= static_cast<size_t>(limits.records_max)) {
+      return api_error{422, ec::record_too_large,
+                       "request has more than " + std::to_string(limits.records_max) +
+                           " records, over the limit produce.records.max=" + std::to_string(limits.records_max)};
+    }
+    size_t index = items.size();
+    auto r = v3_record_from(e, index, limits);
+    if (r.ok()) {
+      items.push_back(v3_item{std::move(r).value(), std::nullopt});
+    } else {
+      items.push_back(v3_item{std::nullopt, r.error()});
+    }
+  }
+  if (stream.truncated_bytes() > 0) return malformed(simdjson::TAPE_ERROR);
+  if (auto bad = check_record_count(items.size(), limits)) return *bad;
+  return items;
+}
+
+parsed<broker::create_topic_request> parse_create_topic(std::string_view body) {
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  auto o = object_with("", doc, {"topic_name", "partitions_count", "replication_factor", "configs", "validate_only"});
+  if (!o.ok()) return o.error();
+  broker::create_topic_request req;
+  bool has_name = false;
+  for (auto [name, value] : *o) {
+    std::string f(name);
+    if (name == "topic_name") {
+      auto s = string_field(f, value);
+      if (!s.ok()) return s.error();
+      req.name = std::string(*s);
+      has_name = true;
+    } else if (name == "partitions_count") {
+      if (value.type() == dom::element_type::NULL_VALUE) continue;
+      auto n = integer_field(f, value, 1, std::numeric_limits<int32_t>::max());
+      if (!n.ok()) return n.error();
+      req.partitions_count = static_cast<int32_t>(*n);
+    } else if (name == "replication_factor") {
+      if (value.type() == dom::element_type::NULL_VALUE) continue;
+      auto n = integer_field(f, value, 1, std::numeric_limits<int16_t>::max());
+      if (!n.ok()) return n.error();
+      req.replication_factor = static_cast<int16_t>(*n);
+    } else if (name == "validate_only") {
+      auto b = bool_field(f, value);
+      if (!b.ok()) return b.error();
+      req.validate_only = *b;
+    } else if (name == "configs") {
+      if (value.type() == dom::element_type::NULL_VALUE) continue;
+      if (value.type() != dom::element_type::ARRAY) return wrong_type(f, "an array", value);
+      size_t i = 0;
+      dom::array value_array = value.get_array().value_unsafe();
+  for (dom::element c : value_array) {
+        std::string cf = "configs[" + std::to_string(i++) + "]";
+        auto co = object_with(cf, c, {"name", "value"});
+        if (!co.ok()) return co.error();
+        dom::element n, v;
+        if (co->at_key("name").get(n) != simdjson::SUCCESS) return unprocessable(cf + ".name is required");
+        auto ns = string_field(cf + ".name", n);
+        if (!ns.ok()) return ns.error();
+        if (co->at_key("value").get(v) != simdjson::SUCCESS || v.type() == dom::element_type::NULL_VALUE) continue;
+        auto vs = string_field(cf + ".value", v);
+        if (!vs.ok()) return vs.error();
+        req.configs[std::string(*ns)] = std::string(*vs);
+      }
+    }
+  }
+  if (!has_name) return unprocessable("topic_name is required");
+  return req;
+}
+
+parsed<int32_t> parse_patch_topic(std::string_view body) {
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  auto o = object_with("", doc, {"partitions_count"});
+  if (!o.ok()) return o.error();
+  dom::element n;
+  if (o->at_key("partitions_count").get(n) != simdjson::SUCCESS) return unprocessable("partitions_count is required");
+  auto v = integer_field("partitions_count", n, 1, std::numeric_limits<int32_t>::max());
+  if (!v.ok()) return v.error();
+  return static_cast<int32_t>(*v);
+}
+
+parsed<alter_configs_request> parse_alter_configs(std::string_view body) {
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  auto o = object_with("", doc, {"data", "validate_only"});
+  if (!o.ok()) return o.error();
+  alter_configs_request out;
+  dom::element vo;
+  if (o->at_key("validate_only").get(vo) == simdjson::SUCCESS) {
+    auto b = bool_field("validate_only", vo);
+    if (!b.ok()) return b.error();
+    out.validate_only = *b;
+  }
+  dom::element data;
+  if (o->at_key("data").get(data) != simdjson::SUCCESS) return unprocessable("data is required");
+  if (data.type() != dom::element_type::ARRAY) return wrong_type("data", "an array", data);
+  size_t i = 0;
+  dom::array data_array = data.get_array().value_unsafe();
+  for (dom::element c : data_array) {
+    std::string cf = "data[" + std::to_string(i++) + "]";
+    auto co = object_with(cf, c, {"name", "value", "operation"});
+    if (!co.ok()) return co.error();
+    dom::element n, v, op;
+    if (co->at_key("name").get(n) != simdjson::SUCCESS) return unprocessable(cf + ".name is required");
+    auto ns = string_field(cf + ".name", n);
+    if (!ns.ok()) return ns.error();
+    std::string operation = "SET";
+    if (co->at_key("operation").get(op) == simdjson::SUCCESS) {
+      auto s = string_field(cf + ".operation", op);
+      if (!s.ok()) return s.error();
+      operation = std::string(*s);
+      if (operation != "SET" && operation != "DELETE") {
+        return unprocessable(cf + ".operation must be SET or DELETE, got \"" + operation + "\"");
+      }
+    }
+    if (operation == "DELETE") {
+      out.changes[std::string(*ns)] = std::nullopt;
+      continue;
+    }
+    if (co->at_key("value").get(v) != simdjson::SUCCESS || v.type() == dom::element_type::NULL_VALUE) {
+      return unprocessable(cf + ".value is required for operation SET");
+    }
+    auto vs = string_field(cf + ".value", v);
+    if (!vs.ok()) return vs.error();
+    out.changes[std::string(*ns)] = std::string(*vs);
+  }
+  return out;
+}
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,70 @@
+#pragma once
+// Request bodies -> broker requests (simdjson). Every refusal is an api_error whose message names
+// the field (with its JSON path, e.g. "records[3].value") or the limit (with its config key).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "errors.h"
+#include "ringlog/base/result.h"
+#include "ringlog/broker/broker.h"
+
+namespace ringlog::gateway {
+
+template <typename T>
+using parsed = base::result<T, api_error>;
+
+/// Bounds every produce request is checked against before the broker sees it.
+struct produce_limits {
+  int32_t records_max = 10000;          // produce.records.max: records per request
+  int64_t record_bytes_max = 1048588;   // message.max.bytes: key + value + headers of one record
+};
+
+/// v2 embedded formats (application/vnd.kafka.{binary,json}.v2+json).
+enum class embedded_format { binary, json };
+
+/// Body of v2 POST /topics/{t} or /topics/{t}/partitions/{p}:
+/// {"records":[{"key":..,"value":..,"partition":N}]}. `partition_in_path`: records may not name one.
+parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view body, embedded_format format,
+                                                             bool partition_in_path, const produce_limits& limits);
+
+/// One record of a v3 produce body with what its delivery report echoes back.
+struct v3_record {
+  broker::produce_record record;
+  std::string key_type;     // "BINARY" | "JSON" | "STRING", "" when there is no key
+  std::string value_type;
+  size_t key_size = 0;
+  size_t value_size = 0;
+};
+/// A v3 record, or the reason that one record was refused (its report carries the error).
+struct v3_item {
+  std::optional<v3_record> record;
+  std::optional<api_error> failure;
+};
+/// Body of v3 POST .../records: one JSON object, or several concatenated (streaming). Malformed
+/// JSON anywhere refuses the whole request (nothing is produced); a well-formed record with a bad
+/// field fails alone, in order.
+parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits);
+
+/// v3 POST /v3/clusters/{c}/topics: {"topic_name","partitions_count","replication_factor","configs":[{name,value}],"validate_only"}.
+parsed<broker::create_topic_request> parse_create_topic(std::string_view body);
+/// v3 PATCH /v3/clusters/{c}/topics/{t}: {"partitions_count": N}.
+parsed<int32_t> parse_patch_topic(std::string_view body);
+
+struct alter_configs_request {
+  std::map<std::string, std::optional<std::string>> changes;   // nullopt: reset to default
+  bool validate_only = false;
+};
+/// v3 POST .../configs:alter: {"data":[{"name","value","operation":"SET"|"DELETE"}],"validate_only"}.
+parsed<alter_configs_request> parse_alter_configs(std::string_view body);
+
+/// ISO-8601 date-time ("2021-02-05T19:14:42.123Z", "+01:00" offsets) -> ms since the epoch.
+std::optional<int64_t> parse_iso8601_ms(std::string_view text);
+/// ms since the epoch -> "2021-02-05T19:14:42.123Z".
+std::string format_iso8601_ms(int64_t ms);
+
+}  // namespace ringlog::gateway

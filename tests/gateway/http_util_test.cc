@@ -1,0 +1,73 @@
+#include <doctest.h>
+
+#include "base64.h"
+#include "http_util.h"
+
+using namespace ringlog::gateway;
+
+TEST_CASE("base64 round trip and strictness") {
+  CHECK(base64_encode(std::string_view("")) == "");
+  CHECK(base64_encode(std::string_view("f")) == "Zg==");
+  CHECK(base64_encode(std::string_view("fo")) == "Zm8=");
+  CHECK(base64_encode(std::string_view("foo")) == "Zm9v");
+  CHECK(base64_encode(std::string_view("foobar")) == "Zm9vYmFy");
+  for (std::string_view s : {"", "f", "fo", "foo", "foob", "fooba", "foobar"}) {
+    auto d = base64_decode(base64_encode(s));
+    REQUIRE(d);
+    CHECK(ringlog::model::to_string(*d) == s);
+  }
+  CHECK(base64_decode("Zg"));          // padding may be omitted
+  CHECK_FALSE(base64_decode("Z"));     // impossible length
+  CHECK_FALSE(base64_decode("Zm9v!"));
+  CHECK_FALSE(base64_decode("Zm=v"));  // '=' in the middle
+  CHECK_FALSE(base64_decode("Zh=="));  // non-canonical trailing bits
+  CHECK_FALSE(base64_decode("Zm9v YmFy"));
+}
+
+TEST_CASE("media types and negotiation") {
+  CHECK(media_type_of("Application/JSON; charset=utf-8") == "application/json");
+  CHECK(media_type_of("") == "");
+  std::vector<std::string> offers = {"application/vnd.kafka.v2+json", "application/json"};
+  CHECK(negotiate("", offers) == "application/vnd.kafka.v2+json");
+  CHECK(negotiate("*/*", offers) == "application/vnd.kafka.v2+json");
+  CHECK(negotiate("application/json", offers) == "application/json");
+  CHECK(negotiate("text/html, application/*;q=0.5", offers) == "application/vnd.kafka.v2+json");
+  CHECK(negotiate("application/vnd.kafka.v2+json;q=0.2, application/json", offers) == "application/json");
+  CHECK_FALSE(negotiate("text/html", offers));
+  CHECK_FALSE(negotiate("application/json;q=0", {"application/json"}));
+  CHECK(negotiate("application/json;q=0, */*;q=0.1", {"application/json", "text/plain"}) == "text/plain");
+}
+
+TEST_CASE("query strings and integers") {
+  auto q = parse_query("offset=10&timeout=a%20b&x=+1&empty=");
+  REQUIRE(q);
+  CHECK((*q)["offset"] == "10");
+  CHECK((*q)["timeout"] == "a b");
+  CHECK((*q)["x"] == " 1");
+  CHECK((*q)["empty"] == "");
+  CHECK_FALSE(parse_query("a=%zz"));
+  CHECK_FALSE(parse_query("a=%4"));
+  CHECK(parse_int("42", 0, 100) == 42);
+  CHECK_FALSE(parse_int("-1", 0, 100));
+  CHECK_FALSE(parse_int("101", 0, 100));
+  CHECK_FALSE(parse_int("1.5", 0, 100));
+  CHECK_FALSE(parse_int(" 1", 0, 100));
+  CHECK_FALSE(parse_int("+1", 0, 100));
+  CHECK_FALSE(parse_int("99999999999999999999999", 0, INT64_MAX));
+  CHECK_FALSE(parse_int("", 0, 100));
+}
+
+TEST_CASE("path templates") {
+  std::map<std::string, std::string> p;
+  CHECK(match_path("/topics/{topic}/partitions/{partition}", "/topics/a%2Eb/partitions/3", p));
+  CHECK(p["topic"] == "a.b");
+  CHECK(p["partition"] == "3");
+  CHECK(match_path("/topics", "/topics/", p));
+  CHECK_FALSE(match_path("/topics/{topic}", "/topics/", p));
+  CHECK_FALSE(match_path("/topics/{topic}", "/topics/a/b", p));
+  CHECK(match_path("/v3/clusters/{c}/topics/{t}/configs:alter", "/v3/clusters/x/topics/y/configs:alter", p));
+  CHECK_FALSE(match_path("/v3/clusters/{c}/topics/{t}/configs:alter", "/v3/clusters/x/topics/y/configs", p));
+  auto [path, query] = split_target("/a/b?x=1");
+  CHECK(path == "/a/b");
+  CHECK(query == "x=1");
+}

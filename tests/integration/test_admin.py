@@ -1,0 +1,107 @@
+"""Topic administration over v3 and v2 (issue 3, "Topics")."""
+import requests
+
+V2 = "application/vnd.kafka.v2+json"
+
+
+def test_clusters(broker):
+    r = requests.get(broker.url + "/v3/clusters")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["kind"] == "KafkaClusterList"
+    cluster = body["data"][0]
+    assert cluster["kind"] == "KafkaCluster"
+    one = requests.get(broker.url + "/v3/clusters/" + cluster["cluster_id"])
+    assert one.status_code == 200 and one.json()["cluster_id"] == cluster["cluster_id"]
+    missing = requests.get(broker.url + "/v3/clusters/no-such-cluster/topics")
+    assert missing.status_code == 404 and missing.json()["error_code"] == 404
+
+
+def test_create_describe_list_delete(broker, topic_name):
+    created = broker.create_topic(topic_name, partitions=3, configs={"retention.ms": "3600000"})
+    assert created["topic_name"] == topic_name
+    assert created["partitions_count"] == 3
+    got = requests.get(broker.v3(f"/topics/{topic_name}")).json()
+    assert got["partitions_count"] == 3 and got["is_internal"] is False
+    names = [t["topic_name"] for t in requests.get(broker.v3("/topics")).json()["data"]]
+    assert topic_name in names
+    assert topic_name in requests.get(broker.url + "/topics").json()
+    v2 = requests.get(f"{broker.url}/topics/{topic_name}", headers={"Accept": V2})
+    assert v2.status_code == 200 and v2.headers["Content-Type"].startswith(V2)
+    assert v2.json()["name"] == topic_name
+    assert v2.json()["configs"]["retention.ms"] == "3600000"
+    assert len(v2.json()["partitions"]) == 3
+    assert requests.delete(broker.v3(f"/topics/{topic_name}")).status_code == 204
+    gone = requests.get(broker.v3(f"/topics/{topic_name}"))
+    assert gone.status_code == 404 and gone.json()["error_code"] == 40401
+    assert topic_name not in requests.get(broker.url + "/topics").json()
+
+
+def test_create_twice_and_bad_names(broker, topic_name):
+    broker.create_topic(topic_name)
+    again = requests.post(broker.v3("/topics"), json={"topic_name": topic_name})
+    assert again.status_code == 400 and again.json()["error_code"] == 40002
+    for bad in [".", "..", "a" * 250, "has space", "slash/name", ""]:
+        r = requests.post(broker.v3("/topics"), json={"topic_name": bad})
+        assert r.status_code == 400, (bad, r.text)
+        assert r.json()["error_code"] == 40002
+    requests.post(broker.v3("/topics"), json={"topic_name": "dot.collide"})
+    clash = requests.post(broker.v3("/topics"), json={"topic_name": "dot_collide"})
+    assert clash.status_code == 400, clash.text
+
+
+def test_patch_raises_partitions(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    r = requests.patch(broker.v3(f"/topics/{topic_name}"), json={"partitions_count": 4})
+    assert r.status_code == 200, r.text
+    assert r.json()["partitions_count"] == 4
+    lower = requests.patch(broker.v3(f"/topics/{topic_name}"), json={"partitions_count": 2})
+    assert lower.status_code == 400 and lower.json()["error_code"] == 40002
+    missing = requests.patch(broker.v3("/topics/no-such-topic"), json={"partitions_count": 2})
+    assert missing.status_code == 404 and missing.json()["error_code"] == 40401
+
+
+def test_configs_get_and_alter(broker, topic_name):
+    broker.create_topic(topic_name)
+    configs = requests.get(broker.v3(f"/topics/{topic_name}/configs")).json()
+    assert configs["kind"] == "KafkaTopicConfigList"
+    names = {c["name"]: c for c in configs["data"]}
+    assert "retention.ms" in names and names["retention.ms"]["is_default"] is True
+    r = requests.post(broker.v3(f"/topics/{topic_name}/configs:alter"),
+                      json={"data": [{"name": "retention.ms", "value": "1000"}]})
+    assert r.status_code == 204, r.text
+    one = requests.get(broker.v3(f"/topics/{topic_name}/configs/retention.ms")).json()
+    assert one["value"] == "1000" and one["is_default"] is False
+    r = requests.post(broker.v3(f"/topics/{topic_name}/configs:alter"),
+                      json={"data": [{"name": "retention.ms", "operation": "DELETE"}]})
+    assert r.status_code == 204
+    assert requests.get(broker.v3(f"/topics/{topic_name}/configs/retention.ms")).json()["is_default"] is True
+    bad = requests.post(broker.v3(f"/topics/{topic_name}/configs:alter"),
+                        json={"data": [{"name": "no.such.config", "value": "1"}]})
+    assert bad.status_code == 400 and "no.such.config" in bad.json()["message"]
+    unknown = requests.get(broker.v3(f"/topics/{topic_name}/configs/no.such.config"))
+    assert unknown.status_code == 404
+
+
+def test_partitions_v3_and_v2(broker, topic_name):
+    broker.create_topic(topic_name, partitions=2)
+    data = requests.get(broker.v3(f"/topics/{topic_name}/partitions")).json()["data"]
+    assert [p["partition_id"] for p in data] == [0, 1]
+    p1 = requests.get(broker.v3(f"/topics/{topic_name}/partitions/1"))
+    assert p1.status_code == 200 and p1.json()["partition_id"] == 1
+    p9 = requests.get(broker.v3(f"/topics/{topic_name}/partitions/9"))
+    assert p9.status_code == 404 and p9.json()["error_code"] == 40402
+    v2 = requests.get(f"{broker.url}/topics/{topic_name}/partitions").json()
+    assert [p["partition"] for p in v2] == [0, 1]
+    assert v2[0]["replicas"][0]["leader"] is True
+    one = requests.get(f"{broker.url}/topics/{topic_name}/partitions/0").json()
+    assert one["partition"] == 0
+    missing = requests.get(f"{broker.url}/topics/{topic_name}/partitions/7")
+    assert missing.status_code == 404 and missing.json()["error_code"] == 40402
+    no_topic = requests.get(f"{broker.url}/topics/no-such-topic/partitions/0")
+    assert no_topic.status_code == 404 and no_topic.json()["error_code"] == 40401
+
+
+def test_brokers(broker):
+    r = requests.get(broker.url + "/brokers")
+    assert r.status_code == 200 and r.json()["brokers"] == [0]

@@ -1,0 +1,163 @@
+"""Every error path of issue 3: content negotiation, limits, malformed input. The server keeps
+serving and nothing stored changes."""
+import base64
+import socket
+
+import pytest
+import requests
+
+BINARY = "application/vnd.kafka.binary.v2+json"
+
+
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+def end_offset(broker, topic):
+    return requests.get(f"{broker.url}/topics/{topic}/partitions/0/offsets").json()["end_offset"]
+
+
+def produce_v2(broker, topic, body, content_type=BINARY, **kw):
+    return requests.post(f"{broker.url}/topics/{topic}", data=body, headers={"Content-Type": content_type, **kw})
+
+
+def test_unknown_route_and_method(broker):
+    r = requests.get(broker.url + "/no/such/route")
+    assert r.status_code == 404 and r.json()["error_code"] == 404
+    r = requests.put(broker.url + "/topics")
+    assert r.status_code == 405 and r.json()["error_code"] == 405 and "GET" in r.headers["Allow"]
+
+
+def test_406_on_unservable_accept(broker):
+    r = requests.get(broker.url + "/topics", headers={"Accept": "text/html"})
+    assert r.status_code == 406 and r.json()["error_code"] == 40601
+    r = requests.get(broker.url + "/v3/clusters", headers={"Accept": "application/xml"})
+    assert r.status_code == 406
+
+
+def test_415_on_unreadable_content_type(broker, topic_name):
+    broker.create_topic(topic_name)
+    r = produce_v2(broker, topic_name, '{"records":[{"value":"eA=="}]}', content_type="text/plain")
+    assert r.status_code == 415 and r.json()["error_code"] == 41501
+    r = produce_v2(broker, topic_name, '{"records":[{"value":"eA=="}]}', content_type="application/vnd.kafka.avro.v2+json")
+    assert r.status_code == 415
+    r = requests.post(broker.v3("/topics"), data='{"topic_name":"x"}', headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415
+    assert end_offset(broker, topic_name) == 0
+
+
+@pytest.mark.parametrize("body,field", [
+    ("{", "malformed JSON"),
+    ('{"records":[{"value":"!!!"}]}', "records[0].value"),
+    ('{"records":[{"value":5}]}', "records[0].value"),
+    ('{"records":"x"}', "records"),
+    ('{"records":[]}', "records"),
+    ('{"records":[{"value":"eA==","partition":-1}]}', "records[0].partition"),
+    ('{"records":[{"value":"eA==","partition":99999999999}]}', "records[0].partition"),
+    ('{"records":[{"value":"eA==","partition":1.5}]}', "records[0].partition"),
+    ('{"records":[{"vlaue":"eA=="}]}', "vlaue"),
+    ('{"records":[{"value":"eA==","partition":123456789012345678901234567890}]}', "out of range"),
+])
+def test_malformed_v2_bodies_name_the_field(broker, topic_name, body, field):
+    broker.create_topic(topic_name)
+    r = produce_v2(broker, topic_name, body)
+    assert 400 <= r.status_code < 500, r.text
+    assert field in r.json()["message"]
+    assert end_offset(broker, topic_name) == 0
+    assert requests.get(broker.url + "/v1/health").status_code == 200
+
+
+@pytest.mark.parametrize("body,field", [
+    ('{"value":{"type":"BINARY","data":"%%%"}}', "value.data"),
+    ('{"value":{"type":"TEXT","data":"x"}}', "value.type"),
+    ('{"value":{"type":"STRING","data":5}}', "value.data"),
+    ('{"partition_id":"0","value":null}', "partition_id"),
+    ('{"timestamp":"yesterday"}', "timestamp"),
+    ('{"headers":[{"value":"eA=="}]}', "headers[0].name"),
+    ('{"valeu":{"data":1}}', "valeu"),
+])
+def test_malformed_v3_records_name_the_field(broker, topic_name, body, field):
+    broker.create_topic(topic_name)
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"), data=body,
+                      headers={"Content-Type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["error_code"] == 42205 and field in r.json()["message"]
+    assert end_offset(broker, topic_name) == 0
+
+
+def test_v3_malformed_json_in_stream_produces_nothing(broker, topic_name):
+    broker.create_topic(topic_name)
+    body = '{"value":{"type":"STRING","data":"a"}} {"value":'
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"), data=body,
+                      headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["error_code"] == 40001
+    assert end_offset(broker, topic_name) == 0
+
+
+def test_admin_body_errors(broker):
+    assert requests.post(broker.v3("/topics"), json={"partitions_count": 1}).json()["message"] == "topic_name is required"
+    r = requests.post(broker.v3("/topics"), json={"topic_name": "x", "partitions_count": "3"})
+    assert r.status_code == 422 and "partitions_count" in r.json()["message"]
+    r = requests.post(broker.v3("/topics"), json={"topic_name": "x", "partitions_count": 0})
+    assert r.status_code == 422 and "partitions_count" in r.json()["message"]
+    r = requests.post(broker.v3("/topics"), data="[", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400
+
+
+def test_query_parameter_errors(broker, topic_name):
+    broker.create_topic(topic_name)
+    base = f"{broker.url}/topics/{topic_name}/partitions/0/records"
+    r = requests.get(base)
+    assert r.status_code == 422 and "offset" in r.json()["message"]
+    for params, name in [({"offset": "-1"}, "offset"), ({"offset": "x"}, "offset"),
+                         ({"offset": "0", "timeout": "99999999"}, "timeout"),
+                         ({"offset": "0", "max_bytes": "0"}, "max_bytes"),
+                         ({"offset": "0", "max_bytes": str(2**40)}, "max_bytes")]:
+        r = requests.get(base, params=params)
+        assert r.status_code == 422 and name in r.json()["message"], (params, r.text)
+    r = requests.get(f"{broker.url}/topics/{topic_name}/partitions/abc/records", params={"offset": 0})
+    assert r.status_code == 404 and r.json()["error_code"] == 40402
+
+
+def test_unknown_topic_and_partition_on_produce(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    r = requests.post(f"{broker.url}/topics/{topic_name}/partitions/5", json={"records": [{"value": b64("a")}]},
+                      headers={"Content-Type": BINARY})
+    assert r.status_code == 404 and r.json()["error_code"] == 40402, r.text
+
+
+def test_limits_name_the_limit(fresh_broker, topic_name):
+    b = fresh_broker(["http.request.body.max.bytes=4096", "message.max.bytes=2048", "produce.records.max=5"])
+    b.create_topic(topic_name)
+    big_body = '{"records":[{"value":"' + "A" * 8000 + '"}]}'
+    r = produce_v2(b, topic_name, big_body)
+    assert r.status_code == 413 and r.json()["error_code"] == 41301
+    assert "http.request.body.max.bytes=4096" in r.json()["message"]
+    r = produce_v2(b, topic_name, '{"records":[{"value":"' + base64.b64encode(b"x" * 2500).decode() + '"}]}')
+    assert r.status_code == 422 and "message.max.bytes=2048" in r.json()["message"]
+    r = produce_v2(b, topic_name, '{"records":[' + ",".join(['{"value":"eA=="}'] * 6) + ']}')
+    assert r.status_code == 422 and "produce.records.max=5" in r.json()["message"]
+    assert end_offset(b, topic_name) == 0
+    assert requests.get(b.url + "/v1/health").status_code == 200
+
+
+def test_garbage_http_is_400_and_server_keeps_serving(broker):
+    s = socket.create_connection(("127.0.0.1", broker.port))
+    s.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+    data = s.recv(65536)
+    s.close()
+    assert data.startswith(b"HTTP/1.1 400")
+    assert requests.get(broker.url + "/v1/health").status_code == 200
+
+
+def test_cors_headers_and_preflight(broker):
+    r = requests.get(broker.url + "/topics", headers={"Origin": "http://example.test"})
+    assert r.headers["Access-Control-Allow-Origin"] == "http://example.test"
+    err = requests.get(broker.url + "/no/such/route", headers={"Origin": "http://example.test"})
+    assert err.headers["Access-Control-Allow-Origin"] == "http://example.test"
+    pre = requests.options(broker.url + "/topics/x", headers={
+        "Origin": "http://example.test", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    assert pre.status_code == 204
+    assert "POST" in pre.headers["Access-Control-Allow-Methods"]
+    assert pre.headers["Access-Control-Allow-Headers"] == "content-type"

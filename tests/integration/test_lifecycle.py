@@ -1,0 +1,143 @@
+"""Start-up config checks, graceful stop, restart and SIGKILL durability, metrics, CLI."""
+import base64
+import json
+import signal
+import subprocess
+
+import requests
+
+from conftest import Broker, binary_path, free_port
+
+BINARY = "application/vnd.kafka.binary.v2+json"
+
+
+def run_cli(broker, *args, stdin=None):
+    return subprocess.run([str(binary_path()), *args, "--bootstrap-server", broker.url], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_unknown_and_out_of_range_keys_refused_at_start(ringlog_bin, tmp_path):
+    for setting, key in [("no.such.key=1", "no.such.key"), ("num.partitions=0", "num.partitions"),
+                         ("log.segment.bytes=12", "log.segment.bytes"), ("listeners=ftp://x", "listeners")]:
+        p = subprocess.run([str(ringlog_bin), "serve", "--set", f"log.dirs={tmp_path}/d", "--set", setting],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2, setting
+        assert key in p.stdout + p.stderr, setting
+
+
+def test_config_file_and_help(ringlog_bin, tmp_path):
+    port = free_port()
+    conf = tmp_path / "ringlog.properties"
+    conf.write_text(f"# test\nlisteners=http://127.0.0.1:{port}\nlog.dirs={tmp_path}/data\nnum.partitions=3\n")
+    b = Broker(tmp_path / "data", port=port)
+    args_help = subprocess.run([str(ringlog_bin), "serve", "--help"], capture_output=True, text=True)
+    assert args_help.returncode == 0 and "log.retention.ms" in args_help.stdout
+    for sub in ["topics", "produce", "consume"]:
+        h = subprocess.run([str(ringlog_bin), sub, "--help"], capture_output=True, text=True)
+        assert h.returncode == 0 and "usage" in h.stdout, sub
+    proc = subprocess.Popen([str(ringlog_bin), "serve", "--config", str(conf)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        b.proc = proc
+        b.log = open(tmp_path / "unused.log", "w")
+        from conftest import wait_until
+
+        def healthy():
+            try:
+                return requests.get(b.url + "/v1/health", timeout=1).status_code == 200
+            except requests.ConnectionError:
+                return False
+        wait_until(healthy, 20, "health")
+        r = requests.post(b.url + "/topics/auto-created", json={"records": [{"value": "eA=="}]},
+                          headers={"Content-Type": BINARY})
+        assert r.status_code == 200, r.text
+        assert len(requests.get(b.url + "/topics/auto-created/partitions").json()) == 3
+    finally:
+        assert b.stop() == 0
+
+
+def test_graceful_stop_and_restart_keep_everything(fresh_broker, topic_name):
+    b = fresh_broker()
+    b.create_topic(topic_name, partitions=2, configs={"retention.ms": "123456789"})
+    values = [f"v{i}" for i in range(100)]
+    r = requests.post(f"{b.url}/topics/{topic_name}/partitions/1",
+                      json={"records": [{"value": base64.b64encode(v.encode()).decode()} for v in values]},
+                      headers={"Content-Type": BINARY})
+    assert r.status_code == 200
+    assert b.stop(signal.SIGTERM) == 0
+    b.start()
+    desc = requests.get(b.v3(f"/topics/{topic_name}")).json()
+    assert desc["partitions_count"] == 2
+    cfg = requests.get(b.v3(f"/topics/{topic_name}/configs/retention.ms")).json()
+    assert cfg["value"] == "123456789"
+    got = requests.get(f"{b.url}/topics/{topic_name}/partitions/1/records", params={"offset": 0},
+                       headers={"Accept": BINARY}).json()
+    assert [base64.b64decode(x["value"]).decode() for x in got] == values
+    assert b.stop(signal.SIGINT) == 0
+
+
+def test_sigkill_keeps_every_acknowledged_record(fresh_broker, topic_name):
+    b = fresh_broker()
+    b.create_topic(topic_name, partitions=3)
+    acked = {}   # (partition, offset) -> value
+    for batch in range(20):
+        records = [{"key": base64.b64encode(f"k{batch}-{i}".encode()).decode(),
+                    "value": base64.b64encode(f"value-{batch}-{i}".encode()).decode()} for i in range(50)]
+        r = requests.post(f"{b.url}/topics/{topic_name}", json={"records": records},
+                          headers={"Content-Type": BINARY})
+        assert r.status_code == 200
+        for rec, o in zip(records, r.json()["offsets"]):
+            assert o["error_code"] is None
+            acked[(o["partition"], o["offset"])] = rec["value"]
+    b.kill()
+    b.start()
+    for p in range(3):
+        stored = {}
+        offset = 0
+        while True:
+            got = requests.get(f"{b.url}/topics/{topic_name}/partitions/{p}/records", params={"offset": offset},
+                               headers={"Accept": BINARY}).json()
+            if not got:
+                break
+            for x in got:
+                stored[(p, x["offset"])] = x["value"]
+            offset = got[-1]["offset"] + 1
+        for key, value in acked.items():
+            if key[0] == p:
+                assert stored.get(key) == value, key
+
+
+def test_metrics(broker, topic_name):
+    broker.create_topic(topic_name)
+    requests.post(f"{broker.url}/topics/{topic_name}", json={"records": [{"value": "eA=="}]},
+                  headers={"Content-Type": BINARY})
+    requests.get(f"{broker.url}/topics/{topic_name}/partitions/0/records", params={"offset": 0})
+    text = requests.get(broker.url + "/metrics").text
+    assert 'ringlog_http_requests_total{route="POST /topics/{topic}",status="200"}' in text
+    assert 'ringlog_http_request_duration_seconds_bucket{route="POST /topics/{topic}",le="+Inf"}' in text
+    assert f'ringlog_topic_records_in_total{{topic="{topic_name}"}} 1' in text
+    assert f'ringlog_topic_records_out_total{{topic="{topic_name}"}} 1' in text
+    assert f'ringlog_partition_log_end_offset{{topic="{topic_name}",partition="0"}} 1' in text
+
+
+def test_cli_topics_produce_consume(broker, topic_name):
+    assert run_cli(broker, "topics", "create", topic_name, "--partitions", "2", "--config", "retention.ms=1000").returncode == 0
+    listed = run_cli(broker, "topics", "list")
+    assert topic_name in listed.stdout.split()
+    assert run_cli(broker, "topics", "alter", topic_name, "--partitions", "3").returncode == 0
+    described = run_cli(broker, "topics", "describe", topic_name)
+    assert "PartitionCount: 3" in described.stdout and "retention.ms=1000" in described.stdout
+    lines = [f"key{i % 5}:line {i}" for i in range(30)]
+    produced = run_cli(broker, "produce", topic_name, "--key-separator", ":", "--header", "src=test",
+                       stdin="\n".join(lines) + "\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = run_cli(broker, "consume", topic_name, "--print-key", "--key-separator", ":")
+    assert consumed.returncode == 0, consumed.stderr
+    assert sorted(consumed.stdout.splitlines()) == sorted(lines)
+    first = run_cli(broker, "consume", topic_name, "--partition", "0", "--max-records", "1")
+    assert len(first.stdout.splitlines()) == 1
+    latest = run_cli(broker, "consume", topic_name, "--offset", "latest")
+    assert latest.stdout == ""
+    assert run_cli(broker, "topics", "delete", topic_name).returncode == 0
+    missing = run_cli(broker, "topics", "describe", topic_name)
+    assert missing.returncode == 1 and "40401" in missing.stderr
