@@ -728,8 +728,13 @@ void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtim
   response.high_watermark = hw;
   response.log_start_offset = rt->log->log_start_offset();
   response.log_end_offset = rt->log->log_end_offset();
+  // max_bytes bounds the records handed out (key + value + header bytes), not only whole
+  // batches: a large batch is cut after the record that passes the limit, and the first record
+  // is always returned so a consumer is never stuck behind a record larger than max_bytes.
+  size_t returned_bytes = 0;
+  bool full = false;
   size_t pos = 0;
-  while (pos < read->batches.size()) {
+  while (pos < read->batches.size() && !full) {
     auto header = codec::decode_header(std::span(read->batches).subspan(pos));
     RINGLOG_ASSERT(header.ok(), "batches read from the log were validated on append");
     if (!header->is_control()) {
@@ -739,7 +744,15 @@ void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtim
         return w->done(error{errc::corrupt_message, records.error().message});
       }
       for (auto& r : records.value()) {
-        if (r.record_offset >= req.fetch_offset && r.record_offset < hw) response.records.push_back(std::move(r));
+        if (r.record_offset < req.fetch_offset || r.record_offset >= hw) continue;
+        size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+        for (const auto& h : r.headers) bytes += h.key.size() + (h.value ? h.value->size() : 0);
+        if (!response.records.empty() && returned_bytes + bytes > static_cast<size_t>(req.max_bytes)) {
+          full = true;
+          break;
+        }
+        returned_bytes += bytes;
+        response.records.push_back(std::move(r));
       }
     }
     pos += header->size_bytes();

@@ -690,7 +690,15 @@ void v2_produce_topic(const call_ptr& c) { v2_produce_to(c, std::nullopt); }
 void v2_produce_partition(const call_ptr& c) {
   auto p = c->path_partition("partition");
   if (!p) return;
-  v2_produce_to(c, *p);
+  // The REST Proxy answers a missing partition with 404/40402 for the whole request.
+  with_topic(c, "topic", error_scope::partition, [c, p = *p](api::call& call, broker::topic_description t) {
+    if (!find_partition(t, p)) {
+      return call.fail(404, ec::partition_not_found, "partition " + std::to_string(p) + " of topic \"" + t.name +
+                                                         "\" not found (it has " + std::to_string(t.partitions.size()) +
+                                                         " partitions)");
+    }
+    v2_produce_to(c, p);
+  });
 }
 
 void v2_offsets(const call_ptr& c) {

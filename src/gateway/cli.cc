@@ -187,7 +187,9 @@ int topics_describe(http_client& client, const std::string& cluster, const std::
   if (!ok_status(partitions)) return report_failure(partitions, "describe " + name);
   json t = json::parse(topic->body);
   std::string overrides;
-  for (const auto& c : json::parse(configs->body)["data"]) {
+  // Parsed into locals: a range-for over a member of a temporary dangles in C++20.
+  const json config_list_json = json::parse(configs->body);
+  for (const auto& c : config_list_json["data"]) {
     if (c.value("is_default", true)) continue;
     overrides += (overrides.empty() ? "" : ",") + c["name"].get<std::string>() + "=" +
                  (c["value"].is_null() ? std::string() : c["value"].get<std::string>());
@@ -195,7 +197,8 @@ int topics_describe(http_client& client, const std::string& cluster, const std::
   std::cout << "Topic: " << name << "\tTopicId: " << t.value("topic_id", "") << "\tPartitionCount: "
             << t["partitions_count"] << "\tReplicationFactor: " << t["replication_factor"] << "\tConfigs: " << overrides
             << "\n";
-  for (const auto& p : json::parse(partitions->body)["data"]) {
+  const json partition_list_json = json::parse(partitions->body);
+  for (const auto& p : partition_list_json["data"]) {
     std::string leader = p["leader"]["related"].get<std::string>();
     leader = leader.substr(leader.rfind('/') + 1);
     std::cout << "\tPartition: " << p["partition_id"] << "\tLeader: " << leader << "\tLeaderEpoch: "
