@@ -88,6 +88,7 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.log_retention_check_interval_ms = c.log_retention_check_interval_ms;
   b.log_index_interval_bytes = c.log_index_interval_bytes;
   b.log_flush_policy = c.log_flush_policy;
+  b.log_direct_io = c.log_direct_io;
   b.min_insync_replicas = c.min_insync_replicas;
   b.produce_records_max = c.produce_records_max;
   b.fetch_wait_max_ms = c.fetch_wait_max_ms;

@@ -49,6 +49,7 @@ struct server_config {
   int64_t log_retention_check_interval_ms = 300000;     // log.retention.check.interval.ms
   int32_t log_index_interval_bytes = 4096;              // log.index.interval.bytes
   std::string log_flush_policy = "fsync";               // log.flush.policy: fsync | replication
+  bool log_direct_io = false;                           // log.direct.io (ringlog): O_DIRECT appends
   int32_t min_insync_replicas = 1;                      // min.insync.replicas
   int32_t produce_records_max = 10000;                  // produce.records.max
   int64_t fetch_wait_max_ms = 60000;                    // fetch.wait.max.ms
