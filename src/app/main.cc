@@ -19,6 +19,7 @@ Commands:
   produce    send lines of standard input as records
   consume    print records of a topic
   dump-log   print a segment file's batches and records
+  bench      HTTP load generator: throughput and produce-to-consume latency
 
 Run `ringlog COMMAND --help` for a command's options.
 )";
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   if (command == "produce") return ringlog::gateway::produce_main(sub_argc, sub_argv);
   if (command == "consume") return ringlog::gateway::consume_main(sub_argc, sub_argv);
   if (command == "dump-log") return ringlog::app::dump_log_main(sub_argc, sub_argv);
+  if (command == "bench") return ringlog::gateway::bench_main(sub_argc, sub_argv);
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << usage;
     return 0;

@@ -3,6 +3,9 @@
 #include "ringlog/gateway/cli.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -529,6 +532,288 @@ int consume_main(int argc, char** argv) {
     }
     if (!any_left) return 0;
   }
+}
+
+}  // namespace ringlog::gateway
+
+// ---- bench ------------------------------------------------------------------------------------
+
+namespace ringlog::gateway {
+namespace {
+
+constexpr const char* bench_usage = R"(usage: ringlog bench [options]
+
+Load generator over HTTP keep-alive: producers post batches of records to partitions (v2 binary
+API), consumers long-poll the same partitions right behind them. Every record carries the time
+it was scheduled to be sent, so end-to-end latency (scheduled send -> consumed) includes any
+queueing at the client: with --rate the schedule is fixed and a slow server cannot hide its
+delay (no coordinated omission). Prints records/s, MB/s and latency percentiles.
+
+Options:
+  --topic NAME             topic to use (default ringlog-bench; created if missing)
+  --partitions N           partitions of the topic when created (default 6)
+  --producers N            producer connections/threads (default 4)
+  --consumers N            consumer connections/threads, 0 = none (default 2)
+  --batch-records N        records per produce request (default 100)
+  --record-bytes N         value size, bytes, >= 16 (default 1024)
+  --duration-ms N          how long producers run (default 10000)
+  --rate N                 total records/s to schedule; 0 = as fast as acks allow (default 0)
+  --acks 0|1|all           (default all)
+  --json                   print one JSON object instead of text
+  --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --help                   this text
+)";
+
+/// Most latency samples kept per thread: bounds bench memory (8 bytes each, ~80 MB in all).
+constexpr size_t bench_samples_max = 10'000'000;
+
+using bench_clock = std::chrono::steady_clock;
+
+struct bench_settings {
+  std::string topic = "ringlog-bench";
+  int64_t partitions = 6;
+  int64_t producers = 4;
+  int64_t consumers = 2;
+  int64_t batch_records = 100;
+  int64_t record_bytes = 1024;
+  int64_t duration_ms = 10000;
+  int64_t rate = 0;
+  std::string acks = "all";
+  std::string bootstrap = default_bootstrap;
+};
+
+struct bench_thread_result {
+  std::vector<int64_t> latencies_us;  // produce: request -> ack; consume: scheduled send -> read
+  uint64_t records = 0;
+  uint64_t value_bytes = 0;
+  uint64_t errors = 0;
+  std::string first_error;
+};
+
+double percentile(std::vector<int64_t>& v, double p) {
+  if (v.empty()) return 0;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+  return static_cast<double>(v[i]) / 1000.0;
+}
+
+/// The first 12 bytes of every value: the scheduled send time, microseconds since `epoch`, in
+/// decimal. Base64 turns 12 bytes into exactly 16 characters, so a reader decodes only those.
+std::string bench_value(int64_t scheduled_us, size_t bytes) {
+  char head[32];
+  std::snprintf(head, sizeof head, "%012lld", static_cast<long long>(scheduled_us % 1'000'000'000'000LL));
+  std::string v(head, 12);
+  v.resize(bytes, 'r');
+  return v;
+}
+
+void bench_produce(const bench_settings& s, int64_t index, bench_clock::time_point epoch,
+                   bench_thread_result& out) {
+  auto client = http_client::create(s.bootstrap);
+  if (!client.ok()) {
+    out.errors++;
+    out.first_error = client.error();
+    return;
+  }
+  const int64_t partition = index % s.partitions;
+  const std::string path = "/topics/" + path_escape(s.topic) + "/partitions/" + std::to_string(partition) +
+                           "?acks=" + s.acks;
+  const double per_thread_rate = s.rate > 0 ? static_cast<double>(s.rate) / static_cast<double>(s.producers) : 0;
+  const auto interval = per_thread_rate > 0 ? std::chrono::duration<double>(static_cast<double>(s.batch_records) / per_thread_rate)
+                                            : std::chrono::duration<double>(0);
+  const auto start = bench_clock::now();
+  const auto stop = start + std::chrono::milliseconds(s.duration_ms);
+  for (int64_t k = 0;; ++k) {
+    auto scheduled = per_thread_rate > 0
+                         ? start + std::chrono::duration_cast<bench_clock::duration>(interval * static_cast<double>(k))
+                         : bench_clock::now();
+    if (scheduled >= stop) break;
+    if (per_thread_rate > 0) std::this_thread::sleep_until(scheduled);  // a schedule, not a wait for a condition
+    const int64_t scheduled_us = std::chrono::duration_cast<std::chrono::microseconds>(scheduled - epoch).count();
+    std::string body = "{\"records\":[";
+    for (int64_t r = 0; r < s.batch_records; ++r) {
+      if (r > 0) body += ',';
+      body += "{\"value\":\"" + base64_encode(bench_value(scheduled_us, static_cast<size_t>(s.record_bytes))) + "\"}";
+    }
+    body += "]}";
+    const auto sent = bench_clock::now();
+    auto reply = (*client)->post(path, body, binary_type, "application/vnd.kafka.v2+json");
+    const auto acked = bench_clock::now();
+    if (!reply.ok() || reply->status != 200 || reply->body.find("\"error_code\":1") != std::string::npos ||
+        reply->body.find("\"error_code\":2") != std::string::npos) {
+      out.errors++;
+      if (out.first_error.empty()) out.first_error = reply.ok() ? reply->body.substr(0, 300) : reply.error();
+      continue;
+    }
+    out.records += static_cast<uint64_t>(s.batch_records);
+    out.value_bytes += static_cast<uint64_t>(s.batch_records * s.record_bytes);
+    if (out.latencies_us.size() < bench_samples_max) {
+      // Measured from the scheduled time when there is a schedule (includes client-side delay).
+      out.latencies_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     acked - (per_thread_rate > 0 ? scheduled : sent)).count());
+    }
+  }
+}
+
+void bench_consume(const bench_settings& s, int64_t index, bench_clock::time_point epoch,
+                   const std::atomic<bool>& producers_done, bench_thread_result& out) {
+  auto client = http_client::create(s.bootstrap);
+  if (!client.ok()) {
+    out.errors++;
+    out.first_error = client.error();
+    return;
+  }
+  std::map<int64_t, int64_t> next;  // partition -> next offset
+  for (int64_t p = index; p < s.partitions; p += s.consumers) {
+    auto r = (*client)->get("/topics/" + path_escape(s.topic) + "/partitions/" + std::to_string(p) + "/offsets",
+                            "application/vnd.kafka.v2+json");
+    if (!ok_status(r)) {
+      out.errors++;
+      return;
+    }
+    next[p] = json::parse(r->body)["end_offset"].get<int64_t>();
+  }
+  auto idle_since = bench_clock::now();
+  while (true) {
+    bool got_any = false;
+    for (auto& [p, offset] : next) {
+      auto r = (*client)->get("/topics/" + path_escape(s.topic) + "/partitions/" + std::to_string(p) +
+                                  "/records?offset=" + std::to_string(offset) + "&timeout=200&max_bytes=4194304",
+                              "application/vnd.kafka.binary.v2+json");
+      const auto now = bench_clock::now();
+      if (!ok_status(r)) {
+        out.errors++;
+        if (out.first_error.empty()) out.first_error = r.ok() ? r->body.substr(0, 300) : r.error();
+        continue;
+      }
+      const json records = json::parse(r->body, nullptr, false);
+      if (records.is_discarded() || !records.is_array()) continue;
+      const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(now - epoch).count();
+      for (const auto& rec : records) {
+        offset = rec["offset"].get<int64_t>() + 1;
+        const auto& value = rec["value"].get_ref<const std::string&>();
+        auto head = base64_decode(std::string_view(value).substr(0, 16));
+        if (!head || head->size() != 12) continue;
+        const int64_t scheduled_us = std::stoll(model::to_string(*head));
+        if (out.latencies_us.size() < bench_samples_max) out.latencies_us.push_back(now_us - scheduled_us);
+        out.records++;
+        out.value_bytes += static_cast<uint64_t>(s.record_bytes);
+        got_any = true;
+      }
+    }
+    if (got_any) {
+      idle_since = bench_clock::now();
+    } else if (producers_done && bench_clock::now() - idle_since > std::chrono::seconds(2)) {
+      return;  // producers stopped and nothing new for 2 s: everything was read
+    }
+  }
+}
+
+void print_bench(const bench_settings& s, double seconds, bench_thread_result& produced, bench_thread_result& consumed,
+                 bool as_json) {
+  const double mb = static_cast<double>(produced.value_bytes) / 1e6;
+  const double p50 = percentile(produced.latencies_us, 50), p99 = percentile(produced.latencies_us, 99),
+               p999 = percentile(produced.latencies_us, 99.9);
+  const double e50 = percentile(consumed.latencies_us, 50), e99 = percentile(consumed.latencies_us, 99),
+               e999 = percentile(consumed.latencies_us, 99.9);
+  if (as_json) {
+    json j = {{"producers", s.producers}, {"consumers", s.consumers}, {"partitions", s.partitions},
+              {"batch_records", s.batch_records}, {"record_bytes", s.record_bytes}, {"acks", s.acks},
+              {"rate", s.rate}, {"seconds", seconds}, {"records_produced", produced.records},
+              {"records_per_s", static_cast<double>(produced.records) / seconds}, {"mb_per_s", mb / seconds},
+              {"produce_ms", {{"p50", p50}, {"p99", p99}, {"p99.9", p999}}},
+              {"records_consumed", consumed.records},
+              {"end_to_end_ms", {{"p50", e50}, {"p99", e99}, {"p99.9", e999}}},
+              {"errors", produced.errors + consumed.errors}};
+    std::cout << j.dump() << "\n";
+    return;
+  }
+  std::printf("produced %llu records in %.2f s: %.0f records/s, %.1f MB/s of values (%lld x %lld B, acks=%s)\n",
+              static_cast<unsigned long long>(produced.records), seconds,
+              static_cast<double>(produced.records) / seconds, mb / seconds, static_cast<long long>(s.batch_records),
+              static_cast<long long>(s.record_bytes), s.acks.c_str());
+  std::printf("produce latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n", p50, p99, p999);
+  if (s.consumers > 0) {
+    std::printf("consumed %llu records; end-to-end latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n",
+                static_cast<unsigned long long>(consumed.records), e50, e99, e999);
+  }
+  if (produced.errors + consumed.errors > 0) {
+    std::printf("errors: %llu (first: %s)\n", static_cast<unsigned long long>(produced.errors + consumed.errors),
+                (produced.first_error.empty() ? consumed.first_error : produced.first_error).c_str());
+  }
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv) {
+  auto a = parse_args(argc, argv, 1,
+                      {"--topic", "--partitions", "--producers", "--consumers", "--batch-records", "--record-bytes",
+                       "--duration-ms", "--rate", "--acks", "--bootstrap-server"},
+                      {"--json", "--help"});
+  if (!a) return 2;
+  if (a->has("--help")) {
+    std::cout << bench_usage;
+    return 0;
+  }
+  bench_settings s;
+  s.topic = a->get("--topic").value_or(s.topic);
+  s.partitions = int_option(*a, "--partitions", 1, 10000).value_or(s.partitions);
+  s.producers = int_option(*a, "--producers", 1, 1024).value_or(s.producers);
+  s.consumers = int_option(*a, "--consumers", 0, 1024).value_or(s.consumers);
+  s.batch_records = int_option(*a, "--batch-records", 1, 100000).value_or(s.batch_records);
+  s.record_bytes = int_option(*a, "--record-bytes", 16, 16 * 1024 * 1024).value_or(s.record_bytes);
+  s.duration_ms = int_option(*a, "--duration-ms", 100, 3600000).value_or(s.duration_ms);
+  s.rate = int_option(*a, "--rate", 0, 100000000).value_or(s.rate);
+  s.acks = a->get("--acks").value_or(s.acks);
+  s.bootstrap = a->get("--bootstrap-server").value_or(s.bootstrap);
+  if (s.acks != "0" && s.acks != "1" && s.acks != "all") {
+    std::cerr << "--acks must be 0, 1 or all\n";
+    return 2;
+  }
+  {
+    auto client = connect(*a);
+    if (!client) return 1;
+    auto cluster = cluster_id(*client);
+    if (!cluster) return 1;
+    json body = {{"topic_name", s.topic}, {"partitions_count", s.partitions}};
+    auto r = client->post("/v3/clusters/" + path_escape(*cluster) + "/topics", body.dump(), "application/json");
+    if (!r.ok() || (r->status != 201 && r->status != 200 && r->body.find("already exists") == std::string::npos)) {
+      return report_failure(r, "create topic " + s.topic);
+    }
+  }
+  const auto epoch = bench_clock::now();
+  std::vector<bench_thread_result> producer_results(static_cast<size_t>(s.producers));
+  std::vector<bench_thread_result> consumer_results(static_cast<size_t>(s.consumers));
+  std::atomic<bool> producers_done{false};
+  std::vector<std::thread> consumers;
+  for (int64_t i = 0; i < s.consumers; ++i) {
+    consumers.emplace_back(bench_consume, std::cref(s), i, epoch, std::cref(producers_done),
+                           std::ref(consumer_results[static_cast<size_t>(i)]));
+  }
+  const auto start = bench_clock::now();
+  std::vector<std::thread> producers;
+  for (int64_t i = 0; i < s.producers; ++i) {
+    producers.emplace_back(bench_produce, std::cref(s), i, epoch, std::ref(producer_results[static_cast<size_t>(i)]));
+  }
+  for (auto& t : producers) t.join();
+  const double seconds = std::chrono::duration<double>(bench_clock::now() - start).count();
+  producers_done = true;
+  for (auto& t : consumers) t.join();
+  auto merge = [](std::vector<bench_thread_result>& parts) {
+    bench_thread_result all;
+    for (auto& p : parts) {
+      all.latencies_us.insert(all.latencies_us.end(), p.latencies_us.begin(), p.latencies_us.end());
+      all.records += p.records;
+      all.value_bytes += p.value_bytes;
+      all.errors += p.errors;
+      if (all.first_error.empty()) all.first_error = p.first_error;
+    }
+    return all;
+  };
+  auto produced = merge(producer_results);
+  auto consumed = merge(consumer_results);
+  print_bench(s, seconds, produced, consumed, a->has("--json"));
+  return produced.errors + consumed.errors > 0 ? 1 : 0;
 }
 
 }  // namespace ringlog::gateway

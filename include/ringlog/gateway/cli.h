@@ -11,5 +11,7 @@ namespace ringlog::gateway {
 int topics_main(int argc, char** argv);
 int produce_main(int argc, char** argv);
 int consume_main(int argc, char** argv);
+/// `ringlog bench`: HTTP load generator (producers and consumers), prints throughput and latency.
+int bench_main(int argc, char** argv);
 
 }  // namespace ringlog::gateway
