@@ -46,7 +46,7 @@ TEST_CASE("keys are applied and bounded, errors name the key") {
   };
   CHECK(refused("no.such.key", "1").code == errc::unknown_key);
   CHECK(refused("num.partitions", "0").code == errc::invalid_value);
-  CHECK(refused("num.partitions", "abc").message == "num.partitions=abc: must be an integer in [1, 100000]");
+  CHECK(refused("num.partitions", "abc").message == "num.partitions=abc: must be an integer in [1, 10000]");
   CHECK(refused("log.segment.bytes", "99999999999999999999").code == errc::invalid_value);
   CHECK(refused("log.flush.policy", "never").message.find("fsync | replication") != std::string::npos);
   CHECK(refused("listeners", "127.0.0.1:8082").code == errc::invalid_value);
