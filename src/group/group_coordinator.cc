@@ -659,7 +659,8 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
       git->second.members.clear();
       git->second.last_persisted.reset();
     }
-    if (git->second.members.empty() && git->second.committed.empty()) groups_.erase(git);
+    const auto& g = git->second;
+    if (g.members.empty() && g.committed.empty() && !g.last_persisted) groups_.erase(git);
     return base::ok_v;
   }
   // Decode before creating anything, so a corrupt record changes nothing.
