@@ -274,7 +274,6 @@ result<join_result> group_coordinator::join(std::string_view group_id, const joi
   group_state_data& g = git->second;
   refresh_if_stale(g, now_ms);
   join_result out;
-  bool membership_changed = false;
 
   // Static membership (KIP-345): a live member with this instance id is taken over.
   if (request.group_instance_id) {
@@ -295,8 +294,7 @@ result<join_result> group_coordinator::join(std::string_view group_id, const joi
         persist(g, out.records);
         return out;
       }
-      g.members.erase(it);  // its session is over: a normal join replaces it
-      membership_changed = true;
+      g.members.erase(it);  // its session is over: a normal join replaces it (rebalance below)
       break;
     }
   }
@@ -320,7 +318,6 @@ result<join_result> group_coordinator::join(std::string_view group_id, const joi
   m.last_seen_ms = now_ms;
   const std::string id = m.meta.member_id;
   g.members.emplace(id, std::move(m));
-  (void)membership_changed;
   rebalance(g, now_ms, true);
   out.member_id = id;
   out.assignment = progress(g, g.members.at(id));

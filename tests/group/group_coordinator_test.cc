@@ -218,7 +218,9 @@ TEST_CASE("commits are fenced by member, ownership and generation, and all-or-no
   CHECK(c.committed_offsets("g")->at(kept).committed == offset(7));
   // Bounds are named.
   auto big = c.commit_offsets("g", b, std::nullopt, {{revoked, offset(1), std::string(5000, 'x')}}, t0 + 10'000);
-  if (!big.ok()) CHECK(big.error().message.find("offset_metadata_bytes_max") != std::string::npos);
+  REQUIRE(!big.ok());
+  CHECK(big.error().code == errc::offset_metadata_too_large);
+  CHECK(big.error().message.find("limits::offset_metadata_bytes_max") != std::string::npos);
 }
 
 TEST_CASE("REST proxy v2: explicit commit of N stores N + 1; the next member starts there") {
