@@ -93,6 +93,20 @@ result<group_coordinator::member_state*> group_coordinator::find_member(group_st
   return &it->second;
 }
 
+
+namespace {
+template <typename Member>
+result<void> check_session(std::string_view group_id, const Member& m, int64_t now_ms) {
+  if (now_ms >= m.last_seen_ms + m.meta.session_timeout_ms) {
+    return err(errc::unknown_member_id, "member '" + m.meta.member_id + "' of group '" + std::string(group_id) +
+                                            "': session expired (no call for " +
+                                            std::to_string(now_ms - m.last_seen_ms) + " ms, session_timeout_ms " +
+                                            std::to_string(m.meta.session_timeout_ms) + ")");
+  }
+  return base::ok_v;
+}
+}  // namespace
+
 result<const group_coordinator::member_state*> group_coordinator::find_member_const(std::string_view group_id,
                                                                                      std::string_view member_id) const {
   auto git = groups_.find(group_id);
@@ -331,6 +345,7 @@ result<member_result> group_coordinator::subscribe(std::string_view group_id, st
   if (!g.ok()) return g.error();
   auto m = find_member(**g, member_id);
   if (!m.ok()) return m.error();
+  RINGLOG_TRY(check_session(group_id, **m, now_ms));
   member_state& member = **m;
   if (sub.kind != subscription_kind::topics && sub.kind != subscription_kind::pattern) {
     return err(errc::inconsistent_subscription, "subscribe() takes a topic list or a pattern; use assign() or unsubscribe()");
@@ -380,6 +395,7 @@ result<member_result> group_coordinator::assign(std::string_view group_id, std::
   if (!g.ok()) return g.error();
   auto m = find_member(**g, member_id);
   if (!m.ok()) return m.error();
+  RINGLOG_TRY(check_session(group_id, **m, now_ms));
   member_state& member = **m;
   const auto kind = member.meta.sub.kind;
   if (kind == subscription_kind::topics || kind == subscription_kind::pattern) {
@@ -421,6 +437,7 @@ result<member_result> group_coordinator::unsubscribe(std::string_view group_id, 
   if (!g.ok()) return g.error();
   auto m = find_member(**g, member_id);
   if (!m.ok()) return m.error();
+  RINGLOG_TRY(check_session(group_id, **m, now_ms));
   refresh_if_stale(**g, now_ms);
   (*m)->meta.sub = subscription{};
   (*m)->pattern.reset();
@@ -438,6 +455,7 @@ result<member_result> group_coordinator::heartbeat(std::string_view group_id, st
   if (!g.ok()) return g.error();
   auto m = find_member(**g, member_id);
   if (!m.ok()) return m.error();
+  RINGLOG_TRY(check_session(group_id, **m, now_ms));
   refresh_if_stale(**g, now_ms);
   (*m)->last_seen_ms = now_ms;
   member_result out;
@@ -542,6 +560,7 @@ result<commit_result> group_coordinator::apply_commit(std::string_view group_id,
   if (!g.ok()) return g.error();
   auto m = find_member(**g, member_id);
   if (!m.ok()) return m.error();
+  RINGLOG_TRY(check_session(group_id, **m, now_ms));
   const member_state& member = **m;
   if (offsets.size() > limits::commit_partitions_max) {
     return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) +

@@ -179,6 +179,22 @@ TEST_CASE("session expiry removes a member and its partitions move") {
   CHECK(c.heartbeat("g", a, t0 + 10'000).error().code == errc::unknown_member_id);
 }
 
+TEST_CASE("a lapsed session is refused at once, before expire() sweeps it; partitions stay put until then") {
+  group_coordinator c(14);
+  c.set_topics({{"t", 2}}, t0);
+  const auto a = join_and_subscribe(c, "g", req("a"), "t", t0);
+  auto hb = c.heartbeat("g", a, t0 + 10'000);
+  REQUIRE(!hb.ok());
+  CHECK(hb.error().code == errc::unknown_member_id);
+  CHECK(hb.error().message.find("session expired") != std::string::npos);
+  auto commit = c.commit_offsets("g", a, std::nullopt, {{tp("t", 0), offset(1), ""}}, t0 + 10'000);
+  REQUIRE(!commit.ok());
+  CHECK(c.committed_offsets("g")->empty());
+  CHECK(owners(c, "g").size() == 2);  // not moved until expire()
+  CHECK(c.expire(t0 + 10'000).removed.size() == 1);
+  CHECK(owners(c, "g").empty());
+}
+
 TEST_CASE("commits are fenced by member, ownership and generation, and all-or-nothing") {
   group_coordinator c(4);
   c.set_topics({{"t", 2}}, t0);

@@ -72,7 +72,15 @@ struct simulation {
 
   void heartbeat() {
     const auto& g = any_group();
-    if (auto m = any_member(g)) keep(coordinator.heartbeat(g, m->member_id, now_ms)->records);
+    auto m = any_member(g);
+    if (!m) return;
+    auto r = coordinator.heartbeat(g, m->member_id, now_ms);
+    if (!r.ok()) {  // only a lapsed session (not yet swept by expire()) may refuse a heartbeat
+      CHECK(r.error().code == errc::unknown_member_id);
+      CHECK(now_ms >= m->last_seen_ms + 6'000);
+      return;
+    }
+    keep(r->records);
   }
 
   void fetch_and_commit() {
@@ -90,6 +98,7 @@ struct simulation {
     const bool owns = m->owned.contains(target);
     const auto before = coordinator.committed_offsets(g);
     auto r = coordinator.commit_processed(g, m->member_id, std::nullopt, {{target, offset(pick(100)), ""}}, now_ms);
+    if (!r.ok() && r.error().code == errc::unknown_member_id) return;  // lapsed session
     CHECK(r.ok() == owns);
     if (r.ok()) {
       ++accepted_commits;
@@ -102,7 +111,7 @@ struct simulation {
     }
     if (pick(2) == 0) {
       auto e = coordinator.commit_returned(g, m->member_id, std::nullopt, now_ms);
-      REQUIRE(e.ok());
+      REQUIRE(e.ok());  // the commit above refreshed the session
       keep(e->records);
     }
   }
@@ -141,7 +150,8 @@ struct simulation {
       for (int round = 0; round < 10; ++round) {
         const auto d = coordinator.describe_group(g);
         if (d.state == group_state::stable || d.state == group_state::empty || d.state == group_state::dead) break;
-        for (const auto& m : d.members) {
+        keep(coordinator.expire(now_ms).records);  // sweep lapsed sessions first
+        for (const auto& m : coordinator.describe_group(g).members) {
           keep(coordinator.heartbeat(g, m.member_id, now_ms)->records);
           require_invariants(coordinator);
         }

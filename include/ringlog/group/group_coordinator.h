@@ -19,6 +19,9 @@
 // B's next call. The group is `stable` when owned == target for every member. The HTTP layer
 // treats every records poll as a heartbeat: heartbeat() then positions_for_fetch().
 //
+// A member whose session is over (now_ms >= last_seen + session_timeout) gets unknown_member_id
+// from its own calls and commits at once, even before expire() removes it and moves its partitions.
+//
 // Offsets: `committed` follows Kafka: the NEXT offset to read. The REST Proxy v2 commit names
 // the LAST PROCESSED offset N and stores N + 1: use commit_processed() for it, commit_returned()
 // for its empty-body commit, and commit_offsets() only for Kafka-semantics callers.
