@@ -1,0 +1,312 @@
+#pragma once
+// The consumer-group coordinator of one shard (design.md section 7, issue 4): membership,
+// server-side cooperative assignment, positions and committed offsets, admin operations.
+//
+// A pure deterministic state machine: no threads, no I/O, no clock. Every call that depends on
+// time takes `now_ms` (ms since the Unix epoch, from the broker's base::clock); member ids come
+// from the seed given at construction. Every change that must survive a restart is returned as
+// records for the compacted internal topic __consumer_offsets (layout: offsets_codec.h); the
+// broker appends them (and only acknowledges the call once they are durable) and feeds them back
+// through replay() after a restart. Which coordinator owns a group is
+// coordinator_partition_for(group_id, partitions of __consumer_offsets).
+//
+// Cooperative protocol (KIP-429 / KIP-848 in spirit; no partition is ever owned by two members):
+// each member has a `target` (what the assignor gives it) and `owned` (what it may fetch and
+// commit). On each call of the member itself (join, subscribe, assign, unsubscribe, heartbeat):
+//   1. owned := owned ∩ target                (it acknowledges its revocations), then
+//   2. each partition of target \ owned that no other member owns is added to owned.
+// So a partition moving from A to B is first dropped by A's next call and only then picked up by
+// B's next call. The group is `stable` when owned == target for every member. The HTTP layer
+// treats every records poll as a heartbeat: heartbeat() then positions_for_fetch().
+//
+// A member whose session is over (now_ms >= last_seen + session_timeout) gets unknown_member_id
+// from its own calls and commits at once, even before expire() removes it and moves its partitions.
+//
+// Offsets: `committed` follows Kafka: the NEXT offset to read. The REST Proxy v2 commit names
+// the LAST PROCESSED offset N and stores N + 1: use commit_processed() for it, commit_returned()
+// for its empty-body commit, and commit_offsets() only for Kafka-semantics callers.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringlog/group/errc.h"
+#include "ringlog/group/offsets_codec.h"
+#include "ringlog/group/types.h"
+
+namespace ringlog::group {
+
+struct join_request {
+  /// REST v2 instance `name` / Kafka client.id; prefix of the generated member id.
+  std::string client_name = "consumer";
+  /// group.instance.id (KIP-345 static membership); nullopt = dynamic member.
+  std::optional<std::string> group_instance_id;
+  /// [limits::session_timeout_ms_min, limits::session_timeout_ms_max]
+  int64_t session_timeout_ms = 45'000;
+  /// Time a member has to give up revoked partitions, same bounds (Kafka max.poll.interval.ms).
+  int64_t rebalance_timeout_ms = 300'000;
+  offset_reset auto_offset_reset = offset_reset::latest;
+  /// nullopt: the group's assignor, or cooperative_sticky for a group without members.
+  std::optional<assignor_kind> assignor;
+};
+
+/// A member's view after one of its own calls.
+struct member_assignment {
+  std::string member_id;
+  generation_id generation{0};        // the group generation this member now acknowledges
+  partition_set owned;                // may fetch and commit these
+  partition_set target;               // what the assignor gives it
+  partition_set pending_revocation;   // owned \ target after this call (always empty: acknowledged)
+  partition_set pending_assignment;   // target \ owned: another member still owns them
+  partition_set revoked;              // dropped from owned by this call
+  partition_set assigned;             // added to owned by this call
+};
+
+struct join_result {
+  std::string member_id;
+  bool static_rejoin = false;  // took over a live member with the same group.instance.id
+  member_assignment assignment;
+  record_list records;
+};
+
+struct member_result {
+  member_assignment assignment;
+  record_list records;
+};
+
+/// Where a member should fetch an owned partition from.
+enum class fetch_source : uint8_t {
+  position,         // its own position (records already fetched or a seek)
+  committed,        // the group's committed offset
+  reset_earliest,   // neither: auto.offset.reset=earliest -> caller uses log_start_offset, then seek()
+  reset_latest,     // neither: auto.offset.reset=latest   -> caller uses high_watermark, then seek()
+  no_offset,        // neither and auto.offset.reset=none  -> caller reports no_offset_for_partition
+};
+struct fetch_position {
+  topic_partition partition;
+  fetch_source source = fetch_source::position;
+  std::optional<offset> fetch_offset;  // set for position and committed
+};
+
+/// Kafka semantics: `next_offset` is the next record to read.
+struct offset_commit {
+  topic_partition partition;
+  offset next_offset{0};
+  std::string metadata;
+};
+/// REST Proxy v2 semantics: `last_processed` is the last record processed; N is stored as N + 1.
+struct processed_offset {
+  topic_partition partition;
+  offset last_processed{0};
+  std::string metadata;
+};
+struct commit_result {
+  partition_map<committed_offset> committed;  // what was stored (next offset to read)
+  record_list records;
+};
+
+struct expired_member {
+  std::string group_id;
+  std::string member_id;
+  std::string reason;  // "session timeout" or "rebalance timeout"
+};
+struct expire_result {
+  std::vector<expired_member> removed;
+  record_list records;
+};
+
+struct group_listing {
+  std::string group_id;
+  group_state state = group_state::dead;
+  size_t member_count = 0;
+};
+struct member_description {
+  std::string member_id;
+  std::string client_name;
+  std::optional<std::string> group_instance_id;
+  generation_id generation{0};
+  subscription sub;
+  partition_set owned;
+  partition_set target;
+  partition_set pending_revocation;
+  int64_t last_seen_ms = 0;
+};
+struct group_description {
+  std::string group_id;
+  group_state state = group_state::dead;  // dead = no such group
+  generation_id generation{0};
+  assignor_kind assignor = assignor_kind::cooperative_sticky;
+  std::vector<member_description> members;  // by member id
+};
+
+/// What the caller knows of a partition's log (the coordinator cannot read logs).
+struct partition_offsets {
+  offset log_start_offset{0};
+  offset high_watermark{0};
+  /// First offset with timestamp >= the reset timestamp (to_timestamp only); nullopt = none,
+  /// which resets to the high watermark (Kafka's reset-offsets --to-datetime).
+  std::optional<offset> offset_for_timestamp;
+};
+/// Kafka's kafka-consumer-groups --reset-offsets scenarios. to_offset and shift_by are clamped
+/// to [log_start_offset, high_watermark], as Kafka does; shift_by starts from the committed
+/// offset, or log_start_offset when nothing is committed.
+enum class reset_kind : uint8_t { to_earliest, to_latest, to_timestamp, to_offset, shift_by };
+struct reset_spec {
+  reset_kind kind = reset_kind::to_earliest;
+  int64_t value = 0;  // to_offset: the offset; shift_by: signed delta; otherwise unused
+};
+enum class dry_run : bool { no = false, yes = true };
+struct reset_result {
+  partition_map<offset> offsets;  // the new committed offsets (next offset to read)
+  record_list records;            // empty on dry_run::yes
+};
+
+struct partition_lag {
+  topic_partition partition;
+  std::optional<offset> committed;
+  offset high_watermark{0};
+  std::optional<int64_t> lag;  // high_watermark - committed, clamped at 0; nullopt if nothing committed
+};
+
+class group_coordinator {
+ public:
+  /// member_id_seed: ids are "<client_name>-<uuid-like>" from splitmix64(seed, counter); give
+  /// each coordinator incarnation its own seed (e.g. broker start time ^ shard) in production.
+  explicit group_coordinator(uint64_t member_id_seed);
+
+  // ---- metadata ----
+  /// The caller's current topics (name -> partition count). Re-resolves patterns and rebalances
+  /// every group whose assignment changes. Topics starting with "__" never match a pattern.
+  record_list set_topics(topic_map topics, int64_t now_ms);
+
+  // ---- membership (each call is a heartbeat of that member) ----
+  /// Creates the group if needed. With a group_instance_id held by a live member: static
+  /// rejoin, same member id, same partitions, no generation bump. Errors: invalid_group_id,
+  /// invalid_session_timeout, inconsistent_group_protocol, group_max_size_reached, too_many_groups.
+  result<join_result> join(std::string_view group_id, const join_request& request, int64_t now_ms);
+  /// kind topics or pattern. Errors: unknown_member_id, inconsistent_subscription (member has a
+  /// manual assignment, or kind is manual/none), invalid_regular_expression, too_many_partitions.
+  result<member_result> subscribe(std::string_view group_id, std::string_view member_id, subscription sub,
+                                  int64_t now_ms);
+  /// Manual assignment (Kafka's assign()). Errors: unknown_member_id, inconsistent_subscription
+  /// (member subscribed to topics/pattern), unknown_topic_or_partition, partition_assigned_elsewhere.
+  result<member_result> assign(std::string_view group_id, std::string_view member_id, partition_set partitions,
+                               int64_t now_ms);
+  /// Drops subscription and manual assignment (owned partitions are released at once).
+  result<member_result> unsubscribe(std::string_view group_id, std::string_view member_id, int64_t now_ms);
+  result<member_result> heartbeat(std::string_view group_id, std::string_view member_id, int64_t now_ms);
+  /// Removes the member (REST v2 delete instance), static or not; its partitions move.
+  result<record_list> leave(std::string_view group_id, std::string_view member_id, int64_t now_ms);
+  /// Removes members with now_ms >= last_seen + session_timeout, and members that still own a
+  /// revoked partition at now_ms >= revocation start + rebalance_timeout.
+  expire_result expire(int64_t now_ms);
+
+  // ---- positions ----
+  /// Owned partitions and where to fetch each (see fetch_source). Errors: group_id_not_found,
+  /// unknown_member_id.
+  result<std::vector<fetch_position>> positions_for_fetch(std::string_view group_id,
+                                                          std::string_view member_id) const;
+  /// Records below next_offset were handed to the client: position := last_returned := next_offset.
+  /// Errors: unknown_member_id, partition_not_owned, invalid_offset.
+  result<void> record_fetched(std::string_view group_id, std::string_view member_id, const topic_partition& tp,
+                              offset next_offset);
+  /// position := last_returned := next_offset (Kafka's seek: an empty commit afterwards commits it).
+  result<void> seek(std::string_view group_id, std::string_view member_id, const topic_partition& tp,
+                    offset next_offset);
+
+  // ---- commits (all-or-nothing; fenced by member, ownership and generation) ----
+  // A commit is refused, and nothing of it applied, when the member is unknown (expired, left:
+  // unknown_member_id), `generation` is given and differs from the member's current one
+  // (illegal_generation), or any partition is not owned by the member right now
+  // (partition_not_owned: revoked, or never assigned). Messages name member, partition, generation.
+  // Other errors: invalid_offset (negative), offset_metadata_too_large, too_many_partitions.
+  /// Kafka semantics: stores next_offset as given.
+  result<commit_result> commit_offsets(std::string_view group_id, std::string_view member_id,
+                                       std::optional<generation_id> generation,
+                                       const std::vector<offset_commit>& offsets, int64_t now_ms);
+  /// REST Proxy v2 `POST .../offsets` with a body: offset N (last processed) is stored as N + 1.
+  result<commit_result> commit_processed(std::string_view group_id, std::string_view member_id,
+                                         std::optional<generation_id> generation,
+                                         const std::vector<processed_offset>& offsets, int64_t now_ms);
+  /// REST Proxy v2 `POST .../offsets` with an empty body: every owned partition with records
+  /// handed out commits its last_returned (already "the offset after the last record returned").
+  result<commit_result> commit_returned(std::string_view group_id, std::string_view member_id,
+                                        std::optional<generation_id> generation, int64_t now_ms);
+  /// The group's committed offsets. Errors: group_id_not_found.
+  result<partition_map<committed_offset>> committed_offsets(std::string_view group_id) const;
+  /// Topic deletion: forgets every group's committed offsets and positions of `topic` and returns
+  /// their tombstones (a new topic of the same name starts clean).
+  record_list delete_topic_offsets(std::string_view topic);
+
+  // ---- persistence ----
+  /// Applies one __consumer_offsets record (in log order) after a restart. Committed offsets and
+  /// group metadata come back; static members come back with their partitions and last_seen =
+  /// now_ms (a full session to rejoin); dynamic members are dropped and the next call on the
+  /// group rebalances. Errors: corrupt_message, unsupported_version, too_many_groups.
+  result<void> replay(const offsets_topic_record& record, int64_t now_ms);
+
+  // ---- admin ----
+  std::vector<group_listing> list_groups() const;  // by group id
+  group_description describe_group(std::string_view group_id) const;
+  /// Only groups without members (else group_not_empty); tombstones for its offsets and metadata.
+  result<record_list> delete_group(std::string_view group_id);
+  /// Resets the committed offsets of the partitions in `partitions` (Kafka's reset-offsets).
+  /// Only for a group without members (group_not_empty); creates the group if unknown.
+  /// Errors: invalid_group_id, group_not_empty, invalid_offset (log_start > high_watermark),
+  /// too_many_partitions, too_many_groups.
+  result<reset_result> reset_offsets(std::string_view group_id, reset_spec spec,
+                                     const partition_map<partition_offsets>& partitions, dry_run mode,
+                                     int64_t now_ms);
+  /// Lag per partition of `high_watermarks`. Errors: group_id_not_found.
+  result<std::vector<partition_lag>> lag(std::string_view group_id,
+                                         const partition_map<offset>& high_watermarks) const;
+
+  /// Checks the invariants (one owner per partition, disjoint targets, positions only for owned
+  /// partitions, bounds); returns a description of the first violation. For tests and the simulator.
+  std::optional<std::string> check_invariants() const;
+
+ private:
+  struct member_state {
+    member_metadata meta;
+    int64_t last_seen_ms = 0;
+    int64_t revocation_deadline_ms = -1;  // -1: nothing to revoke
+    std::optional<std::regex> pattern;    // compiled meta.sub.pattern
+    partition_map<offset> position;       // next offset to fetch, owned partitions only
+    partition_map<offset> last_returned;  // offset after the last record handed out
+  };
+  struct group_state_data {
+    std::string group_id;
+    assignor_kind assignor = assignor_kind::cooperative_sticky;
+    generation_id generation{0};
+    std::map<std::string, member_state, std::less<>> members;
+    partition_map<committed_offset> committed;
+    std::optional<model::bytes> last_persisted;  // last group metadata value returned/replayed
+    bool assignment_stale = false;                // replay dropped members: rebalance on next call
+  };
+  using groups_map = std::map<std::string, group_state_data, std::less<>>;
+
+  result<group_state_data*> find_group(std::string_view group_id);
+  result<member_state*> find_member(group_state_data& g, std::string_view member_id);
+  result<const member_state*> find_member_const(std::string_view group_id, std::string_view member_id) const;
+  std::string next_member_id(const group_state_data& g, std::string_view client_name);
+  std::set<std::string> resolve_topics(const member_state& m) const;
+  void rebalance(group_state_data& g, int64_t now_ms, bool membership_changed);
+  void refresh_if_stale(group_state_data& g, int64_t now_ms);
+  member_assignment progress(group_state_data& g, member_state& m);
+  void persist(group_state_data& g, record_list& out) const;
+  result<commit_result> apply_commit(std::string_view group_id, std::string_view member_id,
+                                     std::optional<generation_id> generation, const std::vector<offset_commit>& offsets,
+                                     int64_t now_ms);
+  static group_state state_of(const group_state_data& g);
+
+  uint64_t member_id_seed_;
+  uint64_t member_id_counter_ = 0;
+  topic_map topics_;
+  groups_map groups_;
+};
+
+}  // namespace ringlog::group

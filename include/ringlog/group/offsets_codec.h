@@ -1,0 +1,109 @@
+#pragma once
+// Records of the internal compacted topic __consumer_offsets: committed offsets and group
+// metadata. The broker appends what the coordinator returns and feeds them back through
+// group_coordinator::replay() after a restart. The key decides compaction: the latest value per
+// key wins, a null value (tombstone) deletes.
+//
+// All integers are big-endian two's complement. `string` = int16 length N (0..32767) then N
+// bytes of UTF-8; `nullable string` = the same with length -1 meaning null (Kafka's encoding).
+//
+// Offset commit key (Kafka's OffsetCommitKey, version 1; versions 0 and 1 share this layout and
+// both are read):
+//   int16  version            = 1  (0 accepted on read)
+//   string group_id
+//   string topic
+//   int32  partition
+// Offset commit value (Kafka's OffsetCommitValue, version 3):
+//   int16  version            = 3
+//   int64  offset             the NEXT offset to read (Kafka semantics; REST v2's "N" is stored as N+1)
+//   int32  leader_epoch       = -1 (ringlog does not track it yet)
+//   string metadata           (0..limits::offset_metadata_bytes_max bytes)
+//   int64  commit_timestamp   ms since the Unix epoch
+//
+// Group metadata key (Kafka's GroupMetadataKey, version 2):
+//   int16  version            = 2
+//   string group_id
+// Group metadata value (ringlog's own layout: server-side assignment has no counterpart in
+// Kafka's GroupMetadataValue v0-v4, so it uses version 100 to never be mistaken for one):
+//   int16  version            = 100
+//   int8   assignor           0 range, 1 round_robin, 2 cooperative_sticky
+//   int32  generation
+//   int32  member_count       0..limits::group_members_max, then per member:
+//     string          member_id
+//     nullable string group_instance_id
+//     string          client_name
+//     int32           session_timeout_ms
+//     int32           rebalance_timeout_ms
+//     int8            auto_offset_reset     0 earliest, 1 latest, 2 none
+//     int32           member_generation     generation the member last acknowledged
+//     int8            subscription_kind     0 none, 1 topics, 2 pattern, 3 manual
+//     int32 n + n x string                   subscribed topics (empty unless kind 1)
+//     string                                 pattern (empty unless kind 2)
+//     partitions                             manual assignment (empty unless kind 3)
+//     partitions                             target
+//     partitions                             owned
+//   where `partitions` = int32 count (0..limits::commit_partitions_max) then per entry
+//   string topic, int32 partition.
+// Trailing bytes after a value or key are refused as corrupt (no silent partial reads).
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ringlog/group/errc.h"
+#include "ringlog/group/types.h"
+
+namespace ringlog::group {
+
+inline constexpr int16_t offset_key_version = 1;
+inline constexpr int16_t offset_value_version = 3;
+inline constexpr int16_t group_key_version = 2;
+inline constexpr int16_t group_value_version = 100;
+
+/// One member as persisted in the group metadata value.
+struct member_metadata {
+  std::string member_id;
+  std::optional<std::string> group_instance_id;
+  std::string client_name;
+  int32_t session_timeout_ms = 0;
+  int32_t rebalance_timeout_ms = 0;
+  offset_reset auto_offset_reset = offset_reset::latest;
+  generation_id generation{0};
+  subscription sub;
+  partition_set target;
+  partition_set owned;
+  bool operator==(const member_metadata&) const = default;
+};
+
+struct group_metadata {
+  assignor_kind assignor = assignor_kind::cooperative_sticky;
+  generation_id generation{0};
+  std::vector<member_metadata> members;
+  bool operator==(const group_metadata&) const = default;
+};
+
+struct offset_commit_key {
+  std::string group_id;
+  topic_partition partition;
+  bool operator==(const offset_commit_key&) const = default;
+};
+struct group_metadata_key {
+  std::string group_id;
+  bool operator==(const group_metadata_key&) const = default;
+};
+using offsets_topic_key = std::variant<offset_commit_key, group_metadata_key>;
+
+model::bytes encode_offset_commit_key(std::string_view group_id, const topic_partition& tp);
+model::bytes encode_offset_commit_value(const committed_offset& value);
+model::bytes encode_group_metadata_key(std::string_view group_id);
+model::bytes encode_group_metadata_value(const group_metadata& value);
+
+/// Errors: corrupt_message (short, negative length, trailing bytes; message says which field),
+/// unsupported_version (a version this code does not read).
+result<offsets_topic_key> decode_offsets_topic_key(std::span<const std::byte> key);
+result<committed_offset> decode_offset_commit_value(std::span<const std::byte> value);
+result<group_metadata> decode_group_metadata_value(std::span<const std::byte> value);
+
+}  // namespace ringlog::group

@@ -1,0 +1,279 @@
+#include "ringlog/group/offsets_codec.h"
+
+#include <string>
+
+#include "ringlog/base/assert.h"
+#include "ringlog/group/limits.h"
+
+namespace ringlog::group {
+namespace {
+
+class writer {
+ public:
+  void i8(int8_t v) { out_.push_back(static_cast<std::byte>(v)); }
+  void i16(int16_t v) { be(static_cast<uint64_t>(static_cast<uint16_t>(v)), 2); }
+  void i32(int32_t v) { be(static_cast<uint64_t>(static_cast<uint32_t>(v)), 4); }
+  void i64(int64_t v) { be(static_cast<uint64_t>(v), 8); }
+  void str(std::string_view s) {
+    RINGLOG_ASSERT_OP(s.size(), <=, size_t{32767});
+    i16(static_cast<int16_t>(s.size()));
+    for (char c : s) out_.push_back(static_cast<std::byte>(c));
+  }
+  void nullable_str(const std::optional<std::string>& s) {
+    if (!s) {
+      i16(-1);
+      return;
+    }
+    str(*s);
+  }
+  void partitions(const partition_set& ps) {
+    i32(static_cast<int32_t>(ps.size()));
+    for (const auto& tp : ps) {
+      str(tp.topic);
+      i32(tp.partition.value());
+    }
+  }
+  model::bytes take() { return std::move(out_); }
+
+ private:
+  void be(uint64_t v, int n) {
+    for (int k = n - 1; k >= 0; --k) out_.push_back(static_cast<std::byte>((v >> (8 * k)) & 0xFF));
+  }
+  model::bytes out_;
+};
+
+class reader {
+ public:
+  explicit reader(std::span<const std::byte> in) : in_(in) {}
+  // Each getter returns false (and records the field) when the input is too short.
+  bool i8(int8_t& v, const char* field) {
+    uint64_t u = 0;
+    if (!be(u, 1, field)) return false;
+    v = static_cast<int8_t>(static_cast<uint8_t>(u));
+    return true;
+  }
+  bool i16(int16_t& v, const char* field) {
+    uint64_t u = 0;
+    if (!be(u, 2, field)) return false;
+    v = static_cast<int16_t>(static_cast<uint16_t>(u));
+    return true;
+  }
+  bool i32(int32_t& v, const char* field) {
+    uint64_t u = 0;
+    if (!be(u, 4, field)) return false;
+    v = static_cast<int32_t>(static_cast<uint32_t>(u));
+    return true;
+  }
+  bool i64(int64_t& v, const char* field) {
+    uint64_t u = 0;
+    if (!be(u, 8, field)) return false;
+    v = static_cast<int64_t>(u);
+    return true;
+  }
+  bool nullable_str(std::optional<std::string>& s, const char* field) {
+    int16_t len = 0;
+    if (!i16(len, field)) return false;
+    if (len == -1) {
+      s.reset();
+      return true;
+    }
+    if (len < 0) return fail(field, "negative length");
+    if (static_cast<size_t>(len) > in_.size() - pos_) return fail(field, "truncated");
+    s.emplace(reinterpret_cast<const char*>(in_.data() + pos_), static_cast<size_t>(len));
+    pos_ += static_cast<size_t>(len);
+    return true;
+  }
+  bool str(std::string& s, const char* field) {
+    std::optional<std::string> o;
+    if (!nullable_str(o, field)) return false;
+    if (!o) return fail(field, "null where a string is required");
+    s = std::move(*o);
+    return true;
+  }
+  bool count(int32_t& n, size_t max, const char* field) {
+    if (!i32(n, field)) return false;
+    if (n < 0 || static_cast<size_t>(n) > max) return fail(field, "count out of range");
+    return true;
+  }
+  bool partitions(partition_set& ps, const char* field) {
+    int32_t n = 0;
+    if (!count(n, limits::commit_partitions_max, field)) return false;
+    for (int32_t k = 0; k < n; ++k) {
+      topic_partition tp;
+      int32_t p = 0;
+      if (!str(tp.topic, field) || !i32(p, field)) return false;
+      tp.partition = partition_id(p);
+      ps.insert(std::move(tp));
+    }
+    return true;
+  }
+  bool at_end() {
+    if (pos_ != in_.size()) return fail("end", "trailing bytes");
+    return true;
+  }
+  bool fail(const char* field, const char* why) {
+    if (error_.empty()) error_ = std::string(field) + ": " + why + " at byte " + std::to_string(pos_);
+    return false;
+  }
+  [[nodiscard]] error corrupt(const char* what) const {
+    return error{errc::corrupt_message, std::string(what) + ": " + error_};
+  }
+
+ private:
+  bool be(uint64_t& v, size_t n, const char* field) {
+    if (in_.size() - pos_ < n) return fail(field, "truncated");
+    v = 0;
+    for (size_t k = 0; k < n; ++k) v = (v << 8) | static_cast<uint8_t>(in_[pos_ + k]);
+    pos_ += n;
+    return true;
+  }
+  std::span<const std::byte> in_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+error unsupported(const char* what, int16_t version) {
+  return error{errc::unsupported_version,
+               std::string(what) + ": version " + std::to_string(version) + " is not supported"};
+}
+
+}  // namespace
+
+model::bytes encode_offset_commit_key(std::string_view group_id, const topic_partition& tp) {
+  writer w;
+  w.i16(offset_key_version);
+  w.str(group_id);
+  w.str(tp.topic);
+  w.i32(tp.partition.value());
+  return w.take();
+}
+
+model::bytes encode_offset_commit_value(const committed_offset& value) {
+  writer w;
+  w.i16(offset_value_version);
+  w.i64(value.committed.value());
+  w.i32(-1);  // leader_epoch
+  w.str(value.metadata);
+  w.i64(value.commit_timestamp_ms);
+  return w.take();
+}
+
+model::bytes encode_group_metadata_key(std::string_view group_id) {
+  writer w;
+  w.i16(group_key_version);
+  w.str(group_id);
+  return w.take();
+}
+
+model::bytes encode_group_metadata_value(const group_metadata& value) {
+  writer w;
+  w.i16(group_value_version);
+  w.i8(static_cast<int8_t>(value.assignor));
+  w.i32(value.generation.value());
+  w.i32(static_cast<int32_t>(value.members.size()));
+  for (const auto& m : value.members) {
+    w.str(m.member_id);
+    w.nullable_str(m.group_instance_id);
+    w.str(m.client_name);
+    w.i32(m.session_timeout_ms);
+    w.i32(m.rebalance_timeout_ms);
+    w.i8(static_cast<int8_t>(m.auto_offset_reset));
+    w.i32(m.generation.value());
+    w.i8(static_cast<int8_t>(m.sub.kind));
+    w.i32(static_cast<int32_t>(m.sub.topics.size()));
+    for (const auto& t : m.sub.topics) w.str(t);
+    w.str(m.sub.pattern);
+    w.partitions(m.sub.partitions);
+    w.partitions(m.target);
+    w.partitions(m.owned);
+  }
+  return w.take();
+}
+
+result<offsets_topic_key> decode_offsets_topic_key(std::span<const std::byte> key) {
+  reader r(key);
+  int16_t version = 0;
+  if (!r.i16(version, "version")) return r.corrupt("__consumer_offsets key");
+  if (version == 0 || version == 1) {
+    offset_commit_key k;
+    int32_t p = 0;
+    if (!r.str(k.group_id, "group_id") || !r.str(k.partition.topic, "topic") || !r.i32(p, "partition") ||
+        !r.at_end()) {
+      return r.corrupt("offset commit key");
+    }
+    k.partition.partition = partition_id(p);
+    return offsets_topic_key{std::move(k)};
+  }
+  if (version == group_key_version) {
+    group_metadata_key k;
+    if (!r.str(k.group_id, "group_id") || !r.at_end()) return r.corrupt("group metadata key");
+    return offsets_topic_key{std::move(k)};
+  }
+  return unsupported("__consumer_offsets key", version);
+}
+
+result<committed_offset> decode_offset_commit_value(std::span<const std::byte> value) {
+  reader r(value);
+  int16_t version = 0;
+  if (!r.i16(version, "version")) return r.corrupt("offset commit value");
+  if (version != offset_value_version) return unsupported("offset commit value", version);
+  committed_offset v;
+  int64_t off = 0;
+  int32_t leader_epoch = 0;
+  if (!r.i64(off, "offset") || !r.i32(leader_epoch, "leader_epoch") || !r.str(v.metadata, "metadata") ||
+      !r.i64(v.commit_timestamp_ms, "commit_timestamp") || !r.at_end()) {
+    return r.corrupt("offset commit value");
+  }
+  if (off < 0) return error{errc::corrupt_message, "offset commit value: negative offset"};
+  v.committed = offset(off);
+  return v;
+}
+
+result<group_metadata> decode_group_metadata_value(std::span<const std::byte> value) {
+  reader r(value);
+  int16_t version = 0;
+  if (!r.i16(version, "version")) return r.corrupt("group metadata value");
+  if (version != group_value_version) return unsupported("group metadata value", version);
+  group_metadata g;
+  int8_t assignor = 0;
+  int32_t generation = 0;
+  int32_t n = 0;
+  if (!r.i8(assignor, "assignor") || !r.i32(generation, "generation") ||
+      !r.count(n, limits::group_members_max, "member_count")) {
+    return r.corrupt("group metadata value");
+  }
+  if (assignor < 0 || assignor > 2) return error{errc::corrupt_message, "group metadata value: assignor out of range"};
+  g.assignor = static_cast<assignor_kind>(assignor);
+  g.generation = generation_id(generation);
+  for (int32_t k = 0; k < n; ++k) {
+    member_metadata m;
+    int8_t reset = 0;
+    int8_t kind = 0;
+    int32_t member_generation = 0;
+    int32_t topics = 0;
+    bool ok = r.str(m.member_id, "member_id") && r.nullable_str(m.group_instance_id, "group_instance_id") &&
+              r.str(m.client_name, "client_name") && r.i32(m.session_timeout_ms, "session_timeout_ms") &&
+              r.i32(m.rebalance_timeout_ms, "rebalance_timeout_ms") && r.i8(reset, "auto_offset_reset") &&
+              r.i32(member_generation, "member_generation") && r.i8(kind, "subscription_kind") &&
+              r.count(topics, limits::subscription_topics_max, "topics");
+    for (int32_t t = 0; ok && t < topics; ++t) {
+      std::string topic;
+      ok = r.str(topic, "topic");
+      m.sub.topics.push_back(std::move(topic));
+    }
+    ok = ok && r.str(m.sub.pattern, "pattern") && r.partitions(m.sub.partitions, "manual_partitions") &&
+         r.partitions(m.target, "target") && r.partitions(m.owned, "owned");
+    if (!ok) return r.corrupt("group metadata value");
+    if (reset < 0 || reset > 2 || kind < 0 || kind > 3) {
+      return error{errc::corrupt_message, "group metadata value: auto_offset_reset or subscription_kind out of range"};
+    }
+    m.auto_offset_reset = static_cast<offset_reset>(reset);
+    m.sub.kind = static_cast<subscription_kind>(kind);
+    m.generation = generation_id(member_generation);
+    g.members.push_back(std::move(m));
+  }
+  if (!r.at_end()) return r.corrupt("group metadata value");
+  return g;
+}
+
+}  // namespace ringlog::group
