@@ -674,11 +674,15 @@ void bench_consume(const bench_settings& s, int64_t index, bench_clock::time_poi
     next[p] = json::parse(r->body)["end_offset"].get<int64_t>();
   }
   auto idle_since = bench_clock::now();
+  // Read each partition without waiting while data flows; long-poll (briefly) only after a
+  // whole round found nothing, so one quiet partition never delays the others.
+  bool last_round_empty = false;
   while (true) {
     bool got_any = false;
+    const char* wait = last_round_empty ? "&timeout=50" : "&timeout=0";
     for (auto& [p, offset] : next) {
       auto r = (*client)->get("/topics/" + path_escape(s.topic) + "/partitions/" + std::to_string(p) +
-                                  "/records?offset=" + std::to_string(offset) + "&timeout=200&max_bytes=4194304",
+                                  "/records?offset=" + std::to_string(offset) + wait + "&max_bytes=4194304",
                               "application/vnd.kafka.binary.v2+json");
       const auto now = bench_clock::now();
       if (!ok_status(r)) {
@@ -701,6 +705,7 @@ void bench_consume(const bench_settings& s, int64_t index, bench_clock::time_poi
         got_any = true;
       }
     }
+    last_round_empty = !got_any;
     if (got_any) {
       idle_since = bench_clock::now();
     } else if (producers_done && bench_clock::now() - idle_since > std::chrono::seconds(2)) {
