@@ -52,22 +52,32 @@ std::optional<model::bytes> base64_decode(std::string_view text) {
   }
   if (text.size() % 4 == 1) return std::nullopt;                 // no whole byte in 6 bits
   if (padding > 0 && (text.size() + padding) % 4 != 0) return std::nullopt;
-  model::bytes out;
-  out.reserve(text.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    int8_t v = reverse[static_cast<unsigned char>(c)];
-    if (v < 0) return std::nullopt;  // includes '=' in the middle
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<std::byte>((acc >> bits) & 0xff));
-    }
+  const size_t whole = text.size() / 4;
+  const size_t rest = text.size() % 4;  // 0, 2 or 3 characters: 0, 1 or 2 more bytes
+  model::bytes out(whole * 3 + (rest == 0 ? 0 : rest - 1));
+  const auto* in = reinterpret_cast<const unsigned char*>(text.data());
+  std::byte* o = out.data();
+  // Four characters -> three bytes per step; any invalid character (including '=' in the
+  // middle) sets the sign bit of one table entry, checked once per group.
+  for (size_t g = 0; g < whole; ++g, in += 4, o += 3) {
+    const int32_t a = reverse[in[0]], b = reverse[in[1]], c = reverse[in[2]], d = reverse[in[3]];
+    if ((a | b | c | d) < 0) return std::nullopt;
+    const uint32_t v = (static_cast<uint32_t>(a) << 18) | (static_cast<uint32_t>(b) << 12) |
+                       (static_cast<uint32_t>(c) << 6) | static_cast<uint32_t>(d);
+    o[0] = static_cast<std::byte>(v >> 16);
+    o[1] = static_cast<std::byte>(v >> 8);
+    o[2] = static_cast<std::byte>(v);
   }
-  // Leftover bits must be zero (canonical encoding), as strict decoders require.
-  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
+  if (rest >= 2) {
+    const int32_t a = reverse[in[0]], b = reverse[in[1]], c = rest == 3 ? reverse[in[2]] : 0;
+    if ((a | b | c) < 0) return std::nullopt;
+    const uint32_t v = (static_cast<uint32_t>(a) << 18) | (static_cast<uint32_t>(b) << 12) | (static_cast<uint32_t>(c) << 6);
+    o[0] = static_cast<std::byte>(v >> 16);
+    if (rest == 3) o[1] = static_cast<std::byte>(v >> 8);
+    // Leftover bits must be zero (canonical encoding), as strict decoders require.
+    const uint32_t leftover = rest == 2 ? (v >> 12) & 0xf : (v >> 6) & 0x3;
+    if (leftover != 0) return std::nullopt;
+  }
   return out;
 }
 
