@@ -67,11 +67,11 @@ print("tag=%s bytes=%d seconds=%.3f mib_per_s=%.1f" % (sys.argv[1], w["io_bytes"
       w["bw_bytes"] / 1048576.0))' "$tag" | tee -a "$RAW" >&2
 }
 
-storage_append() {  # storage_append TAG batch_bytes flush_bytes
+storage_append() {  # storage_append TAG batch_bytes flush_bytes [--direct]
   local tag=$1 dir=$BENCH_DIR/append-0
   rm -rf "$dir"
   echo "tag=$tag $("$STORAGE_BENCH" append "$dir" --batch-bytes "$2" --flush-bytes "$3" \
-      --total-bytes "$APPEND_BYTES" --seconds "$RUN_SECONDS")" | tee -a "$RAW" >&2
+      --total-bytes "$APPEND_BYTES" --seconds "$RUN_SECONDS" ${4:-})" | tee -a "$RAW" >&2
   rm -rf "$dir"
 }
 
@@ -88,8 +88,10 @@ log "(a)+(b) appends vs fio, ${REPEATS}x, interleaved"
 for ((r = 1; r <= REPEATS; r++)); do
   for bs in "${SIZES[@]}"; do
     storage_append "storage-flush-each bs=$bs" "$bs" "$bs"
+    storage_append "storage-direct-flush-each bs=$bs" "$bs" "$bs" --direct
     fio_run "fio-fdatasync-each bs=$bs" --bs="$bs" --fdatasync=1
     storage_append "storage-flush-1mib bs=$bs" "$bs" "$MIB"
+    storage_append "storage-direct-flush-1mib bs=$bs" "$bs" "$MIB" --direct
     fio_run "fio-fdatasync-1mib bs=$bs" --bs="$bs" --fdatasync=$((MIB / bs))
     storage_append "storage-no-flush bs=$bs" "$bs" 0
     fio_run "fio-no-fdatasync bs=$bs" --bs="$bs" --end_fsync=1

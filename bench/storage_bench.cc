@@ -2,7 +2,7 @@
 // bench/run-storage-bench.sh, which runs fio on the same disk in the same run for comparison.
 // Each subcommand prints one line of `key=value` pairs (the script turns them into tables):
 //
-//   storage_bench append DIR --batch-bytes N [--flush-bytes F] [--total-bytes T] [--seconds S]
+//   storage_bench append DIR --batch-bytes N [--flush-bytes F] [--total-bytes T] [--seconds S] [--direct]
 //       Appends batches of 1 KiB records (about N bytes per batch) to a new partition_log in DIR.
 //       F > 0: flush() (fdatasync) whenever F bytes were appended since the last flush; F = 0:
 //       never flush while appending, one flush at the end (reported separately). Stops after T
@@ -74,6 +74,7 @@ struct arguments {
   bool unclean = false;
   bool drop_recovery_checkpoint = false;
   bool close_after = false;
+  bool direct = false;  // log_config::direct_io: the O_DIRECT append path
 };
 
 int64_t parse_int(const char* text, const char* name) {
@@ -106,6 +107,8 @@ arguments parse(int argc, char** argv) {
       a.drop_recovery_checkpoint = true;
     } else if (arg == "--close") {
       a.close_after = true;
+    } else if (arg == "--direct") {
+      a.direct = true;
     } else {
       fail("unknown argument " + std::string(arg));
     }
@@ -118,6 +121,7 @@ storage::log_config bench_config(const arguments& a) {
   config.segment_bytes = a.segment_bytes;
   config.max_message_bytes = bench_max_message_bytes;
   config.retention_ms = -1;
+  config.direct_io = a.direct;
   return config;
 }
 

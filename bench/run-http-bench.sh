@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# HTTP benchmark of ringlog beside its peers, on this machine in one run (issue 3):
+#   (1) ringlog bench: 1 KiB records, batches of 100, acks=all, default flush policy (fsync
+#       before ack): the highest throughput, then p99 produce-to-consume at half that rate;
+#   (2) wrk against nginx serving a 1 KiB file (the HTTP ceiling of this machine);
+#   (3) redis-benchmark XADD of 1 KiB values into Redis 7 with appendfsync always (the peer).
+# The load generators run on the same 2 cores as the servers. Prints a markdown report.
+# Usage: bench/run-http-bench.sh [BUILD_DIR]   (env: SECONDS_PER_RUN=15, PRODUCERS=16)
+set -euo pipefail
+BUILD_DIR=${1:-build}
+RINGLOG=$BUILD_DIR/src/app/ringlog
+RUN_SECONDS=${SECONDS_PER_RUN:-15}
+PRODUCERS=${PRODUCERS:-16}
+WORK=$(realpath "$BUILD_DIR")/http-bench
+[[ -x $RINGLOG ]] || { echo "build ringlog first ($RINGLOG missing)" >&2; exit 1; }
+for tool in nginx wrk redis-server redis-benchmark; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: RINGLOG_BENCH_DEPS=1 scripts/install-deps.sh" >&2; exit 1; }
+done
+rm -rf "$WORK" && mkdir -p "$WORK"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+wait_http() { for _ in $(seq 100); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+
+echo "# HTTP benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc), $(free -h | awk '/^Mem:/ {print $2}') RAM, $(findmnt -n -o FSTYPE --target "$WORK"), load before start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+
+# ---- (1) ringlog
+"$RINGLOG" serve --set listeners=http://127.0.0.1:9580 --set log.dirs="$WORK/ringlog" >"$WORK/ringlog.log" 2>&1 &
+pids+=($!)
+wait_http http://127.0.0.1:9580/v1/health
+bench() { "$RINGLOG" bench --bootstrap-server http://127.0.0.1:9580 --json --duration-ms $((RUN_SECONDS * 1000)) "$@"; }
+max=$(bench --topic bench-max --partitions 6 --producers "$PRODUCERS" --consumers 2 --batch-records 100 --record-bytes 1024)
+rate=$(/usr/bin/python3 -c "import json,sys; print(int(json.loads(sys.argv[1])['records_per_s'] / 2))" "$max")
+half=$(bench --topic bench-half --partitions 6 --producers "$PRODUCERS" --consumers 2 --batch-records 100 --record-bytes 1024 --rate "$rate")
+kill "${pids[0]}"; wait "${pids[0]}" || true
+
+# ---- (2) nginx + wrk
+mkdir -p "$WORK/nginx/www"
+head -c 1024 /dev/urandom > "$WORK/nginx/www/1k.bin"
+cat > "$WORK/nginx/nginx.conf" <<CONF
+worker_processes 2;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/nginx;
+  server { listen 127.0.0.1:9581; root $WORK/nginx/www; keepalive_requests 1000000; }
+}
+CONF
+nginx -c "$WORK/nginx/nginx.conf" -g 'daemon off;' &
+pids+=($!)
+wait_http http://127.0.0.1:9581/1k.bin
+wrk_out=$(wrk -t2 -c64 -d"${RUN_SECONDS}s" --latency http://127.0.0.1:9581/1k.bin)
+
+# ---- (3) Redis 7 streams, appendfsync always
+mkdir -p "$WORK/redis"
+redis-server --port 9582 --dir "$WORK/redis" --appendonly yes --appendfsync always --save '' --daemonize no \
+  >"$WORK/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do redis-cli -p 9582 ping >/dev/null 2>&1 && break; sleep 0.1; done
+value=$(head -c 768 /dev/urandom | base64 -w0 | head -c 1024)
+redis_out=$(redis-benchmark -p 9582 -c 64 -P 16 -n 400000 -q XADD bench-stream '*' v "$value" 2>&1 | tr '\r' '\n' | tail -1)
+
+/usr/bin/python3 - "$max" "$half" "$wrk_out" "$redis_out" <<'PY'
+import json, re, sys
+mx, half = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+wrk, redis = sys.argv[3], sys.argv[4]
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", wrk).group(1))
+wrk_p99 = re.search(r"99%\s+([\d.]+\w+)", wrk).group(1)
+rrps = float(re.search(r"([\d.]+) requests per second", redis).group(1))
+print("| system | what | records (requests)/s | MB/s of 1 KiB values | latency |")
+print("|---|---|---|---|---|")
+print(f"| ringlog | produce, {mx['producers']} producers x {mx['batch_records']} records/request, acks=all, fsync before ack | {mx['records_per_s']:.0f} | {mx['mb_per_s']:.1f} | produce p50 {mx['produce_ms']['p50']:.2f} ms, p99 {mx['produce_ms']['p99']:.2f} ms; end-to-end p99 {mx['end_to_end_ms']['p99']:.2f} ms |")
+print(f"| ringlog | same at half that rate ({half['rate']} records/s scheduled) | {half['records_per_s']:.0f} | {half['mb_per_s']:.1f} | produce-to-consume p50 {half['end_to_end_ms']['p50']:.2f} ms, p99 {half['end_to_end_ms']['p99']:.2f} ms, p99.9 {half['end_to_end_ms']['p99.9']:.2f} ms |")
+print(f"| nginx 1.22 + wrk | GET of a 1 KiB file, 64 connections | {rps:.0f} | {rps * 1024 / 1e6:.1f} | p99 {wrk_p99} |")
+print(f"| Redis 7 streams | XADD of 1 KiB values, appendfsync always, 64 clients, pipeline 16 | {rrps:.0f} | {rrps * 1024 / 1e6:.1f} | - |")
+print()
+print("errors during the ringlog runs:", mx["errors"] + half["errors"], "; consumed", mx["records_consumed"], "and", half["records_consumed"], "records")
+PY
