@@ -1,3 +1,4 @@
+#include <sys/resource.h>
 // `ringlog serve`: start order shards -> broker -> HTTP; stop order HTTP (drain) -> broker
 // (flush, clean-shutdown marker) -> shards. SIGTERM/SIGINT trigger the stop; exit code 0.
 
@@ -6,6 +7,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -96,6 +98,35 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   return b;
 }
 
+/// How the process's open files are shared: connections and partitions (each partition keeps
+/// about 8 files open: the active segment's log and indexes, closed segments' logs, checkpoints).
+struct open_file_budget {
+  int64_t limit = 0;
+  int64_t connections_max = 0;
+  int64_t partitions_max = 0;
+};
+
+open_file_budget plan_open_files(const config::server_config& cfg) {
+  // Kafka's docs tell operators to raise the open-file limit; do it for them up to the hard limit.
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  constexpr int64_t reserved_files = 128;   // shards' rings and eventfds, logs, the metadata log
+  constexpr int64_t files_per_partition = 8;
+  open_file_budget b;
+  b.limit = rl.rlim_cur == RLIM_INFINITY ? 1'000'000 : static_cast<int64_t>(rl.rlim_cur);
+  b.connections_max = cfg.http_connections_max > 0 ? cfg.http_connections_max
+                                                   : std::clamp<int64_t>(b.limit / 4, 16, 10000);
+  b.partitions_max = cfg.broker_partitions_max > 0
+                         ? cfg.broker_partitions_max
+                         : std::max<int64_t>(1, (b.limit - b.connections_max - reserved_files) / files_per_partition);
+  return b;
+}
+
 /// Blocks until SIGTERM or SIGINT (blocked in every thread, taken here with sigwait).
 int wait_for_stop_signal(const sigset_t& signals) {
   int sig = 0;
@@ -177,7 +208,12 @@ int serve_main(int argc, char** argv) {
   auto fs = io::make_posix_file_system();
   base::system_clock clock;
   broker::broker_dependencies deps{*fs, clock, *runtime, cfg.listener_host, cfg.listener_port};
-  auto opened = broker::open_broker(to_broker_config(cfg), deps);
+  const open_file_budget budget = plan_open_files(cfg);
+  spdlog::info("msg=\"open-file budget\" limit={} http.connections.max={} broker.partitions.max={}", budget.limit,
+               budget.connections_max, budget.partitions_max);
+  broker::broker_config broker_config = to_broker_config(cfg);
+  broker_config.partitions_max = static_cast<int32_t>(budget.partitions_max);
+  auto opened = broker::open_broker(broker_config, deps);
   if (!opened.ok()) {
     spdlog::error("msg=\"cannot open the broker\" error=\"{}\" code={}", opened.error().message,
                   broker::to_string(opened.error().code));
@@ -194,6 +230,7 @@ int serve_main(int argc, char** argv) {
   options.idle_timeout_ms = cfg.http_idle_timeout_ms;
   options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
   options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
+  options.connections_max = budget.connections_max;
   auto server_result = gateway::http_server::start(*broker, *runtime, options);
   if (!server_result.ok()) {
     spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,
@@ -210,6 +247,7 @@ int serve_main(int argc, char** argv) {
 
   int sig = wait_for_stop_signal(stop_signals);
   spdlog::info("msg=\"stopping\" signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  broker->begin_shutdown();  // parked long-polls answer now, so the drain below is quick
   std::promise<void> drained;
   server->stop([&drained] { drained.set_value(); });
   drained.get_future().wait();

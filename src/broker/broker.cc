@@ -91,7 +91,10 @@ struct produce_operation {
 class broker_impl final : public broker {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
-      : config_(std::move(config)), deps_(std::move(deps)), shards_(deps_.runtime.shard_count()) {}
+      : config_(std::move(config)),
+        deps_(std::move(deps)),
+        shards_(deps_.runtime.shard_count()),
+        last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()) {}
 
   result<void> start();
 
@@ -110,9 +113,24 @@ class broker_impl final : public broker {
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
+  void begin_shutdown() override;
   void shutdown(std::function<void()> done) override;
 
  private:
+  int64_t total_partitions() const {
+    std::shared_lock lock(mutex_);
+    int64_t n = 0;
+    for (const auto& [name, t] : topics_) n += t->record.partitions_count;
+    return n;
+  }
+  result<void> check_partition_budget(int64_t adding) const {
+    const int64_t total = total_partitions();
+    if (total + adding <= config_.partitions_max) return base::ok_v;
+    return error{errc::invalid_partitions,
+                 "the broker holds " + std::to_string(total) + " partitions; " + std::to_string(adding) +
+                     " more would pass the limit broker.partitions.max=" + std::to_string(config_.partitions_max) +
+                     " (each partition keeps files open; the limit follows the open-file limit)"};
+  }
   using partitions_map = std::unordered_map<std::string, std::shared_ptr<partition_runtime>>;
 
   std::shared_ptr<topic_state> find_topic(const std::string& name) const {
@@ -152,6 +170,7 @@ class broker_impl final : public broker {
   broker_config config_;
   broker_dependencies deps_;
   std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
+  std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
   mutable std::shared_mutex mutex_;     // guards topics_ (control plane only)
   std::map<std::string, std::shared_ptr<topic_state>> topics_;
   std::unique_ptr<storage::partition_log> metadata_log_;  // shard 0 only, after start()
@@ -371,6 +390,7 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
                           "the broker holds " + std::to_string(topics_.size()) + " topics, the limit topics_max"});
       }
     }
+    if (auto budget = check_partition_budget(partitions); !budget.ok()) return done(budget.error());
     topic_record record;
     record.name = request.name;
     record.topic_id = new_topic_id();
@@ -389,8 +409,13 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
       std::unique_lock lock(mutex_);
       t = install_topic(record);
     }
-    open_partitions(t, 0, true, [this, t, done = std::move(done)](result<void> r) {
-      if (!r.ok()) return done(r.error());
+    open_partitions(t, 0, true, [this, t, done = std::move(done)](result<void> r) mutable {
+      if (!r.ok()) {
+        // Never leave a half-created topic behind: remove what was made, then report why.
+        return delete_topic(t->record.name, [failure = r.error(), done = std::move(done)](result<void>) {
+          done(failure);
+        });
+      }
       done(describe(*t));
     });
   });
@@ -456,6 +481,7 @@ void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
                                                       " is above the limit " +
                                                       std::to_string(constants::topic_partitions_max)});
     }
+    if (auto budget = check_partition_budget(partitions_count - current); !budget.ok()) return done(budget.error());
     topic_record record = t->record;
     record.partitions_count = partitions_count;
     if (auto saved = persist(encode_topic_upsert(record)); !saved.ok()) return done(saved.error());
@@ -834,9 +860,9 @@ void broker_impl::list_offsets(list_offsets_request request, std::function<void(
       case offset_spec::timestamp: {
         auto found = rt->log->offset_for_timestamp(request.timestamp);
         if (!found.ok()) return done(from_storage(found.error()));
-        if (found.value() && *found.value() < rt->log->high_watermark()) {
-          out.found_offset = found.value();
-          out.timestamp = request.timestamp;
+        if (found.value() && found.value()->found_offset < rt->log->high_watermark()) {
+          out.found_offset = found.value()->found_offset;
+          out.timestamp = found.value()->timestamp;  // the record's own timestamp, as Kafka answers
         }
         break;
       }
@@ -848,7 +874,8 @@ void broker_impl::list_offsets(list_offsets_request request, std::function<void(
 // ---------------------------------------------------------------- maintenance and shutdown
 
 void broker_impl::schedule_maintenance(size_t shard) {
-  deps_.runtime.post_after(shard, constants::maintenance_interval_ms, [this, shard] {
+  const int64_t tick_ms = std::min(constants::maintenance_interval_ms, config_.log_retention_check_interval_ms);
+  deps_.runtime.post_after(shard, tick_ms, [this, shard] {
     if (stopping_) return;
     maintain(shard);
     schedule_maintenance(shard);
@@ -856,14 +883,35 @@ void broker_impl::schedule_maintenance(size_t shard) {
 }
 
 void broker_impl::maintain(size_t shard) {
+  // Retention runs every log.retention.check.interval.ms; checkpoints on every tick.
+  const int64_t now = deps_.clock.now_ms();
+  const bool retention_due = now - last_retention_ms_[shard] >= config_.log_retention_check_interval_ms;
+  if (retention_due) last_retention_ms_[shard] = now;
   for (auto& [key, rt] : shards_[shard]) {
-    auto deleted = rt->log->apply_retention();
+    auto deleted = retention_due ? rt->log->apply_retention() : storage::result<size_t>(size_t{0});
     if (!deleted.ok()) continue;  // the log reports kafka_storage_error to its next caller
     const int64_t hw = rt->log->high_watermark().value();
     if (deleted.value() > 0 || hw != rt->last_checkpointed_high_watermark) {
       if (rt->log->checkpoint().ok()) rt->last_checkpointed_high_watermark = hw;
     }
     publish(*rt);
+  }
+}
+
+void broker_impl::begin_shutdown() {
+  stopping_ = true;
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    deps_.runtime.post(shard, [this, shard] {
+      for (auto& [key, rt] : shards_[shard]) {
+        auto parked = std::move(rt->waiters);
+        rt->waiters.clear();
+        for (auto& w : parked) {
+          if (w->completed) continue;
+          w->completed = true;
+          w->done(fetch_response{{}, rt->log->high_watermark(), rt->log->log_start_offset(), rt->log->log_end_offset()});
+        }
+      }
+    });
   }
 }
 

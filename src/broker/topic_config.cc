@@ -83,8 +83,12 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
     return error{errc::invalid_config, "unknown topic config '" + name + "' (supported: " + known + ")"};
   }
   if (name == "cleanup.policy") {
-    if (value == "delete" || value == "compact" || value == "compact,delete" || value == "delete,compact") {
-      return base::ok_v;
+    if (value == "delete") return base::ok_v;
+    if (value == "compact" || value == "compact,delete" || value == "delete,compact") {
+      // Refused rather than accepted and ignored: without a log cleaner, retention would delete
+      // the latest value of every key, which is exactly what a compacted topic promises not to do.
+      return error{errc::invalid_config, "cleanup.policy='" + value +
+                                             "' is not supported yet (log compaction is not implemented); use delete"};
     }
     return error{errc::invalid_config, "cleanup.policy='" + value + "' is not one of delete, compact, compact,delete"};
   }

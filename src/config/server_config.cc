@@ -154,6 +154,10 @@ const std::vector<key_spec>& key_table() {
               "close keep-alive connections idle this long, ms"),
       int_key("fetch.response.bytes.max", &server_config::fetch_response_bytes_max, 1024, int64_t{1} << 30,
               "largest max_bytes a fetch may ask for"),
+      int_key("http.connections.max", &server_config::http_connections_max, 0, 1000000,
+              "open HTTP connections at once; 0 = a quarter of the open-file limit, at most 10000"),
+      int_key("broker.partitions.max", &server_config::broker_partitions_max, 0, 10000000,
+              "partitions of all topics together; 0 = from the open-file limit (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
   };

@@ -16,6 +16,7 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <optional>
 
 #include "api.h"
 #include "asio_context.h"
@@ -40,6 +41,9 @@ struct http_server::impl {
   std::atomic<size_t> next_shard = 0;
   std::atomic<bool> stopping = false;
   std::atomic<int64_t> in_flight = 0;   // requests read and not yet fully answered
+  std::atomic<int64_t> open_connections = 0;
+  std::optional<asio::steady_timer> accept_retry;            // backs off after EMFILE and the like
+  std::chrono::steady_clock::time_point last_accept_warning;  // at most one warning per second
   std::mutex sessions_mutex;            // guards `sessions` (accept and close paths only)
   std::list<std::weak_ptr<session>> sessions;
 
@@ -52,7 +56,10 @@ struct http_server::impl {
 
 class session final : public std::enable_shared_from_this<session>, public response_sink {
  public:
-  session(tcp::socket socket, http_server::impl& server) : stream_(std::move(socket)), server_(server) {}
+  session(tcp::socket socket, http_server::impl& server) : stream_(std::move(socket)), server_(server) {
+    ++server_.open_connections;
+  }
+  ~session() override { --server_.open_connections; }
 
   void start() { read_header(); }
 
@@ -288,12 +295,38 @@ void http_server::impl::remove_dead_sessions() {
   sessions.remove_if([](const std::weak_ptr<session>& w) { return w.expired(); });
 }
 
+/// Pause before accepting again after accept() failed (EMFILE, ENFILE, ENOBUFS): long enough not
+/// to spin, short enough that a freed descriptor is used soon.
+constexpr int64_t accept_retry_delay_ms = 100;
+
 void http_server::impl::accept() {
   size_t shard = next_shard++ % runtime.shard_count();
   acceptor.async_accept(io_context_of(runtime, shard), [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;   // stop()
-      spdlog::warn("accept failed: {}", ec.message());
+      // Out of file descriptors or memory: retrying at once would spin. Warn once a second and
+      // try again after accept_retry_delay_ms, letting existing connections finish meanwhile.
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_accept_warning > std::chrono::seconds(1)) {
+        last_accept_warning = now;
+        spdlog::warn("msg=\"accept failed, retrying in {} ms\" error=\"{}\" open_connections={}", accept_retry_delay_ms,
+                     ec.message(), open_connections.load());
+      }
+      if (stopping) return;
+      accept_retry.emplace(io_context_of(runtime, 0), std::chrono::milliseconds(accept_retry_delay_ms));
+      accept_retry->async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec && !stopping) accept();
+      });
+      return;
+    } else if (open_connections.load() >= options.connections_max) {
+      // Refuse politely: a short 503 naming the limit, then close.
+      static const std::string refusal =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+          "Content-Length: 76\r\n\r\n{\"error_code\":50301,\"message\":\"too many connections: http.connections.max\"}\n";
+      beast::error_code ignored;
+      socket.non_blocking(true, ignored);
+      socket.write_some(asio::buffer(refusal), ignored);
+      socket.close(ignored);
     } else if (!stopping) {
       socket.set_option(tcp::no_delay(true));
       auto s = std::make_shared<session>(std::move(socket), *this);

@@ -109,6 +109,7 @@ result<void> partition_log::load() {
       recovery_.bytes_truncated += cut.value();
       if (cut.value() > 0) cut_rest = true;
     }
+    if (!last) RINGLOG_TRY(seg.value()->release_write_files());
     segments_.emplace(bases[i], std::move(seg.value()));
   }
 
@@ -164,7 +165,10 @@ result<append_result> partition_log::append(model::bytes batch, model::leader_ep
   const bool old = current.first_append_ms() >= 0 && now - current.first_append_ms() >= config_.segment_ms;
   const bool offsets_overflow =
       log_end_offset_ + header->last_offset_delta - current.base_offset() > std::numeric_limits<int32_t>::max();
-  if (!current.empty() && (full || old || offsets_overflow)) RINGLOG_TRY(roll_at(log_end_offset_));
+  // Kafka also rolls when the offset index is full (segment.index.bytes).
+  const bool index_full = (current.offset_entries().size() + 1) * constants::offset_index_entry_bytes >
+                          static_cast<size_t>(config_.segment_index_bytes);
+  if (!current.empty() && (full || old || offsets_overflow || index_full)) RINGLOG_TRY(roll_at(log_end_offset_));
 
   codec::set_base_offset(batch, log_end_offset_);
   codec::set_partition_leader_epoch(batch, epoch);
@@ -203,6 +207,7 @@ result<void> partition_log::roll_at(model::offset base) {
     failure_ = synced.error();
     return synced.error();
   }
+  RINGLOG_TRY(active().release_write_files());
   auto seg = segment::create(fs_, directory_, base, config_.direct_io);
   if (!seg.ok()) return seg.error();
   segments_.emplace(base, std::move(seg.value()));
@@ -317,21 +322,15 @@ result<read_result> partition_log::read(model::offset start, size_t max_bytes, m
   return out;
 }
 
-result<std::optional<model::offset>> partition_log::offset_for_timestamp(model::timestamp_ms timestamp) {
+result<std::optional<timestamp_lookup>> partition_log::offset_for_timestamp(model::timestamp_ms timestamp) {
   RINGLOG_TRY(check_usable());
   for (auto& [base, seg] : segments_) {
-    if (seg->max_timestamp() < timestamp) continue;
-    auto found = seg->offset_for_timestamp(timestamp);
+    if (seg->max_timestamp() < timestamp || seg->next_offset() <= log_start_offset_) continue;
+    auto found = seg->offset_for_timestamp(timestamp, log_start_offset_);
     if (!found.ok()) return found.error();
-    if (found.value()) {
-      if (*found.value() < log_start_offset_) {
-        // The match sits below the log start (records deleted): the first readable one is it.
-        return std::optional<model::offset>{log_start_offset_};
-      }
-      return found;
-    }
+    if (found.value()) return std::optional<timestamp_lookup>{{found.value()->first, found.value()->second}};
   }
-  return std::optional<model::offset>{};
+  return std::optional<timestamp_lookup>{};
 }
 
 result<void> partition_log::truncate_to(model::offset new_log_end_offset) {

@@ -42,22 +42,38 @@ std::string segment::path(const char* suffix) const {
 result<void> segment::open_files(io::open_mode mode) {
   auto log = fs_.open(path(".log"), mode);
   if (!log.ok()) return storage_error(log.error());
-  // Index files are rebuildable: create them if they went missing.
-  auto index = fs_.open(path(".index"), io::open_mode::read_write_create);
-  if (!index.ok()) return storage_error(index.error());
-  auto time_index = fs_.open(path(".timeindex"), io::open_mode::read_write_create);
-  if (!time_index.ok()) return storage_error(time_index.error());
   log_ = std::move(log.value());
   if (direct_) {
     auto direct = fs_.open(path(".log"), io::open_mode::direct_write_create);
     if (!direct.ok()) return storage_error(direct.error());
     log_direct_ = std::move(direct.value());
   }
-  index_ = std::move(index.value());
-  time_index_ = std::move(time_index.value());
   auto size = log_->size();
   if (!size.ok()) return storage_error(size.error());
   size_bytes_ = size.value();
+  return base::ok_v;
+}
+
+result<void> segment::open_index_files() {
+  if (index_ && time_index_) return base::ok_v;
+  // Index files are rebuildable: create them if they went missing.
+  auto index = fs_.open(path(".index"), io::open_mode::read_write_create);
+  if (!index.ok()) return storage_error(index.error());
+  auto time_index = fs_.open(path(".timeindex"), io::open_mode::read_write_create);
+  if (!time_index.ok()) return storage_error(time_index.error());
+  index_ = std::move(index.value());
+  time_index_ = std::move(time_index.value());
+  return base::ok_v;
+}
+
+result<void> segment::release_write_files() {
+  RINGLOG_TRY(sync(true));
+  index_.reset();
+  time_index_.reset();
+  log_direct_.reset();
+  tail_.reset();
+  tail_capacity_ = 0;
+  tail_loaded_ = false;
   return base::ok_v;
 }
 
@@ -71,6 +87,7 @@ result<std::unique_ptr<segment>> segment::create(io::file_system& fs, const std:
     if (!cut.ok()) return storage_error(cut.error());
     seg->size_bytes_ = 0;
   }
+  RINGLOG_TRY(seg->open_index_files());
   auto cut_index = seg->index_->truncate(0);
   if (!cut_index.ok()) return storage_error(cut_index.error());
   auto cut_time = seg->time_index_->truncate(0);
@@ -120,7 +137,8 @@ void segment::track_batch(const codec::batch_header& header, model::file_positio
     offset_index_entry entry{relative_last, static_cast<uint32_t>(position.value())};
     offset_entries_.push_back(entry);
     bytes_since_index_entry_ = 0;
-    if (write_index) {
+    if (write_index && !open_index_files().ok()) status = error{errc::kafka_storage_error, "cannot open " + path(".index")};
+    if (write_index && index_) {
       std::array<std::byte, 8> buf{};
       encode_offset_index_entry(entry, buf);
       auto w = index_->write_at(model::file_position{(offset_entries_.size() - 1) * 8}, buf);
@@ -137,7 +155,7 @@ void segment::track_batch(const codec::batch_header& header, model::file_positio
     if (time_entries_.empty() || max_timestamp_ > time_entries_.back().timestamp) {
       time_index_entry entry{max_timestamp_, relative_last};
       time_entries_.push_back(entry);
-      if (write_index) {
+      if (write_index && time_index_) {
         std::array<std::byte, 12> buf{};
         encode_time_index_entry(entry, buf);
         auto w = time_index_->write_at(model::file_position{(time_entries_.size() - 1) * 12}, buf);
@@ -171,6 +189,11 @@ result<void> segment::append(std::span<const std::byte> batch, const codec::batc
 
 result<void> segment::direct_write(std::span<const std::byte> batch) {
   constexpr size_t align = io::direct_io_alignment;
+  if (!log_direct_) {
+    auto direct = fs_.open(path(".log"), io::open_mode::direct_write_create);
+    if (!direct.ok()) return storage_error(direct.error());
+    log_direct_ = std::move(direct.value());
+  }
   if (!tail_loaded_) {
     // (Re)load the partial last block from the file: after open, recovery or truncation.
     tail_start_ = size_bytes_ / align * align;
@@ -320,6 +343,7 @@ result<void> segment::rewrite_index_files() {
   for (size_t i = 0; i < time_entries_.size(); ++i) {
     encode_time_index_entry(time_entries_[i], std::span<std::byte, 12>(time_bytes.data() + i * 12, 12));
   }
+  RINGLOG_TRY(open_index_files());
   auto t1 = index_->truncate(0);
   if (!t1.ok()) return storage_error(t1.error());
   auto w1 = index_->write_at(model::file_position{0}, index_bytes);
@@ -346,11 +370,14 @@ result<std::optional<located_batch>> segment::find_batch(model::offset target) {
   }
 }
 
-result<std::optional<model::offset>> segment::offset_for_timestamp(model::timestamp_ms timestamp) {
-  if (empty() || max_timestamp_ < timestamp) return std::optional<model::offset>{};
+result<std::optional<std::pair<model::offset, model::timestamp_ms>>> segment::offset_for_timestamp(
+    model::timestamp_ms timestamp, model::offset min_offset) {
+  using found_t = std::optional<std::pair<model::offset, model::timestamp_ms>>;
+  if (empty() || max_timestamp_ < timestamp) return found_t{};
   // Every record up to the entry's offset has a timestamp <= entry.timestamp < target.
   auto before = last_before_timestamp(time_entries_, timestamp);
-  const model::offset start = before ? base_offset_ + (before->relative_offset + 1) : base_offset_;
+  const model::offset start =
+      std::max(min_offset, before ? base_offset_ + (before->relative_offset + 1) : base_offset_);
   auto located = find_batch(start);
   if (!located.ok()) return located.error();
   std::optional<located_batch> current = located.value();
@@ -362,14 +389,14 @@ result<std::optional<model::offset>> segment::offset_for_timestamp(model::timest
       auto records = codec::decode_records(buffer);
       if (!records.ok()) return error{errc::corrupt_message, records.error().message};
       for (const auto& r : records.value()) {
-        if (r.timestamp >= timestamp) return std::optional<model::offset>{r.record_offset};
+        if (r.record_offset >= start && r.timestamp >= timestamp) return found_t{{r.record_offset, r.timestamp}};
       }
     }
     auto next = header_at(model::file_position{current->position.value() + current->header.size_bytes()});
     if (!next.ok()) return next.error();
     current = next.value();
   }
-  return std::optional<model::offset>{};
+  return found_t{};
 }
 
 result<void> segment::truncate_to(model::offset offset, int64_t now_ms, int64_t retention_ms,
@@ -393,7 +420,7 @@ result<void> segment::sync(bool with_indexes) {
     if (!s.ok()) return storage_error(s.error());
     dirty_ = false;
   }
-  if (with_indexes && index_dirty_) {
+  if (with_indexes && index_dirty_ && index_ && time_index_) {
     auto a = index_->datasync();
     if (!a.ok()) return storage_error(a.error());
     auto b = time_index_->datasync();

@@ -39,6 +39,10 @@ class segment {
                                                model::offset base_offset, bool direct);
   /// Cuts O_DIRECT padding so the file ends at its last batch (before roll and close).
   result<void> seal();
+  /// A closed segment keeps one open file (its .log, for reads): the index files and the
+  /// O_DIRECT handle are synced and closed, and reopened only if the segment is written again
+  /// (truncation, recovery). Bounds open files per partition to segments + 3.
+  result<void> release_write_files();
 
   /// Trusts the index files after a sanity check (entries increasing, positions inside the log)
   /// and scans only from the last indexed batch to the end to find next_offset and max timestamp.
@@ -59,8 +63,10 @@ class segment {
   /// Reads `length` bytes at `position` and appends them to `out`.
   result<void> read_into(model::file_position position, size_t length, model::bytes& out);
 
-  /// The first offset whose record timestamp >= `timestamp`, or nullopt.
-  result<std::optional<model::offset>> offset_for_timestamp(model::timestamp_ms timestamp);
+  /// The first record at or above `min_offset` whose timestamp >= `timestamp`: its offset and
+  /// timestamp, or nullopt.
+  result<std::optional<std::pair<model::offset, model::timestamp_ms>>> offset_for_timestamp(
+      model::timestamp_ms timestamp, model::offset min_offset);
 
   /// Cuts everything at and above `offset` (at a batch boundary: the batch holding `offset` goes).
   result<void> truncate_to(model::offset offset, int64_t now_ms, int64_t retention_ms, int32_t index_interval_bytes);
@@ -89,6 +95,7 @@ class segment {
  private:
   segment(io::file_system& fs, std::string directory, model::offset base_offset, bool direct);
   result<void> open_files(io::open_mode mode);
+  result<void> open_index_files();
   result<void> direct_write(std::span<const std::byte> batch);
   void track_batch(const codec::batch_header& header, model::file_position position, int64_t now_ms,
                    int64_t retention_ms, int32_t index_interval_bytes, bool write_index, result<void>& status);

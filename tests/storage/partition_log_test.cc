@@ -158,9 +158,14 @@ TEST_CASE("timestamp lookup: non-monotonic timestamps inside a batch, and past t
   REQUIRE(batch.ok());
   REQUIRE(l.append(batch.value(), model::leader_epoch{0}).ok());      // offsets 0..3
   REQUIRE(l.append(make_batch(2, 1, t0 + 100), model::leader_epoch{0}).ok());  // offsets 4..5
-  auto at = [&](int64_t ts) { return l.offset_for_timestamp(ts).value(); };
+  auto at = [&](int64_t ts) -> std::optional<model::offset> {
+    auto found = l.offset_for_timestamp(ts).value();
+    if (!found) return std::nullopt;
+    return found->found_offset;
+  };
   CHECK(at(t0)->value() == 0);
   CHECK(at(t0 + 15)->value() == 0);   // offset 0 has t0+50 >= t0+15: earliest offset wins
+  CHECK(l.offset_for_timestamp(t0 + 15).value()->timestamp == t0 + 50);  // the found record's own timestamp
   CHECK(at(t0 + 50)->value() == 0);
   CHECK(at(t0 + 51)->value() == 4);
   CHECK(at(t0 + 100)->value() == 4);

@@ -81,7 +81,7 @@ TEST_CASE("timestamps far in the future or in seconds do not break time retentio
   CHECK(l.log_start_offset().value() == 40);
   // Lookup by time still answers from the record timestamps themselves.
   REQUIRE(l.append(make_batch(1, 99, in_seconds), model::leader_epoch{0}).ok());
-  CHECK(l.offset_for_timestamp(in_seconds).value()->value() == 40);
+  CHECK(l.offset_for_timestamp(in_seconds).value()->found_offset.value() == 40);
 }
 
 TEST_CASE("size retention deletes the oldest whole segments beyond retention.bytes, never the active one") {

@@ -43,6 +43,9 @@ struct broker_config {
   bool log_direct_io = false;                        // log.direct.io (ringlog): O_DIRECT segment appends
   int32_t min_insync_replicas = 1;                   // min.insync.replicas
   int32_t produce_records_max = 10000;               // ringlog: records per produce request
+  int32_t partitions_max = 10000;                    // broker.partitions.max (ringlog): all partitions of all
+                                                     // topics; each holds open files, so the default
+                                                     // follows the process's open-file limit
   int64_t fetch_wait_max_ms = 60000;                 // ringlog: longest long-poll of a fetch
   int32_t fetch_waiters_per_partition_max = 10000;   // ringlog: parked long-polls per partition
 };
@@ -171,6 +174,9 @@ class broker {
   virtual void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
   virtual void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) = 0;
 
+  /// First step of a graceful stop: new calls are refused (broker_not_available) and parked
+  /// long-poll fetches are answered now with what they have, so front ends can drain quickly.
+  virtual void begin_shutdown() = 0;
   /// Stops accepting work, completes in-flight calls, flushes and closes every log cleanly.
   virtual void shutdown(std::function<void()> done) = 0;
 };

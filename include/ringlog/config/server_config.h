@@ -64,6 +64,8 @@ struct server_config {
   int64_t http_idle_timeout_ms = 60000;                 // http.idle.timeout.ms
   int64_t fetch_response_bytes_max = 64LL * 1024 * 1024;  // fetch.response.bytes.max
   int64_t shutdown_drain_timeout_ms = 10000;            // shutdown.drain.timeout.ms
+  int64_t http_connections_max = 0;                     // http.connections.max: 0 = from RLIMIT_NOFILE
+  int64_t broker_partitions_max = 0;                    // broker.partitions.max: 0 = from RLIMIT_NOFILE
 };
 
 /// Applies `values` over the defaults. Unknown keys and out-of-range values are refused, naming the key.

@@ -29,6 +29,9 @@ struct server_options {
   int64_t fetch_response_bytes_max = 64 * 1024 * 1024;
   /// How long stop() waits for in-flight requests before it reports drained anyway.
   int64_t drain_timeout_ms = 10000;
+  /// http.connections.max: open connections at once. A connection past it gets a 503 naming
+  /// the limit and is closed; bounds file descriptors and per-connection memory.
+  int64_t connections_max = 10000;
 };
 
 class http_server {

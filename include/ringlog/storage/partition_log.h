@@ -53,6 +53,12 @@ struct segment_info {
   model::timestamp_ms max_timestamp = model::no_timestamp;
 };
 
+/// An answer of offset_for_timestamp: the record found and its own timestamp.
+struct timestamp_lookup {
+  model::offset found_offset{0};
+  model::timestamp_ms timestamp = model::no_timestamp;
+};
+
 /// What recovery found, for logs and tests.
 struct recovery_report {
   bool clean_shutdown = false;
@@ -93,9 +99,10 @@ class partition_log {
   /// Errors: offset_out_of_range (the message names log_start_offset and log_end_offset).
   result<read_result> read(model::offset start, size_t max_bytes, model::offset max_offset);
 
-  /// The earliest offset whose record timestamp is >= `timestamp` (Kafka ListOffsets by time),
-  /// or nullopt when no record has such a timestamp.
-  result<std::optional<model::offset>> offset_for_timestamp(model::timestamp_ms timestamp);
+  /// The earliest readable offset (>= log_start_offset) whose record timestamp is >= `timestamp`,
+  /// with that record's timestamp (Kafka ListOffsets by time), or nullopt when no record has such
+  /// a timestamp. Records in one batch may carry non-monotonic timestamps; offset order decides.
+  result<std::optional<timestamp_lookup>> offset_for_timestamp(model::timestamp_ms timestamp);
 
   /// Removes every record at or above `new_log_end_offset` (replication: KIP-101 truncation).
   result<void> truncate_to(model::offset new_log_end_offset);
