@@ -14,6 +14,7 @@
 
 #include "ringlog/base/clock.h"
 #include "ringlog/broker/errc.h"
+#include "ringlog/broker/groups.h"
 #include "ringlog/broker/shard_runtime.h"
 #include "ringlog/model/record.h"
 #include "ringlog/model/types.h"
@@ -45,6 +46,8 @@ struct broker_config {
   int32_t produce_records_max = 10000;               // ringlog: records per produce request
   int64_t fetch_wait_max_ms = 60000;                 // ringlog: longest long-poll of a fetch
   int32_t fetch_waiters_per_partition_max = 10000;   // ringlog: parked long-polls per partition
+  int32_t offsets_topic_num_partitions = 8;          // offsets.topic.num.partitions: of __consumer_offsets at creation
+  int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
 };
 
 struct topic_config_entry {
@@ -170,6 +173,9 @@ class broker {
   virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;
   virtual void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
   virtual void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) = 0;
+
+  // ---- consumer groups (groups.h)
+  virtual group_api& groups() = 0;
 
   /// Stops accepting work, completes in-flight calls, flushes and closes every log cleanly.
   virtual void shutdown(std::function<void()> done) = 0;
