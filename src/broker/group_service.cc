@@ -142,8 +142,12 @@ class group_service_impl final : public group_service {
   /// On `shard`: appends `records` to their partitions (by the group in each key), then done.
   void persist(size_t shard, group::record_list records, std::function<void(result<void>)> done);
   /// On a member call that failed with unknown_member_id: forget its REST settings.
-  void forget_if_gone(shard_state& st, const std::string& group_id, const std::string& member_id, const group::error& e) {
-    if (e.code == group::errc::unknown_member_id) st.instances.erase(instance_key(group_id, member_id));
+  /// The error of a consumer instance's call: an unknown group means an unknown instance too
+  /// (40403, not "group not found"); a gone member's REST settings are forgotten.
+  error member_error(shard_state& st, const std::string& group_id, const std::string& member_id, const group::error& e) {
+    if (e.code != group::errc::unknown_member_id && e.code != group::errc::group_id_not_found) return from_group(e);
+    st.instances.erase(instance_key(group_id, member_id));
+    return error{errc::unknown_member_id, e.message};
   }
   /// A member call returning member_result, persisted, answered with void.
   template <typename F>
@@ -327,7 +331,7 @@ void group_service_impl::delete_consumer(std::string group_id, std::string insta
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
     auto left = st.coordinator.leave(group_id, instance_id, clock_.now_ms());
     st.instances.erase(instance_key(group_id, instance_id));
-    if (!left.ok()) return done(from_group(left.error()));
+    if (!left.ok()) return done(member_error(st, group_id, instance_id, left.error()));
     persist(shard, std::move(left.value()), std::move(done));
   });
 }
@@ -339,8 +343,7 @@ void group_service_impl::member_call(std::string group_id, std::string instance_
                                size_t shard, shard_state& st) mutable {
     group::result<group::member_result> r = call(st.coordinator, clock_.now_ms());
     if (!r.ok()) {
-      forget_if_gone(st, group_id, instance_id, r.error());
-      return done(from_group(r.error()));
+      return done(member_error(st, group_id, instance_id, r.error()));
     }
     persist(shard, std::move(r->records), std::move(done));
   });
@@ -378,8 +381,7 @@ void group_service_impl::subscription(std::string group_id, std::string instance
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
     auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
     if (!hb.ok()) {
-      forget_if_gone(st, group_id, instance_id, hb.error());
-      return done(from_group(hb.error()));
+      return done(member_error(st, group_id, instance_id, hb.error()));
     }
     group::subscription sub;
     for (const auto& m : st.coordinator.describe_group(group_id).members) {
@@ -397,8 +399,7 @@ void group_service_impl::assignments(std::string group_id, std::string instance_
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
     auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
     if (!hb.ok()) {
-      forget_if_gone(st, group_id, instance_id, hb.error());
-      return done(from_group(hb.error()));
+      return done(member_error(st, group_id, instance_id, hb.error()));
     }
     group::partition_set owned = hb->assignment.owned;
     persist(shard, std::move(hb->records), [done, owned](result<void> r) {
@@ -427,8 +428,7 @@ void group_service_impl::seek(std::string group_id, std::string instance_id, std
       if (g->failure) return done(*g->failure);
       auto owned = st.coordinator.positions_for_fetch(group_id, instance_id);
       if (!owned.ok()) {
-        forget_if_gone(st, group_id, instance_id, owned.error());
-        return done(from_group(owned.error()));
+        return done(member_error(st, group_id, instance_id, owned.error()));
       }
       for (const auto& s : g->seeks) {
         bool is_owned = std::any_of(owned->begin(), owned->end(),
@@ -494,8 +494,7 @@ void group_service_impl::poll(std::string group_id, std::string instance_id, pol
                                size_t shard, shard_state& st) mutable {
     auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
     if (!hb.ok()) {
-      forget_if_gone(st, group_id, instance_id, hb.error());
-      return done(from_group(hb.error()));
+      return done(member_error(st, group_id, instance_id, hb.error()));
     }
     persist(shard, std::move(hb->records),
             [this, shard, group_id, instance_id, request, deadline, done = std::move(done)](result<void> r) mutable {
@@ -511,8 +510,7 @@ void group_service_impl::poll_round(size_t shard, std::string group_id, std::str
   auto& st = *shards_[shard];
   auto positions = st.coordinator.positions_for_fetch(group_id, instance_id);
   if (!positions.ok()) {
-    forget_if_gone(st, group_id, instance_id, positions.error());
-    return done(from_group(positions.error()));
+    return done(member_error(st, group_id, instance_id, positions.error()));
   }
   auto slots = std::make_shared<std::vector<poll_slot>>();
   for (const auto& fp : positions.value()) {
@@ -569,8 +567,7 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
   // other call (seek, another poll) moved the position while the fetch was in flight.
   auto positions = st.coordinator.positions_for_fetch(group_id, instance_id);
   if (!positions.ok()) {
-    forget_if_gone(st, group_id, instance_id, positions.error());
-    return done(from_group(positions.error()));
+    return done(member_error(st, group_id, instance_id, positions.error()));
   }
   group::partition_map<model::offset> current;
   for (const auto& fp : positions.value()) {
@@ -645,8 +642,7 @@ void group_service_impl::commit(std::string group_id, std::string instance_id,
     auto r = offsets ? st.coordinator.commit_processed(group_id, instance_id, std::nullopt, *offsets, now)
                      : st.coordinator.commit_returned(group_id, instance_id, std::nullopt, now);
     if (!r.ok()) {
-      forget_if_gone(st, group_id, instance_id, r.error());
-      return done(from_group(r.error()));
+      return done(member_error(st, group_id, instance_id, r.error()));
     }
     persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
       if (!p.ok()) return done(p.error());
@@ -661,8 +657,7 @@ void group_service_impl::committed(std::string group_id, std::string instance_id
                                size_t shard, shard_state& st) {
     auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
     if (!hb.ok()) {
-      forget_if_gone(st, group_id, instance_id, hb.error());
-      return done(from_group(hb.error()));
+      return done(member_error(st, group_id, instance_id, hb.error()));
     }
     group::partition_map<group::committed_offset> out;
     auto all = st.coordinator.committed_offsets(group_id);
