@@ -154,6 +154,11 @@ class group_service_impl final : public group_service {
   void member_call(std::string group_id, std::string instance_id, F call, std::function<void(result<void>)> done);
   std::optional<log_bounds> bounds_of(const model::topic_partition& tp);
   void schedule_expiry(size_t shard);
+  void poll_heartbeat(size_t shard, std::string group_id, std::string instance_id, poll_request request,
+                      int64_t deadline_ms, std::function<void(result<std::vector<consumed_record>>)> done);
+  /// Nothing to return yet: another round after poll_retry_interval_ms, or empty at the deadline.
+  void poll_later(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
+                  std::function<void(result<std::vector<consumed_record>>)> done);
   void poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
                   std::function<void(result<std::vector<consumed_record>>)> done);
   void poll_finish(size_t shard, std::string group_id, std::string instance_id, poll_request request,
@@ -490,18 +495,35 @@ void group_service_impl::poll(std::string group_id, std::string instance_id, pol
                               std::function<void(result<std::vector<consumed_record>>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   const int64_t deadline = clock_.now_ms() + std::max<int64_t>(request.timeout_ms, 0);
-  on_coordinator(group_id, [this, group_id, instance_id, request, deadline, done = std::move(done)](
-                               size_t shard, shard_state& st) mutable {
-    auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
-    if (!hb.ok()) {
-      return done(member_error(st, group_id, instance_id, hb.error()));
-    }
-    persist(shard, std::move(hb->records),
-            [this, shard, group_id, instance_id, request, deadline, done = std::move(done)](result<void> r) mutable {
-              if (!r.ok()) return done(r.error());
-              poll_round(shard, group_id, instance_id, request, deadline, std::move(done));
-            });
+  const size_t shard = shard_of_group(group_id);
+  runtime_.post(shard, [this, shard, group_id, instance_id, request, deadline, done = std::move(done)]() mutable {
+    poll_heartbeat(shard, group_id, instance_id, request, deadline, std::move(done));
   });
+}
+
+void group_service_impl::poll_heartbeat(size_t shard, std::string group_id, std::string instance_id,
+                                        poll_request request, int64_t deadline_ms,
+                                        std::function<void(result<std::vector<consumed_record>>)> done) {
+  // Every round is a heartbeat: it keeps the lease and, with cooperative assignment, is when this
+  // member drops revoked partitions and picks up the ones another member released meanwhile.
+  auto& st = *shards_[shard];
+  auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+  if (!hb.ok()) return done(member_error(st, group_id, instance_id, hb.error()));
+  persist(shard, std::move(hb->records),
+          [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)](result<void> r) mutable {
+            if (!r.ok()) return done(r.error());
+            poll_round(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+          });
+}
+
+void group_service_impl::poll_later(size_t shard, std::string group_id, std::string instance_id, poll_request request,
+                                    int64_t deadline_ms,
+                                    std::function<void(result<std::vector<consumed_record>>)> done) {
+  if (clock_.now_ms() >= deadline_ms || stopping_) return done(std::vector<consumed_record>{});
+  runtime_.post_after(shard, poll_retry_interval_ms,
+                      [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)]() mutable {
+                        poll_heartbeat(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+                      });
 }
 
 void group_service_impl::poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request,
@@ -530,12 +552,7 @@ void group_service_impl::poll_round(size_t shard, std::string group_id, std::str
     slots->push_back({fp.partition, *at, std::nullopt});
   }
   if (slots->empty()) {
-    if (clock_.now_ms() >= deadline_ms || stopping_) return done(std::vector<consumed_record>{});
-    runtime_.post_after(shard, poll_retry_interval_ms,
-                        [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)]() mutable {
-                          poll_round(shard, group_id, instance_id, request, deadline_ms, std::move(done));
-                        });
-    return;
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
   }
   auto remaining = std::make_shared<std::atomic<size_t>>(slots->size());
   auto finish = [this, shard, group_id, instance_id, request, deadline_ms, slots, done = std::move(done)]() mutable {
@@ -610,12 +627,7 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
     }
   }
   if (out.empty()) {
-    if (clock_.now_ms() >= deadline_ms || stopping_) return done(std::vector<consumed_record>{});
-    runtime_.post_after(shard, poll_retry_interval_ms,
-                        [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)]() mutable {
-                          poll_round(shard, group_id, instance_id, request, deadline_ms, std::move(done));
-                        });
-    return;
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
   }
   for (const auto& [tp, next] : next_offsets) {
     auto r = st.coordinator.record_fetched(group_id, instance_id, tp, next);
