@@ -17,7 +17,8 @@ Commands:
   serve      run the broker (HTTP/REST on 127.0.0.1:8082, data in ./ringlog-data)
   topics     create, list, describe, delete or alter topics
   produce    send lines of standard input as records
-  consume    print records of a topic
+  consume    print records of a topic (--group G: as a member of consumer group G)
+  groups     list, describe, show lag of, reset or delete consumer groups
   dump-log   print a segment file's batches and records
   bench      HTTP load generator: throughput and produce-to-consume latency
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   if (command == "topics") return ringlog::gateway::topics_main(sub_argc, sub_argv);
   if (command == "produce") return ringlog::gateway::produce_main(sub_argc, sub_argv);
   if (command == "consume") return ringlog::gateway::consume_main(sub_argc, sub_argv);
+  if (command == "groups") return ringlog::gateway::groups_main(sub_argc, sub_argv);
   if (command == "dump-log") return ringlog::app::dump_log_main(sub_argc, sub_argv);
   if (command == "bench") return ringlog::gateway::bench_main(sub_argc, sub_argv);
   if (command == "--help" || command == "-h" || command == "help") {

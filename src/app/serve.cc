@@ -95,6 +95,8 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.produce_records_max = c.produce_records_max;
   b.fetch_wait_max_ms = c.fetch_wait_max_ms;
   b.fetch_waiters_per_partition_max = c.fetch_waiters_per_partition_max;
+  b.offsets_topic_num_partitions = c.offsets_topic_num_partitions;
+  b.group_expiry_interval_ms = c.group_expiry_interval_ms;
   return b;
 }
 

@@ -11,6 +11,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "group_service.h"
 #include "metadata.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
@@ -88,7 +89,7 @@ struct produce_operation {
   }
 };
 
-class broker_impl final : public broker {
+class broker_impl final : public broker, public group_host {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
       : config_(std::move(config)),
@@ -115,6 +116,15 @@ class broker_impl final : public broker {
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
   void begin_shutdown() override;
   void shutdown(std::function<void()> done) override;
+  group_api& groups() override { return *groups_; }
+
+  // group_host: the internal path to __consumer_offsets (produce from outside refuses it).
+  [[nodiscard]] size_t owner_shard(const std::string& topic, int32_t partition) const override {
+    return owner(topic, partition);
+  }
+  void append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
+                       std::function<void(result<void>)> done) override;
+  result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override;
 
  private:
   int64_t total_partitions() const {
@@ -131,6 +141,7 @@ class broker_impl final : public broker {
                      " more would pass the limit broker.partitions.max=" + std::to_string(config_.partitions_max) +
                      " (each partition keeps files open; the limit follows the open-file limit)"};
   }
+  result<void> ensure_offsets_topic();
   using partitions_map = std::unordered_map<std::string, std::shared_ptr<partition_runtime>>;
 
   std::shared_ptr<topic_state> find_topic(const std::string& name) const {
@@ -175,6 +186,7 @@ class broker_impl final : public broker {
   std::map<std::string, std::shared_ptr<topic_state>> topics_;
   std::unique_ptr<storage::partition_log> metadata_log_;  // shard 0 only, after start()
   std::atomic<bool> stopping_{false};
+  std::unique_ptr<group_service> groups_;  // after start()
 };
 
 // ---------------------------------------------------------------- start-up
@@ -220,8 +232,89 @@ result<void> broker_impl::start() {
     auto r = opened.get_future().get();
     if (!r.ok()) return r.error();
   }
+  RINGLOG_TRY(ensure_offsets_topic());
+  const int32_t offsets_partitions = topics_.at(consumer_offsets_topic)->record.partitions_count;
+  groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
+                               config_.group_expiry_interval_ms);
+  RINGLOG_TRY(groups_->start());
   for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
   return base::ok_v;
+}
+
+result<void> broker_impl::ensure_offsets_topic() {
+  if (topics_.contains(consumer_offsets_topic)) return base::ok_v;
+  // Created once with offsets.topic.num.partitions: a later change of the key would move groups
+  // to other partitions, so the existing count wins (as in Kafka).
+  topic_record record;
+  record.name = consumer_offsets_topic;
+  record.topic_id = new_topic_id();
+  record.partitions_count = config_.offsets_topic_num_partitions;
+  record.replication_factor = 1;
+  // Kafka compacts this topic (the latest value per key is what counts). ringlog has no log
+  // cleaner yet, so it keeps everything: retention must never drop a commit.
+  record.configs = {{"retention.ms", "-1"}, {"retention.bytes", "-1"}};
+  RINGLOG_TRY(persist(encode_topic_upsert(record)));
+  auto t = install_topic(record);
+  std::promise<result<void>> opened;
+  open_partitions(t, 0, true, [&opened](result<void> r) { opened.set_value(std::move(r)); });
+  return opened.get_future().get();
+}
+
+void broker_impl::append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
+                                  std::function<void(result<void>)> done) {
+  auto rt = runtime_of(shard, consumer_offsets_topic, partition);
+  if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(consumer_offsets_topic)});
+  const model::timestamp_ms now = deps_.clock.now_ms();
+  for (auto& r : records) r.timestamp = now;
+  auto batch = codec::encode_batch({}, records);
+  if (!batch.ok()) return done(error{errc::unknown_server_error, batch.error().message});
+  auto appended = rt->log->append(std::move(batch.value()), rt->epoch);
+  if (!appended.ok()) return done(from_storage(appended.error()));
+  publish(*rt);
+  if (config_.log_flush_policy != "fsync") {
+    rt->log->set_high_watermark(rt->log->log_end_offset());
+    publish(*rt);
+    wake_waiters(shard, rt);
+    return done(base::ok_v);
+  }
+  rt->log->flush_async(deps_.runtime.disk(shard), [this, shard, rt, done = std::move(done)](storage::result<void> r) {
+    if (!r.ok()) return done(from_storage(r.error()));
+    if (!rt->deleted) {
+      rt->log->set_high_watermark(rt->log->recovery_point());
+      publish(*rt);
+      wake_waiters(shard, rt);
+    }
+    done(base::ok_v);
+  });
+}
+
+result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int32_t partition) {
+  auto rt = runtime_of(shard, consumer_offsets_topic, partition);
+  if (!rt) return error{errc::unknown_topic_or_partition, unknown_topic_message(consumer_offsets_topic)};
+  std::vector<model::record> out;
+  model::offset at = rt->log->log_start_offset();
+  const model::offset end = rt->log->high_watermark();
+  while (at < end) {
+    auto read = rt->log->read(at, 1 << 20, end);
+    if (!read.ok()) return from_storage(read.error());
+    if (read->batches.empty()) break;
+    size_t pos = 0;
+    while (pos < read->batches.size()) {
+      auto header = codec::decode_header(std::span(read->batches).subspan(pos));
+      RINGLOG_ASSERT(header.ok(), "batches of __consumer_offsets were validated on recovery");
+      if (!header->is_control()) {
+        auto records = codec::decode_records(std::span(read->batches).subspan(pos, header->size_bytes()));
+        if (!records.ok()) return error{errc::kafka_storage_error, "__consumer_offsets: " + records.error().message};
+        for (auto& r : records.value()) {
+          if (r.record_offset >= at && r.record_offset < end) out.push_back(std::move(r));
+        }
+      }
+      pos += header->size_bytes();
+    }
+    if (read->next_offset <= at) break;
+    at = read->next_offset;
+  }
+  return out;
 }
 
 std::shared_ptr<topic_state> broker_impl::install_topic(const topic_record& record) {
@@ -416,6 +509,7 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
           done(failure);
         });
       }
+      groups_->topics_changed();
       done(describe(*t));
     });
   });
@@ -432,6 +526,7 @@ void broker_impl::delete_topic(std::string topic, std::function<void(result<void
       std::unique_lock lock(mutex_);
       topics_.erase(topic);
     }
+    groups_->topic_deleted(topic);
     auto remaining = std::make_shared<std::atomic<int32_t>>(t->record.partitions_count);
     auto failure = std::make_shared<std::optional<error>>();
     auto finish = std::make_shared<std::function<void(result<void>)>>(std::move(done));
@@ -491,6 +586,7 @@ void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
     }
     open_partitions(t, current, true, [this, t, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());
+      groups_->topics_changed();
       done(describe(*t));
     });
   });
@@ -917,6 +1013,7 @@ void broker_impl::begin_shutdown() {
 
 void broker_impl::shutdown(std::function<void()> done) {
   stopping_ = true;
+  if (groups_) groups_->stop();
   auto remaining = std::make_shared<std::atomic<size_t>>(shards_.size());
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
   for (size_t shard = 0; shard < shards_.size(); ++shard) {

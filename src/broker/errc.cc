@@ -23,6 +23,19 @@ std::string_view to_string(errc e) {
     case errc::throttling_quota_exceeded: return "throttling_quota_exceeded";
     case errc::broker_not_available: return "broker_not_available";
     case errc::unknown_server_error: return "unknown_server_error";
+    case errc::invalid_group_id: return "invalid_group_id";
+    case errc::group_id_not_found: return "group_id_not_found";
+    case errc::unknown_member_id: return "unknown_member_id";
+    case errc::illegal_generation: return "illegal_generation";
+    case errc::partition_not_owned: return "partition_not_owned";
+    case errc::inconsistent_subscription: return "inconsistent_subscription";
+    case errc::inconsistent_group_protocol: return "inconsistent_group_protocol";
+    case errc::invalid_regular_expression: return "invalid_regular_expression";
+    case errc::invalid_session_timeout: return "invalid_session_timeout";
+    case errc::offset_metadata_too_large: return "offset_metadata_too_large";
+    case errc::group_max_size_reached: return "group_max_size_reached";
+    case errc::group_not_empty: return "group_not_empty";
+    case errc::no_offset_for_partition: return "no_offset_for_partition";
   }
   return "unknown_server_error";
 }
@@ -49,6 +62,19 @@ int kafka_error_code(errc e) {
     case errc::invalid_config: return 40;
     case errc::kafka_storage_error: return 56;
     case errc::throttling_quota_exceeded: return 89;
+    case errc::invalid_group_id: return 24;
+    case errc::group_id_not_found: return 69;
+    case errc::unknown_member_id: return 25;
+    case errc::illegal_generation: return 22;
+    case errc::partition_not_owned: return -1;
+    case errc::inconsistent_subscription: return -1;
+    case errc::inconsistent_group_protocol: return 23;
+    case errc::invalid_regular_expression: return -1;
+    case errc::invalid_session_timeout: return 26;
+    case errc::offset_metadata_too_large: return 12;
+    case errc::group_max_size_reached: return 81;
+    case errc::group_not_empty: return 68;
+    case errc::no_offset_for_partition: return -1;
   }
   return -1;
 }

@@ -123,6 +123,10 @@ const std::vector<key_spec>& key_table() {
       int_key("fetch.wait.max.ms", &server_config::fetch_wait_max_ms, 0, 3600000, "longest long-poll of a fetch, ms"),
       int_key("fetch.waiters.per.partition.max", &server_config::fetch_waiters_per_partition_max, 1, 1000000,
               "long-polls parked on one partition"),
+      int_key("offsets.topic.num.partitions", &server_config::offsets_topic_num_partitions, 1, 1000,
+              "partitions of __consumer_offsets when it is created (later changes do not move groups)"),
+      int_key("group.expiry.interval.ms", &server_config::group_expiry_interval_ms, 100, 60000,
+              "how often consumer sessions past their timeout are swept, ms"),
       key_spec{"listeners", "where HTTP listens: http://HOST:PORT (one listener, IP address host)",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  constexpr std::string_view scheme = "http://";

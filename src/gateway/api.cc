@@ -8,6 +8,7 @@
 #include "base64.h"
 #include "errors.h"
 #include "http_util.h"
+#include "ringlog/group/limits.h"
 
 namespace ringlog::gateway {
 
@@ -818,6 +819,595 @@ void fetch_records(const call_ptr& c) {
   });
 }
 
+// -- v2 consumers (issue 4): instances are leases held by the group coordinator, so any shard
+// (and any broker, later) serves a base_uri; no consumer state lives in this process's connection.
+
+/// The request body as JSON; null for an empty body. Answers 400/422 and returns nullopt when bad.
+std::optional<json> consumer_body(const call_ptr& c) {
+  if (c->request.body.find_first_not_of(" \t\r\n") == std::string::npos) return json(nullptr);
+  try {
+    json j = json::parse(c->request.body);
+    if (!j.is_object()) {
+      c->fail(422, ec::unprocessable, "the request body must be a JSON object");
+      return std::nullopt;
+    }
+    return j;
+  } catch (const json::exception& e) {
+    c->fail(400, ec::bad_request, std::string("malformed JSON request body: ") + e.what());
+    return std::nullopt;
+  }
+}
+
+/// A consumer setting given as a JSON string or number/bool (the REST proxy takes strings).
+std::optional<std::string> setting_text(const json& body, const std::string& name) {
+  if (!body.is_object() || !body.contains(name) || body[name].is_null()) return std::nullopt;
+  const json& v = body[name];
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+/// Reads {"partitions":[{"topic","partition"}]} or the same array under `field`. Answers 422.
+std::optional<std::vector<model::topic_partition>> partitions_field(const call_ptr& c, const json& body,
+                                                                    const std::string& field) {
+  std::vector<model::topic_partition> out;
+  if (!body.is_object() || !body.contains(field)) return out;
+  if (!body[field].is_array()) {
+    c->fail(422, ec::unprocessable, field + " must be an array");
+    return std::nullopt;
+  }
+  size_t i = 0;
+  for (const auto& item : body[field]) {
+    std::string where = field + "[" + std::to_string(i++) + "]";
+    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
+        !item["partition"].is_number_integer() || item["partition"].get<int64_t>() < 0 ||
+        item["partition"].get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      c->fail(422, ec::unprocessable, where + " must be {\"topic\": string, \"partition\": integer >= 0}");
+      return std::nullopt;
+    }
+    out.push_back({item["topic"].get<std::string>(), model::partition_id(item["partition"].get<int32_t>())});
+  }
+  return out;
+}
+
+std::string group_param(api::call& c) { return c.params["group"]; }
+std::string instance_param(api::call& c) { return c.params["instance"]; }
+
+/// Answers a broker result<void> of a consumer call with 204.
+std::function<void(broker::result<void>)> answer_no_content(const call_ptr& c) {
+  return [c](broker::result<void> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      http_response resp;
+      resp.status = 204;
+      resp.content_type.clear();
+      call.respond(std::move(resp));
+    });
+  };
+}
+
+void v2_create_consumer(const call_ptr& c) {
+  if (!c->accept(v2_offers)) return;
+  auto body = consumer_body(c);
+  if (!body) return;
+  broker::consumer_instance_config cfg;
+  cfg.group_id = c->params["group"];
+  auto bad = [&](const std::string& why) { c->fail(422, ec::invalid_consumer_config, why); };
+  if (auto name = setting_text(*body, "name")) {
+    if (name->empty() || name->size() > 200) return bad("name must be 1..200 characters");
+    cfg.name = *name;
+  }
+  if (auto format = setting_text(*body, "format")) {
+    if (*format == "binary") cfg.format = broker::consumer_format::binary;
+    else if (*format == "json") cfg.format = broker::consumer_format::json;
+    else return bad("format must be binary or json, got \"" + *format + "\"");
+  }
+  if (auto reset = setting_text(*body, "auto.offset.reset")) {
+    if (*reset == "earliest" || *reset == "smallest") cfg.auto_offset_reset = group::offset_reset::earliest;
+    else if (*reset == "latest" || *reset == "largest") cfg.auto_offset_reset = group::offset_reset::latest;
+    else if (*reset == "none") cfg.auto_offset_reset = group::offset_reset::none;
+    else return bad("auto.offset.reset must be earliest, latest or none, got \"" + *reset + "\"");
+  }
+  if (auto commit = setting_text(*body, "auto.commit.enable")) {
+    if (*commit == "true") cfg.auto_commit_enable = true;
+    else if (*commit == "false") cfg.auto_commit_enable = false;
+    else return bad("auto.commit.enable must be true or false, got \"" + *commit + "\"");
+  }
+  auto int_setting = [&](const std::string& name, int64_t min, int64_t max) -> std::optional<std::optional<int64_t>> {
+    auto text = setting_text(*body, name);
+    if (!text) return std::optional<int64_t>{};
+    auto v = parse_int(*text, min, max);
+    if (!v) {
+      bad(name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + *text);
+      return std::nullopt;
+    }
+    return v;
+  };
+  auto min_bytes = int_setting("fetch.min.bytes", 1, std::numeric_limits<int32_t>::max());
+  if (!min_bytes) return;
+  if (*min_bytes) cfg.fetch_min_bytes = static_cast<int32_t>(**min_bytes);
+  auto request_timeout = int_setting("consumer.request.timeout.ms", 0, c->self->options().fetch_wait_max_ms);
+  if (!request_timeout) return;
+  if (*request_timeout) cfg.request_timeout_ms = **request_timeout;
+  for (const char* key : {"consumer.instance.timeout.ms", "session.timeout.ms"}) {
+    auto timeout = int_setting(key, group::limits::session_timeout_ms_min, group::limits::session_timeout_ms_max);
+    if (!timeout) return;
+    if (*timeout) cfg.session_timeout_ms = **timeout;
+  }
+  c->broker().groups().create_consumer(std::move(cfg), [c](broker::result<broker::consumer_instance> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      std::string uri = call.base_url + "/consumers/" + r->group_id + "/instances/" + r->instance_id;
+      call.respond_json(200, {{"instance_id", r->instance_id}, {"base_uri", uri}}, v2_type);
+    });
+  });
+}
+
+void v2_delete_consumer(const call_ptr& c) {
+  c->broker().groups().delete_consumer(group_param(*c), instance_param(*c), answer_no_content(c));
+}
+
+void v2_subscribe(const call_ptr& c) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  const bool has_topics = body->is_object() && body->contains("topics");
+  const bool has_pattern = body->is_object() && body->contains("topic_pattern");
+  if (has_topics && has_pattern) {
+    return c->fail(409, ec::illegal_state, "subscription to topics and to a pattern are mutually exclusive");
+  }
+  group::subscription sub;
+  if (has_topics) {
+    const json& topics = (*body)["topics"];
+    if (!topics.is_array() || topics.empty()) return c->fail(422, ec::unprocessable, "topics must be a non-empty array of strings");
+    sub.kind = group::subscription_kind::topics;
+    for (const auto& t : topics) {
+      if (!t.is_string()) return c->fail(422, ec::unprocessable, "topics must be a non-empty array of strings");
+      sub.topics.push_back(t.get<std::string>());
+    }
+  } else if (has_pattern) {
+    if (!(*body)["topic_pattern"].is_string()) return c->fail(422, ec::unprocessable, "topic_pattern must be a string");
+    sub.kind = group::subscription_kind::pattern;
+    sub.pattern = (*body)["topic_pattern"].get<std::string>();
+  } else {
+    return c->fail(422, ec::unprocessable, "a list of topics or a topic_pattern is required");
+  }
+  c->broker().groups().subscribe(group_param(*c), instance_param(*c), std::move(sub), answer_no_content(c));
+}
+
+void v2_get_subscription(const call_ptr& c) {
+  if (!c->accept(v2_offers)) return;
+  c->broker().groups().subscription(group_param(*c), instance_param(*c), [c](broker::result<group::subscription> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      json out = {{"topics", r->topics}};
+      if (r->kind == group::subscription_kind::pattern) out["topic_pattern"] = r->pattern;
+      call.respond_json(200, out, v2_type);
+    });
+  });
+}
+
+void v2_unsubscribe(const call_ptr& c) {
+  c->broker().groups().unsubscribe(group_param(*c), instance_param(*c), answer_no_content(c));
+}
+
+void v2_assign(const call_ptr& c) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  auto partitions = partitions_field(c, *body, "partitions");
+  if (!partitions) return;
+  group::partition_set set(partitions->begin(), partitions->end());
+  c->broker().groups().assign(group_param(*c), instance_param(*c), std::move(set), answer_no_content(c));
+}
+
+json partitions_json(const group::partition_set& set) {
+  json out = json::array();
+  for (const auto& tp : set) out.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}});
+  return out;
+}
+
+void v2_get_assignments(const call_ptr& c) {
+  if (!c->accept(v2_offers)) return;
+  c->broker().groups().assignments(group_param(*c), instance_param(*c), [c](broker::result<group::partition_set> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      call.respond_json(200, {{"partitions", partitions_json(*r)}}, v2_type);
+    });
+  });
+}
+
+void v2_seek(const call_ptr& c) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  std::vector<broker::seek_request> seeks;
+  if (!body->is_object() || !body->contains("offsets") || !(*body)["offsets"].is_array()) {
+    return c->fail(422, ec::unprocessable, "offsets must be an array of {topic, partition, offset | timestamp}");
+  }
+  size_t i = 0;
+  for (const auto& item : (*body)["offsets"]) {
+    std::string where = "offsets[" + std::to_string(i++) + "]";
+    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
+        !item["partition"].is_number_integer()) {
+      return c->fail(422, ec::unprocessable, where + " must name a topic and a partition");
+    }
+    broker::seek_request s;
+    s.partition = {item["topic"].get<std::string>(), model::partition_id(item["partition"].get<int32_t>())};
+    if (item.contains("offset") && item["offset"].is_number_integer()) {
+      s.kind = broker::seek_kind::offset;
+      s.value = item["offset"].get<int64_t>();
+    } else if (item.contains("timestamp")) {
+      s.kind = broker::seek_kind::timestamp;
+      if (item["timestamp"].is_number_integer()) {
+        s.value = item["timestamp"].get<int64_t>();
+      } else if (auto ms = item["timestamp"].is_string() ? parse_iso8601_ms(item["timestamp"].get<std::string>())
+                                                          : std::nullopt) {
+        s.value = *ms;
+      } else {
+        return c->fail(422, ec::unprocessable, where + ".timestamp must be ms since the epoch or an ISO-8601 date-time");
+      }
+    } else {
+      return c->fail(422, ec::unprocessable, where + " needs an integer offset or a timestamp");
+    }
+    seeks.push_back(std::move(s));
+  }
+  c->broker().groups().seek(group_param(*c), instance_param(*c), std::move(seeks), answer_no_content(c));
+}
+
+void v2_seek_edge(const call_ptr& c, broker::seek_kind kind) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  auto partitions = partitions_field(c, *body, "partitions");
+  if (!partitions) return;
+  std::vector<broker::seek_request> seeks;
+  for (const auto& tp : *partitions) seeks.push_back({tp, kind, 0});
+  c->broker().groups().seek(group_param(*c), instance_param(*c), std::move(seeks), answer_no_content(c));
+}
+void v2_seek_beginning(const call_ptr& c) { v2_seek_edge(c, broker::seek_kind::beginning); }
+void v2_seek_end(const call_ptr& c) { v2_seek_edge(c, broker::seek_kind::end); }
+
+std::string consumed_records_json(const std::vector<broker::consumed_record>& records, bool as_json,
+                                  std::optional<int64_t>& bad_offset) {
+  std::string out = "[";
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto& [tp, rec] = records[i];
+    if (i > 0) out += ',';
+    out += "{\"topic\":" + dump(json(tp.topic)) + ",\"partition\":" + std::to_string(tp.partition.value()) +
+           ",\"offset\":" + std::to_string(rec.record_offset.value()) + ",\"timestamp\":" + std::to_string(rec.timestamp) +
+           ",\"key\":";
+    bool ok = append_payload(out, rec.key, as_json);
+    out += ",\"value\":";
+    ok = ok && append_payload(out, rec.value, as_json);
+    if (!ok && !bad_offset) bad_offset = rec.record_offset.value();
+    out += ",\"headers\":[";
+    for (size_t h = 0; h < rec.headers.size(); ++h) {
+      if (h > 0) out += ',';
+      out += "{\"key\":" + dump(json(rec.headers[h].key)) + ",\"value\":";
+      append_payload(out, rec.headers[h].value, false);
+      out += '}';
+    }
+    out += "]}";
+  }
+  return out + "]";
+}
+
+void v2_consumer_records(const call_ptr& c) {
+  const api_options& o = c->self->options();
+  auto max_bytes = c->query_int("max_bytes", fetch_max_bytes_default, 1, o.fetch_response_bytes_max, "fetch.response.bytes.max");
+  if (!max_bytes) return;
+  std::optional<int64_t> timeout;
+  if (c->query.count("timeout")) {
+    timeout = c->query_int("timeout", std::nullopt, 0, o.fetch_wait_max_ms, "fetch.wait.max.ms");
+    if (!timeout) return;
+  }
+  // The instance's format decides what Accept may ask for (Confluent: 40601 otherwise).
+  c->broker().groups().describe_consumer(group_param(*c), instance_param(*c), [c, max_bytes = *max_bytes, timeout](
+                                                                                 broker::result<broker::consumer_instance> r) {
+    c->later([r = std::move(r), max_bytes, timeout](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      const bool as_json = r->format == broker::consumer_format::json;
+      const std::string type = as_json ? v2_json_type : v2_binary_type;
+      if (!negotiate(call.request.accept, {type})) {
+        return call.fail(406, ec::not_acceptable, "consumer instance format is " + std::string(as_json ? "json" : "binary") +
+                                                      "; read its records with Accept: " + type + ", not \"" +
+                                                      call.request.accept + "\"");
+      }
+      broker::poll_request req{timeout.value_or(std::min(r->request_timeout_ms, call.self->options().fetch_wait_max_ms)),
+                               max_bytes};
+      auto self = call.shared_from_this();
+      call.broker().groups().poll(r->group_id, r->instance_id, req, [self, as_json, type](
+                                                                        broker::result<std::vector<broker::consumed_record>> polled) {
+        self->later([polled = std::move(polled), as_json, type](api::call& call2) {
+          if (!polled.ok()) return call2.fail(to_api_error(polled.error()));
+          std::optional<int64_t> bad_offset;
+          std::string body = consumed_records_json(*polled, as_json, bad_offset);
+          if (bad_offset) {
+            return call2.fail(406, ec::not_acceptable, "record at offset " + std::to_string(*bad_offset) +
+                                                           " is not JSON; use a binary consumer instance");
+          }
+          std::map<std::string, std::pair<uint64_t, uint64_t>> per_topic;
+          for (const auto& cr : *polled) {
+            auto& [n, b] = per_topic[cr.partition.topic];
+            ++n;
+            b += record_bytes(cr.record);
+          }
+          for (const auto& [t, nb] : per_topic) call2.self->metrics_registry().add_bytes_out(t, nb.first, nb.second);
+          http_response resp;
+          resp.content_type = type;
+          resp.body = std::move(body);
+          call2.respond(std::move(resp));
+        });
+      });
+    });
+  });
+}
+
+void v2_commit_offsets(const call_ptr& c) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  std::optional<std::vector<group::processed_offset>> offsets;
+  if (body->is_object() && body->contains("offsets")) {
+    const json& items = (*body)["offsets"];
+    if (!items.is_array()) return c->fail(422, ec::unprocessable, "offsets must be an array");
+    offsets.emplace();
+    size_t i = 0;
+    for (const auto& item : items) {
+      std::string where = "offsets[" + std::to_string(i++) + "]";
+      if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
+          !item["partition"].is_number_integer() || !item.contains("offset") || !item["offset"].is_number_integer()) {
+        return c->fail(422, ec::unprocessable, where + " must be {\"topic\", \"partition\", \"offset\"}");
+      }
+      group::processed_offset p;
+      p.partition = {item["topic"].get<std::string>(), model::partition_id(item["partition"].get<int32_t>())};
+      p.last_processed = model::offset(item["offset"].get<int64_t>());
+      if (item.contains("metadata") && item["metadata"].is_string()) p.metadata = item["metadata"].get<std::string>();
+      offsets->push_back(std::move(p));
+    }
+    if (offsets->empty()) offsets.reset();  // {"offsets":[]}: everything returned, like an empty body
+  }
+  c->broker().groups().commit(group_param(*c), instance_param(*c), std::move(offsets),
+                              [c](broker::result<group::partition_map<group::committed_offset>> r) {
+                                c->later([r = std::move(r)](api::call& call) {
+                                  if (!r.ok()) return call.fail(to_api_error(r.error()));
+                                  http_response resp;
+                                  resp.status = 204;
+                                  resp.content_type.clear();
+                                  call.respond(std::move(resp));
+                                });
+                              });
+}
+
+void v2_committed_offsets(const call_ptr& c) {
+  if (!c->accept(v2_offers)) return;
+  auto body = consumer_body(c);
+  if (!body) return;
+  auto partitions = partitions_field(c, *body, "partitions");
+  if (!partitions) return;
+  group::partition_set set(partitions->begin(), partitions->end());
+  c->broker().groups().committed(group_param(*c), instance_param(*c), std::move(set),
+                                 [c](broker::result<group::partition_map<group::committed_offset>> r) {
+                                   c->later([r = std::move(r)](api::call& call) {
+                                     if (!r.ok()) return call.fail(to_api_error(r.error()));
+                                     json out = json::array();
+                                     for (const auto& [tp, co] : *r) {
+                                       out.push_back({{"topic", tp.topic},
+                                                      {"partition", tp.partition.value()},
+                                                      {"offset", co.committed.value()},
+                                                      {"metadata", co.metadata}});
+                                     }
+                                     call.respond_json(200, {{"offsets", out}}, v2_type);
+                                   });
+                                 });
+}
+
+// -- v3 consumer groups (Confluent v3 shapes) and ringlog's native group admin
+
+std::string state_name(group::group_state s) {
+  std::string n(group::to_string(s));
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  return n;
+}
+
+json group_json(api::call& c, const group::group_listing& g, std::optional<broker::group_details> details) {
+  const std::string& cluster = c.broker().config().cluster_id;
+  std::string self = c.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + g.group_id;
+  json j = {{"kind", "KafkaConsumerGroup"},
+            {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + cluster + "/consumer-group=" + g.group_id}}},
+            {"cluster_id", cluster},
+            {"consumer_group_id", g.group_id},
+            {"is_simple", false},
+            {"state", state_name(g.state)},
+            {"member_count", g.member_count},
+            {"coordinator", related(c.base_url + "/v3/clusters/" + cluster + "/brokers/" + std::to_string(c.broker().config().node_id))},
+            {"consumers", related(self + "/consumers")},
+            {"lag_summary", related(self + "/lag-summary")}};
+  if (details) {
+    j["partition_assignor"] = std::string(group::to_string(details->description.assignor));
+    j["generation"] = details->description.generation.value();
+    j["coordinator_partition"] = details->coordinator.offsets_partition;
+    j["coordinator_shard"] = details->coordinator.shard;
+  }
+  return j;
+}
+
+void v3_list_groups(const call_ptr& c) {
+  if (!c->check_cluster() || !c->accept(v3_offers)) return;
+  c->broker().groups().list_groups([c](broker::result<std::vector<group::group_listing>> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      json data = json::array();
+      for (const auto& g : *r) data.push_back(group_json(call, g, std::nullopt));
+      call.respond_json(200, list_json("KafkaConsumerGroupList", call.base_url + "/v3/clusters/" + call.params["cluster_id"] +
+                                                                      "/consumer-groups", data));
+    });
+  });
+}
+
+/// describe_group, answering 404/40404 for a group that does not exist.
+void with_group(const call_ptr& c, std::function<void(api::call&, broker::group_details)> done) {
+  if (!c->check_cluster() || !c->accept(v3_offers)) return;
+  std::string id = c->params["consumer_group_id"];
+  c->broker().groups().describe_group(id, [c, id, done = std::move(done)](broker::result<broker::group_details> r) {
+    c->later([r = std::move(r), id, done](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      if (r->description.state == group::group_state::dead) {
+        return call.fail(404, ec::group_not_found, "consumer group '" + id + "' not found");
+      }
+      done(call, *r);
+    });
+  });
+}
+
+void v3_get_group(const call_ptr& c) {
+  with_group(c, [](api::call& call, broker::group_details d) {
+    group::group_listing g{d.description.group_id, d.description.state, d.description.members.size()};
+    call.respond_json(200, group_json(call, g, d));
+  });
+}
+
+void v3_group_consumers(const call_ptr& c) {
+  with_group(c, [](api::call& call, broker::group_details d) {
+    const std::string& cluster = call.broker().config().cluster_id;
+    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + d.description.group_id;
+    json data = json::array();
+    for (const auto& m : d.description.members) {
+      json assignments = json::array();
+      for (const auto& tp : m.owned) assignments.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}});
+      data.push_back({{"kind", "KafkaConsumer"},
+                      {"metadata", {{"self", base + "/consumers/" + m.member_id}}},
+                      {"cluster_id", cluster},
+                      {"consumer_group_id", d.description.group_id},
+                      {"consumer_id", m.member_id},
+                      {"instance_id", m.group_instance_id ? json(*m.group_instance_id) : json(nullptr)},
+                      {"client_id", m.client_name},
+                      {"generation", m.generation.value()},
+                      {"assignments", assignments},
+                      {"pending_assignment", partitions_json(m.target)}});
+    }
+    call.respond_json(200, list_json("KafkaConsumerList", base + "/consumers", data));
+  });
+}
+
+/// Lags of a group with the owner of each partition, then `done`.
+void with_lags(const call_ptr& c, std::function<void(api::call&, broker::group_details, std::vector<group::partition_lag>)> done) {
+  with_group(c, [done = std::move(done)](api::call& call, broker::group_details d) {
+    auto self = call.shared_from_this();
+    call.broker().groups().group_lag(d.description.group_id, [self, d, done](broker::result<std::vector<group::partition_lag>> r) {
+      self->later([r = std::move(r), d, done](api::call& call2) {
+        if (!r.ok() && r.error().code != broker::errc::group_id_not_found) return call2.fail(to_api_error(r.error()));
+        done(call2, d, r.ok() ? *r : std::vector<group::partition_lag>{});
+      });
+    });
+  });
+}
+
+std::string owner_of(const broker::group_details& d, const model::topic_partition& tp) {
+  for (const auto& m : d.description.members) {
+    if (m.owned.contains(tp)) return m.member_id;
+  }
+  return "";
+}
+
+void v3_group_lags(const call_ptr& c) {
+  with_lags(c, [](api::call& call, broker::group_details d, std::vector<group::partition_lag> lags) {
+    const std::string& cluster = call.broker().config().cluster_id;
+    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + d.description.group_id;
+    json data = json::array();
+    for (const auto& l : lags) {
+      std::string owner = owner_of(d, l.partition);
+      data.push_back({{"kind", "KafkaConsumerLag"},
+                      {"cluster_id", cluster},
+                      {"consumer_group_id", d.description.group_id},
+                      {"topic_name", l.partition.topic},
+                      {"partition_id", l.partition.partition.value()},
+                      {"current_offset", l.committed ? json(l.committed->value()) : json(nullptr)},
+                      {"log_end_offset", l.high_watermark.value()},
+                      {"lag", l.lag ? json(*l.lag) : json(nullptr)},
+                      {"consumer_id", owner.empty() ? json(nullptr) : json(owner)}});
+    }
+    call.respond_json(200, list_json("KafkaConsumerLagList", base + "/lags", data));
+  });
+}
+
+void v3_group_lag_summary(const call_ptr& c) {
+  with_lags(c, [](api::call& call, broker::group_details d, std::vector<group::partition_lag> lags) {
+    const std::string& cluster = call.broker().config().cluster_id;
+    int64_t total = 0;
+    const group::partition_lag* max = nullptr;
+    for (const auto& l : lags) {
+      total += l.lag.value_or(0);
+      if (l.lag && (!max || *l.lag > *max->lag)) max = &l;
+    }
+    json j = {{"kind", "KafkaConsumerGroupLagSummary"},
+              {"cluster_id", cluster},
+              {"consumer_group_id", d.description.group_id},
+              {"total_lag", total},
+              {"max_lag", max ? *max->lag : 0},
+              {"max_lag_topic_name", max ? json(max->partition.topic) : json(nullptr)},
+              {"max_lag_partition_id", max ? json(max->partition.partition.value()) : json(nullptr)},
+              {"max_lag_consumer_id", max && !owner_of(d, max->partition).empty() ? json(owner_of(d, max->partition)) : json(nullptr)}};
+    call.respond_json(200, j);
+  });
+}
+
+void v3_delete_group(const call_ptr& c) {
+  if (!c->check_cluster()) return;
+  c->broker().groups().delete_group(c->params["consumer_group_id"], answer_no_content(c));
+}
+
+/// POST .../consumer-groups/{g}/offsets:reset {"to": earliest|latest|timestamp|offset|shift,
+/// "value": N, "timestamp": ms or ISO-8601, "topics": [...], "dry_run": true (default)}.
+void v3_reset_group_offsets(const call_ptr& c) {
+  if (!c->check_cluster() || !c->accept(v3_offers)) return;
+  auto body = consumer_body(c);
+  if (!body) return;
+  if (!body->is_object()) return c->fail(422, ec::unprocessable, "a body with \"to\" is required");
+  broker::reset_offsets_request req;
+  req.group_id = c->params["consumer_group_id"];
+  auto to = setting_text(*body, "to").value_or("");
+  auto value_of = [&](const char* name) -> std::optional<int64_t> {
+    if (!body->contains(name) || !(*body)[name].is_number_integer()) return std::nullopt;
+    return (*body)[name].get<int64_t>();
+  };
+  if (to == "earliest") {
+    req.spec.kind = group::reset_kind::to_earliest;
+  } else if (to == "latest") {
+    req.spec.kind = group::reset_kind::to_latest;
+  } else if (to == "offset" || to == "shift") {
+    auto v = value_of("value");
+    if (!v) return c->fail(422, ec::unprocessable, "value (an integer) is required with to=" + to);
+    req.spec.kind = to == "offset" ? group::reset_kind::to_offset : group::reset_kind::shift_by;
+    req.spec.value = *v;
+  } else if (to == "timestamp") {
+    req.spec.kind = group::reset_kind::to_timestamp;
+    if (auto ms = value_of("timestamp")) {
+      req.timestamp_ms = *ms;
+    } else if (auto text = setting_text(*body, "timestamp"); text && parse_iso8601_ms(*text)) {
+      req.timestamp_ms = *parse_iso8601_ms(*text);
+    } else {
+      return c->fail(422, ec::unprocessable, "timestamp (ms since the epoch or ISO-8601) is required with to=timestamp");
+    }
+  } else {
+    return c->fail(422, ec::unprocessable, "to must be earliest, latest, timestamp, offset or shift");
+  }
+  if (body->contains("topics")) {
+    if (!(*body)["topics"].is_array()) return c->fail(422, ec::unprocessable, "topics must be an array of strings");
+    for (const auto& t : (*body)["topics"]) {
+      if (!t.is_string()) return c->fail(422, ec::unprocessable, "topics must be an array of strings");
+      req.topics.push_back(t.get<std::string>());
+    }
+  }
+  bool dry = !(body->contains("dry_run") && (*body)["dry_run"].is_boolean() && !(*body)["dry_run"].get<bool>());
+  req.mode = dry ? group::dry_run::yes : group::dry_run::no;
+  c->broker().groups().reset_offsets(std::move(req), [c, dry](broker::result<group::partition_map<model::offset>> r) {
+    c->later([r = std::move(r), dry](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      json offsets = json::array();
+      for (const auto& [tp, o] : *r) {
+        offsets.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}, {"offset", o.value()}});
+      }
+      call.respond_json(200, {{"dry_run", dry}, {"offsets", offsets}});
+    });
+  });
+}
+
 struct route {
   const char* method;
   const char* pattern;
@@ -850,6 +1440,26 @@ const std::vector<route>& route_table() {
       {"GET", "/topics/{topic}/partitions/{partition}/offsets", v2_offsets},
       {"GET", "/topics/{topic}/partitions/{partition}/records", fetch_records},
       {"GET", "/brokers", v2_brokers},
+      {"POST", "/consumers/{group}", v2_create_consumer},
+      {"DELETE", "/consumers/{group}/instances/{instance}", v2_delete_consumer},
+      {"POST", "/consumers/{group}/instances/{instance}/subscription", v2_subscribe},
+      {"GET", "/consumers/{group}/instances/{instance}/subscription", v2_get_subscription},
+      {"DELETE", "/consumers/{group}/instances/{instance}/subscription", v2_unsubscribe},
+      {"POST", "/consumers/{group}/instances/{instance}/assignments", v2_assign},
+      {"GET", "/consumers/{group}/instances/{instance}/assignments", v2_get_assignments},
+      {"POST", "/consumers/{group}/instances/{instance}/positions", v2_seek},
+      {"POST", "/consumers/{group}/instances/{instance}/positions/beginning", v2_seek_beginning},
+      {"POST", "/consumers/{group}/instances/{instance}/positions/end", v2_seek_end},
+      {"GET", "/consumers/{group}/instances/{instance}/records", v2_consumer_records},
+      {"POST", "/consumers/{group}/instances/{instance}/offsets", v2_commit_offsets},
+      {"GET", "/consumers/{group}/instances/{instance}/offsets", v2_committed_offsets},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups", v3_list_groups},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}", v3_get_group},
+      {"DELETE", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}", v3_delete_group},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers", v3_group_consumers},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-summary", v3_group_lag_summary},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags", v3_group_lags},
+      {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/offsets:reset", v3_reset_group_offsets},
   };
   return table;
 }

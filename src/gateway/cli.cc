@@ -429,6 +429,10 @@ Options:
   --print-key              print KEY<separator>VALUE
   --print-offset           prefix each line with partition:offset
   --key-separator SEP      separator for --print-key (default a tab)
+  --group G                read as a member of consumer group G (REST v2 consumer): the group
+                           shares the partitions and keeps committed offsets; --offset
+                           earliest|latest is then auto.offset.reset, and each batch printed is
+                           committed afterwards (at-least-once)
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
   --help                   this text
 )";
@@ -445,11 +449,74 @@ std::string decode_or_empty(const json& v) {
   return b ? model::to_string(*b) : std::string();
 }
 
+constexpr const char* v2_json = "application/vnd.kafka.v2+json";
+
+/// `ringlog consume TOPIC --group G`: one REST v2 consumer instance, deleted at the end.
+int consume_group(http_client& client, const args& a, const std::string& topic, const std::string& group) {
+  std::string reset = a.get("--offset").value_or("earliest");
+  if (reset != "earliest" && reset != "latest") {
+    std::cerr << "with --group, --offset is earliest or latest (auto.offset.reset)\n";
+    return 2;
+  }
+  json settings = {{"name", "ringlog-cli"}, {"format", "binary"}, {"auto.offset.reset", reset}};
+  auto created = client.post("/consumers/" + path_escape(group), settings.dump(), v2_json, v2_json);
+  if (!ok_status(created)) return report_failure(created, "create consumer in group " + group);
+  const json instance = json::parse(created->body);
+  const std::string base = "/consumers/" + path_escape(group) + "/instances/" + path_escape(instance["instance_id"].get<std::string>());
+  auto subscribed = client.post(base + "/subscription", json{{"topics", {topic}}}.dump(), v2_json);
+  if (!ok_status(subscribed)) return report_failure(subscribed, "subscribe to " + topic);
+  const bool follow = a.has("--follow");
+  const auto max_records = int_option(a, "--max-records", 1, INT64_MAX);
+  const std::string separator = a.get("--key-separator").value_or("\t");
+  int64_t printed = 0;
+  int empty_polls = 0;
+  int code = 0;
+  // Without --follow: stop after a few empty polls (the first ones may come before the
+  // coordinator has handed this member its partitions).
+  constexpr int empty_polls_max = 3;
+  while (true) {
+    auto r = client.get(base + "/records?timeout=1000", binary_type);
+    if (!ok_status(r)) {
+      code = report_failure(r, "poll " + topic);
+      break;
+    }
+    const json records = json::parse(r->body);
+    if (records.empty()) {
+      if (!follow && ++empty_polls >= empty_polls_max) break;
+      continue;
+    }
+    empty_polls = 0;
+    json offsets = json::array();
+    bool done = false;
+    for (const auto& rec : records) {
+      if (a.has("--print-offset")) std::cout << rec["partition"] << ":" << rec["offset"] << "\t";
+      if (a.has("--print-key")) std::cout << decode_or_empty(rec["key"]) << separator;
+      std::cout << decode_or_empty(rec["value"]) << "\n";
+      offsets.push_back({{"topic", topic}, {"partition", rec["partition"]}, {"offset", rec["offset"]}});
+      if (max_records && ++printed >= *max_records) {
+        done = true;
+        break;
+      }
+    }
+    std::cout.flush();
+    // Commit what was printed (REST v2: the last processed offset of each partition).
+    auto committed = client.post(base + "/offsets", json{{"offsets", offsets}}.dump(), v2_json);
+    if (!ok_status(committed)) {
+      code = report_failure(committed, "commit");
+      break;
+    }
+    if (done) break;
+  }
+  (void)client.del(base);
+  return code;
+}
+
 }  // namespace
 
 int consume_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1,
-                      {"--bootstrap-server", "--partition", "--offset", "--from-timestamp", "--max-records", "--key-separator"},
+                      {"--bootstrap-server", "--partition", "--offset", "--from-timestamp", "--max-records", "--key-separator",
+                       "--group"},
                       {"--help", "--follow", "--print-key", "--print-offset"});
   if (!a) return 2;
   if (a->has("--help")) {
@@ -464,6 +531,7 @@ int consume_main(int argc, char** argv) {
   const std::string topic_path = "/topics/" + path_escape(topic);
   auto client = connect(*a);
   if (!client) return 2;
+  if (auto group = a->get("--group")) return consume_group(*client, *a, topic, *group);
   std::vector<int32_t> partitions;
   if (auto p = int_option(*a, "--partition", 0, INT32_MAX)) {
     partitions.push_back(static_cast<int32_t>(*p));
@@ -532,6 +600,138 @@ int consume_main(int argc, char** argv) {
     }
     if (!any_left) return 0;
   }
+}
+
+}  // namespace ringlog::gateway
+
+// ---- groups -----------------------------------------------------------------------------------
+
+namespace ringlog::gateway {
+namespace {
+
+constexpr const char* groups_usage = R"(usage: ringlog groups COMMAND [options]
+
+Commands:
+  list                                   groups with state and member count
+  describe GROUP                         state, generation, assignor, members and their partitions
+  lag GROUP                              committed offset, high watermark and lag per partition
+  reset GROUP --to earliest|latest|timestamp|offset|shift [--value N] [--timestamp MS]
+              [--topic T]... [--execute]
+                                         Kafka's reset-offsets for a group without members:
+                                         a dry run unless --execute
+  delete GROUP                           delete a group without members and its offsets
+
+Options:
+  --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --help                   this text
+)";
+
+std::string cell(const json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+int groups_lag(http_client& client, const std::string& path) {
+  auto r = client.get(path + "/lags");
+  if (!ok_status(r)) return report_failure(r, "lag");
+  const json lags = json::parse(r->body);
+  std::cout << "TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\n";
+  for (const auto& l : lags["data"]) {
+    std::cout << cell(l["topic_name"]) << "\t" << cell(l["partition_id"]) << "\t" << cell(l["current_offset"]) << "\t"
+              << cell(l["log_end_offset"]) << "\t" << cell(l["lag"]) << "\t" << cell(l["consumer_id"]) << "\n";
+  }
+  return 0;
+}
+
+int groups_describe(http_client& client, const std::string& path) {
+  auto g = client.get(path);
+  if (!ok_status(g)) return report_failure(g, "describe");
+  auto members = client.get(path + "/consumers");
+  if (!ok_status(members)) return report_failure(members, "describe");
+  const json gj = json::parse(g->body);
+  std::cout << "Group: " << cell(gj["consumer_group_id"]) << "\tState: " << cell(gj["state"])
+            << "\tGeneration: " << cell(gj.value("generation", json())) << "\tAssignor: "
+            << cell(gj.value("partition_assignor", json())) << "\tCoordinatorPartition: "
+            << cell(gj.value("coordinator_partition", json())) << "\n";
+  const json mj = json::parse(members->body);
+  for (const auto& m : mj["data"]) {
+    std::string parts;
+    for (const auto& a : m["assignments"]) {
+      parts += (parts.empty() ? "" : ",") + cell(a["topic_name"]) + "-" + cell(a["partition_id"]);
+    }
+    std::cout << "\tMember: " << cell(m["consumer_id"]) << "\tClient: " << cell(m["client_id"]) << "\tPartitions: " << parts
+              << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int groups_main(int argc, char** argv) {
+  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--to", "--value", "--timestamp", "--topic"},
+                      {"--help", "--execute"});
+  if (!a) return 2;
+  if (a->has("--help")) {
+    std::cout << groups_usage;
+    return 0;
+  }
+  if (a->positional.empty()) {
+    std::cerr << groups_usage;
+    return 2;
+  }
+  const std::string command = a->positional[0];
+  auto client = connect(*a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string groups_path = "/v3/clusters/" + path_escape(*cluster) + "/consumer-groups";
+  if (command == "list") {
+    auto r = client->get(groups_path);
+    if (!ok_status(r)) return report_failure(r, "list groups");
+    const json groups = json::parse(r->body);
+    std::cout << "GROUP\tSTATE\tMEMBERS\n";
+    for (const auto& g : groups["data"]) {
+      std::cout << cell(g["consumer_group_id"]) << "\t" << cell(g["state"]) << "\t" << cell(g["member_count"]) << "\n";
+    }
+    return 0;
+  }
+  if (a->positional.size() != 2) {
+    std::cerr << "groups " << command << " needs one group id\n" << groups_usage;
+    return 2;
+  }
+  const std::string path = groups_path + "/" + path_escape(a->positional[1]);
+  if (command == "describe") return groups_describe(*client, path);
+  if (command == "lag") return groups_lag(*client, path);
+  if (command == "delete") {
+    auto r = client->del(path);
+    if (!ok_status(r)) return report_failure(r, "delete group");
+    std::cout << "Deleted group " << a->positional[1] << ".\n";
+    return 0;
+  }
+  if (command == "reset") {
+    auto to = a->get("--to");
+    if (!to) {
+      std::cerr << "groups reset needs --to\n" << groups_usage;
+      return 2;
+    }
+    json body = {{"to", *to}, {"dry_run", !a->has("--execute")}};
+    if (auto v = int_option(*a, "--value", INT64_MIN, INT64_MAX)) body["value"] = *v;
+    if (auto t = int_option(*a, "--timestamp", 0, INT64_MAX)) body["timestamp"] = *t;
+    auto topics = a->all("--topic");
+    if (!topics.empty()) body["topics"] = topics;
+    auto r = client->post(path + "/offsets:reset", body.dump(), "application/json");
+    if (!ok_status(r)) return report_failure(r, "reset offsets");
+    const json out = json::parse(r->body);
+    std::cout << "TOPIC\tPARTITION\tNEW-OFFSET\n";
+    for (const auto& o : out["offsets"]) {
+      std::cout << cell(o["topic_name"]) << "\t" << cell(o["partition_id"]) << "\t" << cell(o["offset"]) << "\n";
+    }
+    if (out.value("dry_run", true)) std::cout << "(dry run: nothing changed; add --execute)\n";
+    return 0;
+  }
+  std::cerr << "unknown groups command \"" << command << "\"\n" << groups_usage;
+  return 2;
 }
 
 }  // namespace ringlog::gateway

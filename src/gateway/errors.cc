@@ -39,6 +39,27 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::kafka_storage_error:
     case errc::unknown_server_error:
       return {500, ec::kafka_error, e.message};
+    case errc::unknown_member_id:
+      return {404, ec::consumer_instance_not_found, e.message};
+    case errc::group_id_not_found:
+      return {404, ec::group_not_found, e.message};
+    case errc::inconsistent_subscription:
+    case errc::illegal_generation:
+    case errc::partition_not_owned:
+      return {409, ec::illegal_state, e.message};
+    case errc::group_not_empty:
+      return {409, ec::group_not_empty, e.message};
+    case errc::invalid_group_id:
+    case errc::invalid_session_timeout:
+    case errc::inconsistent_group_protocol:
+    case errc::invalid_regular_expression:
+      return {422, ec::invalid_consumer_config, e.message};
+    case errc::offset_metadata_too_large:
+      return {422, ec::unprocessable, e.message};
+    case errc::no_offset_for_partition:
+      return {422, ec::invalid_offset_or_partition, e.message};
+    case errc::group_max_size_reached:
+      return {429, ec::too_many_requests, e.message};
   }
   return {500, ec::kafka_error, e.message};
 }

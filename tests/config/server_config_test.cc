@@ -26,6 +26,7 @@ TEST_CASE("defaults serve on one machine") {
   CHECK(c->listener_port == 8082);
   CHECK(c->log_dir == "./ringlog-data");
   CHECK(c->log_flush_policy == "fsync");
+  CHECK(c->offsets_topic_num_partitions == 8);
 }
 
 TEST_CASE("keys are applied and bounded, errors name the key") {
@@ -53,5 +54,9 @@ TEST_CASE("keys are applied and bounded, errors name the key") {
   CHECK(refused("listeners", "http://127.0.0.1:70000").code == errc::invalid_value);
   CHECK(refused("auto.create.topics.enable", "yes").code == errc::invalid_value);
   CHECK(refused("log.dirs", "/a,/b").code == errc::invalid_value);
+  CHECK(refused("offsets.topic.num.partitions", "0").message ==
+        "offsets.topic.num.partitions=0: must be an integer in [1, 1000]");
+  CHECK(refused("offsets.topic.num.partitions", "1001").code == errc::invalid_value);
+  CHECK(refused("group.expiry.interval.ms", "10").code == errc::invalid_value);
   CHECK_FALSE(describe_keys().empty());
 }

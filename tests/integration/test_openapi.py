@@ -36,14 +36,26 @@ def test_every_served_route_is_documented():
 def test_documented_get_routes_answer_as_shown(broker, topic_name):
     broker.create_topic(topic_name, partitions=1)
     cluster = broker.cluster_id()
+    # A consumer instance for the consumer routes: {group}, {instance}, {consumer_group_id}.
+    group = "openapi-" + topic_name
+    created = requests.post(f"{broker.url}/consumers/{group}", json={"format": "binary"},
+                            headers={"Content-Type": "application/vnd.kafka.v2+json"})
+    assert created.status_code == 200, created.text
+    instance = created.json()["instance_id"]
+    subscribed = requests.post(f"{broker.url}/consumers/{group}/instances/{instance}/subscription",
+                               json={"topics": [topic_name]})
+    assert subscribed.status_code == 204, subscribed.text
     values = {"cluster_id": cluster, "topic_name": topic_name, "topic": topic_name, "partition_id": "0",
-              "partition": "0", "name": "retention.ms"}
+              "partition": "0", "name": "retention.ms", "group": group, "instance": instance,
+              "consumer_group_id": group}
     documented, spec = documented_routes()
     for method, path in sorted(documented):
         if method != "GET":
             continue
         url = broker.url + re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
-        params = {"offset": 0} if path.endswith("/records") else {}
+        params = {"offset": 0} if path.startswith("/topics") and path.endswith("/records") else {}
+        if path.startswith("/consumers") and path.endswith("/records"):
+            params = {"timeout": 0}
         r = requests.get(url, params=params)
         op = spec["paths"][path]["get"]
         assert str(r.status_code) in op["responses"], (path, r.status_code, r.text)

@@ -14,6 +14,7 @@
 
 #include "ringlog/base/clock.h"
 #include "ringlog/broker/errc.h"
+#include "ringlog/broker/groups.h"
 #include "ringlog/broker/shard_runtime.h"
 #include "ringlog/model/record.h"
 #include "ringlog/model/types.h"
@@ -48,6 +49,8 @@ struct broker_config {
                                                      // follows the process's open-file limit
   int64_t fetch_wait_max_ms = 60000;                 // ringlog: longest long-poll of a fetch
   int32_t fetch_waiters_per_partition_max = 10000;   // ringlog: parked long-polls per partition
+  int32_t offsets_topic_num_partitions = 8;          // offsets.topic.num.partitions: of __consumer_offsets at creation
+  int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
 };
 
 struct topic_config_entry {
@@ -177,6 +180,10 @@ class broker {
   /// First step of a graceful stop: new calls are refused (broker_not_available) and parked
   /// long-poll fetches are answered now with what they have, so front ends can drain quickly.
   virtual void begin_shutdown() = 0;
+
+  // ---- consumer groups (groups.h)
+  virtual group_api& groups() = 0;
+
   /// Stops accepting work, completes in-flight calls, flushes and closes every log cleanly.
   virtual void shutdown(std::function<void()> done) = 0;
 };

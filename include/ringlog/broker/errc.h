@@ -28,6 +28,20 @@ enum class errc {
   throttling_quota_exceeded,   // a named queue/limit is full: retry later (HTTP 429)
   broker_not_available,        // shutting down
   unknown_server_error,
+  // consumer groups (group::errc, Kafka's names)
+  invalid_group_id,
+  group_id_not_found,
+  unknown_member_id,           // consumer instance unknown, deleted or its lease expired
+  illegal_generation,
+  partition_not_owned,         // commit/seek of a partition the member does not own now
+  inconsistent_subscription,   // mixing subscription and manual assignment
+  inconsistent_group_protocol,
+  invalid_regular_expression,
+  invalid_session_timeout,
+  offset_metadata_too_large,
+  group_max_size_reached,
+  group_not_empty,             // Kafka's NON_EMPTY_GROUP
+  no_offset_for_partition,     // auto.offset.reset=none and nothing committed
 };
 
 /// Kafka's name of the code, e.g. "unknown_topic_or_partition".

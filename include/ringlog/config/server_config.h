@@ -54,6 +54,8 @@ struct server_config {
   int32_t produce_records_max = 10000;                  // produce.records.max
   int64_t fetch_wait_max_ms = 60000;                    // fetch.wait.max.ms
   int32_t fetch_waiters_per_partition_max = 10000;      // fetch.waiters.per.partition.max
+  int32_t offsets_topic_num_partitions = 8;             // offsets.topic.num.partitions
+  int64_t group_expiry_interval_ms = 1000;              // group.expiry.interval.ms (ringlog)
   // ---- process and HTTP
   std::string listener_host = "127.0.0.1";              // listeners=http://HOST:PORT
   int32_t listener_port = 8082;

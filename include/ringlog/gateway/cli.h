@@ -11,6 +11,8 @@ namespace ringlog::gateway {
 int topics_main(int argc, char** argv);
 int produce_main(int argc, char** argv);
 int consume_main(int argc, char** argv);
+/// `ringlog groups list|describe|lag|reset|delete`: consumer-group admin over the v3 routes.
+int groups_main(int argc, char** argv);
 /// `ringlog bench`: HTTP load generator (producers and consumers), prints throughput and latency.
 int bench_main(int argc, char** argv);
 

@@ -1,0 +1,141 @@
+#pragma once
+// The consumer-group calls of the broker (issue 4, design.md section 7): the REST Proxy v2
+// consumer API and the group admin calls, backed by one group::group_coordinator per shard.
+//
+// A group lives on the shard owning partition group::coordinator_partition_for(group, N) of the
+// internal compacted topic __consumer_offsets (N = its partition count, offsets.topic.num.partitions
+// when it was created). Every call runs there, so a consumer instance is a lease held by that
+// coordinator and not by any connection: any shard (and later any broker) can serve its base_uri.
+// Every change the coordinator returns as records is appended to that partition and the call is
+// answered only once they are durable (log.flush.policy=fsync), like a produce with acks=all.
+//
+// Calls are asynchronous like broker.h: `done` runs exactly once on some shard thread.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ringlog/broker/errc.h"
+#include "ringlog/group/group_coordinator.h"
+#include "ringlog/model/record.h"
+
+namespace ringlog::broker {
+
+inline constexpr const char* consumer_offsets_topic = "__consumer_offsets";
+
+/// Embedded format of a REST v2 consumer instance (application/vnd.kafka.{binary,json}.v2+json).
+enum class consumer_format : uint8_t { binary, json };
+
+/// POST /consumers/{group}.
+struct consumer_instance_config {
+  std::string group_id;
+  std::optional<std::string> name;                 // prefix of the generated instance id
+  consumer_format format = consumer_format::binary;
+  group::offset_reset auto_offset_reset = group::offset_reset::latest;
+  bool auto_commit_enable = false;                  // true: commit before answering (at-most-once)
+  /// consumer.instance.timeout.ms: the session timeout of the lease, in
+  /// [group::limits::session_timeout_ms_min, group::limits::session_timeout_ms_max].
+  int64_t session_timeout_ms = 300'000;
+  int32_t fetch_min_bytes = 1;                      // accepted for compatibility; a poll returns as soon as any record is there
+  int64_t request_timeout_ms = 1'000;               // consumer.request.timeout.ms: default poll timeout
+};
+
+struct consumer_instance {
+  std::string group_id;
+  std::string instance_id;  // the coordinator's member id
+  consumer_format format = consumer_format::binary;
+  bool auto_commit_enable = false;
+  int64_t request_timeout_ms = 1'000;
+};
+
+/// POST .../positions{,/beginning,/end}, and by timestamp (ringlog's addition).
+enum class seek_kind : uint8_t { offset, beginning, end, timestamp };
+struct seek_request {
+  model::topic_partition partition;
+  seek_kind kind = seek_kind::offset;
+  int64_t value = 0;  // offset: the next offset to read; timestamp: ms since the epoch
+};
+
+struct poll_request {
+  int64_t timeout_ms = 0;      // wait up to this for the first record
+  int64_t max_bytes = 1 << 20; // key + value + header bytes; at least one record is returned
+};
+struct consumed_record {
+  model::topic_partition partition;
+  model::record record;
+};
+
+struct group_coordinator_location {
+  int32_t offsets_partition = 0;  // partition of __consumer_offsets
+  size_t shard = 0;
+};
+struct group_details {
+  group::group_description description;
+  group_coordinator_location coordinator;
+};
+
+/// What reset_offsets applies to: every partition of these topics (all the group's committed
+/// topics when empty).
+struct reset_offsets_request {
+  std::string group_id;
+  std::vector<std::string> topics;
+  group::reset_spec spec;
+  int64_t timestamp_ms = 0;  // for reset_kind::to_timestamp
+  group::dry_run mode = group::dry_run::yes;
+};
+
+class group_api {
+ public:
+  virtual ~group_api() = default;
+
+  // ---- REST v2 consumer instances. Errors (besides the group errc mapped to broker::errc):
+  // unknown_member_id for an instance that is unknown, deleted or whose lease expired.
+  virtual void create_consumer(consumer_instance_config config, std::function<void(result<consumer_instance>)> done) = 0;
+  virtual void describe_consumer(std::string group_id, std::string instance_id,
+                                 std::function<void(result<consumer_instance>)> done) = 0;
+  virtual void delete_consumer(std::string group_id, std::string instance_id, std::function<void(result<void>)> done) = 0;
+  /// kind topics or pattern; errors: inconsistent_subscription (has a manual assignment),
+  /// invalid_regular_expression.
+  virtual void subscribe(std::string group_id, std::string instance_id, group::subscription sub,
+                         std::function<void(result<void>)> done) = 0;
+  virtual void subscription(std::string group_id, std::string instance_id,
+                            std::function<void(result<group::subscription>)> done) = 0;
+  virtual void unsubscribe(std::string group_id, std::string instance_id, std::function<void(result<void>)> done) = 0;
+  /// Manual assignment; errors: inconsistent_subscription (subscribed), unknown_topic_or_partition.
+  virtual void assign(std::string group_id, std::string instance_id, group::partition_set partitions,
+                      std::function<void(result<void>)> done) = 0;
+  /// The partitions the instance owns now.
+  virtual void assignments(std::string group_id, std::string instance_id,
+                           std::function<void(result<group::partition_set>)> done) = 0;
+  /// All-or-nothing; errors: partition_not_owned, invalid_offset.
+  virtual void seek(std::string group_id, std::string instance_id, std::vector<seek_request> seeks,
+                    std::function<void(result<void>)> done) = 0;
+  /// A heartbeat, then records of owned partitions from each position (resolving committed
+  /// offsets and auto.offset.reset), at most request.max_bytes (at least one record when any).
+  /// With auto.commit.enable the returned positions are committed before the answer.
+  virtual void poll(std::string group_id, std::string instance_id, poll_request request,
+                    std::function<void(result<std::vector<consumed_record>>)> done) = 0;
+  /// REST v2 commit: `offsets` name the LAST PROCESSED offset N and store N + 1; nullopt (empty
+  /// body) commits everything already returned to the instance. Returns what was stored.
+  virtual void commit(std::string group_id, std::string instance_id, std::optional<std::vector<group::processed_offset>> offsets,
+                      std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+  /// Committed offsets of the instance's group (all of them when `partitions` is empty).
+  virtual void committed(std::string group_id, std::string instance_id, group::partition_set partitions,
+                         std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+
+  // ---- admin
+  virtual void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) = 0;
+  /// state dead = no such group.
+  virtual void describe_group(std::string group_id, std::function<void(result<group_details>)> done) = 0;
+  /// Lag of every committed partition (and every owned one). Errors: group_id_not_found.
+  virtual void group_lag(std::string group_id, std::function<void(result<std::vector<group::partition_lag>>)> done) = 0;
+  /// Errors: group_id_not_found, group_not_empty.
+  virtual void delete_group(std::string group_id, std::function<void(result<void>)> done) = 0;
+  /// Kafka's kafka-consumer-groups --reset-offsets. Errors: group_not_empty, unknown_topic_or_partition.
+  virtual void reset_offsets(reset_offsets_request request,
+                             std::function<void(result<group::partition_map<model::offset>>)> done) = 0;
+};
+
+}  // namespace ringlog::broker

@@ -1,0 +1,809 @@
+// Consumer groups on the broker (groups.h): each shard runs one group::group_coordinator for the
+// groups whose __consumer_offsets partition it owns; every call hops to that shard, runs the
+// pure state machine there, appends the records it returns, and answers once they are durable.
+
+#include "group_service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "ringlog/base/assert.h"
+#include "ringlog/group/coordinator_partition.h"
+#include "ringlog/group/limits.h"
+
+namespace ringlog::broker {
+namespace {
+
+/// How often a records poll with nothing to return looks again before its timeout: short enough
+/// that a waiting consumer sees a new record quickly, long enough to cost nothing when idle.
+constexpr int64_t poll_retry_interval_ms = 10;
+
+error from_group(const group::error& e) {
+  using gerrc = group::errc;
+  using berrc = ringlog::broker::errc;
+  switch (e.code) {
+    case gerrc::invalid_group_id: return {berrc::invalid_group_id, e.message};
+    case gerrc::group_id_not_found: return {berrc::group_id_not_found, e.message};
+    case gerrc::unknown_member_id: return {berrc::unknown_member_id, e.message};
+    case gerrc::illegal_generation: return {berrc::illegal_generation, e.message};
+    case gerrc::partition_not_owned: return {berrc::partition_not_owned, e.message};
+    case gerrc::inconsistent_subscription: return {berrc::inconsistent_subscription, e.message};
+    case gerrc::inconsistent_group_protocol: return {berrc::inconsistent_group_protocol, e.message};
+    case gerrc::invalid_regular_expression: return {berrc::invalid_regular_expression, e.message};
+    case gerrc::unknown_topic_or_partition: return {berrc::unknown_topic_or_partition, e.message};
+    case gerrc::partition_assigned_elsewhere: return {berrc::inconsistent_subscription, e.message};
+    case gerrc::invalid_session_timeout: return {berrc::invalid_session_timeout, e.message};
+    case gerrc::invalid_offset: return {berrc::offset_out_of_range, e.message};
+    case gerrc::offset_metadata_too_large: return {berrc::offset_metadata_too_large, e.message};
+    case gerrc::group_max_size_reached: return {berrc::group_max_size_reached, e.message};
+    case gerrc::too_many_groups:
+    case gerrc::too_many_partitions: return {berrc::throttling_quota_exceeded, e.message};
+    case gerrc::group_not_empty: return {berrc::group_not_empty, e.message};
+    case gerrc::no_offset_for_partition: return {berrc::no_offset_for_partition, e.message};
+    case gerrc::corrupt_message:
+    case gerrc::unsupported_version: return {berrc::corrupt_message, e.message};
+  }
+  return {berrc::unknown_server_error, e.message};
+}
+
+std::string instance_key(std::string_view group_id, std::string_view member_id) {
+  std::string k(group_id);
+  k.push_back('\0');
+  k.append(member_id);
+  return k;
+}
+
+/// A consumer instance's REST settings; the membership itself is the coordinator's.
+struct instance_settings {
+  consumer_instance info;
+  group::offset_reset auto_offset_reset = group::offset_reset::latest;
+  size_t rotation = 0;  // first partition of the next poll, so no partition starves the others
+};
+
+struct shard_state {
+  explicit shard_state(uint64_t seed) : coordinator(seed) {}
+  group::group_coordinator coordinator;
+  std::map<std::string, instance_settings> instances;  // instance_key -> settings
+};
+
+/// Log start and high watermark of one partition, from the broker's published figures.
+struct log_bounds {
+  model::offset log_start_offset{0};
+  model::offset high_watermark{0};
+};
+
+/// One partition read of a poll.
+struct poll_slot {
+  model::topic_partition partition;
+  model::offset fetch_offset{0};
+  std::optional<result<fetch_response>> fetched;
+};
+
+class group_service_impl final : public group_service {
+ public:
+  group_service_impl(broker& b, group_host& host, shard_runtime& runtime, const base::clock& clock,
+                     int32_t offsets_partitions, int64_t expiry_interval_ms)
+      : broker_(b), host_(host), runtime_(runtime), clock_(clock), offsets_partitions_(offsets_partitions),
+        expiry_interval_ms_(expiry_interval_ms) {
+    RINGLOG_ASSERT_OP(offsets_partitions_, >=, 1);
+    const uint64_t seed = static_cast<uint64_t>(clock_.now_ms());
+    for (size_t s = 0; s < runtime_.shard_count(); ++s) shards_.push_back(std::make_unique<shard_state>(seed ^ (s << 48)));
+  }
+
+  result<void> start() override;
+  void topics_changed() override;
+  void topic_deleted(const std::string& topic) override;
+  void stop() override { stopping_ = true; }
+
+  void create_consumer(consumer_instance_config config, std::function<void(result<consumer_instance>)> done) override;
+  void describe_consumer(std::string group_id, std::string instance_id,
+                         std::function<void(result<consumer_instance>)> done) override;
+  void delete_consumer(std::string group_id, std::string instance_id, std::function<void(result<void>)> done) override;
+  void subscribe(std::string group_id, std::string instance_id, group::subscription sub,
+                 std::function<void(result<void>)> done) override;
+  void subscription(std::string group_id, std::string instance_id,
+                    std::function<void(result<group::subscription>)> done) override;
+  void unsubscribe(std::string group_id, std::string instance_id, std::function<void(result<void>)> done) override;
+  void assign(std::string group_id, std::string instance_id, group::partition_set partitions,
+              std::function<void(result<void>)> done) override;
+  void assignments(std::string group_id, std::string instance_id,
+                   std::function<void(result<group::partition_set>)> done) override;
+  void seek(std::string group_id, std::string instance_id, std::vector<seek_request> seeks,
+            std::function<void(result<void>)> done) override;
+  void poll(std::string group_id, std::string instance_id, poll_request request,
+            std::function<void(result<std::vector<consumed_record>>)> done) override;
+  void commit(std::string group_id, std::string instance_id, std::optional<std::vector<group::processed_offset>> offsets,
+              std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void committed(std::string group_id, std::string instance_id, group::partition_set partitions,
+                 std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) override;
+  void describe_group(std::string group_id, std::function<void(result<group_details>)> done) override;
+  void group_lag(std::string group_id, std::function<void(result<std::vector<group::partition_lag>>)> done) override;
+  void delete_group(std::string group_id, std::function<void(result<void>)> done) override;
+  void reset_offsets(reset_offsets_request request,
+                     std::function<void(result<group::partition_map<model::offset>>)> done) override;
+
+ private:
+  int32_t partition_of(std::string_view group_id) const {
+    return group::coordinator_partition_for(group_id, offsets_partitions_);
+  }
+  size_t shard_of_group(std::string_view group_id) const {
+    return host_.owner_shard(consumer_offsets_topic, partition_of(group_id));
+  }
+  /// Runs fn(shard, state) on the group's coordinator shard.
+  template <typename F>
+  void on_coordinator(const std::string& group_id, F fn) {
+    const size_t shard = shard_of_group(group_id);
+    runtime_.post(shard, [this, shard, fn = std::move(fn)]() mutable { fn(shard, *shards_[shard]); });
+  }
+  /// On `shard`: appends `records` to their partitions (by the group in each key), then done.
+  void persist(size_t shard, group::record_list records, std::function<void(result<void>)> done);
+  /// On a member call that failed with unknown_member_id: forget its REST settings.
+  /// The error of a consumer instance's call: an unknown group means an unknown instance too
+  /// (40403, not "group not found"); a gone member's REST settings are forgotten.
+  error member_error(shard_state& st, const std::string& group_id, const std::string& member_id, const group::error& e) {
+    if (e.code != group::errc::unknown_member_id && e.code != group::errc::group_id_not_found) return from_group(e);
+    st.instances.erase(instance_key(group_id, member_id));
+    return error{errc::unknown_member_id, e.message};
+  }
+  /// A member call returning member_result, persisted, answered with void.
+  template <typename F>
+  void member_call(std::string group_id, std::string instance_id, F call, std::function<void(result<void>)> done);
+  std::optional<log_bounds> bounds_of(const model::topic_partition& tp);
+  void schedule_expiry(size_t shard);
+  void poll_heartbeat(size_t shard, std::string group_id, std::string instance_id, poll_request request,
+                      int64_t deadline_ms, std::function<void(result<std::vector<consumed_record>>)> done);
+  /// Nothing to return yet: another round after poll_retry_interval_ms, or empty at the deadline.
+  void poll_later(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
+                  std::function<void(result<std::vector<consumed_record>>)> done);
+  void poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
+                  std::function<void(result<std::vector<consumed_record>>)> done);
+  void poll_finish(size_t shard, std::string group_id, std::string instance_id, poll_request request,
+                   int64_t deadline_ms, std::shared_ptr<std::vector<poll_slot>> slots,
+                   std::function<void(result<std::vector<consumed_record>>)> done);
+  group::topic_map current_topics();
+
+  broker& broker_;
+  group_host& host_;
+  shard_runtime& runtime_;
+  const base::clock& clock_;
+  int32_t offsets_partitions_;
+  int64_t expiry_interval_ms_;
+  std::vector<std::unique_ptr<shard_state>> shards_;  // shards_[i] is touched only on shard i's thread
+  std::atomic<bool> stopping_{false};
+};
+
+// ---------------------------------------------------------------- start-up and metadata
+
+result<void> group_service_impl::start() {
+  for (int32_t p = 0; p < offsets_partitions_; ++p) {
+    const size_t shard = host_.owner_shard(consumer_offsets_topic, p);
+    std::promise<result<void>> replayed;
+    runtime_.post(shard, [this, shard, p, &replayed] {
+      auto records = host_.read_internal(shard, p);
+      if (!records.ok()) return replayed.set_value(records.error());
+      const int64_t now = clock_.now_ms();
+      for (auto& r : records.value()) {
+        if (!r.key) continue;
+        group::offsets_topic_record rec{std::move(*r.key), std::move(r.value)};
+        auto applied = shards_[shard]->coordinator.replay(rec, now);
+        if (!applied.ok()) {
+          return replayed.set_value(error{errc::kafka_storage_error,
+                                          std::string(consumer_offsets_topic) + "-" + std::to_string(p) + " offset " +
+                                              std::to_string(r.record_offset.value()) + ": " + applied.error().message});
+        }
+      }
+      replayed.set_value(base::ok_v);
+    });
+    auto r = replayed.get_future().get();
+    if (!r.ok()) return r.error();
+  }
+  topics_changed();
+  for (size_t s = 0; s < shards_.size(); ++s) schedule_expiry(s);
+  return base::ok_v;
+}
+
+group::topic_map group_service_impl::current_topics() {
+  group::topic_map topics;
+  for (const auto& name : broker_.list_topics(false)) {
+    broker_.describe_topic(name, [&topics, &name](result<topic_description> d) {
+      if (d.ok()) topics[name] = static_cast<int32_t>(d->partitions.size());
+    });
+  }
+  return topics;
+}
+
+void group_service_impl::topics_changed() {
+  auto topics = current_topics();
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    runtime_.post(s, [this, s, topics] {
+      auto records = shards_[s]->coordinator.set_topics(topics, clock_.now_ms());
+      persist(s, std::move(records), [](result<void>) {});
+    });
+  }
+}
+
+void group_service_impl::topic_deleted(const std::string& topic) {
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    runtime_.post(s, [this, s, topic] {
+      auto records = shards_[s]->coordinator.delete_topic_offsets(topic);
+      persist(s, std::move(records), [](result<void>) {});
+    });
+  }
+  topics_changed();
+}
+
+void group_service_impl::schedule_expiry(size_t shard) {
+  runtime_.post_after(shard, expiry_interval_ms_, [this, shard] {
+    if (stopping_) return;
+    auto& st = *shards_[shard];
+    auto expired = st.coordinator.expire(clock_.now_ms());
+    for (const auto& m : expired.removed) st.instances.erase(instance_key(m.group_id, m.member_id));
+    persist(shard, std::move(expired.records), [](result<void>) {});
+    schedule_expiry(shard);
+  });
+}
+
+void group_service_impl::persist(size_t shard, group::record_list records, std::function<void(result<void>)> done) {
+  if (records.empty()) return done(base::ok_v);
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  std::map<int32_t, std::vector<model::record>> by_partition;
+  for (auto& r : records) {
+    auto key = group::decode_offsets_topic_key(r.key);
+    RINGLOG_ASSERT(key.ok(), "the coordinator returned a record with an undecodable key");
+    const std::string& group_id = std::visit([](const auto& k) -> const std::string& { return k.group_id; }, key.value());
+    const int32_t p = partition_of(group_id);
+    RINGLOG_ASSERT_OP(host_.owner_shard(consumer_offsets_topic, p), ==, shard);
+    model::record rec;
+    rec.key = std::move(r.key);
+    rec.value = std::move(r.value);
+    by_partition[p].push_back(std::move(rec));
+  }
+  struct gather {
+    size_t remaining = 0;
+    std::optional<error> failure;
+    std::function<void(result<void>)> done;
+  };
+  auto g = std::make_shared<gather>();
+  g->remaining = by_partition.size();
+  g->done = std::move(done);
+  for (auto& [p, recs] : by_partition) {
+    // Every completion runs on this same shard: no lock needed.
+    host_.append_internal(shard, p, std::move(recs), [g](result<void> r) {
+      if (!r.ok() && !g->failure) g->failure = r.error();
+      if (--g->remaining == 0) g->done(g->failure ? result<void>(*g->failure) : result<void>(base::ok_v));
+    });
+  }
+}
+
+std::optional<log_bounds> group_service_impl::bounds_of(const model::topic_partition& tp) {
+  std::optional<log_bounds> out;
+  broker_.describe_topic(tp.topic, [&out, &tp](result<topic_description> d) {
+    if (!d.ok()) return;
+    for (const auto& p : d->partitions) {
+      if (p.partition == tp.partition) out = log_bounds{p.log_start_offset, p.high_watermark};
+    }
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------- instances
+
+void group_service_impl::create_consumer(consumer_instance_config config,
+                                         std::function<void(result<consumer_instance>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  std::string group_id = config.group_id;
+  on_coordinator(group_id, [this, config = std::move(config), done = std::move(done)](size_t shard, shard_state& st) {
+    group::join_request join;
+    join.client_name = config.name.value_or("rest-consumer");
+    join.session_timeout_ms = config.session_timeout_ms;
+    join.rebalance_timeout_ms = config.session_timeout_ms;
+    join.auto_offset_reset = config.auto_offset_reset;
+    auto joined = st.coordinator.join(config.group_id, join, clock_.now_ms());
+    if (!joined.ok()) return done(from_group(joined.error()));
+    instance_settings settings;
+    settings.info = {config.group_id, joined->member_id, config.format, config.auto_commit_enable,
+                     config.request_timeout_ms};
+    settings.auto_offset_reset = config.auto_offset_reset;
+    st.instances[instance_key(config.group_id, joined->member_id)] = settings;
+    persist(shard, std::move(joined->records), [done, info = settings.info](result<void> r) {
+      if (!r.ok()) return done(r.error());
+      done(info);
+    });
+  });
+}
+
+void group_service_impl::describe_consumer(std::string group_id, std::string instance_id,
+                                           std::function<void(result<consumer_instance>)> done) {
+  on_coordinator(group_id, [group_id, instance_id, done = std::move(done)](size_t, shard_state& st) {
+    auto it = st.instances.find(instance_key(group_id, instance_id));
+    auto d = st.coordinator.describe_group(group_id);
+    bool member = std::any_of(d.members.begin(), d.members.end(),
+                              [&](const group::member_description& m) { return m.member_id == instance_id; });
+    if (it == st.instances.end() || !member) {
+      return done(error{errc::unknown_member_id, "consumer instance '" + instance_id + "' of group '" + group_id +
+                                                     "' not found: never created, deleted, or its lease expired"});
+    }
+    done(it->second.info);
+  });
+}
+
+void group_service_impl::delete_consumer(std::string group_id, std::string instance_id,
+                                         std::function<void(result<void>)> done) {
+  on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
+    auto left = st.coordinator.leave(group_id, instance_id, clock_.now_ms());
+    st.instances.erase(instance_key(group_id, instance_id));
+    if (!left.ok()) return done(member_error(st, group_id, instance_id, left.error()));
+    persist(shard, std::move(left.value()), std::move(done));
+  });
+}
+
+template <typename F>
+void group_service_impl::member_call(std::string group_id, std::string instance_id, F call,
+                                     std::function<void(result<void>)> done) {
+  on_coordinator(group_id, [this, group_id, instance_id, call = std::move(call), done = std::move(done)](
+                               size_t shard, shard_state& st) mutable {
+    group::result<group::member_result> r = call(st.coordinator, clock_.now_ms());
+    if (!r.ok()) {
+      return done(member_error(st, group_id, instance_id, r.error()));
+    }
+    persist(shard, std::move(r->records), std::move(done));
+  });
+}
+
+void group_service_impl::subscribe(std::string group_id, std::string instance_id, group::subscription sub,
+                                   std::function<void(result<void>)> done) {
+  member_call(group_id, instance_id,
+              [group_id, instance_id, sub = std::move(sub)](group::group_coordinator& c, int64_t now) {
+                return c.subscribe(group_id, instance_id, sub, now);
+              },
+              std::move(done));
+}
+
+void group_service_impl::unsubscribe(std::string group_id, std::string instance_id,
+                                     std::function<void(result<void>)> done) {
+  member_call(group_id, instance_id,
+              [group_id, instance_id](group::group_coordinator& c, int64_t now) {
+                return c.unsubscribe(group_id, instance_id, now);
+              },
+              std::move(done));
+}
+
+void group_service_impl::assign(std::string group_id, std::string instance_id, group::partition_set partitions,
+                                std::function<void(result<void>)> done) {
+  member_call(group_id, instance_id,
+              [group_id, instance_id, partitions = std::move(partitions)](group::group_coordinator& c, int64_t now) {
+                return c.assign(group_id, instance_id, partitions, now);
+              },
+              std::move(done));
+}
+
+void group_service_impl::subscription(std::string group_id, std::string instance_id,
+                                      std::function<void(result<group::subscription>)> done) {
+  on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
+    auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+    if (!hb.ok()) {
+      return done(member_error(st, group_id, instance_id, hb.error()));
+    }
+    group::subscription sub;
+    for (const auto& m : st.coordinator.describe_group(group_id).members) {
+      if (m.member_id == instance_id) sub = m.sub;
+    }
+    persist(shard, std::move(hb->records), [done, sub](result<void> r) {
+      if (!r.ok()) return done(r.error());
+      done(sub);
+    });
+  });
+}
+
+void group_service_impl::assignments(std::string group_id, std::string instance_id,
+                                     std::function<void(result<group::partition_set>)> done) {
+  on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
+    auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+    if (!hb.ok()) {
+      return done(member_error(st, group_id, instance_id, hb.error()));
+    }
+    group::partition_set owned = hb->assignment.owned;
+    persist(shard, std::move(hb->records), [done, owned](result<void> r) {
+      if (!r.ok()) return done(r.error());
+      done(owned);
+    });
+  });
+}
+
+void group_service_impl::seek(std::string group_id, std::string instance_id, std::vector<seek_request> seeks,
+                              std::function<void(result<void>)> done) {
+  // Resolve every seek to an offset first (beginning/end from the published bounds, timestamps
+  // through list_offsets on the partition's shard), then apply all of them on the coordinator.
+  struct gather {
+    std::mutex mutex;
+    std::vector<seek_request> seeks;
+    std::vector<int64_t> offsets;
+    std::optional<error> failure;
+    std::atomic<size_t> remaining{0};
+  };
+  auto g = std::make_shared<gather>();
+  g->seeks = std::move(seeks);
+  g->offsets.resize(g->seeks.size());
+  auto apply = [this, g, group_id, instance_id, done]() {
+    on_coordinator(group_id, [this, g, group_id, instance_id, done](size_t, shard_state& st) {
+      if (g->failure) return done(*g->failure);
+      auto owned = st.coordinator.positions_for_fetch(group_id, instance_id);
+      if (!owned.ok()) {
+        return done(member_error(st, group_id, instance_id, owned.error()));
+      }
+      for (const auto& s : g->seeks) {
+        bool is_owned = std::any_of(owned->begin(), owned->end(),
+                                    [&](const group::fetch_position& f) { return f.partition == s.partition; });
+        if (!is_owned) {
+          return done(error{errc::partition_not_owned, "consumer instance '" + instance_id + "' does not own " +
+                                                           s.partition.directory_name() + " now"});
+        }
+      }
+      for (size_t i = 0; i < g->seeks.size(); ++i) {
+        auto r = st.coordinator.seek(group_id, instance_id, g->seeks[i].partition, model::offset{g->offsets[i]});
+        if (!r.ok()) return done(from_group(r.error()));
+      }
+      done(base::ok_v);
+    });
+  };
+  g->remaining = g->seeks.size() + 1;
+  auto finish_one = [g, apply]() {
+    if (g->remaining.fetch_sub(1) == 1) apply();
+  };
+  for (size_t i = 0; i < g->seeks.size(); ++i) {
+    const auto& s = g->seeks[i];
+    if (s.kind == seek_kind::offset) {
+      if (s.value < 0) {
+        std::lock_guard lock(g->mutex);
+        g->failure = error{errc::offset_out_of_range, "offset " + std::to_string(s.value) + " is negative"};
+      }
+      g->offsets[i] = s.value;
+      finish_one();
+      continue;
+    }
+    list_offsets_request req{s.partition,
+                             s.kind == seek_kind::beginning ? offset_spec::earliest
+                             : s.kind == seek_kind::end     ? offset_spec::latest
+                                                            : offset_spec::timestamp,
+                             s.value};
+    broker_.list_offsets(req, [this, g, i, finish_one, tp = s.partition](result<list_offsets_response> r) {
+      {
+        std::lock_guard lock(g->mutex);
+        if (!r.ok()) {
+          if (!g->failure) g->failure = r.error();
+        } else if (r->found_offset) {
+          g->offsets[i] = r->found_offset->value();
+        } else {
+          // No record at or after the timestamp: the end of the log, like Kafka's offsetsForTimes.
+          auto b = bounds_of(tp);
+          g->offsets[i] = b ? b->high_watermark.value() : 0;
+        }
+      }
+      finish_one();
+    });
+  }
+  finish_one();
+}
+
+// ---------------------------------------------------------------- records
+
+void group_service_impl::poll(std::string group_id, std::string instance_id, poll_request request,
+                              std::function<void(result<std::vector<consumed_record>>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  const int64_t deadline = clock_.now_ms() + std::max<int64_t>(request.timeout_ms, 0);
+  const size_t shard = shard_of_group(group_id);
+  runtime_.post(shard, [this, shard, group_id, instance_id, request, deadline, done = std::move(done)]() mutable {
+    poll_heartbeat(shard, group_id, instance_id, request, deadline, std::move(done));
+  });
+}
+
+void group_service_impl::poll_heartbeat(size_t shard, std::string group_id, std::string instance_id,
+                                        poll_request request, int64_t deadline_ms,
+                                        std::function<void(result<std::vector<consumed_record>>)> done) {
+  // Every round is a heartbeat: it keeps the lease and, with cooperative assignment, is when this
+  // member drops revoked partitions and picks up the ones another member released meanwhile.
+  auto& st = *shards_[shard];
+  auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+  if (!hb.ok()) return done(member_error(st, group_id, instance_id, hb.error()));
+  persist(shard, std::move(hb->records),
+          [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)](result<void> r) mutable {
+            if (!r.ok()) return done(r.error());
+            poll_round(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+          });
+}
+
+void group_service_impl::poll_later(size_t shard, std::string group_id, std::string instance_id, poll_request request,
+                                    int64_t deadline_ms,
+                                    std::function<void(result<std::vector<consumed_record>>)> done) {
+  if (clock_.now_ms() >= deadline_ms || stopping_) return done(std::vector<consumed_record>{});
+  runtime_.post_after(shard, poll_retry_interval_ms,
+                      [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)]() mutable {
+                        poll_heartbeat(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+                      });
+}
+
+void group_service_impl::poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request,
+                                    int64_t deadline_ms,
+                                    std::function<void(result<std::vector<consumed_record>>)> done) {
+  auto& st = *shards_[shard];
+  auto positions = st.coordinator.positions_for_fetch(group_id, instance_id);
+  if (!positions.ok()) {
+    return done(member_error(st, group_id, instance_id, positions.error()));
+  }
+  auto slots = std::make_shared<std::vector<poll_slot>>();
+  for (const auto& fp : positions.value()) {
+    std::optional<model::offset> at = fp.fetch_offset;
+    if (fp.source == group::fetch_source::reset_earliest || fp.source == group::fetch_source::reset_latest) {
+      auto b = bounds_of(fp.partition);
+      if (!b) continue;  // topic deleted meanwhile: the next set_topics drops the partition
+      at = fp.source == group::fetch_source::reset_earliest ? b->log_start_offset : b->high_watermark;
+      auto sought = st.coordinator.seek(group_id, instance_id, fp.partition, *at);
+      if (!sought.ok()) return done(from_group(sought.error()));
+    } else if (fp.source == group::fetch_source::no_offset) {
+      return done(error{errc::no_offset_for_partition,
+                        "no committed offset for " + fp.partition.directory_name() +
+                            " and auto.offset.reset is none: seek the instance first"});
+    }
+    if (!at) continue;
+    slots->push_back({fp.partition, *at, std::nullopt});
+  }
+  if (slots->empty()) {
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+  }
+  auto remaining = std::make_shared<std::atomic<size_t>>(slots->size());
+  auto finish = [this, shard, group_id, instance_id, request, deadline_ms, slots, done = std::move(done)]() mutable {
+    runtime_.post(shard, [this, shard, group_id, instance_id, request, deadline_ms, slots, done = std::move(done)]() mutable {
+      poll_finish(shard, group_id, instance_id, request, deadline_ms, slots, std::move(done));
+    });
+  };
+  auto shared_finish = std::make_shared<decltype(finish)>(std::move(finish));
+  const int32_t max_bytes = static_cast<int32_t>(std::clamp<int64_t>(request.max_bytes, 1, INT32_MAX));
+  for (size_t i = 0; i < slots->size(); ++i) {
+    fetch_request req;
+    req.partition = (*slots)[i].partition;
+    req.fetch_offset = (*slots)[i].fetch_offset;
+    req.max_bytes = max_bytes;
+    req.max_wait_ms = 0;
+    broker_.fetch(std::move(req), [slots, i, remaining, shared_finish](result<fetch_response> r) {
+      (*slots)[i].fetched = std::move(r);   // each slot is written by one callback only
+      if (remaining->fetch_sub(1, std::memory_order_acq_rel) == 1) (*shared_finish)();
+    });
+  }
+}
+
+void group_service_impl::poll_finish(size_t shard, std::string group_id, std::string instance_id, poll_request request,
+                                     int64_t deadline_ms, std::shared_ptr<std::vector<poll_slot>> slots,
+                                     std::function<void(result<std::vector<consumed_record>>)> done) {
+  auto& st = *shards_[shard];
+  auto settings_it = st.instances.find(instance_key(group_id, instance_id));
+  // Positions now: a record is handed out only if the member still owns its partition and no
+  // other call (seek, another poll) moved the position while the fetch was in flight.
+  auto positions = st.coordinator.positions_for_fetch(group_id, instance_id);
+  if (!positions.ok()) {
+    return done(member_error(st, group_id, instance_id, positions.error()));
+  }
+  group::partition_map<model::offset> current;
+  for (const auto& fp : positions.value()) {
+    if (fp.fetch_offset) current[fp.partition] = *fp.fetch_offset;
+  }
+  const size_t n = slots->size();
+  const size_t first = settings_it == st.instances.end() ? 0 : settings_it->second.rotation++ % n;
+  std::vector<consumed_record> out;
+  group::partition_map<model::offset> next_offsets;
+  size_t bytes = 0;
+  bool full = false;
+  for (size_t k = 0; k < n && !full; ++k) {
+    auto& slot = (*slots)[(first + k) % n];
+    auto at = current.find(slot.partition);
+    if (at == current.end() || at->second != slot.fetch_offset || !slot.fetched) continue;
+    auto& fetched = *slot.fetched;
+    if (!fetched.ok()) {
+      if (fetched.error().code != errc::offset_out_of_range) continue;  // deleted meanwhile, ...: skip this round
+      // Out of range (retention, a recreated topic): auto.offset.reset decides, never stuck.
+      auto reset = settings_it == st.instances.end() ? group::offset_reset::latest : settings_it->second.auto_offset_reset;
+      if (reset == group::offset_reset::none) {
+        return done(error{errc::offset_out_of_range, fetched.error().message + " (auto.offset.reset is none)"});
+      }
+      auto b = bounds_of(slot.partition);
+      if (!b) continue;
+      auto to = reset == group::offset_reset::earliest ? b->log_start_offset : b->high_watermark;
+      (void)st.coordinator.seek(group_id, instance_id, slot.partition, to);
+      continue;
+    }
+    for (auto& rec : fetched->records) {
+      size_t size = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
+      for (const auto& h : rec.headers) size += h.key.size() + (h.value ? h.value->size() : 0);
+      if (!out.empty() && bytes + size > static_cast<size_t>(request.max_bytes)) {
+        full = true;
+        break;
+      }
+      bytes += size;
+      next_offsets[slot.partition] = model::offset{rec.record_offset.value() + 1};
+      out.push_back({slot.partition, std::move(rec)});
+    }
+  }
+  if (out.empty()) {
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+  }
+  for (const auto& [tp, next] : next_offsets) {
+    auto r = st.coordinator.record_fetched(group_id, instance_id, tp, next);
+    RINGLOG_ASSERT(r.ok(), "record_fetched of an owned partition at its position failed");
+  }
+  const bool auto_commit = settings_it != st.instances.end() && settings_it->second.info.auto_commit_enable;
+  if (!auto_commit) return done(std::move(out));
+  // at-most-once: the positions are committed (durably) before the records are handed over.
+  auto committed = st.coordinator.commit_returned(group_id, instance_id, std::nullopt, clock_.now_ms());
+  if (!committed.ok()) return done(from_group(committed.error()));
+  persist(shard, std::move(committed->records),
+          [done = std::move(done), out = std::move(out)](result<void> r) mutable {
+            if (!r.ok()) return done(r.error());
+            done(std::move(out));
+          });
+}
+
+void group_service_impl::commit(std::string group_id, std::string instance_id,
+                                std::optional<std::vector<group::processed_offset>> offsets,
+                                std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  on_coordinator(group_id, [this, group_id, instance_id, offsets = std::move(offsets), done = std::move(done)](
+                               size_t shard, shard_state& st) {
+    const int64_t now = clock_.now_ms();
+    auto r = offsets ? st.coordinator.commit_processed(group_id, instance_id, std::nullopt, *offsets, now)
+                     : st.coordinator.commit_returned(group_id, instance_id, std::nullopt, now);
+    if (!r.ok()) {
+      return done(member_error(st, group_id, instance_id, r.error()));
+    }
+    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+      if (!p.ok()) return done(p.error());
+      done(stored);
+    });
+  });
+}
+
+void group_service_impl::committed(std::string group_id, std::string instance_id, group::partition_set partitions,
+                                   std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  on_coordinator(group_id, [this, group_id, instance_id, partitions = std::move(partitions), done = std::move(done)](
+                               size_t shard, shard_state& st) {
+    auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+    if (!hb.ok()) {
+      return done(member_error(st, group_id, instance_id, hb.error()));
+    }
+    group::partition_map<group::committed_offset> out;
+    auto all = st.coordinator.committed_offsets(group_id);
+    if (all.ok()) {
+      for (auto& [tp, c] : all.value()) {
+        if (partitions.empty() || partitions.contains(tp)) out[tp] = c;
+      }
+    }
+    persist(shard, std::move(hb->records), [done, out = std::move(out)](result<void> r) {
+      if (!r.ok()) return done(r.error());
+      done(out);
+    });
+  });
+}
+
+// ---------------------------------------------------------------- admin
+
+void group_service_impl::list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) {
+  struct gather {
+    std::mutex mutex;
+    std::vector<group::group_listing> groups;
+    std::atomic<size_t> remaining{0};
+    std::function<void(result<std::vector<group::group_listing>>)> done;
+  };
+  auto g = std::make_shared<gather>();
+  g->remaining = shards_.size();
+  g->done = std::move(done);
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    runtime_.post(s, [this, s, g] {
+      auto listed = shards_[s]->coordinator.list_groups();
+      {
+        std::lock_guard lock(g->mutex);
+        g->groups.insert(g->groups.end(), listed.begin(), listed.end());
+      }
+      if (g->remaining.fetch_sub(1) == 1) {
+        std::sort(g->groups.begin(), g->groups.end(),
+                  [](const auto& a, const auto& b) { return a.group_id < b.group_id; });
+        g->done(std::move(g->groups));
+      }
+    });
+  }
+}
+
+void group_service_impl::describe_group(std::string group_id, std::function<void(result<group_details>)> done) {
+  on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t shard, shard_state& st) {
+    group_details d;
+    d.description = st.coordinator.describe_group(group_id);
+    d.coordinator = {partition_of(group_id), shard};
+    done(std::move(d));
+  });
+}
+
+void group_service_impl::group_lag(std::string group_id,
+                                   std::function<void(result<std::vector<group::partition_lag>>)> done) {
+  on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t, shard_state& st) {
+    auto committed = st.coordinator.committed_offsets(group_id);
+    if (!committed.ok()) return done(from_group(committed.error()));
+    group::partition_set partitions;
+    for (const auto& [tp, c] : committed.value()) partitions.insert(tp);
+    for (const auto& m : st.coordinator.describe_group(group_id).members) partitions.insert(m.owned.begin(), m.owned.end());
+    group::partition_map<model::offset> high_watermarks;
+    for (const auto& tp : partitions) {
+      if (auto b = bounds_of(tp)) high_watermarks[tp] = b->high_watermark;
+    }
+    auto lag = st.coordinator.lag(group_id, high_watermarks);
+    if (!lag.ok()) return done(from_group(lag.error()));
+    done(std::move(lag.value()));
+  });
+}
+
+void group_service_impl::delete_group(std::string group_id, std::function<void(result<void>)> done) {
+  on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t shard, shard_state& st) {
+    auto deleted = st.coordinator.delete_group(group_id);
+    if (!deleted.ok()) return done(from_group(deleted.error()));
+    persist(shard, std::move(deleted.value()), std::move(done));
+  });
+}
+
+void group_service_impl::reset_offsets(reset_offsets_request request,
+                                       std::function<void(result<group::partition_map<model::offset>>)> done) {
+  std::string group_id = request.group_id;
+  on_coordinator(group_id, [this, request = std::move(request), done = std::move(done)](size_t, shard_state& st) mutable {
+    // The partitions: every partition of the named topics, or of the topics the group committed.
+    std::set<std::string> topics(request.topics.begin(), request.topics.end());
+    if (topics.empty()) {
+      auto committed = st.coordinator.committed_offsets(request.group_id);
+      if (!committed.ok()) return done(from_group(committed.error()));
+      for (const auto& [tp, c] : committed.value()) topics.insert(tp.topic);
+    }
+    auto bounds = std::make_shared<group::partition_map<group::partition_offsets>>();
+    for (const auto& topic : topics) {
+      std::optional<error> missing;
+      broker_.describe_topic(topic, [&](result<topic_description> d) {
+        if (!d.ok()) return missing.emplace(d.error()), void();
+        for (const auto& p : d->partitions) {
+          (*bounds)[{topic, p.partition}] = {p.log_start_offset, p.high_watermark, std::nullopt};
+        }
+      });
+      if (missing) return done(*missing);
+    }
+    auto apply = [this, request, bounds, done]() mutable {
+      on_coordinator(request.group_id, [this, request, bounds, done](size_t shard, shard_state& st2) {
+        auto reset = st2.coordinator.reset_offsets(request.group_id, request.spec, *bounds, request.mode, clock_.now_ms());
+        if (!reset.ok()) return done(from_group(reset.error()));
+        persist(shard, std::move(reset->records), [done, offsets = reset->offsets](result<void> r) {
+          if (!r.ok()) return done(r.error());
+          done(offsets);
+        });
+      });
+    };
+    if (request.spec.kind != group::reset_kind::to_timestamp || bounds->empty()) return apply();
+    // to_timestamp: the first offset at or after the timestamp, per partition, from its shard.
+    auto remaining = std::make_shared<std::atomic<size_t>>(bounds->size());
+    auto mutex = std::make_shared<std::mutex>();
+    auto shared_apply = std::make_shared<decltype(apply)>(std::move(apply));
+    for (const auto& [tp, b] : *bounds) {
+      list_offsets_request req{tp, offset_spec::timestamp, request.timestamp_ms};
+      broker_.list_offsets(req, [bounds, tp = tp, remaining, mutex, shared_apply](result<list_offsets_response> r) {
+        {
+          std::lock_guard lock(*mutex);
+          if (r.ok()) (*bounds)[tp].offset_for_timestamp = r->found_offset;
+        }
+        if (remaining->fetch_sub(1) == 1) (*shared_apply)();
+      });
+    }
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, shard_runtime& runtime,
+                                                  const base::clock& clock, int32_t offsets_partitions,
+                                                  int64_t expiry_interval_ms) {
+  return std::make_unique<group_service_impl>(b, host, runtime, clock, offsets_partitions, expiry_interval_ms);
+}
+
+}  // namespace ringlog::broker

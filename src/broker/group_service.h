@@ -1,0 +1,48 @@
+#pragma once
+// The broker side of consumer groups (groups.h): one group::group_coordinator per shard, the
+// records it returns appended to __consumer_offsets, replay at start, the expiry timer.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ringlog/base/clock.h"
+#include "ringlog/broker/broker.h"
+#include "ringlog/broker/groups.h"
+#include "ringlog/broker/shard_runtime.h"
+
+namespace ringlog::broker {
+
+/// What the broker gives the group service: the internal append/read path of __consumer_offsets
+/// (produce from outside refuses internal topics) and its shard hashing.
+class group_host {
+ public:
+  virtual ~group_host() = default;
+  /// The shard that owns partition `partition` of `topic` (the same hash the data path uses).
+  [[nodiscard]] virtual size_t owner_shard(const std::string& topic, int32_t partition) const = 0;
+  /// Runs on `shard` (its owner): appends `records` to __consumer_offsets partition `partition`
+  /// as one batch; `done` runs on that shard once they are durable (or failed).
+  virtual void append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
+                               std::function<void(result<void>)> done) = 0;
+  /// Runs on `shard`: every record of __consumer_offsets partition `partition`, in log order.
+  virtual result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) = 0;
+};
+
+class group_service : public group_api {
+ public:
+  /// Replays every __consumer_offsets partition into its shard's coordinator, sets the topics,
+  /// and starts the expiry timers. Called once, outside the shards, after partitions are open.
+  virtual result<void> start() = 0;
+  /// The set of topics changed (create, partition increase): every coordinator re-resolves.
+  virtual void topics_changed() = 0;
+  /// `topic` was deleted: its committed offsets go with it, then topics_changed().
+  virtual void topic_deleted(const std::string& topic) = 0;
+  /// No more timers or appends (the broker is closing its logs).
+  virtual void stop() = 0;
+};
+
+std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, shard_runtime& runtime,
+                                                  const base::clock& clock, int32_t offsets_partitions,
+                                                  int64_t expiry_interval_ms);
+
+}  // namespace ringlog::broker

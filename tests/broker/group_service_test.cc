@@ -1,0 +1,213 @@
+// The broker's group service (groups.h) on the deterministic runtime: REST v2 commit semantics,
+// replay after a restart, session expiry driven by the simulated clock, the internal topic.
+
+#include <doctest.h>
+
+#include <future>
+
+#include "ringlog/broker/broker.h"
+#include "ringlog/io/sim_file_system.h"
+#include "test_runtime.h"
+
+using namespace ringlog;
+using namespace ringlog::broker;
+
+namespace {
+
+constexpr int64_t t0 = 1'700'000'000'000;
+
+template <typename T, typename F>
+T call(F&& start) {
+  std::promise<T> p;
+  auto f = p.get_future();
+  start([&p](T v) { p.set_value(std::move(v)); });
+  REQUIRE(f.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  return f.get();
+}
+
+struct groups_fixture {
+  io::sim_file_system fs;
+  base::manual_clock clock{t0};
+  std::unique_ptr<test::test_runtime> runtime = std::make_unique<test::test_runtime>(3, clock);
+  std::unique_ptr<broker::broker> b;
+
+  void open() {
+    broker_config config;
+    config.log_dir = "/data";
+    config.offsets_topic_num_partitions = 4;
+    auto opened = open_broker(config, {fs, clock, *runtime});
+    REQUIRE_MESSAGE(opened.ok(), (opened.ok() ? "" : opened.error().message));
+    b = std::move(opened.value());
+  }
+  void stop() {
+    std::promise<void> p;
+    b->shutdown([&p] { p.set_value(); });
+    p.get_future().wait();
+    b.reset();
+  }
+  void create(const std::string& name, int32_t partitions) {
+    auto r = call<result<topic_description>>(
+        [&](auto done) { b->create_topic({name, partitions, std::nullopt, {}, false}, std::move(done)); });
+    REQUIRE(r.ok());
+    runtime->wait_idle();  // set_topics reached every coordinator
+  }
+  void produce(const std::string& topic, int32_t partition, int count) {
+    produce_request req{topic, {}, acks_mode::all, 1000};
+    for (int i = 0; i < count; ++i) {
+      produce_record r;
+      r.partition = model::partition_id{partition};
+      r.value = model::to_bytes("v" + std::to_string(i));
+      req.records.push_back(std::move(r));
+    }
+    auto r = call<result<produce_response>>([&](auto done) { b->produce(std::move(req), std::move(done)); });
+    REQUIRE(r.ok());
+  }
+  std::string join(const std::string& group, group::offset_reset reset = group::offset_reset::earliest,
+                   int64_t session_timeout_ms = 300'000) {
+    consumer_instance_config cfg;
+    cfg.group_id = group;
+    cfg.auto_offset_reset = reset;
+    cfg.session_timeout_ms = session_timeout_ms;
+    auto r = call<result<consumer_instance>>([&](auto done) { b->groups().create_consumer(cfg, std::move(done)); });
+    REQUIRE(r.ok());
+    return r->instance_id;
+  }
+  result<void> subscribe(const std::string& group, const std::string& id, const std::string& topic) {
+    group::subscription sub;
+    sub.kind = group::subscription_kind::topics;
+    sub.topics = {topic};
+    return call<result<void>>([&](auto done) { b->groups().subscribe(group, id, sub, std::move(done)); });
+  }
+  result<std::vector<consumed_record>> poll(const std::string& group, const std::string& id, int64_t max_bytes = 1 << 20) {
+    return call<result<std::vector<consumed_record>>>(
+        [&](auto done) { b->groups().poll(group, id, poll_request{0, max_bytes}, std::move(done)); });
+  }
+  result<group::partition_map<group::committed_offset>> commit(const std::string& group, const std::string& id,
+                                                              std::optional<std::vector<group::processed_offset>> o) {
+    return call<result<group::partition_map<group::committed_offset>>>(
+        [&](auto done) { b->groups().commit(group, id, std::move(o), std::move(done)); });
+  }
+  result<group::partition_map<group::committed_offset>> committed(const std::string& group, const std::string& id) {
+    return call<result<group::partition_map<group::committed_offset>>>(
+        [&](auto done) { b->groups().committed(group, id, {}, std::move(done)); });
+  }
+};
+
+std::vector<int64_t> offsets_of(const std::vector<consumed_record>& records) {
+  std::vector<int64_t> out;
+  for (const auto& r : records) out.push_back(r.record.record_offset.value());
+  return out;
+}
+
+const model::topic_partition orders0{"orders", model::partition_id{0}};
+
+}  // namespace
+
+TEST_CASE_FIXTURE(groups_fixture, "REST v2 commit: offset N is stored as N + 1 and a new member starts there") {
+  open();
+  create("orders", 1);
+  produce("orders", 0, 10);
+  auto first = join("g");
+  REQUIRE(subscribe("g", first, "orders").ok());
+  auto got = poll("g", first);
+  REQUIRE(got.ok());
+  CHECK(offsets_of(*got) == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto stored = commit("g", first, std::vector<group::processed_offset>{{orders0, model::offset{9}, ""}});
+  REQUIRE(stored.ok());
+  CHECK(stored->at(orders0).committed == model::offset{10});
+  REQUIRE(call<result<void>>([&](auto done) { b->groups().delete_consumer("g", first, std::move(done)); }).ok());
+
+  produce("orders", 0, 3);
+  auto second = join("g");
+  REQUIRE(subscribe("g", second, "orders").ok());
+  got = poll("g", second);
+  REQUIRE(got.ok());
+  CHECK(offsets_of(*got) == std::vector<int64_t>{10, 11, 12});
+  auto all = commit("g", second, std::nullopt);  // empty body: everything returned
+  REQUIRE(all.ok());
+  CHECK(all->at(orders0).committed == model::offset{13});
+  stop();
+}
+
+TEST_CASE_FIXTURE(groups_fixture, "max_bytes smaller than one record still returns one record") {
+  open();
+  create("orders", 1);
+  produce("orders", 0, 3);
+  auto id = join("g");
+  REQUIRE(subscribe("g", id, "orders").ok());
+  for (int64_t expected = 0; expected < 3; ++expected) {
+    auto got = poll("g", id, 1);
+    REQUIRE(got.ok());
+    CHECK(offsets_of(*got) == std::vector<int64_t>{expected});
+  }
+  stop();
+}
+
+TEST_CASE_FIXTURE(groups_fixture, "committed offsets come back after a restart; dynamic members do not") {
+  open();
+  create("orders", 2);
+  produce("orders", 0, 5);
+  auto id = join("g");
+  REQUIRE(subscribe("g", id, "orders").ok());
+  REQUIRE(poll("g", id).ok());
+  REQUIRE(commit("g", id, std::vector<group::processed_offset>{{orders0, model::offset{2}, "meta"}}).ok());
+  stop();
+  open();
+  CHECK(poll("g", id).error().code == errc::unknown_member_id);
+  auto again = join("g");
+  auto c = committed("g", again);
+  REQUIRE(c.ok());
+  CHECK(c->at(orders0).committed == model::offset{3});
+  CHECK(c->at(orders0).metadata == "meta");
+  REQUIRE(subscribe("g", again, "orders").ok());
+  auto got = poll("g", again);
+  REQUIRE(got.ok());
+  CHECK(offsets_of(*got) == std::vector<int64_t>{3, 4});
+  stop();
+}
+
+TEST_CASE_FIXTURE(groups_fixture, "a member past its session timeout is swept by the timer and its partitions move") {
+  open();
+  create("orders", 2);
+  auto quiet = join("g", group::offset_reset::earliest, 6'000);
+  auto busy = join("g", group::offset_reset::earliest, 60'000);
+  REQUIRE(subscribe("g", quiet, "orders").ok());
+  REQUIRE(subscribe("g", busy, "orders").ok());
+  REQUIRE(poll("g", quiet).ok());
+  REQUIRE(poll("g", busy).ok());
+  for (int i = 0; i < 8; ++i) {
+    runtime->advance_ms(1'000);
+    runtime->wait_idle();
+    REQUIRE(poll("g", busy).ok());
+  }
+  auto details = call<result<group_details>>([&](auto done) { b->groups().describe_group("g", std::move(done)); });
+  REQUIRE(details.ok());
+  REQUIRE(details->description.members.size() == 1);
+  CHECK(details->description.members[0].member_id == busy);
+  CHECK(details->description.members[0].owned.size() == 2);
+  CHECK(poll("g", quiet).error().code == errc::unknown_member_id);
+  stop();
+}
+
+TEST_CASE_FIXTURE(groups_fixture, "__consumer_offsets is internal, and a deleted topic takes its committed offsets") {
+  open();
+  auto listed = b->list_topics(false);
+  CHECK(std::find(listed.begin(), listed.end(), consumer_offsets_topic) == listed.end());
+  listed = b->list_topics(true);
+  CHECK(std::find(listed.begin(), listed.end(), consumer_offsets_topic) != listed.end());
+  produce_request req{consumer_offsets_topic, {produce_record{}}, acks_mode::all, 1000};
+  auto refused = call<result<produce_response>>([&](auto done) { b->produce(std::move(req), std::move(done)); });
+  CHECK(refused.error().code == errc::topic_authorization_failed);
+
+  create("orders", 1);
+  produce("orders", 0, 2);
+  auto id = join("g");
+  REQUIRE(subscribe("g", id, "orders").ok());
+  REQUIRE(poll("g", id).ok());
+  REQUIRE(commit("g", id, std::nullopt).ok());
+  CHECK(committed("g", id)->size() == 1);
+  REQUIRE(call<result<void>>([&](auto done) { b->delete_topic("orders", std::move(done)); }).ok());
+  runtime->wait_idle();
+  CHECK(committed("g", id)->empty());
+  stop();
+}

@@ -1,0 +1,434 @@
+"""Consumer groups over the REST Proxy v2 consumer API (issue 4), against the real binary.
+
+Every wait polls with a deadline (conftest.wait_until or a records poll with a timeout); no test
+sleeps for a condition.
+"""
+import base64
+import threading
+import time
+
+import requests
+
+from conftest import Broker, wait_until
+
+V2 = "application/vnd.kafka.v2+json"
+BINARY = "application/vnd.kafka.binary.v2+json"
+JSON = "application/vnd.kafka.json.v2+json"
+DEADLINE_S = 20.0
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def unb64(text):
+    return base64.b64decode(text).decode()
+
+
+def produce(broker, topic, values, partition=None):
+    path = f"/topics/{topic}" if partition is None else f"/topics/{topic}/partitions/{partition}"
+    r = requests.post(broker.url + path, json={"records": [{"value": b64(v)} for v in values]},
+                      headers={"Content-Type": BINARY})
+    assert r.status_code == 200, r.text
+    offsets = r.json()["offsets"]
+    assert all(o["error_code"] is None for o in offsets), offsets
+    return offsets
+
+
+def create_consumer(broker, group, **settings):
+    r = requests.post(f"{broker.url}/consumers/{group}", json=settings, headers={"Content-Type": V2})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["base_uri"].endswith(f"/consumers/{group}/instances/{body['instance_id']}")
+    return body["base_uri"]
+
+
+def subscribe(base, topics):
+    r = requests.post(base + "/subscription", json={"topics": topics}, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+
+
+def poll(base, timeout=200, max_bytes=None, accept=BINARY):
+    params = {"timeout": timeout}
+    if max_bytes is not None:
+        params["max_bytes"] = max_bytes
+    r = requests.get(base + "/records", params=params, headers={"Accept": accept})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def read_at_least(base, count, deadline_s=DEADLINE_S):
+    got = []
+
+    def enough():
+        got.extend(poll(base))
+        return len(got) >= count
+
+    wait_until(enough, deadline_s, f"{count} records from {base}")
+    return got
+
+
+def commit(base, offsets=None):
+    body = {"offsets": offsets} if offsets is not None else None
+    r = requests.post(base + "/offsets", json=body, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+
+
+def committed(base, partitions=None):
+    body = {"partitions": partitions} if partitions is not None else None
+    r = requests.get(base + "/offsets", json=body, headers={"Accept": V2})
+    assert r.status_code == 200, r.text
+    return {(o["topic"], o["partition"]): o["offset"] for o in r.json()["offsets"]}
+
+
+def owned(base):
+    r = requests.get(base + "/assignments", headers={"Accept": V2})
+    assert r.status_code == 200, r.text
+    return {(p["topic"], p["partition"]) for p in r.json()["partitions"]}
+
+
+def delete(base):
+    r = requests.delete(base)
+    assert r.status_code == 204, r.text
+
+
+def high_watermarks(broker, topic, partitions):
+    return {p: requests.get(f"{broker.url}/topics/{topic}/partitions/{p}/offsets").json()["end_offset"]
+            for p in range(partitions)}
+
+
+# ---- the case file: /work/shared/cases/rest-proxy-v2-commit-offsets.md
+
+def test_commit_names_the_last_processed_offset_and_stores_n_plus_1(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    produce(broker, topic_name, [f"v{i}" for i in range(10)], partition=0)
+    group = "g-" + topic_name
+    first = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
+    subscribe(first, [topic_name])
+    got = read_at_least(first, 10)
+    assert [r["offset"] for r in got] == list(range(10))
+    assert [unb64(r["value"]) for r in got] == [f"v{i}" for i in range(10)]
+
+    commit(first, [{"topic": topic_name, "partition": 0, "offset": 9}])
+    assert committed(first, [{"topic": topic_name, "partition": 0}]) == {(topic_name, 0): 10}
+    delete(first)
+
+    produce(broker, topic_name, [f"v{i}" for i in range(10, 15)], partition=0)
+    second = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
+    subscribe(second, [topic_name])
+    got = read_at_least(second, 5)
+    assert [r["offset"] for r in got] == list(range(10, 15)), "none of 0..9 is delivered again"
+
+    # An empty commit commits everything already returned (the same N + 1 rule).
+    commit(second)
+    assert committed(second) == {(topic_name, 0): 15}
+
+
+def test_auto_commit_commits_before_answering(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    produce(broker, topic_name, ["a", "b", "c"], partition=0)
+    base = create_consumer(broker, "g-" + topic_name, **{"auto.offset.reset": "earliest", "auto.commit.enable": "true"})
+    subscribe(base, [topic_name])
+    got = read_at_least(base, 3)
+    assert len(got) == 3
+    assert committed(base) == {(topic_name, 0): 3}
+
+
+# ---- groups sharing a topic
+
+def test_two_then_three_then_one_consumers_while_producing(broker, topic_name):
+    partitions = 6
+    broker.create_topic(topic_name, partitions=partitions)
+    group = "g-" + topic_name
+    stop = threading.Event()
+    produced = [0]
+
+    def producer():
+        n = 0
+        while not stop.is_set():
+            produce(broker, topic_name, [f"r{n + i}" for i in range(12)])
+            n += 12
+            produced[0] = n
+            stop.wait(0.02)
+
+    thread = threading.Thread(target=producer)
+    thread.start()
+    delivered = {}          # (partition, offset) -> number of deliveries
+    uncommitted_of_dead = set()
+    members = {}
+
+    def poll_member(name, do_commit=True):
+        records = poll(members[name], timeout=50)
+        for r in records:
+            key = (r["partition"], r["offset"])
+            delivered[key] = delivered.get(key, 0) + 1
+        if do_commit:
+            commit(members[name])
+        return records
+
+    def check_disjoint():
+        seen = {}
+        for name, base in members.items():
+            for tp in owned(base):
+                assert tp not in seen, f"{tp} owned by {seen[tp]} and {name}"
+                seen[tp] = name
+        return seen
+
+    def settle(expected_members):
+        def balanced():
+            for name in list(members):
+                poll_member(name)
+            seen = check_disjoint()
+            counts = [sum(1 for v in seen.values() if v == m) for m in members]
+            return len(seen) == partitions and len(members) == expected_members and max(counts) - min(counts) <= 1
+
+        wait_until(balanced, DEADLINE_S, f"{expected_members} members to own all {partitions} partitions, balanced")
+
+    try:
+        for name in ("a", "b"):
+            members[name] = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
+            subscribe(members[name], [topic_name])
+        settle(2)
+        members["c"] = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
+        subscribe(members["c"], [topic_name])
+        settle(3)
+        # b leaves cleanly (everything it got is committed); c dies holding uncommitted records.
+        commit(members["b"])
+        delete(members.pop("b"))
+        last = poll_member("c", do_commit=False)
+        uncommitted_of_dead = {(r["partition"], r["offset"]) for r in last}
+        delete(members.pop("c"))
+        settle(1)
+    finally:
+        stop.set()
+        thread.join()
+
+    hw = high_watermarks(broker, topic_name, partitions)
+    assert sum(hw.values()) == produced[0]
+
+    def drained():
+        poll_member("a")
+        return all((p, o) in delivered for p in range(partitions) for o in range(hw[p]))
+
+    wait_until(drained, DEADLINE_S, "every produced record to be delivered")
+    duplicates = {k for k, n in delivered.items() if n > 1}
+    assert duplicates <= uncommitted_of_dead, f"redelivered without a death: {sorted(duplicates - uncommitted_of_dead)[:10]}"
+
+
+def test_committed_offsets_survive_restarts(fresh_broker, topic_name):
+    b = fresh_broker()
+    b.create_topic(topic_name, partitions=2)
+    produce(b, topic_name, [f"v{i}" for i in range(10)], partition=0)
+    group = "g-" + topic_name
+    base = create_consumer(b, group, **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic_name])
+    assert len(read_at_least(base, 10)) == 10
+    commit(base, [{"topic": topic_name, "partition": 0, "offset": 4}])
+    assert b.stop() == 0
+
+    b = fresh_broker()
+    r = requests.get(base.replace(base.split("/consumers")[0], b.url) + "/records", headers={"Accept": BINARY})
+    assert r.status_code == 404 and r.json()["error_code"] == 40403
+    base = create_consumer(b, group, **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic_name])
+    assert committed(base)[(topic_name, 0)] == 5
+    got = read_at_least(base, 5)
+    assert [r["offset"] for r in got] == [5, 6, 7, 8, 9]
+    commit(base, [{"topic": topic_name, "partition": 0, "offset": 7}])
+    assert b.stop() == 0
+
+    b = fresh_broker()
+    base = create_consumer(b, group, **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic_name])
+    assert committed(base) == {(topic_name, 0): 8}
+    r = requests.get(b.v3(f"/consumer-groups/{group}"))
+    assert r.status_code == 200 and r.json()["member_count"] == 1
+
+
+def test_a_member_that_stops_polling_expires_and_its_partitions_move(fresh_broker, topic_name):
+    b = fresh_broker(["group.expiry.interval.ms=100"])
+    b.create_topic(topic_name, partitions=2)
+    group = "g-" + topic_name
+    quiet = create_consumer(b, group, **{"consumer.instance.timeout.ms": "6000"})
+    busy = create_consumer(b, group)
+    subscribe(quiet, [topic_name])
+    subscribe(busy, [topic_name])
+
+    def split():
+        poll(quiet, timeout=0)
+        poll(busy, timeout=0)
+        return len(owned(quiet)) == 1 and len(owned(busy)) == 1
+
+    wait_until(split, DEADLINE_S, "one partition each")
+
+    def moved():
+        poll(busy, timeout=100)
+        return len(owned(busy)) == 2
+
+    wait_until(moved, DEADLINE_S, "the quiet member's partition to move after its session timeout")
+    r = requests.get(quiet + "/records", headers={"Accept": BINARY})
+    assert r.status_code == 404 and r.json()["error_code"] == 40403
+
+
+# ---- positions
+
+def test_auto_offset_reset_earliest_latest_none(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    produce(broker, topic_name, ["old0", "old1"], partition=0)
+
+    earliest = create_consumer(broker, "e-" + topic_name, **{"auto.offset.reset": "earliest"})
+    subscribe(earliest, [topic_name])
+    assert [r["offset"] for r in read_at_least(earliest, 2)] == [0, 1]
+
+    latest = create_consumer(broker, "l-" + topic_name, **{"auto.offset.reset": "latest"})
+    subscribe(latest, [topic_name])
+    assert poll(latest, timeout=0) == []
+    produce(broker, topic_name, ["new2"], partition=0)
+    assert [r["offset"] for r in read_at_least(latest, 1)] == [2]
+
+    none = create_consumer(broker, "n-" + topic_name, **{"auto.offset.reset": "none"})
+    subscribe(none, [topic_name])
+    r = requests.get(none + "/records", params={"timeout": 0}, headers={"Accept": BINARY})
+    assert r.status_code == 422 and r.json()["error_code"] == 42202, r.text
+    # Never stuck: a seek gives it a position.
+    r = requests.post(none + "/positions/beginning", json={"partitions": [{"topic": topic_name, "partition": 0}]})
+    assert r.status_code == 204, r.text
+    assert [r["offset"] for r in read_at_least(none, 3)] == [0, 1, 2]
+    r = requests.post(none + "/positions", json={"offsets": [{"topic": topic_name, "partition": 0, "offset": 1}]})
+    assert r.status_code == 204, r.text
+    assert [r["offset"] for r in read_at_least(none, 2)] == [1, 2]
+
+
+def test_max_bytes_smaller_than_one_record_still_returns_one(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    produce(broker, topic_name, ["x" * 100, "y" * 100, "z" * 100], partition=0)
+    base = create_consumer(broker, "g-" + topic_name, **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic_name])
+    offsets = []
+
+    def step():
+        got = poll(base, timeout=100, max_bytes=10)
+        assert len(got) <= 1
+        offsets.extend(r["offset"] for r in got)
+        return len(offsets) == 3
+
+    wait_until(step, DEADLINE_S, "three single-record polls")
+    assert offsets == [0, 1, 2]
+
+
+def test_json_format_and_headers_and_timestamps(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    r = requests.post(broker.url + f"/topics/{topic_name}/partitions/0", json={"records": [{"value": {"n": 1}}]},
+                      headers={"Content-Type": JSON})
+    assert r.status_code == 200, r.text
+    base = create_consumer(broker, "g-" + topic_name, format="json", **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic_name])
+    got = []
+    wait_until(lambda: got.extend(poll(base, accept=JSON)) or got, DEADLINE_S, "a json record")
+    assert got[0]["value"] == {"n": 1}
+    assert got[0]["timestamp"] > 0 and got[0]["headers"] == []
+
+
+# ---- bad input
+
+def test_bad_input_gives_the_documented_errors(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    group = "g-" + topic_name
+    r = requests.get(f"{broker.url}/consumers/{group}/instances/nobody/records", headers={"Accept": BINARY})
+    assert r.status_code == 404 and r.json()["error_code"] == 40403
+    r = requests.post(f"{broker.url}/consumers/{group}/instances/nobody/offsets", json=None)
+    assert r.status_code == 404 and r.json()["error_code"] == 40403
+
+    r = requests.post(f"{broker.url}/consumers/{group}", json={"format": "avro"})
+    assert r.status_code == 422 and r.json()["error_code"] == 42204
+    r = requests.post(f"{broker.url}/consumers/{group}", json={"auto.offset.reset": "sometimes"})
+    assert r.status_code == 422 and r.json()["error_code"] == 42204
+
+    base = create_consumer(broker, group)
+    subscribe(base, [topic_name])
+    r = requests.post(base + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]})
+    assert r.status_code == 409 and r.json()["error_code"] == 40903
+    r = requests.post(base + "/subscription", json={"topics": [topic_name], "topic_pattern": "t.*"})
+    assert r.status_code == 409 and r.json()["error_code"] == 40903
+    assert owned(base) == {(topic_name, 0)}, "nothing changed"
+
+    r = requests.get(base + "/records", headers={"Accept": JSON})
+    assert r.status_code == 406 and r.json()["error_code"] == 40601
+
+    other = create_consumer(broker, "o-" + topic_name)
+    r = requests.post(other + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]})
+    assert r.status_code == 204, r.text
+    r = requests.post(other + "/subscription", json={"topics": [topic_name]})
+    assert r.status_code == 409 and r.json()["error_code"] == 40903
+    # Committing a partition it does not own is refused and nothing is applied.
+    r = requests.post(base + "/offsets", json={"offsets": [{"topic": topic_name, "partition": 5, "offset": 1}]})
+    assert r.status_code == 409 and r.json()["error_code"] == 40903
+    assert committed(base) == {}
+
+
+# ---- admin and the internal topic
+
+def test_group_admin_lag_reset_delete(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    produce(broker, topic_name, [f"v{i}" for i in range(10)], partition=0)
+    group = "g-" + topic_name
+    base = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic_name])
+    read_at_least(base, 10)
+    commit(base, [{"topic": topic_name, "partition": 0, "offset": 5}])
+
+    listed = requests.get(broker.v3("/consumer-groups")).json()["data"]
+    assert group in [g["consumer_group_id"] for g in listed]
+    described = requests.get(broker.v3(f"/consumer-groups/{group}")).json()
+    assert described["state"] == "STABLE" and described["member_count"] == 1
+    consumers = requests.get(broker.v3(f"/consumer-groups/{group}/consumers")).json()["data"]
+    assert consumers[0]["assignments"] == [{"topic_name": topic_name, "partition_id": 0}]
+    summary = requests.get(broker.v3(f"/consumer-groups/{group}/lag-summary")).json()
+    assert summary["total_lag"] == 4 and summary["max_lag_partition_id"] == 0
+    lags = requests.get(broker.v3(f"/consumer-groups/{group}/lags")).json()["data"]
+    assert [(l["current_offset"], l["log_end_offset"], l["lag"]) for l in lags] == [(6, 10, 4)]
+
+    r = requests.delete(broker.v3(f"/consumer-groups/{group}"))
+    assert r.status_code == 409 and r.json()["error_code"] == 40904
+    r = requests.post(broker.v3(f"/consumer-groups/{group}/offsets:reset"), json={"to": "earliest"})
+    assert r.status_code == 409 and r.json()["error_code"] == 40904
+    delete(base)
+
+    r = requests.post(broker.v3(f"/consumer-groups/{group}/offsets:reset"), json={"to": "shift", "value": -2})
+    assert r.status_code == 200 and r.json()["dry_run"] is True, r.text
+    assert r.json()["offsets"] == [{"topic_name": topic_name, "partition_id": 0, "offset": 4}]
+    lags = requests.get(broker.v3(f"/consumer-groups/{group}/lags")).json()["data"]
+    assert lags[0]["current_offset"] == 6, "a dry run changes nothing"
+    r = requests.post(broker.v3(f"/consumer-groups/{group}/offsets:reset"),
+                      json={"to": "earliest", "topics": [topic_name], "dry_run": False})
+    assert r.status_code == 200 and r.json()["offsets"][0]["offset"] == 0, r.text
+    assert requests.get(broker.v3(f"/consumer-groups/{group}/lags")).json()["data"][0]["current_offset"] == 0
+
+    r = requests.delete(broker.v3(f"/consumer-groups/{group}"))
+    assert r.status_code == 204, r.text
+    r = requests.get(broker.v3(f"/consumer-groups/{group}"))
+    assert r.status_code == 404 and r.json()["error_code"] == 40404
+
+
+def test_consumer_offsets_is_internal(broker):
+    assert "__consumer_offsets" not in requests.get(broker.url + "/topics").json()
+    r = requests.post(broker.url + "/topics/__consumer_offsets", json={"records": [{"value": b64("x")}]},
+                      headers={"Content-Type": BINARY})
+    assert r.status_code == 403, r.text
+    r = requests.get(broker.v3("/topics/__consumer_offsets"))
+    assert r.status_code == 200 and r.json()["is_internal"] is True
+    assert r.json()["partitions_count"] == 8
+
+
+def test_deleted_topic_takes_its_committed_offsets(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    produce(broker, topic_name, ["a", "b"], partition=0)
+    group = "g-" + topic_name
+    base = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic_name])
+    read_at_least(base, 2)
+    commit(base)
+    assert committed(base) == {(topic_name, 0): 2}
+    r = requests.delete(broker.v3(f"/topics/{topic_name}"))
+    assert r.status_code == 204, r.text
+    wait_until(lambda: committed(base) == {}, DEADLINE_S, "the deleted topic's offsets to go")
