@@ -1482,6 +1482,9 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
   c->request = std::move(request);
   c->base_url = "http://" + (c->request.host.empty() ? std::string("localhost") : c->request.host);
   auto [path, query_text] = split_target(c->request.target);
+  if (!percent_decode(path, false)) {
+    return c->fail(400, ec::bad_request, "malformed percent-escape in the path (RFC 3986 needs '%' and two hex digits)");
+  }
   auto query = parse_query(query_text);
   if (!query) return c->fail(400, ec::bad_request, "malformed percent-escape in the query string");
   c->query = std::move(*query);

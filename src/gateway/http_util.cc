@@ -118,6 +118,11 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_is_sp
     char c = text[i];
     if (c == '%') {
       if (i + 2 >= text.size()) return std::nullopt;
+      // from_chars would take a sign ("%-1"): require two hex digits, as RFC 3986 does.
+      if (!std::isxdigit(static_cast<unsigned char>(text[i + 1])) ||
+          !std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+        return std::nullopt;
+      }
       int value = 0;
       auto [ptr, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
       if (ec != std::errc() || ptr != text.data() + i + 3) return std::nullopt;

@@ -40,7 +40,9 @@ std::string_view type_name(dom::element_type t) {
 }
 
 api_error wrong_type(std::string_view field, std::string_view expected, dom::element e) {
-  return unprocessable(std::string(field) + " must be " + std::string(expected) + ", got " +
+  // The top level has no field name: call it what it is.
+  const std::string name = field.empty() ? std::string("request body") : std::string(field);
+  return unprocessable(name + " must be " + std::string(expected) + ", got " +
                        std::string(type_name(e.type())));
 }
 
@@ -272,6 +274,11 @@ std::optional<int64_t> parse_iso8601_ms(std::string_view s) {
   if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 || *second > 60) {
     return std::nullopt;
   }
+  // Days past the end of the month (2024-02-31) are refused, not rolled into the next month.
+  static constexpr int days_in_month[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (*year % 4 == 0 && *year % 100 != 0) || *year % 400 == 0;
+  const int month_days = days_in_month[*month - 1] + (*month == 2 && leap ? 1 : 0);
+  if (*day > month_days) return std::nullopt;
   size_t pos = 19;
   int64_t millis = 0;
   if (pos < s.size() && s[pos] == '.') {

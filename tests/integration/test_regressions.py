@@ -1,9 +1,7 @@
-"""Defects found by the breaker session, as tests in the style of tests/integration (conftest fixtures).
-
-Tests marked `# DEFECT` fail today because of a real defect; tests marked `# COVERAGE (passes today)`
-pass but cover paths the suite did not (durability under concurrent load, SIGTERM under load, chunked
-streams with garbage, timestamp lookup, delete/recreate, partitioner edge keys).
-Run with: /usr/bin/python3 -m pytest tests/integration/test_breaker_findings.py
+"""Regression tests for defects an adversarial session found (each `# FIXED` test failed before its
+fix), plus tests marked `# COVERAGE` for paths the rest of the suite did not reach (durability under
+concurrent load, SIGTERM under load, chunked streams with garbage, timestamp lookup,
+delete/recreate, partitioner edge keys).
 """
 import base64
 import contextlib
@@ -65,7 +63,7 @@ def cpu_seconds(pid):
 # ---------------------------------------------------------------- DEFECTS
 
 def test_topic_creation_that_exhausts_file_descriptors_is_refused_and_broker_restarts(fresh_broker, topic_name):
-    # DEFECT (critical): 3 fds per partition are opened with no limit check. A topic of 400
+    # FIXED, was a defect (critical): 3 fds per partition are opened with no limit check. A topic of 400
     # partitions (limit 10000) under 1024 fds answers 500, leaves the topic half-created, and
     # the broker can never start again ("open directory ...: Too many open files").
     with soft_nofile(1024):
@@ -81,7 +79,7 @@ def test_topic_creation_that_exhausts_file_descriptors_is_refused_and_broker_res
 
 
 def test_accept_does_not_spin_when_file_descriptors_run_out(fresh_broker):
-    # DEFECT (high): no connection limit; once fds are exhausted accept() fails with EMFILE and is
+    # FIXED, was a defect (high): no connection limit; once fds are exhausted accept() fails with EMFILE and is
     # retried at once: 100% CPU and ~1 million "accept failed" log lines per second.
     with soft_nofile(256):
         b = fresh_broker()
@@ -102,7 +100,7 @@ def test_accept_does_not_spin_when_file_descriptors_run_out(fresh_broker):
 
 
 def test_cleanup_policy_compact_does_not_delete_by_retention(broker, topic_name):
-    # DEFECT (high): cleanup.policy=compact is accepted but ignored; time/size retention deletes
+    # FIXED, was a defect (high): cleanup.policy=compact is accepted but ignored; time/size retention deletes
     # every record (Kafka never deletes a compact-only topic's latest value per key).
     r = requests.post(broker.v3("/topics"), json={"topic_name": topic_name, "partitions_count": 1, "configs": [
         {"name": "cleanup.policy", "value": "compact"}, {"name": "retention.ms", "value": "1000"},
@@ -119,7 +117,7 @@ def test_cleanup_policy_compact_does_not_delete_by_retention(broker, topic_name)
 
 
 def test_sigterm_answers_parked_long_poll_promptly(fresh_broker, topic_name):
-    # DEFECT (medium): the HTTP drain waits for parked long-polls (counted in flight) and only then
+    # FIXED, was a defect (medium): the HTTP drain waits for parked long-polls (counted in flight) and only then
     # the broker wakes them: SIGTERM takes shutdown.drain.timeout.ms (10 s) with one poll parked.
     b = fresh_broker()
     b.create_topic(topic_name)
@@ -143,7 +141,7 @@ def test_sigterm_answers_parked_long_poll_promptly(fresh_broker, topic_name):
 
 
 def test_offsets_for_timestamp_reports_the_found_records_timestamp(broker, topic_name):
-    # DEFECT (low): {"offset", "timestamp"} echoes the query timestamp; Kafka's ListOffsets answers
+    # FIXED, was a defect (low): {"offset", "timestamp"} echoes the query timestamp; Kafka's ListOffsets answers
     # the timestamp of the record found. (The offset itself is right.)
     broker.create_topic(topic_name)
     for ts in [1000, 5000, 3000, 7000]:
@@ -152,7 +150,7 @@ def test_offsets_for_timestamp_reports_the_found_records_timestamp(broker, topic
 
 
 def test_impossible_iso8601_date_is_refused(broker, topic_name):
-    # DEFECT (low): "2024-02-31" is accepted and silently stored as 2024-03-02.
+    # FIXED, was a defect (low): "2024-02-31" is accepted and silently stored as 2024-03-02.
     broker.create_topic(topic_name)
     r = requests.post(broker.v3(f"/topics/{topic_name}/records"),
                       json={"value": {"data": 1}, "timestamp": "2024-02-31T00:00:00Z"})
@@ -161,14 +159,14 @@ def test_impossible_iso8601_date_is_refused(broker, topic_name):
 
 
 def test_non_object_body_error_names_the_body(broker, topic_name):
-    # DEFECT (low): the message has an empty field name: " must be an object, got null".
+    # FIXED, was a defect (low): the message has an empty field name: " must be an object, got null".
     broker.create_topic(topic_name)
     r = requests.post(f"{broker.url}/topics/{topic_name}", data="null", headers={"Content-Type": BINARY})
     assert r.status_code == 422 and r.json()["message"].startswith("request body"), r.text
 
 
 def test_signed_percent_escape_is_malformed(broker):
-    # DEFECT (low): percent_decode uses from_chars, which takes a sign: "%-1" decodes to byte 0xFF.
+    # FIXED, was a defect (low): percent_decode uses from_chars, which takes a sign: "%-1" decodes to byte 0xFF.
     s = socket.create_connection(("127.0.0.1", broker.port))
     s.sendall(b"GET /topics/%-1/partitions/0/offsets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     data = b""
@@ -179,7 +177,7 @@ def test_signed_percent_escape_is_malformed(broker):
 
 
 def test_dump_log_prints_records_of_a_segment(fresh_broker, topic_name):
-    # DEFECT (medium): issue 2 requires `ringlog dump-log [--records] FILE...`; it prints
+    # FIXED, was a defect (medium): issue 2 requires `ringlog dump-log [--records] FILE...`; it prints
     # "dump-log: not built yet" and exits 2 (while `ringlog --help` lists it).
     b = fresh_broker()
     b.create_topic(topic_name)
