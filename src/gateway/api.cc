@@ -362,7 +362,8 @@ void get_metrics(const call_ptr& c) {
   describe_all(c, false, [](api::call& call, std::vector<broker::topic_description> topics) {
     http_response r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    r.body = call.self->metrics_registry().render(topics);
+    const auto& latency = call.self->options().fsync_latency;
+    r.body = call.self->metrics_registry().render(topics, latency ? latency() : io::latency_histogram::snapshot{});
     call.respond(std::move(r));
   });
 }

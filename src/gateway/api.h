@@ -1,4 +1,6 @@
 #pragma once
+
+#include <functional>
 // The REST routes (issue 3 "REST API"): Confluent REST Proxy v2/v3 where they overlap, Redpanda's
 // direct partition reads, /v1/health and /metrics. A thin adapter: parse and check the request,
 // call the broker API once or a few times, shape the answer. No Beast here (see http_types.h).
@@ -25,6 +27,8 @@ struct api_options {
   int64_t fetch_response_bytes_max = 64 * 1024 * 1024;
   /// Records per broker produce call when a v3 stream is split into batches.
   size_t stream_batch_records_max = 1000;
+  /// The fdatasync latency of all shards together, for /metrics (empty when unset).
+  std::function<io::latency_histogram::snapshot()> fsync_latency;
 };
 
 class api {

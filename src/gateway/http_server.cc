@@ -375,6 +375,11 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
   ao.limits.record_bytes_max = bc.message_max_bytes;
   ao.fetch_wait_max_ms = bc.fetch_wait_max_ms;
   ao.fetch_response_bytes_max = options.fetch_response_bytes_max;
+  ao.fsync_latency = [&runtime] {
+    io::latency_histogram::snapshot all;
+    for (size_t shard = 0; shard < runtime.shard_count(); ++shard) all += runtime.disk(shard).datasync_latency().read();
+    return all;
+  };
   auto p = std::make_unique<impl>(broker, runtime, options, ao);
   beast::error_code ec;
   auto address = asio::ip::make_address(options.host, ec);

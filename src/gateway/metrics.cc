@@ -44,7 +44,8 @@ void metrics::add_bytes_out(const std::string& topic, uint64_t records, uint64_t
   t.bytes_out += bytes;
 }
 
-std::string metrics::render(const std::vector<broker::topic_description>& topics) const {
+std::string metrics::render(const std::vector<broker::topic_description>& topics,
+                            const io::latency_histogram::snapshot& fsync) const {
   std::string out;
   std::lock_guard lock(mutex_);
   out += "# HELP ringlog_http_requests_total HTTP requests answered, by route template and status.\n";
@@ -108,6 +109,17 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
                          p.partition.value(), p.size_bytes);
     }
   }
+  out += "# HELP ringlog_log_fsync_duration_seconds fdatasync latency of segment files, submission to completion.\n";
+  out += "# TYPE ringlog_log_fsync_duration_seconds histogram\n";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < io::latency_histogram::bounds_s.size(); ++i) {
+    cumulative += fsync.counts[i];
+    out += fmt::format("ringlog_log_fsync_duration_seconds_bucket{{le=\"{}\"}} {}\n", io::latency_histogram::bounds_s[i],
+                       cumulative);
+  }
+  out += fmt::format("ringlog_log_fsync_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", fsync.count);
+  out += fmt::format("ringlog_log_fsync_duration_seconds_sum {}\n", fsync.sum_s);
+  out += fmt::format("ringlog_log_fsync_duration_seconds_count {}\n", fsync.count);
   return out;
 }
 

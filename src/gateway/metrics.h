@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ringlog/broker/broker.h"
+#include "ringlog/io/disk_executor.h"
 
 namespace ringlog::gateway {
 
@@ -25,8 +26,10 @@ class metrics {
   void observe_request(std::string_view route, unsigned status, double seconds);
   void add_bytes_in(const std::string& topic, uint64_t records, uint64_t bytes);
   void add_bytes_out(const std::string& topic, uint64_t records, uint64_t bytes);
-  /// The whole exposition; `topics` adds per-partition gauges.
-  [[nodiscard]] std::string render(const std::vector<broker::topic_description>& topics) const;
+  /// The whole exposition; `topics` adds per-partition gauges, `fsync` the fdatasync latency
+  /// histogram of every shard's disk executor added together.
+  [[nodiscard]] std::string render(const std::vector<broker::topic_description>& topics,
+                                   const io::latency_histogram::snapshot& fsync = {}) const;
 
  private:
   struct histogram {

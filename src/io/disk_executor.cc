@@ -9,6 +9,30 @@
 
 namespace ringlog::io {
 
+void latency_histogram::observe(std::chrono::nanoseconds elapsed) {
+  const double seconds = std::chrono::duration<double>(elapsed).count();
+  size_t bucket = 0;
+  while (bucket < bounds_s.size() && seconds > bounds_s[bucket]) ++bucket;
+  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(static_cast<uint64_t>(elapsed.count()), std::memory_order_relaxed);
+}
+
+latency_histogram::snapshot latency_histogram::read() const {
+  snapshot out;
+  for (size_t i = 0; i < counts_.size(); ++i) out.counts[i] = counts_[i].load(std::memory_order_relaxed);
+  out.count = count_.load(std::memory_order_relaxed);
+  out.sum_s = static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9;
+  return out;
+}
+
+latency_histogram::snapshot& latency_histogram::snapshot::operator+=(const snapshot& o) {
+  for (size_t i = 0; i < counts.size(); ++i) counts[i] += o.counts[i];
+  count += o.count;
+  sum_s += o.sum_s;
+  return *this;
+}
+
 result<backend_kind> parse_backend_kind(std::string_view text) {
   if (text == "uring") {
     return backend_kind::uring;
@@ -47,7 +71,9 @@ class posix_disk_executor final : public disk_executor {
     while (!ready.empty()) {
       operation op = std::move(ready.front());
       ready.pop_front();
+      const auto started = std::chrono::steady_clock::now();
       result<void> outcome = run(op);
+      if (outcome.ok()) datasync_latency_.observe(std::chrono::steady_clock::now() - started);
       --running_;
       ++ran;
       op.done(std::move(outcome));

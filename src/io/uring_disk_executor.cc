@@ -153,6 +153,7 @@ class uring_disk_executor final : public disk_executor {
     bool sync_succeeded = false;
     std::optional<error> write_error;
     std::optional<error> sync_error;
+    std::chrono::steady_clock::time_point submitted_at = std::chrono::steady_clock::now();
   };
   struct finished_operation {
     callback done;
@@ -313,6 +314,7 @@ class uring_disk_executor final : public disk_executor {
   }
 
   void finish(operation* op, result<void> outcome) {
+    if (outcome.ok()) datasync_latency_.observe(std::chrono::steady_clock::now() - op->submitted_at);
     finished_.push_back(finished_operation{std::move(op->done), std::move(outcome)});
     operations_.erase(op);
   }

@@ -118,6 +118,10 @@ def test_metrics(broker, topic_name):
     assert f'ringlog_topic_records_in_total{{topic="{topic_name}"}} 1' in text
     assert f'ringlog_topic_records_out_total{{topic="{topic_name}"}} 1' in text
     assert f'ringlog_partition_log_end_offset{{topic="{topic_name}",partition="0"}} 1' in text
+    # The acknowledged produce waited for an fdatasync, so the fsync histogram counted one.
+    count = [l for l in text.splitlines() if l.startswith("ringlog_log_fsync_duration_seconds_count ")]
+    assert count and float(count[0].split()[1]) >= 1, count
+    assert 'ringlog_log_fsync_duration_seconds_bucket{le="+Inf"}' in text
 
 
 def test_cli_topics_produce_consume(broker, topic_name):

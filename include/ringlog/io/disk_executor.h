@@ -4,6 +4,8 @@
 // are ready, so an Asio loop can wait on it; the posix backend runs the queued operations in
 // poll(); both deliver callbacks only from poll(), on the owning thread.
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -28,6 +30,29 @@ struct uring_probe {
 };
 uring_probe probe_uring();
 
+/// Latency of completed fdatasyncs (submission to completion, including a linked write), for
+/// /metrics. Written by the owning shard, read by any thread (relaxed atomics: a scrape may see
+/// one observation half-counted, never a torn value).
+class latency_histogram {
+ public:
+  /// Upper bounds of the buckets, seconds; one more bucket (+Inf) follows.
+  static constexpr std::array<double, 12> bounds_s = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                      0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+  struct snapshot {
+    std::array<uint64_t, bounds_s.size() + 1> counts{};  // not cumulative; last = above 1 s
+    uint64_t count = 0;
+    double sum_s = 0;
+    snapshot& operator+=(const snapshot& o);
+  };
+  void observe(std::chrono::nanoseconds elapsed);
+  [[nodiscard]] snapshot read() const;
+
+ private:
+  std::array<std::atomic<uint64_t>, bounds_s.size() + 1> counts_{};
+  std::atomic<uint64_t> count_{0};
+  std::atomic<uint64_t> sum_ns_{0};
+};
+
 class disk_executor {
  public:
   using callback = std::function<void(result<void>)>;
@@ -49,6 +74,11 @@ class disk_executor {
   [[nodiscard]] virtual int event_fd() const = 0;
   /// "uring" or "posix".
   [[nodiscard]] virtual std::string_view name() const = 0;
+  /// Latency of the fdatasyncs this executor completed successfully.
+  [[nodiscard]] const latency_histogram& datasync_latency() const { return datasync_latency_; }
+
+ protected:
+  latency_histogram datasync_latency_;
 };
 
 /// Builds the executor: `automatic` tries io_uring and falls back to posix, writing the reason to
