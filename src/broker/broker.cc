@@ -142,6 +142,8 @@ class broker_impl final : public broker, public group_host {
                      " (each partition keeps files open; the limit follows the open-file limit)"};
   }
   result<void> ensure_offsets_topic();
+  /// The topic and partition exist and the broker is not stopping.
+  result<void> check_readable(const model::topic_partition& tp) const;
   using partitions_map = std::unordered_map<std::string, std::shared_ptr<partition_runtime>>;
 
   std::shared_ptr<topic_state> find_topic(const std::string& name) const {
@@ -907,16 +909,21 @@ void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtim
   }
 }
 
-void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
-  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  const auto& tp = request.partition;
+result<void> broker_impl::check_readable(const model::topic_partition& tp) const {
+  if (stopping_) return error{errc::broker_not_available, "the broker is shutting down"};
   auto t = find_topic(tp.topic);
-  if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
+  if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
   if (tp.partition.value() < 0 || tp.partition.value() >= t->record.partitions_count) {
-    return done(error{errc::unknown_topic_or_partition,
-                      "partition " + std::to_string(tp.partition.value()) + " does not exist: topic '" + tp.topic +
-                          "' has " + std::to_string(t->record.partitions_count) + " partitions"});
+    return error{errc::unknown_topic_or_partition, "partition " + std::to_string(tp.partition.value()) +
+                                                       " does not exist: topic '" + tp.topic + "' has " +
+                                                       std::to_string(t->record.partitions_count) + " partitions"};
   }
+  return base::ok_v;
+}
+
+void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
+  if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
+  const auto& tp = request.partition;
   if (request.max_bytes <= 0) {
     return done(error{errc::invalid_request, "max_bytes must be positive, got " + std::to_string(request.max_bytes)});
   }
@@ -932,15 +939,8 @@ void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_r
 }
 
 void broker_impl::list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) {
-  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
   const auto& tp = request.partition;
-  auto t = find_topic(tp.topic);
-  if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
-  if (tp.partition.value() < 0 || tp.partition.value() >= t->record.partitions_count) {
-    return done(error{errc::unknown_topic_or_partition,
-                      "partition " + std::to_string(tp.partition.value()) + " does not exist: topic '" + tp.topic +
-                          "' has " + std::to_string(t->record.partitions_count) + " partitions"});
-  }
   const size_t shard = owner(tp.topic, tp.partition.value());
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
