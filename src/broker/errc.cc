@@ -35,6 +35,7 @@ std::string_view to_string(errc e) {
     case errc::offset_metadata_too_large: return "offset_metadata_too_large";
     case errc::group_max_size_reached: return "group_max_size_reached";
     case errc::group_not_empty: return "group_not_empty";
+    case errc::duplicate_consumer_instance: return "duplicate_consumer_instance";
     case errc::no_offset_for_partition: return "no_offset_for_partition";
   }
   return "unknown_server_error";
@@ -74,6 +75,7 @@ int kafka_error_code(errc e) {
     case errc::offset_metadata_too_large: return 12;
     case errc::group_max_size_reached: return 81;
     case errc::group_not_empty: return 68;
+    case errc::duplicate_consumer_instance: return 79;  // Kafka's MEMBER_ID_REQUIRED is the nearest
     case errc::no_offset_for_partition: return -1;
   }
   return -1;

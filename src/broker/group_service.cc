@@ -42,6 +42,7 @@ error from_group(const group::error& e) {
     case gerrc::too_many_groups:
     case gerrc::too_many_partitions: return {berrc::throttling_quota_exceeded, e.message};
     case gerrc::group_not_empty: return {berrc::group_not_empty, e.message};
+    case gerrc::duplicate_member_id: return {berrc::duplicate_consumer_instance, e.message};
     case gerrc::no_offset_for_partition: return {berrc::no_offset_for_partition, e.message};
     case gerrc::corrupt_message:
     case gerrc::unsupported_version: return {berrc::corrupt_message, e.message};
@@ -299,6 +300,7 @@ void group_service_impl::create_consumer(consumer_instance_config config,
   on_coordinator(group_id, [this, config = std::move(config), done = std::move(done)](size_t shard, shard_state& st) {
     group::join_request join;
     join.client_name = config.name.value_or("rest-consumer");
+    join.member_id = config.name;  // REST Proxy v2: the instance id is the name given
     join.session_timeout_ms = config.session_timeout_ms;
     join.rebalance_timeout_ms = config.session_timeout_ms;
     join.auto_offset_reset = config.auto_offset_reset;

@@ -49,6 +49,8 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
       return {409, ec::illegal_state, e.message};
     case errc::group_not_empty:
       return {409, ec::group_not_empty, e.message};
+    case errc::duplicate_consumer_instance:
+      return {409, ec::consumer_already_exists, e.message};
     case errc::invalid_group_id:
     case errc::invalid_session_timeout:
     case errc::inconsistent_group_protocol:

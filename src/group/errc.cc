@@ -24,6 +24,7 @@ std::string_view to_string(errc e) {
     case errc::no_offset_for_partition: return "no_offset_for_partition";
     case errc::corrupt_message: return "corrupt_message";
     case errc::unsupported_version: return "unsupported_version";
+    case errc::duplicate_member_id: return "duplicate_member_id";
   }
   return "unknown";
 }

@@ -321,9 +321,22 @@ result<join_result> group_coordinator::join(std::string_view group_id, const joi
     return err(errc::group_max_size_reached, "group '" + g.group_id + "' has " + std::to_string(g.members.size()) +
                                                  " members (limits::group_members_max)");
   }
+  if (request.member_id) {
+    const std::string& wanted = *request.member_id;
+    const bool legal = !wanted.empty() && wanted.size() <= 255 &&
+                       std::all_of(wanted.begin(), wanted.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+                       });
+    if (!legal) {
+      return err(errc::invalid_group_id, "member id '" + wanted + "' must be 1..255 characters of [A-Za-z0-9._-]");
+    }
+    if (g.members.contains(wanted)) {
+      return err(errc::duplicate_member_id, "a member named '" + wanted + "' already exists in group '" + g.group_id + "'");
+    }
+  }
   if (g.members.empty()) g.assignor = request.assignor.value_or(assignor_kind::cooperative_sticky);
   member_state m;
-  m.meta.member_id = next_member_id(g, request.client_name);
+  m.meta.member_id = request.member_id ? *request.member_id : next_member_id(g, request.client_name);
   m.meta.group_instance_id = request.group_instance_id;
   m.meta.client_name = request.client_name;
   m.meta.session_timeout_ms = static_cast<int32_t>(request.session_timeout_ms);

@@ -432,3 +432,21 @@ def test_deleted_topic_takes_its_committed_offsets(broker, topic_name):
     r = requests.delete(broker.v3(f"/topics/{topic_name}"))
     assert r.status_code == 204, r.text
     wait_until(lambda: committed(base) == {}, DEADLINE_S, "the deleted topic's offsets to go")
+
+
+def test_instance_name_is_the_instance_id_and_a_taken_name_conflicts(broker, topic_name):
+    # REST Proxy v2: `name` is used as the instance id, so clients can build the base URI from it;
+    # a second instance of the same name in the group is 409 / 40902.
+    group = f"g-{topic_name}"
+    r = requests.post(f"{broker.url}/consumers/{group}", json={"name": "worker-1", "format": "binary"},
+                      headers={"Content-Type": V2})
+    assert r.status_code == 200, r.text
+    assert r.json()["instance_id"] == "worker-1"
+    assert r.json()["base_uri"].endswith(f"/consumers/{group}/instances/worker-1")
+    again = requests.post(f"{broker.url}/consumers/{group}", json={"name": "worker-1", "format": "binary"},
+                          headers={"Content-Type": V2})
+    assert again.status_code == 409 and again.json()["error_code"] == 40902, again.text
+    bad = requests.post(f"{broker.url}/consumers/{group}", json={"name": "bad name/x", "format": "binary"},
+                        headers={"Content-Type": V2})
+    assert 400 <= bad.status_code < 500 and "worker" not in bad.text, bad.text
+    delete(r.json()["base_uri"])

@@ -41,6 +41,7 @@ enum class errc {
   offset_metadata_too_large,
   group_max_size_reached,
   group_not_empty,             // Kafka's NON_EMPTY_GROUP
+  duplicate_consumer_instance, // a consumer instance of that name exists in the group (REST Proxy 40902)
   no_offset_for_partition,     // auto.offset.reset=none and nothing committed
 };
 

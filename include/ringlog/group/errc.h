@@ -29,6 +29,7 @@ enum class errc {
   no_offset_for_partition,      // auto.offset.reset=none and nothing committed
   corrupt_message,              // an __consumer_offsets record failed to decode (message says where)
   unsupported_version,          // an __consumer_offsets record has a version this code does not know
+  duplicate_member_id,          // a join asked for a member id (REST instance name) already in the group
 };
 
 std::string_view to_string(errc);

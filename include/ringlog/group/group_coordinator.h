@@ -43,6 +43,9 @@ namespace ringlog::group {
 struct join_request {
   /// REST v2 instance `name` / Kafka client.id; prefix of the generated member id.
   std::string client_name = "consumer";
+  /// The member id to use as-is (the REST Proxy v2 uses an instance's `name` as its id): 1..255
+  /// characters of [A-Za-z0-9._-]; taken ids are refused (duplicate_member_id). nullopt: generated.
+  std::optional<std::string> member_id;
   /// group.instance.id (KIP-345 static membership); nullopt = dynamic member.
   std::optional<std::string> group_instance_id;
   /// [limits::session_timeout_ms_min, limits::session_timeout_ms_max]
