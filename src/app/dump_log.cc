@@ -31,7 +31,7 @@ namespace ringlog::app {
 namespace {
 
 constexpr std::string_view usage_text =
-    "Usage: ringlog dump-log FILE... [--records]\n"
+    "usage: ringlog dump-log FILE... [--records]\n"
     "\n"
     "Prints the record batches of .log segment files, or the entries of .index and .timeindex\n"
     "files, in the layout of Kafka's kafka-dump-log.sh.\n"

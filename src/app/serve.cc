@@ -8,6 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -152,7 +154,8 @@ int serve_main(int argc, char** argv) {
   if (args->config_file) {
     std::ifstream in(*args->config_file);
     if (!in) {
-      spdlog::error("msg=\"cannot read config file\" path=\"{}\"", *args->config_file);
+      spdlog::error("msg=\"cannot read config file\" path=\"{}\" error=\"{}\"", *args->config_file,
+                    std::strerror(errno));
       return 2;
     }
     std::stringstream text;

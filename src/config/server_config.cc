@@ -1,5 +1,7 @@
 #include "ringlog/config/server_config.h"
 
+#include <arpa/inet.h>
+
 #include <cctype>
 #include <charconv>
 #include <functional>
@@ -142,6 +144,13 @@ const std::vector<key_spec>& key_table() {
                  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
                  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || p < 0 || p > 65535) {
                    return "port must be an integer in [0, 65535]";
+                 }
+                 // An IP address (the listener binds it as given; no name lookups at start).
+                 std::string host_text(host);
+                 in_addr v4{};
+                 in6_addr v6{};
+                 if (inet_pton(AF_INET, host_text.c_str(), &v4) != 1 && inet_pton(AF_INET6, host_text.c_str(), &v6) != 1) {
+                   return "host '" + host_text + "' is not an IP address (use 127.0.0.1, 0.0.0.0 or ::)";
                  }
                  c.listener_host = std::string(host);
                  c.listener_port = static_cast<int32_t>(p);
