@@ -130,21 +130,14 @@ result<void> segment::read_into(model::file_position position, size_t length, mo
 }
 
 void segment::track_batch(const codec::batch_header& header, model::file_position position, int64_t now_ms,
-                          int64_t retention_ms, int32_t index_interval_bytes, bool write_index,
-                          result<void>& status) {
+                          int64_t retention_ms, int32_t index_interval_bytes) {
+  // Index entries are kept in memory and written to their files lazily (write_pending_index_entries,
+  // at roll, close and index syncs): an unclean stop rebuilds the last segment's indexes anyway,
+  // so an append costs one write, not three.
   const auto relative_last = static_cast<int32_t>(header.last_offset() - base_offset_);
   if (bytes_since_index_entry_ > static_cast<uint64_t>(index_interval_bytes)) {
-    offset_index_entry entry{relative_last, static_cast<uint32_t>(position.value())};
-    offset_entries_.push_back(entry);
+    offset_entries_.push_back(offset_index_entry{relative_last, static_cast<uint32_t>(position.value())});
     bytes_since_index_entry_ = 0;
-    if (write_index && !open_index_files().ok()) status = error{errc::kafka_storage_error, "cannot open " + path(".index")};
-    if (write_index && index_) {
-      std::array<std::byte, 8> buf{};
-      encode_offset_index_entry(entry, buf);
-      auto w = index_->write_at(model::file_position{(offset_entries_.size() - 1) * 8}, buf);
-      if (!w.ok()) status = storage_error(w.error());
-      index_dirty_ = true;
-    }
   }
   bytes_since_index_entry_ += header.size_bytes();
   if (header.max_timestamp > max_timestamp_) {
@@ -153,15 +146,7 @@ void segment::track_batch(const codec::batch_header& header, model::file_positio
     // upper bound, which is what a timestamp lookup needs to start scanning early enough.
     offset_of_max_timestamp_ = header.last_offset();
     if (time_entries_.empty() || max_timestamp_ > time_entries_.back().timestamp) {
-      time_index_entry entry{max_timestamp_, relative_last};
-      time_entries_.push_back(entry);
-      if (write_index && time_index_) {
-        std::array<std::byte, 12> buf{};
-        encode_time_index_entry(entry, buf);
-        auto w = time_index_->write_at(model::file_position{(time_entries_.size() - 1) * 12}, buf);
-        if (!w.ok()) status = storage_error(w.error());
-        index_dirty_ = true;
-      }
+      time_entries_.push_back(time_index_entry{max_timestamp_, relative_last});
     }
   }
   retention_timestamp_ = std::max(retention_timestamp_, effective_timestamp(header.max_timestamp, now_ms, retention_ms));
@@ -182,9 +167,8 @@ result<void> segment::append(std::span<const std::byte> batch, const codec::batc
   }
   size_bytes_ += batch.size();
   dirty_ = true;
-  result<void> status;
-  track_batch(header, position, now_ms, retention_ms, index_interval_bytes, true, status);
-  return status;
+  track_batch(header, position, now_ms, retention_ms, index_interval_bytes);
+  return base::ok_v;
 }
 
 result<void> segment::direct_write(std::span<const std::byte> batch) {
@@ -259,6 +243,8 @@ result<bool> segment::load_indexes(int64_t now_ms, int64_t retention_ms) {
   }
   offset_entries_ = std::move(offsets);
   time_entries_ = std::move(times);
+  offset_entries_written_ = offset_entries_.size();
+  time_entries_written_ = time_entries_.size();
   // Scan from the last indexed batch to the end for next_offset and the latest timestamps.
   model::file_position position{offset_entries_.empty() ? 0 : offset_entries_.back().file_position};
   if (!time_entries_.empty()) max_timestamp_ = time_entries_.back().timestamp;
@@ -301,7 +287,6 @@ result<uint64_t> segment::recover(int64_t now_ms, int64_t retention_ms, int32_t 
   next_offset_ = base_offset_;
   model::file_position position{0};
   model::bytes buffer;
-  result<void> status;
   while (position.value() + codec::batch_header_bytes <= size_bytes_) {
     std::array<std::byte, codec::batch_header_bytes> head{};
     auto n = log_->read_at(position, head);
@@ -316,7 +301,7 @@ result<uint64_t> segment::recover(int64_t now_ms, int64_t retention_ms, int32_t 
     buffer.clear();
     RINGLOG_TRY(read_into(position, header->size_bytes(), buffer));
     if (!codec::validate_batch(buffer).ok()) break;
-    track_batch(header.value(), position, now_ms, retention_ms, index_interval_bytes, false, status);
+    track_batch(header.value(), position, now_ms, retention_ms, index_interval_bytes);
     position = model::file_position{position.value() + header->size_bytes()};
     if (batches != nullptr) ++*batches;
   }
@@ -352,6 +337,35 @@ result<void> segment::rewrite_index_files() {
   if (!t2.ok()) return storage_error(t2.error());
   auto w2 = time_index_->write_at(model::file_position{0}, time_bytes);
   if (!w2.ok()) return storage_error(w2.error());
+  offset_entries_written_ = offset_entries_.size();
+  time_entries_written_ = time_entries_.size();
+  index_dirty_ = true;
+  return base::ok_v;
+}
+
+result<void> segment::write_pending_index_entries() {
+  if (offset_entries_written_ == offset_entries_.size() && time_entries_written_ == time_entries_.size()) {
+    return base::ok_v;
+  }
+  RINGLOG_TRY(open_index_files());
+  const size_t new_offsets = offset_entries_.size() - offset_entries_written_;
+  model::bytes index_bytes(new_offsets * constants::offset_index_entry_bytes);
+  for (size_t i = 0; i < new_offsets; ++i) {
+    encode_offset_index_entry(offset_entries_[offset_entries_written_ + i],
+                              std::span<std::byte, 8>(index_bytes.data() + i * 8, 8));
+  }
+  auto w1 = index_->write_at(model::file_position{offset_entries_written_ * 8}, index_bytes);
+  if (!w1.ok()) return storage_error(w1.error());
+  const size_t new_times = time_entries_.size() - time_entries_written_;
+  model::bytes time_bytes(new_times * constants::time_index_entry_bytes);
+  for (size_t i = 0; i < new_times; ++i) {
+    encode_time_index_entry(time_entries_[time_entries_written_ + i],
+                            std::span<std::byte, 12>(time_bytes.data() + i * 12, 12));
+  }
+  auto w2 = time_index_->write_at(model::file_position{time_entries_written_ * 12}, time_bytes);
+  if (!w2.ok()) return storage_error(w2.error());
+  offset_entries_written_ = offset_entries_.size();
+  time_entries_written_ = time_entries_.size();
   index_dirty_ = true;
   return base::ok_v;
 }
@@ -420,6 +434,7 @@ result<void> segment::sync(bool with_indexes) {
     if (!s.ok()) return storage_error(s.error());
     dirty_ = false;
   }
+  if (with_indexes) RINGLOG_TRY(write_pending_index_entries());
   if (with_indexes && index_dirty_ && index_ && time_index_) {
     auto a = index_->datasync();
     if (!a.ok()) return storage_error(a.error());

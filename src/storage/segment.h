@@ -98,8 +98,10 @@ class segment {
   result<void> open_index_files();
   result<void> direct_write(std::span<const std::byte> batch);
   void track_batch(const codec::batch_header& header, model::file_position position, int64_t now_ms,
-                   int64_t retention_ms, int32_t index_interval_bytes, bool write_index, result<void>& status);
+                   int64_t retention_ms, int32_t index_interval_bytes);
   result<void> rewrite_index_files();
+  /// Appends the in-memory index entries not yet in the index files.
+  result<void> write_pending_index_entries();
   std::string path(const char* suffix) const;
 
   io::file_system& fs_;
@@ -129,6 +131,8 @@ class segment {
   std::unique_ptr<io::file> time_index_;
   std::vector<offset_index_entry> offset_entries_;
   std::vector<time_index_entry> time_entries_;
+  size_t offset_entries_written_ = 0;  // entries [0, written) are in the index files
+  size_t time_entries_written_ = 0;
 };
 
 }  // namespace ringlog::storage
