@@ -60,3 +60,17 @@ TEST_CASE("hardware crc32c equals the portable one on random buffers") {
     }
   }
 }
+
+TEST_CASE("three-way interleaved crc32c equals the portable one across its block boundaries") {
+  // 768 = 3 short blocks, 24576 = 3 long blocks: lengths around both, with a seed (continuation).
+  std::mt19937_64 rng(20261129);
+  std::vector<std::byte> buf(3 * 24576 + 4096 + 16);
+  for (auto& b : buf) b = static_cast<std::byte>(rng());
+  for (size_t alignment : {0u, 1u, 7u, 8u}) {
+    for (size_t length : {767u, 768u, 769u, 1536u, 24575u, 24576u, 24577u, 25344u, 49152u, 3u * 24576u + 1000u}) {
+      auto piece = std::span<const std::byte>(buf).subspan(alignment, length);
+      const uint32_t seed = static_cast<uint32_t>(rng());
+      REQUIRE(codec::crc32c(piece, seed) == codec::crc32c_portable(piece, seed));
+    }
+  }
+}
