@@ -301,6 +301,8 @@ void group_service_impl::create_consumer(consumer_instance_config config,
     group::join_request join;
     join.client_name = config.name.value_or("rest-consumer");
     join.member_id = config.name;  // REST Proxy v2: the instance id is the name given
+    join.group_instance_id = config.group_instance_id;
+    join.assignor = config.assignor;
     join.session_timeout_ms = config.session_timeout_ms;
     join.rebalance_timeout_ms = config.session_timeout_ms;
     join.auto_offset_reset = config.auto_offset_reset;

@@ -913,6 +913,23 @@ void v2_create_consumer(const call_ptr& c) {
     else if (*commit == "false") cfg.auto_commit_enable = false;
     else return bad("auto.commit.enable must be true or false, got \"" + *commit + "\"");
   }
+  if (auto instance = setting_text(*body, "group.instance.id")) {
+    if (instance->empty() || instance->size() > 249) return bad("group.instance.id must be 1..249 characters");
+    cfg.group_instance_id = *instance;
+  }
+  if (auto strategy = setting_text(*body, "partition.assignment.strategy")) {
+    // Kafka's class names are accepted too, for configs copied from Java clients.
+    if (*strategy == "range" || *strategy == "org.apache.kafka.clients.consumer.RangeAssignor") {
+      cfg.assignor = group::assignor_kind::range;
+    } else if (*strategy == "roundrobin" || *strategy == "org.apache.kafka.clients.consumer.RoundRobinAssignor") {
+      cfg.assignor = group::assignor_kind::round_robin;
+    } else if (*strategy == "cooperative-sticky" ||
+               *strategy == "org.apache.kafka.clients.consumer.CooperativeStickyAssignor") {
+      cfg.assignor = group::assignor_kind::cooperative_sticky;
+    } else {
+      return bad("partition.assignment.strategy must be range, roundrobin or cooperative-sticky, got \"" + *strategy + "\"");
+    }
+  }
   auto int_setting = [&](const std::string& name, int64_t min, int64_t max) -> std::optional<std::optional<int64_t>> {
     auto text = setting_text(*body, name);
     if (!text) return std::optional<int64_t>{};

@@ -4,6 +4,7 @@ Every wait polls with a deadline (conftest.wait_until or a records poll with a t
 sleeps for a condition.
 """
 import base64
+import json
 import threading
 import time
 
@@ -450,3 +451,35 @@ def test_instance_name_is_the_instance_id_and_a_taken_name_conflicts(broker, top
                         headers={"Content-Type": V2})
     assert 400 <= bad.status_code < 500 and "worker" not in bad.text, bad.text
     delete(r.json()["base_uri"])
+
+
+def test_static_membership_and_assignor_choice_over_http(broker, topic_name):
+    # group.instance.id (KIP-345): re-creating the instance with the same id before its session
+    # ends keeps its partitions and the generation; partition.assignment.strategy picks the assignor.
+    broker.create_topic(topic_name, partitions=4)
+    group = f"g-{topic_name}"
+
+    def make(name, **extra):
+        r = requests.post(f"{broker.url}/consumers/{group}", headers={"Content-Type": V2},
+                          json={"name": name, "format": "binary", "auto.offset.reset": "earliest", **extra})
+        return r
+
+    a = make("a", **{"group.instance.id": "host-a", "partition.assignment.strategy": "range"})
+    assert a.status_code == 200, a.text
+    base_a = a.json()["base_uri"]
+    subscribe(base_a, [topic_name])
+    wait_until(lambda: len(owned(base_a)) == 4, DEADLINE_S, "a owns every partition")
+    described = requests.get(broker.v3(f"/consumer-groups/{group}")).json()
+    generation = described["generation"]
+    assert "range" in json.dumps(described).lower(), described
+    # The client "restarts": same group.instance.id, no delete of the old instance.
+    again = make("a2", **{"group.instance.id": "host-a"})
+    assert again.status_code == 200, again.text
+    base_again = again.json()["base_uri"]
+    assert len(owned(base_again)) == 4
+    after = requests.get(broker.v3(f"/consumer-groups/{group}")).json()
+    assert after["generation"] == generation, (described, after)
+    wrong = make("b", **{"partition.assignment.strategy": "roundrobin"})
+    assert wrong.status_code >= 400 and "assignor" in wrong.json()["message"], wrong.text
+    bad = make("c", **{"partition.assignment.strategy": "fastest"})
+    assert bad.status_code == 422 and "partition.assignment.strategy" in bad.json()["message"], bad.text

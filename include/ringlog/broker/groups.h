@@ -40,6 +40,12 @@ struct consumer_instance_config {
   int64_t session_timeout_ms = 300'000;
   int32_t fetch_min_bytes = 1;                      // accepted for compatibility; a poll returns as soon as any record is there
   int64_t request_timeout_ms = 1'000;               // consumer.request.timeout.ms: default poll timeout
+  /// group.instance.id (KIP-345 static membership): an instance created again with the same id
+  /// within its session timeout gets its partitions back without a rebalance.
+  std::optional<std::string> group_instance_id;
+  /// partition.assignment.strategy: range | roundrobin | cooperative-sticky (the default); the
+  /// group's first member chooses, later members must ask for the same one or none.
+  std::optional<group::assignor_kind> assignor;
 };
 
 struct consumer_instance {
