@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <deque>
 #include <map>
 #include <mutex>
 
@@ -62,12 +63,35 @@ struct instance_settings {
   consumer_instance info;
   group::offset_reset auto_offset_reset = group::offset_reset::latest;
   size_t rotation = 0;  // first partition of the next poll, so no partition starves the others
+  int64_t session_timeout_ms = 0;  // the lease (consumer.instance.timeout.ms), for expiry messages
 };
+
+/// Why recently ended instances ended, so their next call can say so (40403 with the reason).
+/// Bounded: the oldest reasons are forgotten first.
+constexpr size_t ended_instances_remembered_max = 10'000;
 
 struct shard_state {
   explicit shard_state(uint64_t seed) : coordinator(seed) {}
   group::group_coordinator coordinator;
   std::map<std::string, instance_settings> instances;  // instance_key -> settings
+  std::map<std::string, std::string> ended;             // instance_key -> why it ended
+  std::deque<std::string> ended_order;                  // oldest first, for the bound
+
+  void remember_end(const std::string& key, std::string why) {
+    if (!ended.contains(key)) ended_order.push_back(key);
+    ended[key] = std::move(why);
+    while (ended_order.size() > ended_instances_remembered_max) {
+      ended.erase(ended_order.front());
+      ended_order.pop_front();
+    }
+  }
+  /// "consumer instance 'i' of group 'g' ...": the reason it ended, or the generic not-found text.
+  std::string not_found_message(const std::string& group_id, const std::string& instance_id) const {
+    const std::string who = "consumer instance '" + instance_id + "' of group '" + group_id + "'";
+    auto it = ended.find(instance_key(group_id, instance_id));
+    if (it != ended.end()) return who + " " + it->second;
+    return who + " not found: never created, deleted, or its lease expired";
+  }
 };
 
 /// Log start and high watermark of one partition, from the broker's published figures.
@@ -148,7 +172,7 @@ class group_service_impl final : public group_service {
   error member_error(shard_state& st, const std::string& group_id, const std::string& member_id, const group::error& e) {
     if (e.code != group::errc::unknown_member_id && e.code != group::errc::group_id_not_found) return from_group(e);
     st.instances.erase(instance_key(group_id, member_id));
-    return error{errc::unknown_member_id, e.message};
+    return error{errc::unknown_member_id, st.not_found_message(group_id, member_id)};
   }
   /// A member call returning member_result, persisted, answered with void.
   template <typename F>
@@ -242,7 +266,15 @@ void group_service_impl::schedule_expiry(size_t shard) {
     if (stopping_) return;
     auto& st = *shards_[shard];
     auto expired = st.coordinator.expire(clock_.now_ms());
-    for (const auto& m : expired.removed) st.instances.erase(instance_key(m.group_id, m.member_id));
+    for (const auto& m : expired.removed) {
+      const std::string key = instance_key(m.group_id, m.member_id);
+      auto settings = st.instances.find(key);
+      const std::string after = settings == st.instances.end()
+                                    ? std::string()
+                                    : " (" + std::to_string(settings->second.session_timeout_ms) + " ms, consumer.instance.timeout.ms)";
+      st.remember_end(key, "expired: no request within its " + m.reason + after);
+      st.instances.erase(key);
+    }
     persist(shard, std::move(expired.records), [](result<void>) {});
     schedule_expiry(shard);
   });
@@ -312,6 +344,7 @@ void group_service_impl::create_consumer(consumer_instance_config config,
     settings.info = {config.group_id, joined->member_id, config.format, config.auto_commit_enable,
                      config.request_timeout_ms};
     settings.auto_offset_reset = config.auto_offset_reset;
+    settings.session_timeout_ms = config.session_timeout_ms;
     st.instances[instance_key(config.group_id, joined->member_id)] = settings;
     persist(shard, std::move(joined->records), [done, info = settings.info](result<void> r) {
       if (!r.ok()) return done(r.error());
@@ -328,8 +361,7 @@ void group_service_impl::describe_consumer(std::string group_id, std::string ins
     bool member = std::any_of(d.members.begin(), d.members.end(),
                               [&](const group::member_description& m) { return m.member_id == instance_id; });
     if (it == st.instances.end() || !member) {
-      return done(error{errc::unknown_member_id, "consumer instance '" + instance_id + "' of group '" + group_id +
-                                                     "' not found: never created, deleted, or its lease expired"});
+      return done(error{errc::unknown_member_id, st.not_found_message(group_id, instance_id)});
     }
     done(it->second.info);
   });
@@ -341,6 +373,7 @@ void group_service_impl::delete_consumer(std::string group_id, std::string insta
     auto left = st.coordinator.leave(group_id, instance_id, clock_.now_ms());
     st.instances.erase(instance_key(group_id, instance_id));
     if (!left.ok()) return done(member_error(st, group_id, instance_id, left.error()));
+    st.remember_end(instance_key(group_id, instance_id), "was deleted");
     persist(shard, std::move(left.value()), std::move(done));
   });
 }

@@ -269,6 +269,12 @@ def test_a_member_that_stops_polling_expires_and_its_partitions_move(fresh_broke
     wait_until(moved, DEADLINE_S, "the quiet member's partition to move after its session timeout")
     r = requests.get(quiet + "/records", headers={"Accept": BINARY})
     assert r.status_code == 404 and r.json()["error_code"] == 40403
+    # The answer gives the reason, not just "not found".
+    assert "expired" in r.json()["message"] and "6000 ms" in r.json()["message"], r.text
+    deleted = requests.delete(busy)
+    assert deleted.status_code == 204
+    gone = requests.get(busy + "/records", headers={"Accept": BINARY})
+    assert gone.status_code == 404 and "deleted" in gone.json()["message"], gone.text
 
 
 # ---- positions
