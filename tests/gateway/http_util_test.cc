@@ -1,6 +1,8 @@
 #include <doctest.h>
 
 #include "base64.h"
+
+#include <random>
 #include "http_util.h"
 
 using namespace ringlog::gateway;
@@ -70,4 +72,27 @@ TEST_CASE("path templates") {
   auto [path, query] = split_target("/a/b?x=1");
   CHECK(path == "/a/b");
   CHECK(query == "x=1");
+}
+
+TEST_CASE("base64: the AVX2 decoder equals the portable one on valid and corrupted input") {
+  std::mt19937_64 rng(20261129);
+  for (size_t length = 0; length < 400; ++length) {
+    std::string raw(length, '\0');
+    for (auto& ch : raw) ch = static_cast<char>(rng());
+    const std::string text = base64_encode(std::string_view(raw));
+    auto fast = base64_decode(text);
+    auto portable = base64_decode_portable(text);
+    REQUIRE(fast.has_value());
+    REQUIRE(fast == portable);
+    REQUIRE(ringlog::model::to_string(*fast) == raw);
+    // One bad character anywhere (outside the alphabet, or '=' inside) is refused by both.
+    if (text.size() > 4) {
+      for (char bad : {'=', '*', '-', '_', ' ', '\x80', '\xff', '\0'}) {
+        std::string broken = text;
+        broken[rng() % (text.size() - 3)] = bad;
+        REQUIRE(base64_decode(broken) == base64_decode_portable(broken));
+        REQUIRE(!base64_decode(broken).has_value());
+      }
+    }
+  }
 }
