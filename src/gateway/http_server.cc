@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -92,16 +93,34 @@ class session final : public std::enable_shared_from_this<session>, public respo
     fill_head(*header_message_, head);
     header_message_->chunked(true);
     header_serializer_ = std::make_unique<http::response_serializer<http::empty_body>>(*header_message_);
-    queue_.push_back({write_kind::header, {}});
+    queue_.push_back({write_kind::header, {}, {}});
     write_next();
   }
   void write_chunk(std::string data) override {
     if (data.empty()) return;   // an empty chunk would end the body
-    queue_.push_back({write_kind::chunk, std::move(data)});
+    queue_.push_back({write_kind::chunk, std::move(data), {}});
     write_next();
   }
   void end_stream() override {
-    queue_.push_back({write_kind::last, {}});
+    queue_.push_back({write_kind::last, {}, {}});
+    write_next();
+  }
+
+  void watch_disconnect() override {
+    keep_alive_ = false;   // a pending watch read and the next request's read must not overlap
+    arm_watch();
+  }
+  [[nodiscard]] bool disconnected() const override { return disconnected_ || stream_failed_ || closed_; }
+  void write_chunk_then(std::string data, std::function<void(bool)> written) override {
+    if (disconnected()) {
+      post([written = std::move(written)] { written(false); });
+      return;
+    }
+    if (data.empty()) {   // an empty chunk would end the body
+      post([written = std::move(written)] { written(true); });
+      return;
+    }
+    queue_.push_back({write_kind::chunk, std::move(data), std::move(written)});
     write_next();
   }
 
@@ -110,7 +129,24 @@ class session final : public std::enable_shared_from_this<session>, public respo
   struct pending_write {
     write_kind kind;
     std::string data;
+    std::function<void(bool)> written;   // optional: told when the write completes or fails
   };
+
+  /// Bytes read (and dropped) per watch read while a long-lived stream is open; the client has
+  /// nothing to say then, this only notices it closing.
+  static constexpr size_t watch_read_bytes = 512;
+
+  void arm_watch() {
+    if (closed_) return;
+    stream_.socket().async_read_some(asio::buffer(watch_buffer_),
+                                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                                       if (ec) {
+                                         self->disconnected_ = true;
+                                         return;
+                                       }
+                                       self->arm_watch();
+                                     });
+  }
 
   template <typename Message>
   void fill_head(Message& msg, const http_response& r) {
@@ -214,6 +250,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     req.origin = header(http::field::origin);
     req.access_control_request_headers = header(http::field::access_control_request_headers);
     req.host = header(http::field::host);
+    if (auto it = msg.find("Last-Event-ID"); it != msg.end()) req.last_event_id = std::string(it->value());
     req.chunked = msg.chunked();
     req.body = std::move(msg.body());
     server_.routes.handle(std::move(req), shared_from_this());
@@ -246,17 +283,25 @@ class session final : public std::enable_shared_from_this<session>, public respo
   void on_written(beast::error_code ec) {
     writing_ = false;
     write_kind kind = queue_.front().kind;
+    std::function<void(bool)> written = std::move(queue_.front().written);
     queue_.pop_front();
     if (ec) {
       // The client went away mid-stream: drop what is queued, the rest of the reports are lost
       // to it anyway (records already sent to the broker are still stored).
-      queue_.clear();
+      std::deque<pending_write> dropped;
+      dropped.swap(queue_);
       if (!stream_failed_) {
         stream_failed_ = true;
         --server_.in_flight;
       }
-      return close();
+      close();
+      if (written) written(false);
+      for (auto& w : dropped) {
+        if (w.written) w.written(false);
+      }
+      return;
     }
+    if (written) written(true);
     if (kind == write_kind::last) {
       streaming_ = false;
       header_serializer_.reset();
@@ -286,6 +331,8 @@ class session final : public std::enable_shared_from_this<session>, public respo
   bool streaming_ = false;
   bool writing_ = false;
   bool stream_failed_ = false;
+  bool disconnected_ = false;   // the watch read saw the client close
+  std::array<char, watch_read_bytes> watch_buffer_{};
   std::unique_ptr<http::response<http::empty_body>> header_message_;
   std::unique_ptr<http::response_serializer<http::empty_body>> header_serializer_;
   std::deque<pending_write> queue_;
