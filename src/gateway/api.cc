@@ -63,8 +63,16 @@ struct api::call : std::enable_shared_from_this<api::call> {
 
   broker::broker& broker() { return self->broker_; }
 
+  /// CORS (Fetch standard): an allowed Origin is echoed (with Vary: Origin); one not in
+  /// http.cors.allowed.origins gets no Access-Control-Allow-Origin, so the browser hides the answer.
+  /// Without an Origin (not a browser's cross-origin call) "*" when any origin is allowed.
   void add_cors(http_response& r) const {
-    r.headers.emplace_back("Access-Control-Allow-Origin", request.origin.empty() ? "*" : request.origin);
+    const std::vector<std::string>& allowed = self->options_.cors_allowed_origins;
+    if (request.origin.empty()) {
+      if (origin_allowed(allowed, "")) r.headers.emplace_back("Access-Control-Allow-Origin", "*");
+    } else if (origin_allowed(allowed, request.origin)) {
+      r.headers.emplace_back("Access-Control-Allow-Origin", request.origin);
+    }
     if (!request.origin.empty()) r.headers.emplace_back("Vary", "Origin");
     r.headers.emplace_back("Access-Control-Expose-Headers", "Content-Type");
   }
