@@ -180,3 +180,16 @@ def test_consumer_instance_streams_ndjson(broker, topic_name):
         produce(broker, topic_name, ["two", "three"])
         got = first + take(lines, 2)
     assert [unb64(x["value"]) for x in got] == ["one", "two", "three"]
+
+
+def test_stream_to_a_reader_that_pauses_gets_every_record_in_order(broker, topic_name):
+    """The server waits for a paused reader (one chunk at a time) and loses nothing."""
+    broker.create_topic(topic_name)
+    with open_stream(broker, topic_name, NDJSON, offset=0, timeout=30000) as r:
+        lines = ndjson_lines(r)
+        value = "y" * 4000
+        for batch in range(20):   # about 4 MB while the client reads nothing
+            produce(broker, topic_name, [f"{batch}:{i}:{value}" for i in range(50)])
+        got = take(lines, 1000)
+    assert [x["offset"] for x in got] == list(range(1000))
+    assert unb64(got[-1]["value"]).startswith("19:49:")
