@@ -236,6 +236,15 @@ int serve_main(int argc, char** argv) {
   options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
   options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
   options.connections_max = budget.connections_max;
+  options.cors_allowed_origins.clear();
+  for (size_t start = 0; start <= cfg.http_cors_allowed_origins.size();) {
+    size_t comma = std::min(cfg.http_cors_allowed_origins.find(',', start), cfg.http_cors_allowed_origins.size());
+    std::string item = cfg.http_cors_allowed_origins.substr(start, comma - start);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) options.cors_allowed_origins.push_back(item);
+    start = comma + 1;
+  }
   auto server_result = gateway::http_server::start(*broker, *runtime, options);
   if (!server_result.ok()) {
     spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,

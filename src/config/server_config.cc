@@ -167,6 +167,28 @@ const std::vector<key_spec>& key_table() {
               "close keep-alive connections idle this long, ms"),
       int_key("fetch.response.bytes.max", &server_config::fetch_response_bytes_max, 1024, int64_t{1} << 30,
               "largest max_bytes a fetch may ask for"),
+      key_spec{"http.cors.allowed.origins",
+               "browser origins allowed by CORS and the WebSocket upgrade: * (any) or a comma-separated list "
+               "of scheme://host[:port]",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 size_t start = 0;
+                 while (start <= v.size()) {
+                   size_t comma = v.find(',', start);
+                   if (comma == std::string_view::npos) comma = v.size();
+                   std::string_view item = v.substr(start, comma - start);
+                   while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+                   while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+                   size_t scheme = item.find("://");
+                   if (item != "*" && (scheme == std::string_view::npos || scheme == 0 || item.size() == scheme + 3 ||
+                                       item.find('/', scheme + 3) != std::string_view::npos)) {
+                     return "each origin must be * or scheme://host[:port] (no path), got '" + std::string(item) + "'";
+                   }
+                   start = comma + 1;
+                 }
+                 c.http_cors_allowed_origins = std::string(v);
+                 return std::nullopt;
+               },
+               [](const server_config& c) { return c.http_cors_allowed_origins; }},
       int_key("http.connections.max", &server_config::http_connections_max, 0, 1000000,
               "open HTTP connections at once; 0 = a quarter of the open-file limit, at most 10000"),
       int_key("broker.partitions.max", &server_config::broker_partitions_max, 0, 10000000,

@@ -8,6 +8,7 @@
 #include "base64.h"
 #include "errors.h"
 #include "http_util.h"
+#include "stream_limits.h"
 #include "ringlog/group/limits.h"
 
 namespace ringlog::gateway {
@@ -25,6 +26,9 @@ constexpr int64_t fetch_max_bytes_default = 1024 * 1024;
 const std::vector<std::string> v2_offers = {v2_type, "application/vnd.kafka+json", "application/json"};
 const std::vector<std::string> v3_offers = {"application/json"};
 const std::vector<std::string> records_offers = {v2_binary_type, v2_json_type, v2_type, "application/json"};
+constexpr const char* ndjson_type = "application/x-ndjson";
+constexpr const char* sse_type = "text/event-stream";
+const std::vector<std::string> stream_offers = {ndjson_type, sse_type};
 const std::vector<std::string> metrics_offers = {"text/plain", "application/openmetrics-text"};
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -59,8 +63,16 @@ struct api::call : std::enable_shared_from_this<api::call> {
 
   broker::broker& broker() { return self->broker_; }
 
+  /// CORS (Fetch standard): an allowed Origin is echoed (with Vary: Origin); one not in
+  /// http.cors.allowed.origins gets no Access-Control-Allow-Origin, so the browser hides the answer.
+  /// Without an Origin (not a browser's cross-origin call) "*" when any origin is allowed.
   void add_cors(http_response& r) const {
-    r.headers.emplace_back("Access-Control-Allow-Origin", request.origin.empty() ? "*" : request.origin);
+    const std::vector<std::string>& allowed = self->options_.cors_allowed_origins;
+    if (request.origin.empty()) {
+      if (origin_allowed(allowed, "")) r.headers.emplace_back("Access-Control-Allow-Origin", "*");
+    } else if (origin_allowed(allowed, request.origin)) {
+      r.headers.emplace_back("Access-Control-Allow-Origin", request.origin);
+    }
     if (!request.origin.empty()) r.headers.emplace_back("Vary", "Origin");
     r.headers.emplace_back("Access-Control-Expose-Headers", "Content-Type");
   }
@@ -768,11 +780,221 @@ bool append_payload(std::string& out, const std::optional<model::bytes>& bytes, 
   return true;
 }
 
+
+/// Appends one record as the JSON object of the v2 records routes ({"topic","partition","offset",
+/// "timestamp","key","value","headers"}); false when as_json and the key or value is not JSON.
+bool append_record_json(std::string& out, const std::string& topic_json_text, int32_t partition,
+                        const model::record& rec, bool as_json) {
+  out += "{\"topic\":" + topic_json_text + ",\"partition\":" + std::to_string(partition) +
+         ",\"offset\":" + std::to_string(rec.record_offset.value()) + ",\"timestamp\":" + std::to_string(rec.timestamp) +
+         ",\"key\":";
+  bool ok = append_payload(out, rec.key, as_json);
+  out += ",\"value\":";
+  ok = append_payload(out, rec.value, as_json) && ok;
+  out += ",\"headers\":[";
+  for (size_t h = 0; h < rec.headers.size(); ++h) {
+    if (h > 0) out += ',';
+    out += "{\"key\":" + dump(json(rec.headers[h].key)) + ",\"value\":";
+    append_payload(out, rec.headers[h].value, false);
+    out += '}';
+  }
+  out += "]}";
+  return ok;
+}
+
+// -- NDJSON / SSE streaming reads (issue 5) ------------------------------------------------------
+
+enum class stream_format : uint8_t { ndjson, sse };
+
+/// One long-lived read: fetch (long-poll), write the chunk, wait until it is on the wire, fetch
+/// again; until the deadline, the client closing, a graceful stop or an error. The first fetch
+/// happens before the response head so that an unknown topic still gets its plain 404.
+/// Source: one partition from an offset (SSE id = offset, Last-Event-ID resumes after it), or
+/// a REST v2 consumer instance (its positions; the instance remembers where it is).
+struct record_stream : std::enable_shared_from_this<record_stream> {
+  call_ptr c;
+  stream_format format = stream_format::ndjson;
+  bool as_json = false;
+  std::chrono::steady_clock::time_point deadline;
+  bool started = false;   // the response head is sent
+  bool finished = false;
+  // partition source
+  std::string topic;
+  int32_t partition = 0;
+  int64_t next_offset = 0;
+  // consumer instance source (when group is set)
+  std::string group;
+  std::string instance;
+
+  [[nodiscard]] int64_t remaining_ms() const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return std::max<int64_t>(0, left.count());
+  }
+
+  void step() {
+    if (finished) return;
+    if (started && (c->sink->disconnected() || c->self->stopping_flag() || remaining_ms() == 0)) return finish();
+    int64_t wait = started ? std::min(remaining_ms(), stream_limits::http_stream_poll_wait_ms) : 0;
+    auto self = shared_from_this();
+    if (!group.empty()) {
+      broker::poll_request req{wait, stream_limits::http_stream_chunk_bytes_max};
+      c->broker().groups().poll(group, instance, req, [self](broker::result<std::vector<broker::consumed_record>> r) {
+        self->c->sink->post([self, r = std::move(r)] { self->on_consumed(r); });
+      });
+      return;
+    }
+    broker::fetch_request req;
+    req.partition = {topic, model::partition_id(partition)};
+    req.fetch_offset = model::offset(next_offset);
+    req.max_bytes = stream_limits::http_stream_chunk_bytes_max;
+    req.max_wait_ms = wait;
+    c->broker().fetch(std::move(req), [self](broker::result<broker::fetch_response> r) {
+      self->c->sink->post([self, r = std::move(r)] { self->on_fetched(r); });
+    });
+  }
+
+  void on_fetched(const broker::result<broker::fetch_response>& r) {
+    if (!r.ok()) {
+      bool exists = r.error().code == broker::errc::unknown_topic_or_partition && c->topic_exists(topic);
+      return fail(to_api_error(r.error(), error_scope::partition, exists));
+    }
+    std::string out;
+    const std::string topic_json_text = dump(json(topic));
+    uint64_t bytes = 0;
+    for (const model::record& rec : r->records) {
+      if (!append_event(out, topic_json_text, partition, rec, std::to_string(rec.record_offset.value()))) return;
+      bytes += record_bytes(rec);
+      next_offset = rec.record_offset.value() + 1;
+    }
+    if (!r->records.empty()) c->self->metrics_registry().add_bytes_out(topic, r->records.size(), bytes);
+    send(std::move(out));
+  }
+
+  void on_consumed(const broker::result<std::vector<broker::consumed_record>>& r) {
+    if (!r.ok()) return fail(to_api_error(r.error()));
+    std::string out;
+    for (const auto& [tp, rec] : *r) {
+      // No SSE id: the instance keeps its own position, a reconnect resumes from it.
+      if (!append_event(out, dump(json(tp.topic)), tp.partition.value(), rec, {})) return;
+      c->self->metrics_registry().add_bytes_out(tp.topic, 1, record_bytes(rec));
+    }
+    send(std::move(out));
+  }
+
+  /// One record as an NDJSON line or an SSE event; on a non-JSON record of a json stream, fails
+  /// the stream (406 before the head, an error event after) and returns false.
+  bool append_event(std::string& out, const std::string& topic_json_text, int32_t p, const model::record& rec,
+                    const std::string& id) {
+    std::string line;
+    if (!append_record_json(line, topic_json_text, p, rec, as_json)) {
+      fail(api_error{406, ec::not_acceptable, "record at offset " + std::to_string(rec.record_offset.value()) +
+                                                 " is not JSON; read it in binary format"});
+      return false;
+    }
+    if (format == stream_format::ndjson) {
+      out += line;
+      out += '\n';
+      return true;
+    }
+    if (!id.empty()) out += "id: " + id + "\n";
+    out += "event: record\ndata: " + line + "\n\n";
+    return true;
+  }
+
+  void begin() {
+    started = true;
+    c->sink->watch_disconnect();
+    http_response head;
+    head.content_type = format == stream_format::ndjson ? ndjson_type : sse_type;
+    head.headers.emplace_back("Cache-Control", "no-cache");
+    head.headers.emplace_back("X-Accel-Buffering", "no");   // proxies must not buffer a live stream
+    c->begin_stream(std::move(head));
+  }
+
+  void send(std::string out) {
+    if (!started) begin();
+    if (c->sink->disconnected()) return finish();
+    if (out.empty()) return step();   // asynchronous: the next fetch answers through post()
+    c->sink->write_chunk_then(std::move(out), [self = shared_from_this()](bool written) {
+      if (!written) return self->finish();
+      self->step();
+    });
+  }
+
+  /// Before the head: a plain error response. After it: an error line / event, then the end.
+  void fail(const api_error& e) {
+    if (finished) return;
+    if (!started) {
+      finished = true;
+      return c->fail(e);
+    }
+    std::string body = error_body(e.error_code, e.message);
+    c->sink->write_chunk(format == stream_format::ndjson ? body + "\n" : "event: error\ndata: " + body + "\n\n");
+    finish();
+  }
+
+  void finish() {
+    if (finished) return;
+    finished = true;
+    if (!started) begin();
+    c->end_stream();
+  }
+};
+
+/// The stream format `type` names (one of stream_offers).
+stream_format stream_format_of(const std::string& type) {
+  return type == sse_type ? stream_format::sse : stream_format::ndjson;
+}
+
+/// The `timeout` of a stream as its deadline; nullopt after answering 422.
+std::optional<std::chrono::steady_clock::time_point> stream_deadline(const call_ptr& c) {
+  auto timeout = c->query_int("timeout", stream_limits::http_stream_duration_ms_max, 0,
+                              stream_limits::http_stream_duration_ms_max, "http_stream_duration_ms_max");
+  if (!timeout) return std::nullopt;
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(*timeout);
+}
+
+/// GET /topics/{t}/partitions/{p}/records with Accept: application/x-ndjson or text/event-stream.
+/// `offset` is where to start; an SSE Last-Event-ID (an offset) overrides it with the next one.
+/// `format=json` embeds keys and values as JSON instead of base64.
+void stream_partition(const call_ptr& c, const std::string& type, int32_t partition) {
+  auto s = std::make_shared<record_stream>();
+  s->c = c;
+  s->format = stream_format_of(type);
+  s->topic = c->params["topic"];
+  s->partition = partition;
+  if (auto f = c->query.find("format"); f != c->query.end()) {
+    if (f->second != "json" && f->second != "binary") {
+      return c->fail(422, ec::unprocessable, "query parameter format must be binary or json, got \"" + f->second + "\"");
+    }
+    s->as_json = f->second == "json";
+  }
+  if (!c->request.last_event_id.empty()) {
+    auto last = parse_int(c->request.last_event_id, 0, std::numeric_limits<int64_t>::max() - 1);
+    if (!last) {
+      return c->fail(400, ec::bad_request, "Last-Event-ID must be an offset (an integer >= 0), got \"" +
+                                               c->request.last_event_id + "\"");
+    }
+    s->next_offset = *last + 1;
+  } else {
+    auto offset = c->query_int("offset", std::nullopt, 0, std::numeric_limits<int64_t>::max());
+    if (!offset) return;
+    s->next_offset = *offset;
+  }
+  auto deadline = stream_deadline(c);
+  if (!deadline) return;
+  s->deadline = *deadline;
+  s->step();
+}
+
 void fetch_records(const call_ptr& c) {
-  auto type = c->accept(records_offers);
+  std::vector<std::string> offers = records_offers;
+  offers.insert(offers.end(), stream_offers.begin(), stream_offers.end());
+  auto type = c->accept(offers);
   if (!type) return;
   auto p = c->path_partition("partition");
   if (!p) return;
+  if (*type == ndjson_type || *type == sse_type) return stream_partition(c, *type, *p);
   const api_options& o = c->self->options();
   auto offset = c->query_int("offset", std::nullopt, 0, std::numeric_limits<int64_t>::max());
   if (!offset) return;
@@ -1121,7 +1343,9 @@ void v2_consumer_records(const call_ptr& c) {
   auto max_bytes = c->query_int("max_bytes", fetch_max_bytes_default, 1, o.fetch_response_bytes_max, "fetch.response.bytes.max");
   if (!max_bytes) return;
   std::optional<int64_t> timeout;
-  if (c->query.count("timeout")) {
+  auto pick = negotiate(c->request.accept, {v2_binary_type, v2_json_type, ndjson_type, sse_type});
+  const bool wants_stream = pick && (*pick == ndjson_type || *pick == sse_type);   // its timeout is checked later
+  if (c->query.count("timeout") && !wants_stream) {
     timeout = c->query_int("timeout", std::nullopt, 0, o.fetch_wait_max_ms, "fetch.wait.max.ms");
     if (!timeout) return;
   }
@@ -1132,7 +1356,20 @@ void v2_consumer_records(const call_ptr& c) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
       const bool as_json = r->format == broker::consumer_format::json;
       const std::string type = as_json ? v2_json_type : v2_binary_type;
-      if (!negotiate(call.request.accept, {type})) {
+      auto chosen = negotiate(call.request.accept, {type, ndjson_type, sse_type});
+      if (chosen && *chosen != type) {
+        auto s = std::make_shared<record_stream>();
+        s->c = call.shared_from_this();
+        s->format = stream_format_of(*chosen);
+        s->as_json = as_json;
+        s->group = r->group_id;
+        s->instance = r->instance_id;
+        auto deadline = stream_deadline(s->c);
+        if (!deadline) return;
+        s->deadline = *deadline;
+        return s->step();
+      }
+      if (!chosen) {
         return call.fail(406, ec::not_acceptable, "consumer instance format is " + std::string(as_json ? "json" : "binary") +
                                                       "; read its records with Accept: " + type + ", not \"" +
                                                       call.request.accept + "\"");

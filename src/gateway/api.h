@@ -27,6 +27,8 @@ struct api_options {
   int64_t fetch_response_bytes_max = 64 * 1024 * 1024;
   /// Records per broker produce call when a v3 stream is split into batches.
   size_t stream_batch_records_max = 1000;
+  /// http.cors.allowed.origins ("*": any origin).
+  std::vector<std::string> cors_allowed_origins = {"*"};
   /// The fdatasync latency of all shards together, for /metrics (empty when unset).
   std::function<io::latency_histogram::snapshot()> fsync_latency;
 };

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -21,6 +22,8 @@
 #include "api.h"
 #include "asio_context.h"
 #include "errors.h"
+#include "http_util.h"
+#include "ws_session.h"
 
 namespace ringlog::gateway {
 
@@ -41,7 +44,8 @@ struct http_server::impl {
   std::atomic<size_t> next_shard = 0;
   std::atomic<bool> stopping = false;
   std::atomic<int64_t> in_flight = 0;   // requests read and not yet fully answered
-  std::atomic<int64_t> open_connections = 0;
+  std::atomic<int64_t> open_connections = 0;   // HTTP sessions; WebSocket ones are in `websockets`
+  std::shared_ptr<ws_shared_state> websockets = std::make_shared<ws_shared_state>();
   std::optional<asio::steady_timer> accept_retry;            // backs off after EMFILE and the like
   std::chrono::steady_clock::time_point last_accept_warning;  // at most one warning per second
   std::mutex sessions_mutex;            // guards `sessions` (accept and close paths only)
@@ -92,16 +96,34 @@ class session final : public std::enable_shared_from_this<session>, public respo
     fill_head(*header_message_, head);
     header_message_->chunked(true);
     header_serializer_ = std::make_unique<http::response_serializer<http::empty_body>>(*header_message_);
-    queue_.push_back({write_kind::header, {}});
+    queue_.push_back({write_kind::header, {}, {}});
     write_next();
   }
   void write_chunk(std::string data) override {
     if (data.empty()) return;   // an empty chunk would end the body
-    queue_.push_back({write_kind::chunk, std::move(data)});
+    queue_.push_back({write_kind::chunk, std::move(data), {}});
     write_next();
   }
   void end_stream() override {
-    queue_.push_back({write_kind::last, {}});
+    queue_.push_back({write_kind::last, {}, {}});
+    write_next();
+  }
+
+  void watch_disconnect() override {
+    keep_alive_ = false;   // a pending watch read and the next request's read must not overlap
+    arm_watch();
+  }
+  [[nodiscard]] bool disconnected() const override { return disconnected_ || stream_failed_ || closed_; }
+  void write_chunk_then(std::string data, std::function<void(bool)> written) override {
+    if (disconnected()) {
+      post([written = std::move(written)] { written(false); });
+      return;
+    }
+    if (data.empty()) {   // an empty chunk would end the body
+      post([written = std::move(written)] { written(true); });
+      return;
+    }
+    queue_.push_back({write_kind::chunk, std::move(data), std::move(written)});
     write_next();
   }
 
@@ -110,7 +132,24 @@ class session final : public std::enable_shared_from_this<session>, public respo
   struct pending_write {
     write_kind kind;
     std::string data;
+    std::function<void(bool)> written;   // optional: told when the write completes or fails
   };
+
+  /// Bytes read (and dropped) per watch read while a long-lived stream is open; the client has
+  /// nothing to say then, this only notices it closing.
+  static constexpr size_t watch_read_bytes = 512;
+
+  void arm_watch() {
+    if (closed_) return;
+    stream_.socket().async_read_some(asio::buffer(watch_buffer_),
+                                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                                       if (ec) {
+                                         self->disconnected_ = true;
+                                         return;
+                                       }
+                                       self->arm_watch();
+                                     });
+  }
 
   template <typename Message>
   void fill_head(Message& msg, const http_response& r) {
@@ -197,9 +236,37 @@ class session final : public std::enable_shared_from_this<session>, public respo
     close();
   }
 
+  /// An Upgrade: websocket request (RFC 6455 section 4.2.1); Beast's handshake checks the rest.
+  static bool is_websocket_upgrade(const http::request<http::string_body>& msg) {
+    auto it = msg.find(http::field::upgrade);
+    return msg.method() == http::verb::get && it != msg.end() && beast::iequals(it->value(), "websocket");
+  }
+
+  /// Hands the socket to a WebSocket session (ws_session.cc) after checking the path and Origin.
+  void upgrade_to_websocket(http::request<http::string_body> msg) {
+    version_ = msg.version();
+    std::string target(msg.target());
+    std::string path = target.substr(0, target.find('?'));
+    if (path != "/v1/ws") {
+      keep_alive_ = false;
+      return respond_error(404, error_codes::not_found, "no WebSocket endpoint at " + path + "; use /v1/ws");
+    }
+    auto origin = msg.find(http::field::origin);
+    if (origin != msg.end() && !origin_allowed(server_.options.cors_allowed_origins, std::string(origin->value()))) {
+      keep_alive_ = false;
+      return respond_error(403, error_codes::forbidden,
+                           "origin " + std::string(origin->value()) + " is not in http.cors.allowed.origins");
+    }
+    --server_.in_flight;
+    closed_ = true;   // the socket is the WebSocket session's now
+    ws_context ctx{&server_.broker, &server_.registry, server_.websockets};
+    start_ws_session(stream_.release_socket(), std::move(msg), ctx);
+  }
+
   void dispatch() {
     stream_.expires_never();   // long-polls and streams may take longer than the idle timeout
     auto msg = parser_->release();
+    if (is_websocket_upgrade(msg)) return upgrade_to_websocket(std::move(msg));
     version_ = msg.version();
     keep_alive_ = msg.keep_alive();
     http_request req;
@@ -214,6 +281,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     req.origin = header(http::field::origin);
     req.access_control_request_headers = header(http::field::access_control_request_headers);
     req.host = header(http::field::host);
+    if (auto it = msg.find("Last-Event-ID"); it != msg.end()) req.last_event_id = std::string(it->value());
     req.chunked = msg.chunked();
     req.body = std::move(msg.body());
     server_.routes.handle(std::move(req), shared_from_this());
@@ -246,17 +314,25 @@ class session final : public std::enable_shared_from_this<session>, public respo
   void on_written(beast::error_code ec) {
     writing_ = false;
     write_kind kind = queue_.front().kind;
+    std::function<void(bool)> written = std::move(queue_.front().written);
     queue_.pop_front();
     if (ec) {
       // The client went away mid-stream: drop what is queued, the rest of the reports are lost
       // to it anyway (records already sent to the broker are still stored).
-      queue_.clear();
+      std::deque<pending_write> dropped;
+      dropped.swap(queue_);
       if (!stream_failed_) {
         stream_failed_ = true;
         --server_.in_flight;
       }
-      return close();
+      close();
+      if (written) written(false);
+      for (auto& w : dropped) {
+        if (w.written) w.written(false);
+      }
+      return;
     }
+    if (written) written(true);
     if (kind == write_kind::last) {
       streaming_ = false;
       header_serializer_.reset();
@@ -286,6 +362,8 @@ class session final : public std::enable_shared_from_this<session>, public respo
   bool streaming_ = false;
   bool writing_ = false;
   bool stream_failed_ = false;
+  bool disconnected_ = false;   // the watch read saw the client close
+  std::array<char, watch_read_bytes> watch_buffer_{};
   std::unique_ptr<http::response<http::empty_body>> header_message_;
   std::unique_ptr<http::response_serializer<http::empty_body>> header_serializer_;
   std::deque<pending_write> queue_;
@@ -318,7 +396,7 @@ void http_server::impl::accept() {
         if (!wait_ec && !stopping) accept();
       });
       return;
-    } else if (open_connections.load() >= options.connections_max) {
+    } else if (open_connections.load() + websockets->open.load() >= options.connections_max) {
       // Refuse politely: a short 503 naming the limit, then close.
       static const std::string refusal =
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
@@ -350,7 +428,7 @@ struct drainer : std::enable_shared_from_this<drainer> {
         deadline(std::chrono::steady_clock::now() + std::chrono::milliseconds(server->options.drain_timeout_ms)),
         timer(io_context_of(server->runtime, 0)) {}
   void check() {
-    int64_t left = server->in_flight.load();
+    int64_t left = server->in_flight.load() + server->websockets->open.load();
     if (left <= 0 || std::chrono::steady_clock::now() >= deadline) {
       if (left > 0) spdlog::warn("stopping with {} requests still in flight", left);
       done();
@@ -375,6 +453,7 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
   ao.limits.record_bytes_max = bc.message_max_bytes;
   ao.fetch_wait_max_ms = bc.fetch_wait_max_ms;
   ao.fetch_response_bytes_max = options.fetch_response_bytes_max;
+  ao.cors_allowed_origins = options.cors_allowed_origins;
   ao.fsync_latency = [&runtime] {
     io::latency_histogram::snapshot all;
     for (size_t shard = 0; shard < runtime.shard_count(); ++shard) all += runtime.disk(shard).datasync_latency().read();
@@ -409,6 +488,7 @@ uint16_t http_server::port() const {
 void http_server::stop(std::function<void()> drained) {
   impl* i = impl_.get();
   i->stopping = true;
+  i->websockets->stopping = true;
   i->routes.set_stopping();
   asio::post(io_context_of(i->runtime, 0), [i, drained = std::move(drained)]() mutable {
     beast::error_code ignored;

@@ -18,6 +18,7 @@ struct http_request {
   std::string origin;        // Origin header (CORS), "" when absent
   std::string access_control_request_headers;  // CORS preflight
   std::string host;          // Host header
+  std::string last_event_id; // Last-Event-ID header (SSE reconnect), "" when absent
   bool chunked = false;      // Transfer-Encoding: chunked (v3 streaming produce)
   std::string body;
 };
@@ -43,6 +44,19 @@ class response_sink {
   virtual void begin_stream(http_response head) = 0;
   virtual void write_chunk(std::string data) = 0;
   virtual void end_stream() = 0;
+
+  // ---- long-lived streams (NDJSON / SSE reads, issue 5)
+  /// Call before begin_stream(): the server watches the connection for the client closing it
+  /// (reading and discarding anything sent meanwhile) and closes the connection after
+  /// end_stream() instead of keeping it alive.
+  virtual void watch_disconnect() = 0;
+  /// True once the client closed the connection or a write to it failed; the streamer should
+  /// stop fetching and call end_stream().
+  [[nodiscard]] virtual bool disconnected() const = 0;
+  /// Like write_chunk(), then runs `written(true)` once the chunk is on the wire, or
+  /// `written(false)` when the connection failed first (connection thread). Streams wait for it
+  /// before fetching more, so a slow reader holds at most one chunk in memory.
+  virtual void write_chunk_then(std::string data, std::function<void(bool written)> written) = 0;
 };
 
 }  // namespace ringlog::gateway

@@ -187,4 +187,12 @@ bool match_path(std::string_view pattern, std::string_view path, std::map<std::s
   return true;
 }
 
+bool origin_allowed(const std::vector<std::string>& allowed, std::string_view origin) {
+  std::string wanted = lower(origin);
+  for (const std::string& a : allowed) {
+    if (a == "*" || lower(a) == wanted) return true;
+  }
+  return false;
+}
+
 }  // namespace ringlog::gateway

@@ -34,4 +34,8 @@ std::pair<std::string_view, std::string_view> split_target(std::string_view targ
 /// path; fills `params` with the percent-decoded values. Segments match whole ("configs:alter").
 bool match_path(std::string_view pattern, std::string_view path, std::map<std::string, std::string>& params);
 
+/// Whether a browser Origin (RFC 6454 serialization, "scheme://host[:port]") is allowed by
+/// http.cors.allowed.origins: "*" allows any; otherwise an exact, case-insensitive match.
+bool origin_allowed(const std::vector<std::string>& allowed, std::string_view origin);
+
 }  // namespace ringlog::gateway

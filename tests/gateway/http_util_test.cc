@@ -96,3 +96,18 @@ TEST_CASE("base64: the AVX2 decoder equals the portable one on valid and corrupt
     }
   }
 }
+
+TEST_CASE("origin_allowed: * allows any origin, a list matches whole origins case-insensitively") {
+  const std::vector<std::string> any = {"*"};
+  CHECK(origin_allowed(any, "https://evil.example"));
+  CHECK(origin_allowed(any, ""));
+  const std::vector<std::string> list = {"https://app.example.com", "http://localhost:3000"};
+  CHECK(origin_allowed(list, "https://app.example.com"));
+  CHECK(origin_allowed(list, "HTTPS://App.Example.COM"));
+  CHECK(origin_allowed(list, "http://localhost:3000"));
+  CHECK_FALSE(origin_allowed(list, "http://localhost:3001"));
+  CHECK_FALSE(origin_allowed(list, "https://app.example.com.evil.test"));
+  CHECK_FALSE(origin_allowed(list, "null"));   // sandboxed frames and file:// pages
+  CHECK_FALSE(origin_allowed(list, ""));
+  CHECK_FALSE(origin_allowed({}, "https://app.example.com"));
+}

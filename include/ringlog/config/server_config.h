@@ -67,6 +67,7 @@ struct server_config {
   int64_t fetch_response_bytes_max = 64LL * 1024 * 1024;  // fetch.response.bytes.max
   int64_t shutdown_drain_timeout_ms = 10000;            // shutdown.drain.timeout.ms
   int64_t http_connections_max = 0;                     // http.connections.max: 0 = from RLIMIT_NOFILE
+  std::string http_cors_allowed_origins = "*";          // http.cors.allowed.origins: "*" or origins, comma-separated
   int64_t broker_partitions_max = 0;                    // broker.partitions.max: 0 = from RLIMIT_NOFILE
 };
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ringlog/base/result.h"
 #include "ringlog/broker/broker.h"
@@ -32,6 +33,9 @@ struct server_options {
   /// http.connections.max: open connections at once. A connection past it gets a 503 naming
   /// the limit and is closed; bounds file descriptors and per-connection memory.
   int64_t connections_max = 10000;
+  /// http.cors.allowed.origins: browser origins the REST routes answer with CORS headers and the
+  /// WebSocket upgrade accepts (others get 403); "*" allows any.
+  std::vector<std::string> cors_allowed_origins = {"*"};
 };
 
 class http_server {

@@ -1,0 +1,668 @@
+// WebSocket sessions at /v1/ws (issue 5): produce with in-order acks, partition subscriptions and
+// group membership with credit-based flow control, one write in flight, close with a reason.
+// The only translation unit that instantiates Beast's websocket templates.
+
+#include "ws_session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <deque>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "base64.h"
+#include "errors.h"
+#include "stream_limits.h"
+
+namespace ringlog::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using json = nlohmann::json;
+namespace limits = stream_limits;
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+template <typename Record>   // model::record or broker::produce_record
+size_t record_bytes(const Record& r) {
+  size_t n = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+  for (const auto& h : r.headers) n += h.key.size() + (h.value ? h.value->size() : 0);
+  return n;
+}
+
+/// A payload as the client asked: base64 (binary) or embedded JSON (json; text that is not JSON
+/// is sent as a JSON string).
+json payload_json(const std::optional<model::bytes>& b, bool as_json) {
+  if (!b) return nullptr;
+  if (!as_json) return base64_encode(*b);
+  std::string text = model::to_string(*b);
+  json parsed = json::parse(text, nullptr, false);
+  return parsed.is_discarded() ? json(text) : parsed;
+}
+
+json record_json(const model::topic_partition& tp, const model::record& rec, bool as_json) {
+  json headers = json::array();
+  for (const auto& h : rec.headers) {
+    headers.push_back({{"key", h.key}, {"value", h.value ? json(base64_encode(*h.value)) : json(nullptr)}});
+  }
+  return {{"type", "record"},          {"topic", tp.topic},
+          {"partition", tp.partition.value()}, {"offset", rec.record_offset.value()},
+          {"timestamp", rec.timestamp},  {"key", payload_json(rec.key, as_json)},
+          {"value", payload_json(rec.value, as_json)}, {"headers", headers}};
+}
+
+/// A produce payload: base64 text (binary), any JSON value stored as its text (json), or null.
+std::optional<std::optional<model::bytes>> payload_of(const json& v, bool as_json) {
+  if (v.is_null()) return std::optional<model::bytes>();
+  if (as_json) return std::optional<model::bytes>(model::to_bytes(dump(v)));
+  if (!v.is_string()) return std::nullopt;
+  auto decoded = base64_decode(v.get<std::string>());
+  if (!decoded) return std::nullopt;
+  return std::optional<model::bytes>(std::move(*decoded));
+}
+
+/// The reason of a close frame is at most 123 bytes (RFC 6455 section 5.5: control frames carry
+/// 125 bytes, 2 of them the code).
+std::string close_reason_text(std::string reason) {
+  if (reason.size() > 123) reason.resize(123);
+  return reason;
+}
+
+bool is_close_or_disconnect(beast::error_code ec) {
+  return ec == websocket::error::closed || ec == asio::error::operation_aborted || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == beast::error::timeout;
+}
+
+/// Close codes used (RFC 6455 section 7.4.1).
+enum close_code : uint16_t {
+  going_away = 1001,         // graceful stop
+  unsupported_data = 1003,   // a binary frame
+  invalid_payload = 1007,    // not JSON / not an object
+  message_too_big = 1009,
+  try_again_later = 1013,    // write queue full
+};
+
+class ws_session final : public std::enable_shared_from_this<ws_session> {
+ public:
+  ws_session(tcp::socket socket, http::request<http::string_body> upgrade, ws_context context)
+      : ws_(std::move(socket)), upgrade_(std::move(upgrade)), ctx_(context), tick_(ws_.get_executor()) {
+    ++ctx_.shared->open;
+  }
+  ~ws_session() { --ctx_.shared->open; }
+
+  void start() {
+    websocket::stream_base::timeout t{};
+    t.handshake_timeout = std::chrono::seconds(30);
+    t.idle_timeout = std::chrono::milliseconds(limits::ws_idle_timeout_ms);
+    t.keep_alive_pings = true;   // ping at half the idle timeout; no pong by the end: close
+    ws_.set_option(t);
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, "ringlog"); }));
+    ws_.read_message_max(limits::ws_message_bytes_max);
+    ws_.async_accept(upgrade_, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->teardown();
+      self->read();
+      self->arm_tick();
+    });
+  }
+
+ private:
+  // ---- subscription / group state
+  struct subscription {
+    uint64_t generation = 0;   // a newer subscribe makes older fetch answers stale
+    json id;
+    model::topic_partition tp;
+    int64_t next_offset = 0;
+    bool as_json = false;
+    bool ready = false;        // its start position is resolved
+    bool fetching = false;
+  };
+  struct membership {
+    uint64_t generation = 0;
+    std::string group;
+    std::string instance;
+    bool as_json = false;
+    bool ready = false;        // created and subscribed
+    bool polling = false;
+    bool checking = false;     // an assignments() call is in flight
+    std::optional<json> assignment;
+  };
+
+  template <typename F>
+  void on_executor(F fn) {
+    asio::post(ws_.get_executor(), std::move(fn));
+  }
+
+  // ---- reading
+  void read() {
+    ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec) {
+      if (ec == websocket::error::message_too_big) {
+        return close_with(message_too_big, "message larger than " + std::to_string(limits::ws_message_bytes_max) +
+                                               " bytes (ws_message_bytes_max)");
+      }
+      if (!is_close_or_disconnect(ec)) spdlog::debug("msg=\"websocket read failed\" error=\"{}\"", ec.message());
+      return teardown();
+    }
+    if (!ws_.got_text()) {
+      in_.consume(in_.size());
+      return close_with(unsupported_data, "binary frames are not supported; send JSON text frames");
+    }
+    std::string text = beast::buffers_to_string(in_.data());
+    in_.consume(in_.size());
+    handle(text);
+    if (!closing_) read();
+  }
+
+  void handle(const std::string& text) {
+    json m = json::parse(text, nullptr, false);
+    if (m.is_discarded()) return close_with(invalid_payload, "message is not JSON");
+    if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) {
+      return close_with(invalid_payload, "message must be a JSON object with a string \"type\"");
+    }
+    const std::string type = m["type"].get<std::string>();
+    json id = m.value("id", json(nullptr));
+    try {
+      if (type == "produce") return on_produce(m, id);
+      if (type == "subscribe") return on_subscribe(m, id);
+      if (type == "credit") return on_credit(m, id);
+      if (type == "unsubscribe") return on_unsubscribe(id);
+      if (type == "join") return on_join(m, id);
+      if (type == "commit") return on_commit(id);
+      if (type == "ping") return send({{"type", "pong"}, {"id", id}});
+    } catch (const json::exception& e) {   // a field of the wrong type
+      return send_error(id, error_codes::unprocessable, std::string("bad field: ") + e.what());
+    }
+    send_error(id, error_codes::unprocessable,
+               "unknown message type \"" + type + "\"; one of produce, subscribe, credit, unsubscribe, join, commit, ping");
+  }
+
+  // ---- produce: answered in request order whatever order the broker finishes in
+  void on_produce(const json& m, const json& id) {
+    const uint64_t seq = next_produce_seq_++;
+    try {
+      produce_checked(m, id, seq);
+    } catch (const json::exception& e) {   // every seq must be answered, or later acks would wait
+      produce_done(seq, error_json(id, error_codes::unprocessable, std::string("bad field: ") + e.what()));
+    }
+  }
+
+  void produce_checked(const json& m, const json& id, uint64_t seq) {
+    if (produce_in_flight_ >= limits::ws_produce_in_flight_max) {
+      return produce_done(seq, error_json(id, 42901, "too many produce requests in flight (ws_produce_in_flight_max=" +
+                                                         std::to_string(limits::ws_produce_in_flight_max) + ")"));
+    }
+    auto bad = [&](const std::string& why) { produce_done(seq, error_json(id, error_codes::unprocessable, why)); };
+    if (!m.contains("topic") || !m["topic"].is_string()) return bad("produce needs a string \"topic\"");
+    const bool as_json = m.value("format", std::string("binary")) == "json";
+    broker::produce_request req;
+    req.topic = m["topic"].get<std::string>();
+    broker::produce_record rec;
+    if (m.contains("partition") && !m["partition"].is_null()) {
+      if (!m["partition"].is_number_integer() || m["partition"].get<int64_t>() < 0) {
+        return bad("partition must be an integer >= 0");
+      }
+      rec.partition = model::partition_id(m["partition"].get<int32_t>());
+    }
+    for (const char* field : {"key", "value"}) {
+      if (!m.contains(field)) continue;
+      auto p = payload_of(m[field], as_json);
+      if (!p) return bad(std::string(field) + " must be base64 text or null (or any JSON with \"format\":\"json\")");
+      (std::string(field) == "key" ? rec.key : rec.value) = std::move(*p);
+    }
+    if (m.contains("headers")) {
+      if (!m["headers"].is_array()) return bad("headers must be an array of {\"key\", \"value\"}");
+      for (const auto& h : m["headers"]) {
+        if (!h.is_object() || !h.contains("key") || !h["key"].is_string()) return bad("a header needs a string key");
+        auto v = payload_of(h.value("value", json(nullptr)), false);
+        if (!v) return bad("a header value must be base64 text or null");
+        rec.headers.push_back({h["key"].get<std::string>(), std::move(*v)});
+      }
+    }
+    if (m.contains("acks")) {
+      const json& a = m["acks"];
+      if (a == 0) req.acks = broker::acks_mode::none;
+      else if (a == 1) req.acks = broker::acks_mode::leader;
+      else if (a == -1 || a == "all") req.acks = broker::acks_mode::all;
+      else return bad("acks must be 0, 1, -1 or \"all\"");
+    }
+    const size_t bytes = record_bytes(rec);
+    req.records.push_back(std::move(rec));
+    ++produce_in_flight_;
+    std::string topic = req.topic;
+    ctx_.broker->produce(std::move(req), [self = shared_from_this(), seq, id, topic, bytes](broker::result<broker::produce_response> r) {
+      self->on_executor([self, seq, id, topic, bytes, r = std::move(r)] {
+        --self->produce_in_flight_;
+        if (!r.ok()) return self->produce_done(seq, self->error_json(id, to_api_error(r.error()).error_code, r.error().message));
+        const broker::produce_record_result& res = r->results.at(0);
+        if (res.failure) {
+          return self->produce_done(seq, self->error_json(id, to_api_error(*res.failure).error_code, res.failure->message));
+        }
+        self->ctx_.registry->add_bytes_in(topic, 1, bytes);
+        self->produce_done(seq, dump({{"type", "produce_ack"},
+                                      {"id", id},
+                                      {"partition", res.partition.value()},
+                                      {"offset", res.record_offset.value()},
+                                      {"timestamp", res.timestamp}}));
+      });
+    });
+  }
+
+  void produce_done(uint64_t seq, std::string text) {
+    ready_acks_.emplace(seq, std::move(text));
+    for (auto it = ready_acks_.find(next_ack_seq_); it != ready_acks_.end(); it = ready_acks_.find(next_ack_seq_)) {
+      send_text(std::move(it->second));
+      ready_acks_.erase(it);
+      ++next_ack_seq_;
+    }
+  }
+
+  // ---- credit
+  void on_credit(const json& m, const json& id) {
+    int64_t records = m.value("records", int64_t{0});
+    if (records < 0 || (m.contains("bytes") && m["bytes"].get<int64_t>() < 0)) {
+      return send_error(id, error_codes::unprocessable, "credit records and bytes must be >= 0");
+    }
+    credit_records_ = std::min(credit_records_ + records, limits::ws_credit_records_max);
+    credit_starved_ = false;
+    if (m.contains("bytes")) {
+      int64_t bytes = m["bytes"].get<int64_t>();
+      credit_bytes_ = bytes_counted_ ? std::min(credit_bytes_ + bytes, limits::ws_credit_records_max) : bytes;
+      bytes_counted_ = true;
+    }
+    pump();
+  }
+
+  /// Takes one record's worth of credit; false (nothing taken) when it does not fit.
+  bool take_credit(size_t bytes) {
+    if (credit_records_ <= 0 || (bytes_counted_ && static_cast<int64_t>(bytes) > credit_bytes_)) {
+      credit_starved_ = true;   // fetching again before new credit would only refetch the same record
+      return false;
+    }
+    --credit_records_;
+    if (bytes_counted_) credit_bytes_ -= static_cast<int64_t>(bytes);
+    return true;
+  }
+
+  [[nodiscard]] bool may_fetch() const {
+    return !closing_ && !credit_starved_ && credit_records_ > 0 && (!bytes_counted_ || credit_bytes_ > 0) &&
+           out_bytes_ < limits::ws_write_queue_low_water_bytes && !ctx_.shared->stopping.load();
+  }
+
+  int32_t fetch_bytes() const {
+    int64_t b = bytes_counted_ ? std::min<int64_t>(credit_bytes_, limits::ws_fetch_bytes_max) : limits::ws_fetch_bytes_max;
+    return static_cast<int32_t>(std::max<int64_t>(b, 1));
+  }
+
+  void pump() {
+    pump_subscription();
+    pump_group();
+  }
+
+  // ---- subscribe to one partition
+  void on_subscribe(const json& m, const json& id) {
+    if (!m.contains("topic") || !m["topic"].is_string()) return send_error(id, error_codes::unprocessable, "subscribe needs a string \"topic\"");
+    subscription s;
+    s.generation = ++generation_;
+    s.id = id;
+    s.tp = {m["topic"].get<std::string>(), model::partition_id(m.value("partition", int32_t{0}))};
+    s.as_json = m.value("format", std::string("binary")) == "json";
+    // Even an explicit offset is checked with a look-up: a fetch of a missing topic would only
+    // long-poll, while list_offsets names the error.
+    broker::list_offsets_request lo{s.tp, broker::offset_spec::latest, 0};
+    std::optional<int64_t> explicit_offset;
+    if (m.contains("offset")) {
+      explicit_offset = m["offset"].get<int64_t>();
+      if (*explicit_offset < 0) return send_error(id, error_codes::unprocessable, "offset must be >= 0");
+    } else if (m.contains("timestamp")) {
+      lo.spec = broker::offset_spec::timestamp;
+      lo.timestamp = m["timestamp"].get<int64_t>();
+    } else {
+      std::string position = m.value("position", std::string("latest"));
+      if (position != "earliest" && position != "latest") {
+        return send_error(id, error_codes::unprocessable, "position must be earliest or latest");
+      }
+      if (position == "earliest") lo.spec = broker::offset_spec::earliest;
+    }
+    sub_ = s;
+    const uint64_t gen = s.generation;
+    ctx_.broker->list_offsets(lo, [self = shared_from_this(), gen, explicit_offset](broker::result<broker::list_offsets_response> r) {
+      self->on_executor([self, gen, explicit_offset, r = std::move(r)] {
+        if (!self->sub_ || self->sub_->generation != gen || self->closing_) return;
+        if (!r.ok()) {
+          json id = self->sub_->id;
+          self->sub_.reset();
+          return self->send_error(id, to_api_error(r.error(), error_scope::partition).error_code, r.error().message);
+        }
+        if (explicit_offset || r->found_offset) {
+          self->sub_->next_offset = explicit_offset ? *explicit_offset : r->found_offset->value();
+          self->subscribed();
+          return;
+        }
+        // No record at or after the timestamp: start at the end (Kafka's offsetsForTimes -> null).
+        broker::list_offsets_request latest{self->sub_->tp, broker::offset_spec::latest, 0};
+        self->ctx_.broker->list_offsets(latest, [self, gen](broker::result<broker::list_offsets_response> l) {
+          self->on_executor([self, gen, l = std::move(l)] {
+            if (!self->sub_ || self->sub_->generation != gen || self->closing_) return;
+            self->sub_->next_offset = l.ok() && l->found_offset ? l->found_offset->value() : 0;
+            self->subscribed();
+          });
+        });
+      });
+    });
+  }
+
+  void subscribed() {
+    sub_->ready = true;
+    send({{"type", "subscribed"},
+          {"id", sub_->id},
+          {"topic", sub_->tp.topic},
+          {"partition", sub_->tp.partition.value()},
+          {"offset", sub_->next_offset}});
+    pump();
+  }
+
+  void pump_subscription() {
+    if (!sub_ || !sub_->ready || sub_->fetching || !may_fetch()) return;
+    sub_->fetching = true;
+    broker::fetch_request req;
+    req.partition = sub_->tp;
+    req.fetch_offset = model::offset(sub_->next_offset);
+    req.max_bytes = fetch_bytes();
+    req.max_wait_ms = limits::ws_poll_wait_ms;
+    const uint64_t gen = sub_->generation;
+    ctx_.broker->fetch(std::move(req), [self = shared_from_this(), gen](broker::result<broker::fetch_response> r) {
+      self->on_executor([self, gen, r = std::move(r)] { self->on_fetched(gen, r); });
+    });
+  }
+
+  void on_fetched(uint64_t gen, const broker::result<broker::fetch_response>& r) {
+    if (closing_) return;
+    if (!sub_ || sub_->generation != gen) return pump();   // unsubscribed or replaced meanwhile
+    sub_->fetching = false;
+    if (!r.ok()) {
+      json id = sub_->id;
+      sub_.reset();
+      return send_error(id, to_api_error(r.error(), error_scope::partition).error_code, r.error().message);
+    }
+    uint64_t bytes = 0, count = 0;
+    for (const model::record& rec : r->records) {
+      size_t size = record_bytes(rec);
+      if (!take_credit(size)) break;   // the rest is fetched again once credit comes
+      send(record_json(sub_->tp, rec, sub_->as_json));
+      sub_->next_offset = rec.record_offset.value() + 1;
+      bytes += size;
+      ++count;
+    }
+    if (count > 0) ctx_.registry->add_bytes_out(sub_->tp.topic, count, bytes);
+    pump();
+  }
+
+  void on_unsubscribe(const json& id) {
+    sub_.reset();
+    leave_group();
+    send({{"type", "unsubscribed"}, {"id", id}});
+  }
+
+  // ---- group membership: one consumer instance per connection (broker/groups.h)
+  void on_join(const json& m, const json& id) {
+    if (!m.contains("group") || !m["group"].is_string() || !m.contains("topics") || !m["topics"].is_array()) {
+      return send_error(id, error_codes::unprocessable, "join needs a string \"group\" and an array \"topics\"");
+    }
+    leave_group();
+    group::subscription sub;
+    sub.kind = group::subscription_kind::topics;
+    for (const auto& t : m["topics"]) sub.topics.push_back(t.get<std::string>());
+    broker::consumer_instance_config cfg;
+    cfg.group_id = m["group"].get<std::string>();
+    cfg.name = "ws";
+    cfg.session_timeout_ms = limits::ws_group_session_timeout_ms;
+    cfg.auto_offset_reset = m.value("position", std::string("latest")) == "earliest" ? group::offset_reset::earliest
+                                                                                      : group::offset_reset::latest;
+    membership mb;
+    mb.generation = ++generation_;
+    mb.group = cfg.group_id;
+    mb.as_json = m.value("format", std::string("binary")) == "json";
+    member_ = mb;
+    const uint64_t gen = mb.generation;
+    ctx_.broker->groups().create_consumer(cfg, [self = shared_from_this(), gen, id, sub](broker::result<broker::consumer_instance> r) {
+      self->on_executor([self, gen, id, sub, r = std::move(r)] {
+        if (!r.ok()) {
+          if (self->member_ && self->member_->generation == gen) self->member_.reset();
+          return self->send_error(id, to_api_error(r.error()).error_code, r.error().message);
+        }
+        if (!self->member_ || self->member_->generation != gen || self->closing_) {
+          // Left (or closed) while joining: do not keep the instance.
+          self->ctx_.broker->groups().delete_consumer(r->group_id, r->instance_id, [](broker::result<void>) {});
+          return;
+        }
+        self->member_->instance = r->instance_id;
+        self->ctx_.broker->groups().subscribe(r->group_id, r->instance_id, sub, [self, gen, id](broker::result<void> s) {
+          self->on_executor([self, gen, id, s] {
+            if (!self->member_ || self->member_->generation != gen || self->closing_) return;
+            if (!s.ok()) {
+              self->leave_group();
+              return self->send_error(id, to_api_error(s.error()).error_code, s.error().message);
+            }
+            self->member_->ready = true;
+            self->send({{"type", "joined"}, {"id", id}, {"group", self->member_->group}, {"member_id", self->member_->instance}});
+            self->check_assignment();
+            self->pump();
+          });
+        });
+      });
+    });
+  }
+
+  void pump_group() {
+    if (!member_ || !member_->ready || member_->polling || !may_fetch()) return;
+    member_->polling = true;
+    broker::poll_request req{limits::ws_poll_wait_ms, fetch_bytes()};
+    const uint64_t gen = member_->generation;
+    ctx_.broker->groups().poll(member_->group, member_->instance, req,
+                               [self = shared_from_this(), gen](broker::result<std::vector<broker::consumed_record>> r) {
+                                 self->on_executor([self, gen, r = std::move(r)] { self->on_polled(gen, r); });
+                               });
+  }
+
+  void on_polled(uint64_t gen, const broker::result<std::vector<broker::consumed_record>>& r) {
+    if (closing_ || !member_ || member_->generation != gen) return;
+    if (!r.ok()) {
+      member_->polling = false;
+      send_error(nullptr, to_api_error(r.error()).error_code, r.error().message);
+      return leave_group();
+    }
+    // Deliver within credit; rewind each partition to its first undelivered record.
+    std::vector<broker::seek_request> rewinds;
+    group::partition_set rewound;
+    for (const auto& [tp, rec] : *r) {
+      if (rewound.count(tp)) continue;
+      if (take_credit(record_bytes(rec))) {
+        send(record_json(tp, rec, member_->as_json));
+        ctx_.registry->add_bytes_out(tp.topic, 1, record_bytes(rec));
+        continue;
+      }
+      rewound.insert(tp);
+      rewinds.push_back({tp, broker::seek_kind::offset, rec.record_offset.value()});
+    }
+    if (rewinds.empty()) return after_poll(gen);
+    ctx_.broker->groups().seek(member_->group, member_->instance, std::move(rewinds), [self = shared_from_this(), gen](broker::result<void>) {
+      self->on_executor([self, gen] { self->after_poll(gen); });
+    });
+  }
+
+  void after_poll(uint64_t gen) {
+    if (closing_ || !member_ || member_->generation != gen) return;
+    member_->polling = false;
+    check_assignment();
+    pump();
+  }
+
+  /// Tells the client its partitions when they changed (and keeps the lease of an idle member).
+  void check_assignment() {
+    if (!member_ || !member_->ready || member_->checking) return;
+    member_->checking = true;
+    const uint64_t gen = member_->generation;
+    ctx_.broker->groups().assignments(member_->group, member_->instance, [self = shared_from_this(), gen](
+                                                                            broker::result<group::partition_set> r) {
+      self->on_executor([self, gen, r = std::move(r)] {
+        if (self->closing_ || !self->member_ || self->member_->generation != gen) return;
+        self->member_->checking = false;
+        if (!r.ok()) return;
+        json parts = json::array();
+        for (const auto& tp : *r) parts.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}});
+        if (self->member_->assignment == parts) return;
+        self->member_->assignment = parts;
+        self->send({{"type", "assignment"}, {"partitions", parts}});
+      });
+    });
+  }
+
+  void on_commit(const json& id) {
+    if (!member_ || !member_->ready) return send_error(id, error_codes::unprocessable, "commit needs a joined group");
+    ctx_.broker->groups().commit(member_->group, member_->instance, std::nullopt, [self = shared_from_this(), id](
+                                     broker::result<group::partition_map<group::committed_offset>> r) {
+      self->on_executor([self, id, r = std::move(r)] {
+        if (!r.ok()) return self->send_error(id, to_api_error(r.error()).error_code, r.error().message);
+        json offsets = json::array();
+        for (const auto& [tp, c] : *r) {
+          offsets.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}, {"offset", c.committed.value()}});
+        }
+        self->send({{"type", "committed"}, {"id", id}, {"offsets", offsets}});
+      });
+    });
+  }
+
+  void leave_group() {
+    if (!member_) return;
+    if (!member_->instance.empty()) {
+      ctx_.broker->groups().delete_consumer(member_->group, member_->instance, [](broker::result<void>) {});
+    }
+    member_.reset();
+  }
+
+  // ---- keep-alive tick: graceful stop, idle group members
+  void arm_tick() {
+    tick_.expires_after(std::chrono::milliseconds(limits::ws_group_tick_ms));
+    tick_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->closing_) return;
+      if (self->ctx_.shared->stopping.load()) return self->close_with(going_away, "server is stopping");
+      self->check_assignment();
+      self->pump();
+      self->arm_tick();
+    });
+  }
+
+  // ---- writing: exactly one write in flight, the rest queued up to ws_write_queue_bytes_max
+  std::string error_json(const json& id, int code, const std::string& message) {
+    return dump({{"type", "error"}, {"id", id}, {"error_code", code}, {"message", message}});
+  }
+  void send_error(const json& id, int code, const std::string& message) { send_text(error_json(id, code, message)); }
+  void send(const json& j) { send_text(dump(j)); }
+
+  void send_text(std::string text) {
+    if (closing_) return;
+    if (out_bytes_ + text.size() > limits::ws_write_queue_bytes_max) {
+      return close_with(try_again_later, "write queue full (ws_write_queue_bytes_max): read faster or grant less credit");
+    }
+    out_bytes_ += text.size();
+    out_.push_back(std::move(text));
+    write_next();
+  }
+
+  void write_next() {
+    if (writing_) return;
+    if (out_.empty()) {
+      if (close_pending_) start_close();
+      return;
+    }
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(asio::buffer(out_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      self->out_bytes_ -= self->out_.front().size();
+      self->out_.pop_front();
+      if (ec) return self->teardown();
+      self->write_next();
+      if (self->out_bytes_ < limits::ws_write_queue_low_water_bytes) self->pump();
+    });
+  }
+
+  /// Closes with `code` and `reason` once the write in flight is done; queued messages are dropped
+  /// (a full queue is the reason, or an error ends the session anyway).
+  void close_with(uint16_t code, std::string reason) {
+    if (closing_) return;
+    closing_ = true;
+    close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), close_reason_text(std::move(reason)));
+    while (out_.size() > (writing_ ? 1u : 0u)) {
+      out_bytes_ -= out_.back().size();
+      out_.pop_back();
+    }
+    close_pending_ = true;
+    if (!writing_) start_close();
+  }
+
+  void start_close() {
+    close_pending_ = false;
+    ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) { self->teardown(); });
+  }
+
+  /// The connection is over: stop every loop; pending broker callbacks find closing_ and end.
+  void teardown() {
+    closing_ = true;
+    tick_.cancel();
+    sub_.reset();
+    leave_group();
+    beast::get_lowest_layer(ws_).close();
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  http::request<http::string_body> upgrade_;
+  ws_context ctx_;
+  asio::steady_timer tick_;
+  beast::flat_buffer in_;
+  std::deque<std::string> out_;
+  size_t out_bytes_ = 0;
+  bool writing_ = false;
+  bool closing_ = false;
+  bool close_pending_ = false;
+  websocket::close_reason close_reason_;
+  // produce ordering
+  uint64_t next_produce_seq_ = 0;
+  uint64_t next_ack_seq_ = 0;
+  size_t produce_in_flight_ = 0;
+  std::map<uint64_t, std::string> ready_acks_;
+  // consumption
+  uint64_t generation_ = 0;
+  std::optional<subscription> sub_;
+  std::optional<membership> member_;
+  int64_t credit_records_ = 0;
+  int64_t credit_bytes_ = 0;
+  bool bytes_counted_ = false;   // false until the first byte credit: bytes are then unlimited
+  bool credit_starved_ = false;  // a fetched record did not fit the credit left: wait for a grant
+};
+
+}  // namespace
+
+void start_ws_session(tcp::socket socket, http::request<http::string_body> upgrade, ws_context context) {
+  auto s = std::make_shared<ws_session>(std::move(socket), std::move(upgrade), context);
+  s->start();
+}
+
+}  // namespace ringlog::gateway

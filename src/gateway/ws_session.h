@@ -1,0 +1,40 @@
+#pragma once
+// WebSocket sessions at /v1/ws (issue 5; protocol in http-api/ws-protocol.md, schema in
+// http-api/ws-messages.schema.json). Beast's websocket templates are instantiated only in
+// ws_session.cc: they dominate build time, so this header names only the socket and the request.
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <cstdint>
+#include <memory>
+
+#include "metrics.h"
+#include "ringlog/broker/broker.h"
+
+namespace ringlog::gateway {
+
+/// State the HTTP server and its WebSocket sessions share. Shared ownership: a session destroyed
+/// late (its pending handlers dropped when an io_context is destroyed at exit) still finds it.
+struct ws_shared_state {
+  std::atomic<bool> stopping = false;   // graceful stop: sessions close with 1001
+  std::atomic<int64_t> open = 0;        // sessions alive: count against http.connections.max,
+                                        // and a graceful stop waits for them (drain)
+};
+
+/// What a WebSocket session uses. broker and registry outlive every session that still runs
+/// handlers (the server's drain waits for sessions; they close on `stopping`).
+struct ws_context {
+  broker::broker* broker = nullptr;
+  metrics* registry = nullptr;
+  std::shared_ptr<ws_shared_state> shared;
+};
+
+/// Takes over `socket` after an HTTP/1.1 Upgrade request to /v1/ws (already checked: path,
+/// Origin), answers the handshake and runs the session on the socket's executor until either side
+/// closes. Nothing outlives the connection: broker callbacks hold the session and find it closed.
+void start_ws_session(boost::asio::ip::tcp::socket socket,
+                      boost::beast::http::request<boost::beast::http::string_body> upgrade, ws_context context);
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,67 @@
+"""CORS and Origin on every route, the streams and the WebSocket upgrade (issue 5), with
+http.cors.allowed.origins both open ("*", the default) and restricted to a list."""
+import asyncio
+import json
+
+import pytest
+import requests
+import websockets
+
+GOOD = "http://app.example.test"
+OTHER = "https://evil.example.test"
+NDJSON = "application/x-ndjson"
+SSE = "text/event-stream"
+
+
+def records_url(broker, topic):
+    return f"{broker.url}/topics/{topic}/partitions/0/records"
+
+
+def test_streams_answer_cors_with_any_origin_by_default(broker, topic_name):
+    broker.create_topic(topic_name)
+    for accept in (NDJSON, SSE):
+        r = requests.get(records_url(broker, topic_name), params={"offset": 0, "timeout": 0},
+                         headers={"Accept": accept, "Origin": GOOD}, timeout=10)
+        assert r.status_code == 200, r.text
+        assert r.headers["Access-Control-Allow-Origin"] == GOOD
+        assert "Origin" in r.headers["Vary"]
+    pre = requests.options(records_url(broker, topic_name), headers={
+        "Origin": GOOD, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "last-event-id"})
+    assert pre.status_code == 204
+    assert pre.headers["Access-Control-Allow-Origin"] == GOOD
+    assert pre.headers["Access-Control-Allow-Headers"] == "last-event-id"
+
+    async def upgrade():
+        async with websockets.connect(f"ws://127.0.0.1:{broker.port}/v1/ws", origin=OTHER) as ws:
+            await ws.send(json.dumps({"type": "ping", "id": 1}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "pong"
+
+    asyncio.run(upgrade())
+
+
+def test_restricted_origins(fresh_broker, topic_name):
+    b = fresh_broker([f"http.cors.allowed.origins={GOOD}, http://localhost:3000"])
+    b.create_topic(topic_name)
+    ok = requests.get(records_url(b, topic_name), params={"offset": 0, "timeout": 0},
+                      headers={"Accept": SSE, "Origin": GOOD}, timeout=10)
+    assert ok.status_code == 200 and ok.headers["Access-Control-Allow-Origin"] == GOOD
+    bad = requests.get(f"{b.url}/topics", headers={"Origin": OTHER})
+    assert "Access-Control-Allow-Origin" not in bad.headers
+    assert "Origin" in bad.headers["Vary"]
+    no_origin = requests.get(f"{b.url}/topics")
+    assert "Access-Control-Allow-Origin" not in no_origin.headers
+
+    async def upgrade(origin):
+        async with websockets.connect(f"ws://127.0.0.1:{b.port}/v1/ws", origin=origin) as ws:
+            await ws.send(json.dumps({"type": "ping", "id": 1}))
+            return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+    assert asyncio.run(upgrade(GOOD))["type"] == "pong"
+    with pytest.raises(websockets.InvalidStatusCode) as refused:
+        asyncio.run(upgrade(OTHER))
+    assert refused.value.status_code == 403
+
+
+def test_bad_allowed_origins_setting_is_refused(fresh_broker):
+    with pytest.raises(AssertionError, match="scheme://host"):
+        fresh_broker(["http.cors.allowed.origins=app.example.test/path"])

@@ -1,0 +1,271 @@
+"""WebSocket /v1/ws (issue 5) with Debian's python3-websockets (asyncio client): produce with
+in-order acks, live subscriptions under credit flow control, reconnect without loss, groups,
+and bad messages closed with a reason. Every wait has a deadline (asyncio.wait_for).
+"""
+import asyncio
+import base64
+import json
+
+import requests
+import websockets
+
+BINARY = "application/vnd.kafka.binary.v2+json"
+DEADLINE_S = 10
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def unb64(text):
+    return base64.b64decode(text).decode()
+
+
+def ws_url(broker):
+    return f"ws://127.0.0.1:{broker.port}/v1/ws"
+
+
+def produce_http(broker, topic, values, partition=0):
+    r = requests.post(f"{broker.url}/topics/{topic}/partitions/{partition}",
+                      json={"records": [{"value": b64(v)} for v in values]}, headers={"Content-Type": BINARY})
+    assert r.status_code == 200, r.text
+
+
+async def send(ws, **message):
+    await ws.send(json.dumps(message))
+
+
+async def recv(ws):
+    return json.loads(await asyncio.wait_for(ws.recv(), DEADLINE_S))
+
+
+async def recv_type(ws, wanted):
+    """The next message of type `wanted`, skipping `assignment` notices."""
+    while True:
+        m = await recv(ws)
+        if m["type"] == wanted:
+            return m
+        assert m["type"] == "assignment", m
+
+
+async def records(ws, n):
+    return [await recv_type(ws, "record") for _ in range(n)]
+
+
+async def nothing_pending(ws):
+    """A ping round trip: anything the server sent before the pong would come first."""
+    await send(ws, type="ping", id="p")
+    m = await recv(ws)
+    assert m == {"type": "pong", "id": "p"}, m
+
+
+def run(coro):
+    asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def test_produce_in_order_and_read_back_over_http(broker, topic_name):
+    broker.create_topic(topic_name)
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            for i in range(20):   # many in flight: acks come back in request order
+                await send(ws, type="produce", id=f"r{i}", topic=topic_name, partition=0, key=b64(f"k{i}"),
+                           value=b64(f"v{i}"), headers=[{"key": "h", "value": b64("x")}])
+            acks = [await recv(ws) for _ in range(20)]
+            assert [a["id"] for a in acks] == [f"r{i}" for i in range(20)]
+            assert all(a["type"] == "produce_ack" and a["partition"] == 0 for a in acks), acks
+            assert [a["offset"] for a in acks] == list(range(20))
+            await send(ws, type="produce", id=99, topic=topic_name, value={"n": 1}, format="json")
+            assert (await recv(ws))["offset"] == 20
+
+    run(go())
+    got = requests.get(f"{broker.url}/topics/{topic_name}/partitions/0/records", params={"offset": 0},
+                       headers={"Accept": BINARY}).json()
+    assert [(unb64(r["key"]), unb64(r["value"])) for r in got[:20]] == [(f"k{i}", f"v{i}") for i in range(20)]
+    assert got[0]["headers"] == [{"key": "h", "value": b64("x")}]
+    assert json.loads(base64.b64decode(got[20]["value"])) == {"n": 1}
+
+
+def test_subscribe_receives_live_records_in_order(broker, topic_name):
+    broker.create_topic(topic_name)
+    produce_http(broker, topic_name, ["old"])
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="subscribe", id="s", topic=topic_name, partition=0, position="latest")
+            sub = await recv(ws)
+            assert sub["type"] == "subscribed" and sub["offset"] == 1, sub
+            await send(ws, type="credit", records=100)
+            produce_http(broker, topic_name, ["a", "b", "c"])
+            produce_http(broker, topic_name, ["d"])
+            got = await records(ws, 4)
+            assert [(r["offset"], unb64(r["value"])) for r in got] == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+            assert all(r["topic"] == topic_name and r["partition"] == 0 and isinstance(r["timestamp"], int)
+                       for r in got)
+
+    run(go())
+
+
+def test_credit_limits_what_the_server_sends(broker, topic_name):
+    broker.create_topic(topic_name)
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="subscribe", id=1, topic=topic_name, partition=0, offset=0)
+            assert (await recv(ws))["type"] == "subscribed"
+            await send(ws, type="credit", records=5)
+            produce_http(broker, topic_name, [f"v{i}" for i in range(20)])
+            first = await records(ws, 5)
+            await nothing_pending(ws)   # exactly 5: no sixth record before the pong
+            await send(ws, type="credit", records=15)
+            rest = await records(ws, 15)
+            await nothing_pending(ws)
+            assert [r["offset"] for r in first + rest] == list(range(20))
+
+    run(go())
+
+
+def test_byte_credit_and_json_format(broker, topic_name):
+    broker.create_topic(topic_name)
+    produce_http(broker, topic_name, ["12345", "67890", "abcde"])   # 5 bytes each
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="subscribe", id=1, topic=topic_name, offset=0, format="json")
+            assert (await recv(ws))["type"] == "subscribed"
+            await send(ws, type="credit", records=100, bytes=12)
+            got = await records(ws, 2)   # 10 bytes fit in 12, the third does not
+            await nothing_pending(ws)
+            assert [r["value"] for r in got] == [12345, 67890]
+            await send(ws, type="credit", bytes=3)
+            got = await records(ws, 1)
+            assert got[0]["value"] == "abcde"   # not JSON: sent as a string
+
+    run(go())
+
+
+def test_disconnect_mid_stream_then_resume_from_last_seen(broker, topic_name):
+    broker.create_topic(topic_name)
+    produce_http(broker, topic_name, [f"v{i}" for i in range(10)])
+
+    async def go():
+        seen = []
+        ws = await websockets.connect(ws_url(broker))
+        await send(ws, type="subscribe", id=1, topic=topic_name, offset=0)
+        await recv(ws)
+        await send(ws, type="credit", records=1000)
+        seen += await records(ws, 4)
+        ws.transport.abort()   # no close handshake: the server finds out mid-stream
+        produce_http(broker, topic_name, [f"v{i}" for i in range(10, 15)])
+        async with websockets.connect(ws_url(broker)) as ws2:
+            await send(ws2, type="subscribe", id=2, topic=topic_name, offset=seen[-1]["offset"] + 1)
+            await recv(ws2)
+            await send(ws2, type="credit", records=1000)
+            seen += await records(ws2, 11)
+        assert [r["offset"] for r in seen] == list(range(15))
+        assert [unb64(r["value"]) for r in seen] == [f"v{i}" for i in range(15)]
+
+    run(go())
+    assert requests.get(broker.url + "/v1/health").status_code == 200
+
+
+def test_bad_messages_get_errors_or_a_close_with_a_reason(broker, topic_name):
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="frobnicate", id=7)
+            m = await recv(ws)
+            assert m["type"] == "error" and m["id"] == 7 and "unknown message type" in m["message"], m
+            await send(ws, type="produce", id=8)
+            m = await recv(ws)
+            assert m["type"] == "error" and m["id"] == 8 and "topic" in m["message"], m
+            # auto.create.topics.enable creates the topic with one partition: partition 3 is refused.
+            await send(ws, type="produce", id=9, topic="no-such-topic-" + topic_name, partition=3, value=b64("x"))
+            m = await recv(ws)
+            assert m["type"] == "error" and m["id"] == 9 and m["error_code"] >= 40000, m
+            await send(ws, type="subscribe", id=10, topic="never-created-" + topic_name, partition=0, offset=0)
+            await send(ws, type="credit", records=1)
+            m = await recv(ws)
+            assert m["type"] == "error" and m["id"] == 10 and m["error_code"] == 40401, m
+            await ws.send("this is not json")
+            try:
+                await recv(ws)
+                raise AssertionError("expected a close")
+            except websockets.ConnectionClosed as closed:
+                assert closed.code == 1007 and "not JSON" in closed.reason, (closed.code, closed.reason)
+        async with websockets.connect(ws_url(broker)) as ws:
+            await ws.send(b"\x00binary")
+            try:
+                await recv(ws)
+                raise AssertionError("expected a close")
+            except websockets.ConnectionClosed as closed:
+                assert closed.code == 1003 and closed.reason, (closed.code, closed.reason)
+
+    run(go())
+
+
+def test_group_join_receives_assignment_and_records_and_commits(broker, topic_name):
+    broker.create_topic(topic_name, partitions=2)
+    group = "ws-" + topic_name
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="join", id="j", group=group, topics=[topic_name], position="earliest")
+            joined = await recv_type(ws, "joined")
+            assert joined["group"] == group and joined["member_id"], joined
+            await send(ws, type="credit", records=100)
+            produce_http(broker, topic_name, ["a", "b"], partition=0)
+            produce_http(broker, topic_name, ["c"], partition=1)
+            got = await records(ws, 3)
+            assert sorted(unb64(r["value"]) for r in got) == ["a", "b", "c"]
+            assert [unb64(r["value"]) for r in got if r["partition"] == 0] == ["a", "b"]
+            await send(ws, type="commit", id="c1")
+            committed = await recv_type(ws, "committed")
+            assert {(o["partition"], o["offset"]) for o in committed["offsets"]} == {(0, 2), (1, 1)}, committed
+
+    run(go())
+    lag = requests.get(broker.v3(f"/consumer-groups/{group}/lags"))
+    assert lag.status_code == 200, lag.text
+
+
+def test_group_assignment_is_told(broker, topic_name):
+    broker.create_topic(topic_name, partitions=2)
+    group = "wsa-" + topic_name
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="join", id="j", group=group, topics=[topic_name])
+            assert (await recv_type(ws, "joined"))["id"] == "j"
+            await send(ws, type="credit", records=1)
+            while True:
+                m = await recv(ws)
+                assert m["type"] == "assignment", m
+                if len(m["partitions"]) == 2:
+                    break
+            assert sorted(p["partition"] for p in m["partitions"]) == [0, 1]
+
+    run(go())
+
+
+def test_stalled_reader_does_not_slow_producers_and_gets_everything_in_order(broker, topic_name):
+    broker.create_topic(topic_name)
+    total = 2000
+    value = b64("x" * 1000)
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as reader, websockets.connect(ws_url(broker)) as producer:
+            await send(reader, type="subscribe", id="s", topic=topic_name, partition=0, offset=0)
+            assert (await recv(reader))["type"] == "subscribed"
+            await send(reader, type="credit", records=5)
+            # The reader now holds no credit and reads nothing: the producer still gets every ack.
+            for i in range(total):
+                await send(producer, type="produce", id=i, topic=topic_name, partition=0, value=value)
+            acks = [await recv(producer) for _ in range(total)]
+            assert [a["offset"] for a in acks] == list(range(total))
+            got = await records(reader, 5)
+            await nothing_pending(reader)
+            while len(got) < total:   # small grants, as a slow reader would
+                await send(reader, type="credit", records=100)
+                got += await records(reader, min(100, total - len(got)))
+            assert [r["offset"] for r in got] == list(range(total))
+
+    run(go())
