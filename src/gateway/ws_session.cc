@@ -204,7 +204,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   void produce_checked(const json& m, const json& id, uint64_t seq) {
     if (produce_in_flight_ >= limits::ws_produce_in_flight_max) {
-      return produce_done(seq, error_json(id, 42901, "too many produce requests in flight (ws_produce_in_flight_max=" +
+      return produce_done(seq, error_json(id, error_codes::too_many_requests, "too many produce requests in flight (ws_produce_in_flight_max=" +
                                                          std::to_string(limits::ws_produce_in_flight_max) + ")"));
     }
     auto bad = [&](const std::string& why) { produce_done(seq, error_json(id, error_codes::unprocessable, why)); };
@@ -317,6 +317,12 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   // ---- subscribe to one partition
   void on_subscribe(const json& m, const json& id) {
     if (!m.contains("topic") || !m["topic"].is_string()) return send_error(id, error_codes::unprocessable, "subscribe needs a string \"topic\"");
+    if (int(m.contains("offset")) + int(m.contains("timestamp")) + int(m.contains("position")) > 1) {
+      return send_error(id, error_codes::unprocessable, "subscribe takes at most one of offset, timestamp and position");
+    }
+    if (m.value("partition", int64_t{0}) < 0 || m.value("partition", int64_t{0}) > std::numeric_limits<int32_t>::max()) {
+      return send_error(id, error_codes::unprocessable, "partition must be an integer in [0, 2147483647]");
+    }
     subscription s;
     s.generation = ++generation_;
     s.id = id;

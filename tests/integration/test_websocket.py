@@ -186,6 +186,9 @@ def test_bad_messages_get_errors_or_a_close_with_a_reason(broker, topic_name):
             await send(ws, type="credit", records=1)
             m = await recv(ws)
             assert m["type"] == "error" and m["id"] == 10 and m["error_code"] == 40401, m
+            await send(ws, type="subscribe", id=11, topic=topic_name, offset=0, position="latest")
+            m = await recv(ws)
+            assert m["type"] == "error" and m["id"] == 11 and "at most one" in m["message"], m
             await ws.send("this is not json")
             try:
                 await recv(ws)
