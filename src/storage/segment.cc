@@ -320,27 +320,16 @@ result<uint64_t> segment::recover(int64_t now_ms, int64_t retention_ms, int32_t 
 }
 
 result<void> segment::rewrite_index_files() {
-  model::bytes index_bytes(offset_entries_.size() * 8);
-  for (size_t i = 0; i < offset_entries_.size(); ++i) {
-    encode_offset_index_entry(offset_entries_[i], std::span<std::byte, 8>(index_bytes.data() + i * 8, 8));
-  }
-  model::bytes time_bytes(time_entries_.size() * 12);
-  for (size_t i = 0; i < time_entries_.size(); ++i) {
-    encode_time_index_entry(time_entries_[i], std::span<std::byte, 12>(time_bytes.data() + i * 12, 12));
-  }
+  // Empty both files, then write every in-memory entry as pending.
   RINGLOG_TRY(open_index_files());
   auto t1 = index_->truncate(0);
   if (!t1.ok()) return storage_error(t1.error());
-  auto w1 = index_->write_at(model::file_position{0}, index_bytes);
-  if (!w1.ok()) return storage_error(w1.error());
   auto t2 = time_index_->truncate(0);
   if (!t2.ok()) return storage_error(t2.error());
-  auto w2 = time_index_->write_at(model::file_position{0}, time_bytes);
-  if (!w2.ok()) return storage_error(w2.error());
-  offset_entries_written_ = offset_entries_.size();
-  time_entries_written_ = time_entries_.size();
+  offset_entries_written_ = 0;
+  time_entries_written_ = 0;
   index_dirty_ = true;
-  return base::ok_v;
+  return write_pending_index_entries();
 }
 
 result<void> segment::write_pending_index_entries() {

@@ -5,6 +5,7 @@
 #include "ringlog/broker/broker.h"
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/io/sim_file_system.h"
+#include "call.h"
 #include "test_runtime.h"
 
 using namespace ringlog;
@@ -14,14 +15,7 @@ namespace {
 
 constexpr int64_t t0 = 1'700'000'000'000;
 
-template <typename T, typename F>
-T call(F&& start) {
-  std::promise<T> p;
-  auto f = p.get_future();
-  start([&p](T v) { p.set_value(std::move(v)); });
-  REQUIRE(f.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
-  return f.get();
-}
+using test::call;
 
 struct fixture {
   io::sim_file_system fs;
