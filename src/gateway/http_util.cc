@@ -161,6 +161,12 @@ std::optional<int64_t> parse_int(std::string_view text, int64_t min, int64_t max
 }
 
 std::pair<std::string_view, std::string_view> split_target(std::string_view target) {
+  // Absolute form (RFC 9112 section 3.2.2, "GET http://host/path"): servers must accept it.
+  if (target.starts_with("http://") || target.starts_with("https://")) {
+    const size_t scheme_end = target.find("//") + 2;
+    const size_t path_start = target.find('/', scheme_end);
+    target = path_start == std::string_view::npos ? std::string_view("/") : target.substr(path_start);
+  }
   size_t q = target.find('?');
   if (q == std::string_view::npos) return {target, {}};
   return {target.substr(0, q), target.substr(q + 1)};

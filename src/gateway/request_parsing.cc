@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+
 #include <charconv>
 #include <cstdio>
 #include <limits>
@@ -78,13 +80,17 @@ parsed<std::string_view> string_field(std::string_view field, dom::element e) {
 parsed<dom::object> object_with(std::string_view field, dom::element e, std::initializer_list<std::string_view> allowed) {
   if (e.type() != dom::element_type::OBJECT) return wrong_type(field, "an object", e);
   dom::object o = e.get_object().value_unsafe();
+  std::vector<std::string_view> seen;  // objects here have a handful of keys: a scan is enough
   for (auto [key, value] : o) {
     bool known = false;
     for (auto a : allowed) known = known || a == key;
-    if (!known) {
-      std::string where = field.empty() ? std::string("request body") : std::string(field);
-      return unprocessable(where + " has an unknown field \"" + std::string(key) + "\"");
+    const std::string where = field.empty() ? std::string("request body") : std::string(field);
+    if (!known) return unprocessable(where + " has an unknown field \"" + std::string(key) + "\"");
+    // RFC 8259 leaves duplicate names to the parser; silently keeping one would hide a bug.
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return unprocessable(where + " has the field \"" + std::string(key) + "\" twice");
     }
+    seen.push_back(key);
   }
   return o;
 }
@@ -231,7 +237,9 @@ parsed<v3_record> v3_record_from(dom::element e, size_t index, const produce_lim
         if (!ms || *ms < 0) return unprocessable(f + " must be an ISO-8601 date-time (or ms since the epoch) at or after 1970");
         out.record.timestamp = *ms;
       } else {
-        auto ms = integer_field(f, value, 0, std::numeric_limits<int64_t>::max());
+        // Up to 9999-12-31T23:59:59.999Z: larger values are not times anyone means.
+        constexpr int64_t timestamp_ms_max = 253'402'300'799'999;
+        auto ms = integer_field(f, value, 0, timestamp_ms_max);
         if (!ms.ok()) return ms.error();
         out.record.timestamp = *ms;
       }

@@ -321,3 +321,27 @@ def test_partitioner_matches_kafka_python_for_binary_and_empty_keys(broker, topi
                       headers={"Content-Type": BINARY})
     for k, o in zip(keys, r.json()["offsets"]):
         assert o["partition"] == (murmur2(k) & 0x7FFFFFFF) % 7, k
+
+
+def test_absolute_form_request_target_is_accepted(broker):
+    # FIXED, was a defect (low): RFC 9112 section 3.2.2 says servers must accept the absolute form.
+    s = socket.create_connection(("127.0.0.1", broker.port))
+    s.sendall(f"GET http://127.0.0.1:{broker.port}/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    s.close()
+    assert data.startswith(b"HTTP/1.1 200"), data[:200]
+
+
+def test_duplicate_json_fields_and_far_timestamps_are_refused(broker, topic_name):
+    # FIXED, was a defect (low): {"value":..,"value":..} silently kept one; a timestamp of
+    # 2^63-1 ms was stored and shown as year 292278994.
+    broker.create_topic(topic_name)
+    dup = requests.post(broker.v3(f"/topics/{topic_name}/records"), data='{"value":{"data":1},"value":{"data":2}}',
+                        headers={"Content-Type": "application/json"})
+    assert dup.status_code == 422 and "twice" in dup.json()["message"], dup.text
+    far = requests.post(broker.v3(f"/topics/{topic_name}/records"),
+                        json={"value": {"data": 1}, "timestamp": 9223372036854775807})
+    assert far.status_code == 422 and "timestamp" in far.json()["message"], far.text
+    assert offsets(broker, topic_name)["end_offset"] == 0
