@@ -227,7 +227,8 @@ class session final : public std::enable_shared_from_this<session>, public respo
   void respond_error(unsigned status, int code, std::string message) {
     version_ = 11;
     http_response r = error_response(status, code, message);
-    r.headers.emplace_back("Access-Control-Allow-Origin", "*");
+    // Before routing the Origin header may not be parsed yet: "*" only when any origin may read.
+    if (origin_allowed(server_.options.cors_allowed_origins, "")) r.headers.emplace_back("Access-Control-Allow-Origin", "*");
     respond(std::move(r));
   }
 
