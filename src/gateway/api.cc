@@ -94,6 +94,13 @@ struct api::call : std::enable_shared_from_this<api::call> {
     r.body = dump(body);
     respond(std::move(r));
   }
+  /// 204 No Content (deletes, subscriptions, commits, config changes).
+  void respond_no_content() {
+    http_response r;
+    r.status = 204;
+    r.content_type.clear();
+    respond(std::move(r));
+  }
   void fail(const api_error& e) { respond(error_response(e)); }
   void fail(unsigned status, int code, std::string message) { fail(api_error{status, code, std::move(message)}); }
 
@@ -350,6 +357,13 @@ void describe_all(const call_ptr& c, bool include_internal,
 }
 
 /// describe_topic(params[key]) then `done` on the connection thread; errors answered here.
+/// 404/40402 for partition `p` of `t`, naming how many partitions the topic has.
+void fail_partition_not_found(api::call& call, const broker::topic_description& t, int32_t p) {
+  call.fail(404, ec::partition_not_found, "partition " + std::to_string(p) + " of topic \"" + t.name +
+                                              "\" not found (it has " + std::to_string(t.partitions.size()) +
+                                              " partitions)");
+}
+
 void with_topic(const call_ptr& c, const std::string& key, error_scope scope,
                 std::function<void(api::call&, broker::topic_description)> done) {
   std::string topic = c->params[key];
@@ -442,10 +456,7 @@ void v3_delete_topic(const call_ptr& c) {
   c->broker().delete_topic(topic, [c, topic](broker::result<void> r) {
     c->later([r = std::move(r), topic](api::call& call) {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
-      http_response resp;
-      resp.status = 204;
-      resp.content_type.clear();
-      call.respond(std::move(resp));
+      call.respond_no_content();
     });
   });
 }
@@ -481,10 +492,7 @@ void v3_alter_configs(const call_ptr& c) {
                                   [c, topic](broker::result<broker::topic_description> r) {
                                     c->later([r = std::move(r), topic](api::call& call) {
                                       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
-                                      http_response resp;
-                                      resp.status = 204;
-                                      resp.content_type.clear();
-                                      call.respond(std::move(resp));
+                                      call.respond_no_content();
                                     });
                                   });
 }
@@ -506,9 +514,7 @@ void v3_get_partition(const call_ptr& c) {
   if (!p) return;
   with_topic(c, "topic_name", error_scope::partition, [p = *p](api::call& call, broker::topic_description t) {
     const auto* d = find_partition(t, p);
-    if (!d) return call.fail(404, ec::partition_not_found, "partition " + std::to_string(p) + " of topic \"" + t.name +
-                                                                 "\" not found (it has " +
-                                                                 std::to_string(t.partitions.size()) + " partitions)");
+    if (!d) return fail_partition_not_found(call, t, p);
     call.respond_json(200, partition_json(call.base_url, call.params["cluster_id"], t.name, *d));
   });
 }
@@ -642,9 +648,7 @@ void v2_get_partition(const call_ptr& c) {
   if (!p) return;
   with_topic(c, "topic", error_scope::partition, [p = *p](api::call& call, broker::topic_description t) {
     const auto* d = find_partition(t, p);
-    if (!d) return call.fail(404, ec::partition_not_found, "partition " + std::to_string(p) + " of topic \"" + t.name +
-                                                                 "\" not found (it has " +
-                                                                 std::to_string(t.partitions.size()) + " partitions)");
+    if (!d) return fail_partition_not_found(call, t, p);
     call.respond_json(200, v2_partition_json(*d), v2_type);
   });
 }
@@ -716,11 +720,7 @@ void v2_produce_partition(const call_ptr& c) {
   if (!p) return;
   // The REST Proxy answers a missing partition with 404/40402 for the whole request.
   with_topic(c, "topic", error_scope::partition, [c, p = *p](api::call& call, broker::topic_description t) {
-    if (!find_partition(t, p)) {
-      return call.fail(404, ec::partition_not_found, "partition " + std::to_string(p) + " of topic \"" + t.name +
-                                                         "\" not found (it has " + std::to_string(t.partitions.size()) +
-                                                         " partitions)");
-    }
+    if (!find_partition(t, p)) return fail_partition_not_found(call, t, p);
     v2_produce_to(c, p);
   });
 }
@@ -1110,10 +1110,7 @@ std::function<void(broker::result<void>)> answer_no_content(const call_ptr& c) {
   return [c](broker::result<void> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
-      http_response resp;
-      resp.status = 204;
-      resp.content_type.clear();
-      call.respond(std::move(resp));
+      call.respond_no_content();
     });
   };
 }
@@ -1431,10 +1428,7 @@ void v2_commit_offsets(const call_ptr& c) {
                               [c](broker::result<group::partition_map<group::committed_offset>> r) {
                                 c->later([r = std::move(r)](api::call& call) {
                                   if (!r.ok()) return call.fail(to_api_error(r.error()));
-                                  http_response resp;
-                                  resp.status = 204;
-                                  resp.content_type.clear();
-                                  call.respond(std::move(resp));
+                                  call.respond_no_content();
                                 });
                               });
 }
