@@ -107,6 +107,16 @@ result<void> check_session(std::string_view group_id, const Member& m, int64_t n
 }
 }  // namespace
 
+result<std::pair<group_coordinator::group_state_data*, group_coordinator::member_state*>>
+group_coordinator::live_member(std::string_view group_id, std::string_view member_id, int64_t now_ms) {
+  auto g = find_group(group_id);
+  if (!g.ok()) return g.error();
+  auto m = find_member(**g, member_id);
+  if (!m.ok()) return m.error();
+  RINGLOG_TRY(check_session(group_id, **m, now_ms));
+  return std::make_pair(*g, *m);
+}
+
 result<const group_coordinator::member_state*> group_coordinator::find_member_const(std::string_view group_id,
                                                                                      std::string_view member_id) const {
   auto git = groups_.find(group_id);
@@ -354,12 +364,10 @@ result<join_result> group_coordinator::join(std::string_view group_id, const joi
 
 result<member_result> group_coordinator::subscribe(std::string_view group_id, std::string_view member_id,
                                                    subscription sub, int64_t now_ms) {
-  auto g = find_group(group_id);
-  if (!g.ok()) return g.error();
-  auto m = find_member(**g, member_id);
-  if (!m.ok()) return m.error();
-  RINGLOG_TRY(check_session(group_id, **m, now_ms));
-  member_state& member = **m;
+  auto found = live_member(group_id, member_id, now_ms);
+  if (!found.ok()) return found.error();
+  auto [g, m] = found.value();
+  member_state& member = *m;
   if (sub.kind != subscription_kind::topics && sub.kind != subscription_kind::pattern) {
     return err(errc::inconsistent_subscription, "subscribe() takes a topic list or a pattern; use assign() or unsubscribe()");
   }
@@ -391,25 +399,23 @@ result<member_result> group_coordinator::subscribe(std::string_view group_id, st
     sub.topics.clear();
   }
   sub.partitions.clear();
-  refresh_if_stale(**g, now_ms);
+  refresh_if_stale(*g, now_ms);
   member.meta.sub = std::move(sub);
   member.pattern = std::move(compiled);
   member.last_seen_ms = now_ms;
-  rebalance(**g, now_ms, false);
+  rebalance(*g, now_ms, false);
   member_result out;
-  out.assignment = progress(**g, member);
-  persist(**g, out.records);
+  out.assignment = progress(*g, member);
+  persist(*g, out.records);
   return out;
 }
 
 result<member_result> group_coordinator::assign(std::string_view group_id, std::string_view member_id,
                                                 partition_set partitions, int64_t now_ms) {
-  auto g = find_group(group_id);
-  if (!g.ok()) return g.error();
-  auto m = find_member(**g, member_id);
-  if (!m.ok()) return m.error();
-  RINGLOG_TRY(check_session(group_id, **m, now_ms));
-  member_state& member = **m;
+  auto found = live_member(group_id, member_id, now_ms);
+  if (!found.ok()) return found.error();
+  auto [g, m] = found.value();
+  member_state& member = *m;
   const auto kind = member.meta.sub.kind;
   if (kind == subscription_kind::topics || kind == subscription_kind::pattern) {
     return err(errc::inconsistent_subscription,
@@ -425,7 +431,7 @@ result<member_result> group_coordinator::assign(std::string_view group_id, std::
     if (t == topics_.end() || tp.partition.value() < 0 || tp.partition.value() >= t->second) {
       return err(errc::unknown_topic_or_partition, "partition " + tp_name(tp) + " does not exist");
     }
-    for (const auto& [id, other] : (*g)->members) {
+    for (const auto& [id, other] : g->members) {
       if (&other != &member && other.meta.sub.kind == subscription_kind::manual &&
           other.meta.sub.partitions.contains(tp)) {
         return err(errc::partition_assigned_elsewhere,
@@ -433,47 +439,43 @@ result<member_result> group_coordinator::assign(std::string_view group_id, std::
       }
     }
   }
-  refresh_if_stale(**g, now_ms);
+  refresh_if_stale(*g, now_ms);
   member.meta.sub = subscription{subscription_kind::manual, {}, {}, std::move(partitions)};
   member.pattern.reset();
   member.last_seen_ms = now_ms;
-  rebalance(**g, now_ms, false);
+  rebalance(*g, now_ms, false);
   member_result out;
-  out.assignment = progress(**g, member);
-  persist(**g, out.records);
+  out.assignment = progress(*g, member);
+  persist(*g, out.records);
   return out;
 }
 
 result<member_result> group_coordinator::unsubscribe(std::string_view group_id, std::string_view member_id,
                                                      int64_t now_ms) {
-  auto g = find_group(group_id);
-  if (!g.ok()) return g.error();
-  auto m = find_member(**g, member_id);
-  if (!m.ok()) return m.error();
-  RINGLOG_TRY(check_session(group_id, **m, now_ms));
-  refresh_if_stale(**g, now_ms);
-  (*m)->meta.sub = subscription{};
-  (*m)->pattern.reset();
-  (*m)->last_seen_ms = now_ms;
-  rebalance(**g, now_ms, false);
+  auto found = live_member(group_id, member_id, now_ms);
+  if (!found.ok()) return found.error();
+  auto [g, m] = found.value();
+  refresh_if_stale(*g, now_ms);
+  m->meta.sub = subscription{};
+  m->pattern.reset();
+  m->last_seen_ms = now_ms;
+  rebalance(*g, now_ms, false);
   member_result out;
-  out.assignment = progress(**g, **m);
-  persist(**g, out.records);
+  out.assignment = progress(*g, *m);
+  persist(*g, out.records);
   return out;
 }
 
 result<member_result> group_coordinator::heartbeat(std::string_view group_id, std::string_view member_id,
                                                    int64_t now_ms) {
-  auto g = find_group(group_id);
-  if (!g.ok()) return g.error();
-  auto m = find_member(**g, member_id);
-  if (!m.ok()) return m.error();
-  RINGLOG_TRY(check_session(group_id, **m, now_ms));
-  refresh_if_stale(**g, now_ms);
-  (*m)->last_seen_ms = now_ms;
+  auto found = live_member(group_id, member_id, now_ms);
+  if (!found.ok()) return found.error();
+  auto [g, m] = found.value();
+  refresh_if_stale(*g, now_ms);
+  m->last_seen_ms = now_ms;
   member_result out;
-  out.assignment = progress(**g, **m);
-  persist(**g, out.records);
+  out.assignment = progress(*g, *m);
+  persist(*g, out.records);
   return out;
 }
 
@@ -569,12 +571,10 @@ result<void> group_coordinator::seek(std::string_view group_id, std::string_view
 result<commit_result> group_coordinator::apply_commit(std::string_view group_id, std::string_view member_id,
                                                       std::optional<generation_id> generation,
                                                       const std::vector<offset_commit>& offsets, int64_t now_ms) {
-  auto g = find_group(group_id);
-  if (!g.ok()) return g.error();
-  auto m = find_member(**g, member_id);
-  if (!m.ok()) return m.error();
-  RINGLOG_TRY(check_session(group_id, **m, now_ms));
-  const member_state& member = **m;
+  auto found = live_member(group_id, member_id, now_ms);
+  if (!found.ok()) return found.error();
+  auto [g, m] = found.value();
+  const member_state& member = *m;
   if (offsets.size() > limits::commit_partitions_max) {
     return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) +
                                               " partitions (limits::commit_partitions_max)");
@@ -583,7 +583,7 @@ result<commit_result> group_coordinator::apply_commit(std::string_view group_id,
     return err(errc::illegal_generation, "commit from member '" + std::string(member_id) + "' names generation " +
                                              gen_name(*generation) + " but the member is at generation " +
                                              gen_name(member.meta.generation) + " (group generation " +
-                                             gen_name((*g)->generation) + "); nothing was committed");
+                                             gen_name(g->generation) + "); nothing was committed");
   }
   // Validate everything before applying anything: a commit is all-or-nothing.
   for (const auto& c : offsets) {
@@ -603,11 +603,11 @@ result<commit_result> group_coordinator::apply_commit(std::string_view group_id,
                                                       " bytes (limits::offset_metadata_bytes_max)");
     }
   }
-  (*m)->last_seen_ms = now_ms;
+  m->last_seen_ms = now_ms;
   commit_result out;
   for (const auto& c : offsets) {
     committed_offset v{c.next_offset, c.metadata, now_ms};
-    (*g)->committed[c.partition] = v;
+    g->committed[c.partition] = v;
     out.committed[c.partition] = v;
     out.records.push_back(
         offsets_topic_record{encode_offset_commit_key(group_id, c.partition), encode_offset_commit_value(v)});

@@ -295,6 +295,9 @@ class group_coordinator {
   result<group_state_data*> find_group(std::string_view group_id);
   result<member_state*> find_member(group_state_data& g, std::string_view member_id);
   result<const member_state*> find_member_const(std::string_view group_id, std::string_view member_id) const;
+  /// The group and a member whose session is still alive (the preamble of every member call).
+  result<std::pair<group_state_data*, member_state*>> live_member(std::string_view group_id,
+                                                                  std::string_view member_id, int64_t now_ms);
   std::string next_member_id(const group_state_data& g, std::string_view client_name);
   std::set<std::string> resolve_topics(const member_state& m) const;
   void rebalance(group_state_data& g, int64_t now_ms, bool membership_changed);
