@@ -768,13 +768,13 @@ bool append_payload(std::string& out, const std::optional<model::bytes>& bytes, 
     out += "null";
     return true;
   }
-  std::string text = model::to_string(*bytes);
   if (as_json) {
+    std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
     if (!json::accept(text)) return false;
     out += text;
   } else {
     out += '"';
-    out += base64_encode(*bytes);
+    base64_encode_append(out, *bytes);
     out += '"';
   }
   return true;
