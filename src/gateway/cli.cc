@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base64.h"
+#include "bench.h"
 #include "http_util.h"
 #include "ringlog/gateway/http_client.h"
 
@@ -165,6 +166,11 @@ Commands:
 
 Options:
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --transport http|ws      http (default): the REST API as above; ws: producers send one
+                           produce message per record over /v1/ws to partition 0, and
+                           --subscribers connections subscribe to partition 0 with credit;
+                           prints produce-to-deliver latency over every subscriber's records
+  --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
   --help                   this text
 )";
 
@@ -310,6 +316,11 @@ Options:
   --acks 0|1|all           acknowledgement level (default all)
   --batch-size N           lines per request (default 500)
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --transport http|ws      http (default): the REST API as above; ws: producers send one
+                           produce message per record over /v1/ws to partition 0, and
+                           --subscribers connections subscribe to partition 0 with credit;
+                           prints produce-to-deliver latency over every subscriber's records
+  --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
   --help                   this text
 )";
 
@@ -439,6 +450,11 @@ Options:
                            earliest|latest is then auto.offset.reset, and each batch printed is
                            committed afterwards (at-least-once)
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --transport http|ws      http (default): the REST API as above; ws: producers send one
+                           produce message per record over /v1/ws to partition 0, and
+                           --subscribers connections subscribe to partition 0 with credit;
+                           prints produce-to-deliver latency over every subscriber's records
+  --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
   --help                   this text
 )";
 
@@ -635,6 +651,11 @@ Commands:
 
 Options:
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --transport http|ws      http (default): the REST API as above; ws: producers send one
+                           produce message per record over /v1/ws to partition 0, and
+                           --subscribers connections subscribe to partition 0 with credit;
+                           prints produce-to-deliver latency over every subscriber's records
+  --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
   --help                   this text
 )";
 
@@ -765,7 +786,8 @@ Options:
   --topic NAME             topic to use (default ringlog-bench; created if missing)
   --partitions N           partitions of the topic when created (default 6)
   --producers N            producer connections/threads (default 4)
-  --consumers N            consumer connections/threads, 0 = none (default 2)
+  --consumers N            consumer connections/threads, 0 = none (default 2); partitions are
+                           split among them, and a thread with one partition long-polls it
   --batch-records N        records per produce request (default 100)
   --record-bytes N         value size, bytes, >= 16 (default 1024)
   --duration-ms N          how long producers run (default 10000)
@@ -773,13 +795,13 @@ Options:
   --acks 0|1|all           (default all)
   --json                   print one JSON object instead of text
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --transport http|ws      http (default): the REST API as above; ws: producers send one
+                           produce message per record over /v1/ws to partition 0, and
+                           --subscribers connections subscribe to partition 0 with credit;
+                           prints produce-to-deliver latency over every subscriber's records
+  --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
   --help                   this text
 )";
-
-/// Most latency samples kept per thread: bounds bench memory (8 bytes each, ~80 MB in all).
-constexpr size_t bench_samples_max = 10'000'000;
-
-using bench_clock = std::chrono::steady_clock;
 
 struct bench_settings {
   std::string topic = "ringlog-bench";
@@ -792,15 +814,24 @@ struct bench_settings {
   int64_t rate = 0;
   std::string acks = "all";
   std::string bootstrap = default_bootstrap;
+  std::string transport = "http";
+  int64_t subscribers = 1;
+  uint64_t out_of_order = 0;   // ws: records a subscriber saw out of offset order (must be 0)
 };
 
-struct bench_thread_result {
-  std::vector<int64_t> latencies_us;  // produce: request -> ack; consume: scheduled send -> read
-  uint64_t records = 0;
-  uint64_t value_bytes = 0;
-  uint64_t errors = 0;
-  std::string first_error;
-};
+}  // namespace
+
+bench_thread_result merge_bench_results(std::vector<bench_thread_result>& parts) {
+  bench_thread_result all;
+  for (auto& p : parts) {
+    all.latencies_us.insert(all.latencies_us.end(), p.latencies_us.begin(), p.latencies_us.end());
+    all.records += p.records;
+    all.value_bytes += p.value_bytes;
+    all.errors += p.errors;
+    if (all.first_error.empty()) all.first_error = p.first_error;
+  }
+  return all;
+}
 
 double percentile(std::vector<int64_t>& v, double p) {
   if (v.empty()) return 0;
@@ -809,8 +840,6 @@ double percentile(std::vector<int64_t>& v, double p) {
   return static_cast<double>(v[i]) / 1000.0;
 }
 
-/// The first 12 bytes of every value: the scheduled send time, microseconds since `epoch`, in
-/// decimal. Base64 turns 12 bytes into exactly 16 characters, so a reader decodes only those.
 std::string bench_value(int64_t scheduled_us, size_t bytes) {
   char head[32];
   std::snprintf(head, sizeof head, "%012lld", static_cast<long long>(scheduled_us % 1'000'000'000'000LL));
@@ -818,6 +847,8 @@ std::string bench_value(int64_t scheduled_us, size_t bytes) {
   v.resize(bytes, 'r');
   return v;
 }
+
+namespace {
 
 void bench_produce(const bench_settings& s, int64_t index, bench_clock::time_point epoch,
                    bench_thread_result& out) {
@@ -909,7 +940,9 @@ void bench_consume(const bench_settings& s, int64_t index, bench_clock::time_poi
   bool last_round_empty = false;
   while (true) {
     bool got_any = false;
-    const char* wait = last_round_empty ? "&timeout=50" : "&timeout=0";
+    // A thread with one partition always long-polls: the broker answers as soon as records
+    // arrive, which is the latency a consumer sees (use --consumers = --partitions for that).
+    const char* wait = next.size() == 1 ? "&timeout=500" : last_round_empty ? "&timeout=50" : "&timeout=0";
     for (auto& [p, offset] : next) {
       auto r = (*client)->get("/topics/" + path_escape(s.topic) + "/partitions/" + std::to_string(p) +
                                   "/records?offset=" + std::to_string(offset) + wait + "&max_bytes=4194304",
@@ -967,7 +1000,13 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
               {"end_to_end_ms", consumed.latencies_us.empty()
                                     ? json(nullptr)
                                     : json{{"p50", e50}, {"p99", e99}, {"p99.9", e999}}},
-              {"errors", produced.errors + consumed.errors}};
+              {"errors", produced.errors + consumed.errors}, {"transport", s.transport}};
+    if (s.transport == "ws") {
+      j["subscribers"] = s.subscribers;
+      j["out_of_order"] = s.out_of_order;
+      j.erase("consumers");
+      j.erase("batch_records");
+    }
     std::cout << j.dump() << "\n";
     return;
   }
@@ -976,7 +1015,12 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
               static_cast<double>(produced.records) / seconds, mb / seconds, static_cast<long long>(s.batch_records),
               static_cast<long long>(s.record_bytes), s.acks.c_str());
   std::printf("produce latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n", p50, p99, p999);
-  if (s.consumers > 0) {
+  if (s.transport == "ws") {
+    std::printf("delivered %llu records to %lld subscribers over WebSocket (%llu out of order); produce-to-deliver "
+                "latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n",
+                static_cast<unsigned long long>(consumed.records), static_cast<long long>(s.subscribers),
+                static_cast<unsigned long long>(s.out_of_order), e50, e99, e999);
+  } else if (s.consumers > 0) {
     std::printf("consumed %llu records; end-to-end latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n",
                 static_cast<unsigned long long>(consumed.records), e50, e99, e999);
   }
@@ -986,12 +1030,39 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
   }
 }
 
+/// The WebSocket variant: producers and subscribers on partition 0 (see bench.h).
+int bench_ws(bench_settings& s, int64_t start_offset, bool as_json) {
+  ws_bench_settings w;
+  std::string authority = s.bootstrap;
+  if (authority.rfind("http://", 0) == 0) authority = authority.substr(7);
+  while (!authority.empty() && authority.back() == '/') authority.pop_back();
+  const size_t colon = authority.rfind(':');
+  if (colon == std::string::npos) {
+    std::cerr << "--bootstrap-server must be http://HOST:PORT for --transport ws, got " << s.bootstrap << "\n";
+    return 2;
+  }
+  w.host = authority.substr(0, colon);
+  w.port = authority.substr(colon + 1);
+  w.topic = s.topic;
+  w.producers = s.producers;
+  w.subscribers = s.subscribers;
+  w.record_bytes = s.record_bytes;
+  w.duration_ms = s.duration_ms;
+  w.rate = s.rate;
+  w.acks = s.acks;
+  w.start_offset = start_offset;
+  auto outcome = run_ws_bench(w);
+  s.out_of_order = outcome.out_of_order;
+  print_bench(s, outcome.seconds, outcome.produced, outcome.delivered, as_json);
+  return outcome.produced.errors + outcome.delivered.errors + outcome.out_of_order > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 int bench_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1,
                       {"--topic", "--partitions", "--producers", "--consumers", "--batch-records", "--record-bytes",
-                       "--duration-ms", "--rate", "--acks", "--bootstrap-server"},
+                       "--duration-ms", "--rate", "--acks", "--bootstrap-server", "--transport", "--subscribers"},
                       {"--json", "--help"});
   if (!a) return 2;
   if (a->has("--help")) {
@@ -1010,6 +1081,13 @@ int bench_main(int argc, char** argv) {
   s.rate = int_option(*a, "--rate", 0, 100000000).value_or(s.rate);
   s.acks = a->get("--acks").value_or(s.acks);
   s.bootstrap = a->get("--bootstrap-server").value_or(s.bootstrap);
+  s.transport = a->get("--transport").value_or(s.transport);
+  s.subscribers = int_option(*a, "--subscribers", 0, 1000).value_or(s.subscribers);
+  if (s.transport != "http" && s.transport != "ws") {
+    std::cerr << "--transport must be http or ws\n";
+    return 2;
+  }
+  if (s.transport == "ws") s.batch_records = 1;   // one record per produce message
   if (s.acks != "0" && s.acks != "1" && s.acks != "all") {
     std::cerr << "--acks must be 0, 1 or all\n";
     return 2;
@@ -1028,6 +1106,7 @@ int bench_main(int argc, char** argv) {
     if (!ends) return 1;
     start_offsets = std::move(*ends);
   }
+  if (s.transport == "ws") return bench_ws(s, start_offsets.at(0), a->has("--json"));
   const auto epoch = bench_clock::now();
   std::vector<bench_thread_result> producer_results(static_cast<size_t>(s.producers));
   std::vector<bench_thread_result> consumer_results(static_cast<size_t>(s.consumers));
@@ -1046,19 +1125,8 @@ int bench_main(int argc, char** argv) {
   const double seconds = std::chrono::duration<double>(bench_clock::now() - start).count();
   producers_done = true;
   for (auto& t : consumers) t.join();
-  auto merge = [](std::vector<bench_thread_result>& parts) {
-    bench_thread_result all;
-    for (auto& p : parts) {
-      all.latencies_us.insert(all.latencies_us.end(), p.latencies_us.begin(), p.latencies_us.end());
-      all.records += p.records;
-      all.value_bytes += p.value_bytes;
-      all.errors += p.errors;
-      if (all.first_error.empty()) all.first_error = p.first_error;
-    }
-    return all;
-  };
-  auto produced = merge(producer_results);
-  auto consumed = merge(consumer_results);
+  auto produced = merge_bench_results(producer_results);
+  auto consumed = merge_bench_results(consumer_results);
   print_bench(s, seconds, produced, consumed, a->has("--json"));
   return produced.errors + consumed.errors > 0 ? 1 : 0;
 }

@@ -1,0 +1,64 @@
+#pragma once
+// Private to the gateway: what `ringlog bench` shares between its HTTP load (cli.cc) and its
+// WebSocket load (ws_bench.cc, the only place with a Beast websocket client).
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ringlog::gateway {
+
+using bench_clock = std::chrono::steady_clock;
+
+/// Most latency samples kept per thread: bounds bench memory (8 bytes each, ~80 MB in all).
+constexpr size_t bench_samples_max = 10'000'000;
+
+struct bench_thread_result {
+  std::vector<int64_t> latencies_us;  // produce: request -> ack; consume: scheduled send -> read
+  uint64_t records = 0;
+  uint64_t value_bytes = 0;
+  uint64_t errors = 0;
+  std::string first_error;
+};
+
+/// Merges per-thread results (latency samples, counts, the first error).
+bench_thread_result merge_bench_results(std::vector<bench_thread_result>& parts);
+
+/// The p-th percentile (0..100) of `v` in milliseconds (samples are microseconds); reorders `v`.
+double percentile(std::vector<int64_t>& v, double p);
+
+/// A value of `bytes` bytes whose first 12 are the scheduled send time, microseconds since the
+/// run's epoch, in decimal. Base64 turns 12 bytes into exactly 16 characters, so a reader decodes
+/// only those to learn the record's latency.
+std::string bench_value(int64_t scheduled_us, size_t bytes);
+
+/// The WebSocket load (issue 5): `producers` connections send one `produce` message per record
+/// to partition 0 of `topic` on a fixed schedule (`rate` records/s in all; 0 = as fast as acks
+/// allow, at most ws_bench_in_flight_max unanswered per connection), and `subscribers`
+/// connections subscribe to that partition from `start_offset` with credit, each reading every
+/// record. Latencies: produce = scheduled send -> produce_ack; delivered = scheduled send ->
+/// the record read by a subscriber (every subscriber's every record is a sample).
+struct ws_bench_settings {
+  std::string host;
+  std::string port;
+  std::string topic;
+  int64_t producers = 1;
+  int64_t subscribers = 1;
+  int64_t record_bytes = 1024;
+  int64_t duration_ms = 10000;
+  int64_t rate = 0;
+  std::string acks = "all";
+  int64_t start_offset = 0;
+};
+
+struct ws_bench_outcome {
+  bench_thread_result produced;
+  bench_thread_result delivered;
+  double seconds = 0;          // from the first scheduled send to the last producer finishing
+  uint64_t out_of_order = 0;   // records a subscriber saw at an offset not above the previous one
+};
+
+ws_bench_outcome run_ws_bench(const ws_bench_settings& settings);
+
+}  // namespace ringlog::gateway

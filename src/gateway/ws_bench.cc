@@ -1,0 +1,340 @@
+// `ringlog bench --transport ws`: WebSocket producers and subscribers (see bench.h). The
+// producers are asynchronous (one io_context per producer thread: a schedule timer sends, a read
+// loop takes the in-order acks); each subscriber is one thread reading synchronously and granting
+// credit as it goes, as a browser tab would.
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <charconv>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "base64.h"
+#include "bench.h"
+
+namespace ringlog::gateway {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using ws_stream = websocket::stream<beast::tcp_stream>;
+
+/// Unanswered produce messages per producer connection when --rate is 0 (the server's own
+/// limit, ws_produce_in_flight_max, is 10,000).
+constexpr int64_t ws_bench_in_flight_max = 2000;
+/// Credit a subscriber grants at a time (records); it tops up when half is used.
+constexpr int64_t ws_bench_credit_records = 20000;
+/// Once producers are done, subscribers are stopped when every one has every acknowledged
+/// record, or when no subscriber received anything for this long (records lost or refused).
+constexpr auto ws_bench_idle_stop = std::chrono::seconds(3);
+
+/// What the main thread sees of a subscriber: its progress, and its socket to shut down (the
+/// subscriber blocks in a synchronous read; shutdown(2) ends that read from another thread).
+struct subscriber_slot {
+  std::atomic<int64_t> received{0};
+  std::atomic<int> socket_fd{-1};
+};
+
+std::optional<std::string> open_ws(ws_stream& ws, const std::string& host, const std::string& port) {
+  beast::error_code ec;
+  tcp::resolver resolver(ws.get_executor());
+  auto endpoints = resolver.resolve(host, port, ec);
+  if (ec) return "resolve " + host + ":" + port + ": " + ec.message();
+  beast::get_lowest_layer(ws).connect(endpoints, ec);
+  if (ec) return "connect " + host + ":" + port + ": " + ec.message();
+  beast::get_lowest_layer(ws).socket().set_option(tcp::no_delay(true), ec);
+  ws.handshake(host + ":" + port, "/v1/ws", ec);
+  if (ec) return "websocket handshake: " + ec.message();
+  ws.text(true);
+  return std::nullopt;
+}
+
+/// The integer after `"name":` in a flat JSON text, or nullopt.
+std::optional<int64_t> int_field(std::string_view text, std::string_view quoted_name) {
+  size_t at = text.find(quoted_name);
+  if (at == std::string_view::npos) return std::nullopt;
+  at += quoted_name.size();
+  while (at < text.size() && (text[at] == ':' || text[at] == ' ')) ++at;
+  int64_t v = 0;
+  auto [end, err] = std::from_chars(text.data() + at, text.data() + text.size(), v);
+  if (err != std::errc()) return std::nullopt;
+  return v;
+}
+
+class ws_producer : public std::enable_shared_from_this<ws_producer> {
+ public:
+  ws_producer(asio::io_context& ioc, const ws_bench_settings& s, int64_t index, bench_clock::time_point epoch,
+              bench_thread_result& out)
+      : ioc_(ioc), ws_(ioc), timer_(ioc), s_(s), epoch_(epoch), out_(out) {
+    per_connection_rate_ = s.rate > 0 ? static_cast<double>(s.rate) / static_cast<double>(s.producers) : 0;
+    id_prefix_ = "p" + std::to_string(index) + "-";
+    tail_base64_ = base64_encode(bench_value(0, static_cast<size_t>(s.record_bytes)).substr(12));
+  }
+
+  void run() {
+    if (auto err = open_ws(ws_, s_.host, s_.port)) {
+      out_.errors++;
+      out_.first_error = *err;
+      return;
+    }
+    start_ = bench_clock::now();
+    stop_ = start_ + std::chrono::milliseconds(s_.duration_ms);
+    read();
+    send_due();
+    ioc_.run();   // returns when the last ack is in and the socket closed
+  }
+
+ private:
+  bench_clock::time_point scheduled(int64_t k) const {
+    if (per_connection_rate_ <= 0) return bench_clock::now();
+    return start_ + std::chrono::duration_cast<bench_clock::duration>(
+                        std::chrono::duration<double>(static_cast<double>(k) / per_connection_rate_));
+  }
+
+  /// Queues every message whose time has come (or, without a rate, up to the in-flight window),
+  /// then arms the timer for the next one.
+  void send_due() {
+    const auto now = bench_clock::now();
+    while (!done_sending_) {
+      if (per_connection_rate_ <= 0 && static_cast<int64_t>(pending_.size()) >= ws_bench_in_flight_max) break;
+      const auto at = scheduled(next_);
+      if (at >= stop_) {
+        done_sending_ = true;
+        break;
+      }
+      if (at > now) {
+        timer_.expires_at(at);
+        timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+          if (!ec) self->send_due();
+        });
+        break;
+      }
+      const int64_t scheduled_us = std::chrono::duration_cast<std::chrono::microseconds>(at - epoch_).count();
+      std::string m = "{\"type\":\"produce\",\"id\":\"" + id_prefix_ + std::to_string(next_) + "\",\"topic\":\"" +
+                      s_.topic + "\",\"partition\":0,\"acks\":\"" + s_.acks + "\",\"value\":\"";
+      m += base64_encode(bench_value(scheduled_us, 12));
+      m += tail_base64_;
+      m += "\"}";
+      pending_.push_back(at);
+      queue_.push_back(std::move(m));
+      ++next_;
+    }
+    write_next();
+    maybe_close();
+  }
+
+  void write_next() {
+    if (writing_ || queue_.empty()) return;
+    writing_ = true;
+    ws_.async_write(asio::buffer(queue_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      self->queue_.pop_front();
+      if (ec) return self->fail("write: " + ec.message());
+      self->write_next();
+      self->maybe_close();
+    });
+  }
+
+  void read() {
+    ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec) {
+      if (!closed_) fail("read: " + ec.message());
+      return;
+    }
+    const std::string text = beast::buffers_to_string(in_.data());
+    in_.consume(in_.size());
+    if (pending_.empty()) return fail("an answer nobody asked for: " + text.substr(0, 200));
+    const auto acked = bench_clock::now();
+    if (text.find("\"produce_ack\"") == std::string::npos) {
+      out_.errors++;
+      if (out_.first_error.empty()) out_.first_error = text.substr(0, 300);
+    } else {
+      out_.records++;
+      out_.value_bytes += static_cast<uint64_t>(s_.record_bytes);
+      if (out_.latencies_us.size() < bench_samples_max) {
+        out_.latencies_us.push_back(
+            std::chrono::duration_cast<std::chrono::microseconds>(acked - pending_.front()).count());
+      }
+    }
+    pending_.pop_front();
+    if (per_connection_rate_ <= 0 && !done_sending_) send_due();
+    if (maybe_close()) return;
+    read();
+  }
+
+  /// Closes once everything was sent and answered; true when closing.
+  bool maybe_close() {
+    if (!done_sending_ || !pending_.empty() || writing_ || closed_) return closed_;
+    closed_ = true;
+    timer_.cancel();
+    ws_.async_close(websocket::close_code::normal, [self = shared_from_this()](beast::error_code) {});
+    return true;
+  }
+
+  void fail(const std::string& why) {
+    out_.errors++;
+    if (out_.first_error.empty()) out_.first_error = why;
+    closed_ = true;
+    timer_.cancel();
+    beast::error_code ignored;
+    beast::get_lowest_layer(ws_).socket().close(ignored);
+  }
+
+  asio::io_context& ioc_;
+  ws_stream ws_;
+  asio::steady_timer timer_;
+  const ws_bench_settings& s_;
+  bench_clock::time_point epoch_;
+  bench_thread_result& out_;
+  double per_connection_rate_ = 0;
+  std::string id_prefix_;
+  std::string tail_base64_;
+  bench_clock::time_point start_, stop_;
+  int64_t next_ = 0;
+  bool done_sending_ = false;
+  bool writing_ = false;
+  bool closed_ = false;
+  std::deque<std::string> queue_;                   // messages not yet written
+  std::deque<bench_clock::time_point> pending_;     // scheduled times of unanswered messages
+  beast::flat_buffer in_;
+};
+
+void run_subscriber(const ws_bench_settings& s, bench_clock::time_point epoch, const std::atomic<bool>& producers_done,
+                    std::atomic<int64_t>& ready, subscriber_slot& slot, bench_thread_result& out, uint64_t& out_of_order) {
+  asio::io_context ioc;
+  ws_stream ws(ioc);
+  auto fail = [&](const std::string& why) {
+    out.errors++;
+    if (out.first_error.empty()) out.first_error = why;
+  };
+  if (auto err = open_ws(ws, s.host, s.port)) {
+    ++ready;
+    return fail(*err);
+  }
+  beast::error_code ec;
+  auto send = [&](const std::string& text) {
+    ws.write(asio::buffer(text), ec);
+    return !ec;
+  };
+  beast::flat_buffer in;
+  if (!send("{\"type\":\"subscribe\",\"id\":\"s\",\"topic\":\"" + s.topic + "\",\"partition\":0,\"offset\":" +
+            std::to_string(s.start_offset) + "}") ||
+      !send("{\"type\":\"credit\",\"records\":" + std::to_string(ws_bench_credit_records) + "}")) {
+    ++ready;
+    return fail("subscribe: " + ec.message());
+  }
+  ws.read(in, ec);   // "subscribed": the subscription exists before producers start
+  ++ready;
+  if (ec) return fail("subscribe: " + ec.message());
+  in.consume(in.size());
+  slot.socket_fd = beast::get_lowest_layer(ws).socket().native_handle();
+  int64_t credit_used = 0;
+  int64_t last_offset = s.start_offset - 1;
+  while (true) {
+    ws.read(in, ec);
+    const auto now = bench_clock::now();
+    if (ec) {
+      if (producers_done) break;   // the main thread shut the socket down: the run is over
+      return fail("read: " + ec.message());
+    }
+    const std::string_view text(static_cast<const char*>(in.data().data()), in.size());
+    if (text.find("\"record\"") == std::string_view::npos) {
+      fail(std::string(text.substr(0, 300)));
+      in.consume(in.size());
+      continue;
+    }
+    auto offset = int_field(text, "\"offset\"");
+    if (offset && *offset <= last_offset) ++out_of_order;
+    if (offset) last_offset = *offset;
+    const size_t v = text.find("\"value\":\"");
+    if (v != std::string_view::npos && v + 9 + 16 <= text.size()) {
+      auto head = base64_decode(text.substr(v + 9, 16));
+      int64_t scheduled_us = 0;
+      if (head && head->size() == 12 &&
+          std::from_chars(reinterpret_cast<const char*>(head->data()), reinterpret_cast<const char*>(head->data()) + 12,
+                          scheduled_us).ec == std::errc()) {
+        const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(now - epoch).count();
+        if (out.latencies_us.size() < bench_samples_max) out.latencies_us.push_back(now_us - scheduled_us);
+      }
+    }
+    out.records++;
+    out.value_bytes += static_cast<uint64_t>(s.record_bytes);
+    ++slot.received;
+    in.consume(in.size());
+    if (++credit_used >= ws_bench_credit_records / 2) {
+      if (!send("{\"type\":\"credit\",\"records\":" + std::to_string(credit_used) + "}")) return fail("credit: " + ec.message());
+      credit_used = 0;
+    }
+  }
+}
+
+}  // namespace
+
+ws_bench_outcome run_ws_bench(const ws_bench_settings& s) {
+  ws_bench_outcome outcome;
+  const auto epoch = bench_clock::now();
+  std::atomic<bool> producers_done{false};
+  std::atomic<int64_t> ready{0};
+  std::vector<subscriber_slot> slots(static_cast<size_t>(s.subscribers));
+  std::vector<bench_thread_result> delivered(static_cast<size_t>(s.subscribers));
+  std::vector<uint64_t> out_of_order(static_cast<size_t>(s.subscribers), 0);
+  std::vector<std::thread> subscribers;
+  for (int64_t i = 0; i < s.subscribers; ++i) {
+    subscribers.emplace_back(run_subscriber, std::cref(s), epoch, std::cref(producers_done), std::ref(ready),
+                             std::ref(slots[static_cast<size_t>(i)]), std::ref(delivered[static_cast<size_t>(i)]), std::ref(out_of_order[static_cast<size_t>(i)]));
+  }
+  // Subscriptions first (each answers "subscribed"), so every record is live-tailed.
+  while (ready < s.subscribers) std::this_thread::yield();
+  std::vector<bench_thread_result> produced(static_cast<size_t>(s.producers));
+  std::vector<std::thread> producers;
+  const auto start = bench_clock::now();
+  for (int64_t i = 0; i < s.producers; ++i) {
+    producers.emplace_back([&s, i, epoch, &produced] {
+      asio::io_context ioc;
+      auto p = std::make_shared<ws_producer>(ioc, s, i, epoch, produced[static_cast<size_t>(i)]);
+      p->run();
+    });
+  }
+  for (auto& t : producers) t.join();
+  outcome.seconds = std::chrono::duration<double>(bench_clock::now() - start).count();
+  outcome.produced = merge_bench_results(produced);
+  producers_done = true;
+  const auto total = static_cast<int64_t>(outcome.produced.records);
+  int64_t last_seen = -1;
+  auto last_progress = bench_clock::now();
+  while (true) {   // a deadline, not a guess: stops at once when everything is in
+    int64_t seen = 0;
+    bool all_in = true;
+    for (auto& slot : slots) {
+      seen += slot.received;
+      all_in = all_in && slot.received >= total;
+    }
+    if (seen != last_seen) last_progress = bench_clock::now();
+    last_seen = seen;
+    if (all_in || bench_clock::now() - last_progress > ws_bench_idle_stop) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& slot : slots) {
+    if (slot.socket_fd >= 0) ::shutdown(slot.socket_fd, SHUT_RDWR);
+  }
+  for (auto& t : subscribers) t.join();
+  outcome.delivered = merge_bench_results(delivered);
+  for (uint64_t n : out_of_order) outcome.out_of_order += n;
+  return outcome;
+}
+
+}  // namespace ringlog::gateway
