@@ -1,0 +1,148 @@
+// One consumer group: state, members and their assignment, lag per partition and in total, a
+// lag-over-time chart, and Kafka's reset-offsets with a dry run.
+//
+// Lag history: the broker keeps none, so the console samples total lag (every LAG_SAMPLE_MS
+// while a group or the group list is open) into localStorage: a bounded ring per group that
+// survives a reload, not a record of what happened while no console was open.
+import { api } from './api.js';
+import { lineChart } from './chart.js';
+import { field, fill, h, statusLine, table, tile } from './dom.js';
+import { formatCount, parseUtcDateTime } from './format.js';
+import { LAG_HISTORY_GROUPS_MAX, LAG_HISTORY_SAMPLES_MAX, LAG_SAMPLE_MS } from './limits.js';
+
+const HISTORY_KEY = 'ringlog.console.lag-history.v1';
+
+function loadHistory() {
+  try {
+    return JSON.parse(localStorage.getItem(HISTORY_KEY)) || {};
+  } catch (e) {
+    return {};
+  }
+}
+
+/** Adds a total-lag sample of `group` (skipped when one was taken under half a period ago). */
+export function recordLag(group, t, lag) {
+  const all = loadHistory();
+  const points = all[group] || [];
+  if (points.length && t - points[points.length - 1][0] < LAG_SAMPLE_MS / 2) return;
+  points.push([t, lag]);
+  while (points.length > LAG_HISTORY_SAMPLES_MAX) points.shift();
+  all[group] = points;
+  const groups = Object.keys(all);
+  if (groups.length > LAG_HISTORY_GROUPS_MAX) {
+    groups.sort((a, b) => all[a][all[a].length - 1][0] - all[b][all[b].length - 1][0]);
+    for (const g of groups.slice(0, groups.length - LAG_HISTORY_GROUPS_MAX)) delete all[g];
+  }
+  try {
+    localStorage.setItem(HISTORY_KEY, JSON.stringify(all));
+  } catch (e) {
+    // storage full or disabled: the chart just has no history
+  }
+}
+
+function lagPoints(group) {
+  return (loadHistory()[group] || []).map(([t, v]) => ({ t, v }));
+}
+
+/** The group state as a coloured badge (STABLE good; rebalancing or DEAD bad). */
+export function stateBadge(state) {
+  const good = state === 'STABLE';
+  const bad = state === 'DEAD' || state === 'PREPARING_REBALANCE' || state === 'COMPLETING_REBALANCE';
+  return h('span', { class: `badge ${good ? 'good' : bad ? 'bad' : ''}` }, state);
+}
+
+function resetForm(group, lagsNow) {
+  const status = statusLine();
+  const to = h('select', { name: 'to', 'data-testid': 'reset-to' },
+    ['earliest', 'latest', 'offset', 'shift', 'timestamp'].map((v) => h('option', { value: v }, v)));
+  const value = h('input', { name: 'value', type: 'number', placeholder: 'offset, or signed shift', 'data-testid': 'reset-value' });
+  const time = h('input', { name: 'timestamp', type: 'datetime-local', step: 1 });
+  const topics = h('input', { name: 'topics', placeholder: 'all the group committed' });
+  const result = h('div', { 'data-testid': 'reset-result' });
+
+  const run = async (dryRun) => {
+    status.clear();
+    const body = { to: to.value, dry_run: dryRun };
+    if (to.value === 'offset' || to.value === 'shift') body.value = Number(value.value);
+    if (to.value === 'timestamp') {
+      const ms = parseUtcDateTime(time.value);
+      if (ms === null) return status.show('choose a time');
+      body.timestamp = ms;
+    }
+    const names = topics.value.split(',').map((s) => s.trim()).filter(Boolean);
+    if (names.length) body.topics = names;
+    try {
+      const r = await api.resetOffsets(group, body);
+      const before = new Map(lagsNow().map((l) => [`${l.topic_name}-${l.partition_id}`, l.current_offset]));
+      fill(result, h('p', {}, r.dry_run ? 'Dry run: nothing was changed. These offsets would be committed:' : 'Committed:'),
+        table([
+          { title: 'topic', cell: (o) => o.topic_name },
+          { title: 'partition', num: true, cell: (o) => String(o.partition_id) },
+          { title: 'committed now', num: true, cell: (o) => formatCount(before.get(`${o.topic_name}-${o.partition_id}`)) },
+          { title: r.dry_run ? 'would become' : 'new offset', num: true, cell: (o) => formatCount(o.offset) },
+        ], r.offsets, { testid: 'reset-table', empty: 'no committed offsets to reset' }));
+    } catch (e) {
+      fill(result);
+      status.show(e);
+    }
+  };
+  return h('div', { class: 'panel' },
+    h('p', { class: 'muted' }, 'Kafka\'s reset-offsets: the group must have no members. Offsets are clamped to [log_start_offset, high_watermark].'),
+    h('div', { class: 'form' }, field('reset to', to), field('value', value), field('time (UTC)', time), field('topics (comma separated)', topics),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', class: 'secondary', 'data-testid': 'reset-dry-run', onclick: () => run(true) }, 'Dry run'),
+        h('button', { type: 'button', class: 'danger', 'data-testid': 'reset-execute', onclick: () => run(false) }, 'Reset offsets'))),
+    status.el, result);
+}
+
+export async function render(view, route, ctx) {
+  const group = route.path[1];
+  const status = statusLine();
+  const tiles = h('div', { class: 'tiles' });
+  const chart = h('div');
+  const members = h('div');
+  const lags = h('div');
+  let lastLags = [];
+  fill(view, h('h1', {}, 'Consumer group ', h('span', { 'data-testid': 'group-name' }, group)), status.el, tiles,
+    h('h2', {}, 'Lag over time'), chart,
+    h('p', { class: 'muted' }, `Sampled every ${LAG_SAMPLE_MS / 1000} s while this page or the group list is open, and kept in `
+      + `this browser (the last ${LAG_HISTORY_SAMPLES_MAX} samples).`),
+    h('h2', {}, 'Lag per partition'), lags, h('h2', {}, 'Members'), members,
+    h('h2', {}, 'Reset offsets'), resetForm(group, () => lastLags));
+
+  ctx.every(LAG_SAMPLE_MS, async () => {
+    try {
+      const [g, consumers, partitionLags, summary] = await Promise.all([
+        api.group(group), api.consumers(group), api.lags(group), api.lagSummary(group)]);
+      if (!ctx.alive) return;
+      lastLags = partitionLags;
+      recordLag(group, Date.now(), summary.total_lag);
+      fill(tiles,
+        tile('state', stateBadge(g.state), { testid: 'tile-state' }),
+        tile('members', String(g.member_count), { testid: 'tile-members' }),
+        tile('total lag', formatCount(summary.total_lag), { testid: 'tile-total-lag', warn: summary.total_lag > 0 }),
+        tile('generation', String(g.generation ?? '-')),
+        tile('assignor', g.partition_assignor ?? '-'),
+        tile('coordinator partition', `__consumer_offsets-${g.coordinator_partition ?? '?'}`));
+      fill(chart, lineChart('Total lag (records)', [{ name: 'lag', points: lagPoints(group), cls: 'a' }], formatCount, { testid: 'lag-chart' }));
+      fill(lags, table([
+        { title: 'topic', cell: (l) => l.topic_name },
+        { title: 'partition', num: true, cell: (l) => String(l.partition_id) },
+        { title: 'committed offset', num: true, cell: (l) => (l.current_offset === null ? 'none' : formatCount(l.current_offset)) },
+        { title: 'high_watermark', num: true, cell: (l) => formatCount(l.log_end_offset) },
+        { title: 'lag', num: true, cell: (l) => (l.lag === null ? '-' : formatCount(l.lag)) },
+        { title: 'consumer', cell: (l) => l.consumer_id ?? '-' },
+      ], partitionLags, { testid: 'lags-table', empty: 'the group has committed no offsets' }));
+      fill(members, table([
+        { title: 'consumer_id', cell: (m) => h('code', {}, m.consumer_id) },
+        { title: 'client_id', cell: (m) => m.client_id },
+        { title: 'instance_id', cell: (m) => m.instance_id ?? '-' },
+        { title: 'generation', num: true, cell: (m) => String(m.generation) },
+        { title: 'assigned partitions', cell: (m) => m.assignments.map((a) => `${a.topic_name}-${a.partition_id}`).join(', ') || 'none' },
+      ], consumers, { testid: 'members-table', empty: 'no members (offsets can be reset)' }));
+      status.clear();
+    } catch (e) {
+      status.show(e);
+    }
+  });
+}
