@@ -21,8 +21,8 @@ export function lineChart(title, series, format, { testid } = {}) {
   const max = Math.max(1e-9, ...all.map((p) => p.v));
   const t0 = all.length ? Math.min(...all.map((p) => p.t)) : 0;
   const t1 = all.length ? Math.max(...all.map((p) => p.t)) : 1;
-  const span = Math.max(1, t1 - t0);
-  const x = (t) => ((t - t0) / span) * WIDTH;
+  const width = Math.max(1, t1 - t0);
+  const x = (t) => ((t - t0) / width) * WIDTH;
   const y = (v) => HEIGHT - PAD_BOTTOM - (v / max) * (HEIGHT - PAD_TOP - PAD_BOTTOM);
 
   const root = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, preserveAspectRatio: 'none', class: 'chart-svg', role: 'img' });
@@ -38,9 +38,6 @@ export function lineChart(title, series, format, { testid } = {}) {
     if (s.points.length === 1) pts.push(`${WIDTH},${y(s.points[0].v).toFixed(1)}`);
     root.append(svg('polyline', { points: pts.join(' '), class: `line ${s.cls || 'a'}`, 'vector-effect': 'non-scaling-stroke' }));
   }
-  const maxText = svg('text', { x: 2, y: 10, class: 'axis' });
-  maxText.textContent = all.length ? `max ${format(max)}` : 'waiting for samples';
-  root.append(maxText);
 
   const box = document.createElement('figure');
   box.className = 'chart';
@@ -56,7 +53,14 @@ export function lineChart(title, series, format, { testid } = {}) {
     v.textContent = `${series.length > 1 ? `${s.name} ` : ''}${last === null ? '-' : format(last)}`;
     caption.append(v);
   }
-  box.append(caption, root);
+  // Scale and time span as HTML: SVG text would stretch with preserveAspectRatio="none".
+  const axis = document.createElement('div');
+  axis.className = 'chart-axis';
+  const clock = (t) => new Date(t).toISOString().slice(11, 19);
+  axis.textContent = all.length
+    ? `top line ${format(max)} · ${clock(t0)} to ${clock(t1)} UTC · ${all.length > series.length ? 'sampled' : 'one sample so far'}`
+    : 'waiting for samples';
+  box.append(caption, root, axis);
   return box;
 }
 

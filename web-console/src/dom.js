@@ -67,9 +67,9 @@ export function link(route, text) {
   return h('a', { href: `#${route}` }, text);
 }
 
-/** A "stat" tile of the overview: a label and a big number. */
-export function tile(label, value, { testid, warn = false } = {}) {
-  return h('div', { class: `tile${warn ? ' warn' : ''}`, 'data-testid': testid }, h('div', { class: 'tile-value' }, value),
+/** A "stat" tile: a label and a big number (`text` for words: smaller, so they fit). */
+export function tile(label, value, { testid, warn = false, text = false } = {}) {
+  return h('div', { class: `tile${warn ? ' warn' : ''}`, 'data-testid': testid }, h('div', { class: `tile-value${text ? ' text' : ''}` }, value),
     h('div', { class: 'tile-label' }, label));
 }
 

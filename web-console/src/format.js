@@ -54,3 +54,8 @@ export function parseUtcDateTime(text) {
   const ms = Date.parse(/[zZ]|[+-]\d\d:\d\d$/.test(text) ? text : `${text}Z`);
   return Number.isNaN(ms) ? null : ms;
 }
+
+/** (1, 'record') -> "1 record", (3, 'record') -> "3 records" (counts formatted). */
+export function plural(n, noun) {
+  return `${formatCount(n)} ${noun}${n === 1 ? '' : 's'}`;
+}

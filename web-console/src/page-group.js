@@ -122,8 +122,8 @@ export async function render(view, route, ctx) {
         tile('members', String(g.member_count), { testid: 'tile-members' }),
         tile('total lag', formatCount(summary.total_lag), { testid: 'tile-total-lag', warn: summary.total_lag > 0 }),
         tile('generation', String(g.generation ?? '-')),
-        tile('assignor', g.partition_assignor ?? '-'),
-        tile('coordinator partition', `__consumer_offsets-${g.coordinator_partition ?? '?'}`));
+        tile('assignor', g.partition_assignor ?? '-', { text: true }),
+        tile('coordinator partition', `__consumer_offsets-${g.coordinator_partition ?? '?'}`, { text: true }));
       fill(chart, lineChart('Total lag (records)', [{ name: 'lag', points: lagPoints(group), cls: 'a' }], formatCount, { testid: 'lag-chart' }));
       fill(lags, table([
         { title: 'topic', cell: (l) => l.topic_name },

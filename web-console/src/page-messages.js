@@ -3,7 +3,7 @@
 // and a form that produces one record.
 import { api } from './api.js';
 import { download, field, fill, h, statusLine } from './dom.js';
-import { formatCount, formatTimestamp, parseUtcDateTime } from './format.js';
+import { formatCount, formatTimestamp, parseUtcDateTime, plural } from './format.js';
 import { BROWSE_FETCHES_MAX, BROWSE_FETCH_BYTES, BROWSE_RECORDS_MAX, VALUE_PREVIEW_BYTES } from './limits.js';
 import { decodeRecord, exportRecords, recordMatches, textToBase64 } from './records.js';
 
@@ -119,7 +119,7 @@ export async function render(view, route, ctx) {
     const topic = topicSel.value;
     if (!topic) return;
     const parts = await api.partitions(topic);
-    fill(partSel, parts.map((p) => h('option', { value: p.partition_id }, `${p.partition_id} (${formatCount(p.high_watermark - p.log_start_offset)} records)`)));
+    fill(partSel, parts.map((p) => h('option', { value: p.partition_id }, `${p.partition_id} (${plural(p.high_watermark - p.log_start_offset, 'record')})`)));
     if (wanted !== null && wanted !== undefined && parts.some((p) => String(p.partition_id) === String(wanted))) partSel.value = String(wanted);
   };
 

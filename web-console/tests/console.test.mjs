@@ -302,6 +302,10 @@ test('every page renders on a desktop and a phone screen (screenshots saved)', a
     for (const [name, route, ready] of pages) {
       await go(route);
       await ready();
+      if (name === 'tail') {
+        const { offset } = await produce('orders', { screenshot: viewport }, 3);
+        await page.getByTestId('tail-record').filter({ hasText: `offset ${offset}` }).waitFor();
+      }
       if (name === 'overview') {
         // Two metrics samples make a rate: wait for the charts to have a line.
         await produce('orders', { chart: viewport });
