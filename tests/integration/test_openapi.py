@@ -12,7 +12,7 @@ def served_routes():
     """The route table of src/gateway/api.cc: {"GET", "/topics", handler} entries."""
     source = (ROOT / "src" / "gateway" / "api.cc").read_text()
     table = source[source.index("route_table()"):]
-    return {(m, p) for m, p in re.findall(r'\{"(GET|POST|PATCH|DELETE|PUT)", "(/[^"]*)", \w+\}', table)}
+    return {(m, p) for m, p in re.findall(r'\{"(GET|HEAD|POST|PATCH|DELETE|PUT)", "(/[^"]*)", \w+\}', table)}
 
 
 def documented_routes():
@@ -20,7 +20,7 @@ def documented_routes():
     out = set()
     for path, item in spec["paths"].items():
         for method in item:
-            if method in ("get", "post", "patch", "delete", "put"):
+            if method in ("get", "head", "post", "patch", "delete", "put"):
                 out.add((method.upper(), path))
     return out, spec
 
