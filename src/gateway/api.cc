@@ -1607,6 +1607,29 @@ void v3_group_lag_summary(const call_ptr& c) {
   });
 }
 
+/// GET .../consumer-groups/{g}/lag-history: the total lag the broker sampled every
+/// lag_history_interval_ms (broker/groups.h), oldest first; in memory, so empty after a restart.
+void v3_group_lag_history(const call_ptr& c) {
+  with_group(c, [](api::call& call, broker::group_details d) {
+    std::string id = d.description.group_id;
+    call.broker().groups().lag_history(id, [self = call.shared_from_this(), id](broker::result<std::vector<broker::lag_sample>> r) {
+      self->later([r = std::move(r), id](api::call& call2) {
+        if (!r.ok()) return call2.fail(to_api_error(r.error()));
+        const std::string& cluster = call2.broker().config().cluster_id;
+        json data = json::array();
+        for (const auto& s : *r) data.push_back({{"timestamp", s.timestamp_ms}, {"total_lag", s.total_lag}});
+        call2.respond_json(200, {{"kind", "KafkaConsumerGroupLagHistory"},
+                                 {"metadata", {{"self", call2.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + id + "/lag-history"}}},
+                                 {"cluster_id", cluster},
+                                 {"consumer_group_id", id},
+                                 {"interval_ms", broker::lag_history_interval_ms},
+                                 {"samples_max", broker::lag_history_samples_max},
+                                 {"data", data}});
+      });
+    });
+  });
+}
+
 void v3_delete_group(const call_ptr& c) {
   if (!c->check_cluster()) return;
   c->broker().groups().delete_group(c->params["consumer_group_id"], answer_no_content(c));
@@ -1754,6 +1777,7 @@ const std::vector<route>& route_table() {
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers", v3_group_consumers},
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-summary", v3_group_lag_summary},
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags", v3_group_lags},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-history", v3_group_lag_history},
       {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/offsets:reset", v3_reset_group_offsets},
       {"GET", "/console", console_get},
       {"HEAD", "/console", console_get},

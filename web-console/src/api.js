@@ -113,6 +113,8 @@ export const api = {
   consumers: async (g) => (await call('GET', await v3(`/consumer-groups/${enc(g)}/consumers`))).data,
   lags: async (g) => (await call('GET', await v3(`/consumer-groups/${enc(g)}/lags`))).data,
   lagSummary: async (g) => call('GET', await v3(`/consumer-groups/${enc(g)}/lag-summary`)),
+  /** {interval_ms, samples_max, data: [{timestamp, total_lag}]}: the broker's samples, oldest first. */
+  lagHistory: async (g) => call('GET', await v3(`/consumer-groups/${enc(g)}/lag-history`)),
   /** body: {to, value?, timestamp?, topics?, dry_run} (Kafka's reset-offsets). */
   resetOffsets: async (g, body) => call('POST', await v3(`/consumer-groups/${enc(g)}/offsets:reset`), { body }),
 };

@@ -25,12 +25,8 @@ export const TAIL_RECORDS_MAX = 1000;
 export const TAIL_CREDIT_RECORDS = 100;
 /** Live tail: WebSockets opened for "all partitions" (one subscription per connection). */
 export const TAIL_SOCKETS_MAX = 32;
-/** Consumer groups: how often lag is sampled while a group page is open, ms. */
-export const LAG_SAMPLE_MS = 5000;
-/** Samples kept per group in localStorage: one hour at LAG_SAMPLE_MS, so the lag chart survives
- *  a reload. Bounded ring: the oldest sample is dropped first. */
-export const LAG_HISTORY_SAMPLES_MAX = 720;
-/** Groups kept in localStorage lag history; the least recently sampled group is dropped. */
-export const LAG_HISTORY_GROUPS_MAX = 50;
+/** Consumer groups: how often a group page and the group list are refreshed, ms (the broker
+ *  samples lag history every 5 s itself: lag_history_interval_ms). */
+export const GROUP_REFRESH_MS = 5000;
 /** Groups list: lag summaries fetched at once. */
 export const GROUP_SUMMARY_CONCURRENCY_MAX = 8;

@@ -1,48 +1,13 @@
 // One consumer group: state, members and their assignment, lag per partition and in total, a
 // lag-over-time chart, and Kafka's reset-offsets with a dry run.
 //
-// Lag history: the broker keeps none, so the console samples total lag (every LAG_SAMPLE_MS
-// while a group or the group list is open) into localStorage: a bounded ring per group that
-// survives a reload, not a record of what happened while no console was open.
+// The lag chart is the broker's own lag history (GET .../lag-history, sampled every 5 s), so it
+// covers the time no console was open and survives a reload.
 import { api } from './api.js';
 import { lineChart } from './chart.js';
 import { field, fill, h, statusLine, table, tile } from './dom.js';
 import { formatCount, parseUtcDateTime } from './format.js';
-import { LAG_HISTORY_GROUPS_MAX, LAG_HISTORY_SAMPLES_MAX, LAG_SAMPLE_MS } from './limits.js';
-
-const HISTORY_KEY = 'ringlog.console.lag-history.v1';
-
-function loadHistory() {
-  try {
-    return JSON.parse(localStorage.getItem(HISTORY_KEY)) || {};
-  } catch (e) {
-    return {};
-  }
-}
-
-/** Adds a total-lag sample of `group` (skipped when one was taken under half a period ago). */
-export function recordLag(group, t, lag) {
-  const all = loadHistory();
-  const points = all[group] || [];
-  if (points.length && t - points[points.length - 1][0] < LAG_SAMPLE_MS / 2) return;
-  points.push([t, lag]);
-  while (points.length > LAG_HISTORY_SAMPLES_MAX) points.shift();
-  all[group] = points;
-  const groups = Object.keys(all);
-  if (groups.length > LAG_HISTORY_GROUPS_MAX) {
-    groups.sort((a, b) => all[a][all[a].length - 1][0] - all[b][all[b].length - 1][0]);
-    for (const g of groups.slice(0, groups.length - LAG_HISTORY_GROUPS_MAX)) delete all[g];
-  }
-  try {
-    localStorage.setItem(HISTORY_KEY, JSON.stringify(all));
-  } catch (e) {
-    // storage full or disabled: the chart just has no history
-  }
-}
-
-function lagPoints(group) {
-  return (loadHistory()[group] || []).map(([t, v]) => ({ t, v }));
-}
+import { GROUP_REFRESH_MS } from './limits.js';
 
 /** The group state as a coloured badge (STABLE good; rebalancing or DEAD bad). */
 export function stateBadge(state) {
@@ -103,20 +68,19 @@ export async function render(view, route, ctx) {
   const members = h('div');
   const lags = h('div');
   let lastLags = [];
+  const historyNote = h('p', { class: 'muted' });
   fill(view, h('h1', {}, 'Consumer group ', h('span', { 'data-testid': 'group-name' }, group)), status.el, tiles,
     h('h2', {}, 'Lag over time'), chart,
-    h('p', { class: 'muted' }, `Sampled every ${LAG_SAMPLE_MS / 1000} s while this page or the group list is open, and kept in `
-      + `this browser (the last ${LAG_HISTORY_SAMPLES_MAX} samples).`),
+    historyNote,
     h('h2', {}, 'Lag per partition'), lags, h('h2', {}, 'Members'), members,
     h('h2', {}, 'Reset offsets'), resetForm(group, () => lastLags));
 
-  ctx.every(LAG_SAMPLE_MS, async () => {
+  ctx.every(GROUP_REFRESH_MS, async () => {
     try {
-      const [g, consumers, partitionLags, summary] = await Promise.all([
-        api.group(group), api.consumers(group), api.lags(group), api.lagSummary(group)]);
+      const [g, consumers, partitionLags, summary, history] = await Promise.all([
+        api.group(group), api.consumers(group), api.lags(group), api.lagSummary(group), api.lagHistory(group)]);
       if (!ctx.alive) return;
       lastLags = partitionLags;
-      recordLag(group, Date.now(), summary.total_lag);
       fill(tiles,
         tile('state', stateBadge(g.state), { testid: 'tile-state' }),
         tile('members', String(g.member_count), { testid: 'tile-members' }),
@@ -124,7 +88,10 @@ export async function render(view, route, ctx) {
         tile('generation', String(g.generation ?? '-')),
         tile('assignor', g.partition_assignor ?? '-', { text: true }),
         tile('coordinator partition', `__consumer_offsets-${g.coordinator_partition ?? '?'}`, { text: true }));
-      fill(chart, lineChart('Total lag (records)', [{ name: 'lag', points: lagPoints(group), cls: 'a' }], formatCount, { testid: 'lag-chart' }));
+      const points = history.data.map((x) => ({ t: x.timestamp, v: x.total_lag }));
+      fill(chart, lineChart('Total lag (records)', [{ name: 'lag', points, cls: 'a' }], formatCount, { testid: 'lag-chart' }));
+      historyNote.textContent = `Sampled by the broker every ${history.interval_ms / 1000} s; it keeps the last `
+        + `${history.samples_max} samples in memory (since it started).`;
       fill(lags, table([
         { title: 'topic', cell: (l) => l.topic_name },
         { title: 'partition', num: true, cell: (l) => String(l.partition_id) },

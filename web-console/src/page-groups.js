@@ -1,10 +1,9 @@
-// Consumer groups: every group with state, members and lag; each refresh also records the
-// total lag in the page's lag history (page-group.js), so the chart has points from here too.
+// Consumer groups: every group with state, members and lag.
 import { api, mapLimited } from './api.js';
 import { fill, h, link, statusLine, table } from './dom.js';
 import { formatCount } from './format.js';
-import { GROUP_SUMMARY_CONCURRENCY_MAX, LAG_SAMPLE_MS } from './limits.js';
-import { recordLag, stateBadge } from './page-group.js';
+import { GROUP_REFRESH_MS, GROUP_SUMMARY_CONCURRENCY_MAX } from './limits.js';
+import { stateBadge } from './page-group.js';
 
 
 export async function render(view, route, ctx) {
@@ -12,14 +11,12 @@ export async function render(view, route, ctx) {
   const list = h('div', {}, h('p', { class: 'muted' }, 'Loading groups…'));
   fill(view, h('h1', {}, 'Consumer groups'), status.el, list);
 
-  ctx.every(LAG_SAMPLE_MS, async () => {
+  ctx.every(GROUP_REFRESH_MS, async () => {
     try {
       const groups = await api.groups();
       const summaries = await mapLimited(groups, GROUP_SUMMARY_CONCURRENCY_MAX,
         (g) => api.lagSummary(g.consumer_group_id).catch(() => null));
       if (!ctx.alive) return;
-      const now = Date.now();
-      groups.forEach((g, i) => { if (summaries[i]) recordLag(g.consumer_group_id, now, summaries[i].total_lag); });
       status.clear();
       const rows = groups.map((g, i) => ({ g, s: summaries[i] }));
       fill(list, table([
