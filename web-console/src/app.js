@@ -38,8 +38,9 @@ class PageContext {
     this.cleanups = [];
     this.alive = true;
   }
-  /** Runs fn now and then every ms (never overlapping itself: the next run waits for this one). */
-  every(ms, fn) {
+  /** Runs fn now (or first after ms with {now: false}) and then every ms, never overlapping
+   *  itself: the next run is timed from the end of this one. */
+  every(ms, fn, { now = true } = {}) {
     let timer = null;
     const tick = async () => {
       if (!this.alive) return;
@@ -49,7 +50,8 @@ class PageContext {
         if (this.alive) timer = setTimeout(tick, ms);
       }
     };
-    tick();
+    if (now) tick();
+    else timer = setTimeout(tick, ms);
     this.onLeave(() => clearTimeout(timer));
   }
   onLeave(fn) { this.cleanups.push(fn); }

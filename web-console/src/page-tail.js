@@ -68,6 +68,7 @@ export async function render(view, route, ctx) {
   const state = h('span', { class: 'badge', 'data-testid': 'tail-state' }, 'stopped');
   const counts = h('span', { class: 'muted', 'data-testid': 'tail-count' });
   const list = h('div', { class: 'records', 'data-testid': 'tail-records' });
+  const waitingNote = h('p', { class: 'muted', hidden: true }, 'Waiting for new records…');
   const startBtn = h('button', { type: 'submit', 'data-testid': 'tail-start' }, 'Start');
   const pauseBtn = h('button', { type: 'button', class: 'secondary', disabled: true, 'data-testid': 'tail-pause' }, 'Pause');
 
@@ -83,6 +84,7 @@ export async function render(view, route, ctx) {
   };
   const showRecord = (msg) => {
     const r = decodeRecord(msg);
+    waitingNote.hidden = true;
     list.prepend(h('article', { class: 'record', 'data-testid': 'tail-record' },
       h('div', { class: 'meta' }, 'partition ', h('b', {}, String(r.partition)), ' offset ', h('b', {}, String(r.offset)),
         h('div', {}, formatTimestamp(r.timestamp), ' UTC')),
@@ -107,6 +109,7 @@ export async function render(view, route, ctx) {
     stop();
     status.clear();
     fill(list);
+    waitingNote.hidden = position.value !== 'latest';
     received = 0;
     subscribed = 0;
     const topic = topicSel.value;
@@ -163,7 +166,7 @@ export async function render(view, route, ctx) {
       h('div', { class: 'actions' }, startBtn, pauseBtn)),
     status.el,
     h('div', { class: 'toolbar' }, state, counts),
-    list);
+    waitingNote, list);
 
   try {
     const topics = (await api.topics()).filter((t) => !t.is_internal);

@@ -126,5 +126,5 @@ export async function render(view, route, ctx) {
     status.show(e);
     return;
   }
-  ctx.every(REFRESH_MS, () => loadPartitions().catch((e) => status.show(e)));
+  ctx.every(REFRESH_MS, () => loadPartitions().catch((e) => status.show(e)), { now: false });
 }
