@@ -66,6 +66,13 @@ struct groups_fixture {
     REQUIRE(r.ok());
     return r->instance_id;
   }
+  /// A member of `group` subscribed to `topic` that has polled once (read what was there).
+  std::string member_that_read(const std::string& group, const std::string& topic) {
+    auto id = join(group);
+    REQUIRE(subscribe(group, id, topic).ok());
+    REQUIRE(poll(group, id).ok());
+    return id;
+  }
   result<void> subscribe(const std::string& group, const std::string& id, const std::string& topic) {
     group::subscription sub;
     sub.kind = group::subscription_kind::topics;
@@ -141,9 +148,7 @@ TEST_CASE_FIXTURE(groups_fixture, "committed offsets come back after a restart; 
   open();
   create("orders", 2);
   produce("orders", 0, 5);
-  auto id = join("g");
-  REQUIRE(subscribe("g", id, "orders").ok());
-  REQUIRE(poll("g", id).ok());
+  auto id = member_that_read("g", "orders");
   REQUIRE(commit("g", id, std::vector<group::processed_offset>{{orders0, model::offset{2}, "meta"}}).ok());
   stop();
   open();
@@ -195,9 +200,7 @@ TEST_CASE_FIXTURE(groups_fixture, "__consumer_offsets is internal, and a deleted
 
   create("orders", 1);
   produce("orders", 0, 2);
-  auto id = join("g");
-  REQUIRE(subscribe("g", id, "orders").ok());
-  REQUIRE(poll("g", id).ok());
+  auto id = member_that_read("g", "orders");
   REQUIRE(commit("g", id, std::nullopt).ok());
   CHECK(committed("g", id)->size() == 1);
   REQUIRE(call<result<void>>([&](auto done) { b->delete_topic("orders", std::move(done)); }).ok());
@@ -210,9 +213,7 @@ TEST_CASE_FIXTURE(groups_fixture, "lag history: one total-lag sample per interva
   open();
   create("orders", 1);
   produce("orders", 0, 10);
-  auto id = join("g");
-  REQUIRE(subscribe("g", id, "orders").ok());
-  REQUIRE(poll("g", id).ok());
+  auto id = member_that_read("g", "orders");
   auto history = [&](const std::string& group) {
     return call<result<std::vector<lag_sample>>>([&](auto done) { b->groups().lag_history(group, std::move(done)); });
   };
