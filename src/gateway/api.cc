@@ -769,26 +769,44 @@ bool append_payload(std::string& out, const std::optional<model::bytes>& bytes, 
     out += "null";
     return true;
   }
-  std::string text = model::to_string(*bytes);
   if (as_json) {
+    std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
     if (!json::accept(text)) return false;
     out += text;
   } else {
     out += '"';
-    out += base64_encode(*bytes);
+    base64_encode_append(out, *bytes);
     out += '"';
   }
   return true;
 }
 
 
+/// About how many bytes append_record_json writes for `records` (base64 is 4/3 of the payload;
+/// embedded JSON is shorter): reserved up front so a large answer is not copied as it grows.
+size_t records_json_bytes_estimate(const std::vector<model::record>& records, size_t topic_json_bytes) {
+  size_t total = 2;
+  for (const auto& rec : records) {
+    size_t payload = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
+    for (const auto& h : rec.headers) payload += h.key.size() + 24 + (h.value ? h.value->size() : 0);
+    total += 96 + topic_json_bytes + payload / 3 * 4 + 8;
+  }
+  return total;
+}
+
 /// Appends one record as the JSON object of the v2 records routes ({"topic","partition","offset",
 /// "timestamp","key","value","headers"}); false when as_json and the key or value is not JSON.
 bool append_record_json(std::string& out, const std::string& topic_json_text, int32_t partition,
                         const model::record& rec, bool as_json) {
-  out += "{\"topic\":" + topic_json_text + ",\"partition\":" + std::to_string(partition) +
-         ",\"offset\":" + std::to_string(rec.record_offset.value()) + ",\"timestamp\":" + std::to_string(rec.timestamp) +
-         ",\"key\":";
+  out += "{\"topic\":";
+  out += topic_json_text;
+  out += ",\"partition\":";
+  out += std::to_string(partition);
+  out += ",\"offset\":";
+  out += std::to_string(rec.record_offset.value());
+  out += ",\"timestamp\":";
+  out += std::to_string(rec.timestamp);
+  out += ",\"key\":";
   bool ok = append_payload(out, rec.key, as_json);
   out += ",\"value\":";
   ok = append_payload(out, rec.value, as_json) && ok;
@@ -1016,32 +1034,19 @@ void fetch_records(const call_ptr& c) {
   c->broker().fetch(std::move(req), [c, topic, partition, as_json, content_type](broker::result<broker::fetch_response> r) {
     c->later([r = std::move(r), topic, partition, as_json, content_type](api::call& call) {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::partition, topic);
-      std::string out = "[";
       std::string topic_json_text = json(topic).dump(-1, ' ', false, json::error_handler_t::replace);
+      std::string out = "[";
+      out.reserve(records_json_bytes_estimate(r->records, topic_json_text.size()));
       uint64_t bytes = 0;
       for (size_t i = 0; i < r->records.size(); ++i) {
         const model::record& rec = r->records[i];
         bytes += record_bytes(rec);
         if (i > 0) out += ',';
-        out += "{\"topic\":" + topic_json_text + ",\"partition\":" + std::to_string(partition) +
-               ",\"offset\":" + std::to_string(rec.record_offset.value()) +
-               ",\"timestamp\":" + std::to_string(rec.timestamp) + ",\"key\":";
-        bool ok = append_payload(out, rec.key, as_json);
-        out += ",\"value\":";
-        ok = ok && append_payload(out, rec.value, as_json);
-        if (!ok) {
+        if (!append_record_json(out, topic_json_text, partition, rec, as_json)) {
           return call.fail(406, ec::not_acceptable,
                            "record at offset " + std::to_string(rec.record_offset.value()) +
                                " is not JSON; read it with Accept: " + v2_binary_type);
         }
-        out += ",\"headers\":[";
-        for (size_t h = 0; h < rec.headers.size(); ++h) {
-          if (h > 0) out += ',';
-          out += "{\"key\":" + json(rec.headers[h].key).dump(-1, ' ', false, json::error_handler_t::replace) + ",\"value\":";
-          append_payload(out, rec.headers[h].value, false);
-          out += '}';
-        }
-        out += "]}";
       }
       out += ']';
       call.self->metrics_registry().add_bytes_out(topic, r->records.size(), bytes);

@@ -12,7 +12,12 @@
 
 namespace ringlog::gateway {
 
+/// Appends the encoding of `data` (4 characters per 3 bytes, '=' padded) to `out`. Uses AVX2 for
+/// long inputs when the CPU has it.
+void base64_encode_append(std::string& out, std::span<const std::byte> data);
 std::string base64_encode(std::span<const std::byte> data);
+/// The same without SIMD, for tests that compare the two.
+std::string base64_encode_portable(std::span<const std::byte> data);
 inline std::string base64_encode(std::string_view s) {
   return base64_encode(std::span(reinterpret_cast<const std::byte*>(s.data()), s.size()));
 }

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 
 #include <charconv>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "base64.h"
+#include "ringlog/base/assert.h"
 
 namespace ringlog::gateway {
 
@@ -17,6 +19,31 @@ namespace {
 
 namespace dom = simdjson::dom;
 namespace ec = error_codes;
+
+/// The produce parsers' dom::parser, one per thread and reused: a fresh parser allocates
+/// buffers of several times the document (mmap'd for a 100 KiB produce body) on every request.
+/// After a document larger than parser_reuse_bytes_max its buffers are given back, so one huge
+/// request does not pin its memory in every shard thread.
+constexpr size_t parser_reuse_bytes_max = size_t{4} << 20;
+
+class parser_lease {
+ public:
+  parser_lease() : parser_(thread_parser()) {}
+  ~parser_lease() {
+    if (parser_.capacity() > parser_reuse_bytes_max) parser_ = dom::parser{};
+  }
+  parser_lease(const parser_lease&) = delete;
+  parser_lease& operator=(const parser_lease&) = delete;
+  dom::parser& operator*() { return parser_; }
+  dom::parser* operator->() { return &parser_; }
+
+ private:
+  static dom::parser& thread_parser() {
+    thread_local dom::parser parser;
+    return parser;
+  }
+  dom::parser& parser_;
+};
 
 api_error unprocessable(std::string message) { return {422, ec::unprocessable, std::move(message)}; }
 
@@ -80,17 +107,24 @@ parsed<std::string_view> string_field(std::string_view field, dom::element e) {
 parsed<dom::object> object_with(std::string_view field, dom::element e, std::initializer_list<std::string_view> allowed) {
   if (e.type() != dom::element_type::OBJECT) return wrong_type(field, "an object", e);
   dom::object o = e.get_object().value_unsafe();
-  std::vector<std::string_view> seen;  // objects here have a handful of keys: a scan is enough
+  // Runs once per record of a produce request: no allocation unless the object is refused.
+  // Every key is one of `allowed` (a handful), so a key seen more times than `allowed` holds
+  // names is a duplicate and the scan below stays within a fixed array.
+  constexpr size_t allowed_max = 16;
+  RINGLOG_ASSERT_OP(allowed.size(), <=, allowed_max);
+  std::array<std::string_view, allowed_max> seen;
+  size_t seen_count = 0;
+  auto where = [field] { return field.empty() ? std::string("request body") : std::string(field); };
   for (auto [key, value] : o) {
     bool known = false;
     for (auto a : allowed) known = known || a == key;
-    const std::string where = field.empty() ? std::string("request body") : std::string(field);
-    if (!known) return unprocessable(where + " has an unknown field \"" + std::string(key) + "\"");
+    if (!known) return unprocessable(where() + " has an unknown field \"" + std::string(key) + "\"");
     // RFC 8259 leaves duplicate names to the parser; silently keeping one would hide a bug.
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      return unprocessable(where + " has the field \"" + std::string(key) + "\" twice");
+    if (std::find(seen.begin(), seen.begin() + static_cast<ptrdiff_t>(seen_count), key) !=
+        seen.begin() + static_cast<ptrdiff_t>(seen_count)) {
+      return unprocessable(where() + " has the field \"" + std::string(key) + "\" twice");
     }
-    seen.push_back(key);
+    seen[seen_count++] = key;
   }
   return o;
 }
@@ -342,10 +376,10 @@ std::string format_iso8601_ms(int64_t ms) {
 
 parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view body, embedded_format format,
                                                              bool partition_in_path, const produce_limits& limits) {
-  dom::parser parser;
+  parser_lease parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser->parse(padded).get(doc); err) return malformed(err);
   auto top = object_with("", doc, {"records", "key_schema", "key_schema_id", "value_schema", "value_schema_id"});
   if (!top.ok()) return top.error();
   for (std::string_view schema_field : {"key_schema", "key_schema_id", "value_schema", "value_schema_id"}) {
@@ -368,15 +402,16 @@ parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view bo
     if (!o.ok()) return o.error();
     broker::produce_record rec;
     for (auto [name, value] : *o) {
-      std::string f = field + "." + std::string(name);
+      // The field's path is spelled out only for an error message (this loop runs per record).
+      auto f = [&field, name] { return field + "." + std::string(name); };
       if (name == "partition") {
         if (value.type() == dom::element_type::NULL_VALUE) continue;
-        auto p = integer_field(f, value, 0, std::numeric_limits<int32_t>::max());
+        auto p = integer_field(f(), value, 0, std::numeric_limits<int32_t>::max());
         if (!p.ok()) return p.error();
         rec.partition = model::partition_id(static_cast<int32_t>(*p));
       } else {
-        auto payload = v2_payload(f, value, format);
-        if (!payload.ok()) return payload.error();
+        auto payload = v2_payload("", value, format);
+        if (!payload.ok()) return v2_payload(f(), value, format).error();
         (name == "key" ? rec.key : rec.value) = std::move(payload).value();
       }
     }
@@ -390,13 +425,13 @@ parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produ
   // simdjson's parse_many on an empty input does not reliably report EMPTY (seen as 400 on one
   // build and as zero documents, hence 422, on another): refuse a blank body here, as malformed.
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return malformed(simdjson::EMPTY);
-  dom::parser parser;
+  parser_lease parser;
   simdjson::padded_string padded(body);
   // One batch holds the whole body (bounded by http.request.body.max.bytes), so a record never
   // straddles a batch boundary.
   size_t batch = std::max<size_t>(body.size() + 64, simdjson::dom::DEFAULT_BATCH_SIZE);
   dom::document_stream stream;
-  if (auto err = parser.parse_many(padded, batch).get(stream); err) return malformed(err);
+  if (auto err = parser->parse_many(padded, batch).get(stream); err) return malformed(err);
   // The parser reuses one document per iteration: each record is converted before the next.
   std::vector<v3_item> items;
   for (auto doc : stream) {
