@@ -164,6 +164,24 @@ export async function render(view, route, ctx) {
     }
   };
 
+  /** The page of `limit` records before the first or after the last one shown. */
+  const turnPage = async (direction) => {
+    if (!raw.length) return;
+    const want = Math.min(Math.max(1, Number(limit.value) || 1), BROWSE_RECORDS_MAX);
+    let start = direction > 0 ? raw[raw.length - 1].offset + 1 : raw[0].offset - want;
+    try {
+      if (direction < 0) start = Math.max((await api.offsets(topicSel.value, Number(partSel.value))).beginning_offset, start);
+    } catch (e) {
+      return status.show(e);
+    }
+    mode.value = 'offset';
+    offset.value = String(start);
+    syncMode();
+    await load();
+  };
+  const earlier = h('button', { type: 'button', class: 'secondary', 'data-testid': 'earlier', onclick: () => turnPage(-1) }, '◀ earlier');
+  const later = h('button', { type: 'button', class: 'secondary', 'data-testid': 'later', onclick: () => turnPage(1) }, 'later ▶');
+
   const exportButton = h('button', { type: 'button', class: 'secondary', 'data-testid': 'export', onclick: () => {
     const rows = shown.map(([, i]) => i);
     const text = JSON.stringify(exportRecords(rows.map((i) => decoded[i]), rows.map((i) => raw[i])), null, 2);
@@ -182,7 +200,7 @@ export async function render(view, route, ctx) {
       field(`records (at most ${BROWSE_RECORDS_MAX})`, limit), h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Load'))),
     status.el,
     h('div', { class: 'panel form' }, field('filter: key', fKey), field('filter: header', fHeader), field('filter: value', fValue)),
-    h('div', { class: 'toolbar' }, summary, h('span', { class: 'grow' }), exportButton),
+    h('div', { class: 'toolbar' }, summary, h('span', { class: 'grow' }), earlier, later, exportButton),
     list);
   syncMode();
 

@@ -201,6 +201,20 @@ test('a record produced from the form is shown decoded, filtered and exported', 
   assert.deepEqual(exported[0].key, { text: 'user-7' });
   assert.equal(exported[0].partition, 1);
   assert.equal(exported[0].offset, 0);
+
+  // Paging: two records at a time from offset 0, then later and earlier.
+  for (let i = 1; i <= 3; i++) await produce('orders', { page: i }, 1);
+  await page.getByTestId('filter-value').fill('');
+  await page.getByTestId('from').selectOption('offset');
+  await page.locator('input[name=offset]').fill('0');
+  await page.locator('input[name=limit]').fill('2');
+  await page.getByTestId('browse-form').getByRole('button', { name: 'Load' }).click();
+  const shownOffsets = () => page.getByTestId('record-offset').allTextContents();
+  await until('offsets 0 and 1', async () => (await shownOffsets()).join() === '0,1');
+  await page.getByTestId('later').click();
+  await until('offsets 2 and 3', async () => (await shownOffsets()).join() === '2,3');
+  await page.getByTestId('earlier').click();
+  await until('offsets 0 and 1 again', async () => (await shownOffsets()).join() === '0,1');
   assertNoPageErrors();
 });
 
