@@ -1,12 +1,18 @@
 #!/bin/sh
-# Installs what ringlog needs to build and test, from Debian 12's registry only. Safe to rerun:
+# Installs what ringlog needs to build and test, from Debian 12's registry only (the console's
+# test tooling, playwright-core, comes from npm's registry in scripts/test.sh). Safe to rerun:
 # it installs only what is missing. Works as root, or as a user with sudo.
 set -eu
 
 PACKAGES="g++ meson ninja-build pkg-config liburing-dev libboost1.81-dev libsimdjson-dev \
 nlohmann-json3-dev liblz4-dev libspdlog-dev libfmt-dev doctest-dev \
 python3-pytest python3-requests python3-kafka python3-lz4 python3-websockets python3-yaml \
-procps"
+procps chromium"
+# The console's browser tests (web-console/tests) need node and npm; Debian's only when no node
+# is on PATH already (a newer one installed otherwise is used as it is).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PACKAGES="$PACKAGES nodejs npm"
+fi
 if [ "${RINGLOG_BENCH_DEPS:-0}" = 1 ]; then
   PACKAGES="$PACKAGES libbenchmark-dev fio nginx-light wrk redis-server"
 fi

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what is missing, builds, and runs every test: the doctest suites and the Python
-# checks registered with meson, then the pytest integration suite against the real binary.
+# checks registered with meson, the pytest integration suite against the real binary, then the
+# console's tests in a real browser (web-console/tests, node + Debian's chromium).
 # Ends with one line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -32,7 +33,27 @@ PY
 else
   py_bad=1
 fi
-passed=$((meson_ok + py_ok))
-failed=$((meson_bad + py_bad))
+# The console in a real browser (web-console/tests): playwright-core from the committed lock
+# file drives Debian's chromium against the real binary. Counted from node's TAP summary.
+console_tap=build/test-results/console.tap
+rm -f "$console_tap"
+if (cd web-console && npm ci --no-audit --no-fund --loglevel=error); then
+  (cd web-console && RINGLOG_BIN="$PWD/../build/src/app/ringlog" \
+    RINGLOG_SCREENSHOT_DIR="$PWD/../build/test-results/console-screenshots" \
+    node --test --test-reporter=spec --test-reporter-destination=stdout \
+      --test-reporter=tap --test-reporter-destination="../$console_tap" tests/)
+fi
+console_ok=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$console_tap" 2>/dev/null | tail -1)
+console_bad=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$console_tap" 2>/dev/null | tail -1)
+console_cancelled=$(sed -n 's/^# cancelled \([0-9]*\)$/\1/p' "$console_tap" 2>/dev/null | tail -1)
+[ -n "$console_bad" ] && console_bad=$((console_bad + ${console_cancelled:-0}))
+if [ -z "$console_ok" ] || [ -z "$console_bad" ]; then
+  echo "console tests did not run (npm ci or node failed): counted as 1 failure" >&2
+  console_ok=0
+  console_bad=1
+fi
+
+passed=$((meson_ok + py_ok + console_ok))
+failed=$((meson_bad + py_bad + console_bad))
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

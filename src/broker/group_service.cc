@@ -76,6 +76,7 @@ struct shard_state {
   std::map<std::string, instance_settings> instances;  // instance_key -> settings
   std::map<std::string, std::string> ended;             // instance_key -> why it ended
   std::deque<std::string> ended_order;                  // oldest first, for the bound
+  std::map<std::string, std::deque<lag_sample>> lag_history;  // group -> samples, oldest first
 
   void remember_end(const std::string& key, std::string why) {
     if (!ended.contains(key)) ended_order.push_back(key);
@@ -147,6 +148,7 @@ class group_service_impl final : public group_service {
   void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) override;
   void describe_group(std::string group_id, std::function<void(result<group_details>)> done) override;
   void group_lag(std::string group_id, std::function<void(result<std::vector<group::partition_lag>>)> done) override;
+  void lag_history(std::string group_id, std::function<void(result<std::vector<lag_sample>>)> done) override;
   void delete_group(std::string group_id, std::function<void(result<void>)> done) override;
   void reset_offsets(reset_offsets_request request,
                      std::function<void(result<group::partition_map<model::offset>>)> done) override;
@@ -179,6 +181,12 @@ class group_service_impl final : public group_service {
   void member_call(std::string group_id, std::string instance_id, F call, std::function<void(result<void>)> done);
   std::optional<log_bounds> bounds_of(const model::topic_partition& tp);
   void schedule_expiry(size_t shard);
+  /// On `shard` every lag_history_interval_ms: one total-lag sample per group of that shard.
+  void schedule_lag_sampling(size_t shard);
+  /// On the group's shard: lag of every committed partition and every owned one.
+  /// `high_watermarks` caches the figures looked up, for the next group of one sampling round.
+  result<std::vector<group::partition_lag>> lags_of(shard_state& st, const std::string& group_id,
+                                                    group::partition_map<model::offset>& high_watermarks);
   void poll_heartbeat(size_t shard, std::string group_id, std::string instance_id, poll_request request,
                       int64_t deadline_ms, std::function<void(result<std::vector<consumed_record>>)> done);
   /// Nothing to return yet: another round after poll_retry_interval_ms, or empty at the deadline.
@@ -227,7 +235,10 @@ result<void> group_service_impl::start() {
     if (!r.ok()) return r.error();
   }
   topics_changed();
-  for (size_t s = 0; s < shards_.size(); ++s) schedule_expiry(s);
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    schedule_expiry(s);
+    schedule_lag_sampling(s);
+  }
   return base::ok_v;
 }
 
@@ -277,6 +288,29 @@ void group_service_impl::schedule_expiry(size_t shard) {
     }
     persist(shard, std::move(expired.records), [](result<void>) {});
     schedule_expiry(shard);
+  });
+}
+
+void group_service_impl::schedule_lag_sampling(size_t shard) {
+  runtime_.post_after(shard, lag_history_interval_ms, [this, shard] {
+    if (stopping_) return;
+    auto& st = *shards_[shard];
+    const int64_t now = clock_.now_ms();
+    group::partition_map<model::offset> high_watermarks;
+    std::map<std::string, std::deque<lag_sample>> kept;   // groups deleted meanwhile drop out
+    for (const auto& g : st.coordinator.list_groups()) {
+      if (kept.size() == lag_history_groups_per_shard_max) break;
+      auto lags = lags_of(st, g.group_id, high_watermarks);
+      if (!lags.ok()) continue;
+      int64_t total = 0;
+      for (const auto& l : lags.value()) total += l.lag.value_or(0);
+      auto& samples = kept[g.group_id];
+      if (auto it = st.lag_history.find(g.group_id); it != st.lag_history.end()) samples = std::move(it->second);
+      samples.push_back({now, total});
+      while (samples.size() > lag_history_samples_max) samples.pop_front();
+    }
+    st.lag_history = std::move(kept);
+    schedule_lag_sampling(shard);
   });
 }
 
@@ -759,21 +793,44 @@ void group_service_impl::describe_group(std::string group_id, std::function<void
   });
 }
 
+result<std::vector<group::partition_lag>> group_service_impl::lags_of(
+    shard_state& st, const std::string& group_id, group::partition_map<model::offset>& high_watermarks) {
+  auto committed = st.coordinator.committed_offsets(group_id);
+  if (!committed.ok()) return from_group(committed.error());
+  group::partition_set partitions;
+  for (const auto& [tp, c] : committed.value()) partitions.insert(tp);
+  for (const auto& m : st.coordinator.describe_group(group_id).members) partitions.insert(m.owned.begin(), m.owned.end());
+  group::partition_map<model::offset> mine;   // lag() reports every partition it is given
+  for (const auto& tp : partitions) {
+    auto known = high_watermarks.find(tp);
+    if (known == high_watermarks.end()) {
+      auto b = bounds_of(tp);
+      if (!b) continue;   // a deleted topic: no lag to report
+      known = high_watermarks.emplace(tp, b->high_watermark).first;
+    }
+    mine.emplace(tp, known->second);
+  }
+  auto lag = st.coordinator.lag(group_id, mine);
+  if (!lag.ok()) return from_group(lag.error());
+  return std::move(lag.value());
+}
+
 void group_service_impl::group_lag(std::string group_id,
                                    std::function<void(result<std::vector<group::partition_lag>>)> done) {
   on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t, shard_state& st) {
-    auto committed = st.coordinator.committed_offsets(group_id);
-    if (!committed.ok()) return done(from_group(committed.error()));
-    group::partition_set partitions;
-    for (const auto& [tp, c] : committed.value()) partitions.insert(tp);
-    for (const auto& m : st.coordinator.describe_group(group_id).members) partitions.insert(m.owned.begin(), m.owned.end());
     group::partition_map<model::offset> high_watermarks;
-    for (const auto& tp : partitions) {
-      if (auto b = bounds_of(tp)) high_watermarks[tp] = b->high_watermark;
+    done(lags_of(st, group_id, high_watermarks));
+  });
+}
+
+void group_service_impl::lag_history(std::string group_id, std::function<void(result<std::vector<lag_sample>>)> done) {
+  on_coordinator(group_id, [group_id, done = std::move(done)](size_t, shard_state& st) {
+    if (st.coordinator.describe_group(group_id).state == group::group_state::dead) {
+      return done(error{errc::group_id_not_found, "consumer group '" + group_id + "' not found"});
     }
-    auto lag = st.coordinator.lag(group_id, high_watermarks);
-    if (!lag.ok()) return done(from_group(lag.error()));
-    done(std::move(lag.value()));
+    auto it = st.lag_history.find(group_id);
+    if (it == st.lag_history.end()) return done(std::vector<lag_sample>{});
+    done(std::vector<lag_sample>(it->second.begin(), it->second.end()));
   });
 }
 

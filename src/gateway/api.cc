@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base64.h"
+#include "console_files.h"
 #include "errors.h"
 #include "http_util.h"
 #include "stream_limits.h"
@@ -1611,6 +1612,29 @@ void v3_group_lag_summary(const call_ptr& c) {
   });
 }
 
+/// GET .../consumer-groups/{g}/lag-history: the total lag the broker sampled every
+/// lag_history_interval_ms (broker/groups.h), oldest first; in memory, so empty after a restart.
+void v3_group_lag_history(const call_ptr& c) {
+  with_group(c, [](api::call& call, broker::group_details d) {
+    std::string id = d.description.group_id;
+    call.broker().groups().lag_history(id, [self = call.shared_from_this(), id](broker::result<std::vector<broker::lag_sample>> r) {
+      self->later([r = std::move(r), id](api::call& call2) {
+        if (!r.ok()) return call2.fail(to_api_error(r.error()));
+        const std::string& cluster = call2.broker().config().cluster_id;
+        json data = json::array();
+        for (const auto& s : *r) data.push_back({{"timestamp", s.timestamp_ms}, {"total_lag", s.total_lag}});
+        call2.respond_json(200, {{"kind", "KafkaConsumerGroupLagHistory"},
+                                 {"metadata", {{"self", call2.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + id + "/lag-history"}}},
+                                 {"cluster_id", cluster},
+                                 {"consumer_group_id", id},
+                                 {"interval_ms", broker::lag_history_interval_ms},
+                                 {"samples_max", broker::lag_history_samples_max},
+                                 {"data", data}});
+      });
+    });
+  });
+}
+
 void v3_delete_group(const call_ptr& c) {
   if (!c->check_cluster()) return;
   c->broker().groups().delete_group(c->params["consumer_group_id"], answer_no_content(c));
@@ -1672,6 +1696,41 @@ void v3_reset_group_offsets(const call_ptr& c) {
   });
 }
 
+// -- the browser console (issue 6)
+
+/// Content-Security-Policy of the console's pages: its own scripts, styles and API only (the
+/// WebSocket is same-origin, which 'self' covers), and no framing (clickjacking).
+constexpr const char* console_csp =
+    "default-src 'self'; connect-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'";
+
+/// GET|HEAD /console, /console/ and /console/{file}: the console's files, embedded at build time
+/// (web-console/embed_console.py); /console is index.html, which loads the rest by absolute URL.
+/// Cache-Control no-cache with a strong ETag: the browser revalidates every load and gets 304
+/// while the bytes are unchanged, so a new binary's console shows at once. Unknown files: 404.
+void console_get(const call_ptr& c) {
+  auto it = c->params.find("file");
+  std::string name = it == c->params.end() ? "index.html" : it->second;
+  auto files = console_files();
+  auto f = std::find_if(files.begin(), files.end(), [&](const console_file& e) { return e.name == name; });
+  if (f == files.end()) {
+    return c->fail(404, ec::not_found, "no console file \"" + name + "\"; the console starts at /console");
+  }
+  http_response r;
+  r.headers.emplace_back("ETag", std::string(f->etag));
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  if (f->content_type.starts_with("text/html")) r.headers.emplace_back("Content-Security-Policy", console_csp);
+  if (etag_matches(c->request.if_none_match, f->etag)) {
+    r.status = 304;
+    r.content_type.clear();
+    return c->respond(std::move(r));
+  }
+  r.content_type = std::string(f->content_type);
+  r.body = std::string(f->bytes);
+  c->respond(std::move(r));
+}
+
 struct route {
   const char* method;
   const char* pattern;
@@ -1723,7 +1782,12 @@ const std::vector<route>& route_table() {
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers", v3_group_consumers},
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-summary", v3_group_lag_summary},
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags", v3_group_lags},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-history", v3_group_lag_history},
       {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/offsets:reset", v3_reset_group_offsets},
+      {"GET", "/console", console_get},
+      {"HEAD", "/console", console_get},
+      {"GET", "/console/{file}", console_get},
+      {"HEAD", "/console/{file}", console_get},
   };
   return table;
 }

@@ -85,6 +85,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     fill_head(*msg, r);
     msg->body() = std::move(r.body);
     msg->prepare_payload();
+    if (head_request_) msg->body().clear();   // Content-Length stays the GET body's (RFC 9110 9.3.2)
     http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
       self->after_response(ec);
     });
@@ -161,6 +162,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
 
   void read_header() {
     busy_ = false;
+    head_request_ = false;
     if (close_after_response_ || server_.stopping) return close();
     parser_.emplace();
     parser_->body_limit(server_.options.body_bytes_max);
@@ -293,6 +295,8 @@ class session final : public std::enable_shared_from_this<session>, public respo
     req.access_control_request_headers = header(http::field::access_control_request_headers);
     req.host = header(http::field::host);
     if (auto it = msg.find("Last-Event-ID"); it != msg.end()) req.last_event_id = std::string(it->value());
+    req.if_none_match = header(http::field::if_none_match);
+    head_request_ = msg.method() == http::verb::head;
     req.chunked = msg.chunked();
     req.body = std::move(msg.body());
     server_.routes.handle(std::move(req), shared_from_this());
@@ -367,6 +371,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
   std::optional<http::request_parser<http::string_body>> parser_;
   unsigned version_ = 11;
   bool keep_alive_ = true;
+  bool head_request_ = false;   // the request being answered is a HEAD: send no body
   bool busy_ = false;
   bool close_after_response_ = false;
   bool closed_ = false;

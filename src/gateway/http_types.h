@@ -19,10 +19,13 @@ struct http_request {
   std::string access_control_request_headers;  // CORS preflight
   std::string host;          // Host header
   std::string last_event_id; // Last-Event-ID header (SSE reconnect), "" when absent
+  std::string if_none_match; // If-None-Match header (console files' ETags), "" when absent
   bool chunked = false;      // Transfer-Encoding: chunked (v3 streaming produce)
   std::string body;
 };
 
+/// The server sends a HEAD request's answer without its body but with the Content-Length the
+/// body would have (RFC 9110 section 9.3.2); handlers answer HEAD as they would GET.
 struct http_response {
   unsigned status = 200;
   std::string content_type = "application/json";

@@ -201,4 +201,17 @@ bool origin_allowed(const std::vector<std::string>& allowed, std::string_view or
   return false;
 }
 
+bool etag_matches(std::string_view if_none_match, std::string_view etag) {
+  auto opaque = [](std::string_view tag) {
+    if (tag.starts_with("W/")) tag.remove_prefix(2);
+    return tag;
+  };
+  for (std::string_view item : split(if_none_match, ',')) {
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (item == "*" || (!item.empty() && opaque(item) == opaque(etag))) return true;
+  }
+  return false;
+}
+
 }  // namespace ringlog::gateway

@@ -38,4 +38,9 @@ bool match_path(std::string_view pattern, std::string_view path, std::map<std::s
 /// http.cors.allowed.origins: "*" allows any; otherwise an exact, case-insensitive match.
 bool origin_allowed(const std::vector<std::string>& allowed, std::string_view origin);
 
+/// Whether an If-None-Match header (RFC 9110 section 13.1.2: "*" or a comma-separated list of
+/// entity tags) matches `etag` (a quoted strong tag such as "\"ab12\""). Weak comparison: a
+/// W/ prefix on either side is ignored, as a GET's If-None-Match requires.
+bool etag_matches(std::string_view if_none_match, std::string_view etag);
+
 }  // namespace ringlog::gateway

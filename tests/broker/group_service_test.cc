@@ -66,6 +66,13 @@ struct groups_fixture {
     REQUIRE(r.ok());
     return r->instance_id;
   }
+  /// A member of `group` subscribed to `topic` that has polled once (read what was there).
+  std::string member_that_read(const std::string& group, const std::string& topic) {
+    auto id = join(group);
+    REQUIRE(subscribe(group, id, topic).ok());
+    REQUIRE(poll(group, id).ok());
+    return id;
+  }
   result<void> subscribe(const std::string& group, const std::string& id, const std::string& topic) {
     group::subscription sub;
     sub.kind = group::subscription_kind::topics;
@@ -141,9 +148,7 @@ TEST_CASE_FIXTURE(groups_fixture, "committed offsets come back after a restart; 
   open();
   create("orders", 2);
   produce("orders", 0, 5);
-  auto id = join("g");
-  REQUIRE(subscribe("g", id, "orders").ok());
-  REQUIRE(poll("g", id).ok());
+  auto id = member_that_read("g", "orders");
   REQUIRE(commit("g", id, std::vector<group::processed_offset>{{orders0, model::offset{2}, "meta"}}).ok());
   stop();
   open();
@@ -195,13 +200,52 @@ TEST_CASE_FIXTURE(groups_fixture, "__consumer_offsets is internal, and a deleted
 
   create("orders", 1);
   produce("orders", 0, 2);
-  auto id = join("g");
-  REQUIRE(subscribe("g", id, "orders").ok());
-  REQUIRE(poll("g", id).ok());
+  auto id = member_that_read("g", "orders");
   REQUIRE(commit("g", id, std::nullopt).ok());
   CHECK(committed("g", id)->size() == 1);
   REQUIRE(call<result<void>>([&](auto done) { b->delete_topic("orders", std::move(done)); }).ok());
   runtime->wait_idle();
   CHECK(committed("g", id)->empty());
+  stop();
+}
+
+TEST_CASE_FIXTURE(groups_fixture, "lag history: one total-lag sample per interval, bounded, gone with the group") {
+  open();
+  create("orders", 1);
+  produce("orders", 0, 10);
+  auto id = member_that_read("g", "orders");
+  auto history = [&](const std::string& group) {
+    return call<result<std::vector<lag_sample>>>([&](auto done) { b->groups().lag_history(group, std::move(done)); });
+  };
+  auto tick = [&] {
+    runtime->advance_ms(lag_history_interval_ms);
+    runtime->wait_idle();
+  };
+  REQUIRE(history("g").ok());
+  CHECK(history("g")->empty());   // nothing sampled before the first interval
+
+  REQUIRE(commit("g", id, std::vector<group::processed_offset>{{orders0, model::offset{3}, ""}}).ok());   // lag 6
+  tick();
+  REQUIRE(commit("g", id, std::vector<group::processed_offset>{{orders0, model::offset{9}, ""}}).ok());   // lag 0
+  produce("orders", 0, 2);                                                                              // lag 2
+  tick();
+  auto samples = history("g");
+  REQUIRE(samples.ok());
+  REQUIRE(samples->size() == 2);
+  CHECK((*samples)[0].total_lag == 6);
+  CHECK((*samples)[1].total_lag == 2);
+  CHECK((*samples)[1].timestamp_ms - (*samples)[0].timestamp_ms == lag_history_interval_ms);
+
+  for (size_t i = 0; i < lag_history_samples_max; ++i) tick();
+  samples = history("g");
+  REQUIRE(samples.ok());
+  CHECK(samples->size() == lag_history_samples_max);   // the oldest dropped first
+  CHECK(samples->front().timestamp_ms == t0 + 3 * lag_history_interval_ms);
+
+  CHECK(history("nope").error().code == errc::group_id_not_found);
+  // An hour of ticks outlived the member's session (300 s): the group is empty, its offsets stay.
+  REQUIRE(call<result<void>>([&](auto done) { b->groups().delete_group("g", std::move(done)); }).ok());
+  tick();
+  CHECK(history("g").error().code == errc::group_id_not_found);
   stop();
 }

@@ -127,3 +127,14 @@ TEST_CASE("origin_allowed: * allows any origin, a list matches whole origins cas
   CHECK_FALSE(origin_allowed(list, ""));
   CHECK_FALSE(origin_allowed({}, "https://app.example.com"));
 }
+
+TEST_CASE("etag_matches: If-None-Match lists, *, and weak comparison") {
+  CHECK(etag_matches("\"ab12\"", "\"ab12\""));
+  CHECK(etag_matches("*", "\"ab12\""));
+  CHECK(etag_matches("\"x\", W/\"ab12\"", "\"ab12\""));
+  CHECK(etag_matches(" \"x\" ,\t\"ab12\" ", "\"ab12\""));
+  CHECK_FALSE(etag_matches("", "\"ab12\""));
+  CHECK_FALSE(etag_matches("\"ab1\"", "\"ab12\""));
+  CHECK_FALSE(etag_matches("ab12", "\"ab12\""));   // an unquoted tag is not the same tag
+  CHECK_FALSE(etag_matches(",,", "\"ab12\""));
+}

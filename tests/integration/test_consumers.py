@@ -69,6 +69,16 @@ def read_at_least(base, count, deadline_s=DEADLINE_S):
     return got
 
 
+def member_that_read(broker, topic, group, count):
+    """A one-partition topic with `count` records, and a member of `group` that read them all."""
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, [f"v{i}" for i in range(count)], partition=0)
+    base = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic])
+    read_at_least(base, count)
+    return base
+
+
 def commit(base, offsets=None):
     body = {"offsets": offsets} if offsets is not None else None
     r = requests.post(base + "/offsets", json=body, headers={"Content-Type": V2})
@@ -375,13 +385,39 @@ def test_bad_input_gives_the_documented_errors(broker, topic_name):
 
 # ---- admin and the internal topic
 
+def test_lag_history_samples_total_lag_over_time(broker, topic_name):
+    """The broker samples a group's total lag every interval_ms (the console's lag chart); a
+    commit shows in the next samples, oldest first."""
+    group = "h-" + topic_name
+    base = member_that_read(broker, topic_name, group, 5)
+    commit(base, [{"topic": topic_name, "partition": 0, "offset": 1}])   # stores 2: lag 3
+    url = broker.v3(f"/consumer-groups/{group}/lag-history")
+
+    def history():
+        r = requests.get(url)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    first = history()
+    assert first["interval_ms"] == 5000 and first["samples_max"] == 720
+    assert first["kind"] == "KafkaConsumerGroupLagHistory" and first["consumer_group_id"] == group
+    # Two sampling rounds at most: 2 x interval_ms plus slack.
+    wait_until(lambda: any(s["total_lag"] == 3 for s in history()["data"]), 15.0, "a sample with lag 3")
+    commit(base, [{"topic": topic_name, "partition": 0, "offset": 4}])   # stores 5: lag 0
+    wait_until(lambda: history()["data"][-1]["total_lag"] == 0, 15.0, "a sample with lag 0")
+    samples = history()["data"]
+    times = [s["timestamp"] for s in samples]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    lags = [s["total_lag"] for s in samples]
+    assert lags.index(0) > lags.index(3), lags
+
+    r = requests.get(broker.v3("/consumer-groups/no-such-group/lag-history"))
+    assert r.status_code == 404 and r.json()["error_code"] == 40404
+
+
 def test_group_admin_lag_reset_delete(broker, topic_name):
-    broker.create_topic(topic_name, partitions=1)
-    produce(broker, topic_name, [f"v{i}" for i in range(10)], partition=0)
     group = "g-" + topic_name
-    base = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
-    subscribe(base, [topic_name])
-    read_at_least(base, 10)
+    base = member_that_read(broker, topic_name, group, 10)
     commit(base, [{"topic": topic_name, "partition": 0, "offset": 5}])
 
     listed = requests.get(broker.v3("/consumer-groups")).json()["data"]

@@ -12,7 +12,7 @@ def served_routes():
     """The route table of src/gateway/api.cc: {"GET", "/topics", handler} entries."""
     source = (ROOT / "src" / "gateway" / "api.cc").read_text()
     table = source[source.index("route_table()"):]
-    return {(m, p) for m, p in re.findall(r'\{"(GET|POST|PATCH|DELETE|PUT)", "(/[^"]*)", \w+\}', table)}
+    return {(m, p) for m, p in re.findall(r'\{"(GET|HEAD|POST|PATCH|DELETE|PUT)", "(/[^"]*)", \w+\}', table)}
 
 
 def documented_routes():
@@ -20,7 +20,7 @@ def documented_routes():
     out = set()
     for path, item in spec["paths"].items():
         for method in item:
-            if method in ("get", "post", "patch", "delete", "put"):
+            if method in ("get", "head", "post", "patch", "delete", "put"):
                 out.add((method.upper(), path))
     return out, spec
 
@@ -47,7 +47,7 @@ def test_documented_get_routes_answer_as_shown(broker, topic_name):
     assert subscribed.status_code == 204, subscribed.text
     values = {"cluster_id": cluster, "topic_name": topic_name, "topic": topic_name, "partition_id": "0",
               "partition": "0", "name": "retention.ms", "group": group, "instance": instance,
-              "consumer_group_id": group}
+              "consumer_group_id": group, "file": "index.html"}
     documented, spec = documented_routes()
     for method, path in sorted(documented):
         if method != "GET":

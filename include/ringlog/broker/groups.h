@@ -25,6 +25,23 @@ namespace ringlog::broker {
 
 inline constexpr const char* consumer_offsets_topic = "__consumer_offsets";
 
+/// Lag history (GET .../consumer-groups/{g}/lag-history, the console's lag-over-time chart): each
+/// shard samples the total lag of its groups every lag_history_interval_ms and keeps the last
+/// lag_history_samples_max samples per group (one hour: what an operator looks back over during
+/// an incident) for at most lag_history_groups_per_shard_max groups (the first by group id), so
+/// it costs at most 256 x 720 x 16 bytes (about 3 MiB) per shard. Kept in memory only: it starts
+/// empty when the broker starts (the committed offsets themselves are durable).
+inline constexpr int64_t lag_history_interval_ms = 5'000;
+inline constexpr size_t lag_history_samples_max = 720;
+inline constexpr size_t lag_history_groups_per_shard_max = 256;
+
+/// One sample of a group's total lag: the sum over its partitions of high watermark minus
+/// committed offset (partitions without a committed offset count 0, as in lag-summary).
+struct lag_sample {
+  int64_t timestamp_ms = 0;
+  int64_t total_lag = 0;
+};
+
 /// Embedded format of a REST v2 consumer instance (application/vnd.kafka.{binary,json}.v2+json).
 enum class consumer_format : uint8_t { binary, json };
 
@@ -137,6 +154,9 @@ class group_api {
   virtual void describe_group(std::string group_id, std::function<void(result<group_details>)> done) = 0;
   /// Lag of every committed partition (and every owned one). Errors: group_id_not_found.
   virtual void group_lag(std::string group_id, std::function<void(result<std::vector<group::partition_lag>>)> done) = 0;
+  /// The group's lag samples, oldest first (see lag_history_interval_ms); empty when none was
+  /// taken yet. Errors: group_id_not_found.
+  virtual void lag_history(std::string group_id, std::function<void(result<std::vector<lag_sample>>)> done) = 0;
   /// Errors: group_id_not_found, group_not_empty.
   virtual void delete_group(std::string group_id, std::function<void(result<void>)> done) = 0;
   /// Kafka's kafka-consumer-groups --reset-offsets. Errors: group_not_empty, unknown_topic_or_partition.

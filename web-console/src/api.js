@@ -1,0 +1,140 @@
+// The console's only door to the broker: the documented HTTP API (http-api/openapi.yaml) and
+// the /v1/ws WebSocket (http-api/ws-protocol.md). Same origin, so no CORS is involved.
+
+const V2 = 'application/vnd.kafka.v2+json';
+const V2_BINARY = 'application/vnd.kafka.binary.v2+json';
+const JSON_TYPE = 'application/json';
+
+/** A failed call: the server's {error_code, message}, or what went wrong on the way. */
+export class ApiError extends Error {
+  constructor(what, status, errorCode, message) {
+    super(`${what}: ${errorCode ? `error_code ${errorCode}: ` : ''}${message}`);
+    this.what = what;
+    this.status = status;
+    this.errorCode = errorCode;
+    this.serverMessage = message;
+  }
+}
+
+/**
+ * One HTTP call. Returns the parsed JSON body (null for 204), or the text for text answers.
+ * Throws ApiError carrying the server's error_code and message (or the HTTP status and body).
+ */
+export async function call(method, path, { body, accept = JSON_TYPE, contentType = JSON_TYPE } = {}) {
+  const what = `${method} ${path}`;
+  const init = { method, headers: { Accept: accept } };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = contentType;
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (e) {
+    throw new ApiError(what, 0, null, `the broker did not answer (${e.message})`);
+  }
+  const text = await response.text();
+  const type = (response.headers.get('Content-Type') || '').split(';')[0];
+  let parsed = null;
+  if (text && type.endsWith('json')) {
+    try {
+      parsed = JSON.parse(text);
+    } catch (e) {
+      throw new ApiError(what, response.status, null, `HTTP ${response.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+    }
+  }
+  if (!response.ok) {
+    if (parsed && typeof parsed === 'object' && 'error_code' in parsed) {
+      throw new ApiError(what, response.status, parsed.error_code, parsed.message);
+    }
+    throw new ApiError(what, response.status, null, `HTTP ${response.status} ${text.slice(0, 200)}`);
+  }
+  if (response.status === 204) return null;
+  return parsed !== null ? parsed : text;
+}
+
+const enc = encodeURIComponent;
+
+let clusterPromise = null;
+/** This broker's cluster id (GET /v3/clusters: the one cluster). */
+export function clusterId() {
+  if (!clusterPromise) {
+    clusterPromise = call('GET', '/v3/clusters').then((r) => r.data[0].cluster_id);
+    clusterPromise.catch(() => { clusterPromise = null; });
+  }
+  return clusterPromise;
+}
+async function v3(path) {
+  return `/v3/clusters/${enc(await clusterId())}${path}`;
+}
+
+export const api = {
+  health: () => call('GET', '/v1/health'),
+  metrics: () => call('GET', '/metrics', { accept: 'text/plain' }),
+  brokers: () => call('GET', '/brokers', { accept: V2 }),
+  cluster: async () => call('GET', await v3('')),
+
+  // -- topics
+  topics: async () => (await call('GET', await v3('/topics'))).data,
+  /** v2 describe: configs as an object and per partition leader and replicas with in_sync. */
+  topicV2: (topic) => call('GET', `/topics/${enc(topic)}`, { accept: V2 }),
+  /** v3 partitions: log_start_offset, high_watermark, log_end_offset, size_bytes, leader_epoch. */
+  partitions: async (topic) => (await call('GET', await v3(`/topics/${enc(topic)}/partitions`))).data,
+  configs: async (topic) => (await call('GET', await v3(`/topics/${enc(topic)}/configs`))).data,
+  createTopic: async (body) => call('POST', await v3('/topics'), { body }),
+  deleteTopic: async (topic) => call('DELETE', await v3(`/topics/${enc(topic)}`)),
+  setPartitionCount: async (topic, count) =>
+    call('PATCH', await v3(`/topics/${enc(topic)}`), { body: { partitions_count: count } }),
+  /** data: [{name, value}] to SET, [{name, operation: 'DELETE'}] to go back to the default. */
+  alterConfigs: async (topic, data) => call('POST', await v3(`/topics/${enc(topic)}/configs:alter`), { body: { data } }),
+
+  // -- records
+  /** {beginning_offset, end_offset} of a partition. */
+  offsets: (topic, partition) => call('GET', `/topics/${enc(topic)}/partitions/${partition}/offsets`, { accept: V2 }),
+  /** {offset, timestamp}: the earliest offset whose timestamp is >= ms (nulls when none). */
+  offsetForTime: (topic, partition, ms) =>
+    call('GET', `/topics/${enc(topic)}/partitions/${partition}/offsets?timestamp=${ms}`, { accept: V2 }),
+  /** Records from `offset`, keys and values base64 (the binary format keeps any bytes). */
+  records: (topic, partition, offset, maxBytes) =>
+    call('GET', `/topics/${enc(topic)}/partitions/${partition}/records?offset=${offset}&max_bytes=${maxBytes}`,
+      { accept: V2_BINARY }),
+  /** v3 produce of one record; answers the delivery report (error_code 200) or throws. */
+  produce: async (topic, record) => {
+    const report = await call('POST', await v3(`/topics/${enc(topic)}/records`), { body: record });
+    if (report.error_code !== 200) {
+      throw new ApiError(`POST /v3/.../topics/${topic}/records`, 200, report.error_code, report.message);
+    }
+    return report;
+  },
+
+  // -- consumer groups
+  groups: async () => (await call('GET', await v3('/consumer-groups'))).data,
+  group: async (g) => call('GET', await v3(`/consumer-groups/${enc(g)}`)),
+  consumers: async (g) => (await call('GET', await v3(`/consumer-groups/${enc(g)}/consumers`))).data,
+  lags: async (g) => (await call('GET', await v3(`/consumer-groups/${enc(g)}/lags`))).data,
+  lagSummary: async (g) => call('GET', await v3(`/consumer-groups/${enc(g)}/lag-summary`)),
+  /** {interval_ms, samples_max, data: [{timestamp, total_lag}]}: the broker's samples, oldest first. */
+  lagHistory: async (g) => call('GET', await v3(`/consumer-groups/${enc(g)}/lag-history`)),
+  /** body: {to, value?, timestamp?, topics?, dry_run} (Kafka's reset-offsets). */
+  resetOffsets: async (g, body) => call('POST', await v3(`/consumer-groups/${enc(g)}/offsets:reset`), { body }),
+};
+
+/** ws://host/v1/ws for the page's own origin. */
+export function webSocketUrl() {
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${scheme}//${location.host}/v1/ws`;
+}
+
+/** Runs fn over items with at most `limit` in flight; results in item order. */
+export async function mapLimited(items, limit, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  async function worker() {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i], i);
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}

@@ -1,0 +1,89 @@
+// The console's shell: hash routes -> pages. Each page is render(view, route, ctx) and registers
+// its timers and sockets with ctx, which stops them all when the route changes.
+import { clusterId } from './api.js';
+import { errorBox, fill } from './dom.js';
+import * as overview from './page-overview.js';
+import * as topics from './page-topics.js';
+import * as topic from './page-topic.js';
+import * as messages from './page-messages.js';
+import * as tail from './page-tail.js';
+import * as groups from './page-groups.js';
+import * as group from './page-group.js';
+
+/**
+ * "#/topics/orders?x=1" -> {page, path: ['topics', 'orders'], query: URLSearchParams}.
+ * Path segments are percent-decoded (topic and group names may hold any allowed character).
+ */
+export function parseRoute(hash) {
+  const text = (hash || '').replace(/^#\/?/, '');
+  const [pathText, queryText = ''] = text.split('?');
+  const path = pathText.split('/').filter(Boolean).map(decodeURIComponent);
+  return { page: path[0] || 'overview', path, query: new URLSearchParams(queryText) };
+}
+
+function pageFor(route) {
+  switch (route.page) {
+    case 'overview': return overview;
+    case 'topics': return route.path.length > 1 ? topic : topics;
+    case 'messages': return messages;
+    case 'tail': return tail;
+    case 'groups': return route.path.length > 1 ? group : groups;
+    default: return null;
+  }
+}
+
+/** What a page may hold while shown; everything is released on the next route change. */
+class PageContext {
+  constructor() {
+    this.cleanups = [];
+    this.alive = true;
+  }
+  /** Runs fn now (or first after ms with {now: false}) and then every ms, never overlapping
+   *  itself: the next run is timed from the end of this one. */
+  every(ms, fn, { now = true } = {}) {
+    let timer = null;
+    const tick = async () => {
+      if (!this.alive) return;
+      try {
+        await fn();
+      } finally {
+        if (this.alive) timer = setTimeout(tick, ms);
+      }
+    };
+    if (now) tick();
+    else timer = setTimeout(tick, ms);
+    this.onLeave(() => clearTimeout(timer));
+  }
+  onLeave(fn) { this.cleanups.push(fn); }
+  leave() {
+    this.alive = false;
+    for (const fn of this.cleanups.splice(0)) {
+      try { fn(); } catch (e) { console.error(e); }
+    }
+  }
+}
+
+let current = null;
+
+function show() {
+  const route = parseRoute(location.hash);
+  if (current) current.leave();
+  current = new PageContext();
+  for (const a of document.querySelectorAll('nav a')) {
+    a.classList.toggle('active', a.dataset.page === route.page);
+  }
+  const view = document.getElementById('view');
+  const page = pageFor(route);
+  if (!page) {
+    fill(view, errorBox(`no console page "${route.page}"`));
+    return;
+  }
+  view.replaceChildren();
+  view.dataset.page = route.page;
+  Promise.resolve(page.render(view, route, current)).catch((e) => view.append(errorBox(e)));
+}
+
+window.addEventListener('hashchange', show);
+show();
+clusterId().then((id) => { document.getElementById('cluster').textContent = `cluster ${id}`; },
+  (e) => document.getElementById('view').prepend(errorBox(e)));

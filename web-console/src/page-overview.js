@@ -1,0 +1,103 @@
+// Overview: brokers and controller, topic and partition counts, under-replicated and offline
+// partitions, and live bytes/records in and out per second from /metrics deltas.
+import { api, mapLimited } from './api.js';
+import { lineChart, pushPoint } from './chart.js';
+import { fill, h, statusLine, table, tile } from './dom.js';
+import { formatBytes, formatCount, formatRate } from './format.js';
+import { CHART_POINTS_MAX, DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS, OVERVIEW_TOPICS_DESCRIBED_MAX } from './limits.js';
+import { parsePrometheus, rates, summarize } from './metrics.js';
+
+/** Metadata (topics, ISR) changes slowly: described every this many metrics samples. */
+const METADATA_EVERY_SAMPLES = 5;
+
+// Kept while the console is open, so leaving and coming back keeps the charts.
+const history = { bytes_in: [], bytes_out: [], records_in: [], records_out: [] };
+let lastSample = null;
+
+/** One /metrics sample: pushes rates since the previous one onto the chart history. */
+export async function sampleMetrics() {
+  const now = Date.now();
+  const summary = summarize(parsePrometheus(await api.metrics()));
+  let r = null;
+  if (lastSample) {
+    r = rates(lastSample.summary, summary, (now - lastSample.t) / 1000);
+    for (const k of Object.keys(history)) pushPoint(history[k], now, r.totals[k], CHART_POINTS_MAX);
+  }
+  lastSample = { t: now, summary };
+  return { summary, rates: r };
+}
+
+/** Partition health of v2 topic descriptions: {partitions, underReplicated, offline}. */
+export function partitionHealth(described, brokerIds) {
+  let partitions = 0;
+  let underReplicated = 0;
+  let offline = 0;
+  for (const t of described) {
+    for (const p of t.partitions) {
+      partitions += 1;
+      const inSync = p.replicas.filter((r) => r.in_sync).length;
+      if (inSync < p.replicas.length) underReplicated += 1;
+      if (p.leader < 0 || !brokerIds.includes(p.leader)) offline += 1;
+    }
+  }
+  return { partitions, underReplicated, offline };
+}
+
+export async function render(view, route, ctx) {
+  const status = statusLine();
+  const tiles = h('div', { class: 'tiles', 'data-testid': 'overview-tiles' });
+  const charts = h('div', { class: 'charts' });
+  const brokers = h('div');
+  fill(view, h('h1', {}, 'Overview'), status.el, tiles, h('h2', {}, 'Throughput'), charts, h('h2', {}, 'Brokers'), brokers);
+
+  let meta = null;
+  let samples = 0;
+  const drawCharts = () => fill(charts,
+    lineChart('Bytes per second', [
+      { name: 'in', points: history.bytes_in, cls: 'a' },
+      { name: 'out', points: history.bytes_out, cls: 'b' }], (v) => `${formatBytes(v)}/s`, { testid: 'chart-bytes' }),
+    lineChart('Records per second', [
+      { name: 'in', points: history.records_in, cls: 'a' },
+      { name: 'out', points: history.records_out, cls: 'b' }], formatRate, { testid: 'chart-records' }));
+
+  const loadMetadata = async () => {
+    const [brokerList, cluster, topicList, groupList] = await Promise.all([
+      api.brokers(), api.cluster(), api.topics(), api.groups()]);
+    const controller = Number(cluster.controller.related.split('/').pop());
+    const checked = topicList.slice(0, OVERVIEW_TOPICS_DESCRIBED_MAX);
+    const described = await mapLimited(checked, DESCRIBE_CONCURRENCY_MAX, (t) => api.topicV2(t.topic_name));
+    return { brokerIds: brokerList.brokers, controller, topicList, checked: checked.length, described, groupList };
+  };
+
+  drawCharts();
+  ctx.every(METRICS_POLL_MS, async () => {
+    try {
+      if (samples % METADATA_EVERY_SAMPLES === 0 || !meta) meta = await loadMetadata();
+      samples += 1;
+      const { summary } = await sampleMetrics();
+      if (!ctx.alive) return;
+      status.clear();
+      const health = partitionHealth(meta.described, meta.brokerIds);
+      const notChecked = meta.topicList.length - meta.checked;
+      fill(tiles,
+        tile('brokers', formatCount(meta.brokerIds.length), { testid: 'tile-brokers' }),
+        tile('controller', `broker ${meta.controller}`, { testid: 'tile-controller' }),
+        tile('topics', formatCount(meta.topicList.length), { testid: 'tile-topics' }),
+        tile('partitions', formatCount(meta.topicList.reduce((n, t) => n + t.partitions_count, 0)), { testid: 'tile-partitions' }),
+        tile(`under-replicated partitions${notChecked > 0 ? ` (${notChecked} topics not checked)` : ''}`,
+          formatCount(health.underReplicated), { testid: 'tile-under-replicated', warn: health.underReplicated > 0 }),
+        tile('offline partitions', formatCount(health.offline), { testid: 'tile-offline', warn: health.offline > 0 }),
+        tile('consumer groups', formatCount(meta.groupList.length), { testid: 'tile-groups' }),
+        tile('stored (all topics)', formatBytes(summary.totals.size_bytes), { testid: 'tile-size' }));
+      drawCharts();
+      fill(brokers, table([
+        { title: 'broker', cell: (id) => String(id), num: true },
+        { title: 'role', cell: (id) => (id === meta.controller ? h('span', { class: 'badge good' }, 'controller') : 'broker') },
+        { title: 'partition leaderships', num: true,
+          cell: (id) => formatCount(meta.described.reduce((n, t) => n + t.partitions.filter((p) => p.leader === id).length, 0)) },
+      ], meta.brokerIds, { testid: 'brokers-table' }));
+    } catch (e) {
+      status.show(e);
+    }
+  });
+}

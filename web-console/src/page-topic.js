@@ -1,0 +1,130 @@
+// One topic: per partition leader, replicas, in-sync replicas, log_start_offset,
+// high_watermark, log_end_offset and size; add partitions; edit configs; delete.
+import { api } from './api.js';
+import { confirmButton, field, fill, h, link, statusLine, table, tile } from './dom.js';
+import { formatBytes, formatCount } from './format.js';
+import { METRICS_POLL_MS } from './limits.js';
+
+/** Partitions are re-read every this many ms while the page is open (offsets move). */
+const REFRESH_MS = METRICS_POLL_MS * 2;
+
+function replicaList(p) {
+  return h('span', {}, p.replicas.map((r, i) => [i ? ', ' : '', h('span', { class: r.leader ? 'badge good' : '' }, String(r.broker))]));
+}
+
+function partitionsTable(v3parts, v2parts) {
+  const byId = new Map(v2parts.map((p) => [p.partition, p]));
+  return table([
+    { title: 'partition', num: true, cell: (p) => String(p.partition_id) },
+    { title: 'leader', num: true, cell: (p) => String(byId.get(p.partition_id)?.leader ?? '-') },
+    { title: 'replicas', cell: (p) => (byId.get(p.partition_id) ? replicaList(byId.get(p.partition_id)) : '-') },
+    { title: 'in_sync_replicas', cell: (p) => {
+      const v2 = byId.get(p.partition_id);
+      if (!v2) return '-';
+      const isr = v2.replicas.filter((r) => r.in_sync).map((r) => r.broker);
+      const under = isr.length < v2.replicas.length;
+      return h('span', { class: `badge ${under ? 'bad' : 'good'}` }, isr.join(', ') || 'none');
+    } },
+    { title: 'leader_epoch', num: true, cell: (p) => String(p.leader_epoch) },
+    { title: 'log_start_offset', num: true, cell: (p) => formatCount(p.log_start_offset) },
+    { title: 'high_watermark', num: true, cell: (p) => formatCount(p.high_watermark) },
+    { title: 'log_end_offset', num: true, cell: (p) => formatCount(p.log_end_offset) },
+    { title: 'records', num: true, cell: (p) => formatCount(p.high_watermark - p.log_start_offset) },
+    { title: 'size', num: true, cell: (p) => formatBytes(p.size_bytes) },
+    { title: '', cell: (p) => link(`/messages?topic=${encodeURIComponent(p.topic_name)}&partition=${p.partition_id}`, 'browse') },
+  ], v3parts, { testid: 'partitions-table' });
+}
+
+function configsTable(topic, configs, status, reload) {
+  return table([
+    { title: 'config', cell: (c) => h('code', {}, c.name) },
+    { title: 'value', cell: (c) => (c.is_read_only ? String(c.value ?? '') : h('input', {
+      value: c.value ?? '', 'aria-label': c.name, 'data-config': c.name, class: 'mono' })) },
+    { title: 'source', cell: (c) => h('span', { class: c.is_default ? 'muted' : 'badge' }, c.is_default ? 'default' : 'topic') },
+    { title: '', cell: (c) => (c.is_read_only ? '' : h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'secondary', 'data-testid': `save-${c.name}`, onclick: async (ev) => {
+        const input = ev.target.closest('tr').querySelector('input');
+        try {
+          await api.alterConfigs(topic, [{ name: c.name, value: input.value }]);
+          status.ok(`${c.name} set to ${input.value}`);
+          await reload();
+        } catch (e) {
+          status.show(e);
+        }
+      } }, 'Save'),
+      c.is_default ? null : h('button', { type: 'button', class: 'secondary', onclick: async () => {
+        try {
+          await api.alterConfigs(topic, [{ name: c.name, operation: 'DELETE' }]);
+          status.ok(`${c.name} back to its default`);
+          await reload();
+        } catch (e) {
+          status.show(e);
+        }
+      } }, 'Reset'))) },
+  ], configs, { testid: 'configs-table' });
+}
+
+export async function render(view, route, ctx) {
+  const name = route.path[1];
+  const status = statusLine();
+  const tiles = h('div', { class: 'tiles' });
+  const parts = h('div', {}, h('p', { class: 'muted' }, 'Loading partitions…'));
+  const configsBox = h('div');
+  const count = h('input', { type: 'number', min: 1, name: 'partitions_count', 'data-testid': 'partitions-count' });
+  const grow = h('form', {
+    class: 'form',
+    onsubmit: async (ev) => {
+      ev.preventDefault();
+      try {
+        await api.setPartitionCount(name, Number(count.value));
+        status.ok(`${name} now has ${count.value} partitions`);
+        await loadPartitions();
+      } catch (e) {
+        status.show(e);
+      }
+    },
+  }, field('partition count (only grows)', count), h('button', { type: 'submit' }, 'Add partitions'));
+
+  const encoded = encodeURIComponent(name);
+  fill(view,
+    h('h1', {}, 'Topic ', h('span', { 'data-testid': 'topic-name' }, name)),
+    h('div', { class: 'actions' }, link(`/messages?topic=${encoded}`, 'Browse messages'), link(`/tail?topic=${encoded}`, 'Live tail'),
+      h('span', { class: 'grow' }),
+      confirmButton('Delete topic', `Really delete ${name}?`, async () => {
+        try {
+          await api.deleteTopic(name);
+          location.hash = '#/topics';
+        } catch (e) {
+          status.show(e);
+        }
+      })),
+    status.el, tiles, h('h2', {}, 'Partitions'), parts, h('div', { class: 'panel' }, grow), h('h2', {}, 'Configs'), configsBox);
+
+  const loadPartitions = async () => {
+    const [v3parts, v2topic, v3topic] = await Promise.all([api.partitions(name), api.topicV2(name), api.topics().then(
+      (all) => all.find((t) => t.topic_name === name))]);
+    if (!ctx.alive) return;
+    const size = v3parts.reduce((n, p) => n + p.size_bytes, 0);
+    const records = v3parts.reduce((n, p) => n + (p.high_watermark - p.log_start_offset), 0);
+    fill(tiles,
+      tile('partitions', String(v3parts.length), { testid: 'tile-partitions' }),
+      tile('replication factor', String(v3topic?.replication_factor ?? '-')),
+      tile('records', formatCount(records), { testid: 'tile-records' }),
+      tile('size', formatBytes(size)),
+      tile('internal', v3topic?.is_internal ? 'yes' : 'no'));
+    if (!count.value) count.value = v3parts.length + 1;
+    fill(parts, partitionsTable(v3parts, v2topic.partitions));
+  };
+  const loadConfigs = async () => {
+    const configs = await api.configs(name);
+    if (ctx.alive) fill(configsBox, configsTable(name, configs, status, loadConfigs));
+  };
+
+  try {
+    await Promise.all([loadPartitions(), loadConfigs()]);
+  } catch (e) {
+    status.show(e);
+    return;
+  }
+  ctx.every(REFRESH_MS, () => loadPartitions().catch((e) => status.show(e)), { now: false });
+}

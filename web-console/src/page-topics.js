@@ -1,0 +1,113 @@
+// Topics: every topic with partitions, replication factor, size, retention and records/s;
+// create and delete.
+import { api, mapLimited } from './api.js';
+import { confirmButton, field, fill, h, link, statusLine, table } from './dom.js';
+import { formatBytes, formatDurationMs, formatRate } from './format.js';
+import { DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS } from './limits.js';
+import { sampleMetrics } from './page-overview.js';
+
+/** The topic list and configs are reloaded every this many metrics samples. */
+const LIST_EVERY_SAMPLES = 5;
+
+/** "a=1\nb=2" -> [{name: 'a', value: '1'}, ...]; throws naming a malformed line. */
+export function parseConfigLines(text) {
+  const out = [];
+  for (const [i, raw] of text.split('\n').entries()) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const at = line.indexOf('=');
+    if (at <= 0) throw new Error(`configs line ${i + 1} is not name=value: "${line}"`);
+    out.push({ name: line.slice(0, at).trim(), value: line.slice(at + 1).trim() });
+  }
+  return out;
+}
+
+function createForm(onCreated) {
+  const status = statusLine();
+  const name = h('input', { name: 'topic_name', required: true, placeholder: 'orders', autocomplete: 'off' });
+  const partitions = h('input', { name: 'partitions_count', type: 'number', min: 1, value: 3 });
+  const rf = h('input', { name: 'replication_factor', type: 'number', min: 1, value: 1 });
+  const retention = h('input', { name: 'retention.ms', placeholder: 'default (broker log.retention.ms)' });
+  const configs = h('textarea', { name: 'configs', placeholder: 'segment.bytes=1073741824\ncleanup.policy=delete' });
+  const form = h('form', {
+    'data-testid': 'create-topic',
+    onsubmit: async (ev) => {
+      ev.preventDefault();
+      status.clear();
+      try {
+        const body = { topic_name: name.value.trim(), partitions_count: Number(partitions.value),
+          replication_factor: Number(rf.value), configs: parseConfigLines(configs.value) };
+        if (retention.value.trim()) body.configs.push({ name: 'retention.ms', value: retention.value.trim() });
+        await api.createTopic(body);
+        status.ok(`created topic ${body.topic_name}`);
+        name.value = '';
+        onCreated();
+      } catch (e) {
+        status.show(e);
+      }
+    },
+  },
+  field('name', name), field('partitions', partitions), field('replication factor', rf),
+  field('retention.ms', retention), field('other configs (name=value lines)', configs, null),
+  h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Create topic')));
+  return h('details', { class: 'panel' }, h('summary', {}, 'Create a topic'), form, status.el);
+}
+
+export async function render(view, route, ctx) {
+  const status = statusLine();
+  const showInternal = h('input', { type: 'checkbox', 'data-testid': 'show-internal' });
+  const list = h('div', {}, h('p', { class: 'muted' }, 'Loading topics…'));
+  let topics = null;
+  let configs = new Map();
+  let lastRates = null;
+  let lastSummary = null;
+  let samples = 0;
+
+  const draw = () => {
+    if (!topics) return;
+    const shown = topics.filter((t) => showInternal.checked || !t.is_internal);
+    fill(list, table([
+      { title: 'topic', cell: (t) => link(`/topics/${encodeURIComponent(t.topic_name)}`, t.topic_name) },
+      { title: 'partitions', num: true, cell: (t) => String(t.partitions_count) },
+      { title: 'replication', num: true, cell: (t) => String(t.replication_factor) },
+      { title: 'size', num: true, cell: (t) => (t.is_internal ? '-' : formatBytes(lastSummary?.topics[t.topic_name]?.size_bytes ?? 0)) },
+      { title: 'retention.ms', cell: (t) => { const v = configs.get(t.topic_name)?.['retention.ms']; return v === undefined ? '-' : formatDurationMs(v); } },
+      { title: 'records in/s', num: true, cell: (t) => formatRate(lastRates ? (lastRates.topics[t.topic_name]?.records_in ?? 0) : null) },
+      { title: '', cell: (t) => (t.is_internal ? '' : confirmButton('Delete', `Delete ${t.topic_name}?`, async () => {
+        try {
+          await api.deleteTopic(t.topic_name);
+          status.ok(`deleted topic ${t.topic_name}`);
+          samples = 0;
+          await refreshList();
+        } catch (e) {
+          status.show(e);
+        }
+      }, { 'data-testid': `delete-${t.topic_name}` })) },
+    ], shown, { empty: 'no topics yet: create one above', testid: 'topics-table' }));
+  };
+
+  const refreshList = async () => {
+    const fresh = await api.topics();
+    const described = await mapLimited(fresh, DESCRIBE_CONCURRENCY_MAX, (t) => api.topicV2(t.topic_name).catch(() => null));
+    configs = new Map(described.filter(Boolean).map((d) => [d.name, d.configs]));
+    topics = fresh;
+    draw();
+  };
+
+  showInternal.addEventListener('change', draw);
+  fill(view, h('h1', {}, 'Topics'), createForm(() => { samples = 0; refreshList().catch((e) => status.show(e)); }), status.el,
+    h('div', { class: 'toolbar' }, h('label', {}, showInternal, ' show internal topics')), list);
+
+  ctx.every(METRICS_POLL_MS, async () => {
+    try {
+      if (samples % LIST_EVERY_SAMPLES === 0) await refreshList();
+      samples += 1;
+      const s = await sampleMetrics();
+      lastSummary = s.summary;
+      if (s.rates) lastRates = s.rates;
+      if (ctx.alive) draw();
+    } catch (e) {
+      status.show(e);
+    }
+  });
+}

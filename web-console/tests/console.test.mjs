@@ -1,0 +1,337 @@
+// The console in a real browser (issue 6): Debian's chromium driven by playwright-core against
+// a real `ringlog serve` (RINGLOG_BIN, a free loopback port, a temporary log.dirs). Creates a
+// topic from the form, produces from the form and sees the record in the browser and in the
+// live tail, sees a group's lag change after it commits, sees the server's error text, and saves
+// screenshots of every page (desktop and phone) to build/test-results/console-screenshots/.
+// Waits poll with deadlines (Playwright's auto-waiting and waitFor); nothing sleeps and hopes.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = process.env.RINGLOG_BIN || path.join(ROOT, 'build', 'src', 'app', 'ringlog');
+const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
+const SHOTS = process.env.RINGLOG_SCREENSHOT_DIR || path.join(ROOT, 'build', 'test-results', 'console-screenshots');
+const START_DEADLINE_MS = 20000;
+/** Longest wait for something on a page: above the console's slowest poll (LAG_SAMPLE_MS 5 s). */
+const UI_DEADLINE_MS = 20000;
+const VIEWPORTS = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
+
+let broker;
+let brokerLog;
+let baseUrl;
+let dataDir;
+let context;
+let page;
+const pageErrors = [];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls fn() until it returns a truthy value or deadlineMs passes. */
+async function until(what, fn, deadlineMs = UI_DEADLINE_MS) {
+  const end = Date.now() + deadlineMs;
+  let delay = 20;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what} (last: ${last})`);
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 250);
+  }
+}
+
+async function http(method, urlPath, body, headers = {}) {
+  const init = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers['Content-Type'] ||= 'application/json';
+  }
+  const r = await fetch(baseUrl + urlPath, init);
+  const text = await r.text();
+  return { status: r.status, body: text ? JSON.parse(text) : null };
+}
+
+async function clusterPath(p) {
+  const c = await http('GET', '/v3/clusters');
+  return `/v3/clusters/${c.body.data[0].cluster_id}${p}`;
+}
+
+async function produce(topic, value, partition) {
+  const record = { value: { type: 'JSON', data: value } };
+  if (partition !== undefined) record.partition_id = partition;
+  const r = await http('POST', await clusterPath(`/topics/${topic}/records`), record);
+  assert.equal(r.body.error_code, 200, JSON.stringify(r.body));
+  return r.body;
+}
+
+async function go(route) {
+  await page.goto(`${baseUrl}/console/#${route}`);
+}
+
+async function shot(name) {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** No uncaught exception and no Content-Security-Policy violation so far. */
+function assertNoPageErrors() {
+  assert.deepEqual(pageErrors, [], `the page reported errors:\n${pageErrors.join('\n')}`);
+}
+
+before(async () => {
+  assert.ok(fs.existsSync(BIN), `ringlog binary not found at ${BIN}: build it or set RINGLOG_BIN`);
+  assert.ok(fs.existsSync(CHROMIUM), `chromium not found at ${CHROMIUM}: apt-get install chromium (scripts/install-deps.sh)`);
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ringlog-console-'));
+  const port = await freePort();
+  baseUrl = `http://127.0.0.1:${port}`;
+  brokerLog = fs.openSync(path.join(dataDir, 'ringlog.log'), 'a');
+  broker = spawn(BIN, ['serve', '--set', `listeners=http://127.0.0.1:${port}`, '--set', `log.dirs=${path.join(dataDir, 'data')}`,
+    '--set', 'num.shards=2'], { stdio: ['ignore', brokerLog, brokerLog] });
+  await until('/v1/health', async () => {
+    if (broker.exitCode !== null) throw new Error(`ringlog exited with ${broker.exitCode}`);
+    return (await fetch(`${baseUrl}/v1/health`)).ok;
+  }, START_DEADLINE_MS);
+
+  context = await chromium.launchPersistentContext(path.join(dataDir, 'chromium-profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: VIEWPORTS.desktop,
+    acceptDownloads: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  page = context.pages()[0] || await context.newPage();
+  page.setDefaultTimeout(UI_DEADLINE_MS);
+  page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /Content Security Policy|SyntaxError|TypeError/.test(m.text())) pageErrors.push(`console: ${m.text()}`);
+  });
+});
+
+after(async () => {
+  if (context) await context.close();
+  if (broker && broker.exitCode === null) {
+    const exited = new Promise((r) => broker.once('exit', r));
+    broker.kill('SIGTERM');
+    await exited;
+  }
+  if (process.exitCode && dataDir) {
+    process.stderr.write(fs.readFileSync(path.join(dataDir, 'ringlog.log'), 'utf8').slice(-3000));
+  }
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+test('creating a topic from the form lists it, and its page shows partitions and configs', async () => {
+  await go('/topics');
+  await page.locator('summary', { hasText: 'Create a topic' }).click();
+  const form = page.getByTestId('create-topic');
+  await form.locator('input[name=topic_name]').fill('orders');
+  await form.locator('input[name=partitions_count]').fill('3');
+  await form.locator('input[name="retention.ms"]').fill('3600000');
+  await form.getByRole('button', { name: 'Create topic' }).click();
+  await page.getByText('created topic orders').waitFor();
+  const row = page.getByTestId('topics-table').locator('tr', { hasText: 'orders' });
+  await row.waitFor();
+  await until('retention shown as 1 h', async () => (await row.textContent()).includes('1 h'));
+
+  await row.getByRole('link', { name: 'orders' }).click();
+  await page.getByTestId('topic-name').filter({ hasText: 'orders' }).waitFor();
+  await until('3 partition rows', async () => (await page.getByTestId('partitions-table').locator('tbody tr').count()) === 3);
+  const header = await page.getByTestId('partitions-table').locator('thead').textContent();
+  for (const col of ['leader', 'replicas', 'in_sync_replicas', 'log_start_offset', 'high_watermark', 'size']) {
+    assert.ok(header.includes(col), `partitions table lacks ${col}: ${header}`);
+  }
+  // Edit a config and add a partition, as an operator would.
+  await page.locator('input[data-config="retention.ms"]').fill('7200000');
+  await page.getByTestId('save-retention.ms').click();
+  await page.getByText('retention.ms set to 7200000').waitFor();
+  await page.getByTestId('partitions-count').fill('4');
+  await page.getByRole('button', { name: 'Add partitions' }).click();
+  await page.getByText('orders now has 4 partitions').waitFor();
+  await until('4 partition rows', async () => (await page.getByTestId('partitions-table').locator('tbody tr').count()) === 4);
+  assertNoPageErrors();
+});
+
+test('a record produced from the form is shown decoded, filtered and exported', async () => {
+  await go('/messages?topic=orders&partition=1');
+  await page.locator('summary', { hasText: 'Produce a record' }).click();
+  const form = page.getByTestId('produce-form');
+  await form.locator('input[name=partition]').fill('1');
+  await form.locator('input[name=key]').fill('user-7');
+  await form.locator('textarea[name=value]').fill('{"amount": 42, "currency": "EUR"}');
+  await form.locator('textarea[name=headers]').fill('source=console-test');
+  await form.getByRole('button', { name: 'Produce' }).click();
+  await page.getByText(/produced to orders partition 1 at offset 0/).waitFor();
+
+  const record = page.getByTestId('record').first();
+  await record.waitFor();
+  assert.equal(await record.getByTestId('record-key').textContent(), 'user-7');
+  assert.equal(await record.getByTestId('record-value').textContent(), '{\n  "amount": 42,\n  "currency": "EUR"\n}');
+  assert.ok((await record.textContent()).includes('source'), 'headers shown');
+
+  await page.getByTestId('filter-value').fill('no such text');
+  await page.getByText('no record matches the filter').waitFor();
+  await page.getByTestId('filter-value').fill('EUR');
+  await page.getByTestId('record').first().waitFor();
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export').click()]);
+  const exported = JSON.parse(fs.readFileSync(await download.path(), 'utf8'));
+  assert.equal(exported.length, 1);
+  assert.deepEqual(exported[0].value, { json: { amount: 42, currency: 'EUR' } });
+  assert.deepEqual(exported[0].key, { text: 'user-7' });
+  assert.equal(exported[0].partition, 1);
+  assert.equal(exported[0].offset, 0);
+
+  // Paging: two records at a time from offset 0, then later and earlier.
+  for (let i = 1; i <= 3; i++) await produce('orders', { page: i }, 1);
+  await page.getByTestId('filter-value').fill('');
+  await page.getByTestId('from').selectOption('offset');
+  await page.locator('input[name=offset]').fill('0');
+  await page.locator('input[name=limit]').fill('2');
+  await page.getByTestId('browse-form').getByRole('button', { name: 'Load' }).click();
+  const shownOffsets = () => page.getByTestId('record-offset').allTextContents();
+  await until('offsets 0 and 1', async () => (await shownOffsets()).join() === '0,1');
+  await page.getByTestId('later').click();
+  await until('offsets 2 and 3', async () => (await shownOffsets()).join() === '2,3');
+  await page.getByTestId('earlier').click();
+  await until('offsets 0 and 1 again', async () => (await shownOffsets()).join() === '0,1');
+  assertNoPageErrors();
+});
+
+test('the live tail shows new records over the WebSocket, holds them while paused, and shows them on resume', async () => {
+  await go('/tail?topic=orders&partition=all');
+  await until('the tail is live', async () => (await page.getByTestId('tail-state').textContent()) === 'live');
+  await produce('orders', { tail: 1 }, 2);
+  await page.getByTestId('tail-value').filter({ hasText: '"tail": 1' }).waitFor();
+
+  await page.getByTestId('tail-pause').click();
+  await until('the tail is paused', async () => (await page.getByTestId('tail-state').textContent()) === 'paused');
+  await produce('orders', { tail: 2 }, 0);
+  await until('the record waits while paused', async () => (await page.getByTestId('tail-count').textContent()).includes('1 waiting'));
+  assert.equal(await page.getByTestId('tail-value').filter({ hasText: '"tail": 2' }).count(), 0);
+
+  await page.getByTestId('tail-pause').click();   // resume
+  await page.getByTestId('tail-value').filter({ hasText: '"tail": 2' }).waitFor();
+  assert.equal(await page.getByTestId('tail-record').count(), 2);
+  assertNoPageErrors();
+});
+
+test('a consumer group shows members and lag, and lag changes after the group commits', async () => {
+  const created = await http('POST', await clusterPath('/topics'), { topic_name: 'billing', partitions_count: 1 });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  for (let i = 0; i < 5; i++) await produce('billing', { n: i }, 0);
+  const v2 = { 'Content-Type': 'application/vnd.kafka.v2+json' };
+  const c = await http('POST', '/consumers/payers', { name: 'worker-1', format: 'binary', 'auto.offset.reset': 'earliest' }, v2);
+  assert.equal(c.status, 200, JSON.stringify(c.body));
+  const instance = '/consumers/payers/instances/worker-1';
+  assert.equal((await http('POST', `${instance}/subscription`, { topics: ['billing'] }, v2)).status, 204);
+  const got = [];
+  await until('the consumer reads 5 records', async () => {
+    const r = await http('GET', `${instance}/records?timeout=500`, undefined, { Accept: 'application/vnd.kafka.binary.v2+json' });
+    got.push(...r.body);
+    return got.length >= 5;
+  });
+  // Commit the first two records (the group stores offset 2): lag 3.
+  const commit = (offset) => http('POST', `${instance}/offsets`, { offsets: [{ topic: 'billing', partition: 0, offset }] }, v2);
+  assert.equal((await commit(1)).status, 204);
+
+  await go('/groups');
+  await page.getByTestId('groups-table').locator('tr', { hasText: 'payers' }).getByRole('link', { name: 'payers' }).click();
+  await page.getByTestId('group-name').filter({ hasText: 'payers' }).waitFor();
+  const totalLag = page.getByTestId('tile-total-lag').locator('.tile-value');
+  await until('total lag 3', async () => (await totalLag.textContent()) === '3');
+  assert.ok((await page.getByTestId('members-table').textContent()).includes('billing-0'), 'the member owns billing-0');
+
+  // A reset while the member is there is refused: the server's error text is shown.
+  await page.getByTestId('reset-dry-run').click();
+  await page.getByTestId('error').filter({ hasText: 'error_code 40904' }).waitFor();
+
+  assert.equal((await commit(4)).status, 204);
+  await until('total lag 0 after the commit', async () => (await totalLag.textContent()) === '0', UI_DEADLINE_MS);
+  // The chart is the broker's lag history (sampled every 5 s): it shows a line once sampled.
+  await until('the lag chart has the broker\'s samples',
+    async () => (await page.locator('[data-testid=lag-chart] polyline').count()) === 1, UI_DEADLINE_MS);
+
+  // Without members the dry run answers what the reset would commit, and changes nothing.
+  assert.equal((await http('DELETE', instance, undefined, v2)).status, 204);
+  await page.getByTestId('reset-to').selectOption('earliest');
+  await page.getByTestId('reset-dry-run').click();
+  await page.getByText('Dry run: nothing was changed').waitFor();
+  assert.ok((await page.getByTestId('reset-table').textContent()).includes('billing'));
+  const lags = await http('GET', await clusterPath('/consumer-groups/payers/lag-summary'));
+  assert.equal(lags.body.total_lag, 0, 'a dry run commits nothing');
+  assertNoPageErrors();
+});
+
+test('a refused call shows the server\'s error_code and message', async () => {
+  const bad = { topic_name: 'bad name!', partitions_count: 3, replication_factor: 1, configs: [] };
+  const direct = await http('POST', await clusterPath('/topics'), bad);
+  assert.ok(direct.status >= 400 && direct.body.message, JSON.stringify(direct.body));
+  await go('/topics');
+  await page.locator('summary', { hasText: 'Create a topic' }).click();
+  await page.locator('input[name=topic_name]').fill('bad name!');
+  await page.getByRole('button', { name: 'Create topic' }).click();
+  const error = page.getByTestId('error').first();
+  await error.waitFor();
+  const text = await error.textContent();
+  assert.ok(text.includes(`error_code ${direct.body.error_code}`), text);
+  assert.ok(text.includes(direct.body.message), text);
+
+  await go('/messages?topic=orders&partition=0&offset=999999');
+  const outOfRange = await page.getByTestId('error').first().textContent();
+  assert.match(outOfRange, /error_code 42202: offset 999999 is outside the log/);
+  assertNoPageErrors();
+});
+
+test('every page renders on a desktop and a phone screen (screenshots saved)', async () => {
+  const pages = [
+    ['overview', '/overview', async () => until('overview tiles', async () => (await page.getByTestId('tile-topics').count()) === 1)],
+    ['topics', '/topics', () => page.getByTestId('topics-table').locator('tr', { hasText: 'orders' }).waitFor()],
+    ['topic', '/topics/orders', () => page.getByTestId('partitions-table').waitFor()],
+    ['messages', '/messages?topic=orders&partition=1', () => page.getByTestId('record').first().waitFor()],
+    ['tail', '/tail?topic=orders&partition=all', () => until('tail live', async () => (await page.getByTestId('tail-state').textContent()) === 'live')],
+    ['groups', '/groups', () => page.getByTestId('groups-table').locator('tr', { hasText: 'payers' }).waitFor()],
+    ['group', '/groups/payers', () => page.getByTestId('lags-table').waitFor()],
+  ];
+  for (const [viewport, size] of Object.entries(VIEWPORTS)) {
+    await page.setViewportSize(size);
+    for (const [name, route, ready] of pages) {
+      await go(route);
+      await ready();
+      if (name === 'tail') {
+        const { offset } = await produce('orders', { screenshot: viewport }, 3);
+        await page.getByTestId('tail-record').filter({ hasText: `offset ${offset}` }).waitFor();
+      }
+      if (name === 'overview') {
+        // Two metrics samples make a rate: wait for the charts to have a line.
+        await produce('orders', { chart: viewport });
+        await until('a throughput line', async () => (await page.locator('[data-testid=chart-records] polyline').count()) > 0);
+      }
+      assert.equal(await page.getByTestId('error').count(), 0, `${name} shows an error: ${await page.locator('main').textContent()}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 1, `${name} on ${viewport} is ${overflow}px wider than the screen`);
+      await shot(`${name}-${viewport}`);
+    }
+  }
+  assertNoPageErrors();
+});

@@ -1,0 +1,81 @@
+// Units of the console's pure modules (no DOM): formatting, record decoding, filters, export,
+// Prometheus parsing and rates, routes. Run: node --test tests/
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatBytes, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime } from '../src/format.js';
+import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
+import { parsePrometheus, rates, summarize } from '../src/metrics.js';
+
+const b64 = (s) => Buffer.from(s).toString('base64');
+
+test('formatting: bytes, rates, durations, timestamps', () => {
+  assert.equal(formatBytes(0), '0 B');
+  assert.equal(formatBytes(1536), '1.50 KiB');
+  assert.equal(formatBytes(5 * 1024 * 1024 * 1024), '5.00 GiB');
+  assert.equal(formatBytes(null), '-');
+  assert.equal(formatRate(0), '0');
+  assert.equal(formatRate(0.25), '0.25');
+  assert.equal(formatRate(1234.5), '1,235');
+  assert.equal(formatDurationMs('604800000'), '7 d');
+  assert.equal(formatDurationMs(90000), '90 s');
+  assert.equal(formatDurationMs(-1), 'unlimited');
+  assert.equal(formatTimestamp(0), '1970-01-01 00:00:00.000');
+  assert.equal(parseUtcDateTime('1970-01-01T00:00:01'), 1000);
+  assert.equal(parseUtcDateTime('nonsense'), null);
+});
+
+test('payloads: JSON pretty-printed, else text, else hex; null stays null', () => {
+  assert.deepEqual(decodePayload(null), { kind: 'null', text: 'null', size: 0 });
+  const json = decodePayload(fromBase64(b64('{"a":[1,2]}')));
+  assert.equal(json.kind, 'json');
+  assert.equal(json.text, '{\n  "a": [\n    1,\n    2\n  ]\n}');
+  assert.equal(decodePayload(fromBase64(b64('hello, wörld'))).kind, 'text');
+  assert.equal(decodePayload(fromBase64(b64('{not json'))).kind, 'text');
+  const binary = decodePayload(new Uint8Array([0, 1, 2, 0xff, 0x41]));
+  assert.equal(binary.kind, 'hex');
+  assert.equal(binary.text, `00000000  ${'00 01 02 ff 41'.padEnd(47)}  ....A`);   // xxd's columns
+  assert.equal(decodePayload(new Uint8Array([0x61, 0x00])).kind, 'hex');   // a NUL is not text
+  assert.equal(hexDump(new Uint8Array(17)).split('\n').length, 2);
+});
+
+test('records: filter by key, header and value text; export keeps what was shown', () => {
+  const raw = [
+    { topic: 't', partition: 0, offset: 7, timestamp: 1, key: b64('user-1'), value: b64('{"amount":42}'),
+      headers: [{ key: 'source', value: b64('console') }] },
+    { topic: 't', partition: 0, offset: 8, timestamp: 2, key: null, value: Buffer.from([0, 1]).toString('base64'), headers: [] },
+  ];
+  const d = raw.map(decodeRecord);
+  assert.ok(recordMatches(d[0], { key: 'USER', header: '', value: '' }));
+  assert.ok(recordMatches(d[0], { key: '', header: 'source=cons', value: '"amount": 42' }));
+  assert.ok(!recordMatches(d[0], { key: '', header: 'other', value: '' }));
+  assert.ok(!recordMatches(d[1], { key: 'user', header: '', value: '' }));
+  assert.ok(recordMatches(d[1], { key: '', header: '', value: '' }));
+  const out = exportRecords(d, raw);
+  assert.deepEqual(out[0].key, { text: 'user-1' });
+  assert.deepEqual(out[0].value, { json: { amount: 42 } });
+  assert.deepEqual(out[0].headers, [{ key: 'source', value: b64('console') }]);
+  assert.equal(out[1].key, null);
+  assert.deepEqual(out[1].value, { base64: 'AAE=' });
+  assert.equal(textToBase64('é'), 'w6k=');
+});
+
+test('metrics: Prometheus text parsed, per-topic sums and per-second rates', () => {
+  const before = summarize(parsePrometheus([
+    '# TYPE ringlog_topic_records_in_total counter',
+    'ringlog_topic_records_in_total{topic="a"} 10',
+    'ringlog_topic_bytes_in_total{topic="a"} 1000',
+    'ringlog_partition_size_bytes{topic="a",partition="0"} 50',
+    'ringlog_partition_size_bytes{topic="a",partition="1"} 70',
+    'ringlog_http_requests_total{route="GET /x",status="200"} 3',
+  ].join('\n')));
+  assert.equal(before.topics.a.size_bytes, 120);
+  assert.equal(before.totals.records_in, 10);
+  const after = summarize(parsePrometheus('ringlog_topic_records_in_total{topic="a"} 30\n'
+    + 'ringlog_topic_records_in_total{topic="q\\"b"} 4\nringlog_topic_bytes_in_total{topic="a"} 3000\n'));
+  const r = rates(before, after, 2);
+  assert.equal(r.totals.records_in, 12);
+  assert.equal(r.topics.a.bytes_in, 1000);
+  assert.equal(r.topics['q"b'].records_in, 2);
+  const restarted = rates(after, before, 1);   // counters went down: count from zero
+  assert.equal(restarted.topics.a.records_in, 10);
+});
