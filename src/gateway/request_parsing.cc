@@ -374,6 +374,67 @@ std::string format_iso8601_ms(int64_t ms) {
   return buf;
 }
 
+std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text) {
+  parser_lease parser;
+  dom::element doc;
+  dom::object o;
+  if (parser->parse(text.data(), text.size(), true).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(o) != simdjson::SUCCESS) {
+    return std::nullopt;
+  }
+  ws_produce_message m;
+  std::string_view type, topic;
+  if (o["type"].get_string().get(type) != simdjson::SUCCESS || type != "produce") return std::nullopt;
+  if (o["topic"].get_string().get(topic) != simdjson::SUCCESS) return std::nullopt;
+  m.topic = std::string(topic);
+  // A field given twice is left to the general path (nlohmann keeps the last one).
+  std::array<std::string_view, 8> seen;
+  size_t seen_count = 0;
+  for (auto [name, value] : o) {
+    if (std::find(seen.begin(), seen.begin() + static_cast<ptrdiff_t>(seen_count), name) !=
+        seen.begin() + static_cast<ptrdiff_t>(seen_count)) {
+      return std::nullopt;
+    }
+    if (seen_count == seen.size()) return std::nullopt;   // unusually many fields: the general path
+    seen[seen_count++] = name;
+    if (name == "type" || name == "topic") continue;
+    if (name == "id") {
+      m.id_json = simdjson::minify(value);
+    } else if (name == "partition") {
+      if (value.is_null()) continue;
+      int64_t p = 0;
+      if (value.get_int64().get(p) != simdjson::SUCCESS || p < 0 || p > std::numeric_limits<int32_t>::max()) {
+        return std::nullopt;
+      }
+      m.partition = static_cast<int32_t>(p);
+    } else if (name == "key" || name == "value") {
+      if (value.is_null()) continue;
+      std::string_view b64;
+      if (value.get_string().get(b64) != simdjson::SUCCESS) return std::nullopt;
+      auto bytes = base64_decode(b64);
+      if (!bytes) return std::nullopt;
+      (name == "key" ? m.key : m.value) = std::move(*bytes);
+    } else if (name == "acks") {
+      int64_t a = 0;
+      std::string_view all;
+      if (value.get_int64().get(a) == simdjson::SUCCESS && (a == 0 || a == 1 || a == -1)) {
+        m.acks = a == 0 ? broker::acks_mode::none : a == 1 ? broker::acks_mode::leader : broker::acks_mode::all;
+      } else if (value.get_string().get(all) == simdjson::SUCCESS && all == "all") {
+        m.acks = broker::acks_mode::all;
+      } else {
+        return std::nullopt;
+      }
+    } else if (name == "format") {
+      std::string_view f;
+      if (value.get_string().get(f) != simdjson::SUCCESS || f != "binary") return std::nullopt;
+    } else if (name == "headers") {
+      return std::nullopt;
+    }
+    // Other fields are ignored, as the general path ignores them.
+  }
+  return m;
+}
+
 parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view body, embedded_format format,
                                                              bool partition_in_path, const produce_limits& limits) {
   parser_lease parser;

@@ -19,6 +19,7 @@
 
 #include "base64.h"
 #include "errors.h"
+#include "request_parsing.h"
 #include "stream_limits.h"
 
 namespace ringlog::gateway {
@@ -42,25 +43,65 @@ size_t record_bytes(const Record& r) {
   return n;
 }
 
-/// A payload as the client asked: base64 (binary) or embedded JSON (json; text that is not JSON
-/// is sent as a JSON string).
-json payload_json(const std::optional<model::bytes>& b, bool as_json) {
-  if (!b) return nullptr;
-  if (!as_json) return base64_encode(*b);
-  std::string text = model::to_string(*b);
-  json parsed = json::parse(text, nullptr, false);
-  return parsed.is_discarded() ? json(text) : parsed;
+/// Appends a payload as the client asked: base64 (binary) or embedded JSON (json; text that is
+/// not JSON is sent as a JSON string).
+void append_payload(std::string& out, const std::optional<model::bytes>& b, bool as_json) {
+  if (!b) {
+    out += "null";
+    return;
+  }
+  if (!as_json) {
+    out += '"';
+    base64_encode_append(out, *b);
+    out += '"';
+    return;
+  }
+  const std::string_view text(reinterpret_cast<const char*>(b->data()), b->size());
+  out += json::accept(text) ? std::string(text) : dump(json(std::string(text)));
 }
 
-json record_json(const model::topic_partition& tp, const model::record& rec, bool as_json) {
-  json headers = json::array();
-  for (const auto& h : rec.headers) {
-    headers.push_back({{"key", h.key}, {"value", h.value ? json(base64_encode(*h.value)) : json(nullptr)}});
+/// A `record` message, written as text: one is built per record per subscriber, and a json tree
+/// per record was most of the delivery path's time.
+std::string record_text(const model::topic_partition& tp, const model::record& rec, bool as_json) {
+  size_t payload = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
+  for (const auto& h : rec.headers) payload += h.key.size() + 24 + (h.value ? h.value->size() : 0);
+  std::string out;
+  out.reserve(128 + tp.topic.size() + payload / 3 * 4);
+  out += "{\"type\":\"record\",\"topic\":";
+  out += dump(json(tp.topic));
+  out += ",\"partition\":";
+  out += std::to_string(tp.partition.value());
+  out += ",\"offset\":";
+  out += std::to_string(rec.record_offset.value());
+  out += ",\"timestamp\":";
+  out += std::to_string(rec.timestamp);
+  out += ",\"key\":";
+  append_payload(out, rec.key, as_json);
+  out += ",\"value\":";
+  append_payload(out, rec.value, as_json);
+  out += ",\"headers\":[";
+  for (size_t h = 0; h < rec.headers.size(); ++h) {
+    if (h > 0) out += ',';
+    out += "{\"key\":";
+    out += dump(json(rec.headers[h].key));
+    out += ",\"value\":";
+    append_payload(out, rec.headers[h].value, false);
+    out += '}';
   }
-  return {{"type", "record"},          {"topic", tp.topic},
-          {"partition", tp.partition.value()}, {"offset", rec.record_offset.value()},
-          {"timestamp", rec.timestamp},  {"key", payload_json(rec.key, as_json)},
-          {"value", payload_json(rec.value, as_json)}, {"headers", headers}};
+  out += "]}";
+  return out;
+}
+
+/// An `error` answer; `id_json` is the client's id as JSON text.
+std::string error_text(std::string_view id_json, int code, const std::string& message) {
+  std::string out = "{\"type\":\"error\",\"id\":";
+  out += id_json;
+  out += ",\"error_code\":";
+  out += std::to_string(code);
+  out += ",\"message\":";
+  out += dump(json(message));
+  out += '}';
+  return out;
 }
 
 /// A produce payload: base64 text (binary), any JSON value stored as its text (json), or null.
@@ -170,6 +211,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   }
 
   void handle(const std::string& text) {
+    // Produce messages are most of the traffic: their common shape is read without a json tree.
+    if (auto fast = parse_ws_produce_fast(text)) return produce_fast(std::move(*fast));
     json m = json::parse(text, nullptr, false);
     if (m.is_discarded()) return close_with(invalid_payload, "message is not JSON");
     if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) {
@@ -203,10 +246,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   }
 
   void produce_checked(const json& m, const json& id, uint64_t seq) {
-    if (produce_in_flight_ >= limits::ws_produce_in_flight_max) {
-      return produce_done(seq, error_json(id, error_codes::too_many_requests, "too many produce requests in flight (ws_produce_in_flight_max=" +
-                                                         std::to_string(limits::ws_produce_in_flight_max) + ")"));
-    }
+    if (produce_in_flight_ >= limits::ws_produce_in_flight_max) return produce_refused(seq, dump(id));
     auto bad = [&](const std::string& why) { produce_done(seq, error_json(id, error_codes::unprocessable, why)); };
     if (!m.contains("topic") || !m["topic"].is_string()) return bad("produce needs a string \"topic\"");
     const bool as_json = m.value("format", std::string("binary")) == "json";
@@ -243,22 +283,48 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     const size_t bytes = record_bytes(rec);
     req.records.push_back(std::move(rec));
+    submit_produce(std::move(req), bytes, seq, dump(id));
+  }
+
+  void produce_fast(ws_produce_message m) {
+    const uint64_t seq = next_produce_seq_++;
+    if (produce_in_flight_ >= limits::ws_produce_in_flight_max) return produce_refused(seq, m.id_json);
+    broker::produce_request req;
+    req.topic = std::move(m.topic);
+    req.acks = m.acks;
+    broker::produce_record rec;
+    if (m.partition) rec.partition = model::partition_id(*m.partition);
+    rec.key = std::move(m.key);
+    rec.value = std::move(m.value);
+    const size_t bytes = record_bytes(rec);
+    req.records.push_back(std::move(rec));
+    submit_produce(std::move(req), bytes, seq, std::move(m.id_json));
+  }
+
+  void produce_refused(uint64_t seq, std::string_view id_json) {
+    produce_done(seq, error_text(id_json, error_codes::too_many_requests,
+                                 "too many produce requests in flight (ws_produce_in_flight_max=" +
+                                     std::to_string(limits::ws_produce_in_flight_max) + ")"));
+  }
+
+  /// One record to the broker; its answer (ack or error, `id_json` echoed) goes out in order.
+  void submit_produce(broker::produce_request req, size_t bytes, uint64_t seq, std::string id_json) {
     ++produce_in_flight_;
     std::string topic = req.topic;
-    ctx_.broker->produce(std::move(req), [self = shared_from_this(), seq, id, topic, bytes](broker::result<broker::produce_response> r) {
-      self->on_executor([self, seq, id, topic, bytes, r = std::move(r)] {
+    ctx_.broker->produce(std::move(req), [self = shared_from_this(), seq, id = std::move(id_json), topic,
+                                          bytes](broker::result<broker::produce_response> r) mutable {
+      self->on_executor([self, seq, id = std::move(id), topic = std::move(topic), bytes, r = std::move(r)] {
         --self->produce_in_flight_;
-        if (!r.ok()) return self->produce_done(seq, self->error_json(id, to_api_error(r.error()).error_code, r.error().message));
+        if (!r.ok()) return self->produce_done(seq, error_text(id, to_api_error(r.error()).error_code, r.error().message));
         const broker::produce_record_result& res = r->results.at(0);
         if (res.failure) {
-          return self->produce_done(seq, self->error_json(id, to_api_error(*res.failure).error_code, res.failure->message));
+          return self->produce_done(seq, error_text(id, to_api_error(*res.failure).error_code, res.failure->message));
         }
         self->ctx_.registry->add_bytes_in(topic, 1, bytes);
-        self->produce_done(seq, dump({{"type", "produce_ack"},
-                                      {"id", id},
-                                      {"partition", res.partition.value()},
-                                      {"offset", res.record_offset.value()},
-                                      {"timestamp", res.timestamp}}));
+        std::string ack = "{\"type\":\"produce_ack\",\"id\":" + id + ",\"partition\":" +
+                          std::to_string(res.partition.value()) + ",\"offset\":" +
+                          std::to_string(res.record_offset.value()) + ",\"timestamp\":" + std::to_string(res.timestamp) + "}";
+        self->produce_done(seq, std::move(ack));
       });
     });
   }
@@ -410,7 +476,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     for (const model::record& rec : r->records) {
       size_t size = record_bytes(rec);
       if (!take_credit(size)) break;   // the rest is fetched again once credit comes
-      send(record_json(sub_->tp, rec, sub_->as_json));
+      send_text(record_text(sub_->tp, rec, sub_->as_json));
       sub_->next_offset = rec.record_offset.value() + 1;
       bytes += size;
       ++count;
@@ -499,7 +565,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     for (const auto& [tp, rec] : *r) {
       if (rewound.count(tp)) continue;
       if (take_credit(record_bytes(rec))) {
-        send(record_json(tp, rec, member_->as_json));
+        send_text(record_text(tp, rec, member_->as_json));
         ctx_.registry->add_bytes_out(tp.topic, 1, record_bytes(rec));
         continue;
       }
@@ -577,7 +643,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   // ---- writing: exactly one write in flight, the rest queued up to ws_write_queue_bytes_max
   std::string error_json(const json& id, int code, const std::string& message) {
-    return dump({{"type", "error"}, {"id", id}, {"error_code", code}, {"message", message}});
+    return error_text(dump(id), code, message);
   }
   void send_error(const json& id, int code, const std::string& message) { send_text(error_json(id, code, message)); }
   void send(const json& j) { send_text(dump(j)); }
