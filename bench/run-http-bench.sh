@@ -32,9 +32,16 @@ echo
 pids+=($!)
 wait_http http://127.0.0.1:9580/v1/health
 bench() { "$RINGLOG" bench --bootstrap-server http://127.0.0.1:9580 --json --duration-ms $((RUN_SECONDS * 1000)) "$@"; }
-max=$(bench --topic bench-max --partitions 6 --producers "$PRODUCERS" --consumers 2 --batch-records 100 --record-bytes 1024)
+# Topics are created before each run (creating six partitions costs fsyncs that would land in
+# the first produce latencies). The produce target is measured without readers; the same load
+# with one long-polling reader per partition shows what reading costs on the same cores.
+topics() { for t in "$@"; do "$RINGLOG" topics create "$t" --partitions 6 --bootstrap-server http://127.0.0.1:9580 >/dev/null; done; }
+topics bench-max bench-max-read bench-half
+max=$(bench --topic bench-max --partitions 6 --producers "$PRODUCERS" --consumers 0 --batch-records 100 --record-bytes 1024)
+max_read=$(bench --topic bench-max-read --partitions 6 --producers "$PRODUCERS" --consumers 6 --batch-records 100 --record-bytes 1024)
 rate=$(/usr/bin/python3 -c "import json,sys; print(int(json.loads(sys.argv[1])['records_per_s'] / 2))" "$max")
-half=$(bench --topic bench-half --partitions 6 --producers "$PRODUCERS" --consumers 2 --batch-records 100 --record-bytes 1024 --rate "$rate")
+half=$(bench --topic bench-half --partitions 6 --producers "$PRODUCERS" --consumers 6 --batch-records 100 --record-bytes 1024 --rate "$rate")
+fsync=$(curl -s http://127.0.0.1:9580/metrics | grep '^ringlog_log_fsync_duration_seconds_bucket')
 kill "${pids[0]}"; wait "${pids[0]}" || true
 
 # ---- (2) nginx + wrk
@@ -65,19 +72,30 @@ for _ in $(seq 100); do redis-cli -p 9582 ping >/dev/null 2>&1 && break; sleep 0
 value=$(head -c 768 /dev/urandom | base64 -w0 | head -c 1024)
 redis_out=$(redis-benchmark -p 9582 -c 64 -P 16 -n 400000 -q XADD bench-stream '*' v "$value" 2>&1 | tr '\r' '\n' | tail -1)
 
-/usr/bin/python3 - "$max" "$half" "$wrk_out" "$redis_out" <<'PY'
+/usr/bin/python3 - "$max" "$half" "$wrk_out" "$redis_out" "$max_read" "$fsync" <<'PY'
 import json, re, sys
 mx, half = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 wrk, redis = sys.argv[3], sys.argv[4]
+mxr, fsync = json.loads(sys.argv[5]), sys.argv[6]
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", wrk).group(1))
 wrk_p99 = re.search(r"99%\s+([\d.]+\w+)", wrk).group(1)
 rrps = float(re.search(r"([\d.]+) requests per second", redis).group(1))
 print("| system | what | records (requests)/s | MB/s of 1 KiB values | latency |")
 print("|---|---|---|---|---|")
 print(f"| ringlog | produce, {mx['producers']} producers x {mx['batch_records']} records/request, acks=all, fsync before ack | {mx['records_per_s']:.0f} | {mx['mb_per_s']:.1f} | produce p50 {mx['produce_ms']['p50']:.2f} ms, p99 {mx['produce_ms']['p99']:.2f} ms; end-to-end p99 {mx['end_to_end_ms']['p99']:.2f} ms |")
+print(f"| ringlog | same with 6 readers (one long-poll per partition) | {mxr['records_per_s']:.0f} | {mxr['mb_per_s']:.1f} | produce p99 {mxr['produce_ms']['p99']:.2f} ms; end-to-end p50 {mxr['end_to_end_ms']['p50']:.2f} ms, p99 {mxr['end_to_end_ms']['p99']:.2f} ms |")
 print(f"| ringlog | same at half that rate ({half['rate']} records/s scheduled) | {half['records_per_s']:.0f} | {half['mb_per_s']:.1f} | produce-to-consume p50 {half['end_to_end_ms']['p50']:.2f} ms, p99 {half['end_to_end_ms']['p99']:.2f} ms, p99.9 {half['end_to_end_ms']['p99.9']:.2f} ms |")
 print(f"| nginx 1.22 + wrk | GET of a 1 KiB file, 64 connections | {rps:.0f} | {rps * 1024 / 1e6:.1f} | p99 {wrk_p99} |")
 print(f"| Redis 7 streams | XADD of 1 KiB values, appendfsync always, 64 clients, pipeline 16 | {rrps:.0f} | {rrps * 1024 / 1e6:.1f} | - |")
 print()
-print("errors during the ringlog runs:", mx["errors"] + half["errors"], "; consumed", mx["records_consumed"], "and", half["records_consumed"], "records")
+print("errors during the ringlog runs:", mx["errors"] + mxr["errors"] + half["errors"], "; consumed", mxr["records_consumed"], "and", half["records_consumed"], "records")
+buckets = [(float(m.group(1)), int(m.group(2))) for m in re.finditer(r'le="([0-9.e+-]+)"\} (\d+)', fsync)]
+total = max((n for _, n in buckets), default=0)
+def q(p):
+    for le, n in buckets:
+        if total and n >= p * total:
+            return f"<= {le * 1000:g} ms"
+    return "-"
+print()
+print(f"ringlog fdatasync latency over the whole run ({total} calls, from /metrics): p50 {q(0.5)}, p99 {q(0.99)}, p99.9 {q(0.999)}")
 PY

@@ -50,6 +50,7 @@ struct ws_bench_settings {
   int64_t rate = 0;
   std::string acks = "all";
   int64_t start_offset = 0;
+  bool batch = false;   // subscribe with "batch": true (one `records` message per fetch)
 };
 
 struct ws_bench_outcome {

@@ -171,6 +171,7 @@ Options:
                            --subscribers connections subscribe to partition 0 with credit;
                            prints produce-to-deliver latency over every subscriber's records
   --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
+  --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --help                   this text
 )";
 
@@ -321,6 +322,7 @@ Options:
                            --subscribers connections subscribe to partition 0 with credit;
                            prints produce-to-deliver latency over every subscriber's records
   --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
+  --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --help                   this text
 )";
 
@@ -455,6 +457,7 @@ Options:
                            --subscribers connections subscribe to partition 0 with credit;
                            prints produce-to-deliver latency over every subscriber's records
   --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
+  --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --help                   this text
 )";
 
@@ -656,6 +659,7 @@ Options:
                            --subscribers connections subscribe to partition 0 with credit;
                            prints produce-to-deliver latency over every subscriber's records
   --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
+  --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --help                   this text
 )";
 
@@ -800,6 +804,7 @@ Options:
                            --subscribers connections subscribe to partition 0 with credit;
                            prints produce-to-deliver latency over every subscriber's records
   --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
+  --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --help                   this text
 )";
 
@@ -816,6 +821,7 @@ struct bench_settings {
   std::string bootstrap = default_bootstrap;
   std::string transport = "http";
   int64_t subscribers = 1;
+  bool ws_batch = false;
   uint64_t out_of_order = 0;   // ws: records a subscriber saw out of offset order (must be 0)
 };
 
@@ -1004,6 +1010,7 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
     if (s.transport == "ws") {
       j["subscribers"] = s.subscribers;
       j["out_of_order"] = s.out_of_order;
+      j["ws_batch"] = s.ws_batch;
       j.erase("consumers");
       j.erase("batch_records");
     }
@@ -1051,6 +1058,7 @@ int bench_ws(bench_settings& s, int64_t start_offset, bool as_json) {
   w.rate = s.rate;
   w.acks = s.acks;
   w.start_offset = start_offset;
+  w.batch = s.ws_batch;
   auto outcome = run_ws_bench(w);
   s.out_of_order = outcome.out_of_order;
   print_bench(s, outcome.seconds, outcome.produced, outcome.delivered, as_json);
@@ -1063,7 +1071,7 @@ int bench_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1,
                       {"--topic", "--partitions", "--producers", "--consumers", "--batch-records", "--record-bytes",
                        "--duration-ms", "--rate", "--acks", "--bootstrap-server", "--transport", "--subscribers"},
-                      {"--json", "--help"});
+                      {"--json", "--help", "--ws-batch"});
   if (!a) return 2;
   if (a->has("--help")) {
     std::cout << bench_usage;
@@ -1083,6 +1091,7 @@ int bench_main(int argc, char** argv) {
   s.bootstrap = a->get("--bootstrap-server").value_or(s.bootstrap);
   s.transport = a->get("--transport").value_or(s.transport);
   s.subscribers = int_option(*a, "--subscribers", 0, 1000).value_or(s.subscribers);
+  s.ws_batch = a->has("--ws-batch");
   if (s.transport != "http" && s.transport != "ws") {
     std::cerr << "--transport must be http or ws\n";
     return 2;

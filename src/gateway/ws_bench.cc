@@ -72,6 +72,18 @@ std::optional<int64_t> int_field(std::string_view text, std::string_view quoted_
   return v;
 }
 
+/// The scheduled send time a record's value starts with (see bench_value), from its base64 text.
+std::optional<int64_t> scheduled_us_of(std::string_view record_text) {
+  const size_t v = record_text.find("\"value\":\"");
+  if (v == std::string_view::npos || v + 9 + 16 > record_text.size()) return std::nullopt;
+  auto head = base64_decode(record_text.substr(v + 9, 16));
+  int64_t scheduled_us = 0;
+  if (!head || head->size() != 12) return std::nullopt;
+  const auto* digits = reinterpret_cast<const char*>(head->data());
+  if (std::from_chars(digits, digits + 12, scheduled_us).ec != std::errc()) return std::nullopt;
+  return scheduled_us;
+}
+
 class ws_producer : public std::enable_shared_from_this<ws_producer> {
  public:
   ws_producer(asio::io_context& ioc, const ws_bench_settings& s, int64_t index, bench_clock::time_point epoch,
@@ -232,7 +244,7 @@ void run_subscriber(const ws_bench_settings& s, bench_clock::time_point epoch, c
   };
   beast::flat_buffer in;
   if (!send("{\"type\":\"subscribe\",\"id\":\"s\",\"topic\":\"" + s.topic + "\",\"partition\":0,\"offset\":" +
-            std::to_string(s.start_offset) + "}") ||
+            std::to_string(s.start_offset) + (s.batch ? ",\"batch\":true}" : "}")) ||
       !send("{\"type\":\"credit\",\"records\":" + std::to_string(ws_bench_credit_records) + "}")) {
     ++ready;
     return fail("subscribe: " + ec.message());
@@ -252,30 +264,35 @@ void run_subscriber(const ws_bench_settings& s, bench_clock::time_point epoch, c
       return fail("read: " + ec.message());
     }
     const std::string_view text(static_cast<const char*>(in.data().data()), in.size());
-    if (text.find("\"record\"") == std::string_view::npos) {
+    // A `record` message, or a `records` message holding several: each record object starts
+    // with "type":"record" and has one offset and one value.
+    constexpr std::string_view record_start = "\"type\":\"record\"";
+    size_t at = text.find(record_start);
+    if (at == std::string_view::npos) {
       fail(std::string(text.substr(0, 300)));
       in.consume(in.size());
       continue;
     }
-    auto offset = int_field(text, "\"offset\"");
-    if (offset && *offset <= last_offset) ++out_of_order;
-    if (offset) last_offset = *offset;
-    const size_t v = text.find("\"value\":\"");
-    if (v != std::string_view::npos && v + 9 + 16 <= text.size()) {
-      auto head = base64_decode(text.substr(v + 9, 16));
-      int64_t scheduled_us = 0;
-      if (head && head->size() == 12 &&
-          std::from_chars(reinterpret_cast<const char*>(head->data()), reinterpret_cast<const char*>(head->data()) + 12,
-                          scheduled_us).ec == std::errc()) {
-        const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(now - epoch).count();
-        if (out.latencies_us.size() < bench_samples_max) out.latencies_us.push_back(now_us - scheduled_us);
+    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(now - epoch).count();
+    int64_t in_message = 0;
+    while (at != std::string_view::npos) {
+      const size_t next = text.find(record_start, at + record_start.size());
+      const std::string_view rec = text.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at);
+      auto offset = int_field(rec, "\"offset\"");
+      if (offset && *offset <= last_offset) ++out_of_order;
+      if (offset) last_offset = *offset;
+      if (auto scheduled_us = scheduled_us_of(rec); scheduled_us && out.latencies_us.size() < bench_samples_max) {
+        out.latencies_us.push_back(now_us - *scheduled_us);
       }
+      ++in_message;
+      at = next;
     }
-    out.records++;
-    out.value_bytes += static_cast<uint64_t>(s.record_bytes);
-    ++slot.received;
+    out.records += static_cast<uint64_t>(in_message);
+    out.value_bytes += static_cast<uint64_t>(s.record_bytes * in_message);
+    slot.received += in_message;
+    credit_used += in_message;
     in.consume(in.size());
-    if (++credit_used >= ws_bench_credit_records / 2) {
+    if (credit_used >= ws_bench_credit_records / 2) {
       if (!send("{\"type\":\"credit\",\"records\":" + std::to_string(credit_used) + "}")) return fail("credit: " + ec.message());
       credit_used = 0;
     }

@@ -167,6 +167,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     model::topic_partition tp;
     int64_t next_offset = 0;
     bool as_json = false;
+    bool batch = false;        // deliver a fetch's records as one `records` message
     bool ready = false;        // its start position is resolved
     bool fetching = false;
   };
@@ -175,6 +176,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     std::string group;
     std::string instance;
     bool as_json = false;
+    bool batch = false;        // deliver a poll's records as one `records` message
     bool ready = false;        // created and subscribed
     bool polling = false;
     bool checking = false;     // an assignments() call is in flight
@@ -394,6 +396,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     s.id = id;
     s.tp = {m["topic"].get<std::string>(), model::partition_id(m.value("partition", int32_t{0}))};
     s.as_json = m.value("format", std::string("binary")) == "json";
+    s.batch = m.value("batch", false);
     // Even an explicit offset is checked with a look-up: a fetch of a missing topic would only
     // long-poll, while list_offsets names the error.
     broker::list_offsets_request lo{s.tp, broker::offset_spec::latest, 0};
@@ -473,14 +476,16 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       return send_error(id, to_api_error(r.error(), error_scope::partition).error_code, r.error().message);
     }
     uint64_t bytes = 0, count = 0;
+    std::string batch;
     for (const model::record& rec : r->records) {
       size_t size = record_bytes(rec);
       if (!take_credit(size)) break;   // the rest is fetched again once credit comes
-      send_text(record_text(sub_->tp, rec, sub_->as_json));
+      deliver(batch, record_text(sub_->tp, rec, sub_->as_json), sub_->batch);
       sub_->next_offset = rec.record_offset.value() + 1;
       bytes += size;
       ++count;
     }
+    flush_batch(batch);
     if (count > 0) ctx_.registry->add_bytes_out(sub_->tp.topic, count, bytes);
     pump();
   }
@@ -510,6 +515,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     mb.generation = ++generation_;
     mb.group = cfg.group_id;
     mb.as_json = m.value("format", std::string("binary")) == "json";
+    mb.batch = m.value("batch", false);
     member_ = mb;
     const uint64_t gen = mb.generation;
     ctx_.broker->groups().create_consumer(cfg, [self = shared_from_this(), gen, id, sub](broker::result<broker::consumer_instance> r) {
@@ -562,16 +568,18 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     // Deliver within credit; rewind each partition to its first undelivered record.
     std::vector<broker::seek_request> rewinds;
     group::partition_set rewound;
+    std::string batch;
     for (const auto& [tp, rec] : *r) {
       if (rewound.count(tp)) continue;
       if (take_credit(record_bytes(rec))) {
-        send_text(record_text(tp, rec, member_->as_json));
+        deliver(batch, record_text(tp, rec, member_->as_json), member_->batch);
         ctx_.registry->add_bytes_out(tp.topic, 1, record_bytes(rec));
         continue;
       }
       rewound.insert(tp);
       rewinds.push_back({tp, broker::seek_kind::offset, rec.record_offset.value()});
     }
+    flush_batch(batch);
     if (rewinds.empty()) return after_poll(gen);
     ctx_.broker->groups().seek(member_->group, member_->instance, std::move(rewinds), [self = shared_from_this(), gen](broker::result<void>) {
       self->on_executor([self, gen] { self->after_poll(gen); });
@@ -646,6 +654,21 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     return error_text(dump(id), code, message);
   }
   void send_error(const json& id, int code, const std::string& message) { send_text(error_json(id, code, message)); }
+
+  /// Sends one `record` message, or adds it to `batch` (a `records` message under construction)
+  /// when the client subscribed with "batch": true. A batch holds one fetch or poll: at most
+  /// ws_fetch_bytes_max of payload, or one larger record.
+  void deliver(std::string& batch, std::string record, bool batched) {
+    if (!batched) return send_text(std::move(record));
+    batch += batch.empty() ? "{\"type\":\"records\",\"records\":[" : ",";
+    batch += record;
+  }
+  void flush_batch(std::string& batch) {
+    if (batch.empty()) return;
+    batch += "]}";
+    send_text(std::move(batch));
+    batch.clear();
+  }
   void send(const json& j) { send_text(dump(j)); }
 
   void send_text(std::string text) {

@@ -323,3 +323,73 @@ def test_produce_messages_of_every_shape_get_the_same_answers_in_order(broker):
     assert in_order == [None, None, "c", '{"x":1}', "e", "f"], stored
     assert sorted(v for v in stored[1] if v != "b") == ["a"], stored
     assert (stored[0] + stored[1]).count("b") == 1, stored
+
+
+def test_every_message_matches_the_published_schema_and_batches_keep_order(broker):
+    """http-api/ws-messages.schema.json is the contract: every message a client sends here and
+    every message the server answers validates against it (client_message / server_message),
+    including `records` batches (subscribe and join with "batch": true), which hold every
+    record once, in offset order."""
+    import os
+    import jsonschema
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "http-api", "ws-messages.schema.json")
+    with open(path) as f:
+        schema = json.load(f)
+    validator = jsonschema.Draft202012Validator(schema)
+    client_schema = {"$ref": "#/$defs/client_message", "$defs": schema["$defs"]}
+    server_schema = {"$ref": "#/$defs/server_message", "$defs": schema["$defs"]}
+    broker.create_topic("ws-schema", partitions=1)
+    produce_http(broker, "ws-schema", [f"v{i}" for i in range(40)])
+    seen_types = set()
+
+    async def run():
+        async with websockets.connect(ws_url(broker)) as ws:
+            async def say(**m):
+                jsonschema.validate(m, client_schema)
+                await send(ws, **m)
+
+            async def hear():
+                m = await recv(ws)
+                jsonschema.validate(m, server_schema)
+                seen_types.add(m["type"])
+                return m
+
+            await say(type="produce", id=1, topic="ws-schema", partition=0, key=b64("k"), value=b64("v40"),
+                      headers=[{"key": "h", "value": b64("x")}, {"key": "n", "value": None}])
+            assert (await hear())["type"] == "produce_ack"
+            await say(type="produce", id=2, topic="bad topic!", value=b64("x"))
+            assert (await hear())["type"] == "error"
+            await say(type="subscribe", id="s", topic="ws-schema", partition=0, position="earliest", batch=True)
+            assert (await hear())["type"] == "subscribed"
+            await say(type="credit", records=1000)
+            offsets = []
+            while len(offsets) < 41:
+                m = await hear()
+                assert m["type"] == "records", m
+                offsets += [r["offset"] for r in m["records"]]
+            assert offsets == list(range(41))
+            await say(type="unsubscribe", id="u")
+            assert (await hear())["type"] == "unsubscribed"
+            await say(type="join", id="j", group="ws-schema-g", topics=["ws-schema"], position="earliest", batch=True)
+            got = []
+            while len(got) < 41:
+                m = await hear()
+                if m["type"] == "records":
+                    got += [r["offset"] for r in m["records"]]
+                else:
+                    assert m["type"] in ("joined", "assignment"), m
+            assert got == list(range(41))
+            await say(type="commit", id="c")
+            m = await hear()
+            while m["type"] == "assignment":
+                m = await hear()
+            assert m["type"] == "committed", m
+            await say(type="ping", id="p")
+            while (m := await hear())["type"] != "pong":
+                assert m["type"] == "assignment", m
+
+    asyncio.run(run())
+    assert {"produce_ack", "error", "subscribed", "records", "unsubscribed", "joined", "committed", "pong"} <= seen_types
+    assert validator.is_valid({"type": "record", "topic": "t", "partition": 0, "offset": 1, "timestamp": 2,
+                               "key": None, "value": "eA==", "headers": []})
