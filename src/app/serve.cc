@@ -1,4 +1,7 @@
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <unistd.h>
 // `ringlog serve`: start order shards -> broker -> HTTP; stop order HTTP (drain) -> broker
 // (flush, clean-shutdown marker) -> shards. SIGTERM/SIGINT trigger the stop; exit code 0.
 
@@ -10,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -131,6 +135,37 @@ open_file_budget plan_open_files(const config::server_config& cfg) {
   return b;
 }
 
+/// Creates `log_dir` if needed and takes an exclusive flock(2) on `log_dir/.lock`, kept open (and
+/// so held) for the life of the process; the kernel drops it when the process dies, SIGKILL
+/// included. False, after logging why, when another process holds it or the directory is unusable.
+bool lock_log_dir(const std::string& log_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(log_dir, ec);
+  if (ec) {
+    spdlog::error("msg=\"cannot create log.dirs\" log.dirs=\"{}\" error=\"{}\"", log_dir, ec.message());
+    return false;
+  }
+  const std::string path = log_dir + "/.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    spdlog::error("msg=\"cannot open the log directory lock\" path=\"{}\" error=\"{}\"", path, std::strerror(errno));
+    return false;
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      spdlog::error("msg=\"log.dirs is in use by another ringlog process (it holds {}); stop it or choose another "
+                    "directory with --set log.dirs=...\" log.dirs=\"{}\"",
+                    path, log_dir);
+    } else {
+      spdlog::error("msg=\"cannot lock the log directory\" path=\"{}\" error=\"{}\"", path, std::strerror(err));
+    }
+    return false;
+  }
+  return true;   // fd stays open on purpose: closing it would release the lock
+}
+
 /// Blocks until SIGTERM or SIGINT (blocked in every thread, taken here with sigwait).
 int wait_for_stop_signal(const sigset_t& signals) {
   int sig = 0;
@@ -196,6 +231,10 @@ int serve_main(int argc, char** argv) {
     spdlog::error("msg=\"bad config\" key=io.backend error=\"{}\"", backend.error().message);
     return 2;
   }
+  // One broker per log directory, as Kafka's `.lock` file enforces: a second broker on the same
+  // directory would assign the same offsets to different records (seen: an acknowledged record
+  // overwritten). The lock is held until the process exits.
+  if (!lock_log_dir(cfg.log_dir)) return 1;
   size_t shards = cfg.num_shards > 0 ? static_cast<size_t>(cfg.num_shards)
                                      : std::max<size_t>(1, std::thread::hardware_concurrency());
   std::string note;

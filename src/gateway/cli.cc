@@ -166,12 +166,6 @@ Commands:
 
 Options:
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
-  --transport http|ws      http (default): the REST API as above; ws: producers send one
-                           produce message per record over /v1/ws to partition 0, and
-                           --subscribers connections subscribe to partition 0 with credit;
-                           prints produce-to-deliver latency over every subscriber's records
-  --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
-  --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --help                   this text
 )";
 
@@ -317,12 +311,6 @@ Options:
   --acks 0|1|all           acknowledgement level (default all)
   --batch-size N           lines per request (default 500)
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
-  --transport http|ws      http (default): the REST API as above; ws: producers send one
-                           produce message per record over /v1/ws to partition 0, and
-                           --subscribers connections subscribe to partition 0 with credit;
-                           prints produce-to-deliver latency over every subscriber's records
-  --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
-  --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --help                   this text
 )";
 
@@ -452,12 +440,6 @@ Options:
                            earliest|latest is then auto.offset.reset, and each batch printed is
                            committed afterwards (at-least-once)
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
-  --transport http|ws      http (default): the REST API as above; ws: producers send one
-                           produce message per record over /v1/ws to partition 0, and
-                           --subscribers connections subscribe to partition 0 with credit;
-                           prints produce-to-deliver latency over every subscriber's records
-  --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
-  --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --help                   this text
 )";
 
@@ -654,12 +636,6 @@ Commands:
 
 Options:
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
-  --transport http|ws      http (default): the REST API as above; ws: producers send one
-                           produce message per record over /v1/ws to partition 0, and
-                           --subscribers connections subscribe to partition 0 with credit;
-                           prints produce-to-deliver latency over every subscriber's records
-  --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
-  --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --help                   this text
 )";
 
@@ -1110,6 +1086,15 @@ int bench_main(int argc, char** argv) {
     auto r = client->post("/v3/clusters/" + path_escape(*cluster) + "/topics", body.dump(), "application/json");
     if (!r.ok() || (r->status != 201 && r->status != 200 && r->body.find("already exists") == std::string::npos)) {
       return report_failure(r, "create topic " + s.topic);
+    }
+    // An existing topic keeps its partition count: the load spreads over what it has.
+    auto described = client->get("/topics/" + path_escape(s.topic), "application/vnd.kafka.v2+json");
+    if (!ok_status(described)) return report_failure(described, "describe topic " + s.topic);
+    const auto existing = static_cast<int64_t>(json::parse(described->body)["partitions"].size());
+    if (existing > 0 && existing != s.partitions) {
+      std::cerr << "topic " << s.topic << " exists with " << existing << " partitions: using them (not --partitions "
+                << s.partitions << ")\n";
+      s.partitions = existing;
     }
     auto ends = bench_end_offsets(s, *client);
     if (!ends) return 1;

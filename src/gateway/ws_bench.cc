@@ -120,7 +120,8 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
     const auto now = bench_clock::now();
     while (!done_sending_) {
       if (per_connection_rate_ <= 0 && static_cast<int64_t>(pending_.size()) >= ws_bench_in_flight_max) break;
-      const auto at = scheduled(next_);
+      // Without a rate every message is due now (a fresh clock read would always be "later").
+      const auto at = per_connection_rate_ > 0 ? scheduled(next_) : now;
       if (at >= stop_) {
         done_sending_ = true;
         break;

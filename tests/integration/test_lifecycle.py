@@ -145,3 +145,20 @@ def test_cli_topics_produce_consume(broker, topic_name):
     assert run_cli(broker, "topics", "delete", topic_name).returncode == 0
     missing = run_cli(broker, "topics", "describe", topic_name)
     assert missing.returncode == 1 and "40401" in missing.stderr
+
+
+def test_second_broker_on_the_same_log_dirs_is_refused(fresh_broker, ringlog_bin):
+    """Two brokers on one directory would hand out the same offsets for different records (an
+    acknowledged record was overwritten this way). The second refuses to start, naming the lock,
+    and the first keeps serving; after the first is SIGKILLed the lock is free again."""
+    first = fresh_broker()
+    port = free_port()
+    p = subprocess.run([str(ringlog_bin), "serve", "--set", f"listeners=http://127.0.0.1:{port}",
+                        "--set", f"log.dirs={first.data_dir}"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "in use by another ringlog process" in p.stdout + p.stderr
+    assert ".lock" in p.stdout + p.stderr
+    assert requests.get(first.url + "/v1/health", timeout=5).status_code == 200
+    first.kill()
+    first.start()
+    assert requests.get(first.url + "/v1/health", timeout=5).status_code == 200
