@@ -9,6 +9,7 @@
 #include "console_files.h"
 #include "errors.h"
 #include "http_util.h"
+#include "json_fields.h"
 #include "stream_limits.h"
 #include "ringlog/group/limits.h"
 
@@ -1097,13 +1098,16 @@ std::optional<std::vector<model::topic_partition>> partitions_field(const call_p
   size_t i = 0;
   for (const auto& item : body[field]) {
     std::string where = field + "[" + std::to_string(i++) + "]";
-    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
-        !item["partition"].is_number_integer() || item["partition"].get<int64_t>() < 0 ||
-        item["partition"].get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition")) {
       c->fail(422, ec::unprocessable, where + " must be {\"topic\": string, \"partition\": integer >= 0}");
       return std::nullopt;
     }
-    out.push_back({item["topic"].get<std::string>(), model::partition_id(item["partition"].get<int32_t>())});
+    auto partition = json_partition(item["partition"]);
+    if (!partition) {
+      c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
+      return std::nullopt;
+    }
+    out.push_back({item["topic"].get<std::string>(), model::partition_id(*partition)});
   }
   return out;
 }
@@ -1277,12 +1281,13 @@ void v2_seek(const call_ptr& c) {
   size_t i = 0;
   for (const auto& item : (*body)["offsets"]) {
     std::string where = "offsets[" + std::to_string(i++) + "]";
-    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
-        !item["partition"].is_number_integer()) {
+    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition")) {
       return c->fail(422, ec::unprocessable, where + " must name a topic and a partition");
     }
+    auto partition = json_partition(item["partition"]);
+    if (!partition) return c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
     broker::seek_request s;
-    s.partition = {item["topic"].get<std::string>(), model::partition_id(item["partition"].get<int32_t>())};
+    s.partition = {item["topic"].get<std::string>(), model::partition_id(*partition)};
     if (item.contains("offset") && item["offset"].is_number_integer()) {
       s.kind = broker::seek_kind::offset;
       s.value = item["offset"].get<int64_t>();
@@ -1419,11 +1424,13 @@ void v2_commit_offsets(const call_ptr& c) {
     for (const auto& item : items) {
       std::string where = "offsets[" + std::to_string(i++) + "]";
       if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
-          !item["partition"].is_number_integer() || !item.contains("offset") || !item["offset"].is_number_integer()) {
+          !item.contains("offset") || !item["offset"].is_number_integer()) {
         return c->fail(422, ec::unprocessable, where + " must be {\"topic\", \"partition\", \"offset\"}");
       }
+      auto partition = json_partition(item["partition"]);
+      if (!partition) return c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
       group::processed_offset p;
-      p.partition = {item["topic"].get<std::string>(), model::partition_id(item["partition"].get<int32_t>())};
+      p.partition = {item["topic"].get<std::string>(), model::partition_id(*partition)};
       p.last_processed = model::offset(item["offset"].get<int64_t>());
       if (item.contains("metadata") && item["metadata"].is_string()) p.metadata = item["metadata"].get<std::string>();
       offsets->push_back(std::move(p));

@@ -19,6 +19,7 @@
 
 #include "base64.h"
 #include "errors.h"
+#include "json_fields.h"
 #include "stream_limits.h"
 
 namespace ringlog::gateway {
@@ -214,10 +215,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     req.topic = m["topic"].get<std::string>();
     broker::produce_record rec;
     if (m.contains("partition") && !m["partition"].is_null()) {
-      if (!m["partition"].is_number_integer() || m["partition"].get<int64_t>() < 0) {
-        return bad("partition must be an integer >= 0");
-      }
-      rec.partition = model::partition_id(m["partition"].get<int32_t>());
+      auto partition = json_partition(m["partition"]);
+      if (!partition) return bad(std::string("partition must be ") + json_partition_range);
+      rec.partition = model::partition_id(*partition);
     }
     for (const char* field : {"key", "value"}) {
       if (!m.contains(field)) continue;
@@ -320,13 +320,15 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (int(m.contains("offset")) + int(m.contains("timestamp")) + int(m.contains("position")) > 1) {
       return send_error(id, error_codes::unprocessable, "subscribe takes at most one of offset, timestamp and position");
     }
-    if (m.value("partition", int64_t{0}) < 0 || m.value("partition", int64_t{0}) > std::numeric_limits<int32_t>::max()) {
-      return send_error(id, error_codes::unprocessable, "partition must be an integer in [0, 2147483647]");
+    const std::optional<int32_t> partition =
+        m.contains("partition") ? json_partition(m["partition"]) : std::optional<int32_t>(0);
+    if (!partition) {
+      return send_error(id, error_codes::unprocessable, std::string("partition must be ") + json_partition_range);
     }
     subscription s;
     s.generation = ++generation_;
     s.id = id;
-    s.tp = {m["topic"].get<std::string>(), model::partition_id(m.value("partition", int32_t{0}))};
+    s.tp = {m["topic"].get<std::string>(), model::partition_id(*partition)};
     s.as_json = m.value("format", std::string("binary")) == "json";
     // Even an explicit offset is checked with a look-up: a fetch of a missing topic would only
     // long-poll, while list_offsets names the error.

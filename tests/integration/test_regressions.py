@@ -345,3 +345,55 @@ def test_duplicate_json_fields_and_far_timestamps_are_refused(broker, topic_name
                         json={"value": {"data": 1}, "timestamp": 9223372036854775807})
     assert far.status_code == 422 and "timestamp" in far.json()["message"], far.text
     assert offsets(broker, topic_name)["end_offset"] == 0
+
+
+def _ws_exchange(broker, messages, replies, wait_s=1.5):
+    """Sends `messages` on one /v1/ws connection and returns up to `replies` answers (JSON)."""
+    import asyncio
+    import websockets
+
+    async def go():
+        out = []
+        async with websockets.connect(f"ws://127.0.0.1:{broker.port}/v1/ws") as ws:
+            for m in messages:
+                await ws.send(json.dumps(m))
+            with contextlib.suppress(asyncio.TimeoutError):
+                while len(out) < replies:
+                    out.append(json.loads(await asyncio.wait_for(ws.recv(), wait_s)))
+        return out
+    return asyncio.run(go())
+
+
+def test_partition_numbers_past_int32_are_refused_not_wrapped(broker, topic_name):
+    # FIXED, was a defect (high): a JSON partition of 2^32 + p was read with get<int32_t>() and wrapped to p:
+    # a v2 commit of partition 4294967296 committed t-0, a seek moved t-0, and a WebSocket produce
+    # to partition 4294967297 stored the record in partition 1 (2^31 answered "partition -2147483648").
+    broker.create_topic(topic_name, partitions=2)
+    v2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+    requests.post(f"{broker.url}/topics/{topic_name}", json={"records": [{"value": b64("v"), "partition": 0}] * 3},
+                  headers={"Content-Type": BINARY})
+    group = f"g-{topic_name}"
+    base = f"{broker.url}/consumers/{group}/instances/w"
+    assert requests.post(f"{broker.url}/consumers/{group}", headers=v2,
+                         json={"name": "w", "format": "binary", "auto.offset.reset": "earliest"}).status_code == 200
+    assert requests.post(f"{base}/subscription", headers=v2, json={"topics": [topic_name]}).status_code == 204
+    wait_until(lambda: len(requests.get(f"{base}/records", params={"timeout": 500}, headers={"Accept": BINARY}).json()) > 0,
+               10, "records")
+    committed = lambda: requests.get(f"{base}/offsets", headers=v2,  # noqa: E731
+                                     json={"partitions": [{"topic": topic_name, "partition": 0}]}).json()
+    before = committed()
+    for partition in (2**32, 2**31, 2**63):
+        r = requests.post(f"{base}/offsets", headers=v2,
+                          json={"offsets": [{"topic": topic_name, "partition": partition, "offset": 1}]})
+        assert r.status_code == 422 and "partition" in r.json()["message"], (partition, r.text)
+        r = requests.post(f"{base}/positions", headers=v2,
+                          json={"offsets": [{"topic": topic_name, "partition": partition, "offset": 0}]})
+        assert r.status_code == 422 and "partition" in r.json()["message"], (partition, r.text)
+    assert committed() == before
+    answers = _ws_exchange(broker, [
+        {"type": "produce", "id": 1, "topic": topic_name, "partition": 2**32 + 1, "value": b64("x")},
+        {"type": "produce", "id": 2, "topic": topic_name, "partition": 2**31, "value": b64("x")},
+        {"type": "ping", "id": 3}], 3)
+    assert [a["type"] for a in answers] == ["error", "error", "pong"], answers
+    assert all(a["error_code"] == 42205 and "2147483647" in a["message"] for a in answers[:2]), answers
+    assert offsets(broker, topic_name, 1)["end_offset"] == 0
