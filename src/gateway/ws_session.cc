@@ -278,14 +278,20 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (records < 0 || (m.contains("bytes") && m["bytes"].get<int64_t>() < 0)) {
       return send_error(id, error_codes::unprocessable, "credit records and bytes must be >= 0");
     }
-    credit_records_ = std::min(credit_records_ + records, limits::ws_credit_records_max);
+    credit_records_ = add_credit(credit_records_, records, limits::ws_credit_records_max);
     credit_starved_ = false;
     if (m.contains("bytes")) {
       int64_t bytes = m["bytes"].get<int64_t>();
-      credit_bytes_ = bytes_counted_ ? std::min(credit_bytes_ + bytes, limits::ws_credit_records_max) : bytes;
+      credit_bytes_ = add_credit(bytes_counted_ ? credit_bytes_ : 0, bytes, limits::ws_credit_bytes_max);
       bytes_counted_ = true;
     }
     pump();
+  }
+
+  /// `held` + `grant` capped at `max`; both are in [0, max], `grant` any int64 >= 0: the grant
+  /// is capped before the sum, so a grant of 2^63-1 cannot overflow.
+  static int64_t add_credit(int64_t held, int64_t grant, int64_t max) {
+    return std::min(held + std::min(grant, max), max);
   }
 
   /// Takes one record's worth of credit; false (nothing taken) when it does not fit.

@@ -397,3 +397,19 @@ def test_partition_numbers_past_int32_are_refused_not_wrapped(broker, topic_name
     assert [a["type"] for a in answers] == ["error", "error", "pong"], answers
     assert all(a["error_code"] == 42205 and "2147483647" in a["message"] for a in answers[:2]), answers
     assert offsets(broker, topic_name, 1)["end_offset"] == 0
+
+
+def test_websocket_credit_near_int64_max_does_not_overflow(broker, topic_name):
+    # FIXED, was a defect (medium): credit was added before it was capped, so a grant of 2^63-1 on top of
+    # any credit overflowed (undefined behaviour; in practice a negative credit) and the connection
+    # never received another record, whatever it granted later. The same for byte credit.
+    broker.create_topic(topic_name)
+    requests.post(f"{broker.url}/topics/{topic_name}", json={"records": [{"value": b64(f"v{i}")} for i in range(3)]},
+                  headers={"Content-Type": BINARY})
+    big = 2**63 - 1
+    for grants in ([{"records": 1}, {"records": big}],
+                   [{"records": 10, "bytes": big}, {"bytes": big}],
+                   [{"records": 10, "bytes": 1}, {"bytes": big}]):
+        answers = _ws_exchange(broker, [{"type": "subscribe", "id": 1, "topic": topic_name, "position": "earliest"}] +
+                               [{"type": "credit", **g} for g in grants], 4)
+        assert [a["type"] for a in answers] == ["subscribed", "record", "record", "record"], (grants, answers)
