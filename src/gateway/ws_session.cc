@@ -438,10 +438,13 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (!m.contains("group") || !m["group"].is_string() || !m.contains("topics") || !m["topics"].is_array()) {
       return send_error(id, error_codes::unprocessable, "join needs a string \"group\" and an array \"topics\"");
     }
-    leave_group();
+    // Checked before leaving the current group: a refused join keeps the membership it replaces.
     group::subscription sub;
     sub.kind = group::subscription_kind::topics;
-    for (const auto& t : m["topics"]) sub.topics.push_back(t.get<std::string>());
+    for (const auto& t : m["topics"]) {
+      if (!t.is_string()) return send_error(id, error_codes::unprocessable, "join \"topics\" must be an array of strings");
+      sub.topics.push_back(t.get<std::string>());
+    }
     broker::consumer_instance_config cfg;
     cfg.group_id = m["group"].get<std::string>();
     cfg.name = "ws";
@@ -449,9 +452,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     cfg.auto_offset_reset = m.value("position", std::string("latest")) == "earliest" ? group::offset_reset::earliest
                                                                                       : group::offset_reset::latest;
     membership mb;
-    mb.generation = ++generation_;
     mb.group = cfg.group_id;
     mb.as_json = m.value("format", std::string("binary")) == "json";
+    leave_group();
+    mb.generation = ++generation_;
     member_ = mb;
     const uint64_t gen = mb.generation;
     ctx_.broker->groups().create_consumer(cfg, [self = shared_from_this(), gen, id, sub](broker::result<broker::consumer_instance> r) {

@@ -413,3 +413,31 @@ def test_websocket_credit_near_int64_max_does_not_overflow(broker, topic_name):
         answers = _ws_exchange(broker, [{"type": "subscribe", "id": 1, "topic": topic_name, "position": "earliest"}] +
                                [{"type": "credit", **g} for g in grants], 4)
         assert [a["type"] for a in answers] == ["subscribed", "record", "record", "record"], (grants, answers)
+
+
+def test_refused_websocket_join_keeps_the_current_membership(broker, topic_name):
+    # FIXED, was a defect (low): a join with a non-string topic (or position) left the current group
+    # before the field was checked; the error came back and the connection was no member any more.
+    broker.create_topic(topic_name)
+    group = f"g-{topic_name}"
+    import asyncio
+    import websockets
+
+    async def go():
+        async with websockets.connect(f"ws://127.0.0.1:{broker.port}/v1/ws") as ws:
+            await ws.send(json.dumps({"type": "join", "id": "j1", "group": group, "topics": [topic_name]}))
+            while json.loads(await asyncio.wait_for(ws.recv(), 10)).get("id") != "j1":
+                pass
+            out = []
+            for m in ({"type": "join", "id": "j2", "group": group, "topics": [5]},
+                      {"type": "join", "id": "j3", "group": group, "topics": [topic_name], "position": 1},
+                      {"type": "commit", "id": "c"}):
+                await ws.send(json.dumps(m))
+                while (a := json.loads(await asyncio.wait_for(ws.recv(), 10)))["type"] == "assignment":
+                    pass
+                out.append(a)
+            return out
+    j2, j3, commit = asyncio.run(go())
+    assert j2["type"] == "error" and "topics" in j2["message"], j2
+    assert j3["type"] == "error", j3
+    assert commit["type"] == "committed", commit
