@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "ringlog/base/assert.h"
 #include "ringlog/group/assignor.h"
@@ -630,6 +631,11 @@ result<commit_result> group_coordinator::commit_processed(std::string_view group
     if (p.last_processed.value() < 0) {
       return err(errc::invalid_offset, "commit offset " + std::to_string(p.last_processed.value()) + " for " +
                                            tp_name(p.partition) + " is negative");
+    }
+    // N + 1 must fit: the largest int64 is no record's offset (offsets stay below it).
+    if (p.last_processed.value() == std::numeric_limits<int64_t>::max()) {
+      return err(errc::invalid_offset, "commit offset " + std::to_string(p.last_processed.value()) + " for " +
+                                           tp_name(p.partition) + " is past the largest offset (N + 1 must fit in 64 bits)");
     }
     next.push_back(offset_commit{p.partition, p.last_processed + 1, p.metadata});  // REST v2: N -> N + 1
   }

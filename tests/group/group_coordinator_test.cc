@@ -3,6 +3,9 @@
 #include "ringlog/group/group_coordinator.h"
 #include "test_util.h"
 
+#include <limits>
+#include <string>
+
 using namespace ringlog;
 using namespace ringlog::group;
 using namespace ringlog::group::test;
@@ -263,6 +266,25 @@ TEST_CASE("REST proxy v2: explicit commit of N stores N + 1; the next member sta
   REQUIRE(pos->size() == 1);
   CHECK((*pos)[0].source == fetch_source::committed);
   CHECK((*pos)[0].fetch_offset == offset(10));  // none of 0..9 is delivered again
+}
+
+TEST_CASE("REST proxy v2: a commit of the largest offset is refused, not wrapped to a negative N + 1") {
+  // Found by an adversarial session: {"offset": 9223372036854775807} computed N + 1 with signed
+  // overflow and was refused as "commit offset -9223372036854775808 ... is negative".
+  group_coordinator c(5);
+  c.set_topics({{"t", 1}}, t0);
+  const auto m = join_and_subscribe(c, "g", req("m"), "t", t0);
+  REQUIRE(c.seek("g", m, tp("t", 0), offset(0)).ok());
+  const int64_t largest = std::numeric_limits<int64_t>::max();
+  auto r = c.commit_processed("g", m, std::nullopt, {{tp("t", 0), offset(largest), ""}}, t0);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == errc::invalid_offset);
+  CHECK(r.error().message.find(std::to_string(largest)) != std::string::npos);
+  CHECK(r.error().message.find("-9223372036854775808") == std::string::npos);
+  CHECK(c.committed_offsets("g")->empty());
+  r = c.commit_processed("g", m, std::nullopt, {{tp("t", 0), offset(largest - 1), ""}}, t0);
+  REQUIRE(r.ok());
+  CHECK(r->committed.at(tp("t", 0)).committed == offset(largest));
 }
 
 TEST_CASE("REST proxy v2: an empty commit commits everything already returned") {
