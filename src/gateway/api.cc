@@ -1193,7 +1193,8 @@ void v2_create_consumer(const call_ptr& c) {
   c->broker().groups().create_consumer(std::move(cfg), [c](broker::result<broker::consumer_instance> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
-      std::string uri = call.base_url + "/consumers/" + r->group_id + "/instances/" + r->instance_id;
+      std::string uri = call.base_url + "/consumers/" + percent_encode_segment(r->group_id) + "/instances/" +
+                        percent_encode_segment(r->instance_id);
       call.respond_json(200, {{"instance_id", r->instance_id}, {"base_uri", uri}}, v2_type);
     });
   });
@@ -1479,7 +1480,7 @@ std::string state_name(group::group_state s) {
 
 json group_json(api::call& c, const group::group_listing& g, std::optional<broker::group_details> details) {
   const std::string& cluster = c.broker().config().cluster_id;
-  std::string self = c.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + g.group_id;
+  std::string self = c.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + percent_encode_segment(g.group_id);
   json j = {{"kind", "KafkaConsumerGroup"},
             {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + cluster + "/consumer-group=" + g.group_id}}},
             {"cluster_id", cluster},
@@ -1537,13 +1538,14 @@ void v3_get_group(const call_ptr& c) {
 void v3_group_consumers(const call_ptr& c) {
   with_group(c, [](api::call& call, broker::group_details d) {
     const std::string& cluster = call.broker().config().cluster_id;
-    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + d.description.group_id;
+    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" +
+                       percent_encode_segment(d.description.group_id);
     json data = json::array();
     for (const auto& m : d.description.members) {
       json assignments = json::array();
       for (const auto& tp : m.owned) assignments.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}});
       data.push_back({{"kind", "KafkaConsumer"},
-                      {"metadata", {{"self", base + "/consumers/" + m.member_id}}},
+                      {"metadata", {{"self", base + "/consumers/" + percent_encode_segment(m.member_id)}}},
                       {"cluster_id", cluster},
                       {"consumer_group_id", d.description.group_id},
                       {"consumer_id", m.member_id},
@@ -1580,7 +1582,8 @@ std::string owner_of(const broker::group_details& d, const model::topic_partitio
 void v3_group_lags(const call_ptr& c) {
   with_lags(c, [](api::call& call, broker::group_details d, std::vector<group::partition_lag> lags) {
     const std::string& cluster = call.broker().config().cluster_id;
-    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + d.description.group_id;
+    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" +
+                       percent_encode_segment(d.description.group_id);
     json data = json::array();
     for (const auto& l : lags) {
       std::string owner = owner_of(d, l.partition);
@@ -1631,7 +1634,7 @@ void v3_group_lag_history(const call_ptr& c) {
         json data = json::array();
         for (const auto& s : *r) data.push_back({{"timestamp", s.timestamp_ms}, {"total_lag", s.total_lag}});
         call2.respond_json(200, {{"kind", "KafkaConsumerGroupLagHistory"},
-                                 {"metadata", {{"self", call2.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + id + "/lag-history"}}},
+                                 {"metadata", {{"self", call2.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + percent_encode_segment(id) + "/lag-history"}}},
                                  {"cluster_id", cluster},
                                  {"consumer_group_id", id},
                                  {"interval_ms", broker::lag_history_interval_ms},

@@ -415,6 +415,31 @@ def test_websocket_credit_near_int64_max_does_not_overflow(broker, topic_name):
         assert [a["type"] for a in answers] == ["subscribed", "record", "record", "record"], (grants, answers)
 
 
+def test_links_percent_encode_group_and_instance_ids(broker, topic_name):
+    # FIXED, was a defect (medium): base_uri and the v3 self/related links pasted group and instance ids
+    # into URLs unencoded. Following the base_uri of group "team/app" answered 404, and of group
+    # "q?x" POSTed to /consumers/q: a new consumer instance in another group.
+    import urllib.parse
+    broker.create_topic(topic_name)
+    v2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+    for group, name in ((f"team/app-{topic_name}", "w1"), (f"q?x#%41 {topic_name}", "w-2")):
+        r = requests.post(f"{broker.url}/consumers/{urllib.parse.quote(group, safe='')}", headers=v2,
+                          json={"name": name, "format": "binary", "auto.offset.reset": "earliest"})
+        assert r.status_code == 200, r.text
+        base_uri = r.json()["base_uri"]
+        assert r.json()["instance_id"] == name
+        r = requests.post(f"{base_uri}/subscription", headers=v2, json={"topics": [topic_name]})
+        assert r.status_code == 204, (base_uri, r.status_code, r.text)
+        assert requests.get(f"{base_uri}/subscription", headers=v2).json()["topics"] == [topic_name]
+        v3 = requests.get(broker.v3(f"/consumer-groups/{urllib.parse.quote(group, safe='')}")).json()
+        assert v3["consumer_group_id"] == group
+        for link in (v3["metadata"]["self"], v3["consumers"]["related"]):
+            assert requests.get(link).status_code == 200, link
+        history = requests.get(broker.v3(f"/consumer-groups/{urllib.parse.quote(group, safe='')}/lag-history")).json()
+        assert requests.get(history["metadata"]["self"]).json()["consumer_group_id"] == group
+        assert requests.delete(base_uri).status_code == 204
+
+
 def test_refused_websocket_join_keeps_the_current_membership(broker, topic_name):
     # FIXED, was a defect (low): a join with a non-string topic (or position) left the current group
     # before the field was checked; the error came back and the connection was no member any more.
