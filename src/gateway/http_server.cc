@@ -85,6 +85,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     fill_head(*msg, r);
     msg->body() = std::move(r.body);
     msg->prepare_payload();
+    // RFC 9110 section 8.6: no Content-Length on a 1xx or 204, and on a 304 only the length the
+    // 200 would have had; these have no content, so none is the honest answer.
+    if (r.status < 200 || r.status == 204 || r.status == 304) msg->erase(http::field::content_length);
     if (head_request_) msg->body().clear();   // Content-Length stays the GET body's (RFC 9110 9.3.2)
     http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
       self->after_response(ec);

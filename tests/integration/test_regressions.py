@@ -415,6 +415,30 @@ def test_websocket_credit_near_int64_max_does_not_overflow(broker, topic_name):
         assert [a["type"] for a in answers] == ["subscribed", "record", "record", "record"], (grants, answers)
 
 
+def test_no_content_length_on_204_and_304(broker):
+    # FIXED, was a defect (low): every 204 (CORS preflight, commits, subscriptions) and the console's 304
+    # carried "Content-Length: 0"; RFC 9110 section 8.6 forbids it on a 204 and allows it on a 304
+    # only with the 200's length (a cache that keeps it would serve an empty app.js).
+    def head_of(request):
+        s = socket.create_connection(("127.0.0.1", broker.port))
+        s.sendall(request.encode())
+        data = b""
+        while b"\r\n\r\n" not in data and (chunk := s.recv(65536)):
+            data += chunk
+        s.close()
+        return data.split(b"\r\n\r\n")[0].decode().lower()
+    etag = requests.get(f"{broker.url}/console/app.js").headers["ETag"]
+    not_modified = head_of(f"GET /console/app.js HTTP/1.1\r\nHost: x\r\nIf-None-Match: {etag}\r\nConnection: close\r\n\r\n")
+    preflight = head_of("OPTIONS /v1/health HTTP/1.1\r\nHost: x\r\nOrigin: http://a.example\r\n"
+                        "Access-Control-Request-Method: GET\r\nConnection: close\r\n\r\n")
+    assert not_modified.startswith("http/1.1 304") and "content-length" not in not_modified, not_modified
+    assert preflight.startswith("http/1.1 204") and "content-length" not in preflight, preflight
+    # keep-alive still works after a 204 without Content-Length
+    with requests.Session() as s:
+        assert s.options(f"{broker.url}/v1/health").status_code == 204
+        assert s.get(f"{broker.url}/v1/health").status_code == 200
+
+
 def test_links_percent_encode_group_and_instance_ids(broker, topic_name):
     # FIXED, was a defect (medium): base_uri and the v3 self/related links pasted group and instance ids
     # into URLs unencoded. Following the base_uri of group "team/app" answered 404, and of group
