@@ -490,3 +490,28 @@ def test_refused_websocket_join_keeps_the_current_membership(broker, topic_name)
     assert j2["type"] == "error" and "topics" in j2["message"], j2
     assert j3["type"] == "error", j3
     assert commit["type"] == "committed", commit
+
+
+def test_compressed_request_bodies_are_refused_by_name_not_parsed_as_json(broker, topic_name):
+    # FIXED, was a defect (low): "Content-Encoding: gzip" was ignored: a gzipped produce body got
+    # 400 "malformed JSON request body: The input is not valid UTF-8", and "Transfer-Encoding:
+    # gzip, chunked" stored the chunks as they were. RFC 9110 8.4.1 (415) and RFC 9112 6.1 (501).
+    import gzip
+    broker.create_topic(topic_name)
+    body = json.dumps({"records": [{"value": b64("v")}]}).encode()
+    r = requests.post(f"{broker.url}/topics/{topic_name}", data=gzip.compress(body),
+                      headers={"Content-Type": BINARY, "Content-Encoding": "gzip"})
+    assert r.status_code == 415 and "Content-Encoding" in r.json()["message"], r.text
+    s = socket.create_connection(("127.0.0.1", broker.port))
+    s.sendall(f"POST /topics/{topic_name} HTTP/1.1\r\nHost: x\r\nContent-Type: {BINARY}\r\n"
+              f"Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n".encode() +
+              b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    s.close()
+    assert data.startswith(b"HTTP/1.1 501") and b"Transfer-Encoding" in data, data[:300]
+    ok = requests.post(f"{broker.url}/topics/{topic_name}", data=body,
+                       headers={"Content-Type": BINARY, "Content-Encoding": "identity"})
+    assert ok.status_code == 200, ok.text
+    assert offsets(broker, topic_name)["end_offset"] == 1
