@@ -1660,9 +1660,12 @@ void v3_reset_group_offsets(const call_ptr& c) {
   broker::reset_offsets_request req;
   req.group_id = c->params["consumer_group_id"];
   auto to = setting_text(*body, "to").value_or("");
+  // A 64-bit integer: nlohmann's get<int64_t>() would wrap 2^63 (parsed unsigned) to -2^63.
   auto value_of = [&](const char* name) -> std::optional<int64_t> {
     if (!body->contains(name) || !(*body)[name].is_number_integer()) return std::nullopt;
-    return (*body)[name].get<int64_t>();
+    const json& v = (*body)[name];
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) return std::nullopt;
+    return v.get<int64_t>();
   };
   if (to == "earliest") {
     req.spec.kind = group::reset_kind::to_earliest;
@@ -1670,7 +1673,7 @@ void v3_reset_group_offsets(const call_ptr& c) {
     req.spec.kind = group::reset_kind::to_latest;
   } else if (to == "offset" || to == "shift") {
     auto v = value_of("value");
-    if (!v) return c->fail(422, ec::unprocessable, "value (an integer) is required with to=" + to);
+    if (!v) return c->fail(422, ec::unprocessable, "value (a 64-bit integer) is required with to=" + to);
     req.spec.kind = to == "offset" ? group::reset_kind::to_offset : group::reset_kind::shift_by;
     req.spec.value = *v;
   } else if (to == "timestamp") {

@@ -831,7 +831,11 @@ result<reset_result> group_coordinator::reset_offsets(std::string_view group_id,
             base_offset = c->second.committed.value();
           }
         }
-        target = clamp(base_offset + spec.value);
+        // Saturating: a shift past either end clamps like any other (no signed overflow).
+        constexpr int64_t largest = std::numeric_limits<int64_t>::max(), smallest = std::numeric_limits<int64_t>::min();
+        const bool past_largest = spec.value > 0 && base_offset > largest - spec.value;
+        const bool past_smallest = spec.value < 0 && base_offset < smallest - spec.value;
+        target = clamp(past_largest ? largest : past_smallest ? smallest : base_offset + spec.value);
         break;
       }
     }

@@ -478,6 +478,17 @@ TEST_CASE("admin: list, describe, lag, reset offsets with dry run, delete") {
   CHECK(c.committed_offsets("g")->at(tp("t", 0)).committed == offset(5));
   CHECK(c.reset_offsets("g", {reset_kind::to_offset, 100}, logs, dry_run::yes, t0)->offsets.at(tp("t", 0)) == offset(10));
   CHECK(c.reset_offsets("g", {reset_kind::to_latest, 0}, logs, dry_run::yes, t0)->offsets.at(tp("t", 1)) == offset(9));
+  // A shift past either end clamps like any other: committed + 2^63-1 overflowed (undefined
+  // behaviour) and came out at log_start_offset, the opposite end (found by an adversarial session).
+  const int64_t largest = std::numeric_limits<int64_t>::max(), smallest = std::numeric_limits<int64_t>::min();
+  auto forward = c.reset_offsets("g", {reset_kind::shift_by, largest}, logs, dry_run::yes, t0);
+  REQUIRE(forward.ok());
+  CHECK(forward->offsets.at(tp("t", 0)) == offset(10));
+  CHECK(forward->offsets.at(tp("t", 1)) == offset(9));
+  auto back = c.reset_offsets("g", {reset_kind::shift_by, smallest}, logs, dry_run::yes, t0);
+  REQUIRE(back.ok());
+  CHECK(back->offsets.at(tp("t", 0)) == offset(2));
+  CHECK(back->offsets.at(tp("t", 1)) == offset(0));
   auto del = c.delete_group("g");
   REQUIRE(del.ok());
   CHECK(del->size() == 3);  // two offset tombstones + the group metadata tombstone

@@ -515,3 +515,27 @@ def test_compressed_request_bodies_are_refused_by_name_not_parsed_as_json(broker
                        headers={"Content-Type": BINARY, "Content-Encoding": "identity"})
     assert ok.status_code == 200, ok.text
     assert offsets(broker, topic_name)["end_offset"] == 1
+
+
+def test_offsets_reset_value_past_int64_is_refused_and_shifts_saturate(broker, topic_name):
+    # FIXED, was a defect (medium): offsets:reset read "value": 2^63 with get<int64_t>() (-2^63, so
+    # to=offset went to the log start), and to=shift with 2^63-1 overflowed committed + shift and
+    # rewound the group to the log start: the opposite of the shift asked for.
+    broker.create_topic(topic_name)
+    requests.post(f"{broker.url}/topics/{topic_name}", json={"records": [{"value": b64("v")}] * 5},
+                  headers={"Content-Type": BINARY})
+    group = f"g-{topic_name}"
+    v2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+    base = f"{broker.url}/consumers/{group}/instances/w"
+    requests.post(f"{broker.url}/consumers/{group}", headers=v2, json={"name": "w", "format": "binary"})
+    requests.post(f"{base}/subscription", headers=v2, json={"topics": [topic_name]})
+    wait_until(lambda: requests.post(f"{base}/offsets", headers=v2, json={"offsets": [
+        {"topic": topic_name, "partition": 0, "offset": 1}]}).status_code == 204, 10, "commit")
+    assert requests.delete(base).status_code == 204
+    reset = broker.v3(f"/consumer-groups/{group}/offsets:reset")
+    r = requests.post(reset, json={"to": "offset", "value": 2**63})
+    assert r.status_code == 422 and "value" in r.json()["message"], r.text
+    r = requests.post(reset, json={"to": "shift", "value": 2**63 - 1})
+    assert r.status_code == 200 and r.json()["offsets"][0]["offset"] == 5, r.text
+    r = requests.post(reset, json={"to": "shift", "value": -2**63})
+    assert r.status_code == 200 and r.json()["offsets"][0]["offset"] == 0, r.text
