@@ -9,6 +9,7 @@
 #include "console_files.h"
 #include "errors.h"
 #include "http_util.h"
+#include "json_fields.h"
 #include "stream_limits.h"
 #include "ringlog/group/limits.h"
 
@@ -1097,13 +1098,16 @@ std::optional<std::vector<model::topic_partition>> partitions_field(const call_p
   size_t i = 0;
   for (const auto& item : body[field]) {
     std::string where = field + "[" + std::to_string(i++) + "]";
-    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
-        !item["partition"].is_number_integer() || item["partition"].get<int64_t>() < 0 ||
-        item["partition"].get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition")) {
       c->fail(422, ec::unprocessable, where + " must be {\"topic\": string, \"partition\": integer >= 0}");
       return std::nullopt;
     }
-    out.push_back({item["topic"].get<std::string>(), model::partition_id(item["partition"].get<int32_t>())});
+    auto partition = json_partition(item["partition"]);
+    if (!partition) {
+      c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
+      return std::nullopt;
+    }
+    out.push_back({item["topic"].get<std::string>(), model::partition_id(*partition)});
   }
   return out;
 }
@@ -1189,7 +1193,8 @@ void v2_create_consumer(const call_ptr& c) {
   c->broker().groups().create_consumer(std::move(cfg), [c](broker::result<broker::consumer_instance> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
-      std::string uri = call.base_url + "/consumers/" + r->group_id + "/instances/" + r->instance_id;
+      std::string uri = call.base_url + "/consumers/" + percent_encode_segment(r->group_id) + "/instances/" +
+                        percent_encode_segment(r->instance_id);
       call.respond_json(200, {{"instance_id", r->instance_id}, {"base_uri", uri}}, v2_type);
     });
   });
@@ -1277,12 +1282,13 @@ void v2_seek(const call_ptr& c) {
   size_t i = 0;
   for (const auto& item : (*body)["offsets"]) {
     std::string where = "offsets[" + std::to_string(i++) + "]";
-    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
-        !item["partition"].is_number_integer()) {
+    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition")) {
       return c->fail(422, ec::unprocessable, where + " must name a topic and a partition");
     }
+    auto partition = json_partition(item["partition"]);
+    if (!partition) return c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
     broker::seek_request s;
-    s.partition = {item["topic"].get<std::string>(), model::partition_id(item["partition"].get<int32_t>())};
+    s.partition = {item["topic"].get<std::string>(), model::partition_id(*partition)};
     if (item.contains("offset") && item["offset"].is_number_integer()) {
       s.kind = broker::seek_kind::offset;
       s.value = item["offset"].get<int64_t>();
@@ -1419,11 +1425,13 @@ void v2_commit_offsets(const call_ptr& c) {
     for (const auto& item : items) {
       std::string where = "offsets[" + std::to_string(i++) + "]";
       if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
-          !item["partition"].is_number_integer() || !item.contains("offset") || !item["offset"].is_number_integer()) {
+          !item.contains("offset") || !item["offset"].is_number_integer()) {
         return c->fail(422, ec::unprocessable, where + " must be {\"topic\", \"partition\", \"offset\"}");
       }
+      auto partition = json_partition(item["partition"]);
+      if (!partition) return c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
       group::processed_offset p;
-      p.partition = {item["topic"].get<std::string>(), model::partition_id(item["partition"].get<int32_t>())};
+      p.partition = {item["topic"].get<std::string>(), model::partition_id(*partition)};
       p.last_processed = model::offset(item["offset"].get<int64_t>());
       if (item.contains("metadata") && item["metadata"].is_string()) p.metadata = item["metadata"].get<std::string>();
       offsets->push_back(std::move(p));
@@ -1472,7 +1480,7 @@ std::string state_name(group::group_state s) {
 
 json group_json(api::call& c, const group::group_listing& g, std::optional<broker::group_details> details) {
   const std::string& cluster = c.broker().config().cluster_id;
-  std::string self = c.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + g.group_id;
+  std::string self = c.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + percent_encode_segment(g.group_id);
   json j = {{"kind", "KafkaConsumerGroup"},
             {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + cluster + "/consumer-group=" + g.group_id}}},
             {"cluster_id", cluster},
@@ -1530,13 +1538,14 @@ void v3_get_group(const call_ptr& c) {
 void v3_group_consumers(const call_ptr& c) {
   with_group(c, [](api::call& call, broker::group_details d) {
     const std::string& cluster = call.broker().config().cluster_id;
-    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + d.description.group_id;
+    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" +
+                       percent_encode_segment(d.description.group_id);
     json data = json::array();
     for (const auto& m : d.description.members) {
       json assignments = json::array();
       for (const auto& tp : m.owned) assignments.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}});
       data.push_back({{"kind", "KafkaConsumer"},
-                      {"metadata", {{"self", base + "/consumers/" + m.member_id}}},
+                      {"metadata", {{"self", base + "/consumers/" + percent_encode_segment(m.member_id)}}},
                       {"cluster_id", cluster},
                       {"consumer_group_id", d.description.group_id},
                       {"consumer_id", m.member_id},
@@ -1573,7 +1582,8 @@ std::string owner_of(const broker::group_details& d, const model::topic_partitio
 void v3_group_lags(const call_ptr& c) {
   with_lags(c, [](api::call& call, broker::group_details d, std::vector<group::partition_lag> lags) {
     const std::string& cluster = call.broker().config().cluster_id;
-    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + d.description.group_id;
+    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" +
+                       percent_encode_segment(d.description.group_id);
     json data = json::array();
     for (const auto& l : lags) {
       std::string owner = owner_of(d, l.partition);
@@ -1624,7 +1634,7 @@ void v3_group_lag_history(const call_ptr& c) {
         json data = json::array();
         for (const auto& s : *r) data.push_back({{"timestamp", s.timestamp_ms}, {"total_lag", s.total_lag}});
         call2.respond_json(200, {{"kind", "KafkaConsumerGroupLagHistory"},
-                                 {"metadata", {{"self", call2.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + id + "/lag-history"}}},
+                                 {"metadata", {{"self", call2.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + percent_encode_segment(id) + "/lag-history"}}},
                                  {"cluster_id", cluster},
                                  {"consumer_group_id", id},
                                  {"interval_ms", broker::lag_history_interval_ms},
@@ -1650,9 +1660,12 @@ void v3_reset_group_offsets(const call_ptr& c) {
   broker::reset_offsets_request req;
   req.group_id = c->params["consumer_group_id"];
   auto to = setting_text(*body, "to").value_or("");
+  // A 64-bit integer: nlohmann's get<int64_t>() would wrap 2^63 (parsed unsigned) to -2^63.
   auto value_of = [&](const char* name) -> std::optional<int64_t> {
     if (!body->contains(name) || !(*body)[name].is_number_integer()) return std::nullopt;
-    return (*body)[name].get<int64_t>();
+    const json& v = (*body)[name];
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) return std::nullopt;
+    return v.get<int64_t>();
   };
   if (to == "earliest") {
     req.spec.kind = group::reset_kind::to_earliest;
@@ -1660,7 +1673,7 @@ void v3_reset_group_offsets(const call_ptr& c) {
     req.spec.kind = group::reset_kind::to_latest;
   } else if (to == "offset" || to == "shift") {
     auto v = value_of("value");
-    if (!v) return c->fail(422, ec::unprocessable, "value (an integer) is required with to=" + to);
+    if (!v) return c->fail(422, ec::unprocessable, "value (a 64-bit integer) is required with to=" + to);
     req.spec.kind = to == "offset" ? group::reset_kind::to_offset : group::reset_kind::shift_by;
     req.spec.value = *v;
   } else if (to == "timestamp") {

@@ -87,20 +87,6 @@ std::optional<args> parse_args(int argc, char** argv, int first, const std::vect
   return out;
 }
 
-std::string path_escape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
 std::unique_ptr<http_client> connect(const args& a) {
   auto c = http_client::create(a.get("--bootstrap-server").value_or(default_bootstrap));
   if (!c.ok()) {
@@ -183,7 +169,7 @@ std::optional<json> config_list(const std::vector<std::string>& assignments) {
 }
 
 int topics_describe(http_client& client, const std::string& cluster, const std::string& name) {
-  std::string base = "/v3/clusters/" + path_escape(cluster) + "/topics/" + path_escape(name);
+  std::string base = "/v3/clusters/" + percent_encode_segment(cluster) + "/topics/" + percent_encode_segment(name);
   auto topic = client.get(base);
   if (!ok_status(topic)) return report_failure(topic, "describe " + name);
   auto configs = client.get(base + "/configs");
@@ -248,7 +234,7 @@ int topics_main(int argc, char** argv) {
   const std::string name = a->positional[1];
   auto cluster = cluster_id(*client);
   if (!cluster) return 1;
-  std::string topics_path = "/v3/clusters/" + path_escape(*cluster) + "/topics";
+  std::string topics_path = "/v3/clusters/" + percent_encode_segment(*cluster) + "/topics";
   if (command == "create") {
     json body = {{"topic_name", name}};
     if (auto n = int_option(*a, "--partitions", 1, 10000)) body["partitions_count"] = *n;
@@ -263,7 +249,7 @@ int topics_main(int argc, char** argv) {
   }
   if (command == "describe") return topics_describe(*client, *cluster, name);
   if (command == "delete") {
-    auto r = client->del(topics_path + "/" + path_escape(name));
+    auto r = client->del(topics_path + "/" + percent_encode_segment(name));
     if (!ok_status(r)) return report_failure(r, "delete " + name);
     std::cout << "Deleted topic " << name << ".\n";
     return 0;
@@ -271,7 +257,7 @@ int topics_main(int argc, char** argv) {
   if (command == "alter") {
     bool changed = false;
     if (auto n = int_option(*a, "--partitions", 1, 10000)) {
-      auto r = client->patch(topics_path + "/" + path_escape(name), json{{"partitions_count", *n}}.dump());
+      auto r = client->patch(topics_path + "/" + percent_encode_segment(name), json{{"partitions_count", *n}}.dump());
       if (!ok_status(r)) return report_failure(r, "alter " + name);
       changed = true;
     }
@@ -280,7 +266,7 @@ int topics_main(int argc, char** argv) {
     json data = *configs;
     for (const auto& key : a->all("--delete-config")) data.push_back({{"name", key}, {"operation", "DELETE"}});
     if (!data.empty()) {
-      auto r = client->post(topics_path + "/" + path_escape(name) + "/configs:alter", json{{"data", data}}.dump(),
+      auto r = client->post(topics_path + "/" + percent_encode_segment(name) + "/configs:alter", json{{"data", data}}.dump(),
                             "application/json");
       if (!ok_status(r)) return report_failure(r, "alter " + name);
       changed = true;
@@ -393,7 +379,7 @@ int produce_main(int argc, char** argv) {
   if (!client) return 2;
   auto cluster = cluster_id(*client);
   if (!cluster) return 1;
-  std::string path = "/v3/clusters/" + path_escape(*cluster) + "/topics/" + path_escape(topic) + "/records?acks=" + acks;
+  std::string path = "/v3/clusters/" + percent_encode_segment(*cluster) + "/topics/" + percent_encode_segment(topic) + "/records?acks=" + acks;
   std::vector<std::string> lines;
   std::string line;
   int64_t refused = 0;
@@ -465,10 +451,10 @@ int consume_group(http_client& client, const args& a, const std::string& topic, 
     return 2;
   }
   json settings = {{"name", "ringlog-cli"}, {"format", "binary"}, {"auto.offset.reset", reset}};
-  auto created = client.post("/consumers/" + path_escape(group), settings.dump(), v2_json, v2_json);
+  auto created = client.post("/consumers/" + percent_encode_segment(group), settings.dump(), v2_json, v2_json);
   if (!ok_status(created)) return report_failure(created, "create consumer in group " + group);
   const json instance = json::parse(created->body);
-  const std::string base = "/consumers/" + path_escape(group) + "/instances/" + path_escape(instance["instance_id"].get<std::string>());
+  const std::string base = "/consumers/" + percent_encode_segment(group) + "/instances/" + percent_encode_segment(instance["instance_id"].get<std::string>());
   auto subscribed = client.post(base + "/subscription", json{{"topics", {topic}}}.dump(), v2_json);
   if (!ok_status(subscribed)) return report_failure(subscribed, "subscribe to " + topic);
   const bool follow = a.has("--follow");
@@ -534,7 +520,7 @@ int consume_main(int argc, char** argv) {
     return 2;
   }
   const std::string topic = a->positional[0];
-  const std::string topic_path = "/topics/" + path_escape(topic);
+  const std::string topic_path = "/topics/" + percent_encode_segment(topic);
   auto client = connect(*a);
   if (!client) return 2;
   if (auto group = a->get("--group")) return consume_group(*client, *a, topic, *group);
@@ -698,7 +684,7 @@ int groups_main(int argc, char** argv) {
   if (!client) return 2;
   auto cluster = cluster_id(*client);
   if (!cluster) return 1;
-  const std::string groups_path = "/v3/clusters/" + path_escape(*cluster) + "/consumer-groups";
+  const std::string groups_path = "/v3/clusters/" + percent_encode_segment(*cluster) + "/consumer-groups";
   if (command == "list") {
     auto r = client->get(groups_path);
     if (!ok_status(r)) return report_failure(r, "list groups");
@@ -713,7 +699,7 @@ int groups_main(int argc, char** argv) {
     std::cerr << "groups " << command << " needs one group id\n" << groups_usage;
     return 2;
   }
-  const std::string path = groups_path + "/" + path_escape(a->positional[1]);
+  const std::string path = groups_path + "/" + percent_encode_segment(a->positional[1]);
   if (command == "describe") return groups_describe(*client, path);
   if (command == "lag") return groups_lag(*client, path);
   if (command == "delete") {
@@ -841,7 +827,7 @@ void bench_produce(const bench_settings& s, int64_t index, bench_clock::time_poi
     return;
   }
   const int64_t partition = index % s.partitions;
-  const std::string path = "/topics/" + path_escape(s.topic) + "/partitions/" + std::to_string(partition) +
+  const std::string path = "/topics/" + percent_encode_segment(s.topic) + "/partitions/" + std::to_string(partition) +
                            "?acks=" + s.acks;
   const double per_thread_rate = s.rate > 0 ? static_cast<double>(s.rate) / static_cast<double>(s.producers) : 0;
   const auto interval = per_thread_rate > 0 ? std::chrono::duration<double>(static_cast<double>(s.batch_records) / per_thread_rate)
@@ -893,7 +879,7 @@ void bench_produce(const bench_settings& s, int64_t index, bench_clock::time_poi
 std::optional<std::map<int64_t, int64_t>> bench_end_offsets(const bench_settings& s, http_client& client) {
   std::map<int64_t, int64_t> out;
   for (int64_t p = 0; p < s.partitions; ++p) {
-    auto r = client.get("/topics/" + path_escape(s.topic) + "/partitions/" + std::to_string(p) + "/offsets",
+    auto r = client.get("/topics/" + percent_encode_segment(s.topic) + "/partitions/" + std::to_string(p) + "/offsets",
                         "application/vnd.kafka.v2+json");
     if (!ok_status(r)) {
       report_failure(r, "offsets of partition " + std::to_string(p));
@@ -926,7 +912,7 @@ void bench_consume(const bench_settings& s, int64_t index, bench_clock::time_poi
     // arrive, which is the latency a consumer sees (use --consumers = --partitions for that).
     const char* wait = next.size() == 1 ? "&timeout=500" : last_round_empty ? "&timeout=50" : "&timeout=0";
     for (auto& [p, offset] : next) {
-      auto r = (*client)->get("/topics/" + path_escape(s.topic) + "/partitions/" + std::to_string(p) +
+      auto r = (*client)->get("/topics/" + percent_encode_segment(s.topic) + "/partitions/" + std::to_string(p) +
                                   "/records?offset=" + std::to_string(offset) + wait + "&max_bytes=4194304",
                               "application/vnd.kafka.binary.v2+json");
       const auto now = bench_clock::now();
@@ -1083,7 +1069,7 @@ int bench_main(int argc, char** argv) {
     auto cluster = cluster_id(*client);
     if (!cluster) return 1;
     json body = {{"topic_name", s.topic}, {"partitions_count", s.partitions}};
-    auto r = client->post("/v3/clusters/" + path_escape(*cluster) + "/topics", body.dump(), "application/json");
+    auto r = client->post("/v3/clusters/" + percent_encode_segment(*cluster) + "/topics", body.dump(), "application/json");
     if (!r.ok() || (r->status != 201 && r->status != 200 && r->body.find("already exists") == std::string::npos)) {
       return report_failure(r, "create topic " + s.topic);
     }

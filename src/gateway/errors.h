@@ -36,6 +36,7 @@ inline constexpr int invalid_consumer_config = 42204;  // Confluent: a consumer 
 inline constexpr int unprocessable = 42205;         // well-formed JSON with a bad field (named)
 inline constexpr int too_many_requests = 42901;     // a named queue is full: retry later
 inline constexpr int kafka_error = 50002;
+inline constexpr int not_implemented = 50101;       // a transfer coding other than chunked
 inline constexpr int kafka_retriable_error = 50003;
 inline constexpr int unavailable = 50301;           // shutting down
 }  // namespace error_codes

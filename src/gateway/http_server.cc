@@ -85,6 +85,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     fill_head(*msg, r);
     msg->body() = std::move(r.body);
     msg->prepare_payload();
+    // RFC 9110 section 8.6: no Content-Length on a 1xx or 204, and on a 304 only the length the
+    // 200 would have had; these have no content, so none is the honest answer.
+    if (r.status < 200 || r.status == 204 || r.status == 304) msg->erase(http::field::content_length);
     if (head_request_) msg->body().clear();   // Content-Length stays the GET body's (RFC 9110 9.3.2)
     http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
       self->after_response(ec);
@@ -282,6 +285,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     if (is_websocket_upgrade(msg)) return upgrade_to_websocket(std::move(msg));
     version_ = msg.version();
     keep_alive_ = msg.keep_alive();
+    if (refuse_encoded_body(msg)) return;
     http_request req;
     req.method = std::string(msg.method_string());
     req.target = std::string(msg.target());
@@ -300,6 +304,26 @@ class session final : public std::enable_shared_from_this<session>, public respo
     req.chunked = msg.chunked();
     req.body = std::move(msg.body());
     server_.routes.handle(std::move(req), shared_from_this());
+  }
+
+  /// A body in a coding we do not decode must not reach the JSON parser ("not valid UTF-8") or be
+  /// stored as it is: 415 for a Content-Encoding (RFC 9110 section 8.4.1), 501 for a transfer
+  /// coding other than chunked (RFC 9112 section 6.1). True when it answered.
+  bool refuse_encoded_body(const http::request<http::string_body>& msg) {
+    if (auto it = msg.find(http::field::content_encoding); it != msg.end() && !beast::iequals(it->value(), "identity")) {
+      respond_error(415, error_codes::unsupported_media_type,
+                    "Content-Encoding \"" + std::string(it->value()) + "\" is not supported; send the body uncompressed");
+      return true;
+    }
+    if (auto it = msg.find(http::field::transfer_encoding); it != msg.end()) {
+      for (auto coding : http::token_list(it->value())) {
+        if (beast::iequals(coding, "chunked") || beast::iequals(coding, "identity")) continue;
+        respond_error(501, error_codes::not_implemented,
+                      "Transfer-Encoding \"" + std::string(it->value()) + "\" is not supported; only chunked is");
+        return true;
+      }
+    }
+    return false;
   }
 
   void after_response(beast::error_code ec) {

@@ -111,6 +111,24 @@ std::optional<std::string> negotiate(std::string_view accept_header, const std::
   return best;
 }
 
+std::string percent_encode_segment(std::string_view text) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char ch : text) {
+    const bool unreserved = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                            ch == '-' || ch == '.' || ch == '_' || ch == '~';
+    if (unreserved) {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += hex[ch >> 4];
+      out += hex[ch & 0xF];
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space) {
   std::string out;
   out.reserve(text.size());

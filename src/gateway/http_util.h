@@ -21,6 +21,11 @@ std::optional<std::string> negotiate(std::string_view accept_header, const std::
 /// Percent-decoding ('+' is a space only in queries). nullopt on a malformed escape.
 std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
 
+/// Percent-encodes one path segment (RFC 3986 section 2.1): every byte but the unreserved
+/// ALPHA / DIGIT / "-" / "." / "_" / "~" becomes %XX, so an id such as "team/app" or "q?x" stays
+/// one segment of the URLs the API hands out ("team%2Fapp"); match_path decodes it back.
+std::string percent_encode_segment(std::string_view text);
+
 /// Splits "a=1&b=x%20y" into a map (later repeats win). nullopt on a malformed escape.
 std::optional<std::map<std::string, std::string>> parse_query(std::string_view query);
 

@@ -266,13 +266,15 @@ parsed<v3_record> v3_record_from(dom::element e, size_t index, const produce_lim
       }
     } else if (name == "timestamp") {
       if (value.type() == dom::element_type::NULL_VALUE) continue;
+      // Up to 9999-12-31T23:59:59.999Z, as a number or a date-time: later is no time anyone means.
+      constexpr int64_t timestamp_ms_max = 253'402'300'799'999;
       if (value.type() == dom::element_type::STRING) {
         auto ms = parse_iso8601_ms(value.get_string().value_unsafe());
-        if (!ms || *ms < 0) return unprocessable(f + " must be an ISO-8601 date-time (or ms since the epoch) at or after 1970");
+        if (!ms || *ms < 0 || *ms > timestamp_ms_max) {
+          return unprocessable(f + " must be an ISO-8601 date-time (or ms since the epoch) from 1970 to 9999");
+        }
         out.record.timestamp = *ms;
       } else {
-        // Up to 9999-12-31T23:59:59.999Z: larger values are not times anyone means.
-        constexpr int64_t timestamp_ms_max = 253'402'300'799'999;
         auto ms = integer_field(f, value, 0, timestamp_ms_max);
         if (!ms.ok()) return ms.error();
         out.record.timestamp = *ms;
@@ -340,6 +342,7 @@ std::optional<int64_t> parse_iso8601_ms(std::string_view s) {
   } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
     auto oh = digits(s, pos + 1, 2), om = digits(s, pos + 4, 2);
     if (!oh || !om || pos + 3 >= s.size() || s[pos + 3] != ':') return std::nullopt;
+    if (*oh > 23 || *om > 59) return std::nullopt;   // RFC 3339 section 5.6 time-numoffset
     offset_minutes = (*oh * 60 + *om) * (s[pos] == '+' ? 1 : -1);
     pos += 6;
   } else {

@@ -48,8 +48,10 @@ inline constexpr int64_t ws_poll_wait_ms = 500;
 /// error (client-side backpressure), bounding the acks held for in-order delivery.
 inline constexpr size_t ws_produce_in_flight_max = 10'000;
 
-/// Credit a client may hold at once (records), so the counters cannot overflow.
+/// Credit a client may hold at once (records, bytes): grants add up to these and no further, so
+/// the counters cannot overflow. Both are far beyond anything a client reads in a session.
 inline constexpr int64_t ws_credit_records_max = int64_t{1} << 40;
+inline constexpr int64_t ws_credit_bytes_max = int64_t{1} << 50;
 
 /// Idle time before the server pings, and after which an unanswered ping closes the socket, ms.
 inline constexpr int64_t ws_idle_timeout_ms = 30'000;

@@ -19,6 +19,7 @@
 
 #include "base64.h"
 #include "errors.h"
+#include "json_fields.h"
 #include "request_parsing.h"
 #include "stream_limits.h"
 
@@ -256,10 +257,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     req.topic = m["topic"].get<std::string>();
     broker::produce_record rec;
     if (m.contains("partition") && !m["partition"].is_null()) {
-      if (!m["partition"].is_number_integer() || m["partition"].get<int64_t>() < 0) {
-        return bad("partition must be an integer >= 0");
-      }
-      rec.partition = model::partition_id(m["partition"].get<int32_t>());
+      auto partition = json_partition(m["partition"]);
+      if (!partition) return bad(std::string("partition must be ") + json_partition_range);
+      rec.partition = model::partition_id(*partition);
     }
     for (const char* field : {"key", "value"}) {
       if (!m.contains(field)) continue;
@@ -346,14 +346,20 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (records < 0 || (m.contains("bytes") && m["bytes"].get<int64_t>() < 0)) {
       return send_error(id, error_codes::unprocessable, "credit records and bytes must be >= 0");
     }
-    credit_records_ = std::min(credit_records_ + records, limits::ws_credit_records_max);
+    credit_records_ = add_credit(credit_records_, records, limits::ws_credit_records_max);
     credit_starved_ = false;
     if (m.contains("bytes")) {
       int64_t bytes = m["bytes"].get<int64_t>();
-      credit_bytes_ = bytes_counted_ ? std::min(credit_bytes_ + bytes, limits::ws_credit_records_max) : bytes;
+      credit_bytes_ = add_credit(bytes_counted_ ? credit_bytes_ : 0, bytes, limits::ws_credit_bytes_max);
       bytes_counted_ = true;
     }
     pump();
+  }
+
+  /// `held` + `grant` capped at `max`; both are in [0, max], `grant` any int64 >= 0: the grant
+  /// is capped before the sum, so a grant of 2^63-1 cannot overflow.
+  static int64_t add_credit(int64_t held, int64_t grant, int64_t max) {
+    return std::min(held + std::min(grant, max), max);
   }
 
   /// Takes one record's worth of credit; false (nothing taken) when it does not fit.
@@ -388,13 +394,15 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (int(m.contains("offset")) + int(m.contains("timestamp")) + int(m.contains("position")) > 1) {
       return send_error(id, error_codes::unprocessable, "subscribe takes at most one of offset, timestamp and position");
     }
-    if (m.value("partition", int64_t{0}) < 0 || m.value("partition", int64_t{0}) > std::numeric_limits<int32_t>::max()) {
-      return send_error(id, error_codes::unprocessable, "partition must be an integer in [0, 2147483647]");
+    const std::optional<int32_t> partition =
+        m.contains("partition") ? json_partition(m["partition"]) : std::optional<int32_t>(0);
+    if (!partition) {
+      return send_error(id, error_codes::unprocessable, std::string("partition must be ") + json_partition_range);
     }
     subscription s;
     s.generation = ++generation_;
     s.id = id;
-    s.tp = {m["topic"].get<std::string>(), model::partition_id(m.value("partition", int32_t{0}))};
+    s.tp = {m["topic"].get<std::string>(), model::partition_id(*partition)};
     s.as_json = m.value("format", std::string("binary")) == "json";
     s.batch = m.value("batch", false);
     // Even an explicit offset is checked with a look-up: a fetch of a missing topic would only
@@ -501,10 +509,13 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (!m.contains("group") || !m["group"].is_string() || !m.contains("topics") || !m["topics"].is_array()) {
       return send_error(id, error_codes::unprocessable, "join needs a string \"group\" and an array \"topics\"");
     }
-    leave_group();
+    // Checked before leaving the current group: a refused join keeps the membership it replaces.
     group::subscription sub;
     sub.kind = group::subscription_kind::topics;
-    for (const auto& t : m["topics"]) sub.topics.push_back(t.get<std::string>());
+    for (const auto& t : m["topics"]) {
+      if (!t.is_string()) return send_error(id, error_codes::unprocessable, "join \"topics\" must be an array of strings");
+      sub.topics.push_back(t.get<std::string>());
+    }
     broker::consumer_instance_config cfg;
     cfg.group_id = m["group"].get<std::string>();
     cfg.name = "ws";
@@ -512,10 +523,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     cfg.auto_offset_reset = m.value("position", std::string("latest")) == "earliest" ? group::offset_reset::earliest
                                                                                       : group::offset_reset::latest;
     membership mb;
-    mb.generation = ++generation_;
     mb.group = cfg.group_id;
     mb.as_json = m.value("format", std::string("binary")) == "json";
-    mb.batch = m.value("batch", false);
+    mb.batch = m.value("batch", false);   // may throw (a wrong type): before leaving the old group
+    leave_group();
+    mb.generation = ++generation_;
     member_ = mb;
     const uint64_t gen = mb.generation;
     ctx_.broker->groups().create_consumer(cfg, [self = shared_from_this(), gen, id, sub](broker::result<broker::consumer_instance> r) {

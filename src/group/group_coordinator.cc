@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "ringlog/base/assert.h"
 #include "ringlog/group/assignor.h"
@@ -631,6 +632,11 @@ result<commit_result> group_coordinator::commit_processed(std::string_view group
       return err(errc::invalid_offset, "commit offset " + std::to_string(p.last_processed.value()) + " for " +
                                            tp_name(p.partition) + " is negative");
     }
+    // N + 1 must fit: the largest int64 is no record's offset (offsets stay below it).
+    if (p.last_processed.value() == std::numeric_limits<int64_t>::max()) {
+      return err(errc::invalid_offset, "commit offset " + std::to_string(p.last_processed.value()) + " for " +
+                                           tp_name(p.partition) + " is past the largest offset (N + 1 must fit in 64 bits)");
+    }
     next.push_back(offset_commit{p.partition, p.last_processed + 1, p.metadata});  // REST v2: N -> N + 1
   }
   return apply_commit(group_id, member_id, generation, next, now_ms);
@@ -825,7 +831,11 @@ result<reset_result> group_coordinator::reset_offsets(std::string_view group_id,
             base_offset = c->second.committed.value();
           }
         }
-        target = clamp(base_offset + spec.value);
+        // Saturating: a shift past either end clamps like any other (no signed overflow).
+        constexpr int64_t largest = std::numeric_limits<int64_t>::max(), smallest = std::numeric_limits<int64_t>::min();
+        const bool past_largest = spec.value > 0 && base_offset > largest - spec.value;
+        const bool past_smallest = spec.value < 0 && base_offset < smallest - spec.value;
+        target = clamp(past_largest ? largest : past_smallest ? smallest : base_offset + spec.value);
         break;
       }
     }

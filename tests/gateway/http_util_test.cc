@@ -90,6 +90,22 @@ TEST_CASE("path templates") {
   CHECK(query == "x=1");
 }
 
+TEST_CASE("an encoded path segment stays one segment and decodes back to every byte") {
+  CHECK(percent_encode_segment("orders-1.v2_x~") == "orders-1.v2_x~");
+  CHECK(percent_encode_segment("team/app") == "team%2Fapp");
+  CHECK(percent_encode_segment("q?x#y %41") == "q%3Fx%23y%20%2541");
+  std::string every_byte;
+  for (int b = 0; b < 256; ++b) every_byte += static_cast<char>(b);
+  const std::string encoded = percent_encode_segment(every_byte);
+  CHECK(encoded.find_first_of("/?#") == std::string::npos);
+  CHECK(percent_decode(encoded, false) == every_byte);
+  std::map<std::string, std::string> p;
+  CHECK(match_path("/consumers/{group}/instances/{instance}", "/consumers/" + encoded + "/instances/" +
+                                                                    percent_encode_segment("a+b"), p));
+  CHECK(p["group"] == every_byte);
+  CHECK(p["instance"] == "a+b");
+}
+
 TEST_CASE("base64: the AVX2 decoder equals the portable one on valid and corrupted input") {
   std::mt19937_64 rng(20261129);
   for (size_t length = 0; length < 400; ++length) {

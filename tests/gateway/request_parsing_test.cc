@@ -89,6 +89,15 @@ TEST_CASE("v3 records: one, streaming, per-record failures") {
   CHECK_FALSE((*s)[2].record->record.key);   // JSON null data is no key
   CHECK((*s)[2].record->key_type == "");
 
+  // A date-time text gets the same upper bound as a number of ms: 9999-12-31T23:59:59.999Z.
+  auto far = parse_v3_records(R"({"value":null,"timestamp":"9999-12-31T23:59:59.999-01:00"})", {});
+  REQUIRE(far.ok());
+  REQUIRE((*far)[0].failure);
+  CHECK((*far)[0].failure->message.find("records[0].timestamp") == 0);
+  auto last = parse_v3_records(R"({"value":null,"timestamp":"9999-12-31T23:59:59.999Z"})", {});
+  REQUIRE(last.ok());
+  CHECK(*(*last)[0].record->record.timestamp == 253'402'300'799'999);
+
   CHECK(parse_v3_records(R"({"value":1} {"value":)", {}).error().status == 400);
   CHECK(parse_v3_records("", {}).error().status == 400);
   auto typo = parse_v3_records(R"({"value":{"type":"TEXT","data":"x"}})", {});
@@ -121,6 +130,13 @@ TEST_CASE("ISO-8601 timestamps") {
   CHECK_FALSE(parse_iso8601_ms("2021-02-05T19:14:42"));
   CHECK_FALSE(parse_iso8601_ms("2021-13-05T19:14:42Z"));
   CHECK_FALSE(parse_iso8601_ms("yesterday"));
+  // RFC 3339 section 5.6: a time-numoffset's hour is 00..23 and its minute 00..59; "+99:99"
+  // was read as a 100-hour shift (found by an adversarial session).
+  CHECK(parse_iso8601_ms("2021-02-05T19:14:42+23:59") == 1612552482000 - (23 * 60 + 59) * 60'000);
+  CHECK(parse_iso8601_ms("2021-02-05T19:14:42-23:59") == 1612552482000 + (23 * 60 + 59) * 60'000);
+  CHECK_FALSE(parse_iso8601_ms("2021-02-05T19:14:42+99:99"));
+  CHECK_FALSE(parse_iso8601_ms("2021-02-05T19:14:42+24:00"));
+  CHECK_FALSE(parse_iso8601_ms("2021-02-05T19:14:42-01:60"));
   CHECK(format_iso8601_ms(1612552482123) == "2021-02-05T19:14:42.123Z");
   CHECK(format_iso8601_ms(0) == "1970-01-01T00:00:00.000Z");
 }

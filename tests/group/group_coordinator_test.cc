@@ -3,6 +3,9 @@
 #include "ringlog/group/group_coordinator.h"
 #include "test_util.h"
 
+#include <limits>
+#include <string>
+
 using namespace ringlog;
 using namespace ringlog::group;
 using namespace ringlog::group::test;
@@ -265,6 +268,25 @@ TEST_CASE("REST proxy v2: explicit commit of N stores N + 1; the next member sta
   CHECK((*pos)[0].fetch_offset == offset(10));  // none of 0..9 is delivered again
 }
 
+TEST_CASE("REST proxy v2: a commit of the largest offset is refused, not wrapped to a negative N + 1") {
+  // Found by an adversarial session: {"offset": 9223372036854775807} computed N + 1 with signed
+  // overflow and was refused as "commit offset -9223372036854775808 ... is negative".
+  group_coordinator c(5);
+  c.set_topics({{"t", 1}}, t0);
+  const auto m = join_and_subscribe(c, "g", req("m"), "t", t0);
+  REQUIRE(c.seek("g", m, tp("t", 0), offset(0)).ok());
+  const int64_t largest = std::numeric_limits<int64_t>::max();
+  auto r = c.commit_processed("g", m, std::nullopt, {{tp("t", 0), offset(largest), ""}}, t0);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == errc::invalid_offset);
+  CHECK(r.error().message.find(std::to_string(largest)) != std::string::npos);
+  CHECK(r.error().message.find("-9223372036854775808") == std::string::npos);
+  CHECK(c.committed_offsets("g")->empty());
+  r = c.commit_processed("g", m, std::nullopt, {{tp("t", 0), offset(largest - 1), ""}}, t0);
+  REQUIRE(r.ok());
+  CHECK(r->committed.at(tp("t", 0)).committed == offset(largest));
+}
+
 TEST_CASE("REST proxy v2: an empty commit commits everything already returned") {
   group_coordinator c(6);
   c.set_topics({{"t", 2}}, t0);
@@ -456,6 +478,17 @@ TEST_CASE("admin: list, describe, lag, reset offsets with dry run, delete") {
   CHECK(c.committed_offsets("g")->at(tp("t", 0)).committed == offset(5));
   CHECK(c.reset_offsets("g", {reset_kind::to_offset, 100}, logs, dry_run::yes, t0)->offsets.at(tp("t", 0)) == offset(10));
   CHECK(c.reset_offsets("g", {reset_kind::to_latest, 0}, logs, dry_run::yes, t0)->offsets.at(tp("t", 1)) == offset(9));
+  // A shift past either end clamps like any other: committed + 2^63-1 overflowed (undefined
+  // behaviour) and came out at log_start_offset, the opposite end (found by an adversarial session).
+  const int64_t largest = std::numeric_limits<int64_t>::max(), smallest = std::numeric_limits<int64_t>::min();
+  auto forward = c.reset_offsets("g", {reset_kind::shift_by, largest}, logs, dry_run::yes, t0);
+  REQUIRE(forward.ok());
+  CHECK(forward->offsets.at(tp("t", 0)) == offset(10));
+  CHECK(forward->offsets.at(tp("t", 1)) == offset(9));
+  auto back = c.reset_offsets("g", {reset_kind::shift_by, smallest}, logs, dry_run::yes, t0);
+  REQUIRE(back.ok());
+  CHECK(back->offsets.at(tp("t", 0)) == offset(2));
+  CHECK(back->offsets.at(tp("t", 1)) == offset(0));
   auto del = c.delete_group("g");
   REQUIRE(del.ok());
   CHECK(del->size() == 3);  // two offset tombstones + the group metadata tombstone

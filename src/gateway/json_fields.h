@@ -1,0 +1,29 @@
+#pragma once
+// Range-checked fields of nlohmann::json request bodies (the v2 consumer API, the WebSocket).
+// nlohmann's get<int32_t>() converts with a cast: 4294967297 silently becomes 1.
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace ringlog::gateway {
+
+/// A partition id: a JSON integer in [0, 2147483647] (Kafka's partition ids are int32). nullopt
+/// for anything else, so 2^32 is refused rather than read as partition 0.
+inline std::optional<int32_t> json_partition(const nlohmann::json& v) {
+  constexpr uint64_t partition_max = std::numeric_limits<int32_t>::max();
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    return u <= partition_max ? std::optional<int32_t>(static_cast<int32_t>(u)) : std::nullopt;
+  }
+  if (!v.is_number_integer()) return std::nullopt;
+  const int64_t i = v.get<int64_t>();
+  if (i < 0 || static_cast<uint64_t>(i) > partition_max) return std::nullopt;
+  return static_cast<int32_t>(i);
+}
+
+/// How json_partition's refusals name the range.
+inline constexpr const char* json_partition_range = "an integer in [0, 2147483647]";
+
+}  // namespace ringlog::gateway
