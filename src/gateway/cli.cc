@@ -1074,7 +1074,7 @@ int bench_main(int argc, char** argv) {
       return report_failure(r, "create topic " + s.topic);
     }
     // An existing topic keeps its partition count: the load spreads over what it has.
-    auto described = client->get("/topics/" + path_escape(s.topic), "application/vnd.kafka.v2+json");
+    auto described = client->get("/topics/" + percent_encode_segment(s.topic), "application/vnd.kafka.v2+json");
     if (!ok_status(described)) return report_failure(described, "describe topic " + s.topic);
     const auto existing = static_cast<int64_t>(json::parse(described->body)["partitions"].size());
     if (existing > 0 && existing != s.partitions) {
