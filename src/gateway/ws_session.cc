@@ -320,7 +320,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         if (!r.ok()) return self->produce_done(seq, error_text(id, to_api_error(r.error()).error_code, r.error().message));
         const broker::produce_record_result& res = r->results.at(0);
         if (res.failure) {
-          return self->produce_done(seq, error_text(id, to_api_error(*res.failure).error_code, res.failure->message));
+          // A missing partition of an existing topic is 40402, as the REST API answers it.
+          const auto topics = self->ctx_.broker->list_topics(true);
+          const bool exists = std::find(topics.begin(), topics.end(), topic) != topics.end();
+          return self->produce_done(
+              seq, error_text(id, to_api_error(*res.failure, error_scope::partition, exists).error_code, res.failure->message));
         }
         self->ctx_.registry->add_bytes_in(topic, 1, bytes);
         std::string ack = "{\"type\":\"produce_ack\",\"id\":" + id + ",\"partition\":" +

@@ -393,3 +393,17 @@ def test_every_message_matches_the_published_schema_and_batches_keep_order(broke
     assert {"produce_ack", "error", "subscribed", "records", "unsubscribed", "joined", "committed", "pong"} <= seen_types
     assert validator.is_valid({"type": "record", "topic": "t", "partition": 0, "offset": 1, "timestamp": 2,
                                "key": None, "value": "eA==", "headers": []})
+
+
+def test_produce_to_a_missing_partition_of_an_existing_topic_is_40402(broker):
+    """As the REST API answers it: 40402 names the partition, 40401 would say the topic is missing."""
+    broker.create_topic("ws-parts", partitions=1)
+
+    async def run():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="produce", id="p5", topic="ws-parts", partition=5, value=b64("x"))
+            m = await recv(ws)
+            assert m["type"] == "error" and m["id"] == "p5", m
+            assert m["error_code"] == 40402, m
+
+    asyncio.run(run())

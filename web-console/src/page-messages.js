@@ -76,7 +76,14 @@ function produceForm(getTopic, onProduced) {
   }, field('partition', partition), field('key', key), field('value type', type),
   h('div', { class: 'field wide' }, field('value', value)), h('div', { class: 'field wide' }, field('headers (name=value lines)', headers)),
   h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Produce')));
-  return h('details', { class: 'panel', 'data-testid': 'produce-panel' }, h('summary', {}, 'Produce a record'), form, status.el);
+  // The form produces to the topic chosen in the browse form below: the summary names it.
+  const summary = h('summary', { 'data-testid': 'produce-summary' }, 'Produce a record');
+  const panel = h('details', { class: 'panel', 'data-testid': 'produce-panel' }, summary, form, status.el);
+  panel.refreshTopic = () => {
+    const topic = getTopic();
+    summary.textContent = topic ? `Produce a record to ${topic}` : 'Produce a record';
+  };
+  return panel;
 }
 
 export async function render(view, route, ctx) {
@@ -160,6 +167,11 @@ export async function render(view, route, ctx) {
       decoded = raw.map(decodeRecord);
       redraw();
     } catch (e) {
+      // What an earlier load showed must not stay under this load's error as if it answered it.
+      raw = [];
+      decoded = [];
+      redraw();
+      summary.textContent = 'nothing loaded: see the error above';
       status.show(e);
     }
   };
@@ -188,13 +200,14 @@ export async function render(view, route, ctx) {
     download(`${topicSel.value}-${partSel.value}-records.json`, text);
   } }, 'Export shown as JSON');
 
+  const producePanel = produceForm(() => topicSel.value, async (report) => {
+    await fillPartitions(report.partition_id);
+    mode.value = 'last';
+    syncMode();
+    await load();
+  });
   fill(view, h('h1', {}, 'Messages'),
-    produceForm(() => topicSel.value, async (report) => {
-      await fillPartitions(report.partition_id);
-      mode.value = 'last';
-      syncMode();
-      await load();
-    }),
+    producePanel,
     h('form', { class: 'panel form', 'data-testid': 'browse-form', onsubmit: (ev) => { ev.preventDefault(); load(); } },
       field('topic', topicSel), field('partition', partSel), field('from', mode), offsetField, timeField,
       field(`records (at most ${BROWSE_RECORDS_MAX})`, limit), h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Load'))),
@@ -212,7 +225,12 @@ export async function render(view, route, ctx) {
       return;
     }
     if (q.get('topic')) topicSel.value = q.get('topic');
-    topicSel.addEventListener('change', async () => { await fillPartitions(0).catch((e) => status.show(e)); load(); });
+    producePanel.refreshTopic();
+    topicSel.addEventListener('change', async () => {
+      producePanel.refreshTopic();
+      await fillPartitions(0).catch((e) => status.show(e));
+      load();
+    });
     await fillPartitions(q.get('partition') ?? 0);
     if (q.get('offset') !== null) {
       mode.value = 'offset';

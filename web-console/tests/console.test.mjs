@@ -300,6 +300,9 @@ test('a refused call shows the server\'s error_code and message', async () => {
   await go('/messages?topic=orders&partition=0&offset=999999');
   const outOfRange = await page.getByTestId('error').first().textContent();
   assert.match(outOfRange, /error_code 42202: offset 999999 is outside the log/);
+  // Nothing from an earlier load stays listed under the error.
+  assert.equal(await page.getByTestId('record-offset').count(), 0);
+  assert.equal(await page.getByTestId('browse-summary').textContent(), 'nothing loaded: see the error above');
   assertNoPageErrors();
 });
 
