@@ -835,9 +835,13 @@ void bench_produce(const bench_settings& s, int64_t index, bench_clock::time_poi
   const std::string tail_base64 = base64_encode(bench_value(0, static_cast<size_t>(s.record_bytes)).substr(12));
   const auto start = bench_clock::now();
   const auto stop = start + std::chrono::milliseconds(s.duration_ms);
+  // Producers' schedules are spread over one interval: with one phase for all, every producer
+  // would send at the same instants and the measured latency would be that of bursts.
+  const double phase = static_cast<double>(index) / static_cast<double>(s.producers);
   for (int64_t k = 0;; ++k) {
     auto scheduled = per_thread_rate > 0
-                         ? start + std::chrono::duration_cast<bench_clock::duration>(interval * static_cast<double>(k))
+                         ? start + std::chrono::duration_cast<bench_clock::duration>(
+                                       interval * (static_cast<double>(k) + phase))
                          : bench_clock::now();
     if (scheduled >= stop) break;
     if (per_thread_rate > 0) std::this_thread::sleep_until(scheduled);  // a schedule, not a wait for a condition

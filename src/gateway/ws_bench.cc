@@ -91,6 +91,7 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
       : ioc_(ioc), ws_(ioc), timer_(ioc), s_(s), epoch_(epoch), out_(out) {
     per_connection_rate_ = s.rate > 0 ? static_cast<double>(s.rate) / static_cast<double>(s.producers) : 0;
     id_prefix_ = "p" + std::to_string(index) + "-";
+    phase_ = static_cast<double>(index) / static_cast<double>(s.producers);   // spread, not bursts
     tail_base64_ = base64_encode(bench_value(0, static_cast<size_t>(s.record_bytes)).substr(12));
   }
 
@@ -111,7 +112,7 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
   bench_clock::time_point scheduled(int64_t k) const {
     if (per_connection_rate_ <= 0) return bench_clock::now();
     return start_ + std::chrono::duration_cast<bench_clock::duration>(
-                        std::chrono::duration<double>(static_cast<double>(k) / per_connection_rate_));
+                        std::chrono::duration<double>((static_cast<double>(k) + phase_) / per_connection_rate_));
   }
 
   /// Queues every message whose time has come (or, without a rate, up to the in-flight window),
@@ -214,6 +215,7 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
   bench_clock::time_point epoch_;
   bench_thread_result& out_;
   double per_connection_rate_ = 0;
+  double phase_ = 0;   // this producer's schedule is offset by phase_ of one interval
   std::string id_prefix_;
   std::string tail_base64_;
   bench_clock::time_point start_, stop_;
