@@ -37,6 +37,11 @@ fi
 # file drives Debian's chromium against the real binary. Counted from node's TAP summary.
 console_tap=build/test-results/console.tap
 rm -f "$console_tap"
+# Debian's node trusts only its built-in roots: let npm also trust the system's store, which is
+# where a machine that reaches the registry through a TLS-inspecting proxy keeps that proxy's CA.
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+  export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
 if (cd web-console && npm ci --no-audit --no-fund --loglevel=error); then
   (cd web-console && RINGLOG_BIN="$PWD/../build/src/app/ringlog" \
     RINGLOG_SCREENSHOT_DIR="$PWD/../build/test-results/console-screenshots" \
