@@ -113,6 +113,20 @@ class session final : public std::enable_shared_from_this<session>, public respo
     write_next();
   }
 
+  void read_body_piece(std::function<void(std::string piece, bool done, bool ok)> got) override {
+    if (!body_streaming_ || !parser_ || parser_->is_done()) {
+      post([got = std::move(got)] { got({}, true, true); });
+      return;
+    }
+    http::async_read_some(stream_, buffer_, *parser_, [self = shared_from_this(), got = std::move(got)](
+                                                          beast::error_code ec, size_t) {
+      if (ec) return got({}, true, false);
+      std::string piece = std::move(self->parser_->get().body());
+      self->parser_->get().body().clear();
+      got(std::move(piece), self->parser_->is_done(), true);
+    });
+  }
+
   void watch_disconnect() override {
     keep_alive_ = false;   // a pending watch read and the next request's read must not overlap
     arm_watch();
@@ -186,11 +200,39 @@ class session final : public std::enable_shared_from_this<session>, public respo
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, msg.version());
       http::async_write(stream_, *cont, [self = shared_from_this(), cont](beast::error_code wec, size_t) {
         if (wec) return self->abort_request();
-        self->read_body();
+        self->read_body_or_stream();
       });
       return;
     }
-    read_body();
+    read_body_or_stream();
+  }
+
+  /// A chunked POST to a v3 records route is a produce stream (Confluent's streaming mode): it is
+  /// handed to the route before its body, which the route then reads piece by piece
+  /// (read_body_piece), answering each record while the client is still sending.
+  static bool is_produce_stream(const http::request<http::string_body>& msg) {
+    if (msg.method() != http::verb::post || !msg.chunked()) return false;
+    std::string_view path(msg.target().data(), msg.target().size());
+    path = path.substr(0, path.find('?'));
+    constexpr std::string_view prefix = "/v3/clusters/", suffix = "/records";
+    return path.size() > prefix.size() + suffix.size() && path.substr(0, prefix.size()) == prefix &&
+           path.substr(path.size() - suffix.size()) == suffix;
+  }
+
+  void read_body_or_stream() {
+    if (!is_produce_stream(parser_->get())) return read_body();
+    stream_.expires_never();
+    const auto& msg = parser_->get();
+    version_ = msg.version();
+    keep_alive_ = msg.keep_alive();
+    if (refuse_encoded_body(msg)) return;
+    // The stream has no total size: the route bounds what it holds (unparsed text, records in
+    // flight), and each record is checked against message.max.bytes.
+    parser_->body_limit(boost::none);
+    body_streaming_ = true;
+    http_request req = request_from(msg);
+    req.body_stream = true;
+    server_.routes.handle(std::move(req), shared_from_this());
   }
 
   void read_body() {
@@ -286,6 +328,13 @@ class session final : public std::enable_shared_from_this<session>, public respo
     version_ = msg.version();
     keep_alive_ = msg.keep_alive();
     if (refuse_encoded_body(msg)) return;
+    http_request req = request_from(msg);
+    req.body = std::move(msg.body());
+    server_.routes.handle(std::move(req), shared_from_this());
+  }
+
+  /// The request line and the headers the routes use (not the body).
+  http_request request_from(const http::request<http::string_body>& msg) {
     http_request req;
     req.method = std::string(msg.method_string());
     req.target = std::string(msg.target());
@@ -302,8 +351,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     req.if_none_match = header(http::field::if_none_match);
     head_request_ = msg.method() == http::verb::head;
     req.chunked = msg.chunked();
-    req.body = std::move(msg.body());
-    server_.routes.handle(std::move(req), shared_from_this());
+    return req;
   }
 
   /// A body in a coding we do not decode must not reach the JSON parser ("not valid UTF-8") or be
@@ -328,6 +376,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
 
   void after_response(beast::error_code ec) {
     --server_.in_flight;
+    // A produce stream answered before its body ended: the rest of the body is not a request.
+    if (body_streaming_ && (!parser_ || !parser_->is_done())) keep_alive_ = false;
+    body_streaming_ = false;
     if (ec || !keep_alive_ || close_after_response_ || server_.stopping) return close();
     read_header();
   }
@@ -396,6 +447,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
   unsigned version_ = 11;
   bool keep_alive_ = true;
   bool head_request_ = false;   // the request being answered is a HEAD: send no body
+  bool body_streaming_ = false; // the request is a produce stream whose body the route reads
   bool busy_ = false;
   bool close_after_response_ = false;
   bool closed_ = false;

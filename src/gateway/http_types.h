@@ -21,6 +21,7 @@ struct http_request {
   std::string last_event_id; // Last-Event-ID header (SSE reconnect), "" when absent
   std::string if_none_match; // If-None-Match header (console files' ETags), "" when absent
   bool chunked = false;      // Transfer-Encoding: chunked (v3 streaming produce)
+  bool body_stream = false;  // the body is not in `body`: read it with response_sink::read_body_piece
   std::string body;
 };
 
@@ -60,6 +61,12 @@ class response_sink {
   /// `written(false)` when the connection failed first (connection thread). Streams wait for it
   /// before fetching more, so a slow reader holds at most one chunk in memory.
   virtual void write_chunk_then(std::string data, std::function<void(bool written)> written) = 0;
+
+  // ---- request bodies read as they arrive (v3 produce streams)
+  /// For a request with body_stream: reads what arrived next of the body and calls `got` on the
+  /// connection's thread with it (maybe empty), `done` once the body ended, `ok` false when the
+  /// connection failed first. One call at a time; after `done` it answers ("", true, true).
+  virtual void read_body_piece(std::function<void(std::string piece, bool done, bool ok)> got) = 0;
 };
 
 }  // namespace ringlog::gateway

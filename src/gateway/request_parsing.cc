@@ -485,7 +485,7 @@ parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view bo
   return out;
 }
 
-parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits) {
+parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits, size_t first_index) {
   // simdjson's parse_many on an empty input does not reliably report EMPTY (seen as 400 on one
   // build and as zero documents, hence 422, on another): refuse a blank body here, as malformed.
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return malformed(simdjson::EMPTY);
@@ -506,7 +506,7 @@ parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produ
                        "request has more than " + std::to_string(limits.records_max) +
                            " records, over the limit produce.records.max=" + std::to_string(limits.records_max)};
     }
-    size_t index = items.size();
+    size_t index = first_index + items.size();
     auto r = v3_record_from(e, index, limits);
     if (r.ok()) {
       items.push_back(v3_item{std::move(r).value(), std::nullopt});

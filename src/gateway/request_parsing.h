@@ -48,7 +48,10 @@ struct v3_item {
 /// Body of v3 POST .../records: one JSON object, or several concatenated (streaming). Malformed
 /// JSON anywhere refuses the whole request (nothing is produced); a well-formed record with a bad
 /// field fails alone, in order.
-parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits);
+/// `first_index` numbers the records in field paths ("records[N]..."): a produce stream parses
+/// its body piece by piece and keeps counting.
+parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits,
+                                              size_t first_index = 0);
 
 /// v3 POST /v3/clusters/{c}/topics: {"topic_name","partitions_count","replication_factor","configs":[{name,value}],"validate_only"}.
 parsed<broker::create_topic_request> parse_create_topic(std::string_view body);

@@ -201,3 +201,24 @@ def test_acks_zero_and_bad_acks(broker, topic_name):
     bad = requests.post(f"{broker.url}/topics/{topic_name}?acks=2", json={"records": [{"value": b64("a")}]},
                         headers={"Content-Type": BINARY})
     assert bad.status_code == 422 and "acks" in bad.json()["message"]
+
+
+def test_v3_produce_stream_of_many_records_keeps_order_through_pauses(broker, topic_name):
+    """25,000 records in one chunked stream: more than produce_stream_unanswered_max (10,000)
+    wait at once, so the server pauses reading until reports go out; every record is answered,
+    in order, and stored once."""
+    broker.create_topic(topic_name)
+    n = 25000
+
+    def chunks():
+        for start in range(0, n, 1000):
+            yield "".join(json.dumps({"value": {"type": "STRING", "data": f"s{i}"}}) + "\n"
+                          for i in range(start, start + 1000)).encode()
+
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"), data=chunks(),
+                      headers={"Content-Type": "application/json"}, timeout=120)
+    assert r.status_code == 200
+    reports = [json.loads(line) for line in r.text.splitlines() if line.strip()]
+    assert len(reports) == n
+    assert [x["offset"] for x in reports] == list(range(n))
+    assert requests.get(broker.url + f"/topics/{topic_name}/partitions/0/offsets").json()["end_offset"] == n
