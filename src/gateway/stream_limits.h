@@ -36,6 +36,10 @@ inline constexpr size_t ws_message_bytes_max = 2 * 1024 * 1024;
 /// session closes with 1013 "try again later" rather than grow.
 inline constexpr size_t ws_write_queue_bytes_max = 8 * 1024 * 1024;
 inline constexpr size_t ws_write_queue_low_water_bytes = 1024 * 1024;
+/// Bytes of server messages queued on all WebSocket sessions together. Past it no session
+/// fetches records (each retries on its next tick, ws_group_tick_ms), so many slow readers cost
+/// at most this much (plus kernel socket buffers) however many connections there are.
+inline constexpr int64_t ws_write_queue_total_bytes_max = int64_t{256} << 20;
 
 /// Record bytes one subscription or group member fetches at once (like http_stream_chunk_bytes_max).
 inline constexpr int32_t ws_fetch_bytes_max = 256 * 1024;

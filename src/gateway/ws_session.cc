@@ -142,7 +142,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       : ws_(std::move(socket)), upgrade_(std::move(upgrade)), ctx_(context), tick_(ws_.get_executor()) {
     ++ctx_.shared->open;
   }
-  ~ws_session() { --ctx_.shared->open; }
+  ~ws_session() {
+    ctx_.shared->queued_bytes -= static_cast<int64_t>(out_bytes_);   // what was still queued is dropped
+    --ctx_.shared->open;
+  }
 
   void start() {
     websocket::stream_base::timeout t{};
@@ -379,7 +382,14 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   [[nodiscard]] bool may_fetch() const {
     return !closing_ && !credit_starved_ && credit_records_ > 0 && (!bytes_counted_ || credit_bytes_ > 0) &&
-           out_bytes_ < limits::ws_write_queue_low_water_bytes && !ctx_.shared->stopping.load();
+           out_bytes_ < limits::ws_write_queue_low_water_bytes && !ctx_.shared->stopping.load() &&
+           ctx_.shared->queued_bytes.load() < limits::ws_write_queue_total_bytes_max;
+  }
+
+  /// Every change of this session's queue goes through here, so the server-wide total follows.
+  void add_queued(int64_t delta) {
+    out_bytes_ = static_cast<size_t>(static_cast<int64_t>(out_bytes_) + delta);
+    ctx_.shared->queued_bytes += delta;
   }
 
   int32_t fetch_bytes() const {
@@ -692,7 +702,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (out_bytes_ + text.size() > limits::ws_write_queue_bytes_max) {
       return close_with(try_again_later, "write queue full (ws_write_queue_bytes_max): read faster or grant less credit");
     }
-    out_bytes_ += text.size();
+    add_queued(static_cast<int64_t>(text.size()));
     out_.push_back(std::move(text));
     write_next();
   }
@@ -707,7 +717,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     ws_.text(true);
     ws_.async_write(asio::buffer(out_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
       self->writing_ = false;
-      self->out_bytes_ -= self->out_.front().size();
+      self->add_queued(-static_cast<int64_t>(self->out_.front().size()));
       self->out_.pop_front();
       if (ec) return self->teardown();
       self->write_next();
@@ -722,7 +732,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     closing_ = true;
     close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), close_reason_text(std::move(reason)));
     while (out_.size() > (writing_ ? 1u : 0u)) {
-      out_bytes_ -= out_.back().size();
+      add_queued(-static_cast<int64_t>(out_.back().size()));
       out_.pop_back();
     }
     close_pending_ = true;

@@ -21,6 +21,7 @@ struct ws_shared_state {
   std::atomic<bool> stopping = false;   // graceful stop: sessions close with 1001
   std::atomic<int64_t> open = 0;        // sessions alive: count against http.connections.max,
                                         // and a graceful stop waits for them (drain)
+  std::atomic<int64_t> queued_bytes = 0;   // server messages queued on all sessions together
 };
 
 /// What a WebSocket session uses. broker and registry outlive every session that still runs
