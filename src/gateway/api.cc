@@ -1264,9 +1264,10 @@ std::optional<std::vector<model::topic_partition>> partitions_field(const call_p
 std::string group_param(api::call& c) { return c.params["group"]; }
 std::string instance_param(api::call& c) { return c.params["instance"]; }
 
-/// Answers a broker result<void> of a consumer call with 204.
-std::function<void(broker::result<void>)> answer_no_content(const call_ptr& c) {
-  return [c](broker::result<void> r) {
+/// Answers a broker result of a consumer call with 204 (the value, if any, is not shown).
+template <typename T = void>
+std::function<void(broker::result<T>)> answer_no_content(const call_ptr& c) {
+  return [c](broker::result<T> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
       call.respond_no_content();
@@ -1588,12 +1589,7 @@ void v2_commit_offsets(const call_ptr& c) {
     if (offsets->empty()) offsets.reset();  // {"offsets":[]}: everything returned, like an empty body
   }
   c->broker().groups().commit(group_param(*c), instance_param(*c), std::move(offsets),
-                              [c](broker::result<group::partition_map<group::committed_offset>> r) {
-                                c->later([r = std::move(r)](api::call& call) {
-                                  if (!r.ok()) return call.fail(to_api_error(r.error()));
-                                  call.respond_no_content();
-                                });
-                              });
+                              answer_no_content<group::partition_map<group::committed_offset>>(c));
 }
 
 void v2_committed_offsets(const call_ptr& c) {
