@@ -10,6 +10,7 @@
 #include "errors.h"
 #include "http_util.h"
 #include "json_fields.h"
+#include "record_json.h"
 #include "stream_limits.h"
 #include "ringlog/group/limits.h"
 
@@ -913,62 +914,11 @@ void v2_offsets(const call_ptr& c) {
   });
 }
 
-/// Appends `bytes` as embedded JSON (json format) or base64 (binary); false when not JSON.
-bool append_payload(std::string& out, const std::optional<model::bytes>& bytes, bool as_json) {
-  if (!bytes) {
-    out += "null";
-    return true;
-  }
-  if (as_json) {
-    std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-    if (!json::accept(text)) return false;
-    out += text;
-  } else {
-    out += '"';
-    base64_encode_append(out, *bytes);
-    out += '"';
-  }
-  return true;
-}
-
-
-/// About how many bytes append_record_json writes for `records` (base64 is 4/3 of the payload;
-/// embedded JSON is shorter): reserved up front so a large answer is not copied as it grows.
+/// About how many bytes the records' JSON array takes (record_json_bytes_estimate per record).
 size_t records_json_bytes_estimate(const std::vector<model::record>& records, size_t topic_json_bytes) {
   size_t total = 2;
-  for (const auto& rec : records) {
-    size_t payload = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
-    for (const auto& h : rec.headers) payload += h.key.size() + 24 + (h.value ? h.value->size() : 0);
-    total += 96 + topic_json_bytes + payload / 3 * 4 + 8;
-  }
+  for (const auto& rec : records) total += record_json_bytes_estimate(rec, topic_json_bytes);
   return total;
-}
-
-/// Appends one record as the JSON object of the v2 records routes ({"topic","partition","offset",
-/// "timestamp","key","value","headers"}); false when as_json and the key or value is not JSON.
-bool append_record_json(std::string& out, const std::string& topic_json_text, int32_t partition,
-                        const model::record& rec, bool as_json) {
-  out += "{\"topic\":";
-  out += topic_json_text;
-  out += ",\"partition\":";
-  out += std::to_string(partition);
-  out += ",\"offset\":";
-  out += std::to_string(rec.record_offset.value());
-  out += ",\"timestamp\":";
-  out += std::to_string(rec.timestamp);
-  out += ",\"key\":";
-  bool ok = append_payload(out, rec.key, as_json);
-  out += ",\"value\":";
-  ok = append_payload(out, rec.value, as_json) && ok;
-  out += ",\"headers\":[";
-  for (size_t h = 0; h < rec.headers.size(); ++h) {
-    if (h > 0) out += ',';
-    out += "{\"key\":" + dump(json(rec.headers[h].key)) + ",\"value\":";
-    append_payload(out, rec.headers[h].value, false);
-    out += '}';
-  }
-  out += "]}";
-  return ok;
 }
 
 // -- NDJSON / SSE streaming reads (issue 5) ------------------------------------------------------
@@ -1055,7 +1005,7 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
   bool append_event(std::string& out, const std::string& topic_json_text, int32_t p, const model::record& rec,
                     const std::string& id) {
     std::string line;
-    if (!append_record_json(line, topic_json_text, p, rec, as_json)) {
+    if (!append_record_json(line, "", topic_json_text, p, rec, as_json)) {
       fail(api_error{406, ec::not_acceptable, "record at offset " + std::to_string(rec.record_offset.value()) +
                                                  " is not JSON; read it in binary format"});
       return false;
@@ -1192,7 +1142,7 @@ void fetch_records(const call_ptr& c) {
         const model::record& rec = r->records[i];
         bytes += record_bytes(rec);
         if (i > 0) out += ',';
-        if (!append_record_json(out, topic_json_text, partition, rec, as_json)) {
+        if (!append_record_json(out, "", topic_json_text, partition, rec, as_json)) {
           return call.fail(406, ec::not_acceptable,
                            "record at offset " + std::to_string(rec.record_offset.value()) +
                                " is not JSON; read it with Accept: " + v2_binary_type);
@@ -1478,21 +1428,8 @@ std::string consumed_records_json(const std::vector<broker::consumed_record>& re
   for (size_t i = 0; i < records.size(); ++i) {
     const auto& [tp, rec] = records[i];
     if (i > 0) out += ',';
-    out += "{\"topic\":" + dump(json(tp.topic)) + ",\"partition\":" + std::to_string(tp.partition.value()) +
-           ",\"offset\":" + std::to_string(rec.record_offset.value()) + ",\"timestamp\":" + std::to_string(rec.timestamp) +
-           ",\"key\":";
-    bool ok = append_payload(out, rec.key, as_json);
-    out += ",\"value\":";
-    ok = ok && append_payload(out, rec.value, as_json);
+    const bool ok = append_record_json(out, "", dump(json(tp.topic)), tp.partition.value(), rec, as_json);
     if (!ok && !bad_offset) bad_offset = rec.record_offset.value();
-    out += ",\"headers\":[";
-    for (size_t h = 0; h < rec.headers.size(); ++h) {
-      if (h > 0) out += ',';
-      out += "{\"key\":" + dump(json(rec.headers[h].key)) + ",\"value\":";
-      append_payload(out, rec.headers[h].value, false);
-      out += '}';
-    }
-    out += "]}";
   }
   return out + "]";
 }

@@ -20,6 +20,7 @@
 #include "base64.h"
 #include "errors.h"
 #include "json_fields.h"
+#include "record_json.h"
 #include "request_parsing.h"
 #include "stream_limits.h"
 
@@ -44,52 +45,14 @@ size_t record_bytes(const Record& r) {
   return n;
 }
 
-/// Appends a payload as the client asked: base64 (binary) or embedded JSON (json; text that is
-/// not JSON is sent as a JSON string).
-void append_payload(std::string& out, const std::optional<model::bytes>& b, bool as_json) {
-  if (!b) {
-    out += "null";
-    return;
-  }
-  if (!as_json) {
-    out += '"';
-    base64_encode_append(out, *b);
-    out += '"';
-    return;
-  }
-  const std::string_view text(reinterpret_cast<const char*>(b->data()), b->size());
-  out += json::accept(text) ? std::string(text) : dump(json(std::string(text)));
-}
-
-/// A `record` message, written as text: one is built per record per subscriber, and a json tree
-/// per record was most of the delivery path's time.
+/// A `record` message: the read paths' record object with its type first (record_json.h). A
+/// payload that is not JSON goes out as a JSON string when the json format was asked for.
 std::string record_text(const model::topic_partition& tp, const model::record& rec, bool as_json) {
-  size_t payload = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
-  for (const auto& h : rec.headers) payload += h.key.size() + 24 + (h.value ? h.value->size() : 0);
+  const std::string topic_json_text = dump(json(tp.topic));
   std::string out;
-  out.reserve(128 + tp.topic.size() + payload / 3 * 4);
-  out += "{\"type\":\"record\",\"topic\":";
-  out += dump(json(tp.topic));
-  out += ",\"partition\":";
-  out += std::to_string(tp.partition.value());
-  out += ",\"offset\":";
-  out += std::to_string(rec.record_offset.value());
-  out += ",\"timestamp\":";
-  out += std::to_string(rec.timestamp);
-  out += ",\"key\":";
-  append_payload(out, rec.key, as_json);
-  out += ",\"value\":";
-  append_payload(out, rec.value, as_json);
-  out += ",\"headers\":[";
-  for (size_t h = 0; h < rec.headers.size(); ++h) {
-    if (h > 0) out += ',';
-    out += "{\"key\":";
-    out += dump(json(rec.headers[h].key));
-    out += ",\"value\":";
-    append_payload(out, rec.headers[h].value, false);
-    out += '}';
-  }
-  out += "]}";
+  out.reserve(record_json_bytes_estimate(rec, topic_json_text.size()));
+  append_record_json(out, "\"type\":\"record\",", topic_json_text, tp.partition.value(), rec, as_json,
+                     non_json_payload::as_string);
   return out;
 }
 
