@@ -4,8 +4,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "ringlog/gateway/http_client.h"
 
 namespace ringlog::gateway {
 
@@ -33,26 +37,38 @@ double percentile(std::vector<int64_t>& v, double p);
 /// only those to learn the record's latency.
 std::string bench_value(int64_t scheduled_us, size_t bytes);
 
-/// The WebSocket load (issue 5): `producers` connections send one `produce` message per record
-/// to partition 0 of `topic` on a fixed schedule (`rate` records/s in all; 0 = as fast as acks
-/// allow, at most ws_bench_in_flight_max unanswered per connection), and `subscribers`
-/// connections subscribe to that partition from `start_offset` with credit, each reading every
-/// record. Latencies: produce = scheduled send -> produce_ack; delivered = scheduled send ->
-/// the record read by a subscriber (every subscriber's every record is a sample).
-struct ws_bench_settings {
-  std::string host;
-  std::string port;
-  std::string topic;
-  int64_t producers = 1;
-  int64_t subscribers = 1;
+/// The broker's REST listener when none is given (the REST Proxy's customary port).
+inline constexpr const char* default_bootstrap = "http://127.0.0.1:8082";
+
+/// What `ringlog bench` was asked for (see its --help).
+struct bench_settings {
+  std::string topic = "ringlog-bench";
+  int64_t partitions = 6;
+  int64_t producers = 4;
+  int64_t consumers = 2;
+  int64_t batch_records = 100;
   int64_t record_bytes = 1024;
   int64_t duration_ms = 10000;
   int64_t rate = 0;
   std::string acks = "all";
-  int64_t start_offset = 0;
-  bool batch = false;   // subscribe with "batch": true (one `records` message per fetch)
+  std::string bootstrap = default_bootstrap;
+  std::string transport = "http";
+  int64_t subscribers = 1;
+  bool ws_batch = false;
+  uint64_t out_of_order = 0;   // ws: records a subscriber saw out of offset order (must be 0)
 };
 
+/// The scheduled send time (microseconds since the run's epoch) that a value made by
+/// bench_value starts with, read from the value's base64 text; nullopt when it has none.
+std::optional<int64_t> bench_scheduled_us(std::string_view value_base64);
+
+/// The WebSocket load (issue 5): `producers` connections send one `produce` message per record
+/// to partition 0 of `topic` on a fixed schedule (`rate` records/s in all; 0 = as fast as acks
+/// allow, at most ws_bench_in_flight_max unanswered per connection), and `subscribers`
+/// connections subscribe to that partition from `start_offset` with credit (`ws_batch`: one
+/// `records` message per fetch), each reading every record. Latencies: produce = scheduled send
+/// -> produce_ack; delivered = scheduled send -> the record read by a subscriber (every
+/// subscriber's every record is a sample).
 struct ws_bench_outcome {
   bench_thread_result produced;
   bench_thread_result delivered;
@@ -60,6 +76,6 @@ struct ws_bench_outcome {
   uint64_t out_of_order = 0;   // records a subscriber saw at an offset not above the previous one
 };
 
-ws_bench_outcome run_ws_bench(const ws_bench_settings& settings);
+ws_bench_outcome run_ws_bench(const bench_settings& settings, const http_endpoint& endpoint, int64_t start_offset);
 
 }  // namespace ringlog::gateway

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <thread>
 #include <cstdio>
@@ -26,7 +27,6 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* default_bootstrap = "http://127.0.0.1:8082";
 /// Lines per produce request: one HTTP round trip and one broker batch each.
 constexpr size_t produce_batch_lines_default = 500;
 constexpr const char* binary_type = "application/vnd.kafka.binary.v2+json";
@@ -770,22 +770,6 @@ Options:
   --help                   this text
 )";
 
-struct bench_settings {
-  std::string topic = "ringlog-bench";
-  int64_t partitions = 6;
-  int64_t producers = 4;
-  int64_t consumers = 2;
-  int64_t batch_records = 100;
-  int64_t record_bytes = 1024;
-  int64_t duration_ms = 10000;
-  int64_t rate = 0;
-  std::string acks = "all";
-  std::string bootstrap = default_bootstrap;
-  std::string transport = "http";
-  int64_t subscribers = 1;
-  bool ws_batch = false;
-  uint64_t out_of_order = 0;   // ws: records a subscriber saw out of offset order (must be 0)
-};
 
 }  // namespace
 
@@ -814,6 +798,16 @@ std::string bench_value(int64_t scheduled_us, size_t bytes) {
   std::string v(head, 12);
   v.resize(bytes, 'r');
   return v;
+}
+
+std::optional<int64_t> bench_scheduled_us(std::string_view value_base64) {
+  if (value_base64.size() < 16) return std::nullopt;
+  auto head = base64_decode(value_base64.substr(0, 16));
+  if (!head || head->size() != 12) return std::nullopt;
+  const auto* digits = reinterpret_cast<const char*>(head->data());
+  int64_t scheduled_us = 0;
+  if (std::from_chars(digits, digits + 12, scheduled_us).ec != std::errc()) return std::nullopt;
+  return scheduled_us;
 }
 
 namespace {
@@ -937,10 +931,9 @@ void bench_consume(const bench_settings& s, int64_t index, bench_clock::time_poi
           continue;
         }
         offset = record_offset + 1;
-        auto head = base64_decode(value.substr(0, 16));
-        if (!head || head->size() != 12) continue;
-        const int64_t scheduled_us = std::stoll(model::to_string(*head));
-        if (out.latencies_us.size() < bench_samples_max) out.latencies_us.push_back(now_us - scheduled_us);
+        auto scheduled_us = bench_scheduled_us(value);
+        if (!scheduled_us) continue;
+        if (out.latencies_us.size() < bench_samples_max) out.latencies_us.push_back(now_us - *scheduled_us);
         out.records++;
         out.value_bytes += static_cast<uint64_t>(s.record_bytes);
         got_any = true;
@@ -1005,27 +998,12 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
 
 /// The WebSocket variant: producers and subscribers on partition 0 (see bench.h).
 int bench_ws(bench_settings& s, int64_t start_offset, bool as_json) {
-  ws_bench_settings w;
-  std::string authority = s.bootstrap;
-  if (authority.rfind("http://", 0) == 0) authority = authority.substr(7);
-  while (!authority.empty() && authority.back() == '/') authority.pop_back();
-  const size_t colon = authority.rfind(':');
-  if (colon == std::string::npos) {
-    std::cerr << "--bootstrap-server must be http://HOST:PORT for --transport ws, got " << s.bootstrap << "\n";
+  auto endpoint = parse_base_url(s.bootstrap);
+  if (!endpoint.ok()) {
+    std::cerr << endpoint.error() << "\n";
     return 2;
   }
-  w.host = authority.substr(0, colon);
-  w.port = authority.substr(colon + 1);
-  w.topic = s.topic;
-  w.producers = s.producers;
-  w.subscribers = s.subscribers;
-  w.record_bytes = s.record_bytes;
-  w.duration_ms = s.duration_ms;
-  w.rate = s.rate;
-  w.acks = s.acks;
-  w.start_offset = start_offset;
-  w.batch = s.ws_batch;
-  auto outcome = run_ws_bench(w);
+  auto outcome = run_ws_bench(s, *endpoint, start_offset);
   s.out_of_order = outcome.out_of_order;
   print_bench(s, outcome.seconds, outcome.produced, outcome.delivered, as_json);
   return outcome.produced.errors + outcome.delivered.errors + outcome.out_of_order > 0 ? 1 : 0;

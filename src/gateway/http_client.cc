@@ -62,21 +62,30 @@ struct http_client::impl {
   }
 };
 
-base::result<std::unique_ptr<http_client>, std::string> http_client::create(const std::string& base_url) {
+base::result<http_endpoint, std::string> parse_base_url(const std::string& base_url) {
   std::string_view url = base_url;
   if (url.substr(0, 7) != "http://") return "bootstrap server \"" + base_url + "\" must start with http://";
   url.remove_prefix(7);
   if (size_t slash = url.find('/'); slash != std::string_view::npos) url = url.substr(0, slash);
   size_t colon = url.rfind(':');
-  auto p = std::make_unique<impl>();
+  http_endpoint e;
   if (colon == std::string_view::npos) {
-    p->host = std::string(url);
-    p->port = "80";
+    e.host = std::string(url);
+    e.port = "80";
   } else {
-    p->host = std::string(url.substr(0, colon));
-    p->port = std::string(url.substr(colon + 1));
+    e.host = std::string(url.substr(0, colon));
+    e.port = std::string(url.substr(colon + 1));
   }
-  if (p->host.empty() || p->port.empty()) return "bootstrap server \"" + base_url + "\" has no host or port";
+  if (e.host.empty() || e.port.empty()) return "bootstrap server \"" + base_url + "\" has no host or port";
+  return e;
+}
+
+base::result<std::unique_ptr<http_client>, std::string> http_client::create(const std::string& base_url) {
+  auto endpoint = parse_base_url(base_url);
+  if (!endpoint.ok()) return endpoint.error();
+  auto p = std::make_unique<impl>();
+  p->host = std::move(endpoint->host);
+  p->port = std::move(endpoint->port);
   return std::unique_ptr<http_client>(new http_client(std::move(p)));
 }
 

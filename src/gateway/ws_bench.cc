@@ -72,23 +72,18 @@ std::optional<int64_t> int_field(std::string_view text, std::string_view quoted_
   return v;
 }
 
-/// The scheduled send time a record's value starts with (see bench_value), from its base64 text.
+/// The scheduled send time a record object's value starts with (see bench_value).
 std::optional<int64_t> scheduled_us_of(std::string_view record_text) {
   const size_t v = record_text.find("\"value\":\"");
-  if (v == std::string_view::npos || v + 9 + 16 > record_text.size()) return std::nullopt;
-  auto head = base64_decode(record_text.substr(v + 9, 16));
-  int64_t scheduled_us = 0;
-  if (!head || head->size() != 12) return std::nullopt;
-  const auto* digits = reinterpret_cast<const char*>(head->data());
-  if (std::from_chars(digits, digits + 12, scheduled_us).ec != std::errc()) return std::nullopt;
-  return scheduled_us;
+  if (v == std::string_view::npos) return std::nullopt;
+  return bench_scheduled_us(record_text.substr(v + 9));
 }
 
 class ws_producer : public std::enable_shared_from_this<ws_producer> {
  public:
-  ws_producer(asio::io_context& ioc, const ws_bench_settings& s, int64_t index, bench_clock::time_point epoch,
-              bench_thread_result& out)
-      : ioc_(ioc), ws_(ioc), timer_(ioc), s_(s), epoch_(epoch), out_(out) {
+  ws_producer(asio::io_context& ioc, const bench_settings& s, const http_endpoint& endpoint, int64_t index,
+              bench_clock::time_point epoch, bench_thread_result& out)
+      : ioc_(ioc), ws_(ioc), timer_(ioc), s_(s), endpoint_(endpoint), epoch_(epoch), out_(out) {
     per_connection_rate_ = s.rate > 0 ? static_cast<double>(s.rate) / static_cast<double>(s.producers) : 0;
     id_prefix_ = "p" + std::to_string(index) + "-";
     phase_ = static_cast<double>(index) / static_cast<double>(s.producers);   // spread, not bursts
@@ -96,7 +91,7 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
   }
 
   void run() {
-    if (auto err = open_ws(ws_, s_.host, s_.port)) {
+    if (auto err = open_ws(ws_, endpoint_.host, endpoint_.port)) {
       out_.errors++;
       out_.first_error = *err;
       return;
@@ -211,7 +206,8 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
   asio::io_context& ioc_;
   ws_stream ws_;
   asio::steady_timer timer_;
-  const ws_bench_settings& s_;
+  const bench_settings& s_;
+  const http_endpoint& endpoint_;
   bench_clock::time_point epoch_;
   bench_thread_result& out_;
   double per_connection_rate_ = 0;
@@ -228,7 +224,8 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
   beast::flat_buffer in_;
 };
 
-void run_subscriber(const ws_bench_settings& s, bench_clock::time_point epoch, const std::atomic<bool>& producers_done,
+void run_subscriber(const bench_settings& s, const http_endpoint& endpoint, int64_t start_offset,
+                    bench_clock::time_point epoch, const std::atomic<bool>& producers_done,
                     std::atomic<int64_t>& ready, subscriber_slot& slot, bench_thread_result& out, uint64_t& out_of_order) {
   asio::io_context ioc;
   ws_stream ws(ioc);
@@ -236,7 +233,7 @@ void run_subscriber(const ws_bench_settings& s, bench_clock::time_point epoch, c
     out.errors++;
     if (out.first_error.empty()) out.first_error = why;
   };
-  if (auto err = open_ws(ws, s.host, s.port)) {
+  if (auto err = open_ws(ws, endpoint.host, endpoint.port)) {
     ++ready;
     return fail(*err);
   }
@@ -247,7 +244,7 @@ void run_subscriber(const ws_bench_settings& s, bench_clock::time_point epoch, c
   };
   beast::flat_buffer in;
   if (!send("{\"type\":\"subscribe\",\"id\":\"s\",\"topic\":\"" + s.topic + "\",\"partition\":0,\"offset\":" +
-            std::to_string(s.start_offset) + (s.batch ? ",\"batch\":true}" : "}")) ||
+            std::to_string(start_offset) + (s.ws_batch ? ",\"batch\":true}" : "}")) ||
       !send("{\"type\":\"credit\",\"records\":" + std::to_string(ws_bench_credit_records) + "}")) {
     ++ready;
     return fail("subscribe: " + ec.message());
@@ -258,7 +255,7 @@ void run_subscriber(const ws_bench_settings& s, bench_clock::time_point epoch, c
   in.consume(in.size());
   slot.socket_fd = beast::get_lowest_layer(ws).socket().native_handle();
   int64_t credit_used = 0;
-  int64_t last_offset = s.start_offset - 1;
+  int64_t last_offset = start_offset - 1;
   while (true) {
     ws.read(in, ec);
     const auto now = bench_clock::now();
@@ -304,7 +301,7 @@ void run_subscriber(const ws_bench_settings& s, bench_clock::time_point epoch, c
 
 }  // namespace
 
-ws_bench_outcome run_ws_bench(const ws_bench_settings& s) {
+ws_bench_outcome run_ws_bench(const bench_settings& s, const http_endpoint& endpoint, int64_t start_offset) {
   ws_bench_outcome outcome;
   const auto epoch = bench_clock::now();
   std::atomic<bool> producers_done{false};
@@ -314,7 +311,7 @@ ws_bench_outcome run_ws_bench(const ws_bench_settings& s) {
   std::vector<uint64_t> out_of_order(static_cast<size_t>(s.subscribers), 0);
   std::vector<std::thread> subscribers;
   for (int64_t i = 0; i < s.subscribers; ++i) {
-    subscribers.emplace_back(run_subscriber, std::cref(s), epoch, std::cref(producers_done), std::ref(ready),
+    subscribers.emplace_back(run_subscriber, std::cref(s), std::cref(endpoint), start_offset, epoch, std::cref(producers_done), std::ref(ready),
                              std::ref(slots[static_cast<size_t>(i)]), std::ref(delivered[static_cast<size_t>(i)]), std::ref(out_of_order[static_cast<size_t>(i)]));
   }
   // Subscriptions first (each answers "subscribed"), so every record is live-tailed.
@@ -323,9 +320,9 @@ ws_bench_outcome run_ws_bench(const ws_bench_settings& s) {
   std::vector<std::thread> producers;
   const auto start = bench_clock::now();
   for (int64_t i = 0; i < s.producers; ++i) {
-    producers.emplace_back([&s, i, epoch, &produced] {
+    producers.emplace_back([&s, &endpoint, i, epoch, &produced] {
       asio::io_context ioc;
-      auto p = std::make_shared<ws_producer>(ioc, s, i, epoch, produced[static_cast<size_t>(i)]);
+      auto p = std::make_shared<ws_producer>(ioc, s, endpoint, i, epoch, produced[static_cast<size_t>(i)]);
       p->run();
     });
   }

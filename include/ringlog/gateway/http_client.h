@@ -16,6 +16,15 @@ struct http_reply {
   std::string body;
 };
 
+/// Host and port of a broker's REST listener.
+struct http_endpoint {
+  std::string host;
+  std::string port;
+};
+
+/// "http://HOST[:PORT][/...]" -> host and port (80 when absent). Errors name the malformed part.
+base::result<http_endpoint, std::string> parse_base_url(const std::string& base_url);
+
 class http_client {
  public:
   using reply_result = base::result<http_reply, std::string>;
