@@ -103,28 +103,43 @@ parsed<std::string_view> string_field(std::string_view field, dom::element e) {
   return e.get_string().value_unsafe();
 }
 
+/// The names of an object's fields seen so far, in a fixed array (no allocation: objects here
+/// have a handful of fields and this runs once per record).
+class field_names {
+ public:
+  static constexpr size_t capacity = 16;
+  [[nodiscard]] bool contains(std::string_view name) const {
+    return std::find(names_.begin(), names_.begin() + static_cast<ptrdiff_t>(count_), name) !=
+           names_.begin() + static_cast<ptrdiff_t>(count_);
+  }
+  [[nodiscard]] bool full() const { return count_ == capacity; }
+  void add(std::string_view name) {
+    RINGLOG_ASSERT_OP(count_, <, capacity);
+    names_[count_++] = name;
+  }
+
+ private:
+  std::array<std::string_view, capacity> names_;
+  size_t count_ = 0;
+};
+
 /// Refuses fields outside `allowed`: a misspelt "vlaue" must not silently produce a null value.
 parsed<dom::object> object_with(std::string_view field, dom::element e, std::initializer_list<std::string_view> allowed) {
   if (e.type() != dom::element_type::OBJECT) return wrong_type(field, "an object", e);
   dom::object o = e.get_object().value_unsafe();
   // Runs once per record of a produce request: no allocation unless the object is refused.
   // Every key is one of `allowed` (a handful), so a key seen more times than `allowed` holds
-  // names is a duplicate and the scan below stays within a fixed array.
-  constexpr size_t allowed_max = 16;
-  RINGLOG_ASSERT_OP(allowed.size(), <=, allowed_max);
-  std::array<std::string_view, allowed_max> seen;
-  size_t seen_count = 0;
+  // names is a duplicate and `seen` never holds more than `allowed`.
+  RINGLOG_ASSERT_OP(allowed.size(), <=, field_names::capacity);
+  field_names seen;
   auto where = [field] { return field.empty() ? std::string("request body") : std::string(field); };
   for (auto [key, value] : o) {
     bool known = false;
     for (auto a : allowed) known = known || a == key;
     if (!known) return unprocessable(where() + " has an unknown field \"" + std::string(key) + "\"");
     // RFC 8259 leaves duplicate names to the parser; silently keeping one would hide a bug.
-    if (std::find(seen.begin(), seen.begin() + static_cast<ptrdiff_t>(seen_count), key) !=
-        seen.begin() + static_cast<ptrdiff_t>(seen_count)) {
-      return unprocessable(where() + " has the field \"" + std::string(key) + "\" twice");
-    }
-    seen[seen_count++] = key;
+    if (seen.contains(key)) return unprocessable(where() + " has the field \"" + std::string(key) + "\" twice");
+    seen.add(key);
   }
   return o;
 }
@@ -391,15 +406,11 @@ std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text) {
   if (o["topic"].get_string().get(topic) != simdjson::SUCCESS) return std::nullopt;
   m.topic = std::string(topic);
   // A field given twice is left to the general path (nlohmann keeps the last one).
-  std::array<std::string_view, 8> seen;
-  size_t seen_count = 0;
+  field_names seen;
   for (auto [name, value] : o) {
-    if (std::find(seen.begin(), seen.begin() + static_cast<ptrdiff_t>(seen_count), name) !=
-        seen.begin() + static_cast<ptrdiff_t>(seen_count)) {
-      return std::nullopt;
-    }
-    if (seen_count == seen.size()) return std::nullopt;   // unusually many fields: the general path
-    seen[seen_count++] = name;
+    if (seen.contains(name)) return std::nullopt;
+    if (seen.full()) return std::nullopt;   // unusually many fields: the general path
+    seen.add(name);
     if (name == "type" || name == "topic") continue;
     if (name == "id") {
       m.id_json = simdjson::minify(value);
