@@ -30,7 +30,7 @@ start() {   # start FLUSH_POLICY
 stop() { kill "$server"; wait "$server" || true; server=; }
 
 run=0
-scenario() {   # scenario POLICY SUBSCRIBERS RATE [--ws-batch]
+scenario() {   # scenario POLICY SUBSCRIBERS RATE ["--ws-batch --ws-produce-batch"]
   run=$((run + 1))
   local topic="ws-bench-$run"
   "$RINGLOG" topics create "$topic" --partitions 1 --bootstrap-server http://127.0.0.1:$PORT >/dev/null
@@ -42,7 +42,7 @@ import json, sys
 policy, r = sys.argv[1], json.loads(sys.argv[2])
 d, p = r["end_to_end_ms"] or {}, r["produce_ms"]
 rate = r["rate"] or "max"
-print(f"| {policy} | {r['subscribers']} | {'yes' if r['ws_batch'] else 'no'} | {rate} | {r['records_per_s']:.0f} | {r['records_consumed']} | "
+print(f"| {policy} | {r['subscribers']} | {'yes' if r['ws_batch'] else 'no'} | {'yes' if r.get('ws_produce_batch') else 'no'} | {rate} | {r['records_per_s']:.0f} | {r['records_consumed']} | "
       f"{d.get('p50', float('nan')):.2f} / {d.get('p99', float('nan')):.2f} / {d.get('p99.9', float('nan')):.2f} | "
       f"{p['p99']:.2f} | {r['errors']} errors, {r['out_of_order']} out of order |")
 PY
@@ -52,8 +52,8 @@ echo "# WebSocket benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc), load before start: $(cut -d' ' -f1-3 /proc/loadavg); ${RUN_SECONDS} s per run, 1 KiB values, acks=all"
 echo
-echo "| log.flush.policy | subscribers | batch | scheduled records/s | produced records/s | records delivered (all subscribers) | produce-to-deliver ms p50 / p99 / p99.9 | produce ack p99 ms | check |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| log.flush.policy | subscribers | batch | produce batch | scheduled records/s | produced records/s | records delivered (all subscribers) | produce-to-deliver ms p50 / p99 / p99.9 | produce ack p99 ms | check |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for policy in fsync replication; do
   start "$policy"
   scenario "$policy" 1 10000
@@ -61,6 +61,9 @@ for policy in fsync replication; do
   scenario "$policy" 1 50000
   scenario "$policy" 1 50000 --ws-batch
   scenario "$policy" 1 0 --ws-batch
+  scenario "$policy" 1 20000 "--ws-batch --ws-produce-batch"
+  scenario "$policy" 1 50000 "--ws-batch --ws-produce-batch"
+  scenario "$policy" 1 0 "--ws-batch --ws-produce-batch"
   scenario "$policy" 100 500
   scenario "$policy" 100 500 --ws-batch
   scenario "$policy" 100 2000 --ws-batch

@@ -55,6 +55,7 @@ struct bench_settings {
   std::string transport = "http";
   int64_t subscribers = 1;
   bool ws_batch = false;
+  bool ws_produce_batch = false;   // ws producers put the records due together in one `records` message
   uint64_t out_of_order = 0;   // ws: records a subscriber saw out of offset order (must be 0)
 };
 
@@ -63,6 +64,7 @@ struct bench_settings {
 std::optional<int64_t> bench_scheduled_us(std::string_view value_base64);
 
 /// The WebSocket load (issue 5): `producers` connections send one `produce` message per record
+/// (`ws_produce_batch`: one per group of records due at once, at most `batch_records`)
 /// to partition 0 of `topic` on a fixed schedule (`rate` records/s in all; 0 = as fast as acks
 /// allow, at most ws_bench_in_flight_max unanswered per connection), and `subscribers`
 /// connections subscribe to that partition from `start_offset` with credit (`ws_batch`: one

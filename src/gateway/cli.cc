@@ -767,6 +767,9 @@ Options:
                            prints produce-to-deliver latency over every subscriber's records
   --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
   --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
+  --ws-produce-batch       producers send the records that are due at the same moment as one
+                           produce message with "records" (at most --batch-records); nothing
+                           waits for a batch to fill, so latency is not traded for it
   --help                   this text
 )";
 
@@ -970,8 +973,9 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
       j["subscribers"] = s.subscribers;
       j["out_of_order"] = s.out_of_order;
       j["ws_batch"] = s.ws_batch;
+      j["ws_produce_batch"] = s.ws_produce_batch;
       j.erase("consumers");
-      j.erase("batch_records");
+      if (!s.ws_produce_batch) j.erase("batch_records");
     }
     std::cout << j.dump() << "\n";
     return;
@@ -1015,7 +1019,7 @@ int bench_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1,
                       {"--topic", "--partitions", "--producers", "--consumers", "--batch-records", "--record-bytes",
                        "--duration-ms", "--rate", "--acks", "--bootstrap-server", "--transport", "--subscribers"},
-                      {"--json", "--help", "--ws-batch"});
+                      {"--json", "--help", "--ws-batch", "--ws-produce-batch"});
   if (!a) return 2;
   if (a->has("--help")) {
     std::cout << bench_usage;
@@ -1036,11 +1040,12 @@ int bench_main(int argc, char** argv) {
   s.transport = a->get("--transport").value_or(s.transport);
   s.subscribers = int_option(*a, "--subscribers", 0, 1000).value_or(s.subscribers);
   s.ws_batch = a->has("--ws-batch");
+  s.ws_produce_batch = a->has("--ws-produce-batch");
   if (s.transport != "http" && s.transport != "ws") {
     std::cerr << "--transport must be http or ws\n";
     return 2;
   }
-  if (s.transport == "ws") s.batch_records = 1;   // one record per produce message
+  if (s.transport == "ws" && !s.ws_produce_batch) s.batch_records = 1;   // one record per produce message
   if (s.acks != "0" && s.acks != "1" && s.acks != "all") {
     std::cerr << "--acks must be 0, 1 or all\n";
     return 2;

@@ -392,7 +392,55 @@ std::string format_iso8601_ms(int64_t ms) {
   return buf;
 }
 
-std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text) {
+namespace {
+
+/// One record field of a fast-path produce (`partition`, `key` or `value`) into `rec`; false
+/// when the field is unknown here or its value is not of the common shape.
+bool read_fast_record_field(std::string_view name, dom::element value, broker::produce_record& rec) {
+  if (name == "partition") {
+    if (value.is_null()) return true;
+    int64_t p = 0;
+    if (value.get_int64().get(p) != simdjson::SUCCESS || p < 0 || p > std::numeric_limits<int32_t>::max()) return false;
+    rec.partition = model::partition_id(static_cast<int32_t>(p));
+    return true;
+  }
+  if (name == "key" || name == "value") {
+    if (value.is_null()) return true;
+    std::string_view b64;
+    if (value.get_string().get(b64) != simdjson::SUCCESS) return false;
+    auto bytes = base64_decode(b64);
+    if (!bytes) return false;
+    (name == "key" ? rec.key : rec.value) = std::move(*bytes);
+    return true;
+  }
+  return false;
+}
+
+/// The `records` array of a fast-path produce; false when any element is not of the common shape.
+bool read_fast_records(dom::element value, size_t records_max, std::vector<broker::produce_record>& out) {
+  dom::array records;
+  if (value.get_array().get(records) != simdjson::SUCCESS) return false;
+  const size_t count = records.size();
+  if (count == 0 || count > records_max) return false;
+  out.reserve(count);
+  for (dom::element r : records) {
+    dom::object o;
+    if (r.get_object().get(o) != simdjson::SUCCESS) return false;
+    broker::produce_record rec;
+    field_names seen;
+    for (auto [name, field] : o) {
+      if (seen.contains(name) || seen.full()) return false;
+      seen.add(name);
+      if (!read_fast_record_field(name, field, rec)) return false;
+    }
+    out.push_back(std::move(rec));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text, size_t records_max) {
   parser_lease parser;
   dom::element doc;
   dom::object o;
@@ -405,6 +453,8 @@ std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text) {
   if (o["type"].get_string().get(type) != simdjson::SUCCESS || type != "produce") return std::nullopt;
   if (o["topic"].get_string().get(topic) != simdjson::SUCCESS) return std::nullopt;
   m.topic = std::string(topic);
+  broker::produce_record top;
+  bool top_record_fields = false;
   // A field given twice is left to the general path (nlohmann keeps the last one).
   field_names seen;
   for (auto [name, value] : o) {
@@ -414,20 +464,12 @@ std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text) {
     if (name == "type" || name == "topic") continue;
     if (name == "id") {
       m.id_json = simdjson::minify(value);
-    } else if (name == "partition") {
-      if (value.is_null()) continue;
-      int64_t p = 0;
-      if (value.get_int64().get(p) != simdjson::SUCCESS || p < 0 || p > std::numeric_limits<int32_t>::max()) {
-        return std::nullopt;
-      }
-      m.partition = static_cast<int32_t>(p);
-    } else if (name == "key" || name == "value") {
-      if (value.is_null()) continue;
-      std::string_view b64;
-      if (value.get_string().get(b64) != simdjson::SUCCESS) return std::nullopt;
-      auto bytes = base64_decode(b64);
-      if (!bytes) return std::nullopt;
-      (name == "key" ? m.key : m.value) = std::move(*bytes);
+    } else if (name == "partition" || name == "key" || name == "value") {
+      if (!read_fast_record_field(name, value, top)) return std::nullopt;
+      top_record_fields = true;
+    } else if (name == "records") {
+      if (!read_fast_records(value, records_max, m.records)) return std::nullopt;
+      m.multi = true;
     } else if (name == "acks") {
       int64_t a = 0;
       std::string_view all;
@@ -446,6 +488,8 @@ std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text) {
     }
     // Other fields are ignored, as the general path ignores them.
   }
+  if (m.multi && top_record_fields) return std::nullopt;   // the general path refuses the mix
+  if (!m.multi) m.records.push_back(std::move(top));
   return m;
 }
 

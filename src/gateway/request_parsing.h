@@ -68,18 +68,19 @@ parsed<alter_configs_request> parse_alter_configs(std::string_view body);
 /// ISO-8601 date-time ("2021-02-05T19:14:42.123Z", "+01:00" offsets) -> ms since the epoch.
 /// A WebSocket `produce` message (http-api/ws-protocol.md) in its common shape, read without
 /// building a JSON tree: binary format, no headers, `partition` absent/null/0..INT32_MAX, `key`
-/// and `value` absent/null/base64 text, `acks` absent/0/1/-1/"all". nullopt for anything else
-/// (another type, json format, headers, a wrong type, bad base64, not JSON): the caller then
-/// takes its general path, which names the problem. Runs for every produced record.
+/// and `value` absent/null/base64 text, `acks` absent/0/1/-1/"all"; either one record at the top
+/// level or a `records` array of 1..`records_max` objects with only those three fields. nullopt
+/// for anything else (another type, json format, headers, a wrong type, bad base64, a record
+/// field at the top level beside `records`, not JSON): the caller then takes its general path,
+/// which names the problem. Runs for every produce message.
 struct ws_produce_message {
   std::string id_json = "null";   // the client's "id" as JSON text, echoed in the answer
   std::string topic;
-  std::optional<int32_t> partition;
-  std::optional<model::bytes> key;
-  std::optional<model::bytes> value;
+  std::vector<broker::produce_record> records;   // one, or the `records` array in order
+  bool multi = false;                              // it had `records`: answered with `results`
   broker::acks_mode acks = broker::acks_mode::all;
 };
-std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text);
+std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text, size_t records_max);
 
 std::optional<int64_t> parse_iso8601_ms(std::string_view text);
 /// ms since the epoch -> "2021-02-05T19:14:42.123Z".

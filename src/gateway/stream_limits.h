@@ -52,6 +52,14 @@ inline constexpr int64_t ws_poll_wait_ms = 500;
 /// error (client-side backpressure), bounding the acks held for in-order delivery.
 inline constexpr size_t ws_produce_in_flight_max = 10'000;
 
+/// Produce messages of one socket that arrive together (already read, or readable without
+/// waiting) go to the broker as one request, so one record batch and one append serve them all.
+/// At most this many records and about this many record bytes per request (and never more than
+/// produce.records.max): enough to amortise the per-append cost, small enough that the first
+/// record of a group waits at most a few hundred microseconds for the last.
+inline constexpr size_t ws_produce_coalesce_records_max = 500;
+inline constexpr size_t ws_produce_coalesce_bytes_max = 256 * 1024;
+
 /// Credit a client may hold at once (records, bytes): grants add up to these and no further, so
 /// the counters cannot overflow. Both are far beyond anything a client reads in a session.
 inline constexpr int64_t ws_credit_records_max = int64_t{1} << 40;

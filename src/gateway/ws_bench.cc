@@ -114,6 +114,16 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
   /// then arms the timer for the next one.
   void send_due() {
     const auto now = bench_clock::now();
+    const size_t per_message = s_.ws_produce_batch ? static_cast<size_t>(s_.batch_records) : 1;
+    std::string batch;   // a `records` message under construction
+    size_t in_batch = 0;
+    auto finish_batch = [&] {
+      if (in_batch == 0) return;
+      queue_.push_back(std::move(batch) + "]}");
+      sent_counts_.push_back(in_batch);
+      batch.clear();
+      in_batch = 0;
+    };
     while (!done_sending_) {
       if (per_connection_rate_ <= 0 && static_cast<int64_t>(pending_.size()) >= ws_bench_in_flight_max) break;
       // Without a rate every message is due now (a fresh clock read would always be "later").
@@ -130,15 +140,22 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
         break;
       }
       const int64_t scheduled_us = std::chrono::duration_cast<std::chrono::microseconds>(at - epoch_).count();
-      std::string m = "{\"type\":\"produce\",\"id\":\"" + id_prefix_ + std::to_string(next_) + "\",\"topic\":\"" +
-                      s_.topic + "\",\"partition\":0,\"acks\":\"" + s_.acks + "\",\"value\":\"";
-      m += base64_encode(bench_value(scheduled_us, 12));
-      m += tail_base64_;
-      m += "\"}";
+      std::string value = base64_encode(bench_value(scheduled_us, 12)) + tail_base64_;
       pending_.push_back(at);
-      queue_.push_back(std::move(m));
       ++next_;
+      if (!s_.ws_produce_batch) {
+        queue_.push_back("{\"type\":\"produce\",\"id\":\"" + id_prefix_ + std::to_string(next_ - 1) + "\",\"topic\":\"" +
+                         s_.topic + "\",\"partition\":0,\"acks\":\"" + s_.acks + "\",\"value\":\"" + value + "\"}");
+        sent_counts_.push_back(1);
+        continue;
+      }
+      batch += in_batch == 0 ? "{\"type\":\"produce\",\"id\":\"" + id_prefix_ + std::to_string(next_ - 1) + "\",\"topic\":\"" +
+                                   s_.topic + "\",\"acks\":\"" + s_.acks + "\",\"records\":["
+                             : ",";
+      batch += "{\"partition\":0,\"value\":\"" + value + "\"}";
+      if (++in_batch == per_message) finish_batch();
     }
+    finish_batch();
     write_next();
     maybe_close();
   }
@@ -166,20 +183,30 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
     }
     const std::string text = beast::buffers_to_string(in_.data());
     in_.consume(in_.size());
-    if (pending_.empty()) return fail("an answer nobody asked for: " + text.substr(0, 200));
+    if (sent_counts_.empty()) return fail("an answer nobody asked for: " + text.substr(0, 200));
     const auto acked = bench_clock::now();
-    if (text.find("\"produce_ack\"") == std::string::npos) {
-      out_.errors++;
+    const size_t count = sent_counts_.front();
+    sent_counts_.pop_front();
+    // A `results` answer may hold failed records: count the offsets it gives.
+    const bool ack = text.find("\"produce_ack\"") != std::string::npos;
+    size_t stored = ack ? count : 0;
+    if (ack && text.find("\"error_code\"") != std::string::npos) {
+      stored = 0;
+      for (size_t at = text.find("\"offset\""); at != std::string::npos; at = text.find("\"offset\"", at + 1)) ++stored;
+    }
+    if (stored < count) {
+      out_.errors += count - stored;
       if (out_.first_error.empty()) out_.first_error = text.substr(0, 300);
-    } else {
-      out_.records++;
-      out_.value_bytes += static_cast<uint64_t>(s_.record_bytes);
-      if (out_.latencies_us.size() < bench_samples_max) {
+    }
+    out_.records += stored;
+    out_.value_bytes += static_cast<uint64_t>(s_.record_bytes) * stored;
+    for (size_t i = 0; i < count; ++i) {
+      if (i < stored && out_.latencies_us.size() < bench_samples_max) {
         out_.latencies_us.push_back(
             std::chrono::duration_cast<std::chrono::microseconds>(acked - pending_.front()).count());
       }
+      pending_.pop_front();
     }
-    pending_.pop_front();
     if (per_connection_rate_ <= 0 && !done_sending_) send_due();
     if (maybe_close()) return;
     read();
@@ -220,7 +247,8 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
   bool writing_ = false;
   bool closed_ = false;
   std::deque<std::string> queue_;                   // messages not yet written
-  std::deque<bench_clock::time_point> pending_;     // scheduled times of unanswered messages
+  std::deque<bench_clock::time_point> pending_;     // scheduled times of unanswered records
+  std::deque<size_t> sent_counts_;                  // records of each unanswered message
   beast::flat_buffer in_;
 };
 

@@ -4,6 +4,10 @@
 
 #include "ws_session.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -23,6 +27,7 @@
 #include "record_json.h"
 #include "request_parsing.h"
 #include "stream_limits.h"
+#include "ringlog/base/assert.h"
 
 namespace ringlog::gateway {
 
@@ -150,6 +155,20 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     std::optional<json> assignment;
   };
 
+  // ---- produce state: one ticket per produce message
+  struct produce_ticket {
+    uint64_t seq = 0;        // message order: answers go out by it
+    std::string id_json;     // the client's id, echoed
+    size_t bytes = 0;        // record bytes, for metrics
+    size_t records = 1;      // records of the message, in order in the broker request
+    bool multi = false;      // a `records` message: answered with `results`
+  };
+  struct pending_batch {
+    broker::produce_request request;
+    std::vector<produce_ticket> tickets;
+    size_t bytes = 0;
+  };
+
   template <typename F>
   void on_executor(F fn) {
     asio::post(ws_.get_executor(), std::move(fn));
@@ -181,7 +200,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   void handle(const std::string& text) {
     // Produce messages are most of the traffic: their common shape is read without a json tree.
-    if (auto fast = parse_ws_produce_fast(text)) return produce_fast(std::move(*fast));
+    if (auto fast = parse_ws_produce_fast(text, records_per_message_max())) return produce_fast(std::move(*fast));
+    flush_produce();   // what was read before this message reaches the broker before it
     json m = json::parse(text, nullptr, false);
     if (m.is_discarded()) return close_with(invalid_payload, "message is not JSON");
     if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) {
@@ -215,32 +235,34 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   }
 
   void produce_checked(const json& m, const json& id, uint64_t seq) {
-    if (produce_in_flight_ >= limits::ws_produce_in_flight_max) return produce_refused(seq, dump(id));
     auto bad = [&](const std::string& why) { produce_done(seq, error_json(id, error_codes::unprocessable, why)); };
     if (!m.contains("topic") || !m["topic"].is_string()) return bad("produce needs a string \"topic\"");
     const bool as_json = m.value("format", std::string("binary")) == "json";
     broker::produce_request req;
     req.topic = m["topic"].get<std::string>();
-    broker::produce_record rec;
-    if (m.contains("partition") && !m["partition"].is_null()) {
-      auto partition = json_partition(m["partition"]);
-      if (!partition) return bad(std::string("partition must be ") + json_partition_range);
-      rec.partition = model::partition_id(*partition);
-    }
-    for (const char* field : {"key", "value"}) {
-      if (!m.contains(field)) continue;
-      auto p = payload_of(m[field], as_json);
-      if (!p) return bad(std::string(field) + " must be base64 text or null (or any JSON with \"format\":\"json\")");
-      (std::string(field) == "key" ? rec.key : rec.value) = std::move(*p);
-    }
-    if (m.contains("headers")) {
-      if (!m["headers"].is_array()) return bad("headers must be an array of {\"key\", \"value\"}");
-      for (const auto& h : m["headers"]) {
-        if (!h.is_object() || !h.contains("key") || !h["key"].is_string()) return bad("a header needs a string key");
-        auto v = payload_of(h.value("value", json(nullptr)), false);
-        if (!v) return bad("a header value must be base64 text or null");
-        rec.headers.push_back({h["key"].get<std::string>(), std::move(*v)});
+    const bool multi = m.contains("records");
+    if (multi) {
+      for (const char* field : {"partition", "key", "value", "headers"}) {
+        if (m.contains(field)) {
+          return bad(std::string("\"") + field + "\" belongs inside each element of \"records\", not beside it");
+        }
       }
+      const json& records = m["records"];
+      const size_t records_max = records_per_message_max();
+      if (!records.is_array() || records.empty() || records.size() > records_max) {
+        return bad("records must be an array of 1 to " + std::to_string(records_max) +
+                   " records (produce.records.max, and ws_produce_in_flight_max)");
+      }
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (!records[i].is_object()) return bad("records[" + std::to_string(i) + "] must be an object");
+        auto rec = record_of(records[i], as_json);
+        if (!rec.ok()) return bad("records[" + std::to_string(i) + "]: " + rec.error());
+        req.records.push_back(std::move(rec.value()));
+      }
+    } else {
+      auto rec = record_of(m, as_json);
+      if (!rec.ok()) return bad(rec.error());
+      req.records.push_back(std::move(rec.value()));
     }
     if (m.contains("acks")) {
       const json& a = m["acks"];
@@ -249,24 +271,101 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       else if (a == -1 || a == "all") req.acks = broker::acks_mode::all;
       else return bad("acks must be 0, 1, -1 or \"all\"");
     }
-    const size_t bytes = record_bytes(rec);
-    req.records.push_back(std::move(rec));
-    submit_produce(std::move(req), bytes, seq, dump(id));
+    if (produce_in_flight_ + req.records.size() > limits::ws_produce_in_flight_max) return produce_refused(seq, dump(id));
+    size_t bytes = 0;
+    for (const auto& rec : req.records) bytes += record_bytes(rec);
+    const size_t count = req.records.size();
+    produce_in_flight_ += count;
+    submit_produce(std::move(req), {produce_ticket{seq, dump(id), bytes, count, multi}});
   }
 
+  /// One record of a produce message (the message itself, or an element of its `records`):
+  /// `partition`, `key`, `value`, `headers`; an error text names the bad field.
+  static base::result<broker::produce_record, std::string> record_of(const json& m, bool as_json) {
+    broker::produce_record rec;
+    if (m.contains("partition") && !m["partition"].is_null()) {
+      auto partition = json_partition(m["partition"]);
+      if (!partition) return std::string("partition must be ") + json_partition_range;
+      rec.partition = model::partition_id(*partition);
+    }
+    for (const char* field : {"key", "value"}) {
+      if (!m.contains(field)) continue;
+      auto p = payload_of(m[field], as_json);
+      if (!p) return std::string(field) + " must be base64 text or null (or any JSON with \"format\":\"json\")";
+      (std::string(field) == "key" ? rec.key : rec.value) = std::move(*p);
+    }
+    if (m.contains("headers")) {
+      if (!m["headers"].is_array()) return std::string("headers must be an array of {\"key\", \"value\"}");
+      for (const auto& h : m["headers"]) {
+        if (!h.is_object() || !h.contains("key") || !h["key"].is_string()) return std::string("a header needs a string key");
+        auto v = payload_of(h.value("value", json(nullptr)), false);
+        if (!v) return std::string("a header value must be base64 text or null");
+        rec.headers.push_back({h["key"].get<std::string>(), std::move(*v)});
+      }
+    }
+    return rec;
+  }
+
+  /// Records one produce message may carry: produce.records.max, and never more than the
+  /// socket's whole in-flight allowance.
+  size_t records_per_message_max() const {
+    return std::min(static_cast<size_t>(ctx_.broker->config().produce_records_max), limits::ws_produce_in_flight_max);
+  }
+
+  /// The common produce shape joins the pending request (same topic and acks), which goes to the
+  /// broker once no more messages are ready to read, or when it is full.
   void produce_fast(ws_produce_message m) {
     const uint64_t seq = next_produce_seq_++;
-    if (produce_in_flight_ >= limits::ws_produce_in_flight_max) return produce_refused(seq, m.id_json);
-    broker::produce_request req;
-    req.topic = std::move(m.topic);
-    req.acks = m.acks;
-    broker::produce_record rec;
-    if (m.partition) rec.partition = model::partition_id(*m.partition);
-    rec.key = std::move(m.key);
-    rec.value = std::move(m.value);
-    const size_t bytes = record_bytes(rec);
-    req.records.push_back(std::move(rec));
-    submit_produce(std::move(req), bytes, seq, std::move(m.id_json));
+    const size_t count = m.records.size();
+    if (produce_in_flight_ + count > limits::ws_produce_in_flight_max) return produce_refused(seq, m.id_json);
+    auto& pending = pending_produce_;
+    const size_t records_max = std::min(limits::ws_produce_coalesce_records_max, records_per_message_max());
+    if (!pending.tickets.empty() && (pending.request.topic != m.topic || pending.request.acks != m.acks ||
+                                     pending.request.records.size() + count > records_max)) {
+      flush_produce();
+    }
+    if (pending.tickets.empty()) {
+      pending.request.topic = std::move(m.topic);
+      pending.request.acks = m.acks;
+    }
+    size_t bytes = 0;
+    for (auto& rec : m.records) {
+      bytes += record_bytes(rec);
+      pending.request.records.push_back(std::move(rec));
+    }
+    pending.tickets.push_back({seq, std::move(m.id_json), bytes, count, m.multi});
+    pending.bytes += bytes;
+    produce_in_flight_ += count;
+    if (pending.request.records.size() >= records_max || pending.bytes >= limits::ws_produce_coalesce_bytes_max) {
+      return flush_produce();
+    }
+    schedule_produce_flush();
+  }
+
+  /// Posts a check that sends the pending request once a turn of the event loop added nothing to
+  /// it. The first check always waits one more turn: the completion of the read that follows a
+  /// message is queued behind it even when that message is already buffered.
+  void schedule_produce_flush() {
+    if (produce_flush_posted_) return;
+    produce_flush_posted_ = true;
+    produce_flush_seen_ = 0;
+    on_executor([self = shared_from_this()] { self->on_produce_flush_check(); });
+  }
+  void on_produce_flush_check() {
+    const size_t pending = pending_produce_.tickets.size();
+    if (pending != 0 && pending != produce_flush_seen_ && !closing_) {
+      produce_flush_seen_ = pending;
+      on_executor([self = shared_from_this()] { self->on_produce_flush_check(); });
+      return;
+    }
+    produce_flush_posted_ = false;
+    flush_produce();
+  }
+  void flush_produce() {
+    if (pending_produce_.tickets.empty()) return;
+    pending_batch batch = std::move(pending_produce_);
+    pending_produce_ = pending_batch{};
+    submit_produce(std::move(batch.request), std::move(batch.tickets));
   }
 
   void produce_refused(uint64_t seq, std::string_view id_json) {
@@ -275,30 +374,79 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
                                      std::to_string(limits::ws_produce_in_flight_max) + ")"));
   }
 
-  /// One record to the broker; its answer (ack or error, `id_json` echoed) goes out in order.
-  void submit_produce(broker::produce_request req, size_t bytes, uint64_t seq, std::string id_json) {
-    ++produce_in_flight_;
+  /// Sends `req` to the broker; the answer for each record (ack or error, its client id echoed)
+  /// goes out in message order. `tickets[i]` belongs to `req.records[i]`; each was counted in
+  /// produce_in_flight_.
+  void submit_produce(broker::produce_request req, std::vector<produce_ticket> tickets) {
     std::string topic = req.topic;
-    ctx_.broker->produce(std::move(req), [self = shared_from_this(), seq, id = std::move(id_json), topic,
-                                          bytes](broker::result<broker::produce_response> r) mutable {
-      self->on_executor([self, seq, id = std::move(id), topic = std::move(topic), bytes, r = std::move(r)] {
-        --self->produce_in_flight_;
-        if (!r.ok()) return self->produce_done(seq, error_text(id, to_api_error(r.error()).error_code, r.error().message));
-        const broker::produce_record_result& res = r->results.at(0);
-        if (res.failure) {
-          // A missing partition of an existing topic is 40402, as the REST API answers it.
-          const auto topics = self->ctx_.broker->list_topics(true);
-          const bool exists = std::find(topics.begin(), topics.end(), topic) != topics.end();
-          return self->produce_done(
-              seq, error_text(id, to_api_error(*res.failure, error_scope::partition, exists).error_code, res.failure->message));
-        }
-        self->ctx_.registry->add_bytes_in(topic, 1, bytes);
-        std::string ack = "{\"type\":\"produce_ack\",\"id\":" + id + ",\"partition\":" +
-                          std::to_string(res.partition.value()) + ",\"offset\":" +
-                          std::to_string(res.record_offset.value()) + ",\"timestamp\":" + std::to_string(res.timestamp) + "}";
-        self->produce_done(seq, std::move(ack));
+    ctx_.broker->produce(std::move(req), [self = shared_from_this(), tickets = std::move(tickets),
+                                          topic](broker::result<broker::produce_response> r) mutable {
+      self->on_executor([self, tickets = std::move(tickets), topic = std::move(topic), r = std::move(r)] {
+        self->answer_produce(topic, tickets, r);
       });
     });
+  }
+
+  /// Turns the broker's answer into one message per ticket: `produce_ack` (with `results` for a
+  /// `records` message, else the record's own fields) or, when the whole request failed or the
+  /// record of a one-record message failed, `error`.
+  void answer_produce(const std::string& topic, const std::vector<produce_ticket>& tickets,
+                      const broker::result<broker::produce_response>& r) {
+    size_t records = 0;
+    for (const auto& t : tickets) records += t.records;
+    produce_in_flight_ -= records;
+    if (!r.ok()) {
+      const int code = to_api_error(r.error()).error_code;
+      for (const auto& t : tickets) produce_done(t.seq, error_text(t.id_json, code, r.error().message));
+      return;
+    }
+    RINGLOG_ASSERT_OP(r->results.size(), ==, records);
+    auto failure_code = [&](const broker::error& e) {
+      // A missing partition of an existing topic is 40402, as the REST API answers it.
+      const auto topics = ctx_.broker->list_topics(true);
+      const bool exists = std::find(topics.begin(), topics.end(), topic) != topics.end();
+      return to_api_error(e, error_scope::partition, exists).error_code;
+    };
+    auto record_fields = [](std::string& out, const broker::produce_record_result& res) {
+      out += "\"partition\":" + std::to_string(res.partition.value()) + ",\"offset\":" +
+             std::to_string(res.record_offset.value()) + ",\"timestamp\":" + std::to_string(res.timestamp);
+    };
+    uint64_t records_in = 0;
+    uint64_t bytes_in = 0;
+    size_t at = 0;
+    for (const produce_ticket& t : tickets) {
+      const size_t first = at;
+      at += t.records;
+      size_t stored = 0;
+      for (size_t i = first; i < at; ++i) stored += r->results[i].failure ? 0 : 1;
+      records_in += stored;
+      if (stored == t.records) bytes_in += t.bytes;
+      if (!t.multi) {
+        const auto& res = r->results[first];
+        if (res.failure) {
+          produce_done(t.seq, error_text(t.id_json, failure_code(*res.failure), res.failure->message));
+          continue;
+        }
+        std::string ack = "{\"type\":\"produce_ack\",\"id\":" + t.id_json + ",";
+        record_fields(ack, res);
+        produce_done(t.seq, ack + "}");
+        continue;
+      }
+      std::string ack = "{\"type\":\"produce_ack\",\"id\":" + t.id_json + ",\"results\":[";
+      for (size_t i = first; i < at; ++i) {
+        const auto& res = r->results[i];
+        if (i > first) ack += ',';
+        ack += '{';
+        if (res.failure) {
+          ack += "\"error_code\":" + std::to_string(failure_code(*res.failure)) + ",\"message\":" + dump(json(res.failure->message));
+        } else {
+          record_fields(ack, res);
+        }
+        ack += '}';
+      }
+      produce_done(t.seq, ack + "]}");
+    }
+    if (records_in > 0) ctx_.registry->add_bytes_in(topic, records_in, bytes_in);
   }
 
   void produce_done(uint64_t seq, std::string text) {
@@ -677,6 +825,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       return;
     }
     writing_ = true;
+    if (out_.size() > 1) set_corked(true);
     ws_.text(true);
     ws_.async_write(asio::buffer(out_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
       self->writing_ = false;
@@ -685,7 +834,20 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       if (ec) return self->teardown();
       self->write_next();
       if (self->out_bytes_ < limits::ws_write_queue_low_water_bytes) self->pump();
+      if (!self->writing_) self->set_corked(false);
     });
+  }
+
+  /// Beast writes one message per call, so a queue of small messages (acks, records) would cost
+  /// one TCP segment each. While more than one message is queued the socket is corked (TCP_CORK,
+  /// tcp(7)): the kernel sends full segments, and uncorking once the queue is empty sends the rest
+  /// at once. A single message is never delayed.
+  void set_corked(bool corked) {
+    if (corked == corked_) return;
+    corked_ = corked;
+    const int value = corked ? 1 : 0;
+    (void)::setsockopt(beast::get_lowest_layer(ws_).socket().native_handle(), IPPROTO_TCP, TCP_CORK, &value,
+                       sizeof value);
   }
 
   /// Closes with `code` and `reason` once the write in flight is done; queued messages are dropped
@@ -704,12 +866,14 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   void start_close() {
     close_pending_ = false;
+    set_corked(false);
     ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) { self->teardown(); });
   }
 
   /// The connection is over: stop every loop; pending broker callbacks find closing_ and end.
   void teardown() {
     closing_ = true;
+    flush_produce();   // messages read before the end are still produced; their answers are dropped
     tick_.cancel();
     sub_.reset();
     leave_group();
@@ -724,10 +888,14 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   std::deque<std::string> out_;
   size_t out_bytes_ = 0;
   bool writing_ = false;
+  bool corked_ = false;
   bool closing_ = false;
   bool close_pending_ = false;
   websocket::close_reason close_reason_;
   // produce ordering
+  pending_batch pending_produce_;   // read, not yet sent to the broker (produce_fast)
+  bool produce_flush_posted_ = false;
+  size_t produce_flush_seen_ = 0;
   uint64_t next_produce_seq_ = 0;
   uint64_t next_ack_seq_ = 0;
   size_t produce_in_flight_ = 0;

@@ -407,3 +407,93 @@ def test_produce_to_a_missing_partition_of_an_existing_topic_is_40402(broker):
             assert m["error_code"] == 40402, m
 
     asyncio.run(run())
+
+
+def test_records_messages_and_back_to_back_produces_keep_order_and_answer_per_record(broker):
+    """A produce message may carry `records` (one produce_ack with `results`, one element per
+    record, a failed record answered in place); single-record messages sent back to back reach
+    the broker together as one request, yet each gets its own answer, in order, and the records
+    are stored in the order sent. Both the fast path (binary, no headers) and the general path
+    (json format, headers) read `records`; a record field beside `records` is refused."""
+    import jsonschema
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "http-api", "ws-messages.schema.json")
+    with open(path) as f:
+        schema = json.load(f)
+    server = jsonschema.Draft202012Validator({"$ref": "#/$defs/server_message", "$defs": schema["$defs"]})
+    client = jsonschema.Draft202012Validator({"$ref": "#/$defs/client_message", "$defs": schema["$defs"]})
+    broker.create_topic("ws-multi", partitions=2)
+    sent = []   # values in the order they must be stored in partition 0
+
+    async def run():
+        async with websockets.connect(ws_url(broker)) as ws:
+            messages = []
+            for i in range(300):   # back to back, nothing awaited in between
+                messages.append({"type": "produce", "id": i, "topic": "ws-multi", "partition": 0, "value": b64(f"s{i}")})
+                sent.append(f"s{i}")
+            fast = {"type": "produce", "id": "fast", "topic": "ws-multi",
+                    "records": [{"partition": 0, "value": b64("m0")}, {"partition": 7, "value": b64("lost")},
+                                {"partition": 0, "key": b64("k"), "value": b64("m1")}]}
+            sent.extend(["m0", "m1"])
+            general = {"type": "produce", "id": "general", "topic": "ws-multi", "format": "json",
+                       "records": [{"partition": 0, "value": {"n": 1}, "headers": [{"key": "h", "value": b64("x")}]},
+                                   {"partition": 0, "value": "plain"}]}
+            sent.extend(['{"n":1}', '"plain"'])
+            mixed = {"type": "produce", "id": "mixed", "topic": "ws-multi", "value": b64("x"),
+                     "records": [{"partition": 0, "value": b64("never")}]}
+            empty = {"type": "produce", "id": "empty", "topic": "ws-multi", "records": []}
+            after = {"type": "produce", "id": "after", "topic": "ws-multi", "partition": 0, "value": b64("last")}
+            sent.append("last")
+            messages += [fast, general, mixed, empty, after]
+            for m in messages:
+                assert client.is_valid(m) == (m["id"] not in ("mixed", "empty")), m
+                await send(ws, **m)
+            answers = [await recv(ws) for _ in messages]
+            for a in answers[295:]:
+                server.validate(a)
+            assert [a["id"] for a in answers] == [m["id"] for m in messages]
+            singles = answers[:300]
+            assert all(a["type"] == "produce_ack" for a in singles), singles
+            offsets = [a["offset"] for a in singles]
+            assert offsets == list(range(offsets[0], offsets[0] + 300)), offsets
+            f = answers[300]
+            assert f["type"] == "produce_ack" and len(f["results"]) == 3, f
+            assert f["results"][0]["offset"] == offsets[-1] + 1 and f["results"][2]["offset"] == offsets[-1] + 2, f
+            assert f["results"][1]["error_code"] == 40402 and "partition 7" in f["results"][1]["message"], f
+            g = answers[301]
+            assert [r["offset"] for r in g["results"]] == [offsets[-1] + 3, offsets[-1] + 4], g
+            assert answers[302]["type"] == "error" and "beside" in answers[302]["message"], answers[302]
+            assert answers[303]["type"] == "error" and "records" in answers[303]["message"], answers[303]
+            assert answers[304]["offset"] == offsets[-1] + 5, answers[304]
+
+    asyncio.run(run())
+    r = requests.get(f"{broker.url}/topics/ws-multi/partitions/0/records?offset=0&max_bytes=10000000",
+                     headers={"Accept": BINARY})
+    stored = [unb64(x["value"]) for x in r.json()]
+    assert stored == sent
+    r = requests.get(f"{broker.url}/topics/ws-multi/partitions/1/records?offset=0", headers={"Accept": BINARY})
+    assert r.json() == []
+
+
+def test_records_beyond_produce_records_max_are_refused_whole(fresh_broker):
+    """produce.records.max bounds a `records` message as it bounds a REST request: one more is an
+    error naming the limit, nothing of it is stored, and the socket goes on."""
+    b = fresh_broker(["produce.records.max=3"])
+    b.create_topic("ws-max", partitions=1)
+
+    async def run():
+        async with websockets.connect(ws_url(b)) as ws:
+            for records in (4, 3):   # the fast path and, with a header, the general path
+                for extra in ({}, {"headers": [{"key": "h", "value": None}]}):
+                    rs = [dict({"partition": 0, "value": b64(f"v{i}")}, **extra) for i in range(records)]
+                    await send(ws, type="produce", id=f"{records}{bool(extra)}", topic="ws-max", records=rs)
+                    a = await recv(ws)
+                    if records == 4:
+                        assert a["type"] == "error" and "produce.records.max" in a["message"], a
+                    else:
+                        assert a["type"] == "produce_ack" and len(a["results"]) == 3, a
+
+    asyncio.run(run())
+    r = requests.get(f"{b.url}/topics/ws-max/partitions/0/records?offset=0", headers={"Accept": BINARY})
+    assert [unb64(x["value"]) for x in r.json()] == ["v0", "v1", "v2"] * 2
