@@ -175,6 +175,7 @@ class broker_impl final : public broker, public group_host {
   void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
   void schedule_maintenance(size_t shard);
   void maintain(size_t shard);
+  void maintain_partition(partition_runtime& rt, bool retention_due);
   std::shared_ptr<partition_runtime> runtime_of(size_t shard, const std::string& topic, int32_t partition) {
     auto it = shards_[shard].find(partition_key(topic, partition));
     return it == shards_[shard].end() ? nullptr : it->second;
@@ -983,15 +984,24 @@ void broker_impl::maintain(size_t shard) {
   const int64_t now = deps_.clock.now_ms();
   const bool retention_due = now - last_retention_ms_[shard] >= config_.log_retention_check_interval_ms;
   if (retention_due) last_retention_ms_[shard] = now;
+  // One task per partition: its retention and checkpoint writes (a few fsyncs) then hold up
+  // the shard's other work for one partition's worth at a time, not all of them at once.
   for (auto& [key, rt] : shards_[shard]) {
-    auto deleted = retention_due ? rt->log->apply_retention() : storage::result<size_t>(size_t{0});
-    if (!deleted.ok()) continue;  // the log reports kafka_storage_error to its next caller
-    const int64_t hw = rt->log->high_watermark().value();
-    if (deleted.value() > 0 || hw != rt->last_checkpointed_high_watermark) {
-      if (rt->log->checkpoint().ok()) rt->last_checkpointed_high_watermark = hw;
-    }
-    publish(*rt);
+    deps_.runtime.post(shard, [this, rt = rt, retention_due] {
+      if (stopping_ || rt->deleted) return;
+      maintain_partition(*rt, retention_due);
+    });
   }
+}
+
+void broker_impl::maintain_partition(partition_runtime& rt, bool retention_due) {
+  auto deleted = retention_due ? rt.log->apply_retention() : storage::result<size_t>(size_t{0});
+  if (!deleted.ok()) return;  // the log reports kafka_storage_error to its next caller
+  const int64_t hw = rt.log->high_watermark().value();
+  if (deleted.value() > 0 || hw != rt.last_checkpointed_high_watermark) {
+    if (rt.log->checkpoint().ok()) rt.last_checkpointed_high_watermark = hw;
+  }
+  publish(rt);
 }
 
 void broker_impl::begin_shutdown() {

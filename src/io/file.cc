@@ -39,21 +39,28 @@ error from_errno(int errno_value, std::string_view operation, std::string_view p
   return error{errc_from_errno(errno_value), std::move(message)};
 }
 
-result<void> write_file_atomic(file_system& fs, const std::string& path, std::span<const std::byte> data) {
-  // The temp name sits in the same directory so rename(2) stays inside one file system.
-  const std::string temp_path = path + ".tmp";
-  {
-    auto temp = fs.open(temp_path, open_mode::read_write_create);
+result<void> write_files_atomic(file_system& fs, const std::string& directory, std::span<const file_contents> files) {
+  // Each file goes to a temp name in the same directory (rename(2) stays inside one file
+  // system) and is made durable before any rename, so a crash leaves every file old or new.
+  for (const file_contents& f : files) {
+    auto temp = fs.open(f.path + ".tmp", open_mode::read_write_create);
     if (!temp.ok()) {
       return temp.error();
     }
-    // A temp file left by an earlier crash may be longer than `data`.
+    // A temp file left by an earlier crash may be longer than the new contents.
     RINGLOG_TRY(temp.value()->truncate(0));
-    RINGLOG_TRY(temp.value()->write_at(model::file_position{0}, data));
+    RINGLOG_TRY(temp.value()->write_at(model::file_position{0}, f.data));
     RINGLOG_TRY(temp.value()->datasync());
   }
-  RINGLOG_TRY(fs.rename(temp_path, path));
-  return fs.sync_directory(detail::parent_directory(path));
+  for (const file_contents& f : files) {
+    RINGLOG_TRY(fs.rename(f.path + ".tmp", f.path));
+  }
+  return files.empty() ? result<void>(base::ok_v) : fs.sync_directory(directory);
+}
+
+result<void> write_file_atomic(file_system& fs, const std::string& path, std::span<const std::byte> data) {
+  const file_contents one{path, data};
+  return write_files_atomic(fs, detail::parent_directory(path), std::span(&one, 1));
 }
 
 result<std::vector<std::byte>> read_whole_file(file_system& fs, const std::string& path) {

@@ -5,9 +5,14 @@
 
 namespace ringlog::storage {
 
-result<void> write_checkpoint(io::file_system& fs, const std::string& path, const checkpoint_entries& entries) {
+std::string checkpoint_text(const checkpoint_entries& entries) {
   std::string text = "0\n" + std::to_string(entries.size()) + "\n";
   for (const auto& [key, value] : entries) text += key + " " + std::to_string(value) + "\n";
+  return text;
+}
+
+result<void> write_checkpoint(io::file_system& fs, const std::string& path, const checkpoint_entries& entries) {
+  const std::string text = checkpoint_text(entries);
   auto w = io::write_file_atomic(fs, path, std::as_bytes(std::span(text.data(), text.size())));
   if (!w.ok()) return error{errc::kafka_storage_error, w.error().message};
   return base::ok_v;

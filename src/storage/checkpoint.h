@@ -17,6 +17,8 @@ namespace ringlog::storage {
 
 using checkpoint_entries = std::vector<std::pair<std::string, int64_t>>;
 
+/// The file's text for `entries` (the layout above).
+std::string checkpoint_text(const checkpoint_entries& entries);
 result<void> write_checkpoint(io::file_system& fs, const std::string& path, const checkpoint_entries& entries);
 /// Errors: kafka_storage_error when the file exists but is not a valid checkpoint (names the line).
 result<checkpoint_entries> read_checkpoint(io::file_system& fs, const std::string& path);

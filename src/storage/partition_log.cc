@@ -1,6 +1,7 @@
 #include "ringlog/storage/partition_log.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <limits>
 
@@ -18,6 +19,10 @@ constexpr const char* high_watermark_file = "replication-offset-checkpoint";
 constexpr const char* log_start_offset_file = "log-start-offset-checkpoint";
 constexpr const char* leader_epoch_file = "leader-epoch-checkpoint";
 constexpr const char* clean_shutdown_file = "clean-shutdown";
+/// The order of partition_log::written_checkpoints_.
+constexpr std::array<const char*, 4> checkpoint_files{recovery_point_file, high_watermark_file, log_start_offset_file,
+                                                      leader_epoch_file};
+constexpr size_t leader_epoch_index = 3;
 
 error storage_error(const io::error& e) { return error{errc::kafka_storage_error, e.message}; }
 
@@ -192,7 +197,10 @@ result<void> partition_log::note_epoch(model::leader_epoch epoch, model::offset 
   epochs_[epoch.value()] = start;
   checkpoint_entries entries;
   for (const auto& [e, o] : epochs_) entries.emplace_back(std::to_string(e), o.value());
-  return write_checkpoint(fs_, directory_ + "/" + leader_epoch_file, entries);
+  written_checkpoints_[leader_epoch_index].reset();   // unknown until written
+  RINGLOG_TRY(write_checkpoint(fs_, directory_ + "/" + leader_epoch_file, entries));
+  written_checkpoints_[leader_epoch_index] = checkpoint_text(entries);
+  return base::ok_v;
 }
 
 result<void> partition_log::roll_at(model::offset base) {
@@ -427,12 +435,25 @@ result<size_t> partition_log::apply_retention() {
 
 result<void> partition_log::checkpoint() {
   const std::string key = checkpoint_key();
-  RINGLOG_TRY(write_checkpoint(fs_, directory_ + "/" + recovery_point_file, {{key, recovery_point_.value()}}));
-  RINGLOG_TRY(write_checkpoint(fs_, directory_ + "/" + high_watermark_file, {{key, high_watermark_.value()}}));
-  RINGLOG_TRY(write_checkpoint(fs_, directory_ + "/" + log_start_offset_file, {{key, log_start_offset_.value()}}));
   checkpoint_entries epochs;
   for (const auto& [e, o] : epochs_) epochs.emplace_back(std::to_string(e), o.value());
-  return write_checkpoint(fs_, directory_ + "/" + leader_epoch_file, epochs);
+  const std::array<std::string, checkpoint_files.size()> texts{
+      checkpoint_text({{key, recovery_point_.value()}}), checkpoint_text({{key, high_watermark_.value()}}),
+      checkpoint_text({{key, log_start_offset_.value()}}), checkpoint_text(epochs)};
+  // Only files whose text changed are written (under load that is the recovery point and the
+  // high watermark), with one directory sync for all: each costs two fsyncs otherwise.
+  std::vector<io::file_contents> changed;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (written_checkpoints_[i] && *written_checkpoints_[i] == texts[i]) continue;
+    changed.push_back({directory_ + "/" + checkpoint_files[i], std::as_bytes(std::span(texts[i].data(), texts[i].size()))});
+  }
+  auto written = io::write_files_atomic(fs_, directory_, changed);
+  if (!written.ok()) {
+    written_checkpoints_ = {};   // unknown on disk now: the next call writes every file
+    return storage_error(written.error());
+  }
+  for (size_t i = 0; i < texts.size(); ++i) written_checkpoints_[i] = texts[i];
+  return base::ok_v;
 }
 
 result<void> partition_log::close() {

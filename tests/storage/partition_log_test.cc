@@ -269,3 +269,29 @@ TEST_CASE("O_DIRECT appends: aligned block rewrites, padding cut at roll and clo
   REQUIRE(tail.ok());
   CHECK(model::to_string(*records_of(tail.value(), model::offset{end - 2}).front().value).starts_with("v999:0:"));
 }
+
+TEST_CASE("checkpoint rewrites only changed files; a failed write leaves old or new values and the next call writes all") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  {
+    auto log = partition_log::open(fs, "/d/t-2", small_segments(), clock);
+    REQUIRE(log.ok());
+    for (int b = 0; b < 10; ++b) REQUIRE(log.value()->append(make_batch(2, b, t0), model::leader_epoch{1}).ok());
+    REQUIRE(log.value()->flush().ok());
+    log.value()->set_high_watermark(model::offset{8});
+    REQUIRE(log.value()->checkpoint().ok());
+    // Nothing changed: nothing is written, so an injected write failure is not met.
+    fs.inject_failures(io::errc::io_error, 1);
+    CHECK(log.value()->checkpoint().ok());
+    // The high watermark changed: its file is written and meets the failure.
+    log.value()->set_high_watermark(model::offset{12});
+    CHECK_FALSE(log.value()->checkpoint().ok());
+    // The next call writes every file again.
+    REQUIRE(log.value()->checkpoint().ok());
+  }
+  fs.crash(7);
+  auto log = partition_log::open(fs, "/d/t-2", small_segments(), clock);
+  REQUIRE(log.ok());
+  CHECK(log.value()->high_watermark().value() == 12);
+  CHECK(log.value()->log_end_offset().value() == 20);
+}

@@ -90,6 +90,18 @@ std::unique_ptr<file_system> make_posix_file_system();
 /// Writes `data` to `path` crash-safely: temp file, write, datasync, rename over `path`, sync the
 /// directory (design.md section 4, checkpoints).
 result<void> write_file_atomic(file_system& fs, const std::string& path, std::span<const std::byte> data);
+
+/// One file of write_files_atomic: its path (inside the directory given there) and its whole
+/// new contents.
+struct file_contents {
+  std::string path;
+  std::span<const std::byte> data;
+};
+/// write_file_atomic for several files of one directory with a single directory sync: every temp
+/// file is written and datasynced, then all are renamed, then the directory is synced. After a
+/// crash each file holds its old or its new contents (each rename is atomic); all new ones once
+/// this returns ok.
+result<void> write_files_atomic(file_system& fs, const std::string& directory, std::span<const file_contents> files);
 /// Reads a whole file (for checkpoints). Errors: not_found, io_error.
 result<std::vector<std::byte>> read_whole_file(file_system& fs, const std::string& path);
 

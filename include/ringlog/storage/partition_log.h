@@ -13,6 +13,7 @@
 // The log is single-threaded (one shard owns it) and deterministic: time comes from a
 // base::clock, the disk from io::file_system (real or simulated).
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -118,7 +119,8 @@ class partition_log {
   result<void> roll();
 
   /// Writes the four checkpoint files (recovery point, high watermark, log start offset, leader
-  /// epochs). The broker calls it periodically; close() and retention call it too.
+  /// epochs), those whose contents changed since this log last wrote them, with one directory
+  /// sync. The broker calls it periodically; close() and retention call it too.
   result<void> checkpoint();
 
   /// Flushes, writes all checkpoints and the clean-shutdown marker. The log is unusable after.
@@ -171,6 +173,9 @@ class partition_log {
   model::offset recovery_point_{0};
   model::offset high_watermark_{0};
   std::map<int32_t, model::offset> epochs_;
+  /// The text last written to each checkpoint file (recovery point, high watermark, log start
+  /// offset, leader epochs), so checkpoint() rewrites only what changed; nullopt: not known.
+  std::array<std::optional<std::string>, 4> written_checkpoints_;
   recovery_report recovery_;
   // group commit state
   bool sync_in_flight_ = false;
