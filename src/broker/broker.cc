@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <future>
+#include <mutex>
 #include <random>
 #include <shared_mutex>
 #include <unordered_map>
@@ -190,6 +192,19 @@ class broker_impl final : public broker, public group_host {
   std::unique_ptr<storage::partition_log> metadata_log_;  // shard 0 only, after start()
   std::atomic<bool> stopping_{false};
   std::unique_ptr<group_service> groups_;  // after start()
+  // Produces to a topic that a produce is auto-creating wait here, in call order, until the
+  // creating produce went to the shards: none may overtake it, so a client that pipelines
+  // produces (WebSocket) finds its records stored in the order it sent them. Bounded by what
+  // the callers have in flight (ws_produce_in_flight_max per socket, one per HTTP request).
+  struct parked_produce {
+    produce_request request;
+    std::function<void(result<produce_response>)> done;
+  };
+  void produce_after_auto_create(const result<topic_description>& created, produce_request request,
+                                 std::function<void(result<produce_response>)> done);
+  std::mutex auto_create_mutex_;   // guards auto_creating_
+  std::map<std::string, std::deque<parked_produce>> auto_creating_;
+  std::atomic<size_t> auto_creating_count_{0};   // auto_creating_.size(): produce skips the lock at 0
 };
 
 // ---------------------------------------------------------------- start-up
@@ -664,19 +679,57 @@ void broker_impl::produce(produce_request request, std::function<void(result<pro
                                                        std::to_string(config_.produce_records_max)});
   }
   if (auto valid = validate_topic_name(request.topic); !valid.ok()) return done(valid.error());
+  if (auto_creating_count_.load() > 0) {
+    std::lock_guard lock(auto_create_mutex_);
+    if (auto it = auto_creating_.find(request.topic); it != auto_creating_.end()) {
+      it->second.push_back({std::move(request), std::move(done)});
+      return;
+    }
+  }
   auto t = find_topic(request.topic);
   if (t) return produce_to(t, std::move(request), std::move(done));
   if (!config_.auto_create_topics_enable || request.topic.starts_with("__")) {
     return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
   }
+  {
+    std::lock_guard lock(auto_create_mutex_);
+    auto [it, first] = auto_creating_.try_emplace(request.topic);
+    if (!first) {   // another produce creates it: wait behind that one
+      it->second.push_back({std::move(request), std::move(done)});
+      return;
+    }
+    ++auto_creating_count_;
+  }
   create_topic_request create{request.topic, std::nullopt, std::nullopt, {}, false};
-  create_topic(std::move(create), [this, request = std::move(request), done = std::move(done)](
-                                      result<topic_description> created) mutable {
-    if (!created.ok() && created.error().code != errc::topic_already_exists) return done(created.error());
-    auto topic = find_topic(request.topic);
-    if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
-    produce_to(topic, std::move(request), std::move(done));
+  std::string name = request.topic;
+  create_topic(std::move(create), [this, name = std::move(name), request = std::move(request),
+                                   done = std::move(done)](result<topic_description> created) mutable {
+    produce_after_auto_create(created, std::move(request), std::move(done));
+    // Then the produces that waited, oldest first, until none is left.
+    while (true) {
+      std::deque<parked_produce> parked;
+      {
+        std::lock_guard lock(auto_create_mutex_);
+        auto it = auto_creating_.find(name);
+        RINGLOG_ASSERT(it != auto_creating_.end(), "only the creating produce removes its entry");
+        if (it->second.empty()) {
+          auto_creating_.erase(it);
+          --auto_creating_count_;
+          break;
+        }
+        parked.swap(it->second);
+      }
+      for (auto& p : parked) produce_after_auto_create(created, std::move(p.request), std::move(p.done));
+    }
   });
+}
+
+void broker_impl::produce_after_auto_create(const result<topic_description>& created, produce_request request,
+                                            std::function<void(result<produce_response>)> done) {
+  if (!created.ok() && created.error().code != errc::topic_already_exists) return done(created.error());
+  auto topic = find_topic(request.topic);
+  if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
+  produce_to(topic, std::move(request), std::move(done));
 }
 
 void broker_impl::produce_to(const std::shared_ptr<topic_state>& topic, produce_request request,

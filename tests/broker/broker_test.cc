@@ -238,3 +238,30 @@ TEST_CASE_FIXTURE(fixture, "auto-create on produce uses num.partitions; disabled
   CHECK(produce({"other", {keyed("a", "b")}, acks_mode::all, 1000}).error().code == errc::unknown_topic_or_partition);
   stop();
 }
+
+TEST_CASE_FIXTURE(fixture, "produces that auto-create a topic are stored in call order") {
+  // A WebSocket client pipelines produces: the one that creates the topic waits for the
+  // metadata write and the partitions to open, and the calls after it must not overtake it.
+  open();
+  constexpr int calls = 8;
+  std::vector<std::promise<result<produce_response>>> answers(calls);
+  for (int i = 0; i < calls; ++i) {
+    produce_record rec;
+    rec.partition = model::partition_id{0};
+    rec.value = model::to_bytes("v" + std::to_string(i));
+    b->produce({"pipelined", {std::move(rec)}, acks_mode::all, 1000},
+               [&answers, i](result<produce_response> r) { answers[static_cast<size_t>(i)].set_value(std::move(r)); });
+  }
+  for (int i = 0; i < calls; ++i) {
+    auto f = answers[static_cast<size_t>(i)].get_future();
+    REQUIRE(f.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    auto r = f.get();
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
+    CHECK(r->results.at(0).record_offset.value() == i);
+  }
+  auto read = fetch("pipelined", 0, 0);
+  REQUIRE(read.ok());
+  REQUIRE(read->records.size() == static_cast<size_t>(calls));
+  for (int i = 0; i < calls; ++i) CHECK(model::to_string(read->records[static_cast<size_t>(i)].value.value()) == "v" + std::to_string(i));
+  stop();
+}

@@ -497,3 +497,28 @@ def test_records_beyond_produce_records_max_are_refused_whole(fresh_broker):
     asyncio.run(run())
     r = requests.get(f"{b.url}/topics/ws-max/partitions/0/records?offset=0", headers={"Accept": BINARY})
     assert [unb64(x["value"]) for x in r.json()] == ["v0", "v1", "v2"] * 2
+
+
+def test_pipelined_produces_that_auto_create_a_topic_are_stored_in_order(broker, topic_name):
+    """Regression: the first produce to a missing topic waits for the topic to be created
+    (a metadata write, its partitions opened); the produces a client pipelined behind it, sent
+    as separate broker requests (each general-path message is one), overtook it, so the first
+    record landed later than records sent after it and its ack carried a higher offset."""
+    topics = [f"{topic_name}-{n}" for n in range(6)]
+    count = 40
+
+    async def run():
+        async with websockets.connect(ws_url(broker)) as ws:
+            for t in topics:
+                for i in range(count):
+                    extra = {"headers": []} if i % 2 else {}   # odd ones take the general path
+                    await send(ws, type="produce", id=i, topic=t, partition=0, value=b64(f"v{i}"), **extra)
+            for t in topics:
+                acks = [await recv(ws) for _ in range(count)]
+                assert [a["id"] for a in acks] == list(range(count)), acks
+                assert [a.get("offset") for a in acks] == list(range(count)), (t, acks)
+
+    asyncio.run(run())
+    for t in topics:
+        r = requests.get(f"{broker.url}/topics/{t}/partitions/0/records?offset=0", headers={"Accept": BINARY})
+        assert [unb64(x["value"]) for x in r.json()] == [f"v{i}" for i in range(count)], t
