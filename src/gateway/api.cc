@@ -530,6 +530,7 @@ struct v3_stream {
   size_t next_to_write = 0;
   bool body_open = false;    // a produce stream still reading its body: more reports may come
   std::function<void()> on_written;   // runs after reports were written (a paused reader resumes)
+  std::shared_ptr<void> paused_reader;   // the produce stream's reader while it waits for reports
 
   void flush(api::call& call) {
     while (next_to_write < reports.size() && reports[next_to_write]) {
@@ -619,6 +620,7 @@ struct v3_produce_stream : std::enable_shared_from_this<v3_produce_stream> {
     stream->on_written = [weak = weak_from_this()] {
       if (auto self = weak.lock(); self && self->paused && self->stream->unanswered() < produce_stream_unanswered_max) {
         self->paused = false;
+        self->stream->paused_reader.reset();
         self->read();
       }
     };
@@ -631,7 +633,11 @@ struct v3_produce_stream : std::enable_shared_from_this<v3_produce_stream> {
   void read() {
     if (ended || reading) return;
     if (stream->unanswered() >= produce_stream_unanswered_max) {
+      // No read is pending now to hold this object (and through it the connection): the
+      // stream's in-flight produces hold it until their reports resume reading. Without this the
+      // connection was dropped mid-body (the client saw a reset, the request never finished).
       paused = true;
+      stream->paused_reader = shared_from_this();
       return;
     }
     reading = true;
