@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <future>
 #include <mutex>
+#include <queue>
 #include <random>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -97,6 +100,7 @@ class broker_impl final : public broker, public group_host {
       : config_(std::move(config)),
         deps_(std::move(deps)),
         shards_(deps_.runtime.shard_count()),
+        deadlines_(deps_.runtime.shard_count()),
         last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()) {}
 
   result<void> start();
@@ -176,6 +180,10 @@ class broker_impl final : public broker, public group_host {
   void wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
   void schedule_maintenance(size_t shard);
+  void add_fetch_deadline(size_t shard, int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
+                          const std::shared_ptr<fetch_waiter>& w);
+  void arm_fetch_deadline_timer(size_t shard);
+  void expire_fetches(size_t shard, int64_t timer_at_ms);
   void maintain(size_t shard);
   void maintain_partition(partition_runtime& rt, bool retention_due);
   std::shared_ptr<partition_runtime> runtime_of(size_t shard, const std::string& topic, int32_t partition) {
@@ -186,6 +194,18 @@ class broker_impl final : public broker, public group_host {
   broker_config config_;
   broker_dependencies deps_;
   std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
+  /// Deadlines of parked fetches, per shard (touched only on that shard's thread).
+  struct fetch_deadline {
+    int64_t at_ms = 0;
+    std::weak_ptr<fetch_waiter> waiter;         // gone or completed: nothing to do
+    std::weak_ptr<partition_runtime> partition;
+    bool operator>(const fetch_deadline& o) const { return at_ms > o.at_ms; }
+  };
+  struct fetch_deadlines {
+    std::priority_queue<fetch_deadline, std::vector<fetch_deadline>, std::greater<>> heap;
+    std::multiset<int64_t> timers_at_ms;   // timers set and not yet fired (usually one)
+  };
+  std::vector<fetch_deadlines> deadlines_;
   std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
   mutable std::shared_mutex mutex_;     // guards topics_ (control plane only)
   std::map<std::string, std::shared_ptr<topic_state>> topics_;
@@ -951,16 +971,50 @@ void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtim
   // The deadline is set once, at the first park: later wake-ups do not extend it.
   if (w->request.max_wait_ms > 0) {
     w->request.max_wait_ms = 0;
-    deps_.runtime.post_after(shard, wait_ms, [rt, w] {
-      if (w->completed) return;
-      w->completed = true;
-      fetch_response empty;
-      empty.high_watermark = rt->log->high_watermark();
-      empty.log_start_offset = rt->log->log_start_offset();
-      empty.log_end_offset = rt->log->log_end_offset();
-      w->done(std::move(empty));
-    });
+    add_fetch_deadline(shard, deps_.clock.now_ms() + wait_ms, rt, w);
   }
+}
+
+// Parked fetches that finish early (most of them, under load) would leave a timer each behind,
+// firing for nothing up to fetch.wait.max.ms later: one per fetch, thousands a second. Instead each
+// shard keeps its deadlines in a heap and a timer only at the earliest one (deadlines of one client
+// mostly grow, so that is usually the timer already set).
+void broker_impl::add_fetch_deadline(size_t shard, int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
+                                     const std::shared_ptr<fetch_waiter>& w) {
+  fetch_deadlines& d = deadlines_[shard];
+  d.heap.push({at_ms, w, rt});
+  arm_fetch_deadline_timer(shard);
+}
+
+void broker_impl::arm_fetch_deadline_timer(size_t shard) {
+  fetch_deadlines& d = deadlines_[shard];
+  if (d.heap.empty()) return;
+  const int64_t next = d.heap.top().at_ms;
+  if (!d.timers_at_ms.empty() && *d.timers_at_ms.begin() <= next) return;   // one fires by then
+  d.timers_at_ms.insert(next);
+  deps_.runtime.post_after(shard, std::max<int64_t>(0, next - deps_.clock.now_ms()), [this, shard, next] {
+    expire_fetches(shard, next);
+  });
+}
+
+void broker_impl::expire_fetches(size_t shard, int64_t timer_at_ms) {
+  fetch_deadlines& d = deadlines_[shard];
+  d.timers_at_ms.erase(d.timers_at_ms.find(timer_at_ms));
+  const int64_t now = std::max(deps_.clock.now_ms(), timer_at_ms);
+  while (!d.heap.empty() && d.heap.top().at_ms <= now) {
+    fetch_deadline due = d.heap.top();
+    d.heap.pop();
+    auto w = due.waiter.lock();
+    auto rt = due.partition.lock();
+    if (!w || !rt || w->completed) continue;
+    w->completed = true;
+    fetch_response empty;
+    empty.high_watermark = rt->log->high_watermark();
+    empty.log_start_offset = rt->log->log_start_offset();
+    empty.log_end_offset = rt->log->log_end_offset();
+    w->done(std::move(empty));
+  }
+  arm_fetch_deadline_timer(shard);
 }
 
 result<void> broker_impl::check_readable(const model::topic_partition& tp) const {
