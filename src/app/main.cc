@@ -20,7 +20,7 @@ Commands:
   consume    print records of a topic (--group G: as a member of consumer group G)
   groups     list, describe, show lag of, reset or delete consumer groups
   dump-log   print a segment file's batches and records
-  bench      HTTP load generator: throughput and produce-to-consume latency
+  bench      load generator over HTTP or WebSocket: throughput and produce-to-consume latency
 
 Run `ringlog COMMAND --help` for a command's options.
 )";

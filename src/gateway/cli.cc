@@ -980,9 +980,10 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
     std::cout << j.dump() << "\n";
     return;
   }
-  std::printf("produced %llu records in %.2f s: %.0f records/s, %.1f MB/s of values (%lld x %lld B, acks=%s)\n",
+  std::printf("produced %llu records in %.2f s: %.0f records/s, %.1f MB/s of values (%s%lld x %lld B, acks=%s)\n",
               static_cast<unsigned long long>(produced.records), seconds,
-              static_cast<double>(produced.records) / seconds, mb / seconds, static_cast<long long>(s.batch_records),
+              static_cast<double>(produced.records) / seconds, mb / seconds,
+              s.transport == "ws" && s.ws_produce_batch ? "up to " : "", static_cast<long long>(s.batch_records),
               static_cast<long long>(s.record_bytes), s.acks.c_str());
   std::printf("produce latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n", p50, p99, p999);
   if (s.transport == "ws") {
@@ -1046,6 +1047,17 @@ int bench_main(int argc, char** argv) {
     return 2;
   }
   if (s.transport == "ws" && !s.ws_produce_batch) s.batch_records = 1;   // one record per produce message
+  if (s.transport == "ws" && s.ws_produce_batch) {
+    // A `records` message must fit the server's ws_message_bytes_max (2 MiB): base64 values plus
+    // about 40 bytes of JSON per record.
+    const int64_t message_bytes = s.batch_records * ((s.record_bytes + 2) / 3 * 4 + 40);
+    if (message_bytes > 2 * 1024 * 1024) {
+      std::cerr << "--batch-records " << s.batch_records << " x --record-bytes " << s.record_bytes
+                << " makes produce messages of about " << message_bytes
+                << " bytes, over the server's WebSocket message limit (2 MiB, ws_message_bytes_max)\n";
+      return 2;
+    }
+  }
   if (s.acks != "0" && s.acks != "1" && s.acks != "all") {
     std::cerr << "--acks must be 0, 1 or all\n";
     return 2;

@@ -88,6 +88,7 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
     id_prefix_ = "p" + std::to_string(index) + "-";
     phase_ = static_cast<double>(index) / static_cast<double>(s.producers);   // spread, not bursts
     tail_base64_ = base64_encode(bench_value(0, static_cast<size_t>(s.record_bytes)).substr(12));
+    acks_json_ = s.acks == "all" ? "\"all\"" : s.acks;   // the protocol takes 0 and 1 as numbers
   }
 
   void run() {
@@ -145,12 +146,12 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
       ++next_;
       if (!s_.ws_produce_batch) {
         queue_.push_back("{\"type\":\"produce\",\"id\":\"" + id_prefix_ + std::to_string(next_ - 1) + "\",\"topic\":\"" +
-                         s_.topic + "\",\"partition\":0,\"acks\":\"" + s_.acks + "\",\"value\":\"" + value + "\"}");
+                         s_.topic + "\",\"partition\":0,\"acks\":" + acks_json_ + ",\"value\":\"" + value + "\"}");
         sent_counts_.push_back(1);
         continue;
       }
       batch += in_batch == 0 ? "{\"type\":\"produce\",\"id\":\"" + id_prefix_ + std::to_string(next_ - 1) + "\",\"topic\":\"" +
-                                   s_.topic + "\",\"acks\":\"" + s_.acks + "\",\"records\":["
+                                   s_.topic + "\",\"acks\":" + acks_json_ + ",\"records\":["
                              : ",";
       batch += "{\"partition\":0,\"value\":\"" + value + "\"}";
       if (++in_batch == per_message) finish_batch();
@@ -241,6 +242,7 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
   double phase_ = 0;   // this producer's schedule is offset by phase_ of one interval
   std::string id_prefix_;
   std::string tail_base64_;
+  std::string acks_json_;
   bench_clock::time_point start_, stop_;
   int64_t next_ = 0;
   bool done_sending_ = false;

@@ -237,6 +237,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   void produce_checked(const json& m, const json& id, uint64_t seq) {
     auto bad = [&](const std::string& why) { produce_done(seq, error_json(id, error_codes::unprocessable, why)); };
     if (!m.contains("topic") || !m["topic"].is_string()) return bad("produce needs a string \"topic\"");
+    if (m.contains("format") && m["format"] != "binary" && m["format"] != "json") {
+      return bad("format must be \"binary\" (base64 keys and values, the default) or \"json\"");
+    }
     const bool as_json = m.value("format", std::string("binary")) == "json";
     broker::produce_request req;
     req.topic = m["topic"].get<std::string>();
@@ -249,9 +252,12 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       }
       const json& records = m["records"];
       const size_t records_max = records_per_message_max();
-      if (!records.is_array() || records.empty() || records.size() > records_max) {
-        return bad("records must be an array of 1 to " + std::to_string(records_max) +
-                   " records (produce.records.max, and ws_produce_in_flight_max)");
+      if (!records.is_array() || records.empty()) return bad("records must be an array of 1 or more records");
+      if (records.size() > records_max) {
+        return produce_done(seq, error_json(id, error_codes::record_too_large,
+                                            "the message has " + std::to_string(records.size()) +
+                                                " records; the limit is " + std::to_string(records_max) +
+                                                " (produce.records.max, at most ws_produce_in_flight_max)"));
       }
       for (size_t i = 0; i < records.size(); ++i) {
         if (!records[i].is_object()) return bad("records[" + std::to_string(i) + "] must be an object");

@@ -490,7 +490,8 @@ def test_records_beyond_produce_records_max_are_refused_whole(fresh_broker):
                     await send(ws, type="produce", id=f"{records}{bool(extra)}", topic="ws-max", records=rs)
                     a = await recv(ws)
                     if records == 4:
-                        assert a["type"] == "error" and "produce.records.max" in a["message"], a
+                        assert a["type"] == "error" and a["error_code"] == 42201, a
+                        assert "produce.records.max" in a["message"], a
                     else:
                         assert a["type"] == "produce_ack" and len(a["results"]) == 3, a
 
@@ -522,3 +523,34 @@ def test_pipelined_produces_that_auto_create_a_topic_are_stored_in_order(broker,
     for t in topics:
         r = requests.get(f"{broker.url}/topics/{t}/partitions/0/records?offset=0", headers={"Accept": BINARY})
         assert [unb64(x["value"]) for x in r.json()] == [f"v{i}" for i in range(count)], t
+
+
+def test_format_other_than_binary_or_json_is_refused(broker):
+    """"avro" used to be read as binary and stored; a number gave a raw parser message."""
+    broker.create_topic("ws-format", partitions=1)
+
+    async def run():
+        async with websockets.connect(ws_url(broker)) as ws:
+            for i, fmt in enumerate(["avro", 5]):
+                await send(ws, type="produce", id=i, topic="ws-format", partition=0, format=fmt, value=b64("x"))
+                a = await recv(ws)
+                assert a["type"] == "error" and a["error_code"] == 42205 and "format" in a["message"], a
+
+    asyncio.run(run())
+    r = requests.get(f"{broker.url}/topics/ws-format/partitions/0/records?offset=0", headers={"Accept": BINARY})
+    assert r.json() == []
+
+
+def test_ws_bench_runs_with_every_acks_setting(broker, ringlog_bin):
+    """`ringlog bench --transport ws --acks 0|1|all` (it used to send acks as a string, refused)."""
+    import subprocess
+    for acks in ("0", "1", "all"):
+        topic = f"ws-bench-acks-{acks}"
+        broker.create_topic(topic, partitions=1)
+        for extra in ([], ["--ws-produce-batch"]):
+            out = subprocess.run([str(ringlog_bin), "bench", "--transport", "ws", "--bootstrap-server", broker.url,
+                                  "--topic", topic, "--partitions", "1", "--producers", "1", "--subscribers", "1",
+                                  "--record-bytes", "64", "--rate", "500", "--duration-ms", "300", "--acks", acks,
+                                  "--json"] + extra, capture_output=True, text=True, timeout=60)
+            result = json.loads(out.stdout)
+            assert result["errors"] == 0 and result["records_produced"] == 150, (acks, extra, out.stdout, out.stderr)
