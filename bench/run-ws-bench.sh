@@ -42,7 +42,8 @@ import json, sys
 policy, r = sys.argv[1], json.loads(sys.argv[2])
 d, p = r["end_to_end_ms"] or {}, r["produce_ms"]
 rate = r["rate"] or "max"
-print(f"| {policy} | {r['subscribers']} | {'yes' if r['ws_batch'] else 'no'} | {'yes' if r.get('ws_produce_batch') else 'no'} | {rate} | {r['records_per_s']:.0f} | {r['records_consumed']} | "
+linger = f", linger {r['ws_linger_us']} us" if r.get('ws_linger_us') else ""
+print(f"| {policy} | {r['subscribers']} | {'yes' if r['ws_batch'] else 'no'} | {'yes' if r.get('ws_produce_batch') else 'no'}{linger} | {rate} | {r['records_per_s']:.0f} | {r['records_consumed']} | "
       f"{d.get('p50', float('nan')):.2f} / {d.get('p99', float('nan')):.2f} / {d.get('p99.9', float('nan')):.2f} | "
       f"{p['p99']:.2f} | {r['errors']} errors, {r['out_of_order']} out of order |")
 PY
@@ -56,6 +57,7 @@ echo "| log.flush.policy | subscribers | batch | produce batch | scheduled recor
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for policy in fsync replication; do
   start "$policy"
+  scenario "$policy" 1 50000 "--ws-batch --ws-produce-batch --ws-linger-us 300"
   scenario "$policy" 1 10000
   scenario "$policy" 1 20000
   scenario "$policy" 1 50000

@@ -56,6 +56,7 @@ struct bench_settings {
   int64_t subscribers = 1;
   bool ws_batch = false;
   bool ws_produce_batch = false;   // ws producers put the records due together in one `records` message
+  int64_t ws_linger_us = 0;         // ws producers wait this long after a record is due for more (µs)
   uint64_t out_of_order = 0;   // ws: records a subscriber saw out of offset order (must be 0)
 };
 

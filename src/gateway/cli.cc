@@ -770,6 +770,9 @@ Options:
   --ws-produce-batch       producers send the records that are due at the same moment as one
                            produce message with "records" (at most --batch-records); nothing
                            waits for a batch to fill, so latency is not traded for it
+  --ws-linger-us N         with --ws-produce-batch: send a record N microseconds after it is
+                           due, with every record that came due meanwhile (Kafka's linger.ms;
+                           the latency figures include the wait; default 0)
   --help                   this text
 )";
 
@@ -974,6 +977,7 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
       j["out_of_order"] = s.out_of_order;
       j["ws_batch"] = s.ws_batch;
       j["ws_produce_batch"] = s.ws_produce_batch;
+      j["ws_linger_us"] = s.ws_linger_us;
       j.erase("consumers");
       if (!s.ws_produce_batch) j.erase("batch_records");
     }
@@ -1019,7 +1023,8 @@ int bench_ws(bench_settings& s, int64_t start_offset, bool as_json) {
 int bench_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1,
                       {"--topic", "--partitions", "--producers", "--consumers", "--batch-records", "--record-bytes",
-                       "--duration-ms", "--rate", "--acks", "--bootstrap-server", "--transport", "--subscribers"},
+                       "--duration-ms", "--rate", "--acks", "--bootstrap-server", "--transport", "--subscribers",
+                       "--ws-linger-us"},
                       {"--json", "--help", "--ws-batch", "--ws-produce-batch"});
   if (!a) return 2;
   if (a->has("--help")) {
@@ -1042,6 +1047,11 @@ int bench_main(int argc, char** argv) {
   s.subscribers = int_option(*a, "--subscribers", 0, 1000).value_or(s.subscribers);
   s.ws_batch = a->has("--ws-batch");
   s.ws_produce_batch = a->has("--ws-produce-batch");
+  s.ws_linger_us = int_option(*a, "--ws-linger-us", 0, 1'000'000).value_or(0);
+  if (s.ws_linger_us > 0 && !s.ws_produce_batch) {
+    std::cerr << "--ws-linger-us needs --ws-produce-batch (without it every record is its own message)\n";
+    return 2;
+  }
   if (s.transport != "http" && s.transport != "ws") {
     std::cerr << "--transport must be http or ws\n";
     return 2;

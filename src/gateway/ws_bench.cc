@@ -134,7 +134,9 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
         break;
       }
       if (at > now) {
-        timer_.expires_at(at);
+        // With a linger, wake once the first record not yet sent has waited that long, so the
+        // records scheduled meanwhile leave together (Kafka's linger.ms); latency counts it.
+        timer_.expires_at(at + std::chrono::microseconds(s_.ws_linger_us));
         timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
           if (!ec) self->send_due();
         });
