@@ -261,6 +261,13 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       }
       for (size_t i = 0; i < records.size(); ++i) {
         if (!records[i].is_object()) return bad("records[" + std::to_string(i) + "] must be an object");
+        // As the REST API refuses them: a misspelt "vlaue" must not store a record without a value.
+        for (const auto& [name, unused] : records[i].items()) {
+          if (name != "partition" && name != "key" && name != "value" && name != "headers") {
+            return bad("records[" + std::to_string(i) + "] has an unknown field \"" + name +
+                       "\"; a record takes partition, key, value and headers");
+          }
+        }
         auto rec = record_of(records[i], as_json);
         if (!rec.ok()) return bad("records[" + std::to_string(i) + "]: " + rec.error());
         req.records.push_back(std::move(rec.value()));

@@ -526,7 +526,8 @@ def test_pipelined_produces_that_auto_create_a_topic_are_stored_in_order(broker,
 
 
 def test_format_other_than_binary_or_json_is_refused(broker):
-    """"avro" used to be read as binary and stored; a number gave a raw parser message."""
+    """"avro" used to be read as binary and stored; a number gave a raw parser message. A
+    misspelt field in an element of `records` ("vlaue") used to store a record without a value."""
     broker.create_topic("ws-format", partitions=1)
 
     async def run():
@@ -535,6 +536,9 @@ def test_format_other_than_binary_or_json_is_refused(broker):
                 await send(ws, type="produce", id=i, topic="ws-format", partition=0, format=fmt, value=b64("x"))
                 a = await recv(ws)
                 assert a["type"] == "error" and a["error_code"] == 42205 and "format" in a["message"], a
+            await send(ws, type="produce", id="typo", topic="ws-format", records=[{"partition": 0, "vlaue": b64("x")}])
+            a = await recv(ws)
+            assert a["type"] == "error" and a["error_code"] == 42205 and '"vlaue"' in a["message"], a
 
     asyncio.run(run())
     r = requests.get(f"{broker.url}/topics/ws-format/partitions/0/records?offset=0", headers={"Accept": BINARY})
