@@ -35,7 +35,9 @@ echo
 "$RINGLOG" serve --set listeners=http://127.0.0.1:9580 --set log.dirs="$WORK/ringlog" >"$WORK/ringlog.log" 2>&1 &
 pids+=($!)
 wait_http http://127.0.0.1:9580/v1/health
-bench() { "$RINGLOG" bench --bootstrap-server http://127.0.0.1:9580 --json --duration-ms $((RUN_SECONDS * 1000)) "$@"; }
+# Each run starts with the page cache written back (sync): otherwise the gigabytes the run before
+# left dirty are still being written during the next one and slow its fdatasyncs.
+bench() { sync; "$RINGLOG" bench --bootstrap-server http://127.0.0.1:9580 --json --duration-ms $((RUN_SECONDS * 1000)) "$@"; }
 # Topics are created before each run (creating six partitions costs fsyncs that would land in
 # the first produce latencies). The produce target is measured without readers; the same load
 # with one long-polling reader per partition shows what reading costs on the same cores.

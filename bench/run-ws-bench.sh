@@ -34,6 +34,7 @@ scenario() {   # scenario POLICY SUBSCRIBERS RATE ["--ws-batch --ws-produce-batc
   run=$((run + 1))
   local topic="ws-bench-$run"
   "$RINGLOG" topics create "$topic" --partitions 1 --bootstrap-server http://127.0.0.1:$PORT >/dev/null
+  sync   # the run before left dirty pages: write them back before this one measures fdatasync
   local out
   out=$("$RINGLOG" bench --transport ws --bootstrap-server http://127.0.0.1:$PORT --topic "$topic" --partitions 1 \
         --producers 1 --subscribers "$2" --record-bytes 1024 --rate "$3" --duration-ms $((RUN_SECONDS * 1000)) --json ${4:-}) || true
