@@ -16,7 +16,7 @@ PORT=9590
 [[ -x $RINGLOG ]] || { echo "build ringlog first ($RINGLOG missing)" >&2; exit 1; }
 rm -rf "$WORK" && mkdir -p "$WORK"
 server=
-cleanup() { [[ -n $server ]] && kill "$server" 2>/dev/null || true; wait 2>/dev/null || true; }
+cleanup() { [[ -n $server ]] && kill "$server" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK/data"; }
 trap cleanup EXIT
 
 start() {   # start FLUSH_POLICY
