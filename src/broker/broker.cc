@@ -1001,6 +1001,7 @@ void broker_impl::expire_fetches(size_t shard, int64_t timer_at_ms) {
   fetch_deadlines& d = deadlines_[shard];
   d.timers_at_ms.erase(d.timers_at_ms.find(timer_at_ms));
   const int64_t now = std::max(deps_.clock.now_ms(), timer_at_ms);
+  std::vector<std::shared_ptr<partition_runtime>> expired_on;   // partitions whose waiters timed out
   while (!d.heap.empty() && d.heap.top().at_ms <= now) {
     fetch_deadline due = d.heap.top();
     d.heap.pop();
@@ -1013,6 +1014,13 @@ void broker_impl::expire_fetches(size_t shard, int64_t timer_at_ms) {
     empty.log_start_offset = rt->log->log_start_offset();
     empty.log_end_offset = rt->log->log_end_offset();
     w->done(std::move(empty));
+    if (std::find(expired_on.begin(), expired_on.end(), rt) == expired_on.end()) expired_on.push_back(std::move(rt));
+  }
+  // A timed-out fetch leaves its partition's waiters now, not at the next append: on an idle
+  // partition it counted toward fetch.waiters.per.partition.max forever (after that many timed-out
+  // long-polls every new one was refused) and held its answer's callback until then.
+  for (const auto& rt : expired_on) {
+    std::erase_if(rt->waiters, [](const std::shared_ptr<fetch_waiter>& w) { return w->completed; });
   }
   arm_fetch_deadline_timer(shard);
 }

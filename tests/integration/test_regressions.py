@@ -596,3 +596,16 @@ def test_offsets_reset_value_past_int64_is_refused_and_shifts_saturate(broker, t
     assert r.status_code == 200 and r.json()["offsets"][0]["offset"] == 5, r.text
     r = requests.post(reset, json={"to": "shift", "value": -2**63})
     assert r.status_code == 200 and r.json()["offsets"][0]["offset"] == 0, r.text
+
+
+# FIXED: a long-poll fetch that timed out stayed in its partition's waiters until the next
+# append: on an idle partition, after fetch.waiters.per.partition.max timed-out long-polls every
+# new one was refused with 42901 "too many waiting fetches" although none was waiting.
+def test_timed_out_long_polls_do_not_count_toward_the_waiters_limit(fresh_broker, topic_name):
+    b = fresh_broker(["fetch.waiters.per.partition.max=3"])
+    b.create_topic(topic_name)
+    url = b.url + f"/topics/{topic_name}/partitions/0/records?offset=0&timeout=20"
+    with requests.Session() as s:
+        for i in range(8):
+            r = s.get(url, headers={"Accept": BINARY}, timeout=10)
+            assert (i, r.status_code, r.json()) == (i, 200, [])
