@@ -525,23 +525,31 @@ void v3_get_partition(const call_ptr& c) {
 // -- v3 produce
 
 /// Writes the reports of a v3 stream in request order as their batches complete.
-struct v3_stream {
+struct v3_stream : std::enable_shared_from_this<v3_stream> {
   std::vector<std::optional<std::string>> reports;
   size_t next_to_write = 0;
+  /// Reports handed to the connection and not yet on the socket: a client that does not read its
+  /// answers holds them here, so they count as unanswered (the reader pauses, the client's
+  /// records wait in TCP) instead of growing the connection's write queue without bound.
+  size_t reports_unsent = 0;
   bool body_open = false;    // a produce stream still reading its body: more reports may come
   std::function<void()> on_written;   // runs after reports were written (a paused reader resumes)
   std::shared_ptr<void> paused_reader;   // the produce stream's reader while it waits for reports
 
   void flush(api::call& call) {
     while (next_to_write < reports.size() && reports[next_to_write]) {
-      call.sink->write_chunk(std::move(*reports[next_to_write]) + "\n");
+      ++reports_unsent;
+      call.sink->write_chunk_then(std::move(*reports[next_to_write]) + "\n", [self = shared_from_this()](bool) {
+        --self->reports_unsent;
+        if (self->on_written) self->on_written();
+      });
       reports[next_to_write].reset();
       ++next_to_write;
     }
     if (next_to_write == reports.size() && !body_open) return call.end_stream();
     if (on_written) on_written();
   }
-  [[nodiscard]] size_t unanswered() const { return reports.size() - next_to_write; }
+  [[nodiscard]] size_t unanswered() const { return reports.size() - next_to_write + reports_unsent; }
 };
 
 /// Sends `items` (parsed records, or refusals) in batches of at most stream_batch_records_max;

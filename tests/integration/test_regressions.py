@@ -598,6 +598,37 @@ def test_offsets_reset_value_past_int64_is_refused_and_shifts_saturate(broker, t
     assert r.status_code == 200 and r.json()["offsets"][0]["offset"] == 0, r.text
 
 
+# FIXED: a chunked v3 produce stream counted a report as answered once it was queued on the
+# connection, not once it was on the socket: a client that sent records and never read its
+# reports made the server read its whole body and queue every report in memory (60 MiB of
+# records grew the broker to 616 MiB). Reports not yet sent now count toward
+# produce_stream_unanswered_max, so the server stops reading and the client waits in TCP.
+def test_v3_produce_stream_whose_client_never_reads_stops_reading_its_body(broker, topic_name):
+    broker.create_topic(topic_name)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+    s.connect(("127.0.0.1", broker.port))
+    s.sendall(f"POST /v3/clusters/{broker.cluster_id()}/topics/{topic_name}/records HTTP/1.1\r\n"
+              "Host: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
+    records = b'{"value":{"type":"JSON","data":1}}\n' * 2000
+    chunk = b"%x\r\n" % len(records) + records + b"\r\n"
+    s.settimeout(5)
+    sent = 0
+    limit = 32 * 1024 * 1024   # without the bound the server takes all of it in a few seconds
+    blocked = False
+    try:
+        while sent < limit:
+            s.sendall(chunk)
+            sent += len(chunk)
+    except socket.timeout:
+        blocked = True
+    finally:
+        s.close()
+    assert blocked, f"the server read {sent} bytes of records whose reports nobody read"
+    assert requests.get(broker.url + "/v1/health", timeout=5).status_code == 200
+
+
 # FIXED: a long-poll fetch that timed out stayed in its partition's waiters until the next
 # append: on an idle partition, after fetch.waiters.per.partition.max timed-out long-polls every
 # new one was refused with 42901 "too many waiting fetches" although none was waiting.
