@@ -112,6 +112,7 @@ class broker_impl final : public broker, public group_host {
   void alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
                            bool validate_only, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
+  [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
   void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<broker_description> list_brokers() const override {
     return {{config_.node_id, deps_.advertised_host, deps_.advertised_port}};

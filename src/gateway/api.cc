@@ -192,10 +192,7 @@ struct api::call : std::enable_shared_from_this<api::call> {
     return std::nullopt;
   }
 
-  bool topic_exists(const std::string& topic) {
-    auto topics = broker().list_topics(true);
-    return std::find(topics.begin(), topics.end(), topic) != topics.end();
-  }
+  bool topic_exists(const std::string& topic) { return broker().topic_exists(topic); }
 
   void fail_broker(const broker::error& e, error_scope scope, const std::string& topic) {
     bool exists = scope == error_scope::partition && e.code == broker::errc::unknown_topic_or_partition &&

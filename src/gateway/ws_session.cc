@@ -414,16 +414,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       return;
     }
     RINGLOG_ASSERT_OP(r->results.size(), ==, records);
-    // A missing partition of an existing topic is 40402, as the REST API answers it. Looked up
-    // once per answer: a `records` message may fail all its records, and each lookup copies
-    // every topic name (up to topics_max), which held the shard for a second per message.
-    std::optional<bool> topic_exists;
+    // A missing partition of an existing topic is 40402, as the REST API answers it.
     auto failure_code = [&](const broker::error& e) {
-      if (!topic_exists) {
-        const auto topics = ctx_.broker->list_topics(true);
-        topic_exists = std::find(topics.begin(), topics.end(), topic) != topics.end();
-      }
-      return to_api_error(e, error_scope::partition, *topic_exists).error_code;
+      return to_api_error(e, error_scope::partition, ctx_.broker->topic_exists(topic)).error_code;
     };
     auto record_fields = [](std::string& out, const broker::produce_record_result& res) {
       out += "\"partition\":" + std::to_string(res.partition.value()) + ",\"offset\":" +

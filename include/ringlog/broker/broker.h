@@ -168,6 +168,9 @@ class broker {
                                    bool validate_only, std::function<void(result<topic_description>)> done) = 0;
   /// Current topics (internal ones only when include_internal).
   [[nodiscard]] virtual std::vector<std::string> list_topics(bool include_internal) const = 0;
+  /// Whether a topic of this name exists (internal topics included): one lookup, no copy of the
+  /// topic list, so error paths may ask it once per record.
+  [[nodiscard]] virtual bool topic_exists(const std::string& name) const = 0;
   virtual void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) = 0;
   [[nodiscard]] virtual std::vector<broker_description> list_brokers() const = 0;
   [[nodiscard]] virtual const broker_config& config() const = 0;
