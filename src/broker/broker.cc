@@ -85,6 +85,14 @@ struct partition_runtime {
   int64_t last_checkpointed_high_watermark = -1;
 };
 
+/// Ends a parked fetch with no records and the partition's current offsets (its wait is over, or
+/// the broker is stopping); nothing when it was already answered.
+void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
+  if (w.completed) return;
+  w.completed = true;
+  w.done(fetch_response{{}, rt.log->high_watermark(), rt.log->log_start_offset(), rt.log->log_end_offset()});
+}
+
 struct produce_operation {
   std::vector<produce_record_result> results;
   std::atomic<size_t> remaining{0};
@@ -1009,12 +1017,7 @@ void broker_impl::expire_fetches(size_t shard, int64_t timer_at_ms) {
     auto w = due.waiter.lock();
     auto rt = due.partition.lock();
     if (!w || !rt || w->completed) continue;
-    w->completed = true;
-    fetch_response empty;
-    empty.high_watermark = rt->log->high_watermark();
-    empty.log_start_offset = rt->log->log_start_offset();
-    empty.log_end_offset = rt->log->log_end_offset();
-    w->done(std::move(empty));
+    answer_empty(*rt, *w);
     if (std::find(expired_on.begin(), expired_on.end(), rt) == expired_on.end()) expired_on.push_back(std::move(rt));
   }
   // A timed-out fetch leaves its partition's waiters now, not at the next append: on an idle
@@ -1127,11 +1130,7 @@ void broker_impl::begin_shutdown() {
       for (auto& [key, rt] : shards_[shard]) {
         auto parked = std::move(rt->waiters);
         rt->waiters.clear();
-        for (auto& w : parked) {
-          if (w->completed) continue;
-          w->completed = true;
-          w->done(fetch_response{{}, rt->log->high_watermark(), rt->log->log_start_offset(), rt->log->log_end_offset()});
-        }
+        for (auto& w : parked) answer_empty(*rt, *w);
       }
     });
   }
@@ -1149,12 +1148,7 @@ void broker_impl::shutdown(std::function<void()> done) {
       for (int i = 0; i < 10'000 && disk.in_flight() > 0; ++i) disk.poll(std::chrono::milliseconds(10));
       for (auto& [key, rt] : shards_[shard]) {
         wake_waiters(shard, rt);
-        for (auto& w : rt->waiters) {
-          if (!w->completed) {
-            w->completed = true;
-            w->done(fetch_response{{}, rt->log->high_watermark(), rt->log->log_start_offset(), rt->log->log_end_offset()});
-          }
-        }
+        for (auto& w : rt->waiters) answer_empty(*rt, *w);
         rt->waiters.clear();
         (void)rt->log->close();
       }
