@@ -26,6 +26,13 @@ constexpr size_t leader_epoch_index = 3;
 
 error storage_error(const io::error& e) { return error{errc::kafka_storage_error, e.message}; }
 
+/// The leader-epoch-checkpoint entries: leader epoch -> first offset of that epoch.
+checkpoint_entries epoch_entries(const std::map<int32_t, model::offset>& epochs) {
+  checkpoint_entries entries;
+  for (const auto& [e, o] : epochs) entries.emplace_back(std::to_string(e), o.value());
+  return entries;
+}
+
 /// "00000000000000000042.log" -> 42; nullopt for any other name.
 std::optional<model::offset> parse_segment_name(const std::string& name) {
   constexpr size_t digits = 20;
@@ -195,8 +202,7 @@ result<void> partition_log::note_epoch(model::leader_epoch epoch, model::offset 
   if (epoch.value() < 0) return base::ok_v;
   if (!epochs_.empty() && epochs_.rbegin()->first >= epoch.value()) return base::ok_v;
   epochs_[epoch.value()] = start;
-  checkpoint_entries entries;
-  for (const auto& [e, o] : epochs_) entries.emplace_back(std::to_string(e), o.value());
+  const checkpoint_entries entries = epoch_entries(epochs_);
   written_checkpoints_[leader_epoch_index].reset();   // unknown until written
   RINGLOG_TRY(write_checkpoint(fs_, directory_ + "/" + leader_epoch_file, entries));
   written_checkpoints_[leader_epoch_index] = checkpoint_text(entries);
@@ -435,11 +441,9 @@ result<size_t> partition_log::apply_retention() {
 
 result<void> partition_log::checkpoint() {
   const std::string key = checkpoint_key();
-  checkpoint_entries epochs;
-  for (const auto& [e, o] : epochs_) epochs.emplace_back(std::to_string(e), o.value());
   const std::array<std::string, checkpoint_files.size()> texts{
       checkpoint_text({{key, recovery_point_.value()}}), checkpoint_text({{key, high_watermark_.value()}}),
-      checkpoint_text({{key, log_start_offset_.value()}}), checkpoint_text(epochs)};
+      checkpoint_text({{key, log_start_offset_.value()}}), checkpoint_text(epoch_entries(epochs_))};
   // Only files whose text changed are written (under load that is the recovery point and the
   // high watermark), with one directory sync for all: each costs two fsyncs otherwise.
   std::vector<io::file_contents> changed;
