@@ -31,6 +31,10 @@ namespace {
 
 constexpr const char* metadata_directory = "__cluster_metadata-0";
 constexpr size_t controller_shard = 0;
+/// Distinct (fetch offset, max bytes) reads shared by the waiters one append wakes; waiters past
+/// that many distinct positions read alone. Live tails sit at one or two positions; 8 keeps the
+/// linear search trivial.
+constexpr size_t fetch_shared_reads_max = 8;
 
 error from_storage(const storage::error& e) {
   switch (e.code) {
@@ -188,6 +192,13 @@ class broker_impl final : public broker, public group_host {
   void publish(partition_runtime& rt);
   void wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
+  /// The records `req` may have now (none is not an error); a read that returned records gets a
+  /// fresh read_id.
+  result<fetch_response> read_for_fetch(const partition_runtime& rt, const fetch_request& req);
+  /// Answers `w` with `response`, or parks it in the partition's waiters when it has no records
+  /// yet and may still wait.
+  void answer_or_park(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w,
+                      result<fetch_response> response);
   void schedule_maintenance(size_t shard);
   void add_fetch_deadline(size_t shard, int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
                           const std::shared_ptr<fetch_waiter>& w);
@@ -220,6 +231,7 @@ class broker_impl final : public broker, public group_host {
   std::map<std::string, std::shared_ptr<topic_state>> topics_;
   std::unique_ptr<storage::partition_log> metadata_log_;  // shard 0 only, after start()
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
   std::unique_ptr<group_service> groups_;  // after start()
   // Produces to a topic that a produce is auto-creating wait here, in call order, until the
   // creating produce went to the shards: none may overtake it, so a client that pipelines
@@ -917,24 +929,45 @@ void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_run
   if (rt->waiters.empty()) return;
   auto waiting = std::move(rt->waiters);
   rt->waiters.clear();
+  // Live tails of one partition wait at the same offset with the same limit (100 WebSocket
+  // subscribers of a topic): they share one read and decode instead of doing it once each.
+  struct shared_read {
+    model::offset fetch_offset;
+    int32_t max_bytes;
+    result<fetch_response> response;
+  };
+  std::vector<shared_read> reads;
   for (auto& w : waiting) {
-    if (!w->completed) try_fetch(shard, rt, w);
+    if (w->completed) continue;
+    const auto& req = w->request;
+    auto same = std::find_if(reads.begin(), reads.end(), [&](const shared_read& r) {
+      return r.fetch_offset == req.fetch_offset && r.max_bytes == req.max_bytes;
+    });
+    if (same == reads.end() && reads.size() < fetch_shared_reads_max) {
+      reads.push_back({req.fetch_offset, req.max_bytes, read_for_fetch(*rt, req)});
+      same = reads.end() - 1;
+    }
+    if (same == reads.end()) {
+      answer_or_park(shard, rt, w, read_for_fetch(*rt, req));
+    } else {
+      answer_or_park(shard, rt, w, same->response);   // a copy: each waiter owns its answer
+    }
   }
 }
 
 void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                             const std::shared_ptr<fetch_waiter>& w) {
-  const auto& req = w->request;
-  const model::offset hw = rt->log->high_watermark();
-  auto read = rt->log->read(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
-  if (!read.ok()) {
-    w->completed = true;
-    return w->done(from_storage(read.error()));
-  }
+  answer_or_park(shard, rt, w, read_for_fetch(*rt, w->request));
+}
+
+result<fetch_response> broker_impl::read_for_fetch(const partition_runtime& rt, const fetch_request& req) {
+  const model::offset hw = rt.log->high_watermark();
+  auto read = rt.log->read(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
+  if (!read.ok()) return from_storage(read.error());
   fetch_response response;
   response.high_watermark = hw;
-  response.log_start_offset = rt->log->log_start_offset();
-  response.log_end_offset = rt->log->log_end_offset();
+  response.log_start_offset = rt.log->log_start_offset();
+  response.log_end_offset = rt.log->log_end_offset();
   // max_bytes bounds the records handed out (key + value + header bytes), not only whole
   // batches: a large batch is cut after the record that passes the limit, and the first record
   // is always returned so a consumer is never stuck behind a record larger than max_bytes.
@@ -946,10 +979,7 @@ void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtim
     RINGLOG_ASSERT(header.ok(), "batches read from the log were validated on append");
     if (!header->is_control()) {
       auto records = codec::decode_records(std::span(read->batches).subspan(pos, header->size_bytes()));
-      if (!records.ok()) {
-        w->completed = true;
-        return w->done(error{errc::corrupt_message, records.error().message});
-      }
+      if (!records.ok()) return error{errc::corrupt_message, records.error().message};
       for (auto& r : records.value()) {
         if (r.record_offset < req.fetch_offset || r.record_offset >= hw) continue;
         size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
@@ -964,8 +994,14 @@ void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtim
     }
     pos += header->size_bytes();
   }
-  const int64_t wait_ms = std::min(req.max_wait_ms, config_.fetch_wait_max_ms);
-  if (!response.records.empty() || wait_ms <= 0 || stopping_) {
+  if (!response.records.empty()) response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
+  return response;
+}
+
+void broker_impl::answer_or_park(size_t shard, const std::shared_ptr<partition_runtime>& rt,
+                                 const std::shared_ptr<fetch_waiter>& w, result<fetch_response> response) {
+  const int64_t wait_ms = std::min(w->request.max_wait_ms, config_.fetch_wait_max_ms);
+  if (!response.ok() || !response->records.empty() || wait_ms <= 0 || stopping_) {
     w->completed = true;
     return w->done(std::move(response));
   }

@@ -61,6 +61,37 @@ std::string record_text(const model::topic_partition& tp, const model::record& r
   return out;
 }
 
+/// The `record` texts of the last fetch answer each shard thread delivered, per format, for the
+/// next subscriber that receives the same read (broker::fetch_response::read_id): one append wakes
+/// every live subscriber of a partition with the same records, so each record is encoded once per
+/// thread and format instead of once per subscriber. Holds at most one fetch per format (a fetch
+/// is at most ws_fetch_bytes_max of payload, or one larger record).
+class shared_record_texts {
+ public:
+  /// The text of r.records[index] (record_text), from the cache when `r` is the read it holds.
+  const std::string& text(const model::topic_partition& tp, const broker::fetch_response& r, size_t index, bool as_json) {
+    if (r.read_id == 0) return scratch_ = record_text(tp, r.records[index], as_json);
+    auto& held = held_[as_json ? 1 : 0];
+    if (held.read_id != r.read_id) {
+      held.read_id = r.read_id;
+      held.texts.assign(r.records.size(), std::string());
+    }
+    std::string& t = held.texts[index];
+    if (t.empty()) t = record_text(tp, r.records[index], as_json);   // a record's text is never empty
+    return t;
+  }
+
+ private:
+  struct held_read {
+    uint64_t read_id = 0;
+    std::vector<std::string> texts;   // one per record of the read; empty until encoded
+  };
+  held_read held_[2];   // binary, json
+  std::string scratch_;
+};
+
+thread_local shared_record_texts record_texts;
+
 /// An `error` answer; `id_json` is the client's id as JSON text.
 std::string error_text(std::string_view id_json, int code, const std::string& message) {
   std::string out = "{\"type\":\"error\",\"id\":";
@@ -621,10 +652,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     uint64_t bytes = 0, count = 0;
     std::string batch;
-    for (const model::record& rec : r->records) {
+    for (size_t i = 0; i < r->records.size(); ++i) {
+      const model::record& rec = r->records[i];
       size_t size = record_bytes(rec);
       if (!take_credit(size)) break;   // the rest is fetched again once credit comes
-      deliver(batch, record_text(sub_->tp, rec, sub_->as_json), sub_->batch);
+      deliver(batch, record_texts.text(sub_->tp, *r, i, sub_->as_json), sub_->batch);
       sub_->next_offset = rec.record_offset.value() + 1;
       bytes += size;
       ++count;
@@ -806,8 +838,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   /// Sends one `record` message, or adds it to `batch` (a `records` message under construction)
   /// when the client subscribed with "batch": true. A batch holds one fetch or poll: at most
   /// ws_fetch_bytes_max of payload, or one larger record.
-  void deliver(std::string& batch, std::string record, bool batched) {
-    if (!batched) return send_text(std::move(record));
+  void deliver(std::string& batch, std::string_view record, bool batched) {
+    if (!batched) return send_text(std::string(record));
     batch += batch.empty() ? "{\"type\":\"records\",\"records\":[" : ",";
     batch += record;
   }

@@ -159,6 +159,53 @@ TEST_CASE_FIXTURE(fixture, "long-poll fetch waits for new records and ends at it
   stop();
 }
 
+TEST_CASE_FIXTURE(fixture, "fetches parked at one position share one read; each gets the records, others read alone") {
+  open();
+  REQUIRE(create("tail", 1).ok());
+  REQUIRE(produce({"tail", {keyed("k", "zero")}, acks_mode::all, 1000}).ok());
+  // Three live tails at offset 1 with the same limit, one with a smaller limit, one at offset 0
+  // (answered at once: its record is there).
+  auto park = [&](int64_t offset, int32_t max_bytes) {
+    auto p = std::make_shared<std::promise<result<fetch_response>>>();
+    b->fetch({{"tail", model::partition_id{0}}, model::offset{offset}, max_bytes, 5000, 1},
+             [p](result<fetch_response> r) { p->set_value(std::move(r)); });
+    return p->get_future();
+  };
+  std::vector<std::future<result<fetch_response>>> same;
+  for (int i = 0; i < 3; ++i) same.push_back(park(1, 1 << 20));
+  auto smaller = park(1, 4);
+  auto behind = park(0, 1 << 20);
+  REQUIRE(behind.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  auto at_zero = behind.get();
+  REQUIRE(at_zero.ok());
+  REQUIRE(at_zero->records.size() == 1);
+  runtime->wait_idle();   // the four others are parked
+  REQUIRE(produce({"tail", {keyed("k", "one"), keyed("k", "two")}, acks_mode::all, 1000}).ok());
+  std::vector<fetch_response> got;
+  for (auto& f : same) {
+    REQUIRE(f.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    auto r = f.get();
+    REQUIRE(r.ok());
+    got.push_back(std::move(*r));
+  }
+  for (const auto& r : got) {
+    REQUIRE(r.records.size() == 2);
+    CHECK(r.records[0].record_offset == model::offset{1});
+    CHECK(model::to_string(*r.records[1].value) == "two");
+    CHECK(r.read_id != 0);
+    CHECK(r.read_id == got[0].read_id);   // one read for the three
+    CHECK(r.high_watermark == model::offset{3});
+  }
+  CHECK(got[0].read_id != at_zero->read_id);
+  REQUIRE(smaller.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  auto cut = smaller.get();
+  REQUIRE(cut.ok());
+  REQUIRE(cut->records.size() == 1);   // max_bytes 4: the first record only, its own read
+  CHECK(model::to_string(*cut->records[0].value) == "one");
+  CHECK(cut->read_id != got[0].read_id);
+  stop();
+}
+
 TEST_CASE_FIXTURE(fixture, "bad requests get named errors and change nothing") {
   open();
   REQUIRE(create("t", 2).ok());

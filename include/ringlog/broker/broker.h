@@ -132,6 +132,10 @@ struct fetch_response {
   model::offset high_watermark{0};
   model::offset log_start_offset{0};
   model::offset log_end_offset{0};
+  /// Names the log read the records came from (0 when there are none): responses with the same
+  /// read_id hold the same records, because fetches of one partition woken by one append at the
+  /// same offset and max_bytes share a read. A front end may encode such records once.
+  uint64_t read_id = 0;
 };
 
 enum class offset_spec { earliest, latest, timestamp };
