@@ -1,7 +1,7 @@
 // `ringlog bench --transport ws`: WebSocket producers and subscribers (see bench.h). The
 // producers are asynchronous (one io_context per producer thread: a schedule timer sends, a read
-// loop takes the in-order acks); each subscriber is one thread reading synchronously and granting
-// credit as it goes, as a browser tab would.
+// loop takes the in-order acks); subscribers read asynchronously, up to
+// ws_bench_subscribers_per_thread on a thread, granting credit as they go, as browser tabs would.
 
 #include <sys/socket.h>
 
@@ -35,6 +35,9 @@ using ws_stream = websocket::stream<beast::tcp_stream>;
 constexpr int64_t ws_bench_in_flight_max = 2000;
 /// Credit a subscriber grants at a time (records); it tops up when half is used.
 constexpr int64_t ws_bench_credit_records = 20000;
+/// Subscribers read on one thread per this many (asynchronously; the rest of the cores stay with
+/// the server and the producers).
+constexpr int64_t ws_bench_subscribers_per_thread = 50;
 /// Once producers are done, subscribers are stopped when every one has every acknowledged
 /// record, or when no subscriber received anything for this long (records lost or refused).
 constexpr auto ws_bench_idle_stop = std::chrono::seconds(3);
@@ -256,80 +259,106 @@ class ws_producer : public std::enable_shared_from_this<ws_producer> {
   beast::flat_buffer in_;
 };
 
-void run_subscriber(const bench_settings& s, const http_endpoint& endpoint, int64_t start_offset,
-                    bench_clock::time_point epoch, const std::atomic<bool>& producers_done,
-                    std::atomic<int64_t>& ready, subscriber_slot& slot, bench_thread_result& out, uint64_t& out_of_order) {
-  asio::io_context ioc;
-  ws_stream ws(ioc);
-  auto fail = [&](const std::string& why) {
-    out.errors++;
-    if (out.first_error.empty()) out.first_error = why;
-  };
-  if (auto err = open_ws(ws, endpoint.host, endpoint.port)) {
-    ++ready;
-    return fail(*err);
+/// A subscriber: connects, subscribes and grants credit synchronously (so every subscription
+/// exists before producers start), then reads asynchronously on a shared io_context, topping up
+/// credit as it goes. Many subscribers share one thread, as a server's clients would share
+/// machines: a thread each made 100 subscribers cost 100 wake-ups per delivery on the same two
+/// cores as the server.
+class ws_subscriber : public std::enable_shared_from_this<ws_subscriber> {
+ public:
+  ws_subscriber(asio::io_context& ioc, const bench_settings& s, bench_clock::time_point epoch,
+                const std::atomic<bool>& producers_done, subscriber_slot& slot, bench_thread_result& out,
+                uint64_t& out_of_order)
+      : ws_(ioc), s_(s), epoch_(epoch), producers_done_(producers_done), slot_(slot), out_(out), out_of_order_(out_of_order) {}
+
+  /// Connects and subscribes from `start_offset`; false (with the error counted) when that failed.
+  bool subscribe(const http_endpoint& endpoint, int64_t start_offset) {
+    if (auto err = open_ws(ws_, endpoint.host, endpoint.port)) return fail(*err);
+    beast::error_code ec;
+    const std::string subscribe = "{\"type\":\"subscribe\",\"id\":\"s\",\"topic\":\"" + s_.topic +
+                                  "\",\"partition\":0,\"offset\":" + std::to_string(start_offset) +
+                                  (s_.ws_batch ? ",\"batch\":true}" : "}");
+    ws_.write(asio::buffer(subscribe), ec);
+    if (!ec) ws_.write(asio::buffer(credit_text(ws_bench_credit_records)), ec);
+    if (!ec) ws_.read(in_, ec);   // "subscribed"
+    if (ec) return fail("subscribe: " + ec.message());
+    in_.consume(in_.size());
+    last_offset_ = start_offset - 1;
+    slot_.socket_fd = beast::get_lowest_layer(ws_).socket().native_handle();
+    return true;
   }
-  beast::error_code ec;
-  auto send = [&](const std::string& text) {
-    ws.write(asio::buffer(text), ec);
-    return !ec;
-  };
-  beast::flat_buffer in;
-  if (!send("{\"type\":\"subscribe\",\"id\":\"s\",\"topic\":\"" + s.topic + "\",\"partition\":0,\"offset\":" +
-            std::to_string(start_offset) + (s.ws_batch ? ",\"batch\":true}" : "}")) ||
-      !send("{\"type\":\"credit\",\"records\":" + std::to_string(ws_bench_credit_records) + "}")) {
-    ++ready;
-    return fail("subscribe: " + ec.message());
+
+  void start_reading() {
+    ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
   }
-  ws.read(in, ec);   // "subscribed": the subscription exists before producers start
-  ++ready;
-  if (ec) return fail("subscribe: " + ec.message());
-  in.consume(in.size());
-  slot.socket_fd = beast::get_lowest_layer(ws).socket().native_handle();
-  int64_t credit_used = 0;
-  int64_t last_offset = start_offset - 1;
-  while (true) {
-    ws.read(in, ec);
+
+ private:
+  static std::string credit_text(int64_t records) {
+    return "{\"type\":\"credit\",\"records\":" + std::to_string(records) + "}";
+  }
+
+  void on_read(beast::error_code ec) {
     const auto now = bench_clock::now();
     if (ec) {
-      if (producers_done) break;   // the main thread shut the socket down: the run is over
-      return fail("read: " + ec.message());
+      if (!producers_done_) fail("read: " + ec.message());   // else the main thread ended the run
+      return;
     }
-    const std::string_view text(static_cast<const char*>(in.data().data()), in.size());
+    const std::string_view text(static_cast<const char*>(in_.data().data()), in_.size());
     // A `record` message, or a `records` message holding several: each record object starts
     // with "type":"record" and has one offset and one value.
     constexpr std::string_view record_start = "\"type\":\"record\"";
     size_t at = text.find(record_start);
-    if (at == std::string_view::npos) {
-      fail(std::string(text.substr(0, 300)));
-      in.consume(in.size());
-      continue;
-    }
-    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(now - epoch).count();
+    if (at == std::string_view::npos) fail(std::string(text.substr(0, 300)));
+    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(now - epoch_).count();
     int64_t in_message = 0;
     while (at != std::string_view::npos) {
       const size_t next = text.find(record_start, at + record_start.size());
       const std::string_view rec = text.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at);
       auto offset = int_field(rec, "\"offset\"");
-      if (offset && *offset <= last_offset) ++out_of_order;
-      if (offset) last_offset = *offset;
-      if (auto scheduled_us = scheduled_us_of(rec); scheduled_us && out.latencies_us.size() < bench_samples_max) {
-        out.latencies_us.push_back(now_us - *scheduled_us);
+      if (offset && *offset <= last_offset_) ++out_of_order_;
+      if (offset) last_offset_ = *offset;
+      if (auto scheduled_us = scheduled_us_of(rec); scheduled_us && out_.latencies_us.size() < bench_samples_max) {
+        out_.latencies_us.push_back(now_us - *scheduled_us);
       }
       ++in_message;
       at = next;
     }
-    out.records += static_cast<uint64_t>(in_message);
-    out.value_bytes += static_cast<uint64_t>(s.record_bytes * in_message);
-    slot.received += in_message;
-    credit_used += in_message;
-    in.consume(in.size());
-    if (credit_used >= ws_bench_credit_records / 2) {
-      if (!send("{\"type\":\"credit\",\"records\":" + std::to_string(credit_used) + "}")) return fail("credit: " + ec.message());
-      credit_used = 0;
+    in_.consume(in_.size());
+    out_.records += static_cast<uint64_t>(in_message);
+    out_.value_bytes += static_cast<uint64_t>(s_.record_bytes * in_message);
+    slot_.received += in_message;
+    credit_used_ += in_message;
+    if (credit_used_ >= ws_bench_credit_records / 2 && !writing_) {
+      writing_ = true;
+      credit_ = credit_text(credit_used_);
+      credit_used_ = 0;
+      ws_.async_write(asio::buffer(credit_), [self = shared_from_this()](beast::error_code wec, size_t) {
+        self->writing_ = false;
+        if (wec && !self->producers_done_) self->fail("credit: " + wec.message());
+      });
     }
+    start_reading();
   }
-}
+
+  bool fail(const std::string& why) {
+    out_.errors++;
+    if (out_.first_error.empty()) out_.first_error = why;
+    return false;
+  }
+
+  ws_stream ws_;
+  const bench_settings& s_;
+  bench_clock::time_point epoch_;
+  const std::atomic<bool>& producers_done_;
+  subscriber_slot& slot_;
+  bench_thread_result& out_;
+  uint64_t& out_of_order_;
+  beast::flat_buffer in_;
+  std::string credit_;   // the credit message being written
+  bool writing_ = false;
+  int64_t credit_used_ = 0;
+  int64_t last_offset_ = -1;
+};
 
 }  // namespace
 
@@ -337,17 +366,24 @@ ws_bench_outcome run_ws_bench(const bench_settings& s, const http_endpoint& endp
   ws_bench_outcome outcome;
   const auto epoch = bench_clock::now();
   std::atomic<bool> producers_done{false};
-  std::atomic<int64_t> ready{0};
   std::vector<subscriber_slot> slots(static_cast<size_t>(s.subscribers));
   std::vector<bench_thread_result> delivered(static_cast<size_t>(s.subscribers));
   std::vector<uint64_t> out_of_order(static_cast<size_t>(s.subscribers), 0);
-  std::vector<std::thread> subscribers;
-  for (int64_t i = 0; i < s.subscribers; ++i) {
-    subscribers.emplace_back(run_subscriber, std::cref(s), std::cref(endpoint), start_offset, epoch, std::cref(producers_done), std::ref(ready),
-                             std::ref(slots[static_cast<size_t>(i)]), std::ref(delivered[static_cast<size_t>(i)]), std::ref(out_of_order[static_cast<size_t>(i)]));
-  }
+  const int64_t threads = (s.subscribers + ws_bench_subscribers_per_thread - 1) / ws_bench_subscribers_per_thread;
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  for (int64_t t = 0; t < threads; ++t) contexts.push_back(std::make_unique<asio::io_context>(1));
   // Subscriptions first (each answers "subscribed"), so every record is live-tailed.
-  while (ready < s.subscribers) std::this_thread::yield();
+  std::vector<std::shared_ptr<ws_subscriber>> subscribers;
+  for (int64_t i = 0; i < s.subscribers; ++i) {
+    const auto k = static_cast<size_t>(i);
+    auto sub = std::make_shared<ws_subscriber>(*contexts[k % contexts.size()], s, epoch, producers_done, slots[k],
+                                               delivered[k], out_of_order[k]);
+    if (sub->subscribe(endpoint, start_offset)) subscribers.push_back(std::move(sub));
+  }
+  for (auto& sub : subscribers) sub->start_reading();
+  subscribers.clear();   // each is kept alive by its pending read
+  std::vector<std::thread> subscriber_threads;
+  for (auto& ioc : contexts) subscriber_threads.emplace_back([&ioc] { ioc->run(); });
   std::vector<bench_thread_result> produced(static_cast<size_t>(s.producers));
   std::vector<std::thread> producers;
   const auto start = bench_clock::now();
@@ -380,7 +416,7 @@ ws_bench_outcome run_ws_bench(const bench_settings& s, const http_endpoint& endp
   for (auto& slot : slots) {
     if (slot.socket_fd >= 0) ::shutdown(slot.socket_fd, SHUT_RDWR);
   }
-  for (auto& t : subscribers) t.join();
+  for (auto& t : subscriber_threads) t.join();
   outcome.delivered = merge_bench_results(delivered);
   for (uint64_t n : out_of_order) outcome.out_of_order += n;
   return outcome;

@@ -558,3 +558,17 @@ def test_ws_bench_runs_with_every_acks_setting(broker, ringlog_bin):
                                   "--json"] + extra, capture_output=True, text=True, timeout=60)
             result = json.loads(out.stdout)
             assert result["errors"] == 0 and result["records_produced"] == 150, (acks, extra, out.stdout, out.stderr)
+
+
+def test_ws_bench_subscribers_on_shared_threads_each_see_every_record(broker, ringlog_bin):
+    """Subscribers read asynchronously, 50 to a thread: 60 of them use two threads, and every one
+    must see every acknowledged record in offset order."""
+    import subprocess
+    broker.create_topic("ws-bench-many", partitions=1)
+    out = subprocess.run([str(ringlog_bin), "bench", "--transport", "ws", "--bootstrap-server", broker.url,
+                          "--topic", "ws-bench-many", "--partitions", "1", "--producers", "1", "--subscribers", "60",
+                          "--record-bytes", "64", "--rate", "500", "--duration-ms", "300", "--ws-batch", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    result = json.loads(out.stdout)
+    assert result["errors"] == 0 and result["records_produced"] == 150, (out.stdout, out.stderr)
+    assert result["records_consumed"] == 60 * 150 and result["out_of_order"] == 0, out.stdout
