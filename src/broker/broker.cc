@@ -31,10 +31,12 @@ namespace {
 
 constexpr const char* metadata_directory = "__cluster_metadata-0";
 constexpr size_t controller_shard = 0;
-/// Distinct (fetch offset, max bytes) reads shared by the waiters one append wakes; waiters past
-/// that many distinct positions read alone. Live tails sit at one or two positions; 8 keeps the
-/// linear search trivial.
-constexpr size_t fetch_shared_reads_max = 8;
+/// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
+/// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
+constexpr size_t recent_reads_max = 8;
+/// A read larger than this (records' key + value + header bytes) is not kept: bounds a shard's
+/// recent reads to recent_reads_max x 1 MiB.
+constexpr size_t recent_read_bytes_max = 1 << 20;
 
 error from_storage(const storage::error& e) {
   switch (e.code) {
@@ -79,6 +81,7 @@ struct fetch_waiter {
 };
 
 struct partition_runtime {
+  uint64_t uid = 0;   // unique for the broker's life: a re-created partition is another one
   std::string topic;
   int32_t partition = 0;
   std::unique_ptr<storage::partition_log> log;
@@ -97,6 +100,20 @@ void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
   w.done(fetch_response{{}, rt.log->high_watermark(), rt.log->log_start_offset(), rt.log->log_end_offset()});
 }
 
+/// A fetch answer kept for the next fetches of the same records: 100 subscribers of a partition
+/// ask for the same offset with the same limit after every append. Valid while the partition's
+/// high watermark, log start offset and leader epoch are unchanged: records below the high
+/// watermark change only by moving the log start (retention, delete-records) or by a leader change.
+struct recent_read {
+  uint64_t partition_uid = 0;
+  model::offset fetch_offset{0};
+  int32_t max_bytes = 0;
+  model::offset high_watermark{0};
+  model::offset log_start_offset{0};
+  model::leader_epoch epoch{0};
+  fetch_response response;
+};
+
 struct produce_operation {
   std::vector<produce_record_result> results;
   std::atomic<size_t> remaining{0};
@@ -113,6 +130,7 @@ class broker_impl final : public broker, public group_host {
         deps_(std::move(deps)),
         shards_(deps_.runtime.shard_count()),
         deadlines_(deps_.runtime.shard_count()),
+        recent_reads_(deps_.runtime.shard_count()),
         last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()) {}
 
   result<void> start();
@@ -192,9 +210,9 @@ class broker_impl final : public broker, public group_host {
   void publish(partition_runtime& rt);
   void wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
-  /// The records `req` may have now (none is not an error); a read that returned records gets a
-  /// fresh read_id.
-  result<fetch_response> read_for_fetch(const partition_runtime& rt, const fetch_request& req);
+  /// The records `req` may have now (none is not an error): a recent read of the same records on
+  /// this shard (recent_read), or a new read, which gets a fresh read_id when it found records.
+  result<fetch_response> read_for_fetch(size_t shard, const partition_runtime& rt, const fetch_request& req);
   /// Answers `w` with `response`, or parks it in the partition's waiters when it has no records
   /// yet and may still wait.
   void answer_or_park(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w,
@@ -226,6 +244,8 @@ class broker_impl final : public broker, public group_host {
     std::multiset<int64_t> timers_at_ms;   // timers set and not yet fired (usually one)
   };
   std::vector<fetch_deadlines> deadlines_;
+  std::vector<std::deque<recent_read>> recent_reads_;   // per shard, newest first, <= recent_reads_max
+  std::atomic<uint64_t> next_partition_uid_{1};
   std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
   mutable std::shared_mutex mutex_;     // guards topics_ (control plane only)
   std::map<std::string, std::shared_ptr<topic_state>> topics_;
@@ -419,6 +439,7 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
   auto log = storage::partition_log::open(deps_.fs, dir, log_config, deps_.clock);
   if (!log.ok()) return from_storage(log.error());
   auto rt = std::make_shared<partition_runtime>();
+  rt->uid = next_partition_uid_.fetch_add(1, std::memory_order_relaxed);
   rt->topic = topic;
   rt->partition = partition;
   rt->log = std::move(log.value());
@@ -929,44 +950,33 @@ void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_run
   if (rt->waiters.empty()) return;
   auto waiting = std::move(rt->waiters);
   rt->waiters.clear();
-  // Live tails of one partition wait at the same offset with the same limit (100 WebSocket
-  // subscribers of a topic): they share one read and decode instead of doing it once each.
-  struct shared_read {
-    model::offset fetch_offset;
-    int32_t max_bytes;
-    result<fetch_response> response;
-  };
-  std::vector<shared_read> reads;
   for (auto& w : waiting) {
-    if (w->completed) continue;
-    const auto& req = w->request;
-    auto same = std::find_if(reads.begin(), reads.end(), [&](const shared_read& r) {
-      return r.fetch_offset == req.fetch_offset && r.max_bytes == req.max_bytes;
-    });
-    if (same == reads.end() && reads.size() < fetch_shared_reads_max) {
-      reads.push_back({req.fetch_offset, req.max_bytes, read_for_fetch(*rt, req)});
-      same = reads.end() - 1;
-    }
-    if (same == reads.end()) {
-      answer_or_park(shard, rt, w, read_for_fetch(*rt, req));
-    } else {
-      answer_or_park(shard, rt, w, same->response);   // a copy: each waiter owns its answer
-    }
+    if (!w->completed) try_fetch(shard, rt, w);
   }
 }
 
 void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                             const std::shared_ptr<fetch_waiter>& w) {
-  answer_or_park(shard, rt, w, read_for_fetch(*rt, w->request));
+  answer_or_park(shard, rt, w, read_for_fetch(shard, *rt, w->request));
 }
 
-result<fetch_response> broker_impl::read_for_fetch(const partition_runtime& rt, const fetch_request& req) {
+result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition_runtime& rt, const fetch_request& req) {
   const model::offset hw = rt.log->high_watermark();
+  const model::offset log_start = rt.log->log_start_offset();
+  auto& recent = recent_reads_[shard];
+  for (const recent_read& r : recent) {
+    if (r.partition_uid == rt.uid && r.fetch_offset == req.fetch_offset && r.max_bytes == req.max_bytes &&
+        r.high_watermark == hw && r.log_start_offset == log_start && r.epoch == rt.epoch) {
+      fetch_response copy = r.response;   // each fetch owns its answer
+      copy.log_end_offset = rt.log->log_end_offset();
+      return copy;
+    }
+  }
   auto read = rt.log->read(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
   if (!read.ok()) return from_storage(read.error());
   fetch_response response;
   response.high_watermark = hw;
-  response.log_start_offset = rt.log->log_start_offset();
+  response.log_start_offset = log_start;
   response.log_end_offset = rt.log->log_end_offset();
   // max_bytes bounds the records handed out (key + value + header bytes), not only whole
   // batches: a large batch is cut after the record that passes the limit, and the first record
@@ -994,7 +1004,12 @@ result<fetch_response> broker_impl::read_for_fetch(const partition_runtime& rt, 
     }
     pos += header->size_bytes();
   }
-  if (!response.records.empty()) response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
+  if (response.records.empty()) return response;
+  response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
+  if (returned_bytes <= recent_read_bytes_max) {
+    if (recent.size() == recent_reads_max) recent.pop_back();
+    recent.push_front({rt.uid, req.fetch_offset, req.max_bytes, hw, log_start, rt.epoch, response});
+  }
   return response;
 }
 

@@ -203,6 +203,27 @@ TEST_CASE_FIXTURE(fixture, "fetches parked at one position share one read; each 
   REQUIRE(cut->records.size() == 1);   // max_bytes 4: the first record only, its own read
   CHECK(model::to_string(*cut->records[0].value) == "one");
   CHECK(cut->read_id != got[0].read_id);
+
+  // A fetch of the same records later (not parked) reuses the read while nothing moved.
+  auto again = fetch("tail", 0, 1);
+  REQUIRE(again.ok());
+  CHECK(again->read_id == got[0].read_id);
+  CHECK(again->records.size() == 2);
+  // Not once the high watermark moved, nor for a re-created topic of the same name.
+  REQUIRE(produce({"tail", {keyed("k", "three")}, acks_mode::all, 1000}).ok());
+  auto moved = fetch("tail", 0, 1);
+  REQUIRE(moved.ok());
+  CHECK(moved->read_id != got[0].read_id);
+  CHECK(moved->records.size() == 3);
+  REQUIRE(call<result<void>>([&](auto done) { b->delete_topic("tail", std::move(done)); }).ok());
+  REQUIRE(create("tail", 1).ok());
+  REQUIRE(produce({"tail", {keyed("k", "new-zero"), keyed("k", "new-one"), keyed("k", "new-two"), keyed("k", "new-three")},
+                   acks_mode::all, 1000}).ok());
+  auto recreated = fetch("tail", 0, 1);
+  REQUIRE(recreated.ok());
+  REQUIRE(recreated->records.size() == 3);
+  CHECK(model::to_string(*recreated->records[0].value) == "new-one");
+  CHECK(recreated->read_id != moved->read_id);
   stop();
 }
 

@@ -133,8 +133,9 @@ struct fetch_response {
   model::offset log_start_offset{0};
   model::offset log_end_offset{0};
   /// Names the log read the records came from (0 when there are none): responses with the same
-  /// read_id hold the same records, because fetches of one partition woken by one append at the
-  /// same offset and max_bytes share a read. A front end may encode such records once.
+  /// read_id hold the same records, because fetches of a partition at the same offset with the
+  /// same max_bytes share a read while its high watermark and log start offset stay put (100
+  /// subscribers of one partition after each append). A front end may encode such records once.
   uint64_t read_id = 0;
 };
 
