@@ -44,7 +44,7 @@ policy, r = sys.argv[1], json.loads(sys.argv[2])
 d, p = r["end_to_end_ms"] or {}, r["produce_ms"]
 rate = r["rate"] or "max"
 linger = f", linger {r['ws_linger_us']} us" if r.get('ws_linger_us') else ""
-print(f"| {policy} | {r['subscribers']} | {'yes' if r['ws_batch'] else 'no'} | {'yes' if r.get('ws_produce_batch') else 'no'}{linger} | {rate} | {r['records_per_s']:.0f} | {r['records_consumed']} | "
+print(f"| {policy} | {r['subscribers']} | {'yes' if r['ws_batch'] else 'no'} | {'yes' if r.get('ws_produce_batch') else 'no'}{linger} | {rate} | {r['records_per_s']:.0f} | {r['records_consumed']} | {r['delivered_per_s']:.0f} | "
       f"{d.get('p50', float('nan')):.2f} / {d.get('p99', float('nan')):.2f} / {d.get('p99.9', float('nan')):.2f} | "
       f"{p['p99']:.2f} | {r['errors']} errors, {r['out_of_order']} out of order |")
 PY
@@ -54,8 +54,8 @@ echo "# WebSocket benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc), load before start: $(cut -d' ' -f1-3 /proc/loadavg); ${RUN_SECONDS} s per run, 1 KiB values, acks=all"
 echo
-echo "| log.flush.policy | subscribers | batch | produce batch | scheduled records/s | produced records/s | records delivered (all subscribers) | produce-to-deliver ms p50 / p99 / p99.9 | produce ack p99 ms | check |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| log.flush.policy | subscribers | batch | produce batch | scheduled records/s | produced records/s | records delivered (all subscribers) | delivered records/s | produce-to-deliver ms p50 / p99 / p99.9 | produce ack p99 ms | check |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for policy in fsync replication; do
   start "$policy"
   scenario "$policy" 1 50000 "--ws-batch --ws-produce-batch --ws-linger-us 300"
@@ -69,6 +69,18 @@ for policy in fsync replication; do
   scenario "$policy" 1 0 "--ws-batch --ws-produce-batch"
   scenario "$policy" 100 500
   scenario "$policy" 100 500 --ws-batch
+  scenario "$policy" 100 1000 --ws-batch
   scenario "$policy" 100 2000 --ws-batch
+  scenario "$policy" 100 5000 "--ws-batch --ws-produce-batch --ws-linger-us 300"
   stop
 done
+# What 100 subscribers at 50,000 records/s would need: 100 x 50,000 x 1 KiB = 5.1 GB/s of values
+# leaving one process (about 7 GB/s as base64 in JSON). The loopback ceiling of this machine with
+# 100 TCP streams and nothing else running, when iperf3 is installed:
+if command -v iperf3 >/dev/null; then
+  iperf3 -s -1 -p 9591 >/dev/null 2>&1 &
+  sleep 0.5
+  echo
+  echo "loopback ceiling (iperf3, 100 streams, 4 s): $(iperf3 -c 127.0.0.1 -p 9591 -t 4 -P 100 -l 16K 2>/dev/null | sed -n 's/.*SUM.* \([0-9.]* [GM]bits\/sec\).*receiver/\1/p')"
+  wait
+fi

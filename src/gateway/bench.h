@@ -58,6 +58,7 @@ struct bench_settings {
   bool ws_produce_batch = false;   // ws producers put the records due together in one `records` message
   int64_t ws_linger_us = 0;         // ws producers wait this long after a record is due for more (µs)
   uint64_t out_of_order = 0;   // ws: records a subscriber saw out of offset order (must be 0)
+  double deliver_seconds = 0;  // ws: from the first scheduled send until every subscriber had every record
 };
 
 /// The scheduled send time (microseconds since the run's epoch) that a value made by
@@ -76,6 +77,7 @@ struct ws_bench_outcome {
   bench_thread_result produced;
   bench_thread_result delivered;
   double seconds = 0;          // from the first scheduled send to the last producer finishing
+  double deliver_seconds = 0;  // from the first scheduled send to the last record delivered
   uint64_t out_of_order = 0;   // records a subscriber saw at an offset not above the previous one
 };
 

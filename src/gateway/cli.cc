@@ -975,6 +975,8 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
     if (s.transport == "ws") {
       j["subscribers"] = s.subscribers;
       j["out_of_order"] = s.out_of_order;
+      j["deliver_seconds"] = s.deliver_seconds;
+      j["delivered_per_s"] = s.deliver_seconds > 0 ? static_cast<double>(consumed.records) / s.deliver_seconds : 0.0;
       j["ws_batch"] = s.ws_batch;
       j["ws_produce_batch"] = s.ws_produce_batch;
       j["ws_linger_us"] = s.ws_linger_us;
@@ -991,9 +993,10 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
               static_cast<long long>(s.record_bytes), s.acks.c_str());
   std::printf("produce latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n", p50, p99, p999);
   if (s.transport == "ws") {
-    std::printf("delivered %llu records to %lld subscribers over WebSocket (%llu out of order); produce-to-deliver "
-                "latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n",
-                static_cast<unsigned long long>(consumed.records), static_cast<long long>(s.subscribers),
+    std::printf("delivered %llu records to %lld subscribers over WebSocket in %.2f s (%.0f records/s, %llu out of "
+                "order); produce-to-deliver latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n",
+                static_cast<unsigned long long>(consumed.records), static_cast<long long>(s.subscribers), s.deliver_seconds,
+                s.deliver_seconds > 0 ? static_cast<double>(consumed.records) / s.deliver_seconds : 0.0,
                 static_cast<unsigned long long>(s.out_of_order), e50, e99, e999);
   } else if (s.consumers > 0) {
     std::printf("consumed %llu records; end-to-end latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n",
@@ -1014,6 +1017,7 @@ int bench_ws(bench_settings& s, int64_t start_offset, bool as_json) {
   }
   auto outcome = run_ws_bench(s, *endpoint, start_offset);
   s.out_of_order = outcome.out_of_order;
+  s.deliver_seconds = outcome.deliver_seconds;
   print_bench(s, outcome.seconds, outcome.produced, outcome.delivered, as_json);
   return outcome.produced.errors + outcome.delivered.errors + outcome.out_of_order > 0 ? 1 : 0;
 }

@@ -413,6 +413,7 @@ ws_bench_outcome run_ws_bench(const bench_settings& s, const http_endpoint& endp
     if (all_in || bench_clock::now() - last_progress > ws_bench_idle_stop) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  outcome.deliver_seconds = std::chrono::duration<double>(last_progress - start).count();
   for (auto& slot : slots) {
     if (slot.socket_fd >= 0) ::shutdown(slot.socket_fd, SHUT_RDWR);
   }
