@@ -78,6 +78,7 @@ struct fetch_waiter {
   fetch_request request;
   std::function<void(result<fetch_response>)> done;
   bool completed = false;
+  bool deadline_set = false;   // parked once: the wait ends at that deadline, however often it is woken
 };
 
 struct partition_runtime {
@@ -1028,9 +1029,10 @@ void broker_impl::answer_or_park(size_t shard, const std::shared_ptr<partition_r
                              std::to_string(config_.fetch_waiters_per_partition_max)});
   }
   rt->waiters.push_back(w);
-  // The deadline is set once, at the first park: later wake-ups do not extend it.
-  if (w->request.max_wait_ms > 0) {
-    w->request.max_wait_ms = 0;
+  // The deadline is set once, at the first park: a wake-up that finds nothing to return (the high
+  // watermark moved but not past this fetch's offset) parks it again until that same deadline.
+  if (!w->deadline_set) {
+    w->deadline_set = true;
     add_fetch_deadline(shard, deps_.clock.now_ms() + wait_ms, rt, w);
   }
 }
