@@ -154,7 +154,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     ws_.set_option(t);
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { res.set(http::field::server, "ringlog"); }));
-    ws_.read_message_max(limits::ws_message_bytes_max);
+    // read() enforces ws_message_bytes_max with a reason; Beast's limit only backs it up.
+    ws_.read_message_max(2 * limits::ws_message_bytes_max);
     ws_.async_accept(upgrade_, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->teardown();
       self->read();
@@ -206,19 +207,25 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   }
 
   // ---- reading
+  /// Reads the next message a piece at a time, at most one byte past ws_message_bytes_max: a
+  /// larger message is closed with 1009 and a reason by close_with. (With Beast's own
+  /// read_message_max as the limit, Beast closes the connection itself, with an empty reason.)
   void read() {
-    ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+    const size_t room = limits::ws_message_bytes_max + 1 - std::min(in_.size(), limits::ws_message_bytes_max);
+    ws_.async_read_some(in_, room, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
     if (ec) {
-      if (ec == websocket::error::message_too_big) {
-        return close_with(message_too_big, "message larger than " + std::to_string(limits::ws_message_bytes_max) +
-                                               " bytes (ws_message_bytes_max)");
-      }
       if (!is_close_or_disconnect(ec)) spdlog::debug("msg=\"websocket read failed\" error=\"{}\"", ec.message());
       return teardown();
     }
+    if (in_.size() > limits::ws_message_bytes_max) {
+      in_.consume(in_.size());
+      return close_with(message_too_big, "message larger than " + std::to_string(limits::ws_message_bytes_max) +
+                                             " bytes (ws_message_bytes_max)");
+    }
+    if (!ws_.is_message_done()) return read();
     if (!ws_.got_text()) {
       in_.consume(in_.size());
       return close_with(unsupported_data, "binary frames are not supported; send JSON text frames");

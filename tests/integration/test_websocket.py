@@ -572,3 +572,22 @@ def test_ws_bench_subscribers_on_shared_threads_each_see_every_record(broker, ri
     result = json.loads(out.stdout)
     assert result["errors"] == 0 and result["records_produced"] == 150, (out.stdout, out.stderr)
     assert result["records_consumed"] == 60 * 150 and result["out_of_order"] == 0, out.stdout
+
+
+def test_message_over_the_limit_is_closed_with_1009_and_a_reason(broker):
+    """A message over ws_message_bytes_max (2 MiB) is closed with 1009 and a reason naming the
+    limit (Beast used to close it itself with an empty reason); the broker keeps serving."""
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await ws.send('{"type":"ping","id":"' + "x" * (2 * 1024 * 1024) + '"}')
+            try:
+                await recv(ws)
+                raise AssertionError("expected a close")
+            except websockets.ConnectionClosed as closed:
+                assert closed.code == 1009 and "ws_message_bytes_max" in closed.reason, (closed.code, closed.reason)
+        async with websockets.connect(ws_url(broker), max_size=None) as ws:   # just under the limit: served
+            await send(ws, type="ping", id="y" * (2 * 1024 * 1024 - 64))
+            m = await recv(ws)
+            assert m["type"] == "pong" and len(m["id"]) == 2 * 1024 * 1024 - 64
+
+    asyncio.run(go())
