@@ -34,9 +34,12 @@ constexpr size_t controller_shard = 0;
 /// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
 /// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
 constexpr size_t recent_reads_max = 8;
-/// A read larger than this (records' key + value + header bytes) is not kept: bounds a shard's
-/// recent reads to recent_reads_max x 1 MiB.
+/// A read that takes more memory than this is not kept: bounds a shard's recent reads to
+/// recent_reads_max x 1 MiB. Counted as payload (key + value + header bytes) plus
+/// recent_read_record_bytes per record, so many empty records count too.
 constexpr size_t recent_read_bytes_max = 1 << 20;
+/// A decoded record's own size and its allocations' headers, beyond its payload.
+constexpr size_t recent_read_record_bytes = sizeof(model::record) + 64;
 
 error from_storage(const storage::error& e) {
   switch (e.code) {
@@ -965,7 +968,10 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
   const model::offset hw = rt.log->high_watermark();
   const model::offset log_start = rt.log->log_start_offset();
   auto& recent = recent_reads_[shard];
-  for (const recent_read& r : recent) {
+  // A log that failed an fdatasync answers from no kept read: the read below names the failure.
+  const bool usable = rt.log->check_usable().ok();
+  for (size_t i = 0; usable && i < recent.size(); ++i) {
+    const recent_read& r = recent[i];
     if (r.partition_uid == rt.uid && r.fetch_offset == req.fetch_offset && r.max_bytes == req.max_bytes &&
         r.high_watermark == hw && r.log_start_offset == log_start && r.epoch == rt.epoch) {
       fetch_response copy = r.response;   // each fetch owns its answer
@@ -1007,7 +1013,7 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
   }
   if (response.records.empty()) return response;
   response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
-  if (returned_bytes <= recent_read_bytes_max) {
+  if (returned_bytes + response.records.size() * recent_read_record_bytes <= recent_read_bytes_max) {
     if (recent.size() == recent_reads_max) recent.pop_back();
     recent.push_front({rt.uid, req.fetch_offset, req.max_bytes, hw, log_start, rt.epoch, response});
   }

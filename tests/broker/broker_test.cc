@@ -227,6 +227,30 @@ TEST_CASE_FIXTURE(fixture, "fetches parked at one position share one read; each 
   stop();
 }
 
+TEST_CASE_FIXTURE(fixture, "a read of many empty records is not kept: records count, not only their payload") {
+  open();
+  REQUIRE(create("empties", 1).ok());
+  produce_request many{"empties", {}, acks_mode::all, 1000};
+  many.records.resize(10'000);   // null keys and values: 0 payload bytes, ~1.6 MB decoded
+  REQUIRE(produce(std::move(many)).ok());
+  auto first = fetch("empties", 0, 0);
+  auto second = fetch("empties", 0, 0);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  CHECK(first->records.size() == 10'000);
+  CHECK(second->read_id != first->read_id);
+  // A small read is kept.
+  REQUIRE(create("smalls", 1).ok());
+  REQUIRE(produce({"smalls", {keyed("k", "v1"), keyed("k", "v2")}, acks_mode::all, 1000}).ok());
+  auto a = fetch("smalls", 0, 0);
+  auto c = fetch("smalls", 0, 0);
+  REQUIRE(a.ok());
+  REQUIRE(c.ok());
+  CHECK(a->records.size() == 2);
+  CHECK(c->read_id == a->read_id);
+  stop();
+}
+
 TEST_CASE_FIXTURE(fixture, "bad requests get named errors and change nothing") {
   open();
   REQUIRE(create("t", 2).ok());

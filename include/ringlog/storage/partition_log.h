@@ -150,6 +150,9 @@ class partition_log {
   [[nodiscard]] std::vector<segment_info> segments() const;
   [[nodiscard]] const recovery_report& last_recovery() const { return recovery_; }
   [[nodiscard]] const std::string& directory() const { return directory_; }
+  /// Ok while the log serves reads and appends; kafka_storage_error after a failed fdatasync
+  /// (the log directory is not trusted any more) or once closed.
+  [[nodiscard]] result<void> check_usable() const;
 
  private:
   partition_log(io::file_system& fs, std::string directory, log_config config, const base::clock& clock);
@@ -158,7 +161,6 @@ class partition_log {
   result<void> roll_at(model::offset base);
   result<void> delete_segment_front();
   result<void> note_epoch(model::leader_epoch epoch, model::offset start);
-  result<void> check_usable() const;
   void start_async_sync(io::disk_executor& executor);
   segment& active() { return *segments_.rbegin()->second; }
   std::string checkpoint_key() const;
