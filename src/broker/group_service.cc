@@ -365,7 +365,7 @@ void group_service_impl::create_consumer(consumer_instance_config config,
   std::string group_id = config.group_id;
   on_coordinator(group_id, [this, config = std::move(config), done = std::move(done)](size_t shard, shard_state& st) {
     group::join_request join;
-    join.client_name = config.name.value_or("rest-consumer");
+    join.client_name = config.name.value_or(config.client_name);
     join.member_id = config.name;  // REST Proxy v2: the instance id is the name given
     join.group_instance_id = config.group_instance_id;
     join.assignor = config.assignor;

@@ -483,10 +483,9 @@ std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text, s
     } else if (name == "format") {
       std::string_view f;
       if (value.get_string().get(f) != simdjson::SUCCESS || f != "binary") return std::nullopt;
-    } else if (name == "headers") {
-      return std::nullopt;
+    } else {
+      return std::nullopt;   // headers, or a field the general path refuses by name
     }
-    // Other fields are ignored, as the general path ignores them.
   }
   if (m.multi && top_record_fields) return std::nullopt;   // the general path refuses the mix
   if (!m.multi) m.records.push_back(std::move(top));

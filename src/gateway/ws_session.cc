@@ -114,6 +114,38 @@ std::optional<std::optional<model::bytes>> payload_of(const json& v, bool as_jso
   return std::optional<model::bytes>(std::move(*decoded));
 }
 
+/// A field of a client message with the wrong type or value; what() names the field.
+struct bad_field : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// m[name] as an integer (a JSON number without a fraction), or `fallback` when absent.
+int64_t integer_field(const json& m, const char* name, int64_t fallback) {
+  if (!m.contains(name)) return fallback;
+  const json& v = m[name];
+  if (!v.is_number_integer()) throw bad_field(std::string("\"") + name + "\" must be an integer, got " + dump(v));
+  return v.get<int64_t>();
+}
+
+/// m[name] as a boolean, or `fallback` when absent.
+bool bool_field(const json& m, const char* name, bool fallback) {
+  if (!m.contains(name)) return fallback;
+  if (!m[name].is_boolean()) throw bad_field(std::string("\"") + name + "\" must be true or false, got " + dump(m[name]));
+  return m[name].get<bool>();
+}
+
+/// m[name] as one of `allowed` (strings), or `fallback` when absent.
+std::string choice_field(const json& m, const char* name, std::initializer_list<const char*> allowed, const char* fallback) {
+  if (!m.contains(name)) return fallback;
+  const json& v = m[name];
+  std::string list;
+  for (const char* a : allowed) {
+    if (v.is_string() && v.get<std::string>() == a) return a;
+    list += (list.empty() ? "" : " or ") + std::string("\"") + a + "\"";
+  }
+  throw bad_field(std::string("\"") + name + "\" must be " + list + ", got " + dump(v));
+}
+
 /// The reason of a close frame is at most 123 bytes (RFC 6455 section 5.5: control frames carry
 /// 125 bytes, 2 of them the code).
 std::string close_reason_text(std::string reason) {
@@ -255,7 +287,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       if (type == "join") return on_join(m, id);
       if (type == "commit") return on_commit(id);
       if (type == "ping") return send({{"type", "pong"}, {"id", id}});
-    } catch (const json::exception& e) {   // a field of the wrong type
+    } catch (const bad_field& e) {
+      return send_error(id, error_codes::unprocessable, e.what());
+    } catch (const json::exception& e) {   // a field of the wrong type not read by the helpers above
       return send_error(id, error_codes::unprocessable, std::string("bad field: ") + e.what());
     }
     send_error(id, error_codes::unprocessable,
@@ -267,7 +301,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     const uint64_t seq = next_produce_seq_++;
     try {
       produce_checked(m, id, seq);
-    } catch (const json::exception& e) {   // every seq must be answered, or later acks would wait
+    } catch (const bad_field& e) {   // every seq must be answered, or later acks would wait
+      produce_done(seq, error_json(id, error_codes::unprocessable, e.what()));
+    } catch (const json::exception& e) {
       produce_done(seq, error_json(id, error_codes::unprocessable, std::string("bad field: ") + e.what()));
     }
   }
@@ -275,10 +311,17 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   void produce_checked(const json& m, const json& id, uint64_t seq) {
     auto bad = [&](const std::string& why) { produce_done(seq, error_json(id, error_codes::unprocessable, why)); };
     if (!m.contains("topic") || !m["topic"].is_string()) return bad("produce needs a string \"topic\"");
+    // As the REST API refuses them: a misspelt "valeu" must not store a record without a value.
+    for (const auto& [name, unused] : m.items()) {
+      if (!is_produce_field(name)) {
+        return bad("unknown field \"" + name + "\"; a produce message takes type, id, topic, format, acks, " +
+                   "partition, key, value, headers (or records)");
+      }
+    }
     if (m.contains("format") && m["format"] != "binary" && m["format"] != "json") {
       return bad("format must be \"binary\" (base64 keys and values, the default) or \"json\"");
     }
-    const bool as_json = m.value("format", std::string("binary")) == "json";
+    const bool as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
     broker::produce_request req;
     req.topic = m["topic"].get<std::string>();
     const bool multi = m.contains("records");
@@ -328,6 +371,13 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     const size_t count = req.records.size();
     produce_in_flight_ += count;
     submit_produce(std::move(req), {produce_ticket{seq, dump(id), bytes, count, multi}});
+  }
+
+  static bool is_produce_field(std::string_view name) {
+    for (std::string_view known : {"type", "id", "topic", "format", "acks", "partition", "key", "value", "headers", "records"}) {
+      if (name == known) return true;
+    }
+    return false;
   }
 
   /// One record of a produce message (the message itself, or an element of its `records`):
@@ -509,14 +559,14 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   // ---- credit
   void on_credit(const json& m, const json& id) {
-    int64_t records = m.value("records", int64_t{0});
-    if (records < 0 || (m.contains("bytes") && m["bytes"].get<int64_t>() < 0)) {
+    const int64_t records = integer_field(m, "records", 0);
+    const int64_t bytes = integer_field(m, "bytes", 0);
+    if (records < 0 || bytes < 0) {
       return send_error(id, error_codes::unprocessable, "credit records and bytes must be >= 0");
     }
     credit_records_ = add_credit(credit_records_, records, limits::ws_credit_records_max);
     credit_starved_ = false;
     if (m.contains("bytes")) {
-      int64_t bytes = m["bytes"].get<int64_t>();
       credit_bytes_ = add_credit(bytes_counted_ ? credit_bytes_ : 0, bytes, limits::ws_credit_bytes_max);
       bytes_counted_ = true;
     }
@@ -577,34 +627,41 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     s.generation = ++generation_;
     s.id = id;
     s.tp = {m["topic"].get<std::string>(), model::partition_id(*partition)};
-    s.as_json = m.value("format", std::string("binary")) == "json";
-    s.batch = m.value("batch", false);
+    s.as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
+    s.batch = bool_field(m, "batch", false);
     // Even an explicit offset is checked with a look-up: a fetch of a missing topic would only
     // long-poll, while list_offsets names the error.
     broker::list_offsets_request lo{s.tp, broker::offset_spec::latest, 0};
     std::optional<int64_t> explicit_offset;
     if (m.contains("offset")) {
-      explicit_offset = m["offset"].get<int64_t>();
+      explicit_offset = integer_field(m, "offset", 0);
       if (*explicit_offset < 0) return send_error(id, error_codes::unprocessable, "offset must be >= 0");
     } else if (m.contains("timestamp")) {
       lo.spec = broker::offset_spec::timestamp;
-      lo.timestamp = m["timestamp"].get<int64_t>();
+      lo.timestamp = integer_field(m, "timestamp", 0);
     } else {
-      std::string position = m.value("position", std::string("latest"));
-      if (position != "earliest" && position != "latest") {
-        return send_error(id, error_codes::unprocessable, "position must be earliest or latest");
-      }
-      if (position == "earliest") lo.spec = broker::offset_spec::earliest;
+      if (choice_field(m, "position", {"earliest", "latest"}, "latest") == "earliest") lo.spec = broker::offset_spec::earliest;
     }
     sub_ = s;
     const uint64_t gen = s.generation;
-    ctx_.broker->list_offsets(lo, [self = shared_from_this(), gen, explicit_offset](broker::result<broker::list_offsets_response> r) {
-      self->on_executor([self, gen, explicit_offset, r = std::move(r)] {
+    ctx_.broker->list_offsets(lo, [self = shared_from_this(), gen, explicit_offset, tp = s.tp](broker::result<broker::list_offsets_response> r) {
+      self->on_executor([self, gen, explicit_offset, tp, r = std::move(r)] {
         if (!self->sub_ || self->sub_->generation != gen || self->closing_) return;
         if (!r.ok()) {
           json id = self->sub_->id;
           self->sub_.reset();
-          return self->send_error(id, to_api_error(r.error(), error_scope::partition).error_code, r.error().message);
+          const bool topic_exists = self->ctx_.broker->topic_exists(tp.topic);   // else 40402, not 40401
+          return self->send_error(id, to_api_error(r.error(), error_scope::partition, topic_exists).error_code,
+                                  r.error().message);
+        }
+        // As the REST API and Kafka's fetch: an offset past the end is out of range, not a wait.
+        if (explicit_offset && r->found_offset && *explicit_offset > r->found_offset->value()) {
+          json id = self->sub_->id;
+          self->sub_.reset();
+          return self->send_error(id, error_codes::invalid_offset_or_partition,
+                                  "offset " + std::to_string(*explicit_offset) + " is past the end of topic \"" + tp.topic +
+                                      "\" partition " + std::to_string(tp.partition.value()) + " (high watermark " +
+                                      std::to_string(r->found_offset->value()) + ")");
         }
         if (explicit_offset || r->found_offset) {
           self->sub_->next_offset = explicit_offset ? *explicit_offset : r->found_offset->value();
@@ -654,8 +711,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     sub_->fetching = false;
     if (!r.ok()) {
       json id = sub_->id;
+      const bool topic_exists = ctx_.broker->topic_exists(sub_->tp.topic);
       sub_.reset();
-      return send_error(id, to_api_error(r.error(), error_scope::partition).error_code, r.error().message);
+      return send_error(id, to_api_error(r.error(), error_scope::partition, topic_exists).error_code, r.error().message);
     }
     uint64_t bytes = 0, count = 0;
     std::string batch;
@@ -693,14 +751,15 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     broker::consumer_instance_config cfg;
     cfg.group_id = m["group"].get<std::string>();
-    cfg.name = "ws";
+    cfg.client_name = "ws";   // each connection its own member: "ws-" and a UUID
     cfg.session_timeout_ms = limits::ws_group_session_timeout_ms;
-    cfg.auto_offset_reset = m.value("position", std::string("latest")) == "earliest" ? group::offset_reset::earliest
-                                                                                      : group::offset_reset::latest;
+    cfg.auto_offset_reset = choice_field(m, "position", {"earliest", "latest"}, "latest") == "earliest"
+                                ? group::offset_reset::earliest
+                                : group::offset_reset::latest;
     membership mb;
     mb.group = cfg.group_id;
-    mb.as_json = m.value("format", std::string("binary")) == "json";
-    mb.batch = m.value("batch", false);   // may throw (a wrong type): before leaving the old group
+    mb.as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";   // these may throw:
+    mb.batch = bool_field(m, "batch", false);                                         // before leaving the old group
     leave_group();
     mb.generation = ++generation_;
     member_ = mb;

@@ -591,3 +591,66 @@ def test_message_over_the_limit_is_closed_with_1009_and_a_reason(broker):
             assert m["type"] == "pong" and len(m["id"]) == 2 * 1024 * 1024 - 64
 
     asyncio.run(go())
+
+
+def test_two_connections_join_one_group_as_two_members(broker, topic_name):
+    """Each connection is its own member ("ws-" and a UUID); a second join of the same group was
+    refused because every connection was named "ws"."""
+    broker.create_topic(topic_name, partitions=2)
+    group = "ws-two-" + topic_name
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as a, websockets.connect(ws_url(broker)) as b:
+            await send(a, type="join", id="a", group=group, topics=[topic_name])
+            ja = await recv_type(a, "joined")
+            await send(b, type="join", id="b", group=group, topics=[topic_name])
+            jb = await recv_type(b, "joined")
+            assert ja["member_id"].startswith("ws-") and jb["member_id"].startswith("ws-"), (ja, jb)
+            assert ja["member_id"] != jb["member_id"]
+
+    run(go())
+
+
+def test_fields_of_the_wrong_type_or_value_are_refused_by_name(broker, topic_name):
+    broker.create_topic(topic_name, partitions=1)
+    produce_http(broker, topic_name, ["a", "b"])
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            # A misspelt field of a single-record produce stored a record without a value.
+            await send(ws, type="produce", id=1, topic=topic_name, valeu=b64("x"))
+            m = await recv(ws)
+            assert m["type"] == "error" and m["error_code"] == 42205 and '"valeu"' in m["message"], m
+            await send(ws, type="produce", id=2, topic=topic_name, records=[{"value": b64("x")}], extra=1)
+            m = await recv(ws)
+            assert m["type"] == "error" and '"extra"' in m["message"], m
+            cases = [
+                ({"type": "join", "id": 3, "group": "g-" + topic_name, "topics": [topic_name], "position": "beginning"}, '"position"'),
+                ({"type": "join", "id": 4, "group": "g-" + topic_name, "topics": [topic_name], "format": "xml"}, '"format"'),
+                ({"type": "subscribe", "id": 5, "topic": topic_name, "format": "xml"}, '"format"'),
+                ({"type": "subscribe", "id": 6, "topic": topic_name, "offset": "0"}, '"offset"'),
+                ({"type": "subscribe", "id": 7, "topic": topic_name, "batch": "yes"}, '"batch"'),
+                ({"type": "credit", "id": 8, "records": "10"}, '"records"'),
+                ({"type": "credit", "id": 9, "records": 1.5}, '"records"'),
+            ]
+            for message, named in cases:
+                await ws.send(json.dumps(message))
+                m = await recv(ws)
+                assert m["type"] == "error" and m["error_code"] == 42205 and named in m["message"], (message, m)
+                assert "json.exception" not in m["message"], m
+            # A partition the topic does not have is 40402, an offset past the end 42202.
+            await send(ws, type="subscribe", id=10, topic=topic_name, partition=5, offset=0)
+            m = await recv(ws)
+            assert m["type"] == "error" and m["id"] == 10 and m["error_code"] == 40402, m
+            await send(ws, type="subscribe", id=11, topic=topic_name, offset=99999)
+            m = await recv(ws)
+            assert m["type"] == "error" and m["id"] == 11 and m["error_code"] == 42202 and "99999" in m["message"], m
+            # The log end itself is a live tail, not an error.
+            await send(ws, type="subscribe", id=12, topic=topic_name, offset=2)
+            m = await recv(ws)
+            assert m["type"] == "subscribed" and m["offset"] == 2, m
+            await nothing_pending(ws)
+
+    run(go())
+    r = requests.get(f"{broker.url}/topics/{topic_name}/partitions/0/records?offset=0", headers={"Accept": BINARY})
+    assert [unb64(x["value"]) for x in r.json()] == ["a", "b"], "nothing was stored by the refused produces"

@@ -48,7 +48,8 @@ enum class consumer_format : uint8_t { binary, json };
 /// POST /consumers/{group}.
 struct consumer_instance_config {
   std::string group_id;
-  std::optional<std::string> name;                 // prefix of the generated instance id
+  std::optional<std::string> name;                 // the instance id (REST Proxy v2 "name"); generated when absent
+  std::string client_name = "rest-consumer";        // a generated instance id is this, '-' and a UUID
   consumer_format format = consumer_format::binary;
   group::offset_reset auto_offset_reset = group::offset_reset::latest;
   bool auto_commit_enable = false;                  // true: commit before answering (at-most-once)
