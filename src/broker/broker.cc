@@ -94,6 +94,9 @@ struct partition_runtime {
   model::leader_epoch epoch{0};
   bool deleted = false;
   int64_t last_checkpointed_high_watermark = -1;
+  /// More than one fetch was parked at the last wake-up: reads are kept for the others
+  /// (recent_read). A lone reader never pays for keeping a copy nobody asks for.
+  bool many_readers = false;
 };
 
 /// Ends a parked fetch with no records and the partition's current offsets (its wait is over, or
@@ -954,6 +957,7 @@ void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_run
   if (rt->waiters.empty()) return;
   auto waiting = std::move(rt->waiters);
   rt->waiters.clear();
+  rt->many_readers = waiting.size() > 1;
   for (auto& w : waiting) {
     if (!w->completed) try_fetch(shard, rt, w);
   }
@@ -1013,7 +1017,7 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
   }
   if (response.records.empty()) return response;
   response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
-  if (returned_bytes + response.records.size() * recent_read_record_bytes <= recent_read_bytes_max) {
+  if (rt.many_readers && returned_bytes + response.records.size() * recent_read_record_bytes <= recent_read_bytes_max) {
     if (recent.size() == recent_reads_max) recent.pop_back();
     recent.push_front({rt.uid, req.fetch_offset, req.max_bytes, hw, log_start, rt.epoch, response});
   }
