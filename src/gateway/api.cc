@@ -1253,7 +1253,7 @@ void v2_create_consumer(const call_ptr& c) {
     if (*reset == "earliest" || *reset == "smallest") cfg.auto_offset_reset = group::offset_reset::earliest;
     else if (*reset == "latest" || *reset == "largest") cfg.auto_offset_reset = group::offset_reset::latest;
     else if (*reset == "none") cfg.auto_offset_reset = group::offset_reset::none;
-    else return bad("auto.offset.reset must be earliest, latest or none, got \"" + *reset + "\"");
+    else return bad("auto.offset.reset must be earliest, latest or none (smallest and largest are read as earliest and latest), got \"" + *reset + "\"");
   }
   if (auto commit = setting_text(*body, "auto.commit.enable")) {
     if (*commit == "true") cfg.auto_commit_enable = true;
