@@ -124,6 +124,9 @@ int64_t integer_field(const json& m, const char* name, int64_t fallback) {
   if (!m.contains(name)) return fallback;
   const json& v = m[name];
   if (!v.is_number_integer()) throw bad_field(std::string("\"") + name + "\" must be an integer, got " + dump(v));
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    throw bad_field(std::string("\"") + name + "\" must be at most 9223372036854775807 (2^63-1), got " + dump(v));
+  }
   return v.get<int64_t>();
 }
 
@@ -186,8 +189,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     ws_.set_option(t);
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { res.set(http::field::server, "ringlog"); }));
-    // read() enforces ws_message_bytes_max with a reason; Beast's limit only backs it up.
-    ws_.read_message_max(2 * limits::ws_message_bytes_max);
+    // read() enforces ws_message_bytes_max and closes with a reason; Beast's own limit is off (0),
+    // since it checks a frame's declared length before reading it and closes with no reason.
+    ws_.read_message_max(0);
     ws_.async_accept(upgrade_, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->teardown();
       self->read();
@@ -280,6 +284,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     const std::string type = m["type"].get<std::string>();
     json id = m.value("id", json(nullptr));
     try {
+      if (type != "produce") check_fields(type, m);   // produce answers in order: it checks its own
       if (type == "produce") return on_produce(m, id);
       if (type == "subscribe") return on_subscribe(m, id);
       if (type == "credit") return on_credit(m, id);
@@ -294,6 +299,27 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     send_error(id, error_codes::unprocessable,
                "unknown message type \"" + type + "\"; one of produce, subscribe, credit, unsubscribe, join, commit, ping");
+  }
+
+  /// Refuses a field the message type does not take (a misspelt "ofset" would otherwise
+  /// subscribe at the latest offset and skip data without a word).
+  static void check_fields(const std::string& type, const json& m) {
+    static const std::map<std::string, std::vector<std::string>, std::less<>> known = {
+        {"subscribe", {"type", "id", "topic", "partition", "offset", "timestamp", "position", "format", "batch"}},
+        {"credit", {"type", "id", "records", "bytes"}},
+        {"join", {"type", "id", "group", "topics", "position", "format", "batch"}},
+        {"unsubscribe", {"type", "id"}},
+        {"commit", {"type", "id"}},
+        {"ping", {"type", "id"}},
+    };
+    auto fields = known.find(type);
+    if (fields == known.end()) return;   // an unknown type is answered by the caller
+    for (const auto& [name, unused] : m.items()) {
+      if (std::find(fields->second.begin(), fields->second.end(), name) != fields->second.end()) continue;
+      std::string list;
+      for (const auto& f : fields->second) list += (list.empty() ? "" : ", ") + f;
+      throw bad_field("unknown field \"" + name + "\"; " + type + " takes " + list);
+    }
   }
 
   // ---- produce: answered in request order whatever order the broker finishes in
@@ -399,6 +425,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       if (!m["headers"].is_array()) return std::string("headers must be an array of {\"key\", \"value\"}");
       for (const auto& h : m["headers"]) {
         if (!h.is_object() || !h.contains("key") || !h["key"].is_string()) return std::string("a header needs a string key");
+        for (const auto& [name, unused] : h.items()) {
+          if (name != "key" && name != "value") return "a header has an unknown field \"" + name + "\"; it takes key and value";
+        }
         auto v = payload_of(h.value("value", json(nullptr)), false);
         if (!v) return std::string("a header value must be base64 text or null");
         rec.headers.push_back({h["key"].get<std::string>(), std::move(*v)});

@@ -585,6 +585,13 @@ def test_message_over_the_limit_is_closed_with_1009_and_a_reason(broker):
                 raise AssertionError("expected a close")
             except websockets.ConnectionClosed as closed:
                 assert closed.code == 1009 and "ws_message_bytes_max" in closed.reason, (closed.code, closed.reason)
+        async with websockets.connect(ws_url(broker)) as ws:   # one frame declaring 5 MiB: the same answer
+            await ws.send('{"type":"ping","id":"' + "x" * (5 * 1024 * 1024) + '"}')
+            try:
+                await recv(ws)
+                raise AssertionError("expected a close")
+            except websockets.ConnectionClosed as closed:
+                assert closed.code == 1009 and "ws_message_bytes_max" in closed.reason, (closed.code, closed.reason)
         async with websockets.connect(ws_url(broker), max_size=None) as ws:   # just under the limit: served
             await send(ws, type="ping", id="y" * (2 * 1024 * 1024 - 64))
             m = await recv(ws)
@@ -632,6 +639,12 @@ def test_fields_of_the_wrong_type_or_value_are_refused_by_name(broker, topic_nam
                 ({"type": "subscribe", "id": 7, "topic": topic_name, "batch": "yes"}, '"batch"'),
                 ({"type": "credit", "id": 8, "records": "10"}, '"records"'),
                 ({"type": "credit", "id": 9, "records": 1.5}, '"records"'),
+                ({"type": "credit", "id": 13, "records": 2 ** 63}, '"records"'),
+                ({"type": "subscribe", "id": 14, "topic": topic_name, "timestamp": 2 ** 64 - 1}, '"timestamp"'),
+                ({"type": "subscribe", "id": 15, "topic": topic_name, "ofset": 0}, '"ofset"'),
+                ({"type": "join", "id": 16, "group": "g-" + topic_name, "topics": [topic_name], "postion": "earliest"}, '"postion"'),
+                ({"type": "produce", "id": 17, "topic": topic_name, "value": b64("x"),
+                  "headers": [{"key": "h", "valeu": b64("y")}]}, '"valeu"'),
             ]
             for message, named in cases:
                 await ws.send(json.dumps(message))
