@@ -65,7 +65,8 @@ inline constexpr size_t ws_produce_coalesce_bytes_max = 256 * 1024;
 inline constexpr int64_t ws_credit_records_max = int64_t{1} << 40;
 inline constexpr int64_t ws_credit_bytes_max = int64_t{1} << 50;
 
-/// Idle time before the server pings, and after which an unanswered ping closes the socket, ms.
+/// A connection from which nothing came for this long (no message, no pong to the server's ping,
+/// sent after about half of it) is closed with 1001 and a reason, ms.
 inline constexpr int64_t ws_idle_timeout_ms = 30'000;
 
 /// How often a group member that has no credit (so does not poll) checks its assignment and

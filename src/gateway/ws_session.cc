@@ -184,9 +184,12 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   void start() {
     websocket::stream_base::timeout t{};
     t.handshake_timeout = std::chrono::seconds(30);
-    t.idle_timeout = std::chrono::milliseconds(limits::ws_idle_timeout_ms);
-    t.keep_alive_pings = true;   // ping at half the idle timeout; no pong by the end: close
+    // Beast pings a connection idle for half of this; the tick closes one that sent nothing for
+    // ws_idle_timeout_ms with a reason, before Beast's own limit would drop it without a close frame.
+    t.idle_timeout = std::chrono::milliseconds(limits::ws_idle_timeout_ms + 2 * limits::ws_group_tick_ms);
+    t.keep_alive_pings = true;
     ws_.set_option(t);
+    ws_.control_callback([this](websocket::frame_type, beast::string_view) { last_heard_ = std::chrono::steady_clock::now(); });
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { res.set(http::field::server, "ringlog"); }));
     // read() enforces ws_message_bytes_max and closes with a reason; Beast's own limit is off (0),
@@ -252,6 +255,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   }
 
   void on_read(beast::error_code ec) {
+    last_heard_ = std::chrono::steady_clock::now();
     if (ec) {
       if (!is_close_or_disconnect(ec)) spdlog::debug("msg=\"websocket read failed\" error=\"{}\"", ec.message());
       return teardown();
@@ -918,6 +922,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       auto self = weak.lock();
       if (ec || !self || self->closing_) return;
       if (self->ctx_.shared->stopping.load()) return self->close_with(going_away, "server is stopping");
+      if (std::chrono::steady_clock::now() - self->last_heard_ >= std::chrono::milliseconds(limits::ws_idle_timeout_ms)) {
+        return self->close_with(going_away, "nothing received for " + std::to_string(limits::ws_idle_timeout_ms / 1000) +
+                                                " s, not even a pong (ws_idle_timeout_ms)");
+      }
       self->check_assignment();
       self->pump();
       self->arm_tick();
@@ -1029,6 +1037,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   bool corked_ = false;
   bool closing_ = false;
   bool close_pending_ = false;
+  std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();   // a message, a piece of one, a ping or pong
   websocket::close_reason close_reason_;
   // produce ordering
   pending_batch pending_produce_;   // read, not yet sent to the broker (produce_fast)

@@ -661,3 +661,57 @@ def test_fields_of_the_wrong_type_or_value_are_refused_by_name(broker, topic_nam
     run(go())
     r = requests.get(f"{broker.url}/topics/{topic_name}/partitions/0/records?offset=0", headers={"Accept": BINARY})
     assert [unb64(x["value"]) for x in r.json()] == ["a", "b"], "nothing was stored by the refused produces"
+
+
+async def raw_ws_connect(port):
+    """A bare WebSocket handshake over asyncio streams, for a client that never answers pings."""
+    import base64 as b64mod
+    import os
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    key = b64mod.b64encode(os.urandom(16)).decode()
+    writer.write((f"GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), DEADLINE_S)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return reader, writer
+
+
+async def raw_frames(reader, deadline_s):
+    """Yields (opcode, payload) of the server's frames (unmasked, as a server sends them)."""
+    while True:
+        b0, b1 = await asyncio.wait_for(reader.readexactly(2), deadline_s)
+        n = b1 & 0x7F
+        if n == 126:
+            n = int.from_bytes(await reader.readexactly(2), "big")
+        elif n == 127:
+            n = int.from_bytes(await reader.readexactly(8), "big")
+        yield b0 & 0x0F, await reader.readexactly(n)
+
+
+def test_a_client_that_never_answers_pings_is_closed_with_a_reason_and_one_that_does_stays(broker):
+    """ws_idle_timeout_ms (30 s): the server pings an idle connection; one that sends nothing at
+    all, not even a pong, is closed with 1001 and a reason (it used to be dropped without a close
+    frame: 1006 on the client). A client that answers pings stays open however long it is idle."""
+    async def silent():
+        reader, writer = await raw_ws_connect(broker.port)
+        pings = 0
+        async for opcode, payload in raw_frames(reader, 45):
+            if opcode == 0x9:
+                pings += 1   # and no pong
+            elif opcode == 0x8:
+                code = int.from_bytes(payload[:2], "big")
+                writer.close()
+                return pings, code, payload[2:].decode()
+
+    async def answering():
+        async with websockets.connect(ws_url(broker), ping_interval=None) as ws:   # answers pings itself
+            await asyncio.sleep(36)   # idle past the limit: the server's ping is answered
+            await send(ws, type="ping", id="still-here")
+            return await recv(ws)
+
+    async def go():
+        return await asyncio.gather(silent(), answering())
+
+    (pings, code, reason), pong = asyncio.run(go())
+    assert pings >= 1 and code == 1001 and "ws_idle_timeout_ms" in reason, (pings, code, reason)
+    assert pong == {"type": "pong", "id": "still-here"}, pong
