@@ -32,7 +32,7 @@ const std::vector<std::string> records_offers = {v2_binary_type, v2_json_type, v
 constexpr const char* ndjson_type = "application/x-ndjson";
 constexpr const char* sse_type = "text/event-stream";
 const std::vector<std::string> stream_offers = {ndjson_type, sse_type};
-const std::vector<std::string> metrics_offers = {"text/plain", "application/openmetrics-text"};
+const std::vector<std::string> metrics_offers = {"text/plain"};   // Prometheus text format 0.0.4
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -409,7 +409,8 @@ void v3_get_cluster(const call_ptr& c) {
 
 void v3_list_topics(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
-  describe_all(c, false, [](api::call& call, std::vector<broker::topic_description> topics) {
+  // As Confluent's v3 list: internal topics too, marked is_internal (v2's list leaves them out).
+  describe_all(c, true, [](api::call& call, std::vector<broker::topic_description> topics) {
     const std::string& cluster = call.params["cluster_id"];
     json data = json::array();
     for (const auto& t : topics) data.push_back(topic_json(call.base_url, cluster, t));

@@ -645,6 +645,15 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     pump_group();
   }
 
+  /// Ends the subscription being set up with `e` as its error (40402 when the topic exists but
+  /// not the partition).
+  void refuse_subscription(const broker::error& e) {
+    json id = sub_->id;
+    const bool topic_exists = ctx_.broker->topic_exists(sub_->tp.topic);
+    sub_.reset();
+    send_error(id, to_api_error(e, error_scope::partition, topic_exists).error_code, e.message);
+  }
+
   // ---- subscribe to one partition
   void on_subscribe(const json& m, const json& id) {
     if (!m.contains("topic") || !m["topic"].is_string()) return send_error(id, error_codes::unprocessable, "subscribe needs a string \"topic\"");
@@ -662,8 +671,6 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     s.tp = {m["topic"].get<std::string>(), model::partition_id(*partition)};
     s.as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
     s.batch = bool_field(m, "batch", false);
-    // Even an explicit offset is checked with a look-up: a fetch of a missing topic would only
-    // long-poll, while list_offsets names the error.
     broker::list_offsets_request lo{s.tp, broker::offset_spec::latest, 0};
     std::optional<int64_t> explicit_offset;
     if (m.contains("offset")) {
@@ -677,27 +684,26 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     sub_ = s;
     const uint64_t gen = s.generation;
-    ctx_.broker->list_offsets(lo, [self = shared_from_this(), gen, explicit_offset, tp = s.tp](broker::result<broker::list_offsets_response> r) {
-      self->on_executor([self, gen, explicit_offset, tp, r = std::move(r)] {
+    if (explicit_offset) {
+      // Checked as the REST read checks it, by a fetch that waits for nothing: below the log start
+      // or past its end is 42202 naming both bounds, a missing topic or partition 40401 / 40402.
+      broker::fetch_request probe{s.tp, model::offset(*explicit_offset), 1, 0, 1};
+      ctx_.broker->fetch(std::move(probe), [self = shared_from_this(), gen, offset = *explicit_offset](broker::result<broker::fetch_response> r) {
+        self->on_executor([self, gen, offset, r = std::move(r)] {
+          if (!self->sub_ || self->sub_->generation != gen || self->closing_) return;
+          if (!r.ok()) return self->refuse_subscription(r.error());
+          self->sub_->next_offset = offset;
+          self->subscribed();
+        });
+      });
+      return;
+    }
+    ctx_.broker->list_offsets(lo, [self = shared_from_this(), gen](broker::result<broker::list_offsets_response> r) {
+      self->on_executor([self, gen, r = std::move(r)] {
         if (!self->sub_ || self->sub_->generation != gen || self->closing_) return;
-        if (!r.ok()) {
-          json id = self->sub_->id;
-          self->sub_.reset();
-          const bool topic_exists = self->ctx_.broker->topic_exists(tp.topic);   // else 40402, not 40401
-          return self->send_error(id, to_api_error(r.error(), error_scope::partition, topic_exists).error_code,
-                                  r.error().message);
-        }
-        // As the REST API and Kafka's fetch: an offset past the end is out of range, not a wait.
-        if (explicit_offset && r->found_offset && *explicit_offset > r->found_offset->value()) {
-          json id = self->sub_->id;
-          self->sub_.reset();
-          return self->send_error(id, error_codes::invalid_offset_or_partition,
-                                  "offset " + std::to_string(*explicit_offset) + " is past the end of topic \"" + tp.topic +
-                                      "\" partition " + std::to_string(tp.partition.value()) + " (high watermark " +
-                                      std::to_string(r->found_offset->value()) + ")");
-        }
-        if (explicit_offset || r->found_offset) {
-          self->sub_->next_offset = explicit_offset ? *explicit_offset : r->found_offset->value();
+        if (!r.ok()) return self->refuse_subscription(r.error());
+        if (r->found_offset) {
+          self->sub_->next_offset = r->found_offset->value();
           self->subscribed();
           return;
         }
@@ -742,12 +748,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (closing_) return;
     if (!sub_ || sub_->generation != gen) return pump();   // unsubscribed or replaced meanwhile
     sub_->fetching = false;
-    if (!r.ok()) {
-      json id = sub_->id;
-      const bool topic_exists = ctx_.broker->topic_exists(sub_->tp.topic);
-      sub_.reset();
-      return send_error(id, to_api_error(r.error(), error_scope::partition, topic_exists).error_code, r.error().message);
-    }
+    if (!r.ok()) return refuse_subscription(r.error());
     uint64_t bytes = 0, count = 0;
     std::string batch;
     for (size_t i = 0; i < r->records.size(); ++i) {

@@ -461,6 +461,8 @@ def test_consumer_offsets_is_internal(broker):
     r = requests.get(broker.v3("/topics/__consumer_offsets"))
     assert r.status_code == 200 and r.json()["is_internal"] is True
     assert r.json()["partitions_count"] == 8
+    listed = {t["topic_name"]: t["is_internal"] for t in requests.get(broker.v3("/topics")).json()["data"]}
+    assert listed.get("__consumer_offsets") is True, "v3 lists internal topics, as Confluent's does"
 
 
 def test_deleted_topic_takes_its_committed_offsets(broker, topic_name):

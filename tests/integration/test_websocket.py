@@ -715,3 +715,31 @@ def test_a_client_that_never_answers_pings_is_closed_with_a_reason_and_one_that_
     (pings, code, reason), pong = asyncio.run(go())
     assert pings >= 1 and code == 1001 and "ws_idle_timeout_ms" in reason, (pings, code, reason)
     assert pong == {"type": "pong", "id": "still-here"}, pong
+
+
+def test_subscribe_below_the_log_start_is_refused_up_front(fresh_broker):
+    """Retention moved the log start: subscribing below it is 42202 naming both bounds (it was
+    answered `subscribed`, then an error), as the REST read refuses it."""
+    from conftest import wait_until
+    b = fresh_broker(["log.retention.check.interval.ms=1000"])
+    r = requests.post(b.v3("/topics"), json={"topic_name": "ws-retained", "partitions_count": 1, "configs": [
+        {"name": "segment.bytes", "value": "1024"}, {"name": "retention.bytes", "value": "1024"}]})
+    assert r.status_code == 201, r.text
+    for i in range(20):
+        produce_http(b, "ws-retained", ["v" * 200])
+
+    def log_start():
+        return requests.get(f"{b.url}/topics/ws-retained/partitions/0/offsets").json()["beginning_offset"]
+    wait_until(lambda: log_start() > 0, 10, "retention to move the log start")
+
+    async def go():
+        async with websockets.connect(f"ws://127.0.0.1:{b.port}/v1/ws") as ws:
+            await send(ws, type="subscribe", id="below", topic="ws-retained", offset=0)
+            m = await recv(ws)
+            assert m["type"] == "error" and m["id"] == "below" and m["error_code"] == 42202, m
+            assert "log_start_offset" in m["message"], m
+            await send(ws, type="subscribe", id="at", topic="ws-retained", offset=log_start())
+            m = await recv(ws)
+            assert m["type"] == "subscribed" and m["offset"] == log_start(), m
+
+    run(go())
