@@ -1173,6 +1173,8 @@ void fetch_records(const call_ptr& c) {
 /// The request body as JSON; null for an empty body. Answers 400/422 and returns nullopt when bad.
 std::optional<json> consumer_body(const call_ptr& c) {
   if (c->request.body.find_first_not_of(" \t\r\n") == std::string::npos) return json(nullptr);
+  // As the REST Proxy: a body must say it is JSON (415 otherwise); an empty one needs no type.
+  if (!c->content_type_in(v2_offers)) return std::nullopt;
   try {
     json j = json::parse(c->request.body);
     if (!j.is_object()) {

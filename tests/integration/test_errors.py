@@ -44,6 +44,19 @@ def test_415_on_unreadable_content_type(broker, topic_name):
     r = requests.post(broker.v3("/topics"), data='{"topic_name":"x"}', headers={"Content-Type": "text/plain"})
     assert r.status_code == 415
     assert end_offset(broker, topic_name) == 0
+    # v2 consumer routes too (they answered 200/204 to any type): no instance is created.
+    group = "g415-" + topic_name
+    r = requests.post(f"{broker.url}/consumers/{group}", data='{"name":"w"}', headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415 and r.json()["error_code"] == 41501, r.text
+    r = requests.post(f"{broker.url}/consumers/{group}", data='{"name":"w"}',
+                      headers={"Content-Type": "application/vnd.kafka.v2+json"})
+    assert r.status_code == 200, r.text
+    base = f"{broker.url}/consumers/{group}/instances/w"
+    r = requests.post(base + "/subscription", data='{"topics":["%s"]}' % topic_name, headers={"Content-Type": "text/xml"})
+    assert r.status_code == 415, r.text
+    r = requests.post(base + "/offsets", headers={"Content-Type": "application/vnd.kafka.v2+json"})   # empty: no type needed
+    assert r.status_code == 204, r.text
+    requests.delete(base)
 
 
 @pytest.mark.parametrize("body,field", [
