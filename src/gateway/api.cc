@@ -1,6 +1,7 @@
 #include "api.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -274,6 +275,38 @@ json list_json(const std::string& kind, const std::string& self, json data) {
   return json{{"kind", kind}, {"metadata", {{"self", self}, {"next", nullptr}}}, {"data", std::move(data)}};
 }
 
+json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b) {
+  const std::string id = std::to_string(b.node_id);
+  return json{{"kind", "KafkaBroker"},
+              {"metadata", {{"self", base + "/v3/clusters/" + cluster + "/brokers/" + id},
+                            {"resource_name", "crn:///kafka=" + cluster + "/broker=" + id}}},
+              {"cluster_id", cluster},
+              {"broker_id", b.node_id},
+              {"host", b.host},
+              {"port", b.port},
+              {"rack", nullptr}};
+}
+
+/// The replica of partition `p` on broker `broker_id` (Confluent's KafkaReplica).
+json replica_json(const std::string& base, const std::string& cluster, const std::string& topic,
+                  const broker::partition_description& p, int32_t broker_id) {
+  const std::string partition = std::to_string(p.partition.value());
+  const std::string id = std::to_string(broker_id);
+  const bool in_sync = std::find(p.in_sync_replicas.begin(), p.in_sync_replicas.end(), broker_id) != p.in_sync_replicas.end();
+  return json{{"kind", "KafkaReplica"},
+              {"metadata", {{"self", base + "/v3/clusters/" + cluster + "/topics/" + topic + "/partitions/" + partition +
+                                         "/replicas/" + id},
+                            {"resource_name", "crn:///kafka=" + cluster + "/topic=" + topic + "/partition=" + partition +
+                                                  "/replica=" + id}}},
+              {"cluster_id", cluster},
+              {"topic_name", topic},
+              {"partition_id", p.partition.value()},
+              {"broker_id", broker_id},
+              {"is_leader", broker_id == p.leader},
+              {"is_in_sync", in_sync},
+              {"broker", related(base + "/v3/clusters/" + cluster + "/brokers/" + id)}};
+}
+
 json v2_partition_json(const broker::partition_description& p) {
   json replicas = json::array();
   for (int32_t r : p.replicas) {
@@ -517,6 +550,64 @@ void v3_get_partition(const call_ptr& c) {
     const auto* d = find_partition(t, p);
     if (!d) return fail_partition_not_found(call, t, p);
     call.respond_json(200, partition_json(call.base_url, call.params["cluster_id"], t.name, *d));
+  });
+}
+
+/// The {broker_id} path parameter as a broker id; nullopt (404 answered) when it is none of them.
+std::optional<broker::broker_description> path_broker(api::call& call) {
+  const std::string& text = call.params["broker_id"];
+  int32_t id = -1;
+  auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), id);
+  std::string known;
+  for (const auto& b : call.broker().list_brokers()) {
+    if (err == std::errc() && end == text.data() + text.size() && b.node_id == id) return b;
+    known += (known.empty() ? "" : ", ") + std::to_string(b.node_id);
+  }
+  call.fail(404, ec::not_found, "broker \"" + text + "\" does not exist; this cluster's brokers: " + known);
+  return std::nullopt;
+}
+
+void v3_list_brokers(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  const std::string& cluster = c->params["cluster_id"];
+  json data = json::array();
+  for (const auto& b : c->broker().list_brokers()) data.push_back(broker_json(c->base_url, cluster, b));
+  c->respond_json(200, list_json("KafkaBrokerList", c->base_url + "/v3/clusters/" + cluster + "/brokers", data));
+}
+
+void v3_get_broker(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  if (auto b = path_broker(*c)) c->respond_json(200, broker_json(c->base_url, c->params["cluster_id"], *b));
+}
+
+void v3_list_replicas(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  auto p = c->path_partition("partition_id");
+  if (!p) return;
+  with_topic(c, "topic_name", error_scope::partition, [p = *p](api::call& call, broker::topic_description t) {
+    const auto* d = find_partition(t, p);
+    if (!d) return fail_partition_not_found(call, t, p);
+    const std::string& cluster = call.params["cluster_id"];
+    json data = json::array();
+    for (int32_t r : d->replicas) data.push_back(replica_json(call.base_url, cluster, t.name, *d, r));
+    call.respond_json(200, list_json("KafkaReplicaList", call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name +
+                                                             "/partitions/" + std::to_string(p) + "/replicas", data));
+  });
+}
+
+void v3_get_replica(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  auto p = c->path_partition("partition_id");
+  if (!p) return;
+  with_topic(c, "topic_name", error_scope::partition, [p = *p](api::call& call, broker::topic_description t) {
+    const auto* d = find_partition(t, p);
+    if (!d) return fail_partition_not_found(call, t, p);
+    const std::string& text = call.params["broker_id"];
+    for (int32_t r : d->replicas) {
+      if (std::to_string(r) == text) return call.respond_json(200, replica_json(call.base_url, call.params["cluster_id"], t.name, *d, r));
+    }
+    call.fail(404, ec::not_found, "partition " + std::to_string(p) + " of topic \"" + t.name + "\" has no replica on broker \"" +
+                                      text + "\"");
   });
 }
 
@@ -1849,6 +1940,8 @@ const std::vector<route>& route_table() {
       {"GET", "/metrics", get_metrics},
       {"GET", "/v3/clusters", v3_list_clusters},
       {"GET", "/v3/clusters/{cluster_id}", v3_get_cluster},
+      {"GET", "/v3/clusters/{cluster_id}/brokers", v3_list_brokers},
+      {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}", v3_get_broker},
       {"GET", "/v3/clusters/{cluster_id}/topics", v3_list_topics},
       {"POST", "/v3/clusters/{cluster_id}/topics", v3_create_topic},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_get_topic},
@@ -1859,6 +1952,8 @@ const std::vector<route>& route_table() {
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_get_config},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions", v3_list_partitions},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}", v3_get_partition},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas", v3_list_replicas},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas/{broker_id}", v3_get_replica},
       {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records", v3_produce},
       {"GET", "/topics", v2_list_topics},
       {"GET", "/topics/{topic}", v2_get_topic},

@@ -105,3 +105,28 @@ def test_partitions_v3_and_v2(broker, topic_name):
 def test_brokers(broker):
     r = requests.get(broker.url + "/brokers")
     assert r.status_code == 200 and r.json()["brokers"] == [0]
+
+
+def test_v3_broker_and_replica_links_lead_somewhere(broker, topic_name):
+    """The cluster's brokers/controller links and a partition's replicas/leader links used to
+    answer 404 (no route)."""
+    broker.create_topic(topic_name, partitions=2)
+    cluster = requests.get(broker.v3()).json()
+    for link in (cluster["brokers"]["related"], cluster["controller"]["related"]):
+        r = requests.get(link)
+        assert r.status_code == 200, (link, r.text)
+    brokers = requests.get(cluster["brokers"]["related"]).json()
+    assert brokers["kind"] == "KafkaBrokerList" and [b["broker_id"] for b in brokers["data"]] == [0]
+    assert brokers["data"][0]["port"] == broker.port
+    partition = requests.get(broker.v3(f"/topics/{topic_name}/partitions/1")).json()
+    leader = requests.get(partition["leader"]["related"]).json()
+    assert leader["kind"] == "KafkaReplica" and leader["is_leader"] and leader["is_in_sync"], leader
+    assert leader["partition_id"] == 1 and leader["topic_name"] == topic_name
+    replicas = requests.get(partition["replicas"]["related"]).json()
+    assert [r["broker_id"] for r in replicas["data"]] == [0]
+    r = requests.get(broker.v3("/brokers/7"))
+    assert r.status_code == 404 and "7" in r.json()["message"], r.text
+    r = requests.get(broker.v3(f"/topics/{topic_name}/partitions/1/replicas/7"))
+    assert r.status_code == 404, r.text
+    r = requests.get(broker.v3(f"/topics/{topic_name}/partitions/9/replicas"))
+    assert r.status_code == 404 and r.json()["error_code"] == 40402, r.text
