@@ -1719,27 +1719,43 @@ void v3_get_group(const call_ptr& c) {
   });
 }
 
+/// The base URL of group `d`'s v3 resources.
+std::string group_url(api::call& call, const broker::group_details& d) {
+  return call.base_url + "/v3/clusters/" + call.broker().config().cluster_id + "/consumer-groups/" +
+         percent_encode_segment(d.description.group_id);
+}
+
+json consumer_json(api::call& call, const broker::group_details& d, const group::member_description& m) {
+  json assignments = json::array();
+  for (const auto& tp : m.owned) assignments.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}});
+  return json{{"kind", "KafkaConsumer"},
+              {"metadata", {{"self", group_url(call, d) + "/consumers/" + percent_encode_segment(m.member_id)}}},
+              {"cluster_id", call.broker().config().cluster_id},
+              {"consumer_group_id", d.description.group_id},
+              {"consumer_id", m.member_id},
+              {"instance_id", m.group_instance_id ? json(*m.group_instance_id) : json(nullptr)},
+              {"client_id", m.client_name},
+              {"generation", m.generation.value()},
+              {"assignments", assignments},
+              {"pending_assignment", partitions_json(m.target)}};
+}
+
 void v3_group_consumers(const call_ptr& c) {
   with_group(c, [](api::call& call, broker::group_details d) {
-    const std::string& cluster = call.broker().config().cluster_id;
-    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" +
-                       percent_encode_segment(d.description.group_id);
     json data = json::array();
+    for (const auto& m : d.description.members) data.push_back(consumer_json(call, d, m));
+    call.respond_json(200, list_json("KafkaConsumerList", group_url(call, d) + "/consumers", data));
+  });
+}
+
+void v3_group_consumer(const call_ptr& c) {
+  with_group(c, [](api::call& call, broker::group_details d) {
+    const std::string& id = call.params["consumer_id"];
     for (const auto& m : d.description.members) {
-      json assignments = json::array();
-      for (const auto& tp : m.owned) assignments.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}});
-      data.push_back({{"kind", "KafkaConsumer"},
-                      {"metadata", {{"self", base + "/consumers/" + percent_encode_segment(m.member_id)}}},
-                      {"cluster_id", cluster},
-                      {"consumer_group_id", d.description.group_id},
-                      {"consumer_id", m.member_id},
-                      {"instance_id", m.group_instance_id ? json(*m.group_instance_id) : json(nullptr)},
-                      {"client_id", m.client_name},
-                      {"generation", m.generation.value()},
-                      {"assignments", assignments},
-                      {"pending_assignment", partitions_json(m.target)}});
+      if (m.member_id == id) return call.respond_json(200, consumer_json(call, d, m));
     }
-    call.respond_json(200, list_json("KafkaConsumerList", base + "/consumers", data));
+    call.fail(404, ec::consumer_instance_not_found,
+              "consumer '" + id + "' is not a member of group '" + d.description.group_id + "'");
   });
 }
 
@@ -1763,25 +1779,39 @@ std::string owner_of(const broker::group_details& d, const model::topic_partitio
   return "";
 }
 
+json lag_json(api::call& call, const broker::group_details& d, const group::partition_lag& l) {
+  std::string owner = owner_of(d, l.partition);
+  return json{{"kind", "KafkaConsumerLag"},
+              {"metadata", {{"self", group_url(call, d) + "/lags/" + percent_encode_segment(l.partition.topic) +
+                                         "/partitions/" + std::to_string(l.partition.partition.value())}}},
+              {"cluster_id", call.broker().config().cluster_id},
+              {"consumer_group_id", d.description.group_id},
+              {"topic_name", l.partition.topic},
+              {"partition_id", l.partition.partition.value()},
+              {"current_offset", l.committed ? json(l.committed->value()) : json(nullptr)},
+              {"log_end_offset", l.high_watermark.value()},
+              {"lag", l.lag ? json(*l.lag) : json(nullptr)},
+              {"consumer_id", owner.empty() ? json(nullptr) : json(owner)}};
+}
+
 void v3_group_lags(const call_ptr& c) {
   with_lags(c, [](api::call& call, broker::group_details d, std::vector<group::partition_lag> lags) {
-    const std::string& cluster = call.broker().config().cluster_id;
-    std::string base = call.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" +
-                       percent_encode_segment(d.description.group_id);
     json data = json::array();
+    for (const auto& l : lags) data.push_back(lag_json(call, d, l));
+    call.respond_json(200, list_json("KafkaConsumerLagList", group_url(call, d) + "/lags", data));
+  });
+}
+
+void v3_group_partition_lag(const call_ptr& c) {
+  auto p = c->path_partition("partition_id");
+  if (!p) return;
+  with_lags(c, [p = *p](api::call& call, broker::group_details d, std::vector<group::partition_lag> lags) {
+    const std::string& topic = call.params["topic_name"];
     for (const auto& l : lags) {
-      std::string owner = owner_of(d, l.partition);
-      data.push_back({{"kind", "KafkaConsumerLag"},
-                      {"cluster_id", cluster},
-                      {"consumer_group_id", d.description.group_id},
-                      {"topic_name", l.partition.topic},
-                      {"partition_id", l.partition.partition.value()},
-                      {"current_offset", l.committed ? json(l.committed->value()) : json(nullptr)},
-                      {"log_end_offset", l.high_watermark.value()},
-                      {"lag", l.lag ? json(*l.lag) : json(nullptr)},
-                      {"consumer_id", owner.empty() ? json(nullptr) : json(owner)}});
+      if (l.partition.topic == topic && l.partition.partition.value() == p) return call.respond_json(200, lag_json(call, d, l));
     }
-    call.respond_json(200, list_json("KafkaConsumerLagList", base + "/lags", data));
+    call.fail(404, ec::partition_not_found, "group '" + d.description.group_id + "' has no lag for partition " +
+                                                std::to_string(p) + " of topic '" + topic + "' (nothing committed or owned there)");
   });
 }
 
@@ -1982,7 +2012,9 @@ const std::vector<route>& route_table() {
       {"DELETE", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}", v3_delete_group},
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers", v3_group_consumers},
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-summary", v3_group_lag_summary},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers/{consumer_id}", v3_group_consumer},
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags", v3_group_lags},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags/{topic_name}/partitions/{partition_id}", v3_group_partition_lag},
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-history", v3_group_lag_history},
       {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/offsets:reset", v3_reset_group_offsets},
       {"GET", "/console", console_get},

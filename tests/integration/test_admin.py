@@ -130,3 +130,31 @@ def test_v3_broker_and_replica_links_lead_somewhere(broker, topic_name):
     assert r.status_code == 404, r.text
     r = requests.get(broker.v3(f"/topics/{topic_name}/partitions/9/replicas"))
     assert r.status_code == 404 and r.json()["error_code"] == 40402, r.text
+
+
+def test_v3_consumer_and_partition_lag_self_links_lead_somewhere(broker, topic_name):
+    """Each consumer's and each lag's metadata.self answers with that one item (it was 404)."""
+    broker.create_topic(topic_name, partitions=2)
+    group = "self-links-" + topic_name
+    created = requests.post(f"{broker.url}/consumers/{group}", json={"name": "m1", "auto.offset.reset": "earliest"},
+                            headers={"Content-Type": "application/vnd.kafka.v2+json"})
+    assert created.status_code == 200, created.text
+    base = created.json()["base_uri"]
+    assert requests.post(base + "/subscription", json={"topics": [topic_name]},
+                         headers={"Content-Type": "application/vnd.kafka.v2+json"}).status_code == 204
+    requests.get(base + "/records", params={"timeout": 0}, headers={"Accept": "application/vnd.kafka.binary.v2+json"})
+    requests.post(base + "/offsets", headers={"Content-Type": "application/vnd.kafka.v2+json"})
+    consumers = requests.get(broker.v3(f"/consumer-groups/{group}/consumers")).json()["data"]
+    assert [c["consumer_id"] for c in consumers] == ["m1"]
+    one = requests.get(consumers[0]["metadata"]["self"])
+    assert one.status_code == 200 and one.json() == consumers[0], one.text
+    lags = requests.get(broker.v3(f"/consumer-groups/{group}/lags")).json()["data"]
+    assert lags, "the member owns both partitions"
+    for lag in lags:
+        r = requests.get(lag["metadata"]["self"])
+        assert r.status_code == 200 and r.json() == lag, r.text
+    r = requests.get(broker.v3(f"/consumer-groups/{group}/consumers/nobody"))
+    assert r.status_code == 404 and r.json()["error_code"] == 40403, r.text
+    r = requests.get(broker.v3(f"/consumer-groups/{group}/lags/{topic_name}/partitions/9"))
+    assert r.status_code == 404, r.text
+    requests.delete(base)

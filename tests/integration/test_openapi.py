@@ -47,7 +47,7 @@ def test_documented_get_routes_answer_as_shown(broker, topic_name):
     assert subscribed.status_code == 204, subscribed.text
     values = {"cluster_id": cluster, "topic_name": topic_name, "topic": topic_name, "partition_id": "0",
               "partition": "0", "name": "retention.ms", "group": group, "instance": instance,
-              "consumer_group_id": group, "file": "index.html", "broker_id": "0"}
+              "consumer_group_id": group, "file": "index.html", "broker_id": "0", "consumer_id": instance}
     documented, spec = documented_routes()
     for method, path in sorted(documented):
         if method != "GET":
