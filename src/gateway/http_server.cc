@@ -32,6 +32,14 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+/// A response that went out before its request's body ended (a produce stream that ended early)
+/// is followed by a lingering close (RFC 9112 section 9.6): the server stops sending, then reads
+/// and drops what the client still sends for at most this long and this many bytes, so the
+/// client's remaining body is not answered with a reset that could destroy the response before
+/// the client read it.
+constexpr int64_t http_linger_close_ms = 2'000;
+constexpr size_t http_linger_close_bytes_max = 1024 * 1024;
+
 class session;
 
 struct http_server::impl {
@@ -377,10 +385,27 @@ class session final : public std::enable_shared_from_this<session>, public respo
   void after_response(beast::error_code ec) {
     --server_.in_flight;
     // A produce stream answered before its body ended: the rest of the body is not a request.
-    if (body_streaming_ && (!parser_ || !parser_->is_done())) keep_alive_ = false;
+    const bool body_left = body_streaming_ && (!parser_ || !parser_->is_done());
     body_streaming_ = false;
-    if (ec || !keep_alive_ || close_after_response_ || server_.stopping) return close();
+    if (body_left && !ec && !server_.stopping) return linger_close();
+    if (ec || body_left || !keep_alive_ || close_after_response_ || server_.stopping) return close();
     read_header();
+  }
+
+  void linger_close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::milliseconds(http_linger_close_ms));
+    linger_buffer_.resize(16 * 1024);
+    linger_read();
+  }
+
+  void linger_read() {
+    stream_.async_read_some(asio::buffer(linger_buffer_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->lingered_bytes_ += n;
+      if (ec || self->lingered_bytes_ > http_linger_close_bytes_max || self->server_.stopping) return self->close();
+      self->linger_read();
+    });
   }
 
   void write_next() {
@@ -446,6 +471,8 @@ class session final : public std::enable_shared_from_this<session>, public respo
   std::optional<http::request_parser<http::string_body>> parser_;
   unsigned version_ = 11;
   bool keep_alive_ = true;
+  std::string linger_buffer_;   // linger_close's reads; empty until then
+  size_t lingered_bytes_ = 0;
   bool head_request_ = false;   // the request being answered is a HEAD: send no body
   bool body_streaming_ = false; // the request is a produce stream whose body the route reads
   bool busy_ = false;
