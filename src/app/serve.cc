@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "ringlog/base/clock.h"
+#include "ringlog/base/logfmt.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/config/server_config.h"
 #include "ringlog/gateway/http_server.h"
@@ -142,7 +143,7 @@ bool lock_log_dir(const std::string& log_dir) {
   std::error_code ec;
   std::filesystem::create_directories(log_dir, ec);
   if (ec) {
-    spdlog::error("msg=\"cannot create log.dirs\" log.dirs=\"{}\" error=\"{}\"", log_dir, ec.message());
+    spdlog::error("msg=\"cannot create log.dirs\" log.dirs=\"{}\" error=\"{}\"", base::logfmt_escaped(log_dir), ec.message());
     return false;
   }
   const std::string path = log_dir + "/.lock";
@@ -189,7 +190,7 @@ int serve_main(int argc, char** argv) {
   if (args->config_file) {
     std::ifstream in(*args->config_file);
     if (!in) {
-      spdlog::error("msg=\"cannot read config file\" path=\"{}\" error=\"{}\"", *args->config_file,
+      spdlog::error("msg=\"cannot read config file\" path=\"{}\" error=\"{}\"", base::logfmt_escaped(*args->config_file),
                     std::strerror(errno));
       return 2;
     }
@@ -197,7 +198,7 @@ int serve_main(int argc, char** argv) {
     text << in.rdbuf();
     auto file_values = config::parse_properties(text.str(), *args->config_file);
     if (!file_values.ok()) {
-      spdlog::error("msg=\"bad config\" error=\"{}\"", file_values.error().message);
+      spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(file_values.error().message));
       return 2;
     }
     values = std::move(file_values).value();
@@ -205,7 +206,7 @@ int serve_main(int argc, char** argv) {
   for (const auto& s : args->sets) {
     auto kv = config::parse_assignment(s);
     if (!kv.ok()) {
-      spdlog::error("msg=\"bad config\" error=\"{}\"", kv.error().message);
+      spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(kv.error().message));
       return 2;
     }
     values[kv->first] = kv->second;
@@ -213,7 +214,7 @@ int serve_main(int argc, char** argv) {
   if (args->io_backend) values["io.backend"] = *args->io_backend;
   auto settings = config::load_server_config(values);
   if (!settings.ok()) {
-    spdlog::error("msg=\"bad config\" error=\"{}\"", settings.error().message);
+    spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(settings.error().message));
     return 2;
   }
   const config::server_config& cfg = settings.value();
@@ -228,7 +229,7 @@ int serve_main(int argc, char** argv) {
 
   auto backend = io::parse_backend_kind(cfg.io_backend);
   if (!backend.ok()) {
-    spdlog::error("msg=\"bad config\" key=io.backend error=\"{}\"", backend.error().message);
+    spdlog::error("msg=\"bad config\" key=io.backend error=\"{}\"", base::logfmt_escaped(backend.error().message));
     return 2;
   }
   // One broker per log directory, as Kafka's `.lock` file enforces: a second broker on the same
@@ -241,7 +242,7 @@ int serve_main(int argc, char** argv) {
   auto runtime_result = gateway::shard_threads::create(shards, *backend, &note);
   if (!runtime_result.ok()) {
     spdlog::error("msg=\"cannot start the disk executor\" io.backend={} error=\"{}\"", cfg.io_backend,
-                  runtime_result.error().message);
+                  base::logfmt_escaped(runtime_result.error().message));
     return 2;
   }
   auto runtime = std::move(runtime_result).value();
@@ -259,7 +260,7 @@ int serve_main(int argc, char** argv) {
   broker_config.partitions_max = static_cast<int32_t>(budget.partitions_max);
   auto opened = broker::open_broker(broker_config, deps);
   if (!opened.ok()) {
-    spdlog::error("msg=\"cannot open the broker\" error=\"{}\" code={}", opened.error().message,
+    spdlog::error("msg=\"cannot open the broker\" error=\"{}\" code={}", base::logfmt_escaped(opened.error().message),
                   broker::to_string(opened.error().code));
     runtime->stop();
     return 1;
