@@ -517,18 +517,44 @@ void v3_get_config(const call_ptr& c) {
   });
 }
 
-void v3_alter_configs(const call_ptr& c) {
-  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
-  auto req = parse_alter_configs(c->request.body);
-  if (!req.ok()) return c->fail(req.error());
+/// Applies `changes` (a value to set, or nullopt to reset to the default) to {topic_name}'s
+/// configs and answers 204.
+void change_configs(const call_ptr& c, std::map<std::string, std::optional<std::string>> changes, bool validate_only) {
   std::string topic = c->params["topic_name"];
-  c->broker().alter_topic_configs(topic, std::move(req->changes), req->validate_only,
+  c->broker().alter_topic_configs(topic, std::move(changes), validate_only,
                                   [c, topic](broker::result<broker::topic_description> r) {
                                     c->later([r = std::move(r), topic](api::call& call) {
                                       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
                                       call.respond_no_content();
                                     });
                                   });
+}
+
+void v3_alter_configs(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  auto req = parse_alter_configs(c->request.body);
+  if (!req.ok()) return c->fail(req.error());
+  change_configs(c, std::move(req->changes), req->validate_only);
+}
+
+/// PUT .../configs/{name} with {"value": "..."} (Confluent's single-config update).
+void v3_set_config(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  json body = json::parse(c->request.body, nullptr, false);
+  if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body");
+  if (!body.is_object() || !body.contains("value") || !body["value"].is_string()) {
+    return c->fail(422, ec::unprocessable, "the body must be {\"value\": \"...\"} with a string value");
+  }
+  for (const auto& [name, unused] : body.items()) {
+    if (name != "value") return c->fail(422, ec::unprocessable, "unknown field \"" + name + "\"; the body takes value");
+  }
+  change_configs(c, {{c->params["name"], body["value"].get<std::string>()}}, false);
+}
+
+/// DELETE .../configs/{name}: back to the default (Confluent's single-config reset).
+void v3_reset_config(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  change_configs(c, {{c->params["name"], std::nullopt}}, false);
 }
 
 void v3_list_partitions(const call_ptr& c) {
@@ -1980,6 +2006,8 @@ const std::vector<route>& route_table() {
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs", v3_list_configs},
       {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs:alter", v3_alter_configs},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_get_config},
+      {"PUT", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_set_config},
+      {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_reset_config},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions", v3_list_partitions},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}", v3_get_partition},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas", v3_list_replicas},

@@ -158,3 +158,25 @@ def test_v3_consumer_and_partition_lag_self_links_lead_somewhere(broker, topic_n
     r = requests.get(broker.v3(f"/consumer-groups/{group}/lags/{topic_name}/partitions/9"))
     assert r.status_code == 404, r.text
     requests.delete(base)
+
+
+def test_v3_single_config_put_and_delete(broker, topic_name):
+    """Confluent's PUT/DELETE /topics/{t}/configs/{name} (they answered 405; only configs:alter worked)."""
+    broker.create_topic(topic_name)
+    url = broker.v3(f"/topics/{topic_name}/configs/retention.ms")
+    r = requests.put(url, json={"value": "1000"})
+    assert r.status_code == 204, r.text
+    got = requests.get(url).json()
+    assert got["value"] == "1000" and got["is_default"] is False, got
+    r = requests.put(url, json={"value": "abc"})
+    assert r.status_code == 400 and "retention.ms" in r.json()["message"], r.text
+    r = requests.put(url, json={"valeu": "5"})
+    assert r.status_code == 422 and r.json()["error_code"] == 42205, r.text
+    r = requests.put(broker.v3(f"/topics/{topic_name}/configs/bogus.key"), json={"value": "1"})
+    assert r.status_code == 400 and "bogus" in r.json()["message"], r.text
+    assert requests.get(url).json()["value"] == "1000", "refused changes change nothing"
+    r = requests.delete(url)
+    assert r.status_code == 204, r.text
+    assert requests.get(url).json()["is_default"] is True
+    r = requests.put(broker.v3("/topics/no-such-topic-cfg/configs/retention.ms"), json={"value": "1"})
+    assert r.status_code == 404 and r.json()["error_code"] == 40401, r.text
