@@ -568,14 +568,23 @@ void v3_list_partitions(const call_ptr& c) {
   });
 }
 
-void v3_get_partition(const call_ptr& c) {
+/// Answers for partition {partition_id} of {topic_name}: `done` with the topic and the partition,
+/// or 404 (40401 / 40402) naming what is missing.
+void with_partition(const call_ptr& c,
+                    std::function<void(api::call&, const broker::topic_description&, const broker::partition_description&)> done) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   auto p = c->path_partition("partition_id");
   if (!p) return;
-  with_topic(c, "topic_name", error_scope::partition, [p = *p](api::call& call, broker::topic_description t) {
+  with_topic(c, "topic_name", error_scope::partition, [p = *p, done = std::move(done)](api::call& call, broker::topic_description t) {
     const auto* d = find_partition(t, p);
     if (!d) return fail_partition_not_found(call, t, p);
-    call.respond_json(200, partition_json(call.base_url, call.params["cluster_id"], t.name, *d));
+    done(call, t, *d);
+  });
+}
+
+void v3_get_partition(const call_ptr& c) {
+  with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
+    call.respond_json(200, partition_json(call.base_url, call.params["cluster_id"], t.name, d));
   });
 }
 
@@ -607,33 +616,24 @@ void v3_get_broker(const call_ptr& c) {
 }
 
 void v3_list_replicas(const call_ptr& c) {
-  if (!c->accept(v3_offers) || !c->check_cluster()) return;
-  auto p = c->path_partition("partition_id");
-  if (!p) return;
-  with_topic(c, "topic_name", error_scope::partition, [p = *p](api::call& call, broker::topic_description t) {
-    const auto* d = find_partition(t, p);
-    if (!d) return fail_partition_not_found(call, t, p);
+  with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
     const std::string& cluster = call.params["cluster_id"];
     json data = json::array();
-    for (int32_t r : d->replicas) data.push_back(replica_json(call.base_url, cluster, t.name, *d, r));
+    for (int32_t r : d.replicas) data.push_back(replica_json(call.base_url, cluster, t.name, d, r));
     call.respond_json(200, list_json("KafkaReplicaList", call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name +
-                                                             "/partitions/" + std::to_string(p) + "/replicas", data));
+                                                             "/partitions/" + std::to_string(d.partition.value()) + "/replicas",
+                                     data));
   });
 }
 
 void v3_get_replica(const call_ptr& c) {
-  if (!c->accept(v3_offers) || !c->check_cluster()) return;
-  auto p = c->path_partition("partition_id");
-  if (!p) return;
-  with_topic(c, "topic_name", error_scope::partition, [p = *p](api::call& call, broker::topic_description t) {
-    const auto* d = find_partition(t, p);
-    if (!d) return fail_partition_not_found(call, t, p);
+  with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
     const std::string& text = call.params["broker_id"];
-    for (int32_t r : d->replicas) {
-      if (std::to_string(r) == text) return call.respond_json(200, replica_json(call.base_url, call.params["cluster_id"], t.name, *d, r));
+    for (int32_t r : d.replicas) {
+      if (std::to_string(r) == text) return call.respond_json(200, replica_json(call.base_url, call.params["cluster_id"], t.name, d, r));
     }
-    call.fail(404, ec::not_found, "partition " + std::to_string(p) + " of topic \"" + t.name + "\" has no replica on broker \"" +
-                                      text + "\"");
+    call.fail(404, ec::not_found, "partition " + std::to_string(d.partition.value()) + " of topic \"" + t.name +
+                                      "\" has no replica on broker \"" + text + "\"");
   });
 }
 
