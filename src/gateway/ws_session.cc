@@ -149,6 +149,15 @@ std::string choice_field(const json& m, const char* name, std::initializer_list<
   throw bad_field(std::string("\"") + name + "\" must be " + list + ", got " + dump(v));
 }
 
+/// The first field of `object` that is not one of `known`, or nullopt. Every client object is
+/// checked with it, so a misspelt field ("valeu", "ofset") is refused instead of ignored.
+std::optional<std::string> unknown_field(const json& object, std::initializer_list<std::string_view> known) {
+  for (const auto& [name, unused] : object.items()) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) return name;
+  }
+  return std::nullopt;
+}
+
 /// The reason of a close frame is at most 123 bytes (RFC 6455 section 5.5: control frames carry
 /// 125 bytes, 2 of them the code).
 std::string close_reason_text(std::string reason) {
@@ -308,22 +317,18 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   /// Refuses a field the message type does not take (a misspelt "ofset" would otherwise
   /// subscribe at the latest offset and skip data without a word).
   static void check_fields(const std::string& type, const json& m) {
-    static const std::map<std::string, std::vector<std::string>, std::less<>> known = {
-        {"subscribe", {"type", "id", "topic", "partition", "offset", "timestamp", "position", "format", "batch"}},
-        {"credit", {"type", "id", "records", "bytes"}},
-        {"join", {"type", "id", "group", "topics", "position", "format", "batch"}},
-        {"unsubscribe", {"type", "id"}},
-        {"commit", {"type", "id"}},
-        {"ping", {"type", "id"}},
-    };
-    auto fields = known.find(type);
-    if (fields == known.end()) return;   // an unknown type is answered by the caller
-    for (const auto& [name, unused] : m.items()) {
-      if (std::find(fields->second.begin(), fields->second.end(), name) != fields->second.end()) continue;
+    auto refuse = [&](std::initializer_list<std::string_view> known) {
+      auto name = unknown_field(m, known);
+      if (!name) return;
       std::string list;
-      for (const auto& f : fields->second) list += (list.empty() ? "" : ", ") + f;
-      throw bad_field("unknown field \"" + name + "\"; " + type + " takes " + list);
-    }
+      for (std::string_view f : known) list += (list.empty() ? "" : ", ") + std::string(f);
+      throw bad_field("unknown field \"" + *name + "\"; " + type + " takes " + list);
+    };
+    if (type == "subscribe") return refuse({"type", "id", "topic", "partition", "offset", "timestamp", "position", "format", "batch"});
+    if (type == "credit") return refuse({"type", "id", "records", "bytes"});
+    if (type == "join") return refuse({"type", "id", "group", "topics", "position", "format", "batch"});
+    if (type == "unsubscribe" || type == "commit" || type == "ping") return refuse({"type", "id"});
+    // an unknown type is answered by the caller
   }
 
   // ---- produce: answered in request order whatever order the broker finishes in
@@ -342,14 +347,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     auto bad = [&](const std::string& why) { produce_done(seq, error_json(id, error_codes::unprocessable, why)); };
     if (!m.contains("topic") || !m["topic"].is_string()) return bad("produce needs a string \"topic\"");
     // As the REST API refuses them: a misspelt "valeu" must not store a record without a value.
-    for (const auto& [name, unused] : m.items()) {
-      if (!is_produce_field(name)) {
-        return bad("unknown field \"" + name + "\"; a produce message takes type, id, topic, format, acks, " +
-                   "partition, key, value, headers (or records)");
-      }
-    }
-    if (m.contains("format") && m["format"] != "binary" && m["format"] != "json") {
-      return bad("format must be \"binary\" (base64 keys and values, the default) or \"json\"");
+    if (auto name = unknown_field(m, {"type", "id", "topic", "format", "acks", "partition", "key", "value", "headers", "records"})) {
+      return bad("unknown field \"" + *name + "\"; a produce message takes type, id, topic, format, acks, " +
+                 "partition, key, value, headers (or records)");
     }
     const bool as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
     broker::produce_request req;
@@ -372,12 +372,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       }
       for (size_t i = 0; i < records.size(); ++i) {
         if (!records[i].is_object()) return bad("records[" + std::to_string(i) + "] must be an object");
-        // As the REST API refuses them: a misspelt "vlaue" must not store a record without a value.
-        for (const auto& [name, unused] : records[i].items()) {
-          if (name != "partition" && name != "key" && name != "value" && name != "headers") {
-            return bad("records[" + std::to_string(i) + "] has an unknown field \"" + name +
-                       "\"; a record takes partition, key, value and headers");
-          }
+        if (auto name = unknown_field(records[i], {"partition", "key", "value", "headers"})) {
+          return bad("records[" + std::to_string(i) + "] has an unknown field \"" + *name +
+                     "\"; a record takes partition, key, value and headers");
         }
         auto rec = record_of(records[i], as_json);
         if (!rec.ok()) return bad("records[" + std::to_string(i) + "]: " + rec.error());
@@ -403,13 +400,6 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     submit_produce(std::move(req), {produce_ticket{seq, dump(id), bytes, count, multi}});
   }
 
-  static bool is_produce_field(std::string_view name) {
-    for (std::string_view known : {"type", "id", "topic", "format", "acks", "partition", "key", "value", "headers", "records"}) {
-      if (name == known) return true;
-    }
-    return false;
-  }
-
   /// One record of a produce message (the message itself, or an element of its `records`):
   /// `partition`, `key`, `value`, `headers`; an error text names the bad field.
   static base::result<broker::produce_record, std::string> record_of(const json& m, bool as_json) {
@@ -429,8 +419,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       if (!m["headers"].is_array()) return std::string("headers must be an array of {\"key\", \"value\"}");
       for (const auto& h : m["headers"]) {
         if (!h.is_object() || !h.contains("key") || !h["key"].is_string()) return std::string("a header needs a string key");
-        for (const auto& [name, unused] : h.items()) {
-          if (name != "key" && name != "value") return "a header has an unknown field \"" + name + "\"; it takes key and value";
+        if (auto name = unknown_field(h, {"key", "value"})) {
+          return "a header has an unknown field \"" + *name + "\"; it takes key and value";
         }
         auto v = payload_of(h.value("value", json(nullptr)), false);
         if (!v) return std::string("a header value must be base64 text or null");
