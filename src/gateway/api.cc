@@ -588,14 +588,22 @@ void v3_get_partition(const call_ptr& c) {
   });
 }
 
-/// The {broker_id} path parameter as a broker id; nullopt (404 answered) when it is none of them.
-std::optional<broker::broker_description> path_broker(api::call& call) {
+/// The {broker_id} path parameter as a number; nullopt when it is not one.
+std::optional<int32_t> path_broker_id(api::call& call) {
   const std::string& text = call.params["broker_id"];
   int32_t id = -1;
   auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (err != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return id;
+}
+
+/// The {broker_id} path parameter as a broker; nullopt (404 answered) when it is none of them.
+std::optional<broker::broker_description> path_broker(api::call& call) {
+  const std::string& text = call.params["broker_id"];
+  const auto id = path_broker_id(call);
   std::string known;
   for (const auto& b : call.broker().list_brokers()) {
-    if (err == std::errc() && end == text.data() + text.size() && b.node_id == id) return b;
+    if (id == b.node_id) return b;
     known += (known.empty() ? "" : ", ") + std::to_string(b.node_id);
   }
   call.fail(404, ec::not_found, "broker \"" + text + "\" does not exist; this cluster's brokers: " + known);
@@ -628,12 +636,12 @@ void v3_list_replicas(const call_ptr& c) {
 
 void v3_get_replica(const call_ptr& c) {
   with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
-    const std::string& text = call.params["broker_id"];
+    const auto id = path_broker_id(call);
     for (int32_t r : d.replicas) {
-      if (std::to_string(r) == text) return call.respond_json(200, replica_json(call.base_url, call.params["cluster_id"], t.name, d, r));
+      if (id == r) return call.respond_json(200, replica_json(call.base_url, call.params["cluster_id"], t.name, d, r));
     }
     call.fail(404, ec::not_found, "partition " + std::to_string(d.partition.value()) + " of topic \"" + t.name +
-                                      "\" has no replica on broker \"" + text + "\"");
+                                      "\" has no replica on broker \"" + call.params["broker_id"] + "\"");
   });
 }
 
@@ -1110,7 +1118,7 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
     const std::string topic_json_text = dump(json(topic));
     uint64_t bytes = 0;
     for (const model::record& rec : r->records) {
-      if (!append_event(out, topic_json_text, partition, rec, std::to_string(rec.record_offset.value()))) return;
+      append_event(out, topic_json_text, partition, rec, std::to_string(rec.record_offset.value()));
       bytes += record_bytes(rec);
       next_offset = rec.record_offset.value() + 1;
     }
@@ -1123,7 +1131,7 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
     std::string out;
     for (const auto& [tp, rec] : *r) {
       // No SSE id: the instance keeps its own position, a reconnect resumes from it.
-      if (!append_event(out, dump(json(tp.topic)), tp.partition.value(), rec, {})) return;
+      append_event(out, dump(json(tp.topic)), tp.partition.value(), rec, {});
       c->self->metrics_registry().add_bytes_out(tp.topic, 1, record_bytes(rec));
     }
     send(std::move(out));
@@ -1131,19 +1139,18 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
 
   /// One record as an NDJSON line or an SSE event. A key or value that is not JSON in a json
   /// stream arrives as a JSON string, as over WebSocket: a 406 here would stop a live reader at
-  /// that record for good (the array answer keeps Confluent's 406). Returns true.
-  bool append_event(std::string& out, const std::string& topic_json_text, int32_t p, const model::record& rec,
+  /// that record for good (the array answer keeps Confluent's 406).
+  void append_event(std::string& out, const std::string& topic_json_text, int32_t p, const model::record& rec,
                     const std::string& id) {
     std::string line;
     append_record_json(line, "", topic_json_text, p, rec, as_json, non_json_payload::as_string);
     if (format == stream_format::ndjson) {
       out += line;
       out += '\n';
-      return true;
+      return;
     }
     if (!id.empty()) out += "id: " + id + "\n";
     out += "event: record\ndata: " + line + "\n\n";
-    return true;
   }
 
   void begin() {
