@@ -19,6 +19,7 @@
 #include "base64.h"
 #include "bench.h"
 #include "http_util.h"
+#include "stream_limits.h"
 #include "ringlog/gateway/http_client.h"
 
 namespace ringlog::gateway {
@@ -961,6 +962,7 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
                p999 = percentile(produced.latencies_us, 99.9);
   const double e50 = percentile(consumed.latencies_us, 50), e99 = percentile(consumed.latencies_us, 99),
                e999 = percentile(consumed.latencies_us, 99.9);
+  const double delivered_per_s = s.deliver_seconds > 0 ? static_cast<double>(consumed.records) / s.deliver_seconds : 0.0;
   if (as_json) {
     json j = {{"producers", s.producers}, {"consumers", s.consumers}, {"partitions", s.partitions},
               {"batch_records", s.batch_records}, {"record_bytes", s.record_bytes}, {"acks", s.acks},
@@ -976,7 +978,7 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
       j["subscribers"] = s.subscribers;
       j["out_of_order"] = s.out_of_order;
       j["deliver_seconds"] = s.deliver_seconds;
-      j["delivered_per_s"] = s.deliver_seconds > 0 ? static_cast<double>(consumed.records) / s.deliver_seconds : 0.0;
+      j["delivered_per_s"] = delivered_per_s;
       j["ws_batch"] = s.ws_batch;
       j["ws_produce_batch"] = s.ws_produce_batch;
       j["ws_linger_us"] = s.ws_linger_us;
@@ -996,7 +998,7 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
     std::printf("delivered %llu records to %lld subscribers over WebSocket in %.2f s (%.0f records/s, %llu out of "
                 "order); produce-to-deliver latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n",
                 static_cast<unsigned long long>(consumed.records), static_cast<long long>(s.subscribers), s.deliver_seconds,
-                s.deliver_seconds > 0 ? static_cast<double>(consumed.records) / s.deliver_seconds : 0.0,
+                delivered_per_s,
                 static_cast<unsigned long long>(s.out_of_order), e50, e99, e999);
   } else if (s.consumers > 0) {
     std::printf("consumed %llu records; end-to-end latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f\n",
@@ -1065,7 +1067,7 @@ int bench_main(int argc, char** argv) {
     // A `records` message must fit the server's ws_message_bytes_max (2 MiB): base64 values plus
     // about 40 bytes of JSON per record.
     const int64_t message_bytes = s.batch_records * ((s.record_bytes + 2) / 3 * 4 + 40);
-    if (message_bytes > 2 * 1024 * 1024) {
+    if (message_bytes > static_cast<int64_t>(stream_limits::ws_message_bytes_max)) {
       std::cerr << "--batch-records " << s.batch_records << " x --record-bytes " << s.record_bytes
                 << " makes produce messages of about " << message_bytes
                 << " bytes, over the server's WebSocket message limit (2 MiB, ws_message_bytes_max)\n";
