@@ -973,7 +973,7 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
   const model::offset log_start = rt.log->log_start_offset();
   auto& recent = recent_reads_[shard];
   // A log that failed an fdatasync answers from no kept read: the read below names the failure.
-  const bool usable = rt.log->check_usable().ok();
+  const bool usable = !recent.empty() && rt.log->check_usable().ok();
   for (size_t i = 0; usable && i < recent.size(); ++i) {
     const recent_read& r = recent[i];
     if (r.partition_uid == rt.uid && r.fetch_offset == req.fetch_offset && r.max_bytes == req.max_bytes &&
