@@ -26,7 +26,7 @@
 #include "ringlog/broker/broker.h"
 #include "ringlog/config/server_config.h"
 #include "ringlog/gateway/http_server.h"
-#include "ringlog/gateway/shard_runtime.h"
+#include "ringlog/runtime/shard_threads.h"
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 
@@ -239,7 +239,7 @@ int serve_main(int argc, char** argv) {
   size_t shards = cfg.num_shards > 0 ? static_cast<size_t>(cfg.num_shards)
                                      : std::max<size_t>(1, std::thread::hardware_concurrency());
   std::string note;
-  auto runtime_result = gateway::shard_threads::create(shards, *backend, &note);
+  auto runtime_result = runtime::shard_threads::create(shards, *backend, &note);
   if (!runtime_result.ok()) {
     spdlog::error("msg=\"cannot start the disk executor\" io.backend={} error=\"{}\"", cfg.io_backend,
                   base::logfmt_escaped(runtime_result.error().message));

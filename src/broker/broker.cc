@@ -23,6 +23,7 @@
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/io/file.h"
+#include "ringlog/runtime/constants.h"
 #include "ringlog/storage/partition_log.h"
 #include "topic_config.h"
 
@@ -76,6 +77,14 @@ std::string new_topic_id() {
 }
 
 std::string unknown_topic_message(const std::string& topic) { return "topic '" + topic + "' does not exist"; }
+
+/// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
+error shard_busy(size_t shard) {
+  return error{errc::throttling_quota_exceeded,
+               "shard " + std::to_string(shard) + " has cross_shard_queue_tasks_max=" +
+                   std::to_string(runtime::constants::cross_shard_queue_tasks_max) +
+                   " tasks queued; retry later"};
+}
 
 struct fetch_waiter {
   fetch_request request;
@@ -900,6 +909,10 @@ void broker_impl::produce_to(const std::shared_ptr<topic_state>& topic, produce_
     op->remaining = 1;
     return op->finish_one();
   }
+  for (const auto& b : batches) {
+    const size_t shard = owner(request.topic, b.partition);
+    if (!deps_.runtime.admits(shard)) return op->done(shard_busy(shard));
+  }
   op->remaining = batches.size();
   for (auto& b : batches) {
     const size_t shard = owner(request.topic, b.partition);
@@ -1111,6 +1124,7 @@ void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_r
     return done(error{errc::invalid_request, "max_bytes must be positive, got " + std::to_string(request.max_bytes)});
   }
   const size_t shard = owner(tp.topic, tp.partition.value());
+  if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
@@ -1125,6 +1139,7 @@ void broker_impl::list_offsets(list_offsets_request request, std::function<void(
   if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
   const auto& tp = request.partition;
   const size_t shard = owner(tp.topic, tp.partition.value());
+  if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});

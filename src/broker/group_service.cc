@@ -110,7 +110,7 @@ struct poll_slot {
 
 class group_service_impl final : public group_service {
  public:
-  group_service_impl(broker& b, group_host& host, shard_runtime& runtime, const base::clock& clock,
+  group_service_impl(broker& b, group_host& host, runtime::shard_runtime& runtime, const base::clock& clock,
                      int32_t offsets_partitions, int64_t expiry_interval_ms)
       : broker_(b), host_(host), runtime_(runtime), clock_(clock), offsets_partitions_(offsets_partitions),
         expiry_interval_ms_(expiry_interval_ms) {
@@ -201,7 +201,7 @@ class group_service_impl final : public group_service {
 
   broker& broker_;
   group_host& host_;
-  shard_runtime& runtime_;
+  runtime::shard_runtime& runtime_;
   const base::clock& clock_;
   int32_t offsets_partitions_;
   int64_t expiry_interval_ms_;
@@ -894,7 +894,7 @@ void group_service_impl::reset_offsets(reset_offsets_request request,
 
 }  // namespace
 
-std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, shard_runtime& runtime,
+std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, runtime::shard_runtime& runtime,
                                                   const base::clock& clock, int32_t offsets_partitions,
                                                   int64_t expiry_interval_ms) {
   return std::make_unique<group_service_impl>(b, host, runtime, clock, offsets_partitions, expiry_interval_ms);

@@ -9,7 +9,7 @@
 #include "ringlog/base/clock.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/broker/groups.h"
-#include "ringlog/broker/shard_runtime.h"
+#include "ringlog/runtime/shard_runtime.h"
 
 namespace ringlog::broker {
 
@@ -41,7 +41,7 @@ class group_service : public group_api {
   virtual void stop() = 0;
 };
 
-std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, shard_runtime& runtime,
+std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, runtime::shard_runtime& runtime,
                                                   const base::clock& clock, int32_t offsets_partitions,
                                                   int64_t expiry_interval_ms);
 

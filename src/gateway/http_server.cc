@@ -20,7 +20,7 @@
 #include <optional>
 
 #include "api.h"
-#include "asio_context.h"
+#include "ringlog/runtime/asio_context.h"
 #include "errors.h"
 #include "http_util.h"
 #include "ws_session.h"
@@ -44,7 +44,7 @@ class session;
 
 struct http_server::impl {
   broker::broker& broker;
-  shard_threads& runtime;
+  runtime::shard_threads& runtime;
   server_options options;
   metrics registry;
   api routes;
@@ -59,8 +59,8 @@ struct http_server::impl {
   std::mutex sessions_mutex;            // guards `sessions` (accept and close paths only)
   std::list<std::weak_ptr<session>> sessions;
 
-  impl(broker::broker& b, shard_threads& r, server_options o, api_options ao)
-      : broker(b), runtime(r), options(std::move(o)), routes(b, registry, ao), acceptor(io_context_of(r, 0)) {}
+  impl(broker::broker& b, runtime::shard_threads& r, server_options o, api_options ao)
+      : broker(b), runtime(r), options(std::move(o)), routes(b, registry, ao), acceptor(runtime::io_context_of(r, 0)) {}
 
   void accept();
   void remove_dead_sessions();
@@ -68,7 +68,7 @@ struct http_server::impl {
 
 class session final : public std::enable_shared_from_this<session>, public response_sink {
  public:
-  session(shard_socket socket, http_server::impl& server) : stream_(std::move(socket)), server_(server) {
+  session(runtime::shard_socket socket, http_server::impl& server) : stream_(std::move(socket)), server_(server) {
     ++server_.open_connections;
   }
   ~session() override { --server_.open_connections; }
@@ -465,7 +465,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     stream_.close();
   }
 
-  beast::basic_stream<tcp, shard_executor> stream_;
+  beast::basic_stream<tcp, runtime::shard_executor> stream_;
   http_server::impl& server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -498,7 +498,7 @@ constexpr int64_t accept_retry_delay_ms = 100;
 
 void http_server::impl::accept() {
   size_t shard = next_shard++ % runtime.shard_count();
-  acceptor.async_accept(io_context_of(runtime, shard), [this](beast::error_code ec, shard_socket socket) {
+  acceptor.async_accept(runtime::io_context_of(runtime, shard), [this](beast::error_code ec, runtime::shard_socket socket) {
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;   // stop()
       // Out of file descriptors or memory: retrying at once would spin. Warn once a second and
@@ -510,7 +510,7 @@ void http_server::impl::accept() {
                      ec.message(), open_connections.load());
       }
       if (stopping) return;
-      accept_retry.emplace(io_context_of(runtime, 0), std::chrono::milliseconds(accept_retry_delay_ms));
+      accept_retry.emplace(runtime::io_context_of(runtime, 0), std::chrono::milliseconds(accept_retry_delay_ms));
       accept_retry->async_wait([this](beast::error_code wait_ec) {
         if (!wait_ec && !stopping) accept();
       });
@@ -545,7 +545,7 @@ struct drainer : std::enable_shared_from_this<drainer> {
       : server(server),
         done(std::move(done)),
         deadline(std::chrono::steady_clock::now() + std::chrono::milliseconds(server->options.drain_timeout_ms)),
-        timer(io_context_of(server->runtime, 0)) {}
+        timer(runtime::io_context_of(server->runtime, 0)) {}
   void check() {
     int64_t left = server->in_flight.load() + server->websockets->open.load();
     if (left <= 0 || std::chrono::steady_clock::now() >= deadline) {
@@ -564,7 +564,7 @@ struct drainer : std::enable_shared_from_this<drainer> {
 }  // namespace
 
 base::result<std::unique_ptr<http_server>, std::string> http_server::start(broker::broker& broker,
-                                                                           shard_threads& runtime,
+                                                                           runtime::shard_threads& runtime,
                                                                            server_options options) {
   const broker::broker_config& bc = broker.config();
   api_options ao;
@@ -591,7 +591,7 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
   p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return "listen " + where + ": " + ec.message();
   auto server = std::unique_ptr<http_server>(new http_server(std::move(p)));
-  asio::post(io_context_of(runtime, 0), [i = server->impl_.get()] { i->accept(); });
+  asio::post(runtime::io_context_of(runtime, 0), [i = server->impl_.get()] { i->accept(); });
   return server;
 }
 
@@ -609,7 +609,7 @@ void http_server::stop(std::function<void()> drained) {
   i->stopping = true;
   i->websockets->stopping = true;
   i->routes.set_stopping();
-  asio::post(io_context_of(i->runtime, 0), [i, drained = std::move(drained)]() mutable {
+  asio::post(runtime::io_context_of(i->runtime, 0), [i, drained = std::move(drained)]() mutable {
     beast::error_code ignored;
     i->acceptor.close(ignored);
     {

@@ -181,7 +181,7 @@ enum close_code : uint16_t {
 
 class ws_session final : public std::enable_shared_from_this<ws_session> {
  public:
-  ws_session(shard_socket socket, http::request<http::string_body> upgrade, ws_context context)
+  ws_session(runtime::shard_socket socket, http::request<http::string_body> upgrade, ws_context context)
       : ws_(std::move(socket)), upgrade_(std::move(upgrade)), ctx_(context), tick_(ws_.get_executor()) {
     ++ctx_.shared->open;
   }
@@ -1017,7 +1017,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     beast::get_lowest_layer(ws_).close();
   }
 
-  websocket::stream<beast::basic_stream<tcp, shard_executor>> ws_;
+  websocket::stream<beast::basic_stream<tcp, runtime::shard_executor>> ws_;
   http::request<http::string_body> upgrade_;
   ws_context ctx_;
   asio::steady_timer tick_;
@@ -1050,7 +1050,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
 }  // namespace
 
-void start_ws_session(shard_socket socket, http::request<http::string_body> upgrade, ws_context context) {
+void start_ws_session(runtime::shard_socket socket, http::request<http::string_body> upgrade, ws_context context) {
   auto s = std::make_shared<ws_session>(std::move(socket), std::move(upgrade), context);
   s->start();
 }

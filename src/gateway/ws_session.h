@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "asio_context.h"
+#include "ringlog/runtime/asio_context.h"
 #include "metrics.h"
 #include "ringlog/broker/broker.h"
 
@@ -35,7 +35,7 @@ struct ws_context {
 /// Takes over `socket` after an HTTP/1.1 Upgrade request to /v1/ws (already checked: path,
 /// Origin), answers the handshake and runs the session on the socket's executor until either side
 /// closes. Nothing outlives the connection: broker callbacks hold the session and find it closed.
-void start_ws_session(shard_socket socket,
+void start_ws_session(runtime::shard_socket socket,
                       boost::beast::http::request<boost::beast::http::string_body> upgrade, ws_context context);
 
 }  // namespace ringlog::gateway

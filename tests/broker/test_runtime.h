@@ -11,11 +11,11 @@
 #include <thread>
 
 #include "ringlog/base/clock.h"
-#include "ringlog/broker/shard_runtime.h"
+#include "ringlog/runtime/shard_runtime.h"
 
 namespace ringlog::test {
 
-class test_runtime final : public broker::shard_runtime {
+class test_runtime final : public runtime::shard_runtime {
  public:
   test_runtime(size_t shards, base::manual_clock& clock) : clock_(clock) {
     for (size_t i = 0; i < shards; ++i) disks_.push_back(io::make_posix_disk_executor());

@@ -15,7 +15,7 @@
 #include "ringlog/base/clock.h"
 #include "ringlog/broker/errc.h"
 #include "ringlog/broker/groups.h"
-#include "ringlog/broker/shard_runtime.h"
+#include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/model/record.h"
 #include "ringlog/model/types.h"
 
@@ -199,7 +199,7 @@ class broker {
 struct broker_dependencies {
   io::file_system& fs;
   const base::clock& clock;
-  shard_runtime& runtime;
+  runtime::shard_runtime& runtime;
   std::string advertised_host = "127.0.0.1";
   int32_t advertised_port = 8082;
 };

@@ -11,7 +11,7 @@
 
 #include "ringlog/base/result.h"
 #include "ringlog/broker/broker.h"
-#include "ringlog/gateway/shard_runtime.h"
+#include "ringlog/runtime/shard_threads.h"
 
 namespace ringlog::gateway {
 
@@ -42,7 +42,7 @@ class http_server {
  public:
   /// Binds and starts accepting on the runtime's shards. Errors: "bind 127.0.0.1:8082: Address
   /// already in use" and the like.
-  static base::result<std::unique_ptr<http_server>, std::string> start(broker::broker& broker, shard_threads& runtime,
+  static base::result<std::unique_ptr<http_server>, std::string> start(broker::broker& broker, runtime::shard_threads& runtime,
                                                                        server_options options);
   ~http_server();
 

@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "asio_context.h"
+#include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/constants.h"
 #include "ringlog/base/assert.h"
-#include "ringlog/gateway/shard_runtime.h"
 
-namespace ringlog::gateway {
+namespace ringlog::runtime {
 
 namespace asio = boost::asio;
 
@@ -36,6 +36,7 @@ struct shard {
   std::unique_ptr<io::disk_executor> disk;
   std::optional<asio::posix::stream_descriptor> event_descriptor;
   bool poll_queued = false;   // posix backend: a poll task is already in the queue
+  std::atomic<size_t> queued{0};   // tasks posted and not yet run (admits()' bound)
   std::thread thread;
 };
 
@@ -151,10 +152,22 @@ size_t shard_threads::current_shard() const {
 
 void shard_threads::post(size_t index, task t) {
   RINGLOG_ASSERT_OP(index, <, impl_->shards.size());
-  asio::post(impl_->shards[index]->context, [this, index, t = std::move(t)] {
+  shard& s = *impl_->shards[index];
+  s.queued.fetch_add(1, std::memory_order_relaxed);
+  asio::post(s.context, [this, index, t = std::move(t)] {
+    impl_->shards[index]->queued.fetch_sub(1, std::memory_order_relaxed);
     t();
     impl_->after_task(index);
   });
+}
+
+bool shard_threads::admits(size_t index) const {
+  return queued_tasks(index) < constants::cross_shard_queue_tasks_max;
+}
+
+size_t shard_threads::queued_tasks(size_t index) const {
+  RINGLOG_ASSERT_OP(index, <, impl_->shards.size());
+  return impl_->shards[index]->queued.load(std::memory_order_relaxed);
 }
 
 void shard_threads::post_after(size_t index, int64_t delay_ms, task t) {
@@ -178,4 +191,4 @@ boost::asio::io_context& io_context_of(shard_threads& runtime, size_t index) {
   return runtime.internals().shards[index]->context;
 }
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::runtime

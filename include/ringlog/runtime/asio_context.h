@@ -1,14 +1,15 @@
 #pragma once
-// Private to the gateway: reaches the io_context of a shard_threads shard, for the server and
-// tests. Including this header compiles Asio; keep it in the few Asio translation units.
+// Reaches the io_context of a shard_threads shard, for modules that own sockets and timers on a
+// shard (the HTTP server, the cluster transport) and their tests. Including this header compiles
+// Asio: keep it in the few Asio translation units (they dominate build time on 2 cores).
 
 #include <boost/asio/basic_stream_socket.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "ringlog/gateway/shard_runtime.h"
+#include "ringlog/runtime/shard_threads.h"
 
-namespace ringlog::gateway {
+namespace ringlog::runtime {
 
 boost::asio::io_context& io_context_of(shard_threads& runtime, size_t shard);
 
@@ -18,4 +19,4 @@ boost::asio::io_context& io_context_of(shard_threads& runtime, size_t shard);
 using shard_executor = boost::asio::io_context::executor_type;
 using shard_socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, shard_executor>;
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::runtime

@@ -1,17 +1,18 @@
 #pragma once
-// The broker's shard runtime (design.md section 2): one thread per shard, each running one Asio
+// The shard runtime (design.md section 2): one thread per shard, each running one Asio
 // io_context that also drives that shard's disk executor. Asio stays behind this header (pimpl),
-// so the app can own a runtime without compiling Asio.
+// so the app can own a runtime without compiling Asio; modules that own sockets and timers on a
+// shard (gateway, the cluster transport) reach the io_context through asio_context.h.
 
 #include <cstddef>
 #include <memory>
 
-#include "ringlog/broker/shard_runtime.h"
+#include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/io/disk_executor.h"
 
-namespace ringlog::gateway {
+namespace ringlog::runtime {
 
-class shard_threads final : public broker::shard_runtime {
+class shard_threads final : public shard_runtime {
  public:
   /// Builds `shard_count` shards (>= 1), each with a disk executor of `kind`
   /// (io::make_disk_executor). `note` receives the executor's fallback reason, if any.
@@ -30,13 +31,16 @@ class shard_threads final : public broker::shard_runtime {
   [[nodiscard]] size_t shard_count() const override;
   [[nodiscard]] size_t current_shard() const override;
   void post(size_t shard, task t) override;
+  [[nodiscard]] bool admits(size_t shard) const override;
+  /// Tasks posted to `shard` and not yet run (timers not counted).
+  [[nodiscard]] size_t queued_tasks(size_t shard) const;
   void post_after(size_t shard, int64_t delay_ms, task t) override;
   io::disk_executor& disk(size_t shard) override;
   /// Name of the disk backend in use ("uring" or "posix").
   [[nodiscard]] std::string_view disk_backend_name() const;
 
   struct impl;
-  /// For the gateway's server (src/gateway/asio_context.h): the shard's io_context lives here.
+  /// For asio_context.h: the shard's io_context lives here.
   impl& internals() { return *impl_; }
 
  private:
@@ -44,4 +48,4 @@ class shard_threads final : public broker::shard_runtime {
   std::unique_ptr<impl> impl_;
 };
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::runtime

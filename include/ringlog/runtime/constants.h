@@ -1,0 +1,16 @@
+#pragma once
+// The runtime's named bounds (style.md: every queue has a named bound and a line on why).
+
+#include <cstddef>
+
+namespace ringlog::runtime::constants {
+
+/// Tasks queued to one shard (from any thread) beyond which new client work is refused
+/// (shard_runtime::try_post). A produce, fetch or admin call is one or a few tasks; at 50,000
+/// requests/s a shard drains about 50 per millisecond, so 65,536 tasks is over a second of
+/// backlog: past it, waiting only adds latency and memory (a task holds its request, up to
+/// message.max.bytes), so the client is told to retry instead. Continuations of admitted work
+/// (post) are not refused; they are bounded by what was admitted.
+inline constexpr size_t cross_shard_queue_tasks_max = 65536;
+
+}  // namespace ringlog::runtime::constants
