@@ -24,6 +24,7 @@
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/io/file.h"
 #include "ringlog/runtime/constants.h"
+#include "ringlog/storage/meta_properties.h"
 #include "ringlog/storage/partition_log.h"
 #include "topic_config.h"
 
@@ -289,6 +290,11 @@ class broker_impl final : public broker, public group_host {
 result<void> broker_impl::start() {
   auto made = deps_.fs.make_directories(config_.log_dir);
   if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
+  // The directory must be this cluster's and this node's (KIP-631 meta.properties).
+  if (auto meta = storage::check_meta_properties(deps_.fs, config_.log_dir, config_.cluster_id, config_.node_id);
+      !meta.ok()) {
+    return from_storage(meta.error());
+  }
   storage::log_config metadata_config;
   metadata_config.retention_ms = -1;
   metadata_config.max_message_bytes = 8 * 1024 * 1024;

@@ -75,6 +75,83 @@ key_spec choice_key(std::string name, std::string server_config::*field, std::ve
                   [field](const server_config& c) { return c.*field; }};
 }
 
+/// Voters in controller.quorum.voters: a commit waits for a majority of them, and Kafka's
+/// guidance is 3 or 5; past 9 every commit pays for more round trips than it gains in safety.
+constexpr size_t quorum_voters_max = 9;
+
+/// The items of a comma-separated list, blanks around each trimmed (an empty list has none).
+std::vector<std::string_view> split_list(std::string_view v) {
+  std::vector<std::string_view> out;
+  if (trim(v).empty()) return out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string_view::npos) comma = v.size();
+    out.push_back(trim(v.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return out;
+}
+
+struct host_port {
+  std::string host;
+  int32_t port = 0;
+};
+
+/// "HOST:PORT" with an IP address host (IPv6 in brackets) and a port in [0, 65535]; the error
+/// says what is wrong.
+base::result<host_port, std::string> parse_host_port(std::string_view rest) {
+  size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return std::string("must look like HOST:PORT");
+  std::string_view host = rest.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  std::string_view port = rest.substr(colon + 1);
+  int64_t p = -1;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || p < 0 || p > 65535) {
+    return std::string("port must be an integer in [0, 65535]");
+  }
+  // An IP address (listeners bind it as given; no name lookups at start).
+  std::string host_text(host);
+  in_addr v4{};
+  in6_addr v6{};
+  if (inet_pton(AF_INET, host_text.c_str(), &v4) != 1 && inet_pton(AF_INET6, host_text.c_str(), &v6) != 1) {
+    return "host '" + host_text + "' is not an IP address (use 127.0.0.1, 0.0.0.0 or ::)";
+  }
+  return host_port{host_text, static_cast<int32_t>(p)};
+}
+
+struct listener_set {
+  std::optional<host_port> http;
+  std::optional<host_port> cluster;
+};
+
+/// "http://H:P,cluster://H:P": at most one listener of each kind. kafka:// is named as not yet
+/// served rather than as unknown.
+base::result<listener_set, std::string> parse_listeners(std::string_view v) {
+  listener_set out;
+  for (std::string_view item : split_list(v)) {
+    size_t scheme_end = item.find("://");
+    if (scheme_end == std::string_view::npos) return "each listener must look like SCHEME://HOST:PORT, got '" + std::string(item) + "'";
+    std::string_view scheme = item.substr(0, scheme_end);
+    std::optional<host_port>* slot = nullptr;
+    if (scheme == "http") {
+      slot = &out.http;
+    } else if (scheme == "cluster") {
+      slot = &out.cluster;
+    } else if (scheme == "kafka") {
+      return std::string("kafka:// (the Kafka client listener) is not served yet: it comes with the Kafka listener issue");
+    } else {
+      return "unknown listener kind '" + std::string(scheme) + "' (http or cluster)";
+    }
+    if (slot->has_value()) return "only one " + std::string(scheme) + ":// listener is supported";
+    auto address = parse_host_port(item.substr(scheme_end + 3));
+    if (!address.ok()) return std::string(scheme) + "://" + std::string(item.substr(scheme_end + 3)) + ": " + address.error();
+    *slot = address.value();
+  }
+  return out;
+}
+
 const std::vector<key_spec>& key_table() {
   constexpr int64_t i32 = std::numeric_limits<int32_t>::max();
   constexpr int64_t i64 = std::numeric_limits<int64_t>::max();
@@ -129,34 +206,126 @@ const std::vector<key_spec>& key_table() {
               "partitions of __consumer_offsets when it is created (later changes do not move groups)"),
       int_key("group.expiry.interval.ms", &server_config::group_expiry_interval_ms, 100, 60000,
               "how often consumer sessions past their timeout are swept, ms"),
-      key_spec{"listeners", "where HTTP listens: http://HOST:PORT (one listener, IP address host)",
+      key_spec{"listeners",
+               "where this node listens, comma-separated, at most one of each kind: http://HOST:PORT (REST, "
+               "WebSocket, console) and cluster://HOST:PORT (the inter-broker listener, Kafka's wire protocol); "
+               "IP address hosts",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
-                 constexpr std::string_view scheme = "http://";
-                 if (v.substr(0, scheme.size()) != scheme) return "must look like http://HOST:PORT";
-                 std::string_view rest = v.substr(scheme.size());
-                 if (rest.find(',') != std::string_view::npos) return "only one listener is supported";
-                 size_t colon = rest.rfind(':');
-                 if (colon == std::string_view::npos || colon == 0) return "must look like http://HOST:PORT";
-                 std::string_view host = rest.substr(0, colon);
-                 if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-                 std::string_view port = rest.substr(colon + 1);
-                 int64_t p = -1;
-                 auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-                 if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || p < 0 || p > 65535) {
-                   return "port must be an integer in [0, 65535]";
-                 }
-                 // An IP address (the listener binds it as given; no name lookups at start).
-                 std::string host_text(host);
-                 in_addr v4{};
-                 in6_addr v6{};
-                 if (inet_pton(AF_INET, host_text.c_str(), &v4) != 1 && inet_pton(AF_INET6, host_text.c_str(), &v6) != 1) {
-                   return "host '" + host_text + "' is not an IP address (use 127.0.0.1, 0.0.0.0 or ::)";
-                 }
-                 c.listener_host = std::string(host);
-                 c.listener_port = static_cast<int32_t>(p);
+                 auto parsed = parse_listeners(v);
+                 if (!parsed.ok()) return parsed.error();
+                 if (!parsed->http) return "an http:// listener is required";
+                 c.listener_host = parsed->http->host;
+                 c.listener_port = parsed->http->port;
+                 c.cluster_listener_host = parsed->cluster ? parsed->cluster->host : "127.0.0.1";
+                 c.cluster_listener_port = parsed->cluster ? parsed->cluster->port : -1;
                  return std::nullopt;
                },
-               [](const server_config& c) { return "http://" + c.listener_host + ":" + std::to_string(c.listener_port); }},
+               [](const server_config& c) {
+                 std::string out = "http://" + c.listener_host + ":" + std::to_string(c.listener_port);
+                 if (c.cluster_listener_port >= 0) {
+                   out += ",cluster://" + c.cluster_listener_host + ":" + std::to_string(c.cluster_listener_port);
+                 }
+                 return out;
+               }},
+      key_spec{"advertised.listeners",
+               "what other nodes and clients are told to connect to, same form as listeners; empty = listeners",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 if (v.empty()) return std::nullopt;
+                 auto parsed = parse_listeners(v);
+                 if (!parsed.ok()) return parsed.error();
+                 if (parsed->http) {
+                   c.advertised_http_host = parsed->http->host;
+                   c.advertised_http_port = parsed->http->port;
+                 }
+                 if (parsed->cluster) {
+                   c.advertised_cluster_host = parsed->cluster->host;
+                   c.advertised_cluster_port = parsed->cluster->port;
+                 }
+                 return std::nullopt;
+               },
+               [](const server_config& c) {
+                 std::string out;
+                 if (c.advertised_http_port >= 0) out = "http://" + c.advertised_http_host + ":" + std::to_string(c.advertised_http_port);
+                 if (c.advertised_cluster_port >= 0) {
+                   out += (out.empty() ? "" : ",") + std::string("cluster://") + c.advertised_cluster_host + ":" +
+                          std::to_string(c.advertised_cluster_port);
+                 }
+                 return out;
+               }},
+      key_spec{"process.roles", "what this node runs: broker, controller, or broker,controller (combined mode)",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 bool broker = false;
+                 bool controller = false;
+                 for (std::string_view item : split_list(v)) {
+                   if (item == "broker" && !broker) {
+                     broker = true;
+                   } else if (item == "controller" && !controller) {
+                     controller = true;
+                   } else {
+                     return "each role must be broker or controller, at most once each; got '" + std::string(item) + "'";
+                   }
+                 }
+                 if (!broker && !controller) return "must name at least one role (broker, controller)";
+                 c.process_role_broker = broker;
+                 c.process_role_controller = controller;
+                 return std::nullopt;
+               },
+               [](const server_config& c) {
+                 if (c.process_role_broker && c.process_role_controller) return std::string("broker,controller");
+                 return std::string(c.process_role_broker ? "broker" : "controller");
+               }},
+      key_spec{"controller.quorum.voters",
+               "the controller quorum: ID@HOST:PORT,... (each voter's cluster listener); empty = this node alone",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 c.controller_quorum_voters.clear();
+                 if (v.empty()) return std::nullopt;
+                 for (std::string_view item : split_list(v)) {
+                   size_t at = item.find('@');
+                   if (at == std::string_view::npos) return "each voter must look like ID@HOST:PORT, got '" + std::string(item) + "'";
+                   int64_t id = -1;
+                   std::string_view id_text = item.substr(0, at);
+                   auto [ptr, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+                   if (id_text.empty() || ec != std::errc() || ptr != id_text.data() + id_text.size() || id < 0 ||
+                       id > std::numeric_limits<int32_t>::max()) {
+                     return "voter id '" + std::string(id_text) + "' must be an integer in [0, 2147483647]";
+                   }
+                   auto address = parse_host_port(item.substr(at + 1));
+                   if (!address.ok()) return "voter '" + std::string(item) + "': " + address.error();
+                   for (const auto& existing : c.controller_quorum_voters) {
+                     if (existing.node_id == id) return "voter id " + std::to_string(id) + " appears twice";
+                   }
+                   c.controller_quorum_voters.push_back({static_cast<int32_t>(id), address->host, address->port});
+                 }
+                 if (c.controller_quorum_voters.size() > quorum_voters_max) {
+                   return "at most " + std::to_string(quorum_voters_max) + " voters (each commit waits for a majority)";
+                 }
+                 return std::nullopt;
+               },
+               [](const server_config& c) {
+                 std::string out;
+                 for (const auto& v : c.controller_quorum_voters) {
+                   out += (out.empty() ? "" : ",") + std::to_string(v.node_id) + "@" + v.host + ":" + std::to_string(v.port);
+                 }
+                 return out;
+               }},
+      int_key("controller.quorum.election.timeout.ms", &server_config::controller_quorum_election_timeout_ms, 10, 600000,
+              "a voter that hears no leader this long starts an election (randomized up to twice this), ms"),
+      int_key("controller.quorum.fetch.timeout.ms", &server_config::controller_quorum_fetch_timeout_ms, 10, 600000,
+              "a follower without a fetch answer this long, or a leader without fetches from a majority, gives up "
+              "the leader, ms"),
+      int_key("controller.quorum.election.backoff.max.ms", &server_config::controller_quorum_election_backoff_max_ms, 1,
+              600000, "longest random wait before retrying a failed election, ms"),
+      int_key("broker.heartbeat.interval.ms", &server_config::broker_heartbeat_interval_ms, 10, 600000,
+              "how often a broker heartbeats to the active controller, ms"),
+      int_key("broker.session.timeout.ms", &server_config::broker_session_timeout_ms, 100, 3600000,
+              "a broker without a heartbeat this long is fenced and its leaderships move, ms"),
+      key_spec{"broker.rack", "this broker's rack, for rack-aware replica placement; empty = none",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 if (v.size() > 255) return "at most 255 characters";
+                 c.broker_rack = std::string(v);
+                 return std::nullopt;
+               },
+               [](const server_config& c) { return c.broker_rack; }},
       int_key("num.shards", &server_config::num_shards, 0, 1024, "shard threads; 0 = one per core"),
       choice_key("io.backend", &server_config::io_backend, {"auto", "uring", "posix"}, "disk I/O backend"),
       int_key("http.request.body.max.bytes", &server_config::http_request_body_max_bytes, 1024, int64_t{1} << 32,
@@ -258,6 +427,41 @@ result<std::pair<std::string, std::string>> parse_assignment(std::string_view te
   return std::pair{std::string(trim(text.substr(0, eq))), std::string(trim(text.substr(eq + 1)))};
 }
 
+namespace {
+
+/// The cluster keys that depend on each other (KIP-631's rules for process.roles and voters).
+result<void> check_cluster_settings(const server_config& c) {
+  const std::string voters = key_value(c, "controller.quorum.voters");
+  if (c.controller_quorum_voters.empty()) {
+    if (!c.process_role_controller) {
+      return invalid("process.roles", "broker",
+                     "a broker-only node needs controller.quorum.voters to find the controllers");
+    }
+    return base::ok_v;
+  }
+  bool listed = false;
+  for (const auto& v : c.controller_quorum_voters) listed = listed || v.node_id == c.node_id;
+  if (c.process_role_controller && !listed) {
+    return invalid("controller.quorum.voters", voters,
+                   "node.id=" + std::to_string(c.node_id) + " runs the controller role but is not one of the voters");
+  }
+  if (!c.process_role_controller && listed) {
+    return invalid("controller.quorum.voters", voters,
+                   "node.id=" + std::to_string(c.node_id) + " is a voter but process.roles has no controller");
+  }
+  if (c.cluster_listener_port < 0) {
+    return invalid("listeners", key_value(c, "listeners"),
+                   "a node of a multi-node cluster (controller.quorum.voters is set) needs a cluster://HOST:PORT listener");
+  }
+  if (c.broker_session_timeout_ms <= c.broker_heartbeat_interval_ms) {
+    return invalid("broker.session.timeout.ms", std::to_string(c.broker_session_timeout_ms),
+                   "must be longer than broker.heartbeat.interval.ms=" + std::to_string(c.broker_heartbeat_interval_ms));
+  }
+  return base::ok_v;
+}
+
+}  // namespace
+
 result<server_config> load_server_config(const properties& values) {
   server_config c;
   const auto& table = key_table();
@@ -273,7 +477,15 @@ result<server_config> load_server_config(const properties& values) {
     return invalid("log.segment.bytes", std::to_string(c.log_segment_bytes),
                    "must be at least message.max.bytes=" + std::to_string(c.message_max_bytes));
   }
+  RINGLOG_TRY(check_cluster_settings(c));
   return c;
+}
+
+std::string key_value(const server_config& c, std::string_view key) {
+  for (const auto& k : key_table()) {
+    if (k.name == key) return k.show(c);
+  }
+  return {};
 }
 
 std::vector<key_description> describe_keys() {

@@ -60,3 +60,58 @@ TEST_CASE("keys are applied and bounded, errors name the key") {
   CHECK(refused("group.expiry.interval.ms", "10").code == errc::invalid_value);
   CHECK_FALSE(describe_keys().empty());
 }
+
+TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum.voters") {
+  auto single = load_server_config({});
+  REQUIRE(single.ok());
+  CHECK(single->cluster_listener_port == -1);   // no cluster listener: a one-voter quorum
+  CHECK(single->process_role_broker);
+  CHECK(single->process_role_controller);
+  CHECK(single->controller_quorum_voters.empty());
+
+  auto c = load_server_config({{"node.id", "2"},
+                               {"listeners", "http://127.0.0.1:8092, cluster://127.0.0.1:9192"},
+                               {"controller.quorum.voters", "1@127.0.0.1:9191,2@127.0.0.1:9192,3@[::1]:9193"}});
+  REQUIRE(c.ok());
+  CHECK(c->listener_port == 8092);
+  CHECK(c->cluster_listener_host == "127.0.0.1");
+  CHECK(c->cluster_listener_port == 9192);
+  REQUIRE(c->controller_quorum_voters.size() == 3);
+  CHECK(c->controller_quorum_voters[2].node_id == 3);
+  CHECK(c->controller_quorum_voters[2].host == "::1");
+  CHECK(c->controller_quorum_voters[2].port == 9193);
+  CHECK(key_value(*c, "listeners") == "http://127.0.0.1:8092,cluster://127.0.0.1:9192");
+  CHECK(key_value(*c, "controller.quorum.voters") == "1@127.0.0.1:9191,2@127.0.0.1:9192,3@::1:9193");
+
+  auto broker_only = load_server_config({{"node.id", "4"},
+                                         {"process.roles", "broker"},
+                                         {"listeners", "http://127.0.0.1:8094,cluster://127.0.0.1:9194"},
+                                         {"controller.quorum.voters", "1@127.0.0.1:9191"}});
+  REQUIRE(broker_only.ok());
+  CHECK_FALSE(broker_only->process_role_controller);
+
+  auto why = [](properties p) {
+    auto r = load_server_config(p);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::invalid_value);
+    return r.error().message;
+  };
+  CHECK(why({{"listeners", "http://127.0.0.1:1,http://127.0.0.1:2"}}).find("only one http:// listener") != std::string::npos);
+  CHECK(why({{"listeners", "cluster://127.0.0.1:2"}}).find("an http:// listener is required") != std::string::npos);
+  CHECK(why({{"listeners", "http://127.0.0.1:1,kafka://127.0.0.1:9092"}}).find("not served yet") != std::string::npos);
+  CHECK(why({{"listeners", "http://127.0.0.1:1,ftp://127.0.0.1:9092"}}).find("unknown listener kind 'ftp'") != std::string::npos);
+  CHECK(why({{"process.roles", "broker,broker"}}).find("at most once") != std::string::npos);
+  CHECK(why({{"process.roles", ""}}).find("at least one role") != std::string::npos);
+  CHECK(why({{"process.roles", "broker"}}).find("needs controller.quorum.voters") != std::string::npos);
+  CHECK(why({{"controller.quorum.voters", "1@127.0.0.1:9191,1@127.0.0.1:9192"}}).find("appears twice") != std::string::npos);
+  CHECK(why({{"controller.quorum.voters", "x@127.0.0.1:9191"}}).find("voter id 'x'") != std::string::npos);
+  CHECK(why({{"controller.quorum.voters", "1@localhost:9191"}}).find("not an IP address") != std::string::npos);
+  // node.id 0 (the default) is not among the voters but runs the controller role.
+  CHECK(why({{"listeners", "http://127.0.0.1:1,cluster://127.0.0.1:2"}, {"controller.quorum.voters", "1@127.0.0.1:2"}})
+            .find("node.id=0 runs the controller role but is not one of the voters") != std::string::npos);
+  CHECK(why({{"node.id", "1"}, {"controller.quorum.voters", "1@127.0.0.1:2"}}).find("needs a cluster://HOST:PORT listener") !=
+        std::string::npos);
+  CHECK(why({{"broker.session.timeout.ms", "400"}, {"broker.heartbeat.interval.ms", "500"}, {"node.id", "1"},
+             {"listeners", "http://127.0.0.1:1,cluster://127.0.0.1:2"}, {"controller.quorum.voters", "1@127.0.0.1:2"}})
+            .find("must be longer than broker.heartbeat.interval.ms=500") != std::string::npos);
+}

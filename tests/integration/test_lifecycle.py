@@ -162,3 +162,24 @@ def test_second_broker_on_the_same_log_dirs_is_refused(fresh_broker, ringlog_bin
     first.kill()
     first.start()
     assert requests.get(first.url + "/v1/health", timeout=5).status_code == 200
+
+
+def test_a_directory_of_another_cluster_or_node_is_refused(fresh_broker, ringlog_bin):
+    """meta.properties (KIP-631) pins the data directory to its cluster.id and node.id: a node
+    started on it with other settings refuses to start naming both values, and the directory's
+    records are untouched (the first broker serves them again afterwards)."""
+    first = fresh_broker()
+    first.create_topic("pinned")
+    first.stop()
+    meta = (first.data_dir / "meta.properties").read_text()
+    assert "cluster.id=ringlog-cluster" in meta and "node.id=0" in meta
+    for setting, ours, theirs in [("cluster.id=other", "cluster.id=ringlog-cluster", "cluster.id=other"),
+                                  ("node.id=7", "node.id=0", "node.id=7")]:
+        p = subprocess.run([str(ringlog_bin), "serve", "--set", f"listeners=http://127.0.0.1:{free_port()}",
+                            "--set", f"log.dirs={first.data_dir}", "--set", setting],
+                           capture_output=True, text=True, timeout=30)
+        out = p.stdout + p.stderr
+        assert p.returncode == 1, out
+        assert ours in out and theirs in out, out
+    first.start()
+    assert requests.get(first.v3("/topics/pinned"), timeout=5).status_code == 200

@@ -69,6 +69,32 @@ struct server_config {
   int64_t http_connections_max = 0;                     // http.connections.max: 0 = from RLIMIT_NOFILE
   std::string http_cors_allowed_origins = "*";          // http.cors.allowed.origins: "*" or origins, comma-separated
   int64_t broker_partitions_max = 0;                    // broker.partitions.max: 0 = from RLIMIT_NOFILE
+  // ---- cluster (design.md section 6; KIP-500, KIP-595, KIP-631 names)
+  /// listeners=...,cluster://HOST:PORT: the inter-broker listener (Kafka's wire protocol). Port -1
+  /// when not configured: a node without one is a single-node cluster (one-voter quorum).
+  std::string cluster_listener_host = "127.0.0.1";
+  int32_t cluster_listener_port = -1;
+  /// advertised.listeners: what other nodes and clients are told; empty = the listeners as bound.
+  std::string advertised_http_host;
+  int32_t advertised_http_port = -1;
+  std::string advertised_cluster_host;
+  int32_t advertised_cluster_port = -1;
+  bool process_role_broker = true;                      // process.roles contains "broker"
+  bool process_role_controller = true;                  // process.roles contains "controller"
+  /// controller.quorum.voters=ID@HOST:PORT,...: the voters' cluster listeners. Empty = this node
+  /// alone (node.id on its own cluster listener, or in-process when it has none).
+  struct quorum_voter {
+    int32_t node_id = 0;
+    std::string host;
+    int32_t port = 0;
+  };
+  std::vector<quorum_voter> controller_quorum_voters;
+  int64_t controller_quorum_election_timeout_ms = 1000;      // controller.quorum.election.timeout.ms
+  int64_t controller_quorum_fetch_timeout_ms = 2000;         // controller.quorum.fetch.timeout.ms
+  int64_t controller_quorum_election_backoff_max_ms = 1000;  // controller.quorum.election.backoff.max.ms
+  int64_t broker_heartbeat_interval_ms = 500;                // broker.heartbeat.interval.ms
+  int64_t broker_session_timeout_ms = 3000;                  // broker.session.timeout.ms
+  std::string broker_rack;                                   // broker.rack: empty = no rack
 };
 
 /// Applies `values` over the defaults. Unknown keys and out-of-range values are refused, naming the key.
@@ -79,6 +105,8 @@ struct key_description {
   std::string default_value;
   std::string doc;   // meaning and accepted range
 };
+/// The value of `key` in `c` as text (as --help and errors show it); empty for an unknown key.
+std::string key_value(const server_config& c, std::string_view key);
 /// Every accepted key, for `ringlog serve --help`.
 std::vector<key_description> describe_keys();
 
