@@ -1,0 +1,143 @@
+#pragma once
+// The metadata image (KIP-631): what every node knows of the cluster, built by applying the
+// committed records of the metadata log `__cluster_metadata-0` in offset order. An image is
+// immutable once published: apply() returns a new image that shares every unchanged topic with
+// the old one (copy-on-write), so a shard can hold one with a plain shared_ptr and read it
+// without a lock while the next one is being built.
+//
+// Records and their rules (Kafka's metadata record kinds, protocol/schemas/*Record.json):
+//   RegisterBrokerRecord        a broker (re)registers: replaces its registration, new broker epoch
+//   FenceBrokerRecord / UnfenceBrokerRecord / BrokerRegistrationChangeRecord
+//                               fenced and in-controlled-shutdown state, for the given broker epoch
+//   TopicRecord                 a topic name and its UUID; its partitions follow as PartitionRecords
+//   PartitionRecord             a partition's full state: replicas, ISR, leader, leader epoch,
+//                               partition epoch
+//   PartitionChangeRecord       a change of some of those: partition_epoch + 1 always; leader_epoch
+//                               + 1 when the leader field is set (KIP-631)
+//   ConfigRecord                a topic (resource type 2), broker (4, "" = cluster default) config;
+//                               a null value removes it
+//   RemoveTopicRecord           the topic and its partitions are gone
+//   ProducerIdsRecord           the next producer id block starts at next_producer_id
+//   FeatureLevelRecord          a feature's finalized level (metadata.version)
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ringlog/controller/errc.h"
+#include "ringlog/protocol/messages.h"
+
+namespace ringlog::controller {
+
+using protocol::uuid;
+
+/// Kafka's ConfigResource types used by ConfigRecord.resource_type.
+inline constexpr int8_t config_resource_topic = 2;
+inline constexpr int8_t config_resource_broker = 4;
+
+/// Text of a uuid as Kafka shows it: 22 characters of URL-safe base64 without padding.
+std::string uuid_to_string(const uuid& id);
+/// Parses Kafka's 22-character form. Errors: invalid_record naming the text.
+result<uuid> uuid_from_string(std::string_view text);
+
+struct broker_endpoint {
+  std::string name;   // listener kind: "http", "cluster", later "kafka"
+  std::string host;
+  uint16_t port = 0;
+  bool operator==(const broker_endpoint&) const = default;
+};
+
+struct broker_registration {
+  int32_t node_id = 0;
+  int64_t broker_epoch = 0;     // the metadata offset of its RegisterBrokerRecord (Kafka's rule)
+  uuid incarnation_id;          // new on every process start
+  std::vector<broker_endpoint> endpoints;
+  std::string rack;             // empty: none
+  bool fenced = true;
+  bool in_controlled_shutdown = false;
+  bool operator==(const broker_registration&) const = default;
+  /// The endpoint named `name`, or nullptr.
+  [[nodiscard]] const broker_endpoint* endpoint(std::string_view name) const;
+};
+
+struct partition_image {
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> in_sync_replicas;
+  int32_t leader = -1;           // -1: no leader
+  int32_t leader_epoch = 0;
+  int32_t partition_epoch = 0;
+  bool operator==(const partition_image&) const = default;
+};
+
+struct topic_image {
+  std::string name;
+  uuid topic_id;
+  std::vector<partition_image> partitions;       // index = partition id
+  std::map<std::string, std::string> configs;    // topic-level overrides only
+  bool operator==(const topic_image&) const = default;
+};
+
+class metadata_image {
+ public:
+  /// The metadata log offset this image includes (-1: nothing applied).
+  [[nodiscard]] int64_t offset() const { return offset_; }
+  [[nodiscard]] const topic_image* find_topic(std::string_view name) const;
+  [[nodiscard]] const topic_image* find_topic(const uuid& id) const;
+  /// Topics by name.
+  [[nodiscard]] const std::map<std::string, std::shared_ptr<const topic_image>, std::less<>>& topics() const {
+    return topics_;
+  }
+  [[nodiscard]] const broker_registration* find_broker(int32_t node_id) const;
+  [[nodiscard]] const std::map<int32_t, broker_registration>& brokers() const { return brokers_; }
+  /// Dynamic broker configs: node id -> name -> value; node id -1 holds the cluster-wide defaults.
+  [[nodiscard]] const std::map<int32_t, std::map<std::string, std::string>>& broker_configs() const {
+    return broker_configs_;
+  }
+  /// First producer id not yet handed out in a block (ProducerIdsRecord), 0 before any.
+  [[nodiscard]] int64_t next_producer_id() const { return next_producer_id_; }
+  [[nodiscard]] const std::map<std::string, int16_t>& features() const { return features_; }
+  /// Partitions of all topics together.
+  [[nodiscard]] int64_t partition_count() const { return partition_count_; }
+
+  bool operator==(const metadata_image& other) const;
+
+ private:
+  friend class metadata_delta;
+  int64_t offset_ = -1;
+  std::map<std::string, std::shared_ptr<const topic_image>, std::less<>> topics_;
+  std::map<std::array<uint8_t, 16>, std::string> topic_names_by_id_;
+  std::map<int32_t, broker_registration> brokers_;
+  std::map<int32_t, std::map<std::string, std::string>> broker_configs_;
+  int64_t next_producer_id_ = 0;
+  std::map<std::string, int16_t> features_;
+  int64_t partition_count_ = 0;
+};
+
+/// Changes to an image, record by record; then image() for the result. Copy-on-write: the base
+/// image is never modified, and topics no record touched are shared with it.
+class metadata_delta {
+ public:
+  explicit metadata_delta(const metadata_image& base) : next_(base) {}
+  /// Applies one committed record at metadata offset `offset` (>= every earlier one). Errors:
+  /// invalid_record naming the record and what does not fit (a partition of an unknown topic,
+  /// a change of an unknown partition, ...); the delta is then unusable.
+  result<void> apply(const protocol::metadata_record& record, int64_t offset);
+  /// The new image (the delta may not be used afterwards).
+  std::shared_ptr<const metadata_image> image() &&;
+  /// Topic names created, changed (partitions, configs, ISR, leaders) or removed so far.
+  [[nodiscard]] const std::vector<std::string>& touched_topics() const { return touched_topics_; }
+
+ private:
+  /// The topic to change, copied on first change; nullptr when no topic has that id.
+  topic_image* mutable_topic(const uuid& id);
+  result<void> apply_partition_change(const protocol::partition_change_record& r);
+  metadata_image next_;
+  std::vector<std::string> touched_topics_;
+  std::map<std::string, std::shared_ptr<topic_image>, std::less<>> copied_;   // topics copied in this delta
+};
+
+}  // namespace ringlog::controller

@@ -1,0 +1,271 @@
+#include "ringlog/controller/metadata_image.h"
+
+#include <algorithm>
+#include <charconv>
+#include <variant>
+
+#include "ringlog/base/assert.h"
+
+namespace ringlog::controller {
+namespace {
+
+constexpr char base64url_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+/// Characters of a uuid in Kafka's text form: ceil(128 / 6).
+constexpr size_t uuid_text_chars = 22;
+
+std::string id_text(const uuid& id) { return uuid_to_string(id); }
+
+error bad(std::string what) { return error{errc::invalid_record, std::move(what)}; }
+
+}  // namespace
+
+std::string uuid_to_string(const uuid& id) {
+  std::string out;
+  uint32_t buffer = 0;
+  int bits = 0;
+  for (uint8_t byte : id.value) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(base64url_alphabet[(buffer >> bits) & 0x3f]);
+    }
+  }
+  if (bits > 0) out.push_back(base64url_alphabet[(buffer << (6 - bits)) & 0x3f]);
+  RINGLOG_ASSERT_OP(out.size(), ==, uuid_text_chars);
+  return out;
+}
+
+result<uuid> uuid_from_string(std::string_view text) {
+  if (text.size() != uuid_text_chars) {
+    return bad("topic id '" + std::string(text) + "' is not 22 characters of URL-safe base64");
+  }
+  uuid out;
+  uint32_t buffer = 0;
+  int bits = 0;
+  size_t at = 0;
+  for (char c : text) {
+    const char* found = std::find(base64url_alphabet, base64url_alphabet + 64, c);
+    if (found == base64url_alphabet + 64) {
+      return bad("topic id '" + std::string(text) + "' has a character outside URL-safe base64: '" + std::string(1, c) + "'");
+    }
+    buffer = (buffer << 6) | static_cast<uint32_t>(found - base64url_alphabet);
+    bits += 6;
+    if (bits >= 8 && at < out.value.size()) {
+      bits -= 8;
+      out.value[at++] = static_cast<uint8_t>((buffer >> bits) & 0xff);
+    }
+  }
+  // The last character carries 2 bits of the 16th byte and 4 unused ones (ids written before
+  // ringlog stored them as 16 bytes may have them set; they are dropped).
+  return out;
+}
+
+const broker_endpoint* broker_registration::endpoint(std::string_view name) const {
+  for (const auto& e : endpoints) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+const topic_image* metadata_image::find_topic(std::string_view name) const {
+  auto it = topics_.find(name);
+  return it == topics_.end() ? nullptr : it->second.get();
+}
+
+const topic_image* metadata_image::find_topic(const uuid& id) const {
+  auto it = topic_names_by_id_.find(id.value);
+  return it == topic_names_by_id_.end() ? nullptr : find_topic(it->second);
+}
+
+const broker_registration* metadata_image::find_broker(int32_t node_id) const {
+  auto it = brokers_.find(node_id);
+  return it == brokers_.end() ? nullptr : &it->second;
+}
+
+bool metadata_image::operator==(const metadata_image& other) const {
+  if (offset_ != other.offset_ || brokers_ != other.brokers_ || broker_configs_ != other.broker_configs_ ||
+      next_producer_id_ != other.next_producer_id_ || features_ != other.features_ ||
+      topics_.size() != other.topics_.size()) {
+    return false;
+  }
+  for (const auto& [name, topic] : topics_) {
+    const topic_image* theirs = other.find_topic(name);
+    if (theirs == nullptr || !(*theirs == *topic)) return false;
+  }
+  return true;
+}
+
+topic_image* metadata_delta::mutable_topic(const uuid& id) {
+  auto name = next_.topic_names_by_id_.find(id.value);
+  if (name == next_.topic_names_by_id_.end()) return nullptr;
+  auto copied = copied_.find(name->second);
+  if (copied != copied_.end()) return copied->second.get();
+  auto fresh = std::make_shared<topic_image>(*next_.topics_.at(name->second));
+  copied_[name->second] = fresh;
+  next_.topics_[name->second] = fresh;
+  touched_topics_.push_back(name->second);
+  return fresh.get();
+}
+
+result<void> metadata_delta::apply_partition_change(const protocol::partition_change_record& r) {
+  topic_image* topic = mutable_topic(r.topic_id);
+  if (topic == nullptr) return bad("PartitionChangeRecord for unknown topic id " + id_text(r.topic_id));
+  if (r.partition_id < 0 || r.partition_id >= static_cast<int32_t>(topic->partitions.size())) {
+    return bad("PartitionChangeRecord for partition " + std::to_string(r.partition_id) + " of topic '" + topic->name +
+               "', which has " + std::to_string(topic->partitions.size()) + " partitions");
+  }
+  partition_image& p = topic->partitions[static_cast<size_t>(r.partition_id)];
+  if (r.replicas) p.replicas = *r.replicas;
+  if (r.isr) p.in_sync_replicas = *r.isr;
+  // leader -2: unchanged; -1: no leader; else the new leader, in a new leader epoch (KIP-631).
+  if (r.leader != -2) {
+    p.leader = r.leader;
+    ++p.leader_epoch;
+  }
+  ++p.partition_epoch;
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply(const protocol::metadata_record& record, int64_t offset) {
+  RINGLOG_ASSERT_OP(offset, >, next_.offset_);
+  next_.offset_ = offset;
+  using namespace protocol;
+  if (const auto* r = std::get_if<register_broker_record>(&record)) {
+    broker_registration b;
+    b.node_id = r->broker_id;
+    b.broker_epoch = r->broker_epoch;
+    b.incarnation_id = r->incarnation_id;
+    for (const auto& e : r->end_points) b.endpoints.push_back({e.name, e.host, e.port});
+    b.rack = r->rack.value_or("");
+    b.fenced = r->fenced;
+    b.in_controlled_shutdown = r->in_controlled_shutdown;
+    next_.brokers_[b.node_id] = std::move(b);
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<fence_broker_record>(&record)) {
+    auto it = next_.brokers_.find(r->id);
+    if (it == next_.brokers_.end() || it->second.broker_epoch != r->epoch) {
+      return bad("FenceBrokerRecord for broker " + std::to_string(r->id) + " epoch " + std::to_string(r->epoch) +
+                 ", which is not registered in that epoch");
+    }
+    it->second.fenced = true;
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<unfence_broker_record>(&record)) {
+    auto it = next_.brokers_.find(r->id);
+    if (it == next_.brokers_.end() || it->second.broker_epoch != r->epoch) {
+      return bad("UnfenceBrokerRecord for broker " + std::to_string(r->id) + " epoch " + std::to_string(r->epoch) +
+                 ", which is not registered in that epoch");
+    }
+    it->second.fenced = false;
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<broker_registration_change_record>(&record)) {
+    auto it = next_.brokers_.find(r->broker_id);
+    if (it == next_.brokers_.end() || it->second.broker_epoch != r->broker_epoch) {
+      return bad("BrokerRegistrationChangeRecord for broker " + std::to_string(r->broker_id) + " epoch " +
+                 std::to_string(r->broker_epoch) + ", which is not registered in that epoch");
+    }
+    // Kafka's encoding: 0 = unchanged, 1 = true (fenced / in shutdown), 2 = false.
+    if (r->fenced == 1) it->second.fenced = true;
+    if (r->fenced == 2) it->second.fenced = false;
+    if (r->in_controlled_shutdown == 1) it->second.in_controlled_shutdown = true;
+    if (r->in_controlled_shutdown == 2) it->second.in_controlled_shutdown = false;
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<topic_record>(&record)) {
+    if (next_.topics_.contains(r->name)) return bad("TopicRecord for '" + r->name + "', which exists");
+    if (next_.topic_names_by_id_.contains(r->topic_id.value)) {
+      return bad("TopicRecord for '" + r->name + "' with the id " + id_text(r->topic_id) + " of another topic");
+    }
+    auto t = std::make_shared<topic_image>();
+    t->name = r->name;
+    t->topic_id = r->topic_id;
+    copied_[r->name] = t;
+    next_.topics_[r->name] = t;
+    next_.topic_names_by_id_[r->topic_id.value] = r->name;
+    touched_topics_.push_back(r->name);
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<partition_record>(&record)) {
+    topic_image* topic = mutable_topic(r->topic_id);
+    if (topic == nullptr) return bad("PartitionRecord for unknown topic id " + id_text(r->topic_id));
+    // Partitions arrive in order: a new one is the next index; an existing one is replaced.
+    if (r->partition_id < 0 || r->partition_id > static_cast<int32_t>(topic->partitions.size())) {
+      return bad("PartitionRecord for partition " + std::to_string(r->partition_id) + " of topic '" + topic->name +
+                 "', which has " + std::to_string(topic->partitions.size()) + " partitions");
+    }
+    partition_image p{r->replicas, r->isr, r->leader, std::max(r->leader_epoch, 0), std::max(r->partition_epoch, 0)};
+    if (r->partition_id == static_cast<int32_t>(topic->partitions.size())) {
+      topic->partitions.push_back(std::move(p));
+      ++next_.partition_count_;
+    } else {
+      topic->partitions[static_cast<size_t>(r->partition_id)] = std::move(p);
+    }
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<partition_change_record>(&record)) return apply_partition_change(*r);
+  if (const auto* r = std::get_if<config_record>(&record)) {
+    if (r->resource_type == config_resource_topic) {
+      auto name = next_.topics_.find(r->resource_name);
+      if (name == next_.topics_.end()) return bad("ConfigRecord for unknown topic '" + r->resource_name + "'");
+      topic_image* topic = mutable_topic(name->second->topic_id);
+      if (r->value) {
+        topic->configs[r->name] = *r->value;
+      } else {
+        topic->configs.erase(r->name);
+      }
+      return base::ok_v;
+    }
+    if (r->resource_type == config_resource_broker) {
+      int32_t node = -1;
+      if (!r->resource_name.empty()) {
+        const std::string& text = r->resource_name;
+        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), node);
+        if (ec != std::errc() || ptr != text.data() + text.size() || node < 0) {
+          return bad("ConfigRecord for broker '" + text + "', which is not a node id");
+        }
+      }
+      if (r->value) {
+        next_.broker_configs_[node][r->name] = *r->value;
+      } else {
+        next_.broker_configs_[node].erase(r->name);
+        if (next_.broker_configs_[node].empty()) next_.broker_configs_.erase(node);
+      }
+      return base::ok_v;
+    }
+    return bad("ConfigRecord of resource type " + std::to_string(r->resource_type) + " (topic 2 or broker 4)");
+  }
+  if (const auto* r = std::get_if<remove_topic_record>(&record)) {
+    auto name = next_.topic_names_by_id_.find(r->topic_id.value);
+    if (name == next_.topic_names_by_id_.end()) return bad("RemoveTopicRecord for unknown topic id " + id_text(r->topic_id));
+    auto topic = next_.topics_.find(name->second);
+    next_.partition_count_ -= static_cast<int64_t>(topic->second->partitions.size());
+    touched_topics_.push_back(name->second);
+    copied_.erase(name->second);
+    next_.topics_.erase(topic);
+    next_.topic_names_by_id_.erase(name);
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<producer_ids_record>(&record)) {
+    if (r->next_producer_id < next_.next_producer_id_) {
+      return bad("ProducerIdsRecord moves next_producer_id back from " + std::to_string(next_.next_producer_id_) + " to " +
+                 std::to_string(r->next_producer_id));
+    }
+    next_.next_producer_id_ = r->next_producer_id;
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<feature_level_record>(&record)) {
+    next_.features_[r->name] = r->feature_level;
+    return base::ok_v;
+  }
+  return base::ok_v;   // records that change nothing in the image (none today)
+}
+
+std::shared_ptr<const metadata_image> metadata_delta::image() && {
+  copied_.clear();
+  return std::make_shared<const metadata_image>(std::move(next_));
+}
+
+}  // namespace ringlog::controller

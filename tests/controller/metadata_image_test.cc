@@ -1,0 +1,152 @@
+// The metadata image: records applied in order, copy-on-write sharing, and refusals that name
+// the record that does not fit.
+
+#include <doctest.h>
+
+#include "ringlog/controller/metadata_image.h"
+
+namespace ringlog::controller {
+namespace {
+
+uuid id_of(uint8_t b) {
+  uuid u;
+  u.value.fill(b);
+  return u;
+}
+
+protocol::topic_record topic(std::string name, uint8_t id) {
+  protocol::topic_record r;
+  r.name = std::move(name);
+  r.topic_id = id_of(id);
+  return r;
+}
+
+protocol::partition_record partition(uint8_t topic_id, int32_t p, std::vector<int32_t> replicas, int32_t leader) {
+  protocol::partition_record r;
+  r.topic_id = id_of(topic_id);
+  r.partition_id = p;
+  r.replicas = replicas;
+  r.isr = replicas;
+  r.leader = leader;
+  r.leader_epoch = 0;
+  r.partition_epoch = 0;
+  return r;
+}
+
+std::shared_ptr<const metadata_image> apply_all(const metadata_image& base, std::vector<protocol::metadata_record> records) {
+  metadata_delta delta(base);
+  int64_t offset = base.offset();
+  for (const auto& r : records) REQUIRE(delta.apply(r, ++offset).ok());
+  return std::move(delta).image();
+}
+
+}  // namespace
+
+TEST_CASE("uuid text is Kafka's 22 characters of URL-safe base64, both ways") {
+  uuid u;
+  for (uint8_t i = 0; i < 16; ++i) u.value[i] = static_cast<uint8_t>(i * 17 + 3);
+  const std::string text = uuid_to_string(u);
+  CHECK(text.size() == 22);
+  auto back = uuid_from_string(text);
+  REQUIRE(back.ok());
+  CHECK(*back == u);
+  CHECK(uuid_to_string(uuid{}) == "AAAAAAAAAAAAAAAAAAAAAA");   // Kafka's Uuid.ZERO_UUID
+  CHECK_FALSE(uuid_from_string("short").ok());
+  CHECK(uuid_from_string("AAAAAAAAAAAAAAAAAAAAA*").error().message.find("'*'") != std::string::npos);
+}
+
+TEST_CASE("topics, partitions and configs build the image; changes bump the epochs") {
+  metadata_image empty;
+  protocol::config_record retention;
+  retention.resource_type = config_resource_topic;
+  retention.resource_name = "orders";
+  retention.name = "retention.ms";
+  retention.value = "1000";
+  auto image = apply_all(empty, {topic("orders", 1), partition(1, 0, {1, 2, 3}, 1), partition(1, 1, {2, 3, 1}, 2),
+                                 retention, topic("audit", 2), partition(2, 0, {3}, 3)});
+  CHECK(image->offset() == 5);
+  CHECK(image->partition_count() == 3);
+  const topic_image* orders = image->find_topic("orders");
+  REQUIRE(orders != nullptr);
+  CHECK(image->find_topic(id_of(1)) == orders);
+  REQUIRE(orders->partitions.size() == 2);
+  CHECK(orders->partitions[1].leader == 2);
+  CHECK(orders->configs.at("retention.ms") == "1000");
+
+  protocol::partition_change_record shrink;
+  shrink.topic_id = id_of(1);
+  shrink.partition_id = 1;
+  shrink.isr = std::vector<int32_t>{2, 3};   // leader unchanged (-2)
+  protocol::partition_change_record move;
+  move.topic_id = id_of(1);
+  move.partition_id = 1;
+  move.leader = 3;
+  auto next = apply_all(*image, {shrink, move});
+  const partition_image& p = next->find_topic("orders")->partitions[1];
+  CHECK(p.in_sync_replicas == std::vector<int32_t>{2, 3});
+  CHECK(p.leader == 3);
+  CHECK(p.leader_epoch == 1);       // only the leader change bumps it
+  CHECK(p.partition_epoch == 2);    // every change bumps it
+  // Copy-on-write: the untouched topic is shared, the old image is unchanged.
+  CHECK(next->find_topic("audit") == image->find_topic("audit"));
+  CHECK(image->find_topic("orders")->partitions[1].leader == 2);
+
+  protocol::remove_topic_record remove;
+  remove.topic_id = id_of(1);
+  retention.value = std::nullopt;
+  retention.resource_name = "audit";
+  auto last = apply_all(*next, {remove, retention});
+  CHECK(last->find_topic("orders") == nullptr);
+  CHECK(last->find_topic(id_of(1)) == nullptr);
+  CHECK(last->partition_count() == 1);
+  CHECK(last->find_topic("audit")->configs.empty());
+}
+
+TEST_CASE("brokers register with an epoch; fencing names that epoch") {
+  protocol::register_broker_record reg;
+  reg.broker_id = 2;
+  reg.broker_epoch = 7;
+  reg.incarnation_id = id_of(9);
+  reg.end_points.push_back({"http", "127.0.0.1", 8082, 0, {}});
+  reg.rack = "a";
+  reg.fenced = true;
+  protocol::unfence_broker_record unfence;
+  unfence.id = 2;
+  unfence.epoch = 7;
+  auto image = apply_all(metadata_image{}, {reg, unfence});
+  const broker_registration* b = image->find_broker(2);
+  REQUIRE(b != nullptr);
+  CHECK_FALSE(b->fenced);
+  CHECK(b->rack == "a");
+  REQUIRE(b->endpoint("http") != nullptr);
+  CHECK(b->endpoint("http")->port == 8082);
+
+  metadata_delta stale(*image);
+  protocol::fence_broker_record fence;
+  fence.id = 2;
+  fence.epoch = 6;   // an older registration
+  auto refused = stale.apply(fence, image->offset() + 1);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("broker 2 epoch 6") != std::string::npos);
+}
+
+TEST_CASE("records that do not fit the image are refused, naming the record") {
+  auto refused = [](std::vector<protocol::metadata_record> records) {
+    metadata_delta delta{metadata_image{}};
+    int64_t offset = 0;
+    for (size_t i = 0; i + 1 < records.size(); ++i) REQUIRE(delta.apply(records[i], offset++).ok());
+    auto r = delta.apply(records.back(), offset);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::invalid_record);
+    return r.error().message;
+  };
+  CHECK(refused({partition(1, 0, {1}, 1)}).find("PartitionRecord for unknown topic id") != std::string::npos);
+  CHECK(refused({topic("a", 1), partition(1, 1, {1}, 1)}).find("partition 1 of topic 'a', which has 0") != std::string::npos);
+  CHECK(refused({topic("a", 1), topic("a", 2)}).find("'a', which exists") != std::string::npos);
+  CHECK(refused({topic("a", 1), topic("b", 1)}).find("id") != std::string::npos);
+  protocol::config_record bad_type;
+  bad_type.resource_type = 9;
+  CHECK(refused({bad_type}).find("resource type 9") != std::string::npos);
+}
+
+}  // namespace ringlog::controller
