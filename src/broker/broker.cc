@@ -13,11 +13,11 @@
 #include <queue>
 #include <random>
 #include <set>
-#include <shared_mutex>
 #include <unordered_map>
 
 #include "group_service.h"
 #include "metadata.h"
+#include "ringlog/controller/metadata_entry.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
 #include "ringlog/broker/partitioner.h"
@@ -68,12 +68,13 @@ size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count)
   return static_cast<size_t>(h % shard_count);
 }
 
-std::string new_topic_id() {
-  // Kafka topic ids are random UUIDs shown as 22 characters of URL-safe base64.
-  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+controller::uuid new_topic_id() {
+  // Kafka's topic ids are random (version 4) UUIDs, shown as 22 characters of URL-safe base64.
   std::random_device device;
-  std::string id;
-  for (int i = 0; i < 22; ++i) id.push_back(alphabet[device() % 64]);
+  controller::uuid id;
+  for (auto& byte : id.value) byte = static_cast<uint8_t>(device());
+  id.value[6] = static_cast<uint8_t>((id.value[6] & 0x0f) | 0x40);
+  id.value[8] = static_cast<uint8_t>((id.value[8] & 0x3f) | 0x80);
   return id;
 }
 
@@ -148,7 +149,8 @@ class broker_impl final : public broker, public group_host {
         shards_(deps_.runtime.shard_count()),
         deadlines_(deps_.runtime.shard_count()),
         recent_reads_(deps_.runtime.shard_count()),
-        last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()) {}
+        last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()),
+        shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {}
 
   result<void> start();
 
@@ -181,12 +183,13 @@ class broker_impl final : public broker, public group_host {
   result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override;
 
  private:
-  int64_t total_partitions() const {
-    std::shared_lock lock(mutex_);
-    int64_t n = 0;
-    for (const auto& [name, t] : topics_) n += t->record.partitions_count;
-    return n;
+  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
+  std::shared_ptr<const metadata_view> view() const {
+    const size_t shard = deps_.runtime.current_shard();
+    if (shard < shard_views_.size()) return shard_views_[shard];
+    return latest_view_.load(std::memory_order_acquire);
   }
+  int64_t total_partitions() const { return view()->image->partition_count(); }
   result<void> check_partition_budget(int64_t adding) const {
     const int64_t total = total_partitions();
     if (total + adding <= config_.partitions_max) return base::ok_v;
@@ -200,10 +203,16 @@ class broker_impl final : public broker, public group_host {
   result<void> check_readable(const model::topic_partition& tp) const;
   using partitions_map = std::unordered_map<std::string, std::shared_ptr<partition_runtime>>;
 
-  std::shared_ptr<topic_state> find_topic(const std::string& name) const {
-    std::shared_lock lock(mutex_);
-    auto it = topics_.find(name);
-    return it == topics_.end() ? nullptr : it->second;
+  std::shared_ptr<const topic_state> find_topic(const std::string& name) const {
+    auto v = view();
+    auto it = v->topics.find(name);
+    return it == v->topics.end() ? nullptr : it->second;
+  }
+  /// Controller shard: the topic as of the last applied metadata entry.
+  std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const {
+    RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+    auto it = controller_view_->topics.find(name);
+    return it == controller_view_->topics.end() ? nullptr : it->second;
   }
   size_t owner(const std::string& topic, int32_t partition) const {
     return shard_of(topic, partition, shards_.size());
@@ -212,14 +221,33 @@ class broker_impl final : public broker, public group_host {
     return config_.log_dir + "/" + partition_key(topic, partition);
   }
   topic_description describe(const topic_state& t) const;
-  result<void> persist(const model::record& record);
-  std::shared_ptr<topic_state> install_topic(const topic_record& record);
-  void open_partitions(const std::shared_ptr<topic_state>& topic, int32_t from, bool fresh,
+  /// Reads the metadata log from its start into an image (start-up; legacy records included).
+  result<std::shared_ptr<const controller::metadata_image>> replay_metadata_log();
+  /// A new topic's TopicRecord, PartitionRecords (this node the only replica) and ConfigRecords.
+  std::vector<protocol::metadata_record> new_topic_records(const std::string& name, int32_t partitions,
+                                                           const std::map<std::string, std::string>& configs) const;
+  /// PartitionRecords for partitions [from, to) of a topic.
+  void append_partition_records(std::vector<protocol::metadata_record>& out, const controller::uuid& topic_id,
+                                int32_t from, int32_t to) const;
+  /// Controller shard: appends `records` as one metadata entry, makes it durable, applies it and
+  /// answers `done` once every shard reads the new image and its partitions are reconciled.
+  void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done);
+  /// Controller shard: applies an entry at metadata `offset`; publishes the new view to every
+  /// shard, then (when `reconcile`) opens, removes and reconfigures the partitions it changed.
+  result<void> apply_entry(const std::vector<protocol::metadata_record>& records, int64_t offset, bool reconcile,
+                           std::function<void(result<void>)> done);
+  /// Installs `next` as every shard's view; `done` runs on the controller shard once all have it.
+  void publish_view(std::shared_ptr<const metadata_view> next, std::function<void()> done);
+  /// Brings the shards' partitions in line with the topics named in `touched` after `before`.
+  void reconcile(const metadata_view& before, const metadata_view& after, const std::vector<std::string>& touched,
+                 std::function<void(result<void>)> done);
+  void remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done);
+  void open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                        std::function<void(result<void>)> done);
   result<void> open_partition_on_shard(size_t shard, const std::string& topic, int32_t partition,
                                        const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
                                        model::leader_epoch epoch, bool fresh);
-  void produce_to(const std::shared_ptr<topic_state>& topic, produce_request request,
+  void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
                   std::function<void(result<produce_response>)> done);
   void append_on_shard(size_t shard, std::string topic, int32_t partition, model::bytes batch,
                        std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps, acks_mode acks,
@@ -264,8 +292,15 @@ class broker_impl final : public broker, public group_host {
   std::vector<std::deque<recent_read>> recent_reads_;   // per shard, newest first, <= recent_reads_max
   std::atomic<uint64_t> next_partition_uid_{1};
   std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
-  mutable std::shared_mutex mutex_;     // guards topics_ (control plane only)
-  std::map<std::string, std::shared_ptr<topic_state>> topics_;
+  /// The metadata as of the last applied entry. Each shard reads its own copy without a lock
+  /// (shard_views_[i] is touched only on shard i); threads outside the shards read latest_view_.
+  /// Changed only on the controller shard (apply_entry), which publishes to every shard before an
+  /// admin call is answered, so a client that saw its change answered finds it on every shard.
+  std::vector<std::shared_ptr<const metadata_view>> shard_views_;
+  /// The controller shard's own view, ahead of shard_views_[controller_shard] while a publish is
+  /// on its way: metadata changes are checked and applied against it, one after another.
+  std::shared_ptr<const metadata_view> controller_view_ = std::make_shared<const metadata_view>();
+  std::atomic<std::shared_ptr<const metadata_view>> latest_view_{std::make_shared<const metadata_view>()};
   std::unique_ptr<storage::partition_log> metadata_log_;  // shard 0 only, after start()
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
@@ -302,7 +337,32 @@ result<void> broker_impl::start() {
                                           deps_.clock);
   if (!log.ok()) return from_storage(log.error());
   metadata_log_ = std::move(log.value());
-  // Replay the metadata log into the image.
+  auto image = replay_metadata_log();
+  if (!image.ok()) return image.error();
+  metadata_log_->set_high_watermark(metadata_log_->log_end_offset());
+  // Every shard reads the replayed image before anything is served.
+  std::promise<void> published;
+  controller_view_ = make_view(metadata_view{}, std::move(image).value());
+  publish_view(controller_view_, [&published] { published.set_value(); });
+  published.get_future().wait();
+  // Recover every partition on its shard; wait here (start-up runs outside the shards).
+  for (const auto& [name, t] : view()->topics) {
+    std::promise<result<void>> opened;
+    open_partitions(t, 0, false, [&opened](result<void> r) { opened.set_value(std::move(r)); });
+    auto r = opened.get_future().get();
+    if (!r.ok()) return r.error();
+  }
+  RINGLOG_TRY(ensure_offsets_topic());
+  const int32_t offsets_partitions = find_topic(consumer_offsets_topic)->partitions_count();
+  groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
+                               config_.group_expiry_interval_ms);
+  RINGLOG_TRY(groups_->start());
+  for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
+  return base::ok_v;
+}
+
+result<std::shared_ptr<const controller::metadata_image>> broker_impl::replay_metadata_log() {
+  controller::metadata_delta delta{controller::metadata_image{}};
   model::offset at = metadata_log_->log_start_offset();
   while (at < metadata_log_->log_end_offset()) {
     auto read = metadata_log_->read(at, 1 << 20, metadata_log_->log_end_offset());
@@ -314,51 +374,200 @@ result<void> broker_impl::start() {
       auto records = codec::decode_records(std::span(read->batches).subspan(pos, header->size_bytes()));
       if (!records.ok()) return error{errc::kafka_storage_error, "metadata log: " + records.error().message};
       for (const auto& r : records.value()) {
-        auto change = decode_metadata_record(r);
-        if (!change.ok()) return error{errc::kafka_storage_error, "metadata log: " + change.error().message};
-        if (change->upsert) install_topic(*change->upsert);
-        if (change->removed_topic) topics_.erase(*change->removed_topic);
+        if (r.record_offset < at) continue;
+        // Legacy records are read against the image so far: apply what came before them.
+        auto partial = std::move(delta).image();
+        auto entry = metadata_log_records(*partial, r, config_.node_id);
+        if (!entry.ok()) return error{errc::kafka_storage_error, "metadata log offset " + std::to_string(r.record_offset.value()) + ": " + entry.error().message};
+        delta = controller::metadata_delta{*partial};
+        for (const auto& record : entry.value()) {
+          auto applied = delta.apply(record, r.record_offset.value());
+          if (!applied.ok()) {
+            return error{errc::kafka_storage_error, "metadata log offset " + std::to_string(r.record_offset.value()) +
+                                                        ": " + applied.error().message};
+          }
+        }
       }
       pos += header->size_bytes();
     }
+    if (read->next_offset <= at) break;
     at = read->next_offset;
   }
-  metadata_log_->set_high_watermark(metadata_log_->log_end_offset());
-  // Recover every partition on its shard; wait here (start-up runs outside the shards).
-  std::vector<std::shared_ptr<topic_state>> topics;
-  for (auto& [name, t] : topics_) topics.push_back(t);
-  for (const auto& t : topics) {
-    std::promise<result<void>> opened;
-    open_partitions(t, 0, false, [&opened](result<void> r) { opened.set_value(std::move(r)); });
-    auto r = opened.get_future().get();
-    if (!r.ok()) return r.error();
+  return std::move(delta).image();
+}
+
+std::vector<protocol::metadata_record> broker_impl::new_topic_records(const std::string& name, int32_t partitions,
+                                                                      const std::map<std::string, std::string>& configs) const {
+  std::vector<protocol::metadata_record> out;
+  protocol::topic_record topic;
+  topic.name = name;
+  topic.topic_id = new_topic_id();
+  out.push_back(topic);
+  append_partition_records(out, topic.topic_id, 0, partitions);
+  for (const auto& [k, v] : configs) {
+    protocol::config_record c;
+    c.resource_type = controller::config_resource_topic;
+    c.resource_name = name;
+    c.name = k;
+    c.value = v;
+    out.push_back(c);
   }
-  RINGLOG_TRY(ensure_offsets_topic());
-  const int32_t offsets_partitions = topics_.at(consumer_offsets_topic)->record.partitions_count;
-  groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
-                               config_.group_expiry_interval_ms);
-  RINGLOG_TRY(groups_->start());
-  for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
+  return out;
+}
+
+void broker_impl::append_partition_records(std::vector<protocol::metadata_record>& out, const controller::uuid& topic_id,
+                                           int32_t from, int32_t to) const {
+  for (int32_t p = from; p < to; ++p) {
+    protocol::partition_record r;
+    r.topic_id = topic_id;
+    r.partition_id = p;
+    r.replicas = {config_.node_id};
+    r.isr = {config_.node_id};
+    r.leader = config_.node_id;
+    r.leader_epoch = 0;
+    r.partition_epoch = 0;
+    out.push_back(r);
+  }
+}
+
+void broker_impl::commit_records(std::vector<protocol::metadata_record> records,
+                                 std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  // Check the entry against the image before it is written: a committed entry always applies.
+  const int64_t offset = metadata_log_->log_end_offset().value();
+  controller::metadata_delta check{*controller_view_->image};
+  for (const auto& record : records) {
+    if (auto applied = check.apply(record, offset); !applied.ok()) {
+      return done(error{errc::invalid_request, applied.error().message});
+    }
+  }
+  model::record r = metadata_log_record(records);
+  r.timestamp = deps_.clock.now_ms();
+  auto batch = codec::encode_batch({}, std::span(&r, 1));
+  if (!batch.ok()) return done(error{errc::unknown_server_error, batch.error().message});
+  auto appended = metadata_log_->append(std::move(batch.value()), model::leader_epoch{0});
+  if (!appended.ok()) return done(from_storage(appended.error()));
+  RINGLOG_ASSERT_OP(appended->base_offset.value(), ==, offset);
+  auto flushed = metadata_log_->flush();
+  if (!flushed.ok()) return done(from_storage(flushed.error()));
+  metadata_log_->set_high_watermark(metadata_log_->log_end_offset());
+  auto applied = apply_entry(records, offset, true, std::move(done));
+  RINGLOG_ASSERT(applied.ok(), "an entry checked against the image applies to it");
+}
+
+result<void> broker_impl::apply_entry(const std::vector<protocol::metadata_record>& records, int64_t offset,
+                                      bool reconcile_partitions, std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  auto before = controller_view_;
+  controller::metadata_delta delta{*before->image};
+  for (const auto& record : records) {
+    if (auto applied = delta.apply(record, offset); !applied.ok()) {
+      return error{errc::kafka_storage_error, "metadata offset " + std::to_string(offset) + ": " + applied.error().message};
+    }
+  }
+  std::vector<std::string> touched = delta.touched_topics();
+  auto after = make_view(*before, std::move(delta).image());
+  controller_view_ = after;
+  publish_view(after, [this, before, after, touched = std::move(touched), reconcile_partitions,
+                       done = std::move(done)]() mutable {
+    if (!reconcile_partitions) return done(base::ok_v);
+    reconcile(*before, *after, touched, std::move(done));
+  });
   return base::ok_v;
 }
 
+void broker_impl::publish_view(std::shared_ptr<const metadata_view> next, std::function<void()> done) {
+  latest_view_.store(next, std::memory_order_release);
+  auto remaining = std::make_shared<std::atomic<size_t>>(shard_views_.size());
+  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  for (size_t shard = 0; shard < shard_views_.size(); ++shard) {
+    deps_.runtime.post(shard, [this, shard, next, remaining, finish] {
+      shard_views_[shard] = next;
+      if (remaining->fetch_sub(1) == 1) deps_.runtime.post(controller_shard, [finish] { (*finish)(); });
+    });
+  }
+}
+
+void broker_impl::reconcile(const metadata_view& before, const metadata_view& after,
+                            const std::vector<std::string>& touched, std::function<void(result<void>)> done) {
+  // One step per touched topic, in order; the first failure is reported after all ran.
+  struct progress {
+    std::vector<std::function<void(std::function<void(result<void>)>)>> steps;
+    size_t next = 0;
+    std::optional<error> failure;
+    std::function<void(result<void>)> done;
+  };
+  auto p = std::make_shared<progress>();
+  p->done = std::move(done);
+  bool changed = false;
+  for (const auto& name : touched) {
+    auto old_it = before.topics.find(name);
+    auto new_it = after.topics.find(name);
+    std::shared_ptr<const topic_state> old_state = old_it == before.topics.end() ? nullptr : old_it->second;
+    std::shared_ptr<const topic_state> new_state = new_it == after.topics.end() ? nullptr : new_it->second;
+    if (old_state && (!new_state || new_state->image->topic_id != old_state->image->topic_id)) {
+      changed = true;
+      p->steps.push_back([this, name, count = old_state->partitions_count()](auto next) {
+        groups_->topic_deleted(name);
+        remove_partitions(name, count, std::move(next));
+      });
+      old_state = nullptr;
+    }
+    if (!new_state) continue;
+    const int32_t from = old_state ? old_state->partitions_count() : 0;
+    if (from < new_state->partitions_count()) {
+      changed = true;
+      p->steps.push_back([this, new_state, from](auto next) { open_partitions(new_state, from, true, std::move(next)); });
+    }
+    if (old_state && old_state->image->configs != new_state->image->configs) {
+      p->steps.push_back([this, new_state, from](auto next) {
+        auto cfg = make_log_config(config_, new_state->image->configs);
+        if (!cfg.ok()) return next(cfg.error());
+        for (int32_t part = 0; part < from; ++part) {
+          deps_.runtime.post(owner(new_state->name(), part), [this, name = new_state->name(), part, c = cfg.value()] {
+            if (auto rt = runtime_of(owner(name, part), name, part)) rt->log->set_config(c);
+          });
+        }
+        next(base::ok_v);
+      });
+    }
+  }
+  if (changed && groups_) p->steps.push_back([this](auto next) {
+    groups_->topics_changed();
+    next(base::ok_v);
+  });
+  // Steps run one after another on the controller shard. The pending step's callback holds
+  // the runner (a weak self-reference, so nothing keeps it alive once the last step is done).
+  auto run = std::make_shared<std::function<void()>>();
+  std::weak_ptr<std::function<void()>> weak_run = run;
+  *run = [this, p, weak_run] {
+    if (p->next == p->steps.size()) {
+      auto finish = std::move(p->done);
+      return finish(p->failure ? result<void>(*p->failure) : result<void>(base::ok_v));
+    }
+    auto self = weak_run.lock();
+    auto step = p->steps[p->next++];
+    step([this, p, self](result<void> r) {
+      if (!r.ok() && !p->failure) p->failure = r.error();
+      deps_.runtime.post(controller_shard, [self] { (*self)(); });
+    });
+  };
+  (*run)();
+}
+
 result<void> broker_impl::ensure_offsets_topic() {
-  if (topics_.contains(consumer_offsets_topic)) return base::ok_v;
+  if (controller_view_->topics.contains(consumer_offsets_topic)) return base::ok_v;
   // Created once with offsets.topic.num.partitions: a later change of the key would move groups
-  // to other partitions, so the existing count wins (as in Kafka).
-  topic_record record;
-  record.name = consumer_offsets_topic;
-  record.topic_id = new_topic_id();
-  record.partitions_count = config_.offsets_topic_num_partitions;
-  record.replication_factor = 1;
-  // Kafka compacts this topic (the latest value per key is what counts). ringlog has no log
-  // cleaner yet, so it keeps everything: retention must never drop a commit.
-  record.configs = {{"retention.ms", "-1"}, {"retention.bytes", "-1"}};
-  RINGLOG_TRY(persist(encode_topic_upsert(record)));
-  auto t = install_topic(record);
-  std::promise<result<void>> opened;
-  open_partitions(t, 0, true, [&opened](result<void> r) { opened.set_value(std::move(r)); });
-  return opened.get_future().get();
+  // to other partitions, so the existing count wins (as in Kafka). Kafka compacts this topic (the
+  // latest value per key is what counts); ringlog has no log cleaner yet, so it keeps everything:
+  // retention must never drop a commit.
+  auto records = new_topic_records(consumer_offsets_topic, config_.offsets_topic_num_partitions,
+                                   {{"retention.ms", "-1"}, {"retention.bytes", "-1"}});
+  std::promise<result<void>> created;
+  deps_.runtime.post(controller_shard, [this, &created, records = std::move(records)]() mutable {
+    commit_records(std::move(records), [&created](result<void> r) { created.set_value(std::move(r)); });
+  });
+  return created.get_future().get();
 }
 
 void broker_impl::append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
@@ -418,36 +627,6 @@ result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int3
   return out;
 }
 
-std::shared_ptr<topic_state> broker_impl::install_topic(const topic_record& record) {
-  std::shared_ptr<topic_state> t;
-  auto existing = topics_.find(record.name);
-  if (existing != topics_.end() && existing->second->record.topic_id == record.topic_id) {
-    t = existing->second;
-  } else {
-    t = std::make_shared<topic_state>();
-  }
-  t->record = record;
-  t->is_internal = record.name.starts_with("__");
-  while (static_cast<int32_t>(t->partitions.size()) < record.partitions_count) {
-    t->partitions.push_back(std::make_shared<partition_stats>());
-  }
-  topics_[record.name] = t;
-  return t;
-}
-
-result<void> broker_impl::persist(const model::record& record) {
-  model::record r = record;
-  r.timestamp = deps_.clock.now_ms();
-  auto batch = codec::encode_batch({}, std::span(&r, 1));
-  if (!batch.ok()) return error{errc::unknown_server_error, batch.error().message};
-  auto appended = metadata_log_->append(std::move(batch.value()), model::leader_epoch{0});
-  if (!appended.ok()) return from_storage(appended.error());
-  auto flushed = metadata_log_->flush();
-  if (!flushed.ok()) return from_storage(flushed.error());
-  metadata_log_->set_high_watermark(metadata_log_->log_end_offset());
-  return base::ok_v;
-}
-
 result<void> broker_impl::open_partition_on_shard(size_t shard, const std::string& topic, int32_t partition,
                                                   const storage::log_config& log_config,
                                                   std::shared_ptr<partition_stats> stats, model::leader_epoch epoch,
@@ -475,11 +654,11 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
   return base::ok_v;
 }
 
-void broker_impl::open_partitions(const std::shared_ptr<topic_state>& topic, int32_t from, bool fresh,
+void broker_impl::open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                                   std::function<void(result<void>)> done) {
-  auto log_config = make_log_config(config_, topic->record.configs);
+  auto log_config = make_log_config(config_, topic->image->configs);
   if (!log_config.ok()) return done(log_config.error());
-  const int32_t count = topic->record.partitions_count;
+  const int32_t count = topic->partitions_count();
   if (from >= count) return done(base::ok_v);
   struct gather {
     std::atomic<int32_t> remaining;
@@ -491,10 +670,11 @@ void broker_impl::open_partitions(const std::shared_ptr<topic_state>& topic, int
   g->remaining = count - from;
   g->done = std::move(done);
   for (int32_t p = from; p < count; ++p) {
-    const size_t shard = owner(topic->record.name, p);
-    deps_.runtime.post(shard, [this, g, shard, name = topic->record.name, p, cfg = log_config.value(),
+    const size_t shard = owner(topic->name(), p);
+    deps_.runtime.post(shard, [this, g, shard, name = topic->name(), p, cfg = log_config.value(),
                                stats = topic->partitions[static_cast<size_t>(p)],
-                               epoch = model::leader_epoch{topic->record.leader_epoch}, fresh] {
+                               epoch = model::leader_epoch{topic->image->partitions[static_cast<size_t>(p)].leader_epoch},
+                               fresh] {
       auto r = open_partition_on_shard(shard, name, p, cfg, stats, epoch, fresh);
       if (!r.ok()) {
         std::lock_guard lock(g->mutex);
@@ -518,26 +698,44 @@ void broker_impl::publish(partition_runtime& rt) {
 
 topic_description broker_impl::describe(const topic_state& t) const {
   topic_description d;
-  d.name = t.record.name;
-  d.topic_id = t.record.topic_id;
+  d.name = t.name();
+  d.topic_id = controller::uuid_to_string(t.image->topic_id);
   d.is_internal = t.is_internal;
-  d.replication_factor = t.record.replication_factor;
-  for (int32_t p = 0; p < t.record.partitions_count; ++p) {
+  d.replication_factor =
+      t.image->partitions.empty() ? int16_t{0} : static_cast<int16_t>(t.image->partitions[0].replicas.size());
+  for (int32_t p = 0; p < t.partitions_count(); ++p) {
     const auto& s = *t.partitions[static_cast<size_t>(p)];
+    const controller::partition_image& image = t.image->partitions[static_cast<size_t>(p)];
     partition_description pd;
     pd.partition = model::partition_id{p};
-    pd.leader = config_.node_id;
-    pd.replicas = {config_.node_id};
-    pd.in_sync_replicas = {config_.node_id};
-    pd.leader_epoch = model::leader_epoch{t.record.leader_epoch};
+    pd.leader = image.leader;
+    pd.replicas = image.replicas;
+    pd.in_sync_replicas = image.in_sync_replicas;
+    pd.leader_epoch = model::leader_epoch{image.leader_epoch};
     pd.log_start_offset = model::offset{s.log_start_offset.load(std::memory_order_relaxed)};
     pd.high_watermark = model::offset{s.high_watermark.load(std::memory_order_relaxed)};
     pd.log_end_offset = model::offset{s.log_end_offset.load(std::memory_order_relaxed)};
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
     d.partitions.push_back(pd);
   }
-  d.configs = describe_topic_configs(config_, t.record.configs);
+  d.configs = describe_topic_configs(config_, t.image->configs);
   return d;
+}
+
+/// The state topic `name` would have after `records` (validate_only previews: never published).
+/// `existing` lends its partition figures. Null when the records do not apply.
+std::shared_ptr<const topic_state> preview_state(const std::vector<protocol::metadata_record>& records,
+                                                 const controller::metadata_image& base, const std::string& name,
+                                                 const std::shared_ptr<const topic_state>& existing) {
+  controller::metadata_delta delta{base};
+  for (const auto& r : records) {
+    if (!delta.apply(r, base.offset() + 1).ok()) return nullptr;
+  }
+  metadata_view before;
+  if (existing) before.topics.emplace(name, existing);
+  auto view = make_view(before, std::move(delta).image());
+  auto it = view->topics.find(name);
+  return it == view->topics.end() ? nullptr : it->second;
 }
 
 void broker_impl::create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) {
@@ -564,54 +762,40 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
       if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
     }
     if (auto cfg = make_log_config(config_, request.configs); !cfg.ok()) return done(cfg.error());
-    {
-      std::shared_lock lock(mutex_);
-      if (topics_.contains(request.name)) {
-        return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
+    auto current = controller_view_;
+    if (current->topics.contains(request.name)) {
+      return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
+    }
+    // Kafka refuses names that collide once '.' and '_' are treated alike (metric names).
+    auto folded = [](std::string s) {
+      std::replace(s.begin(), s.end(), '.', '_');
+      return s;
+    };
+    for (const auto& [name, t] : current->topics) {
+      if (folded(name) == folded(request.name)) {
+        return done(error{errc::invalid_topic_exception, "topic '" + request.name + "' collides with existing topic '" +
+                                                             name + "' ('.' and '_' are treated alike)"});
       }
-      // Kafka refuses names that collide once '.' and '_' are treated alike (metric names).
-      auto folded = [](std::string s) {
-        std::replace(s.begin(), s.end(), '.', '_');
-        return s;
-      };
-      for (const auto& [name, t] : topics_) {
-        if (folded(name) == folded(request.name)) {
-          return done(error{errc::invalid_topic_exception, "topic '" + request.name + "' collides with existing topic '" +
-                                                               name + "' ('.' and '_' are treated alike)"});
-        }
-      }
-      if (topics_.size() >= constants::topics_max) {
-        return done(error{errc::invalid_request,
-                          "the broker holds " + std::to_string(topics_.size()) + " topics, the limit topics_max"});
-      }
+    }
+    if (current->topics.size() >= constants::topics_max) {
+      return done(error{errc::invalid_request,
+                        "the broker holds " + std::to_string(current->topics.size()) + " topics, the limit topics_max"});
     }
     if (auto budget = check_partition_budget(partitions); !budget.ok()) return done(budget.error());
-    topic_record record;
-    record.name = request.name;
-    record.topic_id = new_topic_id();
-    record.partitions_count = partitions;
-    record.replication_factor = rf;
-    record.configs = request.configs;
+    auto records = new_topic_records(request.name, partitions, request.configs);
     if (request.validate_only) {
-      topic_state preview;
-      preview.record = record;
-      for (int32_t p = 0; p < partitions; ++p) preview.partitions.push_back(std::make_shared<partition_stats>());
-      return done(describe(preview));
+      auto preview = preview_state(records, *current->image, request.name, nullptr);
+      RINGLOG_ASSERT(preview != nullptr, "a new topic's records apply to the image it was checked against");
+      return done(describe(*preview));
     }
-    if (auto saved = persist(encode_topic_upsert(record)); !saved.ok()) return done(saved.error());
-    std::shared_ptr<topic_state> t;
-    {
-      std::unique_lock lock(mutex_);
-      t = install_topic(record);
-    }
-    open_partitions(t, 0, true, [this, t, done = std::move(done)](result<void> r) mutable {
+    commit_records(std::move(records), [this, name = request.name, done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) {
         // Never leave a half-created topic behind: remove what was made, then report why.
-        return delete_topic(t->record.name, [failure = r.error(), done = std::move(done)](result<void>) {
-          done(failure);
-        });
+        if (!controller_find_topic(name)) return done(r.error());
+        return delete_topic(name, [failure = r.error(), done = std::move(done)](result<void>) { done(failure); });
       }
-      groups_->topics_changed();
+      auto t = controller_find_topic(name);
+      if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(name) + " (deleted meanwhile)"});
       done(describe(*t));
     });
   });
@@ -620,54 +804,55 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
 void broker_impl::delete_topic(std::string topic, std::function<void(result<void>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   deps_.runtime.post(controller_shard, [this, topic = std::move(topic), done = std::move(done)]() mutable {
-    auto t = find_topic(topic);
+    auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     if (t->is_internal) return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be deleted"});
-    if (auto saved = persist(encode_topic_removal(topic, t->record.topic_id)); !saved.ok()) return done(saved.error());
-    {
-      std::unique_lock lock(mutex_);
-      topics_.erase(topic);
-    }
-    groups_->topic_deleted(topic);
-    auto remaining = std::make_shared<std::atomic<int32_t>>(t->record.partitions_count);
-    auto failure = std::make_shared<std::optional<error>>();
-    auto finish = std::make_shared<std::function<void(result<void>)>>(std::move(done));
-    for (int32_t p = 0; p < t->record.partitions_count; ++p) {
-      const size_t shard = owner(topic, p);
-      deps_.runtime.post(shard, [this, shard, topic, p, remaining, failure, finish] {
-        auto rt = runtime_of(shard, topic, p);
-        if (rt) {
-          rt->deleted = true;
-          shards_[shard].erase(partition_key(topic, p));
-          for (auto& w : rt->waiters) {
-            if (!w->completed) {
-              w->completed = true;
-              w->done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted)"});
-            }
-          }
-          rt->waiters.clear();
-        }
-        auto removed = deps_.fs.remove_all(partition_directory(topic, p));
-        if (!removed.ok() && removed.error().code != io::errc::not_found) {
-          *failure = error{errc::kafka_storage_error, removed.error().message};  // last writer wins; any is enough
-        }
-        if (remaining->fetch_sub(1) == 1) {
-          deps_.runtime.post(controller_shard, [failure, finish] {
-            (*finish)(failure->has_value() ? result<void>(**failure) : result<void>(base::ok_v));
-          });
-        }
-      });
-    }
+    protocol::remove_topic_record remove;
+    remove.topic_id = t->image->topic_id;
+    commit_records({remove}, std::move(done));
   });
+}
+
+void broker_impl::remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done) {
+  if (count == 0) return done(base::ok_v);
+  auto remaining = std::make_shared<std::atomic<int32_t>>(count);
+  auto failure = std::make_shared<std::optional<error>>();
+  auto finish = std::make_shared<std::function<void(result<void>)>>(std::move(done));
+  for (int32_t p = 0; p < count; ++p) {
+    const size_t shard = owner(topic, p);
+    deps_.runtime.post(shard, [this, shard, topic, p, remaining, failure, finish] {
+      auto rt = runtime_of(shard, topic, p);
+      if (rt) {
+        rt->deleted = true;
+        shards_[shard].erase(partition_key(topic, p));
+        for (auto& w : rt->waiters) {
+          if (!w->completed) {
+            w->completed = true;
+            w->done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted)"});
+          }
+        }
+        rt->waiters.clear();
+      }
+      auto removed = deps_.fs.remove_all(partition_directory(topic, p));
+      if (!removed.ok() && removed.error().code != io::errc::not_found) {
+        *failure = error{errc::kafka_storage_error, removed.error().message};  // last writer wins; any is enough
+      }
+      if (remaining->fetch_sub(1) == 1) {
+        deps_.runtime.post(controller_shard, [failure, finish] {
+          (*finish)(failure->has_value() ? result<void>(**failure) : result<void>(base::ok_v));
+        });
+      }
+    });
+  }
 }
 
 void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
                                     std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   deps_.runtime.post(controller_shard, [this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
-    auto t = find_topic(topic);
+    auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
-    const int32_t current = t->record.partitions_count;
+    const int32_t current = t->partitions_count();
     if (partitions_count <= current) {
       return done(error{errc::invalid_partitions, "topic '" + topic + "' has " + std::to_string(current) +
                                                       " partitions; partitions_count must be larger (got " +
@@ -679,17 +864,13 @@ void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
                                                       std::to_string(constants::topic_partitions_max)});
     }
     if (auto budget = check_partition_budget(partitions_count - current); !budget.ok()) return done(budget.error());
-    topic_record record = t->record;
-    record.partitions_count = partitions_count;
-    if (auto saved = persist(encode_topic_upsert(record)); !saved.ok()) return done(saved.error());
-    {
-      std::unique_lock lock(mutex_);
-      install_topic(record);
-    }
-    open_partitions(t, current, true, [this, t, done = std::move(done)](result<void> r) {
+    std::vector<protocol::metadata_record> records;
+    append_partition_records(records, t->image->topic_id, current, partitions_count);
+    commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());
-      groups_->topics_changed();
-      done(describe(*t));
+      auto now = controller_find_topic(topic);
+      if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
+      done(describe(*now));
     });
   });
 }
@@ -699,45 +880,44 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   deps_.runtime.post(controller_shard, [this, topic = std::move(topic), changes = std::move(changes), validate_only,
                                         done = std::move(done)]() mutable {
-    auto t = find_topic(topic);
+    auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
-    topic_record record = t->record;
+    std::map<std::string, std::string> configs = t->image->configs;
+    std::vector<protocol::metadata_record> records;
     for (const auto& [k, v] : changes) {
       if (v) {
         if (auto valid = validate_topic_config(k, *v); !valid.ok()) return done(valid.error());
-        record.configs[k] = *v;
+        configs[k] = *v;
       } else {
         if (auto valid = validate_topic_config(k, topic_config_default(config_, k)); !valid.ok()) return done(valid.error());
-        record.configs.erase(k);
+        configs.erase(k);
       }
+      protocol::config_record c;
+      c.resource_type = controller::config_resource_topic;
+      c.resource_name = topic;
+      c.name = k;
+      c.value = v;
+      records.push_back(c);
     }
-    auto cfg = make_log_config(config_, record.configs);
+    auto cfg = make_log_config(config_, configs);
     if (!cfg.ok()) return done(cfg.error());
-    if (validate_only) {
-      topic_state preview;
-      preview.record = record;
-      preview.partitions = t->partitions;
-      return done(describe(preview));
+    if (validate_only || records.empty()) {
+      auto preview = preview_state(records, *controller_view_->image, topic, t);
+      RINGLOG_ASSERT(preview != nullptr, "config records of an existing topic apply");
+      return done(describe(*preview));
     }
-    if (auto saved = persist(encode_topic_upsert(record)); !saved.ok()) return done(saved.error());
-    {
-      std::unique_lock lock(mutex_);
-      install_topic(record);
-    }
-    for (int32_t p = 0; p < record.partitions_count; ++p) {
-      const size_t shard = owner(topic, p);
-      deps_.runtime.post(shard, [this, shard, topic, p, c = cfg.value()] {
-        if (auto rt = runtime_of(shard, topic, p)) rt->log->set_config(c);
-      });
-    }
-    done(describe(*t));
+    commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
+      if (!r.ok()) return done(r.error());
+      auto now = controller_find_topic(topic);
+      if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
+      done(describe(*now));
+    });
   });
 }
 
 std::vector<std::string> broker_impl::list_topics(bool include_internal) const {
-  std::shared_lock lock(mutex_);
   std::vector<std::string> out;
-  for (const auto& [name, t] : topics_) {
+  for (const auto& [name, t] : view()->topics) {
     if (include_internal || !t->is_internal) out.push_back(name);
   }
   return out;
@@ -746,10 +926,7 @@ std::vector<std::string> broker_impl::list_topics(bool include_internal) const {
 void broker_impl::describe_topic(std::string topic, std::function<void(result<topic_description>)> done) {
   auto t = find_topic(topic);
   if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
-  std::shared_lock lock(mutex_);
-  auto d = describe(*t);
-  lock.unlock();
-  done(std::move(d));
+  done(describe(*t));
 }
 
 // ---------------------------------------------------------------- produce
@@ -816,23 +993,19 @@ void broker_impl::produce_after_auto_create(const result<topic_description>& cre
   produce_to(topic, std::move(request), std::move(done));
 }
 
-void broker_impl::produce_to(const std::shared_ptr<topic_state>& topic, produce_request request,
+void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
                              std::function<void(result<produce_response>)> done) {
   if (topic->is_internal) {
     return done(error{errc::topic_authorization_failed, "internal topic '" + request.topic + "' cannot be produced to"});
   }
-  std::map<std::string, std::string> configs;
-  int32_t partition_count = 0;
-  {
-    std::shared_lock lock(mutex_);
-    configs = topic->record.configs;
-    partition_count = topic->record.partitions_count;
-  }
+  // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
+  const std::map<std::string, std::string>& configs = topic->image->configs;
+  const int32_t partition_count = topic->partitions_count();
   auto log_config = make_log_config(config_, configs);
   if (!log_config.ok()) return done(log_config.error());
   if (request.acks == acks_mode::all) {
-    auto min_isr = configs.contains("min.insync.replicas") ? std::stoll(configs["min.insync.replicas"])
-                                                           : config_.min_insync_replicas;
+    auto found = configs.find("min.insync.replicas");
+    auto min_isr = found != configs.end() ? std::stoll(found->second) : int64_t{config_.min_insync_replicas};
     if (min_isr > 1) {
       return done(error{errc::not_enough_replicas, "min.insync.replicas is " + std::to_string(min_isr) +
                                                        " but only 1 replica is in sync"});
@@ -858,7 +1031,7 @@ void broker_impl::produce_to(const std::shared_ptr<topic_state>& topic, produce_
     } else if (r.key) {
       p = partition_for_key(*r.key, partition_count);
     } else {
-      p = static_cast<int32_t>(topic->next_keyless_partition.fetch_add(1, std::memory_order_relaxed) %
+      p = static_cast<int32_t>(topic->next_keyless_partition->fetch_add(1, std::memory_order_relaxed) %
                                static_cast<uint32_t>(partition_count));
     }
     op->results[i].partition = model::partition_id{p};
@@ -1115,10 +1288,10 @@ result<void> broker_impl::check_readable(const model::topic_partition& tp) const
   if (stopping_) return error{errc::broker_not_available, "the broker is shutting down"};
   auto t = find_topic(tp.topic);
   if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
-  if (tp.partition.value() < 0 || tp.partition.value() >= t->record.partitions_count) {
+  if (tp.partition.value() < 0 || tp.partition.value() >= t->partitions_count()) {
     return error{errc::unknown_topic_or_partition, "partition " + std::to_string(tp.partition.value()) +
                                                        " does not exist: topic '" + tp.topic + "' has " +
-                                                       std::to_string(t->record.partitions_count) + " partitions"};
+                                                       std::to_string(t->partitions_count()) + " partitions"};
   }
   return base::ok_v;
 }

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <sstream>
 
+#include "ringlog/controller/metadata_entry.h"
+
 namespace ringlog::broker {
 namespace {
 
@@ -20,27 +22,19 @@ result<T> parse_int(const std::map<std::string, std::string>& fields, const std:
   return v;
 }
 
-}  // namespace
-
-model::record encode_topic_upsert(const topic_record& t) {
-  std::string text = "name=" + t.name + "\ntopic_id=" + t.topic_id + "\npartitions=" + std::to_string(t.partitions_count) +
-                     "\nreplication_factor=" + std::to_string(t.replication_factor) +
-                     "\nleader_epoch=" + std::to_string(t.leader_epoch) + "\n";
-  for (const auto& [k, v] : t.configs) text += "config." + k + "=" + v + "\n";
-  model::record r;
-  r.key = model::to_bytes("topic");
-  r.value = model::to_bytes(text);
-  return r;
+protocol::config_record topic_config(const std::string& topic, const std::string& name,
+                                     std::optional<std::string> value) {
+  protocol::config_record c;
+  c.resource_type = controller::config_resource_topic;
+  c.resource_name = topic;
+  c.name = name;
+  c.value = std::move(value);
+  return c;
 }
 
-model::record encode_topic_removal(const std::string& name, const std::string& topic_id) {
-  model::record r;
-  r.key = model::to_bytes("remove_topic");
-  r.value = model::to_bytes("name=" + name + "\ntopic_id=" + topic_id + "\n");
-  return r;
-}
-
-result<metadata_change> decode_metadata_record(const model::record& record) {
+/// A legacy text record ("topic" upsert or "remove_topic") as metadata records.
+result<std::vector<protocol::metadata_record>> legacy_records(const controller::metadata_image& image,
+                                                              const model::record& record, int32_t node_id) {
   const std::string type = to_text(record.key);
   std::map<std::string, std::string> fields;
   std::istringstream in(to_text(record.value));
@@ -50,29 +44,110 @@ result<metadata_change> decode_metadata_record(const model::record& record) {
     if (eq == std::string::npos) return error{errc::invalid_request, "metadata record line without '=': " + line};
     fields[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  metadata_change change;
+  std::vector<protocol::metadata_record> out;
+  const std::string name = fields["name"];
+  const controller::topic_image* existing = image.find_topic(name);
   if (type == "remove_topic") {
-    change.removed_topic = fields["name"];
-    return change;
+    if (existing == nullptr) return out;   // nothing to remove
+    protocol::remove_topic_record r;
+    r.topic_id = existing->topic_id;
+    out.push_back(r);
+    return out;
   }
   if (type != "topic") return error{errc::invalid_request, "unknown metadata record type '" + type + "'"};
-  topic_record t;
-  t.name = fields["name"];
-  t.topic_id = fields["topic_id"];
+  auto id = controller::uuid_from_string(fields["topic_id"]);
+  if (!id.ok()) return error{errc::invalid_request, "metadata record of topic '" + name + "': " + id.error().message};
   auto partitions = parse_int<int32_t>(fields, "partitions");
   if (!partitions.ok()) return partitions.error();
-  auto rf = parse_int<int16_t>(fields, "replication_factor");
-  if (!rf.ok()) return rf.error();
   auto epoch = parse_int<int32_t>(fields, "leader_epoch");
   if (!epoch.ok()) return epoch.error();
-  t.partitions_count = partitions.value();
-  t.replication_factor = rf.value();
-  t.leader_epoch = epoch.value();
+  // Legacy topics had one replica, this node; the field is checked but the replicas say it now.
+  if (auto rf = parse_int<int16_t>(fields, "replication_factor"); !rf.ok()) return rf.error();
+  std::map<std::string, std::string> configs;
   for (const auto& [k, v] : fields) {
-    if (k.starts_with("config.")) t.configs[k.substr(7)] = v;
+    if (k.starts_with("config.")) configs[k.substr(7)] = v;
   }
-  change.upsert = std::move(t);
-  return change;
+  int32_t from = 0;
+  if (existing != nullptr && existing->topic_id == *id) {
+    from = static_cast<int32_t>(existing->partitions.size());
+    for (const auto& [k, v] : existing->configs) {
+      if (!configs.contains(k)) out.push_back(topic_config(name, k, std::nullopt));
+    }
+  } else {
+    if (existing != nullptr) {   // re-created under a new id
+      protocol::remove_topic_record r;
+      r.topic_id = existing->topic_id;
+      out.push_back(r);
+      existing = nullptr;
+    }
+    protocol::topic_record t;
+    t.name = name;
+    t.topic_id = *id;
+    out.push_back(t);
+  }
+  for (int32_t p = from; p < *partitions; ++p) {
+    protocol::partition_record r;
+    r.topic_id = *id;
+    r.partition_id = p;
+    r.replicas = {node_id};
+    r.isr = {node_id};
+    r.leader = node_id;
+    r.leader_epoch = *epoch;
+    r.partition_epoch = 0;
+    out.push_back(r);
+  }
+  for (const auto& [k, v] : configs) {
+    if (existing == nullptr || !existing->configs.contains(k) || existing->configs.at(k) != v) {
+      out.push_back(topic_config(name, k, v));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const metadata_view> make_view(const metadata_view& previous,
+                                               std::shared_ptr<const controller::metadata_image> image) {
+  auto view = std::make_shared<metadata_view>();
+  view->image = image;
+  for (const auto& [name, topic] : image->topics()) {
+    auto old = previous.topics.find(name);
+    const bool same_topic = old != previous.topics.end() && old->second->image->topic_id == topic->topic_id;
+    if (same_topic && old->second->image == topic) {
+      view->topics.emplace(name, old->second);
+      continue;
+    }
+    auto state = std::make_shared<topic_state>();
+    state->image = topic;
+    state->is_internal = name.starts_with("__");
+    if (same_topic) {
+      state->partitions = old->second->partitions;
+      state->next_keyless_partition = old->second->next_keyless_partition;
+    } else {
+      state->next_keyless_partition = std::make_shared<std::atomic<uint32_t>>(0);
+    }
+    state->partitions.resize(topic->partitions.size());
+    for (auto& p : state->partitions) {
+      if (!p) p = std::make_shared<partition_stats>();
+    }
+    view->topics.emplace(name, std::move(state));
+  }
+  return view;
+}
+
+result<std::vector<protocol::metadata_record>> metadata_log_records(const controller::metadata_image& image,
+                                                                    const model::record& record, int32_t node_id) {
+  if (record.key) return legacy_records(image, record, node_id);
+  if (!record.value) return error{errc::invalid_request, "metadata log record without a value"};
+  auto records = controller::decode_metadata_entry(*record.value);
+  if (!records.ok()) return error{errc::invalid_request, records.error().message};
+  return std::move(records).value();
+}
+
+model::record metadata_log_record(std::span<const protocol::metadata_record> records) {
+  model::record r;
+  r.value = controller::encode_metadata_entry(records);
+  return r;
 }
 
 }  // namespace ringlog::broker

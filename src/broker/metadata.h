@@ -1,22 +1,23 @@
 #pragma once
-// The metadata image (topics, partitions, configs) and the records of the metadata log that
-// build it (design.md section 6: the future Raft log; today one voter, this node).
+// What the broker reads of the cluster metadata, and how the metadata log's records become
+// changes of the image (design.md section 6).
 //
-// The metadata log is the partition log `__cluster_metadata-0` in the log directory. Each
-// record's key names its type and its value is text, one "field=value" per line:
-//   key "topic":        name, topic_id, partitions, replication_factor, leader_epoch,
-//                        config.<name>=<value> per override; a full upsert of the topic.
-//   key "remove_topic": name, topic_id.
-// Replaying the log in order rebuilds the image.
+// The metadata log is the partition log `__cluster_metadata-0` in the log directory. Each of its
+// records is one metadata entry (controller/metadata_entry.h): Kafka's metadata records of one
+// change. Logs written by ringlog before the controller quorum hold text records instead, keyed
+// "topic" (a full upsert: name, topic_id, partitions, replication_factor, leader_epoch,
+// config.<name>=<value>, one "field=value" per line) or "remove_topic" (name, topic_id); they are
+// read as the metadata records they stand for (legacy_records), so such a directory opens with
+// every topic and config.
 
 #include <atomic>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "ringlog/broker/broker.h"
+#include "ringlog/controller/metadata_image.h"
 #include "ringlog/model/record.h"
 
 namespace ringlog::broker {
@@ -29,31 +30,36 @@ struct partition_stats {
   std::atomic<uint64_t> size_bytes{0};
 };
 
-struct topic_record {
-  std::string name;
-  std::string topic_id;
-  int32_t partitions_count = 1;
-  int16_t replication_factor = 1;
-  int32_t leader_epoch = 0;
-  std::map<std::string, std::string> configs;
-};
-
+/// A topic as the data path sees it: its image and the broker's live figures for it. Immutable
+/// once published (only the atomics inside change); a new one is built when the topic changes,
+/// sharing the stats of the partitions it keeps.
 struct topic_state {
-  topic_record record;
+  std::shared_ptr<const controller::topic_image> image;
   bool is_internal = false;
-  std::vector<std::shared_ptr<partition_stats>> partitions;
-  std::atomic<uint32_t> next_keyless_partition{0};
+  std::vector<std::shared_ptr<partition_stats>> partitions;     // index = partition id
+  std::shared_ptr<std::atomic<uint32_t>> next_keyless_partition;  // shared by every state of the topic
+  [[nodiscard]] int32_t partitions_count() const { return static_cast<int32_t>(image->partitions.size()); }
+  [[nodiscard]] const std::string& name() const { return image->name; }
 };
 
-struct metadata_change {
-  std::optional<topic_record> upsert;
-  std::optional<std::string> removed_topic;
+/// The metadata a shard reads without a lock: one immutable value, replaced as a whole.
+struct metadata_view {
+  std::shared_ptr<const controller::metadata_image> image = std::make_shared<const controller::metadata_image>();
+  std::map<std::string, std::shared_ptr<const topic_state>, std::less<>> topics;
 };
 
-/// A metadata log record (key + value) for an upsert or a removal.
-model::record encode_topic_upsert(const topic_record& topic);
-model::record encode_topic_removal(const std::string& name, const std::string& topic_id);
-/// Errors: invalid_request naming the bad field (the log is then refused at start).
-result<metadata_change> decode_metadata_record(const model::record& record);
+/// The view after `image`, sharing every topic_state of `previous` whose topic image is unchanged.
+std::shared_ptr<const metadata_view> make_view(const metadata_view& previous,
+                                               std::shared_ptr<const controller::metadata_image> image);
+
+/// The metadata records a metadata-log record stands for: a metadata entry, or a legacy text
+/// record read against `image` (a legacy upsert of a topic that exists becomes the records of
+/// what changed). `node_id` is this node (legacy topics had their only replica here). Errors:
+/// invalid_request naming the bad field or record (the log is then refused at start).
+result<std::vector<protocol::metadata_record>> metadata_log_records(const controller::metadata_image& image,
+                                                                    const model::record& record, int32_t node_id);
+
+/// The value of a metadata-log record for `records` (one metadata entry).
+model::record metadata_log_record(std::span<const protocol::metadata_record> records);
 
 }  // namespace ringlog::broker

@@ -128,7 +128,7 @@ result<void> metadata_delta::apply_partition_change(const protocol::partition_ch
 }
 
 result<void> metadata_delta::apply(const protocol::metadata_record& record, int64_t offset) {
-  RINGLOG_ASSERT_OP(offset, >, next_.offset_);
+  RINGLOG_ASSERT_OP(offset, >=, next_.offset_);   // the records of one entry share its offset
   next_.offset_ = offset;
   using namespace protocol;
   if (const auto* r = std::get_if<register_broker_record>(&record)) {

@@ -122,7 +122,8 @@ class metadata_image {
 class metadata_delta {
  public:
   explicit metadata_delta(const metadata_image& base) : next_(base) {}
-  /// Applies one committed record at metadata offset `offset` (>= every earlier one). Errors:
+  /// Applies one committed record at metadata offset `offset` (>= every earlier one; the records
+  /// of one metadata entry share its offset). Errors:
   /// invalid_record naming the record and what does not fit (a partition of an unknown topic,
   /// a change of an unknown partition, ...); the delta is then unusable.
   result<void> apply(const protocol::metadata_record& record, int64_t offset);
