@@ -1,0 +1,389 @@
+// v2 consumer instances (Confluent REST Proxy v2 /consumers/...).
+
+#include "api_routes.h"
+
+#include <limits>
+#include "json_fields.h"
+#include "record_json.h"
+#include "request_parsing.h"
+#include "ringlog/group/limits.h"
+
+namespace ringlog::gateway::routes {
+
+// -- v2 consumers (issue 4): instances are leases held by the group coordinator, so any shard
+// (and any broker, later) serves a base_uri; no consumer state lives in this process's connection.
+
+/// The request body as JSON; null for an empty body. Answers 400/422 and returns nullopt when bad.
+std::optional<json> consumer_body(const call_ptr& c) {
+  if (c->request.body.find_first_not_of(" \t\r\n") == std::string::npos) return json(nullptr);
+  // As the REST Proxy: a body must say it is JSON (415 otherwise); an empty one needs no type.
+  if (!c->content_type_in(v2_offers)) return std::nullopt;
+  try {
+    json j = json::parse(c->request.body);
+    if (!j.is_object()) {
+      c->fail(422, ec::unprocessable, "the request body must be a JSON object");
+      return std::nullopt;
+    }
+    return j;
+  } catch (const json::exception& e) {
+    c->fail(400, ec::bad_request, std::string("malformed JSON request body: ") + e.what());
+    return std::nullopt;
+  }
+}
+
+/// A consumer setting given as a JSON string or number/bool (the REST proxy takes strings).
+std::optional<std::string> setting_text(const json& body, const std::string& name) {
+  if (!body.is_object() || !body.contains(name) || body[name].is_null()) return std::nullopt;
+  const json& v = body[name];
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+/// Reads {"partitions":[{"topic","partition"}]} or the same array under `field`. Answers 422.
+std::optional<std::vector<model::topic_partition>> partitions_field(const call_ptr& c, const json& body,
+                                                                    const std::string& field) {
+  std::vector<model::topic_partition> out;
+  if (!body.is_object() || !body.contains(field)) return out;
+  if (!body[field].is_array()) {
+    c->fail(422, ec::unprocessable, field + " must be an array");
+    return std::nullopt;
+  }
+  size_t i = 0;
+  for (const auto& item : body[field]) {
+    std::string where = field + "[" + std::to_string(i++) + "]";
+    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition")) {
+      c->fail(422, ec::unprocessable, where + " must be {\"topic\": string, \"partition\": integer >= 0}");
+      return std::nullopt;
+    }
+    auto partition = json_partition(item["partition"]);
+    if (!partition) {
+      c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
+      return std::nullopt;
+    }
+    out.push_back({item["topic"].get<std::string>(), model::partition_id(*partition)});
+  }
+  return out;
+}
+
+std::string group_param(api::call& c) { return c.params["group"]; }
+std::string instance_param(api::call& c) { return c.params["instance"]; }
+
+void v2_create_consumer(const call_ptr& c) {
+  if (!c->accept(v2_offers)) return;
+  auto body = consumer_body(c);
+  if (!body) return;
+  broker::consumer_instance_config cfg;
+  cfg.group_id = c->params["group"];
+  auto bad = [&](const std::string& why) { c->fail(422, ec::invalid_consumer_config, why); };
+  if (auto name = setting_text(*body, "name")) {
+    if (name->empty() || name->size() > 200) return bad("name must be 1..200 characters");
+    cfg.name = *name;
+  }
+  if (auto format = setting_text(*body, "format")) {
+    if (*format == "binary") cfg.format = broker::consumer_format::binary;
+    else if (*format == "json") cfg.format = broker::consumer_format::json;
+    else return bad("format must be binary or json, got \"" + *format + "\"");
+  }
+  if (auto reset = setting_text(*body, "auto.offset.reset")) {
+    if (*reset == "earliest" || *reset == "smallest") cfg.auto_offset_reset = group::offset_reset::earliest;
+    else if (*reset == "latest" || *reset == "largest") cfg.auto_offset_reset = group::offset_reset::latest;
+    else if (*reset == "none") cfg.auto_offset_reset = group::offset_reset::none;
+    else return bad("auto.offset.reset must be earliest, latest or none (smallest and largest are read as earliest and latest), got \"" + *reset + "\"");
+  }
+  if (auto commit = setting_text(*body, "auto.commit.enable")) {
+    if (*commit == "true") cfg.auto_commit_enable = true;
+    else if (*commit == "false") cfg.auto_commit_enable = false;
+    else return bad("auto.commit.enable must be true or false, got \"" + *commit + "\"");
+  }
+  if (auto instance = setting_text(*body, "group.instance.id")) {
+    if (instance->empty() || instance->size() > 249) return bad("group.instance.id must be 1..249 characters");
+    cfg.group_instance_id = *instance;
+  }
+  if (auto strategy = setting_text(*body, "partition.assignment.strategy")) {
+    // Kafka's class names are accepted too, for configs copied from Java clients.
+    if (*strategy == "range" || *strategy == "org.apache.kafka.clients.consumer.RangeAssignor") {
+      cfg.assignor = group::assignor_kind::range;
+    } else if (*strategy == "roundrobin" || *strategy == "org.apache.kafka.clients.consumer.RoundRobinAssignor") {
+      cfg.assignor = group::assignor_kind::round_robin;
+    } else if (*strategy == "cooperative-sticky" ||
+               *strategy == "org.apache.kafka.clients.consumer.CooperativeStickyAssignor") {
+      cfg.assignor = group::assignor_kind::cooperative_sticky;
+    } else {
+      return bad("partition.assignment.strategy must be range, roundrobin or cooperative-sticky, got \"" + *strategy + "\"");
+    }
+  }
+  auto int_setting = [&](const std::string& name, int64_t min, int64_t max) -> std::optional<std::optional<int64_t>> {
+    auto text = setting_text(*body, name);
+    if (!text) return std::optional<int64_t>{};
+    auto v = parse_int(*text, min, max);
+    if (!v) {
+      bad(name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + *text);
+      return std::nullopt;
+    }
+    return v;
+  };
+  auto min_bytes = int_setting("fetch.min.bytes", 1, std::numeric_limits<int32_t>::max());
+  if (!min_bytes) return;
+  if (*min_bytes) cfg.fetch_min_bytes = static_cast<int32_t>(**min_bytes);
+  auto request_timeout = int_setting("consumer.request.timeout.ms", 0, c->self->options().fetch_wait_max_ms);
+  if (!request_timeout) return;
+  if (*request_timeout) cfg.request_timeout_ms = **request_timeout;
+  for (const char* key : {"consumer.instance.timeout.ms", "session.timeout.ms"}) {
+    auto timeout = int_setting(key, group::limits::session_timeout_ms_min, group::limits::session_timeout_ms_max);
+    if (!timeout) return;
+    if (*timeout) cfg.session_timeout_ms = **timeout;
+  }
+  c->broker().groups().create_consumer(std::move(cfg), [c](broker::result<broker::consumer_instance> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      std::string uri = call.base_url + "/consumers/" + percent_encode_segment(r->group_id) + "/instances/" +
+                        percent_encode_segment(r->instance_id);
+      call.respond_json(200, {{"instance_id", r->instance_id}, {"base_uri", uri}}, v2_type);
+    });
+  });
+}
+
+void v2_delete_consumer(const call_ptr& c) {
+  c->broker().groups().delete_consumer(group_param(*c), instance_param(*c), answer_no_content(c));
+}
+
+void v2_subscribe(const call_ptr& c) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  const bool has_topics = body->is_object() && body->contains("topics");
+  const bool has_pattern = body->is_object() && body->contains("topic_pattern");
+  if (has_topics && has_pattern) {
+    return c->fail(409, ec::illegal_state, "subscription to topics and to a pattern are mutually exclusive");
+  }
+  group::subscription sub;
+  if (has_topics) {
+    const json& topics = (*body)["topics"];
+    if (!topics.is_array() || topics.empty()) return c->fail(422, ec::unprocessable, "topics must be a non-empty array of strings");
+    sub.kind = group::subscription_kind::topics;
+    for (const auto& t : topics) {
+      if (!t.is_string()) return c->fail(422, ec::unprocessable, "topics must be a non-empty array of strings");
+      sub.topics.push_back(t.get<std::string>());
+    }
+  } else if (has_pattern) {
+    if (!(*body)["topic_pattern"].is_string()) return c->fail(422, ec::unprocessable, "topic_pattern must be a string");
+    sub.kind = group::subscription_kind::pattern;
+    sub.pattern = (*body)["topic_pattern"].get<std::string>();
+  } else {
+    return c->fail(422, ec::unprocessable, "a list of topics or a topic_pattern is required");
+  }
+  c->broker().groups().subscribe(group_param(*c), instance_param(*c), std::move(sub), answer_no_content(c));
+}
+
+void v2_get_subscription(const call_ptr& c) {
+  if (!c->accept(v2_offers)) return;
+  c->broker().groups().subscription(group_param(*c), instance_param(*c), [c](broker::result<group::subscription> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      json out = {{"topics", r->topics}};
+      if (r->kind == group::subscription_kind::pattern) out["topic_pattern"] = r->pattern;
+      call.respond_json(200, out, v2_type);
+    });
+  });
+}
+
+void v2_unsubscribe(const call_ptr& c) {
+  c->broker().groups().unsubscribe(group_param(*c), instance_param(*c), answer_no_content(c));
+}
+
+void v2_assign(const call_ptr& c) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  auto partitions = partitions_field(c, *body, "partitions");
+  if (!partitions) return;
+  group::partition_set set(partitions->begin(), partitions->end());
+  c->broker().groups().assign(group_param(*c), instance_param(*c), std::move(set), answer_no_content(c));
+}
+
+json partitions_json(const group::partition_set& set) {
+  json out = json::array();
+  for (const auto& tp : set) out.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}});
+  return out;
+}
+
+void v2_get_assignments(const call_ptr& c) {
+  if (!c->accept(v2_offers)) return;
+  c->broker().groups().assignments(group_param(*c), instance_param(*c), [c](broker::result<group::partition_set> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      call.respond_json(200, {{"partitions", partitions_json(*r)}}, v2_type);
+    });
+  });
+}
+
+void v2_seek(const call_ptr& c) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  std::vector<broker::seek_request> seeks;
+  if (!body->is_object() || !body->contains("offsets") || !(*body)["offsets"].is_array()) {
+    return c->fail(422, ec::unprocessable, "offsets must be an array of {topic, partition, offset | timestamp}");
+  }
+  size_t i = 0;
+  for (const auto& item : (*body)["offsets"]) {
+    std::string where = "offsets[" + std::to_string(i++) + "]";
+    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition")) {
+      return c->fail(422, ec::unprocessable, where + " must name a topic and a partition");
+    }
+    auto partition = json_partition(item["partition"]);
+    if (!partition) return c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
+    broker::seek_request s;
+    s.partition = {item["topic"].get<std::string>(), model::partition_id(*partition)};
+    if (item.contains("offset") && item["offset"].is_number_integer()) {
+      s.kind = broker::seek_kind::offset;
+      s.value = item["offset"].get<int64_t>();
+    } else if (item.contains("timestamp")) {
+      s.kind = broker::seek_kind::timestamp;
+      if (item["timestamp"].is_number_integer()) {
+        s.value = item["timestamp"].get<int64_t>();
+      } else if (auto ms = item["timestamp"].is_string() ? parse_iso8601_ms(item["timestamp"].get<std::string>())
+                                                          : std::nullopt) {
+        s.value = *ms;
+      } else {
+        return c->fail(422, ec::unprocessable, where + ".timestamp must be ms since the epoch or an ISO-8601 date-time");
+      }
+    } else {
+      return c->fail(422, ec::unprocessable, where + " needs an integer offset or a timestamp");
+    }
+    seeks.push_back(std::move(s));
+  }
+  c->broker().groups().seek(group_param(*c), instance_param(*c), std::move(seeks), answer_no_content(c));
+}
+
+void v2_seek_edge(const call_ptr& c, broker::seek_kind kind) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  auto partitions = partitions_field(c, *body, "partitions");
+  if (!partitions) return;
+  std::vector<broker::seek_request> seeks;
+  for (const auto& tp : *partitions) seeks.push_back({tp, kind, 0});
+  c->broker().groups().seek(group_param(*c), instance_param(*c), std::move(seeks), answer_no_content(c));
+}
+void v2_seek_beginning(const call_ptr& c) { v2_seek_edge(c, broker::seek_kind::beginning); }
+void v2_seek_end(const call_ptr& c) { v2_seek_edge(c, broker::seek_kind::end); }
+
+std::string consumed_records_json(const std::vector<broker::consumed_record>& records, bool as_json,
+                                  std::optional<int64_t>& bad_offset) {
+  std::string out = "[";
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto& [tp, rec] = records[i];
+    if (i > 0) out += ',';
+    const bool ok = append_record_json(out, "", dump(json(tp.topic)), tp.partition.value(), rec, as_json);
+    if (!ok && !bad_offset) bad_offset = rec.record_offset.value();
+  }
+  return out + "]";
+}
+
+void v2_consumer_records(const call_ptr& c) {
+  const api_options& o = c->self->options();
+  auto max_bytes = c->query_int("max_bytes", fetch_max_bytes_default, 1, o.fetch_response_bytes_max, "fetch.response.bytes.max");
+  if (!max_bytes) return;
+  std::optional<int64_t> timeout;
+  auto pick = negotiate(c->request.accept, {v2_binary_type, v2_json_type, ndjson_type, sse_type});
+  const bool wants_stream = pick && (*pick == ndjson_type || *pick == sse_type);   // its timeout is checked later
+  if (c->query.count("timeout") && !wants_stream) {
+    timeout = c->query_int("timeout", std::nullopt, 0, o.fetch_wait_max_ms, "fetch.wait.max.ms");
+    if (!timeout) return;
+  }
+  // The instance's format decides what Accept may ask for (Confluent: 40601 otherwise).
+  c->broker().groups().describe_consumer(group_param(*c), instance_param(*c), [c, max_bytes = *max_bytes, timeout](
+                                                                                 broker::result<broker::consumer_instance> r) {
+    c->later([r = std::move(r), max_bytes, timeout](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      const bool as_json = r->format == broker::consumer_format::json;
+      const std::string type = as_json ? v2_json_type : v2_binary_type;
+      auto chosen = negotiate(call.request.accept, {type, ndjson_type, sse_type});
+      if (chosen && *chosen != type) {
+        return stream_consumer(call.shared_from_this(), *chosen, as_json, r->group_id, r->instance_id);
+      }
+      if (!chosen) {
+        return call.fail(406, ec::not_acceptable, "consumer instance format is " + std::string(as_json ? "json" : "binary") +
+                                                      "; read its records with Accept: " + type + ", not \"" +
+                                                      call.request.accept + "\"");
+      }
+      broker::poll_request req{timeout.value_or(std::min(r->request_timeout_ms, call.self->options().fetch_wait_max_ms)),
+                               max_bytes};
+      auto self = call.shared_from_this();
+      call.broker().groups().poll(r->group_id, r->instance_id, req, [self, as_json, type](
+                                                                        broker::result<std::vector<broker::consumed_record>> polled) {
+        self->later([polled = std::move(polled), as_json, type](api::call& call2) {
+          if (!polled.ok()) return call2.fail(to_api_error(polled.error()));
+          std::optional<int64_t> bad_offset;
+          std::string body = consumed_records_json(*polled, as_json, bad_offset);
+          if (bad_offset) {
+            return call2.fail(406, ec::not_acceptable, "record at offset " + std::to_string(*bad_offset) +
+                                                           " is not JSON; use a binary consumer instance");
+          }
+          std::map<std::string, std::pair<uint64_t, uint64_t>> per_topic;
+          for (const auto& cr : *polled) {
+            auto& [n, b] = per_topic[cr.partition.topic];
+            ++n;
+            b += record_bytes(cr.record);
+          }
+          for (const auto& [t, nb] : per_topic) call2.self->metrics_registry().add_bytes_out(t, nb.first, nb.second);
+          http_response resp;
+          resp.content_type = type;
+          resp.body = std::move(body);
+          call2.respond(std::move(resp));
+        });
+      });
+    });
+  });
+}
+
+void v2_commit_offsets(const call_ptr& c) {
+  auto body = consumer_body(c);
+  if (!body) return;
+  std::optional<std::vector<group::processed_offset>> offsets;
+  if (body->is_object() && body->contains("offsets")) {
+    const json& items = (*body)["offsets"];
+    if (!items.is_array()) return c->fail(422, ec::unprocessable, "offsets must be an array");
+    offsets.emplace();
+    size_t i = 0;
+    for (const auto& item : items) {
+      std::string where = "offsets[" + std::to_string(i++) + "]";
+      if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
+          !item.contains("offset") || !item["offset"].is_number_integer()) {
+        return c->fail(422, ec::unprocessable, where + " must be {\"topic\", \"partition\", \"offset\"}");
+      }
+      auto partition = json_partition(item["partition"]);
+      if (!partition) return c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
+      group::processed_offset p;
+      p.partition = {item["topic"].get<std::string>(), model::partition_id(*partition)};
+      p.last_processed = model::offset(item["offset"].get<int64_t>());
+      if (item.contains("metadata") && item["metadata"].is_string()) p.metadata = item["metadata"].get<std::string>();
+      offsets->push_back(std::move(p));
+    }
+    if (offsets->empty()) offsets.reset();  // {"offsets":[]}: everything returned, like an empty body
+  }
+  c->broker().groups().commit(group_param(*c), instance_param(*c), std::move(offsets),
+                              answer_no_content<group::partition_map<group::committed_offset>>(c));
+}
+
+void v2_committed_offsets(const call_ptr& c) {
+  if (!c->accept(v2_offers)) return;
+  auto body = consumer_body(c);
+  if (!body) return;
+  auto partitions = partitions_field(c, *body, "partitions");
+  if (!partitions) return;
+  group::partition_set set(partitions->begin(), partitions->end());
+  c->broker().groups().committed(group_param(*c), instance_param(*c), std::move(set),
+                                 [c](broker::result<group::partition_map<group::committed_offset>> r) {
+                                   c->later([r = std::move(r)](api::call& call) {
+                                     if (!r.ok()) return call.fail(to_api_error(r.error()));
+                                     json out = json::array();
+                                     for (const auto& [tp, co] : *r) {
+                                       out.push_back({{"topic", tp.topic},
+                                                      {"partition", tp.partition.value()},
+                                                      {"offset", co.committed.value()},
+                                                      {"metadata", co.metadata}});
+                                     }
+                                     call.respond_json(200, {{"offsets", out}}, v2_type);
+                                   });
+                                 });
+}
+
+}  // namespace ringlog::gateway::routes
