@@ -112,6 +112,7 @@ const std::vector<route>& route_table() {
       {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_reset_config},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions", v3_list_partitions},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}", v3_get_partition},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/offset", v3_get_partition_offset},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas", v3_list_replicas},
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas/{broker_id}", v3_get_replica},
       {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records", v3_produce},
@@ -191,8 +192,11 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     std::map<std::string, std::string> params;
     if (!match_path(r.pattern, path, params)) continue;
     allowed.emplace_back(r.method);
-    if (c->request.method != r.method) continue;
-    c->route = std::string(r.method) + " " + r.pattern;
+    // HEAD is GET without the body (RFC 9110 9.3.2) on every GET route; the server drops the body
+    // and keeps its Content-Length.
+    const bool head_as_get = c->request.method == "HEAD" && std::string_view(r.method) == "GET";
+    if (c->request.method != r.method && !head_as_get) continue;
+    c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
     r.fn(c);
     return;
@@ -212,6 +216,10 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
                                                                : c->request.access_control_request_headers);
     r.headers.emplace_back("Access-Control-Max-Age", "600");
     return c->respond(std::move(r));
+  }
+  if (std::find(allowed.begin(), allowed.end(), "GET") != allowed.end() &&
+      std::find(allowed.begin(), allowed.end(), "HEAD") == allowed.end()) {
+    allowed.emplace_back("HEAD");
   }
   if (!allowed.empty()) {
     std::string allow;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,7 +30,11 @@ inline constexpr int64_t fetch_max_bytes_default = 1024 * 1024;
 
 inline const std::vector<std::string> v2_offers = {v2_type, "application/vnd.kafka+json", "application/json"};
 inline const std::vector<std::string> v3_offers = {"application/json"};
-inline const std::vector<std::string> records_offers = {v2_binary_type, v2_json_type, v2_type, "application/json"};
+/// A records read answers with an embedded format: the bare v2 type names none, so it gets 406.
+inline const std::vector<std::string> records_offers = {v2_binary_type, v2_json_type, "application/json"};
+/// The consumer routes (Confluent's produce the embedded-format types as well as the bare one).
+inline const std::vector<std::string> consumer_offers = {v2_type, v2_binary_type, v2_json_type,
+                                                         "application/vnd.kafka+json", "application/json"};
 inline constexpr const char* ndjson_type = "application/x-ndjson";
 inline constexpr const char* sse_type = "text/event-stream";
 inline const std::vector<std::string> stream_offers = {ndjson_type, sse_type};
@@ -69,6 +74,7 @@ struct api::call : std::enable_shared_from_this<api::call> {
   std::string base_url;              // "http://host:port" for v3 metadata.self links
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   unsigned stream_status = 0;
+  std::string accepted;              // the media type accept() chose: the answer's Content-Type
 
   broker::broker& broker() { return self->broker_; }
 
@@ -132,6 +138,7 @@ struct api::call : std::enable_shared_from_this<api::call> {
   /// Checks Accept against `offers`; answers 406 and returns nullopt when nothing fits.
   std::optional<std::string> accept(const std::vector<std::string>& offers) {
     auto chosen = negotiate(request.accept, offers);
+    if (chosen) accepted = *chosen;
     if (!chosen) {
       std::string list;
       for (const auto& o : offers) list += (list.empty() ? "" : ", ") + o;
@@ -141,14 +148,23 @@ struct api::call : std::enable_shared_from_this<api::call> {
   }
 
   /// Checks Content-Type is one of `types`; answers 415 and returns nullopt otherwise.
+  /// A charset other than UTF-8 (or ISO-8859-1, which the REST Proxy also reads) is refused with
+  /// 400 naming it: JSON bodies are read as UTF-8 (RFC 8259 section 8.1).
   std::optional<std::string> content_type_in(const std::vector<std::string>& types) {
     std::string t = media_type_of(request.content_type);
-    if (std::find(types.begin(), types.end(), t) != types.end()) return t;
-    std::string list;
-    for (const auto& o : types) list += (list.empty() ? "" : ", ") + o;
-    fail(415, ec::unsupported_media_type,
-         "cannot read a request body of Content-Type \"" + request.content_type + "\"; this route reads " + list);
-    return std::nullopt;
+    if (std::find(types.begin(), types.end(), t) == types.end()) {
+      std::string list;
+      for (const auto& o : types) list += (list.empty() ? "" : ", ") + o;
+      fail(415, ec::unsupported_media_type,
+           "cannot read a request body of Content-Type \"" + request.content_type + "\"; this route reads " + list);
+      return std::nullopt;
+    }
+    const std::string charset = charset_of(request.content_type);
+    if (!charset.empty() && charset != "utf-8" && charset != "utf8" && charset != "iso-8859-1") {
+      fail(400, ec::invalid_request, "unsupported charset \"" + charset + "\" in Content-Type; request bodies are UTF-8 (or ISO-8859-1)");
+      return std::nullopt;
+    }
+    return t;
   }
 
   /// The {cluster_id} path parameter must name this cluster.
@@ -159,13 +175,18 @@ struct api::call : std::enable_shared_from_this<api::call> {
     return false;
   }
 
-  /// A query parameter as an integer in [min, max]; `fallback` when absent. Answers 422 naming it.
+  /// A query parameter as an integer in [min, max]; `fallback` when absent. Answers 400 naming it
+  /// when it is not an integer at all (empty, "abc"), 422 when it is one outside [min, max].
   std::optional<int64_t> query_int(const std::string& name, std::optional<int64_t> fallback, int64_t min, int64_t max,
                                    std::string_view limit_name = {}) {
     auto it = query.find(name);
     if (it == query.end()) {
       if (!fallback) fail(422, ec::unprocessable, "query parameter " + name + " is required");
       return fallback;
+    }
+    if (!parse_int(it->second, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+      fail(400, ec::invalid_request, "query parameter " + name + " must be an integer, got \"" + it->second + "\"");
+      return std::nullopt;
     }
     auto v = parse_int(it->second, min, max);
     if (!v) {
@@ -296,6 +317,7 @@ void v3_get_cluster(const call_ptr& c);
 void v3_get_config(const call_ptr& c);
 void v3_get_group(const call_ptr& c);
 void v3_get_partition(const call_ptr& c);
+void v3_get_partition_offset(const call_ptr& c);
 void v3_get_replica(const call_ptr& c);
 void v3_get_topic(const call_ptr& c);
 void v3_group_consumer(const call_ptr& c);

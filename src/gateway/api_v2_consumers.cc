@@ -2,6 +2,7 @@
 
 #include "api_routes.h"
 
+#include <array>
 #include <limits>
 #include "json_fields.h"
 #include "record_json.h"
@@ -17,7 +18,7 @@ namespace ringlog::gateway::routes {
 std::optional<json> consumer_body(const call_ptr& c) {
   if (c->request.body.find_first_not_of(" \t\r\n") == std::string::npos) return json(nullptr);
   // As the REST Proxy: a body must say it is JSON (415 otherwise); an empty one needs no type.
-  if (!c->content_type_in(v2_offers)) return std::nullopt;
+  if (!c->content_type_in(consumer_offers)) return std::nullopt;
   try {
     json j = json::parse(c->request.body);
     if (!j.is_object()) {
@@ -39,28 +40,84 @@ std::optional<std::string> setting_text(const json& body, const std::string& nam
   return v.dump();
 }
 
-/// Reads {"partitions":[{"topic","partition"}]} or the same array under `field`. Answers 422.
+/// How an error message names the JSON type of `v` ("a string", "an integer", ...).
+std::string json_type_of(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+/// A topic name from a consumer body, checked as topic creation checks it (Kafka's legal
+/// characters and length): 400 naming it, before the group coordinator sees it, so an illegal
+/// name is never subscribed, committed or answered with an empty list.
+bool check_topic_name(api::call& call, const std::string& where, const std::string& topic) {
+  auto valid = broker::validate_topic_name(topic);
+  if (valid.ok()) return true;
+  call.fail(400, ec::kafka_bad_request, where + ": " + valid.error().message);
+  return false;
+}
+
+/// The {group} path parameter: 400 naming it when it holds a control character (U+0000..U+001F,
+/// U+007F), which no log line or console could show; checked before anything else is read.
+bool check_group_name(api::call& call) {
+  const std::string& group = call.params["group"];
+  for (unsigned char ch : group) {
+    if (ch < 0x20 || ch == 0x7f) {
+      call.fail(400, ec::kafka_bad_request, "consumer group name " + dump(json(group)) +
+                                                " holds a control character; group names are printable text");
+      return false;
+    }
+  }
+  return true;
+}
+
+/// `where` in a body as {"topic": string, "partition": integer}, each field named with the type it
+/// must have; nullopt after answering 422 (wrong shape) or 400 (illegal topic name).
+std::optional<model::topic_partition> topic_partition_at(const call_ptr& c, const json& item, const std::string& where) {
+  if (!item.is_object()) {
+    c->fail(422, ec::unprocessable, where + " must be an object {\"topic\", \"partition\", ...}, got " + json_type_of(item));
+    return std::nullopt;
+  }
+  for (const char* field : {"topic", "partition"}) {
+    if (!item.contains(field)) {
+      c->fail(422, ec::unprocessable, where + "." + field + " is required");
+      return std::nullopt;
+    }
+  }
+  if (!item["topic"].is_string()) {
+    c->fail(422, ec::unprocessable, where + ".topic must be a string, got " + json_type_of(item["topic"]));
+    return std::nullopt;
+  }
+  auto partition = json_partition(item["partition"]);
+  if (!partition) {
+    c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range + ", got " +
+                                        (item["partition"].is_number_integer() ? item["partition"].dump() : json_type_of(item["partition"])));
+    return std::nullopt;
+  }
+  std::string topic = item["topic"].get<std::string>();
+  if (!check_topic_name(*c, where + ".topic", topic)) return std::nullopt;
+  return model::topic_partition{std::move(topic), model::partition_id(*partition)};
+}
+
+/// Reads {"partitions":[{"topic","partition"}]} or the same array under `field`. Answers 422
+/// (400 for an illegal topic name).
 std::optional<std::vector<model::topic_partition>> partitions_field(const call_ptr& c, const json& body,
                                                                     const std::string& field) {
   std::vector<model::topic_partition> out;
   if (!body.is_object() || !body.contains(field)) return out;
   if (!body[field].is_array()) {
-    c->fail(422, ec::unprocessable, field + " must be an array");
+    c->fail(422, ec::unprocessable, field + " must be an array, got " + json_type_of(body[field]));
     return std::nullopt;
   }
   size_t i = 0;
   for (const auto& item : body[field]) {
-    std::string where = field + "[" + std::to_string(i++) + "]";
-    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition")) {
-      c->fail(422, ec::unprocessable, where + " must be {\"topic\": string, \"partition\": integer >= 0}");
-      return std::nullopt;
-    }
-    auto partition = json_partition(item["partition"]);
-    if (!partition) {
-      c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
-      return std::nullopt;
-    }
-    out.push_back({item["topic"].get<std::string>(), model::partition_id(*partition)});
+    auto tp = topic_partition_at(c, item, field + "[" + std::to_string(i++) + "]");
+    if (!tp) return std::nullopt;
+    out.push_back(std::move(*tp));
   }
   return out;
 }
@@ -69,12 +126,26 @@ std::string group_param(api::call& c) { return c.params["group"]; }
 std::string instance_param(api::call& c) { return c.params["instance"]; }
 
 void v2_create_consumer(const call_ptr& c) {
-  if (!c->accept(v2_offers)) return;
+  if (!check_group_name(*c)) return;
+  if (!c->accept(consumer_offers)) return;
   auto body = consumer_body(c);
   if (!body) return;
   broker::consumer_instance_config cfg;
   cfg.group_id = c->params["group"];
   auto bad = [&](const std::string& why) { c->fail(422, ec::invalid_consumer_config, why); };
+  // A setting not read here is refused by name (a misspelt "auto.offset.rest" must not silently
+  // fall back to the default), as the WebSocket refuses fields it does not take.
+  static constexpr std::array<std::string_view, 10> settings = {
+      "name", "format", "auto.offset.reset", "auto.commit.enable", "group.instance.id", "partition.assignment.strategy",
+      "fetch.min.bytes", "consumer.request.timeout.ms", "consumer.instance.timeout.ms", "session.timeout.ms"};
+  if (body->is_object()) {
+    for (const auto& [key, unused] : body->items()) {
+      if (std::find(settings.begin(), settings.end(), key) != settings.end()) continue;
+      std::string known;
+      for (auto k : settings) known += (known.empty() ? "" : ", ") + std::string(k);
+      return bad("unknown consumer setting \"" + key + "\"; the settings are " + known);
+    }
+  }
   if (auto name = setting_text(*body, "name")) {
     if (name->empty() || name->size() > 200) return bad("name must be 1..200 characters");
     cfg.name = *name;
@@ -138,16 +209,18 @@ void v2_create_consumer(const call_ptr& c) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
       std::string uri = call.base_url + "/consumers/" + percent_encode_segment(r->group_id) + "/instances/" +
                         percent_encode_segment(r->instance_id);
-      call.respond_json(200, {{"instance_id", r->instance_id}, {"base_uri", uri}}, v2_type);
+      call.respond_json(200, {{"instance_id", r->instance_id}, {"base_uri", uri}}, call.accepted);
     });
   });
 }
 
 void v2_delete_consumer(const call_ptr& c) {
+  if (!check_group_name(*c)) return;
   c->broker().groups().delete_consumer(group_param(*c), instance_param(*c), answer_no_content(c));
 }
 
 void v2_subscribe(const call_ptr& c) {
+  if (!check_group_name(*c)) return;
   auto body = consumer_body(c);
   if (!body) return;
   const bool has_topics = body->is_object() && body->contains("topics");
@@ -162,6 +235,7 @@ void v2_subscribe(const call_ptr& c) {
     sub.kind = group::subscription_kind::topics;
     for (const auto& t : topics) {
       if (!t.is_string()) return c->fail(422, ec::unprocessable, "topics must be a non-empty array of strings");
+      if (!check_topic_name(*c, "topics[" + std::to_string(sub.topics.size()) + "]", t.get<std::string>())) return;
       sub.topics.push_back(t.get<std::string>());
     }
   } else if (has_pattern) {
@@ -175,22 +249,25 @@ void v2_subscribe(const call_ptr& c) {
 }
 
 void v2_get_subscription(const call_ptr& c) {
-  if (!c->accept(v2_offers)) return;
+  if (!check_group_name(*c)) return;
+  if (!c->accept(consumer_offers)) return;
   c->broker().groups().subscription(group_param(*c), instance_param(*c), [c](broker::result<group::subscription> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
       json out = {{"topics", r->topics}};
       if (r->kind == group::subscription_kind::pattern) out["topic_pattern"] = r->pattern;
-      call.respond_json(200, out, v2_type);
+      call.respond_json(200, out, call.accepted);
     });
   });
 }
 
 void v2_unsubscribe(const call_ptr& c) {
+  if (!check_group_name(*c)) return;
   c->broker().groups().unsubscribe(group_param(*c), instance_param(*c), answer_no_content(c));
 }
 
 void v2_assign(const call_ptr& c) {
+  if (!check_group_name(*c)) return;
   auto body = consumer_body(c);
   if (!body) return;
   auto partitions = partitions_field(c, *body, "partitions");
@@ -206,16 +283,18 @@ json partitions_json(const group::partition_set& set) {
 }
 
 void v2_get_assignments(const call_ptr& c) {
-  if (!c->accept(v2_offers)) return;
+  if (!check_group_name(*c)) return;
+  if (!c->accept(consumer_offers)) return;
   c->broker().groups().assignments(group_param(*c), instance_param(*c), [c](broker::result<group::partition_set> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
-      call.respond_json(200, {{"partitions", partitions_json(*r)}}, v2_type);
+      call.respond_json(200, {{"partitions", partitions_json(*r)}}, call.accepted);
     });
   });
 }
 
 void v2_seek(const call_ptr& c) {
+  if (!check_group_name(*c)) return;
   auto body = consumer_body(c);
   if (!body) return;
   std::vector<broker::seek_request> seeks;
@@ -225,13 +304,10 @@ void v2_seek(const call_ptr& c) {
   size_t i = 0;
   for (const auto& item : (*body)["offsets"]) {
     std::string where = "offsets[" + std::to_string(i++) + "]";
-    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition")) {
-      return c->fail(422, ec::unprocessable, where + " must name a topic and a partition");
-    }
-    auto partition = json_partition(item["partition"]);
-    if (!partition) return c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
+    auto tp = topic_partition_at(c, item, where);
+    if (!tp) return;
     broker::seek_request s;
-    s.partition = {item["topic"].get<std::string>(), model::partition_id(*partition)};
+    s.partition = std::move(*tp);
     if (item.contains("offset") && item["offset"].is_number_integer()) {
       s.kind = broker::seek_kind::offset;
       s.value = item["offset"].get<int64_t>();
@@ -246,7 +322,9 @@ void v2_seek(const call_ptr& c) {
         return c->fail(422, ec::unprocessable, where + ".timestamp must be ms since the epoch or an ISO-8601 date-time");
       }
     } else {
-      return c->fail(422, ec::unprocessable, where + " needs an integer offset or a timestamp");
+      return c->fail(422, ec::unprocessable,
+                     where + " needs an integer offset or a timestamp" +
+                         (item.contains("offset") ? ", got offset as " + json_type_of(item["offset"]) : std::string()));
     }
     seeks.push_back(std::move(s));
   }
@@ -254,6 +332,7 @@ void v2_seek(const call_ptr& c) {
 }
 
 void v2_seek_edge(const call_ptr& c, broker::seek_kind kind) {
+  if (!check_group_name(*c)) return;
   auto body = consumer_body(c);
   if (!body) return;
   auto partitions = partitions_field(c, *body, "partitions");
@@ -278,6 +357,7 @@ std::string consumed_records_json(const std::vector<broker::consumed_record>& re
 }
 
 void v2_consumer_records(const call_ptr& c) {
+  if (!check_group_name(*c)) return;
   const api_options& o = c->self->options();
   auto max_bytes = c->query_int("max_bytes", fetch_max_bytes_default, 1, o.fetch_response_bytes_max, "fetch.response.bytes.max");
   if (!max_bytes) return;
@@ -300,7 +380,7 @@ void v2_consumer_records(const call_ptr& c) {
         return stream_consumer(call.shared_from_this(), *chosen, as_json, r->group_id, r->instance_id);
       }
       if (!chosen) {
-        return call.fail(406, ec::not_acceptable, "consumer instance format is " + std::string(as_json ? "json" : "binary") +
+        return call.fail(406, ec::consumer_format_mismatch, "consumer instance format is " + std::string(as_json ? "json" : "binary") +
                                                       "; read its records with Accept: " + type + ", not \"" +
                                                       call.request.accept + "\"");
       }
@@ -335,6 +415,7 @@ void v2_consumer_records(const call_ptr& c) {
 }
 
 void v2_commit_offsets(const call_ptr& c) {
+  if (!check_group_name(*c)) return;
   auto body = consumer_body(c);
   if (!body) return;
   std::optional<std::vector<group::processed_offset>> offsets;
@@ -345,14 +426,16 @@ void v2_commit_offsets(const call_ptr& c) {
     size_t i = 0;
     for (const auto& item : items) {
       std::string where = "offsets[" + std::to_string(i++) + "]";
-      if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string() || !item.contains("partition") ||
-          !item.contains("offset") || !item["offset"].is_number_integer()) {
-        return c->fail(422, ec::unprocessable, where + " must be {\"topic\", \"partition\", \"offset\"}");
+      auto tp = topic_partition_at(c, item, where);
+      if (!tp) return;
+      if (!item.contains("offset")) return c->fail(422, ec::unprocessable, where + ".offset is required");
+      if (!item["offset"].is_number_integer() ||
+          (item["offset"].is_number_unsigned() && item["offset"].get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()})) {
+        return c->fail(422, ec::unprocessable, where + ".offset must be an integer (a 64-bit JSON number), got " +
+                                                   json_type_of(item["offset"]));
       }
-      auto partition = json_partition(item["partition"]);
-      if (!partition) return c->fail(422, ec::unprocessable, where + ".partition must be " + json_partition_range);
       group::processed_offset p;
-      p.partition = {item["topic"].get<std::string>(), model::partition_id(*partition)};
+      p.partition = std::move(*tp);
       p.last_processed = model::offset(item["offset"].get<int64_t>());
       if (item.contains("metadata") && item["metadata"].is_string()) p.metadata = item["metadata"].get<std::string>();
       offsets->push_back(std::move(p));
@@ -364,7 +447,8 @@ void v2_commit_offsets(const call_ptr& c) {
 }
 
 void v2_committed_offsets(const call_ptr& c) {
-  if (!c->accept(v2_offers)) return;
+  if (!check_group_name(*c)) return;
+  if (!c->accept(consumer_offers)) return;
   auto body = consumer_body(c);
   if (!body) return;
   auto partitions = partitions_field(c, *body, "partitions");
@@ -381,7 +465,7 @@ void v2_committed_offsets(const call_ptr& c) {
                                                       {"offset", co.committed.value()},
                                                       {"metadata", co.metadata}});
                                      }
-                                     call.respond_json(200, {{"offsets", out}}, v2_type);
+                                     call.respond_json(200, {{"offsets", out}}, call.accepted);
                                    });
                                  });
 }

@@ -3,6 +3,7 @@
 #include "api_routes.h"
 
 #include <charconv>
+#include "request_parsing.h"
 
 namespace ringlog::gateway::routes {
 
@@ -13,8 +14,12 @@ json cluster_json(const std::string& base, const broker::broker& b) {
               {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + id}}},
               {"cluster_id", id},
               {"controller", related(self + "/brokers/" + std::to_string(b.config().node_id))},
+              {"acls", related(self + "/acls")},
               {"brokers", related(self + "/brokers")},
-              {"topics", related(self + "/topics")}};
+              {"broker_configs", related(self + "/broker-configs")},
+              {"consumer_groups", related(self + "/consumer-groups")},
+              {"topics", related(self + "/topics")},
+              {"partition_reassignments", related(self + "/topics/-/partitions/-/reassignment")}};
 }
 
 json topic_json(const std::string& base, const std::string& cluster, const broker::topic_description& t) {
@@ -130,10 +135,13 @@ void v3_create_topic(const call_ptr& c) {
   auto req = parse_create_topic(c->request.body);
   if (!req.ok()) return c->fail(req.error());
   std::string name = req->name;
-  c->broker().create_topic(std::move(req).value(), [c, name](broker::result<broker::topic_description> r) {
-    c->later([r = std::move(r), name](api::call& call) mutable {
+  // Confluent: a dry run (validate_only) answers 200 with the topic it would create; only a real
+  // create is 201 Created.
+  const unsigned status = req->validate_only ? 200 : 201;
+  c->broker().create_topic(std::move(req).value(), [c, name, status](broker::result<broker::topic_description> r) {
+    c->later([r = std::move(r), name, status](api::call& call) mutable {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, name);
-      call.respond_json(201, topic_json(call.base_url, call.params["cluster_id"], r.value()));
+      call.respond_json(status, topic_json(call.base_url, call.params["cluster_id"], r.value()));
     });
   });
 }
@@ -180,6 +188,11 @@ void v3_list_configs(const call_ptr& c) {
   });
 }
 
+/// 404 naming `name`, which is not one of topic `t`'s configs (GET, PUT, DELETE and alter alike).
+void fail_config_not_found(api::call& call, const std::string& topic, const std::string& name) {
+  call.fail(404, ec::not_found, "topic config \"" + name + "\" not found for topic \"" + topic + "\"");
+}
+
 void v3_get_config(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
@@ -187,21 +200,30 @@ void v3_get_config(const call_ptr& c) {
     for (const auto& e : t.configs) {
       if (e.name == name) return call.respond_json(200, config_json(call.base_url, call.params["cluster_id"], t.name, e));
     }
-    call.fail(404, ec::not_found, "topic config \"" + name + "\" not found");
+    fail_config_not_found(call, t.name, name);
   });
 }
 
 /// Applies `changes` (a value to set, or nullopt to reset to the default) to {topic_name}'s
-/// configs and answers 204.
+/// configs and answers 204. A name that is not a topic config is 404 for the whole request, as
+/// GET .../configs/{name} answers it (Confluent); nothing is changed then.
 void change_configs(const call_ptr& c, std::map<std::string, std::optional<std::string>> changes, bool validate_only) {
-  std::string topic = c->params["topic_name"];
-  c->broker().alter_topic_configs(topic, std::move(changes), validate_only,
-                                  [c, topic](broker::result<broker::topic_description> r) {
-                                    c->later([r = std::move(r), topic](api::call& call) {
-                                      if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
-                                      call.respond_no_content();
-                                    });
-                                  });
+  with_topic(c, "topic_name", error_scope::topic, [changes = std::move(changes), validate_only](
+                                                       api::call& call, broker::topic_description t) mutable {
+    for (const auto& [name, unused] : changes) {
+      const bool known = std::any_of(t.configs.begin(), t.configs.end(), [&](const auto& e) { return e.name == name; });
+      if (!known) return fail_config_not_found(call, t.name, name);
+    }
+    auto self = call.shared_from_this();
+    const std::string topic = t.name;
+    call.broker().alter_topic_configs(topic, std::move(changes), validate_only,
+                                      [self, topic](broker::result<broker::topic_description> r) {
+                                        self->later([r = std::move(r), topic](api::call& call2) {
+                                          if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, topic);
+                                          call2.respond_no_content();
+                                        });
+                                      });
+  });
 }
 
 void v3_alter_configs(const call_ptr& c) {
@@ -214,6 +236,7 @@ void v3_alter_configs(const call_ptr& c) {
 /// PUT .../configs/{name} with {"value": "..."} (Confluent's single-config update).
 void v3_set_config(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  if (is_blank(c->request.body)) return c->fail(empty_body_error("{\"value\": \"...\"}"));
   json body = json::parse(c->request.body, nullptr, false);
   if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body");
   if (!body.is_object() || !body.contains("value") || !body["value"].is_string()) {
@@ -259,6 +282,30 @@ void with_partition(const call_ptr& c,
 void v3_get_partition(const call_ptr& c) {
   with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
     call.respond_json(200, partition_json(call.base_url, call.params["cluster_id"], t.name, d));
+  });
+}
+
+/// GET .../partitions/{p}/offset?offset_type=earliest_and_latest: the partition's earliest offset
+/// (log start) and latest offset (high watermark: the next offset a read_uncommitted reader sees).
+/// offset_type takes only its default value; anything else is 400 naming it.
+void v3_get_partition_offset(const call_ptr& c) {
+  if (auto t = c->query.find("offset_type"); t != c->query.end() && t->second != "earliest_and_latest") {
+    return c->fail(400, ec::invalid_request,
+                   "query parameter offset_type must be earliest_and_latest, got \"" + t->second + "\"");
+  }
+  with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
+    const std::string& cluster = call.params["cluster_id"];
+    const std::string partition = std::to_string(d.partition.value());
+    call.respond_json(200, json{{"kind", "KafkaPartitionWithOffsets"},
+                                {"metadata", {{"self", call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name +
+                                                           "/partitions/" + partition + "/offset"},
+                                              {"resource_name", "crn:///kafka=" + cluster + "/topic=" + t.name +
+                                                                    "/partition=" + partition}}},
+                                {"cluster_id", cluster},
+                                {"topic_name", t.name},
+                                {"partition_id", d.partition.value()},
+                                {"earliest_offset", d.log_start_offset.value()},
+                                {"latest_offset", d.high_watermark.value()}});
   });
 }
 

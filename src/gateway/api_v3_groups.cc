@@ -37,15 +37,43 @@ json group_json(api::call& c, const group::group_listing& g, std::optional<broke
   return j;
 }
 
+/// Every entry is the full KafkaConsumerGroup, as GET of that group answers it (Confluent's
+/// list holds the same objects): each listed group is described, in list order.
 void v3_list_groups(const call_ptr& c) {
   if (!c->check_cluster() || !c->accept(v3_offers)) return;
   c->broker().groups().list_groups([c](broker::result<std::vector<group::group_listing>> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
-      json data = json::array();
-      for (const auto& g : *r) data.push_back(group_json(call, g, std::nullopt));
-      call.respond_json(200, list_json("KafkaConsumerGroupList", call.base_url + "/v3/clusters/" + call.params["cluster_id"] +
-                                                                      "/consumer-groups", data));
+      struct gather {
+        std::vector<group::group_listing> listings;
+        std::vector<std::optional<broker::group_details>> details;
+        size_t remaining = 0;
+      };
+      auto g = std::make_shared<gather>();
+      g->listings = *r;
+      g->details.resize(g->listings.size());
+      g->remaining = g->listings.size();
+      auto answer = [g](api::call& call2) {
+        json data = json::array();
+        for (size_t i = 0; i < g->listings.size(); ++i) {
+          // A group deleted meanwhile is left out; one that could not be described keeps its listing.
+          if (g->details[i] && g->details[i]->description.state == group::group_state::dead) continue;
+          data.push_back(group_json(call2, g->listings[i], g->details[i]));
+        }
+        call2.respond_json(200, list_json("KafkaConsumerGroupList", call2.base_url + "/v3/clusters/" +
+                                                                         call2.params["cluster_id"] + "/consumer-groups",
+                                          data));
+      };
+      if (g->listings.empty()) return answer(call);
+      auto self = call.shared_from_this();
+      for (size_t i = 0; i < g->listings.size(); ++i) {
+        call.broker().groups().describe_group(g->listings[i].group_id, [self, g, i, answer](broker::result<broker::group_details> d) {
+          self->later([g, i, answer, d = std::move(d)](api::call& call2) {
+            if (d.ok()) g->details[i] = *d;
+            if (--g->remaining == 0) answer(call2);
+          });
+        });
+      }
     });
   });
 }
@@ -112,14 +140,25 @@ void v3_group_consumer(const call_ptr& c) {
   });
 }
 
-/// Lags of a group with the owner of each partition, then `done`.
+/// Lags of a group's partitions with a committed offset (a lag is measured from one: Confluent
+/// lists only those), then `done`; 404 when the group has committed nothing.
 void with_lags(const call_ptr& c, std::function<void(api::call&, broker::group_details, std::vector<group::partition_lag>)> done) {
   with_group(c, [done = std::move(done)](api::call& call, broker::group_details d) {
     auto self = call.shared_from_this();
     call.broker().groups().group_lag(d.description.group_id, [self, d, done](broker::result<std::vector<group::partition_lag>> r) {
       self->later([r = std::move(r), d, done](api::call& call2) {
         if (!r.ok() && r.error().code != broker::errc::group_id_not_found) return call2.fail(to_api_error(r.error()));
-        done(call2, d, r.ok() ? *r : std::vector<group::partition_lag>{});
+        std::vector<group::partition_lag> lags;
+        if (r.ok()) {
+          for (const auto& l : *r) {
+            if (l.committed) lags.push_back(l);
+          }
+        }
+        if (lags.empty()) {
+          return call2.fail(404, ec::not_found, "consumer group '" + d.description.group_id +
+                                                    "' has no committed offsets, so no lag to report");
+        }
+        done(call2, d, std::move(lags));
       });
     });
   });
@@ -164,7 +203,7 @@ void v3_group_partition_lag(const call_ptr& c) {
       if (l.partition.topic == topic && l.partition.partition.value() == p) return call.respond_json(200, lag_json(call, d, l));
     }
     call.fail(404, ec::partition_not_found, "group '" + d.description.group_id + "' has no lag for partition " +
-                                                std::to_string(p) + " of topic '" + topic + "' (nothing committed or owned there)");
+                                                std::to_string(p) + " of topic '" + topic + "' (nothing committed there)");
   });
 }
 

@@ -258,7 +258,14 @@ void v3_produce(const call_ptr& c) {
 
   if (items->size() == 1 && !c->request.chunked) {
     v3_item& item = items->front();
-    if (item.failure) return c->fail(*item.failure);
+    // A record with invalid data is that record's report, not the request's status (Confluent
+    // answers 200 with the record's error); a request-level refusal stays a status.
+    if (item.failure) {
+      http_response r;
+      r.status = 200;
+      r.body = error_json(*item.failure);
+      return c->respond(std::move(r));
+    }
     broker::produce_request req{topic, {item.record->record}, *acks, 30000};
     uint64_t bytes = record_bytes(item.record->record);
     c->broker().produce(std::move(req), [c, topic, cluster, rec = std::move(*item.record), bytes](

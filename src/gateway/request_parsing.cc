@@ -12,6 +12,7 @@
 
 #include "base64.h"
 #include "ringlog/base/assert.h"
+#include "ringlog/base/constants.h"
 
 namespace ringlog::gateway {
 
@@ -46,6 +47,12 @@ class parser_lease {
 };
 
 api_error unprocessable(std::string message) { return {422, ec::unprocessable, std::move(message)}; }
+
+/// A required field missing from a well-formed object: the body is not the request the route
+/// reads (Confluent answers 400/400 when its request model cannot be built from the JSON).
+api_error missing_field(std::string_view field) {
+  return {400, ec::invalid_request, std::string(field) + " is required"};
+}
 
 api_error malformed(simdjson::error_code code) {
   if (code == simdjson::NUMBER_ERROR) {
@@ -322,6 +329,12 @@ std::optional<int64_t> digits(std::string_view s, size_t pos, size_t count) {
 
 }  // namespace
 
+bool is_blank(std::string_view body) { return body.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+
+api_error empty_body_error(std::string_view expected) {
+  return {422, ec::unprocessable, "the request body is empty; this route reads " + std::string(expected)};
+}
+
 std::optional<int64_t> parse_iso8601_ms(std::string_view s) {
   // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)
   auto year = digits(s, 0, 4), month = digits(s, 5, 2), day = digits(s, 8, 2);
@@ -494,6 +507,7 @@ std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text, s
 
 parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view body, embedded_format format,
                                                              bool partition_in_path, const produce_limits& limits) {
+  if (is_blank(body)) return empty_body_error("{\"records\": [...]}");
   parser_lease parser;
   simdjson::padded_string padded(body);
   dom::element doc;
@@ -540,9 +554,8 @@ parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view bo
 }
 
 parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits, size_t first_index) {
-  // simdjson's parse_many on an empty input does not reliably report EMPTY (seen as 400 on one
-  // build and as zero documents, hence 422, on another): refuse a blank body here, as malformed.
-  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return malformed(simdjson::EMPTY);
+  // Checked here, not by simdjson: its parse_many on an empty input does not reliably report EMPTY.
+  if (is_blank(body)) return empty_body_error("one or more record objects");
   parser_lease parser;
   simdjson::padded_string padded(body);
   // One batch holds the whole body (bounded by http.request.body.max.bytes), so a record never
@@ -564,6 +577,10 @@ parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produ
     auto r = v3_record_from(e, index, limits);
     if (r.ok()) {
       items.push_back(v3_item{std::move(r).value(), std::nullopt});
+    } else if (r.error().error_code == ec::unprocessable) {
+      // Invalid data in one record (not base64, an unknown field, a wrong type) fails that record
+      // alone with 400, as Confluent's v3 produce reports it; the request goes on.
+      items.push_back(v3_item{std::nullopt, api_error{400, ec::invalid_request, r.error().message}});
     } else {
       items.push_back(v3_item{std::nullopt, r.error()});
     }
@@ -574,6 +591,7 @@ parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produ
 }
 
 parsed<broker::create_topic_request> parse_create_topic(std::string_view body) {
+  if (is_blank(body)) return empty_body_error("{\"topic_name\": ...}");
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
@@ -591,7 +609,7 @@ parsed<broker::create_topic_request> parse_create_topic(std::string_view body) {
       has_name = true;
     } else if (name == "partitions_count") {
       if (value.type() == dom::element_type::NULL_VALUE) continue;
-      auto n = integer_field(f, value, 1, std::numeric_limits<int32_t>::max());
+      auto n = integer_field(f, value, 1, constants::topic_partitions_max);
       if (!n.ok()) return n.error();
       req.partitions_count = static_cast<int32_t>(*n);
     } else if (name == "replication_factor") {
@@ -623,11 +641,12 @@ parsed<broker::create_topic_request> parse_create_topic(std::string_view body) {
       }
     }
   }
-  if (!has_name) return unprocessable("topic_name is required");
+  if (!has_name) return missing_field("topic_name");
   return req;
 }
 
 parsed<int32_t> parse_patch_topic(std::string_view body) {
+  if (is_blank(body)) return empty_body_error("{\"partitions_count\": N}");
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
@@ -635,13 +654,14 @@ parsed<int32_t> parse_patch_topic(std::string_view body) {
   auto o = object_with("", doc, {"partitions_count"});
   if (!o.ok()) return o.error();
   dom::element n;
-  if (o->at_key("partitions_count").get(n) != simdjson::SUCCESS) return unprocessable("partitions_count is required");
-  auto v = integer_field("partitions_count", n, 1, std::numeric_limits<int32_t>::max());
+  if (o->at_key("partitions_count").get(n) != simdjson::SUCCESS) return missing_field("partitions_count");
+  auto v = integer_field("partitions_count", n, 1, constants::topic_partitions_max);
   if (!v.ok()) return v.error();
   return static_cast<int32_t>(*v);
 }
 
 parsed<alter_configs_request> parse_alter_configs(std::string_view body) {
+  if (is_blank(body)) return empty_body_error("{\"data\": [{\"name\", \"value\"}]}");
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;

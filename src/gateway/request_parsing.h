@@ -53,6 +53,12 @@ struct v3_item {
 parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits,
                                               size_t first_index = 0);
 
+/// Whether a request body is empty or only whitespace.
+bool is_blank(std::string_view body);
+/// 422/422 for an empty body where the route reads one (Confluent: "Request body is empty");
+/// `expected` names what the route reads, e.g. "{\"records\": [...]}".
+api_error empty_body_error(std::string_view expected);
+
 /// v3 POST /v3/clusters/{c}/topics: {"topic_name","partitions_count","replication_factor","configs":[{name,value}],"validate_only"}.
 parsed<broker::create_topic_request> parse_create_topic(std::string_view body);
 /// v3 PATCH /v3/clusters/{c}/topics/{t}: {"partitions_count": N}.
