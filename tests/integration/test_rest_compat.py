@@ -2,10 +2,11 @@
 Confluent's REST Proxy, on the route the issue names and on its siblings."""
 import base64
 import json
+import subprocess
 
 import requests
 
-from conftest import wait_until
+from conftest import binary_path, wait_until
 
 V2 = "application/vnd.kafka.v2+json"
 BINARY = "application/vnd.kafka.binary.v2+json"
@@ -349,3 +350,19 @@ def test_head_is_get_without_a_body(broker, topic_name):
     r = requests.put(broker.url + "/topics")
     assert r.status_code == 405 and "HEAD" in r.headers["Allow"], r.headers
 
+
+# -- item 23: a produce to a partition an auto-created topic would not have creates nothing
+
+def test_produce_to_missing_partition_of_missing_topic_creates_nothing(broker, topic_name):
+    p = subprocess.run([str(binary_path()), "produce", topic_name, "--partition", "5", "--bootstrap-server", broker.url],
+                       input="hello\n", capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert "partition 5" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert requests.get(broker.v3(f"/topics/{topic_name}")).status_code == 404, "the topic was left behind"
+    # The REST route the CLI uses answers the same, and a partition that would exist still auto-creates.
+    url = broker.v3(f"/topics/{topic_name}/records")
+    r = requests.post(url, json={"partition_id": 5, "value": {"type": "STRING", "data": "x"}})
+    assert r.status_code == 404 and "num.partitions" in r.json()["message"], r.text
+    assert requests.get(broker.v3(f"/topics/{topic_name}")).status_code == 404
+    r = requests.post(url, json={"partition_id": 0, "value": {"type": "STRING", "data": "x"}})
+    assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
