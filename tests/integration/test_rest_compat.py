@@ -2,6 +2,7 @@
 Confluent's REST Proxy, on the route the issue names and on its siblings."""
 import base64
 import json
+import socket
 import subprocess
 
 import requests
@@ -349,6 +350,21 @@ def test_head_is_get_without_a_body(broker, topic_name):
     assert requests.head(broker.url + "/topics/no-such-topic-head").status_code == 404
     r = requests.put(broker.url + "/topics")
     assert r.status_code == 405 and "HEAD" in r.headers["Allow"], r.headers
+
+
+# -- item 22: a listener that cannot bind stops serve before anything is created
+
+def test_serve_that_cannot_bind_creates_nothing(ringlog_bin, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        data = tmp_path / "never-created"
+        p = subprocess.run([str(ringlog_bin), "serve", "--set", f"listeners=http://127.0.0.1:{port}",
+                            "--set", f"log.dirs={data}"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "cannot listen" in p.stdout + p.stderr and str(port) in p.stdout + p.stderr
+    assert not data.exists(), "log.dirs was created before the listener was bound"
 
 
 # -- item 23: a produce to a partition an auto-created topic would not have creates nothing
