@@ -293,40 +293,55 @@ void v2_get_assignments(const call_ptr& c) {
   });
 }
 
+/// POST .../positions: {"offsets": [{topic, partition, offset}]} and/or Confluent's seek by time,
+/// {"timestamps": [{topic, partition, timestamp}]} (ISO-8601, or ms since the epoch). An element
+/// of offsets may carry a timestamp instead of an offset (ringlog's older form, kept).
 void v2_seek(const call_ptr& c) {
   if (!check_group_name(*c)) return;
   auto body = consumer_body(c);
   if (!body) return;
   std::vector<broker::seek_request> seeks;
-  if (!body->is_object() || !body->contains("offsets") || !(*body)["offsets"].is_array()) {
-    return c->fail(422, ec::unprocessable, "offsets must be an array of {topic, partition, offset | timestamp}");
+  const bool has_offsets = body->is_object() && body->contains("offsets");
+  const bool has_timestamps = body->is_object() && body->contains("timestamps");
+  if (!has_offsets && !has_timestamps) {
+    return c->fail(422, ec::unprocessable,
+                   "offsets (an array of {topic, partition, offset}) or timestamps (an array of {topic, partition, "
+                   "timestamp}) is required");
   }
-  size_t i = 0;
-  for (const auto& item : (*body)["offsets"]) {
-    std::string where = "offsets[" + std::to_string(i++) + "]";
-    auto tp = topic_partition_at(c, item, where);
-    if (!tp) return;
-    broker::seek_request s;
-    s.partition = std::move(*tp);
-    if (item.contains("offset") && item["offset"].is_number_integer()) {
-      s.kind = broker::seek_kind::offset;
-      s.value = item["offset"].get<int64_t>();
-    } else if (item.contains("timestamp")) {
-      s.kind = broker::seek_kind::timestamp;
-      if (item["timestamp"].is_number_integer()) {
-        s.value = item["timestamp"].get<int64_t>();
-      } else if (auto ms = item["timestamp"].is_string() ? parse_iso8601_ms(item["timestamp"].get<std::string>())
-                                                          : std::nullopt) {
-        s.value = *ms;
+  for (const char* field : {"offsets", "timestamps"}) {
+    if (!body->contains(field)) continue;
+    const json& items = (*body)[field];
+    if (!items.is_array()) return c->fail(422, ec::unprocessable, std::string(field) + " must be an array, got " + json_type_of(items));
+    const bool by_time = std::string_view(field) == "timestamps";
+    size_t i = 0;
+    for (const auto& item : items) {
+      std::string where = std::string(field) + "[" + std::to_string(i++) + "]";
+      auto tp = topic_partition_at(c, item, where);
+      if (!tp) return;
+      broker::seek_request s;
+      s.partition = std::move(*tp);
+      if (!by_time && item.contains("offset") && item["offset"].is_number_integer()) {
+        s.kind = broker::seek_kind::offset;
+        s.value = item["offset"].get<int64_t>();
+      } else if (item.contains("timestamp")) {
+        s.kind = broker::seek_kind::timestamp;
+        if (item["timestamp"].is_number_integer()) {
+          s.value = item["timestamp"].get<int64_t>();
+        } else if (auto ms = item["timestamp"].is_string() ? parse_iso8601_ms(item["timestamp"].get<std::string>())
+                                                            : std::nullopt) {
+          s.value = *ms;
+        } else {
+          return c->fail(422, ec::unprocessable, where + ".timestamp must be an ISO-8601 date-time or ms since the epoch");
+        }
+      } else if (by_time) {
+        return c->fail(422, ec::unprocessable, where + ".timestamp is required");
       } else {
-        return c->fail(422, ec::unprocessable, where + ".timestamp must be ms since the epoch or an ISO-8601 date-time");
+        return c->fail(422, ec::unprocessable,
+                       where + " needs an integer offset or a timestamp" +
+                           (item.contains("offset") ? ", got offset as " + json_type_of(item["offset"]) : std::string()));
       }
-    } else {
-      return c->fail(422, ec::unprocessable,
-                     where + " needs an integer offset or a timestamp" +
-                         (item.contains("offset") ? ", got offset as " + json_type_of(item["offset"]) : std::string()));
+      seeks.push_back(std::move(s));
     }
-    seeks.push_back(std::move(s));
   }
   c->broker().groups().seek(group_param(*c), instance_param(*c), std::move(seeks), answer_no_content(c));
 }

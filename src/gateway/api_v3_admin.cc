@@ -366,4 +366,92 @@ void v3_get_replica(const call_ptr& c) {
   });
 }
 
+/// GET .../topics/-/configs: the configs of every topic (internal ones too, as the v3 topic
+/// list), each entry naming its topic_name.
+void v3_list_all_topic_configs(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  describe_all(c, true, [](api::call& call, std::vector<broker::topic_description> topics) {
+    const std::string& cluster = call.params["cluster_id"];
+    json data = json::array();
+    for (const auto& t : topics) {
+      for (const auto& e : t.configs) data.push_back(config_json(call.base_url, cluster, t.name, e));
+    }
+    call.respond_json(200, list_json("KafkaTopicConfigList", call.base_url + "/v3/clusters/" + cluster + "/topics/-/configs", data));
+  });
+}
+
+/// POST .../topics/-/configs:alter: {"data": [{"topic_name", "name", "value", "operation"}],
+/// "validate_only"}. An unknown topic or config name is 404 for the whole request and nothing
+/// changes; validate_only checks every topic's changes (the first refusal answers) and changes
+/// nothing; otherwise each topic's changes are applied as one alter, 204 when all succeed and
+/// 207 {"failures": [{topic_name, error_code, message}]} naming those that did not.
+void v3_alter_all_topic_configs(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  auto req = parse_alter_configs(c->request.body, true);
+  if (!req.ok()) return c->fail(req.error());
+  auto by_topic = std::make_shared<std::map<std::string, std::map<std::string, std::optional<std::string>>>>(
+      std::move(req->by_topic));
+  const bool validate_only = req->validate_only;
+  describe_all(c, true, [by_topic, validate_only](api::call& call, std::vector<broker::topic_description> topics) {
+    for (const auto& entry : *by_topic) {
+      const std::string& topic = entry.first;
+      auto t = std::find_if(topics.begin(), topics.end(), [&topic](const auto& d) { return d.name == topic; });
+      if (t == topics.end()) return call.fail(404, ec::topic_not_found, "topic \"" + topic + "\" not found");
+      for (const auto& change : entry.second) {
+        const std::string& name = change.first;
+        const bool known = std::any_of(t->configs.begin(), t->configs.end(), [&name](const auto& e) { return e.name == name; });
+        if (!known) return fail_config_not_found(call, topic, name);
+      }
+    }
+    if (by_topic->empty()) return call.respond_no_content();
+    struct gather {
+      size_t remaining = 0;
+      std::vector<std::pair<std::string, broker::error>> failures;   // in topic name order
+    };
+    auto g = std::make_shared<gather>();
+    g->remaining = by_topic->size();
+    auto self = call.shared_from_this();
+    for (const auto& entry : *by_topic) {
+      const std::string topic = entry.first;
+      call.broker().alter_topic_configs(topic, entry.second, validate_only, [self, g, topic, validate_only](
+                                                                           broker::result<broker::topic_description> r) {
+        self->later([g, topic, validate_only, r = std::move(r)](api::call& call2) {
+          if (!r.ok()) g->failures.emplace_back(topic, r.error());
+          if (--g->remaining > 0) return;
+          if (g->failures.empty()) return call2.respond_no_content();
+          std::sort(g->failures.begin(), g->failures.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+          if (validate_only) return call2.fail_broker(g->failures.front().second, error_scope::topic, g->failures.front().first);
+          json failures = json::array();
+          for (const auto& [name, e] : g->failures) {
+            const api_error a = to_api_error(e, error_scope::topic, call2.topic_exists(name));
+            failures.push_back({{"topic_name", name}, {"error_code", a.error_code}, {"message", a.message}});
+          }
+          call2.respond_json(207, {{"failures", failures}});
+        });
+      });
+    }
+  });
+}
+
+/// GET .../brokers/{broker_id}/partition-replicas: every replica the broker holds (KafkaReplicaList).
+void v3_list_broker_replicas(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  auto b = path_broker(*c);
+  if (!b) return;
+  const int32_t id = b->node_id;
+  describe_all(c, true, [id](api::call& call, std::vector<broker::topic_description> topics) {
+    const std::string& cluster = call.params["cluster_id"];
+    json data = json::array();
+    for (const auto& t : topics) {
+      for (const auto& p : t.partitions) {
+        if (std::find(p.replicas.begin(), p.replicas.end(), id) == p.replicas.end()) continue;
+        data.push_back(replica_json(call.base_url, cluster, t.name, p, id));
+      }
+    }
+    call.respond_json(200, list_json("KafkaReplicaList", call.base_url + "/v3/clusters/" + cluster + "/brokers/" +
+                                                             std::to_string(id) + "/partition-replicas",
+                                     data));
+  });
+}
+
 }  // namespace ringlog::gateway::routes

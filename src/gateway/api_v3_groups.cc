@@ -106,19 +106,48 @@ std::string group_url(api::call& call, const broker::group_details& d) {
          percent_encode_segment(d.description.group_id);
 }
 
+/// The base URL of member `m`'s v3 resources.
+std::string consumer_url(api::call& call, const broker::group_details& d, const group::member_description& m) {
+  return group_url(call, d) + "/consumers/" + percent_encode_segment(m.member_id);
+}
+
+/// KafkaConsumer. `assignments` is a link, as Confluent's (issue 14 item 19);
+/// `assigned_partitions` (ringlog) keeps the owned partitions inline for the console.
 json consumer_json(api::call& call, const broker::group_details& d, const group::member_description& m) {
-  json assignments = json::array();
-  for (const auto& tp : m.owned) assignments.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}});
+  json assigned = json::array();
+  for (const auto& tp : m.owned) assigned.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}});
   return json{{"kind", "KafkaConsumer"},
-              {"metadata", {{"self", group_url(call, d) + "/consumers/" + percent_encode_segment(m.member_id)}}},
+              {"metadata", {{"self", consumer_url(call, d, m)}}},
               {"cluster_id", call.broker().config().cluster_id},
               {"consumer_group_id", d.description.group_id},
               {"consumer_id", m.member_id},
               {"instance_id", m.group_instance_id ? json(*m.group_instance_id) : json(nullptr)},
               {"client_id", m.client_name},
               {"generation", m.generation.value()},
-              {"assignments", assignments},
+              {"assignments", related(consumer_url(call, d, m) + "/assignments")},
+              {"assigned_partitions", assigned},
               {"pending_assignment", partitions_json(m.target)}};
+}
+
+/// KafkaConsumerAssignment: partition `tp` owned by member `m`.
+json assignment_json(api::call& call, const broker::group_details& d, const group::member_description& m,
+                     const model::topic_partition& tp) {
+  const std::string& cluster = call.broker().config().cluster_id;
+  const std::string partition = std::to_string(tp.partition.value());
+  return json{{"kind", "KafkaConsumerAssignment"},
+              {"metadata", {{"self", consumer_url(call, d, m) + "/assignments/" + percent_encode_segment(tp.topic) +
+                                         "/partitions/" + partition},
+                            {"resource_name", "crn:///kafka=" + cluster + "/consumer-group=" + d.description.group_id +
+                                                  "/consumer=" + m.member_id + "/assignment=" + tp.topic + "/partition=" +
+                                                  partition}}},
+              {"cluster_id", cluster},
+              {"consumer_group_id", d.description.group_id},
+              {"consumer_id", m.member_id},
+              {"topic_name", tp.topic},
+              {"partition_id", tp.partition.value()},
+              {"partition", related(call.base_url + "/v3/clusters/" + cluster + "/topics/" + percent_encode_segment(tp.topic) +
+                                    "/partitions/" + partition)},
+              {"lag", related(group_url(call, d) + "/lags/" + percent_encode_segment(tp.topic) + "/partitions/" + partition)}};
 }
 
 void v3_group_consumers(const call_ptr& c) {
@@ -129,14 +158,46 @@ void v3_group_consumers(const call_ptr& c) {
   });
 }
 
-void v3_group_consumer(const call_ptr& c) {
-  with_group(c, [](api::call& call, broker::group_details d) {
+/// {consumer_id} of the group, then `done`; 404/40403 when it is not a member.
+void with_member(const call_ptr& c,
+                 std::function<void(api::call&, const broker::group_details&, const group::member_description&)> done) {
+  with_group(c, [done = std::move(done)](api::call& call, broker::group_details d) {
     const std::string& id = call.params["consumer_id"];
     for (const auto& m : d.description.members) {
-      if (m.member_id == id) return call.respond_json(200, consumer_json(call, d, m));
+      if (m.member_id == id) return done(call, d, m);
     }
     call.fail(404, ec::consumer_instance_not_found,
               "consumer '" + id + "' is not a member of group '" + d.description.group_id + "'");
+  });
+}
+
+void v3_group_consumer(const call_ptr& c) {
+  with_member(c, [](api::call& call, const broker::group_details& d, const group::member_description& m) {
+    call.respond_json(200, consumer_json(call, d, m));
+  });
+}
+
+/// GET .../consumers/{consumer_id}/assignments (KafkaConsumerAssignmentList).
+void v3_group_consumer_assignments(const call_ptr& c) {
+  with_member(c, [](api::call& call, const broker::group_details& d, const group::member_description& m) {
+    json data = json::array();
+    for (const auto& tp : m.owned) data.push_back(assignment_json(call, d, m, tp));
+    call.respond_json(200, list_json("KafkaConsumerAssignmentList", consumer_url(call, d, m) + "/assignments", data));
+  });
+}
+
+/// GET .../consumers/{consumer_id}/assignments/{topic_name}/partitions/{partition_id}: 404 (40402)
+/// for a partition not assigned to that member.
+void v3_group_consumer_assignment(const call_ptr& c) {
+  auto p = c->path_partition("partition_id");
+  if (!p) return;
+  with_member(c, [p = *p](api::call& call, const broker::group_details& d, const group::member_description& m) {
+    const model::topic_partition tp{call.params["topic_name"], model::partition_id(p)};
+    if (!m.owned.contains(tp)) {
+      return call.fail(404, ec::partition_not_found, "partition " + std::to_string(p) + " of topic '" + tp.topic +
+                                                         "' is not assigned to consumer '" + m.member_id + "'");
+    }
+    call.respond_json(200, assignment_json(call, d, m, tp));
   });
 }
 

@@ -292,4 +292,73 @@ void v3_produce(const call_ptr& c) {
   stream->flush(*c);   // reports of refused records at the front, or all of them
 }
 
+/// POST .../topics/{t}/records:batch (Confluent's batch produce): every entry carries an id; the
+/// answer is 207 with {"successes": [report + id], "failures": [{id, error_code, message}]}, in
+/// entry order. An entry with invalid data is a failure (400) and the others are produced.
+void v3_produce_batch(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  auto acks = c->query_acks();
+  if (!acks) return;
+  auto entries = parse_v3_batch(c->request.body, c->self->options().limits);
+  if (!entries.ok()) return c->fail(entries.error());
+  struct batch {
+    std::vector<v3_batch_entry> entries;
+    std::vector<size_t> produced;   // indexes of entries sent to the broker, in request order
+  };
+  auto b = std::make_shared<batch>();
+  b->entries = std::move(entries).value();
+  std::string topic = c->params["topic_name"];
+  std::string cluster = c->params["cluster_id"];
+  broker::produce_request req{topic, {}, *acks, 30000};
+  for (size_t i = 0; i < b->entries.size(); ++i) {
+    const v3_item& item = b->entries[i].item;
+    if (item.failure) continue;
+    b->produced.push_back(i);
+    req.records.push_back(item.record->record);
+  }
+  auto answer = [b, topic, cluster](api::call& call, const broker::result<broker::produce_response>* r) {
+    json successes = json::array();
+    json failures = json::array();
+    std::vector<std::optional<json>> reports(b->entries.size());
+    const bool exists = r && !r->ok() && r->error().code == broker::errc::unknown_topic_or_partition &&
+                        call.topic_exists(topic);
+    uint64_t ok_records = 0;
+    uint64_t ok_bytes = 0;
+    for (size_t k = 0; k < b->produced.size(); ++k) {
+      const v3_batch_entry& e = b->entries[b->produced[k]];
+      std::optional<api_error> failure;
+      if (!r->ok()) {
+        failure = to_api_error(r->error(), error_scope::topic, exists);
+      } else if (const auto& result = (*r)->results.at(k); result.failure) {
+        failure = to_api_error(*result.failure, error_scope::partition, call.topic_exists(topic));
+      } else {
+        ++ok_records;
+        ok_bytes += record_bytes(e.item.record->record);
+        json report = v3_report(cluster, topic, *e.item.record, result);
+        report.erase("error_code");
+        report["id"] = e.id;
+        reports[b->produced[k]] = std::move(report);
+        continue;
+      }
+      reports[b->produced[k]] = json{{"id", e.id}, {"error_code", failure->error_code}, {"message", failure->message}};
+    }
+    for (size_t i = 0; i < b->entries.size(); ++i) {
+      const v3_batch_entry& e = b->entries[i];
+      if (e.item.failure) {
+        failures.push_back({{"id", e.id}, {"error_code", e.item.failure->error_code}, {"message", e.item.failure->message}});
+      } else if (reports[i]->contains("error_code")) {
+        failures.push_back(std::move(*reports[i]));
+      } else {
+        successes.push_back(std::move(*reports[i]));
+      }
+    }
+    if (ok_records > 0) call.self->metrics_registry().add_bytes_in(topic, ok_records, ok_bytes);
+    call.respond_json(207, {{"successes", successes}, {"failures", failures}});
+  };
+  if (req.records.empty()) return answer(*c, nullptr);
+  c->broker().produce(std::move(req), [c, answer](broker::result<broker::produce_response> r) {
+    c->later([r = std::move(r), answer](api::call& call) { answer(call, &r); });
+  });
+}
+
 }  // namespace ringlog::gateway::routes

@@ -382,3 +382,147 @@ def test_produce_to_missing_partition_of_missing_topic_creates_nothing(broker, t
     assert requests.get(broker.v3(f"/topics/{topic_name}")).status_code == 404
     r = requests.post(url, json={"partition_id": 0, "value": {"type": "STRING", "data": "x"}})
     assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
+
+
+# -- item 15: records:batch
+
+def test_v3_records_batch(broker, topic_name):
+    broker.create_topic(topic_name, partitions=2)
+    url = broker.v3(f"/topics/{topic_name}/records:batch")
+    body = {"entries": [{"id": "a", "value": {"type": "STRING", "data": "one"}},
+                        {"id": "b", "value": {"type": "BINARY", "data": "not base64!"}},
+                        {"id": "c", "partition_id": 1, "key": {"type": "STRING", "data": "k"},
+                         "value": {"type": "JSON", "data": {"n": 3}}},
+                        {"id": "d", "partition_id": 7, "value": {"type": "STRING", "data": "nowhere"}}]}
+    r = requests.post(url, json=body)
+    assert r.status_code == 207, r.text
+    got = r.json()
+    assert [s["id"] for s in got["successes"]] == ["a", "c"], got
+    assert got["successes"][1]["partition_id"] == 1 and got["successes"][1]["topic_name"] == topic_name, got
+    assert isinstance(got["successes"][0]["offset"], int) and "error_code" not in got["successes"][0], got
+    failures = {f["id"]: f for f in got["failures"]}
+    assert set(failures) == {"b", "d"}, got
+    assert failures["b"]["error_code"] == 400 and "entries[1].value.data" in failures["b"]["message"], got
+    assert failures["d"]["error_code"] == 40402, got
+    assert end_offset(broker, topic_name, 0) + end_offset(broker, topic_name, 1) == 2
+    r = requests.post(url, json=body | {"extra": True})
+    assert r.status_code == 422 and "extra" in r.json()["message"], r.text
+    r = requests.post(url, json={"entries": [{"id": "x", "value": None}, {"id": "x", "value": None}]})
+    assert r.status_code == 400 and "distinct" in r.json()["message"], r.text
+    r = requests.post(url, data="", headers={"Content-Type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert end_offset(broker, topic_name, 0) + end_offset(broker, topic_name, 1) == 2, "refused batches store nothing"
+
+
+# -- item 16: seek by timestamp in Confluent's shape
+
+def test_v2_seek_by_timestamps(broker, topic_name):
+    broker.create_topic(topic_name)
+    url = broker.v3(f"/topics/{topic_name}/records")
+    for i, ts in enumerate(["2021-01-01T00:00:00Z", "2022-01-01T00:00:00Z", "2023-01-01T00:00:00Z"]):
+        r = requests.post(url, json={"value": {"type": "STRING", "data": f"v{i}"}, "timestamp": ts})
+        assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
+    group = "seekts-" + topic_name
+    base = new_consumer(broker, group)
+    assert requests.post(base + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                         headers={"Content-Type": V2}).status_code == 204
+    r = requests.post(base + "/positions", headers={"Content-Type": V2},
+                      json={"timestamps": [{"topic": topic_name, "partition": 0, "timestamp": "2021-06-01T00:00:00Z"}]})
+    assert r.status_code == 204, r.text
+    got = poll_until_records(base, 2)
+    assert [base64.b64decode(x["value"]).decode() for x in got] == ["v1", "v2"], got
+    r = requests.post(base + "/positions", headers={"Content-Type": V2},
+                      json={"timestamps": [{"topic": topic_name, "partition": 0, "timestamp": "soon"}]})
+    assert r.status_code == 422 and "timestamps[0].timestamp" in r.json()["message"], r.text
+    r = requests.post(base + "/positions", headers={"Content-Type": V2},
+                      json={"timestamps": [{"topic": topic_name, "partition": 0}]})
+    assert r.status_code == 422 and "timestamps[0].timestamp is required" in r.json()["message"], r.text
+    requests.delete(base)
+
+
+# -- item 2: a broker's partition replicas
+
+def test_broker_partition_replicas(broker, topic_name):
+    broker.create_topic(topic_name, partitions=3)
+    broker_id = requests.get(broker.v3("/brokers")).json()["data"][0]["broker_id"]
+    url = broker.v3(f"/brokers/{broker_id}/partition-replicas")
+    r = requests.get(url)
+    assert r.status_code == 200 and r.json()["kind"] == "KafkaReplicaList", r.text
+    mine = sorted(x["partition_id"] for x in r.json()["data"] if x["topic_name"] == topic_name)
+    assert mine == [0, 1, 2], r.json()
+    assert all(x["broker_id"] == broker_id and x["is_leader"] for x in r.json()["data"]), r.json()
+    assert requests.get(broker.v3("/brokers/99/partition-replicas")).status_code == 404
+    assert requests.get(f"{broker.url}/v3/clusters/nope/brokers/{broker_id}/partition-replicas").status_code == 404
+
+
+# -- item 6: every topic's configs, and altering several topics at once
+
+def test_all_topic_configs_and_multi_topic_alter(broker, topic_name):
+    a, b = topic_name + "-a", topic_name + "-b"
+    broker.create_topic(a)
+    broker.create_topic(b)
+    r = requests.get(broker.v3("/topics/-/configs"))
+    assert r.status_code == 200 and r.json()["kind"] == "KafkaTopicConfigList", r.text
+    names = {(x["topic_name"], x["name"]) for x in r.json()["data"]}
+    assert (a, "retention.ms") in names and (b, "retention.ms") in names
+    url = broker.v3("/topics/-/configs:alter")
+
+    def retention(topic):
+        return requests.get(broker.v3(f"/topics/{topic}/configs/retention.ms")).json()["value"]
+
+    before = retention(a)
+    body = {"data": [{"topic_name": a, "name": "retention.ms", "value": "1234"},
+                     {"topic_name": b, "name": "retention.ms", "value": "5678"}]}
+    r = requests.post(url, json=body | {"validate_only": True})
+    assert r.status_code == 204, r.text
+    assert retention(a) == before, "validate_only changes nothing"
+    for bad in ({"topic_name": "no-such-topic-multi", "name": "retention.ms", "value": "1"},
+                {"topic_name": a, "name": "no.such.config", "value": "1"}):
+        r = requests.post(url, json={"data": body["data"] + [bad]})
+        assert r.status_code == 404, r.text
+        assert retention(a) == before, "a 404 changes nothing"
+    r = requests.post(url, json={"data": [{"name": "retention.ms", "value": "1"}]})
+    assert r.status_code == 400 and "topic_name" in r.json()["message"], r.text
+    r = requests.post(url, json=body)
+    assert r.status_code == 204, r.text
+    assert (retention(a), retention(b)) == ("1234", "5678")
+    r = requests.post(url, json={"data": [{"topic_name": a, "name": "retention.ms", "value": "abc"},
+                                          {"topic_name": b, "name": "retention.ms", "value": "999"}]})
+    assert r.status_code == 207, r.text
+    assert [f["topic_name"] for f in r.json()["failures"]] == [a], r.json()
+    assert retention(b) == "999" and retention(a) == "1234"
+
+
+# -- item 19: a member's assignments are a link, and their routes exist
+
+def test_consumer_assignments_routes(broker, topic_name):
+    broker.create_topic(topic_name, partitions=2)
+    produce(broker, topic_name, ["a"], partition=0)
+    group = "asg-" + topic_name
+    base = new_consumer(broker, group)
+    assert requests.post(base + "/subscription", json={"topics": [topic_name]}, headers={"Content-Type": V2}).status_code == 204
+    poll_until_records(base, 1)
+    member = requests.get(broker.v3(f"/consumer-groups/{group}/consumers")).json()["data"][0]
+    link = member["assignments"]["related"]
+    assert link == member["metadata"]["self"] + "/assignments", member
+    listed = requests.get(link).json()
+    assert listed["kind"] == "KafkaConsumerAssignmentList"
+    assert sorted(x["partition_id"] for x in listed["data"]) == [0, 1], listed
+    one = requests.get(link + f"/{topic_name}/partitions/1")
+    assert one.status_code == 200 and one.json()["kind"] == "KafkaConsumerAssignment", one.text
+    assert one.json()["partition"]["related"].endswith(f"/topics/{topic_name}/partitions/1")
+    assert requests.get(link + f"/{topic_name}/partitions/5").status_code == 404
+    assert requests.get(broker.v3(f"/consumer-groups/{group}/consumers/nobody/assignments")).status_code == 404
+    requests.delete(base)
+
+
+# -- item 7: features not built yet are named in the refusal
+
+def test_missing_features_are_named(broker, topic_name):
+    for name, value, feature in [("cleanup.policy", "compact", "log compaction"),
+                                 ("compression.type", "lz4", "compression")]:
+        r = requests.post(broker.v3("/topics"), json={"topic_name": topic_name, "configs": [{"name": name, "value": value}]})
+        assert r.status_code == 400 and feature in r.json()["message"] and "not supported yet" in r.json()["message"], r.text
+    broker.create_topic(topic_name)
+    r = requests.put(broker.v3(f"/topics/{topic_name}/configs/cleanup.policy"), json={"value": "compact"})
+    assert r.status_code == 400 and "log compaction" in r.json()["message"], r.text
