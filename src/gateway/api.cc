@@ -1,5 +1,7 @@
 #include "api_routes.h"
 
+#include <array>
+
 #include "metrics.h"
 
 namespace ringlog::gateway::routes {
@@ -172,6 +174,25 @@ namespace ringlog::gateway {
 
 using routes::route_table;
 
+namespace {
+
+/// The record reads are GETs that a HEAD must not run: a consumer instance's read moves its
+/// position (a poll), and a partition read may long-poll or stream for minutes.
+constexpr std::array<std::string_view, 2> head_refused = {"/topics/{topic}/partitions/{partition}/records",
+                                                          "/consumers/{group}/instances/{instance}/records"};
+
+bool head_allowed(std::string_view pattern) {
+  return std::find(head_refused.begin(), head_refused.end(), pattern) == head_refused.end();
+}
+
+bool head_allowed_on(std::string_view path) {
+  std::map<std::string, std::string> unused;
+  return std::none_of(head_refused.begin(), head_refused.end(),
+                      [&](std::string_view pattern) { return match_path(pattern, path, unused); });
+}
+
+}  // namespace
+
 api::api(broker::broker& broker, metrics& metrics, api_options options)
     : broker_(broker), metrics_(metrics), options_(std::move(options)) {}
 
@@ -202,7 +223,7 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     allowed.emplace_back(r.method);
     // HEAD is GET without the body (RFC 9110 9.3.2) on every GET route; the server drops the body
     // and keeps its Content-Length.
-    const bool head_as_get = c->request.method == "HEAD" && std::string_view(r.method) == "GET";
+    const bool head_as_get = c->request.method == "HEAD" && std::string_view(r.method) == "GET" && head_allowed(r.pattern);
     if (c->request.method != r.method && !head_as_get) continue;
     c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
@@ -226,7 +247,7 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     return c->respond(std::move(r));
   }
   if (std::find(allowed.begin(), allowed.end(), "GET") != allowed.end() &&
-      std::find(allowed.begin(), allowed.end(), "HEAD") == allowed.end()) {
+      std::find(allowed.begin(), allowed.end(), "HEAD") == allowed.end() && head_allowed_on(path)) {
     allowed.emplace_back("HEAD");
   }
   if (!allowed.empty()) {

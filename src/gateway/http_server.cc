@@ -592,9 +592,9 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
     if (!ec) p->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) p->acceptor.bind(endpoint, ec);
     if (ec) return "bind " + where + ": " + ec.message();
-    p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return "listen " + where + ": " + ec.message();
   }
+  p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return "listen " + where + ": " + ec.message();
   auto server = std::unique_ptr<http_server>(new http_server(std::move(p)));
   asio::post(io_context_of(runtime, 0), [i = server->impl_.get()] { i->accept(); });
   return server;
@@ -612,8 +612,8 @@ base::result<int, std::string> bind_listener(const std::string& host, uint16_t p
   if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor.bind(endpoint, ec);
   if (ec) return "bind " + where + ": " + ec.message();
-  acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return "listen " + where + ": " + ec.message();
+  // Bound, not listening: until start() listens, a client's connect is refused (as before any
+  // socket existed) instead of waiting in the backlog of a broker still opening its logs.
   const int fd = acceptor.release(ec);
   if (ec) return "listen " + where + ": " + ec.message();
   return fd;

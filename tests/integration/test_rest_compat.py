@@ -350,6 +350,17 @@ def test_head_is_get_without_a_body(broker, topic_name):
     assert requests.head(broker.url + "/topics/no-such-topic-head").status_code == 404
     r = requests.put(broker.url + "/topics")
     assert r.status_code == 405 and "HEAD" in r.headers["Allow"], r.headers
+    # Record reads are not run for a HEAD: a consumer's read would move its position.
+    produce(broker, topic_name, ["a"])
+    r = requests.head(f"{broker.url}/topics/{topic_name}/partitions/0/records", params={"offset": 0})
+    assert r.status_code == 405 and "HEAD" not in r.headers["Allow"], r.headers
+    base = new_consumer(broker, "head-" + topic_name)
+    assert requests.post(base + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                         headers={"Content-Type": V2}).status_code == 204
+    r = requests.head(base + "/records", headers={"Accept": BINARY})
+    assert r.status_code == 405, r.headers
+    assert [base64.b64decode(x["value"]).decode() for x in poll_until_records(base, 1)] == ["a"]
+    requests.delete(base)
 
 
 # -- item 22: a listener that cannot bind stops serve before anything is created
