@@ -232,6 +232,14 @@ int serve_main(int argc, char** argv) {
     spdlog::error("msg=\"bad config\" key=io.backend error=\"{}\"", base::logfmt_escaped(backend.error().message));
     return 2;
   }
+  // The listener first: a port in use stops the start before anything exists on disk (log.dirs
+  // was created, then the bind failed).
+  auto listener = gateway::bind_listener(cfg.listener_host, static_cast<uint16_t>(cfg.listener_port));
+  if (!listener.ok()) {
+    spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,
+                  base::logfmt_escaped(listener.error()));
+    return 1;
+  }
   // One broker per log directory, as Kafka's `.lock` file enforces: a second broker on the same
   // directory would assign the same offsets to different records (seen: an acknowledged record
   // overwritten). The lock is held until the process exits.
@@ -276,6 +284,7 @@ int serve_main(int argc, char** argv) {
   options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
   options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
   options.connections_max = budget.connections_max;
+  options.listen_fd = listener.value();
   options.cors_allowed_origins.clear();
   for (size_t start = 0; start <= cfg.http_cors_allowed_origins.size();) {
     size_t comma = std::min(cfg.http_cors_allowed_origins.find(',', start), cfg.http_cors_allowed_origins.size());

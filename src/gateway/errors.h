@@ -13,6 +13,8 @@ namespace ringlog::gateway {
 
 /// The codes the gateway answers with (Confluent's where they exist).
 namespace error_codes {
+inline constexpr int invalid_request = 400;          // Confluent: a body its request model cannot hold (a required
+                                                    // field missing), a v3 record with invalid data
 inline constexpr int bad_request = 40001;           // malformed JSON / request line
 inline constexpr int kafka_bad_request = 40002;     // Kafka refused: topic exists, bad name/config/partitions
 inline constexpr int forbidden = 40301;             // writes to internal topics
@@ -22,18 +24,20 @@ inline constexpr int partition_not_found = 40402;
 inline constexpr int consumer_instance_not_found = 40403;
 inline constexpr int group_not_found = 40404;       // ringlog: no such consumer group (admin routes)
 inline constexpr int method_not_allowed = 405;
-inline constexpr int not_acceptable = 40601;        // Accept names nothing the route produces
+inline constexpr int not_acceptable = 406;          // Accept names nothing the route produces (Confluent: 406)
+inline constexpr int consumer_format_mismatch = 40601;  // Confluent: a consumer's format is not the Accept of its records read
 inline constexpr int request_timeout = 40801;
 inline constexpr int consumer_already_subscribed = 40901;  // Confluent: subscribed to another target
 inline constexpr int consumer_already_exists = 40902;      // Confluent: instance name taken
 inline constexpr int illegal_state = 40903;         // Confluent: subscription/assignment mixed; ringlog: stale generation, partition not owned
 inline constexpr int group_not_empty = 40904;       // ringlog: delete/reset of a group with members
 inline constexpr int payload_too_large = 41301;     // body over http.request.body.max.bytes
-inline constexpr int unsupported_media_type = 41501;
+inline constexpr int unsupported_media_type = 415;  // Confluent: 415 (41501 is not one of its codes)
 inline constexpr int record_too_large = 42201;      // keys/values too large, too many records
 inline constexpr int invalid_offset_or_partition = 42202;
 inline constexpr int invalid_consumer_config = 42204;  // Confluent: a consumer setting is invalid
-inline constexpr int unprocessable = 42205;         // well-formed JSON with a bad field (named)
+inline constexpr int unprocessable = 422;           // well-formed JSON with a bad field (named), an empty body.
+                                                    // Confluent's 42205 means "invalid schema": no schemas here
 inline constexpr int too_many_requests = 42901;     // a named queue is full: retry later
 inline constexpr int kafka_error = 50002;
 inline constexpr int not_implemented = 50101;       // a transfer coding other than chunked

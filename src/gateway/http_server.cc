@@ -584,15 +584,39 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
   std::string where = options.host + ":" + std::to_string(options.port);
   if (ec) return "listener host \"" + options.host + "\" is not an IP address: " + ec.message();
   tcp::endpoint endpoint(address, options.port);
-  p->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) p->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) p->acceptor.bind(endpoint, ec);
-  if (ec) return "bind " + where + ": " + ec.message();
+  if (options.listen_fd >= 0) {
+    p->acceptor.assign(endpoint.protocol(), options.listen_fd, ec);
+    if (ec) return "listen " + where + ": " + ec.message();
+  } else {
+    p->acceptor.open(endpoint.protocol(), ec);
+    if (!ec) p->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) p->acceptor.bind(endpoint, ec);
+    if (ec) return "bind " + where + ": " + ec.message();
+  }
   p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return "listen " + where + ": " + ec.message();
   auto server = std::unique_ptr<http_server>(new http_server(std::move(p)));
   asio::post(runtime::io_context_of(runtime, 0), [i = server->impl_.get()] { i->accept(); });
   return server;
+}
+
+base::result<int, std::string> bind_listener(const std::string& host, uint16_t port) {
+  beast::error_code ec;
+  auto address = asio::ip::make_address(host, ec);
+  const std::string where = host + ":" + std::to_string(port);
+  if (ec) return "listener host \"" + host + "\" is not an IP address: " + ec.message();
+  asio::io_context io;
+  tcp::acceptor acceptor(io);
+  const tcp::endpoint endpoint(address, port);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (ec) return "bind " + where + ": " + ec.message();
+  // Bound, not listening: until start() listens, a client's connect is refused (as before any
+  // socket existed) instead of waiting in the backlog of a broker still opening its logs.
+  const int fd = acceptor.release(ec);
+  if (ec) return "listen " + where + ": " + ec.message();
+  return fd;
 }
 
 http_server::http_server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}

@@ -60,6 +60,19 @@ std::string media_type_of(std::string_view header_value) {
   return lower(trim(header_value.substr(0, semi)));
 }
 
+std::string charset_of(std::string_view header_value) {
+  auto params = split(header_value, ';');
+  for (size_t i = 1; i < params.size(); ++i) {
+    std::string_view param = trim(params[i]);
+    size_t eq = param.find('=');
+    if (eq == std::string_view::npos || lower(trim(param.substr(0, eq))) != "charset") continue;
+    std::string_view value = trim(param.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    return lower(value);
+  }
+  return "";
+}
+
 std::optional<std::string> negotiate(std::string_view accept_header, const std::vector<std::string>& offered) {
   if (offered.empty()) return std::nullopt;
   if (trim(accept_header).empty()) return offered.front();

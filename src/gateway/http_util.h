@@ -13,6 +13,8 @@ namespace ringlog::gateway {
 
 /// Media type without parameters, lower case: "Application/JSON; charset=utf-8" -> "application/json".
 std::string media_type_of(std::string_view header_value);
+/// The charset parameter of a Content-Type, lowercased and unquoted (RFC 9110 8.3.2); "" when absent.
+std::string charset_of(std::string_view header_value);
 
 /// Picks the offered type the Accept header prefers (highest q, then the order of `offered`).
 /// An empty Accept accepts anything (the first offer). nullopt: nothing acceptable (answer 406).

@@ -12,6 +12,7 @@
 
 #include "base64.h"
 #include "ringlog/base/assert.h"
+#include "ringlog/base/constants.h"
 
 namespace ringlog::gateway {
 
@@ -46,6 +47,12 @@ class parser_lease {
 };
 
 api_error unprocessable(std::string message) { return {422, ec::unprocessable, std::move(message)}; }
+
+/// A required field missing from a well-formed object: the body is not the request the route
+/// reads (Confluent answers 400/400 when its request model cannot be built from the JSON).
+api_error missing_field(std::string_view field) {
+  return {400, ec::invalid_request, std::string(field) + " is required"};
+}
 
 api_error malformed(simdjson::error_code code) {
   if (code == simdjson::NUMBER_ERROR) {
@@ -249,9 +256,12 @@ parsed<std::vector<model::record_header>> v3_headers(std::string_view field, dom
   return headers;
 }
 
-parsed<v3_record> v3_record_from(dom::element e, size_t index, const produce_limits& limits) {
-  std::string field = "records[" + std::to_string(index) + "]";
-  auto o = object_with(field, e, {"partition_id", "headers", "key", "value", "timestamp"});
+/// `field` names the record in messages ("records[3]", "entries[3]"); a batch entry (`batch_entry`)
+/// also has an "id", read by the caller.
+parsed<v3_record> v3_record_from(dom::element e, const std::string& field, const produce_limits& limits,
+                                 bool batch_entry = false) {
+  auto o = batch_entry ? object_with(field, e, {"id", "partition_id", "headers", "key", "value", "timestamp"})
+                       : object_with(field, e, {"partition_id", "headers", "key", "value", "timestamp"});
   if (!o.ok()) return o.error();
   v3_record out;
   for (auto [name, value] : *o) {
@@ -321,6 +331,12 @@ std::optional<int64_t> digits(std::string_view s, size_t pos, size_t count) {
 }
 
 }  // namespace
+
+bool is_blank(std::string_view body) { return body.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+
+api_error empty_body_error(std::string_view expected) {
+  return {422, ec::unprocessable, "the request body is empty; this route reads " + std::string(expected)};
+}
 
 std::optional<int64_t> parse_iso8601_ms(std::string_view s) {
   // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)
@@ -494,6 +510,7 @@ std::optional<ws_produce_message> parse_ws_produce_fast(std::string_view text, s
 
 parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view body, embedded_format format,
                                                              bool partition_in_path, const produce_limits& limits) {
+  if (is_blank(body)) return empty_body_error("{\"records\": [...]}");
   parser_lease parser;
   simdjson::padded_string padded(body);
   dom::element doc;
@@ -540,9 +557,8 @@ parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view bo
 }
 
 parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits, size_t first_index) {
-  // simdjson's parse_many on an empty input does not reliably report EMPTY (seen as 400 on one
-  // build and as zero documents, hence 422, on another): refuse a blank body here, as malformed.
-  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return malformed(simdjson::EMPTY);
+  // Checked here, not by simdjson: its parse_many on an empty input does not reliably report EMPTY.
+  if (is_blank(body)) return empty_body_error("one or more record objects");
   parser_lease parser;
   simdjson::padded_string padded(body);
   // One batch holds the whole body (bounded by http.request.body.max.bytes), so a record never
@@ -561,9 +577,13 @@ parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produ
                            " records, over the limit produce.records.max=" + std::to_string(limits.records_max)};
     }
     size_t index = first_index + items.size();
-    auto r = v3_record_from(e, index, limits);
+    auto r = v3_record_from(e, "records[" + std::to_string(index) + "]", limits);
     if (r.ok()) {
       items.push_back(v3_item{std::move(r).value(), std::nullopt});
+    } else if (r.error().error_code == ec::unprocessable) {
+      // Invalid data in one record (not base64, an unknown field, a wrong type) fails that record
+      // alone with 400, as Confluent's v3 produce reports it; the request goes on.
+      items.push_back(v3_item{std::nullopt, api_error{400, ec::invalid_request, r.error().message}});
     } else {
       items.push_back(v3_item{std::nullopt, r.error()});
     }
@@ -573,7 +593,51 @@ parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produ
   return items;
 }
 
+parsed<std::vector<v3_batch_entry>> parse_v3_batch(std::string_view body, const produce_limits& limits) {
+  if (is_blank(body)) return empty_body_error("{\"entries\": [{\"id\", ...}]}");
+  parser_lease parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser->parse(padded).get(doc); err) return malformed(err);
+  auto top = object_with("", doc, {"entries"});
+  if (!top.ok()) return top.error();
+  dom::element entries_el;
+  if (top->at_key("entries").get(entries_el) != simdjson::SUCCESS) return missing_field("entries");
+  if (entries_el.type() != dom::element_type::ARRAY) return wrong_type("entries", "an array", entries_el);
+  dom::array entries = entries_el.get_array().value_unsafe();
+  if (auto bad = check_record_count(entries.size(), limits)) return *bad;
+  std::vector<v3_batch_entry> out;
+  out.reserve(entries.size());
+  std::set<std::string> ids;
+  for (dom::element e : entries) {
+    const std::string field = "entries[" + std::to_string(out.size()) + "]";
+    // The id is how a failure is reported, so an entry without a usable one refuses the batch.
+    dom::element id_el;
+    if (e.type() != dom::element_type::OBJECT) return wrong_type(field, "an object", e);
+    if (e.at_key("id").get(id_el) != simdjson::SUCCESS) return missing_field(field + ".id");
+    if (id_el.type() != dom::element_type::STRING) return wrong_type(field + ".id", "a string", id_el);
+    std::string id(id_el.get_string().value_unsafe());
+    if (id.empty() || id.size() > batch_entry_id_bytes_max) {
+      return api_error{400, ec::invalid_request, field + ".id must be 1.." + std::to_string(batch_entry_id_bytes_max) +
+                                                     " characters"};
+    }
+    if (!ids.insert(id).second) {
+      return api_error{400, ec::invalid_request, field + ".id \"" + id + "\" is used by an earlier entry; ids must be distinct"};
+    }
+    auto r = v3_record_from(e, field, limits, true);
+    if (r.ok()) {
+      out.push_back({std::move(id), v3_item{std::move(r).value(), std::nullopt}});
+    } else if (r.error().error_code == ec::unprocessable) {
+      out.push_back({std::move(id), v3_item{std::nullopt, api_error{400, ec::invalid_request, r.error().message}}});
+    } else {
+      out.push_back({std::move(id), v3_item{std::nullopt, r.error()}});
+    }
+  }
+  return out;
+}
+
 parsed<broker::create_topic_request> parse_create_topic(std::string_view body) {
+  if (is_blank(body)) return empty_body_error("{\"topic_name\": ...}");
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
@@ -591,7 +655,7 @@ parsed<broker::create_topic_request> parse_create_topic(std::string_view body) {
       has_name = true;
     } else if (name == "partitions_count") {
       if (value.type() == dom::element_type::NULL_VALUE) continue;
-      auto n = integer_field(f, value, 1, std::numeric_limits<int32_t>::max());
+      auto n = integer_field(f, value, 1, constants::topic_partitions_max);
       if (!n.ok()) return n.error();
       req.partitions_count = static_cast<int32_t>(*n);
     } else if (name == "replication_factor") {
@@ -623,11 +687,12 @@ parsed<broker::create_topic_request> parse_create_topic(std::string_view body) {
       }
     }
   }
-  if (!has_name) return unprocessable("topic_name is required");
+  if (!has_name) return missing_field("topic_name");
   return req;
 }
 
 parsed<int32_t> parse_patch_topic(std::string_view body) {
+  if (is_blank(body)) return empty_body_error("{\"partitions_count\": N}");
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
@@ -635,13 +700,14 @@ parsed<int32_t> parse_patch_topic(std::string_view body) {
   auto o = object_with("", doc, {"partitions_count"});
   if (!o.ok()) return o.error();
   dom::element n;
-  if (o->at_key("partitions_count").get(n) != simdjson::SUCCESS) return unprocessable("partitions_count is required");
-  auto v = integer_field("partitions_count", n, 1, std::numeric_limits<int32_t>::max());
+  if (o->at_key("partitions_count").get(n) != simdjson::SUCCESS) return missing_field("partitions_count");
+  auto v = integer_field("partitions_count", n, 1, constants::topic_partitions_max);
   if (!v.ok()) return v.error();
   return static_cast<int32_t>(*v);
 }
 
-parsed<alter_configs_request> parse_alter_configs(std::string_view body) {
+parsed<alter_configs_request> parse_alter_configs(std::string_view body, bool with_topic_names) {
+  if (is_blank(body)) return empty_body_error("{\"data\": [{\"name\", \"value\"}]}");
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
@@ -662,9 +728,18 @@ parsed<alter_configs_request> parse_alter_configs(std::string_view body) {
   dom::array data_array = data.get_array().value_unsafe();
   for (dom::element c : data_array) {
     std::string cf = "data[" + std::to_string(i++) + "]";
-    auto co = object_with(cf, c, {"name", "value", "operation"});
+    auto co = with_topic_names ? object_with(cf, c, {"topic_name", "name", "value", "operation"})
+                               : object_with(cf, c, {"name", "value", "operation"});
     if (!co.ok()) return co.error();
-    dom::element n, v, op;
+    dom::element n, v, op, t;
+    std::string topic;
+    if (with_topic_names) {
+      if (co->at_key("topic_name").get(t) != simdjson::SUCCESS) return missing_field(cf + ".topic_name");
+      auto ts = string_field(cf + ".topic_name", t);
+      if (!ts.ok()) return ts.error();
+      topic = std::string(*ts);
+    }
+    auto& changes = with_topic_names ? out.by_topic[topic] : out.changes;
     if (co->at_key("name").get(n) != simdjson::SUCCESS) return unprocessable(cf + ".name is required");
     auto ns = string_field(cf + ".name", n);
     if (!ns.ok()) return ns.error();
@@ -678,7 +753,7 @@ parsed<alter_configs_request> parse_alter_configs(std::string_view body) {
       }
     }
     if (operation == "DELETE") {
-      out.changes[std::string(*ns)] = std::nullopt;
+      changes[std::string(*ns)] = std::nullopt;
       continue;
     }
     if (co->at_key("value").get(v) != simdjson::SUCCESS || v.type() == dom::element_type::NULL_VALUE) {
@@ -686,7 +761,7 @@ parsed<alter_configs_request> parse_alter_configs(std::string_view body) {
     }
     auto vs = string_field(cf + ".value", v);
     if (!vs.ok()) return vs.error();
-    out.changes[std::string(*ns)] = std::string(*vs);
+    changes[std::string(*ns)] = std::string(*vs);
   }
   return out;
 }

@@ -53,6 +53,24 @@ struct v3_item {
 parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produce_limits& limits,
                                               size_t first_index = 0);
 
+/// Whether a request body is empty or only whitespace.
+bool is_blank(std::string_view body);
+/// 422/422 for an empty body where the route reads one (Confluent: "Request body is empty");
+/// `expected` names what the route reads, e.g. "{\"records\": [...]}".
+api_error empty_body_error(std::string_view expected);
+
+/// One entry of a v3 records:batch body: the client's id and the record, or why it was refused.
+struct v3_batch_entry {
+  std::string id;
+  v3_item item;
+};
+/// Longest batch entry id, bytes: an id is a short client label echoed in the answer.
+inline constexpr size_t batch_entry_id_bytes_max = 80;
+/// Body of v3 POST .../records:batch: {"entries":[{"id": string, ...a v3 record's fields}]}.
+/// Refuses the whole request for an unknown top-level field (422), a missing or repeated id (400)
+/// or too many entries (42201); an entry with invalid data fails alone (400 in its failure).
+parsed<std::vector<v3_batch_entry>> parse_v3_batch(std::string_view body, const produce_limits& limits);
+
 /// v3 POST /v3/clusters/{c}/topics: {"topic_name","partitions_count","replication_factor","configs":[{name,value}],"validate_only"}.
 parsed<broker::create_topic_request> parse_create_topic(std::string_view body);
 /// v3 PATCH /v3/clusters/{c}/topics/{t}: {"partitions_count": N}.
@@ -60,10 +78,14 @@ parsed<int32_t> parse_patch_topic(std::string_view body);
 
 struct alter_configs_request {
   std::map<std::string, std::optional<std::string>> changes;   // nullopt: reset to default
+  /// With topic names (topics/-/configs:alter): the changes of each topic.
+  std::map<std::string, std::map<std::string, std::optional<std::string>>> by_topic;
   bool validate_only = false;
 };
 /// v3 POST .../configs:alter: {"data":[{"name","value","operation":"SET"|"DELETE"}],"validate_only"}.
-parsed<alter_configs_request> parse_alter_configs(std::string_view body);
+/// `with_topic_names` (POST .../topics/-/configs:alter): every element also names its
+/// "topic_name" (400 when missing), and the changes go to by_topic.
+parsed<alter_configs_request> parse_alter_configs(std::string_view body, bool with_topic_names = false);
 
 /// ISO-8601 date-time ("2021-02-05T19:14:42.123Z", "+01:00" offsets) -> ms since the epoch.
 /// A WebSocket `produce` message (http-api/ws-protocol.md) in its common shape, read without

@@ -155,3 +155,11 @@ TEST_CASE("etag_matches: If-None-Match lists, *, and weak comparison") {
   CHECK_FALSE(etag_matches("ab12", "\"ab12\""));   // an unquoted tag is not the same tag
   CHECK_FALSE(etag_matches(",,", "\"ab12\""));
 }
+
+TEST_CASE("charset of a Content-Type (issue 14 item 14)") {
+  CHECK(charset_of("application/json") == "");
+  CHECK(charset_of("application/json; charset=UTF-8") == "utf-8");
+  CHECK(charset_of("application/json;charset=\"ISO-8859-1\"") == "iso-8859-1");
+  CHECK(charset_of("application/json; boundary=x; Charset = utf-16") == "utf-16");
+  CHECK(charset_of("text/plain; charsetx=y") == "");
+}

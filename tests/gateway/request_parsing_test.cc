@@ -99,7 +99,11 @@ TEST_CASE("v3 records: one, streaming, per-record failures") {
   CHECK(*(*last)[0].record->record.timestamp == 253'402'300'799'999);
 
   CHECK(parse_v3_records(R"({"value":1} {"value":)", {}).error().status == 400);
-  CHECK(parse_v3_records("", {}).error().status == 400);
+  // Issue 14: an empty body is 422/422; a record with invalid data is that record's 400.
+  CHECK(parse_v3_records("", {}).error().status == 422);
+  CHECK(parse_v3_records(" \n", {}).error().error_code == 422);
+  CHECK((*s)[1].failure->status == 400);
+  CHECK((*s)[1].failure->error_code == 400);
   auto typo = parse_v3_records(R"({"value":{"type":"TEXT","data":"x"}})", {});
   REQUIRE(typo.ok());
   CHECK((*typo)[0].failure->message.find("BINARY, JSON or STRING") != std::string::npos);
@@ -121,6 +125,52 @@ TEST_CASE("admin bodies") {
   CHECK(*a->changes.at("retention.ms") == "5");
   CHECK_FALSE(a->changes.at("cleanup.policy"));
   CHECK(parse_alter_configs(R"({"data":[{"name":"x","operation":"ADD"}]})").error().message.find("SET or DELETE") != std::string::npos);
+}
+
+TEST_CASE("empty bodies and missing required fields (issue 14 items 4, 10)") {
+  for (const char* body : {"", "  \r\n"}) {
+    CHECK(parse_create_topic(body).error().status == 422);
+    CHECK(parse_patch_topic(body).error().status == 422);
+    CHECK(parse_alter_configs(body).error().status == 422);
+    CHECK(parse_v2_produce(body, embedded_format::binary, false, {}).error().error_code == 422);
+    CHECK(parse_v3_batch(body, {}).error().status == 422);
+  }
+  auto missing = parse_create_topic(R"({"partitions_count":3})").error();
+  CHECK(missing.status == 400);
+  CHECK(missing.error_code == 400);
+  CHECK(parse_patch_topic(R"({})").error().status == 400);
+  CHECK(parse_v2_produce(R"({})", embedded_format::binary, false, {}).error().error_code == 422);
+  CHECK(parse_create_topic(R"({"topic_name":"t","partitions_count":10001})").error().message ==
+        "partitions_count is out of range [1, 10000]: 10001");
+  CHECK(parse_create_topic(R"({"topic_name":"t","partitions_count":0})").error().message ==
+        "partitions_count is out of range [1, 10000]: 0");
+}
+
+TEST_CASE("v3 records:batch bodies (issue 14 item 15)") {
+  auto b = parse_v3_batch(R"({"entries":[{"id":"a","value":{"type":"STRING","data":"x"}},
+      {"id":"b","value":{"type":"BINARY","data":"!"}},{"id":"c","vlaue":{}},{"id":"d","partition_id":2,"value":null}]})", {});
+  REQUIRE(b.ok());
+  REQUIRE(b->size() == 4);
+  CHECK((*b)[0].id == "a");
+  CHECK(text((*b)[0].item.record->record.value) == "x");
+  REQUIRE((*b)[1].item.failure);
+  CHECK((*b)[1].item.failure->error_code == 400);
+  CHECK((*b)[1].item.failure->message == "entries[1].value.data is not valid base64");
+  CHECK((*b)[2].item.failure->message.find("unknown field \"vlaue\"") != std::string::npos);
+  CHECK((*b)[3].item.record->record.partition->value() == 2);
+  auto bad = [](std::string_view body) {
+    auto r = parse_v3_batch(body, produce_limits{2, 100});
+    REQUIRE_FALSE(r.ok());
+    return r.error();
+  };
+  CHECK(bad(R"({"entries":[],"extra":1})").status == 422);
+  CHECK(bad(R"({"entries":[],"extra":1})").message.find("unknown field \"extra\"") != std::string::npos);
+  CHECK(bad(R"({})").status == 400);
+  CHECK(bad(R"({"entries":[{"value":null}]})").message == "entries[0].id is required");
+  CHECK(bad(R"({"entries":[{"id":1}]})").message == "entries[0].id must be a string, got an integer");
+  CHECK(bad(R"({"entries":[{"id":"x"},{"id":"x"}]})").message.find("ids must be distinct") != std::string::npos);
+  CHECK(bad(R"({"entries":[{"id":"1"},{"id":"2"},{"id":"3"}]})").error_code == 42201);
+  CHECK(bad(R"({"entries":[)").error_code == 40001);
 }
 
 TEST_CASE("ISO-8601 timestamps") {

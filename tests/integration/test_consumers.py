@@ -425,7 +425,10 @@ def test_group_admin_lag_reset_delete(broker, topic_name):
     described = requests.get(broker.v3(f"/consumer-groups/{group}")).json()
     assert described["state"] == "STABLE" and described["member_count"] == 1
     consumers = requests.get(broker.v3(f"/consumer-groups/{group}/consumers")).json()["data"]
-    assert consumers[0]["assignments"] == [{"topic_name": topic_name, "partition_id": 0}]
+    # Issue 14 item 19: assignments is a link, as Confluent's; assigned_partitions keeps them inline.
+    assert consumers[0]["assigned_partitions"] == [{"topic_name": topic_name, "partition_id": 0}]
+    assignments = requests.get(consumers[0]["assignments"]["related"]).json()["data"]
+    assert [(a["topic_name"], a["partition_id"]) for a in assignments] == [(topic_name, 0)], assignments
     summary = requests.get(broker.v3(f"/consumer-groups/{group}/lag-summary")).json()
     assert summary["total_lag"] == 4 and summary["max_lag_partition_id"] == 0
     lags = requests.get(broker.v3(f"/consumer-groups/{group}/lags")).json()["data"]

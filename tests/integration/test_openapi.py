@@ -5,6 +5,8 @@ import re
 import requests
 import yaml
 
+from conftest import wait_until
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -38,13 +40,28 @@ def test_documented_get_routes_answer_as_shown(broker, topic_name):
     cluster = broker.cluster_id()
     # A consumer instance for the consumer routes: {group}, {instance}, {consumer_group_id}.
     group = "openapi-" + topic_name
-    created = requests.post(f"{broker.url}/consumers/{group}", json={"format": "binary"},
+    created = requests.post(f"{broker.url}/consumers/{group}", json={"format": "binary", "auto.offset.reset": "earliest"},
                             headers={"Content-Type": "application/vnd.kafka.v2+json"})
     assert created.status_code == 200, created.text
     instance = created.json()["instance_id"]
     subscribed = requests.post(f"{broker.url}/consumers/{group}/instances/{instance}/subscription",
                                json={"topics": [topic_name]})
     assert subscribed.status_code == 204, subscribed.text
+    # A committed offset, so the group's lag routes have a lag to answer with (404 without one).
+    produced = requests.post(f"{broker.url}/topics/{topic_name}", json={"records": [{"value": "eA=="}]},
+                             headers={"Content-Type": "application/vnd.kafka.binary.v2+json"})
+    assert produced.status_code == 200, produced.text
+    base = f"{broker.url}/consumers/{group}/instances/{instance}"
+
+    def poll():
+        r = requests.get(base + "/records", params={"timeout": 500},
+                         headers={"Accept": "application/vnd.kafka.binary.v2+json"})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    wait_until(poll, 20, "the consumer's first record")
+    committed = requests.post(base + "/offsets", headers={"Content-Type": "application/vnd.kafka.v2+json"})
+    assert committed.status_code == 204, committed.text
     values = {"cluster_id": cluster, "topic_name": topic_name, "topic": topic_name, "partition_id": "0",
               "partition": "0", "name": "retention.ms", "group": group, "instance": instance,
               "consumer_group_id": group, "file": "index.html", "broker_id": "0", "consumer_id": instance}

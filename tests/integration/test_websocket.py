@@ -535,10 +535,10 @@ def test_format_other_than_binary_or_json_is_refused(broker):
             for i, fmt in enumerate(["avro", 5]):
                 await send(ws, type="produce", id=i, topic="ws-format", partition=0, format=fmt, value=b64("x"))
                 a = await recv(ws)
-                assert a["type"] == "error" and a["error_code"] == 42205 and "format" in a["message"], a
+                assert a["type"] == "error" and a["error_code"] == 422 and "format" in a["message"], a
             await send(ws, type="produce", id="typo", topic="ws-format", records=[{"partition": 0, "vlaue": b64("x")}])
             a = await recv(ws)
-            assert a["type"] == "error" and a["error_code"] == 42205 and '"vlaue"' in a["message"], a
+            assert a["type"] == "error" and a["error_code"] == 422 and '"vlaue"' in a["message"], a
 
     asyncio.run(run())
     r = requests.get(f"{broker.url}/topics/ws-format/partitions/0/records?offset=0", headers={"Accept": BINARY})
@@ -621,7 +621,7 @@ def test_fields_of_the_wrong_type_or_value_are_refused_by_name(broker, topic_nam
             # A misspelt field of a single-record produce stored a record without a value.
             await send(ws, type="produce", id=1, topic=topic_name, valeu=b64("x"))
             m = await recv(ws)
-            assert m["type"] == "error" and m["error_code"] == 42205 and '"valeu"' in m["message"], m
+            assert m["type"] == "error" and m["error_code"] == 422 and '"valeu"' in m["message"], m
             await send(ws, type="produce", id=2, topic=topic_name, records=[{"value": b64("x")}], extra=1)
             m = await recv(ws)
             assert m["type"] == "error" and '"extra"' in m["message"], m
@@ -643,7 +643,7 @@ def test_fields_of_the_wrong_type_or_value_are_refused_by_name(broker, topic_nam
             for message, named in cases:
                 await ws.send(json.dumps(message))
                 m = await recv(ws)
-                assert m["type"] == "error" and m["error_code"] == 42205 and named in m["message"], (message, m)
+                assert m["type"] == "error" and m["error_code"] == 422 and named in m["message"], (message, m)
                 assert "json.exception" not in m["message"], m
             # A partition the topic does not have is 40402, an offset past the end 42202.
             await send(ws, type="subscribe", id=10, topic=topic_name, partition=5, offset=0)

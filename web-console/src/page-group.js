@@ -105,7 +105,7 @@ export async function render(view, route, ctx) {
         { title: 'client_id', cell: (m) => m.client_id },
         { title: 'instance_id', cell: (m) => m.instance_id ?? '-' },
         { title: 'generation', num: true, cell: (m) => String(m.generation) },
-        { title: 'assigned partitions', cell: (m) => m.assignments.map((a) => `${a.topic_name}-${a.partition_id}`).join(', ') || 'none' },
+        { title: 'assigned partitions', cell: (m) => m.assigned_partitions.map((a) => `${a.topic_name}-${a.partition_id}`).join(', ') || 'none' },
       ], consumers, { testid: 'members-table', empty: 'no members (offsets can be reset)' }));
       status.clear();
     } catch (e) {

@@ -36,7 +36,16 @@ struct server_options {
   /// http.cors.allowed.origins: browser origins the REST routes answer with CORS headers and the
   /// WebSocket upgrade accepts (others get 403); "*" allows any.
   std::vector<std::string> cors_allowed_origins = {"*"};
+  /// A socket already bound to host:port (bind_listener), which start() adopts and listens on;
+  /// -1: start() binds host:port itself. `serve` binds first, so a port in use stops it before it
+  /// creates log.dirs or anything else.
+  int listen_fd = -1;
 };
+
+/// Binds host:port (SO_REUSEADDR), without listening yet: the socket's descriptor for
+/// server_options::listen_fd (start() listens once the broker serves).
+/// Errors: "listener host ... is not an IP address", "bind HOST:PORT: Address already in use", ...
+base::result<int, std::string> bind_listener(const std::string& host, uint16_t port);
 
 class http_server {
  public:

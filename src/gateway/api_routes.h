@@ -1,0 +1,348 @@
+#pragma once
+// Private to the gateway's route files (api*.cc): the request context every handler works on,
+// the content types the routes offer, the helpers more than one route family shares and every
+// handler's declaration for the route table in api.cc. No Beast here (see http_types.h).
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api.h"
+#include "errors.h"
+#include "http_util.h"
+
+namespace ringlog::gateway::routes {
+
+using json = nlohmann::json;
+namespace ec = error_codes;
+
+inline constexpr const char* v2_type = "application/vnd.kafka.v2+json";
+inline constexpr const char* v2_binary_type = "application/vnd.kafka.binary.v2+json";
+inline constexpr const char* v2_json_type = "application/vnd.kafka.json.v2+json";
+inline constexpr int64_t fetch_max_bytes_default = 1024 * 1024;
+
+inline const std::vector<std::string> v2_offers = {v2_type, "application/vnd.kafka+json", "application/json"};
+inline const std::vector<std::string> v3_offers = {"application/json"};
+/// A records read answers with an embedded format: the bare v2 type names none, so it gets 406.
+inline const std::vector<std::string> records_offers = {v2_binary_type, v2_json_type, "application/json"};
+/// The consumer routes (Confluent's produce the embedded-format types as well as the bare one).
+inline const std::vector<std::string> consumer_offers = {v2_type, v2_binary_type, v2_json_type,
+                                                         "application/vnd.kafka+json", "application/json"};
+inline constexpr const char* ndjson_type = "application/x-ndjson";
+inline constexpr const char* sse_type = "text/event-stream";
+inline const std::vector<std::string> stream_offers = {ndjson_type, sse_type};
+inline const std::vector<std::string> metrics_offers = {"text/plain"};   // Prometheus text format 0.0.4
+
+
+inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+/// Bytes of a record's key, value and headers (the metrics' byte counters).
+inline size_t record_bytes(const model::record& r) {
+  size_t n = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+  for (const auto& h : r.headers) n += h.key.size() + (h.value ? h.value->size() : 0);
+  return n;
+}
+inline size_t record_bytes(const broker::produce_record& r) {
+  size_t n = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+  for (const auto& h : r.headers) n += h.key.size() + (h.value ? h.value->size() : 0);
+  return n;
+}
+
+}  // namespace ringlog::gateway::routes
+
+namespace ringlog::gateway {
+
+using routes::json;
+using routes::dump;
+namespace ec = error_codes;
+
+/// A request being answered: its parsed parts, the sink, and the metrics/CORS bookkeeping.
+struct api::call : std::enable_shared_from_this<api::call> {
+  api* self = nullptr;
+  http_request request;
+  std::shared_ptr<response_sink> sink;
+  std::string route = "unmatched";   // metrics label: "METHOD /template"
+  std::map<std::string, std::string> params;
+  std::map<std::string, std::string> query;
+  std::string base_url;              // "http://host:port" for v3 metadata.self links
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  unsigned stream_status = 0;
+  std::string accepted;              // the media type accept() chose: the answer's Content-Type
+
+  broker::broker& broker() { return self->broker_; }
+
+  /// CORS (Fetch standard): an allowed Origin is echoed (with Vary: Origin); one not in
+  /// http.cors.allowed.origins gets no Access-Control-Allow-Origin, so the browser hides the answer.
+  /// Without an Origin (not a browser's cross-origin call) "*" when any origin is allowed.
+  void add_cors(http_response& r) const {
+    const std::vector<std::string>& allowed = self->options_.cors_allowed_origins;
+    if (request.origin.empty()) {
+      if (origin_allowed(allowed, "")) r.headers.emplace_back("Access-Control-Allow-Origin", "*");
+    } else if (origin_allowed(allowed, request.origin)) {
+      r.headers.emplace_back("Access-Control-Allow-Origin", request.origin);
+    }
+    if (!request.origin.empty()) r.headers.emplace_back("Vary", "Origin");
+    r.headers.emplace_back("Access-Control-Expose-Headers", "Content-Type");
+  }
+
+  void observe(unsigned status) {
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    self->metrics_.observe_request(route, status, seconds);
+  }
+
+  void respond(http_response r) {
+    add_cors(r);
+    observe(r.status);
+    sink->respond(std::move(r));
+  }
+  void respond_json(unsigned status, const json& body, const std::string& content_type = "application/json") {
+    http_response r;
+    r.status = status;
+    r.content_type = content_type;
+    r.body = dump(body);
+    respond(std::move(r));
+  }
+  /// 204 No Content (deletes, subscriptions, commits, config changes).
+  void respond_no_content() {
+    http_response r;
+    r.status = 204;
+    r.content_type.clear();
+    respond(std::move(r));
+  }
+  void fail(const api_error& e) { respond(error_response(e)); }
+  void fail(unsigned status, int code, std::string message) { fail(api_error{status, code, std::move(message)}); }
+
+  void begin_stream(http_response head) {
+    add_cors(head);
+    stream_status = head.status;
+    sink->begin_stream(std::move(head));
+  }
+  void end_stream() {
+    observe(stream_status);
+    sink->end_stream();
+  }
+
+  /// Runs `fn` on the connection thread with this call kept alive (for broker callbacks).
+  template <typename F>
+  void later(F fn) {
+    sink->post([c = shared_from_this(), fn = std::move(fn)]() mutable { fn(*c); });
+  }
+
+  /// Checks Accept against `offers`; answers 406 and returns nullopt when nothing fits.
+  std::optional<std::string> accept(const std::vector<std::string>& offers) {
+    auto chosen = negotiate(request.accept, offers);
+    if (chosen) accepted = *chosen;
+    if (!chosen) {
+      std::string list;
+      for (const auto& o : offers) list += (list.empty() ? "" : ", ") + o;
+      fail(406, ec::not_acceptable, "cannot produce a response for Accept \"" + request.accept + "\"; this route serves " + list);
+    }
+    return chosen;
+  }
+
+  /// Checks Content-Type is one of `types`; answers 415 and returns nullopt otherwise.
+  /// A charset other than UTF-8 (or ISO-8859-1, which the REST Proxy also reads) is refused with
+  /// 400 naming it: JSON bodies are read as UTF-8 (RFC 8259 section 8.1).
+  std::optional<std::string> content_type_in(const std::vector<std::string>& types) {
+    std::string t = media_type_of(request.content_type);
+    if (std::find(types.begin(), types.end(), t) == types.end()) {
+      std::string list;
+      for (const auto& o : types) list += (list.empty() ? "" : ", ") + o;
+      fail(415, ec::unsupported_media_type,
+           "cannot read a request body of Content-Type \"" + request.content_type + "\"; this route reads " + list);
+      return std::nullopt;
+    }
+    const std::string charset = charset_of(request.content_type);
+    if (!charset.empty() && charset != "utf-8" && charset != "utf8" && charset != "iso-8859-1") {
+      fail(400, ec::invalid_request, "unsupported charset \"" + charset + "\" in Content-Type; request bodies are UTF-8 (or ISO-8859-1)");
+      return std::nullopt;
+    }
+    return t;
+  }
+
+  /// The {cluster_id} path parameter must name this cluster.
+  bool check_cluster() {
+    if (params["cluster_id"] == broker().config().cluster_id) return true;
+    fail(404, ec::not_found, "cluster \"" + params["cluster_id"] + "\" not found; this is cluster \"" +
+                                 broker().config().cluster_id + "\"");
+    return false;
+  }
+
+  /// A query parameter as an integer in [min, max]; `fallback` when absent. Answers 400 naming it
+  /// when it is not an integer at all (empty, "abc"), 422 when it is one outside [min, max].
+  std::optional<int64_t> query_int(const std::string& name, std::optional<int64_t> fallback, int64_t min, int64_t max,
+                                   std::string_view limit_name = {}) {
+    auto it = query.find(name);
+    if (it == query.end()) {
+      if (!fallback) fail(422, ec::unprocessable, "query parameter " + name + " is required");
+      return fallback;
+    }
+    if (!parse_int(it->second, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+      fail(400, ec::invalid_request, "query parameter " + name + " must be an integer, got \"" + it->second + "\"");
+      return std::nullopt;
+    }
+    auto v = parse_int(it->second, min, max);
+    if (!v) {
+      std::string msg = "query parameter " + name + " must be an integer in [" + std::to_string(min) + ", " +
+                        std::to_string(max) + "]";
+      if (!limit_name.empty()) msg += " (limit " + std::string(limit_name) + ")";
+      fail(422, ec::unprocessable, msg + ", got \"" + it->second + "\"");
+    }
+    return v;
+  }
+
+  /// The {partition} path parameter. Answers 404 (40402) when it is not a partition number.
+  std::optional<int32_t> path_partition(const std::string& name) {
+    auto v = parse_int(params[name], 0, std::numeric_limits<int32_t>::max());
+    if (!v) {
+      fail(404, ec::partition_not_found,
+           "partition \"" + params[name] + "\" not found: a partition is an integer in [0, 2147483647]");
+      return std::nullopt;
+    }
+    return static_cast<int32_t>(*v);
+  }
+
+  /// acks=0|1|all|-1 (default all).
+  std::optional<broker::acks_mode> query_acks() {
+    auto it = query.find("acks");
+    if (it == query.end() || it->second == "all" || it->second == "-1") return broker::acks_mode::all;
+    if (it->second == "1") return broker::acks_mode::leader;
+    if (it->second == "0") return broker::acks_mode::none;
+    fail(422, ec::unprocessable, "query parameter acks must be 0, 1, all or -1, got \"" + it->second + "\"");
+    return std::nullopt;
+  }
+
+  bool topic_exists(const std::string& topic) { return broker().topic_exists(topic); }
+
+  void fail_broker(const broker::error& e, error_scope scope, const std::string& topic) {
+    bool exists = scope == error_scope::partition && e.code == broker::errc::unknown_topic_or_partition &&
+                  topic_exists(topic);
+    fail(to_api_error(e, scope, exists));
+  }
+};
+
+}  // namespace ringlog::gateway
+
+namespace ringlog::gateway::routes {
+
+using call_ptr = std::shared_ptr<api::call>;
+using handler = void (*)(const call_ptr&);
+
+// -- shared helpers (api.cc)
+
+/// {"related": url}: a v3 link to another resource.
+json related(const std::string& url);
+/// A v3 list resource: {"kind", "metadata": {"self", "next": null}, "data"}.
+json list_json(const std::string& kind, const std::string& self, json data);
+/// {"error_code", "message"} as text: an in-band error report.
+std::string error_json(const api_error& e);
+/// Partition `p` of `t`; nullptr when the topic has no such partition.
+const broker::partition_description* find_partition(const broker::topic_description& t, int32_t p);
+/// 404/40402 for partition `p` of `t`, naming how many partitions the topic has.
+void fail_partition_not_found(api::call& call, const broker::topic_description& t, int32_t p);
+/// describe_topic(params[key]) then `done` on the connection thread; errors answered here.
+void with_topic(const call_ptr& c, const std::string& key, error_scope scope,
+                std::function<void(api::call&, broker::topic_description)> done);
+/// Describes every topic (internal ones when asked), then calls `done` on the connection thread.
+void describe_all(const call_ptr& c, bool include_internal,
+                  std::function<void(api::call&, std::vector<broker::topic_description>)> done);
+
+// -- shared by the v2 consumer and v3 group routes (api_v2_consumers.cc)
+
+/// The request body as JSON; null for an empty body. Answers 400/415/422 and returns nullopt when bad.
+std::optional<json> consumer_body(const call_ptr& c);
+/// A consumer setting given as a JSON string or number/bool (the REST proxy takes strings).
+std::optional<std::string> setting_text(const json& body, const std::string& name);
+/// [{"topic", "partition"}] of `set`.
+json partitions_json(const group::partition_set& set);
+
+/// Answers a broker result of a consumer call with 204 (the value, if any, is not shown).
+template <typename T = void>
+std::function<void(broker::result<T>)> answer_no_content(const call_ptr& c) {
+  return [c](broker::result<T> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
+      call.respond_no_content();
+    });
+  };
+}
+
+// -- streams (api_streams.cc)
+
+/// Streams a v2 consumer instance's records as NDJSON or SSE (`type`, one of stream_offers)
+/// until the query's `timeout` (answers 422 for a bad one).
+void stream_consumer(const call_ptr& c, const std::string& type, bool as_json, const std::string& group,
+                     const std::string& instance);
+
+// -- the handlers of the route table (one file per family)
+
+void console_get(const call_ptr& c);
+void fetch_records(const call_ptr& c);
+void get_metrics(const call_ptr& c);
+void health(const call_ptr& c);
+void v2_assign(const call_ptr& c);
+void v2_brokers(const call_ptr& c);
+void v2_commit_offsets(const call_ptr& c);
+void v2_committed_offsets(const call_ptr& c);
+void v2_consumer_records(const call_ptr& c);
+void v2_create_consumer(const call_ptr& c);
+void v2_delete_consumer(const call_ptr& c);
+void v2_get_assignments(const call_ptr& c);
+void v2_get_partition(const call_ptr& c);
+void v2_get_subscription(const call_ptr& c);
+void v2_get_topic(const call_ptr& c);
+void v2_list_partitions(const call_ptr& c);
+void v2_list_topics(const call_ptr& c);
+void v2_offsets(const call_ptr& c);
+void v2_produce_partition(const call_ptr& c);
+void v2_produce_topic(const call_ptr& c);
+void v2_seek(const call_ptr& c);
+void v2_seek_beginning(const call_ptr& c);
+void v2_seek_end(const call_ptr& c);
+void v2_subscribe(const call_ptr& c);
+void v2_unsubscribe(const call_ptr& c);
+void v3_alter_configs(const call_ptr& c);
+void v3_create_topic(const call_ptr& c);
+void v3_delete_group(const call_ptr& c);
+void v3_delete_topic(const call_ptr& c);
+void v3_get_broker(const call_ptr& c);
+void v3_get_cluster(const call_ptr& c);
+void v3_get_config(const call_ptr& c);
+void v3_get_group(const call_ptr& c);
+void v3_get_partition(const call_ptr& c);
+void v3_get_partition_offset(const call_ptr& c);
+void v3_get_replica(const call_ptr& c);
+void v3_get_topic(const call_ptr& c);
+void v3_group_consumer(const call_ptr& c);
+void v3_group_consumer_assignments(const call_ptr& c);
+void v3_group_consumer_assignment(const call_ptr& c);
+void v3_group_consumers(const call_ptr& c);
+void v3_group_lag_history(const call_ptr& c);
+void v3_group_lag_summary(const call_ptr& c);
+void v3_group_lags(const call_ptr& c);
+void v3_group_partition_lag(const call_ptr& c);
+void v3_list_brokers(const call_ptr& c);
+void v3_list_clusters(const call_ptr& c);
+void v3_list_configs(const call_ptr& c);
+void v3_list_all_topic_configs(const call_ptr& c);
+void v3_alter_all_topic_configs(const call_ptr& c);
+void v3_list_broker_replicas(const call_ptr& c);
+void v3_list_groups(const call_ptr& c);
+void v3_list_partitions(const call_ptr& c);
+void v3_list_replicas(const call_ptr& c);
+void v3_list_topics(const call_ptr& c);
+void v3_patch_topic(const call_ptr& c);
+void v3_produce(const call_ptr& c);
+void v3_produce_batch(const call_ptr& c);
+void v3_reset_config(const call_ptr& c);
+void v3_reset_group_offsets(const call_ptr& c);
+void v3_set_config(const call_ptr& c);
+
+}  // namespace ringlog::gateway::routes

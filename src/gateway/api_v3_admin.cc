@@ -1,0 +1,457 @@
+// v3 admin routes (Confluent REST Proxy v3): clusters, brokers, topics, topic configs, partitions, replicas.
+
+#include "api_routes.h"
+
+#include <charconv>
+#include "request_parsing.h"
+
+namespace ringlog::gateway::routes {
+
+json cluster_json(const std::string& base, const broker::broker& b) {
+  const std::string& id = b.config().cluster_id;
+  std::string self = base + "/v3/clusters/" + id;
+  return json{{"kind", "KafkaCluster"},
+              {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + id}}},
+              {"cluster_id", id},
+              {"controller", related(self + "/brokers/" + std::to_string(b.config().node_id))},
+              {"acls", related(self + "/acls")},
+              {"brokers", related(self + "/brokers")},
+              {"broker_configs", related(self + "/broker-configs")},
+              {"consumer_groups", related(self + "/consumer-groups")},
+              {"topics", related(self + "/topics")},
+              {"partition_reassignments", related(self + "/topics/-/partitions/-/reassignment")}};
+}
+
+json topic_json(const std::string& base, const std::string& cluster, const broker::topic_description& t) {
+  std::string self = base + "/v3/clusters/" + cluster + "/topics/" + t.name;
+  return json{{"kind", "KafkaTopic"},
+              {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + cluster + "/topic=" + t.name}}},
+              {"cluster_id", cluster},
+              {"topic_name", t.name},
+              {"topic_id", t.topic_id},
+              {"is_internal", t.is_internal},
+              {"replication_factor", t.replication_factor},
+              {"partitions_count", t.partitions.size()},
+              {"partitions", related(self + "/partitions")},
+              {"configs", related(self + "/configs")},
+              {"authorized_operations", json::array()}};
+}
+
+json partition_json(const std::string& base, const std::string& cluster, const std::string& topic,
+                    const broker::partition_description& p) {
+  std::string self = base + "/v3/clusters/" + cluster + "/topics/" + topic + "/partitions/" +
+                     std::to_string(p.partition.value());
+  return json{{"kind", "KafkaPartition"},
+              {"metadata", {{"self", self},
+                            {"resource_name", "crn:///kafka=" + cluster + "/topic=" + topic + "/partition=" +
+                                                  std::to_string(p.partition.value())}}},
+              {"cluster_id", cluster},
+              {"topic_name", topic},
+              {"partition_id", p.partition.value()},
+              {"leader", related(self + "/replicas/" + std::to_string(p.leader))},
+              {"replicas", related(self + "/replicas")},
+              {"leader_epoch", p.leader_epoch.value()},
+              {"log_start_offset", p.log_start_offset.value()},
+              {"high_watermark", p.high_watermark.value()},
+              {"log_end_offset", p.log_end_offset.value()},
+              {"size_bytes", p.size_bytes}};
+}
+
+json config_json(const std::string& base, const std::string& cluster, const std::string& topic,
+                 const broker::topic_config_entry& c) {
+  std::string self = base + "/v3/clusters/" + cluster + "/topics/" + topic + "/configs/" + c.name;
+  return json{{"kind", "KafkaTopicConfig"},
+              {"metadata", {{"self", self},
+                            {"resource_name", "crn:///kafka=" + cluster + "/topic=" + topic + "/config=" + c.name}}},
+              {"cluster_id", cluster},
+              {"topic_name", topic},
+              {"name", c.name},
+              {"value", c.value},
+              {"is_default", c.is_default},
+              {"is_read_only", c.read_only},
+              {"is_sensitive", false},
+              {"source", c.is_default ? "DEFAULT_CONFIG" : "DYNAMIC_TOPIC_CONFIG"},
+              {"synonyms", json::array()}};
+}
+
+json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b) {
+  const std::string id = std::to_string(b.node_id);
+  return json{{"kind", "KafkaBroker"},
+              {"metadata", {{"self", base + "/v3/clusters/" + cluster + "/brokers/" + id},
+                            {"resource_name", "crn:///kafka=" + cluster + "/broker=" + id}}},
+              {"cluster_id", cluster},
+              {"broker_id", b.node_id},
+              {"host", b.host},
+              {"port", b.port},
+              {"rack", nullptr}};
+}
+
+/// The replica of partition `p` on broker `broker_id` (Confluent's KafkaReplica).
+json replica_json(const std::string& base, const std::string& cluster, const std::string& topic,
+                  const broker::partition_description& p, int32_t broker_id) {
+  const std::string partition = std::to_string(p.partition.value());
+  const std::string id = std::to_string(broker_id);
+  const bool in_sync = std::find(p.in_sync_replicas.begin(), p.in_sync_replicas.end(), broker_id) != p.in_sync_replicas.end();
+  return json{{"kind", "KafkaReplica"},
+              {"metadata", {{"self", base + "/v3/clusters/" + cluster + "/topics/" + topic + "/partitions/" + partition +
+                                         "/replicas/" + id},
+                            {"resource_name", "crn:///kafka=" + cluster + "/topic=" + topic + "/partition=" + partition +
+                                                  "/replica=" + id}}},
+              {"cluster_id", cluster},
+              {"topic_name", topic},
+              {"partition_id", p.partition.value()},
+              {"broker_id", broker_id},
+              {"is_leader", broker_id == p.leader},
+              {"is_in_sync", in_sync},
+              {"broker", related(base + "/v3/clusters/" + cluster + "/brokers/" + id)}};
+}
+
+// -- v3 admin
+
+void v3_list_clusters(const call_ptr& c) {
+  if (!c->accept(v3_offers)) return;
+  json data = json::array({cluster_json(c->base_url, c->broker())});
+  c->respond_json(200, list_json("KafkaClusterList", c->base_url + "/v3/clusters", data));
+}
+
+void v3_get_cluster(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  c->respond_json(200, cluster_json(c->base_url, c->broker()));
+}
+
+void v3_list_topics(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  // As Confluent's v3 list: internal topics too, marked is_internal (v2's list leaves them out).
+  describe_all(c, true, [](api::call& call, std::vector<broker::topic_description> topics) {
+    const std::string& cluster = call.params["cluster_id"];
+    json data = json::array();
+    for (const auto& t : topics) data.push_back(topic_json(call.base_url, cluster, t));
+    call.respond_json(200, list_json("KafkaTopicList", call.base_url + "/v3/clusters/" + cluster + "/topics", data));
+  });
+}
+
+void v3_create_topic(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  auto req = parse_create_topic(c->request.body);
+  if (!req.ok()) return c->fail(req.error());
+  std::string name = req->name;
+  // Confluent: a dry run (validate_only) answers 200 with the topic it would create; only a real
+  // create is 201 Created.
+  const unsigned status = req->validate_only ? 200 : 201;
+  c->broker().create_topic(std::move(req).value(), [c, name, status](broker::result<broker::topic_description> r) {
+    c->later([r = std::move(r), name, status](api::call& call) mutable {
+      if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, name);
+      call.respond_json(status, topic_json(call.base_url, call.params["cluster_id"], r.value()));
+    });
+  });
+}
+
+void v3_get_topic(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
+    call.respond_json(200, topic_json(call.base_url, call.params["cluster_id"], t));
+  });
+}
+
+void v3_patch_topic(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  auto count = parse_patch_topic(c->request.body);
+  if (!count.ok()) return c->fail(count.error());
+  std::string topic = c->params["topic_name"];
+  c->broker().create_partitions(topic, *count, [c, topic](broker::result<broker::topic_description> r) {
+    c->later([r = std::move(r), topic](api::call& call) mutable {
+      if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
+      call.respond_json(200, topic_json(call.base_url, call.params["cluster_id"], r.value()));
+    });
+  });
+}
+
+void v3_delete_topic(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  std::string topic = c->params["topic_name"];
+  c->broker().delete_topic(topic, [c, topic](broker::result<void> r) {
+    c->later([r = std::move(r), topic](api::call& call) {
+      if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
+      call.respond_no_content();
+    });
+  });
+}
+
+void v3_list_configs(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
+    const std::string& cluster = call.params["cluster_id"];
+    json data = json::array();
+    for (const auto& e : t.configs) data.push_back(config_json(call.base_url, cluster, t.name, e));
+    call.respond_json(200, list_json("KafkaTopicConfigList",
+                                     call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name + "/configs", data));
+  });
+}
+
+/// 404 naming `name`, which is not one of topic `t`'s configs (GET, PUT, DELETE and alter alike).
+void fail_config_not_found(api::call& call, const std::string& topic, const std::string& name) {
+  call.fail(404, ec::not_found, "topic config \"" + name + "\" not found for topic \"" + topic + "\"");
+}
+
+void v3_get_config(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
+    const std::string& name = call.params["name"];
+    for (const auto& e : t.configs) {
+      if (e.name == name) return call.respond_json(200, config_json(call.base_url, call.params["cluster_id"], t.name, e));
+    }
+    fail_config_not_found(call, t.name, name);
+  });
+}
+
+/// Applies `changes` (a value to set, or nullopt to reset to the default) to {topic_name}'s
+/// configs and answers 204. A name that is not a topic config is 404 for the whole request, as
+/// GET .../configs/{name} answers it (Confluent); nothing is changed then.
+void change_configs(const call_ptr& c, std::map<std::string, std::optional<std::string>> changes, bool validate_only) {
+  with_topic(c, "topic_name", error_scope::topic, [changes = std::move(changes), validate_only](
+                                                       api::call& call, broker::topic_description t) mutable {
+    for (const auto& [name, unused] : changes) {
+      const bool known = std::any_of(t.configs.begin(), t.configs.end(), [&](const auto& e) { return e.name == name; });
+      if (!known) return fail_config_not_found(call, t.name, name);
+    }
+    auto self = call.shared_from_this();
+    const std::string topic = t.name;
+    call.broker().alter_topic_configs(topic, std::move(changes), validate_only,
+                                      [self, topic](broker::result<broker::topic_description> r) {
+                                        self->later([r = std::move(r), topic](api::call& call2) {
+                                          if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, topic);
+                                          call2.respond_no_content();
+                                        });
+                                      });
+  });
+}
+
+void v3_alter_configs(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  auto req = parse_alter_configs(c->request.body);
+  if (!req.ok()) return c->fail(req.error());
+  change_configs(c, std::move(req->changes), req->validate_only);
+}
+
+/// PUT .../configs/{name} with {"value": "..."} (Confluent's single-config update).
+void v3_set_config(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  if (is_blank(c->request.body)) return c->fail(empty_body_error("{\"value\": \"...\"}"));
+  json body = json::parse(c->request.body, nullptr, false);
+  if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body");
+  if (!body.is_object() || !body.contains("value") || !body["value"].is_string()) {
+    return c->fail(422, ec::unprocessable, "the body must be {\"value\": \"...\"} with a string value");
+  }
+  for (const auto& [name, unused] : body.items()) {
+    if (name != "value") return c->fail(422, ec::unprocessable, "unknown field \"" + name + "\"; the body takes value");
+  }
+  change_configs(c, {{c->params["name"], body["value"].get<std::string>()}}, false);
+}
+
+/// DELETE .../configs/{name}: back to the default (Confluent's single-config reset).
+void v3_reset_config(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  change_configs(c, {{c->params["name"], std::nullopt}}, false);
+}
+
+void v3_list_partitions(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
+    const std::string& cluster = call.params["cluster_id"];
+    json data = json::array();
+    for (const auto& p : t.partitions) data.push_back(partition_json(call.base_url, cluster, t.name, p));
+    call.respond_json(200, list_json("KafkaPartitionList",
+                                     call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name + "/partitions", data));
+  });
+}
+
+/// Answers for partition {partition_id} of {topic_name}: `done` with the topic and the partition,
+/// or 404 (40401 / 40402) naming what is missing.
+void with_partition(const call_ptr& c,
+                    std::function<void(api::call&, const broker::topic_description&, const broker::partition_description&)> done) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  auto p = c->path_partition("partition_id");
+  if (!p) return;
+  with_topic(c, "topic_name", error_scope::partition, [p = *p, done = std::move(done)](api::call& call, broker::topic_description t) {
+    const auto* d = find_partition(t, p);
+    if (!d) return fail_partition_not_found(call, t, p);
+    done(call, t, *d);
+  });
+}
+
+void v3_get_partition(const call_ptr& c) {
+  with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
+    call.respond_json(200, partition_json(call.base_url, call.params["cluster_id"], t.name, d));
+  });
+}
+
+/// GET .../partitions/{p}/offset?offset_type=earliest_and_latest: the partition's earliest offset
+/// (log start) and latest offset (high watermark: the next offset a read_uncommitted reader sees).
+/// offset_type takes only its default value; anything else is 400 naming it.
+void v3_get_partition_offset(const call_ptr& c) {
+  if (auto t = c->query.find("offset_type"); t != c->query.end() && t->second != "earliest_and_latest") {
+    return c->fail(400, ec::invalid_request,
+                   "query parameter offset_type must be earliest_and_latest, got \"" + t->second + "\"");
+  }
+  with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
+    const std::string& cluster = call.params["cluster_id"];
+    const std::string partition = std::to_string(d.partition.value());
+    call.respond_json(200, json{{"kind", "KafkaPartitionWithOffsets"},
+                                {"metadata", {{"self", call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name +
+                                                           "/partitions/" + partition + "/offset"},
+                                              {"resource_name", "crn:///kafka=" + cluster + "/topic=" + t.name +
+                                                                    "/partition=" + partition}}},
+                                {"cluster_id", cluster},
+                                {"topic_name", t.name},
+                                {"partition_id", d.partition.value()},
+                                {"earliest_offset", d.log_start_offset.value()},
+                                {"latest_offset", d.high_watermark.value()}});
+  });
+}
+
+/// The {broker_id} path parameter as a number; nullopt when it is not one.
+std::optional<int32_t> path_broker_id(api::call& call) {
+  const std::string& text = call.params["broker_id"];
+  int32_t id = -1;
+  auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (err != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return id;
+}
+
+/// The {broker_id} path parameter as a broker; nullopt (404 answered) when it is none of them.
+std::optional<broker::broker_description> path_broker(api::call& call) {
+  const std::string& text = call.params["broker_id"];
+  const auto id = path_broker_id(call);
+  std::string known;
+  for (const auto& b : call.broker().list_brokers()) {
+    if (id == b.node_id) return b;
+    known += (known.empty() ? "" : ", ") + std::to_string(b.node_id);
+  }
+  call.fail(404, ec::not_found, "broker \"" + text + "\" does not exist; this cluster's brokers: " + known);
+  return std::nullopt;
+}
+
+void v3_list_brokers(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  const std::string& cluster = c->params["cluster_id"];
+  json data = json::array();
+  for (const auto& b : c->broker().list_brokers()) data.push_back(broker_json(c->base_url, cluster, b));
+  c->respond_json(200, list_json("KafkaBrokerList", c->base_url + "/v3/clusters/" + cluster + "/brokers", data));
+}
+
+void v3_get_broker(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  if (auto b = path_broker(*c)) c->respond_json(200, broker_json(c->base_url, c->params["cluster_id"], *b));
+}
+
+void v3_list_replicas(const call_ptr& c) {
+  with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
+    const std::string& cluster = call.params["cluster_id"];
+    json data = json::array();
+    for (int32_t r : d.replicas) data.push_back(replica_json(call.base_url, cluster, t.name, d, r));
+    call.respond_json(200, list_json("KafkaReplicaList", call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name +
+                                                             "/partitions/" + std::to_string(d.partition.value()) + "/replicas",
+                                     data));
+  });
+}
+
+void v3_get_replica(const call_ptr& c) {
+  with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
+    const auto id = path_broker_id(call);
+    for (int32_t r : d.replicas) {
+      if (id == r) return call.respond_json(200, replica_json(call.base_url, call.params["cluster_id"], t.name, d, r));
+    }
+    call.fail(404, ec::not_found, "partition " + std::to_string(d.partition.value()) + " of topic \"" + t.name +
+                                      "\" has no replica on broker \"" + call.params["broker_id"] + "\"");
+  });
+}
+
+/// GET .../topics/-/configs: the configs of every topic (internal ones too, as the v3 topic
+/// list), each entry naming its topic_name.
+void v3_list_all_topic_configs(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  describe_all(c, true, [](api::call& call, std::vector<broker::topic_description> topics) {
+    const std::string& cluster = call.params["cluster_id"];
+    json data = json::array();
+    for (const auto& t : topics) {
+      for (const auto& e : t.configs) data.push_back(config_json(call.base_url, cluster, t.name, e));
+    }
+    call.respond_json(200, list_json("KafkaTopicConfigList", call.base_url + "/v3/clusters/" + cluster + "/topics/-/configs", data));
+  });
+}
+
+/// POST .../topics/-/configs:alter: {"data": [{"topic_name", "name", "value", "operation"}],
+/// "validate_only"}. An unknown topic or config name is 404 for the whole request and nothing
+/// changes; validate_only checks every topic's changes (the first refusal answers) and changes
+/// nothing; otherwise each topic's changes are applied as one alter, 204 when all succeed and
+/// 207 {"failures": [{topic_name, error_code, message}]} naming those that did not.
+void v3_alter_all_topic_configs(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  auto req = parse_alter_configs(c->request.body, true);
+  if (!req.ok()) return c->fail(req.error());
+  auto by_topic = std::make_shared<std::map<std::string, std::map<std::string, std::optional<std::string>>>>(
+      std::move(req->by_topic));
+  const bool validate_only = req->validate_only;
+  describe_all(c, true, [by_topic, validate_only](api::call& call, std::vector<broker::topic_description> topics) {
+    for (const auto& entry : *by_topic) {
+      const std::string& topic = entry.first;
+      auto t = std::find_if(topics.begin(), topics.end(), [&topic](const auto& d) { return d.name == topic; });
+      if (t == topics.end()) return call.fail(404, ec::topic_not_found, "topic \"" + topic + "\" not found");
+      for (const auto& change : entry.second) {
+        const std::string& name = change.first;
+        const bool known = std::any_of(t->configs.begin(), t->configs.end(), [&name](const auto& e) { return e.name == name; });
+        if (!known) return fail_config_not_found(call, topic, name);
+      }
+    }
+    if (by_topic->empty()) return call.respond_no_content();
+    struct gather {
+      size_t remaining = 0;
+      std::vector<std::pair<std::string, broker::error>> failures;   // in topic name order
+    };
+    auto g = std::make_shared<gather>();
+    g->remaining = by_topic->size();
+    auto self = call.shared_from_this();
+    for (const auto& entry : *by_topic) {
+      const std::string topic = entry.first;
+      call.broker().alter_topic_configs(topic, entry.second, validate_only, [self, g, topic, validate_only](
+                                                                           broker::result<broker::topic_description> r) {
+        self->later([g, topic, validate_only, r = std::move(r)](api::call& call2) {
+          if (!r.ok()) g->failures.emplace_back(topic, r.error());
+          if (--g->remaining > 0) return;
+          if (g->failures.empty()) return call2.respond_no_content();
+          std::sort(g->failures.begin(), g->failures.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+          if (validate_only) return call2.fail_broker(g->failures.front().second, error_scope::topic, g->failures.front().first);
+          json failures = json::array();
+          for (const auto& [name, e] : g->failures) {
+            const api_error a = to_api_error(e, error_scope::topic, call2.topic_exists(name));
+            failures.push_back({{"topic_name", name}, {"error_code", a.error_code}, {"message", a.message}});
+          }
+          call2.respond_json(207, {{"failures", failures}});
+        });
+      });
+    }
+  });
+}
+
+/// GET .../brokers/{broker_id}/partition-replicas: every replica the broker holds (KafkaReplicaList).
+void v3_list_broker_replicas(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  auto b = path_broker(*c);
+  if (!b) return;
+  const int32_t id = b->node_id;
+  describe_all(c, true, [id](api::call& call, std::vector<broker::topic_description> topics) {
+    const std::string& cluster = call.params["cluster_id"];
+    json data = json::array();
+    for (const auto& t : topics) {
+      for (const auto& p : t.partitions) {
+        if (std::find(p.replicas.begin(), p.replicas.end(), id) == p.replicas.end()) continue;
+        data.push_back(replica_json(call.base_url, cluster, t.name, p, id));
+      }
+    }
+    call.respond_json(200, list_json("KafkaReplicaList", call.base_url + "/v3/clusters/" + cluster + "/brokers/" +
+                                                             std::to_string(id) + "/partition-replicas",
+                                     data));
+  });
+}
+
+}  // namespace ringlog::gateway::routes
