@@ -100,6 +100,8 @@ void node::tick(int64_t now_ms) {
     case role::prospective:
       if (now_ms_ >= election_deadline_ms_) {
         start_pre_vote_round();
+      } else if (pre_vote_round_started_ && now_ms_ - votes_sent_ms_ >= constants::request_retry_ms) {
+        send_vote_requests(true);  // a lost request or response must not cost a whole round
       }
       break;
     case role::candidate:
@@ -108,6 +110,8 @@ void node::tick(int64_t now_ms) {
         set_role(role::prospective);
         pre_vote_round_started_ = false;
         election_deadline_ms_ = now_ms_ + random_.uniform(0, cfg_.election_backoff_max_ms);
+      } else if (now_ms_ - votes_sent_ms_ >= constants::request_retry_ms) {
+        send_vote_requests(false);
       }
       break;
   }
@@ -370,8 +374,9 @@ int64_t node::random_election_timeout_ms() {
 
 void node::send_vote_requests(bool pre_vote) {
   const leader_epoch candidate_epoch = pre_vote ? quorum_.epoch + 1 : quorum_.epoch;
+  votes_sent_ms_ = now_ms_;
   for (auto v : cfg_.voters) {
-    if (v != cfg_.self) {
+    if (v != cfg_.self && std::find(granted_.begin(), granted_.end(), v) == granted_.end()) {
       send(v, next_correlation_id(),
            vote_request{cfg_.cluster_id, candidate_epoch, cfg_.self, log_.last_epoch(), log_.log_end_offset(), pre_vote});
     }

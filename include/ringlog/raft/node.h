@@ -185,6 +185,7 @@ class node {
   // elections
   int64_t round_first_correlation_id_ = 0;  // responses to earlier rounds are ignored
   std::vector<node_id> granted_;
+  int64_t votes_sent_ms_ = 0;
   uint64_t candidacy_version_ = 0;          // the quorum-state write that recorded our own vote
 
   // follower
