@@ -167,10 +167,14 @@ TEST_CASE("one voter elects itself, commits after its own fsync, snapshots, and 
       REQUIRE_MESSAGE(r.ok(), r.error().message);
     }
     CHECK(machine.values().size() == 12);
+    // describe() is published right after the event that completed the last proposal.
+    CHECK(wait_for([&] {
+      auto now = q.describe();
+      return now.high_watermark == now.log_end_offset;
+    }));
     auto d = q.describe();
     CHECK(d.leader_id == 1);
     CHECK(d.role == "leader");
-    CHECK(d.high_watermark == d.log_end_offset);
     REQUIRE(d.voters.size() == 1);
     CHECK(d.voters[0].lag == 0);
     CHECK(d.log_start_offset > 0);  // snapshots moved the log start
@@ -237,7 +241,9 @@ TEST_CASE("an upgraded single-node directory: the old metadata log is committed 
   rt->stop();
 }
 
-TEST_CASE("three voters over the cluster transport: elect, commit, lose the leader, elect again, commit") {
+TEST_CASE(
+    "three voters over the cluster transport: elect, commit, lose the leader, elect again, commit; the old leader "
+    "restarts and catches up through a snapshot; a resigning leader hands over") {
   temp_dir dir;
   auto rt = make_runtime(3);
   auto fs = io::make_posix_file_system();
@@ -245,12 +251,13 @@ TEST_CASE("three voters over the cluster transport: elect, commit, lose the lead
   std::map<int32_t, rpc::peer_address> voters;
   for (int32_t id = 1; id <= 3; ++id) voters[id] = rpc::peer_address{"127.0.0.1", free_port()};
 
-  std::vector<std::unique_ptr<recording_machine>> machines;
-  std::vector<std::unique_ptr<rpc::cluster_transport>> transports;
-  std::vector<std::unique_ptr<metadata_quorum>> quorums;
-  for (int32_t id = 1; id <= 3; ++id) {
-    const size_t shard = static_cast<size_t>(id - 1);
-    auto t = rpc::cluster_transport::create(*rt, shard, id, voters.at(id), voters);
+  std::vector<std::unique_ptr<recording_machine>> machines(3);
+  std::vector<std::unique_ptr<rpc::cluster_transport>> transports(3);
+  std::vector<std::unique_ptr<metadata_quorum>> quorums(3);
+  // Starts (or restarts) node i+1 from its directory, on shard i.
+  auto boot = [&](size_t i) {
+    const int32_t id = static_cast<int32_t>(i + 1);
+    auto t = rpc::cluster_transport::create(*rt, i, id, voters.at(id), voters);
     REQUIRE_MESSAGE(t.ok(), t.error().message);
     metadata_quorum_config c;
     c.node_id = id;
@@ -260,15 +267,14 @@ TEST_CASE("three voters over the cluster transport: elect, commit, lose the lead
     c.fetch_timeout_ms = 600;
     c.election_backoff_max_ms = 150;
     c.log_dir = dir.path + "/node-" + std::to_string(id);
-    c.random_seed = static_cast<uint64_t>(id) * 7919;
-    machines.push_back(std::make_unique<recording_machine>());
-    quorums.push_back(std::make_unique<metadata_quorum>(c, *fs, *rt, shard, clock, t->get(), *machines.back()));
-    transports.push_back(std::move(t).value());
-  }
-  for (size_t i = 0; i < 3; ++i) {
+    c.snapshot_interval_entries = 5;
+    machines[i] = std::make_unique<recording_machine>();
+    quorums[i] = std::make_unique<metadata_quorum>(c, *fs, *rt, i, clock, t->get(), *machines[i]);
+    transports[i] = std::move(t).value();
     REQUIRE(quorums[i]->start().ok());
     transports[i]->start();  // after the quorum registered its handlers
-  }
+  };
+  for (size_t i = 0; i < 3; ++i) boot(i);
 
   auto agreed_leader = [&](const std::vector<size_t>& alive) -> int32_t {
     const int32_t leader = quorums[alive[0]]->leader_id();
@@ -335,7 +341,43 @@ TEST_CASE("three voters over the cluster transport: elect, commit, lose the lead
     CHECK(wait_for([&] { return machines[i]->values() == expected; }));
   }
 
-  for (size_t i : alive) {
+  // More entries while the old leader is down: snapshots move the log start past its log end, so
+  // when it returns it must fetch a snapshot (FetchSnapshot) before it can fetch entries.
+  for (int i = 0; i < 15; ++i) {
+    expected.push_back("q" + std::to_string(i));
+    auto more = propose(*quorums[static_cast<size_t>(next_leader - 1)], expected.back());
+    REQUIRE_MESSAGE(more.ok(), more.error().message);
+  }
+  const int64_t leader_log_start = quorums[static_cast<size_t>(next_leader - 1)]->describe().log_start_offset;
+  quorums[dead].reset();
+  transports[dead].reset();
+  boot(dead);
+  const int64_t restarted_log_end = quorums[dead]->describe().log_end_offset;
+  MESSAGE("restarted node log end " << restarted_log_end << ", leader log start " << leader_log_start);
+  CHECK(leader_log_start > restarted_log_end);
+  CHECK(wait_for([&] { return machines[dead]->values() == expected; }));
+  CHECK(machines[dead]->snapshots_loaded() >= 1);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(wait_for([&] { return quorums[i]->leader_id() == next_leader; }));
+  }
+
+  // Controlled shutdown: the leader resigns and another voter leads within the fetch timeout.
+  const size_t resigning = static_cast<size_t>(next_leader - 1);
+  const int32_t resigned_epoch = quorums[resigning]->epoch();
+  quorums[resigning]->resign();
+  int32_t successor = -1;
+  REQUIRE(wait_for([&] {
+    successor = agreed_leader({0, 1, 2});
+    return successor > 0 && successor != next_leader && quorums[0]->epoch() > resigned_epoch;
+  }));
+  expected.push_back("after resign");
+  auto last = propose(*quorums[static_cast<size_t>(successor - 1)], expected.back());
+  REQUIRE_MESSAGE(last.ok(), last.error().message);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(wait_for([&] { return machines[i]->values() == expected; }));
+  }
+
+  for (size_t i = 0; i < 3; ++i) {
     quorums[i]->stop();
     transports[i]->stop();
   }
