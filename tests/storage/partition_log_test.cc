@@ -321,6 +321,4 @@ TEST_CASE("truncate_fully_and_start_at: an empty log past the old end, durable a
   REQUIRE(log.ok());
   CHECK((*log)->log_start_offset() == model::offset{500});
   CHECK((*log)->log_end_offset() == model::offset{502});
-  REQUIRE((*log)->end_offset_for_epoch(model::leader_epoch{4}));
-  CHECK((*log)->end_offset_for_epoch(model::leader_epoch{4})->first == model::leader_epoch{4});
 }
