@@ -14,6 +14,8 @@
 //   raft_sim --seeds N [--start S] [--voters 3|5]     N runs from seed S
 //   raft_sim --replay-check S                         runs S twice, fails unless digests match
 //   raft_sim --expect-violation --seeds N ...         negative control: exit 0 iff a run violates
+//   raft_sim --seeds N --failover R                   no chaos: crash the leader R times per seed and
+//                                                     report leader-crash-to-commit percentiles
 //
 // Exit codes: 0 ok, 1 negative control not caught, 2 usage, 3 invariant violation, 4 replay mismatch.
 
@@ -58,6 +60,7 @@ constexpr int cycles = 2;                        // chaos + heal phases per run
 constexpr int64_t liveness_bound_ms = 5'000;     // leader elected and a proposal committed after heal
 constexpr int64_t network_delay_max_ms = 15;
 constexpr int64_t fsync_delay_max_ms = 20;
+constexpr int64_t slow_fsync_delay_max_ms = 300;
 constexpr int keys = 8;                          // state machine keys: small so writes overwrite
 
 uint64_t mix(uint64_t h, uint64_t v) {
@@ -167,6 +170,7 @@ struct options {
   uint64_t seed = 1;
   int voters = 3;
   bool verbose = false;
+  int failover_rounds = 0;  // > 0: failover timing mode instead of chaos cycles
 };
 
 struct run_result {
@@ -220,6 +224,7 @@ struct sim_node {
   std::vector<raft::log_write> pending;  // written, not yet covered by a completed fsync
   bool fsync_in_flight = false;
   int64_t quorum_fsync_ready_ms = 0;     // quorum-state fsyncs complete in order
+  int64_t fsync_delay_max_ms = 20;       // raised by the "slow disk" fault
   // clock
   int64_t clock_offset_ms = 0;
   int64_t drift_ppm = 0;
@@ -239,6 +244,9 @@ class simulation {
 
   run_result run() {
     setup();
+    if (opt_.failover_rounds > 0) {
+      return run_failovers();
+    }
     int64_t cycle_start = 0;
     for (int c = 0; c < cycles && !result_.violated; ++c) {
       chaos_ = true;
@@ -256,6 +264,27 @@ class simulation {
   }
 
  private:
+  /// Failover timing without chaos: crash the leader (no graceful resign), measure until a
+  /// proposal made after the crash commits, restart the old leader, repeat.
+  run_result run_failovers() {
+    int64_t t = 3'000;
+    run_until(t);
+    for (int k = 0; k < opt_.failover_rounds && !result_.violated; ++k) {
+      for (size_t i = 0; i < nodes_.size(); ++i) {
+        if (nodes_[i].raft && nodes_[i].raft->role() == raft::role::leader) {
+          crash(i);
+          schedule(now_ms_ + 500, ev_restart{i});
+        }
+      }
+      heal_started_ms_ = now_ms_;
+      heal_proposal_floor_ = proposals_;
+      t += 4'000;
+      run_until(t);
+    }
+    result_.digest = digest_;
+    return result_;
+  }
+
   // ---------------------------------------------------------------- setup and main loop
   void setup() {
     for (int i = 0; i < opt_.voters; ++i) {
@@ -418,7 +447,7 @@ class simulation {
       return;
     }
     n.fsync_in_flight = true;
-    schedule(now_ms_ + rng_.uniform(1, fsync_delay_max_ms),
+    schedule(now_ms_ + rng_.uniform(1, n.fsync_delay_max_ms),
              ev_log_fsync{i, n.incarnation, n.pending.size(), n.written.end_position()});
   }
 
@@ -465,6 +494,20 @@ class simulation {
       trace(i, "role(epoch*10+role)", n.raft->epoch().value() * 10 + static_cast<int64_t>(*e.role_changed));
       if (*e.role_changed == raft::role::leader) {
         on_new_leader(i);
+        // Targeted fault (Raft paper figure 8): a new leader dies before its own epoch's first
+        // entry replicates, leaving old-epoch entries on some nodes and its own on none.
+        const int64_t dice = rng_.uniform(0, 99);
+        if (chaos_ && dice < 25) {
+          schedule(now_ms_ + rng_.uniform(0, 40), ev_crash{i});
+          schedule(now_ms_ + rng_.uniform(50, 600), ev_restart{i});
+        } else if (chaos_ && dice < 40) {
+          // ... or goes mute toward some voters (one-way partition): it hears their fetches but
+          // its answers are lost, so old-epoch entries count before its own epoch's entry arrives.
+          for (size_t j = 0; j < nodes_.size(); ++j) {
+            blocked_[i][j] = i != j && rng_.uniform(0, 1) == 1;
+          }
+          trace(i, "mute", 0);
+        }
       }
     }
     if (e.quorum_state_) {
@@ -754,7 +797,7 @@ class simulation {
       return;
     }
     const auto pick = [&] { return static_cast<size_t>(rng_.uniform(0, static_cast<int64_t>(nodes_.size()) - 1)); };
-    switch (rng_.uniform(0, 8)) {
+    switch (rng_.uniform(0, 10)) {
       case 0:
       case 1: {  // crash and restart later
         const size_t i = pick();
@@ -815,6 +858,22 @@ class simulation {
         }
         break;
       }
+      case 9: {  // a slow disk: fsyncs take up to slow_fsync_delay_max_ms
+        const size_t i = pick();
+        nodes_[i].fsync_delay_max_ms = nodes_[i].fsync_delay_max_ms == fsync_delay_max_ms ? slow_fsync_delay_max_ms
+                                                                                          : fsync_delay_max_ms;
+        trace(i, "slow-disk", nodes_[i].fsync_delay_max_ms);
+        break;
+      }
+      case 10: {  // crash the leader while it has unsynced or uncommitted entries
+        for (size_t i = 0; i < nodes_.size(); ++i) {
+          if (nodes_[i].raft && nodes_[i].raft->role() == raft::role::leader && !nodes_[i].pending.empty()) {
+            schedule(now_ms_ + rng_.uniform(0, 5), ev_crash{i});
+            schedule(now_ms_ + rng_.uniform(20, 1'000), ev_restart{i});
+          }
+        }
+        break;
+      }
     }
   }
 
@@ -831,6 +890,7 @@ class simulation {
     duplicate_permille_ = 0;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       nodes_[i].paused_until_ms = std::min(nodes_[i].paused_until_ms, now_ms_);
+      nodes_[i].fsync_delay_max_ms = fsync_delay_max_ms;
       if (!nodes_[i].raft) {
         start_node(i);
       }
@@ -878,7 +938,7 @@ void print_result(const options& opt, const run_result& r) {
 int usage() {
   std::fprintf(stderr,
                "usage: raft_sim --seed S | --seeds N [--start S] | --replay-check S  [--voters 3|5] [--verbose] "
-               "[--expect-violation]\n");
+               "[--expect-violation] [--failover ROUNDS]\n");
   return exit_usage;
 }
 
@@ -904,6 +964,8 @@ int main(int argc, char** argv) {
       replay_seed = std::strtoull(argv[++a], nullptr, 10);
     } else if (arg == "--voters" && has_value) {
       opt.voters = std::atoi(argv[++a]);
+    } else if (arg == "--failover" && has_value) {
+      opt.failover_rounds = std::atoi(argv[++a]);
     } else if (arg == "--verbose") {
       opt.verbose = true;
     } else if (arg == "--expect-violation") {
@@ -963,9 +1025,10 @@ int main(int argc, char** argv) {
   const auto pct = [&](double p) {
     return failovers.empty() ? -1LL : static_cast<long long>(failovers[static_cast<size_t>(p * (failovers.size() - 1))]);
   };
-  std::printf("%llu seeds from %llu, %d voters: %llu violation(s); heal-to-commit ms p50 %lld p99 %lld max %lld\n",
+  std::printf("%llu seeds from %llu, %d voters: %llu violation(s); %s ms p50 %lld p99 %lld max %lld\n",
               static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(start), opt.voters,
-              static_cast<unsigned long long>(violations), pct(0.5), pct(0.99), pct(1.0));
+              static_cast<unsigned long long>(violations),
+              opt.failover_rounds > 0 ? "leader-crash-to-commit" : "heal-to-commit", pct(0.5), pct(0.99), pct(1.0));
   if (expect_violation) {
     std::printf("negative control NOT caught in %llu seeds\n", static_cast<unsigned long long>(seeds));
     return exit_not_caught;
