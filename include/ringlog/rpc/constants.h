@@ -32,9 +32,4 @@ inline constexpr int64_t connect_backoff_max_ms = 1000;
 /// would otherwise hold requests for the kernel's minutes-long SYN retry.
 inline constexpr int64_t connect_timeout_ms = 2000;
 
-/// Default per-request timeout, ms (Kafka's request.timeout.ms is 30 s for clients; between
-/// voters a lost request must be noticed well inside the 1 s fetch timeout, so the raft driver
-/// passes its own, shorter value).
-inline constexpr int64_t request_timeout_ms_default = 5000;
-
 }  // namespace ringlog::rpc::constants
