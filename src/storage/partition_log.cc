@@ -380,6 +380,28 @@ result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
   return checkpoint();
 }
 
+result<void> partition_log::truncate_fully_and_start_at(model::offset new_start_offset) {
+  RINGLOG_TRY(check_usable());
+  RINGLOG_ASSERT_OP(new_start_offset.value(), >=, 0);
+  // The newest segment goes last, so a crash part-way leaves a log that still ends where it did
+  // (recovery then sees a shorter prefix removed, never a hole in the middle).
+  while (!segments_.empty()) {
+    RINGLOG_TRY(segments_.begin()->second->remove_files());
+    segments_.erase(segments_.begin());
+  }
+  auto seg = segment::create(fs_, directory_, new_start_offset, config_.direct_io);
+  if (!seg.ok()) return seg.error();
+  segments_.emplace(new_start_offset, std::move(seg.value()));
+  auto dir = fs_.sync_directory(directory_);
+  if (!dir.ok()) return storage_error(dir.error());
+  log_start_offset_ = new_start_offset;
+  log_end_offset_ = new_start_offset;
+  recovery_point_ = new_start_offset;
+  high_watermark_ = new_start_offset;
+  epochs_.clear();
+  return checkpoint();
+}
+
 result<void> partition_log::delete_segment_front() {
   RINGLOG_ASSERT_OP(segments_.size(), >, 1u);
   RINGLOG_TRY(segments_.begin()->second->remove_files());

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ringlog/protocol/frame.h"
 #include "ringlog/protocol/messages.h"
 
 using namespace ringlog;
@@ -316,4 +317,49 @@ TEST_CASE("unknown tagged fields are kept and written back in tag order") {
   fb.push_back(std::byte{0x00});
   reader rd3(fb);
   CHECK(fetch_request_data::decode(rd3, 12).error().code == errc::invalid_tagged_field);
+}
+
+TEST_CASE("request and response frames carry the size and the header version the api needs") {
+  request_header_data h;
+  h.request_api_key = api_versions_request_data::api_key;
+  h.request_api_version = 3;
+  h.correlation_id = 7;
+  h.client_id = "c1";
+  api_versions_request_data req;
+  req.client_software_name = "ringlog";
+  req.client_software_version = "0.1.0";
+  writer w;
+  REQUIRE(encode_request_frame(w, h, req).ok());
+  const bytes& frame = w.buffer();
+  REQUIRE(frame.size() == 4 + 28);
+  CHECK(bytes(frame.begin(), frame.begin() + 4) == bytes_of({0, 0, 0, 28}));
+  const std::span<const std::byte> after_size(frame.data() + 4, frame.size() - 4);
+  CHECK(*peek_correlation_id(after_size) == 7);
+  auto hd = decode_request_header(after_size);
+  REQUIRE(hd.ok());
+  CHECK(hd->header == h);
+  CHECK(hd->header_version == 2);
+  CHECK(hd->body_offset == 13);
+  reader body(after_size.subspan(hd->body_offset));
+  CHECK(*api_versions_request_data::decode(body, 3) == req);
+
+  // A mismatched body type is refused; an unknown api still yields its correlation id.
+  writer bad;
+  CHECK(encode_request_frame(bad, h, vote_request_data{}).error().code == errc::unknown_api_key);
+  const bytes unknown = bytes_of({0x7f, 0x00, 0, 0, 0, 0, 0, 5, 0xff, 0xff});
+  CHECK(decode_request_header(unknown).error().code == errc::unknown_api_key);
+  CHECK(*peek_correlation_id(unknown) == 5);
+
+  // ApiVersions v3 responds with header v0: no tagged fields after the correlation id.
+  api_versions_response_data resp;
+  resp.error_code = 35;
+  writer rw;
+  REQUIRE(encode_response_frame(rw, 3, 7, resp).ok());
+  const bytes& rf = rw.buffer();
+  CHECK(bytes(rf.begin() + 4, rf.begin() + 10) == bytes_of({0, 0, 0, 7, 0, 35}));
+  reader rr(std::span<const std::byte>(rf.data() + 4, rf.size() - 4));
+  auto rh = decode_response_header(rr, 18, 3);
+  REQUIRE(rh.ok());
+  CHECK(rh->correlation_id == 7);
+  CHECK(*api_versions_response_data::decode(rr, 3) == resp);
 }

@@ -295,3 +295,30 @@ TEST_CASE("checkpoint rewrites only changed files; a failed write leaves old or 
   CHECK(log.value()->high_watermark().value() == 12);
   CHECK(log.value()->log_end_offset().value() == 20);
 }
+
+TEST_CASE("truncate_fully_and_start_at: an empty log past the old end, durable across a crash") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  {
+    auto log = partition_log::open(fs, "/data/t-0", small_segments(), clock);
+    REQUIRE(log.ok());
+    auto& l = *log.value();
+    for (int b = 0; b < 40; ++b) REQUIRE(l.append(make_batch(3, b, t0 + b), model::leader_epoch{1}).ok());
+    REQUIRE(l.flush().ok());
+    REQUIRE(l.segments().size() > 1);
+    REQUIRE(l.truncate_fully_and_start_at(model::offset{500}).ok());
+    CHECK(l.log_start_offset() == model::offset{500});
+    CHECK(l.log_end_offset() == model::offset{500});
+    CHECK(l.segments().size() == 1);
+    CHECK(!l.read(model::offset{10}, 1 << 20, model::offset{500}).ok());
+    auto r = l.append(make_batch(2, 99, t0), model::leader_epoch{4});
+    REQUIRE(r.ok());
+    CHECK(r->base_offset == model::offset{500});
+    REQUIRE(l.flush().ok());
+  }
+  fs.crash(3);
+  auto log = partition_log::open(fs, "/data/t-0", small_segments(), clock);
+  REQUIRE(log.ok());
+  CHECK((*log)->log_start_offset() == model::offset{500});
+  CHECK((*log)->log_end_offset() == model::offset{502});
+}

@@ -10,6 +10,14 @@ namespace ringlog::controller {
 enum class errc {
   invalid_record,        // a metadata record that does not fit the image (names the record and why)
   unsupported_version,   // a metadata record version this node cannot read
+  // ---- the metadata quorum (metadata_quorum.h) ----
+  not_leader_or_follower,      // propose on a node that is not the quorum leader (message names the leader, if known),
+                               // or leadership moved before the entry committed
+  request_timed_out,           // a proposal not committed within its timeout
+  record_too_large,            // a proposal above raft::constants::entry_bytes_max
+  uncommitted_limit_reached,   // raft::constants::uncommitted_entries_max proposals await commit
+  kafka_storage_error,         // the metadata log directory failed (names the file); the quorum stops
+  shutting_down,               // the quorum was stopped before the proposal committed
 };
 
 std::string_view to_string(errc);

@@ -107,6 +107,11 @@ class partition_log {
 
   /// Removes every record at or above `new_log_end_offset` (replication: KIP-101 truncation).
   result<void> truncate_to(model::offset new_log_end_offset);
+  /// Kafka's truncateFullyAndStartAt: removes every segment and starts an empty log at
+  /// `new_start_offset` (which may lie above log_end_offset): a replica whose log ends below the
+  /// leader's log start replaces it by a snapshot (KIP-630). Durable when it returns.
+  /// Errors: kafka_storage_error.
+  result<void> truncate_fully_and_start_at(model::offset new_start_offset);
   /// Raises the log start offset (DeleteRecords / retention); deletes segments entirely below it.
   result<void> advance_log_start_offset(model::offset new_log_start_offset);
   /// Deletes whole closed segments past retention.ms or beyond retention.bytes, first rolling an

@@ -415,16 +415,53 @@ def emit_read_expr(o, ind, expr, dst, pfx):
     o(ind, "}")
 
 
+def set_cond(versions, lo, hi):
+    """C++ condition on `version` true exactly for the versions in the set (all within lo..hi)."""
+    vs = sorted(versions)
+    if not vs:
+        return "false"
+    if vs == list(range(lo, hi + 1)):
+        return "true"
+    ranges = []
+    for v in vs:
+        if ranges and ranges[-1][1] == v - 1:
+            ranges[-1][1] = v
+        else:
+            ranges.append([v, v])
+    parts = []
+    for a, b in ranges:
+        if b == hi:
+            parts.append("version >= %d" % a)
+        elif a == lo:
+            parts.append("version <= %d" % b)
+        elif a == b:
+            parts.append("version == %d" % a)
+        else:
+            parts.append("(version >= %d && version <= %d)" % (a, b))
+    return "(" + " || ".join(parts) + ")"
+
+
 def field_conds(msg, f):
-    present = f.versions.cond(msg.lo, msg.hi)
-    tagged = f.tagged.cond(msg.lo, msg.hi)
-    if tagged == "false":
-        regular = present
-    elif tagged == "true":
-        regular = "false"
-    else:
-        regular = "(%s && !%s)" % (present, tagged)
-    return present, regular, tagged
+    """(present, regular, tagged) conditions: in the version at all, as a regular field, as a
+    tagged field (KIP-482: a field may be regular in some versions and tagged in others)."""
+    span = range(msg.lo, msg.hi + 1)
+    present = {v for v in span if f.versions.contains(v)}
+    tagged = {v for v in present if f.tagged.contains(v)}
+    return (set_cond(present, msg.lo, msg.hi), set_cond(present - tagged, msg.lo, msg.hi),
+            set_cond(tagged, msg.lo, msg.hi))
+
+
+def open_if(o, ind, cond):
+    """Opens `if (cond) {` unless cond is always true; returns the indent of the body."""
+    if cond == "true":
+        return ind
+    o(ind, "if (%s) {" % cond)
+    return ind + 1
+
+
+def close_if(o, ind, cond):
+    if cond != "true":
+        o(ind, "}")
 
 
 def qualified(msg, s):
@@ -445,12 +482,11 @@ def emit_struct_impl(o, msg, s):
         present, regular, tagged = field_conds(msg, f)
         member = "this->" + f.cname
         if regular != "false":
-            o(1, "if (%s) {" % regular)
-            emit_write_value(o, 2, msg, f, member, "w")
-            o(1, "}")
+            emit_write_value(o, open_if(o, 1, regular), msg, f, member, "w")
+            close_if(o, 1, regular)
         if present != "true":
             if not f.ignorable:
-                o(1, "if (!(%s) && !(%s == %s)) {" % (present, member, default_init(msg, f)))
+                o(1, "if (!%s && !(%s == %s)) {" % (present, member, default_init(msg, f)))
                 o(2, "return error{errc::unsupported_version, \"%s: set to a non-default value but not in version \" + std::to_string(version)};" % f.cname)
                 o(1, "}")
     if flex != "false":
@@ -479,9 +515,8 @@ def emit_struct_impl(o, msg, s):
         _, regular, _ = field_conds(msg, f)
         if regular == "false":
             continue
-        o(1, "if (%s) {" % regular)
-        emit_read_value(o, 2, msg, f, "out." + f.cname, "rd")
-        o(1, "}")
+        emit_read_value(o, open_if(o, 1, regular), msg, f, "out." + f.cname, "rd")
+        close_if(o, 1, regular)
     if flex != "false":
         o(1, "if (flexible) {")
         o(2, "auto count_ = rd.read_tagged_field_count();")

@@ -1,0 +1,38 @@
+#pragma once
+// The metadata quorum driver's named bounds (style.md "Limits"). Raft's own limits are in
+// raft/constants.h; the transport's in rpc/constants.h.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ringlog::controller::constants {
+
+/// How often the driver ticks the raft node, ms. Raft's timers are 200 ms and up (fetch long
+/// poll, request retry, election and fetch timeouts), so 10 ms keeps them within 5% at ~100
+/// wakeups a second.
+inline constexpr int64_t tick_interval_ms = 10;
+
+/// Timeout of one quorum request on the transport, ms: a long-polled Fetch (up to
+/// raft::constants::fetch_max_wait_ms, 200) plus a round trip and a leader's fsync. A request
+/// that times out is simply dropped: the raft node retries on its own schedule.
+inline constexpr int64_t request_timeout_ms = 1000;
+
+/// Requests from peers the driver holds for a response from the node (mostly parked fetches,
+/// one per follower). Past it a new request is dropped unanswered (the peer times out and
+/// retries): a peer flood must not grow memory.
+inline constexpr size_t inbound_requests_max = 1024;
+
+/// A request from a peer the node has not answered after this long is forgotten (the node
+/// ignores stale requests without answering; the peer gave up after request_timeout_ms), ms.
+inline constexpr int64_t inbound_request_expiry_ms = 2 * request_timeout_ms;
+
+/// Committed entries between snapshots (Kafka's metadata.log.max.snapshot.interval is time
+/// based; a count bounds the log a restarting or lagging node must replay).
+inline constexpr uint64_t snapshot_interval_entries_default = 10000;
+
+/// How long a proposal may wait for its commit before propose() reports request_timed_out, ms
+/// (Kafka's controller uses the client's request timeout; metadata writes should commit in
+/// milliseconds, so seconds mean no quorum).
+inline constexpr int64_t propose_timeout_ms_default = 5000;
+
+}  // namespace ringlog::controller::constants

@@ -1,0 +1,42 @@
+#pragma once
+// One connection to one peer's cluster listener (host:port), used by every request to that peer.
+// Requests are pipelined and matched to responses by correlation id (Kafka's request header).
+// The connection is opened on the first request and reopened after any failure, waiting
+// constants::connect_backoff_initial_ms, doubling up to connect_backoff_max_ms between failed
+// attempts. Every request ends in exactly one callback: its response body, or an error
+// (connect_failed, disconnected, timeout, too_many_in_flight, malformed_response, shutting_down);
+// a broken connection fails every request on it at once. Asio lives in client.cc only.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ringlog/rpc/transport.h"
+#include "ringlog/runtime/shard_threads.h"
+
+namespace ringlog::rpc {
+
+class client {
+ public:
+  /// A client for host:port living on shard `shard` of `runtime`; `client_id` goes into every
+  /// request header (Kafka's client.id). Connects lazily.
+  client(runtime::shard_threads& runtime, size_t shard, std::string host, uint16_t port, std::string client_id);
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  /// Sends a request whose body is already encoded at `api_version`. `done` runs once, on the
+  /// shard's thread (see the header comment for the errors). Callable from any thread.
+  void send(int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms, response_callback done);
+  /// Closes the connection and fails every waiting request with shutting_down; later sends fail
+  /// the same way. Returns once done (inline on the shard's thread, else waits; the runtime must
+  /// be running). Idempotent.
+  void stop();
+
+  struct impl;
+
+ private:
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace ringlog::rpc

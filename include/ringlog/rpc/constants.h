@@ -1,0 +1,35 @@
+#pragma once
+// The cluster transport's named bounds (style.md "Limits": every queue and retry has a bound and a
+// line on why). Frame size itself is protocol::limits::frame_bytes_max (Kafka's
+// socket.request.max.bytes).
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ringlog::rpc::constants {
+
+/// Requests one server connection hands to handlers before their responses go out. Reading from
+/// the socket pauses at this bound (TCP backpressure reaches the peer) instead of buffering more.
+/// A KRaft peer has at most a few requests outstanding (one fetch, a vote, a begin/end epoch); 64
+/// leaves room for the broker RPCs that will share the listener (Kafka's queued.max.requests is
+/// 500 for a whole broker).
+inline constexpr size_t connection_in_flight_requests_max = 64;
+
+/// Requests one client (one peer) holds waiting for a response or for a connection. Past it a send
+/// fails at once with too_many_in_flight: a peer that answers nothing must not grow our memory.
+inline constexpr size_t client_pending_requests_max = 1024;
+
+/// Response frames queued for writing on one server connection (also bounded by the in-flight
+/// bound above, since each request yields at most one response).
+inline constexpr size_t connection_write_queue_max = connection_in_flight_requests_max;
+
+/// First wait after a failed connect, ms; it doubles per failure up to the max below. Short
+/// enough that a restarted peer is reached well inside controller.quorum.fetch.timeout.ms.
+inline constexpr int64_t connect_backoff_initial_ms = 50;
+/// Longest wait between connect attempts, ms (Kafka's reconnect.backoff.max.ms is 1000).
+inline constexpr int64_t connect_backoff_max_ms = 1000;
+/// A connect that has not completed after this long is failed, ms: a peer whose host drops SYNs
+/// would otherwise hold requests for the kernel's minutes-long SYN retry.
+inline constexpr int64_t connect_timeout_ms = 2000;
+
+}  // namespace ringlog::rpc::constants

@@ -1,0 +1,55 @@
+#pragma once
+// The cluster listener (`cluster://HOST:PORT`): accepts TCP connections on one shard's event loop
+// and serves Kafka-framed requests (protocol guide "Requests and Responses": int32 size, request
+// header v1/v2, body). Per connection:
+//   - a frame whose size is <= 0 or above protocol::limits::frame_bytes_max, or whose request
+//     header does not decode, closes the connection with a log line naming why;
+//   - an api key or version the codec does not know, or one with no handler, is answered the way
+//     Kafka answers an ApiVersions request it cannot serve: a v0 ApiVersionsResponse with
+//     UNSUPPORTED_VERSION (35) and the supported api list, under the request's correlation id;
+//   - ApiVersions is answered from protocol::supported_apis();
+//   - at most constants::connection_in_flight_requests_max requests are with handlers at once;
+//     reading pauses at that bound (TCP backpressure).
+// Responses leave in completion order, not request order (our client matches them by
+// correlation id; a parked Fetch must not delay a Vote).
+// Asio lives in server.cc only.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ringlog/rpc/transport.h"
+#include "ringlog/runtime/shard_threads.h"
+
+namespace ringlog::rpc {
+
+class server {
+ public:
+  /// Binds and listens on host:port (port 0: an ephemeral port, see port()) on shard `shard` of
+  /// `runtime`. Nothing is accepted before start(). Errors: listen_failed naming host:port.
+  static result<std::unique_ptr<server>> listen(runtime::shard_threads& runtime, size_t shard, const std::string& host,
+                                                uint16_t port);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// Registers the handler of `api_key`. Only before start().
+  void set_handler(int16_t api_key, request_handler handler);
+  /// Starts accepting (on the shard's thread).
+  void start();
+  /// Closes the listener and every connection; returns once done (runs inline when called on
+  /// the shard's thread, else waits for it; the runtime must be running). Idempotent.
+  void stop();
+  /// The bound port.
+  [[nodiscard]] uint16_t port() const;
+  /// Connections open now (approximate when read from another thread).
+  [[nodiscard]] size_t open_connections() const;
+
+  struct impl;
+
+ private:
+  explicit server(std::shared_ptr<impl> p);
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace ringlog::rpc

@@ -1,0 +1,46 @@
+#pragma once
+// The inter-broker transport as the layers above see it (design.md section 6 "One wire
+// protocol"): requests to a peer node by id, handlers for requests from peers, Kafka's framing
+// underneath. No Asio here: the controller drives raft through this interface, and tests may
+// implement it in memory. rpc::cluster_transport implements it over TCP (cluster_transport.h).
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "ringlog/protocol/messages.h"
+#include "ringlog/rpc/errc.h"
+
+namespace ringlog::rpc {
+
+using bytes = protocol::bytes;
+
+/// Receives a response's body (the bytes after the response header; decode it at the request's
+/// api version) or the reason there is none. Called exactly once per request.
+using response_callback = std::function<void(result<bytes>)>;
+
+/// Sends the response to one request: a whole frame (size prefix, response header, body), e.g.
+/// from protocol::encode_response_frame at the request's api version. Call it at most once, from
+/// any thread; a response to a connection that has closed meanwhile is dropped.
+using respond_fn = std::function<void(bytes frame)>;
+
+/// Handles one request: its decoded header, its body (valid only during the call: copy or decode
+/// it before returning), and how to answer. Runs on the transport's shard thread.
+using request_handler =
+    std::function<void(const protocol::request_header_data& header, std::span<const std::byte> body, respond_fn respond)>;
+
+class transport {
+ public:
+  virtual ~transport() = default;
+  /// Sends a request (`body` already encoded at `api_version`) to node `to`. `done` runs once, on
+  /// the transport's shard thread, with the response body or an error: unknown_peer,
+  /// connect_failed, disconnected, timeout (after `timeout_ms`), too_many_in_flight,
+  /// malformed_response, invalid_request, shutting_down. Callable from any thread.
+  virtual void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
+                    response_callback done) = 0;
+  /// Registers the handler for requests with `api_key` (replacing any earlier one). Call before
+  /// the transport starts serving.
+  virtual void set_handler(int16_t api_key, request_handler handler) = 0;
+};
+
+}  // namespace ringlog::rpc

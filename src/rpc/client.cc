@@ -1,0 +1,339 @@
+#include "ringlog/rpc/client.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <deque>
+#include <future>
+#include <map>
+
+#include "ringlog/base/assert.h"
+#include "ringlog/protocol/frame.h"
+#include "ringlog/rpc/constants.h"
+#include "ringlog/runtime/asio_context.h"
+
+namespace ringlog::rpc {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using timer_type = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
+                                              runtime::shard_executor>;
+
+namespace {
+
+int32_t read_be32(const std::array<std::byte, 4>& b) {
+  return static_cast<int32_t>((static_cast<uint32_t>(b[0]) << 24) | (static_cast<uint32_t>(b[1]) << 16) |
+                              (static_cast<uint32_t>(b[2]) << 8) | static_cast<uint32_t>(b[3]));
+}
+
+}  // namespace
+
+struct client::impl : std::enable_shared_from_this<client::impl> {
+  impl(runtime::shard_threads& rt_, size_t shard_index, std::string h, uint16_t p, std::string id)
+      : rt(rt_), shard(shard_index), context(runtime::io_context_of(rt_, shard_index)), host(std::move(h)),
+        port(p), client_id(std::move(id)), socket(context.get_executor()), backoff_timer(context.get_executor()),
+        connect_timer(context.get_executor()) {}
+
+  enum class state { idle, connecting, connected, backoff };
+
+  struct pending_request {
+    response_callback done;
+    int16_t api_key = 0;
+    int16_t api_version = 0;
+    std::unique_ptr<timer_type> timer;
+  };
+
+  runtime::shard_threads& rt;
+  size_t shard;
+  asio::io_context& context;
+  std::string host;
+  uint16_t port;
+  std::string client_id;
+  runtime::shard_socket socket;
+  timer_type backoff_timer;
+  timer_type connect_timer;
+  state st = state::idle;
+  bool stopped = false;
+  /// Bumped whenever the socket is closed, so completions of an older connection are ignored.
+  uint64_t generation = 0;
+  int64_t backoff_ms = constants::connect_backoff_initial_ms;
+  int32_t next_correlation_id = 1;
+  std::map<int32_t, pending_request> pending;
+  /// Frames not yet written, by correlation id, in send order.
+  std::deque<std::pair<int32_t, bytes>> unsent;
+  bool writing = false;
+  std::array<std::byte, 4> size_prefix{};
+  bytes frame;
+
+  [[nodiscard]] std::string where() const { return host + ":" + std::to_string(port); }
+
+  void send(int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms, response_callback done) {
+    if (stopped) {
+      done(error{errc::shutting_down, "cluster client for " + where() + " is stopped"});
+      return;
+    }
+    if (pending.size() >= constants::client_pending_requests_max) {
+      done(error{errc::too_many_in_flight, std::to_string(pending.size()) + " requests already wait on " + where() +
+                                               " (client_pending_requests_max)"});
+      return;
+    }
+    const int32_t correlation_id = next_correlation_id;
+    next_correlation_id = next_correlation_id == INT32_MAX ? 1 : next_correlation_id + 1;
+    protocol::request_header_data header;
+    header.request_api_key = api_key;
+    header.request_api_version = api_version;
+    header.correlation_id = correlation_id;
+    header.client_id = client_id;
+    auto header_version = protocol::request_header_version(api_key, api_version);
+    protocol::writer w;
+    w.write_int32(0);
+    if (!header_version.ok() || !header.encode(w, *header_version).ok()) {
+      done(error{errc::invalid_request, "api key " + std::to_string(api_key) + " version " +
+                                            std::to_string(api_version) + " cannot be framed"});
+      return;
+    }
+    w.write_raw(body);
+    w.patch_int32(0, static_cast<int32_t>(w.size() - protocol::frame_size_bytes));
+
+    pending_request req;
+    req.done = std::move(done);
+    req.api_key = api_key;
+    req.api_version = api_version;
+    req.timer = std::make_unique<timer_type>(context.get_executor());
+    req.timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms)));
+    req.timer->async_wait([weak = weak_from_this(), correlation_id, timeout_ms](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self) return;
+      self->fail_one(correlation_id, error{errc::timeout, "no response from " + self->where() + " within " +
+                                                              std::to_string(timeout_ms) + " ms"});
+    });
+    pending.emplace(correlation_id, std::move(req));
+    unsent.emplace_back(correlation_id, std::move(w).take());
+    if (st == state::idle) {
+      connect();
+    } else if (st == state::connected) {
+      write_next();
+    }
+  }
+
+  void fail_one(int32_t correlation_id, error e) {
+    auto it = pending.find(correlation_id);
+    if (it == pending.end()) return;
+    auto done = std::move(it->second.done);
+    pending.erase(it);
+    // A frame not yet written is dropped; one being written stays (writing owns it) and its
+    // response, if any, finds no pending entry and is ignored.
+    auto u = std::find_if(unsent.begin(), unsent.end(), [&](const auto& f) { return f.first == correlation_id; });
+    if (u != unsent.end() && !(writing && u == unsent.begin())) unsent.erase(u);
+    done(std::move(e));
+  }
+
+  void fail_all(const error& e) {
+    auto failing = std::move(pending);
+    pending.clear();
+    unsent.clear();
+    for (auto& [id, req] : failing) {
+      req.timer->cancel();
+      req.done(e);
+    }
+  }
+
+  void connect() {
+    st = state::connecting;
+    const uint64_t gen = generation;
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(host, ec);
+    auto self = shared_from_this();
+    connect_timer.expires_after(std::chrono::milliseconds(constants::connect_timeout_ms));
+    connect_timer.async_wait([self, gen](boost::system::error_code tec) {
+      if (tec || self->generation != gen || self->st != state::connecting) return;
+      self->on_connect_failed("connect timed out after " + std::to_string(constants::connect_timeout_ms) + " ms");
+    });
+    if (!ec) {
+      socket.async_connect(tcp::endpoint(address, port), [self, gen](boost::system::error_code cec) {
+        if (self->generation != gen || self->st != state::connecting) return;
+        self->on_connected(cec);
+      });
+      return;
+    }
+    auto resolver = std::make_shared<asio::ip::basic_resolver<tcp, runtime::shard_executor>>(context.get_executor());
+    resolver->async_resolve(host, std::to_string(port),
+                            [self, gen, resolver](boost::system::error_code rec, const auto& endpoints) {
+                              if (self->generation != gen || self->st != state::connecting) return;
+                              if (rec) {
+                                self->on_connect_failed("resolve failed: " + rec.message());
+                                return;
+                              }
+                              asio::async_connect(self->socket, endpoints,
+                                                  [self, gen](boost::system::error_code cec, const tcp::endpoint&) {
+                                                    if (self->generation != gen || self->st != state::connecting) return;
+                                                    self->on_connected(cec);
+                                                  });
+                            });
+  }
+
+  void on_connected(boost::system::error_code ec) {
+    if (ec) {
+      on_connect_failed(ec.message());
+      return;
+    }
+    connect_timer.cancel();
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    st = state::connected;
+    backoff_ms = constants::connect_backoff_initial_ms;
+    read_next();
+    write_next();
+  }
+
+  void on_connect_failed(const std::string& why) {
+    reset_socket();
+    fail_all(error{errc::connect_failed, "connect to " + where() + " failed: " + why});
+    enter_backoff();
+    backoff_ms = std::min(backoff_ms * 2, constants::connect_backoff_max_ms);
+  }
+
+  void on_broken(errc code, const std::string& why) {
+    spdlog::debug("msg=\"cluster client connection lost\" peer={} reason=\"{}\"", where(), why);
+    reset_socket();
+    fail_all(error{code, "connection to " + where() + " lost: " + why});
+    enter_backoff();
+  }
+
+  void reset_socket() {
+    ++generation;
+    connect_timer.cancel();
+    boost::system::error_code ignored;
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+    socket = runtime::shard_socket(context.get_executor());
+    writing = false;
+    st = state::idle;
+  }
+
+  void enter_backoff() {
+    if (stopped) return;
+    st = state::backoff;
+    backoff_timer.expires_after(std::chrono::milliseconds(backoff_ms));
+    backoff_timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->stopped || self->st != state::backoff) return;
+      self->st = state::idle;
+      if (!self->unsent.empty()) self->connect();
+    });
+  }
+
+  void write_next() {
+    if (writing || unsent.empty() || st != state::connected) return;
+    writing = true;
+    const uint64_t gen = generation;
+    asio::async_write(socket, asio::buffer(unsent.front().second),
+                      [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
+                        if (self->generation != gen) return;
+                        self->writing = false;
+                        if (ec) {
+                          self->on_broken(errc::disconnected, "write failed: " + ec.message());
+                          return;
+                        }
+                        self->unsent.pop_front();
+                        self->write_next();
+                      });
+  }
+
+  void read_next() {
+    const uint64_t gen = generation;
+    asio::async_read(socket, asio::buffer(size_prefix),
+                     [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
+                       if (self->generation != gen) return;
+                       if (ec) {
+                         self->on_broken(errc::disconnected, ec == asio::error::eof ? "closed by peer" : ec.message());
+                         return;
+                       }
+                       self->on_size();
+                     });
+  }
+
+  void on_size() {
+    const int32_t size = read_be32(size_prefix);
+    if (size < 4 || size > protocol::limits::frame_bytes_max) {
+      on_broken(errc::malformed_response, "response frame size " + std::to_string(size) + " outside 4.." +
+                                              std::to_string(protocol::limits::frame_bytes_max));
+      return;
+    }
+    frame.assign(static_cast<size_t>(size), std::byte{0});
+    const uint64_t gen = generation;
+    asio::async_read(socket, asio::buffer(frame), [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
+      if (self->generation != gen) return;
+      if (ec) {
+        self->on_broken(errc::disconnected, "read failed inside a frame: " + ec.message());
+        return;
+      }
+      self->on_frame();
+      if (self->generation == gen) self->read_next();
+    });
+  }
+
+  void on_frame() {
+    protocol::reader peek(frame);
+    const int32_t correlation_id = *peek.read_int32();  // size >= 4 checked in on_size
+    auto it = pending.find(correlation_id);
+    if (it == pending.end()) return;  // timed out earlier: its callback already ran
+    auto req = std::move(it->second);
+    pending.erase(it);
+    req.timer->cancel();
+    protocol::reader rd(frame);
+    auto header = protocol::decode_response_header(rd, req.api_key, req.api_version);
+    if (!header.ok()) {
+      req.done(error{errc::malformed_response, "response from " + where() + ": " + header.error().message});
+      return;
+    }
+    req.done(bytes(frame.begin() + static_cast<std::ptrdiff_t>(rd.position()), frame.end()));
+  }
+
+  void stop_here() {
+    if (stopped) return;
+    stopped = true;
+    backoff_timer.cancel();
+    reset_socket();
+    fail_all(error{errc::shutting_down, "cluster client for " + where() + " stopped"});
+  }
+};
+
+client::client(runtime::shard_threads& rt, size_t shard, std::string host, uint16_t port, std::string client_id)
+    : impl_(std::make_shared<impl>(rt, shard, std::move(host), port, std::move(client_id))) {}
+
+client::~client() {
+  // Completions still queued hold their own reference; they see `stopped` and do nothing.
+  impl_->stopped = true;
+}
+
+void client::send(int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms, response_callback done) {
+  if (impl_->rt.current_shard() == impl_->shard) {
+    impl_->send(api_key, api_version, std::move(body), timeout_ms, std::move(done));
+    return;
+  }
+  asio::post(impl_->context, [p = impl_, api_key, api_version, body = std::move(body), timeout_ms,
+                              done = std::move(done)]() mutable {
+    p->send(api_key, api_version, std::move(body), timeout_ms, std::move(done));
+  });
+}
+
+void client::stop() {
+  if (impl_->rt.current_shard() == impl_->shard) {
+    impl_->stop_here();
+    return;
+  }
+  std::promise<void> done;
+  asio::post(impl_->context, [p = impl_, &done] {
+    p->stop_here();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+}  // namespace ringlog::rpc

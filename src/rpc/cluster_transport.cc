@@ -1,0 +1,51 @@
+#include "ringlog/rpc/cluster_transport.h"
+
+namespace ringlog::rpc {
+
+result<std::unique_ptr<cluster_transport>> cluster_transport::create(runtime::shard_threads& runtime, size_t shard,
+                                                                     int32_t self_id,
+                                                                     std::optional<peer_address> listen,
+                                                                     const std::map<int32_t, peer_address>& peers) {
+  std::unique_ptr<server> srv;
+  if (listen) {
+    auto s = server::listen(runtime, shard, listen->host, listen->port);
+    if (!s.ok()) return s.error();
+    srv = std::move(s.value());
+  }
+  std::unique_ptr<cluster_transport> t(new cluster_transport(self_id, std::move(srv)));
+  for (const auto& [id, address] : peers) {
+    if (id == self_id) continue;
+    t->clients_.emplace(id, std::make_unique<client>(runtime, shard, address.host, address.port,
+                                                     "ringlog-node-" + std::to_string(self_id)));
+  }
+  return t;
+}
+
+cluster_transport::~cluster_transport() = default;
+
+void cluster_transport::send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
+                             response_callback done) {
+  auto it = clients_.find(to);
+  if (it == clients_.end()) {
+    done(error{errc::unknown_peer, "node " + std::to_string(to) + " has no cluster address"});
+    return;
+  }
+  it->second->send(api_key, api_version, std::move(body), timeout_ms, std::move(done));
+}
+
+void cluster_transport::set_handler(int16_t api_key, request_handler handler) {
+  if (server_) server_->set_handler(api_key, std::move(handler));
+}
+
+void cluster_transport::start() {
+  if (server_) server_->start();
+}
+
+void cluster_transport::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (server_) server_->stop();
+  for (auto& [id, c] : clients_) c->stop();
+}
+
+}  // namespace ringlog::rpc

@@ -1,0 +1,315 @@
+#include "ringlog/rpc/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <deque>
+#include <future>
+#include <map>
+#include <set>
+
+#include "ringlog/base/assert.h"
+#include "ringlog/protocol/frame.h"
+#include "ringlog/rpc/constants.h"
+#include "ringlog/runtime/asio_context.h"
+
+namespace ringlog::rpc {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using acceptor_type = asio::basic_socket_acceptor<tcp, runtime::shard_executor>;
+
+/// Kafka's UNSUPPORTED_VERSION error code.
+constexpr int16_t unsupported_version_code = 35;
+constexpr int16_t api_versions_key = protocol::api_versions_request_data::api_key;
+
+namespace {
+
+int32_t read_be32(const std::array<std::byte, 4>& b) {
+  return static_cast<int32_t>((static_cast<uint32_t>(b[0]) << 24) | (static_cast<uint32_t>(b[1]) << 16) |
+                              (static_cast<uint32_t>(b[2]) << 8) | static_cast<uint32_t>(b[3]));
+}
+
+/// The ApiVersions answer: the supported list, with `error_code` (0, or 35 for an api or version
+/// this listener cannot serve).
+bytes api_versions_frame(int16_t api_version, int32_t correlation_id, int16_t error_code) {
+  protocol::api_versions_response_data body;
+  body.error_code = error_code;
+  for (const auto& api : protocol::supported_apis()) {
+    protocol::api_versions_response_data::api_version v;
+    v.api_key = api.api_key;
+    v.min_version = api.lowest_version;
+    v.max_version = api.highest_version;
+    body.api_keys.push_back(v);
+  }
+  protocol::writer w;
+  auto written = protocol::encode_response_frame(w, api_version, correlation_id, body);
+  RINGLOG_ASSERT(written.ok(), "ApiVersionsResponse must encode");
+  return std::move(w).take();
+}
+
+}  // namespace
+
+struct connection;
+
+struct server::impl : std::enable_shared_from_this<server::impl> {
+  impl(runtime::shard_threads& rt_, size_t shard_index)
+      : rt(rt_), shard(shard_index), context(runtime::io_context_of(rt_, shard_index)),
+        acceptor(context.get_executor()) {}
+
+  runtime::shard_threads& rt;
+  size_t shard;
+  asio::io_context& context;
+  acceptor_type acceptor;
+  std::map<int16_t, request_handler> handlers;
+  std::set<std::shared_ptr<connection>> connections;
+  std::atomic<size_t> connection_count{0};
+  std::atomic<uint16_t> bound_port{0};
+  bool stopped = false;
+
+  void accept_next();
+  void close_all();
+};
+
+/// One accepted connection: reads frames one after another, hands requests to handlers, writes
+/// responses one at a time. Lives on the shard's thread only.
+struct connection : std::enable_shared_from_this<connection> {
+  connection(std::shared_ptr<server::impl> o, runtime::shard_socket s)
+      : owner(std::move(o)), socket(std::move(s)) {
+    boost::system::error_code ec;
+    auto ep = socket.remote_endpoint(ec);
+    peer = ec ? std::string("unknown") : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  std::weak_ptr<server::impl> owner;
+  runtime::shard_socket socket;
+  std::string peer;
+  std::array<std::byte, 4> size_prefix{};
+  bytes frame;
+  size_t in_flight = 0;
+  bool reading = false;
+  bool closed = false;
+  std::deque<bytes> write_queue;
+  bool writing = false;
+
+  void read_next() {
+    if (closed || reading || in_flight >= constants::connection_in_flight_requests_max) {
+      return;  // at the in-flight bound reading pauses; a response resumes it
+    }
+    reading = true;
+    asio::async_read(socket, asio::buffer(size_prefix),
+                     [self = shared_from_this()](boost::system::error_code ec, size_t) { self->on_size(ec); });
+  }
+
+  void on_size(boost::system::error_code ec) {
+    if (closed) return;
+    if (ec) {
+      close(ec == asio::error::eof ? "" : "read failed: " + ec.message());
+      return;
+    }
+    const int32_t size = read_be32(size_prefix);
+    if (size <= 0 || size > protocol::limits::frame_bytes_max) {
+      close("frame size " + std::to_string(size) + " outside 1.." + std::to_string(protocol::limits::frame_bytes_max) +
+            " (socket.request.max.bytes)");
+      return;
+    }
+    frame.assign(static_cast<size_t>(size), std::byte{0});
+    asio::async_read(socket, asio::buffer(frame),
+                     [self = shared_from_this()](boost::system::error_code ec2, size_t) { self->on_frame(ec2); });
+  }
+
+  void on_frame(boost::system::error_code ec) {
+    reading = false;
+    if (closed) return;
+    if (ec) {
+      close("read failed inside a frame: " + ec.message());
+      return;
+    }
+    dispatch();
+    read_next();
+  }
+
+  /// Hands the frame in `frame` to its handler, or answers it here.
+  void dispatch() {
+    auto header = protocol::decode_request_header(frame);
+    if (!header.ok()) {
+      const auto code = header.error().code;
+      auto correlation = protocol::peek_correlation_id(frame);
+      if ((code == protocol::errc::unknown_api_key || code == protocol::errc::unsupported_version) && correlation.ok()) {
+        ++in_flight;
+        make_respond()(api_versions_frame(0, *correlation, unsupported_version_code));
+        return;
+      }
+      close("malformed request header: " + header.error().message);
+      return;
+    }
+    const auto& h = header->header;
+    if (h.request_api_key == api_versions_key) {
+      ++in_flight;
+      make_respond()(api_versions_frame(h.request_api_version, h.correlation_id, 0));
+      return;
+    }
+    auto o = owner.lock();
+    if (!o) {
+      close("server stopped");
+      return;
+    }
+    auto handler = o->handlers.find(h.request_api_key);
+    if (handler == o->handlers.end()) {
+      ++in_flight;
+      make_respond()(api_versions_frame(0, h.correlation_id, unsupported_version_code));
+      return;
+    }
+    ++in_flight;
+    const auto body = std::span<const std::byte>(frame).subspan(header->body_offset);
+    handler->second(h, body, make_respond());
+  }
+
+  /// A respond_fn for one request: callable from any thread, effective once.
+  respond_fn make_respond() {
+    auto used = std::make_shared<std::atomic<bool>>(false);
+    auto o = owner.lock();
+    asio::io_context* context = o ? &o->context : nullptr;
+    std::weak_ptr<connection> weak = shared_from_this();
+    return [weak, used, context](bytes response) {
+      if (context == nullptr || used->exchange(true)) return;
+      asio::post(*context, [weak, response = std::move(response)]() mutable {
+        if (auto self = weak.lock()) self->on_response(std::move(response));
+      });
+    };
+  }
+
+  void on_response(bytes response) {
+    RINGLOG_ASSERT_OP(in_flight, >, 0U);
+    --in_flight;
+    if (closed) return;
+    RINGLOG_ASSERT_OP(write_queue.size(), <=, constants::connection_write_queue_max);
+    write_queue.push_back(std::move(response));
+    write_next();
+    read_next();
+  }
+
+  void write_next() {
+    if (writing || write_queue.empty() || closed) return;
+    writing = true;
+    asio::async_write(socket, asio::buffer(write_queue.front()),
+                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                        self->writing = false;
+                        if (self->closed) return;
+                        if (ec) {
+                          self->close("write failed: " + ec.message());
+                          return;
+                        }
+                        self->write_queue.pop_front();
+                        self->write_next();
+                      });
+  }
+
+  /// Closes the socket; `reason` empty = the peer closed cleanly (not worth a warning).
+  void close(const std::string& reason) {
+    if (closed) return;
+    closed = true;
+    if (!reason.empty()) {
+      spdlog::warn("msg=\"cluster connection closed\" peer={} reason=\"{}\"", peer, reason);
+    }
+    boost::system::error_code ignored;
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+    write_queue.clear();
+    if (auto o = owner.lock()) {
+      o->connections.erase(shared_from_this());
+      o->connection_count.store(o->connections.size(), std::memory_order_relaxed);
+    }
+  }
+};
+
+void server::impl::accept_next() {
+  if (stopped) return;
+  acceptor.async_accept([self = shared_from_this()](boost::system::error_code ec, runtime::shard_socket socket) {
+    if (self->stopped) return;
+    if (ec) {
+      // Out of descriptors or a reset during the handshake: keep accepting; the failing
+      // connection is the peer's to retry.
+      spdlog::warn("msg=\"cluster accept failed\" error=\"{}\"", ec.message());
+    } else {
+      boost::system::error_code nodelay_ec;
+      socket.set_option(tcp::no_delay(true), nodelay_ec);
+      auto c = std::make_shared<connection>(self, std::move(socket));
+      self->connections.insert(c);
+      self->connection_count.store(self->connections.size(), std::memory_order_relaxed);
+      c->read_next();
+    }
+    self->accept_next();
+  });
+}
+
+void server::impl::close_all() {
+  stopped = true;
+  boost::system::error_code ignored;
+  acceptor.close(ignored);
+  auto open = connections;  // close() erases from the set
+  for (const auto& c : open) {
+    c->close("");
+  }
+}
+
+result<std::unique_ptr<server>> server::listen(runtime::shard_threads& rt, size_t shard, const std::string& host,
+                                               uint16_t port) {
+  auto p = std::make_shared<impl>(rt, shard);
+  const std::string where = host + ":" + std::to_string(port);
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(host, ec);
+  if (ec) {
+    return error{errc::listen_failed, "cluster listener " + where + ": host is not an IP address: " + ec.message()};
+  }
+  tcp::endpoint endpoint(address, port);
+  p->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) p->acceptor.set_option(acceptor_type::reuse_address(true), ec);
+  if (!ec) p->acceptor.bind(endpoint, ec);
+  if (!ec) p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return error{errc::listen_failed, "cluster listener " + where + ": " + ec.message()};
+  }
+  p->bound_port.store(p->acceptor.local_endpoint().port());
+  return std::unique_ptr<server>(new server(std::move(p)));
+}
+
+server::server(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
+
+server::~server() {
+  // The loop may already be gone (runtime stopped): close here without it then.
+  if (!impl_->stopped) {
+    impl_->stopped = true;
+    boost::system::error_code ignored;
+    impl_->acceptor.close(ignored);
+  }
+}
+
+void server::set_handler(int16_t api_key, request_handler handler) { impl_->handlers[api_key] = std::move(handler); }
+
+void server::start() {
+  asio::post(impl_->context, [p = impl_] { p->accept_next(); });
+}
+
+void server::stop() {
+  if (impl_->rt.current_shard() == impl_->shard) {
+    impl_->close_all();
+    return;
+  }
+  std::promise<void> done;
+  asio::post(impl_->context, [p = impl_, &done] {
+    p->close_all();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+uint16_t server::port() const { return impl_->bound_port.load(); }
+
+size_t server::open_connections() const { return impl_->connection_count.load(std::memory_order_relaxed); }
+
+}  // namespace ringlog::rpc

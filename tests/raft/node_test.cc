@@ -1,0 +1,331 @@
+// Scenario tests of raft::node driven by hand: every message, fsync and quorum-state write is
+// delivered explicitly, so each test pins one rule (Raft paper §5, KIP-595, KIP-996, KIP-630).
+#include <doctest.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "ringlog/raft/node.h"
+
+using namespace ringlog::raft;
+
+namespace {
+
+const std::string cluster = "test";
+
+config cfg(int self, int voters = 3) {
+  config c;
+  c.self = node_id{self};
+  for (int i = 1; i <= voters; ++i) c.voters.push_back(node_id{i});
+  c.cluster_id = cluster;
+  return c;
+}
+
+entry data(int64_t o, int32_t epoch) { return entry{offset{o}, leader_epoch{epoch}, entry_type::data, {uint8_t(o)}}; }
+
+persisted_state with_log(std::vector<std::pair<int64_t, int32_t>> entries, quorum_state q = {}) {
+  persisted_state s;
+  s.quorum = q;
+  for (auto [o, e] : entries) s.entries.push_back(data(o, e));
+  return s;
+}
+
+/// A driver for one node that makes every write durable at once (unless told not to) and
+/// collects messages for the test to deliver.
+struct harness {
+  seeded_random random{42};
+  std::unique_ptr<node> n;
+  std::vector<message> outbox;
+  bool auto_persist = true;
+  bool auto_fsync = true;
+  effects last;
+  std::vector<log_write> writes;  // every log write so far
+
+  harness(int self, persisted_state s = {}, int voters = 3) {
+    n = std::make_unique<node>(cfg(self, voters), std::move(s), random, 0);
+    pump();
+  }
+  void pump() {
+    for (int round = 0; round < 10; ++round) {
+      effects e = n->take_effects();
+      if (e.empty()) return;
+      for (auto& m : e.messages) outbox.push_back(m);
+      for (auto& w : e.log_writes) writes.push_back(w);
+      const bool persist = e.quorum_state_ && auto_persist;
+      const bool fsync = !e.log_writes.empty() && auto_fsync;
+      last = std::move(e);
+      if (persist) n->on_quorum_state_persisted(last.quorum_state_->version);
+      if (fsync) n->on_append_fsynced(n->log().end_position());
+    }
+  }
+  void tick(int64_t now) {
+    n->tick(now);
+    pump();
+  }
+  void handle(const message& m) {
+    n->handle(m);
+    pump();
+  }
+  template <typename T>
+  std::vector<message> take(int to = -1) {
+    std::vector<message> out, rest;
+    for (auto& m : outbox) {
+      (std::holds_alternative<T>(m.body) && (to < 0 || m.to.value() == to) ? out : rest).push_back(m);
+    }
+    outbox = rest;
+    return out;
+  }
+};
+
+message msg(int from, int to, message_body body, int64_t correlation = 1) {
+  return message{node_id{from}, node_id{to}, correlation, std::move(body)};
+}
+
+vote_request vote(int candidate, int32_t epoch, int32_t last_epoch, int64_t last_offset, bool pre = false) {
+  return vote_request{cluster, leader_epoch{epoch}, node_id{candidate}, leader_epoch{last_epoch}, offset{last_offset}, pre};
+}
+
+/// Makes `h` leader of `epoch`+1 by granting it the votes of nodes 2.. (it must be unattached).
+void elect(harness& h, int voters = 3) {
+  h.tick(1'000'000);  // election timeout -> prospective, pre-votes out
+  for (auto& m : h.take<vote_request>()) {
+    h.handle(msg(m.to.value(), 1, vote_response{errc::none, no_node, h.n->epoch(), true}, m.correlation_id));
+  }
+  for (auto& m : h.take<vote_request>()) {
+    REQUIRE_FALSE(std::get<vote_request>(m.body).pre_vote);
+    h.handle(msg(m.to.value(), 1, vote_response{errc::none, no_node, h.n->epoch(), true}, m.correlation_id));
+  }
+  REQUIRE(h.n->role() == role::leader);
+  (void)voters;
+}
+
+fetch_request fetch(int replica, int32_t epoch, int64_t fetch_offset, int32_t last_epoch) {
+  return fetch_request{cluster, node_id{replica}, leader_epoch{epoch}, offset{fetch_offset}, leader_epoch{last_epoch}, 0};
+}
+
+}  // namespace
+
+TEST_CASE("vote: one vote per epoch, persisted before the response leaves") {
+  harness h(1);
+  h.auto_persist = false;
+  h.handle(msg(2, 1, vote(2, 1, 0, 0)));
+  CHECK(h.n->quorum().voted_id == node_id{2});
+  CHECK(h.take<vote_response>().empty());  // held: the vote is not durable yet
+  REQUIRE(h.last.quorum_state_.has_value());
+  h.n->on_quorum_state_persisted(h.last.quorum_state_->version);
+  h.pump();
+  auto granted = h.take<vote_response>();
+  REQUIRE(granted.size() == 1);
+  CHECK(std::get<vote_response>(granted[0].body).vote_granted);
+
+  h.auto_persist = true;
+  h.handle(msg(3, 1, vote(3, 1, 0, 0)));  // another candidate, same epoch
+  auto refused = h.take<vote_response>();
+  REQUIRE(refused.size() == 1);
+  CHECK_FALSE(std::get<vote_response>(refused[0].body).vote_granted);
+
+  h.handle(msg(2, 1, vote(2, 1, 0, 0), 2));  // the same candidate retrying: same answer
+  CHECK(std::get<vote_response>(h.take<vote_response>().at(0).body).vote_granted);
+}
+
+TEST_CASE("vote: refused to a candidate whose log is less up to date (§5.4.1)") {
+  harness h(1, with_log({{0, 1}, {1, 1}, {2, 2}}, {leader_epoch{2}, no_node, no_node}));
+  h.handle(msg(2, 1, vote(2, 3, 1, 10)));  // longer log but older last epoch
+  CHECK_FALSE(std::get<vote_response>(h.take<vote_response>().at(0).body).vote_granted);
+  h.handle(msg(3, 1, vote(3, 3, 2, 2)));   // same last epoch, shorter
+  CHECK_FALSE(std::get<vote_response>(h.take<vote_response>().at(0).body).vote_granted);
+  CHECK(h.n->epoch() == leader_epoch{3});  // the epoch moved even though no vote was granted
+  h.handle(msg(3, 1, vote(3, 4, 2, 3)));   // same last epoch, as long
+  CHECK(std::get<vote_response>(h.take<vote_response>().at(0).body).vote_granted);
+  h.handle(msg(2, 1, vote(2, 2, 2, 9)));   // stale epoch
+  auto stale = std::get<vote_response>(h.take<vote_response>().at(0).body);
+  CHECK(stale.error_code == errc::fenced_leader_epoch);
+  CHECK_FALSE(stale.vote_granted);
+}
+
+TEST_CASE("pre-vote: refused while the leader is alive, granted after the fetch timeout, never changes state") {
+  harness h(1);
+  // Node 2 becomes our leader in epoch 1.
+  h.handle(msg(2, 1, begin_quorum_epoch_request{cluster, node_id{2}, leader_epoch{1}}));
+  CHECK(h.n->role() == role::follower);
+  const auto q = h.n->quorum();
+  h.handle(msg(3, 1, vote(3, 2, 0, 0, true)));
+  CHECK_FALSE(std::get<vote_response>(h.take<vote_response>().at(0).body).vote_granted);
+  CHECK(h.n->quorum() == q);
+  // The leader goes silent: after the fetch timeout we start our own pre-vote and grant others'.
+  h.tick(1'000);
+  CHECK(h.n->role() == role::prospective);
+  CHECK(h.n->epoch() == leader_epoch{1});  // a pre-vote does not bump the epoch
+  h.handle(msg(3, 1, vote(3, 2, 0, 0, true)));
+  CHECK(std::get<vote_response>(h.take<vote_response>().at(0).body).vote_granted);
+  CHECK(h.n->quorum() == q);
+}
+
+TEST_CASE("pre-vote majority makes a candidate; a vote majority makes a leader with a leader-change entry") {
+  harness h(1);
+  elect(h);
+  CHECK(h.n->epoch() == leader_epoch{1});
+  CHECK(h.n->log().log_end_offset() == offset{1});
+  CHECK(h.n->log().at(offset{0}).type == entry_type::leader_change);
+  CHECK(h.take<begin_quorum_epoch_request>().size() == 2);
+}
+
+TEST_CASE("fetch: divergence answers the diverging epoch and the follower truncates to its end, not to the HW") {
+  // Leader 1: epochs 1 at [0,3), 3 at [3,5). Follower 2: epoch 1 at [0,3), 2 at [3,6) (never committed).
+  harness leader(1, with_log({{0, 1}, {1, 1}, {2, 1}, {3, 3}, {4, 3}}, {leader_epoch{3}, no_node, no_node}));
+  elect(leader);  // epoch 4, leader-change at 5
+  harness follower(2, with_log({{0, 1}, {1, 1}, {2, 1}, {3, 2}, {4, 2}, {5, 2}}, {leader_epoch{3}, no_node, no_node}));
+  follower.handle(leader.take<begin_quorum_epoch_request>(2).at(0));
+  auto f = follower.take<fetch_request>().at(0);
+  CHECK(std::get<fetch_request>(f.body).fetch_offset == offset{6});
+  leader.handle(f);
+  auto r = leader.take<fetch_response>().at(0);
+  const auto& body = std::get<fetch_response>(r.body);
+  REQUIRE(body.has_diverging_epoch);
+  CHECK(body.diverging_epoch == offset_and_epoch{offset{3}, leader_epoch{1}});
+  CHECK(follower.n->high_watermark() == offset{0});
+  follower.handle(r);
+  CHECK(follower.n->log().log_end_offset() == offset{3});  // the end of epoch 1, above the HW of 0
+  // The next fetch from 3 gets the leader's entries.
+  auto f2 = follower.take<fetch_request>().at(0);
+  CHECK(std::get<fetch_request>(f2.body).fetch_offset == offset{3});
+  leader.handle(f2);
+  follower.handle(leader.take<fetch_response>().at(0));
+  CHECK(follower.n->log().log_end_offset() == offset{6});
+  CHECK(follower.n->log().at(offset{4}).epoch == leader_epoch{3});
+}
+
+TEST_CASE("commit: only an entry of the current epoch is committed by counting replicas (§5.4.2, figure 8)") {
+  // Node 1 holds an old-epoch entry at 1 (epoch 2) that node 2 also has; it becomes leader of
+  // epoch 4 and appends its leader-change at 2. Node 2's fetch from 2 puts offset 1 on a
+  // majority, but that entry is of epoch 2: the high watermark must not move until offset 2
+  // (epoch 4) is on a majority too; otherwise a node holding an epoch-3 entry at 1 (figure 8's
+  // S5) could still be elected and overwrite it.
+  harness leader(1, with_log({{0, 1}, {1, 2}}, {leader_epoch{3}, no_node, no_node}));
+  elect(leader);
+  REQUIRE(leader.n->epoch() == leader_epoch{4});
+  leader.handle(msg(2, 1, fetch(2, 4, 2, 2), 7));
+  CHECK(leader.n->high_watermark() == offset{0});
+  leader.take<fetch_response>();
+  leader.handle(msg(2, 1, fetch(2, 4, 3, 4), 8));
+  CHECK(leader.n->high_watermark() == offset{3});
+  CHECK(leader.last.committed.size() == 3);
+}
+
+TEST_CASE("commit: the leader's own entries count only after its fsync") {
+  harness leader(1);
+  leader.auto_fsync = false;
+  elect(leader);
+  auto o = leader.n->propose({7});
+  REQUIRE(o.ok());
+  leader.handle(msg(2, 1, fetch(2, 1, 2, 1), 9));  // node 2 has both entries durably
+  CHECK(leader.n->high_watermark() == offset{0});
+  leader.n->on_append_fsynced(leader.n->log().end_position());
+  leader.pump();
+  CHECK(leader.n->high_watermark() == offset{2});
+}
+
+TEST_CASE("propose on a non-leader names the known leader") {
+  harness h(1);
+  h.handle(msg(2, 1, begin_quorum_epoch_request{cluster, node_id{2}, leader_epoch{1}}));
+  auto r = h.n->propose({1});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == errc::not_leader_or_follower);
+  CHECK(r.error().message.find("known leader 2") != std::string::npos);
+}
+
+TEST_CASE("check-quorum: a leader without fetches from a majority within the fetch timeout resigns") {
+  harness h(1);
+  elect(h);
+  const int64_t t0 = 1'000'000;
+  h.tick(t0 + 500);
+  h.handle(msg(2, 1, fetch(2, 1, 1, 1), 3));  // node 2 is alive at +500
+  h.tick(t0 + 1'400);
+  CHECK(h.n->role() == role::leader);           // 1 and 2 are a majority
+  h.tick(t0 + 1'600);                           // node 2's fetch is now 1100 ms old
+  CHECK(h.n->role() == role::resigned);
+  CHECK(h.n->propose({1}).error().code == errc::not_leader_or_follower);
+}
+
+TEST_CASE("graceful resign sends EndQuorumEpoch with the most caught-up successor first") {
+  harness h(1);
+  elect(h);
+  h.n->propose({1}).value();
+  h.pump();
+  h.handle(msg(3, 1, fetch(3, 1, 2, 1), 4));
+  h.handle(msg(2, 1, fetch(2, 1, 1, 1), 5));
+  h.n->resign();
+  h.pump();
+  auto ends = h.take<end_quorum_epoch_request>();
+  REQUIRE(ends.size() == 2);
+  const auto& succ = std::get<end_quorum_epoch_request>(ends[0].body).preferred_successors;
+  REQUIRE(succ.size() == 2);
+  CHECK(succ[0] == node_id{3});
+  CHECK(succ[1] == node_id{2});
+}
+
+TEST_CASE("snapshot: a follower below the leader's log start downloads the snapshot in chunks and resumes after it") {
+  harness leader(1);
+  elect(leader);
+  for (int i = 0; i < 20; ++i) leader.n->propose({uint8_t(i)}).value();
+  leader.pump();
+  leader.handle(msg(2, 1, fetch(2, 1, 21, 1), 3));  // node 2 has all 21 entries: HW 21
+  REQUIRE(leader.n->high_watermark() == offset{21});
+  bytes payload(600'000, 0xab);  // larger than one chunk
+  REQUIRE(leader.n->on_snapshot_created({offset{21}, leader_epoch{1}}, payload).ok());
+  CHECK(leader.n->log().log_start_offset() == offset{21});
+  CHECK(leader.n->on_snapshot_created({offset{21}, leader_epoch{1}}, payload).error().code == errc::offset_out_of_range);
+  leader.take<fetch_response>();
+
+  harness follower(3);
+  follower.handle(msg(1, 3, begin_quorum_epoch_request{cluster, node_id{1}, leader_epoch{1}}));
+  leader.handle(follower.take<fetch_request>().at(0));
+  auto r = leader.take<fetch_response>().at(0);
+  REQUIRE(std::get<fetch_response>(r.body).has_snapshot_id);
+  follower.handle(r);
+  int chunks = 0;
+  for (;;) {
+    auto req = follower.take<fetch_snapshot_request>();
+    if (req.empty()) break;
+    leader.handle(req.at(0));
+    follower.handle(leader.take<fetch_snapshot_response>().at(0));
+    ++chunks;
+  }
+  CHECK(chunks == 3);  // 600000 bytes in 256 KiB chunks
+  CHECK(follower.n->log().log_start_offset() == offset{21});
+  CHECK(follower.n->high_watermark() == offset{21});
+  REQUIRE_FALSE(follower.writes.empty());
+  const auto* install = std::get_if<install_snapshot>(&follower.writes.back());
+  REQUIRE(install != nullptr);
+  CHECK(install->snapshot_id == offset_and_epoch{offset{21}, leader_epoch{1}});
+  CHECK(install->payload == payload);
+  auto f = follower.take<fetch_request>().at(0);
+  CHECK(std::get<fetch_request>(f.body).fetch_offset == offset{21});
+  CHECK(std::get<fetch_request>(f.body).last_fetched_epoch == leader_epoch{1});
+}
+
+TEST_CASE("a stale fsync report (for writes since truncated) does not count") {
+  harness h(2, with_log({{0, 1}, {1, 1}}, {leader_epoch{1}, node_id{1}, no_node}));
+  h.auto_fsync = false;
+  CHECK(h.n->durable_end_offset() == offset{2});
+  h.n->on_append_fsynced({offset{2}, leader_epoch{5}});  // epoch does not match the entry at 1
+  CHECK(h.n->durable_end_offset() == offset{2});
+  h.n->on_append_fsynced({offset{9}, leader_epoch{1}});  // beyond the log
+  CHECK(h.n->durable_end_offset() == offset{2});
+}
+
+TEST_CASE("a restarted leader comes back resigned in its old epoch") {
+  harness h(1, with_log({{0, 1}}, {leader_epoch{1}, node_id{1}, node_id{1}}));
+  CHECK(h.n->role() == role::resigned);
+  CHECK(h.n->high_watermark() == offset{0});
+}
+
+TEST_CASE("config validation names the key") {
+  config c = cfg(1);
+  CHECK(validate(c).empty());
+  c.fetch_timeout_ms = 100;
+  CHECK(validate(c).find("controller.quorum.fetch.timeout.ms") != std::string::npos);
+  c = cfg(4);
+  CHECK(validate(c).find("node.id") != std::string::npos);
+}

@@ -1,0 +1,374 @@
+// The cluster transport over real loopback sockets in one process: a server on shard 0 and a
+// client on shard 1 of a shard_threads runtime. Raw POSIX sockets play a misbehaving peer
+// (unknown api, garbage, oversized frames). Every wait polls with a deadline.
+
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ringlog/protocol/frame.h"
+#include "ringlog/rpc/client.h"
+#include "ringlog/rpc/cluster_transport.h"
+#include "ringlog/rpc/server.h"
+
+namespace ringlog::rpc {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto wait_limit = 10s;
+
+std::unique_ptr<runtime::shard_threads> make_runtime() {
+  auto r = runtime::shard_threads::create(2, io::backend_kind::posix, nullptr);
+  REQUIRE(r.ok());
+  auto rt = std::move(r).value();
+  rt->start();
+  return rt;
+}
+
+template <typename F>
+bool wait_for(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + wait_limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+bytes encode_vote(int32_t epoch) {
+  protocol::vote_request_data req;
+  req.cluster_id = "c";
+  protocol::vote_request_data::topic_data topic;
+  topic.topic_name = "__cluster_metadata";
+  protocol::vote_request_data::partition_data p;
+  p.candidate_epoch = epoch;
+  p.candidate_id = 1;
+  topic.partitions.push_back(p);
+  req.topics.push_back(topic);
+  protocol::writer w;
+  REQUIRE(req.encode(w, 1).ok());
+  return std::move(w).take();
+}
+
+/// A Vote handler that answers with leader_epoch = the request's candidate_epoch.
+request_handler echo_vote() {
+  return [](const protocol::request_header_data& header, std::span<const std::byte> body, respond_fn respond) {
+    protocol::reader rd(body);
+    auto req = protocol::vote_request_data::decode(rd, header.request_api_version);
+    REQUIRE(req.ok());
+    protocol::vote_response_data resp;
+    protocol::vote_response_data::topic_data topic;
+    protocol::vote_response_data::partition_data p;
+    p.leader_epoch = req->topics.at(0).partitions.at(0).candidate_epoch;
+    topic.partitions.push_back(p);
+    resp.topics.push_back(topic);
+    protocol::writer w;
+    REQUIRE(protocol::encode_response_frame(w, header.request_api_version, header.correlation_id, resp).ok());
+    respond(std::move(w).take());
+  };
+}
+
+int32_t epoch_of(const bytes& body) {
+  protocol::reader rd(body);
+  auto resp = protocol::vote_response_data::decode(rd, 1);
+  REQUIRE(resp.ok());
+  return resp->topics.at(0).partitions.at(0).leader_epoch;
+}
+
+/// Sends one request and waits (bounded) for its result.
+result<bytes> call(client& c, int16_t api_key, bytes body, int64_t timeout_ms) {
+  auto p = std::make_shared<std::promise<result<bytes>>>();
+  auto f = p->get_future();
+  c.send(api_key, 1, std::move(body), timeout_ms, [p](result<bytes> r) { p->set_value(std::move(r)); });
+  REQUIRE(f.wait_for(wait_limit) == std::future_status::ready);
+  return f.get();
+}
+
+/// A blocking POSIX socket connected to 127.0.0.1:port, for misbehaving-peer tests.
+struct raw_socket {
+  int fd = -1;
+  explicit raw_socket(uint16_t port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  }
+  ~raw_socket() { ::close(fd); }
+  void write_all(const std::vector<uint8_t>& data) const {
+    REQUIRE(::send(fd, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size()));
+  }
+  /// Reads exactly n bytes; empty on EOF, error or timeout.
+  [[nodiscard]] std::vector<uint8_t> read_exact(size_t n) const {
+    std::vector<uint8_t> out(n);
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::recv(fd, out.data() + got, n - got, 0);
+      if (r <= 0) return {};
+      got += static_cast<size_t>(r);
+    }
+    return out;
+  }
+  /// True once the peer closed the connection (recv returns 0 or a reset), within 5 s.
+  [[nodiscard]] bool closed_by_peer() const {
+    uint8_t b = 0;
+    const ssize_t r = ::recv(fd, &b, 1, 0);
+    return r == 0 || (r < 0 && errno == ECONNRESET);
+  }
+};
+
+std::vector<uint8_t> be32(int32_t v) {
+  const auto u = static_cast<uint32_t>(v);
+  return {static_cast<uint8_t>(u >> 24), static_cast<uint8_t>(u >> 16), static_cast<uint8_t>(u >> 8),
+          static_cast<uint8_t>(u)};
+}
+
+/// A request frame with header v1 (api key, version, correlation id, client id "t") and no body.
+std::vector<uint8_t> raw_request(int16_t api_key, int16_t version, int32_t correlation_id) {
+  std::vector<uint8_t> header = {static_cast<uint8_t>(api_key >> 8), static_cast<uint8_t>(api_key),
+                                 static_cast<uint8_t>(version >> 8), static_cast<uint8_t>(version)};
+  auto id = be32(correlation_id);
+  header.insert(header.end(), id.begin(), id.end());
+  header.insert(header.end(), {0, 1, 't'});
+  auto frame = be32(static_cast<int32_t>(header.size()));
+  frame.insert(frame.end(), header.begin(), header.end());
+  return frame;
+}
+
+/// Reads one response frame: returns {correlation id, first int16 of the body}.
+std::pair<int32_t, int16_t> read_error_answer(const raw_socket& s) {
+  auto size = s.read_exact(4);
+  REQUIRE(size.size() == 4);
+  const int32_t n = (size[0] << 24) | (size[1] << 16) | (size[2] << 8) | size[3];
+  REQUIRE(n >= 6);
+  auto frame = s.read_exact(static_cast<size_t>(n));
+  REQUIRE(frame.size() == static_cast<size_t>(n));
+  const int32_t id = (frame[0] << 24) | (frame[1] << 16) | (frame[2] << 8) | frame[3];
+  const auto code = static_cast<int16_t>((frame[4] << 8) | frame[5]);
+  return {id, code};
+}
+
+struct fixture {
+  std::unique_ptr<runtime::shard_threads> rt = make_runtime();
+  std::unique_ptr<server> srv;
+  fixture() {
+    auto s = server::listen(*rt, 0, "127.0.0.1", 0);
+    REQUIRE(s.ok());
+    srv = std::move(s).value();
+    srv->set_handler(protocol::vote_request_data::api_key, echo_vote());
+  }
+  ~fixture() {
+    srv->stop();
+    rt->stop();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a request and its response round-trip; pipelined requests match by correlation id") {
+  fixture f;
+  f.srv->start();
+  client c(*f.rt, 1, "127.0.0.1", f.srv->port(), "test");
+  auto one = call(c, protocol::vote_request_data::api_key, encode_vote(7), 2000);
+  REQUIRE(one.ok());
+  CHECK(epoch_of(*one) == 7);
+
+  constexpr int requests = 200;
+  std::mutex mutex;
+  std::vector<std::pair<int32_t, int32_t>> answers;  // {sent epoch, answered epoch}
+  for (int i = 0; i < requests; ++i) {
+    c.send(protocol::vote_request_data::api_key, 1, encode_vote(i), 2000, [&, i](result<bytes> r) {
+      std::lock_guard lock(mutex);
+      answers.emplace_back(i, r.ok() ? epoch_of(*r) : -1);
+    });
+  }
+  REQUIRE(wait_for([&] {
+    std::lock_guard lock(mutex);
+    return answers.size() == requests;
+  }));
+  for (const auto& [sent, answered] : answers) CHECK(sent == answered);
+  c.stop();
+}
+
+TEST_CASE("an unknown api key, an unhandled api and an unsupported version get UNSUPPORTED_VERSION") {
+  fixture f;
+  f.srv->start();
+  raw_socket s(f.srv->port());
+  s.write_all(raw_request(9999, 0, 41));
+  auto [id1, code1] = read_error_answer(s);
+  CHECK(id1 == 41);
+  CHECK(code1 == 35);
+  s.write_all(raw_request(3, 1, 42));  // Metadata: known to the codec, no handler here
+  auto [id2, code2] = read_error_answer(s);
+  CHECK(id2 == 42);
+  CHECK(code2 == 35);
+  s.write_all(raw_request(protocol::api_versions_request_data::api_key, 99, 43));
+  auto [id3, code3] = read_error_answer(s);
+  CHECK(id3 == 43);
+  CHECK(code3 == 35);
+  // The connection stays usable: ApiVersions v0 is answered with the supported list.
+  s.write_all(raw_request(protocol::api_versions_request_data::api_key, 0, 44));
+  auto [id4, code4] = read_error_answer(s);
+  CHECK(id4 == 44);
+  CHECK(code4 == 0);
+}
+
+TEST_CASE("ApiVersions through the client lists the supported apis") {
+  fixture f;
+  f.srv->start();
+  client c(*f.rt, 1, "127.0.0.1", f.srv->port(), "test");
+  protocol::api_versions_request_data req;
+  protocol::writer w;
+  REQUIRE(req.encode(w, 3).ok());
+  auto p = std::make_shared<std::promise<result<bytes>>>();
+  auto fut = p->get_future();
+  c.send(protocol::api_versions_request_data::api_key, 3, std::move(w).take(), 2000,
+         [p](result<bytes> r) { p->set_value(std::move(r)); });
+  REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
+  auto r = fut.get();
+  REQUIRE(r.ok());
+  protocol::reader rd(*r);
+  auto resp = protocol::api_versions_response_data::decode(rd, 3);
+  REQUIRE(resp.ok());
+  CHECK(resp->error_code == 0);
+  CHECK(resp->api_keys.size() == protocol::supported_apis().size());
+  c.stop();
+}
+
+TEST_CASE("a garbage frame, an oversized frame and a negative size close the connection") {
+  fixture f;
+  f.srv->start();
+  {
+    raw_socket s(f.srv->port());
+    s.write_all({0, 0, 0, 2, 0x00, 0x12});  // 2 bytes: a header cut inside the api version
+    CHECK(s.closed_by_peer());
+  }
+  {
+    raw_socket s(f.srv->port());
+    s.write_all(be32(protocol::limits::frame_bytes_max + 1));
+    CHECK(s.closed_by_peer());
+  }
+  {
+    raw_socket s(f.srv->port());
+    s.write_all(be32(-5));
+    CHECK(s.closed_by_peer());
+  }
+  CHECK(wait_for([&] { return f.srv->open_connections() == 0; }));
+}
+
+TEST_CASE("a request without an answer times out; a peer that goes away fails its requests") {
+  fixture f;
+  std::mutex mutex;
+  std::vector<respond_fn> parked;
+  f.srv->set_handler(protocol::begin_quorum_epoch_request_data::api_key,
+                     [&](const protocol::request_header_data&, std::span<const std::byte>, respond_fn respond) {
+                       std::lock_guard lock(mutex);
+                       parked.push_back(std::move(respond));
+                     });
+  f.srv->start();
+  client c(*f.rt, 1, "127.0.0.1", f.srv->port(), "test");
+  protocol::begin_quorum_epoch_request_data req;
+  protocol::writer w;
+  REQUIRE(req.encode(w, 1).ok());
+  const auto body = std::move(w).take();
+
+  const auto started = std::chrono::steady_clock::now();
+  auto timed_out = call(c, protocol::begin_quorum_epoch_request_data::api_key, body, 150);
+  REQUIRE(!timed_out.ok());
+  CHECK(timed_out.error().code == errc::timeout);
+  CHECK(std::chrono::steady_clock::now() - started >= 150ms);
+
+  // Peer killed mid-request: the request is with the handler when the server closes everything.
+  auto p = std::make_shared<std::promise<result<bytes>>>();
+  auto fut = p->get_future();
+  c.send(protocol::begin_quorum_epoch_request_data::api_key, 1, body, 5000,
+         [p](result<bytes> r) { p->set_value(std::move(r)); });
+  REQUIRE(wait_for([&] {
+    std::lock_guard lock(mutex);
+    return parked.size() == 2;
+  }));
+  f.srv->stop();
+  REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
+  auto killed = fut.get();
+  REQUIRE(!killed.ok());
+  CHECK(killed.error().code == errc::disconnected);
+  // A late answer to the closed connection is dropped, not a crash.
+  parked[1](bytes{std::byte{0}});
+  c.stop();
+}
+
+TEST_CASE("nothing listening fails with connect_failed; the client reconnects once the peer is back") {
+  auto rt = make_runtime();
+  uint16_t port = 0;
+  {
+    auto s = server::listen(*rt, 0, "127.0.0.1", 0);
+    REQUIRE(s.ok());
+    port = (*s)->port();
+    (*s)->stop();
+  }
+  client c(*rt, 1, "127.0.0.1", port, "test");
+  auto refused = call(c, protocol::vote_request_data::api_key, encode_vote(1), 2000);
+  REQUIRE(!refused.ok());
+  CHECK(refused.error().code == errc::connect_failed);
+
+  auto s = server::listen(*rt, 0, "127.0.0.1", port);
+  REQUIRE(s.ok());
+  (*s)->set_handler(protocol::vote_request_data::api_key, echo_vote());
+  (*s)->start();
+  bool answered = false;
+  REQUIRE(wait_for([&] {
+    auto r = call(c, protocol::vote_request_data::api_key, encode_vote(5), 2000);
+    answered = r.ok() && epoch_of(*r) == 5;
+    return answered;
+  }));
+  c.stop();
+  auto after_stop = call(c, protocol::vote_request_data::api_key, encode_vote(1), 2000);
+  REQUIRE(!after_stop.ok());
+  CHECK(after_stop.error().code == errc::shutting_down);
+  (*s)->stop();
+  rt->stop();
+}
+
+TEST_CASE("cluster_transport routes by node id and refuses unknown nodes") {
+  auto rt = make_runtime();
+  auto a = cluster_transport::create(*rt, 0, 1, peer_address{"127.0.0.1", 0}, {});
+  REQUIRE(a.ok());
+  (*a)->set_handler(protocol::vote_request_data::api_key, echo_vote());
+  (*a)->start();
+  auto b = cluster_transport::create(*rt, 1, 2, std::nullopt, {{1, peer_address{"127.0.0.1", (*a)->port()}}});
+  REQUIRE(b.ok());
+  auto p = std::make_shared<std::promise<result<bytes>>>();
+  auto fut = p->get_future();
+  (*b)->send(1, protocol::vote_request_data::api_key, 1, encode_vote(3), 2000,
+             [p](result<bytes> r) { p->set_value(std::move(r)); });
+  REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
+  auto r = fut.get();
+  REQUIRE(r.ok());
+  CHECK(epoch_of(*r) == 3);
+  auto p2 = std::make_shared<std::promise<result<bytes>>>();
+  auto fut2 = p2->get_future();
+  (*b)->send(9, protocol::vote_request_data::api_key, 1, encode_vote(3), 2000,
+             [p2](result<bytes> r2) { p2->set_value(std::move(r2)); });
+  auto r2 = fut2.get();
+  REQUIRE(!r2.ok());
+  CHECK(r2.error().code == errc::unknown_peer);
+  (*b)->stop();
+  (*a)->stop();
+  rt->stop();
+}
+
+}  // namespace ringlog::rpc
