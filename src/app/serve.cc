@@ -218,6 +218,18 @@ int serve_main(int argc, char** argv) {
     return 2;
   }
   const config::server_config& cfg = settings.value();
+  // The controller quorum runs between processes (src/controller/metadata_quorum, tested over real
+  // sockets), but brokers that register, forward admin calls and replicate partitions come with
+  // "Cluster II": until then a node is a single-node cluster, and cluster settings that would
+  // promise more are refused by name instead of being accepted and ignored.
+  if (cfg.controller_quorum_voters.size() > 1 || !cfg.process_role_broker || cfg.cluster_listener_port >= 0) {
+    spdlog::error("msg=\"bad config\" key=controller.quorum.voters error=\"{}\"",
+                  base::logfmt_escaped("a quorum of " + std::to_string(cfg.controller_quorum_voters.size()) +
+                                       " voters, process.roles without broker, or a cluster:// listener is not served "
+                                       "yet: this ringlog runs one node; multi-node clusters come with partition "
+                                       "replication"));
+    return 2;
+  }
 
   // Signals go to sigwait below, never to a shard thread: block them before threads start.
   sigset_t stop_signals;

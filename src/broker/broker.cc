@@ -244,7 +244,8 @@ class broker_impl final : public broker, public group_host {
   void remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done);
   void open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                        std::function<void(result<void>)> done);
-  result<void> open_partition_on_shard(size_t shard, const std::string& topic, int32_t partition,
+  result<void> open_partition_on_shard(size_t shard, const std::string& topic, const controller::uuid& topic_id,
+                                       int32_t partition,
                                        const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
                                        model::leader_epoch epoch, bool fresh);
   void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
@@ -627,18 +628,34 @@ result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int3
   return out;
 }
 
-result<void> broker_impl::open_partition_on_shard(size_t shard, const std::string& topic, int32_t partition,
+result<void> broker_impl::open_partition_on_shard(size_t shard, const std::string& topic,
+                                                  const controller::uuid& topic_id, int32_t partition,
                                                   const storage::log_config& log_config,
                                                   std::shared_ptr<partition_stats> stats, model::leader_epoch epoch,
                                                   bool fresh) {
   const std::string dir = partition_directory(topic, partition);
-  if (fresh && deps_.fs.exists(dir)) {
-    // Leftovers of a topic deleted before its directories were removed must not come back.
-    auto removed = deps_.fs.remove_all(dir);
-    if (!removed.ok()) return error{errc::kafka_storage_error, removed.error().message};
+  // Kafka's partition.metadata names the topic id a directory belongs to: a directory of a topic
+  // deleted (or re-created) before a crash let its removal finish must never be served as the
+  // new topic's. Directories without one (ringlog before topic ids) are adopted unless `fresh`.
+  const std::string metadata_path = dir + "/partition.metadata";
+  const std::string expected = "version: 0\ntopic_id: " + controller::uuid_to_string(topic_id) + "\n";
+  if (deps_.fs.exists(dir)) {
+    bool ours = !fresh;
+    if (deps_.fs.exists(metadata_path)) {
+      auto text = io::read_whole_file(deps_.fs, metadata_path);
+      ours = text.ok() && std::string(reinterpret_cast<const char*>(text->data()), text->size()) == expected;
+    }
+    if (!ours) {
+      auto removed = deps_.fs.remove_all(dir);
+      if (!removed.ok()) return error{errc::kafka_storage_error, removed.error().message};
+    }
   }
   auto log = storage::partition_log::open(deps_.fs, dir, log_config, deps_.clock);
   if (!log.ok()) return from_storage(log.error());
+  if (!deps_.fs.exists(metadata_path)) {
+    auto written = io::write_file_atomic(deps_.fs, metadata_path, std::as_bytes(std::span(expected.data(), expected.size())));
+    if (!written.ok()) return error{errc::kafka_storage_error, written.error().message};
+  }
   auto rt = std::make_shared<partition_runtime>();
   rt->uid = next_partition_uid_.fetch_add(1, std::memory_order_relaxed);
   rt->topic = topic;
@@ -671,11 +688,12 @@ void broker_impl::open_partitions(const std::shared_ptr<const topic_state>& topi
   g->done = std::move(done);
   for (int32_t p = from; p < count; ++p) {
     const size_t shard = owner(topic->name(), p);
-    deps_.runtime.post(shard, [this, g, shard, name = topic->name(), p, cfg = log_config.value(),
+    deps_.runtime.post(shard, [this, g, shard, name = topic->name(), topic_id = topic->image->topic_id, p,
+                               cfg = log_config.value(),
                                stats = topic->partitions[static_cast<size_t>(p)],
                                epoch = model::leader_epoch{topic->image->partitions[static_cast<size_t>(p)].leader_epoch},
                                fresh] {
-      auto r = open_partition_on_shard(shard, name, p, cfg, stats, epoch, fresh);
+      auto r = open_partition_on_shard(shard, name, topic_id, p, cfg, stats, epoch, fresh);
       if (!r.ok()) {
         std::lock_guard lock(g->mutex);
         if (!g->failure) g->failure = r.error();
@@ -882,6 +900,10 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
                                         done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+    if (t->is_internal && !changes.empty()) {
+      // __consumer_offsets keeps every commit (no log cleaner yet): retention must never drop one.
+      return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be reconfigured"});
+    }
     std::map<std::string, std::string> configs = t->image->configs;
     std::vector<protocol::metadata_record> records;
     for (const auto& [k, v] : changes) {

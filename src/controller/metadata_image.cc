@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <variant>
 
 #include "ringlog/base/assert.h"
+#include "ringlog/controller/metadata_entry.h"
 
 namespace ringlog::controller {
 namespace {
@@ -266,6 +268,110 @@ result<void> metadata_delta::apply(const protocol::metadata_record& record, int6
 std::shared_ptr<const metadata_image> metadata_delta::image() && {
   copied_.clear();
   return std::make_shared<const metadata_image>(std::move(next_));
+}
+
+}  // namespace ringlog::controller
+
+namespace ringlog::controller {
+
+std::vector<protocol::metadata_record> image_records(const metadata_image& image) {
+  std::vector<protocol::metadata_record> out;
+  for (const auto& [level_name, level] : image.features()) {
+    protocol::feature_level_record f;
+    f.name = level_name;
+    f.feature_level = level;
+    out.push_back(f);
+  }
+  for (const auto& [id, b] : image.brokers()) {
+    protocol::register_broker_record r;
+    r.broker_id = b.node_id;
+    r.broker_epoch = b.broker_epoch;
+    r.incarnation_id = b.incarnation_id;
+    for (const auto& e : b.endpoints) r.end_points.push_back({e.name, e.host, e.port, 0, {}});
+    r.rack = b.rack;
+    r.fenced = b.fenced;
+    r.in_controlled_shutdown = b.in_controlled_shutdown;
+    out.push_back(r);
+  }
+  for (const auto& [node, configs] : image.broker_configs()) {
+    for (const auto& [name, value] : configs) {
+      protocol::config_record c;
+      c.resource_type = config_resource_broker;
+      c.resource_name = node < 0 ? "" : std::to_string(node);
+      c.name = name;
+      c.value = value;
+      out.push_back(c);
+    }
+  }
+  for (const auto& [name, topic] : image.topics()) {
+    protocol::topic_record t;
+    t.name = name;
+    t.topic_id = topic->topic_id;
+    out.push_back(t);
+    for (size_t p = 0; p < topic->partitions.size(); ++p) {
+      const partition_image& image_p = topic->partitions[p];
+      protocol::partition_record r;
+      r.topic_id = topic->topic_id;
+      r.partition_id = static_cast<int32_t>(p);
+      r.replicas = image_p.replicas;
+      r.isr = image_p.in_sync_replicas;
+      r.leader = image_p.leader;
+      r.leader_epoch = image_p.leader_epoch;
+      r.partition_epoch = image_p.partition_epoch;
+      out.push_back(r);
+    }
+    for (const auto& [config_name, value] : topic->configs) {
+      protocol::config_record c;
+      c.resource_type = config_resource_topic;
+      c.resource_name = name;
+      c.name = config_name;
+      c.value = value;
+      out.push_back(c);
+    }
+  }
+  if (image.next_producer_id() > 0) {
+    protocol::producer_ids_record r;
+    r.broker_id = -1;
+    r.next_producer_id = image.next_producer_id();
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<uint8_t> encode_snapshot(const metadata_image& image) {
+  auto records = image_records(image);
+  protocol::writer out;
+  const size_t entries = (records.size() + metadata_entry_records_max - 1) / metadata_entry_records_max;
+  out.write_unsigned_varint(static_cast<uint32_t>(entries));
+  for (size_t i = 0; i < entries; ++i) {
+    const size_t from = i * metadata_entry_records_max;
+    const size_t count = std::min(metadata_entry_records_max, records.size() - from);
+    auto entry = encode_metadata_entry(std::span(records).subspan(from, count));
+    out.write_unsigned_varint(static_cast<uint32_t>(entry.size()));
+    out.write_raw(entry);
+  }
+  auto bytes = std::move(out).take();
+  std::vector<uint8_t> payload(bytes.size());
+  std::memcpy(payload.data(), bytes.data(), bytes.size());
+  return payload;
+}
+
+result<std::shared_ptr<const metadata_image>> decode_snapshot(std::span<const uint8_t> payload, int64_t offset) {
+  protocol::reader in(std::as_bytes(payload));
+  auto entries = in.read_unsigned_varint();
+  if (!entries.ok()) return bad("snapshot: entry count: " + entries.error().message);
+  metadata_delta delta{metadata_image{}};
+  for (uint32_t i = 0; i < *entries; ++i) {
+    auto length = in.read_unsigned_varint();
+    if (!length.ok()) return bad("snapshot: entry " + std::to_string(i) + ": " + length.error().message);
+    auto entry = in.read_raw(*length);
+    if (!entry.ok()) return bad("snapshot: entry " + std::to_string(i) + ": " + entry.error().message);
+    auto records = decode_metadata_entry(*entry);
+    if (!records.ok()) return records.error();
+    for (const auto& r : *records) RINGLOG_TRY(delta.apply(r, std::max<int64_t>(offset, 0)));
+  }
+  if (in.remaining() != 0) return bad("snapshot: " + std::to_string(in.remaining()) + " bytes after the last entry");
+  return std::move(delta).image();
 }
 
 }  // namespace ringlog::controller

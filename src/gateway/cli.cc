@@ -657,7 +657,8 @@ int groups_describe(http_client& client, const std::string& path) {
   const json mj = json::parse(members->body);
   for (const auto& m : mj["data"]) {
     std::string parts;
-    for (const auto& a : m["assignments"]) {
+    // `assignments` is a link (Confluent's KafkaConsumer); the inline list is assigned_partitions.
+    for (const auto& a : m.value("assigned_partitions", json::array())) {
       parts += (parts.empty() ? "" : ",") + cell(a["topic_name"]) + "-" + cell(a["partition_id"]);
     }
     std::cout << "\tMember: " << cell(m["consumer_id"]) << "\tClient: " << cell(m["client_id"]) << "\tPartitions: " << parts

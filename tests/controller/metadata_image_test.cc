@@ -150,3 +150,48 @@ TEST_CASE("records that do not fit the image are refused, naming the record") {
 }
 
 }  // namespace ringlog::controller
+
+namespace ringlog::controller {
+
+TEST_CASE("a snapshot payload rebuilds the image it was taken of") {
+  protocol::register_broker_record reg;
+  reg.broker_id = 1;
+  reg.broker_epoch = 3;
+  reg.end_points.push_back({"http", "127.0.0.1", 8082, 0, {}});
+  reg.fenced = false;
+  protocol::config_record broker_default;
+  broker_default.resource_type = config_resource_broker;
+  broker_default.resource_name = "";
+  broker_default.name = "log.retention.ms";
+  broker_default.value = "5";
+  protocol::topic_record t;
+  t.name = "orders";
+  t.topic_id.value.fill(4);
+  protocol::partition_record p;
+  p.topic_id = t.topic_id;
+  p.partition_id = 0;
+  p.replicas = {1};
+  p.isr = {1};
+  p.leader = 1;
+  p.leader_epoch = 6;
+  p.partition_epoch = 9;
+  protocol::config_record retention;
+  retention.resource_type = config_resource_topic;
+  retention.resource_name = "orders";
+  retention.name = "retention.ms";
+  retention.value = "1000";
+  metadata_delta delta{metadata_image{}};
+  int64_t offset = 0;
+  for (const protocol::metadata_record& r : std::vector<protocol::metadata_record>{reg, broker_default, t, p, retention}) {
+    REQUIRE(delta.apply(r, offset++).ok());
+  }
+  auto image = std::move(delta).image();
+  auto payload = encode_snapshot(*image);
+  auto back = decode_snapshot(payload, image->offset());
+  REQUIRE(back.ok());
+  CHECK(**back == *image);
+  payload.pop_back();
+  CHECK_FALSE(decode_snapshot(payload, 0).ok());
+}
+
+}  // namespace ringlog::controller

@@ -183,3 +183,37 @@ def test_a_directory_of_another_cluster_or_node_is_refused(fresh_broker, ringlog
         assert ours in out and theirs in out, out
     first.start()
     assert requests.get(first.v3("/topics/pinned"), timeout=5).status_code == 200
+
+
+def test_a_partition_directory_of_another_topic_id_is_never_served(fresh_broker):
+    """Each partition directory names its topic id (Kafka's partition.metadata). A directory
+    left by a deleted topic of the same name (a crash cut its removal short) is not served as
+    the re-created topic's: the breaker saw a deleted topic's records come back this way."""
+    import shutil
+    b = fresh_broker()
+    b.create_topic("reborn")
+    url = b.url + "/topics/reborn"
+    body = {"records": [{"value": base64.b64encode(b"OLD").decode()}] * 3}
+    assert requests.post(url, json=body, headers={"Content-Type": BINARY}, timeout=10).status_code == 200
+    b.stop()
+    old = b.data_dir.parent / "reborn-0-old"
+    shutil.copytree(b.data_dir / "reborn-0", old)
+    assert "topic_id:" in (old / "partition.metadata").read_text()
+    b.start()
+    assert requests.delete(b.v3("/topics/reborn"), timeout=10).status_code == 204
+    b.create_topic("reborn")
+    b.stop()
+    shutil.rmtree(b.data_dir / "reborn-0")
+    shutil.copytree(old, b.data_dir / "reborn-0")   # what a crash mid-delete leaves behind
+    b.start()
+    offsets = requests.get(url + "/partitions/0/offsets", timeout=10).json()
+    assert offsets["end_offset"] == 0, offsets
+
+
+def test_internal_topic_configs_cannot_be_altered(broker):
+    """__consumer_offsets keeps every commit while there is no log cleaner: retention set on it
+    would delete committed offsets, so its configs are refused (the breaker lost commits so)."""
+    r = requests.post(broker.v3("/topics/__consumer_offsets/configs:alter"),
+                      json={"data": [{"name": "retention.ms", "value": "1000"}]}, timeout=10)
+    assert r.status_code >= 400, r.text
+    assert "cannot be reconfigured" in r.json()["message"]

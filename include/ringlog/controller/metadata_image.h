@@ -142,3 +142,18 @@ class metadata_delta {
 };
 
 }  // namespace ringlog::controller
+
+namespace ringlog::controller {
+
+/// Records that rebuild `image` from an empty one (a snapshot's contents, KIP-630): brokers,
+/// broker configs, topics with their partitions and configs, the producer id block, features.
+std::vector<protocol::metadata_record> image_records(const metadata_image& image);
+/// A snapshot payload: Kafka's unsigned varint count of metadata entries, then each as an
+/// unsigned varint length and the entry (metadata_entry.h); entries of at most
+/// metadata_entry_records_max records.
+std::vector<uint8_t> encode_snapshot(const metadata_image& image);
+/// The image a snapshot payload holds, at metadata offset `offset`. Errors: invalid_record
+/// naming what does not decode or apply.
+result<std::shared_ptr<const metadata_image>> decode_snapshot(std::span<const uint8_t> payload, int64_t offset);
+
+}  // namespace ringlog::controller
