@@ -11,6 +11,56 @@
 namespace ringlog::group {
 namespace {
 
+/// Whether `pattern` quantifies a group that itself holds a quantifier or an alternation, or
+/// quantifies a quantifier (`(a+)+`, `((a|aa)*)*`, `(a|a)*`, `a{1,9}{1,9}`): std::regex
+/// backtracks, and such patterns take time exponential in the topic name's length (a shard was
+/// seen hanging on one). Kafka's Java regex has the same trap; ringlog refuses them by name.
+bool has_nested_quantifier(std::string_view pattern) {
+  struct group_state {
+    bool inner_repeat = false;   // holds a quantifier or '|'
+  };
+  std::vector<group_state> groups{{}};
+  bool last_closed_group_repeats = false;   // the token just before is a group with inner_repeat
+  bool last_was_quantifier = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    const bool quantifier = c == '*' || c == '+' || c == '?' || c == '{';
+    if (quantifier) {
+      // '?' right after a quantifier makes it lazy: not a second quantifier.
+      const bool lazy = c == '?' && last_was_quantifier;
+      if (!lazy && (last_closed_group_repeats || last_was_quantifier)) return true;
+      groups.back().inner_repeat = true;
+      if (c == '{') {
+        while (i < pattern.size() && pattern[i] != '}') ++i;
+      }
+      last_closed_group_repeats = false;
+      last_was_quantifier = !lazy;
+      continue;
+    }
+    last_was_quantifier = false;
+    last_closed_group_repeats = false;
+    if (c == '\\') {
+      ++i;   // an escaped character is one atom
+    } else if (c == '[') {
+      ++i;
+      if (i < pattern.size() && pattern[i] == ']') ++i;
+      while (i < pattern.size() && pattern[i] != ']') i += pattern[i] == '\\' ? 2 : 1;
+    } else if (c == '(') {
+      groups.push_back({});
+    } else if (c == ')' && groups.size() > 1) {
+      const bool inner = groups.back().inner_repeat;
+      groups.pop_back();
+      groups.back().inner_repeat = groups.back().inner_repeat || inner;
+      last_closed_group_repeats = inner;
+    } else if (c == '|') {
+      groups.back().inner_repeat = true;
+    }
+  }
+  return false;
+}
+}  // namespace
+namespace {
+
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -391,6 +441,11 @@ result<member_result> group_coordinator::subscribe(std::string_view group_id, st
     if (sub.pattern.empty() || sub.pattern.size() > limits::pattern_bytes_max) {
       return err(errc::invalid_regular_expression, "pattern must be 1.." + std::to_string(limits::pattern_bytes_max) +
                                                        " bytes (limits::pattern_bytes_max)");
+    }
+    if (has_nested_quantifier(sub.pattern)) {
+      return err(errc::invalid_regular_expression,
+                 "pattern '" + sub.pattern + "' repeats a group that holds a repetition or an alternation (or repeats a "
+                 "repetition): such patterns take exponential time to match, so they are refused");
     }
     try {  // std::regex reports bad patterns only by throwing; contained here
       compiled.emplace(sub.pattern, std::regex::ECMAScript);

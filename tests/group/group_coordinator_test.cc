@@ -333,6 +333,16 @@ TEST_CASE("subscription and manual assignment do not mix; patterns follow the to
   auto bad = c.subscribe("g", a, subscription{subscription_kind::pattern, {}, "(", {}}, t0);
   REQUIRE(!bad.ok());
   CHECK(bad.error().code == errc::invalid_regular_expression);
+  // Patterns that backtrack exponentially are refused by name (a shard hung on `((a|aa)*)*c`).
+  for (const char* slow : {"((a|aa)*)*c", "(a+)+$", "(a*)*$", "(?:a*)*b", "a{1,1000}{1,1000}", "(a|a)*b"}) {
+    auto refused = c.subscribe("g", a, subscription{subscription_kind::pattern, {}, slow, {}}, t0);
+    REQUIRE_MESSAGE(!refused.ok(), slow);
+    CHECK(refused.error().message.find("exponential time") != std::string::npos);
+  }
+  for (const char* fine : {"(orders|payments)-.*", "orders-[a-z]+", ".*?-eu", "x\\(a+\\)+"}) {
+    CHECK_MESSAGE(c.subscribe("g", a, subscription{subscription_kind::pattern, {}, fine, {}}, t0).ok(), fine);
+  }
+  REQUIRE(c.subscribe("g", a, subscription{subscription_kind::pattern, {}, "orders-.*", {}}, t0).ok());
   CHECK(c.describe_group("g").members[0].sub.pattern == "orders-.*");  // unchanged
   c.set_topics({{"orders-eu", 1}, {"orders-us", 2}, {"orders-asia", 1}, {"other", 1}, {"__consumer_offsets", 50}}, t0);
   CHECK(c.heartbeat("g", a, t0)->assignment.owned.size() == 4);

@@ -530,3 +530,15 @@ def test_static_membership_and_assignor_choice_over_http(broker, topic_name):
     assert wrong.status_code >= 400 and "assignor" in wrong.json()["message"], wrong.text
     bad = make("c", **{"partition.assignment.strategy": "fastest"})
     assert bad.status_code == 422 and "partition.assignment.strategy" in bad.json()["message"], bad.text
+
+
+def test_a_pattern_that_backtracks_exponentially_is_refused(broker, topic_name):
+    """A subscription pattern is matched on a shard thread by a backtracking regex: the breaker
+    hung a shard (health stopped answering) with `((a|aa)*)*c` and a 249-character topic name.
+    Such patterns are refused by name and the broker keeps answering."""
+    base = create_consumer(broker, "g-" + topic_name)
+    r = requests.post(base + "/subscription", json={"topic_pattern": "((a|aa)*)*c"},
+                      headers={"Content-Type": V2}, timeout=10)
+    assert 400 <= r.status_code < 500, r.text
+    assert "exponential time" in r.json()["message"]
+    assert requests.get(broker.url + "/v1/health", timeout=5).status_code == 200
