@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "test_bytes.h"
 #include "ringlog/protocol/frame.h"
 #include "ringlog/protocol/messages.h"
 
@@ -15,13 +16,7 @@ using namespace ringlog::protocol;
 
 namespace {
 
-bytes bytes_of(std::initializer_list<int> values) {
-  bytes out;
-  for (int v : values) {
-    out.push_back(static_cast<std::byte>(v));
-  }
-  return out;
-}
+using test::bytes_of;
 
 void append_text(bytes& out, std::string_view s) {
   for (char ch : s) {
