@@ -102,6 +102,7 @@ const std::vector<route>& route_table() {
       {"GET", "/v3/clusters/{cluster_id}", v3_get_cluster},
       {"GET", "/v3/clusters/{cluster_id}/brokers", v3_list_brokers},
       {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}", v3_get_broker},
+      {"GET", "/v3/clusters/{cluster_id}/quorum", v3_get_quorum},
       {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}/partition-replicas", v3_list_broker_replicas},
       {"GET", "/v3/clusters/{cluster_id}/topics", v3_list_topics},
       {"POST", "/v3/clusters/{cluster_id}/topics", v3_create_topic},

@@ -13,7 +13,9 @@ json cluster_json(const std::string& base, const broker::broker& b) {
   return json{{"kind", "KafkaCluster"},
               {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + id}}},
               {"cluster_id", id},
-              {"controller", related(self + "/brokers/" + std::to_string(b.config().node_id))},
+              // The active controller (the metadata quorum's leader); null during an election.
+              {"controller", b.controller_id() >= 0 ? related(self + "/brokers/" + std::to_string(b.controller_id()))
+                                                    : json(nullptr)},
               {"acls", related(self + "/acls")},
               {"brokers", related(self + "/brokers")},
               {"broker_configs", related(self + "/broker-configs")},
@@ -83,7 +85,40 @@ json broker_json(const std::string& base, const std::string& cluster, const brok
               {"broker_id", b.node_id},
               {"host", b.host},
               {"port", b.port},
-              {"rack", nullptr}};
+              {"rack", b.rack.empty() ? json(nullptr) : json(b.rack)},
+              // ringlog: the registration state (unfenced, fenced, controlled_shutdown) and epoch
+              {"state", b.state},
+              {"broker_epoch", b.broker_epoch},
+              {"is_controller", b.is_controller}};
+}
+
+/// GET /v3/clusters/{cluster_id}/quorum (ringlog): the metadata quorum as `kafka-metadata-quorum
+/// describe --status` shows it, as this node knows it (voters' offsets are known on the leader).
+void v3_get_quorum(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  const std::string& cluster = c->params["cluster_id"];
+  const broker::quorum_status q = c->broker().describe_quorum();
+  json voters = json::array();
+  for (const auto& v : q.voters) {
+    voters.push_back({{"replica_id", v.replica_id},
+                      {"log_end_offset", v.log_end_offset >= 0 ? json(v.log_end_offset) : json(nullptr)},
+                      {"lag", v.lag >= 0 ? json(v.lag) : json(nullptr)},
+                      {"last_fetch_timestamp", v.last_fetch_timestamp_ms >= 0 ? json(v.last_fetch_timestamp_ms)
+                                                                              : json(nullptr)}});
+  }
+  const std::string self = c->base_url + "/v3/clusters/" + cluster + "/quorum";
+  c->respond_json(200, {{"kind", "KafkaMetadataQuorum"},
+                        {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + cluster + "/quorum"}}},
+                        {"cluster_id", cluster},
+                        {"node_id", q.node_id},
+                        {"leader_id", q.leader_id >= 0 ? json(q.leader_id) : json(nullptr)},
+                        {"leader_epoch", q.leader_epoch},
+                        {"high_watermark", q.high_watermark},
+                        {"log_start_offset", q.log_start_offset},
+                        {"log_end_offset", q.log_end_offset},
+                        {"applied_offset", q.applied_offset},
+                        {"role", q.role},
+                        {"voters", voters}});
 }
 
 /// The replica of partition `p` on broker `broker_id` (Confluent's KafkaReplica).

@@ -124,7 +124,7 @@ TEST_CASE_FIXTURE(fixture, "a restart keeps topics, configs and records; a crash
   }
   CHECK(found);
   auto fetched = fetch("logs", p, 0);
-  REQUIRE(fetched.ok());
+  REQUIRE_MESSAGE(fetched.ok(), (fetched.ok() ? "" : fetched.error().message));
   REQUIRE(fetched->records.size() == 10);
   CHECK(model::to_string(*fetched->records[9].value) == "v9");
   CHECK(fetched->records[9].headers.at(0).key == "h");
