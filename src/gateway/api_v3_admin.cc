@@ -119,6 +119,25 @@ void v3_get_cluster(const call_ptr& c) {
   c->respond_json(200, cluster_json(c->base_url, c->broker()));
 }
 
+/// GET .../acls: ringlog has no authorizer, so no ACL binding exists and none is enforced: an empty
+/// KafkaAclList (what Kafka's DescribeAcls returns under an allow-everything authorizer), so the
+/// KafkaCluster's "acls" link resolves. Filters in the query are accepted and match nothing.
+void v3_list_acls(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  c->respond_json(200, list_json("KafkaAclList", c->base_url + "/v3/clusters/" + c->params["cluster_id"] + "/acls",
+                                 json::array()));
+}
+
+/// GET .../topics/-/partitions/-/reassignment: partitions being reassigned. One node moves no
+/// replicas, so the list is empty; the KafkaCluster's "partition_reassignments" link resolves.
+void v3_list_reassignments(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  c->respond_json(200, list_json("KafkaReassignmentList",
+                                 c->base_url + "/v3/clusters/" + c->params["cluster_id"] +
+                                     "/topics/-/partitions/-/reassignment",
+                                 json::array()));
+}
+
 void v3_list_topics(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   // As Confluent's v3 list: internal topics too, marked is_internal (v2's list leaves them out).
