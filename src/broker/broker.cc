@@ -1026,17 +1026,19 @@ void broker_impl::produce(produce_request request, std::function<void(result<pro
   if (!config_.auto_create_topics_enable || request.topic.starts_with("__")) {
     return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
   }
-  // Validated before anything is created: a record for a partition the auto-created topic would
-  // not have fails anyway, and must not leave a topic behind (Kafka's producer likewise learns the
-  // partition count from metadata before it sends).
-  for (const produce_record& r : request.records) {
-    if (r.partition && r.partition->value() >= config_.num_partitions) {
-      return done(error{errc::unknown_topic_or_partition,
-                        "topic '" + request.topic + "' does not exist, and auto-creating it would give it num.partitions=" +
-                            std::to_string(config_.num_partitions) + " partitions, so partition " +
-                            std::to_string(r.partition->value()) +
-                            " would not exist either; create the topic with enough partitions first"});
-    }
+  // Validated before anything is created: when every record names a partition the auto-created
+  // topic would not have, nothing would be stored, and no topic may be left behind (Kafka's
+  // producer likewise learns the partition count from metadata before it sends). When some
+  // would be stored, the topic is created and those others fail alone, as on an existing topic.
+  const bool none_storable = std::all_of(request.records.begin(), request.records.end(), [this](const produce_record& r) {
+    return r.partition && r.partition->value() >= config_.num_partitions;
+  });
+  if (none_storable) {
+    return done(error{errc::unknown_topic_or_partition,
+                      "topic '" + request.topic + "' does not exist, and auto-creating it would give it num.partitions=" +
+                          std::to_string(config_.num_partitions) + " partitions, so partition " +
+                          std::to_string(request.records.front().partition->value()) +
+                          " would not exist either; create the topic with enough partitions first"});
   }
   {
     std::lock_guard lock(auto_create_mutex_);

@@ -310,20 +310,8 @@ void v3_produce_batch(const call_ptr& c) {
   std::string topic = c->params["topic_name"];
   std::string cluster = c->params["cluster_id"];
   broker::produce_request req{topic, {}, *acks, 30000};
-  // A topic that does not exist yet is created by this produce with num.partitions partitions
-  // (auto.create.topics.enable): an entry naming a partition past those fails alone (40402, as
-  // on an existing topic) instead of making the broker refuse every entry.
-  const broker::broker_config& config = c->broker().config();
-  const bool auto_creating = config.auto_create_topics_enable && !c->topic_exists(topic);
   for (size_t i = 0; i < b->entries.size(); ++i) {
-    v3_item& item = b->entries[i].item;
-    if (!item.failure && auto_creating && item.record->record.partition &&
-        item.record->record.partition->value() >= config.num_partitions) {
-      item.failure = api_error{404, ec::partition_not_found,
-                               "partition " + std::to_string(item.record->record.partition->value()) + " of topic \"" +
-                                   topic + "\" not found (it is created with num.partitions=" +
-                                   std::to_string(config.num_partitions) + " partitions)"};
-    }
+    const v3_item& item = b->entries[i].item;
     if (item.failure) continue;
     b->produced.push_back(i);
     req.records.push_back(item.record->record);

@@ -336,6 +336,20 @@ TEST_CASE_FIXTURE(fixture, "auto-create on produce uses num.partitions; disabled
   REQUIRE(r.ok());
   auto d = call<result<topic_description>>([&](auto done) { b->describe_topic("auto", std::move(done)); });
   CHECK(d->partitions.size() == 3);
+  // Records only for partitions the new topic would lack: refused, and no topic is left behind.
+  produce_record far = keyed("k", "v");
+  far.partition = model::partition_id{5};
+  CHECK(produce({"nowhere", {far}, acks_mode::all, 1000}).error().code == errc::unknown_topic_or_partition);
+  CHECK(!b->topic_exists("nowhere"));
+  // One such record among storable ones fails alone; the topic is created for the others.
+  produce_record near = keyed("k", "w");
+  near.partition = model::partition_id{2};
+  auto mixed = produce({"mixed", {far, near}, acks_mode::all, 1000});
+  REQUIRE(mixed.ok());
+  REQUIRE(mixed->results.size() == 2);
+  CHECK(mixed->results[0].failure->code == errc::unknown_topic_or_partition);
+  CHECK(!mixed->results[1].failure);
+  CHECK(mixed->results[1].partition.value() == 2);
   stop();
   runtime = std::make_unique<test::test_runtime>(3, clock);
   c.auto_create_topics_enable = false;
