@@ -757,7 +757,9 @@ topic_description broker_impl::describe(const topic_state& t) const {
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
     d.partitions.push_back(pd);
   }
-  d.configs = describe_topic_configs(live(*view()), t.image->configs);
+  const auto current = view();
+  d.configs = describe_topic_configs(live(*current), t.image->configs,
+                                     ringlog::broker::describe_broker_configs(config_, *current->image, config_.node_id));
   return d;
 }
 

@@ -85,6 +85,7 @@ void apply(broker_config& out, const std::map<std::string, std::string>* values)
 
 std::string_view to_string(config_source source) {
   switch (source) {
+    case config_source::dynamic_topic_config: return "DYNAMIC_TOPIC_CONFIG";
     case config_source::dynamic_broker_config: return "DYNAMIC_BROKER_CONFIG";
     case config_source::dynamic_default_broker_config: return "DYNAMIC_DEFAULT_BROKER_CONFIG";
     case config_source::static_broker_config: return "STATIC_BROKER_CONFIG";
@@ -94,6 +95,13 @@ std::string_view to_string(config_source source) {
 }
 
 bool is_broker_config(const std::string& name) { return find_spec(name) != nullptr; }
+
+std::string broker_config_of_topic_config(const std::string& topic_config) {
+  for (const auto& s : specs()) {
+    if (s.topic_config != nullptr && topic_config == s.topic_config) return s.name;
+  }
+  return {};
+}
 
 result<void> validate_broker_config_change(const std::string& name, const std::optional<std::string>& value) {
   const broker_config_spec* spec = find_spec(name);

@@ -22,6 +22,10 @@ namespace ringlog::broker {
 /// Whether `name` is a broker config this broker reports (dynamic or read-only).
 bool is_broker_config(const std::string& name);
 
+/// The dynamic broker config that is the default of topic config `topic_config`
+/// (retention.ms -> log.retention.ms); "" when it has none here.
+std::string broker_config_of_topic_config(const std::string& topic_config);
+
 /// Checks one dynamic change: the name must be a broker config, not read-only, and a value must be
 /// in the bounds of the topic config it is the default of. Errors: invalid_config naming the name
 /// and why (unknown; read-only: "cannot be updated dynamically"; a bad value).

@@ -60,6 +60,10 @@ json partition_json(const std::string& base, const std::string& cluster, const s
 json config_json(const std::string& base, const std::string& cluster, const std::string& topic,
                  const broker::topic_config_entry& c) {
   std::string self = base + "/v3/clusters/" + cluster + "/topics/" + topic + "/configs/" + c.name;
+  json synonyms = json::array();
+  for (const auto& s : c.synonyms) {
+    synonyms.push_back({{"name", s.name}, {"value", s.value}, {"source", std::string(broker::to_string(s.source))}});
+  }
   return json{{"kind", "KafkaTopicConfig"},
               {"metadata", {{"self", self},
                             {"resource_name", "crn:///kafka=" + cluster + "/topic=" + topic + "/config=" + c.name}}},
@@ -70,8 +74,8 @@ json config_json(const std::string& base, const std::string& cluster, const std:
               {"is_default", c.is_default},
               {"is_read_only", c.read_only},
               {"is_sensitive", false},
-              {"source", c.is_default ? "DEFAULT_CONFIG" : "DYNAMIC_TOPIC_CONFIG"},
-              {"synonyms", json::array()}};
+              {"source", std::string(broker::to_string(c.source))},
+              {"synonyms", synonyms}};
 }
 
 json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b) {

@@ -439,6 +439,16 @@ TEST_CASE_FIXTURE(fixture, "dynamic broker configs: precedence, behaviour, refus
   // Cluster-wide, then the broker's own value wins; topics without an override follow.
   REQUIRE(alter(cluster_default_broker, {{"log.retention.ms", "2000"}}).ok());
   CHECK(topic_config_value(describe_topic().value(), "retention.ms") == "2000");
+  const auto described = describe_topic();
+  REQUIRE(described.ok());
+  for (const auto& e : described.value().configs) {
+    if (e.name != "retention.ms") continue;
+    CHECK(e.is_default);
+    CHECK(e.source == config_source::dynamic_default_broker_config);
+    REQUIRE(e.synonyms.size() == 3);   // cluster-wide, static, built-in default
+    CHECK(e.synonyms[0].name == "log.retention.ms");
+    CHECK(e.synonyms[2].source == config_source::default_config);
+  }
   REQUIRE(alter(0, {{"log.retention.ms", "3000"}, {"min.insync.replicas", "2"}}).ok());
   auto after = b->describe_broker_configs(0);
   retention = find_entry(*after, "log.retention.ms");

@@ -42,6 +42,18 @@ def test_broker_configs_routes_precedence_behaviour_and_restart(fresh_broker):
     assert got["source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG" and got["config_type"] == "BROKER", got
     assert configs_by_name(broker, "/brokers/0/configs")["log.retention.ms"]["value"] == "2000"
     assert topic_config(broker, "orders", "retention.ms") == "2000"
+    # The topic config names where its value comes from (Kafka's DescribeConfigs sources and synonyms).
+    inherited = requests.get(broker.v3("/topics/orders/configs/retention.ms")).json()
+    assert inherited["source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG" and inherited["is_default"] is True, inherited
+    assert [(x["name"], x["source"]) for x in inherited["synonyms"]] == [
+        ("log.retention.ms", "DYNAMIC_DEFAULT_BROKER_CONFIG"), ("log.retention.ms", "STATIC_BROKER_CONFIG"),
+        ("log.retention.ms", "DEFAULT_CONFIG")], inherited
+    r = requests.put(broker.v3("/topics/orders/configs/retention.bytes"), json={"value": "1000000"})
+    assert r.status_code == 204, r.text
+    own = requests.get(broker.v3("/topics/orders/configs/retention.bytes")).json()
+    assert own["source"] == "DYNAMIC_TOPIC_CONFIG" and own["synonyms"][0] == {
+        "name": "retention.bytes", "value": "1000000", "source": "DYNAMIC_TOPIC_CONFIG"}, own
+    assert own["synonyms"][1]["name"] == "log.retention.bytes", own
 
     # The broker's own value wins; min.insync.replicas=2 on one node refuses acks=all produce.
     r = requests.post(broker.v3("/brokers/0/configs:alter"),

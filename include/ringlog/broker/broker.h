@@ -53,11 +53,37 @@ struct broker_config {
   int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
 };
 
+/// Where a config's value comes from (Kafka's DescribeConfigs sources, KIP-226), highest
+/// precedence first: set on the topic, a dynamic value for this broker, the cluster-wide dynamic
+/// default, the node's properties file / --set, the built-in default.
+enum class config_source {
+  dynamic_topic_config,
+  dynamic_broker_config,
+  dynamic_default_broker_config,
+  static_broker_config,
+  default_config
+};
+
+/// Kafka's name of a source, e.g. "DYNAMIC_BROKER_CONFIG".
+std::string_view to_string(config_source source);
+
+struct config_synonym {
+  std::string name;
+  std::string value;
+  config_source source = config_source::default_config;
+};
+
 struct topic_config_entry {
   std::string name;
   std::string value;
   bool is_default = true;   // not set on the topic: inherited from the broker
   bool read_only = false;
+  /// Where the value comes from: dynamic_topic_config when set on the topic, else where its
+  /// broker-level default comes from (log.retention.ms for retention.ms, ...).
+  config_source source = config_source::default_config;
+  /// Every value of it in precedence order, the effective one first: the topic's own, then the
+  /// broker-level default's (KIP-226 synonyms, named as the broker names them).
+  std::vector<config_synonym> synonyms;
 };
 
 struct partition_description {
@@ -150,20 +176,6 @@ struct list_offsets_request {
 struct list_offsets_response {
   std::optional<model::offset> found_offset;   // nullopt: no record at/after the timestamp
   model::timestamp_ms timestamp = model::no_timestamp;
-};
-
-/// Where a broker config's value comes from (Kafka's DescribeConfigs sources, KIP-226), highest
-/// precedence first: a dynamic value for this broker, the cluster-wide dynamic default, the
-/// node's properties file / --set, the built-in default.
-enum class config_source { dynamic_broker_config, dynamic_default_broker_config, static_broker_config, default_config };
-
-/// Kafka's name of a source, e.g. "DYNAMIC_BROKER_CONFIG".
-std::string_view to_string(config_source source);
-
-struct config_synonym {
-  std::string name;
-  std::string value;
-  config_source source = config_source::default_config;
 };
 
 /// One broker config as DescribeConfigs reports it (Kafka's names, KIP-226).
