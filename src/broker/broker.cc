@@ -168,6 +168,7 @@ class broker_impl final : public broker, public group_host {
     return {{config_.node_id, deps_.advertised_host, deps_.advertised_port}};
   }
   [[nodiscard]] const broker_config& config() const override { return config_; }
+  [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }
   [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
   void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                             bool validate_only, std::function<void(result<void>)> done) override;

@@ -78,6 +78,14 @@ struct api::call : std::enable_shared_from_this<api::call> {
 
   broker::broker& broker() { return self->broker_; }
 
+  /// The produce bounds of this request: a record may be as large as message.max.bytes is now
+  /// (a dynamic broker config may have changed it since start).
+  produce_limits limits() {
+    produce_limits l = self->options_.limits;
+    l.record_bytes_max = broker().message_max_bytes();
+    return l;
+  }
+
   /// CORS (Fetch standard): an allowed Origin is echoed (with Vary: Origin); one not in
   /// http.cors.allowed.origins gets no Access-Control-Allow-Origin, so the browser hides the answer.
   /// Without an Origin (not a browser's cross-origin call) "*" when any origin is allowed.

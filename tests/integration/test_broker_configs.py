@@ -104,3 +104,20 @@ def test_broker_configs_routes_precedence_behaviour_and_restart(fresh_broker):
     assert r.status_code == 204, r.text
     assert topic_config(broker, "orders", "retention.ms") == "1000"
     assert requests.get(broker.v3("/broker-configs")).json()["data"] == []
+
+
+def test_a_dynamic_message_max_bytes_bounds_http_records(fresh_broker):
+    broker = fresh_broker(["message.max.bytes=2000"])
+    broker.create_topic("big", partitions=1)
+    url = broker.v3("/topics/big/records")
+    record = {"value": {"type": "STRING", "data": "x" * 3000}}
+    refused = requests.post(url, json=record)
+    assert refused.status_code == 200 and refused.json()["error_code"] == 42201, refused.text
+    assert "message.max.bytes=2000" in refused.json()["message"], refused.text
+    r = requests.put(broker.v3("/broker-configs/message.max.bytes"), json={"value": "10000"})
+    assert r.status_code == 204, r.text
+    stored = requests.post(url, json=record)
+    assert stored.status_code == 200 and stored.json()["error_code"] == 200, stored.text
+    assert requests.delete(broker.v3("/broker-configs/message.max.bytes")).status_code == 204
+    again = requests.post(url, json=record)
+    assert again.json()["error_code"] == 42201, again.text

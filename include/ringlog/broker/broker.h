@@ -232,6 +232,9 @@ class broker {
   virtual void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                                     bool validate_only, std::function<void(result<void>)> done) = 0;
   [[nodiscard]] virtual const broker_config& config() const = 0;
+  /// message.max.bytes now: the static value with the dynamic broker configs applied (KIP-226),
+  /// for front ends that bound a record before it reaches the broker.
+  [[nodiscard]] virtual int32_t message_max_bytes() const = 0;
 
   // ---- data (Produce, Fetch, ListOffsets)
   virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;
