@@ -17,6 +17,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "broker_configs.h"
 #include "group_service.h"
 #include "metadata.h"
 #include "placement.h"
@@ -197,6 +198,10 @@ class broker_impl final : public broker, public group_host, public controller::q
   void load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) override;
   void on_leader_change(int32_t leader_id, int32_t epoch) override;
   [[nodiscard]] const broker_config& config() const override { return config_; }
+  [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }
+  [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
+  void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
+                            bool validate_only, std::function<void(result<void>)> done) override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
@@ -220,6 +225,8 @@ class broker_impl final : public broker, public group_host, public controller::q
     return latest_view_.load(std::memory_order_acquire);
   }
   int64_t total_partitions() const { return view()->image->partition_count(); }
+  /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
+  const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
   result<void> check_partition_budget(int64_t adding) const {
     const int64_t total = total_partitions();
     if (total + adding <= config_.partitions_max) return base::ok_v;
@@ -596,7 +603,7 @@ void broker_impl::apply(std::span<const controller::committed_entry> entries) {
     apply_job job;
     job.touched = delta.touched_topics();
     job.before = controller_view_;
-    job.after = make_view(*controller_view_, std::move(delta).image());
+    job.after = make_view(*controller_view_, std::move(delta).image(), &config_);
     job.offset = e.offset;
     job.reconcile = partitions_open_;
     controller_view_ = job.after;
@@ -616,7 +623,7 @@ void broker_impl::load_snapshot(std::span<const uint8_t> payload, int64_t end_of
   for (const auto& [name, t] : image.value()->topics()) names.insert(name);
   job.touched.assign(names.begin(), names.end());
   job.before = controller_view_;
-  job.after = make_view(*controller_view_, std::move(image).value());
+  job.after = make_view(*controller_view_, std::move(image).value(), &config_);
   job.offset = end_offset - 1;
   job.reconcile = partitions_open_;
   controller_view_ = job.after;
@@ -1150,11 +1157,26 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
       });
     }
     if (old_state && old_state->image->configs != new_state->image->configs) {
-      p->steps.push_back([this, new_state, from](auto next) {
-        auto cfg = make_log_config(config_, new_state->image->configs);
+      p->steps.push_back([this, new_state, from, live_config = after.config](auto next) {
+        auto cfg = make_log_config(live_config ? *live_config : config_, new_state->image->configs);
         if (!cfg.ok()) return next(cfg.error());
         for (int32_t part = 0; part < from; ++part) {
           deps_.runtime.post(owner(new_state->name(), part), [this, name = new_state->name(), part, c = cfg.value()] {
+            if (auto rt = runtime_of(owner(name, part), name, part)) rt->log->set_config(c);
+          });
+        }
+        next(base::ok_v);
+      });
+    }
+  }
+  if (before.config && after.config && before.config != after.config) {
+    // Dynamic broker configs changed (KIP-226): every topic follows its new defaults.
+    for (const auto& [name, state] : after.topics) {
+      p->steps.push_back([this, state, live_config = after.config](auto next) {
+        auto cfg = make_log_config(*live_config, state->image->configs);
+        if (!cfg.ok()) return next(cfg.error());
+        for (int32_t part = 0; part < state->partitions_count(); ++part) {
+          deps_.runtime.post(owner(state->name(), part), [this, name = state->name(), part, c = cfg.value()] {
             if (auto rt = runtime_of(owner(name, part), name, part)) rt->log->set_config(c);
           });
         }
@@ -1335,7 +1357,7 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
 
 void broker_impl::open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                                   std::function<void(result<void>)> done) {
-  auto log_config = make_log_config(config_, topic->image->configs);
+  auto log_config = make_log_config(live(*controller_view_), topic->image->configs);
   if (!log_config.ok()) return done(log_config.error());
   const int32_t count = topic->partitions_count();
   std::vector<int32_t> held;   // the partitions of [from, count) with a replica on this node
@@ -1403,7 +1425,9 @@ topic_description broker_impl::describe(const topic_state& t) const {
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
     d.partitions.push_back(pd);
   }
-  d.configs = describe_topic_configs(config_, t.image->configs);
+  const auto current = view();
+  d.configs = describe_topic_configs(live(*current), t.image->configs,
+                                     ringlog::broker::describe_broker_configs(config_, *current->image, config_.node_id));
   return d;
 }
 
@@ -1443,7 +1467,7 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
     for (const auto& [k, v] : request.configs) {
       if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
     }
-    if (auto cfg = make_log_config(config_, request.configs); !cfg.ok()) return done(cfg.error());
+    if (auto cfg = make_log_config(live(*controller_view_), request.configs); !cfg.ok()) return done(cfg.error());
     auto current = controller_view_;
     if (current->topics.contains(request.name)) {
       return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
@@ -1580,7 +1604,9 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
         if (auto valid = validate_topic_config(k, *v); !valid.ok()) return done(valid.error());
         configs[k] = *v;
       } else {
-        if (auto valid = validate_topic_config(k, topic_config_default(config_, k)); !valid.ok()) return done(valid.error());
+        if (auto valid = validate_topic_config(k, topic_config_default(live(*controller_view_), k)); !valid.ok()) {
+          return done(valid.error());
+        }
         configs.erase(k);
       }
       protocol::config_record c;
@@ -1590,7 +1616,7 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
       c.value = v;
       records.push_back(c);
     }
-    auto cfg = make_log_config(config_, configs);
+    auto cfg = make_log_config(live(*controller_view_), configs);
     if (!cfg.ok()) return done(cfg.error());
     if (validate_only || records.empty()) {
       auto preview = preview_state(records, *controller_view_->image, topic, t);
@@ -1603,6 +1629,35 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
       if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
       done(describe(*now));
     });
+  });
+}
+
+result<std::vector<broker_config_entry>> broker_impl::describe_broker_configs(int32_t node_id) const {
+  if (node_id != cluster_default_broker && node_id != config_.node_id) {
+    return error{errc::invalid_request, "broker " + std::to_string(node_id) + " is not in this cluster"};
+  }
+  return ringlog::broker::describe_broker_configs(config_, *view()->image, node_id);
+}
+
+void broker_impl::alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
+                                       bool validate_only, std::function<void(result<void>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  if (node_id != cluster_default_broker && node_id != config_.node_id) {
+    return done(error{errc::invalid_request, "broker " + std::to_string(node_id) + " is not in this cluster"});
+  }
+  std::vector<protocol::metadata_record> records;
+  for (const auto& [name, value] : changes) {
+    if (auto valid = validate_broker_config_change(name, value); !valid.ok()) return done(valid.error());
+    protocol::config_record c;
+    c.resource_type = controller::config_resource_broker;
+    c.resource_name = node_id == cluster_default_broker ? "" : std::to_string(node_id);
+    c.name = name;
+    c.value = value;
+    records.push_back(c);
+  }
+  if (validate_only || records.empty()) return done(base::ok_v);
+  deps_.runtime.post(controller_shard, [this, records = std::move(records), done = std::move(done)]() mutable {
+    commit_records(std::move(records), std::move(done));
   });
 }
 
@@ -1643,17 +1698,19 @@ void broker_impl::produce(produce_request request, std::function<void(result<pro
   if (!config_.auto_create_topics_enable || request.topic.starts_with("__")) {
     return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
   }
-  // Validated before anything is created: a record for a partition the auto-created topic would
-  // not have fails anyway, and must not leave a topic behind (Kafka's producer likewise learns the
-  // partition count from metadata before it sends).
-  for (const produce_record& r : request.records) {
-    if (r.partition && r.partition->value() >= config_.num_partitions) {
-      return done(error{errc::unknown_topic_or_partition,
-                        "topic '" + request.topic + "' does not exist, and auto-creating it would give it num.partitions=" +
-                            std::to_string(config_.num_partitions) + " partitions, so partition " +
-                            std::to_string(r.partition->value()) +
-                            " would not exist either; create the topic with enough partitions first"});
-    }
+  // Validated before anything is created: when every record names a partition the auto-created
+  // topic would not have, nothing would be stored, and no topic may be left behind (Kafka's
+  // producer likewise learns the partition count from metadata before it sends). When some
+  // would be stored, the topic is created and those others fail alone, as on an existing topic.
+  const bool none_storable = std::all_of(request.records.begin(), request.records.end(), [this](const produce_record& r) {
+    return r.partition && r.partition->value() >= config_.num_partitions;
+  });
+  if (none_storable) {
+    return done(error{errc::unknown_topic_or_partition,
+                      "topic '" + request.topic + "' does not exist, and auto-creating it would give it num.partitions=" +
+                          std::to_string(config_.num_partitions) + " partitions, so partition " +
+                          std::to_string(request.records.front().partition->value()) +
+                          " would not exist either; create the topic with enough partitions first"});
   }
   {
     std::lock_guard lock(auto_create_mutex_);
@@ -1704,11 +1761,13 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
   const std::map<std::string, std::string>& configs = topic->image->configs;
   const int32_t partition_count = topic->partitions_count();
-  auto log_config = make_log_config(config_, configs);
+  const auto current_view = view();
+  const broker_config& live_config = live(*current_view);
+  auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
   if (request.acks == acks_mode::all) {
     auto found = configs.find("min.insync.replicas");
-    auto min_isr = found != configs.end() ? std::stoll(found->second) : int64_t{config_.min_insync_replicas};
+    auto min_isr = found != configs.end() ? std::stoll(found->second) : int64_t{live_config.min_insync_replicas};
     if (min_isr > 1) {
       return done(error{errc::not_enough_replicas, "min.insync.replicas is " + std::to_string(min_isr) +
                                                        " but only 1 replica is in sync"});

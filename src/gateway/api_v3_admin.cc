@@ -62,6 +62,10 @@ json partition_json(const std::string& base, const std::string& cluster, const s
 json config_json(const std::string& base, const std::string& cluster, const std::string& topic,
                  const broker::topic_config_entry& c) {
   std::string self = base + "/v3/clusters/" + cluster + "/topics/" + topic + "/configs/" + c.name;
+  json synonyms = json::array();
+  for (const auto& s : c.synonyms) {
+    synonyms.push_back({{"name", s.name}, {"value", s.value}, {"source", std::string(broker::to_string(s.source))}});
+  }
   return json{{"kind", "KafkaTopicConfig"},
               {"metadata", {{"self", self},
                             {"resource_name", "crn:///kafka=" + cluster + "/topic=" + topic + "/config=" + c.name}}},
@@ -72,8 +76,8 @@ json config_json(const std::string& base, const std::string& cluster, const std:
               {"is_default", c.is_default},
               {"is_read_only", c.read_only},
               {"is_sensitive", false},
-              {"source", c.is_default ? "DEFAULT_CONFIG" : "DYNAMIC_TOPIC_CONFIG"},
-              {"synonyms", json::array()}};
+              {"source", std::string(broker::to_string(c.source))},
+              {"synonyms", synonyms}};
 }
 
 json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b) {
@@ -152,6 +156,25 @@ void v3_list_clusters(const call_ptr& c) {
 void v3_get_cluster(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   c->respond_json(200, cluster_json(c->base_url, c->broker()));
+}
+
+/// GET .../acls: ringlog has no authorizer, so no ACL binding exists and none is enforced: an empty
+/// KafkaAclList (what Kafka's DescribeAcls returns under an allow-everything authorizer), so the
+/// KafkaCluster's "acls" link resolves. Filters in the query are accepted and match nothing.
+void v3_list_acls(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  c->respond_json(200, list_json("KafkaAclList", c->base_url + "/v3/clusters/" + c->params["cluster_id"] + "/acls",
+                                 json::array()));
+}
+
+/// GET .../topics/-/partitions/-/reassignment: partitions being reassigned. One node moves no
+/// replicas, so the list is empty; the KafkaCluster's "partition_reassignments" link resolves.
+void v3_list_reassignments(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  c->respond_json(200, list_json("KafkaReassignmentList",
+                                 c->base_url + "/v3/clusters/" + c->params["cluster_id"] +
+                                     "/topics/-/partitions/-/reassignment",
+                                 json::array()));
 }
 
 void v3_list_topics(const call_ptr& c) {

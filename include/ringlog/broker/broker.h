@@ -65,11 +65,37 @@ struct broker_config {
   int64_t metadata_catch_up_timeout_ms = 300000;
 };
 
+/// Where a config's value comes from (Kafka's DescribeConfigs sources, KIP-226), highest
+/// precedence first: set on the topic, a dynamic value for this broker, the cluster-wide dynamic
+/// default, the node's properties file / --set, the built-in default.
+enum class config_source {
+  dynamic_topic_config,
+  dynamic_broker_config,
+  dynamic_default_broker_config,
+  static_broker_config,
+  default_config
+};
+
+/// Kafka's name of a source, e.g. "DYNAMIC_BROKER_CONFIG".
+std::string_view to_string(config_source source);
+
+struct config_synonym {
+  std::string name;
+  std::string value;
+  config_source source = config_source::default_config;
+};
+
 struct topic_config_entry {
   std::string name;
   std::string value;
   bool is_default = true;   // not set on the topic: inherited from the broker
   bool read_only = false;
+  /// Where the value comes from: dynamic_topic_config when set on the topic, else where its
+  /// broker-level default comes from (log.retention.ms for retention.ms, ...).
+  config_source source = config_source::default_config;
+  /// Every value of it in precedence order, the effective one first: the topic's own, then the
+  /// broker-level default's (KIP-226 synonyms, named as the broker names them).
+  std::vector<config_synonym> synonyms;
 };
 
 struct partition_description {
@@ -164,6 +190,21 @@ struct list_offsets_response {
   model::timestamp_ms timestamp = model::no_timestamp;
 };
 
+/// One broker config as DescribeConfigs reports it (Kafka's names, KIP-226).
+struct broker_config_entry {
+  std::string name;
+  std::string value;
+  config_source source = config_source::default_config;
+  bool is_read_only = true;      // false: may be set dynamically (alter_broker_configs)
+  bool is_sensitive = false;     // never true yet: no secrets among the broker configs
+  /// Every value of this name in precedence order, the effective one first (KIP-226 synonyms).
+  std::vector<config_synonym> synonyms;
+};
+
+/// node id of the cluster-wide dynamic broker defaults in describe/alter_broker_configs (Kafka's
+/// empty broker resource name).
+inline constexpr int32_t cluster_default_broker = -1;
+
 struct broker_description {
   int32_t node_id = 0;
   std::string host;   // the HTTP listener as advertised
@@ -219,7 +260,22 @@ class broker {
   /// The active controller's node id, -1 while the quorum has no leader.
   [[nodiscard]] virtual int32_t controller_id() const = 0;
   [[nodiscard]] virtual quorum_status describe_quorum() const = 0;
+  /// DescribeConfigs of a broker (KIP-226): for a node id, every broker config it reports, its
+  /// effective value and where it comes from; for cluster_default_broker, only the cluster-wide
+  /// dynamic defaults that are set. Errors: invalid_request naming an unknown node id.
+  [[nodiscard]] virtual result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const = 0;
+  /// IncrementalAlterConfigs of a broker or (cluster_default_broker) the cluster-wide defaults:
+  /// sets (value) or removes (nullopt) dynamic broker configs. They are ConfigRecords (resource
+  /// type BROKER) in the metadata log, so they survive restarts; topics without their own
+  /// override take the new value at once. validate_only checks only. Errors: invalid_config
+  /// naming an unknown name, a read-only config or a bad value; invalid_request naming an
+  /// unknown node id.
+  virtual void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
+                                    bool validate_only, std::function<void(result<void>)> done) = 0;
   [[nodiscard]] virtual const broker_config& config() const = 0;
+  /// message.max.bytes now: the static value with the dynamic broker configs applied (KIP-226),
+  /// for front ends that bound a record before it reaches the broker.
+  [[nodiscard]] virtual int32_t message_max_bytes() const = 0;
 
   // ---- data (Produce, Fetch, ListOffsets)
   virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;
