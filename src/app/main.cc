@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dump_log.h"
+#include "metadata_dump.h"
 #include "ringlog/cli/cli.h"
 #include "serve.h"
 
@@ -20,6 +21,8 @@ Commands:
   consume    print records of a topic (--group G: as a member of consumer group G)
   groups     list, describe, show lag of, reset or delete consumer groups
   dump-log   print a segment file's batches and records
+  metadata   dump the metadata log (__cluster_metadata-0) of a log directory as text
+  cluster    status: brokers, the active controller and the metadata quorum
   bench      load generator over HTTP or WebSocket: throughput and produce-to-consume latency
 
 Run `ringlog COMMAND --help` for a command's options.
@@ -43,6 +46,8 @@ int main(int argc, char** argv) {
   if (command == "groups") return ringlog::cli::groups_main(sub_argc, sub_argv);
   if (command == "dump-log") return ringlog::app::dump_log_main(sub_argc, sub_argv);
   if (command == "bench") return ringlog::cli::bench_main(sub_argc, sub_argv);
+  if (command == "metadata") return ringlog::app::metadata_main(sub_argc, sub_argv);
+  if (command == "cluster") return ringlog::cli::cluster_main(sub_argc, sub_argv);
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << usage;
     return 0;

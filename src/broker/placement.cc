@@ -23,7 +23,11 @@ int16_t automatic_replication_factor(const controller::metadata_image& image) {
 result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metadata_image& image, int32_t count,
                                                          int32_t replication_factor) {
   const std::vector<int32_t> brokers = usable_brokers(image);
-  if (replication_factor < 1 || static_cast<size_t>(replication_factor) > brokers.size()) {
+  if (replication_factor < 1) {
+    return error{errc::invalid_replication_factor,
+                 "replication_factor " + std::to_string(replication_factor) + " is out of range: at least 1"};
+  }
+  if (static_cast<size_t>(replication_factor) > brokers.size()) {
     return error{errc::invalid_replication_factor,
                  "replication_factor " + std::to_string(replication_factor) + " is larger than the number of available brokers (" +
                      std::to_string(brokers.size()) + ")"};

@@ -675,6 +675,58 @@ int groups_describe(http_client& client, const std::string& path) {
 
 }  // namespace
 
+constexpr const char* cluster_usage = R"(usage: ringlog cluster status [--bootstrap-server URL]
+
+Prints the cluster as the node at URL (default http://127.0.0.1:8082) sees it: every registered
+broker with its state (unfenced, fenced, controlled_shutdown) and HTTP address, the active
+controller, and the metadata quorum (leader, epoch, high watermark, each voter's log end offset
+and lag, as kafka-metadata-quorum describe --status shows them).
+)";
+
+int cluster_main(int argc, char** argv) {
+  auto a = parse_args(argc, argv, 1, {"--bootstrap-server"}, {"--help"});
+  if (!a) return 2;
+  if (a->has("--help")) {
+    std::cout << cluster_usage;
+    return 0;
+  }
+  if (a->positional.size() != 1 || a->positional[0] != "status") {
+    std::cerr << cluster_usage;
+    return 2;
+  }
+  auto client = connect(*a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string base = "/v3/clusters/" + percent_encode_segment(*cluster);
+  auto brokers = client->get(base + "/brokers");
+  if (!ok_status(brokers)) return report_failure(brokers, "list brokers");
+  auto quorum = client->get(base + "/quorum");
+  if (!ok_status(quorum)) return report_failure(quorum, "describe the quorum");
+  const json b = json::parse(brokers->body);
+  const json q = json::parse(quorum->body);
+  std::cout << "ClusterId:\t" << *cluster << "\n";
+  std::cout << "BROKER\tSTATE\tCONTROLLER\tEPOCH\tRACK\tADDRESS\n";
+  for (const auto& broker : b["data"]) {
+    std::cout << cell(broker["broker_id"]) << "\t" << cell(broker.value("state", json("unfenced"))) << "\t"
+              << (broker.value("is_controller", false) ? "yes" : "no") << "\t" << cell(broker["broker_epoch"]) << "\t"
+              << cell(broker["rack"]) << "\thttp://" << cell(broker["host"]) << ":" << cell(broker["port"]) << "\n";
+  }
+  std::cout << "\nLeaderId:\t" << cell(q["leader_id"]) << "\nLeaderEpoch:\t" << cell(q["leader_epoch"])
+            << "\nHighWatermark:\t" << cell(q["high_watermark"]) << "\nAnsweredBy:\t" << cell(q["node_id"])
+            << " (" << cell(q["role"]) << ", applied offset " << cell(q["applied_offset"]) << ")\n";
+  std::cout << "VOTER\tLOG_END_OFFSET\tLAG\tLAST_FETCH_MS_AGO\n";
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const auto& v : q["voters"]) {
+    std::string ago = "-";
+    if (v["last_fetch_timestamp"].is_number()) ago = std::to_string(now_ms - v["last_fetch_timestamp"].get<int64_t>());
+    std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago
+              << "\n";
+  }
+  return 0;
+}
+
 int groups_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--to", "--value", "--timestamp", "--topic"},
                       {"--help", "--execute"});

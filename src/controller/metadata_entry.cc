@@ -1,5 +1,7 @@
 #include "ringlog/controller/metadata_entry.h"
 
+#include "ringlog/controller/metadata_image.h"
+
 #include <variant>
 
 #include "ringlog/base/assert.h"
@@ -50,6 +52,67 @@ result<std::vector<protocol::metadata_record>> decode_metadata_entry(std::span<c
     return error{errc::invalid_record, "metadata entry: " + std::to_string(in.remaining()) + " bytes after the last record"};
   }
   return out;
+}
+
+namespace {
+
+std::string ids(const std::vector<int32_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+std::string optional_ids(const std::optional<std::vector<int32_t>>& v) { return v ? ids(*v) : "unchanged"; }
+
+std::string tri_state(int8_t v) { return v == 1 ? "true" : v == 2 ? "false" : "unchanged"; }
+
+}  // namespace
+
+std::string describe_record(const protocol::metadata_record& record) {
+  using namespace protocol;
+  std::string out(record_name(record));
+  out += "(";
+  if (const auto* r = std::get_if<register_broker_record>(&record)) {
+    out += "brokerId=" + std::to_string(r->broker_id) + ", incarnationId=" + uuid_to_string(r->incarnation_id) +
+           ", brokerEpoch=" + (r->broker_epoch < 0 ? std::string("this record's offset") : std::to_string(r->broker_epoch)) +
+           ", endPoints=[";
+    for (size_t i = 0; i < r->end_points.size(); ++i) {
+      const auto& e = r->end_points[i];
+      out += (i ? ", " : "") + e.name + "://" + e.host + ":" + std::to_string(e.port);
+    }
+    out += "], rack=" + (r->rack && !r->rack->empty() ? *r->rack : std::string("null")) +
+           ", fenced=" + (r->fenced ? "true" : "false") +
+           ", inControlledShutdown=" + (r->in_controlled_shutdown ? "true" : "false");
+  } else if (const auto* t = std::get_if<topic_record>(&record)) {
+    out += "name=" + t->name + ", topicId=" + uuid_to_string(t->topic_id);
+  } else if (const auto* p = std::get_if<partition_record>(&record)) {
+    out += "topicId=" + uuid_to_string(p->topic_id) + ", partitionId=" + std::to_string(p->partition_id) +
+           ", replicas=" + ids(p->replicas) + ", isr=" + ids(p->isr) + ", leader=" + std::to_string(p->leader) +
+           ", leaderEpoch=" + std::to_string(p->leader_epoch) + ", partitionEpoch=" + std::to_string(p->partition_epoch);
+  } else if (const auto* c = std::get_if<partition_change_record>(&record)) {
+    out += "topicId=" + uuid_to_string(c->topic_id) + ", partitionId=" + std::to_string(c->partition_id) +
+           ", leader=" + (c->leader == -2 ? std::string("unchanged") : std::to_string(c->leader)) +
+           ", isr=" + optional_ids(c->isr) + ", replicas=" + optional_ids(c->replicas);
+  } else if (const auto* k = std::get_if<config_record>(&record)) {
+    out += "resourceType=" + std::string(k->resource_type == config_resource_broker ? "BROKER" : "TOPIC") +
+           ", resourceName=" + (k->resource_name.empty() ? std::string("(cluster default)") : k->resource_name) +
+           ", name=" + k->name + ", value=" + (k->value ? *k->value : std::string("null (reset)"));
+  } else if (const auto* f = std::get_if<fence_broker_record>(&record)) {
+    out += "id=" + std::to_string(f->id) + ", epoch=" + std::to_string(f->epoch);
+  } else if (const auto* u = std::get_if<unfence_broker_record>(&record)) {
+    out += "id=" + std::to_string(u->id) + ", epoch=" + std::to_string(u->epoch);
+  } else if (const auto* x = std::get_if<remove_topic_record>(&record)) {
+    out += "topicId=" + uuid_to_string(x->topic_id);
+  } else if (const auto* l = std::get_if<feature_level_record>(&record)) {
+    out += "name=" + l->name + ", featureLevel=" + std::to_string(l->feature_level);
+  } else if (const auto* i = std::get_if<producer_ids_record>(&record)) {
+    out += "brokerId=" + std::to_string(i->broker_id) + ", brokerEpoch=" + std::to_string(i->broker_epoch) +
+           ", nextProducerId=" + std::to_string(i->next_producer_id);
+  } else if (const auto* g = std::get_if<broker_registration_change_record>(&record)) {
+    out += "brokerId=" + std::to_string(g->broker_id) + ", brokerEpoch=" + std::to_string(g->broker_epoch) +
+           ", fenced=" + tri_state(g->fenced) + ", inControlledShutdown=" + tri_state(g->in_controlled_shutdown);
+  }
+  return out + ")";
 }
 
 }  // namespace ringlog::controller

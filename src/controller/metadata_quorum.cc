@@ -483,7 +483,11 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
   }
 
   void publish() {
-    const int32_t leader = node->leader_id().value();
+    // A leader is known only to a leader and its followers: a prospective or resigned node may
+    // remember the last one (KIP-996), but cannot say it leads now.
+    const raft::role role = node->role();
+    const int32_t leader =
+        role == raft::role::leader || role == raft::role::follower ? node->leader_id().value() : -1;
     const int32_t epoch = node->epoch().value();
     published_leader.store(leader, std::memory_order_relaxed);
     published_epoch.store(epoch, std::memory_order_relaxed);

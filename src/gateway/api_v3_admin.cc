@@ -50,7 +50,8 @@ json partition_json(const std::string& base, const std::string& cluster, const s
               {"cluster_id", cluster},
               {"topic_name", topic},
               {"partition_id", p.partition.value()},
-              {"leader", related(self + "/replicas/" + std::to_string(p.leader))},
+              // null while the partition has no leader (its in-sync replicas are all unavailable)
+              {"leader", p.leader >= 0 ? related(self + "/replicas/" + std::to_string(p.leader)) : json(nullptr)},
               {"replicas", related(self + "/replicas")},
               {"leader_epoch", p.leader_epoch.value()},
               {"log_start_offset", p.log_start_offset.value()},

@@ -96,6 +96,9 @@ http_response error_response(const api_error& e) {
   r.status = e.status;
   r.content_type = "application/json";
   r.body = error_body(e.error_code, e.message);
+  // A retriable unavailability (no active controller during an election, a stopping broker):
+  // tell clients when to come back (RFC 9110 section 10.2.3).
+  if (e.status == 503) r.headers.emplace_back("Retry-After", "1");
   return r;
 }
 

@@ -33,7 +33,7 @@ struct broker_config {
   std::string cluster_id = "ringlog-cluster";        // cluster id reported by /v3/clusters
   std::string log_dir = "./ringlog-data";            // log.dirs (first entry)
   int32_t num_partitions = 1;                        // num.partitions: default for new topics
-  int16_t default_replication_factor = 1;            // default.replication.factor
+  int16_t default_replication_factor = -1;           // default.replication.factor (-1: 3 with >= 3 brokers, else all)
   bool auto_create_topics_enable = true;             // auto.create.topics.enable
   int32_t message_max_bytes = 1048588;               // message.max.bytes: largest record batch
   int64_t log_segment_bytes = 1024 * 1024 * 1024;    // log.segment.bytes

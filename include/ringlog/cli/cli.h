@@ -15,5 +15,7 @@ int consume_main(int argc, char** argv);
 int groups_main(int argc, char** argv);
 /// `ringlog bench`: HTTP load generator (producers and consumers), prints throughput and latency.
 int bench_main(int argc, char** argv);
+/// `ringlog cluster status`: brokers, the active controller and the metadata quorum.
+int cluster_main(int argc, char** argv);
 
 }  // namespace ringlog::cli

@@ -39,7 +39,7 @@ struct server_config {
   std::string cluster_id = "ringlog-cluster";           // cluster.id
   std::string log_dir = "./ringlog-data";               // log.dirs (one directory)
   int32_t num_partitions = 1;                           // num.partitions
-  int16_t default_replication_factor = 1;               // default.replication.factor
+  int16_t default_replication_factor = -1;              // default.replication.factor (-1: automatic)
   bool auto_create_topics_enable = true;                // auto.create.topics.enable
   int32_t message_max_bytes = 1048588;                  // message.max.bytes
   int64_t log_segment_bytes = 1024 * 1024 * 1024;       // log.segment.bytes

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ringlog/controller/errc.h"
@@ -32,5 +33,8 @@ std::vector<std::byte> encode_metadata_entry(std::span<const protocol::metadata_
 result<std::vector<protocol::metadata_record>> decode_metadata_entry(std::span<const std::byte> value);
 /// Kafka's record type name, e.g. "TopicRecord".
 std::string_view record_name(const protocol::metadata_record& record);
+/// One line of text for a record, as Kafka's metadata shell prints it: the record name and its
+/// fields, e.g. `TopicRecord(name=orders, topicId=AAAAAAAAAAAAAAAAAAAAAA)`.
+std::string describe_record(const protocol::metadata_record& record);
 
 }  // namespace ringlog::controller
