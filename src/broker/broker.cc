@@ -316,6 +316,8 @@ class broker_impl final : public broker, public group_host, public controller::q
   void send_heartbeat(bool want_shut_down, std::function<void(result<protocol::broker_heartbeat_response_data>)> done);
   void fence_lapsed_brokers();
   void ensure_offsets_topic_async();
+  /// Active controller: enough brokers registered to place __consumer_offsets (or waited long enough).
+  bool offsets_topic_due() const;
   /// This broker's registration in the image, if it is the one of this process.
   const controller::broker_registration* own_registration() const;
   /// The leader of a partition, or an error naming who leads it when it is not this node.
@@ -409,6 +411,7 @@ class broker_impl final : public broker, public group_host, public controller::q
   bool fencing_in_flight_ = false;
   /// Active controller: wall ms of each broker's last heartbeat (since this node became leader).
   std::map<int32_t, int64_t> last_heartbeat_ms_;
+  int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
   std::atomic<bool> controlled_shutdown_done_{false};
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);  std::atomic<bool> stopping_{false};
@@ -475,13 +478,15 @@ result<void> broker_impl::start() {
     await_applied(job.offset, std::move(done));
   }));
   RINGLOG_TRY(register_broker());
+  // Heartbeats (and, on the active controller, fencing and the creation of __consumer_offsets)
+  // run from here on; the groups need __consumer_offsets to exist.
+  deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
   RINGLOG_TRY(ensure_offsets_topic());
   const int32_t offsets_partitions = find_topic(consumer_offsets_topic)->partitions_count();
   groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
                                config_.group_expiry_interval_ms);
   RINGLOG_TRY(groups_->start());
   for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
-  deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
   return base::ok_v;
 }
 
@@ -637,6 +642,7 @@ void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
     // A new active controller gives every broker a full session before fencing it.
     last_heartbeat_ms_.clear();
     const int64_t now = deps_.clock.now_ms();
+    controller_active_since_ms_ = now;
     for (const auto& [id, b] : controller_view_->image->brokers()) last_heartbeat_ms_[id] = now;
   }
 }
@@ -1215,7 +1221,7 @@ result<void> broker_impl::ensure_offsets_topic() {
     std::promise<result<bool>> checked;
     deps_.runtime.post(controller_shard, [this, &checked] {
       if (controller_view_->topics.contains(consumer_offsets_topic)) return checked.set_value(true);
-      if (quorum_->leader_id() != config_.node_id) return checked.set_value(false);
+      if (quorum_->leader_id() != config_.node_id || !offsets_topic_due()) return checked.set_value(false);
       auto records = offsets_topic_records();
       if (!records.ok()) return checked.set_value(records.error());
       offsets_topic_pending_ = true;
@@ -1247,8 +1253,19 @@ result<std::vector<protocol::metadata_record>> broker_impl::offsets_topic_record
                            {{"retention.ms", "-1"}, {"retention.bytes", "-1"}});
 }
 
+bool broker_impl::offsets_topic_due() const {
+  // As Kafka waits for offsets.topic.replication.factor brokers: created once min(3, voters)
+  // brokers are registered, so its replicas spread over the cluster that is starting, or once
+  // this node has been the active controller for broker.session.timeout.ms (some never came).
+  const size_t voters = std::max<size_t>(1, deps_.controller_quorum_voters.size());
+  const size_t wanted = std::min<size_t>(3, voters);
+  return usable_brokers(*controller_view_->image).size() >= wanted ||
+         deps_.clock.now_ms() - controller_active_since_ms_ >= config_.broker_session_timeout_ms;
+}
+
 void broker_impl::ensure_offsets_topic_async() {
   if (offsets_topic_pending_ || controller_view_->topics.contains(consumer_offsets_topic)) return;
+  if (!offsets_topic_due()) return;
   auto records = offsets_topic_records();
   if (!records.ok()) return;   // no usable broker yet: the next tick tries again
   offsets_topic_pending_ = true;
