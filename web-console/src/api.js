@@ -73,6 +73,10 @@ export const api = {
   metrics: () => call('GET', '/metrics', { accept: 'text/plain' }),
   brokers: () => call('GET', '/brokers', { accept: V2 }),
   cluster: async () => call('GET', await v3('')),
+  /** v3 brokers: broker_id, host, port, rack, state (unfenced, fenced, controlled_shutdown), is_controller. */
+  brokersV3: async () => (await call('GET', await v3('/brokers'))).data,
+  /** The metadata quorum: leader_id (null during an election), leader_epoch, high_watermark, voters' lag. */
+  quorum: async () => call('GET', await v3('/quorum')),
 
   // -- topics
   topics: async () => (await call('GET', await v3('/topics'))).data,

@@ -48,7 +48,9 @@ export async function render(view, route, ctx) {
   const tiles = h('div', { class: 'tiles', 'data-testid': 'overview-tiles' });
   const charts = h('div', { class: 'charts' });
   const brokers = h('div');
-  fill(view, h('h1', {}, 'Overview'), status.el, tiles, h('h2', {}, 'Throughput'), charts, h('h2', {}, 'Brokers'), brokers);
+  const quorum = h('div');
+  fill(view, h('h1', {}, 'Overview'), status.el, tiles, h('h2', {}, 'Throughput'), charts, h('h2', {}, 'Brokers'), brokers,
+    h('h2', {}, 'Metadata quorum'), quorum);
 
   let meta = null;
   let samples = 0;
@@ -61,12 +63,15 @@ export async function render(view, route, ctx) {
       { name: 'out', points: history.records_out, cls: 'b' }], formatRate, { testid: 'chart-records' }));
 
   const loadMetadata = async () => {
-    const [brokerList, cluster, topicList, groupList] = await Promise.all([
-      api.brokers(), api.cluster(), api.topics(), api.groups()]);
-    const controller = Number(cluster.controller.related.split('/').pop());
+    const [brokerList, cluster, topicList, groupList, quorum] = await Promise.all([
+      api.brokersV3(), api.cluster(), api.topics(), api.groups(), api.quorum()]);
+    // null while the metadata quorum elects a leader
+    const controller = cluster.controller ? Number(cluster.controller.related.split('/').pop()) : null;
     const checked = topicList.slice(0, OVERVIEW_TOPICS_DESCRIBED_MAX);
     const described = await mapLimited(checked, DESCRIBE_CONCURRENCY_MAX, (t) => api.topicV2(t.topic_name));
-    return { brokerIds: brokerList.brokers, controller, topicList, checked: checked.length, described, groupList };
+    const brokerById = new Map(brokerList.map((b) => [b.broker_id, b]));
+    return { brokerIds: brokerList.map((b) => b.broker_id), brokerById, controller, quorum, topicList,
+      checked: checked.length, described, groupList };
   };
 
   drawCharts();
@@ -81,7 +86,8 @@ export async function render(view, route, ctx) {
       const notChecked = meta.topicList.length - meta.checked;
       fill(tiles,
         tile('brokers', formatCount(meta.brokerIds.length), { testid: 'tile-brokers' }),
-        tile('controller', `broker ${meta.controller}`, { testid: 'tile-controller' }),
+        tile('controller', meta.controller === null ? 'electing' : `broker ${meta.controller}`,
+          { testid: 'tile-controller', warn: meta.controller === null }),
         tile('topics', formatCount(meta.topicList.length), { testid: 'tile-topics' }),
         tile('partitions', formatCount(meta.topicList.reduce((n, t) => n + t.partitions_count, 0)), { testid: 'tile-partitions' }),
         tile(`under-replicated partitions${notChecked > 0 ? ` (${notChecked} topics not checked)` : ''}`,
@@ -93,9 +99,24 @@ export async function render(view, route, ctx) {
       fill(brokers, table([
         { title: 'broker', cell: (id) => String(id), num: true },
         { title: 'role', cell: (id) => (id === meta.controller ? h('span', { class: 'badge good' }, 'controller') : 'broker') },
+        { title: 'state', cell: (id) => {
+          const state = meta.brokerById.get(id)?.state ?? 'unfenced';
+          return h('span', { class: `badge ${state === 'unfenced' ? 'good' : 'bad'}`, 'data-testid': `broker-state-${id}` }, state);
+        } },
+        { title: 'address', cell: (id) => { const b = meta.brokerById.get(id); return b ? `${b.host}:${b.port}` : ''; } },
         { title: 'partition leaderships', num: true,
           cell: (id) => formatCount(meta.described.reduce((n, t) => n + t.partitions.filter((p) => p.leader === id).length, 0)) },
       ], meta.brokerIds, { testid: 'brokers-table' }));
+      const q = meta.quorum;
+      fill(quorum,
+        h('p', { 'data-testid': 'quorum-summary' },
+          `leader ${q.leader_id ?? 'none (electing)'} · epoch ${q.leader_epoch} · high watermark ${q.high_watermark} · `
+          + `answered by node ${q.node_id} (${q.role}, applied offset ${q.applied_offset})`),
+        table([
+          { title: 'voter', cell: (v) => String(v.replica_id), num: true },
+          { title: 'log end offset', cell: (v) => (v.log_end_offset === null ? '-' : formatCount(v.log_end_offset)), num: true },
+          { title: 'lag', cell: (v) => (v.lag === null ? '-' : formatCount(v.lag)), num: true },
+        ], q.voters, { testid: 'quorum-table' }));
     } catch (e) {
       status.show(e);
     }

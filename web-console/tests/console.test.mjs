@@ -329,6 +329,10 @@ test('every page renders on a desktop and a phone screen (screenshots saved)', a
         // Two metrics samples make a rate: wait for the charts to have a line.
         await produce('orders', { chart: viewport });
         await until('a throughput line', async () => (await page.locator('[data-testid=chart-records] polyline').count()) > 0);
+        // The broker's registration state and the metadata quorum (one voter, leading).
+        await until('the broker state', async () => (await page.getByTestId('broker-state-0').textContent()) === 'unfenced');
+        assert.match(await page.getByTestId('quorum-summary').textContent(), /^leader 0 · epoch \d+ · high watermark \d+/);
+        assert.match(await page.getByTestId('tile-controller').textContent(), /broker 0/);
       }
       assert.equal(await page.getByTestId('error').count(), 0, `${name} shows an error: ${await page.locator('main').textContent()}`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
