@@ -99,8 +99,8 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
     return error{errc::invalid_config, "cleanup.policy='" + value + "' is not one of delete, compact, compact,delete"};
   }
   if (name == "message.timestamp.type") {
-    if (value == "CreateTime") return base::ok_v;
-    return error{errc::invalid_config, "message.timestamp.type='" + value + "': only CreateTime is supported"};
+    if (value == "CreateTime" || value == "LogAppendTime") return base::ok_v;
+    return error{errc::invalid_config, "message.timestamp.type='" + value + "' is not one of CreateTime, LogAppendTime"};
   }
   auto v = parse_number(name, value);
   if (!v.ok()) return v.error();
