@@ -1052,6 +1052,7 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   const int64_t now = deps_.clock.now_ms();
   auto timestamp_type = configs.find("message.timestamp.type");
   const bool log_append_time = timestamp_type != configs.end() && timestamp_type->second == "LogAppendTime";
+  const std::optional<model::compression> stored_codec = stored_compression(configs);
   auto op = std::make_shared<produce_operation>();
   op->results.resize(request.records.size());
   op->done = std::move(done);
@@ -1092,7 +1093,11 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
     size_t chunk_estimate = codec::batch_header_bytes;
     auto emit = [&]() {
       if (chunk.empty()) return;
-      auto encoded = codec::encode_batch({}, chunk);
+      // compression.type: the topic's codec, or none for "producer" (the HTTP producer sends
+      // records, not batches) and "uncompressed".
+      codec::batch_options options;
+      options.compression = stored_codec.value_or(model::compression::none);
+      auto encoded = codec::encode_batch(options, chunk);
       std::vector<model::timestamp_ms> stamps;
       for (const auto& rec : chunk) stamps.push_back(log_append_time ? now : rec.timestamp);
       // message.timestamp.type=LogAppendTime: the broker's time for every record (KIP-32).
@@ -1447,6 +1452,25 @@ void broker_impl::produce_batches(produce_batches_request request,
       if ((*records)[k].record_offset != header->base_offset + static_cast<int64_t>(k)) {
         return done(error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"});
       }
+    }
+  }
+  // compression.type other than "producer": batches in another codec are stored recompressed
+  // with the topic's (Kafka's LogValidator does the same), keeping their producer fields.
+  if (auto wanted = stored_compression(configs)) {
+    for (auto& batch : request.batches) {
+      auto header = codec::decode_header(batch);
+      if (header->compression() == *wanted) continue;
+      auto records = codec::decode_records(batch);
+      codec::batch_options options;
+      options.base_offset = header->base_offset;
+      options.compression = *wanted;
+      options.timestamp_type = header->timestamp_type();
+      options.producer = header->producer;
+      options.producer_epoch_value = header->producer_epoch_value;
+      options.base_sequence = header->base_sequence;
+      auto encoded = codec::encode_batch(options, *records);
+      if (!encoded.ok()) return done(error{errc::corrupt_message, "recompressing for compression.type: " + encoded.error().message});
+      batch = std::move(encoded).value();
     }
   }
   auto type = configs.find("message.timestamp.type");
