@@ -13,36 +13,45 @@ namespace {
 
 constexpr int16_t invalid_required_acks = 21;
 constexpr int16_t corrupt_message = 2;
+constexpr int16_t unsupported_for_message_format = 43;
+
+/// Why a record set cannot be split into v2 batches, and the Kafka error that says so.
+struct split_error {
+  int16_t code = corrupt_message;
+  std::string message;
+};
 
 /// Cuts a partition's record set into its batches (each batch_length + 12 bytes). Errors name
 /// what is wrong: a size that runs past the record set, a message format other than v2.
-base::result<std::vector<bytes>, std::string> split_batches(const bytes& records) {
+base::result<std::vector<bytes>, split_error> split_batches(const bytes& records) {
   std::vector<bytes> out;
   size_t pos = 0;
   while (pos < records.size()) {
     const size_t left = records.size() - pos;
     if (left < codec::batch_log_overhead_bytes + 5) {
-      return "record set ends inside a batch header (" + std::to_string(left) + " bytes left at " +
-             std::to_string(pos) + ")";
+      return split_error{corrupt_message, "record set ends inside a batch header (" + std::to_string(left) +
+                                              " bytes left at " + std::to_string(pos) + ")"};
     }
     const auto* p = records.data() + pos;
     const int32_t batch_length = static_cast<int32_t>((static_cast<uint32_t>(p[8]) << 24) | (static_cast<uint32_t>(p[9]) << 16) |
                                                       (static_cast<uint32_t>(p[10]) << 8) | static_cast<uint32_t>(p[11]));
     const auto magic = static_cast<int8_t>(p[16]);
     if (magic != codec::batch_magic_v2) {
-      return "message format v" + std::to_string(magic) + " at byte " + std::to_string(pos) +
-             ": only record batch v2 (magic 2) is accepted";
+      return split_error{unsupported_for_message_format,
+                         "message format v" + std::to_string(magic) + " at byte " + std::to_string(pos) +
+                             ": only record batch v2 (magic 2) is accepted"};
     }
     if (batch_length <= 0 || static_cast<size_t>(batch_length) > left - codec::batch_log_overhead_bytes) {
-      return "batch_length " + std::to_string(batch_length) + " at byte " + std::to_string(pos) +
-             " runs past the record set (" + std::to_string(left) + " bytes left)";
+      return split_error{corrupt_message, "batch_length " + std::to_string(batch_length) + " at byte " +
+                                              std::to_string(pos) + " runs past the record set (" +
+                                              std::to_string(left) + " bytes left)"};
     }
     const size_t size = static_cast<size_t>(batch_length) + codec::batch_log_overhead_bytes;
     out.emplace_back(records.begin() + static_cast<std::ptrdiff_t>(pos),
                      records.begin() + static_cast<std::ptrdiff_t>(pos + size));
     pos += size;
   }
-  if (out.empty()) return std::string("the record set is empty");
+  if (out.empty()) return split_error{corrupt_message, "the record set is empty"};
   return out;
 }
 
@@ -130,7 +139,7 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
     }
     auto batches = split_batches(*t.records);
     if (!batches.ok()) {
-      fail(corrupt_message, batches.error());
+      fail(batches.error().code, batches.error().message);
       continue;
     }
     broker::produce_batches_request produce;
@@ -265,6 +274,24 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
   if (request.session_id != 0 || request.session_epoch > 0) {
     protocol::fetch_response_data out;
     out.error_code = error_code::fetch_session_id_not_found;
+    ctx.answer(out);
+    return;
+  }
+  if (ctx.api_version < 4) {
+    // Fetch v2/v3 expect message format v0/v1, which is not kept (no down-conversion).
+    protocol::fetch_response_data out;
+    for (const auto& t : request.topics) {
+      protocol::fetch_response_data::fetchable_topic_response rt;
+      rt.topic = t.topic;
+      for (const auto& p : t.partitions) {
+        protocol::fetch_response_data::partition_data d;
+        d.partition_index = p.partition;
+        d.error_code = error_code::unsupported_version;
+        d.high_watermark = -1;
+        rt.partitions.push_back(std::move(d));
+      }
+      out.responses.push_back(std::move(rt));
+    }
     ctx.answer(out);
     return;
   }

@@ -12,13 +12,17 @@ namespace {
 
 using namespace detail;
 
-// Version ranges: from the oldest that speaks record batch v2 (magic 2, the only format ringlog
-// stores) or that Kafka 4.0 still accepts (KIP-896), to the newest our schema files define,
-// except where a newer version needs what a single node does not have yet (Fetch 13+ names
-// topics by id only; ListOffsets 7+ adds max-timestamp lookups). Sorted by api key.
+// Version ranges: to the newest our schema files define, except where a newer version needs
+// what a single node does not have yet (Fetch 13+ names topics by id only; ListOffsets 7+ adds
+// max-timestamp lookups); from the oldest Kafka 4.0 still accepts (KIP-896), except Produce and
+// Fetch. Only record batch v2 (magic 2: Produce 3+, Fetch 4+) is stored, yet Produce starts at
+// v0 and Fetch at v2: librdkafka 2.0 compresses with gzip, snappy or lz4 only for a broker that
+// lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
+// Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
+// UNSUPPORTED_VERSION, per partition. Sorted by api key.
 constexpr std::array<handled_api, 15> apis = {{
-    {protocol::produce_request_data::api_key, 3, 11},
-    {protocol::fetch_request_data::api_key, 4, 12},
+    {protocol::produce_request_data::api_key, 0, 11},
+    {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
     {protocol::metadata_request_data::api_key, 0, 12},
     {protocol::find_coordinator_request_data::api_key, 0, 6},
