@@ -20,12 +20,16 @@ using namespace detail;
 // lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
 // Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
 // UNSUPPORTED_VERSION, per partition. Sorted by api key.
-constexpr std::array<handled_api, 15> apis = {{
+constexpr std::array<handled_api, 20> apis = {{
     {protocol::produce_request_data::api_key, 0, 11},
     {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
     {protocol::metadata_request_data::api_key, 0, 12},
+    {protocol::offset_commit_request_data::api_key, 2, 9},
+    {protocol::offset_fetch_request_data::api_key, 1, 9},
     {protocol::find_coordinator_request_data::api_key, 0, 6},
+    {protocol::describe_groups_request_data::api_key, 0, 5},
+    {protocol::list_groups_request_data::api_key, 0, 5},
     {protocol::sasl_handshake_request_data::api_key, 0, 1},
     {protocol::api_versions_request_data::api_key, 0, 4},
     {protocol::create_topics_request_data::api_key, 2, 7},
@@ -34,6 +38,7 @@ constexpr std::array<handled_api, 15> apis = {{
     {protocol::describe_configs_request_data::api_key, 1, 4},
     {protocol::alter_configs_request_data::api_key, 0, 2},
     {protocol::create_partitions_request_data::api_key, 0, 3},
+    {protocol::delete_groups_request_data::api_key, 0, 2},
     {protocol::incremental_alter_configs_request_data::api_key, 0, 1},
     {protocol::describe_cluster_request_data::api_key, 0, 1},
 }};
@@ -150,6 +155,16 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
       return route<protocol::create_partitions_request_data>(body, ctx, handle_create_partitions);
     case protocol::incremental_alter_configs_request_data::api_key:
       return route<protocol::incremental_alter_configs_request_data>(body, ctx, handle_incremental_alter_configs);
+    case protocol::offset_commit_request_data::api_key:
+      return route<protocol::offset_commit_request_data>(body, ctx, handle_offset_commit);
+    case protocol::offset_fetch_request_data::api_key:
+      return route<protocol::offset_fetch_request_data>(body, ctx, handle_offset_fetch);
+    case protocol::list_groups_request_data::api_key:
+      return route<protocol::list_groups_request_data>(body, ctx, handle_list_groups);
+    case protocol::describe_groups_request_data::api_key:
+      return route<protocol::describe_groups_request_data>(body, ctx, handle_describe_groups);
+    case protocol::delete_groups_request_data::api_key:
+      return route<protocol::delete_groups_request_data>(body, ctx, handle_delete_groups);
     case protocol::describe_cluster_request_data::api_key:
       return route<protocol::describe_cluster_request_data>(body, ctx, handle_describe_cluster);
     default:

@@ -96,6 +96,12 @@ void handle_describe_configs(const request_context& ctx, protocol::describe_conf
 void handle_alter_configs(const request_context& ctx, protocol::alter_configs_request_data request);
 void handle_incremental_alter_configs(const request_context& ctx,
                                       protocol::incremental_alter_configs_request_data request);
+// ---- groups.cc
+void handle_offset_commit(const request_context& ctx, protocol::offset_commit_request_data request);
+void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_request_data request);
+void handle_list_groups(const request_context& ctx, protocol::list_groups_request_data request);
+void handle_describe_groups(const request_context& ctx, protocol::describe_groups_request_data request);
+void handle_delete_groups(const request_context& ctx, protocol::delete_groups_request_data request);
 // ---- data.cc
 void handle_produce(const request_context& ctx, protocol::produce_request_data request);
 void handle_fetch(const request_context& ctx, protocol::fetch_request_data request);

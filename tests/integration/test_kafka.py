@@ -412,3 +412,116 @@ def test_responses_keep_request_order_when_pipelined(kbroker, topic_name):
 def test_default_listeners_include_kafka_9092():
     out = subprocess.run([str(__import__("conftest").binary_path()), "serve", "--help"], capture_output=True, text=True)
     assert "kafka://127.0.0.1:9092" in out.stdout
+
+
+# ---------------------------------------------------------------- groups outside membership
+
+def test_group_commits_outside_membership_show_in_http_lag_routes(kbroker, topic_name):
+    """librdkafka's assign() + commit() (OffsetCommit with generation -1) on the same coordinator
+    and __consumer_offsets as REST consumers: the HTTP lag routes see the offsets."""
+    group = "kc-" + topic_name
+    create(kbroker.bootstrap, topic_name, partitions=2)
+    p = Producer({"bootstrap.servers": kbroker.bootstrap})
+    for i in range(10):
+        for part in (0, 1):
+            p.produce(topic_name, value=b"%d" % i, partition=part)
+    assert p.flush(10) == 0
+    c = Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.assign([TopicPartition(topic_name, 0, 0), TopicPartition(topic_name, 1, 0)])
+    got = 0
+    end = time.monotonic() + 15
+    while got < 20 and time.monotonic() < end:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got += 1
+    assert got == 20
+    c.commit(offsets=[TopicPartition(topic_name, 0, 7), TopicPartition(topic_name, 1, 10)], asynchronous=False)
+    committed = c.committed([TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)], timeout=10)
+    assert [(tp.partition, tp.offset) for tp in committed] == [(0, 7), (1, 10)]
+    c.close()
+    lags = requests.get(kbroker.v3(f"/consumer-groups/{group}/lags")).json()["data"]
+    assert sorted((l["partition_id"], l["current_offset"], l["log_end_offset"], l["lag"]) for l in lags) == [
+        (0, 7, 10, 3), (1, 10, 10, 0)], lags
+    # kafka-python's admin reads the same group: list, offsets, delete.
+    from kafka import KafkaAdminClient
+    from kafka.structs import TopicPartition as KTP
+    admin = KafkaAdminClient(bootstrap_servers=kbroker.bootstrap)
+    assert group in [g[0] for g in admin.list_consumer_groups()]
+    offsets = admin.list_consumer_group_offsets(group)
+    assert {tp.partition: o.offset for tp, o in offsets.items() if tp.topic == topic_name} == {0: 7, 1: 10}
+    assert offsets[KTP(topic_name, 0)].offset == 7
+    admin.close()
+    described = subprocess.run(["kcat", "-b", kbroker.bootstrap, "-L", "-J"], capture_output=True, timeout=30)
+    assert described.returncode == 0
+
+
+def test_kafka_commit_into_a_ringlog_managed_group_is_refused(kbroker, topic_name):
+    """A group with REST members is ringlog-managed: a Kafka client may not commit over them."""
+    group = "mixed-" + topic_name
+    create(kbroker.bootstrap, topic_name)
+    V2 = "application/vnd.kafka.v2+json"
+    r = requests.post(f"{kbroker.url}/consumers/{group}", json={"name": "rest-member"}, headers={"Content-Type": V2})
+    assert r.status_code == 200, r.text
+    base = r.json()["base_uri"]
+    r = requests.post(base + "/subscription", json={"topics": [topic_name]}, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    c = Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    with pytest.raises(Exception) as e:
+        c.commit(offsets=[TopicPartition(topic_name, 0, 1)], asynchronous=False)
+    c.close()
+    assert "INCONSISTENT_GROUP_PROTOCOL" in str(e.value), str(e.value)
+    # DescribeGroups shows the REST member and its partition in Kafka's assignment format.
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=kbroker.bootstrap)
+    (desc,) = admin.describe_consumer_groups([group])
+    assert desc.group == group and [m.member_id for m in desc.members] == ["rest-member"]
+    admin.close()
+    requests.delete(base, headers={"Content-Type": V2})
+
+
+def test_committed_offsets_resume_after_restart_nothing_lost_or_skipped(ringlog_bin, tmp_path, topic_name):
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        group = "resume-" + topic_name
+        create(b.bootstrap, topic_name, partitions=3)
+        p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all"})
+        sent = {(part, b"%d-%d" % (part, i)) for part in range(3) for i in range(30)}
+        for part, value in sorted(sent):
+            p.produce(topic_name, value=value, partition=part)
+        assert p.flush(10) == 0
+
+        def consume_and_commit(limit_per_partition):
+            c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False,
+                          "auto.offset.reset": "earliest"})
+            committed = c.committed([TopicPartition(topic_name, part) for part in range(3)], timeout=10)
+            # -1001 (OFFSET_INVALID): nothing committed yet, start at the beginning.
+            c.assign([TopicPartition(topic_name, tp.partition, tp.offset if tp.offset >= 0 else 0) for tp in committed])
+            seen = []
+            counts = {0: 0, 1: 0, 2: 0}
+            end = time.monotonic() + 15
+            while sum(counts.values()) < 3 * limit_per_partition and time.monotonic() < end:
+                m = c.poll(0.5)
+                if m is None or m.error() is not None or counts[m.partition()] >= limit_per_partition:
+                    continue
+                counts[m.partition()] += 1
+                seen.append((m.partition(), m.offset(), m.value()))
+            last = {}
+            for part, off, _ in seen:
+                last[part] = max(last.get(part, -1), off)
+            c.commit(offsets=[TopicPartition(topic_name, part, off + 1) for part, off in last.items()], asynchronous=False)
+            c.close()
+            return seen
+
+        first = consume_and_commit(12)
+        assert b.stop() == 0
+        b.start()
+        second = consume_and_commit(18)
+        records = first + second
+        assert len(records) == 90
+        assert len({(part, off) for part, off, _ in records}) == 90          # nothing read twice
+        assert {(part, value) for part, _, value in records} == sent           # nothing lost
+        lags = requests.get(b.v3(f"/consumer-groups/{group}/lags")).json()["data"]
+        assert sorted((l["partition_id"], l["current_offset"], l["lag"]) for l in lags) == [(0, 30, 0), (1, 30, 0), (2, 30, 0)]
+    finally:
+        if b.proc is not None:
+            b.stop()
