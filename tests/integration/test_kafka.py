@@ -174,7 +174,9 @@ def test_kafka_python_produce_and_consume_every_codec(kbroker, topic_name, codec
     got = list(c)
     c.close()
     assert [(m.key, m.value, m.headers) for m in got] == [(k, v, [("h", b"x")]) for k, v in sent]
-    assert stored_codecs(kbroker.bootstrap, topic_name) == {CODEC_ID[codec]}
+    # kafka-python, too, leaves a batch uncompressed when the codec would not shrink it.
+    codecs = stored_codecs(kbroker.bootstrap, topic_name)
+    assert CODEC_ID[codec] in codecs and codecs <= {0, CODEC_ID[codec]}, codecs
 
 
 def test_kafka_python_admin_create_describe_alter_delete(kbroker, topic_name):
