@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dump_log.h"
-#include "ringlog/gateway/cli.h"
+#include "ringlog/cli/cli.h"
 #include "serve.h"
 
 namespace {
@@ -37,12 +37,12 @@ int main(int argc, char** argv) {
   int sub_argc = argc - 1;
   char** sub_argv = argv + 1;
   if (command == "serve") return ringlog::app::serve_main(sub_argc, sub_argv);
-  if (command == "topics") return ringlog::gateway::topics_main(sub_argc, sub_argv);
-  if (command == "produce") return ringlog::gateway::produce_main(sub_argc, sub_argv);
-  if (command == "consume") return ringlog::gateway::consume_main(sub_argc, sub_argv);
-  if (command == "groups") return ringlog::gateway::groups_main(sub_argc, sub_argv);
+  if (command == "topics") return ringlog::cli::topics_main(sub_argc, sub_argv);
+  if (command == "produce") return ringlog::cli::produce_main(sub_argc, sub_argv);
+  if (command == "consume") return ringlog::cli::consume_main(sub_argc, sub_argv);
+  if (command == "groups") return ringlog::cli::groups_main(sub_argc, sub_argv);
   if (command == "dump-log") return ringlog::app::dump_log_main(sub_argc, sub_argv);
-  if (command == "bench") return ringlog::gateway::bench_main(sub_argc, sub_argv);
+  if (command == "bench") return ringlog::cli::bench_main(sub_argc, sub_argv);
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << usage;
     return 0;

@@ -27,6 +27,7 @@
 #include "ringlog/broker/broker.h"
 #include "ringlog/config/server_config.h"
 #include "ringlog/gateway/http_server.h"
+#include "ringlog/rpc/cluster_transport.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
@@ -163,6 +164,12 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.fetch_waiters_per_partition_max = c.fetch_waiters_per_partition_max;
   b.offsets_topic_num_partitions = c.offsets_topic_num_partitions;
   b.group_expiry_interval_ms = c.group_expiry_interval_ms;
+  b.controller_quorum_election_timeout_ms = c.controller_quorum_election_timeout_ms;
+  b.controller_quorum_fetch_timeout_ms = c.controller_quorum_fetch_timeout_ms;
+  b.controller_quorum_election_backoff_max_ms = c.controller_quorum_election_backoff_max_ms;
+  b.broker_heartbeat_interval_ms = c.broker_heartbeat_interval_ms;
+  b.broker_session_timeout_ms = c.broker_session_timeout_ms;
+  b.broker_rack = c.broker_rack;
   return b;
 }
 
@@ -277,16 +284,14 @@ int serve_main(int argc, char** argv) {
     return 2;
   }
   const config::server_config& cfg = settings.value();
-  // The controller quorum runs between processes (src/controller/metadata_quorum, tested over real
-  // sockets), but brokers that register, forward admin calls and replicate partitions come with
-  // "Cluster II": until then a node is a single-node cluster, and cluster settings that would
-  // promise more are refused by name instead of being accepted and ignored.
-  if (cfg.controller_quorum_voters.size() > 1 || !cfg.process_role_broker || cfg.cluster_listener_port >= 0) {
-    spdlog::error("msg=\"bad config\" key=controller.quorum.voters error=\"{}\"",
-                  base::logfmt_escaped("a quorum of " + std::to_string(cfg.controller_quorum_voters.size()) +
-                                       " voters, process.roles without broker, or a cluster:// listener is not served "
-                                       "yet: this ringlog runs one node; multi-node clusters come with partition "
-                                       "replication"));
+  // Every node is a voter of the metadata quorum and a broker (process.roles=broker,controller,
+  // Kafka's combined mode). Dedicated controllers, and brokers that follow the metadata log
+  // without a vote (raft observers), are not built yet: refuse them by name.
+  if (!cfg.process_role_broker || !cfg.process_role_controller) {
+    spdlog::error("msg=\"bad config\" key=process.roles error=\"{}\"",
+                  base::logfmt_escaped("process.roles must be broker,controller: a node is both a voter of the "
+                                       "metadata quorum and a broker (dedicated controllers and brokers without a "
+                                       "vote are not built yet)"));
     return 2;
   }
 
@@ -312,6 +317,11 @@ int serve_main(int argc, char** argv) {
                   base::logfmt_escaped(listener.error()));
     return 1;
   }
+  // The cluster listener (Kafka's wire protocol between nodes), bound before anything is on disk.
+  std::map<int32_t, rpc::peer_address> voters;
+  for (const auto& v : cfg.controller_quorum_voters) {
+    voters[v.node_id] = rpc::peer_address{v.host, static_cast<uint16_t>(v.port)};
+  }
   // One broker per log directory, as Kafka's `.lock` file enforces: a second broker on the same
   // directory would assign the same offsets to different records (seen: an acknowledged record
   // overwritten). The lock is held until the process exits.
@@ -330,9 +340,34 @@ int serve_main(int argc, char** argv) {
   spdlog::info("msg=\"starting\" shards={} io.backend={} log.dirs=\"{}\"", shards, runtime->disk_backend_name(), cfg.log_dir);
   runtime->start();
 
+  std::unique_ptr<rpc::cluster_transport> transport;
+  if (cfg.cluster_listener_port >= 0) {
+    auto created = rpc::cluster_transport::create(
+        *runtime, 0, cfg.node_id,
+        rpc::peer_address{cfg.cluster_listener_host, static_cast<uint16_t>(cfg.cluster_listener_port)}, voters);
+    if (!created.ok()) {
+      spdlog::error("msg=\"cannot listen\" listeners=cluster://{}:{} error=\"{}\"", cfg.cluster_listener_host,
+                    cfg.cluster_listener_port, base::logfmt_escaped(created.error().message));
+      runtime->stop();
+      return 1;
+    }
+    transport = std::move(created).value();
+  }
+
   auto fs = io::make_posix_file_system();
   base::system_clock clock;
-  broker::broker_dependencies deps{*fs, clock, *runtime, cfg.listener_host, cfg.listener_port};
+  broker::broker_dependencies deps{*fs, clock, *runtime,
+                                   cfg.advertised_http_host.empty() ? cfg.listener_host : cfg.advertised_http_host,
+                                   cfg.advertised_http_port >= 0 ? cfg.advertised_http_port : cfg.listener_port};
+  if (voters.size() > 1 || transport) deps.controller_quorum_voters = voters;
+  if (transport) {
+    deps.cluster_transport = transport.get();
+    deps.start_cluster_transport = [t = transport.get()] { t->start(); };
+    deps.advertised_cluster_host =
+        cfg.advertised_cluster_host.empty() ? cfg.cluster_listener_host : cfg.advertised_cluster_host;
+    deps.advertised_cluster_port = cfg.advertised_cluster_port >= 0 ? cfg.advertised_cluster_port
+                                                                    : static_cast<int32_t>(transport->port());
+  }
   const open_file_budget budget = plan_open_files(cfg);
   spdlog::info("msg=\"open-file budget\" limit={} http.connections.max={} broker.partitions.max={}", budget.limit,
                budget.connections_max, budget.partitions_max);
@@ -342,6 +377,7 @@ int serve_main(int argc, char** argv) {
   if (!opened.ok()) {
     spdlog::error("msg=\"cannot open the broker\" error=\"{}\" code={}", base::logfmt_escaped(opened.error().message),
                   broker::to_string(opened.error().code));
+    if (transport) transport->stop();
     runtime->stop();
     return 1;
   }
@@ -373,12 +409,15 @@ int serve_main(int argc, char** argv) {
     std::promise<void> closed;
     broker->shutdown([&closed] { closed.set_value(); });
     closed.get_future().wait();
+    if (transport) transport->stop();
     runtime->stop();
     return 1;
   }
   auto server = std::move(server_result).value();
-  spdlog::info("msg=\"serving\" listeners=http://{}:{} cluster.id={} node.id={}", cfg.listener_host, server->port(),
-               cfg.cluster_id, cfg.node_id);
+  spdlog::info("msg=\"serving\" listeners=http://{}:{}{} cluster.id={} node.id={} controller={}", cfg.listener_host,
+               server->port(),
+               transport ? ",cluster://" + cfg.cluster_listener_host + ":" + std::to_string(transport->port()) : "",
+               cfg.cluster_id, cfg.node_id, broker->controller_id());
   // The Kafka client listener (issue 15) beside HTTP; none when `listeners` names no kafka://.
   auto kafka = start_kafka_listener(cfg, *broker, *runtime);
   if (!kafka.ok()) {
@@ -391,6 +430,7 @@ int serve_main(int argc, char** argv) {
     std::promise<void> closed;
     broker->shutdown([&closed] { closed.set_value(); });
     closed.get_future().wait();
+    if (transport) transport->stop();
     runtime->stop();
     return 1;
   }
@@ -405,6 +445,7 @@ int serve_main(int argc, char** argv) {
   std::promise<void> closed;
   broker->shutdown([&closed] { closed.set_value(); });
   closed.get_future().wait();
+  if (transport) transport->stop();
   runtime->stop();
   kafka->listener.reset();
   server.reset();

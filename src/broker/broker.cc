@@ -12,11 +12,17 @@
 #include <mutex>
 #include <queue>
 #include <random>
+#include <chrono>
+#include <thread>
 #include <set>
 #include <unordered_map>
 
+#include "broker_configs.h"
 #include "group_service.h"
 #include "metadata.h"
+#include "placement.h"
+#include "ringlog/controller/metadata_quorum.h"
+#include "ringlog/protocol/frame.h"
 #include "ringlog/controller/metadata_entry.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
@@ -31,8 +37,18 @@
 namespace ringlog::broker {
 namespace {
 
-constexpr const char* metadata_directory = "__cluster_metadata-0";
 constexpr size_t controller_shard = 0;
+/// Apply failures kept for proposers that have not asked yet (a forwarded entry's outcome is
+/// learnt from the local apply, which may come before the leader's answer). Oldest dropped.
+constexpr size_t entry_failures_max = 1024;
+/// How long an admin call waits for its entry to be committed and applied on this node.
+constexpr int64_t metadata_write_timeout_ms = 30000;
+/// Kafka's api keys used between brokers here (the schemas are in src/protocol/schemas).
+constexpr int16_t envelope_api_key = 58;            // KIP-590 forwarding to the active controller
+constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
+constexpr int16_t kafka_code_not_controller = 41;
+constexpr int16_t kafka_code_stale_broker_epoch = 77;
+constexpr int16_t kafka_code_request_timed_out = 7;
 /// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
 /// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
 constexpr size_t recent_reads_max = 8;
@@ -141,7 +157,7 @@ struct produce_operation {
   }
 };
 
-class broker_impl final : public broker, public group_host {
+class broker_impl final : public broker, public group_host, public controller::quorum_state_machine {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
       : config_(std::move(config)),
@@ -153,6 +169,15 @@ class broker_impl final : public broker, public group_host {
         shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {}
 
   result<void> start();
+  /// A broker dropped without shutdown() (a crash in tests): the quorum still stops first.
+  ~broker_impl() override {
+    if (quorum_) quorum_->stop();
+  }
+  /// After a failed start: stops the quorum (it must stop before it is destroyed).
+  void abandon() {
+    stopping_ = true;
+    if (quorum_) quorum_->stop();
+  }
 
   void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) override;
   void delete_topic(std::string topic, std::function<void(result<void>)> done) override;
@@ -163,10 +188,20 @@ class broker_impl final : public broker, public group_host {
   [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
   [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
   void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
-  [[nodiscard]] std::vector<broker_description> list_brokers() const override {
-    return {{config_.node_id, deps_.advertised_host, deps_.advertised_port}};
-  }
+  [[nodiscard]] std::vector<broker_description> list_brokers() const override;
+  [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
+  [[nodiscard]] quorum_status describe_quorum() const override;
+
+  // quorum_state_machine: runs on the controller shard.
+  void apply(std::span<const controller::committed_entry> entries) override;
+  std::vector<uint8_t> snapshot() override;
+  void load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) override;
+  void on_leader_change(int32_t leader_id, int32_t epoch) override;
   [[nodiscard]] const broker_config& config() const override { return config_; }
+  [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }
+  [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
+  void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
+                            bool validate_only, std::function<void(result<void>)> done) override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
@@ -192,6 +227,8 @@ class broker_impl final : public broker, public group_host {
     return latest_view_.load(std::memory_order_acquire);
   }
   int64_t total_partitions() const { return view()->image->partition_count(); }
+  /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
+  const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
   result<void> check_partition_budget(int64_t adding) const {
     const int64_t total = total_partitions();
     if (total + adding <= config_.partitions_max) return base::ok_v;
@@ -223,27 +260,75 @@ class broker_impl final : public broker, public group_host {
     return config_.log_dir + "/" + partition_key(topic, partition);
   }
   topic_description describe(const topic_state& t) const;
-  /// Reads the metadata log from its start into an image (start-up; legacy records included).
-  result<std::shared_ptr<const controller::metadata_image>> replay_metadata_log();
+  /// Start-up: waits (polling, up to metadata_catch_up_timeout_ms) until the quorum has a leader
+  /// and this node has applied every entry below the high watermark.
+  result<void> wait_for_metadata_catch_up();
+  /// Start-up: registers this broker (a RegisterBrokerRecord with a new incarnation) and waits
+  /// until the registration is applied here.
+  result<void> register_broker();
+  /// Runs `f` on the controller shard and waits for its result (start-up only).
+  result<void> on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f);
   /// A new topic's TopicRecord, PartitionRecords (this node the only replica) and ConfigRecords.
-  std::vector<protocol::metadata_record> new_topic_records(const std::string& name, int32_t partitions,
+  result<std::vector<protocol::metadata_record>> offsets_topic_records() const;
+  result<std::vector<protocol::metadata_record>> new_topic_records(const std::string& name, int32_t partitions,
+                                                                   int32_t replication_factor,
                                                            const std::map<std::string, std::string>& configs) const;
   /// PartitionRecords for partitions [from, to) of a topic.
-  void append_partition_records(std::vector<protocol::metadata_record>& out, const controller::uuid& topic_id,
-                                int32_t from, int32_t to) const;
-  /// Controller shard: appends `records` as one metadata entry, makes it durable, applies it and
-  /// answers `done` once every shard reads the new image and its partitions are reconciled.
+  /// Placed by placement.h over the usable brokers. Errors: invalid_replication_factor.
+  result<void> append_partition_records(std::vector<protocol::metadata_record>& out, const controller::uuid& topic_id,
+                                        int32_t from, int32_t to, int32_t replication_factor) const;
+  /// Controller shard: writes `records` as one metadata entry through the quorum (proposed here
+  /// when this node leads it, else forwarded to the active controller in an Envelope) and answers
+  /// `done` once the entry is committed, applied here, published to every shard and its
+  /// partitions reconciled. The records are checked against this node's image first; the check
+  /// that counts is the one every node makes when it applies the entry (an entry that does not
+  /// apply changes nothing anywhere, and its proposer gets the reason). Errors: invalid_request
+  /// (the records do not fit the image), not_controller (no quorum leader: retry), request_timed_out.
   void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done);
-  /// Controller shard: applies an entry at metadata `offset`; publishes the new view to every
-  /// shard, then (when `reconcile`) opens, removes and reconfigures the partitions it changed.
-  result<void> apply_entry(const std::vector<protocol::metadata_record>& records, int64_t offset, bool reconcile,
-                           std::function<void(result<void>)> done);
+  /// Controller shard: the entry `payload` (encoded records) to the quorum; `done` with its
+  /// committed offset.
+  void write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done);
+  /// Controller shard: `done` once the entry at `offset` is applied and reconciled here (or failed).
+  void await_applied(int64_t offset, std::function<void(result<void>)> done);
+  /// Controller shard: the entry at `offset` did not apply.
+  void entry_failed(int64_t offset, error why);
+  /// Controller shard: one applied entry's publication and reconciliation, in offset order.
+  struct apply_job {
+    std::shared_ptr<const metadata_view> before;
+    std::shared_ptr<const metadata_view> after;
+    std::vector<std::string> touched;
+    int64_t offset = 0;
+    bool reconcile = false;   // false before start-up opened the partitions (they are opened then)
+    bool open_all = false;    // start-up: open every partition of `after` this node holds
+  };
+  void enqueue_apply_job(apply_job job);
+  void run_apply_jobs();
+  void finish_apply_job(int64_t offset, result<void> outcome);
+  /// Handlers of requests from other nodes (on the cluster listener).
+  void register_cluster_handlers();
+  void handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body, rpc::respond_fn respond);
+  void handle_broker_heartbeat(const protocol::request_header_data& header, std::vector<std::byte> body,
+                               rpc::respond_fn respond);
+  /// The active controller's answer to a heartbeat (fencing, unfencing, controlled shutdown).
+  protocol::broker_heartbeat_response_data controller_heartbeat(const protocol::broker_heartbeat_request_data& request);
+  /// Every broker.heartbeat.interval.ms on the controller shard: this broker's heartbeat (or its
+  /// registration), and on the active controller the fencing of brokers that missed theirs.
+  void schedule_heartbeat();
+  void heartbeat_tick();
+  void send_heartbeat(bool want_shut_down, std::function<void(result<protocol::broker_heartbeat_response_data>)> done);
+  void fence_lapsed_brokers();
+  void ensure_offsets_topic_async();
+  /// This broker's registration in the image, if it is the one of this process.
+  const controller::broker_registration* own_registration() const;
+  /// The leader of a partition, or an error naming who leads it when it is not this node.
+  result<void> check_leader(const topic_state& topic, int32_t partition) const;
   /// Installs `next` as every shard's view; `done` runs on the controller shard once all have it.
   void publish_view(std::shared_ptr<const metadata_view> next, std::function<void()> done);
   /// Brings the shards' partitions in line with the topics named in `touched` after `before`.
   void reconcile(const metadata_view& before, const metadata_view& after, const std::vector<std::string>& touched,
                  std::function<void(result<void>)> done);
   void remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done);
+  /// Opens partitions [from, count) of `topic` that list this node as a replica.
   void open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                        std::function<void(result<void>)> done);
   result<void> open_partition_on_shard(size_t shard, const std::string& topic, const controller::uuid& topic_id,
@@ -299,15 +384,38 @@ class broker_impl final : public broker, public group_host {
   std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
   /// The metadata as of the last applied entry. Each shard reads its own copy without a lock
   /// (shard_views_[i] is touched only on shard i); threads outside the shards read latest_view_.
-  /// Changed only on the controller shard (apply_entry), which publishes to every shard before an
+  /// Changed only on the controller shard (apply), which publishes to every shard before an
   /// admin call is answered, so a client that saw its change answered finds it on every shard.
   std::vector<std::shared_ptr<const metadata_view>> shard_views_;
   /// The controller shard's own view, ahead of shard_views_[controller_shard] while a publish is
   /// on its way: metadata changes are checked and applied against it, one after another.
   std::shared_ptr<const metadata_view> controller_view_ = std::make_shared<const metadata_view>();
   std::atomic<std::shared_ptr<const metadata_view>> latest_view_{std::make_shared<const metadata_view>()};
-  std::unique_ptr<storage::partition_log> metadata_log_;  // shard 0 only, after start()
-  std::atomic<bool> stopping_{false};
+  std::unique_ptr<controller::metadata_quorum> quorum_;   // after start()
+  /// New on every process start: a restart is a new registration with a new broker epoch.
+  controller::uuid incarnation_id_;
+  // ---- controller shard only
+  std::deque<apply_job> apply_jobs_;
+  bool apply_running_ = false;
+  bool partitions_open_ = false;       // start-up opened the partitions: later entries reconcile
+  int64_t reconciled_end_ = 0;         // every entry below is applied and reconciled here
+  struct commit_waiter {
+    uint64_t id = 0;
+    std::function<void(result<void>)> done;
+  };
+  std::multimap<int64_t, commit_waiter> commit_waiters_;
+  uint64_t next_waiter_id_ = 1;
+  std::map<int64_t, error> entry_failures_;
+  int32_t quorum_leader_id_ = -1;
+  bool registering_ = false;
+  bool heartbeat_in_flight_ = false;
+  bool offsets_topic_pending_ = false;
+  bool fencing_in_flight_ = false;
+  /// Active controller: wall ms of each broker's last heartbeat (since this node became leader).
+  std::map<int32_t, int64_t> last_heartbeat_ms_;
+  std::atomic<bool> controlled_shutdown_done_{false};
+  /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
+  std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);  std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
   std::unique_ptr<group_service> groups_;  // after start()
   // Produces to a topic that a produce is auto-creating wait here, in call order, until the
@@ -335,80 +443,639 @@ result<void> broker_impl::start() {
       !meta.ok()) {
     return from_storage(meta.error());
   }
-  storage::log_config metadata_config;
-  metadata_config.retention_ms = -1;
-  metadata_config.max_message_bytes = 8 * 1024 * 1024;
-  auto log = storage::partition_log::open(deps_.fs, config_.log_dir + "/" + metadata_directory, metadata_config,
-                                          deps_.clock);
-  if (!log.ok()) return from_storage(log.error());
-  metadata_log_ = std::move(log.value());
-  auto image = replay_metadata_log();
-  if (!image.ok()) return image.error();
-  metadata_log_->set_high_watermark(metadata_log_->log_end_offset());
-  // Every shard reads the replayed image before anything is served.
-  std::promise<void> published;
-  controller_view_ = make_view(metadata_view{}, std::move(image).value());
-  publish_view(controller_view_, [&published] { published.set_value(); });
-  published.get_future().wait();
-  // Recover every partition on its shard; wait here (start-up runs outside the shards).
-  for (const auto& [name, t] : view()->topics) {
-    std::promise<result<void>> opened;
-    open_partitions(t, 0, false, [&opened](result<void> r) { opened.set_value(std::move(r)); });
-    auto r = opened.get_future().get();
-    if (!r.ok()) return r.error();
+  incarnation_id_ = new_topic_id();
+  // The metadata quorum: one voter (this node) unless controller.quorum.voters names more. Its
+  // start loads the snapshot and, for a directory of the single-node ringlog, the old history.
+  controller::metadata_quorum_config qc;
+  qc.node_id = config_.node_id;
+  qc.voters = deps_.controller_quorum_voters;
+  if (qc.voters.empty()) qc.voters[config_.node_id] = rpc::peer_address{};
+  qc.cluster_id = config_.cluster_id;
+  qc.election_timeout_ms = config_.controller_quorum_election_timeout_ms;
+  qc.fetch_timeout_ms = config_.controller_quorum_fetch_timeout_ms;
+  qc.election_backoff_max_ms = config_.controller_quorum_election_backoff_max_ms;
+  qc.log_dir = config_.log_dir;
+  quorum_ = std::make_unique<controller::metadata_quorum>(qc, deps_.fs, deps_.runtime, controller_shard, deps_.clock,
+                                                          deps_.cluster_transport, *this);
+  if (deps_.cluster_transport != nullptr) register_cluster_handlers();
+  if (auto started = quorum_->start(); !started.ok()) {
+    return error{started.error().code == controller::errc::kafka_storage_error ? errc::kafka_storage_error
+                                                                               : errc::invalid_config,
+                 "metadata quorum: " + started.error().message};
   }
+  if (deps_.start_cluster_transport) deps_.start_cluster_transport();
+  RINGLOG_TRY(wait_for_metadata_catch_up());
+  // Open every partition this node holds as of the image it caught up to; entries applied from
+  // now on open, remove and reconfigure partitions as they come.
+  RINGLOG_TRY(on_controller_shard_and_wait([this](auto done) {
+    partitions_open_ = true;
+    apply_job job;
+    job.before = controller_view_;
+    job.after = controller_view_;
+    job.offset = reconciled_end_ - 1;
+    job.open_all = true;
+    job.reconcile = true;
+    enqueue_apply_job(std::move(job));
+    await_applied(job.offset, std::move(done));
+  }));
+  RINGLOG_TRY(register_broker());
   RINGLOG_TRY(ensure_offsets_topic());
   const int32_t offsets_partitions = find_topic(consumer_offsets_topic)->partitions_count();
   groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
                                config_.group_expiry_interval_ms);
   RINGLOG_TRY(groups_->start());
   for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
+  deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
   return base::ok_v;
 }
 
-result<std::shared_ptr<const controller::metadata_image>> broker_impl::replay_metadata_log() {
-  controller::metadata_delta delta{controller::metadata_image{}};
-  model::offset at = metadata_log_->log_start_offset();
-  while (at < metadata_log_->log_end_offset()) {
-    auto read = metadata_log_->read(at, 1 << 20, metadata_log_->log_end_offset());
-    if (!read.ok()) return from_storage(read.error());
-    size_t pos = 0;
-    while (pos < read->batches.size()) {
-      auto header = codec::decode_header(std::span(read->batches).subspan(pos));
-      RINGLOG_ASSERT(header.ok(), "metadata log batches were validated on recovery");
-      auto records = codec::decode_records(std::span(read->batches).subspan(pos, header->size_bytes()));
-      if (!records.ok()) return error{errc::kafka_storage_error, "metadata log: " + records.error().message};
-      for (const auto& r : records.value()) {
-        if (r.record_offset < at) continue;
-        // Legacy records are read against the image so far: apply what came before them.
-        auto partial = std::move(delta).image();
-        auto entry = metadata_log_records(*partial, r, config_.node_id);
-        if (!entry.ok()) return error{errc::kafka_storage_error, "metadata log offset " + std::to_string(r.record_offset.value()) + ": " + entry.error().message};
-        delta = controller::metadata_delta{*partial};
-        for (const auto& record : entry.value()) {
-          auto applied = delta.apply(record, r.record_offset.value());
-          if (!applied.ok()) {
-            return error{errc::kafka_storage_error, "metadata log offset " + std::to_string(r.record_offset.value()) +
-                                                        ": " + applied.error().message};
-          }
-        }
-      }
-      pos += header->size_bytes();
-    }
-    if (read->next_offset <= at) break;
-    at = read->next_offset;
-  }
-  return std::move(delta).image();
+result<void> broker_impl::on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f) {
+  std::promise<result<void>> finished;
+  deps_.runtime.post(controller_shard, [&finished, f = std::move(f)] {
+    f([&finished](result<void> r) { finished.set_value(std::move(r)); });
+  });
+  return finished.get_future().get();
 }
 
-std::vector<protocol::metadata_record> broker_impl::new_topic_records(const std::string& name, int32_t partitions,
-                                                                      const std::map<std::string, std::string>& configs) const {
+result<void> broker_impl::wait_for_metadata_catch_up() {
+  // Start-up runs outside the shards, so it may block; the quorum works on its shard meanwhile.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.metadata_catch_up_timeout_ms);
+  for (;;) {
+    const controller::quorum_description d = quorum_->describe();
+    if (d.leader_id >= 0 && d.high_watermark > 0 && d.applied_end_offset >= d.high_watermark) {
+      // Entries applied so far are queued for publication: wait until they are published.
+      std::promise<int64_t> applied;
+      deps_.runtime.post(controller_shard, [this, &applied] { applied.set_value(controller_view_->image->offset()); });
+      const int64_t offset = applied.get_future().get();
+      return on_controller_shard_and_wait([this, offset](auto done) {
+        if (offset < 0 || offset < reconciled_end_) return done(base::ok_v);
+        await_applied(offset, std::move(done));
+      });
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return error{errc::not_controller,
+                   "the metadata quorum has no leader this node could catch up with after " +
+                       std::to_string(config_.metadata_catch_up_timeout_ms) +
+                       " ms (leader " + std::to_string(d.leader_id) + ", high watermark " +
+                       std::to_string(d.high_watermark) + ", applied " + std::to_string(d.applied_end_offset) +
+                       "): are a majority of controller.quorum.voters running and reachable?"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+const controller::broker_registration* broker_impl::own_registration() const {
+  const auto* b = view()->image->find_broker(config_.node_id);
+  return b != nullptr && b->incarnation_id == incarnation_id_ ? b : nullptr;
+}
+
+/// A (re)registration, and the leadership of every partition that lost its leader while this
+/// broker was away and lists it in its ISR (KRaft elects them when the broker is unfenced).
+std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,
+                                                            const controller::uuid& incarnation,
+                                                            const broker_dependencies& deps, const std::string& rack) {
+  protocol::register_broker_record r;
+  r.broker_id = node_id;
+  r.incarnation_id = incarnation;
+  r.broker_epoch = -1;   // the registration's offset (metadata_image.cc)
+  protocol::register_broker_record::broker_endpoint http;
+  http.name = "http";
+  http.host = deps.advertised_host;
+  http.port = static_cast<uint16_t>(deps.advertised_port);
+  r.end_points.push_back(http);
+  if (!deps.advertised_cluster_host.empty() && deps.advertised_cluster_port >= 0) {
+    protocol::register_broker_record::broker_endpoint cluster;
+    cluster.name = "cluster";
+    cluster.host = deps.advertised_cluster_host;
+    cluster.port = static_cast<uint16_t>(deps.advertised_cluster_port);
+    r.end_points.push_back(cluster);
+  }
+  r.rack = rack;
+  // Registered after it caught up with the metadata log, so it may serve at once (Kafka registers
+  // fenced and unfences on the first caught-up heartbeat: the same state, one step shorter).
+  r.fenced = false;
+  std::vector<protocol::metadata_record> out{r};
+  for (auto& change : elect_leaderless(image, node_id)) out.push_back(std::move(change));
+  return out;
+}
+
+result<void> broker_impl::register_broker() {
+  // Retried while there is no controller (e.g. an election right now), up to the catch-up timeout.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.metadata_catch_up_timeout_ms);
+  for (;;) {
+    auto r = on_controller_shard_and_wait([this](auto done) {
+      commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
+                                       config_.broker_rack), std::move(done));
+    });
+    if (r.ok() || (r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// ---------------------------------------------------------------- the metadata state machine
+
+void broker_impl::apply(std::span<const controller::committed_entry> entries) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  for (const auto& e : entries) {
+    model::record r;
+    if (e.legacy_key) r.key = *e.legacy_key;
+    r.value = model::bytes(reinterpret_cast<const std::byte*>(e.payload.data()),
+                           reinterpret_cast<const std::byte*>(e.payload.data()) + e.payload.size());
+    auto records = metadata_log_records(*controller_view_->image, r, config_.node_id);
+    if (!records.ok()) {
+      entry_failed(e.offset, error{errc::invalid_request, "metadata offset " + std::to_string(e.offset) + ": " +
+                                                              records.error().message});
+      continue;
+    }
+    // An entry applies as a whole or not at all, the same way on every node (the image is a
+    // function of the committed entries), so a failed check here is a refused write, not a split.
+    controller::metadata_delta delta{*controller_view_->image};
+    std::optional<error> failure;
+    for (const auto& record : records.value()) {
+      if (auto applied = delta.apply(record, e.offset); !applied.ok()) {
+        failure = error{errc::invalid_request, applied.error().message};
+        break;
+      }
+    }
+    if (failure) {
+      entry_failed(e.offset, *failure);
+      continue;
+    }
+    apply_job job;
+    job.touched = delta.touched_topics();
+    job.before = controller_view_;
+    job.after = make_view(*controller_view_, std::move(delta).image(), &config_);
+    job.offset = e.offset;
+    job.reconcile = partitions_open_;
+    controller_view_ = job.after;
+    enqueue_apply_job(std::move(job));
+  }
+}
+
+std::vector<uint8_t> broker_impl::snapshot() { return controller::encode_snapshot(*controller_view_->image); }
+
+void broker_impl::load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) {
+  auto image = controller::decode_snapshot(payload, end_offset - 1);
+  // A snapshot is durable state the quorum checked (CRC); one that does not decode is a bug.
+  RINGLOG_ASSERT(image.ok(), image.ok() ? "" : image.error().message.c_str());
+  apply_job job;
+  std::set<std::string> names;
+  for (const auto& [name, t] : controller_view_->topics) names.insert(name);
+  for (const auto& [name, t] : image.value()->topics()) names.insert(name);
+  job.touched.assign(names.begin(), names.end());
+  job.before = controller_view_;
+  job.after = make_view(*controller_view_, std::move(image).value(), &config_);
+  job.offset = end_offset - 1;
+  job.reconcile = partitions_open_;
+  controller_view_ = job.after;
+  enqueue_apply_job(std::move(job));
+}
+
+void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
+  const bool was_leader = quorum_leader_id_ == config_.node_id;
+  quorum_leader_id_ = leader_id;
+  if (leader_id == config_.node_id && !was_leader) {
+    // A new active controller gives every broker a full session before fencing it.
+    last_heartbeat_ms_.clear();
+    const int64_t now = deps_.clock.now_ms();
+    for (const auto& [id, b] : controller_view_->image->brokers()) last_heartbeat_ms_[id] = now;
+  }
+}
+
+void broker_impl::entry_failed(int64_t offset, error why) {
+  auto [first, last] = commit_waiters_.equal_range(offset);
+  if (first == last) {
+    entry_failures_[offset] = std::move(why);
+    while (entry_failures_.size() > entry_failures_max) entry_failures_.erase(entry_failures_.begin());
+    return;
+  }
+  std::vector<commit_waiter> waiting;
+  for (auto it = first; it != last; ++it) waiting.push_back(std::move(it->second));
+  commit_waiters_.erase(first, last);
+  for (auto& w : waiting) w.done(why);
+}
+
+void broker_impl::enqueue_apply_job(apply_job job) {
+  apply_jobs_.push_back(std::move(job));
+  run_apply_jobs();
+}
+
+void broker_impl::run_apply_jobs() {
+  if (apply_running_ || apply_jobs_.empty()) return;
+  apply_running_ = true;
+  auto job = std::make_shared<apply_job>(std::move(apply_jobs_.front()));
+  apply_jobs_.pop_front();
+  publish_view(job->after, [this, job] {
+    auto finish = [this, offset = job->offset](result<void> r) { finish_apply_job(offset, std::move(r)); };
+    if (!job->reconcile) return finish(base::ok_v);
+    if (!job->open_all) return reconcile(*job->before, *job->after, job->touched, finish);
+    // Start-up: every topic's partitions this node holds, one topic after another.
+    auto topics = std::make_shared<std::vector<std::shared_ptr<const topic_state>>>();
+    for (const auto& [name, t] : job->after->topics) topics->push_back(t);
+    auto next = std::make_shared<std::function<void(size_t)>>();
+    std::weak_ptr<std::function<void(size_t)>> weak_next = next;
+    *next = [this, topics, weak_next, finish](size_t i) {
+      if (i == topics->size()) return finish(base::ok_v);
+      auto self = weak_next.lock();
+      open_partitions((*topics)[i], 0, false, [this, self, i, finish](result<void> r) {
+        if (!r.ok()) return finish(r.error());
+        deps_.runtime.post(controller_shard, [self, i] { (*self)(i + 1); });
+      });
+    };
+    (*next)(0);
+  });
+}
+
+void broker_impl::finish_apply_job(int64_t offset, result<void> outcome) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  reconciled_end_ = std::max(reconciled_end_, offset + 1);
+  apply_running_ = false;
+  std::vector<std::pair<int64_t, commit_waiter>> ready;
+  while (!commit_waiters_.empty() && commit_waiters_.begin()->first < reconciled_end_) {
+    ready.emplace_back(commit_waiters_.begin()->first, std::move(commit_waiters_.begin()->second));
+    commit_waiters_.erase(commit_waiters_.begin());
+  }
+  for (auto& [at, w] : ready) {
+    if (at == offset && !outcome.ok()) {
+      w.done(outcome.error());
+    } else {
+      w.done(base::ok_v);
+    }
+  }
+  run_apply_jobs();
+}
+
+void broker_impl::await_applied(int64_t offset, std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  if (auto f = entry_failures_.find(offset); f != entry_failures_.end()) {
+    auto why = std::move(f->second);
+    entry_failures_.erase(f);
+    return done(std::move(why));
+  }
+  if (offset < reconciled_end_) return done(base::ok_v);
+  const uint64_t id = next_waiter_id_++;
+  commit_waiters_.emplace(offset, commit_waiter{id, std::move(done)});
+  deps_.runtime.post_after(controller_shard, metadata_write_timeout_ms,
+                           [this, offset, id, alive = std::weak_ptr<int>(lifetime_)] {
+    if (!alive.lock()) return;
+    auto [first, last] = commit_waiters_.equal_range(offset);
+    for (auto it = first; it != last; ++it) {
+      if (it->second.id != id) continue;
+      auto w = std::move(it->second);
+      commit_waiters_.erase(it);
+      return w.done(error{errc::request_timed_out, "the metadata entry at offset " + std::to_string(offset) +
+                                                       " was committed but not applied on node " +
+                                                       std::to_string(config_.node_id) + " within " +
+                                                       std::to_string(metadata_write_timeout_ms) + " ms"});
+    }
+  });
+}
+
+error from_quorum(const controller::error& e) {
+  switch (e.code) {
+    case controller::errc::not_leader_or_follower: return error{errc::not_controller, e.message};
+    case controller::errc::request_timed_out: return error{errc::request_timed_out, e.message};
+    case controller::errc::record_too_large: return error{errc::message_too_large, e.message};
+    case controller::errc::uncommitted_limit_reached: return error{errc::throttling_quota_exceeded, e.message};
+    case controller::errc::kafka_storage_error: return error{errc::kafka_storage_error, e.message};
+    case controller::errc::shutting_down: return error{errc::broker_not_available, e.message};
+    default: break;
+  }
+  return error{errc::invalid_request, e.message};
+}
+
+void broker_impl::write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  const int32_t leader = quorum_->leader_id();
+  if (leader == config_.node_id) {
+    std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(payload.data()),
+                               reinterpret_cast<const uint8_t*>(payload.data()) + payload.size());
+    return quorum_->propose(std::move(bytes), [done = std::move(done)](controller::result<int64_t> r) {
+      if (!r.ok()) return done(from_quorum(r.error()));
+      done(r.value());
+    });
+  }
+  if (leader < 0 || deps_.cluster_transport == nullptr) {
+    return done(error{errc::not_controller, "the metadata quorum has no leader now (an election is under way or a "
+                                            "majority of controller.quorum.voters is unreachable); retry"});
+  }
+  // KIP-590: forward to the active controller, which proposes it and answers once committed.
+  protocol::envelope_request_data request;
+  request.request_data = std::move(payload);
+  const std::string from = std::to_string(config_.node_id);
+  request.client_host_address = protocol::bytes(reinterpret_cast<const std::byte*>(from.data()),
+                                                reinterpret_cast<const std::byte*>(from.data()) + from.size());
+  protocol::writer w;
+  if (auto encoded = request.encode(w, 0); !encoded.ok()) {
+    return done(error{errc::unknown_server_error, "envelope: " + encoded.error().message});
+  }
+  deps_.cluster_transport->send(
+      leader, envelope_api_key, 0, std::move(w).take(), metadata_write_timeout_ms,
+      [this, leader, done = std::move(done)](rpc::result<rpc::bytes> r) mutable {
+        deps_.runtime.post(controller_shard, [leader, r = std::move(r), done = std::move(done)]() mutable {
+          if (!r.ok()) {
+            return done(error{errc::not_controller, "the active controller (node " + std::to_string(leader) +
+                                                        ") did not answer: " + r.error().message + "; retry"});
+          }
+          protocol::reader rd(*r);
+          auto response = protocol::envelope_response_data::decode(rd, 0);
+          if (!response.ok()) return done(error{errc::unknown_server_error, "envelope response: " + response.error().message});
+          const std::string message = response->error_message.value_or("the active controller refused the write");
+          if (response->error_code == kafka_code_not_controller) return done(error{errc::not_controller, message});
+          if (response->error_code == kafka_code_request_timed_out) return done(error{errc::request_timed_out, message});
+          if (response->error_code != 0) return done(error{errc::invalid_request, message});
+          if (!response->response_data || response->response_data->size() != 8) {
+            return done(error{errc::unknown_server_error, "envelope response without the committed offset"});
+          }
+          int64_t offset = 0;
+          for (std::byte b : *response->response_data) offset = (offset << 8) | static_cast<uint8_t>(b);
+          done(offset);
+        });
+      });
+}
+
+void broker_impl::commit_records(std::vector<protocol::metadata_record> records,
+                                 std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  // Check the entry against this node's image first: most bad writes are refused here at once.
+  controller::metadata_delta check{*controller_view_->image};
+  for (const auto& record : records) {
+    if (auto applied = check.apply(record, controller_view_->image->offset() + 1); !applied.ok()) {
+      return done(error{errc::invalid_request, applied.error().message});
+    }
+  }
+  write_entry(controller::encode_metadata_entry(records), [this, done = std::move(done)](result<int64_t> r) mutable {
+    if (!r.ok()) return done(r.error());
+    await_applied(r.value(), std::move(done));
+  });
+}
+
+// ---------------------------------------------------------------- cluster requests
+
+void broker_impl::register_cluster_handlers() {
+  auto copy_body = [](std::span<const std::byte> body) { return std::vector<std::byte>(body.begin(), body.end()); };
+  deps_.cluster_transport->set_handler(envelope_api_key, [this, copy_body](const protocol::request_header_data& header,
+                                                                          std::span<const std::byte> body,
+                                                                          rpc::respond_fn respond) {
+    deps_.runtime.post(controller_shard, [this, header, b = copy_body(body), respond = std::move(respond)]() mutable {
+      handle_envelope(header, std::move(b), std::move(respond));
+    });
+  });
+  deps_.cluster_transport->set_handler(broker_heartbeat_api_key,
+                                       [this, copy_body](const protocol::request_header_data& header,
+                                                         std::span<const std::byte> body, rpc::respond_fn respond) {
+    deps_.runtime.post(controller_shard, [this, header, b = copy_body(body), respond = std::move(respond)]() mutable {
+      handle_broker_heartbeat(header, std::move(b), std::move(respond));
+    });
+  });
+}
+
+template <typename Response>
+void respond_with(const protocol::request_header_data& header, const Response& response, rpc::respond_fn& respond) {
+  protocol::writer w;
+  if (protocol::encode_response_frame(w, header.request_api_version, header.correlation_id, response).ok()) {
+    respond(std::move(w).take());
+  }
+}
+
+void broker_impl::handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body,
+                                  rpc::respond_fn respond) {
+  protocol::reader rd(body);
+  auto request = protocol::envelope_request_data::decode(rd, header.request_api_version);
+  if (!request.ok()) return;  // unanswered: the sender times out, and its error names the controller
+  auto answer = [header, respond](int16_t code, std::string message, int64_t offset) mutable {
+    protocol::envelope_response_data response;
+    response.error_code = code;
+    if (code != 0) {
+      response.error_message = std::move(message);
+    } else {
+      protocol::bytes data(8);
+      for (int i = 7; i >= 0; --i) {
+        data[static_cast<size_t>(i)] = static_cast<std::byte>(offset & 0xff);
+        offset >>= 8;
+      }
+      response.response_data = std::move(data);
+    }
+    respond_with(header, response, respond);
+  };
+  if (quorum_->leader_id() != config_.node_id) {
+    return answer(kafka_code_not_controller,
+                  "node " + std::to_string(config_.node_id) + " is not the active controller", 0);
+  }
+  write_entry(std::move(request->request_data), [answer](result<int64_t> r) mutable {
+    if (!r.ok()) {
+      const int16_t code = r.error().code == errc::not_controller      ? kafka_code_not_controller
+                           : r.error().code == errc::request_timed_out ? kafka_code_request_timed_out
+                                                                       : int16_t{42};
+      return answer(code, r.error().message, 0);
+    }
+    answer(0, "", r.value());
+  });
+}
+
+void broker_impl::handle_broker_heartbeat(const protocol::request_header_data& header, std::vector<std::byte> body,
+                                          rpc::respond_fn respond) {
+  protocol::reader rd(body);
+  auto request = protocol::broker_heartbeat_request_data::decode(rd, header.request_api_version);
+  if (!request.ok()) return;
+  respond_with(header, controller_heartbeat(request.value()), respond);
+}
+
+/// Controlled shutdown (KIP-631): the broker is marked, and its leaderships move to other
+/// in-sync replicas.
+std::vector<protocol::metadata_record> controlled_shutdown_records(const controller::metadata_image& image,
+                                                                   const controller::broker_registration& b) {
+  protocol::broker_registration_change_record change;
+  change.broker_id = b.node_id;
+  change.broker_epoch = b.broker_epoch;
+  change.in_controlled_shutdown = 1;
+  std::vector<protocol::metadata_record> records{change};
+  for (auto& r : move_leaderships_away(image, b.node_id)) records.push_back(std::move(r));
+  return records;
+}
+
+protocol::broker_heartbeat_response_data broker_impl::controller_heartbeat(
+    const protocol::broker_heartbeat_request_data& request) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  protocol::broker_heartbeat_response_data response;
+  if (quorum_->leader_id() != config_.node_id) {
+    response.error_code = kafka_code_not_controller;
+    return response;
+  }
+  const auto& image = *controller_view_->image;
+  const auto* b = image.find_broker(request.broker_id);
+  if (b == nullptr || b->broker_epoch != request.broker_epoch) {
+    response.error_code = kafka_code_stale_broker_epoch;
+    return response;
+  }
+  last_heartbeat_ms_[request.broker_id] = deps_.clock.now_ms();
+  response.is_caught_up = true;
+  response.is_fenced = b->fenced;
+  response.should_shut_down = b->in_controlled_shutdown;
+  if (request.want_shut_down && !b->in_controlled_shutdown) {
+    // the next heartbeat learns the outcome
+    commit_records(controlled_shutdown_records(image, *b), [](result<void>) {});
+  } else if (!request.want_shut_down && b->fenced) {
+    protocol::unfence_broker_record unfence;
+    unfence.id = b->node_id;
+    unfence.epoch = b->broker_epoch;
+    std::vector<protocol::metadata_record> records{unfence};
+    for (auto& r : elect_leaderless(image, b->node_id)) records.push_back(std::move(r));
+    commit_records(std::move(records), [](result<void>) {});
+  }
+  return response;
+}
+
+void broker_impl::schedule_heartbeat() {
+  deps_.runtime.post_after(controller_shard, config_.broker_heartbeat_interval_ms,
+                           [this, alive = std::weak_ptr<int>(lifetime_)] {
+    if (!alive.lock() || stopping_) return;
+    heartbeat_tick();
+    schedule_heartbeat();
+  });
+}
+
+void broker_impl::heartbeat_tick() {
+  if (quorum_->leader_id() == config_.node_id) {
+    fence_lapsed_brokers();
+    ensure_offsets_topic_async();
+  }
+  if (own_registration() == nullptr) {
+    // Not registered in this incarnation (or the registration was replaced): register again.
+    if (registering_) return;
+    registering_ = true;
+    commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
+                                       config_.broker_rack),
+                   [this](result<void>) { registering_ = false; });
+    return;
+  }
+  if (heartbeat_in_flight_) return;
+  heartbeat_in_flight_ = true;
+  send_heartbeat(false, [this](result<protocol::broker_heartbeat_response_data>) { heartbeat_in_flight_ = false; });
+}
+
+void broker_impl::send_heartbeat(bool want_shut_down,
+                                 std::function<void(result<protocol::broker_heartbeat_response_data>)> done) {
+  const auto* own = own_registration();
+  if (own == nullptr) return done(error{errc::stale_broker_epoch, "this broker is not registered"});
+  protocol::broker_heartbeat_request_data request;
+  request.broker_id = config_.node_id;
+  request.broker_epoch = own->broker_epoch;
+  request.current_metadata_offset = controller_view_->image->offset();
+  request.want_shut_down = want_shut_down;
+  const int32_t leader = quorum_->leader_id();
+  if (leader == config_.node_id) return done(controller_heartbeat(request));
+  if (leader < 0 || deps_.cluster_transport == nullptr) {
+    return done(error{errc::not_controller, "no active controller to send the heartbeat to"});
+  }
+  protocol::writer w;
+  if (auto encoded = request.encode(w, 0); !encoded.ok()) return done(error{errc::unknown_server_error, encoded.error().message});
+  deps_.cluster_transport->send(
+      leader, broker_heartbeat_api_key, 0, std::move(w).take(), config_.broker_heartbeat_interval_ms * 2,
+      [this, done = std::move(done)](rpc::result<rpc::bytes> r) mutable {
+        deps_.runtime.post(controller_shard, [r = std::move(r), done = std::move(done)]() mutable {
+          if (!r.ok()) return done(error{errc::not_controller, r.error().message});
+          protocol::reader rd(*r);
+          auto response = protocol::broker_heartbeat_response_data::decode(rd, 0);
+          if (!response.ok()) return done(error{errc::unknown_server_error, response.error().message});
+          done(std::move(response).value());
+        });
+      });
+}
+
+void broker_impl::fence_lapsed_brokers() {
+  if (fencing_in_flight_) return;
+  const int64_t now = deps_.clock.now_ms();
+  const auto& image = *controller_view_->image;
+  for (const auto& [id, b] : image.brokers()) {
+    if (b.fenced) continue;
+    auto seen = last_heartbeat_ms_.try_emplace(id, now).first->second;
+    if (now - seen <= config_.broker_session_timeout_ms) continue;
+    // Missed its heartbeats for broker.session.timeout.ms: fence it and move its leaderships.
+    protocol::fence_broker_record fence;
+    fence.id = id;
+    fence.epoch = b.broker_epoch;
+    std::vector<protocol::metadata_record> records{fence};
+    for (auto& r : move_leaderships_away(image, id)) records.push_back(std::move(r));
+    fencing_in_flight_ = true;
+    commit_records(std::move(records), [this](result<void>) { fencing_in_flight_ = false; });
+    return;   // one at a time: the next tick sees the new image
+  }
+}
+
+result<void> broker_impl::check_leader(const topic_state& topic, int32_t partition) const {
+  if (partition < 0 || partition >= topic.partitions_count()) return base::ok_v;   // the caller's range check names it
+  const int32_t leader = topic.image->partitions[static_cast<size_t>(partition)].leader;
+  if (leader == config_.node_id) return base::ok_v;
+  if (leader < 0) {
+    return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
+                                                   "' has no leader now (its in-sync replicas are all unavailable); retry"};
+  }
+  std::string where;
+  if (const auto* b = view()->image->find_broker(leader); b != nullptr) {
+    if (const auto* http = b->endpoint("http"); http != nullptr) {
+      where = " at http://" + http->host + ":" + std::to_string(http->port);
+    }
+  }
+  return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
+                                                 "' is led by broker " + std::to_string(leader) + where +
+                                                 "; send the request there"};
+}
+
+std::vector<broker_description> broker_impl::list_brokers() const {
+  const int32_t controller = controller_id();
+  std::vector<broker_description> out;
+  for (const auto& [id, b] : view()->image->brokers()) {
+    broker_description d;
+    d.node_id = id;
+    if (const auto* http = b.endpoint("http"); http != nullptr) {
+      d.host = http->host;
+      d.port = http->port;
+    }
+    d.rack = b.rack;
+    d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
+    d.broker_epoch = b.broker_epoch;
+    d.is_controller = id == controller;
+    out.push_back(std::move(d));
+  }
+  if (out.empty()) {
+    broker_description self{config_.node_id, deps_.advertised_host, deps_.advertised_port, config_.broker_rack};
+    self.is_controller = config_.node_id == controller;
+    out.push_back(self);
+  }
+  return out;
+}
+
+quorum_status broker_impl::describe_quorum() const {
+  quorum_status out;
+  if (!quorum_) return out;
+  const auto d = quorum_->describe();
+  out.node_id = d.node_id;
+  out.leader_id = d.leader_id;
+  out.leader_epoch = d.leader_epoch;
+  out.high_watermark = d.high_watermark;
+  out.log_start_offset = d.log_start_offset;
+  out.log_end_offset = d.log_end_offset;
+  out.applied_offset = view()->image->offset();
+  out.role = d.role;
+  for (const auto& v : d.voters) {
+    out.voters.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
+  }
+  return out;
+}
+
+result<std::vector<protocol::metadata_record>> broker_impl::new_topic_records(
+    const std::string& name, int32_t partitions, int32_t replication_factor,
+    const std::map<std::string, std::string>& configs) const {
   std::vector<protocol::metadata_record> out;
   protocol::topic_record topic;
   topic.name = name;
   topic.topic_id = new_topic_id();
   out.push_back(topic);
-  append_partition_records(out, topic.topic_id, 0, partitions);
+  RINGLOG_TRY(append_partition_records(out, topic.topic_id, 0, partitions, replication_factor));
   for (const auto& [k, v] : configs) {
     protocol::config_record c;
     c.resource_type = controller::config_resource_topic;
@@ -420,64 +1087,24 @@ std::vector<protocol::metadata_record> broker_impl::new_topic_records(const std:
   return out;
 }
 
-void broker_impl::append_partition_records(std::vector<protocol::metadata_record>& out, const controller::uuid& topic_id,
-                                           int32_t from, int32_t to) const {
+result<void> broker_impl::append_partition_records(std::vector<protocol::metadata_record>& out,
+                                                   const controller::uuid& topic_id, int32_t from, int32_t to,
+                                                   int32_t replication_factor) const {
+  auto placed = place_replicas(*controller_view_->image, to - from, replication_factor);
+  if (!placed.ok()) return placed.error();
   for (int32_t p = from; p < to; ++p) {
     protocol::partition_record r;
     r.topic_id = topic_id;
     r.partition_id = p;
-    r.replicas = {config_.node_id};
-    r.isr = {config_.node_id};
-    r.leader = config_.node_id;
+    r.replicas = placed.value()[static_cast<size_t>(p - from)];
+    r.leader = r.replicas.front();
+    // Only the leader is in sync until partition replication (Cluster II) brings followers in:
+    // an ISR must never name a replica that does not hold the records.
+    r.isr = {r.leader};
     r.leader_epoch = 0;
     r.partition_epoch = 0;
     out.push_back(r);
   }
-}
-
-void broker_impl::commit_records(std::vector<protocol::metadata_record> records,
-                                 std::function<void(result<void>)> done) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  // Check the entry against the image before it is written: a committed entry always applies.
-  const int64_t offset = metadata_log_->log_end_offset().value();
-  controller::metadata_delta check{*controller_view_->image};
-  for (const auto& record : records) {
-    if (auto applied = check.apply(record, offset); !applied.ok()) {
-      return done(error{errc::invalid_request, applied.error().message});
-    }
-  }
-  model::record r = metadata_log_record(records);
-  r.timestamp = deps_.clock.now_ms();
-  auto batch = codec::encode_batch({}, std::span(&r, 1));
-  if (!batch.ok()) return done(error{errc::unknown_server_error, batch.error().message});
-  auto appended = metadata_log_->append(std::move(batch.value()), model::leader_epoch{0});
-  if (!appended.ok()) return done(from_storage(appended.error()));
-  RINGLOG_ASSERT_OP(appended->base_offset.value(), ==, offset);
-  auto flushed = metadata_log_->flush();
-  if (!flushed.ok()) return done(from_storage(flushed.error()));
-  metadata_log_->set_high_watermark(metadata_log_->log_end_offset());
-  auto applied = apply_entry(records, offset, true, std::move(done));
-  RINGLOG_ASSERT(applied.ok(), "an entry checked against the image applies to it");
-}
-
-result<void> broker_impl::apply_entry(const std::vector<protocol::metadata_record>& records, int64_t offset,
-                                      bool reconcile_partitions, std::function<void(result<void>)> done) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  auto before = controller_view_;
-  controller::metadata_delta delta{*before->image};
-  for (const auto& record : records) {
-    if (auto applied = delta.apply(record, offset); !applied.ok()) {
-      return error{errc::kafka_storage_error, "metadata offset " + std::to_string(offset) + ": " + applied.error().message};
-    }
-  }
-  std::vector<std::string> touched = delta.touched_topics();
-  auto after = make_view(*before, std::move(delta).image());
-  controller_view_ = after;
-  publish_view(after, [this, before, after, touched = std::move(touched), reconcile_partitions,
-                       done = std::move(done)]() mutable {
-    if (!reconcile_partitions) return done(base::ok_v);
-    reconcile(*before, *after, touched, std::move(done));
-  });
   return base::ok_v;
 }
 
@@ -524,12 +1151,36 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
       changed = true;
       p->steps.push_back([this, new_state, from](auto next) { open_partitions(new_state, from, true, std::move(next)); });
     }
+    // Leadership changes: the partition's appends carry the new leader epoch (KIP-101).
+    for (int32_t part = 0; old_state && part < std::min(from, new_state->partitions_count()); ++part) {
+      const auto& was = old_state->image->partitions[static_cast<size_t>(part)];
+      const auto& now = new_state->image->partitions[static_cast<size_t>(part)];
+      if (was.leader_epoch == now.leader_epoch) continue;
+      deps_.runtime.post(owner(name, part), [this, name, part, epoch = model::leader_epoch{now.leader_epoch}] {
+        if (auto rt = runtime_of(owner(name, part), name, part)) rt->epoch = epoch;
+      });
+    }
     if (old_state && old_state->image->configs != new_state->image->configs) {
-      p->steps.push_back([this, new_state, from](auto next) {
-        auto cfg = make_log_config(config_, new_state->image->configs);
+      p->steps.push_back([this, new_state, from, live_config = after.config](auto next) {
+        auto cfg = make_log_config(live_config ? *live_config : config_, new_state->image->configs);
         if (!cfg.ok()) return next(cfg.error());
         for (int32_t part = 0; part < from; ++part) {
           deps_.runtime.post(owner(new_state->name(), part), [this, name = new_state->name(), part, c = cfg.value()] {
+            if (auto rt = runtime_of(owner(name, part), name, part)) rt->log->set_config(c);
+          });
+        }
+        next(base::ok_v);
+      });
+    }
+  }
+  if (before.config && after.config && before.config != after.config) {
+    // Dynamic broker configs changed (KIP-226): every topic follows its new defaults.
+    for (const auto& [name, state] : after.topics) {
+      p->steps.push_back([this, state, live_config = after.config](auto next) {
+        auto cfg = make_log_config(*live_config, state->image->configs);
+        if (!cfg.ok()) return next(cfg.error());
+        for (int32_t part = 0; part < state->partitions_count(); ++part) {
+          deps_.runtime.post(owner(state->name(), part), [this, name = state->name(), part, c = cfg.value()] {
             if (auto rt = runtime_of(owner(name, part), name, part)) rt->log->set_config(c);
           });
         }
@@ -561,18 +1212,51 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
 }
 
 result<void> broker_impl::ensure_offsets_topic() {
-  if (controller_view_->topics.contains(consumer_offsets_topic)) return base::ok_v;
+  // The active controller creates it (ensure_offsets_topic_async, also on every heartbeat tick);
+  // other nodes wait until it is in their image, up to the catch-up timeout.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.metadata_catch_up_timeout_ms);
+  for (;;) {
+    std::promise<result<bool>> checked;
+    deps_.runtime.post(controller_shard, [this, &checked] {
+      if (controller_view_->topics.contains(consumer_offsets_topic)) return checked.set_value(true);
+      if (quorum_->leader_id() != config_.node_id) return checked.set_value(false);
+      auto records = offsets_topic_records();
+      if (!records.ok()) return checked.set_value(records.error());
+      offsets_topic_pending_ = true;
+      commit_records(std::move(records).value(), [this, &checked](result<void> r) {
+        offsets_topic_pending_ = false;
+        if (!r.ok() && !controller_view_->topics.contains(consumer_offsets_topic)) return checked.set_value(r.error());
+        checked.set_value(true);
+      });
+    });
+    auto r = checked.get_future().get();
+    if (r.ok() && r.value()) return base::ok_v;
+    if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) return r.error();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return error{errc::not_controller, "topic " + std::string(consumer_offsets_topic) +
+                                             " was not created by the active controller within " +
+                                             std::to_string(config_.metadata_catch_up_timeout_ms) + " ms"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+result<std::vector<protocol::metadata_record>> broker_impl::offsets_topic_records() const {
   // Created once with offsets.topic.num.partitions: a later change of the key would move groups
   // to other partitions, so the existing count wins (as in Kafka). Kafka compacts this topic (the
   // latest value per key is what counts); ringlog has no log cleaner yet, so it keeps everything:
   // retention must never drop a commit.
-  auto records = new_topic_records(consumer_offsets_topic, config_.offsets_topic_num_partitions,
-                                   {{"retention.ms", "-1"}, {"retention.bytes", "-1"}});
-  std::promise<result<void>> created;
-  deps_.runtime.post(controller_shard, [this, &created, records = std::move(records)]() mutable {
-    commit_records(std::move(records), [&created](result<void> r) { created.set_value(std::move(r)); });
-  });
-  return created.get_future().get();
+  return new_topic_records(consumer_offsets_topic, config_.offsets_topic_num_partitions,
+                           automatic_replication_factor(*controller_view_->image),
+                           {{"retention.ms", "-1"}, {"retention.bytes", "-1"}});
+}
+
+void broker_impl::ensure_offsets_topic_async() {
+  if (offsets_topic_pending_ || controller_view_->topics.contains(consumer_offsets_topic)) return;
+  auto records = offsets_topic_records();
+  if (!records.ok()) return;   // no usable broker yet: the next tick tries again
+  offsets_topic_pending_ = true;
+  commit_records(std::move(records).value(), [this](result<void>) { offsets_topic_pending_ = false; });
 }
 
 void broker_impl::append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
@@ -677,10 +1361,15 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
 
 void broker_impl::open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                                   std::function<void(result<void>)> done) {
-  auto log_config = make_log_config(config_, topic->image->configs);
+  auto log_config = make_log_config(live(*controller_view_), topic->image->configs);
   if (!log_config.ok()) return done(log_config.error());
   const int32_t count = topic->partitions_count();
-  if (from >= count) return done(base::ok_v);
+  std::vector<int32_t> held;   // the partitions of [from, count) with a replica on this node
+  for (int32_t p = from; p < count; ++p) {
+    const auto& replicas = topic->image->partitions[static_cast<size_t>(p)].replicas;
+    if (std::find(replicas.begin(), replicas.end(), config_.node_id) != replicas.end()) held.push_back(p);
+  }
+  if (held.empty()) return done(base::ok_v);
   struct gather {
     std::atomic<int32_t> remaining;
     std::mutex mutex;
@@ -688,9 +1377,9 @@ void broker_impl::open_partitions(const std::shared_ptr<const topic_state>& topi
     std::function<void(result<void>)> done;
   };
   auto g = std::make_shared<gather>();
-  g->remaining = count - from;
+  g->remaining = static_cast<int32_t>(held.size());
   g->done = std::move(done);
-  for (int32_t p = from; p < count; ++p) {
+  for (int32_t p : held) {
     const size_t shard = owner(topic->name(), p);
     deps_.runtime.post(shard, [this, g, shard, name = topic->name(), topic_id = topic->image->topic_id, p,
                                cfg = log_config.value(),
@@ -740,7 +1429,9 @@ topic_description broker_impl::describe(const topic_state& t) const {
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
     d.partitions.push_back(pd);
   }
-  d.configs = describe_topic_configs(config_, t.image->configs);
+  const auto current = view();
+  d.configs = describe_topic_configs(live(*current), t.image->configs,
+                                     ringlog::broker::describe_broker_configs(config_, *current->image, config_.node_id));
   return d;
 }
 
@@ -774,16 +1465,13 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
                                                       " is out of range [1, " +
                                                       std::to_string(constants::topic_partitions_max) + "]"});
     }
-    const int16_t rf = request.replication_factor.value_or(config_.default_replication_factor);
-    if (rf < 1 || rf > 1) {
-      return done(error{errc::invalid_replication_factor,
-                        "replication_factor " + std::to_string(rf) +
-                            " is larger than the number of available brokers (1)"});
-    }
+    const int16_t rf = request.replication_factor.value_or(
+        config_.default_replication_factor > 0 ? config_.default_replication_factor
+                                               : automatic_replication_factor(*controller_view_->image));
     for (const auto& [k, v] : request.configs) {
       if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
     }
-    if (auto cfg = make_log_config(config_, request.configs); !cfg.ok()) return done(cfg.error());
+    if (auto cfg = make_log_config(live(*controller_view_), request.configs); !cfg.ok()) return done(cfg.error());
     auto current = controller_view_;
     if (current->topics.contains(request.name)) {
       return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
@@ -804,7 +1492,9 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
                         "the broker holds " + std::to_string(current->topics.size()) + " topics, the limit topics_max"});
     }
     if (auto budget = check_partition_budget(partitions); !budget.ok()) return done(budget.error());
-    auto records = new_topic_records(request.name, partitions, request.configs);
+    auto made = new_topic_records(request.name, partitions, rf, request.configs);
+    if (!made.ok()) return done(made.error());
+    auto records = std::move(made).value();
     if (request.validate_only) {
       auto preview = preview_state(records, *current->image, request.name, nullptr);
       RINGLOG_ASSERT(preview != nullptr, "a new topic's records apply to the image it was checked against");
@@ -887,7 +1577,10 @@ void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
     }
     if (auto budget = check_partition_budget(partitions_count - current); !budget.ok()) return done(budget.error());
     std::vector<protocol::metadata_record> records;
-    append_partition_records(records, t->image->topic_id, current, partitions_count);
+    const int32_t rf = t->image->partitions.empty() ? 1 : static_cast<int32_t>(t->image->partitions[0].replicas.size());
+    if (auto placed = append_partition_records(records, t->image->topic_id, current, partitions_count, rf); !placed.ok()) {
+      return done(placed.error());
+    }
     commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());
       auto now = controller_find_topic(topic);
@@ -915,7 +1608,9 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
         if (auto valid = validate_topic_config(k, *v); !valid.ok()) return done(valid.error());
         configs[k] = *v;
       } else {
-        if (auto valid = validate_topic_config(k, topic_config_default(config_, k)); !valid.ok()) return done(valid.error());
+        if (auto valid = validate_topic_config(k, topic_config_default(live(*controller_view_), k)); !valid.ok()) {
+          return done(valid.error());
+        }
         configs.erase(k);
       }
       protocol::config_record c;
@@ -925,7 +1620,7 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
       c.value = v;
       records.push_back(c);
     }
-    auto cfg = make_log_config(config_, configs);
+    auto cfg = make_log_config(live(*controller_view_), configs);
     if (!cfg.ok()) return done(cfg.error());
     if (validate_only || records.empty()) {
       auto preview = preview_state(records, *controller_view_->image, topic, t);
@@ -938,6 +1633,35 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
       if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
       done(describe(*now));
     });
+  });
+}
+
+result<std::vector<broker_config_entry>> broker_impl::describe_broker_configs(int32_t node_id) const {
+  if (node_id != cluster_default_broker && node_id != config_.node_id) {
+    return error{errc::invalid_request, "broker " + std::to_string(node_id) + " is not in this cluster"};
+  }
+  return ringlog::broker::describe_broker_configs(config_, *view()->image, node_id);
+}
+
+void broker_impl::alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
+                                       bool validate_only, std::function<void(result<void>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  if (node_id != cluster_default_broker && node_id != config_.node_id) {
+    return done(error{errc::invalid_request, "broker " + std::to_string(node_id) + " is not in this cluster"});
+  }
+  std::vector<protocol::metadata_record> records;
+  for (const auto& [name, value] : changes) {
+    if (auto valid = validate_broker_config_change(name, value); !valid.ok()) return done(valid.error());
+    protocol::config_record c;
+    c.resource_type = controller::config_resource_broker;
+    c.resource_name = node_id == cluster_default_broker ? "" : std::to_string(node_id);
+    c.name = name;
+    c.value = value;
+    records.push_back(c);
+  }
+  if (validate_only || records.empty()) return done(base::ok_v);
+  deps_.runtime.post(controller_shard, [this, records = std::move(records), done = std::move(done)]() mutable {
+    commit_records(std::move(records), std::move(done));
   });
 }
 
@@ -978,17 +1702,19 @@ void broker_impl::produce(produce_request request, std::function<void(result<pro
   if (!config_.auto_create_topics_enable || request.topic.starts_with("__")) {
     return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
   }
-  // Validated before anything is created: a record for a partition the auto-created topic would
-  // not have fails anyway, and must not leave a topic behind (Kafka's producer likewise learns the
-  // partition count from metadata before it sends).
-  for (const produce_record& r : request.records) {
-    if (r.partition && r.partition->value() >= config_.num_partitions) {
-      return done(error{errc::unknown_topic_or_partition,
-                        "topic '" + request.topic + "' does not exist, and auto-creating it would give it num.partitions=" +
-                            std::to_string(config_.num_partitions) + " partitions, so partition " +
-                            std::to_string(r.partition->value()) +
-                            " would not exist either; create the topic with enough partitions first"});
-    }
+  // Validated before anything is created: when every record names a partition the auto-created
+  // topic would not have, nothing would be stored, and no topic may be left behind (Kafka's
+  // producer likewise learns the partition count from metadata before it sends). When some
+  // would be stored, the topic is created and those others fail alone, as on an existing topic.
+  const bool none_storable = std::all_of(request.records.begin(), request.records.end(), [this](const produce_record& r) {
+    return r.partition && r.partition->value() >= config_.num_partitions;
+  });
+  if (none_storable) {
+    return done(error{errc::unknown_topic_or_partition,
+                      "topic '" + request.topic + "' does not exist, and auto-creating it would give it num.partitions=" +
+                          std::to_string(config_.num_partitions) + " partitions, so partition " +
+                          std::to_string(request.records.front().partition->value()) +
+                          " would not exist either; create the topic with enough partitions first"});
   }
   {
     std::lock_guard lock(auto_create_mutex_);
@@ -1039,11 +1765,13 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
   const std::map<std::string, std::string>& configs = topic->image->configs;
   const int32_t partition_count = topic->partitions_count();
-  auto log_config = make_log_config(config_, configs);
+  const auto current_view = view();
+  const broker_config& live_config = live(*current_view);
+  auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
   if (request.acks == acks_mode::all) {
     auto found = configs.find("min.insync.replicas");
-    auto min_isr = found != configs.end() ? std::stoll(found->second) : int64_t{config_.min_insync_replicas};
+    auto min_isr = found != configs.end() ? std::stoll(found->second) : int64_t{live_config.min_insync_replicas};
     if (min_isr > 1) {
       return done(error{errc::not_enough_replicas, "min.insync.replicas is " + std::to_string(min_isr) +
                                                        " but only 1 replica is in sync"});
@@ -1076,6 +1804,10 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
                                static_cast<uint32_t>(partition_count));
     }
     op->results[i].partition = model::partition_id{p};
+    if (auto led = check_leader(*topic, p); !led.ok()) {
+      op->results[i].failure = led.error();
+      continue;
+    }
     by_partition[p].push_back(i);
   }
   // Cut each partition's records into batches no larger than max.message.bytes.
@@ -1346,7 +2078,7 @@ result<void> broker_impl::check_readable(const model::topic_partition& tp) const
                                                        " does not exist: topic '" + tp.topic + "' has " +
                                                        std::to_string(t->partitions_count()) + " partitions"};
   }
-  return base::ok_v;
+  return check_leader(*t, tp.partition.value());
 }
 
 void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
@@ -1575,6 +2307,41 @@ void broker_impl::begin_shutdown() {
 }
 
 void broker_impl::shutdown(std::function<void()> done) {
+  // Controlled shutdown first (KIP-631): the active controller marks this broker and moves its
+  // leaderships away before the logs close; bounded by the session timeout, so a broker that
+  // cannot reach a controller still stops.
+  if (!controlled_shutdown_done_.exchange(true) && quorum_) {
+    const auto deadline = deps_.clock.now_ms() + config_.broker_session_timeout_ms;
+    auto attempt = std::make_shared<std::function<void()>>();
+    std::weak_ptr<std::function<void()>> weak = attempt;
+    *attempt = [this, weak, deadline, done]() mutable {
+      auto self = weak.lock();
+      if (quorum_->leader_id() == config_.node_id) {
+        // The active controller itself: commit the change here, then hand the quorum over.
+        const auto* own = own_registration();
+        if (own == nullptr) return shutdown(std::move(done));
+        return commit_records(controlled_shutdown_records(*controller_view_->image, *own),
+                              [this, done](result<void>) mutable {
+                                quorum_->resign();
+                                shutdown(std::move(done));
+                              });
+      }
+      send_heartbeat(true, [this, self, deadline, done](result<protocol::broker_heartbeat_response_data> r) mutable {
+        const bool acknowledged = r.ok() && r->error_code == 0 && r->should_shut_down;
+        if (acknowledged || deps_.clock.now_ms() >= deadline) {
+          // A leader of the quorum hands it over at once instead of after an election timeout.
+          if (quorum_->leader_id() == config_.node_id) quorum_->resign();
+          return shutdown(std::move(done));
+        }
+        deps_.runtime.post_after(controller_shard, 50, [self, alive = std::weak_ptr<int>(lifetime_)] {
+          if (alive.lock()) (*self)();
+        });
+      });
+    };
+    stopping_ = true;
+    deps_.runtime.post(controller_shard, [attempt] { (*attempt)(); });
+    return;
+  }
   stopping_ = true;
   if (groups_) groups_->stop();
   auto remaining = std::make_shared<std::atomic<size_t>>(shards_.size());
@@ -1592,7 +2359,7 @@ void broker_impl::shutdown(std::function<void()> done) {
       }
       if (remaining->fetch_sub(1) == 1) {
         deps_.runtime.post(controller_shard, [this, finish] {
-          (void)metadata_log_->close();
+          if (quorum_) quorum_->stop();
           (*finish)();
         });
       }
@@ -1608,7 +2375,10 @@ result<std::unique_ptr<broker>> open_broker(broker_config config, broker_depende
     return error{errc::invalid_config, "log.flush.policy='" + config.log_flush_policy + "' is not one of fsync, replication"};
   }
   auto b = std::make_unique<broker_impl>(std::move(config), std::move(deps));
-  RINGLOG_TRY(b->start());
+  if (auto started = b->start(); !started.ok()) {
+    b->abandon();
+    return started.error();
+  }
   return std::unique_ptr<broker>(std::move(b));
 }
 

@@ -37,6 +37,9 @@ std::string_view to_string(errc e) {
     case errc::group_not_empty: return "group_not_empty";
     case errc::duplicate_consumer_instance: return "duplicate_consumer_instance";
     case errc::no_offset_for_partition: return "no_offset_for_partition";
+    case errc::not_controller: return "not_controller";
+    case errc::not_leader_or_follower: return "not_leader_or_follower";
+    case errc::stale_broker_epoch: return "stale_broker_epoch";
   }
   return "unknown_server_error";
 }
@@ -77,6 +80,9 @@ int kafka_error_code(errc e) {
     case errc::group_not_empty: return 68;
     case errc::duplicate_consumer_instance: return 79;  // Kafka's MEMBER_ID_REQUIRED is the nearest
     case errc::no_offset_for_partition: return -1;
+    case errc::not_controller: return 41;
+    case errc::not_leader_or_follower: return 6;
+    case errc::stale_broker_epoch: return 77;
   }
   return -1;
 }

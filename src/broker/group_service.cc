@@ -58,13 +58,64 @@ std::string instance_key(std::string_view group_id, std::string_view member_id) 
   return k;
 }
 
-/// A consumer instance's REST settings; the membership itself is the coordinator's.
+/// A consumer instance's REST settings; the membership itself is the coordinator's. An instance
+/// joins its group on subscribe or assign (Kafka's consumer joins on subscribe/poll; issue 14
+/// item 25), not when created: until then its lease is kept here. The settings and the
+/// subscription are a consumer instance record in __consumer_offsets (offsets_codec.h), so a
+/// restart keeps them (item 28); an instance whose membership did not survive the restart (a
+/// dynamic member) joins again with its subscription on its next call.
 struct instance_settings {
   consumer_instance info;
   group::offset_reset auto_offset_reset = group::offset_reset::latest;
   size_t rotation = 0;  // first partition of the next poll, so no partition starves the others
   int64_t session_timeout_ms = 0;  // the lease (consumer.instance.timeout.ms), for expiry messages
+  group::join_request join;        // how it joins; member_id is its instance id
+  int32_t fetch_min_bytes = 1;
+  group::subscription sub;         // what it subscribed to or was assigned (none: nothing yet)
+  bool joined = false;             // a member of its group in the coordinator now
+  int64_t last_seen_ms = 0;        // its lease while not joined: the last call
 };
+
+group::offsets_topic_record instance_record(const instance_settings& s) {
+  group::consumer_instance_value v;
+  v.client_name = s.join.client_name;
+  v.group_instance_id = s.join.group_instance_id;
+  v.format = static_cast<int8_t>(s.info.format);
+  v.auto_commit_enable = s.info.auto_commit_enable;
+  v.request_timeout_ms = s.info.request_timeout_ms;
+  v.session_timeout_ms = static_cast<int32_t>(s.session_timeout_ms);
+  v.fetch_min_bytes = s.fetch_min_bytes;
+  v.auto_offset_reset = s.auto_offset_reset;
+  v.assignor = s.join.assignor;
+  v.sub = s.sub;
+  return {group::encode_consumer_instance_key(s.info.group_id, s.info.instance_id),
+          group::encode_consumer_instance_value(v)};
+}
+
+group::offsets_topic_record instance_tombstone(const std::string& group_id, const std::string& instance_id) {
+  return {group::encode_consumer_instance_key(group_id, instance_id), std::nullopt};
+}
+
+/// The settings a consumer instance record holds (a restart); not joined, its lease starting now.
+instance_settings settings_of(const group::consumer_instance_key& key, const group::consumer_instance_value& v,
+                              int64_t now_ms) {
+  instance_settings s;
+  s.info = {key.group_id, key.instance_id, static_cast<consumer_format>(v.format), v.auto_commit_enable,
+            v.request_timeout_ms};
+  s.auto_offset_reset = v.auto_offset_reset;
+  s.session_timeout_ms = v.session_timeout_ms;
+  s.join.client_name = v.client_name;
+  s.join.member_id = key.instance_id;
+  s.join.group_instance_id = v.group_instance_id;
+  s.join.assignor = v.assignor;
+  s.join.session_timeout_ms = v.session_timeout_ms;
+  s.join.rebalance_timeout_ms = v.session_timeout_ms;
+  s.join.auto_offset_reset = v.auto_offset_reset;
+  s.fetch_min_bytes = v.fetch_min_bytes;
+  s.sub = v.sub;
+  s.last_seen_ms = now_ms;
+  return s;
+}
 
 /// Why recently ended instances ended, so their next call can say so (40403 with the reason).
 /// Bounded: the oldest reasons are forgotten first.
@@ -76,6 +127,9 @@ struct shard_state {
   std::map<std::string, instance_settings> instances;  // instance_key -> settings
   std::map<std::string, std::string> ended;             // instance_key -> why it ended
   std::deque<std::string> ended_order;                  // oldest first, for the bound
+  /// Tombstones of instance records whose member was found gone during a call (it has no shard
+  /// to append from); the next expiry sweep appends them.
+  group::record_list tombstones_due;
   std::map<std::string, std::deque<lag_sample>> lag_history;  // group -> samples, oldest first
 
   void remember_end(const std::string& key, std::string why) {
@@ -177,12 +231,37 @@ class group_service_impl final : public group_service {
   /// (40403, not "group not found"); a gone member's REST settings are forgotten.
   error member_error(shard_state& st, const std::string& group_id, const std::string& member_id, const group::error& e) {
     if (e.code != group::errc::unknown_member_id && e.code != group::errc::group_id_not_found) return from_group(e);
-    st.instances.erase(instance_key(group_id, member_id));
+    if (st.instances.erase(instance_key(group_id, member_id)) > 0) {
+      st.tombstones_due.push_back(instance_tombstone(group_id, member_id));
+    }
     return error{errc::unknown_member_id, st.not_found_message(group_id, member_id)};
   }
-  /// A member call returning member_result, persisted, answered with void.
-  template <typename F>
-  void member_call(std::string group_id, std::string instance_id, F call, std::function<void(result<void>)> done);
+  /// prepare_instance for a call answered through `done`: on an error, its records are appended
+  /// and `done` answered, and nullopt returned; else the settings (nullptr: none held).
+  template <typename T>
+  std::optional<instance_settings*> prepared(size_t shard, shard_state& st, const std::string& group_id,
+                                             const std::string& instance_id, group::record_list& records,
+                                             const std::function<void(result<T>)>& done) {
+    auto r = prepare_instance(st, group_id, instance_id, records);
+    if (r.ok()) return r.value();
+    persist(shard, std::move(records), [](result<void>) {});
+    done(r.error());
+    return std::nullopt;
+  }
+  /// Before a call of instance (group_id, instance_id) that needs its membership: an instance
+  /// that has not joined but has a subscription joins with it now (after a restart dropped its
+  /// membership); one without stays as it is. Appends the records of that to `records`. Returns
+  /// the instance's settings, or nullptr for an instance this service holds no settings of (the
+  /// coordinator then decides). Errors: unknown_member_id for an instance whose lease lapsed.
+  result<instance_settings*> prepare_instance(shard_state& st, const std::string& group_id,
+                                              const std::string& instance_id, group::record_list& records);
+  /// Joins a not-joined instance and applies its subscription (s.sub); on a refused
+  /// subscription it leaves again (it stays not joined). Appends records.
+  result<void> join_instance(shard_state& st, instance_settings& s, group::record_list& records);
+  /// Subscribe, assign or unsubscribe an instance (`sub`, kind none = unsubscribe): joins a
+  /// not-joined one first (except to unsubscribe), then records the subscription with its settings.
+  void change_subscription(std::string group_id, std::string instance_id, group::subscription sub,
+                           std::function<void(result<void>)> done);
   std::optional<log_bounds> bounds_of(const model::topic_partition& tp);
   void schedule_expiry(size_t shard);
   /// On `shard` every lag_history_interval_ms: one total-lag sample per group of that shard.
@@ -221,10 +300,32 @@ result<void> group_service_impl::start() {
     std::promise<result<void>> replayed;
     runtime_.post(shard, [this, shard, p, &replayed] {
       auto records = host_.read_internal(shard, p);
+      // In a cluster a node coordinates the groups of the __consumer_offsets partitions it holds;
+      // the others' groups are another node's (routing group calls there comes with Cluster II).
+      if (!records.ok() && records.error().code == errc::unknown_topic_or_partition) {
+        return replayed.set_value(base::ok_v);
+      }
       if (!records.ok()) return replayed.set_value(records.error());
       const int64_t now = clock_.now_ms();
+      auto& st = *shards_[shard];
       for (auto& r : records.value()) {
         if (!r.key) continue;
+        auto key = group::decode_offsets_topic_key(*r.key);
+        if (key.ok() && std::holds_alternative<group::consumer_instance_key>(*key)) {
+          const auto& k = std::get<group::consumer_instance_key>(*key);
+          if (!r.value) {
+            st.instances.erase(instance_key(k.group_id, k.instance_id));
+            continue;
+          }
+          auto v = group::decode_consumer_instance_value(*r.value);
+          if (!v.ok()) {
+            return replayed.set_value(error{errc::kafka_storage_error,
+                                            std::string(consumer_offsets_topic) + "-" + std::to_string(p) + " offset " +
+                                                std::to_string(r.record_offset.value()) + ": " + v.error().message});
+          }
+          st.instances[instance_key(k.group_id, k.instance_id)] = settings_of(k, *v, now);
+          continue;
+        }
         group::offsets_topic_record rec{std::move(*r.key), std::move(r.value)};
         auto applied = shards_[shard]->coordinator.replay(rec, now);
         if (!applied.ok()) {
@@ -232,6 +333,13 @@ result<void> group_service_impl::start() {
                                           std::string(consumer_offsets_topic) + "-" + std::to_string(p) + " offset " +
                                               std::to_string(r.record_offset.value()) + ": " + applied.error().message});
         }
+      }
+      // Instances whose member survived (static members) are joined; the others join again.
+      for (auto& [k, settings] : st.instances) {
+        const auto members = st.coordinator.describe_group(settings.info.group_id).members;
+        settings.joined = std::any_of(members.begin(), members.end(), [&](const group::member_description& m) {
+          return m.member_id == settings.info.instance_id;
+        });
       }
       replayed.set_value(base::ok_v);
     });
@@ -288,8 +396,23 @@ void group_service_impl::schedule_expiry(size_t shard) {
                                     ? std::string()
                                     : " (" + std::to_string(settings->second.session_timeout_ms) + " ms, consumer.instance.timeout.ms)";
       st.remember_end(key, "expired: no request within its " + m.reason + after);
-      st.instances.erase(key);
+      if (st.instances.erase(key) > 0) expired.records.push_back(instance_tombstone(m.group_id, m.member_id));
     }
+    // Instances that never joined keep their lease here.
+    const int64_t now = clock_.now_ms();
+    for (auto it = st.instances.begin(); it != st.instances.end();) {
+      const instance_settings& s = it->second;
+      if (s.joined || now < s.last_seen_ms + s.session_timeout_ms) {
+        ++it;
+        continue;
+      }
+      st.remember_end(it->first, "expired: no request within its session timeout (" +
+                                     std::to_string(s.session_timeout_ms) + " ms, consumer.instance.timeout.ms)");
+      expired.records.push_back(instance_tombstone(s.info.group_id, s.info.instance_id));
+      it = st.instances.erase(it);
+    }
+    for (auto& t : st.tombstones_due) expired.records.push_back(std::move(t));
+    st.tombstones_due.clear();
     persist(shard, std::move(expired.records), [](result<void>) {});
     schedule_expiry(shard);
   });
@@ -368,33 +491,163 @@ void group_service_impl::create_consumer(consumer_instance_config config,
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   std::string group_id = config.group_id;
   on_coordinator(group_id, [this, config = std::move(config), done = std::move(done)](size_t shard, shard_state& st) {
-    group::join_request join;
-    join.client_name = config.name.value_or(config.client_name);
-    join.member_id = config.name;  // REST Proxy v2: the instance id is the name given
-    join.group_instance_id = config.group_instance_id;
-    join.assignor = config.assignor;
-    join.session_timeout_ms = config.session_timeout_ms;
-    join.rebalance_timeout_ms = config.session_timeout_ms;
-    join.auto_offset_reset = config.auto_offset_reset;
-    auto joined = st.coordinator.join(config.group_id, join, clock_.now_ms());
-    if (!joined.ok()) return done(from_group(joined.error()));
+    const int64_t now = clock_.now_ms();
     instance_settings settings;
-    settings.info = {config.group_id, joined->member_id, config.format, config.auto_commit_enable,
-                     config.request_timeout_ms};
+    settings.join.client_name = config.name.value_or(config.client_name);
+    settings.join.member_id = config.name;  // REST Proxy v2: the instance id is the name given
+    settings.join.group_instance_id = config.group_instance_id;
+    settings.join.assignor = config.assignor;
+    settings.join.session_timeout_ms = config.session_timeout_ms;
+    settings.join.rebalance_timeout_ms = config.session_timeout_ms;
+    settings.join.auto_offset_reset = config.auto_offset_reset;
     settings.auto_offset_reset = config.auto_offset_reset;
     settings.session_timeout_ms = config.session_timeout_ms;
-    st.instances[instance_key(config.group_id, joined->member_id)] = settings;
-    persist(shard, std::move(joined->records), [done, info = settings.info](result<void> r) {
+    settings.fetch_min_bytes = config.fetch_min_bytes;
+    settings.last_seen_ms = now;
+    if (config.name && st.instances.contains(instance_key(config.group_id, *config.name))) {
+      return done(error{errc::duplicate_consumer_instance, "a consumer instance named '" + *config.name +
+                                                               "' already exists in group '" + config.group_id + "'"});
+    }
+    // Refused now for what its join would be refused for; it joins on subscribe or assign.
+    auto takeover = st.coordinator.check_join(config.group_id, settings.join, now);
+    if (!takeover.ok()) return done(from_group(takeover.error()));
+    group::record_list records;
+    if (takeover.value()) {
+      // A live static member with this group.instance.id (KIP-345: the client restarted): it
+      // takes the member over now, with its partitions and without a rebalance.
+      auto joined = st.coordinator.join(config.group_id, settings.join, now);
+      if (!joined.ok()) return done(from_group(joined.error()));
+      settings.join.member_id = joined->member_id;
+      settings.joined = true;
+      for (const auto& m : st.coordinator.describe_group(config.group_id).members) {
+        if (m.member_id == joined->member_id) settings.sub = m.sub;
+      }
+      records = std::move(joined->records);
+    } else if (!settings.join.member_id) {
+      settings.join.member_id = st.coordinator.new_member_id(config.group_id, settings.join.client_name);
+    }
+    const std::string instance_id = *settings.join.member_id;
+    settings.info = {config.group_id, instance_id, config.format, config.auto_commit_enable, config.request_timeout_ms};
+    const std::string key = instance_key(config.group_id, instance_id);
+    st.ended.erase(key);
+    records.push_back(instance_record(settings));
+    st.instances[key] = settings;
+    persist(shard, std::move(records), [done, info = settings.info](result<void> r) {
       if (!r.ok()) return done(r.error());
       done(info);
     });
   });
 }
 
+result<instance_settings*> group_service_impl::prepare_instance(shard_state& st, const std::string& group_id,
+                                                                const std::string& instance_id,
+                                                                group::record_list& records) {
+  const std::string key = instance_key(group_id, instance_id);
+  auto it = st.instances.find(key);
+  if (it == st.instances.end()) return static_cast<instance_settings*>(nullptr);
+  instance_settings& s = it->second;
+  if (s.joined) return &s;
+  const int64_t now = clock_.now_ms();
+  if (now >= s.last_seen_ms + s.session_timeout_ms) {
+    st.remember_end(key, "expired: no request within its session timeout (" + std::to_string(s.session_timeout_ms) +
+                             " ms, consumer.instance.timeout.ms)");
+    records.push_back(instance_tombstone(group_id, instance_id));
+    st.instances.erase(it);
+    return error{errc::unknown_member_id, st.not_found_message(group_id, instance_id)};
+  }
+  s.last_seen_ms = now;
+  if (s.sub.kind != group::subscription_kind::none) RINGLOG_TRY(join_instance(st, s, records));
+  return &s;
+}
+
+result<void> group_service_impl::join_instance(shard_state& st, instance_settings& s, group::record_list& records) {
+  RINGLOG_ASSERT(!s.joined, "join_instance of a joined instance");
+  const int64_t now = clock_.now_ms();
+  const std::string& group_id = s.info.group_id;
+  const std::string& instance_id = s.info.instance_id;
+  auto joined = st.coordinator.join(group_id, s.join, now);
+  if (!joined.ok()) return from_group(joined.error());
+  RINGLOG_ASSERT(joined->member_id == instance_id || joined->static_rejoin, "a named join keeps its member id");
+  records.insert(records.end(), joined->records.begin(), joined->records.end());
+  s.joined = true;
+  if (s.sub.kind == group::subscription_kind::none) return base::ok_v;
+  auto applied = s.sub.kind == group::subscription_kind::manual
+                     ? st.coordinator.assign(group_id, instance_id, s.sub.partitions, now)
+                     : st.coordinator.subscribe(group_id, instance_id, s.sub, now);
+  if (applied.ok()) {
+    records.insert(records.end(), applied->records.begin(), applied->records.end());
+    return base::ok_v;
+  }
+  // Refused (a bad pattern, a partition assigned elsewhere): it leaves, as if it never joined.
+  auto left = st.coordinator.leave(group_id, instance_id, now);
+  if (left.ok()) records.insert(records.end(), left->begin(), left->end());
+  s.joined = false;
+  return from_group(applied.error());
+}
+
+void group_service_impl::change_subscription(std::string group_id, std::string instance_id, group::subscription sub,
+                                             std::function<void(result<void>)> done) {
+  on_coordinator(group_id, [this, group_id, instance_id, sub = std::move(sub), done = std::move(done)](
+                               size_t shard, shard_state& st) mutable {
+    const int64_t now = clock_.now_ms();
+    auto it = st.instances.find(instance_key(group_id, instance_id));
+    group::record_list records;
+    const bool unsubscribe = sub.kind == group::subscription_kind::none;
+    if (it != st.instances.end() && !it->second.joined) {
+      auto prepared = prepare_instance(st, group_id, instance_id, records);
+      if (!prepared.ok()) {
+        persist(shard, std::move(records), [](result<void>) {});
+        return done(prepared.error());
+      }
+      instance_settings& s = **prepared;
+      if (!s.joined) {
+        // Not a member yet: subscribing or assigning joins the group; unsubscribing changes nothing.
+        s.sub = std::move(sub);
+        if (!unsubscribe) {
+          if (auto joined = join_instance(st, s, records); !joined.ok()) {
+            s.sub = group::subscription{};
+            persist(shard, std::move(records), [](result<void>) {});
+            return done(joined.error());
+          }
+        }
+        records.push_back(instance_record(s));
+        return persist(shard, std::move(records), std::move(done));
+      }
+    }
+    auto r = unsubscribe ? st.coordinator.unsubscribe(group_id, instance_id, now)
+             : sub.kind == group::subscription_kind::manual
+                 ? st.coordinator.assign(group_id, instance_id, sub.partitions, now)
+                 : st.coordinator.subscribe(group_id, instance_id, sub, now);
+    if (!r.ok()) {
+      persist(shard, std::move(records), [](result<void>) {});
+      return done(member_error(st, group_id, instance_id, r.error()));
+    }
+    records.insert(records.end(), r->records.begin(), r->records.end());
+    if (auto s = st.instances.find(instance_key(group_id, instance_id)); s != st.instances.end()) {
+      s->second.sub = std::move(sub);
+      records.push_back(instance_record(s->second));
+    }
+    persist(shard, std::move(records), std::move(done));
+  });
+}
+
 void group_service_impl::describe_consumer(std::string group_id, std::string instance_id,
                                            std::function<void(result<consumer_instance>)> done) {
-  on_coordinator(group_id, [group_id, instance_id, done = std::move(done)](size_t, shard_state& st) {
+  on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
     auto it = st.instances.find(instance_key(group_id, instance_id));
+    if (it != st.instances.end() && !it->second.joined) {
+      group::record_list records;
+      auto prepared = prepare_instance(st, group_id, instance_id, records);
+      if (!prepared.ok()) {
+        persist(shard, std::move(records), [](result<void>) {});
+        return done(prepared.error());
+      }
+      consumer_instance info = (*prepared)->info;
+      return persist(shard, std::move(records), [done, info](result<void> r) {
+        if (!r.ok()) return done(r.error());
+        done(info);
+      });
+    }
     auto d = st.coordinator.describe_group(group_id);
     bool member = std::any_of(d.members.begin(), d.members.end(),
                               [&](const group::member_description& m) { return m.member_id == instance_id; });
@@ -408,66 +661,65 @@ void group_service_impl::describe_consumer(std::string group_id, std::string ins
 void group_service_impl::delete_consumer(std::string group_id, std::string instance_id,
                                          std::function<void(result<void>)> done) {
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
-    auto left = st.coordinator.leave(group_id, instance_id, clock_.now_ms());
-    st.instances.erase(instance_key(group_id, instance_id));
-    if (!left.ok()) return done(member_error(st, group_id, instance_id, left.error()));
-    st.remember_end(instance_key(group_id, instance_id), "was deleted");
-    persist(shard, std::move(left.value()), std::move(done));
-  });
-}
-
-template <typename F>
-void group_service_impl::member_call(std::string group_id, std::string instance_id, F call,
-                                     std::function<void(result<void>)> done) {
-  on_coordinator(group_id, [this, group_id, instance_id, call = std::move(call), done = std::move(done)](
-                               size_t shard, shard_state& st) mutable {
-    group::result<group::member_result> r = call(st.coordinator, clock_.now_ms());
-    if (!r.ok()) {
-      return done(member_error(st, group_id, instance_id, r.error()));
+    const std::string key = instance_key(group_id, instance_id);
+    auto it = st.instances.find(key);
+    if (it != st.instances.end() && !it->second.joined) {
+      st.instances.erase(it);
+      st.remember_end(key, "was deleted");
+      return persist(shard, {instance_tombstone(group_id, instance_id)}, std::move(done));
     }
-    persist(shard, std::move(r->records), std::move(done));
+    auto left = st.coordinator.leave(group_id, instance_id, clock_.now_ms());
+    const bool had_settings = st.instances.erase(key) > 0;
+    if (!left.ok()) {
+      if (had_settings) st.tombstones_due.push_back(instance_tombstone(group_id, instance_id));
+      return done(member_error(st, group_id, instance_id, left.error()));
+    }
+    st.remember_end(key, "was deleted");
+    auto records = std::move(left.value());
+    records.push_back(instance_tombstone(group_id, instance_id));
+    persist(shard, std::move(records), std::move(done));
   });
 }
 
 void group_service_impl::subscribe(std::string group_id, std::string instance_id, group::subscription sub,
                                    std::function<void(result<void>)> done) {
-  member_call(group_id, instance_id,
-              [group_id, instance_id, sub = std::move(sub)](group::group_coordinator& c, int64_t now) {
-                return c.subscribe(group_id, instance_id, sub, now);
-              },
-              std::move(done));
+  if (sub.kind == group::subscription_kind::none || sub.kind == group::subscription_kind::manual) {
+    return done(error{errc::inconsistent_subscription, "subscribe takes a topic list or a pattern"});
+  }
+  change_subscription(std::move(group_id), std::move(instance_id), std::move(sub), std::move(done));
 }
 
 void group_service_impl::unsubscribe(std::string group_id, std::string instance_id,
                                      std::function<void(result<void>)> done) {
-  member_call(group_id, instance_id,
-              [group_id, instance_id](group::group_coordinator& c, int64_t now) {
-                return c.unsubscribe(group_id, instance_id, now);
-              },
-              std::move(done));
+  change_subscription(std::move(group_id), std::move(instance_id), group::subscription{}, std::move(done));
 }
 
 void group_service_impl::assign(std::string group_id, std::string instance_id, group::partition_set partitions,
                                 std::function<void(result<void>)> done) {
-  member_call(group_id, instance_id,
-              [group_id, instance_id, partitions = std::move(partitions)](group::group_coordinator& c, int64_t now) {
-                return c.assign(group_id, instance_id, partitions, now);
-              },
-              std::move(done));
+  group::subscription sub;
+  sub.kind = group::subscription_kind::manual;
+  sub.partitions = std::move(partitions);
+  change_subscription(std::move(group_id), std::move(instance_id), std::move(sub), std::move(done));
 }
 
 void group_service_impl::subscription(std::string group_id, std::string instance_id,
                                       std::function<void(result<group::subscription>)> done) {
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
-    auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
-    if (!hb.ok()) {
-      return done(member_error(st, group_id, instance_id, hb.error()));
-    }
+    group::record_list records;
+    auto s = prepared(shard, st, group_id, instance_id, records, done);
+    if (!s) return;
     group::subscription sub;
-    for (const auto& m : st.coordinator.describe_group(group_id).members) {
-      if (m.member_id == instance_id) sub = m.sub;
+    if (*s && !(*s)->joined) {
+      sub = (*s)->sub;
+    } else {
+      auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+      if (!hb.ok()) return done(member_error(st, group_id, instance_id, hb.error()));
+      for (const auto& m : st.coordinator.describe_group(group_id).members) {
+        if (m.member_id == instance_id) sub = m.sub;
+      }
+      records.insert(records.end(), hb->records.begin(), hb->records.end());
     }
-    persist(shard, std::move(hb->records), [done, sub](result<void> r) {
+    persist(shard, std::move(records), [done, sub](result<void> r) {
       if (!r.ok()) return done(r.error());
       done(sub);
     });
@@ -477,12 +729,17 @@ void group_service_impl::subscription(std::string group_id, std::string instance
 void group_service_impl::assignments(std::string group_id, std::string instance_id,
                                      std::function<void(result<group::partition_set>)> done) {
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
-    auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
-    if (!hb.ok()) {
-      return done(member_error(st, group_id, instance_id, hb.error()));
+    group::record_list records;
+    auto s = prepared(shard, st, group_id, instance_id, records, done);
+    if (!s) return;
+    group::partition_set owned;   // an instance that has not joined owns nothing
+    if (!*s || (*s)->joined) {
+      auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+      if (!hb.ok()) return done(member_error(st, group_id, instance_id, hb.error()));
+      owned = hb->assignment.owned;
+      records.insert(records.end(), hb->records.begin(), hb->records.end());
     }
-    group::partition_set owned = hb->assignment.owned;
-    persist(shard, std::move(hb->records), [done, owned](result<void> r) {
+    persist(shard, std::move(records), [done, owned](result<void> r) {
       if (!r.ok()) return done(r.error());
       done(owned);
     });
@@ -504,8 +761,18 @@ void group_service_impl::seek(std::string group_id, std::string instance_id, std
   g->seeks = std::move(seeks);
   g->offsets.resize(g->seeks.size());
   auto apply = [this, g, group_id, instance_id, done]() {
-    on_coordinator(group_id, [this, g, group_id, instance_id, done](size_t, shard_state& st) {
+    on_coordinator(group_id, [this, g, group_id, instance_id, done](size_t shard, shard_state& st) {
       if (g->failure) return done(*g->failure);
+      group::record_list records;
+      auto s = prepared(shard, st, group_id, instance_id, records, done);
+      if (!s) return;
+      persist(shard, std::move(records), [](result<void>) {});
+      if (*s && !(*s)->joined) {
+        if (g->seeks.empty()) return done(base::ok_v);
+        return done(error{errc::partition_not_owned, "consumer instance '" + instance_id + "' does not own " +
+                                                         g->seeks.front().partition.directory_name() +
+                                                         ": it has not subscribed or been assigned partitions"});
+      }
       auto owned = st.coordinator.positions_for_fetch(group_id, instance_id);
       if (!owned.ok()) {
         return done(member_error(st, group_id, instance_id, owned.error()));
@@ -582,9 +849,18 @@ void group_service_impl::poll_heartbeat(size_t shard, std::string group_id, std:
   // Every round is a heartbeat: it keeps the lease and, with cooperative assignment, is when this
   // member drops revoked partitions and picks up the ones another member released meanwhile.
   auto& st = *shards_[shard];
+  group::record_list records;
+  auto s = prepared(shard, st, group_id, instance_id, records, done);
+  if (!s) return;
+  if (*s && !(*s)->joined) {
+    // Neither subscribed nor assigned: there is nothing to read (Kafka's poll would refuse).
+    persist(shard, std::move(records), [](result<void>) {});
+    return done(std::vector<consumed_record>{});
+  }
   auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
   if (!hb.ok()) return done(member_error(st, group_id, instance_id, hb.error()));
-  persist(shard, std::move(hb->records),
+  records.insert(records.end(), hb->records.begin(), hb->records.end());
+  persist(shard, std::move(records),
           [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)](result<void> r) mutable {
             if (!r.ok()) return done(r.error());
             poll_round(shard, group_id, instance_id, request, deadline_ms, std::move(done));
@@ -726,12 +1002,25 @@ void group_service_impl::commit(std::string group_id, std::string instance_id,
   on_coordinator(group_id, [this, group_id, instance_id, offsets = std::move(offsets), done = std::move(done)](
                                size_t shard, shard_state& st) {
     const int64_t now = clock_.now_ms();
+    group::record_list records;
+    auto s = prepared(shard, st, group_id, instance_id, records, done);
+    if (!s) return;
+    if (*s && !(*s)->joined) {
+      persist(shard, std::move(records), [](result<void>) {});
+      // Nothing was returned to it, and it owns nothing to commit.
+      if (!offsets || offsets->empty()) return done(group::partition_map<group::committed_offset>{});
+      return done(error{errc::partition_not_owned, "commit refused: consumer instance '" + instance_id +
+                                                       "' does not own partition " +
+                                                       offsets->front().partition.directory_name() +
+                                                       ": it has not subscribed or been assigned partitions"});
+    }
     auto r = offsets ? st.coordinator.commit_processed(group_id, instance_id, std::nullopt, *offsets, now)
                      : st.coordinator.commit_returned(group_id, instance_id, std::nullopt, now);
     if (!r.ok()) {
       return done(member_error(st, group_id, instance_id, r.error()));
     }
-    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+    records.insert(records.end(), r->records.begin(), r->records.end());
+    persist(shard, std::move(records), [done, stored = r->committed](result<void> p) {
       if (!p.ok()) return done(p.error());
       done(stored);
     });
@@ -742,9 +1031,13 @@ void group_service_impl::committed(std::string group_id, std::string instance_id
                                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
   on_coordinator(group_id, [this, group_id, instance_id, partitions = std::move(partitions), done = std::move(done)](
                                size_t shard, shard_state& st) {
-    auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
-    if (!hb.ok()) {
-      return done(member_error(st, group_id, instance_id, hb.error()));
+    group::record_list records;
+    auto s = prepared(shard, st, group_id, instance_id, records, done);
+    if (!s) return;
+    if (!*s || (*s)->joined) {
+      auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+      if (!hb.ok()) return done(member_error(st, group_id, instance_id, hb.error()));
+      records.insert(records.end(), hb->records.begin(), hb->records.end());
     }
     group::partition_map<group::committed_offset> out;
     auto all = st.coordinator.committed_offsets(group_id);
@@ -753,7 +1046,7 @@ void group_service_impl::committed(std::string group_id, std::string instance_id
         if (partitions.empty() || partitions.contains(tp)) out[tp] = c;
       }
     }
-    persist(shard, std::move(hb->records), [done, out = std::move(out)](result<void> r) {
+    persist(shard, std::move(records), [done, out = std::move(out)](result<void> r) {
       if (!r.ok()) return done(r.error());
       done(out);
     });

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <sstream>
 
+#include "broker_configs.h"
 #include "ringlog/controller/metadata_entry.h"
 
 namespace ringlog::broker {
@@ -107,9 +108,14 @@ result<std::vector<protocol::metadata_record>> legacy_records(const controller::
 }  // namespace
 
 std::shared_ptr<const metadata_view> make_view(const metadata_view& previous,
-                                               std::shared_ptr<const controller::metadata_image> image) {
+                                               std::shared_ptr<const controller::metadata_image> image,
+                                               const broker_config* static_config) {
   auto view = std::make_shared<metadata_view>();
   view->image = image;
+  view->config = previous.config;
+  if (static_config != nullptr && (!previous.config || previous.image->broker_configs() != image->broker_configs())) {
+    view->config = apply_dynamic_configs(*static_config, *image);
+  }
   for (const auto& [name, topic] : image->topics()) {
     auto old = previous.topics.find(name);
     const bool same_topic = old != previous.topics.end() && old->second->image->topic_id == topic->topic_id;

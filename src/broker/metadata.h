@@ -46,11 +46,17 @@ struct topic_state {
 struct metadata_view {
   std::shared_ptr<const controller::metadata_image> image = std::make_shared<const controller::metadata_image>();
   std::map<std::string, std::shared_ptr<const topic_state>, std::less<>> topics;
+  /// The broker config with the image's dynamic broker configs applied (broker_configs.h); null
+  /// until the first view built with the static config.
+  std::shared_ptr<const broker_config> config;
 };
 
 /// The view after `image`, sharing every topic_state of `previous` whose topic image is unchanged.
+/// With `static_config`, its config is `static_config` with the image's dynamic broker configs
+/// applied (rebuilt only when those changed); without, it keeps `previous`'s.
 std::shared_ptr<const metadata_view> make_view(const metadata_view& previous,
-                                               std::shared_ptr<const controller::metadata_image> image);
+                                               std::shared_ptr<const controller::metadata_image> image,
+                                               const broker_config* static_config = nullptr);
 
 /// The metadata records a metadata-log record stands for: a metadata entry, or a legacy text
 /// record read against `image` (a legacy upsert of a topic that exists becomes the records of

@@ -1,8 +1,10 @@
 #include "topic_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
+#include "broker_configs.h"
 #include "ringlog/base/constants.h"
 
 namespace ringlog::broker {
@@ -141,15 +143,27 @@ result<storage::log_config> make_log_config(const broker_config& c, const std::m
 }
 
 std::vector<topic_config_entry> describe_topic_configs(const broker_config& c,
-                                                       const std::map<std::string, std::string>& overrides) {
+                                                       const std::map<std::string, std::string>& overrides,
+                                                       const std::vector<broker_config_entry>& broker_configs) {
   std::vector<topic_config_entry> out;
   for (const auto& name : supported_topic_configs()) {
-    auto it = overrides.find(name);
-    if (it != overrides.end()) {
-      out.push_back({name, it->second, false, false});
-    } else {
-      out.push_back({name, topic_config_default(c, name), true, false});
+    topic_config_entry e{name, topic_config_default(c, name), true, false, config_source::default_config, {}};
+    if (auto it = overrides.find(name); it != overrides.end()) {
+      e.value = it->second;
+      e.is_default = false;
+      e.source = config_source::dynamic_topic_config;
+      e.synonyms.push_back({name, it->second, config_source::dynamic_topic_config});
     }
+    const std::string broker_name = broker_config_of_topic_config(name);
+    auto b = std::find_if(broker_configs.begin(), broker_configs.end(),
+                          [&broker_name](const broker_config_entry& x) { return x.name == broker_name; });
+    if (!broker_name.empty() && b != broker_configs.end()) {
+      if (e.is_default) e.source = b->source;
+      e.synonyms.insert(e.synonyms.end(), b->synonyms.begin(), b->synonyms.end());
+    } else if (e.is_default) {
+      e.synonyms.push_back({name, e.value, config_source::default_config});
+    }
+    out.push_back(std::move(e));
   }
   return out;
 }

@@ -24,9 +24,12 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
 result<storage::log_config> make_log_config(const broker_config& config,
                                             const std::map<std::string, std::string>& overrides);
 
-/// Every supported config, set (is_default = false) or inherited.
+/// Every supported config, set (is_default = false) or inherited, with its source and synonyms;
+/// `broker_configs` is the broker's describe_broker_configs (where each broker-level default
+/// comes from; a topic config without one in it is the built-in default).
 std::vector<topic_config_entry> describe_topic_configs(const broker_config& config,
-                                                       const std::map<std::string, std::string>& overrides);
+                                                       const std::map<std::string, std::string>& overrides,
+                                                       const std::vector<broker_config_entry>& broker_configs);
 
 /// The codec a topic stores batches with (compression.type): nullopt for "producer" (each batch
 /// as its producer compressed it; Kafka's default), none for "uncompressed".

@@ -136,7 +136,9 @@ result<void> metadata_delta::apply(const protocol::metadata_record& record, int6
   if (const auto* r = std::get_if<register_broker_record>(&record)) {
     broker_registration b;
     b.node_id = r->broker_id;
-    b.broker_epoch = r->broker_epoch;
+    // Kafka's broker epoch is the offset of the registration; a registration proposed by the
+    // broker itself says -1 and gets that offset here (snapshots carry the epoch explicitly).
+    b.broker_epoch = r->broker_epoch >= 0 ? r->broker_epoch : offset;
     b.incarnation_id = r->incarnation_id;
     for (const auto& e : r->end_points) b.endpoints.push_back({e.name, e.host, e.port});
     b.rack = r->rack.value_or("");

@@ -63,6 +63,7 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
   int64_t last_now_ms = 0;
   bool started = false;
   bool stopped = false;
+  std::atomic<bool> stopped_seen{false};   // stopped, as other threads may read it
   bool failed = false;
 
   // log durability (group commit)
@@ -163,6 +164,7 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
   void stop_here() {
     if (stopped) return;
     stopped = true;
+    stopped_seen.store(true, std::memory_order_release);
     fail_proposals(errc::shutting_down, "the metadata quorum is stopping");
     inbound.clear();
     if (storage && !failed) (void)storage->close();
@@ -501,6 +503,7 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     d.high_watermark = node->high_watermark().value();
     d.log_start_offset = node->log().log_start_offset().value();
     d.log_end_offset = node->log().log_end_offset().value();
+    d.applied_end_offset = applied_end;
     d.role = raft::to_string(node->role());
     const bool leading = node->role() == raft::role::leader;
     for (const auto& [id, address] : config.voters) {
@@ -565,6 +568,9 @@ void metadata_quorum::resign() {
 }
 
 void metadata_quorum::stop() {
+  // Stopped before: nothing to do, and the runtime may be gone by now (a second stop from a
+  // destructor after the shards stopped).
+  if (impl_->stopped_seen.load(std::memory_order_acquire)) return;
   impl_->run_on_shard_and_wait([p = impl_] { p->stop_here(); });
 }
 

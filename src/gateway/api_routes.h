@@ -78,6 +78,14 @@ struct api::call : std::enable_shared_from_this<api::call> {
 
   broker::broker& broker() { return self->broker_; }
 
+  /// The produce bounds of this request: a record may be as large as message.max.bytes is now
+  /// (a dynamic broker config may have changed it since start).
+  produce_limits limits() {
+    produce_limits l = self->options_.limits;
+    l.record_bytes_max = broker().message_max_bytes();
+    return l;
+  }
+
   /// CORS (Fetch standard): an allowed Origin is echoed (with Vary: Origin); one not in
   /// http.cors.allowed.origins gets no Access-Control-Allow-Origin, so the browser hides the answer.
   /// Without an Origin (not a browser's cross-origin call) "*" when any origin is allowed.
@@ -247,6 +255,8 @@ std::string error_json(const api_error& e);
 const broker::partition_description* find_partition(const broker::topic_description& t, int32_t p);
 /// 404/40402 for partition `p` of `t`, naming how many partitions the topic has.
 void fail_partition_not_found(api::call& call, const broker::topic_description& t, int32_t p);
+/// The {broker_id} path parameter as a broker; nullopt (404 answered) when it is none (api_v3_admin.cc).
+std::optional<broker::broker_description> path_broker(api::call& call);
 /// describe_topic(params[key]) then `done` on the connection thread; errors answered here.
 void with_topic(const call_ptr& c, const std::string& key, error_scope scope,
                 std::function<void(api::call&, broker::topic_description)> done);
@@ -256,10 +266,6 @@ void describe_all(const call_ptr& c, bool include_internal,
 
 // -- shared by the v2 consumer and v3 group routes (api_v2_consumers.cc)
 
-/// The request body as JSON; null for an empty body. Answers 400/415/422 and returns nullopt when bad.
-std::optional<json> consumer_body(const call_ptr& c);
-/// A consumer setting given as a JSON string or number/bool (the REST proxy takes strings).
-std::optional<std::string> setting_text(const json& body, const std::string& name);
 /// [{"topic", "partition"}] of `set`.
 json partitions_json(const group::partition_set& set);
 
@@ -309,10 +315,22 @@ void v2_seek_end(const call_ptr& c);
 void v2_subscribe(const call_ptr& c);
 void v2_unsubscribe(const call_ptr& c);
 void v3_alter_configs(const call_ptr& c);
+void v3_alter_broker_configs(const call_ptr& c);
+void v3_alter_cluster_broker_configs(const call_ptr& c);
+void v3_get_broker_config(const call_ptr& c);
+void v3_get_cluster_broker_config(const call_ptr& c);
+void v3_list_all_broker_configs(const call_ptr& c);
+void v3_list_broker_configs(const call_ptr& c);
+void v3_list_cluster_broker_configs(const call_ptr& c);
+void v3_reset_broker_config(const call_ptr& c);
+void v3_reset_cluster_broker_config(const call_ptr& c);
+void v3_set_broker_config(const call_ptr& c);
+void v3_set_cluster_broker_config(const call_ptr& c);
 void v3_create_topic(const call_ptr& c);
 void v3_delete_group(const call_ptr& c);
 void v3_delete_topic(const call_ptr& c);
 void v3_get_broker(const call_ptr& c);
+void v3_get_quorum(const call_ptr& c);
 void v3_get_cluster(const call_ptr& c);
 void v3_get_config(const call_ptr& c);
 void v3_get_group(const call_ptr& c);
@@ -328,7 +346,9 @@ void v3_group_lag_history(const call_ptr& c);
 void v3_group_lag_summary(const call_ptr& c);
 void v3_group_lags(const call_ptr& c);
 void v3_group_partition_lag(const call_ptr& c);
+void v3_list_acls(const call_ptr& c);
 void v3_list_brokers(const call_ptr& c);
+void v3_list_reassignments(const call_ptr& c);
 void v3_list_clusters(const call_ptr& c);
 void v3_list_configs(const call_ptr& c);
 void v3_list_all_topic_configs(const call_ptr& c);

@@ -74,7 +74,7 @@ void v2_produce_to(const call_ptr& c, std::optional<int32_t> partition) {
   auto acks = c->query_acks();
   if (!acks) return;
   embedded_format format = *type == v2_binary_type ? embedded_format::binary : embedded_format::json;
-  auto records = parse_v2_produce(c->request.body, format, partition.has_value(), c->self->options().limits);
+  auto records = parse_v2_produce(c->request.body, format, partition.has_value(), c->limits());
   if (!records.ok()) return c->fail(records.error());
   std::string topic = c->params["topic"];
   uint64_t bytes = 0;

@@ -13,7 +13,9 @@ json cluster_json(const std::string& base, const broker::broker& b) {
   return json{{"kind", "KafkaCluster"},
               {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + id}}},
               {"cluster_id", id},
-              {"controller", related(self + "/brokers/" + std::to_string(b.config().node_id))},
+              // The active controller (the metadata quorum's leader); null during an election.
+              {"controller", b.controller_id() >= 0 ? related(self + "/brokers/" + std::to_string(b.controller_id()))
+                                                    : json(nullptr)},
               {"acls", related(self + "/acls")},
               {"brokers", related(self + "/brokers")},
               {"broker_configs", related(self + "/broker-configs")},
@@ -60,6 +62,10 @@ json partition_json(const std::string& base, const std::string& cluster, const s
 json config_json(const std::string& base, const std::string& cluster, const std::string& topic,
                  const broker::topic_config_entry& c) {
   std::string self = base + "/v3/clusters/" + cluster + "/topics/" + topic + "/configs/" + c.name;
+  json synonyms = json::array();
+  for (const auto& s : c.synonyms) {
+    synonyms.push_back({{"name", s.name}, {"value", s.value}, {"source", std::string(broker::to_string(s.source))}});
+  }
   return json{{"kind", "KafkaTopicConfig"},
               {"metadata", {{"self", self},
                             {"resource_name", "crn:///kafka=" + cluster + "/topic=" + topic + "/config=" + c.name}}},
@@ -70,8 +76,8 @@ json config_json(const std::string& base, const std::string& cluster, const std:
               {"is_default", c.is_default},
               {"is_read_only", c.read_only},
               {"is_sensitive", false},
-              {"source", c.is_default ? "DEFAULT_CONFIG" : "DYNAMIC_TOPIC_CONFIG"},
-              {"synonyms", json::array()}};
+              {"source", std::string(broker::to_string(c.source))},
+              {"synonyms", synonyms}};
 }
 
 json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b) {
@@ -83,7 +89,40 @@ json broker_json(const std::string& base, const std::string& cluster, const brok
               {"broker_id", b.node_id},
               {"host", b.host},
               {"port", b.port},
-              {"rack", nullptr}};
+              {"rack", b.rack.empty() ? json(nullptr) : json(b.rack)},
+              // ringlog: the registration state (unfenced, fenced, controlled_shutdown) and epoch
+              {"state", b.state},
+              {"broker_epoch", b.broker_epoch},
+              {"is_controller", b.is_controller}};
+}
+
+/// GET /v3/clusters/{cluster_id}/quorum (ringlog): the metadata quorum as `kafka-metadata-quorum
+/// describe --status` shows it, as this node knows it (voters' offsets are known on the leader).
+void v3_get_quorum(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  const std::string& cluster = c->params["cluster_id"];
+  const broker::quorum_status q = c->broker().describe_quorum();
+  json voters = json::array();
+  for (const auto& v : q.voters) {
+    voters.push_back({{"replica_id", v.replica_id},
+                      {"log_end_offset", v.log_end_offset >= 0 ? json(v.log_end_offset) : json(nullptr)},
+                      {"lag", v.lag >= 0 ? json(v.lag) : json(nullptr)},
+                      {"last_fetch_timestamp", v.last_fetch_timestamp_ms >= 0 ? json(v.last_fetch_timestamp_ms)
+                                                                              : json(nullptr)}});
+  }
+  const std::string self = c->base_url + "/v3/clusters/" + cluster + "/quorum";
+  c->respond_json(200, {{"kind", "KafkaMetadataQuorum"},
+                        {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + cluster + "/quorum"}}},
+                        {"cluster_id", cluster},
+                        {"node_id", q.node_id},
+                        {"leader_id", q.leader_id >= 0 ? json(q.leader_id) : json(nullptr)},
+                        {"leader_epoch", q.leader_epoch},
+                        {"high_watermark", q.high_watermark},
+                        {"log_start_offset", q.log_start_offset},
+                        {"log_end_offset", q.log_end_offset},
+                        {"applied_offset", q.applied_offset},
+                        {"role", q.role},
+                        {"voters", voters}});
 }
 
 /// The replica of partition `p` on broker `broker_id` (Confluent's KafkaReplica).
@@ -117,6 +156,25 @@ void v3_list_clusters(const call_ptr& c) {
 void v3_get_cluster(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   c->respond_json(200, cluster_json(c->base_url, c->broker()));
+}
+
+/// GET .../acls: ringlog has no authorizer, so no ACL binding exists and none is enforced: an empty
+/// KafkaAclList (what Kafka's DescribeAcls returns under an allow-everything authorizer), so the
+/// KafkaCluster's "acls" link resolves. Filters in the query are accepted and match nothing.
+void v3_list_acls(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  c->respond_json(200, list_json("KafkaAclList", c->base_url + "/v3/clusters/" + c->params["cluster_id"] + "/acls",
+                                 json::array()));
+}
+
+/// GET .../topics/-/partitions/-/reassignment: partitions being reassigned. One node moves no
+/// replicas, so the list is empty; the KafkaCluster's "partition_reassignments" link resolves.
+void v3_list_reassignments(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  c->respond_json(200, list_json("KafkaReassignmentList",
+                                 c->base_url + "/v3/clusters/" + c->params["cluster_id"] +
+                                     "/topics/-/partitions/-/reassignment",
+                                 json::array()));
 }
 
 void v3_list_topics(const call_ptr& c) {

@@ -3,6 +3,7 @@
 #include "api_routes.h"
 
 #include <limits>
+#include "consumer_parsing.h"
 #include "request_parsing.h"
 
 namespace ringlog::gateway::routes {
@@ -321,49 +322,12 @@ void v3_delete_group(const call_ptr& c) {
 /// "value": N, "timestamp": ms or ISO-8601, "topics": [...], "dry_run": true (default)}.
 void v3_reset_group_offsets(const call_ptr& c) {
   if (!c->check_cluster() || !c->accept(v3_offers)) return;
-  auto body = consumer_body(c);
-  if (!body) return;
-  if (!body->is_object()) return c->fail(422, ec::unprocessable, "a body with \"to\" is required");
-  broker::reset_offsets_request req;
+  if (!is_blank(c->request.body) && !c->content_type_in(consumer_offers)) return;
+  auto parsed = parse_reset_offsets(c->request.body);
+  if (!parsed.ok()) return c->fail(parsed.error());
+  broker::reset_offsets_request req = std::move(parsed).value();
   req.group_id = c->params["consumer_group_id"];
-  auto to = setting_text(*body, "to").value_or("");
-  // A 64-bit integer: nlohmann's get<int64_t>() would wrap 2^63 (parsed unsigned) to -2^63.
-  auto value_of = [&](const char* name) -> std::optional<int64_t> {
-    if (!body->contains(name) || !(*body)[name].is_number_integer()) return std::nullopt;
-    const json& v = (*body)[name];
-    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) return std::nullopt;
-    return v.get<int64_t>();
-  };
-  if (to == "earliest") {
-    req.spec.kind = group::reset_kind::to_earliest;
-  } else if (to == "latest") {
-    req.spec.kind = group::reset_kind::to_latest;
-  } else if (to == "offset" || to == "shift") {
-    auto v = value_of("value");
-    if (!v) return c->fail(422, ec::unprocessable, "value (a 64-bit integer) is required with to=" + to);
-    req.spec.kind = to == "offset" ? group::reset_kind::to_offset : group::reset_kind::shift_by;
-    req.spec.value = *v;
-  } else if (to == "timestamp") {
-    req.spec.kind = group::reset_kind::to_timestamp;
-    if (auto ms = value_of("timestamp")) {
-      req.timestamp_ms = *ms;
-    } else if (auto text = setting_text(*body, "timestamp"); text && parse_iso8601_ms(*text)) {
-      req.timestamp_ms = *parse_iso8601_ms(*text);
-    } else {
-      return c->fail(422, ec::unprocessable, "timestamp (ms since the epoch or ISO-8601) is required with to=timestamp");
-    }
-  } else {
-    return c->fail(422, ec::unprocessable, "to must be earliest, latest, timestamp, offset or shift");
-  }
-  if (body->contains("topics")) {
-    if (!(*body)["topics"].is_array()) return c->fail(422, ec::unprocessable, "topics must be an array of strings");
-    for (const auto& t : (*body)["topics"]) {
-      if (!t.is_string()) return c->fail(422, ec::unprocessable, "topics must be an array of strings");
-      req.topics.push_back(t.get<std::string>());
-    }
-  }
-  bool dry = !(body->contains("dry_run") && (*body)["dry_run"].is_boolean() && !(*body)["dry_run"].get<bool>());
-  req.mode = dry ? group::dry_run::yes : group::dry_run::no;
+  const bool dry = req.mode == group::dry_run::yes;
   c->broker().groups().reset_offsets(std::move(req), [c, dry](broker::result<group::partition_map<model::offset>> r) {
     c->later([r = std::move(r), dry](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));

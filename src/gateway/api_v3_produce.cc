@@ -162,7 +162,7 @@ struct v3_produce_stream : std::enable_shared_from_this<v3_produce_stream> {
     std::vector<std::string> records;   // complete records of this piece, as JSON text
     std::optional<api_error> refusal;
     scan(records, refusal);
-    const size_t bound = 2 * static_cast<size_t>(c->self->options().limits.record_bytes_max) + 65536;
+    const size_t bound = 2 * static_cast<size_t>(c->limits().record_bytes_max) + 65536;
     if (!refusal && pending.size() > bound) {
       refusal = api_error{413, error_codes::record_too_large,
                           "a record of the stream is larger than " + std::to_string(bound) +
@@ -177,7 +177,7 @@ struct v3_produce_stream : std::enable_shared_from_this<v3_produce_stream> {
       const size_t first = stream->reports.size();
       std::vector<v3_item> items;
       for (const std::string& text : records) {
-        auto parsed = parse_v3_records(text, c->self->options().limits, first + items.size());
+        auto parsed = parse_v3_records(text, c->limits(), first + items.size());
         if (parsed.ok() && parsed->size() == 1) {
           items.push_back(std::move(parsed->front()));
         } else {
@@ -251,7 +251,7 @@ void v3_produce(const call_ptr& c) {
     s->acks = *acks;
     return s->start();
   }
-  auto items = parse_v3_records(c->request.body, c->self->options().limits);
+  auto items = parse_v3_records(c->request.body, c->limits());
   if (!items.ok()) return c->fail(items.error());
   std::string topic = c->params["topic_name"];
   std::string cluster = c->params["cluster_id"];
@@ -299,7 +299,7 @@ void v3_produce_batch(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
   auto acks = c->query_acks();
   if (!acks) return;
-  auto entries = parse_v3_batch(c->request.body, c->self->options().limits);
+  auto entries = parse_v3_batch(c->request.body, c->limits());
   if (!entries.ok()) return c->fail(entries.error());
   struct batch {
     std::vector<v3_batch_entry> entries;

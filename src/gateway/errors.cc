@@ -35,6 +35,9 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::not_enough_replicas:
       return {500, ec::kafka_retriable_error, e.message};
     case errc::broker_not_available:
+    case errc::not_controller:
+    case errc::not_leader_or_follower:
+    case errc::stale_broker_epoch:
       return {503, ec::unavailable, e.message};
     case errc::kafka_storage_error:
     case errc::unknown_server_error:
@@ -73,6 +76,8 @@ bool is_retriable(broker::errc code) {
     case errc::request_timed_out:
     case errc::throttling_quota_exceeded:
     case errc::broker_not_available:
+    case errc::not_controller:
+    case errc::not_leader_or_follower:
     case errc::corrupt_message:
     case errc::unknown_topic_or_partition:  // Kafka marks it retriable (metadata may lag)
       return true;

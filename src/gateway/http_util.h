@@ -9,7 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "ringlog/base/text.h"
+
 namespace ringlog::gateway {
+
+// Shared with the CLI (ringlog/base/text.h).
+using base::parse_int;
+using base::percent_encode_segment;
+
 
 /// Media type without parameters, lower case: "Application/JSON; charset=utf-8" -> "application/json".
 std::string media_type_of(std::string_view header_value);
@@ -23,16 +30,10 @@ std::optional<std::string> negotiate(std::string_view accept_header, const std::
 /// Percent-decoding ('+' is a space only in queries). nullopt on a malformed escape.
 std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
 
-/// Percent-encodes one path segment (RFC 3986 section 2.1): every byte but the unreserved
-/// ALPHA / DIGIT / "-" / "." / "_" / "~" becomes %XX, so an id such as "team/app" or "q?x" stays
-/// one segment of the URLs the API hands out ("team%2Fapp"); match_path decodes it back.
-std::string percent_encode_segment(std::string_view text);
 
 /// Splits "a=1&b=x%20y" into a map (later repeats win). nullopt on a malformed escape.
 std::optional<std::map<std::string, std::string>> parse_query(std::string_view query);
 
-/// Strict decimal integer in [min, max]: no spaces, no '+', no fraction, no overflow.
-std::optional<int64_t> parse_int(std::string_view text, int64_t min, int64_t max);
 
 /// Splits a target into path and query: "/a/b?x=1" -> {"/a/b", "x=1"}.
 std::pair<std::string_view, std::string_view> split_target(std::string_view target);

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <array>
 
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <limits>
 #include <set>
 
 #include "base64.h"
+#include "json_dom.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
 
@@ -18,142 +20,7 @@ namespace ringlog::gateway {
 
 namespace {
 
-namespace dom = simdjson::dom;
-namespace ec = error_codes;
-
-/// The produce parsers' dom::parser, one per thread and reused: a fresh parser allocates
-/// buffers of several times the document (mmap'd for a 100 KiB produce body) on every request.
-/// After a document larger than parser_reuse_bytes_max its buffers are given back, so one huge
-/// request does not pin its memory in every shard thread.
-constexpr size_t parser_reuse_bytes_max = size_t{4} << 20;
-
-class parser_lease {
- public:
-  parser_lease() : parser_(thread_parser()) {}
-  ~parser_lease() {
-    if (parser_.capacity() > parser_reuse_bytes_max) parser_ = dom::parser{};
-  }
-  parser_lease(const parser_lease&) = delete;
-  parser_lease& operator=(const parser_lease&) = delete;
-  dom::parser& operator*() { return parser_; }
-  dom::parser* operator->() { return &parser_; }
-
- private:
-  static dom::parser& thread_parser() {
-    thread_local dom::parser parser;
-    return parser;
-  }
-  dom::parser& parser_;
-};
-
-api_error unprocessable(std::string message) { return {422, ec::unprocessable, std::move(message)}; }
-
-/// A required field missing from a well-formed object: the body is not the request the route
-/// reads (Confluent answers 400/400 when its request model cannot be built from the JSON).
-api_error missing_field(std::string_view field) {
-  return {400, ec::invalid_request, std::string(field) + " is required"};
-}
-
-api_error malformed(simdjson::error_code code) {
-  if (code == simdjson::NUMBER_ERROR) {
-    return {422, ec::unprocessable, "a number in the request body is out of range: integers must fit in 64 bits"};
-  }
-  return {400, ec::bad_request, std::string("malformed JSON request body: ") + simdjson::error_message(code)};
-}
-
-std::string_view type_name(dom::element_type t) {
-  switch (t) {
-    case dom::element_type::ARRAY: return "an array";
-    case dom::element_type::OBJECT: return "an object";
-    case dom::element_type::INT64:
-    case dom::element_type::UINT64: return "an integer";
-    case dom::element_type::DOUBLE: return "a number";
-    case dom::element_type::STRING: return "a string";
-    case dom::element_type::BOOL: return "a boolean";
-    case dom::element_type::NULL_VALUE: return "null";
-  }
-  return "a value";
-}
-
-api_error wrong_type(std::string_view field, std::string_view expected, dom::element e) {
-  // The top level has no field name: call it what it is.
-  const std::string name = field.empty() ? std::string("request body") : std::string(field);
-  return unprocessable(name + " must be " + std::string(expected) + ", got " +
-                       std::string(type_name(e.type())));
-}
-
-/// An integer field in [min, max]; names the field and the bounds when it is not.
-parsed<int64_t> integer_field(std::string_view field, dom::element e, int64_t min, int64_t max) {
-  int64_t v = 0;
-  if (e.type() == dom::element_type::INT64) {
-    v = e.get_int64().value_unsafe();
-  } else if (e.type() == dom::element_type::UINT64) {
-    return unprocessable(std::string(field) + " is out of range [" + std::to_string(min) + ", " +
-                         std::to_string(max) + "]");
-  } else {
-    return wrong_type(field, "an integer", e);
-  }
-  if (v < min || v > max) {
-    return unprocessable(std::string(field) + " is out of range [" + std::to_string(min) + ", " +
-                         std::to_string(max) + "]: " + std::to_string(v));
-  }
-  return v;
-}
-
-parsed<bool> bool_field(std::string_view field, dom::element e) {
-  if (e.type() != dom::element_type::BOOL) return wrong_type(field, "a boolean", e);
-  return e.get_bool().value_unsafe();
-}
-
-parsed<std::string_view> string_field(std::string_view field, dom::element e) {
-  if (e.type() != dom::element_type::STRING) return wrong_type(field, "a string", e);
-  return e.get_string().value_unsafe();
-}
-
-/// The names of an object's fields seen so far, in a fixed array (no allocation: objects here
-/// have a handful of fields and this runs once per record).
-class field_names {
- public:
-  static constexpr size_t capacity = 16;
-  [[nodiscard]] bool contains(std::string_view name) const {
-    return std::find(names_.begin(), names_.begin() + static_cast<ptrdiff_t>(count_), name) !=
-           names_.begin() + static_cast<ptrdiff_t>(count_);
-  }
-  [[nodiscard]] bool full() const { return count_ == capacity; }
-  void add(std::string_view name) {
-    RINGLOG_ASSERT_OP(count_, <, capacity);
-    names_[count_++] = name;
-  }
-
- private:
-  std::array<std::string_view, capacity> names_;
-  size_t count_ = 0;
-};
-
-/// Refuses fields outside `allowed`: a misspelt "vlaue" must not silently produce a null value.
-parsed<dom::object> object_with(std::string_view field, dom::element e, std::initializer_list<std::string_view> allowed) {
-  if (e.type() != dom::element_type::OBJECT) return wrong_type(field, "an object", e);
-  dom::object o = e.get_object().value_unsafe();
-  // Runs once per record of a produce request: no allocation unless the object is refused.
-  // Every key is one of `allowed` (a handful), so a key seen more times than `allowed` holds
-  // names is a duplicate and `seen` never holds more than `allowed`.
-  RINGLOG_ASSERT_OP(allowed.size(), <=, field_names::capacity);
-  field_names seen;
-  auto where = [field] { return field.empty() ? std::string("request body") : std::string(field); };
-  for (auto [key, value] : o) {
-    bool known = false;
-    for (auto a : allowed) known = known || a == key;
-    if (!known) return unprocessable(where() + " has an unknown field \"" + std::string(key) + "\"");
-    // RFC 8259 leaves duplicate names to the parser; silently keeping one would hide a bug.
-    if (seen.contains(key)) return unprocessable(where() + " has the field \"" + std::string(key) + "\" twice");
-    seen.add(key);
-  }
-  return o;
-}
-
-std::string path_of(std::string_view parent, std::string_view child) {
-  return parent.empty() ? std::string(child) : std::string(parent) + "." + std::string(child);
-}
+using namespace json_dom;
 
 size_t header_bytes(const std::vector<model::record_header>& headers) {
   size_t n = 0;
@@ -614,12 +481,17 @@ parsed<std::vector<v3_batch_entry>> parse_v3_batch(std::string_view body, const 
     // The id is how a failure is reported, so an entry without a usable one refuses the batch.
     dom::element id_el;
     if (e.type() != dom::element_type::OBJECT) return wrong_type(field, "an object", e);
-    if (e.at_key("id").get(id_el) != simdjson::SUCCESS) return missing_field(field + ".id");
+    if (e.at_key("id").get(id_el) != simdjson::SUCCESS) return unprocessable(field + ".id is required");
     if (id_el.type() != dom::element_type::STRING) return wrong_type(field + ".id", "a string", id_el);
     std::string id(id_el.get_string().value_unsafe());
-    if (id.empty() || id.size() > batch_entry_id_bytes_max) {
-      return api_error{400, ec::invalid_request, field + ".id must be 1.." + std::to_string(batch_entry_id_bytes_max) +
-                                                     " characters"};
+    // Confluent's rule: 1..80 of [0-9a-zA-Z_-], so an id is echoed byte for byte (and bytes and
+    // characters are the same count); anything else refuses the batch with 422.
+    const bool legal = std::all_of(id.begin(), id.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' || ch == '_';
+    });
+    if (id.empty() || id.size() > batch_entry_id_bytes_max || !legal) {
+      return unprocessable(field + ".id must be 1.." + std::to_string(batch_entry_id_bytes_max) +
+                           " bytes of [0-9a-zA-Z_-], got " + std::to_string(id.size()) + " bytes");
     }
     if (!ids.insert(id).second) {
       return api_error{400, ec::invalid_request, field + ".id \"" + id + "\" is used by an earlier entry; ids must be distinct"};

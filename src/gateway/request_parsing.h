@@ -64,7 +64,8 @@ struct v3_batch_entry {
   std::string id;
   v3_item item;
 };
-/// Longest batch entry id, bytes: an id is a short client label echoed in the answer.
+/// Longest batch entry id, bytes: an id is a short client label echoed in the answer (Confluent's
+/// BATCH_ID_MAXIMUM_LENGTH; ids are [0-9a-zA-Z_-], so bytes and characters count alike).
 inline constexpr size_t batch_entry_id_bytes_max = 80;
 /// Body of v3 POST .../records:batch: {"entries":[{"id": string, ...a v3 record's fields}]}.
 /// Refuses the whole request for an unknown top-level field (422), a missing or repeated id (400)

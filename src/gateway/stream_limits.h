@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ringlog/gateway/ws_limits.h"
+
 namespace ringlog::gateway::stream_limits {
 
 /// Most record bytes (key + value + headers, about) one NDJSON/SSE stream fetches at once, so the
@@ -26,9 +28,8 @@ inline constexpr int64_t http_stream_poll_wait_ms = 1'000;
 
 namespace ringlog::gateway::stream_limits {
 
-/// Largest WebSocket message a client may send, bytes: a produce of one record up to Kafka's
-/// default message.max.bytes (1 MiB) in base64 (4/3) plus JSON framing. Larger: close 1009.
-inline constexpr size_t ws_message_bytes_max = 2 * 1024 * 1024;
+/// Largest WebSocket message a client may send (public: clients obey it, ringlog/gateway/ws_limits.h).
+using gateway::ws_message_bytes_max;
 
 /// Bytes of server messages queued on one socket (exactly one write in flight, the rest wait).
 /// Records are fetched only while the queue is under ws_write_queue_low_water_bytes, so credit

@@ -329,7 +329,8 @@ record_list group_coordinator::set_topics(topic_map topics, int64_t now_ms) {
   return out;
 }
 
-result<join_result> group_coordinator::join(std::string_view group_id, const join_request& request, int64_t now_ms) {
+result<bool> group_coordinator::check_join(std::string_view group_id, const join_request& request,
+                                          int64_t now_ms) const {
   RINGLOG_TRY(check_name(group_id, "group_id", errc::invalid_group_id));
   RINGLOG_TRY(check_name(request.client_name, "client_name", errc::invalid_group_id));
   if (request.group_instance_id) {
@@ -343,6 +344,55 @@ result<join_result> group_coordinator::join(std::string_view group_id, const joi
       return err(errc::too_many_groups, "coordinator holds " + std::to_string(groups_.size()) +
                                             " groups (limits::groups_per_coordinator_max)");
     }
+  }
+  // Members that stay: a static member with this instance id whose session is over is replaced.
+  size_t members = 0;
+  if (git != groups_.end()) {
+    for (const auto& [id, m] : git->second.members) {
+      if (request.group_instance_id && m.meta.group_instance_id == request.group_instance_id) {
+        if (now_ms < m.last_seen_ms + m.meta.session_timeout_ms) return true;   // static takeover
+        continue;
+      }
+      ++members;
+    }
+  }
+  if (members > 0 && request.assignor && *request.assignor != git->second.assignor) {
+    return err(errc::inconsistent_group_protocol,
+               "group '" + git->second.group_id + "' uses assignor " + std::string(to_string(git->second.assignor)) +
+                   ", member asked for " + std::string(to_string(*request.assignor)));
+  }
+  if (members >= limits::group_members_max) {
+    return err(errc::group_max_size_reached, "group '" + std::string(group_id) + "' has " + std::to_string(members) +
+                                                 " members (limits::group_members_max)");
+  }
+  if (request.member_id) {
+    const std::string& wanted = *request.member_id;
+    const bool legal = !wanted.empty() && wanted.size() <= 255 &&
+                       std::all_of(wanted.begin(), wanted.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+                       });
+    if (!legal) {
+      return err(errc::invalid_group_id, "member id '" + wanted + "' must be 1..255 characters of [A-Za-z0-9._-]");
+    }
+    if (git != groups_.end() && git->second.members.contains(wanted)) {
+      return err(errc::duplicate_member_id,
+                 "a member named '" + wanted + "' already exists in group '" + std::string(group_id) + "'");
+    }
+  }
+  return false;
+}
+
+std::string group_coordinator::new_member_id(std::string_view group_id, std::string_view client_name) {
+  static const group_state_data no_group;
+  auto git = groups_.find(group_id);
+  return next_member_id(git == groups_.end() ? no_group : git->second, client_name);
+}
+
+result<join_result> group_coordinator::join(std::string_view group_id, const join_request& request, int64_t now_ms) {
+  auto checked = check_join(group_id, request, now_ms);
+  if (!checked.ok()) return checked.error();
+  auto git = groups_.find(group_id);
+  if (git == groups_.end()) {
     git = groups_.emplace(std::string(group_id), group_state_data{}).first;
     git->second.group_id = std::string(group_id);
   }
@@ -371,28 +421,6 @@ result<join_result> group_coordinator::join(std::string_view group_id, const joi
       }
       g.members.erase(it);  // its session is over: a normal join replaces it (rebalance below)
       break;
-    }
-  }
-  if (!g.members.empty() && request.assignor && *request.assignor != g.assignor) {
-    return err(errc::inconsistent_group_protocol,
-               "group '" + g.group_id + "' uses assignor " + std::string(to_string(g.assignor)) + ", member asked for " +
-                   std::string(to_string(*request.assignor)));
-  }
-  if (g.members.size() >= limits::group_members_max) {
-    return err(errc::group_max_size_reached, "group '" + g.group_id + "' has " + std::to_string(g.members.size()) +
-                                                 " members (limits::group_members_max)");
-  }
-  if (request.member_id) {
-    const std::string& wanted = *request.member_id;
-    const bool legal = !wanted.empty() && wanted.size() <= 255 &&
-                       std::all_of(wanted.begin(), wanted.end(), [](char c) {
-                         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-                       });
-    if (!legal) {
-      return err(errc::invalid_group_id, "member id '" + wanted + "' must be 1..255 characters of [A-Za-z0-9._-]");
-    }
-    if (g.members.contains(wanted)) {
-      return err(errc::duplicate_member_id, "a member named '" + wanted + "' already exists in group '" + g.group_id + "'");
     }
   }
   if (g.members.empty()) g.assignor = request.assignor.value_or(assignor_kind::cooperative_sticky);
@@ -784,6 +812,8 @@ record_list group_coordinator::delete_topic_offsets(std::string_view topic) {
 result<void> group_coordinator::replay(const offsets_topic_record& record, int64_t now_ms) {
   auto key = decode_offsets_topic_key(record.key);
   if (!key.ok()) return key.error();
+  // Consumer instance records belong to the broker's REST instances, not to the coordinator.
+  if (std::holds_alternative<consumer_instance_key>(*key)) return base::ok_v;
   const std::string& group_id = std::visit([](const auto& k) -> const std::string& { return k.group_id; }, *key);
   auto git = groups_.find(group_id);
   if (!record.value) {  // tombstone

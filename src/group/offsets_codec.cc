@@ -137,6 +137,26 @@ error unsupported(const char* what, int16_t version) {
                std::string(what) + ": version " + std::to_string(version) + " is not supported"};
 }
 
+void write_subscription(writer& w, const subscription& sub) {
+  w.i8(static_cast<int8_t>(sub.kind));
+  w.i32(static_cast<int32_t>(sub.topics.size()));
+  for (const auto& t : sub.topics) w.str(t);
+  w.str(sub.pattern);
+  w.partitions(sub.partitions);
+}
+
+/// Reads what write_subscription wrote; the kind is checked by the caller.
+bool read_subscription(reader& r, subscription& sub, int8_t& kind) {
+  int32_t topics = 0;
+  bool ok = r.i8(kind, "subscription_kind") && r.count(topics, limits::subscription_topics_max, "topics");
+  for (int32_t t = 0; ok && t < topics; ++t) {
+    std::string topic;
+    ok = r.str(topic, "topic");
+    sub.topics.push_back(std::move(topic));
+  }
+  return ok && r.str(sub.pattern, "pattern") && r.partitions(sub.partitions, "manual_partitions");
+}
+
 }  // namespace
 
 model::bytes encode_offset_commit_key(std::string_view group_id, const topic_partition& tp) {
@@ -190,6 +210,59 @@ model::bytes encode_group_metadata_value(const group_metadata& value) {
   return w.take();
 }
 
+model::bytes encode_consumer_instance_key(std::string_view group_id, std::string_view instance_id) {
+  writer w;
+  w.i16(consumer_instance_key_version);
+  w.str(group_id);
+  w.str(instance_id);
+  return w.take();
+}
+
+model::bytes encode_consumer_instance_value(const consumer_instance_value& value) {
+  writer w;
+  w.i16(consumer_instance_value_version);
+  w.str(value.client_name);
+  w.nullable_str(value.group_instance_id);
+  w.i8(value.format);
+  w.i8(value.auto_commit_enable ? 1 : 0);
+  w.i64(value.request_timeout_ms);
+  w.i32(value.session_timeout_ms);
+  w.i32(value.fetch_min_bytes);
+  w.i8(static_cast<int8_t>(value.auto_offset_reset));
+  w.i8(value.assignor ? static_cast<int8_t>(*value.assignor) : int8_t{-1});
+  write_subscription(w, value.sub);
+  return w.take();
+}
+
+result<consumer_instance_value> decode_consumer_instance_value(std::span<const std::byte> value) {
+  reader r(value);
+  int16_t version = 0;
+  if (!r.i16(version, "version")) return r.corrupt("consumer instance value");
+  if (version != consumer_instance_value_version) return unsupported("consumer instance value", version);
+  consumer_instance_value v;
+  int8_t auto_commit = 0;
+  int8_t reset = 0;
+  int8_t assignor = 0;
+  int8_t kind = 0;
+  const bool ok = r.str(v.client_name, "client_name") && r.nullable_str(v.group_instance_id, "group_instance_id") &&
+                  r.i8(v.format, "format") && r.i8(auto_commit, "auto_commit_enable") &&
+                  r.i64(v.request_timeout_ms, "request_timeout_ms") && r.i32(v.session_timeout_ms, "session_timeout_ms") &&
+                  r.i32(v.fetch_min_bytes, "fetch_min_bytes") && r.i8(reset, "auto_offset_reset") &&
+                  r.i8(assignor, "assignor") && read_subscription(r, v.sub, kind) && r.at_end();
+  if (!ok) return r.corrupt("consumer instance value");
+  if (v.format < 0 || v.format > 1 || auto_commit < 0 || auto_commit > 1 || reset < 0 || reset > 2 || assignor < -1 ||
+      assignor > 2 || kind < 0 || kind > 3) {
+    return error{errc::corrupt_message,
+                 "consumer instance value: format, auto_commit_enable, auto_offset_reset, assignor or subscription_kind "
+                 "out of range"};
+  }
+  v.auto_commit_enable = auto_commit == 1;
+  v.auto_offset_reset = static_cast<offset_reset>(reset);
+  if (assignor >= 0) v.assignor = static_cast<assignor_kind>(assignor);
+  v.sub.kind = static_cast<subscription_kind>(kind);
+  return v;
+}
+
 result<offsets_topic_key> decode_offsets_topic_key(std::span<const std::byte> key) {
   reader r(key);
   int16_t version = 0;
@@ -207,6 +280,13 @@ result<offsets_topic_key> decode_offsets_topic_key(std::span<const std::byte> ke
   if (version == group_key_version) {
     group_metadata_key k;
     if (!r.str(k.group_id, "group_id") || !r.at_end()) return r.corrupt("group metadata key");
+    return offsets_topic_key{std::move(k)};
+  }
+  if (version == consumer_instance_key_version) {
+    consumer_instance_key k;
+    if (!r.str(k.group_id, "group_id") || !r.str(k.instance_id, "instance_id") || !r.at_end()) {
+      return r.corrupt("consumer instance key");
+    }
     return offsets_topic_key{std::move(k)};
   }
   return unsupported("__consumer_offsets key", version);

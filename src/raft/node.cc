@@ -80,6 +80,9 @@ node::node(config cfg, persisted_state state, random_source& random, int64_t now
     role_ = role::unattached;
     election_deadline_ms_ = now_ms_ + random_election_timeout_ms();
   }
+  // The only voter needs nobody's vote: it stands at once instead of after an election timeout
+  // (KafkaRaftClient does the same), so a one-voter quorum leads as soon as its vote is durable.
+  if (cfg_.voters.size() == 1 && cfg_.voters.front() == cfg_.self) become_candidate();
 }
 
 // ---------------------------------------------------------------------------------------------

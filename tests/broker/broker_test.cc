@@ -124,7 +124,7 @@ TEST_CASE_FIXTURE(fixture, "a restart keeps topics, configs and records; a crash
   }
   CHECK(found);
   auto fetched = fetch("logs", p, 0);
-  REQUIRE(fetched.ok());
+  REQUIRE_MESSAGE(fetched.ok(), (fetched.ok() ? "" : fetched.error().message));
   REQUIRE(fetched->records.size() == 10);
   CHECK(model::to_string(*fetched->records[9].value) == "v9");
   CHECK(fetched->records[9].headers.at(0).key == "h");
@@ -336,6 +336,20 @@ TEST_CASE_FIXTURE(fixture, "auto-create on produce uses num.partitions; disabled
   REQUIRE(r.ok());
   auto d = call<result<topic_description>>([&](auto done) { b->describe_topic("auto", std::move(done)); });
   CHECK(d->partitions.size() == 3);
+  // Records only for partitions the new topic would lack: refused, and no topic is left behind.
+  produce_record far = keyed("k", "v");
+  far.partition = model::partition_id{5};
+  CHECK(produce({"nowhere", {far}, acks_mode::all, 1000}).error().code == errc::unknown_topic_or_partition);
+  CHECK(!b->topic_exists("nowhere"));
+  // One such record among storable ones fails alone; the topic is created for the others.
+  produce_record near = keyed("k", "w");
+  near.partition = model::partition_id{2};
+  auto mixed = produce({"mixed", {far, near}, acks_mode::all, 1000});
+  REQUIRE(mixed.ok());
+  REQUIRE(mixed->results.size() == 2);
+  CHECK(mixed->results[0].failure->code == errc::unknown_topic_or_partition);
+  CHECK(!mixed->results[1].failure);
+  CHECK(mixed->results[1].partition.value() == 2);
   stop();
   runtime = std::make_unique<test::test_runtime>(3, clock);
   c.auto_create_topics_enable = false;
@@ -368,5 +382,104 @@ TEST_CASE_FIXTURE(fixture, "produces that auto-create a topic are stored in call
   REQUIRE(read.ok());
   REQUIRE(read->records.size() == static_cast<size_t>(calls));
   for (int i = 0; i < calls; ++i) CHECK(model::to_string(read->records[static_cast<size_t>(i)].value.value()) == "v" + std::to_string(i));
+  stop();
+}
+
+namespace {
+
+const broker_config_entry* find_entry(const std::vector<broker_config_entry>& entries, const std::string& name) {
+  for (const auto& e : entries) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::string topic_config_value(const topic_description& t, const std::string& name) {
+  for (const auto& c : t.configs) {
+    if (c.name == name) return c.value;
+  }
+  return "<missing>";
+}
+
+}  // namespace
+
+TEST_CASE_FIXTURE(fixture, "dynamic broker configs: precedence, behaviour, refusals, and a restart keeps them") {
+  broker_config config;
+  config.log_retention_ms = 1000;   // static, not the built-in default
+  open(config);
+  REQUIRE(create("orders", 1).ok());
+  auto alter = [&](int32_t node, std::map<std::string, std::optional<std::string>> changes, bool validate_only = false) {
+    return call<result<void>>([&](auto done) { b->alter_broker_configs(node, std::move(changes), validate_only, std::move(done)); });
+  };
+  auto describe_topic = [&] {
+    return call<result<topic_description>>([&](auto done) { b->describe_topic("orders", std::move(done)); });
+  };
+
+  auto before = b->describe_broker_configs(0);
+  REQUIRE(before.ok());
+  const auto* retention = find_entry(*before, "log.retention.ms");
+  REQUIRE(retention != nullptr);
+  CHECK(retention->value == "1000");
+  CHECK(retention->source == config_source::static_broker_config);
+  CHECK(!retention->is_read_only);
+  REQUIRE(retention->synonyms.size() == 2);
+  CHECK(retention->synonyms[1].source == config_source::default_config);
+  CHECK(find_entry(*before, "log.dirs")->is_read_only);
+  CHECK(b->describe_broker_configs(cluster_default_broker)->empty());
+  CHECK(b->describe_broker_configs(7).error().code == errc::invalid_request);
+
+  // Refusals change nothing.
+  CHECK(alter(0, {{"log.dirs", "/elsewhere"}}).error().code == errc::invalid_config);
+  CHECK(alter(0, {{"no.such.config", "1"}}).error().code == errc::invalid_config);
+  CHECK(alter(0, {{"log.retention.ms", "soon"}}).error().code == errc::invalid_config);
+  CHECK(alter(7, {{"log.retention.ms", "5"}}).error().code == errc::invalid_request);
+  REQUIRE(alter(0, {{"log.retention.ms", "5"}}, true).ok());   // validate_only
+  CHECK(find_entry(*b->describe_broker_configs(0), "log.retention.ms")->value == "1000");
+
+  // Cluster-wide, then the broker's own value wins; topics without an override follow.
+  REQUIRE(alter(cluster_default_broker, {{"log.retention.ms", "2000"}}).ok());
+  CHECK(topic_config_value(describe_topic().value(), "retention.ms") == "2000");
+  const auto described = describe_topic();
+  REQUIRE(described.ok());
+  for (const auto& e : described.value().configs) {
+    if (e.name != "retention.ms") continue;
+    CHECK(e.is_default);
+    CHECK(e.source == config_source::dynamic_default_broker_config);
+    REQUIRE(e.synonyms.size() == 3);   // cluster-wide, static, built-in default
+    CHECK(e.synonyms[0].name == "log.retention.ms");
+    CHECK(e.synonyms[2].source == config_source::default_config);
+  }
+  REQUIRE(alter(0, {{"log.retention.ms", "3000"}, {"min.insync.replicas", "2"}}).ok());
+  auto after = b->describe_broker_configs(0);
+  retention = find_entry(*after, "log.retention.ms");
+  CHECK(retention->value == "3000");
+  CHECK(retention->source == config_source::dynamic_broker_config);
+  CHECK(retention->synonyms.size() == 4);
+  CHECK(topic_config_value(describe_topic().value(), "retention.ms") == "3000");
+  // min.insync.replicas=2 on one node: acks=all produce is refused (behaviour, not only a display).
+  produce_request req{"orders", {keyed("k", "v")}, acks_mode::all, 1000};
+  CHECK(produce(req).error().code == errc::not_enough_replicas);
+  req.acks = acks_mode::leader;
+  CHECK(produce(req).ok());
+
+  stop();
+  open(config);
+  retention = nullptr;
+  auto reopened = b->describe_broker_configs(0);
+  CHECK(find_entry(*reopened, "log.retention.ms")->value == "3000");
+  CHECK(find_entry(*reopened, "min.insync.replicas")->value == "2");
+  auto cluster_wide = b->describe_broker_configs(cluster_default_broker);
+  REQUIRE(cluster_wide->size() == 1);
+  CHECK(cluster_wide->front().value == "2000");
+  CHECK(topic_config_value(describe_topic().value(), "retention.ms") == "3000");
+
+  // Removing the broker's values falls back to the cluster-wide default, then to the static one.
+  REQUIRE(alter(0, {{"log.retention.ms", std::nullopt}, {"min.insync.replicas", std::nullopt}}).ok());
+  CHECK(topic_config_value(describe_topic().value(), "retention.ms") == "2000");
+  req.acks = acks_mode::all;
+  CHECK(produce(req).ok());
+  REQUIRE(alter(cluster_default_broker, {{"log.retention.ms", std::nullopt}}).ok());
+  CHECK(topic_config_value(describe_topic().value(), "retention.ms") == "1000");
+  CHECK(b->describe_broker_configs(cluster_default_broker)->empty());
   stop();
 }

@@ -144,24 +144,108 @@ TEST_CASE_FIXTURE(groups_fixture, "max_bytes smaller than one record still retur
   stop();
 }
 
-TEST_CASE_FIXTURE(groups_fixture, "committed offsets come back after a restart; dynamic members do not") {
+TEST_CASE_FIXTURE(groups_fixture, "committed offsets and instances come back after a restart; a dynamic member rejoins") {
   open();
   create("orders", 2);
   produce("orders", 0, 5);
-  auto id = member_that_read("g", "orders");
+  consumer_instance_config cfg;
+  cfg.group_id = "g";
+  cfg.name = "worker";
+  cfg.format = consumer_format::json;
+  cfg.auto_commit_enable = true;
+  cfg.request_timeout_ms = 2'500;
+  cfg.auto_offset_reset = group::offset_reset::earliest;
+  REQUIRE(call<result<consumer_instance>>([&](auto done) { b->groups().create_consumer(cfg, std::move(done)); }).ok());
+  const std::string id = "worker";
+  REQUIRE(subscribe("g", id, "orders").ok());
+  REQUIRE(poll("g", id).ok());   // auto-commit: offsets 0..4 of partition 0 are committed
   REQUIRE(commit("g", id, std::vector<group::processed_offset>{{orders0, model::offset{2}, "meta"}}).ok());
   stop();
   open();
-  CHECK(poll("g", id).error().code == errc::unknown_member_id);
-  auto again = join("g");
-  auto c = committed("g", again);
+  // The instance's settings survive with its lease (issue 14 item 28).
+  auto described = call<result<consumer_instance>>(
+      [&](auto done) { b->groups().describe_consumer("g", id, std::move(done)); });
+  REQUIRE(described.ok());
+  CHECK(described->format == consumer_format::json);
+  CHECK(described->auto_commit_enable);
+  CHECK(described->request_timeout_ms == 2'500);
+  auto c = committed("g", id);
   REQUIRE(c.ok());
   CHECK(c->at(orders0).committed == model::offset{3});
   CHECK(c->at(orders0).metadata == "meta");
-  REQUIRE(subscribe("g", again, "orders").ok());
-  auto got = poll("g", again);
+  // Its membership did not survive (a dynamic member): its first poll joins again with its subscription.
+  auto got = poll("g", id);
   REQUIRE(got.ok());
   CHECK(offsets_of(*got) == std::vector<int64_t>{3, 4});
+  auto sub = call<result<group::subscription>>([&](auto done) { b->groups().subscription("g", id, std::move(done)); });
+  REQUIRE(sub.ok());
+  CHECK(sub->topics == std::vector<std::string>{"orders"});
+  // A deleted instance stays deleted across a restart.
+  REQUIRE(call<result<void>>([&](auto done) { b->groups().delete_consumer("g", id, std::move(done)); }).ok());
+  stop();
+  open();
+  CHECK(poll("g", id).error().code == errc::unknown_member_id);
+  stop();
+}
+
+TEST_CASE_FIXTURE(groups_fixture, "an instance joins its group on subscribe, not when created (no generation bump)") {
+  open();
+  create("orders", 2);
+  produce("orders", 0, 3);
+  auto describe = [&] {
+    auto d = call<result<group_details>>([&](auto done) { b->groups().describe_group("g", std::move(done)); });
+    REQUIRE(d.ok());
+    return d->description;
+  };
+  auto first = join("g");
+  REQUIRE(subscribe("g", first, "orders").ok());
+  REQUIRE(poll("g", first).ok());
+  const auto generation = describe().generation;
+  REQUIRE(describe().members.size() == 1);
+  // Created, not subscribed: not a member, nothing moves; it owns and reads nothing.
+  auto idle = join("g");
+  CHECK(describe().generation == generation);
+  CHECK(describe().members.size() == 1);
+  auto owned = call<result<group::partition_set>>(
+      [&](auto done) { b->groups().assignments("g", idle, std::move(done)); });
+  REQUIRE(owned.ok());
+  CHECK(owned->empty());
+  auto nothing = poll("g", idle);
+  REQUIRE(nothing.ok());
+  CHECK(nothing->empty());
+  CHECK(commit("g", idle, std::nullopt).value().empty());
+  CHECK(commit("g", idle, std::vector<group::processed_offset>{{orders0, model::offset{0}, ""}}).error().code ==
+        errc::partition_not_owned);
+  CHECK(describe().generation == generation);
+  // A duplicate name is refused while it waits, as for a member.
+  consumer_instance_config dup;
+  dup.group_id = "g";
+  dup.name = idle;
+  CHECK(call<result<consumer_instance>>([&](auto done) { b->groups().create_consumer(dup, std::move(done)); })
+            .error()
+            .code == errc::duplicate_consumer_instance);
+  // Subscribing joins: now the group rebalances.
+  REQUIRE(subscribe("g", idle, "orders").ok());
+  CHECK(describe().members.size() == 2);
+  CHECK(describe().generation > generation);
+  // A refused subscription of a waiting instance leaves nothing behind.
+  auto waiting = join("g");
+  group::subscription bad;
+  bad.kind = group::subscription_kind::pattern;
+  bad.pattern = "((a|aa)*)*c";
+  CHECK(call<result<void>>([&](auto done) { b->groups().subscribe("g", waiting, bad, std::move(done)); })
+            .error()
+            .code == errc::invalid_regular_expression);
+  CHECK(describe().members.size() == 2);
+  CHECK(call<result<group::subscription>>([&](auto done) { b->groups().subscription("g", waiting, std::move(done)); })
+            ->kind == group::subscription_kind::none);
+  // A waiting instance's lease lapses like a member's session.
+  auto lapsing = join("g", group::offset_reset::earliest, 6'000);
+  for (int i = 0; i < 8; ++i) {
+    runtime->advance_ms(1'000);
+    runtime->wait_idle();
+  }
+  CHECK(poll("g", lapsing).error().code == errc::unknown_member_id);
   stop();
 }
 

@@ -30,7 +30,11 @@ class test_runtime final : public runtime::shard_runtime {
     worker_.join();
   }
   [[nodiscard]] size_t shard_count() const override { return disks_.size(); }
-  [[nodiscard]] size_t current_shard() const override { return current_; }
+  /// The shard whose task runs on the calling thread; shard_count() on any other thread (the
+  /// test's own thread is never a shard).
+  [[nodiscard]] size_t current_shard() const override {
+    return std::this_thread::get_id() == worker_.get_id() ? current_ : disks_.size();
+  }
   void post(size_t shard, task t) override {
     {
       std::lock_guard lock(mutex_);
@@ -66,7 +70,21 @@ class test_runtime final : public runtime::shard_runtime {
     std::unique_lock lock(mutex_);
     while (true) {
       idle_.notify_all();
-      wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      // A disk with work in flight (an fsync the metadata quorum or a produce waits for) is
+      // polled until it completes, as a shard's loop would; otherwise wait for a task.
+      if (disks_busy()) {
+        wake_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty() && !stop_) {
+          busy_ = true;
+          lock.unlock();
+          poll_disks();
+          lock.lock();
+          busy_ = false;
+          continue;
+        }
+      } else {
+        wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      }
       if (stop_ && queue_.empty()) return;
       auto [shard, t] = std::move(queue_.front());
       queue_.pop_front();
@@ -83,6 +101,21 @@ class test_runtime final : public runtime::shard_runtime {
     }
   }
 
+  bool disks_busy() const {
+    for (const auto& d : disks_) {
+      if (d->in_flight() > 0) return true;
+    }
+    return false;
+  }
+  void poll_disks() {
+    for (size_t shard = 0; shard < disks_.size(); ++shard) {
+      if (disks_[shard]->in_flight() == 0) continue;
+      current_ = shard;
+      disks_[shard]->poll(std::chrono::milliseconds(0));
+    }
+    current_ = disks_.size();
+  }
+
   base::manual_clock& clock_;
   std::vector<std::unique_ptr<io::disk_executor>> disks_;
   std::mutex mutex_;
@@ -92,7 +125,7 @@ class test_runtime final : public runtime::shard_runtime {
   std::deque<std::pair<size_t, task>> queue_;
   std::multimap<int64_t, std::pair<size_t, task>> timers_;
   bool stop_ = false;
-  size_t current_ = 0;
+  size_t current_ = 0;   // touched by the worker only
   std::thread worker_;
 };
 

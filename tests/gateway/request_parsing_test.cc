@@ -167,7 +167,18 @@ TEST_CASE("v3 records:batch bodies (issue 14 item 15)") {
   CHECK(bad(R"({"entries":[],"extra":1})").message.find("unknown field \"extra\"") != std::string::npos);
   CHECK(bad(R"({})").status == 400);
   CHECK(bad(R"({"entries":[{"value":null}]})").message == "entries[0].id is required");
+  CHECK(bad(R"({"entries":[{"value":null}]})").status == 422);
   CHECK(bad(R"({"entries":[{"id":1}]})").message == "entries[0].id must be a string, got an integer");
+  CHECK(bad(R"({"entries":[{"id":1}]})").status == 422);
+  // Confluent's id rule: 1..80 bytes of [0-9a-zA-Z_-] (a multi-byte character counts its bytes).
+  CHECK(bad(R"({"entries":[{"id":""}]})").message == "entries[0].id must be 1..80 bytes of [0-9a-zA-Z_-], got 0 bytes");
+  CHECK(bad(R"({"entries":[{"id":"a b"}]})").status == 422);
+  const std::string eighty(80, 'x');
+  CHECK(parse_v3_batch(R"({"entries":[{"id":")" + eighty + R"("}]})", {}).ok());
+  CHECK(bad(R"({"entries":[{"id":")" + eighty + R"(x"}]})").message.find("got 81 bytes") != std::string::npos);
+  std::string accents;
+  for (int i = 0; i < 41; ++i) accents += "\u00e9";   // 41 characters, 82 bytes
+  CHECK(bad(R"({"entries":[{"id":")" + accents + R"("}]})").message.find("got 82 bytes") != std::string::npos);
   CHECK(bad(R"({"entries":[{"id":"x"},{"id":"x"}]})").message.find("ids must be distinct") != std::string::npos);
   CHECK(bad(R"({"entries":[{"id":"1"},{"id":"2"},{"id":"3"}]})").error_code == 42201);
   CHECK(bad(R"({"entries":[)").error_code == 40001);

@@ -507,6 +507,43 @@ TEST_CASE("admin: list, describe, lag, reset offsets with dry run, delete") {
   CHECK(c.delete_group("g").error().code == errc::group_id_not_found);
 }
 
+TEST_CASE("check_join answers what join would, and changes nothing") {
+  group_coordinator c(11);
+  c.set_topics({{"t", 2}}, t0);
+  auto r = req("a", "host-a");
+  r.assignor = assignor_kind::range;
+  CHECK(c.check_join("g", r, t0).value() == false);   // a new member: no takeover
+  CHECK(c.list_groups().empty());                      // nothing created
+  auto bad = req("a");
+  bad.session_timeout_ms = 1;
+  CHECK(c.check_join("g", bad, t0).error().code == errc::invalid_session_timeout);
+  CHECK(c.check_join("", req("a"), t0).error().code == errc::invalid_group_id);
+  const auto a = join_and_subscribe(c, "g", r, "t", t0);
+  const auto generation = c.describe_group("g").generation;
+  // The same group.instance.id while the member lives: a takeover, as join does it.
+  CHECK(c.check_join("g", req("a2", "host-a"), t0 + 1).value() == true);
+  auto other = req("b");
+  other.assignor = assignor_kind::round_robin;
+  CHECK(c.check_join("g", other, t0).error().code == errc::inconsistent_group_protocol);
+  auto taken = req("x");
+  taken.member_id = a;
+  CHECK(c.check_join("g", taken, t0).error().code == errc::duplicate_member_id);
+  taken.member_id = "no spaces";
+  CHECK(c.check_join("g", taken, t0).error().code == errc::invalid_group_id);
+  // After its session, the static member would be replaced: a normal join, checked as one.
+  CHECK(c.check_join("g", req("a3", "host-a"), t0 + 10'000).value() == false);
+  CHECK(c.describe_group("g").generation == generation);
+  CHECK(c.describe_group("g").members.size() == 1);
+  // Generated ids are fresh and join() accepts one as the member id.
+  const auto id = c.new_member_id("g", "rest");
+  CHECK(id.starts_with("rest-"));
+  CHECK(id != c.new_member_id("g", "rest"));
+  auto named = req("rest");
+  named.member_id = id;
+  auto joined = c.join("g", named, t0);
+  REQUIRE(joined.ok());
+  CHECK(joined->member_id == id);
+
 TEST_CASE("commits outside membership: only for groups without members, replayed after a restart") {
   group_coordinator c(7);
   c.set_topics({{"t", 2}}, t0);

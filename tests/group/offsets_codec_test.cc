@@ -103,3 +103,58 @@ TEST_CASE("unknown versions are refused by name") {
   v0[1] = std::byte{0};
   CHECK(decode_offsets_topic_key(v0).ok());
 }
+
+namespace {
+
+consumer_instance_value sample_instance() {
+  consumer_instance_value v;
+  v.client_name = "worker";
+  v.group_instance_id = "host-a";
+  v.format = 1;
+  v.auto_commit_enable = true;
+  v.request_timeout_ms = 2500;
+  v.session_timeout_ms = 45000;
+  v.fetch_min_bytes = 7;
+  v.auto_offset_reset = offset_reset::earliest;
+  v.assignor = assignor_kind::range;
+  v.sub.kind = subscription_kind::topics;
+  v.sub.topics = {"orders", "payments"};
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("consumer instance records round-trip; clipped, trailing and out-of-range bytes are corrupt") {
+  const auto key = encode_consumer_instance_key("grp", "worker-1");
+  auto k = decode_offsets_topic_key(key);
+  REQUIRE(k.ok());
+  CHECK(std::get<consumer_instance_key>(*k) == consumer_instance_key{"grp", "worker-1"});
+  for (size_t n = 0; n < key.size(); ++n) CHECK(!decode_offsets_topic_key(std::span(key.data(), n)).ok());
+
+  for (const auto& v : {sample_instance(), consumer_instance_value{}}) {
+    const auto bytes = encode_consumer_instance_value(v);
+    auto back = decode_consumer_instance_value(bytes);
+    REQUIRE_MESSAGE(back.ok(), back.error().message);
+    CHECK(*back == v);
+    for (size_t n = 0; n < bytes.size(); ++n) CHECK(!decode_consumer_instance_value(std::span(bytes.data(), n)).ok());
+    auto longer = bytes;
+    longer.push_back(std::byte{0});
+    CHECK(decode_consumer_instance_value(longer).error().message.find("trailing") != std::string::npos);
+  }
+  auto manual = sample_instance();
+  manual.assignor.reset();
+  manual.sub = subscription{};
+  manual.sub.kind = subscription_kind::manual;
+  manual.sub.partitions = {tp("orders", 3)};
+  CHECK(*decode_consumer_instance_value(encode_consumer_instance_value(manual)) == manual);
+
+  auto bad_format = encode_consumer_instance_value(sample_instance());
+  // version(2) + client_name(2 + 6) + group_instance_id(2 + 6): the format byte.
+  bad_format[18] = std::byte{2};
+  auto r = decode_consumer_instance_value(bad_format);
+  REQUIRE(!r.ok());
+  CHECK(r.error().code == errc::corrupt_message);
+  auto version = encode_consumer_instance_value(sample_instance());
+  version[1] = std::byte{3};
+  CHECK(decode_consumer_instance_value(version).error().code == errc::unsupported_version);
+}

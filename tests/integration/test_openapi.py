@@ -65,11 +65,16 @@ def test_documented_get_routes_answer_as_shown(broker, topic_name):
     values = {"cluster_id": cluster, "topic_name": topic_name, "topic": topic_name, "partition_id": "0",
               "partition": "0", "name": "retention.ms", "group": group, "instance": instance,
               "consumer_group_id": group, "file": "index.html", "broker_id": "0", "consumer_id": instance}
+    # A cluster-wide broker config, so GET .../broker-configs/{name} has one to answer with (404 before).
+    set_default = requests.put(broker.v3("/broker-configs/log.retention.ms"), json={"value": "604800000"})
+    assert set_default.status_code == 204, set_default.text
     documented, spec = documented_routes()
     for method, path in sorted(documented):
         if method != "GET":
             continue
-        url = broker.url + re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
+        # {name} is a topic config on topic routes and a broker config on broker routes.
+        names = values | ({"name": "log.retention.ms"} if "broker" in path else {})
+        url = broker.url + re.sub(r"\{(\w+)\}", lambda m: names[m.group(1)], path)
         params = {"offset": 0} if path.startswith("/topics") and path.endswith("/records") else {}
         if path.startswith("/consumers") and path.endswith("/records"):
             params = {"timeout": 0}

@@ -18,6 +18,8 @@
 #include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/model/record.h"
 #include "ringlog/model/types.h"
+#include "ringlog/rpc/cluster_transport.h"
+#include "ringlog/rpc/transport.h"
 
 namespace ringlog::io {
 class file_system;
@@ -51,6 +53,36 @@ struct broker_config {
   int32_t fetch_waiters_per_partition_max = 10000;   // ringlog: parked long-polls per partition
   int32_t offsets_topic_num_partitions = 8;          // offsets.topic.num.partitions: of __consumer_offsets at creation
   int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
+  // ---- the cluster (design.md section 6)
+  int64_t controller_quorum_election_timeout_ms = 1000;     // controller.quorum.election.timeout.ms
+  int64_t controller_quorum_fetch_timeout_ms = 1000;        // controller.quorum.fetch.timeout.ms
+  int64_t controller_quorum_election_backoff_max_ms = 500;  // controller.quorum.election.backoff.max.ms
+  int64_t broker_heartbeat_interval_ms = 500;               // broker.heartbeat.interval.ms
+  int64_t broker_session_timeout_ms = 3000;                 // broker.session.timeout.ms
+  std::string broker_rack;                                  // broker.rack ("" = none)
+  /// How long start-up waits for the metadata quorum to elect a leader and for this node to
+  /// catch up with the metadata log before it gives up (the other voters may start later).
+  int64_t metadata_catch_up_timeout_ms = 300000;
+};
+
+/// Where a config's value comes from (Kafka's DescribeConfigs sources, KIP-226), highest
+/// precedence first: set on the topic, a dynamic value for this broker, the cluster-wide dynamic
+/// default, the node's properties file / --set, the built-in default.
+enum class config_source {
+  dynamic_topic_config,
+  dynamic_broker_config,
+  dynamic_default_broker_config,
+  static_broker_config,
+  default_config
+};
+
+/// Kafka's name of a source, e.g. "DYNAMIC_BROKER_CONFIG".
+std::string_view to_string(config_source source);
+
+struct config_synonym {
+  std::string name;
+  std::string value;
+  config_source source = config_source::default_config;
 };
 
 struct topic_config_entry {
@@ -58,6 +90,12 @@ struct topic_config_entry {
   std::string value;
   bool is_default = true;   // not set on the topic: inherited from the broker
   bool read_only = false;
+  /// Where the value comes from: dynamic_topic_config when set on the topic, else where its
+  /// broker-level default comes from (log.retention.ms for retention.ms, ...).
+  config_source source = config_source::default_config;
+  /// Every value of it in precedence order, the effective one first: the topic's own, then the
+  /// broker-level default's (KIP-226 synonyms, named as the broker names them).
+  std::vector<config_synonym> synonyms;
 };
 
 struct partition_description {
@@ -175,10 +213,50 @@ struct list_offsets_response {
   model::timestamp_ms timestamp = model::no_timestamp;
 };
 
+/// One broker config as DescribeConfigs reports it (Kafka's names, KIP-226).
+struct broker_config_entry {
+  std::string name;
+  std::string value;
+  config_source source = config_source::default_config;
+  bool is_read_only = true;      // false: may be set dynamically (alter_broker_configs)
+  bool is_sensitive = false;     // never true yet: no secrets among the broker configs
+  /// Every value of this name in precedence order, the effective one first (KIP-226 synonyms).
+  std::vector<config_synonym> synonyms;
+};
+
+/// node id of the cluster-wide dynamic broker defaults in describe/alter_broker_configs (Kafka's
+/// empty broker resource name).
+inline constexpr int32_t cluster_default_broker = -1;
+
 struct broker_description {
   int32_t node_id = 0;
-  std::string host;
+  std::string host;   // the HTTP listener as advertised
   int32_t port = 0;
+  std::string rack;   // "" = none
+  /// Kafka's broker registration states: "unfenced" (serving), "fenced" (missed its heartbeats or
+  /// not caught up), "controlled_shutdown" (stopping, its leaderships moving away).
+  std::string state = "unfenced";
+  int64_t broker_epoch = -1;
+  bool is_controller = false;   // the active controller (the metadata quorum's leader)
+};
+
+/// The metadata quorum as `kafka-metadata-quorum describe --status` shows it.
+struct quorum_status {
+  struct voter {
+    int32_t replica_id = -1;
+    int64_t log_end_offset = -1;          // -1: not known here (only the leader knows others')
+    int64_t lag = -1;                     // leader's log end offset minus the voter's; -1 unknown
+    int64_t last_fetch_timestamp_ms = -1; // wall clock ms of its last fetch seen by the leader
+  };
+  int32_t node_id = -1;          // this node
+  int32_t leader_id = -1;        // -1: no leader known
+  int32_t leader_epoch = 0;
+  int64_t high_watermark = 0;
+  int64_t log_start_offset = 0;
+  int64_t log_end_offset = 0;
+  int64_t applied_offset = -1;   // the metadata image's offset on this node
+  std::string role;              // leader, follower, candidate, prospective, unattached, resigned
+  std::vector<voter> voters;
 };
 
 class broker {
@@ -200,8 +278,27 @@ class broker {
   /// topic list, so error paths may ask it once per record.
   [[nodiscard]] virtual bool topic_exists(const std::string& name) const = 0;
   virtual void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) = 0;
+  /// Every registered broker, by node id (this node alone before it has registered).
   [[nodiscard]] virtual std::vector<broker_description> list_brokers() const = 0;
+  /// The active controller's node id, -1 while the quorum has no leader.
+  [[nodiscard]] virtual int32_t controller_id() const = 0;
+  [[nodiscard]] virtual quorum_status describe_quorum() const = 0;
+  /// DescribeConfigs of a broker (KIP-226): for a node id, every broker config it reports, its
+  /// effective value and where it comes from; for cluster_default_broker, only the cluster-wide
+  /// dynamic defaults that are set. Errors: invalid_request naming an unknown node id.
+  [[nodiscard]] virtual result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const = 0;
+  /// IncrementalAlterConfigs of a broker or (cluster_default_broker) the cluster-wide defaults:
+  /// sets (value) or removes (nullopt) dynamic broker configs. They are ConfigRecords (resource
+  /// type BROKER) in the metadata log, so they survive restarts; topics without their own
+  /// override take the new value at once. validate_only checks only. Errors: invalid_config
+  /// naming an unknown name, a read-only config or a bad value; invalid_request naming an
+  /// unknown node id.
+  virtual void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
+                                    bool validate_only, std::function<void(result<void>)> done) = 0;
   [[nodiscard]] virtual const broker_config& config() const = 0;
+  /// message.max.bytes now: the static value with the dynamic broker configs applied (KIP-226),
+  /// for front ends that bound a record before it reaches the broker.
+  [[nodiscard]] virtual int32_t message_max_bytes() const = 0;
 
   // ---- data (Produce, Fetch, ListOffsets)
   virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;
@@ -232,6 +329,16 @@ struct broker_dependencies {
   runtime::shard_runtime& runtime;
   std::string advertised_host = "127.0.0.1";
   int32_t advertised_port = 8082;
+  /// controller.quorum.voters (node id -> cluster listener); empty: this node is the only voter.
+  std::map<int32_t, rpc::peer_address> controller_quorum_voters{};
+  /// The cluster listener's transport (shard 0); nullptr on a single node. Handlers are
+  /// registered by open_broker, so start the transport's server after it.
+  rpc::transport* cluster_transport = nullptr;
+  /// Starts the cluster transport's server; called by open_broker once every handler is set and
+  /// before it waits for the quorum (which needs the transport). Empty on a single node.
+  std::function<void()> start_cluster_transport{};
+  std::string advertised_cluster_host{};   // "" = no cluster listener
+  int32_t advertised_cluster_port = -1;
 };
 
 /// Opens the broker on `config.log_dir`, replaying the metadata log and recovering every partition

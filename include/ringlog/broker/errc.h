@@ -43,6 +43,10 @@ enum class errc {
   group_not_empty,             // Kafka's NON_EMPTY_GROUP
   duplicate_consumer_instance, // a consumer instance of that name exists in the group (REST Proxy 40902)
   no_offset_for_partition,     // auto.offset.reset=none and nothing committed
+  // cluster
+  not_controller,              // no active controller is known now (no quorum leader): retry (HTTP 503)
+  not_leader_or_follower,      // the partition is led by another broker, or has no leader now
+  stale_broker_epoch,          // a heartbeat of an earlier registration of the broker
 };
 
 /// Kafka's name of the code, e.g. "unknown_topic_or_partition".

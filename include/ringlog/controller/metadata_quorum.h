@@ -105,6 +105,9 @@ struct quorum_description {
   int64_t high_watermark = 0;
   int64_t log_start_offset = 0;
   int64_t log_end_offset = 0;
+  /// Every entry below this offset has been handed to the state machine (or is covered by the
+  /// loaded snapshot): the node has caught up once it reaches the high watermark.
+  int64_t applied_end_offset = 0;
   std::string role;  // raft::to_string(role): leader, follower, candidate, ...
   std::vector<voter> voters;
 };

@@ -191,6 +191,15 @@ class group_coordinator {
   /// rejoin, same member id, same partitions, no generation bump. Errors: invalid_group_id,
   /// invalid_session_timeout, inconsistent_group_protocol, group_max_size_reached, too_many_groups.
   result<join_result> join(std::string_view group_id, const join_request& request, int64_t now_ms);
+  /// What join() would answer, without joining or changing anything: the REST Proxy v2 creates a
+  /// consumer instance before it joins (on subscribe, as Kafka's consumer joins on subscribe and
+  /// poll; issue 14 item 25), and refuses the creation for what the join would refuse. true when
+  /// join would take over a live static member (KIP-345: no rebalance). join() runs these same
+  /// checks. Errors: as join's, and duplicate_member_id for a request.member_id that is taken.
+  [[nodiscard]] result<bool> check_join(std::string_view group_id, const join_request& request, int64_t now_ms) const;
+  /// A member id for `client_name` as join() generates one: "<client_name>-<uuid-like>", not a
+  /// member of `group_id` now.
+  std::string new_member_id(std::string_view group_id, std::string_view client_name);
   /// kind topics or pattern. Errors: unknown_member_id, inconsistent_subscription (member has a
   /// manual assignment, or kind is manual/none), invalid_regular_expression, too_many_partitions.
   result<member_result> subscribe(std::string_view group_id, std::string_view member_id, subscription sub,

@@ -44,6 +44,26 @@
 //     partitions                             owned
 //   where `partitions` = int32 count (0..limits::commit_partitions_max) then per entry
 //   string topic, int32 partition.
+//
+// Consumer instance key (ringlog's own: a REST Proxy v2 consumer instance, issue 14 items 25
+// and 28; version 100 so it is never mistaken for one of Kafka's keys 0-2):
+//   int16  version            = 100
+//   string group_id
+//   string instance_id
+// Consumer instance value (version 100): the instance's settings, kept with its lease so a
+// restart keeps them, and what it needs to join the group later (it joins on subscribe):
+//   int16  version            = 100
+//   string          client_name
+//   nullable string group_instance_id
+//   int8            format                0 binary, 1 json (the broker's consumer_format)
+//   int8            auto_commit_enable    0 or 1
+//   int64           request_timeout_ms
+//   int32           session_timeout_ms
+//   int32           fetch_min_bytes
+//   int8            auto_offset_reset     0 earliest, 1 latest, 2 none
+//   int8            assignor              -1 none, 0 range, 1 round_robin, 2 cooperative_sticky
+//   int8 kind + int32 n + n x string + string + partitions   its subscription, as in a member
+// A null value (tombstone) ends the instance.
 // Trailing bytes after a value or key are refused as corrupt (no silent partial reads).
 
 #include <cstddef>
@@ -61,6 +81,8 @@ inline constexpr int16_t offset_key_version = 1;
 inline constexpr int16_t offset_value_version = 3;
 inline constexpr int16_t group_key_version = 2;
 inline constexpr int16_t group_value_version = 100;
+inline constexpr int16_t consumer_instance_key_version = 100;
+inline constexpr int16_t consumer_instance_value_version = 100;
 
 /// One member as persisted in the group metadata value.
 struct member_metadata {
@@ -93,17 +115,40 @@ struct group_metadata_key {
   std::string group_id;
   bool operator==(const group_metadata_key&) const = default;
 };
-using offsets_topic_key = std::variant<offset_commit_key, group_metadata_key>;
+struct consumer_instance_key {
+  std::string group_id;
+  std::string instance_id;
+  bool operator==(const consumer_instance_key&) const = default;
+};
+using offsets_topic_key = std::variant<offset_commit_key, group_metadata_key, consumer_instance_key>;
+
+/// A REST v2 consumer instance's settings (see the layout above).
+struct consumer_instance_value {
+  std::string client_name;
+  std::optional<std::string> group_instance_id;
+  int8_t format = 0;
+  bool auto_commit_enable = false;
+  int64_t request_timeout_ms = 0;
+  int32_t session_timeout_ms = 0;
+  int32_t fetch_min_bytes = 1;
+  offset_reset auto_offset_reset = offset_reset::latest;
+  std::optional<assignor_kind> assignor;
+  subscription sub;
+  bool operator==(const consumer_instance_value&) const = default;
+};
 
 model::bytes encode_offset_commit_key(std::string_view group_id, const topic_partition& tp);
 model::bytes encode_offset_commit_value(const committed_offset& value);
 model::bytes encode_group_metadata_key(std::string_view group_id);
 model::bytes encode_group_metadata_value(const group_metadata& value);
+model::bytes encode_consumer_instance_key(std::string_view group_id, std::string_view instance_id);
+model::bytes encode_consumer_instance_value(const consumer_instance_value& value);
 
 /// Errors: corrupt_message (short, negative length, trailing bytes; message says which field),
 /// unsupported_version (a version this code does not read).
 result<offsets_topic_key> decode_offsets_topic_key(std::span<const std::byte> key);
 result<committed_offset> decode_offset_commit_value(std::span<const std::byte> value);
 result<group_metadata> decode_group_metadata_value(std::span<const std::byte> value);
+result<consumer_instance_value> decode_consumer_instance_value(std::span<const std::byte> value);
 
 }  // namespace ringlog::group

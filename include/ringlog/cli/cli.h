@@ -6,7 +6,7 @@
 
 #include <iosfwd>
 
-namespace ringlog::gateway {
+namespace ringlog::cli {
 
 int topics_main(int argc, char** argv);
 int produce_main(int argc, char** argv);
@@ -16,4 +16,4 @@ int groups_main(int argc, char** argv);
 /// `ringlog bench`: HTTP load generator (producers and consumers), prints throughput and latency.
 int bench_main(int argc, char** argv);
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::cli

@@ -8,7 +8,7 @@
 
 #include "ringlog/base/result.h"
 
-namespace ringlog::gateway {
+namespace ringlog::cli {
 
 struct http_reply {
   unsigned status = 0;
@@ -59,4 +59,4 @@ class http_client {
   std::unique_ptr<impl> impl_;
 };
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::cli

@@ -1,4 +1,4 @@
-#include "base64.h"
+#include "ringlog/codec/base64.h"
 
 #include <array>
 
@@ -6,7 +6,7 @@
 #include <immintrin.h>
 #endif
 
-namespace ringlog::gateway {
+namespace ringlog::codec {
 
 namespace {
 constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -199,4 +199,4 @@ std::optional<model::bytes> decode(std::string_view text, bool allow_simd) {
 
 }  // namespace
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::codec

@@ -1,4 +1,4 @@
-#include "ringlog/gateway/http_client.h"
+#include "ringlog/cli/http_client.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -8,7 +8,7 @@
 #include <chrono>
 #include <optional>
 
-namespace ringlog::gateway {
+namespace ringlog::cli {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -120,4 +120,4 @@ http_client::reply_result http_client::request(const std::string& method, const 
   return std::string("request failed");
 }
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::cli

@@ -1,6 +1,6 @@
 // `ringlog topics|produce|consume`: thin clients of the REST API (the same routes curl uses).
 
-#include "ringlog/gateway/cli.h"
+#include "ringlog/cli/cli.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,13 +16,19 @@
 #include <string>
 #include <vector>
 
-#include "base64.h"
+#include "ringlog/codec/base64.h"
 #include "bench.h"
-#include "http_util.h"
-#include "stream_limits.h"
-#include "ringlog/gateway/http_client.h"
+#include "ringlog/base/text.h"
+#include "ringlog/gateway/ws_limits.h"
+#include "ringlog/cli/http_client.h"
 
-namespace ringlog::gateway {
+namespace ringlog::cli {
+
+using base::parse_int;
+using base::percent_encode_segment;
+using codec::base64_decode;
+using codec::base64_encode;
+using codec::base64_encode_append;
 
 using json = nlohmann::json;
 
@@ -602,11 +608,11 @@ int consume_main(int argc, char** argv) {
   }
 }
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::cli
 
 // ---- groups -----------------------------------------------------------------------------------
 
-namespace ringlog::gateway {
+namespace ringlog::cli {
 namespace {
 
 constexpr const char* groups_usage = R"(usage: ringlog groups COMMAND [options]
@@ -735,11 +741,11 @@ int groups_main(int argc, char** argv) {
   return 2;
 }
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::cli
 
 // ---- bench ------------------------------------------------------------------------------------
 
-namespace ringlog::gateway {
+namespace ringlog::cli {
 namespace {
 
 constexpr const char* bench_usage = R"(usage: ringlog bench [options]
@@ -1068,7 +1074,7 @@ int bench_main(int argc, char** argv) {
     // A `records` message must fit the server's ws_message_bytes_max (2 MiB): base64 values plus
     // about 40 bytes of JSON per record.
     const int64_t message_bytes = s.batch_records * ((s.record_bytes + 2) / 3 * 4 + 40);
-    if (message_bytes > static_cast<int64_t>(stream_limits::ws_message_bytes_max)) {
+    if (message_bytes > static_cast<int64_t>(gateway::ws_message_bytes_max)) {
       std::cerr << "--batch-records " << s.batch_records << " x --record-bytes " << s.record_bytes
                 << " makes produce messages of about " << message_bytes
                 << " bytes, over the server's WebSocket message limit (2 MiB, ws_message_bytes_max)\n";
@@ -1127,4 +1133,4 @@ int bench_main(int argc, char** argv) {
   return produced.errors + consumed.errors > 0 ? 1 : 0;
 }
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::cli

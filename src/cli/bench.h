@@ -1,5 +1,5 @@
 #pragma once
-// Private to the gateway: what `ringlog bench` shares between its HTTP load (cli.cc) and its
+// Private to the CLI: what `ringlog bench` shares between its HTTP load (cli.cc) and its
 // WebSocket load (ws_bench.cc, the only place with a Beast websocket client).
 
 #include <chrono>
@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ringlog/gateway/http_client.h"
+#include "ringlog/cli/http_client.h"
 
-namespace ringlog::gateway {
+namespace ringlog::cli {
 
 using bench_clock = std::chrono::steady_clock;
 
@@ -83,4 +83,4 @@ struct ws_bench_outcome {
 
 ws_bench_outcome run_ws_bench(const bench_settings& settings, const http_endpoint& endpoint, int64_t start_offset);
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::cli

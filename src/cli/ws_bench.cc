@@ -17,10 +17,14 @@
 #include <optional>
 #include <thread>
 
-#include "base64.h"
+#include "ringlog/codec/base64.h"
 #include "bench.h"
 
-namespace ringlog::gateway {
+namespace ringlog::cli {
+
+using codec::base64_decode;
+using codec::base64_encode;
+using codec::base64_encode_append;
 
 namespace {
 
@@ -423,4 +427,4 @@ ws_bench_outcome run_ws_bench(const bench_settings& s, const http_endpoint& endp
   return outcome;
 }
 
-}  // namespace ringlog::gateway
+}  // namespace ringlog::cli

@@ -1,0 +1,175 @@
+#include "broker_configs.h"
+
+#include <charconv>
+#include <functional>
+
+#include "topic_config.h"
+
+namespace ringlog::broker {
+namespace {
+
+/// One broker config: its Kafka name, how to read it from a broker_config, and for a dynamic one
+/// the topic config it is the default of (its bounds) and how to set it.
+struct broker_config_spec {
+  const char* name;
+  std::function<std::string(const broker_config&)> get;
+  const char* topic_config = nullptr;                                // nullptr: read-only
+  std::function<void(broker_config&, int64_t)> set = nullptr;
+};
+
+std::string text(bool b) { return b ? "true" : "false"; }
+
+const std::vector<broker_config_spec>& specs() {
+  // Kafka's dynamic log configs (DynamicLogConfig: the broker-level defaults of topic configs);
+  // the rest are shown read-only, as Kafka shows its static configs.
+  static const std::vector<broker_config_spec> all = {
+      {"log.retention.ms", [](const broker_config& c) { return std::to_string(c.log_retention_ms); }, "retention.ms",
+       [](broker_config& c, int64_t v) { c.log_retention_ms = v; }},
+      {"log.retention.bytes", [](const broker_config& c) { return std::to_string(c.log_retention_bytes); },
+       "retention.bytes", [](broker_config& c, int64_t v) { c.log_retention_bytes = v; }},
+      {"log.segment.bytes", [](const broker_config& c) { return std::to_string(c.log_segment_bytes); }, "segment.bytes",
+       [](broker_config& c, int64_t v) { c.log_segment_bytes = v; }},
+      {"log.roll.ms", [](const broker_config& c) { return std::to_string(c.log_roll_ms); }, "segment.ms",
+       [](broker_config& c, int64_t v) { c.log_roll_ms = v; }},
+      {"log.index.interval.bytes", [](const broker_config& c) { return std::to_string(c.log_index_interval_bytes); },
+       "index.interval.bytes", [](broker_config& c, int64_t v) { c.log_index_interval_bytes = static_cast<int32_t>(v); }},
+      {"message.max.bytes", [](const broker_config& c) { return std::to_string(c.message_max_bytes); },
+       "max.message.bytes", [](broker_config& c, int64_t v) { c.message_max_bytes = static_cast<int32_t>(v); }},
+      {"min.insync.replicas", [](const broker_config& c) { return std::to_string(c.min_insync_replicas); },
+       "min.insync.replicas", [](broker_config& c, int64_t v) { c.min_insync_replicas = static_cast<int32_t>(v); }},
+      {"node.id", [](const broker_config& c) { return std::to_string(c.node_id); }},
+      {"log.dirs", [](const broker_config& c) { return c.log_dir; }},
+      {"num.partitions", [](const broker_config& c) { return std::to_string(c.num_partitions); }},
+      {"default.replication.factor", [](const broker_config& c) { return std::to_string(c.default_replication_factor); }},
+      {"auto.create.topics.enable", [](const broker_config& c) { return text(c.auto_create_topics_enable); }},
+      {"log.flush.policy", [](const broker_config& c) { return c.log_flush_policy; }},
+      {"log.direct.io", [](const broker_config& c) { return text(c.log_direct_io); }},
+      {"log.retention.check.interval.ms",
+       [](const broker_config& c) { return std::to_string(c.log_retention_check_interval_ms); }},
+      {"offsets.topic.num.partitions", [](const broker_config& c) { return std::to_string(c.offsets_topic_num_partitions); }},
+      {"broker.partitions.max", [](const broker_config& c) { return std::to_string(c.partitions_max); }},
+  };
+  return all;
+}
+
+const broker_config_spec* find_spec(const std::string& name) {
+  for (const auto& s : specs()) {
+    if (name == s.name) return &s;
+  }
+  return nullptr;
+}
+
+std::optional<int64_t> parse_number(const std::string& value) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc{} || p != value.data() + value.size() || value.empty()) return std::nullopt;
+  return v;
+}
+
+const std::map<std::string, std::string>* dynamic_of(const controller::metadata_image& image, int32_t node_id) {
+  auto it = image.broker_configs().find(node_id);
+  return it == image.broker_configs().end() ? nullptr : &it->second;
+}
+
+void apply(broker_config& out, const std::map<std::string, std::string>* values) {
+  if (values == nullptr) return;
+  for (const auto& [name, value] : *values) {
+    const broker_config_spec* spec = find_spec(name);
+    auto v = parse_number(value);
+    if (spec == nullptr || !spec->set || !v || !validate_topic_config(spec->topic_config, value).ok()) continue;
+    spec->set(out, *v);
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(config_source source) {
+  switch (source) {
+    case config_source::dynamic_topic_config: return "DYNAMIC_TOPIC_CONFIG";
+    case config_source::dynamic_broker_config: return "DYNAMIC_BROKER_CONFIG";
+    case config_source::dynamic_default_broker_config: return "DYNAMIC_DEFAULT_BROKER_CONFIG";
+    case config_source::static_broker_config: return "STATIC_BROKER_CONFIG";
+    case config_source::default_config: return "DEFAULT_CONFIG";
+  }
+  return "UNKNOWN";
+}
+
+bool is_broker_config(const std::string& name) { return find_spec(name) != nullptr; }
+
+std::string broker_config_of_topic_config(const std::string& topic_config) {
+  for (const auto& s : specs()) {
+    if (s.topic_config != nullptr && topic_config == s.topic_config) return s.name;
+  }
+  return {};
+}
+
+result<void> validate_broker_config_change(const std::string& name, const std::optional<std::string>& value) {
+  const broker_config_spec* spec = find_spec(name);
+  if (spec == nullptr) {
+    std::string known;
+    for (const auto& s : specs()) {
+      if (s.set) known += std::string(known.empty() ? "" : ", ") + s.name;
+    }
+    return error{errc::invalid_config, "unknown broker config '" + name + "' (dynamic ones: " + known + ")"};
+  }
+  if (!spec->set) {
+    return error{errc::invalid_config, "broker config '" + name +
+                                            "' is read-only: it cannot be updated dynamically (set it in the "
+                                            "properties file and restart)"};
+  }
+  if (!value) return base::ok_v;
+  if (auto valid = validate_topic_config(spec->topic_config, *value); !valid.ok()) {
+    return error{errc::invalid_config, "broker config " + name + "='" + *value + "': " + valid.error().message};
+  }
+  return base::ok_v;
+}
+
+std::shared_ptr<const broker_config> apply_dynamic_configs(const broker_config& static_config,
+                                                           const controller::metadata_image& image) {
+  auto out = std::make_shared<broker_config>(static_config);
+  apply(*out, dynamic_of(image, cluster_default_broker));
+  apply(*out, dynamic_of(image, static_config.node_id));
+  return out;
+}
+
+std::vector<broker_config_entry> describe_broker_configs(const broker_config& static_config,
+                                                         const controller::metadata_image& image, int32_t node_id) {
+  std::vector<broker_config_entry> out;
+  const auto* cluster_wide = dynamic_of(image, cluster_default_broker);
+  if (node_id == cluster_default_broker) {
+    if (cluster_wide == nullptr) return out;
+    for (const auto& s : specs()) {
+      auto it = cluster_wide->find(s.name);
+      if (it == cluster_wide->end()) continue;
+      broker_config_entry e{s.name, it->second, config_source::dynamic_default_broker_config, false, false, {}};
+      e.synonyms.push_back({s.name, it->second, e.source});
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+  const auto* own = dynamic_of(image, node_id);
+  const broker_config defaults;
+  for (const auto& s : specs()) {
+    broker_config_entry e;
+    e.name = s.name;
+    e.is_read_only = !s.set;
+    auto add = [&](const std::map<std::string, std::string>* values, config_source source) {
+      if (values == nullptr || !s.set) return;
+      auto it = values->find(s.name);
+      if (it != values->end()) e.synonyms.push_back({s.name, it->second, source});
+    };
+    add(own, config_source::dynamic_broker_config);
+    add(cluster_wide, config_source::dynamic_default_broker_config);
+    // A static value equal to the built-in default is reported as the default (the properties
+    // file's keys are not remembered one by one).
+    const std::string static_value = s.get(static_config);
+    if (static_value != s.get(defaults)) e.synonyms.push_back({s.name, static_value, config_source::static_broker_config});
+    e.synonyms.push_back({s.name, s.get(defaults), config_source::default_config});
+    e.value = e.synonyms.front().value;
+    e.source = e.synonyms.front().source;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace ringlog::broker

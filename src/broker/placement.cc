@@ -1,0 +1,130 @@
+#include "placement.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+namespace ringlog::broker {
+
+std::vector<int32_t> usable_brokers(const controller::metadata_image& image) {
+  std::vector<int32_t> out;
+  for (const auto& [id, b] : image.brokers()) {
+    if (!b.fenced && !b.in_controlled_shutdown) out.push_back(id);
+  }
+  return out;
+}
+
+int16_t automatic_replication_factor(const controller::metadata_image& image) {
+  const size_t usable = usable_brokers(image).size();
+  return static_cast<int16_t>(std::clamp<size_t>(usable, 1, 3));
+}
+
+result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metadata_image& image, int32_t count,
+                                                         int32_t replication_factor) {
+  const std::vector<int32_t> brokers = usable_brokers(image);
+  if (replication_factor < 1 || static_cast<size_t>(replication_factor) > brokers.size()) {
+    return error{errc::invalid_replication_factor,
+                 "replication_factor " + std::to_string(replication_factor) + " is larger than the number of available brokers (" +
+                     std::to_string(brokers.size()) + ")"};
+  }
+  std::map<int32_t, int64_t> leaders;
+  std::map<int32_t, int64_t> replicas;
+  std::map<int32_t, std::string> rack;
+  for (int32_t id : brokers) {
+    leaders[id] = 0;
+    replicas[id] = 0;
+    rack[id] = image.find_broker(id)->rack;
+  }
+  for (const auto& [name, topic] : image.topics()) {
+    for (const auto& p : topic->partitions) {
+      if (auto it = leaders.find(p.leader); it != leaders.end()) ++it->second;
+      for (int32_t r : p.replicas) {
+        if (auto it = replicas.find(r); it != replicas.end()) ++it->second;
+      }
+    }
+  }
+  std::vector<std::vector<int32_t>> out;
+  out.reserve(static_cast<size_t>(count));
+  for (int32_t n = 0; n < count; ++n) {
+    std::vector<int32_t> chosen;
+    std::set<std::string> racks_used;
+    // The leader: fewest leaderships, then fewest replicas, then lowest id.
+    int32_t leader = brokers.front();
+    for (int32_t id : brokers) {
+      if (std::tie(leaders[id], replicas[id], id) < std::tie(leaders[leader], replicas[leader], leader)) leader = id;
+    }
+    chosen.push_back(leader);
+    racks_used.insert(rack[leader]);
+    while (chosen.size() < static_cast<size_t>(replication_factor)) {
+      int32_t best = -1;
+      bool best_new_rack = false;
+      for (int32_t id : brokers) {
+        if (std::find(chosen.begin(), chosen.end(), id) != chosen.end()) continue;
+        const bool new_rack = !racks_used.contains(rack[id]);
+        if (best < 0 || (new_rack && !best_new_rack) ||
+            (new_rack == best_new_rack && std::tie(replicas[id], id) < std::tie(replicas[best], best))) {
+          best = id;
+          best_new_rack = new_rack;
+        }
+      }
+      chosen.push_back(best);
+      racks_used.insert(rack[best]);
+    }
+    ++leaders[leader];
+    for (int32_t id : chosen) ++replicas[id];
+    out.push_back(std::move(chosen));
+  }
+  return out;
+}
+
+namespace {
+
+protocol::partition_change_record leader_change(const controller::topic_image& topic, int32_t partition,
+                                                int32_t leader) {
+  protocol::partition_change_record c;
+  c.topic_id = topic.topic_id;
+  c.partition_id = partition;
+  c.leader = leader;
+  return c;
+}
+
+}  // namespace
+
+std::vector<protocol::metadata_record> move_leaderships_away(const controller::metadata_image& image,
+                                                             int32_t broker_id) {
+  const std::vector<int32_t> usable = usable_brokers(image);
+  auto is_usable = [&](int32_t id) { return id != broker_id && std::find(usable.begin(), usable.end(), id) != usable.end(); };
+  std::vector<protocol::metadata_record> out;
+  for (const auto& [name, topic] : image.topics()) {
+    for (size_t p = 0; p < topic->partitions.size(); ++p) {
+      const auto& part = topic->partitions[p];
+      if (part.leader != broker_id) continue;
+      int32_t next = -1;
+      for (int32_t candidate : part.in_sync_replicas) {
+        if (is_usable(candidate)) {
+          next = candidate;
+          break;
+        }
+      }
+      out.push_back(leader_change(*topic, static_cast<int32_t>(p), next));
+    }
+  }
+  return out;
+}
+
+std::vector<protocol::metadata_record> elect_leaderless(const controller::metadata_image& image, int32_t broker_id) {
+  std::vector<protocol::metadata_record> out;
+  for (const auto& [name, topic] : image.topics()) {
+    for (size_t p = 0; p < topic->partitions.size(); ++p) {
+      const auto& part = topic->partitions[p];
+      if (part.leader >= 0) continue;
+      const auto& isr = part.in_sync_replicas;
+      if (std::find(isr.begin(), isr.end(), broker_id) == isr.end()) continue;
+      out.push_back(leader_change(*topic, static_cast<int32_t>(p), broker_id));
+    }
+  }
+  return out;
+}
+
+}  // namespace ringlog::broker

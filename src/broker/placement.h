@@ -1,0 +1,43 @@
+#pragma once
+// What the active controller decides from the metadata image alone (pure functions, no I/O):
+// where new partitions' replicas go, the default replication factor, and which partitions change
+// leader when a broker is fenced, unfenced or shuts down (design.md section 6; Kafka's
+// StripedReplicaPlacer and PartitionChangeBuilder are the models).
+
+#include <cstdint>
+#include <vector>
+
+#include "ringlog/broker/errc.h"
+#include "ringlog/controller/metadata_image.h"
+#include "ringlog/protocol/wire.h"
+
+namespace ringlog::broker {
+
+/// Brokers that may take new replicas and leaderships: registered, unfenced, not shutting down.
+std::vector<int32_t> usable_brokers(const controller::metadata_image& image);
+
+/// default.replication.factor when it is not set (-1): 3 when at least 3 brokers are usable,
+/// else the number of usable brokers (at least 1).
+int16_t automatic_replication_factor(const controller::metadata_image& image);
+
+/// Replica lists for `count` new partitions with `replication_factor` replicas each. The first
+/// replica is the preferred leader. Balanced: each partition's leader is the usable broker with
+/// the fewest leaderships (then replicas, then lowest id) counting the image and the partitions
+/// placed so far; the other replicas are the brokers with the fewest replicas, preferring racks
+/// (broker.rack) the partition does not use yet. Errors: invalid_replication_factor when it is
+/// below 1 or above the number of usable brokers (the message names both numbers).
+result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metadata_image& image, int32_t count,
+                                                         int32_t replication_factor);
+
+/// PartitionChangeRecords that move every leadership of `broker_id` to another in-sync replica
+/// that is usable (excluding `broker_id`), or to no leader (-1) when none is: unclean leader
+/// election is off, so a leader outside the ISR is never chosen. Each change bumps the leader
+/// epoch (KIP-101); the partition epoch is bumped by the image when the record applies.
+std::vector<protocol::metadata_record> move_leaderships_away(const controller::metadata_image& image,
+                                                             int32_t broker_id);
+
+/// PartitionChangeRecords that make `broker_id` the leader of every partition that has no
+/// leader and lists it in its ISR (a broker coming back after it was fenced).
+std::vector<protocol::metadata_record> elect_leaderless(const controller::metadata_image& image, int32_t broker_id);
+
+}  // namespace ringlog::broker
