@@ -543,6 +543,7 @@ TEST_CASE("check_join answers what join would, and changes nothing") {
   auto joined = c.join("g", named, t0);
   REQUIRE(joined.ok());
   CHECK(joined->member_id == id);
+}
 
 TEST_CASE("commits outside membership: only for groups without members, replayed after a restart") {
   group_coordinator c(7);
