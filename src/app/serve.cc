@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
+#include "ringlog/kafka/listener.h"
 
 namespace ringlog::app {
 
@@ -37,13 +39,70 @@ namespace {
 
 void print_usage(std::ostream& out) {
   out << "usage: ringlog serve [--config FILE] [--set KEY=VALUE]... [--io-backend=uring|posix|auto]\n\n"
-         "Runs the broker: HTTP/REST on listeners (default http://127.0.0.1:8082), data in log.dirs.\n"
+         "Runs the broker: HTTP/REST and Kafka clients on listeners (default http://127.0.0.1:8082 and\n"
+         "kafka://127.0.0.1:9092), data in log.dirs.\n"
          "Settings come from the defaults, then --config (a Kafka-style .properties file), then each\n"
          "--set in order. Unknown keys and out-of-range values are refused at start.\n\n"
          "Keys (default, meaning):\n";
   for (const auto& k : config::describe_keys()) {
     out << "  " << k.name << " = " << k.default_value << "\n      " << k.doc << "\n";
   }
+}
+
+/// glibc hands multi-MiB buffers (a fetch's batches, its encoded answer) to mmap and gives them
+/// back to the kernel on free, so every large fetch paid a page fault per 4 KiB twice over: a
+/// 4 MiB Kafka fetch answer took 51 ms on this VM, 7 ms with these settings (a raw Fetch of one
+/// partition, docs/benchmarks.md). Buffers below 32 MiB (glibc's largest mmap threshold on 64-bit,
+/// half its 64 MiB heap) come from the heap, and up to 512 MiB of freed heap stays mapped for
+/// reuse; both bound what is kept, not what is allocated (every buffer has its own named limit).
+void keep_large_buffers_mapped() {
+  constexpr int mmap_threshold_bytes = 32 * 1024 * 1024;
+  constexpr int trim_threshold_bytes = 512 * 1024 * 1024;
+  if (mallopt(M_MMAP_THRESHOLD, mmap_threshold_bytes) != 1 || mallopt(M_TRIM_THRESHOLD, trim_threshold_bytes) != 1) {
+    spdlog::warn("msg=\"malloc thresholds not applied; large fetches page-fault more\"");
+  }
+}
+
+/// The Kafka client listener and the request handler it serves (issue 15).
+struct kafka_front_end {
+  std::unique_ptr<kafka::request_handler> handler;
+  std::unique_ptr<kafka::listener> listener;
+};
+
+/// Binds and starts the kafka:// listener when `listeners` names one. Errors: why it cannot listen.
+base::result<kafka_front_end, std::string> start_kafka_listener(const config::server_config& cfg,
+                                                                broker::broker& broker,
+                                                                runtime::shard_threads& runtime) {
+  kafka_front_end out;
+  if (cfg.kafka_listener_port < 0) return out;
+  kafka::handler_options options;
+  options.node_id = cfg.node_id;
+  options.cluster_id = cfg.cluster_id;
+  options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
+  out.handler = std::make_unique<kafka::request_handler>(broker, options);
+  kafka::listener_options listen;
+  listen.host = cfg.kafka_listener_host;
+  listen.port = static_cast<uint16_t>(cfg.kafka_listener_port);
+  listen.request_bytes_max = cfg.socket_request_max_bytes;
+  auto bound = kafka::listener::listen(runtime, *out.handler, listen);
+  if (!bound.ok()) return bound.error();
+  out.listener = std::move(bound).value();
+  // Clients connect where Metadata tells them: advertised.listeners, else the bound address (a
+  // wildcard bind advertises 127.0.0.1, reachable from this machine only).
+  const bool wildcard = cfg.kafka_listener_host == "0.0.0.0" || cfg.kafka_listener_host == "::";
+  options.advertised_host = cfg.advertised_kafka_port >= 0 ? cfg.advertised_kafka_host
+                            : wildcard                      ? "127.0.0.1"
+                                                            : cfg.kafka_listener_host;
+  options.advertised_port = cfg.advertised_kafka_port >= 0 ? cfg.advertised_kafka_port : out.listener->port();
+  if (wildcard && cfg.advertised_kafka_port < 0) {
+    spdlog::warn("msg=\"kafka listener binds a wildcard address; clients are told 127.0.0.1: set "
+                 "advertised.listeners=kafka://HOST:PORT for other machines\"");
+  }
+  out.handler->set_options(options);
+  out.listener->start();
+  spdlog::info("msg=\"serving kafka\" listeners=kafka://{}:{} advertised=kafka://{}:{}", cfg.kafka_listener_host,
+               out.listener->port(), options.advertised_host, options.advertised_port);
+  return out;
 }
 
 struct serve_args {
@@ -236,6 +295,7 @@ int serve_main(int argc, char** argv) {
     return 2;
   }
 
+  keep_large_buffers_mapped();
   // Signals go to sigwait below, never to a shard thread: block them before threads start.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -358,6 +418,22 @@ int serve_main(int argc, char** argv) {
                server->port(),
                transport ? ",cluster://" + cfg.cluster_listener_host + ":" + std::to_string(transport->port()) : "",
                cfg.cluster_id, cfg.node_id, broker->controller_id());
+  // The Kafka client listener (issue 15) beside HTTP; none when `listeners` names no kafka://.
+  auto kafka = start_kafka_listener(cfg, *broker, *runtime);
+  if (!kafka.ok()) {
+    spdlog::error("msg=\"cannot listen\" listeners=kafka://{}:{} error=\"{}\"", cfg.kafka_listener_host,
+                  cfg.kafka_listener_port, base::logfmt_escaped(kafka.error()));
+    broker->begin_shutdown();
+    std::promise<void> drained;
+    server->stop([&drained] { drained.set_value(); });
+    drained.get_future().wait();
+    std::promise<void> closed;
+    broker->shutdown([&closed] { closed.set_value(); });
+    closed.get_future().wait();
+    if (transport) transport->stop();
+    runtime->stop();
+    return 1;
+  }
 
   int sig = wait_for_stop_signal(stop_signals);
   spdlog::info("msg=\"stopping\" signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -365,11 +441,13 @@ int serve_main(int argc, char** argv) {
   std::promise<void> drained;
   server->stop([&drained] { drained.set_value(); });
   drained.get_future().wait();
+  if (kafka->listener) kafka->listener->stop();
   std::promise<void> closed;
   broker->shutdown([&closed] { closed.set_value(); });
   closed.get_future().wait();
   if (transport) transport->stop();
   runtime->stop();
+  kafka->listener.reset();
   server.reset();
   broker.reset();
   spdlog::info("msg=\"stopped cleanly\"");

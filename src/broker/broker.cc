@@ -131,7 +131,7 @@ struct partition_runtime {
 void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
   if (w.completed) return;
   w.completed = true;
-  w.done(fetch_response{{}, rt.log->high_watermark(), rt.log->log_start_offset(), rt.log->log_end_offset()});
+  w.done(fetch_response{{}, rt.log->high_watermark(), rt.log->log_start_offset(), rt.log->log_end_offset(), 0, {}});
 }
 
 /// A fetch answer kept for the next fetches of the same records: 100 subscribers of a partition
@@ -205,6 +205,8 @@ class broker_impl final : public broker, public group_host, public controller::q
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
+  void produce_batches(produce_batches_request request,
+                       std::function<void(result<produce_batches_response>)> done) override;
   void begin_shutdown() override;
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
@@ -341,6 +343,8 @@ class broker_impl final : public broker, public group_host, public controller::q
                        std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps, acks_mode acks,
                        std::shared_ptr<produce_operation> op);
   void publish(partition_runtime& rt);
+  void append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
+                               std::function<void(result<produce_batches_response>)> done);
   void wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
   /// The records `req` may have now (none is not an error): a recent read of the same records on
@@ -1791,6 +1795,9 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
     }
   }
   const int64_t now = deps_.clock.now_ms();
+  auto timestamp_type = configs.find("message.timestamp.type");
+  const bool log_append_time = timestamp_type != configs.end() && timestamp_type->second == "LogAppendTime";
+  const std::optional<model::compression> stored_codec = stored_compression(configs);
   auto op = std::make_shared<produce_operation>();
   op->results.resize(request.records.size());
   op->done = std::move(done);
@@ -1835,9 +1842,15 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
     size_t chunk_estimate = codec::batch_header_bytes;
     auto emit = [&]() {
       if (chunk.empty()) return;
-      auto encoded = codec::encode_batch({}, chunk);
+      // compression.type: the topic's codec, or none for "producer" (the HTTP producer sends
+      // records, not batches) and "uncompressed".
+      codec::batch_options options;
+      options.compression = stored_codec.value_or(model::compression::none);
+      auto encoded = codec::encode_batch(options, chunk);
       std::vector<model::timestamp_ms> stamps;
-      for (const auto& rec : chunk) stamps.push_back(rec.timestamp);
+      for (const auto& rec : chunk) stamps.push_back(log_append_time ? now : rec.timestamp);
+      // message.timestamp.type=LogAppendTime: the broker's time for every record (KIP-32).
+      if (log_append_time && encoded.ok()) codec::set_log_append_time(*encoded, now);
       if (!encoded.ok() || encoded->size() > limit) {
         const std::string why = !encoded.ok() ? encoded.error().message
                                               : "record batch of " + std::to_string(encoded->size()) +
@@ -1949,7 +1962,7 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
   auto& recent = recent_reads_[shard];
   // A log that failed an fdatasync answers from no kept read: the read below names the failure.
   const bool usable = !recent.empty() && rt.log->check_usable().ok();
-  for (size_t i = 0; usable && i < recent.size(); ++i) {
+  for (size_t i = 0; usable && !req.raw_batches && i < recent.size(); ++i) {
     const recent_read& r = recent[i];
     if (r.partition_uid == rt.uid && r.fetch_offset == req.fetch_offset && r.max_bytes == req.max_bytes &&
         r.high_watermark == hw && r.log_start_offset == log_start && r.epoch == rt.epoch) {
@@ -1964,6 +1977,12 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
   response.high_watermark = hw;
   response.log_start_offset = log_start;
   response.log_end_offset = rt.log->log_end_offset();
+  if (req.raw_batches) {
+    // Kafka clients read the batches themselves (they skip records below fetch_offset).
+    if (req.fetch_offset < hw) response.batches = std::move(read->batches);
+    if (!response.batches.empty()) response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
+    return response;
+  }
   // max_bytes bounds the records handed out (key + value + header bytes), not only whole
   // batches: a large batch is cut after the record that passes the limit, and the first record
   // is always returned so a consumer is never stuck behind a record larger than max_bytes.
@@ -2002,7 +2021,7 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
 void broker_impl::answer_or_park(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                  const std::shared_ptr<fetch_waiter>& w, result<fetch_response> response) {
   const int64_t wait_ms = std::min(w->request.max_wait_ms, config_.fetch_wait_max_ms);
-  if (!response.ok() || !response->records.empty() || wait_ms <= 0 || stopping_) {
+  if (!response.ok() || !response->records.empty() || !response->batches.empty() || wait_ms <= 0 || stopping_) {
     w->completed = true;
     return w->done(std::move(response));
   }
@@ -2124,6 +2143,134 @@ void broker_impl::list_offsets(list_offsets_request request, std::function<void(
       }
     }
     done(std::move(out));
+  });
+}
+
+// ---------------------------------------------------------------- produce of client batches (Kafka)
+
+void broker_impl::produce_batches(produce_batches_request request,
+                                  std::function<void(result<produce_batches_response>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  const auto& tp = request.partition;
+  auto topic = find_topic(tp.topic);
+  if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
+  if (topic->is_internal) {
+    return done(error{errc::topic_authorization_failed, "internal topic '" + tp.topic + "' cannot be produced to"});
+  }
+  if (tp.partition.value() < 0 || tp.partition.value() >= topic->partitions_count()) {
+    return done(error{errc::unknown_topic_or_partition,
+                      "partition " + std::to_string(tp.partition.value()) + " does not exist: topic '" + tp.topic +
+                          "' has " + std::to_string(topic->partitions_count()) + " partitions"});
+  }
+  if (request.batches.empty()) return done(error{errc::corrupt_message, "the partition's record set holds no batch"});
+  const std::map<std::string, std::string>& configs = topic->image->configs;
+  auto log_config = make_log_config(config_, configs);
+  if (!log_config.ok()) return done(log_config.error());
+  if (request.acks == acks_mode::all) {
+    auto found = configs.find("min.insync.replicas");
+    auto min_isr = found != configs.end() ? std::stoll(found->second) : int64_t{config_.min_insync_replicas};
+    if (min_isr > 1) {
+      return done(error{errc::not_enough_replicas, "min.insync.replicas is " + std::to_string(min_isr) +
+                                                       " but only 1 replica is in sync"});
+    }
+  }
+  // Every batch is checked before any is appended (Kafka's LogValidator): a request is stored
+  // whole or not at all, short of a disk failure.
+  for (size_t i = 0; i < request.batches.size(); ++i) {
+    const auto& batch = request.batches[i];
+    const std::string which = "batch " + std::to_string(i) + " of " + tp.topic + "-" + std::to_string(tp.partition.value());
+    if (batch.size() > static_cast<size_t>(log_config->max_message_bytes)) {
+      return done(error{errc::message_too_large, which + " is " + std::to_string(batch.size()) +
+                                                     " bytes, larger than max.message.bytes (" +
+                                                     std::to_string(log_config->max_message_bytes) + ")"});
+    }
+    auto header = codec::validate_batch(batch);
+    if (!header.ok()) return done(error{errc::corrupt_message, which + ": " + header.error().message});
+    if (header->is_transactional() || header->is_control()) {
+      return done(error{errc::invalid_request, which + " is transactional or a control batch: transactions are not served yet"});
+    }
+    if (header->records_count != header->last_offset_delta + 1) {
+      return done(error{errc::corrupt_message, which + ": records_count " + std::to_string(header->records_count) +
+                                                   " does not match last_offset_delta " +
+                                                   std::to_string(header->last_offset_delta) + " + 1"});
+    }
+    auto records = codec::decode_records(batch);
+    if (!records.ok()) return done(error{errc::corrupt_message, which + ": " + records.error().message});
+    for (size_t k = 0; k < records->size(); ++k) {
+      // A producer numbers its records 0..n-1 (Kafka: "inner record offsets must be consecutive").
+      if ((*records)[k].record_offset != header->base_offset + static_cast<int64_t>(k)) {
+        return done(error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"});
+      }
+    }
+  }
+  // compression.type other than "producer": batches in another codec are stored recompressed
+  // with the topic's (Kafka's LogValidator does the same), keeping their producer fields.
+  if (auto wanted = stored_compression(configs)) {
+    for (auto& batch : request.batches) {
+      auto header = codec::decode_header(batch);
+      if (header->compression() == *wanted) continue;
+      auto records = codec::decode_records(batch);
+      codec::batch_options options;
+      options.base_offset = header->base_offset;
+      options.compression = *wanted;
+      options.timestamp_type = header->timestamp_type();
+      options.producer = header->producer;
+      options.producer_epoch_value = header->producer_epoch_value;
+      options.base_sequence = header->base_sequence;
+      auto encoded = codec::encode_batch(options, *records);
+      if (!encoded.ok()) return done(error{errc::corrupt_message, "recompressing for compression.type: " + encoded.error().message});
+      batch = std::move(encoded).value();
+    }
+  }
+  auto type = configs.find("message.timestamp.type");
+  const bool log_append_time = type != configs.end() && type->second == "LogAppendTime";
+  const size_t shard = owner(tp.topic, tp.partition.value());
+  if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
+  deps_.runtime.post(shard, [this, shard, request = std::move(request), log_append_time, done = std::move(done)]() mutable {
+    append_batches_on_shard(shard, std::move(request), log_append_time, std::move(done));
+  });
+}
+
+void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
+                                          std::function<void(result<produce_batches_response>)> done) {
+  const auto& tp = request.partition;
+  auto rt = runtime_of(shard, tp.topic, tp.partition.value());
+  if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
+  produce_batches_response out;
+  const int64_t now = deps_.clock.now_ms();
+  if (log_append_time) out.log_append_time = now;
+  for (size_t i = 0; i < request.batches.size(); ++i) {
+    auto& batch = request.batches[i];
+    if (log_append_time) codec::set_log_append_time(batch, now);
+    auto appended = rt->log->append(std::move(batch), rt->epoch);
+    if (!appended.ok()) {
+      // Batches before this one are in the log (only a disk failure gets here after validation).
+      publish(*rt);
+      return done(from_storage(appended.error()));
+    }
+    if (i == 0) out.base_offset = appended->base_offset;
+  }
+  out.log_start_offset = rt->log->log_start_offset();
+  const acks_mode acks = request.acks;
+  if (acks == acks_mode::none) out.base_offset = model::offset{-1};
+  publish(*rt);
+  if (config_.log_flush_policy != "fsync") {
+    rt->log->set_high_watermark(rt->log->log_end_offset());
+    publish(*rt);
+    wake_waiters(shard, rt);
+    return done(std::move(out));
+  }
+  auto answer = std::make_shared<std::function<void(result<produce_batches_response>)>>(std::move(done));
+  if (acks == acks_mode::none) (*answer)(out);
+  rt->log->flush_async(deps_.runtime.disk(shard), [this, shard, rt, acks, out, answer](storage::result<void> r) {
+    if (r.ok() && !rt->deleted) {
+      rt->log->set_high_watermark(rt->log->recovery_point());
+      publish(*rt);
+      wake_waiters(shard, rt);
+    }
+    if (acks == acks_mode::none) return;
+    if (!r.ok()) return (*answer)(from_storage(r.error()));
+    (*answer)(out);
   });
 }
 

@@ -199,6 +199,10 @@ class group_service_impl final : public group_service {
               std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
   void committed(std::string group_id, std::string instance_id, group::partition_set partitions,
                  std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void commit_standalone(std::string group_id, std::vector<group::offset_commit> offsets,
+                         std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void group_committed(std::string group_id,
+                       std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
   void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) override;
   void describe_group(std::string group_id, std::function<void(result<group_details>)> done) override;
   void group_lag(std::string group_id, std::function<void(result<std::vector<group::partition_lag>>)> done) override;
@@ -1046,6 +1050,31 @@ void group_service_impl::committed(std::string group_id, std::string instance_id
       if (!r.ok()) return done(r.error());
       done(out);
     });
+  });
+}
+
+// ---------------------------------------------------------------- Kafka clients outside membership
+
+void group_service_impl::commit_standalone(
+    std::string group_id, std::vector<group::offset_commit> offsets,
+    std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  on_coordinator(group_id, [this, group_id, offsets = std::move(offsets), done = std::move(done)](size_t shard,
+                                                                                                 shard_state& st) {
+    auto r = st.coordinator.commit_offsets_standalone(group_id, offsets, clock_.now_ms());
+    if (!r.ok()) return done(from_group(r.error()));
+    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+      if (!p.ok()) return done(p.error());
+      done(stored);
+    });
+  });
+}
+
+void group_service_impl::group_committed(
+    std::string group_id, std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  on_coordinator(group_id, [group_id, done = std::move(done)](size_t, shard_state& st) {
+    auto all = st.coordinator.committed_offsets(group_id);
+    if (!all.ok()) return done(group::partition_map<group::committed_offset>{});
+    done(std::move(all).value());
   });
 }
 

@@ -32,6 +32,7 @@ const std::vector<config_spec>& specs() {
       {"max.message.bytes", 0, constants::batch_bytes_max, true},
       {"min.insync.replicas", 1, i32_max, true},
       {"message.timestamp.type", 0, 0, false},
+      {"compression.type", 0, 0, false},
   };
   return all;
 }
@@ -74,16 +75,19 @@ std::string topic_config_default(const broker_config& c, const std::string& name
   if (name == "max.message.bytes") return std::to_string(c.message_max_bytes);
   if (name == "min.insync.replicas") return std::to_string(c.min_insync_replicas);
   if (name == "message.timestamp.type") return "CreateTime";
+  if (name == "compression.type") return "producer";
   return "";
 }
 
 result<void> validate_topic_config(const std::string& name, const std::string& value) {
   const config_spec* spec = find_spec(name);
   if (name == "compression.type") {
-    // Known to Kafka users, so not "unknown": the refusal names what is missing (issue 14 item 7).
+    // Kafka's values: keep what the producer sent, or store every batch with one codec.
+    for (const char* v : {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}) {
+      if (value == v) return base::ok_v;
+    }
     return error{errc::invalid_config, "compression.type='" + value +
-                                           "' is not supported yet (topic-level compression comes with the Kafka "
-                                           "listener; batches are stored as the producer sent them)"};
+                                           "' is not one of producer, uncompressed, gzip, snappy, lz4, zstd"};
   }
   if (spec == nullptr) {
     std::string known;
@@ -101,8 +105,8 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
     return error{errc::invalid_config, "cleanup.policy='" + value + "' is not one of delete, compact, compact,delete"};
   }
   if (name == "message.timestamp.type") {
-    if (value == "CreateTime") return base::ok_v;
-    return error{errc::invalid_config, "message.timestamp.type='" + value + "': only CreateTime is supported"};
+    if (value == "CreateTime" || value == "LogAppendTime") return base::ok_v;
+    return error{errc::invalid_config, "message.timestamp.type='" + value + "' is not one of CreateTime, LogAppendTime"};
   }
   auto v = parse_number(name, value);
   if (!v.ok()) return v.error();
@@ -162,6 +166,16 @@ std::vector<topic_config_entry> describe_topic_configs(const broker_config& c,
     out.push_back(std::move(e));
   }
   return out;
+}
+
+std::optional<model::compression> stored_compression(const std::map<std::string, std::string>& overrides) {
+  auto it = overrides.find("compression.type");
+  if (it == overrides.end() || it->second == "producer") return std::nullopt;
+  if (it->second == "gzip") return model::compression::gzip;
+  if (it->second == "snappy") return model::compression::snappy;
+  if (it->second == "lz4") return model::compression::lz4;
+  if (it->second == "zstd") return model::compression::zstd;
+  return model::compression::none;   // uncompressed
 }
 
 }  // namespace ringlog::broker

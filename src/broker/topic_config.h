@@ -2,6 +2,7 @@
 // Topic-level configs with Kafka's names, their broker-level defaults, and their bounds.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,9 @@ result<storage::log_config> make_log_config(const broker_config& config,
 std::vector<topic_config_entry> describe_topic_configs(const broker_config& config,
                                                        const std::map<std::string, std::string>& overrides,
                                                        const std::vector<broker_config_entry>& broker_configs);
+
+/// The codec a topic stores batches with (compression.type): nullopt for "producer" (each batch
+/// as its producer compressed it; Kafka's default), none for "uncompressed".
+std::optional<model::compression> stored_compression(const std::map<std::string, std::string>& overrides);
 
 }  // namespace ringlog::broker

@@ -1,7 +1,5 @@
 #include "ringlog/codec/record_batch.h"
 
-#include <lz4frame.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -9,6 +7,7 @@
 
 #include "big_endian.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/codec/compression.h"
 #include "ringlog/codec/crc32c.h"
 #include "ringlog/codec/varint.h"
 
@@ -44,11 +43,6 @@ constexpr int32_t batch_length_min = static_cast<int32_t>(batch_header_bytes - b
 constexpr size_t record_bytes_min = 7;
 /// A header is at least 2 bytes (key_length, value_length).
 constexpr size_t header_bytes_min = 2;
-/// LZ4 block size Kafka's own writer uses (KafkaLZ4BlockOutputStream's default, 64 KiB).
-constexpr LZ4F_blockSizeID_t lz4_block_size = LZ4F_max64KB;
-/// First guess of the decompressed size, as a multiple of the compressed size.
-constexpr size_t lz4_initial_expansion = 4;
-constexpr size_t lz4_initial_bytes_min = 64 * 1024;
 
 /// Two's-complement wrapping arithmetic for timestamp deltas: encode and decode wrap the same
 /// way, so any pair of int64 timestamps round-trips (Java's long arithmetic does the same).
@@ -70,23 +64,11 @@ std::string hex32(uint32_t v) {
   return buf;
 }
 
-/// none and lz4 are supported; the other Kafka codecs and the undefined values 5-7 are refused
-/// by name.
+/// The codecs Kafka defines (0-4) are supported; the undefined values 5-7 are refused.
 result<void> check_compression(int codec_value) {
-  switch (codec_value) {
-    case static_cast<int>(model::compression::none):
-    case static_cast<int>(model::compression::lz4):
-      return ok_v;
-    case static_cast<int>(model::compression::gzip):
-      return error{errc::unsupported_compression, "compression gzip (1) is not supported (only none and lz4)"};
-    case static_cast<int>(model::compression::snappy):
-      return error{errc::unsupported_compression, "compression snappy (2) is not supported (only none and lz4)"};
-    case static_cast<int>(model::compression::zstd):
-      return error{errc::unsupported_compression, "compression zstd (4) is not supported (only none and lz4)"};
-    default:
-      return error{errc::unsupported_compression,
-                   "compression value " + std::to_string(codec_value) + " is undefined (Kafka defines 0-4)"};
-  }
+  if (codec_value >= 0 && codec_value <= static_cast<int>(model::compression::zstd)) return ok_v;
+  return error{errc::unsupported_compression,
+               "compression value " + std::to_string(codec_value) + " is undefined (Kafka defines 0-4)"};
 }
 
 /// A bounds-checked reader over one span: every read fails with `truncated` instead of reading
@@ -206,68 +188,6 @@ result<model::record> read_record(cursor& section, const batch_header& header, i
   return r;
 }
 
-struct lz4_dctx_deleter {
-  void operator()(LZ4F_dctx* ctx) const noexcept { LZ4F_freeDecompressionContext(ctx); }
-};
-
-/// Decompresses one LZ4 frame that must span all of `in`, to at most
-/// batch_decompressed_bytes_max bytes (a compression bomb fails instead of exhausting memory).
-result<model::bytes> lz4_decompress(std::span<const std::byte> in) {
-  constexpr auto limit = static_cast<size_t>(constants::batch_decompressed_bytes_max);
-  LZ4F_dctx* raw = nullptr;
-  if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION))) {
-    return error{errc::decompression_failed, "cannot create an lz4 decompression context"};
-  }
-  std::unique_ptr<LZ4F_dctx, lz4_dctx_deleter> ctx(raw);
-  // One byte past the limit lets "exactly at the limit" finish while "above" is detected.
-  model::bytes out(std::min(limit + 1, std::max(lz4_initial_bytes_min, in.size() * lz4_initial_expansion)));
-  size_t in_position = 0;
-  size_t out_position = 0;
-  for (;;) {
-    if (out_position == out.size()) {
-      if (out.size() > limit) break;
-      out.resize(std::min(limit + 1, out.size() * 2));
-    }
-    size_t out_bytes = out.size() - out_position;
-    size_t in_bytes = in.size() - in_position;
-    const size_t hint = LZ4F_decompress(ctx.get(), out.data() + out_position, &out_bytes, in.data() + in_position,
-                                        &in_bytes, nullptr);
-    if (LZ4F_isError(hint)) {
-      return error{errc::decompression_failed, std::string("lz4 frame: ") + LZ4F_getErrorName(hint)};
-    }
-    in_position += in_bytes;
-    out_position += out_bytes;
-    if (hint == 0) break;  // frame complete
-    if (in_position == in.size() && out_bytes == 0) {
-      return error{errc::decompression_failed, "lz4 frame ends early (needs " + std::to_string(hint) + " more bytes)"};
-    }
-  }
-  if (out_position > limit) {
-    return error{errc::decompression_failed,
-                 "lz4 frame decompresses past batch_decompressed_bytes_max " + std::to_string(limit)};
-  }
-  if (in_position != in.size()) {
-    return error{errc::decompression_failed,
-                 std::to_string(in.size() - in_position) + " bytes after the end of the lz4 frame"};
-  }
-  out.resize(out_position);
-  return out;
-}
-
-result<model::bytes> lz4_compress(std::span<const std::byte> in) {
-  // Kafka's writer shape: independent 64 KiB blocks, no checksums beyond the batch CRC.
-  LZ4F_preferences_t preferences{};
-  preferences.frameInfo.blockSizeID = lz4_block_size;
-  preferences.frameInfo.blockMode = LZ4F_blockIndependent;
-  preferences.frameInfo.contentChecksumFlag = LZ4F_noContentChecksum;
-  model::bytes out(LZ4F_compressFrameBound(in.size(), &preferences));
-  const size_t written = LZ4F_compressFrame(out.data(), out.size(), in.data(), in.size(), &preferences);
-  // Cannot fail: the destination has the bound LZ4 documents for this input size.
-  RINGLOG_ASSERT(!LZ4F_isError(written), "LZ4F_compressFrame failed with a bound-sized destination");
-  out.resize(written);
-  return out;
-}
-
 void put_nullable_bytes(model::bytes& out, const std::optional<model::bytes>& b) {
   if (!b) {
     put_varint(out, -1);
@@ -348,8 +268,8 @@ result<model::bytes> encode_batch(const batch_options& options, std::span<const 
                                         " at record " + std::to_string(i)};
     }
   }
-  if (options.compression == model::compression::lz4) {
-    auto compressed = lz4_compress(section);
+  if (options.compression != model::compression::none) {
+    auto compressed = compress(options.compression, section);
     if (!compressed.ok()) return compressed.error();
     section = std::move(*compressed);
   }
@@ -454,8 +374,8 @@ result<std::vector<model::record>> decode_records(std::span<const std::byte> in)
   const batch_header& h = *header;
   std::span<const std::byte> section = in.subspan(batch_header_bytes);
   model::bytes decompressed;
-  if (h.compression() == model::compression::lz4) {
-    auto d = lz4_decompress(section);
+  if (h.compression() != model::compression::none) {
+    auto d = decompress(h.compression(), section);
     if (!d.ok()) return d.error();
     decompressed = std::move(*d);
     section = decompressed;

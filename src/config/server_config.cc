@@ -124,10 +124,10 @@ base::result<host_port, std::string> parse_host_port(std::string_view rest) {
 struct listener_set {
   std::optional<host_port> http;
   std::optional<host_port> cluster;
+  std::optional<host_port> kafka;
 };
 
-/// "http://H:P,cluster://H:P": at most one listener of each kind. kafka:// is named as not yet
-/// served rather than as unknown.
+/// "http://H:P,kafka://H:P,cluster://H:P": at most one listener of each kind.
 base::result<listener_set, std::string> parse_listeners(std::string_view v) {
   listener_set out;
   for (std::string_view item : split_list(v)) {
@@ -140,9 +140,9 @@ base::result<listener_set, std::string> parse_listeners(std::string_view v) {
     } else if (scheme == "cluster") {
       slot = &out.cluster;
     } else if (scheme == "kafka") {
-      return std::string("kafka:// (the Kafka client listener) is not served yet: it comes with the Kafka listener issue");
+      slot = &out.kafka;
     } else {
-      return "unknown listener kind '" + std::string(scheme) + "' (http or cluster)";
+      return "unknown listener kind '" + std::string(scheme) + "' (http, kafka or cluster)";
     }
     if (slot->has_value()) return "only one " + std::string(scheme) + ":// listener is supported";
     auto address = parse_host_port(item.substr(scheme_end + 3));
@@ -208,8 +208,9 @@ const std::vector<key_spec>& key_table() {
               "how often consumer sessions past their timeout are swept, ms"),
       key_spec{"listeners",
                "where this node listens, comma-separated, at most one of each kind: http://HOST:PORT (REST, "
-               "WebSocket, console) and cluster://HOST:PORT (the inter-broker listener, Kafka's wire protocol); "
-               "IP address hosts",
+               "WebSocket, console), kafka://HOST:PORT (Kafka clients: kcat, librdkafka, kafka-python, Java) and "
+               "cluster://HOST:PORT (the inter-broker listener, Kafka's wire protocol); IP address hosts. Listing "
+               "listeners replaces the default: leave kafka:// out to serve no Kafka clients",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  auto parsed = parse_listeners(v);
                  if (!parsed.ok()) return parsed.error();
@@ -218,10 +219,15 @@ const std::vector<key_spec>& key_table() {
                  c.listener_port = parsed->http->port;
                  c.cluster_listener_host = parsed->cluster ? parsed->cluster->host : "127.0.0.1";
                  c.cluster_listener_port = parsed->cluster ? parsed->cluster->port : -1;
+                 c.kafka_listener_host = parsed->kafka ? parsed->kafka->host : "127.0.0.1";
+                 c.kafka_listener_port = parsed->kafka ? parsed->kafka->port : -1;
                  return std::nullopt;
                },
                [](const server_config& c) {
                  std::string out = "http://" + c.listener_host + ":" + std::to_string(c.listener_port);
+                 if (c.kafka_listener_port >= 0) {
+                   out += ",kafka://" + c.kafka_listener_host + ":" + std::to_string(c.kafka_listener_port);
+                 }
                  if (c.cluster_listener_port >= 0) {
                    out += ",cluster://" + c.cluster_listener_host + ":" + std::to_string(c.cluster_listener_port);
                  }
@@ -241,6 +247,10 @@ const std::vector<key_spec>& key_table() {
                    c.advertised_cluster_host = parsed->cluster->host;
                    c.advertised_cluster_port = parsed->cluster->port;
                  }
+                 if (parsed->kafka) {
+                   c.advertised_kafka_host = parsed->kafka->host;
+                   c.advertised_kafka_port = parsed->kafka->port;
+                 }
                  return std::nullopt;
                },
                [](const server_config& c) {
@@ -249,6 +259,10 @@ const std::vector<key_spec>& key_table() {
                  if (c.advertised_cluster_port >= 0) {
                    out += (out.empty() ? "" : ",") + std::string("cluster://") + c.advertised_cluster_host + ":" +
                           std::to_string(c.advertised_cluster_port);
+                 }
+                 if (c.advertised_kafka_port >= 0) {
+                   out += (out.empty() ? "" : ",") + std::string("kafka://") + c.advertised_kafka_host + ":" +
+                          std::to_string(c.advertised_kafka_port);
                  }
                  return out;
                }},
@@ -336,6 +350,8 @@ const std::vector<key_spec>& key_table() {
               "close keep-alive connections idle this long, ms"),
       int_key("fetch.response.bytes.max", &server_config::fetch_response_bytes_max, 1024, int64_t{1} << 30,
               "largest max_bytes a fetch may ask for"),
+      int_key("socket.request.max.bytes", &server_config::socket_request_max_bytes, 1024, 104857600,
+              "largest Kafka request frame, bytes: a larger one closes the connection (Kafka's default 100 MiB)"),
       key_spec{"http.cors.allowed.origins",
                "browser origins allowed by CORS and the WebSocket upgrade: * (any) or a comma-separated list "
                "of scheme://host[:port]",

@@ -705,6 +705,51 @@ result<commit_result> group_coordinator::commit_offsets(std::string_view group_i
   return apply_commit(group_id, member_id, generation, offsets, now_ms);
 }
 
+result<commit_result> group_coordinator::commit_offsets_standalone(std::string_view group_id,
+                                                                   const std::vector<offset_commit>& offsets,
+                                                                   int64_t now_ms) {
+  RINGLOG_TRY(check_name(group_id, "group_id", errc::invalid_group_id));
+  auto git = groups_.find(group_id);
+  if (git != groups_.end() && !git->second.members.empty()) {
+    return err(errc::inconsistent_group_protocol,
+               "group '" + std::string(group_id) + "' has " + std::to_string(git->second.members.size()) +
+                   " members managed by ringlog (REST/WebSocket consumers); a commit without membership "
+                   "(generation -1) is refused while they are in it; nothing was committed");
+  }
+  if (offsets.size() > limits::commit_partitions_max) {
+    return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) +
+                                              " partitions (limits::commit_partitions_max)");
+  }
+  if (git == groups_.end() && groups_.size() >= limits::groups_per_coordinator_max) {
+    return err(errc::too_many_groups, "coordinator holds " + std::to_string(groups_.size()) +
+                                          " groups (limits::groups_per_coordinator_max)");
+  }
+  for (const auto& c : offsets) {
+    if (c.next_offset.value() < 0) {
+      return err(errc::invalid_offset, "commit offset " + std::to_string(c.next_offset.value()) + " for " +
+                                           tp_name(c.partition) + " is negative");
+    }
+    if (c.metadata.size() > limits::offset_metadata_bytes_max) {
+      return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
+                                                      std::to_string(c.metadata.size()) +
+                                                      " bytes (limits::offset_metadata_bytes_max)");
+    }
+  }
+  if (git == groups_.end()) {
+    git = groups_.emplace(std::string(group_id), group_state_data{}).first;
+    git->second.group_id = std::string(group_id);
+  }
+  commit_result out;
+  for (const auto& c : offsets) {
+    committed_offset v{c.next_offset, c.metadata, now_ms};
+    git->second.committed[c.partition] = v;
+    out.committed[c.partition] = v;
+    out.records.push_back(
+        offsets_topic_record{encode_offset_commit_key(group_id, c.partition), encode_offset_commit_value(v)});
+  }
+  return out;
+}
+
 result<commit_result> group_coordinator::commit_processed(std::string_view group_id, std::string_view member_id,
                                                           std::optional<generation_id> generation,
                                                           const std::vector<processed_offset>& offsets, int64_t now_ms) {

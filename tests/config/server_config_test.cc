@@ -90,6 +90,22 @@ TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum
   REQUIRE(broker_only.ok());
   CHECK_FALSE(broker_only->process_role_controller);
 
+  // The Kafka client listener: on by default beside HTTP; listing listeners without one turns it off.
+  auto defaults = load_server_config({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->kafka_listener_port == 9092);
+  CHECK(defaults->kafka_listener_host == "127.0.0.1");
+  auto with_kafka = load_server_config({{"listeners", "http://127.0.0.1:8082,kafka://0.0.0.0:19092"},
+                                        {"advertised.listeners", "kafka://10.0.0.5:9092"}});
+  REQUIRE(with_kafka.ok());
+  CHECK(with_kafka->kafka_listener_host == "0.0.0.0");
+  CHECK(with_kafka->kafka_listener_port == 19092);
+  CHECK(with_kafka->advertised_kafka_host == "10.0.0.5");
+  CHECK(with_kafka->advertised_kafka_port == 9092);
+  auto http_only = load_server_config({{"listeners", "http://127.0.0.1:8082"}});
+  REQUIRE(http_only.ok());
+  CHECK(http_only->kafka_listener_port == -1);
+
   auto why = [](properties p) {
     auto r = load_server_config(p);
     REQUIRE_FALSE(r.ok());
@@ -98,7 +114,10 @@ TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum
   };
   CHECK(why({{"listeners", "http://127.0.0.1:1,http://127.0.0.1:2"}}).find("only one http:// listener") != std::string::npos);
   CHECK(why({{"listeners", "cluster://127.0.0.1:2"}}).find("an http:// listener is required") != std::string::npos);
-  CHECK(why({{"listeners", "http://127.0.0.1:1,kafka://127.0.0.1:9092"}}).find("not served yet") != std::string::npos);
+  CHECK(why({{"listeners", "http://127.0.0.1:1,kafka://127.0.0.1:2,kafka://127.0.0.1:3"}}).find("only one kafka:// listener") !=
+        std::string::npos);
+  CHECK(why({{"listeners", "http://127.0.0.1:1,kafka://localhost:2"}}).find("kafka://localhost:2") != std::string::npos);
+  CHECK(why({{"socket.request.max.bytes", "104857601"}}).find("socket.request.max.bytes") != std::string::npos);
   CHECK(why({{"listeners", "http://127.0.0.1:1,ftp://127.0.0.1:9092"}}).find("unknown listener kind 'ftp'") != std::string::npos);
   CHECK(why({{"process.roles", "broker,broker"}}).find("at most once") != std::string::npos);
   CHECK(why({{"process.roles", ""}}).find("at least one role") != std::string::npos);

@@ -544,3 +544,34 @@ TEST_CASE("check_join answers what join would, and changes nothing") {
   REQUIRE(joined.ok());
   CHECK(joined->member_id == id);
 }
+
+TEST_CASE("commits outside membership: only for groups without members, replayed after a restart") {
+  group_coordinator c(7);
+  c.set_topics({{"t", 2}}, t0);
+  // An unknown group is created by the commit (Kafka accepts generation -1 commits for Empty groups).
+  auto first = c.commit_offsets_standalone("kafka-group", {{tp("t", 0), offset(7), "m"}, {tp("t", 1), offset(10), ""}}, t0);
+  REQUIRE(first.ok());
+  CHECK(first->records.size() == 2);
+  auto committed = c.committed_offsets("kafka-group");
+  REQUIRE(committed.ok());
+  CHECK(committed->at(tp("t", 0)).committed == offset(7));
+  CHECK(committed->at(tp("t", 0)).metadata == "m");
+  CHECK(c.describe_group("kafka-group").state == group_state::empty);
+  require_invariants(c);
+  // Refused, and nothing applied: a negative offset anywhere, an empty group id.
+  auto negative = c.commit_offsets_standalone("kafka-group", {{tp("t", 0), offset(8), ""}, {tp("t", 1), offset(-1), ""}}, t0);
+  REQUIRE_FALSE(negative.ok());
+  CHECK(negative.error().code == errc::invalid_offset);
+  CHECK(c.committed_offsets("kafka-group")->at(tp("t", 0)).committed == offset(7));
+  CHECK(c.commit_offsets_standalone("", {{tp("t", 0), offset(1), ""}}, t0).error().code == errc::invalid_group_id);
+  // A group whose members are managed here (REST) refuses them by name.
+  join_and_subscribe(c, "rest-group", req("a"), "t", t0);
+  auto mixed = c.commit_offsets_standalone("rest-group", {{tp("t", 0), offset(1), ""}}, t0);
+  REQUIRE_FALSE(mixed.ok());
+  CHECK(mixed.error().code == errc::inconsistent_group_protocol);
+  CHECK(mixed.error().message.find("REST") != std::string::npos);
+  // The records bring the offsets back after a restart.
+  group_coordinator restarted(8);
+  for (const auto& rec : first->records) REQUIRE(restarted.replay(rec, t0 + 100).ok());
+  CHECK(restarted.committed_offsets("kafka-group")->at(tp("t", 1)).committed == offset(10));
+}

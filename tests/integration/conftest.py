@@ -48,19 +48,28 @@ def wait_until(predicate, deadline_s, what):
 class Broker:
     """One running `ringlog serve` process."""
 
-    def __init__(self, data_dir, extra_sets=(), port=None):
+    def __init__(self, data_dir, extra_sets=(), port=None, kafka_port=None):
         self.data_dir = pathlib.Path(data_dir)
         self.extra_sets = list(extra_sets)
         self.port = port or free_port()
+        # kafka_port: also serve Kafka clients on kafka://127.0.0.1:kafka_port (tests/integration/test_kafka*.py).
+        self.kafka_port = kafka_port
         self.proc = None
         self.log_path = self.data_dir.parent / f"ringlog-{self.port}.log"
+
+    @property
+    def bootstrap(self):
+        return f"127.0.0.1:{self.kafka_port}"
 
     @property
     def url(self):
         return f"http://127.0.0.1:{self.port}"
 
     def start(self):
-        args = [str(binary_path()), "serve", "--set", f"listeners=http://127.0.0.1:{self.port}",
+        listeners = f"http://127.0.0.1:{self.port}"
+        if self.kafka_port:
+            listeners += f",kafka://127.0.0.1:{self.kafka_port}"
+        args = [str(binary_path()), "serve", "--set", f"listeners={listeners}",
                 "--set", f"log.dirs={self.data_dir}", "--set", "num.shards=2"]
         for s in self.extra_sets:
             args += ["--set", s]

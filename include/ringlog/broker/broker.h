@@ -163,6 +163,10 @@ struct fetch_request {
   int32_t max_bytes = 1024 * 1024;   // about; at least one record is always returned if any
   int64_t max_wait_ms = 0;           // long-poll up to this when nothing is there (capped by config)
   int32_t min_bytes = 1;
+  /// Kafka Fetch (the kafka module): answer with the stored batches (fetch_response::batches)
+  /// instead of decoded records; `max_bytes` then bounds whole batches (at least one is returned
+  /// when any exists below the high watermark, as Kafka's KIP-74 does).
+  bool raw_batches = false;
 };
 
 struct fetch_response {
@@ -175,6 +179,25 @@ struct fetch_response {
   /// same max_bytes share a read while its high watermark and log start offset stay put (100
   /// subscribers of one partition after each append). A front end may encode such records once.
   uint64_t read_id = 0;
+  /// With fetch_request::raw_batches: whole v2 batches as stored, concatenated (the first may
+  /// start below fetch_offset; none starts at or above high_watermark). `records` is empty then.
+  model::bytes batches;
+};
+
+/// Kafka Produce of one partition (the kafka module): the client's record batches appended as
+/// sent, after validation (codec::validate_batch and every record decoded), with offsets assigned
+/// by the log and, for topics with message.timestamp.type=LogAppendTime, the broker's time.
+struct produce_batches_request {
+  model::topic_partition partition;
+  std::vector<model::bytes> batches;   // each exactly one whole v2 batch, in append order
+  acks_mode acks = acks_mode::all;
+  int64_t timeout_ms = 30000;
+};
+
+struct produce_batches_response {
+  model::offset base_offset{-1};        // of the first batch; -1 with acks=none
+  model::timestamp_ms log_append_time = model::no_timestamp;  // -1 unless LogAppendTime
+  model::offset log_start_offset{-1};
 };
 
 enum class offset_spec { earliest, latest, timestamp };
@@ -281,6 +304,13 @@ class broker {
   virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;
   virtual void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
   virtual void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) = 0;
+  /// Kafka Produce of one partition's batches (produce_batches_request). Errors:
+  /// unknown_topic_or_partition, topic_authorization_failed (internal topic), corrupt_message
+  /// (CRC, sizes, record count, a record that does not decode; names the batch), message_too_large
+  /// (max.message.bytes), invalid_request (a transactional or control batch: not served yet),
+  /// not_enough_replicas, kafka_storage_error, throttling_quota_exceeded.
+  virtual void produce_batches(produce_batches_request request,
+                               std::function<void(result<produce_batches_response>)> done) = 0;
 
   /// First step of a graceful stop: new calls are refused (broker_not_available) and parked
   /// long-poll fetches are answered now with what they have, so front ends can drain quickly.

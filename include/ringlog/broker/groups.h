@@ -149,6 +149,16 @@ class group_api {
   virtual void committed(std::string group_id, std::string instance_id, group::partition_set partitions,
                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
 
+  // ---- Kafka clients outside membership (the Kafka listener's OffsetCommit / OffsetFetch)
+  /// group::group_coordinator::commit_offsets_standalone, answered once durable. Errors:
+  /// inconsistent_group_protocol (the group has REST/WebSocket members), invalid_group_id,
+  /// offset_out_of_range (negative), offset_metadata_too_large, throttling_quota_exceeded.
+  virtual void commit_standalone(std::string group_id, std::vector<group::offset_commit> offsets,
+                                 std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+  /// Every committed offset of a group; empty when the group is unknown (Kafka's OffsetFetch).
+  virtual void group_committed(std::string group_id,
+                               std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+
   // ---- admin
   virtual void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) = 0;
   /// state dead = no such group.

@@ -79,6 +79,13 @@ struct server_config {
   int32_t advertised_http_port = -1;
   std::string advertised_cluster_host;
   int32_t advertised_cluster_port = -1;
+  /// listeners=...,kafka://HOST:PORT: the Kafka client listener (issue 15). Port -1 when the
+  /// listeners key names none; the embedded default serves kafka://127.0.0.1:9092.
+  std::string kafka_listener_host = "127.0.0.1";
+  int32_t kafka_listener_port = 9092;
+  std::string advertised_kafka_host;
+  int32_t advertised_kafka_port = -1;
+  int32_t socket_request_max_bytes = 104857600;         // socket.request.max.bytes (Kafka's default)
   bool process_role_broker = true;                      // process.roles contains "broker"
   bool process_role_controller = true;                  // process.roles contains "controller"
   /// controller.quorum.voters=ID@HOST:PORT,...: the voters' cluster listeners. Empty = this node

@@ -248,6 +248,14 @@ class group_coordinator {
   /// handed out commits its last_returned (already "the offset after the last record returned").
   result<commit_result> commit_returned(std::string_view group_id, std::string_view member_id,
                                         std::optional<generation_id> generation, int64_t now_ms);
+  /// Kafka's commit outside membership (OffsetCommit with generation -1 and no member id: a
+  /// consumer that assign()s its partitions and commits to a group): stores next_offset as given,
+  /// for a group without members, created if unknown (Kafka accepts it for an Empty group).
+  /// Errors: invalid_group_id; inconsistent_group_protocol when the group has members here (its
+  /// REST/WebSocket members are managed by this coordinator, so a Kafka client may not commit
+  /// over them); invalid_offset, offset_metadata_too_large, too_many_partitions, too_many_groups.
+  result<commit_result> commit_offsets_standalone(std::string_view group_id, const std::vector<offset_commit>& offsets,
+                                                  int64_t now_ms);
   /// The group's committed offsets. Errors: group_id_not_found.
   result<partition_map<committed_offset>> committed_offsets(std::string_view group_id) const;
   /// Topic deletion: forgets every group's committed offsets and positions of `topic` and returns

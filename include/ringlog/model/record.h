@@ -30,7 +30,7 @@ struct record {
 };
 
 /// Compression codec in record batch attributes bits 0-2 (Kafka: 0 none, 1 gzip, 2 snappy,
-/// 3 lz4, 4 zstd). ringlog reads and writes none and lz4; the others are refused by name.
+/// 3 lz4, 4 zstd): all five are read and written (codec/compression.h).
 enum class compression : uint8_t { none = 0, gzip = 1, snappy = 2, lz4 = 3, zstd = 4 };
 
 /// Timestamp type, attributes bit 3 (KIP-32): create time (0) or log append time (1).

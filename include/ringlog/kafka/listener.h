@@ -1,0 +1,67 @@
+#pragma once
+// The Kafka client listener (`listeners=...,kafka://HOST:PORT`): TCP with Kafka's framing
+// (protocol guide, "Requests and Responses": int32 size, request header, body), each request
+// handed to a request_handler (request_handler.h). Per connection:
+//   - responses leave in request order (Kafka clients match them to requests by position, e.g.
+//     kafka-python raises on an out-of-order correlation id), even though requests complete out
+//     of order on the shards; a Produce with acks=0 takes its place in the order and sends nothing;
+//   - a frame whose size is <= 0 or above socket.request.max.bytes, a TLS handshake, a header or
+//     body that does not decode: the connection is closed with a log line naming why; nothing
+//     stored is touched;
+//   - bounded memory: reading pauses while constants::connection_in_flight_requests_max requests
+//     are unanswered or constants::connection_held_bytes_max bytes of requests and unsent
+//     responses are held (TCP backpressure reaches a client that does not read).
+// Connections are accepted on shard 0 and spread over all shards round-robin; Asio lives in
+// listener.cc only.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ringlog/kafka/request_handler.h"
+#include "ringlog/runtime/shard_threads.h"
+
+namespace ringlog::kafka {
+
+namespace constants {
+/// Unanswered requests per connection before reading pauses. librdkafka pipelines up to
+/// max.in.flight (default 1000000, i.e. unbounded) and the Java client 5 per connection; 32 keeps
+/// a pipelining producer busy while bounding what one client can park here.
+inline constexpr size_t connection_in_flight_requests_max = 32;
+/// Bytes of request frames being handled plus responses not yet written, per connection, past
+/// which reading pauses: 64 MiB (one default fetch.response.bytes.max). One request is always
+/// admitted, so the most a connection holds is this plus one frame of socket.request.max.bytes.
+inline constexpr size_t connection_held_bytes_max = 64ULL * 1024 * 1024;
+}  // namespace constants
+
+struct listener_options {
+  std::string host = "127.0.0.1";
+  uint16_t port = 9092;                       // 0: an ephemeral port (see listener::port())
+  int32_t request_bytes_max = 104857600;      // socket.request.max.bytes (Kafka's default, 100 MiB)
+};
+
+class listener {
+ public:
+  /// Binds and listens (accepting starts with start()). `handler` must outlive the listener.
+  /// Errors: a message naming host:port and why.
+  static base::result<std::unique_ptr<listener>, std::string> listen(runtime::shard_threads& runtime,
+                                                                     request_handler& handler,
+                                                                     listener_options options);
+  ~listener();
+  listener(const listener&) = delete;
+  listener& operator=(const listener&) = delete;
+
+  void start();
+  /// Closes the acceptor and every connection; returns once done. Idempotent; the runtime must
+  /// be running.
+  void stop();
+  [[nodiscard]] uint16_t port() const;
+
+  struct impl;
+
+ private:
+  explicit listener(std::shared_ptr<impl> p);
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace ringlog::kafka

@@ -1,0 +1,284 @@
+// Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeCluster, FindCoordinator.
+
+#include <map>
+
+#include "handlers.h"
+
+namespace ringlog::kafka::detail {
+
+namespace {
+
+/// A topic's metadata answer, or the error to give for it.
+struct topic_lookup {
+  std::string name;
+  std::optional<broker::topic_description> description;
+  int16_t error = error_code::none;
+};
+
+protocol::metadata_response_data::metadata_response_topic to_metadata_topic(const topic_lookup& t) {
+  protocol::metadata_response_data::metadata_response_topic out;
+  out.name = t.name;
+  out.error_code = t.error;
+  if (!t.description) return out;
+  const auto& d = *t.description;
+  out.topic_id = parse_uuid(d.topic_id);
+  out.is_internal = d.is_internal;
+  for (const auto& p : d.partitions) {
+    protocol::metadata_response_data::metadata_response_partition mp;
+    mp.partition_index = p.partition.value();
+    mp.leader_id = p.leader;
+    mp.leader_epoch = p.leader_epoch.value();
+    mp.replica_nodes = p.replicas;
+    mp.isr_nodes = p.in_sync_replicas;
+    out.partitions.push_back(std::move(mp));
+  }
+  return out;
+}
+
+/// Describes `name`, creating it first when it is missing and `auto_create` allows (Kafka
+/// creates topics on Metadata when auto.create.topics.enable and the client allows it).
+void lookup_topic(broker::broker& b, std::string name, bool auto_create, std::function<void(topic_lookup)> done) {
+  auto describe = [&b, name, done](int16_t error_if_missing) {
+    b.describe_topic(name, [name, done, error_if_missing](broker::result<broker::topic_description> d) {
+      topic_lookup out{name, std::nullopt, error_code::none};
+      if (d.ok()) {
+        out.description = std::move(d).value();
+      } else {
+        out.error = d.error().code == broker::errc::unknown_topic_or_partition ? error_if_missing : code_of(d.error());
+      }
+      done(std::move(out));
+    });
+  };
+  if (b.topic_exists(name) || !auto_create) return describe(error_code::unknown_topic_or_partition);
+  if (!broker::validate_topic_name(name).ok()) {
+    return done(topic_lookup{name, std::nullopt, error_code::invalid_topic_exception});
+  }
+  broker::create_topic_request create;
+  create.name = name;
+  b.create_topic(std::move(create), [name, done, describe](broker::result<broker::topic_description> created) {
+    if (created.ok()) return done(topic_lookup{name, std::move(created).value(), error_code::none});
+    if (created.error().code == broker::errc::topic_already_exists) return describe(error_code::unknown_topic_or_partition);
+    done(topic_lookup{name, std::nullopt, code_of(created.error())});
+  });
+}
+
+}  // namespace
+
+void handle_metadata(const request_context& ctx, protocol::metadata_request_data request) {
+  broker::broker& b = ctx.broker_api();
+  std::vector<std::string> names;
+  const bool all = !request.topics || (ctx.api_version == 0 && request.topics->empty());
+  if (all) {
+    names = b.list_topics(true);
+  } else {
+    for (const auto& t : *request.topics) names.push_back(t.name.value_or(""));
+  }
+  // Kafka: Metadata v0-3 always allowed auto-creation; v4+ carries the client's wish.
+  const bool auto_create =
+      !all && b.config().auto_create_topics_enable && (ctx.api_version < 4 || request.allow_auto_topic_creation);
+  auto g = std::make_shared<gather<topic_lookup>>(names.size(), [ctx](std::vector<topic_lookup>& found) {
+    protocol::metadata_response_data out;
+    const auto& o = ctx.options();
+    protocol::metadata_response_data::metadata_response_broker self;
+    self.node_id = o.node_id;
+    self.host = o.advertised_host;
+    self.port = o.advertised_port;
+    out.brokers.push_back(std::move(self));
+    out.cluster_id = o.cluster_id;
+    out.controller_id = o.node_id;
+    for (const auto& t : found) out.topics.push_back(to_metadata_topic(t));
+    ctx.answer(out);
+  });
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) {   // v10+ may name a topic by id only; ids are not looked up yet
+      g->slot(i) = topic_lookup{"", std::nullopt, error_code::unknown_topic_id};
+      g->complete_one();
+      continue;
+    }
+    lookup_topic(b, names[i], auto_create, [g, i](topic_lookup t) {
+      g->slot(i) = std::move(t);
+      g->complete_one();
+    });
+  }
+  g->finish_if_empty();
+}
+
+void handle_create_topics(const request_context& ctx, protocol::create_topics_request_data request) {
+  using result_t = protocol::create_topics_response_data::creatable_topic_result;
+  broker::broker& b = ctx.broker_api();
+  const size_t n = request.topics.size();
+  auto g = std::make_shared<gather<result_t>>(n, [ctx](std::vector<result_t>& results) {
+    protocol::create_topics_response_data out;
+    out.topics = std::move(results);
+    ctx.answer(out);
+  });
+  for (size_t i = 0; i < n; ++i) {
+    auto& t = request.topics[i];
+    result_t& slot = g->slot(i);
+    slot.name = t.name;
+    if (!t.assignments.empty()) {
+      slot.error_code = error_code::invalid_replica_assignment;
+      slot.error_message = "manual replica assignments are not supported: this ringlog runs one node";
+      g->complete_one();
+      continue;
+    }
+    broker::create_topic_request create;
+    create.name = t.name;
+    if (t.num_partitions != -1) create.partitions_count = t.num_partitions;
+    if (t.replication_factor != -1) create.replication_factor = t.replication_factor;
+    for (const auto& c : t.configs) {
+      if (c.value) create.configs[c.name] = *c.value;
+    }
+    create.validate_only = request.validate_only;
+    b.create_topic(std::move(create), [g, i](broker::result<broker::topic_description> created) {
+      result_t& r = g->slot(i);
+      if (!created.ok()) {
+        r.error_code = code_of(created.error());
+        r.error_message = created.error().message;
+        r.num_partitions = -1;
+        r.replication_factor = -1;
+        r.configs = std::nullopt;
+      } else {
+        const auto& d = created.value();
+        r.topic_id = parse_uuid(d.topic_id);
+        r.num_partitions = static_cast<int32_t>(d.partitions.size());
+        r.replication_factor = d.replication_factor;
+        std::vector<protocol::create_topics_response_data::creatable_topic_configs> configs;
+        for (const auto& c : d.configs) {
+          protocol::create_topics_response_data::creatable_topic_configs e;
+          e.name = c.name;
+          e.value = c.value;
+          e.read_only = c.read_only;
+          e.config_source = c.is_default ? 5 : 1;   // DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG
+          configs.push_back(std::move(e));
+        }
+        r.configs = std::move(configs);
+      }
+      g->complete_one();
+    });
+  }
+  g->finish_if_empty();
+}
+
+void handle_delete_topics(const request_context& ctx, protocol::delete_topics_request_data request) {
+  using result_t = protocol::delete_topics_response_data::deletable_topic_result;
+  broker::broker& b = ctx.broker_api();
+  std::vector<std::pair<std::optional<std::string>, protocol::uuid>> targets;
+  if (ctx.api_version >= 6) {
+    for (const auto& t : request.topics) targets.emplace_back(t.name, t.topic_id);
+  } else {
+    for (const auto& name : request.topic_names) targets.emplace_back(name, protocol::uuid{});
+  }
+  auto g = std::make_shared<gather<result_t>>(targets.size(), [ctx](std::vector<result_t>& results) {
+    protocol::delete_topics_response_data out;
+    out.responses = std::move(results);
+    ctx.answer(out);
+  });
+  for (size_t i = 0; i < targets.size(); ++i) {
+    result_t& slot = g->slot(i);
+    slot.name = targets[i].first;
+    slot.topic_id = targets[i].second;
+    if (!targets[i].first) {
+      slot.error_code = error_code::unknown_topic_id;
+      slot.error_message = "topics are deleted by name here; topic ids are not looked up yet";
+      g->complete_one();
+      continue;
+    }
+    b.delete_topic(*targets[i].first, [g, i](broker::result<void> deleted) {
+      if (!deleted.ok()) {
+        g->slot(i).error_code = code_of(deleted.error());
+        g->slot(i).error_message = deleted.error().message;
+      }
+      g->complete_one();
+    });
+  }
+  g->finish_if_empty();
+}
+
+void handle_create_partitions(const request_context& ctx, protocol::create_partitions_request_data request) {
+  using result_t = protocol::create_partitions_response_data::create_partitions_topic_result;
+  broker::broker& b = ctx.broker_api();
+  const size_t n = request.topics.size();
+  auto g = std::make_shared<gather<result_t>>(n, [ctx](std::vector<result_t>& results) {
+    protocol::create_partitions_response_data out;
+    out.results = std::move(results);
+    ctx.answer(out);
+  });
+  for (size_t i = 0; i < n; ++i) {
+    const auto& t = request.topics[i];
+    g->slot(i).name = t.name;
+    if (t.assignments && !t.assignments->empty()) {
+      g->slot(i).error_code = error_code::invalid_replica_assignment;
+      g->slot(i).error_message = "manual replica assignments are not supported: this ringlog runs one node";
+      g->complete_one();
+      continue;
+    }
+    auto record = [g, i](const broker::error& e) {
+      g->slot(i).error_code = code_of(e);
+      g->slot(i).error_message = e.message;
+    };
+    if (request.validate_only) {
+      // The broker's create_partitions has no dry run: check the rule it applies (never fewer).
+      b.describe_topic(t.name, [g, i, count = t.count, record](broker::result<broker::topic_description> d) {
+        if (!d.ok()) {
+          record(d.error());
+        } else if (count <= static_cast<int32_t>(d->partitions.size())) {
+          g->slot(i).error_code = error_code::invalid_partitions;
+          g->slot(i).error_message = "topic has " + std::to_string(d->partitions.size()) +
+                                     " partitions; the new count must be larger, got " + std::to_string(count);
+        }
+        g->complete_one();
+      });
+      continue;
+    }
+    b.create_partitions(t.name, t.count, [g, record](broker::result<broker::topic_description> d) {
+      if (!d.ok()) record(d.error());
+      g->complete_one();
+    });
+  }
+  g->finish_if_empty();
+}
+
+void handle_describe_cluster(const request_context& ctx, protocol::describe_cluster_request_data) {
+  protocol::describe_cluster_response_data out;
+  const auto& o = ctx.options();
+  out.cluster_id = o.cluster_id;
+  out.controller_id = o.node_id;
+  protocol::describe_cluster_response_data::describe_cluster_broker self;
+  self.broker_id = o.node_id;
+  self.host = o.advertised_host;
+  self.port = o.advertised_port;
+  out.brokers.push_back(std::move(self));
+  ctx.answer(out);
+}
+
+void handle_find_coordinator(const request_context& ctx, protocol::find_coordinator_request_data request) {
+  // Every group's coordinator is this node (one node serves every partition of
+  // __consumer_offsets); transactions are not served yet.
+  const auto& o = ctx.options();
+  const bool transaction = request.key_type == 1;
+  const int16_t error = transaction ? error_code::coordinator_not_available : error_code::none;
+  const std::string message = transaction ? "transactions are not served yet" : "";
+  protocol::find_coordinator_response_data out;
+  if (ctx.api_version < 4) {
+    out.error_code = error;
+    if (transaction) out.error_message = message;
+    out.node_id = transaction ? -1 : o.node_id;
+    out.host = transaction ? "" : o.advertised_host;
+    out.port = transaction ? -1 : o.advertised_port;
+  } else {
+    for (const auto& key : request.coordinator_keys) {
+      protocol::find_coordinator_response_data::coordinator c;
+      c.key = key;
+      c.error_code = error;
+      if (transaction) c.error_message = message;
+      c.node_id = transaction ? -1 : o.node_id;
+      c.host = transaction ? "" : o.advertised_host;
+      c.port = transaction ? -1 : o.advertised_port;
+      out.coordinators.push_back(std::move(c));
+    }
+  }
+  ctx.answer(out);
+}
+
+}  // namespace ringlog::kafka::detail

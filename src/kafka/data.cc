@@ -1,0 +1,463 @@
+// Produce, Fetch, ListOffsets, OffsetForLeaderEpoch: Kafka's data path onto the broker API.
+// Record batches travel as the client wrote them (Produce) and as the log stores them (Fetch).
+
+#include <algorithm>
+#include <mutex>
+
+#include "handlers.h"
+#include "ringlog/codec/record_batch.h"
+
+namespace ringlog::kafka::detail {
+
+namespace {
+
+constexpr int16_t invalid_required_acks = 21;
+constexpr int16_t corrupt_message = 2;
+constexpr int16_t unsupported_for_message_format = 43;
+
+/// Why a record set cannot be split into v2 batches, and the Kafka error that says so.
+struct split_error {
+  int16_t code = corrupt_message;
+  std::string message;
+};
+
+/// Cuts a partition's record set into its batches (each batch_length + 12 bytes). Errors name
+/// what is wrong: a size that runs past the record set, a message format other than v2.
+base::result<std::vector<bytes>, split_error> split_batches(const bytes& records) {
+  std::vector<bytes> out;
+  size_t pos = 0;
+  while (pos < records.size()) {
+    const size_t left = records.size() - pos;
+    if (left < codec::batch_log_overhead_bytes + 5) {
+      return split_error{corrupt_message, "record set ends inside a batch header (" + std::to_string(left) +
+                                              " bytes left at " + std::to_string(pos) + ")"};
+    }
+    const auto* p = records.data() + pos;
+    const int32_t batch_length = static_cast<int32_t>((static_cast<uint32_t>(p[8]) << 24) | (static_cast<uint32_t>(p[9]) << 16) |
+                                                      (static_cast<uint32_t>(p[10]) << 8) | static_cast<uint32_t>(p[11]));
+    const auto magic = static_cast<int8_t>(p[16]);
+    if (magic != codec::batch_magic_v2) {
+      return split_error{unsupported_for_message_format,
+                         "message format v" + std::to_string(magic) + " at byte " + std::to_string(pos) +
+                             ": only record batch v2 (magic 2) is accepted"};
+    }
+    if (batch_length <= 0 || static_cast<size_t>(batch_length) > left - codec::batch_log_overhead_bytes) {
+      return split_error{corrupt_message, "batch_length " + std::to_string(batch_length) + " at byte " +
+                                              std::to_string(pos) + " runs past the record set (" +
+                                              std::to_string(left) + " bytes left)"};
+    }
+    const size_t size = static_cast<size_t>(batch_length) + codec::batch_log_overhead_bytes;
+    out.emplace_back(records.begin() + static_cast<std::ptrdiff_t>(pos),
+                     records.begin() + static_cast<std::ptrdiff_t>(pos + size));
+    pos += size;
+  }
+  if (out.empty()) return split_error{corrupt_message, "the record set is empty"};
+  return out;
+}
+
+/// Whole batches at the front of `batches` that fit in `budget` bytes; at least the first when
+/// `at_least_one` (KIP-74: a consumer is never stuck behind a batch larger than its limits).
+size_t fitting_prefix(const bytes& batches, size_t budget, bool at_least_one) {
+  size_t pos = 0;
+  while (pos + codec::batch_log_overhead_bytes <= batches.size()) {
+    auto header = codec::decode_header(std::span(batches).subspan(pos));
+    RINGLOG_ASSERT(header.ok(), "batches read from the log were validated on append");
+    const size_t next = pos + header->size_bytes();
+    if (next > budget && !(at_least_one && pos == 0)) break;
+    pos = next;
+  }
+  return pos;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Produce
+
+void handle_produce(const request_context& ctx, protocol::produce_request_data request) {
+  using partition_result = protocol::produce_response_data::partition_produce_response;
+  broker::broker& b = ctx.broker_api();
+  broker::acks_mode acks = broker::acks_mode::all;
+  const bool acks_valid = request.acks == 0 || request.acks == 1 || request.acks == -1;
+  if (request.acks == 0) acks = broker::acks_mode::none;
+  if (request.acks == 1) acks = broker::acks_mode::leader;
+  // Flatten (topic, partition) pairs, keeping request order for the answer.
+  struct target {
+    size_t topic_index;
+    int32_t partition;
+    std::optional<bytes> records;
+  };
+  std::vector<target> targets;
+  for (size_t t = 0; t < request.topic_data.size(); ++t) {
+    for (auto& p : request.topic_data[t].partition_data) targets.push_back({t, p.index, std::move(p.records)});
+  }
+  const bool no_response = request.acks == 0;
+  std::vector<std::string> topic_names;
+  for (const auto& t : request.topic_data) topic_names.push_back(t.name);
+  auto g = std::make_shared<gather<partition_result>>(
+      targets.size(), [ctx, no_response, topic_names, targets_topic = [&] {
+        std::vector<size_t> idx;
+        for (const auto& t : targets) idx.push_back(t.topic_index);
+        return idx;
+      }()](std::vector<partition_result>& results) {
+        if (no_response) return;
+        protocol::produce_response_data out;
+        for (const auto& name : topic_names) {
+          protocol::produce_response_data::topic_produce_response t;
+          t.name = name;
+          out.responses.push_back(std::move(t));
+        }
+        for (size_t i = 0; i < results.size(); ++i) {
+          out.responses[targets_topic[i]].partition_responses.push_back(std::move(results[i]));
+        }
+        ctx.answer(out);
+      });
+  // acks=0: the client reads no answer (Kafka sends none), whatever happens to the records.
+  if (no_response) ctx.answer_nothing();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    auto& t = targets[i];
+    partition_result& slot = g->slot(i);
+    slot.index = t.partition;
+    slot.base_offset = -1;
+    slot.log_append_time_ms = -1;
+    slot.log_start_offset = -1;
+    auto fail = [&](int16_t code, std::string message) {
+      slot.error_code = code;
+      slot.error_message = std::move(message);
+      g->complete_one();
+    };
+    if (!acks_valid) {
+      fail(invalid_required_acks, "acks must be 0, 1 or -1, got " + std::to_string(request.acks));
+      continue;
+    }
+    if (request.transactional_id) {
+      fail(error_code::invalid_request, "transactional produce is not served yet");
+      continue;
+    }
+    if (!t.records) {
+      fail(corrupt_message, "the partition's records are null");
+      continue;
+    }
+    auto batches = split_batches(*t.records);
+    if (!batches.ok()) {
+      fail(batches.error().code, batches.error().message);
+      continue;
+    }
+    broker::produce_batches_request produce;
+    produce.partition = model::topic_partition{topic_names[t.topic_index], model::partition_id{t.partition}};
+    produce.batches = std::move(batches).value();
+    produce.acks = acks;
+    produce.timeout_ms = request.timeout_ms;
+    b.produce_batches(std::move(produce), [g, i](broker::result<broker::produce_batches_response> r) {
+      partition_result& res = g->slot(i);
+      if (!r.ok()) {
+        res.error_code = code_of(r.error());
+        res.error_message = r.error().message;
+      } else {
+        res.base_offset = r->base_offset.value();
+        res.log_append_time_ms = r->log_append_time;
+        res.log_start_offset = r->log_start_offset.value();
+      }
+      g->complete_one();
+    });
+  }
+  g->finish_if_empty();
+}
+
+// ---------------------------------------------------------------- Fetch
+
+namespace {
+
+struct fetch_part {
+  size_t topic_index = 0;
+  int32_t partition = 0;
+  int64_t fetch_offset = 0;
+  int32_t partition_max_bytes = 0;
+  int16_t error = error_code::none;
+  int64_t high_watermark = -1;
+  int64_t log_start_offset = -1;
+  bytes batches;
+};
+
+/// One Fetch request in flight: a first read of every partition without waiting, then, when that
+/// found fewer than min_bytes, a long-poll of every partition answered by the first that has
+/// data (or by the last to time out).
+struct fetch_operation {
+  request_context ctx;
+  std::vector<std::string> topics;
+  std::vector<fetch_part> parts;
+  int32_t min_bytes = 1;
+  int32_t max_wait_ms = 0;
+  size_t response_bytes_max = 0;
+  std::mutex mutex;          // the long-poll's completions come from several shard threads
+  bool answered = false;
+  size_t outstanding = 0;
+
+  void answer() {
+    protocol::fetch_response_data out;
+    for (const auto& name : topics) {
+      protocol::fetch_response_data::fetchable_topic_response t;
+      t.topic = name;
+      out.responses.push_back(std::move(t));
+    }
+    size_t used = 0;
+    for (auto& p : parts) {
+      protocol::fetch_response_data::partition_data d;
+      d.partition_index = p.partition;
+      d.error_code = p.error;
+      d.high_watermark = p.high_watermark;
+      d.last_stable_offset = p.high_watermark;   // no transactions yet: nothing is pending
+      d.log_start_offset = p.log_start_offset;
+      d.aborted_transactions = std::nullopt;
+      const size_t left = response_bytes_max > used ? response_bytes_max - used : 0;
+      const size_t keep = fitting_prefix(p.batches, left, used == 0);
+      p.batches.resize(keep);
+      used += keep;
+      d.records = std::move(p.batches);
+      out.responses[p.topic_index].partitions.push_back(std::move(d));
+    }
+    ctx.answer(out);
+  }
+};
+
+void store(fetch_part& part, broker::result<broker::fetch_response>& r) {
+  if (!r.ok()) {
+    part.error = code_of(r.error());
+    part.batches.clear();
+    return;
+  }
+  part.error = error_code::none;
+  part.high_watermark = r->high_watermark.value();
+  part.log_start_offset = r->log_start_offset.value();
+  part.batches = std::move(r->batches);
+}
+
+broker::fetch_request make_request(const std::string& topic, const fetch_part& p, int64_t max_wait_ms) {
+  broker::fetch_request f;
+  f.partition = model::topic_partition{topic, model::partition_id{p.partition}};
+  f.fetch_offset = model::offset{p.fetch_offset};
+  f.max_bytes = std::max<int32_t>(1, p.partition_max_bytes);
+  f.max_wait_ms = max_wait_ms;
+  f.raw_batches = true;
+  return f;
+}
+
+/// The long-poll: every partition parks in the broker; the first answer with data (or an error)
+/// answers the client, the rest are dropped when they come.
+void long_poll(const std::shared_ptr<fetch_operation>& op) {
+  broker::broker& b = op->ctx.broker_api();
+  {
+    std::lock_guard lock(op->mutex);
+    op->outstanding = op->parts.size();
+  }
+  for (size_t i = 0; i < op->parts.size(); ++i) {
+    const auto& p = op->parts[i];
+    b.fetch(make_request(op->topics[p.topic_index], p, op->max_wait_ms),
+            [op, i](broker::result<broker::fetch_response> r) {
+              std::lock_guard lock(op->mutex);
+              --op->outstanding;
+              if (op->answered) return;
+              const bool has_data = !r.ok() || !r->batches.empty();
+              store(op->parts[i], r);
+              if (has_data || op->outstanding == 0) {
+                op->answered = true;
+                op->answer();
+              }
+            });
+  }
+}
+
+}  // namespace
+
+void handle_fetch(const request_context& ctx, protocol::fetch_request_data request) {
+  // No fetch sessions (KIP-227) are kept: session_id 0 in every answer tells the client to send
+  // full requests; an incremental one names a session we never gave.
+  if (request.session_id != 0 || request.session_epoch > 0) {
+    protocol::fetch_response_data out;
+    out.error_code = error_code::fetch_session_id_not_found;
+    ctx.answer(out);
+    return;
+  }
+  if (ctx.api_version < 4) {
+    // Fetch v2/v3 expect message format v0/v1, which is not kept (no down-conversion).
+    protocol::fetch_response_data out;
+    for (const auto& t : request.topics) {
+      protocol::fetch_response_data::fetchable_topic_response rt;
+      rt.topic = t.topic;
+      for (const auto& p : t.partitions) {
+        protocol::fetch_response_data::partition_data d;
+        d.partition_index = p.partition;
+        d.error_code = error_code::unsupported_version;
+        d.high_watermark = -1;
+        rt.partitions.push_back(std::move(d));
+      }
+      out.responses.push_back(std::move(rt));
+    }
+    ctx.answer(out);
+    return;
+  }
+  auto op = std::make_shared<fetch_operation>();
+  op->ctx = ctx;
+  op->min_bytes = request.min_bytes;
+  op->max_wait_ms = std::max(0, request.max_wait_ms);
+  int64_t max_bytes = ctx.api_version >= 3 ? request.max_bytes : ctx.options().fetch_response_bytes_max;
+  max_bytes = std::clamp<int64_t>(max_bytes, 1, ctx.options().fetch_response_bytes_max);
+  op->response_bytes_max = static_cast<size_t>(max_bytes);
+  for (size_t t = 0; t < request.topics.size(); ++t) {
+    op->topics.push_back(request.topics[t].topic);
+    for (const auto& p : request.topics[t].partitions) {
+      fetch_part part;
+      part.topic_index = t;
+      part.partition = p.partition;
+      part.fetch_offset = p.fetch_offset;
+      part.partition_max_bytes = static_cast<int32_t>(std::min<int64_t>(p.partition_max_bytes, max_bytes));
+      op->parts.push_back(std::move(part));
+    }
+  }
+  broker::broker& b = ctx.broker_api();
+  using answer_t = std::optional<broker::result<broker::fetch_response>>;
+  auto first = std::make_shared<gather<answer_t>>(
+      op->parts.size(), [op](std::vector<answer_t>& results) {
+        size_t total = 0;
+        bool any_error = false;
+        for (size_t i = 0; i < results.size(); ++i) {
+          RINGLOG_ASSERT(results[i].has_value(), "every partition's first read answered");
+          auto& r = *results[i];
+          if (!r.ok()) any_error = true;
+          else total += r->batches.size();
+          store(op->parts[i], r);
+        }
+        if (total >= static_cast<size_t>(std::max(op->min_bytes, 1)) || any_error || op->max_wait_ms == 0 ||
+            op->parts.empty()) {
+          op->answered = true;
+          return op->answer();
+        }
+        long_poll(op);
+      });
+  for (size_t i = 0; i < op->parts.size(); ++i) {
+    const auto& p = op->parts[i];
+    b.fetch(make_request(op->topics[p.topic_index], p, 0), [first, i](broker::result<broker::fetch_response> r) {
+      first->slot(i) = std::move(r);
+      first->complete_one();
+    });
+  }
+  first->finish_if_empty();
+}
+
+// ---------------------------------------------------------------- ListOffsets
+
+void handle_list_offsets(const request_context& ctx, protocol::list_offsets_request_data request) {
+  using partition_result = protocol::list_offsets_response_data::list_offsets_partition_response;
+  broker::broker& b = ctx.broker_api();
+  struct target {
+    size_t topic_index;
+    int32_t partition;
+    int64_t timestamp;
+  };
+  std::vector<target> targets;
+  std::vector<std::string> names;
+  for (size_t t = 0; t < request.topics.size(); ++t) {
+    names.push_back(request.topics[t].name);
+    for (const auto& p : request.topics[t].partitions) targets.push_back({t, p.partition_index, p.timestamp});
+  }
+  std::vector<size_t> topic_of;
+  for (const auto& t : targets) topic_of.push_back(t.topic_index);
+  auto g = std::make_shared<gather<partition_result>>(targets.size(), [ctx, names, topic_of](std::vector<partition_result>& results) {
+    protocol::list_offsets_response_data out;
+    for (const auto& n : names) {
+      protocol::list_offsets_response_data::list_offsets_topic_response t;
+      t.name = n;
+      out.topics.push_back(std::move(t));
+    }
+    for (size_t i = 0; i < results.size(); ++i) out.topics[topic_of[i]].partitions.push_back(std::move(results[i]));
+    ctx.answer(out);
+  });
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const auto& t = targets[i];
+    partition_result& slot = g->slot(i);
+    slot.partition_index = t.partition;
+    slot.timestamp = -1;
+    slot.offset = -1;
+    slot.leader_epoch = -1;
+    broker::list_offsets_request lo;
+    lo.partition = model::topic_partition{names[t.topic_index], model::partition_id{t.partition}};
+    // Kafka's special timestamps: -1 latest (the high watermark), -2 earliest.
+    if (t.timestamp == -1) {
+      lo.spec = broker::offset_spec::latest;
+    } else if (t.timestamp == -2) {
+      lo.spec = broker::offset_spec::earliest;
+    } else if (t.timestamp < 0) {
+      slot.error_code = error_code::invalid_request;
+      g->complete_one();
+      continue;
+    } else {
+      lo.spec = broker::offset_spec::timestamp;
+      lo.timestamp = t.timestamp;
+    }
+    b.list_offsets(std::move(lo), [g, i](broker::result<broker::list_offsets_response> r) {
+      partition_result& res = g->slot(i);
+      if (!r.ok()) {
+        res.error_code = code_of(r.error());
+      } else if (r->found_offset) {
+        res.offset = r->found_offset->value();
+        res.timestamp = r->timestamp;
+      }
+      g->complete_one();
+    });
+  }
+  g->finish_if_empty();
+}
+
+// ---------------------------------------------------------------- OffsetForLeaderEpoch
+
+void handle_offset_for_leader_epoch(const request_context& ctx, protocol::offset_for_leader_epoch_request_data request) {
+  // KIP-101/279: the end offset of the largest leader epoch <= the one asked. One node keeps one
+  // leader epoch per partition (a topic created again starts over), so the answer is the
+  // partition's current epoch and log end offset, or "undefined" for an older epoch.
+  using topic_result = protocol::offset_for_leader_epoch_response_data::offset_for_leader_topic_result;
+  broker::broker& b = ctx.broker_api();
+  const size_t n = request.topics.size();
+  auto g = std::make_shared<gather<topic_result>>(n, [ctx](std::vector<topic_result>& results) {
+    protocol::offset_for_leader_epoch_response_data out;
+    out.topics = std::move(results);
+    ctx.answer(out);
+  });
+  for (size_t i = 0; i < n; ++i) {
+    auto& t = request.topics[i];
+    g->slot(i).topic = t.topic;
+    b.describe_topic(t.topic, [g, i, partitions = t.partitions](broker::result<broker::topic_description> d) {
+      topic_result& out = g->slot(i);
+      for (const auto& p : partitions) {
+        protocol::offset_for_leader_epoch_response_data::epoch_end_offset e;
+        e.partition = p.partition;
+        e.leader_epoch = -1;
+        e.end_offset = -1;
+        const broker::partition_description* found = nullptr;
+        if (d.ok()) {
+          for (const auto& pd : d->partitions) {
+            if (pd.partition.value() == p.partition) found = &pd;
+          }
+        }
+        if (!d.ok() && d.error().code != broker::errc::unknown_topic_or_partition) {
+          e.error_code = code_of(d.error());
+        } else if (found == nullptr) {
+          e.error_code = error_code::unknown_topic_or_partition;
+        } else {
+          const int32_t current = found->leader_epoch.value();
+          if (p.current_leader_epoch > current) {
+            e.error_code = error_code::unknown_leader_epoch;
+          } else if (p.current_leader_epoch != -1 && p.current_leader_epoch < current) {
+            e.error_code = error_code::fenced_leader_epoch;
+          } else if (p.leader_epoch >= current) {
+            e.leader_epoch = current;
+            e.end_offset = found->log_end_offset.value();
+          }
+        }
+        out.partitions.push_back(std::move(e));
+      }
+      g->complete_one();
+    });
+  }
+  g->finish_if_empty();
+}
+
+}  // namespace ringlog::kafka::detail

@@ -1,0 +1,111 @@
+#pragma once
+// Private to the kafka module: one function per served api, each taking the decoded request and
+// answering through the context. Broker calls complete on shard threads; every function here is
+// safe to run on any thread (the request_handler holds no mutable state).
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ringlog/base/assert.h"
+#include "ringlog/kafka/request_handler.h"
+
+namespace ringlog::kafka::detail {
+
+/// Kafka error codes used here by number (org.apache.kafka.common.protocol.Errors).
+namespace error_code {
+inline constexpr int16_t none = 0;
+inline constexpr int16_t offset_out_of_range = 1;
+inline constexpr int16_t unknown_topic_or_partition = 3;
+inline constexpr int16_t coordinator_not_available = 15;
+inline constexpr int16_t invalid_topic_exception = 17;
+inline constexpr int16_t unsupported_sasl_mechanism = 33;
+inline constexpr int16_t illegal_sasl_state = 34;
+inline constexpr int16_t unsupported_version = 35;
+inline constexpr int16_t invalid_partitions = 37;
+inline constexpr int16_t invalid_replica_assignment = 39;
+inline constexpr int16_t invalid_config = 40;
+inline constexpr int16_t invalid_request = 42;
+inline constexpr int16_t fetch_session_id_not_found = 70;
+inline constexpr int16_t fenced_leader_epoch = 74;
+inline constexpr int16_t unknown_leader_epoch = 75;
+inline constexpr int16_t unknown_topic_id = 100;
+}  // namespace error_code
+
+/// Kafka's ConfigResource.Type.
+inline constexpr int8_t resource_type_topic = 2;
+inline constexpr int8_t resource_type_broker = 4;
+
+struct request_context {
+  request_handler* handler = nullptr;
+  int16_t api_version = 0;
+  int32_t correlation_id = 0;
+  respond_fn respond;
+
+  [[nodiscard]] broker::broker& broker_api() const { return handler->broker_api(); }
+  [[nodiscard]] const handler_options& options() const { return handler->options(); }
+
+  /// Encodes `body` as the response frame at the request's version and sends it.
+  template <typename Body>
+  void answer(const Body& body) const {
+    protocol::writer w;
+    auto written = protocol::encode_response_frame(w, api_version, correlation_id, body);
+    RINGLOG_ASSERT(written.ok(), "a response built by the kafka module must encode at the request's version");
+    respond(std::move(w).take());
+  }
+  void answer_nothing() const { respond(std::nullopt); }
+};
+
+inline int16_t code_of(const broker::error& e) { return static_cast<int16_t>(broker::kafka_error_code(e.code)); }
+
+/// Collects `count` asynchronous answers into slots (each written by one callback, on any
+/// thread) and runs `done` once, on the thread of the last one, when all are in.
+template <typename T>
+class gather : public std::enable_shared_from_this<gather<T>> {
+ public:
+  gather(size_t count, std::function<void(std::vector<T>&)> done)
+      : slots_(count), remaining_(count), done_(std::move(done)) {}
+  T& slot(size_t i) { return slots_[i]; }
+  void complete_one() {
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_(slots_);
+  }
+  /// For count == 0: runs done at once.
+  void finish_if_empty() {
+    if (slots_.empty()) done_(slots_);
+  }
+
+ private:
+  std::vector<T> slots_;
+  std::atomic<size_t> remaining_;
+  std::function<void(std::vector<T>&)> done_;
+};
+
+// ---- admin.cc
+void handle_metadata(const request_context& ctx, protocol::metadata_request_data request);
+void handle_create_topics(const request_context& ctx, protocol::create_topics_request_data request);
+void handle_delete_topics(const request_context& ctx, protocol::delete_topics_request_data request);
+void handle_create_partitions(const request_context& ctx, protocol::create_partitions_request_data request);
+void handle_describe_cluster(const request_context& ctx, protocol::describe_cluster_request_data request);
+void handle_find_coordinator(const request_context& ctx, protocol::find_coordinator_request_data request);
+// ---- configs.cc
+void handle_describe_configs(const request_context& ctx, protocol::describe_configs_request_data request);
+void handle_alter_configs(const request_context& ctx, protocol::alter_configs_request_data request);
+void handle_incremental_alter_configs(const request_context& ctx,
+                                      protocol::incremental_alter_configs_request_data request);
+// ---- groups.cc
+void handle_offset_commit(const request_context& ctx, protocol::offset_commit_request_data request);
+void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_request_data request);
+void handle_list_groups(const request_context& ctx, protocol::list_groups_request_data request);
+void handle_describe_groups(const request_context& ctx, protocol::describe_groups_request_data request);
+void handle_delete_groups(const request_context& ctx, protocol::delete_groups_request_data request);
+// ---- data.cc
+void handle_produce(const request_context& ctx, protocol::produce_request_data request);
+void handle_fetch(const request_context& ctx, protocol::fetch_request_data request);
+void handle_list_offsets(const request_context& ctx, protocol::list_offsets_request_data request);
+void handle_offset_for_leader_epoch(const request_context& ctx, protocol::offset_for_leader_epoch_request_data request);
+
+}  // namespace ringlog::kafka::detail

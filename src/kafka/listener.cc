@@ -1,0 +1,304 @@
+#include "ringlog/kafka/listener.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <deque>
+#include <future>
+#include <set>
+
+#include <unistd.h>
+
+#include "ringlog/base/assert.h"
+#include "ringlog/runtime/asio_context.h"
+
+namespace ringlog::kafka {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using acceptor_type = asio::basic_socket_acceptor<tcp, runtime::shard_executor>;
+
+namespace {
+
+int32_t read_be32(const std::array<std::byte, 4>& b) {
+  return static_cast<int32_t>((static_cast<uint32_t>(b[0]) << 24) | (static_cast<uint32_t>(b[1]) << 16) |
+                              (static_cast<uint32_t>(b[2]) << 8) | static_cast<uint32_t>(b[3]));
+}
+
+/// A TLS ClientHello starts with record type 22 (handshake) and version 3.x: read as a Kafka
+/// size it is about 369 MB, so it is named rather than reported as a mere oversized frame.
+bool looks_like_tls(const std::array<std::byte, 4>& b) {
+  return b[0] == std::byte{0x16} && b[1] == std::byte{0x03} && static_cast<uint8_t>(b[2]) <= 0x04;
+}
+
+}  // namespace
+
+struct connection;
+
+/// Connections of one shard; touched only on that shard's thread.
+struct shard_connections {
+  std::set<std::shared_ptr<connection>> open;
+};
+
+struct listener::impl : std::enable_shared_from_this<listener::impl> {
+  impl(runtime::shard_threads& rt_, request_handler& h, listener_options o)
+      : rt(rt_), handler(h), options(std::move(o)), acceptor(runtime::io_context_of(rt_, 0).get_executor()),
+        shards(rt_.shard_count()) {}
+
+  runtime::shard_threads& rt;
+  request_handler& handler;
+  listener_options options;
+  acceptor_type acceptor;
+  std::vector<shard_connections> shards;
+  std::atomic<uint16_t> bound_port{0};
+  std::atomic<bool> stopped{false};
+  size_t next_shard = 0;   // accept loop only (shard 0)
+
+  void accept_next();
+  void adopt(size_t shard, tcp protocol, tcp::socket::native_handle_type fd);
+};
+
+/// One client connection on its shard: reads frames one after another, hands each to the
+/// handler, and writes answers in request order.
+struct connection : std::enable_shared_from_this<connection> {
+  connection(std::shared_ptr<listener::impl> o, size_t shard_index, runtime::shard_socket s)
+      : owner(std::move(o)), shard(shard_index), socket(std::move(s)) {
+    boost::system::error_code ec;
+    auto ep = socket.remote_endpoint(ec);
+    peer = ec ? std::string("unknown") : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  /// A request's place in the answer order: its frame once answered (nullopt: no answer).
+  struct slot {
+    bool ready = false;
+    std::optional<bytes> frame;
+    size_t request_bytes = 0;
+  };
+
+  std::weak_ptr<listener::impl> owner;
+  size_t shard;
+  runtime::shard_socket socket;
+  std::string peer;
+  std::array<std::byte, 4> size_prefix{};
+  bytes frame;
+  std::deque<slot> slots;        // unanswered or unsent, oldest first
+  uint64_t first_slot_seq = 0;   // sequence number of slots.front()
+  uint64_t next_seq = 0;
+  size_t held_bytes = 0;         // request frames being handled + answers not yet written
+  bool reading = false;
+  bool writing = false;
+  bool closed = false;
+
+  void read_next() {
+    if (closed || reading) return;
+    if (slots.size() >= constants::connection_in_flight_requests_max) return;
+    if (!slots.empty() && held_bytes >= constants::connection_held_bytes_max) return;
+    reading = true;
+    asio::async_read(socket, asio::buffer(size_prefix),
+                     [self = shared_from_this()](boost::system::error_code ec, size_t) { self->on_size(ec); });
+  }
+
+  void on_size(boost::system::error_code ec) {
+    if (closed) return;
+    if (ec) {
+      reading = false;
+      close(ec == asio::error::eof || ec == asio::error::connection_reset ? "" : "read failed: " + ec.message());
+      return;
+    }
+    auto o = owner.lock();
+    const int32_t max = o ? o->options.request_bytes_max : 0;
+    const int32_t size = read_be32(size_prefix);
+    if (looks_like_tls(size_prefix)) {
+      close("a TLS handshake arrived: this listener speaks plaintext Kafka only (TLS is not served yet)");
+      return;
+    }
+    if (size <= 0 || size > max) {
+      close("frame size " + std::to_string(size) + " outside 1.." + std::to_string(max) + " (socket.request.max.bytes)");
+      return;
+    }
+    frame.assign(static_cast<size_t>(size), std::byte{0});
+    asio::async_read(socket, asio::buffer(frame),
+                     [self = shared_from_this()](boost::system::error_code ec2, size_t) { self->on_frame(ec2); });
+  }
+
+  void on_frame(boost::system::error_code ec) {
+    reading = false;
+    if (closed) return;
+    if (ec) {
+      close("read failed inside a frame: " + ec.message());
+      return;
+    }
+    auto o = owner.lock();
+    if (!o) {
+      close("listener stopped");
+      return;
+    }
+    const uint64_t seq = next_seq++;
+    slots.push_back(slot{false, std::nullopt, frame.size()});
+    held_bytes += frame.size();
+    auto handled = o->handler.handle(frame, make_respond(seq));
+    frame = bytes{};
+    if (!handled.ok()) {
+      close("malformed request: " + handled.error().message);
+      return;
+    }
+    read_next();
+  }
+
+  respond_fn make_respond(uint64_t seq) {
+    auto used = std::make_shared<std::atomic<bool>>(false);
+    asio::io_context* context = &runtime::io_context_of(owner.lock()->rt, shard);
+    std::weak_ptr<connection> weak = shared_from_this();
+    return [weak, used, context, seq](std::optional<bytes> response) {
+      if (used->exchange(true)) return;
+      asio::post(*context, [weak, seq, response = std::move(response)]() mutable {
+        if (auto self = weak.lock()) self->on_response(seq, std::move(response));
+      });
+    };
+  }
+
+  void on_response(uint64_t seq, std::optional<bytes> response) {
+    if (closed) return;
+    RINGLOG_ASSERT_OP(seq, >=, first_slot_seq);
+    RINGLOG_ASSERT_OP(seq - first_slot_seq, <, slots.size());
+    slot& s = slots[seq - first_slot_seq];
+    RINGLOG_ASSERT(!s.ready, "a request is answered once");
+    s.ready = true;
+    held_bytes -= s.request_bytes;
+    s.request_bytes = 0;
+    if (response) held_bytes += response->size();
+    s.frame = std::move(response);
+    write_next();
+    read_next();
+  }
+
+  /// Writes the oldest answer when it is ready; answers behind an unready one wait (order).
+  void write_next() {
+    while (!writing && !closed && !slots.empty() && slots.front().ready && !slots.front().frame) {
+      slots.pop_front();   // acks=0: its place in the order passes with nothing sent
+      ++first_slot_seq;
+    }
+    if (writing || closed || slots.empty() || !slots.front().ready) return;
+    writing = true;
+    asio::async_write(socket, asio::buffer(*slots.front().frame),
+                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                        self->writing = false;
+                        if (self->closed) return;
+                        if (ec) {
+                          self->close("write failed: " + ec.message());
+                          return;
+                        }
+                        self->held_bytes -= self->slots.front().frame->size();
+                        self->slots.pop_front();
+                        ++self->first_slot_seq;
+                        self->write_next();
+                        self->read_next();
+                      });
+  }
+
+  /// Closes the socket; `reason` empty = the client hung up (not worth a warning).
+  void close(const std::string& reason) {
+    if (closed) return;
+    closed = true;
+    if (!reason.empty()) spdlog::warn("msg=\"kafka connection closed\" peer={} reason=\"{}\"", peer, reason);
+    boost::system::error_code ignored;
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+    if (auto o = owner.lock()) o->shards[shard].open.erase(shared_from_this());
+  }
+};
+
+void listener::impl::adopt(size_t shard, tcp protocol, tcp::socket::native_handle_type fd) {
+  runtime::shard_socket socket(runtime::io_context_of(rt, shard).get_executor());
+  boost::system::error_code ec;
+  socket.assign(protocol, fd, ec);
+  if (ec) {
+    ::close(fd);
+    spdlog::warn("msg=\"kafka connection not adopted\" error=\"{}\"", ec.message());
+    return;
+  }
+  if (stopped.load()) return;   // the socket closes as it goes out of scope
+  socket.set_option(tcp::no_delay(true), ec);
+  auto c = std::make_shared<connection>(shared_from_this(), shard, std::move(socket));
+  shards[shard].open.insert(c);
+  c->read_next();
+}
+
+void listener::impl::accept_next() {
+  if (stopped.load()) return;
+  acceptor.async_accept([self = shared_from_this()](boost::system::error_code ec, runtime::shard_socket socket) {
+    if (self->stopped.load()) return;
+    if (ec) {
+      // Out of descriptors or a reset during the handshake: keep accepting.
+      spdlog::warn("msg=\"kafka accept failed\" error=\"{}\"", ec.message());
+    } else {
+      const size_t shard = self->next_shard++ % self->rt.shard_count();
+      boost::system::error_code pec;
+      const tcp protocol = socket.local_endpoint(pec).protocol();
+      auto fd = socket.release(pec);
+      if (pec) {
+        spdlog::warn("msg=\"kafka accept failed\" error=\"{}\"", pec.message());
+      } else {
+        asio::post(runtime::io_context_of(self->rt, shard), [self, shard, protocol, fd] { self->adopt(shard, protocol, fd); });
+      }
+    }
+    self->accept_next();
+  });
+}
+
+base::result<std::unique_ptr<listener>, std::string> listener::listen(runtime::shard_threads& rt,
+                                                                      request_handler& handler,
+                                                                      listener_options options) {
+  auto p = std::make_shared<impl>(rt, handler, options);
+  const std::string where = "kafka://" + options.host + ":" + std::to_string(options.port);
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(options.host, ec);
+  if (ec) return where + ": host is not an IP address: " + ec.message();
+  tcp::endpoint endpoint(address, options.port);
+  p->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) p->acceptor.set_option(acceptor_type::reuse_address(true), ec);
+  if (!ec) p->acceptor.bind(endpoint, ec);
+  if (!ec) p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return where + ": " + ec.message();
+  p->bound_port.store(p->acceptor.local_endpoint().port());
+  return std::unique_ptr<listener>(new listener(std::move(p)));
+}
+
+listener::listener(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
+
+listener::~listener() {
+  if (!impl_->stopped.exchange(true)) {
+    boost::system::error_code ignored;
+    impl_->acceptor.close(ignored);
+  }
+}
+
+void listener::start() {
+  asio::post(runtime::io_context_of(impl_->rt, 0), [p = impl_] { p->accept_next(); });
+}
+
+void listener::stop() {
+  impl_->stopped.store(true);
+  const size_t n = impl_->rt.shard_count();
+  std::vector<std::promise<void>> done(n);
+  for (size_t shard = 0; shard < n; ++shard) {
+    asio::post(runtime::io_context_of(impl_->rt, shard), [p = impl_, shard, &done] {
+      if (shard == 0) {
+        boost::system::error_code ignored;
+        p->acceptor.close(ignored);
+      }
+      auto open = p->shards[shard].open;   // close() erases from the set
+      for (const auto& c : open) c->close("");
+      done[shard].set_value();
+    });
+  }
+  for (auto& d : done) d.get_future().wait();
+}
+
+uint16_t listener::port() const { return impl_->bound_port.load(); }
+
+}  // namespace ringlog::kafka

@@ -1,0 +1,141 @@
+"""A few Kafka requests by hand (protocol guide, "Requests and Responses"), for tests that need
+bytes no client library sends: unsupported versions, corrupt batches, malformed frames, and a
+Fetch whose timing is measured. Non-flexible versions only (request header v1, response header v0).
+"""
+import socket
+import struct
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+API_PRODUCE, API_FETCH, API_VERSIONS = 0, 1, 18
+
+
+def string(s):
+    if s is None:
+        return struct.pack(">h", -1)
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def frame(api_key, version, correlation_id, body, client_id="ringlog-test"):
+    payload = struct.pack(">hhi", api_key, version, correlation_id) + string(client_id) + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+class Reader:
+    def __init__(self, data):
+        self.data, self.pos = data, 0
+
+    def take(self, fmt):
+        (v,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return v
+
+    def string(self):
+        n = self.take(">h")
+        if n < 0:
+            return None
+        s = self.data[self.pos:self.pos + n].decode()
+        self.pos += n
+        return s
+
+    def bytes(self):
+        n = self.take(">i")
+        if n < 0:
+            return None
+        b = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+
+def connect(bootstrap, timeout=10):
+    host, port = bootstrap.rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=timeout)
+
+
+def read_exact(sock, n):
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        out += chunk
+    return out
+
+
+def exchange(sock, api_key, version, correlation_id, body):
+    """Sends one request and returns (correlation_id, response body after header v0)."""
+    sock.sendall(frame(api_key, version, correlation_id, body))
+    size = struct.unpack(">i", read_exact(sock, 4))[0]
+    data = read_exact(sock, size)
+    return struct.unpack_from(">i", data)[0], data[4:]
+
+
+def api_versions_error(body):
+    """The error code of an ApiVersions v0 response body."""
+    return struct.unpack_from(">h", body)[0]
+
+
+def batch(records, compression=0, base_offset=0):
+    """A v2 record batch built by kafka-python: records are (key, value, headers, timestamp)."""
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=compression, is_transactional=False,
+                                  producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for i, (key, value, headers, ts) in enumerate(records):
+        b.append(base_offset + i, timestamp=ts, key=key, value=value, headers=headers or [])
+    return bytes(b.build())
+
+
+def produce_v3(topic, partition, records_bytes, acks=-1, version=3):
+    """A Produce v3 body (v2 when version=2: no transactional_id); the response shapes match."""
+    body = (string(None) if version >= 3 else b"") + struct.pack(">hi", acks, 10000)
+    body += struct.pack(">i", 1) + string(topic) + struct.pack(">i", 1)
+    body += struct.pack(">ii", partition, len(records_bytes)) + records_bytes
+    return body
+
+
+def parse_produce_v3(body):
+    r = Reader(body)
+    out = []
+    for _ in range(r.take(">i")):
+        topic = r.string()
+        for _ in range(r.take(">i")):
+            partition, error, base_offset, log_append_time = r.take(">i"), r.take(">h"), r.take(">q"), r.take(">q")
+            out.append((topic, partition, error, base_offset, log_append_time))
+    return out
+
+
+def fetch_v4(topic, partition, offset, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, partition_max_bytes=1 << 20,
+             version=4):
+    """A Fetch v4 body (v3 when version=3: no isolation_level)."""
+    body = struct.pack(">iiii", -1, max_wait_ms, min_bytes, max_bytes) + (b"\x00" if version >= 4 else b"")
+    body += struct.pack(">i", 1) + string(topic) + struct.pack(">i", 1)
+    body += struct.pack(">iqi", partition, offset, partition_max_bytes)
+    return body
+
+
+def parse_fetch_v4(body, version=4):
+    """[(topic, partition, error, high_watermark, records bytes)]."""
+    r = Reader(body)
+    r.take(">i")  # throttle
+    out = []
+    for _ in range(r.take(">i")):
+        topic = r.string()
+        for _ in range(r.take(">i")):
+            partition, error, hw = r.take(">i"), r.take(">h"), r.take(">q")
+            if version >= 4:
+                r.take(">q")  # last_stable_offset
+                n = r.take(">i")
+                for _ in range(max(n, 0)):
+                    r.take(">q"), r.take(">q")
+            out.append((topic, partition, error, hw, r.bytes()))
+    return out
+
+
+def batch_attributes(records_bytes):
+    """Attributes of each batch in a record set (compression = attributes & 7)."""
+    out, pos = [], 0
+    while pos + 61 <= len(records_bytes):
+        length = struct.unpack_from(">i", records_bytes, pos + 8)[0]
+        out.append(struct.unpack_from(">h", records_bytes, pos + 21)[0])
+        pos += 12 + length
+    return out

@@ -1,0 +1,529 @@
+"""The Kafka client listener (issue 15) against real clients: kcat, confluent-kafka (librdkafka)
+and kafka-python, plus raw frames for what no client sends (unsupported versions, corrupt
+batches, malformed frames). Each test names its topics; one broker serves the module.
+"""
+import base64
+import json
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
+
+import kafka_wire as kw
+from conftest import Broker, free_port, wait_until
+
+BINARY = "application/vnd.kafka.binary.v2+json"
+CODEC_ID = {None: 0, "none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def stored_codecs(bootstrap, topic, partition=0):
+    """The compression codec of every batch stored in a partition, read by a raw Fetch."""
+    with kw.connect(bootstrap) as s:
+        _, body = kw.exchange(s, kw.API_FETCH, 4, 1, kw.fetch_v4(topic, partition, 0, max_bytes=64 << 20,
+                                                                 partition_max_bytes=64 << 20))
+    return {a & 7 for a in kw.batch_attributes(kw.parse_fetch_v4(body)[0][4])}
+
+
+def b64(b):
+    return base64.b64encode(b).decode()
+
+
+@pytest.fixture(scope="module")
+def kbroker(ringlog_bin, tmp_path_factory):
+    b = Broker(tmp_path_factory.mktemp("kdata") / "ringlog-data", kafka_port=free_port()).start()
+    yield b
+    assert b.stop() == 0
+
+
+def kcat(*args, input_bytes=None, timeout=30):
+    r = subprocess.run(["kcat", *args], input=input_bytes, capture_output=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr.decode()
+    return r.stdout.decode()
+
+
+def consume_all(bootstrap, topic, partition, count, offset=0, deadline_s=15):
+    """Reads `count` records of one partition with librdkafka from `offset`."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, partition, offset)])
+    got = []
+    end = time.monotonic() + deadline_s
+    try:
+        while len(got) < count and time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            assert m.error() is None, m.error()
+            got.append(m)
+    finally:
+        c.close()
+    return got
+
+
+def create(bootstrap, name, partitions=1, config=None):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
+    futures[name].result(10)
+
+
+# ---------------------------------------------------------------- kcat
+
+def test_kcat_metadata_lists_broker_and_topics(kbroker, topic_name):
+    create(kbroker.bootstrap, topic_name, partitions=3)
+    meta = json.loads(kcat("-b", kbroker.bootstrap, "-L", "-J"))
+    assert [(b["id"], b["name"]) for b in meta["brokers"]] == [(0, kbroker.bootstrap)]
+    topic = next(t for t in meta["topics"] if t["topic"] == topic_name)
+    assert sorted(p["partition"] for p in topic["partitions"]) == [0, 1, 2]
+    assert all(p["leader"] == 0 and p["isrs"] == [{"id": 0}] for p in topic["partitions"])
+
+
+def test_kcat_produce_keys_headers_and_consume_by_offset_and_time(kbroker, topic_name):
+    create(kbroker.bootstrap, topic_name)
+    kcat("-b", kbroker.bootstrap, "-P", "-t", topic_name, "-p", "0", "-K", ":", "-H", "source=kcat",
+         input_bytes=b"k1:v1\nk2:v2\nk3:v3\n")
+    fmt = "%k|%s|%h|%o|%T\n"
+    lines = kcat("-b", kbroker.bootstrap, "-C", "-t", topic_name, "-o", "beginning", "-e", "-f", fmt).splitlines()
+    rows = [line.split("|") for line in lines]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [("k1", "v1", "source=kcat", "0"), ("k2", "v2", "source=kcat", "1"),
+                                                       ("k3", "v3", "source=kcat", "2")]
+    from_offset = kcat("-b", kbroker.bootstrap, "-C", "-t", topic_name, "-o", "2", "-e", "-f", "%s\n")
+    assert from_offset.split() == ["v3"]
+    # By time: a second produce later; -o s@T starts at the first record at or after T.
+    first_ts = int(rows[0][4])
+    later = first_ts + 50_000
+    p = Producer({"bootstrap.servers": kbroker.bootstrap})
+    p.produce(topic_name, key=b"k4", value=b"v4", partition=0, timestamp=later)
+    assert p.flush(10) == 0
+    by_time = kcat("-b", kbroker.bootstrap, "-C", "-t", topic_name, "-o", f"s@{later}", "-e", "-f", "%s\n")
+    assert by_time.split() == ["v4"]
+    # -Q: offsets for times (ListOffsets by timestamp).
+    q = kcat("-b", kbroker.bootstrap, "-Q", "-t", f"{topic_name}:0:{later}")
+    assert f"{topic_name} [0] offset 3" in q, q
+    q = kcat("-b", kbroker.bootstrap, "-Q", "-t", f"{topic_name}:0:{later + 1}")
+    assert f"{topic_name} [0] offset -1" in q, q
+
+
+# ---------------------------------------------------------------- confluent-kafka (librdkafka)
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("acks", ["0", "1", "all"])
+def test_librdkafka_produce_every_codec_and_acks(kbroker, topic_name, codec, acks):
+    create(kbroker.bootstrap, topic_name)
+    p = Producer({"bootstrap.servers": kbroker.bootstrap, "compression.type": codec, "acks": acks,
+                  "linger.ms": 5})
+    delivered = []
+    sent = [(b"key-%d" % i, (b"value %d " % i) * 30, [("n", b"%d" % i)]) for i in range(200)]
+    for key, value, headers in sent:
+        p.produce(topic_name, key=key, value=value, headers=headers, partition=0,
+                  on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+    assert p.flush(15) == 0
+    assert all(err is None for err, _ in delivered) and len(delivered) == len(sent)
+    if acks != "0":
+        assert sorted(o for _, o in delivered) == list(range(len(sent)))
+    got = consume_all(kbroker.bootstrap, topic_name, 0, len(sent))
+    assert [(m.key(), m.value(), m.headers()) for m in got] == sent
+    assert [m.offset() for m in got] == list(range(len(sent)))
+    # Stored as the producer sent them (librdkafka sends a batch uncompressed when the codec does
+    # not shrink it, so a few may be plain).
+    codecs = stored_codecs(kbroker.bootstrap, topic_name)
+    assert CODEC_ID[codec] in codecs and codecs <= {0, CODEC_ID[codec]}, codecs
+
+
+def test_librdkafka_consumes_from_end_by_long_poll(kbroker, topic_name):
+    create(kbroker.bootstrap, topic_name)
+    c = Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": "unused", "fetch.wait.max.ms": 5000})
+    c.assign([TopicPartition(topic_name, 0, 0)])
+    assert c.poll(0.5) is None
+
+    def later():
+        p = Producer({"bootstrap.servers": kbroker.bootstrap})
+        p.produce(topic_name, value=b"late", partition=0)
+        p.flush(10)
+
+    t = threading.Timer(0.3, later)
+    t.start()
+    m = None
+    end = time.monotonic() + 10
+    while m is None and time.monotonic() < end:
+        m = c.poll(0.5)
+    t.join()
+    c.close()
+    assert m is not None and m.value() == b"late"
+
+
+# ---------------------------------------------------------------- kafka-python
+
+@pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
+def test_kafka_python_produce_and_consume_every_codec(kbroker, topic_name, codec):
+    try:
+        p = KafkaProducer(bootstrap_servers=kbroker.bootstrap, compression_type=codec, acks="all")
+    except AssertionError as e:   # kafka-python needs python3-snappy / python3-zstandard for these
+        pytest.fail(f"kafka-python cannot use {codec}: {e}")
+    sent = [(b"k%d" % i, b"v%d" % i * 10) for i in range(100)]
+    offsets = [p.send(topic_name, key=k, value=v, partition=0, headers=[("h", b"x")]) for k, v in sent]
+    assert [f.get(timeout=10).offset for f in offsets] == list(range(100))
+    p.close()
+    c = KafkaConsumer(topic_name, bootstrap_servers=kbroker.bootstrap, auto_offset_reset="earliest",
+                      consumer_timeout_ms=3000)
+    got = list(c)
+    c.close()
+    assert [(m.key, m.value, m.headers) for m in got] == [(k, v, [("h", b"x")]) for k, v in sent]
+    # kafka-python, too, leaves a batch uncompressed when the codec would not shrink it.
+    codecs = stored_codecs(kbroker.bootstrap, topic_name)
+    assert CODEC_ID[codec] in codecs and codecs <= {0, CODEC_ID[codec]}, codecs
+
+
+def test_kafka_python_admin_create_describe_alter_delete(kbroker, topic_name):
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource as KConfigResource, ConfigResourceType, NewPartitions as KNewPartitions, \
+        NewTopic as KNewTopic
+    admin = KafkaAdminClient(bootstrap_servers=kbroker.bootstrap)
+    admin.create_topics([KNewTopic(topic_name, 2, 1, topic_configs={"retention.ms": "3600000"})])
+    described = admin.describe_configs([KConfigResource(ConfigResourceType.TOPIC, topic_name)])
+    entries = {e[0]: e[1] for e in described[0].resources[0][4]}
+    assert entries["retention.ms"] == "3600000" and entries["cleanup.policy"] == "delete"
+    admin.alter_configs([KConfigResource(ConfigResourceType.TOPIC, topic_name, configs={"retention.bytes": "1000000"})])
+    entries = {e[0]: e[1] for e in admin.describe_configs(
+        [KConfigResource(ConfigResourceType.TOPIC, topic_name)])[0].resources[0][4]}
+    # AlterConfigs replaces the whole set: retention.ms went back to its default.
+    assert entries["retention.bytes"] == "1000000" and entries["retention.ms"] == str(7 * 24 * 3600 * 1000)
+    admin.create_partitions({topic_name: KNewPartitions(4)})
+    meta = requests.get(kbroker.v3(f"/topics/{topic_name}/partitions")).json()
+    assert len(meta["data"]) == 4
+    admin.delete_topics([topic_name])
+    assert requests.get(kbroker.v3(f"/topics/{topic_name}")).status_code == 404
+    admin.close()
+
+
+def test_confluent_admin_errors_are_kafka_errors(kbroker, topic_name):
+    admin = AdminClient({"bootstrap.servers": kbroker.bootstrap})
+    create(kbroker.bootstrap, topic_name)
+    with pytest.raises(Exception) as e:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
+    assert "TOPIC_ALREADY_EXISTS" in str(e.value)
+    with pytest.raises(Exception) as e:
+        admin.create_topics([NewTopic(topic_name + "-x", 1, 1, config={"retention.ms": "abc"})])[topic_name + "-x"].result(10)
+    assert "INVALID_CONFIG" in str(e.value) or "retention.ms" in str(e.value)
+    with pytest.raises(Exception) as e:
+        admin.create_partitions([NewPartitions(topic_name, 1)])[topic_name].result(10)
+    assert "INVALID_PARTITIONS" in str(e.value)
+    res = ConfigResource("topic", topic_name)
+    configs = admin.describe_configs([res])[res].result(10)
+    assert configs["compression.type"].value == "producer"
+    assert configs["message.timestamp.type"].value == "CreateTime"
+
+
+# ---------------------------------------------------------------- interop with HTTP
+
+def test_http_records_read_by_kafka_clients_byte_for_byte(kbroker, topic_name):
+    kbroker.create_topic(topic_name)
+    key, value = bytes(range(256)), b"\x00\xff" * 300
+    r = requests.post(kbroker.v3(f"/topics/{topic_name}/records"), json={
+        "partition_id": 0, "key": {"type": "BINARY", "data": b64(key)}, "value": {"type": "BINARY", "data": b64(value)},
+        "headers": [{"name": "h1", "value": b64(b"\x01\x02")}, {"name": "nul", "value": None}],
+        "timestamp": "2024-05-01T12:00:00.000Z"})
+    assert r.status_code == 200, r.text
+    m = consume_all(kbroker.bootstrap, topic_name, 0, 1)[0]
+    assert (m.key(), m.value(), m.headers(), m.timestamp()) == (key, value, [("h1", b"\x01\x02"), ("nul", None)],
+                                                               (1, 1714564800000))
+    c = KafkaConsumer(topic_name, bootstrap_servers=kbroker.bootstrap, auto_offset_reset="earliest",
+                      consumer_timeout_ms=3000)
+    (k,) = list(c)
+    c.close()
+    assert (k.key, k.value, k.headers, k.timestamp) == (key, value, [("h1", b"\x01\x02"), ("nul", None)], 1714564800000)
+    line = kcat("-b", kbroker.bootstrap, "-C", "-t", topic_name, "-o", "beginning", "-e", "-f", "%S %K %T\n")
+    assert line.split() == [str(len(value)), str(len(key)), "1714564800000"]
+
+
+def test_kafka_records_read_over_http_byte_for_byte(kbroker, topic_name):
+    create(kbroker.bootstrap, topic_name)
+    key, value = b"\xde\xad\xbe\xef", bytes(range(200))
+    for codec in ["gzip", "zstd"]:
+        p = Producer({"bootstrap.servers": kbroker.bootstrap, "compression.type": codec})
+        p.produce(topic_name, key=key, value=value, partition=0, headers=[("c", codec.encode())], timestamp=1700000000123)
+        assert p.flush(10) == 0
+    got = requests.get(f"{kbroker.url}/topics/{topic_name}/partitions/0/records", params={"offset": 0},
+                       headers={"Accept": BINARY}).json()
+    assert [(base64.b64decode(x["key"]), base64.b64decode(x["value"]), x["headers"], x["timestamp"]) for x in got] == [
+        (key, value, [{"key": "c", "value": b64(c)}], 1700000000123) for c in (b"gzip", b"zstd")]
+
+
+# ---------------------------------------------------------------- topic configs
+
+def test_compression_type_recompresses_kafka_and_http_produce(kbroker, topic_name):
+    create(kbroker.bootstrap, topic_name, config={"compression.type": "zstd"})
+    p = Producer({"bootstrap.servers": kbroker.bootstrap, "compression.type": "gzip"})
+    p.produce(topic_name, value=b"from kafka" * 10, partition=0)
+    assert p.flush(10) == 0
+    r = requests.post(f"{kbroker.url}/topics/{topic_name}", json={"records": [{"value": b64(b"from http"), "partition": 0}]},
+                      headers={"Content-Type": BINARY})
+    assert r.status_code == 200, r.text
+    with kw.connect(kbroker.bootstrap) as s:
+        _, body = kw.exchange(s, kw.API_FETCH, 4, 1, kw.fetch_v4(topic_name, 0, 0))
+    (_, _, error, hw, records), = kw.parse_fetch_v4(body)
+    assert error == 0 and hw == 2
+    assert [a & 7 for a in kw.batch_attributes(records)] == [4, 4]   # zstd, whatever was sent
+    got = consume_all(kbroker.bootstrap, topic_name, 0, 2)
+    assert [m.value() for m in got] == [b"from kafka" * 10, b"from http"]
+    # producer (the default) keeps each batch's own codec.
+    r = requests.put(kbroker.v3(f"/topics/{topic_name}/configs/compression.type"), json={"value": "producer"})
+    assert r.status_code == 204, r.text
+    p.produce(topic_name, value=b"gz" * 100, partition=0)   # librdkafka sends small values uncompressed
+    assert p.flush(10) == 0
+    with kw.connect(kbroker.bootstrap) as s:
+        _, body = kw.exchange(s, kw.API_FETCH, 4, 1, kw.fetch_v4(topic_name, 0, 2))
+    assert [a & 7 for a in kw.batch_attributes(kw.parse_fetch_v4(body)[0][4])] == [1]
+
+
+def test_log_append_time_topics_stamp_broker_time(kbroker, topic_name):
+    create(kbroker.bootstrap, topic_name, config={"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    p = Producer({"bootstrap.servers": kbroker.bootstrap})
+    p.produce(topic_name, value=b"x", partition=0, timestamp=1000)
+    assert p.flush(10) == 0
+    (m,) = consume_all(kbroker.bootstrap, topic_name, 0, 1)
+    kind, ts = m.timestamp()
+    assert kind == 2 and before - 5000 <= ts <= int(time.time() * 1000) + 5000   # 2: TIMESTAMP_LOG_APPEND_TIME
+
+
+# ---------------------------------------------------------------- raw frames: errors and bounds
+
+def test_unsupported_api_or_version_answers_unsupported_version_and_keeps_the_connection(kbroker):
+    with kw.connect(kbroker.bootstrap) as s:
+        corr, body = kw.exchange(s, kw.API_VERSIONS, 99, 7, b"")
+        assert corr == 7 and kw.api_versions_error(body) == 35
+        corr, body = kw.exchange(s, kw.API_FETCH, 1, 8, b"")         # Fetch v1: message format v0/v1 only
+        assert corr == 8 and kw.api_versions_error(body) == 35
+        corr, body = kw.exchange(s, 57, 0, 9, b"")                   # an api this listener does not serve
+        assert corr == 9 and kw.api_versions_error(body) == 35
+        corr, body = kw.exchange(s, kw.API_VERSIONS, 0, 10, b"")
+        assert corr == 10 and kw.api_versions_error(body) == 0
+        count = struct.unpack_from(">i", body, 2)[0]
+        apis = {struct.unpack_from(">h", body, 6 + 6 * i)[0]: struct.unpack_from(">hh", body, 8 + 6 * i) for i in range(count)}
+        assert apis[0] == (0, 11) and apis[1] == (2, 12) and apis[18] == (0, 4)
+
+
+def test_sasl_handshake_is_refused_with_kafkas_error(kbroker):
+    with kw.connect(kbroker.bootstrap) as s:
+        _, body = kw.exchange(s, 17, 1, 1, kw.string("PLAIN"))
+        assert struct.unpack_from(">h", body)[0] == 34   # ILLEGAL_SASL_STATE
+
+
+def test_corrupt_batches_are_refused_and_nothing_is_stored(kbroker, topic_name):
+    create(kbroker.bootstrap, topic_name)
+    good = kw.batch([(b"k", b"v", [], 1000), (b"k2", b"v2", [], 1001)])
+    bad_crc = bytearray(good)
+    bad_crc[-1] ^= 0x01
+    bad_count = bytearray(good)
+    struct.pack_into(">i", bad_count, 57, 3)              # records_count says 3, last_offset_delta 1
+    truncated = good[:-5]
+    with kw.connect(kbroker.bootstrap) as s:
+        for i, bad in enumerate([bytes(bad_crc), bytes(bad_count), truncated]):
+            _, body = kw.exchange(s, kw.API_PRODUCE, 3, i, kw.produce_v3(topic_name, 0, bad))
+            assert kw.parse_produce_v3(body)[0][2] == 2, i    # CORRUPT_MESSAGE
+        _, body = kw.exchange(s, kw.API_PRODUCE, 3, 9, kw.produce_v3(topic_name, 0, good))
+        assert kw.parse_produce_v3(body)[0][2:4] == (0, 0)
+        _, body = kw.exchange(s, kw.API_PRODUCE, 3, 10, kw.produce_v3(topic_name, 0, good, acks=5))
+        assert kw.parse_produce_v3(body)[0][2] == 21          # INVALID_REQUIRED_ACKS
+        _, body = kw.exchange(s, kw.API_PRODUCE, 3, 11, kw.produce_v3("no-such-topic-here", 0, good))
+        assert kw.parse_produce_v3(body)[0][2] == 3           # UNKNOWN_TOPIC_OR_PARTITION
+        # Produce v0-2 are listed (librdkafka 2.0 needs them to compress) but message format v1 is refused.
+        v1_message = struct.pack(">qi", 0, 22) + struct.pack(">IbbqiI", 0, 1, 0, 1000, -1, 1) + b"x"
+        _, body = kw.exchange(s, kw.API_PRODUCE, 2, 12, kw.produce_v3(topic_name, 0, v1_message, version=2))
+        assert kw.parse_produce_v3(body)[0][2] == 43          # UNSUPPORTED_FOR_MESSAGE_FORMAT
+        # Fetch v2/v3 would need message format v0/v1: refused per partition.
+        _, body = kw.exchange(s, kw.API_FETCH, 3, 13, kw.fetch_v4(topic_name, 0, 0, version=3))
+        assert kw.parse_fetch_v4(body, version=3)[0][2] == 35
+    assert [m.value() for m in consume_all(kbroker.bootstrap, topic_name, 0, 2)] == [b"v", b"v2"]
+
+
+def test_fetch_out_of_range_long_poll_and_max_bytes(kbroker, topic_name):
+    create(kbroker.bootstrap, topic_name)
+    with kw.connect(kbroker.bootstrap) as s:
+        for i in range(3):
+            _, body = kw.exchange(s, kw.API_PRODUCE, 3, i, kw.produce_v3(topic_name, 0, kw.batch([(None, b"x" * 1000, [], 1)])))
+            assert kw.parse_produce_v3(body)[0][2] == 0
+        _, body = kw.exchange(s, kw.API_FETCH, 4, 5, kw.fetch_v4(topic_name, 0, 100))
+        assert kw.parse_fetch_v4(body)[0][2] == 1             # OFFSET_OUT_OF_RANGE
+        # partition max bytes below one batch: still the first whole batch (KIP-74), only it.
+        _, body = kw.exchange(s, kw.API_FETCH, 4, 6, kw.fetch_v4(topic_name, 0, 0, partition_max_bytes=10))
+        assert len(kw.batch_attributes(kw.parse_fetch_v4(body)[0][4])) == 1
+        _, body = kw.exchange(s, kw.API_FETCH, 4, 7, kw.fetch_v4(topic_name, 0, 0))
+        assert len(kw.batch_attributes(kw.parse_fetch_v4(body)[0][4])) == 3
+        # Long-poll at the end: times out after max_wait_ms with nothing...
+        start = time.monotonic()
+        _, body = kw.exchange(s, kw.API_FETCH, 4, 8, kw.fetch_v4(topic_name, 0, 3, max_wait_ms=700))
+        assert time.monotonic() - start >= 0.6 and kw.parse_fetch_v4(body)[0][4] == b""
+        # ...and answers as soon as a record arrives.
+        def produce_later():
+            p = Producer({"bootstrap.servers": kbroker.bootstrap})
+            p.produce(topic_name, value=b"wake", partition=0)
+            p.flush(10)
+
+        t = threading.Timer(0.3, produce_later)
+        start = time.monotonic()
+        t.start()
+        _, body = kw.exchange(s, kw.API_FETCH, 4, 9, kw.fetch_v4(topic_name, 0, 3, max_wait_ms=10000))
+        t.join()
+        assert time.monotonic() - start < 8 and len(kw.batch_attributes(kw.parse_fetch_v4(body)[0][4])) == 1
+
+
+def test_malformed_frames_close_the_connection_with_a_log_line(kbroker, topic_name):
+    create(kbroker.bootstrap, topic_name)
+    p = Producer({"bootstrap.servers": kbroker.bootstrap})
+    p.produce(topic_name, value=b"kept", partition=0)
+    assert p.flush(10) == 0
+    cases = [
+        (struct.pack(">i", -1), "frame size -1"),
+        (struct.pack(">i", 200 * 1024 * 1024), "socket.request.max.bytes"),
+        (b"\x16\x03\x01\x02\x00" + b"\x00" * 100, "TLS"),
+        (kw.frame(kw.API_PRODUCE, 3, 1, b"\x00\x01"), "malformed request"),   # a body cut short
+    ]
+    for payload, expected in cases:
+        with kw.connect(kbroker.bootstrap) as s:
+            s.sendall(payload)
+            s.settimeout(10)
+            try:
+                assert s.recv(1) == b""
+            except ConnectionResetError:
+                pass
+        wait_until(lambda: expected in kbroker.log_path.read_text(), 10, f"a log line with {expected!r}")
+    assert [m.value() for m in consume_all(kbroker.bootstrap, topic_name, 0, 1)] == [b"kept"]
+
+
+def test_responses_keep_request_order_when_pipelined(kbroker, topic_name):
+    """A parked fetch (long-poll) before an ApiVersions: kafka-python-style clients need the
+    answers in request order, whatever completes first."""
+    create(kbroker.bootstrap, topic_name)
+    with kw.connect(kbroker.bootstrap) as s:
+        s.sendall(kw.frame(kw.API_FETCH, 4, 1, kw.fetch_v4(topic_name, 0, 0, max_wait_ms=500)) +
+                  kw.frame(kw.API_VERSIONS, 0, 2, b""))
+        corrs = []
+        for _ in range(2):
+            size = struct.unpack(">i", kw.read_exact(s, 4))[0]
+            corrs.append(struct.unpack_from(">i", kw.read_exact(s, size))[0])
+        assert corrs == [1, 2]
+
+
+def test_default_listeners_include_kafka_9092():
+    out = subprocess.run([str(__import__("conftest").binary_path()), "serve", "--help"], capture_output=True, text=True)
+    assert "kafka://127.0.0.1:9092" in out.stdout
+
+
+# ---------------------------------------------------------------- groups outside membership
+
+def test_group_commits_outside_membership_show_in_http_lag_routes(kbroker, topic_name):
+    """librdkafka's assign() + commit() (OffsetCommit with generation -1) on the same coordinator
+    and __consumer_offsets as REST consumers: the HTTP lag routes see the offsets."""
+    group = "kc-" + topic_name
+    create(kbroker.bootstrap, topic_name, partitions=2)
+    p = Producer({"bootstrap.servers": kbroker.bootstrap})
+    for i in range(10):
+        for part in (0, 1):
+            p.produce(topic_name, value=b"%d" % i, partition=part)
+    assert p.flush(10) == 0
+    c = Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.assign([TopicPartition(topic_name, 0, 0), TopicPartition(topic_name, 1, 0)])
+    got = 0
+    end = time.monotonic() + 15
+    while got < 20 and time.monotonic() < end:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got += 1
+    assert got == 20
+    c.commit(offsets=[TopicPartition(topic_name, 0, 7), TopicPartition(topic_name, 1, 10)], asynchronous=False)
+    committed = c.committed([TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)], timeout=10)
+    assert [(tp.partition, tp.offset) for tp in committed] == [(0, 7), (1, 10)]
+    c.close()
+    lags = requests.get(kbroker.v3(f"/consumer-groups/{group}/lags")).json()["data"]
+    assert sorted((l["partition_id"], l["current_offset"], l["log_end_offset"], l["lag"]) for l in lags) == [
+        (0, 7, 10, 3), (1, 10, 10, 0)], lags
+    # kafka-python's admin reads the same group: list, offsets, delete.
+    from kafka import KafkaAdminClient
+    from kafka.structs import TopicPartition as KTP
+    admin = KafkaAdminClient(bootstrap_servers=kbroker.bootstrap)
+    assert group in [g[0] for g in admin.list_consumer_groups()]
+    offsets = admin.list_consumer_group_offsets(group)
+    assert {tp.partition: o.offset for tp, o in offsets.items() if tp.topic == topic_name} == {0: 7, 1: 10}
+    assert offsets[KTP(topic_name, 0)].offset == 7
+    admin.close()
+    described = subprocess.run(["kcat", "-b", kbroker.bootstrap, "-L", "-J"], capture_output=True, timeout=30)
+    assert described.returncode == 0
+
+
+def test_kafka_commit_into_a_ringlog_managed_group_is_refused(kbroker, topic_name):
+    """A group with REST members is ringlog-managed: a Kafka client may not commit over them."""
+    group = "mixed-" + topic_name
+    create(kbroker.bootstrap, topic_name)
+    V2 = "application/vnd.kafka.v2+json"
+    r = requests.post(f"{kbroker.url}/consumers/{group}", json={"name": "rest-member"}, headers={"Content-Type": V2})
+    assert r.status_code == 200, r.text
+    base = r.json()["base_uri"]
+    r = requests.post(base + "/subscription", json={"topics": [topic_name]}, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    c = Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    with pytest.raises(Exception) as e:
+        c.commit(offsets=[TopicPartition(topic_name, 0, 1)], asynchronous=False)
+    c.close()
+    assert "INCONSISTENT_GROUP_PROTOCOL" in str(e.value), str(e.value)
+    # DescribeGroups shows the REST member and its partition in Kafka's assignment format.
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=kbroker.bootstrap)
+    (desc,) = admin.describe_consumer_groups([group])
+    assert desc.group == group and [m.member_id for m in desc.members] == ["rest-member"]
+    admin.close()
+    requests.delete(base, headers={"Content-Type": V2})
+
+
+def test_committed_offsets_resume_after_restart_nothing_lost_or_skipped(ringlog_bin, tmp_path, topic_name):
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        group = "resume-" + topic_name
+        create(b.bootstrap, topic_name, partitions=3)
+        p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all"})
+        sent = {(part, b"%d-%d" % (part, i)) for part in range(3) for i in range(30)}
+        for part, value in sorted(sent):
+            p.produce(topic_name, value=value, partition=part)
+        assert p.flush(10) == 0
+
+        def consume_and_commit(limit_per_partition):
+            c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False,
+                          "auto.offset.reset": "earliest"})
+            committed = c.committed([TopicPartition(topic_name, part) for part in range(3)], timeout=10)
+            # -1001 (OFFSET_INVALID): nothing committed yet, start at the beginning.
+            c.assign([TopicPartition(topic_name, tp.partition, tp.offset if tp.offset >= 0 else 0) for tp in committed])
+            seen = []
+            counts = {0: 0, 1: 0, 2: 0}
+            end = time.monotonic() + 15
+            while sum(counts.values()) < 3 * limit_per_partition and time.monotonic() < end:
+                m = c.poll(0.5)
+                if m is None or m.error() is not None or counts[m.partition()] >= limit_per_partition:
+                    continue
+                counts[m.partition()] += 1
+                seen.append((m.partition(), m.offset(), m.value()))
+            last = {}
+            for part, off, _ in seen:
+                last[part] = max(last.get(part, -1), off)
+            c.commit(offsets=[TopicPartition(topic_name, part, off + 1) for part, off in last.items()], asynchronous=False)
+            c.close()
+            return seen
+
+        first = consume_and_commit(12)
+        assert b.stop() == 0
+        b.start()
+        second = consume_and_commit(18)
+        records = first + second
+        assert len(records) == 90
+        assert len({(part, off) for part, off, _ in records}) == 90          # nothing read twice
+        assert {(part, value) for part, _, value in records} == sent           # nothing lost
+        lags = requests.get(b.v3(f"/consumer-groups/{group}/lags")).json()["data"]
+        assert sorted((l["partition_id"], l["current_offset"], l["lag"]) for l in lags) == [(0, 30, 0), (1, 30, 0), (2, 30, 0)]
+    finally:
+        if b.proc is not None:
+            b.stop()

@@ -1,0 +1,281 @@
+// The Kafka listener's request side (kafka/request_handler.h) on a broker with a deterministic
+// runtime and a simulated disk: encoded request frames in, response frames decoded with the same
+// codec. Real clients and real sockets are in tests/integration/test_kafka.py.
+#include <doctest.h>
+
+#include <future>
+
+#include "call.h"
+#include "ringlog/codec/compression.h"
+#include "ringlog/codec/record_batch.h"
+#include "ringlog/io/sim_file_system.h"
+#include "ringlog/kafka/request_handler.h"
+#include "test_runtime.h"
+
+using namespace ringlog;
+
+namespace {
+
+constexpr int64_t t0 = 1'700'000'000'000;
+
+struct fixture {
+  io::sim_file_system fs;
+  base::manual_clock clock{t0};
+  std::unique_ptr<test::test_runtime> runtime = std::make_unique<test::test_runtime>(2, clock);
+  std::unique_ptr<broker::broker> b;
+  std::unique_ptr<kafka::request_handler> handler;
+  int32_t next_correlation = 1;
+
+  fixture() {
+    broker::broker_config config;
+    config.log_dir = "/data";
+    auto opened = broker::open_broker(config, {fs, clock, *runtime});
+    REQUIRE(opened.ok());
+    b = std::move(opened.value());
+    handler = std::make_unique<kafka::request_handler>(*b, kafka::handler_options{});
+  }
+  ~fixture() {
+    std::promise<void> p;
+    b->shutdown([&p] { p.set_value(); });
+    p.get_future().wait();
+  }
+
+  /// Sends one request; returns its answer frame (nullopt: no answer). Fails the test when the
+  /// handler refuses the frame.
+  template <typename Body>
+  std::optional<protocol::bytes> send(int16_t version, const Body& body, int16_t api_key = Body::api_key) {
+    protocol::request_header_data header;
+    header.request_api_key = api_key;
+    header.request_api_version = version;
+    header.correlation_id = next_correlation++;
+    header.client_id = "test";
+    protocol::writer w;
+    REQUIRE(protocol::encode_request_frame(w, header, body).ok());
+    auto frame = std::move(w).take();
+    return test::call<std::optional<protocol::bytes>>([&](auto done) {
+      auto handled = handler->handle(std::span(frame).subspan(4), done);
+      REQUIRE_MESSAGE(handled.ok(), (handled.ok() ? "" : handled.error().message));
+    });
+  }
+
+  /// Decodes an answer frame as Response at `version`; checks the correlation id.
+  template <typename Response>
+  Response decode(const protocol::bytes& frame, int16_t version, int16_t api_key = Response::api_key) {
+    protocol::reader rd{std::span<const std::byte>(frame).subspan(4)};
+    auto header = protocol::decode_response_header(rd, api_key, version);
+    REQUIRE(header.ok());
+    CHECK(header->correlation_id == next_correlation - 1);
+    auto body = Response::decode(rd, version);
+    REQUIRE_MESSAGE(body.ok(), (body.ok() ? "" : body.error().message));
+    return std::move(body).value();
+  }
+
+  protocol::bytes batch(std::vector<std::string> values, model::compression c = model::compression::none) {
+    std::vector<model::record> records;
+    for (auto& v : values) {
+      model::record r;
+      r.timestamp = t0 - 1000;
+      r.value = model::to_bytes(v);
+      r.headers.push_back({"h", model::to_bytes("x")});
+      records.push_back(std::move(r));
+    }
+    codec::batch_options options;
+    options.compression = c;
+    auto encoded = codec::encode_batch(options, records);
+    REQUIRE(encoded.ok());
+    return std::move(encoded).value();
+  }
+
+  protocol::produce_response_data::partition_produce_response produce(const std::string& topic, protocol::bytes records,
+                                                                      int16_t version = 9, int16_t acks = -1) {
+    protocol::produce_request_data req;
+    req.acks = acks;
+    req.timeout_ms = 1000;
+    protocol::produce_request_data::topic_produce_data t;
+    t.name = topic;
+    protocol::produce_request_data::partition_produce_data p;
+    p.index = 0;
+    p.records = std::move(records);
+    t.partition_data.push_back(std::move(p));
+    req.topic_data.push_back(std::move(t));
+    auto answer = send(version, req);
+    REQUIRE(answer.has_value());
+    auto resp = decode<protocol::produce_response_data>(*answer, version);
+    REQUIRE(resp.responses.size() == 1);
+    REQUIRE(resp.responses[0].partition_responses.size() == 1);
+    return resp.responses[0].partition_responses[0];
+  }
+
+  protocol::fetch_response_data::partition_data fetch(const std::string& topic, int64_t offset, int16_t version = 12) {
+    protocol::fetch_request_data req;
+    req.max_wait_ms = 0;
+    req.min_bytes = 1;
+    req.max_bytes = 1 << 20;
+    req.session_epoch = -1;
+    protocol::fetch_request_data::fetch_topic t;
+    t.topic = topic;
+    protocol::fetch_request_data::fetch_partition p;
+    p.partition = 0;
+    p.fetch_offset = offset;
+    p.partition_max_bytes = 1 << 20;
+    t.partitions.push_back(p);
+    req.topics.push_back(std::move(t));
+    auto answer = send(version, req);
+    REQUIRE(answer.has_value());
+    auto resp = decode<protocol::fetch_response_data>(*answer, version);
+    REQUIRE(resp.responses.size() == 1);
+    REQUIRE(resp.responses[0].partitions.size() == 1);
+    return resp.responses[0].partitions[0];
+  }
+
+  void create(const std::string& name) {
+    auto created = test::call<broker::result<broker::topic_description>>(
+        [&](auto done) { b->create_topic({name, 1, std::nullopt, {}, false}, std::move(done)); });
+    REQUIRE(created.ok());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("every advertised api is inside the codec's range and routed") {
+  fixture f;
+  protocol::api_versions_request_data req;
+  auto answer = f.send(3, req);
+  REQUIRE(answer.has_value());
+  auto resp = f.decode<protocol::api_versions_response_data>(*answer, 3);
+  CHECK(resp.error_code == 0);
+  REQUIRE(resp.api_keys.size() == kafka::handled_apis().size());
+  for (const auto& api : resp.api_keys) {
+    CAPTURE(api.api_key);
+    const auto* codec = protocol::find_api(api.api_key);
+    REQUIRE(codec != nullptr);
+    CHECK(api.min_version >= codec->lowest_version);
+    CHECK(api.max_version <= codec->highest_version);
+  }
+}
+
+TEST_CASE("unknown apis and versions answer UNSUPPORTED_VERSION under the request's correlation id") {
+  fixture f;
+  protocol::fetch_request_data fetch;
+  auto answer = f.send(1, fetch);   // Fetch v1: below the advertised range
+  REQUIRE(answer.has_value());
+  auto resp = f.decode<protocol::api_versions_response_data>(*answer, 0, protocol::api_versions_request_data::api_key);
+  CHECK(resp.error_code == 35);
+  CHECK_FALSE(resp.api_keys.empty());
+  protocol::vote_request_data vote;   // known to the codec, not served to clients
+  answer = f.send(0, vote);
+  REQUIRE(answer.has_value());
+  CHECK(f.decode<protocol::api_versions_response_data>(*answer, 0, protocol::api_versions_request_data::api_key)
+            .error_code == 35);
+}
+
+TEST_CASE("a body that does not decode is refused (the listener closes the connection)") {
+  fixture f;
+  protocol::request_header_data header;
+  header.request_api_key = protocol::metadata_request_data::api_key;
+  header.request_api_version = 1;
+  header.correlation_id = 5;
+  header.client_id = "test";
+  protocol::writer w;
+  protocol::metadata_request_data body;
+  REQUIRE(protocol::encode_request_frame(w, header, body).ok());
+  auto frame = std::move(w).take();
+  frame.push_back(std::byte{0x42});   // one byte after the body
+  bool answered = false;
+  auto handled = f.handler->handle(std::span(frame).subspan(4), [&](std::optional<protocol::bytes>) { answered = true; });
+  CHECK_FALSE(handled.ok());
+  CHECK_FALSE(answered);
+  frame.resize(frame.size() - 3);    // and cut short
+  handled = f.handler->handle(std::span(frame).subspan(4), [&](std::optional<protocol::bytes>) { answered = true; });
+  CHECK_FALSE(handled.ok());
+}
+
+TEST_CASE("produce stores the client's batch as sent and fetch returns it byte for byte") {
+  fixture f;
+  f.create("t");
+  for (auto c : {model::compression::none, model::compression::gzip, model::compression::snappy,
+                 model::compression::lz4, model::compression::zstd}) {
+    CAPTURE(codec::compression_name(c));
+    auto sent = f.batch({"a", "b", "c"}, c);
+    auto before = f.fetch("t", 0).high_watermark;
+    auto produced = f.produce("t", sent);
+    CHECK(produced.error_code == 0);
+    CHECK(produced.base_offset == before);
+    auto fetched = f.fetch("t", before);
+    CHECK(fetched.error_code == 0);
+    CHECK(fetched.high_watermark == before + 3);
+    REQUIRE(fetched.records.has_value());
+    auto stored = *fetched.records;
+    REQUIRE(stored.size() == sent.size());
+    // Only base_offset and partition_leader_epoch (outside the CRC) are the broker's.
+    codec::set_base_offset(sent, model::offset{before});
+    codec::set_partition_leader_epoch(sent, model::leader_epoch{0});
+    CHECK(stored == sent);
+  }
+}
+
+TEST_CASE("corrupt batches are refused and nothing is stored") {
+  fixture f;
+  f.create("t");
+  auto good = f.batch({"a", "b"});
+  auto bad_crc = good;
+  bad_crc.back() ^= std::byte{1};
+  CHECK(f.produce("t", bad_crc).error_code == 2);
+  auto truncated = good;
+  truncated.resize(truncated.size() - 4);
+  CHECK(f.produce("t", truncated).error_code == 2);
+  auto bad_length = good;
+  bad_length[11] = std::byte{0x7f};   // batch_length runs past the record set
+  CHECK(f.produce("t", bad_length).error_code == 2);
+  CHECK(f.fetch("t", 0).high_watermark == 0);
+  CHECK(f.produce("t", good).error_code == 0);
+  CHECK(f.fetch("t", 0).high_watermark == 2);
+  CHECK(f.fetch("t", 5).error_code == 1);   // OFFSET_OUT_OF_RANGE
+}
+
+TEST_CASE("acks=0 takes no answer") {
+  fixture f;
+  f.create("t");
+  protocol::produce_request_data req;
+  req.acks = 0;
+  protocol::produce_request_data::topic_produce_data t;
+  t.name = "t";
+  protocol::produce_request_data::partition_produce_data p;
+  p.records = f.batch({"a"});
+  t.partition_data.push_back(std::move(p));
+  req.topic_data.push_back(std::move(t));
+  CHECK_FALSE(f.send(9, req).has_value());
+  f.runtime->wait_idle();
+  CHECK(f.fetch("t", 0).high_watermark == 1);
+}
+
+TEST_CASE("metadata creates a missing topic when the client allows it, and names the topic id") {
+  fixture f;
+  protocol::metadata_request_data req;
+  req.topics = std::vector<protocol::metadata_request_data::metadata_request_topic>(1);
+  (*req.topics)[0].name = "auto";
+  req.allow_auto_topic_creation = false;
+  auto answer = f.send(12, req);
+  auto resp = f.decode<protocol::metadata_response_data>(*answer, 12);
+  REQUIRE(resp.topics.size() == 1);
+  CHECK(resp.topics[0].error_code == 3);
+  req.allow_auto_topic_creation = true;
+  answer = f.send(12, req);
+  resp = f.decode<protocol::metadata_response_data>(*answer, 12);
+  REQUIRE(resp.topics.size() == 1);
+  CHECK(resp.topics[0].error_code == 0);
+  CHECK_FALSE(resp.topics[0].topic_id.is_zero());
+  CHECK(resp.topics[0].partitions.size() == 1);
+  CHECK(resp.brokers.size() == 1);
+  CHECK(resp.brokers[0].port == 9092);
+}
+
+TEST_CASE("parse_uuid reads Kafka's base64 text form") {
+  // Kafka's Uuid.toString of 0x0123456789abcdef_fedcba9876543210.
+  auto id = kafka::parse_uuid("ASNFZ4mrze_-3LqYdlQyEA");
+  const std::array<uint8_t, 16> want = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+                                        0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10};
+  CHECK(id.value == want);
+  CHECK(kafka::parse_uuid("short").is_zero());
+  CHECK(kafka::parse_uuid("ASNFZ4mrze_-3LqYdlQy!A").is_zero());
+}
