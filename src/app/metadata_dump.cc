@@ -64,7 +64,8 @@ bool for_each_batch(const std::string& path, std::span<const std::byte> data,
   while (position < data.size()) {
     auto header = codec::decode_header(data.subspan(position));
     if (!header.ok() || position + header->size_bytes() > data.size()) {
-      print("Stopped at " + path + " position " + std::to_string(position) + ": torn batch");
+      print("Stopped at " + path + " position " + std::to_string(position) + ": " +
+            (header.ok() ? "torn batch (it ends past the end of the file)" : "corrupt batch header: " + header.error().message));
       return false;
     }
     f(data.subspan(position, header->size_bytes()));
@@ -128,6 +129,7 @@ int metadata_main(int argc, char** argv) {
       auto entries = controller::quorum_wire::decode_entries(batch);
       if (!entries.ok()) {
         print("(batch not understood: " + entries.error().message + ")");
+        status = 1;
         return;
       }
       for (const auto& d : entries.value()) print(entry_text(d));

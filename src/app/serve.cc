@@ -12,6 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -322,6 +324,28 @@ int serve_main(int argc, char** argv) {
   for (const auto& v : cfg.controller_quorum_voters) {
     voters[v.node_id] = rpc::peer_address{v.host, static_cast<uint16_t>(v.port)};
   }
+  // This node's voter address must be its own cluster listener (as advertised), and no two
+  // voters may share an address: either would send raft messages to the wrong node.
+  for (const auto& [id, address] : voters) {
+    for (const auto& [other, other_address] : voters) {
+      if (other > id && other_address.host == address.host && other_address.port == address.port) {
+        spdlog::error("msg=\"bad config\" key=controller.quorum.voters error=\"voters {} and {} have the same address "
+                      "{}:{}\"",
+                      id, other, address.host, address.port);
+        return 2;
+      }
+    }
+  }
+  if (auto own = voters.find(cfg.node_id); own != voters.end() && cfg.cluster_listener_port >= 0) {
+    const std::string host = cfg.advertised_cluster_host.empty() ? cfg.cluster_listener_host : cfg.advertised_cluster_host;
+    const int32_t port = cfg.advertised_cluster_port >= 0 ? cfg.advertised_cluster_port : cfg.cluster_listener_port;
+    if (cfg.cluster_listener_port != 0 && (own->second.host != host || own->second.port != port)) {
+      spdlog::error("msg=\"bad config\" key=controller.quorum.voters error=\"node.id {} is listed at {}:{}, but its "
+                    "cluster listener is {}:{} (listeners / advertised.listeners)\"",
+                    cfg.node_id, own->second.host, own->second.port, host, port);
+      return 2;
+    }
+  }
   // One broker per log directory, as Kafka's `.lock` file enforces: a second broker on the same
   // directory would assign the same offsets to different records (seen: an acknowledged record
   // overwritten). The lock is held until the process exits.
@@ -373,6 +397,30 @@ int serve_main(int argc, char** argv) {
                budget.connections_max, budget.partitions_max);
   broker::broker_config broker_config = to_broker_config(cfg);
   broker_config.partitions_max = static_cast<int32_t>(budget.partitions_max);
+  // Start-up may wait for the metadata quorum (the other voters may start later): a SIGTERM or
+  // SIGINT meanwhile stops the process at once. Nothing is acknowledged before the listeners
+  // serve, and everything on disk is crash-safe, so exiting here loses nothing.
+  std::atomic<bool> starting{true};
+  std::promise<int> stop_signal;
+  std::thread signal_thread([&stop_signals, &starting, &stop_signal] {
+    const int sig = wait_for_stop_signal(stop_signals);
+    if (starting.load()) {
+      spdlog::warn("msg=\"stopped during start-up\" signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      spdlog::shutdown();
+      std::_Exit(sig == SIGTERM ? 143 : 130);
+    }
+    stop_signal.set_value(sig);
+  });
+  signal_thread.detach();
+  if (cfg.controller_quorum_voters.size() > 1) {
+    std::string others;
+    for (const auto& v : cfg.controller_quorum_voters) {
+      if (v.node_id != cfg.node_id) others += (others.empty() ? "" : ",") + std::to_string(v.node_id);
+    }
+    spdlog::info("msg=\"waiting for the metadata quorum: a majority of the voters must run; HTTP serves once this "
+                 "node caught up with the metadata log\" other_voters={}",
+                 others);
+  }
   auto opened = broker::open_broker(broker_config, deps);
   if (!opened.ok()) {
     spdlog::error("msg=\"cannot open the broker\" error=\"{}\" code={}", base::logfmt_escaped(opened.error().message),
@@ -435,7 +483,8 @@ int serve_main(int argc, char** argv) {
     return 1;
   }
 
-  int sig = wait_for_stop_signal(stop_signals);
+  starting.store(false);
+  int sig = stop_signal.get_future().get();
   spdlog::info("msg=\"stopping\" signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   broker->begin_shutdown();  // parked long-polls answer now, so the drain below is quick
   std::promise<void> drained;

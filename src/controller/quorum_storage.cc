@@ -1,6 +1,9 @@
 #include "ringlog/controller/quorum_storage.h"
 
 #include <algorithm>
+#include <cstdlib>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -116,6 +119,28 @@ result<void> quorum_storage::load(const base::clock& clock) {
     if (!qs.ok()) return storage_failure(qs_path + ": " + qs.error().message);
     loaded_.state.quorum = *qs;
     loaded_.had_quorum_state_file = true;
+    // The voters are fixed for the life of the metadata log (no KIP-853 reconfiguration yet): a
+    // node restarted with another controller.quorum.voters could elect itself among different
+    // voters, two leaders in one epoch. Refuse it, naming both sets.
+    const std::string_view json(reinterpret_cast<const char*>(text->data()), text->size());
+    std::vector<int32_t> recorded;
+    for (size_t at = json.find("\"voterId\":"); at != std::string_view::npos; at = json.find("\"voterId\":", at + 1)) {
+      recorded.push_back(std::atoi(std::string(json.substr(at + 10, 12)).c_str()));
+    }
+    std::vector<int32_t> configured;
+    for (const auto& v : voters_) configured.push_back(v.value());
+    std::sort(recorded.begin(), recorded.end());
+    std::sort(configured.begin(), configured.end());
+    if (!recorded.empty() && recorded != configured) {
+      auto text_of = [](const std::vector<int32_t>& ids) {
+        std::string out;
+        for (int32_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+        return out;
+      };
+      return error{errc::invalid_record, qs_path + " records the voters " + text_of(recorded) +
+                                             " but controller.quorum.voters names " + text_of(configured) +
+                                             ": a node keeps the voters its metadata log was written with"};
+    }
   }
 
   // 2. the newest snapshot that reads back whole

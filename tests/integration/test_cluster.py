@@ -222,3 +222,45 @@ def test_a_node_with_the_wrong_node_id_or_cluster_id_for_its_directory_refuses_t
         assert done.returncode != 0
         out = done.stdout + done.stderr
         assert named in out, out
+
+
+def test_a_node_restarted_with_other_voters_refuses_to_start(cluster):
+    """The breaker's split brain: node 3 alone as its own voter elected itself beside the others."""
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    node = cluster.node(3)
+    assert node.stop() == 0
+    args = [str(binary_path()), "serve", "--set", "node.id=3",
+            "--set", f"controller.quorum.voters=3@127.0.0.1:{node.cluster_port}",
+            "--set", f"listeners=http://127.0.0.1:{free_port()},cluster://127.0.0.1:{node.cluster_port}",
+            "--set", f"log.dirs={node.data_dir}"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "records the voters 1,2,3 but controller.quorum.voters names 3" in out, out
+
+
+def test_sigterm_while_waiting_for_the_quorum_stops_at_once(ringlog_bin, tmp_path):
+    c = Cluster(tmp_path)
+    lone = c.node(1).spawn()   # the other two never start: no majority, start-up waits
+    try:
+        wait_until(lambda: "waiting for the metadata quorum" in lone.log_path.read_text(), 20.0, "the waiting log line")
+        lone.proc.send_signal(signal.SIGTERM)
+        assert lone.proc.wait(timeout=10) == 143
+        assert "stopped during start-up" in lone.log_path.read_text()
+    finally:
+        if lone.proc.poll() is None:
+            lone.proc.kill()
+        lone.proc = None
+
+
+def test_voters_sharing_an_address_or_not_naming_this_listener_are_refused(ringlog_bin, tmp_path):
+    port = free_port()
+    for voters, listener_port, named in ((f"1@127.0.0.1:{port},2@127.0.0.1:{port}", port, "the same address"),
+                                         (f"1@127.0.0.1:{port},2@127.0.0.1:{free_port()}", free_port(), "is listed at")):
+        args = [str(binary_path()), "serve", "--set", "node.id=1", "--set", f"controller.quorum.voters={voters}",
+                "--set", f"listeners=http://127.0.0.1:{free_port()},cluster://127.0.0.1:{listener_port}",
+                "--set", f"log.dirs={tmp_path / 'data'}"]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        out = done.stdout + done.stderr
+        assert done.returncode == 2, out
+        assert named in out, out
