@@ -317,10 +317,13 @@ class broker_impl final : public broker, public group_host, public controller::q
   void heartbeat_tick();
   void send_heartbeat(bool want_shut_down, std::function<void(result<protocol::broker_heartbeat_response_data>)> done);
   void fence_lapsed_brokers();
-  void ensure_offsets_topic_async();
+  /// Controller shard: creates __consumer_offsets when this node is the active controller, it is
+  /// due and not already on its way. `done(true)` once it exists; false when it is not created
+  /// now (not the controller, not due, pending); the creation's error otherwise.
+  void ensure_offsets_topic_async(std::function<void(result<bool>)> done);
   /// Active controller: enough brokers registered to place __consumer_offsets (or waited long enough).
   bool offsets_topic_due() const;
-  /// This broker's registration in the image, if it is the one of this process.
+  /// Controller shard: this broker's registration in the image, if it is the one of this process.
   const controller::broker_registration* own_registration() const;
   /// The leader of a partition, or an error naming who leads it when it is not this node.
   result<void> check_leader(const topic_state& topic, int32_t partition) const;
@@ -530,7 +533,8 @@ result<void> broker_impl::wait_for_metadata_catch_up() {
 }
 
 const controller::broker_registration* broker_impl::own_registration() const {
-  const auto* b = view()->image->find_broker(config_.node_id);
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  const auto* b = controller_view_->image->find_broker(config_.node_id);
   return b != nullptr && b->incarnation_id == incarnation_id_ ? b : nullptr;
 }
 
@@ -822,21 +826,19 @@ void broker_impl::commit_records(std::vector<protocol::metadata_record> records,
 // ---------------------------------------------------------------- cluster requests
 
 void broker_impl::register_cluster_handlers() {
-  auto copy_body = [](std::span<const std::byte> body) { return std::vector<std::byte>(body.begin(), body.end()); };
-  deps_.cluster_transport->set_handler(envelope_api_key, [this, copy_body](const protocol::request_header_data& header,
-                                                                          std::span<const std::byte> body,
-                                                                          rpc::respond_fn respond) {
-    deps_.runtime.post(controller_shard, [this, header, b = copy_body(body), respond = std::move(respond)]() mutable {
-      handle_envelope(header, std::move(b), std::move(respond));
+  // Each request's body is copied (it is valid during the transport's call only) and handled on
+  // the controller shard, where the image and the controller's state live.
+  using handler = void (broker_impl::*)(const protocol::request_header_data&, std::vector<std::byte>, rpc::respond_fn);
+  for (auto [api_key, handle] : {std::pair<int16_t, handler>{envelope_api_key, &broker_impl::handle_envelope},
+                                 std::pair<int16_t, handler>{broker_heartbeat_api_key, &broker_impl::handle_broker_heartbeat}}) {
+    deps_.cluster_transport->set_handler(api_key, [this, handle](const protocol::request_header_data& header,
+                                                                 std::span<const std::byte> body, rpc::respond_fn respond) {
+      deps_.runtime.post(controller_shard, [this, handle, header, b = std::vector<std::byte>(body.begin(), body.end()),
+                                            respond = std::move(respond)]() mutable {
+        (this->*handle)(header, std::move(b), std::move(respond));
+      });
     });
-  });
-  deps_.cluster_transport->set_handler(broker_heartbeat_api_key,
-                                       [this, copy_body](const protocol::request_header_data& header,
-                                                         std::span<const std::byte> body, rpc::respond_fn respond) {
-    deps_.runtime.post(controller_shard, [this, header, b = copy_body(body), respond = std::move(respond)]() mutable {
-      handle_broker_heartbeat(header, std::move(b), std::move(respond));
-    });
-  });
+  }
 }
 
 template <typename Response>
@@ -947,7 +949,7 @@ void broker_impl::schedule_heartbeat() {
 void broker_impl::heartbeat_tick() {
   if (quorum_->leader_id() == config_.node_id) {
     fence_lapsed_brokers();
-    ensure_offsets_topic_async();
+    ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
   }
   if (own_registration() == nullptr) {
     // Not registered in this incarnation (or the registration was replaced): register again.
@@ -1224,16 +1226,7 @@ result<void> broker_impl::ensure_offsets_topic() {
   for (;;) {
     std::promise<result<bool>> checked;
     deps_.runtime.post(controller_shard, [this, &checked] {
-      if (controller_view_->topics.contains(consumer_offsets_topic)) return checked.set_value(true);
-      if (quorum_->leader_id() != config_.node_id || !offsets_topic_due()) return checked.set_value(false);
-      auto records = offsets_topic_records();
-      if (!records.ok()) return checked.set_value(records.error());
-      offsets_topic_pending_ = true;
-      commit_records(std::move(records).value(), [this, &checked](result<void> r) {
-        offsets_topic_pending_ = false;
-        if (!r.ok() && !controller_view_->topics.contains(consumer_offsets_topic)) return checked.set_value(r.error());
-        checked.set_value(true);
-      });
+      ensure_offsets_topic_async([&checked](result<bool> r) { checked.set_value(std::move(r)); });
     });
     auto r = checked.get_future().get();
     if (r.ok() && r.value()) return base::ok_v;
@@ -1267,13 +1260,17 @@ bool broker_impl::offsets_topic_due() const {
          deps_.clock.now_ms() - controller_active_since_ms_ >= config_.broker_session_timeout_ms;
 }
 
-void broker_impl::ensure_offsets_topic_async() {
-  if (offsets_topic_pending_ || controller_view_->topics.contains(consumer_offsets_topic)) return;
-  if (!offsets_topic_due()) return;
+void broker_impl::ensure_offsets_topic_async(std::function<void(result<bool>)> done) {
+  if (controller_view_->topics.contains(consumer_offsets_topic)) return done(true);
+  if (offsets_topic_pending_ || quorum_->leader_id() != config_.node_id || !offsets_topic_due()) return done(false);
   auto records = offsets_topic_records();
-  if (!records.ok()) return;   // no usable broker yet: the next tick tries again
+  if (!records.ok()) return done(records.error());
   offsets_topic_pending_ = true;
-  commit_records(std::move(records).value(), [this](result<void>) { offsets_topic_pending_ = false; });
+  commit_records(std::move(records).value(), [this, done = std::move(done)](result<void> r) {
+    offsets_topic_pending_ = false;
+    if (!r.ok() && !controller_view_->topics.contains(consumer_offsets_topic)) return done(r.error());
+    done(true);
+  });
 }
 
 void broker_impl::append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
