@@ -329,3 +329,20 @@ TEST_CASE("config validation names the key") {
   c = cfg(4);
   CHECK(validate(c).find("node.id") != std::string::npos);
 }
+
+TEST_CASE("one voter: stands at once and leads once its vote is durable, without an election timeout") {
+  harness h(1, {}, 1);   // pump() persists the vote and fsyncs at once; no tick has run
+  CHECK(h.n->role() == role::leader);
+  CHECK(h.n->epoch() == leader_epoch{1});
+  CHECK(h.n->high_watermark() == offset{1});   // its leader-change entry, committed by its own fsync
+
+  // Without the durable vote it must not lead (the vote is fsynced before it counts).
+  seeded_random random{7};
+  node n(cfg(1, 1), {}, random, 0);
+  CHECK(n.role() == role::candidate);
+  effects e = n.take_effects();
+  REQUIRE(e.quorum_state_);
+  CHECK(n.role() == role::candidate);
+  n.on_quorum_state_persisted(e.quorum_state_->version);
+  CHECK(n.role() == role::leader);
+}
