@@ -13,8 +13,9 @@ What is checked: a block is a series of steps, each one or more command lines fo
 `# ` lines that show their output. Every command must exit 0 (bash -e) and the step's output
 (stdout and stderr) must be exactly the lines shown, whitespace runs compared as one space, with
 these wildcards: `...` inside a line matches any text, a line that is only `...` matches any
-number of lines, a number of 7 or more digits (timestamps, CRCs) matches any number, and a
-22-character base64url token (topic and incarnation ids) matches any such token. A step that
+number of lines, a number of 7 or more digits (timestamps, CRCs) matches any number, an ISO
+time (2026-12-01T21:39:27.668Z) any ISO time, and a 22-character base64url token (topic and
+incarnation ids) any such token. A step that
 shows no output must print nothing. `#   (note)` lines and notes after two spaces at the end
 of a line, `output  (note)`, are prose, not output. In the cluster session, where which node
 leads is decided by an election, every number matches any number or a lone "-", and yes/no,
@@ -26,15 +27,15 @@ binary under test (its client commands get `--bootstrap-server` of the test's br
 `/var/log/dpkg.log` becomes tests/integration/readme/dpkg.log (300 lines of a Debian 12 image's
 log), which the README's dpkg figures come from. Each session has a deadline; nothing sleeps
 but the README's own commands.
+
+Beside the sessions, every ```sh block (run or not) is checked for what breaks outside bash: a
+URL with `?` not in quotes (zsh: "no matches found") and `$'...'` quoting.
 """
 import os
-import pathlib
 import re
 import signal
 import socket
 import subprocess
-
-import pytest
 
 from conftest import ROOT, Broker, binary_path, free_port
 
@@ -52,7 +53,8 @@ CLI_WITH_BOOTSTRAP = "topics|produce|consume|groups|bench|cluster"
 
 
 def readme_blocks(text):
-    """[(session, language, [lines])] of the marked blocks, in the README's order."""
+    """[(session, language, [lines], line number of the first line)] of the marked blocks, in
+    the README's order; session is "single" or the marker's word ("cluster")."""
     lines = text.splitlines()
     blocks = []
     i = 0
