@@ -146,6 +146,7 @@ result<void> broker_impl::start() {
   groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
                                config_.group_expiry_interval_ms);
   RINGLOG_TRY(groups_->start());
+  groups_started_.store(groups_.get(), std::memory_order_release);
   for (size_t s = 0; s < shards_.size(); ++s) {
     schedule_maintenance(s);
     schedule_replication_tick(s);
@@ -307,7 +308,10 @@ void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
     last_heartbeat_ms_.clear();
     const int64_t now = deps_.clock.now_ms();
     controller_active_since_ms_ = now;
-    for (const auto& [id, b] : controller_view_->image->brokers()) last_heartbeat_ms_[id] = now;
+    for (const auto& [id, b] : controller_view_->image->brokers()) {
+      last_heartbeat_ms_[id] = now;
+      heartbeat_epoch_[id] = b.broker_epoch;
+    }
   }
 }
 
@@ -675,6 +679,12 @@ void broker_impl::fence_lapsed_brokers() {
     // The active controller's own broker is alive by definition (it runs this code): a late
     // heartbeat of its own, e.g. after the process stalled, must not take its partitions offline.
     if (b.fenced || id == config_.node_id) continue;
+    // A new registration (a restart: a new broker epoch) starts its session now; without this a
+    // broker that registers after a long absence was fenced again before its first heartbeat.
+    if (auto [known, fresh] = heartbeat_epoch_.try_emplace(id, b.broker_epoch); !fresh && known->second != b.broker_epoch) {
+      known->second = b.broker_epoch;
+      last_heartbeat_ms_[id] = now;
+    }
     auto seen = last_heartbeat_ms_.try_emplace(id, now).first->second;
     if (now - seen <= config_.broker_session_timeout_ms) continue;
     // Missed its heartbeats for broker.session.timeout.ms: fence it and move its leaderships.
@@ -966,12 +976,30 @@ void broker_impl::append_internal(size_t shard, int32_t partition, std::vector<m
   complete_append(shard, rt, acks_mode::all, appended->last_offset + 1, internal_append_timeout_ms, std::move(done));
 }
 
+std::string broker_impl::offsets_leader_text(int32_t partition) const {
+  auto t = find_topic(consumer_offsets_topic);
+  const int32_t leader = t && partition >= 0 && partition < t->partitions_count()
+                             ? t->image->partitions[static_cast<size_t>(partition)].leader
+                             : -1;
+  if (leader < 0) return "no broker now (the partition has no leader; retry)";
+  std::string out = "broker " + std::to_string(leader);
+  if (const auto* b = view()->image->find_broker(leader); b != nullptr) {
+    if (const auto* http = b->endpoint("http"); http != nullptr) {
+      out += " at http://" + http->host + ":" + std::to_string(http->port);
+    }
+  }
+  return out;
+}
+
 result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int32_t partition) {
   auto rt = runtime_of(shard, consumer_offsets_topic, partition);
   if (!rt) return error{errc::unknown_topic_or_partition, unknown_topic_message(consumer_offsets_topic)};
   std::vector<model::record> out;
   model::offset at = rt->log->log_start_offset();
-  const model::offset end = rt->log->high_watermark();
+  // The whole log, past the high watermark too: a coordinator reads its partition when it has
+  // just become the leader, whose log is the partition's from then on (records its high
+  // watermark has not reached yet were acknowledged by the previous leader, or will be kept).
+  const model::offset end = rt->log->log_end_offset();
   while (at < end) {
     auto read = rt->log->read(at, 1 << 20, end);
     if (!read.ok()) return from_storage(read.error());

@@ -216,6 +216,13 @@ class broker_impl final : public broker, public group_host, public controller::q
   void append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
                        std::function<void(result<void>)> done) override;
   result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override;
+  [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override {
+    auto t = find_topic(consumer_offsets_topic);
+    return t && partition >= 0 && partition < t->partitions_count() &&
+           t->image->partitions[static_cast<size_t>(partition)].leader == config_.node_id;
+  }
+  void report_error(const std::string& message) const override { log_error(message); }
+  [[nodiscard]] std::string offsets_leader_text(int32_t partition) const override;
 
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
@@ -349,6 +356,8 @@ class broker_impl final : public broker, public group_host, public controller::q
   // ---- forwarding to a partition's leader (forwarding.cc)
   /// The partition's leader (this node or another), or not_leader_or_follower when it has none.
   result<int32_t> leader_route(const topic_state& topic, int32_t partition) const;
+  /// Runs `then` on the controller shard once `known()` holds or forward_metadata_wait_ms passed.
+  void when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms = 0);
   void forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch, acks_mode acks,
                        int64_t timeout_ms, std::function<void(result<produce_batches_response>)> done);
   void handle_forwarded_produce(const protocol::request_header_data& header, std::span<const std::byte> body,
@@ -492,12 +501,15 @@ class broker_impl final : public broker, public group_host, public controller::q
   bool fencing_in_flight_ = false;
   /// Active controller: wall ms of each broker's last heartbeat (since this node became leader).
   std::map<int32_t, int64_t> last_heartbeat_ms_;
+  std::map<int32_t, int64_t> heartbeat_epoch_;   // the broker epoch last_heartbeat_ms_ counts for
   int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
   std::atomic<bool> controlled_shutdown_done_{false};
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);  std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
   std::unique_ptr<group_service> groups_;  // after start()
+  /// groups_ once started, for the shards (a leadership of __consumer_offsets moves its groups).
+  std::atomic<group_service*> groups_started_{nullptr};
   // Produces to a topic that a produce is auto-creating wait here, in call order, until the
   // creating produce went to the shards: none may overtake it, so a client that pipelines
   // produces (WebSocket) finds its records stored in the order it sent them. Bounded by what

@@ -42,6 +42,7 @@ std::string_view to_string(errc e) {
     case errc::no_offset_for_partition: return "no_offset_for_partition";
     case errc::not_controller: return "not_controller";
     case errc::not_leader_or_follower: return "not_leader_or_follower";
+    case errc::not_coordinator: return "not_coordinator";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
   }
   return "unknown_server_error";
@@ -89,6 +90,7 @@ int kafka_error_code(errc e) {
     case errc::not_controller: return 41;
     case errc::not_leader_or_follower: return 6;
     case errc::stale_broker_epoch: return 77;
+    case errc::not_coordinator: return 16;
   }
   return -1;
 }
@@ -96,7 +98,7 @@ int kafka_error_code(errc e) {
 errc errc_of_kafka_code(int code) {
   // The inverse of kafka_error_code over every code it maps to one broker code.
   if (code < 0) return errc::unknown_server_error;
-  for (int e = 0; e <= static_cast<int>(errc::stale_broker_epoch); ++e) {
+  for (int e = 0; e <= static_cast<int>(errc::not_coordinator); ++e) {
     const auto candidate = static_cast<errc>(e);
     if (candidate != errc::unknown_server_error && kafka_error_code(candidate) == code) return candidate;
   }

@@ -22,6 +22,11 @@ constexpr int16_t forward_fetch_version = 15;
 constexpr int16_t forward_list_offsets_version = 7;
 /// How much longer than the call's own wait the forwarder waits for the leader's answer, ms.
 constexpr int64_t forward_timeout_slack_ms = 5000;
+/// How long a leader waits for a topic it does not know yet when a peer forwards a call for it
+/// (the peer applied the topic's creation first: metadata reaches nodes at slightly different
+/// times), ms; polled every forward_metadata_poll_ms. Past it the caller hears a retriable error.
+constexpr int64_t forward_metadata_wait_ms = 3000;
+constexpr int64_t forward_metadata_poll_ms = 20;
 constexpr int64_t earliest_timestamp = -2;
 constexpr int64_t latest_timestamp = -1;
 
@@ -44,10 +49,26 @@ error unreachable(int32_t leader, const model::topic_partition& tp, const std::s
 
 error answered(int32_t leader, const model::topic_partition& tp, int16_t code, const std::optional<std::string>& why) {
   const errc e = errc_of_kafka_code(code);
+  if (e == errc::unknown_topic_or_partition) {
+    // This node knows the topic, so the leader's metadata lags behind it (a topic just created):
+    // retriable, as Kafka clients treat UNKNOWN_TOPIC_OR_PARTITION, never a 404 for a topic that exists.
+    return error{errc::not_leader_or_follower,
+                 leader_name(leader, tp) + " has not applied the topic's creation yet (its metadata lags): retry"};
+  }
   return error{e, why && !why->empty() ? *why : leader_name(leader, tp) + " answered " + std::string(to_string(e))};
 }
 
 }  // namespace
+
+void broker_impl::when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms) {
+  if (known() || waited_ms >= forward_metadata_wait_ms || stopping_) return then();
+  std::weak_ptr<int> alive = lifetime_;
+  deps_.runtime.post_after(controller_shard, forward_metadata_poll_ms,
+                           [this, alive, known = std::move(known), then = std::move(then), waited_ms]() mutable {
+                             if (alive.expired()) return;
+                             when_topic_known(std::move(known), std::move(then), waited_ms + forward_metadata_poll_ms);
+                           });
+}
 
 result<int32_t> broker_impl::leader_route(const topic_state& topic, int32_t partition) const {
   const int32_t leader = topic.image->partitions[static_cast<size_t>(partition)].leader;
@@ -137,7 +158,10 @@ void broker_impl::handle_forwarded_produce(const protocol::request_header_data& 
   if (pos != records.size()) {
     return answer(error{errc::corrupt_message, "the forwarded record set is cut short at byte " + std::to_string(pos)});
   }
-  produce_batches(std::move(request), std::move(answer));
+  auto shared = std::make_shared<produce_batches_request>(std::move(request));
+  const std::string name = shared->partition.topic;
+  when_topic_known([this, name] { return find_topic(name) != nullptr; },
+                   [this, shared, answer = std::move(answer)]() mutable { produce_batches(std::move(*shared), std::move(answer)); });
 }
 
 // ---------------------------------------------------------------- fetch
@@ -212,8 +236,24 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
   const auto& rp = rt.partitions[0];
   t.topic_id = rt.topic_id;
   out.partition_index = rp.partition;
+  auto known = [this, id = rt.topic_id] { return view()->image->find_topic(id) != nullptr; };
+  if (!known()) {
+    return when_topic_known(known, [this, header, request, respond = std::move(respond)]() mutable {
+      if (view()->image->find_topic(request.topics[0].topic_id) == nullptr) {
+        protocol::fetch_response_data response;
+        protocol::fetch_response_data::fetchable_topic_response t;
+        t.topic_id = request.topics[0].topic_id;
+        protocol::fetch_response_data::partition_data out;
+        out.partition_index = request.topics[0].partitions[0].partition;
+        out.error_code = static_cast<int16_t>(kafka_error_code(errc::unknown_topic_or_partition));
+        t.partitions.push_back(out);
+        response.responses.push_back(t);
+        return respond_with(header, response, respond);
+      }
+      serve_forwarded_fetch(header, request, std::move(respond));
+    });
+  }
   const controller::topic_image* image = view()->image->find_topic(rt.topic_id);
-  if (image == nullptr) return answer(static_cast<int16_t>(kafka_error_code(errc::unknown_topic_or_partition)));
   fetch_request f;
   f.partition = model::topic_partition{image->name, model::partition_id{rp.partition}};
   f.fetch_offset = model::offset{rp.fetch_offset};
@@ -285,8 +325,10 @@ void broker_impl::handle_forwarded_list_offsets(const protocol::request_header_d
                  : p.timestamp == latest_timestamp ? offset_spec::latest
                                                    : offset_spec::timestamp;
   request.timestamp = p.timestamp;
-  list_offsets_here(std::move(request), [header, respond, name = t.name,
-                                         index = p.partition_index](result<list_offsets_response> r) mutable {
+  auto shared = std::make_shared<list_offsets_request>(std::move(request));
+  auto serve = [this, shared, header, respond, name = t.name, index = p.partition_index]() mutable {
+  list_offsets_here(std::move(*shared), [header, respond, name,
+                                         index](result<list_offsets_response> r) mutable {
     protocol::list_offsets_response_data response;
     protocol::list_offsets_response_data::list_offsets_topic_response topic;
     topic.name = name;
@@ -302,6 +344,8 @@ void broker_impl::handle_forwarded_list_offsets(const protocol::request_header_d
     response.topics.push_back(topic);
     respond_with(header, response, respond);
   });
+  };
+  when_topic_known([this, name = t.name] { return find_topic(name) != nullptr; }, std::move(serve));
 }
 
 }  // namespace ringlog::broker::detail

@@ -175,6 +175,7 @@ class group_service_impl final : public group_service {
 
   result<void> start() override;
   void topics_changed() override;
+  void offsets_partition_led(int32_t partition, bool leads) override;
   void topic_deleted(const std::string& topic) override;
   void stop() override { stopping_ = true; }
 
@@ -218,12 +219,26 @@ class group_service_impl final : public group_service {
   size_t shard_of_group(std::string_view group_id) const {
     return host_.owner_shard(consumer_offsets_topic, partition_of(group_id));
   }
+  /// Why this node may not serve calls of `group_id`: it does not lead the group's
+  /// __consumer_offsets partition (Kafka's NOT_COORDINATOR; the message names the coordinator).
+  std::optional<error> not_coordinator(const std::string& group_id) const {
+    const int32_t p = partition_of(group_id);
+    if (host_.leads_offsets_partition(p)) return std::nullopt;
+    return error{errc::not_coordinator, "group '" + group_id + "' is coordinated by " + host_.offsets_leader_text(p) +
+                                            " (the leader of " + consumer_offsets_topic + "-" + std::to_string(p) +
+                                            "), not by this broker: send the group's calls there"};
+  }
   /// Runs fn(shard, state) on the group's coordinator shard.
   template <typename F>
   void on_coordinator(const std::string& group_id, F fn) {
     const size_t shard = shard_of_group(group_id);
     runtime_.post(shard, [this, shard, fn = std::move(fn)]() mutable { fn(shard, *shards_[shard]); });
   }
+  /// On `shard`: replays __consumer_offsets partition `p` into the shard's coordinator and REST
+  /// instances. Errors: kafka_storage_error naming the record that does not decode.
+  result<void> replay_partition(size_t shard, int32_t p);
+  /// On `shard`: forgets the groups (and REST instances) of __consumer_offsets partition `p`.
+  void unload_partition(size_t shard, int32_t p);
   /// On `shard`: appends `records` to their partitions (by the group in each key), then done.
   void persist(size_t shard, group::record_list records, std::function<void(result<void>)> done);
   /// On a member call that failed with unknown_member_id: forget its REST settings.
@@ -294,54 +309,75 @@ class group_service_impl final : public group_service {
 
 // ---------------------------------------------------------------- start-up and metadata
 
+result<void> group_service_impl::replay_partition(size_t shard, int32_t p) {
+  auto records = host_.read_internal(shard, p);
+  // Not held here (a cluster places __consumer_offsets partitions on some brokers): no groups.
+  if (!records.ok() && records.error().code == errc::unknown_topic_or_partition) return base::ok_v;
+  if (!records.ok()) return records.error();
+  const int64_t now = clock_.now_ms();
+  auto& st = *shards_[shard];
+  for (auto& r : records.value()) {
+    if (!r.key) continue;
+    auto key = group::decode_offsets_topic_key(*r.key);
+    if (key.ok() && std::holds_alternative<group::consumer_instance_key>(*key)) {
+      const auto& k = std::get<group::consumer_instance_key>(*key);
+      if (!r.value) {
+        st.instances.erase(instance_key(k.group_id, k.instance_id));
+        continue;
+      }
+      auto v = group::decode_consumer_instance_value(*r.value);
+      if (!v.ok()) {
+        return error{errc::kafka_storage_error, std::string(consumer_offsets_topic) + "-" + std::to_string(p) +
+                                                    " offset " + std::to_string(r.record_offset.value()) + ": " +
+                                                    v.error().message};
+      }
+      st.instances[instance_key(k.group_id, k.instance_id)] = settings_of(k, *v, now);
+      continue;
+    }
+    group::offsets_topic_record rec{std::move(*r.key), std::move(r.value)};
+    auto applied = st.coordinator.replay(rec, now);
+    if (!applied.ok()) {
+      return error{errc::kafka_storage_error, std::string(consumer_offsets_topic) + "-" + std::to_string(p) +
+                                                  " offset " + std::to_string(r.record_offset.value()) + ": " +
+                                                  applied.error().message};
+    }
+  }
+  // Instances whose member survived (static members) are joined; the others join again.
+  for (auto& [k, settings] : st.instances) {
+    if (partition_of(settings.info.group_id) != p) continue;
+    const auto members = st.coordinator.describe_group(settings.info.group_id).members;
+    settings.joined = std::any_of(members.begin(), members.end(), [&](const group::member_description& m) {
+      return m.member_id == settings.info.instance_id;
+    });
+  }
+  return base::ok_v;
+}
+
+void group_service_impl::unload_partition(size_t shard, int32_t p) {
+  auto& st = *shards_[shard];
+  st.coordinator.unload_groups([&](std::string_view group_id) { return partition_of(group_id) == p; });
+  std::erase_if(st.instances, [&](const auto& entry) { return partition_of(entry.second.info.group_id) == p; });
+}
+
+void group_service_impl::offsets_partition_led(int32_t p, bool leads) {
+  // Runs on the partition's shard (the broker calls it there, replication.cc): a new leader
+  // coordinates the partition's groups from its replicated log; a former one forgets them.
+  const size_t shard = host_.owner_shard(consumer_offsets_topic, p);
+  unload_partition(shard, p);
+  if (!leads) return;
+  if (auto r = replay_partition(shard, p); !r.ok()) host_.report_error("group coordinator: " + r.error().message);
+}
+
 result<void> group_service_impl::start() {
   for (int32_t p = 0; p < offsets_partitions_; ++p) {
+    // A node coordinates the groups of the __consumer_offsets partitions it leads; partitions
+    // whose leadership comes later are replayed then (offsets_partition_led).
+    if (!host_.leads_offsets_partition(p)) continue;
     const size_t shard = host_.owner_shard(consumer_offsets_topic, p);
     std::promise<result<void>> replayed;
     runtime_.post(shard, [this, shard, p, &replayed] {
-      auto records = host_.read_internal(shard, p);
-      // In a cluster a node coordinates the groups of the __consumer_offsets partitions it holds;
-      // the others' groups are another node's (routing group calls there comes with Cluster II).
-      if (!records.ok() && records.error().code == errc::unknown_topic_or_partition) {
-        return replayed.set_value(base::ok_v);
-      }
-      if (!records.ok()) return replayed.set_value(records.error());
-      const int64_t now = clock_.now_ms();
-      auto& st = *shards_[shard];
-      for (auto& r : records.value()) {
-        if (!r.key) continue;
-        auto key = group::decode_offsets_topic_key(*r.key);
-        if (key.ok() && std::holds_alternative<group::consumer_instance_key>(*key)) {
-          const auto& k = std::get<group::consumer_instance_key>(*key);
-          if (!r.value) {
-            st.instances.erase(instance_key(k.group_id, k.instance_id));
-            continue;
-          }
-          auto v = group::decode_consumer_instance_value(*r.value);
-          if (!v.ok()) {
-            return replayed.set_value(error{errc::kafka_storage_error,
-                                            std::string(consumer_offsets_topic) + "-" + std::to_string(p) + " offset " +
-                                                std::to_string(r.record_offset.value()) + ": " + v.error().message});
-          }
-          st.instances[instance_key(k.group_id, k.instance_id)] = settings_of(k, *v, now);
-          continue;
-        }
-        group::offsets_topic_record rec{std::move(*r.key), std::move(r.value)};
-        auto applied = shards_[shard]->coordinator.replay(rec, now);
-        if (!applied.ok()) {
-          return replayed.set_value(error{errc::kafka_storage_error,
-                                          std::string(consumer_offsets_topic) + "-" + std::to_string(p) + " offset " +
-                                              std::to_string(r.record_offset.value()) + ": " + applied.error().message});
-        }
-      }
-      // Instances whose member survived (static members) are joined; the others join again.
-      for (auto& [k, settings] : st.instances) {
-        const auto members = st.coordinator.describe_group(settings.info.group_id).members;
-        settings.joined = std::any_of(members.begin(), members.end(), [&](const group::member_description& m) {
-          return m.member_id == settings.info.instance_id;
-        });
-      }
-      replayed.set_value(base::ok_v);
+      unload_partition(shard, p);
+      replayed.set_value(replay_partition(shard, p));
     });
     auto r = replayed.get_future().get();
     if (!r.ok()) return r.error();
@@ -490,6 +526,7 @@ void group_service_impl::create_consumer(consumer_instance_config config,
                                          std::function<void(result<consumer_instance>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   std::string group_id = config.group_id;
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, config = std::move(config), done = std::move(done)](size_t shard, shard_state& st) {
     const int64_t now = clock_.now_ms();
     instance_settings settings;
@@ -587,6 +624,7 @@ result<void> group_service_impl::join_instance(shard_state& st, instance_setting
 
 void group_service_impl::change_subscription(std::string group_id, std::string instance_id, group::subscription sub,
                                              std::function<void(result<void>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, instance_id, sub = std::move(sub), done = std::move(done)](
                                size_t shard, shard_state& st) mutable {
     const int64_t now = clock_.now_ms();
@@ -633,6 +671,7 @@ void group_service_impl::change_subscription(std::string group_id, std::string i
 
 void group_service_impl::describe_consumer(std::string group_id, std::string instance_id,
                                            std::function<void(result<consumer_instance>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
     auto it = st.instances.find(instance_key(group_id, instance_id));
     if (it != st.instances.end() && !it->second.joined) {
@@ -660,6 +699,7 @@ void group_service_impl::describe_consumer(std::string group_id, std::string ins
 
 void group_service_impl::delete_consumer(std::string group_id, std::string instance_id,
                                          std::function<void(result<void>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
     const std::string key = instance_key(group_id, instance_id);
     auto it = st.instances.find(key);
@@ -704,6 +744,7 @@ void group_service_impl::assign(std::string group_id, std::string instance_id, g
 
 void group_service_impl::subscription(std::string group_id, std::string instance_id,
                                       std::function<void(result<group::subscription>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
     group::record_list records;
     auto s = prepared(shard, st, group_id, instance_id, records, done);
@@ -728,6 +769,7 @@ void group_service_impl::subscription(std::string group_id, std::string instance
 
 void group_service_impl::assignments(std::string group_id, std::string instance_id,
                                      std::function<void(result<group::partition_set>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, instance_id, done = std::move(done)](size_t shard, shard_state& st) {
     group::record_list records;
     auto s = prepared(shard, st, group_id, instance_id, records, done);
@@ -748,6 +790,7 @@ void group_service_impl::assignments(std::string group_id, std::string instance_
 
 void group_service_impl::seek(std::string group_id, std::string instance_id, std::vector<seek_request> seeks,
                               std::function<void(result<void>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   // Resolve every seek to an offset first (beginning/end from the published bounds, timestamps
   // through list_offsets on the partition's shard), then apply all of them on the coordinator.
   struct gather {
@@ -836,6 +879,7 @@ void group_service_impl::seek(std::string group_id, std::string instance_id, std
 void group_service_impl::poll(std::string group_id, std::string instance_id, poll_request request,
                               std::function<void(result<std::vector<consumed_record>>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   const int64_t deadline = clock_.now_ms() + std::max<int64_t>(request.timeout_ms, 0);
   const size_t shard = shard_of_group(group_id);
   runtime_.post(shard, [this, shard, group_id, instance_id, request, deadline, done = std::move(done)]() mutable {
@@ -999,6 +1043,7 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
 void group_service_impl::commit(std::string group_id, std::string instance_id,
                                 std::optional<std::vector<group::processed_offset>> offsets,
                                 std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, instance_id, offsets = std::move(offsets), done = std::move(done)](
                                size_t shard, shard_state& st) {
     const int64_t now = clock_.now_ms();
@@ -1029,6 +1074,7 @@ void group_service_impl::commit(std::string group_id, std::string instance_id,
 
 void group_service_impl::committed(std::string group_id, std::string instance_id, group::partition_set partitions,
                                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, instance_id, partitions = std::move(partitions), done = std::move(done)](
                                size_t shard, shard_state& st) {
     group::record_list records;
@@ -1058,6 +1104,7 @@ void group_service_impl::committed(std::string group_id, std::string instance_id
 void group_service_impl::commit_standalone(
     std::string group_id, std::vector<group::offset_commit> offsets,
     std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, offsets = std::move(offsets), done = std::move(done)](size_t shard,
                                                                                                  shard_state& st) {
     auto r = st.coordinator.commit_offsets_standalone(group_id, offsets, clock_.now_ms());
@@ -1071,6 +1118,7 @@ void group_service_impl::commit_standalone(
 
 void group_service_impl::group_committed(
     std::string group_id, std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [group_id, done = std::move(done)](size_t, shard_state& st) {
     auto all = st.coordinator.committed_offsets(group_id);
     if (!all.ok()) return done(group::partition_map<group::committed_offset>{});
@@ -1107,6 +1155,7 @@ void group_service_impl::list_groups(std::function<void(result<std::vector<group
 }
 
 void group_service_impl::describe_group(std::string group_id, std::function<void(result<group_details>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t shard, shard_state& st) {
     group_details d;
     d.description = st.coordinator.describe_group(group_id);
@@ -1139,6 +1188,7 @@ result<std::vector<group::partition_lag>> group_service_impl::lags_of(
 
 void group_service_impl::group_lag(std::string group_id,
                                    std::function<void(result<std::vector<group::partition_lag>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t, shard_state& st) {
     group::partition_map<model::offset> high_watermarks;
     done(lags_of(st, group_id, high_watermarks));
@@ -1146,6 +1196,7 @@ void group_service_impl::group_lag(std::string group_id,
 }
 
 void group_service_impl::lag_history(std::string group_id, std::function<void(result<std::vector<lag_sample>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [group_id, done = std::move(done)](size_t, shard_state& st) {
     if (st.coordinator.describe_group(group_id).state == group::group_state::dead) {
       return done(error{errc::group_id_not_found, "consumer group '" + group_id + "' not found"});
@@ -1157,6 +1208,7 @@ void group_service_impl::lag_history(std::string group_id, std::function<void(re
 }
 
 void group_service_impl::delete_group(std::string group_id, std::function<void(result<void>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t shard, shard_state& st) {
     auto deleted = st.coordinator.delete_group(group_id);
     if (!deleted.ok()) return done(from_group(deleted.error()));
@@ -1167,6 +1219,7 @@ void group_service_impl::delete_group(std::string group_id, std::function<void(r
 void group_service_impl::reset_offsets(reset_offsets_request request,
                                        std::function<void(result<group::partition_map<model::offset>>)> done) {
   std::string group_id = request.group_id;
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, request = std::move(request), done = std::move(done)](size_t, shard_state& st) mutable {
     // The partitions: every partition of the named topics, or of the topics the group committed.
     std::set<std::string> topics(request.topics.begin(), request.topics.end());

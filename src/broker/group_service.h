@@ -26,6 +26,14 @@ class group_host {
                                std::function<void(result<void>)> done) = 0;
   /// Runs on `shard`: every record of __consumer_offsets partition `partition`, in log order.
   virtual result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) = 0;
+  /// Whether this node leads __consumer_offsets partition `partition` now (its groups are
+  /// coordinated here). Any thread.
+  [[nodiscard]] virtual bool leads_offsets_partition(int32_t partition) const = 0;
+  /// Reports a failure the service cannot answer to a caller (one log line).
+  virtual void report_error(const std::string& message) const = 0;
+  /// Who leads __consumer_offsets partition `partition`, for messages: "broker 2 at
+  /// http://127.0.0.1:8082", or "no broker now (it has no leader)".
+  [[nodiscard]] virtual std::string offsets_leader_text(int32_t partition) const = 0;
 };
 
 class group_service : public group_api {
@@ -35,6 +43,10 @@ class group_service : public group_api {
   virtual result<void> start() = 0;
   /// The set of topics changed (create, partition increase): every coordinator re-resolves.
   virtual void topics_changed() = 0;
+  /// On the partition's shard: this node now leads (`leads`) __consumer_offsets partition
+  /// `partition`, and coordinates its groups, loaded from the replicated log; or it stopped, and
+  /// forgets them (design.md section 7: the coordinator is the partition's leader).
+  virtual void offsets_partition_led(int32_t partition, bool leads) = 0;
   /// `topic` was deleted: its committed offsets go with it, then topics_changed().
   virtual void topic_deleted(const std::string& topic) = 0;
   /// No more timers or appends (the broker is closing its logs).

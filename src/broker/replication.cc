@@ -127,6 +127,9 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
     }
     for (auto& w : rt->waiters) answer_empty(*rt, *w);
     rt->waiters.clear();
+    if (rt->topic == consumer_offsets_topic) {
+      if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, false);
+    }
   }
   if (leads) {
     if (!rt->leader) {
@@ -139,6 +142,10 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
       }
       rt->epoch_start_offset = rt->log->log_end_offset();
       rt->leader.emplace(config_.node_id, p.replicas, p.in_sync_replicas, now);
+      if (rt->topic == consumer_offsets_topic) {
+        // The groups of this partition are coordinated here from now on, loaded from its log.
+        if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, true);
+      }
       if (p.replicas.size() > 1) {
         log_info("partition " + tp_name(*rt) + ": leading in epoch " + std::to_string(p.leader_epoch) +
                  " from offset " + std::to_string(rt->epoch_start_offset.value()) + ", high watermark " +

@@ -41,6 +41,7 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::stale_broker_epoch:
     case errc::fenced_leader_epoch:
     case errc::unknown_leader_epoch:
+    case errc::not_coordinator:
       return {503, ec::unavailable, e.message};
     case errc::kafka_storage_error:
     case errc::unknown_server_error:
@@ -79,6 +80,7 @@ bool is_retriable(broker::errc code) {
     case errc::not_enough_replicas_after_append:
     case errc::fenced_leader_epoch:
     case errc::unknown_leader_epoch:
+    case errc::not_coordinator:
     case errc::request_timed_out:
     case errc::throttling_quota_exceeded:
     case errc::broker_not_available:

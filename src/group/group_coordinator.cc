@@ -809,6 +809,10 @@ record_list group_coordinator::delete_topic_offsets(std::string_view topic) {
 // ---------------------------------------------------------------------------------------------
 // persistence
 
+size_t group_coordinator::unload_groups(const std::function<bool(std::string_view group_id)>& belongs) {
+  return std::erase_if(groups_, [&](const auto& entry) { return belongs(entry.first); });
+}
+
 result<void> group_coordinator::replay(const offsets_topic_record& record, int64_t now_ms) {
   auto key = decode_offsets_topic_key(record.key);
   if (!key.ok()) return key.error();

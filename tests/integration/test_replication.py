@@ -111,3 +111,54 @@ def test_min_insync_replicas_refuses_acks_all_when_too_few_are_in_sync(cluster):
     got = wait_until(lambda: (lambda g: g if len(g) == 2 else None)(read_all(cluster.node(leader), "guarded", 0, 2)),
                      10.0, "both records readable")
     assert [x["value"] for x in got] == ["one", "three"]
+
+
+def test_committed_offsets_survive_the_loss_of_the_group_coordinator(cluster):
+    """The coordinator of a group is the leader of its __consumer_offsets partition; when it is
+    killed, the new leader loads the group from the replicated log: the commit stays."""
+    from test_consumers import V2, b64, commit, committed, read_at_least, subscribe
+
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    # A settled cluster: every broker serving and every __consumer_offsets replica in sync, so
+    # the only leadership change below is the one the test makes.
+    wait_until(lambda: all(b["state"] == "unfenced" for b in n1.brokers().values()) and len(n1.brokers()) == 3,
+               SESSION_DEADLINE_S, "three unfenced brokers")
+    offsets_partitions = len(describe(n1, "__consumer_offsets").json()["data"])
+    wait_until(lambda: all(isr_of(n1, "__consumer_offsets", p) == [1, 2, 3] for p in range(offsets_partitions)),
+               SESSION_DEADLINE_S, "__consumer_offsets fully in sync")
+    assert create_topic(n1, "orders", partitions=1, replication_factor=3).status_code == 201
+    wait_until(lambda: isr_of(n1, "orders", 0) == [1, 2, 3], 10.0, "ISR of three")
+    r = requests.post(f"{n1.url}/topics/orders", json={"records": [{"value": b64(f"v{i}"), "partition": 0}
+                                                                     for i in range(10)]},
+                      headers={"Content-Type": "application/vnd.kafka.binary.v2+json"}, timeout=30)
+    # Through node 1, just after the create: the leader may not know the topic yet; it waits
+    # for its metadata rather than refusing a topic that exists.
+    assert r.status_code == 200 and all(o["error"] is None for o in r.json()["offsets"]), r.text
+    group = "billing"
+
+    def create_on_coordinator():
+        # Only the coordinator stores the instance; the others answer 503 naming the leader.
+        for n in cluster.live():
+            r = requests.post(f"{n.url}/consumers/{group}", json={"name": "c1", "auto.offset.reset": "earliest"},
+                              headers={"Content-Type": V2}, timeout=30)
+            if r.status_code == 200:
+                return n, r.json()["base_uri"]
+            assert r.status_code == 503, r.text
+        return None
+
+    coordinator, base = wait_until(create_on_coordinator, 20.0, "the group's coordinator")
+    subscribe(base, ["orders"])
+    assert len(read_at_least(base, 10)) == 10
+    commit(base, [{"topic": "orders", "partition": 0, "offset": 9}])
+    assert committed(base, [{"topic": "orders", "partition": 0}]) == {("orders", 0): 10}
+    coordinator.kill()
+
+    def committed_elsewhere():
+        for n in cluster.live():
+            r = requests.get(n.v3(f"/consumer-groups/{group}/lags"), timeout=10)
+            if r.status_code == 200 and r.json()["data"]:
+                return {x["partition_id"]: x["current_offset"] for x in r.json()["data"]}
+        return None
+
+    assert wait_until(committed_elsewhere, FAILOVER_DEADLINE_S, "the group on its new coordinator") == {0: 10}

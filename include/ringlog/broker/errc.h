@@ -50,6 +50,7 @@ enum class errc {
   not_controller,              // no active controller is known now (no quorum leader): retry (HTTP 503)
   not_leader_or_follower,      // the partition is led by another broker, or has no leader now
   stale_broker_epoch,          // a heartbeat of an earlier registration of the broker
+  not_coordinator,             // a group call reached a broker that does not coordinate the group (HTTP 503)
 };
 
 /// Kafka's name of the code, e.g. "unknown_topic_or_partition".

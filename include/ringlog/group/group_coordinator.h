@@ -27,6 +27,7 @@
 // for its empty-body commit, and commit_offsets() only for Kafka-semantics callers.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <regex>
@@ -268,6 +269,10 @@ class group_coordinator {
   /// now_ms (a full session to rejoin); dynamic members are dropped and the next call on the
   /// group rebalances. Errors: corrupt_message, unsupported_version, too_many_groups.
   result<void> replay(const offsets_topic_record& record, int64_t now_ms);
+  /// Forgets every group for which `belongs(group_id)` holds (their members, offsets and
+  /// metadata), e.g. the groups of one __consumer_offsets partition whose leadership moved: the
+  /// next coordinator replays them from the replicated log. Returns how many went.
+  size_t unload_groups(const std::function<bool(std::string_view group_id)>& belongs);
 
   // ---- admin ----
   std::vector<group_listing> list_groups() const;  // by group id

@@ -26,8 +26,11 @@ inline constexpr size_t connection_write_queue_max = connection_in_flight_reques
 /// First wait after a failed connect, ms; it doubles per failure up to the max below. Short
 /// enough that a restarted peer is reached well inside controller.quorum.fetch.timeout.ms.
 inline constexpr int64_t connect_backoff_initial_ms = 50;
-/// Longest wait between connect attempts, ms (Kafka's reconnect.backoff.max.ms is 1000).
-inline constexpr int64_t connect_backoff_max_ms = 1000;
+/// Longest wait between connect attempts, ms. Shorter than Kafka's reconnect.backoff.max.ms
+/// (1000): requests queued for a peer that is down (a forwarded produce to a killed leader) wait
+/// out the backoff before they fail and are retried at the new leader, so this bounds that part
+/// of a failover; the cost is a few connect attempts a second to a dead peer.
+inline constexpr int64_t connect_backoff_max_ms = 250;
 /// A connect that has not completed after this long is failed, ms: a peer whose host drops SYNs
 /// would otherwise hold requests for the kernel's minutes-long SYN retry.
 inline constexpr int64_t connect_timeout_ms = 2000;
