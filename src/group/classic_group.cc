@@ -369,10 +369,12 @@ void group_coordinator::classic_complete_join(group_state_data& g, int64_t now_m
   c.protocol_name = best->first;
   if (!c.members.contains(c.leader)) c.leader = c.members.begin()->first;
   c.state = group_state::completing_rebalance;
-  for (auto& [id, m] : c.members) {
+  for (auto& [id, m] : c.members) {  // every subscription first: the leader's answer lists them all
     for (const auto& p : m.protocols) {
       if (p.name == *c.protocol_name) m.meta.subscription = p.metadata;
     }
+  }
+  for (auto& [id, m] : c.members) {
     m.last_heartbeat_ms = now_ms;
     const classic_ticket ticket = *m.awaiting_join;
     m.awaiting_join.reset();

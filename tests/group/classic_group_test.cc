@@ -111,6 +111,12 @@ std::vector<std::string> stable_group_of_three(harness& h, const std::string& gr
     CHECK(h.joins[t].generation == generation_id(1));
   }
   const std::string leader = h.joins[ta].leader;
+  // The leader's answer lists every member with its metadata.
+  for (auto t : {ta, tb, tc}) {
+    if (h.joins[t].member_id != leader) continue;
+    REQUIRE(h.joins[t].members.size() == 3);
+    for (const auto& m : h.joins[t].members) CHECK(m.metadata == sub_of({"orders"}));
+  }
   std::vector<std::string> ids{a, b, c};
   std::erase(ids, leader);
   ids.insert(ids.begin(), leader);
