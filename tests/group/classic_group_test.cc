@@ -4,6 +4,7 @@
 #include <doctest.h>
 
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 
@@ -460,4 +461,128 @@ TEST_CASE("classic: group metadata value v3 and the ConsumerProtocol round-trip,
   CHECK(decode_consumer_assignment({}).value().empty());
   const auto a = assignment_of({1});
   CHECK(decode_consumer_assignment(std::span(a).first(a.size() - 6)).error().code == errc::corrupt_message);
+}
+
+namespace {
+
+/// One simulated Kafka client of the simulation below: what it believes about its membership.
+struct sim_client {
+  std::string member_id;              // "" = not a member (or forgot after a crash)
+  int32_t generation = -1;
+  std::optional<classic_ticket> join;  // outstanding JoinGroup
+  std::optional<classic_ticket> sync;  // outstanding SyncGroup
+  bool alive = true;                   // crashed clients stop calling
+  bool stable = false;                 // got its assignment for `generation`
+  std::vector<std::string> members;   // the leader's member list of its last join
+};
+
+/// Acts on the answers a client got since its last step, as a Kafka client would: rejoin on
+/// any error, sync after a join, heartbeat once stable.
+void sim_step(harness& h, sim_client& c, const std::string& group, int64_t now) {
+  if (c.join && h.joins.contains(*c.join)) {
+    auto r = h.joins[*c.join];
+    c.join.reset();
+    if (r.failure) {
+      if (r.failure->code == errc::member_id_required) {
+        c.member_id = r.member_id;
+      } else if (r.failure->code == errc::unknown_member_id) {
+        c.member_id.clear();
+      }
+      c.join = h.join(group, h.request(c.member_id), now);
+      return;
+    }
+    c.member_id = r.member_id;
+    c.generation = r.generation.value();
+    std::vector<std::pair<std::string, model::bytes>> assignments;
+    int32_t partition = 0;
+    for (const auto& m : r.members) assignments.emplace_back(m.member_id, assignment_of({partition++}));
+    c.sync = h.sync(group, c.member_id, c.generation, now, assignments);
+    return;
+  }
+  if (c.sync && h.syncs.contains(*c.sync)) {
+    auto r = h.syncs[*c.sync];
+    c.sync.reset();
+    if (r.failure) {
+      if (r.failure->code == errc::unknown_member_id) c.member_id.clear();
+      c.join = h.join(group, h.request(c.member_id), now);
+      return;
+    }
+    c.stable = true;
+    return;
+  }
+  if (c.join || c.sync) return;
+  if (c.member_id.empty() || !c.stable) {
+    c.stable = false;
+    c.join = h.join(group, h.request(c.member_id), now);
+    return;
+  }
+  auto hb = h.c.classic_heartbeat(group, c.member_id, std::nullopt, generation_id(c.generation), now);
+  require_invariants(h.c);
+  if (!hb.ok()) {
+    c.stable = false;
+    if (hb.error().code == errc::unknown_member_id) c.member_id.clear();
+    c.join = h.join(group, h.request(c.member_id), now);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("classic: seeded simulation of clients that join, heartbeat, leave and crash") {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    harness h;
+    const std::string group = "sim";
+    std::vector<sim_client> clients(2 + rng() % 5);
+    int64_t now = t0;
+    for (int step = 0; step < 400; ++step) {
+      now += static_cast<int64_t>(rng() % 700);
+      h.tick(now);
+      auto& c = clients[rng() % clients.size()];
+      const auto dice = rng() % 100;
+      if (!c.alive) {
+        if (dice < 5) c = sim_client{};  // a restarted process: a fresh client
+        continue;
+      }
+      if (dice < 2 && !c.member_id.empty()) {
+        // A clean shutdown: LeaveGroup, then nothing more from this client for a while.
+        auto left = h.c.classic_leave(group, {{c.member_id, std::nullopt}}, now);
+        h.absorb(std::move(left.effects));
+        c = sim_client{};
+        c.alive = false;
+        continue;
+      }
+      if (dice < 4) {
+        c.alive = false;  // a crash: it never calls again; its session must expire
+        continue;
+      }
+      sim_step(h, c, group, now);
+    }
+    // Liveness: every client (crashed and stopped ones restarted) keeps calling; the group
+    // settles with exactly them.
+    for (auto& c : clients) {
+      if (!c.alive) c = sim_client{};
+    }
+    for (int round = 0; round < 200; ++round) {
+      now += 300;
+      h.tick(now);
+      for (auto& c : clients) sim_step(h, c, group, now);
+    }
+    const auto d = h.c.describe_group(group);
+    CHECK(d.state == group_state::stable);
+    CHECK(d.generation.value() > 2);   // the random phase did rebalance the group
+    CHECK(d.members.size() == clients.size());
+    std::set<std::string> ids;
+    partition_set owned;
+    for (const auto& m : d.members) {
+      ids.insert(m.member_id);
+      for (const auto& tp : m.owned) CHECK(owned.insert(tp).second);  // the leader's assignment is disjoint
+    }
+    for (const auto& c : clients) {
+      CHECK(c.stable);
+      CHECK(ids.contains(c.member_id));
+      CHECK(c.generation == d.generation.value());
+    }
+    CHECK(h.outstanding.empty());
+  }
 }
