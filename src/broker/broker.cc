@@ -144,7 +144,7 @@ result<void> broker_impl::start() {
   RINGLOG_TRY(ensure_offsets_topic());
   const int32_t offsets_partitions = find_topic(consumer_offsets_topic)->partitions_count();
   groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
-                               config_.group_expiry_interval_ms);
+                               config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
   RINGLOG_TRY(groups_->start());
   groups_started_.store(groups_.get(), std::memory_order_release);
   for (size_t s = 0; s < shards_.size(); ++s) {

@@ -40,6 +40,10 @@ std::string_view to_string(errc e) {
     case errc::group_not_empty: return "group_not_empty";
     case errc::duplicate_consumer_instance: return "duplicate_consumer_instance";
     case errc::no_offset_for_partition: return "no_offset_for_partition";
+    case errc::rebalance_in_progress: return "rebalance_in_progress";
+    case errc::member_id_required: return "member_id_required";
+    case errc::fenced_instance_id: return "fenced_instance_id";
+    case errc::group_subscribed_to_topic: return "group_subscribed_to_topic";
     case errc::not_controller: return "not_controller";
     case errc::not_leader_or_follower: return "not_leader_or_follower";
     case errc::not_coordinator: return "not_coordinator";
@@ -87,6 +91,10 @@ int kafka_error_code(errc e) {
     case errc::group_not_empty: return 68;
     case errc::duplicate_consumer_instance: return 79;  // Kafka's MEMBER_ID_REQUIRED is the nearest
     case errc::no_offset_for_partition: return -1;
+    case errc::rebalance_in_progress: return 27;
+    case errc::member_id_required: return 79;
+    case errc::fenced_instance_id: return 82;
+    case errc::group_subscribed_to_topic: return 86;
     case errc::not_controller: return 41;
     case errc::not_leader_or_follower: return 6;
     case errc::stale_broker_epoch: return 77;

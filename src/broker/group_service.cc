@@ -21,6 +21,10 @@ namespace {
 /// How often a records poll with nothing to return looks again before its timeout: short enough
 /// that a waiting consumer sees a new record quickly, long enough to cost nothing when idle.
 constexpr int64_t poll_retry_interval_ms = 10;
+/// How often each shard runs its coordinator's classic_tick: how late, at most, a classic
+/// group's initial-delay or rebalance-timeout completion and a session expiry are noticed; one
+/// pass over the shard's groups costs little at this rate.
+constexpr int64_t classic_tick_interval_ms = 100;
 
 error from_group(const group::error& e) {
   using gerrc = group::errc;
@@ -47,6 +51,10 @@ error from_group(const group::error& e) {
     case gerrc::no_offset_for_partition: return {berrc::no_offset_for_partition, e.message};
     case gerrc::corrupt_message:
     case gerrc::unsupported_version: return {berrc::corrupt_message, e.message};
+    case gerrc::rebalance_in_progress: return {berrc::rebalance_in_progress, e.message};
+    case gerrc::member_id_required: return {berrc::member_id_required, e.message};
+    case gerrc::fenced_instance_id: return {berrc::fenced_instance_id, e.message};
+    case gerrc::group_subscribed_to_topic: return {berrc::group_subscribed_to_topic, e.message};
   }
   return {berrc::unknown_server_error, e.message};
 }
@@ -122,8 +130,14 @@ instance_settings settings_of(const group::consumer_instance_key& key, const gro
 constexpr size_t ended_instances_remembered_max = 10'000;
 
 struct shard_state {
-  explicit shard_state(uint64_t seed) : coordinator(seed) {}
+  shard_state(uint64_t seed, int64_t initial_rebalance_delay_ms) : coordinator(seed, initial_rebalance_delay_ms) {}
   group::group_coordinator coordinator;
+  /// Classic JoinGroup / SyncGroup requests the coordinator has not answered yet, by ticket.
+  /// Bounded by the coordinator: one of each per classic member (limits::group_members_max per
+  /// group, limits::groups_per_coordinator_max groups).
+  group::classic_ticket next_ticket = 1;
+  std::map<group::classic_ticket, std::function<void(join_group_answer)>> join_waiters;
+  std::map<group::classic_ticket, std::function<void(sync_group_answer)>> sync_waiters;
   std::map<std::string, instance_settings> instances;  // instance_key -> settings
   std::map<std::string, std::string> ended;             // instance_key -> why it ended
   std::deque<std::string> ended_order;                  // oldest first, for the bound
@@ -165,12 +179,14 @@ struct poll_slot {
 class group_service_impl final : public group_service {
  public:
   group_service_impl(broker& b, group_host& host, runtime::shard_runtime& runtime, const base::clock& clock,
-                     int32_t offsets_partitions, int64_t expiry_interval_ms)
+                     int32_t offsets_partitions, int64_t expiry_interval_ms, int64_t initial_rebalance_delay_ms)
       : broker_(b), host_(host), runtime_(runtime), clock_(clock), offsets_partitions_(offsets_partitions),
         expiry_interval_ms_(expiry_interval_ms) {
     RINGLOG_ASSERT_OP(offsets_partitions_, >=, 1);
     const uint64_t seed = static_cast<uint64_t>(clock_.now_ms());
-    for (size_t s = 0; s < runtime_.shard_count(); ++s) shards_.push_back(std::make_unique<shard_state>(seed ^ (s << 48)));
+    for (size_t s = 0; s < runtime_.shard_count(); ++s) {
+      shards_.push_back(std::make_unique<shard_state>(seed ^ (s << 48), initial_rebalance_delay_ms));
+    }
   }
 
   result<void> start() override;
@@ -202,6 +218,19 @@ class group_service_impl final : public group_service {
                  std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
   void commit_standalone(std::string group_id, std::vector<group::offset_commit> offsets,
                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void join_group(std::string group_id, group::classic_join_request request,
+                  std::function<void(join_group_answer)> done) override;
+  void sync_group(std::string group_id, group::classic_sync_request request,
+                  std::function<void(sync_group_answer)> done) override;
+  void heartbeat_group(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
+                       int32_t generation, std::function<void(result<void>)> done) override;
+  void leave_group(std::string group_id, std::vector<group::classic_member_identity> members,
+                   std::function<void(result<std::vector<std::optional<error>>>)> done) override;
+  void commit_kafka(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
+                    int32_t generation, std::vector<group::offset_commit> offsets,
+                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void delete_offsets(std::string group_id, group::partition_set partitions,
+                      std::function<void(result<group::partition_map<std::optional<error>>>)> done) override;
   void group_committed(std::string group_id,
                        std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
   void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) override;
@@ -279,6 +308,10 @@ class group_service_impl final : public group_service {
                            std::function<void(result<void>)> done);
   std::optional<log_bounds> bounds_of(const model::topic_partition& tp);
   void schedule_expiry(size_t shard);
+  /// On `shard` every classic_tick_interval_ms: the coordinator's classic_tick.
+  void schedule_classic_tick(size_t shard);
+  /// On `shard`: appends the records of `effects`, then answers its tickets (and runs `after`).
+  void deliver(size_t shard, group::classic_effects effects, std::function<void(result<void>)> after = nullptr);
   /// On `shard` every lag_history_interval_ms: one total-lag sample per group of that shard.
   void schedule_lag_sampling(size_t shard);
   /// On the group's shard: lag of every committed partition and every owned one.
@@ -386,6 +419,7 @@ result<void> group_service_impl::start() {
   for (size_t s = 0; s < shards_.size(); ++s) {
     schedule_expiry(s);
     schedule_lag_sampling(s);
+    schedule_classic_tick(s);
   }
   return base::ok_v;
 }
@@ -451,6 +485,54 @@ void group_service_impl::schedule_expiry(size_t shard) {
     st.tombstones_due.clear();
     persist(shard, std::move(expired.records), [](result<void>) {});
     schedule_expiry(shard);
+  });
+}
+
+void group_service_impl::schedule_classic_tick(size_t shard) {
+  runtime_.post_after(shard, classic_tick_interval_ms, [this, shard] {
+    if (stopping_) return;
+    deliver(shard, shards_[shard]->coordinator.classic_tick(clock_.now_ms()));
+    schedule_classic_tick(shard);
+  });
+}
+
+void group_service_impl::deliver(size_t shard, group::classic_effects effects, std::function<void(result<void>)> after) {
+  auto& st = *shards_[shard];
+  struct answers {
+    std::vector<std::pair<std::function<void(join_group_answer)>, group::classic_join_response>> joins;
+    std::vector<std::pair<std::function<void(sync_group_answer)>, group::classic_sync_response>> syncs;
+  };
+  auto a = std::make_shared<answers>();
+  for (auto& [ticket, response] : effects.joins) {
+    auto it = st.join_waiters.find(ticket);
+    RINGLOG_ASSERT(it != st.join_waiters.end(), "the coordinator answered a JoinGroup ticket it was never given");
+    a->joins.emplace_back(std::move(it->second), std::move(response));
+    st.join_waiters.erase(it);
+  }
+  for (auto& [ticket, response] : effects.syncs) {
+    auto it = st.sync_waiters.find(ticket);
+    RINGLOG_ASSERT(it != st.sync_waiters.end(), "the coordinator answered a SyncGroup ticket it was never given");
+    a->syncs.emplace_back(std::move(it->second), std::move(response));
+    st.sync_waiters.erase(it);
+  }
+  persist(shard, std::move(effects.records), [a, after = std::move(after)](result<void> stored) {
+    for (auto& [done, response] : a->joins) {
+      join_group_answer answer;
+      if (response.failure) answer.failure = from_group(*response.failure);
+      else if (!stored.ok()) answer.failure = stored.error();
+      response.failure.reset();
+      answer.data = std::move(response);
+      done(std::move(answer));
+    }
+    for (auto& [done, response] : a->syncs) {
+      sync_group_answer answer;
+      if (response.failure) answer.failure = from_group(*response.failure);
+      else if (!stored.ok()) answer.failure = stored.error();
+      response.failure.reset();
+      answer.data = std::move(response);
+      done(std::move(answer));
+    }
+    if (after) after(stored);
   });
 }
 
@@ -1116,6 +1198,88 @@ void group_service_impl::commit_standalone(
   });
 }
 
+void group_service_impl::join_group(std::string group_id, group::classic_join_request request,
+                                    std::function<void(join_group_answer)> done) {
+  if (stopping_) return done(join_group_answer{error{errc::broker_not_available, "the broker is shutting down"}, {}});
+  on_coordinator(group_id, [this, group_id, request = std::move(request), done = std::move(done)](
+                               size_t shard, shard_state& st) mutable {
+    const group::classic_ticket ticket = st.next_ticket++;
+    st.join_waiters.emplace(ticket, std::move(done));
+    deliver(shard, st.coordinator.classic_join(group_id, request, ticket, clock_.now_ms()));
+  });
+}
+
+void group_service_impl::sync_group(std::string group_id, group::classic_sync_request request,
+                                    std::function<void(sync_group_answer)> done) {
+  if (stopping_) return done(sync_group_answer{error{errc::broker_not_available, "the broker is shutting down"}, {}});
+  on_coordinator(group_id, [this, group_id, request = std::move(request), done = std::move(done)](
+                               size_t shard, shard_state& st) mutable {
+    const group::classic_ticket ticket = st.next_ticket++;
+    st.sync_waiters.emplace(ticket, std::move(done));
+    deliver(shard, st.coordinator.classic_sync(group_id, request, ticket, clock_.now_ms()));
+  });
+}
+
+void group_service_impl::heartbeat_group(std::string group_id, std::string member_id,
+                                         std::optional<std::string> group_instance_id, int32_t generation,
+                                         std::function<void(result<void>)> done) {
+  on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, done = std::move(done)](
+                               size_t, shard_state& st) {
+    auto r = st.coordinator.classic_heartbeat(group_id, member_id, group_instance_id,
+                                              group::generation_id(generation), clock_.now_ms());
+    if (!r.ok()) return done(from_group(r.error()));
+    done(base::ok_v);
+  });
+}
+
+void group_service_impl::leave_group(std::string group_id, std::vector<group::classic_member_identity> members,
+                                     std::function<void(result<std::vector<std::optional<error>>>)> done) {
+  on_coordinator(group_id, [this, group_id, members = std::move(members), done = std::move(done)](
+                               size_t shard, shard_state& st) {
+    auto left = st.coordinator.classic_leave(group_id, members, clock_.now_ms());
+    std::vector<std::optional<error>> per_member;
+    for (const auto& m : left.members) {
+      per_member.push_back(m ? std::optional<error>(from_group(*m)) : std::nullopt);
+    }
+    deliver(shard, std::move(left.effects), [done, per_member](result<void> stored) {
+      if (!stored.ok()) return done(stored.error());
+      done(per_member);
+    });
+  });
+}
+
+void group_service_impl::commit_kafka(std::string group_id, std::string member_id,
+                                      std::optional<std::string> group_instance_id, int32_t generation,
+                                      std::vector<group::offset_commit> offsets,
+                                      std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, offsets = std::move(offsets),
+                            done = std::move(done)](size_t shard, shard_state& st) {
+    auto r = st.coordinator.commit_offsets_kafka(group_id, member_id, group_instance_id, generation, offsets,
+                                                 clock_.now_ms());
+    if (!r.ok()) return done(from_group(r.error()));
+    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+      if (!p.ok()) return done(p.error());
+      done(stored);
+    });
+  });
+}
+
+void group_service_impl::delete_offsets(
+    std::string group_id, group::partition_set partitions,
+    std::function<void(result<group::partition_map<std::optional<error>>>)> done) {
+  on_coordinator(group_id, [this, group_id, partitions = std::move(partitions), done = std::move(done)](
+                               size_t shard, shard_state& st) {
+    auto r = st.coordinator.delete_offsets(group_id, partitions);
+    if (!r.ok()) return done(from_group(r.error()));
+    group::partition_map<std::optional<error>> out;
+    for (const auto& [tp, e] : r->partitions) out[tp] = e ? std::optional<error>(from_group(*e)) : std::nullopt;
+    persist(shard, std::move(r->records), [done, out = std::move(out)](result<void> p) {
+      if (!p.ok()) return done(p.error());
+      done(out);
+    });
+  });
+}
+
 void group_service_impl::group_committed(
     std::string group_id, std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
   if (auto refused = not_coordinator(group_id)) return done(*refused);
@@ -1271,8 +1435,9 @@ void group_service_impl::reset_offsets(reset_offsets_request request,
 
 std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, runtime::shard_runtime& runtime,
                                                   const base::clock& clock, int32_t offsets_partitions,
-                                                  int64_t expiry_interval_ms) {
-  return std::make_unique<group_service_impl>(b, host, runtime, clock, offsets_partitions, expiry_interval_ms);
+                                                  int64_t expiry_interval_ms, int64_t initial_rebalance_delay_ms) {
+  return std::make_unique<group_service_impl>(b, host, runtime, clock, offsets_partitions, expiry_interval_ms,
+                                              initial_rebalance_delay_ms);
 }
 
 }  // namespace ringlog::broker

@@ -55,6 +55,6 @@ class group_service : public group_api {
 
 std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, runtime::shard_runtime& runtime,
                                                   const base::clock& clock, int32_t offsets_partitions,
-                                                  int64_t expiry_interval_ms);
+                                                  int64_t expiry_interval_ms, int64_t initial_rebalance_delay_ms);
 
 }  // namespace ringlog::broker

@@ -207,6 +207,8 @@ const std::vector<key_spec>& key_table() {
               "partitions of __consumer_offsets when it is created (later changes do not move groups)"),
       int_key("group.expiry.interval.ms", &server_config::group_expiry_interval_ms, 100, 60000,
               "how often consumer sessions past their timeout are swept, ms"),
+      int_key("group.initial.rebalance.delay.ms", &server_config::group_initial_rebalance_delay_ms, 0, 300000,
+              "how long the first rebalance of an empty Kafka-client group waits for more members to join, ms"),
       key_spec{"listeners",
                "where this node listens, comma-separated, at most one of each kind: http://HOST:PORT (REST, "
                "WebSocket, console), kafka://HOST:PORT (Kafka clients: kcat, librdkafka, kafka-python, Java) and "

@@ -29,7 +29,17 @@ json group_json(api::call& c, const group::group_listing& g, std::optional<broke
             {"coordinator", related(c.base_url + "/v3/clusters/" + cluster + "/brokers/" + std::to_string(c.broker().config().node_id))},
             {"consumers", related(self + "/consumers")},
             {"lag_summary", related(self + "/lag-summary")}};
-  if (details) {
+  // "classic": Kafka clients joined with JoinGroup/SyncGroup and their leader assigns (the
+  // assignor is the protocol they chose); "ringlog": REST/WebSocket members, server-side assignor.
+  j["group_type"] = g.classic ? "classic" : "ringlog";
+  j["protocol_type"] = g.protocol_type;
+  if (details && details->description.classic) {
+    j["partition_assignor"] = details->description.protocol_name.value_or("");
+    j["generation"] = details->description.generation.value();
+    j["leader"] = details->description.leader;
+    j["coordinator_partition"] = details->coordinator.offsets_partition;
+    j["coordinator_shard"] = details->coordinator.shard;
+  } else if (details) {
     j["partition_assignor"] = std::string(group::to_string(details->description.assignor));
     j["generation"] = details->description.generation.value();
     j["coordinator_partition"] = details->coordinator.offsets_partition;
@@ -96,7 +106,8 @@ void with_group(const call_ptr& c, std::function<void(api::call&, broker::group_
 
 void v3_get_group(const call_ptr& c) {
   with_group(c, [](api::call& call, broker::group_details d) {
-    group::group_listing g{d.description.group_id, d.description.state, d.description.members.size()};
+    group::group_listing g{d.description.group_id, d.description.state, d.description.members.size(),
+                           d.description.protocol_type, d.description.classic};
     call.respond_json(200, group_json(call, g, d));
   });
 }

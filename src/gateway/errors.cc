@@ -53,6 +53,10 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::inconsistent_subscription:
     case errc::illegal_generation:
     case errc::partition_not_owned:
+    case errc::rebalance_in_progress:
+    case errc::member_id_required:
+    case errc::fenced_instance_id:
+    case errc::group_subscribed_to_topic:
       return {409, ec::illegal_state, e.message};
     case errc::group_not_empty:
       return {409, ec::group_not_empty, e.message};

@@ -25,6 +25,10 @@ std::string_view to_string(errc e) {
     case errc::corrupt_message: return "corrupt_message";
     case errc::unsupported_version: return "unsupported_version";
     case errc::duplicate_member_id: return "duplicate_member_id";
+    case errc::rebalance_in_progress: return "rebalance_in_progress";
+    case errc::member_id_required: return "member_id_required";
+    case errc::fenced_instance_id: return "fenced_instance_id";
+    case errc::group_subscribed_to_topic: return "group_subscribed_to_topic";
   }
   return "unknown";
 }

@@ -122,7 +122,10 @@ std::string_view to_string(assignor_kind k) {
   return "unknown";
 }
 
-group_coordinator::group_coordinator(uint64_t member_id_seed) : member_id_seed_(member_id_seed) {}
+group_coordinator::group_coordinator(uint64_t member_id_seed, int64_t initial_rebalance_delay_ms)
+    : member_id_seed_(member_id_seed), initial_rebalance_delay_ms_(initial_rebalance_delay_ms) {
+  RINGLOG_ASSERT_OP(initial_rebalance_delay_ms_, >=, int64_t{0});
+}
 
 // ---------------------------------------------------------------------------------------------
 // lookups and helpers
@@ -190,7 +193,9 @@ std::string group_coordinator::next_member_id(const group_state_data& g, std::st
                   static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFFF),
                   static_cast<unsigned>(lo >> 48), static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
     std::string id = std::string(client_name) + "-" + uuid;
-    if (!g.members.contains(id)) return id;
+    const bool taken = g.members.contains(id) ||
+                       (g.classic && (g.classic->members.contains(id) || g.classic->pending_members.contains(id)));
+    if (!taken) return id;
   }
   RINGLOG_ASSERT(false, "no free member id after limits::member_id_attempts_max attempts");
   return {};
@@ -215,6 +220,7 @@ std::set<std::string> group_coordinator::resolve_topics(const member_state& m) c
 }
 
 group_state group_coordinator::state_of(const group_state_data& g) {
+  if (g.classic && !g.classic->members.empty()) return g.classic->state;
   if (g.members.empty()) return group_state::empty;
   bool pending_assignment = false;
   for (const auto& [id, m] : g.members) {
@@ -305,6 +311,7 @@ member_assignment group_coordinator::progress(group_state_data& g, member_state&
 }
 
 void group_coordinator::persist(group_state_data& g, record_list& out) const {
+  if (g.classic) return;  // a classic group's record is written by classic_persist
   group_metadata meta;
   meta.assignor = g.assignor;
   meta.generation = g.generation;
@@ -344,6 +351,14 @@ result<bool> group_coordinator::check_join(std::string_view group_id, const join
       return err(errc::too_many_groups, "coordinator holds " + std::to_string(groups_.size()) +
                                             " groups (limits::groups_per_coordinator_max)");
     }
+  }
+  if (git != groups_.end() && has_classic_members(git->second)) {
+    const auto& c = *git->second.classic;
+    return err(errc::inconsistent_group_protocol,
+               "group '" + std::string(group_id) + "' is a classic group of Kafka clients (" +
+                   std::to_string(c.members.size()) + " members, protocol type '" + c.protocol_type +
+                   "', assignor '" + c.protocol_name.value_or("") +
+                   "' chosen by its leader): REST/WebSocket consumers cannot join it; use another group");
   }
   // Members that stay: a static member with this instance id whose session is over is replaced.
   size_t members = 0;
@@ -397,6 +412,7 @@ result<join_result> group_coordinator::join(std::string_view group_id, const joi
     git->second.group_id = std::string(group_id);
   }
   group_state_data& g = git->second;
+  g.classic.reset();  // check_join refused a group with classic members: this one had none
   refresh_if_stale(g, now_ms);
   join_result out;
 
@@ -578,6 +594,7 @@ result<record_list> group_coordinator::leave(std::string_view group_id, std::str
 expire_result group_coordinator::expire(int64_t now_ms) {
   expire_result out;
   for (auto& [gid, g] : groups_) {
+    if (g.classic) continue;  // classic members expire in classic_tick
     bool removed = false;
     for (auto it = g.members.begin(); it != g.members.end();) {
       const member_state& m = it->second;
@@ -710,6 +727,12 @@ result<commit_result> group_coordinator::commit_offsets_standalone(std::string_v
                                                                    int64_t now_ms) {
   RINGLOG_TRY(check_name(group_id, "group_id", errc::invalid_group_id));
   auto git = groups_.find(group_id);
+  if (git != groups_.end() && git->second.classic && !git->second.classic->members.empty()) {
+    return err(errc::unknown_member_id, "group '" + std::string(group_id) + "' has " +
+                                            std::to_string(git->second.classic->members.size()) +
+                                            " Kafka-protocol members; a commit without membership (generation -1) "
+                                            "is refused while they are in it; nothing was committed");
+  }
   if (git != groups_.end() && !git->second.members.empty()) {
     return err(errc::inconsistent_group_protocol,
                "group '" + std::string(group_id) + "' has " + std::to_string(git->second.members.size()) +
@@ -826,6 +849,7 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
       git->second.committed.erase(ok->partition);
     } else {
       git->second.members.clear();
+      git->second.classic.reset();
       git->second.last_persisted.reset();
     }
     const auto& g = git->second;
@@ -835,10 +859,16 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
   // Decode before creating anything, so a corrupt record changes nothing.
   std::optional<committed_offset> offset_value;
   std::optional<group_metadata> group_value;
+  std::optional<classic_group_metadata> classic_value;
   if (std::holds_alternative<offset_commit_key>(*key)) {
     auto v = decode_offset_commit_value(*record.value);
     if (!v.ok()) return v.error();
     offset_value = std::move(*v);
+  } else if (auto version = group_metadata_value_version(*record.value);
+             version.ok() && *version == classic_group_value_version) {
+    auto v = decode_classic_group_metadata_value(*record.value);
+    if (!v.ok()) return v.error();
+    classic_value = std::move(*v);
   } else {
     auto v = decode_group_metadata_value(*record.value);
     if (!v.ok()) return v.error();
@@ -856,8 +886,35 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
     g.committed[std::get<offset_commit_key>(*key).partition] = *offset_value;
     return base::ok_v;
   }
+  if (classic_value) {
+    // Kafka's loadGroup: every member comes back (dynamic ones too) with its assignment, the
+    // group Stable at its generation, each session starting now; members keep heartbeating and
+    // committing as if the coordinator never left.
+    g.members.clear();
+    g.assignment_stale = false;
+    g.generation = classic_value->generation;
+    classic_state c;
+    c.protocol_type = classic_value->protocol_type;
+    c.protocol_name = classic_value->protocol_name;
+    c.leader = classic_value->leader.value_or("");
+    c.state = classic_value->members.empty() ? group_state::empty : group_state::stable;
+    c.state_since_ms = now_ms;
+    for (auto& meta : classic_value->members) {
+      classic_member m;
+      m.protocols.push_back(classic_protocol{c.protocol_name.value_or(""), meta.subscription});
+      m.meta = std::move(meta);
+      m.last_heartbeat_ms = now_ms;
+      const std::string id = m.meta.member_id;
+      c.members.emplace(id, std::move(m));
+    }
+    if (!c.members.empty() && !c.members.contains(c.leader)) c.leader = c.members.begin()->first;
+    g.classic = std::move(c);
+    g.last_persisted = *record.value;
+    return base::ok_v;
+  }
   g.assignor = group_value->assignor;
   g.generation = group_value->generation;
+  g.classic.reset();
   g.members.clear();
   g.assignment_stale = false;
   for (auto& meta : group_value->members) {
@@ -887,7 +944,15 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
 
 std::vector<group_listing> group_coordinator::list_groups() const {
   std::vector<group_listing> out;
-  for (const auto& [id, g] : groups_) out.push_back(group_listing{id, state_of(g), g.members.size()});
+  for (const auto& [id, g] : groups_) {
+    group_listing l{id, state_of(g), g.members.size(), consumer_protocol_type, false};
+    if (g.classic) {
+      l.classic = true;
+      l.member_count = g.classic->members.size();
+      if (!g.classic->protocol_type.empty()) l.protocol_type = g.classic->protocol_type;
+    }
+    out.push_back(std::move(l));
+  }
   return out;
 }
 
@@ -900,10 +965,14 @@ group_description group_coordinator::describe_group(std::string_view group_id) c
   out.state = state_of(g);
   out.generation = g.generation;
   out.assignor = g.assignor;
+  if (g.classic) {
+    classic_describe(g, out);
+    return out;
+  }
   for (const auto& [id, m] : g.members) {
     out.members.push_back(member_description{id, m.meta.client_name, m.meta.group_instance_id, m.meta.generation,
                                              m.meta.sub, m.meta.owned, m.meta.target,
-                                             minus(m.meta.owned, m.meta.target), m.last_seen_ms});
+                                             minus(m.meta.owned, m.meta.target), m.last_seen_ms, "", {}, {}});
   }
   return out;
 }
@@ -915,6 +984,12 @@ result<record_list> group_coordinator::delete_group(std::string_view group_id) {
     return err(errc::group_not_empty, "group '" + std::string(group_id) + "' has " +
                                           std::to_string((*g)->members.size()) + " members; only empty groups can be deleted");
   }
+  if ((*g)->classic && !(*g)->classic->members.empty()) {
+    return err(errc::group_not_empty, "group '" + std::string(group_id) + "' has " +
+                                          std::to_string((*g)->classic->members.size()) +
+                                          " Kafka-protocol members; only empty groups can be deleted");
+  }
+
   record_list out;
   for (const auto& [tp, v] : (*g)->committed) {
     out.push_back(offsets_topic_record{encode_offset_commit_key(group_id, tp), std::nullopt});
@@ -933,6 +1008,11 @@ result<reset_result> group_coordinator::reset_offsets(std::string_view group_id,
                                               " partitions (limits::commit_partitions_max)");
   }
   auto git = groups_.find(group_id);
+  if (git != groups_.end() && git->second.classic && !git->second.classic->members.empty()) {
+    return err(errc::group_not_empty, "group '" + std::string(group_id) + "' has " +
+                                          std::to_string(git->second.classic->members.size()) +
+                                          " Kafka-protocol members; offsets can only be reset when the group is inactive");
+  }
   if (git != groups_.end() && !git->second.members.empty()) {
     return err(errc::group_not_empty, "group '" + std::string(group_id) + "' has " +
                                           std::to_string(git->second.members.size()) +
@@ -1023,6 +1103,25 @@ std::optional<std::string> group_coordinator::check_invariants() const {
         if (!m.meta.owned.contains(tp)) return "group " + gid + ": member " + mid + " has a position for unowned " + tp_name(tp);
       }
       if (m.meta.generation > g.generation) return "group " + gid + ": member " + mid + " ahead of the group generation";
+    }
+    if (!g.classic) continue;
+    const auto& c = *g.classic;
+    if (!c.members.empty() && !g.members.empty()) return "group " + gid + ": both classic and ringlog-managed members";
+    if (c.members.size() + c.pending_members.size() > limits::group_members_max) return "group " + gid + ": too many classic members";
+    if (!c.members.empty() && c.state == group_state::empty) return "group " + gid + ": classic members in an Empty group";
+    if (c.members.empty() && c.state != group_state::empty && c.state != group_state::preparing_rebalance) {
+      return "group " + gid + ": no classic members but state " + std::string(to_string(c.state));
+    }
+    if (c.state != group_state::empty && c.state != group_state::preparing_rebalance && !c.members.contains(c.leader)) {
+      return "group " + gid + ": leader '" + c.leader + "' is not a member";
+    }
+    for (const auto& [mid, m] : c.members) {
+      if (m.awaiting_join && c.state != group_state::preparing_rebalance) {
+        return "group " + gid + ": member " + mid + " awaits a join outside PreparingRebalance";
+      }
+      if (m.awaiting_sync && c.state != group_state::completing_rebalance) {
+        return "group " + gid + ": member " + mid + " awaits a sync outside CompletingRebalance";
+      }
     }
   }
   return std::nullopt;

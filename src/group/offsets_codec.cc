@@ -1,8 +1,11 @@
 #include "ringlog/group/offsets_codec.h"
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "ringlog/base/assert.h"
+#include "ringlog/group/classic_group.h"
 #include "ringlog/group/limits.h"
 
 namespace ringlog::group {
@@ -25,6 +28,11 @@ class writer {
       return;
     }
     str(*s);
+  }
+  void blob(const model::bytes& b) {
+    RINGLOG_ASSERT_OP(b.size(), <=, size_t{INT32_MAX});
+    i32(static_cast<int32_t>(b.size()));
+    out_.insert(out_.end(), b.begin(), b.end());
   }
   void partitions(const partition_set& ps) {
     i32(static_cast<int32_t>(ps.size()));
@@ -88,6 +96,20 @@ class reader {
     if (!nullable_str(o, field)) return false;
     if (!o) return fail(field, "null where a string is required");
     s = std::move(*o);
+    return true;
+  }
+  /// Kafka's `bytes`: int32 length then bytes; null (-1) reads as empty.
+  bool blob(model::bytes& b, const char* field) {
+    int32_t len = 0;
+    if (!i32(len, field)) return false;
+    if (len == -1) {
+      b.clear();
+      return true;
+    }
+    if (len < 0) return fail(field, "negative length");
+    if (static_cast<size_t>(len) > in_.size() - pos_) return fail(field, "truncated");
+    b.assign(in_.begin() + static_cast<ptrdiff_t>(pos_), in_.begin() + static_cast<ptrdiff_t>(pos_ + static_cast<size_t>(len)));
+    pos_ += static_cast<size_t>(len);
     return true;
   }
   bool count(int32_t& n, size_t max, const char* field) {
@@ -207,6 +229,130 @@ model::bytes encode_group_metadata_value(const group_metadata& value) {
     w.partitions(m.target);
     w.partitions(m.owned);
   }
+  return w.take();
+}
+
+model::bytes encode_classic_group_metadata_value(const classic_group_metadata& value) {
+  writer w;
+  w.i16(classic_group_value_version);
+  w.str(value.protocol_type);
+  w.i32(value.generation.value());
+  w.nullable_str(value.protocol_name);
+  w.nullable_str(value.leader);
+  w.i64(value.current_state_timestamp_ms);
+  w.i32(static_cast<int32_t>(value.members.size()));
+  for (const auto& m : value.members) {
+    w.str(m.member_id);
+    w.nullable_str(m.group_instance_id);
+    w.str(m.client_id);
+    w.str(m.client_host);
+    w.i32(m.rebalance_timeout_ms);
+    w.i32(m.session_timeout_ms);
+    w.blob(m.subscription);
+    w.blob(m.assignment);
+  }
+  return w.take();
+}
+
+result<int16_t> group_metadata_value_version(std::span<const std::byte> value) {
+  reader r(value);
+  int16_t version = 0;
+  if (!r.i16(version, "version")) return r.corrupt("group metadata value");
+  return version;
+}
+
+result<classic_group_metadata> decode_classic_group_metadata_value(std::span<const std::byte> value) {
+  reader r(value);
+  int16_t version = 0;
+  if (!r.i16(version, "version")) return r.corrupt("classic group metadata value");
+  if (version != classic_group_value_version) return unsupported("classic group metadata value", version);
+  classic_group_metadata g;
+  int32_t generation = 0;
+  int32_t n = 0;
+  if (!r.str(g.protocol_type, "protocol_type") || !r.i32(generation, "generation") ||
+      !r.nullable_str(g.protocol_name, "protocol") || !r.nullable_str(g.leader, "leader") ||
+      !r.i64(g.current_state_timestamp_ms, "current_state_timestamp") ||
+      !r.count(n, limits::group_members_max, "member_count")) {
+    return r.corrupt("classic group metadata value");
+  }
+  g.generation = generation_id(generation);
+  for (int32_t k = 0; k < n; ++k) {
+    classic_member_metadata m;
+    if (!r.str(m.member_id, "member_id") || !r.nullable_str(m.group_instance_id, "group_instance_id") ||
+        !r.str(m.client_id, "client_id") || !r.str(m.client_host, "client_host") ||
+        !r.i32(m.rebalance_timeout_ms, "rebalance_timeout") || !r.i32(m.session_timeout_ms, "session_timeout") ||
+        !r.blob(m.subscription, "subscription") || !r.blob(m.assignment, "assignment")) {
+      return r.corrupt("classic group metadata value");
+    }
+    g.members.push_back(std::move(m));
+  }
+  if (!r.at_end()) return r.corrupt("classic group metadata value");
+  return g;
+}
+
+// ---- Kafka's ConsumerProtocol (classic_group.h)
+
+result<std::vector<std::string>> decode_consumer_subscription_topics(std::span<const std::byte> metadata) {
+  reader r(metadata);
+  int16_t version = 0;
+  int32_t n = 0;
+  if (!r.i16(version, "version") || !r.count(n, limits::subscription_topics_max, "topics")) {
+    return r.corrupt("consumer protocol subscription");
+  }
+  std::vector<std::string> topics;
+  for (int32_t k = 0; k < n; ++k) {
+    std::string t;
+    if (!r.str(t, "topic")) return r.corrupt("consumer protocol subscription");
+    topics.push_back(std::move(t));
+  }
+  return topics;  // user data and later fields are the assignor's
+}
+
+result<partition_set> decode_consumer_assignment(std::span<const std::byte> assignment) {
+  partition_set out;
+  if (assignment.empty()) return out;
+  reader r(assignment);
+  int16_t version = 0;
+  int32_t topics = 0;
+  if (!r.i16(version, "version") || !r.count(topics, limits::commit_partitions_max, "topics")) {
+    return r.corrupt("consumer protocol assignment");
+  }
+  for (int32_t t = 0; t < topics; ++t) {
+    std::string topic;
+    int32_t n = 0;
+    if (!r.str(topic, "topic") || !r.count(n, limits::commit_partitions_max, "partitions")) {
+      return r.corrupt("consumer protocol assignment");
+    }
+    for (int32_t k = 0; k < n; ++k) {
+      int32_t p = 0;
+      if (!r.i32(p, "partition")) return r.corrupt("consumer protocol assignment");
+      out.insert(topic_partition{topic, partition_id(p)});
+    }
+  }
+  return out;
+}
+
+model::bytes encode_consumer_assignment(const partition_set& partitions) {
+  writer w;
+  w.i16(0);
+  std::map<std::string, std::vector<int32_t>> by_topic;
+  for (const auto& tp : partitions) by_topic[tp.topic].push_back(tp.partition.value());
+  w.i32(static_cast<int32_t>(by_topic.size()));
+  for (const auto& [topic, ps] : by_topic) {
+    w.str(topic);
+    w.i32(static_cast<int32_t>(ps.size()));
+    for (int32_t p : ps) w.i32(p);
+  }
+  w.i32(-1);  // user_data = null
+  return w.take();
+}
+
+model::bytes encode_consumer_subscription(const std::vector<std::string>& topics) {
+  writer w;
+  w.i16(0);
+  w.i32(static_cast<int32_t>(topics.size()));
+  for (const auto& t : topics) w.str(t);
+  w.i32(-1);  // user_data = null
   return w.take();
 }
 

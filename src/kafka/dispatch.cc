@@ -20,7 +20,7 @@ using namespace detail;
 // lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
 // Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
 // UNSUPPORTED_VERSION, per partition. Sorted by api key.
-constexpr std::array<handled_api, 20> apis = {{
+constexpr std::array<handled_api, 25> apis = {{
     {protocol::produce_request_data::api_key, 0, 11},
     {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
@@ -28,6 +28,10 @@ constexpr std::array<handled_api, 20> apis = {{
     {protocol::offset_commit_request_data::api_key, 2, 9},
     {protocol::offset_fetch_request_data::api_key, 1, 9},
     {protocol::find_coordinator_request_data::api_key, 0, 6},
+    {protocol::join_group_request_data::api_key, 0, 9},
+    {protocol::heartbeat_request_data::api_key, 0, 4},
+    {protocol::leave_group_request_data::api_key, 0, 5},
+    {protocol::sync_group_request_data::api_key, 0, 5},
     {protocol::describe_groups_request_data::api_key, 0, 5},
     {protocol::list_groups_request_data::api_key, 0, 5},
     {protocol::sasl_handshake_request_data::api_key, 0, 1},
@@ -40,6 +44,7 @@ constexpr std::array<handled_api, 20> apis = {{
     {protocol::create_partitions_request_data::api_key, 0, 3},
     {protocol::delete_groups_request_data::api_key, 0, 2},
     {protocol::incremental_alter_configs_request_data::api_key, 0, 1},
+    {protocol::offset_delete_request_data::api_key, 0, 0},
     {protocol::describe_cluster_request_data::api_key, 0, 1},
 }};
 
@@ -96,7 +101,8 @@ const handled_api* find_handled_api(int16_t api_key) {
   return nullptr;
 }
 
-protocol::result<void> request_handler::handle(std::span<const std::byte> frame, respond_fn respond) {
+protocol::result<void> request_handler::handle(std::span<const std::byte> frame, respond_fn respond,
+                                              std::string_view client_host) {
   auto header = protocol::decode_request_header(frame);
   if (!header.ok()) {
     const auto code = header.error().code;
@@ -120,7 +126,8 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
     respond(api_versions_frame(0, h.correlation_id, error_code::unsupported_version));
     return base::ok_v;
   }
-  request_context ctx{this, h.request_api_version, h.correlation_id, std::move(respond)};
+  request_context ctx{this, h.request_api_version, h.correlation_id, std::move(respond), h.client_id.value_or(""),
+                      std::string(client_host)};
   switch (h.request_api_key) {
     case protocol::produce_request_data::api_key:
       return route<protocol::produce_request_data>(body, ctx, handle_produce);
@@ -165,6 +172,16 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
       return route<protocol::describe_groups_request_data>(body, ctx, handle_describe_groups);
     case protocol::delete_groups_request_data::api_key:
       return route<protocol::delete_groups_request_data>(body, ctx, handle_delete_groups);
+    case protocol::join_group_request_data::api_key:
+      return route<protocol::join_group_request_data>(body, ctx, handle_join_group);
+    case protocol::sync_group_request_data::api_key:
+      return route<protocol::sync_group_request_data>(body, ctx, handle_sync_group);
+    case protocol::heartbeat_request_data::api_key:
+      return route<protocol::heartbeat_request_data>(body, ctx, handle_heartbeat);
+    case protocol::leave_group_request_data::api_key:
+      return route<protocol::leave_group_request_data>(body, ctx, handle_leave_group);
+    case protocol::offset_delete_request_data::api_key:
+      return route<protocol::offset_delete_request_data>(body, ctx, handle_offset_delete);
     case protocol::describe_cluster_request_data::api_key:
       return route<protocol::describe_cluster_request_data>(body, ctx, handle_describe_cluster);
     default:

@@ -1,8 +1,8 @@
-// Consumer groups as far as Kafka clients outside membership need them: OffsetCommit (generation
-// -1, no member id: a consumer that assign()s its partitions), OffsetFetch, ListGroups,
-// DescribeGroups, DeleteGroups, on the same coordinators and __consumer_offsets as the REST
-// consumers. Kafka-protocol membership (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) is not served
-// yet, so a commit naming a member or a generation answers UNKNOWN_MEMBER_ID.
+// Consumer groups for Kafka clients: the classic group protocol (JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup) and OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups,
+// DeleteGroups, on the same coordinators and __consumer_offsets as the REST consumers. Each
+// handler only translates: request -> broker groups() call -> response; the rules are the
+// coordinator's (group::group_coordinator, classic_group.h).
 
 #include <algorithm>
 #include <map>
@@ -16,7 +16,6 @@ namespace ringlog::kafka::detail {
 
 namespace {
 
-constexpr int16_t unknown_member_id = 25;
 constexpr int16_t group_id_not_found = 69;
 
 /// Kafka's group state names (ConsumerGroupState).
@@ -94,10 +93,6 @@ void handle_offset_commit(const request_context& ctx, protocol::offset_commit_re
     }
     ctx.answer(out);
   };
-  if (!request.member_id.empty() || request.generation_id_or_member_epoch >= 0) {
-    // No member joined over the Kafka protocol (JoinGroup is not served yet).
-    return answer_all(unknown_member_id);
-  }
   std::vector<group::offset_commit> offsets;
   for (const auto& t : request.topics) {
     for (const auto& p : t.partitions) {
@@ -105,8 +100,10 @@ void handle_offset_commit(const request_context& ctx, protocol::offset_commit_re
                                              model::offset{p.committed_offset}, p.committed_metadata.value_or("")});
     }
   }
-  ctx.broker_api().groups().commit_standalone(
-      request.group_id, std::move(offsets),
+  // v0 has no generation: Kafka treats it as a commit outside membership.
+  const int32_t generation = ctx.api_version >= 1 ? request.generation_id_or_member_epoch : -1;
+  ctx.broker_api().groups().commit_kafka(
+      request.group_id, request.member_id, request.group_instance_id, generation, std::move(offsets),
       [answer_all](broker::result<group::partition_map<group::committed_offset>> r) {
         answer_all(r.ok() ? error_code::none : code_of(r.error()));
       });
@@ -212,7 +209,7 @@ void handle_list_groups(const request_context& ctx, protocol::list_groups_reques
       if (!filter.empty() && std::find(filter.begin(), filter.end(), state) == filter.end()) continue;
       protocol::list_groups_response_data::listed_group lg;
       lg.group_id = listed.group_id;
-      lg.protocol_type = "consumer";
+      lg.protocol_type = listed.protocol_type;
       lg.group_state = state;
       lg.group_type = "classic";
       out.groups.push_back(std::move(lg));
@@ -237,7 +234,11 @@ void handle_describe_groups(const request_context& ctx, protocol::describe_group
       } else {
         const auto& desc = r->description;
         d.group_state = state_name(desc.state);
-        if (desc.state != group::group_state::dead) {
+        if (desc.classic) {
+          // Kafka clients' group: the protocol their members chose, and their own bytes.
+          d.protocol_type = desc.protocol_type;
+          d.protocol_data = desc.protocol_name.value_or("");
+        } else if (desc.state != group::group_state::dead) {
           // REST/WebSocket groups: the server-side assignor stands where a classic group names
           // the protocol its leader chose.
           d.protocol_type = "consumer";
@@ -248,8 +249,9 @@ void handle_describe_groups(const request_context& ctx, protocol::describe_group
           dm.member_id = m.member_id;
           dm.group_instance_id = m.group_instance_id;
           dm.client_id = m.client_name;
-          dm.member_metadata = consumer_subscription(m);
-          dm.member_assignment = consumer_assignment(m.owned);
+          dm.client_host = m.client_host;
+          dm.member_metadata = desc.classic ? m.member_metadata : consumer_subscription(m);
+          dm.member_assignment = desc.classic ? m.member_assignment : consumer_assignment(m.owned);
           d.members.push_back(std::move(dm));
         }
       }
@@ -277,6 +279,142 @@ void handle_delete_groups(const request_context& ctx, protocol::delete_groups_re
     });
   }
   g->finish_if_empty();
+}
+
+// ---------------------------------------------------------------- the classic group protocol
+
+void handle_join_group(const request_context& ctx, protocol::join_group_request_data request) {
+  group::classic_join_request r;
+  r.member_id = request.member_id;
+  r.group_instance_id = request.group_instance_id;
+  r.client_id = ctx.client_id;
+  r.client_host = "/" + ctx.client_host;
+  r.session_timeout_ms = request.session_timeout_ms;
+  // v0 has no rebalance timeout: Kafka uses the session timeout for both.
+  r.rebalance_timeout_ms = ctx.api_version >= 1 && request.rebalance_timeout_ms > 0 ? request.rebalance_timeout_ms
+                                                                                   : request.session_timeout_ms;
+  r.protocol_type = request.protocol_type;
+  for (auto& p : request.protocols) r.protocols.push_back(group::classic_protocol{p.name, std::move(p.metadata)});
+  r.require_known_member_id = ctx.api_version >= 4;  // KIP-394
+  const std::string group_id = request.group_id;
+  ctx.broker_api().groups().join_group(group_id, std::move(r), [ctx](broker::join_group_answer a) {
+    protocol::join_group_response_data out;
+    out.error_code = a.failure ? code_of(*a.failure) : error_code::none;
+    out.generation_id = a.data.generation.value();
+    if (!a.failure) out.protocol_type = a.data.protocol_type;
+    // Null only from v7 (nullable there); before, an empty string.
+    out.protocol_name = a.data.protocol_name ? a.data.protocol_name
+                        : ctx.api_version >= 7 ? std::nullopt
+                                               : std::optional<std::string>("");
+    out.leader = a.data.leader;
+    out.skip_assignment = a.data.skip_assignment && ctx.api_version >= 9;
+    out.member_id = a.data.member_id;
+    for (auto& m : a.data.members) {
+      protocol::join_group_response_data::join_group_response_member rm;
+      rm.member_id = m.member_id;
+      rm.group_instance_id = m.group_instance_id;
+      rm.metadata = std::move(m.metadata);
+      out.members.push_back(std::move(rm));
+    }
+    ctx.answer(out);
+  });
+}
+
+void handle_sync_group(const request_context& ctx, protocol::sync_group_request_data request) {
+  group::classic_sync_request r;
+  r.member_id = request.member_id;
+  r.group_instance_id = request.group_instance_id;
+  r.generation = group::generation_id(request.generation_id);
+  r.protocol_type = request.protocol_type;
+  r.protocol_name = request.protocol_name;
+  for (auto& a : request.assignments) r.assignments.emplace_back(a.member_id, std::move(a.assignment));
+  ctx.broker_api().groups().sync_group(request.group_id, std::move(r), [ctx](broker::sync_group_answer a) {
+    protocol::sync_group_response_data out;
+    out.error_code = a.failure ? code_of(*a.failure) : error_code::none;
+    if (!a.failure) {
+      out.protocol_type = a.data.protocol_type;
+      out.protocol_name = a.data.protocol_name;
+      out.assignment = std::move(a.data.assignment);
+    }
+    ctx.answer(out);
+  });
+}
+
+void handle_heartbeat(const request_context& ctx, protocol::heartbeat_request_data request) {
+  ctx.broker_api().groups().heartbeat_group(request.group_id, request.member_id, request.group_instance_id,
+                                            request.generation_id, [ctx](broker::result<void> r) {
+                                              protocol::heartbeat_response_data out;
+                                              out.error_code = r.ok() ? error_code::none : code_of(r.error());
+                                              ctx.answer(out);
+                                            });
+}
+
+void handle_leave_group(const request_context& ctx, protocol::leave_group_request_data request) {
+  // v0-2 name one member; v3+ a list, each by member id and/or group.instance.id (KIP-345).
+  std::vector<group::classic_member_identity> members;
+  if (ctx.api_version < 3) {
+    members.push_back({request.member_id, std::nullopt});
+  } else {
+    for (const auto& m : request.members) members.push_back({m.member_id, m.group_instance_id});
+  }
+  ctx.broker_api().groups().leave_group(
+      request.group_id, members,
+      [ctx, members](broker::result<std::vector<std::optional<broker::error>>> r) {
+        protocol::leave_group_response_data out;
+        if (!r.ok()) {
+          out.error_code = code_of(r.error());
+          return ctx.answer(out);
+        }
+        if (ctx.api_version < 3) {
+          const auto& only = r->at(0);
+          out.error_code = only ? code_of(*only) : error_code::none;
+          return ctx.answer(out);
+        }
+        for (size_t i = 0; i < members.size(); ++i) {
+          protocol::leave_group_response_data::member_response mr;
+          mr.member_id = members[i].member_id;
+          mr.group_instance_id = members[i].group_instance_id;
+          mr.error_code = (*r)[i] ? code_of(*(*r)[i]) : error_code::none;
+          out.members.push_back(std::move(mr));
+        }
+        ctx.answer(out);
+      });
+}
+
+void handle_offset_delete(const request_context& ctx, protocol::offset_delete_request_data request) {
+  group::partition_set partitions;
+  std::vector<std::pair<std::string, std::vector<int32_t>>> asked;
+  for (const auto& t : request.topics) {
+    std::vector<int32_t> ps;
+    for (const auto& p : t.partitions) {
+      partitions.insert(model::topic_partition{t.name, model::partition_id{p.partition_index}});
+      ps.push_back(p.partition_index);
+    }
+    asked.emplace_back(t.name, std::move(ps));
+  }
+  ctx.broker_api().groups().delete_offsets(
+      request.group_id, std::move(partitions),
+      [ctx, asked](broker::result<group::partition_map<std::optional<broker::error>>> r) {
+        protocol::offset_delete_response_data out;
+        if (!r.ok()) {
+          out.error_code = r.error().code == broker::errc::group_id_not_found ? group_id_not_found
+                                                                              : code_of(r.error());
+          return ctx.answer(out);
+        }
+        for (const auto& [name, ps] : asked) {
+          protocol::offset_delete_response_data::offset_delete_response_topic t;
+          t.name = name;
+          for (int32_t p : ps) {
+            protocol::offset_delete_response_data::offset_delete_response_partition rp;
+            rp.partition_index = p;
+            auto e = r->find(model::topic_partition{name, model::partition_id{p}});
+            rp.error_code = e != r->end() && e->second ? code_of(*e->second) : error_code::none;
+            t.partitions.push_back(rp);
+          }
+          out.topics.push_back(std::move(t));
+        }
+        ctx.answer(out);
+      });
 }
 
 }  // namespace ringlog::kafka::detail

@@ -45,6 +45,8 @@ struct request_context {
   int16_t api_version = 0;
   int32_t correlation_id = 0;
   respond_fn respond;
+  std::string client_id;    // the request header's client.id ("" when null)
+  std::string client_host;  // the connection's peer address ("" when unknown)
 
   [[nodiscard]] broker::broker& broker_api() const { return handler->broker_api(); }
   [[nodiscard]] const handler_options& options() const { return handler->options(); }
@@ -102,6 +104,11 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
 void handle_list_groups(const request_context& ctx, protocol::list_groups_request_data request);
 void handle_describe_groups(const request_context& ctx, protocol::describe_groups_request_data request);
 void handle_delete_groups(const request_context& ctx, protocol::delete_groups_request_data request);
+void handle_join_group(const request_context& ctx, protocol::join_group_request_data request);
+void handle_sync_group(const request_context& ctx, protocol::sync_group_request_data request);
+void handle_heartbeat(const request_context& ctx, protocol::heartbeat_request_data request);
+void handle_leave_group(const request_context& ctx, protocol::leave_group_request_data request);
+void handle_offset_delete(const request_context& ctx, protocol::offset_delete_request_data request);
 // ---- data.cc
 void handle_produce(const request_context& ctx, protocol::produce_request_data request);
 void handle_fetch(const request_context& ctx, protocol::fetch_request_data request);

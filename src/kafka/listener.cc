@@ -69,7 +69,8 @@ struct connection : std::enable_shared_from_this<connection> {
       : owner(std::move(o)), shard(shard_index), socket(std::move(s)) {
     boost::system::error_code ec;
     auto ep = socket.remote_endpoint(ec);
-    peer = ec ? std::string("unknown") : ep.address().to_string() + ":" + std::to_string(ep.port());
+    peer_host = ec ? std::string("unknown") : ep.address().to_string();
+    peer = ec ? peer_host : peer_host + ":" + std::to_string(ep.port());
   }
 
   /// A request's place in the answer order: its frame once answered (nullopt: no answer).
@@ -82,7 +83,8 @@ struct connection : std::enable_shared_from_this<connection> {
   std::weak_ptr<listener::impl> owner;
   size_t shard;
   runtime::shard_socket socket;
-  std::string peer;
+  std::string peer;       // host:port, for log lines
+  std::string peer_host;  // the client's address: its client_host in group descriptions
   std::array<std::byte, 4> size_prefix{};
   bytes frame;
   std::deque<slot> slots;        // unanswered or unsent, oldest first
@@ -140,7 +142,7 @@ struct connection : std::enable_shared_from_this<connection> {
     const uint64_t seq = next_seq++;
     slots.push_back(slot{false, std::nullopt, frame.size()});
     held_bytes += frame.size();
-    auto handled = o->handler.handle(frame, make_respond(seq));
+    auto handled = o->handler.handle(frame, make_respond(seq), peer_host);
     frame = bytes{};
     if (!handled.ok()) {
       close("malformed request: " + handled.error().message);

@@ -3,6 +3,7 @@
 
 #include <doctest.h>
 
+#include <chrono>
 #include <future>
 
 #include "ringlog/broker/broker.h"
@@ -332,5 +333,83 @@ TEST_CASE_FIXTURE(groups_fixture, "lag history: one total-lag sample per interva
   REQUIRE_MESSAGE(deleted.ok(), (deleted.ok() ? std::string() : deleted.error().message));
   tick();
   CHECK(history("g").error().code == errc::group_id_not_found);
+  stop();
+}
+
+TEST_CASE_FIXTURE(groups_fixture, "classic protocol: join, sync, commit, lag; the stable group comes back after a restart") {
+  open();
+  create("orders", 2);
+  produce("orders", 0, 5);
+  group::classic_join_request r;
+  r.client_id = "kc";
+  r.client_host = "/127.0.0.1";
+  r.session_timeout_ms = 10'000;
+  r.rebalance_timeout_ms = 10'000;
+  r.protocol_type = "consumer";
+  r.protocols = {{"range", group::encode_consumer_subscription({"orders"})}};
+  r.require_known_member_id = true;
+  auto first = call<join_group_answer>([&](auto done) { b->groups().join_group("kg", r, std::move(done)); });
+  REQUIRE(first.failure.has_value());
+  CHECK(first.failure->code == errc::member_id_required);
+  r.member_id = first.data.member_id;
+  // The second join waits out group.initial.rebalance.delay.ms (3000 ms): driven by the clock.
+  std::promise<join_group_answer> joined;
+  auto joined_future = joined.get_future();
+  b->groups().join_group("kg", r, [&joined](join_group_answer a) { joined.set_value(std::move(a)); });
+  for (int step = 0; step < 40 && joined_future.wait_for(std::chrono::seconds(0)) != std::future_status::ready; ++step) {
+    runtime->wait_idle();
+    runtime->advance_ms(100);
+  }
+  REQUIRE(joined_future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  auto j = joined_future.get();
+  REQUIRE_FALSE(j.failure.has_value());
+  CHECK(j.data.generation == group::generation_id(1));
+  CHECK(j.data.leader == r.member_id);
+  group::partition_set both{orders0, {"orders", model::partition_id{1}}};
+  group::classic_sync_request s;
+  s.member_id = r.member_id;
+  s.generation = group::generation_id(1);
+  s.assignments = {{r.member_id, group::encode_consumer_assignment(both)}};
+  auto synced = call<sync_group_answer>([&](auto done) { b->groups().sync_group("kg", s, std::move(done)); });
+  REQUIRE_FALSE(synced.failure.has_value());
+  CHECK(group::decode_consumer_assignment(synced.data.assignment).value() == both);
+  auto stale = call<result<group::partition_map<group::committed_offset>>>([&](auto done) {
+    b->groups().commit_kafka("kg", r.member_id, std::nullopt, 0, {{orders0, model::offset{4}, ""}}, std::move(done));
+  });
+  CHECK(stale.error().code == errc::illegal_generation);
+  REQUIRE(call<result<group::partition_map<group::committed_offset>>>([&](auto done) {
+            b->groups().commit_kafka("kg", r.member_id, std::nullopt, 1, {{orders0, model::offset{4}, ""}}, std::move(done));
+          }).ok());
+  auto lag = call<result<std::vector<group::partition_lag>>>([&](auto done) { b->groups().group_lag("kg", std::move(done)); });
+  REQUIRE(lag.ok());
+  REQUIRE(lag->size() == 2);   // the committed partition and the member's other owned one
+  CHECK(lag->at(0).lag == std::optional<int64_t>(1));
+  // A REST consumer may not join a classic group.
+  consumer_instance_config cfg;
+  cfg.group_id = "kg";
+  auto refused = call<result<consumer_instance>>([&](auto done) { b->groups().create_consumer(cfg, std::move(done)); });
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == errc::inconsistent_group_protocol);
+  stop();
+  open();
+  // The member heartbeats on at its generation; the group is stable with its assignment.
+  auto hb = call<result<void>>([&](auto done) {
+    b->groups().heartbeat_group("kg", r.member_id, std::nullopt, 1, std::move(done));
+  });
+  CHECK(hb.ok());
+  auto d = call<result<group_details>>([&](auto done) { b->groups().describe_group("kg", std::move(done)); });
+  REQUIRE(d.ok());
+  CHECK(d->description.classic);
+  CHECK(d->description.state == group::group_state::stable);
+  REQUIRE(d->description.members.size() == 1);
+  CHECK(d->description.members[0].owned == both);
+  auto left = call<result<std::vector<std::optional<error>>>>([&](auto done) {
+    b->groups().leave_group("kg", {{r.member_id, std::nullopt}}, std::move(done));
+  });
+  REQUIRE(left.ok());
+  CHECK_FALSE(left->at(0).has_value());
+  runtime->wait_idle();
+  auto after = call<result<group_details>>([&](auto done) { b->groups().describe_group("kg", std::move(done)); });
+  CHECK(after->description.state == group::group_state::empty);
   stop();
 }

@@ -139,3 +139,48 @@ def batch_attributes(records_bytes):
         out.append(struct.unpack_from(">h", records_bytes, pos + 21)[0])
         pos += 12 + length
     return out
+
+
+API_JOIN_GROUP, API_OFFSET_DELETE = 11, 47
+
+
+def join_group_v5(group, member_id="", protocol_type="consumer", protocols=(("range", b""),),
+                  session_timeout_ms=10_000, rebalance_timeout_ms=10_000, group_instance_id=None):
+    body = string(group) + struct.pack(">ii", session_timeout_ms, rebalance_timeout_ms) + string(member_id)
+    body += string(group_instance_id) + string(protocol_type) + struct.pack(">i", len(protocols))
+    for name, metadata in protocols:
+        body += string(name) + struct.pack(">i", len(metadata)) + metadata
+    return body
+
+
+def parse_join_group_v5(body):
+    """(error_code, generation, protocol_name, leader, member_id) of a JoinGroup v5 response."""
+    r = Reader(body)
+    r.take(">i")  # throttle_time_ms
+    error = r.take(">h")
+    generation = r.take(">i")
+    return error, generation, r.string(), r.string(), r.string()
+
+
+def offset_delete_v0(group, topics):
+    """topics: {name: [partition, ...]}."""
+    body = string(group) + struct.pack(">i", len(topics))
+    for name, partitions in topics.items():
+        body += string(name) + struct.pack(">i", len(partitions))
+        for p in partitions:
+            body += struct.pack(">i", p)
+    return body
+
+
+def parse_offset_delete_v0(body):
+    """(error_code, {(topic, partition): error_code})."""
+    r = Reader(body)
+    error = r.take(">h")
+    r.take(">i")  # throttle_time_ms
+    out = {}
+    for _ in range(r.take(">i")):
+        name = r.string()
+        for _ in range(r.take(">i")):
+            p = r.take(">i")
+            out[(name, p)] = r.take(">h")
+    return error, out

@@ -279,3 +279,82 @@ TEST_CASE("parse_uuid reads Kafka's base64 text form") {
   CHECK(kafka::parse_uuid("short").is_zero());
   CHECK(kafka::parse_uuid("ASNFZ4mrze_-3LqYdlQy!A").is_zero());
 }
+
+TEST_CASE("the classic group apis answer Kafka's errors at every version they are listed for") {
+  fixture f;
+  // JoinGroup v4+ without a member id: MEMBER_ID_REQUIRED with the id to join with; the
+  // protocol name is null from v7 (nullable there) and "" before.
+  for (int16_t v : {4, 5, 6, 7, 9}) {
+    protocol::join_group_request_data req;
+    req.group_id = "g";
+    req.session_timeout_ms = 10'000;
+    req.rebalance_timeout_ms = 10'000;
+    req.protocol_type = "consumer";
+    protocol::join_group_request_data::join_group_request_protocol p;
+    p.name = "range";
+    req.protocols.push_back(p);
+    auto answer = f.send(v, req);
+    REQUIRE(answer.has_value());
+    auto resp = f.decode<protocol::join_group_response_data>(*answer, v);
+    CHECK(resp.error_code == 79);
+    CHECK(resp.member_id.starts_with("test-"));
+    CHECK(resp.protocol_name == (v >= 7 ? std::nullopt : std::optional<std::string>("")));
+  }
+  {
+    protocol::join_group_request_data req;
+    req.group_id = "g";
+    req.session_timeout_ms = 10;   // below group.min.session.timeout.ms
+    req.protocol_type = "consumer";
+    req.protocols.emplace_back();
+    auto resp = f.decode<protocol::join_group_response_data>(*f.send(2, req), 2);
+    CHECK(resp.error_code == 26);   // INVALID_SESSION_TIMEOUT
+  }
+  {
+    protocol::heartbeat_request_data req;
+    req.group_id = "g";
+    req.generation_id = 1;
+    req.member_id = "nobody";
+    CHECK(f.decode<protocol::heartbeat_response_data>(*f.send(4, req), 4).error_code == 25);
+  }
+  {
+    protocol::sync_group_request_data req;
+    req.group_id = "g";
+    req.generation_id = 1;
+    req.member_id = "nobody";
+    CHECK(f.decode<protocol::sync_group_response_data>(*f.send(5, req), 5).error_code == 25);
+  }
+  {
+    protocol::leave_group_request_data req;
+    req.group_id = "g";
+    protocol::leave_group_request_data::member_identity m;
+    m.member_id = "nobody";
+    req.members.push_back(m);
+    auto resp = f.decode<protocol::leave_group_response_data>(*f.send(5, req), 5);
+    CHECK(resp.error_code == 0);
+    REQUIRE(resp.members.size() == 1);
+    CHECK(resp.members[0].error_code == 25);
+    protocol::leave_group_request_data old;
+    old.group_id = "g";
+    old.member_id = "nobody";
+    CHECK(f.decode<protocol::leave_group_response_data>(*f.send(1, old), 1).error_code == 25);
+  }
+  {
+    // A commit naming a generation for a group that does not exist: ILLEGAL_GENERATION.
+    protocol::offset_commit_request_data req;
+    req.group_id = "none";
+    req.generation_id_or_member_epoch = 3;
+    req.member_id = "m";
+    protocol::offset_commit_request_data::offset_commit_request_topic t;
+    t.name = "orders";
+    t.partitions.emplace_back();
+    req.topics.push_back(t);
+    auto resp = f.decode<protocol::offset_commit_response_data>(*f.send(8, req), 8);
+    REQUIRE(resp.topics.size() == 1);
+    CHECK(resp.topics[0].partitions.at(0).error_code == 22);
+  }
+  {
+    protocol::offset_delete_request_data req;
+    req.group_id = "none";
+    CHECK(f.decode<protocol::offset_delete_response_data>(*f.send(0, req), 0).error_code == 69);
+  }
+}

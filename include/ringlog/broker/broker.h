@@ -53,6 +53,7 @@ struct broker_config {
   int32_t fetch_waiters_per_partition_max = 10000;   // ringlog: parked long-polls per partition
   int32_t offsets_topic_num_partitions = 8;          // offsets.topic.num.partitions: of __consumer_offsets at creation
   int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
+  int64_t group_initial_rebalance_delay_ms = 3000;   // group.initial.rebalance.delay.ms (Kafka's key and default)
   // ---- the cluster (design.md section 6)
   int64_t controller_quorum_election_timeout_ms = 1000;     // controller.quorum.election.timeout.ms
   int64_t controller_quorum_fetch_timeout_ms = 1000;        // controller.quorum.fetch.timeout.ms

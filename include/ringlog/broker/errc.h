@@ -46,6 +46,10 @@ enum class errc {
   group_not_empty,             // Kafka's NON_EMPTY_GROUP
   duplicate_consumer_instance, // a consumer instance of that name exists in the group (REST Proxy 40902)
   no_offset_for_partition,     // auto.offset.reset=none and nothing committed
+  rebalance_in_progress,       // classic group protocol: rejoin (Kafka's REBALANCE_IN_PROGRESS)
+  member_id_required,          // JoinGroup v4+ first join: the answer carries the member id to join with
+  fenced_instance_id,          // a static member replaced by a newer one with its group.instance.id
+  group_subscribed_to_topic,   // OffsetDelete of a topic the group's live members consume
   // cluster
   not_controller,              // no active controller is known now (no quorum leader): retry (HTTP 503)
   not_leader_or_follower,      // the partition is led by another broker, or has no leader now

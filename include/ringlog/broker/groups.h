@@ -110,6 +110,17 @@ struct reset_offsets_request {
   group::dry_run mode = group::dry_run::yes;
 };
 
+/// A JoinGroup's answer: `failure` is data.failure translated to the broker's codes (Kafka's
+/// numbers through kafka_error_code); data.member_id is set with member_id_required too.
+struct join_group_answer {
+  std::optional<error> failure;
+  group::classic_join_response data;
+};
+struct sync_group_answer {
+  std::optional<error> failure;
+  group::classic_sync_response data;
+};
+
 class group_api {
  public:
   virtual ~group_api() = default;
@@ -148,6 +159,33 @@ class group_api {
   /// Committed offsets of the instance's group (all of them when `partitions` is empty).
   virtual void committed(std::string group_id, std::string instance_id, group::partition_set partitions,
                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+
+  // ---- Kafka's classic group protocol (the Kafka listener's JoinGroup, SyncGroup, Heartbeat,
+  // LeaveGroup, OffsetCommit, OffsetDelete): group::group_coordinator's classic_* calls on the
+  // group's coordinator shard. JoinGroup and SyncGroup answers may wait for other members (up
+  // to the rebalance timeout); `done` runs once, after the records they caused are durable.
+  virtual void join_group(std::string group_id, group::classic_join_request request,
+                          std::function<void(join_group_answer)> done) = 0;
+  virtual void sync_group(std::string group_id, group::classic_sync_request request,
+                          std::function<void(sync_group_answer)> done) = 0;
+  /// Errors: unknown_member_id, fenced_instance_id, illegal_generation, rebalance_in_progress.
+  virtual void heartbeat_group(std::string group_id, std::string member_id,
+                               std::optional<std::string> group_instance_id, int32_t generation,
+                               std::function<void(result<void>)> done) = 0;
+  /// Per member asked, in order: nullopt (left) or unknown_member_id / fenced_instance_id.
+  virtual void leave_group(std::string group_id, std::vector<group::classic_member_identity> members,
+                           std::function<void(result<std::vector<std::optional<error>>>)> done) = 0;
+  /// Kafka's OffsetCommit (group::group_coordinator::commit_offsets_kafka): generation < 0 and
+  /// no member for a group without members, else a classic member at the group's generation.
+  /// Errors: those of commit_standalone, and unknown_member_id, illegal_generation,
+  /// rebalance_in_progress, fenced_instance_id.
+  virtual void commit_kafka(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
+                            int32_t generation, std::vector<group::offset_commit> offsets,
+                            std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+  /// Kafka's OffsetDelete (KIP-496). Per partition: nullopt (deleted or nothing committed) or
+  /// group_subscribed_to_topic. Errors: group_id_not_found, group_not_empty.
+  virtual void delete_offsets(std::string group_id, group::partition_set partitions,
+                              std::function<void(result<group::partition_map<std::optional<error>>>)> done) = 0;
 
   // ---- Kafka clients outside membership (the Kafka listener's OffsetCommit / OffsetFetch)
   /// group::group_coordinator::commit_offsets_standalone, answered once durable. Errors:

@@ -30,6 +30,11 @@ enum class errc {
   corrupt_message,              // an __consumer_offsets record failed to decode (message says where)
   unsupported_version,          // an __consumer_offsets record has a version this code does not know
   duplicate_member_id,          // a join asked for a member id (REST instance name) already in the group
+  // Kafka's classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup/OffsetCommit)
+  rebalance_in_progress,        // the group is rebalancing: the member must (re)join
+  member_id_required,           // JoinGroup v4+ without a member id: here is one, join again with it (KIP-394)
+  fenced_instance_id,           // a static member's group.instance.id is now held by another member id (KIP-345)
+  group_subscribed_to_topic,    // OffsetDelete of a topic a live member of the group consumes (KIP-496)
 };
 
 std::string_view to_string(errc);

@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ringlog/group/classic_group.h"
 #include "ringlog/group/errc.h"
 #include "ringlog/group/offsets_codec.h"
 #include "ringlog/group/types.h"
@@ -127,6 +128,10 @@ struct group_listing {
   std::string group_id;
   group_state state = group_state::dead;
   size_t member_count = 0;
+  /// Kafka's protocol type: a classic group's own ("consumer" for consumers, "connect", ...);
+  /// "consumer" for ringlog-managed groups and groups with only committed offsets.
+  std::string protocol_type = consumer_protocol_type;
+  bool classic = false;  // has (or last had) Kafka-protocol members
 };
 struct member_description {
   std::string member_id;
@@ -138,13 +143,25 @@ struct member_description {
   partition_set target;
   partition_set pending_revocation;
   int64_t last_seen_ms = 0;
+  // Classic members: `sub` lists the topics of its ConsumerProtocol subscription and `owned` ==
+  // `target` the partitions of its assignment (protocol type "consumer"; empty otherwise), and
+  // the raw bytes are kept for Kafka's DescribeGroups.
+  std::string client_host;
+  model::bytes member_metadata;    // its metadata for the chosen protocol
+  model::bytes member_assignment;  // what the leader assigned it
 };
 struct group_description {
   std::string group_id;
   group_state state = group_state::dead;  // dead = no such group
   generation_id generation{0};
-  assignor_kind assignor = assignor_kind::cooperative_sticky;
+  assignor_kind assignor = assignor_kind::cooperative_sticky;  // ringlog-managed groups
   std::vector<member_description> members;  // by member id
+  /// A classic group (Kafka clients run the assignment): its protocol type, the protocol its
+  /// members chose (the client-side assignor, e.g. "range") and the leader's member id.
+  bool classic = false;
+  std::string protocol_type = consumer_protocol_type;
+  std::optional<std::string> protocol_name;
+  std::string leader;
 };
 
 /// What the caller knows of a partition's log (the coordinator cannot read logs).
@@ -180,7 +197,10 @@ class group_coordinator {
  public:
   /// member_id_seed: ids are "<client_name>-<uuid-like>" from splitmix64(seed, counter); give
   /// each coordinator incarnation its own seed (e.g. broker start time ^ shard) in production.
-  explicit group_coordinator(uint64_t member_id_seed);
+  /// initial_rebalance_delay_ms: Kafka's group.initial.rebalance.delay.ms, how long the first
+  /// rebalance of an empty classic group waits for more members (each join extends it, up to
+  /// the rebalance timeout), so a group whose members start together rebalances once.
+  explicit group_coordinator(uint64_t member_id_seed, int64_t initial_rebalance_delay_ms = 3'000);
 
   // ---- metadata ----
   /// The caller's current topics (name -> partition count). Re-resolves patterns and rebalances
@@ -263,6 +283,56 @@ class group_coordinator {
   /// their tombstones (a new topic of the same name starts clean).
   record_list delete_topic_offsets(std::string_view topic);
 
+  // ---- Kafka's classic group protocol (classic_group.h) ----
+  // A group is either classic (Kafka clients: members join with JoinGroup and the leader
+  // assigns) or ringlog-managed (REST/WebSocket members, server-side assignment). A classic
+  // join into a group with ringlog-managed members, and a join() into a group with classic
+  // members, are refused with inconsistent_group_protocol naming the group's kind. Groups
+  // without members (committed offsets only) take either.
+  /// JoinGroup. Answers `ticket` now or later (classic_effects.joins). Errors in the answer:
+  /// invalid_group_id, invalid_session_timeout, inconsistent_group_protocol, unknown_member_id,
+  /// fenced_instance_id, member_id_required (with the member id), group_max_size_reached,
+  /// too_many_groups, rebalance_in_progress (a newer JoinGroup of the same member replaced it).
+  classic_effects classic_join(std::string_view group_id, const classic_join_request& request, classic_ticket ticket,
+                               int64_t now_ms);
+  /// SyncGroup. Answers `ticket` now or once the leader's SyncGroup arrives. Errors in the
+  /// answer: unknown_member_id, fenced_instance_id, illegal_generation,
+  /// inconsistent_group_protocol, rebalance_in_progress.
+  classic_effects classic_sync(std::string_view group_id, const classic_sync_request& request, classic_ticket ticket,
+                               int64_t now_ms);
+  /// Heartbeat: keeps the member's session. Errors: unknown_member_id, fenced_instance_id,
+  /// illegal_generation, rebalance_in_progress (rejoin now).
+  result<void> classic_heartbeat(std::string_view group_id, std::string_view member_id,
+                                 const std::optional<std::string>& group_instance_id, generation_id generation,
+                                 int64_t now_ms);
+  /// LeaveGroup of each identity. Errors per member: unknown_member_id, fenced_instance_id.
+  /// Errors of the whole call: group_id_not_found... are reported per member as unknown_member_id.
+  classic_leave_result classic_leave(std::string_view group_id, const std::vector<classic_member_identity>& members,
+                                     int64_t now_ms);
+  /// Timers of classic groups: completes rebalances whose initial delay or rebalance timeout is
+  /// over, removes members whose session expired (answering their waiting requests) and
+  /// member ids handed out by member_id_required that never joined.
+  classic_effects classic_tick(int64_t now_ms);
+  /// Kafka's OffsetCommit (Kafka's GroupCoordinator.handleCommitOffsets order): a commit with
+  /// generation < 0 to a group without members stores as given (commit_offsets_standalone);
+  /// otherwise the member must be in the classic group at `generation`. Errors:
+  /// fenced_instance_id, rebalance_in_progress (the group awaits the leader's assignment),
+  /// unknown_member_id, illegal_generation, inconsistent_group_protocol (ringlog-managed group),
+  /// and commit_offsets_standalone's. A member's commit is a heartbeat.
+  result<commit_result> commit_offsets_kafka(std::string_view group_id, std::string_view member_id,
+                                             const std::optional<std::string>& group_instance_id,
+                                             int32_t generation, const std::vector<offset_commit>& offsets,
+                                             int64_t now_ms);
+  /// Kafka's OffsetDelete (KIP-496): tombstones for the committed offsets of `partitions`.
+  /// Per partition: group_subscribed_to_topic when a live member consumes its topic (and nothing
+  /// of it is deleted). Errors: group_id_not_found; group_not_empty for a classic group with
+  /// members whose protocol type is not "consumer" (its subscriptions cannot be read).
+  struct offset_delete_result {
+    partition_map<std::optional<error>> partitions;
+    record_list records;
+  };
+  result<offset_delete_result> delete_offsets(std::string_view group_id, const partition_set& partitions);
+
   // ---- persistence ----
   /// Applies one __consumer_offsets record (in log order) after a restart. Committed offsets and
   /// group metadata come back; static members come back with their partitions and last_seen =
@@ -303,8 +373,30 @@ class group_coordinator {
     partition_map<offset> position;       // next offset to fetch, owned partitions only
     partition_map<offset> last_returned;  // offset after the last record handed out
   };
+  struct classic_member {
+    classic_member_metadata meta;              // id, instance id, client, timeouts, assignment
+    std::vector<classic_protocol> protocols;   // in its order of preference
+    std::optional<classic_ticket> awaiting_join;
+    std::optional<classic_ticket> awaiting_sync;
+    int64_t last_heartbeat_ms = 0;
+  };
+  /// A classic group's state beyond the common generation and offsets. State: empty (no
+  /// members), preparing_rebalance (collecting JoinGroups), completing_rebalance (waiting for
+  /// the leader's SyncGroup), stable.
+  struct classic_state {
+    group_state state = group_state::empty;
+    std::string protocol_type;
+    std::optional<std::string> protocol_name;
+    std::string leader;  // "" while empty
+    std::map<std::string, classic_member, std::less<>> members;
+    std::map<std::string, int64_t, std::less<>> pending_members;  // member_id_required ids -> deadline
+    int64_t rebalance_deadline_ms = -1;  // preparing_rebalance: complete the join at this time anyway
+    int64_t join_delay_until_ms = -1;    // preparing_rebalance from empty: wait for more members until then
+    int64_t state_since_ms = 0;
+  };
   struct group_state_data {
     std::string group_id;
+    std::optional<classic_state> classic;         // a classic group (see classic_join)
     assignor_kind assignor = assignor_kind::cooperative_sticky;
     generation_id generation{0};
     std::map<std::string, member_state, std::less<>> members;
@@ -330,8 +422,21 @@ class group_coordinator {
                                      std::optional<generation_id> generation, const std::vector<offset_commit>& offsets,
                                      int64_t now_ms);
   static group_state state_of(const group_state_data& g);
+  static bool has_classic_members(const group_state_data& g);
+  result<group_state_data*> classic_group_for_join(std::string_view group_id, const classic_join_request& request);
+  void classic_prepare_rebalance(group_state_data& g, int64_t now_ms, classic_effects& out);
+  void classic_maybe_complete_join(group_state_data& g, int64_t now_ms, classic_effects& out);
+  void classic_complete_join(group_state_data& g, int64_t now_ms, classic_effects& out);
+  void classic_remove_member(group_state_data& g, const std::string& member_id, const error& why, int64_t now_ms,
+                             classic_effects& out);
+  void classic_add_member(group_state_data& g, const std::string& member_id, const classic_join_request& request,
+                          classic_ticket ticket, int64_t now_ms, classic_effects& out);
+  classic_join_response classic_current_join(const group_state_data& g, const classic_member& m, bool skip) const;
+  void classic_persist(group_state_data& g, int64_t now_ms, record_list& out) const;
+  void classic_describe(const group_state_data& g, group_description& out) const;
 
   uint64_t member_id_seed_;
+  int64_t initial_rebalance_delay_ms_;
   uint64_t member_id_counter_ = 0;
   topic_map topics_;
   groups_map groups_;

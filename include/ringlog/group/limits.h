@@ -36,4 +36,12 @@ inline constexpr int32_t offsets_topic_partitions_default = 50;
 /// replayed group may already hold the next ids). One per existing member plus one suffices.
 inline constexpr size_t member_id_attempts_max = group_members_max + 1;
 
+/// Protocols (assignors) one classic member offers in a JoinGroup: clients list one per
+/// partition.assignment.strategy entry (Java's default lists two); each is kept per member.
+inline constexpr size_t classic_protocols_max = 32;
+/// Bytes of one classic member's metadata or assignment (a subscription of 1,000 topics is about
+/// 30 KiB): both are kept per member and persisted
+/// in the group's record (Kafka bounds them only by the request size).
+inline constexpr size_t classic_metadata_bytes_max = 256 << 10;
+
 }  // namespace ringlog::group::limits

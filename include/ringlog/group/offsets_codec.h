@@ -44,6 +44,23 @@
 //     partitions                             owned
 //   where `partitions` = int32 count (0..limits::commit_partitions_max) then per entry
 //   string topic, int32 partition.
+// Group metadata value of a classic group (Kafka clients' JoinGroup/SyncGroup): Kafka's own
+// GroupMetadataValue version 3, byte for byte:
+//   int16  version            = 3
+//   string protocol_type      e.g. "consumer"
+//   int32  generation
+//   nullable string protocol  the chosen protocol (null while empty)
+//   nullable string leader    member id of the leader (null while empty)
+//   int64  current_state_timestamp   ms since the Unix epoch
+//   int32  member_count       0..limits::group_members_max, then per member:
+//     string          member_id
+//     nullable string group_instance_id
+//     string          client_id
+//     string          client_host
+//     int32           rebalance_timeout
+//     int32           session_timeout
+//     bytes           subscription   int32 length then bytes: its metadata for the chosen protocol
+//     bytes           assignment     int32 length then bytes: what the leader assigned it
 //
 // Consumer instance key (ringlog's own: a REST Proxy v2 consumer instance, issue 14 items 25
 // and 28; version 100 so it is never mistaken for one of Kafka's keys 0-2):
@@ -81,6 +98,7 @@ inline constexpr int16_t offset_key_version = 1;
 inline constexpr int16_t offset_value_version = 3;
 inline constexpr int16_t group_key_version = 2;
 inline constexpr int16_t group_value_version = 100;
+inline constexpr int16_t classic_group_value_version = 3;
 inline constexpr int16_t consumer_instance_key_version = 100;
 inline constexpr int16_t consumer_instance_value_version = 100;
 
@@ -104,6 +122,28 @@ struct group_metadata {
   generation_id generation{0};
   std::vector<member_metadata> members;
   bool operator==(const group_metadata&) const = default;
+};
+
+/// A classic group as persisted (Kafka's GroupMetadataValue v3).
+struct classic_member_metadata {
+  std::string member_id;
+  std::optional<std::string> group_instance_id;
+  std::string client_id;
+  std::string client_host;
+  int32_t rebalance_timeout_ms = 0;
+  int32_t session_timeout_ms = 0;
+  model::bytes subscription;
+  model::bytes assignment;
+  bool operator==(const classic_member_metadata&) const = default;
+};
+struct classic_group_metadata {
+  std::string protocol_type;
+  generation_id generation{0};
+  std::optional<std::string> protocol_name;
+  std::optional<std::string> leader;
+  int64_t current_state_timestamp_ms = -1;
+  std::vector<classic_member_metadata> members;
+  bool operator==(const classic_group_metadata&) const = default;
 };
 
 struct offset_commit_key {
@@ -141,6 +181,7 @@ model::bytes encode_offset_commit_key(std::string_view group_id, const topic_par
 model::bytes encode_offset_commit_value(const committed_offset& value);
 model::bytes encode_group_metadata_key(std::string_view group_id);
 model::bytes encode_group_metadata_value(const group_metadata& value);
+model::bytes encode_classic_group_metadata_value(const classic_group_metadata& value);
 model::bytes encode_consumer_instance_key(std::string_view group_id, std::string_view instance_id);
 model::bytes encode_consumer_instance_value(const consumer_instance_value& value);
 
@@ -150,5 +191,9 @@ result<offsets_topic_key> decode_offsets_topic_key(std::span<const std::byte> ke
 result<committed_offset> decode_offset_commit_value(std::span<const std::byte> value);
 result<group_metadata> decode_group_metadata_value(std::span<const std::byte> value);
 result<consumer_instance_value> decode_consumer_instance_value(std::span<const std::byte> value);
+/// The version field of a group metadata value (group_value_version: ringlog-managed,
+/// classic_group_value_version: classic). Errors: corrupt_message (shorter than 2 bytes).
+result<int16_t> group_metadata_value_version(std::span<const std::byte> value);
+result<classic_group_metadata> decode_classic_group_metadata_value(std::span<const std::byte> value);
 
 }  // namespace ringlog::group

@@ -56,8 +56,8 @@ class request_handler {
   /// ApiVersions v0 response under the request's correlation id (the only body every client can
   /// read whatever api it sent). Errors (nothing is answered; the listener closes the connection
   /// and logs the message): a header that does not decode, a body that does not decode at its
-  /// version or leaves bytes behind.
-  protocol::result<void> handle(std::span<const std::byte> frame, respond_fn respond);
+  /// version or leaves bytes behind. `client_host`: the client's address (group members show it).
+  protocol::result<void> handle(std::span<const std::byte> frame, respond_fn respond, std::string_view client_host = {});
 
   [[nodiscard]] broker::broker& broker_api() { return broker_; }
   [[nodiscard]] const handler_options& options() const { return options_; }

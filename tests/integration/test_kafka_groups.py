@@ -1,0 +1,331 @@
+"""Kafka clients' consumer groups (issue 15, "Groups"): the classic group protocol (JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup, OffsetCommit with generations, OffsetDelete) against real
+kafka-python and confluent-kafka (librdkafka) consumers, on the same coordinators and
+__consumer_offsets as the REST consumers: groups of three that rebalance when one leaves, commit,
+and carry on through a broker restart with nothing lost or skipped; the HTTP group and lag
+routes see them; classic and ringlog-managed members never share a group.
+"""
+import threading
+import time
+
+import pytest
+import requests
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer
+
+import kafka_wire as kw
+from conftest import Broker, free_port, wait_until
+
+V2 = "application/vnd.kafka.v2+json"
+# Short enough to keep the tests quick, long enough that members starting together join the
+# first generation together (Kafka's default is 3000 ms).
+INITIAL_DELAY = "group.initial.rebalance.delay.ms=500"
+
+
+@pytest.fixture(scope="module")
+def gbroker(ringlog_bin, tmp_path_factory):
+    b = Broker(tmp_path_factory.mktemp("kgroups") / "ringlog-data", kafka_port=free_port(),
+               extra_sets=[INITIAL_DELAY]).start()
+    yield b
+    assert b.stop() == 0
+
+
+def create(bootstrap, name, partitions=1):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+
+
+def produce(bootstrap, topic, partitions, values):
+    """Produces each value to partition value % partitions; returns {(partition, value)}."""
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    sent = set()
+    for v in values:
+        part = v % partitions
+        p.produce(topic, value=b"%d" % v, partition=part)
+        sent.add((part, b"%d" % v))
+    assert p.flush(15) == 0
+    return sent
+
+
+class Member(threading.Thread):
+    """One consumer of a group in its own thread: polls, records what it got, commits after each
+    batch (synchronously), and publishes its current assignment."""
+
+    def __init__(self, library, bootstrap, group, topic, name):
+        super().__init__(daemon=True)
+        self.library, self.name = library, name
+        self.records = []          # (partition, offset, value)
+        self.assignment = frozenset()
+        self.commit_failures = 0
+        self.errors = []
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        if library == "kafka-python":
+            self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id=name,
+                                          auto_offset_reset="earliest", enable_auto_commit=False,
+                                          session_timeout_ms=10_000, heartbeat_interval_ms=500,
+                                          max_poll_interval_ms=30_000)
+        else:
+            self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
+                                      "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                      "session.timeout.ms": 10_000, "heartbeat.interval.ms": 500,
+                                      "max.poll.interval.ms": 30_000,
+                                      "partition.assignment.strategy": "roundrobin"})
+            self.consumer.subscribe([topic])
+
+    def batch(self):
+        if self.library == "kafka-python":
+            polled = self.consumer.poll(timeout_ms=200)
+            got = [(tp.partition, r.offset, r.value) for tp, recs in polled.items() for r in recs]
+            assigned = frozenset(tp.partition for tp in self.consumer.assignment())
+            return got, assigned
+        msgs = self.consumer.consume(num_messages=100, timeout=0.2)
+        got = []
+        for m in msgs:
+            if m.error() is None:
+                got.append((m.partition(), m.offset(), m.value()))
+            elif not m.error().retriable() and m.error().code() != -191:   # -191: partition EOF
+                self.errors.append(str(m.error()))
+        return got, frozenset(tp.partition for tp in self.consumer.assignment())
+
+    def commit(self):
+        try:
+            if self.library == "kafka-python":
+                self.consumer.commit()
+            else:
+                self.consumer.commit(asynchronous=False)
+        except Exception as e:    # a commit refused during a rebalance: the records come again
+            self.commit_failures += 1
+            self.errors.append(f"commit: {e!r}")
+
+    def run(self):
+        try:
+            while not self.stop_event.is_set():
+                got, assigned = self.batch()
+                if got:
+                    self.commit()
+                with self.lock:
+                    self.records.extend(got)
+                    self.assignment = assigned
+        except Exception as e:
+            self.errors.append(repr(e))
+        finally:
+            self.consumer.close()   # LeaveGroup
+
+    def stop(self):
+        self.stop_event.set()
+        self.join(30)
+        assert not self.is_alive(), f"{self.name} did not stop"
+
+
+def covering(members, partitions):
+    """True when the members' assignments are disjoint, each non-empty, and cover all partitions."""
+    sets = [m.assignment for m in members]
+    if any(not s for s in sets):
+        return False
+    union = frozenset().union(*sets)
+    return union == frozenset(range(partitions)) and sum(len(s) for s in sets) == partitions
+
+
+def consumed(members):
+    out = []
+    for m in members:
+        with m.lock:
+            out.extend(m.records)
+    return out
+
+
+def wait_for_members(members, predicate, deadline_s, what):
+    """wait_until, with every member's assignment, record count and errors in the failure."""
+    try:
+        wait_until(predicate, deadline_s, what)
+    except AssertionError as e:
+        state = [(m.name, sorted(m.assignment), len(m.records), m.errors[-3:]) for m in members]
+        raise AssertionError(f"{e}; members: {state}") from None
+
+
+def lags(broker, group):
+    r = requests.get(broker.v3(f"/consumer-groups/{group}/lags"))
+    if r.status_code != 200:
+        return {}
+    return {l["partition_id"]: (l["current_offset"], l["lag"]) for l in r.json()["data"]}
+
+
+@pytest.mark.parametrize("library", ["kafka-python", "confluent-kafka"])
+def test_group_of_three_rebalances_commits_and_resumes_after_restart(ringlog_bin, tmp_path, topic_name, library):
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port(), extra_sets=[INITIAL_DELAY]).start()
+    members = []
+    try:
+        group = f"{library}-{topic_name}"
+        parts = 6
+        create(b.bootstrap, topic_name, partitions=parts)
+        sent = produce(b.bootstrap, topic_name, parts, range(0, 30))
+        members = [Member(library, b.bootstrap, group, topic_name, f"{library}-{i}") for i in range(3)]
+        for m in members:
+            m.start()
+        wait_for_members(members, lambda: covering(members, parts), 60, "three members sharing six partitions")
+        wait_for_members(members, lambda: len(consumed(members)) >= 30, 30, "the first 30 records")
+        wait_for_members(members, lambda: lags(b, group) == {p: (5, 0) for p in range(parts)}, 30,
+                         "commits of 5 per partition")
+
+        # The HTTP routes show the classic group, its three members and their partitions.
+        g = requests.get(b.v3(f"/consumer-groups/{group}")).json()
+        assert g["group_type"] == "classic" and g["state"] == "STABLE", g
+        assert g["partition_assignor"] == ("range" if library == "kafka-python" else "roundrobin"), g
+        cs = requests.get(b.v3(f"/consumer-groups/{group}/consumers")).json()["data"]
+        assert sorted(c["client_id"] for c in cs) == sorted(m.name for m in members)
+        owned = sorted(p["partition_id"] for c in cs for p in c["assigned_partitions"])
+        assert owned == list(range(parts))
+
+        # One member leaves: the other two take its partitions.
+        members[2].stop()
+        wait_for_members(members, lambda: covering(members[:2], parts), 60, "two members sharing six partitions")
+        sent |= produce(b.bootstrap, topic_name, parts, range(30, 60))
+        wait_for_members(members, lambda: lags(b, group) == {p: (10, 0) for p in range(parts)}, 30,
+                         "commits of 10 per partition")
+
+        # The broker restarts under the running members: they carry on (the group and its
+        # offsets come back from __consumer_offsets) and nothing is lost or read twice.
+        assert b.stop() == 0
+        b.start()
+        sent |= produce(b.bootstrap, topic_name, parts, range(60, 90))
+        wait_for_members(members, lambda: lags(b, group) == {p: (15, 0) for p in range(parts)}, 60,
+                         "commits of 15 per partition after the restart")
+        for m in members[:2]:
+            m.stop()
+        records = consumed(members)
+        assert {(p, v) for p, _, v in records} == sent                       # nothing lost
+        for p in range(parts):                                                # nothing skipped
+            assert sorted({o for q, o, _ in records if q == p}) == list(range(15)), p
+        if not any(m.commit_failures for m in members):
+            assert len(records) == 90, "a record was read twice without a failed commit"
+        desc = requests.get(b.v3(f"/consumer-groups/{group}")).json()
+        assert desc["state"] == "EMPTY", desc
+    finally:
+        for m in members:
+            m.stop_event.set()
+        if b.proc is not None:
+            b.stop()
+
+
+def test_classic_and_ringlog_managed_members_never_share_a_group(gbroker, topic_name):
+    b = gbroker
+    create(b.bootstrap, topic_name, partitions=2)
+    # A group with a REST member: a Kafka client's JoinGroup is refused.
+    rest_group = "rest-" + topic_name
+    r = requests.post(f"{b.url}/consumers/{rest_group}", json={"name": "rest-1"}, headers={"Content-Type": V2})
+    assert r.status_code == 200, r.text
+    base = r.json()["base_uri"]
+    r = requests.post(base + "/subscription", json={"topics": [topic_name]}, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    with kw.connect(b.bootstrap) as s:
+        _, body = kw.exchange(s, kw.API_JOIN_GROUP, 5, 1, kw.join_group_v5(rest_group))
+    assert kw.parse_join_group_v5(body)[0] == 23   # INCONSISTENT_GROUP_PROTOCOL
+    c = KafkaConsumer(topic_name, bootstrap_servers=b.bootstrap, group_id=rest_group, enable_auto_commit=False)
+    with pytest.raises(Exception) as e:
+        c.poll(timeout_ms=5_000)
+    c.close()
+    assert "InconsistentGroupProtocol" in repr(e.value), repr(e.value)
+    requests.delete(base, headers={"Content-Type": V2})
+
+    # A group of Kafka clients: a REST consumer is refused with a message naming the group's kind.
+    kafka_group = "kc-" + topic_name
+    m = Member("confluent-kafka", b.bootstrap, kafka_group, topic_name, "kc-1")
+    m.start()
+    try:
+        wait_until(lambda: m.assignment == frozenset({0, 1}), 30, "the Kafka member's assignment")
+        r = requests.post(f"{b.url}/consumers/{kafka_group}", json={"name": "rest-2"}, headers={"Content-Type": V2})
+        assert r.status_code == 422, r.text
+        assert "classic group of Kafka clients" in r.json()["message"], r.text
+        # ListGroups and DescribeGroups (kafka-python's admin) show the classic member.
+        from kafka import KafkaAdminClient
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        (desc,) = admin.describe_consumer_groups([kafka_group])
+        assert desc.state == "Stable" and desc.protocol_type == "consumer" and desc.protocol == "roundrobin"
+        assert [mm.client_id for mm in desc.members] == ["kc-1"]
+        assert desc.members[0].client_host == "/127.0.0.1"
+        assert (kafka_group, "consumer") in admin.list_consumer_groups()
+        admin.close()
+    finally:
+        m.stop()
+    assert not m.errors, m.errors
+
+
+def test_offset_delete_keeps_offsets_of_consumed_topics(gbroker, topic_name):
+    b = gbroker
+    other = topic_name + "-other"
+    create(b.bootstrap, topic_name)
+    create(b.bootstrap, other)
+    produce(b.bootstrap, topic_name, 1, range(3))
+    group = "od-" + topic_name
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "session.timeout.ms": 10_000})
+    c.subscribe([topic_name])
+    try:
+        wait_until(lambda: c.poll(0.2) is not None and c.assignment(), 30, "an assignment")
+        # A member commits for its own topic and for one it does not consume.
+        c.commit(offsets=[TopicPartition(topic_name, 0, 2), TopicPartition(other, 0, 5)], asynchronous=False)
+        with kw.connect(b.bootstrap) as s:
+            _, body = kw.exchange(s, kw.API_OFFSET_DELETE, 0, 1,
+                                  kw.offset_delete_v0(group, {topic_name: [0], other: [0]}))
+        error, per_partition = kw.parse_offset_delete_v0(body)
+        assert error == 0
+        assert per_partition == {(topic_name, 0): 86, (other, 0): 0}   # GROUP_SUBSCRIBED_TO_TOPIC
+        committed = c.committed([TopicPartition(topic_name, 0), TopicPartition(other, 0)], timeout=10)
+        assert [(tp.topic, tp.offset) for tp in committed] == [(topic_name, 2), (other, -1001)]
+        # A commit naming a stale generation is refused (ILLEGAL_GENERATION) by a raw OffsetCommit.
+    finally:
+        c.close()
+    with kw.connect(b.bootstrap) as s:
+        _, body = kw.exchange(s, kw.API_OFFSET_DELETE, 0, 2, kw.offset_delete_v0("no-such-" + group, {other: [0]}))
+    assert kw.parse_offset_delete_v0(body)[0] == 69   # GROUP_ID_NOT_FOUND
+
+
+def test_confluent_static_member_and_session_expiry(gbroker, topic_name):
+    """group.instance.id (KIP-345): a restarted static member gets its partitions back without a
+    rebalance; a member that stops heartbeating is removed after session.timeout.ms."""
+    b = gbroker
+    create(b.bootstrap, topic_name, partitions=2)
+    group = "static-" + topic_name
+
+    def static_consumer():
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "group.instance.id": "box-1",
+                      "session.timeout.ms": 6_000, "heartbeat.interval.ms": 500, "enable.auto.commit": False})
+        c.subscribe([topic_name])
+        wait_until(lambda: c.poll(0.2) is None and len(c.assignment()) == 2, 30, "the static member's assignment")
+        return c
+
+    c = static_consumer()
+    generation = requests.get(b.v3(f"/consumer-groups/{group}")).json()["generation"]
+    c.close()   # a static member does not send LeaveGroup on close
+    cs = requests.get(b.v3(f"/consumer-groups/{group}/consumers")).json()["data"]
+    assert [x["instance_id"] for x in cs] == ["box-1"]
+    c = static_consumer()
+    assert requests.get(b.v3(f"/consumer-groups/{group}")).json()["generation"] == generation
+    c.close()
+    # Nobody heartbeats now: the member expires after its session timeout and the group empties.
+    wait_until(lambda: requests.get(b.v3(f"/consumer-groups/{group}")).json()["state"] == "EMPTY", 30,
+               "the static member to expire")
+
+
+KAFKAJS_DIR = __import__("pathlib").Path(__file__).resolve().parents[1] / "kafkajs"
+
+
+def test_kafkajs_admin_produce_and_consume_in_a_group(gbroker, topic_name):
+    """KafkaJS from npm (tests/kafkajs, pinned by its package-lock.json): installed with `npm ci`
+    when missing, then its node:test file runs against this broker."""
+    import os
+    import subprocess
+    env = dict(os.environ)
+    if not env.get("NODE_EXTRA_CA_CERTS") and os.access("/etc/ssl/certs/ca-certificates.crt", os.R_OK):
+        env["NODE_EXTRA_CA_CERTS"] = "/etc/ssl/certs/ca-certificates.crt"
+    if not (KAFKAJS_DIR / "node_modules" / "kafkajs").is_dir():
+        installed = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=KAFKAJS_DIR,
+                                   env=env, capture_output=True, text=True, timeout=300)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+    env["KAFKA_BOOTSTRAP"] = gbroker.bootstrap
+    env["KAFKA_TOPIC"] = "kafkajs-" + topic_name
+    r = subprocess.run(["node", "--test", "--test-reporter=spec", "kafkajs.test.mjs"], cwd=KAFKAJS_DIR, env=env,
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
