@@ -1201,6 +1201,7 @@ void group_service_impl::commit_standalone(
 void group_service_impl::join_group(std::string group_id, group::classic_join_request request,
                                     std::function<void(join_group_answer)> done) {
   if (stopping_) return done(join_group_answer{error{errc::broker_not_available, "the broker is shutting down"}, {}});
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, request = std::move(request), done = std::move(done)](
                                size_t shard, shard_state& st) mutable {
     const group::classic_ticket ticket = st.next_ticket++;
@@ -1212,6 +1213,7 @@ void group_service_impl::join_group(std::string group_id, group::classic_join_re
 void group_service_impl::sync_group(std::string group_id, group::classic_sync_request request,
                                     std::function<void(sync_group_answer)> done) {
   if (stopping_) return done(sync_group_answer{error{errc::broker_not_available, "the broker is shutting down"}, {}});
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, request = std::move(request), done = std::move(done)](
                                size_t shard, shard_state& st) mutable {
     const group::classic_ticket ticket = st.next_ticket++;
@@ -1223,6 +1225,7 @@ void group_service_impl::sync_group(std::string group_id, group::classic_sync_re
 void group_service_impl::heartbeat_group(std::string group_id, std::string member_id,
                                          std::optional<std::string> group_instance_id, int32_t generation,
                                          std::function<void(result<void>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, done = std::move(done)](
                                size_t, shard_state& st) {
     auto r = st.coordinator.classic_heartbeat(group_id, member_id, group_instance_id,
@@ -1234,6 +1237,7 @@ void group_service_impl::heartbeat_group(std::string group_id, std::string membe
 
 void group_service_impl::leave_group(std::string group_id, std::vector<group::classic_member_identity> members,
                                      std::function<void(result<std::vector<std::optional<error>>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, members = std::move(members), done = std::move(done)](
                                size_t shard, shard_state& st) {
     auto left = st.coordinator.classic_leave(group_id, members, clock_.now_ms());
@@ -1252,6 +1256,7 @@ void group_service_impl::commit_kafka(std::string group_id, std::string member_i
                                       std::optional<std::string> group_instance_id, int32_t generation,
                                       std::vector<group::offset_commit> offsets,
                                       std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, offsets = std::move(offsets),
                             done = std::move(done)](size_t shard, shard_state& st) {
     auto r = st.coordinator.commit_offsets_kafka(group_id, member_id, group_instance_id, generation, offsets,
@@ -1267,6 +1272,7 @@ void group_service_impl::commit_kafka(std::string group_id, std::string member_i
 void group_service_impl::delete_offsets(
     std::string group_id, group::partition_set partitions,
     std::function<void(result<group::partition_map<std::optional<error>>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, partitions = std::move(partitions), done = std::move(done)](
                                size_t shard, shard_state& st) {
     auto r = st.coordinator.delete_offsets(group_id, partitions);
