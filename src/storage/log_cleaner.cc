@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "checkpoint.h"
 #include "ringlog/base/assert.h"
@@ -145,9 +146,17 @@ result<cleanable_state> log_cleaner::inspect(partition_log& log) {
   cleanable_state out;
   const int64_t now = log.clock_.now_ms();
   const log_config& config = log.config_;
-  auto checkpoint = read_cleaner_checkpoint(log.fs_, log.directory_);
-  if (!checkpoint.ok()) return checkpoint.error();
-  model::offset first_dirty = checkpoint.value().value_or(log.log_start_offset_);
+  auto cached = first_dirty_cache_.find(log.directory_);
+  std::optional<model::offset> checkpointed;
+  if (cached != first_dirty_cache_.end()) {
+    checkpointed = cached->second;
+  } else {
+    auto checkpoint = read_cleaner_checkpoint(log.fs_, log.directory_);
+    if (!checkpoint.ok()) return checkpoint.error();
+    checkpointed = checkpoint.value();
+    if (checkpointed) first_dirty_cache_[log.directory_] = *checkpointed;
+  }
+  model::offset first_dirty = checkpointed.value_or(log.log_start_offset_);
   // A checkpoint outside the log (truncation, a log started anew) restarts from the log start.
   if (first_dirty < log.log_start_offset_ || first_dirty > log.log_end_offset_) first_dirty = log.log_start_offset_;
 
@@ -211,7 +220,8 @@ result<clean_stats> log_cleaner::clean(partition_log& log, force_clean force) {
   const log_config& config = log.config_;
 
   // ---- 1. the offset map over [first_dirty, first_uncleanable), until it is full
-  map_.clear();
+  // At most one key per offset of the dirty range: size the map for that, within the buffer.
+  map_.reset_for(static_cast<size_t>(state->first_uncleanable_offset - state->first_dirty_offset));
   model::offset map_end = state->first_uncleanable_offset;
   bool full = false;
   model::bytes buffer;
@@ -383,6 +393,7 @@ result<clean_stats> log_cleaner::clean(partition_log& log, force_clean force) {
   // ---- 4. the checkpoint, then compact,delete retention of segments left with no record
   RINGLOG_TRY(write_checkpoint(log.fs_, log.directory_ + "/" + cleaner_checkpoint_file,
                                {{log.checkpoint_key(), map_end.value()}}));
+  first_dirty_cache_[log.directory_] = map_end;
   if (config.deletes()) {
     // By the newest record timestamp (a rewritten segment's retention clock restarted at its
     // rewrite, segment.cc's effective_timestamp).

@@ -63,9 +63,19 @@ std::pair<uint64_t, uint64_t> murmur3_128(std::span<const std::byte> key) {
   return {h1, h2};
 }
 
-offset_map::offset_map(size_t memory_bytes) {
-  const size_t slots = std::max(slots_min, memory_bytes / slot_bytes);
-  slots_.resize(slots);
+offset_map::offset_map(size_t memory_bytes) : slots_max_(std::max(slots_min, memory_bytes / slot_bytes)) {
+  reset_for(slots_max_);
+}
+
+void offset_map::reset_for(size_t expected_keys) {
+  const double wanted = static_cast<double>(expected_keys) / load_factor + static_cast<double>(slots_min);
+  const size_t slots = wanted >= static_cast<double>(slots_max_) ? slots_max_ : static_cast<size_t>(wanted);
+  if (slots != slots_.size()) {
+    std::vector<slot>(slots).swap(slots_);   // releases the memory of a larger earlier pass
+  } else {
+    std::fill(slots_.begin(), slots_.end(), slot{});
+  }
+  size_ = 0;
   capacity_ = static_cast<size_t>(static_cast<double>(slots) * load_factor);
   RINGLOG_ASSERT(capacity_ > 0 && capacity_ < slots, "the map keeps a free slot so every probe ends");
 }

@@ -150,6 +150,11 @@ TEST_CASE("offset_map keeps the latest offset per key, refuses a new key when fu
   CHECK(!map.put(model::to_bytes("new"), model::offset{11}));
   map.clear();
   CHECK(map.size() == 0);
+  map.reset_for(10);   // a small pass uses a small map, within the bound
+  CHECK(map.capacity() >= 10);
+  CHECK(map.memory_bytes() < 2400);
+  map.reset_for(1'000'000);
+  CHECK(map.capacity() == 75);
   CHECK(!map.get(model::to_bytes("a")).has_value());
   // Distinct 128-bit hashes for near keys, and the published MurmurHash3 x64-128 vector for "".
   CHECK(murmur3_128(model::to_bytes("key-1")) != murmur3_128(model::to_bytes("key-2")));

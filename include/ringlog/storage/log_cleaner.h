@@ -116,6 +116,9 @@ class log_cleaner {
   /// log with no new dirty bytes is still cleaned to drop it (Kafka 3.1, KIP-534). Kept in memory
   /// only: after a restart such tombstones go with the next pass that new writes make due.
   std::map<std::string, int64_t> tombstone_due_ms_;
+  /// Per log directory: the cleaner checkpoint as last read or written, so inspect() reads the
+  /// file once per log (it runs every maintenance tick).
+  std::map<std::string, model::offset> first_dirty_cache_;
 };
 
 /// Paces the cleaner to log.cleaner.io.max.bytes.per.second: after a pass that read `bytes`, the

@@ -36,6 +36,10 @@ class offset_map {
   /// The latest offset put for `key`, or nullopt.
   [[nodiscard]] std::optional<model::offset> get(std::span<const std::byte> key) const;
   void clear();
+  /// Empties the map and sizes it for `expected_keys` (at most the memory given at construction),
+  /// so a pass over a small dirty range touches little memory: the dedupe buffer is a bound, not
+  /// an allocation every shard pays for.
+  void reset_for(size_t expected_keys);
 
   [[nodiscard]] size_t size() const { return size_; }
   /// Keys the map accepts before put() refuses: slots x load_factor.
@@ -52,6 +56,7 @@ class offset_map {
   size_t find(uint64_t h1, uint64_t h2) const;
 
   std::vector<slot> slots_;
+  size_t slots_max_ = 0;   // from the memory bound
   size_t capacity_ = 0;
   size_t size_ = 0;
 };
