@@ -2,9 +2,15 @@
 // batch filter, and crashes at every step of the swap on the simulated file system.
 
 #include <doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "ringlog/io/sim_file_system.h"
 #include "ringlog/storage/log_cleaner.h"
@@ -599,4 +605,111 @@ TEST_CASE("cleaner_throttle spaces passes by bytes / log.cleaner.io.max.bytes.pe
   paced.record(1000, 2 * 1024 * 1024);
   CHECK(!paced.may_start(2999));
   CHECK(paced.may_start(3000));
+}
+
+TEST_CASE("SIGKILL of a process that appends and cleans, at seeded moments, keeps every key's latest value") {
+  test::temp_dir dir;
+  const std::string path = dir.path() + "/kc-0";
+  const uint64_t seed = 20261201;
+  uint64_t state = seed;
+  auto next = [&state]() {   // splitmix64
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  constexpr int keys = 300;
+  auto config = compact_config();
+  int acked_version = -1;
+  int64_t acked_end = 0;
+  int version = 0;
+  size_t kills_while_cleaning = 0;
+  for (int round = 0; round < 10; ++round) {
+    INFO("seed " << seed << " round " << round);
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    const int first_version = version;
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      // Child: append one version of every key (flushed: acknowledged), report it, clean, repeat.
+      close(fds[0]);
+      auto fs = io::make_posix_file_system();
+      base::system_clock clock;
+      auto log = partition_log::open(*fs, path, config, clock);
+      if (!log.ok()) _exit(3);
+      auto& l = *log.value();
+      log_cleaner cleaner(cleaner_config{1 << 20});
+      for (int v = first_version;; ++v) {
+        for (int k = 0; k < keys; k += 10) {
+          std::vector<kv> items;
+          for (int j = k; j < k + 10; ++j) {
+            items.push_back({"key-" + std::to_string(j), "v" + std::to_string(v) + "-" + std::string(100, 'x')});
+          }
+          if (!l.append(keyed_batch(items, clock.now_ms()), epoch0).ok()) _exit(4);
+        }
+        if (!l.flush().ok() || !l.roll().ok()) _exit(5);
+        l.set_high_watermark(l.log_end_offset());
+        char line[64];
+        const int n = std::snprintf(line, sizeof(line), "A %d %lld\n", v, static_cast<long long>(l.log_end_offset().value()));
+        if (write(fds[1], line, static_cast<size_t>(n)) != n) _exit(6);
+        if (write(fds[1], "C\n", 2) != 2) _exit(6);   // cleaning starts
+        if (!cleaner.clean(l, force_clean::yes).ok()) _exit(7);
+        if (write(fds[1], "D\n", 2) != 2) _exit(6);   // cleaning done
+      }
+    }
+    close(fds[1]);
+    FILE* in = fdopen(fds[0], "r");
+    REQUIRE(in != nullptr);
+    const uint64_t kill_after = 1 + next() % 6;   // lines read before the kill
+    uint64_t seen = 0;
+    char tag = 0;
+    bool cleaning = false;
+    auto read_line = [&]() -> bool {
+      int v = 0;
+      long long end = 0;
+      if (std::fscanf(in, " %c", &tag) != 1) return false;
+      if (tag == 'A') {
+        if (std::fscanf(in, "%d %lld", &v, &end) != 2) return false;
+        acked_version = v;
+        acked_end = end;
+        version = v + 1;
+      }
+      cleaning = tag == 'C';
+      return true;
+    };
+    while (seen < kill_after && read_line()) ++seen;
+    std::this_thread::sleep_for(std::chrono::microseconds(next() % 20000));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    REQUIRE(WIFSIGNALED(status));
+    while (read_line()) {
+    }
+    kills_while_cleaning += cleaning ? 1 : 0;
+    fclose(in);
+    auto fs = io::make_posix_file_system();
+    base::system_clock clock;
+    auto log = partition_log::open(*fs, path, config, clock);
+    REQUIRE(log.ok());
+    auto& l = *log.value();
+    CHECK(l.log_end_offset().value() >= acked_end);
+    if (acked_version < 0) continue;
+    auto latest = latest_of(read_all(l));
+    for (int k = 0; k < keys; ++k) {
+      const std::string key = "key-" + std::to_string(k);
+      REQUIRE(latest.contains(key));
+      const std::string& value = *latest[key].second;
+      const int stored_version = std::stoi(value.substr(1, value.find('-') - 1));
+      CHECK(stored_version >= acked_version);   // the acknowledged latest value or a newer one
+    }
+    version = std::max(version, acked_version + 1);
+    // Versions written after the last acknowledged one may be there too: continue above them.
+    for (const auto& [key, entry] : latest) {
+      const int v = std::stoi(entry.second->substr(1, entry.second->find('-') - 1));
+      version = std::max(version, v + 1);
+    }
+  }
+  MESSAGE("kills that landed while a pass was running: " << kills_while_cleaning << " of 10");
+  CHECK(acked_version >= 0);
 }
