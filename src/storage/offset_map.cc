@@ -64,7 +64,9 @@ std::pair<uint64_t, uint64_t> murmur3_128(std::span<const std::byte> key) {
 }
 
 offset_map::offset_map(size_t memory_bytes) : slots_max_(std::max(slots_min, memory_bytes / slot_bytes)) {
-  reset_for(slots_max_);
+  // Small until a pass sizes it: a broker whose compacted logs are small (or idle) never pays
+  // for the whole dedupe buffer, nor the time to clear it on its shard thread.
+  reset_for(0);
 }
 
 void offset_map::reset_for(size_t expected_keys) {

@@ -27,7 +27,8 @@ class offset_map {
   /// rehashing probe; linear probing degrades faster, so it stops earlier).
   static constexpr double load_factor = 0.75;
 
-  /// A map using at most `memory_bytes` (log.cleaner.dedupe.buffer.size); at least 16 slots.
+  /// A map using at most `memory_bytes` (log.cleaner.dedupe.buffer.size), created with 16 slots:
+  /// reset_for() sizes it for a pass.
   explicit offset_map(size_t memory_bytes);
 
   /// Records `offset` as the latest offset of `key` (an offset below the one held is ignored).
