@@ -244,8 +244,16 @@ bool read_exact(io::file& f, uint64_t position, std::span<std::byte> out, std::s
 
 /// Prints the batch at `position` (and its records); returns its size, or nullopt after printing
 /// why the dump stops there.
+/// A line for offsets [from, to] that hold no record: what log compaction leaves (issue 17).
+void print_gap(const char* prefix, int64_t from, int64_t to) {
+  print(std::string(prefix) + "gap: offsets " + std::to_string(from) + "-" + std::to_string(to) + " (" +
+        std::to_string(to - from + 1) + ") hold no record (removed by log compaction)");
+}
+
+/// `next_offset`: the offset after the previous batch's last one (-1 before the first batch);
+/// a batch or record starting above it is preceded by a gap line.
 std::optional<uint64_t> dump_batch(io::file& f, uint64_t position, uint64_t file_size, bool with_records,
-                                   std::vector<std::byte>& buffer) {
+                                   std::vector<std::byte>& buffer, int64_t& next_offset) {
   const uint64_t remaining = file_size - position;
   if (remaining < codec::batch_header_bytes) {
     print_stop(position, file_size, "torn batch: " + std::to_string(remaining) +
@@ -275,6 +283,9 @@ std::optional<uint64_t> dump_batch(io::file& f, uint64_t position, uint64_t file
     return std::nullopt;
   }
   auto valid = codec::validate_batch(buffer);
+  if (next_offset >= 0 && header->base_offset.value() > next_offset) {
+    print_gap("", next_offset, header->base_offset.value() - 1);
+  }
   print(batch_line(header.value(), position, valid.ok()));
   if (!valid.ok()) {
     print_stop(position, file_size, "corrupt batch: " + codec_reason(valid.error()));
@@ -286,8 +297,15 @@ std::optional<uint64_t> dump_batch(io::file& f, uint64_t position, uint64_t file
       print_stop(position, file_size, "corrupt records: " + codec_reason(records.error()));
       return std::nullopt;
     }
-    for (const auto& r : records.value()) print(record_line(valid.value(), r));
+    int64_t expected = valid->base_offset.value();
+    for (const auto& r : records.value()) {
+      if (r.record_offset.value() > expected) print_gap("| ", expected, r.record_offset.value() - 1);
+      print(record_line(valid.value(), r));
+      expected = r.record_offset.value() + 1;
+    }
+    if (expected <= valid->last_offset().value()) print_gap("| ", expected, valid->last_offset().value());
   }
+  next_offset = header->last_offset().value() + 1;
   return size;
 }
 
@@ -300,8 +318,9 @@ dump_status dump_segment(io::file& f, std::optional<int64_t> base, bool with_rec
   }
   std::vector<std::byte> buffer;
   uint64_t position = 0;
+  int64_t next_offset = base.value_or(-1);
   while (position < file_size.value()) {
-    auto size = dump_batch(f, position, file_size.value(), with_records, buffer);
+    auto size = dump_batch(f, position, file_size.value(), with_records, buffer, next_offset);
     if (!size) return dump_status::stopped;
     position += *size;
   }

@@ -160,6 +160,10 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.log_index_interval_bytes = c.log_index_interval_bytes;
   b.log_flush_policy = c.log_flush_policy;
   b.log_direct_io = c.log_direct_io;
+  b.log_cleaner_enable = c.log_cleaner_enable;
+  b.log_cleaner_dedupe_buffer_size = c.log_cleaner_dedupe_buffer_size;
+  b.log_cleaner_io_max_bytes_per_second = c.log_cleaner_io_max_bytes_per_second;
+  b.log_cleaner_backoff_ms = c.log_cleaner_backoff_ms;
   b.min_insync_replicas = c.min_insync_replicas;
   b.produce_records_max = c.produce_records_max;
   b.fetch_wait_max_ms = c.fetch_wait_max_ms;

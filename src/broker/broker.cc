@@ -19,6 +19,7 @@
 
 #include "broker_configs.h"
 #include "broker_impl.h"
+#include "compaction.h"
 #include "group_service.h"
 #include "metadata.h"
 #include "placement.h"
@@ -37,6 +38,20 @@
 
 namespace ringlog::broker {
 namespace detail {
+
+/// Kafka's LogValidator: a compacted topic keeps the latest value per key, so a record without
+/// one has nothing to be kept under and is refused (INVALID_RECORD), the whole request with it.
+result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
+                                       const std::vector<produce_record>& records) {
+  if (!config.compacted()) return base::ok_v;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].key) continue;
+    return error{errc::invalid_record, "records[" + std::to_string(i) + "] has no key, and topic '" + topic +
+                                           "' has cleanup.policy=" + config.cleanup_policy +
+                                           ", which keeps the latest value per key: every record needs a key"};
+  }
+  return base::ok_v;
+}
 
 error from_storage(const storage::error& e) {
   switch (e.code) {
@@ -929,12 +944,12 @@ result<void> broker_impl::ensure_offsets_topic() {
 
 result<std::vector<protocol::metadata_record>> broker_impl::offsets_topic_records() const {
   // Created once with offsets.topic.num.partitions: a later change of the key would move groups
-  // to other partitions, so the existing count wins (as in Kafka). Kafka compacts this topic (the
-  // latest value per key is what counts); ringlog has no log cleaner yet, so it keeps everything:
-  // retention must never drop a commit.
+  // to other partitions, so the existing count wins (as in Kafka). Compacted as in Kafka: the
+  // latest commit per group and partition is what counts (the key), and a deleted group's
+  // tombstones go after delete.retention.ms; segments of 100 MiB (offsets.topic.segment.bytes).
   return new_topic_records(consumer_offsets_topic, config_.offsets_topic_num_partitions,
                            automatic_replication_factor(*controller_view_->image),
-                           {{"retention.ms", "-1"}, {"retention.bytes", "-1"}});
+                           {{"cleanup.policy", "compact"}, {"segment.bytes", "104857600"}});
 }
 
 bool broker_impl::offsets_topic_due() const {
@@ -1132,6 +1147,12 @@ topic_description broker_impl::describe(const topic_state& t) const {
     pd.high_watermark = model::offset{s.high_watermark.load(std::memory_order_relaxed)};
     pd.log_end_offset = model::offset{s.log_end_offset.load(std::memory_order_relaxed)};
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
+    pd.cleaner.dirty_ratio = static_cast<double>(s.cleaner_dirty_ratio_ppm.load(std::memory_order_relaxed)) / 1e6;
+    pd.cleaner.bytes_read_total = s.cleaner_bytes_read_total.load(std::memory_order_relaxed);
+    pd.cleaner.bytes_written_total = s.cleaner_bytes_written_total.load(std::memory_order_relaxed);
+    pd.cleaner.passes_total = s.cleaner_passes_total.load(std::memory_order_relaxed);
+    pd.cleaner.time_ms_total = s.cleaner_time_ms_total.load(std::memory_order_relaxed);
+    pd.cleaner.last_clean_ms = s.cleaner_last_clean_ms.load(std::memory_order_relaxed);
     d.partitions.push_back(pd);
   }
   const auto current = view();
@@ -1307,7 +1328,7 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     if (t->is_internal && !changes.empty()) {
-      // __consumer_offsets keeps every commit (no log cleaner yet): retention must never drop one.
+      // __consumer_offsets is compacted with the configs it was created with (as Kafka's).
       return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be reconfigured"});
     }
     std::map<std::string, std::string> configs = t->image->configs;
@@ -1478,6 +1499,9 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   const broker_config& live_config = live(*current_view);
   auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
+  if (auto keyed = check_keys_for_compaction(request.topic, *log_config, request.records); !keyed.ok()) {
+    return done(keyed.error());
+  }
   const int64_t now = deps_.clock.now_ms();
   auto timestamp_type = configs.find("message.timestamp.type");
   const bool log_append_time = timestamp_type != configs.end() && timestamp_type->second == "LogAppendTime";
@@ -1913,6 +1937,14 @@ void broker_impl::produce_batches(produce_batches_request request,
     }
     auto records = codec::decode_records(batch);
     if (!records.ok()) return done(error{errc::corrupt_message, which + ": " + records.error().message});
+    if (log_config->compacted()) {
+      for (size_t k = 0; k < records->size(); ++k) {
+        if ((*records)[k].key) continue;
+        return done(error{errc::invalid_record, which + ": record " + std::to_string(k) + " has no key, and topic '" +
+                                                    tp.topic + "' has cleanup.policy=" + log_config->cleanup_policy +
+                                                    ", which keeps the latest value per key: every record needs one"});
+      }
+    }
     for (size_t k = 0; k < records->size(); ++k) {
       // A producer numbers its records 0..n-1 (Kafka: "inner record offsets must be consecutive").
       if ((*records)[k].record_offset != header->base_offset + static_cast<int64_t>(k)) {
@@ -1981,7 +2013,8 @@ void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request 
 // ---------------------------------------------------------------- maintenance and shutdown
 
 void broker_impl::schedule_maintenance(size_t shard) {
-  const int64_t tick_ms = std::min(constants::maintenance_interval_ms, config_.log_retention_check_interval_ms);
+  const int64_t tick_ms = std::min({constants::maintenance_interval_ms, config_.log_retention_check_interval_ms,
+                                    config_.log_cleaner_backoff_ms});
   deps_.runtime.post_after(shard, tick_ms, [this, shard] {
     if (stopping_) return;
     maintain(shard);
@@ -1997,9 +2030,15 @@ void broker_impl::maintain(size_t shard) {
   // One task per partition: its retention and checkpoint writes (a few fsyncs) then hold up
   // the shard's other work for one partition's worth at a time, not all of them at once.
   for (auto& [key, rt] : shards_[shard]) {
-    deps_.runtime.post(shard, [this, rt = rt, retention_due] {
+    deps_.runtime.post(shard, [this, shard, rt = rt, retention_due] {
       if (stopping_ || rt->deleted) return;
       maintain_partition(*rt, retention_due);
+      // Log compaction: records below the high watermark change, so kept reads of it go.
+      if (compaction_.maybe_clean(shard, *rt->log, *rt->stats, deps_.clock.now_ms())) {
+        auto& recent = recent_reads_[shard];
+        std::erase_if(recent, [&rt](const recent_read& r) { return r.partition_uid == rt->uid; });
+        publish(*rt);
+      }
     });
   }
 }

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compaction.h"
 #include "group_service.h"
 #include "metadata.h"
 #include "ringlog/broker/broker.h"
@@ -164,6 +165,7 @@ class broker_impl final : public broker, public group_host, public controller::q
         deadlines_(deps_.runtime.shard_count()),
         recent_reads_(deps_.runtime.shard_count()),
         last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()),
+        compaction_(config_, deps_.runtime.shard_count()),
         shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {}
 
   result<void> start();
@@ -470,6 +472,7 @@ class broker_impl final : public broker, public group_host, public controller::q
   std::vector<std::deque<recent_read>> recent_reads_;   // per shard, newest first, <= recent_reads_max
   std::atomic<uint64_t> next_partition_uid_{1};
   std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
+  compaction compaction_;                   // the log cleaner of each shard
   /// The metadata as of the last applied entry. Each shard reads its own copy without a lock
   /// (shard_views_[i] is touched only on shard i); threads outside the shards read latest_view_.
   /// Changed only on the controller shard (apply), which publishes to every shard before an

@@ -13,6 +13,7 @@ std::string_view to_string(errc e) {
     case errc::invalid_request: return "invalid_request";
     case errc::offset_out_of_range: return "offset_out_of_range";
     case errc::corrupt_message: return "corrupt_message";
+    case errc::invalid_record: return "invalid_record";
     case errc::message_too_large: return "message_too_large";
     case errc::record_list_too_large: return "record_list_too_large";
     case errc::invalid_timestamp: return "invalid_timestamp";
@@ -58,6 +59,7 @@ int kafka_error_code(errc e) {
     case errc::unknown_server_error: return -1;
     case errc::offset_out_of_range: return 1;
     case errc::corrupt_message: return 2;
+    case errc::invalid_record: return 87;
     case errc::unknown_topic_or_partition: return 3;
     case errc::request_timed_out: return 7;
     case errc::broker_not_available: return 8;

@@ -28,6 +28,13 @@ struct partition_stats {
   std::atomic<int64_t> high_watermark{0};
   std::atomic<int64_t> log_end_offset{0};
   std::atomic<uint64_t> size_bytes{0};
+  // The log cleaner (compaction.h), for compacted topics.
+  std::atomic<int64_t> cleaner_dirty_ratio_ppm{0};        // dirty / (clean + dirty), parts per million
+  std::atomic<uint64_t> cleaner_bytes_read_total{0};      // bytes of segments rewritten
+  std::atomic<uint64_t> cleaner_bytes_written_total{0};   // bytes of the cleaned segments written
+  std::atomic<uint64_t> cleaner_passes_total{0};
+  std::atomic<uint64_t> cleaner_time_ms_total{0};         // wall time of the passes
+  std::atomic<int64_t> cleaner_last_clean_ms{-1};         // broker clock at the end of the last pass
 };
 
 /// A topic as the data path sees it: its image and the broker's live figures for it. Immutable

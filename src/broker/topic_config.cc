@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <optional>
 
 #include "broker_configs.h"
 #include "ringlog/base/constants.h"
@@ -33,6 +34,11 @@ const std::vector<config_spec>& specs() {
       {"min.insync.replicas", 1, i32_max, true},
       {"message.timestamp.type", 0, 0, false},
       {"compression.type", 0, 0, false},
+      // Log compaction (storage/log_cleaner.h), Kafka's names and defaults.
+      {"min.cleanable.dirty.ratio", 0, 0, false},
+      {"min.compaction.lag.ms", 0, i64_max, true},
+      {"max.compaction.lag.ms", 1, i64_max, true},
+      {"delete.retention.ms", 0, i64_max, true},
   };
   return all;
 }
@@ -49,6 +55,16 @@ result<int64_t> parse_number(const std::string& name, const std::string& value) 
   auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (ec != std::errc{} || p != value.data() + value.size() || value.empty()) {
     return error{errc::invalid_config, "config " + name + "='" + value + "' is not an integer"};
+  }
+  return v;
+}
+
+/// A ratio in [0, 1] ("0.5", "1", "0"), or nullopt.
+std::optional<double> parse_ratio(const std::string& value) {
+  double v = 0;
+  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc{} || p != value.data() + value.size() || value.empty() || !(v >= 0.0 && v <= 1.0)) {
+    return std::nullopt;
   }
   return v;
 }
@@ -76,6 +92,10 @@ std::string topic_config_default(const broker_config& c, const std::string& name
   if (name == "min.insync.replicas") return std::to_string(c.min_insync_replicas);
   if (name == "message.timestamp.type") return "CreateTime";
   if (name == "compression.type") return "producer";
+  if (name == "min.cleanable.dirty.ratio") return "0.5";
+  if (name == "min.compaction.lag.ms") return "0";
+  if (name == "max.compaction.lag.ms") return std::to_string(i64_max);
+  if (name == "delete.retention.ms") return "86400000";
   return "";
 }
 
@@ -95,14 +115,15 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
     return error{errc::invalid_config, "unknown topic config '" + name + "' (supported: " + known + ")"};
   }
   if (name == "cleanup.policy") {
-    if (value == "delete") return base::ok_v;
-    if (value == "compact" || value == "compact,delete" || value == "delete,compact") {
-      // Refused rather than accepted and ignored: without a log cleaner, retention would delete
-      // the latest value of every key, which is exactly what a compacted topic promises not to do.
-      return error{errc::invalid_config, "cleanup.policy='" + value +
-                                             "' is not supported yet (log compaction is not implemented); use delete"};
+    if (value == "delete" || value == "compact" || value == "compact,delete" || value == "delete,compact") {
+      return base::ok_v;
     }
     return error{errc::invalid_config, "cleanup.policy='" + value + "' is not one of delete, compact, compact,delete"};
+  }
+  if (name == "min.cleanable.dirty.ratio") {
+    auto ratio = parse_ratio(value);
+    if (!ratio) return error{errc::invalid_config, "min.cleanable.dirty.ratio='" + value + "' is not a number in [0, 1]"};
+    return base::ok_v;
   }
   if (name == "message.timestamp.type") {
     if (value == "CreateTime" || value == "LogAppendTime") return base::ok_v;
@@ -137,6 +158,10 @@ result<storage::log_config> make_log_config(const broker_config& c, const std::m
   out.index_interval_bytes = static_cast<int32_t>(number("index.interval.bytes"));
   out.max_message_bytes = static_cast<int32_t>(number("max.message.bytes"));
   out.direct_io = c.log_direct_io;
+  out.min_cleanable_dirty_ratio = parse_ratio(value_of("min.cleanable.dirty.ratio")).value_or(0.5);
+  out.min_compaction_lag_ms = number("min.compaction.lag.ms");
+  out.max_compaction_lag_ms = number("max.compaction.lag.ms");
+  out.delete_retention_ms = number("delete.retention.ms");
   auto valid = out.validate();
   if (!valid.ok()) return error{errc::invalid_config, valid.error().message};
   return out;

@@ -297,6 +297,51 @@ result<model::bytes> encode_batch(const batch_options& options, std::span<const 
   return out;
 }
 
+result<model::bytes> encode_filtered_batch(const batch_header& original, std::span<const model::record> kept) {
+  RINGLOG_ASSERT_OP(kept.size(), <=, static_cast<size_t>(original.last_offset_delta) + 1);
+  constexpr auto bytes_max = static_cast<size_t>(constants::batch_bytes_max);
+  int16_t attributes = original.attributes;
+  if (kept.empty()) attributes = static_cast<int16_t>(attributes & ~compression_mask);
+  RINGLOG_TRY(check_compression(attributes & compression_mask));
+  model::bytes section;
+  model::bytes body;
+  int64_t previous = -1;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const int64_t delta = kept[i].record_offset - original.base_offset;
+    RINGLOG_ASSERT(delta > previous && delta <= original.last_offset_delta, "kept records ascend inside the batch");
+    previous = delta;
+    RINGLOG_TRY(check_record_limits(kept[i], i));
+    put_record(section, body, kept[i], static_cast<int32_t>(delta), original.base_timestamp);
+  }
+  const auto codec_value = static_cast<model::compression>(attributes & compression_mask);
+  if (!kept.empty() && codec_value != model::compression::none) {
+    auto compressed = compress(codec_value, section);
+    if (!compressed.ok()) return compressed.error();
+    section = std::move(*compressed);
+  }
+  if (batch_header_bytes + section.size() > bytes_max) {
+    return error{errc::too_large, "batch of " + std::to_string(batch_header_bytes + section.size()) +
+                                      " bytes above batch_bytes_max " + std::to_string(bytes_max)};
+  }
+  model::bytes out(batch_header_bytes + section.size());
+  std::byte* p = out.data();
+  put_be(p + base_offset_position, original.base_offset.value());
+  put_be(p + batch_length_position, static_cast<int32_t>(out.size() - batch_log_overhead_bytes));
+  put_be(p + partition_leader_epoch_position, original.partition_leader_epoch.value());
+  put_be(p + magic_position, batch_magic_v2);
+  put_be(p + batch_attributes_position, attributes);
+  put_be(p + last_offset_delta_position, original.last_offset_delta);
+  put_be(p + base_timestamp_position, original.base_timestamp);
+  put_be(p + max_timestamp_position, original.max_timestamp);
+  put_be(p + producer_id_position, original.producer.value());
+  put_be(p + producer_epoch_position, original.producer_epoch_value.value());
+  put_be(p + base_sequence_position, original.base_sequence.value());
+  put_be(p + records_count_position, static_cast<int32_t>(kept.size()));
+  std::copy(section.begin(), section.end(), out.begin() + batch_header_bytes);
+  write_crc(out);
+  return out;
+}
+
 result<batch_header> decode_header(std::span<const std::byte> in) {
   // The magic byte decides how the rest is laid out (v0/v1 differ), so it is checked first.
   if (in.size() <= magic_position) {

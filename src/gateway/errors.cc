@@ -19,6 +19,7 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
       return {400, ec::kafka_bad_request, e.message};
     case errc::invalid_request:
     case errc::corrupt_message:
+    case errc::invalid_record:
     case errc::invalid_timestamp:
       return {422, ec::unprocessable, e.message};
     case errc::offset_out_of_range:

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ringlog::gateway {
 
 std::string escape_label(std::string_view value) {
@@ -107,6 +109,41 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
     for (const auto& p : t.partitions) {
       out += fmt::format("ringlog_partition_size_bytes{{topic=\"{}\",partition=\"{}\"}} {}\n", escape_label(t.name),
                          p.partition.value(), p.size_bytes);
+    }
+  }
+  // The log cleaner (compacted topics only; Kafka's kafka.log:type=LogCleaner figures per partition).
+  struct cleaner_family {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::string (*value)(const broker::partition_description::cleaner_figures&);
+  };
+  static const cleaner_family cleaner_families[] = {
+      {"ringlog_log_cleaner_dirty_ratio", "gauge", "Dirty bytes / cleanable bytes of the partition's log.",
+       [](const broker::partition_description::cleaner_figures& c) { return fmt::format("{}", c.dirty_ratio); }},
+      {"ringlog_log_cleaner_bytes_read_total", "counter", "Bytes of segments the cleaner rewrote.",
+       [](const broker::partition_description::cleaner_figures& c) { return std::to_string(c.bytes_read_total); }},
+      {"ringlog_log_cleaner_bytes_written_total", "counter", "Bytes of cleaned segments written.",
+       [](const broker::partition_description::cleaner_figures& c) { return std::to_string(c.bytes_written_total); }},
+      {"ringlog_log_cleaner_passes_total", "counter", "Cleaning passes over the partition.",
+       [](const broker::partition_description::cleaner_figures& c) { return std::to_string(c.passes_total); }},
+      {"ringlog_log_cleaner_seconds_total", "counter", "Wall time of the cleaning passes.",
+       [](const broker::partition_description::cleaner_figures& c) { return fmt::format("{}", c.time_ms_total / 1000.0); }},
+      {"ringlog_log_cleaner_last_clean_timestamp_seconds", "gauge", "When the last pass ended (Unix time), -1 never.",
+       [](const broker::partition_description::cleaner_figures& c) {
+         return c.last_clean_ms < 0 ? std::string("-1") : fmt::format("{}", c.last_clean_ms / 1000.0);
+       }},
+  };
+  for (const auto& f : cleaner_families) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f.name, f.help, f.name, f.type);
+    for (const auto& t : topics) {
+      const auto policy = std::find_if(t.configs.begin(), t.configs.end(),
+                                       [](const auto& c) { return c.name == "cleanup.policy"; });
+      if (policy == t.configs.end() || policy->value.find("compact") == std::string::npos) continue;
+      for (const auto& p : t.partitions) {
+        out += fmt::format("{}{{topic=\"{}\",partition=\"{}\"}} {}\n", f.name, escape_label(t.name),
+                           p.partition.value(), f.value(p.cleaner));
+      }
     }
   }
   out += "# HELP ringlog_log_fsync_duration_seconds fdatasync latency of segment files, submission to completion.\n";

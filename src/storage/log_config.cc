@@ -25,6 +25,13 @@ result<void> log_config::validate() const {
   RINGLOG_TRY(check_range("index.interval.bytes", index_interval_bytes, 0, std::numeric_limits<int32_t>::max()));
   RINGLOG_TRY(check_range("segment.index.bytes", segment_index_bytes, 4, std::numeric_limits<int32_t>::max()));
   RINGLOG_TRY(check_range("max.message.bytes", max_message_bytes, 0, constants::batch_bytes_max));
+  RINGLOG_TRY(check_range("min.compaction.lag.ms", min_compaction_lag_ms, 0, max_i64));
+  RINGLOG_TRY(check_range("max.compaction.lag.ms", max_compaction_lag_ms, 1, max_i64));
+  RINGLOG_TRY(check_range("delete.retention.ms", delete_retention_ms, 0, max_i64));
+  if (!(min_cleanable_dirty_ratio >= 0.0 && min_cleanable_dirty_ratio <= 1.0)) {
+    return error{errc::invalid_config,
+                 "min.cleanable.dirty.ratio=" + std::to_string(min_cleanable_dirty_ratio) + " is out of range [0, 1]"};
+  }
   if (cleanup_policy != "delete" && cleanup_policy != "compact" && cleanup_policy != "compact,delete" &&
       cleanup_policy != "delete,compact") {
     return error{errc::invalid_config,

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "checkpoint.h"
+#include "ringlog/storage/log_cleaner.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
 #include "ringlog/codec/record_batch.h"
@@ -73,6 +74,8 @@ std::string partition_log::checkpoint_key() const {
 result<void> partition_log::load() {
   auto made = fs_.make_directories(directory_);
   if (!made.ok()) return storage_error(made.error());
+  // A log cleaner swap cut by a crash is finished or undone before segments are listed.
+  RINGLOG_TRY(complete_interrupted_swaps(fs_, directory_));
   const std::string marker = directory_ + "/" + clean_shutdown_file;
   recovery_.clean_shutdown = fs_.exists(marker);
   const int64_t now = clock_.now_ms();
@@ -497,6 +500,9 @@ result<size_t> partition_log::apply_retention() {
   segment& current = active();
   const bool idle_too_long = current.first_append_ms() >= 0 && now - current.first_append_ms() >= config_.segment_ms;
   if (!current.empty() && (expired(current) || idle_too_long)) RINGLOG_TRY(roll_at(log_end_offset_));
+  // A compacted log loses records only through the log cleaner, which keeps every key's latest
+  // value (under compact,delete it also deletes expired segments left without records).
+  if (config_.compacted()) return size_t{0};
 
   size_t deleted = 0;
   while (segments_.size() > 1 && expired(*segments_.begin()->second)) {

@@ -294,8 +294,9 @@ result<uint64_t> segment::recover(int64_t now_ms, int64_t retention_ms, int32_t 
     if (!n.ok()) return storage_error(n.error());
     auto header = codec::decode_header(head);
     if (!header.ok() || position.value() + header->size_bytes() > size_bytes_) break;
-    // Offsets must continue densely from the previous batch; anything else is garbage.
-    if (header->base_offset != next_offset_ || header->last_offset_delta < 0 ||
+    // Offsets must ascend from the previous batch (compaction leaves gaps between batches,
+    // log_cleaner.h); anything else is garbage.
+    if (header->base_offset < next_offset_ || header->last_offset_delta < 0 ||
         header->last_offset() - base_offset_ > std::numeric_limits<int32_t>::max()) {
       break;
     }

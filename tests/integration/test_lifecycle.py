@@ -211,8 +211,9 @@ def test_a_partition_directory_of_another_topic_id_is_never_served(fresh_broker)
 
 
 def test_internal_topic_configs_cannot_be_altered(broker):
-    """__consumer_offsets keeps every commit while there is no log cleaner: retention set on it
-    would delete committed offsets, so its configs are refused (the breaker lost commits so)."""
+    """__consumer_offsets is compacted with the configs it was created with: retention or a delete
+    policy set on it would delete committed offsets, so its configs are refused (the breaker lost
+    commits so)."""
     r = requests.post(broker.v3("/topics/__consumer_offsets/configs:alter"),
                       json={"data": [{"name": "retention.ms", "value": "1000"}]}, timeout=10)
     assert r.status_code >= 400, r.text

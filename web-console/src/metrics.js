@@ -22,7 +22,9 @@ export function parsePrometheus(text) {
 
 /**
  * The numbers the console shows, from one /metrics sample:
- * {totals: {records_in, bytes_in, records_out, bytes_out}, topics: {name: same + size_bytes}}.
+ * {totals: {records_in, bytes_in, records_out, bytes_out}, topics: {name: same + size_bytes},
+ *  cleaner: {name: {dirty_ratio (largest of its partitions), bytes_cleaned, last_clean_s}}} (the
+ *  log cleaner's figures, for compacted topics only).
  */
 export function summarize(samples) {
   const fields = {
@@ -34,6 +36,8 @@ export function summarize(samples) {
   const zero = () => ({ records_in: 0, bytes_in: 0, records_out: 0, bytes_out: 0, size_bytes: 0 });
   const totals = zero();
   const topics = {};
+  const cleaner = {};
+  const cleanerOf = (topic) => (cleaner[topic] ||= { dirty_ratio: 0, bytes_cleaned: 0, last_clean_s: -1 });
   for (const s of samples) {
     const field = fields[s.name];
     const topic = s.labels.topic;
@@ -43,9 +47,15 @@ export function summarize(samples) {
     } else if (s.name === 'ringlog_partition_size_bytes') {
       totals.size_bytes += s.value;
       (topics[topic] ||= zero()).size_bytes += s.value;
+    } else if (s.name === 'ringlog_log_cleaner_dirty_ratio') {
+      cleanerOf(topic).dirty_ratio = Math.max(cleanerOf(topic).dirty_ratio, s.value);
+    } else if (s.name === 'ringlog_log_cleaner_bytes_read_total') {
+      cleanerOf(topic).bytes_cleaned += s.value;
+    } else if (s.name === 'ringlog_log_cleaner_last_clean_timestamp_seconds') {
+      cleanerOf(topic).last_clean_s = Math.max(cleanerOf(topic).last_clean_s, s.value);
     }
   }
-  return { totals, topics };
+  return { totals, topics, cleaner };
 }
 
 /** Per-second rates between two summarize() results taken `seconds` apart. Counters that went

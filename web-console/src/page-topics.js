@@ -1,4 +1,5 @@
-// Topics: every topic with partitions, replication factor, size, retention and records/s;
+// Topics: every topic with partitions, replication factor, size, cleanup policy (compacted topics
+// marked, with the log cleaner's dirty ratio and bytes cleaned), retention and records/s;
 // create and delete.
 import { api, mapLimited } from './api.js';
 import { confirmButton, field, fill, h, link, statusLine, table } from './dom.js';
@@ -53,6 +54,16 @@ function createForm(onCreated) {
   return h('details', { class: 'panel' }, h('summary', {}, 'Create a topic'), form, status.el);
 }
 
+/** cleanup.policy, and for a compacted topic the log cleaner's figures: the dirtiest partition's
+ *  dirty ratio and the bytes cleaned so far. */
+function cleanupCell(policy, cleaner) {
+  if (policy === undefined) return '-';
+  if (!policy.includes('compact')) return policy;
+  const figures = cleaner ? ` · dirty ${Math.round(cleaner.dirty_ratio * 100)}% · cleaned ${formatBytes(cleaner.bytes_cleaned)}` : '';
+  return h('span', { class: 'compacted', title: 'log compaction keeps the latest value of every key', 'data-testid': 'compacted' },
+    `${policy}${figures}`);
+}
+
 export async function render(view, route, ctx) {
   const status = statusLine();
   const showInternal = h('input', { type: 'checkbox', 'data-testid': 'show-internal' });
@@ -71,6 +82,7 @@ export async function render(view, route, ctx) {
       { title: 'partitions', num: true, cell: (t) => String(t.partitions_count) },
       { title: 'replication', num: true, cell: (t) => String(t.replication_factor) },
       { title: 'size', num: true, cell: (t) => (t.is_internal ? '-' : formatBytes(lastSummary?.topics[t.topic_name]?.size_bytes ?? 0)) },
+      { title: 'cleanup', cell: (t) => cleanupCell(configs.get(t.topic_name)?.['cleanup.policy'], lastSummary?.cleaner?.[t.topic_name]) },
       { title: 'retention.ms', cell: (t) => { const v = configs.get(t.topic_name)?.['retention.ms']; return v === undefined ? '-' : formatDurationMs(v); } },
       { title: 'records in/s', num: true, cell: (t) => formatRate(lastRates ? (lastRates.topics[t.topic_name]?.records_in ?? 0) : null) },
       { title: '', cell: (t) => (t.is_internal ? '' : confirmButton('Delete', `Delete ${t.topic_name}?`, async () => {

@@ -153,6 +153,18 @@ test('creating a topic from the form lists it, and its page shows partitions and
   const row = page.getByTestId('topics-table').locator('tr', { hasText: 'orders' });
   await row.waitFor();
   await until('retention shown as 1 h', async () => (await row.textContent()).includes('1 h'));
+  assert.equal(await row.getByTestId('compacted').count(), 0, 'a delete-policy topic is not marked compacted');
+
+  // A compacted topic (issue 17) is marked, with the cleaner's figures (the form is still open).
+  await form.locator('input[name=topic_name]').fill('profiles');
+  await form.locator('input[name=partitions_count]').fill('1');
+  await form.locator('input[name="retention.ms"]').fill('');
+  await form.locator('textarea[name=configs]').fill('cleanup.policy=compact');
+  await form.getByRole('button', { name: 'Create topic' }).click();
+  await page.getByText('created topic profiles').waitFor();
+  const compacted = page.getByTestId('topics-table').locator('tr', { hasText: 'profiles' }).getByTestId('compacted');
+  await until('profiles marked compacted with its dirty ratio', async () =>
+    (await compacted.count()) === 1 && (await compacted.textContent()).includes('dirty'));
 
   await row.getByRole('link', { name: 'orders' }).click();
   await page.getByTestId('topic-name').filter({ hasText: 'orders' }).waitFor();

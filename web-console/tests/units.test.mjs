@@ -69,6 +69,14 @@ test('metrics: Prometheus text parsed, per-topic sums and per-second rates', () 
     'ringlog_http_requests_total{route="GET /x",status="200"} 3',
   ].join('\n')));
   assert.equal(before.topics.a.size_bytes, 120);
+  const compacted = summarize(parsePrometheus([
+    'ringlog_log_cleaner_dirty_ratio{topic="t",partition="0"} 0.25',
+    'ringlog_log_cleaner_dirty_ratio{topic="t",partition="1"} 0.5',
+    'ringlog_log_cleaner_bytes_read_total{topic="t",partition="0"} 100',
+    'ringlog_log_cleaner_bytes_read_total{topic="t",partition="1"} 20',
+    'ringlog_log_cleaner_last_clean_timestamp_seconds{topic="t",partition="0"} -1',
+  ].join('\n')));
+  assert.deepEqual(compacted.cleaner.t, { dirty_ratio: 0.5, bytes_cleaned: 120, last_clean_s: -1 });
   assert.equal(before.totals.records_in, 10);
   const after = summarize(parsePrometheus('ringlog_topic_records_in_total{topic="a"} 30\n'
     + 'ringlog_topic_records_in_total{topic="q\\"b"} 4\nringlog_topic_bytes_in_total{topic="a"} 3000\n'));

@@ -44,6 +44,10 @@ struct broker_config {
   int32_t log_index_interval_bytes = 4096;           // log.index.interval.bytes
   std::string log_flush_policy = "fsync";            // log.flush.policy: fsync (before ack) | replication
   bool log_direct_io = false;                        // log.direct.io (ringlog): O_DIRECT segment appends
+  bool log_cleaner_enable = true;                    // log.cleaner.enable
+  int64_t log_cleaner_dedupe_buffer_size = 128LL << 20;  // log.cleaner.dedupe.buffer.size, split over the shards
+  int64_t log_cleaner_io_max_bytes_per_second = INT64_MAX;  // log.cleaner.io.max.bytes.per.second, per shard
+  int64_t log_cleaner_backoff_ms = 15000;            // log.cleaner.backoff.ms
   int32_t min_insync_replicas = 1;                   // min.insync.replicas
   int32_t produce_records_max = 10000;               // ringlog: records per produce request
   int32_t partitions_max = 10000;                    // broker.partitions.max (ringlog): all partitions of all
@@ -114,6 +118,15 @@ struct partition_description {
   model::offset high_watermark{0};
   model::offset log_end_offset{0};
   uint64_t size_bytes = 0;
+  /// The log cleaner's figures (compacted topics; zero and -1 otherwise).
+  struct cleaner_figures {
+    double dirty_ratio = 0.0;            // dirty / (clean + dirty) bytes of the cleanable range
+    uint64_t bytes_read_total = 0;       // bytes of segments rewritten
+    uint64_t bytes_written_total = 0;    // bytes of cleaned segments written
+    uint64_t passes_total = 0;
+    uint64_t time_ms_total = 0;
+    int64_t last_clean_ms = -1;          // broker clock at the end of the last pass, -1: never
+  } cleaner;
 };
 
 struct topic_description {

@@ -18,6 +18,7 @@ enum class errc {
   invalid_request,             // malformed request (message names the field)
   offset_out_of_range,
   corrupt_message,
+  invalid_record,              // a record the topic refuses: no key on a compacted topic (Kafka's INVALID_RECORD, 87)
   message_too_large,           // a record/batch over max.message.bytes
   record_list_too_large,       // too many records in one request
   invalid_timestamp,

@@ -89,6 +89,16 @@ struct batch_options {
 /// batch_records_max. Errors: unsupported_compression, too_large.
 result<model::bytes> encode_batch(const batch_options& options, std::span<const model::record> records);
 
+/// Re-encodes a batch after compaction removed some of its records (Kafka's
+/// MemoryRecords.filterTo): the header fields of `original` are kept (base offset, partition
+/// leader epoch, last_offset_delta, base and max timestamp, attributes, producer id/epoch, base
+/// sequence), each kept record keeps its offset (offset delta = record_offset - base_offset) and
+/// the records section is compressed with the original codec. With no record left the batch is
+/// an empty header (records_count 0, no records section, compression bits cleared), which Kafka
+/// also keeps so the batch's last offset survives. Precondition: `kept` ascending by offset, each
+/// offset within [base_offset, last_offset]. Errors: unsupported_compression, too_large.
+result<model::bytes> encode_filtered_batch(const batch_header& original, std::span<const model::record> kept);
+
 /// Parses the 61-byte header at the front of `in` (no CRC check). Errors: truncated,
 /// unknown_magic, invalid_length (batch_length below 49 or above batch_bytes_max).
 result<batch_header> decode_header(std::span<const std::byte> in);

@@ -50,6 +50,10 @@ struct server_config {
   int32_t log_index_interval_bytes = 4096;              // log.index.interval.bytes
   std::string log_flush_policy = "fsync";               // log.flush.policy: fsync | replication
   bool log_direct_io = false;                           // log.direct.io (ringlog): O_DIRECT appends
+  bool log_cleaner_enable = true;                       // log.cleaner.enable
+  int64_t log_cleaner_dedupe_buffer_size = 128LL << 20; // log.cleaner.dedupe.buffer.size (all shards)
+  int64_t log_cleaner_io_max_bytes_per_second = INT64_MAX;  // log.cleaner.io.max.bytes.per.second
+  int64_t log_cleaner_backoff_ms = 15000;               // log.cleaner.backoff.ms
   int32_t min_insync_replicas = 1;                      // min.insync.replicas
   int32_t produce_records_max = 10000;                  // produce.records.max
   int64_t fetch_wait_max_ms = 60000;                    // fetch.wait.max.ms

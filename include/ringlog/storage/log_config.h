@@ -2,6 +2,7 @@
 // Per-partition log settings with Kafka's topic-level names (design.md section 9).
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "ringlog/storage/errc.h"
@@ -18,6 +19,16 @@ struct log_config {
   int32_t max_message_bytes = 1024 * 1024 + 12;    // max.message.bytes: largest batch accepted (Kafka 1048588)
   std::string cleanup_policy = "delete";           // cleanup.policy: delete | compact | compact,delete
   bool direct_io = false;                          // log.direct.io (ringlog): O_DIRECT appends
+  // Log compaction (Kafka's log cleaner; storage/log_cleaner.h), read when cleanup_policy has compact.
+  double min_cleanable_dirty_ratio = 0.5;          // min.cleanable.dirty.ratio, [0, 1]
+  int64_t min_compaction_lag_ms = 0;               // min.compaction.lag.ms: newer records are not cleaned
+  int64_t max_compaction_lag_ms = std::numeric_limits<int64_t>::max();  // max.compaction.lag.ms, >= 1
+  int64_t delete_retention_ms = 24LL * 3600 * 1000;  // delete.retention.ms: how long tombstones stay readable
+
+  /// cleanup.policy holds compact (compact, compact,delete): the cleaner keeps the latest value per key.
+  [[nodiscard]] bool compacted() const { return cleanup_policy.find("compact") != std::string::npos; }
+  /// cleanup.policy holds delete (delete, compact,delete): retention by time and size applies.
+  [[nodiscard]] bool deletes() const { return cleanup_policy.find("delete") != std::string::npos; }
 
   /// Checks every bound; the error message names the offending key and its allowed range.
   [[nodiscard]] result<void> validate() const;

@@ -178,6 +178,7 @@ class partition_log {
   [[nodiscard]] result<void> check_usable() const;
 
  private:
+  friend class log_cleaner;   // compaction rewrites closed segments in place (log_cleaner.h)
   partition_log(io::file_system& fs, std::string directory, log_config config, const base::clock& clock);
   result<void> load();
   result<void> recover_segment(segment& seg);

@@ -1,0 +1,308 @@
+"""Log compaction (issue 17) against the real binary: cleanup.policy=compact over HTTP, WebSocket
+and the Kafka protocol (kafka-python, kcat), keyless records refused, offsets kept with gaps, a
+fetch inside a gap, a restart, kill -9 while the cleaner runs, and __consumer_offsets compacted.
+Cleaning is polled for with deadlines (log.cleaner.backoff.ms is short here), never slept on.
+"""
+import asyncio
+import base64
+import json
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+import requests
+import websockets
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.record.default_records import DefaultRecordBatch
+from confluent_kafka import KafkaError as ConfluentKafkaError
+from confluent_kafka import Producer
+
+from conftest import Broker, free_port, wait_until
+
+BINARY = "application/vnd.kafka.binary.v2+json"
+FAST_CLEANER = ["log.cleaner.backoff.ms=200", "log.retention.check.interval.ms=1000"]
+# segment.ms=1000: an idle active segment rolls within a retention check, so all gets cleaned.
+COMPACT = {"cleanup.policy": "compact", "segment.bytes": "1024", "segment.ms": "1000", "min.cleanable.dirty.ratio": "0.01"}
+
+
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+@pytest.fixture(scope="module")
+def cbroker(ringlog_bin, tmp_path_factory):
+    b = Broker(tmp_path_factory.mktemp("cdata") / "ringlog-data", FAST_CLEANER, kafka_port=free_port()).start()
+    yield b
+    assert b.stop() == 0
+
+
+def produce(b, topic, items):
+    """items: [(key or None, value or None)] to partition 0; returns the offsets."""
+    records = [{"key": None if k is None else b64(k), "value": None if v is None else b64(v)} for k, v in items]
+    r = requests.post(f"{b.url}/topics/{topic}/partitions/0", json={"records": records},
+                      headers={"Content-Type": BINARY}, timeout=10)
+    assert r.status_code == 200, r.text
+    return [o["offset"] for o in r.json()["offsets"]]
+
+
+def offsets(b, topic):
+    return requests.get(f"{b.url}/topics/{topic}/partitions/0/offsets", timeout=10).json()
+
+
+def read_all(b, topic, start=None):
+    """[(offset, key, value or None)] from `start` (default the log start) up to the log end."""
+    o = offsets(b, topic)
+    at = o["beginning_offset"] if start is None else start
+    out = []
+    while at < o["end_offset"]:
+        got = requests.get(f"{b.url}/topics/{topic}/partitions/0/records", params={"offset": at, "max_bytes": 1 << 20},
+                           headers={"Accept": BINARY}, timeout=10).json()
+        if not got:
+            break   # only emptied batches up to the end
+        for g in got:
+            out.append((g["offset"], base64.b64decode(g["key"]).decode() if g["key"] else None,
+                        base64.b64decode(g["value"]).decode() if g["value"] is not None else None))
+        at = got[-1]["offset"] + 1
+    return out
+
+
+def latest(records):
+    out = {}
+    for offset, key, value in records:
+        out[key] = (offset, value)
+    return out
+
+
+def changelog(b, topic, keys, versions, tombstones=()):
+    """Writes keys x versions (100-byte values) and tombstones; returns key -> latest value (None: deleted)."""
+    expected = {}
+    for v in range(versions):
+        batch = []
+        for k in range(keys):
+            value = f"key{k}-v{v}-" + "x" * 80
+            batch.append((f"key{k}", value))
+            expected[f"key{k}"] = value
+        produce(b, topic, batch)
+    if tombstones:
+        produce(b, topic, [(f"key{k}", None) for k in tombstones])
+        for k in tombstones:
+            expected[f"key{k}"] = None
+    return expected
+
+
+def size_of(b, topic):
+    d = requests.get(b.v3(f"/topics/{topic}/partitions/0"), timeout=10)
+    m = requests.get(b.url + "/metrics", timeout=10).text
+    for line in m.splitlines():
+        if line.startswith("ringlog_partition_size_bytes{") and f'topic="{topic}"' in line:
+            return int(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no size metric for {topic}: {d.text}")
+
+
+def a_gap(offs):
+    """An offset inside a gap of the compacted log (below its last record, holding none)."""
+    inner = [a + 1 for a, b in zip(offs, offs[1:]) if b - a > 1]
+    assert inner or offs[0] > 0, f"no gap in {offs[:10]}..."
+    return inner[0] if inner else offs[0] // 2
+
+
+def wait_compacted(b, topic, expected, deadline_s=30):
+    """Polls until every key is read once (its latest value or tombstone): the active segment rolled
+    (segment.ms) and the cleaner passed over it."""
+    def done():
+        recs = read_all(b, topic)
+        keys = [k for _, k, _ in recs]
+        return recs if len(keys) == len(set(keys)) else None
+    recs = wait_until(done, deadline_s, f"compaction of {topic}")
+    got = latest(recs)
+    for key, value in expected.items():
+        if value is None:
+            assert key not in got or got[key][1] is None, (key, got.get(key))
+        else:
+            assert got[key][1] == value, (key, got.get(key), value)
+    offs = [o for o, _, _ in recs]
+    assert offs == sorted(offs) and len(set(offs)) == len(offs)
+    return recs
+
+
+def test_compact_topic_keeps_the_latest_value_per_key_with_gaps_and_the_same_end(cbroker, topic_name):
+    cbroker.create_topic(topic_name, configs=COMPACT)
+    d = requests.get(cbroker.v3(f"/topics/{topic_name}/configs/cleanup.policy"), timeout=10).json()
+    assert d["value"] == "compact", d
+    expected = changelog(cbroker, topic_name, 40, 10, tombstones=(0, 1, 2))
+    end = offsets(cbroker, topic_name)["end_offset"]
+    assert end == 40 * 10 + 3
+    before = size_of(cbroker, topic_name)
+    recs = wait_compacted(cbroker, topic_name, expected)
+    assert offsets(cbroker, topic_name)["end_offset"] == end, "the log end offset never moves"
+    assert size_of(cbroker, topic_name) < before / 3
+    offs = [o for o, _, _ in recs]
+    assert offs[0] > 0, "compaction leaves gaps (here below the first kept record)"
+    # A read at an offset inside a gap returns the next record after it.
+    gap = a_gap(offs)
+    got = requests.get(f"{cbroker.url}/topics/{topic_name}/partitions/0/records", params={"offset": gap},
+                       headers={"Accept": BINARY}, timeout=10).json()
+    assert got and got[0]["offset"] == next(o for o in offs if o >= gap), got[:2]
+    # kafka-python's record decoder reads the cleaned segment files as ringlog does (format
+    # cross-check): CRCs valid, empty batches included, the same offsets, keys and values.
+    decoded = []
+    for seg in sorted((cbroker.data_dir / f"{topic_name}-0").glob("*.log")):
+        data = seg.read_bytes()
+        pos = 0
+        while pos + 61 <= len(data):
+            size = int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+            batch = DefaultRecordBatch(data[pos:pos + size])
+            assert batch.validate_crc(), (seg, pos)
+            for r in batch:
+                decoded.append((r.offset, r.key.decode(), r.value.decode() if r.value is not None else None))
+            pos += size
+    assert decoded == recs
+    # The cleaner figures are published.
+    metrics = requests.get(cbroker.url + "/metrics", timeout=10).text
+    line = next(l for l in metrics.splitlines()
+                if l.startswith("ringlog_log_cleaner_bytes_read_total{") and f'"{topic_name}"' in l)
+    assert int(line.rsplit(" ", 1)[1]) > 0, line
+
+
+def test_keyless_records_are_refused_on_a_compacted_topic_over_http_websocket_and_kafka(cbroker, topic_name):
+    cbroker.create_topic(topic_name, configs=COMPACT)
+    r = requests.post(f"{cbroker.url}/topics/{topic_name}", json={"records": [{"key": b64("k"), "value": b64("v")},
+                                                                               {"value": b64("no key")}]},
+                      headers={"Content-Type": BINARY}, timeout=10)
+    assert 400 <= r.status_code < 500, r.text
+    assert "no key" in r.json()["message"] and "cleanup.policy=compact" in r.json()["message"], r.text
+    r = requests.post(cbroker.v3(f"/topics/{topic_name}/records"), json={"value": {"type": "JSON", "data": 1}}, timeout=10)
+    assert "no key" in r.text, r.text
+    assert offsets(cbroker, topic_name)["end_offset"] == 0, "nothing of a refused request is stored"
+
+    async def ws():
+        async with websockets.connect(f"ws://127.0.0.1:{cbroker.port}/v1/ws") as s:
+            await s.send(json.dumps({"type": "produce", "id": 1, "topic": topic_name, "partition": 0, "value": b64("x")}))
+            m = json.loads(await asyncio.wait_for(s.recv(), 10))
+            assert m["type"] == "error" and m["id"] == 1 and "no key" in m["message"], m
+            await s.send(json.dumps({"type": "produce", "id": 2, "topic": topic_name, "partition": 0,
+                                     "key": b64("k"), "value": b64("x")}))
+            m = json.loads(await asyncio.wait_for(s.recv(), 10))
+            assert m["type"] == "produce_ack" and m["id"] == 2, m
+    asyncio.run(ws())
+
+    # librdkafka names the code: INVALID_RECORD (87); kafka-python here knows no name for it.
+    failures = []
+    p = Producer({"bootstrap.servers": cbroker.bootstrap, "retries": 0, "linger.ms": 0})
+    p.produce(topic_name, value=b"no key", partition=0, on_delivery=lambda err, msg: failures.append(err))
+    assert p.flush(15) == 0   # alone in its batch: a batch is refused whole, as in Kafka
+    p.produce(topic_name, key=b"k", value=b"kafka", partition=0, on_delivery=lambda err, msg: failures.append(err))
+    assert p.flush(15) == 0
+    assert failures[0] is not None and failures[0].code() == ConfluentKafkaError.INVALID_RECORD, failures
+    assert failures[1] is None, failures
+    assert offsets(cbroker, topic_name)["end_offset"] == 2
+
+
+def test_kafka_clients_read_a_compacted_log_and_a_group_resumes_inside_a_gap(cbroker, topic_name):
+    cbroker.create_topic(topic_name, configs=COMPACT)
+    p = KafkaProducer(bootstrap_servers=cbroker.bootstrap, compression_type="gzip", linger_ms=5)
+    expected = {}
+    for v in range(8):
+        for k in range(30):
+            value = f"k{k}-v{v}-" + "y" * 60
+            p.send(topic_name, key=f"k{k}".encode(), value=value.encode(), partition=0)
+            expected[f"k{k}"] = value
+        p.flush()
+    p.close()
+    recs = wait_compacted(cbroker, topic_name, expected)
+    offs = [o for o, _, _ in recs]
+    # kafka-python decodes the cleaned (re-encoded, gzip) batches, empty ones included.
+    c = KafkaConsumer(bootstrap_servers=cbroker.bootstrap, enable_auto_commit=False, consumer_timeout_ms=3000)
+    tp = TopicPartition(topic_name, 0)
+    c.assign([tp])
+    c.seek(tp, 0)
+    seen = [(m.offset, m.key.decode(), m.value.decode()) for m in c]
+    c.close()
+    assert [o for o, _, _ in seen] == offs
+    assert {k: v for _, k, v in seen} == {k: v for k, (o, v) in latest(recs).items()}
+    # kcat reads the same.
+    out = subprocess.run(["kcat", "-C", "-b", cbroker.bootstrap, "-t", topic_name, "-p", "0", "-o", "beginning", "-e",
+                          "-f", "%o %k\n"], capture_output=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert [int(l.split()[0]) for l in out.stdout.decode().splitlines()] == offs
+    # A group that committed an offset inside a gap resumes at the next record, not stuck.
+    gap = a_gap(offs)
+    group = "g-" + topic_name
+    c = KafkaConsumer(bootstrap_servers=cbroker.bootstrap, group_id=group, enable_auto_commit=False)
+    c.assign([tp])
+    from kafka.structs import OffsetAndMetadata
+    c.commit({tp: OffsetAndMetadata(gap, None)})
+    c.close()
+    c = KafkaConsumer(bootstrap_servers=cbroker.bootstrap, group_id=group, enable_auto_commit=False,
+                      consumer_timeout_ms=3000)
+    c.assign([tp])
+    first = next(iter(c))
+    c.close()
+    assert first.offset == next(o for o in offs if o >= gap), (first.offset, gap)
+
+
+def test_consumer_offsets_is_compacted(cbroker, topic_name):
+    # The first group commit creates __consumer_offsets if it is not there yet.
+    cbroker.create_topic(topic_name)
+    produce(cbroker, topic_name, [("k", "v")])
+    base = f"{cbroker.url}/consumers/g-{topic_name}"
+    r = requests.post(base, json={"name": "c1", "format": "binary"}, headers={"Content-Type": "application/vnd.kafka.v2+json"})
+    assert r.status_code == 200, r.text
+    inst = r.json()["base_uri"]
+    r = requests.post(inst + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                      headers={"Content-Type": "application/vnd.kafka.v2+json"})
+    assert r.status_code == 204, r.text
+    r = requests.post(inst + "/offsets", json={"offsets": [{"topic": topic_name, "partition": 0, "offset": 1}]},
+                      headers={"Content-Type": "application/vnd.kafka.v2+json"})
+    assert r.status_code in (200, 204), r.text
+    requests.delete(inst, headers={"Content-Type": "application/vnd.kafka.v2+json"})
+    d = wait_until(lambda: requests.get(cbroker.v3("/topics/__consumer_offsets/configs/cleanup.policy"), timeout=10),
+                   10, "__consumer_offsets")
+    assert d.status_code == 200 and d.json()["value"] == "compact", d.text
+
+
+def test_topic_configs_for_compaction_are_validated_and_described(cbroker, topic_name):
+    for name, value in [("cleanup.policy", "shrink"), ("min.cleanable.dirty.ratio", "1.5"),
+                        ("min.cleanable.dirty.ratio", "half"), ("max.compaction.lag.ms", "0"),
+                        ("delete.retention.ms", "-1")]:
+        r = requests.post(cbroker.v3("/topics"), json={"topic_name": topic_name, "configs": [{"name": name, "value": value}]},
+                          timeout=10)
+        assert r.status_code == 400 and name in r.json()["message"], (name, value, r.text)
+    cbroker.create_topic(topic_name, configs={"cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0.2",
+                                              "delete.retention.ms": "1000", "min.compaction.lag.ms": "5",
+                                              "max.compaction.lag.ms": "60000"})
+    configs = {c["name"]: c["value"] for c in requests.get(cbroker.v3(f"/topics/{topic_name}/configs"), timeout=10).json()["data"]}
+    assert configs["cleanup.policy"] == "compact,delete" and configs["min.cleanable.dirty.ratio"] == "0.2"
+    assert configs["delete.retention.ms"] == "1000" and configs["max.compaction.lag.ms"] == "60000"
+    r = requests.put(cbroker.v3(f"/topics/{topic_name}/configs/cleanup.policy"), json={"value": "delete"}, timeout=10)
+    assert r.status_code == 204, r.text
+
+
+def test_restart_and_kill_9_while_cleaning_keep_every_latest_value_and_the_end_offset(fresh_broker, topic_name):
+    b = fresh_broker(FAST_CLEANER + ["log.cleaner.io.max.bytes.per.second=200000"])
+    b.create_topic(topic_name, configs=COMPACT)
+    expected = changelog(b, topic_name, 50, 12, tombstones=(3, 4))
+    end = offsets(b, topic_name)["end_offset"]
+    rng = random.Random(17)
+    print("kill -9 seed 17")
+    for round_ in range(4):
+        # Kill at a seeded moment while the (paced) cleaner is working through the log.
+        time.sleep(rng.uniform(0.05, 1.0))
+        b.kill()
+        b.start()
+        recs = read_all(b, topic_name)
+        got = latest(recs)
+        for key, value in expected.items():
+            if value is not None:
+                assert got[key][1] == value, (round_, key, got.get(key))
+        assert offsets(b, topic_name)["end_offset"] == end, round_
+        more = changelog(b, topic_name, 50, 1)
+        expected.update(more)
+        end = offsets(b, topic_name)["end_offset"]
+    wait_compacted(b, topic_name, expected, deadline_s=60)
+    assert b.stop() == 0
+    b.start()
+    assert offsets(b, topic_name)["end_offset"] == end
+    wait_compacted(b, topic_name, expected, deadline_s=5)
