@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Cluster II benchmarks on this machine: partition failover and replicated produce throughput.
 
-  bench/run-replication-bench.py [--kills N] [--seconds S] [--clients N] [--batch N]
+  bench/run-replication-bench.py [--kills N] [--settle S] [--seconds S] [--clients N] [--batch N]
                                  [--set key=value ...] [--skip-failover] [--skip-throughput]
-                                 [--skip-nats] [--bin build/src/app/ringlog]
+                                 [--skip-nats] [--keep] [--bin build/src/app/ringlog]
 
 1. Partition failover (`--kills`, default 20): three real `ringlog serve` processes on
    127.0.0.1 (tests/integration/test_cluster.py's Cluster), a topic of 1 partition with
@@ -13,7 +13,9 @@
      - fenced:  until a survivor's /brokers shows the killed broker fenced (session timeout),
      - leader:  until a survivor's describe names another leader,
      - acked:   until the first produce SENT after the kill is acknowledged (HTTP 200, no error);
-   then restarts the killed node and waits until the ISR has all three again (rejoin). At the end
+   then restarts the killed node and waits until the ISR has all three again (rejoin), and with
+   `--settle S` until it stayed so for S seconds. Just before each kill the ISR is checked to be
+   full (else the script waits for it and says so in the report). At the end
    every acknowledged (offset, value) is read back: "lost" counts acknowledged records missing or
    different at their offset (must be 0).
 2. Throughput (`--seconds` per run, default 10): 1 KiB values, acks=all, `--clients` processes
@@ -26,9 +28,14 @@
          per client (a stream is JetStream's unit of replication, as a partition is ours), our
          own Python client over the NATS text protocol keeping `--batch` publishes in flight and
          counting JetStream's publish acks.
+   Beside them, `ringlog bench` (the project's C++ load generator) with as many producers and
+   the same batch, every producer through node 1, on rf 3 (3 brokers) and rf 1 (one broker).
    Client and server CPU (of the 200% two cores give) are printed beside each figure so a
    client-bound run shows as one.
 
+Failed produce attempts are listed by the last event before each (kill, first ack, restart, ISR
+full) with their answers. `--keep` keeps the data dirs and logs (`ringlog metadata dump --log-dirs
+DIR/failover/node1/data` shows the fence/unfence and ISR records).
 `--set key=value` passes ringlog settings to every node (e.g. --set broker.session.timeout.ms=1000
 --set broker.heartbeat.interval.ms=200). Prints a Markdown report (paste into docs/benchmarks.md).
 Uses only loopback and temp dirs under --dir (default: the system temp dir; not tmpfs here).
@@ -78,6 +85,18 @@ def percentile(values, p):
     return ordered[min(len(ordered) - 1, int(round(p / 100.0 * (len(ordered) - 1))))]
 
 
+def pressure():
+    """Linux PSI: the share of the last 60 s some task waited for CPU / for I/O (other load shows here)."""
+    out = []
+    for what in ("cpu", "io"):
+        try:
+            line = open(f"/proc/pressure/{what}").readline().split()
+            out.append(f"{what} some avg60={line[2].split('=')[1]}%")
+        except (OSError, IndexError):
+            pass
+    return ", ".join(out) or "no /proc/pressure"
+
+
 def machine():
     mem_kib = int(next(line for line in open("/proc/meminfo") if line.startswith("MemTotal")).split()[1])
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
@@ -85,7 +104,8 @@ def machine():
     load = os.getloadavg()
     return (f"nproc={os.cpu_count()}; cpu={cpu}; memory={mem_kib / 1048576:.0f} GiB; "
             f"disk={df[0]} {df[1]} {df[2]} total, {df[4]} free (temp dir {tempfile.gettempdir()}); "
-            f"kernel={platform.release()}; load average at start={load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+            f"kernel={platform.release()}; load average at start={load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+            f"pressure at start: {pressure()}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,7 +221,7 @@ def read_partition(node, topic, partition):
         offset = batch[-1]["offset"] + 1
 
 
-def failover(cluster, kills, log):
+def failover(cluster, kills, log, settle_s=0.0):
     topic = "failover"
     n1 = cluster.nodes[0]
     wait_until(cluster.controller, 30, "one controller")
@@ -213,6 +233,8 @@ def failover(cluster, kills, log):
     producer.start()
     rows = []
     isr_not_full = []   # (kill, ISR seen) where the ISR was no longer full before the kill
+    settle_drops = []   # kills after whose restart the ISR left full while settling
+    events = [(time.monotonic(), "start")]   # (monotonic s, what): failed attempts are told by phase
     try:
         for k in range(kills):
             observer = cluster.nodes[k % 3]
@@ -235,6 +257,7 @@ def failover(cluster, kills, log):
             watcher = survivors[0] if survivors[0].node_id != entry.node_id else survivors[1]
             killed = time.monotonic()
             cluster.node(leader).kill()
+            events.append((killed, "kill -9 of the leader"))
             fenced = new_leader_at = acked = None
             new_leader = None
             deadline = killed + 60
@@ -252,10 +275,28 @@ def failover(cluster, kills, log):
                         ack_sent, acked = first
                 time.sleep(0.01)
             assert acked is not None, f"kill {k}: no acknowledged produce within 60 s of killing broker {leader}"
+            events.append((acked, "first ack after the kill"))
+            events.append((time.monotonic(), "restart of the killed node"))
             cluster.node(leader).spawn()
             wait_until(cluster.node(leader).healthy, 60, "the restarted node")
+            events.append((time.monotonic(), "restarted node healthy"))
             wait_until(lambda: quiet(lambda: isr_of(watcher, topic, 0)) == [1, 2, 3], 60, "the ISR of three again")
             rejoined = time.monotonic()
+            events.append((rejoined, "ISR full again"))
+            if settle_s > 0:
+                # Not before the ISR stayed full for settle_s: a restarted broker may leave it again
+                # soon after rejoining (see docs/benchmarks.md, Cluster II), and the next kill would
+                # then measure an ISR of one.
+                full_since = time.monotonic()
+                deadline = full_since + 60
+                while time.monotonic() - full_since < settle_s:
+                    assert time.monotonic() < deadline, "the ISR did not stay full for --settle seconds within 60 s"
+                    if quiet(lambda: isr_of(watcher, topic, 0)) != [1, 2, 3]:
+                        settle_drops.append(k)
+                        wait_until(lambda: quiet(lambda: isr_of(watcher, topic, 0)) == [1, 2, 3], 60, "the ISR of three")
+                        full_since = time.monotonic()
+                    time.sleep(0.05)
+                events.append((time.monotonic(), "ISR full for --settle seconds"))
             with producer.lock:
                 after = [a for a in producer.attempts if killed <= a[0] <= acked and not a[2]]
             kinds = {}
@@ -284,8 +325,11 @@ def failover(cluster, kills, log):
     errors = {}
     for a in producer.attempts:
         if not a[2]:
-            key = a[5][:120]
-            errors[key] = errors.get(key, 0) + 1
+            since, phase = max((e for e in events if e[0] <= a[0]), default=events[0])
+            key = (phase, a[5][:120])
+            n, lo, hi = errors.get(key, (0, None, None))
+            d = a[0] - since
+            errors[key] = (n + 1, d if lo is None else min(lo, d), d if hi is None else max(hi, d))
     check = {}
     for n in cluster.nodes:
         got = read_partition(n, topic, 0)
@@ -293,10 +337,10 @@ def failover(cluster, kills, log):
         values = list(got.values())
         check[n.node_id] = {"records": len(got), "lost": len(lost), "lost_sample": lost[:5],
                             "duplicates": len(values) - len(set(values))}
-    return rows, len(acked), len(producer.attempts), errors, check, isr_not_full
+    return rows, len(acked), len(producer.attempts), errors, check, isr_not_full, settle_drops
 
 
-def report_failover(title, rows, acked, attempts, errors, check, isr_not_full):
+def report_failover(title, rows, acked, attempts, errors, check, isr_not_full, settle_drops):
     ms = lambda s: "-" if s is None else f"{s * 1000:.0f} ms"  # noqa: E731
     out = [f"#### {title}", "", "| measure (from the kill -9) | n | p50 | p99 | max |", "|---|---|---|---|---|"]
 
@@ -322,12 +366,18 @@ def report_failover(title, rows, acked, attempts, errors, check, isr_not_full):
         out.append(f"LOST ACKNOWLEDGED WRITES, e.g. {next(c['lost_sample'] for c in check.values() if c['lost'])}")
     if errors:
         out.append("")
-        out.append("Refused/failed attempts while the leader was down (answer: count): "
-                   + "; ".join(f"`{k}`: {v}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1])))
+        out.append("Failed produce attempts, by the last event before each was sent (count, sent that many ms after "
+                   "the event, answer):")
+        out.append("")
+        for (phase, what), (n, lo, hi) in sorted(errors.items(), key=lambda kv: (kv[0][0], -kv[1][0])):
+            out.append(f"- after {phase}: {n} x [{lo * 1000:.0f}..{hi * 1000:.0f} ms] `{what}`")
     if isr_not_full:
         out.append("")
         out.append(f"The ISR was not full any more just before {len(isr_not_full)} of the kills although it had been "
                    f"full after the previous restart (kill, ISR seen): {isr_not_full}; those kills waited for it again.")
+    if settle_drops:
+        out.append("")
+        out.append(f"While settling (--settle), the ISR left full again after the restart that followed kills {settle_drops}.")
     out.append("")
     out.append("Per kill (ms): " + ", ".join(
         f"{r['acked_s'] * 1000:.0f}{'c' if r['leader'] == r['controller'] else ''}" for r in rows)
@@ -430,15 +480,27 @@ def run_clients(target, argsets, seconds, warmup, server_pids):
     for p in procs:
         p.join(60)
     acked = sum(r["acked"] for r in results)
+    print(f"  {acked / seconds:,.0f} records/s, client CPU {100 * sum(r['cpu'] for r in results) / (seconds + warmup):.0f}%, "
+          f"server CPU {100 * (cpu1 - cpu0) / seconds:.0f}%", file=sys.stderr, flush=True)
     return {"records_s": acked / seconds, "errors": sum(r["errors"] for r in results),
             "client_cpu_pct": 100 * sum(r["cpu"] for r in results) / (seconds + warmup),
             "server_cpu_pct": 100 * (cpu1 - cpu0) / seconds}
 
 
+def create_everywhere(cluster, topic, rf):
+    """Creates the topic through node 1 and waits until every node describes it with a leader for
+    every partition: the create answers once node 1 applied it, and a forward to a leader that has
+    not applied it yet is answered "unknown topic" (docs/benchmarks.md, Cluster II)."""
+    r = create_topic(cluster.nodes[0], topic, partitions=PARTITIONS, replication_factor=rf)
+    assert r.status_code == 201, r.text
+    for n in cluster.nodes:
+        for p in range(PARTITIONS):
+            wait_until(lambda: quiet(lambda: leader_of(n, topic, p)), 30, f"a leader of {topic}-{p} on node {n.node_id}")
+
+
 def ringlog_throughput(cluster, topic, rf, clients, batch, record_bytes, seconds, warmup, via_one):
     n1 = cluster.nodes[0]
-    r = create_topic(n1, topic, partitions=PARTITIONS, replication_factor=rf)
-    assert r.status_code == 201, r.text
+    create_everywhere(cluster, topic, rf)
     full = list(range(1, rf + 1)) if rf == len(cluster.nodes) else None
     leaders = {}
     for p in range(PARTITIONS):
@@ -456,10 +518,7 @@ def ringlog_throughput(cluster, topic, rf, clients, batch, record_bytes, seconds
 def ringlog_bench_tool(binary, cluster, topic, rf, clients, batch, record_bytes, seconds):
     """The project's own C++ load generator, all producers through node 1 (it forwards)."""
     n1 = cluster.nodes[0]
-    r = create_topic(n1, topic, partitions=PARTITIONS, replication_factor=rf)
-    assert r.status_code == 201, r.text
-    for p in range(PARTITIONS):
-        wait_until(lambda: quiet(lambda: leader_of(n1, topic, p)), 30, "a leader")
+    create_everywhere(cluster, topic, rf)
     pids = [n.proc.pid for n in cluster.nodes]
     cpu0 = sum(cpu_seconds(pid) for pid in pids)
     children0 = os.times()
@@ -571,6 +630,8 @@ def main():
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--record-bytes", type=int, default=1024)
     parser.add_argument("--set", action="append", default=[], dest="sets", help="key=value for every ringlog node")
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="failover: after a restart, the ISR must stay full this many seconds before the next kill")
     parser.add_argument("--skip-failover", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-nats", action="store_true")
@@ -596,10 +657,11 @@ def main():
         if not args.skip_failover and args.kills > 0:
             cluster = start_cluster(tmp / "failover", 3, args.sets)
             try:
-                result = failover(cluster, args.kills, log)
+                result = failover(cluster, args.kills, log, args.settle)
             finally:
                 cluster.stop()
-            report.append(report_failover(f"Partition failover, {args.kills} kills", *result))
+            report.append(report_failover(f"Partition failover, {args.kills} kills"
+                                          + (f", ISR full for {args.settle:g} s before each" if args.settle else ""), *result))
             report.append("")
             if any(c["lost"] for c in result[4].values()):
                 print("\n".join(report))
@@ -666,6 +728,9 @@ def main():
             report.append("")
             report.append(f"Ratio (a)/(b): {a['records_s'] / b['records_s']:.2f}; (a')/(b): {a1['records_s'] / b['records_s']:.2f}"
                           + (f"; (a)/(c): {a['records_s'] / c['records_s']:.2f}" if c else ""))
+    load = os.getloadavg()
+    report.append("")
+    report.append(f"At the end: load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; pressure: {pressure()}")
     print("\n".join(report))
 
 
