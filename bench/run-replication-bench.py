@@ -160,7 +160,7 @@ class Producer(threading.Thread):
         self.target = None
         self.stop = False
         self.seq = 0
-        self.attempts = []   # (sent, answered, ok, offset, value, what) in monotonic seconds
+        self.attempts = []   # (sent, answered, ok, offset, value, what, entry node id); times in monotonic s
         self.lock = threading.Lock()
         self.sessions = {}
 
@@ -192,7 +192,7 @@ class Producer(threading.Thread):
                 self.sessions.pop(node.port, None)
             answered = time.monotonic()
             with self.lock:
-                self.attempts.append((sent, answered, ok, offset, value, what))
+                self.attempts.append((sent, answered, ok, offset, value, what, node.node_id))
             if not ok:
                 time.sleep(RETRY_BACKOFF_S)
 
@@ -326,7 +326,7 @@ def failover(cluster, kills, log, settle_s=0.0):
     for a in producer.attempts:
         if not a[2]:
             since, phase = max((e for e in events if e[0] <= a[0]), default=events[0])
-            key = (phase, a[5][:120])
+            key = (phase, f"via node {a[6]}: {a[5][:120]}")
             n, lo, hi = errors.get(key, (0, None, None))
             d = a[0] - since
             errors[key] = (n + 1, d if lo is None else min(lo, d), d if hi is None else max(hi, d))
