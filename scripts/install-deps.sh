@@ -28,7 +28,9 @@ procps ca-certificates chromium"
   fi
 fi
 if [ "${RINGLOG_BENCH_DEPS:-0}" = 1 ]; then
-  PACKAGES="$PACKAGES libbenchmark-dev fio nginx-light wrk redis-server"
+  # nats-server: the JetStream row of bench/run-replication-bench.py (its own processes on free
+  # ports; the package also enables a system service on port 4222 where systemd runs).
+  PACKAGES="$PACKAGES libbenchmark-dev fio nginx-light wrk redis-server nats-server"
 fi
 
 missing=""
