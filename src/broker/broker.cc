@@ -1840,10 +1840,7 @@ void broker_impl::fetch_here(fetch_request request, std::function<void(result<fe
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
-    if (!rt->leader) {
-      return done(error{errc::not_leader_or_follower, "this broker does not lead " + rt->topic + "-" +
-                                                          std::to_string(rt->partition) + " now: retry"});
-    }
+    if (auto serving = check_serving(*rt, request.fetch_offset); !serving.ok()) return done(serving.error());
     auto w = std::make_shared<fetch_waiter>();
     w->request = std::move(request);
     w->done = std::move(done);
@@ -1868,10 +1865,9 @@ void broker_impl::list_offsets_here(list_offsets_request request,
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
-    if (!rt->leader) {
-      return done(error{errc::not_leader_or_follower, "this broker does not lead " + rt->topic + "-" +
-                                                          std::to_string(rt->partition) + " now: retry"});
-    }
+    const std::optional<model::offset> reading_at =
+        request.spec == offset_spec::earliest ? std::optional<model::offset>{rt->log->log_start_offset()} : std::nullopt;
+    if (auto serving = check_serving(*rt, reading_at); !serving.ok()) return done(serving.error());
     list_offsets_response out;
     switch (request.spec) {
       case offset_spec::earliest:

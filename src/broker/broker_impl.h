@@ -393,6 +393,9 @@ class broker_impl final : public broker, public group_host, public controller::q
   void fail_ack_waiters(partition_runtime& rt, const error& why);
   /// Refuses an acks=all append before it is made when the ISR is below min.insync.replicas.
   result<void> check_append(const partition_runtime& rt, acks_mode acks) const;
+  /// Refuses consumer reads on a partition this node does not lead, or whose new leadership has
+  /// not yet established its high watermark (KIP-207). Errors: not_leader_or_follower (retriable).
+  result<void> check_serving(const partition_runtime& rt, std::optional<model::offset> reading_at) const;
   int32_t min_insync_replicas(const std::string& topic) const;
   /// Leader: proposes the ISR change leader_state asks for (AlterPartition to the controller).
   void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);

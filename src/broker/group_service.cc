@@ -1201,7 +1201,7 @@ void group_service_impl::commit_standalone(
 void group_service_impl::join_group(std::string group_id, group::classic_join_request request,
                                     std::function<void(join_group_answer)> done) {
   if (stopping_) return done(join_group_answer{error{errc::broker_not_available, "the broker is shutting down"}, {}});
-  if (auto refused = not_coordinator(group_id)) return done(*refused);
+  if (auto refused = not_coordinator(group_id)) return done(join_group_answer{*refused, {}});
   on_coordinator(group_id, [this, group_id, request = std::move(request), done = std::move(done)](
                                size_t shard, shard_state& st) mutable {
     const group::classic_ticket ticket = st.next_ticket++;
@@ -1213,7 +1213,7 @@ void group_service_impl::join_group(std::string group_id, group::classic_join_re
 void group_service_impl::sync_group(std::string group_id, group::classic_sync_request request,
                                     std::function<void(sync_group_answer)> done) {
   if (stopping_) return done(sync_group_answer{error{errc::broker_not_available, "the broker is shutting down"}, {}});
-  if (auto refused = not_coordinator(group_id)) return done(*refused);
+  if (auto refused = not_coordinator(group_id)) return done(sync_group_answer{*refused, {}});
   on_coordinator(group_id, [this, group_id, request = std::move(request), done = std::move(done)](
                                size_t shard, shard_state& st) mutable {
     const group::classic_ticket ticket = st.next_ticket++;
