@@ -31,14 +31,16 @@ Rules (issue 13, "Test bed and checker"; design.md section 1):
   (once every replica is back in sync) a replica lacks a batch below it.
 - duplicate: one written value at two offsets (every value is sent exactly once, no retries).
 - phantom: a value that no producer wrote.
-- failed-present: a write the broker refused definitely (connection refused, 4xx, 503 not leader)
+- failed-present: a write the broker refused definitely (connection refused, 4xx other than 408)
   was stored anyway.
+- crash: a broker process exited without being told to (an assertion, a fatal error), or a
+  SIGTERM at the end did not stop it with status 0 ("events": node-crashed, node-stop-status).
 Writes whose outcome is unknown (timeouts, resets, 5xx) may or may not be present: no rule.
 """
 import collections
 
 ANOMALY_KINDS = ("lost", "read-then-gone", "inconsistent-offset", "reorder", "hw-regression", "divergence",
-                 "duplicate", "phantom", "failed-present")
+                 "duplicate", "phantom", "failed-present", "crash")
 # Examples listed per kind in the printed verdict; the counts are always complete.
 EXAMPLES_PRINTED_MAX = 10
 
@@ -251,6 +253,8 @@ def check(history, min_acked=1):
         "duplicate": duplicates,
         "phantom": phantoms,
         "failed-present": failed_present,
+        "crash": [{k: v for k, v in e.items() if k != "log_tail"} for e in history.get("events", [])
+                  if e.get("event") in ("node-crashed", "node-stop-status")],
     }
     status = collections.Counter(w["status"] for w in history["writes"])
     present = set()

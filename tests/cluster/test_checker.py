@@ -241,6 +241,14 @@ def test_a_definitely_failed_write_that_was_stored():
     assert kinds(result) == {"failed-present"}, checker.format_report(result)
 
 
+def test_a_broker_that_exited_by_itself():
+    h = clean_history()
+    h["events"] = [{"t": 3.0, "event": "nemesis-heal"},
+                   {"t": 9.0, "event": "node-crashed", "node": 2, "exit_code": 134, "log_tail": "assertion failed"}]
+    result = checker.check(h)
+    assert kinds(result) == {"crash"}, checker.format_report(result)
+
+
 def test_no_acknowledged_write_is_inconclusive_not_valid():
     h = clean_history()
     for w in h["writes"]:
