@@ -3,6 +3,9 @@
 A schedule is a list of faults, each started at `at_s` (seconds after the workload starts) and
 healed `hold_s` later; between faults the cluster gets a quiet interval. Fault kinds:
 
+  self-test: wipe (SIGKILL, delete the node's partition directories of the test topic, restart at
+            heal): a lost disk, which replication does not promise to survive; only to prove the
+            harness catches lost writes end to end, never scheduled unless asked for
   process:  kill (SIGKILL, restarted at heal), pause (SIGSTOP, SIGCONT at heal),
             restart (SIGTERM, a controlled shutdown, then start at once),
             kill-restart (SIGKILL then start at once: crash recovery under load)
@@ -17,11 +20,16 @@ depends only on the seed and the options; which node a leader/controller target 
 depends on the run and is printed when the fault starts. `compound` faults start two at once.
 """
 import random
+import shutil
 from dataclasses import dataclass, field
 
 PROCESS_KINDS = ("kill", "pause", "restart", "kill-restart")
 NETWORK_KINDS = ("isolate", "one-way-out", "one-way-in", "one-way", "bridge", "split")
 ALL_KINDS = PROCESS_KINDS + NETWORK_KINDS
+# Not a fault a broker must survive: SIGKILL, then delete the node's copies of the test topic's
+# partitions (a lost disk), restart at heal. Only to show the harness end to end catches what it
+# should (`--faults wipe --expect-anomaly`); never in the default mix.
+SELF_TEST_KINDS = ("wipe",)
 # Timing of a schedule: long enough for a failover with the defaults (election and session
 # timeouts are about 1-2 s) to happen inside a fault, short enough for many faults per minute.
 WARMUP_S = 3.0
@@ -133,7 +141,8 @@ def split_edges(minority, nodes):
 class Nemesis:
     """Plays a schedule: start each fault at its time, heal it after its hold."""
 
-    def __init__(self, cluster, history, router, schedule, seed, log):
+    def __init__(self, cluster, history, router, schedule, seed, log, topic="jepsen"):
+        self.topic = topic
         self.cluster = cluster
         self.history = history
         self.router = router
@@ -166,6 +175,14 @@ class Nemesis:
         if k == "kill":
             self.cluster.node(node).kill()
             self.killed.add(node)
+        elif k == "wipe":
+            n = self.cluster.node(node)
+            n.kill()
+            self.killed.add(node)
+            wiped = sorted(d.name for d in n.data_dir.glob(f"{self.topic}-*") if d.is_dir())
+            for name in wiped:
+                shutil.rmtree(n.data_dir / name)
+            f.resolved["wiped"] = wiped
         elif k == "pause":
             self.cluster.node(node).pause()
             self.paused.add(node)

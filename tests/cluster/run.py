@@ -73,7 +73,8 @@ def parse_args(argv):
     ap.add_argument("--producers", type=int, default=4)
     ap.add_argument("--rate", type=float, default=150.0, help="writes per second, all producers together (a cap)")
     ap.add_argument("--faults", default=",".join(nemesis.ALL_KINDS),
-                    help=f"fault kinds to schedule, comma-separated (from {','.join(nemesis.ALL_KINDS)}), or none")
+                    help=f"fault kinds to schedule, comma-separated (from {','.join(nemesis.ALL_KINDS)}; "
+                         "the harness self-test `wipe` only when named), or none")
     ap.add_argument("--network", choices=["auto", "netns", "loopback"], default="auto")
     ap.add_argument("--route", choices=["auto", "leader", "any", "mixed"], default="auto",
                     help="which broker clients send a partition's requests to; auto: mixed when a broker "
@@ -104,7 +105,7 @@ def parse_args(argv):
     if args.min_acked is None:
         args.min_acked = 20
     args.fault_kinds = [] if args.faults in ("", "none") else args.faults.split(",")
-    bad = [k for k in args.fault_kinds if k not in nemesis.ALL_KINDS]
+    bad = [k for k in args.fault_kinds if k not in nemesis.ALL_KINDS + nemesis.SELF_TEST_KINDS]
     if bad:
         ap.error(f"unknown fault kinds {bad}")
     if args.expect_anomaly and args.expect_anomaly != "any":
@@ -268,7 +269,7 @@ def run_schedule(args, seed, index, base_dir, log_main):
     partitions = list(range(args.partitions))
     network, note = harness.make_network(args.network, args.nodes)
     can_partition = network.supports_partitions
-    kinds = [k for k in args.fault_kinds if can_partition or k in nemesis.PROCESS_KINDS]
+    kinds = [k for k in args.fault_kinds if can_partition or k not in nemesis.NETWORK_KINDS]
     schedule = nemesis.make_schedule(seed, args.seconds, list(range(1, args.nodes + 1)), partitions, kinds) \
         if kinds else []
     log(f"==== schedule {index}: seed {seed}  (replay: tests/cluster/run.py --seed {seed} --seconds {args.seconds:g}"
@@ -306,7 +307,7 @@ def run_schedule(args, seed, index, base_dir, log_main):
         key_partition = {k: i % args.partitions for i, k in enumerate(keys)}
         producers = [workload.Producer(i, keys[i::args.producers], key_partition, cluster, router, history, TOPIC,
                                        stop_clients, args.rate / args.producers) for i in range(args.producers)]
-        nem = nemesis.Nemesis(cluster, history, router, schedule, seed, log)
+        nem = nemesis.Nemesis(cluster, history, router, schedule, seed, log, TOPIC)
         nem_thread = threading.Thread(target=nem.run, args=(stop_nemesis,), name="nemesis", daemon=True)
         threads = pollers + readers + producers
         for t in threads:
