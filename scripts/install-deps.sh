@@ -8,7 +8,7 @@ PACKAGES="g++ meson ninja-build pkg-config liburing-dev libboost1.81-dev libsimd
 nlohmann-json3-dev liblz4-dev zlib1g-dev libsnappy-dev libzstd-dev libspdlog-dev libfmt-dev doctest-dev \
 python3-pytest python3-requests python3-kafka python3-lz4 python3-snappy python3-zstandard python3-confluent-kafka \
 kcat python3-websockets python3-yaml python3-jsonschema \
-procps ca-certificates chromium"
+procps ca-certificates chromium iproute2 nftables"
 # The console's browser tests (web-console/tests) need node and npm; Debian's only when no node
 # is on PATH already (a newer one installed otherwise is used as it is).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
