@@ -38,6 +38,7 @@ Rules (issue 13, "Test bed and checker"; design.md section 1):
 Writes whose outcome is unknown (timeouts, resets, 5xx) may or may not be present: no rule.
 """
 import collections
+import re
 
 ANOMALY_KINDS = ("lost", "read-then-gone", "inconsistent-offset", "reorder", "hw-regression", "divergence",
                  "duplicate", "phantom", "failed-present", "crash")
@@ -272,6 +273,16 @@ def check(history, min_acked=1):
         "hw_reports": len(history["hw"]),
         "final_records": sum(len(f["records"]) for f in history.get("final", {}).values()),
     }
+    errors = collections.Counter(re.sub(r"\d+", "N", w["error"])[:110] for w in history["writes"]
+                                 if w["status"] != "ok" and w.get("error"))
+    stats["errors"] = errors.most_common(6)
+    gaps = {}
+    for p in history["partitions"]:
+        times = sorted(w["t_complete"] for w in history["writes"] if w["partition"] == p and w["status"] == "ok")
+        if len(times) > 1:
+            i = max(range(1, len(times)), key=lambda j: times[j] - times[j - 1])
+            gaps[p] = (round(times[i] - times[i - 1], 2), round(times[i - 1], 1))
+    stats["longest_ack_gap_s"] = gaps
     notes = []
     missing_final = [p for p in history["partitions"] if _final_log(history, p) is None]
     if missing_final:
@@ -298,6 +309,13 @@ def format_report(result, examples=EXAMPLES_PRINTED_MAX):
     lines.append(f"writes {s['writes']}: {s['acked']} acknowledged, {s['failed']} failed, {s['unknown']} unknown "
                  f"({s['unknown_present']} of them present); {s['reads']} reads; {s['hw_reports']} high-watermark "
                  f"reports; {s['final_records']} records in the final logs")
+    if s.get("errors"):
+        lines.append("  most common errors of writes not acknowledged:")
+        for text, count in s["errors"]:
+            lines.append(f"    {count:6d}  {text}")
+    if s.get("longest_ack_gap_s"):
+        lines.append("  longest time without an acknowledged write, per partition (s, from t): " +
+                     ", ".join(f"p{p} {g[0]} (t={g[1]})" for p, g in sorted(s["longest_ack_gap_s"].items())))
     for kind in ANOMALY_KINDS:
         found = result["anomalies"][kind]
         lines.append(f"  {kind:20s} {len(found)}")
