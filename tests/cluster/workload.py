@@ -7,8 +7,9 @@ partition, and pollers of every broker's high watermarks. Everything observed go
   writes one at a time: write n+1 of a key is sent only after write n's outcome is known, so
   acknowledged writes of a key have a known order. Values are "k{i}:{n}", unique in a run.
 - A write is "ok" when the broker answered its delivery report with an offset; "fail" only when
-  it certainly was not stored (the connection was refused, or a 4xx other than 408: the request
-  was refused as invalid or throttled); "unknown" otherwise (timeouts, resets, 5xx, and 503:
+  it certainly was not stored (the connection was refused, a 4xx other than 408: the request was
+  refused as invalid or throttled, or NOT_ENOUGH_REPLICAS whose message ends "nothing was
+  written"); "unknown" otherwise (timeouts, resets, 5xx, and 503:
   a leader that stepped down while waiting for its followers answers not-leader although the
   record may survive, as Kafka does). The HTTP client never retries.
 - Readers fetch each partition from offset 0 on with the partition-read route
@@ -35,6 +36,8 @@ LEADER_REFRESH_S = 0.5
 REFRESH_MIN_INTERVAL_S = 0.2
 BACKOFF_S = 0.1
 V2_BINARY = "application/vnd.kafka.binary.v2+json"
+# The end of a NOT_ENOUGH_REPLICAS message: the leader refused before appending.
+NOTHING_WRITTEN = "nothing was written"
 
 
 class History:
@@ -220,6 +223,9 @@ class Producer(threading.Thread):
         message = report.get("message", r.text[:200]) if isinstance(report, dict) else r.text[:200]
         w["error"] = f"{r.status_code}/{code}: {message}"
         if 400 <= status < 500 and status != 408:
+            w["status"] = "fail"
+        elif NOTHING_WRITTEN in message:
+            # NOT_ENOUGH_REPLICAS refuses before appending, and says so (http-api/openapi.yaml)
             w["status"] = "fail"
         else:
             w["status"] = "unknown"
