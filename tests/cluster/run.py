@@ -70,7 +70,6 @@ def parse_args(argv):
     ap.add_argument("--topic-config", action="append", default=[], metavar="NAME=VALUE",
                     help="another topic config at creation (repeatable)")
     ap.add_argument("--keys", type=int, default=12)
-    ap.add_argument("--producers", type=int, default=4)
     ap.add_argument("--rate", type=float, default=150.0, help="writes per second, all producers together (a cap)")
     ap.add_argument("--faults", default=",".join(nemesis.ALL_KINDS),
                     help=f"fault kinds to schedule, comma-separated (from {','.join(nemesis.ALL_KINDS)}; "
@@ -277,7 +276,7 @@ def run_schedule(args, seed, index, base_dir, log_main):
     log(f"binary {args.bin}")
     log(f"network: {network.describe()}" + (f"  [{note}]" if note else ""))
     log(f"topic {TOPIC}: {args.partitions} partitions, replication factor {args.replication_factor}, "
-        f"min.insync.replicas {args.min_insync_replicas}; {args.keys} keys, {args.producers} producers, "
+        f"min.insync.replicas {args.min_insync_replicas}; {args.keys} keys (one producer each), "
         f"<= {args.rate:g} writes/s, acks=all; workload {args.seconds:g} s")
     log(f"nemesis schedule ({len(schedule)} faults; leader:<p>/controller resolve at run time):")
     for f in schedule:
@@ -305,8 +304,9 @@ def run_schedule(args, seed, index, base_dir, log_main):
         readers = [workload.Reader(p, cluster, router, history, TOPIC, stop_readers) for p in partitions]
         keys = [f"k{i}" for i in range(args.keys)]
         key_partition = {k: i % args.partitions for i, k in enumerate(keys)}
-        producers = [workload.Producer(i, keys[i::args.producers], key_partition, cluster, router, history, TOPIC,
-                                       stop_clients, args.rate / args.producers) for i in range(args.producers)]
+        # One producer thread per key: a stalled partition stalls only its own keys.
+        producers = [workload.Producer(i, [k], key_partition, cluster, router, history, TOPIC,
+                                       stop_clients, args.rate / len(keys)) for i, k in enumerate(keys)]
         nem = nemesis.Nemesis(cluster, history, router, schedule, seed, log, TOPIC)
         nem_thread = threading.Thread(target=nem.run, args=(stop_nemesis,), name="nemesis", daemon=True)
         threads = pollers + readers + producers
