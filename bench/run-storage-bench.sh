@@ -1,7 +1,7 @@
 #!/bin/bash
 # Storage benchmarks against fio on the same disk, in one run (docs/benchmarks.md shows results).
 #
-#   bench/run-storage-bench.sh [BUILD_DIR]      (BUILD_DIR configured with -Dbenchmarks=true)
+#   bench/run-storage-bench.sh [BUILD_DIR]      (BUILD_DIR built with -Dbenchmarks=true)
 #
 # Measures, one process at a time (never two benchmarks at once):
 #   (a) partition_log appends of 1 KiB records in batches of 16 KiB, 64 KiB, 256 KiB, 1 MiB:
@@ -39,7 +39,10 @@ SIZES=(16384 65536 262144 1048576)
 MIB=1048576
 
 for tool in "$STORAGE_BENCH" "$CODEC_BENCH"; do
-  [[ -x $tool ]] || { echo "missing $tool: meson setup $BUILD_DIR -Dbenchmarks=true && ninja -C $BUILD_DIR" >&2; exit 1; }
+  # `meson setup` on a directory already configured changes no option (meson 1.0 says so and exits
+  # 0), so the hint turns the option on with `meson configure`.
+  [[ -x $tool ]] || { echo "missing $tool: meson configure $BUILD_DIR -Dbenchmarks=true && ninja -C $BUILD_DIR" \
+    "(no $BUILD_DIR yet: meson setup $BUILD_DIR -Dbenchmarks=true)" >&2; exit 1; }
 done
 command -v fio >/dev/null || { echo "fio is not installed" >&2; exit 1; }
 mkdir -p "$BENCH_DIR"

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Installs what is missing, builds, and starts a broker on the embedded default:
-# HTTP on 127.0.0.1:8082, data in ./ringlog-data. Extra arguments go to `ringlog serve`,
+# Installs what the broker needs (not the test tools), builds only its binary, and starts it in
+# the foreground on the embedded default: HTTP on 127.0.0.1:8082, Kafka clients on
+# 127.0.0.1:9092, data in ./ringlog-data. Extra arguments go to `ringlog serve`,
 # e.g. ./scripts/run.sh --set listeners=http://0.0.0.0:8082
 set -eu
 cd "$(dirname "$0")/.."
-./scripts/build.sh
+./scripts/build.sh src/app/ringlog
 exec ./build/src/app/ringlog serve "$@"

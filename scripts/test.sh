@@ -1,11 +1,13 @@
 #!/bin/sh
-# Installs what is missing, builds, and runs every test: the doctest suites and the Python
-# checks registered with meson, the pytest integration suite against the real binary, a short
-# fault run of a 3-broker cluster (tests/cluster/run.py --smoke), then the console's tests in a
-# real browser (web-console/tests, node + Debian's chromium).
+# Installs what is missing (the broker's build packages and the test tools), builds every
+# target, and runs every test: the doctest suites and the Python checks registered with meson,
+# the pytest integration suite against the real binary (tests/integration/test_readme.py runs the
+# README's commands), a short fault run of a 3-broker cluster (tests/cluster/run.py --smoke),
+# then the console's tests in a real browser (web-console/tests, node + Debian's chromium).
 # Ends with one line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
+RINGLOG_TEST_DEPS=1 ./scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 ./scripts/build.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 meson test -C build --no-rebuild --print-errorlogs

@@ -172,6 +172,11 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.broker_heartbeat_interval_ms = c.broker_heartbeat_interval_ms;
   b.broker_session_timeout_ms = c.broker_session_timeout_ms;
   b.broker_rack = c.broker_rack;
+  b.replica_lag_time_max_ms = c.replica_lag_time_max_ms;
+  b.replica_fetch_wait_max_ms = c.replica_fetch_wait_max_ms;
+  b.replica_fetch_max_bytes = c.replica_fetch_max_bytes;
+  b.replica_fetch_backoff_ms = c.replica_fetch_backoff_ms;
+  b.unclean_leader_election_enable = c.unclean_leader_election_enable;
   return b;
 }
 
@@ -384,6 +389,13 @@ int serve_main(int argc, char** argv) {
                                    cfg.advertised_http_host.empty() ? cfg.listener_host : cfg.advertised_http_host,
                                    cfg.advertised_http_port >= 0 ? cfg.advertised_http_port : cfg.listener_port};
   if (voters.size() > 1 || transport) deps.controller_quorum_voters = voters;
+  deps.log = [](bool info, const std::string& message) {
+    if (info) {
+      spdlog::info("msg=\"{}\"", base::logfmt_escaped(message));
+    } else {
+      spdlog::error("msg=\"{}\"", base::logfmt_escaped(message));
+    }
+  };
   if (transport) {
     deps.cluster_transport = transport.get();
     deps.start_cluster_transport = [t = transport.get()] { t->start(); };

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "broker_configs.h"
+#include "broker_impl.h"
 #include "group_service.h"
 #include "metadata.h"
 #include "placement.h"
@@ -35,29 +36,7 @@
 #include "topic_config.h"
 
 namespace ringlog::broker {
-namespace {
-
-constexpr size_t controller_shard = 0;
-/// Apply failures kept for proposers that have not asked yet (a forwarded entry's outcome is
-/// learnt from the local apply, which may come before the leader's answer). Oldest dropped.
-constexpr size_t entry_failures_max = 1024;
-/// How long an admin call waits for its entry to be committed and applied on this node.
-constexpr int64_t metadata_write_timeout_ms = 30000;
-/// Kafka's api keys used between brokers here (the schemas are in src/protocol/schemas).
-constexpr int16_t envelope_api_key = 58;            // KIP-590 forwarding to the active controller
-constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
-constexpr int16_t kafka_code_not_controller = 41;
-constexpr int16_t kafka_code_stale_broker_epoch = 77;
-constexpr int16_t kafka_code_request_timed_out = 7;
-/// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
-/// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
-constexpr size_t recent_reads_max = 8;
-/// A read that takes more memory than this is not kept: bounds a shard's recent reads to
-/// recent_reads_max x 1 MiB. Counted as payload (key + value + header bytes) plus
-/// recent_read_record_bytes per record, so many empty records count too.
-constexpr size_t recent_read_bytes_max = 1 << 20;
-/// A decoded record's own size and its allocations' headers, beyond its payload.
-constexpr size_t recent_read_record_bytes = sizeof(model::record) + 64;
+namespace detail {
 
 error from_storage(const storage::error& e) {
   switch (e.code) {
@@ -104,28 +83,6 @@ error shard_busy(size_t shard) {
                    " tasks queued; retry later"};
 }
 
-struct fetch_waiter {
-  fetch_request request;
-  std::function<void(result<fetch_response>)> done;
-  bool completed = false;
-  bool deadline_set = false;   // parked once: the wait ends at that deadline, however often it is woken
-};
-
-struct partition_runtime {
-  uint64_t uid = 0;   // unique for the broker's life: a re-created partition is another one
-  std::string topic;
-  int32_t partition = 0;
-  std::unique_ptr<storage::partition_log> log;
-  std::shared_ptr<partition_stats> stats;
-  std::vector<std::shared_ptr<fetch_waiter>> waiters;
-  model::leader_epoch epoch{0};
-  bool deleted = false;
-  int64_t last_checkpointed_high_watermark = -1;
-  /// More than one fetch was parked at the last wake-up: reads are kept for the others
-  /// (recent_read). A lone reader never pays for keeping a copy nobody asks for.
-  bool many_readers = false;
-};
-
 /// Ends a parked fetch with no records and the partition's current offsets (its wait is over, or
 /// the broker is stopping); nothing when it was already answered.
 void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
@@ -133,311 +90,6 @@ void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
   w.completed = true;
   w.done(fetch_response{{}, rt.log->high_watermark(), rt.log->log_start_offset(), rt.log->log_end_offset(), 0, {}});
 }
-
-/// A fetch answer kept for the next fetches of the same records: 100 subscribers of a partition
-/// ask for the same offset with the same limit after every append. Valid while the partition's
-/// high watermark, log start offset and leader epoch are unchanged: records below the high
-/// watermark change only by moving the log start (retention, delete-records) or by a leader change.
-struct recent_read {
-  uint64_t partition_uid = 0;
-  model::offset fetch_offset{0};
-  int32_t max_bytes = 0;
-  model::offset high_watermark{0};
-  model::offset log_start_offset{0};
-  model::leader_epoch epoch{0};
-  fetch_response response;
-};
-
-struct produce_operation {
-  std::vector<produce_record_result> results;
-  std::atomic<size_t> remaining{0};
-  std::function<void(result<produce_response>)> done;
-  void finish_one() {
-    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) done(produce_response{std::move(results)});
-  }
-};
-
-class broker_impl final : public broker, public group_host, public controller::quorum_state_machine {
- public:
-  broker_impl(broker_config config, broker_dependencies deps)
-      : config_(std::move(config)),
-        deps_(std::move(deps)),
-        shards_(deps_.runtime.shard_count()),
-        deadlines_(deps_.runtime.shard_count()),
-        recent_reads_(deps_.runtime.shard_count()),
-        last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()),
-        shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {}
-
-  result<void> start();
-  /// A broker dropped without shutdown() (a crash in tests): the quorum still stops first.
-  ~broker_impl() override {
-    if (quorum_) quorum_->stop();
-  }
-  /// After a failed start: stops the quorum (it must stop before it is destroyed).
-  void abandon() {
-    stopping_ = true;
-    if (quorum_) quorum_->stop();
-  }
-
-  void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) override;
-  void delete_topic(std::string topic, std::function<void(result<void>)> done) override;
-  void create_partitions(std::string topic, int32_t partitions_count,
-                         std::function<void(result<topic_description>)> done) override;
-  void alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
-                           bool validate_only, std::function<void(result<topic_description>)> done) override;
-  [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
-  [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
-  void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
-  [[nodiscard]] std::vector<broker_description> list_brokers() const override;
-  [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
-  [[nodiscard]] quorum_status describe_quorum() const override;
-
-  // quorum_state_machine: runs on the controller shard.
-  void apply(std::span<const controller::committed_entry> entries) override;
-  std::vector<uint8_t> snapshot() override;
-  void load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) override;
-  void on_leader_change(int32_t leader_id, int32_t epoch) override;
-  [[nodiscard]] const broker_config& config() const override { return config_; }
-  [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }
-  [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
-  void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
-                            bool validate_only, std::function<void(result<void>)> done) override;
-  void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
-  void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
-  void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
-  void produce_batches(produce_batches_request request,
-                       std::function<void(result<produce_batches_response>)> done) override;
-  void begin_shutdown() override;
-  void shutdown(std::function<void()> done) override;
-  group_api& groups() override { return *groups_; }
-
-  // group_host: the internal path to __consumer_offsets (produce from outside refuses it).
-  [[nodiscard]] size_t owner_shard(const std::string& topic, int32_t partition) const override {
-    return owner(topic, partition);
-  }
-  void append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
-                       std::function<void(result<void>)> done) override;
-  result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override;
-
- private:
-  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  std::shared_ptr<const metadata_view> view() const {
-    const size_t shard = deps_.runtime.current_shard();
-    if (shard < shard_views_.size()) return shard_views_[shard];
-    return latest_view_.load(std::memory_order_acquire);
-  }
-  int64_t total_partitions() const { return view()->image->partition_count(); }
-  /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
-  const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
-  result<void> check_partition_budget(int64_t adding) const {
-    const int64_t total = total_partitions();
-    if (total + adding <= config_.partitions_max) return base::ok_v;
-    return error{errc::invalid_partitions,
-                 "the broker holds " + std::to_string(total) + " partitions; " + std::to_string(adding) +
-                     " more would pass the limit broker.partitions.max=" + std::to_string(config_.partitions_max) +
-                     " (each partition keeps files open; the limit follows the open-file limit)"};
-  }
-  result<void> ensure_offsets_topic();
-  /// The topic and partition exist and the broker is not stopping.
-  result<void> check_readable(const model::topic_partition& tp) const;
-  using partitions_map = std::unordered_map<std::string, std::shared_ptr<partition_runtime>>;
-
-  std::shared_ptr<const topic_state> find_topic(const std::string& name) const {
-    auto v = view();
-    auto it = v->topics.find(name);
-    return it == v->topics.end() ? nullptr : it->second;
-  }
-  /// Controller shard: the topic as of the last applied metadata entry.
-  std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const {
-    RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-    auto it = controller_view_->topics.find(name);
-    return it == controller_view_->topics.end() ? nullptr : it->second;
-  }
-  size_t owner(const std::string& topic, int32_t partition) const {
-    return shard_of(topic, partition, shards_.size());
-  }
-  std::string partition_directory(const std::string& topic, int32_t partition) const {
-    return config_.log_dir + "/" + partition_key(topic, partition);
-  }
-  topic_description describe(const topic_state& t) const;
-  /// Start-up: waits (polling, up to metadata_catch_up_timeout_ms) until the quorum has a leader
-  /// and this node has applied every entry below the high watermark.
-  result<void> wait_for_metadata_catch_up();
-  /// Start-up: registers this broker (a RegisterBrokerRecord with a new incarnation) and waits
-  /// until the registration is applied here.
-  result<void> register_broker();
-  /// Runs `f` on the controller shard and waits for its result (start-up only).
-  result<void> on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f);
-  /// A new topic's TopicRecord, PartitionRecords (this node the only replica) and ConfigRecords.
-  result<std::vector<protocol::metadata_record>> offsets_topic_records() const;
-  result<std::vector<protocol::metadata_record>> new_topic_records(const std::string& name, int32_t partitions,
-                                                                   int32_t replication_factor,
-                                                           const std::map<std::string, std::string>& configs) const;
-  /// PartitionRecords for partitions [from, to) of a topic.
-  /// Placed by placement.h over the usable brokers. Errors: invalid_replication_factor.
-  result<void> append_partition_records(std::vector<protocol::metadata_record>& out, const controller::uuid& topic_id,
-                                        int32_t from, int32_t to, int32_t replication_factor) const;
-  /// Controller shard: writes `records` as one metadata entry through the quorum (proposed here
-  /// when this node leads it, else forwarded to the active controller in an Envelope) and answers
-  /// `done` once the entry is committed, applied here, published to every shard and its
-  /// partitions reconciled. The records are checked against this node's image first; the check
-  /// that counts is the one every node makes when it applies the entry (an entry that does not
-  /// apply changes nothing anywhere, and its proposer gets the reason). Errors: invalid_request
-  /// (the records do not fit the image), not_controller (no quorum leader: retry), request_timed_out.
-  void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done);
-  /// Controller shard: the entry `payload` (encoded records) to the quorum; `done` with its
-  /// committed offset.
-  void write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done);
-  /// Controller shard: `done` once the entry at `offset` is applied and reconciled here (or failed).
-  void await_applied(int64_t offset, std::function<void(result<void>)> done);
-  /// Controller shard: the entry at `offset` did not apply.
-  void entry_failed(int64_t offset, error why);
-  /// Controller shard: one applied entry's publication and reconciliation, in offset order.
-  struct apply_job {
-    std::shared_ptr<const metadata_view> before;
-    std::shared_ptr<const metadata_view> after;
-    std::vector<std::string> touched;
-    int64_t offset = 0;
-    bool reconcile = false;   // false before start-up opened the partitions (they are opened then)
-    bool open_all = false;    // start-up: open every partition of `after` this node holds
-  };
-  void enqueue_apply_job(apply_job job);
-  void run_apply_jobs();
-  void finish_apply_job(int64_t offset, result<void> outcome);
-  /// Handlers of requests from other nodes (on the cluster listener).
-  void register_cluster_handlers();
-  void handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body, rpc::respond_fn respond);
-  void handle_broker_heartbeat(const protocol::request_header_data& header, std::vector<std::byte> body,
-                               rpc::respond_fn respond);
-  /// The active controller's answer to a heartbeat (fencing, unfencing, controlled shutdown).
-  protocol::broker_heartbeat_response_data controller_heartbeat(const protocol::broker_heartbeat_request_data& request);
-  /// Every broker.heartbeat.interval.ms on the controller shard: this broker's heartbeat (or its
-  /// registration), and on the active controller the fencing of brokers that missed theirs.
-  void schedule_heartbeat();
-  void heartbeat_tick();
-  void send_heartbeat(bool want_shut_down, std::function<void(result<protocol::broker_heartbeat_response_data>)> done);
-  void fence_lapsed_brokers();
-  /// Controller shard: creates __consumer_offsets when this node is the active controller, it is
-  /// due and not already on its way. `done(true)` once it exists; false when it is not created
-  /// now (not the controller, not due, pending); the creation's error otherwise.
-  void ensure_offsets_topic_async(std::function<void(result<bool>)> done);
-  /// Active controller: enough brokers registered to place __consumer_offsets (or waited long enough).
-  bool offsets_topic_due() const;
-  /// Controller shard: this broker's registration in the image, if it is the one of this process.
-  const controller::broker_registration* own_registration() const;
-  /// The leader of a partition, or an error naming who leads it when it is not this node.
-  result<void> check_leader(const topic_state& topic, int32_t partition) const;
-  /// Installs `next` as every shard's view; `done` runs on the controller shard once all have it.
-  void publish_view(std::shared_ptr<const metadata_view> next, std::function<void()> done);
-  /// Brings the shards' partitions in line with the topics named in `touched` after `before`.
-  void reconcile(const metadata_view& before, const metadata_view& after, const std::vector<std::string>& touched,
-                 std::function<void(result<void>)> done);
-  void remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done);
-  /// Opens partitions [from, count) of `topic` that list this node as a replica.
-  void open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
-                       std::function<void(result<void>)> done);
-  result<void> open_partition_on_shard(size_t shard, const std::string& topic, const controller::uuid& topic_id,
-                                       int32_t partition,
-                                       const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
-                                       model::leader_epoch epoch, bool fresh);
-  void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                  std::function<void(result<produce_response>)> done);
-  void append_on_shard(size_t shard, std::string topic, int32_t partition, model::bytes batch,
-                       std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps, acks_mode acks,
-                       std::shared_ptr<produce_operation> op);
-  void publish(partition_runtime& rt);
-  void append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
-                               std::function<void(result<produce_batches_response>)> done);
-  void wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
-  /// The records `req` may have now (none is not an error): a recent read of the same records on
-  /// this shard (recent_read), or a new read, which gets a fresh read_id when it found records.
-  result<fetch_response> read_for_fetch(size_t shard, const partition_runtime& rt, const fetch_request& req);
-  /// Answers `w` with `response`, or parks it in the partition's waiters when it has no records
-  /// yet and may still wait.
-  void answer_or_park(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w,
-                      result<fetch_response> response);
-  void schedule_maintenance(size_t shard);
-  void add_fetch_deadline(size_t shard, int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
-                          const std::shared_ptr<fetch_waiter>& w);
-  void arm_fetch_deadline_timer(size_t shard);
-  void expire_fetches(size_t shard, int64_t timer_at_ms);
-  void maintain(size_t shard);
-  void maintain_partition(partition_runtime& rt, bool retention_due);
-  std::shared_ptr<partition_runtime> runtime_of(size_t shard, const std::string& topic, int32_t partition) {
-    auto it = shards_[shard].find(partition_key(topic, partition));
-    return it == shards_[shard].end() ? nullptr : it->second;
-  }
-
-  broker_config config_;
-  broker_dependencies deps_;
-  std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
-  /// Deadlines of parked fetches, per shard (touched only on that shard's thread).
-  struct fetch_deadline {
-    int64_t at_ms = 0;
-    std::weak_ptr<fetch_waiter> waiter;         // gone or completed: nothing to do
-    std::weak_ptr<partition_runtime> partition;
-    bool operator>(const fetch_deadline& o) const { return at_ms > o.at_ms; }
-  };
-  struct fetch_deadlines {
-    std::priority_queue<fetch_deadline, std::vector<fetch_deadline>, std::greater<>> heap;
-    std::multiset<int64_t> timers_at_ms;   // timers set and not yet fired (usually one)
-  };
-  std::vector<fetch_deadlines> deadlines_;
-  std::vector<std::deque<recent_read>> recent_reads_;   // per shard, newest first, <= recent_reads_max
-  std::atomic<uint64_t> next_partition_uid_{1};
-  std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
-  /// The metadata as of the last applied entry. Each shard reads its own copy without a lock
-  /// (shard_views_[i] is touched only on shard i); threads outside the shards read latest_view_.
-  /// Changed only on the controller shard (apply), which publishes to every shard before an
-  /// admin call is answered, so a client that saw its change answered finds it on every shard.
-  std::vector<std::shared_ptr<const metadata_view>> shard_views_;
-  /// The controller shard's own view, ahead of shard_views_[controller_shard] while a publish is
-  /// on its way: metadata changes are checked and applied against it, one after another.
-  std::shared_ptr<const metadata_view> controller_view_ = std::make_shared<const metadata_view>();
-  std::atomic<std::shared_ptr<const metadata_view>> latest_view_{std::make_shared<const metadata_view>()};
-  std::unique_ptr<controller::metadata_quorum> quorum_;   // after start()
-  /// New on every process start: a restart is a new registration with a new broker epoch.
-  controller::uuid incarnation_id_;
-  // ---- controller shard only
-  std::deque<apply_job> apply_jobs_;
-  bool apply_running_ = false;
-  bool partitions_open_ = false;       // start-up opened the partitions: later entries reconcile
-  int64_t reconciled_end_ = 0;         // every entry below is applied and reconciled here
-  struct commit_waiter {
-    uint64_t id = 0;
-    std::function<void(result<void>)> done;
-  };
-  std::multimap<int64_t, commit_waiter> commit_waiters_;
-  uint64_t next_waiter_id_ = 1;
-  std::map<int64_t, error> entry_failures_;
-  int32_t quorum_leader_id_ = -1;
-  bool registering_ = false;
-  bool heartbeat_in_flight_ = false;
-  bool offsets_topic_pending_ = false;
-  bool fencing_in_flight_ = false;
-  /// Active controller: wall ms of each broker's last heartbeat (since this node became leader).
-  std::map<int32_t, int64_t> last_heartbeat_ms_;
-  int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
-  std::atomic<bool> controlled_shutdown_done_{false};
-  /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
-  std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);  std::atomic<bool> stopping_{false};
-  std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
-  std::unique_ptr<group_service> groups_;  // after start()
-  // Produces to a topic that a produce is auto-creating wait here, in call order, until the
-  // creating produce went to the shards: none may overtake it, so a client that pipelines
-  // produces (WebSocket) finds its records stored in the order it sent them. Bounded by what
-  // the callers have in flight (ws_produce_in_flight_max per socket, one per HTTP request).
-  struct parked_produce {
-    produce_request request;
-    std::function<void(result<produce_response>)> done;
-  };
-  void produce_after_auto_create(const result<topic_description>& created, produce_request request,
-                                 std::function<void(result<produce_response>)> done);
-  std::mutex auto_create_mutex_;   // guards auto_creating_
-  std::map<std::string, std::deque<parked_produce>> auto_creating_;
-  std::atomic<size_t> auto_creating_count_{0};   // auto_creating_.size(): produce skips the lock at 0
-};
 
 // ---------------------------------------------------------------- start-up
 
@@ -469,6 +121,7 @@ result<void> broker_impl::start() {
                                                                                : errc::invalid_config,
                  "metadata quorum: " + started.error().message};
   }
+  if (deps_.cluster_transport != nullptr) share_fetch_handler();
   if (deps_.start_cluster_transport) deps_.start_cluster_transport();
   RINGLOG_TRY(wait_for_metadata_catch_up());
   // Open every partition this node holds as of the image it caught up to; entries applied from
@@ -493,7 +146,10 @@ result<void> broker_impl::start() {
   groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
                                config_.group_expiry_interval_ms);
   RINGLOG_TRY(groups_->start());
-  for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    schedule_maintenance(s);
+    schedule_replication_tick(s);
+  }
   return base::ok_v;
 }
 
@@ -829,8 +485,10 @@ void broker_impl::register_cluster_handlers() {
   // Each request's body is copied (it is valid during the transport's call only) and handled on
   // the controller shard, where the image and the controller's state live.
   using handler = void (broker_impl::*)(const protocol::request_header_data&, std::vector<std::byte>, rpc::respond_fn);
-  for (auto [api_key, handle] : {std::pair<int16_t, handler>{envelope_api_key, &broker_impl::handle_envelope},
-                                 std::pair<int16_t, handler>{broker_heartbeat_api_key, &broker_impl::handle_broker_heartbeat}}) {
+  for (auto [api_key, handle] :
+       {std::pair<int16_t, handler>{envelope_api_key, &broker_impl::handle_envelope},
+        std::pair<int16_t, handler>{broker_heartbeat_api_key, &broker_impl::handle_broker_heartbeat},
+        std::pair<int16_t, handler>{protocol::alter_partition_request_data::api_key, &broker_impl::handle_alter_partition}}) {
     deps_.cluster_transport->set_handler(api_key, [this, handle](const protocol::request_header_data& header,
                                                                  std::span<const std::byte> body, rpc::respond_fn respond) {
       deps_.runtime.post(controller_shard, [this, handle, header, b = std::vector<std::byte>(body.begin(), body.end()),
@@ -839,14 +497,29 @@ void broker_impl::register_cluster_handlers() {
       });
     });
   }
+  // Produce and ListOffsets forwarded by brokers that do not lead the partition (forwarding.cc).
+  deps_.cluster_transport->set_handler(protocol::produce_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_forwarded_produce(header, body, std::move(respond));
+                                       });
+  deps_.cluster_transport->set_handler(protocol::list_offsets_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_forwarded_list_offsets(header, body, std::move(respond));
+                                       });
 }
 
-template <typename Response>
-void respond_with(const protocol::request_header_data& header, const Response& response, rpc::respond_fn& respond) {
-  protocol::writer w;
-  if (protocol::encode_response_frame(w, header.request_api_version, header.correlation_id, response).ok()) {
-    respond(std::move(w).take());
-  }
+void broker_impl::share_fetch_handler() {
+  // Fetch serves two logs: the metadata log (raft's handler, registered when the quorum starts)
+  // and the partitions this node leads (followers' and forwarded fetches, replication.cc).
+  quorum_fetch_handler_ = deps_.cluster_transport->handler(protocol::fetch_request_data::api_key);
+  RINGLOG_ASSERT(quorum_fetch_handler_ != nullptr, "the quorum registers its Fetch handler when it starts");
+  deps_.cluster_transport->set_handler(protocol::fetch_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_replica_fetch(header, body, std::move(respond));
+                                       });
 }
 
 void broker_impl::handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body,
@@ -901,7 +574,7 @@ std::vector<protocol::metadata_record> controlled_shutdown_records(const control
   change.broker_epoch = b.broker_epoch;
   change.in_controlled_shutdown = 1;
   std::vector<protocol::metadata_record> records{change};
-  for (auto& r : move_leaderships_away(image, b.node_id)) records.push_back(std::move(r));
+  for (auto& r : remove_broker_from_partitions(image, b.node_id, false)) records.push_back(std::move(r));
   return records;
 }
 
@@ -999,7 +672,9 @@ void broker_impl::fence_lapsed_brokers() {
   const int64_t now = deps_.clock.now_ms();
   const auto& image = *controller_view_->image;
   for (const auto& [id, b] : image.brokers()) {
-    if (b.fenced) continue;
+    // The active controller's own broker is alive by definition (it runs this code): a late
+    // heartbeat of its own, e.g. after the process stalled, must not take its partitions offline.
+    if (b.fenced || id == config_.node_id) continue;
     auto seen = last_heartbeat_ms_.try_emplace(id, now).first->second;
     if (now - seen <= config_.broker_session_timeout_ms) continue;
     // Missed its heartbeats for broker.session.timeout.ms: fence it and move its leaderships.
@@ -1007,7 +682,7 @@ void broker_impl::fence_lapsed_brokers() {
     fence.id = id;
     fence.epoch = b.broker_epoch;
     std::vector<protocol::metadata_record> records{fence};
-    for (auto& r : move_leaderships_away(image, id)) records.push_back(std::move(r));
+    for (auto& r : remove_broker_from_partitions(image, id, config_.unclean_leader_election_enable)) records.push_back(std::move(r));
     fencing_in_flight_ = true;
     commit_records(std::move(records), [this](result<void>) { fencing_in_flight_ = false; });
     return;   // one at a time: the next tick sees the new image
@@ -1106,9 +781,9 @@ result<void> broker_impl::append_partition_records(std::vector<protocol::metadat
     r.partition_id = p;
     r.replicas = placed.value()[static_cast<size_t>(p - from)];
     r.leader = r.replicas.front();
-    // Only the leader is in sync until partition replication (Cluster II) brings followers in:
-    // an ISR must never name a replica that does not hold the records.
-    r.isr = {r.leader};
+    // Every replica of a new partition holds all of its (no) records: all are in sync, as Kafka
+    // creates them; a replica that does not keep up leaves the ISR (replication.cc).
+    r.isr = r.replicas;
     r.leader_epoch = 0;
     r.partition_epoch = 0;
     out.push_back(r);
@@ -1159,13 +834,15 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
       changed = true;
       p->steps.push_back([this, new_state, from](auto next) { open_partitions(new_state, from, true, std::move(next)); });
     }
-    // Leadership changes: the partition's appends carry the new leader epoch (KIP-101).
+    // Leader, ISR and epoch changes: each replica here starts or ends a leadership, follows its
+    // new leader, or takes the new ISR (replication.cc).
     for (int32_t part = 0; old_state && part < std::min(from, new_state->partitions_count()); ++part) {
       const auto& was = old_state->image->partitions[static_cast<size_t>(part)];
       const auto& now = new_state->image->partitions[static_cast<size_t>(part)];
-      if (was.leader_epoch == now.leader_epoch) continue;
-      deps_.runtime.post(owner(name, part), [this, name, part, epoch = model::leader_epoch{now.leader_epoch}] {
-        if (auto rt = runtime_of(owner(name, part), name, part)) rt->epoch = epoch;
+      if (was == now) continue;
+      deps_.runtime.post(owner(name, part), [this, name, part, now] {
+        const size_t shard = owner(name, part);
+        if (auto rt = runtime_of(shard, name, part)) apply_partition_state(shard, rt, now);
       });
     }
     if (old_state && old_state->image->configs != new_state->image->configs) {
@@ -1277,28 +954,16 @@ void broker_impl::append_internal(size_t shard, int32_t partition, std::vector<m
                                   std::function<void(result<void>)> done) {
   auto rt = runtime_of(shard, consumer_offsets_topic, partition);
   if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(consumer_offsets_topic)});
+  // Group state is written as Kafka's coordinator writes it: acks=all, so a commit that was
+  // answered survives the loss of the coordinator (design.md section 7).
+  if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return done(ok.error());
   const model::timestamp_ms now = deps_.clock.now_ms();
   for (auto& r : records) r.timestamp = now;
   auto batch = codec::encode_batch({}, records);
   if (!batch.ok()) return done(error{errc::unknown_server_error, batch.error().message});
   auto appended = rt->log->append(std::move(batch.value()), rt->epoch);
   if (!appended.ok()) return done(from_storage(appended.error()));
-  publish(*rt);
-  if (config_.log_flush_policy != "fsync") {
-    rt->log->set_high_watermark(rt->log->log_end_offset());
-    publish(*rt);
-    wake_waiters(shard, rt);
-    return done(base::ok_v);
-  }
-  rt->log->flush_async(deps_.runtime.disk(shard), [this, shard, rt, done = std::move(done)](storage::result<void> r) {
-    if (!r.ok()) return done(from_storage(r.error()));
-    if (!rt->deleted) {
-      rt->log->set_high_watermark(rt->log->recovery_point());
-      publish(*rt);
-      wake_waiters(shard, rt);
-    }
-    done(base::ok_v);
-  });
+  complete_append(shard, rt, acks_mode::all, appended->last_offset + 1, internal_append_timeout_ms, std::move(done));
 }
 
 result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int32_t partition) {
@@ -1333,8 +998,8 @@ result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int3
 result<void> broker_impl::open_partition_on_shard(size_t shard, const std::string& topic,
                                                   const controller::uuid& topic_id, int32_t partition,
                                                   const storage::log_config& log_config,
-                                                  std::shared_ptr<partition_stats> stats, model::leader_epoch epoch,
-                                                  bool fresh) {
+                                                  std::shared_ptr<partition_stats> stats,
+                                                  const controller::partition_image& state, bool fresh) {
   const std::string dir = partition_directory(topic, partition);
   // Kafka's partition.metadata names the topic id a directory belongs to: a directory of a topic
   // deleted (or re-created) before a crash let its removal finish must never be served as the
@@ -1361,15 +1026,14 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
   auto rt = std::make_shared<partition_runtime>();
   rt->uid = next_partition_uid_.fetch_add(1, std::memory_order_relaxed);
   rt->topic = topic;
+  rt->topic_id = topic_id;
   rt->partition = partition;
   rt->log = std::move(log.value());
   rt->stats = std::move(stats);
-  rt->epoch = epoch;
-  // One node: every record this node has is in sync; under the fsync policy only durable ones.
-  rt->log->set_high_watermark(config_.log_flush_policy == "fsync" ? rt->log->recovery_point()
-                                                                  : rt->log->log_end_offset());
+  rt->epoch = model::leader_epoch{-1};   // apply_partition_state starts its leadership or its following
   publish(*rt);
-  shards_[shard][partition_key(topic, partition)] = std::move(rt);
+  shards_[shard][partition_key(topic, partition)] = rt;
+  apply_partition_state(shard, rt, state);
   return base::ok_v;
 }
 
@@ -1398,9 +1062,8 @@ void broker_impl::open_partitions(const std::shared_ptr<const topic_state>& topi
     deps_.runtime.post(shard, [this, g, shard, name = topic->name(), topic_id = topic->image->topic_id, p,
                                cfg = log_config.value(),
                                stats = topic->partitions[static_cast<size_t>(p)],
-                               epoch = model::leader_epoch{topic->image->partitions[static_cast<size_t>(p)].leader_epoch},
-                               fresh] {
-      auto r = open_partition_on_shard(shard, name, topic_id, p, cfg, stats, epoch, fresh);
+                               state = topic->image->partitions[static_cast<size_t>(p)], fresh] {
+      auto r = open_partition_on_shard(shard, name, topic_id, p, cfg, stats, state, fresh);
       if (!r.ok()) {
         std::lock_guard lock(g->mutex);
         if (!g->failure) g->failure = r.error();
@@ -1516,9 +1179,13 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
     }
     commit_records(std::move(records), [this, name = request.name, done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) {
-        // Never leave a half-created topic behind: remove what was made, then report why.
-        if (!controller_find_topic(name)) return done(r.error());
-        return delete_topic(name, [failure = r.error(), done = std::move(done)](result<void>) { done(failure); });
+        // An entry applies whole or not at all, so nothing of this create is left behind. When
+        // it failed because the name exists now, another node created it first (a race of two
+        // creates, or of an auto-create with a create): that topic is someone else's and stays.
+        if (controller_find_topic(name)) {
+          return done(error{errc::topic_already_exists, "topic '" + name + "' already exists"});
+        }
+        return done(r.error());
       }
       auto t = controller_find_topic(name);
       if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(name) + " (deleted meanwhile)"});
@@ -1783,14 +1450,6 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   const broker_config& live_config = live(*current_view);
   auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
-  if (request.acks == acks_mode::all) {
-    auto found = configs.find("min.insync.replicas");
-    auto min_isr = found != configs.end() ? std::stoll(found->second) : int64_t{live_config.min_insync_replicas};
-    if (min_isr > 1) {
-      return done(error{errc::not_enough_replicas, "min.insync.replicas is " + std::to_string(min_isr) +
-                                                       " but only 1 replica is in sync"});
-    }
-  }
   const int64_t now = deps_.clock.now_ms();
   auto timestamp_type = configs.find("message.timestamp.type");
   const bool log_append_time = timestamp_type != configs.end() && timestamp_type->second == "LogAppendTime";
@@ -1818,7 +1477,7 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
                                static_cast<uint32_t>(partition_count));
     }
     op->results[i].partition = model::partition_id{p};
-    if (auto led = check_leader(*topic, p); !led.ok()) {
+    if (auto led = leader_route(*topic, p); !led.ok()) {
       op->results[i].failure = led.error();
       continue;
     }
@@ -1887,23 +1546,46 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   }
   op->remaining = batches.size();
   for (auto& b : batches) {
+    const int32_t leader = topic->image->partitions[static_cast<size_t>(b.partition)].leader;
+    if (leader != config_.node_id) {
+      // Led by another broker: the batch goes there (forwarding.cc) and its offsets come back.
+      model::topic_partition tp{request.topic, model::partition_id{b.partition}};
+      forward_produce(leader, tp, std::move(b.bytes), request.acks, request.timeout_ms,
+                      [op, indices = std::move(b.indices), timestamps = std::move(b.timestamps),
+                       acks = request.acks](result<produce_batches_response> r) {
+                        for (size_t k = 0; k < indices.size(); ++k) {
+                          auto& res = op->results[indices[k]];
+                          if (!r.ok()) {
+                            res.failure = r.error();
+                            continue;
+                          }
+                          res.record_offset = acks == acks_mode::none ? model::offset{-1}
+                                                                      : r->base_offset + static_cast<int64_t>(k);
+                          res.timestamp = r->log_append_time >= 0 ? r->log_append_time : timestamps[k];
+                        }
+                        op->finish_one();
+                      });
+      continue;
+    }
     const size_t shard = owner(request.topic, b.partition);
-    deps_.runtime.post(shard, [this, shard, topic = request.topic, b = std::move(b), acks = request.acks, op]() mutable {
+    deps_.runtime.post(shard, [this, shard, topic = request.topic, b = std::move(b), acks = request.acks,
+                               timeout_ms = request.timeout_ms, op]() mutable {
       append_on_shard(shard, std::move(topic), b.partition, std::move(b.bytes), std::move(b.indices),
-                      std::move(b.timestamps), acks, op);
+                      std::move(b.timestamps), acks, timeout_ms, op);
     });
   }
 }
 
 void broker_impl::append_on_shard(size_t shard, std::string topic, int32_t partition, model::bytes batch,
                                   std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps,
-                                  acks_mode acks, std::shared_ptr<produce_operation> op) {
+                                  acks_mode acks, int64_t timeout_ms, std::shared_ptr<produce_operation> op) {
   auto fail_all = [&](const error& e) {
     for (size_t idx : indices) op->results[idx].failure = e;
     op->finish_one();
   };
   auto rt = runtime_of(shard, topic, partition);
   if (!rt) return fail_all(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+  if (auto ok = check_append(*rt, acks); !ok.ok()) return fail_all(ok.error());
   auto appended = rt->log->append(std::move(batch), rt->epoch);
   if (!appended.ok()) return fail_all(from_storage(appended.error()));
   for (size_t k = 0; k < indices.size(); ++k) {
@@ -1911,24 +1593,10 @@ void broker_impl::append_on_shard(size_t shard, std::string topic, int32_t parti
     res.record_offset = acks == acks_mode::none ? model::offset{-1} : appended->base_offset + static_cast<int64_t>(k);
     res.timestamp = timestamps[k];
   }
-  publish(*rt);
-  if (config_.log_flush_policy != "fsync") {
-    rt->log->set_high_watermark(rt->log->log_end_offset());
-    publish(*rt);
-    wake_waiters(shard, rt);
-    return op->finish_one();
-  }
-  if (acks == acks_mode::none) op->finish_one();
-  rt->log->flush_async(deps_.runtime.disk(shard), [this, shard, rt, acks, op, indices](storage::result<void> r) {
-    if (r.ok() && !rt->deleted) {
-      rt->log->set_high_watermark(rt->log->recovery_point());
-      publish(*rt);
-      wake_waiters(shard, rt);
-    }
-    if (acks == acks_mode::none) return;
+  complete_append(shard, rt, acks, appended->last_offset + 1, timeout_ms, [op, indices](result<void> r) {
     if (!r.ok()) {
       for (size_t idx : indices) {
-        op->results[idx].failure = from_storage(r.error());
+        op->results[idx].failure = r.error();
         op->results[idx].record_offset = model::offset{-1};
       }
     }
@@ -1951,6 +1619,35 @@ void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_run
 void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                             const std::shared_ptr<fetch_waiter>& w) {
   answer_or_park(shard, rt, w, read_for_fetch(shard, *rt, w->request));
+}
+
+result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
+                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out) {
+  // max_bytes bounds the records handed out (key + value + header bytes), not only whole
+  // batches: a large batch is cut after the record that passes the limit, and the first record
+  // is always returned so a consumer is never stuck behind a record larger than max_bytes.
+  size_t returned_bytes = 0;
+  size_t pos = 0;
+  while (pos < batches.size()) {
+    auto header = codec::decode_header(batches.subspan(pos));
+    if (!header.ok() || header->size_bytes() > batches.size() - pos) {
+      return error{errc::corrupt_message, "fetched batch at byte " + std::to_string(pos) + " is unreadable"};
+    }
+    if (!header->is_control()) {
+      auto records = codec::decode_records(batches.subspan(pos, header->size_bytes()));
+      if (!records.ok()) return error{errc::corrupt_message, records.error().message};
+      for (auto& r : records.value()) {
+        if (r.record_offset < fetch_offset || r.record_offset >= high_watermark) continue;
+        size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+        for (const auto& h : r.headers) bytes += h.key.size() + (h.value ? h.value->size() : 0);
+        if (!out.empty() && returned_bytes + bytes > static_cast<size_t>(max_bytes)) return returned_bytes;
+        returned_bytes += bytes;
+        out.push_back(std::move(r));
+      }
+    }
+    pos += header->size_bytes();
+  }
+  return returned_bytes;
 }
 
 result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition_runtime& rt, const fetch_request& req) {
@@ -1980,32 +1677,9 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
     if (!response.batches.empty()) response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
     return response;
   }
-  // max_bytes bounds the records handed out (key + value + header bytes), not only whole
-  // batches: a large batch is cut after the record that passes the limit, and the first record
-  // is always returned so a consumer is never stuck behind a record larger than max_bytes.
-  size_t returned_bytes = 0;
-  bool full = false;
-  size_t pos = 0;
-  while (pos < read->batches.size() && !full) {
-    auto header = codec::decode_header(std::span(read->batches).subspan(pos));
-    RINGLOG_ASSERT(header.ok(), "batches read from the log were validated on append");
-    if (!header->is_control()) {
-      auto records = codec::decode_records(std::span(read->batches).subspan(pos, header->size_bytes()));
-      if (!records.ok()) return error{errc::corrupt_message, records.error().message};
-      for (auto& r : records.value()) {
-        if (r.record_offset < req.fetch_offset || r.record_offset >= hw) continue;
-        size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
-        for (const auto& h : r.headers) bytes += h.key.size() + (h.value ? h.value->size() : 0);
-        if (!response.records.empty() && returned_bytes + bytes > static_cast<size_t>(req.max_bytes)) {
-          full = true;
-          break;
-        }
-        returned_bytes += bytes;
-        response.records.push_back(std::move(r));
-      }
-    }
-    pos += header->size_bytes();
-  }
+  auto decoded = decode_fetched_records(read->batches, req.fetch_offset, hw, req.max_bytes, response.records);
+  if (!decoded.ok()) return decoded.error();
+  const size_t returned_bytes = decoded.value();
   if (response.records.empty()) return response;
   response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
   if (rt.many_readers && returned_bytes + response.records.size() * recent_read_record_bytes <= recent_read_bytes_max) {
@@ -2092,20 +1766,32 @@ result<void> broker_impl::check_readable(const model::topic_partition& tp) const
                                                        " does not exist: topic '" + tp.topic + "' has " +
                                                        std::to_string(t->partitions_count()) + " partitions"};
   }
-  return check_leader(*t, tp.partition.value());
+  return base::ok_v;
 }
 
 void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
   if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
-  const auto& tp = request.partition;
   if (request.max_bytes <= 0) {
     return done(error{errc::invalid_request, "max_bytes must be positive, got " + std::to_string(request.max_bytes)});
   }
+  auto topic = find_topic(request.partition.topic);
+  auto leader = leader_route(*topic, request.partition.partition.value());
+  if (!leader.ok()) return done(leader.error());
+  if (leader.value() != config_.node_id) return forward_fetch(leader.value(), topic, std::move(request), std::move(done));
+  fetch_here(std::move(request), std::move(done));
+}
+
+void broker_impl::fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) {
+  const auto& tp = request.partition;
   const size_t shard = owner(tp.topic, tp.partition.value());
   if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
+    if (!rt->leader) {
+      return done(error{errc::not_leader_or_follower, "this broker does not lead " + rt->topic + "-" +
+                                                          std::to_string(rt->partition) + " now: retry"});
+    }
     auto w = std::make_shared<fetch_waiter>();
     w->request = std::move(request);
     w->done = std::move(done);
@@ -2115,12 +1801,25 @@ void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_r
 
 void broker_impl::list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) {
   if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
+  auto topic = find_topic(request.partition.topic);
+  auto leader = leader_route(*topic, request.partition.partition.value());
+  if (!leader.ok()) return done(leader.error());
+  if (leader.value() != config_.node_id) return forward_list_offsets(leader.value(), std::move(request), std::move(done));
+  list_offsets_here(std::move(request), std::move(done));
+}
+
+void broker_impl::list_offsets_here(list_offsets_request request,
+                                    std::function<void(result<list_offsets_response>)> done) {
   const auto& tp = request.partition;
   const size_t shard = owner(tp.topic, tp.partition.value());
   if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
+    if (!rt->leader) {
+      return done(error{errc::not_leader_or_follower, "this broker does not lead " + rt->topic + "-" +
+                                                          std::to_string(rt->partition) + " now: retry"});
+    }
     list_offsets_response out;
     switch (request.spec) {
       case offset_spec::earliest:
@@ -2159,18 +1858,11 @@ void broker_impl::produce_batches(produce_batches_request request,
                       "partition " + std::to_string(tp.partition.value()) + " does not exist: topic '" + tp.topic +
                           "' has " + std::to_string(topic->partitions_count()) + " partitions"});
   }
+  if (auto led = check_leader(*topic, tp.partition.value()); !led.ok()) return done(led.error());
   if (request.batches.empty()) return done(error{errc::corrupt_message, "the partition's record set holds no batch"});
   const std::map<std::string, std::string>& configs = topic->image->configs;
   auto log_config = make_log_config(config_, configs);
   if (!log_config.ok()) return done(log_config.error());
-  if (request.acks == acks_mode::all) {
-    auto found = configs.find("min.insync.replicas");
-    auto min_isr = found != configs.end() ? std::stoll(found->second) : int64_t{config_.min_insync_replicas};
-    if (min_isr > 1) {
-      return done(error{errc::not_enough_replicas, "min.insync.replicas is " + std::to_string(min_isr) +
-                                                       " but only 1 replica is in sync"});
-    }
-  }
   // Every batch is checked before any is appended (Kafka's LogValidator): a request is stored
   // whole or not at all, short of a disk failure.
   for (size_t i = 0; i < request.batches.size(); ++i) {
@@ -2233,6 +1925,7 @@ void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request 
   const auto& tp = request.partition;
   auto rt = runtime_of(shard, tp.topic, tp.partition.value());
   if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
+  if (auto ok = check_append(*rt, request.acks); !ok.ok()) return done(ok.error());
   produce_batches_response out;
   const int64_t now = deps_.clock.now_ms();
   if (log_append_time) out.log_append_time = now;
@@ -2250,25 +1943,11 @@ void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request 
   out.log_start_offset = rt->log->log_start_offset();
   const acks_mode acks = request.acks;
   if (acks == acks_mode::none) out.base_offset = model::offset{-1};
-  publish(*rt);
-  if (config_.log_flush_policy != "fsync") {
-    rt->log->set_high_watermark(rt->log->log_end_offset());
-    publish(*rt);
-    wake_waiters(shard, rt);
-    return done(std::move(out));
-  }
-  auto answer = std::make_shared<std::function<void(result<produce_batches_response>)>>(std::move(done));
-  if (acks == acks_mode::none) (*answer)(out);
-  rt->log->flush_async(deps_.runtime.disk(shard), [this, shard, rt, acks, out, answer](storage::result<void> r) {
-    if (r.ok() && !rt->deleted) {
-      rt->log->set_high_watermark(rt->log->recovery_point());
-      publish(*rt);
-      wake_waiters(shard, rt);
-    }
-    if (acks == acks_mode::none) return;
-    if (!r.ok()) return (*answer)(from_storage(r.error()));
-    (*answer)(out);
-  });
+  complete_append(shard, rt, acks, rt->log->log_end_offset(), request.timeout_ms,
+                  [out, done = std::move(done)](result<void> r) {
+                    if (!r.ok()) return done(r.error());
+                    done(out);
+                  });
 }
 
 // ---------------------------------------------------------------- maintenance and shutdown
@@ -2369,6 +2048,11 @@ void broker_impl::shutdown(std::function<void()> done) {
         wake_waiters(shard, rt);
         for (auto& w : rt->waiters) answer_empty(*rt, *w);
         rt->waiters.clear();
+        fail_ack_waiters(*rt, error{errc::broker_not_available,
+                                    "the broker is shutting down before the write was replicated; it may or may "
+                                    "not be stored: retry"});
+        rt->leader.reset();
+        wake_replica_waiters(shard, rt);
         (void)rt->log->close();
       }
       if (remaining->fetch_sub(1) == 1) {
@@ -2381,14 +2065,14 @@ void broker_impl::shutdown(std::function<void()> done) {
   }
 }
 
-}  // namespace
+}  // namespace detail
 
 result<std::unique_ptr<broker>> open_broker(broker_config config, broker_dependencies deps) {
   if (deps.runtime.shard_count() == 0) return error{errc::invalid_config, "the runtime has no shards"};
   if (config.log_flush_policy != "fsync" && config.log_flush_policy != "replication") {
     return error{errc::invalid_config, "log.flush.policy='" + config.log_flush_policy + "' is not one of fsync, replication"};
   }
-  auto b = std::make_unique<broker_impl>(std::move(config), std::move(deps));
+  auto b = std::make_unique<detail::broker_impl>(std::move(config), std::move(deps));
   if (auto started = b->start(); !started.ok()) {
     b->abandon();
     return started.error();

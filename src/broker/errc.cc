@@ -17,6 +17,9 @@ std::string_view to_string(errc e) {
     case errc::record_list_too_large: return "record_list_too_large";
     case errc::invalid_timestamp: return "invalid_timestamp";
     case errc::not_enough_replicas: return "not_enough_replicas";
+    case errc::not_enough_replicas_after_append: return "not_enough_replicas_after_append";
+    case errc::fenced_leader_epoch: return "fenced_leader_epoch";
+    case errc::unknown_leader_epoch: return "unknown_leader_epoch";
     case errc::request_timed_out: return "request_timed_out";
     case errc::kafka_storage_error: return "kafka_storage_error";
     case errc::topic_authorization_failed: return "topic_authorization_failed";
@@ -56,6 +59,9 @@ int kafka_error_code(errc e) {
     case errc::message_too_large: return 10;
     case errc::record_list_too_large: return 18;
     case errc::not_enough_replicas: return 19;
+    case errc::not_enough_replicas_after_append: return 20;
+    case errc::fenced_leader_epoch: return 74;
+    case errc::unknown_leader_epoch: return 75;
     case errc::invalid_topic_exception: return 17;
     case errc::invalid_timestamp: return 32;
     case errc::topic_authorization_failed: return 29;
@@ -85,6 +91,16 @@ int kafka_error_code(errc e) {
     case errc::stale_broker_epoch: return 77;
   }
   return -1;
+}
+
+errc errc_of_kafka_code(int code) {
+  // The inverse of kafka_error_code over every code it maps to one broker code.
+  if (code < 0) return errc::unknown_server_error;
+  for (int e = 0; e <= static_cast<int>(errc::stale_broker_epoch); ++e) {
+    const auto candidate = static_cast<errc>(e);
+    if (candidate != errc::unknown_server_error && kafka_error_code(candidate) == code) return candidate;
+  }
+  return errc::unknown_server_error;
 }
 
 result<void> validate_topic_name(std::string_view name) {

@@ -95,23 +95,47 @@ protocol::partition_change_record leader_change(const controller::topic_image& t
 
 }  // namespace
 
-std::vector<protocol::metadata_record> move_leaderships_away(const controller::metadata_image& image,
-                                                             int32_t broker_id) {
+std::vector<protocol::metadata_record> remove_broker_from_partitions(const controller::metadata_image& image,
+                                                                     int32_t broker_id, bool unclean_election) {
   const std::vector<int32_t> usable = usable_brokers(image);
   auto is_usable = [&](int32_t id) { return id != broker_id && std::find(usable.begin(), usable.end(), id) != usable.end(); };
   std::vector<protocol::metadata_record> out;
   for (const auto& [name, topic] : image.topics()) {
     for (size_t p = 0; p < topic->partitions.size(); ++p) {
       const auto& part = topic->partitions[p];
-      if (part.leader != broker_id) continue;
-      int32_t next = -1;
-      for (int32_t candidate : part.in_sync_replicas) {
-        if (is_usable(candidate)) {
-          next = candidate;
-          break;
-        }
+      const auto& isr = part.in_sync_replicas;
+      const bool in_isr = std::find(isr.begin(), isr.end(), broker_id) != isr.end();
+      if (part.leader != broker_id && !in_isr) continue;
+      std::vector<int32_t> next_isr;
+      for (int32_t id : isr) {
+        if (id != broker_id) next_isr.push_back(id);
       }
-      out.push_back(leader_change(*topic, static_cast<int32_t>(p), next));
+      // Kafka keeps the last member in the ISR when it goes: it holds every acknowledged record,
+      // so it is the one that may lead again when it comes back (the partition is offline until then).
+      if (next_isr.empty()) next_isr.push_back(broker_id);
+      protocol::partition_change_record c;
+      c.topic_id = topic->topic_id;
+      c.partition_id = static_cast<int32_t>(p);
+      if (next_isr != isr) c.isr = next_isr;
+      if (part.leader == broker_id) {
+        // The next live in-sync replica in replica order; with unclean election, else any live replica.
+        int32_t leader = -1;
+        for (int32_t candidate : part.replicas) {
+          if (is_usable(candidate) && std::find(next_isr.begin(), next_isr.end(), candidate) != next_isr.end()) {
+            leader = candidate;
+            break;
+          }
+        }
+        for (size_t i = 0; leader < 0 && unclean_election && i < part.replicas.size(); ++i) {
+          if (is_usable(part.replicas[i])) {
+            leader = part.replicas[i];
+            c.isr = std::vector<int32_t>{leader};   // an unclean leader starts a new ISR of itself
+          }
+        }
+        c.leader = leader;
+      }
+      if (!c.isr && c.leader == -2) continue;
+      out.push_back(c);
     }
   }
   return out;

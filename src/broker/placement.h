@@ -29,12 +29,15 @@ int16_t automatic_replication_factor(const controller::metadata_image& image);
 result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metadata_image& image, int32_t count,
                                                          int32_t replication_factor);
 
-/// PartitionChangeRecords that move every leadership of `broker_id` to another in-sync replica
-/// that is usable (excluding `broker_id`), or to no leader (-1) when none is: unclean leader
-/// election is off, so a leader outside the ISR is never chosen. Each change bumps the leader
-/// epoch (KIP-101); the partition epoch is bumped by the image when the record applies.
-std::vector<protocol::metadata_record> move_leaderships_away(const controller::metadata_image& image,
-                                                             int32_t broker_id);
+/// PartitionChangeRecords for a broker that is fenced or shuts down (Kafka's
+/// ReplicationControlManager.generateLeaderAndIsrUpdates): it leaves the ISR of every partition
+/// (except as its last member: that one keeps every acknowledged record and may lead again), and
+/// each of its leaderships moves to the first usable in-sync replica in replica order, or to no
+/// leader (-1) when none is. With `unclean_election` (unclean.leader.election.enable) a usable
+/// replica outside the ISR may lead then, in an ISR of itself, and acknowledged records may be
+/// lost. A leader change bumps the leader epoch (KIP-101); every change bumps the partition epoch.
+std::vector<protocol::metadata_record> remove_broker_from_partitions(const controller::metadata_image& image,
+                                                                     int32_t broker_id, bool unclean_election);
 
 /// PartitionChangeRecords that make `broker_id` the leader of every partition that has no
 /// leader and lists it in its ISR (a broker coming back after it was fenced).

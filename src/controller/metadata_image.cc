@@ -118,6 +118,13 @@ result<void> metadata_delta::apply_partition_change(const protocol::partition_ch
                "', which has " + std::to_string(topic->partitions.size()) + " partitions");
   }
   partition_image& p = topic->partitions[static_cast<size_t>(r.partition_id)];
+  // An ISR change computed against another partition epoch is stale (Kafka's AlterPartition
+  // refuses it with INVALID_UPDATE_VERSION); checked here, where every node applies the entry.
+  if (r.ringlog_expected_partition_epoch >= 0 && r.ringlog_expected_partition_epoch != p.partition_epoch) {
+    return bad("PartitionChangeRecord for partition " + std::to_string(r.partition_id) + " of topic '" + topic->name +
+               "' was computed at partition epoch " + std::to_string(r.ringlog_expected_partition_epoch) +
+               ", but the partition is at epoch " + std::to_string(p.partition_epoch) + " (a stale ISR change)");
+  }
   if (r.replicas) p.replicas = *r.replicas;
   if (r.isr) p.in_sync_replicas = *r.isr;
   // leader -2: unchanged; -1: no leader; else the new leader, in a new leader epoch (KIP-631).

@@ -33,11 +33,14 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::request_timed_out:
       return {408, ec::request_timeout, e.message};
     case errc::not_enough_replicas:
+    case errc::not_enough_replicas_after_append:
       return {500, ec::kafka_retriable_error, e.message};
     case errc::broker_not_available:
     case errc::not_controller:
     case errc::not_leader_or_follower:
     case errc::stale_broker_epoch:
+    case errc::fenced_leader_epoch:
+    case errc::unknown_leader_epoch:
       return {503, ec::unavailable, e.message};
     case errc::kafka_storage_error:
     case errc::unknown_server_error:
@@ -73,6 +76,9 @@ bool is_retriable(broker::errc code) {
   using broker::errc;
   switch (code) {
     case errc::not_enough_replicas:
+    case errc::not_enough_replicas_after_append:
+    case errc::fenced_leader_epoch:
+    case errc::unknown_leader_epoch:
     case errc::request_timed_out:
     case errc::throttling_quota_exceeded:
     case errc::broker_not_available:

@@ -33,6 +33,10 @@ void cluster_transport::send(int32_t to, int16_t api_key, int16_t api_version, b
   it->second->send(api_key, api_version, std::move(body), timeout_ms, std::move(done));
 }
 
+request_handler cluster_transport::handler(int16_t api_key) const {
+  return server_ ? server_->handler(api_key) : request_handler{};
+}
+
 void cluster_transport::set_handler(int16_t api_key, request_handler handler) {
   if (server_) server_->set_handler(api_key, std::move(handler));
 }

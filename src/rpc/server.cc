@@ -291,6 +291,11 @@ server::~server() {
 
 void server::set_handler(int16_t api_key, request_handler handler) { impl_->handlers[api_key] = std::move(handler); }
 
+request_handler server::handler(int16_t api_key) const {
+  auto it = impl_->handlers.find(api_key);
+  return it == impl_->handlers.end() ? request_handler{} : it->second;
+}
+
 void server::start() {
   asio::post(impl_->context, [p = impl_] { p->accept_next(); });
 }

@@ -172,28 +172,81 @@ result<append_result> partition_log::append(model::bytes batch, model::leader_ep
   auto header = codec::validate_batch(batch);
   if (!header.ok()) return error{errc::corrupt_message, header.error().message};
   const int64_t now = clock_.now_ms();
-  segment& current = active();
-  const bool full = current.size_bytes() + batch.size() > static_cast<uint64_t>(config_.segment_bytes);
-  const bool old = current.first_append_ms() >= 0 && now - current.first_append_ms() >= config_.segment_ms;
-  const bool offsets_overflow =
-      log_end_offset_ + header->last_offset_delta - current.base_offset() > std::numeric_limits<int32_t>::max();
-  // Kafka also rolls when the offset index is full (segment.index.bytes).
-  const bool index_full = (current.offset_entries().size() + 1) * constants::offset_index_entry_bytes >
-                          static_cast<size_t>(config_.segment_index_bytes);
-  if (!current.empty() && (full || old || offsets_overflow || index_full)) RINGLOG_TRY(roll_at(log_end_offset_));
-
+  RINGLOG_TRY(roll_if_needed(batch.size(), log_end_offset_, header->last_offset_delta, now));
   codec::set_base_offset(batch, log_end_offset_);
   codec::set_partition_leader_epoch(batch, epoch);
   header->base_offset = log_end_offset_;
   header->partition_leader_epoch = epoch;
   RINGLOG_TRY(note_epoch(epoch, log_end_offset_));
-  auto written = active().append(batch, header.value(), now, config_.retention_ms, config_.index_interval_bytes);
+  return write_batch(batch, header.value(), now);
+}
+
+result<append_result> partition_log::append_replicated(std::span<const std::byte> batches) {
+  RINGLOG_TRY(check_usable());
+  const int64_t now = clock_.now_ms();
+  append_result out{log_end_offset_, log_end_offset_ - 1, now, 0};
+  bool appended = false;
+  size_t pos = 0;
+  while (pos < batches.size()) {
+    auto header = codec::decode_header(batches.subspan(pos));
+    if (!header.ok() || header->size_bytes() > batches.size() - pos) {
+      return error{errc::corrupt_message, "replicated batch at byte " + std::to_string(pos) + " of " +
+                                              std::to_string(batches.size()) + " is cut short or unreadable"};
+    }
+    const auto batch = batches.subspan(pos, header->size_bytes());
+    pos += header->size_bytes();
+    if (header->last_offset() < log_end_offset_) continue;   // already here (a repeated fetch)
+    if (header->base_offset < log_end_offset_) {
+      return error{errc::corrupt_message, "replicated batch [" + std::to_string(header->base_offset.value()) + ", " +
+                                              std::to_string(header->last_offset().value()) +
+                                              "] overlaps the log, which ends at " +
+                                              std::to_string(log_end_offset_.value())};
+    }
+    // No max.message.bytes check: the leader applied it, and a follower must hold what its leader
+    // holds (the fetch response is bounded by replica.fetch.max.bytes instead).
+    auto valid = codec::validate_batch(batch);
+    if (!valid.ok()) return error{errc::corrupt_message, "replicated batch: " + valid.error().message};
+    RINGLOG_TRY(roll_if_needed(batch.size(), header->base_offset, header->last_offset_delta, now));
+    RINGLOG_TRY(note_epoch(valid->partition_leader_epoch, valid->base_offset));
+    auto written = write_batch(batch, valid.value(), now);
+    if (!written.ok()) return written.error();
+    if (!appended) out.base_offset = written->base_offset;
+    out.last_offset = written->last_offset;
+    out.size_bytes += written->size_bytes;
+    appended = true;
+  }
+  return out;
+}
+
+result<void> partition_log::begin_leader_epoch(model::leader_epoch epoch) {
+  RINGLOG_TRY(check_usable());
+  return note_epoch(epoch, log_end_offset_);
+}
+
+result<void> partition_log::roll_if_needed(size_t batch_bytes, model::offset base, int32_t last_offset_delta,
+                                           int64_t now_ms) {
+  segment& current = active();
+  if (current.empty()) return base::ok_v;
+  const bool full = current.size_bytes() + batch_bytes > static_cast<uint64_t>(config_.segment_bytes);
+  const bool old = current.first_append_ms() >= 0 && now_ms - current.first_append_ms() >= config_.segment_ms;
+  const bool offsets_overflow = base + last_offset_delta - current.base_offset() > std::numeric_limits<int32_t>::max();
+  // Kafka also rolls when the offset index is full (segment.index.bytes).
+  const bool index_full = (current.offset_entries().size() + 1) * constants::offset_index_entry_bytes >
+                          static_cast<size_t>(config_.segment_index_bytes);
+  if (full || old || offsets_overflow || index_full) return roll_at(base);
+  return base::ok_v;
+}
+
+result<append_result> partition_log::write_batch(std::span<const std::byte> batch, const codec::batch_header& header,
+                                                 int64_t now_ms) {
+  RINGLOG_ASSERT_OP(header.base_offset.value(), >=, log_end_offset_.value());
+  auto written = active().append(batch, header, now_ms, config_.retention_ms, config_.index_interval_bytes);
   if (!written.ok()) {
     failure_ = written.error();
     return written.error();
   }
-  append_result out{header->base_offset, header->last_offset(), now, batch.size()};
-  log_end_offset_ = header->last_offset() + 1;
+  append_result out{header.base_offset, header.last_offset(), now_ms, batch.size()};
+  log_end_offset_ = header.last_offset() + 1;
   RINGLOG_ASSERT(active().next_offset() == log_end_offset_, "active segment end must be the log end offset");
   return out;
 }
@@ -349,7 +402,15 @@ result<std::optional<timestamp_lookup>> partition_log::offset_for_timestamp(mode
 
 result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
   RINGLOG_TRY(check_usable());
-  if (new_log_end_offset >= log_end_offset_) return base::ok_v;
+  if (new_log_end_offset >= log_end_offset_) {
+    // No record goes, but epochs that start at or past the cut do (Kafka's truncateFromEnd): an
+    // epoch a deposed leader began at its log end without appending must not be reported as
+    // the epoch of its last batch.
+    if (epochs_.empty() || epochs_.rbegin()->second < new_log_end_offset) return base::ok_v;
+    while (!epochs_.empty() && epochs_.rbegin()->second >= new_log_end_offset) epochs_.erase(std::prev(epochs_.end()));
+    written_checkpoints_[leader_epoch_index].reset();
+    return checkpoint();
+  }
   const int64_t now = clock_.now_ms();
   // Drop whole segments at or above the new end, keeping at least one segment.
   while (segments_.size() > 1 && segments_.rbegin()->first >= new_log_end_offset) {
@@ -374,9 +435,7 @@ result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
   log_start_offset_ = std::min(log_start_offset_, log_end_offset_);
   high_watermark_ = std::min(high_watermark_, log_end_offset_);
   recovery_point_ = std::min(recovery_point_, log_end_offset_);
-  while (!epochs_.empty() && epochs_.rbegin()->second >= log_end_offset_ && epochs_.size() > 1) {
-    epochs_.erase(std::prev(epochs_.end()));
-  }
+  while (!epochs_.empty() && epochs_.rbegin()->second >= log_end_offset_) epochs_.erase(std::prev(epochs_.end()));
   return checkpoint();
 }
 

@@ -156,7 +156,8 @@ void segment::track_batch(const codec::batch_header& header, model::file_positio
 
 result<void> segment::append(std::span<const std::byte> batch, const codec::batch_header& header, int64_t now_ms,
                              int64_t retention_ms, int32_t index_interval_bytes) {
-  RINGLOG_ASSERT_OP(header.base_offset.value(), ==, next_offset_.value());
+  // Offsets may jump (a compacted leader's batches replicated), never go back.
+  RINGLOG_ASSERT_OP(header.base_offset.value(), >=, next_offset_.value());
   RINGLOG_ASSERT_OP(batch.size(), ==, header.size_bytes());
   const model::file_position position{size_bytes_};
   if (direct_) {

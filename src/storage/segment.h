@@ -52,7 +52,7 @@ class segment {
   /// or corrupt batch and rebuilds both indexes. Returns bytes cut.
   result<uint64_t> recover(int64_t now_ms, int64_t retention_ms, int32_t index_interval_bytes, size_t* batches);
 
-  /// Appends a batch whose offsets are already assigned (base offset == next_offset()).
+  /// Appends a batch whose offsets are already assigned (base offset >= next_offset()).
   result<void> append(std::span<const std::byte> batch, const codec::batch_header& header, int64_t now_ms,
                       int64_t retention_ms, int32_t index_interval_bytes);
 

@@ -87,6 +87,18 @@ TEST_CASE("topics, partitions and configs build the image; changes bump the epoc
   CHECK(p.leader == 3);
   CHECK(p.leader_epoch == 1);       // only the leader change bumps it
   CHECK(p.partition_epoch == 2);    // every change bumps it
+  // A change computed at an older partition epoch is stale: refused, nothing changes.
+  protocol::partition_change_record stale;
+  stale.topic_id = id_of(1);
+  stale.partition_id = 1;
+  stale.isr = std::vector<int32_t>{3};
+  stale.ringlog_expected_partition_epoch = 1;
+  metadata_delta refused(*next);
+  auto why = refused.apply(stale, next->offset() + 1);
+  REQUIRE_FALSE(why.ok());
+  CHECK(why.error().message.find("stale ISR change") != std::string::npos);
+  stale.ringlog_expected_partition_epoch = 2;   // the current one: applies
+  CHECK(apply_all(*next, {stale})->find_topic("orders")->partitions[1].in_sync_replicas == std::vector<int32_t>{3});
   // Copy-on-write: the untouched topic is shared, the old image is unchanged.
   CHECK(next->find_topic("audit") == image->find_topic("audit"));
   CHECK(image->find_topic("orders")->partitions[1].leader == 2);

@@ -201,14 +201,25 @@ def test_sigterm_is_a_controlled_shutdown(cluster):
     assert leaving.stop(signal.SIGTERM) == 0
     observer = cluster.node(controller)
     assert observer.brokers()[leaving.node_id]["state"] == "controlled_shutdown"
-    # Its partitions had no other in-sync replica (replication comes with Cluster II): they have
-    # no leader now instead of a leader without the records, and get it back on restart.
+    # Its leaderships moved to in-sync followers (replication factor 3) and it left every ISR:
+    # every partition is led, none by the stopped broker.
     parts = describe(observer, "led-everywhere").json()["data"]
-    assert any(p["leader"] is None for p in parts), parts
+    leaders = [p["leader"] and int(p["leader"]["related"].rsplit("/", 1)[1]) for p in parts]
+    assert None not in leaders and leaving.node_id not in leaders, parts
+    for p in range(3):
+        replicas = requests.get(observer.v3(f"/topics/led-everywhere/partitions/{p}/replicas")).json()["data"]
+        assert not any(r["broker_id"] == leaving.node_id and r["is_in_sync"] for r in replicas), replicas
     leaving.spawn()
     wait_until(leaving.healthy, 60.0, "the restarted node")
-    wait_until(lambda: all(p["leader"] is not None for p in describe(observer, "led-everywhere").json()["data"]),
-               SESSION_DEADLINE_S, "every partition led again")
+
+    def back_in_sync():
+        for p in range(3):
+            replicas = requests.get(observer.v3(f"/topics/led-everywhere/partitions/{p}/replicas")).json()["data"]
+            if not all(r["is_in_sync"] for r in replicas):
+                return False
+        return True
+
+    wait_until(back_in_sync, SESSION_DEADLINE_S, "the restarted broker back in every ISR")
 
 
 def test_a_node_with_the_wrong_node_id_or_cluster_id_for_its_directory_refuses_to_start(cluster):

@@ -322,3 +322,58 @@ TEST_CASE("truncate_fully_and_start_at: an empty log past the old end, durable a
   CHECK((*log)->log_start_offset() == model::offset{500});
   CHECK((*log)->log_end_offset() == model::offset{502});
 }
+
+TEST_CASE("append_replicated keeps the leader's offsets, epochs and bytes; repeats are skipped, overlaps refused") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  auto leader_log = partition_log::open(fs, "/d/leader-0", small_segments(), clock);
+  auto follower_log = partition_log::open(fs, "/d/follower-0", small_segments(), clock);
+  REQUIRE(leader_log.ok());
+  REQUIRE(follower_log.ok());
+  auto& leader = *leader_log.value();
+  auto& follower = *follower_log.value();
+  for (int b = 0; b < 60; ++b) REQUIRE(leader.append(make_batch(1 + b % 3, b, t0), model::leader_epoch{b / 20}).ok());
+  REQUIRE(leader.begin_leader_epoch(model::leader_epoch{7}).ok());   // a new leader, no appends yet
+  CHECK(leader.leader_epochs().rbegin()->first == 7);
+  CHECK(leader.end_offset_for_epoch(model::leader_epoch{2})->second == leader.log_end_offset());
+  // The follower fetches in pieces, the way a replica fetcher does.
+  while (follower.log_end_offset() < leader.log_end_offset()) {
+    auto piece = leader.read(follower.log_end_offset(), 700, leader.log_end_offset());
+    REQUIRE(piece.ok());
+    auto appended = follower.append_replicated(piece->batches);
+    REQUIRE(appended.ok());
+    CHECK(appended->base_offset <= appended->last_offset);
+    // The same piece again (a fetch answered twice) changes nothing.
+    auto again = follower.append_replicated(piece->batches);
+    REQUIRE(again.ok());
+    CHECK(again->size_bytes == 0);
+  }
+  CHECK(follower.log_end_offset() == leader.log_end_offset());
+  auto a = leader.read(model::offset{0}, 1 << 20, leader.log_end_offset());
+  auto b = follower.read(model::offset{0}, 1 << 20, follower.log_end_offset());
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->batches == b->batches);   // byte for byte: offsets, epochs, CRCs
+  CHECK(follower.leader_epochs().size() == 3);
+  CHECK(follower.leader_epochs().at(1) == leader.leader_epochs().at(1));
+  // A batch that starts inside the log (a diverged leader's batch boundaries) is refused and
+  // nothing changes.
+  auto other_log = partition_log::open(fs, "/d/other-0", small_segments(), clock);
+  REQUIRE(other_log.ok());
+  for (int b = 0; b < 40; ++b) REQUIRE(other_log.value()->append(make_batch(7, b, t0), model::leader_epoch{9}).ok());
+  const auto end = follower.log_end_offset();
+  REQUIRE(end.value() % 7 != 0);
+  auto overlap = other_log.value()->read(end, 1 << 20, other_log.value()->log_end_offset());
+  REQUIRE(overlap.ok());
+  auto refused = follower.append_replicated(overlap->batches);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == errc::corrupt_message);
+  CHECK(refused.error().message.find("overlaps") != std::string::npos);
+  CHECK(follower.log_end_offset() == end);
+  // A cut-short batch is refused.
+  auto cut = a->batches;
+  cut.resize(10);
+  auto short_read = follower.append_replicated(cut);
+  REQUIRE_FALSE(short_read.ok());
+  CHECK(short_read.error().message.find("cut short") != std::string::npos);
+}

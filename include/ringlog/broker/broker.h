@@ -60,6 +60,11 @@ struct broker_config {
   int64_t broker_heartbeat_interval_ms = 500;               // broker.heartbeat.interval.ms
   int64_t broker_session_timeout_ms = 3000;                 // broker.session.timeout.ms
   std::string broker_rack;                                  // broker.rack ("" = none)
+  int64_t replica_lag_time_max_ms = 30000;                  // replica.lag.time.max.ms: a follower not caught up this long leaves the ISR
+  int64_t replica_fetch_wait_max_ms = 500;                  // replica.fetch.wait.max.ms: a follower's long-poll at its leader
+  int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
+  int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
+  bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
   /// How long start-up waits for the metadata quorum to elect a leader and for this node to
   /// catch up with the metadata log before it gives up (the other voters may start later).
   int64_t metadata_catch_up_timeout_ms = 300000;
@@ -339,6 +344,9 @@ struct broker_dependencies {
   std::function<void()> start_cluster_transport{};
   std::string advertised_cluster_host{};   // "" = no cluster listener
   int32_t advertised_cluster_port = -1;
+  /// Where the broker reports events an operator wants to see (leadership, ISR changes,
+  /// divergence, fencing): info (true) or error (false), one line each. Empty: not reported.
+  std::function<void(bool info, const std::string& message)> log{};
 };
 
 /// Opens the broker on `config.log_dir`, replaying the metadata log and recovering every partition

@@ -21,7 +21,10 @@ enum class errc {
   message_too_large,           // a record/batch over max.message.bytes
   record_list_too_large,       // too many records in one request
   invalid_timestamp,
-  not_enough_replicas,
+  not_enough_replicas,          // acks=all and the ISR is below min.insync.replicas: nothing was appended
+  not_enough_replicas_after_append,  // the ISR shrank below min.insync.replicas after the append: the record may exist
+  fenced_leader_epoch,          // a fetch named an older leader epoch than the leader's (KIP-320)
+  unknown_leader_epoch,         // a fetch named a newer leader epoch than this replica knows yet
   request_timed_out,
   kafka_storage_error,
   topic_authorization_failed,  // writes to internal topics from outside
@@ -53,6 +56,9 @@ enum class errc {
 std::string_view to_string(errc);
 /// Kafka's numeric protocol error code (e.g. unknown_topic_or_partition = 3).
 int kafka_error_code(errc);
+/// The broker code of a Kafka protocol error code from another broker (its answer to a forwarded
+/// call); unknown_server_error for a code without one here.
+errc errc_of_kafka_code(int code);
 
 using error = base::error<errc>;
 template <typename T>

@@ -36,6 +36,7 @@ class cluster_transport final : public transport {
   void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
             response_callback done) override;
   void set_handler(int16_t api_key, request_handler handler) override;
+  [[nodiscard]] request_handler handler(int16_t api_key) const override;
   /// Starts accepting connections (after every handler is set).
   void start();
   /// Closes the listener and every peer connection (waiting requests fail with shutting_down).

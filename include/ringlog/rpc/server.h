@@ -35,6 +35,8 @@ class server {
 
   /// Registers the handler of `api_key`. Only before start().
   void set_handler(int16_t api_key, request_handler handler);
+  /// The handler set for `api_key`, or an empty one.
+  [[nodiscard]] request_handler handler(int16_t api_key) const;
   /// Starts accepting (on the shard's thread).
   void start();
   /// Closes the listener and every connection; returns once done (runs inline when called on

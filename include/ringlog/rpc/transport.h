@@ -41,6 +41,9 @@ class transport {
   /// Registers the handler for requests with `api_key` (replacing any earlier one). Call before
   /// the transport starts serving.
   virtual void set_handler(int16_t api_key, request_handler handler) = 0;
+  /// The handler registered for `api_key` (empty when none), so that a later one can pass some
+  /// requests on to it (the broker's Fetch handler passes fetches of the metadata log to raft's).
+  [[nodiscard]] virtual request_handler handler(int16_t api_key) const = 0;
 };
 
 }  // namespace ringlog::rpc

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ringlog/base/clock.h"
+#include "ringlog/codec/record_batch.h"
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/model/record.h"
@@ -86,6 +87,23 @@ class partition_log {
   /// a flush covers it. Errors: corrupt_message, message_too_large, kafka_storage_error,
   /// too_many_segments.
   result<append_result> append(model::bytes batch, model::leader_epoch epoch);
+
+  /// Appends batches read from the partition's leader as they are: their offsets, leader epochs
+  /// and CRCs are kept (the follower side of Kafka's replication, design.md section 6).
+  /// `batches` holds whole batches in offset order; batches whose last offset is below
+  /// log_end_offset are skipped (a repeated fetch), and each kept batch must start at or above
+  /// log_end_offset (compaction leaves gaps). The leader epoch cache learns each new epoch.
+  /// Not durable until a flush covers it. Returns the offsets of what was appended (base_offset
+  /// == last_offset + 1 == log_end_offset when nothing was). Errors: corrupt_message (a batch
+  /// fails validation, is cut short, or goes backwards), message_too_large, kafka_storage_error,
+  /// too_many_segments.
+  result<append_result> append_replicated(std::span<const std::byte> batches);
+
+  /// Records that `epoch` starts at log_end_offset (a new leader does this before its first
+  /// append, as Kafka's leader epoch cache does, so that followers of an older epoch learn
+  /// where it ended: KIP-101). Nothing when the cache already has `epoch` or a newer one.
+  /// Errors: kafka_storage_error (the checkpoint could not be written).
+  result<void> begin_leader_epoch(model::leader_epoch epoch);
 
   /// Makes every append so far durable (fdatasync of each dirty segment and its directory
   /// entries), then advances the recovery point. Blocking.
@@ -164,6 +182,11 @@ class partition_log {
   result<void> load();
   result<void> recover_segment(segment& seg);
   result<void> roll_at(model::offset base);
+  /// Rolls the active segment when a batch of `batch_bytes` whose offsets end `last_offset_delta`
+  /// past `base` would pass segment.bytes, segment.ms, the index size or the 32-bit offset range.
+  result<void> roll_if_needed(size_t batch_bytes, model::offset base, int32_t last_offset_delta, int64_t now_ms);
+  /// Writes one validated batch (offsets and epoch already set) to the active segment.
+  result<append_result> write_batch(std::span<const std::byte> batch, const codec::batch_header& header, int64_t now_ms);
   result<void> delete_segment_front();
   result<void> note_epoch(model::leader_epoch epoch, model::offset start);
   void start_async_sync(io::disk_executor& executor);

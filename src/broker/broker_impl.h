@@ -1,0 +1,516 @@
+#pragma once
+// The broker's implementation class, shared by the files that define its parts (broker.cc: start-up,
+// metadata, admin, produce, fetch; replication.cc: followers, the high watermark, ISR changes).
+// Private to the broker module: other modules see broker.h only.
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "group_service.h"
+#include "metadata.h"
+#include "ringlog/broker/broker.h"
+#include "ringlog/controller/metadata_quorum.h"
+#include "ringlog/protocol/frame.h"
+#include "ringlog/replication/leader_state.h"
+#include "ringlog/storage/partition_log.h"
+
+namespace ringlog::broker::detail {
+
+inline constexpr size_t controller_shard = 0;
+/// Apply failures kept for proposers that have not asked yet (a forwarded entry's outcome is
+/// learnt from the local apply, which may come before the leader's answer). Oldest dropped.
+inline constexpr size_t entry_failures_max = 1024;
+/// How long an admin call waits for its entry to be committed and applied on this node.
+inline constexpr int64_t metadata_write_timeout_ms = 30000;
+/// How long a group coordinator's write to __consumer_offsets waits for the in-sync replicas
+/// (Kafka's offsets.commit.timeout.ms default).
+inline constexpr int64_t internal_append_timeout_ms = 5000;
+/// Kafka's api keys used between brokers here (the schemas are in src/protocol/schemas).
+inline constexpr int16_t envelope_api_key = 58;            // KIP-590 forwarding to the active controller
+inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
+inline constexpr int16_t kafka_code_not_controller = 41;
+inline constexpr int16_t kafka_code_stale_broker_epoch = 77;
+inline constexpr int16_t kafka_code_request_timed_out = 7;
+/// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
+/// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
+inline constexpr size_t recent_reads_max = 8;
+/// A read that takes more memory than this is not kept: bounds a shard's recent reads to
+/// recent_reads_max x 1 MiB. Counted as payload (key + value + header bytes) plus
+/// recent_read_record_bytes per record, so many empty records count too.
+inline constexpr size_t recent_read_bytes_max = 1 << 20;
+/// A decoded record's own size and its allocations' headers, beyond its payload.
+inline constexpr size_t recent_read_record_bytes = sizeof(model::record) + 64;
+
+error from_storage(const storage::error& e);
+/// Answers a request from another node with `response` at the request's version.
+template <typename Response>
+inline void respond_with(const protocol::request_header_data& header, const Response& response, rpc::respond_fn& respond) {
+  protocol::writer w;
+  if (protocol::encode_response_frame(w, header.request_api_version, header.correlation_id, response).ok()) {
+    respond(std::move(w).take());
+  }
+}
+
+std::string partition_key(const std::string& topic, int32_t partition);
+/// Appends to `out` the records of `batches` (whole v2 batches) in [fetch_offset, high_watermark),
+/// control batches skipped, until the key + value + header bytes would pass `max_bytes` (the first
+/// record always goes). Returns those bytes. Errors: corrupt_message.
+result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
+                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out);
+/// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
+size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
+controller::uuid new_topic_id();
+std::string unknown_topic_message(const std::string& topic);
+/// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
+error shard_busy(size_t shard);
+
+struct fetch_waiter {
+  fetch_request request;
+  std::function<void(result<fetch_response>)> done;
+  bool completed = false;
+  bool deadline_set = false;   // parked once: the wait ends at that deadline, however often it is woken
+};
+
+/// An acks=all append waiting until the high watermark passes its last record.
+struct ack_waiter {
+  int64_t deadline_ms = 0;
+  std::function<void(result<void>)> done;
+};
+
+/// A follower's fetch parked at its leader until there is something new (replica.fetch.wait.max.ms).
+struct replica_fetch_waiter {
+  int32_t replica_id = -1;
+  model::offset fetch_offset{0};
+  int32_t max_bytes = 0;
+  bool completed = false;
+  std::function<void(protocol::fetch_response_data::partition_data)> done;
+};
+
+struct partition_runtime {
+  uint64_t uid = 0;   // unique for the broker's life: a re-created partition is another one
+  std::string topic;
+  controller::uuid topic_id;
+  int32_t partition = 0;
+  std::unique_ptr<storage::partition_log> log;
+  std::shared_ptr<partition_stats> stats;
+  std::vector<std::shared_ptr<fetch_waiter>> waiters;
+  model::leader_epoch epoch{0};
+  bool deleted = false;
+  int64_t last_checkpointed_high_watermark = -1;
+  /// More than one fetch was parked at the last wake-up: reads are kept for the others
+  /// (recent_read). A lone reader never pays for keeping a copy nobody asks for.
+  bool many_readers = false;
+  // ---- replication (replication.cc), as of the last applied metadata
+  int32_t leader_id = -1;                 // -1: no leader
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> isr;               // committed
+  int32_t partition_epoch = 0;
+  /// While this node leads: its followers, the high watermark rule and ISR changes.
+  std::optional<replication::leader_state> leader;
+  model::offset epoch_start_offset{0};    // the log end offset when this leadership began
+  std::multimap<model::offset, ack_waiter> ack_waiters;   // by the high watermark each needs
+  std::vector<std::shared_ptr<replica_fetch_waiter>> replica_waiters;
+  /// Bumped at every change of leader or leader epoch: a follower fetch of an older generation is
+  /// dropped when it comes back (a new loop serves the new leader).
+  uint64_t follower_generation = 0;
+  bool follower_fetching = false;         // a follower fetch loop of this generation runs
+  bool follower_failing = false;          // its fetches fail (logged once until one works again)
+  int16_t last_isr_refusal = 0;           // Kafka error of the last refused ISR change (logged once)
+};
+
+/// Ends a parked fetch with no records and the partition's current offsets (its wait is over, or
+/// the broker is stopping); nothing when it was already answered.
+void answer_empty(const partition_runtime& rt, fetch_waiter& w);
+
+/// A fetch answer kept for the next fetches of the same records: 100 subscribers of a partition
+/// ask for the same offset with the same limit after every append. Valid while the partition's
+/// high watermark, log start offset and leader epoch are unchanged: records below the high
+/// watermark change only by moving the log start (retention, delete-records) or by a leader change.
+struct recent_read {
+  uint64_t partition_uid = 0;
+  model::offset fetch_offset{0};
+  int32_t max_bytes = 0;
+  model::offset high_watermark{0};
+  model::offset log_start_offset{0};
+  model::leader_epoch epoch{0};
+  fetch_response response;
+};
+
+struct produce_operation {
+  std::vector<produce_record_result> results;
+  std::atomic<size_t> remaining{0};
+  std::function<void(result<produce_response>)> done;
+  void finish_one() {
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) done(produce_response{std::move(results)});
+  }
+};
+
+class broker_impl final : public broker, public group_host, public controller::quorum_state_machine {
+ public:
+  broker_impl(broker_config config, broker_dependencies deps)
+      : config_(std::move(config)),
+        deps_(std::move(deps)),
+        shards_(deps_.runtime.shard_count()),
+        deadlines_(deps_.runtime.shard_count()),
+        recent_reads_(deps_.runtime.shard_count()),
+        last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()),
+        shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {}
+
+  result<void> start();
+  /// A broker dropped without shutdown() (a crash in tests): the quorum still stops first.
+  ~broker_impl() override {
+    if (quorum_) quorum_->stop();
+  }
+  /// After a failed start: stops the quorum (it must stop before it is destroyed).
+  void abandon() {
+    stopping_ = true;
+    if (quorum_) quorum_->stop();
+  }
+
+  void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) override;
+  void delete_topic(std::string topic, std::function<void(result<void>)> done) override;
+  void create_partitions(std::string topic, int32_t partitions_count,
+                         std::function<void(result<topic_description>)> done) override;
+  void alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
+                           bool validate_only, std::function<void(result<topic_description>)> done) override;
+  [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
+  [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
+  void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
+  [[nodiscard]] std::vector<broker_description> list_brokers() const override;
+  [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
+  [[nodiscard]] quorum_status describe_quorum() const override;
+
+  // quorum_state_machine: runs on the controller shard.
+  void apply(std::span<const controller::committed_entry> entries) override;
+  std::vector<uint8_t> snapshot() override;
+  void load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) override;
+  void on_leader_change(int32_t leader_id, int32_t epoch) override;
+  [[nodiscard]] const broker_config& config() const override { return config_; }
+  [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }
+  [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
+  void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
+                            bool validate_only, std::function<void(result<void>)> done) override;
+  void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
+  void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
+  void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
+  void produce_batches(produce_batches_request request,
+                       std::function<void(result<produce_batches_response>)> done) override;
+  void begin_shutdown() override;
+  void shutdown(std::function<void()> done) override;
+  group_api& groups() override { return *groups_; }
+
+  // group_host: the internal path to __consumer_offsets (produce from outside refuses it).
+  [[nodiscard]] size_t owner_shard(const std::string& topic, int32_t partition) const override {
+    return owner(topic, partition);
+  }
+  void append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
+                       std::function<void(result<void>)> done) override;
+  result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override;
+
+ private:
+  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
+  std::shared_ptr<const metadata_view> view() const {
+    const size_t shard = deps_.runtime.current_shard();
+    if (shard < shard_views_.size()) return shard_views_[shard];
+    return latest_view_.load(std::memory_order_acquire);
+  }
+  int64_t total_partitions() const { return view()->image->partition_count(); }
+  /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
+  const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
+  result<void> check_partition_budget(int64_t adding) const {
+    const int64_t total = total_partitions();
+    if (total + adding <= config_.partitions_max) return base::ok_v;
+    return error{errc::invalid_partitions,
+                 "the broker holds " + std::to_string(total) + " partitions; " + std::to_string(adding) +
+                     " more would pass the limit broker.partitions.max=" + std::to_string(config_.partitions_max) +
+                     " (each partition keeps files open; the limit follows the open-file limit)"};
+  }
+  result<void> ensure_offsets_topic();
+  /// The topic and partition exist and the broker is not stopping.
+  result<void> check_readable(const model::topic_partition& tp) const;
+  using partitions_map = std::unordered_map<std::string, std::shared_ptr<partition_runtime>>;
+
+  std::shared_ptr<const topic_state> find_topic(const std::string& name) const {
+    auto v = view();
+    auto it = v->topics.find(name);
+    return it == v->topics.end() ? nullptr : it->second;
+  }
+  /// Controller shard: the topic as of the last applied metadata entry.
+  std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const {
+    RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+    auto it = controller_view_->topics.find(name);
+    return it == controller_view_->topics.end() ? nullptr : it->second;
+  }
+  size_t owner(const std::string& topic, int32_t partition) const {
+    return shard_of(topic, partition, shards_.size());
+  }
+  std::string partition_directory(const std::string& topic, int32_t partition) const {
+    return config_.log_dir + "/" + partition_key(topic, partition);
+  }
+  topic_description describe(const topic_state& t) const;
+  /// Start-up: waits (polling, up to metadata_catch_up_timeout_ms) until the quorum has a leader
+  /// and this node has applied every entry below the high watermark.
+  result<void> wait_for_metadata_catch_up();
+  /// Start-up: registers this broker (a RegisterBrokerRecord with a new incarnation) and waits
+  /// until the registration is applied here.
+  result<void> register_broker();
+  /// Runs `f` on the controller shard and waits for its result (start-up only).
+  result<void> on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f);
+  /// A new topic's TopicRecord, PartitionRecords (this node the only replica) and ConfigRecords.
+  result<std::vector<protocol::metadata_record>> offsets_topic_records() const;
+  result<std::vector<protocol::metadata_record>> new_topic_records(const std::string& name, int32_t partitions,
+                                                                   int32_t replication_factor,
+                                                           const std::map<std::string, std::string>& configs) const;
+  /// PartitionRecords for partitions [from, to) of a topic.
+  /// Placed by placement.h over the usable brokers. Errors: invalid_replication_factor.
+  result<void> append_partition_records(std::vector<protocol::metadata_record>& out, const controller::uuid& topic_id,
+                                        int32_t from, int32_t to, int32_t replication_factor) const;
+  /// Controller shard: writes `records` as one metadata entry through the quorum (proposed here
+  /// when this node leads it, else forwarded to the active controller in an Envelope) and answers
+  /// `done` once the entry is committed, applied here, published to every shard and its
+  /// partitions reconciled. The records are checked against this node's image first; the check
+  /// that counts is the one every node makes when it applies the entry (an entry that does not
+  /// apply changes nothing anywhere, and its proposer gets the reason). Errors: invalid_request
+  /// (the records do not fit the image), not_controller (no quorum leader: retry), request_timed_out.
+  void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done);
+  /// Controller shard: the entry `payload` (encoded records) to the quorum; `done` with its
+  /// committed offset.
+  void write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done);
+  /// Controller shard: `done` once the entry at `offset` is applied and reconciled here (or failed).
+  void await_applied(int64_t offset, std::function<void(result<void>)> done);
+  /// Controller shard: the entry at `offset` did not apply.
+  void entry_failed(int64_t offset, error why);
+  /// Controller shard: one applied entry's publication and reconciliation, in offset order.
+  struct apply_job {
+    std::shared_ptr<const metadata_view> before;
+    std::shared_ptr<const metadata_view> after;
+    std::vector<std::string> touched;
+    int64_t offset = 0;
+    bool reconcile = false;   // false before start-up opened the partitions (they are opened then)
+    bool open_all = false;    // start-up: open every partition of `after` this node holds
+  };
+  void enqueue_apply_job(apply_job job);
+  void run_apply_jobs();
+  void finish_apply_job(int64_t offset, result<void> outcome);
+  /// Handlers of requests from other nodes (on the cluster listener).
+  void register_cluster_handlers();
+  /// After the quorum started: the Fetch handler that passes metadata-log fetches to raft's.
+  void share_fetch_handler();
+  void handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body, rpc::respond_fn respond);
+  void handle_broker_heartbeat(const protocol::request_header_data& header, std::vector<std::byte> body,
+                               rpc::respond_fn respond);
+  /// The active controller's answer to a heartbeat (fencing, unfencing, controlled shutdown).
+  protocol::broker_heartbeat_response_data controller_heartbeat(const protocol::broker_heartbeat_request_data& request);
+  /// Every broker.heartbeat.interval.ms on the controller shard: this broker's heartbeat (or its
+  /// registration), and on the active controller the fencing of brokers that missed theirs.
+  void schedule_heartbeat();
+  void heartbeat_tick();
+  void send_heartbeat(bool want_shut_down, std::function<void(result<protocol::broker_heartbeat_response_data>)> done);
+  void fence_lapsed_brokers();
+  /// Controller shard: creates __consumer_offsets when this node is the active controller, it is
+  /// due and not already on its way. `done(true)` once it exists; false when it is not created
+  /// now (not the controller, not due, pending); the creation's error otherwise.
+  void ensure_offsets_topic_async(std::function<void(result<bool>)> done);
+  /// Active controller: enough brokers registered to place __consumer_offsets (or waited long enough).
+  bool offsets_topic_due() const;
+  /// Controller shard: this broker's registration in the image, if it is the one of this process.
+  const controller::broker_registration* own_registration() const;
+  /// The leader of a partition, or an error naming who leads it when it is not this node.
+  result<void> check_leader(const topic_state& topic, int32_t partition) const;
+  /// Installs `next` as every shard's view; `done` runs on the controller shard once all have it.
+  void publish_view(std::shared_ptr<const metadata_view> next, std::function<void()> done);
+  /// Brings the shards' partitions in line with the topics named in `touched` after `before`.
+  void reconcile(const metadata_view& before, const metadata_view& after, const std::vector<std::string>& touched,
+                 std::function<void(result<void>)> done);
+  void remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done);
+  /// Opens partitions [from, count) of `topic` that list this node as a replica.
+  void open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
+                       std::function<void(result<void>)> done);
+  result<void> open_partition_on_shard(size_t shard, const std::string& topic, const controller::uuid& topic_id,
+                                       int32_t partition,
+                                       const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
+                                       const controller::partition_image& state, bool fresh);
+  void log_info(const std::string& message) const {
+    if (deps_.log) deps_.log(true, message);
+  }
+  void log_error(const std::string& message) const {
+    if (deps_.log) deps_.log(false, message);
+  }
+  // ---- forwarding to a partition's leader (forwarding.cc)
+  /// The partition's leader (this node or another), or not_leader_or_follower when it has none.
+  result<int32_t> leader_route(const topic_state& topic, int32_t partition) const;
+  void forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch, acks_mode acks,
+                       int64_t timeout_ms, std::function<void(result<produce_batches_response>)> done);
+  void handle_forwarded_produce(const protocol::request_header_data& header, std::span<const std::byte> body,
+                                rpc::respond_fn respond);
+  void forward_fetch(int32_t leader, const std::shared_ptr<const topic_state>& topic, fetch_request request,
+                     std::function<void(result<fetch_response>)> done);
+  void serve_forwarded_fetch(const protocol::request_header_data& header, const protocol::fetch_request_data& request,
+                             rpc::respond_fn respond);
+  void forward_list_offsets(int32_t leader, list_offsets_request request,
+                            std::function<void(result<list_offsets_response>)> done);
+  void handle_forwarded_list_offsets(const protocol::request_header_data& header, std::span<const std::byte> body,
+                                     rpc::respond_fn respond);
+  /// fetch / list_offsets of a partition this node leads (refused on its shard when it does not).
+  void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done);
+  void list_offsets_here(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
+  // ---- replication (replication.cc; design.md section 6, Kafka's pull model)
+  /// On the partition's shard: brings `rt` in line with its partition image (a leadership that
+  /// begins or ends, an ISR change, a new leader to follow).
+  void apply_partition_state(size_t shard, const std::shared_ptr<partition_runtime>& rt,
+                             const controller::partition_image& p);
+  /// Leader: moves the high watermark as far as the ISR allows, answers the acks=all appends and
+  /// the consumers it releases.
+  void update_high_watermark(size_t shard, const std::shared_ptr<partition_runtime>& rt);
+  /// After a leader's append: wakes its followers' parked fetches, makes the append durable under
+  /// the fsync policy, then answers `done` per `acks` (all: once the high watermark reaches
+  /// `required`, the append's last offset + 1, or `timeout_ms` passed).
+  void complete_append(size_t shard, const std::shared_ptr<partition_runtime>& rt, acks_mode acks,
+                       model::offset required, int64_t timeout_ms, std::function<void(result<void>)> done);
+  void await_replication(size_t shard, const std::shared_ptr<partition_runtime>& rt, model::offset required,
+                         int64_t timeout_ms, std::function<void(result<void>)> done);
+  void fail_ack_waiters(partition_runtime& rt, const error& why);
+  /// Refuses an acks=all append before it is made when the ISR is below min.insync.replicas.
+  result<void> check_append(const partition_runtime& rt, acks_mode acks) const;
+  int32_t min_insync_replicas(const std::string& topic) const;
+  /// Leader: proposes the ISR change leader_state asks for (AlterPartition to the controller).
+  void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);
+  /// Every replication_tick_ms on each shard: ISR shrinks, acks=all timeouts, idle followers.
+  void schedule_replication_tick(size_t shard);
+  void replication_tick(size_t shard);
+  // follower side
+  void start_follower_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt);
+  void send_follower_fetch(size_t shard, std::weak_ptr<partition_runtime> weak, uint64_t generation);
+  void on_follower_fetch_response(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation,
+                                  model::offset fetch_offset, rpc::result<protocol::bytes> response);
+  void note_follower_failure(partition_runtime& rt, const std::string& what);
+  void retry_follower_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation);
+  // leader side of a follower's fetch (Fetch with a replica id, on the cluster listener)
+  void handle_replica_fetch(const protocol::request_header_data& header, std::span<const std::byte> body,
+                            rpc::respond_fn respond);
+  void serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, int32_t replica_id,
+                           const protocol::fetch_request_data::fetch_partition& request, int64_t wait_ms,
+                           std::function<void(protocol::fetch_response_data::partition_data)> done);
+  void wake_replica_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
+  protocol::fetch_response_data::partition_data read_for_replica(partition_runtime& rt, model::offset fetch_offset,
+                                                                 int32_t max_bytes);
+  // the controller's side of an ISR change
+  void handle_alter_partition(const protocol::request_header_data& header, std::vector<std::byte> body,
+                              rpc::respond_fn respond);
+  void alter_partition(protocol::alter_partition_request_data request,
+                       std::function<void(protocol::alter_partition_response_data)> done);
+  /// The quorum's handler of Fetch (the metadata log), to which handle_replica_fetch passes
+  /// fetches of __cluster_metadata.
+  rpc::request_handler quorum_fetch_handler_;
+  std::vector<bool> replication_ticking_;
+
+  void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                  std::function<void(result<produce_response>)> done);
+  void append_on_shard(size_t shard, std::string topic, int32_t partition, model::bytes batch,
+                       std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps, acks_mode acks,
+                       int64_t timeout_ms, std::shared_ptr<produce_operation> op);
+  void publish(partition_runtime& rt);
+  void append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
+                               std::function<void(result<produce_batches_response>)> done);
+  void wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
+  void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
+  /// The records `req` may have now (none is not an error): a recent read of the same records on
+  /// this shard (recent_read), or a new read, which gets a fresh read_id when it found records.
+  result<fetch_response> read_for_fetch(size_t shard, const partition_runtime& rt, const fetch_request& req);
+  /// Answers `w` with `response`, or parks it in the partition's waiters when it has no records
+  /// yet and may still wait.
+  void answer_or_park(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w,
+                      result<fetch_response> response);
+  void schedule_maintenance(size_t shard);
+  void add_fetch_deadline(size_t shard, int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
+                          const std::shared_ptr<fetch_waiter>& w);
+  void arm_fetch_deadline_timer(size_t shard);
+  void expire_fetches(size_t shard, int64_t timer_at_ms);
+  void maintain(size_t shard);
+  void maintain_partition(partition_runtime& rt, bool retention_due);
+  std::shared_ptr<partition_runtime> runtime_of(size_t shard, const std::string& topic, int32_t partition) {
+    auto it = shards_[shard].find(partition_key(topic, partition));
+    return it == shards_[shard].end() ? nullptr : it->second;
+  }
+
+  broker_config config_;
+  broker_dependencies deps_;
+  std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
+  /// Deadlines of parked fetches, per shard (touched only on that shard's thread).
+  struct fetch_deadline {
+    int64_t at_ms = 0;
+    std::weak_ptr<fetch_waiter> waiter;         // gone or completed: nothing to do
+    std::weak_ptr<partition_runtime> partition;
+    bool operator>(const fetch_deadline& o) const { return at_ms > o.at_ms; }
+  };
+  struct fetch_deadlines {
+    std::priority_queue<fetch_deadline, std::vector<fetch_deadline>, std::greater<>> heap;
+    std::multiset<int64_t> timers_at_ms;   // timers set and not yet fired (usually one)
+  };
+  std::vector<fetch_deadlines> deadlines_;
+  std::vector<std::deque<recent_read>> recent_reads_;   // per shard, newest first, <= recent_reads_max
+  std::atomic<uint64_t> next_partition_uid_{1};
+  std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
+  /// The metadata as of the last applied entry. Each shard reads its own copy without a lock
+  /// (shard_views_[i] is touched only on shard i); threads outside the shards read latest_view_.
+  /// Changed only on the controller shard (apply), which publishes to every shard before an
+  /// admin call is answered, so a client that saw its change answered finds it on every shard.
+  std::vector<std::shared_ptr<const metadata_view>> shard_views_;
+  /// The controller shard's own view, ahead of shard_views_[controller_shard] while a publish is
+  /// on its way: metadata changes are checked and applied against it, one after another.
+  std::shared_ptr<const metadata_view> controller_view_ = std::make_shared<const metadata_view>();
+  std::atomic<std::shared_ptr<const metadata_view>> latest_view_{std::make_shared<const metadata_view>()};
+  std::unique_ptr<controller::metadata_quorum> quorum_;   // after start()
+  /// New on every process start: a restart is a new registration with a new broker epoch.
+  controller::uuid incarnation_id_;
+  // ---- controller shard only
+  std::deque<apply_job> apply_jobs_;
+  bool apply_running_ = false;
+  bool partitions_open_ = false;       // start-up opened the partitions: later entries reconcile
+  int64_t reconciled_end_ = 0;         // every entry below is applied and reconciled here
+  struct commit_waiter {
+    uint64_t id = 0;
+    std::function<void(result<void>)> done;
+  };
+  std::multimap<int64_t, commit_waiter> commit_waiters_;
+  uint64_t next_waiter_id_ = 1;
+  std::map<int64_t, error> entry_failures_;
+  int32_t quorum_leader_id_ = -1;
+  bool registering_ = false;
+  bool heartbeat_in_flight_ = false;
+  bool offsets_topic_pending_ = false;
+  bool fencing_in_flight_ = false;
+  /// Active controller: wall ms of each broker's last heartbeat (since this node became leader).
+  std::map<int32_t, int64_t> last_heartbeat_ms_;
+  int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
+  std::atomic<bool> controlled_shutdown_done_{false};
+  /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
+  std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
+  std::unique_ptr<group_service> groups_;  // after start()
+  // Produces to a topic that a produce is auto-creating wait here, in call order, until the
+  // creating produce went to the shards: none may overtake it, so a client that pipelines
+  // produces (WebSocket) finds its records stored in the order it sent them. Bounded by what
+  // the callers have in flight (ws_produce_in_flight_max per socket, one per HTTP request).
+  struct parked_produce {
+    produce_request request;
+    std::function<void(result<produce_response>)> done;
+  };
+  void produce_after_auto_create(const result<topic_description>& created, produce_request request,
+                                 std::function<void(result<produce_response>)> done);
+  std::mutex auto_create_mutex_;   // guards auto_creating_
+  std::map<std::string, std::deque<parked_produce>> auto_creating_;
+  std::atomic<size_t> auto_creating_count_{0};   // auto_creating_.size(): produce skips the lock at 0
+};
+
+}  // namespace ringlog::broker::detail

@@ -1,0 +1,307 @@
+// Any broker serves any partition (design.md section 6): HTTP and WebSocket clients have no
+// client-side routing, so a produce, fetch or offsets query for a partition led by another broker
+// is sent to that leader over the cluster listener, in Kafka's own requests (Produce, Fetch with
+// no replica id, ListOffsets), and answered as if it had been served here. The leader serves them
+// like any other client of that partition (its own checks, its own long-poll); a leader that moved
+// meanwhile answers NOT_LEADER_OR_FOLLOWER, which the client sees as a retriable 503.
+
+#include <algorithm>
+
+#include "broker_impl.h"
+#include "ringlog/base/assert.h"
+#include "ringlog/codec/record_batch.h"
+
+namespace ringlog::broker::detail {
+namespace {
+
+/// Produce v9 (flexible, with ErrorMessage): the leader's reason travels back to the client.
+constexpr int16_t forward_produce_version = 9;
+/// Fetch v15: topic ids, the replica id -1 in ReplicaState (a consumer, reads to the high watermark).
+constexpr int16_t forward_fetch_version = 15;
+/// ListOffsets v7 (flexible): earliest (-2), latest (-1) or by timestamp.
+constexpr int16_t forward_list_offsets_version = 7;
+/// How much longer than the call's own wait the forwarder waits for the leader's answer, ms.
+constexpr int64_t forward_timeout_slack_ms = 5000;
+constexpr int64_t earliest_timestamp = -2;
+constexpr int64_t latest_timestamp = -1;
+
+template <typename Message>
+protocol::bytes encode_body(const Message& m, int16_t version) {
+  protocol::writer w;
+  auto ok = m.encode(w, version);
+  RINGLOG_ASSERT(ok.ok(), "messages built here encode at the versions chosen here");
+  return std::move(w).take();
+}
+
+std::string leader_name(int32_t leader, const model::topic_partition& tp) {
+  return "broker " + std::to_string(leader) + " (the leader of " + tp.topic + "-" +
+         std::to_string(tp.partition.value()) + ")";
+}
+
+error unreachable(int32_t leader, const model::topic_partition& tp, const std::string& why) {
+  return error{errc::not_leader_or_follower, leader_name(leader, tp) + " did not answer (" + why + "): retry"};
+}
+
+error answered(int32_t leader, const model::topic_partition& tp, int16_t code, const std::optional<std::string>& why) {
+  const errc e = errc_of_kafka_code(code);
+  return error{e, why && !why->empty() ? *why : leader_name(leader, tp) + " answered " + std::string(to_string(e))};
+}
+
+}  // namespace
+
+result<int32_t> broker_impl::leader_route(const topic_state& topic, int32_t partition) const {
+  const int32_t leader = topic.image->partitions[static_cast<size_t>(partition)].leader;
+  if (leader >= 0) return leader;
+  return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
+                                                 "' has no leader now (its in-sync replicas are all unavailable); retry"};
+}
+
+// ---------------------------------------------------------------- produce
+
+void broker_impl::forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch,
+                                  acks_mode acks, int64_t timeout_ms,
+                                  std::function<void(result<produce_batches_response>)> done) {
+  if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
+  protocol::produce_request_data request;
+  request.acks = acks == acks_mode::all ? int16_t{-1} : acks == acks_mode::leader ? int16_t{1} : int16_t{0};
+  // acks=0 is forwarded as acks=1: this node answers its client at once, and the leader's answer
+  // only ends the forwarding call.
+  if (acks == acks_mode::none) request.acks = 1;
+  request.timeout_ms = static_cast<int32_t>(std::min<int64_t>(timeout_ms, INT32_MAX));
+  protocol::produce_request_data::topic_produce_data topic;
+  topic.name = tp.topic;
+  protocol::produce_request_data::partition_produce_data part;
+  part.index = tp.partition.value();
+  part.records = std::move(batch);
+  topic.partition_data.push_back(std::move(part));
+  request.topic_data.push_back(std::move(topic));
+  deps_.cluster_transport->send(
+      leader, protocol::produce_request_data::api_key, forward_produce_version,
+      encode_body(request, forward_produce_version), timeout_ms + forward_timeout_slack_ms,
+      [leader, tp, done = std::move(done)](rpc::result<protocol::bytes> r) {
+        if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
+        protocol::reader rd(r.value());
+        auto decoded = protocol::produce_response_data::decode(rd, forward_produce_version);
+        if (!decoded.ok() || decoded->responses.size() != 1 || decoded->responses[0].partition_responses.size() != 1) {
+          return done(unreachable(leader, tp, "an unreadable answer"));
+        }
+        const auto& p = decoded->responses[0].partition_responses[0];
+        if (p.error_code != 0) return done(answered(leader, tp, p.error_code, p.error_message));
+        produce_batches_response out;
+        out.base_offset = model::offset{p.base_offset};
+        out.log_append_time = p.log_append_time_ms;
+        out.log_start_offset = model::offset{p.log_start_offset};
+        done(out);
+      });
+}
+
+void broker_impl::handle_forwarded_produce(const protocol::request_header_data& header, std::span<const std::byte> body,
+                                           rpc::respond_fn respond) {
+  protocol::reader rd(body);
+  auto decoded = protocol::produce_request_data::decode(rd, header.request_api_version);
+  if (!decoded.ok() || decoded->topic_data.size() != 1 || decoded->topic_data[0].partition_data.size() != 1) return;
+  auto& topic = decoded->topic_data[0];
+  auto& part = topic.partition_data[0];
+  protocol::produce_response_data response;
+  protocol::produce_response_data::topic_produce_response t;
+  t.name = topic.name;
+  protocol::produce_response_data::partition_produce_response p;
+  p.index = part.index;
+  produce_batches_request request;
+  request.partition = model::topic_partition{topic.name, model::partition_id{part.index}};
+  request.acks = decoded->acks == -1 ? acks_mode::all : decoded->acks == 0 ? acks_mode::none : acks_mode::leader;
+  request.timeout_ms = decoded->timeout_ms;
+  // Split the record set into its batches (produce_batches checks each).
+  const auto records = part.records ? std::span<const std::byte>(*part.records) : std::span<const std::byte>{};
+  size_t pos = 0;
+  while (pos < records.size()) {
+    auto h = codec::decode_header(records.subspan(pos));
+    if (!h.ok() || h->size_bytes() > records.size() - pos) break;
+    request.batches.emplace_back(records.begin() + static_cast<std::ptrdiff_t>(pos),
+                                 records.begin() + static_cast<std::ptrdiff_t>(pos + h->size_bytes()));
+    pos += h->size_bytes();
+  }
+  auto answer = [header, respond, response, t, p](result<produce_batches_response> r) mutable {
+    if (!r.ok()) {
+      p.error_code = static_cast<int16_t>(kafka_error_code(r.error().code));
+      p.error_message = r.error().message;
+    } else {
+      p.base_offset = r->base_offset.value();
+      p.log_append_time_ms = r->log_append_time;
+      p.log_start_offset = r->log_start_offset.value();
+    }
+    t.partition_responses.push_back(p);
+    response.responses.push_back(t);
+    respond_with(header, response, respond);
+  };
+  if (pos != records.size()) {
+    return answer(error{errc::corrupt_message, "the forwarded record set is cut short at byte " + std::to_string(pos)});
+  }
+  produce_batches(std::move(request), std::move(answer));
+}
+
+// ---------------------------------------------------------------- fetch
+
+void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topic_state>& topic, fetch_request request,
+                                std::function<void(result<fetch_response>)> done) {
+  const model::topic_partition tp = request.partition;
+  if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
+  protocol::fetch_request_data m;
+  m.replica_state.replica_id = -1;
+  m.max_wait_ms = static_cast<int32_t>(std::min<int64_t>(std::min(request.max_wait_ms, config_.fetch_wait_max_ms), INT32_MAX));
+  m.min_bytes = request.min_bytes;
+  m.max_bytes = request.max_bytes;
+  protocol::fetch_request_data::fetch_topic t;
+  t.topic_id = topic->image->topic_id;
+  protocol::fetch_request_data::fetch_partition p;
+  p.partition = tp.partition.value();
+  p.fetch_offset = request.fetch_offset.value();
+  p.partition_max_bytes = request.max_bytes;
+  t.partitions.push_back(p);
+  m.topics.push_back(std::move(t));
+  deps_.cluster_transport->send(
+      leader, protocol::fetch_request_data::api_key, forward_fetch_version, encode_body(m, forward_fetch_version),
+      m.max_wait_ms + forward_timeout_slack_ms,
+      [leader, tp, request = std::move(request), done = std::move(done)](rpc::result<protocol::bytes> r) {
+        if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
+        protocol::reader rd(r.value());
+        auto decoded = protocol::fetch_response_data::decode(rd, forward_fetch_version);
+        if (!decoded.ok() || decoded->responses.size() != 1 || decoded->responses[0].partitions.size() != 1) {
+          return done(unreachable(leader, tp, "an unreadable answer"));
+        }
+        auto& p = decoded->responses[0].partitions[0];
+        if (p.error_code == kafka_error_code(errc::offset_out_of_range)) {
+          return done(error{errc::offset_out_of_range,
+                            "offset " + std::to_string(request.fetch_offset.value()) +
+                                " is outside the log: log_start_offset " + std::to_string(p.log_start_offset) +
+                                ", high_watermark " + std::to_string(p.high_watermark)});
+        }
+        if (p.error_code != 0) return done(answered(leader, tp, p.error_code, std::nullopt));
+        fetch_response out;
+        out.high_watermark = model::offset{p.high_watermark};
+        out.log_start_offset = model::offset{p.log_start_offset};
+        out.log_end_offset = out.high_watermark;   // the leader's own end is not sent to consumers
+        if (request.raw_batches) {
+          if (p.records) out.batches = std::move(*p.records);
+          return done(std::move(out));
+        }
+        if (p.records) {
+          auto decoded_records = decode_fetched_records(*p.records, request.fetch_offset, out.high_watermark,
+                                                        request.max_bytes, out.records);
+          if (!decoded_records.ok()) return done(decoded_records.error());
+        }
+        done(std::move(out));
+      });
+}
+
+void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& header,
+                                        const protocol::fetch_request_data& request, rpc::respond_fn respond) {
+  protocol::fetch_response_data response;
+  protocol::fetch_response_data::fetchable_topic_response t;
+  protocol::fetch_response_data::partition_data out;
+  auto answer = [header, respond, response, t, out](int16_t code) mutable {
+    out.error_code = code;
+    t.partitions.push_back(out);
+    response.responses.push_back(t);
+    respond_with(header, response, respond);
+  };
+  if (request.topics.size() != 1 || request.topics[0].partitions.size() != 1) {
+    return answer(static_cast<int16_t>(kafka_error_code(errc::invalid_request)));
+  }
+  const auto& rt = request.topics[0];
+  const auto& rp = rt.partitions[0];
+  t.topic_id = rt.topic_id;
+  out.partition_index = rp.partition;
+  const controller::topic_image* image = view()->image->find_topic(rt.topic_id);
+  if (image == nullptr) return answer(static_cast<int16_t>(kafka_error_code(errc::unknown_topic_or_partition)));
+  fetch_request f;
+  f.partition = model::topic_partition{image->name, model::partition_id{rp.partition}};
+  f.fetch_offset = model::offset{rp.fetch_offset};
+  f.max_bytes = std::max(rp.partition_max_bytes, 1);
+  f.max_wait_ms = request.max_wait_ms;
+  f.min_bytes = request.min_bytes;
+  f.raw_batches = true;
+  fetch_here(std::move(f), [header, respond, response, t, out](result<fetch_response> r) mutable {
+    if (!r.ok()) {
+      out.error_code = static_cast<int16_t>(kafka_error_code(r.error().code));
+    } else {
+      out.high_watermark = r->high_watermark.value();
+      out.last_stable_offset = out.high_watermark;
+      out.log_start_offset = r->log_start_offset.value();
+      if (!r->batches.empty()) out.records = std::move(r->batches);
+    }
+    t.partitions.push_back(out);
+    response.responses.push_back(t);
+    respond_with(header, response, respond);
+  });
+}
+
+// ---------------------------------------------------------------- list offsets
+
+void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request request,
+                                       std::function<void(result<list_offsets_response>)> done) {
+  const model::topic_partition tp = request.partition;
+  if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
+  protocol::list_offsets_request_data m;
+  m.replica_id = -1;
+  protocol::list_offsets_request_data::list_offsets_topic t;
+  t.name = tp.topic;
+  protocol::list_offsets_request_data::list_offsets_partition p;
+  p.partition_index = tp.partition.value();
+  p.timestamp = request.spec == offset_spec::earliest ? earliest_timestamp
+                : request.spec == offset_spec::latest ? latest_timestamp
+                                                      : request.timestamp;
+  t.partitions.push_back(p);
+  m.topics.push_back(std::move(t));
+  deps_.cluster_transport->send(
+      leader, protocol::list_offsets_request_data::api_key, forward_list_offsets_version,
+      encode_body(m, forward_list_offsets_version), forward_timeout_slack_ms,
+      [leader, tp, done = std::move(done)](rpc::result<protocol::bytes> r) {
+        if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
+        protocol::reader rd(r.value());
+        auto decoded = protocol::list_offsets_response_data::decode(rd, forward_list_offsets_version);
+        if (!decoded.ok() || decoded->topics.size() != 1 || decoded->topics[0].partitions.size() != 1) {
+          return done(unreachable(leader, tp, "an unreadable answer"));
+        }
+        const auto& p = decoded->topics[0].partitions[0];
+        if (p.error_code != 0) return done(answered(leader, tp, p.error_code, std::nullopt));
+        list_offsets_response out;
+        if (p.offset >= 0) out.found_offset = model::offset{p.offset};
+        out.timestamp = p.timestamp;
+        done(out);
+      });
+}
+
+void broker_impl::handle_forwarded_list_offsets(const protocol::request_header_data& header,
+                                                std::span<const std::byte> body, rpc::respond_fn respond) {
+  protocol::reader rd(body);
+  auto decoded = protocol::list_offsets_request_data::decode(rd, header.request_api_version);
+  if (!decoded.ok() || decoded->topics.size() != 1 || decoded->topics[0].partitions.size() != 1) return;
+  const auto& t = decoded->topics[0];
+  const auto& p = t.partitions[0];
+  list_offsets_request request;
+  request.partition = model::topic_partition{t.name, model::partition_id{p.partition_index}};
+  request.spec = p.timestamp == earliest_timestamp ? offset_spec::earliest
+                 : p.timestamp == latest_timestamp ? offset_spec::latest
+                                                   : offset_spec::timestamp;
+  request.timestamp = p.timestamp;
+  list_offsets_here(std::move(request), [header, respond, name = t.name,
+                                         index = p.partition_index](result<list_offsets_response> r) mutable {
+    protocol::list_offsets_response_data response;
+    protocol::list_offsets_response_data::list_offsets_topic_response topic;
+    topic.name = name;
+    protocol::list_offsets_response_data::list_offsets_partition_response part;
+    part.partition_index = index;
+    if (!r.ok()) {
+      part.error_code = static_cast<int16_t>(kafka_error_code(r.error().code));
+    } else {
+      part.offset = r->found_offset ? r->found_offset->value() : -1;
+      part.timestamp = r->timestamp;
+    }
+    topic.partitions.push_back(part);
+    response.topics.push_back(topic);
+    respond_with(header, response, respond);
+  });
+}
+
+}  // namespace ringlog::broker::detail

@@ -1,0 +1,89 @@
+#include <doctest.h>
+
+#include <algorithm>
+
+#include "../../src/broker/placement.h"
+#include "ringlog/controller/metadata_image.h"
+
+using namespace ringlog;
+using controller::metadata_delta;
+using controller::metadata_image;
+
+namespace {
+
+controller::uuid id_of(uint8_t n) {
+  controller::uuid id;
+  id.value[15] = n;
+  return id;
+}
+
+std::shared_ptr<const metadata_image> cluster(std::vector<std::vector<int32_t>> replicas,
+                                              std::vector<std::vector<int32_t>> isrs, std::vector<int32_t> leaders,
+                                              std::vector<int32_t> fenced = {}) {
+  metadata_delta d{metadata_image{}};
+  int64_t offset = 0;
+  for (int32_t b = 1; b <= 3; ++b) {
+    protocol::register_broker_record r;
+    r.broker_id = b;
+    r.broker_epoch = 10 + b;
+    r.fenced = std::find(fenced.begin(), fenced.end(), b) != fenced.end();
+    REQUIRE(d.apply(r, offset++).ok());
+  }
+  protocol::topic_record t;
+  t.name = "t";
+  t.topic_id = id_of(1);
+  REQUIRE(d.apply(t, offset++).ok());
+  for (size_t p = 0; p < replicas.size(); ++p) {
+    protocol::partition_record r;
+    r.partition_id = static_cast<int32_t>(p);
+    r.topic_id = id_of(1);
+    r.replicas = replicas[p];
+    r.isr = isrs[p];
+    r.leader = leaders[p];
+    REQUIRE(d.apply(r, offset++).ok());
+  }
+  return std::move(d).image();
+}
+
+const protocol::partition_change_record& change_of(const std::vector<protocol::metadata_record>& out, int32_t p) {
+  for (const auto& r : out) {
+    const auto& c = std::get<protocol::partition_change_record>(r);
+    if (c.partition_id == p) return c;
+  }
+  FAIL("no change for partition " << p);
+  static protocol::partition_change_record none;
+  return none;
+}
+
+}  // namespace
+
+TEST_CASE("a fenced broker leaves every ISR and its leaderships go to the next in-sync replica in replica order") {
+  // p0: led by 1, ISR 1,3,2 -> 3 is not first in replica order (2 is), so 2 leads.
+  // p1: led by 2, 1 a follower in the ISR -> 1 leaves the ISR, leader unchanged.
+  // p2: led by 1, ISR only 1 -> offline (no leader), 1 stays as the last ISR member.
+  // p3: 1 not involved -> no change.
+  auto image = cluster({{1, 2, 3}, {2, 1, 3}, {1, 2, 3}, {2, 3, 1}}, {{1, 3, 2}, {2, 1, 3}, {1}, {2, 3}}, {1, 2, 1, 2});
+  auto out = broker::remove_broker_from_partitions(*image, 1, false);
+  REQUIRE(out.size() == 3);
+  const auto& p0 = change_of(out, 0);
+  CHECK(p0.leader == 2);
+  CHECK(*p0.isr == std::vector<int32_t>{3, 2});
+  const auto& p1 = change_of(out, 1);
+  CHECK(p1.leader == -2);   // unchanged
+  CHECK(*p1.isr == std::vector<int32_t>{2, 3});
+  const auto& p2 = change_of(out, 2);
+  CHECK(p2.leader == -1);
+  CHECK_FALSE(p2.isr.has_value());   // 1 stays, the last member
+  // Unclean election on: p2 takes a live replica outside the ISR, in an ISR of itself.
+  auto unclean = broker::remove_broker_from_partitions(*image, 1, true);
+  const auto& u2 = change_of(unclean, 2);
+  CHECK(u2.leader == 2);
+  CHECK(*u2.isr == std::vector<int32_t>{2});
+}
+
+TEST_CASE("a fenced in-sync replica is never chosen as the new leader") {
+  auto image = cluster({{1, 2, 3}}, {{1, 2, 3}}, {1}, {2});
+  auto out = broker::remove_broker_from_partitions(*image, 1, false);
+  REQUIRE(out.size() == 1);
+  CHECK(change_of(out, 0).leader == 3);
+}

@@ -1,0 +1,113 @@
+"""Partition replication on three real `ringlog serve` processes (issue "Cluster II").
+
+Topics with replication factor 3: acks=all writes go to the partition's leader and are answered
+once every in-sync replica has them; kill -9 of the leader moves the leadership to an in-sync
+follower that has every acknowledged record; a follower that was down catches up and rejoins the
+ISR; min.insync.replicas refuses acks=all writes when too few replicas are in sync. Every wait
+polls with a deadline.
+"""
+import time
+
+import requests
+
+from conftest import wait_until
+from test_cluster import FAILOVER_DEADLINE_S, SESSION_DEADLINE_S, Cluster, create_topic, describe  # noqa: F401
+from test_cluster import cluster  # noqa: F401  (the fixture)
+
+JSONV2 = "application/vnd.kafka.json.v2+json"
+
+
+def leader_of(node, topic, partition):
+    parts = describe(node, topic).json()["data"]
+    leader = parts[partition]["leader"]
+    return None if leader is None else int(leader["related"].rsplit("/", 1)[1])
+
+
+def replicas_of(node, topic, partition):
+    r = requests.get(node.v3(f"/topics/{topic}/partitions/{partition}/replicas"), timeout=5)
+    return {x["broker_id"]: x for x in r.json()["data"]}
+
+
+def isr_of(node, topic, partition):
+    return sorted(b for b, x in replicas_of(node, topic, partition).items() if x["is_in_sync"])
+
+
+def produce(node, topic, partition, values, acks="all"):
+    return requests.post(f"{node.url}/topics/{topic}", params={"acks": acks},
+                         json={"records": [{"value": v, "partition": partition} for v in values]},
+                         headers={"Content-Type": JSONV2}, timeout=40)
+
+
+def read_all(node, topic, partition, end):
+    got = []
+    offset = 0
+    while offset < end:
+        r = requests.get(f"{node.url}/topics/{topic}/partitions/{partition}/records",
+                         params={"offset": offset, "timeout": 2000}, headers={"Accept": JSONV2}, timeout=10)
+        assert r.status_code == 200, r.text
+        batch = r.json()
+        if not batch:
+            break
+        got += batch
+        offset = batch[-1]["offset"] + 1
+    return got
+
+
+def test_acks_all_survives_kill_9_of_the_leader(cluster):
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, "replicated", partitions=1, replication_factor=3,
+                     configs=[{"name": "min.insync.replicas", "value": "2"}])
+    assert r.status_code == 201, r.text
+    leader = wait_until(lambda: leader_of(n1, "replicated", 0), 10.0, "a leader")
+    wait_until(lambda: isr_of(n1, "replicated", 0) == [1, 2, 3], 10.0, "ISR of three")
+    acked = []
+    for i in range(20):
+        r = produce(cluster.node(leader), "replicated", 0, [f"v{i}-{k}" for k in range(5)])
+        assert r.status_code == 200, r.text
+        assert all(o.get("error") is None for o in r.json()["offsets"]), r.text
+        acked += [(o["offset"], f"v{i}-{k}") for k, o in enumerate(r.json()["offsets"])]
+    assert [o for o, _ in acked] == list(range(100))
+    # Kill the leader: an in-sync follower takes over with every acknowledged record.
+    cluster.node(leader).kill()
+    survivor = next(n for n in cluster.nodes if n.node_id != leader)
+    new_leader = wait_until(lambda: (lambda l: l if l not in (None, leader) else None)(leader_of(survivor, "replicated", 0)),
+                            FAILOVER_DEADLINE_S, "a new leader")
+    records = wait_until(lambda: (lambda g: g if len(g) >= 100 else None)(read_all(cluster.node(new_leader), "replicated", 0, 100)),
+                         FAILOVER_DEADLINE_S, "every acknowledged record on the new leader")
+    assert [(x["offset"], x["value"]) for x in records[:100]] == acked
+    # The old leader leaves the ISR; writes continue with the two left (min.insync.replicas=2).
+    wait_until(lambda: leader not in isr_of(survivor, "replicated", 0), SESSION_DEADLINE_S, "ISR without the dead broker")
+    r = produce(cluster.node(new_leader), "replicated", 0, ["after"])
+    assert r.status_code == 200 and r.json()["offsets"][0]["offset"] == 100, r.text
+    # The old leader comes back, catches up as a follower and rejoins the ISR.
+    cluster.node(leader).spawn()
+    wait_until(cluster.node(leader).healthy, 60.0, "the restarted node")
+    wait_until(lambda: isr_of(survivor, "replicated", 0) == [1, 2, 3], 30.0, "the ISR of three again")
+
+
+def test_min_insync_replicas_refuses_acks_all_when_too_few_are_in_sync(cluster):
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, "guarded", partitions=1, replication_factor=3,
+                     configs=[{"name": "min.insync.replicas", "value": "3"}])
+    assert r.status_code == 201, r.text
+    leader = wait_until(lambda: leader_of(n1, "guarded", 0), 10.0, "a leader")
+    wait_until(lambda: isr_of(n1, "guarded", 0) == [1, 2, 3], 10.0, "ISR of three")
+    assert produce(cluster.node(leader), "guarded", 0, ["one"]).status_code == 200
+    victim = next(n for n in cluster.nodes if n.node_id != leader and n.node_id != cluster.controller())
+    victim.kill()
+    wait_until(lambda: victim.node_id not in isr_of(cluster.node(leader), "guarded", 0), SESSION_DEADLINE_S,
+               "the killed follower out of the ISR")
+    r = produce(cluster.node(leader), "guarded", 0, ["two"])
+    body = r.json()
+    assert r.status_code == 200, r.text
+    assert body["offsets"][0]["error_code"] is not None and "min.insync.replicas" in body["offsets"][0]["error"], body
+    # acks=1 is still taken (and not readable until the ISR is back to min.insync.replicas).
+    assert produce(cluster.node(leader), "guarded", 0, ["three"], acks="1").json()["offsets"][0]["offset"] == 1
+    victim.spawn()
+    wait_until(victim.healthy, 60.0, "the restarted follower")
+    wait_until(lambda: isr_of(cluster.node(leader), "guarded", 0) == [1, 2, 3], 30.0, "the ISR of three again")
+    got = wait_until(lambda: (lambda g: g if len(g) == 2 else None)(read_all(cluster.node(leader), "guarded", 0, 2)),
+                     10.0, "both records readable")
+    assert [x["value"] for x in got] == ["one", "three"]

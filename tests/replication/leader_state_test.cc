@@ -1,0 +1,116 @@
+#include <doctest.h>
+
+#include "ringlog/replication/leader_state.h"
+
+using namespace ringlog;
+using replication::leader_state;
+using model::offset;
+
+TEST_CASE("high watermark: least log end offset over the ISR, only once every member was heard from") {
+  leader_state s(1, {1, 2, 3}, {1, 2, 3}, 0);
+  CHECK(s.high_watermark(offset{10}, offset{0}, 1) == offset{0});   // 2 and 3 unknown yet
+  CHECK(s.on_fetch(2, offset{10}, offset{10}, 5));
+  CHECK(s.high_watermark(offset{10}, offset{0}, 1) == offset{0});   // 3 still unknown
+  CHECK(s.on_fetch(3, offset{7}, offset{10}, 6));
+  CHECK(s.high_watermark(offset{10}, offset{0}, 1) == offset{7});
+  // The leader's own end bounds it (its durable end under fsync).
+  CHECK(s.high_watermark(offset{5}, offset{0}, 1) == offset{5});
+  // Never backwards.
+  CHECK(s.high_watermark(offset{5}, offset{7}, 1) == offset{7});
+  // Not a follower: ignored.
+  CHECK_FALSE(s.on_fetch(9, offset{100}, offset{10}, 7));
+}
+
+TEST_CASE("high watermark holds while the committed ISR is below min.insync.replicas") {
+  leader_state s(1, {1, 2, 3}, {1}, 0);
+  CHECK(s.high_watermark(offset{10}, offset{3}, 2) == offset{3});
+  CHECK(s.high_watermark(offset{10}, offset{3}, 1) == offset{10});   // a lone leader with min 1
+  // Negative control of the rule: a follower outside the ISR never holds the high watermark back.
+  s.on_fetch(2, offset{4}, offset{10}, 1);
+  CHECK(s.high_watermark(offset{10}, offset{3}, 1) == offset{10});
+}
+
+TEST_CASE("a follower lagging past replica.lag.time.max.ms leaves the ISR; the leader never does") {
+  leader_state s(1, {1, 2, 3}, {1, 2, 3}, 0);
+  s.on_fetch(2, offset{10}, offset{10}, 100);
+  s.on_fetch(3, offset{10}, offset{10}, 100);
+  CHECK_FALSE(s.isr_change(5000, 10'000, offset{10}, offset{10}, offset{0}).has_value());
+  // 3 stops fetching; 2 keeps up with every append.
+  for (int64_t t = 1000; t <= 20'000; t += 1000) s.on_fetch(2, offset{10 + t / 1000}, offset{10 + t / 1000}, t);
+  auto change = s.isr_change(20'000, 10'000, offset{30}, offset{10}, offset{0});
+  REQUIRE(change.has_value());
+  CHECK(*change == std::vector<int32_t>{1, 2});
+  // A follower at the leader's end is never out of sync, however long it was idle (no appends).
+  leader_state idle(1, {1, 2}, {1, 2}, 0);
+  idle.on_fetch(2, offset{10}, offset{10}, 0);
+  CHECK_FALSE(idle.isr_change(60'000, 10'000, offset{10}, offset{10}, offset{0}).has_value());
+}
+
+TEST_CASE("caught up at the previous fetch counts (Kafka's updateFetchState)") {
+  leader_state s(1, {1, 2}, {1, 2}, 0);
+  s.on_fetch(2, offset{0}, offset{5}, 1000);     // behind: the leader had 5
+  s.on_fetch(2, offset{5}, offset{9}, 2000);     // reached what the leader had at 1000: caught up at 1000
+  CHECK(s.follower(2)->last_caught_up_ms == 1000);
+  s.on_fetch(2, offset{9}, offset{9}, 3000);     // at the end: caught up now
+  CHECK(s.follower(2)->last_caught_up_ms == 3000);
+}
+
+TEST_CASE("a follower that reached the high watermark and the epoch start joins; one change in flight") {
+  leader_state s(1, {1, 2, 3}, {1, 2}, 0);
+  s.on_fetch(2, offset{20}, offset{20}, 10);
+  s.on_fetch(3, offset{15}, offset{20}, 10);
+  CHECK_FALSE(s.isr_change(10, 10'000, offset{20}, offset{20}, offset{0}).has_value());   // 3 below the HW
+  s.on_fetch(3, offset{20}, offset{20}, 20);
+  // Below the epoch start: it may still hold an older leadership's records there.
+  CHECK_FALSE(s.isr_change(20, 10'000, offset{20}, offset{20}, offset{25}).has_value());
+  auto change = s.isr_change(20, 10'000, offset{20}, offset{20}, offset{10});
+  REQUIRE(change.has_value());
+  CHECK(*change == std::vector<int32_t>{1, 2, 3});
+  s.proposal_sent(*change);
+  CHECK(s.proposal_in_flight());
+  CHECK_FALSE(s.isr_change(20, 10'000, offset{20}, offset{20}, offset{10}).has_value());
+  // Maximal ISR: 3 holds the high watermark back as soon as the expansion is sent (KIP-497).
+  s.on_fetch(2, offset{30}, offset{30}, 30);
+  CHECK(s.high_watermark(offset{30}, offset{20}, 1) == offset{20});
+  s.on_fetch(3, offset{26}, offset{30}, 31);
+  CHECK(s.high_watermark(offset{30}, offset{20}, 1) == offset{26});
+  s.set_committed({1, 2, 3}, {1, 2, 3}, 40);
+  CHECK_FALSE(s.proposal_in_flight());
+  CHECK(s.isr() == std::vector<int32_t>{1, 2, 3});
+  CHECK(s.follower(3)->log_end_offset == offset{26});   // kept across the commit
+  s.proposal_sent({1, 2});
+  s.proposal_failed();
+  CHECK_FALSE(s.proposal_in_flight());
+}
+
+TEST_CASE("divergence (KIP-320): the leader names the epoch and end offset; the follower cuts there") {
+  using replication::check_divergence;
+  using replication::epoch_end;
+  using replication::truncation_offset;
+  using model::leader_epoch;
+  // Follower: epochs 0@0, 1@50, 3@80 (epoch 3 it wrote as a deposed leader), log end 100.
+  // Leader: epochs 0@0, 1@50, 2@70, log end 120. The follower fetches at 100 with epoch 3.
+  const epoch_end leader_for_3{{leader_epoch{2}, offset{120}}};   // largest <= 3 is 2, ends at its end
+  auto d = check_divergence(3, offset{100}, leader_for_3, offset{0});
+  REQUIRE(d.has_value());
+  CHECK(d->epoch == 2);
+  CHECK(d->end_offset == 120);
+  // The follower knows no epoch 2: its largest <= 2 is 1, ending at 80 -> cut at 80.
+  const epoch_end follower_for_2{{leader_epoch{1}, offset{80}}};
+  CHECK(truncation_offset(*d, follower_for_2, offset{100}, offset{60}) == offset{80});
+  // The same epoch on both: cut at the leader's end of it, never past the follower's end.
+  auto same = check_divergence(1, offset{75}, epoch_end{{leader_epoch{1}, offset{70}}}, offset{0});
+  REQUIRE(same.has_value());
+  CHECK(truncation_offset(*same, epoch_end{{leader_epoch{1}, offset{75}}}, offset{75}, offset{40}) == offset{70});
+  // No divergence: the epoch is known and ends at or past the fetch offset; or no epoch yet.
+  CHECK_FALSE(check_divergence(1, offset{70}, epoch_end{{leader_epoch{1}, offset{70}}}, offset{0}).has_value());
+  CHECK_FALSE(check_divergence(-1, offset{0}, epoch_end{}, offset{0}).has_value());
+  // The leader knows no epoch that old: epoch 0 ending at its log start, a cut that makes progress.
+  auto old = check_divergence(0, offset{30}, epoch_end{}, offset{25});
+  REQUIRE(old.has_value());
+  CHECK(old->end_offset == 25);
+  CHECK(truncation_offset(*old, epoch_end{{leader_epoch{0}, offset{30}}}, offset{30}, offset{10}) == offset{25});
+  // Negative control: truncating to the high watermark alone (the rule KIP-101 replaced) would
+  // keep the follower's epoch-3 records 80..99 that the leader never had at those offsets.
+  CHECK(truncation_offset(*d, follower_for_2, offset{100}, offset{60}) != offset{100});
+}
