@@ -223,8 +223,11 @@ def check_divergence(history):
             holders = {node: t[base] for node, t in tables.items() if base in t}
             digests = {(b[1], b[2]) for b in holders.values()}
             if len(digests) > 1:
+                isr = final.get("isr")
                 out.append({"partition": p, "base_offset": base, "high_watermark": hw,
-                            "replicas": {node: {"last_offset": b[1], "sha256": b[2][:16], "bytes": b[3]}
+                            "replicas": {node: {"last_offset": b[1], "sha256": b[2][:16], "bytes": b[3],
+                                                "log_end_offset": replicas[node]["log_end_offset"],
+                                                "in_sync_at_end": None if isr is None else int(node) in isr}
                                          for node, b in holders.items()}})
                 continue
             if converged:

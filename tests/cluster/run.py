@@ -156,7 +156,7 @@ def converged_view(cluster, partitions, replication_factor):
         if any(views[r["broker_id"]][p]["log_end_offset"] != lv["log_end_offset"] for r in reps):
             return None
         out[p] = {"leader": leader, "leader_epoch": epoch, "high_watermark": lv["high_watermark"],
-                  "replicas": sorted(r["broker_id"] for r in reps)}
+                  "isr": sorted(r["broker_id"] for r in reps)}
     return out
 
 
@@ -192,7 +192,9 @@ def best_effort_view(cluster, partitions):
             continue
         lv = (cluster.partitions(cluster.node(best[0]), TOPIC) or {}).get(p)
         if lv is not None and cluster.leader_id(lv) == best[0]:
-            out[p] = {"leader": best[0], "leader_epoch": lv["leader_epoch"], "high_watermark": lv["high_watermark"]}
+            reps = cluster.replicas(cluster.node(best[0]), TOPIC, p) or []
+            out[p] = {"leader": best[0], "leader_epoch": lv["leader_epoch"], "high_watermark": lv["high_watermark"],
+                      "isr": sorted(r["broker_id"] for r in reps if r.get("is_in_sync"))}
     return out
 
 
@@ -347,7 +349,8 @@ def run_schedule(args, seed, index, base_dir, log_main):
                 continue
             recs = read_partition(cluster, cluster.node(view[p]["leader"]), p, view[p]["high_watermark"])
             if recs is not None:
-                final[str(p)] = {"high_watermark": view[p]["high_watermark"], "records": recs, "source": "http"}
+                final[str(p)] = {"high_watermark": view[p]["high_watermark"], "records": recs, "source": "http",
+                                 "isr": view[p].get("isr")}
         stop_status = {}
         for n in cluster.nodes.values():
             code = n.stop()
@@ -359,7 +362,7 @@ def run_schedule(args, seed, index, base_dir, log_main):
         for p in partitions:
             if str(p) not in final and p in view and (p, view[p]["leader"]) in replica_records:
                 hw = view[p]["high_watermark"]
-                final[str(p)] = {"high_watermark": hw, "source": "leader's segment files",
+                final[str(p)] = {"high_watermark": hw, "source": "leader's segment files", "isr": view[p].get("isr"),
                                  "records": [r for r in replica_records[(p, view[p]["leader"])] if r[0] < hw]}
         h = history.as_dict()
         h.update({"final": final, "replicas": replicas, "converged": converged, "seed": seed,
