@@ -280,8 +280,11 @@ def check(history, min_acked=1):
                                  if w["status"] != "ok" and w.get("error"))
     stats["errors"] = errors.most_common(6)
     gaps = {}
+    end = max((w["t_complete"] for w in history["writes"] if w.get("t_complete") is not None), default=None)
     for p in history["partitions"]:
         times = sorted(w["t_complete"] for w in history["writes"] if w["partition"] == p and w["status"] == "ok")
+        if times and end is not None:
+            times.append(end)     # a partition that stopped taking writes: the gap runs to the end
         if len(times) > 1:
             i = max(range(1, len(times)), key=lambda j: times[j] - times[j - 1])
             gaps[p] = (round(times[i] - times[i - 1], 2), round(times[i - 1], 1))
