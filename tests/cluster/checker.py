@@ -14,6 +14,8 @@ History shape (what workload.py records; tests/cluster/test_checker.py builds sy
       "replicas": {"<p>": {"<node>": {"log_end_offset": int, "high_watermark_checkpoint": int or None,
                                       "batches": [[base_offset, last_offset, sha256_hex, bytes], ...]}}},
       "converged": bool,
+      "above_hw": {"<p>": {"<node>": [[offset, value], ...]}}   (optional: replicas' records at or
+                  above the final high watermark; a lost write found there is annotated, still lost)
     }
 
 Rules (issue 13, "Test bed and checker"; design.md section 1):
@@ -64,8 +66,13 @@ def check_lost_and_gone(history):
             if w["partition"] != p:
                 continue
             if w["status"] == "ok" and w["value"] not in present:
-                lost.append({"partition": p, "value": w["value"], "key": w["key"], "acked_offset": w["offset"],
-                             "node": w["node"], "t_complete": w["t_complete"]})
+                entry = {"partition": p, "value": w["value"], "key": w["key"], "acked_offset": w["offset"],
+                         "node": w["node"], "t_complete": w["t_complete"]}
+                above = history.get("above_hw", {}).get(str(p), {})
+                holders = sorted(n for n, recs in above.items() if any(v == w["value"] for _o, v in recs))
+                if holders:
+                    entry["on_disk_above_high_watermark_on"] = holders
+                lost.append(entry)
         read_values = {}
         for r in history["reads"]:
             if r["partition"] == p:

@@ -49,7 +49,8 @@ ROOT = HERE.parent.parent
 TOPIC = "jepsen"
 CONVERGE_STABLE_CHECKS = 3           # the same converged view this many times in a row
 FINAL_READ_MAX_BYTES = 1024 * 1024
-PRODUCER_JOIN_S = 20.0               # in-flight produce requests end within their read timeout
+PRODUCER_JOIN_S = 20.0
+ABOVE_HW_KEPT_MAX = 10000            # records per replica kept from above the final high watermark               # in-flight produce requests end within their read timeout
 
 
 def parse_args(argv):
@@ -364,8 +365,15 @@ def run_schedule(args, seed, index, base_dir, log_main):
                 hw = view[p]["high_watermark"]
                 final[str(p)] = {"high_watermark": hw, "source": "leader's segment files", "isr": view[p].get("isr"),
                                  "records": [r for r in replica_records[(p, view[p]["leader"])] if r[0] < hw]}
+        # Records each replica holds at or above the final high watermark (not committed): a lost
+        # write found there is stuck above a high watermark, not gone from every disk.
+        above_hw = {}
+        for (p, node_id), recs in replica_records.items():
+            if str(p) in final:
+                hw = final[str(p)]["high_watermark"]
+                above_hw.setdefault(str(p), {})[str(node_id)] = [[o, v] for o, _k, v in recs if o >= hw][:ABOVE_HW_KEPT_MAX]
         h = history.as_dict()
-        h.update({"final": final, "replicas": replicas, "converged": converged, "seed": seed,
+        h.update({"final": final, "replicas": replicas, "converged": converged, "seed": seed, "above_hw": above_hw,
                   "schedule": [f.describe() for f in schedule], "route": router.mode, "binary": args.bin})
     except KeyboardInterrupt:
         log("interrupted: stopping the brokers and removing the network")

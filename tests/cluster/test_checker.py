@@ -94,6 +94,11 @@ def test_lost_acknowledged_write():
     assert kinds(result) == {"lost"}, checker.format_report(result)
     assert result["anomalies"]["lost"][0]["value"] == "k1b:2"
     assert result["verdict"] == "INVALID"
+    # still lost when a replica holds it above a high watermark that never reached it; named
+    h["above_hw"] = {"1": {"3": [[6, "k1b:2"]]}}
+    result = checker.check(h)
+    assert kinds(result) == {"lost"}
+    assert result["anomalies"]["lost"][0]["on_disk_above_high_watermark_on"] == ["3"]
 
 
 def test_record_read_then_gone():
