@@ -264,6 +264,25 @@ def replica_snapshot(cluster, partitions):
     return reps, records
 
 
+def replay_command(args, seed):
+    """The command that runs this schedule again: the seed and every option that shapes it."""
+    parts = ["tests/cluster/run.py", "--seed", str(seed), "--seconds", f"{args.seconds:g}", "--bin", args.bin]
+    if args.faults != ",".join(nemesis.ALL_KINDS):
+        parts += ["--faults", args.faults]
+    for flag, value, default in (("--nodes", args.nodes, 3), ("--partitions", args.partitions, 3),
+                                 ("--replication-factor", args.replication_factor, 3),
+                                 ("--min-insync-replicas", args.min_insync_replicas, 2), ("--keys", args.keys, 12),
+                                 ("--rate", args.rate, 150.0), ("--network", args.network, "auto"),
+                                 ("--route", args.route, "auto")):
+        if value != default:
+            parts += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    for s in args.node_set:
+        parts += ["--node-set", s]
+    for s in args.topic_config:
+        parts += ["--topic-config", s]
+    return " ".join(parts)
+
+
 def run_schedule(args, seed, index, base_dir, log_main):
     run_dir = base_dir / f"schedule-{index:03d}-seed-{seed}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -274,8 +293,7 @@ def run_schedule(args, seed, index, base_dir, log_main):
     kinds = [k for k in args.fault_kinds if can_partition or k not in nemesis.NETWORK_KINDS]
     schedule = nemesis.make_schedule(seed, args.seconds, list(range(1, args.nodes + 1)), partitions, kinds) \
         if kinds else []
-    log(f"==== schedule {index}: seed {seed}  (replay: tests/cluster/run.py --seed {seed} --seconds {args.seconds:g}"
-        f"{' --faults ' + args.faults if args.faults != ','.join(nemesis.ALL_KINDS) else ''})")
+    log(f"==== schedule {index}: seed {seed}  (replay: {replay_command(args, seed)})")
     log(f"binary {args.bin}")
     log(f"network: {network.describe()}" + (f"  [{note}]" if note else ""))
     log(f"topic {TOPIC}: {args.partitions} partitions, replication factor {args.replication_factor}, "
