@@ -20,7 +20,7 @@ if [ "${RINGLOG_TEST_DEPS:-0}" = 1 ] || [ "${RINGLOG_BENCH_DEPS:-0}" = 1 ]; then
   # their Kafka clients), and the console's browser tests (Debian's chromium).
   PACKAGES="$PACKAGES python3-pytest python3-requests python3-kafka python3-lz4 python3-snappy \
 python3-zstandard python3-confluent-kafka kcat python3-websockets python3-yaml python3-jsonschema \
-procps ca-certificates chromium"
+procps ca-certificates chromium iproute2 nftables"
   # The browser tests need node and npm; Debian's only when no node is on PATH already (a newer
   # one installed otherwise is used as it is).
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

@@ -2,8 +2,8 @@
 # Installs what is missing (the broker's build packages and the test tools), builds every
 # target, and runs every test: the doctest suites and the Python checks registered with meson,
 # the pytest integration suite against the real binary (tests/integration/test_readme.py runs the
-# README's commands), then the console's tests in a real browser (web-console/tests, node +
-# Debian's chromium).
+# README's commands), a short fault run of a 3-broker cluster (tests/cluster/run.py --smoke),
+# then the console's tests in a real browser (web-console/tests, node + Debian's chromium).
 # Ends with one line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -36,6 +36,20 @@ PY
 else
   py_bad=1
 fi
+# A short Jepsen-style fault run: 3 brokers (each in its own network namespace when this machine
+# allows), acks=all producers, readers, a seeded nemesis, and the checker's verdict. It prints
+# its seed; replay with tests/cluster/run.py --seed S --seconds 40. Counted as one test.
+cluster_ok=0
+cluster_bad=0
+rm -f build/test-results/cluster-smoke.status
+(/usr/bin/python3 tests/cluster/run.py --smoke --bin "$PWD/build/src/app/ringlog" \
+   --run-dir build/test-results/cluster-smoke; echo $? > build/test-results/cluster-smoke.status) 2>&1 \
+  | tee build/test-results/cluster-smoke.log
+if [ "$(cat build/test-results/cluster-smoke.status 2>/dev/null)" = 0 ]; then
+  cluster_ok=1
+else
+  cluster_bad=1
+fi
 # The console in a real browser (web-console/tests): playwright-core from the committed lock
 # file drives Debian's chromium against the real binary. Counted from node's TAP summary.
 console_tap=build/test-results/console.tap
@@ -61,7 +75,7 @@ if [ -z "$console_ok" ] || [ -z "$console_bad" ]; then
   console_bad=1
 fi
 
-passed=$((meson_ok + py_ok + console_ok))
-failed=$((meson_bad + py_bad + console_bad))
+passed=$((meson_ok + py_ok + cluster_ok + console_ok))
+failed=$((meson_bad + py_bad + cluster_bad + console_bad))
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

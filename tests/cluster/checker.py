@@ -1,0 +1,342 @@
+"""The checker: judges one run's history. Pure functions of a JSON-shaped dict, no I/O.
+
+History shape (what workload.py records; tests/cluster/test_checker.py builds synthetic ones):
+
+    {
+      "partitions": [0, 1, 2],
+      "writes": [{"value": str, "key": str, "partition": int, "seq": int (per key, issue order),
+                  "status": "ok" | "fail" | "unknown", "offset": int or None (the ack's offset),
+                  "t_invoke": s, "t_complete": s, "node": int, "error": str or None}],
+      "reads":  [{"partition", "offset", "value", "key", "node", "t"}],
+      "hw":     [{"partition", "node", "incarnation", "leader": int or None, "leader_epoch",
+                  "high_watermark", "t_send", "t_recv"}],
+      "final":  {"<p>": {"high_watermark": int, "records": [[offset, key, value], ...]}},
+      "replicas": {"<p>": {"<node>": {"log_end_offset": int, "high_watermark_checkpoint": int or None,
+                                      "batches": [[base_offset, last_offset, sha256_hex, bytes], ...]}}},
+      "converged": bool,
+      "above_hw": {"<p>": {"<node>": [[offset, value], ...]}}   (optional: replicas' records at or
+                  above the final high watermark; a lost write found there is annotated, still lost)
+    }
+
+Rules (issue 13, "Test bed and checker"; design.md section 1):
+- lost: an acknowledged (acks=all) write is not in the final committed log.
+- read-then-gone: a value a reader was served is not in the final committed log.
+- inconsistent-offset: one offset of a partition holds two values across what producers were told
+  (the ack's offset), what readers were served and the final log.
+- reorder: two writes of one key, the second sent after the first was acknowledged, stand in the
+  opposite order (by ack offsets, or by their offsets in the final log).
+- hw-regression: a broker process, while leading a partition, reported its high watermark lower
+  than it had before; or a leader reported one lower than another leader process of the same or
+  an older epoch had reported before this request was sent (consumers read through whichever
+  broker leads). Followers' high watermarks are not served to consumers and are not judged.
+- divergence: replicas' batches below the final high watermark are not byte-for-byte equal, or
+  (once every replica is back in sync) a replica lacks a batch below it.
+- duplicate: one written value at two offsets (every value is sent exactly once, no retries).
+- phantom: a value that no producer wrote.
+- failed-present: a write the broker refused definitely (connection refused, 4xx other than 408)
+  was stored anyway.
+- crash: a broker process exited without being told to (an assertion, a fatal error), or a
+  SIGTERM at the end did not stop it with status 0 ("events": node-crashed, node-stop-status).
+Writes whose outcome is unknown (timeouts, resets, 5xx) may or may not be present: no rule.
+"""
+import collections
+import re
+
+ANOMALY_KINDS = ("lost", "read-then-gone", "inconsistent-offset", "reorder", "hw-regression", "divergence",
+                 "duplicate", "phantom", "failed-present", "crash")
+# Examples listed per kind in the printed verdict; the counts are always complete.
+EXAMPLES_PRINTED_MAX = 10
+
+
+def _final_log(history, p):
+    final = history.get("final", {}).get(str(p))
+    if final is None:
+        return None
+    return final
+
+
+def check_lost_and_gone(history):
+    lost, gone, failed_present = [], [], []
+    for p in history["partitions"]:
+        final = _final_log(history, p)
+        if final is None:
+            continue
+        present = {r[2] for r in final["records"]}
+        for w in history["writes"]:
+            if w["partition"] != p:
+                continue
+            if w["status"] == "ok" and w["value"] not in present:
+                entry = {"partition": p, "value": w["value"], "key": w["key"], "acked_offset": w["offset"],
+                         "node": w["node"], "t_complete": w["t_complete"]}
+                above = history.get("above_hw", {}).get(str(p), {})
+                holders = sorted(n for n, recs in above.items() if any(v == w["value"] for _o, v in recs))
+                if holders:
+                    entry["on_disk_above_high_watermark_on"] = holders
+                lost.append(entry)
+        read_values = {}
+        for r in history["reads"]:
+            if r["partition"] == p:
+                read_values.setdefault(r["value"], r)
+        for value, r in read_values.items():
+            if value not in present:
+                gone.append({"partition": p, "value": value, "read_offset": r["offset"], "node": r["node"], "t": r["t"]})
+        for w in history["writes"]:
+            if w["partition"] == p and w["status"] == "fail" and (w["value"] in present or w["value"] in read_values):
+                failed_present.append({"partition": p, "value": w["value"], "error": w.get("error"), "node": w["node"]})
+    return lost, gone, failed_present
+
+
+def check_offsets(history):
+    """inconsistent-offset, duplicate and phantom."""
+    inconsistent, duplicates, phantoms = [], [], []
+    written = {w["value"] for w in history["writes"]}
+    for p in history["partitions"]:
+        seen = collections.defaultdict(dict)   # offset -> value -> first source
+        for w in history["writes"]:
+            if w["partition"] == p and w["status"] == "ok" and w["offset"] is not None:
+                seen[w["offset"]].setdefault(w["value"], f"ack to the producer (node {w['node']})")
+        for r in history["reads"]:
+            if r["partition"] == p:
+                seen[r["offset"]].setdefault(r["value"], f"read via node {r['node']}")
+        final = _final_log(history, p)
+        final_values = []
+        if final is not None:
+            for offset, _key, value in final["records"]:
+                seen[offset].setdefault(value, "final log")
+                final_values.append((value, offset))
+        for offset in sorted(seen):
+            if len(seen[offset]) > 1:
+                inconsistent.append({"partition": p, "offset": offset,
+                                     "values": {v: src for v, src in seen[offset].items()}})
+        at = collections.defaultdict(list)
+        for value, offset in final_values:
+            at[value].append(offset)
+        for value, offsets in at.items():
+            if len(offsets) > 1:
+                duplicates.append({"partition": p, "value": value, "offsets": offsets})
+        reported = set()
+        for offset in sorted(seen):
+            for value, src in seen[offset].items():
+                if value not in written and value not in reported:
+                    reported.add(value)
+                    phantoms.append({"partition": p, "offset": offset, "value": value, "source": src})
+    return inconsistent, duplicates, phantoms
+
+
+def check_reorder(history):
+    """Writes of one key are sent one at a time; acked ones must stand in send order."""
+    out = []
+    by_key = collections.defaultdict(list)
+    for w in history["writes"]:
+        if w["status"] == "ok":
+            by_key[w["key"]].append(w)
+    final_offset = {}
+    for p in history["partitions"]:
+        final = _final_log(history, p)
+        if final is not None:
+            for offset, _key, value in final["records"]:
+                final_offset.setdefault((p, value), offset)
+    for key, writes in by_key.items():
+        writes.sort(key=lambda w: w["seq"])
+        prev = None
+        for w in writes:
+            if prev is not None and w["t_invoke"] >= prev["t_complete"]:
+                if w["offset"] is not None and prev["offset"] is not None and w["offset"] <= prev["offset"]:
+                    out.append({"key": key, "first": prev["value"], "then": w["value"], "source": "acks",
+                                "offsets": [prev["offset"], w["offset"]]})
+                a = final_offset.get((prev["partition"], prev["value"]))
+                b = final_offset.get((w["partition"], w["value"]))
+                if a is not None and b is not None and b <= a:
+                    out.append({"key": key, "first": prev["value"], "then": w["value"], "source": "final log",
+                                "offsets": [a, b]})
+            prev = w
+    return out
+
+
+def check_high_watermarks(history):
+    """High watermarks consumers can see: those a leader reports (a follower's is not served).
+
+    Each regression is reported once per (partition, node, incarnation, epoch) with how many
+    reports showed it, so one lagging leader polled 50 times counts once.
+    """
+    found = {}
+
+    def report(key, entry):
+        if key in found:
+            found[key]["reports"] += 1
+        else:
+            entry["reports"] = 1
+            found[key] = entry
+
+    obs = [h for h in history["hw"] if h.get("high_watermark") is not None and h.get("leader") == h["node"]]
+    # One broker process while it leads: its reports in the order its (sequential) poller got them.
+    per_process = collections.defaultdict(list)
+    for h in obs:
+        per_process[(h["partition"], h["node"], h["incarnation"])].append(h)
+    for (p, node, inc), seq in per_process.items():
+        seq.sort(key=lambda h: h["t_send"])
+        best = None
+        for h in seq:
+            if best is not None and h["high_watermark"] < best["high_watermark"]:
+                report(("process", p, node, inc, h["leader_epoch"]),
+                       {"partition": p, "rule": "one broker process", "node": node, "incarnation": inc,
+                        "leader_epoch": h["leader_epoch"], "before": best["high_watermark"],
+                        "after": h["high_watermark"], "t": h["t_send"]})
+            if best is None or h["high_watermark"] > best["high_watermark"]:
+                best = h
+    # Leaders in epoch order: a leader's report is compared with every report another leader
+    # process of the same or an older epoch gave before this request was sent.
+    for p in history["partitions"]:
+        leaders = [h for h in obs if h["partition"] == p]
+        by_recv = sorted(leaders, key=lambda h: h["t_recv"])
+        by_send = sorted(leaders, key=lambda h: h["t_send"])
+        best = {}   # (epoch, node, incarnation) -> that process's highest report received so far
+        i = 0
+        for h in by_send:
+            while i < len(by_recv) and by_recv[i]["t_recv"] < h["t_send"]:
+                g = by_recv[i]
+                k = (g["leader_epoch"], g["node"], g["incarnation"])
+                if k not in best or g["high_watermark"] > best[k]["high_watermark"]:
+                    best[k] = g
+                i += 1
+            floor = None
+            for (epoch, node, inc), g in best.items():
+                if epoch <= h["leader_epoch"] and (node, inc) != (h["node"], h["incarnation"]):
+                    if floor is None or g["high_watermark"] > floor["high_watermark"]:
+                        floor = g
+            if floor is not None and h["high_watermark"] < floor["high_watermark"]:
+                report(("epochs", p, h["node"], h["incarnation"], h["leader_epoch"]),
+                       {"partition": p, "rule": "leaders in epoch order", "node": h["node"],
+                        "incarnation": h["incarnation"], "leader_epoch": h["leader_epoch"],
+                        "after": h["high_watermark"], "before": floor["high_watermark"],
+                        "before_node": floor["node"], "before_epoch": floor["leader_epoch"], "t": h["t_send"]})
+    return list(found.values())
+
+
+def check_divergence(history):
+    out = []
+    converged = history.get("converged", False)
+    for p in history["partitions"]:
+        final = _final_log(history, p)
+        replicas = history.get("replicas", {}).get(str(p), {})
+        if final is None or not replicas:
+            continue
+        hw = final["high_watermark"]
+        tables = {}
+        for node, rep in replicas.items():
+            tables[node] = {b[0]: b for b in rep["batches"] if b[0] < hw}
+        bases = sorted(set().union(*[set(t) for t in tables.values()]))
+        for base in bases:
+            holders = {node: t[base] for node, t in tables.items() if base in t}
+            digests = {(b[1], b[2]) for b in holders.values()}
+            if len(digests) > 1:
+                isr = final.get("isr")
+                out.append({"partition": p, "base_offset": base, "high_watermark": hw,
+                            "replicas": {node: {"last_offset": b[1], "sha256": b[2][:16], "bytes": b[3],
+                                                "log_end_offset": replicas[node]["log_end_offset"],
+                                                "in_sync_at_end": None if isr is None else int(node) in isr}
+                                         for node, b in holders.items()}})
+                continue
+            if converged:
+                missing = sorted(node for node in tables if base not in tables[node])
+                if missing:
+                    out.append({"partition": p, "base_offset": base, "high_watermark": hw,
+                                "missing_on": missing, "note": "every replica was in sync at the end"})
+        if converged:
+            for node, rep in replicas.items():
+                if rep["log_end_offset"] < hw:
+                    out.append({"partition": p, "node": node, "log_end_offset": rep["log_end_offset"],
+                                "high_watermark": hw, "note": "in sync at the end but shorter than the high watermark"})
+    return out
+
+
+def check(history, min_acked=1):
+    """Runs every rule. Returns {"anomalies": {kind: [..]}, "stats": {...}, "verdict": str, "notes": [..]}."""
+    lost, gone, failed_present = check_lost_and_gone(history)
+    inconsistent, duplicates, phantoms = check_offsets(history)
+    anomalies = {
+        "lost": lost,
+        "read-then-gone": gone,
+        "inconsistent-offset": inconsistent,
+        "reorder": check_reorder(history),
+        "hw-regression": check_high_watermarks(history),
+        "divergence": check_divergence(history),
+        "duplicate": duplicates,
+        "phantom": phantoms,
+        "failed-present": failed_present,
+        "crash": [{k: v for k, v in e.items() if k != "log_tail"} for e in history.get("events", [])
+                  if e.get("event") in ("node-crashed", "node-stop-status")],
+    }
+    status = collections.Counter(w["status"] for w in history["writes"])
+    present = set()
+    for p in history["partitions"]:
+        final = _final_log(history, p)
+        if final is not None:
+            present |= {r[2] for r in final["records"]}
+    stats = {
+        "writes": len(history["writes"]),
+        "acked": status["ok"],
+        "failed": status["fail"],
+        "unknown": status["unknown"],
+        "unknown_present": sum(1 for w in history["writes"] if w["status"] == "unknown" and w["value"] in present),
+        "reads": len(history["reads"]),
+        "hw_reports": len(history["hw"]),
+        "final_records": sum(len(f["records"]) for f in history.get("final", {}).values()),
+    }
+    errors = collections.Counter(re.sub(r"\d+", "N", w["error"])[:110] for w in history["writes"]
+                                 if w["status"] != "ok" and w.get("error"))
+    stats["errors"] = errors.most_common(6)
+    gaps = {}
+    end = max((w["t_complete"] for w in history["writes"] if w.get("t_complete") is not None), default=None)
+    for p in history["partitions"]:
+        times = sorted(w["t_complete"] for w in history["writes"] if w["partition"] == p and w["status"] == "ok")
+        if times and end is not None:
+            times.append(end)     # a partition that stopped taking writes: the gap runs to the end
+        if len(times) > 1:
+            i = max(range(1, len(times)), key=lambda j: times[j] - times[j - 1])
+            gaps[p] = (round(times[i] - times[i - 1], 2), round(times[i - 1], 1))
+    stats["longest_ack_gap_s"] = gaps
+    notes = []
+    missing_final = [p for p in history["partitions"] if _final_log(history, p) is None]
+    if missing_final:
+        notes.append(f"no final log for partitions {missing_final}: their writes were not judged")
+    if not history.get("converged", False):
+        notes.append("the cluster did not converge after healing (a leader for every partition and every "
+                     "replica in sync): missing replicas were not judged")
+    found = sum(len(v) for v in anomalies.values())
+    if found:
+        verdict = "INVALID"
+    elif status["ok"] < min_acked or missing_final or not history.get("converged", False):
+        verdict = "INCONCLUSIVE"
+        if status["ok"] < min_acked:
+            notes.append(f"only {status['ok']} acknowledged writes (fewer than {min_acked}): nothing to judge")
+    else:
+        verdict = "VALID"
+    return {"anomalies": anomalies, "stats": stats, "verdict": verdict, "notes": notes}
+
+
+def format_report(result, examples=EXAMPLES_PRINTED_MAX):
+    """Human-readable verdict: counts per kind, a few examples each."""
+    lines = []
+    s = result["stats"]
+    lines.append(f"writes {s['writes']}: {s['acked']} acknowledged, {s['failed']} failed, {s['unknown']} unknown "
+                 f"({s['unknown_present']} of them present); {s['reads']} reads; {s['hw_reports']} high-watermark "
+                 f"reports; {s['final_records']} records in the final logs")
+    if s.get("errors"):
+        lines.append("  most common errors of writes not acknowledged:")
+        for text, count in s["errors"]:
+            lines.append(f"    {count:6d}  {text}")
+    if s.get("longest_ack_gap_s"):
+        lines.append("  longest time without an acknowledged write, per partition (s, from t): " +
+                     ", ".join(f"p{p} {g[0]} (t={g[1]})" for p, g in sorted(s["longest_ack_gap_s"].items())))
+    for kind in ANOMALY_KINDS:
+        found = result["anomalies"][kind]
+        lines.append(f"  {kind:20s} {len(found)}")
+        for a in found[:examples]:
+            lines.append(f"      {a}")
+        if len(found) > examples:
+            lines.append(f"      ... {len(found) - examples} more")
+    for n in result["notes"]:
+        lines.append(f"  note: {n}")
+    lines.append(f"VERDICT: {result['verdict']}")
+    return "\n".join(lines)
