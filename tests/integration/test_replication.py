@@ -44,6 +44,10 @@ def read_all(node, topic, partition, end):
     while offset < end:
         r = requests.get(f"{node.url}/topics/{topic}/partitions/{partition}/records",
                          params={"offset": offset, "timeout": 2000}, headers={"Accept": JSONV2}, timeout=10)
+        if r.status_code == 503:
+            # Retriable: a new leader still establishing its high watermark (KIP-207), or none yet.
+            assert r.headers.get("Retry-After") == "1", r.headers
+            break
         assert r.status_code == 200, r.text
         batch = r.json()
         if not batch:
