@@ -130,7 +130,10 @@ model::offset truncation_offset(const diverging_epoch& diverging, const epoch_en
                                 model::offset log_end_offset, model::offset high_watermark) {
   if (diverging.epoch < 0 || diverging.end_offset < 0) return std::min(high_watermark, log_end_offset);
   model::offset cut{diverging.end_offset};
-  if (follower_end && follower_end->first.value() != diverging.epoch) cut = std::min(cut, follower_end->second);
+  // Kafka's AbstractFetcherThread: the same epoch on both sides -> the lesser of the two ends of
+  // it (past the follower's end of that epoch lie its records of a later epoch the leader never
+  // had); another epoch -> the follower's end of its largest epoch <= the leader's, then fetch again.
+  if (follower_end) cut = std::min(cut, follower_end->second);
   if (!follower_end) cut = std::min(cut, high_watermark);   // the follower knows no epoch that old
   return std::min(cut, log_end_offset);
 }

@@ -102,6 +102,15 @@ TEST_CASE("divergence (KIP-320): the leader names the epoch and end offset; the 
   auto same = check_divergence(1, offset{75}, epoch_end{{leader_epoch{1}, offset{70}}}, offset{0});
   REQUIRE(same.has_value());
   CHECK(truncation_offset(*same, epoch_end{{leader_epoch{1}, offset{75}}}, offset{75}, offset{40}) == offset{70});
+  // The same epoch, ending later on the leader (found by replication_sim): the follower's epoch 0
+  // ends at 274 and its records 274..347 are of epoch 1, which the leader never had (the leader
+  // kept epoch 0 up to 290 and then began epoch 3 there). Cut at 274, where the follower's epoch
+  // 0 ends; cutting at 290 would keep epoch-1 records 274..289 and the same divergence forever.
+  auto later = check_divergence(1, offset{348}, epoch_end{{leader_epoch{0}, offset{290}}}, offset{0});
+  REQUIRE(later.has_value());
+  CHECK(later->epoch == 0);
+  CHECK(later->end_offset == 290);
+  CHECK(truncation_offset(*later, epoch_end{{leader_epoch{0}, offset{274}}}, offset{348}, offset{200}) == offset{274});
   // No divergence: the epoch is known and ends at or past the fetch offset; or no epoch yet.
   CHECK_FALSE(check_divergence(1, offset{70}, epoch_end{{leader_epoch{1}, offset{70}}}, offset{0}).has_value());
   CHECK_FALSE(check_divergence(-1, offset{0}, epoch_end{}, offset{0}).has_value());

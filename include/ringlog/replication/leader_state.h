@@ -112,9 +112,10 @@ std::optional<diverging_epoch> check_divergence(int32_t last_fetched_epoch, mode
                                                 const epoch_end& leader_end, model::offset leader_log_start);
 
 /// Where a follower truncates its log when its leader reported `diverging` (KIP-320's follower
-/// side, Kafka's AbstractFetcherThread): at the leader's end offset of that epoch when the
-/// follower knows the same epoch, at its own end of its largest epoch <= it otherwise, never past
-/// its `log_end_offset`; at its `high_watermark` when the leader knew no epoch that old.
+/// side, Kafka's AbstractFetcherThread): when the follower knows the same epoch, at the lesser of
+/// the leader's and its own end of that epoch (past its own end lie records of a later epoch the
+/// leader never had); at its own end of its largest epoch <= it otherwise; never past its
+/// `log_end_offset`; at its `high_watermark` when the leader knew no epoch that old.
 /// `follower_end` is end_offset_for_epoch(diverging.epoch) on the follower.
 model::offset truncation_offset(const diverging_epoch& diverging, const epoch_end& follower_end,
                                 model::offset log_end_offset, model::offset high_watermark);
