@@ -236,7 +236,7 @@ std::vector<protocol::metadata_record> registration_records(const controller::me
   // fenced and unfences on the first caught-up heartbeat: the same state, one step shorter).
   r.fenced = false;
   std::vector<protocol::metadata_record> out{r};
-  for (auto& change : elect_leaderless(image, node_id)) out.push_back(std::move(change));
+  for (auto& change : rejoin_partitions(image, node_id)) out.push_back(std::move(change));
   return out;
 }
 

@@ -141,6 +141,46 @@ std::vector<protocol::metadata_record> remove_broker_from_partitions(const contr
   return out;
 }
 
+std::vector<protocol::metadata_record> rejoin_partitions(const controller::metadata_image& image, int32_t broker_id) {
+  const std::vector<int32_t> usable = usable_brokers(image);
+  auto is_usable = [&](int32_t id) { return id != broker_id && std::find(usable.begin(), usable.end(), id) != usable.end(); };
+  std::vector<protocol::metadata_record> out;
+  for (const auto& [name, topic] : image.topics()) {
+    for (size_t p = 0; p < topic->partitions.size(); ++p) {
+      const auto& part = topic->partitions[p];
+      const auto& isr = part.in_sync_replicas;
+      const bool in_isr = std::find(isr.begin(), isr.end(), broker_id) != isr.end();
+      std::vector<int32_t> others;
+      for (int32_t id : isr) {
+        if (id != broker_id) others.push_back(id);
+      }
+      protocol::partition_change_record c;
+      c.topic_id = topic->topic_id;
+      c.partition_id = static_cast<int32_t>(p);
+      if (part.leader == broker_id || (part.leader < 0 && in_isr)) {
+        int32_t next = -1;
+        for (int32_t candidate : part.replicas) {
+          if (is_usable(candidate) && std::find(others.begin(), others.end(), candidate) != others.end()) {
+            next = candidate;
+            break;
+          }
+        }
+        if (next >= 0 && part.leader == broker_id) {
+          c.leader = next;
+          c.isr = others;
+        } else if (part.leader == broker_id || part.leader < 0) {
+          c.leader = broker_id;   // the same or the last in-sync replica: a new leader epoch
+        }
+      } else if (in_isr && !others.empty()) {
+        c.isr = others;   // a follower rejoins the ISR once it caught up with the leader
+      }
+      if (!c.isr && c.leader == -2) continue;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 std::vector<protocol::metadata_record> elect_leaderless(const controller::metadata_image& image, int32_t broker_id) {
   std::vector<protocol::metadata_record> out;
   for (const auto& [name, topic] : image.topics()) {

@@ -39,6 +39,15 @@ result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metad
 std::vector<protocol::metadata_record> remove_broker_from_partitions(const controller::metadata_image& image,
                                                                      int32_t broker_id, bool unclean_election);
 
+/// PartitionChangeRecords for a broker that registers anew (a process start), in the entry of
+/// its RegisterBrokerRecord. Every leadership it held moves to the first usable in-sync replica
+/// in replica order, or stays with it in a new leader epoch when none is: a restarted process
+/// never leads in the epoch of its previous life (its followers may hold records it lost
+/// unsynced, and only a new epoch makes them truncate, KIP-101). It leaves the ISR of the
+/// partitions it follows (it rejoins once caught up), and leads, in a new epoch, the partitions
+/// that have no leader and list it in their ISR (the last in-sync replica coming back).
+std::vector<protocol::metadata_record> rejoin_partitions(const controller::metadata_image& image, int32_t broker_id);
+
 /// PartitionChangeRecords that make `broker_id` the leader of every partition that has no
 /// leader and lists it in its ISR (a broker coming back after it was fenced).
 std::vector<protocol::metadata_record> elect_leaderless(const controller::metadata_image& image, int32_t broker_id);

@@ -97,7 +97,11 @@ int32_t broker_impl::min_insync_replicas(const std::string& topic) const {
 void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                         const controller::partition_image& p) {
   const int64_t now = deps_.clock.now_ms();
-  const bool leads = p.leader == config_.node_id;
+  // Only under this process's own registration: before it registers, the image may still name
+  // this node the leader in its previous life's epoch (rejoin_partitions then moves or renews it).
+  const auto* me = view()->image->find_broker(config_.node_id);
+  const bool registered = me != nullptr && me->incarnation_id == incarnation_id_;
+  const bool leads = p.leader == config_.node_id && registered;
   const bool new_leadership = p.leader != rt->leader_id || p.leader_epoch != rt->epoch.value();
   const bool isr_shrank_below_min =
       static_cast<int32_t>(p.in_sync_replicas.size()) < min_insync_replicas(rt->topic) &&
@@ -170,7 +174,9 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
     log_info("partition " + tp_name(*rt) + ": following leader " + std::to_string(p.leader) + " in epoch " +
              std::to_string(p.leader_epoch) + " from offset " + std::to_string(rt->log->log_end_offset().value()));
   }
-  if (p.leader >= 0 && contains(p.replicas, config_.node_id)) start_follower_fetch(shard, rt);
+  if (p.leader >= 0 && p.leader != config_.node_id && contains(p.replicas, config_.node_id)) {
+    start_follower_fetch(shard, rt);
+  }
 }
 
 void broker_impl::fail_ack_waiters(partition_runtime& rt, const error& why) {
@@ -454,7 +460,8 @@ void broker_impl::replication_tick(size_t shard) {
                                                 " was not replicated to the in-sync replicas in time; it may or may "
                                                 "not be stored (the outcome is unknown): retry"});
       }
-    } else if (rt->leader_id >= 0 && !rt->follower_fetching && contains(rt->replicas, config_.node_id)) {
+    } else if (rt->leader_id >= 0 && rt->leader_id != config_.node_id && !rt->follower_fetching &&
+               contains(rt->replicas, config_.node_id)) {
       start_follower_fetch(shard, rt);
     }
   }
@@ -477,7 +484,8 @@ void broker_impl::send_follower_fetch(size_t shard, std::weak_ptr<partition_runt
     // while); a newer leadership to follow gets its loop now. Found by tests/cluster: keeping
     // the flag when the generation had moved left a follower that never fetched again.
     rt->follower_fetching = false;
-    if (!stopping_ && !rt->deleted && !rt->leader && rt->leader_id >= 0 && contains(rt->replicas, config_.node_id)) {
+    if (!stopping_ && !rt->deleted && !rt->leader && rt->leader_id >= 0 && rt->leader_id != config_.node_id &&
+        contains(rt->replicas, config_.node_id)) {
       start_follower_fetch(shard, rt);
     }
     return;

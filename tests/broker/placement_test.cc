@@ -87,3 +87,20 @@ TEST_CASE("a fenced in-sync replica is never chosen as the new leader") {
   REQUIRE(out.size() == 1);
   CHECK(change_of(out, 0).leader == 3);
 }
+
+TEST_CASE("a restarted broker never leads in its previous epoch: its leaderships move or are renewed") {
+  // p0: led by 1 with 2 in sync -> 2 leads. p1: led by 1 alone -> 1 again (a new epoch: a
+  // change of leader). p2: 1 follows 2 -> leaves the ISR until caught up. p3: no leader, 1 the
+  // last in-sync replica -> 1 leads. p4: 1 not involved -> nothing.
+  auto image = cluster({{1, 2, 3}, {1, 2, 3}, {2, 1, 3}, {1, 2, 3}, {2, 3, 1}},
+                       {{1, 2}, {1}, {2, 1}, {1}, {2, 3}}, {1, 1, 2, -1, 2});
+  auto out = broker::rejoin_partitions(*image, 1);
+  REQUIRE(out.size() == 4);
+  CHECK(change_of(out, 0).leader == 2);
+  CHECK(*change_of(out, 0).isr == std::vector<int32_t>{2});
+  CHECK(change_of(out, 1).leader == 1);   // PartitionChangeRecord with a leader bumps the epoch
+  CHECK_FALSE(change_of(out, 1).isr.has_value());
+  CHECK(change_of(out, 2).leader == -2);
+  CHECK(*change_of(out, 2).isr == std::vector<int32_t>{2});
+  CHECK(change_of(out, 3).leader == 1);
+}
