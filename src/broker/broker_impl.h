@@ -19,6 +19,7 @@
 #include "compaction.h"
 #include "group_service.h"
 #include "metadata.h"
+#include "ringlog/base/assert.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
 #include "ringlog/protocol/frame.h"
@@ -53,6 +54,16 @@ inline constexpr size_t recent_read_bytes_max = 1 << 20;
 inline constexpr size_t recent_read_record_bytes = sizeof(model::record) + 64;
 
 error from_storage(const storage::error& e);
+/// The body of a request this node sends at `version` (the versions are chosen here, so an
+/// encoding failure is a bug).
+template <typename Message>
+inline protocol::bytes encode_body(const Message& m, int16_t version) {
+  protocol::writer w;
+  auto ok = m.encode(w, version);
+  RINGLOG_ASSERT(ok.ok(), "messages built here encode at the versions chosen here");
+  return std::move(w).take();
+}
+
 /// Answers a request from another node with `response` at the request's version.
 template <typename Response>
 inline void respond_with(const protocol::request_header_data& header, const Response& response, rpc::respond_fn& respond) {

@@ -30,13 +30,6 @@ constexpr int64_t forward_metadata_poll_ms = 20;
 constexpr int64_t earliest_timestamp = -2;
 constexpr int64_t latest_timestamp = -1;
 
-template <typename Message>
-protocol::bytes encode_body(const Message& m, int16_t version) {
-  protocol::writer w;
-  auto ok = m.encode(w, version);
-  RINGLOG_ASSERT(ok.ok(), "messages built here encode at the versions chosen here");
-  return std::move(w).take();
-}
 
 std::string leader_name(int32_t leader, const model::topic_partition& tp) {
   return "broker " + std::to_string(leader) + " (the leader of " + tp.topic + "-" +

@@ -1,6 +1,7 @@
 #include "placement.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -93,6 +94,15 @@ protocol::partition_change_record leader_change(const controller::topic_image& t
   return c;
 }
 
+/// The first replica, in replica order, that is in `isr` and `usable`; -1 when none is.
+int32_t first_usable_in_sync(const std::vector<int32_t>& replicas, const std::vector<int32_t>& isr,
+                             const std::function<bool(int32_t)>& usable) {
+  for (int32_t candidate : replicas) {
+    if (usable(candidate) && std::find(isr.begin(), isr.end(), candidate) != isr.end()) return candidate;
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::vector<protocol::metadata_record> remove_broker_from_partitions(const controller::metadata_image& image,
@@ -119,13 +129,7 @@ std::vector<protocol::metadata_record> remove_broker_from_partitions(const contr
       if (next_isr != isr) c.isr = next_isr;
       if (part.leader == broker_id) {
         // The next live in-sync replica in replica order; with unclean election, else any live replica.
-        int32_t leader = -1;
-        for (int32_t candidate : part.replicas) {
-          if (is_usable(candidate) && std::find(next_isr.begin(), next_isr.end(), candidate) != next_isr.end()) {
-            leader = candidate;
-            break;
-          }
-        }
+        int32_t leader = first_usable_in_sync(part.replicas, next_isr, is_usable);
         for (size_t i = 0; leader < 0 && unclean_election && i < part.replicas.size(); ++i) {
           if (is_usable(part.replicas[i])) {
             leader = part.replicas[i];
@@ -158,13 +162,7 @@ std::vector<protocol::metadata_record> rejoin_partitions(const controller::metad
       c.topic_id = topic->topic_id;
       c.partition_id = static_cast<int32_t>(p);
       if (part.leader == broker_id || (part.leader < 0 && in_isr)) {
-        int32_t next = -1;
-        for (int32_t candidate : part.replicas) {
-          if (is_usable(candidate) && std::find(others.begin(), others.end(), candidate) != others.end()) {
-            next = candidate;
-            break;
-          }
-        }
+        const int32_t next = first_usable_in_sync(part.replicas, others, is_usable);
         if (next >= 0 && part.leader == broker_id) {
           c.leader = next;
           c.isr = others;

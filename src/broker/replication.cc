@@ -72,13 +72,6 @@ std::string ids_text(const std::vector<int32_t>& ids) {
   return out;
 }
 
-template <typename Message>
-protocol::bytes encode_body(const Message& m, int16_t version) {
-  protocol::writer w;
-  auto ok = m.encode(w, version);
-  RINGLOG_ASSERT(ok.ok(), "messages built here encode at the versions chosen here");
-  return std::move(w).take();
-}
 
 }  // namespace
 
