@@ -29,10 +29,11 @@ Rules (issue 13, "Test bed and checker"; design.md section 1):
   than it had before; or a leader reported one lower than another leader process of the same or
   an older epoch had reported before this request was sent (consumers read through whichever
   broker leads). Followers' high watermarks are not served to consumers and are not judged. A
-  new leader's figure in the partitions route during its first ESTABLISHING_WINDOW_S is not
-  compared with earlier leaders': it starts one follower fetch behind its predecessor's, and the
-  broker tells readers at its high watermark to retry until it caught up (KIP-207), so readers
-  never see it go back; the route shows it as it is.
+  new leader's figure in the partitions route is compared with earlier leaders' only once it
+  has caught up with them (reported at least their highest): until then it is establishing its
+  high watermark (its ISR may still have to fetch, or to shrink), and the broker tells readers at
+  its high watermark to retry (KIP-207), so readers never see it go back; the route shows the
+  figure as it is. Once caught up, any lower report is a regression.
 - divergence: replicas' batches below the final high watermark are not byte-for-byte equal, or
   (once every replica is back in sync) a replica lacks a batch below it.
 - duplicate: one written value at two offsets (every value is sent exactly once, no retries).
@@ -45,10 +46,6 @@ Writes whose outcome is unknown (timeouts, resets, 5xx) may or may not be presen
 """
 import collections
 import re
-
-# How long a new leader's high watermark in the partitions route may sit below its predecessor's
-# (one follower fetch, KIP-207): reports in this window are not compared across leaders.
-ESTABLISHING_WINDOW_S = 2.0
 
 ANOMALY_KINDS = ("lost", "read-then-gone", "inconsistent-offset", "reorder", "hw-regression", "divergence",
                  "duplicate", "phantom", "failed-present", "crash")
@@ -194,10 +191,7 @@ def check_high_watermarks(history):
                 best = h
     # Leaders in epoch order: a leader's report is compared with every report another leader
     # process of the same or an older epoch gave before this request was sent.
-    first_report = {}
-    for h in obs:
-        k = (h["partition"], h["leader_epoch"], h["node"], h["incarnation"])
-        first_report[k] = min(first_report.get(k, h["t_send"]), h["t_send"])
+    caught_up = set()   # (partition, epoch, node, incarnation) that reached its predecessors' figure
     for p in history["partitions"]:
         leaders = [h for h in obs if h["partition"] == p]
         by_recv = sorted(leaders, key=lambda h: h["t_recv"])
@@ -211,13 +205,16 @@ def check_high_watermarks(history):
                 if k not in best or g["high_watermark"] > best[k]["high_watermark"]:
                     best[k] = g
                 i += 1
-            if h["t_send"] - first_report[(p, h["leader_epoch"], h["node"], h["incarnation"])] < ESTABLISHING_WINDOW_S:
-                continue
             floor = None
             for (epoch, node, inc), g in best.items():
                 if epoch <= h["leader_epoch"] and (node, inc) != (h["node"], h["incarnation"]):
                     if floor is None or g["high_watermark"] > floor["high_watermark"]:
                         floor = g
+            me = (p, h["leader_epoch"], h["node"], h["incarnation"])
+            if floor is None or h["high_watermark"] >= floor["high_watermark"]:
+                caught_up.add(me)
+            if me not in caught_up:
+                continue   # still establishing its high watermark (KIP-207): reads are gated
             if floor is not None and h["high_watermark"] < floor["high_watermark"]:
                 report(("epochs", p, h["node"], h["incarnation"], h["leader_epoch"]),
                        {"partition": p, "rule": "leaders in epoch order", "node": h["node"],
