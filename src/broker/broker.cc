@@ -323,10 +323,14 @@ void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
     last_heartbeat_ms_.clear();
     const int64_t now = deps_.clock.now_ms();
     controller_active_since_ms_ = now;
+    refused_at_ms_.clear();
     for (const auto& [id, b] : controller_view_->image->brokers()) {
       last_heartbeat_ms_[id] = now;
       heartbeat_epoch_[id] = b.broker_epoch;
     }
+    // The previous controller left for a reason (often its process died, and its broker with it):
+    // ask every broker at once instead of waiting a session for the gone ones.
+    for (const auto& [id, b] : controller_view_->image->brokers()) probe_broker(id);
   }
 }
 
@@ -516,6 +520,12 @@ void broker_impl::register_cluster_handlers() {
       });
     });
   }
+  // A connection from a broker closed: on the active controller, check whether it is gone.
+  deps_.cluster_transport->set_peer_closed_handler([this, alive = std::weak_ptr<int>(lifetime_)](int32_t node_id) {
+    deps_.runtime.post(controller_shard, [this, node_id, alive] {
+      if (alive.lock() && !stopping_) probe_broker(node_id);
+    });
+  });
   // Produce and ListOffsets forwarded by brokers that do not lead the partition (forwarding.cc).
   deps_.cluster_transport->set_handler(protocol::produce_request_data::api_key,
                                        [this](const protocol::request_header_data& header,
@@ -640,6 +650,10 @@ void broker_impl::schedule_heartbeat() {
 
 void broker_impl::heartbeat_tick() {
   if (quorum_->leader_id() == config_.node_id) {
+    const int64_t now = deps_.clock.now_ms();
+    for (const auto& [id, seen] : last_heartbeat_ms_) {
+      if (now - seen > 2 * config_.broker_heartbeat_interval_ms) probe_broker(id);   // a heartbeat late
+    }
     fence_lapsed_brokers();
     ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
   }
@@ -701,17 +715,46 @@ void broker_impl::fence_lapsed_brokers() {
       last_heartbeat_ms_[id] = now;
     }
     auto seen = last_heartbeat_ms_.try_emplace(id, now).first->second;
-    if (now - seen <= config_.broker_session_timeout_ms) continue;
-    // Missed its heartbeats for broker.session.timeout.ms: fence it and move its leaderships.
+    const auto refused = refused_at_ms_.find(id);
+    const bool gone = refused != refused_at_ms_.end() && refused->second >= seen;
+    if (!gone && now - seen <= config_.broker_session_timeout_ms) continue;
+    // Missed its heartbeats for broker.session.timeout.ms, or its process is gone: fence it and
+    // move its leaderships.
+    log_info("fencing broker " + std::to_string(id) + ": " +
+                        (gone ? "its cluster listener refuses connections (its process is gone)"
+                              : "no heartbeat for " + std::to_string(now - seen) + " ms (broker.session.timeout.ms=" +
+                                    std::to_string(config_.broker_session_timeout_ms) + ")"));
     protocol::fence_broker_record fence;
     fence.id = id;
     fence.epoch = b.broker_epoch;
     std::vector<protocol::metadata_record> records{fence};
     for (auto& r : remove_broker_from_partitions(image, id, config_.unclean_leader_election_enable)) records.push_back(std::move(r));
     fencing_in_flight_ = true;
-    commit_records(std::move(records), [this](result<void>) { fencing_in_flight_ = false; });
-    return;   // one at a time: the next tick sees the new image
+    commit_records(std::move(records), [this](result<void> r) {
+      fencing_in_flight_ = false;
+      if (r.ok()) fence_lapsed_brokers();   // the next one, if any, on the new image
+    });
+    return;   // one at a time: each sees the image the previous one made
   }
+}
+
+void broker_impl::probe_broker(int32_t id) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  if (deps_.cluster_transport == nullptr || id == config_.node_id || quorum_leader_id_ != config_.node_id) return;
+  const auto* b = controller_view_->image->find_broker(id);
+  if (b == nullptr || b->fenced || !probes_in_flight_.insert(id).second) return;
+  const int64_t started_ms = deps_.clock.now_ms();
+  rpc::probe_listening(*deps_.cluster_transport, id, config_.broker_heartbeat_interval_ms * 2,
+                       [this, id, started_ms, alive = std::weak_ptr<int>(lifetime_)](rpc::result<void> r) {
+    const bool refused = !r.ok() && r.error().code == rpc::errc::connection_refused;
+    deps_.runtime.post(controller_shard, [this, id, started_ms, refused, alive] {
+      if (!alive.lock() || stopping_) return;
+      probes_in_flight_.erase(id);
+      if (!refused) return;
+      refused_at_ms_[id] = started_ms;
+      if (quorum_->leader_id() == config_.node_id) fence_lapsed_brokers();
+    });
+  });
 }
 
 result<void> broker_impl::check_leader(const topic_state& topic, int32_t partition) const {

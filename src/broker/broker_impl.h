@@ -336,7 +336,17 @@ class broker_impl final : public broker, public group_host, public controller::q
   void schedule_heartbeat();
   void heartbeat_tick();
   void send_heartbeat(bool want_shut_down, std::function<void(result<protocol::broker_heartbeat_response_data>)> done);
+  /// Active controller: fences brokers whose session lapsed (no heartbeat for
+  /// broker.session.timeout.ms) or whose process is known gone (probe_broker found its cluster
+  /// listener refusing connections after its last heartbeat), one commit at a time.
   void fence_lapsed_brokers();
+  /// Active controller, controller shard: asks whether broker `id` still listens (an ApiVersions
+  /// over a fresh connection, rpc::probe_listening). Started when a connection from `id` closes,
+  /// when `id` is a heartbeat late, and for every broker when this node becomes the controller;
+  /// a refusal fences `id` at once instead of after its session timeout (a kill -9 takes a round
+  /// trip, not broker.session.timeout.ms). A timeout proves nothing (a paused or cut-off broker
+  /// answers nothing either): such a broker keeps its session. One probe per broker at a time.
+  void probe_broker(int32_t id);
   /// Controller shard: creates __consumer_offsets when this node is the active controller, it is
   /// due and not already on its way. `done(true)` once it exists; false when it is not created
   /// now (not the controller, not due, pending); the creation's error otherwise.
@@ -520,6 +530,8 @@ class broker_impl final : public broker, public group_host, public controller::q
   std::map<int32_t, int64_t> last_heartbeat_ms_;
   std::map<int32_t, int64_t> heartbeat_epoch_;   // the broker epoch last_heartbeat_ms_ counts for
   int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
+  std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now
+  std::map<int32_t, int64_t> refused_at_ms_;  // probe_broker: when each broker's listener last refused
   std::atomic<bool> controlled_shutdown_done_{false};
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);  std::atomic<bool> stopping_{false};

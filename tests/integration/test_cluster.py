@@ -58,10 +58,11 @@ class Node(Broker):
 
 
 class Cluster:
-    def __init__(self, root, size=3):
+    def __init__(self, root, size=3, extra_sets=()):
         self.ports = [free_port() for _ in range(size)]
         voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self.ports))
-        self.nodes = [Node(root / f"node{i + 1}" / "data", i + 1, self.ports[i], voters) for i in range(size)]
+        self.nodes = [Node(root / f"node{i + 1}" / "data", i + 1, self.ports[i], voters, extra_sets)
+                      for i in range(size)]
         for n in self.nodes:
             n.data_dir.parent.mkdir(parents=True, exist_ok=True)
 

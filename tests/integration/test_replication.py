@@ -166,3 +166,43 @@ def test_committed_offsets_survive_the_loss_of_the_group_coordinator(cluster):
         return None
 
     assert wait_until(committed_elsewhere, FAILOVER_DEADLINE_S, "the group on its new coordinator") == {0: 10}
+
+
+def test_a_killed_broker_is_fenced_when_its_listener_refuses_not_after_its_session(ringlog_bin, tmp_path):
+    """kill -9 closes the broker's connections and its listener: the controller checks with a
+    fresh connect, is refused, and fences at once. The session here is 10 minutes, so only that
+    path can move the leaderships within the deadline - for a broker, and for the controller's
+    own node (the new controller asks every broker when it takes over)."""
+    c = Cluster(tmp_path, extra_sets=["broker.session.timeout.ms=600000"]).start()
+    try:
+        controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        n = c.node(controller)
+        assert create_topic(n, "fast", partitions=6, replication_factor=3).status_code == 201
+        leaders = wait_until(lambda: (lambda ls: ls if None not in ls else None)(
+            [leader_of(n, "fast", p) for p in range(6)]), 10.0, "a leader for every partition")
+        wait_until(lambda: all(isr_of(n, "fast", p) == [1, 2, 3] for p in range(6)), 10.0, "ISRs of three")
+        victim = next(b for b in (1, 2, 3) if b != controller)
+        if victim not in leaders:
+            victim = next(b for b in leaders if b != controller)
+
+        c.node(victim).kill()
+        wait_until(lambda: n.brokers()[victim]["state"] == "fenced" or None, FAILOVER_DEADLINE_S,
+                   f"broker {victim} fenced without its 10-minute session running out")
+        wait_until(lambda: all(leader_of(n, "fast", p) not in (None, victim) for p in range(6)) or None,
+                   FAILOVER_DEADLINE_S, f"every leadership off broker {victim}")
+
+        # The victim comes back and rejoins; then the controller's own node is killed.
+        c.node(victim).spawn()
+        wait_until(lambda: all(isr_of(n, "fast", p) == [1, 2, 3] for p in range(6)) or None, 60.0,
+                   f"broker {victim} back in every ISR")
+        c.node(controller).kill()
+        survivors = [x for x in c.nodes if x.node_id != controller]
+        s = survivors[0]
+        wait_until(lambda: c.controller(survivors) not in (None, controller) or None, FAILOVER_DEADLINE_S,
+                   "a new controller")
+        wait_until(lambda: s.brokers()[controller]["state"] == "fenced" or None, FAILOVER_DEADLINE_S,
+                   f"the old controller's broker {controller} fenced")
+        wait_until(lambda: all(leader_of(s, "fast", p) not in (None, controller) for p in range(6)) or None,
+                   FAILOVER_DEADLINE_S, f"every leadership off broker {controller}")
+    finally:
+        c.stop()

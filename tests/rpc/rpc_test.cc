@@ -311,7 +311,7 @@ TEST_CASE("a request without an answer times out; a peer that goes away fails it
   c.stop();
 }
 
-TEST_CASE("nothing listening fails with connect_failed; the client reconnects once the peer is back") {
+TEST_CASE("nothing listening fails with connection_refused; the client reconnects once the peer is back") {
   auto rt = make_runtime();
   uint16_t port = 0;
   {
@@ -323,7 +323,7 @@ TEST_CASE("nothing listening fails with connect_failed; the client reconnects on
   client c(*rt, 1, "127.0.0.1", port, "test");
   auto refused = call(c, protocol::vote_request_data::api_key, encode_vote(1), 2000);
   REQUIRE(!refused.ok());
-  CHECK(refused.error().code == errc::connect_failed);
+  CHECK(refused.error().code == errc::connection_refused);
 
   auto s = server::listen(*rt, 0, "127.0.0.1", port);
   REQUIRE(s.ok());
@@ -368,6 +368,48 @@ TEST_CASE("cluster_transport routes by node id and refuses unknown nodes") {
   CHECK(r2.error().code == errc::unknown_peer);
   (*b)->stop();
   (*a)->stop();
+  rt->stop();
+}
+
+TEST_CASE("a closed connection from a node names it; probe_listening tells a gone listener from a live one") {
+  auto rt = make_runtime();
+  auto a = cluster_transport::create(*rt, 0, 1, peer_address{"127.0.0.1", 0}, {});
+  REQUIRE(a.ok());
+  std::mutex mutex;
+  std::vector<int32_t> closed_from;
+  (*a)->set_handler(protocol::vote_request_data::api_key, echo_vote());
+  (*a)->set_peer_closed_handler([&](int32_t node) {
+    std::lock_guard lock(mutex);
+    closed_from.push_back(node);
+  });
+  (*a)->start();
+  const uint16_t a_port = (*a)->port();
+  auto b = cluster_transport::create(*rt, 1, 2, std::nullopt, {{1, peer_address{"127.0.0.1", a_port}}});
+  REQUIRE(b.ok());
+  auto probe = [&](cluster_transport& t) {
+    auto p = std::make_shared<std::promise<result<void>>>();
+    auto fut = p->get_future();
+    probe_listening(t, 1, 2000, [p](result<void> r) { p->set_value(std::move(r)); });
+    REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
+    return fut.get();
+  };
+  CHECK(probe(**b).ok());   // node 2 -> node 1: a live listener answers ApiVersions
+  {
+    std::lock_guard lock(mutex);
+    CHECK(closed_from.empty());
+  }
+  (*b)->stop();   // node 2's connection closes: node 1 hears which node it was
+  REQUIRE(wait_for([&] {
+    std::lock_guard lock(mutex);
+    return closed_from == std::vector<int32_t>{2};
+  }));
+  (*a)->stop();   // node 1 is gone: a probe is refused, not timed out
+  auto c = cluster_transport::create(*rt, 1, 3, std::nullopt, {{1, peer_address{"127.0.0.1", a_port}}});
+  REQUIRE(c.ok());
+  auto gone = probe(**c);
+  REQUIRE(!gone.ok());
+  CHECK(gone.error().code == errc::connection_refused);
+  (*c)->stop();
   rt->stop();
 }
 
