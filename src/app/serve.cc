@@ -182,6 +182,9 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.replica_fetch_max_bytes = c.replica_fetch_max_bytes;
   b.replica_fetch_backoff_ms = c.replica_fetch_backoff_ms;
   b.unclean_leader_election_enable = c.unclean_leader_election_enable;
+  b.auto_leader_rebalance_enable = c.auto_leader_rebalance_enable;
+  b.leader_imbalance_check_interval_seconds = c.leader_imbalance_check_interval_seconds;
+  b.leader_imbalance_per_broker_percentage = c.leader_imbalance_per_broker_percentage;
   return b;
 }
 

@@ -655,6 +655,7 @@ void broker_impl::heartbeat_tick() {
       if (now - seen > 2 * config_.broker_heartbeat_interval_ms) probe_broker(id);   // a heartbeat late
     }
     fence_lapsed_brokers();
+    rebalance_leaders_tick();
     ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
   }
   if (own_registration() == nullptr) {

@@ -48,6 +48,8 @@ std::string_view to_string(errc e) {
     case errc::not_controller: return "not_controller";
     case errc::not_leader_or_follower: return "not_leader_or_follower";
     case errc::not_coordinator: return "not_coordinator";
+    case errc::election_not_needed: return "election_not_needed";
+    case errc::preferred_leader_not_available: return "preferred_leader_not_available";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
   }
   return "unknown_server_error";
@@ -101,6 +103,8 @@ int kafka_error_code(errc e) {
     case errc::not_leader_or_follower: return 6;
     case errc::stale_broker_epoch: return 77;
     case errc::not_coordinator: return 16;
+    case errc::election_not_needed: return 84;
+    case errc::preferred_leader_not_available: return 80;
   }
   return -1;
 }
@@ -108,7 +112,7 @@ int kafka_error_code(errc e) {
 errc errc_of_kafka_code(int code) {
   // The inverse of kafka_error_code over every code it maps to one broker code.
   if (code < 0) return errc::unknown_server_error;
-  for (int e = 0; e <= static_cast<int>(errc::not_coordinator); ++e) {
+  for (int e = 0; e <= static_cast<int>(errc::preferred_leader_not_available); ++e) {
     const auto candidate = static_cast<errc>(e);
     if (candidate != errc::unknown_server_error && kafka_error_code(candidate) == code) return candidate;
   }

@@ -100,8 +100,10 @@ struct connection : std::enable_shared_from_this<connection> {
   bool writing = false;
 
   void read_next() {
-    if (closed || reading || in_flight >= constants::connection_in_flight_requests_max) {
-      return;  // at the in-flight bound reading pauses; a response resumes it
+    // Requests with handlers and responses not yet written share the bound: a peer that sends but
+    // does not read (paused, cut off) fills the socket, and reading stops instead of queueing.
+    if (closed || reading || in_flight + write_queue.size() >= constants::connection_in_flight_requests_max) {
+      return;  // at the bound reading pauses; a written response resumes it
     }
     reading = true;
     asio::async_read(socket, asio::buffer(size_prefix),
@@ -210,6 +212,7 @@ struct connection : std::enable_shared_from_this<connection> {
                         }
                         self->write_queue.pop_front();
                         self->write_next();
+                        self->read_next();
                       });
   }
 

@@ -18,6 +18,7 @@
 #include "ringlog/protocol/frame.h"
 #include "ringlog/rpc/client.h"
 #include "ringlog/rpc/cluster_transport.h"
+#include "ringlog/rpc/constants.h"
 #include "ringlog/rpc/server.h"
 
 namespace ringlog::rpc {
@@ -411,6 +412,43 @@ TEST_CASE("a closed connection from a node names it; probe_listening tells a gon
   CHECK(gone.error().code == errc::connection_refused);
   (*c)->stop();
   rt->stop();
+}
+
+TEST_CASE("a peer that sends but never reads its answers stops being read; nothing is queued past the bound") {
+  // Each answer is 256 KiB, so a few fill both sockets' buffers; the peer keeps sending. Before
+  // the fix, requests kept being read while their answers queued, past connection_write_queue_max.
+  fixture f;
+  constexpr size_t answer_bytes = 256 * 1024;
+  constexpr int requests = 3 * static_cast<int>(constants::connection_in_flight_requests_max);
+  f.srv->set_handler(protocol::fetch_request_data::api_key,
+                     [](const protocol::request_header_data& header, std::span<const std::byte>, respond_fn respond) {
+                       bytes frame(4 + answer_bytes, std::byte{0});
+                       const auto n = static_cast<uint32_t>(answer_bytes);
+                       frame[0] = std::byte(n >> 24);
+                       frame[1] = std::byte(n >> 16);
+                       frame[2] = std::byte(n >> 8);
+                       frame[3] = std::byte(n);
+                       const auto id = static_cast<uint32_t>(header.correlation_id);
+                       frame[4] = std::byte(id >> 24);
+                       frame[5] = std::byte(id >> 16);
+                       frame[6] = std::byte(id >> 8);
+                       frame[7] = std::byte(id);
+                       respond(std::move(frame));
+                     });
+  f.srv->start();
+  raw_socket s(f.srv->port());
+  std::thread sender([&] {
+    for (int i = 1; i <= requests; ++i) s.write_all(raw_request(protocol::fetch_request_data::api_key, 4, i));
+  });
+  // Every answer still arrives, in order, once the peer reads.
+  for (int i = 1; i <= requests; ++i) {
+    auto size = s.read_exact(4);
+    REQUIRE(size.size() == 4);
+    auto frame = s.read_exact(answer_bytes);
+    REQUIRE(frame.size() == answer_bytes);
+    CHECK(((frame[0] << 24) | (frame[1] << 16) | (frame[2] << 8) | frame[3]) == i);
+  }
+  sender.join();
 }
 
 }  // namespace ringlog::rpc

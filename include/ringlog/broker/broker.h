@@ -70,6 +70,9 @@ struct broker_config {
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
   bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
+  bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
+  int64_t leader_imbalance_check_interval_seconds = 30;     // leader.imbalance.check.interval.seconds
+  int32_t leader_imbalance_per_broker_percentage = 10;      // leader.imbalance.per.broker.percentage
   /// How long start-up waits for the metadata quorum to elect a leader and for this node to
   /// catch up with the metadata log before it gives up (the other voters may start later).
   int64_t metadata_catch_up_timeout_ms = 300000;
@@ -278,6 +281,14 @@ struct quorum_status {
   std::vector<voter> voters;
 };
 
+/// One partition's outcome of a leader election.
+struct leader_election_result {
+  std::string topic;
+  int32_t partition = 0;
+  int32_t leader = -1;          // its leader after the call (-1: none)
+  std::optional<error> refused;   // election_not_needed, preferred_leader_not_available, unknown_topic_or_partition
+};
+
 class broker {
  public:
   virtual ~broker() = default;
@@ -315,6 +326,14 @@ class broker {
   virtual void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                                     bool validate_only, std::function<void(result<void>)> done) = 0;
   [[nodiscard]] virtual const broker_config& config() const = 0;
+  /// Preferred leader election (Kafka's ElectLeaders with PREFERRED, KIP-460; KIP-183's rule):
+  /// each of `partitions` (topic, partition; empty = every partition whose preferred replica is
+  /// available and does not lead) is led by its first replica, in a new leader epoch, when that
+  /// replica is registered, unfenced, not stopping and in the ISR. One result per partition.
+  /// Errors of the whole call: not_controller (no quorum now), invalid_request (a change raced
+  /// with another; retry), broker_not_available.
+  virtual void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
+                                       std::function<void(result<std::vector<leader_election_result>>)> done) = 0;
   /// message.max.bytes now: the static value with the dynamic broker configs applied (KIP-226),
   /// for front ends that bound a record before it reaches the broker.
   [[nodiscard]] virtual int32_t message_max_bytes() const = 0;

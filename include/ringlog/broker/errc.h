@@ -56,6 +56,8 @@ enum class errc {
   not_leader_or_follower,      // the partition is led by another broker, or has no leader now
   stale_broker_epoch,          // a heartbeat of an earlier registration of the broker
   not_coordinator,             // a group call reached a broker that does not coordinate the group (HTTP 503)
+  election_not_needed,         // preferred leader election: the preferred replica leads already (Kafka's 84)
+  preferred_leader_not_available,  // preferred leader election: it is fenced, stopping or not in the ISR (Kafka's 80)
 };
 
 /// Kafka's name of the code, e.g. "unknown_topic_or_partition".
