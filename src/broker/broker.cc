@@ -19,6 +19,7 @@
 
 #include "broker_configs.h"
 #include "broker_impl.h"
+#include "ringlog/group/coordinator_partition.h"
 #include "compaction.h"
 #include "group_service.h"
 #include "metadata.h"
@@ -224,6 +225,13 @@ std::vector<protocol::metadata_record> registration_records(const controller::me
   http.host = deps.advertised_host;
   http.port = static_cast<uint16_t>(deps.advertised_port);
   r.end_points.push_back(http);
+  if (!deps.advertised_kafka_host.empty() && deps.advertised_kafka_port >= 0) {
+    protocol::register_broker_record::broker_endpoint kafka;
+    kafka.name = "kafka";
+    kafka.host = deps.advertised_kafka_host;
+    kafka.port = static_cast<uint16_t>(deps.advertised_kafka_port);
+    r.end_points.push_back(kafka);
+  }
   if (!deps.advertised_cluster_host.empty() && deps.advertised_cluster_port >= 0) {
     protocol::register_broker_record::broker_endpoint cluster;
     cluster.name = "cluster";
@@ -777,6 +785,13 @@ result<void> broker_impl::check_leader(const topic_state& topic, int32_t partiti
                                                  "; send the request there"};
 }
 
+int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
+  const auto t = find_topic(consumer_offsets_topic);
+  if (!t || t->partitions_count() <= 0) return -1;
+  const int32_t p = group::coordinator_partition_for(group_id, t->partitions_count());
+  return t->image->partitions[static_cast<size_t>(p)].leader;
+}
+
 std::vector<broker_description> broker_impl::list_brokers() const {
   const int32_t controller = controller_id();
   std::vector<broker_description> out;
@@ -787,6 +802,10 @@ std::vector<broker_description> broker_impl::list_brokers() const {
       d.host = http->host;
       d.port = http->port;
     }
+    if (const auto* kafka = b.endpoint("kafka"); kafka != nullptr) {
+      d.kafka_host = kafka->host;
+      d.kafka_port = kafka->port;
+    }
     d.rack = b.rack;
     d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
     d.broker_epoch = b.broker_epoch;
@@ -794,7 +813,13 @@ std::vector<broker_description> broker_impl::list_brokers() const {
     out.push_back(std::move(d));
   }
   if (out.empty()) {
-    broker_description self{config_.node_id, deps_.advertised_host, deps_.advertised_port, config_.broker_rack};
+    broker_description self;
+    self.node_id = config_.node_id;
+    self.host = deps_.advertised_host;
+    self.port = deps_.advertised_port;
+    self.rack = config_.broker_rack;
+    self.kafka_host = deps_.advertised_kafka_host;
+    self.kafka_port = deps_.advertised_kafka_port;
     self.is_controller = config_.node_id == controller;
     out.push_back(self);
   }

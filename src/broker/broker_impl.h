@@ -217,6 +217,7 @@ class broker_impl final : public broker, public group_host, public controller::q
   [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
   void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                             bool validate_only, std::function<void(result<void>)> done) override;
+  [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
   void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
                                std::function<void(result<std::vector<leader_election_result>>)> done) override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;

@@ -255,6 +255,8 @@ struct broker_description {
   std::string host;   // the HTTP listener as advertised
   int32_t port = 0;
   std::string rack;   // "" = none
+  std::string kafka_host;   // the kafka:// listener as advertised ("" and -1: none registered)
+  int32_t kafka_port = -1;
   /// Kafka's broker registration states: "unfenced" (serving), "fenced" (missed its heartbeats or
   /// not caught up), "controlled_shutdown" (stopping, its leaderships moving away).
   std::string state = "unfenced";
@@ -312,6 +314,9 @@ class broker {
   [[nodiscard]] virtual std::vector<broker_description> list_brokers() const = 0;
   /// The active controller's node id, -1 while the quorum has no leader.
   [[nodiscard]] virtual int32_t controller_id() const = 0;
+  /// The broker that coordinates `group_id` now: the leader of its __consumer_offsets partition
+  /// (-1: none now, or the topic does not exist yet). Kafka clients find it with FindCoordinator.
+  [[nodiscard]] virtual int32_t group_coordinator_id(const std::string& group_id) const = 0;
   [[nodiscard]] virtual quorum_status describe_quorum() const = 0;
   /// DescribeConfigs of a broker (KIP-226): for a node id, every broker config it reports, its
   /// effective value and where it comes from; for cluster_default_broker, only the cluster-wide
@@ -375,6 +380,8 @@ struct broker_dependencies {
   /// Starts the cluster transport's server; called by open_broker once every handler is set and
   /// before it waits for the quorum (which needs the transport). Empty on a single node.
   std::function<void()> start_cluster_transport{};
+  std::string advertised_kafka_host{};     // "" = no kafka:// listener (registered as endpoint "kafka")
+  int32_t advertised_kafka_port = -1;
   std::string advertised_cluster_host{};   // "" = no cluster listener
   int32_t advertised_cluster_port = -1;
   /// Where the broker reports events an operator wants to see (leadership, ISR changes,
