@@ -685,9 +685,10 @@ offset and lag, as kafka-metadata-quorum describe --status shows them).
 
 elect-leaders: preferred leader election, as kafka-leader-election.sh --election-type preferred:
 each partition (every partition of every topic; --topic: that topic's; --partition: one) whose
-first replica is in the ISR but does not lead gets it back as leader. Prints one line per
-partition: its leader after the call, or why nothing changed (ELECTION_NOT_NEEDED,
-PREFERRED_LEADER_NOT_AVAILABLE). The broker does this by itself every
+first replica is in the ISR but does not lead gets it back as leader. With --topic, prints one
+line per partition of it: its leader after the call, or why nothing changed
+(ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE); without, one line per partition that
+changed. The broker does this by itself every
 leader.imbalance.check.interval.seconds while auto.leader.rebalance.enable=true.
 )";
 
@@ -696,7 +697,7 @@ namespace {
 int elect_leaders(const args& a) {
   json body = json::object();
   body["election_type"] = "PREFERRED";
-  if (a.has("--partition") && !a.has("--topic")) {
+  if (a.get("--partition").has_value() && !a.get("--topic").has_value()) {
     std::cerr << "elect-leaders: --partition needs --topic\n";
     return 2;
   }
@@ -705,10 +706,10 @@ int elect_leaders(const args& a) {
   auto cluster = cluster_id(*client);
   if (!cluster) return 1;
   const std::string base = "/v3/clusters/" + percent_encode_segment(*cluster);
-  if (a.has("--topic")) {
+  if (a.get("--topic").has_value()) {
     const std::string topic = *a.get("--topic");
     std::vector<int32_t> ids;
-    if (a.has("--partition")) {
+    if (a.get("--partition").has_value()) {
       auto p = int_option(a, "--partition", 0, INT32_MAX);
       if (!p) return 2;
       ids.push_back(static_cast<int32_t>(*p));
@@ -734,7 +735,9 @@ int elect_leaders(const args& a) {
     std::cout << cell(e["topic_name"]) << "\t" << cell(e["partition_id"]) << "\t" << cell(e["leader_id"]) << "\t"
               << result << "\n";
   }
-  if (out["data"].empty()) std::cout << "(every partition is led by its preferred replica, or it is not available)\n";
+  if (out["data"].empty()) {
+    std::cout << "(no partition changed: each is led by its preferred replica, or that replica is not available)\n";
+  }
   return 0;
 }
 
@@ -752,7 +755,7 @@ int cluster_main(int argc, char** argv) {
     return 2;
   }
   if (a->positional[0] == "elect-leaders") return elect_leaders(*a);
-  if (a->has("--topic") || a->has("--partition")) {
+  if (a->get("--topic") || a->get("--partition")) {
     std::cerr << "cluster status takes no --topic or --partition\n" << cluster_usage;
     return 2;
   }

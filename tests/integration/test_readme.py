@@ -22,7 +22,7 @@ leads is decided by an election, every number matches any number or a lone "-", 
 leader/follower match each other.
 
 What is rewritten: the README's ports become free ones (8082 and 9092 for the single node;
-the 808N and 919N ports of the cluster, by their prefix), `./build/src/app/ringlog` becomes the
+the 808N, 909N and 919N ports of the cluster, by their prefix), `./build/src/app/ringlog` becomes the
 binary under test (its client commands get `--bootstrap-server` of the test's broker), and
 `/var/log/dpkg.log` becomes tests/integration/readme/dpkg.log (300 lines of a Debian 12 image's
 log), which the README's dpkg figures come from. Each session has a deadline; nothing sleeps
@@ -300,9 +300,11 @@ def test_readme_cluster_session(ringlog_bin, tmp_path):
     steps = session_steps("cluster")
     http_prefix = free_prefix()
     cluster_prefix = free_prefix(avoid=(http_prefix,))
+    kafka_prefix = free_prefix(avoid=(http_prefix, cluster_prefix))
 
     def rewrite(text):
         text = text.replace("./build/src/app/ringlog", str(binary_path()))
+        text = re.sub(r":909(?=[\d$])", f":{kafka_prefix}", text)
         return re.sub(r":919(?=[\d$])", f":{cluster_prefix}", re.sub(r":808(?=[\d$])", f":{http_prefix}", text))
 
     results = run_session(steps, tmp_path, rewrite, True)

@@ -206,7 +206,13 @@ struct ev_crash {
 struct ev_restart {
   size_t node;
 };
-using event_body = std::variant<ev_deliver, ev_log_fsync, ev_quorum_fsync, ev_crash, ev_restart>;
+/// `node` learns that `peer`'s process is gone: a message to a crashed node is refused at connect
+/// (ECONNREFUSED), as the broker's transport reports it (raft::node::peer_unreachable).
+struct ev_refused {
+  size_t node;
+  node_id peer;
+};
+using event_body = std::variant<ev_deliver, ev_log_fsync, ev_quorum_fsync, ev_crash, ev_restart, ev_refused>;
 struct event {
   int64_t at_ms;
   uint64_t seq;
@@ -396,6 +402,8 @@ class simulation {
             if (!nodes_[ev.node].raft) {
               start_node(ev.node);
             }
+          } else if constexpr (std::is_same_v<T, ev_refused>) {
+            refused(ev);
           }
         },
         e.body);
@@ -423,6 +431,8 @@ class simulation {
     const size_t to = index_of(m.to);
     auto& n = nodes_[to];
     if (!n.raft) {
+      // Nothing listens on a crashed node's port: the sender's connect is refused one round trip later.
+      schedule(now_ms_ + rng_.uniform(1, network_delay_max_ms), ev_refused{index_of(m.from), m.to});
       return;
     }
     if (paused(n)) {
@@ -438,6 +448,15 @@ class simulation {
     n.raft->tick(n.last_local_ms);
     n.raft->handle(m);
     drain(to);
+  }
+
+  void refused(const ev_refused& ev) {
+    auto& n = nodes_[ev.node];
+    if (!n.raft || paused(n)) return;
+    n.last_local_ms = std::max(n.last_local_ms, local_ms(n));
+    n.raft->tick(n.last_local_ms);
+    n.raft->peer_unreachable(ev.peer);
+    drain(ev.node);
   }
 
   // ---------------------------------------------------------------- disk
