@@ -234,6 +234,9 @@ class group_service_impl final : public group_service {
   void group_committed(std::string group_id,
                        std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
   void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) override;
+  [[nodiscard]] group_coordinator_route coordinator_route(const std::string& group_id) const override {
+    return host_.offsets_leader_route(partition_of(group_id));
+  }
   void describe_group(std::string group_id, std::function<void(result<group_details>)> done) override;
   void group_lag(std::string group_id, std::function<void(result<std::vector<group::partition_lag>>)> done) override;
   void lag_history(std::string group_id, std::function<void(result<std::vector<lag_sample>>)> done) override;
