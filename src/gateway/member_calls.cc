@@ -1,7 +1,9 @@
 #include "member_calls.h"
 
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "base64.h"
 #include "errors.h"
@@ -22,6 +24,19 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string instance_path(const std::string& group_id, const std::string& instance_id) {
   return "/consumers/" + percent_encode_segment(group_id) + "/instances/" + percent_encode_segment(instance_id);
+}
+
+/// `prefix`, '-' and a random version-4 UUID: the instance id a coordinator would generate for a
+/// member of this client name, which the REST create call cannot ask for by client name.
+std::string generated_name(const std::string& prefix) {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  const uint64_t hi = (random() & 0xffffffffffff0fffULL) | 0x4000ULL;
+  const uint64_t lo = (random() & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;
+  char text[40];
+  std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
+                static_cast<unsigned>(lo >> 48), static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return prefix + "-" + text;
 }
 
 json partitions_json(const group::partition_set& set) {
@@ -152,7 +167,7 @@ void member_calls::create_consumer(broker::consumer_instance_config config,
   json body = {{"format", config.format == broker::consumer_format::json ? "json" : "binary"},
                {"auto.offset.reset", config.auto_offset_reset == group::offset_reset::earliest ? "earliest" : "latest"},
                {"consumer.instance.timeout.ms", config.session_timeout_ms}};
-  if (config.name) body["name"] = *config.name;
+  body["name"] = config.name ? *config.name : generated_name(config.client_name);
   const std::string group_id = config.group_id;
   const auto format = config.format;
   rest(*to, where, "POST", "/consumers/" + percent_encode_segment(group_id), dump(body), v2_type,

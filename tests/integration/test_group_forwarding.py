@@ -229,6 +229,7 @@ def test_websocket_member_through_a_non_coordinator(cluster):
 
     joined, got, commit = asyncio.run(run())
     assert joined["group"] == group
+    assert joined["member_id"].startswith("ws-"), joined
     assert got == set(values)
     assert sum(o["offset"] for o in commit["offsets"]) == len(values), commit
     # The commit is the coordinator's: read through another broker (the group's v3 lags, passed on).
