@@ -294,3 +294,47 @@ def test_under_replicated_counts_rise_when_a_broker_dies_and_return_to_0(cluster
     wait_until(lambda: cluster_health(n1) == (0, 0), 60.0, "every partition back in sync")
     # The restarted broker's metadata catches up to the same counts.
     wait_until(lambda: topic_health(victim, "health") == (0, 0), FAILOVER_DEADLINE_S, "node 3 counting 0 too")
+
+
+def test_websocket_member_keeps_its_membership_when_the_coordinator_dies(cluster):
+    ready_cluster(cluster, "wsfail")
+    a = cluster.node(1)
+    group, base_uri, coordinator = consumer_through(a, "wsf")
+    assert requests.delete(base_uri, headers={"Content-Type": V2}, timeout=40).status_code == 204
+    first = [f"x{i}" for i in range(10)]
+    second = [f"y{i}" for i in range(10)]
+    produce(a, "wsfail", first)
+
+    async def read_until(ws, want, got, errors, deadline_s):
+        async def loop():
+            while not want <= got:
+                m = json.loads(await ws.recv())
+                if m["type"] == "record":
+                    got.add(unb64(m["value"]))
+                elif m["type"] == "error":
+                    errors.append(m)
+                    # Only the coordinator moving is acceptable: retriable, the membership stays.
+                    assert m["error_code"] == 50301, m
+        await asyncio.wait_for(loop(), deadline_s)
+
+    async def run():
+        async with websockets.connect(f"ws://127.0.0.1:{a.port}/v1/ws") as ws:
+            await ws.send(json.dumps({"type": "join", "id": 1, "group": group, "topics": ["wsfail"],
+                                      "position": "earliest"}))
+            await ws.send(json.dumps({"type": "credit", "records": 1000, "bytes": 1 << 20}))
+            got, errors = set(), []
+            await read_until(ws, set(first), got, errors, 30)
+            await ws.send(json.dumps({"type": "commit", "id": 2}))
+            while True:
+                m = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                if m["type"] == "committed":
+                    break
+                assert m["type"] in ("assignment", "record"), m
+            produce(a, "wsfail", second)
+            cluster.node(coordinator).kill()
+            # The same connection keeps reading once a new coordinator loaded the group.
+            await read_until(ws, set(second), got, errors, GROUP_FAILOVER_DEADLINE_S)
+            return got
+
+    got = asyncio.run(run())
+    assert set(second) <= got
