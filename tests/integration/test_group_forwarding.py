@@ -50,10 +50,16 @@ def ready_cluster(cluster, topic):
     r = create_topic(n1, topic, partitions=2, replication_factor=3)
     assert r.status_code == 201, r.text
 
-    def offsets_led():
-        r = requests.get(n1.v3("/topics/__consumer_offsets/partitions"), timeout=5)
-        return r.status_code == 200 and all(p["leader"] is not None for p in r.json()["data"])
-    wait_until(offsets_led, FAILOVER_DEADLINE_S, "__consumer_offsets with leaders")
+    def led_everywhere(name):
+        # Each node answers from its own metadata: every one has applied the topic with its leaders
+        # (a leader that has not yet refuses forwarded produces as retriable).
+        for n in cluster.live():
+            r = requests.get(n.v3(f"/topics/{name}/partitions"), timeout=5)
+            if r.status_code != 200 or not all(p["leader"] is not None for p in r.json()["data"]):
+                return False
+        return True
+    wait_until(lambda: led_everywhere("__consumer_offsets"), FAILOVER_DEADLINE_S, "__consumer_offsets with leaders")
+    wait_until(lambda: led_everywhere(topic), FAILOVER_DEADLINE_S, f"{topic} with leaders on every node")
 
 
 def consumer_through(node, prefix, not_served_by=None):
