@@ -1075,6 +1075,32 @@ std::string broker_impl::offsets_leader_text(int32_t partition) const {
   return out;
 }
 
+group_coordinator_route broker_impl::offsets_leader_route(int32_t partition) const {
+  group_coordinator_route route;
+  route.offsets_partition = partition;
+  auto t = find_topic(consumer_offsets_topic);
+  const int32_t leader = t && partition >= 0 && partition < t->partitions_count()
+                             ? t->image->partitions[static_cast<size_t>(partition)].leader
+                             : -1;
+  const std::string led = " (the leader of " + std::string(consumer_offsets_topic) + "-" + std::to_string(partition) + ")";
+  if (leader < 0) {
+    route.description = "no broker now" + led + ": the partition has no leader";
+    return route;
+  }
+  route.where = leader == config_.node_id ? group_coordinator_route::place::here : group_coordinator_route::place::peer;
+  route.node_id = leader;
+  route.description = "broker " + std::to_string(leader);
+  if (const auto* b = view()->image->find_broker(leader); b != nullptr) {
+    if (const auto* http = b->endpoint("http"); http != nullptr) {
+      route.http_host = http->host;
+      route.http_port = static_cast<uint16_t>(http->port);
+      route.description += " at http://" + http->host + ":" + std::to_string(http->port);
+    }
+  }
+  route.description += led;
+  return route;
+}
+
 result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int32_t partition) {
   auto rt = runtime_of(shard, consumer_offsets_topic, partition);
   if (!rt) return error{errc::unknown_topic_or_partition, unknown_topic_message(consumer_offsets_topic)};

@@ -243,6 +243,7 @@ class broker_impl final : public broker, public group_host, public controller::q
   }
   void report_error(const std::string& message) const override { log_error(message); }
   [[nodiscard]] std::string offsets_leader_text(int32_t partition) const override;
+  [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override;
 
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.

@@ -183,6 +183,7 @@ class group_service_impl final : public group_service {
       : broker_(b), host_(host), runtime_(runtime), clock_(clock), offsets_partitions_(offsets_partitions),
         expiry_interval_ms_(expiry_interval_ms) {
     RINGLOG_ASSERT_OP(offsets_partitions_, >=, 1);
+    loaded_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(offsets_partitions_));
     const uint64_t seed = static_cast<uint64_t>(clock_.now_ms());
     for (size_t s = 0; s < runtime_.shard_count(); ++s) {
       shards_.push_back(std::make_unique<shard_state>(seed ^ (s << 48), initial_rebalance_delay_ms));
@@ -234,6 +235,9 @@ class group_service_impl final : public group_service {
   void group_committed(std::string group_id,
                        std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
   void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) override;
+  [[nodiscard]] group_coordinator_route coordinator_route(const std::string& group_id) const override {
+    return host_.offsets_leader_route(partition_of(group_id));
+  }
   void describe_group(std::string group_id, std::function<void(result<group_details>)> done) override;
   void group_lag(std::string group_id, std::function<void(result<std::vector<group::partition_lag>>)> done) override;
   void lag_history(std::string group_id, std::function<void(result<std::vector<lag_sample>>)> done) override;
@@ -250,9 +254,21 @@ class group_service_impl final : public group_service {
   }
   /// Why this node may not serve calls of `group_id`: it does not lead the group's
   /// __consumer_offsets partition (Kafka's NOT_COORDINATOR; the message names the coordinator).
-  std::optional<error> not_coordinator(const std::string& group_id) const {
+  ///
+  /// A node that leads the partition but has not loaded its groups yet (the new metadata reaches
+  /// the shards before the leadership change is applied and the log replayed) refuses too, as
+  /// Kafka's coordinator answers COORDINATOR_LOAD_IN_PROGRESS: served from an empty state, a
+  /// member's call would find no member and forget its instance. The refusal asks the shard to
+  /// load the partition should the leadership change not have done so (idempotent).
+  std::optional<error> not_coordinator(const std::string& group_id) {
     const int32_t p = partition_of(group_id);
-    if (host_.leads_offsets_partition(p)) return std::nullopt;
+    if (host_.leads_offsets_partition(p)) {
+      if (loaded_[static_cast<size_t>(p)].load(std::memory_order_acquire)) return std::nullopt;
+      const size_t shard = host_.owner_shard(consumer_offsets_topic, p);
+      runtime_.post(shard, [this, p] { load_if_led(p); });
+      return error{errc::not_coordinator, "group '" + group_id + "' is being loaded by this broker, the new leader of " +
+                                              consumer_offsets_topic + "-" + std::to_string(p) + ": retry"};
+    }
     return error{errc::not_coordinator, "group '" + group_id + "' is coordinated by " + host_.offsets_leader_text(p) +
                                             " (the leader of " + consumer_offsets_topic + "-" + std::to_string(p) +
                                             "), not by this broker: send the group's calls there"};
@@ -268,6 +284,8 @@ class group_service_impl final : public group_service {
   result<void> replay_partition(size_t shard, int32_t p);
   /// On `shard`: forgets the groups (and REST instances) of __consumer_offsets partition `p`.
   void unload_partition(size_t shard, int32_t p);
+  /// On the partition's shard: replays partition `p` when this node leads it and has not loaded it.
+  void load_if_led(int32_t p);
   /// On `shard`: appends `records` to their partitions (by the group in each key), then done.
   void persist(size_t shard, group::record_list records, std::function<void(result<void>)> done);
   /// On a member call that failed with unknown_member_id: forget its REST settings.
@@ -335,6 +353,9 @@ class group_service_impl final : public group_service {
   runtime::shard_runtime& runtime_;
   const base::clock& clock_;
   int32_t offsets_partitions_;
+  /// Per __consumer_offsets partition: its groups are loaded on its shard (set there at the end of
+  /// replay_partition, cleared by unload_partition); read by not_coordinator on any thread.
+  std::unique_ptr<std::atomic<bool>[]> loaded_;
   int64_t expiry_interval_ms_;
   std::vector<std::unique_ptr<shard_state>> shards_;  // shards_[i] is touched only on shard i's thread
   std::atomic<bool> stopping_{false};
@@ -383,10 +404,19 @@ result<void> group_service_impl::replay_partition(size_t shard, int32_t p) {
       return m.member_id == settings.info.instance_id;
     });
   }
+  if (p >= 0 && p < offsets_partitions_) loaded_[static_cast<size_t>(p)].store(true, std::memory_order_release);
   return base::ok_v;
 }
 
+void group_service_impl::load_if_led(int32_t p) {
+  if (loaded_[static_cast<size_t>(p)].load(std::memory_order_acquire) || !host_.leads_offsets_partition(p)) return;
+  const size_t shard = host_.owner_shard(consumer_offsets_topic, p);
+  unload_partition(shard, p);
+  if (auto r = replay_partition(shard, p); !r.ok()) host_.report_error("group coordinator: " + r.error().message);
+}
+
 void group_service_impl::unload_partition(size_t shard, int32_t p) {
+  if (p >= 0 && p < offsets_partitions_) loaded_[static_cast<size_t>(p)].store(false, std::memory_order_release);
   auto& st = *shards_[shard];
   st.coordinator.unload_groups([&](std::string_view group_id) { return partition_of(group_id) == p; });
   std::erase_if(st.instances, [&](const auto& entry) { return partition_of(entry.second.info.group_id) == p; });

@@ -34,6 +34,8 @@ class group_host {
   /// Who leads __consumer_offsets partition `partition`, for messages: "broker 2 at
   /// http://127.0.0.1:8082", or "no broker now (it has no leader)".
   [[nodiscard]] virtual std::string offsets_leader_text(int32_t partition) const = 0;
+  /// Who leads __consumer_offsets partition `partition` (coordinator_route's answer). Any thread.
+  [[nodiscard]] virtual group_coordinator_route offsets_leader_route(int32_t partition) const = 0;
 };
 
 class group_service : public group_api {

@@ -243,6 +243,9 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     if (c->request.method != r.method && !head_as_get) continue;
     c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
+    // A group call another broker coordinates is passed on there (api_group_forward.cc).
+    if (routes::forward_group_call(c)) return;
+    if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;
     r.fn(c);
     return;
   }

@@ -18,6 +18,8 @@
 
 namespace ringlog::gateway {
 
+class http_forwarder;
+
 struct api_options {
   /// Bounds of produce requests (produce.records.max, message.max.bytes).
   produce_limits limits;
@@ -31,6 +33,9 @@ struct api_options {
   std::vector<std::string> cors_allowed_origins = {"*"};
   /// The fdatasync latency of all shards together, for /metrics (empty when unset).
   std::function<io::latency_histogram::snapshot()> fsync_latency;
+  /// Passes group calls on to their coordinator (group_proxy.h); nullptr: served here only (a
+  /// group call this node does not coordinate answers 503 NOT_COORDINATOR).
+  http_forwarder* forwarder = nullptr;
 };
 
 class api {

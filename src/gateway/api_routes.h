@@ -356,6 +356,17 @@ void v3_list_all_topic_configs(const call_ptr& c);
 void v3_alter_all_topic_configs(const call_ptr& c);
 void v3_list_broker_replicas(const call_ptr& c);
 void v3_list_groups(const call_ptr& c);
+
+// -- group calls through any broker (api_group_forward.cc, group_proxy.h)
+
+/// A call of a group route (v2 {group}, v3 {consumer_group_id}) whose group another broker
+/// coordinates, not itself passed on by a peer: passes it on to the coordinator and answers with
+/// its answer (503 + Retry-After naming the coordinator when it does not answer). False when the
+/// call is to be served here.
+bool forward_group_call(const call_ptr& c);
+/// GET .../consumer-groups through a cluster: every live broker's own list (each lists the groups
+/// it coordinates), merged by group id. False when this node's list is the whole answer.
+bool gather_group_lists(const call_ptr& c);
 void v3_list_partitions(const call_ptr& c);
 void v3_list_replicas(const call_ptr& c);
 void v3_list_topics(const call_ptr& c);

@@ -34,6 +34,9 @@ json topic_json(const std::string& base, const std::string& cluster, const broke
               {"is_internal", t.is_internal},
               {"replication_factor", t.replication_factor},
               {"partitions_count", t.partitions.size()},
+              // ringlog's additions (metrics.h partition_health): from the cluster's metadata.
+              {"under_replicated_partitions_count", health_of(t).under_replicated},
+              {"offline_partitions_count", health_of(t).offline},
               {"partitions", related(self + "/partitions")},
               {"configs", related(self + "/configs")},
               {"authorized_operations", json::array()}};
@@ -184,15 +187,29 @@ json replica_json(const std::string& base, const std::string& cluster, const std
 
 // -- v3 admin
 
+/// cluster_json with the cluster's partition health (every topic, internal ones too), then `done`.
+void with_cluster_json(const call_ptr& c, std::function<void(api::call&, json)> done) {
+  describe_all(c, true, [done = std::move(done)](api::call& call, std::vector<broker::topic_description> topics) {
+    partition_health all;
+    for (const auto& t : topics) all += health_of(t);
+    json j = cluster_json(call.base_url, call.broker());
+    // ringlog's additions (metrics.h partition_health).
+    j["under_replicated_partitions_count"] = all.under_replicated;
+    j["offline_partitions_count"] = all.offline;
+    done(call, std::move(j));
+  });
+}
+
 void v3_list_clusters(const call_ptr& c) {
   if (!c->accept(v3_offers)) return;
-  json data = json::array({cluster_json(c->base_url, c->broker())});
-  c->respond_json(200, list_json("KafkaClusterList", c->base_url + "/v3/clusters", data));
+  with_cluster_json(c, [](api::call& call, json cluster) {
+    call.respond_json(200, list_json("KafkaClusterList", call.base_url + "/v3/clusters", json::array({std::move(cluster)})));
+  });
 }
 
 void v3_get_cluster(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
-  c->respond_json(200, cluster_json(c->base_url, c->broker()));
+  with_cluster_json(c, [](api::call& call, json cluster) { call.respond_json(200, cluster); });
 }
 
 /// GET .../acls: ringlog has no authorizer, so no ACL binding exists and none is enforced: an empty

@@ -22,6 +22,7 @@
 #include "api.h"
 #include "ringlog/runtime/asio_context.h"
 #include "errors.h"
+#include "group_proxy.h"
 #include "http_util.h"
 #include "ws_session.h"
 
@@ -47,6 +48,7 @@ struct http_server::impl {
   runtime::shard_threads& runtime;
   server_options options;
   metrics registry;
+  std::unique_ptr<http_forwarder> forwarder;   // before `routes`, which holds a pointer to it
   api routes;
   tcp::acceptor acceptor;
   std::atomic<size_t> next_shard = 0;
@@ -60,7 +62,17 @@ struct http_server::impl {
   std::list<std::weak_ptr<session>> sessions;
 
   impl(broker::broker& b, runtime::shard_threads& r, server_options o, api_options ao)
-      : broker(b), runtime(r), options(std::move(o)), routes(b, registry, ao), acceptor(runtime::io_context_of(r, 0)) {}
+      : broker(b),
+        runtime(r),
+        options(std::move(o)),
+        forwarder(make_http_forwarder(r, b.config().node_id, proxy_limits::answer_bytes_max(options.fetch_response_bytes_max))),
+        routes(b, registry, with_forwarder(std::move(ao), forwarder.get())),
+        acceptor(runtime::io_context_of(r, 0)) {}
+
+  static api_options with_forwarder(api_options ao, http_forwarder* f) {
+    ao.forwarder = f;
+    return ao;
+  }
 
   void accept();
   void remove_dead_sessions();
@@ -325,7 +337,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     }
     --server_.in_flight;
     closed_ = true;   // the socket is the WebSocket session's now
-    ws_context ctx{&server_.broker, &server_.registry, server_.websockets};
+    ws_context ctx{&server_.broker, &server_.registry, server_.websockets, server_.forwarder.get()};
     start_ws_session(stream_.release_socket(), std::move(msg), ctx);
   }
 
@@ -357,6 +369,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     req.host = header(http::field::host);
     if (auto it = msg.find("Last-Event-ID"); it != msg.end()) req.last_event_id = std::string(it->value());
     req.if_none_match = header(http::field::if_none_match);
+    if (auto it = msg.find(forwarded_header); it != msg.end()) req.forwarded_by = std::string(it->value());
     head_request_ = msg.method() == http::verb::head;
     req.chunked = msg.chunked();
     return req;

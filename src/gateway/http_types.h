@@ -20,6 +20,7 @@ struct http_request {
   std::string host;          // Host header
   std::string last_event_id; // Last-Event-ID header (SSE reconnect), "" when absent
   std::string if_none_match; // If-None-Match header (console files' ETags), "" when absent
+  std::string forwarded_by;  // X-Ringlog-Forwarded-By (group_proxy.h): a peer passed this on; "" when absent
   bool chunked = false;      // Transfer-Encoding: chunked (v3 streaming produce)
   bool body_stream = false;  // the body is not in `body`: read it with response_sink::read_body_piece
   std::string body;

@@ -46,6 +46,18 @@ void metrics::add_bytes_out(const std::string& topic, uint64_t records, uint64_t
   t.bytes_out += bytes;
 }
 
+partition_health health_of(const broker::topic_description& t) {
+  partition_health h;
+  for (const auto& p : t.partitions) {
+    if (p.leader < 0) {
+      ++h.offline;
+    } else if (p.in_sync_replicas.size() < p.replicas.size()) {
+      ++h.under_replicated;
+    }
+  }
+  return h;
+}
+
 std::string metrics::render(const std::vector<broker::topic_description>& topics,
                             const io::latency_histogram::snapshot& fsync) const {
   std::string out;
@@ -102,6 +114,17 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
       out += fmt::format("ringlog_partition_high_watermark{{topic=\"{}\",partition=\"{}\"}} {}\n", escape_label(t.name),
                          p.partition.value(), p.high_watermark.value());
     }
+  }
+  out += "# HELP ringlog_topic_under_replicated_partitions Partitions of the topic with a leader and fewer in-sync replicas than replicas (the cluster's metadata).\n";
+  out += "# TYPE ringlog_topic_under_replicated_partitions gauge\n";
+  for (const auto& t : topics) {
+    out += fmt::format("ringlog_topic_under_replicated_partitions{{topic=\"{}\"}} {}\n", escape_label(t.name),
+                       health_of(t).under_replicated);
+  }
+  out += "# HELP ringlog_topic_offline_partitions Partitions of the topic without a leader (the cluster's metadata).\n";
+  out += "# TYPE ringlog_topic_offline_partitions gauge\n";
+  for (const auto& t : topics) {
+    out += fmt::format("ringlog_topic_offline_partitions{{topic=\"{}\"}} {}\n", escape_label(t.name), health_of(t).offline);
   }
   out += "# HELP ringlog_partition_size_bytes Bytes of the partition's segments on disk.\n";
   out += "# TYPE ringlog_partition_size_bytes gauge\n";

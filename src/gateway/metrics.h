@@ -16,6 +16,22 @@
 
 namespace ringlog::gateway {
 
+/// Partition health from the cluster's metadata (every broker sees every topic's leader and ISR),
+/// as Kafka's operators count it: offline = no leader (Kafka's OfflinePartitionsCount, its whole
+/// ISR is gone); under-replicated = a leader but fewer in-sync replicas than replicas (Kafka's
+/// UnderReplicatedPartitions, summed over the leaders). An offline partition is not also counted
+/// under-replicated.
+struct partition_health {
+  int64_t under_replicated = 0;
+  int64_t offline = 0;
+  partition_health& operator+=(const partition_health& o) {
+    under_replicated += o.under_replicated;
+    offline += o.offline;
+    return *this;
+  }
+};
+partition_health health_of(const broker::topic_description& t);
+
 class metrics {
  public:
   /// Upper bounds (seconds) of the request latency histogram buckets; +Inf is implicit.

@@ -24,6 +24,7 @@
 #include "base64.h"
 #include "errors.h"
 #include "json_fields.h"
+#include "member_calls.h"
 #include "record_json.h"
 #include "request_parsing.h"
 #include "stream_limits.h"
@@ -182,7 +183,11 @@ enum close_code : uint16_t {
 class ws_session final : public std::enable_shared_from_this<ws_session> {
  public:
   ws_session(runtime::shard_socket socket, http::request<http::string_body> upgrade, ws_context context)
-      : ws_(std::move(socket)), upgrade_(std::move(upgrade)), ctx_(context), tick_(ws_.get_executor()) {
+      : ws_(std::move(socket)),
+        upgrade_(std::move(upgrade)),
+        ctx_(context),
+        calls_(*context.broker, context.forwarder, context.broker->config().fetch_wait_max_ms),
+        tick_(ws_.get_executor()) {
     ++ctx_.shared->open;
   }
   ~ws_session() {
@@ -788,7 +793,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     mb.generation = ++generation_;
     member_ = mb;
     const uint64_t gen = mb.generation;
-    ctx_.broker->groups().create_consumer(cfg, [self = shared_from_this(), gen, id, sub](broker::result<broker::consumer_instance> r) {
+    calls_.create_consumer(cfg, [self = shared_from_this(), gen, id, sub](broker::result<broker::consumer_instance> r) {
       self->on_executor([self, gen, id, sub, r = std::move(r)] {
         if (!r.ok()) {
           if (self->member_ && self->member_->generation == gen) self->member_.reset();
@@ -796,11 +801,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         }
         if (!self->member_ || self->member_->generation != gen || self->closing_) {
           // Left (or closed) while joining: do not keep the instance.
-          self->ctx_.broker->groups().delete_consumer(r->group_id, r->instance_id, [](broker::result<void>) {});
+          self->calls_.delete_consumer(r->group_id, r->instance_id, [](broker::result<void>) {});
           return;
         }
         self->member_->instance = r->instance_id;
-        self->ctx_.broker->groups().subscribe(r->group_id, r->instance_id, sub, [self, gen, id](broker::result<void> s) {
+        self->calls_.subscribe(r->group_id, r->instance_id, sub, [self, gen, id](broker::result<void> s) {
           self->on_executor([self, gen, id, s] {
             if (!self->member_ || self->member_->generation != gen || self->closing_) return;
             if (!s.ok()) {
@@ -822,7 +827,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     member_->polling = true;
     broker::poll_request req{limits::ws_poll_wait_ms, fetch_bytes()};
     const uint64_t gen = member_->generation;
-    ctx_.broker->groups().poll(member_->group, member_->instance, req,
+    calls_.poll(member_->group, member_->instance, req,
                                [self = shared_from_this(), gen](broker::result<std::vector<broker::consumed_record>> r) {
                                  self->on_executor([self, gen, r = std::move(r)] { self->on_polled(gen, r); });
                                });
@@ -833,6 +838,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (!r.ok()) {
       member_->polling = false;
       send_error(nullptr, to_api_error(r.error()).error_code, r.error().message);
+      // The coordinator moves (its broker died) or cannot be reached: the member stays and polls
+      // again on its next tick, at the new coordinator once one leads (issue 13).
+      if (is_retriable(r.error().code)) return;
       return leave_group();
     }
     // Deliver within credit; rewind each partition to its first undelivered record.
@@ -851,7 +859,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     flush_batch(batch);
     if (rewinds.empty()) return after_poll(gen);
-    ctx_.broker->groups().seek(member_->group, member_->instance, std::move(rewinds), [self = shared_from_this(), gen](broker::result<void>) {
+    calls_.seek(member_->group, member_->instance, std::move(rewinds), [self = shared_from_this(), gen](broker::result<void>) {
       self->on_executor([self, gen] { self->after_poll(gen); });
     });
   }
@@ -868,7 +876,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (!member_ || !member_->ready || member_->checking) return;
     member_->checking = true;
     const uint64_t gen = member_->generation;
-    ctx_.broker->groups().assignments(member_->group, member_->instance, [self = shared_from_this(), gen](
+    calls_.assignments(member_->group, member_->instance, [self = shared_from_this(), gen](
                                                                             broker::result<group::partition_set> r) {
       self->on_executor([self, gen, r = std::move(r)] {
         if (self->closing_ || !self->member_ || self->member_->generation != gen) return;
@@ -885,7 +893,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   void on_commit(const json& id) {
     if (!member_ || !member_->ready) return send_error(id, error_codes::unprocessable, "commit needs a joined group");
-    ctx_.broker->groups().commit(member_->group, member_->instance, std::nullopt, [self = shared_from_this(), id](
+    calls_.commit(member_->group, member_->instance, [self = shared_from_this(), id](
                                      broker::result<group::partition_map<group::committed_offset>> r) {
       self->on_executor([self, id, r = std::move(r)] {
         if (!r.ok()) return self->send_error(id, to_api_error(r.error()).error_code, r.error().message);
@@ -901,7 +909,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   void leave_group() {
     if (!member_) return;
     if (!member_->instance.empty()) {
-      ctx_.broker->groups().delete_consumer(member_->group, member_->instance, [](broker::result<void>) {});
+      calls_.delete_consumer(member_->group, member_->instance, [](broker::result<void>) {});
     }
     member_.reset();
   }
@@ -1020,6 +1028,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   websocket::stream<beast::basic_stream<tcp, runtime::shard_executor>> ws_;
   http::request<http::string_body> upgrade_;
   ws_context ctx_;
+  member_calls calls_;   // the member's group calls, through any broker (member_calls.h)
   asio::steady_timer tick_;
   beast::flat_buffer in_;
   std::deque<std::string> out_;

@@ -15,6 +15,8 @@
 
 namespace ringlog::gateway {
 
+class http_forwarder;
+
 /// State the HTTP server and its WebSocket sessions share. Shared ownership: a session destroyed
 /// late (its pending handlers dropped when an io_context is destroyed at exit) still finds it.
 struct ws_shared_state {
@@ -30,6 +32,9 @@ struct ws_context {
   broker::broker* broker = nullptr;
   metrics* registry = nullptr;
   std::shared_ptr<ws_shared_state> shared;
+  /// Passes a member's group operations on to the group's coordinator (group_proxy.h); nullptr:
+  /// served here only.
+  http_forwarder* forwarder = nullptr;
 };
 
 /// Takes over `socket` after an HTTP/1.1 Upgrade request to /v1/ws (already checked: path,

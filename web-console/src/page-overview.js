@@ -27,7 +27,16 @@ export async function sampleMetrics() {
   return { summary, rates: r };
 }
 
-/** Partition health of v2 topic descriptions: {partitions, underReplicated, offline}. */
+/** The cluster's partition health as the broker counts it from the cluster's metadata, every topic
+ *  (internal ones too): GET /v3/clusters/{id} under_replicated_partitions_count and
+ *  offline_partitions_count. null when the broker does not report them. */
+export function clusterHealth(cluster) {
+  if (cluster == null || typeof cluster.under_replicated_partitions_count !== 'number') return null;
+  return { underReplicated: cluster.under_replicated_partitions_count, offline: cluster.offline_partitions_count };
+}
+
+/** Partition health of v2 topic descriptions: {partitions, underReplicated, offline} (a fallback
+ *  for a broker that does not count them itself; at most OVERVIEW_TOPICS_DESCRIBED_MAX topics). */
 export function partitionHealth(described, brokerIds) {
   let partitions = 0;
   let underReplicated = 0;
@@ -71,7 +80,7 @@ export async function render(view, route, ctx) {
     const described = await mapLimited(checked, DESCRIBE_CONCURRENCY_MAX, (t) => api.topicV2(t.topic_name));
     const brokerById = new Map(brokerList.map((b) => [b.broker_id, b]));
     return { brokerIds: brokerList.map((b) => b.broker_id), brokerById, controller, quorum, topicList,
-      checked: checked.length, described, groupList };
+      checked: checked.length, described, groupList, clusterHealth: clusterHealth(cluster) };
   };
 
   drawCharts();
@@ -82,8 +91,9 @@ export async function render(view, route, ctx) {
       const { summary } = await sampleMetrics();
       if (!ctx.alive) return;
       status.clear();
-      const health = partitionHealth(meta.described, meta.brokerIds);
-      const notChecked = meta.topicList.length - meta.checked;
+      // The broker's own counts cover every topic; the described ones only the first checked.
+      const health = meta.clusterHealth ?? partitionHealth(meta.described, meta.brokerIds);
+      const notChecked = meta.clusterHealth ? 0 : meta.topicList.length - meta.checked;
       fill(tiles,
         tile('brokers', formatCount(meta.brokerIds.length), { testid: 'tile-brokers' }),
         tile('controller', meta.controller === null ? 'electing' : `broker ${meta.controller}`,

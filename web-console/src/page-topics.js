@@ -1,9 +1,10 @@
 // Topics: every topic with partitions, replication factor, size, cleanup policy (compacted topics
-// marked, with the log cleaner's dirty ratio and bytes cleaned), retention and records/s;
+// marked, with the log cleaner's dirty ratio and bytes cleaned), retention, records/s and its
+// under-replicated and offline partitions (the broker's counts from the cluster's metadata);
 // create and delete.
 import { api, mapLimited } from './api.js';
 import { confirmButton, field, fill, h, link, statusLine, table } from './dom.js';
-import { formatBytes, formatDurationMs, formatRate } from './format.js';
+import { formatBytes, formatCount, formatDurationMs, formatRate } from './format.js';
 import { DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS } from './limits.js';
 import { sampleMetrics } from './page-overview.js';
 
@@ -56,6 +57,13 @@ function createForm(onCreated) {
 
 /** cleanup.policy, and for a compacted topic the log cleaner's figures: the dirtiest partition's
  *  dirty ratio and the bytes cleaned so far. */
+/** A partition-health count of one topic (GET /v3/.../topics: under_replicated_partitions_count,
+ *  offline_partitions_count, from the cluster's metadata): a red badge when above 0. */
+function healthCell(count, testid) {
+  if (typeof count !== 'number') return '-';
+  return h('span', { class: `badge ${count > 0 ? 'bad' : 'good'}`, 'data-testid': testid }, formatCount(count));
+}
+
 function cleanupCell(policy, cleaner) {
   if (policy === undefined) return '-';
   if (!policy.includes('compact')) return policy;
@@ -81,6 +89,8 @@ export async function render(view, route, ctx) {
       { title: 'topic', cell: (t) => link(`/topics/${encodeURIComponent(t.topic_name)}`, t.topic_name) },
       { title: 'partitions', num: true, cell: (t) => String(t.partitions_count) },
       { title: 'replication', num: true, cell: (t) => String(t.replication_factor) },
+      { title: 'under-replicated', num: true, cell: (t) => healthCell(t.under_replicated_partitions_count, `under-replicated-${t.topic_name}`) },
+      { title: 'offline', num: true, cell: (t) => healthCell(t.offline_partitions_count, `offline-${t.topic_name}`) },
       { title: 'size', num: true, cell: (t) => (t.is_internal ? '-' : formatBytes(lastSummary?.topics[t.topic_name]?.size_bytes ?? 0)) },
       { title: 'cleanup', cell: (t) => cleanupCell(configs.get(t.topic_name)?.['cleanup.policy'], lastSummary?.cleaner?.[t.topic_name]) },
       { title: 'retention.ms', cell: (t) => { const v = configs.get(t.topic_name)?.['retention.ms']; return v === undefined ? '-' : formatDurationMs(v); } },

@@ -87,3 +87,13 @@ test('metrics: Prometheus text parsed, per-topic sums and per-second rates', () 
   const restarted = rates(after, before, 1);   // counters went down: count from zero
   assert.equal(restarted.topics.a.records_in, 10);
 });
+
+test('clusterHealth reads the broker\'s partition health counts, null when it reports none', async () => {
+  const { clusterHealth } = await import('../src/page-overview.js');
+  assert.deepEqual(clusterHealth({ under_replicated_partitions_count: 2, offline_partitions_count: 1 }),
+    { underReplicated: 2, offline: 1 });
+  assert.deepEqual(clusterHealth({ under_replicated_partitions_count: 0, offline_partitions_count: 0 }),
+    { underReplicated: 0, offline: 0 });
+  assert.equal(clusterHealth({ cluster_id: 'c' }), null);
+  assert.equal(clusterHealth(null), null);
+});

@@ -121,9 +121,29 @@ struct sync_group_answer {
   group::classic_sync_response data;
 };
 
+/// Where a group's calls are served now (design.md section 7: by the leader of the group's
+/// __consumer_offsets partition), as the metadata image on this node says.
+struct group_coordinator_route {
+  enum class place : uint8_t {
+    here,   // this node coordinates the group
+    peer,   // another broker does: front ends pass the call on to its HTTP listener
+    none,   // the partition has no leader now (or the topic is not there yet): retry later
+  };
+  place where = place::none;
+  int32_t node_id = -1;        // the coordinator's node id (here and peer), -1 with none
+  std::string http_host;       // the coordinator's advertised HTTP listener; "" when it has none
+  uint16_t http_port = 0;
+  int32_t offsets_partition = -1;
+  /// For messages: "broker 2 at http://127.0.0.1:8083 (the leader of __consumer_offsets-7)".
+  std::string description;
+};
+
 class group_api {
  public:
   virtual ~group_api() = default;
+
+  /// Where the calls of `group_id` are served now; any thread, no I/O (reads the metadata image).
+  [[nodiscard]] virtual group_coordinator_route coordinator_route(const std::string& group_id) const = 0;
 
   // ---- REST v2 consumer instances. Errors (besides the group errc mapped to broker::errc):
   // unknown_member_id for an instance that is unknown, deleted or whose lease expired.

@@ -1,0 +1,130 @@
+// Group calls through any broker (issue 13; group_proxy.h): a v2 consumer-instance or v3
+// consumer-group call whose group another broker coordinates is passed on to that broker's HTTP
+// listener and its answer returned as it is; the cluster's group list gathers every broker's.
+
+#include <set>
+
+#include "api_routes.h"
+#include "group_proxy.h"
+
+namespace ringlog::gateway::routes {
+namespace {
+
+/// The group a matched route belongs to: the v2 {group} or the v3 {consumer_group_id} parameter.
+std::optional<std::string> group_of(api::call& c) {
+  if (auto it = c.params.find("group"); it != c.params.end()) return it->second;
+  if (auto it = c.params.find("consumer_group_id"); it != c.params.end()) return it->second;
+  return std::nullopt;
+}
+
+/// A consumer instance's streamed read (NDJSON / SSE) is a long-lived chunked answer: the
+/// forwarder passes on whole answers only, so such a read is served by the coordinator alone.
+bool wants_streamed_read(api::call& c) {
+  if (c.route.find("/instances/{instance}/records") == std::string::npos) return false;
+  auto pick = negotiate(c.request.accept, {v2_binary_type, v2_json_type, ndjson_type, sse_type});
+  return pick && (*pick == ndjson_type || *pick == sse_type);
+}
+
+std::string coordinator_url(const broker::group_coordinator_route& route) {
+  return "http://" + route.http_host + ":" + std::to_string(route.http_port);
+}
+
+void answer_forwarded(api::call& call, const std::string& group, const broker::group_coordinator_route& route,
+                      forward_result r) {
+  if (r.answered) {
+    r.response.headers.emplace_back(served_by_header, std::to_string(route.node_id));
+    return call.respond(std::move(r.response));
+  }
+  std::string message = "group '" + group + "' is coordinated by " + route.description + ", which did not answer (" +
+                        r.failure + ")";
+  if (r.sent) message += "; the call may have been applied there";
+  message += ": retry (when that broker is gone, another one takes over its groups within seconds)";
+  http_response e = error_response(503, ec::unavailable, message);
+  e.headers.emplace_back("X-Ringlog-Coordinator", coordinator_url(route));
+  call.respond(std::move(e));
+}
+
+}  // namespace
+
+bool forward_group_call(const call_ptr& c) {
+  http_forwarder* forwarder = c->self->options().forwarder;
+  // The loop guard: a call a peer passed on is served here, whatever this node's metadata says.
+  if (forwarder == nullptr || !c->request.forwarded_by.empty()) return false;
+  auto group = group_of(*c);
+  if (!group) return false;
+  broker::group_coordinator_route route = c->broker().groups().coordinator_route(*group);
+  // Here: served locally. No leader (or no HTTP listener known): served locally too, which answers
+  // NOT_COORDINATOR (503, Retry-After) naming the partition.
+  if (route.where != broker::group_coordinator_route::place::peer || route.http_host.empty()) return false;
+  if (wants_streamed_read(*c)) {
+    http_response e = error_response(
+        503, ec::unavailable,
+        "group '" + *group + "' is coordinated by " + route.description +
+            "; a streamed read of a consumer instance (NDJSON / SSE) is served by its coordinator only: read it there, "
+            "or read without streaming through any broker");
+    e.headers.emplace_back("X-Ringlog-Coordinator", coordinator_url(route));
+    c->respond(std::move(e));
+    return true;
+  }
+  const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
+  forwarder->forward(c->request, {route.node_id, route.http_host, route.http_port}, timeout_ms,
+                     [c, group = *group, route](forward_result r) {
+                       c->later([group, route, r = std::move(r)](api::call& call) mutable {
+                         answer_forwarded(call, group, route, std::move(r));
+                       });
+                     });
+  return true;
+}
+
+bool gather_group_lists(const call_ptr& c) {
+  http_forwarder* forwarder = c->self->options().forwarder;
+  if (forwarder == nullptr || !c->request.forwarded_by.empty()) return false;
+  if (!c->check_cluster() || !c->accept(v3_offers)) return true;
+  std::vector<broker::broker_description> peers;
+  for (auto& b : c->broker().list_brokers()) {
+    if (b.state != "fenced" && !b.host.empty() && b.port > 0) peers.push_back(std::move(b));
+  }
+  if (peers.size() <= 1) return false;   // one broker: its own list is the cluster's
+  struct gather {
+    json data = json::array();
+    std::set<std::string> seen;
+    std::vector<std::string> unanswered;
+    size_t remaining = 0;
+  };
+  auto g = std::make_shared<gather>();
+  g->remaining = peers.size();
+  const int64_t timeout_ms = proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms;
+  for (const auto& b : peers) {
+    http_request request = c->request;
+    request.method = "GET";
+    request.body.clear();
+    const int32_t node = b.node_id;
+    forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port)}, timeout_ms, [c, g, node](forward_result r) {
+      c->later([g, node, r = std::move(r)](api::call& call) {
+        json body = r.answered && r.response.status == 200 ? json::parse(r.response.body, nullptr, false) : json();
+        if (body.is_object() && body.contains("data") && body["data"].is_array()) {
+          for (auto& group : body["data"]) {
+            // A group whose coordinator moved a moment ago may be listed by both: keep one.
+            const std::string id = group.value("consumer_group_id", std::string());
+            if (g->seen.insert(id).second) g->data.push_back(std::move(group));
+          }
+        } else {
+          g->unanswered.push_back(std::to_string(node));
+        }
+        if (--g->remaining > 0) return;
+        std::sort(g->data.begin(), g->data.end(), [](const json& a, const json& b) {
+          return a.value("consumer_group_id", std::string()) < b.value("consumer_group_id", std::string());
+        });
+        json out = list_json("KafkaConsumerGroupList",
+                             call.base_url + "/v3/clusters/" + call.params["cluster_id"] + "/consumer-groups", g->data);
+        // The groups of a broker that did not answer are missing (they move to another broker
+        // once it is fenced): say which, rather than pretend the list is whole.
+        if (!g->unanswered.empty()) out["metadata"]["unanswered_brokers"] = g->unanswered;
+        call.respond_json(200, out);
+      });
+    });
+  }
+  return true;
+}
+
+}  // namespace ringlog::gateway::routes

@@ -1,0 +1,172 @@
+// The HTTP client that passes group calls on to their coordinator (group_proxy.h): one
+// connection per call (resolve, connect, write, read, close), bounded by a connect timeout, an
+// exchange timeout and a count of calls in flight.
+
+#include "group_proxy.h"
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+
+#include "ringlog/runtime/asio_context.h"
+
+namespace ringlog::gateway {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+/// Headers of the coordinator's answer that belong to its connection or that the answering broker
+/// sets itself (RFC 9110 section 7.6.1 hop-by-hop fields, CORS, Server, Date, lengths).
+bool hop_by_hop(std::string_view name) {
+  static constexpr std::string_view dropped[] = {"connection", "keep-alive", "transfer-encoding", "content-length",
+                                                 "content-type", "server", "date", "vary", "upgrade", "te",
+                                                 "trailer", "proxy-connection"};
+  for (auto d : dropped) {
+    if (beast::iequals(name, d)) return true;
+  }
+  return name.size() >= 12 && beast::iequals(name.substr(0, 12), "access-contr");   // Access-Control-*
+}
+
+class exchange : public std::enable_shared_from_this<exchange> {
+ public:
+  exchange(asio::io_context& io, std::shared_ptr<std::atomic<int64_t>> in_flight, uint64_t answer_bytes_max,
+           std::function<void(forward_result)> done)
+      : resolver_(io), stream_(io), in_flight_(std::move(in_flight)), done_(std::move(done)) {
+    parser_.body_limit(answer_bytes_max);
+    parser_.header_limit(64 * 1024);
+  }
+  ~exchange() { --*in_flight_; }
+
+  void start(const http_request& request, const forward_target& target, int32_t node_id, int64_t timeout_ms) {
+    timeout_ms_ = timeout_ms;
+    const bool head = request.method == "HEAD";
+    request_.method_string(head ? std::string_view("GET") : std::string_view(request.method));
+    request_.target(request.target);
+    request_.version(11);
+    request_.set(http::field::host, request.host.empty() ? target.host + ":" + std::to_string(target.port) : request.host);
+    if (!request.content_type.empty()) request_.set(http::field::content_type, request.content_type);
+    if (!request.accept.empty()) request_.set(http::field::accept, request.accept);
+    if (!request.last_event_id.empty()) request_.set("Last-Event-ID", request.last_event_id);
+    request_.set(forwarded_header, std::to_string(node_id));
+    request_.set(http::field::connection, "close");
+    request_.body() = request.body;
+    request_.prepare_payload();
+    stream_.expires_after(std::chrono::milliseconds(proxy_limits::connect_timeout_ms));
+    resolver_.async_resolve(target.host, std::to_string(target.port),
+                            [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type found) {
+                              if (ec) return self->fail("resolve: " + ec.message());
+                              self->connect(found);
+                            });
+  }
+
+ private:
+  void connect(const tcp::resolver::results_type& found) {
+    stream_.async_connect(found, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
+      if (ec == beast::error::timeout) {
+        return self->fail("connect: no answer within " + std::to_string(proxy_limits::connect_timeout_ms) + " ms");
+      }
+      if (ec) return self->fail("connect: " + ec.message());
+      self->stream_.expires_after(std::chrono::milliseconds(self->timeout_ms_));
+      http::async_write(self->stream_, self->request_, [self](beast::error_code wec, size_t) {
+        self->sent_ = true;
+        if (wec) return self->fail("send: " + wec.message());
+        self->read();
+      });
+    });
+  }
+
+  void read() {
+    http::async_read(stream_, buffer_, parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec == beast::error::timeout) {
+        return self->fail("no answer within " + std::to_string(self->timeout_ms_) + " ms");
+      }
+      if (ec == http::error::body_limit) return self->fail("its answer is larger than this broker accepts");
+      if (ec) return self->fail("read: " + ec.message());
+      self->answer();
+    });
+  }
+
+  void answer() {
+    auto& msg = parser_.get();
+    forward_result r;
+    r.answered = true;
+    r.sent = true;
+    r.response.status = msg.result_int();
+    auto type = msg.find(http::field::content_type);
+    r.response.content_type = type == msg.end() ? std::string() : std::string(type->value());
+    for (const auto& field : msg) {
+      if (hop_by_hop(field.name_string())) continue;
+      r.response.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    r.response.body = std::move(msg.body());
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    finish(std::move(r));
+  }
+
+  void fail(std::string why) {
+    forward_result r;
+    r.sent = sent_;
+    r.failure = std::move(why);
+    finish(std::move(r));
+  }
+
+  void finish(forward_result r) {
+    if (!done_) return;
+    auto done = std::move(done_);
+    done_ = nullptr;
+    done(std::move(r));
+  }
+
+  tcp::resolver resolver_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> request_;
+  http::response_parser<http::string_body> parser_;
+  std::shared_ptr<std::atomic<int64_t>> in_flight_;
+  std::function<void(forward_result)> done_;
+  int64_t timeout_ms_ = 0;
+  bool sent_ = false;
+};
+
+class beast_forwarder final : public http_forwarder {
+ public:
+  beast_forwarder(runtime::shard_threads& runtime, int32_t node_id, int64_t answer_bytes_max)
+      : runtime_(runtime), node_id_(node_id), answer_bytes_max_(static_cast<uint64_t>(answer_bytes_max)) {}
+
+  void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,
+               std::function<void(forward_result)> done) override {
+    if (in_flight_->fetch_add(1) >= proxy_limits::in_flight_max) {
+      --*in_flight_;
+      forward_result r;
+      r.failure = "this broker already passes on " + std::to_string(proxy_limits::in_flight_max) +
+                  " group calls (limit proxy_limits::in_flight_max)";
+      return done(std::move(r));
+    }
+    asio::io_context& io = runtime::io_context_of(runtime_, runtime_.current_shard());
+    auto x = std::make_shared<exchange>(io, in_flight_, answer_bytes_max_, std::move(done));
+    x->start(request, target, node_id_, timeout_ms);
+  }
+
+  [[nodiscard]] int64_t in_flight() const override { return in_flight_->load(); }
+
+ private:
+  runtime::shard_threads& runtime_;
+  int32_t node_id_;
+  uint64_t answer_bytes_max_;
+  std::shared_ptr<std::atomic<int64_t>> in_flight_ = std::make_shared<std::atomic<int64_t>>(0);
+};
+
+}  // namespace
+
+std::unique_ptr<http_forwarder> make_http_forwarder(runtime::shard_threads& runtime, int32_t node_id,
+                                                    int64_t answer_bytes_max) {
+  return std::make_unique<beast_forwarder>(runtime, node_id, answer_bytes_max);
+}
+
+}  // namespace ringlog::gateway

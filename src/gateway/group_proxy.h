@@ -1,0 +1,85 @@
+#pragma once
+// Group calls served through any broker (issue 13, design.md section 6 and 7): a consumer group's
+// calls are served by its coordinator, the leader of the group's __consumer_offsets partition.
+// A REST group call or a WebSocket member's group operation that reaches another broker is passed
+// on to the coordinator's advertised HTTP listener as an HTTP request and answered as if local.
+//
+// Loop guard: a passed-on request carries `forwarded_header` (this node's id); a request that
+// carries it is always served where it arrives, never passed on again, so two brokers whose
+// metadata disagree for a moment answer NOT_COORDINATOR (503, retriable) instead of bouncing the
+// call between them. The coordinator builds base_uri and v3 `self` links from the Host header,
+// which is passed on unchanged: the client keeps talking to the broker it chose.
+//
+// No Beast here (http_types.h): the client lives in group_proxy.cc.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "http_types.h"
+
+namespace ringlog::runtime {
+class shard_threads;
+}
+
+namespace ringlog::gateway {
+
+/// Marks a request one broker passed on to another; its value is the sender's node id.
+inline constexpr const char* forwarded_header = "X-Ringlog-Forwarded-By";
+/// On an answer that was passed on: the node id of the broker that served it (for operators and tests).
+inline constexpr const char* served_by_header = "X-Ringlog-Served-By";
+
+namespace proxy_limits {
+/// Group calls passed on at once by one broker (all shards together). Each holds a socket and its
+/// request and answer in memory; past it a call is answered 503 with Retry-After naming this
+/// limit. 1024 covers a busy gateway's consumer instances long-polling the other brokers (each
+/// poll is one call) without letting them exhaust file descriptors.
+inline constexpr int64_t in_flight_max = 1024;
+/// How long connecting to the coordinator may take, ms. On one network a live broker accepts in
+/// well under a second; a coordinator that is gone answers "refused" at once, a partitioned one
+/// not at all, and its clients should hear 503 quickly and retry.
+inline constexpr int64_t connect_timeout_ms = 3'000;
+/// How much longer than the call itself may take (its long-poll, fetch.wait.max.ms at most) the
+/// whole exchange may last, ms: the coordinator's own appends (acks=all, request timeout) fit.
+inline constexpr int64_t exchange_slack_ms = 10'000;
+/// The largest answer accepted from the coordinator, bytes: a records read is at most
+/// fetch.response.bytes.max of payload, which base64 and JSON make at most about 4/3 + per-record
+/// overhead; twice that plus 1 MiB bounds it.
+inline int64_t answer_bytes_max(int64_t fetch_response_bytes_max) { return 2 * fetch_response_bytes_max + (1 << 20); }
+}  // namespace proxy_limits
+
+/// Where a call is passed on to.
+struct forward_target {
+  int32_t node_id = -1;
+  std::string host;
+  uint16_t port = 0;
+};
+
+/// The coordinator's answer, or why there is none.
+struct forward_result {
+  bool answered = false;      // false: no (complete) answer; `failure` says why
+  bool sent = false;          // the request was written before it failed: its outcome is unknown
+  std::string failure;        // "connect: Connection refused", "timed out after 3000 ms", ...
+  http_response response;     // when answered: status, content type, body, end-to-end headers
+};
+
+class http_forwarder {
+ public:
+  virtual ~http_forwarder() = default;
+  /// Sends `request` (method, target, Content-Type, Accept, Host, body; HEAD is sent as GET) to
+  /// `target` with forwarded_header set, on the calling shard's event loop, and calls `done` there
+  /// exactly once. `timeout_ms` bounds the whole exchange. No connection is kept between calls.
+  /// Refuses (answered false, at once) when proxy_limits::in_flight_max calls are in flight.
+  virtual void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,
+                       std::function<void(forward_result)> done) = 0;
+  /// Calls in flight now (for /metrics and tests).
+  [[nodiscard]] virtual int64_t in_flight() const = 0;
+};
+
+/// The Beast client (group_proxy.cc). `runtime`'s shards run the exchanges; `node_id` is sent in
+/// forwarded_header; `answer_bytes_max` bounds each answer's body.
+std::unique_ptr<http_forwarder> make_http_forwarder(runtime::shard_threads& runtime, int32_t node_id,
+                                                    int64_t answer_bytes_max);
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,346 @@
+"""Consumer groups through any broker of a three-node cluster (issue "Cluster II").
+
+A group's coordinator is the leader of its __consumer_offsets partition. A REST consumer instance
+created through broker A whose coordinator is B is served through A (A passes each call on to B's
+HTTP listener): its base_uri names A. kill -9 of B moves the group to a new coordinator, which
+loads it from the replicated log: the client keeps using its base_uri, the committed offset is
+there and no record is lost. A WebSocket member through a non-coordinator works the same way; the
+cluster's under-replicated partition count rises when a broker dies and returns to 0 after it is
+back. Every wait polls with a deadline.
+"""
+import asyncio
+import base64
+import json
+
+import requests
+import websockets
+
+from conftest import wait_until
+from test_cluster import FAILOVER_DEADLINE_S, Cluster, create_topic  # noqa: F401
+from test_cluster import cluster  # noqa: F401  (the fixture)
+
+V2 = "application/vnd.kafka.v2+json"
+BINARY = "application/vnd.kafka.binary.v2+json"
+SERVED_BY = "X-Ringlog-Served-By"
+FORWARDED_BY = "X-Ringlog-Forwarded-By"
+# A moved group: fencing the dead broker (its heartbeats stop), electing new leaders and loading the
+# group from the log all fit in seconds; generous for a loaded CI machine.
+GROUP_FAILOVER_DEADLINE_S = 40.0
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def unb64(text):
+    return base64.b64decode(text).decode()
+
+
+def produce(node, topic, values):
+    r = requests.post(f"{node.url}/topics/{topic}", json={"records": [{"value": b64(v)} for v in values]},
+                      headers={"Content-Type": BINARY}, timeout=40)
+    assert r.status_code == 200, r.text
+    assert all(o.get("error") is None for o in r.json()["offsets"]), r.text
+
+
+def ready_cluster(cluster, topic):
+    """A controller, a replicated topic and __consumer_offsets with a leader for every partition."""
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, topic, partitions=2, replication_factor=3)
+    assert r.status_code == 201, r.text
+
+    def led_everywhere(name):
+        # Each node answers from its own metadata: every one has applied the topic with its leaders
+        # (a leader that has not yet refuses forwarded produces as retriable).
+        for n in cluster.live():
+            r = requests.get(n.v3(f"/topics/{name}/partitions"), timeout=5)
+            if r.status_code != 200 or not all(p["leader"] is not None for p in r.json()["data"]):
+                return False
+        return True
+    wait_until(lambda: led_everywhere("__consumer_offsets"), FAILOVER_DEADLINE_S, "__consumer_offsets with leaders")
+    wait_until(lambda: led_everywhere(topic), FAILOVER_DEADLINE_S, f"{topic} with leaders on every node")
+
+
+def consumer_through(node, prefix, not_served_by=None):
+    """Creates a binary REST consumer through `node` in the first group named prefix-N whose
+    coordinator is another broker (not `not_served_by` either): (group, base_uri, coordinator id)."""
+    for i in range(64):
+        group = f"{prefix}-{i}"
+        r = requests.post(f"{node.url}/consumers/{group}", json={"format": "binary", "auto.offset.reset": "earliest"},
+                          headers={"Content-Type": V2}, timeout=40)
+        assert r.status_code == 200, r.text
+        served_by = r.headers.get(SERVED_BY)
+        base_uri = r.json()["base_uri"]
+        if served_by is not None and int(served_by) != not_served_by:
+            return group, base_uri, int(served_by)
+        d = requests.delete(base_uri, headers={"Content-Type": V2}, timeout=40)
+        assert d.status_code == 204, d.text
+    raise AssertionError("no group among 64 names is coordinated by another broker")
+
+
+def poll(base_uri, timeout_ms=500):
+    """One records read: (status, records or error body, headers)."""
+    r = requests.get(f"{base_uri}/records", params={"timeout": timeout_ms}, headers={"Accept": BINARY}, timeout=60)
+    return r.status_code, r.json(), r.headers
+
+
+def consume(base_uri, want, deadline_s, seen):
+    """Reads through base_uri until every value of `want` is in `seen` (value -> offsets read);
+    503 (a coordinator moving) is retried, with Retry-After, until the deadline."""
+    def step():
+        status, body, headers = poll(base_uri)
+        if status == 503:
+            assert headers.get("Retry-After") == "1", headers
+            return False
+        assert status == 200, body
+        for rec in body:
+            seen.setdefault(unb64(rec["value"]), []).append((rec["partition"], rec["offset"]))
+        return want <= set(seen)
+    wait_until(step, deadline_s, f"{len(want)} values read through {base_uri}")
+
+
+def committed(base_uri):
+    r = requests.get(f"{base_uri}/offsets", headers={"Content-Type": V2, "Accept": V2}, timeout=40)
+    return r.status_code, r.json()
+
+
+def test_rest_consumer_through_a_non_coordinator_survives_kill_9_of_the_coordinator(cluster):
+    ready_cluster(cluster, "orders")
+    a = cluster.node(1)
+    group, base_uri, coordinator = consumer_through(a, "fwd")
+    assert coordinator != 1
+    # base_uri names the broker the client used, not the coordinator.
+    assert base_uri.startswith(a.url + "/consumers/"), base_uri
+    r = requests.post(f"{base_uri}/subscription", json={"topics": ["orders"]}, headers={"Content-Type": V2}, timeout=40)
+    assert r.status_code == 204, r.text
+    # The v3 group resource, read through A, is the coordinator's.
+    g = requests.get(a.v3(f"/consumer-groups/{group}"), timeout=40)
+    assert g.status_code == 200, g.text
+    assert g.headers.get(SERVED_BY) == str(coordinator)
+    assert g.json()["coordinator"]["related"].endswith(f"/brokers/{coordinator}")
+
+    first = {f"a{i}" for i in range(30)}
+    produce(a, "orders", sorted(first))
+    seen = {}
+    consume(base_uri, first, 30.0, seen)
+    c = requests.post(f"{base_uri}/offsets", headers={"Content-Type": V2}, timeout=40)
+    assert c.status_code == 204, c.text
+    status, before = committed(base_uri)
+    assert status == 200, before
+    stored = {(o["topic"], o["partition"]): o["offset"] for o in before["offsets"]}
+    assert sum(stored.values()) == 30, before   # every record read was committed (next offsets)
+
+    second = {f"b{i}" for i in range(30)}
+    produce(a, "orders", sorted(second))
+    # The coordinator dies; the client keeps using its base_uri on A.
+    cluster.node(coordinator).kill()
+    after_kill = {}
+
+    def committed_is_back():
+        status, body = committed(base_uri)
+        if status == 503:
+            return False
+        assert status == 200, body
+        return {(o["topic"], o["partition"]): o["offset"] for o in body["offsets"]}
+    back = wait_until(committed_is_back, GROUP_FAILOVER_DEADLINE_S, "the committed offsets at a new coordinator")
+    assert back == stored   # an acknowledged commit is never lost
+    consume(base_uri, second, GROUP_FAILOVER_DEADLINE_S, after_kill)
+    # Nothing committed is read again and nothing after the commit is lost: the new coordinator
+    # resumed each partition from its committed offset.
+    for value, reads in after_kill.items():
+        for partition, offset in reads:
+            assert offset >= stored[("orders", partition)], (value, partition, offset, stored)
+    # The instance is now served by a live broker (A itself or the third one).
+    status, _, headers = poll(base_uri, timeout_ms=0)
+    assert status == 200
+    assert headers.get(SERVED_BY) in (None, *[str(n.node_id) for n in cluster.live() if n.node_id != 1])
+    d = requests.delete(base_uri, headers={"Content-Type": V2}, timeout=40)
+    assert d.status_code == 204, d.text
+
+
+def test_a_forwarded_call_is_never_forwarded_again(cluster):
+    """The loop guard: a call marked as passed on is served where it arrives: 503 NOT_COORDINATOR
+    naming the coordinator when that broker does not coordinate the group."""
+    ready_cluster(cluster, "loop")
+    a = cluster.node(1)
+    group, base_uri, coordinator = consumer_through(a, "loop")
+    r = requests.get(f"{base_uri}/assignments", headers={"Accept": V2, FORWARDED_BY: "3"}, timeout=40)
+    assert r.status_code == 503, r.text
+    assert r.headers.get("Retry-After") == "1"
+    assert r.json()["error_code"] == 50301
+    assert f"broker {coordinator}" in r.json()["message"]
+    assert SERVED_BY not in r.headers
+    # Without the mark the same call is passed on and served.
+    r = requests.get(f"{base_uri}/assignments", headers={"Accept": V2}, timeout=40)
+    assert r.status_code == 200, r.text
+    assert r.headers.get(SERVED_BY) == str(coordinator)
+
+
+def test_an_unreachable_coordinator_is_a_503_naming_it(ringlog_bin, tmp_path):
+    # A dead broker stays the coordinator until it is fenced: with a long broker session the
+    # window is the whole test, so the answer below is deterministic.
+    c = Cluster(tmp_path)
+    for n in c.nodes:
+        n.extra_sets.append("broker.session.timeout.ms=120000")
+    c.start()
+    try:
+        ready_cluster(c, "gone")
+        a = c.node(1)
+        group, base_uri, coordinator = consumer_through(a, "gone")
+        c.node(coordinator).kill()
+        r = requests.get(f"{base_uri}/assignments", headers={"Accept": V2}, timeout=40)
+        assert r.status_code == 503, r.text
+        assert r.headers.get("Retry-After") == "1"
+        assert r.json()["error_code"] == 50301
+        message = r.json()["message"]
+        assert f"coordinated by broker {coordinator} at http://127.0.0.1:{c.node(coordinator).port}" in message, message
+        assert "did not answer" in message, message
+        assert r.headers.get("X-Ringlog-Coordinator") == f"http://127.0.0.1:{c.node(coordinator).port}"
+    finally:
+        c.stop()
+
+
+def test_websocket_member_through_a_non_coordinator(cluster):
+    ready_cluster(cluster, "wsfwd")
+    a = cluster.node(1)
+    # A group coordinated elsewhere: found with a REST instance, which is then deleted.
+    group, base_uri, coordinator = consumer_through(a, "wsg")
+    assert requests.delete(base_uri, headers={"Content-Type": V2}, timeout=40).status_code == 204
+    values = [f"w{i}" for i in range(20)]
+    produce(a, "wsfwd", values)
+
+    async def run():
+        async with websockets.connect(f"ws://127.0.0.1:{a.port}/v1/ws") as ws:
+            await ws.send(json.dumps({"type": "join", "id": 1, "group": group, "topics": ["wsfwd"],
+                                      "position": "earliest"}))
+            await ws.send(json.dumps({"type": "credit", "records": 1000, "bytes": 1 << 20}))
+            got = set()
+            joined = None
+            while len(got) < len(values):
+                m = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                if m["type"] == "joined":
+                    joined = m
+                elif m["type"] == "record":
+                    got.add(unb64(m["value"]))
+                elif m["type"] == "error":
+                    raise AssertionError(m)
+            await ws.send(json.dumps({"type": "commit", "id": 2}))
+            while True:
+                m = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                if m["type"] == "committed":
+                    return joined, got, m
+                if m["type"] == "error":
+                    raise AssertionError(m)
+
+    joined, got, commit = asyncio.run(run())
+    assert joined["group"] == group
+    assert joined["member_id"].startswith("ws-"), joined
+    assert got == set(values)
+    assert sum(o["offset"] for o in commit["offsets"]) == len(values), commit
+    # The commit is the coordinator's: read through another broker (the group's v3 lags, passed on).
+    other = next(n for n in cluster.nodes if n.node_id not in (1,))
+    lags = requests.get(other.v3(f"/consumer-groups/{group}/lags"), timeout=40)
+    assert lags.status_code == 200, lags.text
+    assert sum(x["current_offset"] for x in lags.json()["data"]) == len(values), lags.text
+
+
+def test_group_list_gathers_every_brokers_groups(cluster):
+    ready_cluster(cluster, "listed")
+    a = cluster.node(1)
+    made = []
+    for i in range(6):
+        group = f"listed-{i}"
+        r = requests.post(f"{a.url}/consumers/{group}", json={"format": "binary"}, headers={"Content-Type": V2},
+                          timeout=40)
+        assert r.status_code == 200, r.text
+        # A group is listed once it has a member (an instance joins when it subscribes).
+        s = requests.post(f"{r.json()['base_uri']}/subscription", json={"topics": ["listed"]},
+                          headers={"Content-Type": V2}, timeout=40)
+        assert s.status_code == 204, s.text
+        made.append(group)
+    for n in cluster.nodes:
+        r = requests.get(n.v3("/consumer-groups"), timeout=40)
+        assert r.status_code == 200, r.text
+        ids = {g["consumer_group_id"] for g in r.json()["data"]}
+        assert set(made) <= ids, (n.node_id, ids)
+
+
+def cluster_health(node):
+    r = requests.get(node.v3(""), timeout=40)
+    assert r.status_code == 200, r.text
+    return r.json()["under_replicated_partitions_count"], r.json()["offline_partitions_count"]
+
+
+def topic_health(node, topic):
+    r = requests.get(node.v3(f"/topics/{topic}"), timeout=40)
+    assert r.status_code == 200, r.text
+    return r.json()["under_replicated_partitions_count"], r.json()["offline_partitions_count"]
+
+
+def test_under_replicated_counts_rise_when_a_broker_dies_and_return_to_0(cluster):
+    ready_cluster(cluster, "health")
+    n1 = cluster.node(1)
+    wait_until(lambda: cluster_health(n1) == (0, 0), FAILOVER_DEADLINE_S, "a healthy cluster")
+    produce(n1, "health", [f"h{i}" for i in range(10)])
+    victim = cluster.node(3)
+    victim.kill()
+    # Every partition has a replica on the dead broker (replication factor 3 of 3): once its ISRs
+    # shrink, every partition of the topic is under-replicated, none offline (two replicas live).
+    wait_until(lambda: topic_health(n1, "health") == (2, 0), FAILOVER_DEADLINE_S, "2 under-replicated partitions")
+    # Every live broker counts from its own copy of the metadata, which applies the ISR changes a
+    # moment apart: the cluster-wide count (every topic) reaches the topic's through broker 2 too.
+    wait_until(lambda: (lambda u, o: u >= 2 and o == 0)(*cluster_health(cluster.node(2))), FAILOVER_DEADLINE_S,
+               "the cluster's under-replicated count through broker 2")
+    metrics = requests.get(f"{n1.url}/metrics", timeout=40).text
+    assert 'ringlog_topic_under_replicated_partitions{topic="health"} 2' in metrics
+    assert 'ringlog_topic_offline_partitions{topic="health"} 0' in metrics
+    victim.spawn()
+    wait_until(victim.healthy, 60.0, "node 3 back")
+    wait_until(lambda: cluster_health(n1) == (0, 0), 60.0, "every partition back in sync")
+    # The restarted broker's metadata catches up to the same counts.
+    wait_until(lambda: topic_health(victim, "health") == (0, 0), FAILOVER_DEADLINE_S, "node 3 counting 0 too")
+
+
+def test_websocket_member_keeps_its_membership_when_the_coordinator_dies(cluster):
+    ready_cluster(cluster, "wsfail")
+    a = cluster.node(1)
+    group, base_uri, coordinator = consumer_through(a, "wsf")
+    assert requests.delete(base_uri, headers={"Content-Type": V2}, timeout=40).status_code == 204
+    first = [f"x{i}" for i in range(10)]
+    second = [f"y{i}" for i in range(10)]
+    produce(a, "wsfail", first)
+
+    async def read_until(ws, want, got, errors, deadline_s):
+        async def loop():
+            while not want <= got:
+                m = json.loads(await ws.recv())
+                if m["type"] == "record":
+                    got.add(unb64(m["value"]))
+                elif m["type"] == "error":
+                    errors.append(m)
+                    # Only the coordinator moving is acceptable: retriable, the membership stays.
+                    assert m["error_code"] == 50301, m
+        await asyncio.wait_for(loop(), deadline_s)
+
+    async def run():
+        async with websockets.connect(f"ws://127.0.0.1:{a.port}/v1/ws") as ws:
+            await ws.send(json.dumps({"type": "join", "id": 1, "group": group, "topics": ["wsfail"],
+                                      "position": "earliest"}))
+            await ws.send(json.dumps({"type": "credit", "records": 1000, "bytes": 1 << 20}))
+            got, errors = set(), []
+            await read_until(ws, set(first), got, errors, 30)
+            await ws.send(json.dumps({"type": "commit", "id": 2}))
+            while True:
+                m = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                if m["type"] == "committed":
+                    break
+                assert m["type"] in ("assignment", "record"), m
+            produce(a, "wsfail", second)
+            cluster.node(coordinator).kill()
+            # The same connection keeps reading once a new coordinator loaded the group.
+            await read_until(ws, set(second), got, errors, GROUP_FAILOVER_DEADLINE_S)
+            return got
+
+    got = asyncio.run(run())
+    assert set(second) <= got
