@@ -49,6 +49,9 @@ std::string_view to_string(errc e) {
     case errc::not_leader_or_follower: return "not_leader_or_follower";
     case errc::not_coordinator: return "not_coordinator";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
+    case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
+    case errc::invalid_producer_epoch: return "invalid_producer_epoch";
+    case errc::unknown_producer_id: return "unknown_producer_id";
   }
   return "unknown_server_error";
 }
@@ -101,6 +104,9 @@ int kafka_error_code(errc e) {
     case errc::not_leader_or_follower: return 6;
     case errc::stale_broker_epoch: return 77;
     case errc::not_coordinator: return 16;
+    case errc::out_of_order_sequence_number: return 45;
+    case errc::invalid_producer_epoch: return 47;
+    case errc::unknown_producer_id: return 59;
   }
   return -1;
 }
@@ -108,7 +114,7 @@ int kafka_error_code(errc e) {
 errc errc_of_kafka_code(int code) {
   // The inverse of kafka_error_code over every code it maps to one broker code.
   if (code < 0) return errc::unknown_server_error;
-  for (int e = 0; e <= static_cast<int>(errc::not_coordinator); ++e) {
+  for (int e = 0; e <= static_cast<int>(errc::unknown_producer_id); ++e) {
     const auto candidate = static_cast<errc>(e);
     if (candidate != errc::unknown_server_error && kafka_error_code(candidate) == code) return candidate;
   }

@@ -1,0 +1,210 @@
+"""Idempotent producers (issue 16, KIP-98) against the real binary: confluent-kafka with
+enable.idempotence=true, raw InitProducerId + Produce frames resent over new connections (the
+retry of a lost answer), the HTTP producer sessions, and broker restarts (clean and SIGKILL)
+that must keep the producer state, so that a retry after the restart is still a duplicate.
+"""
+import struct
+import time
+
+import pytest
+import requests
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+import kafka_wire as kw
+from conftest import Broker, free_port
+
+API_INIT_PRODUCER_ID = 22
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+INVALID_PRODUCER_EPOCH = 47
+
+
+@pytest.fixture
+def ibroker(ringlog_bin, tmp_path):
+    """A broker of this test's own (HTTP and Kafka listeners), restartable on the same data."""
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    yield b
+    if b.proc is not None:
+        b.stop()
+
+
+def restart(b, kill=False):
+    if kill:
+        b.kill()
+    else:
+        assert b.stop() == 0
+    return b.start()
+
+
+def init_producer_id(bootstrap):
+    """InitProducerId v0 without a transactional.id: (error, producer_id, producer_epoch)."""
+    with kw.connect(bootstrap) as s:
+        _, body = kw.exchange(s, API_INIT_PRODUCER_ID, 0, 7, kw.string(None) + struct.pack(">i", 60000))
+    r = kw.Reader(body)
+    r.take(">i")   # throttle_time_ms
+    return r.take(">h"), r.take(">q"), r.take(">h")
+
+
+def idempotent_batch(pid, epoch, seq, values):
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=pid,
+                                  producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
+    for i, v in enumerate(values):
+        b.append(i, timestamp=int(time.time() * 1000), key=None, value=v, headers=[])
+    return bytes(b.build())
+
+
+def produce_once(bootstrap, topic, partition, batch):
+    """One Produce v3 (acks=all) on a connection of its own, as a client retrying after a lost
+    answer would: (error, base_offset)."""
+    with kw.connect(bootstrap) as s:
+        _, body = kw.exchange(s, kw.API_PRODUCE, 3, 1, kw.produce_v3(topic, partition, batch))
+    (_, _, error, base_offset, _), = kw.parse_produce_v3(body)
+    return error, base_offset
+
+
+def values_in(bootstrap, topic, partition):
+    """Every record value of a partition, in offset order, read with librdkafka."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False,
+                  "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, partition, 0)])
+    out = []
+    end = time.monotonic() + 20
+    try:
+        while time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == -191:   # _PARTITION_EOF: everything read
+                    break
+                raise AssertionError(m.error())
+            out.append(m.value())
+    finally:
+        c.close()
+    return out
+
+
+def test_confluent_kafka_idempotent_producer_stores_every_record_once_in_order(ibroker, topic_name):
+    ibroker.create_topic(topic_name, partitions=3)
+    p = Producer({"bootstrap.servers": ibroker.bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                  "batch.num.messages": 50})
+    failures = []
+    count = 3000
+    for i in range(count):
+        p.produce(topic_name, key=f"k{i % 7}".encode(), value=f"{i}".encode(),
+                  on_delivery=lambda err, msg: err and failures.append(err))
+        if i % 500 == 0:
+            p.poll(0)
+    assert p.flush(30) == 0
+    assert failures == []
+    seen = []
+    for partition in range(3):
+        values = [int(v) for v in values_in(ibroker.bootstrap, topic_name, partition)]
+        assert values == sorted(values), f"partition {partition} out of order"
+        seen += values
+    assert sorted(seen) == list(range(count))
+
+
+def test_a_resent_produce_gets_the_original_offset_and_is_stored_once(ibroker, topic_name):
+    ibroker.create_topic(topic_name)
+    error, pid, epoch = init_producer_id(ibroker.bootstrap)
+    assert error == 0 and pid >= 0 and epoch == 0
+    error2, pid2, _ = init_producer_id(ibroker.bootstrap)
+    assert error2 == 0 and pid2 != pid
+    # Someone else's records first, so offsets do not start at 0 by chance.
+    assert produce_once(ibroker.bootstrap, topic_name, 0, kw.batch([(None, b"other", None, 1)]))[0] == 0
+    first = idempotent_batch(pid, epoch, 0, [b"a0", b"a1", b"a2"])
+    assert produce_once(ibroker.bootstrap, topic_name, 0, first) == (0, 1)
+    # The same bytes again, on a new connection: the original offset, nothing stored.
+    assert produce_once(ibroker.bootstrap, topic_name, 0, first) == (0, 1)
+    second = idempotent_batch(pid, epoch, 3, [b"a3"])
+    assert produce_once(ibroker.bootstrap, topic_name, 0, second) == (0, 4)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, first) == (0, 1)
+    # A gap in the sequence is refused.
+    gap = idempotent_batch(pid, epoch, 9, [b"lost"])
+    assert produce_once(ibroker.bootstrap, topic_name, 0, gap)[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert values_in(ibroker.bootstrap, topic_name, 0) == [b"other", b"a0", b"a1", b"a2", b"a3"]
+
+    # A clean restart keeps the producer state (the close-time snapshot): still duplicates.
+    restart(ibroker)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, second) == (0, 4)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, first) == (0, 1)
+    third = idempotent_batch(pid, epoch, 4, [b"a4"])
+    assert produce_once(ibroker.bootstrap, topic_name, 0, third) == (0, 5)
+    # SIGKILL: the state is rebuilt from the last snapshot and the log.
+    restart(ibroker, kill=True)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, third) == (0, 5)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, second) == (0, 4)
+    # Ids handed out before the restart are never handed out again (ProducerIdsRecord blocks).
+    error3, pid3, _ = init_producer_id(ibroker.bootstrap)
+    assert error3 == 0 and pid3 not in (pid, pid2)
+    assert values_in(ibroker.bootstrap, topic_name, 0) == [b"other", b"a0", b"a1", b"a2", b"a3", b"a4"]
+
+
+def test_api_versions_lists_init_producer_id(ibroker):
+    with kw.connect(ibroker.bootstrap) as s:
+        _, body = kw.exchange(s, kw.API_VERSIONS, 0, 1, b"")
+    r = kw.Reader(body)
+    assert r.take(">h") == 0
+    keys = {}
+    for _ in range(r.take(">i")):
+        k, lo, hi = r.take(">h"), r.take(">h"), r.take(">h")
+        keys[k] = (lo, hi)
+    assert keys[API_INIT_PRODUCER_ID] == (0, 5)
+
+
+# ---------------------------------------------------------------- HTTP producer sessions
+
+def test_http_producer_session_resend_gets_the_same_offsets(ibroker, topic_name):
+    ibroker.create_topic(topic_name, partitions=2)
+    r = requests.post(ibroker.v3("/producers"))
+    assert r.status_code == 201, r.text
+    pid, epoch = r.json()["producer_id"], r.json()["producer_epoch"]
+    assert epoch == 0
+    url = ibroker.v3(f"/topics/{topic_name}/records")
+    params = {"producer_id": pid, "producer_epoch": epoch}
+    body = "".join(
+        '{"partition_id": %d, "sequence": %d, "value": {"type": "STRING", "data": "r%d"}}' % (i % 2, i // 2, i)
+        for i in range(10))
+
+    def send():
+        resp = requests.post(url, params=params, data=body, headers={"Content-Type": "application/json"})
+        assert resp.status_code == 200, resp.text
+        reports = [__import__("json").loads(line) for line in resp.text.splitlines() if line.strip()]
+        assert all(x["error_code"] == 200 for x in reports), reports
+        return [(x["partition_id"], x["offset"]) for x in reports]
+
+    first = send()
+    assert sorted(first) == [(p, o) for p in (0, 1) for o in range(5)]
+    assert send() == first            # the answer was lost: the same request, the same offsets
+    restart(ibroker)
+    assert send() == first            # and after a restart
+    for partition in (0, 1):
+        assert values_in(ibroker.bootstrap, topic_name, partition) == [f"r{i}".encode() for i in range(partition, 10, 2)]
+
+    # A skipped sequence is 409 OUT_OF_ORDER_SEQUENCE_NUMBER, named.
+    gap = requests.post(url, params=params, json={"partition_id": 0, "sequence": 9, "value": {"type": "STRING", "data": "x"}})
+    assert gap.status_code == 409 and gap.json()["error_code"] == 40905, gap.text
+    assert "expects 5" in gap.json()["message"]
+    # Records of an idempotent produce name their partition and sequence.
+    missing = requests.post(url, params=params, json={"value": {"type": "STRING", "data": "x"}})
+    assert missing.status_code in (400, 422) or missing.json().get("error_code") != 200, missing.text
+    # An id never handed out is 404; half of the pair is 422.
+    unknown = requests.post(url, params={"producer_id": pid + 100000, "producer_epoch": 0},
+                            json={"partition_id": 0, "sequence": 0, "value": {"type": "STRING", "data": "x"}})
+    assert unknown.status_code == 404 and unknown.json()["error_code"] == 40405, unknown.text
+    half = requests.post(url, params={"producer_id": pid}, json={"partition_id": 0, "sequence": 0})
+    assert half.status_code == 422 and "producer_epoch" in half.json()["message"], half.text
+
+
+def test_http_batch_produce_is_idempotent(ibroker, topic_name):
+    ibroker.create_topic(topic_name)
+    pid = requests.post(ibroker.v3("/producers")).json()["producer_id"]
+    url = ibroker.v3(f"/topics/{topic_name}/records:batch")
+    body = {"entries": [{"id": str(i), "partition_id": 0, "sequence": i, "value": {"type": "STRING", "data": f"b{i}"}}
+                        for i in range(20)]}
+    first = requests.post(url, params={"producer_id": pid, "producer_epoch": 0}, json=body)
+    assert first.status_code == 207 and first.json()["failures"] == [], first.text
+    again = requests.post(url, params={"producer_id": pid, "producer_epoch": 0}, json=body)
+    assert [s["offset"] for s in again.json()["successes"]] == [s["offset"] for s in first.json()["successes"]]
+    assert len(values_in(ibroker.bootstrap, topic_name, 0)) == 20
