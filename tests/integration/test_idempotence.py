@@ -208,3 +208,35 @@ def test_http_batch_produce_is_idempotent(ibroker, topic_name):
     again = requests.post(url, params={"producer_id": pid, "producer_epoch": 0}, json=body)
     assert [s["offset"] for s in again.json()["successes"]] == [s["offset"] for s in first.json()["successes"]]
     assert len(values_in(ibroker.bootstrap, topic_name, 0)) == 20
+
+
+def test_retention_deleting_a_producers_segments_keeps_it_known(ringlog_bin, tmp_path, topic_name):
+    b = Broker(tmp_path / "ringlog-data", extra_sets=["log.retention.check.interval.ms=1000"],
+               kafka_port=free_port()).start()
+    try:
+        b.create_topic(topic_name, configs={"segment.bytes": "1024", "retention.bytes": "2048"})
+        _, pid, epoch = init_producer_id(b.bootstrap)
+        mine = idempotent_batch(pid, epoch, 0, [b"mine"])
+        assert produce_once(b.bootstrap, topic_name, 0, mine) == (0, 0)
+        # Others' records roll many segments past it.
+        for i in range(60):
+            assert produce_once(b.bootstrap, topic_name, 0, kw.batch([(None, b"x" * 200, None, 1)]))[0] == 0
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "unused"})
+        try:
+            def log_start():
+                low, _ = c.get_watermark_offsets(TopicPartition(topic_name, 0), timeout=5, cached=False)
+                return low > 0
+
+            from conftest import wait_until
+            wait_until(log_start, 20, "retention to delete the first segment")
+        finally:
+            c.close()
+        # The batch's segment is gone; its retry is still a duplicate with the original offset.
+        assert produce_once(b.bootstrap, topic_name, 0, mine) == (0, 0)
+        restart(b)
+        assert produce_once(b.bootstrap, topic_name, 0, mine) == (0, 0)
+        nxt = idempotent_batch(pid, epoch, 1, [b"mine2"])
+        assert produce_once(b.bootstrap, topic_name, 0, nxt) == (0, 61)
+    finally:
+        if b.proc is not None:
+            b.stop()
