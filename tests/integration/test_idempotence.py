@@ -240,3 +240,45 @@ def test_retention_deleting_a_producers_segments_keeps_it_known(ringlog_bin, tmp
     finally:
         if b.proc is not None:
             b.stop()
+
+
+def test_websocket_produce_resent_after_reconnect_gets_the_same_offsets(ibroker, topic_name):
+    import asyncio
+    import base64
+    import json
+    import websockets
+
+    ibroker.create_topic(topic_name)
+    pid = requests.post(ibroker.v3("/producers")).json()["producer_id"]
+    url = ibroker.url.replace("http://", "ws://") + "/v1/ws"
+    message = {"type": "produce", "id": "m1", "topic": topic_name, "producer_id": pid, "producer_epoch": 0,
+               "records": [{"partition": 0, "sequence": i, "value": base64.b64encode(f"w{i}".encode()).decode()}
+                           for i in range(4)]}
+
+    async def send_once(msg):
+        async with websockets.connect(url) as ws:
+            await ws.send(json.dumps(msg))
+            return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+    first = asyncio.run(send_once(message))
+    assert first["type"] == "produce_ack", first
+    again = asyncio.run(send_once(message))   # a new connection: the answer was lost
+    assert [r["offset"] for r in again["results"]] == [r["offset"] for r in first["results"]] == [0, 1, 2, 3]
+    gap = dict(message, id="m2", records=[{"partition": 0, "sequence": 9, "value": None}])
+    refused = asyncio.run(send_once(gap))
+    assert refused["results"][0]["error_code"] == 40905, refused
+    loose = {"type": "produce", "id": "m3", "topic": topic_name, "partition": 0, "sequence": 0, "value": None}
+    assert asyncio.run(send_once(loose))["error_code"] == 422
+    assert values_in(ibroker.bootstrap, topic_name, 0) == [b"w0", b"w1", b"w2", b"w3"]
+
+
+def test_http_idempotent_produce_refuses_a_chunked_stream(ibroker, topic_name):
+    ibroker.create_topic(topic_name)
+    pid = requests.post(ibroker.v3("/producers")).json()["producer_id"]
+
+    def body():
+        yield b'{"partition_id": 0, "sequence": 0, "value": {"type": "STRING", "data": "s"}}'
+
+    r = requests.post(ibroker.v3(f"/topics/{topic_name}/records"), params={"producer_id": pid, "producer_epoch": 0},
+                      data=body(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 422 and "chunked" in r.json()["message"], r.text
