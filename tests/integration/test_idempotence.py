@@ -282,3 +282,54 @@ def test_http_idempotent_produce_refuses_a_chunked_stream(ibroker, topic_name):
     r = requests.post(ibroker.v3(f"/topics/{topic_name}/records"), params={"producer_id": pid, "producer_epoch": 0},
                       data=body(), headers={"Content-Type": "application/json"})
     assert r.status_code == 422 and "chunked" in r.json()["message"], r.text
+
+
+# ---------------------------------------------------------------- three nodes
+
+from test_cluster import cluster, create_topic  # noqa: E402,F401  (the fixture)
+
+
+def test_cluster_ids_from_every_node_and_a_resend_to_the_new_leader_is_a_duplicate(cluster):
+    from conftest import wait_until
+    from test_replication import isr_of, leader_of
+    import json
+
+    wait_until(cluster.controller, 30.0, "one quorum leader")
+    # Every node gets ids, the non-controllers by AllocateProducerIds over the cluster listener.
+    ids = []
+    for node in cluster.nodes:
+        r = wait_until(lambda: (lambda x: x if x.status_code == 201 else None)(requests.post(node.v3("/producers"))),
+                       30.0, f"a producer id from node {node.node_id}")
+        ids.append(r.json()["producer_id"])
+    assert len(set(ids)) == 3, ids
+    n1 = cluster.node(1)
+    r = create_topic(n1, "idem-replicated", partitions=1, replication_factor=3,
+                     configs=[{"name": "min.insync.replicas", "value": "2"}])
+    assert r.status_code == 201, r.text
+    leader = wait_until(lambda: leader_of(n1, "idem-replicated", 0), 10.0, "a leader")
+    wait_until(lambda: isr_of(n1, "idem-replicated", 0) == [1, 2, 3], 10.0, "ISR of three")
+    pid = ids[0]
+    body = "".join('{"partition_id": 0, "sequence": %d, "value": {"type": "STRING", "data": "c%d"}}' % (i, i)
+                   for i in range(5))
+
+    def send(node):
+        resp = requests.post(node.v3("/topics/idem-replicated/records"), params={"producer_id": pid, "producer_epoch": 0},
+                             data=body, headers={"Content-Type": "application/json"}, timeout=40)
+        assert resp.status_code == 200, resp.text
+        reports = [json.loads(line) for line in resp.text.splitlines() if line.strip()]
+        return [(x.get("error_code"), x.get("offset")) for x in reports]
+
+    first = send(cluster.node(leader))
+    assert first == [(200, i) for i in range(5)]
+    # The leader dies; a follower, which rebuilt the producer state from the batches it
+    # replicated, leads and answers the resend with the original offsets.
+    cluster.node(leader).kill()
+    survivor = next(n for n in cluster.nodes if n.node_id != leader)
+    new_leader = wait_until(lambda: (lambda l: l if l not in (None, leader) else None)(leader_of(survivor, "idem-replicated", 0)),
+                            30.0, "a new leader")
+
+    def resent():
+        got = send(cluster.node(new_leader))
+        return got if all(code == 200 for code, _ in got) else None
+
+    assert wait_until(resent, 30.0, "the resend answered by the new leader") == first
