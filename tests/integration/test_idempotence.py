@@ -4,6 +4,7 @@ retry of a lost answer), the HTTP producer sessions, and broker restarts (clean 
 that must keep the producer state, so that a retry after the restart is still a duplicate.
 """
 import struct
+import subprocess
 import time
 
 import pytest
@@ -105,7 +106,7 @@ def test_confluent_kafka_idempotent_producer_stores_every_record_once_in_order(i
     assert sorted(seen) == list(range(count))
 
 
-def test_a_resent_produce_gets_the_original_offset_and_is_stored_once(ibroker, topic_name):
+def test_a_resent_produce_gets_the_original_offset_and_is_stored_once(ibroker, topic_name, ringlog_bin):
     ibroker.create_topic(topic_name)
     error, pid, epoch = init_producer_id(ibroker.bootstrap)
     assert error == 0 and pid >= 0 and epoch == 0
@@ -139,6 +140,14 @@ def test_a_resent_produce_gets_the_original_offset_and_is_stored_once(ibroker, t
     error3, pid3, _ = init_producer_id(ibroker.bootstrap)
     assert error3 == 0 and pid3 not in (pid, pid2)
     assert values_in(ibroker.bootstrap, topic_name, 0) == [b"other", b"a0", b"a1", b"a2", b"a3", b"a4"]
+    # The close-time snapshot holds the producer; dump-log prints it.
+    assert ibroker.stop() == 0
+    snapshots = sorted((ibroker.data_dir / f"{topic_name}-0").glob("*.snapshot"))
+    assert snapshots, list((ibroker.data_dir / f"{topic_name}-0").iterdir())
+    dumped = subprocess.run([str(ringlog_bin), "dump-log", str(snapshots[-1])], capture_output=True, text=True)
+    assert dumped.returncode == 0, dumped.stdout + dumped.stderr
+    assert f"producerId: {pid} producerEpoch: 0" in dumped.stdout
+    assert "firstSequence: 4 lastSequence: 4 baseOffset: 5 lastOffset: 5" in dumped.stdout, dumped.stdout
 
 
 def test_api_versions_lists_init_producer_id(ibroker):
