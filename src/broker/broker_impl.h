@@ -442,7 +442,7 @@ class broker_impl final : public broker, public group_host, public controller::q
                                     rpc::respond_fn respond);
   void allocate_producer_ids(const protocol::allocate_producer_ids_request_data& request,
                              std::function<void(protocol::allocate_producer_ids_response_data)> done);
-  std::mutex producer_ids_mutex_;
+  mutable std::mutex producer_ids_mutex_;
   int64_t producer_ids_next_ = 0;   // [next, end): ids of this broker's block not handed out yet
   int64_t producer_ids_end_ = 0;
   bool producer_ids_requesting_ = false;

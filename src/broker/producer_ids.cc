@@ -115,11 +115,19 @@ void broker_impl::request_producer_id_block() {
 }
 
 result<void> broker_impl::check_producer_id(model::producer_id id) const {
-  const int64_t next = view()->image->next_producer_id();
+  // This node's image may not have applied the block another node handed the id from yet (the
+  // controller answers once it applied it): such a produce hears "retry" in the message. Ids of
+  // this node's own block are known at once.
+  int64_t next = view()->image->next_producer_id();
+  {
+    std::lock_guard lock(producer_ids_mutex_);
+    next = std::max(next, producer_ids_end_);
+  }
   if (id.value() < 0 || id.value() >= next) {
-    return error{errc::unknown_producer_id, "producer id " + std::to_string(id.value()) +
-                                                " was never handed out by this cluster (ids so far are below " +
-                                                std::to_string(next) + "): create a producer session first"};
+    return error{errc::unknown_producer_id,
+                 "producer id " + std::to_string(id.value()) + " was not handed out by this cluster (ids so far are below " +
+                     std::to_string(next) + " as this broker knows): create a producer session first, or retry if "
+                     "it was created on another broker a moment ago"};
   }
   return base::ok_v;
 }
