@@ -22,6 +22,8 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <thread>
 
 #include "ringlog/base/clock.h"
@@ -71,6 +73,18 @@ struct kafka_front_end {
   std::unique_ptr<kafka::listener> listener;
 };
 
+/// Where Kafka clients are told to connect: advertised.listeners, else the bound address (a
+/// wildcard bind advertises 127.0.0.1, reachable from this machine only). `bound_port`: the
+/// listener's port (kafka_listener_port before binding; 0 = not known yet, then port -1).
+std::pair<std::string, int32_t> kafka_advertised(const config::server_config& cfg, int32_t bound_port) {
+  const bool wildcard = cfg.kafka_listener_host == "0.0.0.0" || cfg.kafka_listener_host == "::";
+  std::string host = cfg.advertised_kafka_port >= 0 ? cfg.advertised_kafka_host
+                     : wildcard                      ? "127.0.0.1"
+                                                     : cfg.kafka_listener_host;
+  const int32_t port = cfg.advertised_kafka_port >= 0 ? cfg.advertised_kafka_port : bound_port > 0 ? bound_port : -1;
+  return {std::move(host), port};
+}
+
 /// Binds and starts the kafka:// listener when `listeners` names one. Errors: why it cannot listen.
 base::result<kafka_front_end, std::string> start_kafka_listener(const config::server_config& cfg,
                                                                 broker::broker& broker,
@@ -89,13 +103,8 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
   out.listener = std::move(bound).value();
-  // Clients connect where Metadata tells them: advertised.listeners, else the bound address (a
-  // wildcard bind advertises 127.0.0.1, reachable from this machine only).
   const bool wildcard = cfg.kafka_listener_host == "0.0.0.0" || cfg.kafka_listener_host == "::";
-  options.advertised_host = cfg.advertised_kafka_port >= 0 ? cfg.advertised_kafka_host
-                            : wildcard                      ? "127.0.0.1"
-                                                            : cfg.kafka_listener_host;
-  options.advertised_port = cfg.advertised_kafka_port >= 0 ? cfg.advertised_kafka_port : out.listener->port();
+  std::tie(options.advertised_host, options.advertised_port) = kafka_advertised(cfg, out.listener->port());
   if (wildcard && cfg.advertised_kafka_port < 0) {
     spdlog::warn("msg=\"kafka listener binds a wildcard address; clients are told 127.0.0.1: set "
                  "advertised.listeners=kafka://HOST:PORT for other machines\"");
@@ -183,6 +192,9 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.replica_fetch_max_bytes = c.replica_fetch_max_bytes;
   b.replica_fetch_backoff_ms = c.replica_fetch_backoff_ms;
   b.unclean_leader_election_enable = c.unclean_leader_election_enable;
+  b.auto_leader_rebalance_enable = c.auto_leader_rebalance_enable;
+  b.leader_imbalance_check_interval_seconds = c.leader_imbalance_check_interval_seconds;
+  b.leader_imbalance_per_broker_percentage = c.leader_imbalance_per_broker_percentage;
   return b;
 }
 
@@ -402,6 +414,11 @@ int serve_main(int argc, char** argv) {
       spdlog::error("msg=\"{}\"", base::logfmt_escaped(message));
     }
   };
+  if (cfg.kafka_listener_port >= 0) {
+    // Registered as the broker's "kafka" endpoint, so Metadata on any broker lists every broker's
+    // (an ephemeral port 0 is known only once bound: then only this node's own answers name it).
+    std::tie(deps.advertised_kafka_host, deps.advertised_kafka_port) = kafka_advertised(cfg, cfg.kafka_listener_port);
+  }
   if (transport) {
     deps.cluster_transport = transport.get();
     deps.start_cluster_transport = [t = transport.get()] { t->start(); };

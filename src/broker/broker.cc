@@ -19,6 +19,7 @@
 
 #include "broker_configs.h"
 #include "broker_impl.h"
+#include "ringlog/group/coordinator_partition.h"
 #include "compaction.h"
 #include "group_service.h"
 #include "metadata.h"
@@ -229,6 +230,13 @@ std::vector<protocol::metadata_record> registration_records(const controller::me
   http.host = deps.advertised_host;
   http.port = static_cast<uint16_t>(deps.advertised_port);
   r.end_points.push_back(http);
+  if (!deps.advertised_kafka_host.empty() && deps.advertised_kafka_port >= 0) {
+    protocol::register_broker_record::broker_endpoint kafka;
+    kafka.name = "kafka";
+    kafka.host = deps.advertised_kafka_host;
+    kafka.port = static_cast<uint16_t>(deps.advertised_kafka_port);
+    r.end_points.push_back(kafka);
+  }
   if (!deps.advertised_cluster_host.empty() && deps.advertised_cluster_port >= 0) {
     protocol::register_broker_record::broker_endpoint cluster;
     cluster.name = "cluster";
@@ -328,10 +336,14 @@ void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
     last_heartbeat_ms_.clear();
     const int64_t now = deps_.clock.now_ms();
     controller_active_since_ms_ = now;
+    refused_at_ms_.clear();
     for (const auto& [id, b] : controller_view_->image->brokers()) {
       last_heartbeat_ms_[id] = now;
       heartbeat_epoch_[id] = b.broker_epoch;
     }
+    // The previous controller left for a reason (often its process died, and its broker with it):
+    // ask every broker at once instead of waiting a session for the gone ones.
+    for (const auto& [id, b] : controller_view_->image->brokers()) probe_broker(id);
   }
 }
 
@@ -523,6 +535,12 @@ void broker_impl::register_cluster_handlers() {
       });
     });
   }
+  // A connection from a broker closed: on the active controller, check whether it is gone.
+  deps_.cluster_transport->set_peer_closed_handler([this, alive = std::weak_ptr<int>(lifetime_)](int32_t node_id) {
+    deps_.runtime.post(controller_shard, [this, node_id, alive] {
+      if (alive.lock() && !stopping_) probe_broker(node_id);
+    });
+  });
   // Produce and ListOffsets forwarded by brokers that do not lead the partition (forwarding.cc).
   deps_.cluster_transport->set_handler(protocol::produce_request_data::api_key,
                                        [this](const protocol::request_header_data& header,
@@ -647,7 +665,12 @@ void broker_impl::schedule_heartbeat() {
 
 void broker_impl::heartbeat_tick() {
   if (quorum_->leader_id() == config_.node_id) {
+    const int64_t now = deps_.clock.now_ms();
+    for (const auto& [id, seen] : last_heartbeat_ms_) {
+      if (now - seen > 2 * config_.broker_heartbeat_interval_ms) probe_broker(id);   // a heartbeat late
+    }
     fence_lapsed_brokers();
+    rebalance_leaders_tick();
     ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
   }
   if (own_registration() == nullptr) {
@@ -708,17 +731,46 @@ void broker_impl::fence_lapsed_brokers() {
       last_heartbeat_ms_[id] = now;
     }
     auto seen = last_heartbeat_ms_.try_emplace(id, now).first->second;
-    if (now - seen <= config_.broker_session_timeout_ms) continue;
-    // Missed its heartbeats for broker.session.timeout.ms: fence it and move its leaderships.
+    const auto refused = refused_at_ms_.find(id);
+    const bool gone = refused != refused_at_ms_.end() && refused->second >= seen;
+    if (!gone && now - seen <= config_.broker_session_timeout_ms) continue;
+    // Missed its heartbeats for broker.session.timeout.ms, or its process is gone: fence it and
+    // move its leaderships.
+    log_info("fencing broker " + std::to_string(id) + ": " +
+                        (gone ? "its cluster listener refuses connections (its process is gone)"
+                              : "no heartbeat for " + std::to_string(now - seen) + " ms (broker.session.timeout.ms=" +
+                                    std::to_string(config_.broker_session_timeout_ms) + ")"));
     protocol::fence_broker_record fence;
     fence.id = id;
     fence.epoch = b.broker_epoch;
     std::vector<protocol::metadata_record> records{fence};
     for (auto& r : remove_broker_from_partitions(image, id, config_.unclean_leader_election_enable)) records.push_back(std::move(r));
     fencing_in_flight_ = true;
-    commit_records(std::move(records), [this](result<void>) { fencing_in_flight_ = false; });
-    return;   // one at a time: the next tick sees the new image
+    commit_records(std::move(records), [this](result<void> r) {
+      fencing_in_flight_ = false;
+      if (r.ok()) fence_lapsed_brokers();   // the next one, if any, on the new image
+    });
+    return;   // one at a time: each sees the image the previous one made
   }
+}
+
+void broker_impl::probe_broker(int32_t id) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  if (deps_.cluster_transport == nullptr || id == config_.node_id || quorum_leader_id_ != config_.node_id) return;
+  const auto* b = controller_view_->image->find_broker(id);
+  if (b == nullptr || b->fenced || !probes_in_flight_.insert(id).second) return;
+  const int64_t started_ms = deps_.clock.now_ms();
+  rpc::probe_listening(*deps_.cluster_transport, id, config_.broker_heartbeat_interval_ms * 2,
+                       [this, id, started_ms, alive = std::weak_ptr<int>(lifetime_)](rpc::result<void> r) {
+    const bool refused = !r.ok() && r.error().code == rpc::errc::connection_refused;
+    deps_.runtime.post(controller_shard, [this, id, started_ms, refused, alive] {
+      if (!alive.lock() || stopping_) return;
+      probes_in_flight_.erase(id);
+      if (!refused) return;
+      refused_at_ms_[id] = started_ms;
+      if (quorum_->leader_id() == config_.node_id) fence_lapsed_brokers();
+    });
+  });
 }
 
 result<void> broker_impl::check_leader(const topic_state& topic, int32_t partition) const {
@@ -740,6 +792,13 @@ result<void> broker_impl::check_leader(const topic_state& topic, int32_t partiti
                                                  "; send the request there"};
 }
 
+int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
+  const auto t = find_topic(consumer_offsets_topic);
+  if (!t || t->partitions_count() <= 0) return -1;
+  const int32_t p = group::coordinator_partition_for(group_id, t->partitions_count());
+  return t->image->partitions[static_cast<size_t>(p)].leader;
+}
+
 std::vector<broker_description> broker_impl::list_brokers() const {
   const int32_t controller = controller_id();
   std::vector<broker_description> out;
@@ -750,6 +809,10 @@ std::vector<broker_description> broker_impl::list_brokers() const {
       d.host = http->host;
       d.port = http->port;
     }
+    if (const auto* kafka = b.endpoint("kafka"); kafka != nullptr) {
+      d.kafka_host = kafka->host;
+      d.kafka_port = kafka->port;
+    }
     d.rack = b.rack;
     d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
     d.broker_epoch = b.broker_epoch;
@@ -757,7 +820,13 @@ std::vector<broker_description> broker_impl::list_brokers() const {
     out.push_back(std::move(d));
   }
   if (out.empty()) {
-    broker_description self{config_.node_id, deps_.advertised_host, deps_.advertised_port, config_.broker_rack};
+    broker_description self;
+    self.node_id = config_.node_id;
+    self.host = deps_.advertised_host;
+    self.port = deps_.advertised_port;
+    self.rack = config_.broker_rack;
+    self.kafka_host = deps_.advertised_kafka_host;
+    self.kafka_port = deps_.advertised_kafka_port;
     self.is_controller = config_.node_id == controller;
     out.push_back(self);
   }

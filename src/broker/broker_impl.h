@@ -51,6 +51,10 @@ inline constexpr size_t producer_id_waiters_max = 10'000;
 /// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
 /// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
 inline constexpr size_t recent_reads_max = 8;
+/// Leader changes one automatic rebalance commits at once: a metadata entry stays small (about
+/// 40 bytes a change) and followers of thousands of partitions are not all moved in one step;
+/// the next check takes the rest.
+inline constexpr size_t leader_rebalance_changes_max = 1000;
 /// A read that takes more memory than this is not kept: bounds a shard's recent reads to
 /// recent_reads_max x 1 MiB. Counted as payload (key + value + header bytes) plus
 /// recent_read_record_bytes per record, so many empty records count too.
@@ -218,6 +222,9 @@ class broker_impl final : public broker, public group_host, public controller::q
   [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
   void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                             bool validate_only, std::function<void(result<void>)> done) override;
+  [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
+  void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
+                               std::function<void(result<std::vector<leader_election_result>>)> done) override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
@@ -343,7 +350,21 @@ class broker_impl final : public broker, public group_host, public controller::q
   void schedule_heartbeat();
   void heartbeat_tick();
   void send_heartbeat(bool want_shut_down, std::function<void(result<protocol::broker_heartbeat_response_data>)> done);
+  /// Active controller: fences brokers whose session lapsed (no heartbeat for
+  /// broker.session.timeout.ms) or whose process is known gone (probe_broker found its cluster
+  /// listener refusing connections after its last heartbeat), one commit at a time.
   void fence_lapsed_brokers();
+  /// Active controller, on the heartbeat tick every leader.imbalance.check.interval.seconds with
+  /// auto.leader.rebalance.enable: gives the leaderships of imbalanced brokers back to them
+  /// (leader_election.cc).
+  void rebalance_leaders_tick();
+  /// Active controller, controller shard: asks whether broker `id` still listens (an ApiVersions
+  /// over a fresh connection, rpc::probe_listening). Started when a connection from `id` closes,
+  /// when `id` is a heartbeat late, and for every broker when this node becomes the controller;
+  /// a refusal fences `id` at once instead of after its session timeout (a kill -9 takes a round
+  /// trip, not broker.session.timeout.ms). A timeout proves nothing (a paused or cut-off broker
+  /// answers nothing either): such a broker keeps its session. One probe per broker at a time.
+  void probe_broker(int32_t id);
   /// Controller shard: creates __consumer_offsets when this node is the active controller, it is
   /// due and not already on its way. `done(true)` once it exists; false when it is not created
   /// now (not the controller, not due, pending); the creation's error otherwise.
@@ -541,6 +562,10 @@ class broker_impl final : public broker, public group_host, public controller::q
   std::map<int32_t, int64_t> last_heartbeat_ms_;
   std::map<int32_t, int64_t> heartbeat_epoch_;   // the broker epoch last_heartbeat_ms_ counts for
   int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
+  int64_t leader_rebalance_checked_ms_ = 0;   // rebalance_leaders_tick: the last check
+  bool leader_rebalance_in_flight_ = false;
+  std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now
+  std::map<int32_t, int64_t> refused_at_ms_;  // probe_broker: when each broker's listener last refused
   std::atomic<bool> controlled_shutdown_done_{false};
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);  std::atomic<bool> stopping_{false};

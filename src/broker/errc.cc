@@ -48,6 +48,8 @@ std::string_view to_string(errc e) {
     case errc::not_controller: return "not_controller";
     case errc::not_leader_or_follower: return "not_leader_or_follower";
     case errc::not_coordinator: return "not_coordinator";
+    case errc::election_not_needed: return "election_not_needed";
+    case errc::preferred_leader_not_available: return "preferred_leader_not_available";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
     case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
@@ -104,6 +106,8 @@ int kafka_error_code(errc e) {
     case errc::not_leader_or_follower: return 6;
     case errc::stale_broker_epoch: return 77;
     case errc::not_coordinator: return 16;
+    case errc::election_not_needed: return 84;
+    case errc::preferred_leader_not_available: return 80;
     case errc::out_of_order_sequence_number: return 45;
     case errc::invalid_producer_epoch: return 47;
     case errc::unknown_producer_id: return 59;

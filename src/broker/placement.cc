@@ -179,6 +179,76 @@ std::vector<protocol::metadata_record> rejoin_partitions(const controller::metad
   return out;
 }
 
+namespace {
+
+preferred_election plan_one(const controller::topic_image& topic, int32_t partition,
+                            const std::vector<int32_t>& usable) {
+  preferred_election e;
+  e.topic = topic.name;
+  e.partition = partition;
+  const auto& part = topic.partitions[static_cast<size_t>(partition)];
+  e.preferred = part.replicas.empty() ? -1 : part.replicas.front();
+  const auto& isr = part.in_sync_replicas;
+  if (part.leader == e.preferred) {
+    e.refused = errc::election_not_needed;
+  } else if (e.preferred < 0 || std::find(usable.begin(), usable.end(), e.preferred) == usable.end() ||
+             std::find(isr.begin(), isr.end(), e.preferred) == isr.end()) {
+    e.refused = errc::preferred_leader_not_available;
+  } else {
+    auto c = leader_change(topic, partition, e.preferred);
+    c.ringlog_expected_partition_epoch = part.partition_epoch;
+    e.change = c;
+  }
+  return e;
+}
+
+}  // namespace
+
+std::vector<preferred_election> plan_preferred_elections(const controller::metadata_image& image,
+                                                         const std::vector<std::pair<std::string, int32_t>>& wanted) {
+  const std::vector<int32_t> usable = usable_brokers(image);
+  std::vector<preferred_election> out;
+  if (wanted.empty()) {
+    for (const auto& [name, topic] : image.topics()) {
+      for (size_t p = 0; p < topic->partitions.size(); ++p) {
+        auto e = plan_one(*topic, static_cast<int32_t>(p), usable);
+        if (e.change) out.push_back(std::move(e));
+      }
+    }
+    return out;
+  }
+  for (const auto& [name, partition] : wanted) {
+    const auto* topic = image.find_topic(name);
+    if (topic == nullptr || partition < 0 || static_cast<size_t>(partition) >= topic->partitions.size()) {
+      preferred_election e;
+      e.topic = name;
+      e.partition = partition;
+      e.refused = errc::unknown_topic_or_partition;
+      out.push_back(std::move(e));
+      continue;
+    }
+    out.push_back(plan_one(*topic, partition, usable));
+  }
+  return out;
+}
+
+std::vector<int32_t> imbalanced_brokers(const controller::metadata_image& image, int32_t percentage) {
+  std::map<int32_t, std::pair<int64_t, int64_t>> preferred_and_not_leading;
+  for (const auto& [name, topic] : image.topics()) {
+    for (const auto& part : topic->partitions) {
+      if (part.replicas.empty()) continue;
+      auto& [preferred, elsewhere] = preferred_and_not_leading[part.replicas.front()];
+      ++preferred;
+      if (part.leader != part.replicas.front()) ++elsewhere;
+    }
+  }
+  std::vector<int32_t> out;
+  for (const auto& [broker, counts] : preferred_and_not_leading) {
+    if (counts.second * 100 > counts.first * percentage) out.push_back(broker);
+  }
+  return out;
+}
+
 std::vector<protocol::metadata_record> elect_leaderless(const controller::metadata_image& image, int32_t broker_id) {
   std::vector<protocol::metadata_record> out;
   for (const auto& [name, topic] : image.topics()) {

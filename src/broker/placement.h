@@ -5,6 +5,9 @@
 // StripedReplicaPlacer and PartitionChangeBuilder are the models).
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ringlog/broker/errc.h"
@@ -47,6 +50,32 @@ std::vector<protocol::metadata_record> remove_broker_from_partitions(const contr
 /// partitions it follows (it rejoins once caught up), and leads, in a new epoch, the partitions
 /// that have no leader and list it in their ISR (the last in-sync replica coming back).
 std::vector<protocol::metadata_record> rejoin_partitions(const controller::metadata_image& image, int32_t broker_id);
+
+/// One partition in a preferred leader election (Kafka's ElectLeaders with PREFERRED, KIP-460;
+/// the rule is KIP-183's): its preferred replica is the first in replica order.
+struct preferred_election {
+  std::string topic;
+  int32_t partition = 0;
+  int32_t preferred = -1;
+  /// Set when nothing changes: election_not_needed (the preferred replica leads),
+  /// preferred_leader_not_available (fenced, stopping, or not in the ISR: it may lack
+  /// acknowledged records), unknown_topic_or_partition.
+  std::optional<errc> refused;
+  /// Set when it elects: the preferred replica leads in a new leader epoch. The record names the
+  /// partition epoch it was computed at, so a change that raced with this one makes it fail where
+  /// it is applied instead of undoing the other.
+  std::optional<protocol::partition_change_record> change;
+};
+
+/// A preferred leader election over `wanted` (topic, partition) pairs; empty = every partition
+/// of every topic, then only those that change are listed.
+std::vector<preferred_election> plan_preferred_elections(const controller::metadata_image& image,
+                                                         const std::vector<std::pair<std::string, int32_t>>& wanted);
+
+/// Kafka's auto.leader.rebalance.enable check (KafkaController.checkAndTriggerAutoLeaderRebalance):
+/// the brokers for which more than `percentage` % of the partitions they are preferred leader of
+/// are led by another broker (leader.imbalance.per.broker.percentage).
+std::vector<int32_t> imbalanced_brokers(const controller::metadata_image& image, int32_t percentage);
 
 /// PartitionChangeRecords that make `broker_id` the leader of every partition that has no
 /// leader and lists it in its ISR (a broker coming back after it was fenced).

@@ -676,22 +676,84 @@ int groups_describe(http_client& client, const std::string& path) {
 }  // namespace
 
 constexpr const char* cluster_usage = R"(usage: ringlog cluster status [--bootstrap-server URL]
+       ringlog cluster elect-leaders [--topic T [--partition P]] [--bootstrap-server URL]
 
-Prints the cluster as the node at URL (default http://127.0.0.1:8082) sees it: every registered
-broker with its state (unfenced, fenced, controlled_shutdown) and HTTP address, the active
-controller, and the metadata quorum (leader, epoch, high watermark, each voter's log end offset
-and lag, as kafka-metadata-quorum describe --status shows them).
+status: prints the cluster as the node at URL (default http://127.0.0.1:8082) sees it: every
+registered broker with its state (unfenced, fenced, controlled_shutdown) and HTTP address, the
+active controller, and the metadata quorum (leader, epoch, high watermark, each voter's log end
+offset and lag, as kafka-metadata-quorum describe --status shows them).
+
+elect-leaders: preferred leader election, as kafka-leader-election.sh --election-type preferred:
+each partition (every partition of every topic; --topic: that topic's; --partition: one) whose
+first replica is in the ISR but does not lead gets it back as leader. Prints one line per
+partition: its leader after the call, or why nothing changed (ELECTION_NOT_NEEDED,
+PREFERRED_LEADER_NOT_AVAILABLE). The broker does this by itself every
+leader.imbalance.check.interval.seconds while auto.leader.rebalance.enable=true.
 )";
 
+namespace {
+
+int elect_leaders(const args& a) {
+  json body = json::object();
+  body["election_type"] = "PREFERRED";
+  if (a.has("--partition") && !a.has("--topic")) {
+    std::cerr << "elect-leaders: --partition needs --topic\n";
+    return 2;
+  }
+  auto client = connect(a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string base = "/v3/clusters/" + percent_encode_segment(*cluster);
+  if (a.has("--topic")) {
+    const std::string topic = *a.get("--topic");
+    std::vector<int32_t> ids;
+    if (a.has("--partition")) {
+      auto p = int_option(a, "--partition", 0, INT32_MAX);
+      if (!p) return 2;
+      ids.push_back(static_cast<int32_t>(*p));
+    } else {
+      auto t = client->get(base + "/topics/" + percent_encode_segment(topic));
+      if (!ok_status(t)) return report_failure(t, "describe topic " + topic);
+      const auto count = json::parse(t->body).value("partitions_count", 0);
+      for (int32_t p = 0; p < count; ++p) ids.push_back(p);
+    }
+    body["partitions"] = json::array();
+    for (int32_t p : ids) body["partitions"].push_back({{"topic_name", topic}, {"partition_id", p}});
+  }
+  auto r = client->post(base + "/elect-leaders", body.dump(), "application/json");
+  if (!ok_status(r)) return report_failure(r, "elect leaders");
+  const json out = json::parse(r->body);
+  std::cout << "TOPIC\tPARTITION\tLEADER\tRESULT\n";
+  for (const auto& e : out["data"]) {
+    std::string result = "elected";
+    if (!e["error"].is_null()) {
+      result = e["error"].get<std::string>();
+      std::transform(result.begin(), result.end(), result.begin(), [](unsigned char ch) { return std::toupper(ch); });
+    }
+    std::cout << cell(e["topic_name"]) << "\t" << cell(e["partition_id"]) << "\t" << cell(e["leader_id"]) << "\t"
+              << result << "\n";
+  }
+  if (out["data"].empty()) std::cout << "(every partition is led by its preferred replica, or it is not available)\n";
+  return 0;
+}
+
+}  // namespace
+
 int cluster_main(int argc, char** argv) {
-  auto a = parse_args(argc, argv, 1, {"--bootstrap-server"}, {"--help"});
+  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--topic", "--partition"}, {"--help"});
   if (!a) return 2;
   if (a->has("--help")) {
     std::cout << cluster_usage;
     return 0;
   }
-  if (a->positional.size() != 1 || a->positional[0] != "status") {
+  if (a->positional.size() != 1 || (a->positional[0] != "status" && a->positional[0] != "elect-leaders")) {
     std::cerr << cluster_usage;
+    return 2;
+  }
+  if (a->positional[0] == "elect-leaders") return elect_leaders(*a);
+  if (a->has("--topic") || a->has("--partition")) {
+    std::cerr << "cluster status takes no --topic or --partition\n" << cluster_usage;
     return 2;
   }
   auto client = connect(*a);

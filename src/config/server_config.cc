@@ -357,6 +357,13 @@ const std::vector<key_spec>& key_table() {
               "wait after a failed follower fetch before the next, ms"),
       bool_key("unclean.leader.election.enable", &server_config::unclean_leader_election_enable,
                "let a replica outside the ISR lead when the whole ISR is gone (acknowledged writes may be lost)"),
+      bool_key("auto.leader.rebalance.enable", &server_config::auto_leader_rebalance_enable,
+               "give leaderships back to preferred replicas (the first of each partition) once they are in the ISR"),
+      int_key("leader.imbalance.check.interval.seconds", &server_config::leader_imbalance_check_interval_seconds, 1,
+              86400, "how often the active controller checks for leaderships to give back to preferred replicas, s"),
+      int_key("leader.imbalance.per.broker.percentage", &server_config::leader_imbalance_per_broker_percentage, 0, 100,
+              "a broker's leaderships are given back once more than this share of the partitions it prefers are led "
+              "elsewhere, %"),
       key_spec{"broker.rack", "this broker's rack, for rack-aware replica placement; empty = none",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  if (v.size() > 255) return "at most 255 characters";

@@ -231,6 +231,28 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     drive();
   }
 
+  /// Runs on the transport's thread. A broken connection is checked with a fresh connect: the
+  /// peer's listener refusing it says the process is gone (rpc::probe_listening).
+  void on_send_failed(raft::node_id to, rpc::errc code) {
+    std::weak_ptr<impl> weak = shared_from_this();
+    auto unreachable = [weak, to] {
+      if (auto self = weak.lock()) self->rt.post(self->shard, [self, to] { self->on_peer_unreachable(to); });
+    };
+    if (code == rpc::errc::connection_refused) return unreachable();
+    if (code != rpc::errc::disconnected || transport == nullptr) return;
+    rpc::probe_listening(*transport, to.value(), constants::request_timeout_ms,
+                         [unreachable](rpc::result<void> r) {
+                           if (!r.ok() && r.error().code == rpc::errc::connection_refused) unreachable();
+                         });
+  }
+
+  void on_peer_unreachable(raft::node_id peer) {
+    if (stopped) return;
+    node->tick(now_ms());
+    node->peer_unreachable(peer);
+    drive();
+  }
+
   void note_fetch(const raft::fetch_request& f) {
     if (fetches_epoch != node->epoch()) {
       fetches.clear();
@@ -403,7 +425,14 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     transport->send(to.value(), api_key, api_version, std::move(request->body), constants::request_timeout_ms,
                     [weak, to, correlation_id, api_key, api_version](rpc::result<rpc::bytes> r) {
                       auto self = weak.lock();
-                      if (!self || !r.ok()) return;  // a lost request: the node retries on its own
+                      if (!self) return;
+                      if (!r.ok()) {
+                        // A lost request: the node retries on its own. A refused connect is more:
+                        // the peer's process is gone, and a follower of it need not wait out
+                        // controller.quorum.fetch.timeout.ms to stand.
+                        self->on_send_failed(to, r.error().code);
+                        return;
+                      }
                       auto response = quorum_wire::decode_response(api_key, api_version, *r);
                       if (!response.ok()) return;
                       self->rt.post(self->shard, [self, to, correlation_id,

@@ -104,6 +104,7 @@ const std::vector<route>& route_table() {
       {"GET", "/v3/clusters/{cluster_id}/brokers", v3_list_brokers},
       {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}", v3_get_broker},
       {"GET", "/v3/clusters/{cluster_id}/quorum", v3_get_quorum},
+      {"POST", "/v3/clusters/{cluster_id}/elect-leaders", v3_elect_leaders},
       {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}/partition-replicas", v3_list_broker_replicas},
       // "-" means every broker (Confluent's paths), before the {broker_id} routes.
       {"GET", "/v3/clusters/{cluster_id}/brokers/-/configs", v3_list_all_broker_configs},

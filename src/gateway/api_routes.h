@@ -362,6 +362,7 @@ void v3_delete_group(const call_ptr& c);
 void v3_delete_topic(const call_ptr& c);
 void v3_get_broker(const call_ptr& c);
 void v3_get_quorum(const call_ptr& c);
+void v3_elect_leaders(const call_ptr& c);
 void v3_get_cluster(const call_ptr& c);
 void v3_get_config(const call_ptr& c);
 void v3_get_group(const call_ptr& c);

@@ -126,6 +126,42 @@ void v3_get_quorum(const call_ptr& c) {
                         {"voters", voters}});
 }
 
+/// POST /v3/clusters/{cluster_id}/elect-leaders (ringlog's; Kafka's ElectLeaders with PREFERRED,
+/// as kafka-leader-election.sh --election-type preferred): 200 with one KafkaLeaderElection per
+/// partition - leader_id after the call, and error_code/error/message when nothing changed
+/// (84 election_not_needed, 80 preferred_leader_not_available, 3 unknown_topic_or_partition).
+void v3_elect_leaders(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  if (!is_blank(c->request.body) && !c->content_type_in({"application/json"})) return;
+  auto req = parse_elect_leaders(c->request.body);
+  if (!req.ok()) return c->fail(req.error());
+  c->broker().elect_preferred_leaders(std::move(req).value(), [c](broker::result<std::vector<broker::leader_election_result>> r) {
+    c->later([r = std::move(r)](api::call& call) mutable {
+      if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");
+      const std::string& cluster = call.params["cluster_id"];
+      json data = json::array();
+      for (const auto& e : r.value()) {
+        json item = {{"kind", "KafkaLeaderElection"},
+                     {"topic_name", e.topic},
+                     {"partition_id", e.partition},
+                     {"leader_id", e.leader >= 0 ? json(e.leader) : json(nullptr)},
+                     {"error_code", nullptr},
+                     {"error", nullptr},
+                     {"message", nullptr}};
+        if (e.refused) {
+          item["error_code"] = broker::kafka_error_code(e.refused->code);
+          item["error"] = std::string(broker::to_string(e.refused->code));
+          item["message"] = e.refused->message;
+        }
+        data.push_back(std::move(item));
+      }
+      call.respond_json(200, {{"kind", "KafkaLeaderElectionList"},
+                              {"metadata", {{"self", call.base_url + "/v3/clusters/" + cluster + "/elect-leaders"}}},
+                              {"data", data}});
+    });
+  });
+}
+
 /// The replica of partition `p` on broker `broker_id` (Confluent's KafkaReplica).
 json replica_json(const std::string& base, const std::string& cluster, const std::string& topic,
                   const broker::partition_description& p, int32_t broker_id) {

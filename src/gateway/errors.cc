@@ -43,7 +43,10 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::fenced_leader_epoch:
     case errc::unknown_leader_epoch:
     case errc::not_coordinator:
+    case errc::preferred_leader_not_available:
       return {503, ec::unavailable, e.message};
+    case errc::election_not_needed:
+      return {409, ec::illegal_state, e.message};
     case errc::kafka_storage_error:
     case errc::unknown_server_error:
       return {500, ec::kafka_error, e.message};
@@ -92,6 +95,7 @@ bool is_retriable(broker::errc code) {
     case errc::fenced_leader_epoch:
     case errc::unknown_leader_epoch:
     case errc::not_coordinator:
+    case errc::preferred_leader_not_available:
     case errc::request_timed_out:
     case errc::throttling_quota_exceeded:
     case errc::broker_not_available:

@@ -584,6 +584,52 @@ parsed<int32_t> parse_patch_topic(std::string_view body) {
   return static_cast<int32_t>(*v);
 }
 
+parsed<std::vector<std::pair<std::string, int32_t>>> parse_elect_leaders(std::string_view body) {
+  std::vector<std::pair<std::string, int32_t>> out;
+  if (is_blank(body)) return out;
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  auto o = object_with("", doc, {"election_type", "partitions"});
+  if (!o.ok()) return o.error();
+  dom::element type;
+  if (o->at_key("election_type").get(type) == simdjson::SUCCESS) {
+    auto s = string_field("election_type", type);
+    if (!s.ok()) return s.error();
+    if (*s != "PREFERRED") {
+      return unprocessable("election_type must be PREFERRED, got \"" + std::string(*s) +
+                           "\" (an unclean election happens by itself when unclean.leader.election.enable=true)");
+    }
+  }
+  dom::element partitions;
+  if (o->at_key("partitions").get(partitions) != simdjson::SUCCESS ||
+      partitions.type() == dom::element_type::NULL_VALUE) {
+    return out;
+  }
+  if (partitions.type() != dom::element_type::ARRAY) return wrong_type("partitions", "an array or null", partitions);
+  size_t i = 0;
+  dom::array partition_array = partitions.get_array().value_unsafe();
+  for (dom::element p : partition_array) {
+    const std::string pf = "partitions[" + std::to_string(i++) + "]";
+    if (i > elect_leaders_partitions_max) {
+      return unprocessable("partitions: at most " + std::to_string(elect_leaders_partitions_max) +
+                           " in one request (elect_leaders_partitions_max)");
+    }
+    auto po = object_with(pf, p, {"topic_name", "partition_id"});
+    if (!po.ok()) return po.error();
+    dom::element t, n;
+    if (po->at_key("topic_name").get(t) != simdjson::SUCCESS) return missing_field(pf + ".topic_name");
+    auto ts = string_field(pf + ".topic_name", t);
+    if (!ts.ok()) return ts.error();
+    if (po->at_key("partition_id").get(n) != simdjson::SUCCESS) return missing_field(pf + ".partition_id");
+    auto id = integer_field(pf + ".partition_id", n, 0, INT32_MAX);
+    if (!id.ok()) return id.error();
+    out.emplace_back(std::string(*ts), static_cast<int32_t>(*id));
+  }
+  return out;
+}
+
 parsed<alter_configs_request> parse_alter_configs(std::string_view body, bool with_topic_names) {
   if (is_blank(body)) return empty_body_error("{\"data\": [{\"name\", \"value\"}]}");
   dom::parser parser;

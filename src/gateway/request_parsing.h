@@ -76,6 +76,13 @@ parsed<std::vector<v3_batch_entry>> parse_v3_batch(std::string_view body, const 
 parsed<broker::create_topic_request> parse_create_topic(std::string_view body);
 /// v3 PATCH /v3/clusters/{c}/topics/{t}: {"partitions_count": N}.
 parsed<int32_t> parse_patch_topic(std::string_view body);
+/// Most partitions one elect-leaders request names (a named bound on the request's work).
+inline constexpr size_t elect_leaders_partitions_max = 10000;
+/// POST /v3/clusters/{c}/elect-leaders: {"election_type": "PREFERRED", "partitions":
+/// [{"topic_name", "partition_id"}] | null}; an empty body or no "partitions" = every partition.
+/// election_type other than PREFERRED (Kafka's UNCLEAN is unclean.leader.election.enable's job
+/// here) and more than elect_leaders_partitions_max partitions are refused (422).
+parsed<std::vector<std::pair<std::string, int32_t>>> parse_elect_leaders(std::string_view body);
 
 struct alter_configs_request {
   std::map<std::string, std::optional<std::string>> changes;   // nullopt: reset to default

@@ -27,6 +27,8 @@ protocol::metadata_response_data::metadata_response_topic to_metadata_topic(cons
     protocol::metadata_response_data::metadata_response_partition mp;
     mp.partition_index = p.partition.value();
     mp.leader_id = p.leader;
+    // Kafka: a partition without a leader (its whole ISR is gone) says LEADER_NOT_AVAILABLE.
+    if (p.leader < 0) mp.error_code = error_code::leader_not_available;
     mp.leader_epoch = p.leader_epoch.value();
     mp.replica_nodes = p.replicas;
     mp.isr_nodes = p.in_sync_replicas;
@@ -64,6 +66,34 @@ void lookup_topic(broker::broker& b, std::string name, bool auto_create, std::fu
 
 }  // namespace
 
+/// A broker's Kafka address, as Metadata, DescribeCluster and FindCoordinator name it.
+struct kafka_node {
+  int32_t node_id = -1;
+  std::string host;
+  int32_t port = -1;
+  std::string rack;
+};
+
+/// The brokers Kafka clients may connect to: every registered broker that is not fenced and has
+/// a kafka:// endpoint (Kafka's Metadata lists alive brokers only), this node always (its own
+/// listener answers even before its registration names it).
+std::vector<kafka_node> kafka_nodes(const request_context& ctx) {
+  const auto& o = ctx.options();
+  std::vector<kafka_node> out;
+  bool self_listed = false;
+  for (const auto& b : ctx.broker_api().list_brokers()) {
+    if (b.node_id == o.node_id) {
+      out.push_back({o.node_id, o.advertised_host, o.advertised_port, b.rack});
+      self_listed = true;
+      continue;
+    }
+    if (b.state == "fenced" || b.kafka_port < 0) continue;
+    out.push_back({b.node_id, b.kafka_host, b.kafka_port, b.rack});
+  }
+  if (!self_listed) out.push_back({o.node_id, o.advertised_host, o.advertised_port, ""});
+  return out;
+}
+
 void handle_metadata(const request_context& ctx, protocol::metadata_request_data request) {
   broker::broker& b = ctx.broker_api();
   std::vector<std::string> names;
@@ -79,13 +109,16 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   auto g = std::make_shared<gather<topic_lookup>>(names.size(), [ctx](std::vector<topic_lookup>& found) {
     protocol::metadata_response_data out;
     const auto& o = ctx.options();
-    protocol::metadata_response_data::metadata_response_broker self;
-    self.node_id = o.node_id;
-    self.host = o.advertised_host;
-    self.port = o.advertised_port;
-    out.brokers.push_back(std::move(self));
+    for (const auto& n : kafka_nodes(ctx)) {
+      protocol::metadata_response_data::metadata_response_broker broker;
+      broker.node_id = n.node_id;
+      broker.host = n.host;
+      broker.port = n.port;
+      if (!n.rack.empty()) broker.rack = n.rack;
+      out.brokers.push_back(std::move(broker));
+    }
     out.cluster_id = o.cluster_id;
-    out.controller_id = o.node_id;
+    out.controller_id = ctx.broker_api().controller_id();
     for (const auto& t : found) out.topics.push_back(to_metadata_topic(t));
     ctx.answer(out);
   });
@@ -243,38 +276,66 @@ void handle_describe_cluster(const request_context& ctx, protocol::describe_clus
   protocol::describe_cluster_response_data out;
   const auto& o = ctx.options();
   out.cluster_id = o.cluster_id;
-  out.controller_id = o.node_id;
-  protocol::describe_cluster_response_data::describe_cluster_broker self;
-  self.broker_id = o.node_id;
-  self.host = o.advertised_host;
-  self.port = o.advertised_port;
-  out.brokers.push_back(std::move(self));
+  out.controller_id = ctx.broker_api().controller_id();
+  for (const auto& n : kafka_nodes(ctx)) {
+    protocol::describe_cluster_response_data::describe_cluster_broker broker;
+    broker.broker_id = n.node_id;
+    broker.host = n.host;
+    broker.port = n.port;
+    if (!n.rack.empty()) broker.rack = n.rack;
+    out.brokers.push_back(std::move(broker));
+  }
   ctx.answer(out);
 }
 
 void handle_find_coordinator(const request_context& ctx, protocol::find_coordinator_request_data request) {
-  // Every group's coordinator is this node (one node serves every partition of
-  // __consumer_offsets); transactions are not served yet.
-  const auto& o = ctx.options();
+  // A group's coordinator is the leader of its __consumer_offsets partition (any broker);
+  // transactions are not served yet.
   const bool transaction = request.key_type == 1;
-  const int16_t error = transaction ? error_code::coordinator_not_available : error_code::none;
-  const std::string message = transaction ? "transactions are not served yet" : "";
+  const auto nodes = kafka_nodes(ctx);
+  struct answer {
+    int16_t error_code = error_code::none;
+    std::string message;
+    kafka_node node;
+  };
+  auto find = [&](const std::string& key) {
+    answer a;
+    if (transaction) {
+      a.error_code = error_code::coordinator_not_available;
+      a.message = "transactions are not served yet";
+      return a;
+    }
+    const int32_t id = ctx.broker_api().group_coordinator_id(key);
+    for (const auto& n : nodes) {
+      if (n.node_id == id) {
+        a.node = n;
+        return a;
+      }
+    }
+    a.error_code = error_code::coordinator_not_available;
+    a.message = id < 0 ? "group '" + key + "' has no coordinator now (its __consumer_offsets partition has no leader)"
+                       : "group '" + key + "' is coordinated by broker " + std::to_string(id) +
+                             ", which has no kafka:// listener or is fenced";
+    return a;
+  };
   protocol::find_coordinator_response_data out;
   if (ctx.api_version < 4) {
-    out.error_code = error;
-    if (transaction) out.error_message = message;
-    out.node_id = transaction ? -1 : o.node_id;
-    out.host = transaction ? "" : o.advertised_host;
-    out.port = transaction ? -1 : o.advertised_port;
+    auto a = find(request.key);
+    out.error_code = a.error_code;
+    if (!a.message.empty()) out.error_message = a.message;
+    out.node_id = a.node.node_id;
+    out.host = a.node.host;
+    out.port = a.node.port;
   } else {
     for (const auto& key : request.coordinator_keys) {
+      auto a = find(key);
       protocol::find_coordinator_response_data::coordinator c;
       c.key = key;
-      c.error_code = error;
-      if (transaction) c.error_message = message;
-      c.node_id = transaction ? -1 : o.node_id;
-      c.host = transaction ? "" : o.advertised_host;
-      c.port = transaction ? -1 : o.advertised_port;
+      c.error_code = a.error_code;
+      if (!a.message.empty()) c.error_message = a.message;
+      c.node_id = a.node.node_id;
+      c.host = a.node.host;
+      c.port = a.node.port;
       out.coordinators.push_back(std::move(c));
     }
   }

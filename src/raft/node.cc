@@ -871,6 +871,17 @@ void node::handle_begin_quorum_epoch_request(const message& m, const begin_quoru
   send(m.from, m.correlation_id, begin_quorum_epoch_response{code, quorum_.leader_id, quorum_.epoch});
 }
 
+void node::peer_unreachable(node_id peer) {
+  if (role_ != role::follower || quorum_.leader_id != peer || leader_heard_ms_ == never_ms) return;
+  std::vector<node_id> others;
+  for (const auto v : cfg_.voters) {
+    if (v != peer) others.push_back(v);
+  }
+  const auto rank = static_cast<int64_t>(std::find(others.begin(), others.end(), cfg_.self) - others.begin());
+  const int64_t slot_ms = cfg_.election_backoff_max_ms / static_cast<int64_t>(cfg_.voters.size());
+  leader_lost(rank * slot_ms + random_.uniform(0, slot_ms));
+}
+
 void node::handle_end_quorum_epoch_request(const message& m, const end_quorum_epoch_request& r) {
   if (r.cluster_id != cfg_.cluster_id) {
     send(m.from, m.correlation_id, end_quorum_epoch_response{errc::inconsistent_cluster_id, quorum_.leader_id, quorum_.epoch});

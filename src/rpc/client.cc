@@ -180,7 +180,8 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
 
   void on_connected(boost::system::error_code ec) {
     if (ec) {
-      on_connect_failed(ec.message());
+      on_connect_failed(ec.message(), ec == asio::error::connection_refused ? errc::connection_refused
+                                                                            : errc::connect_failed);
       return;
     }
     connect_timer.cancel();
@@ -192,9 +193,9 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     write_next();
   }
 
-  void on_connect_failed(const std::string& why) {
+  void on_connect_failed(const std::string& why, errc code = errc::connect_failed) {
     reset_socket();
-    fail_all(error{errc::connect_failed, "connect to " + where() + " failed: " + why});
+    fail_all(error{code, "connect to " + where() + " failed: " + why});
     enter_backoff();
     backoff_ms = std::min(backoff_ms * 2, constants::connect_backoff_max_ms);
   }

@@ -1,6 +1,27 @@
 #include "ringlog/rpc/cluster_transport.h"
 
+#include <charconv>
+#include <string_view>
+
 namespace ringlog::rpc {
+
+namespace {
+
+constexpr std::string_view node_client_id_prefix = "ringlog-node-";
+
+std::string node_client_id(int32_t node_id) { return std::string(node_client_id_prefix) + std::to_string(node_id); }
+
+/// The node id in a client id "ringlog-node-<id>", or nullopt for any other client id.
+std::optional<int32_t> node_of_client_id(std::string_view client_id) {
+  if (!client_id.starts_with(node_client_id_prefix)) return std::nullopt;
+  const auto digits = client_id.substr(node_client_id_prefix.size());
+  int32_t id = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty()) return std::nullopt;
+  return id;
+}
+
+}  // namespace
 
 result<std::unique_ptr<cluster_transport>> cluster_transport::create(runtime::shard_threads& runtime, size_t shard,
                                                                      int32_t self_id,
@@ -16,7 +37,7 @@ result<std::unique_ptr<cluster_transport>> cluster_transport::create(runtime::sh
   for (const auto& [id, address] : peers) {
     if (id == self_id) continue;
     t->clients_.emplace(id, std::make_unique<client>(runtime, shard, address.host, address.port,
-                                                     "ringlog-node-" + std::to_string(self_id)));
+                                                     node_client_id(self_id)));
   }
   return t;
 }
@@ -39,6 +60,13 @@ request_handler cluster_transport::handler(int16_t api_key) const {
 
 void cluster_transport::set_handler(int16_t api_key, request_handler handler) {
   if (server_) server_->set_handler(api_key, std::move(handler));
+}
+
+void cluster_transport::set_peer_closed_handler(std::function<void(int32_t node_id)> handler) {
+  if (!server_ || !handler) return;
+  server_->set_connection_closed_handler([handler = std::move(handler)](const std::string& client_id) {
+    if (auto node = node_of_client_id(client_id)) handler(*node);
+  });
 }
 
 void cluster_transport::start() {

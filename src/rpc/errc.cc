@@ -5,6 +5,7 @@ namespace ringlog::rpc {
 std::string_view to_string(errc e) {
   switch (e) {
     case errc::connect_failed: return "connect_failed";
+    case errc::connection_refused: return "connection_refused";
     case errc::disconnected: return "disconnected";
     case errc::timeout: return "timeout";
     case errc::too_many_in_flight: return "too_many_in_flight";

@@ -66,6 +66,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   asio::io_context& context;
   acceptor_type acceptor;
   std::map<int16_t, request_handler> handlers;
+  std::function<void(const std::string&)> connection_closed;
   std::set<std::shared_ptr<connection>> connections;
   std::atomic<size_t> connection_count{0};
   std::atomic<uint16_t> bound_port{0};
@@ -88,6 +89,8 @@ struct connection : std::enable_shared_from_this<connection> {
   std::weak_ptr<server::impl> owner;
   runtime::shard_socket socket;
   std::string peer;
+  /// The client id of the last request header read (empty before the first).
+  std::string client_id;
   std::array<std::byte, 4> size_prefix{};
   bytes frame;
   size_t in_flight = 0;
@@ -97,8 +100,10 @@ struct connection : std::enable_shared_from_this<connection> {
   bool writing = false;
 
   void read_next() {
-    if (closed || reading || in_flight >= constants::connection_in_flight_requests_max) {
-      return;  // at the in-flight bound reading pauses; a response resumes it
+    // Requests with handlers and responses not yet written share the bound: a peer that sends but
+    // does not read (paused, cut off) fills the socket, and reading stops instead of queueing.
+    if (closed || reading || in_flight + write_queue.size() >= constants::connection_in_flight_requests_max) {
+      return;  // at the bound reading pauses; a written response resumes it
     }
     reading = true;
     asio::async_read(socket, asio::buffer(size_prefix),
@@ -148,6 +153,7 @@ struct connection : std::enable_shared_from_this<connection> {
       return;
     }
     const auto& h = header->header;
+    if (h.client_id && *h.client_id != client_id) client_id = *h.client_id;
     if (h.request_api_key == api_versions_key) {
       ++in_flight;
       make_respond()(api_versions_frame(h.request_api_version, h.correlation_id, 0));
@@ -206,6 +212,7 @@ struct connection : std::enable_shared_from_this<connection> {
                         }
                         self->write_queue.pop_front();
                         self->write_next();
+                        self->read_next();
                       });
   }
 
@@ -223,6 +230,7 @@ struct connection : std::enable_shared_from_this<connection> {
     if (auto o = owner.lock()) {
       o->connections.erase(shared_from_this());
       o->connection_count.store(o->connections.size(), std::memory_order_relaxed);
+      if (o->connection_closed && !client_id.empty() && !o->stopped) o->connection_closed(client_id);
     }
   }
 };
@@ -290,6 +298,10 @@ server::~server() {
 }
 
 void server::set_handler(int16_t api_key, request_handler handler) { impl_->handlers[api_key] = std::move(handler); }
+
+void server::set_connection_closed_handler(std::function<void(const std::string& client_id)> handler) {
+  impl_->connection_closed = std::move(handler);
+}
 
 request_handler server::handler(int16_t api_key) const {
   auto it = impl_->handlers.find(api_key);

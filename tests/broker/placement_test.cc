@@ -104,3 +104,39 @@ TEST_CASE("a restarted broker never leads in its previous epoch: its leaderships
   CHECK(*change_of(out, 2).isr == std::vector<int32_t>{2});
   CHECK(change_of(out, 3).leader == 1);
 }
+
+TEST_CASE("preferred leader election: the first replica leads again when it is usable and in the ISR (KIP-183)") {
+  // p0: preferred 1 follows 2, in the ISR -> 1 leads, computed at partition epoch 0.
+  // p1: preferred 1 leads -> election_not_needed. p2: preferred 3 is not in the ISR -> not
+  // available. p3: preferred 2 is fenced -> not available.
+  auto image = cluster({{1, 2, 3}, {1, 2, 3}, {3, 1, 2}, {2, 1, 3}}, {{2, 1, 3}, {1, 2, 3}, {1, 2}, {1, 2, 3}},
+                       {2, 1, 1, 1}, {2});
+  auto plan = broker::plan_preferred_elections(*image, {{"t", 0}, {"t", 1}, {"t", 2}, {"t", 3}, {"t", 9}, {"u", 0}});
+  REQUIRE(plan.size() == 6);
+  REQUIRE(plan[0].change.has_value());
+  CHECK(plan[0].change->leader == 1);
+  CHECK(plan[0].change->ringlog_expected_partition_epoch == 0);
+  CHECK(plan[0].preferred == 1);
+  CHECK(plan[1].refused == broker::errc::election_not_needed);
+  CHECK(plan[2].refused == broker::errc::preferred_leader_not_available);
+  CHECK(plan[3].refused == broker::errc::preferred_leader_not_available);
+  CHECK(plan[4].refused == broker::errc::unknown_topic_or_partition);
+  CHECK(plan[5].refused == broker::errc::unknown_topic_or_partition);
+  // Every partition: only the ones that change.
+  auto all = broker::plan_preferred_elections(*image, {});
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].partition == 0);
+  // The change applies, and a second one computed at the same partition epoch is refused.
+  metadata_delta d{*image};
+  REQUIRE(d.apply(*plan[0].change, 100).ok());
+  CHECK_FALSE(d.apply(*plan[0].change, 101).ok());
+}
+
+TEST_CASE("auto leader rebalance: a broker is imbalanced past leader.imbalance.per.broker.percentage") {
+  // Broker 1 prefers p0..p3 and leads only p3: 3 of 4 elsewhere (75 %). Broker 2 prefers p4 and leads it.
+  auto image = cluster({{1, 2, 3}, {1, 2, 3}, {1, 3, 2}, {1, 2, 3}, {2, 1, 3}},
+                       {{1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}}, {2, 2, 3, 1, 2});
+  CHECK(broker::imbalanced_brokers(*image, 10) == std::vector<int32_t>{1});
+  CHECK(broker::imbalanced_brokers(*image, 75).empty());   // exactly 75 % is not past it
+  CHECK(broker::imbalanced_brokers(*image, 74) == std::vector<int32_t>{1});
+}

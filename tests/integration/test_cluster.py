@@ -23,15 +23,17 @@ SESSION_DEADLINE_S = 20.0
 class Node(Broker):
     """A cluster node: starts without waiting (a lone voter cannot elect a leader)."""
 
-    def __init__(self, data_dir, node_id, cluster_port, voters, extra_sets=()):
+    def __init__(self, data_dir, node_id, cluster_port, voters, extra_sets=(), kafka_port=None):
         self.node_id = node_id
         self.cluster_port = cluster_port
         super().__init__(data_dir, [f"node.id={node_id}", f"controller.quorum.voters={voters}",
-                                    "num.shards=1", *extra_sets])
+                                    "num.shards=1", *extra_sets], kafka_port=kafka_port)
 
     def spawn(self):
-        args = [str(binary_path()), "serve",
-                "--set", f"listeners=http://127.0.0.1:{self.port},cluster://127.0.0.1:{self.cluster_port}",
+        listeners = f"http://127.0.0.1:{self.port},cluster://127.0.0.1:{self.cluster_port}"
+        if self.kafka_port:
+            listeners += f",kafka://127.0.0.1:{self.kafka_port}"
+        args = [str(binary_path()), "serve", "--set", f"listeners={listeners}",
                 "--set", f"log.dirs={self.data_dir}"]
         for s in self.extra_sets:
             args += ["--set", s]
@@ -58,10 +60,12 @@ class Node(Broker):
 
 
 class Cluster:
-    def __init__(self, root, size=3):
+    def __init__(self, root, size=3, extra_sets=(), kafka=False):
         self.ports = [free_port() for _ in range(size)]
         voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self.ports))
-        self.nodes = [Node(root / f"node{i + 1}" / "data", i + 1, self.ports[i], voters) for i in range(size)]
+        self.nodes = [Node(root / f"node{i + 1}" / "data", i + 1, self.ports[i], voters, extra_sets,
+                           kafka_port=free_port() if kafka else None)
+                      for i in range(size)]
         for n in self.nodes:
             n.data_dir.parent.mkdir(parents=True, exist_ok=True)
 

@@ -346,3 +346,39 @@ TEST_CASE("one voter: stands at once and leads once its vote is durable, without
   n.on_quorum_state_persisted(e.quorum_state_->version);
   CHECK(n.role() == role::leader);
 }
+
+TEST_CASE("a follower told its leader's process is gone stands after a backoff slot, not the fetch timeout") {
+  const config defaults = cfg(2);
+  REQUIRE(defaults.fetch_timeout_ms > defaults.election_backoff_max_ms + 100);
+  harness h(2);
+  h.handle(msg(1, 2, begin_quorum_epoch_request{cluster, node_id{1}, leader_epoch{1}}));
+  REQUIRE(h.n->role() == role::follower);
+  h.tick(10);
+  h.n->peer_unreachable(node_id{3});   // not its leader: nothing changes
+  h.tick(20 + defaults.election_backoff_max_ms);
+  CHECK(h.n->role() == role::follower);
+  h.n->peer_unreachable(node_id{1});
+  h.pump();
+  h.tick(40 + 2 * defaults.election_backoff_max_ms);
+  CHECK(h.n->role() == role::prospective);
+  auto pre_votes = h.take<vote_request>();
+  REQUIRE(pre_votes.size() == 2);
+  CHECK(std::get<vote_request>(pre_votes[0].body).pre_vote);
+}
+
+TEST_CASE("a voter that still hears the leader refuses pre-votes until it learns the leader is gone (KIP-996)") {
+  harness h(3);
+  h.handle(msg(1, 3, begin_quorum_epoch_request{cluster, node_id{1}, leader_epoch{1}}));
+  h.tick(30);
+  h.handle(msg(2, 3, vote(2, 2, 0, 0, true), 7));
+  auto refused = h.take<vote_response>();
+  REQUIRE(refused.size() == 1);
+  CHECK_FALSE(std::get<vote_response>(refused[0].body).vote_granted);
+  h.n->peer_unreachable(node_id{1});
+  h.pump();
+  h.handle(msg(2, 3, vote(2, 2, 0, 0, true), 8));
+  auto granted = h.take<vote_response>();
+  REQUIRE(granted.size() == 1);
+  CHECK(std::get<vote_response>(granted[0].body).vote_granted);
+  CHECK(h.n->epoch() == leader_epoch{1});   // a pre-vote changes nothing durable
+}

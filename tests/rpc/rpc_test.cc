@@ -18,6 +18,7 @@
 #include "ringlog/protocol/frame.h"
 #include "ringlog/rpc/client.h"
 #include "ringlog/rpc/cluster_transport.h"
+#include "ringlog/rpc/constants.h"
 #include "ringlog/rpc/server.h"
 
 namespace ringlog::rpc {
@@ -311,7 +312,7 @@ TEST_CASE("a request without an answer times out; a peer that goes away fails it
   c.stop();
 }
 
-TEST_CASE("nothing listening fails with connect_failed; the client reconnects once the peer is back") {
+TEST_CASE("nothing listening fails with connection_refused; the client reconnects once the peer is back") {
   auto rt = make_runtime();
   uint16_t port = 0;
   {
@@ -323,7 +324,7 @@ TEST_CASE("nothing listening fails with connect_failed; the client reconnects on
   client c(*rt, 1, "127.0.0.1", port, "test");
   auto refused = call(c, protocol::vote_request_data::api_key, encode_vote(1), 2000);
   REQUIRE(!refused.ok());
-  CHECK(refused.error().code == errc::connect_failed);
+  CHECK(refused.error().code == errc::connection_refused);
 
   auto s = server::listen(*rt, 0, "127.0.0.1", port);
   REQUIRE(s.ok());
@@ -369,6 +370,85 @@ TEST_CASE("cluster_transport routes by node id and refuses unknown nodes") {
   (*b)->stop();
   (*a)->stop();
   rt->stop();
+}
+
+TEST_CASE("a closed connection from a node names it; probe_listening tells a gone listener from a live one") {
+  auto rt = make_runtime();
+  auto a = cluster_transport::create(*rt, 0, 1, peer_address{"127.0.0.1", 0}, {});
+  REQUIRE(a.ok());
+  std::mutex mutex;
+  std::vector<int32_t> closed_from;
+  (*a)->set_handler(protocol::vote_request_data::api_key, echo_vote());
+  (*a)->set_peer_closed_handler([&](int32_t node) {
+    std::lock_guard lock(mutex);
+    closed_from.push_back(node);
+  });
+  (*a)->start();
+  const uint16_t a_port = (*a)->port();
+  auto b = cluster_transport::create(*rt, 1, 2, std::nullopt, {{1, peer_address{"127.0.0.1", a_port}}});
+  REQUIRE(b.ok());
+  auto probe = [&](cluster_transport& t) {
+    auto p = std::make_shared<std::promise<result<void>>>();
+    auto fut = p->get_future();
+    probe_listening(t, 1, 2000, [p](result<void> r) { p->set_value(std::move(r)); });
+    REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
+    return fut.get();
+  };
+  CHECK(probe(**b).ok());   // node 2 -> node 1: a live listener answers ApiVersions
+  {
+    std::lock_guard lock(mutex);
+    CHECK(closed_from.empty());
+  }
+  (*b)->stop();   // node 2's connection closes: node 1 hears which node it was
+  REQUIRE(wait_for([&] {
+    std::lock_guard lock(mutex);
+    return closed_from == std::vector<int32_t>{2};
+  }));
+  (*a)->stop();   // node 1 is gone: a probe is refused, not timed out
+  auto c = cluster_transport::create(*rt, 1, 3, std::nullopt, {{1, peer_address{"127.0.0.1", a_port}}});
+  REQUIRE(c.ok());
+  auto gone = probe(**c);
+  REQUIRE(!gone.ok());
+  CHECK(gone.error().code == errc::connection_refused);
+  (*c)->stop();
+  rt->stop();
+}
+
+TEST_CASE("a peer that sends but never reads its answers stops being read; nothing is queued past the bound") {
+  // Each answer is 256 KiB, so a few fill both sockets' buffers; the peer keeps sending. Before
+  // the fix, requests kept being read while their answers queued, past connection_write_queue_max.
+  fixture f;
+  constexpr size_t answer_bytes = 256 * 1024;
+  constexpr int requests = 3 * static_cast<int>(constants::connection_in_flight_requests_max);
+  f.srv->set_handler(protocol::fetch_request_data::api_key,
+                     [](const protocol::request_header_data& header, std::span<const std::byte>, respond_fn respond) {
+                       bytes frame(4 + answer_bytes, std::byte{0});
+                       const auto n = static_cast<uint32_t>(answer_bytes);
+                       frame[0] = std::byte(n >> 24);
+                       frame[1] = std::byte(n >> 16);
+                       frame[2] = std::byte(n >> 8);
+                       frame[3] = std::byte(n);
+                       const auto id = static_cast<uint32_t>(header.correlation_id);
+                       frame[4] = std::byte(id >> 24);
+                       frame[5] = std::byte(id >> 16);
+                       frame[6] = std::byte(id >> 8);
+                       frame[7] = std::byte(id);
+                       respond(std::move(frame));
+                     });
+  f.srv->start();
+  raw_socket s(f.srv->port());
+  std::thread sender([&] {
+    for (int i = 1; i <= requests; ++i) s.write_all(raw_request(protocol::fetch_request_data::api_key, 4, i));
+  });
+  // Every answer still arrives, in order, once the peer reads.
+  for (int i = 1; i <= requests; ++i) {
+    auto size = s.read_exact(4);
+    REQUIRE(size.size() == 4);
+    auto frame = s.read_exact(answer_bytes);
+    REQUIRE(frame.size() == answer_bytes);
+    CHECK(((frame[0] << 24) | (frame[1] << 16) | (frame[2] << 8) | frame[3]) == i);
+  }
+  sender.join();
 }
 
 }  // namespace ringlog::rpc

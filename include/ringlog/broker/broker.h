@@ -71,6 +71,9 @@ struct broker_config {
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
   bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
+  bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
+  int64_t leader_imbalance_check_interval_seconds = 30;     // leader.imbalance.check.interval.seconds
+  int32_t leader_imbalance_per_broker_percentage = 10;      // leader.imbalance.per.broker.percentage
   /// How long start-up waits for the metadata quorum to elect a leader and for this node to
   /// catch up with the metadata log before it gives up (the other voters may start later).
   int64_t metadata_catch_up_timeout_ms = 300000;
@@ -267,6 +270,8 @@ struct broker_description {
   std::string host;   // the HTTP listener as advertised
   int32_t port = 0;
   std::string rack;   // "" = none
+  std::string kafka_host;   // the kafka:// listener as advertised ("" and -1: none registered)
+  int32_t kafka_port = -1;
   /// Kafka's broker registration states: "unfenced" (serving), "fenced" (missed its heartbeats or
   /// not caught up), "controlled_shutdown" (stopping, its leaderships moving away).
   std::string state = "unfenced";
@@ -293,6 +298,14 @@ struct quorum_status {
   std::vector<voter> voters;
 };
 
+/// One partition's outcome of a leader election.
+struct leader_election_result {
+  std::string topic;
+  int32_t partition = 0;
+  int32_t leader = -1;          // its leader after the call (-1: none)
+  std::optional<error> refused;   // election_not_needed, preferred_leader_not_available, unknown_topic_or_partition
+};
+
 class broker {
  public:
   virtual ~broker() = default;
@@ -316,6 +329,9 @@ class broker {
   [[nodiscard]] virtual std::vector<broker_description> list_brokers() const = 0;
   /// The active controller's node id, -1 while the quorum has no leader.
   [[nodiscard]] virtual int32_t controller_id() const = 0;
+  /// The broker that coordinates `group_id` now: the leader of its __consumer_offsets partition
+  /// (-1: none now, or the topic does not exist yet). Kafka clients find it with FindCoordinator.
+  [[nodiscard]] virtual int32_t group_coordinator_id(const std::string& group_id) const = 0;
   [[nodiscard]] virtual quorum_status describe_quorum() const = 0;
   /// DescribeConfigs of a broker (KIP-226): for a node id, every broker config it reports, its
   /// effective value and where it comes from; for cluster_default_broker, only the cluster-wide
@@ -330,6 +346,14 @@ class broker {
   virtual void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                                     bool validate_only, std::function<void(result<void>)> done) = 0;
   [[nodiscard]] virtual const broker_config& config() const = 0;
+  /// Preferred leader election (Kafka's ElectLeaders with PREFERRED, KIP-460; KIP-183's rule):
+  /// each of `partitions` (topic, partition; empty = every partition whose preferred replica is
+  /// available and does not lead) is led by its first replica, in a new leader epoch, when that
+  /// replica is registered, unfenced, not stopping and in the ISR. One result per partition.
+  /// Errors of the whole call: not_controller (no quorum now), invalid_request (a change raced
+  /// with another; retry), broker_not_available.
+  virtual void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
+                                       std::function<void(result<std::vector<leader_election_result>>)> done) = 0;
   /// message.max.bytes now: the static value with the dynamic broker configs applied (KIP-226),
   /// for front ends that bound a record before it reaches the broker.
   [[nodiscard]] virtual int32_t message_max_bytes() const = 0;
@@ -380,6 +404,8 @@ struct broker_dependencies {
   /// Starts the cluster transport's server; called by open_broker once every handler is set and
   /// before it waits for the quorum (which needs the transport). Empty on a single node.
   std::function<void()> start_cluster_transport{};
+  std::string advertised_kafka_host{};     // "" = no kafka:// listener (registered as endpoint "kafka")
+  int32_t advertised_kafka_port = -1;
   std::string advertised_cluster_host{};   // "" = no cluster listener
   int32_t advertised_cluster_port = -1;
   /// Where the broker reports events an operator wants to see (leadership, ISR changes,

@@ -115,6 +115,11 @@ struct server_config {
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
   bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
+  bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
+  // Kafka checks every 300 s; ringlog's clusters are small and users expect a restarted broker
+  // to lead again soon, so 30 s (the check is a pass over the image, no I/O).
+  int64_t leader_imbalance_check_interval_seconds = 30;     // leader.imbalance.check.interval.seconds
+  int32_t leader_imbalance_per_broker_percentage = 10;      // leader.imbalance.per.broker.percentage (Kafka's)
 };
 
 /// Applies `values` over the defaults. Unknown keys and out-of-range values are refused, naming the key.

@@ -72,6 +72,13 @@ class node {
   result<void> on_snapshot_created(offset_and_epoch snapshot_id, bytes payload);
   /// Graceful resignation of a leader (controlled shutdown): EndQuorumEpoch to the other voters.
   void resign();
+  /// The driver learned that `peer`'s process is gone (its listener refused a connection, a
+  /// definite answer unlike a timeout). A follower of `peer` treats its leader as lost at once
+  /// instead of after fetch_timeout_ms, standing after a slot of election_backoff_max_ms ranked by
+  /// its place among the voters (as on EndQuorumEpoch, KIP-595) so the survivors rarely split
+  /// their votes. Only liveness changes: pre-votes (KIP-996) and votes still decide, and a voter
+  /// that hears the leader refuses them. Any other role or peer: ignored.
+  void peer_unreachable(node_id peer);
 
   // ---- outputs ----
   /// The effects accumulated since the last call; the node forgets them.

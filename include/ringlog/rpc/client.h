@@ -4,7 +4,7 @@
 // The connection is opened on the first request and reopened after any failure, waiting
 // constants::connect_backoff_initial_ms, doubling up to connect_backoff_max_ms between failed
 // attempts. Every request ends in exactly one callback: its response body, or an error
-// (connect_failed, disconnected, timeout, too_many_in_flight, malformed_response, shutting_down);
+// (connect_failed, connection_refused, disconnected, timeout, too_many_in_flight, malformed_response, shutting_down);
 // a broken connection fails every request on it at once. Asio lives in client.cc only.
 
 #include <cstdint>

@@ -37,6 +37,8 @@ class cluster_transport final : public transport {
             response_callback done) override;
   void set_handler(int16_t api_key, request_handler handler) override;
   [[nodiscard]] request_handler handler(int16_t api_key) const override;
+  /// Runs `handler(n)` when a connection whose requests named client id "ringlog-node-<n>" closes.
+  void set_peer_closed_handler(std::function<void(int32_t node_id)> handler) override;
   /// Starts accepting connections (after every handler is set).
   void start();
   /// Closes the listener and every peer connection (waiting requests fail with shutting_down).

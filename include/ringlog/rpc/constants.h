@@ -19,8 +19,9 @@ inline constexpr size_t connection_in_flight_requests_max = 64;
 /// fails at once with too_many_in_flight: a peer that answers nothing must not grow our memory.
 inline constexpr size_t client_pending_requests_max = 1024;
 
-/// Response frames queued for writing on one server connection (also bounded by the in-flight
-/// bound above, since each request yields at most one response).
+/// Response frames queued for writing on one server connection. Reading pauses while requests
+/// with handlers plus queued responses reach connection_in_flight_requests_max, so a peer that
+/// stops reading its answers (paused, cut off) cannot grow this queue past it.
 inline constexpr size_t connection_write_queue_max = connection_in_flight_requests_max;
 
 /// First wait after a failed connect, ms; it doubles per failure up to the max below. Short

@@ -10,6 +10,9 @@ namespace ringlog::rpc {
 
 enum class errc {
   connect_failed,       // the TCP connect to the peer failed or timed out (message: host:port and why)
+  connection_refused,   // the peer's host refused the connect (ECONNREFUSED): nothing listens on its
+                        // cluster port, so its process is gone or stopping - a definite answer, unlike
+                        // a timeout, which a paused or cut-off peer also gives
   disconnected,         // the connection broke (EOF, reset) before the response arrived
   timeout,              // no response within the request's timeout
   too_many_in_flight,   // constants::client_pending_requests_max requests already wait on this peer

@@ -15,6 +15,7 @@
 // Asio lives in server.cc only.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,10 @@ class server {
   void set_handler(int16_t api_key, request_handler handler);
   /// The handler set for `api_key`, or an empty one.
   [[nodiscard]] request_handler handler(int16_t api_key) const;
+  /// Registers what runs, on the shard's thread, when a connection that carried at least one
+  /// request closes (the peer closed it, it broke, or the server stopped it): the client id of
+  /// that connection's last request header. Only before start().
+  void set_connection_closed_handler(std::function<void(const std::string& client_id)> handler);
   /// Starts accepting (on the shard's thread).
   void start();
   /// Closes the listener and every connection; returns once done (runs inline when called on

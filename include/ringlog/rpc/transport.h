@@ -34,7 +34,7 @@ class transport {
   virtual ~transport() = default;
   /// Sends a request (`body` already encoded at `api_version`) to node `to`. `done` runs once, on
   /// the transport's shard thread, with the response body or an error: unknown_peer,
-  /// connect_failed, disconnected, timeout (after `timeout_ms`), too_many_in_flight,
+  /// connect_failed, connection_refused, disconnected, timeout (after `timeout_ms`), too_many_in_flight,
   /// malformed_response, invalid_request, shutting_down. Callable from any thread.
   virtual void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
                     response_callback done) = 0;
@@ -44,6 +44,18 @@ class transport {
   /// The handler registered for `api_key` (empty when none), so that a later one can pass some
   /// requests on to it (the broker's Fetch handler passes fetches of the metadata log to raft's).
   [[nodiscard]] virtual request_handler handler(int16_t api_key) const = 0;
+  /// Registers what runs (on the transport's shard thread) when a connection from peer node `n`
+  /// to this node's listener closes: a hint that `n` may be gone (its process died, or only that
+  /// connection broke), for failure detectors that then check (design.md section 6: brokers
+  /// whose process is gone are fenced within a round trip, not a session timeout). Transports
+  /// that cannot tell ignore it. Call before the transport starts serving.
+  virtual void set_peer_closed_handler(std::function<void(int32_t node_id)> handler) { (void)handler; }
 };
+
+/// Asks whether node `to` has a process listening on its cluster port: an ApiVersions v0 request
+/// (every listener answers it without a handler). `done` gets ok when it answers, else the send's
+/// error - connection_refused is the definite "gone"; timeout, connect_failed or disconnected
+/// leave it open (a paused or cut-off node answers nothing either). Callable from any thread.
+void probe_listening(transport& t, int32_t to, int64_t timeout_ms, std::function<void(result<void>)> done);
 
 }  // namespace ringlog::rpc
