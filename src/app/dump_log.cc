@@ -6,6 +6,9 @@
 //               line per record (or "| offset: ... endTxnMarker: ..." for a control record)
 //   .index      "offset: N position: P"   (N absolute = segment base offset + relative offset)
 //   .timeindex  "timestamp: T offset: N"
+//   .snapshot   producer state (storage/producer_state.h): one line per producer with its
+//               retained batches, "producerId: P producerEpoch: E ... lastSequence: S ..." in the
+//               spirit of Kafka's dump of producer snapshots
 //
 // A dump stops at the first torn or corrupt batch / index entry with a line saying where (file
 // position) and why, the same place recovery would cut the segment.
@@ -26,6 +29,7 @@
 #include "ringlog/io/file.h"
 #include "ringlog/model/record.h"
 #include "ringlog/storage/index.h"
+#include "ringlog/storage/producer_state.h"
 
 namespace ringlog::app {
 namespace {
@@ -34,7 +38,8 @@ constexpr std::string_view usage_text =
     "usage: ringlog dump-log FILE... [--records]\n"
     "\n"
     "Prints the record batches of .log segment files, or the entries of .index and .timeindex\n"
-    "files, in the layout of Kafka's kafka-dump-log.sh.\n"
+    "files, in the layout of Kafka's kafka-dump-log.sh, or the idempotent producers of a\n"
+    ".snapshot file.\n"
     "\n"
     "Options:\n"
     "  --records        also print every record of every batch (offset, CreateTime, keySize,\n"
@@ -52,7 +57,7 @@ constexpr std::string_view usage_text =
 /// Digits in a segment file name: the base offset, zero-padded (design.md section 4).
 constexpr size_t segment_name_digits = 20;
 
-enum class file_kind { log, offset_index, time_index, unknown };
+enum class file_kind { log, offset_index, time_index, producer_snapshot, unknown };
 
 struct options {
   bool records = false;
@@ -70,6 +75,7 @@ file_kind kind_of(std::string_view path) {
   if (path.ends_with(".log")) return file_kind::log;
   if (path.ends_with(".timeindex")) return file_kind::time_index;
   if (path.ends_with(".index")) return file_kind::offset_index;
+  if (path.ends_with(".snapshot")) return file_kind::producer_snapshot;
   return file_kind::unknown;
 }
 
@@ -385,13 +391,42 @@ dump_status dump_index_file(io::file_system& fs, const std::string& path, file_k
                                          : dump_time_index(bytes.value(), *base);
 }
 
+/// A producer snapshot: its offset, then one line per producer and its retained batches.
+dump_status dump_producer_snapshot(io::file_system& fs, const std::string& path) {
+  auto bytes = io::read_whole_file(fs, path);
+  if (!bytes.ok()) {
+    print("Cannot read " + path + ": " + bytes.error().message);
+    return dump_status::stopped;
+  }
+  auto decoded = storage::producer_state::decode_snapshot(bytes.value());
+  if (!decoded.ok()) {
+    print("Cannot dump " + path + ": " + decoded.error().message);
+    return dump_status::stopped;
+  }
+  print("snapshotOffset: " + std::to_string(decoded->first.value()) +
+        " producers: " + std::to_string(decoded->second.producers().size()));
+  for (const auto& [id, entry] : decoded->second.producers()) {
+    std::string line = "producerId: " + std::to_string(id) + " producerEpoch: " + std::to_string(entry.epoch.value()) +
+                       " lastTimestamp: " + std::to_string(entry.last_timestamp()) + " batches:";
+    for (const auto& b : entry.batches) {
+      line += " [firstSequence: " + std::to_string(b.first_sequence.value()) +
+              " lastSequence: " + std::to_string(b.last_sequence.value()) +
+              " baseOffset: " + std::to_string(b.base_offset.value()) +
+              " lastOffset: " + std::to_string(b.last_offset.value()) + "]";
+    }
+    print(line);
+  }
+  return dump_status::complete;
+}
+
 dump_status dump_file(io::file_system& fs, const std::string& path, bool with_records) {
   print("Dumping " + path);
   const file_kind kind = kind_of(path);
   if (kind == file_kind::unknown) {
-    print("Cannot dump " + path + ": not a .log, .index or .timeindex file");
+    print("Cannot dump " + path + ": not a .log, .index, .timeindex or .snapshot file");
     return dump_status::stopped;
   }
+  if (kind == file_kind::producer_snapshot) return dump_producer_snapshot(fs, path);
   if (kind != file_kind::log) return dump_index_file(fs, path, kind);
   auto f = fs.open(path, io::open_mode::read_only);
   if (!f.ok()) {

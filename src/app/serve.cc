@@ -187,6 +187,7 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.broker_session_timeout_ms = c.broker_session_timeout_ms;
   b.broker_rack = c.broker_rack;
   b.replica_lag_time_max_ms = c.replica_lag_time_max_ms;
+  b.producer_id_expiration_ms = c.producer_id_expiration_ms;
   b.replica_fetch_wait_max_ms = c.replica_fetch_wait_max_ms;
   b.replica_fetch_max_bytes = c.replica_fetch_max_bytes;
   b.replica_fetch_backoff_ms = c.replica_fetch_backoff_ms;

@@ -63,6 +63,11 @@ error from_storage(const storage::error& e) {
     case storage::errc::invalid_config: return {errc::invalid_config, e.message};
     case storage::errc::kafka_storage_error:
     case storage::errc::too_many_segments: return {errc::kafka_storage_error, e.message};
+    case storage::errc::out_of_order_sequence_number: return {errc::out_of_order_sequence_number, e.message};
+    case storage::errc::invalid_producer_epoch: return {errc::invalid_producer_epoch, e.message};
+    // KIP-936 throttles new producer ids with THROTTLING_QUOTA_EXCEEDED; the message names the bound.
+    case storage::errc::too_many_producers: return {errc::throttling_quota_exceeded, e.message};
+    case storage::errc::corrupt_snapshot: return {errc::kafka_storage_error, e.message};
   }
   return {errc::unknown_server_error, e.message};
 }
@@ -519,7 +524,9 @@ void broker_impl::register_cluster_handlers() {
   for (auto [api_key, handle] :
        {std::pair<int16_t, handler>{envelope_api_key, &broker_impl::handle_envelope},
         std::pair<int16_t, handler>{broker_heartbeat_api_key, &broker_impl::handle_broker_heartbeat},
-        std::pair<int16_t, handler>{protocol::alter_partition_request_data::api_key, &broker_impl::handle_alter_partition}}) {
+        std::pair<int16_t, handler>{protocol::alter_partition_request_data::api_key, &broker_impl::handle_alter_partition},
+        std::pair<int16_t, handler>{protocol::allocate_producer_ids_request_data::api_key,
+                                    &broker_impl::handle_allocate_producer_ids}}) {
     deps_.cluster_transport->set_handler(api_key, [this, handle](const protocol::request_header_data& header,
                                                                  std::span<const std::byte> body, rpc::respond_fn respond) {
       deps_.runtime.post(controller_shard, [this, handle, header, b = std::vector<std::byte>(body.begin(), body.end()),
@@ -1601,6 +1608,13 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   auto timestamp_type = configs.find("message.timestamp.type");
   const bool log_append_time = timestamp_type != configs.end() && timestamp_type->second == "LogAppendTime";
   const std::optional<model::compression> stored_codec = stored_compression(configs);
+  if (request.producer) {
+    if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
+    if (request.producer->producer_epoch.value() < 0) {
+      return done(error{errc::invalid_request, "producer_epoch " + std::to_string(request.producer->producer_epoch.value()) +
+                                                   " is negative"});
+    }
+  }
   auto op = std::make_shared<produce_operation>();
   op->results.resize(request.records.size());
   op->done = std::move(done);
@@ -1609,6 +1623,13 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   for (size_t i = 0; i < request.records.size(); ++i) {
     const auto& r = request.records[i];
     int32_t p = 0;
+    if (request.producer && (!r.partition || !r.sequence || r.sequence->value() < 0)) {
+      // The same request must make the same batches when resent: no partition is chosen here.
+      op->results[i].failure = error{errc::invalid_request, "records[" + std::to_string(i) +
+                                                                "]: an idempotent produce names every record's "
+                                                                "partition and its sequence (>= 0) in that partition"};
+      continue;
+    }
     if (r.partition) {
       p = r.partition->value();
       if (p < 0 || p >= partition_count) {
@@ -1649,6 +1670,11 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
       // records, not batches) and "uncompressed".
       codec::batch_options options;
       options.compression = stored_codec.value_or(model::compression::none);
+      if (request.producer) {
+        options.producer = request.producer->producer_id;
+        options.producer_epoch_value = request.producer->producer_epoch;
+        options.base_sequence = *request.records[chunk_indices.front()].sequence;
+      }
       auto encoded = codec::encode_batch(options, chunk);
       std::vector<model::timestamp_ms> stamps;
       for (const auto& rec : chunk) stamps.push_back(log_append_time ? now : rec.timestamp);
@@ -1677,6 +1703,11 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
       size_t estimate = 32 + (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
       for (const auto& h : rec.headers) estimate += 16 + h.key.size() + (h.value ? h.value->size() : 0);
       if (!chunk.empty() && chunk_estimate + estimate > limit) emit();
+      // An idempotent batch holds consecutive sequences (KIP-98): a jump starts a new batch.
+      if (request.producer && !chunk.empty() &&
+          request.records[chunk_indices.back()].sequence->value() + 1 != in.sequence->value()) {
+        emit();
+      }
       chunk.push_back(std::move(rec));
       chunk_indices.push_back(idx);
       chunk_estimate += estimate;

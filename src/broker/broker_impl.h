@@ -43,6 +43,11 @@ inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
 inline constexpr int16_t kafka_code_not_controller = 41;
 inline constexpr int16_t kafka_code_stale_broker_epoch = 77;
 inline constexpr int16_t kafka_code_request_timed_out = 7;
+/// Producer ids the controller hands a broker at once (Kafka's ProducerIdManager block size):
+/// one metadata entry per 1000 idempotent producers started on a broker.
+inline constexpr int64_t producer_id_block_size = 1000;
+/// init_producer_id calls that may wait for a block at once; more are refused (retry).
+inline constexpr size_t producer_id_waiters_max = 10'000;
 /// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
 /// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
 inline constexpr size_t recent_reads_max = 8;
@@ -225,6 +230,8 @@ class broker_impl final : public broker, public group_host, public controller::q
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
   void produce_batches(produce_batches_request request,
                        std::function<void(result<produce_batches_response>)> done) override;
+  void init_producer_id(std::function<void(result<producer_identity>)> done) override;
+  [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override;
   void begin_shutdown() override;
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
@@ -451,6 +458,20 @@ class broker_impl final : public broker, public group_host, public controller::q
   void wake_replica_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   protocol::fetch_response_data::partition_data read_for_replica(partition_runtime& rt, model::offset fetch_offset,
                                                                  int32_t max_bytes);
+  // producer ids (producer_ids.cc): a block from the controller, handed out one id at a time
+  void request_producer_id_block();
+  void handle_allocate_producer_ids(const protocol::request_header_data& header, std::vector<std::byte> body,
+                                    rpc::respond_fn respond);
+  void allocate_producer_ids(const protocol::allocate_producer_ids_request_data& request,
+                             std::function<void(protocol::allocate_producer_ids_response_data)> done);
+  mutable std::mutex producer_ids_mutex_;
+  int64_t producer_ids_next_ = 0;   // [next, end): ids of this broker's block not handed out yet
+  int64_t producer_ids_end_ = 0;
+  bool producer_ids_requesting_ = false;
+  std::deque<std::function<void(result<producer_identity>)>> producer_id_waiters_;
+  /// Controller shard: the end of the last block proposed (may be ahead of the image's
+  /// next_producer_id while its record commits).
+  int64_t producer_ids_reserved_ = 0;
   // the controller's side of an ISR change
   void handle_alter_partition(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);

@@ -51,6 +51,9 @@ std::string_view to_string(errc e) {
     case errc::election_not_needed: return "election_not_needed";
     case errc::preferred_leader_not_available: return "preferred_leader_not_available";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
+    case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
+    case errc::invalid_producer_epoch: return "invalid_producer_epoch";
+    case errc::unknown_producer_id: return "unknown_producer_id";
   }
   return "unknown_server_error";
 }
@@ -105,6 +108,9 @@ int kafka_error_code(errc e) {
     case errc::not_coordinator: return 16;
     case errc::election_not_needed: return 84;
     case errc::preferred_leader_not_available: return 80;
+    case errc::out_of_order_sequence_number: return 45;
+    case errc::invalid_producer_epoch: return 47;
+    case errc::unknown_producer_id: return 59;
   }
   return -1;
 }
@@ -112,7 +118,7 @@ int kafka_error_code(errc e) {
 errc errc_of_kafka_code(int code) {
   // The inverse of kafka_error_code over every code it maps to one broker code.
   if (code < 0) return errc::unknown_server_error;
-  for (int e = 0; e <= static_cast<int>(errc::preferred_leader_not_available); ++e) {
+  for (int e = 0; e <= static_cast<int>(errc::unknown_producer_id); ++e) {
     const auto candidate = static_cast<errc>(e);
     if (candidate != errc::unknown_server_error && kafka_error_code(candidate) == code) return candidate;
   }

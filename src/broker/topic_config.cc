@@ -162,6 +162,7 @@ result<storage::log_config> make_log_config(const broker_config& c, const std::m
   out.min_compaction_lag_ms = number("min.compaction.lag.ms");
   out.max_compaction_lag_ms = number("max.compaction.lag.ms");
   out.delete_retention_ms = number("delete.retention.ms");
+  out.producer_id_expiration_ms = c.producer_id_expiration_ms;
   auto valid = out.validate();
   if (!valid.ok()) return error{errc::invalid_config, valid.error().message};
   return out;

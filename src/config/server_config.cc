@@ -346,6 +346,9 @@ const std::vector<key_spec>& key_table() {
               "a broker without a heartbeat this long is fenced and its leaderships move, ms"),
       int_key("replica.lag.time.max.ms", &server_config::replica_lag_time_max_ms, 100, 3600000,
               "a follower not caught up with its leader this long leaves the ISR, ms"),
+      int_key("producer.id.expiration.ms", &server_config::producer_id_expiration_ms, 1, 365LL * 24 * 3600 * 1000,
+              "an idempotent producer with no batch in a partition for this long is forgotten there, ms "
+              "(its late retries are then new batches; Kafka's default, one day)"),
       int_key("replica.fetch.wait.max.ms", &server_config::replica_fetch_wait_max_ms, 0, 60000,
               "longest wait of a follower's fetch at its leader when there is nothing new, ms"),
       int_key("replica.fetch.max.bytes", &server_config::replica_fetch_max_bytes, 1024, 1 << 30,

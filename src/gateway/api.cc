@@ -140,6 +140,7 @@ const std::vector<route>& route_table() {
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas/{broker_id}", v3_get_replica},
       {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records", v3_produce},
       {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records:batch", v3_produce_batch},
+      {"POST", "/v3/clusters/{cluster_id}/producers", v3_create_producer},
       {"GET", "/topics", v2_list_topics},
       {"GET", "/topics/{topic}", v2_get_topic},
       {"POST", "/topics/{topic}", v2_produce_topic},

@@ -4,6 +4,7 @@
 // handler's declaration for the route table in api.cc. No Beast here (see http_types.h).
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <functional>
 #include <limits>
@@ -227,6 +228,36 @@ struct api::call : std::enable_shared_from_this<api::call> {
     return std::nullopt;
   }
 
+  /// The idempotent producer of a produce request: query parameters producer_id (>= 0) and
+  /// producer_epoch ([0, 32767]), both or neither. nullopt after failing the call; an empty inner
+  /// optional when neither is given.
+  std::optional<std::optional<broker::producer_identity>> query_producer() {
+    auto id = query.find("producer_id");
+    auto epoch = query.find("producer_epoch");
+    if (id == query.end() && epoch == query.end()) return std::optional<broker::producer_identity>{};
+    if (id == query.end() || epoch == query.end()) {
+      fail(422, ec::unprocessable, "query parameters producer_id and producer_epoch go together: name both or neither");
+      return std::nullopt;
+    }
+    auto number = [](const std::string& text, int64_t max) -> std::optional<int64_t> {
+      int64_t v = 0;
+      auto [p, err] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (err != std::errc{} || p != text.data() + text.size() || v < 0 || v > max) return std::nullopt;
+      return v;
+    };
+    auto pid = number(id->second, std::numeric_limits<int64_t>::max());
+    auto pepoch = number(epoch->second, std::numeric_limits<int16_t>::max());
+    if (!pid || !pepoch) {
+      fail(422, ec::unprocessable, "query parameter " + std::string(!pid ? "producer_id" : "producer_epoch") +
+                                       " must be an integer in [0, " +
+                                       (!pid ? std::string("9223372036854775807") : std::string("32767")) + "], got \"" +
+                                       (!pid ? id->second : epoch->second) + "\"");
+      return std::nullopt;
+    }
+    return std::optional<broker::producer_identity>{
+        broker::producer_identity{model::producer_id{*pid}, model::producer_epoch{static_cast<int16_t>(*pepoch)}}};
+  }
+
   bool topic_exists(const std::string& topic) { return broker().topic_exists(topic); }
 
   void fail_broker(const broker::error& e, error_scope scope, const std::string& topic) {
@@ -373,6 +404,7 @@ void v3_list_topics(const call_ptr& c);
 void v3_patch_topic(const call_ptr& c);
 void v3_produce(const call_ptr& c);
 void v3_produce_batch(const call_ptr& c);
+void v3_create_producer(const call_ptr& c);
 void v3_reset_config(const call_ptr& c);
 void v3_reset_group_offsets(const call_ptr& c);
 void v3_set_config(const call_ptr& c);

@@ -57,7 +57,8 @@ struct v3_stream : std::enable_shared_from_this<v3_stream> {
 /// Sends `items` (parsed records, or refusals) in batches of at most stream_batch_records_max;
 /// the report of items[i] goes to stream->reports[first + i], written in order as they complete.
 void produce_v3_items(const call_ptr& c, const std::shared_ptr<v3_stream>& stream, const std::string& topic,
-                      const std::string& cluster, broker::acks_mode acks, std::vector<v3_item>& items, size_t first) {
+                      const std::string& cluster, broker::acks_mode acks, std::vector<v3_item>& items, size_t first,
+                      std::optional<broker::producer_identity> producer = std::nullopt) {
   struct batch {
     std::vector<size_t> indexes;
     std::vector<v3_record> records;
@@ -75,7 +76,7 @@ void produce_v3_items(const call_ptr& c, const std::shared_ptr<v3_stream>& strea
   }
   for (batch& b : batches) {
     if (b.records.empty()) continue;
-    broker::produce_request req{topic, {}, acks, 30000};
+    broker::produce_request req{topic, {}, acks, 30000, producer};
     uint64_t bytes = 0;
     for (const auto& r : b.records) {
       req.records.push_back(r.record);
@@ -243,6 +244,15 @@ void v3_produce(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
   auto acks = c->query_acks();
   if (!acks) return;
+  auto producer = c->query_producer();
+  if (!producer) return;
+  if (c->request.body_stream && *producer) {
+    // A stream's records are batched as they arrive, so a resent stream would not repeat the
+    // same batches: an idempotent produce is one request whose body has a Content-Length.
+    return c->fail(422, error_codes::unprocessable,
+                   "producer_id is not served on a chunked (streamed) produce body: send the records as one request "
+                   "with a Content-Length, so that resending it repeats the same batches");
+  }
   if (c->request.body_stream) {
     auto s = std::make_shared<v3_produce_stream>();
     s->c = c;
@@ -266,7 +276,7 @@ void v3_produce(const call_ptr& c) {
       r.body = error_json(*item.failure);
       return c->respond(std::move(r));
     }
-    broker::produce_request req{topic, {item.record->record}, *acks, 30000};
+    broker::produce_request req{topic, {item.record->record}, *acks, 30000, *producer};
     uint64_t bytes = record_bytes(item.record->record);
     c->broker().produce(std::move(req), [c, topic, cluster, rec = std::move(*item.record), bytes](
                                             broker::result<broker::produce_response> r) mutable {
@@ -288,7 +298,7 @@ void v3_produce(const call_ptr& c) {
   http_response head;
   head.content_type = "application/json";
   c->begin_stream(std::move(head));
-  produce_v3_items(c, stream, topic, cluster, *acks, *items, 0);
+  produce_v3_items(c, stream, topic, cluster, *acks, *items, 0, *producer);
   stream->flush(*c);   // reports of refused records at the front, or all of them
 }
 
@@ -299,6 +309,8 @@ void v3_produce_batch(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
   auto acks = c->query_acks();
   if (!acks) return;
+  auto producer = c->query_producer();
+  if (!producer) return;
   auto entries = parse_v3_batch(c->request.body, c->limits());
   if (!entries.ok()) return c->fail(entries.error());
   struct batch {
@@ -309,7 +321,7 @@ void v3_produce_batch(const call_ptr& c) {
   b->entries = std::move(entries).value();
   std::string topic = c->params["topic_name"];
   std::string cluster = c->params["cluster_id"];
-  broker::produce_request req{topic, {}, *acks, 30000};
+  broker::produce_request req{topic, {}, *acks, 30000, *producer};
   for (size_t i = 0; i < b->entries.size(); ++i) {
     const v3_item& item = b->entries[i].item;
     if (item.failure) continue;
@@ -358,6 +370,27 @@ void v3_produce_batch(const call_ptr& c) {
   if (req.records.empty()) return answer(*c, nullptr);
   c->broker().produce(std::move(req), [c, answer](broker::result<broker::produce_response> r) {
     c->later([r = std::move(r), answer](api::call& call) { answer(call, &r); });
+  });
+}
+
+/// POST /v3/clusters/{c}/producers (ringlog): an idempotent producer session for HTTP clients
+/// that retry over new connections. Answers 201 {"producer_id", "producer_epoch"} (Kafka's
+/// InitProducerId without a transactional.id); the client then sends producer_id and
+/// producer_epoch with each produce and numbers each partition's records 0, 1, 2, ... in
+/// "sequence", so that a resent request is answered with the offsets of the first one.
+void v3_create_producer(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  if (!is_blank(c->request.body) && c->request.body.find_first_not_of(" \t\r\n{}") != std::string::npos) {
+    return c->fail(422, error_codes::unprocessable, "a producer session takes no settings: send an empty body or {}");
+  }
+  c->broker().init_producer_id([c](broker::result<broker::producer_identity> r) {
+    c->later([r = std::move(r)](api::call& call) {
+      if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");
+      call.respond_json(201, {{"kind", "KafkaProducer"},
+                              {"cluster_id", call.params["cluster_id"]},
+                              {"producer_id", r->producer_id.value()},
+                              {"producer_epoch", r->producer_epoch.value()}});
+    });
   });
 }
 

@@ -77,6 +77,12 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
       return {422, ec::invalid_offset_or_partition, e.message};
     case errc::group_max_size_reached:
       return {429, ec::too_many_requests, e.message};
+    case errc::out_of_order_sequence_number:
+      return {409, ec::out_of_order_sequence, e.message};
+    case errc::invalid_producer_epoch:
+      return {409, ec::producer_fenced, e.message};
+    case errc::unknown_producer_id:
+      return {404, ec::producer_not_found, e.message};
   }
   return {500, ec::kafka_error, e.message};
 }

@@ -127,8 +127,8 @@ parsed<std::vector<model::record_header>> v3_headers(std::string_view field, dom
 /// also has an "id", read by the caller.
 parsed<v3_record> v3_record_from(dom::element e, const std::string& field, const produce_limits& limits,
                                  bool batch_entry = false) {
-  auto o = batch_entry ? object_with(field, e, {"id", "partition_id", "headers", "key", "value", "timestamp"})
-                       : object_with(field, e, {"partition_id", "headers", "key", "value", "timestamp"});
+  auto o = batch_entry ? object_with(field, e, {"id", "partition_id", "headers", "key", "value", "timestamp", "sequence"})
+                       : object_with(field, e, {"partition_id", "headers", "key", "value", "timestamp", "sequence"});
   if (!o.ok()) return o.error();
   v3_record out;
   for (auto [name, value] : *o) {
@@ -138,6 +138,12 @@ parsed<v3_record> v3_record_from(dom::element e, const std::string& field, const
       auto p = integer_field(f, value, 0, std::numeric_limits<int32_t>::max());
       if (!p.ok()) return p.error();
       out.record.partition = model::partition_id(static_cast<int32_t>(*p));
+    } else if (name == "sequence") {
+      // ringlog: the record's sequence in its partition for an idempotent produce (KIP-98).
+      if (value.type() == dom::element_type::NULL_VALUE) continue;
+      auto seq = integer_field(f, value, 0, std::numeric_limits<int32_t>::max());
+      if (!seq.ok()) return seq.error();
+      out.record.sequence = model::sequence(static_cast<int32_t>(*seq));
     } else if (name == "headers") {
       auto h = v3_headers(f, value);
       if (!h.ok()) return h.error();

@@ -352,16 +352,17 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     auto bad = [&](const std::string& why) { produce_done(seq, error_json(id, error_codes::unprocessable, why)); };
     if (!m.contains("topic") || !m["topic"].is_string()) return bad("produce needs a string \"topic\"");
     // As the REST API refuses them: a misspelt "valeu" must not store a record without a value.
-    if (auto name = unknown_field(m, {"type", "id", "topic", "format", "acks", "partition", "key", "value", "headers", "records"})) {
+    if (auto name = unknown_field(m, {"type", "id", "topic", "format", "acks", "partition", "key", "value", "headers",
+                                      "records", "sequence", "producer_id", "producer_epoch"})) {
       return bad("unknown field \"" + *name + "\"; a produce message takes type, id, topic, format, acks, " +
-                 "partition, key, value, headers (or records)");
+                 "partition, key, value, headers, sequence (or records), producer_id, producer_epoch");
     }
     const bool as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
     broker::produce_request req;
     req.topic = m["topic"].get<std::string>();
     const bool multi = m.contains("records");
     if (multi) {
-      for (const char* field : {"partition", "key", "value", "headers"}) {
+      for (const char* field : {"partition", "key", "value", "headers", "sequence"}) {
         if (m.contains(field)) {
           return bad(std::string("\"") + field + "\" belongs inside each element of \"records\", not beside it");
         }
@@ -377,9 +378,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       }
       for (size_t i = 0; i < records.size(); ++i) {
         if (!records[i].is_object()) return bad("records[" + std::to_string(i) + "] must be an object");
-        if (auto name = unknown_field(records[i], {"partition", "key", "value", "headers"})) {
+        if (auto name = unknown_field(records[i], {"partition", "key", "value", "headers", "sequence"})) {
           return bad("records[" + std::to_string(i) + "] has an unknown field \"" + *name +
-                     "\"; a record takes partition, key, value and headers");
+                     "\"; a record takes partition, key, value, headers and sequence");
         }
         auto rec = record_of(records[i], as_json);
         if (!rec.ok()) return bad("records[" + std::to_string(i) + "]: " + rec.error());
@@ -397,6 +398,22 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       else if (a == -1 || a == "all") req.acks = broker::acks_mode::all;
       else return bad("acks must be 0, 1, -1 or \"all\"");
     }
+    // Idempotent produce (KIP-98): one message is one broker request, so a message resent after
+    // a lost connection makes the same batches and is answered with the original offsets.
+    if (m.contains("producer_id") || m.contains("producer_epoch")) {
+      const json& pid = m.value("producer_id", json(nullptr));
+      const json& pepoch = m.value("producer_epoch", json(nullptr));
+      if (!pid.is_number_integer() || pid.get<int64_t>() < 0 || !pepoch.is_number_integer() ||
+          pepoch.get<int64_t>() < 0 || pepoch.get<int64_t>() > std::numeric_limits<int16_t>::max()) {
+        return bad("producer_id (an integer >= 0) and producer_epoch (an integer in [0, 32767]) go together");
+      }
+      req.producer = broker::producer_identity{model::producer_id{pid.get<int64_t>()},
+                                               model::producer_epoch{static_cast<int16_t>(pepoch.get<int64_t>())}};
+    } else {
+      for (const auto& rec : req.records) {
+        if (rec.sequence) return bad("sequence is for an idempotent produce: send producer_id and producer_epoch too");
+      }
+    }
     if (produce_in_flight_ + req.records.size() > limits::ws_produce_in_flight_max) return produce_refused(seq, dump(id));
     size_t bytes = 0;
     for (const auto& rec : req.records) bytes += record_bytes(rec);
@@ -413,6 +430,13 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       auto partition = json_partition(m["partition"]);
       if (!partition) return std::string("partition must be ") + json_partition_range;
       rec.partition = model::partition_id(*partition);
+    }
+    if (m.contains("sequence") && !m["sequence"].is_null()) {
+      const json& s = m["sequence"];
+      if (!s.is_number_integer() || s.get<int64_t>() < 0 || s.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+        return std::string("sequence must be an integer in [0, 2147483647]");
+      }
+      rec.sequence = model::sequence{static_cast<int32_t>(s.get<int64_t>())};
     }
     for (const char* field : {"key", "value"}) {
       if (!m.contains(field)) continue;

@@ -20,7 +20,7 @@ using namespace detail;
 // lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
 // Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
 // UNSUPPORTED_VERSION, per partition. Sorted by api key.
-constexpr std::array<handled_api, 25> apis = {{
+constexpr std::array<handled_api, 26> apis = {{
     {protocol::produce_request_data::api_key, 0, 11},
     {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
@@ -38,6 +38,7 @@ constexpr std::array<handled_api, 25> apis = {{
     {protocol::api_versions_request_data::api_key, 0, 4},
     {protocol::create_topics_request_data::api_key, 2, 7},
     {protocol::delete_topics_request_data::api_key, 1, 6},
+    {protocol::init_producer_id_request_data::api_key, 0, 5},
     {protocol::offset_for_leader_epoch_request_data::api_key, 2, 4},
     {protocol::describe_configs_request_data::api_key, 1, 4},
     {protocol::alter_configs_request_data::api_key, 0, 2},
@@ -184,6 +185,8 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
       return route<protocol::offset_delete_request_data>(body, ctx, handle_offset_delete);
     case protocol::describe_cluster_request_data::api_key:
       return route<protocol::describe_cluster_request_data>(body, ctx, handle_describe_cluster);
+    case protocol::init_producer_id_request_data::api_key:
+      return route<protocol::init_producer_id_request_data>(body, ctx, handle_init_producer_id);
     default:
       break;
   }

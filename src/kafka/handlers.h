@@ -31,6 +31,7 @@ inline constexpr int16_t invalid_partitions = 37;
 inline constexpr int16_t invalid_replica_assignment = 39;
 inline constexpr int16_t invalid_config = 40;
 inline constexpr int16_t invalid_request = 42;
+inline constexpr int16_t transactional_id_authorization_failed = 53;
 inline constexpr int16_t fetch_session_id_not_found = 70;
 inline constexpr int16_t fenced_leader_epoch = 74;
 inline constexpr int16_t unknown_leader_epoch = 75;
@@ -110,6 +111,8 @@ void handle_sync_group(const request_context& ctx, protocol::sync_group_request_
 void handle_heartbeat(const request_context& ctx, protocol::heartbeat_request_data request);
 void handle_leave_group(const request_context& ctx, protocol::leave_group_request_data request);
 void handle_offset_delete(const request_context& ctx, protocol::offset_delete_request_data request);
+// ---- producers.cc
+void handle_init_producer_id(const request_context& ctx, protocol::init_producer_id_request_data request);
 // ---- data.cc
 void handle_produce(const request_context& ctx, protocol::produce_request_data request);
 void handle_fetch(const request_context& ctx, protocol::fetch_request_data request);

@@ -11,6 +11,10 @@ std::string_view to_string(errc e) {
     case errc::kafka_storage_error: return "kafka_storage_error";
     case errc::invalid_config: return "invalid_config";
     case errc::too_many_segments: return "too_many_segments";
+    case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
+    case errc::invalid_producer_epoch: return "invalid_producer_epoch";
+    case errc::too_many_producers: return "too_many_producers";
+    case errc::corrupt_snapshot: return "corrupt_snapshot";
   }
   return "unknown";
 }

@@ -28,6 +28,7 @@ result<void> log_config::validate() const {
   RINGLOG_TRY(check_range("min.compaction.lag.ms", min_compaction_lag_ms, 0, max_i64));
   RINGLOG_TRY(check_range("max.compaction.lag.ms", max_compaction_lag_ms, 1, max_i64));
   RINGLOG_TRY(check_range("delete.retention.ms", delete_retention_ms, 0, max_i64));
+  RINGLOG_TRY(check_range("producer.id.expiration.ms", producer_id_expiration_ms, 1, max_i64));
   if (!(min_cleanable_dirty_ratio >= 0.0 && min_cleanable_dirty_ratio <= 1.0)) {
     return error{errc::invalid_config,
                  "min.cleanable.dirty.ratio=" + std::to_string(min_cleanable_dirty_ratio) + " is out of range [0, 1]"};

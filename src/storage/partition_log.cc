@@ -34,15 +34,20 @@ checkpoint_entries epoch_entries(const std::map<int32_t, model::offset>& epochs)
   return entries;
 }
 
-/// "00000000000000000042.log" -> 42; nullopt for any other name.
-std::optional<model::offset> parse_segment_name(const std::string& name) {
+constexpr const char* snapshot_suffix = ".snapshot";
+
+/// "00000000000000000042<suffix>" -> 42; nullopt for any other name.
+std::optional<model::offset> parse_offset_name(const std::string& name, std::string_view suffix) {
   constexpr size_t digits = 20;
-  if (name.size() != digits + 4 || name.compare(digits, 4, ".log") != 0) return std::nullopt;
+  if (name.size() != digits + suffix.size() || name.compare(digits, suffix.size(), suffix) != 0) return std::nullopt;
   int64_t value = 0;
   auto [p, ec] = std::from_chars(name.data(), name.data() + digits, value);
   if (ec != std::errc{} || p != name.data() + digits || value < 0) return std::nullopt;
   return model::offset{value};
 }
+
+/// "00000000000000000042.log" -> 42; nullopt for any other name.
+std::optional<model::offset> parse_segment_name(const std::string& name) { return parse_offset_name(name, ".log"); }
 
 int64_t checkpoint_value(const checkpoint_entries& entries, int64_t fallback) {
   return entries.empty() ? fallback : entries.front().second;
@@ -149,6 +154,7 @@ result<void> partition_log::load() {
     if (model::offset{start} < log_end_offset_ || epochs_.empty()) epochs_[e] = model::offset{start};
   }
 
+  RINGLOG_TRY(rebuild_producer_state());
   // Drop the marker durably before anything new is written: a crash from here on is unclean.
   if (recovery_.clean_shutdown) {
     auto removed = fs_.remove(marker);
@@ -174,7 +180,15 @@ result<append_result> partition_log::append(model::bytes batch, model::leader_ep
   }
   auto header = codec::validate_batch(batch);
   if (!header.ok()) return error{errc::corrupt_message, header.error().message};
+  // KIP-98: a retry of a stored batch is answered from the producer state, never written twice.
+  auto known = producers_.check(header.value());
+  if (!known.ok()) return known.error();
   const int64_t now = clock_.now_ms();
+  if (known.value()) {
+    const producer_batch& original = *known.value();
+    append_result dup{original.base_offset, original.last_offset, now, 0, true};
+    return dup;
+  }
   RINGLOG_TRY(roll_if_needed(batch.size(), log_end_offset_, header->last_offset_delta, now));
   codec::set_base_offset(batch, log_end_offset_);
   codec::set_partition_leader_epoch(batch, epoch);
@@ -250,6 +264,7 @@ result<append_result> partition_log::write_batch(std::span<const std::byte> batc
   }
   append_result out{header.base_offset, header.last_offset(), now_ms, batch.size()};
   log_end_offset_ = header.last_offset() + 1;
+  producers_.update(header, now_ms);
   RINGLOG_ASSERT(active().next_offset() == log_end_offset_, "active segment end must be the log end offset");
   return out;
 }
@@ -281,6 +296,9 @@ result<void> partition_log::roll_at(model::offset base) {
   auto seg = segment::create(fs_, directory_, base, config_.direct_io);
   if (!seg.ok()) return seg.error();
   segments_.emplace(base, std::move(seg.value()));
+  // Kafka's snapshot at each roll: the state of every batch below the new segment survives the
+  // deletion of the older segments by retention, and recovery replays only the active segment.
+  RINGLOG_TRY(write_producer_snapshot(base));
   auto dir = fs_.sync_directory(directory_);
   if (!dir.ok()) return storage_error(dir.error());
   return base::ok_v;
@@ -439,6 +457,8 @@ result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
   high_watermark_ = std::min(high_watermark_, log_end_offset_);
   recovery_point_ = std::min(recovery_point_, log_end_offset_);
   while (!epochs_.empty() && epochs_.rbegin()->second >= log_end_offset_) epochs_.erase(std::prev(epochs_.end()));
+  // The producer state may hold batches that are gone: rebuild it below the new end.
+  RINGLOG_TRY(rebuild_producer_state());
   return checkpoint();
 }
 
@@ -461,6 +481,8 @@ result<void> partition_log::truncate_fully_and_start_at(model::offset new_start_
   recovery_point_ = new_start_offset;
   high_watermark_ = new_start_offset;
   epochs_.clear();
+  producers_.clear();
+  RINGLOG_TRY(remove_producer_snapshots([](model::offset) { return true; }));
   return checkpoint();
 }
 
@@ -469,7 +491,10 @@ result<void> partition_log::delete_segment_front() {
   RINGLOG_TRY(segments_.begin()->second->remove_files());
   segments_.erase(segments_.begin());
   log_start_offset_ = std::max(log_start_offset_, segments_.begin()->first);
-  return base::ok_v;
+  // Snapshots below the new first segment go with the segments (the one at its base, written
+  // when it was rolled to, holds every producer the deleted ones knew).
+  const model::offset first = segments_.begin()->first;
+  return remove_producer_snapshots([first](model::offset o) { return o < first; });
 }
 
 result<void> partition_log::advance_log_start_offset(model::offset new_log_start_offset) {
@@ -494,6 +519,7 @@ result<void> partition_log::advance_log_start_offset(model::offset new_log_start
 result<size_t> partition_log::apply_retention() {
   RINGLOG_TRY(check_usable());
   const int64_t now = clock_.now_ms();
+  producers_.remove_expired(now, config_.producer_id_expiration_ms);
   auto expired = [&](const segment& s) {
     return config_.retention_ms >= 0 && !s.empty() && now - s.retention_timestamp() > config_.retention_ms;
   };
@@ -557,6 +583,7 @@ result<void> partition_log::close() {
     if (!synced.ok()) return synced.error();
   }
   recovery_point_ = log_end_offset_;
+  RINGLOG_TRY(write_producer_snapshot(log_end_offset_));
   RINGLOG_TRY(checkpoint());
   auto marker = io::write_file_atomic(fs_, directory_ + "/" + clean_shutdown_file, {});
   if (!marker.ok()) return storage_error(marker.error());
@@ -591,6 +618,75 @@ std::vector<segment_info> partition_log::segments() const {
     out.push_back({seg->base_offset(), seg->next_offset(), seg->size_bytes(), seg->max_timestamp()});
   }
   return out;
+}
+
+// ---------------------------------------------------------------- producer state (KIP-98)
+
+std::vector<model::offset> partition_log::producer_snapshots() const {
+  std::vector<model::offset> out;
+  auto names = fs_.list_directory(directory_);
+  if (!names.ok()) return out;
+  for (const auto& name : names.value()) {
+    if (auto o = parse_offset_name(name, snapshot_suffix)) out.push_back(*o);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+result<void> partition_log::write_producer_snapshot(model::offset offset) {
+  const model::bytes bytes = producers_.encode_snapshot(offset);
+  const std::string path = directory_ + "/" + segment_file_stem(offset) + snapshot_suffix;
+  auto written = io::write_file_atomic(fs_, path, bytes);
+  if (!written.ok()) return storage_error(written.error());
+  return base::ok_v;
+}
+
+result<void> partition_log::remove_producer_snapshots(const std::function<bool(model::offset)>& drop) {
+  for (model::offset o : producer_snapshots()) {
+    if (!drop(o)) continue;
+    auto removed = fs_.remove(directory_ + "/" + segment_file_stem(o) + snapshot_suffix);
+    if (!removed.ok()) return storage_error(removed.error());
+  }
+  return base::ok_v;
+}
+
+result<void> partition_log::rebuild_producer_state() {
+  producers_.clear();
+  const model::offset end = log_end_offset_;
+  RINGLOG_TRY(remove_producer_snapshots([end](model::offset o) { return o > end; }));
+  // The newest snapshot that reads back whole; a bad one is removed (Kafka does the same) and
+  // the next older one tried, down to an empty state replayed from the first segment.
+  model::offset from = segments_.begin()->first;
+  std::vector<model::offset> snapshots = producer_snapshots();
+  for (auto it = snapshots.rbegin(); it != snapshots.rend(); ++it) {
+    const std::string path = directory_ + "/" + segment_file_stem(*it) + snapshot_suffix;
+    auto bytes = io::read_whole_file(fs_, path);
+    if (!bytes.ok()) return storage_error(bytes.error());
+    auto decoded = producer_state::decode_snapshot(bytes.value());
+    if (decoded.ok() && decoded->first == *it) {
+      producers_ = std::move(decoded->second);
+      from = std::max(from, *it);
+      break;
+    }
+    auto removed = fs_.remove(path);
+    if (!removed.ok()) return storage_error(removed.error());
+  }
+  // Replay every batch from `from` to the log end (headers only).
+  const int64_t now = clock_.now_ms();
+  auto seg = segments_.upper_bound(from);
+  if (seg != segments_.begin()) --seg;   // the segment holding `from`
+  for (; seg != segments_.end(); ++seg) {
+    auto located = seg->second->find_batch(from);
+    if (!located.ok()) return located.error();
+    std::optional<located_batch> batch = located.value();
+    while (batch) {
+      if (batch->header.base_offset >= from) producers_.update(batch->header, now);
+      auto next = seg->second->header_at(model::file_position{batch->position.value() + batch->header.size_bytes()});
+      if (!next.ok()) return next.error();
+      batch = next.value();
+    }
+  }
+  return base::ok_v;
 }
 
 }  // namespace ringlog::storage

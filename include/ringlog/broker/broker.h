@@ -66,6 +66,7 @@ struct broker_config {
   int64_t broker_session_timeout_ms = 3000;                 // broker.session.timeout.ms
   std::string broker_rack;                                  // broker.rack ("" = none)
   int64_t replica_lag_time_max_ms = 30000;                  // replica.lag.time.max.ms: a follower not caught up this long leaves the ISR
+  int64_t producer_id_expiration_ms = 86'400'000;           // producer.id.expiration.ms: idle idempotent producers are forgotten (KIP-98)
   int64_t replica_fetch_wait_max_ms = 500;                  // replica.fetch.wait.max.ms: a follower's long-poll at its leader
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
@@ -149,6 +150,12 @@ struct create_topic_request {
   bool validate_only = false;
 };
 
+/// An idempotent producer's identity (KIP-98): InitProducerId's answer.
+struct producer_identity {
+  model::producer_id producer_id{model::no_producer_id};
+  model::producer_epoch producer_epoch{model::no_producer_epoch};
+};
+
 /// One record to produce. `partition` unset: keyed records by murmur2, keyless spread.
 struct produce_record {
   std::optional<model::partition_id> partition;
@@ -156,6 +163,8 @@ struct produce_record {
   std::optional<model::bytes> value;
   std::vector<model::record_header> headers;
   std::optional<model::timestamp_ms> timestamp;  // unset: broker time
+  /// With produce_request::producer: this record's sequence in its partition (KIP-98), >= 0.
+  std::optional<model::sequence> sequence{};
 };
 
 enum class acks_mode : int8_t { none = 0, leader = 1, all = -1 };
@@ -165,6 +174,12 @@ struct produce_request {
   std::vector<produce_record> records;
   acks_mode acks = acks_mode::all;
   int64_t timeout_ms = 30000;
+  /// Idempotent produce (the HTTP producer sessions): every record then names its partition and
+  /// its sequence in that partition (produce_record::sequence), and each partition's records are
+  /// cut into batches at the same places for the same request (by sequence runs and
+  /// max.message.bytes), so a resent request repeats the same batches and is answered with the
+  /// original offsets instead of being stored again.
+  std::optional<producer_identity> producer{};
 };
 
 /// Per record, in request order. With acks=none the offset is -1 (unknown).
@@ -354,6 +369,15 @@ class broker {
   /// not_enough_replicas, kafka_storage_error, throttling_quota_exceeded.
   virtual void produce_batches(produce_batches_request request,
                                std::function<void(result<produce_batches_response>)> done) = 0;
+
+  /// Kafka InitProducerId without a transactional.id (KIP-98): a new producer id, never handed
+  /// out before in this cluster, with epoch 0. Ids come in blocks from the active controller
+  /// (AllocateProducerIds, committed as ProducerIdsRecord). Errors: not_controller (no active
+  /// controller now: retry), broker_not_available, throttling_quota_exceeded.
+  virtual void init_producer_id(std::function<void(result<producer_identity>)> done) = 0;
+  /// Whether `id` was handed out by this cluster (below the metadata image's next producer id):
+  /// the HTTP producer sessions accept no other. Errors: unknown_producer_id naming the id.
+  [[nodiscard]] virtual result<void> check_producer_id(model::producer_id id) const = 0;
 
   /// First step of a graceful stop: new calls are refused (broker_not_available) and parked
   /// long-poll fetches are answered now with what they have, so front ends can drain quickly.

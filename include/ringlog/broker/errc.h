@@ -58,6 +58,11 @@ enum class errc {
   not_coordinator,             // a group call reached a broker that does not coordinate the group (HTTP 503)
   election_not_needed,         // preferred leader election: the preferred replica leads already (Kafka's 84)
   preferred_leader_not_available,  // preferred leader election: it is fenced, stopping or not in the ISR (Kafka's 80)
+  // idempotent producers (KIP-98)
+  out_of_order_sequence_number,  // a batch's sequence does not continue its producer's last one (HTTP 409)
+  invalid_producer_epoch,        // a batch or session of an older producer epoch: fenced (HTTP 409)
+  unknown_producer_id,           // a producer id this cluster never handed out (HTTP 404)
+  // unknown_producer_id is the last code: errc_of_kafka_code walks every code up to it.
 };
 
 /// Kafka's name of the code, e.g. "unknown_topic_or_partition".

@@ -110,6 +110,7 @@ struct server_config {
   int64_t broker_session_timeout_ms = 3000;                  // broker.session.timeout.ms
   std::string broker_rack;                                   // broker.rack: empty = no rack
   int64_t replica_lag_time_max_ms = 30000;                  // replica.lag.time.max.ms: a follower not caught up this long leaves the ISR
+  int64_t producer_id_expiration_ms = 86'400'000;           // producer.id.expiration.ms: idle idempotent producers are forgotten
   int64_t replica_fetch_wait_max_ms = 500;                  // replica.fetch.wait.max.ms: a follower's long-poll at its leader
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch

@@ -14,6 +14,11 @@ enum class errc {
   kafka_storage_error,     // disk failure: the log directory must not be served any more
   invalid_config,          // a log config value out of range (message names the key)
   too_many_segments,       // segments_per_partition_max reached
+  // idempotent producers (KIP-98; producer_state.h)
+  out_of_order_sequence_number,  // a batch's sequence does not continue its producer's
+  invalid_producer_epoch,        // a batch of an older producer epoch than the partition knows (a zombie)
+  too_many_producers,            // producers_per_partition_max producers known: a new one is refused
+  corrupt_snapshot,              // a producer snapshot file failed its checks (recovery rebuilds instead)
 };
 
 std::string_view to_string(errc);

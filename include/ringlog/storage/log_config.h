@@ -24,6 +24,9 @@ struct log_config {
   int64_t min_compaction_lag_ms = 0;               // min.compaction.lag.ms: newer records are not cleaned
   int64_t max_compaction_lag_ms = std::numeric_limits<int64_t>::max();  // max.compaction.lag.ms, >= 1
   int64_t delete_retention_ms = 24LL * 3600 * 1000;  // delete.retention.ms: how long tombstones stay readable
+  /// producer.id.expiration.ms (broker-wide, Kafka's default one day): an idempotent producer
+  /// whose last batch is older than this is forgotten (its retries are then new batches). >= 1.
+  int64_t producer_id_expiration_ms = 86'400'000;
 
   /// cleanup.policy holds compact (compact, compact,delete): the cleaner keeps the latest value per key.
   [[nodiscard]] bool compacted() const { return cleanup_policy.find("compact") != std::string::npos; }

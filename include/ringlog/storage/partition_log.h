@@ -7,6 +7,8 @@
 //   log-start-offset-checkpoint       first readable offset
 //   leader-epoch-checkpoint           leader epoch -> first offset of that epoch (KIP-101)
 //   clean-shutdown                    present only between a clean close and the next open
+//   <offset, 20 digits>.snapshot       idempotent producer state below that offset
+//                                      (producer_state.h), written at each roll and at close
 // Checkpoints use Kafka's text layout ("version\ncount\nentries...") and are written with
 // io::write_file_atomic (temp, datasync, rename, directory sync).
 //
@@ -29,6 +31,7 @@
 #include "ringlog/model/types.h"
 #include "ringlog/storage/errc.h"
 #include "ringlog/storage/log_config.h"
+#include "ringlog/storage/producer_state.h"
 
 namespace ringlog::storage {
 
@@ -39,6 +42,9 @@ struct append_result {
   model::offset last_offset{0};   // offset given to the last record (inclusive)
   model::timestamp_ms log_append_time = model::no_timestamp;  // broker clock at append
   size_t size_bytes = 0;
+  /// The batch repeats one its idempotent producer stored already (producer_state.h): nothing
+  /// was written, the offsets are the original batch's.
+  bool duplicate = false;
 };
 
 /// Whole batches, concatenated, as stored. The first batch may start below the requested offset
@@ -84,8 +90,11 @@ class partition_log {
   /// Validates a client batch (codec::validate_batch, max.message.bytes), assigns offsets from
   /// log_end_offset, stamps `epoch` and writes it to the active segment (rolling first when it
   /// would pass segment.bytes or segment.ms). The batch is in the page cache, not durable, until
-  /// a flush covers it. Errors: corrupt_message, message_too_large, kafka_storage_error,
-  /// too_many_segments.
+  /// a flush covers it. A batch of an idempotent producer (producer id >= 0) is first checked
+  /// against the producer state (producer_state::check): a retry of one of its last 5 batches is
+  /// answered with the original offsets and `duplicate` set, and not written again.
+  /// Errors: corrupt_message, message_too_large, kafka_storage_error, too_many_segments,
+  /// out_of_order_sequence_number, invalid_producer_epoch, too_many_producers.
   result<append_result> append(model::bytes batch, model::leader_epoch epoch);
 
   /// Appends batches read from the partition's leader as they are: their offsets, leader epochs
@@ -132,6 +141,14 @@ class partition_log {
   result<void> truncate_fully_and_start_at(model::offset new_start_offset);
   /// Raises the log start offset (DeleteRecords / retention); deletes segments entirely below it.
   result<void> advance_log_start_offset(model::offset new_log_start_offset);
+  /// Idempotent producer state (producer_state.h), rebuilt on open from the newest valid snapshot
+  /// at or below log_end_offset plus the batches after it, kept in step by every append and
+  /// truncation. Producers stay known when retention deletes the segments that held their
+  /// batches, until producer.id.expiration.ms passes (apply_retention forgets them).
+  [[nodiscard]] const producer_state& producers() const { return producers_; }
+  /// Offsets of the snapshot files present, ascending.
+  [[nodiscard]] std::vector<model::offset> producer_snapshots() const;
+
   /// Deletes whole closed segments past retention.ms or beyond retention.bytes, first rolling an
   /// active segment that is itself past retention.ms (or older than segment.ms). Returns the
   /// number of segments deleted. A segment's age is measured from its largest record timestamp,
@@ -189,6 +206,13 @@ class partition_log {
   /// Writes one validated batch (offsets and epoch already set) to the active segment.
   result<append_result> write_batch(std::span<const std::byte> batch, const codec::batch_header& header, int64_t now_ms);
   result<void> delete_segment_front();
+  /// Loads the newest valid snapshot at or below log_end_offset (deleting those above it and
+  /// those that fail their checks) and replays the batches after it.
+  result<void> rebuild_producer_state();
+  /// Writes `<offset>.snapshot` of the current producer state (covering batches below `offset`).
+  result<void> write_producer_snapshot(model::offset offset);
+  /// Removes snapshot files for which `drop(offset)` holds.
+  result<void> remove_producer_snapshots(const std::function<bool(model::offset)>& drop);
   result<void> note_epoch(model::leader_epoch epoch, model::offset start);
   void start_async_sync(io::disk_executor& executor);
   segment& active() { return *segments_.rbegin()->second; }
@@ -204,6 +228,7 @@ class partition_log {
   model::offset recovery_point_{0};
   model::offset high_watermark_{0};
   std::map<int32_t, model::offset> epochs_;
+  producer_state producers_;
   /// The text last written to each checkpoint file (recovery point, high watermark, log start
   /// offset, leader epochs), so checkpoint() rewrites only what changed; nullopt: not known.
   std::array<std::optional<std::string>, 4> written_checkpoints_;

@@ -1,0 +1,122 @@
+#pragma once
+// Idempotent producer state of one partition (KIP-98; Kafka's ProducerStateManager and
+// ProducerAppendInfo are the reference): per producer id its epoch and the last
+// producer_batches_retained batches it appended (first/last sequence, base/last offset,
+// timestamp). The leader checks each client batch against it before the append:
+//   - a batch equal to one of the retained ones (same epoch, first and last sequence) is a
+//     duplicate: it is not stored again and is answered with the original offsets (Kafka answers
+//     the retry of a DUPLICATE_SEQUENCE_NUMBER batch with success and the first offsets);
+//   - an epoch below the producer's is invalid_producer_epoch (a zombie, KIP-588);
+//   - a new epoch must start at sequence 0, the same epoch must continue at last sequence + 1
+//     (wrapping after INT32_MAX to 0): otherwise out_of_order_sequence_number;
+//   - a producer id with no state here is accepted at any sequence (Kafka since KIP-360: its
+//     state may have been removed with the segments that held it), unless
+//     producers_per_partition_max producers are known already (too_many_producers).
+// Followers and recovery call update() for every stored batch, without checks, so every replica
+// rebuilds the same state from the log. Producers whose last batch is older than
+// producer.id.expiration.ms are forgotten by remove_expired().
+//
+// Snapshot file `<offset, 20 digits>.snapshot` beside the segments (Kafka's name; our own byte
+// layout, all integers big-endian), holding the state of every batch below `snapshot_offset`:
+//   offset  size  field
+//   0       2     version           int16 = 1
+//   2       4     crc               uint32 CRC-32C of bytes [6, end)
+//   6       8     snapshot_offset   int64: the state covers every batch with offsets below it
+//   14      4     producer_count    int32, [0, producers_per_partition_max]
+//   18      ...   producers, ascending by producer id, each:
+//                   8  producer_id      int64 >= 0
+//                   2  producer_epoch   int16 >= 0
+//                   1  batch_count      int8, [1, producer_batches_retained]
+//                   per batch, oldest first (28 bytes):
+//                     4 first_sequence int32 >= 0, 4 last_sequence int32 >= 0,
+//                     8 base_offset int64 >= 0, 4 last_offset_delta int32 >= 0,
+//                     8 timestamp int64 (ms; the newest batch's is the producer's last
+//                       timestamp, which expiration reads)
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <span>
+
+#include "ringlog/codec/record_batch.h"
+#include "ringlog/model/record.h"
+#include "ringlog/model/types.h"
+#include "ringlog/storage/errc.h"
+
+namespace ringlog::storage {
+
+/// Batches remembered per producer: Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN. Clients
+/// keep at most 5 requests in flight per connection with idempotence on
+/// (max.in.flight.requests.per.connection <= 5), so a retry is always one of the last 5.
+inline constexpr size_t producer_batches_retained = 5;
+/// Producers one partition remembers at most (each costs about 250 bytes in memory and in every
+/// snapshot). Kafka has no bound; 10,000 live producers writing to one partition is far beyond
+/// what a partition serves, and it bounds a snapshot to about 2.5 MB. A new producer past it is
+/// refused with too_many_producers (clients see THROTTLING_QUOTA_EXCEEDED, as with KIP-936).
+inline constexpr size_t producers_per_partition_max = 10'000;
+/// Version written in snapshot files.
+inline constexpr int16_t producer_snapshot_version = 1;
+inline constexpr size_t producer_snapshot_header_bytes = 18;
+inline constexpr size_t producer_snapshot_batch_bytes = 28;
+inline constexpr size_t producer_snapshot_producer_bytes = 11;   // before its batches
+
+/// One retained batch of a producer.
+struct producer_batch {
+  model::sequence first_sequence{0};
+  model::sequence last_sequence{0};
+  model::offset base_offset{0};
+  model::offset last_offset{0};
+  model::timestamp_ms timestamp = model::no_timestamp;   // the batch's max timestamp (or append time)
+  bool operator==(const producer_batch&) const = default;
+};
+
+struct producer_entry {
+  model::producer_epoch epoch{model::no_producer_epoch};
+  std::deque<producer_batch> batches;   // oldest first, 1..producer_batches_retained
+  [[nodiscard]] model::timestamp_ms last_timestamp() const { return batches.back().timestamp; }
+  bool operator==(const producer_entry&) const = default;
+};
+
+/// The sequence of the last record of a batch whose first record has `base_sequence` and whose
+/// records span `last_offset_delta` offsets; wraps from INT32_MAX to 0 (Kafka's
+/// DefaultRecordBatch.incrementSequence).
+model::sequence last_sequence_of(model::sequence base_sequence, int32_t last_offset_delta);
+
+class producer_state {
+ public:
+  /// Checks a client batch of an idempotent producer (producer id >= 0) before the leader
+  /// appends it. Returns the retained batch when `header` repeats it (a duplicate: answer its
+  /// offsets, store nothing), nullopt when the batch is new and in order. Batches without a
+  /// producer id are always nullopt. Errors: invalid_producer_epoch, out_of_order_sequence_number,
+  /// too_many_producers, corrupt_message (producer id without epoch or sequence); each message
+  /// names the producer, the expected and the received values.
+  [[nodiscard]] result<std::optional<producer_batch>> check(const codec::batch_header& header) const;
+
+  /// Records a stored batch (its offsets final): the leader after check(), followers and
+  /// recovery for each batch they store. Batches without a producer id and control batches'
+  /// sequences are ignored. `append_time_ms` stands in for a batch without a max timestamp.
+  void update(const codec::batch_header& header, model::timestamp_ms append_time_ms);
+
+  /// Forgets producers whose last batch timestamp is at least `expiration_ms` before `now_ms`
+  /// (producer.id.expiration.ms; Kafka's removeExpiredProducers). Returns how many went.
+  size_t remove_expired(int64_t now_ms, int64_t expiration_ms);
+
+  void clear() { producers_.clear(); }
+  [[nodiscard]] const std::map<int64_t, producer_entry>& producers() const { return producers_; }
+  [[nodiscard]] const producer_entry* find(model::producer_id id) const;
+
+  /// The snapshot file's bytes (layout above) for state that covers batches below `offset`.
+  [[nodiscard]] model::bytes encode_snapshot(model::offset offset) const;
+  /// Parses a snapshot file. Errors: corrupt_snapshot (cut short, CRC mismatch, unknown
+  /// version, a count or value out of range, bytes after the last producer).
+  static result<std::pair<model::offset, producer_state>> decode_snapshot(std::span<const std::byte> in);
+
+  bool operator==(const producer_state&) const = default;
+
+ private:
+  std::map<int64_t, producer_entry> producers_;
+};
+
+}  // namespace ringlog::storage

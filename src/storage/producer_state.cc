@@ -1,0 +1,219 @@
+#include "ringlog/storage/producer_state.h"
+
+#include <limits>
+#include <string>
+
+#include "ringlog/base/assert.h"
+#include "ringlog/codec/crc32c.h"
+
+namespace ringlog::storage {
+namespace {
+
+template <typename T>
+void put(model::bytes& out, T v) {
+  using U = std::make_unsigned_t<T>;
+  const auto u = static_cast<U>(v);
+  for (size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<std::byte>(u >> (8 * (sizeof(T) - 1 - i))));
+}
+
+/// Reads big-endian integers from a snapshot; `ok` turns false once a read runs past the end.
+struct snapshot_reader {
+  std::span<const std::byte> in;
+  size_t pos = 0;
+  bool ok = true;
+  template <typename T>
+  T get() {
+    if (!ok || in.size() - pos < sizeof(T)) {
+      ok = false;
+      return T{};
+    }
+    using U = std::make_unsigned_t<T>;
+    U u = 0;
+    for (size_t i = 0; i < sizeof(T); ++i) u = static_cast<U>((u << 8) | static_cast<U>(in[pos + i]));
+    pos += sizeof(T);
+    return static_cast<T>(u);
+  }
+};
+
+error bad_snapshot(const std::string& why) { return error{errc::corrupt_snapshot, "producer snapshot: " + why}; }
+
+std::string producer_name(int64_t id, int16_t epoch) {
+  return "producer " + std::to_string(id) + " (epoch " + std::to_string(epoch) + ")";
+}
+
+/// Kafka's ProducerAppendInfo.inSequence: next follows last, wrapping after INT32_MAX.
+bool in_sequence(int32_t last, int32_t next) {
+  return static_cast<int64_t>(next) == static_cast<int64_t>(last) + 1 ||
+         (next == 0 && last == std::numeric_limits<int32_t>::max());
+}
+
+}  // namespace
+
+model::sequence last_sequence_of(model::sequence base_sequence, int32_t last_offset_delta) {
+  RINGLOG_ASSERT_OP(last_offset_delta, >=, 0);
+  const int64_t last = static_cast<int64_t>(base_sequence.value()) + last_offset_delta;
+  const int64_t max = std::numeric_limits<int32_t>::max();
+  return model::sequence{static_cast<int32_t>(last > max ? last - max - 1 : last)};
+}
+
+const producer_entry* producer_state::find(model::producer_id id) const {
+  auto it = producers_.find(id.value());
+  return it == producers_.end() ? nullptr : &it->second;
+}
+
+result<std::optional<producer_batch>> producer_state::check(const codec::batch_header& header) const {
+  const int64_t id = header.producer.value();
+  if (id < 0) return std::optional<producer_batch>{};
+  const int16_t epoch = header.producer_epoch_value.value();
+  const int32_t first = header.base_sequence.value();
+  if (epoch < 0 || first < 0) {
+    return error{errc::corrupt_message, "batch of producer " + std::to_string(id) + " has producer_epoch " +
+                                            std::to_string(epoch) + " and base_sequence " + std::to_string(first) +
+                                            ": an idempotent batch needs both >= 0"};
+  }
+  auto it = producers_.find(id);
+  if (it == producers_.end()) {
+    if (producers_.size() >= producers_per_partition_max) {
+      return error{errc::too_many_producers,
+                   "this partition already remembers " + std::to_string(producers_.size()) +
+                       " idempotent producers (producers_per_partition_max); " + producer_name(id, epoch) +
+                       " is refused until idle ones expire (producer.id.expiration.ms)"};
+    }
+    return std::optional<producer_batch>{};   // KIP-360: unknown producers start at any sequence
+  }
+  const producer_entry& entry = it->second;
+  RINGLOG_ASSERT(!entry.batches.empty(), "a producer is known only through a batch it stored");
+  if (epoch < entry.epoch.value()) {
+    return error{errc::invalid_producer_epoch, producer_name(id, epoch) + " is fenced: the partition knows epoch " +
+                                                   std::to_string(entry.epoch.value()) +
+                                                   " of this producer id (a newer producer took it over)"};
+  }
+  const model::sequence last = last_sequence_of(header.base_sequence, header.last_offset_delta);
+  if (epoch == entry.epoch.value()) {
+    for (const producer_batch& b : entry.batches) {
+      if (b.first_sequence.value() == first && b.last_sequence == last) return std::optional<producer_batch>{b};
+    }
+    const int32_t current = entry.batches.back().last_sequence.value();
+    if (!in_sequence(current, first)) {
+      return error{errc::out_of_order_sequence_number,
+                   producer_name(id, epoch) + " sent base_sequence " + std::to_string(first) +
+                       " but the partition expects " +
+                       std::to_string(current == std::numeric_limits<int32_t>::max() ? 0 : current + 1) +
+                       " (its last stored batch ended at sequence " + std::to_string(current) +
+                       "; a batch before this one was lost or is still in flight)"};
+    }
+  } else if (first != 0) {
+    return error{errc::out_of_order_sequence_number,
+                 producer_name(id, epoch) + " starts a new epoch (the partition knows epoch " +
+                     std::to_string(entry.epoch.value()) + ") at base_sequence " + std::to_string(first) +
+                     ": a new epoch starts at sequence 0"};
+  }
+  return std::optional<producer_batch>{};
+}
+
+void producer_state::update(const codec::batch_header& header, model::timestamp_ms append_time_ms) {
+  const int64_t id = header.producer.value();
+  if (id < 0 || header.producer_epoch_value.value() < 0) return;
+  producer_entry& entry = producers_[id];
+  if (header.producer_epoch_value != entry.epoch) {
+    // A new epoch (or a producer seen first): its sequences start over (Kafka's
+    // ProducerAppendInfo.updateCurrentTxnFirstOffset / maybeUpdateProducerEpoch).
+    entry.epoch = header.producer_epoch_value;
+    entry.batches.clear();
+  }
+  const model::timestamp_ms stamp = header.max_timestamp >= 0 ? header.max_timestamp : append_time_ms;
+  if (header.is_control() || header.base_sequence.value() < 0) {
+    // A control batch carries no sequence; it only refreshes the producer's timestamp.
+    if (!entry.batches.empty()) entry.batches.back().timestamp = stamp;
+    if (entry.batches.empty()) producers_.erase(id);
+    return;
+  }
+  entry.batches.push_back({header.base_sequence, last_sequence_of(header.base_sequence, header.last_offset_delta),
+                           header.base_offset, header.last_offset(), stamp});
+  while (entry.batches.size() > producer_batches_retained) entry.batches.pop_front();
+}
+
+size_t producer_state::remove_expired(int64_t now_ms, int64_t expiration_ms) {
+  return std::erase_if(producers_, [&](const auto& kv) { return now_ms - kv.second.last_timestamp() >= expiration_ms; });
+}
+
+model::bytes producer_state::encode_snapshot(model::offset offset) const {
+  model::bytes out;
+  out.reserve(producer_snapshot_header_bytes + producers_.size() * (producer_snapshot_producer_bytes +
+                                                                    producer_batches_retained * producer_snapshot_batch_bytes));
+  put<int16_t>(out, producer_snapshot_version);
+  put<uint32_t>(out, 0);   // CRC, filled in below
+  put<int64_t>(out, offset.value());
+  put<int32_t>(out, static_cast<int32_t>(producers_.size()));
+  for (const auto& [id, entry] : producers_) {
+    put<int64_t>(out, id);
+    put<int16_t>(out, entry.epoch.value());
+    put<int8_t>(out, static_cast<int8_t>(entry.batches.size()));
+    for (const producer_batch& b : entry.batches) {
+      put<int32_t>(out, b.first_sequence.value());
+      put<int32_t>(out, b.last_sequence.value());
+      put<int64_t>(out, b.base_offset.value());
+      put<int32_t>(out, static_cast<int32_t>(b.last_offset.value() - b.base_offset.value()));
+      put<int64_t>(out, b.timestamp);
+    }
+  }
+  const uint32_t crc = codec::crc32c(std::span<const std::byte>(out).subspan(6));
+  for (size_t i = 0; i < 4; ++i) out[2 + i] = static_cast<std::byte>(crc >> (8 * (3 - i)));
+  return out;
+}
+
+result<std::pair<model::offset, producer_state>> producer_state::decode_snapshot(std::span<const std::byte> in) {
+  snapshot_reader r{in};
+  const auto version = r.get<int16_t>();
+  const auto crc = r.get<uint32_t>();
+  if (!r.ok) return bad_snapshot("cut short in its header (" + std::to_string(in.size()) + " bytes)");
+  if (version != producer_snapshot_version) {
+    return bad_snapshot("unknown version " + std::to_string(version) + " (this broker reads version " +
+                        std::to_string(producer_snapshot_version) + ")");
+  }
+  const uint32_t actual = codec::crc32c(in.subspan(6));
+  if (actual != crc) return bad_snapshot("CRC mismatch (stored " + std::to_string(crc) + ", computed " + std::to_string(actual) + ")");
+  const auto offset = r.get<int64_t>();
+  const auto count = r.get<int32_t>();
+  if (!r.ok) return bad_snapshot("cut short in its header");
+  if (offset < 0) return bad_snapshot("negative snapshot offset " + std::to_string(offset));
+  if (count < 0 || static_cast<size_t>(count) > producers_per_partition_max) {
+    return bad_snapshot("producer count " + std::to_string(count) + " outside [0, " +
+                        std::to_string(producers_per_partition_max) + "]");
+  }
+  producer_state state;
+  for (int32_t i = 0; i < count; ++i) {
+    const auto id = r.get<int64_t>();
+    const auto epoch = r.get<int16_t>();
+    const auto batches = r.get<int8_t>();
+    if (!r.ok) return bad_snapshot("cut short in producer " + std::to_string(i));
+    if (id < 0 || epoch < 0 || batches < 1 || static_cast<size_t>(batches) > producer_batches_retained) {
+      return bad_snapshot("producer " + std::to_string(i) + " has id " + std::to_string(id) + ", epoch " +
+                          std::to_string(epoch) + ", " + std::to_string(batches) + " batches");
+    }
+    if (!state.producers_.empty() && state.producers_.rbegin()->first >= id) {
+      return bad_snapshot("producer ids not ascending at producer " + std::to_string(i));
+    }
+    producer_entry entry;
+    entry.epoch = model::producer_epoch{epoch};
+    for (int8_t k = 0; k < batches; ++k) {
+      producer_batch b;
+      b.first_sequence = model::sequence{r.get<int32_t>()};
+      b.last_sequence = model::sequence{r.get<int32_t>()};
+      b.base_offset = model::offset{r.get<int64_t>()};
+      const auto delta = r.get<int32_t>();
+      b.timestamp = r.get<int64_t>();
+      if (!r.ok) return bad_snapshot("cut short in producer " + std::to_string(id));
+      if (b.first_sequence.value() < 0 || b.last_sequence.value() < 0 || b.base_offset.value() < 0 || delta < 0) {
+        return bad_snapshot("producer " + std::to_string(id) + " has a batch with a negative field");
+      }
+      b.last_offset = b.base_offset + delta;
+      entry.batches.push_back(b);
+    }
+    state.producers_.emplace(id, std::move(entry));
+  }
+  if (r.pos != in.size()) return bad_snapshot(std::to_string(in.size() - r.pos) + " bytes after the last producer");
+  return std::make_pair(model::offset{offset}, std::move(state));
+}
+
+}  // namespace ringlog::storage
