@@ -682,6 +682,7 @@ void broker_impl::heartbeat_tick() {
                    [this](result<void>) { registering_ = false; });
     return;
   }
+  renew_stale_leaderships();
   if (heartbeat_in_flight_) return;
   heartbeat_in_flight_ = true;
   send_heartbeat(false, [this](result<protocol::broker_heartbeat_response_data>) { heartbeat_in_flight_ = false; });

@@ -359,6 +359,11 @@ class broker_impl final : public broker, public group_host, public controller::q
   /// auto.leader.rebalance.enable: gives the leaderships of imbalanced brokers back to them
   /// (leader_election.cc).
   void rebalance_leaders_tick();
+  /// Controller shard, on the heartbeat tick once this process is registered: partitions that
+  /// named this node leader before its registration (noted by apply_partition_state) get that
+  /// leadership moved or renewed in a new epoch (renew_stale_leadership) - it never leads in an
+  /// epoch given to its previous life, and the partition does not stay leaderless.
+  void renew_stale_leaderships();
   /// Active controller, controller shard: asks whether broker `id` still listens (an ApiVersions
   /// over a fresh connection, rpc::probe_listening). Started when a connection from `id` closes,
   /// when `id` is a heartbeat late, and for every broker when this node becomes the controller;
@@ -563,6 +568,10 @@ class broker_impl final : public broker, public group_host, public controller::q
   std::map<int32_t, int64_t> last_heartbeat_ms_;
   std::map<int32_t, int64_t> heartbeat_epoch_;   // the broker epoch last_heartbeat_ms_ counts for
   int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
+  /// Controller shard: (topic, partition) -> the leader epoch in which the image named this node
+  /// leader while it was not registered in this incarnation (renew_stale_leaderships).
+  std::map<std::pair<std::string, int32_t>, int32_t> stale_leaderships_;
+  bool renewing_leaderships_ = false;
   int64_t leader_rebalance_checked_ms_ = 0;   // rebalance_leaders_tick: the last check
   bool leader_rebalance_in_flight_ = false;
   std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now

@@ -52,6 +52,27 @@ void broker_impl::elect_preferred_leaders(std::vector<std::pair<std::string, int
   });
 }
 
+void broker_impl::renew_stale_leaderships() {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  if (renewing_leaderships_ || stale_leaderships_.empty() || own_registration() == nullptr) return;
+  std::vector<protocol::metadata_record> records;
+  for (auto it = stale_leaderships_.begin(); it != stale_leaderships_.end();) {
+    auto change = renew_stale_leadership(*controller_view_->image, config_.node_id, it->first.first, it->first.second,
+                                         it->second);
+    if (!change) {
+      it = stale_leaderships_.erase(it);   // it moved meanwhile: nothing to repair
+      continue;
+    }
+    records.push_back(*change);
+    ++it;
+  }
+  if (records.empty()) return;
+  log_info("renewing " + std::to_string(records.size()) +
+           " leadership(s) named for this broker before its registration (moved or in a new epoch)");
+  renewing_leaderships_ = true;
+  commit_records(std::move(records), [this](result<void>) { renewing_leaderships_ = false; });
+}
+
 void broker_impl::rebalance_leaders_tick() {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   if (!config_.auto_leader_rebalance_enable || leader_rebalance_in_flight_) return;

@@ -91,6 +91,7 @@ protocol::partition_change_record leader_change(const controller::topic_image& t
   c.topic_id = topic.topic_id;
   c.partition_id = partition;
   c.leader = leader;
+  c.ringlog_expected_partition_epoch = topic.partitions[static_cast<size_t>(partition)].partition_epoch;
   return c;
 }
 
@@ -126,6 +127,9 @@ std::vector<protocol::metadata_record> remove_broker_from_partitions(const contr
       protocol::partition_change_record c;
       c.topic_id = topic->topic_id;
       c.partition_id = static_cast<int32_t>(p);
+      // Computed from this image: refused where it is applied if the partition changed since
+      // (a registration or fencing worked out from a stale image must not undo a newer change).
+      c.ringlog_expected_partition_epoch = part.partition_epoch;
       if (next_isr != isr) c.isr = next_isr;
       if (part.leader == broker_id) {
         // The next live in-sync replica in replica order; with unclean election, else any live replica.
@@ -161,6 +165,9 @@ std::vector<protocol::metadata_record> rejoin_partitions(const controller::metad
       protocol::partition_change_record c;
       c.topic_id = topic->topic_id;
       c.partition_id = static_cast<int32_t>(p);
+      // Computed from this image: refused where it is applied if the partition changed since
+      // (a registration or fencing worked out from a stale image must not undo a newer change).
+      c.ringlog_expected_partition_epoch = part.partition_epoch;
       if (part.leader == broker_id || (part.leader < 0 && in_isr)) {
         const int32_t next = first_usable_in_sync(part.replicas, others, is_usable);
         if (next >= 0 && part.leader == broker_id) {
@@ -247,6 +254,27 @@ std::vector<int32_t> imbalanced_brokers(const controller::metadata_image& image,
     if (counts.second * 100 > counts.first * percentage) out.push_back(broker);
   }
   return out;
+}
+
+std::optional<protocol::partition_change_record> renew_stale_leadership(const controller::metadata_image& image,
+                                                                        int32_t broker_id, const std::string& topic_name,
+                                                                        int32_t partition, int32_t leader_epoch) {
+  const auto* topic = image.find_topic(topic_name);
+  if (topic == nullptr || partition < 0 || static_cast<size_t>(partition) >= topic->partitions.size()) return std::nullopt;
+  const auto& part = topic->partitions[static_cast<size_t>(partition)];
+  if (part.leader != broker_id || part.leader_epoch != leader_epoch) return std::nullopt;
+  const std::vector<int32_t> usable = usable_brokers(image);
+  auto is_usable = [&](int32_t id) { return id != broker_id && std::find(usable.begin(), usable.end(), id) != usable.end(); };
+  std::vector<int32_t> others;
+  for (int32_t id : part.in_sync_replicas) {
+    if (id != broker_id) others.push_back(id);
+  }
+  auto c = leader_change(*topic, partition, broker_id);   // renewed in a new epoch ...
+  if (const int32_t next = first_usable_in_sync(part.replicas, others, is_usable); next >= 0) {
+    c.leader = next;                                        // ... unless another in-sync replica can lead
+    c.isr = others;
+  }
+  return c;
 }
 
 std::vector<protocol::metadata_record> elect_leaderless(const controller::metadata_image& image, int32_t broker_id) {

@@ -2,7 +2,9 @@
 // What the active controller decides from the metadata image alone (pure functions, no I/O):
 // where new partitions' replicas go, the default replication factor, and which partitions change
 // leader when a broker is fenced, unfenced or shuts down (design.md section 6; Kafka's
-// StripedReplicaPlacer and PartitionChangeBuilder are the models).
+// StripedReplicaPlacer and PartitionChangeBuilder are the models). Every PartitionChangeRecord
+// made here names the partition epoch it was computed at (RinglogExpectedPartitionEpoch), so one
+// worked out from a stale image is refused where it is applied, and its caller retries.
 
 #include <cstdint>
 #include <optional>
@@ -76,6 +78,15 @@ std::vector<preferred_election> plan_preferred_elections(const controller::metad
 /// the brokers for which more than `percentage` % of the partitions they are preferred leader of
 /// are led by another broker (leader.imbalance.per.broker.percentage).
 std::vector<int32_t> imbalanced_brokers(const controller::metadata_image& image, int32_t percentage);
+
+/// The PartitionChangeRecord for a partition that names `broker_id` leader in an epoch given
+/// before its current registration (its registration was worked out from an image where it did
+/// not lead there): the leadership moves to the first other usable in-sync replica, or is renewed
+/// in a new epoch - the rule of rejoin_partitions, for one partition. nullopt when the image no
+/// longer names it leader in `leader_epoch`.
+std::optional<protocol::partition_change_record> renew_stale_leadership(const controller::metadata_image& image,
+                                                                        int32_t broker_id, const std::string& topic,
+                                                                        int32_t partition, int32_t leader_epoch);
 
 /// PartitionChangeRecords that make `broker_id` the leader of every partition that has no
 /// leader and lists it in its ISR (a broker coming back after it was fenced).

@@ -95,6 +95,12 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
   const auto* me = view()->image->find_broker(config_.node_id);
   const bool registered = me != nullptr && me->incarnation_id == incarnation_id_;
   const bool leads = p.leader == config_.node_id && registered;
+  if (p.leader == config_.node_id && !registered) {
+    deps_.runtime.post(controller_shard, [this, topic = rt->topic, partition = rt->partition, epoch = p.leader_epoch,
+                                          alive = std::weak_ptr<int>(lifetime_)] {
+      if (alive.lock()) stale_leaderships_[{topic, partition}] = epoch;
+    });
+  }
   const bool new_leadership = p.leader != rt->leader_id || p.leader_epoch != rt->epoch.value();
   const bool isr_shrank_below_min =
       static_cast<int32_t>(p.in_sync_replicas.size()) < min_insync_replicas(rt->topic) &&
