@@ -109,6 +109,8 @@ void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
 // ---------------------------------------------------------------- start-up
 
 result<void> broker_impl::start() {
+  delay_states_.resize(shards_.size());
+  delay_ticking_.assign(shards_.size(), 0);
   auto made = deps_.fs.make_directories(config_.log_dir);
   if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
   // The directory must be this cluster's and this node's (KIP-631 meta.properties).
@@ -162,6 +164,7 @@ result<void> broker_impl::start() {
                                config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
   RINGLOG_TRY(groups_->start());
   groups_started_.store(groups_.get(), std::memory_order_release);
+  start_delay_schedulers();
   for (size_t s = 0; s < shards_.size(); ++s) {
     schedule_maintenance(s);
     schedule_replication_tick(s);
@@ -1488,8 +1491,8 @@ void broker_impl::produce_after_auto_create(const result<topic_description>& cre
 }
 
 void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                             std::function<void(result<produce_response>)> done) {
-  if (topic->is_internal) {
+                             std::function<void(result<produce_response>)> done, bool internal_write) {
+  if (topic->is_internal && !internal_write) {
     return done(error{errc::topic_authorization_failed, "internal topic '" + request.topic + "' cannot be produced to"});
   }
   // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
@@ -1511,8 +1514,9 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   op->done = std::move(done);
   // Choose partitions: explicit, by murmur2 of the key, or round-robin for keyless records.
   std::map<int32_t, std::vector<size_t>> by_partition;
+  std::vector<delayed_record> delayed;   // records with a future ringlog-deliver-at (delay.cc)
   for (size_t i = 0; i < request.records.size(); ++i) {
-    const auto& r = request.records[i];
+    auto& r = request.records[i];
     int32_t p = 0;
     if (r.partition) {
       p = r.partition->value();
@@ -1529,6 +1533,17 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
                                static_cast<uint32_t>(partition_count));
     }
     op->results[i].partition = model::partition_id{p};
+    if (!topic->is_internal) {
+      auto due = delivery_time_of(r, now);
+      if (!due.ok()) {
+        op->results[i].failure = due.error();
+        continue;
+      }
+      if (*due) {
+        delayed.push_back({i, p, **due});
+        continue;
+      }
+    }
     if (auto led = leader_route(*topic, p); !led.ok()) {
       op->results[i].failure = led.error();
       continue;
@@ -1588,7 +1603,8 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
     }
     emit();
   }
-  if (batches.empty()) {
+  const size_t delayed_count = delayed_groups(delayed, now);
+  if (batches.empty() && delayed_count == 0) {
     op->remaining = 1;
     return op->finish_one();
   }
@@ -1596,7 +1612,10 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
     const size_t shard = owner(request.topic, b.partition);
     if (!deps_.runtime.admits(shard)) return op->done(shard_busy(shard));
   }
-  op->remaining = batches.size();
+  op->remaining = batches.size() + delayed_count;
+  if (delayed_count > 0) {
+    produce_delayed(request.topic, request.records, delayed, now, request.acks, request.timeout_ms, op);
+  }
   for (auto& b : batches) {
     const int32_t leader = topic->image->partitions[static_cast<size_t>(b.partition)].leader;
     if (leader != config_.node_id) {

@@ -12,6 +12,9 @@ namespace ringlog::delay {
 /// Set by a producer (decimal ms since the Unix epoch, as text): deliver the record at that time.
 /// The gateway turns `deliver_at` / `delay_ms` into this header. Kept on the delivered record.
 inline constexpr std::string_view deliver_at_header = "ringlog-deliver-at";
+/// Set by a producer (decimal ms, as text): deliver the record this long after the broker
+/// received it. The broker replaces it with deliver_at_header (broker time + delay).
+inline constexpr std::string_view delay_ms_header = "ringlog-delay-ms";
 /// On a delay record: the target topic and partition (decimal) chosen when it was produced.
 inline constexpr std::string_view target_topic_header = "ringlog-delay-topic";
 inline constexpr std::string_view target_partition_header = "ringlog-delay-partition";
