@@ -564,7 +564,22 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
     if (job.move.verify_first) to_verify[{job.topic, job.partition}].push_back(j);
     else direct.push_back(j);
   }
-  if (!direct.empty()) produce_jobs(std::move(direct));
+  if (to_verify.empty()) return produce_jobs(std::move(direct));
+  // The step's records go out together, in due order, once every lookup is done (a record sent
+  // before a looked-up one due earlier would leave due order).
+  struct gather {
+    size_t scans_left = 0;
+    std::vector<size_t> send;
+  };
+  auto gathered = std::make_shared<gather>();
+  gathered->scans_left = to_verify.size();
+  gathered->send = std::move(direct);
+  auto scan_done = [gathered, produce_jobs](std::vector<size_t> send) {
+    gathered->send.insert(gathered->send.end(), send.begin(), send.end());
+    if (--gathered->scans_left > 0) return;
+    std::sort(gathered->send.begin(), gathered->send.end());   // job order is the batch's due order
+    if (!gathered->send.empty()) produce_jobs(std::move(gathered->send));
+  };
   // Moves that may be in their target already (an intent of an earlier life or a timed-out
   // produce): read the target from the first record at or after the intent's time (the moved
   // record's timestamp is the broker's time when it was sent, never earlier) and send only those
@@ -588,7 +603,7 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
       sc->wanted.insert((*jobs)[j].source);
       since = std::min(since, (*jobs)[j].move.verify_since_ms);
     }
-    auto finish = [this, sc, jobs, report, produce_jobs, key = st->key](bool complete) {
+    auto finish = [this, sc, jobs, report, scan_done, key = st->key](bool complete) {
       std::vector<size_t> send;
       for (size_t j : sc->indices) {
         if (sc->found.contains((*jobs)[j].source)) report((*jobs)[j].move.offset, delay::move_outcome::moved);
@@ -599,12 +614,13 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
                   std::to_string(sc->tp.partition.value()) + " could not be looked up in full (" +
                   std::to_string(sc->scanned) + " records scanned); sent again, at-least-once");
       }
-      if (!send.empty()) produce_jobs(std::move(send));
       sc->next = nullptr;   // ends the scan's self-reference
+      scan_done(std::move(send));
     };
-    auto fail_all = [sc, jobs, report](const error&) {
+    auto fail_all = [sc, jobs, report, scan_done](const error&) {
       for (size_t j : sc->indices) report((*jobs)[j].move.offset, delay::move_outcome::retry);
       sc->next = nullptr;
+      scan_done({});
     };
     // One fetch of the target per step; each step is a new call, never recursion on the stack.
     sc->next = [this, sc, finish, fail_all] {
