@@ -1932,6 +1932,7 @@ void broker_impl::produce_batches(produce_batches_request request,
   if (!log_config.ok()) return done(log_config.error());
   // Every batch is checked before any is appended (Kafka's LogValidator): a request is stored
   // whole or not at all, short of a disk failure.
+  bool any_delay_header = false;   // a record names a delivery time (delay.cc)
   for (size_t i = 0; i < request.batches.size(); ++i) {
     const auto& batch = request.batches[i];
     const std::string which = "batch " + std::to_string(i) + " of " + tp.topic + "-" + std::to_string(tp.partition.value());
@@ -1965,8 +1966,12 @@ void broker_impl::produce_batches(produce_batches_request request,
       if ((*records)[k].record_offset != header->base_offset + static_cast<int64_t>(k)) {
         return done(error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"});
       }
+      any_delay_header = any_delay_header || has_delay_header((*records)[k].headers);
     }
   }
+  // Kafka clients may delay records with the ringlog-deliver-at / ringlog-delay-ms header: such
+  // a request goes record by record through produce_to, which diverts the delayed ones.
+  if (any_delay_header) return produce_batches_delayed(std::move(request), topic, std::move(done));
   // compression.type other than "producer": batches in another codec are stored recompressed
   // with the topic's (Kafka's LogValidator does the same), keeping their producer fields.
   if (auto wanted = stored_compression(configs)) {

@@ -460,6 +460,14 @@ class broker_impl final : public broker, public group_host, public controller::q
   };
   /// How many finish_one() calls produce_delayed makes for `delayed` (one per delay topic used).
   static size_t delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms);
+  /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms).
+  static bool has_delay_header(const std::vector<model::record_header>& headers);
+  /// Kafka Produce of one partition whose records may be delayed: every record through
+  /// produce_to (validated batches). The answer's base_offset is -1 when a record was delayed
+  /// (its offset is known once delivered); an invalid delivery time refuses the request
+  /// (invalid_record) before anything is stored.
+  void produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
+                               std::function<void(result<produce_batches_response>)> done);
   void produce_delayed(const std::string& target_topic, std::vector<produce_record>& records,
                        const std::vector<delayed_record>& delayed, int64_t now_ms, acks_mode acks, int64_t timeout_ms,
                        const std::shared_ptr<produce_operation>& op);

@@ -195,6 +195,46 @@ result<std::optional<int64_t>> broker_impl::delivery_time_of(produce_record& rec
   return std::optional<int64_t>{*due};
 }
 
+bool broker_impl::has_delay_header(const std::vector<model::record_header>& headers) {
+  return has_header(headers, delay::deliver_at_header) || has_header(headers, delay::delay_ms_header);
+}
+
+void broker_impl::produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
+                                          std::function<void(result<produce_batches_response>)> done) {
+  const int64_t now = deps_.clock.now_ms();
+  produce_request out;
+  out.topic = request.partition.topic;
+  out.acks = request.acks;
+  out.timeout_ms = request.timeout_ms;
+  bool delayed = false;
+  for (const auto& batch : request.batches) {
+    auto records = codec::decode_records(batch);
+    RINGLOG_ASSERT(records.ok(), "batches were validated before");
+    for (auto& r : *records) {
+      produce_record p;
+      p.partition = request.partition.partition;
+      p.key = std::move(r.key);
+      p.value = std::move(r.value);
+      p.headers = std::move(r.headers);
+      p.timestamp = r.timestamp;
+      // Checked here for the whole request first, so that nothing is stored when one is invalid.
+      auto due = delivery_time_of(p, now);
+      if (!due.ok()) return done(due.error());
+      delayed = delayed || due->has_value();
+      out.records.push_back(std::move(p));
+    }
+  }
+  produce_to(topic, std::move(out), [delayed, done = std::move(done)](result<produce_response> r) {
+    if (!r.ok()) return done(r.error());
+    produce_batches_response answer;
+    for (const auto& res : r->results) {
+      if (res.failure) return done(*res.failure);
+    }
+    if (!delayed && !r->results.empty()) answer.base_offset = r->results.front().record_offset;
+    done(answer);
+  });
+}
+
 size_t broker_impl::delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms) {
   std::set<size_t> tiers;
   for (const auto& d : delayed) tiers.insert(delay::tier_for_delay(d.due_ms - now_ms));

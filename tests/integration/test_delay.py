@@ -160,3 +160,36 @@ def test_kill_9_with_pending_delayed_records_delivers_each_once_in_due_order(fre
     repeated = {k: v for k, v in seen.items() if v != 1}
     assert not repeated, repeated
     assert len(seen) == count
+
+
+def test_kafka_client_delays_with_the_header(ringlog_bin, tmp_path):
+    """A Kafka client (librdkafka) sets ringlog-deliver-at / ringlog-delay-ms as a record header."""
+    from confluent_kafka import Producer
+    from conftest import Broker, free_port
+
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        topic = "kdelay"
+        b.create_topic(topic)
+        p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "linger.ms": 0})
+        reports = []
+        due = now_ms() + 1200
+        p.produce(topic, value=b"at", headers=[("ringlog-deliver-at", str(due).encode())], partition=0,
+                  on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        assert p.flush(15) == 0   # one batch each: a bad record refuses its whole batch
+        p.produce(topic, value=b"now", partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        assert p.flush(15) == 0
+        p.produce(topic, value=b"bad", headers=[("ringlog-delay-ms", b"soon")], partition=0,
+                  on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        assert p.flush(15) == 0
+        assert reports[0][0] is None and reports[0][1] in (None, -1)   # delayed: offset known once delivered
+        assert reports[1] == (None, 0)
+        assert reports[2][0] is not None   # INVALID_RECORD: not decimal ms
+        recs = read_all(b, topic, 0)
+        if now_ms() < due:
+            assert [base64.b64decode(x["value"]) for x in recs] == [b"now"]
+        recs = wait_until(lambda: (lambda x: x if len(x) == 2 else None)(read_all(b, topic, 0)), DEADLINE_S,
+                          "the delayed Kafka record")
+        assert base64.b64decode(recs[1]["value"]) == b"at" and recs[1]["timestamp"] >= due
+    finally:
+        assert b.stop() == 0
