@@ -6,6 +6,7 @@ import base64
 import json
 import time
 
+import pytest
 import requests
 import websockets
 
@@ -122,7 +123,8 @@ def test_bad_delays_are_refused_naming_the_limit(broker, topic_name):
     assert [base64.b64decode(x["value"]) for x in recs] == [b"past"]
 
 
-def test_kill_9_with_pending_delayed_records_delivers_each_once_in_due_order(fresh_broker, topic_name):
+@pytest.mark.parametrize("how", ["kill-9", "sigterm"])
+def test_restart_with_pending_delayed_records_delivers_each_once_in_due_order(fresh_broker, topic_name, how):
     b = fresh_broker()
     b.create_topic(topic_name, partitions=3)
     count = 600
@@ -141,7 +143,10 @@ def test_kill_9_with_pending_delayed_records_delivers_each_once_in_due_order(fre
 
     # Kill it while some records are delivered and others are pending.
     wait_until(lambda: delivered() >= count // 5, DEADLINE_S, "some deliveries")
-    b.kill()
+    if how == "kill-9":
+        b.kill()
+    else:
+        assert b.stop() == 0
     killed_at = now_ms()
     b.start()
     wait_until(lambda: delivered() >= count, DEADLINE_S, "every delayed record")
