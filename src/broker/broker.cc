@@ -1913,11 +1913,16 @@ void broker_impl::list_offsets_here(list_offsets_request request,
 
 void broker_impl::produce_batches(produce_batches_request request,
                                   std::function<void(result<produce_batches_response>)> done) {
+  produce_batches_from(std::move(request), std::move(done), false);
+}
+
+void broker_impl::produce_batches_from(produce_batches_request request,
+                                       std::function<void(result<produce_batches_response>)> done, bool from_peer) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   const auto& tp = request.partition;
   auto topic = find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
-  if (topic->is_internal) {
+  if (topic->is_internal && !(from_peer && delay::is_delay_topic(tp.topic))) {
     return done(error{errc::topic_authorization_failed, "internal topic '" + tp.topic + "' cannot be produced to"});
   }
   if (tp.partition.value() < 0 || tp.partition.value() >= topic->partitions_count()) {
@@ -1971,7 +1976,7 @@ void broker_impl::produce_batches(produce_batches_request request,
   }
   // Kafka clients may delay records with the ringlog-deliver-at / ringlog-delay-ms header: such
   // a request goes record by record through produce_to, which diverts the delayed ones.
-  if (any_delay_header) return produce_batches_delayed(std::move(request), topic, std::move(done));
+  if (any_delay_header && !topic->is_internal) return produce_batches_delayed(std::move(request), topic, std::move(done));
   // compression.type other than "producer": batches in another codec are stored recompressed
   // with the topic's (Kafka's LogValidator does the same), keeping their producer fields.
   if (auto wanted = stored_compression(configs)) {

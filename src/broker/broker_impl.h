@@ -460,7 +460,12 @@ class broker_impl final : public broker, public group_host, public controller::q
   };
   /// How many finish_one() calls produce_delayed makes for `delayed` (one per delay topic used).
   static size_t delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms);
-  /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms).
+  /// produce_batches; `from_peer`: a batch another broker forwarded (forwarding.cc), which may
+  /// be for a delay topic (that broker's produce_to diverted it there).
+  void produce_batches_from(produce_batches_request request, std::function<void(result<produce_batches_response>)> done,
+                            bool from_peer);
+  /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms) of a record
+  /// not yet moved by a scheduler.
   static bool has_delay_header(const std::vector<model::record_header>& headers);
   /// Kafka Produce of one partition whose records may be delayed: every record through
   /// produce_to (validated batches). The answer's base_offset is -1 when a record was delayed

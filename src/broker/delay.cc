@@ -196,7 +196,9 @@ result<std::optional<int64_t>> broker_impl::delivery_time_of(produce_record& rec
 }
 
 bool broker_impl::has_delay_header(const std::vector<model::record_header>& headers) {
-  return has_header(headers, delay::deliver_at_header) || has_header(headers, delay::delay_ms_header);
+  // A moved record keeps its (past) delivery time beside its source: it is never delayed again.
+  return (has_header(headers, delay::deliver_at_header) || has_header(headers, delay::delay_ms_header)) &&
+         !has_header(headers, delay::source_header);
 }
 
 void broker_impl::produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
