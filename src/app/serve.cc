@@ -179,6 +179,7 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.fetch_waiters_per_partition_max = c.fetch_waiters_per_partition_max;
   b.offsets_topic_num_partitions = c.offsets_topic_num_partitions;
   b.group_expiry_interval_ms = c.group_expiry_interval_ms;
+  b.delay_max_ms = c.delay_max_ms;
   b.group_initial_rebalance_delay_ms = c.group_initial_rebalance_delay_ms;
   b.controller_quorum_election_timeout_ms = c.controller_quorum_election_timeout_ms;
   b.controller_quorum_fetch_timeout_ms = c.controller_quorum_fetch_timeout_ms;

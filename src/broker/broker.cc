@@ -115,6 +115,8 @@ void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
 // ---------------------------------------------------------------- start-up
 
 result<void> broker_impl::start() {
+  delay_states_.resize(shards_.size());
+  delay_ticking_.assign(shards_.size(), 0);
   auto made = deps_.fs.make_directories(config_.log_dir);
   if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
   // The directory must be this cluster's and this node's (KIP-631 meta.properties).
@@ -168,6 +170,7 @@ result<void> broker_impl::start() {
                                config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
   RINGLOG_TRY(groups_->start());
   groups_started_.store(groups_.get(), std::memory_order_release);
+  start_delay_schedulers();
   for (size_t s = 0; s < shards_.size(); ++s) {
     schedule_maintenance(s);
     schedule_replication_tick(s);
@@ -1591,8 +1594,8 @@ void broker_impl::produce_after_auto_create(const result<topic_description>& cre
 }
 
 void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                             std::function<void(result<produce_response>)> done) {
-  if (topic->is_internal) {
+                             std::function<void(result<produce_response>)> done, bool internal_write) {
+  if (topic->is_internal && !internal_write) {
     return done(error{errc::topic_authorization_failed, "internal topic '" + request.topic + "' cannot be produced to"});
   }
   // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
@@ -1621,8 +1624,9 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   op->done = std::move(done);
   // Choose partitions: explicit, by murmur2 of the key, or round-robin for keyless records.
   std::map<int32_t, std::vector<size_t>> by_partition;
+  std::vector<delayed_record> delayed;   // records with a future ringlog-deliver-at (delay.cc)
   for (size_t i = 0; i < request.records.size(); ++i) {
-    const auto& r = request.records[i];
+    auto& r = request.records[i];
     int32_t p = 0;
     if (request.producer && (!r.partition || !r.sequence || r.sequence->value() < 0)) {
       // The same request must make the same batches when resent: no partition is chosen here.
@@ -1646,6 +1650,17 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
                                static_cast<uint32_t>(partition_count));
     }
     op->results[i].partition = model::partition_id{p};
+    if (!topic->is_internal) {
+      auto due = delivery_time_of(r, now);
+      if (!due.ok()) {
+        op->results[i].failure = due.error();
+        continue;
+      }
+      if (*due) {
+        delayed.push_back({i, p, **due});
+        continue;
+      }
+    }
     if (auto led = leader_route(*topic, p); !led.ok()) {
       op->results[i].failure = led.error();
       continue;
@@ -1715,7 +1730,8 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
     }
     emit();
   }
-  if (batches.empty()) {
+  const size_t delayed_count = delayed_groups(delayed, now);
+  if (batches.empty() && delayed_count == 0) {
     op->remaining = 1;
     return op->finish_one();
   }
@@ -1723,7 +1739,10 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
     const size_t shard = owner(request.topic, b.partition);
     if (!deps_.runtime.admits(shard)) return op->done(shard_busy(shard));
   }
-  op->remaining = batches.size();
+  op->remaining = batches.size() + delayed_count;
+  if (delayed_count > 0) {
+    produce_delayed(request.topic, request.records, delayed, now, request.acks, request.timeout_ms, op);
+  }
   for (auto& b : batches) {
     const int32_t leader = topic->image->partitions[static_cast<size_t>(b.partition)].leader;
     if (leader != config_.node_id) {
@@ -2021,11 +2040,16 @@ void broker_impl::list_offsets_here(list_offsets_request request,
 
 void broker_impl::produce_batches(produce_batches_request request,
                                   std::function<void(result<produce_batches_response>)> done) {
+  produce_batches_from(std::move(request), std::move(done), false);
+}
+
+void broker_impl::produce_batches_from(produce_batches_request request,
+                                       std::function<void(result<produce_batches_response>)> done, bool from_peer) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   const auto& tp = request.partition;
   auto topic = find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
-  if (topic->is_internal) {
+  if (topic->is_internal && !(from_peer && delay::is_delay_topic(tp.topic))) {
     return done(error{errc::topic_authorization_failed, "internal topic '" + tp.topic + "' cannot be produced to"});
   }
   if (tp.partition.value() < 0 || tp.partition.value() >= topic->partitions_count()) {
@@ -2040,6 +2064,7 @@ void broker_impl::produce_batches(produce_batches_request request,
   if (!log_config.ok()) return done(log_config.error());
   // Every batch is checked before any is appended (Kafka's LogValidator): a request is stored
   // whole or not at all, short of a disk failure.
+  bool any_delay_header = false;   // a record names a delivery time (delay.cc)
   for (size_t i = 0; i < request.batches.size(); ++i) {
     const auto& batch = request.batches[i];
     const std::string which = "batch " + std::to_string(i) + " of " + tp.topic + "-" + std::to_string(tp.partition.value());
@@ -2073,8 +2098,12 @@ void broker_impl::produce_batches(produce_batches_request request,
       if ((*records)[k].record_offset != header->base_offset + static_cast<int64_t>(k)) {
         return done(error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"});
       }
+      any_delay_header = any_delay_header || has_delay_header((*records)[k].headers);
     }
   }
+  // Kafka clients may delay records with the ringlog-deliver-at / ringlog-delay-ms header: such
+  // a request goes record by record through produce_to, which diverts the delayed ones.
+  if (any_delay_header && !topic->is_internal) return produce_batches_delayed(std::move(request), topic, std::move(done));
   // compression.type other than "producer": batches in another codec are stored recompressed
   // with the topic's (Kafka's LogValidator does the same), keeping their producer fields.
   if (auto wanted = stored_compression(configs)) {

@@ -22,6 +22,7 @@
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
+#include "ringlog/delay/scheduler.h"
 #include "ringlog/protocol/frame.h"
 #include "ringlog/replication/leader_state.h"
 #include "ringlog/storage/partition_log.h"
@@ -487,8 +488,62 @@ class broker_impl final : public broker, public group_host, public controller::q
   rpc::request_handler quorum_fetch_handler_;
   std::vector<bool> replication_ticking_;
 
+  /// `internal_write`: the broker's own writes to internal topics (delay records), refused otherwise.
   void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                  std::function<void(result<produce_response>)> done);
+                  std::function<void(result<produce_response>)> done, bool internal_write = false);
+  // ---- delayed delivery (delay.cc; issue 18, design.md section 7)
+  struct delay_partition_state;
+  /// A record's delivery time from its ringlog-deliver-at header: nullopt when it has none, is due
+  /// already (`now_ms` or earlier) or was moved by a scheduler (source header). Errors:
+  /// invalid_record (not decimal ms; past delay.max.ms from now, naming both).
+  /// A ringlog-delay-ms header is replaced by ringlog-deliver-at (now + delay) first.
+  result<std::optional<int64_t>> delivery_time_of(produce_record& record, int64_t now_ms) const;
+  /// Appends the delayed records (`indices` into `records`, each with its target partition and
+  /// due time) to their delay topics, creating them first; fills op's results (the target
+  /// partition, offset -1: not known until delivery) and calls op->finish_one() once per tier.
+  struct delayed_record {
+    size_t index = 0;
+    int32_t target_partition = 0;
+    int64_t due_ms = 0;
+  };
+  /// How many finish_one() calls produce_delayed makes for `delayed` (one per delay topic used).
+  static size_t delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms);
+  /// produce_batches; `from_peer`: a batch another broker forwarded (forwarding.cc), which may
+  /// be for a delay topic (that broker's produce_to diverted it there).
+  void produce_batches_from(produce_batches_request request, std::function<void(result<produce_batches_response>)> done,
+                            bool from_peer);
+  /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms) of a record
+  /// not yet moved by a scheduler.
+  static bool has_delay_header(const std::vector<model::record_header>& headers);
+  /// Kafka Produce of one partition whose records may be delayed: every record through
+  /// produce_to (validated batches). The answer's base_offset is -1 when a record was delayed
+  /// (its offset is known once delivered); an invalid delivery time refuses the request
+  /// (invalid_record) before anything is stored.
+  void produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
+                               std::function<void(result<produce_batches_response>)> done);
+  void produce_delayed(const std::string& target_topic, std::vector<produce_record>& records,
+                       const std::vector<delayed_record>& delayed, int64_t now_ms, acks_mode acks, int64_t timeout_ms,
+                       const std::shared_ptr<produce_operation>& op);
+  /// `done` with the delay topic of tier `tier`, created (on the controller) when missing.
+  void with_delay_topic(size_t tier, std::function<void(result<std::shared_ptr<const topic_state>>)> done);
+  /// On the partition's shard: this node now leads a delay partition (its scheduler starts from
+  /// the partition's latest checkpoint) or no longer does (it stops; in-flight answers are ignored).
+  void delay_partition_led(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads);
+  /// Start-up, after the groups: schedulers for the delay partitions this node leads.
+  void start_delay_schedulers();
+  void schedule_delay_tick(size_t shard);
+  void drive_delay(size_t shard, const std::shared_ptr<delay_partition_state>& st);
+  void write_delay_checkpoint(size_t shard, const std::shared_ptr<delay_partition_state>& st,
+                              const std::shared_ptr<partition_runtime>& rt, const delay::checkpoint& cp);
+  void send_delay_moves(size_t shard, const std::shared_ptr<delay_partition_state>& st,
+                        const std::shared_ptr<partition_runtime>& rt, std::vector<delay::move> moves);
+  /// Runs `f` on `shard` with the scheduler state of `key` if it is still generation `generation`.
+  void on_delay_state(size_t shard, std::string key, uint64_t generation,
+                      std::function<void(const std::shared_ptr<delay_partition_state>&)> f);
+  std::vector<std::map<std::string, std::shared_ptr<delay_partition_state>>> delay_states_;   // per shard
+  std::vector<char> delay_ticking_;    // per shard: its tick timer is set
+  std::atomic<bool> delay_started_{false};
+  std::atomic<uint64_t> next_delay_generation_{1};
   void append_on_shard(size_t shard, std::string topic, int32_t partition, model::bytes batch,
                        std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps, acks_mode acks,
                        int64_t timeout_ms, std::shared_ptr<produce_operation> op);

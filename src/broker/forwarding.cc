@@ -154,7 +154,9 @@ void broker_impl::handle_forwarded_produce(const protocol::request_header_data& 
   auto shared = std::make_shared<produce_batches_request>(std::move(request));
   const std::string name = shared->partition.topic;
   when_topic_known([this, name] { return find_topic(name) != nullptr; },
-                   [this, shared, answer = std::move(answer)]() mutable { produce_batches(std::move(*shared), std::move(answer)); });
+                   [this, shared, answer = std::move(answer)]() mutable {
+                     produce_batches_from(std::move(*shared), std::move(answer), true);
+                   });
 }
 
 // ---------------------------------------------------------------- fetch

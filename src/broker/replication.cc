@@ -133,6 +133,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
     if (rt->topic == consumer_offsets_topic) {
       if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, false);
     }
+    if (delay::is_delay_topic(rt->topic)) delay_partition_led(shard, rt, false);
   }
   if (leads) {
     if (!rt->leader) {
@@ -149,6 +150,8 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
         // The groups of this partition are coordinated here from now on, loaded from its log.
         if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, true);
       }
+      // A delay partition's scheduler runs where its leader is (issue 18).
+      if (delay::is_delay_topic(rt->topic)) delay_partition_led(shard, rt, true);
       if (p.replicas.size() > 1) {
         log_info("partition " + tp_name(*rt) + ": leading in epoch " + std::to_string(p.leader_epoch) +
                  " from offset " + std::to_string(rt->epoch_start_offset.value()) + ", high watermark " +

@@ -215,6 +215,8 @@ const std::vector<key_spec>& key_table() {
               "partitions of __consumer_offsets when it is created (later changes do not move groups)"),
       int_key("group.expiry.interval.ms", &server_config::group_expiry_interval_ms, 100, 60000,
               "how often consumer sessions past their timeout are swept, ms"),
+      int_key("delay.max.ms", &server_config::delay_max_ms, 1, 365LL * 24 * 3600 * 1000,
+              "longest delay of a delayed record (deliver_at, delay_ms, header ringlog-deliver-at), ms; longer ones are refused"),
       int_key("group.initial.rebalance.delay.ms", &server_config::group_initial_rebalance_delay_ms, 0, 300000,
               "how long the first rebalance of an empty Kafka-client group waits for more members to join, ms"),
       key_spec{"listeners",

@@ -15,6 +15,7 @@
 #include "json_dom.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/delay/constants.h"
 
 namespace ringlog::gateway {
 
@@ -123,17 +124,56 @@ parsed<std::vector<model::record_header>> v3_headers(std::string_view field, dom
   return headers;
 }
 
+/// Up to 9999-12-31T23:59:59.999Z, as a number or a date-time: later is no time anyone means.
+constexpr int64_t timestamp_ms_max = 253'402'300'799'999;
+
+/// A record's `deliver_at` (ms since the epoch, or an ISO-8601 date-time) or `delay_ms` (ms) as
+/// the header the broker reads (ringlog-deliver-at / ringlog-delay-ms, issue 18); `f` names the
+/// field in messages. Null: nothing. Refuses a second delivery time on the same record.
+std::optional<api_error> read_delay_field(const std::string& f, std::string_view name, dom::element value,
+                                          broker::produce_record& rec) {
+  if (value.type() == dom::element_type::NULL_VALUE) return std::nullopt;
+  for (const auto& h : rec.headers) {
+    if (h.key == delay::deliver_at_header || h.key == delay::delay_ms_header) {
+      return unprocessable(f + ": a record takes deliver_at or delay_ms (or a " + std::string(delay::deliver_at_header) +
+                           " / " + std::string(delay::delay_ms_header) + " header), only one of them");
+    }
+  }
+  int64_t ms = 0;
+  if (name == "deliver_at" && value.type() == dom::element_type::STRING) {
+    auto parsed_ms = parse_iso8601_ms(value.get_string().value_unsafe());
+    if (!parsed_ms || *parsed_ms < 0 || *parsed_ms > timestamp_ms_max) {
+      return unprocessable(f + " must be ms since the epoch or an ISO-8601 date-time from 1970 to 9999");
+    }
+    ms = *parsed_ms;
+  } else {
+    // delay_ms up to the same bound; the broker refuses what passes delay.max.ms, naming it.
+    auto n = integer_field(f, value, 0, timestamp_ms_max);
+    if (!n.ok()) return n.error();
+    ms = *n;
+  }
+  const auto header = name == "deliver_at" ? delay::deliver_at_header : delay::delay_ms_header;
+  rec.headers.push_back({std::string(header), model::to_bytes(std::to_string(ms))});
+  return std::nullopt;
+}
+
 /// `field` names the record in messages ("records[3]", "entries[3]"); a batch entry (`batch_entry`)
 /// also has an "id", read by the caller.
 parsed<v3_record> v3_record_from(dom::element e, const std::string& field, const produce_limits& limits,
                                  bool batch_entry = false) {
-  auto o = batch_entry ? object_with(field, e, {"id", "partition_id", "headers", "key", "value", "timestamp", "sequence"})
-                       : object_with(field, e, {"partition_id", "headers", "key", "value", "timestamp", "sequence"});
+  auto o = batch_entry ? object_with(field, e, {"id", "partition_id", "headers", "key", "value", "timestamp", "sequence",
+                                                "deliver_at", "delay_ms"})
+                       : object_with(field, e, {"partition_id", "headers", "key", "value", "timestamp", "sequence",
+                                                "deliver_at", "delay_ms"});
   if (!o.ok()) return o.error();
   v3_record out;
+  std::optional<std::pair<std::string_view, dom::element>> delay_field;   // after the headers
   for (auto [name, value] : *o) {
     std::string f = path_of(field, name);
-    if (name == "partition_id") {
+    if (name == "deliver_at" || name == "delay_ms") {
+      if (delay_field) return unprocessable(field + ": a record takes deliver_at or delay_ms, not both");
+      delay_field = {name, value};
+    } else if (name == "partition_id") {
       if (value.type() == dom::element_type::NULL_VALUE) continue;
       auto p = integer_field(f, value, 0, std::numeric_limits<int32_t>::max());
       if (!p.ok()) return p.error();
@@ -164,8 +204,6 @@ parsed<v3_record> v3_record_from(dom::element e, const std::string& field, const
       }
     } else if (name == "timestamp") {
       if (value.type() == dom::element_type::NULL_VALUE) continue;
-      // Up to 9999-12-31T23:59:59.999Z, as a number or a date-time: later is no time anyone means.
-      constexpr int64_t timestamp_ms_max = 253'402'300'799'999;
       if (value.type() == dom::element_type::STRING) {
         auto ms = parse_iso8601_ms(value.get_string().value_unsafe());
         if (!ms || *ms < 0 || *ms > timestamp_ms_max) {
@@ -177,6 +215,11 @@ parsed<v3_record> v3_record_from(dom::element e, const std::string& field, const
         if (!ms.ok()) return ms.error();
         out.record.timestamp = *ms;
       }
+    }
+  }
+  if (delay_field) {
+    if (auto bad = read_delay_field(path_of(field, delay_field->first), delay_field->first, delay_field->second, out.record)) {
+      return *bad;
     }
   }
   if (auto too_large = check_record_size(field, out.record, limits)) return *too_large;
@@ -406,13 +449,16 @@ parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view bo
   size_t i = 0;
   for (dom::element r : records) {
     std::string field = "records[" + std::to_string(i++) + "]";
-    auto o = partition_in_path ? object_with(field, r, {"key", "value"}) : object_with(field, r, {"key", "value", "partition"});
+    auto o = partition_in_path ? object_with(field, r, {"key", "value", "deliver_at", "delay_ms"})
+                               : object_with(field, r, {"key", "value", "partition", "deliver_at", "delay_ms"});
     if (!o.ok()) return o.error();
     broker::produce_record rec;
     for (auto [name, value] : *o) {
       // The field's path is spelled out only for an error message (this loop runs per record).
       auto f = [&field, name] { return field + "." + std::string(name); };
-      if (name == "partition") {
+      if (name == "deliver_at" || name == "delay_ms") {
+        if (auto bad = read_delay_field(f(), name, value, rec)) return *bad;
+      } else if (name == "partition") {
         if (value.type() == dom::element_type::NULL_VALUE) continue;
         auto p = integer_field(f(), value, 0, std::numeric_limits<int32_t>::max());
         if (!p.ok()) return p.error();

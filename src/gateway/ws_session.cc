@@ -29,6 +29,7 @@
 #include "request_parsing.h"
 #include "stream_limits.h"
 #include "ringlog/base/assert.h"
+#include "ringlog/delay/constants.h"
 
 namespace ringlog::gateway {
 
@@ -353,16 +354,16 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (!m.contains("topic") || !m["topic"].is_string()) return bad("produce needs a string \"topic\"");
     // As the REST API refuses them: a misspelt "valeu" must not store a record without a value.
     if (auto name = unknown_field(m, {"type", "id", "topic", "format", "acks", "partition", "key", "value", "headers",
-                                      "records", "sequence", "producer_id", "producer_epoch"})) {
+                                      "records", "sequence", "producer_id", "producer_epoch", "deliver_at", "delay_ms"})) {
       return bad("unknown field \"" + *name + "\"; a produce message takes type, id, topic, format, acks, " +
-                 "partition, key, value, headers, sequence (or records), producer_id, producer_epoch");
+                 "partition, key, value, headers, sequence, deliver_at, delay_ms (or records), producer_id, producer_epoch");
     }
     const bool as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
     broker::produce_request req;
     req.topic = m["topic"].get<std::string>();
     const bool multi = m.contains("records");
     if (multi) {
-      for (const char* field : {"partition", "key", "value", "headers", "sequence"}) {
+      for (const char* field : {"partition", "key", "value", "headers", "sequence", "deliver_at", "delay_ms"}) {
         if (m.contains(field)) {
           return bad(std::string("\"") + field + "\" belongs inside each element of \"records\", not beside it");
         }
@@ -378,9 +379,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       }
       for (size_t i = 0; i < records.size(); ++i) {
         if (!records[i].is_object()) return bad("records[" + std::to_string(i) + "] must be an object");
-        if (auto name = unknown_field(records[i], {"partition", "key", "value", "headers", "sequence"})) {
+        if (auto name = unknown_field(records[i], {"partition", "key", "value", "headers", "sequence", "deliver_at",
+                                                   "delay_ms"})) {
           return bad("records[" + std::to_string(i) + "] has an unknown field \"" + *name +
-                     "\"; a record takes partition, key, value, headers and sequence");
+                     "\"; a record takes partition, key, value, headers, sequence, deliver_at and delay_ms");
         }
         auto rec = record_of(records[i], as_json);
         if (!rec.ok()) return bad("records[" + std::to_string(i) + "]: " + rec.error());
@@ -455,6 +457,28 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         if (!v) return std::string("a header value must be base64 text or null");
         rec.headers.push_back({h["key"].get<std::string>(), std::move(*v)});
       }
+    }
+    // Delayed delivery (issue 18): the header the broker reads, as the REST bodies do.
+    const bool at = m.contains("deliver_at") && !m["deliver_at"].is_null();
+    const bool after = m.contains("delay_ms") && !m["delay_ms"].is_null();
+    if (at || after) {
+      const bool has_header = std::any_of(rec.headers.begin(), rec.headers.end(), [](const model::record_header& h) {
+        return h.key == delay::deliver_at_header || h.key == delay::delay_ms_header;
+      });
+      if ((at && after) || has_header) {
+        return std::string("a record takes deliver_at or delay_ms (or a ringlog-deliver-at / ringlog-delay-ms header), only one");
+      }
+      const json& v = at ? m["deliver_at"] : m["delay_ms"];
+      constexpr int64_t ms_max = 253'402'300'799'999;   // 9999-12-31T23:59:59.999Z
+      std::optional<int64_t> ms;
+      if (at && v.is_string()) ms = parse_iso8601_ms(v.get<std::string>());
+      else if (v.is_number_integer()) ms = v.get<int64_t>();
+      if (!ms || *ms < 0 || *ms > ms_max) {
+        return std::string(at ? "deliver_at must be ms since the epoch or an ISO-8601 date-time from 1970 to 9999"
+                              : "delay_ms must be an integer of milliseconds >= 0");
+      }
+      rec.headers.push_back({std::string(at ? delay::deliver_at_header : delay::delay_ms_header),
+                             model::to_bytes(std::to_string(*ms))});
     }
     return rec;
   }

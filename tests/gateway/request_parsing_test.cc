@@ -237,3 +237,37 @@ TEST_CASE("metrics exposition") {
   CHECK(out.find("ringlog_topic_records_in_total{topic=\"t\\\"1\"} 3") != std::string::npos);
   CHECK(out.find("ringlog_partition_log_end_offset{topic=\"t\",partition=\"0\"} 7") != std::string::npos);
 }
+
+TEST_CASE("deliver_at and delay_ms become the delay headers (issue 18)") {
+  auto header_of = [](const broker::produce_record& r) {
+    REQUIRE(r.headers.size() == 1);
+    return r.headers[0].key + "=" + text(r.headers[0].value);
+  };
+  auto v3 = parse_v3_records(R"({"value":null,"deliver_at":1700000000000} {"value":null,"delay_ms":250}
+      {"value":null,"deliver_at":"2021-02-05T19:14:42.123Z"} {"value":null,"delay_ms":-1}
+      {"value":null,"delay_ms":1,"deliver_at":2} {"value":null,"deliver_at":"tomorrow"}
+      {"value":null,"delay_ms":1,"headers":[{"name":"ringlog-deliver-at","value":"MQ=="}]})", {});
+  REQUIRE(v3.ok());
+  REQUIRE(v3->size() == 7);
+  CHECK(header_of((*v3)[0].record->record) == "ringlog-deliver-at=1700000000000");
+  CHECK(header_of((*v3)[1].record->record) == "ringlog-delay-ms=250");
+  CHECK(header_of((*v3)[2].record->record) == "ringlog-deliver-at=1612552482123");
+  REQUIRE((*v3)[3].failure);
+  CHECK((*v3)[3].failure->message.find("records[3].delay_ms") != std::string::npos);
+  REQUIRE((*v3)[4].failure);
+  CHECK((*v3)[4].failure->message.find("not both") != std::string::npos);
+  REQUIRE((*v3)[5].failure);
+  CHECK((*v3)[5].failure->message.find("deliver_at must be ms since the epoch or an ISO-8601") != std::string::npos);
+  REQUIRE((*v3)[6].failure);
+  CHECK((*v3)[6].failure->message.find("only one of them") != std::string::npos);
+
+  auto v2 = parse_v2_produce(R"({"records":[{"value":"eA==","delay_ms":5},{"value":"eA==","deliver_at":null}]})",
+                             embedded_format::binary, false, produce_limits{});
+  REQUIRE(v2.ok());
+  CHECK(header_of((*v2)[0]) == "ringlog-delay-ms=5");
+  CHECK((*v2)[1].headers.empty());
+  auto bad = parse_v2_produce(R"({"records":[{"value":"eA==","delay_ms":"5"}]})", embedded_format::binary, false,
+                              produce_limits{});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("records[0].delay_ms") != std::string::npos);
+}

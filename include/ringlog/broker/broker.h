@@ -58,6 +58,7 @@ struct broker_config {
   int32_t offsets_topic_num_partitions = 8;          // offsets.topic.num.partitions: of __consumer_offsets at creation
   int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
   int64_t group_initial_rebalance_delay_ms = 3000;   // group.initial.rebalance.delay.ms (Kafka's key and default)
+  int64_t delay_max_ms = 7LL * 24 * 3600 * 1000;     // delay.max.ms (ringlog): longest delayed delivery (issue 18)
   // ---- the cluster (design.md section 6)
   int64_t controller_quorum_election_timeout_ms = 1000;     // controller.quorum.election.timeout.ms
   int64_t controller_quorum_fetch_timeout_ms = 1000;        // controller.quorum.fetch.timeout.ms

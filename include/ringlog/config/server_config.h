@@ -60,6 +60,7 @@ struct server_config {
   int32_t fetch_waiters_per_partition_max = 10000;      // fetch.waiters.per.partition.max
   int32_t offsets_topic_num_partitions = 8;             // offsets.topic.num.partitions
   int64_t group_expiry_interval_ms = 1000;              // group.expiry.interval.ms (ringlog)
+  int64_t delay_max_ms = 7LL * 24 * 3600 * 1000;        // delay.max.ms (ringlog): longest delayed delivery
   int64_t group_initial_rebalance_delay_ms = 3000;      // group.initial.rebalance.delay.ms
   // ---- process and HTTP
   std::string listener_host = "127.0.0.1";              // listeners=http://HOST:PORT

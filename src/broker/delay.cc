@@ -1,0 +1,702 @@
+// Delayed delivery on plain topics (issue 18, design.md section 7): the produce path puts a record
+// with a future ringlog-deliver-at into an internal delay topic chosen by its delay range; on the
+// leader of each delay partition a delay::scheduler (a pure core, src/delay) reads it in order
+// and moves due records to their target topic-partition with the normal produce path. The
+// scheduler's position is a checkpoint record in its own delay partition, written with acks=all
+// before each step's moves (an intent), so a new leader or a restarted broker resumes where the
+// last one stopped and looks up the moves it may have sent (their dedup header) before sending
+// them again. docs/delayed-delivery.md has the guarantee in full.
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+
+#include "broker_impl.h"
+#include "placement.h"
+#include "ringlog/base/assert.h"
+#include "ringlog/broker/partitioner.h"
+#include "ringlog/codec/record_batch.h"
+#include "ringlog/delay/checkpoint.h"
+#include "ringlog/delay/constants.h"
+
+namespace ringlog::broker::detail {
+
+/// Partitions of each delay topic. A record goes to the one of its target topic-partition (a
+/// stable hash), so the records for one target partition with the same due time keep their
+/// produce order; four let a cluster of up to four brokers share the scheduling of a range.
+inline constexpr int32_t delay_topic_partitions = 4;
+/// Delay topics keep their records until the scheduler's position passes them (it advances the
+/// log start offset): no time or size retention. Segments of 100 MiB, as __consumer_offsets.
+inline constexpr const char* delay_topic_segment_bytes = "104857600";
+/// Longest a move's produce waits for the target's in-sync replicas (acks=all).
+inline constexpr int64_t delay_move_timeout_ms = 30000;
+/// Bytes a scheduler reads from its partition per log read (one read may return more records
+/// than the window takes; the rest are read again later).
+inline constexpr size_t delay_read_bytes = 1 << 20;
+/// Log reads per drive: reads are synchronous on the shard, so a drive is bounded (a window of
+/// window_records_max entries fills in a few reads; the next tick continues).
+inline constexpr int delay_drive_steps_max = 16;
+
+struct broker_impl::delay_partition_state {
+  std::weak_ptr<partition_runtime> rt;
+  std::string key;           // partition_key(topic, partition)
+  std::string topic;
+  int32_t partition = 0;
+  uint64_t generation = 0;   // a new leadership is a new state: answers for an older one are dropped
+  std::optional<delay::scheduler> core;
+  uint64_t verify_fallbacks = 0;   // moves sent again without a complete lookup (at-least-once)
+};
+
+namespace {
+
+std::optional<std::string_view> header_text(const std::vector<model::record_header>& headers, std::string_view key) {
+  for (const auto& h : headers) {
+    if (h.key == key && h.value) return std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size());
+  }
+  return std::nullopt;
+}
+
+bool has_header(const std::vector<model::record_header>& headers, std::string_view key) {
+  return std::any_of(headers.begin(), headers.end(), [&](const model::record_header& h) { return h.key == key; });
+}
+
+/// Decimal int64 >= 0, digits only. Errors as nullopt.
+std::optional<int64_t> parse_decimal(std::string_view text) {
+  if (text.empty() || text.size() > 19) return std::nullopt;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+model::record_header text_header(std::string_view key, const std::string& value) {
+  return model::record_header{std::string(key), model::to_bytes(value)};
+}
+
+std::string source_key(const std::string& topic, int32_t partition, model::offset offset) {
+  return topic + "/" + std::to_string(partition) + "@" + std::to_string(offset.value());
+}
+
+/// The delay partition of a target topic-partition (FNV-1a, stable across versions).
+int32_t delay_partition_for(const std::string& topic, int32_t partition) {
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  };
+  for (char c : topic) mix(static_cast<unsigned char>(c));
+  mix('/');
+  for (char c : std::to_string(partition)) mix(static_cast<unsigned char>(c));
+  return static_cast<int32_t>(h % static_cast<uint64_t>(delay_topic_partitions));
+}
+
+/// Every record of `batches` in [from, end), control batches skipped. Errors: corrupt_message.
+result<std::vector<model::record>> records_of(std::span<const std::byte> batches, model::offset from, model::offset end) {
+  std::vector<model::record> out;
+  auto decoded = decode_fetched_records(batches, from, end, INT32_MAX, out);
+  if (!decoded.ok()) return decoded.error();
+  return out;
+}
+
+/// The latest checkpoint of a delay partition, searched backwards from its log end in growing
+/// spans (usually the last few records hold one), or a fresh start at the log start offset.
+result<delay::checkpoint> latest_checkpoint(storage::partition_log& log) {
+  const model::offset start = log.log_start_offset();
+  model::offset hi = log.log_end_offset();
+  int64_t span = 64;
+  while (hi > start) {
+    const model::offset lo = std::max(start, hi - span);
+    std::optional<delay::checkpoint> found;
+    model::offset at = lo;
+    while (at < hi) {
+      auto read = log.read(at, delay_read_bytes, hi);
+      if (!read.ok()) return from_storage(read.error());
+      if (read->batches.empty()) break;
+      auto records = records_of(read->batches, at, hi);
+      if (!records.ok()) return records.error();
+      for (const auto& r : *records) {
+        if (!has_header(r.headers, delay::checkpoint_header) || !r.value) continue;
+        auto c = delay::decode_checkpoint(*r.value);
+        if (!c.ok()) {
+          return error{errc::corrupt_message, "delay checkpoint at offset " + std::to_string(r.record_offset.value()) +
+                                                  ": " + c.error().message};
+        }
+        found = std::move(c).value();
+      }
+      if (read->next_offset <= at) break;
+      at = read->next_offset;
+    }
+    if (found) {
+      found->position = std::max(found->position, start);
+      return *found;
+    }
+    hi = lo;
+    span = span > INT64_MAX / 4 ? INT64_MAX : span * 4;
+  }
+  delay::checkpoint fresh;
+  fresh.position = start;
+  return fresh;
+}
+
+/// A move's failure that no retry can cure: the record is dropped (and logged).
+bool permanent(errc code) {
+  return code == errc::message_too_large || code == errc::invalid_record || code == errc::corrupt_message ||
+         code == errc::record_list_too_large || code == errc::invalid_timestamp ||
+         code == errc::topic_authorization_failed;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- produce side
+
+result<std::optional<int64_t>> broker_impl::delivery_time_of(produce_record& record, int64_t now_ms) const {
+  const int64_t delay_max_ms = live(*view()).delay_max_ms;
+  auto relative = std::find_if(record.headers.begin(), record.headers.end(),
+                               [](const model::record_header& h) { return h.key == delay::delay_ms_header; });
+  if (relative != record.headers.end() && !has_header(record.headers, delay::source_header)) {
+    const std::string text = relative->value ? model::to_string(*relative->value) : "";
+    auto delay_ms = parse_decimal(text);
+    if (!delay_ms) {
+      return error{errc::invalid_record, "header " + std::string(delay::delay_ms_header) +
+                                             " (delay_ms) must be milliseconds as decimal digits, got '" +
+                                             text.substr(0, 40) + "'"};
+    }
+    if (*delay_ms > delay_max_ms) {
+      return error{errc::invalid_record, "delay_ms " + std::to_string(*delay_ms) + " is more than delay.max.ms=" +
+                                             std::to_string(delay_max_ms)};
+    }
+    if (has_header(record.headers, delay::deliver_at_header)) {
+      return error{errc::invalid_record, "a record takes a delivery time (deliver_at, header " +
+                                             std::string(delay::deliver_at_header) + ") or a delay (delay_ms, header " +
+                                             std::string(delay::delay_ms_header) + "), not both"};
+    }
+    relative->key = std::string(delay::deliver_at_header);
+    relative->value = model::to_bytes(std::to_string(now_ms + *delay_ms));
+    if (*delay_ms == 0) return std::optional<int64_t>{};
+  }
+  auto text = header_text(record.headers, delay::deliver_at_header);
+  if (!text) return std::optional<int64_t>{};
+  // A record a scheduler moves keeps its header (it is due by then); never delay it again.
+  if (has_header(record.headers, delay::source_header)) return std::optional<int64_t>{};
+  auto due = parse_decimal(*text);
+  if (!due) {
+    const std::string shown(text->substr(0, 40));
+    return error{errc::invalid_record, "header " + std::string(delay::deliver_at_header) +
+                                           " must be milliseconds since the Unix epoch as decimal digits, got '" +
+                                           shown + "'"};
+  }
+  if (*due <= now_ms) return std::optional<int64_t>{};   // due already: delivered at once
+  if (*due - now_ms > delay_max_ms) {
+    return error{errc::invalid_record, "the record's delivery time " + std::to_string(*due) + " is " +
+                                           std::to_string(*due - now_ms) + " ms from now, more than delay.max.ms=" +
+                                           std::to_string(delay_max_ms)};
+  }
+  return std::optional<int64_t>{*due};
+}
+
+bool broker_impl::has_delay_header(const std::vector<model::record_header>& headers) {
+  // A moved record keeps its (past) delivery time beside its source: it is never delayed again.
+  return (has_header(headers, delay::deliver_at_header) || has_header(headers, delay::delay_ms_header)) &&
+         !has_header(headers, delay::source_header);
+}
+
+void broker_impl::produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
+                                          std::function<void(result<produce_batches_response>)> done) {
+  const int64_t now = deps_.clock.now_ms();
+  produce_request out;
+  out.topic = request.partition.topic;
+  out.acks = request.acks;
+  out.timeout_ms = request.timeout_ms;
+  bool delayed = false;
+  for (const auto& batch : request.batches) {
+    auto records = codec::decode_records(batch);
+    RINGLOG_ASSERT(records.ok(), "batches were validated before");
+    for (auto& r : *records) {
+      produce_record p;
+      p.partition = request.partition.partition;
+      p.key = std::move(r.key);
+      p.value = std::move(r.value);
+      p.headers = std::move(r.headers);
+      p.timestamp = r.timestamp;
+      // Checked here for the whole request first, so that nothing is stored when one is invalid.
+      auto due = delivery_time_of(p, now);
+      if (!due.ok()) return done(due.error());
+      delayed = delayed || due->has_value();
+      out.records.push_back(std::move(p));
+    }
+  }
+  produce_to(topic, std::move(out), [delayed, done = std::move(done)](result<produce_response> r) {
+    if (!r.ok()) return done(r.error());
+    produce_batches_response answer;
+    for (const auto& res : r->results) {
+      if (res.failure) return done(*res.failure);
+    }
+    if (!delayed && !r->results.empty()) answer.base_offset = r->results.front().record_offset;
+    done(answer);
+  });
+}
+
+size_t broker_impl::delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms) {
+  std::set<size_t> tiers;
+  for (const auto& d : delayed) tiers.insert(delay::tier_for_delay(d.due_ms - now_ms));
+  return tiers.size();
+}
+
+void broker_impl::produce_delayed(const std::string& target_topic, std::vector<produce_record>& records,
+                                  const std::vector<delayed_record>& delayed, int64_t now_ms, acks_mode acks,
+                                  int64_t timeout_ms, const std::shared_ptr<produce_operation>& op) {
+  struct tier_request {
+    produce_request request;
+    std::vector<size_t> indices;   // into op->results, per record of request
+  };
+  std::map<size_t, tier_request> by_tier;
+  for (const auto& d : delayed) {
+    const size_t tier = delay::tier_for_delay(d.due_ms - now_ms);
+    auto& t = by_tier[tier];
+    auto& in = records[d.index];
+    produce_record out;
+    out.partition = model::partition_id{delay_partition_for(target_topic, d.target_partition)};
+    out.key = std::move(in.key);
+    out.value = std::move(in.value);
+    out.headers = std::move(in.headers);
+    out.headers.push_back(text_header(delay::target_topic_header, target_topic));
+    out.headers.push_back(text_header(delay::target_partition_header, std::to_string(d.target_partition)));
+    out.headers.push_back(text_header(delay::produced_at_header, std::to_string(in.timestamp.value_or(now_ms))));
+    out.timestamp = now_ms;
+    t.request.records.push_back(std::move(out));
+    t.indices.push_back(d.index);
+    op->results[d.index].timestamp = in.timestamp.value_or(now_ms);
+  }
+  for (auto& [tier, t] : by_tier) {
+    t.request.topic = std::string(delay::tiers[tier].topic);
+    t.request.acks = acks;
+    t.request.timeout_ms = timeout_ms;
+    with_delay_topic(tier, [this, op, t = std::move(t)](result<std::shared_ptr<const topic_state>> topic) mutable {
+      if (!topic.ok()) {
+        for (size_t idx : t.indices) op->results[idx].failure = topic.error();
+        return op->finish_one();
+      }
+      auto indices = std::move(t.indices);
+      produce_to(*topic, std::move(t.request), [op, indices](result<produce_response> r) {
+        for (size_t k = 0; k < indices.size(); ++k) {
+          auto& res = op->results[indices[k]];
+          // The record's offset in its target is known only once it is delivered.
+          res.record_offset = model::offset{-1};
+          if (!r.ok()) {
+            res.failure = r.error();
+          } else if (r->results[k].failure) {
+            res.failure = r->results[k].failure;
+          }
+        }
+        op->finish_one();
+      }, true);
+    });
+  }
+}
+
+void broker_impl::with_delay_topic(size_t tier, std::function<void(result<std::shared_ptr<const topic_state>>)> done) {
+  std::string name(delay::tiers[tier].topic);
+  if (auto t = find_topic(name)) return done(t);
+  deps_.runtime.post(controller_shard, [this, name = std::move(name), done = std::move(done)]() mutable {
+    if (auto t = controller_find_topic(name)) return done(t);
+    auto records = new_topic_records(name, delay_topic_partitions, automatic_replication_factor(*controller_view_->image),
+                                     {{"retention.ms", "-1"}, {"retention.bytes", "-1"},
+                                      {"segment.bytes", delay_topic_segment_bytes}});
+    if (!records.ok()) return done(records.error());
+    commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
+      // A concurrent creation (another produce, another broker) may have won: that one is used.
+      if (auto t = controller_find_topic(name)) return done(t);
+      done(r.ok() ? error{errc::unknown_topic_or_partition, unknown_topic_message(name)} : r.error());
+    });
+  });
+}
+
+// ---------------------------------------------------------------- the schedulers
+
+void broker_impl::start_delay_schedulers() {
+  delay_started_.store(true, std::memory_order_release);
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    deps_.runtime.post(s, [this, s] {
+      for (auto& [key, rt] : shards_[s]) {
+        if (!rt->deleted && rt->leader && delay::is_delay_topic(rt->topic)) delay_partition_led(s, rt, true);
+      }
+    });
+  }
+}
+
+void broker_impl::delay_partition_led(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
+  if (!delay_started_.load(std::memory_order_acquire)) return;   // start_delay_schedulers picks it up
+  auto& states = delay_states_[shard];
+  const std::string key = partition_key(rt->topic, rt->partition);
+  auto it = states.find(key);
+  if (!leads) {
+    if (it != states.end()) states.erase(it);
+    return;
+  }
+  if (it != states.end() && it->second->rt.lock() == rt) return;   // already scheduling this leadership
+  auto cp = latest_checkpoint(*rt->log);
+  if (!cp.ok()) {
+    // Not served until the partition is led again: a broken checkpoint must not be guessed past.
+    log_error("delay partition " + key + ": the scheduler cannot start: " + cp.error().message);
+    if (it != states.end()) states.erase(it);
+    return;
+  }
+  auto st = std::make_shared<delay_partition_state>();
+  st->rt = rt;
+  st->key = key;
+  st->topic = rt->topic;
+  st->partition = rt->partition;
+  st->generation = next_delay_generation_.fetch_add(1);
+  st->core.emplace(*cp);
+  if (!cp->in_flight.empty()) {
+    log_info("delay partition " + key + ": resuming at offset " + std::to_string(cp->position.value()) + " with " +
+             std::to_string(cp->in_flight.size()) + " moves to look up in their targets first");
+  }
+  states[key] = st;
+  if (!delay_ticking_[shard]) {
+    delay_ticking_[shard] = 1;
+    schedule_delay_tick(shard);
+  }
+  drive_delay(shard, st);
+}
+
+void broker_impl::schedule_delay_tick(size_t shard) {
+  std::weak_ptr<int> alive = lifetime_;
+  deps_.runtime.post_after(shard, delay::tick_ms, [this, shard, alive] {
+    if (alive.expired() || stopping_) return;
+    auto& states = delay_states_[shard];
+    if (states.empty()) {
+      delay_ticking_[shard] = 0;
+      return;
+    }
+    std::vector<std::shared_ptr<delay_partition_state>> all;
+    for (auto& [key, st] : states) all.push_back(st);
+    for (auto& st : all) drive_delay(shard, st);
+    schedule_delay_tick(shard);
+  });
+}
+
+void broker_impl::on_delay_state(size_t shard, std::string key, uint64_t generation,
+                                 std::function<void(const std::shared_ptr<delay_partition_state>&)> f) {
+  std::weak_ptr<int> alive = lifetime_;
+  deps_.runtime.post(shard, [this, shard, alive, key = std::move(key), generation, f = std::move(f)] {
+    if (alive.expired()) return;
+    auto& states = delay_states_[shard];
+    auto it = states.find(key);
+    if (it == states.end() || it->second->generation != generation) return;   // another leadership
+    f(it->second);
+  });
+}
+
+void broker_impl::drive_delay(size_t shard, const std::shared_ptr<delay_partition_state>& st) {
+  auto rt = st->rt.lock();
+  if (!rt || rt->deleted || !rt->leader || stopping_) {
+    delay_states_[shard].erase(st->key);
+    return;
+  }
+  for (int step = 0; step < delay_drive_steps_max; ++step) {
+    const model::offset high_watermark = rt->log->high_watermark();
+    delay::effects e = st->core->poll(deps_.clock.now_ms(), high_watermark);
+    if (e.read_from) {
+      // One log read: the delay records it holds, up to what the window takes.
+      std::vector<delay::pending_entry> entries;
+      model::offset next = *e.read_from;
+      auto read = rt->log->read(*e.read_from, delay_read_bytes, high_watermark);
+      if (!read.ok()) {
+        log_error("delay partition " + st->key + ": read at " + std::to_string(e.read_from->value()) + ": " +
+                  read.error().message);
+        return;
+      }
+      auto records = records_of(read->batches, *e.read_from, high_watermark);
+      if (!records.ok()) {
+        log_error("delay partition " + st->key + ": " + records.error().message);
+        return;
+      }
+      bool full = false;
+      for (const auto& r : *records) {
+        if (entries.size() >= e.read_records_max) {
+          full = true;
+          break;
+        }
+        next = r.record_offset + 1;
+        if (has_header(r.headers, delay::checkpoint_header)) continue;
+        auto due = header_text(r.headers, delay::deliver_at_header);
+        auto due_ms = due ? parse_decimal(*due) : std::nullopt;
+        if (!due_ms || !header_text(r.headers, delay::target_topic_header)) {
+          log_error("delay partition " + st->key + ": offset " + std::to_string(r.record_offset.value()) +
+                    " is not a delay record; skipped");
+          continue;
+        }
+        entries.push_back({r.record_offset, *due_ms});
+      }
+      if (!full) next = std::max(next, std::min(read->next_offset, high_watermark));
+      st->core->on_read(entries, next);
+      continue;
+    }
+    if (e.write_checkpoint) return write_delay_checkpoint(shard, st, rt, *e.write_checkpoint);
+    if (!e.moves.empty()) return send_delay_moves(shard, st, rt, std::move(e.moves));
+    return;
+  }
+}
+
+void broker_impl::write_delay_checkpoint(size_t shard, const std::shared_ptr<delay_partition_state>& st,
+                                         const std::shared_ptr<partition_runtime>& rt, const delay::checkpoint& cp) {
+  auto fail = [&](const std::string& why) {
+    log_error("delay partition " + st->key + ": checkpoint not written: " + why);
+    st->core->checkpoint_written(false);
+  };
+  if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return fail(ok.error().message);
+  model::record r;
+  r.timestamp = deps_.clock.now_ms();
+  r.value = delay::encode_checkpoint(cp);
+  r.headers.push_back(text_header(delay::checkpoint_header, std::to_string(delay::checkpoint_version)));
+  auto batch = codec::encode_batch({}, std::vector<model::record>{std::move(r)});
+  if (!batch.ok()) return fail(batch.error().message);
+  auto appended = rt->log->append(std::move(batch.value()), rt->epoch);
+  if (!appended.ok()) return fail(appended.error().message);
+  const model::offset position = cp.position;
+  complete_append(shard, rt, acks_mode::all, appended->last_offset + 1, internal_append_timeout_ms,
+                  [this, shard, key = st->key, generation = st->generation, position](result<void> r) {
+                    on_delay_state(shard, key, generation, [this, shard, r, position](const auto& s) {
+                      if (!r.ok()) log_error("delay partition " + s->key + ": checkpoint not replicated: " + r.error().message);
+                      s->core->checkpoint_written(r.ok());
+                      // Records below the committed position are moved: their segments may go
+                      // (Kafka's DeleteRecords; retention deletes whole segments below the start).
+                      auto rt = s->rt.lock();
+                      if (r.ok() && rt && position > rt->log->log_start_offset() &&
+                          position <= rt->log->high_watermark()) {
+                        if (auto a = rt->log->advance_log_start_offset(position); !a.ok()) {
+                          log_error("delay partition " + s->key + ": log start not advanced: " + a.error().message);
+                        }
+                      }
+                      drive_delay(shard, s);
+                    });
+                  });
+}
+
+namespace {
+
+/// One move as sent: the record for the target and where it goes.
+struct move_job {
+  delay::move move;
+  std::string topic;
+  int32_t partition = 0;
+  std::string source;   // the dedup key
+  produce_record record;
+};
+
+/// The records at `offsets` (ascending) of a delay partition, by offset; missing ones are absent.
+std::map<model::offset, model::record> read_at(storage::partition_log& log, const std::vector<model::offset>& offsets,
+                                               model::offset end, std::string& failure) {
+  std::map<model::offset, model::record> out;
+  size_t i = 0;
+  while (i < offsets.size()) {
+    auto read = log.read(offsets[i], delay_read_bytes, end);
+    if (!read.ok()) {
+      failure = read.error().message;
+      return out;
+    }
+    auto records = records_of(read->batches, offsets[i], end);
+    if (!records.ok()) {
+      failure = records.error().message;
+      return out;
+    }
+    std::set<model::offset> wanted(offsets.begin() + static_cast<std::ptrdiff_t>(i), offsets.end());
+    for (auto& r : *records) {
+      if (wanted.contains(r.record_offset)) out.emplace(r.record_offset, std::move(r));
+    }
+    const model::offset next = read->next_offset;
+    const size_t before = i;
+    while (i < offsets.size() && offsets[i] < next) ++i;
+    if (i == before) break;   // nothing more readable
+  }
+  return out;
+}
+
+}  // namespace
+
+void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_partition_state>& st,
+                                   const std::shared_ptr<partition_runtime>& rt, std::vector<delay::move> moves) {
+  const int64_t now = deps_.clock.now_ms();
+  std::vector<model::offset> offsets;
+  for (const auto& m : moves) offsets.push_back(m.offset);
+  std::sort(offsets.begin(), offsets.end());
+  std::string failure;
+  auto records = read_at(*rt->log, offsets, rt->log->high_watermark(), failure);
+  if (!failure.empty()) log_error("delay partition " + st->key + ": reading records to move: " + failure);
+  auto jobs = std::make_shared<std::vector<move_job>>();
+  for (const auto& m : moves) {
+    auto r = records.find(m.offset);
+    if (r == records.end()) {
+      // Unreadable now (an I/O error was logged): tried again after the backoff.
+      st->core->move_done(m.offset, delay::move_outcome::retry, now);
+      continue;
+    }
+    auto topic = header_text(r->second.headers, delay::target_topic_header);
+    auto partition = header_text(r->second.headers, delay::target_partition_header);
+    const int64_t p = partition ? parse_decimal(*partition).value_or(-1) : -1;
+    auto target = topic ? find_topic(std::string(*topic)) : nullptr;
+    if (!target || p < 0 || p >= target->partitions_count()) {
+      log_error("delay partition " + st->key + ": offset " + std::to_string(m.offset.value()) + " names target " +
+                std::string(topic.value_or("?")) + "-" + std::string(partition.value_or("?")) +
+                ", which does not exist (deleted?): dropped");
+      st->core->move_done(m.offset, delay::move_outcome::dropped, now);
+      continue;
+    }
+    move_job job;
+    job.move = m;
+    job.topic = std::string(*topic);
+    job.partition = static_cast<int32_t>(p);
+    job.source = source_key(st->topic, st->partition, m.offset);
+    job.record.partition = model::partition_id{job.partition};
+    job.record.key = std::move(r->second.key);
+    job.record.value = std::move(r->second.value);
+    for (auto& h : r->second.headers) {
+      if (h.key == delay::target_topic_header || h.key == delay::target_partition_header) continue;
+      job.record.headers.push_back(std::move(h));
+    }
+    job.record.headers.push_back(text_header(delay::source_header, job.source));
+    jobs->push_back(std::move(job));
+  }
+  if (jobs->empty()) return drive_delay(shard, st);
+
+  // Report one job's outcome on the scheduler's shard.
+  auto report = [this, shard, key = st->key, generation = st->generation](model::offset o, delay::move_outcome outcome) {
+    on_delay_state(shard, key, generation, [this, shard, o, outcome](const auto& s) {
+      s->core->move_done(o, outcome, deps_.clock.now_ms());
+      drive_delay(shard, s);
+    });
+  };
+  // Produce the jobs whose index is in `which`, one request per target topic.
+  auto produce_jobs = [this, jobs, report](std::vector<size_t> which) {
+    std::map<std::string, std::vector<size_t>> by_topic;
+    for (size_t j : which) by_topic[(*jobs)[j].topic].push_back(j);
+    for (auto& [topic, indices] : by_topic) {
+      produce_request request;
+      request.topic = topic;
+      request.acks = acks_mode::all;
+      request.timeout_ms = delay_move_timeout_ms;
+      for (size_t j : indices) request.records.push_back((*jobs)[j].record);
+      produce(std::move(request), [this, jobs, indices, report, topic](result<produce_response> r) {
+        for (size_t k = 0; k < indices.size(); ++k) {
+          const auto& job = (*jobs)[indices[k]];
+          std::optional<error> why;
+          if (!r.ok()) why = r.error();
+          else if (r->results[k].failure) why = r->results[k].failure;
+          if (!why) {
+            report(job.move.offset, delay::move_outcome::moved);
+          } else if (permanent(why->code) ||
+                     (why->code == errc::unknown_topic_or_partition && !topic_exists(topic))) {
+            log_error("delayed record " + job.source + " cannot be delivered to " + topic + "-" +
+                      std::to_string(job.partition) + ": " + why->message + ": dropped");
+            report(job.move.offset, delay::move_outcome::dropped);
+          } else {
+            report(job.move.offset, delay::move_outcome::retry);
+          }
+        }
+      });
+    }
+  };
+
+  std::vector<size_t> direct;
+  std::map<std::pair<std::string, int32_t>, std::vector<size_t>> to_verify;
+  for (size_t j = 0; j < jobs->size(); ++j) {
+    const auto& job = (*jobs)[j];
+    if (job.move.verify_first) to_verify[{job.topic, job.partition}].push_back(j);
+    else direct.push_back(j);
+  }
+  if (to_verify.empty()) return produce_jobs(std::move(direct));
+  // The step's records go out together, in due order, once every lookup is done (a record sent
+  // before a looked-up one due earlier would leave due order).
+  struct gather {
+    size_t scans_left = 0;
+    std::vector<size_t> send;
+  };
+  auto gathered = std::make_shared<gather>();
+  gathered->scans_left = to_verify.size();
+  gathered->send = std::move(direct);
+  auto scan_done = [gathered, produce_jobs](std::vector<size_t> send) {
+    gathered->send.insert(gathered->send.end(), send.begin(), send.end());
+    if (--gathered->scans_left > 0) return;
+    std::sort(gathered->send.begin(), gathered->send.end());   // job order is the batch's due order
+    if (!gathered->send.empty()) produce_jobs(std::move(gathered->send));
+  };
+  // Moves that may be in their target already (an intent of an earlier life or a timed-out
+  // produce): read the target from the first record at or after the intent's time (the moved
+  // record's timestamp is the broker's time when it was sent, never earlier) and send only those
+  // whose dedup key is not there. The scan is bounded (verify_scan_records_max): past it the
+  // move is sent anyway, at-least-once, and logged.
+  for (auto& [tp, indices] : to_verify) {
+    struct scan {
+      model::topic_partition tp;
+      std::vector<size_t> indices;
+      std::set<std::string> wanted;
+      std::set<std::string> found;
+      model::offset at{0};
+      int64_t scanned = 0;
+      std::function<void()> next;   // cleared when the scan ends
+    };
+    auto sc = std::make_shared<scan>();
+    sc->tp = model::topic_partition{tp.first, model::partition_id{tp.second}};
+    sc->indices = std::move(indices);
+    int64_t since = INT64_MAX;
+    for (size_t j : sc->indices) {
+      sc->wanted.insert((*jobs)[j].source);
+      since = std::min(since, (*jobs)[j].move.verify_since_ms);
+    }
+    auto finish = [this, sc, jobs, report, scan_done, key = st->key](bool complete) {
+      std::vector<size_t> send;
+      for (size_t j : sc->indices) {
+        if (sc->found.contains((*jobs)[j].source)) report((*jobs)[j].move.offset, delay::move_outcome::moved);
+        else send.push_back(j);
+      }
+      if (!complete && !send.empty()) {
+        log_error("delay partition " + key + ": " + std::to_string(send.size()) + " moves to " + sc->tp.topic + "-" +
+                  std::to_string(sc->tp.partition.value()) + " could not be looked up in full (" +
+                  std::to_string(sc->scanned) + " records scanned); sent again, at-least-once");
+      }
+      sc->next = nullptr;   // ends the scan's self-reference
+      scan_done(std::move(send));
+    };
+    auto fail_all = [sc, jobs, report, scan_done](const error&) {
+      for (size_t j : sc->indices) report((*jobs)[j].move.offset, delay::move_outcome::retry);
+      sc->next = nullptr;
+      scan_done({});
+    };
+    // One fetch of the target per step; each step is a new call, never recursion on the stack.
+    sc->next = [this, sc, finish, fail_all] {
+      fetch_request f;
+      f.partition = sc->tp;
+      f.fetch_offset = sc->at;
+      f.max_bytes = 1 << 20;
+      fetch(std::move(f), [sc, finish, fail_all](result<fetch_response> r) {
+        if (!r.ok()) return fail_all(r.error());
+        for (const auto& rec : r->records) {
+          ++sc->scanned;
+          auto s = header_text(rec.headers, delay::source_header);
+          if (s && sc->wanted.contains(std::string(*s))) sc->found.insert(std::string(*s));
+          sc->at = rec.record_offset + 1;
+        }
+        if (sc->found.size() == sc->wanted.size()) return finish(true);
+        if (r->records.empty() || sc->at >= r->high_watermark) return finish(true);
+        if (sc->scanned >= delay::verify_scan_records_max) return finish(false);
+        auto next = sc->next;
+        if (next) next();
+      });
+    };
+    list_offsets_request lookup;
+    lookup.partition = sc->tp;
+    lookup.spec = offset_spec::timestamp;
+    lookup.timestamp = std::max<int64_t>(since, 0);
+    list_offsets(std::move(lookup), [sc, finish, fail_all](result<list_offsets_response> r) {
+      if (!r.ok()) return fail_all(r.error());
+      if (!r->found_offset) return finish(true);   // nothing at or after the intent: not there
+      sc->at = *r->found_offset;
+      auto next = sc->next;
+      if (next) next();
+    });
+  }
+}
+
+}  // namespace ringlog::broker::detail

@@ -1,0 +1,200 @@
+"""Delayed delivery (issue 18): deliver_at / delay_ms in v2, v3 and WebSocket produce, never early,
+delay.max.ms refused with a clear error, and a kill -9 of the broker with pending delayed records
+delivers each exactly once, in due order per partition, none early."""
+import asyncio
+import base64
+import json
+import time
+
+import pytest
+import requests
+import websockets
+
+from conftest import wait_until
+
+BINARY = "application/vnd.kafka.binary.v2+json"
+DEADLINE_S = 30.0
+
+
+def b64(s):
+    return base64.b64encode(s.encode() if isinstance(s, str) else s).decode()
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def read_all(broker, topic, partition):
+    """Every record of a partition (several reads when needed)."""
+    out = []
+    while True:
+        r = requests.get(f"{broker.url}/topics/{topic}/partitions/{partition}/records",
+                         params={"offset": len(out) and out[-1]["offset"] + 1 or 0, "timeout": 0},
+                         headers={"Accept": BINARY})
+        assert r.status_code == 200, r.text
+        got = r.json()
+        if not got:
+            return out
+        out += got
+
+
+def header(rec, name):
+    for h in rec["headers"]:
+        if h["key"] == name:
+            return base64.b64decode(h["value"]).decode()
+    return None
+
+
+def test_delayed_record_is_not_readable_before_its_time(broker, topic_name):
+    broker.create_topic(topic_name)
+    due = now_ms() + 1500
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"),
+                      json={"key": {"type": "STRING", "data": "k"}, "value": {"type": "STRING", "data": "later"},
+                            "deliver_at": due})
+    assert r.status_code == 200, r.text
+    assert r.json()["error_code"] == 200 and r.json()["offset"] == -1   # known once delivered
+    # Before its time: the partition is empty whenever we look (each look is checked against the clock).
+    looks = 0
+    while now_ms() < due - 100:
+        recs = read_all(broker, topic_name, 0)
+        if now_ms() < due:
+            assert recs == [], recs
+        looks += 1
+    assert looks > 0
+    recs = wait_until(lambda: read_all(broker, topic_name, 0), DEADLINE_S, "the delayed record")
+    assert len(recs) == 1
+    rec = recs[0]
+    assert base64.b64decode(rec["value"]) == b"later" and base64.b64decode(rec["key"]) == b"k"
+    assert int(header(rec, "ringlog-deliver-at")) == due
+    assert rec["timestamp"] >= due                    # appended at or after its time
+    assert int(header(rec, "ringlog-produced-at")) <= due - 1000
+    assert header(rec, "ringlog-delay-source").startswith("__delay-10s/")
+
+
+def test_v2_delay_ms_and_ws_deliver_at(broker, topic_name):
+    broker.create_topic(topic_name)
+    before = now_ms()
+    r = requests.post(f"{broker.url}/topics/{topic_name}", json={"records": [{"value": b64("v2"), "delay_ms": 700}]},
+                      headers={"Content-Type": BINARY})
+    assert r.status_code == 200, r.text
+    assert r.json()["offsets"][0]["error_code"] is None and r.json()["offsets"][0]["offset"] == -1
+    due = now_ms() + 600
+
+    async def ws_produce():
+        async with websockets.connect(f"ws://127.0.0.1:{broker.port}/v1/ws") as ws:
+            await ws.send(json.dumps({"type": "produce", "id": 1, "topic": topic_name, "value": b64("ws"),
+                                      "deliver_at": due}))
+            return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+    ack = asyncio.run(ws_produce())
+    assert ack.get("type") != "error", ack
+    recs = wait_until(lambda: (lambda x: x if len(x) == 2 else None)(read_all(broker, topic_name, 0)), DEADLINE_S,
+                      "both delayed records")
+    by_value = {base64.b64decode(x["value"]): x for x in recs}
+    assert by_value[b"v2"]["timestamp"] >= before + 700
+    assert by_value[b"ws"]["timestamp"] >= due
+
+
+def test_bad_delays_are_refused_naming_the_limit(broker, topic_name):
+    broker.create_topic(topic_name)
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"),
+                      json={"value": {"type": "STRING", "data": "x"}, "delay_ms": 8 * 24 * 3600 * 1000})
+    body = r.json()
+    assert body["error_code"] != 200 and "delay.max.ms=604800000" in body["message"], body
+    r = requests.post(f"{broker.url}/topics/{topic_name}",
+                      json={"records": [{"value": b64("x"), "deliver_at": now_ms() + 8 * 24 * 3600 * 1000}]},
+                      headers={"Content-Type": BINARY})
+    assert r.status_code == 200 and "delay.max.ms" in r.json()["offsets"][0]["error"], r.text
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"),
+                      json={"value": {"type": "STRING", "data": "x"}, "delay_ms": -5})
+    assert r.json()["error_code"] in (400, 422) and "delay_ms" in r.json()["message"], r.text
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"),
+                      json={"value": {"type": "STRING", "data": "x"}, "delay_ms": 5, "deliver_at": now_ms()})
+    assert r.json()["error_code"] in (400, 422) and "not both" in r.json()["message"], r.text
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"),
+                      json={"value": {"type": "STRING", "data": "x"},
+                            "headers": [{"name": "ringlog-deliver-at", "value": b64("soon")}]})
+    assert r.json()["error_code"] != 200 and "ringlog-deliver-at" in r.json()["message"], r.text
+    # A deliver_at in the past is delivered at once; nothing of the refused ones was stored.
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"),
+                      json={"value": {"type": "STRING", "data": "past"}, "deliver_at": 1000})
+    assert r.json()["error_code"] == 200 and r.json()["offset"] == 0, r.text
+    recs = read_all(broker, topic_name, 0)
+    assert [base64.b64decode(x["value"]) for x in recs] == [b"past"]
+
+
+@pytest.mark.parametrize("how", ["kill-9", "sigterm"])
+def test_restart_with_pending_delayed_records_delivers_each_once_in_due_order(fresh_broker, topic_name, how):
+    b = fresh_broker()
+    b.create_topic(topic_name, partitions=3)
+    count = 600
+    start = now_ms()
+    records = []
+    for i in range(count):
+        # Due 1.0 .. 4.0 s from now, interleaved so that append order is not due order.
+        records.append({"key": b64(f"k{i % 7}"), "value": b64(f"r{i}"), "deliver_at": start + 1000 + (i * 7919) % 3000})
+    for chunk in range(0, count, 200):
+        r = requests.post(f"{b.url}/topics/{topic_name}", json={"records": records[chunk:chunk + 200]},
+                          headers={"Content-Type": BINARY})
+        assert r.status_code == 200 and all(o["error_code"] is None for o in r.json()["offsets"]), r.text
+
+    def delivered():
+        return sum(len(read_all(b, topic_name, p)) for p in range(3))
+
+    # Kill it while some records are delivered and others are pending.
+    wait_until(lambda: delivered() >= count // 5, DEADLINE_S, "some deliveries")
+    if how == "kill-9":
+        b.kill()
+    else:
+        assert b.stop() == 0
+    killed_at = now_ms()
+    b.start()
+    wait_until(lambda: delivered() >= count, DEADLINE_S, "every delayed record")
+    # Let the scheduler run a little past the last due time: a repeat would show up.
+    last_due = max(r["deliver_at"] for r in records)
+    wait_until(lambda: now_ms() > max(last_due, killed_at) + 1000, DEADLINE_S, "a second past the last due time")
+    seen = {}
+    for p in range(3):
+        recs = read_all(b, topic_name, p)
+        dues = [int(header(x, "ringlog-deliver-at")) for x in recs]
+        assert dues == sorted(dues), f"partition {p} not in due order: {dues}"
+        for x in recs:
+            value = base64.b64decode(x["value"]).decode()
+            seen[value] = seen.get(value, 0) + 1
+            assert x["timestamp"] >= int(header(x, "ringlog-deliver-at")), x   # never early
+    repeated = {k: v for k, v in seen.items() if v != 1}
+    assert not repeated, repeated
+    assert len(seen) == count
+
+
+def test_kafka_client_delays_with_the_header(ringlog_bin, tmp_path):
+    """A Kafka client (librdkafka) sets ringlog-deliver-at / ringlog-delay-ms as a record header."""
+    from confluent_kafka import Producer
+    from conftest import Broker, free_port
+
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        topic = "kdelay"
+        b.create_topic(topic)
+        p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "linger.ms": 0})
+        reports = []
+        due = now_ms() + 1200
+        p.produce(topic, value=b"at", headers=[("ringlog-deliver-at", str(due).encode())], partition=0,
+                  on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        assert p.flush(15) == 0   # one batch each: a bad record refuses its whole batch
+        p.produce(topic, value=b"now", partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        assert p.flush(15) == 0
+        p.produce(topic, value=b"bad", headers=[("ringlog-delay-ms", b"soon")], partition=0,
+                  on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        assert p.flush(15) == 0
+        assert reports[0][0] is None and reports[0][1] in (None, -1)   # delayed: offset known once delivered
+        assert reports[1] == (None, 0)
+        assert reports[2][0] is not None   # INVALID_RECORD: not decimal ms
+        recs = read_all(b, topic, 0)
+        if now_ms() < due:
+            assert [base64.b64decode(x["value"]) for x in recs] == [b"now"]
+        recs = wait_until(lambda: (lambda x: x if len(x) == 2 else None)(read_all(b, topic, 0)), DEADLINE_S,
+                          "the delayed Kafka record")
+        assert base64.b64decode(recs[1]["value"]) == b"at" and recs[1]["timestamp"] >= due
+    finally:
+        assert b.stop() == 0
