@@ -209,23 +209,30 @@ def test_a_killed_broker_is_fenced_when_its_listener_refuses_not_after_its_sessi
         c.stop()
 
 
+def kill_a_preferred_leader(c):
+    """Topic "pref" (3 partitions, rf 3, ISRs of three); kill -9 partition 0's leader and wait
+    until it is led elsewhere. Returns (the preferred leaders, the victim, a survivor)."""
+    wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = c.node(1)
+    assert create_topic(n1, "pref", partitions=3, replication_factor=3).status_code == 201
+    preferred = wait_until(lambda: (lambda ls: ls if None not in ls else None)(
+        [leader_of(n1, "pref", p) for p in range(3)]), 10.0, "a leader for every partition")
+    wait_until(lambda: all(isr_of(n1, "pref", p) == [1, 2, 3] for p in range(3)) or None, 10.0, "ISRs of three")
+    victim = preferred[0]
+    c.node(victim).kill()
+    survivor = next(x for x in c.nodes if x.node_id != victim)
+    wait_until(lambda: leader_of(survivor, "pref", 0) not in (None, victim) or None, FAILOVER_DEADLINE_S,
+               "partition 0 led elsewhere")
+    return preferred, victim, survivor
+
+
 def test_leadership_returns_to_the_preferred_replica_automatically_and_on_request(ringlog_bin, tmp_path):
     """auto.leader.rebalance.enable: a restarted broker that is back in the ISR leads its
     preferred partitions again (checked every leader.imbalance.check.interval.seconds); with it
     off, POST .../elect-leaders and `ringlog cluster elect-leaders` do the same on request."""
     c = Cluster(tmp_path, extra_sets=["leader.imbalance.check.interval.seconds=1"]).start()
     try:
-        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
-        n1 = c.node(1)
-        assert create_topic(n1, "pref", partitions=3, replication_factor=3).status_code == 201
-        preferred = wait_until(lambda: (lambda ls: ls if None not in ls else None)(
-            [leader_of(n1, "pref", p) for p in range(3)]), 10.0, "a leader for every partition")
-        wait_until(lambda: all(isr_of(n1, "pref", p) == [1, 2, 3] for p in range(3)) or None, 10.0, "ISRs of three")
-        victim = preferred[0]
-        c.node(victim).kill()
-        survivor = next(x for x in c.nodes if x.node_id != victim)
-        wait_until(lambda: leader_of(survivor, "pref", 0) not in (None, victim) or None, FAILOVER_DEADLINE_S,
-                   "partition 0 led elsewhere")
+        preferred, victim, survivor = kill_a_preferred_leader(c)
         c.node(victim).spawn()
         # Back in the ISR, then leading its preferred partition again, without being asked.
         wait_until(lambda: [leader_of(survivor, "pref", p) for p in range(3)] == preferred or None, 60.0,
@@ -237,17 +244,7 @@ def test_leadership_returns_to_the_preferred_replica_automatically_and_on_reques
 def test_elect_leaders_on_request(ringlog_bin, tmp_path):
     c = Cluster(tmp_path, extra_sets=["auto.leader.rebalance.enable=false"]).start()
     try:
-        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
-        n1 = c.node(1)
-        assert create_topic(n1, "pref", partitions=3, replication_factor=3).status_code == 201
-        preferred = wait_until(lambda: (lambda ls: ls if None not in ls else None)(
-            [leader_of(n1, "pref", p) for p in range(3)]), 10.0, "a leader for every partition")
-        wait_until(lambda: all(isr_of(n1, "pref", p) == [1, 2, 3] for p in range(3)) or None, 10.0, "ISRs of three")
-        victim = preferred[0]
-        c.node(victim).kill()
-        survivor = next(x for x in c.nodes if x.node_id != victim)
-        wait_until(lambda: leader_of(survivor, "pref", 0) not in (None, victim) or None, FAILOVER_DEADLINE_S,
-                   "partition 0 led elsewhere")
+        preferred, victim, survivor = kill_a_preferred_leader(c)
         url = survivor.v3("/elect-leaders")
         # The preferred replica is down: not available, nothing changes.
         r = requests.post(url, json={"partitions": [{"topic_name": "pref", "partition_id": 0}]}, timeout=10)
