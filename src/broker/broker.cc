@@ -264,7 +264,12 @@ result<void> broker_impl::register_broker() {
       commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
                                        config_.broker_rack), std::move(done));
     });
-    if (r.ok() || (r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) ||
+    // invalid_request: the entry was refused where it was applied - a PartitionChangeRecord in it
+    // was worked out from an image that a newer change overtook (its partition epoch moved); the
+    // next attempt works it out again from the newer image.
+    if (r.ok() ||
+        (r.error().code != errc::not_controller && r.error().code != errc::request_timed_out &&
+         r.error().code != errc::invalid_request) ||
         std::chrono::steady_clock::now() >= deadline) {
       return r;
     }

@@ -56,6 +56,9 @@ inline constexpr size_t recent_reads_max = 8;
 /// 40 bytes a change) and followers of thousands of partitions are not all moved in one step;
 /// the next check takes the rest.
 inline constexpr size_t leader_rebalance_changes_max = 1000;
+/// Tries of one elect-leaders request whose plan a concurrent change overtook (each re-plans from
+/// the newer image; a partition changing this often under a request is not worth more).
+inline constexpr int preferred_election_attempts_max = 3;
 /// A read that takes more memory than this is not kept: bounds a shard's recent reads to
 /// recent_reads_max x 1 MiB. Counted as payload (key + value + header bytes) plus
 /// recent_read_record_bytes per record, so many empty records count too.
@@ -224,6 +227,10 @@ class broker_impl final : public broker, public group_host, public controller::q
   void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                             bool validate_only, std::function<void(result<void>)> done) override;
   [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
+  /// elect_preferred_leaders, planned anew from the newest image on each of `attempts_left` tries.
+  void elect_preferred_leaders_attempt(std::vector<std::pair<std::string, int32_t>> partitions,
+                                       std::function<void(result<std::vector<leader_election_result>>)> done,
+                                       int attempts_left);
   void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
                                std::function<void(result<std::vector<leader_election_result>>)> done) override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;

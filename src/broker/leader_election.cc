@@ -9,8 +9,15 @@ namespace ringlog::broker::detail {
 
 void broker_impl::elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
                                           std::function<void(result<std::vector<leader_election_result>>)> done) {
+  elect_preferred_leaders_attempt(std::move(partitions), std::move(done), preferred_election_attempts_max);
+}
+
+void broker_impl::elect_preferred_leaders_attempt(
+    std::vector<std::pair<std::string, int32_t>> partitions,
+    std::function<void(result<std::vector<leader_election_result>>)> done, int attempts_left) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  deps_.runtime.post(controller_shard, [this, partitions = std::move(partitions), done = std::move(done)]() mutable {
+  deps_.runtime.post(controller_shard, [this, partitions = std::move(partitions), done = std::move(done),
+                                        attempts_left]() mutable {
     const auto plan = plan_preferred_elections(*controller_view_->image, partitions);
     std::vector<protocol::metadata_record> records;
     std::vector<leader_election_result> results;
@@ -45,7 +52,13 @@ void broker_impl::elect_preferred_leaders(std::vector<std::pair<std::string, int
     }
     if (records.empty()) return done(std::move(results));
     log_info("preferred leader election: " + std::to_string(records.size()) + " leadership(s) given back");
-    commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    commit_records(std::move(records), [this, partitions = std::move(partitions), results = std::move(results),
+                                        done = std::move(done), attempts_left](result<void> r) mutable {
+      // invalid_request: a partition changed between the plan and its commit (the plan named an
+      // older partition epoch); plan again from the newer image, a bounded number of times.
+      if (!r.ok() && r.error().code == errc::invalid_request && attempts_left > 1) {
+        return elect_preferred_leaders_attempt(std::move(partitions), std::move(done), attempts_left - 1);
+      }
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });
