@@ -9,12 +9,9 @@ import requests
 
 from conftest import wait_until
 from test_cluster import FAILOVER_DEADLINE_S, cluster, create_topic, describe  # noqa: F401 (fixture)
+from test_delay import header, now_ms
 
 BINARY = "application/vnd.kafka.binary.v2+json"
-
-
-def now_ms():
-    return int(time.time() * 1000)
 
 
 def read_all(node, topic, partition):
@@ -29,13 +26,6 @@ def read_all(node, topic, partition):
         if not got:
             return out
         out += got
-
-
-def header(rec, name):
-    for h in rec["headers"]:
-        if h["key"] == name:
-            return base64.b64decode(h["value"]).decode()
-    return None
 
 
 def test_delay_scheduler_moves_with_the_leader_of_its_partition(cluster):
