@@ -379,6 +379,7 @@ void broker_impl::run_apply_jobs() {
   auto job = std::make_shared<apply_job>(std::move(apply_jobs_.front()));
   apply_jobs_.pop_front();
   publish_view(job->after, [this, job] {
+    fail_moved_forwards(*job->after);
     auto finish = [this, offset = job->offset](result<void> r) { finish_apply_job(offset, std::move(r)); };
     if (!job->reconcile) return finish(base::ok_v);
     if (!job->open_all) return reconcile(*job->before, *job->after, job->touched, finish);

@@ -413,6 +413,17 @@ class broker_impl final : public broker, public group_host, public controller::q
   result<int32_t> leader_route(const topic_state& topic, int32_t partition) const;
   /// Runs `then` on the controller shard once `known()` holds or forward_metadata_wait_ms passed.
   void when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms = 0);
+  /// Sends a call for `tp` to its leader `leader` over the cluster listener and answers
+  /// `on_answer` exactly once, on the controller shard: with the leader's answer, or with an
+  /// rpc error when the transport fails - or as soon as a metadata image names another leader for
+  /// `tp` (fail_moved_forwards), so a call to a paused or cut-off leader ends when the leadership
+  /// moves, not at its timeout (its outcome is then unknown to this node: the caller retries).
+  void send_forward(int32_t leader, const model::topic_partition& tp, int16_t api_key, int16_t api_version,
+                    protocol::bytes body, int64_t timeout_ms, rpc::response_callback on_answer);
+  /// On the controller shard, after `view` is published: fails every forwarded call whose
+  /// partition `view` no longer has led by the broker it was sent to (another leader, none, or
+  /// the topic gone).
+  void fail_moved_forwards(const metadata_view& view);
   void forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch, acks_mode acks,
                        int64_t timeout_ms, std::function<void(result<produce_batches_response>)> done);
   void handle_forwarded_produce(const protocol::request_header_data& header, std::span<const std::byte> body,
@@ -640,7 +651,18 @@ class broker_impl final : public broker, public group_host, public controller::q
   std::map<int32_t, int64_t> refused_at_ms_;  // probe_broker: when each broker's listener last refused
   std::atomic<bool> controlled_shutdown_done_{false};
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
-  std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);  std::atomic<bool> stopping_{false};
+  std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
+  std::atomic<bool> stopping_{false};
+  /// Calls forwarded to other leaders and not answered yet (controller shard only), by a
+  /// sequence number; bounded by the transport's own per-peer limit
+  /// (rpc::constants::client_pending_requests_max per leader).
+  struct forward_in_flight {
+    model::topic_partition partition;
+    int32_t leader = -1;
+    std::shared_ptr<rpc::response_callback> answer;
+  };
+  std::map<uint64_t, forward_in_flight> forwards_in_flight_;
+  uint64_t next_forward_id_ = 0;
   std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
   std::unique_ptr<group_service> groups_;  // after start()
   /// groups_ once started, for the shards (a leadership of __consumer_offsets moves its groups).

@@ -51,6 +51,23 @@ error answered(int32_t leader, const model::topic_partition& tp, int16_t code, c
   return error{e, why && !why->empty() ? *why : leader_name(leader, tp) + " answered " + std::string(to_string(e))};
 }
 
+/// The leader `view` names for `tp`: -1 when it names none or the topic or partition is gone.
+int32_t leader_in(const metadata_view& view, const model::topic_partition& tp) {
+  auto t = view.topics.find(tp.topic);
+  if (t == view.topics.end()) return -1;
+  const auto& partitions = t->second->image->partitions;
+  const auto index = static_cast<size_t>(tp.partition.value());
+  return index < partitions.size() ? partitions[index].leader : -1;
+}
+
+/// The answer of a forwarded call whose partition's leadership moved while it was in flight.
+rpc::error leadership_moved(int32_t now_leader) {
+  return rpc::error{rpc::errc::disconnected,
+                    "the leadership moved to " +
+                        (now_leader >= 0 ? "broker " + std::to_string(now_leader) : std::string("no broker")) +
+                        " while the call was in flight; its outcome is unknown"};
+}
+
 }  // namespace
 
 void broker_impl::when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms) {
@@ -68,6 +85,51 @@ result<int32_t> broker_impl::leader_route(const topic_state& topic, int32_t part
   if (leader >= 0) return leader;
   return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
                                                  "' has no leader now (its in-sync replicas are all unavailable); retry"};
+}
+
+// ---------------------------------------------------------------- in-flight calls
+
+void broker_impl::send_forward(int32_t leader, const model::topic_partition& tp, int16_t api_key,
+                               int16_t api_version, protocol::bytes body, int64_t timeout_ms,
+                               rpc::response_callback on_answer) {
+  if (deps_.runtime.current_shard() != controller_shard) {
+    std::weak_ptr<int> alive = lifetime_;
+    deps_.runtime.post(controller_shard, [this, alive, leader, tp, api_key, api_version, body = std::move(body),
+                                          timeout_ms, on_answer = std::move(on_answer)]() mutable {
+      if (alive.expired()) return on_answer(rpc::error{rpc::errc::shutting_down, "this broker is stopping"});
+      send_forward(leader, tp, api_key, api_version, std::move(body), timeout_ms, std::move(on_answer));
+    });
+    return;
+  }
+  // The transport answers every call once (an answer, an error or its timeout); a leadership
+  // that moves first answers it here instead, and the transport's later answer is dropped.
+  const uint64_t id = next_forward_id_++;
+  auto answer = std::make_shared<rpc::response_callback>(std::move(on_answer));
+  // The caller chose `leader` from its shard's view; the latest may be newer already.
+  if (auto view = latest_view_.load(std::memory_order_acquire); view && leader_in(*view, tp) != leader) {
+    return (*answer)(leadership_moved(leader_in(*view, tp)));
+  }
+  forwards_in_flight_.emplace(id, forward_in_flight{tp, leader, answer});
+  std::weak_ptr<int> alive = lifetime_;
+  deps_.cluster_transport->send(leader, api_key, api_version, std::move(body), timeout_ms,
+                                [this, alive, id, answer](rpc::result<protocol::bytes> r) {
+                                  if (!alive.expired() && forwards_in_flight_.erase(id) == 0) return;
+                                  (*answer)(std::move(r));
+                                });
+}
+
+void broker_impl::fail_moved_forwards(const metadata_view& view) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  for (auto it = forwards_in_flight_.begin(); it != forwards_in_flight_.end();) {
+    const int32_t now_leader = leader_in(view, it->second.partition);
+    if (now_leader == it->second.leader) {
+      ++it;
+      continue;
+    }
+    auto answer = it->second.answer;
+    it = forwards_in_flight_.erase(it);
+    (*answer)(leadership_moved(now_leader));
+  }
 }
 
 // ---------------------------------------------------------------- produce
@@ -89,8 +151,8 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
   part.records = std::move(batch);
   topic.partition_data.push_back(std::move(part));
   request.topic_data.push_back(std::move(topic));
-  deps_.cluster_transport->send(
-      leader, protocol::produce_request_data::api_key, forward_produce_version,
+  send_forward(
+      leader, tp, protocol::produce_request_data::api_key, forward_produce_version,
       encode_body(request, forward_produce_version), timeout_ms + forward_timeout_slack_ms,
       [leader, tp, done = std::move(done)](rpc::result<protocol::bytes> r) {
         if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
@@ -178,8 +240,8 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
   p.partition_max_bytes = request.max_bytes;
   t.partitions.push_back(p);
   m.topics.push_back(std::move(t));
-  deps_.cluster_transport->send(
-      leader, protocol::fetch_request_data::api_key, forward_fetch_version, encode_body(m, forward_fetch_version),
+  send_forward(
+      leader, tp, protocol::fetch_request_data::api_key, forward_fetch_version, encode_body(m, forward_fetch_version),
       m.max_wait_ms + forward_timeout_slack_ms,
       [leader, tp, request = std::move(request), done = std::move(done)](rpc::result<protocol::bytes> r) {
         if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
@@ -288,8 +350,8 @@ void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request requ
                                                       : request.timestamp;
   t.partitions.push_back(p);
   m.topics.push_back(std::move(t));
-  deps_.cluster_transport->send(
-      leader, protocol::list_offsets_request_data::api_key, forward_list_offsets_version,
+  send_forward(
+      leader, tp, protocol::list_offsets_request_data::api_key, forward_list_offsets_version,
       encode_body(m, forward_list_offsets_version), forward_timeout_slack_ms,
       [leader, tp, done = std::move(done)](rpc::result<protocol::bytes> r) {
         if (!r.ok()) return done(unreachable(leader, tp, r.error().message));

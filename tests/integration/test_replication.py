@@ -6,6 +6,7 @@ follower that has every acknowledged record; a follower that was down catches up
 ISR; min.insync.replicas refuses acks=all writes when too few replicas are in sync. Every wait
 polls with a deadline.
 """
+import signal
 import subprocess
 import time
 
@@ -270,4 +271,44 @@ def test_elect_leaders_on_request(ringlog_bin, tmp_path):
         r = requests.post(url, json={"partitions": [{"topic_name": "nope", "partition_id": 0}]}, timeout=10)
         assert r.json()["data"][0]["error"] == "unknown_topic_or_partition", r.text
     finally:
+        c.stop()
+
+
+def test_a_produce_forwarded_to_a_paused_leader_ends_when_the_leadership_moves(ringlog_bin, tmp_path):
+    """A produce sent to a broker that does not lead the partition is forwarded to the leader. A
+    paused leader (SIGSTOP) never answers; once the controller fences it (its session of 3 s runs
+    out) and the leadership moves, the forwarded call ends with a retriable error naming the move,
+    instead of waiting out the produce's 30 s timeout. A retry then lands on the new leader."""
+    c = Cluster(tmp_path, extra_sets=["broker.session.timeout.ms=3000"]).start()
+    paused = None
+    try:
+        controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        n = c.node(controller)
+        assert create_topic(n, "moved", partitions=6, replication_factor=3).status_code == 201
+        leaders = wait_until(lambda: (lambda ls: ls if None not in ls else None)(
+            [leader_of(n, "moved", p) for p in range(6)]), 10.0, "a leader for every partition")
+        wait_until(lambda: all(isr_of(n, "moved", p) == [1, 2, 3] for p in range(6)) or None, 10.0,
+                   "ISRs of three")
+        # A partition led by a broker that is not the controller, produced to through the controller.
+        partition = next((p for p, b in enumerate(leaders) if b != controller), None)
+        assert partition is not None, leaders
+        paused = c.node(leaders[partition])
+        assert produce(n, "moved", partition, ["before"]).json()["offsets"][0]["error_code"] is None
+
+        paused.proc.send_signal(signal.SIGSTOP)
+        r = produce(n, "moved", partition, ["during"])
+        assert r.status_code == 200, r.text
+        entry = r.json()["offsets"][0]
+        assert entry["error_code"] is not None, entry
+        assert "leadership moved" in entry["error"], entry
+        new_leader = leader_of(n, "moved", partition)
+        assert new_leader not in (None, paused.node_id), new_leader
+
+        retried = wait_until(lambda: (lambda e: e if e["error_code"] is None else None)(
+            produce(n, "moved", partition, ["during"]).json()["offsets"][0]), FAILOVER_DEADLINE_S,
+            "the retry acknowledged by the new leader")
+        assert retried["offset"] >= 1, retried
+    finally:
+        if paused is not None and paused.proc is not None:
+            paused.proc.send_signal(signal.SIGCONT)
         c.stop()
