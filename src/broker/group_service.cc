@@ -1389,9 +1389,33 @@ result<std::vector<group::partition_lag>> group_service_impl::lags_of(
 void group_service_impl::group_lag(std::string group_id,
                                    std::function<void(result<std::vector<group::partition_lag>>)> done) {
   if (auto refused = not_coordinator(group_id)) return done(*refused);
-  on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t, shard_state& st) {
-    group::partition_map<model::offset> high_watermarks;
-    done(lags_of(st, group_id, high_watermarks));
+  on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t shard, shard_state& st) mutable {
+    // Each partition's high watermark from its leader (list_offsets is forwarded there): a
+    // follower's own lags by up to a fetch round, and a lag must not look smaller than it is.
+    auto committed = st.coordinator.committed_offsets(group_id);
+    if (!committed.ok()) return done(from_group(committed.error()));
+    group::partition_set partitions;
+    for (const auto& [tp, c] : committed.value()) partitions.insert(tp);
+    for (const auto& m : st.coordinator.describe_group(group_id).members) partitions.insert(m.owned.begin(), m.owned.end());
+    struct gather {
+      group::partition_map<model::offset> high_watermarks;
+      size_t remaining = 0;
+    };
+    auto g = std::make_shared<gather>();
+    g->remaining = partitions.size();
+    auto finish = [this, shard, group_id, g, done = std::move(done)]() {
+      done(lags_of(*shards_[shard], group_id, g->high_watermarks));
+    };
+    if (partitions.empty()) return finish();
+    for (const auto& tp : partitions) {
+      // A partition whose leader does not answer falls back to this node's figure (lags_of).
+      broker_.list_offsets({tp, offset_spec::latest, 0}, [this, shard, tp, g, finish](result<list_offsets_response> r) {
+        runtime_.post(shard, [tp, g, finish, r = std::move(r)] {
+          if (r.ok() && r->found_offset) g->high_watermarks.emplace(tp, *r->found_offset);
+          if (--g->remaining == 0) finish();
+        });
+      });
+    }
   });
 }
 

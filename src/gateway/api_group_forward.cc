@@ -17,8 +17,9 @@ std::optional<std::string> group_of(api::call& c) {
   return std::nullopt;
 }
 
-/// A consumer instance's streamed read (NDJSON / SSE) is a long-lived chunked answer: the
-/// forwarder passes on whole answers only, so such a read is served by the coordinator alone.
+/// A consumer instance's streamed read (NDJSON / SSE) is a long-lived chunked answer, which the
+/// forwarder (whole answers only) cannot pass on: the client is sent to the coordinator instead
+/// (307, the same method and target there), as a Kafka client connects to its coordinator itself.
 bool wants_streamed_read(api::call& c) {
   if (c.route.find("/instances/{instance}/records") == std::string::npos) return false;
   auto pick = negotiate(c.request.accept, {v2_binary_type, v2_json_type, ndjson_type, sse_type});
@@ -57,11 +58,14 @@ bool forward_group_call(const call_ptr& c) {
   // NOT_COORDINATOR (503, Retry-After) naming the partition.
   if (route.where != broker::group_coordinator_route::place::peer || route.http_host.empty()) return false;
   if (wants_streamed_read(*c)) {
+    // 307 keeps the method (RFC 9110 section 15.4.8); curl -L, requests and EventSource follow it.
+    const std::string location = coordinator_url(route) + c->request.target;
     http_response e = error_response(
-        503, ec::unavailable,
+        307, ec::temporary_redirect,
         "group '" + *group + "' is coordinated by " + route.description +
-            "; a streamed read of a consumer instance (NDJSON / SSE) is served by its coordinator only: read it there, "
-            "or read without streaming through any broker");
+            "; a streamed read of a consumer instance (NDJSON / SSE) is served by its coordinator: read it at " +
+            location);
+    e.headers.emplace_back("Location", location);
     e.headers.emplace_back("X-Ringlog-Coordinator", coordinator_url(route));
     c->respond(std::move(e));
     return true;

@@ -15,6 +15,7 @@ namespace ringlog::gateway {
 namespace error_codes {
 inline constexpr int invalid_request = 400;          // Confluent: a body its request model cannot hold (a required
                                                     // field missing), a v3 record with invalid data
+inline constexpr int temporary_redirect = 307;      // ringlog: served by another broker (Location names it)
 inline constexpr int bad_request = 40001;           // malformed JSON / request line
 inline constexpr int kafka_bad_request = 40002;     // Kafka refused: topic exists, bad name/config/partitions
 inline constexpr int forbidden = 40301;             // writes to internal topics

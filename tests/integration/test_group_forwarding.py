@@ -11,6 +11,7 @@ back. Every wait polls with a deadline.
 import asyncio
 import base64
 import json
+import urllib.parse
 
 import requests
 import websockets
@@ -344,3 +345,50 @@ def test_websocket_member_keeps_its_membership_when_the_coordinator_dies(cluster
 
     got = asyncio.run(run())
     assert set(second) <= got
+
+
+def test_streamed_read_and_lag_summary_through_a_non_coordinator(cluster):
+    """A consumer instance's NDJSON read through another broker is redirected (307, Location on
+    the coordinator's listener) and, followed, streams the records; the group's lag through a
+    third broker counts the log end offsets of partitions led anywhere."""
+    ready_cluster(cluster, "streamed")
+    a = cluster.node(1)
+    group, base_uri, coordinator = consumer_through(a, "streamed")
+    r = requests.post(f"{base_uri}/subscription", json={"topics": ["streamed"]}, headers={"Content-Type": V2},
+                      timeout=40)
+    assert r.status_code == 204, r.text
+    values = [f"s{i}" for i in range(10)]
+    produce(a, "streamed", values)
+
+    moved = requests.get(f"{base_uri}/records", params={"timeout": 1000},
+                         headers={"Accept": "application/x-ndjson"}, allow_redirects=False, timeout=40)
+    assert moved.status_code == 307, moved.text
+    target = urllib.parse.urlsplit(base_uri)
+    coordinator_url = moved.headers["X-Ringlog-Coordinator"]
+    assert moved.headers["Location"] == coordinator_url + target.path + "/records?timeout=1000", moved.headers
+    assert moved.json()["error_code"] == 307 and f"broker {coordinator}" in moved.json()["message"], moved.text
+
+    got = []
+    with requests.get(f"{base_uri}/records", params={"timeout": 30000}, headers={"Accept": "application/x-ndjson"},
+                      stream=True, timeout=60) as s:
+        assert s.status_code == 200, s.text
+        assert s.url.startswith(coordinator_url), s.url
+        for line in s.iter_lines(chunk_size=None):
+            if line:
+                got.append(unb64(json.loads(line)["value"]))
+            if len(got) == len(values):
+                break
+    assert sorted(got) == sorted(values)
+
+    # Commit 3 records of each partition, then read the lag through a broker that is neither.
+    offsets = [{"topic": "streamed", "partition": p, "offset": 2} for p in (0, 1)]
+    r = requests.post(f"{base_uri}/offsets", json={"offsets": offsets}, headers={"Content-Type": V2}, timeout=40)
+    assert r.status_code == 204, r.text
+    ends = [requests.get(a.v3(f"/topics/streamed/partitions/{p}/offset"), timeout=10).json()["latest_offset"]
+            for p in (0, 1)]
+    third = next(n for n in cluster.nodes if n.node_id not in (1, coordinator))
+    summary = requests.get(third.v3(f"/consumer-groups/{group}/lag-summary"), timeout=40)
+    assert summary.status_code == 200, summary.text
+    assert summary.json()["total_lag"] == sum(e - 3 for e in ends), (summary.text, ends)
+    lags = requests.get(third.v3(f"/consumer-groups/{group}/lags"), timeout=40).json()["data"]
+    assert sorted((l["partition_id"], l["log_end_offset"]) for l in lags) == [(0, ends[0]), (1, ends[1])], lags
