@@ -1234,6 +1234,8 @@ void broker_impl::publish(partition_runtime& rt) {
   rt.stats->log_start_offset.store(rt.log->log_start_offset().value(), std::memory_order_relaxed);
   rt.stats->high_watermark.store(rt.log->high_watermark().value(), std::memory_order_relaxed);
   rt.stats->log_end_offset.store(rt.log->log_end_offset().value(), std::memory_order_relaxed);
+  rt.stats->high_watermark_established.store(!rt.leader || rt.log->high_watermark() >= rt.epoch_start_offset,
+                                             std::memory_order_relaxed);
   rt.stats->size_bytes.store(rt.log->size_bytes(), std::memory_order_relaxed);
 }
 
@@ -1258,6 +1260,7 @@ topic_description broker_impl::describe(const topic_state& t) const {
     pd.log_start_offset = model::offset{s.log_start_offset.load(std::memory_order_relaxed)};
     pd.high_watermark = model::offset{s.high_watermark.load(std::memory_order_relaxed)};
     pd.log_end_offset = model::offset{s.log_end_offset.load(std::memory_order_relaxed)};
+    pd.high_watermark_established = s.high_watermark_established.load(std::memory_order_relaxed);
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
     pd.cleaner.dirty_ratio = static_cast<double>(s.cleaner_dirty_ratio_ppm.load(std::memory_order_relaxed)) / 1e6;
     pd.cleaner.bytes_read_total = s.cleaner_bytes_read_total.load(std::memory_order_relaxed);

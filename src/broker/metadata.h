@@ -27,6 +27,9 @@ struct partition_stats {
   std::atomic<int64_t> log_start_offset{0};
   std::atomic<int64_t> high_watermark{0};
   std::atomic<int64_t> log_end_offset{0};
+  /// False only on a leader whose high watermark is still below the log end at its election
+  /// (KIP-207): the figure may be lower than the one its predecessor reported.
+  std::atomic<bool> high_watermark_established{true};
   std::atomic<uint64_t> size_bytes{0};
   // The log cleaner (compaction.h), for compacted topics.
   std::atomic<int64_t> cleaner_dirty_ratio_ppm{0};        // dirty / (clean + dirty), parts per million

@@ -158,6 +158,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
                  std::to_string(rt->log->high_watermark().value()));
       }
       ++rt->follower_generation;   // a follower loop of the previous leadership stops
+      publish(*rt);
     } else {
       rt->leader->set_committed(p.replicas, p.in_sync_replicas, now);
       if (isr_shrank_below_min) {
@@ -173,6 +174,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
   }
   if (new_leadership) {
     ++rt->follower_generation;
+    publish(*rt);
     log_info("partition " + tp_name(*rt) + ": following leader " + std::to_string(p.leader) + " in epoch " +
              std::to_string(p.leader_epoch) + " from offset " + std::to_string(rt->log->log_end_offset().value()));
   }

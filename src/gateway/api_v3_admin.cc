@@ -60,6 +60,8 @@ json partition_json(const std::string& base, const std::string& cluster, const s
               {"log_start_offset", p.log_start_offset.value()},
               {"high_watermark", p.high_watermark.value()},
               {"log_end_offset", p.log_end_offset.value()},
+              // ringlog: false while a new leader establishes its high watermark (KIP-207)
+              {"high_watermark_established", p.high_watermark_established},
               {"size_bytes", p.size_bytes}};
 }
 
@@ -77,7 +79,9 @@ json config_json(const std::string& base, const std::string& cluster, const std:
               {"topic_name", topic},
               {"name", c.name},
               {"value", c.value},
-              {"is_default", c.is_default},
+              // Confluent's is_default is Kafka's: the value is the default (DEFAULT_CONFIG), not
+              // set on the topic nor on the brokers.
+              {"is_default", c.source == broker::config_source::default_config},
               {"is_read_only", c.read_only},
               {"is_sensitive", false},
               {"source", std::string(broker::to_string(c.source))},

@@ -182,7 +182,7 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
           e.name = c.name;
           e.value = c.value;
           e.read_only = c.read_only;
-          e.config_source = c.is_default ? 5 : 1;   // DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG
+          e.config_source = config_source_code(c.source);
           configs.push_back(std::move(e));
         }
         r.configs = std::move(configs);

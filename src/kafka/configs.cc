@@ -1,6 +1,8 @@
-// DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (KIP-339) on topic configs. Broker
-// configs are static here (the properties file and --set): they are described, never altered.
+// DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (KIP-339) on topic and broker configs.
+// A broker resource names a node id, or "" for the cluster-wide dynamic defaults (KIP-226); its
+// dynamic configs are ConfigRecords in the metadata log (broker::alter_broker_configs).
 
+#include <charconv>
 #include <set>
 
 #include "handlers.h"
@@ -9,27 +11,41 @@ namespace ringlog::kafka::detail {
 
 namespace {
 
-/// Kafka's DescribeConfigsResponse.ConfigSource.
-constexpr int8_t source_dynamic_topic = 1;
-constexpr int8_t source_static_broker = 4;
-constexpr int8_t source_default = 5;
+/// The node id a broker resource names: its decimal node id, or cluster_default_broker for "".
+std::optional<int32_t> broker_of_resource(const std::string& name) {
+  if (name.empty()) return broker::cluster_default_broker;
+  int32_t id = 0;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
+  if (ec != std::errc{} || end != name.data() + name.size() || id < 0) return std::nullopt;
+  return id;
+}
 
-/// Broker configs answered for a broker resource: the keys Kafka tools ask for most, with this
-/// node's values (read-only: they come from the properties file).
-std::vector<std::pair<std::string, std::string>> broker_configs(const broker::broker_config& c) {
-  return {
-      {"node.id", std::to_string(c.node_id)},
-      {"broker.id", std::to_string(c.node_id)},
-      {"num.partitions", std::to_string(c.num_partitions)},
-      {"default.replication.factor", std::to_string(c.default_replication_factor)},
-      {"auto.create.topics.enable", c.auto_create_topics_enable ? "true" : "false"},
-      {"message.max.bytes", std::to_string(c.message_max_bytes)},
-      {"log.segment.bytes", std::to_string(c.log_segment_bytes)},
-      {"log.retention.ms", std::to_string(c.log_retention_ms)},
-      {"log.retention.bytes", std::to_string(c.log_retention_bytes)},
-      {"min.insync.replicas", std::to_string(c.min_insync_replicas)},
-      {"offsets.topic.num.partitions", std::to_string(c.offsets_topic_num_partitions)},
-  };
+std::string not_a_broker(const std::string& name) {
+  return "broker resource '" + name + "' is not a node id (or \"\" for the cluster-wide defaults)";
+}
+
+/// One DescribeConfigs entry from a topic's or a broker's config; synonyms when asked (v1+).
+template <typename Entry>
+protocol::describe_configs_response_data::describe_configs_resource_result describe_entry(const Entry& c, bool read_only,
+                                                                                         bool include_synonyms,
+                                                                                         int16_t version) {
+  protocol::describe_configs_response_data::describe_configs_resource_result e;
+  e.name = c.name;
+  e.value = c.value;
+  e.read_only = read_only;
+  // Kafka's isDefault (v0) and DEFAULT_CONFIG: neither the resource nor a broker level sets it.
+  if (version == 0) e.is_default = c.source == broker::config_source::default_config;
+  e.config_source = config_source_code(c.source);
+  if (include_synonyms) {
+    for (const auto& syn : c.synonyms) {
+      protocol::describe_configs_response_data::describe_configs_synonym y;
+      y.name = syn.name;
+      y.value = syn.value;
+      y.source = config_source_code(syn.source);
+      e.synonyms.push_back(std::move(y));
+    }
+  }
+  return e;
 }
 
 bool wanted(const std::optional<std::vector<std::string>>& keys, const std::string& name) {
@@ -52,11 +68,32 @@ void alter_topic(broker::broker& b, const std::string& topic, std::map<std::stri
                         });
 }
 
+/// Runs one broker resource's dynamic config change (a node id, or "" for the cluster-wide
+/// defaults) and records its outcome through `done`. With `replace` (AlterConfigs), the
+/// resource's dynamic configs not in `changes` are removed.
+void alter_broker(broker::broker& b, const std::string& resource, std::map<std::string, std::optional<std::string>> changes,
+                  bool replace, bool validate_only, std::function<void(int16_t, std::optional<std::string>)> done) {
+  auto node = broker_of_resource(resource);
+  if (!node) return done(error_code::invalid_request, not_a_broker(resource));
+  if (replace) {
+    auto described = b.describe_broker_configs(*node);
+    if (!described.ok()) return done(code_of(described.error()), described.error().message);
+    const auto own = *node == broker::cluster_default_broker ? broker::config_source::dynamic_default_broker_config
+                                                             : broker::config_source::dynamic_broker_config;
+    for (const auto& c : *described) {
+      if (c.source == own && !changes.count(c.name)) changes[c.name] = std::nullopt;
+    }
+  }
+  b.alter_broker_configs(*node, std::move(changes), validate_only, [done](broker::result<void> r) {
+    if (r.ok()) return done(error_code::none, std::nullopt);
+    done(code_of(r.error()), r.error().message);
+  });
+}
+
 }  // namespace
 
 void handle_describe_configs(const request_context& ctx, protocol::describe_configs_request_data request) {
   using result_t = protocol::describe_configs_response_data::describe_configs_result;
-  using entry_t = protocol::describe_configs_response_data::describe_configs_resource_result;
   broker::broker& b = ctx.broker_api();
   const size_t n = request.resources.size();
   const int16_t version = ctx.api_version;
@@ -71,19 +108,17 @@ void handle_describe_configs(const request_context& ctx, protocol::describe_conf
     slot.resource_type = res.resource_type;
     slot.resource_name = res.resource_name;
     if (res.resource_type == resource_type_broker) {
-      if (res.resource_name != std::to_string(ctx.options().node_id) && !res.resource_name.empty()) {
-        slot.error_code = error_code::invalid_request;
-        slot.error_message = "no broker " + res.resource_name + " here (node.id is " +
-                             std::to_string(ctx.options().node_id) + ")";
+      auto node = broker_of_resource(res.resource_name);
+      auto described = node ? b.describe_broker_configs(*node)
+                            : broker::result<std::vector<broker::broker_config_entry>>(
+                                  broker::error{broker::errc::invalid_request, not_a_broker(res.resource_name)});
+      if (!described.ok()) {
+        slot.error_code = code_of(described.error());
+        slot.error_message = described.error().message;
       } else {
-        for (auto& [name, value] : broker_configs(b.config())) {
-          if (!wanted(res.configuration_keys, name)) continue;
-          entry_t e;
-          e.name = name;
-          e.value = value;
-          e.read_only = true;
-          e.config_source = source_static_broker;
-          slot.configs.push_back(std::move(e));
+        for (const auto& c : *described) {
+          if (!wanted(res.configuration_keys, c.name)) continue;
+          slot.configs.push_back(describe_entry(c, c.is_read_only, request.include_synonyms, version));
         }
       }
       g->complete_one();
@@ -95,22 +130,15 @@ void handle_describe_configs(const request_context& ctx, protocol::describe_conf
       g->complete_one();
       continue;
     }
-    b.describe_topic(res.resource_name, [g, i, keys = res.configuration_keys, version](
-                                           broker::result<broker::topic_description> d) {
+    b.describe_topic(res.resource_name, [g, i, keys = res.configuration_keys, version,
+                                         synonyms = request.include_synonyms](broker::result<broker::topic_description> d) {
       result_t& r = g->slot(i);
       if (!d.ok()) {
         r.error_code = code_of(d.error());
         r.error_message = d.error().message;
       } else {
         for (const auto& c : d->configs) {
-          if (!wanted(keys, c.name)) continue;
-          entry_t e;
-          e.name = c.name;
-          e.value = c.value;
-          e.read_only = c.read_only;
-          if (version == 0) e.is_default = c.is_default;
-          e.config_source = c.is_default ? source_default : source_dynamic_topic;
-          r.configs.push_back(std::move(e));
+          if (wanted(keys, c.name)) r.configs.push_back(describe_entry(c, c.read_only, synonyms, version));
         }
       }
       g->complete_one();
@@ -138,12 +166,17 @@ void handle_alter_configs(const request_context& ctx, protocol::alter_configs_re
       g->slot(i).error_message = std::move(message);
       g->complete_one();
     };
-    if (res.resource_type != resource_type_topic) {
-      finish(error_code::invalid_request, "only topic configs can be altered; broker configs are static here");
-      continue;
-    }
     std::map<std::string, std::optional<std::string>> wanted_values;
     for (const auto& c : res.configs) wanted_values[c.name] = c.value;
+    if (res.resource_type == resource_type_broker) {
+      alter_broker(b, res.resource_name, std::move(wanted_values), true, validate_only, finish);
+      continue;
+    }
+    if (res.resource_type != resource_type_topic) {
+      finish(error_code::invalid_request,
+             "resource type " + std::to_string(res.resource_type) + " has no configs here (topic 2, broker 4)");
+      continue;
+    }
     b.describe_topic(res.resource_name, [&b, name = res.resource_name, wanted_values, validate_only, finish](
                                             broker::result<broker::topic_description> d) mutable {
       if (!d.ok()) return finish(code_of(d.error()), d.error().message);
@@ -176,8 +209,9 @@ void handle_incremental_alter_configs(const request_context& ctx,
       g->slot(i).error_message = std::move(message);
       g->complete_one();
     };
-    if (res.resource_type != resource_type_topic) {
-      finish(error_code::invalid_request, "only topic configs can be altered; broker configs are static here");
+    if (res.resource_type != resource_type_topic && res.resource_type != resource_type_broker) {
+      finish(error_code::invalid_request,
+             "resource type " + std::to_string(res.resource_type) + " has no configs here (topic 2, broker 4)");
       continue;
     }
     // KIP-339 operations: 0 SET, 1 DELETE (back to default), 2 APPEND and 3 SUBTRACT (list-valued
@@ -196,6 +230,10 @@ void handle_incremental_alter_configs(const request_context& ctx,
     }
     if (refused) {
       finish(error_code::invalid_config, refused);
+      continue;
+    }
+    if (res.resource_type == resource_type_broker) {
+      alter_broker(b, res.resource_name, std::move(changes), false, request.validate_only, finish);
       continue;
     }
     alter_topic(b, res.resource_name, std::move(changes), request.validate_only, finish);

@@ -39,6 +39,19 @@ inline constexpr int16_t unknown_topic_id = 100;
 }  // namespace error_code
 
 /// Kafka's ConfigResource.Type.
+/// Kafka's DescribeConfigsResponse ConfigSource number of a config's source (KIP-226):
+/// DYNAMIC_TOPIC_CONFIG 1, DYNAMIC_BROKER_CONFIG 2, DYNAMIC_DEFAULT_BROKER_CONFIG 3,
+/// STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5.
+inline int8_t config_source_code(broker::config_source source) {
+  switch (source) {
+    case broker::config_source::dynamic_topic_config: return 1;
+    case broker::config_source::dynamic_broker_config: return 2;
+    case broker::config_source::dynamic_default_broker_config: return 3;
+    case broker::config_source::static_broker_config: return 4;
+    case broker::config_source::default_config: return 5;
+  }
+  return 0;   // UNKNOWN
+}
 inline constexpr int8_t resource_type_topic = 2;
 inline constexpr int8_t resource_type_broker = 4;
 

@@ -211,8 +211,12 @@ def check_high_watermarks(history):
                     if floor is None or g["high_watermark"] > floor["high_watermark"]:
                         floor = g
             me = (p, h["leader_epoch"], h["node"], h["incarnation"])
-            if floor is None or h["high_watermark"] >= floor["high_watermark"]:
-                caught_up.add(me)
+            if h.get("established") is False:
+                continue   # the leader says it is still establishing it (KIP-207): reads are gated
+            if h.get("established") is True:
+                caught_up.add(me)   # the broker's own word: its figure counts from now on
+            elif floor is None or h["high_watermark"] >= floor["high_watermark"]:
+                caught_up.add(me)   # histories without the flag: the first report that reaches its predecessors'
             if me not in caught_up:
                 continue   # still establishing its high watermark (KIP-207): reads are gated
             if floor is not None and h["high_watermark"] < floor["high_watermark"]:

@@ -193,6 +193,24 @@ def test_high_watermark_regression_across_leaders():
     assert "leaders in epoch order" in {a["rule"] for a in result["anomalies"]["hw-regression"]}
 
 
+def test_a_leader_that_says_it_is_establishing_is_not_judged_until_it_says_it_is_done():
+    """Seed 68's shape: the new leader (epoch 1) reports 4, the old one (epoch 0) is then seen at
+    6, and the new leader reports 4 again. With the broker's own flag (high_watermark_established)
+    the second 4 is not a regression while the flag is false - and is one once it is true."""
+    h = clean_history()
+    new = {"partition": 1, "node": 3, "incarnation": 1, "leader": 3, "leader_epoch": 1,
+           "high_watermark": 4, "established": False, "t_send": 27.5, "t_recv": 27.6}
+    h["hw"].append(new)
+    h["hw"].append({"partition": 1, "node": 1, "incarnation": 1, "leader": 1, "leader_epoch": 0,
+                    "high_watermark": 6, "established": True, "t_send": 27.7, "t_recv": 27.8})
+    h["hw"].append(dict(new, t_send=28.5, t_recv=28.6))
+    assert kinds(checker.check(h)) == set(), checker.format_report(checker.check(h))
+    h["hw"].append(dict(new, established=True, t_send=29.5, t_recv=29.6))
+    result = checker.check(h)
+    assert kinds(result) == {"hw-regression"}, checker.format_report(result)
+    assert "leaders in epoch order" in {a["rule"] for a in result["anomalies"]["hw-regression"]}
+
+
 def test_a_stale_leader_of_an_older_epoch_is_not_a_regression():
     h = clean_history()
     # node 1 still believes it leads partition 0 in epoch 0 after node 2 led it in epoch 1 at 6:

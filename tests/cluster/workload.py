@@ -326,4 +326,5 @@ class HighWatermarkPoller(threading.Thread):
                                         "leader": self.cluster.leader_id(pj), "leader_epoch": pj.get("leader_epoch"),
                                         "high_watermark": pj.get("high_watermark"),
                                         "log_end_offset": pj.get("log_end_offset"),
+                                        "established": pj.get("high_watermark_established"),
                                         "t_send": round(t_send, 4), "t_recv": round(t_recv, 4)})

@@ -219,6 +219,40 @@ def test_confluent_admin_errors_are_kafka_errors(kbroker, topic_name):
     assert configs["message.timestamp.type"].value == "CreateTime"
 
 
+def test_broker_configs_through_the_kafka_admin_apis(kbroker, topic_name):
+    """DescribeConfigs and AlterConfigs on a BROKER resource (KIP-226) read and change the same
+    dynamic broker configs as /v3/clusters/{c}/brokers/{b}/configs; a topic without its own value
+    follows, and reports where its value comes from (config source, is_default, synonyms)."""
+    from confluent_kafka.admin import ConfigSource
+    admin = AdminClient({"bootstrap.servers": kbroker.bootstrap})
+    kbroker.create_topic(topic_name)
+    node = str(requests.get(kbroker.v3("/brokers")).json()["data"][0]["broker_id"])
+    res = ConfigResource("broker", node)
+    configs = admin.describe_configs([res])[res].result(10)
+    assert configs["log.retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value, configs["log.retention.ms"]
+    assert not configs["log.retention.ms"].is_read_only and configs["node.id"].is_read_only
+    try:
+        admin.alter_configs([ConfigResource("broker", node, set_config={"log.retention.ms": "7200000"})])[
+            ConfigResource("broker", node)].result(10)
+        entry = admin.describe_configs([res])[res].result(10)["log.retention.ms"]
+        assert entry.value == "7200000" and entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value, entry
+        rest = requests.get(kbroker.v3(f"/brokers/{node}/configs/log.retention.ms")).json()
+        assert rest["value"] == "7200000" and rest["source"] == "DYNAMIC_BROKER_CONFIG", rest
+        topic = ConfigResource("topic", topic_name)
+        inherited = admin.describe_configs([topic])[topic].result(10)["retention.ms"]
+        assert inherited.value == "7200000" and inherited.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+        assert not inherited.is_default, inherited
+        with pytest.raises(Exception) as e:
+            admin.alter_configs([ConfigResource("broker", node, set_config={"log.retention.ms": "soon"})])[
+                ConfigResource("broker", node)].result(10)
+        assert "log.retention.ms" in str(e.value)
+    finally:
+        # AlterConfigs replaces the broker's whole set: none named, none kept.
+        admin.alter_configs([ConfigResource("broker", node, set_config={})])[ConfigResource("broker", node)].result(10)
+    entry = admin.describe_configs([res])[res].result(10)["log.retention.ms"]
+    assert entry.source == ConfigSource.DEFAULT_CONFIG.value, entry
+
+
 # ---------------------------------------------------------------- interop with HTTP
 
 def test_http_records_read_by_kafka_clients_byte_for_byte(kbroker, topic_name):

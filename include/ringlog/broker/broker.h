@@ -103,7 +103,7 @@ struct config_synonym {
 struct topic_config_entry {
   std::string name;
   std::string value;
-  bool is_default = true;   // not set on the topic: inherited from the broker
+  bool is_default = true;   // not set on the topic (inherited from the brokers or the default; `source` says which)
   bool read_only = false;
   /// Where the value comes from: dynamic_topic_config when set on the topic, else where its
   /// broker-level default comes from (log.retention.ms for retention.ms, ...).
@@ -122,6 +122,10 @@ struct partition_description {
   model::offset log_start_offset{0};
   model::offset high_watermark{0};
   model::offset log_end_offset{0};
+  /// False only on a new leader whose high watermark has not yet reached the log end at its
+  /// election (KIP-207): until then the figure may be below the one its predecessor reported, and
+  /// reads at it are answered "retry".
+  bool high_watermark_established = true;
   uint64_t size_bytes = 0;
   /// The log cleaner's figures (compacted topics; zero and -1 otherwise).
   struct cleaner_figures {
