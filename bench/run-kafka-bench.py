@@ -2,8 +2,11 @@
 """Kafka listener benchmark (issue 15), with librdkafka (confluent-kafka) as the client:
 produce of 1 KiB records with acks=all (fsync before the ack, the default flush policy) from one
 producer, then one consumer reading them all back from the page cache; beside it, in the same run
-and on the same broker, `ringlog bench --transport http` with the same record size and acks, so
-the two protocols are compared on one machine state.
+and on the same broker, `ringlog bench --transport kafka` (the native load generator on the
+broker's own codec) and `ringlog bench --transport http` with the same record size and acks, so
+the protocols are compared on one machine state; and fio's buffered sequential write with
+fdatasync every 1 MiB into the same file system, the machine's limit for what an fsync-before-ack
+broker can write.
 
 Usage: bench/run-kafka-bench.py [BUILD_DIR]   (env: RECORDS=200000, PARTITIONS=6, HTTP_MS=10000)
 Prints a markdown table. Runs its own broker (HTTP 127.0.0.1:9690, Kafka 127.0.0.1:9692) with a
@@ -75,13 +78,27 @@ def consume(topic):
     return got / seconds, got * RECORD_BYTES / seconds / 1e6
 
 
-def http_bench():
-    out = subprocess.run([RINGLOG, "bench", "--bootstrap-server", HTTP, "--topic", "http-bench", "--partitions",
-                          str(PARTITIONS), "--duration-ms", str(HTTP_MS), "--record-bytes", str(RECORD_BYTES),
-                          "--acks", "all", "--json"], capture_output=True, text=True, timeout=HTTP_MS / 1000 + 120)
+def ringlog_bench(transport):
+    out = subprocess.run([RINGLOG, "bench", "--bootstrap-server", HTTP, "--kafka-bootstrap", KAFKA, "--transport",
+                          transport, "--topic", f"{transport}-bench", "--partitions", str(PARTITIONS),
+                          "--duration-ms", str(HTTP_MS), "--record-bytes", str(RECORD_BYTES), "--acks", "all",
+                          "--json"], capture_output=True, text=True, timeout=HTTP_MS / 1000 + 120)
     if out.returncode != 0:
-        raise SystemExit("ringlog bench failed: " + out.stderr)
+        raise SystemExit(f"ringlog bench --transport {transport} failed: " + out.stderr + out.stdout)
     return json.loads(out.stdout)
+
+
+def fio(directory):
+    """fio's buffered sequential write, 64 KiB blocks with fdatasync every 16 (1 MiB), 512 MiB."""
+    if shutil.which("fio") is None:
+        return None
+    out = subprocess.run(["fio", "--name=seqwrite", f"--directory={directory}", "--rw=write", "--bs=64k",
+                          "--size=512m", "--fdatasync=16", "--ioengine=sync", "--output-format=json"],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit("fio failed: " + out.stderr)
+    job = json.loads(out.stdout)["jobs"][0]["write"]
+    return job["bw_bytes"] / 1e6
 
 
 def main():
@@ -100,15 +117,21 @@ def main():
             rows.append((f"Kafka produce, librdkafka, acks=all, {codec}", rps, mbs))
             rps, mbs = consume(topic)
             rows.append((f"Kafka fetch (page cache), librdkafka, {codec}", rps, mbs))
-        h = http_bench()
-        rows.append(("HTTP produce, ringlog bench, acks=all, batches of 100",
-                     h.get("produced_records_per_s", h.get("records_per_s", 0)),
-                     h.get("produced_mb_per_s", h.get("mb_per_s", 0))))
+        benches = {}
+        for transport, name in [("kafka", "Kafka produce, ringlog bench (native), acks=all, batches of 100"),
+                                ("http", "HTTP produce, ringlog bench, acks=all, batches of 100")]:
+            h = benches[transport] = ringlog_bench(transport)
+            rows.append((name, h.get("produced_records_per_s", h.get("records_per_s", 0)),
+                         h.get("produced_mb_per_s", h.get("mb_per_s", 0))))
+        limit = fio(data)
         print(f"{RECORDS} records of {RECORD_BYTES} bytes over {PARTITIONS} partitions\n")
         print("| what | records/s | MB/s |\n|---|---:|---:|")
         for name, rps, mbs in rows:
             print(f"| {name} | {rps:,.0f} | {mbs:,.1f} |")
-        print("\nringlog bench --json:", json.dumps(h))
+        if limit is not None:
+            print(f"| fio: buffered sequential write, fdatasync every 1 MiB (same file system) | | {limit:,.1f} |")
+        for transport, h in benches.items():
+            print(f"\nringlog bench --transport {transport} --json:", json.dumps(h))
     finally:
         proc.terminate()
         proc.wait(30)

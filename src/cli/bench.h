@@ -2,7 +2,9 @@
 // Private to the CLI: what `ringlog bench` shares between its HTTP load (cli.cc) and its
 // WebSocket load (ws_bench.cc, the only place with a Beast websocket client).
 
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -53,6 +55,8 @@ struct bench_settings {
   std::string acks = "all";
   std::string bootstrap = default_bootstrap;
   std::string transport = "http";
+  std::string kafka_bootstrap = "127.0.0.1:9092";   // --transport kafka: the broker's kafka:// listener
+  int64_t kafka_in_flight = 5;   // --transport kafka: unanswered Produce requests per connection
   int64_t subscribers = 1;
   bool ws_batch = false;
   bool ws_produce_batch = false;   // ws producers put the records due together in one `records` message
@@ -80,6 +84,19 @@ struct ws_bench_outcome {
   double deliver_seconds = 0;  // from the first scheduled send to the last record delivered
   uint64_t out_of_order = 0;   // records a subscriber saw at an offset not above the previous one
 };
+
+/// The Kafka load (issue 15, kafka_bench.cc): producer `index` sends Produce v9 requests of
+/// `batch_records` records (one v2 batch, uncompressed) to partition index % partitions over
+/// its own connection to `kafka_bootstrap`, up to `kafka_in_flight` unanswered (acks=0: none
+/// awaited). Latency = scheduled send (or send, without --rate) -> answer.
+void bench_kafka_produce(const bench_settings& s, int64_t index, bench_clock::time_point epoch,
+                         bench_thread_result& out);
+/// Consumer `index` long-polls Fetch v11 for its share of the partitions from `start_offsets`
+/// until the producers are done and 2 s passed without records. Latency = scheduled send ->
+/// record read.
+void bench_kafka_consume(const bench_settings& s, int64_t index, bench_clock::time_point epoch,
+                         const std::map<int64_t, int64_t>& start_offsets, const std::atomic<bool>& producers_done,
+                         bench_thread_result& out);
 
 ws_bench_outcome run_ws_bench(const bench_settings& settings, const http_endpoint& endpoint, int64_t start_offset);
 

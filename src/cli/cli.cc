@@ -886,10 +886,16 @@ Options:
   --acks 0|1|all           (default all)
   --json                   print one JSON object instead of text
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
-  --transport http|ws      http (default): the REST API as above; ws: producers send one
+  --transport http|ws|kafka http (default): the REST API as above; ws: producers send one
                            produce message per record over /v1/ws to partition 0, and
                            --subscribers connections subscribe to partition 0 with credit;
                            prints produce-to-deliver latency over every subscriber's records
+                           kafka: producers send Produce requests (one uncompressed v2 batch of
+                           --batch-records records each) to --kafka-bootstrap, consumers read
+                           with Fetch; the topic is still created over --bootstrap-server
+  --kafka-bootstrap HOST:PORT  the kafka:// listener (--transport kafka; default 127.0.0.1:9092)
+  --kafka-in-flight N      unanswered Produce requests per producer connection (--transport
+                           kafka; Kafka's max.in.flight.requests.per.connection, default 5)
   --subscribers N          WebSocket subscribers of partition 0 (--transport ws; default 1)
   --ws-batch               subscribers ask for "batch": true (one `records` message per fetch)
   --ws-produce-batch       producers send the records that are due at the same moment as one
@@ -1154,7 +1160,7 @@ int bench_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1,
                       {"--topic", "--partitions", "--producers", "--consumers", "--batch-records", "--record-bytes",
                        "--duration-ms", "--rate", "--acks", "--bootstrap-server", "--transport", "--subscribers",
-                       "--ws-linger-us"},
+                       "--ws-linger-us", "--kafka-bootstrap", "--kafka-in-flight"},
                       {"--json", "--help", "--ws-batch", "--ws-produce-batch"});
   if (!a) return 2;
   if (a->has("--help")) {
@@ -1174,6 +1180,8 @@ int bench_main(int argc, char** argv) {
   s.acks = a->get("--acks").value_or(s.acks);
   s.bootstrap = a->get("--bootstrap-server").value_or(s.bootstrap);
   s.transport = a->get("--transport").value_or(s.transport);
+  s.kafka_bootstrap = a->get("--kafka-bootstrap").value_or(s.kafka_bootstrap);
+  s.kafka_in_flight = int_option(*a, "--kafka-in-flight", 1, 1000).value_or(s.kafka_in_flight);
   s.subscribers = int_option(*a, "--subscribers", 0, 1000).value_or(s.subscribers);
   s.ws_batch = a->has("--ws-batch");
   s.ws_produce_batch = a->has("--ws-produce-batch");
@@ -1182,8 +1190,8 @@ int bench_main(int argc, char** argv) {
     std::cerr << "--ws-linger-us needs --ws-produce-batch (without it every record is its own message)\n";
     return 2;
   }
-  if (s.transport != "http" && s.transport != "ws") {
-    std::cerr << "--transport must be http or ws\n";
+  if (s.transport != "http" && s.transport != "ws" && s.transport != "kafka") {
+    std::cerr << "--transport must be http, ws or kafka\n";
     return 2;
   }
   if (s.transport == "ws" && !s.ws_produce_batch) s.batch_records = 1;   // one record per produce message
@@ -1232,13 +1240,15 @@ int bench_main(int argc, char** argv) {
   std::atomic<bool> producers_done{false};
   std::vector<std::thread> consumers;
   for (int64_t i = 0; i < s.consumers; ++i) {
-    consumers.emplace_back(bench_consume, std::cref(s), i, epoch, std::cref(start_offsets), std::cref(producers_done),
+    consumers.emplace_back(s.transport == "kafka" ? bench_kafka_consume : bench_consume, std::cref(s), i, epoch,
+                           std::cref(start_offsets), std::cref(producers_done),
                            std::ref(consumer_results[static_cast<size_t>(i)]));
   }
   const auto start = bench_clock::now();
   std::vector<std::thread> producers;
   for (int64_t i = 0; i < s.producers; ++i) {
-    producers.emplace_back(bench_produce, std::cref(s), i, epoch, std::ref(producer_results[static_cast<size_t>(i)]));
+    producers.emplace_back(s.transport == "kafka" ? bench_kafka_produce : bench_produce, std::cref(s), i, epoch,
+                           std::ref(producer_results[static_cast<size_t>(i)]));
   }
   for (auto& t : producers) t.join();
   const double seconds = std::chrono::duration<double>(bench_clock::now() - start).count();
