@@ -197,6 +197,7 @@ class NetnsNetwork:
             veth = f"{self.tag}v{i}"
             _run(["ip", "netns", "add", ns])
             self._created_ns.append(ns)
+            _run(["ip", "link", "del", veth], check=False)   # a pair a previous schedule's teardown left
             _run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns])
             _run(["ip", "link", "set", veth, "master", self.bridge, "up"])
             _run(["ip", "-n", ns, "addr", "add", f"{self.address(i)}/24", "dev", "eth0"])
@@ -238,8 +239,13 @@ class NetnsNetwork:
         return out
 
     def teardown(self):
+        # The host end first: deleting a namespace frees its veth only once no process holds the
+        # namespace any more (a broker killed a moment ago may still), and the next schedule of
+        # this run reuses the same names.
+        for i in range(1, self.size + 1):
+            _run(["ip", "link", "del", f"{self.tag}v{i}"], check=False)
         for ns in self._created_ns:
-            _run(["ip", "netns", "del", ns], check=False)   # removes its end of the veth, and so the pair
+            _run(["ip", "netns", "del", ns], check=False)
         self._created_ns = []
         if self._bridge_made:
             _run(["ip", "link", "del", self.bridge], check=False)
