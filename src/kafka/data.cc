@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 
 #include "handlers.h"
 #include "ringlog/codec/record_batch.h"
@@ -106,8 +107,19 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
           t.name = name;
           out.responses.push_back(std::move(t));
         }
+        std::set<int32_t> hinted;   // KIP-951: the leaders named in current_leader, described below
         for (size_t i = 0; i < results.size(); ++i) {
+          if (results[i].current_leader.leader_id >= 0) hinted.insert(results[i].current_leader.leader_id);
           out.responses[targets_topic[i]].partition_responses.push_back(std::move(results[i]));
+        }
+        for (const auto& broker : ctx.broker_api().list_brokers()) {
+          if (!hinted.contains(broker.node_id) || broker.kafka_port < 0) continue;
+          protocol::produce_response_data::node_endpoint e;
+          e.node_id = broker.node_id;
+          e.host = broker.kafka_host;
+          e.port = broker.kafka_port;
+          if (!broker.rack.empty()) e.rack = broker.rack;
+          out.node_endpoints.push_back(std::move(e));
         }
         ctx.answer(out);
       });
@@ -147,11 +159,23 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
     produce.batches = std::move(batches).value();
     produce.acks = acks;
     produce.timeout_ms = request.timeout_ms;
-    b.produce_batches(std::move(produce), [g, i](broker::result<broker::produce_batches_response> r) {
+    b.produce_batches(std::move(produce), [&b, g, i, tp = produce.partition](broker::result<broker::produce_batches_response> r) {
       partition_result& res = g->slot(i);
       if (!r.ok()) {
         res.error_code = code_of(r.error());
         res.error_message = r.error().message;
+        if (res.error_code == error_code::not_leader_or_follower) {
+          // KIP-951: name the leader this broker knows now, so the client need not refresh its
+          // metadata first (Produce v10+; older versions do not carry the field).
+          return b.describe_topic(tp.topic, [g, i, p = tp.partition.value()](broker::result<broker::topic_description> d) {
+            partition_result& res2 = g->slot(i);
+            if (d.ok() && p < static_cast<int32_t>(d->partitions.size()) && d->partitions[static_cast<size_t>(p)].leader >= 0) {
+              res2.current_leader.leader_id = d->partitions[static_cast<size_t>(p)].leader;
+              res2.current_leader.leader_epoch = d->partitions[static_cast<size_t>(p)].leader_epoch.value();
+            }
+            g->complete_one();
+          });
+        }
       } else {
         res.base_offset = r->base_offset.value();
         res.log_append_time_ms = r->log_append_time;

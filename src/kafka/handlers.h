@@ -22,6 +22,7 @@ inline constexpr int16_t none = 0;
 inline constexpr int16_t offset_out_of_range = 1;
 inline constexpr int16_t unknown_topic_or_partition = 3;
 inline constexpr int16_t leader_not_available = 5;
+inline constexpr int16_t not_leader_or_follower = 6;
 inline constexpr int16_t coordinator_not_available = 15;
 inline constexpr int16_t invalid_topic_exception = 17;
 inline constexpr int16_t unsupported_sasl_mechanism = 33;

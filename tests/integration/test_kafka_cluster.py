@@ -6,11 +6,15 @@ leads the group's __consumer_offsets partition. kill -9 of a partition's leader:
 producer (acks=all, idempotence off) refreshes its metadata and carries on; every acknowledged
 record is then read back by a consumer group through another broker.
 """
+import struct
 import time
+
+import requests
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import kafka_wire
 from conftest import wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster
 from test_replication import isr_of, leader_of
@@ -82,5 +86,105 @@ def test_kafka_clients_route_to_every_broker_and_survive_a_leader_kill(ringlog_b
         consumer.commit(asynchronous=False)
         consumer.close()
         assert set(acked) <= set(seen), sorted(set(acked) - set(seen))[:10]
+    finally:
+        c.stop()
+
+
+# ---------------------------------------------------------------- KIP-951 by hand (flexible Produce v10)
+
+def _uvarint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def _compact_string(s):
+    return _uvarint(len(s.encode()) + 1) + s.encode()
+
+
+class _FlexReader(kafka_wire.Reader):
+    def uvarint(self):
+        shift, n = 0, 0
+        while True:
+            b = self.take(">B")
+            n |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return n
+            shift += 7
+
+    def compact_string(self):
+        n = self.uvarint()
+        if n == 0:
+            return None
+        s = self.data[self.pos:self.pos + n - 1].decode()
+        self.pos += n - 1
+        return s
+
+    def tagged(self):
+        """{tag: raw bytes} of a tagged-field section."""
+        out = {}
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            out[tag] = self.data[self.pos:self.pos + size]
+            self.pos += size
+        return out
+
+
+def produce_v10(sock, topic, partition, records):
+    body = (_uvarint(0) + struct.pack(">hi", -1, 10000) + _uvarint(2) + _compact_string(topic) + _uvarint(2) +
+            struct.pack(">i", partition) + _uvarint(len(records) + 1) + records + b"\x00" + b"\x00" + b"\x00")
+    header = struct.pack(">hhi", 0, 10, 7) + kafka_wire.string("ringlog-test") + b"\x00"   # header v2
+    sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+    size = struct.unpack(">i", kafka_wire.read_exact(sock, 4))[0]
+    r = _FlexReader(kafka_wire.read_exact(sock, size))
+    assert r.take(">i") == 7
+    r.tagged()                                   # response header v1
+    assert r.uvarint() == 2 and r.compact_string() == topic and r.uvarint() == 2
+    index, error = r.take(">i"), r.take(">h")
+    r.take(">q"), r.take(">q"), r.take(">q")   # base offset, log append time, log start offset
+    for _ in range(r.uvarint() - 1):            # record_errors
+        r.take(">i"), r.compact_string(), r.tagged()
+    message = r.compact_string()
+    leader = _FlexReader(r.tagged().get(0, b""))
+    current_leader = (leader.take(">i"), leader.take(">i")) if leader.data else None
+    r.tagged()                                   # topic
+    r.take(">i")                                 # throttle time
+    endpoints = {}
+    raw = r.tagged().get(0)
+    if raw is not None:
+        e = _FlexReader(raw)
+        for _ in range(e.uvarint() - 1):
+            node, host, port = e.take(">i"), e.compact_string(), e.take(">i")
+            e.compact_string(), e.tagged()
+            endpoints[node] = (host, port)
+    return index, error, message, current_leader, endpoints
+
+
+def test_produce_to_a_non_leader_names_the_leader_and_its_endpoint_kip_951(ringlog_bin, tmp_path):
+    """Produce v10 to a broker that does not lead the partition: NOT_LEADER_OR_FOLLOWER with the
+    current leader and leader epoch (CurrentLeader, tag 0) and that broker's kafka:// endpoint
+    (NodeEndpoints), so the client can retry there without a Metadata round trip."""
+    c = Cluster(tmp_path, kafka=True).start()
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        n1 = c.node(1)
+        admin = AdminClient({"bootstrap.servers": n1.bootstrap})
+        admin.create_topics([NewTopic("hint", num_partitions=1, replication_factor=3)])["hint"].result(timeout=30)
+        leader = wait_until(lambda: quiet(lambda: leader_of(n1, "hint", 0)), 20.0, "a leader")
+        other = next(n for n in c.nodes if n.node_id != leader)
+        wait_until(lambda: quiet(lambda: leader_of(other, "hint", 0)) == leader or None, 20.0,
+                   "the other broker knows the leader")
+        epoch = requests.get(other.v3("/topics/hint/partitions/0"), timeout=5).json()["leader_epoch"]
+        records = kafka_wire.batch([(None, b"v", None, int(time.time() * 1000))])
+        with kafka_wire.connect(other.bootstrap) as sock:
+            index, error, message, current_leader, endpoints = produce_v10(sock, "hint", 0, records)
+        assert (index, error) == (0, 6), message
+        assert current_leader == (leader, epoch), (current_leader, leader, epoch)
+        assert endpoints == {leader: ("127.0.0.1", c.node(leader).kafka_port)}, endpoints
     finally:
         c.stop()
