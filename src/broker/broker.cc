@@ -884,7 +884,7 @@ result<std::vector<protocol::metadata_record>> broker_impl::new_topic_records(
 result<void> broker_impl::append_partition_records(std::vector<protocol::metadata_record>& out,
                                                    const controller::uuid& topic_id, int32_t from, int32_t to,
                                                    int32_t replication_factor) const {
-  auto placed = place_replicas(*controller_view_->image, to - from, replication_factor);
+  auto placed = place_replicas(*controller_view_->image, to - from, replication_factor, topic_id);
   if (!placed.ok()) return placed.error();
   for (int32_t p = from; p < to; ++p) {
     protocol::partition_record r;

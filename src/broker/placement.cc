@@ -22,7 +22,7 @@ int16_t automatic_replication_factor(const controller::metadata_image& image) {
 }
 
 result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metadata_image& image, int32_t count,
-                                                         int32_t replication_factor) {
+                                                         int32_t replication_factor, const controller::uuid& topic_id) {
   const std::vector<int32_t> brokers = usable_brokers(image);
   if (replication_factor < 1) {
     return error{errc::invalid_replication_factor,
@@ -33,31 +33,54 @@ result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metad
                  "replication_factor " + std::to_string(replication_factor) + " is larger than the number of available brokers (" +
                      std::to_string(brokers.size()) + ")"};
   }
-  std::map<int32_t, int64_t> leaders;
-  std::map<int32_t, int64_t> replicas;
+  // Counts per broker: this topic's first (it spreads over every broker, whatever the others
+  // did), then the whole cluster's. A partition's leader counts where it is preferred (its first
+  // replica): leaderships go back there (auto.leader.rebalance.enable).
+  struct load {
+    int64_t topic_leaders = 0;
+    int64_t leaders = 0;
+    int64_t topic_replicas = 0;
+    int64_t replicas = 0;
+  };
+  std::map<int32_t, load> loads;
   std::map<int32_t, std::string> rack;
   for (int32_t id : brokers) {
-    leaders[id] = 0;
-    replicas[id] = 0;
+    loads[id] = load{};
     rack[id] = image.find_broker(id)->rack;
   }
   for (const auto& [name, topic] : image.topics()) {
+    const bool same_topic = topic->topic_id == topic_id;
     for (const auto& p : topic->partitions) {
-      if (auto it = leaders.find(p.leader); it != leaders.end()) ++it->second;
+      if (p.replicas.empty()) continue;
+      if (auto it = loads.find(p.replicas.front()); it != loads.end()) {
+        ++it->second.leaders;
+        if (same_topic) ++it->second.topic_leaders;
+      }
       for (int32_t r : p.replicas) {
-        if (auto it = replicas.find(r); it != replicas.end()) ++it->second;
+        if (auto it = loads.find(r); it != loads.end()) {
+          ++it->second.replicas;
+          if (same_topic) ++it->second.topic_replicas;
+        }
       }
     }
   }
+  auto leader_key = [&loads](int32_t id) {
+    const load& l = loads[id];
+    return std::make_tuple(l.topic_leaders, l.leaders, l.topic_replicas, l.replicas, id);
+  };
+  auto replica_key = [&loads](int32_t id) {
+    const load& l = loads[id];
+    return std::make_tuple(l.topic_replicas, l.replicas, id);
+  };
   std::vector<std::vector<int32_t>> out;
   out.reserve(static_cast<size_t>(count));
   for (int32_t n = 0; n < count; ++n) {
     std::vector<int32_t> chosen;
     std::set<std::string> racks_used;
-    // The leader: fewest leaderships, then fewest replicas, then lowest id.
+    // The leader: fewest leaderships of this topic, then in all, then fewest replicas, then lowest id.
     int32_t leader = brokers.front();
     for (int32_t id : brokers) {
-      if (std::tie(leaders[id], replicas[id], id) < std::tie(leaders[leader], replicas[leader], leader)) leader = id;
+      if (leader_key(id) < leader_key(leader)) leader = id;
     }
     chosen.push_back(leader);
     racks_used.insert(rack[leader]);
@@ -68,7 +91,7 @@ result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metad
         if (std::find(chosen.begin(), chosen.end(), id) != chosen.end()) continue;
         const bool new_rack = !racks_used.contains(rack[id]);
         if (best < 0 || (new_rack && !best_new_rack) ||
-            (new_rack == best_new_rack && std::tie(replicas[id], id) < std::tie(replicas[best], best))) {
+            (new_rack == best_new_rack && replica_key(id) < replica_key(best))) {
           best = id;
           best_new_rack = new_rack;
         }
@@ -76,8 +99,12 @@ result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metad
       chosen.push_back(best);
       racks_used.insert(rack[best]);
     }
-    ++leaders[leader];
-    for (int32_t id : chosen) ++replicas[id];
+    ++loads[leader].leaders;
+    ++loads[leader].topic_leaders;
+    for (int32_t id : chosen) {
+      ++loads[id].replicas;
+      ++loads[id].topic_replicas;
+    }
     out.push_back(std::move(chosen));
   }
   return out;

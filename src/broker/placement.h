@@ -25,14 +25,17 @@ std::vector<int32_t> usable_brokers(const controller::metadata_image& image);
 /// else the number of usable brokers (at least 1).
 int16_t automatic_replication_factor(const controller::metadata_image& image);
 
-/// Replica lists for `count` new partitions with `replication_factor` replicas each. The first
-/// replica is the preferred leader. Balanced: each partition's leader is the usable broker with
-/// the fewest leaderships (then replicas, then lowest id) counting the image and the partitions
-/// placed so far; the other replicas are the brokers with the fewest replicas, preferring racks
-/// (broker.rack) the partition does not use yet. Errors: invalid_replication_factor when it is
+/// Replica lists for `count` new partitions of topic `topic_id` (new, or growing) with
+/// `replication_factor` replicas each. The first replica is the preferred leader. Balanced per
+/// topic first, then over the cluster: each partition's leader is the usable broker with the
+/// fewest preferred leaderships of this topic, then of all topics (then replicas, then lowest
+/// id), counting the image and the partitions placed so far; the other replicas are the brokers
+/// with the fewest replicas of this topic, then of all, preferring racks (broker.rack) the
+/// partition does not use yet. So a topic spreads over every broker even when earlier topics
+/// left the cluster uneven (Kafka's placer stripes each topic too). Errors: invalid_replication_factor when it is
 /// below 1 or above the number of usable brokers (the message names both numbers).
 result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metadata_image& image, int32_t count,
-                                                         int32_t replication_factor);
+                                                         int32_t replication_factor, const controller::uuid& topic_id);
 
 /// PartitionChangeRecords for a broker that is fenced or shuts down (Kafka's
 /// ReplicationControlManager.generateLeaderAndIsrUpdates): it leaves the ISR of every partition

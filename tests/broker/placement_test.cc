@@ -1,6 +1,7 @@
 #include <doctest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "../../src/broker/placement.h"
 #include "ringlog/controller/metadata_image.h"
@@ -139,4 +140,38 @@ TEST_CASE("auto leader rebalance: a broker is imbalanced past leader.imbalance.p
   CHECK(broker::imbalanced_brokers(*image, 10) == std::vector<int32_t>{1});
   CHECK(broker::imbalanced_brokers(*image, 75).empty());   // exactly 75 % is not past it
   CHECK(broker::imbalanced_brokers(*image, 74) == std::vector<int32_t>{1});
+}
+
+TEST_CASE("a new topic spreads its leaders and replicas over every broker, even on an uneven cluster") {
+  // Topic t (id 1): 4 partitions of one replica, all preferring broker 1 - a lopsided cluster.
+  auto image = cluster({{1}, {1}, {1}, {1}}, {{1}, {1}, {1}, {1}}, {1, 1, 1, 1});
+  // A new topic of 3 partitions: one leader per broker (counted across the cluster alone, brokers
+  // 2 and 3 would take every leadership until they caught up with broker 1).
+  auto placed = broker::place_replicas(*image, 3, 1, id_of(2));
+  REQUIRE(placed.ok());
+  std::vector<int32_t> leaders;
+  for (const auto& r : *placed) leaders.push_back(r.front());
+  std::sort(leaders.begin(), leaders.end());
+  CHECK(leaders == std::vector<int32_t>{1, 2, 3});
+  // Replication factor 2 over 6 partitions: each broker leads 2 and holds 4 replicas of the topic.
+  auto wide = broker::place_replicas(*image, 6, 2, id_of(2));
+  REQUIRE(wide.ok());
+  std::map<int32_t, int> led, held;
+  for (const auto& r : *wide) {
+    ++led[r.front()];
+    for (int32_t b : r) ++held[b];
+    CHECK(r[0] != r[1]);
+  }
+  CHECK(led == std::map<int32_t, int>{{1, 2}, {2, 2}, {3, 2}});
+  CHECK(held == std::map<int32_t, int>{{1, 4}, {2, 4}, {3, 4}});
+  // Growing topic t counts its own partitions: the 2 new ones go to brokers 2 and 3.
+  auto grown = broker::place_replicas(*image, 2, 1, id_of(1));
+  REQUIRE(grown.ok());
+  CHECK((*grown)[0] == std::vector<int32_t>{2});
+  CHECK((*grown)[1] == std::vector<int32_t>{3});
+  // Too many replicas for the brokers there are: refused, naming both numbers.
+  auto refused = broker::place_replicas(*image, 1, 4, id_of(2));
+  REQUIRE(!refused.ok());
+  CHECK(refused.error().message.find("4") != std::string::npos);
+  CHECK(refused.error().message.find("(3)") != std::string::npos);
 }
