@@ -190,6 +190,16 @@ model::bytes encode_offset_commit_key(std::string_view group_id, const topic_par
   return w.take();
 }
 
+model::bytes encode_txn_offset_key(std::string_view group_id, const topic_partition& tp, int64_t producer_id) {
+  writer w;
+  w.i16(txn_offset_key_version);
+  w.str(group_id);
+  w.str(tp.topic);
+  w.i32(tp.partition.value());
+  w.i64(producer_id);
+  return w.take();
+}
+
 model::bytes encode_offset_commit_value(const committed_offset& value) {
   writer w;
   w.i16(offset_value_version);
@@ -433,6 +443,16 @@ result<offsets_topic_key> decode_offsets_topic_key(std::span<const std::byte> ke
     if (!r.str(k.group_id, "group_id") || !r.str(k.instance_id, "instance_id") || !r.at_end()) {
       return r.corrupt("consumer instance key");
     }
+    return offsets_topic_key{std::move(k)};
+  }
+  if (version == txn_offset_key_version) {
+    txn_offset_key k;
+    int32_t p = 0;
+    if (!r.str(k.group_id, "group_id") || !r.str(k.partition.topic, "topic") || !r.i32(p, "partition") ||
+        !r.i64(k.producer_id, "producer_id") || !r.at_end()) {
+      return r.corrupt("transactional offset key");
+    }
+    k.partition.partition = partition_id(p);
     return offsets_topic_key{std::move(k)};
   }
   return unsupported("__consumer_offsets key", version);

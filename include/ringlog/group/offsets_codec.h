@@ -81,6 +81,18 @@
 //   int8            assignor              -1 none, 0 range, 1 round_robin, 2 cooperative_sticky
 //   int8 kind + int32 n + n x string + string + partitions   its subscription, as in a member
 // A null value (tombstone) ends the instance.
+//
+// Transactional offset key (ringlog's own, version 101: an offset of TxnOffsetCommit held
+// pending until its transaction ends, KIP-98/KIP-447; Kafka keeps these as transactional batches
+// instead, whose markers the group loader reads):
+//   int16  version            = 101
+//   string group_id
+//   string topic
+//   int32  partition
+//   int64  producer_id        the transaction's producer
+// Its value is an offset commit value (version 3). When the transaction commits, the group's
+// offset commit record and this key's tombstone are written in one batch; when it aborts, only
+// the tombstone. Replay holds every key still without a tombstone as pending.
 // Trailing bytes after a value or key are refused as corrupt (no silent partial reads).
 
 #include <cstddef>
@@ -101,6 +113,7 @@ inline constexpr int16_t group_value_version = 100;
 inline constexpr int16_t classic_group_value_version = 3;
 inline constexpr int16_t consumer_instance_key_version = 100;
 inline constexpr int16_t consumer_instance_value_version = 100;
+inline constexpr int16_t txn_offset_key_version = 101;
 
 /// One member as persisted in the group metadata value.
 struct member_metadata {
@@ -160,7 +173,13 @@ struct consumer_instance_key {
   std::string instance_id;
   bool operator==(const consumer_instance_key&) const = default;
 };
-using offsets_topic_key = std::variant<offset_commit_key, group_metadata_key, consumer_instance_key>;
+struct txn_offset_key {
+  std::string group_id;
+  topic_partition partition;
+  int64_t producer_id = -1;
+  bool operator==(const txn_offset_key&) const = default;
+};
+using offsets_topic_key = std::variant<offset_commit_key, group_metadata_key, consumer_instance_key, txn_offset_key>;
 
 /// A REST v2 consumer instance's settings (see the layout above).
 struct consumer_instance_value {
@@ -184,6 +203,7 @@ model::bytes encode_group_metadata_value(const group_metadata& value);
 model::bytes encode_classic_group_metadata_value(const classic_group_metadata& value);
 model::bytes encode_consumer_instance_key(std::string_view group_id, std::string_view instance_id);
 model::bytes encode_consumer_instance_value(const consumer_instance_value& value);
+model::bytes encode_txn_offset_key(std::string_view group_id, const topic_partition& tp, int64_t producer_id);
 
 /// Errors: corrupt_message (short, negative length, trailing bytes; message says which field),
 /// unsupported_version (a version this code does not read).
