@@ -109,7 +109,12 @@ error shard_busy(size_t shard) {
 void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
   if (w.completed) return;
   w.completed = true;
-  w.done(fetch_response{{}, rt.log->high_watermark(), rt.log->log_start_offset(), rt.log->log_end_offset(), 0, {}});
+  fetch_response empty;
+  empty.high_watermark = rt.log->high_watermark();
+  empty.log_start_offset = rt.log->log_start_offset();
+  empty.log_end_offset = rt.log->log_end_offset();
+  empty.last_stable_offset = empty.high_watermark;
+  w.done(std::move(empty));
 }
 
 // ---------------------------------------------------------------- start-up
@@ -1874,6 +1879,7 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
   response.high_watermark = hw;
   response.log_start_offset = log_start;
   response.log_end_offset = rt.log->log_end_offset();
+  response.last_stable_offset = hw;
   if (req.raw_batches) {
     // Kafka clients read the batches themselves (they skip records below fetch_offset).
     if (req.fetch_offset < hw) response.batches = std::move(read->batches);

@@ -239,6 +239,8 @@ class broker_impl final : public broker, public group_host, public controller::q
   void produce_batches(produce_batches_request request,
                        std::function<void(result<produce_batches_response>)> done) override;
   void init_producer_id(std::function<void(result<producer_identity>)> done) override;
+  void write_txn_markers(std::vector<txn_marker> markers,
+                         std::function<void(result<std::vector<txn_marker_result>>)> done) override;
   [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override;
   void begin_shutdown() override;
   void shutdown(std::function<void()> done) override;

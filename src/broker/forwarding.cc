@@ -200,6 +200,7 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
         out.high_watermark = model::offset{p.high_watermark};
         out.log_start_offset = model::offset{p.log_start_offset};
         out.log_end_offset = out.high_watermark;   // the leader's own end is not sent to consumers
+        out.last_stable_offset = p.last_stable_offset >= 0 ? model::offset{p.last_stable_offset} : out.high_watermark;
         if (request.raw_batches) {
           if (p.records) out.batches = std::move(*p.records);
           return done(std::move(out));

@@ -730,7 +730,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (explicit_offset) {
       // Checked as the REST read checks it, by a fetch that waits for nothing: below the log start
       // or past its end is 42202 naming both bounds, a missing topic or partition 40401 / 40402.
-      broker::fetch_request probe{s.tp, model::offset(*explicit_offset), 1, 0, 1};
+      broker::fetch_request probe;
+      probe.partition = s.tp;
+      probe.fetch_offset = model::offset(*explicit_offset);
+      probe.max_bytes = 1;
       ctx_.broker->fetch(std::move(probe), [self = shared_from_this(), gen, offset = *explicit_offset](broker::result<broker::fetch_response> r) {
         self->on_executor([self, gen, offset, r = std::move(r)] {
           if (!self->sub_ || self->sub_->generation != gen || self->closing_) return;
