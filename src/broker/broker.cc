@@ -68,6 +68,10 @@ error from_storage(const storage::error& e) {
     // KIP-936 throttles new producer ids with THROTTLING_QUOTA_EXCEEDED; the message names the bound.
     case storage::errc::too_many_producers: return {errc::throttling_quota_exceeded, e.message};
     case storage::errc::corrupt_snapshot: return {errc::kafka_storage_error, e.message};
+    // The partition side's transaction codes (merged from wt9-txnlog before its broker part).
+    case storage::errc::invalid_txn_state: return {errc::invalid_txn_state, e.message};
+    case storage::errc::transaction_coordinator_fenced: return {errc::invalid_producer_epoch, e.message};
+    case storage::errc::corrupt_txn_index: return {errc::kafka_storage_error, e.message};
   }
   return {errc::unknown_server_error, e.message};
 }
@@ -175,6 +179,14 @@ result<void> broker_impl::start() {
                                config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
   RINGLOG_TRY(groups_->start());
   groups_started_.store(groups_.get(), std::memory_order_release);
+  txn_service_options txn_options;
+  txn_options.state_partitions = find_topic(transaction_state_topic)->partitions_count();
+  txn_options.transaction_max_timeout_ms = config_.transaction_max_timeout_ms;
+  txn_options.transactional_id_expiration_ms = config_.transactional_id_expiration_ms;
+  txn_options.abort_timed_out_check_interval_ms = config_.transaction_abort_timed_out_transaction_cleanup_interval_ms;
+  txns_ = make_txn_service(*this, *this, deps_.runtime, deps_.clock, txn_options);
+  RINGLOG_TRY(txns_->start());
+  txns_started_.store(txns_.get(), std::memory_order_release);
   start_delay_schedulers();
   for (size_t s = 0; s < shards_.size(); ++s) {
     schedule_maintenance(s);
@@ -1024,8 +1036,8 @@ result<void> broker_impl::ensure_offsets_topic() {
     if (r.ok() && r.value()) return base::ok_v;
     if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) return r.error();
     if (std::chrono::steady_clock::now() >= deadline) {
-      return error{errc::not_controller, "topic " + std::string(consumer_offsets_topic) +
-                                             " was not created by the active controller within " +
+      return error{errc::not_controller, "topics " + std::string(consumer_offsets_topic) + " and " + transaction_state_topic +
+                                             " were not created by the active controller within " +
                                              std::to_string(config_.metadata_catch_up_timeout_ms) + " ms"};
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -1042,6 +1054,15 @@ result<std::vector<protocol::metadata_record>> broker_impl::offsets_topic_record
                            {{"cleanup.policy", "compact"}, {"segment.bytes", "104857600"}});
 }
 
+result<std::vector<protocol::metadata_record>> broker_impl::transaction_state_topic_records() const {
+  // As __consumer_offsets: the partition count is fixed at creation (it places transactional
+  // ids), compacted (the latest state per transactional id is what counts), 100 MiB segments
+  // (Kafka's transaction.state.log.segment.bytes).
+  return new_topic_records(transaction_state_topic, config_.transaction_state_log_num_partitions,
+                           automatic_replication_factor(*controller_view_->image),
+                           {{"cleanup.policy", "compact"}, {"segment.bytes", "104857600"}});
+}
+
 bool broker_impl::offsets_topic_due() const {
   // As Kafka waits for offsets.topic.replication.factor brokers: created once min(3, voters)
   // brokers are registered, so its replicas spread over the cluster that is starting, or once
@@ -1053,22 +1074,28 @@ bool broker_impl::offsets_topic_due() const {
 }
 
 void broker_impl::ensure_offsets_topic_async(std::function<void(result<bool>)> done) {
-  if (controller_view_->topics.contains(consumer_offsets_topic)) return done(true);
+  // Both internal topics of the coordinators: __consumer_offsets, then __transaction_state (one
+  // metadata entry each; `done(true)` once both exist).
+  const bool have_offsets = controller_view_->topics.contains(consumer_offsets_topic);
+  const bool have_txn_state = controller_view_->topics.contains(transaction_state_topic);
+  if (have_offsets && have_txn_state) return done(true);
   if (offsets_topic_pending_ || quorum_->leader_id() != config_.node_id || !offsets_topic_due()) return done(false);
-  auto records = offsets_topic_records();
+  const char* creating = have_offsets ? transaction_state_topic : consumer_offsets_topic;
+  auto records = have_offsets ? transaction_state_topic_records() : offsets_topic_records();
   if (!records.ok()) return done(records.error());
   offsets_topic_pending_ = true;
-  commit_records(std::move(records).value(), [this, done = std::move(done)](result<void> r) {
+  commit_records(std::move(records).value(), [this, creating, done = std::move(done)](result<void> r) {
     offsets_topic_pending_ = false;
-    if (!r.ok() && !controller_view_->topics.contains(consumer_offsets_topic)) return done(r.error());
-    done(true);
+    if (!r.ok() && !controller_view_->topics.contains(creating)) return done(r.error());
+    done(controller_view_->topics.contains(consumer_offsets_topic) &&
+         controller_view_->topics.contains(transaction_state_topic));
   });
 }
 
-void broker_impl::append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
-                                  std::function<void(result<void>)> done) {
-  auto rt = runtime_of(shard, consumer_offsets_topic, partition);
-  if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(consumer_offsets_topic)});
+void broker_impl::append_internal_to(const std::string& topic, size_t shard, int32_t partition,
+                                     std::vector<model::record> records, std::function<void(result<void>)> done) {
+  auto rt = runtime_of(shard, topic, partition);
+  if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
   // Group state is written as Kafka's coordinator writes it: acks=all, so a commit that was
   // answered survives the loss of the coordinator (design.md section 7).
   if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return done(ok.error());
@@ -1096,14 +1123,14 @@ std::string broker_impl::offsets_leader_text(int32_t partition) const {
   return out;
 }
 
-group_coordinator_route broker_impl::offsets_leader_route(int32_t partition) const {
+group_coordinator_route broker_impl::internal_leader_route(const std::string& topic, int32_t partition) const {
   group_coordinator_route route;
   route.offsets_partition = partition;
-  auto t = find_topic(consumer_offsets_topic);
+  auto t = find_topic(topic);
   const int32_t leader = t && partition >= 0 && partition < t->partitions_count()
                              ? t->image->partitions[static_cast<size_t>(partition)].leader
                              : -1;
-  const std::string led = " (the leader of " + std::string(consumer_offsets_topic) + "-" + std::to_string(partition) + ")";
+  const std::string led = " (the leader of " + topic + "-" + std::to_string(partition) + ")";
   if (leader < 0) {
     route.description = "no broker now" + led + ": the partition has no leader";
     return route;
@@ -1122,9 +1149,10 @@ group_coordinator_route broker_impl::offsets_leader_route(int32_t partition) con
   return route;
 }
 
-result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int32_t partition) {
-  auto rt = runtime_of(shard, consumer_offsets_topic, partition);
-  if (!rt) return error{errc::unknown_topic_or_partition, unknown_topic_message(consumer_offsets_topic)};
+result<std::vector<model::record>> broker_impl::read_internal_from(const std::string& topic, size_t shard,
+                                                                   int32_t partition) {
+  auto rt = runtime_of(shard, topic, partition);
+  if (!rt) return error{errc::unknown_topic_or_partition, unknown_topic_message(topic)};
   std::vector<model::record> out;
   model::offset at = rt->log->log_start_offset();
   // The whole log, past the high watermark too: a coordinator reads its partition when it has
@@ -1138,10 +1166,10 @@ result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int3
     size_t pos = 0;
     while (pos < read->batches.size()) {
       auto header = codec::decode_header(std::span(read->batches).subspan(pos));
-      RINGLOG_ASSERT(header.ok(), "batches of __consumer_offsets were validated on recovery");
+      RINGLOG_ASSERT(header.ok(), "batches of an internal topic were validated on recovery");
       if (!header->is_control()) {
         auto records = codec::decode_records(std::span(read->batches).subspan(pos, header->size_bytes()));
-        if (!records.ok()) return error{errc::kafka_storage_error, "__consumer_offsets: " + records.error().message};
+        if (!records.ok()) return error{errc::kafka_storage_error, topic + ": " + records.error().message};
         for (auto& r : records.value()) {
           if (r.record_offset >= at && r.record_offset < end) out.push_back(std::move(r));
         }
@@ -2267,6 +2295,7 @@ void broker_impl::shutdown(std::function<void()> done) {
   }
   stopping_ = true;
   if (groups_) groups_->stop();
+  if (txns_) txns_->stop();
   auto remaining = std::make_shared<std::atomic<size_t>>(shards_.size());
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
   for (size_t shard = 0; shard < shards_.size(); ++shard) {

@@ -230,6 +230,11 @@ class group_service_impl final : public group_service {
   void commit_kafka(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                     int32_t generation, std::vector<group::offset_commit> offsets,
                     std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void txn_commit(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
+                  int32_t generation, model::producer_id producer_id, std::vector<group::offset_commit> offsets,
+                  std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void complete_txn_offsets(int32_t partition, model::producer_id producer_id, bool committed,
+                            std::function<void(result<void>)> done) override;
   void delete_offsets(std::string group_id, group::partition_set partitions,
                       std::function<void(result<group::partition_map<std::optional<error>>>)> done) override;
   void group_committed(std::string group_id,
@@ -1296,6 +1301,40 @@ void group_service_impl::commit_kafka(std::string group_id, std::string member_i
       if (!p.ok()) return done(p.error());
       done(stored);
     });
+  });
+}
+
+void group_service_impl::txn_commit(std::string group_id, std::string member_id,
+                                    std::optional<std::string> group_instance_id, int32_t generation,
+                                    model::producer_id producer_id, std::vector<group::offset_commit> offsets,
+                                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
+  on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, producer_id,
+                            offsets = std::move(offsets), done = std::move(done)](size_t shard, shard_state& st) {
+    auto r = st.coordinator.txn_commit_offsets(group_id, member_id, group_instance_id, generation, producer_id.value(),
+                                               offsets, clock_.now_ms());
+    if (!r.ok()) return done(from_group(r.error()));
+    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+      if (!p.ok()) return done(p.error());
+      done(stored);
+    });
+  });
+}
+
+void group_service_impl::complete_txn_offsets(int32_t partition, model::producer_id producer_id, bool committed,
+                                              std::function<void(result<void>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  const size_t shard = host_.owner_shard(consumer_offsets_topic, partition);
+  runtime_.post(shard, [this, shard, partition, producer_id, committed, done = std::move(done)] {
+    if (!host_.leads_offsets_partition(partition)) {
+      return done(error{errc::not_coordinator, std::string(consumer_offsets_topic) + "-" + std::to_string(partition) +
+                                                   " is not led by this broker"});
+    }
+    auto& st = *shards_[shard];
+    auto records = st.coordinator.complete_txn_offsets(
+        producer_id.value(), committed, [this, partition](std::string_view g) { return partition_of(g) == partition; },
+        clock_.now_ms());
+    persist(shard, std::move(records), std::move(done));
   });
 }
 

@@ -15,6 +15,7 @@
 #include "ringlog/base/clock.h"
 #include "ringlog/broker/errc.h"
 #include "ringlog/broker/groups.h"
+#include "ringlog/broker/transactions.h"
 #include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/model/record.h"
 #include "ringlog/model/types.h"
@@ -56,6 +57,10 @@ struct broker_config {
   int64_t fetch_wait_max_ms = 60000;                 // ringlog: longest long-poll of a fetch
   int32_t fetch_waiters_per_partition_max = 10000;   // ringlog: parked long-polls per partition
   int32_t offsets_topic_num_partitions = 8;          // offsets.topic.num.partitions: of __consumer_offsets at creation
+  int32_t transaction_state_log_num_partitions = 8;  // transaction.state.log.num.partitions: of __transaction_state at creation
+  int64_t transaction_max_timeout_ms = 900000;       // transaction.max.timeout.ms: longest transaction.timeout.ms
+  int64_t transactional_id_expiration_ms = 604800000;  // transactional.id.expiration.ms: idle transactional ids are forgotten
+  int64_t transaction_abort_timed_out_transaction_cleanup_interval_ms = 10000;  // how often timed-out transactions are aborted
   int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
   int64_t group_initial_rebalance_delay_ms = 3000;   // group.initial.rebalance.delay.ms (Kafka's key and default)
   int64_t delay_max_ms = 7LL * 24 * 3600 * 1000;     // delay.max.ms (ringlog): longest delayed delivery (issue 18)
@@ -463,6 +468,8 @@ class broker {
 
   // ---- consumer groups (groups.h)
   virtual group_api& groups() = 0;
+  // ---- transactions (transactions.h)
+  virtual txn_api& transactions() = 0;
 
   /// Stops accepting work, completes in-flight calls, flushes and closes every log cleanly.
   virtual void shutdown(std::function<void()> done) = 0;
