@@ -53,6 +53,8 @@ std::string_view to_string(errc e) {
     case errc::stale_broker_epoch: return "stale_broker_epoch";
     case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
+    case errc::invalid_txn_state: return "invalid_txn_state";
+    case errc::transaction_coordinator_fenced: return "transaction_coordinator_fenced";
     case errc::unknown_producer_id: return "unknown_producer_id";
   }
   return "unknown_server_error";
@@ -110,6 +112,8 @@ int kafka_error_code(errc e) {
     case errc::preferred_leader_not_available: return 80;
     case errc::out_of_order_sequence_number: return 45;
     case errc::invalid_producer_epoch: return 47;
+    case errc::invalid_txn_state: return 48;
+    case errc::transaction_coordinator_fenced: return 52;
     case errc::unknown_producer_id: return 59;
   }
   return -1;

@@ -61,6 +61,9 @@ enum class errc {
   // idempotent producers (KIP-98)
   out_of_order_sequence_number,  // a batch's sequence does not continue its producer's last one (HTTP 409)
   invalid_producer_epoch,        // a batch or session of an older producer epoch: fenced (HTTP 409)
+  // transactions (KIP-98)
+  invalid_txn_state,             // a non-transactional batch of a producer inside an open transaction (Kafka's 48, HTTP 409)
+  transaction_coordinator_fenced,  // a marker of a deposed transaction coordinator (Kafka's 52, HTTP 409)
   unknown_producer_id,           // a producer id this cluster never handed out (HTTP 404)
   // unknown_producer_id is the last code: errc_of_kafka_code walks every code up to it.
 };
