@@ -91,8 +91,13 @@ std::string partition_key(const std::string& topic, int32_t partition);
 /// Appends to `out` the records of `batches` (whole v2 batches) in [fetch_offset, high_watermark),
 /// control batches skipped, until the key + value + header bytes would pass `max_bytes` (the first
 /// record always goes). Returns those bytes. Errors: corrupt_message.
+/// `aborted` (read_committed): the aborted transactions overlapping `batches`, whose records are
+/// dropped (storage::aborted_txn_filter, Kafka's consumer rule); `high_watermark` is then the
+/// last stable offset.
 result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
-                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out);
+                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out,
+                                      const std::vector<aborted_transaction>* aborted = nullptr,
+                                      model::offset* next_offset = nullptr);
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
 controller::uuid new_topic_id();
@@ -169,6 +174,7 @@ struct recent_read {
   model::offset high_watermark{0};
   model::offset log_start_offset{0};
   model::leader_epoch epoch{0};
+  isolation_level isolation = isolation_level::read_uncommitted;   // high_watermark is the last stable offset with read_committed
   fetch_response response;
 };
 
@@ -500,6 +506,17 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void wake_replica_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   protocol::fetch_response_data::partition_data read_for_replica(partition_runtime& rt, model::offset fetch_offset,
                                                                  int32_t max_bytes);
+  // transaction markers (transactions.cc). `from_peer`: sent by another broker, which believes
+  // this node leads the partitions (a partition led elsewhere is answered, never forwarded on).
+  void write_txn_markers_from(std::vector<txn_marker> markers,
+                              std::function<void(result<std::vector<txn_marker_result>>)> done, bool from_peer);
+  void write_one_marker(const txn_marker& m, const model::topic_partition& tp, bool from_peer,
+                        std::function<void(result<void>)> done);
+  /// WriteTxnMarkers of one marker on one partition to its leader.
+  void forward_txn_marker(int32_t leader, const txn_marker& m, const model::topic_partition& tp,
+                          std::function<void(result<void>)> done);
+  void handle_write_txn_markers(const protocol::request_header_data& header, std::span<const std::byte> body,
+                                rpc::respond_fn respond);
   // producer ids (producer_ids.cc): a block from the controller, handed out one id at a time
   void request_producer_id_block();
   void handle_allocate_producer_ids(const protocol::request_header_data& header, std::vector<std::byte> body,

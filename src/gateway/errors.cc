@@ -80,13 +80,15 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::out_of_order_sequence_number:
       return {409, ec::out_of_order_sequence, e.message};
     case errc::invalid_producer_epoch:
+    case errc::transaction_coordinator_fenced:
       return {409, ec::producer_fenced, e.message};
+    case errc::invalid_txn_state:
+      return {409, ec::illegal_state, e.message};
     case errc::unknown_producer_id:
       return {404, ec::producer_not_found, e.message};
     case errc::producer_fenced:
       return {409, ec::producer_fenced, e.message};
     case errc::invalid_producer_id_mapping:
-    case errc::invalid_txn_state:
       return {409, ec::illegal_state, e.message};
     case errc::concurrent_transactions:
       return {409, ec::concurrent_transactions, e.message};

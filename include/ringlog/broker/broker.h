@@ -247,6 +247,11 @@ struct fetch_response {
   /// With fetch_request::raw_batches: whole v2 batches as stored, concatenated (the first may
   /// start below fetch_offset; none starts at or above high_watermark). `records` is empty then.
   model::bytes batches;
+  /// Decoded reads: where this reader's next fetch starts. One past the last record returned;
+  /// with no record returned, past the batches that held none for this reader (transaction
+  /// markers, records of aborted transactions), so a reader never stalls at a marker; else
+  /// fetch_offset. Readers take max(their own next offset, this).
+  model::offset next_fetch_offset{0};
   /// The partition's last stable offset (KIP-98): below the first offset of every open
   /// transaction, never above high_watermark (== high_watermark with no open transaction).
   model::offset last_stable_offset{0};

@@ -64,6 +64,9 @@ struct consumer_instance_config {
   /// partition.assignment.strategy: range | roundrobin | cooperative-sticky (the default); the
   /// group's first member chooses, later members must ask for the same one or none.
   std::optional<group::assignor_kind> assignor;
+  /// isolation.level (KIP-98): read_committed polls read below the last stable offset and never
+  /// return records of aborted transactions. Kept in the instance's record (survives restarts).
+  bool read_committed = false;
 };
 
 struct consumer_instance {

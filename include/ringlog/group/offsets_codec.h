@@ -67,9 +67,10 @@
 //   int16  version            = 100
 //   string group_id
 //   string instance_id
-// Consumer instance value (version 100): the instance's settings, kept with its lease so a
-// restart keeps them, and what it needs to join the group later (it joins on subscribe):
-//   int16  version            = 100
+// Consumer instance value (version 101; 100 is still read): the instance's settings, kept with
+// its lease so a restart keeps them, and what it needs to join the group later (it joins on
+// subscribe):
+//   int16  version            = 101
 //   string          client_name
 //   nullable string group_instance_id
 //   int8            format                0 binary, 1 json (the broker's consumer_format)
@@ -80,6 +81,8 @@
 //   int8            auto_offset_reset     0 earliest, 1 latest, 2 none
 //   int8            assignor              -1 none, 0 range, 1 round_robin, 2 cooperative_sticky
 //   int8 kind + int32 n + n x string + string + partitions   its subscription, as in a member
+//   int8            isolation_level       0 read_uncommitted, 1 read_committed (KIP-98);
+//                                         absent in version 100 (read as 0)
 // A null value (tombstone) ends the instance.
 //
 // Transactional offset key (ringlog's own, version 101: an offset of TxnOffsetCommit held
@@ -112,7 +115,8 @@ inline constexpr int16_t group_key_version = 2;
 inline constexpr int16_t group_value_version = 100;
 inline constexpr int16_t classic_group_value_version = 3;
 inline constexpr int16_t consumer_instance_key_version = 100;
-inline constexpr int16_t consumer_instance_value_version = 100;
+inline constexpr int16_t consumer_instance_value_version = 101;
+inline constexpr int16_t consumer_instance_value_version_v100 = 100;   // before isolation_level
 inline constexpr int16_t txn_offset_key_version = 101;
 
 /// One member as persisted in the group metadata value.
@@ -193,6 +197,7 @@ struct consumer_instance_value {
   offset_reset auto_offset_reset = offset_reset::latest;
   std::optional<assignor_kind> assignor;
   subscription sub;
+  bool read_committed = false;   // isolation.level=read_committed (KIP-98)
   bool operator==(const consumer_instance_value&) const = default;
 };
 
