@@ -16,7 +16,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 def main():
     bootstrap, input_topic, output_topic, group, tid, batch = sys.argv[1:7]
     batch = int(batch)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+    # A static member (KIP-345): the restarted instance takes the killed one's place at once
+    # instead of waiting for its session to lapse.
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.instance.id": tid,
+                         "session.timeout.ms": 6000, "enable.auto.commit": False,
                          "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "transaction.timeout.ms": 30000})
     producer.init_transactions(30)
