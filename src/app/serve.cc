@@ -178,6 +178,11 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.fetch_wait_max_ms = c.fetch_wait_max_ms;
   b.fetch_waiters_per_partition_max = c.fetch_waiters_per_partition_max;
   b.offsets_topic_num_partitions = c.offsets_topic_num_partitions;
+  b.transaction_state_log_num_partitions = c.transaction_state_log_num_partitions;
+  b.transaction_max_timeout_ms = c.transaction_max_timeout_ms;
+  b.transactional_id_expiration_ms = c.transactional_id_expiration_ms;
+  b.transaction_abort_timed_out_transaction_cleanup_interval_ms =
+      c.transaction_abort_timed_out_transaction_cleanup_interval_ms;
   b.group_expiry_interval_ms = c.group_expiry_interval_ms;
   b.delay_max_ms = c.delay_max_ms;
   b.group_initial_rebalance_delay_ms = c.group_initial_rebalance_delay_ms;

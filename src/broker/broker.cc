@@ -68,6 +68,9 @@ error from_storage(const storage::error& e) {
     // KIP-936 throttles new producer ids with THROTTLING_QUOTA_EXCEEDED; the message names the bound.
     case storage::errc::too_many_producers: return {errc::throttling_quota_exceeded, e.message};
     case storage::errc::corrupt_snapshot: return {errc::kafka_storage_error, e.message};
+    case storage::errc::corrupt_txn_index: return {errc::kafka_storage_error, e.message};
+    case storage::errc::invalid_txn_state: return {errc::invalid_txn_state, e.message};
+    case storage::errc::transaction_coordinator_fenced: return {errc::transaction_coordinator_fenced, e.message};
   }
   return {errc::unknown_server_error, e.message};
 }
@@ -109,7 +112,13 @@ error shard_busy(size_t shard) {
 void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
   if (w.completed) return;
   w.completed = true;
-  w.done(fetch_response{{}, rt.log->high_watermark(), rt.log->log_start_offset(), rt.log->log_end_offset(), 0, {}});
+  fetch_response empty;
+  empty.high_watermark = rt.log->high_watermark();
+  empty.log_start_offset = rt.log->log_start_offset();
+  empty.log_end_offset = rt.log->log_end_offset();
+  empty.last_stable_offset = rt.log->last_stable_offset();
+  empty.next_fetch_offset = w.request.fetch_offset;
+  w.done(std::move(empty));
 }
 
 // ---------------------------------------------------------------- start-up
@@ -170,6 +179,14 @@ result<void> broker_impl::start() {
                                config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
   RINGLOG_TRY(groups_->start());
   groups_started_.store(groups_.get(), std::memory_order_release);
+  txn_service_options txn_options;
+  txn_options.state_partitions = find_topic(transaction_state_topic)->partitions_count();
+  txn_options.transaction_max_timeout_ms = config_.transaction_max_timeout_ms;
+  txn_options.transactional_id_expiration_ms = config_.transactional_id_expiration_ms;
+  txn_options.abort_timed_out_check_interval_ms = config_.transaction_abort_timed_out_transaction_cleanup_interval_ms;
+  txns_ = make_txn_service(*this, *this, deps_.runtime, deps_.clock, txn_options);
+  RINGLOG_TRY(txns_->start());
+  txns_started_.store(txns_.get(), std::memory_order_release);
   start_delay_schedulers();
   for (size_t s = 0; s < shards_.size(); ++s) {
     schedule_maintenance(s);
@@ -555,6 +572,12 @@ void broker_impl::register_cluster_handlers() {
                                        [this](const protocol::request_header_data& header,
                                               std::span<const std::byte> body, rpc::respond_fn respond) {
                                          handle_forwarded_produce(header, body, std::move(respond));
+                                       });
+  // Transaction markers for partitions led here (transactions.cc).
+  deps_.cluster_transport->set_handler(protocol::write_txn_markers_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_write_txn_markers(header, body, std::move(respond));
                                        });
   deps_.cluster_transport->set_handler(protocol::list_offsets_request_data::api_key,
                                        [this](const protocol::request_header_data& header,
@@ -1020,8 +1043,8 @@ result<void> broker_impl::ensure_offsets_topic() {
     if (r.ok() && r.value()) return base::ok_v;
     if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) return r.error();
     if (std::chrono::steady_clock::now() >= deadline) {
-      return error{errc::not_controller, "topic " + std::string(consumer_offsets_topic) +
-                                             " was not created by the active controller within " +
+      return error{errc::not_controller, "topics " + std::string(consumer_offsets_topic) + " and " + transaction_state_topic +
+                                             " were not created by the active controller within " +
                                              std::to_string(config_.metadata_catch_up_timeout_ms) + " ms"};
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -1038,6 +1061,15 @@ result<std::vector<protocol::metadata_record>> broker_impl::offsets_topic_record
                            {{"cleanup.policy", "compact"}, {"segment.bytes", "104857600"}});
 }
 
+result<std::vector<protocol::metadata_record>> broker_impl::transaction_state_topic_records() const {
+  // As __consumer_offsets: the partition count is fixed at creation (it places transactional
+  // ids), compacted (the latest state per transactional id is what counts), 100 MiB segments
+  // (Kafka's transaction.state.log.segment.bytes).
+  return new_topic_records(transaction_state_topic, config_.transaction_state_log_num_partitions,
+                           automatic_replication_factor(*controller_view_->image),
+                           {{"cleanup.policy", "compact"}, {"segment.bytes", "104857600"}});
+}
+
 bool broker_impl::offsets_topic_due() const {
   // As Kafka waits for offsets.topic.replication.factor brokers: created once min(3, voters)
   // brokers are registered, so its replicas spread over the cluster that is starting, or once
@@ -1049,22 +1081,28 @@ bool broker_impl::offsets_topic_due() const {
 }
 
 void broker_impl::ensure_offsets_topic_async(std::function<void(result<bool>)> done) {
-  if (controller_view_->topics.contains(consumer_offsets_topic)) return done(true);
+  // Both internal topics of the coordinators: __consumer_offsets, then __transaction_state (one
+  // metadata entry each; `done(true)` once both exist).
+  const bool have_offsets = controller_view_->topics.contains(consumer_offsets_topic);
+  const bool have_txn_state = controller_view_->topics.contains(transaction_state_topic);
+  if (have_offsets && have_txn_state) return done(true);
   if (offsets_topic_pending_ || quorum_->leader_id() != config_.node_id || !offsets_topic_due()) return done(false);
-  auto records = offsets_topic_records();
+  const char* creating = have_offsets ? transaction_state_topic : consumer_offsets_topic;
+  auto records = have_offsets ? transaction_state_topic_records() : offsets_topic_records();
   if (!records.ok()) return done(records.error());
   offsets_topic_pending_ = true;
-  commit_records(std::move(records).value(), [this, done = std::move(done)](result<void> r) {
+  commit_records(std::move(records).value(), [this, creating, done = std::move(done)](result<void> r) {
     offsets_topic_pending_ = false;
-    if (!r.ok() && !controller_view_->topics.contains(consumer_offsets_topic)) return done(r.error());
-    done(true);
+    if (!r.ok() && !controller_view_->topics.contains(creating)) return done(r.error());
+    done(controller_view_->topics.contains(consumer_offsets_topic) &&
+         controller_view_->topics.contains(transaction_state_topic));
   });
 }
 
-void broker_impl::append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
-                                  std::function<void(result<void>)> done) {
-  auto rt = runtime_of(shard, consumer_offsets_topic, partition);
-  if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(consumer_offsets_topic)});
+void broker_impl::append_internal_to(const std::string& topic, size_t shard, int32_t partition,
+                                     std::vector<model::record> records, std::function<void(result<void>)> done) {
+  auto rt = runtime_of(shard, topic, partition);
+  if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
   // Group state is written as Kafka's coordinator writes it: acks=all, so a commit that was
   // answered survives the loss of the coordinator (design.md section 7).
   if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return done(ok.error());
@@ -1092,14 +1130,14 @@ std::string broker_impl::offsets_leader_text(int32_t partition) const {
   return out;
 }
 
-group_coordinator_route broker_impl::offsets_leader_route(int32_t partition) const {
+group_coordinator_route broker_impl::internal_leader_route(const std::string& topic, int32_t partition) const {
   group_coordinator_route route;
   route.offsets_partition = partition;
-  auto t = find_topic(consumer_offsets_topic);
+  auto t = find_topic(topic);
   const int32_t leader = t && partition >= 0 && partition < t->partitions_count()
                              ? t->image->partitions[static_cast<size_t>(partition)].leader
                              : -1;
-  const std::string led = " (the leader of " + std::string(consumer_offsets_topic) + "-" + std::to_string(partition) + ")";
+  const std::string led = " (the leader of " + topic + "-" + std::to_string(partition) + ")";
   if (leader < 0) {
     route.description = "no broker now" + led + ": the partition has no leader";
     return route;
@@ -1118,9 +1156,10 @@ group_coordinator_route broker_impl::offsets_leader_route(int32_t partition) con
   return route;
 }
 
-result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int32_t partition) {
-  auto rt = runtime_of(shard, consumer_offsets_topic, partition);
-  if (!rt) return error{errc::unknown_topic_or_partition, unknown_topic_message(consumer_offsets_topic)};
+result<std::vector<model::record>> broker_impl::read_internal_from(const std::string& topic, size_t shard,
+                                                                   int32_t partition) {
+  auto rt = runtime_of(shard, topic, partition);
+  if (!rt) return error{errc::unknown_topic_or_partition, unknown_topic_message(topic)};
   std::vector<model::record> out;
   model::offset at = rt->log->log_start_offset();
   // The whole log, past the high watermark too: a coordinator reads its partition when it has
@@ -1134,10 +1173,10 @@ result<std::vector<model::record>> broker_impl::read_internal(size_t shard, int3
     size_t pos = 0;
     while (pos < read->batches.size()) {
       auto header = codec::decode_header(std::span(read->batches).subspan(pos));
-      RINGLOG_ASSERT(header.ok(), "batches of __consumer_offsets were validated on recovery");
+      RINGLOG_ASSERT(header.ok(), "batches of an internal topic were validated on recovery");
       if (!header->is_control()) {
         auto records = codec::decode_records(std::span(read->batches).subspan(pos, header->size_bytes()));
-        if (!records.ok()) return error{errc::kafka_storage_error, "__consumer_offsets: " + records.error().message};
+        if (!records.ok()) return error{errc::kafka_storage_error, topic + ": " + records.error().message};
         for (auto& r : records.value()) {
           if (r.record_offset >= at && r.record_offset < end) out.push_back(std::move(r));
         }
@@ -1829,28 +1868,54 @@ void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtim
 }
 
 result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
-                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out) {
+                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out,
+                                      const std::vector<aborted_transaction>* aborted, model::offset* next_offset) {
   // max_bytes bounds the records handed out (key + value + header bytes), not only whole
   // batches: a large batch is cut after the record that passes the limit, and the first record
   // is always returned so a consumer is never stuck behind a record larger than max_bytes.
   size_t returned_bytes = 0;
   size_t pos = 0;
+  std::optional<storage::aborted_txn_filter> filter;
+  if (aborted != nullptr) {
+    std::vector<storage::aborted_txn_entry> entries;
+    for (const auto& a : *aborted) entries.push_back({a.producer_id, a.first_offset, a.first_offset, a.first_offset});
+    filter.emplace(std::move(entries));
+  }
   while (pos < batches.size()) {
     auto header = codec::decode_header(batches.subspan(pos));
     if (!header.ok() || header->size_bytes() > batches.size() - pos) {
       return error{errc::corrupt_message, "fetched batch at byte " + std::to_string(pos) + " is unreadable"};
     }
-    if (!header->is_control()) {
+    bool keep = !header->is_control();
+    if (filter) {
+      std::optional<codec::control_type> marker;
+      if (header->is_control() && header->producer.value() >= 0) {
+        auto records = codec::decode_records(batches.subspan(pos, header->size_bytes()));
+        if (!records.ok() || records->empty()) return error{errc::corrupt_message, "fetched control batch is unreadable"};
+        auto m = codec::decode_control_record(records->front());
+        if (!m.ok()) return error{errc::corrupt_message, m.error().message};
+        marker = m->type;
+      }
+      keep = filter->keep(header.value(), marker);
+    }
+    if (keep) {
       auto records = codec::decode_records(batches.subspan(pos, header->size_bytes()));
       if (!records.ok()) return error{errc::corrupt_message, records.error().message};
       for (auto& r : records.value()) {
         if (r.record_offset < fetch_offset || r.record_offset >= high_watermark) continue;
         size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
         for (const auto& h : r.headers) bytes += h.key.size() + (h.value ? h.value->size() : 0);
-        if (!out.empty() && returned_bytes + bytes > static_cast<size_t>(max_bytes)) return returned_bytes;
+        if (!out.empty() && returned_bytes + bytes > static_cast<size_t>(max_bytes)) {
+          if (next_offset != nullptr) *next_offset = out.back().record_offset + 1;
+          return returned_bytes;
+        }
         returned_bytes += bytes;
         out.push_back(std::move(r));
       }
+    }
+    // Every record of this batch below the bound was returned or is not for this reader.
+    if (next_offset != nullptr) {
+      *next_offset = std::max(*next_offset, std::min(header->last_offset() + 1, high_watermark));
     }
     pos += header->size_bytes();
   }
@@ -1858,7 +1923,9 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
 }
 
 result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition_runtime& rt, const fetch_request& req) {
-  const model::offset hw = rt.log->high_watermark();
+  // read_committed reads below the last stable offset (KIP-98), read_uncommitted below the high watermark.
+  const bool committed = req.isolation == isolation_level::read_committed;
+  const model::offset hw = committed ? rt.log->last_stable_offset() : rt.log->high_watermark();
   const model::offset log_start = rt.log->log_start_offset();
   auto& recent = recent_reads_[shard];
   // A log that failed an fdatasync answers from no kept read: the read below names the failure.
@@ -1866,7 +1933,7 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
   for (size_t i = 0; usable && !req.raw_batches && i < recent.size(); ++i) {
     const recent_read& r = recent[i];
     if (r.partition_uid == rt.uid && r.fetch_offset == req.fetch_offset && r.max_bytes == req.max_bytes &&
-        r.high_watermark == hw && r.log_start_offset == log_start && r.epoch == rt.epoch) {
+        r.high_watermark == hw && r.log_start_offset == log_start && r.epoch == rt.epoch && r.isolation == req.isolation) {
       fetch_response copy = r.response;   // each fetch owns its answer
       copy.log_end_offset = rt.log->log_end_offset();
       return copy;
@@ -1875,23 +1942,36 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
   auto read = rt.log->read(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
   if (!read.ok()) return from_storage(read.error());
   fetch_response response;
-  response.high_watermark = hw;
+  response.high_watermark = rt.log->high_watermark();
   response.log_start_offset = log_start;
   response.log_end_offset = rt.log->log_end_offset();
+  response.last_stable_offset = rt.log->last_stable_offset();
+  std::vector<aborted_transaction> aborted;
+  if (committed && !read->batches.empty()) {
+    for (const auto& e : rt.log->aborted_transactions(req.fetch_offset, read->next_offset)) {
+      aborted.push_back({e.producer_id, e.first_offset});
+    }
+  }
   if (req.raw_batches) {
-    // Kafka clients read the batches themselves (they skip records below fetch_offset).
+    // Kafka clients read the batches themselves (they skip records below fetch_offset, and with
+    // read_committed the records of the aborted transactions listed).
     if (req.fetch_offset < hw) response.batches = std::move(read->batches);
-    if (!response.batches.empty()) response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
+    if (!response.batches.empty()) {
+      response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
+      response.aborted_transactions = std::move(aborted);
+    }
     return response;
   }
-  auto decoded = decode_fetched_records(read->batches, req.fetch_offset, hw, req.max_bytes, response.records);
+  response.next_fetch_offset = req.fetch_offset;
+  auto decoded = decode_fetched_records(read->batches, req.fetch_offset, hw, req.max_bytes, response.records,
+                                        committed ? &aborted : nullptr, &response.next_fetch_offset);
   if (!decoded.ok()) return decoded.error();
   const size_t returned_bytes = decoded.value();
   if (response.records.empty()) return response;
   response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
   if (rt.many_readers && returned_bytes + response.records.size() * recent_read_record_bytes <= recent_read_bytes_max) {
     if (recent.size() == recent_reads_max) recent.pop_back();
-    recent.push_front({rt.uid, req.fetch_offset, req.max_bytes, hw, log_start, rt.epoch, response});
+    recent.push_front({rt.uid, req.fetch_offset, req.max_bytes, hw, log_start, rt.epoch, req.isolation, response});
   }
   return response;
 }
@@ -1899,7 +1979,10 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
 void broker_impl::answer_or_park(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                  const std::shared_ptr<fetch_waiter>& w, result<fetch_response> response) {
   const int64_t wait_ms = std::min(w->request.max_wait_ms, config_.fetch_wait_max_ms);
-  if (!response.ok() || !response->records.empty() || !response->batches.empty() || wait_ms <= 0 || stopping_) {
+  // A decoded read that skipped batches holding nothing for this reader (markers, aborted
+  // records) answers now, so the reader moves past them instead of waiting in front of them.
+  const bool skipped = response.ok() && !w->request.raw_batches && response->next_fetch_offset > w->request.fetch_offset;
+  if (!response.ok() || !response->records.empty() || !response->batches.empty() || skipped || wait_ms <= 0 || stopping_) {
     w->completed = true;
     return w->done(std::move(response));
   }
@@ -2024,17 +2107,20 @@ void broker_impl::list_offsets_here(list_offsets_request request,
         request.spec == offset_spec::earliest ? std::optional<model::offset>{rt->log->log_start_offset()} : std::nullopt;
     if (auto serving = check_serving(*rt, reading_at); !serving.ok()) return done(serving.error());
     list_offsets_response out;
+    const model::offset upper = request.isolation == isolation_level::read_committed ? rt->log->last_stable_offset()
+                                                                                    : rt->log->high_watermark();
     switch (request.spec) {
       case offset_spec::earliest:
         out.found_offset = rt->log->log_start_offset();
         break;
       case offset_spec::latest:
-        out.found_offset = rt->log->high_watermark();
+        // KIP-98: a read_committed consumer's end of the log is the last stable offset.
+        out.found_offset = upper;
         break;
       case offset_spec::timestamp: {
         auto found = rt->log->offset_for_timestamp(request.timestamp);
         if (!found.ok()) return done(from_storage(found.error()));
-        if (found.value() && found.value()->found_offset < rt->log->high_watermark()) {
+        if (found.value() && found.value()->found_offset < upper) {
           out.found_offset = found.value()->found_offset;
           out.timestamp = found.value()->timestamp;  // the record's own timestamp, as Kafka answers
         }
@@ -2084,8 +2170,13 @@ void broker_impl::produce_batches_from(produce_batches_request request,
     }
     auto header = codec::validate_batch(batch);
     if (!header.ok()) return done(error{errc::corrupt_message, which + ": " + header.error().message});
-    if (header->is_transactional() || header->is_control()) {
-      return done(error{errc::invalid_request, which + " is transactional or a control batch: transactions are not served yet"});
+    if (header->is_control()) {
+      return done(error{errc::invalid_request, which + " is a control batch: transaction markers are written by the "
+                                                       "transaction coordinator (WriteTxnMarkers), never produced"});
+    }
+    if (header->is_transactional() && (header->producer.value() < 0 || header->producer_epoch_value.value() < 0 ||
+                                       header->base_sequence.value() < 0)) {
+      return done(error{errc::invalid_request, which + " is transactional without a producer id, epoch and sequence"});
     }
     if (header->records_count != header->last_offset_delta + 1) {
       return done(error{errc::corrupt_message, which + ": records_count " + std::to_string(header->records_count) +
@@ -2107,6 +2198,11 @@ void broker_impl::produce_batches_from(produce_batches_request request,
       if ((*records)[k].record_offset != header->base_offset + static_cast<int64_t>(k)) {
         return done(error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"});
       }
+      if (has_delay_header((*records)[k].headers) && header->is_transactional()) {
+        return done(error{errc::invalid_record, which + ": record " + std::to_string(k) +
+                                                    " names a delivery time inside a transaction; delayed delivery "
+                                                    "moves records after the append, which a transaction cannot span"});
+      }
       any_delay_header = any_delay_header || has_delay_header((*records)[k].headers);
     }
   }
@@ -2127,6 +2223,7 @@ void broker_impl::produce_batches_from(produce_batches_request request,
       options.producer = header->producer;
       options.producer_epoch_value = header->producer_epoch_value;
       options.base_sequence = header->base_sequence;
+      options.is_transactional = header->is_transactional();
       auto encoded = codec::encode_batch(options, *records);
       if (!encoded.ok()) return done(error{errc::corrupt_message, "recompressing for compression.type: " + encoded.error().message});
       batch = std::move(encoded).value();
@@ -2265,6 +2362,7 @@ void broker_impl::shutdown(std::function<void()> done) {
   }
   stopping_ = true;
   if (groups_) groups_->stop();
+  if (txns_) txns_->stop();
   auto remaining = std::make_shared<std::atomic<size_t>>(shards_.size());
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
   for (size_t shard = 0; shard < shards_.size(); ++shard) {

@@ -53,6 +53,11 @@ const std::vector<broker_config_spec>& specs() {
       {"log.retention.check.interval.ms",
        [](const broker_config& c) { return std::to_string(c.log_retention_check_interval_ms); }},
       {"offsets.topic.num.partitions", [](const broker_config& c) { return std::to_string(c.offsets_topic_num_partitions); }},
+      {"transaction.state.log.num.partitions",
+       [](const broker_config& c) { return std::to_string(c.transaction_state_log_num_partitions); }},
+      {"transaction.max.timeout.ms", [](const broker_config& c) { return std::to_string(c.transaction_max_timeout_ms); }},
+      {"transactional.id.expiration.ms",
+       [](const broker_config& c) { return std::to_string(c.transactional_id_expiration_ms); }},
       {"delay.max.ms", [](const broker_config& c) { return std::to_string(c.delay_max_ms); }},
       {"broker.partitions.max", [](const broker_config& c) { return std::to_string(c.partitions_max); }},
   };

@@ -18,6 +18,7 @@
 
 #include "compaction.h"
 #include "group_service.h"
+#include "txn_service.h"
 #include "metadata.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/broker.h"
@@ -90,8 +91,13 @@ std::string partition_key(const std::string& topic, int32_t partition);
 /// Appends to `out` the records of `batches` (whole v2 batches) in [fetch_offset, high_watermark),
 /// control batches skipped, until the key + value + header bytes would pass `max_bytes` (the first
 /// record always goes). Returns those bytes. Errors: corrupt_message.
+/// `aborted` (read_committed): the aborted transactions overlapping `batches`, whose records are
+/// dropped (storage::aborted_txn_filter, Kafka's consumer rule); `high_watermark` is then the
+/// last stable offset.
 result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
-                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out);
+                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out,
+                                      const std::vector<aborted_transaction>* aborted = nullptr,
+                                      model::offset* next_offset = nullptr);
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
 controller::uuid new_topic_id();
@@ -168,6 +174,7 @@ struct recent_read {
   model::offset high_watermark{0};
   model::offset log_start_offset{0};
   model::leader_epoch epoch{0};
+  isolation_level isolation = isolation_level::read_uncommitted;   // high_watermark is the last stable offset with read_committed
   fetch_response response;
 };
 
@@ -180,7 +187,7 @@ struct produce_operation {
   }
 };
 
-class broker_impl final : public broker, public group_host, public controller::quorum_state_machine {
+class broker_impl final : public broker, public group_host, public txn_host, public controller::quorum_state_machine {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
       : config_(std::move(config)),
@@ -239,18 +246,42 @@ class broker_impl final : public broker, public group_host, public controller::q
   void produce_batches(produce_batches_request request,
                        std::function<void(result<produce_batches_response>)> done) override;
   void init_producer_id(std::function<void(result<producer_identity>)> done) override;
+  void write_txn_markers(std::vector<txn_marker> markers,
+                         std::function<void(result<std::vector<txn_marker_result>>)> done) override;
   [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override;
   void begin_shutdown() override;
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
+  txn_api& transactions() override { return *txns_; }
 
   // group_host: the internal path to __consumer_offsets (produce from outside refuses it).
   [[nodiscard]] size_t owner_shard(const std::string& topic, int32_t partition) const override {
     return owner(topic, partition);
   }
   void append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
-                       std::function<void(result<void>)> done) override;
-  result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override;
+                       std::function<void(result<void>)> done) override {
+    append_internal_to(consumer_offsets_topic, shard, partition, std::move(records), std::move(done));
+  }
+  result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override {
+    return read_internal_from(consumer_offsets_topic, shard, partition);
+  }
+  // txn_host (and the shared internal-topic path of group_host): __transaction_state.
+  void append_internal_to(const std::string& topic, size_t shard, int32_t partition, std::vector<model::record> records,
+                          std::function<void(result<void>)> done) override;
+  result<std::vector<model::record>> read_internal_from(const std::string& topic, size_t shard,
+                                                        int32_t partition) override;
+  [[nodiscard]] group_coordinator_route internal_leader_route(const std::string& topic, int32_t partition) const override;
+  [[nodiscard]] int32_t partitions_count(const std::string& topic) const override {
+    auto t = find_topic(topic);
+    return t ? t->partitions_count() : -1;
+  }
+  void write_markers(const txn::marker_request& markers, int32_t coordinator_epoch,
+                     std::function<void(result<txn::partition_set>)> done) override;
+  [[nodiscard]] int32_t leader_epoch_of(const std::string& topic, int32_t partition) const override {
+    auto t = find_topic(topic);
+    if (!t || partition < 0 || partition >= t->partitions_count()) return -1;
+    return t->image->partitions[static_cast<size_t>(partition)].leader_epoch;
+  }
   [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override {
     auto t = find_topic(consumer_offsets_topic);
     return t && partition >= 0 && partition < t->partitions_count() &&
@@ -258,7 +289,9 @@ class broker_impl final : public broker, public group_host, public controller::q
   }
   void report_error(const std::string& message) const override { log_error(message); }
   [[nodiscard]] std::string offsets_leader_text(int32_t partition) const override;
-  [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override;
+  [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override {
+    return internal_leader_route(consumer_offsets_topic, partition);
+  }
 
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
@@ -311,6 +344,8 @@ class broker_impl final : public broker, public group_host, public controller::q
   result<void> on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f);
   /// A new topic's TopicRecord, PartitionRecords (this node the only replica) and ConfigRecords.
   result<std::vector<protocol::metadata_record>> offsets_topic_records() const;
+  /// The same for __transaction_state (transaction.state.log.num.partitions, compacted).
+  result<std::vector<protocol::metadata_record>> transaction_state_topic_records() const;
   result<std::vector<protocol::metadata_record>> new_topic_records(const std::string& name, int32_t partitions,
                                                                    int32_t replication_factor,
                                                            const std::map<std::string, std::string>& configs) const;
@@ -482,6 +517,17 @@ class broker_impl final : public broker, public group_host, public controller::q
   void wake_replica_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   protocol::fetch_response_data::partition_data read_for_replica(partition_runtime& rt, model::offset fetch_offset,
                                                                  int32_t max_bytes);
+  // transaction markers (transactions.cc). `from_peer`: sent by another broker, which believes
+  // this node leads the partitions (a partition led elsewhere is answered, never forwarded on).
+  void write_txn_markers_from(std::vector<txn_marker> markers,
+                              std::function<void(result<std::vector<txn_marker_result>>)> done, bool from_peer);
+  void write_one_marker(const txn_marker& m, const model::topic_partition& tp, bool from_peer,
+                        std::function<void(result<void>)> done);
+  /// WriteTxnMarkers of one marker on one partition to its leader.
+  void forward_txn_marker(int32_t leader, const txn_marker& m, const model::topic_partition& tp,
+                          std::function<void(result<void>)> done);
+  void handle_write_txn_markers(const protocol::request_header_data& header, std::span<const std::byte> body,
+                                rpc::respond_fn respond);
   // producer ids (producer_ids.cc): a block from the controller, handed out one id at a time
   void request_producer_id_block();
   void handle_allocate_producer_ids(const protocol::request_header_data& header, std::vector<std::byte> body,
@@ -667,6 +713,9 @@ class broker_impl final : public broker, public group_host, public controller::q
   std::unique_ptr<group_service> groups_;  // after start()
   /// groups_ once started, for the shards (a leadership of __consumer_offsets moves its groups).
   std::atomic<group_service*> groups_started_{nullptr};
+  std::unique_ptr<txn_service> txns_;   // after start()
+  /// txns_ once started, for the shards (a leadership of __transaction_state moves its coordinator).
+  std::atomic<txn_service*> txns_started_{nullptr};
   // Produces to a topic that a produce is auto-creating wait here, in call order, until the
   // creating produce went to the shards: none may overtake it, so a client that pipelines
   // produces (WebSocket) finds its records stored in the order it sent them. Bounded by what

@@ -53,7 +53,15 @@ std::string_view to_string(errc e) {
     case errc::stale_broker_epoch: return "stale_broker_epoch";
     case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
+    case errc::invalid_txn_state: return "invalid_txn_state";
+    case errc::transaction_coordinator_fenced: return "transaction_coordinator_fenced";
     case errc::unknown_producer_id: return "unknown_producer_id";
+    case errc::producer_fenced: return "producer_fenced";
+    case errc::invalid_producer_id_mapping: return "invalid_producer_id_mapping";
+    case errc::concurrent_transactions: return "concurrent_transactions";
+    case errc::invalid_transaction_timeout: return "invalid_transaction_timeout";
+    case errc::transactional_id_not_found: return "transactional_id_not_found";
+    case errc::coordinator_load_in_progress: return "coordinator_load_in_progress";
   }
   return "unknown_server_error";
 }
@@ -110,7 +118,15 @@ int kafka_error_code(errc e) {
     case errc::preferred_leader_not_available: return 80;
     case errc::out_of_order_sequence_number: return 45;
     case errc::invalid_producer_epoch: return 47;
+    case errc::invalid_txn_state: return 48;
+    case errc::transaction_coordinator_fenced: return 52;
     case errc::unknown_producer_id: return 59;
+    case errc::producer_fenced: return 90;
+    case errc::invalid_producer_id_mapping: return 49;
+    case errc::concurrent_transactions: return 51;
+    case errc::invalid_transaction_timeout: return 50;
+    case errc::transactional_id_not_found: return 105;
+    case errc::coordinator_load_in_progress: return 14;
   }
   return -1;
 }
@@ -118,7 +134,7 @@ int kafka_error_code(errc e) {
 errc errc_of_kafka_code(int code) {
   // The inverse of kafka_error_code over every code it maps to one broker code.
   if (code < 0) return errc::unknown_server_error;
-  for (int e = 0; e <= static_cast<int>(errc::unknown_producer_id); ++e) {
+  for (int e = 0; e <= static_cast<int>(errc::coordinator_load_in_progress); ++e) {
     const auto candidate = static_cast<errc>(e);
     if (candidate != errc::unknown_server_error && kafka_error_code(candidate) == code) return candidate;
   }

@@ -232,6 +232,7 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
   m.max_wait_ms = static_cast<int32_t>(std::min<int64_t>(std::min(request.max_wait_ms, config_.fetch_wait_max_ms), INT32_MAX));
   m.min_bytes = request.min_bytes;
   m.max_bytes = request.max_bytes;
+  m.isolation_level = static_cast<int8_t>(request.isolation);
   protocol::fetch_request_data::fetch_topic t;
   t.topic_id = topic->image->topic_id;
   protocol::fetch_request_data::fetch_partition p;
@@ -262,14 +263,26 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
         out.high_watermark = model::offset{p.high_watermark};
         out.log_start_offset = model::offset{p.log_start_offset};
         out.log_end_offset = out.high_watermark;   // the leader's own end is not sent to consumers
+        out.last_stable_offset = p.last_stable_offset >= 0 ? model::offset{p.last_stable_offset} : out.high_watermark;
+        if (p.aborted_transactions) {
+          for (const auto& a : *p.aborted_transactions) {
+            out.aborted_transactions.push_back({model::producer_id{a.producer_id}, model::offset{a.first_offset}});
+          }
+        }
         if (request.raw_batches) {
           if (p.records) out.batches = std::move(*p.records);
           return done(std::move(out));
         }
+        out.next_fetch_offset = request.fetch_offset;
         if (p.records) {
-          auto decoded_records = decode_fetched_records(*p.records, request.fetch_offset, out.high_watermark,
-                                                        request.max_bytes, out.records);
+          const bool committed = request.isolation == isolation_level::read_committed;
+          auto decoded_records = decode_fetched_records(*p.records, request.fetch_offset,
+                                                        committed ? out.last_stable_offset : out.high_watermark,
+                                                        request.max_bytes, out.records,
+                                                        committed ? &out.aborted_transactions : nullptr,
+                                                        &out.next_fetch_offset);
           if (!decoded_records.ok()) return done(decoded_records.error());
+          out.aborted_transactions.clear();   // applied here: decoded answers carry none
         }
         done(std::move(out));
       });
@@ -318,14 +331,24 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
   f.max_wait_ms = request.max_wait_ms;
   f.min_bytes = request.min_bytes;
   f.raw_batches = true;
+  f.isolation = request.isolation_level == 1 ? isolation_level::read_committed : isolation_level::read_uncommitted;
   fetch_here(std::move(f), [header, respond, response, t, out](result<fetch_response> r) mutable {
     if (!r.ok()) {
       out.error_code = static_cast<int16_t>(kafka_error_code(r.error().code));
     } else {
       out.high_watermark = r->high_watermark.value();
-      out.last_stable_offset = out.high_watermark;
+      out.last_stable_offset = r->last_stable_offset.value();
       out.log_start_offset = r->log_start_offset.value();
       if (!r->batches.empty()) out.records = std::move(r->batches);
+      if (!r->aborted_transactions.empty()) {
+        out.aborted_transactions.emplace();
+        for (const auto& a : r->aborted_transactions) {
+          protocol::fetch_response_data::aborted_transaction x;
+          x.producer_id = a.producer_id.value();
+          x.first_offset = a.first_offset.value();
+          out.aborted_transactions->push_back(x);
+        }
+      }
     }
     t.partitions.push_back(out);
     response.responses.push_back(t);
@@ -341,6 +364,7 @@ void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request requ
   if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
   protocol::list_offsets_request_data m;
   m.replica_id = -1;
+  m.isolation_level = static_cast<int8_t>(request.isolation);
   protocol::list_offsets_request_data::list_offsets_topic t;
   t.name = tp.topic;
   protocol::list_offsets_request_data::list_offsets_partition p;
@@ -382,6 +406,7 @@ void broker_impl::handle_forwarded_list_offsets(const protocol::request_header_d
                  : p.timestamp == latest_timestamp ? offset_spec::latest
                                                    : offset_spec::timestamp;
   request.timestamp = p.timestamp;
+  request.isolation = decoded->isolation_level == 1 ? isolation_level::read_committed : isolation_level::read_uncommitted;
   auto shared = std::make_shared<list_offsets_request>(std::move(request));
   auto serve = [this, shared, header, respond, name = t.name, index = p.partition_index]() mutable {
   list_offsets_here(std::move(*shared), [header, respond, name,

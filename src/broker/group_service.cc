@@ -80,6 +80,7 @@ struct instance_settings {
   group::join_request join;        // how it joins; member_id is its instance id
   int32_t fetch_min_bytes = 1;
   group::subscription sub;         // what it subscribed to or was assigned (none: nothing yet)
+  bool read_committed = false;     // isolation.level=read_committed (KIP-98)
   bool joined = false;             // a member of its group in the coordinator now
   int64_t last_seen_ms = 0;        // its lease while not joined: the last call
 };
@@ -96,6 +97,7 @@ group::offsets_topic_record instance_record(const instance_settings& s) {
   v.auto_offset_reset = s.auto_offset_reset;
   v.assignor = s.join.assignor;
   v.sub = s.sub;
+  v.read_committed = s.read_committed;
   return {group::encode_consumer_instance_key(s.info.group_id, s.info.instance_id),
           group::encode_consumer_instance_value(v)};
 }
@@ -121,6 +123,7 @@ instance_settings settings_of(const group::consumer_instance_key& key, const gro
   s.join.auto_offset_reset = v.auto_offset_reset;
   s.fetch_min_bytes = v.fetch_min_bytes;
   s.sub = v.sub;
+  s.read_committed = v.read_committed;
   s.last_seen_ms = now_ms;
   return s;
 }
@@ -230,6 +233,11 @@ class group_service_impl final : public group_service {
   void commit_kafka(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                     int32_t generation, std::vector<group::offset_commit> offsets,
                     std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void txn_commit(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
+                  int32_t generation, model::producer_id producer_id, std::vector<group::offset_commit> offsets,
+                  std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void complete_txn_offsets(int32_t partition, model::producer_id producer_id, bool committed,
+                            std::function<void(result<void>)> done) override;
   void delete_offsets(std::string group_id, group::partition_set partitions,
                       std::function<void(result<group::partition_map<std::optional<error>>>)> done) override;
   void group_committed(std::string group_id,
@@ -652,6 +660,7 @@ void group_service_impl::create_consumer(consumer_instance_config config,
     settings.auto_offset_reset = config.auto_offset_reset;
     settings.session_timeout_ms = config.session_timeout_ms;
     settings.fetch_min_bytes = config.fetch_min_bytes;
+    settings.read_committed = config.read_committed;
     settings.last_seen_ms = now;
     if (config.name && st.instances.contains(instance_key(config.group_id, *config.name))) {
       return done(error{errc::duplicate_consumer_instance, "a consumer instance named '" + *config.name +
@@ -1069,12 +1078,15 @@ void group_service_impl::poll_round(size_t shard, std::string group_id, std::str
   };
   auto shared_finish = std::make_shared<decltype(finish)>(std::move(finish));
   const int32_t max_bytes = static_cast<int32_t>(std::clamp<int64_t>(request.max_bytes, 1, INT32_MAX));
+  auto settings_it = st.instances.find(instance_key(group_id, instance_id));
+  const bool read_committed = settings_it != st.instances.end() && settings_it->second.read_committed;
   for (size_t i = 0; i < slots->size(); ++i) {
     fetch_request req;
     req.partition = (*slots)[i].partition;
     req.fetch_offset = (*slots)[i].fetch_offset;
     req.max_bytes = max_bytes;
     req.max_wait_ms = 0;
+    req.isolation = read_committed ? isolation_level::read_committed : isolation_level::read_uncommitted;
     broker_.fetch(std::move(req), [slots, i, remaining, shared_finish](result<fetch_response> r) {
       (*slots)[i].fetched = std::move(r);   // each slot is written by one callback only
       if (remaining->fetch_sub(1, std::memory_order_acq_rel) == 1) (*shared_finish)();
@@ -1132,8 +1144,18 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
       next_offsets[slot.partition] = model::offset{rec.record_offset.value() + 1};
       out.push_back({slot.partition, std::move(rec)});
     }
+    // Every record of the answer was taken: the position moves past the batches that held none
+    // for this reader too (transaction markers, aborted records), or it would stop in front of them.
+    if (!full && fetched->next_fetch_offset > slot.fetch_offset) {
+      auto& next = next_offsets[slot.partition];
+      next = std::max(next, fetched->next_fetch_offset);
+    }
   }
   if (out.empty()) {
+    for (const auto& [tp, next] : next_offsets) {
+      auto r = st.coordinator.record_fetched(group_id, instance_id, tp, next);
+      RINGLOG_ASSERT(r.ok(), "record_fetched of an owned partition at its position failed");
+    }
     return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
   }
   for (const auto& [tp, next] : next_offsets) {
@@ -1296,6 +1318,40 @@ void group_service_impl::commit_kafka(std::string group_id, std::string member_i
       if (!p.ok()) return done(p.error());
       done(stored);
     });
+  });
+}
+
+void group_service_impl::txn_commit(std::string group_id, std::string member_id,
+                                    std::optional<std::string> group_instance_id, int32_t generation,
+                                    model::producer_id producer_id, std::vector<group::offset_commit> offsets,
+                                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
+  on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, producer_id,
+                            offsets = std::move(offsets), done = std::move(done)](size_t shard, shard_state& st) {
+    auto r = st.coordinator.txn_commit_offsets(group_id, member_id, group_instance_id, generation, producer_id.value(),
+                                               offsets, clock_.now_ms());
+    if (!r.ok()) return done(from_group(r.error()));
+    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+      if (!p.ok()) return done(p.error());
+      done(stored);
+    });
+  });
+}
+
+void group_service_impl::complete_txn_offsets(int32_t partition, model::producer_id producer_id, bool committed,
+                                              std::function<void(result<void>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  const size_t shard = host_.owner_shard(consumer_offsets_topic, partition);
+  runtime_.post(shard, [this, shard, partition, producer_id, committed, done = std::move(done)] {
+    if (!host_.leads_offsets_partition(partition)) {
+      return done(error{errc::not_coordinator, std::string(consumer_offsets_topic) + "-" + std::to_string(partition) +
+                                                   " is not led by this broker"});
+    }
+    auto& st = *shards_[shard];
+    auto records = st.coordinator.complete_txn_offsets(
+        producer_id.value(), committed, [this, partition](std::string_view g) { return partition_of(g) == partition; },
+        clock_.now_ms());
+    persist(shard, std::move(records), std::move(done));
   });
 }
 

@@ -49,6 +49,12 @@ class group_service : public group_api {
   /// `partition`, and coordinates its groups, loaded from the replicated log; or it stopped, and
   /// forgets them (design.md section 7: the coordinator is the partition's leader).
   virtual void offsets_partition_led(int32_t partition, bool leads) = 0;
+  /// The transaction of `producer_id` ended with its marker on __consumer_offsets partition
+  /// `partition`: the pending TxnOffsetCommit offsets of that partition's groups become their
+  /// committed offsets (`committed`) or are dropped; `done` once that is durable. Any thread.
+  /// Errors: not_coordinator (this node does not lead the partition).
+  virtual void complete_txn_offsets(int32_t partition, model::producer_id producer_id, bool committed,
+                                    std::function<void(result<void>)> done) = 0;
   /// `topic` was deleted: its committed offsets go with it, then topics_changed().
   virtual void topic_deleted(const std::string& topic) = 0;
   /// No more timers or appends (the broker is closing its logs).

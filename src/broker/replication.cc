@@ -133,6 +133,9 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
     if (rt->topic == consumer_offsets_topic) {
       if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, false);
     }
+    if (rt->topic == transaction_state_topic) {
+      if (auto* txns = txns_started_.load(std::memory_order_acquire)) txns->state_partition_led(rt->partition, false);
+    }
     if (delay::is_delay_topic(rt->topic)) delay_partition_led(shard, rt, false);
   }
   if (leads) {
@@ -149,6 +152,10 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
       if (rt->topic == consumer_offsets_topic) {
         // The groups of this partition are coordinated here from now on, loaded from its log.
         if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, true);
+      }
+      if (rt->topic == transaction_state_topic) {
+        // The transactional ids of this partition are coordinated here from now on (replayed).
+        if (auto* txns = txns_started_.load(std::memory_order_acquire)) txns->state_partition_led(rt->partition, true);
       }
       // A delay partition's scheduler runs where its leader is (issue 18).
       if (delay::is_delay_topic(rt->topic)) delay_partition_led(shard, rt, true);

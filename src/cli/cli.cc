@@ -858,6 +858,84 @@ int groups_main(int argc, char** argv) {
   return 2;
 }
 
+// ---- transactions ------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* transactions_usage = R"(usage: ringlog transactions COMMAND [options]
+
+Commands:
+  list [--state STATE]         transactional ids the broker coordinates: producer id and state
+                               (Kafka's names: Empty, Ongoing, PrepareCommit, PrepareAbort,
+                               CompleteCommit, CompleteAbort); ask each broker of a cluster
+  describe TRANSACTIONAL_ID    state, producer id and epoch, timeout, start, partitions
+  abort TRANSACTIONAL_ID       abort its ongoing transaction (kafka-transactions.sh abort): its
+                               producer is fenced and abort markers are written
+
+Options:
+  --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --help                   this text
+)";
+
+}  // namespace
+
+int transactions_main(int argc, char** argv) {
+  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--state"}, {"--help"});
+  if (!a) return 2;
+  if (a->has("--help")) {
+    std::cout << transactions_usage;
+    return 0;
+  }
+  if (a->positional.empty()) {
+    std::cerr << transactions_usage;
+    return 2;
+  }
+  const std::string command = a->positional[0];
+  auto client = connect(*a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string base = "/v3/clusters/" + percent_encode_segment(*cluster) + "/transactions";
+  if (command == "list") {
+    std::string path = base;
+    if (auto state = a->get("--state")) path += "?state=" + percent_encode_segment(*state);
+    auto r = client->get(path);
+    if (!ok_status(r)) return report_failure(r, "list transactions");
+    const json out = json::parse(r->body);
+    std::cout << "TRANSACTIONAL-ID\tPRODUCER-ID\tSTATE\tCOORDINATOR\n";
+    for (const auto& t : out["data"]) {
+      std::cout << cell(t["transactional_id"]) << "\t" << cell(t["producer_id"]) << "\t" << cell(t["state"]) << "\t"
+                << cell(t["coordinator_id"]) << "\n";
+    }
+    return 0;
+  }
+  if (a->positional.size() != 2) {
+    std::cerr << "transactions " << command << " needs one transactional id\n" << transactions_usage;
+    return 2;
+  }
+  const std::string path = base + "/" + percent_encode_segment(a->positional[1]);
+  if (command == "describe") {
+    auto r = client->get(path);
+    if (!ok_status(r)) return report_failure(r, "describe transaction");
+    const json t = json::parse(r->body);
+    std::cout << "transactional id: " << cell(t["transactional_id"]) << "\nstate: " << cell(t["state"])
+              << "\nproducer id: " << cell(t["producer_id"]) << "\nproducer epoch: " << cell(t["producer_epoch"])
+              << "\ntimeout ms: " << cell(t["transaction_timeout_ms"])
+              << "\nstarted ms: " << cell(t["transaction_start_ms"]) << "\ncoordinator: " << cell(t["coordinator_id"])
+              << "\nTOPIC\tPARTITION\n";
+    for (const auto& p : t["partitions"]) std::cout << cell(p["topic"]) << "\t" << cell(p["partition"]) << "\n";
+    return 0;
+  }
+  if (command == "abort") {
+    auto r = client->post(path + "/abort", "", "application/json");
+    if (!ok_status(r)) return report_failure(r, "abort transaction");
+    std::cout << "Aborting the transaction of " << a->positional[1] << " (its producer is fenced).\n";
+    return 0;
+  }
+  std::cerr << "unknown transactions command \"" << command << "\"\n" << transactions_usage;
+  return 2;
+}
+
 }  // namespace ringlog::cli
 
 // ---- bench ------------------------------------------------------------------------------------

@@ -405,6 +405,14 @@ void v3_patch_topic(const call_ptr& c);
 void v3_produce(const call_ptr& c);
 void v3_produce_batch(const call_ptr& c);
 void v3_create_producer(const call_ptr& c);
+// ---- api_v3_transactions.cc
+void v3_begin_transaction(const call_ptr& c);
+void v3_add_transaction_partitions(const call_ptr& c);
+void v3_add_transaction_offsets(const call_ptr& c);
+void v3_commit_transaction(const call_ptr& c);
+void v3_abort_transaction(const call_ptr& c);
+void v3_list_transactions(const call_ptr& c);
+void v3_get_transaction(const call_ptr& c);
 void v3_reset_config(const call_ptr& c);
 void v3_reset_group_offsets(const call_ptr& c);
 void v3_set_config(const call_ptr& c);

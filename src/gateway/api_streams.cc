@@ -35,6 +35,7 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
   std::string topic;
   int32_t partition = 0;
   int64_t next_offset = 0;
+  broker::isolation_level isolation = broker::isolation_level::read_uncommitted;
   // consumer instance source (when group is set)
   std::string group;
   std::string instance;
@@ -61,6 +62,7 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
     req.fetch_offset = model::offset(next_offset);
     req.max_bytes = stream_limits::http_stream_chunk_bytes_max;
     req.max_wait_ms = wait;
+    req.isolation = isolation;
     c->broker().fetch(std::move(req), [self](broker::result<broker::fetch_response> r) {
       self->c->sink->post([self, r = std::move(r)] { self->on_fetched(r); });
     });
@@ -79,6 +81,8 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
       bytes += record_bytes(rec);
       next_offset = rec.record_offset.value() + 1;
     }
+    // Past the batches that held nothing for this reader (markers, aborted records).
+    next_offset = std::max(next_offset, r->next_fetch_offset.value());
     if (!r->records.empty()) c->self->metrics_registry().add_bytes_out(topic, r->records.size(), bytes);
     send(std::move(out));
   }
@@ -156,6 +160,18 @@ stream_format stream_format_of(const std::string& type) {
 }
 
 /// The `timeout` of a stream as its deadline; nullopt after answering 422.
+/// The `isolation_level` query parameter of a partition read (KIP-98): read_uncommitted (the
+/// default, as in Kafka) or read_committed (below the last stable offset, no aborted records).
+/// Answers 422 naming it for any other value.
+std::optional<broker::isolation_level> isolation_of(const call_ptr& c) {
+  auto it = c->query.find("isolation_level");
+  if (it == c->query.end() || it->second == "read_uncommitted") return broker::isolation_level::read_uncommitted;
+  if (it->second == "read_committed") return broker::isolation_level::read_committed;
+  c->fail(422, ec::unprocessable,
+          "query parameter isolation_level must be read_uncommitted or read_committed, got \"" + it->second + "\"");
+  return std::nullopt;
+}
+
 std::optional<std::chrono::steady_clock::time_point> stream_deadline(const call_ptr& c) {
   auto timeout = c->query_int("timeout", stream_limits::http_stream_duration_ms_max, 0,
                               stream_limits::http_stream_duration_ms_max, "http_stream_duration_ms_max");
@@ -172,6 +188,9 @@ void stream_partition(const call_ptr& c, const std::string& type, int32_t partit
   s->format = stream_format_of(type);
   s->topic = c->params["topic"];
   s->partition = partition;
+  auto isolation = isolation_of(c);
+  if (!isolation) return;
+  s->isolation = *isolation;
   if (auto f = c->query.find("format"); f != c->query.end()) {
     if (f->second != "json" && f->second != "binary") {
       return c->fail(422, ec::unprocessable, "query parameter format must be binary or json, got \"" + f->second + "\"");
@@ -214,11 +233,14 @@ void fetch_records(const call_ptr& c) {
   if (!max_bytes) return;
   bool as_json = *type == v2_json_type;
   std::string content_type = *type == v2_json_type ? v2_json_type : (*type == "application/json" ? "application/json" : v2_binary_type);
+  auto isolation = isolation_of(c);
+  if (!isolation) return;
   broker::fetch_request req;
   req.partition = {c->params["topic"], model::partition_id(*p)};
   req.fetch_offset = model::offset(*offset);
   req.max_bytes = static_cast<int32_t>(*max_bytes);
   req.max_wait_ms = *timeout;
+  req.isolation = *isolation;
   std::string topic = c->params["topic"];
   int32_t partition = *p;
   c->broker().fetch(std::move(req), [c, topic, partition, as_json, content_type](broker::result<broker::fetch_response> r) {
@@ -243,6 +265,11 @@ void fetch_records(const call_ptr& c) {
       http_response resp;
       resp.content_type = content_type;
       resp.body = std::move(out);
+      // Where the next read starts: past the last record, or past transaction markers and
+      // aborted records that a read returned none of (an empty array then still moves on).
+      const int64_t next = r->records.empty() ? r->next_fetch_offset.value() : r->records.back().record_offset.value() + 1;
+      resp.headers.emplace_back("Ringlog-Next-Offset", std::to_string(std::max(next, r->next_fetch_offset.value())));
+      resp.headers.emplace_back("Ringlog-Last-Stable-Offset", std::to_string(r->last_stable_offset.value()));
       call.respond(std::move(resp));
     });
   });

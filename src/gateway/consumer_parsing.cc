@@ -106,9 +106,10 @@ parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view 
   auto o = object_body(*parser, body, doc);
   if (!o.ok()) return o.error();
   broker::consumer_instance_config cfg;
-  static constexpr std::array<std::string_view, 10> settings = {
+  static constexpr std::array<std::string_view, 11> settings = {
       "name", "format", "auto.offset.reset", "auto.commit.enable", "group.instance.id", "partition.assignment.strategy",
-      "fetch.min.bytes", "consumer.request.timeout.ms", "consumer.instance.timeout.ms", "session.timeout.ms"};
+      "fetch.min.bytes", "consumer.request.timeout.ms", "consumer.instance.timeout.ms", "session.timeout.ms",
+      "isolation.level"};
   if (*o) {
     for (auto [key, unused] : **o) {
       if (std::find(settings.begin(), settings.end(), key) != settings.end()) continue;
@@ -131,6 +132,12 @@ parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view 
     else if (*reset == "latest" || *reset == "largest") cfg.auto_offset_reset = group::offset_reset::latest;
     else if (*reset == "none") cfg.auto_offset_reset = group::offset_reset::none;
     else return bad_setting("auto.offset.reset must be earliest, latest or none (smallest and largest are read as earliest and latest), got \"" + *reset + "\"");
+  }
+  if (auto isolation = setting_text(*o, "isolation.level")) {
+    // Kafka's consumer setting (KIP-98); read_uncommitted stays the default, as in Kafka.
+    if (*isolation == "read_committed") cfg.read_committed = true;
+    else if (*isolation == "read_uncommitted") cfg.read_committed = false;
+    else return bad_setting("isolation.level must be read_uncommitted or read_committed, got \"" + *isolation + "\"");
   }
   if (auto commit = setting_text(*o, "auto.commit.enable")) {
     if (*commit == "true") cfg.auto_commit_enable = true;

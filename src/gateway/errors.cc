@@ -80,9 +80,24 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::out_of_order_sequence_number:
       return {409, ec::out_of_order_sequence, e.message};
     case errc::invalid_producer_epoch:
+    case errc::transaction_coordinator_fenced:
       return {409, ec::producer_fenced, e.message};
+    case errc::invalid_txn_state:
+      return {409, ec::illegal_state, e.message};
     case errc::unknown_producer_id:
       return {404, ec::producer_not_found, e.message};
+    case errc::producer_fenced:
+      return {409, ec::producer_fenced, e.message};
+    case errc::invalid_producer_id_mapping:
+      return {409, ec::illegal_state, e.message};
+    case errc::concurrent_transactions:
+      return {409, ec::concurrent_transactions, e.message};
+    case errc::invalid_transaction_timeout:
+      return {422, ec::unprocessable, e.message};
+    case errc::transactional_id_not_found:
+      return {404, ec::transaction_not_found, e.message};
+    case errc::coordinator_load_in_progress:
+      return {503, ec::unavailable, e.message};
   }
   return {500, ec::kafka_error, e.message};
 }
@@ -95,6 +110,8 @@ bool is_retriable(broker::errc code) {
     case errc::fenced_leader_epoch:
     case errc::unknown_leader_epoch:
     case errc::not_coordinator:
+    case errc::coordinator_load_in_progress:
+    case errc::concurrent_transactions:
     case errc::preferred_leader_not_available:
     case errc::request_timed_out:
     case errc::throttling_quota_exceeded:

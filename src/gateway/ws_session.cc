@@ -226,6 +226,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     int64_t next_offset = 0;
     bool as_json = false;
     bool batch = false;        // deliver a fetch's records as one `records` message
+    broker::isolation_level isolation = broker::isolation_level::read_uncommitted;
     bool ready = false;        // its start position is resolved
     bool fetching = false;
   };
@@ -714,7 +715,14 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     s.tp = {m["topic"].get<std::string>(), model::partition_id(*partition)};
     s.as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
     s.batch = bool_field(m, "batch", false);
-    broker::list_offsets_request lo{s.tp, broker::offset_spec::latest, 0};
+    s.isolation = choice_field(m, "isolation_level", {"read_uncommitted", "read_committed"}, "read_uncommitted") ==
+                          "read_committed"
+                      ? broker::isolation_level::read_committed
+                      : broker::isolation_level::read_uncommitted;
+    broker::list_offsets_request lo;
+    lo.partition = s.tp;
+    lo.spec = broker::offset_spec::latest;
+    lo.isolation = s.isolation;   // position "latest" of a read_committed reader: the last stable offset
     std::optional<int64_t> explicit_offset;
     if (m.contains("offset")) {
       explicit_offset = integer_field(m, "offset", 0);
@@ -730,7 +738,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (explicit_offset) {
       // Checked as the REST read checks it, by a fetch that waits for nothing: below the log start
       // or past its end is 42202 naming both bounds, a missing topic or partition 40401 / 40402.
-      broker::fetch_request probe{s.tp, model::offset(*explicit_offset), 1, 0, 1};
+      broker::fetch_request probe;
+      probe.partition = s.tp;
+      probe.fetch_offset = model::offset(*explicit_offset);
+      probe.max_bytes = 1;
       ctx_.broker->fetch(std::move(probe), [self = shared_from_this(), gen, offset = *explicit_offset](broker::result<broker::fetch_response> r) {
         self->on_executor([self, gen, offset, r = std::move(r)] {
           if (!self->sub_ || self->sub_->generation != gen || self->closing_) return;
@@ -781,6 +792,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     req.fetch_offset = model::offset(sub_->next_offset);
     req.max_bytes = fetch_bytes();
     req.max_wait_ms = limits::ws_poll_wait_ms;
+    req.isolation = sub_->isolation;
     const uint64_t gen = sub_->generation;
     ctx_.broker->fetch(std::move(req), [self = shared_from_this(), gen](broker::result<broker::fetch_response> r) {
       self->on_executor([self, gen, r = std::move(r)] { self->on_fetched(gen, r); });
@@ -803,6 +815,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       bytes += size;
       ++count;
     }
+    // All delivered: step over the batches that held nothing for this reader (markers, aborted records).
+    if (count == r->records.size()) sub_->next_offset = std::max(sub_->next_offset, r->next_fetch_offset.value());
     flush_batch(batch);
     if (count > 0) ctx_.registry->add_bytes_out(sub_->tp.topic, count, bytes);
     pump();
@@ -833,6 +847,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     cfg.auto_offset_reset = choice_field(m, "position", {"earliest", "latest"}, "latest") == "earliest"
                                 ? group::offset_reset::earliest
                                 : group::offset_reset::latest;
+    cfg.read_committed =
+        choice_field(m, "isolation_level", {"read_uncommitted", "read_committed"}, "read_uncommitted") == "read_committed";
     membership mb;
     mb.group = cfg.group_id;
     mb.as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";   // these may throw:

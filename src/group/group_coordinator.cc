@@ -69,6 +69,7 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 std::string tp_name(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition.value()); }
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 std::string gen_name(generation_id g) { return std::to_string(g.value()); }
 
@@ -773,6 +774,89 @@ result<commit_result> group_coordinator::commit_offsets_standalone(std::string_v
   return out;
 }
 
+result<commit_result> group_coordinator::txn_commit_offsets(std::string_view group_id, std::string_view member_id,
+                                                            const std::optional<std::string>& group_instance_id,
+                                                            int32_t generation, int64_t producer_id,
+                                                            const std::vector<offset_commit>& offsets, int64_t now_ms) {
+  RINGLOG_TRY(check_name(group_id, "group_id", errc::invalid_group_id));
+  if (offsets.size() > limits::commit_partitions_max) {
+    return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) +
+                                              " partitions (limits::commit_partitions_max)");
+  }
+  for (const auto& c : offsets) {
+    if (c.next_offset.value() < 0) {
+      return err(errc::invalid_offset, "commit offset " + std::to_string(c.next_offset.value()) + " for " +
+                                           tp_name(c.partition) + " is negative");
+    }
+    if (c.metadata.size() > limits::offset_metadata_bytes_max) {
+      return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
+                                                      std::to_string(c.metadata.size()) +
+                                                      " bytes (limits::offset_metadata_bytes_max)");
+    }
+  }
+  auto git = groups_.find(group_id);
+  // KIP-447: a producer that names its consumer's member id and generation is fenced like that
+  // consumer's own commit would be (a zombie of an earlier generation cannot commit).
+  if (git != groups_.end() && generation >= 0 && git->second.classic && !git->second.classic->members.empty()) {
+    const group_state_data& g = git->second;
+    if (group_instance_id) {
+      for (const auto& [id, m] : g.classic->members) {
+        if (m.meta.group_instance_id == group_instance_id && id != member_id) {
+          return err(errc::fenced_instance_id, "group.instance.id " + quoted(*group_instance_id) +
+                                                   " is held by another member id; nothing was committed");
+        }
+      }
+    }
+    if (!g.classic->members.contains(std::string(member_id))) {
+      return err(errc::unknown_member_id, "member " + quoted(member_id) + " is not in group " + quoted(group_id) +
+                                              "; nothing was committed");
+    }
+    if (generation != g.generation.value()) {
+      return err(errc::illegal_generation, "transactional commit of member " + quoted(member_id) +
+                                               " names generation " + std::to_string(generation) + ", the group is at " +
+                                               std::to_string(g.generation.value()) + "; nothing was committed");
+    }
+  }
+  if (git == groups_.end()) {
+    if (groups_.size() >= limits::groups_per_coordinator_max) {
+      return err(errc::too_many_groups, "coordinator holds " + std::to_string(groups_.size()) +
+                                            " groups (limits::groups_per_coordinator_max)");
+    }
+    git = groups_.emplace(std::string(group_id), group_state_data{}).first;
+    git->second.group_id = std::string(group_id);
+  }
+  commit_result out;
+  auto& pending = git->second.pending_txn[producer_id];
+  for (const auto& c : offsets) {
+    committed_offset v{c.next_offset, c.metadata, now_ms};
+    pending[c.partition] = v;
+    out.committed[c.partition] = v;
+    out.records.push_back(offsets_topic_record{encode_txn_offset_key(group_id, c.partition, producer_id),
+                                               encode_offset_commit_value(v)});
+  }
+  return out;
+}
+
+record_list group_coordinator::complete_txn_offsets(int64_t producer_id, bool committed,
+                                                    const std::function<bool(std::string_view)>& belongs,
+                                                    int64_t now_ms) {
+  (void)now_ms;   // the commit keeps the timestamp of its TxnOffsetCommit, as Kafka's does
+  record_list out;
+  for (auto& [group_id, g] : groups_) {
+    auto pit = g.pending_txn.find(producer_id);
+    if (pit == g.pending_txn.end() || !belongs(group_id)) continue;
+    for (const auto& [tp, v] : pit->second) {
+      if (committed) {
+        g.committed[tp] = v;
+        out.push_back(offsets_topic_record{encode_offset_commit_key(group_id, tp), encode_offset_commit_value(v)});
+      }
+      out.push_back(offsets_topic_record{encode_txn_offset_key(group_id, tp, producer_id), std::nullopt});
+    }
+    g.pending_txn.erase(pit);
+  }
+  return out;
+}
+
 result<commit_result> group_coordinator::commit_processed(std::string_view group_id, std::string_view member_id,
                                                           std::optional<generation_id> generation,
                                                           const std::vector<processed_offset>& offsets, int64_t now_ms) {
@@ -847,20 +931,26 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
     if (git == groups_.end()) return base::ok_v;
     if (const auto* ok = std::get_if<offset_commit_key>(&*key)) {
       git->second.committed.erase(ok->partition);
+    } else if (const auto* tk = std::get_if<txn_offset_key>(&*key)) {
+      auto pit = git->second.pending_txn.find(tk->producer_id);
+      if (pit != git->second.pending_txn.end()) {
+        pit->second.erase(tk->partition);
+        if (pit->second.empty()) git->second.pending_txn.erase(pit);
+      }
     } else {
       git->second.members.clear();
       git->second.classic.reset();
       git->second.last_persisted.reset();
     }
     const auto& g = git->second;
-    if (g.members.empty() && g.committed.empty() && !g.last_persisted) groups_.erase(git);
+    if (g.members.empty() && g.committed.empty() && g.pending_txn.empty() && !g.last_persisted) groups_.erase(git);
     return base::ok_v;
   }
   // Decode before creating anything, so a corrupt record changes nothing.
   std::optional<committed_offset> offset_value;
   std::optional<group_metadata> group_value;
   std::optional<classic_group_metadata> classic_value;
-  if (std::holds_alternative<offset_commit_key>(*key)) {
+  if (std::holds_alternative<offset_commit_key>(*key) || std::holds_alternative<txn_offset_key>(*key)) {
     auto v = decode_offset_commit_value(*record.value);
     if (!v.ok()) return v.error();
     offset_value = std::move(*v);
@@ -882,6 +972,10 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
     git->second.group_id = group_id;
   }
   group_state_data& g = git->second;
+  if (const auto* tk = std::get_if<txn_offset_key>(&*key)) {
+    g.pending_txn[tk->producer_id][tk->partition] = *offset_value;
+    return base::ok_v;
+  }
   if (offset_value) {
     g.committed[std::get<offset_commit_key>(*key).partition] = *offset_value;
     return base::ok_v;

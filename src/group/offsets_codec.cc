@@ -190,6 +190,16 @@ model::bytes encode_offset_commit_key(std::string_view group_id, const topic_par
   return w.take();
 }
 
+model::bytes encode_txn_offset_key(std::string_view group_id, const topic_partition& tp, int64_t producer_id) {
+  writer w;
+  w.i16(txn_offset_key_version);
+  w.str(group_id);
+  w.str(tp.topic);
+  w.i32(tp.partition.value());
+  w.i64(producer_id);
+  return w.take();
+}
+
 model::bytes encode_offset_commit_value(const committed_offset& value) {
   writer w;
   w.i16(offset_value_version);
@@ -377,6 +387,7 @@ model::bytes encode_consumer_instance_value(const consumer_instance_value& value
   w.i8(static_cast<int8_t>(value.auto_offset_reset));
   w.i8(value.assignor ? static_cast<int8_t>(*value.assignor) : int8_t{-1});
   write_subscription(w, value.sub);
+  w.i8(value.read_committed ? 1 : 0);
   return w.take();
 }
 
@@ -384,25 +395,30 @@ result<consumer_instance_value> decode_consumer_instance_value(std::span<const s
   reader r(value);
   int16_t version = 0;
   if (!r.i16(version, "version")) return r.corrupt("consumer instance value");
-  if (version != consumer_instance_value_version) return unsupported("consumer instance value", version);
+  if (version != consumer_instance_value_version && version != consumer_instance_value_version_v100) {
+    return unsupported("consumer instance value", version);
+  }
   consumer_instance_value v;
   int8_t auto_commit = 0;
   int8_t reset = 0;
   int8_t assignor = 0;
   int8_t kind = 0;
+  int8_t isolation = 0;
   const bool ok = r.str(v.client_name, "client_name") && r.nullable_str(v.group_instance_id, "group_instance_id") &&
                   r.i8(v.format, "format") && r.i8(auto_commit, "auto_commit_enable") &&
                   r.i64(v.request_timeout_ms, "request_timeout_ms") && r.i32(v.session_timeout_ms, "session_timeout_ms") &&
                   r.i32(v.fetch_min_bytes, "fetch_min_bytes") && r.i8(reset, "auto_offset_reset") &&
-                  r.i8(assignor, "assignor") && read_subscription(r, v.sub, kind) && r.at_end();
+                  r.i8(assignor, "assignor") && read_subscription(r, v.sub, kind) &&
+                  (version == consumer_instance_value_version_v100 || r.i8(isolation, "isolation_level")) && r.at_end();
   if (!ok) return r.corrupt("consumer instance value");
   if (v.format < 0 || v.format > 1 || auto_commit < 0 || auto_commit > 1 || reset < 0 || reset > 2 || assignor < -1 ||
-      assignor > 2 || kind < 0 || kind > 3) {
+      assignor > 2 || kind < 0 || kind > 3 || isolation < 0 || isolation > 1) {
     return error{errc::corrupt_message,
                  "consumer instance value: format, auto_commit_enable, auto_offset_reset, assignor or subscription_kind "
                  "out of range"};
   }
   v.auto_commit_enable = auto_commit == 1;
+  v.read_committed = isolation == 1;
   v.auto_offset_reset = static_cast<offset_reset>(reset);
   if (assignor >= 0) v.assignor = static_cast<assignor_kind>(assignor);
   v.sub.kind = static_cast<subscription_kind>(kind);
@@ -433,6 +449,16 @@ result<offsets_topic_key> decode_offsets_topic_key(std::span<const std::byte> ke
     if (!r.str(k.group_id, "group_id") || !r.str(k.instance_id, "instance_id") || !r.at_end()) {
       return r.corrupt("consumer instance key");
     }
+    return offsets_topic_key{std::move(k)};
+  }
+  if (version == txn_offset_key_version) {
+    txn_offset_key k;
+    int32_t p = 0;
+    if (!r.str(k.group_id, "group_id") || !r.str(k.partition.topic, "topic") || !r.i32(p, "partition") ||
+        !r.i64(k.producer_id, "producer_id") || !r.at_end()) {
+      return r.corrupt("transactional offset key");
+    }
+    k.partition.partition = partition_id(p);
     return offsets_topic_key{std::move(k)};
   }
   return unsupported("__consumer_offsets key", version);

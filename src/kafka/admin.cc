@@ -289,8 +289,8 @@ void handle_describe_cluster(const request_context& ctx, protocol::describe_clus
 }
 
 void handle_find_coordinator(const request_context& ctx, protocol::find_coordinator_request_data request) {
-  // A group's coordinator is the leader of its __consumer_offsets partition (any broker);
-  // transactions are not served yet.
+  // A group's coordinator is the leader of its __consumer_offsets partition, a transactional
+  // id's the leader of its __transaction_state partition (key_type 1); any broker answers.
   const bool transaction = request.key_type == 1;
   const auto nodes = kafka_nodes(ctx);
   struct answer {
@@ -300,12 +300,10 @@ void handle_find_coordinator(const request_context& ctx, protocol::find_coordina
   };
   auto find = [&](const std::string& key) {
     answer a;
-    if (transaction) {
-      a.error_code = error_code::coordinator_not_available;
-      a.message = "transactions are not served yet";
-      return a;
-    }
-    const int32_t id = ctx.broker_api().group_coordinator_id(key);
+    const int32_t id = transaction ? ctx.broker_api().transactions().coordinator_id(key)
+                                   : ctx.broker_api().group_coordinator_id(key);
+    const std::string what = transaction ? "transactional id '" + key + "'" : "group '" + key + "'";
+    const char* internal = transaction ? "__transaction_state" : "__consumer_offsets";
     for (const auto& n : nodes) {
       if (n.node_id == id) {
         a.node = n;
@@ -313,8 +311,8 @@ void handle_find_coordinator(const request_context& ctx, protocol::find_coordina
       }
     }
     a.error_code = error_code::coordinator_not_available;
-    a.message = id < 0 ? "group '" + key + "' has no coordinator now (its __consumer_offsets partition has no leader)"
-                       : "group '" + key + "' is coordinated by broker " + std::to_string(id) +
+    a.message = id < 0 ? what + " has no coordinator now (its " + internal + " partition has no leader)"
+                       : what + " is coordinated by broker " + std::to_string(id) +
                              ", which has no kafka:// listener or is fenced";
     return a;
   };

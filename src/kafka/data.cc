@@ -141,10 +141,9 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
       fail(invalid_required_acks, "acks must be 0, 1 or -1, got " + std::to_string(request.acks));
       continue;
     }
-    if (request.transactional_id) {
-      fail(error_code::invalid_request, "transactional produce is not served yet");
-      continue;
-    }
+    // A transactional_id names the transactional producer; its batches carry the transactional
+    // attribute, which the partition tracks (KIP-98). Whether the partition was added to the
+    // transaction is the transaction coordinator's to check.
     if (!t.records) {
       fail(corrupt_message, "the partition's records are null");
       continue;
@@ -199,6 +198,8 @@ struct fetch_part {
   int16_t error = error_code::none;
   int64_t high_watermark = -1;
   int64_t log_start_offset = -1;
+  int64_t last_stable_offset = -1;
+  std::vector<broker::aborted_transaction> aborted;   // read_committed: for the client to drop
   bytes batches;
 };
 
@@ -211,6 +212,9 @@ struct fetch_operation {
   std::vector<fetch_part> parts;
   int32_t min_bytes = 1;
   int32_t max_wait_ms = 0;
+  /// Kafka's IsolationLevel (KIP-98): read_committed reads below the last stable offset and gets
+  /// the aborted transactions of what it reads.
+  broker::isolation_level isolation = broker::isolation_level::read_uncommitted;
   size_t response_bytes_max = 0;
   std::mutex mutex;          // the long-poll's completions come from several shard threads
   bool answered = false;
@@ -229,9 +233,19 @@ struct fetch_operation {
       d.partition_index = p.partition;
       d.error_code = p.error;
       d.high_watermark = p.high_watermark;
-      d.last_stable_offset = p.high_watermark;   // no transactions yet: nothing is pending
+      d.last_stable_offset = p.last_stable_offset;
       d.log_start_offset = p.log_start_offset;
       d.aborted_transactions = std::nullopt;
+      if (isolation == broker::isolation_level::read_committed) {
+        // Kafka answers read_committed with a list (empty when none overlaps), else null.
+        d.aborted_transactions.emplace();
+        for (const auto& a : p.aborted) {
+          protocol::fetch_response_data::aborted_transaction x;
+          x.producer_id = a.producer_id.value();
+          x.first_offset = a.first_offset.value();
+          d.aborted_transactions->push_back(x);
+        }
+      }
       const size_t left = response_bytes_max > used ? response_bytes_max - used : 0;
       const size_t keep = fitting_prefix(p.batches, left, used == 0);
       p.batches.resize(keep);
@@ -252,16 +266,20 @@ void store(fetch_part& part, broker::result<broker::fetch_response>& r) {
   part.error = error_code::none;
   part.high_watermark = r->high_watermark.value();
   part.log_start_offset = r->log_start_offset.value();
+  part.last_stable_offset = r->last_stable_offset.value();
+  part.aborted = std::move(r->aborted_transactions);
   part.batches = std::move(r->batches);
 }
 
-broker::fetch_request make_request(const std::string& topic, const fetch_part& p, int64_t max_wait_ms) {
+broker::fetch_request make_request(const std::string& topic, const fetch_part& p, int64_t max_wait_ms,
+                                   broker::isolation_level isolation) {
   broker::fetch_request f;
   f.partition = model::topic_partition{topic, model::partition_id{p.partition}};
   f.fetch_offset = model::offset{p.fetch_offset};
   f.max_bytes = std::max<int32_t>(1, p.partition_max_bytes);
   f.max_wait_ms = max_wait_ms;
   f.raw_batches = true;
+  f.isolation = isolation;
   return f;
 }
 
@@ -275,7 +293,7 @@ void long_poll(const std::shared_ptr<fetch_operation>& op) {
   }
   for (size_t i = 0; i < op->parts.size(); ++i) {
     const auto& p = op->parts[i];
-    b.fetch(make_request(op->topics[p.topic_index], p, op->max_wait_ms),
+    b.fetch(make_request(op->topics[p.topic_index], p, op->max_wait_ms, op->isolation),
             [op, i](broker::result<broker::fetch_response> r) {
               std::lock_guard lock(op->mutex);
               --op->outstanding;
@@ -323,6 +341,8 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
   op->ctx = ctx;
   op->min_bytes = request.min_bytes;
   op->max_wait_ms = std::max(0, request.max_wait_ms);
+  op->isolation = request.isolation_level == 1 ? broker::isolation_level::read_committed
+                                               : broker::isolation_level::read_uncommitted;
   int64_t max_bytes = ctx.api_version >= 3 ? request.max_bytes : ctx.options().fetch_response_bytes_max;
   max_bytes = std::clamp<int64_t>(max_bytes, 1, ctx.options().fetch_response_bytes_max);
   op->response_bytes_max = static_cast<size_t>(max_bytes);
@@ -359,7 +379,7 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
       });
   for (size_t i = 0; i < op->parts.size(); ++i) {
     const auto& p = op->parts[i];
-    b.fetch(make_request(op->topics[p.topic_index], p, 0), [first, i](broker::result<broker::fetch_response> r) {
+    b.fetch(make_request(op->topics[p.topic_index], p, 0, op->isolation), [first, i](broker::result<broker::fetch_response> r) {
       first->slot(i) = std::move(r);
       first->complete_one();
     });
@@ -379,6 +399,8 @@ void handle_list_offsets(const request_context& ctx, protocol::list_offsets_requ
   };
   std::vector<target> targets;
   std::vector<std::string> names;
+  const broker::isolation_level isolation = request.isolation_level == 1 ? broker::isolation_level::read_committed
+                                                                         : broker::isolation_level::read_uncommitted;
   for (size_t t = 0; t < request.topics.size(); ++t) {
     names.push_back(request.topics[t].name);
     for (const auto& p : request.topics[t].partitions) targets.push_back({t, p.partition_index, p.timestamp});
@@ -404,7 +426,9 @@ void handle_list_offsets(const request_context& ctx, protocol::list_offsets_requ
     slot.leader_epoch = -1;
     broker::list_offsets_request lo;
     lo.partition = model::topic_partition{names[t.topic_index], model::partition_id{t.partition}};
-    // Kafka's special timestamps: -1 latest (the high watermark), -2 earliest.
+    lo.isolation = isolation;
+    // Kafka's special timestamps: -1 latest (the high watermark; the last stable offset with
+    // read_committed, KIP-98), -2 earliest.
     if (t.timestamp == -1) {
       lo.spec = broker::offset_spec::latest;
     } else if (t.timestamp == -2) {

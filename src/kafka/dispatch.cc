@@ -20,7 +20,7 @@ using namespace detail;
 // lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
 // Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
 // UNSUPPORTED_VERSION, per partition. Sorted by api key.
-constexpr std::array<handled_api, 26> apis = {{
+constexpr std::array<handled_api, 32> apis = {{
     {protocol::produce_request_data::api_key, 0, 11},
     {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
@@ -40,6 +40,10 @@ constexpr std::array<handled_api, 26> apis = {{
     {protocol::delete_topics_request_data::api_key, 1, 6},
     {protocol::init_producer_id_request_data::api_key, 0, 5},
     {protocol::offset_for_leader_epoch_request_data::api_key, 2, 4},
+    {protocol::add_partitions_to_txn_request_data::api_key, 0, 3},
+    {protocol::add_offsets_to_txn_request_data::api_key, 0, 4},
+    {protocol::end_txn_request_data::api_key, 0, 5},
+    {protocol::txn_offset_commit_request_data::api_key, 0, 5},
     {protocol::describe_configs_request_data::api_key, 1, 4},
     {protocol::alter_configs_request_data::api_key, 0, 2},
     {protocol::create_partitions_request_data::api_key, 0, 3},
@@ -47,6 +51,8 @@ constexpr std::array<handled_api, 26> apis = {{
     {protocol::incremental_alter_configs_request_data::api_key, 0, 1},
     {protocol::offset_delete_request_data::api_key, 0, 0},
     {protocol::describe_cluster_request_data::api_key, 0, 1},
+    {protocol::describe_transactions_request_data::api_key, 0, 0},
+    {protocol::list_transactions_request_data::api_key, 0, 1},
 }};
 
 constexpr size_t apis_count = apis.size();
@@ -187,6 +193,18 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
       return route<protocol::describe_cluster_request_data>(body, ctx, handle_describe_cluster);
     case protocol::init_producer_id_request_data::api_key:
       return route<protocol::init_producer_id_request_data>(body, ctx, handle_init_producer_id);
+    case protocol::add_partitions_to_txn_request_data::api_key:
+      return route<protocol::add_partitions_to_txn_request_data>(body, ctx, handle_add_partitions_to_txn);
+    case protocol::add_offsets_to_txn_request_data::api_key:
+      return route<protocol::add_offsets_to_txn_request_data>(body, ctx, handle_add_offsets_to_txn);
+    case protocol::end_txn_request_data::api_key:
+      return route<protocol::end_txn_request_data>(body, ctx, handle_end_txn);
+    case protocol::txn_offset_commit_request_data::api_key:
+      return route<protocol::txn_offset_commit_request_data>(body, ctx, handle_txn_offset_commit);
+    case protocol::describe_transactions_request_data::api_key:
+      return route<protocol::describe_transactions_request_data>(body, ctx, handle_describe_transactions);
+    case protocol::list_transactions_request_data::api_key:
+      return route<protocol::list_transactions_request_data>(body, ctx, handle_list_transactions);
     default:
       break;
   }

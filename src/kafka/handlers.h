@@ -127,6 +127,14 @@ void handle_leave_group(const request_context& ctx, protocol::leave_group_reques
 void handle_offset_delete(const request_context& ctx, protocol::offset_delete_request_data request);
 // ---- producers.cc
 void handle_init_producer_id(const request_context& ctx, protocol::init_producer_id_request_data request);
+// ---- transactions.cc
+void handle_init_producer_id_transactional(const request_context& ctx, protocol::init_producer_id_request_data request);
+void handle_add_partitions_to_txn(const request_context& ctx, protocol::add_partitions_to_txn_request_data request);
+void handle_add_offsets_to_txn(const request_context& ctx, protocol::add_offsets_to_txn_request_data request);
+void handle_end_txn(const request_context& ctx, protocol::end_txn_request_data request);
+void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_commit_request_data request);
+void handle_describe_transactions(const request_context& ctx, protocol::describe_transactions_request_data request);
+void handle_list_transactions(const request_context& ctx, protocol::list_transactions_request_data request);
 // ---- data.cc
 void handle_produce(const request_context& ctx, protocol::produce_request_data request);
 void handle_fetch(const request_context& ctx, protocol::fetch_request_data request);

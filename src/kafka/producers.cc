@@ -10,12 +10,7 @@ void handle_init_producer_id(const request_context& ctx, protocol::init_producer
   protocol::init_producer_id_response_data out;
   out.producer_id = -1;
   out.producer_epoch = -1;
-  if (request.transactional_id) {
-    // Transactions (a coordinator per transactional.id) are not served yet; the response has
-    // no message field, so the error code alone says it.
-    out.error_code = error_code::transactional_id_authorization_failed;
-    return ctx.answer(out);
-  }
+  if (request.transactional_id) return handle_init_producer_id_transactional(ctx, std::move(request));
   // Without a transactional.id Kafka hands out a fresh producer id with epoch 0 every time, also
   // to a producer that names its old id and epoch (v3+, KIP-360): the new id fences nothing, its
   // sequences simply start over.

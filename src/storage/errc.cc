@@ -15,6 +15,9 @@ std::string_view to_string(errc e) {
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
     case errc::too_many_producers: return "too_many_producers";
     case errc::corrupt_snapshot: return "corrupt_snapshot";
+    case errc::invalid_txn_state: return "invalid_txn_state";
+    case errc::transaction_coordinator_fenced: return "transaction_coordinator_fenced";
+    case errc::corrupt_txn_index: return "corrupt_txn_index";
   }
   return "unknown";
 }

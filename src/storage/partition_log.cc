@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <limits>
+#include <set>
 
 #include "checkpoint.h"
 #include "ringlog/storage/log_cleaner.h"
@@ -35,6 +36,7 @@ checkpoint_entries epoch_entries(const std::map<int32_t, model::offset>& epochs)
 }
 
 constexpr const char* snapshot_suffix = ".snapshot";
+constexpr const char* txn_index_suffix = ".txnindex";
 
 /// "00000000000000000042<suffix>" -> 42; nullopt for any other name.
 std::optional<model::offset> parse_offset_name(const std::string& name, std::string_view suffix) {
@@ -154,7 +156,9 @@ result<void> partition_log::load() {
     if (model::offset{start} < log_end_offset_ || epochs_.empty()) epochs_[e] = model::offset{start};
   }
 
-  RINGLOG_TRY(rebuild_producer_state());
+  auto corrupt_txn_index = load_txn_index();
+  if (!corrupt_txn_index.ok()) return corrupt_txn_index.error();
+  RINGLOG_TRY(rebuild_producer_state(corrupt_txn_index.value()));
   // Drop the marker durably before anything new is written: a crash from here on is unclean.
   if (recovery_.clean_shutdown) {
     auto removed = fs_.remove(marker);
@@ -180,6 +184,9 @@ result<append_result> partition_log::append(model::bytes batch, model::leader_ep
   }
   auto header = codec::validate_batch(batch);
   if (!header.ok()) return error{errc::corrupt_message, header.error().message};
+  if (header->is_control() && header->producer.value() >= 0) {
+    return error{errc::corrupt_message, "a transaction marker is written by the partition's leader only (append_marker)"};
+  }
   // KIP-98: a retry of a stored batch is answered from the producer state, never written twice.
   auto known = producers_.check(header.value());
   if (!known.ok()) return known.error();
@@ -196,6 +203,27 @@ result<append_result> partition_log::append(model::bytes batch, model::leader_ep
   header->partition_leader_epoch = epoch;
   RINGLOG_TRY(note_epoch(epoch, log_end_offset_));
   return write_batch(batch, header.value(), now);
+}
+
+result<append_result> partition_log::append_marker(model::producer_id producer_id, model::producer_epoch producer_epoch,
+                                                   codec::control_record marker, model::leader_epoch epoch) {
+  RINGLOG_TRY(check_usable());
+  RINGLOG_TRY(producers_.check_marker(producer_id, producer_epoch, marker.coordinator_epoch));
+  const int64_t now = clock_.now_ms();
+  codec::batch_options options;
+  options.base_offset = log_end_offset_;
+  options.partition_leader_epoch = epoch;
+  options.producer = producer_id;
+  options.producer_epoch_value = producer_epoch;
+  auto batch = codec::encode_control_batch(options, marker, now);
+  RINGLOG_ASSERT(batch.ok(), "a one-record control batch always encodes");
+  auto header = codec::decode_header(batch.value());
+  RINGLOG_ASSERT(header.ok(), "a batch encoded here decodes");
+  RINGLOG_TRY(roll_if_needed(batch->size(), log_end_offset_, 0, now));
+  header->base_offset = log_end_offset_;
+  codec::set_base_offset(batch.value(), log_end_offset_);
+  RINGLOG_TRY(note_epoch(epoch, log_end_offset_));
+  return write_batch(batch.value(), header.value(), now);
 }
 
 result<append_result> partition_log::append_replicated(std::span<const std::byte> batches) {
@@ -257,6 +285,8 @@ result<void> partition_log::roll_if_needed(size_t batch_bytes, model::offset bas
 result<append_result> partition_log::write_batch(std::span<const std::byte> batch, const codec::batch_header& header,
                                                  int64_t now_ms) {
   RINGLOG_ASSERT_OP(header.base_offset.value(), >=, log_end_offset_.value());
+  auto marker = marker_of(batch, header);   // before the write: a bad marker is never stored
+  if (!marker.ok()) return marker.error();
   auto written = active().append(batch, header, now_ms, config_.retention_ms, config_.index_interval_bytes);
   if (!written.ok()) {
     failure_ = written.error();
@@ -264,10 +294,142 @@ result<append_result> partition_log::write_batch(std::span<const std::byte> batc
   }
   append_result out{header.base_offset, header.last_offset(), now_ms, batch.size()};
   log_end_offset_ = header.last_offset() + 1;
-  producers_.update(header, now_ms);
+  bool index_changed = false;
+  apply_to_producer_state(header, marker.value(), now_ms, &index_changed);
   RINGLOG_ASSERT(active().next_offset() == log_end_offset_, "active segment end must be the log end offset");
+  if (index_changed) {
+    auto indexed = write_txn_index_files(active().base_offset());
+    if (!indexed.ok()) {
+      failure_ = indexed.error();   // the log holds an abort its index lacks: stop serving it
+      return indexed.error();
+    }
+  }
   return out;
 }
+
+result<std::optional<codec::control_record>> partition_log::marker_of(std::span<const std::byte> batch,
+                                                                      const codec::batch_header& header) {
+  if (!header.is_control() || header.producer.value() < 0) return std::optional<codec::control_record>{};
+  auto records = codec::decode_records(batch);
+  if (!records.ok() || records->size() != 1) {
+    return error{errc::corrupt_message, "control batch at offset " + std::to_string(header.base_offset.value()) +
+                                            " of producer " + std::to_string(header.producer.value()) +
+                                            " does not hold exactly one readable record"};
+  }
+  auto marker = codec::decode_control_record(records->front());
+  if (!marker.ok()) {
+    return error{errc::corrupt_message, "control batch at offset " + std::to_string(header.base_offset.value()) + ": " +
+                                            marker.error().message};
+  }
+  return std::optional<codec::control_record>{marker.value()};
+}
+
+void partition_log::apply_to_producer_state(const codec::batch_header& header,
+                                            const std::optional<codec::control_record>& marker, int64_t now_ms,
+                                            bool* index_changed) {
+  if (!marker) {
+    producers_.update(header, now_ms);
+    return;
+  }
+  auto completed = producers_.end_txn(header, *marker, now_ms);
+  if (!completed || !completed->aborted) return;
+  // Kafka's lastStableOffset(completedTxn): the oldest transaction still open, else past the marker.
+  const model::offset stable = producers_.first_unstable_offset().value_or(completed->last_offset + 1);
+  aborted_txns_[completed->last_offset.value()] =
+      aborted_txn_entry{completed->producer_id, completed->first_offset, completed->last_offset, stable};
+  *index_changed = true;
+}
+
+std::vector<aborted_txn_entry> partition_log::aborted_transactions(model::offset start, model::offset upper) const {
+  std::vector<aborted_txn_entry> out;
+  for (auto it = aborted_txns_.lower_bound(start.value()); it != aborted_txns_.end(); ++it) {
+    if (it->second.first_offset < upper) out.push_back(it->second);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const aborted_txn_entry& a, const aborted_txn_entry& b) { return a.first_offset < b.first_offset; });
+  return out;
+}
+
+std::vector<aborted_txn_entry> partition_log::aborted_transactions() const {
+  std::vector<aborted_txn_entry> out;
+  for (const auto& [last, e] : aborted_txns_) out.push_back(e);
+  return out;
+}
+
+result<model::offset> partition_log::load_txn_index() {
+  aborted_txns_.clear();
+  model::offset corrupt_base{INT64_MAX};
+  auto names = fs_.list_directory(directory_);
+  if (!names.ok()) return storage_error(names.error());
+  for (const auto& name : names.value()) {
+    auto base = parse_offset_name(name, txn_index_suffix);
+    if (!base) continue;
+    const std::string path = directory_ + "/" + name;
+    auto bytes = io::read_whole_file(fs_, path);
+    if (!bytes.ok()) return storage_error(bytes.error());
+    auto entries = decode_txn_index(bytes.value());
+    if (!entries.ok()) {
+      // Rebuilt by replaying the segment holding it (its base, or the one holding that offset).
+      auto removed = fs_.remove(path);
+      if (!removed.ok()) return storage_error(removed.error());
+      auto seg = segments_.upper_bound(*base);
+      const model::offset from = seg == segments_.begin() ? *base : std::prev(seg)->first;
+      corrupt_base = std::min(corrupt_base, from);
+      continue;
+    }
+    for (const aborted_txn_entry& e : entries.value()) {
+      if (e.last_offset >= log_start_offset_ && e.last_offset < log_end_offset_) aborted_txns_[e.last_offset.value()] = e;
+    }
+  }
+  return corrupt_base;
+}
+
+result<void> partition_log::write_txn_index_files(model::offset from_base) {
+  auto names = fs_.list_directory(directory_);
+  if (!names.ok()) return storage_error(names.error());
+  std::set<int64_t> on_disk;
+  for (const auto& name : names.value()) {
+    if (auto base = parse_offset_name(name, txn_index_suffix)) on_disk.insert(base->value());
+  }
+  bool changed = false;
+  // Files of no segment (left by compaction merging segments, or a crash during truncation):
+  // their entries were loaded into aborted_txns_ and live on in the file of their segment.
+  for (int64_t base : on_disk) {
+    if (base < from_base.value() || segments_.contains(model::offset{base})) continue;
+    auto removed = fs_.remove(directory_ + "/" + segment_file_stem(model::offset{base}) + txn_index_suffix);
+    if (!removed.ok()) return storage_error(removed.error());
+    changed = true;
+  }
+  for (auto seg = segments_.lower_bound(from_base); seg != segments_.end(); ++seg) {
+    const int64_t base = seg->first.value();
+    const int64_t end = std::next(seg) == segments_.end() ? INT64_MAX : std::next(seg)->first.value();
+    std::vector<aborted_txn_entry> entries;
+    for (auto it = aborted_txns_.lower_bound(base); it != aborted_txns_.end() && it->first < end; ++it) {
+      entries.push_back(it->second);
+    }
+    const std::string path = directory_ + "/" + segment_file_stem(seg->first) + txn_index_suffix;
+    if (entries.empty()) {
+      if (!on_disk.contains(base)) continue;
+      auto removed = fs_.remove(path);
+      if (!removed.ok()) return storage_error(removed.error());
+      changed = true;
+      continue;
+    }
+    const model::bytes wanted = encode_txn_index(entries);
+    if (on_disk.contains(base)) {
+      auto current = io::read_whole_file(fs_, path);
+      if (current.ok() && current.value() == wanted) continue;
+    }
+    auto written = io::write_file_atomic(fs_, path, wanted);
+    if (!written.ok()) return storage_error(written.error());
+  }
+  if (changed) {
+    auto synced = fs_.sync_directory(directory_);
+    if (!synced.ok()) return storage_error(synced.error());
+  }
+  return base::ok_v;
+}
+
 
 result<void> partition_log::note_epoch(model::leader_epoch epoch, model::offset start) {
   if (epoch.value() < 0) return base::ok_v;
@@ -482,7 +644,9 @@ result<void> partition_log::truncate_fully_and_start_at(model::offset new_start_
   high_watermark_ = new_start_offset;
   epochs_.clear();
   producers_.clear();
+  aborted_txns_.clear();
   RINGLOG_TRY(remove_producer_snapshots([](model::offset) { return true; }));
+  RINGLOG_TRY(write_txn_index_files(model::offset{0}));
   return checkpoint();
 }
 
@@ -494,6 +658,8 @@ result<void> partition_log::delete_segment_front() {
   // Snapshots below the new first segment go with the segments (the one at its base, written
   // when it was rolled to, holds every producer the deleted ones knew).
   const model::offset first = segments_.begin()->first;
+  // The deleted segment's aborted transactions go with it (its .txnindex went with its files).
+  std::erase_if(aborted_txns_, [first](const auto& kv) { return kv.first < first.value(); });
   return remove_producer_snapshots([first](model::offset o) { return o < first; });
 }
 
@@ -650,7 +816,7 @@ result<void> partition_log::remove_producer_snapshots(const std::function<bool(m
   return base::ok_v;
 }
 
-result<void> partition_log::rebuild_producer_state() {
+result<void> partition_log::rebuild_producer_state(model::offset snapshot_limit) {
   producers_.clear();
   const model::offset end = log_end_offset_;
   RINGLOG_TRY(remove_producer_snapshots([end](model::offset o) { return o > end; }));
@@ -659,6 +825,7 @@ result<void> partition_log::rebuild_producer_state() {
   model::offset from = segments_.begin()->first;
   std::vector<model::offset> snapshots = producer_snapshots();
   for (auto it = snapshots.rbegin(); it != snapshots.rend(); ++it) {
+    if (*it > snapshot_limit) continue;
     const std::string path = directory_ + "/" + segment_file_stem(*it) + snapshot_suffix;
     auto bytes = io::read_whole_file(fs_, path);
     if (!bytes.ok()) return storage_error(bytes.error());
@@ -671,22 +838,39 @@ result<void> partition_log::rebuild_producer_state() {
     auto removed = fs_.remove(path);
     if (!removed.ok()) return storage_error(removed.error());
   }
-  // Replay every batch from `from` to the log end (headers only).
+  // Replay every batch from `from` to the log end (headers only, and the marker of each
+  // producer's control batch); the aborted transactions ended from there on are rebuilt too.
+  std::erase_if(aborted_txns_, [from](const auto& kv) { return kv.first >= from.value(); });
   const int64_t now = clock_.now_ms();
   auto seg = segments_.upper_bound(from);
   if (seg != segments_.begin()) --seg;   // the segment holding `from`
+  const model::offset replay_base = seg->first;
+  bool index_changed = false;
   for (; seg != segments_.end(); ++seg) {
     auto located = seg->second->find_batch(from);
     if (!located.ok()) return located.error();
     std::optional<located_batch> batch = located.value();
     while (batch) {
-      if (batch->header.base_offset >= from) producers_.update(batch->header, now);
+      if (batch->header.base_offset >= from) {
+        std::optional<codec::control_record> marker;
+        if (batch->header.is_control() && batch->header.producer.value() >= 0) {
+          model::bytes bytes;
+          RINGLOG_TRY(seg->second->read_into(batch->position, batch->header.size_bytes(), bytes));
+          auto found = marker_of(bytes, batch->header);
+          // Recovery validated every batch's CRC; an unreadable marker is a bug or a disk lie.
+          if (!found.ok()) return error{errc::kafka_storage_error, directory_ + ": " + found.error().message};
+          marker = found.value();
+        }
+        apply_to_producer_state(batch->header, marker, now, &index_changed);
+      }
       auto next = seg->second->header_at(model::file_position{batch->position.value() + batch->header.size_bytes()});
       if (!next.ok()) return next.error();
       batch = next.value();
     }
   }
-  return base::ok_v;
+  // Entries from `from` on were dropped and replayed: files of those segments are rewritten
+  // where they differ (at open this also removes files of no segment).
+  return write_txn_index_files(std::min(replay_base, segments_.begin()->first));
 }
 
 }  // namespace ringlog::storage

@@ -82,14 +82,28 @@ result<std::optional<producer_batch>> producer_state::check(const codec::batch_h
     return std::optional<producer_batch>{};   // KIP-360: unknown producers start at any sequence
   }
   const producer_entry& entry = it->second;
-  RINGLOG_ASSERT(!entry.batches.empty(), "a producer is known only through a batch it stored");
   if (epoch < entry.epoch.value()) {
     return error{errc::invalid_producer_epoch, producer_name(id, epoch) + " is fenced: the partition knows epoch " +
                                                    std::to_string(entry.epoch.value()) +
                                                    " of this producer id (a newer producer took it over)"};
   }
+  // KIP-98: inside an open transaction a producer writes only transactional batches (Kafka's
+  // InvalidTxnStateException in ProducerAppendInfo.checkProducerEpoch's caller).
+  if (entry.current_txn_first_offset && !header.is_transactional()) {
+    return error{errc::invalid_txn_state, producer_name(id, epoch) + " sent a non-transactional batch while its transaction"
+                                              " (from offset " + std::to_string(entry.current_txn_first_offset->value()) +
+                                              ") is open on this partition"};
+  }
   const model::sequence last = last_sequence_of(header.base_sequence, header.last_offset_delta);
-  if (epoch == entry.epoch.value()) {
+  if (epoch == entry.epoch.value() && entry.batches.empty()) {
+    // The epoch was bumped by a marker (KIP-890) or the producer is known only by a marker:
+    // its sequences start over (Kafka's "currentLastSeq == NO_SEQUENCE" rule).
+    if (first != 0) {
+      return error{errc::out_of_order_sequence_number,
+                   producer_name(id, epoch) + " sent base_sequence " + std::to_string(first) +
+                       " but its epoch was started by a transaction marker: the first batch of it has sequence 0"};
+    }
+  } else if (epoch == entry.epoch.value()) {
     for (const producer_batch& b : entry.batches) {
       if (b.first_sequence.value() == first && b.last_sequence == last) return std::optional<producer_batch>{b};
     }
@@ -111,9 +125,31 @@ result<std::optional<producer_batch>> producer_state::check(const codec::batch_h
   return std::optional<producer_batch>{};
 }
 
+result<void> producer_state::check_marker(model::producer_id producer_id, model::producer_epoch epoch,
+                                         int32_t coordinator_epoch) const {
+  if (producer_id.value() < 0 || epoch.value() < 0) {
+    return error{errc::corrupt_message, "a transaction marker needs producer id and epoch >= 0, not " +
+                                            producer_name(producer_id.value(), epoch.value())};
+  }
+  const producer_entry* entry = find(producer_id);
+  if (entry == nullptr) return base::ok_v;   // Kafka writes markers for producers it forgot
+  if (epoch < entry->epoch) {
+    return error{errc::invalid_producer_epoch, "transaction marker of " + producer_name(producer_id.value(), epoch.value()) +
+                                                   " is refused: the partition knows epoch " +
+                                                   std::to_string(entry->epoch.value()) + " of this producer id"};
+  }
+  if (coordinator_epoch < entry->coordinator_epoch) {
+    return error{errc::transaction_coordinator_fenced,
+                 "transaction marker of " + producer_name(producer_id.value(), epoch.value()) + " has coordinator epoch " +
+                     std::to_string(coordinator_epoch) + " but the partition saw a marker of coordinator epoch " +
+                     std::to_string(entry->coordinator_epoch) + " (a newer coordinator owns this transactional id)"};
+  }
+  return base::ok_v;
+}
+
 void producer_state::update(const codec::batch_header& header, model::timestamp_ms append_time_ms) {
   const int64_t id = header.producer.value();
-  if (id < 0 || header.producer_epoch_value.value() < 0) return;
+  if (id < 0 || header.producer_epoch_value.value() < 0 || header.is_control()) return;
   producer_entry& entry = producers_[id];
   if (header.producer_epoch_value != entry.epoch) {
     // A new epoch (or a producer seen first): its sequences start over (Kafka's
@@ -122,19 +158,44 @@ void producer_state::update(const codec::batch_header& header, model::timestamp_
     entry.batches.clear();
   }
   const model::timestamp_ms stamp = header.max_timestamp >= 0 ? header.max_timestamp : append_time_ms;
-  if (header.is_control() || header.base_sequence.value() < 0) {
-    // A control batch carries no sequence; it only refreshes the producer's timestamp.
-    if (!entry.batches.empty()) entry.batches.back().timestamp = stamp;
-    if (entry.batches.empty()) producers_.erase(id);
-    return;
+  entry.last_timestamp_ms = stamp;
+  if (header.is_transactional() && !entry.current_txn_first_offset) {
+    entry.current_txn_first_offset = header.base_offset;
+    ongoing_.emplace(header.base_offset.value(), id);
   }
+  if (header.base_sequence.value() < 0) return;
   entry.batches.push_back({header.base_sequence, last_sequence_of(header.base_sequence, header.last_offset_delta),
                            header.base_offset, header.last_offset(), stamp});
   while (entry.batches.size() > producer_batches_retained) entry.batches.pop_front();
 }
 
+std::optional<completed_txn> producer_state::end_txn(const codec::batch_header& header,
+                                                     const codec::control_record& marker,
+                                                     model::timestamp_ms append_time_ms) {
+  const int64_t id = header.producer.value();
+  if (id < 0 || header.producer_epoch_value.value() < 0) return std::nullopt;
+  producer_entry& entry = producers_[id];
+  if (header.producer_epoch_value != entry.epoch) {
+    entry.epoch = header.producer_epoch_value;
+    entry.batches.clear();   // KIP-890: the next batch of the new epoch starts at sequence 0
+  }
+  entry.coordinator_epoch = std::max(entry.coordinator_epoch, marker.coordinator_epoch);
+  entry.last_timestamp_ms = header.max_timestamp >= 0 ? header.max_timestamp : append_time_ms;
+  if (!entry.current_txn_first_offset) return std::nullopt;
+  completed_txn done{model::producer_id{id}, *entry.current_txn_first_offset, header.last_offset(),
+                     marker.type == codec::control_type::abort};
+  const size_t erased = ongoing_.erase(entry.current_txn_first_offset->value());
+  RINGLOG_ASSERT_OP(erased, ==, 1u);
+  entry.current_txn_first_offset.reset();
+  return done;
+}
+
 size_t producer_state::remove_expired(int64_t now_ms, int64_t expiration_ms) {
-  return std::erase_if(producers_, [&](const auto& kv) { return now_ms - kv.second.last_timestamp() >= expiration_ms; });
+  // A producer inside an open transaction stays (the transaction coordinator aborts it on
+  // transaction.timeout.ms; forgetting it here would lose the last stable offset's bound).
+  return std::erase_if(producers_, [&](const auto& kv) {
+    return !kv.second.current_txn_first_offset && now_ms - kv.second.last_timestamp() >= expiration_ms;
+  });
 }
 
 model::bytes producer_state::encode_snapshot(model::offset offset) const {
@@ -148,6 +209,9 @@ model::bytes producer_state::encode_snapshot(model::offset offset) const {
   for (const auto& [id, entry] : producers_) {
     put<int64_t>(out, id);
     put<int16_t>(out, entry.epoch.value());
+    put<int32_t>(out, entry.coordinator_epoch);
+    put<int64_t>(out, entry.current_txn_first_offset ? entry.current_txn_first_offset->value() : -1);
+    put<int64_t>(out, entry.last_timestamp_ms);
     put<int8_t>(out, static_cast<int8_t>(entry.batches.size()));
     for (const producer_batch& b : entry.batches) {
       put<int32_t>(out, b.first_sequence.value());
@@ -167,10 +231,12 @@ result<std::pair<model::offset, producer_state>> producer_state::decode_snapshot
   const auto version = r.get<int16_t>();
   const auto crc = r.get<uint32_t>();
   if (!r.ok) return bad_snapshot("cut short in its header (" + std::to_string(in.size()) + " bytes)");
-  if (version != producer_snapshot_version) {
-    return bad_snapshot("unknown version " + std::to_string(version) + " (this broker reads version " +
+  if (version != producer_snapshot_version && version != producer_snapshot_version_v1) {
+    return bad_snapshot("unknown version " + std::to_string(version) + " (this broker reads versions " +
+                        std::to_string(producer_snapshot_version_v1) + " and " +
                         std::to_string(producer_snapshot_version) + ")");
   }
+  const bool v1 = version == producer_snapshot_version_v1;
   const uint32_t actual = codec::crc32c(in.subspan(6));
   if (actual != crc) return bad_snapshot("CRC mismatch (stored " + std::to_string(crc) + ", computed " + std::to_string(actual) + ")");
   const auto offset = r.get<int64_t>();
@@ -185,17 +251,32 @@ result<std::pair<model::offset, producer_state>> producer_state::decode_snapshot
   for (int32_t i = 0; i < count; ++i) {
     const auto id = r.get<int64_t>();
     const auto epoch = r.get<int16_t>();
+    const int32_t coordinator_epoch = v1 ? -1 : r.get<int32_t>();
+    const int64_t txn_first = v1 ? -1 : r.get<int64_t>();
+    const int64_t last_timestamp = v1 ? model::no_timestamp : r.get<int64_t>();
     const auto batches = r.get<int8_t>();
     if (!r.ok) return bad_snapshot("cut short in producer " + std::to_string(i));
-    if (id < 0 || epoch < 0 || batches < 1 || static_cast<size_t>(batches) > producer_batches_retained) {
+    const int8_t batches_min = v1 ? 1 : 0;
+    if (id < 0 || epoch < 0 || batches < batches_min || static_cast<size_t>(batches) > producer_batches_retained ||
+        txn_first < -1 || coordinator_epoch < -1) {
       return bad_snapshot("producer " + std::to_string(i) + " has id " + std::to_string(id) + ", epoch " +
-                          std::to_string(epoch) + ", " + std::to_string(batches) + " batches");
+                          std::to_string(epoch) + ", " + std::to_string(batches) + " batches, transaction from " +
+                          std::to_string(txn_first) + ", coordinator epoch " + std::to_string(coordinator_epoch));
     }
     if (!state.producers_.empty() && state.producers_.rbegin()->first >= id) {
       return bad_snapshot("producer ids not ascending at producer " + std::to_string(i));
     }
     producer_entry entry;
     entry.epoch = model::producer_epoch{epoch};
+    entry.coordinator_epoch = coordinator_epoch;
+    entry.last_timestamp_ms = last_timestamp;
+    if (txn_first >= 0) {
+      if (!state.ongoing_.emplace(txn_first, id).second) {
+        return bad_snapshot("producer " + std::to_string(id) + " opens a transaction at offset " +
+                            std::to_string(txn_first) + " where another producer's opens");
+      }
+      entry.current_txn_first_offset = model::offset{txn_first};
+    }
     for (int8_t k = 0; k < batches; ++k) {
       producer_batch b;
       b.first_sequence = model::sequence{r.get<int32_t>()};
@@ -210,6 +291,7 @@ result<std::pair<model::offset, producer_state>> producer_state::decode_snapshot
       b.last_offset = b.base_offset + delta;
       entry.batches.push_back(b);
     }
+    if (v1) entry.last_timestamp_ms = entry.batches.back().timestamp;
     state.producers_.emplace(id, std::move(entry));
   }
   if (r.pos != in.size()) return bad_snapshot(std::to_string(in.size() - r.pos) + " bytes after the last producer");

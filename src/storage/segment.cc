@@ -441,7 +441,7 @@ result<void> segment::remove_files() {
   log_direct_.reset();
   index_.reset();
   time_index_.reset();
-  for (const char* suffix : {".log", ".index", ".timeindex"}) {
+  for (const char* suffix : {".log", ".index", ".timeindex", ".txnindex"}) {
     auto r = fs_.remove(path(suffix));
     if (!r.ok() && r.error().code != io::errc::not_found) return storage_error(r.error());
   }

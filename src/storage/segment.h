@@ -75,7 +75,7 @@ class segment {
   result<void> sync(bool with_indexes);
   /// Files of this segment, for the async flush path.
   io::file& log_file() { return *log_; }
-  /// Removes the three files (durable after the caller syncs the directory).
+  /// Removes the segment's files, its .txnindex too (durable after the caller syncs the directory).
   result<void> remove_files();
 
   [[nodiscard]] model::offset base_offset() const { return base_offset_; }

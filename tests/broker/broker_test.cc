@@ -314,7 +314,7 @@ TEST_CASE_FIXTURE(fixture, "a deleted topic is gone, and a new topic of the same
   auto deleted = call<result<void>>([&](auto done) { b->delete_topic("gone", std::move(done)); });
   REQUIRE(deleted.ok());
   CHECK(b->list_topics(false).empty());
-  CHECK(b->list_topics(true) == std::vector<std::string>{"__consumer_offsets"});  // internal topics stay
+  CHECK(b->list_topics(true) == std::vector<std::string>{"__consumer_offsets", "__transaction_state"});  // internal topics stay
   CHECK(fetch("gone", 0, 0).error().code == errc::unknown_topic_or_partition);
   REQUIRE(create("gone", 1).ok());
   auto fresh = fetch("gone", 0, 0);

@@ -157,4 +157,17 @@ TEST_CASE("consumer instance records round-trip; clipped, trailing and out-of-ra
   auto version = encode_consumer_instance_value(sample_instance());
   version[1] = std::byte{3};
   CHECK(decode_consumer_instance_value(version).error().code == errc::unsupported_version);
+  // isolation_level (version 101); version 100 (before it) still reads, as read_uncommitted.
+  auto committed = sample_instance();
+  committed.read_committed = true;
+  CHECK(*decode_consumer_instance_value(encode_consumer_instance_value(committed)) == committed);
+  auto v100 = encode_consumer_instance_value(sample_instance());
+  v100.pop_back();
+  v100[1] = std::byte{100};
+  auto old = decode_consumer_instance_value(v100);
+  REQUIRE_MESSAGE(old.ok(), old.error().message);
+  CHECK(*old == sample_instance());
+  auto bad_isolation = encode_consumer_instance_value(committed);
+  bad_isolation.back() = std::byte{2};
+  CHECK(decode_consumer_instance_value(bad_isolation).error().code == errc::corrupt_message);
 }

@@ -163,3 +163,8 @@ def topic_name(request):
     _counter[0] += 1
     safe = "".join(c if c.isalnum() else "-" for c in request.node.name)[:80]
     return f"t{_counter[0]}-{safe}"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--eos-long", action="store_true", default=False,
+                     help="also run the long consume-transform-produce SIGKILL run (test_transactions.py)")

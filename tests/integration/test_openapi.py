@@ -62,7 +62,11 @@ def test_documented_get_routes_answer_as_shown(broker, topic_name):
     wait_until(poll, 20, "the consumer's first record")
     committed = requests.post(base + "/offsets", headers={"Content-Type": "application/vnd.kafka.v2+json"})
     assert committed.status_code == 204, committed.text
-    values = {"cluster_id": cluster, "topic_name": topic_name, "topic": topic_name, "partition_id": "0",
+    # A transactional id, so GET .../transactions/{transactional_id} has one to describe.
+    transactional_id = "openapi-txn-" + topic_name
+    began = requests.post(broker.v3("/transactions"), json={"transactional_id": transactional_id})
+    assert began.status_code == 200, began.text
+    values = {"transactional_id": transactional_id, "cluster_id": cluster, "topic_name": topic_name, "topic": topic_name, "partition_id": "0",
               "partition": "0", "name": "retention.ms", "group": group, "instance": instance,
               "consumer_group_id": group, "file": "index.html", "broker_id": "0", "consumer_id": instance}
     # A cluster-wide broker config, so GET .../broker-configs/{name} has one to answer with (404 before).

@@ -192,10 +192,10 @@ TEST_CASE("producer snapshot: round trip, clipped, corrupt CRC, unknown version,
     CHECK(bad.error().code == errc::corrupt_snapshot);
   }
   auto future = bytes;
-  future[1] = std::byte{2};
+  future[1] = std::byte{3};
   auto unknown = producer_state::decode_snapshot(future);
   REQUIRE(!unknown.ok());
-  CHECK(unknown.error().message.find("unknown version 2") != std::string::npos);
+  CHECK(unknown.error().message.find("unknown version 3") != std::string::npos);
   auto longer = bytes;
   longer.push_back(std::byte{0});
   CHECK(!producer_state::decode_snapshot(longer).ok());

@@ -15,6 +15,7 @@
 #include "ringlog/base/clock.h"
 #include "ringlog/broker/errc.h"
 #include "ringlog/broker/groups.h"
+#include "ringlog/broker/transactions.h"
 #include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/model/record.h"
 #include "ringlog/model/types.h"
@@ -56,6 +57,10 @@ struct broker_config {
   int64_t fetch_wait_max_ms = 60000;                 // ringlog: longest long-poll of a fetch
   int32_t fetch_waiters_per_partition_max = 10000;   // ringlog: parked long-polls per partition
   int32_t offsets_topic_num_partitions = 8;          // offsets.topic.num.partitions: of __consumer_offsets at creation
+  int32_t transaction_state_log_num_partitions = 8;  // transaction.state.log.num.partitions: of __transaction_state at creation
+  int64_t transaction_max_timeout_ms = 900000;       // transaction.max.timeout.ms: longest transaction.timeout.ms
+  int64_t transactional_id_expiration_ms = 604800000;  // transactional.id.expiration.ms: idle transactional ids are forgotten
+  int64_t transaction_abort_timed_out_transaction_cleanup_interval_ms = 10000;  // how often timed-out transactions are aborted
   int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
   int64_t group_initial_rebalance_delay_ms = 3000;   // group.initial.rebalance.delay.ms (Kafka's key and default)
   int64_t delay_max_ms = 7LL * 24 * 3600 * 1000;     // delay.max.ms (ringlog): longest delayed delivery (issue 18)
@@ -199,6 +204,25 @@ struct produce_response {
   std::vector<produce_record_result> results;
 };
 
+/// Which records a reader sees (Kafka's isolation.level, KIP-98). read_uncommitted (the
+/// default, as in Kafka) reads up to the high watermark: records of open and aborted
+/// transactions included. read_committed reads up to the last stable offset (below the first
+/// offset of every open transaction, never past the high watermark) and never sees a record of
+/// an aborted transaction: decoded reads drop them in the broker; Kafka Fetch (raw_batches)
+/// returns them with fetch_response::aborted_transactions so the client drops them, as Kafka does.
+enum class isolation_level : int8_t { read_uncommitted = 0, read_committed = 1 };
+
+/// "read_uncommitted" / "read_committed" (Kafka's isolation.level values).
+std::string_view to_string(isolation_level level);
+
+/// A transaction of one producer that was aborted on a partition (Kafka's FetchResponse
+/// AbortedTransaction): its records start at `first_offset` and end at its abort marker.
+struct aborted_transaction {
+  model::producer_id producer_id{model::no_producer_id};
+  model::offset first_offset{0};
+  bool operator==(const aborted_transaction&) const = default;
+};
+
 struct fetch_request {
   model::topic_partition partition;
   model::offset fetch_offset{0};
@@ -209,6 +233,9 @@ struct fetch_request {
   /// instead of decoded records; `max_bytes` then bounds whole batches (at least one is returned
   /// when any exists below the high watermark, as Kafka's KIP-74 does).
   bool raw_batches = false;
+  /// read_committed: nothing at or above the last stable offset, and (decoded records) no
+  /// record of an aborted transaction.
+  isolation_level isolation = isolation_level::read_uncommitted;
 };
 
 struct fetch_response {
@@ -224,6 +251,18 @@ struct fetch_response {
   /// With fetch_request::raw_batches: whole v2 batches as stored, concatenated (the first may
   /// start below fetch_offset; none starts at or above high_watermark). `records` is empty then.
   model::bytes batches;
+  /// Decoded reads: where this reader's next fetch starts. One past the last record returned;
+  /// with no record returned, past the batches that held none for this reader (transaction
+  /// markers, records of aborted transactions), so a reader never stalls at a marker; else
+  /// fetch_offset. Readers take max(their own next offset, this).
+  model::offset next_fetch_offset{0};
+  /// The partition's last stable offset (KIP-98): below the first offset of every open
+  /// transaction, never above high_watermark (== high_watermark with no open transaction).
+  model::offset last_stable_offset{0};
+  /// read_committed with raw_batches: the aborted transactions whose records overlap the
+  /// returned batches (first_offset ascending; Kafka's FetchResponse aborted_transactions), for
+  /// the client to drop. Empty otherwise (decoded read_committed records are dropped here).
+  std::vector<aborted_transaction> aborted_transactions;
 };
 
 /// Kafka Produce of one partition (the kafka module): the client's record batches appended as
@@ -248,11 +287,44 @@ struct list_offsets_request {
   model::topic_partition partition;
   offset_spec spec = offset_spec::latest;
   model::timestamp_ms timestamp = 0;   // for offset_spec::timestamp
+  /// read_committed: `latest` is the last stable offset instead of the high watermark, and a
+  /// timestamp lookup finds nothing at or above it (Kafka's ListOffsets IsolationLevel, KIP-98).
+  isolation_level isolation = isolation_level::read_uncommitted;
 };
 
 struct list_offsets_response {
   std::optional<model::offset> found_offset;   // nullopt: no record at/after the timestamp
   model::timestamp_ms timestamp = model::no_timestamp;
+};
+
+/// A transaction marker to write (Kafka's WriteTxnMarkers request, KIP-98): the transaction
+/// coordinator ends producer `producer_id`'s transaction on each of `partitions` with a commit
+/// (`committed`) or abort control batch. `producer_epoch` is the epoch that ends the transaction
+/// (KIP-890: the coordinator bumps it at every transaction end); `coordinator_epoch` is the
+/// coordinator's epoch (the leader epoch of its __transaction_state partition), stored in the
+/// marker's value so a marker of a deposed coordinator is recognised.
+struct txn_marker {
+  model::producer_id producer_id{model::no_producer_id};
+  model::producer_epoch producer_epoch{model::no_producer_epoch};
+  bool committed = false;
+  int32_t coordinator_epoch = 0;
+  std::vector<model::topic_partition> partitions;
+};
+
+/// The outcome of one partition of one marker: no failure = the marker is stored and committed
+/// (the high watermark passed it). Failures: unknown_topic_or_partition, not_leader_or_follower
+/// (no leader now: retry), invalid_producer_epoch (Kafka's: the partition knows a newer epoch of
+/// the producer), not_enough_replicas, request_timed_out, kafka_storage_error,
+/// broker_not_available, invalid_request (a bad producer id/epoch).
+struct txn_marker_partition_result {
+  model::topic_partition partition;
+  std::optional<error> failure;
+};
+
+/// One per txn_marker, in request order; its partitions in the marker's order.
+struct txn_marker_result {
+  model::producer_id producer_id{model::no_producer_id};
+  std::vector<txn_marker_partition_result> partitions;
 };
 
 /// One broker config as DescribeConfigs reports it (Kafka's names, KIP-226).
@@ -370,7 +442,7 @@ class broker {
   /// Kafka Produce of one partition's batches (produce_batches_request). Errors:
   /// unknown_topic_or_partition, topic_authorization_failed (internal topic), corrupt_message
   /// (CRC, sizes, record count, a record that does not decode; names the batch), message_too_large
-  /// (max.message.bytes), invalid_request (a transactional or control batch: not served yet),
+  /// (max.message.bytes), invalid_request (a control batch: only write_txn_markers writes them),
   /// not_enough_replicas, kafka_storage_error, throttling_quota_exceeded.
   virtual void produce_batches(produce_batches_request request,
                                std::function<void(result<produce_batches_response>)> done) = 0;
@@ -380,6 +452,21 @@ class broker {
   /// (AllocateProducerIds, committed as ProducerIdsRecord). Errors: not_controller (no active
   /// controller now: retry), broker_not_available, throttling_quota_exceeded.
   virtual void init_producer_id(std::function<void(result<producer_identity>)> done) = 0;
+
+  /// Kafka WriteTxnMarkers (KIP-98), the transaction coordinator's call: appends each marker's
+  /// control batch on each of its partitions' leaders (a partition led by another broker is
+  /// forwarded over the cluster listener with Kafka's WriteTxnMarkers request) and answers each
+  /// partition once its marker is committed (the high watermark passed it, like acks=all; the
+  /// wait is bounded by internal_append_timeout_ms). A marker ends the producer's open
+  /// transaction on that partition: its records become readable by read_committed readers
+  /// (commit) or are skipped by them (abort: the transaction goes to the partition's
+  /// aborted-transaction index). A marker for a producer with no open transaction there is
+  /// stored all the same (Kafka does: the coordinator retries markers). A marker with a producer
+  /// epoch below the partition's is refused (invalid_producer_epoch). One result per marker, one
+  /// partition result each; the call itself fails only when the broker is stopping
+  /// (broker_not_available).
+  virtual void write_txn_markers(std::vector<txn_marker> markers,
+                                 std::function<void(result<std::vector<txn_marker_result>>)> done) = 0;
   /// Whether `id` was handed out by this cluster (below the metadata image's next producer id):
   /// the HTTP producer sessions accept no other. Errors: unknown_producer_id naming the id.
   [[nodiscard]] virtual result<void> check_producer_id(model::producer_id id) const = 0;
@@ -390,6 +477,8 @@ class broker {
 
   // ---- consumer groups (groups.h)
   virtual group_api& groups() = 0;
+  // ---- transactions (transactions.h)
+  virtual txn_api& transactions() = 0;
 
   /// Stops accepting work, completes in-flight calls, flushes and closes every log cleanly.
   virtual void shutdown(std::function<void()> done) = 0;

@@ -61,8 +61,18 @@ enum class errc {
   // idempotent producers (KIP-98)
   out_of_order_sequence_number,  // a batch's sequence does not continue its producer's last one (HTTP 409)
   invalid_producer_epoch,        // a batch or session of an older producer epoch: fenced (HTTP 409)
+  // transactions (KIP-98)
+  invalid_txn_state,             // a non-transactional batch inside an open transaction, or a transaction call that does not fit its state (Kafka's 48, HTTP 409)
+  transaction_coordinator_fenced,  // a marker of a deposed transaction coordinator (Kafka's 52, HTTP 409)
   unknown_producer_id,           // a producer id this cluster never handed out (HTTP 404)
-  // unknown_producer_id is the last code: errc_of_kafka_code walks every code up to it.
+  // transactions (KIP-98, KIP-890): the transaction coordinator's answers
+  producer_fenced,               // a newer producer (or the coordinator) bumped the epoch of this transactional.id (HTTP 409)
+  invalid_producer_id_mapping,   // the producer id is not the one the transactional.id holds (HTTP 409)
+  concurrent_transactions,       // the transaction is being ended or a state change is being written: retry (HTTP 409)
+  invalid_transaction_timeout,   // transaction.timeout.ms outside 1..transaction.max.timeout.ms (HTTP 422)
+  transactional_id_not_found,    // no such transactional.id at its coordinator (HTTP 404)
+  coordinator_load_in_progress,  // the coordinator is loading its partition of the internal topic: retry (HTTP 503)
+  // coordinator_load_in_progress is the last code: errc_of_kafka_code walks every code up to it.
 };
 
 /// Kafka's name of the code, e.g. "unknown_topic_or_partition".

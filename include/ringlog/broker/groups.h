@@ -64,6 +64,9 @@ struct consumer_instance_config {
   /// partition.assignment.strategy: range | roundrobin | cooperative-sticky (the default); the
   /// group's first member chooses, later members must ask for the same one or none.
   std::optional<group::assignor_kind> assignor;
+  /// isolation.level (KIP-98): read_committed polls read below the last stable offset and never
+  /// return records of aborted transactions. Kept in the instance's record (survives restarts).
+  bool read_committed = false;
 };
 
 struct consumer_instance {
@@ -202,6 +205,13 @@ class group_api {
   virtual void commit_kafka(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                             int32_t generation, std::vector<group::offset_commit> offsets,
                             std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+  /// Kafka's TxnOffsetCommit (group::group_coordinator::txn_commit_offsets): offsets held pending
+  /// for `producer_id`'s transaction until its marker commits (or drops) them. The caller checked
+  /// nothing of the transaction: the transaction coordinator's AddOffsetsToTxn put the group's
+  /// partition in it. Errors: not_coordinator, and those of commit_kafka.
+  virtual void txn_commit(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
+                          int32_t generation, model::producer_id producer_id, std::vector<group::offset_commit> offsets,
+                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
   /// Kafka's OffsetDelete (KIP-496). Per partition: nullopt (deleted or nothing committed) or
   /// group_subscribed_to_topic. Errors: group_id_not_found, group_not_empty.
   virtual void delete_offsets(std::string group_id, group::partition_set partitions,

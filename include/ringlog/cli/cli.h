@@ -13,6 +13,8 @@ int produce_main(int argc, char** argv);
 int consume_main(int argc, char** argv);
 /// `ringlog groups list|describe|lag|reset|delete`: consumer-group admin over the v3 routes.
 int groups_main(int argc, char** argv);
+/// `ringlog transactions list|describe|abort`: transaction admin over the v3 routes.
+int transactions_main(int argc, char** argv);
 /// `ringlog bench`: HTTP load generator (producers and consumers), prints throughput and latency.
 int bench_main(int argc, char** argv);
 /// `ringlog cluster status`: brokers, the active controller and the metadata quorum.

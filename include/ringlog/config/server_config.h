@@ -59,6 +59,10 @@ struct server_config {
   int64_t fetch_wait_max_ms = 60000;                    // fetch.wait.max.ms
   int32_t fetch_waiters_per_partition_max = 10000;      // fetch.waiters.per.partition.max
   int32_t offsets_topic_num_partitions = 8;             // offsets.topic.num.partitions
+  int32_t transaction_state_log_num_partitions = 8;     // transaction.state.log.num.partitions
+  int64_t transaction_max_timeout_ms = 900000;          // transaction.max.timeout.ms (Kafka's default)
+  int64_t transactional_id_expiration_ms = 604800000;   // transactional.id.expiration.ms (Kafka's default, 7 days)
+  int64_t transaction_abort_timed_out_transaction_cleanup_interval_ms = 10000;  // Kafka's key and default
   int64_t group_expiry_interval_ms = 1000;              // group.expiry.interval.ms (ringlog)
   int64_t delay_max_ms = 7LL * 24 * 3600 * 1000;        // delay.max.ms (ringlog): longest delayed delivery
   int64_t group_initial_rebalance_delay_ms = 3000;      // group.initial.rebalance.delay.ms

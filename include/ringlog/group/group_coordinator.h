@@ -277,6 +277,23 @@ class group_coordinator {
   /// over them); invalid_offset, offset_metadata_too_large, too_many_partitions, too_many_groups.
   result<commit_result> commit_offsets_standalone(std::string_view group_id, const std::vector<offset_commit>& offsets,
                                                   int64_t now_ms);
+  /// TxnOffsetCommit (KIP-98; KIP-447's generation fencing): offsets of `producer_id`'s
+  /// transaction, held pending - not the group's committed offsets - until
+  /// complete_txn_offsets. A member id and generation >= 0 (v3+) are checked against a classic
+  /// group as OffsetCommit checks them; generation -1 is not. Returns the pending records
+  /// (txn_offset_key). Errors: invalid_group_id, unknown_member_id, illegal_generation,
+  /// fenced_instance_id, invalid_offset, offset_metadata_too_large, too_many_partitions,
+  /// too_many_groups.
+  result<commit_result> txn_commit_offsets(std::string_view group_id, std::string_view member_id,
+                                           const std::optional<std::string>& group_instance_id, int32_t generation,
+                                           int64_t producer_id, const std::vector<offset_commit>& offsets,
+                                           int64_t now_ms);
+  /// The transaction of `producer_id` ended (its marker is on the groups' __consumer_offsets
+  /// partition): in every group for which `belongs(group_id)` holds, its pending offsets become
+  /// the committed ones (`committed`) or are dropped. Returns the records: commit records and
+  /// the pending keys' tombstones. A producer with nothing pending returns none.
+  record_list complete_txn_offsets(int64_t producer_id, bool committed,
+                                   const std::function<bool(std::string_view)>& belongs, int64_t now_ms);
   /// The group's committed offsets. Errors: group_id_not_found.
   result<partition_map<committed_offset>> committed_offsets(std::string_view group_id) const;
   /// Topic deletion: forgets every group's committed offsets and positions of `topic` and returns
@@ -401,6 +418,9 @@ class group_coordinator {
     generation_id generation{0};
     std::map<std::string, member_state, std::less<>> members;
     partition_map<committed_offset> committed;
+    /// TxnOffsetCommit offsets by producer id, held until the transaction ends (KIP-98):
+    /// bounded like `committed` (limits::commit_partitions_max per producer per request).
+    std::map<int64_t, partition_map<committed_offset>> pending_txn;
     std::optional<model::bytes> last_persisted;  // last group metadata value returned/replayed
     bool assignment_stale = false;                // replay dropped members: rebalance on next call
   };

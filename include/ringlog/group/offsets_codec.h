@@ -67,9 +67,10 @@
 //   int16  version            = 100
 //   string group_id
 //   string instance_id
-// Consumer instance value (version 100): the instance's settings, kept with its lease so a
-// restart keeps them, and what it needs to join the group later (it joins on subscribe):
-//   int16  version            = 100
+// Consumer instance value (version 101; 100 is still read): the instance's settings, kept with
+// its lease so a restart keeps them, and what it needs to join the group later (it joins on
+// subscribe):
+//   int16  version            = 101
 //   string          client_name
 //   nullable string group_instance_id
 //   int8            format                0 binary, 1 json (the broker's consumer_format)
@@ -80,7 +81,21 @@
 //   int8            auto_offset_reset     0 earliest, 1 latest, 2 none
 //   int8            assignor              -1 none, 0 range, 1 round_robin, 2 cooperative_sticky
 //   int8 kind + int32 n + n x string + string + partitions   its subscription, as in a member
+//   int8            isolation_level       0 read_uncommitted, 1 read_committed (KIP-98);
+//                                         absent in version 100 (read as 0)
 // A null value (tombstone) ends the instance.
+//
+// Transactional offset key (ringlog's own, version 101: an offset of TxnOffsetCommit held
+// pending until its transaction ends, KIP-98/KIP-447; Kafka keeps these as transactional batches
+// instead, whose markers the group loader reads):
+//   int16  version            = 101
+//   string group_id
+//   string topic
+//   int32  partition
+//   int64  producer_id        the transaction's producer
+// Its value is an offset commit value (version 3). When the transaction commits, the group's
+// offset commit record and this key's tombstone are written in one batch; when it aborts, only
+// the tombstone. Replay holds every key still without a tombstone as pending.
 // Trailing bytes after a value or key are refused as corrupt (no silent partial reads).
 
 #include <cstddef>
@@ -100,7 +115,9 @@ inline constexpr int16_t group_key_version = 2;
 inline constexpr int16_t group_value_version = 100;
 inline constexpr int16_t classic_group_value_version = 3;
 inline constexpr int16_t consumer_instance_key_version = 100;
-inline constexpr int16_t consumer_instance_value_version = 100;
+inline constexpr int16_t consumer_instance_value_version = 101;
+inline constexpr int16_t consumer_instance_value_version_v100 = 100;   // before isolation_level
+inline constexpr int16_t txn_offset_key_version = 101;
 
 /// One member as persisted in the group metadata value.
 struct member_metadata {
@@ -160,7 +177,13 @@ struct consumer_instance_key {
   std::string instance_id;
   bool operator==(const consumer_instance_key&) const = default;
 };
-using offsets_topic_key = std::variant<offset_commit_key, group_metadata_key, consumer_instance_key>;
+struct txn_offset_key {
+  std::string group_id;
+  topic_partition partition;
+  int64_t producer_id = -1;
+  bool operator==(const txn_offset_key&) const = default;
+};
+using offsets_topic_key = std::variant<offset_commit_key, group_metadata_key, consumer_instance_key, txn_offset_key>;
 
 /// A REST v2 consumer instance's settings (see the layout above).
 struct consumer_instance_value {
@@ -174,6 +197,7 @@ struct consumer_instance_value {
   offset_reset auto_offset_reset = offset_reset::latest;
   std::optional<assignor_kind> assignor;
   subscription sub;
+  bool read_committed = false;   // isolation.level=read_committed (KIP-98)
   bool operator==(const consumer_instance_value&) const = default;
 };
 
@@ -184,6 +208,7 @@ model::bytes encode_group_metadata_value(const group_metadata& value);
 model::bytes encode_classic_group_metadata_value(const classic_group_metadata& value);
 model::bytes encode_consumer_instance_key(std::string_view group_id, std::string_view instance_id);
 model::bytes encode_consumer_instance_value(const consumer_instance_value& value);
+model::bytes encode_txn_offset_key(std::string_view group_id, const topic_partition& tp, int64_t producer_id);
 
 /// Errors: corrupt_message (short, negative length, trailing bytes; message says which field),
 /// unsupported_version (a version this code does not read).

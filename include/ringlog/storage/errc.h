@@ -19,6 +19,10 @@ enum class errc {
   invalid_producer_epoch,        // a batch of an older producer epoch than the partition knows (a zombie)
   too_many_producers,            // producers_per_partition_max producers known: a new one is refused
   corrupt_snapshot,              // a producer snapshot file failed its checks (recovery rebuilds instead)
+  // transactions (KIP-98; producer_state.h, txn_index.h)
+  invalid_txn_state,             // a non-transactional batch of a producer inside an open transaction
+  transaction_coordinator_fenced,  // a marker of an older coordinator epoch than the partition knows
+  corrupt_txn_index,             // a .txnindex file failed its checks (the log rebuilds it)
 };
 
 std::string_view to_string(errc);

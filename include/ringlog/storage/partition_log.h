@@ -9,6 +9,9 @@
 //   clean-shutdown                    present only between a clean close and the next open
 //   <offset, 20 digits>.snapshot       idempotent producer state below that offset
 //                                      (producer_state.h), written at each roll and at close
+//   <base, 20 digits>.txnindex         aborted transactions whose abort marker is in that
+//                                      segment (txn_index.h), rewritten whole (temp, sync,
+//                                      rename) at each abort marker; only segments with one
 // Checkpoints use Kafka's text layout ("version\ncount\nentries...") and are written with
 // io::write_file_atomic (temp, datasync, rename, directory sync).
 //
@@ -32,6 +35,7 @@
 #include "ringlog/storage/errc.h"
 #include "ringlog/storage/log_config.h"
 #include "ringlog/storage/producer_state.h"
+#include "ringlog/storage/txn_index.h"
 
 namespace ringlog::storage {
 
@@ -97,6 +101,15 @@ class partition_log {
   /// out_of_order_sequence_number, invalid_producer_epoch, too_many_producers.
   result<append_result> append(model::bytes batch, model::leader_epoch epoch);
 
+  /// The leader's transaction marker (KIP-98): appends a control batch of `producer_id` /
+  /// `producer_epoch` holding `marker` at log_end_offset, in leader epoch `epoch`. It ends the
+  /// producer's open transaction (if any; a retried marker is stored again, as Kafka does); an
+  /// abort adds the transaction to the aborted-transaction index. Not durable until a flush.
+  /// Errors: invalid_producer_epoch, transaction_coordinator_fenced (producer_state::check_marker),
+  /// kafka_storage_error, too_many_segments.
+  result<append_result> append_marker(model::producer_id producer_id, model::producer_epoch producer_epoch,
+                                      codec::control_record marker, model::leader_epoch epoch);
+
   /// Appends batches read from the partition's leader as they are: their offsets, leader epochs
   /// and CRCs are kept (the follower side of Kafka's replication, design.md section 6).
   /// `batches` holds whole batches in offset order; batches whose last offset is below
@@ -146,6 +159,18 @@ class partition_log {
   /// truncation. Producers stay known when retention deletes the segments that held their
   /// batches, until producer.id.expiration.ms passes (apply_retention forgets them).
   [[nodiscard]] const producer_state& producers() const { return producers_; }
+  /// The first offset of the oldest open transaction (nullopt: none is open).
+  [[nodiscard]] std::optional<model::offset> first_unstable_offset() const { return producers_.first_unstable_offset(); }
+  /// The last stable offset (KIP-98; txn_index.h last_stable_offset_of): read_committed readers
+  /// read below it. <= high_watermark, == high_watermark with no open transaction.
+  [[nodiscard]] model::offset last_stable_offset() const {
+    return last_stable_offset_of(first_unstable_offset(), high_watermark_, log_start_offset_);
+  }
+  /// The aborted transactions that overlap offsets [start, upper): last_offset >= start and
+  /// first_offset < upper, ascending by first_offset (Kafka's collectAbortedTransactions).
+  [[nodiscard]] std::vector<aborted_txn_entry> aborted_transactions(model::offset start, model::offset upper) const;
+  /// Every aborted transaction indexed, ascending by last_offset (tests, dump-log).
+  [[nodiscard]] std::vector<aborted_txn_entry> aborted_transactions() const;
   /// Offsets of the snapshot files present, ascending.
   [[nodiscard]] std::vector<model::offset> producer_snapshots() const;
 
@@ -208,7 +233,25 @@ class partition_log {
   result<void> delete_segment_front();
   /// Loads the newest valid snapshot at or below log_end_offset (deleting those above it and
   /// those that fail their checks) and replays the batches after it.
-  result<void> rebuild_producer_state();
+  /// `snapshot_limit`: snapshots above it are not used (a corrupt .txnindex of the segment at
+  /// that base must be rebuilt by replaying from there). Aborted-transaction entries whose
+  /// marker is at or past the replay start are dropped and rebuilt by the replay.
+  result<void> rebuild_producer_state(model::offset snapshot_limit = model::offset{INT64_MAX});
+  /// Stores the outcome of a batch written at its offsets: producer state (a control batch of a
+  /// producer ends its transaction: `marker`), and an abort's index entry (not yet on disk:
+  /// `*index_changed` is set).
+  void apply_to_producer_state(const codec::batch_header& header, const std::optional<codec::control_record>& marker,
+                               int64_t now_ms, bool* index_changed);
+  /// The transaction marker of a control batch of a producer (nullopt for any other batch).
+  /// Errors: corrupt_message (a transactional control batch without a readable marker).
+  static result<std::optional<codec::control_record>> marker_of(std::span<const std::byte> batch,
+                                                                const codec::batch_header& header);
+  /// Loads every `.txnindex` file into aborted_txns_; returns the lowest segment base whose file
+  /// was corrupt (removed), INT64_MAX when none.
+  result<model::offset> load_txn_index();
+  /// Rewrites the `.txnindex` file of each segment with base >= `from_base` whose entries
+  /// differ from the file (removing files left without entries and files of no segment).
+  result<void> write_txn_index_files(model::offset from_base);
   /// Writes `<offset>.snapshot` of the current producer state (covering batches below `offset`).
   result<void> write_producer_snapshot(model::offset offset);
   /// Removes snapshot files for which `drop(offset)` holds.
@@ -229,6 +272,9 @@ class partition_log {
   model::offset high_watermark_{0};
   std::map<int32_t, model::offset> epochs_;
   producer_state producers_;
+  /// Aborted transactions by the offset of their abort marker (last_offset). Bounded by the
+  /// log: one entry (34 bytes) per abort marker stored, dropped with its segment.
+  std::map<int64_t, aborted_txn_entry> aborted_txns_;
   /// The text last written to each checkpoint file (recovery point, high watermark, log start
   /// offset, leader epochs), so checkpoint() rewrites only what changed; nullopt: not known.
   std::array<std::optional<std::string>, 4> written_checkpoints_;

@@ -16,22 +16,38 @@
 // rebuilds the same state from the log. Producers whose last batch is older than
 // producer.id.expiration.ms are forgotten by remove_expired().
 //
+// Transactions (KIP-98; Kafka's ProducerStateEntry.currentTxnFirstOffset and ongoingTxns):
+// a transactional batch opens its producer's transaction on this partition at its base offset
+// unless one is open already; a control batch (a commit or abort marker) ends it. While a
+// transaction is open the producer may only send transactional batches (invalid_txn_state);
+// a marker of an older producer epoch is refused (invalid_producer_epoch), one of an older
+// coordinator epoch too (transaction_coordinator_fenced). A marker may bump the epoch (KIP-890:
+// the coordinator ends every transaction in a new epoch): the producer's next batch then starts
+// at sequence 0 and its older epoch stays fenced. first_unstable_offset() is the first offset of
+// the oldest open transaction: the partition's last stable offset lies below it (txn_index.h).
+// Producers with an open transaction never expire here (the coordinator times them out).
+//
 // Snapshot file `<offset, 20 digits>.snapshot` beside the segments (Kafka's name; our own byte
 // layout, all integers big-endian), holding the state of every batch below `snapshot_offset`:
 //   offset  size  field
-//   0       2     version           int16 = 1
+//   0       2     version           int16 = 2 (version 1 is still read: see below)
 //   2       4     crc               uint32 CRC-32C of bytes [6, end)
 //   6       8     snapshot_offset   int64: the state covers every batch with offsets below it
 //   14      4     producer_count    int32, [0, producers_per_partition_max]
 //   18      ...   producers, ascending by producer id, each:
-//                   8  producer_id      int64 >= 0
-//                   2  producer_epoch   int16 >= 0
-//                   1  batch_count      int8, [1, producer_batches_retained]
+//                   8  producer_id               int64 >= 0
+//                   2  producer_epoch            int16 >= 0
+//                   4  coordinator_epoch         int32 (-1: no marker seen)
+//                   8  current_txn_first_offset  int64 (-1: no open transaction)
+//                   8  last_timestamp            int64 ms (expiration reads it)
+//                   1  batch_count               int8, [0, producer_batches_retained]
 //                   per batch, oldest first (28 bytes):
 //                     4 first_sequence int32 >= 0, 4 last_sequence int32 >= 0,
 //                     8 base_offset int64 >= 0, 4 last_offset_delta int32 >= 0,
-//                     8 timestamp int64 (ms; the newest batch's is the producer's last
-//                       timestamp, which expiration reads)
+//                     8 timestamp int64 (ms)
+// Version 1 (before transactions) has per producer only producer_id, producer_epoch and
+// batch_count in [1, producer_batches_retained] before the batches; it reads as no open
+// transaction, coordinator epoch -1 and the newest batch's timestamp as last_timestamp.
 
 #include <cstddef>
 #include <cstdint>
@@ -56,11 +72,13 @@ inline constexpr size_t producer_batches_retained = 5;
 /// what a partition serves, and it bounds a snapshot to about 2.5 MB. A new producer past it is
 /// refused with too_many_producers (clients see THROTTLING_QUOTA_EXCEEDED, as with KIP-936).
 inline constexpr size_t producers_per_partition_max = 10'000;
-/// Version written in snapshot files.
-inline constexpr int16_t producer_snapshot_version = 1;
+/// Version written in snapshot files (2: transactions); version 1 files are still read.
+inline constexpr int16_t producer_snapshot_version = 2;
+inline constexpr int16_t producer_snapshot_version_v1 = 1;
 inline constexpr size_t producer_snapshot_header_bytes = 18;
 inline constexpr size_t producer_snapshot_batch_bytes = 28;
-inline constexpr size_t producer_snapshot_producer_bytes = 11;   // before its batches
+inline constexpr size_t producer_snapshot_producer_bytes = 31;      // before its batches
+inline constexpr size_t producer_snapshot_producer_bytes_v1 = 11;   // before its batches
 
 /// One retained batch of a producer.
 struct producer_batch {
@@ -74,9 +92,25 @@ struct producer_batch {
 
 struct producer_entry {
   model::producer_epoch epoch{model::no_producer_epoch};
-  std::deque<producer_batch> batches;   // oldest first, 1..producer_batches_retained
-  [[nodiscard]] model::timestamp_ms last_timestamp() const { return batches.back().timestamp; }
+  /// Oldest first, 0..producer_batches_retained (none after a marker that bumped the epoch, or
+  /// for a producer seen only through a marker).
+  std::deque<producer_batch> batches;
+  /// The coordinator epoch of the last marker seen (-1: none), Kafka's coordinatorEpoch.
+  int32_t coordinator_epoch = -1;
+  /// The first offset of the producer's open transaction here (Kafka's currentTxnFirstOffset).
+  std::optional<model::offset> current_txn_first_offset;
+  model::timestamp_ms last_timestamp_ms = model::no_timestamp;   // of its last batch or marker
+  [[nodiscard]] model::timestamp_ms last_timestamp() const { return last_timestamp_ms; }
   bool operator==(const producer_entry&) const = default;
+};
+
+/// A transaction a marker ended (Kafka's CompletedTxn).
+struct completed_txn {
+  model::producer_id producer_id{model::no_producer_id};
+  model::offset first_offset{0};   // the transaction's first batch here
+  model::offset last_offset{0};    // the marker's offset
+  bool aborted = false;
+  bool operator==(const completed_txn&) const = default;
 };
 
 /// The sequence of the last record of a batch whose first record has `base_sequence` and whose
@@ -94,29 +128,58 @@ class producer_state {
   /// names the producer, the expected and the received values.
   [[nodiscard]] result<std::optional<producer_batch>> check(const codec::batch_header& header) const;
 
-  /// Records a stored batch (its offsets final): the leader after check(), followers and
-  /// recovery for each batch they store. Batches without a producer id and control batches'
-  /// sequences are ignored. `append_time_ms` stands in for a batch without a max timestamp.
+  /// Checks a transaction marker the leader is about to write for `producer_id` (Kafka's
+  /// ProducerAppendInfo.appendEndTxnMarker checks). Errors: invalid_producer_epoch (an epoch
+  /// below the producer's), transaction_coordinator_fenced (a coordinator epoch below the last
+  /// marker's), corrupt_message (a negative producer id or epoch).
+  [[nodiscard]] result<void> check_marker(model::producer_id producer_id, model::producer_epoch epoch,
+                                          int32_t coordinator_epoch) const;
+
+  /// Records a stored data batch (its offsets final): the leader after check(), followers and
+  /// recovery for each batch they store. Batches without a producer id are ignored; a
+  /// transactional batch opens its producer's transaction at its base offset when none is open.
+  /// Control batches go to end_txn instead (ignored here). `append_time_ms` stands in for a
+  /// batch without a max timestamp.
   void update(const codec::batch_header& header, model::timestamp_ms append_time_ms);
+
+  /// Records a stored control batch `header` holding `marker`: ends its producer's open
+  /// transaction (returned; nullopt when none was open: a retried marker) and takes the
+  /// marker's producer epoch (a higher one resets the sequences) and coordinator epoch.
+  std::optional<completed_txn> end_txn(const codec::batch_header& header, const codec::control_record& marker,
+                                       model::timestamp_ms append_time_ms);
+
+  /// The first offset of the oldest open transaction (nullopt: none is open).
+  [[nodiscard]] std::optional<model::offset> first_unstable_offset() const {
+    if (ongoing_.empty()) return std::nullopt;
+    return model::offset{ongoing_.begin()->first};
+  }
+  /// Open transactions: first offset -> producer id, ascending.
+  [[nodiscard]] const std::map<int64_t, int64_t>& ongoing_transactions() const { return ongoing_; }
 
   /// Forgets producers whose last batch timestamp is at least `expiration_ms` before `now_ms`
   /// (producer.id.expiration.ms; Kafka's removeExpiredProducers). Returns how many went.
   size_t remove_expired(int64_t now_ms, int64_t expiration_ms);
 
-  void clear() { producers_.clear(); }
+  void clear() {
+    producers_.clear();
+    ongoing_.clear();
+  }
   [[nodiscard]] const std::map<int64_t, producer_entry>& producers() const { return producers_; }
   [[nodiscard]] const producer_entry* find(model::producer_id id) const;
 
   /// The snapshot file's bytes (layout above) for state that covers batches below `offset`.
   [[nodiscard]] model::bytes encode_snapshot(model::offset offset) const;
-  /// Parses a snapshot file. Errors: corrupt_snapshot (cut short, CRC mismatch, unknown
-  /// version, a count or value out of range, bytes after the last producer).
+  /// Parses a snapshot file of version 2 or 1. Errors: corrupt_snapshot (cut short, CRC
+  /// mismatch, unknown version, a count or value out of range, bytes after the last producer).
   static result<std::pair<model::offset, producer_state>> decode_snapshot(std::span<const std::byte> in);
 
   bool operator==(const producer_state&) const = default;
 
  private:
   std::map<int64_t, producer_entry> producers_;
+  /// Open transactions, first offset -> producer id (Kafka's ongoingTxns): mirrors
+  /// producers_[id].current_txn_first_offset so first_unstable_offset() is one lookup.
+  std::map<int64_t, int64_t> ongoing_;
 };
 
 }  // namespace ringlog::storage
