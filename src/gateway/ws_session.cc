@@ -331,9 +331,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       for (std::string_view f : known) list += (list.empty() ? "" : ", ") + std::string(f);
       throw bad_field("unknown field \"" + *name + "\"; " + type + " takes " + list);
     };
-    if (type == "subscribe") return refuse({"type", "id", "topic", "partition", "offset", "timestamp", "position", "format", "batch"});
+    if (type == "subscribe") return refuse({"type", "id", "topic", "partition", "offset", "timestamp", "position", "format", "batch", "isolation_level"});
     if (type == "credit") return refuse({"type", "id", "records", "bytes"});
-    if (type == "join") return refuse({"type", "id", "group", "topics", "position", "format", "batch"});
+    if (type == "join") return refuse({"type", "id", "group", "topics", "position", "format", "batch", "isolation_level"});
     if (type == "unsubscribe" || type == "commit" || type == "ping") return refuse({"type", "id"});
     // an unknown type is answered by the caller
   }

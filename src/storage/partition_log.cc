@@ -395,7 +395,7 @@ result<void> partition_log::write_txn_index_files(model::offset from_base) {
   // Files of no segment (left by compaction merging segments, or a crash during truncation):
   // their entries were loaded into aborted_txns_ and live on in the file of their segment.
   for (int64_t base : on_disk) {
-    if (base < from_base.value() || segments_.contains(model::offset{base})) continue;
+    if (segments_.contains(model::offset{base})) continue;
     auto removed = fs_.remove(directory_ + "/" + segment_file_stem(model::offset{base}) + txn_index_suffix);
     if (!removed.ok()) return storage_error(removed.error());
     changed = true;

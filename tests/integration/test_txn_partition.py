@@ -116,8 +116,9 @@ def write_txn_markers(cluster_port, markers):
         pid = r.take(">q")
         results = []
         for _ in range(read_uvarint(r) - 1):
-            name = r.data[r.pos:r.pos + read_uvarint(r) - 1]
-            r.pos += len(name)
+            length = read_uvarint(r) - 1
+            name = r.data[r.pos:r.pos + length]
+            r.pos += length
             for _ in range(read_uvarint(r) - 1):
                 results.append((name.decode(), r.take(">i"), r.take(">h")))
                 assert read_uvarint(r) == 0
