@@ -54,6 +54,10 @@ const std::vector<broker_config_spec>& specs() {
        [](const broker_config& c) { return std::to_string(c.log_retention_check_interval_ms); }},
       {"offsets.topic.num.partitions", [](const broker_config& c) { return std::to_string(c.offsets_topic_num_partitions); }},
       {"delay.max.ms", [](const broker_config& c) { return std::to_string(c.delay_max_ms); }},
+      {"max.delivery.attempts", [](const broker_config& c) { return std::to_string(c.max_delivery_attempts); }},
+      {"retry.backoff.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_ms); }},
+      {"retry.backoff.multiplier", [](const broker_config& c) { return std::to_string(c.retry_backoff_multiplier); }},
+      {"retry.backoff.max.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_max_ms); }},
       {"broker.partitions.max", [](const broker_config& c) { return std::to_string(c.partitions_max); }},
   };
   return all;

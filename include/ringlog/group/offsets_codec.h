@@ -80,6 +80,8 @@
 //   int8            auto_offset_reset     0 earliest, 1 latest, 2 none
 //   int8            assignor              -1 none, 0 range, 1 round_robin, 2 cooperative_sticky
 //   int8 kind + int32 n + n x string + string + partitions   its subscription, as in a member
+//   (version 101 only) int8 has_retry, then when 1: int32 max_delivery_attempts, int64
+//   retry_backoff_ms, int32 retry_backoff_multiplier x 1000, int64 retry_backoff_max_ms (issue 18)
 // A null value (tombstone) ends the instance.
 // Trailing bytes after a value or key are refused as corrupt (no silent partial reads).
 
@@ -100,7 +102,9 @@ inline constexpr int16_t group_key_version = 2;
 inline constexpr int16_t group_value_version = 100;
 inline constexpr int16_t classic_group_value_version = 3;
 inline constexpr int16_t consumer_instance_key_version = 100;
-inline constexpr int16_t consumer_instance_value_version = 100;
+inline constexpr int16_t consumer_instance_value_version = 101;
+/// Consumer instance values written before retries (no retry settings) are still read.
+inline constexpr int16_t consumer_instance_value_version_v100 = 100;
 
 /// One member as persisted in the group metadata value.
 struct member_metadata {
@@ -174,6 +178,16 @@ struct consumer_instance_value {
   offset_reset auto_offset_reset = offset_reset::latest;
   std::optional<assignor_kind> assignor;
   subscription sub;
+  /// Its retry settings (issue 18), as given or defaulted when it was created; nullopt: written
+  /// by version 100, the broker's defaults apply.
+  struct retry_settings {
+    int32_t max_delivery_attempts = 0;
+    int64_t retry_backoff_ms = 0;
+    int32_t retry_backoff_multiplier_milli = 0;   // the multiplier x 1000
+    int64_t retry_backoff_max_ms = 0;
+    bool operator==(const retry_settings&) const = default;
+  };
+  std::optional<retry_settings> retry;
   bool operator==(const consumer_instance_value&) const = default;
 };
 
