@@ -5,13 +5,14 @@ and repeats no retry copy, and bad inputs are refused naming the field."""
 import asyncio
 import base64
 import json
+import subprocess
 import time
 
 import pytest
 import requests
 import websockets
 
-from conftest import wait_until
+from conftest import binary_path, wait_until
 
 BINARY = "application/vnd.kafka.binary.v2+json"
 V2 = "application/vnd.kafka.v2+json"
@@ -171,6 +172,16 @@ def test_poison_record_reaches_dead_letters_after_exactly_max_attempts_others_on
     assert all(header(r, "ringlog-delivery-attempt") is None for r in redriven)   # a fresh count
     listing = requests.get(broker.v3(f"/consumer-groups/{group}/dead-letters")).json()
     assert listing["data"][0]["redriven"] == 8 and listing["data"][0]["pending"] == 0
+    # The CLI says the same and redrives nothing twice.
+    cli = [str(binary_path()), "groups", "--bootstrap-server", broker.url]
+    out = subprocess.run(cli + ["dead-letters", group], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and f"{topic}.{group}.dlq\t{topic}\t8\t8\t0" in out.stdout, out
+    out = subprocess.run(cli + ["redrive", group, "--topic", f"{topic}.{group}.dlq", "--offset", f"{browse[0]['partition_id']}@{browse[0]['offset']}"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and "redriven 0, already redriven 1" in out.stdout, out
+    out = subprocess.run(cli + ["redrive", group, "--topic", f"{topic}.{group}.dlq", "--offset", "zero"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "PARTITION@OFFSET" in out.stderr, out
     # Redriven records come back to the group like any new record.
     got = wait_until(lambda: [r for r in poll(base) if header(r, "ringlog-redrive-source")] or None, DEADLINE_S,
                      "a redriven record delivered to the group")
