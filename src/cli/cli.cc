@@ -865,7 +865,8 @@ int groups_main(int argc, char** argv) {
     auto r = client->get(path + "/dead-letters");
     if (!ok_status(r)) return report_failure(r, "dead letters");
     std::cout << "DEAD-LETTER-TOPIC\tORIGINAL-TOPIC\tDEAD-LETTERS\tREDRIVEN\tPENDING\n";
-    for (const auto& t : json::parse(r->body)["data"]) {
+    const json topics = json::parse(r->body);   // kept alive for the loop (a temporary's member would dangle)
+    for (const auto& t : topics["data"]) {
       std::cout << cell(t["topic_name"]) << "\t" << cell(t["original_topic_name"]) << "\t" << cell(t["dead_letters"])
                 << "\t" << cell(t["redriven"]) << "\t" << cell(t["pending"]) << "\n";
     }
