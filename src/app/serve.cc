@@ -185,6 +185,10 @@ broker::broker_config to_broker_config(const config::server_config& c) {
       c.transaction_abort_timed_out_transaction_cleanup_interval_ms;
   b.group_expiry_interval_ms = c.group_expiry_interval_ms;
   b.delay_max_ms = c.delay_max_ms;
+  b.max_delivery_attempts = c.max_delivery_attempts;
+  b.retry_backoff_ms = c.retry_backoff_ms;
+  b.retry_backoff_multiplier = c.retry_backoff_multiplier;
+  b.retry_backoff_max_ms = c.retry_backoff_max_ms;
   b.group_initial_rebalance_delay_ms = c.group_initial_rebalance_delay_ms;
   b.controller_quorum_election_timeout_ms = c.controller_quorum_election_timeout_ms;
   b.controller_quorum_fetch_timeout_ms = c.controller_quorum_fetch_timeout_ms;

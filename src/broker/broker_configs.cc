@@ -59,6 +59,10 @@ const std::vector<broker_config_spec>& specs() {
       {"transactional.id.expiration.ms",
        [](const broker_config& c) { return std::to_string(c.transactional_id_expiration_ms); }},
       {"delay.max.ms", [](const broker_config& c) { return std::to_string(c.delay_max_ms); }},
+      {"max.delivery.attempts", [](const broker_config& c) { return std::to_string(c.max_delivery_attempts); }},
+      {"retry.backoff.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_ms); }},
+      {"retry.backoff.multiplier", [](const broker_config& c) { return std::to_string(c.retry_backoff_multiplier); }},
+      {"retry.backoff.max.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_max_ms); }},
       {"broker.partitions.max", [](const broker_config& c) { return std::to_string(c.partitions_max); }},
   };
   return all;

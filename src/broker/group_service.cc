@@ -3,9 +3,12 @@
 // pure state machine there, appends the records it returns, and answers once they are durable.
 
 #include "group_service.h"
+#include "retries.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <set>
 #include <future>
 #include <deque>
 #include <map>
@@ -83,7 +86,31 @@ struct instance_settings {
   bool read_committed = false;     // isolation.level=read_committed (KIP-98)
   bool joined = false;             // a member of its group in the coordinator now
   int64_t last_seen_ms = 0;        // its lease while not joined: the last call
+  std::optional<delay::retry_policy> retry;   // its nacks' settings; nullopt: the broker's defaults
+  /// Records ("<topic>/<partition>@<offset>") it nacked lately, so that a repeated nack (a client
+  /// retrying a call whose answer it lost) writes no second copy. Bounded, oldest forgotten first.
+  std::set<std::string> nacked;
+  std::deque<std::string> nacked_order;
 };
+
+/// Nacks an instance remembers (instance_settings::nacked): 10,000 x ~60 bytes per instance.
+/// Past it, a repeated nack of an old offset below the committed offset is still recognised.
+constexpr size_t nacked_remembered_max = 10'000;
+/// Records one nack call may name: a poll's worth (each is one fetch and one copy).
+constexpr size_t nacks_per_call_max = 1'000;
+
+std::optional<group::consumer_instance_value::retry_settings> retry_settings_of(const std::optional<delay::retry_policy>& p) {
+  if (!p) return std::nullopt;
+  return group::consumer_instance_value::retry_settings{
+      p->max_delivery_attempts, p->retry_backoff_ms,
+      static_cast<int32_t>(std::llround(p->retry_backoff_multiplier * 1000.0)), p->retry_backoff_max_ms};
+}
+
+std::optional<delay::retry_policy> retry_policy_of(const std::optional<group::consumer_instance_value::retry_settings>& r) {
+  if (!r) return std::nullopt;
+  return delay::retry_policy{r->max_delivery_attempts, r->retry_backoff_ms,
+                             static_cast<double>(r->retry_backoff_multiplier_milli) / 1000.0, r->retry_backoff_max_ms};
+}
 
 group::offsets_topic_record instance_record(const instance_settings& s) {
   group::consumer_instance_value v;
@@ -98,6 +125,7 @@ group::offsets_topic_record instance_record(const instance_settings& s) {
   v.assignor = s.join.assignor;
   v.sub = s.sub;
   v.read_committed = s.read_committed;
+  v.retry = retry_settings_of(s.retry);
   return {group::encode_consumer_instance_key(s.info.group_id, s.info.instance_id),
           group::encode_consumer_instance_value(v)};
 }
@@ -124,6 +152,7 @@ instance_settings settings_of(const group::consumer_instance_key& key, const gro
   s.fetch_min_bytes = v.fetch_min_bytes;
   s.sub = v.sub;
   s.read_committed = v.read_committed;
+  s.retry = retry_policy_of(v.retry);
   s.last_seen_ms = now_ms;
   return s;
 }
@@ -220,6 +249,18 @@ class group_service_impl final : public group_service {
               std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
   void committed(std::string group_id, std::string instance_id, group::partition_set partitions,
                  std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void nack(std::string group_id, std::string instance_id, std::vector<nack_request> nacks,
+            std::function<void(result<void>)> done) override;
+  void dead_letter_topics(std::string group_id,
+                          std::function<void(result<std::vector<dead_letter_topic_info>>)> done) override {
+    retries::dead_letter_topics(broker_, std::move(group_id), std::move(done));
+  }
+  void dead_letters(dead_letters_request request, std::function<void(result<std::vector<dead_letter>>)> done) override {
+    retries::dead_letters(broker_, std::move(request), std::move(done));
+  }
+  void redrive(redrive_request request, std::function<void(result<redrive_result>)> done) override {
+    retries::redrive(broker_, std::move(request), std::move(done));
+  }
   void commit_standalone(std::string group_id, std::vector<group::offset_commit> offsets,
                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
   void join_group(std::string group_id, group::classic_join_request request,
@@ -355,6 +396,15 @@ class group_service_impl final : public group_service {
                    int64_t deadline_ms, std::shared_ptr<std::vector<poll_slot>> slots,
                    std::function<void(result<std::vector<consumed_record>>)> done);
   group::topic_map current_topics();
+  /// After a nack's copies are durable, on the coordinator: a nacked offset that is the
+  /// committed offset of its partition counts as processed, so the commit moves past it (and
+  /// past every offset after it this instance nacked).
+  void commit_nacked(std::string group_id, std::string instance_id, std::vector<nack_request> nacks,
+                     std::function<void(result<void>)> done);
+  delay::retry_policy broker_retry_defaults() const {
+    const auto& c = broker_.config();
+    return {c.max_delivery_attempts, c.retry_backoff_ms, c.retry_backoff_multiplier, c.retry_backoff_max_ms};
+  }
 
   broker& broker_;
   group_host& host_;
@@ -661,6 +711,7 @@ void group_service_impl::create_consumer(consumer_instance_config config,
     settings.session_timeout_ms = config.session_timeout_ms;
     settings.fetch_min_bytes = config.fetch_min_bytes;
     settings.read_committed = config.read_committed;
+    settings.retry = config.retry;
     settings.last_seen_ms = now;
     if (config.name && st.instances.contains(instance_key(config.group_id, *config.name))) {
       return done(error{errc::duplicate_consumer_instance, "a consumer instance named '" + *config.name +
@@ -847,6 +898,21 @@ void group_service_impl::subscribe(std::string group_id, std::string instance_id
   if (sub.kind == group::subscription_kind::none || sub.kind == group::subscription_kind::manual) {
     return done(error{errc::inconsistent_subscription, "subscribe takes a topic list or a pattern"});
   }
+  if (sub.kind == group::subscription_kind::topics) {
+    // Non-blocking retries (issue 18): a member of the group reads the group's retry topic of each
+    // topic it subscribes to, so a nacked record comes back to the group (docs/retries.md). The
+    // retry topic may not exist yet: the assignment picks it up when a nack creates it.
+    std::set<std::string> listed(sub.topics.begin(), sub.topics.end());
+    const size_t n = sub.topics.size();
+    for (size_t i = 0; i < n && sub.topics.size() < group::limits::subscription_topics_max; ++i) {
+      const std::string& t = sub.topics[i];
+      if (delay::original_topic_of(t, group_id, false) || delay::original_topic_of(t, group_id, true)) continue;
+      std::string retry = delay::retry_topic_name(t, group_id);
+      if (listed.contains(retry) || !validate_topic_name(retry).ok()) continue;
+      listed.insert(retry);
+      sub.topics.push_back(std::move(retry));
+    }
+  }
   change_subscription(std::move(group_id), std::move(instance_id), std::move(sub), std::move(done));
 }
 
@@ -881,6 +947,12 @@ void group_service_impl::subscription(std::string group_id, std::string instance
       }
       records.insert(records.end(), hb->records.begin(), hb->records.end());
     }
+    // The retry topics subscribe() added are the broker's, not the client's: not shown.
+    std::set<std::string> listed(sub.topics.begin(), sub.topics.end());
+    std::erase_if(sub.topics, [&](const std::string& t) {
+      auto original = delay::original_topic_of(t, group_id, false);
+      return original && listed.contains(*original);
+    });
     persist(shard, std::move(records), [done, sub](result<void> r) {
       if (!r.ok()) return done(r.error());
       done(sub);
@@ -1056,7 +1128,10 @@ void group_service_impl::poll_round(size_t shard, std::string group_id, std::str
     if (fp.source == group::fetch_source::reset_earliest || fp.source == group::fetch_source::reset_latest) {
       auto b = bounds_of(fp.partition);
       if (!b) continue;  // topic deleted meanwhile: the next set_topics drops the partition
-      at = fp.source == group::fetch_source::reset_earliest ? b->log_start_offset : b->high_watermark;
+      // The group's retry topic is read from its start whatever auto.offset.reset says: every
+      // record in it was nacked by this group and is due to come back to it.
+      const bool retry_topic = delay::original_topic_of(fp.partition.topic, group_id, false).has_value();
+      at = fp.source == group::fetch_source::reset_earliest || retry_topic ? b->log_start_offset : b->high_watermark;
       auto sought = st.coordinator.seek(group_id, instance_id, fp.partition, *at);
       if (!sought.ok()) return done(from_group(sought.error()));
     } else if (fp.source == group::fetch_source::no_offset) {
@@ -1229,6 +1304,170 @@ void group_service_impl::committed(std::string group_id, std::string instance_id
     persist(shard, std::move(records), [done, out = std::move(out)](result<void> r) {
       if (!r.ok()) return done(r.error());
       done(out);
+    });
+  });
+}
+
+// ---------------------------------------------------------------- retries and dead letters (issue 18)
+
+void group_service_impl::nack(std::string group_id, std::string instance_id, std::vector<nack_request> nacks,
+                              std::function<void(result<void>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  if (nacks.empty()) return done(error{errc::invalid_request, "offsets: at least one record to nack is required"});
+  if (nacks.size() > nacks_per_call_max) {
+    return done(error{errc::invalid_request, "offsets: " + std::to_string(nacks.size()) + " records; one nack names at most " +
+                                                 std::to_string(nacks_per_call_max)});
+  }
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
+  on_coordinator(group_id, [this, group_id, instance_id, nacks = std::move(nacks), done = std::move(done)](
+                               size_t shard, shard_state& st) mutable {
+    group::record_list records;
+    auto s = prepared(shard, st, group_id, instance_id, records, done);
+    if (!s) return;
+    if (*s && !(*s)->joined) {
+      persist(shard, std::move(records), [](result<void>) {});
+      return done(error{errc::partition_not_owned, "nack refused: consumer instance '" + instance_id +
+                                                       "' holds no partition: it has not subscribed or been assigned"});
+    }
+    auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+    if (!hb.ok()) return done(member_error(st, group_id, instance_id, hb.error()));
+    records.insert(records.end(), hb->records.begin(), hb->records.end());
+    auto positions = st.coordinator.positions_for_fetch(group_id, instance_id);
+    if (!positions.ok()) return done(member_error(st, group_id, instance_id, positions.error()));
+    group::partition_map<group::committed_offset> committed;
+    if (auto c = st.coordinator.committed_offsets(group_id); c.ok()) committed = std::move(c).value();
+    instance_settings* settings = *s;
+    // Every nack is checked before anything is written: all or nothing for what the member may nack.
+    std::vector<nack_request> fresh;
+    std::vector<std::string> keys;
+    for (auto& n : nacks) {
+      auto pos = std::find_if(positions->begin(), positions->end(),
+                              [&](const group::fetch_position& fp) { return fp.partition == n.partition; });
+      if (pos == positions->end()) {
+        persist(shard, std::move(records), [](result<void>) {});
+        return done(error{errc::partition_not_owned, "nack refused: consumer instance '" + instance_id +
+                                                         "' does not hold partition " + n.partition.directory_name() +
+                                                         " now (never assigned, or revoked)"});
+      }
+      // Handed to the member: below its position (what it was given, or sought past).
+      if (pos->source != group::fetch_source::position || !pos->fetch_offset || n.offset >= *pos->fetch_offset) {
+        persist(shard, std::move(records), [](result<void>) {});
+        return done(error{errc::offset_out_of_range,
+                          "nack refused: offset " + std::to_string(n.offset.value()) + " of " +
+                              n.partition.directory_name() + " was not handed to consumer instance '" + instance_id +
+                              "'" +
+                              (pos->fetch_offset ? " (its position is " + std::to_string(pos->fetch_offset->value()) + ")"
+                                                 : " (it has read nothing of it yet)")});
+      }
+      const std::string key = delay::source_text(n.partition.topic, n.partition.partition.value(), n.offset);
+      auto c = committed.find(n.partition);
+      const bool processed = c != committed.end() && n.offset < c->second.committed;
+      const bool repeated = settings && settings->nacked.contains(key);
+      if (processed || repeated || std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      keys.push_back(key);
+      fresh.push_back(std::move(n));
+    }
+    if (settings) {
+      for (const auto& k : keys) {
+        settings->nacked.insert(k);
+        settings->nacked_order.push_back(k);
+      }
+      while (settings->nacked_order.size() > nacked_remembered_max) {
+        settings->nacked.erase(settings->nacked_order.front());
+        settings->nacked_order.pop_front();
+      }
+    }
+    const delay::retry_policy policy = settings && settings->retry ? *settings->retry : broker_retry_defaults();
+    // The copies are written off the coordinator (reads and produces may cross brokers); a
+    // failure forgets the keys again, so the member's retry of the nack writes them.
+    auto forget = [this, group_id, instance_id, keys](const error& e, std::function<void(result<void>)> answer) {
+      on_coordinator(group_id, [group_id, instance_id, keys, e, answer](size_t, shard_state& st2) {
+        auto it = st2.instances.find(instance_key(group_id, instance_id));
+        if (it != st2.instances.end()) {
+          for (const auto& k : keys) it->second.nacked.erase(k);
+        }
+        answer(e);
+      });
+    };
+    persist(shard, std::move(records), [this, group_id, instance_id, fresh = std::move(fresh), policy, forget,
+                                        done = std::move(done)](result<void> r) mutable {
+      if (!r.ok()) return forget(r.error(), done);
+      if (fresh.empty()) return done(base::ok_v);
+      struct gather {
+        std::mutex mutex;
+        size_t remaining = 0;
+        std::optional<error> failure;
+        std::vector<retries::nack_write> writes;
+      };
+      auto g = std::make_shared<gather>();
+      g->remaining = fresh.size();
+      auto all_read = [this, g, group_id, instance_id, fresh, forget, done]() {
+        if (g->failure) return forget(*g->failure, done);
+        retries::write_nacks(broker_, std::move(g->writes),
+                             [this, group_id, instance_id, fresh, forget, done](result<void> w) {
+                               if (!w.ok()) return forget(w.error(), done);
+                               commit_nacked(group_id, instance_id, fresh, done);
+                             });
+      };
+      for (const auto& n : fresh) {
+        retries::read_record(broker_, n.partition, n.offset,
+                             [this, g, n, group_id, policy, all_read](result<model::record> rec) {
+                               bool last = false;
+                               {
+                                 std::lock_guard lock(g->mutex);
+                                 if (!rec.ok()) {
+                                   if (!g->failure) g->failure = rec.error();
+                                 } else {
+                                   auto route = delay::route_nack(group_id, n.partition, *rec, n.reason, policy,
+                                                                  clock_.now_ms());
+                                   std::optional<error> bad;
+                                   if (!route.ok()) bad = error{errc::invalid_record, route.error().message};
+                                   else if (auto v = validate_topic_name(route->topic); !v.ok()) {
+                                     bad = error{v.error().code, "group '" + group_id + "' cannot have the retry or dead-letter topic '" +
+                                                                     route->topic + "': " + v.error().message};
+                                   }
+                                   if (bad) {
+                                     if (!g->failure) g->failure = *bad;
+                                   } else {
+                                     g->writes.push_back({std::move(route).value(), rec->key, rec->value});
+                                   }
+                                 }
+                                 last = --g->remaining == 0;
+                               }
+                               if (last) all_read();
+                             });
+      }
+    });
+  });
+}
+
+void group_service_impl::commit_nacked(std::string group_id, std::string instance_id, std::vector<nack_request> nacks,
+                                       std::function<void(result<void>)> done) {
+  on_coordinator(group_id, [this, group_id, instance_id, nacks = std::move(nacks), done = std::move(done)](
+                               size_t shard, shard_state& st) {
+    auto it = st.instances.find(instance_key(group_id, instance_id));
+    auto committed = st.coordinator.committed_offsets(group_id);
+    if (it == st.instances.end() || !committed.ok()) return done(base::ok_v);   // the copies are stored: ok
+    std::vector<group::processed_offset> advance;
+    group::partition_set seen;
+    for (const auto& n : nacks) {
+      if (!seen.insert(n.partition).second) continue;
+      auto c = committed->find(n.partition);
+      if (c == committed->end()) continue;
+      model::offset next = c->second.committed;
+      const auto nacked = [&](model::offset o) {
+        return it->second.nacked.contains(delay::source_text(n.partition.topic, n.partition.partition.value(), o));
+      };
+      // Bounded by the remembered nacks.
+      for (size_t i = 0; i < nacked_remembered_max && nacked(next); ++i) next = next + 1;
+      if (next > c->second.committed) advance.push_back({n.partition, next - 1, c->second.metadata});
+    }
+    if (advance.empty()) return done(base::ok_v);
+    auto r = st.coordinator.commit_processed(group_id, instance_id, std::nullopt, advance, clock_.now_ms());
+    if (!r.ok()) return done(base::ok_v);   // revoked meanwhile: the copies are stored, the owner commits
+    persist(shard, std::move(r->records), [done](result<void> p) {
+      if (!p.ok()) return done(p.error());
+      done(base::ok_v);
     });
   });
 }

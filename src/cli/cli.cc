@@ -626,6 +626,13 @@ Commands:
                                          Kafka's reset-offsets for a group without members:
                                          a dry run unless --execute
   delete GROUP                           delete a group without members and its offsets
+  dead-letters GROUP                     the group's dead-letter topics with their counts
+                                         (docs/retries.md)
+  redrive GROUP --topic DLQ [--to original|retry] [--offset P@O]...
+                                         moves dead letters of DLQ (<topic>.GROUP.dlq) back to
+                                         their original topic (default) or the retry path, each
+                                         at most once; --offset chooses letters (partition@offset),
+                                         none: every letter not redriven yet
 
 Options:
   --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
@@ -793,7 +800,7 @@ int cluster_main(int argc, char** argv) {
 }
 
 int groups_main(int argc, char** argv) {
-  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--to", "--value", "--timestamp", "--topic"},
+  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--to", "--value", "--timestamp", "--topic", "--offset"},
                       {"--help", "--execute"});
   if (!a) return 2;
   if (a->has("--help")) {
@@ -853,6 +860,49 @@ int groups_main(int argc, char** argv) {
     }
     if (out.value("dry_run", true)) std::cout << "(dry run: nothing changed; add --execute)\n";
     return 0;
+  }
+  if (command == "dead-letters") {
+    auto r = client->get(path + "/dead-letters");
+    if (!ok_status(r)) return report_failure(r, "dead letters");
+    std::cout << "DEAD-LETTER-TOPIC\tORIGINAL-TOPIC\tDEAD-LETTERS\tREDRIVEN\tPENDING\n";
+    const json topics = json::parse(r->body);   // kept alive for the loop (a temporary's member would dangle)
+    for (const auto& t : topics["data"]) {
+      std::cout << cell(t["topic_name"]) << "\t" << cell(t["original_topic_name"]) << "\t" << cell(t["dead_letters"])
+                << "\t" << cell(t["redriven"]) << "\t" << cell(t["pending"]) << "\n";
+    }
+    return 0;
+  }
+  if (command == "redrive") {
+    auto topic = a->get("--topic");
+    if (!topic) {
+      std::cerr << "groups redrive needs --topic (the dead-letter topic)\n" << groups_usage;
+      return 2;
+    }
+    json body = {{"to", a->get("--to").value_or("original")}};
+    json offsets = json::array();
+    for (const auto& o : a->all("--offset")) {
+      const auto at = o.find('@');
+      int64_t p = -1;
+      int64_t off = -1;
+      const bool ok = at != std::string::npos &&
+                      std::from_chars(o.data(), o.data() + at, p).ptr == o.data() + at &&
+                      std::from_chars(o.data() + at + 1, o.data() + o.size(), off).ptr == o.data() + o.size() && p >= 0 &&
+                      p <= INT32_MAX && off >= 0;
+      if (!ok) {
+        std::cerr << "--offset must be PARTITION@OFFSET, got \"" << o << "\"\n";
+        return 2;
+      }
+      offsets.push_back({{"partition", p}, {"offset", off}});
+    }
+    if (!offsets.empty()) body["offsets"] = offsets;
+    auto r = client->post(path + "/dead-letters/" + percent_encode_segment(*topic) + "/redrive", body.dump(),
+                          "application/json");
+    if (!ok_status(r)) return report_failure(r, "redrive");
+    const json out = json::parse(r->body);
+    std::cout << "Selected " << cell(out["selected"]) << ": redriven " << cell(out["redriven"]) << ", already redriven "
+              << cell(out["already_redriven"]) << ", failed " << out["failures"].size() << ".\n";
+    for (const auto& f : out["failures"]) std::cout << "  " << cell(f) << "\n";
+    return out["failures"].empty() ? 0 : 1;
   }
   std::cerr << "unknown groups command \"" << command << "\"\n" << groups_usage;
   return 2;

@@ -226,6 +226,30 @@ const std::vector<key_spec>& key_table() {
               "how often consumer sessions past their timeout are swept, ms"),
       int_key("delay.max.ms", &server_config::delay_max_ms, 1, 365LL * 24 * 3600 * 1000,
               "longest delay of a delayed record (deliver_at, delay_ms, header ringlog-deliver-at), ms; longer ones are refused"),
+      int_key("max.delivery.attempts", &server_config::max_delivery_attempts, 1, 100,
+              "default deliveries of a record nacked by a consumer group member before it goes to the group's "
+              "dead-letter topic (a consumer instance may set its own)"),
+      int_key("retry.backoff.ms", &server_config::retry_backoff_ms, 0, 7LL * 24 * 3600 * 1000,
+              "default wait before a nacked record is delivered again, ms"),
+      key_spec{"retry.backoff.multiplier",
+               "default factor of the wait per further retry (a number in [1, 10])",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 double x = 0;
+                 auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+                 if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || !(x >= 1.0 && x <= 10.0)) {
+                   return "must be a number in [1, 10]";
+                 }
+                 c.retry_backoff_multiplier = x;
+                 return std::nullopt;
+               },
+               [](const server_config& c) {
+                 std::string s = std::to_string(c.retry_backoff_multiplier);
+                 while (s.size() > 1 && s.back() == '0') s.pop_back();
+                 if (!s.empty() && s.back() == '.') s.pop_back();
+                 return s;
+               }},
+      int_key("retry.backoff.max.ms", &server_config::retry_backoff_max_ms, 0, 7LL * 24 * 3600 * 1000,
+              "default cap of the growing wait between retries, ms (at least retry.backoff.ms)"),
       int_key("group.initial.rebalance.delay.ms", &server_config::group_initial_rebalance_delay_ms, 0, 300000,
               "how long the first rebalance of an empty Kafka-client group waits for more members to join, ms"),
       key_spec{"listeners",

@@ -7,6 +7,7 @@ std::string_view to_string(errc e) {
     case errc::invalid_record: return "invalid_record";
     case errc::corrupt_message: return "corrupt_message";
     case errc::unsupported_version: return "unsupported_version";
+    case errc::invalid_config: return "invalid_config";
   }
   return "unknown";
 }

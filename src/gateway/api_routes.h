@@ -328,6 +328,11 @@ void v2_assign(const call_ptr& c);
 void v2_brokers(const call_ptr& c);
 void v2_commit_offsets(const call_ptr& c);
 void v2_committed_offsets(const call_ptr& c);
+// -- retries and dead letters (api_dead_letters.cc, issue 18)
+void v2_nack(const call_ptr& c);
+void v3_dead_letter_topics(const call_ptr& c);
+void v3_dead_letters(const call_ptr& c);
+void v3_redrive(const call_ptr& c);
 void v2_consumer_records(const call_ptr& c);
 void v2_create_consumer(const call_ptr& c);
 void v2_delete_consumer(const call_ptr& c);

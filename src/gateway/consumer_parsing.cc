@@ -1,6 +1,8 @@
 #include "consumer_parsing.h"
 
 #include <array>
+#include <charconv>
+#include <type_traits>
 #include <limits>
 #include <string>
 
@@ -100,16 +102,99 @@ std::optional<int64_t> int64_of(dom::element e) {
 
 }  // namespace
 
-parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view body, int64_t request_timeout_max_ms) {
+namespace {
+
+/// The retry settings of an object body (see parse_retry_settings).
+parsed<std::optional<delay::retry_policy>> retry_settings_of(const std::optional<dom::object>& o,
+                                                             const delay::retry_policy& defaults) {
+  delay::retry_policy p = defaults;
+  bool any = false;
+  auto int_of = [&](std::string_view key, auto& field) -> std::optional<api_error> {
+    auto text = setting_text(o, key);
+    if (!text) return std::nullopt;
+    auto v = parse_int(*text, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (!v) return bad_setting(std::string(key) + " must be an integer, got " + *text);
+    if (*v < std::numeric_limits<std::remove_reference_t<decltype(field)>>::min() ||
+        *v > std::numeric_limits<std::remove_reference_t<decltype(field)>>::max()) {
+      return bad_setting(std::string(key) + "=" + *text + ": out of range");
+    }
+    field = static_cast<std::remove_reference_t<decltype(field)>>(*v);
+    any = true;
+    return std::nullopt;
+  };
+  if (auto e = int_of("max.delivery.attempts", p.max_delivery_attempts)) return *e;
+  if (auto e = int_of("retry.backoff.ms", p.retry_backoff_ms)) return *e;
+  if (auto e = int_of("retry.backoff.max.ms", p.retry_backoff_max_ms)) return *e;
+  if (auto text = setting_text(o, "retry.backoff.multiplier")) {
+    double x = 0;
+    auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), x);
+    if (text->empty() || ec != std::errc() || ptr != text->data() + text->size()) {
+      return bad_setting("retry.backoff.multiplier must be a number, got " + *text);
+    }
+    p.retry_backoff_multiplier = x;
+    any = true;
+  }
+  if (!any) return std::optional<delay::retry_policy>{};
+  if (auto v = delay::validate(p); !v.ok()) return bad_setting(v.error().message);
+  return std::optional<delay::retry_policy>(p);
+}
+
+}  // namespace
+
+parsed<std::optional<delay::retry_policy>> parse_retry_settings(std::string_view body, const delay::retry_policy& defaults) {
+  parser_lease parser;
+  body_doc doc;
+  auto o = object_body(*parser, body, doc);
+  if (!o.ok()) return o.error();
+  return retry_settings_of(*o, defaults);
+}
+
+parsed<std::vector<broker::nack_request>> parse_nacks(std::string_view body) {
+  parser_lease parser;
+  body_doc doc;
+  auto o = object_body(*parser, body, doc);
+  if (!o.ok()) return o.error();
+  auto items = field_of(*o, "offsets");
+  if (!items) return unprocessable("offsets is required: [{\"topic\", \"partition\", \"offset\", \"reason\"}]");
+  if (items->type() != dom::element_type::ARRAY) return wrong_type("offsets", "an array", *items);
+  std::vector<broker::nack_request> out;
+  const dom::array elements = items->get_array().value_unsafe();
+  for (dom::element item : elements) {
+    const std::string where = "offsets[" + std::to_string(out.size()) + "]";
+    auto tp = topic_partition_at(item, where);
+    if (!tp.ok()) return tp.error();
+    dom::element offset;
+    if (item.at_key("offset").get(offset) != simdjson::SUCCESS) return unprocessable(where + ".offset is required");
+    auto n = int64_of(offset);
+    if (!n || *n < 0) {
+      return unprocessable(where + ".offset must be an integer >= 0 (a 64-bit JSON number), got " +
+                           (n ? std::to_string(*n) : std::string(type_name(offset.type()))));
+    }
+    broker::nack_request r;
+    r.partition = std::move(tp).value();
+    r.offset = model::offset(*n);
+    dom::element reason;
+    if (item.at_key("reason").get(reason) == simdjson::SUCCESS && reason.type() != dom::element_type::NULL_VALUE) {
+      if (reason.type() != dom::element_type::STRING) return wrong_type(where + ".reason", "a string", reason);
+      r.reason = std::string(reason.get_string().value_unsafe());
+    }
+    out.push_back(std::move(r));
+  }
+  if (out.empty()) return unprocessable("offsets must name at least one record");
+  return out;
+}
+
+parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view body, int64_t request_timeout_max_ms,
+                                                               const delay::retry_policy& retry_defaults) {
   parser_lease parser;
   body_doc doc;
   auto o = object_body(*parser, body, doc);
   if (!o.ok()) return o.error();
   broker::consumer_instance_config cfg;
-  static constexpr std::array<std::string_view, 11> settings = {
+  static constexpr std::array<std::string_view, 15> settings = {
       "name", "format", "auto.offset.reset", "auto.commit.enable", "group.instance.id", "partition.assignment.strategy",
       "fetch.min.bytes", "consumer.request.timeout.ms", "consumer.instance.timeout.ms", "session.timeout.ms",
-      "isolation.level"};
+      "isolation.level", "max.delivery.attempts", "retry.backoff.ms", "retry.backoff.multiplier", "retry.backoff.max.ms"};
   if (*o) {
     for (auto [key, unused] : **o) {
       if (std::find(settings.begin(), settings.end(), key) != settings.end()) continue;
@@ -183,6 +268,9 @@ parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view 
     if (!timeout.ok()) return timeout.error();
     if (*timeout) cfg.session_timeout_ms = **timeout;
   }
+  auto retry = retry_settings_of(*o, retry_defaults);
+  if (!retry.ok()) return retry.error();
+  cfg.retry = *retry;
   return cfg;
 }
 

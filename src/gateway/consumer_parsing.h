@@ -23,7 +23,19 @@ namespace ringlog::gateway {
 /// "consumer.request.timeout.ms" in [0, request_timeout_max_ms], "consumer.instance.timeout.ms"
 /// and its alias "session.timeout.ms"), each a JSON string, number or boolean (the REST Proxy
 /// takes strings); null is absent. An unknown setting is refused by name. group_id is left empty.
-parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view body, int64_t request_timeout_max_ms);
+/// Retry settings (issue 18): "max.delivery.attempts", "retry.backoff.ms",
+/// "retry.backoff.multiplier", "retry.backoff.max.ms"; when any is given, config.retry is
+/// `retry_defaults` with them, refused (422 naming the key) outside delay::validate's bounds.
+parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view body, int64_t request_timeout_max_ms,
+                                                               const delay::retry_policy& retry_defaults = {});
+
+/// The retry settings of a body (the consumer-instance body, or a WebSocket join's fields):
+/// nullopt when none of the four keys is there. Errors: 422 naming the key.
+parsed<std::optional<delay::retry_policy>> parse_retry_settings(std::string_view body, const delay::retry_policy& defaults);
+
+/// POST .../nacks: {"offsets": [{topic, partition, offset, reason}]} (1..; reason a string,
+/// optional). Errors: 422 naming the field ("offsets[1].offset"), 400 for malformed JSON.
+parsed<std::vector<broker::nack_request>> parse_nacks(std::string_view body);
 
 /// POST .../subscription: {"topics": [string, ...]} (1..) or {"topic_pattern": string}.
 parsed<group::subscription> parse_subscription(std::string_view body);

@@ -168,6 +168,12 @@ void member_calls::create_consumer(broker::consumer_instance_config config,
                {"auto.offset.reset", config.auto_offset_reset == group::offset_reset::earliest ? "earliest" : "latest"},
                {"consumer.instance.timeout.ms", config.session_timeout_ms}};
   body["name"] = config.name ? *config.name : generated_name(config.client_name);
+  if (config.retry) {
+    body["max.delivery.attempts"] = config.retry->max_delivery_attempts;
+    body["retry.backoff.ms"] = config.retry->retry_backoff_ms;
+    body["retry.backoff.multiplier"] = std::to_string(config.retry->retry_backoff_multiplier);
+    body["retry.backoff.max.ms"] = config.retry->retry_backoff_max_ms;
+  }
   const std::string group_id = config.group_id;
   const auto format = config.format;
   rest(*to, where, "POST", "/consumers/" + percent_encode_segment(group_id), dump(body), v2_type,
@@ -191,6 +197,25 @@ void member_calls::delete_consumer(const std::string& group_id, const std::strin
   auto to = remote(group_id, where);
   if (!to) return broker_.groups().delete_consumer(group_id, instance_id, std::move(done));
   rest(*to, where, "DELETE", instance_path(group_id, instance_id), {}, v2_type,
+       [done = std::move(done)](broker::result<http_response> r) {
+         if (failed(r, done)) return;
+         done(broker::result<void>{});
+       });
+}
+
+void member_calls::nack(const std::string& group_id, const std::string& instance_id,
+                        std::vector<broker::nack_request> nacks, std::function<void(broker::result<void>)> done) {
+  std::string where;
+  auto to = remote(group_id, where);
+  if (!to) return broker_.groups().nack(group_id, instance_id, std::move(nacks), std::move(done));
+  json offsets = json::array();
+  for (const auto& n : nacks) {
+    offsets.push_back({{"topic", n.partition.topic},
+                       {"partition", n.partition.partition.value()},
+                       {"offset", n.offset.value()},
+                       {"reason", n.reason}});
+  }
+  rest(*to, where, "POST", instance_path(group_id, instance_id) + "/nacks", dump(json{{"offsets", offsets}}), v2_type,
        [done = std::move(done)](broker::result<http_response> r) {
          if (failed(r, done)) return;
          done(broker::result<void>{});

@@ -30,6 +30,9 @@ class member_calls {
                        std::function<void(broker::result<void>)> done);
   void subscribe(const std::string& group_id, const std::string& instance_id, const group::subscription& sub,
                  std::function<void(broker::result<void>)> done);
+  /// broker::group_api::nack (issue 18).
+  void nack(const std::string& group_id, const std::string& instance_id, std::vector<broker::nack_request> nacks,
+            std::function<void(broker::result<void>)> done);
   void poll(const std::string& group_id, const std::string& instance_id, broker::poll_request request,
             std::function<void(broker::result<std::vector<broker::consumed_record>>)> done);
   void seek(const std::string& group_id, const std::string& instance_id, const std::vector<broker::seek_request>& seeks,

@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "base64.h"
+#include "consumer_parsing.h"
 #include "errors.h"
 #include "json_fields.h"
 #include "member_calls.h"
@@ -311,6 +312,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       if (type == "unsubscribe") return on_unsubscribe(id);
       if (type == "join") return on_join(m, id);
       if (type == "commit") return on_commit(id);
+      if (type == "nack") return on_nack(m, id);
       if (type == "ping") return send({{"type", "pong"}, {"id", id}});
     } catch (const bad_field& e) {
       return send_error(id, error_codes::unprocessable, e.what());
@@ -318,7 +320,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       return send_error(id, error_codes::unprocessable, std::string("bad field: ") + e.what());
     }
     send_error(id, error_codes::unprocessable,
-               "unknown message type \"" + type + "\"; one of produce, subscribe, credit, unsubscribe, join, commit, ping");
+               "unknown message type \"" + type + "\"; one of produce, subscribe, credit, unsubscribe, join, commit, nack, ping");
   }
 
   /// Refuses a field the message type does not take (a misspelt "ofset" would otherwise
@@ -333,7 +335,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     };
     if (type == "subscribe") return refuse({"type", "id", "topic", "partition", "offset", "timestamp", "position", "format", "batch", "isolation_level"});
     if (type == "credit") return refuse({"type", "id", "records", "bytes"});
-    if (type == "join") return refuse({"type", "id", "group", "topics", "position", "format", "batch", "isolation_level"});
+    if (type == "join") {
+      return refuse({"type", "id", "group", "topics", "position", "format", "batch", "isolation_level", "max.delivery.attempts",
+                     "retry.backoff.ms", "retry.backoff.multiplier", "retry.backoff.max.ms"});
+    }
+    if (type == "nack") return refuse({"type", "id", "offsets", "topic", "partition", "offset", "reason"});
     if (type == "unsubscribe" || type == "commit" || type == "ping") return refuse({"type", "id"});
     // an unknown type is answered by the caller
   }
@@ -849,6 +855,15 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
                                 : group::offset_reset::latest;
     cfg.read_committed =
         choice_field(m, "isolation_level", {"read_uncommitted", "read_committed"}, "read_uncommitted") == "read_committed";
+    {
+      // Retry settings of its nacks (issue 18), refused naming the key like the REST body's.
+      const auto& bc = ctx_.broker->config();
+      auto retry = parse_retry_settings(
+          dump(m), delay::retry_policy{bc.max_delivery_attempts, bc.retry_backoff_ms, bc.retry_backoff_multiplier,
+                                       bc.retry_backoff_max_ms});
+      if (!retry.ok()) return send_error(id, retry.error().error_code, retry.error().message);
+      cfg.retry = *retry;
+    }
     membership mb;
     mb.group = cfg.group_id;
     mb.as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";   // these may throw:
@@ -966,6 +981,25 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
           offsets.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}, {"offset", c.committed.value()}});
         }
         self->send({{"type", "committed"}, {"id", id}, {"offsets", offsets}});
+      });
+    });
+  }
+
+  /// {"type": "nack", "offsets": [{topic, partition, offset, reason}]} or one record's fields on
+  /// the message itself -> {"type": "nacked", "id"} once the copies are durable (issue 18).
+  void on_nack(const json& m, const json& id) {
+    if (!member_ || !member_->ready) return send_error(id, error_codes::unprocessable, "nack needs a joined group");
+    json body = m.contains("offsets") ? json{{"offsets", m["offsets"]}}
+                                      : json{{"offsets", json::array({json{{"topic", m.value("topic", json())},
+                                                                           {"partition", m.value("partition", json())},
+                                                                           {"offset", m.value("offset", json())},
+                                                                           {"reason", m.value("reason", json())}}})}};
+    auto nacks = parse_nacks(dump(body));
+    if (!nacks.ok()) return send_error(id, nacks.error().error_code, nacks.error().message);
+    calls_.nack(member_->group, member_->instance, std::move(nacks).value(), [self = shared_from_this(), id](broker::result<void> r) {
+      self->on_executor([self, id, r] {
+        if (!r.ok()) return self->send_error(id, to_api_error(r.error()).error_code, r.error().message);
+        self->send({{"type", "nacked"}, {"id", id}});
       });
     });
   }

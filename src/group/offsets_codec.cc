@@ -388,6 +388,13 @@ model::bytes encode_consumer_instance_value(const consumer_instance_value& value
   w.i8(value.assignor ? static_cast<int8_t>(*value.assignor) : int8_t{-1});
   write_subscription(w, value.sub);
   w.i8(value.read_committed ? 1 : 0);
+  w.i8(value.retry ? 1 : 0);
+  if (value.retry) {
+    w.i32(value.retry->max_delivery_attempts);
+    w.i64(value.retry->retry_backoff_ms);
+    w.i32(value.retry->retry_backoff_multiplier_milli);
+    w.i64(value.retry->retry_backoff_max_ms);
+  }
   return w.take();
 }
 
@@ -409,8 +416,22 @@ result<consumer_instance_value> decode_consumer_instance_value(std::span<const s
                   r.i64(v.request_timeout_ms, "request_timeout_ms") && r.i32(v.session_timeout_ms, "session_timeout_ms") &&
                   r.i32(v.fetch_min_bytes, "fetch_min_bytes") && r.i8(reset, "auto_offset_reset") &&
                   r.i8(assignor, "assignor") && read_subscription(r, v.sub, kind) &&
-                  (version == consumer_instance_value_version_v100 || r.i8(isolation, "isolation_level")) && r.at_end();
+                  (version == consumer_instance_value_version_v100 || r.i8(isolation, "isolation_level"));
   if (!ok) return r.corrupt("consumer instance value");
+  if (version >= 101) {
+    int8_t has_retry = 0;
+    if (!r.i8(has_retry, "has_retry") || has_retry < 0 || has_retry > 1) return r.corrupt("consumer instance value");
+    if (has_retry == 1) {
+      consumer_instance_value::retry_settings rs;
+      if (!r.i32(rs.max_delivery_attempts, "max_delivery_attempts") || !r.i64(rs.retry_backoff_ms, "retry_backoff_ms") ||
+          !r.i32(rs.retry_backoff_multiplier_milli, "retry_backoff_multiplier") ||
+          !r.i64(rs.retry_backoff_max_ms, "retry_backoff_max_ms")) {
+        return r.corrupt("consumer instance value");
+      }
+      v.retry = rs;
+    }
+  }
+  if (!r.at_end()) return r.corrupt("consumer instance value");
   if (v.format < 0 || v.format > 1 || auto_commit < 0 || auto_commit > 1 || reset < 0 || reset > 2 || assignor < -1 ||
       assignor > 2 || kind < 0 || kind > 3 || isolation < 0 || isolation > 1) {
     return error{errc::corrupt_message,

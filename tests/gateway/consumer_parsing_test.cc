@@ -146,3 +146,38 @@ TEST_CASE("reset offsets: to, value, timestamp, topics and dry_run") {
   CHECK(refused(parse_reset_offsets(R"({"to":"latest","topics":[1]})")).message == "topics must be an array of strings");
   CHECK(refused(parse_reset_offsets(R"({"to":"latest","dry_run":"no"})")).message == "dry_run must be a boolean, got a string");
 }
+
+TEST_CASE("create consumer: retry settings default to the broker's, each bad one named (issue 18)") {
+  delay::retry_policy defaults{4, 100, 3.0, 900};
+  auto none = parse_create_consumer(R"({"format":"binary"})", 1000, defaults);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->retry);   // nothing given: the broker's defaults apply at nack time
+  auto some = parse_create_consumer(R"({"max.delivery.attempts":"7","retry.backoff.multiplier":"1.5"})", 1000, defaults);
+  REQUIRE(some.ok());
+  REQUIRE(some->retry);
+  CHECK(*some->retry == delay::retry_policy{7, 100, 1.5, 900});
+  CHECK(refused(parse_create_consumer(R"({"max.delivery.attempts":0})", 1000, defaults)).message.find("max.delivery.attempts=0") == 0);
+  CHECK(refused(parse_create_consumer(R"({"retry.backoff.ms":"soon"})", 1000, defaults)).message.find("retry.backoff.ms") == 0);
+  CHECK(refused(parse_create_consumer(R"({"retry.backoff.multiplier":"x2"})", 1000, defaults)).message.find("retry.backoff.multiplier") == 0);
+  CHECK(refused(parse_create_consumer(R"({"retry.backoff.ms":5000})", 1000, defaults)).message.find("retry.backoff.max.ms=900") == 0);
+  CHECK(refused(parse_create_consumer(R"({"max.delivery.attempts":99999999999})", 1000, defaults)).status == 422);
+}
+
+TEST_CASE("nacks: offsets with topic, partition, offset and an optional reason; each bad field named") {
+  auto n = parse_nacks(R"({"offsets":[{"topic":"a","partition":1,"offset":3,"reason":"db down"},{"topic":"b","partition":0,"offset":0}]})");
+  REQUIRE(n.ok());
+  REQUIRE(n->size() == 2);
+  CHECK((*n)[0].partition.topic == "a");
+  CHECK((*n)[0].partition.partition.value() == 1);
+  CHECK((*n)[0].offset.value() == 3);
+  CHECK((*n)[0].reason == "db down");
+  CHECK((*n)[1].reason.empty());
+  CHECK(refused(parse_nacks("")).message.find("offsets is required") == 0);
+  CHECK(refused(parse_nacks(R"({"offsets":[]})")).message == "offsets must name at least one record");
+  CHECK(refused(parse_nacks(R"({"offsets":{}})")).message == "offsets must be an array, got an object");
+  CHECK(refused(parse_nacks(R"({"offsets":[{"topic":"a","partition":0}]})")).message == "offsets[0].offset is required");
+  CHECK(refused(parse_nacks(R"({"offsets":[{"topic":"a","partition":0,"offset":-2}]})")).message.find("offsets[0].offset") == 0);
+  CHECK(refused(parse_nacks(R"({"offsets":[{"topic":"a","partition":0,"offset":1,"reason":[]}]})")).message.find("offsets[0].reason") == 0);
+  CHECK(refused(parse_nacks(R"({"offsets":[{"partition":0,"offset":1}]})")).message.find("offsets[0].topic") == 0);
+  CHECK(refused(parse_nacks(R"({"offsets":)")).status == 400);
+}

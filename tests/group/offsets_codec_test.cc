@@ -171,3 +171,24 @@ TEST_CASE("consumer instance records round-trip; clipped, trailing and out-of-ra
   bad_isolation.back() = std::byte{2};
   CHECK(decode_consumer_instance_value(bad_isolation).error().code == errc::corrupt_message);
 }
+
+TEST_CASE("consumer instance values carry retry settings (version 101) and version 100 values are still read") {
+  auto v = sample_instance();
+  v.retry = consumer_instance_value::retry_settings{7, 250, 1500, 60'000};
+  const auto bytes = encode_consumer_instance_value(v);
+  auto back = decode_consumer_instance_value(bytes);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(*back == v);
+  for (size_t n = 0; n < bytes.size(); ++n) CHECK(!decode_consumer_instance_value(std::span(bytes.data(), n)).ok());
+  auto bad_flag = encode_consumer_instance_value(sample_instance());
+  bad_flag.back() = std::byte{2};   // has_retry must be 0 or 1
+  CHECK(decode_consumer_instance_value(bad_flag).error().code == errc::corrupt_message);
+  // A version 100 value: the same bytes without the retry part.
+  auto old = encode_consumer_instance_value(sample_instance());
+  old.pop_back();   // has_retry = 0
+  old[1] = std::byte{100};
+  auto read = decode_consumer_instance_value(old);
+  REQUIRE_MESSAGE(read.ok(), read.error().message);
+  CHECK(*read == sample_instance());
+  CHECK_FALSE(read->retry);
+}

@@ -72,12 +72,17 @@ def test_documented_get_routes_answer_as_shown(broker, topic_name):
     # A cluster-wide broker config, so GET .../broker-configs/{name} has one to answer with (404 before).
     set_default = requests.put(broker.v3("/broker-configs/log.retention.ms"), json={"value": "604800000"})
     assert set_default.status_code == 204, set_default.text
+    # A dead-letter topic of the group, so GET .../dead-letters/{topic_name}/records has one (404 otherwise).
+    dead_letter_topic = f"{topic_name}.{group}.dlq"
+    broker.create_topic(dead_letter_topic)
     documented, spec = documented_routes()
     for method, path in sorted(documented):
         if method != "GET":
             continue
         # {name} is a topic config on topic routes and a broker config on broker routes.
         names = values | ({"name": "log.retention.ms"} if "broker" in path else {})
+        if "/dead-letters/" in path:   # {topic_name} is the group's dead-letter topic there
+            names = names | {"topic_name": dead_letter_topic}
         url = broker.url + re.sub(r"\{(\w+)\}", lambda m: names[m.group(1)], path)
         params = {"offset": 0} if path.startswith("/topics") and path.endswith("/records") else {}
         if path.startswith("/consumers") and path.endswith("/records"):

@@ -121,6 +121,17 @@ export const api = {
   lagHistory: async (g) => call('GET', await v3(`/consumer-groups/${enc(g)}/lag-history`)),
   /** body: {to, value?, timestamp?, topics?, dry_run} (Kafka's reset-offsets). */
   resetOffsets: async (g, body) => call('POST', await v3(`/consumer-groups/${enc(g)}/offsets:reset`), { body }),
+
+  // -- dead letters (docs/retries.md)
+  /** [{topic_name, original_topic_name, partitions_count, dead_letters, redriven, pending}] */
+  deadLetterTopics: async (g) => (await call('GET', await v3(`/consumer-groups/${enc(g)}/dead-letters`))).data,
+  /** Dead letters of one dead-letter topic: [{partition_id, offset, original_*, attempts, reasons, redriven, ...}] */
+  deadLetters: async (g, topic, { limit = 100, filter = '' } = {}) =>
+    (await call('GET', await v3(`/consumer-groups/${enc(g)}/dead-letters/${enc(topic)}/records`
+      + `?limit=${limit}${filter ? `&filter=${encodeURIComponent(filter)}` : ''}`))).data,
+  /** body: {to: original|retry, offsets?: [{partition, offset}]}; answers {selected, redriven, already_redriven, failures}. */
+  redrive: async (g, topic, body) =>
+    call('POST', await v3(`/consumer-groups/${enc(g)}/dead-letters/${enc(topic)}/redrive`), { body }),
 };
 
 /** ws://host/v1/ws for the page's own origin. */

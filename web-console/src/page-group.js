@@ -4,6 +4,7 @@
 // The lag chart is the broker's own lag history (GET .../lag-history, sampled every 5 s), so it
 // covers the time no console was open and survives a reload.
 import { api } from './api.js';
+import { deadLettersPanel } from './page-dead-letters.js';
 import { lineChart } from './chart.js';
 import { field, fill, h, statusLine, table, tile } from './dom.js';
 import { formatCount, parseUtcDateTime } from './format.js';
@@ -73,7 +74,8 @@ export async function render(view, route, ctx) {
     h('h2', {}, 'Lag over time'), chart,
     historyNote,
     h('h2', {}, 'Lag per partition'), lags, h('h2', {}, 'Members'), members,
-    h('h2', {}, 'Reset offsets'), resetForm(group, () => lastLags));
+    h('h2', {}, 'Reset offsets'), resetForm(group, () => lastLags),
+    h('h2', {}, 'Dead letters'), deadLettersPanel(group));
 
   ctx.every(GROUP_REFRESH_MS, async () => {
     try {

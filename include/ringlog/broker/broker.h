@@ -64,6 +64,12 @@ struct broker_config {
   int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
   int64_t group_initial_rebalance_delay_ms = 3000;   // group.initial.rebalance.delay.ms (Kafka's key and default)
   int64_t delay_max_ms = 7LL * 24 * 3600 * 1000;     // delay.max.ms (ringlog): longest delayed delivery (issue 18)
+  /// Defaults of a consumer instance's retry settings (max.delivery.attempts, retry.backoff.ms,
+  /// retry.backoff.multiplier, retry.backoff.max.ms; issue 18, delay/retry.h).
+  int32_t max_delivery_attempts = 5;
+  int64_t retry_backoff_ms = 1'000;
+  double retry_backoff_multiplier = 2.0;
+  int64_t retry_backoff_max_ms = 30'000;
   // ---- the cluster (design.md section 6)
   int64_t controller_quorum_election_timeout_ms = 1000;     // controller.quorum.election.timeout.ms
   int64_t controller_quorum_fetch_timeout_ms = 1000;        // controller.quorum.fetch.timeout.ms

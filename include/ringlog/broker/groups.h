@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ringlog/broker/errc.h"
+#include "ringlog/delay/retry.h"
 #include "ringlog/group/group_coordinator.h"
 #include "ringlog/model/record.h"
 
@@ -67,6 +68,10 @@ struct consumer_instance_config {
   /// isolation.level (KIP-98): read_committed polls read below the last stable offset and never
   /// return records of aborted transactions. Kept in the instance's record (survives restarts).
   bool read_committed = false;
+  /// Retries and dead letters of this instance's nacks (issue 18; max.delivery.attempts,
+  /// retry.backoff.ms, retry.backoff.multiplier, retry.backoff.max.ms, each defaulting to the
+  /// broker's); validated (delay::validate) by the front end. nullopt: the broker's defaults.
+  std::optional<delay::retry_policy> retry;
 };
 
 struct consumer_instance {
@@ -92,6 +97,65 @@ struct poll_request {
 struct consumed_record {
   model::topic_partition partition;
   model::record record;
+};
+
+/// POST .../instances/{instance}/nacks: one record the member failed to process (issue 18).
+struct nack_request {
+  model::topic_partition partition;
+  model::offset offset{0};
+  std::string reason;   // kept per attempt, cut at delay::reason_bytes_max bytes
+};
+
+/// A group's dead-letter topic (docs/retries.md).
+struct dead_letter_topic_info {
+  std::string topic;            // "<topic>.<group>.dlq"
+  std::string original_topic;
+  int32_t partitions_count = 0;
+  int64_t dead_letters = 0;     // records that are dead letters (redrive markers not counted)
+  int64_t redriven = 0;         // of those, redriven already
+};
+/// One dead letter as browsed, with what its headers say.
+struct dead_letter {
+  model::partition_id partition{0};
+  model::record record;
+  std::string original_topic;
+  int32_t original_partition = -1;
+  int64_t original_offset = -1;
+  int32_t attempts = 0;
+  std::vector<std::string> reasons;   // oldest first
+  bool redriven = false;
+};
+struct dead_letters_request {
+  std::string group_id;
+  std::string topic;                    // the dead-letter topic
+  std::optional<int32_t> partition;     // nullopt: every partition
+  model::offset from_offset{0};         // per partition
+  int32_t limit = 100;                  // records answered at most, in [1, dead_letters_browse_max]
+  std::string filter;                   // only letters whose reasons, key or value contain it ("" all)
+};
+/// Records a browse answers at most, and records a redrive reads per dead-letter partition at
+/// most (a dead-letter topic is small by nature; a larger one is redriven in ranges).
+inline constexpr int32_t dead_letters_browse_max = 1'000;
+inline constexpr int64_t dead_letters_scan_records_max = 100'000;
+
+struct redrive_range {
+  int32_t partition = 0;
+  model::offset from_offset{0};   // inclusive
+  model::offset to_offset{0};     // exclusive
+};
+/// What to redrive: chosen offsets, ranges, or (both empty) every dead letter not redriven yet.
+struct redrive_request {
+  std::string group_id;
+  std::string topic;   // the dead-letter topic
+  delay::redrive_target target = delay::redrive_target::original;
+  std::vector<std::pair<int32_t, model::offset>> offsets;
+  std::vector<redrive_range> ranges;
+};
+struct redrive_result {
+  int64_t redriven = 0;           // produced to their target now
+  int64_t already_redriven = 0;   // chosen but redriven before (once each)
+  int64_t selected = 0;           // dead letters the request chose
+  std::vector<std::string> failures;   // one line per dead letter that could not be redriven
 };
 
 struct group_coordinator_location {
@@ -179,6 +243,24 @@ class group_api {
   /// body) commits everything already returned to the instance. Returns what was stored.
   virtual void commit(std::string group_id, std::string instance_id, std::optional<std::vector<group::processed_offset>> offsets,
                       std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+  /// Retries and dead letters (issue 18, docs/retries.md): each nacked record is copied to the
+  /// group's retry topic of its original topic, delayed by the instance's backoff, or after
+  /// max.delivery.attempts deliveries to the group's dead-letter topic; answered once every copy
+  /// is durable (acks=all). A nacked offset counts as processed: when it is the group's committed
+  /// offset, the commit moves past it. Offsets below the committed offset were processed already:
+  /// nothing is written for them (a repeated nack). Errors: unknown_member_id,
+  /// partition_not_owned (the instance does not hold the partition), offset_out_of_range (an
+  /// offset not handed to the instance yet), invalid_record (a dead letter; a retry record
+  /// without its headers), invalid_topic_exception (a group whose retry topic name is illegal).
+  virtual void nack(std::string group_id, std::string instance_id, std::vector<nack_request> nacks,
+                    std::function<void(result<void>)> done) = 0;
+  /// The group's dead-letter topics with their counts.
+  virtual void dead_letter_topics(std::string group_id, std::function<void(result<std::vector<dead_letter_topic_info>>)> done) = 0;
+  /// Dead letters of one of them. Errors: unknown_topic_or_partition (not a dead-letter topic of the group).
+  virtual void dead_letters(dead_letters_request request, std::function<void(result<std::vector<dead_letter>>)> done) = 0;
+  /// Moves dead letters back (delay::route_redrive), each at most once: a redriven letter is
+  /// marked in its dead-letter partition once its copy is durable. Errors: as dead_letters.
+  virtual void redrive(redrive_request request, std::function<void(result<redrive_result>)> done) = 0;
   /// Committed offsets of the instance's group (all of them when `partitions` is empty).
   virtual void committed(std::string group_id, std::string instance_id, group::partition_set partitions,
                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;

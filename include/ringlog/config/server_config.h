@@ -65,6 +65,11 @@ struct server_config {
   int64_t transaction_abort_timed_out_transaction_cleanup_interval_ms = 10000;  // Kafka's key and default
   int64_t group_expiry_interval_ms = 1000;              // group.expiry.interval.ms (ringlog)
   int64_t delay_max_ms = 7LL * 24 * 3600 * 1000;        // delay.max.ms (ringlog): longest delayed delivery
+  // Broker defaults of a consumer instance's retries (issue 18; bounds in delay/retry.h).
+  int32_t max_delivery_attempts = 5;                     // max.delivery.attempts
+  int64_t retry_backoff_ms = 1'000;                      // retry.backoff.ms
+  double retry_backoff_multiplier = 2.0;                 // retry.backoff.multiplier
+  int64_t retry_backoff_max_ms = 30'000;                 // retry.backoff.max.ms
   int64_t group_initial_rebalance_delay_ms = 3000;      // group.initial.rebalance.delay.ms
   // ---- process and HTTP
   std::string listener_host = "127.0.0.1";              // listeners=http://HOST:PORT

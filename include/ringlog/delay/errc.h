@@ -10,7 +10,8 @@ namespace ringlog::delay {
 enum class errc {
   invalid_record,     // a ringlog-deliver-at header that is not a decimal ms count, or a delay past delay.max.ms
   corrupt_message,    // a delay record or scheduler checkpoint that does not decode (message says where)
-  unsupported_version // a scheduler checkpoint of a version this code does not know
+  unsupported_version, // a scheduler checkpoint of a version this code does not know
+  invalid_config       // a retry setting out of its bounds (the message names the key)
 };
 
 std::string_view to_string(errc);

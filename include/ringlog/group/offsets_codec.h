@@ -83,6 +83,9 @@
 //   int8 kind + int32 n + n x string + string + partitions   its subscription, as in a member
 //   int8            isolation_level       0 read_uncommitted, 1 read_committed (KIP-98);
 //                                         absent in version 100 (read as 0)
+//   int8            has_retry             (version 101) then when 1: int32 max_delivery_attempts,
+//                                         int64 retry_backoff_ms, int32 retry_backoff_multiplier x 1000,
+//                                         int64 retry_backoff_max_ms (issue 18)
 // A null value (tombstone) ends the instance.
 //
 // Transactional offset key (ringlog's own, version 101: an offset of TxnOffsetCommit held
@@ -116,7 +119,7 @@ inline constexpr int16_t group_value_version = 100;
 inline constexpr int16_t classic_group_value_version = 3;
 inline constexpr int16_t consumer_instance_key_version = 100;
 inline constexpr int16_t consumer_instance_value_version = 101;
-inline constexpr int16_t consumer_instance_value_version_v100 = 100;   // before isolation_level
+inline constexpr int16_t consumer_instance_value_version_v100 = 100;   // before isolation_level and retries
 inline constexpr int16_t txn_offset_key_version = 101;
 
 /// One member as persisted in the group metadata value.
@@ -198,6 +201,16 @@ struct consumer_instance_value {
   std::optional<assignor_kind> assignor;
   subscription sub;
   bool read_committed = false;   // isolation.level=read_committed (KIP-98)
+  /// Its retry settings (issue 18), as given or defaulted when it was created; nullopt: written
+  /// by version 100, the broker's defaults apply.
+  struct retry_settings {
+    int32_t max_delivery_attempts = 0;
+    int64_t retry_backoff_ms = 0;
+    int32_t retry_backoff_multiplier_milli = 0;   // the multiplier x 1000
+    int64_t retry_backoff_max_ms = 0;
+    bool operator==(const retry_settings&) const = default;
+  };
+  std::optional<retry_settings> retry;
   bool operator==(const consumer_instance_value&) const = default;
 };
 

@@ -1,0 +1,500 @@
+// Retries and dead letters on plain topics (retries.h, docs/retries.md).
+
+#include "retries.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "ringlog/base/assert.h"
+
+namespace ringlog::broker::retries {
+namespace {
+
+/// Longest a copy's produce waits for its in-sync replicas (acks=all), as a delay move.
+constexpr int64_t copy_timeout_ms = 30'000;
+/// Bytes per fetch while reading a dead-letter partition.
+constexpr int32_t scan_fetch_bytes = 1 << 20;
+
+model::record_header text_header(std::string_view key, std::string_view value) {
+  return model::record_header{std::string(key), model::to_bytes(value)};
+}
+
+std::optional<int64_t> decimal(std::string_view s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+/// Runs `done` once `n` parts reported; the first error wins. Parts report from any thread.
+struct join_state {
+  std::mutex mutex;
+  size_t remaining = 0;
+  std::optional<error> failure;
+  std::function<void(result<void>)> done;
+  void report(const result<void>& r) {
+    std::function<void(result<void>)> finish;
+    std::optional<error> why;
+    {
+      std::lock_guard lock(mutex);
+      if (!r.ok() && !failure) failure = r.error();
+      RINGLOG_ASSERT_OP(remaining, >, size_t{0});
+      if (--remaining > 0) return;
+      finish = std::move(done);
+      why = failure;
+    }
+    if (why) return finish(*why);
+    finish(base::ok_v);
+  }
+};
+
+/// The partition count of `name`, creating it with `partitions` when it does not exist (a
+/// concurrent creation by another nack is fine: that one is used).
+void ensure_topic(broker& b, const std::string& name, int32_t partitions, std::function<void(result<int32_t>)> done) {
+  auto describe = [&b, name, done] {
+    b.describe_topic(name, [done](result<topic_description> d) {
+      if (!d.ok()) return done(d.error());
+      done(static_cast<int32_t>(d->partitions.size()));
+    });
+  };
+  if (b.topic_exists(name)) return describe();
+  create_topic_request req;
+  req.name = name;
+  req.partitions_count = std::max(1, partitions);
+  b.create_topic(std::move(req), [describe, done](result<topic_description> r) {
+    if (r.ok()) return done(static_cast<int32_t>(r->partitions.size()));
+    if (r.error().code == errc::topic_already_exists) return describe();
+    done(r.error());
+  });
+}
+
+/// The partition count of the original topic (1 when it is gone: the copy still has a home).
+void original_partitions(broker& b, const std::string& topic, std::function<void(int32_t)> done) {
+  b.describe_topic(topic, [done](result<topic_description> d) {
+    done(d.ok() ? std::max<int32_t>(1, static_cast<int32_t>(d->partitions.size())) : 1);
+  });
+}
+
+/// Produces `records` to `topic` (each naming its partition by `original_partition % count`).
+void produce_copies(broker& b, const std::string& topic, int32_t original_partitions_count,
+                    std::vector<std::pair<int32_t, produce_record>> records, std::function<void(result<void>)> done) {
+  ensure_topic(b, topic, original_partitions_count,
+               [&b, topic, records = std::move(records), done](result<int32_t> count) mutable {
+                 if (!count.ok()) return done(count.error());
+                 produce_request req;
+                 req.topic = topic;
+                 req.acks = acks_mode::all;
+                 req.timeout_ms = copy_timeout_ms;
+                 for (auto& [p, rec] : records) {
+                   rec.partition = model::partition_id{p % std::max(1, *count)};
+                   req.records.push_back(std::move(rec));
+                 }
+                 b.produce(std::move(req), [done](result<produce_response> r) {
+                   if (!r.ok()) return done(r.error());
+                   for (const auto& res : r->results) {
+                     if (res.failure) return done(*res.failure);
+                   }
+                   done(base::ok_v);
+                 });
+               });
+}
+
+/// Reads partition `tp` from `from` up to its high watermark, at most `records_max` records,
+/// one fetch per step (each step is a new callback, never recursion on one stack).
+struct scan_state {
+  broker* b = nullptr;
+  model::topic_partition tp;
+  model::offset at{0};
+  int64_t records_max = 0;
+  std::vector<model::record> records;
+  bool complete = true;   // false: stopped at records_max before the high watermark
+  std::function<void(result<void>)> done;
+  std::function<void()> next;
+};
+void scan_partition(broker& b, model::topic_partition tp, model::offset from, int64_t records_max,
+                    std::function<void(result<std::shared_ptr<scan_state>>)> done) {
+  auto sc = std::make_shared<scan_state>();
+  sc->b = &b;
+  sc->tp = std::move(tp);
+  sc->at = from;
+  sc->records_max = records_max;
+  sc->done = [sc, done](result<void> r) {
+    sc->next = nullptr;   // ends the self-reference
+    if (!r.ok()) return done(r.error());
+    done(sc);
+  };
+  sc->next = [sc] {
+    fetch_request f;
+    f.partition = sc->tp;
+    f.fetch_offset = sc->at;
+    f.max_bytes = scan_fetch_bytes;
+    sc->b->fetch(std::move(f), [sc](result<fetch_response> r) {
+      if (!r.ok()) return sc->done(r.error());
+      for (auto& rec : r->records) {
+        if (static_cast<int64_t>(sc->records.size()) >= sc->records_max) {
+          sc->complete = false;
+          return sc->done(base::ok_v);
+        }
+        sc->at = rec.record_offset + 1;
+        sc->records.push_back(std::move(rec));
+      }
+      if (r->records.empty() || sc->at >= r->high_watermark) return sc->done(base::ok_v);
+      auto next = sc->next;
+      if (next) next();
+    });
+  };
+  auto first = sc->next;
+  first();
+}
+
+/// Every partition of a dead-letter topic, scanned from its log start.
+struct dead_letter_scan {
+  std::mutex mutex;
+  std::string topic;
+  int32_t partitions = 0;
+  size_t remaining = 0;
+  std::optional<error> failure;
+  std::map<int32_t, std::vector<model::record>> letters;   // partition -> records that are letters
+  std::map<int32_t, std::set<int64_t>> redriven;           // partition -> offsets marked redriven
+  std::map<int32_t, bool> complete;
+};
+
+void scan_dead_letters(broker& b, const std::string& topic, std::optional<int32_t> only,
+                       std::function<void(result<std::shared_ptr<dead_letter_scan>>)> done) {
+  b.describe_topic(topic, [&b, topic, only, done](result<topic_description> d) {
+    if (!d.ok()) return done(d.error());
+    auto scan = std::make_shared<dead_letter_scan>();
+    scan->topic = topic;
+    scan->partitions = static_cast<int32_t>(d->partitions.size());
+    std::vector<std::pair<int32_t, model::offset>> parts;
+    for (const auto& p : d->partitions) {
+      if (only && p.partition.value() != *only) continue;
+      parts.push_back({p.partition.value(), p.log_start_offset});
+    }
+    if (parts.empty()) {
+      if (only) return done(error{errc::unknown_topic_or_partition, "topic " + topic + " has no partition " + std::to_string(*only)});
+      return done(scan);
+    }
+    scan->remaining = parts.size();
+    for (const auto& [p, start] : parts) {
+      scan_partition(b, {topic, model::partition_id{p}}, start, dead_letters_scan_records_max,
+                     [scan, p, done](result<std::shared_ptr<scan_state>> r) {
+                       bool last = false;
+                       {
+                         std::lock_guard lock(scan->mutex);
+                         if (!r.ok()) {
+                           if (!scan->failure) scan->failure = r.error();
+                         } else {
+                           scan->complete[p] = (*r)->complete;
+                           for (auto& rec : (*r)->records) {
+                             if (auto marker = delay::last_header(rec.headers, delay::redriven_marker_header)) {
+                               // "<partition>@<offset>,...": the letters it says were redriven.
+                               std::string_view list = rec.value ? std::string_view(reinterpret_cast<const char*>(rec.value->data()), rec.value->size()) : "";
+                               while (!list.empty()) {
+                                 auto comma = list.find(',');
+                                 auto item = list.substr(0, comma);
+                                 list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+                                 auto at = item.find('@');
+                                 if (at == std::string_view::npos) continue;
+                                 auto mp = decimal(item.substr(0, at));
+                                 auto mo = decimal(item.substr(at + 1));
+                                 if (mp && mo) scan->redriven[static_cast<int32_t>(*mp)].insert(*mo);
+                               }
+                               continue;
+                             }
+                             scan->letters[p].push_back(std::move(rec));
+                           }
+                         }
+                         last = --scan->remaining == 0;
+                       }
+                       if (!last) return;
+                       if (scan->failure) return done(*scan->failure);
+                       done(scan);
+                     });
+    }
+  });
+}
+
+dead_letter describe_letter(int32_t partition, const model::record& rec, bool redriven) {
+  dead_letter out;
+  out.partition = model::partition_id{partition};
+  out.record = rec;
+  out.original_topic = delay::last_header(rec.headers, delay::original_topic_header).value_or("");
+  out.original_partition = static_cast<int32_t>(
+      decimal(delay::last_header(rec.headers, delay::original_partition_header).value_or("")).value_or(-1));
+  out.original_offset = decimal(delay::last_header(rec.headers, delay::original_offset_header).value_or("")).value_or(-1);
+  out.attempts = static_cast<int32_t>(decimal(delay::last_header(rec.headers, delay::attempt_header).value_or("")).value_or(0));
+  out.reasons = delay::all_headers(rec.headers, delay::reason_header);
+  out.redriven = redriven;
+  return out;
+}
+
+std::optional<error> not_dead_letter_topic(broker& b, const std::string& group, const std::string& topic) {
+  if (!delay::original_topic_of(topic, group, true)) {
+    return error{errc::unknown_topic_or_partition, "topic '" + topic + "' is not a dead-letter topic of group '" + group +
+                                                       "' (those are named <topic>." + group + ".dlq)"};
+  }
+  if (!b.topic_exists(topic)) {
+    return error{errc::unknown_topic_or_partition, "dead-letter topic '" + topic + "' does not exist: group '" + group +
+                                                       "' has no dead letters of that topic"};
+  }
+  return std::nullopt;
+}
+
+bool contains_text(const std::optional<model::bytes>& b, const std::string& needle) {
+  if (!b) return false;
+  std::string_view s(reinterpret_cast<const char*>(b->data()), b->size());
+  return s.find(needle) != std::string_view::npos;
+}
+
+}  // namespace
+
+void write_nacks(broker& b, std::vector<nack_write> writes, std::function<void(result<void>)> done) {
+  if (writes.empty()) return done(base::ok_v);
+  // One produce per destination topic.
+  std::map<std::string, std::vector<nack_write>> by_topic;
+  for (auto& w : writes) by_topic[w.route.topic].push_back(std::move(w));
+  auto join = std::make_shared<join_state>();
+  join->remaining = by_topic.size();
+  join->done = std::move(done);
+  for (auto& [topic, list] : by_topic) {
+    const std::string original = list.front().route.original.topic;
+    std::vector<std::pair<int32_t, produce_record>> records;
+    for (auto& w : list) {
+      produce_record r;
+      r.key = std::move(w.key);
+      r.value = std::move(w.value);
+      r.headers = std::move(w.route.headers);
+      records.push_back({w.route.original.partition.value(), std::move(r)});
+    }
+    original_partitions(b, original, [&b, topic, records = std::move(records), join](int32_t count) mutable {
+      produce_copies(b, topic, count, std::move(records), [join](result<void> r) { join->report(r); });
+    });
+  }
+}
+
+void read_record(broker& b, model::topic_partition tp, model::offset offset, std::function<void(result<model::record>)> done) {
+  fetch_request f;
+  f.partition = tp;
+  f.fetch_offset = offset;
+  f.max_bytes = 1;   // at least one record is returned
+  b.fetch(std::move(f), [tp, offset, done](result<fetch_response> r) {
+    if (!r.ok()) return done(r.error());
+    for (auto& rec : r->records) {
+      if (rec.record_offset == offset) return done(std::move(rec));
+    }
+    done(error{errc::offset_out_of_range, tp.directory_name() + " has no record at offset " + std::to_string(offset.value()) +
+                                              " any more (compacted or deleted by retention)"});
+  });
+}
+
+void dead_letter_topics(broker& b, std::string group_id, std::function<void(result<std::vector<dead_letter_topic_info>>)> done) {
+  std::vector<std::string> topics;
+  for (auto& t : b.list_topics(false)) {
+    if (delay::original_topic_of(t, group_id, true)) topics.push_back(t);
+  }
+  if (topics.empty()) return done(std::vector<dead_letter_topic_info>{});
+  struct gather {
+    std::mutex mutex;
+    size_t remaining = 0;
+    std::vector<dead_letter_topic_info> out;
+  };
+  auto g = std::make_shared<gather>();
+  g->remaining = topics.size();
+  for (const auto& t : topics) {
+    scan_dead_letters(b, t, std::nullopt, [g, t, group_id, done](result<std::shared_ptr<dead_letter_scan>> r) {
+      std::vector<dead_letter_topic_info> out;
+      {
+        std::lock_guard lock(g->mutex);
+        dead_letter_topic_info info;
+        info.topic = t;
+        info.original_topic = delay::original_topic_of(t, group_id, true).value_or("");
+        if (r.ok()) {
+          info.partitions_count = (*r)->partitions;
+          for (const auto& [p, letters] : (*r)->letters) {
+            info.dead_letters += static_cast<int64_t>(letters.size());
+            const auto& marks = (*r)->redriven[p];
+            for (const auto& rec : letters) info.redriven += marks.contains(rec.record_offset.value()) ? 1 : 0;
+          }
+        }
+        g->out.push_back(std::move(info));   // a topic deleted meanwhile shows with no letters
+        if (--g->remaining > 0) return;
+        out = std::move(g->out);
+      }
+      std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.topic < b.topic; });
+      done(std::move(out));
+    });
+  }
+}
+
+void dead_letters(broker& b, dead_letters_request request, std::function<void(result<std::vector<dead_letter>>)> done) {
+  if (auto refused = not_dead_letter_topic(b, request.group_id, request.topic)) return done(*refused);
+  scan_dead_letters(b, request.topic, request.partition,
+                    [request, done](result<std::shared_ptr<dead_letter_scan>> r) {
+                      if (!r.ok()) return done(r.error());
+                      std::vector<dead_letter> out;
+                      for (auto& [p, letters] : (*r)->letters) {
+                        const auto& marks = (*r)->redriven[p];
+                        for (const auto& rec : letters) {
+                          if (static_cast<int32_t>(out.size()) >= request.limit) break;
+                          if (rec.record_offset < request.from_offset) continue;
+                          auto d = describe_letter(p, rec, marks.contains(rec.record_offset.value()));
+                          if (!request.filter.empty()) {
+                            bool hit = contains_text(rec.key, request.filter) || contains_text(rec.value, request.filter);
+                            for (const auto& why : d.reasons) hit = hit || why.find(request.filter) != std::string::npos;
+                            if (!hit) continue;
+                          }
+                          out.push_back(std::move(d));
+                        }
+                      }
+                      done(std::move(out));
+                    });
+}
+
+void redrive(broker& b, redrive_request request, std::function<void(result<redrive_result>)> done) {
+  if (auto refused = not_dead_letter_topic(b, request.group_id, request.topic)) return done(*refused);
+  scan_dead_letters(b, request.topic, std::nullopt, [&b, request, done](result<std::shared_ptr<dead_letter_scan>> r) {
+    if (!r.ok()) return done(r.error());
+    auto scan = *r;
+    const bool all = request.offsets.empty() && request.ranges.empty();
+    std::set<std::pair<int32_t, int64_t>> chosen;
+    for (const auto& [p, o] : request.offsets) chosen.insert({p, o.value()});
+    auto selected = [&](int32_t p, model::offset o) {
+      if (all || chosen.contains({p, o.value()})) return true;
+      return std::any_of(request.ranges.begin(), request.ranges.end(), [&](const redrive_range& range) {
+        return range.partition == p && o >= range.from_offset && o < range.to_offset;
+      });
+    };
+    auto result_so_far = std::make_shared<redrive_result>();
+    // Chosen offsets that are no dead letter (a marker, past the end) are failures naming them.
+    std::set<std::pair<int32_t, int64_t>> seen;
+    struct copy {
+      int32_t partition;   // in the dead-letter topic
+      model::offset offset;
+      delay::redrive_route route;
+      std::optional<model::bytes> key;
+      std::optional<model::bytes> value;
+    };
+    std::map<std::string, std::vector<copy>> by_target;
+    for (auto& [p, letters] : scan->letters) {
+      const auto& marks = scan->redriven[p];
+      for (auto& rec : letters) {
+        if (!selected(p, rec.record_offset)) continue;
+        seen.insert({p, rec.record_offset.value()});
+        ++result_so_far->selected;
+        if (marks.contains(rec.record_offset.value())) {
+          ++result_so_far->already_redriven;
+          continue;
+        }
+        auto route = delay::route_redrive(request.group_id, request.topic, model::partition_id{p}, rec, request.target);
+        if (!route.ok()) {
+          result_so_far->failures.push_back(route.error().message);
+          continue;
+        }
+        by_target[route->topic].push_back({p, rec.record_offset, std::move(route).value(), rec.key, rec.value});
+      }
+    }
+    for (const auto& [p, o] : chosen) {
+      if (!seen.contains({p, o})) {
+        result_so_far->failures.push_back(delay::source_text(request.topic, p, model::offset{o}) + " is not a dead letter");
+      }
+    }
+    if (by_target.empty()) return done(*result_so_far);
+    struct gather {
+      std::mutex mutex;
+      size_t remaining = 0;
+      std::map<int32_t, std::vector<int64_t>> done_offsets;   // dead-letter partition -> offsets redriven
+    };
+    auto g = std::make_shared<gather>();
+    g->remaining = by_target.size();
+    auto write_markers = [&b, request, result_so_far, g, done] {
+      // Marks what was redriven, in the partition each letter is in, once its copy is durable.
+      // A crash between a copy and its marker repeats that copy on the next redrive
+      // (at-least-once, docs/retries.md).
+      if (g->done_offsets.empty()) return done(*result_so_far);
+      produce_request req;
+      req.topic = request.topic;
+      req.acks = acks_mode::all;
+      req.timeout_ms = copy_timeout_ms;
+      for (const auto& [p, offsets] : g->done_offsets) {
+        std::string list;
+        for (auto o : offsets) list += (list.empty() ? "" : ",") + std::to_string(p) + "@" + std::to_string(o);
+        produce_record m;
+        m.partition = model::partition_id{p};
+        m.value = model::to_bytes(list);
+        m.headers.push_back(text_header(delay::redriven_marker_header, std::to_string(offsets.size())));
+        req.records.push_back(std::move(m));
+      }
+      b.produce(std::move(req), [result_so_far, done](result<produce_response> pr) {
+        if (!pr.ok()) {
+          result_so_far->failures.push_back("redriven, but not marked as redriven (a later redrive repeats them): " +
+                                            pr.error().message);
+        }
+        done(*result_so_far);
+      });
+    };
+    for (auto& [target, copies] : by_target) {
+      const std::string original = request.target == delay::redrive_target::retry
+                                       ? delay::original_topic_of(target, request.group_id, false).value_or(target)
+                                       : target;
+      std::vector<std::pair<int32_t, produce_record>> records;
+      std::vector<std::pair<int32_t, int64_t>> from;
+      for (auto& c : copies) {
+        produce_record rec;
+        rec.key = std::move(c.key);
+        rec.value = std::move(c.value);
+        rec.headers = std::move(c.route.headers);
+        records.push_back({c.route.partition, std::move(rec)});
+        from.push_back({c.partition, c.offset.value()});
+      }
+      auto report = [g, result_so_far, from, target, write_markers](result<void> pr) {
+        bool last = false;
+        {
+          std::lock_guard lock(g->mutex);
+          if (pr.ok()) {
+            result_so_far->redriven += static_cast<int64_t>(from.size());
+            for (const auto& [p, o] : from) g->done_offsets[p].push_back(o);
+          } else {
+            result_so_far->failures.push_back(std::to_string(from.size()) + " dead letters to " + target + ": " +
+                                              pr.error().message);
+          }
+          last = --g->remaining == 0;
+        }
+        if (last) write_markers();
+      };
+      if (request.target == delay::redrive_target::original) {
+        // Back to the original topic as it is now: a partition that is gone fails the copy.
+        if (!b.topic_exists(target)) {
+          report(error{errc::unknown_topic_or_partition, "the original topic " + target + " does not exist any more"});
+          continue;
+        }
+        produce_request req;
+        req.topic = target;
+        req.acks = acks_mode::all;
+        req.timeout_ms = copy_timeout_ms;
+        for (auto& [p, rec] : records) {
+          rec.partition = model::partition_id{p};
+          req.records.push_back(std::move(rec));
+        }
+        b.produce(std::move(req), [report](result<produce_response> pr) {
+          if (!pr.ok()) return report(pr.error());
+          for (const auto& res : pr->results) {
+            if (res.failure) return report(*res.failure);
+          }
+          report(base::ok_v);
+        });
+      } else {
+        original_partitions(b, original, [&b, target, records = std::move(records), report](int32_t count) mutable {
+          produce_copies(b, target, count, std::move(records), report);
+        });
+      }
+    }
+  });
+}
+
+}  // namespace ringlog::broker::retries

@@ -1,0 +1,38 @@
+#pragma once
+// Retries and dead letters on plain topics (issue 18, docs/retries.md): the writes a nack makes
+// and the dead-letter calls (list, browse, redrive). Everything here goes through the public
+// broker API (produce, fetch, create_topic), so a retry or dead-letter partition led by another
+// broker is reached like any partition; the group coordinator (group_service.cc) decides what a
+// nack may do, delay::route_nack decides where it goes.
+
+#include <functional>
+#include <vector>
+
+#include "ringlog/broker/broker.h"
+#include "ringlog/delay/retry.h"
+
+namespace ringlog::broker::retries {
+
+/// One nacked record on its way: where it goes (delay::route_nack) and its key and value.
+struct nack_write {
+  delay::nack_route route;
+  std::optional<model::bytes> key;
+  std::optional<model::bytes> value;
+};
+
+/// Creates the retry and dead-letter topics `writes` need (as many partitions as their original
+/// topic, so a record keeps its partition number) and produces each copy with acks=all; a retry
+/// copy carries ringlog-deliver-at, so it goes through delayed delivery. `done` once every copy
+/// is durable, or with the first failure (copies of other nacks may be stored then: a nack that
+/// is answered with an error may be repeated, docs/retries.md).
+void write_nacks(broker& b, std::vector<nack_write> writes, std::function<void(result<void>)> done);
+
+/// The record at `offset` of `tp` (fetched through the broker). Errors: offset_out_of_range when
+/// no record has that offset any more (compacted, deleted by retention).
+void read_record(broker& b, model::topic_partition tp, model::offset offset, std::function<void(result<model::record>)> done);
+
+void dead_letter_topics(broker& b, std::string group_id, std::function<void(result<std::vector<dead_letter_topic_info>>)> done);
+void dead_letters(broker& b, dead_letters_request request, std::function<void(result<std::vector<dead_letter>>)> done);
+void redrive(broker& b, redrive_request request, std::function<void(result<redrive_result>)> done);
+
+}  // namespace ringlog::broker::retries
