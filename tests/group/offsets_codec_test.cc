@@ -161,14 +161,15 @@ TEST_CASE("consumer instance records round-trip; clipped, trailing and out-of-ra
   auto committed = sample_instance();
   committed.read_committed = true;
   CHECK(*decode_consumer_instance_value(encode_consumer_instance_value(committed)) == committed);
+  // Version 101 ends with isolation_level and has_retry (0 here): version 100 has neither.
   auto v100 = encode_consumer_instance_value(sample_instance());
-  v100.pop_back();
+  v100.resize(v100.size() - 2);
   v100[1] = std::byte{100};
   auto old = decode_consumer_instance_value(v100);
   REQUIRE_MESSAGE(old.ok(), old.error().message);
   CHECK(*old == sample_instance());
   auto bad_isolation = encode_consumer_instance_value(committed);
-  bad_isolation.back() = std::byte{2};
+  bad_isolation[bad_isolation.size() - 2] = std::byte{2};   // isolation_level, before has_retry
   CHECK(decode_consumer_instance_value(bad_isolation).error().code == errc::corrupt_message);
 }
 
@@ -185,7 +186,7 @@ TEST_CASE("consumer instance values carry retry settings (version 101) and versi
   CHECK(decode_consumer_instance_value(bad_flag).error().code == errc::corrupt_message);
   // A version 100 value: the same bytes without the retry part.
   auto old = encode_consumer_instance_value(sample_instance());
-  old.pop_back();   // has_retry = 0
+  old.resize(old.size() - 2);   // isolation_level = 0 and has_retry = 0
   old[1] = std::byte{100};
   auto read = decode_consumer_instance_value(old);
   REQUIRE_MESSAGE(read.ok(), read.error().message);
