@@ -47,6 +47,11 @@ void print_usage(std::ostream& out) {
          "kafka://127.0.0.1:9092), data in log.dirs.\n"
          "Settings come from the defaults, then --config (a Kafka-style .properties file), then each\n"
          "--set in order. Unknown keys and out-of-range values are refused at start.\n\n"
+         "Adding a broker to a running cluster: start a node with a new node.id, its own\n"
+         "listeners=http://...,cluster://... and log.dirs, process.roles=broker and the cluster's\n"
+         "controller.quorum.voters unchanged. It follows the metadata log without a vote (a raft\n"
+         "observer), registers, and the other nodes learn its cluster:// address from its\n"
+         "registration; topics created afterwards place replicas on it.\n\n"
          "Keys (default, meaning):\n";
   for (const auto& k : config::describe_keys()) {
     out << "  " << k.name << " = " << k.default_value << "\n      " << k.doc << "\n";
@@ -319,15 +324,21 @@ int serve_main(int argc, char** argv) {
     return 2;
   }
   const config::server_config& cfg = settings.value();
-  // Every node is a voter of the metadata quorum and a broker (process.roles=broker,controller,
-  // Kafka's combined mode). Dedicated controllers, and brokers that follow the metadata log
-  // without a vote (raft observers), are not built yet: refuse them by name.
-  if (!cfg.process_role_broker || !cfg.process_role_controller) {
+  // process.roles (KIP-631): broker,controller (combined mode, the default) is a voter of the
+  // metadata quorum and a broker; broker is a broker that follows the metadata log as a raft
+  // observer (KIP-595), so brokers join a running cluster without touching
+  // controller.quorum.voters. A dedicated controller (controller alone) is not built yet: refuse
+  // it by name rather than run a voter that still registers as a broker.
+  if (!cfg.process_role_broker) {
     spdlog::error("msg=\"bad config\" key=process.roles error=\"{}\"",
-                  base::logfmt_escaped("process.roles must be broker,controller: a node is both a voter of the "
-                                       "metadata quorum and a broker (dedicated controllers and brokers without a "
-                                       "vote are not built yet)"));
+                  base::logfmt_escaped("process.roles=controller (a dedicated controller) is not supported yet: a "
+                                       "voter runs broker,controller; add brokers with process.roles=broker"));
     return 2;
+  }
+  if (!cfg.process_role_controller) {
+    spdlog::info("msg=\"broker-only node: an observer of the metadata quorum, not a voter\" node.id={} "
+                 "controller.quorum.voters={}",
+                 cfg.node_id, cfg.controller_quorum_voters.size());
   }
 
   keep_large_buffers_mapped();

@@ -385,6 +385,22 @@ void broker_impl::entry_failed(int64_t offset, error why) {
   for (auto& w : waiting) w.done(why);
 }
 
+void broker_impl::learn_peer_addresses(const controller::metadata_image& image) {
+  if (deps_.cluster_transport == nullptr) return;
+  for (const auto& [id, b] : image.brokers()) {
+    // A voter's address comes from controller.quorum.voters (checked against its listener at
+    // start); a broker-only node's only from its registration.
+    if (deps_.controller_quorum_voters.contains(id)) continue;
+    for (const auto& e : b.endpoints) {
+      if (e.name != "cluster") continue;
+      if (deps_.cluster_transport->set_peer_address(id, e.host, e.port) && deps_.log) {
+        deps_.log(true, "learned the cluster address of broker " + std::to_string(id) + ": " + e.host + ":" +
+                            std::to_string(e.port));
+      }
+    }
+  }
+}
+
 void broker_impl::enqueue_apply_job(apply_job job) {
   apply_jobs_.push_back(std::move(job));
   run_apply_jobs();
@@ -396,6 +412,7 @@ void broker_impl::run_apply_jobs() {
   auto job = std::make_shared<apply_job>(std::move(apply_jobs_.front()));
   apply_jobs_.pop_front();
   publish_view(job->after, [this, job] {
+    learn_peer_addresses(*job->after->image);
     fail_moved_forwards(*job->after);
     auto finish = [this, offset = job->offset](result<void> r) { finish_apply_job(offset, std::move(r)); };
     if (!job->reconcile) return finish(base::ok_v);
@@ -881,6 +898,10 @@ quorum_status broker_impl::describe_quorum() const {
   for (const auto& v : d.voters) {
     out.voters.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
   }
+  for (const auto& v : d.observers) {
+    out.observers.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
+  }
+  out.observer = d.observer;
   return out;
 }
 

@@ -378,6 +378,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
     bool open_all = false;    // start-up: open every partition of `after` this node holds
   };
   void enqueue_apply_job(apply_job job);
+  /// Tells the cluster transport every registered broker's "cluster" endpoint (a broker-only node
+  /// is in no config: its registration is the only place its address is known). Controller shard.
+  void learn_peer_addresses(const controller::metadata_image& image);
   void run_apply_jobs();
   void finish_apply_job(int64_t offset, result<void> outcome);
   /// Handlers of requests from other nodes (on the cluster listener).

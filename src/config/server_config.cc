@@ -312,7 +312,9 @@ const std::vector<key_spec>& key_table() {
                  }
                  return out;
                }},
-      key_spec{"process.roles", "what this node runs: broker, controller, or broker,controller (combined mode)",
+      key_spec{"process.roles", "what this node runs: broker,controller (combined mode: a voter of controller.quorum.voters and a broker), "
+               "or broker (a broker that follows the metadata quorum without a vote: how a broker joins a running "
+               "cluster without changing controller.quorum.voters); controller alone is not supported yet",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  bool broker = false;
                  bool controller = false;

@@ -6,6 +6,7 @@
 #include "ringlog/base/assert.h"
 #include "ringlog/controller/quorum_storage.h"
 #include "ringlog/controller/quorum_wire.h"
+#include "ringlog/raft/constants.h"
 #include "ringlog/raft/node.h"
 
 namespace ringlog::controller {
@@ -117,8 +118,13 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
 
   result<void> start_here() {
     if (started) return base::ok_v;
-    if (config.voters.find(config.node_id) == config.voters.end()) {
-      return config_error("controller.quorum.voters does not contain node.id " + std::to_string(config.node_id));
+    // A node that is not a voter is an observer (KIP-595; process.roles=broker): it replicates
+    // the metadata log from the leader, which it finds by asking the voters over the transport.
+    const bool voter = config.voters.find(config.node_id) != config.voters.end();
+    if (!voter && transport == nullptr) {
+      return config_error("node.id " + std::to_string(config.node_id) +
+                          " is not one of controller.quorum.voters (an observer) and needs a cluster listener "
+                          "transport to reach them");
     }
     if (config.voters.size() > 1 && transport == nullptr) {
       return config_error("controller.quorum.voters lists " + std::to_string(config.voters.size()) +
@@ -145,7 +151,7 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     if (snapshot_id.end_offset.value() > 0) {
       machine.load_snapshot(loaded.state.snapshot_payload, snapshot_id.end_offset.value());
     }
-    const bool upgraded_single_node = !loaded.had_quorum_state_file && config.voters.size() == 1;
+    const bool upgraded_single_node = voter && !loaded.had_quorum_state_file && config.voters.size() == 1;
     if (upgraded_single_node) {
       apply_entries(loaded.state.entries);
     }
@@ -259,6 +265,11 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
       fetches_epoch = node->epoch();
     }
     if (f.current_leader_epoch != node->epoch() || node->role() != raft::role::leader) return;
+    // Bounded: the voters plus the observers raft tracks (raft::constants::observers_max).
+    if (fetches.size() >= config.voters.size() + raft::constants::observers_max &&
+        !fetches.contains(f.replica_id.value())) {
+      return;
+    }
     fetches[f.replica_id.value()] = voter_fetch{f.fetch_offset.value(), clock.now_ms()};
   }
 
@@ -554,6 +565,13 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
         }
       }
       d.voters.push_back(v);
+    }
+    d.observer = node->is_observer();
+    if (leading && fetches_epoch == node->epoch()) {
+      for (const auto& [id, f] : fetches) {
+        if (config.voters.contains(id)) continue;
+        d.observers.push_back({id, f.log_end_offset, d.log_end_offset - f.log_end_offset, f.last_fetch_wall_ms});
+      }
     }
     std::lock_guard lock(description_mutex);
     description = std::move(d);

@@ -110,14 +110,17 @@ void v3_get_quorum(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   const std::string& cluster = c->params["cluster_id"];
   const broker::quorum_status q = c->broker().describe_quorum();
-  json voters = json::array();
-  for (const auto& v : q.voters) {
-    voters.push_back({{"replica_id", v.replica_id},
-                      {"log_end_offset", v.log_end_offset >= 0 ? json(v.log_end_offset) : json(nullptr)},
-                      {"lag", v.lag >= 0 ? json(v.lag) : json(nullptr)},
-                      {"last_fetch_timestamp", v.last_fetch_timestamp_ms >= 0 ? json(v.last_fetch_timestamp_ms)
-                                                                              : json(nullptr)}});
-  }
+  auto replicas = [](const std::vector<broker::quorum_status::voter>& list) {
+    json out = json::array();
+    for (const auto& v : list) {
+      out.push_back({{"replica_id", v.replica_id},
+                     {"log_end_offset", v.log_end_offset >= 0 ? json(v.log_end_offset) : json(nullptr)},
+                     {"lag", v.lag >= 0 ? json(v.lag) : json(nullptr)},
+                     {"last_fetch_timestamp", v.last_fetch_timestamp_ms >= 0 ? json(v.last_fetch_timestamp_ms)
+                                                                             : json(nullptr)}});
+    }
+    return out;
+  };
   const std::string self = c->base_url + "/v3/clusters/" + cluster + "/quorum";
   c->respond_json(200, {{"kind", "KafkaMetadataQuorum"},
                         {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + cluster + "/quorum"}}},
@@ -130,7 +133,9 @@ void v3_get_quorum(const call_ptr& c) {
                         {"log_end_offset", q.log_end_offset},
                         {"applied_offset", q.applied_offset},
                         {"role", q.role},
-                        {"voters", voters}});
+                        {"is_observer", q.observer},
+                        {"voters", replicas(q.voters)},
+                        {"observers", replicas(q.observers)}});
 }
 
 /// POST /v3/clusters/{cluster_id}/elect-leaders (ringlog's; Kafka's ElectLeaders with PREFERRED,

@@ -38,7 +38,6 @@ std::string validate(const config& c) {
   if (c.voters.empty() || c.voters.size() > constants::voters_max) {
     return "controller.quorum.voters must name 1.." + std::to_string(constants::voters_max) + " voters";
   }
-  bool self_is_voter = false;
   for (size_t i = 0; i < c.voters.size(); ++i) {
     if (c.voters[i].value() < 0) {
       return "controller.quorum.voters: node ids must be >= 0";
@@ -48,10 +47,9 @@ std::string validate(const config& c) {
         return "controller.quorum.voters: duplicate node id " + std::to_string(c.voters[i].value());
       }
     }
-    self_is_voter = self_is_voter || c.voters[i] == c.self;
   }
-  if (!self_is_voter) {
-    return "node.id must be one of controller.quorum.voters (observers are not supported yet)";
+  if (c.self.value() < 0) {
+    return "node.id must be >= 0";
   }
   if (c.election_timeout_ms < 10 || c.election_timeout_ms > 3'600'000) {
     return "controller.quorum.election.timeout.ms must be in [10, 3600000]";

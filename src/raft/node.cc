@@ -13,6 +13,7 @@
 //   RINGLOG_RAFT_BREAK_SKIP_FSYNC_BEFORE_VOTE     vote responses leave before the vote is durable
 //   RINGLOG_RAFT_BREAK_GRANT_TWO_VOTES_PER_EPOCH  a voter ignores that it already voted this epoch
 //   RINGLOG_RAFT_BREAK_COUNT_UNSYNCED_LEADER      the leader counts its own entries before fsync
+//   RINGLOG_RAFT_BREAK_COUNT_OBSERVERS            the leader counts observers toward the majority
 
 namespace ringlog::raft {
 
@@ -68,7 +69,14 @@ node::node(config cfg, persisted_state state, random_source& random, int64_t now
   // committed (KRaft does not persist the metadata high watermark).
   durable_end_ = log_.log_end_offset();
   high_watermark_ = log_.log_start_offset();
-  if (quorum_.leader_id == cfg_.self) {
+  if (is_observer() && quorum_.leader_id == no_node) {
+    role_ = role::unattached;  // asks a voter for the leader on the first tick
+    discovery_next_ms_ = now_ms_;
+  } else if (is_observer() && quorum_.leader_id == cfg_.self) {
+    // Led once as a voter, now configured as an observer: it cannot lead, so it looks for the leader.
+    role_ = role::unattached;
+    discovery_next_ms_ = now_ms_;
+  } else if (quorum_.leader_id == cfg_.self) {
     // A restarted leader cannot lead again in its old epoch (KIP-595: it comes back resigned).
     role_ = role::resigned;
     election_deadline_ms_ = now_ms_ + random_election_timeout_ms();
@@ -96,7 +104,9 @@ void node::tick(int64_t now_ms) {
     case role::follower: follower_tick(); break;
     case role::unattached:
     case role::resigned:
-      if (now_ms_ >= election_deadline_ms_) {
+      if (is_observer()) {
+        observer_unattached_tick();
+      } else if (now_ms_ >= election_deadline_ms_) {
         become_prospective();
       }
       break;
@@ -121,8 +131,20 @@ void node::tick(int64_t now_ms) {
 }
 
 void node::handle(const message& m) {
-  if (m.to != cfg_.self || !is_voter(m.from) || m.from == cfg_.self) {
-    return;  // observers are not supported yet; a misrouted message is dropped
+  if (m.to != cfg_.self || m.from == cfg_.self) {
+    return;  // a misrouted message is dropped
+  }
+  if (!is_voter(m.from)) {
+    // A non-voter (an observer, KIP-595) may only fetch; its vote requests are refused and
+    // anything else it sends is dropped.
+    if (std::holds_alternative<fetch_request>(m.body)) {
+      handle_fetch_request(m, std::get<fetch_request>(m.body));
+    } else if (std::holds_alternative<fetch_snapshot_request>(m.body)) {
+      handle_fetch_snapshot_request(m, std::get<fetch_snapshot_request>(m.body));
+    } else if (std::holds_alternative<vote_request>(m.body)) {
+      send(m.from, m.correlation_id, vote_response{errc::inconsistent_voter_set, quorum_.leader_id, quorum_.epoch, false});
+    }
+    return;
   }
   std::visit(
       [&](const auto& body) {
@@ -230,6 +252,7 @@ void node::set_role(raft::role r) {
   }
   if (r != role::leader) {
     progress_.clear();
+    observers_.clear();
   }
   if (r != role::follower) {
     fetch_ = {};
@@ -270,6 +293,7 @@ void node::become_follower(leader_epoch epoch, node_id leader) {
 }
 
 void node::become_prospective() {
+  RINGLOG_ASSERT(!is_observer(), "an observer never stands for election");
   set_role(role::prospective);
   start_pre_vote_round();
 }
@@ -287,6 +311,7 @@ void node::start_pre_vote_round() {
 }
 
 void node::become_candidate() {
+  RINGLOG_ASSERT(!is_observer(), "an observer never stands for election");
   persist({quorum_.epoch + 1, no_node, cfg_.self});
   candidacy_version_ = quorum_version_requested_;
   set_role(role::candidate);
@@ -310,6 +335,7 @@ void node::become_leader() {
   set_role(role::leader);
   leader_since_ms_ = now_ms_;
   progress_.clear();
+  observers_.clear();
   for (auto v : cfg_.voters) {
     progress_.push_back(voter_progress{.id = v});
   }
@@ -411,6 +437,10 @@ void node::handle_vote_request(const message& m, const vote_request& r) {
     reply(errc::invalid_request, false);
     return;
   }
+  if (is_observer()) {
+    reply(errc::inconsistent_voter_set, false);  // an observer never votes (KIP-595)
+    return;
+  }
   if (r.candidate_epoch < quorum_.epoch) {
     reply(errc::fenced_leader_epoch, false);
     return;
@@ -486,7 +516,35 @@ node::voter_progress* node::progress_of(node_id id) {
       return &p;
     }
   }
+  for (auto& p : observers_) {
+    if (p.id == id) {
+      return &p;
+    }
+  }
   return nullptr;
+}
+
+node::voter_progress* node::track_observer(node_id id) {
+  RINGLOG_ASSERT(!is_voter(id), "a voter tracked as an observer");
+  if (observers_.size() >= constants::observers_max) {
+    // Forget observers that have not fetched within the fetch timeout (stopped or moved on).
+    std::erase_if(observers_, [&](const voter_progress& p) {
+      return p.last_fetch_ms == never_ms || now_ms_ - p.last_fetch_ms >= cfg_.fetch_timeout_ms;
+    });
+  }
+  if (observers_.size() >= constants::observers_max) {
+    return nullptr;
+  }
+  observers_.push_back(voter_progress{.id = id});
+  return &observers_.back();
+}
+
+std::vector<node_id> node::tracked_observers() const {
+  std::vector<node_id> out;
+  for (const auto& p : observers_) {
+    out.push_back(p.id);
+  }
+  return out;
 }
 
 void node::append_as_leader(entry_type type, bytes payload) {
@@ -509,6 +567,12 @@ fetch_response node::error_fetch_response(errc code) const {
 void node::handle_fetch_request(const message& m, const fetch_request& r) {
   if (r.cluster_id != cfg_.cluster_id) {
     send(m.from, m.correlation_id, error_fetch_response(errc::inconsistent_cluster_id));
+    return;
+  }
+  if (r.current_leader_epoch > quorum_.epoch && !is_voter(m.from)) {
+    // An observer's epoch is hearsay from some voter (a candidate's, maybe): it must not depose
+    // a leader (KafkaRaftClient answers UNKNOWN_LEADER_EPOCH without a state change).
+    send(m.from, m.correlation_id, error_fetch_response(errc::unknown_leader_epoch));
     return;
   }
   if (r.current_leader_epoch > quorum_.epoch) {
@@ -544,6 +608,14 @@ void node::handle_fetch_request(const message& m, const fetch_request& r) {
     return;
   }
   auto* p = progress_of(m.from);
+  if (p == nullptr && !is_voter(m.from)) {
+    p = track_observer(m.from);
+    if (p == nullptr) {
+      // constants::observers_max live observers: this one is refused and looks again later.
+      send(m.from, m.correlation_id, error_fetch_response(errc::invalid_request));
+      return;
+    }
+  }
   RINGLOG_ASSERT(p != nullptr, "fetch from a voter without progress");
   p->log_end_offset = r.fetch_offset;
   p->last_fetch_ms = now_ms_;
@@ -575,10 +647,12 @@ void node::answer_fetch(node_id to, int64_t correlation_id, offset fetch_offset)
 }
 
 void node::answer_parked_fetches(bool all) {
-  for (auto& p : progress_) {
-    if (p.parked && (all || now_ms_ >= p.parked_until_ms)) {
-      p.parked = false;
-      answer_fetch(p.id, p.parked_correlation_id, p.parked_fetch_offset);
+  for (auto* group : {&progress_, &observers_}) {
+    for (auto& p : *group) {
+      if (p.parked && (all || now_ms_ >= p.parked_until_ms)) {
+        p.parked = false;
+        answer_fetch(p.id, p.parked_correlation_id, p.parked_fetch_offset);
+      }
     }
   }
 }
@@ -595,6 +669,12 @@ void node::maybe_advance_high_watermark_as_leader() {
     ends.push_back(p.id == cfg_.self ? durable_end_ : p.log_end_offset);
 #endif
   }
+  // Observers never count: only a majority of the voters commits (KIP-595).
+#ifdef RINGLOG_RAFT_BREAK_COUNT_OBSERVERS
+  for (const auto& p : observers_) {
+    ends.push_back(p.log_end_offset);
+  }
+#endif
   std::sort(ends.begin(), ends.end(), std::greater<>());
   const offset replicated = ends[majority() - 1];  // the majority-th largest durable end offset
   if (replicated <= high_watermark_ || replicated > log_.log_end_offset()) {
@@ -649,12 +729,15 @@ void node::handle_fetch_snapshot_request(const message& m, const fetch_snapshot_
   fetch_snapshot_response out;
   out.current_leader = {quorum_.leader_id, quorum_.epoch};
   out.snapshot_id = r.snapshot_id;
-  if (r.current_leader_epoch > quorum_.epoch) {
+  const bool observer_ahead = r.current_leader_epoch > quorum_.epoch && !is_voter(m.from);
+  if (r.current_leader_epoch > quorum_.epoch && !observer_ahead) {
     observe_epoch(r.current_leader_epoch, no_node);
     out.current_leader = {quorum_.leader_id, quorum_.epoch};
   }
   if (r.cluster_id != cfg_.cluster_id) {
     out.error_code = errc::inconsistent_cluster_id;
+  } else if (observer_ahead) {
+    out.error_code = errc::unknown_leader_epoch;  // as for Fetch: an observer never deposes a leader
   } else if (role_ != role::leader) {
     out.error_code = errc::not_leader_or_follower;
   } else if (r.current_leader_epoch < quorum_.epoch) {
@@ -711,6 +794,10 @@ void node::send_fetch_snapshot() {
 
 void node::follower_tick() {
   if (now_ms_ >= fetch_deadline_ms_) {
+    if (is_observer()) {
+      observer_leader_lost();
+      return;
+    }
     become_prospective();  // KIP-996: a follower that lost its leader asks for pre-votes first
     return;
   }
@@ -731,6 +818,11 @@ void node::leader_lost(int64_t election_delay_ms) {
 }
 
 void node::handle_fetch_response(const message& m, const fetch_response& r) {
+  if (role_ == role::unattached && is_observer() && fetch_.correlation_id != -1 &&
+      m.correlation_id == fetch_.correlation_id) {
+    handle_discovery_fetch_response(m, r);
+    return;
+  }
   if (role_ != role::follower || m.correlation_id != fetch_.correlation_id) {
     return;  // late, duplicated, or from a previous leadership
   }
@@ -740,6 +832,10 @@ void node::handle_fetch_response(const message& m, const fetch_response& r) {
     return;
   }
   if (m.from != quorum_.leader_id) {
+    return;
+  }
+  if (r.error_code != errc::none && is_observer()) {
+    observer_leader_lost();  // refused (it resigned, or it tracks too many observers): look again
     return;
   }
   if (r.error_code == errc::not_leader_or_follower) {
@@ -872,6 +968,10 @@ void node::handle_begin_quorum_epoch_request(const message& m, const begin_quoru
 }
 
 void node::peer_unreachable(node_id peer) {
+  if (is_observer()) {
+    if (role_ == role::follower && quorum_.leader_id == peer) observer_leader_lost();
+    return;
+  }
   if (role_ != role::follower || quorum_.leader_id != peer || leader_heard_ms_ == never_ms) return;
   std::vector<node_id> others;
   for (const auto v : cfg_.voters) {
@@ -889,6 +989,9 @@ void node::handle_end_quorum_epoch_request(const message& m, const end_quorum_ep
   }
   if (r.leader_epoch_ > quorum_.epoch) {
     observe_epoch(r.leader_epoch_, no_node);
+  } else if (r.leader_epoch_ == quorum_.epoch && role_ == role::follower && quorum_.leader_id == r.leader_id &&
+             is_observer()) {
+    observer_leader_lost();
   } else if (r.leader_epoch_ == quorum_.epoch && role_ == role::follower && quorum_.leader_id == r.leader_id) {
     // The more up to date we are (earlier in preferred_successors), the sooner we stand (KIP-595).
     const auto it = std::find(r.preferred_successors.begin(), r.preferred_successors.end(), cfg_.self);
@@ -897,6 +1000,53 @@ void node::handle_end_quorum_epoch_request(const message& m, const end_quorum_ep
     leader_lost(rank * slot_ms + random_.uniform(0, slot_ms));
   }
   send(m.from, m.correlation_id, end_quorum_epoch_response{errc::none, quorum_.leader_id, quorum_.epoch});
+}
+
+// ---------------------------------------------------------------------------------------------
+// observer (KIP-595: a non-voter replicates the log but never votes, stands or counts)
+
+void node::observer_leader_lost() {
+  // Back to finding the leader. The quorum state keeps the last known leader: an observer's vote
+  // and leadership never matter, so nothing needs to be written, and a voter that still names the
+  // same leader in the same epoch sends us straight back to it.
+  leader_heard_ms_ = never_ms;
+  set_role(role::unattached);
+  discovery_next_ms_ = now_ms_;
+}
+
+void node::observer_unattached_tick() {
+  if (fetch_.correlation_id != -1 && now_ms_ - fetch_.sent_ms >= constants::request_retry_ms) {
+    fetch_ = {};  // lost, or the voter is down: ask another one now
+    discovery_next_ms_ = now_ms_;
+  }
+  if (fetch_.correlation_id != -1 || now_ms_ < discovery_next_ms_) {
+    return;
+  }
+  // A random voter each time (seeded): a down voter costs one retry, not the observer's progress.
+  const auto i = static_cast<size_t>(random_.uniform(0, static_cast<int64_t>(cfg_.voters.size()) - 1));
+  fetch_ = {next_correlation_id(), now_ms_};
+  // max_wait_ms 0: a leader must not park a question it can answer at once.
+  send(cfg_.voters[i], fetch_.correlation_id,
+       fetch_request{cfg_.cluster_id, cfg_.self, quorum_.epoch, log_.log_end_offset(), log_.last_epoch(), 0});
+}
+
+void node::handle_discovery_fetch_response(const message& m, const fetch_response& r) {
+  fetch_ = {};
+  discovery_next_ms_ = now_ms_ + constants::observer_discovery_backoff_ms;
+  const leader_id_and_epoch& cl = r.current_leader;
+  // The answer names the leader it knows (not_leader_or_follower and fenced_leader_epoch answers
+  // carry it too, KafkaRaftClient's maybeHandleCommonResponse). Only a voter can lead.
+  if (cl.leader_epoch_ < quorum_.epoch) {
+    return;  // a stale voter
+  }
+  if (cl.leader_id == no_node || cl.leader_id == cfg_.self || !is_voter(cl.leader_id)) {
+    if (cl.leader_epoch_ > quorum_.epoch) {
+      become_unattached(cl.leader_epoch_, no_node);  // a newer epoch without a leader yet
+    }
+    return;
+  }
+  (void)m;
+  become_follower(cl.leader_epoch_, cl.leader_id);
 }
 
 // ---------------------------------------------------------------------------------------------

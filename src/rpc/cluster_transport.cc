@@ -1,7 +1,10 @@
 #include "ringlog/rpc/cluster_transport.h"
 
+#include "ringlog/rpc/constants.h"
+
 #include <charconv>
 #include <string_view>
+#include <utility>
 
 namespace ringlog::rpc {
 
@@ -33,12 +36,8 @@ result<std::unique_ptr<cluster_transport>> cluster_transport::create(runtime::sh
     if (!s.ok()) return s.error();
     srv = std::move(s.value());
   }
-  std::unique_ptr<cluster_transport> t(new cluster_transport(self_id, std::move(srv)));
-  for (const auto& [id, address] : peers) {
-    if (id == self_id) continue;
-    t->clients_.emplace(id, std::make_unique<client>(runtime, shard, address.host, address.port,
-                                                     node_client_id(self_id)));
-  }
+  std::unique_ptr<cluster_transport> t(new cluster_transport(runtime, shard, self_id, std::move(srv)));
+  for (const auto& [id, address] : peers) t->set_peer_address(id, address.host, address.port);
   return t;
 }
 
@@ -46,12 +45,49 @@ cluster_transport::~cluster_transport() = default;
 
 void cluster_transport::send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
                              response_callback done) {
-  auto it = clients_.find(to);
-  if (it == clients_.end()) {
-    done(error{errc::unknown_peer, "node " + std::to_string(to) + " has no cluster address"});
+  std::shared_ptr<client> connection;
+  {
+    std::lock_guard lock(peers_mutex_);
+    if (auto it = peers_.find(to); it != peers_.end()) connection = it->second.connection;
+  }
+  if (!connection) {
+    done(error{errc::unknown_peer, "node " + std::to_string(to) +
+                                       " has no cluster address (not a voter, and no broker registration of it "
+                                       "names a cluster endpoint yet)"});
     return;
   }
-  it->second->send(api_key, api_version, std::move(body), timeout_ms, std::move(done));
+  connection->send(api_key, api_version, std::move(body), timeout_ms, std::move(done));
+}
+
+bool cluster_transport::set_peer_address(int32_t node_id, const std::string& host, uint16_t port) {
+  if (node_id == self_id_ || host.empty() || port == 0) return false;
+  const peer_address address{host, port};
+  std::shared_ptr<client> replaced;
+  {
+    std::lock_guard lock(peers_mutex_);
+    if (stopped_) return false;
+    auto it = peers_.find(node_id);
+    if (it != peers_.end() && it->second.address == address) return false;
+    if (it == peers_.end() && peers_.size() >= constants::peers_max) return false;
+    auto connection = std::make_shared<client>(runtime_, shard_, host, port, node_client_id(self_id_));
+    if (it == peers_.end()) {
+      peers_.emplace(node_id, peer{address, std::move(connection)});
+    } else {
+      replaced = std::exchange(it->second.connection, std::move(connection));
+      it->second.address = address;
+    }
+  }
+  // The old connection's waiting requests fail with shutting_down (their senders retry at the new
+  // address). Stopped on its shard, never under the lock: stop() waits for the shard thread.
+  if (replaced) runtime_.post(shard_, [replaced] { replaced->stop(); });
+  return true;
+}
+
+std::map<int32_t, peer_address> cluster_transport::peers() const {
+  std::lock_guard lock(peers_mutex_);
+  std::map<int32_t, peer_address> out;
+  for (const auto& [id, p] : peers_) out.emplace(id, p.address);
+  return out;
 }
 
 request_handler cluster_transport::handler(int16_t api_key) const {
@@ -74,10 +110,15 @@ void cluster_transport::start() {
 }
 
 void cluster_transport::stop() {
-  if (stopped_) return;
-  stopped_ = true;
+  std::vector<std::shared_ptr<client>> connections;
+  {
+    std::lock_guard lock(peers_mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    for (auto& [id, p] : peers_) connections.push_back(p.connection);
+  }
   if (server_) server_->stop();
-  for (auto& [id, c] : clients_) c->stop();
+  for (auto& c : connections) c->stop();
 }
 
 }  // namespace ringlog::rpc

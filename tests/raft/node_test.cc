@@ -327,6 +327,8 @@ TEST_CASE("config validation names the key") {
   c.fetch_timeout_ms = 100;
   CHECK(validate(c).find("controller.quorum.fetch.timeout.ms") != std::string::npos);
   c = cfg(4);
+  CHECK(validate(c).empty());  // not among the voters: an observer (KIP-595)
+  c.self = no_node;
   CHECK(validate(c).find("node.id") != std::string::npos);
 }
 
@@ -381,4 +383,148 @@ TEST_CASE("a voter that still hears the leader refuses pre-votes until it learns
   REQUIRE(granted.size() == 1);
   CHECK(std::get<vote_response>(granted[0].body).vote_granted);
   CHECK(h.n->epoch() == leader_epoch{1});   // a pre-vote changes nothing durable
+}
+
+// ---- observers (KIP-595 non-voters, process.roles=broker) ----
+
+TEST_CASE("observer: finds the leader by asking a voter, then fetches from it like a follower") {
+  harness obs(4);  // voters 1..3
+  CHECK(obs.n->is_observer());
+  CHECK(obs.n->role() == role::unattached);
+  obs.tick(1);
+  auto ask = obs.take<fetch_request>();
+  REQUIRE(ask.size() == 1);
+  CHECK(ask[0].to.value() >= 1);
+  CHECK(ask[0].to.value() <= 3);
+  CHECK(std::get<fetch_request>(ask[0].body).max_wait_ms == 0);  // a question, not a long poll
+  // A follower voter answers not_leader_or_follower naming leader 2 in epoch 3.
+  fetch_response refused;
+  refused.error_code = errc::not_leader_or_follower;
+  refused.current_leader = {node_id{2}, leader_epoch{3}};
+  obs.handle(msg(ask[0].to.value(), 4, refused, ask[0].correlation_id));
+  CHECK(obs.n->role() == role::follower);
+  CHECK(obs.n->leader_id() == node_id{2});
+  CHECK(obs.n->epoch() == leader_epoch{3});
+  auto f = obs.take<fetch_request>(2);
+  REQUIRE(f.size() == 1);
+  CHECK(std::get<fetch_request>(f[0].body).current_leader_epoch == leader_epoch{3});
+  // The leader's records are appended and committed up to its high watermark.
+  fetch_response data_response;
+  data_response.high_watermark = offset{2};
+  data_response.current_leader = {node_id{2}, leader_epoch{3}};
+  data_response.records = {data(0, 3), data(1, 3)};
+  obs.handle(msg(2, 4, data_response, f[0].correlation_id));
+  CHECK(obs.n->log().log_end_offset() == offset{2});
+  CHECK(obs.n->high_watermark() == offset{2});
+  CHECK(obs.take<fetch_request>(2).size() == 1);  // next fetch after the fsync
+}
+
+TEST_CASE("observer: never stands and refuses votes, however long it hears nothing") {
+  harness obs(4);
+  for (int64_t t = 0; t <= 20'000; t += 50) obs.tick(t);
+  CHECK(obs.n->role() == role::unattached);
+  CHECK(obs.take<vote_request>().empty());
+  CHECK(obs.n->quorum().voted_id == no_node);
+  CHECK_FALSE(obs.take<fetch_request>().empty());  // it kept asking voters for the leader
+  obs.handle(msg(1, 4, vote(1, 9, 5, 100)));
+  auto r = obs.take<vote_response>();
+  REQUIRE(r.size() == 1);
+  CHECK_FALSE(std::get<vote_response>(r[0].body).vote_granted);
+  CHECK(std::get<vote_response>(r[0].body).error_code == errc::inconsistent_voter_set);
+  CHECK(obs.n->quorum().voted_id == no_node);
+}
+
+TEST_CASE("observer: a fetch timeout or a refusal by its leader sends it back to finding the leader") {
+  harness obs(4, with_log({}, {leader_epoch{2}, node_id{1}, no_node}));  // restarted knowing leader 1
+  CHECK(obs.n->role() == role::follower);
+  auto f = obs.take<fetch_request>(1);
+  REQUIRE(f.size() == 1);
+  fetch_response refused;
+  refused.error_code = errc::not_leader_or_follower;
+  refused.current_leader = {no_node, leader_epoch{2}};
+  obs.handle(msg(1, 4, refused, f[0].correlation_id));
+  CHECK(obs.n->role() == role::unattached);
+  obs.tick(1);
+  REQUIRE(obs.take<fetch_request>().size() == 1);  // asks a voter
+  // Found again; then silence for the fetch timeout.
+  harness obs2(4, with_log({}, {leader_epoch{2}, node_id{1}, no_node}));
+  obs2.take<fetch_request>();
+  obs2.tick(999);
+  CHECK(obs2.n->role() == role::follower);
+  obs2.tick(1'001);
+  CHECK(obs2.n->role() == role::unattached);
+  CHECK(obs2.take<vote_request>().empty());
+}
+
+TEST_CASE("observer: a snapshot answer from the leader makes it download the snapshot") {
+  harness obs(4, with_log({}, {leader_epoch{1}, node_id{1}, no_node}));
+  auto f = obs.take<fetch_request>(1);
+  REQUIRE(f.size() == 1);
+  fetch_response r;
+  r.current_leader = {node_id{1}, leader_epoch{1}};
+  r.has_snapshot_id = true;
+  r.snapshot_id = {offset{21}, leader_epoch{1}};
+  obs.handle(msg(1, 4, r, f[0].correlation_id));
+  auto s = obs.take<fetch_snapshot_request>(1);
+  REQUIRE(s.size() == 1);
+  CHECK(std::get<fetch_snapshot_request>(s[0].body).snapshot_id == r.snapshot_id);
+}
+
+TEST_CASE("leader: an observer's fetch is served but never counts toward the high watermark") {
+  harness leader(1);
+  elect(leader);
+  leader.n->propose({7}).value();
+  leader.pump();
+  leader.take<fetch_response>();
+  // Observer 4 has both entries: alone with the leader it is no majority of the voters.
+  leader.handle(msg(4, 1, fetch(4, 1, 2, 1), 11));
+  CHECK(leader.n->high_watermark() == offset{0});
+  REQUIRE(leader.n->tracked_observers() == std::vector<node_id>{node_id{4}});
+  auto answer = leader.take<fetch_response>(4);
+  REQUIRE(answer.size() == 1);
+  CHECK(std::get<fetch_response>(answer[0].body).error_code == errc::none);
+  // A second observer does not help either; a voter does.
+  leader.handle(msg(5, 1, fetch(5, 1, 2, 1), 12));
+  CHECK(leader.n->high_watermark() == offset{0});
+  leader.handle(msg(2, 1, fetch(2, 1, 2, 1), 13));
+  CHECK(leader.n->high_watermark() == offset{2});
+  // An observer's fetch from behind gets the entries.
+  leader.handle(msg(6, 1, fetch(6, 1, 0, 0), 14));
+  auto behind = leader.take<fetch_response>(6);
+  REQUIRE(behind.size() == 1);
+  CHECK(std::get<fetch_response>(behind[0].body).records.size() == 2);
+  CHECK(std::get<fetch_response>(behind[0].body).high_watermark == offset{2});
+}
+
+TEST_CASE("leader: a caught-up observer's long poll is parked and answered on new data") {
+  harness leader(1);
+  elect(leader);
+  leader.take<fetch_response>();
+  auto f = fetch(4, 1, 1, 1);
+  f.max_wait_ms = 200;
+  leader.handle(msg(4, 1, f, 21));
+  CHECK(leader.take<fetch_response>(4).empty());  // parked
+  leader.n->propose({9}).value();
+  leader.pump();
+  auto r = leader.take<fetch_response>(4);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].correlation_id == 21);
+  CHECK(std::get<fetch_response>(r[0].body).records.size() == 1);
+}
+
+TEST_CASE("leader: observers do not keep it leading (check-quorum) and their votes are refused") {
+  harness h(1);
+  elect(h);
+  const int64_t t0 = 1'000'000;
+  h.handle(msg(4, 1, vote(4, 9, 5, 100), 30));
+  auto v = h.take<vote_response>(4);
+  REQUIRE(v.size() == 1);
+  CHECK_FALSE(std::get<vote_response>(v[0].body).vote_granted);
+  CHECK(h.n->epoch() == leader_epoch{1});  // the observer's epoch 9 changed nothing
+  for (int64_t t = t0 + 100; t <= t0 + 1'600; t += 100) {
+    h.tick(t);
+    h.handle(msg(4, 1, fetch(4, 1, 1, 1), 100 + t));
+    h.handle(msg(5, 1, fetch(5, 1, 1, 1), 200 + t));
+  }
+  CHECK(h.n->role() == role::resigned);
 }

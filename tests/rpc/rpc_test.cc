@@ -62,15 +62,16 @@ bytes encode_vote(int32_t epoch) {
 }
 
 /// A Vote handler that answers with leader_epoch = the request's candidate_epoch.
-request_handler echo_vote() {
-  return [](const protocol::request_header_data& header, std::span<const std::byte> body, respond_fn respond) {
+/// Answers a Vote with the request's candidate epoch plus `added` (tells listeners apart).
+request_handler echo_vote(int32_t added = 0) {
+  return [added](const protocol::request_header_data& header, std::span<const std::byte> body, respond_fn respond) {
     protocol::reader rd(body);
     auto req = protocol::vote_request_data::decode(rd, header.request_api_version);
     REQUIRE(req.ok());
     protocol::vote_response_data resp;
     protocol::vote_response_data::topic_data topic;
     protocol::vote_response_data::partition_data p;
-    p.leader_epoch = req->topics.at(0).partitions.at(0).candidate_epoch;
+    p.leader_epoch = req->topics.at(0).partitions.at(0).candidate_epoch + added;
     topic.partitions.push_back(p);
     resp.topics.push_back(topic);
     protocol::writer w;
@@ -369,6 +370,48 @@ TEST_CASE("cluster_transport routes by node id and refuses unknown nodes") {
   CHECK(r2.error().code == errc::unknown_peer);
   (*b)->stop();
   (*a)->stop();
+  rt->stop();
+}
+
+TEST_CASE("cluster_transport learns a peer's address at run time and follows a changed one") {
+  // A broker-only node is in no config: the others learn its cluster:// address from its
+  // broker registration (set_peer_address), and a restart on another port moves it.
+  auto rt = make_runtime();
+  auto first = cluster_transport::create(*rt, 0, 4, peer_address{"127.0.0.1", 0}, {});
+  auto second = cluster_transport::create(*rt, 0, 4, peer_address{"127.0.0.1", 0}, {});
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  (*first)->set_handler(protocol::vote_request_data::api_key, echo_vote());
+  (*second)->set_handler(protocol::vote_request_data::api_key, echo_vote(100));
+  (*first)->start();
+  (*second)->start();
+  auto b = cluster_transport::create(*rt, 1, 2, std::nullopt, {});
+  REQUIRE(b.ok());
+  auto send = [&](int32_t to, int32_t epoch) {
+    auto p = std::make_shared<std::promise<result<bytes>>>();
+    auto fut = p->get_future();
+    (*b)->send(to, protocol::vote_request_data::api_key, 1, encode_vote(epoch), 2000,
+               [p](result<bytes> r) { p->set_value(std::move(r)); });
+    REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
+    return fut.get();
+  };
+  auto unknown = send(4, 1);
+  REQUIRE(!unknown.ok());
+  CHECK(unknown.error().code == errc::unknown_peer);
+  CHECK((*b)->set_peer_address(4, "127.0.0.1", (*first)->port()));
+  CHECK_FALSE((*b)->set_peer_address(4, "127.0.0.1", (*first)->port()));  // unchanged
+  CHECK_FALSE((*b)->set_peer_address(2, "127.0.0.1", (*first)->port()));  // itself
+  auto via_first = send(4, 7);
+  REQUIRE(via_first.ok());
+  CHECK(epoch_of(*via_first) == 7);
+  CHECK((*b)->set_peer_address(4, "127.0.0.1", (*second)->port()));
+  CHECK((*b)->peers().at(4).port == (*second)->port());
+  auto via_second = send(4, 7);
+  REQUIRE(via_second.ok());
+  CHECK(epoch_of(*via_second) == 107);
+  (*b)->stop();
+  (*first)->stop();
+  (*second)->stop();
   rt->stop();
 }
 

@@ -10,7 +10,13 @@
 // completeness, state machine safety, high-watermark monotonicity and, after faults heal,
 // liveness.
 //
-//   raft_sim --seed S [--voters 3|5] [--verbose]      one run; prints its seed and trace digest
+// With --observers N, N more nodes run as observers (KIP-595: not among the voters, like
+// process.roles=broker nodes). They suffer the same faults; the oracle also checks that an
+// observer never stands or leads, that everything it applies is a prefix of the committed log
+// (the same state-machine-safety check as for voters), and that after faults heal it catches up
+// with everything committed before the heal.
+//
+//   raft_sim --seed S [--voters 3|5] [--observers 0..4] [--verbose]   one run; prints its seed and trace digest
 //   raft_sim --seeds N [--start S] [--voters 3|5]     N runs from seed S
 //   raft_sim --replay-check S                         runs S twice, fails unless digests match
 //   raft_sim --expect-violation --seeds N ...         negative control: exit 0 iff a run violates
@@ -62,6 +68,8 @@ constexpr int64_t network_delay_max_ms = 15;
 constexpr int64_t fsync_delay_max_ms = 20;
 constexpr int64_t slow_fsync_delay_max_ms = 300;
 constexpr int keys = 8;                          // state machine keys: small so writes overwrite
+constexpr int observers_max = 4;                 // --observers bound; sizes the partition matrix
+constexpr size_t nodes_max = 5 + observers_max;  // voters (3 or 5) plus observers
 
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
@@ -169,6 +177,7 @@ struct disk_log {
 struct options {
   uint64_t seed = 1;
   int voters = 3;
+  int observers = 0;
   bool verbose = false;
   int failover_rounds = 0;  // > 0: failover timing mode instead of chaos cycles
 };
@@ -182,6 +191,7 @@ struct run_result {
   int64_t snapshots_installed = 0;
   int64_t crashes = 0;
   std::vector<int64_t> failover_ms;  // heal -> first commit in a new epoch, per heal phase
+  int64_t observer_applied = 0;      // entries applied by observers (shows they replicated)
 };
 
 // ---- events ----
@@ -258,7 +268,9 @@ class simulation {
       chaos_ = true;
       run_until(cycle_start + chaos_phase_ms);
       heal();
+      const size_t committed_at_heal = committed_.size();
       run_until(cycle_start + chaos_phase_ms + heal_phase_ms);
+      check_observers_caught_up(committed_at_heal);
       if (!result_.violated && heal_started_ms_ >= 0) {
         violation("liveness: no leader committed a proposal within " + std::to_string(liveness_bound_ms) +
                   " ms after faults healed");
@@ -296,9 +308,9 @@ class simulation {
     for (int i = 0; i < opt_.voters; ++i) {
       voters_.push_back(node_id{i + 1});
     }
-    for (int i = 0; i < opt_.voters; ++i) {
+    for (int i = 0; i < opt_.voters + opt_.observers; ++i) {
       auto& n = nodes_.emplace_back();
-      n.id = voters_[static_cast<size_t>(i)];
+      n.id = node_id{i + 1};  // ids above the voters' are observers
       n.clock_offset_ms = rng_.uniform(0, 10'000);
       n.drift_ppm = rng_.uniform(-20'000, 20'000);  // +-2%
       start_node(static_cast<size_t>(i));
@@ -509,6 +521,12 @@ class simulation {
   void drain(size_t i) {
     auto& n = nodes_[i];
     raft::effects e = n.raft->take_effects();
+    if (e.role_changed && is_observer(i) && (*e.role_changed == raft::role::leader ||
+                                             *e.role_changed == raft::role::candidate ||
+                                             *e.role_changed == raft::role::prospective)) {
+      violation("observer " + std::to_string(n.id.value()) + " became " + raft::to_string(*e.role_changed));
+      return;
+    }
     if (e.role_changed) {
       trace(i, "role(epoch*10+role)", n.raft->epoch().value() * 10 + static_cast<int64_t>(*e.role_changed));
       if (*e.role_changed == raft::role::leader) {
@@ -635,6 +653,9 @@ class simulation {
     }
     apply_entry(n.kv, e);
     n.applied = e.offset_ + 1;
+    if (is_observer(i)) {
+      ++result_.observer_applied;
+    }
     const auto o = static_cast<size_t>(e.offset_.value());
     const uint64_t digest = kv_digest(n.kv);
     if (o < committed_.size()) {
@@ -734,6 +755,20 @@ class simulation {
           violation("election safety: two leaders in epoch " + std::to_string(n.raft->epoch().value()));
           return;
         }
+      }
+    }
+  }
+
+  [[nodiscard]] bool is_observer(size_t i) const { return i >= static_cast<size_t>(opt_.voters); }
+
+  /// After a heal phase every observer has applied (or loaded in a snapshot) all that was
+  /// committed when the heal began: it found the leader again and caught up.
+  void check_observers_caught_up(size_t committed_at_heal) {
+    for (size_t i = static_cast<size_t>(opt_.voters); i < nodes_.size() && !result_.violated; ++i) {
+      const auto& n = nodes_[i];
+      if (n.raft && n.applied.value() < static_cast<int64_t>(committed_at_heal)) {
+        violation("observer " + std::to_string(n.id.value()) + " applied only " + std::to_string(n.applied.value()) +
+                  " of the " + std::to_string(committed_at_heal) + " entries committed before the heal");
       }
     }
   }
@@ -928,7 +963,7 @@ class simulation {
   int64_t now_ms_ = 0;
   int64_t next_tick_ms_ = 0;
   bool chaos_ = false;
-  std::array<std::array<bool, 5>, 5> blocked_{};
+  std::array<std::array<bool, nodes_max>, nodes_max> blocked_{};
   int64_t drop_permille_ = 0;
   int64_t duplicate_permille_ = 0;
   int64_t proposals_ = 0;
@@ -947,8 +982,9 @@ run_result run_seed(const options& opt) {
 }
 
 void print_result(const options& opt, const run_result& r) {
-  std::printf("seed %llu voters %d digest %016llx commits %lld elections %lld crashes %lld snapshots_installed %lld %s%s\n",
-              static_cast<unsigned long long>(opt.seed), opt.voters, static_cast<unsigned long long>(r.digest),
+  std::printf("seed %llu voters %d observers %d observer_applied %lld digest %016llx commits %lld elections %lld crashes %lld snapshots_installed %lld %s%s\n",
+              static_cast<unsigned long long>(opt.seed), opt.voters, opt.observers,
+              static_cast<long long>(r.observer_applied), static_cast<unsigned long long>(r.digest),
               static_cast<long long>(r.commits), static_cast<long long>(r.elections), static_cast<long long>(r.crashes),
               static_cast<long long>(r.snapshots_installed), r.violated ? "VIOLATION: " : "ok",
               r.violated ? r.violation.c_str() : "");
@@ -956,7 +992,8 @@ void print_result(const options& opt, const run_result& r) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: raft_sim --seed S | --seeds N [--start S] | --replay-check S  [--voters 3|5] [--verbose] "
+               "usage: raft_sim --seed S | --seeds N [--start S] | --replay-check S  [--voters 3|5] [--observers 0..4] "
+               "[--verbose] "
                "[--expect-violation] [--failover ROUNDS]\n");
   return exit_usage;
 }
@@ -983,6 +1020,8 @@ int main(int argc, char** argv) {
       replay_seed = std::strtoull(argv[++a], nullptr, 10);
     } else if (arg == "--voters" && has_value) {
       opt.voters = std::atoi(argv[++a]);
+    } else if (arg == "--observers" && has_value) {
+      opt.observers = std::atoi(argv[++a]);
     } else if (arg == "--failover" && has_value) {
       opt.failover_rounds = std::atoi(argv[++a]);
     } else if (arg == "--verbose") {
@@ -993,7 +1032,7 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  if (opt.voters != 3 && opt.voters != 5) {
+  if ((opt.voters != 3 && opt.voters != 5) || opt.observers < 0 || opt.observers > observers_max) {
     return usage();
   }
   if (replay_seed) {
@@ -1044,8 +1083,8 @@ int main(int argc, char** argv) {
   const auto pct = [&](double p) {
     return failovers.empty() ? -1LL : static_cast<long long>(failovers[static_cast<size_t>(p * (failovers.size() - 1))]);
   };
-  std::printf("%llu seeds from %llu, %d voters: %llu violation(s); %s ms p50 %lld p99 %lld max %lld\n",
-              static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(start), opt.voters,
+  std::printf("%llu seeds from %llu, %d voters, %d observers: %llu violation(s); %s ms p50 %lld p99 %lld max %lld\n",
+              static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(start), opt.voters, opt.observers,
               static_cast<unsigned long long>(violations),
               opt.failover_rounds > 0 ? "leader-crash-to-commit" : "heal-to-commit", pct(0.5), pct(0.99), pct(1.0));
   if (expect_violation) {

@@ -379,6 +379,8 @@ struct quorum_status {
   int64_t applied_offset = -1;   // the metadata image's offset on this node
   std::string role;              // leader, follower, candidate, prospective, unattached, resigned
   std::vector<voter> voters;
+  std::vector<voter> observers;  // process.roles=broker nodes fetching the metadata log (leader only)
+  bool observer = false;         // this node is not a voter (process.roles=broker)
 };
 
 /// One partition's outcome of a leader election.

@@ -110,6 +110,11 @@ struct quorum_description {
   int64_t applied_end_offset = 0;
   std::string role;  // raft::to_string(role): leader, follower, candidate, ...
   std::vector<voter> voters;
+  /// Observers (KIP-595 non-voters: process.roles=broker nodes) that fetched in this epoch, as
+  /// the leader saw them (empty elsewhere), by replica id (Kafka's CurrentObservers).
+  std::vector<voter> observers;
+  /// True when this node is not among the voters (an observer).
+  bool observer = false;
 };
 
 class metadata_quorum {

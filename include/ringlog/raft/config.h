@@ -18,6 +18,8 @@ namespace ringlog::raft {
 struct config {
   node_id self = no_node;
   /// controller.quorum.voters: the voter ids (addresses belong to the transport). 1..voters_max.
+  /// A node whose `self` is not among them is an observer (KIP-595; process.roles=broker): it
+  /// never votes or stands, finds the leader by asking voters, and replicates like a follower.
   std::vector<node_id> voters;
   /// cluster.id; requests carrying another id are refused with inconsistent_cluster_id.
   std::string cluster_id;

@@ -36,4 +36,14 @@ inline constexpr int64_t request_retry_ms = 300;
 /// durable). A handful of elections' worth of requests; more means the driver stopped fsyncing.
 inline constexpr size_t held_messages_max = 4096;
 
+/// Observers (KIP-595 non-voters: process.roles=broker nodes) whose fetch progress the leader
+/// tracks at once. Bounds leader memory and the long polls it parks; a cluster's brokers are far
+/// fewer. When full, the leader forgets observers silent for a fetch timeout; if none is, the new
+/// observer is refused (it asks again after its discovery backoff).
+inline constexpr size_t observers_max = 256;
+/// An observer without a known leader asks the next (random) voter after this long when the last
+/// one knew no leader either, ms: one round of the whole voter set per election timeout at most,
+/// so a quorum without a leader is not flooded by its brokers.
+inline constexpr int64_t observer_discovery_backoff_ms = 100;
+
 }  // namespace ringlog::raft::constants

@@ -19,6 +19,15 @@
 //   - the leader counts its own entries toward the high watermark only once fsynced; a follower
 //     sends its next Fetch (whose fetch_offset the leader counts) only after its writes are fsynced.
 // Restart: construct a new node from what was durable (quorum state, snapshot, log entries).
+//
+// Observers (KIP-595, KafkaRaftClient's observer states): a node whose id is not among the voters
+// is never prospective, candidate or leader and grants no vote. Without a known leader
+// (unattached) it sends a Fetch to a random voter every constants::observer_discovery_backoff_ms
+// and follows the leader named by the answer's current_leader; as a follower it fetches exactly
+// like a voter (snapshots, divergence); on a fetch timeout, a refusal by its leader or the leader
+// being unreachable it goes back to unattached and asks again. The leader tracks observers apart
+// from the voters (at most constants::observers_max), answers their long polls, and never counts
+// them for the high watermark or check-quorum.
 
 #include <cstdint>
 #include <deque>
@@ -95,6 +104,10 @@ class node {
   /// Highest end offset a snapshot may cover now: min(high watermark, durable log end).
   [[nodiscard]] offset snapshot_limit() const;
   [[nodiscard]] offset durable_end_offset() const { return durable_end_; }
+  /// True when this node is not among the voters (an observer, KIP-595).
+  [[nodiscard]] bool is_observer() const { return !is_voter(cfg_.self); }
+  /// Leader only: the observers whose fetches it tracks now (ids ascending by first fetch).
+  [[nodiscard]] std::vector<node_id> tracked_observers() const;
 
  private:
   struct voter_progress {
@@ -157,6 +170,12 @@ class node {
   void follower_tick();
   void leader_lost(int64_t election_delay_ms);
 
+  // observer
+  void observer_unattached_tick();
+  void observer_leader_lost();
+  void handle_discovery_fetch_response(const message& m, const fetch_response& r);
+  voter_progress* track_observer(node_id id);
+
   // shared
   void advance_high_watermark(offset new_high_watermark);
   void send(node_id to, int64_t correlation_id, message_body body);
@@ -203,8 +222,12 @@ class node {
   offset_and_epoch download_snapshot_id_;
   bytes download_buffer_;
 
+  // observer without a leader: the next discovery Fetch goes out at this time (node-local ms)
+  int64_t discovery_next_ms_ = 0;
+
   // leader
-  std::vector<voter_progress> progress_;
+  std::vector<voter_progress> progress_;   // the voters, self included
+  std::vector<voter_progress> observers_;  // non-voters that fetched in this epoch (<= observers_max)
 
   effects effects_;
 };

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "ringlog/rpc/client.h"
@@ -20,6 +22,7 @@ namespace ringlog::rpc {
 struct peer_address {
   std::string host;
   uint16_t port = 0;
+  bool operator==(const peer_address&) const = default;
 };
 
 class cluster_transport final : public transport {
@@ -39,6 +42,13 @@ class cluster_transport final : public transport {
   [[nodiscard]] request_handler handler(int16_t api_key) const override;
   /// Runs `handler(n)` when a connection whose requests named client id "ringlog-node-<n>" closes.
   void set_peer_closed_handler(std::function<void(int32_t node_id)> handler) override;
+  /// Adds a client for `node_id` at host:port, or replaces one at another address (the old
+  /// client is stopped: its waiting requests fail with shutting_down and their senders retry).
+  /// This node's own id is ignored. At most constants::peers_max peers; beyond that the address
+  /// is not learned (sends to the node answer unknown_peer). Callable from any thread.
+  bool set_peer_address(int32_t node_id, const std::string& host, uint16_t port) override;
+  /// The peers known now (voters from the config plus those learned since), by node id.
+  [[nodiscard]] std::map<int32_t, peer_address> peers() const;
   /// Starts accepting connections (after every handler is set).
   void start();
   /// Closes the listener and every peer connection (waiting requests fail with shutting_down).
@@ -48,11 +58,20 @@ class cluster_transport final : public transport {
   [[nodiscard]] uint16_t port() const { return server_ ? server_->port() : 0; }
 
  private:
-  cluster_transport(int32_t self_id, std::unique_ptr<server> srv) : self_id_(self_id), server_(std::move(srv)) {}
+  cluster_transport(runtime::shard_threads& runtime, size_t shard, int32_t self_id, std::unique_ptr<server> srv)
+      : runtime_(runtime), shard_(shard), self_id_(self_id), server_(std::move(srv)) {}
 
+  struct peer {
+    peer_address address;
+    std::shared_ptr<client> connection;  // shared: a send in progress keeps a replaced one alive
+  };
+
+  runtime::shard_threads& runtime_;
+  size_t shard_;
   int32_t self_id_;
   std::unique_ptr<server> server_;
-  std::map<int32_t, std::unique_ptr<client>> clients_;
+  mutable std::mutex peers_mutex_;  // guards peers_ and stopped_ (sends come from every shard)
+  std::map<int32_t, peer> peers_;
   bool stopped_ = false;
 };
 

@@ -36,4 +36,10 @@ inline constexpr int64_t connect_backoff_max_ms = 250;
 /// would otherwise hold requests for the kernel's minutes-long SYN retry.
 inline constexpr int64_t connect_timeout_ms = 2000;
 
+/// Peers one cluster transport knows (voters plus brokers learned from their registrations), each
+/// with one lazily connected client. Kafka clusters run up to a few thousand brokers; ringlog's
+/// placement and heartbeats are sized for tens. A bound keeps a flood of registrations from
+/// growing this map (and its sockets) without end.
+inline constexpr size_t peers_max = 1024;
+
 }  // namespace ringlog::rpc::constants

@@ -50,6 +50,17 @@ class transport {
   /// whose process is gone are fenced within a round trip, not a session timeout). Transports
   /// that cannot tell ignore it. Call before the transport starts serving.
   virtual void set_peer_closed_handler(std::function<void(int32_t node_id)> handler) { (void)handler; }
+  /// Learns (or updates) node `node_id`'s cluster listener address at run time: a broker-only
+  /// node (process.roles=broker) is not in controller.quorum.voters, so the others learn its
+  /// address from its broker registration (its "cluster" endpoint) in the metadata image.
+  /// Returns true when the address was new or changed. Transports without addresses ignore it.
+  /// Callable from any thread.
+  virtual bool set_peer_address(int32_t node_id, const std::string& host, uint16_t port) {
+    (void)node_id;
+    (void)host;
+    (void)port;
+    return false;
+  }
 };
 
 /// Asks whether node `to` has a process listening on its cluster port: an ApiVersions v0 request
