@@ -74,6 +74,9 @@ size_t fitting_prefix(const bytes& batches, size_t budget, bool at_least_one) {
 
 // ---------------------------------------------------------------- Produce
 
+/// The first Produce version whose answer carries KIP-951's CurrentLeader and NodeEndpoints.
+constexpr int16_t produce_leader_hints_version = 10;
+
 void handle_produce(const request_context& ctx, protocol::produce_request_data request) {
   using partition_result = protocol::produce_response_data::partition_produce_response;
   broker::broker& b = ctx.broker_api();
@@ -107,7 +110,7 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
           t.name = name;
           out.responses.push_back(std::move(t));
         }
-        std::set<int32_t> hinted;   // KIP-951: the leaders named in current_leader, described below
+        std::set<int32_t> hinted;   // KIP-951 (v10+ only): the leaders named in current_leader
         for (size_t i = 0; i < results.size(); ++i) {
           if (results[i].current_leader.leader_id >= 0) hinted.insert(results[i].current_leader.leader_id);
           out.responses[targets_topic[i]].partition_responses.push_back(std::move(results[i]));
@@ -158,12 +161,16 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
     produce.batches = std::move(batches).value();
     produce.acks = acks;
     produce.timeout_ms = request.timeout_ms;
-    b.produce_batches(std::move(produce), [&b, g, i, tp = produce.partition](broker::result<broker::produce_batches_response> r) {
+    // KIP-951's CurrentLeader and NodeEndpoints exist from Produce v10: an older answer carrying
+    // them would not encode.
+    const bool leader_hints = ctx.api_version >= produce_leader_hints_version;
+    b.produce_batches(std::move(produce), [&b, g, i, tp = produce.partition, leader_hints](
+                                              broker::result<broker::produce_batches_response> r) {
       partition_result& res = g->slot(i);
       if (!r.ok()) {
         res.error_code = code_of(r.error());
         res.error_message = r.error().message;
-        if (res.error_code == error_code::not_leader_or_follower) {
+        if (res.error_code == error_code::not_leader_or_follower && leader_hints) {
           // KIP-951: name the leader this broker knows now, so the client need not refresh its
           // metadata first (Produce v10+; older versions do not carry the field).
           return b.describe_topic(tp.topic, [g, i, p = tp.partition.value()](broker::result<broker::topic_description> d) {

@@ -186,5 +186,11 @@ def test_produce_to_a_non_leader_names_the_leader_and_its_endpoint_kip_951(ringl
         assert (index, error) == (0, 6), message
         assert current_leader == (leader, epoch), (current_leader, leader, epoch)
         assert endpoints == {leader: ("127.0.0.1", c.node(leader).kafka_port)}, endpoints
+        # Below v10 the answer has no room for the hints: a plain NOT_LEADER_OR_FOLLOWER, and the
+        # broker lives on (an answer with hints at v3 failed to encode and aborted the broker).
+        with kafka_wire.connect(other.bootstrap) as sock:
+            _, body = kafka_wire.exchange(sock, kafka_wire.API_PRODUCE, 3, 8, kafka_wire.produce_v3("hint", 0, records))
+        assert [(t, p, e) for t, p, e, _, _ in kafka_wire.parse_produce_v3(body)] == [("hint", 0, 6)]
+        other.healthy()
     finally:
         c.stop()
