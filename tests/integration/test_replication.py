@@ -20,13 +20,20 @@ JSONV2 = "application/vnd.kafka.json.v2+json"
 
 
 def leader_of(node, topic, partition):
-    parts = describe(node, topic).json()["data"]
+    """The partition's leader as `node` sees it; None while it has none, or while `node` has not yet
+    applied the topic's creation (each node applies the metadata log at its own pace)."""
+    r = describe(node, topic)
+    if r.status_code == 404:
+        return None
+    parts = r.json()["data"]
     leader = parts[partition]["leader"]
     return None if leader is None else int(leader["related"].rsplit("/", 1)[1])
 
 
 def replicas_of(node, topic, partition):
     r = requests.get(node.v3(f"/topics/{topic}/partitions/{partition}/replicas"), timeout=5)
+    if r.status_code == 404:
+        return {}  # `node` has not applied the topic's creation yet
     return {x["broker_id"]: x for x in r.json()["data"]}
 
 
