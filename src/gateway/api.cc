@@ -67,6 +67,26 @@ void with_topic(const call_ptr& c, const std::string& key, error_scope scope,
   });
 }
 
+void with_offset_bounds(const call_ptr& c, const model::topic_partition& tp,
+                        std::function<void(api::call&, int64_t earliest, int64_t latest)> done) {
+  broker::list_offsets_request earliest{tp, broker::offset_spec::earliest, 0};
+  c->broker().list_offsets(std::move(earliest), [c, tp, done = std::move(done)](
+                                                    broker::result<broker::list_offsets_response> first) mutable {
+    c->later([first = std::move(first), tp, done = std::move(done)](api::call& call) mutable {
+      if (!first.ok()) return call.fail_broker(first.error(), error_scope::partition, tp.topic);
+      int64_t beginning = first->found_offset ? first->found_offset->value() : 0;
+      broker::list_offsets_request latest{tp, broker::offset_spec::latest, 0};
+      call.broker().list_offsets(std::move(latest), [c = call.shared_from_this(), tp, beginning, done = std::move(done)](
+                                                        broker::result<broker::list_offsets_response> last) mutable {
+        c->later([last = std::move(last), tp, beginning, done = std::move(done)](api::call& call2) {
+          if (!last.ok()) return call2.fail_broker(last.error(), error_scope::partition, tp.topic);
+          done(call2, beginning, last->found_offset ? last->found_offset->value() : beginning);
+        });
+      });
+    });
+  });
+}
+
 void health(const call_ptr& c) {
   if (c->self->stopping_flag()) {
     return c->respond_json(503, {{"status", "stopping"}});

@@ -291,6 +291,12 @@ std::optional<broker::broker_description> path_broker(api::call& call);
 /// describe_topic(params[key]) then `done` on the connection thread; errors answered here.
 void with_topic(const call_ptr& c, const std::string& key, error_scope scope,
                 std::function<void(api::call&, broker::topic_description)> done);
+/// Asks the partition's leader (list_offsets: earliest, then latest) for its log start offset and
+/// high watermark, then calls `done(call, earliest, latest)` on the connection thread; a broker
+/// error is answered here (partition scope). A follower's own high watermark lags its leader's by
+/// a fetch round, so routes that report a partition's ends use this, never the local replica.
+void with_offset_bounds(const call_ptr& c, const model::topic_partition& tp,
+                        std::function<void(api::call&, int64_t earliest, int64_t latest)> done);
 /// Describes every topic (internal ones when asked), then calls `done` on the connection thread.
 void describe_all(const call_ptr& c, bool include_internal,
                   std::function<void(api::call&, std::vector<broker::topic_description>)> done);

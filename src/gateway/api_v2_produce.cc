@@ -151,21 +151,8 @@ void v2_offsets(const call_ptr& c) {
     });
     return;
   }
-  broker::list_offsets_request earliest{tp, broker::offset_spec::earliest, 0};
-  c->broker().list_offsets(std::move(earliest), [c, tp](broker::result<broker::list_offsets_response> first) {
-    c->later([first = std::move(first), tp](api::call& call) {
-      if (!first.ok()) return call.fail_broker(first.error(), error_scope::partition, tp.topic);
-      int64_t beginning = first->found_offset ? first->found_offset->value() : 0;
-      broker::list_offsets_request latest{tp, broker::offset_spec::latest, 0};
-      call.broker().list_offsets(std::move(latest), [c = call.shared_from_this(), tp, beginning](
-                                                       broker::result<broker::list_offsets_response> last) {
-        c->later([last = std::move(last), tp, beginning](api::call& call2) {
-          if (!last.ok()) return call2.fail_broker(last.error(), error_scope::partition, tp.topic);
-          int64_t end = last->found_offset ? last->found_offset->value() : beginning;
-          call2.respond_json(200, {{"beginning_offset", beginning}, {"end_offset", end}}, v2_type);
-        });
-      });
-    });
+  with_offset_bounds(c, tp, [](api::call& call, int64_t beginning, int64_t end) {
+    call.respond_json(200, {{"beginning_offset", beginning}, {"end_offset", end}}, v2_type);
   });
 }
 

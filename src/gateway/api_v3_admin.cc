@@ -407,7 +407,8 @@ void v3_get_partition(const call_ptr& c) {
 }
 
 /// GET .../partitions/{p}/offset?offset_type=earliest_and_latest: the partition's earliest offset
-/// (log start) and latest offset (high watermark: the next offset a read_uncommitted reader sees).
+/// (log start) and latest offset (high watermark: the next offset a read_uncommitted reader sees),
+/// both as the partition's leader has them (asked through with_offset_bounds).
 /// offset_type takes only its default value; anything else is 400 naming it.
 void v3_get_partition_offset(const call_ptr& c) {
   if (auto t = c->query.find("offset_type"); t != c->query.end() && t->second != "earliest_and_latest") {
@@ -415,18 +416,22 @@ void v3_get_partition_offset(const call_ptr& c) {
                    "query parameter offset_type must be earliest_and_latest, got \"" + t->second + "\"");
   }
   with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
-    const std::string& cluster = call.params["cluster_id"];
-    const std::string partition = std::to_string(d.partition.value());
-    call.respond_json(200, json{{"kind", "KafkaPartitionWithOffsets"},
-                                {"metadata", {{"self", call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name +
-                                                           "/partitions/" + partition + "/offset"},
-                                              {"resource_name", "crn:///kafka=" + cluster + "/topic=" + t.name +
-                                                                    "/partition=" + partition}}},
-                                {"cluster_id", cluster},
-                                {"topic_name", t.name},
-                                {"partition_id", d.partition.value()},
-                                {"earliest_offset", d.log_start_offset.value()},
-                                {"latest_offset", d.high_watermark.value()}});
+    model::topic_partition tp{t.name, d.partition};
+    with_offset_bounds(call.shared_from_this(), tp, [topic = t.name, p = d.partition.value()](
+                                                        api::call& call2, int64_t earliest, int64_t latest) {
+      const std::string& cluster = call2.params["cluster_id"];
+      const std::string partition = std::to_string(p);
+      call2.respond_json(200, json{{"kind", "KafkaPartitionWithOffsets"},
+                                   {"metadata", {{"self", call2.base_url + "/v3/clusters/" + cluster + "/topics/" + topic +
+                                                              "/partitions/" + partition + "/offset"},
+                                                 {"resource_name", "crn:///kafka=" + cluster + "/topic=" + topic +
+                                                                       "/partition=" + partition}}},
+                                   {"cluster_id", cluster},
+                                   {"topic_name", topic},
+                                   {"partition_id", p},
+                                   {"earliest_offset", earliest},
+                                   {"latest_offset", latest}});
+    });
   });
 }
 

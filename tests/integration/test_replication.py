@@ -319,3 +319,29 @@ def test_a_produce_forwarded_to_a_paused_leader_ends_when_the_leadership_moves(r
         if paused is not None and paused.proc is not None:
             paused.proc.send_signal(signal.SIGCONT)
         c.stop()
+
+
+def test_every_broker_reports_a_partitions_ends_as_its_leader_has_them(cluster):
+    """v3 `.../partitions/{p}/offset` and v2 `.../partitions/{p}/offsets` through any broker give
+    the leader's log start and high watermark: a broker without a replica (or a follower a fetch
+    round behind) must not answer from what it holds itself."""
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, "ends", partitions=3, replication_factor=1)
+    assert r.status_code == 201, r.text
+    for n in cluster.nodes:
+        for p in range(3):
+            wait_until(lambda n=n, p=p: leader_of(n, "ends", p), FAILOVER_DEADLINE_S,
+                       f"node {n.node_id} to know the leader of ends-{p}")
+    for p in range(3):
+        r = produce(n1, "ends", p, [f"v{k}" for k in range(p + 2)])
+        assert r.status_code == 200, r.text
+    for n in cluster.nodes:
+        for p in range(3):
+            r = requests.get(n.v3(f"/topics/ends/partitions/{p}/offset"), timeout=10)
+            assert r.status_code == 200, r.text
+            assert (r.json()["earliest_offset"], r.json()["latest_offset"]) == (0, p + 2), (n.node_id, p, r.text)
+            r = requests.get(f"{n.url}/topics/ends/partitions/{p}/offsets", timeout=10,
+                             headers={"Accept": "application/vnd.kafka.v2+json"})
+            assert r.status_code == 200, r.text
+            assert r.json() == {"beginning_offset": 0, "end_offset": p + 2}, (n.node_id, p, r.text)
