@@ -124,12 +124,12 @@ bool ok_status(const http_client::reply_result& r) { return r.ok() && r->status 
 std::optional<std::string> cluster_id(http_client& client) {
   auto r = client.get("/v3/clusters");
   if (!ok_status(r)) {
-    report_failure(r, "list clusters");
+    report_failure(r, "find the cluster");
     return std::nullopt;
   }
   auto j = json::parse(r->body, nullptr, false);
   if (j.is_discarded() || !j.contains("data") || j["data"].empty()) {
-    std::cerr << "list clusters: unexpected answer " << r->body << "\n";
+    std::cerr << "find the cluster: unexpected answer to GET /v3/clusters: " << r->body << "\n";
     return std::nullopt;
   }
   return j["data"][0]["cluster_id"].get<std::string>();

@@ -27,13 +27,14 @@ struct http_client::impl {
     beast::error_code ec;
     tcp::resolver resolver(context);
     auto endpoints = resolver.resolve(host, port, ec);
-    if (ec) return "resolve " + host + ":" + port + ": " + ec.message();
+    if (ec) return "cannot resolve the broker address " + host + ":" + port + " (" + ec.message() + ")";
     stream.emplace(context);
     stream->expires_after(std::chrono::milliseconds(timeout_ms));
     stream->connect(endpoints, ec);
     if (ec) {
       stream.reset();
-      return "connect " + host + ":" + port + ": " + ec.message();
+      return "cannot connect to a broker at " + host + ":" + port + " (" + ec.message() +
+             "): is `ringlog serve` running there? --bootstrap-server names another";
     }
     // A request is written as header + body; without TCP_NODELAY Nagle holds the last partial
     // segment of a large body until the server's delayed ACK (40 ms on Linux), as curl and
