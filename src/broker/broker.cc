@@ -852,7 +852,10 @@ int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
 std::vector<broker_description> broker_impl::list_brokers() const {
   const int32_t controller = controller_id();
   std::vector<broker_description> out;
-  for (const auto& [id, b] : view()->image->brokers()) {
+  // Hold the view for the whole loop: a range-for keeps only its range alive, not the temporary
+  // shared_ptr it came through (before C++23), and a newer view may be published meanwhile.
+  const auto held = view();
+  for (const auto& [id, b] : held->image->brokers()) {
     broker_description d;
     d.node_id = id;
     if (const auto* http = b.endpoint("http"); http != nullptr) {
@@ -1572,7 +1575,8 @@ void broker_impl::alter_broker_configs(int32_t node_id, std::map<std::string, st
 
 std::vector<std::string> broker_impl::list_topics(bool include_internal) const {
   std::vector<std::string> out;
-  for (const auto& [name, t] : view()->topics) {
+  const auto held = view();  // kept for the loop (see list_brokers)
+  for (const auto& [name, t] : held->topics) {
     if (include_internal || !t->is_internal) out.push_back(name);
   }
   return out;

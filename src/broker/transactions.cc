@@ -95,15 +95,25 @@ void broker_impl::write_one_marker(const txn_marker& m, const model::topic_parti
   if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
   codec::control_record marker{m.committed ? codec::control_type::commit : codec::control_type::abort,
                                m.coordinator_epoch};
-  deps_.runtime.post(shard, [this, shard, tp, pid = m.producer_id, epoch = m.producer_epoch, marker,
-                             done = std::move(done)]() mutable {
+  deps_.runtime.post(shard, [this, shard, tp, pid = m.producer_id, epoch = m.producer_epoch, committed = m.committed,
+                             marker, done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, tp.topic, tp.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
     // Kafka writes markers with acks=all (TransactionMarkerChannelManager: requiredAcks -1).
     if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return done(ok.error());
     auto appended = rt->log->append_marker(pid, epoch, marker, rt->epoch);
     if (!appended.ok()) return done(from_storage(appended.error()));
-    complete_append(shard, rt, acks_mode::all, rt->log->log_end_offset(), internal_append_timeout_ms, std::move(done));
+    auto replicated = [this, tp, pid, committed, done = std::move(done)](result<void> r) mutable {
+      if (!r.ok() || tp.topic != consumer_offsets_topic || groups_ == nullptr) return done(std::move(r));
+      // The leader of a __consumer_offsets partition coordinates its groups: once the marker is
+      // in that log, the TxnOffsetCommit offsets it held pending for the producer become
+      // committed (or are dropped) - Kafka's KafkaApis.handleWriteTxnMarkersRequest ->
+      // GroupCoordinator.onTransactionCompleted. The marker is answered after that, so a
+      // coordinator that retries it never ends the transaction before its offsets are in.
+      groups_->complete_txn_offsets(tp.partition.value(), pid, committed, std::move(done));
+    };
+    complete_append(shard, rt, acks_mode::all, rt->log->log_end_offset(), internal_append_timeout_ms,
+                    std::move(replicated));
   });
 }
 

@@ -1,5 +1,7 @@
 #include "ringlog/group/coordinator_partition.h"
 
+#include <limits>
+
 #include "ringlog/base/assert.h"
 
 namespace ringlog::group {
@@ -70,8 +72,10 @@ int32_t java_string_hash_code(std::string_view s) {
 
 int32_t coordinator_partition_for(std::string_view group_id, int32_t offsets_topic_partitions) {
   RINGLOG_ASSERT_OP(offsets_topic_partitions, >=, 1);
-  const auto h = static_cast<uint32_t>(java_string_hash_code(group_id)) & 0x7fffffffU;
-  return static_cast<int32_t>(h % static_cast<uint32_t>(offsets_topic_partitions));
+  const int32_t h = java_string_hash_code(group_id);
+  // Utils.abs: Math.abs, except Integer.MIN_VALUE (whose Math.abs is itself) maps to 0.
+  const int32_t abs = h == std::numeric_limits<int32_t>::min() ? 0 : (h < 0 ? -h : h);
+  return abs % offsets_topic_partitions;
 }
 
 }  // namespace ringlog::group

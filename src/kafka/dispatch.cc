@@ -97,6 +97,33 @@ protocol::result<void> route(std::span<const std::byte> body, const request_cont
   return base::ok_v;
 }
 
+/// KIP-511: ClientSoftwareName and ClientSoftwareVersion (ApiVersions v3+) match
+/// [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? - letters and digits at both ends, '-' and '.'
+/// between (Kafka's ApiVersionsRequest.isValid).
+bool valid_client_software_text(std::string_view s) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || !alnum(s.front()) || !alnum(s.back())) return false;
+  for (char c : s) {
+    if (!alnum(c) && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
+/// invalid_request when a v3+ ApiVersions body decodes and names its client software against
+/// KIP-511's pattern (Kafka answers INVALID_REQUEST then); none otherwise, also for a body that
+/// does not decode (answered all the same, see handle()).
+int16_t api_versions_body_error(int16_t api_version, std::span<const std::byte> body) {
+  if (api_version < 3) return error_code::none;
+  protocol::reader rd(body);
+  auto decoded = protocol::api_versions_request_data::decode(rd, api_version);
+  if (!decoded.ok()) return error_code::none;
+  if (!valid_client_software_text(decoded->client_software_name) ||
+      !valid_client_software_text(decoded->client_software_version)) {
+    return error_code::invalid_request;
+  }
+  return error_code::none;
+}
+
 }  // namespace
 
 std::span<const handled_api> handled_apis() { return std::span<const handled_api>(apis.data(), apis_count); }
@@ -125,8 +152,8 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
   const handled_api* api = find_handled_api(h.request_api_key);
   if (h.request_api_key == protocol::api_versions_request_data::api_key) {
     // A body we cannot read is still answered: clients send ApiVersions first, before they know
-    // what we speak (KIP-511).
-    respond(api_versions_frame(h.request_api_version, h.correlation_id, error_code::none));
+    // what we speak (KIP-511). A readable v3+ body must name its client as KIP-511 says.
+    respond(api_versions_frame(h.request_api_version, h.correlation_id, api_versions_body_error(h.request_api_version, body)));
     return base::ok_v;
   }
   if (api == nullptr || h.request_api_version < api->min_version || h.request_api_version > api->max_version) {

@@ -134,25 +134,34 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
       groups.push_back(std::move(w));
     }
   }
+  // Each group's committed offsets, or the error of asking for them: a broker that is not the
+  // group's coordinator (or is still loading it) answers NOT_COORDINATOR /
+  // COORDINATOR_LOAD_IN_PROGRESS as Kafka does, so the client finds the coordinator again; an
+  // answer of "no committed offset" there would send it back to auto.offset.reset.
   using committed_map = group::partition_map<group::committed_offset>;
-  auto g = std::make_shared<gather<committed_map>>(groups.size(), [ctx, groups](std::vector<committed_map>& found) {
+  using fetched = std::pair<int16_t, committed_map>;
+  auto g = std::make_shared<gather<fetched>>(groups.size(), [ctx, groups](std::vector<fetched>& found) {
     response out;
     for (size_t i = 0; i < groups.size(); ++i) {
-      // (topic -> [(partition, offset, metadata)]) of the partitions asked for, or of all committed.
+      const int16_t code = found[i].first;
+      const committed_map& committed = found[i].second;
+      // (topic -> [(partition, offset, metadata)]) of the partitions asked for, or of all committed;
+      // on a group error only the partitions asked for, each with the error (v0-v1 carry it there).
       std::map<std::string, std::vector<std::tuple<int32_t, int64_t, std::string>>> rows;
       if (groups[i].topics) {
         for (const auto& [topic, partitions] : *groups[i].topics) {
           auto& row = rows[topic];
           for (int32_t p : partitions) {
-            auto c = found[i].find(model::topic_partition{topic, model::partition_id{p}});
-            if (c == found[i].end()) row.emplace_back(p, -1, "");
+            auto c = committed.find(model::topic_partition{topic, model::partition_id{p}});
+            if (c == committed.end()) row.emplace_back(p, -1, "");
             else row.emplace_back(p, c->second.committed.value(), c->second.metadata);
           }
         }
-      } else {
-        for (const auto& [tp, c] : found[i]) rows[tp.topic].emplace_back(tp.partition.value(), c.committed.value(), c.metadata);
+      } else if (code == error_code::none) {
+        for (const auto& [tp, c] : committed) rows[tp.topic].emplace_back(tp.partition.value(), c.committed.value(), c.metadata);
       }
       if (ctx.api_version < 8) {
+        out.error_code = code;
         for (auto& [topic, partitions] : rows) {
           response::offset_fetch_response_topic t;
           t.name = topic;
@@ -162,6 +171,7 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
             rp.committed_offset = offset;
             rp.committed_leader_epoch = -1;
             rp.metadata = metadata;
+            rp.error_code = code;
             t.partitions.push_back(std::move(rp));
           }
           out.topics.push_back(std::move(t));
@@ -169,7 +179,9 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
       } else {
         response::offset_fetch_response_group rg;
         rg.group_id = groups[i].group_id;
+        rg.error_code = code;
         for (auto& [topic, partitions] : rows) {
+          if (code != error_code::none) break;
           response::offset_fetch_response_topics t;
           t.name = topic;
           for (auto& [p, offset, metadata] : partitions) {
@@ -189,7 +201,8 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
   });
   for (size_t i = 0; i < groups.size(); ++i) {
     ctx.broker_api().groups().group_committed(groups[i].group_id, [g, i](broker::result<committed_map> r) {
-      if (r.ok()) g->slot(i) = std::move(r).value();
+      if (r.ok()) g->slot(i) = {error_code::none, std::move(r).value()};
+      else g->slot(i) = {code_of(r.error()), {}};
       g->complete_one();
     });
   }

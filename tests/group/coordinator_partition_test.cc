@@ -13,13 +13,16 @@ TEST_CASE("java String.hashCode over UTF-16 code units") {
 }
 
 TEST_CASE("coordinator partition follows Kafka's Utils.abs(hashCode) % partitions") {
-  // Utils.abs(MIN_VALUE) is 0 (h & 0x7fffffff), not MIN_VALUE: must not go negative.
+  // Utils.abs(MIN_VALUE) is 0, not MIN_VALUE: must not go negative.
   CHECK(coordinator_partition_for("polygenelubricants", 50) == 0);
   CHECK(coordinator_partition_for("hello", 50) == 99162322 % 50);
-  // A negative hash: abs via masking, not negation.
-  const int32_t h = java_string_hash_code("my-consumer-group-with-a-long-name");
-  const int32_t expect = static_cast<int32_t>((static_cast<uint32_t>(h) & 0x7fffffffU) % 50U);
-  CHECK(coordinator_partition_for("my-consumer-group-with-a-long-name", 50) == expect);
+  // A negative hash: Math.abs (negation), not masking with 0x7fffffff (Utils.toPositive), which
+  // would put these groups on other partitions than Kafka's coordinators use.
+  CHECK(java_string_hash_code("eos-grp-2") == -1615207546);
+  CHECK(coordinator_partition_for("eos-grp-2", 50) == 46);    // masking: 2
+  CHECK(coordinator_partition_for("eos-grp-2", 10) == 6);     // masking: 2
+  CHECK(java_string_hash_code("neg-id-1001") == -1526723947);
+  CHECK(coordinator_partition_for("neg-id-1001", 8) == 3);    // masking: 5
   for (int32_t n : {1, 7, 50}) {
     const int32_t p = coordinator_partition_for("g", n);
     CHECK(p >= 0);

@@ -71,6 +71,33 @@ def exchange(sock, api_key, version, correlation_id, body):
     return struct.unpack_from(">i", data)[0], data[4:]
 
 
+def uvarint(n):
+    """An unsigned varint (flexible versions: compact lengths, tagged-field counts)."""
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if not n:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
+def compact_string(s):
+    b = s.encode() if isinstance(s, str) else s
+    return uvarint(len(b) + 1) + b
+
+
+def exchange_flexible(sock, api_key, version, correlation_id, body, client_id="ringlog-test"):
+    """Sends one request with header v2 (header v1 + an empty tagged-field section) and returns
+    (correlation_id, the response after its correlation id). ApiVersions answers with header v0,
+    every other flexible answer has header v1: its tagged-field byte is left at the body's start."""
+    payload = struct.pack(">hhi", api_key, version, correlation_id) + string(client_id) + b"\x00" + body
+    sock.sendall(struct.pack(">i", len(payload)) + payload)
+    size = struct.unpack(">i", read_exact(sock, 4))[0]
+    data = read_exact(sock, size)
+    return struct.unpack_from(">i", data)[0], data[4:]
+
+
 def api_versions_error(body):
     """The error code of an ApiVersions v0 response body."""
     return struct.unpack_from(">h", body)[0]

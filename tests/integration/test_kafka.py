@@ -343,6 +343,19 @@ def test_unsupported_api_or_version_answers_unsupported_version_and_keeps_the_co
         assert apis[0] == (0, 11) and apis[1] == (2, 12) and apis[18] == (0, 4)
 
 
+def test_api_versions_v3_checks_the_client_software_name_and_version_kip_511(kbroker):
+    """ApiVersions v3+ names the client: letters and digits at both ends, '-' and '.' between
+    (KIP-511). Anything else is INVALID_REQUEST (42), as Kafka answers; the connection stays."""
+    cases = [("librdkafka", "2.0.2", 0), ("confluent-kafka-python", "2.0.2-rdkafka-2.0.2", 0),
+             ("apache-kafka-java", "3.7.0", 0), ("\xff\xfe\x00bad", "1.0", 42), ("", "1.0", 42),
+             ("client", "", 42), ("-lead", "1", 42), ("trail.", "1", 42), ("with space", "1", 42)]
+    with kw.connect(kbroker.bootstrap) as s:
+        for i, (name, version, expect) in enumerate(cases):
+            body = kw.compact_string(name) + kw.compact_string(version) + b"\x00"
+            corr, answer = kw.exchange_flexible(s, kw.API_VERSIONS, 3, 100 + i, body)
+            assert corr == 100 + i and kw.api_versions_error(answer) == expect, (name, version)
+
+
 def test_sasl_handshake_is_refused_with_kafkas_error(kbroker):
     with kw.connect(kbroker.bootstrap) as s:
         _, body = kw.exchange(s, 17, 1, 1, kw.string("PLAIN"))

@@ -194,3 +194,142 @@ def test_produce_to_a_non_leader_names_the_leader_and_its_endpoint_kip_951(ringl
         other.healthy()
     finally:
         c.stop()
+
+
+def _or_none(f):
+    """f(), or None while a client call fails (a coordinator still being elected or loaded)."""
+    try:
+        return f()
+    except Exception:  # noqa: BLE001 - confluent_kafka raises KafkaException for retriable states
+        return None
+
+
+def _offset_fetch_v3(group, topic, partition):
+    return (kafka_wire.string(group) + struct.pack(">i", 1) + kafka_wire.string(topic) +
+            struct.pack(">ii", 1, partition))
+
+
+def _parse_offset_fetch_v3(body):
+    """(top-level error, [(partition, committed_offset, partition error)]) of an OffsetFetch v3 answer."""
+    r = kafka_wire.Reader(body)
+    r.take(">i")                                   # throttle_time_ms
+    rows = []
+    for _ in range(r.take(">i")):
+        r.string()
+        for _ in range(r.take(">i")):
+            partition, offset = r.take(">i"), r.take(">q")
+            r.string()
+            rows.append((partition, offset, r.take(">h")))
+    return r.take(">h"), rows
+
+
+def test_offset_fetch_on_a_broker_that_is_not_the_coordinator_answers_not_coordinator(ringlog_bin, tmp_path):
+    """OffsetFetch reaching a broker that does not coordinate the group answers NOT_COORDINATOR
+    (16), as Kafka does, so the client finds the coordinator again; "no committed offset" (-1)
+    there sent a consumer back to auto.offset.reset and an exactly-once pipeline re-read its input."""
+    from confluent_kafka import TopicPartition
+    c = Cluster(tmp_path, kafka=True).start()
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        n1 = c.node(1)
+        admin = AdminClient({"bootstrap.servers": n1.bootstrap})
+        admin.create_topics([NewTopic("of", num_partitions=1, replication_factor=3)])["of"].result(timeout=30)
+        consumer = Consumer({"bootstrap.servers": n1.bootstrap, "group.id": "of-group", "enable.auto.commit": False})
+        try:
+            wait_until(lambda: _or_none(lambda: consumer.commit(offsets=[TopicPartition("of", 0, 42)], asynchronous=False)),
+                       FAILOVER_DEADLINE_S, "a committed offset")
+        finally:
+            consumer.close()
+
+        def answers():
+            out = {}
+            for n in c.nodes:
+                with kafka_wire.connect(n.bootstrap) as sock:
+                    _, body = kafka_wire.exchange(sock, 9, 3, 1, _offset_fetch_v3("of-group", "of", 0))
+                out[n.node_id] = _parse_offset_fetch_v3(body)
+            return out
+        seen = wait_until(lambda: (lambda a: a if sorted(e for e, _ in a.values()) == [0, 16, 16] else None)(answers()),
+                          FAILOVER_DEADLINE_S, "one coordinator answering, two refusing")
+        for node_id, (error, rows) in seen.items():
+            if error == 0:
+                assert rows == [(0, 42, 0)], (node_id, rows)
+            else:
+                assert rows == [(0, -1, 16)], (node_id, rows)
+    finally:
+        c.stop()
+
+
+def _java_string_hash(s):
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _coordinator_partition(key, partitions):
+    """Kafka's partitionFor: Utils.abs(key.hashCode) % partitions (Utils.abs(MIN_VALUE) = 0)."""
+    h = _java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def test_transaction_offsets_commit_when_the_group_and_transaction_coordinators_differ(ringlog_bin, tmp_path):
+    """send_offsets_to_transaction with the group's coordinator on another broker than the
+    transaction's: the marker reaches the group's coordinator (WriteTxnMarkers on the cluster
+    listener), which commits the pending offsets before it answers, and the transaction completes.
+    (It used to stay in PrepareCommit, retrying the marker forever, with the offsets never committed.)"""
+    from confluent_kafka import TopicPartition
+    c = Cluster(tmp_path, kafka=True).start()
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        n1 = c.node(1)
+        admin = AdminClient({"bootstrap.servers": n1.bootstrap})
+        admin.create_topics([NewTopic("split", num_partitions=1, replication_factor=3)])["split"].result(timeout=30)
+        conf = {"bootstrap.servers": n1.bootstrap, "transaction.timeout.ms": 30000, "message.timeout.ms": 30000}
+        warm = Producer({**conf, "transactional.id": "split-warmup"})
+        warm.init_transactions(60)   # __transaction_state exists from here on
+        group_probe = Consumer({"bootstrap.servers": n1.bootstrap, "group.id": "split-probe", "enable.auto.commit": False})
+        wait_until(lambda: _or_none(lambda: group_probe.commit(offsets=[TopicPartition("split", 0, 1)], asynchronous=False)),
+                   FAILOVER_DEADLINE_S, "__consumer_offsets to exist")
+        group_probe.close()
+
+        def partition_count(topic):
+            r = requests.get(n1.v3(f"/topics/{topic}/partitions"), timeout=5)
+            return len(r.json()["data"]) if r.status_code == 200 else None
+        state_partitions = wait_until(lambda: partition_count("__transaction_state"), 20.0, "__transaction_state")
+        offsets_partitions = wait_until(lambda: partition_count("__consumer_offsets"), 20.0, "__consumer_offsets")
+
+        def split_pair():
+            for i in range(200):
+                tid, group = f"split-t{i}", f"split-g{i}"
+                t_leader = leader_of(n1, "__transaction_state", _coordinator_partition(tid, state_partitions))
+                g_leader = leader_of(n1, "__consumer_offsets", _coordinator_partition(group, offsets_partitions))
+                if t_leader is not None and g_leader is not None and t_leader != g_leader:
+                    return tid, group
+            return None
+        tid, group = wait_until(split_pair, 20.0, "a transactional id and a group coordinated by different brokers")
+
+        p = Producer({**conf, "transactional.id": tid})
+        p.init_transactions(60)
+        consumer = Consumer({"bootstrap.servers": n1.bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            p.begin_transaction()
+            p.produce("split", value=b"out", partition=0)
+            p.send_offsets_to_transaction([TopicPartition("split", 0, 11)], consumer.consumer_group_metadata(), 30)
+            p.commit_transaction(60)
+            wait_until(lambda: _or_none(lambda: consumer.committed([TopicPartition("split", 0)], timeout=10)[0].offset == 11) or None,
+                       FAILOVER_DEADLINE_S, "the transaction's offsets to be the group's")
+            url = n1.v3(f"/transactions/{tid}")
+            wait_until(lambda: requests.get(url, timeout=5).json().get("state") == "CompleteCommit" or None,
+                       FAILOVER_DEADLINE_S, "the transaction to complete")
+            # The next transaction of the same producer goes through (it used to get CONCURRENT_TRANSACTIONS).
+            p.begin_transaction()
+            p.produce("split", value=b"out2", partition=0)
+            p.send_offsets_to_transaction([TopicPartition("split", 0, 12)], consumer.consumer_group_metadata(), 30)
+            p.commit_transaction(60)
+            wait_until(lambda: _or_none(lambda: consumer.committed([TopicPartition("split", 0)], timeout=10)[0].offset == 12) or None,
+                       FAILOVER_DEADLINE_S, "the second transaction's offsets")
+        finally:
+            consumer.close()
+    finally:
+        c.stop()

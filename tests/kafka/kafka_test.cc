@@ -140,6 +140,12 @@ struct fixture {
 TEST_CASE("every advertised api is inside the codec's range and routed") {
   fixture f;
   protocol::api_versions_request_data req;
+  // KIP-511: v3+ names the client; an empty name is INVALID_REQUEST (42), as Kafka answers.
+  auto refused = f.send(3, req);
+  REQUIRE(refused.has_value());
+  CHECK(f.decode<protocol::api_versions_response_data>(*refused, 3).error_code == 42);
+  req.client_software_name = "ringlog-test";
+  req.client_software_version = "1.0";
   auto answer = f.send(3, req);
   REQUIRE(answer.has_value());
   auto resp = f.decode<protocol::api_versions_response_data>(*answer, 3);

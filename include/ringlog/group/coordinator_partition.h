@@ -12,7 +12,9 @@ namespace ringlog::group {
 int32_t java_string_hash_code(std::string_view s);
 
 /// Kafka's GroupMetadataManager.partitionFor: Utils.abs(groupId.hashCode) % offsets_topic_partitions,
-/// where Utils.abs(h) = h & 0x7fffffff (so Integer.MIN_VALUE maps to 0, not to itself).
+/// where Kafka's Utils.abs(h) is Math.abs(h) except that Integer.MIN_VALUE maps to 0 (not to itself).
+/// (Not `h & 0x7fffffff`, Utils.toPositive, which the record partitioner uses: the two differ for
+/// every negative h.)
 /// Result in [0, offsets_topic_partitions). offsets_topic_partitions must be >= 1.
 int32_t coordinator_partition_for(std::string_view group_id, int32_t offsets_topic_partitions);
 
