@@ -6,6 +6,7 @@ leads the group's __consumer_offsets partition. kill -9 of a partition's leader:
 producer (acks=all, idempotence off) refreshes its metadata and carries on; every acknowledged
 record is then read back by a consumer group through another broker.
 """
+import contextlib
 import struct
 import time
 
@@ -165,16 +166,26 @@ def produce_v10(sock, topic, partition, records):
     return index, error, message, current_leader, endpoints
 
 
+@contextlib.contextmanager
+def cluster_with_topic(tmp_path, topic):
+    """Three brokers with Kafka listeners and `topic` (1 partition, replication factor 3), created
+    through node 1 with confluent-kafka's AdminClient; stopped at the end."""
+    c = Cluster(tmp_path, kafka=True).start()
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        admin = AdminClient({"bootstrap.servers": c.node(1).bootstrap})
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=3)])[topic].result(timeout=30)
+        yield c
+    finally:
+        c.stop()
+
+
 def test_produce_to_a_non_leader_names_the_leader_and_its_endpoint_kip_951(ringlog_bin, tmp_path):
     """Produce v10 to a broker that does not lead the partition: NOT_LEADER_OR_FOLLOWER with the
     current leader and leader epoch (CurrentLeader, tag 0) and that broker's kafka:// endpoint
     (NodeEndpoints), so the client can retry there without a Metadata round trip."""
-    c = Cluster(tmp_path, kafka=True).start()
-    try:
-        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    with cluster_with_topic(tmp_path, "hint") as c:
         n1 = c.node(1)
-        admin = AdminClient({"bootstrap.servers": n1.bootstrap})
-        admin.create_topics([NewTopic("hint", num_partitions=1, replication_factor=3)])["hint"].result(timeout=30)
         leader = wait_until(lambda: quiet(lambda: leader_of(n1, "hint", 0)), 20.0, "a leader")
         other = next(n for n in c.nodes if n.node_id != leader)
         wait_until(lambda: quiet(lambda: leader_of(other, "hint", 0)) == leader or None, 20.0,
@@ -192,8 +203,6 @@ def test_produce_to_a_non_leader_names_the_leader_and_its_endpoint_kip_951(ringl
             _, body = kafka_wire.exchange(sock, kafka_wire.API_PRODUCE, 3, 8, kafka_wire.produce_v3("hint", 0, records))
         assert [(t, p, e) for t, p, e, _, _ in kafka_wire.parse_produce_v3(body)] == [("hint", 0, 6)]
         other.healthy()
-    finally:
-        c.stop()
 
 
 def _or_none(f):
@@ -228,12 +237,8 @@ def test_offset_fetch_on_a_broker_that_is_not_the_coordinator_answers_not_coordi
     (16), as Kafka does, so the client finds the coordinator again; "no committed offset" (-1)
     there sent a consumer back to auto.offset.reset and an exactly-once pipeline re-read its input."""
     from confluent_kafka import TopicPartition
-    c = Cluster(tmp_path, kafka=True).start()
-    try:
-        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    with cluster_with_topic(tmp_path, "of") as c:
         n1 = c.node(1)
-        admin = AdminClient({"bootstrap.servers": n1.bootstrap})
-        admin.create_topics([NewTopic("of", num_partitions=1, replication_factor=3)])["of"].result(timeout=30)
         consumer = Consumer({"bootstrap.servers": n1.bootstrap, "group.id": "of-group", "enable.auto.commit": False})
         try:
             wait_until(lambda: _or_none(lambda: consumer.commit(offsets=[TopicPartition("of", 0, 42)], asynchronous=False)),
@@ -255,8 +260,6 @@ def test_offset_fetch_on_a_broker_that_is_not_the_coordinator_answers_not_coordi
                 assert rows == [(0, 42, 0)], (node_id, rows)
             else:
                 assert rows == [(0, -1, 16)], (node_id, rows)
-    finally:
-        c.stop()
 
 
 def _java_string_hash(s):
@@ -279,12 +282,8 @@ def test_transaction_offsets_commit_when_the_group_and_transaction_coordinators_
     listener), which commits the pending offsets before it answers, and the transaction completes.
     (It used to stay in PrepareCommit, retrying the marker forever, with the offsets never committed.)"""
     from confluent_kafka import TopicPartition
-    c = Cluster(tmp_path, kafka=True).start()
-    try:
-        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    with cluster_with_topic(tmp_path, "split") as c:
         n1 = c.node(1)
-        admin = AdminClient({"bootstrap.servers": n1.bootstrap})
-        admin.create_topics([NewTopic("split", num_partitions=1, replication_factor=3)])["split"].result(timeout=30)
         conf = {"bootstrap.servers": n1.bootstrap, "transaction.timeout.ms": 30000, "message.timeout.ms": 30000}
         warm = Producer({**conf, "transactional.id": "split-warmup"})
         warm.init_transactions(60)   # __transaction_state exists from here on
@@ -331,5 +330,3 @@ def test_transaction_offsets_commit_when_the_group_and_transaction_coordinators_
                        FAILOVER_DEADLINE_S, "the second transaction's offsets")
         finally:
             consumer.close()
-    finally:
-        c.stop()
