@@ -99,7 +99,7 @@ json description_json(api::call& call, const broker::transaction_description& d)
   json partitions = json::array();
   for (const auto& tp : d.partitions) partitions.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}});
   return json{{"kind", "KafkaTransaction"},
-              {"metadata", {{"self", transactions_url(call) + "/" + d.transactional_id}}},
+              {"metadata", {{"self", transactions_url(call) + "/" + percent_encode_segment(d.transactional_id)}}},
               {"cluster_id", call.params["cluster_id"]},
               {"transactional_id", d.transactional_id},
               {"state", d.state},
@@ -249,7 +249,7 @@ void v3_list_transactions(const call_ptr& c) {
           json data = json::array();
           for (const auto& l : *r) {
             data.push_back({{"kind", "KafkaTransaction"},
-                            {"metadata", {{"self", transactions_url(call) + "/" + l.transactional_id}}},
+                            {"metadata", {{"self", transactions_url(call) + "/" + percent_encode_segment(l.transactional_id)}}},
                             {"transactional_id", l.transactional_id},
                             {"producer_id", l.producer_id.value()},
                             {"state", l.state},

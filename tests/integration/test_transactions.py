@@ -8,6 +8,8 @@ import time
 import uuid
 
 import pytest
+import urllib.parse
+
 import requests
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -302,3 +304,16 @@ def test_consume_transform_produce_survives_sigkill_long(tbroker, topic_name):
     import os
     seed = int(os.environ.get("RINGLOG_EOS_SEED", str(int(time.time()))))
     run_pipeline_with_kills(tbroker, topic_name, records=5000, kills=25, seed=seed)
+
+
+def test_self_links_percent_encode_the_transactional_id(tbroker):
+    """A transactional id with '/' in it is one path segment of its links (the self link used to
+    be `.../transactions/a/b`, which names no resource)."""
+    begin(tbroker, "links/a b")
+    r = requests.get(txn_url(tbroker, "/" + urllib.parse.quote("links/a b", safe="")))
+    assert r.status_code == 200, r.text
+    self_link = r.json()["metadata"]["self"]
+    assert self_link.endswith("/transactions/links%2Fa%20b"), self_link
+    assert requests.get(self_link).json()["transactional_id"] == "links/a b"
+    listed = requests.get(txn_url(tbroker)).json()["data"]
+    assert [t["metadata"]["self"] for t in listed if t["transactional_id"] == "links/a b"] == [self_link]
