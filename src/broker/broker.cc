@@ -1671,6 +1671,80 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
   if (topic->is_internal && !internal_write) {
     return done(error{errc::topic_authorization_failed, "internal topic '" + request.topic + "' cannot be produced to"});
   }
+  if (request.producer && request.producer->transactional_id) {
+    return produce_in_transaction(topic, std::move(request), std::move(done));
+  }
+  produce_appending(topic, std::move(request), std::move(done));
+}
+
+namespace {
+
+/// How long a transactional produce waits before it asks again to join a transaction whose
+/// previous end is still writing its markers (a few fsyncs: milliseconds).
+constexpr int64_t transaction_join_retry_interval_ms = 5;
+/// The longest a transactional produce waits for that, ms (less when the request's timeout is):
+/// markers slower than this mean a partition leader is away, and the client hears
+/// concurrent_transactions (retriable) instead of a hung request.
+constexpr int64_t transaction_join_wait_max_ms = 10'000;
+
+}  // namespace
+
+void broker_impl::produce_in_transaction(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                                         std::function<void(result<produce_response>)> done) {
+  const std::string& transactional_id = *request.producer->transactional_id;
+  if (transactional_id.empty()) return done(error{errc::invalid_request, "transactional_id is empty"});
+  // The partitions the records name; a record without one (or with one the topic lacks) is
+  // refused alone by produce_appending, as in any idempotent produce.
+  std::set<int32_t> named;
+  for (const auto& r : request.records) {
+    if (r.partition && r.partition->value() >= 0 && r.partition->value() < topic->partitions_count()) {
+      named.insert(r.partition->value());
+    }
+  }
+  if (named.empty()) return produce_appending(topic, std::move(request), std::move(done));
+  std::vector<model::topic_partition> partitions;
+  for (int32_t p : named) partitions.push_back({request.topic, model::partition_id{p}});
+  // The transaction's previous end may still be writing its markers (the usual case for a
+  // produce right after a commit answered): the coordinator answers concurrent_transactions
+  // until they are written, and the add is tried again every
+  // transaction_join_retry_interval_ms, up to the request's timeout (at most
+  // transaction_join_wait_max_ms), as Kafka clients retry AddPartitionsToTxn themselves.
+  struct join {
+    broker_impl* self = nullptr;
+    std::shared_ptr<const topic_state> topic;
+    produce_request request;
+    std::function<void(result<produce_response>)> done;
+    std::vector<model::topic_partition> partitions;
+    int64_t give_up_at_ms = 0;
+    size_t shard = 0;
+
+    static void attempt(const std::shared_ptr<join>& j) {
+      const auto& producer = *j->request.producer;
+      j->self->transactions().add_partitions(
+          *producer.transactional_id, producer.producer_id, producer.producer_epoch, j->partitions,
+          [j](result<void> added) {
+            if (added.ok()) return j->self->produce_appending(j->topic, std::move(j->request), std::move(j->done));
+            if (added.error().code != errc::concurrent_transactions ||
+                j->self->deps_.clock.now_ms() + transaction_join_retry_interval_ms > j->give_up_at_ms) {
+              return j->done(added.error());
+            }
+            j->self->deps_.runtime.post_after(j->shard, transaction_join_retry_interval_ms, [j] { attempt(j); });
+          });
+    }
+  };
+  auto j = std::make_shared<join>();
+  j->self = this;
+  j->topic = topic;
+  j->partitions = std::move(partitions);
+  j->give_up_at_ms = deps_.clock.now_ms() + std::clamp<int64_t>(request.timeout_ms, 0, transaction_join_wait_max_ms);
+  j->shard = owner(request.topic, *named.begin());
+  j->request = std::move(request);
+  j->done = std::move(done);
+  join::attempt(j);
+}
+
+void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                                    std::function<void(result<produce_response>)> done) {
   // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
   const std::map<std::string, std::string>& configs = topic->image->configs;
   const int32_t partition_count = topic->partitions_count();
@@ -1729,6 +1803,13 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
         op->results[i].failure = due.error();
         continue;
       }
+      if (*due && request.producer && request.producer->transactional_id) {
+        op->results[i].failure = error{errc::invalid_record, "records[" + std::to_string(i) +
+                                                                 "] names a delivery time inside a transaction; delayed "
+                                                                 "delivery moves records after the append, which a "
+                                                                 "transaction cannot span"};
+        continue;
+      }
       if (*due) {
         delayed.push_back({i, p, **due});
         continue;
@@ -1763,6 +1844,7 @@ void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, pr
         options.producer = request.producer->producer_id;
         options.producer_epoch_value = request.producer->producer_epoch;
         options.base_sequence = *request.records[chunk_indices.front()].sequence;
+        options.is_transactional = request.producer->transactional_id.has_value();
       }
       auto encoded = codec::encode_batch(options, chunk);
       std::vector<model::timestamp_ms> stamps;

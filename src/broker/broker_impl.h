@@ -249,6 +249,8 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void write_txn_markers(std::vector<txn_marker> markers,
                          std::function<void(result<std::vector<txn_marker_result>>)> done) override;
   [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override;
+  void describe_producers(model::topic_partition partition,
+                          std::function<void(result<std::vector<producer_description>>)> done) override;
   void begin_shutdown() override;
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
@@ -558,6 +560,17 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// `internal_write`: the broker's own writes to internal topics (delay records), refused otherwise.
   void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
                   std::function<void(result<produce_response>)> done, bool internal_write = false);
+  /// produce_to after its checks; for a transactional produce once its partitions joined the
+  /// transaction.
+  void produce_appending(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                         std::function<void(result<produce_response>)> done);
+  /// A transactional produce (producer_identity::transactional_id): every named, existing
+  /// partition of the records joins the transaction at its coordinator (AddPartitionsToTxn),
+  /// then produce_appending. A refusal of the coordinator (producer_fenced,
+  /// invalid_producer_id_mapping, concurrent_transactions, ...) is the whole request's error and
+  /// nothing is appended.
+  void produce_in_transaction(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                              std::function<void(result<produce_response>)> done);
   // ---- delayed delivery (delay.cc; issue 18, design.md section 7)
   struct delay_partition_state;
   /// A record's delivery time from its ringlog-deliver-at header: nullopt when it has none, is due

@@ -1681,11 +1681,103 @@ result<std::vector<group::partition_lag>> group_service_impl::lags_of(
   return std::move(lag.value());
 }
 
+namespace {
+
+/// A lag of at most this many offsets is counted record by record (lag_scan); a larger one is
+/// the offset distance, an upper bound (it still counts markers and aborted records in it).
+/// 10,000 offsets fit a few reads of lag_scan_bytes_max for records of up to ~400 bytes.
+constexpr int64_t lag_scan_offsets_max = 10'000;
+/// Bytes of one read of a lag count (fetch_request::max_bytes).
+constexpr int32_t lag_scan_bytes_max = 1 << 20;
+/// Reads of one lag count at most: past them the rest is counted as offsets.
+constexpr int lag_scan_fetches_max = 4;
+
+/// Counts the records a read_committed reader reads in [from, end) of one partition: transaction
+/// markers (control batches) and records of aborted transactions are not records to consume
+/// (issue 16: "markers are not records"). Reads with read_committed decoded fetches, which drop
+/// both and step past them (fetch_response::next_fetch_offset). `done` once, with the count;
+/// after lag_scan_fetches_max reads or a failed read the unread rest counts as its offsets.
+/// The steps chain through the fetch callbacks (at most lag_scan_fetches_max deep when a fetch
+/// answers at once), never by recursion of their own.
+struct lag_scan : std::enable_shared_from_this<lag_scan> {
+  broker* b = nullptr;
+  model::topic_partition partition;
+  model::offset at{0};
+  model::offset end{0};
+  int64_t counted = 0;
+  int fetches = 0;
+  std::function<void(int64_t)> done;
+
+  [[nodiscard]] int64_t rest() const { return std::max<int64_t>(0, end.value() - at.value()); }
+
+  void step() {
+    if (at >= end || fetches == lag_scan_fetches_max) return done(counted + rest());
+    ++fetches;
+    fetch_request request;
+    request.partition = partition;
+    request.fetch_offset = at;
+    request.max_bytes = lag_scan_bytes_max;
+    request.isolation = isolation_level::read_committed;
+    b->fetch(std::move(request), [self = shared_from_this()](result<fetch_response> r) {
+      if (!r.ok()) return self->done(self->counted + self->rest());
+      for (const auto& rec : r->records) {
+        if (rec.record_offset >= self->at && rec.record_offset < self->end) ++self->counted;
+      }
+      model::offset next = r->next_fetch_offset;
+      if (!r->records.empty()) next = std::max(next, model::offset{r->records.back().record_offset.value() + 1});
+      if (next <= self->at) return self->done(self->counted + self->rest());   // no progress: count offsets
+      self->at = next;
+      self->step();
+    });
+  }
+};
+
+}  // namespace
+
 void group_service_impl::group_lag(std::string group_id,
                                    std::function<void(result<std::vector<group::partition_lag>>)> done) {
   if (auto refused = not_coordinator(group_id)) return done(*refused);
-  on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t shard, shard_state& st) mutable {
-    // Each partition's high watermark from its leader (list_offsets is forwarded there): a
+  // Lag is what a read_committed reader still has to read (issue 16): measured to each
+  // partition's last stable offset (== the high watermark with no open transaction), and a lag
+  // of at most lag_scan_offsets_max offsets counts records only (lag_scan): a group that read
+  // everything has lag 0 even when a commit marker follows its last record.
+  std::function<void(result<std::vector<group::partition_lag>>)> counted =
+      [this, done = std::move(done)](result<std::vector<group::partition_lag>> lags) mutable {
+    if (!lags.ok()) return done(std::move(lags));
+    struct gather {
+      std::mutex mutex;
+      std::vector<group::partition_lag> lags;
+      std::atomic<size_t> remaining{1};
+      std::function<void(result<std::vector<group::partition_lag>>)> done;
+      void finish_one() {
+        if (remaining.fetch_sub(1) == 1) done(std::move(lags));
+      }
+    };
+    auto g = std::make_shared<gather>();
+    g->lags = std::move(lags).value();
+    g->done = std::move(done);
+    for (size_t i = 0; i < g->lags.size(); ++i) {
+      const auto& l = g->lags[i];
+      if (!l.committed || !l.lag || *l.lag <= 0 || *l.lag > lag_scan_offsets_max) continue;
+      auto scan = std::make_shared<lag_scan>();
+      scan->b = &broker_;
+      scan->partition = l.partition;
+      scan->at = *l.committed;
+      scan->end = l.high_watermark;
+      scan->done = [g, i](int64_t records) {
+        {
+          std::lock_guard lock(g->mutex);
+          g->lags[i].lag = records;
+        }
+        g->finish_one();
+      };
+      g->remaining.fetch_add(1);
+      scan->step();
+    }
+    g->finish_one();
+  };
+  on_coordinator(group_id, [this, group_id, done = std::move(counted)](size_t shard, shard_state& st) mutable {
+    // Each partition's last stable offset from its leader (list_offsets is forwarded there): a
     // follower's own lags by up to a fetch round, and a lag must not look smaller than it is.
     auto committed = st.coordinator.committed_offsets(group_id);
     if (!committed.ok()) return done(from_group(committed.error()));
@@ -1704,7 +1796,8 @@ void group_service_impl::group_lag(std::string group_id,
     if (partitions.empty()) return finish();
     for (const auto& tp : partitions) {
       // A partition whose leader does not answer falls back to this node's figure (lags_of).
-      broker_.list_offsets({tp, offset_spec::latest, 0}, [this, shard, tp, g, finish](result<list_offsets_response> r) {
+      broker_.list_offsets({tp, offset_spec::latest, 0, isolation_level::read_committed},
+                           [this, shard, tp, g, finish](result<list_offsets_response> r) {
         runtime_.post(shard, [tp, g, finish, r = std::move(r)] {
           if (r.ok() && r->found_offset) g->high_watermarks.emplace(tp, *r->found_offset);
           if (--g->remaining == 0) finish();

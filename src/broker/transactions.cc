@@ -117,6 +117,38 @@ void broker_impl::write_one_marker(const txn_marker& m, const model::topic_parti
   });
 }
 
+void broker_impl::describe_producers(model::topic_partition tp,
+                                     std::function<void(result<std::vector<producer_description>>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  auto topic = find_topic(tp.topic);
+  if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
+  const int32_t partition = tp.partition.value();
+  if (partition < 0 || partition >= topic->partitions_count()) {
+    return done(error{errc::unknown_topic_or_partition, "partition " + std::to_string(partition) + " of topic '" +
+                                                            tp.topic + "' does not exist"});
+  }
+  // Kafka answers from the leader's producer state only (a follower's may lag behind).
+  if (auto led = check_leader(*topic, partition); !led.ok()) return done(led.error());
+  const size_t shard = owner(tp.topic, partition);
+  if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
+  deps_.runtime.post(shard, [this, shard, tp, done = std::move(done)]() mutable {
+    auto rt = runtime_of(shard, tp.topic, tp.partition.value());
+    if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
+    std::vector<producer_description> out;
+    for (const auto& [id, entry] : rt->log->producers().producers()) {
+      producer_description d;
+      d.producer_id = model::producer_id{id};
+      d.producer_epoch = entry.epoch.value();
+      if (!entry.batches.empty()) d.last_sequence = entry.batches.back().last_sequence.value();
+      d.last_timestamp = entry.last_timestamp_ms;
+      d.coordinator_epoch = entry.coordinator_epoch;
+      if (entry.current_txn_first_offset) d.current_txn_start_offset = entry.current_txn_first_offset->value();
+      out.push_back(d);
+    }
+    done(std::move(out));
+  });
+}
+
 void broker_impl::forward_txn_marker(int32_t leader, const txn_marker& m, const model::topic_partition& tp,
                                      std::function<void(result<void>)> done) {
   const std::string where = "broker " + std::to_string(leader) + " (the leader of " + tp.topic + "-" +

@@ -81,6 +81,11 @@ class txn_service_impl final : public txn_service {
                       std::function<void(result<void>)> done) override;
   void add_offsets(std::string transactional_id, model::producer_id producer_id, model::producer_epoch producer_epoch,
                    std::string group_id, std::function<void(result<void>)> done) override;
+  /// add_partitions; `internal_allowed`: the group's __consumer_offsets partition of
+  /// add_offsets (a producer's own add_partitions may not name an internal topic).
+  void add_partitions_of(std::string transactional_id, model::producer_id producer_id,
+                         model::producer_epoch producer_epoch, std::vector<model::topic_partition> partitions,
+                         bool internal_allowed, std::function<void(result<void>)> done);
   void end_txn(std::string transactional_id, model::producer_id producer_id, model::producer_epoch producer_epoch,
                bool committed, bool bump_epoch, std::function<void(result<id_epoch>)> done) override;
   void describe_transaction(std::string transactional_id,
@@ -364,8 +369,26 @@ void txn_service_impl::init_producer_id(std::string transactional_id, int32_t ti
 void txn_service_impl::add_partitions(std::string transactional_id, model::producer_id producer_id,
                                       model::producer_epoch producer_epoch, std::vector<model::topic_partition> partitions,
                                       std::function<void(result<void>)> done) {
+  add_partitions_of(std::move(transactional_id), producer_id, producer_epoch, std::move(partitions), false,
+                    std::move(done));
+}
+
+void txn_service_impl::add_partitions_of(std::string transactional_id, model::producer_id producer_id,
+                                         model::producer_epoch producer_epoch,
+                                         std::vector<model::topic_partition> partitions, bool internal_allowed,
+                                         std::function<void(result<void>)> done) {
   txn::partition_set set;
   for (auto& tp : partitions) {
+    // Internal topics (every "__" name: __consumer_offsets, __transaction_state, the delay
+    // topics) are written by the broker only: a producer's write to them is refused (Kafka:
+    // "Cannot append to internal topic"; ringlog's produce answers topic_authorization_failed,
+    // HTTP 403, and so does this). A group's offsets join a transaction through add_offsets.
+    if (!internal_allowed && tp.topic.starts_with("__")) {
+      return done(error{errc::topic_authorization_failed,
+                        "topic '" + tp.topic + "' is internal: producers cannot write to it, so it cannot join a "
+                        "transaction (a group's offsets join through the offsets call, AddOffsetsToTxn); no "
+                        "partition was added"});
+    }
     const int32_t count = host_.partitions_count(tp.topic);
     if (count < 0 || tp.partition.value() < 0 || tp.partition.value() >= count) {
       return done(error{errc::unknown_topic_or_partition,
@@ -398,8 +421,8 @@ void txn_service_impl::add_offsets(std::string transactional_id, model::producer
   }
   if (group_id.empty()) return done(error{errc::invalid_group_id, "group id is empty"});
   const int32_t gp = group::coordinator_partition_for(group_id, offsets_partitions);
-  add_partitions(std::move(transactional_id), producer_id, producer_epoch,
-                 {model::topic_partition{consumer_offsets_topic, model::partition_id{gp}}}, std::move(done));
+  add_partitions_of(std::move(transactional_id), producer_id, producer_epoch,
+                    {model::topic_partition{consumer_offsets_topic, model::partition_id{gp}}}, true, std::move(done));
 }
 
 void txn_service_impl::end_txn(std::string transactional_id, model::producer_id producer_id,

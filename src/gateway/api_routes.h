@@ -231,9 +231,22 @@ struct api::call : std::enable_shared_from_this<api::call> {
   /// The idempotent producer of a produce request: query parameters producer_id (>= 0) and
   /// producer_epoch ([0, 32767]), both or neither. nullopt after failing the call; an empty inner
   /// optional when neither is given.
+  /// With transactional_id too: the transactional producer of that id (HTTP transactions); its
+  /// records are produced inside the id's open transaction (broker::producer_identity).
   std::optional<std::optional<broker::producer_identity>> query_producer() {
     auto id = query.find("producer_id");
     auto epoch = query.find("producer_epoch");
+    auto transactional = query.find("transactional_id");
+    if (transactional != query.end() && (id == query.end() || epoch == query.end())) {
+      fail(422, ec::unprocessable,
+           "query parameter transactional_id needs producer_id and producer_epoch (the answer of POST "
+           ".../transactions, or of the last commit or abort)");
+      return std::nullopt;
+    }
+    if (transactional != query.end() && transactional->second.empty()) {
+      fail(422, ec::unprocessable, "query parameter transactional_id is empty");
+      return std::nullopt;
+    }
     if (id == query.end() && epoch == query.end()) return std::optional<broker::producer_identity>{};
     if (id == query.end() || epoch == query.end()) {
       fail(422, ec::unprocessable, "query parameters producer_id and producer_epoch go together: name both or neither");
@@ -254,8 +267,9 @@ struct api::call : std::enable_shared_from_this<api::call> {
                                        (!pid ? id->second : epoch->second) + "\"");
       return std::nullopt;
     }
-    return std::optional<broker::producer_identity>{
-        broker::producer_identity{model::producer_id{*pid}, model::producer_epoch{static_cast<int16_t>(*pepoch)}}};
+    broker::producer_identity producer{model::producer_id{*pid}, model::producer_epoch{static_cast<int16_t>(*pepoch)}};
+    if (transactional != query.end()) producer.transactional_id = transactional->second;
+    return std::optional<broker::producer_identity>{std::move(producer)};
   }
 
   bool topic_exists(const std::string& topic) { return broker().topic_exists(topic); }

@@ -14,6 +14,7 @@
 // Commit and abort bump the producer epoch (KIP-890 part 2) and answer the producer id and epoch
 // of the next transaction: a delayed commit of an ended transaction is refused (409).
 
+#include <algorithm>
 #include <limits>
 
 #include "api_routes.h"
@@ -77,6 +78,25 @@ std::optional<int64_t> int_field(const call_ptr& c, const json& body, const char
   return v;
 }
 
+/// Bytes of a transactional id (txn::limits::transactional_id_bytes_max; the gateway may not
+/// include the txn module, and the coordinator refuses the same again).
+constexpr size_t transactional_id_bytes_max = 1'000;
+
+/// Why `id` cannot name a transaction (too long, a control character such as NUL), or nullopt.
+std::optional<std::string> transactional_id_problem(const std::string& id) {
+  if (id.size() > transactional_id_bytes_max) {
+    return "is " + std::to_string(id.size()) + " bytes; the limit is " + std::to_string(transactional_id_bytes_max);
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(id[i]);
+    if (ch < 0x20 || ch == 0x7f) {
+      return "has the control character " + std::to_string(ch) + " at byte " + std::to_string(i) +
+             "; an id is printable text";
+    }
+  }
+  return std::nullopt;
+}
+
 using producer = std::pair<model::producer_id, model::producer_epoch>;
 
 std::optional<producer> producer_fields(const call_ptr& c, const json& body) {
@@ -131,6 +151,9 @@ void v3_begin_transaction(const call_ptr& c) {
   if (!body->contains("transactional_id") || !(*body)["transactional_id"].is_string() ||
       (*body)["transactional_id"].get<std::string>().empty()) {
     return c->fail(422, ec::unprocessable, "field transactional_id must be a non-empty string");
+  }
+  if (auto why = transactional_id_problem((*body)["transactional_id"].get<std::string>())) {
+    return c->fail(422, ec::unprocessable, "field transactional_id " + *why);
   }
   int64_t timeout_ms = transaction_timeout_ms_default;
   if (body->contains("transaction_timeout_ms")) {
@@ -241,7 +264,16 @@ void v3_abort_transaction(const call_ptr& c) { end_transaction(c, false); }
 void v3_list_transactions(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   broker::list_transactions_filter filter;
-  if (auto s = c->query.find("state"); s != c->query.end()) filter.states.push_back(s->second);
+  if (auto s = c->query.find("state"); s != c->query.end()) {
+    const auto& names = broker::transaction_state_names;
+    if (std::find(names.begin(), names.end(), s->second) == names.end()) {
+      std::string valid;
+      for (auto n : names) valid += std::string(valid.empty() ? "" : ", ") + std::string(n);
+      return c->fail(400, ec::bad_request,
+                     "query parameter state must be one of " + valid + " (Kafka's names), got "" + s->second + """);
+    }
+    filter.states.push_back(s->second);
+  }
   c->broker().transactions().list_transactions(
       std::move(filter), [c](broker::result<std::vector<broker::transaction_listing>> r) {
         c->later([r = std::move(r)](api::call& call) {

@@ -361,9 +361,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (!m.contains("topic") || !m["topic"].is_string()) return bad("produce needs a string \"topic\"");
     // As the REST API refuses them: a misspelt "valeu" must not store a record without a value.
     if (auto name = unknown_field(m, {"type", "id", "topic", "format", "acks", "partition", "key", "value", "headers",
-                                      "records", "sequence", "producer_id", "producer_epoch", "deliver_at", "delay_ms"})) {
+                                      "records", "sequence", "producer_id", "producer_epoch", "transactional_id",
+                                      "deliver_at", "delay_ms"})) {
       return bad("unknown field \"" + *name + "\"; a produce message takes type, id, topic, format, acks, " +
-                 "partition, key, value, headers, sequence, deliver_at, delay_ms (or records), producer_id, producer_epoch");
+                 "partition, key, value, headers, sequence, deliver_at, delay_ms (or records), producer_id, " +
+                 "producer_epoch, transactional_id");
     }
     const bool as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
     broker::produce_request req;
@@ -418,6 +420,15 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       }
       req.producer = broker::producer_identity{model::producer_id{pid.get<int64_t>()},
                                                model::producer_epoch{static_cast<int16_t>(pepoch.get<int64_t>())}};
+      // A transactional produce (issue 16): the records join the id's open transaction.
+      if (m.contains("transactional_id")) {
+        const json& tid = m["transactional_id"];
+        if (!tid.is_string() || tid.get<std::string>().empty()) return bad("transactional_id must be a non-empty string");
+        req.producer->transactional_id = tid.get<std::string>();
+      }
+    } else if (m.contains("transactional_id")) {
+      return bad("transactional_id needs producer_id and producer_epoch (the answer of POST .../transactions, or of "
+                 "the last commit or abort)");
     } else {
       for (const auto& rec : req.records) {
         if (rec.sequence) return bad("sequence is for an idempotent produce: send producer_id and producer_epoch too");

@@ -134,6 +134,7 @@ void handle_add_offsets_to_txn(const request_context& ctx, protocol::add_offsets
 void handle_end_txn(const request_context& ctx, protocol::end_txn_request_data request);
 void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_commit_request_data request);
 void handle_describe_transactions(const request_context& ctx, protocol::describe_transactions_request_data request);
+void handle_describe_producers(const request_context& ctx, protocol::describe_producers_request_data request);
 void handle_list_transactions(const request_context& ctx, protocol::list_transactions_request_data request);
 // ---- data.cc
 void handle_produce(const request_context& ctx, protocol::produce_request_data request);

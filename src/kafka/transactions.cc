@@ -1,6 +1,6 @@
 // Transactions for Kafka clients (KIP-98, KIP-447, KIP-890): InitProducerId with a
-// transactional.id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions and
-// ListTransactions, on the broker's transaction coordinators (broker/transactions.h). Each
+// transactional.id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+// ListTransactions and DescribeProducers (KIP-664, the partitions' producer state), on the broker's transaction coordinators (broker/transactions.h). Each
 // handler only translates; the rules are the coordinator's (txn/transaction_coordinator.h).
 
 #include <algorithm>
@@ -211,6 +211,54 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
         }
         ctx.answer(out);
       });
+}
+
+void handle_describe_producers(const request_context& ctx, protocol::describe_producers_request_data request) {
+  // Kafka's admin client (kafka-transactions.sh describe-producers) asks each partition's leader;
+  // a partition led elsewhere answers NOT_LEADER_OR_FOLLOWER, as Kafka's broker does.
+  using response = protocol::describe_producers_response_data;
+  std::vector<model::topic_partition> partitions;
+  for (const auto& t : request.topics) {
+    for (int32_t p : t.partition_indexes) partitions.push_back({t.name, model::partition_id{p}});
+  }
+  auto g = std::make_shared<gather<response::partition_response>>(
+      partitions.size(), [ctx, partitions](std::vector<response::partition_response>& answers) {
+        response out;
+        for (size_t i = 0; i < answers.size(); ++i) {
+          if (out.topics.empty() || out.topics.back().name != partitions[i].topic) {
+            response::topic_response t;
+            t.name = partitions[i].topic;
+            out.topics.push_back(std::move(t));
+          }
+          out.topics.back().partitions.push_back(std::move(answers[i]));
+        }
+        ctx.answer(out);
+      });
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    ctx.broker_api().describe_producers(
+        partitions[i], [g, i, index = partitions[i].partition.value()](
+                           broker::result<std::vector<broker::producer_description>> r) {
+          auto& slot = g->slot(i);
+          slot.partition_index = index;
+          if (!r.ok()) {
+            slot.error_code = code_of(r.error());
+            slot.error_message = r.error().message;
+          } else {
+            for (const auto& d : *r) {
+              response::producer_state p;
+              p.producer_id = d.producer_id.value();
+              p.producer_epoch = d.producer_epoch;
+              p.last_sequence = d.last_sequence;
+              p.last_timestamp = d.last_timestamp;
+              p.coordinator_epoch = d.coordinator_epoch;
+              p.current_txn_start_offset = d.current_txn_start_offset;
+              slot.active_producers.push_back(p);
+            }
+          }
+          g->complete_one();
+        });
+  }
+  g->finish_if_empty();
 }
 
 }  // namespace ringlog::kafka::detail

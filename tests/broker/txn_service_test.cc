@@ -192,3 +192,66 @@ TEST_CASE_FIXTURE(txn_fixture, "group offsets of a transaction are committed wit
   CHECK(after->begin()->second.committed.value() == 11);
   stop();
 }
+
+TEST_CASE_FIXTURE(txn_fixture, "a transactional produce joins its partitions and is read_committed only after the commit") {
+  open();
+  create("out", 2);
+  auto p = init("app");
+  REQUIRE(p.ok());
+  auto request = [](id_epoch who, std::vector<std::pair<int32_t, int32_t>> records) {
+    produce_request r;
+    r.topic = "out";
+    r.producer = producer_identity{who.first, who.second, std::string("app")};
+    for (auto [partition, sequence] : records) {
+      produce_record rec;
+      rec.partition = model::partition_id{partition};
+      rec.sequence = model::sequence{sequence};
+      rec.value = model::to_bytes("v");
+      r.records.push_back(std::move(rec));
+    }
+    return r;
+  };
+  auto latest = [&](int32_t partition, isolation_level isolation) {
+    list_offsets_request r;
+    r.partition = tp("out", partition);
+    r.isolation = isolation;
+    auto got = call<result<list_offsets_response>>([&](auto done) { b->list_offsets(std::move(r), std::move(done)); });
+    REQUIRE(got.ok());
+    return got->found_offset.value_or(model::offset{-1}).value();
+  };
+  auto produced = call<result<produce_response>>(
+      [&](auto done) { b->produce(request(*p, {{0, 0}, {0, 1}, {1, 0}}), std::move(done)); });
+  REQUIRE(produced.ok());
+  for (const auto& r : produced->results) CHECK_FALSE(r.failure.has_value());
+  auto d = describe("app");
+  REQUIRE(d.ok());
+  CHECK(d->state == "Ongoing");
+  CHECK(d->partitions.size() == 2);   // joined by the produce itself
+  CHECK(latest(0, isolation_level::read_uncommitted) == 2);
+  CHECK(latest(0, isolation_level::read_committed) == 0);   // open: the last stable offset waits
+  auto next = end("app", *p, true, true);
+  REQUIRE(next.ok());
+  // Right after the commit answered its markers may still be written: the next produce waits
+  // for them (retrying the join every few ms of the clock) instead of failing.
+  std::promise<result<produce_response>> waiting;
+  auto answered = waiting.get_future();
+  b->produce(request(*next, {{0, 0}}), [&waiting](result<produce_response> r) { waiting.set_value(std::move(r)); });
+  for (int i = 0; i < 200 && answered.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready; ++i) {
+    runtime->wait_idle();
+    runtime->advance_ms(5);
+  }
+  REQUIRE(answered.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  auto second = answered.get();
+  REQUIRE(second.ok());
+  CHECK_FALSE(second->results[0].failure.has_value());
+  CHECK(second->results[0].record_offset.value() == 3);   // after c0, c1 and the commit marker
+  CHECK(latest(0, isolation_level::read_committed) == 3);  // the first transaction is readable
+  // The ended transaction's epoch is fenced and stores nothing.
+  auto zombie = call<result<produce_response>>([&](auto done) { b->produce(request(*p, {{0, 2}}), std::move(done)); });
+  REQUIRE_FALSE(zombie.ok());
+  CHECK(zombie.error().code == errc::producer_fenced);
+  // Internal topics never join a transaction (a group's offsets go through add_offsets).
+  CHECK(add("app", *next, {tp("__consumer_offsets", 0)}).error().code == errc::topic_authorization_failed);
+  CHECK(add("app", *next, {tp(transaction_state_topic, 0)}).error().code == errc::topic_authorization_failed);
+  stop();
+}

@@ -63,9 +63,12 @@ def transactional_producer(b, tid, **extra):
     return Producer(conf)
 
 
-def read_committed_values(b, topic, partitions=(0,), deadline_s=20):
+def read_committed_values(b, topic, partitions=(0,), deadline_s=20, require_end=True):
     """Every value a read_committed consumer sees in `topic`, in offset order per partition,
-    once it has read up to each partition's end (the last stable offset)."""
+    once it has read up to each partition's end (the last stable offset). `require_end=False`:
+    what it read by the deadline, when a partition never reports its end (librdkafka reports
+    the end at the high watermark, which a read_committed reader does not reach while some
+    transaction is open there - as in a pipeline still running)."""
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "rc-" + uuid.uuid4().hex,
                   "isolation.level": "read_committed", "enable.auto.commit": False,
                   "enable.partition.eof": True, "auto.offset.reset": "earliest"})
@@ -86,7 +89,7 @@ def read_committed_values(b, topic, partitions=(0,), deadline_s=20):
             out.append(m.value())
     finally:
         c.close()
-    assert len(eof) == len(partitions), "the read_committed consumer did not reach the end"
+    assert len(eof) == len(partitions) or not require_end, "the read_committed consumer did not reach the end"
     return out
 
 
@@ -264,7 +267,8 @@ def run_pipeline_with_kills(b, topic, records, kills, seed):
            "eos-" + topic, "eos-" + topic, "7"]
 
     def output_count():
-        return len(read_committed_values(b, out, (0, 1), deadline_s=30))
+        # While the app runs a transaction is open most of the time: count what is readable.
+        return len(read_committed_values(b, out, (0, 1), deadline_s=10, require_end=False))
 
     for k in range(kills + 1):
         proc = subprocess.Popen(app, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -84,6 +84,51 @@ TEST_CASE("InitProducerId validates the id and the timeout") {
   CHECK(d.init("t", 0).error().code == errc::invalid_transaction_timeout);
   CHECK(d.init("t", 900'001).error().code == errc::invalid_transaction_timeout);
   CHECK(d.init("t", 900'000).ok());
+  // Control characters (NUL included) never name a transaction (breaker finding, session 9).
+  CHECK(d.init(std::string("a\0b", 3)).error().code == errc::invalid_request);
+  CHECK(d.init("a\nb").error().code == errc::invalid_request);
+  CHECK(d.init(std::string(limits::transactional_id_bytes_max, 'x')).ok());
+  CHECK(check_transactional_id("caf\xc3\xa9").ok());
+}
+
+TEST_CASE("an abort right after a commit waits for the commit's markers: concurrent_transactions, then ok") {
+  // Breaker finding (session 9): ~3% of librdkafka aborts right after a commit were answered
+  // INVALID_TXN_STATE (fatal for the client) while the commit's markers were still written.
+  for (const bool bump : {false, true}) {
+    CAPTURE(bump);
+    driver d;
+    auto p = d.init("t").value();
+    REQUIRE(d.add("t", p, {tp("a", 0)}).ok());
+    auto commit = d.end("t", p.producer_id, p.producer_epoch, true, bump);
+    REQUIRE(commit.ok());
+    REQUIRE(d.state("t") == txn_state::prepare_commit);
+    // The next transaction of the producer (the epoch the commit answered) aborts at once.
+    auto early = d.c.end_txn("t", commit->producer_id, commit->producer_epoch, false, bump, std::nullopt, d.now);
+    REQUIRE_FALSE(early.ok());
+    CHECK(early.error().code == errc::concurrent_transactions);
+    CHECK(d.state("t") == txn_state::prepare_commit);   // the commit is untouched
+    REQUIRE(d.markers.size() == 1);
+    CHECK(d.markers[0].committed);
+    d.finish_markers();
+    CHECK(d.state("t") == txn_state::complete_commit);
+    // Retried after the markers: a bumping client's abort of its empty transaction moves its
+    // epoch on; without the bump an abort of a committed transaction is refused, as before.
+    auto retried = d.c.end_txn("t", commit->producer_id, commit->producer_epoch, false, bump, std::nullopt, d.now);
+    if (bump) {
+      CHECK(retried.ok());
+    } else {
+      REQUIRE_FALSE(retried.ok());
+      CHECK(retried.error().code == errc::invalid_txn_state);
+    }
+  }
+  // And after an abort: a commit while the abort's markers are written waits the same way.
+  driver d;
+  auto p = d.init("t").value();
+  REQUIRE(d.add("t", p, {tp("a", 0)}).ok());
+  auto abort = d.end("t", p.producer_id, p.producer_epoch, false, true);
+  REQUIRE(abort.ok());
+  CHECK(d.c.end_txn("t", abort->producer_id, abort->producer_epoch, true, true, std::nullopt, d.now).error().code ==
+        errc::concurrent_transactions);
 }
 
 TEST_CASE("a failed first write forgets the id; a failed later write keeps the old state") {
@@ -120,12 +165,13 @@ TEST_CASE("commit: Empty -> Ongoing -> PrepareCommit -> markers -> CompleteCommi
   CHECK(d.markers[0].committed);
   CHECK(d.markers[0].producer_epoch == p.producer_epoch);   // no bump for EndTxn v0-v4
   CHECK(d.markers[0].partitions == partition_set{tp("a", 0), tp("b", 1)});
-  // While the markers are written: the same decision is a retry, the other one is refused, and
-  // nothing else may start.
+  // While the markers are written nothing else may start: the same decision is a retry, and the
+  // other one waits too (retriable; once the markers are written it meets CompleteCommit and is
+  // refused below).
   CHECK(d.c.end_txn("t", p.producer_id, p.producer_epoch, true, false, std::nullopt, d.now).error().code ==
         errc::concurrent_transactions);
   CHECK(d.c.end_txn("t", p.producer_id, p.producer_epoch, false, false, std::nullopt, d.now).error().code ==
-        errc::invalid_txn_state);
+        errc::concurrent_transactions);
   CHECK(d.c.add_partitions("t", p.producer_id, p.producer_epoch, {tp("c", 0)}, d.now).error().code ==
         errc::concurrent_transactions);
   CHECK(d.c.init_producer_id("t", 60000, std::nullopt, std::nullopt, d.now).error().code ==

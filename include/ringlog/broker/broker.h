@@ -170,6 +170,24 @@ struct create_topic_request {
 struct producer_identity {
   model::producer_id producer_id{model::no_producer_id};
   model::producer_epoch producer_epoch{model::no_producer_epoch};
+  /// Set in a produce_request: the producer is the transactional producer of this id (HTTP and
+  /// WebSocket transactions, issue 16; producer id and epoch as POST .../transactions or the last
+  /// commit/abort answered them). The broker adds every record's partition to the transaction
+  /// (AddPartitionsToTxn, as Kafka clients send it before they produce) and then appends
+  /// transactional batches (attribute bit 4), which read_committed readers see only once the
+  /// transaction commits. Each epoch numbers a partition's records from sequence 0 (the epoch
+  /// is bumped at every commit and abort, KIP-890). Unset in InitProducerId answers.
+  std::optional<std::string> transactional_id{};
+};
+
+/// One producer of a partition as DescribeProducers reports it (Kafka's ProducerState, KIP-664).
+struct producer_description {
+  model::producer_id producer_id{model::no_producer_id};
+  int32_t producer_epoch = -1;
+  int32_t last_sequence = -1;                  // of its last retained batch; -1: none (known by a marker)
+  int64_t last_timestamp = -1;                 // of its last batch or marker, ms
+  int32_t coordinator_epoch = -1;              // of the last marker; -1: none
+  int64_t current_txn_start_offset = -1;       // first offset of its open transaction; -1: none
 };
 
 /// One record to produce. `partition` unset: keyed records by murmur2, keyless spread.
@@ -475,6 +493,11 @@ class broker {
   /// (broker_not_available).
   virtual void write_txn_markers(std::vector<txn_marker> markers,
                                  std::function<void(result<std::vector<txn_marker_result>>)> done) = 0;
+  /// DescribeProducers (Kafka API 61, KIP-664): the producers partition `partition` knows (its
+  /// producer state, producer id ascending), on its leader. Errors: unknown_topic_or_partition,
+  /// not_leader_or_follower (another broker leads it: Kafka's admin client asks the leader).
+  virtual void describe_producers(model::topic_partition partition,
+                                  std::function<void(result<std::vector<producer_description>>)> done) = 0;
   /// Whether `id` was handed out by this cluster (below the metadata image's next producer id):
   /// the HTTP producer sessions accept no other. Errors: unknown_producer_id naming the id.
   [[nodiscard]] virtual result<void> check_producer_id(model::producer_id id) const = 0;

@@ -18,10 +18,12 @@
 //
 // Calls are asynchronous like broker.h: `done` runs exactly once on some shard thread.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ringlog/broker/errc.h"
@@ -30,6 +32,11 @@
 namespace ringlog::broker {
 
 inline constexpr const char* transaction_state_topic = "__transaction_state";
+
+/// The transaction states by Kafka's names (txn::kafka_name; KIP-664's ListTransactions
+/// StateFilters), for front ends that check a filter before they ask.
+inline constexpr std::array<std::string_view, 7> transaction_state_names = {
+    "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead"};
 
 /// DescribeTransactions' answer for one id.
 struct transaction_description {

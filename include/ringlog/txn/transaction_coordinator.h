@@ -28,6 +28,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ringlog/txn/errc.h"
@@ -156,6 +157,12 @@ class transaction_coordinator {
   coordinator_options options_;
   std::map<std::string, entry> ids_;
 };
+
+/// Whether `transactional_id` may name a transaction: 1..limits::transactional_id_bytes_max
+/// bytes, no ASCII control character (NUL included: an id names the transaction in logs, HTTP
+/// paths and tools; Kafka's STRING allows up to 32767 bytes, ours is bounded lower, see limits.h).
+/// Errors: invalid_request naming the length or the byte.
+result<void> check_transactional_id(std::string_view transactional_id);
 
 /// A marker request as a record of the state it completes (for messages): "commit of producer 5
 /// epoch 3 on 2 partitions".
