@@ -1810,6 +1810,15 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
                                                                  "transaction cannot span"};
         continue;
       }
+      if (*due && request.producer) {
+        // The delay topic's copy carries no producer sequence: a resent request would be delayed
+        // (and delivered) again, breaking the session's "resent unchanged, stored once" promise.
+        op->results[i].failure = error{errc::invalid_record, "records[" + std::to_string(i) +
+                                                                 "] names a delivery time inside an idempotent producer "
+                                                                 "session, whose resends could not be recognised once "
+                                                                 "delayed; produce delayed records without producer_id"};
+        continue;
+      }
       if (*due) {
         delayed.push_back({i, p, **due});
         continue;

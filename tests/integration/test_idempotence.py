@@ -206,6 +206,29 @@ def test_http_producer_session_resend_gets_the_same_offsets(ibroker, topic_name)
     assert half.status_code == 422 and "producer_epoch" in half.json()["message"], half.text
 
 
+def test_http_producer_session_refuses_a_delayed_record(ibroker, topic_name):
+    """A delivery time inside an idempotent session is refused, nothing stored: its delayed copy
+    would be delayed (and delivered) once per resend (breaker: three resends, three records)."""
+    ibroker.create_topic(topic_name)
+    pid = requests.post(ibroker.v3("/producers")).json()["producer_id"]
+    url = ibroker.v3(f"/topics/{topic_name}/records")
+    record = {"partition_id": 0, "sequence": 0, "delay_ms": 100, "value": {"type": "STRING", "data": "late"}}
+    for _ in range(2):
+        r = requests.post(url, params={"producer_id": pid, "producer_epoch": 0}, json=record)
+        reports = [__import__("json").loads(line) for line in r.text.splitlines() if line.strip()]
+        assert r.status_code == 422 or reports[0]["error_code"] == 422, r.text
+        assert "idempotent producer session" in r.text, r.text
+    # Sequence 0 is still the next one: the refused record took none.
+    ok = requests.post(url, params={"producer_id": pid, "producer_epoch": 0},
+                       json={"partition_id": 0, "sequence": 0, "value": {"type": "STRING", "data": "now"}})
+    assert ok.status_code == 200 and '"error_code":200' in ok.text.replace(" ", ""), ok.text
+    # No delayed copy appears later: 2 s is twenty times the 100 ms delay asked for.
+    deadline = time.time() + 2
+    while time.time() < deadline:
+        assert values_in(ibroker.bootstrap, topic_name, 0) == [b"now"]
+        time.sleep(0.5)
+
+
 def test_http_batch_produce_is_idempotent(ibroker, topic_name):
     ibroker.create_topic(topic_name)
     pid = requests.post(ibroker.v3("/producers")).json()["producer_id"]
