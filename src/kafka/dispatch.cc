@@ -51,6 +51,8 @@ constexpr std::array<handled_api, 32> apis = {{
     {protocol::incremental_alter_configs_request_data::api_key, 0, 1},
     {protocol::offset_delete_request_data::api_key, 0, 0},
     {protocol::describe_cluster_request_data::api_key, 0, 1},
+    {protocol::alter_partition_reassignments_request_data::api_key, 0, 0},
+    {protocol::list_partition_reassignments_request_data::api_key, 0, 0},
     {protocol::describe_transactions_request_data::api_key, 0, 0},
     {protocol::list_transactions_request_data::api_key, 0, 1},
 }};
@@ -191,6 +193,10 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
       return route<protocol::offset_delete_request_data>(body, ctx, handle_offset_delete);
     case protocol::describe_cluster_request_data::api_key:
       return route<protocol::describe_cluster_request_data>(body, ctx, handle_describe_cluster);
+    case protocol::alter_partition_reassignments_request_data::api_key:
+      return route<protocol::alter_partition_reassignments_request_data>(body, ctx, handle_alter_partition_reassignments);
+    case protocol::list_partition_reassignments_request_data::api_key:
+      return route<protocol::list_partition_reassignments_request_data>(body, ctx, handle_list_partition_reassignments);
     case protocol::init_producer_id_request_data::api_key:
       return route<protocol::init_producer_id_request_data>(body, ctx, handle_init_producer_id);
     case protocol::add_partitions_to_txn_request_data::api_key:
