@@ -417,7 +417,9 @@ void broker_impl::run_apply_jobs() {
     auto finish = [this, offset = job->offset](result<void> r) { finish_apply_job(offset, std::move(r)); };
     if (!job->reconcile) return finish(base::ok_v);
     if (!job->open_all) return reconcile(*job->before, *job->after, job->touched, finish);
-    // Start-up: every topic's partitions this node holds, one topic after another.
+    // Start-up: copies of partitions reassigned away while this node was down go first, then
+    // every topic's partitions this node holds, one topic after another.
+    remove_stray_replicas(*job->after);
     auto topics = std::make_shared<std::vector<std::shared_ptr<const topic_state>>>();
     for (const auto& [name, t] : job->after->topics) topics->push_back(t);
     auto next = std::make_shared<std::function<void(size_t)>>();
@@ -1448,6 +1450,28 @@ void broker_impl::delete_topic(std::string topic, std::function<void(result<void
     remove.topic_id = t->image->topic_id;
     commit_records({remove}, std::move(done));
   });
+}
+
+void broker_impl::remove_stray_replicas(const metadata_view& view) {
+  for (const auto& [name, t] : view.topics) {
+    const std::string expected = "version: 0\ntopic_id: " + controller::uuid_to_string(t->image->topic_id) + "\n";
+    for (int32_t p = 0; p < t->partitions_count(); ++p) {
+      const auto& replicas = t->image->partitions[static_cast<size_t>(p)].replicas;
+      if (std::find(replicas.begin(), replicas.end(), config_.node_id) != replicas.end()) continue;
+      const std::string dir = partition_directory(name, p);
+      if (!deps_.fs.exists(dir + "/partition.metadata")) continue;   // not a copy of this topic's (or none)
+      auto text = io::read_whole_file(deps_.fs, dir + "/partition.metadata");
+      if (!text.ok() || std::string(reinterpret_cast<const char*>(text->data()), text->size()) != expected) continue;
+      auto removed = deps_.fs.remove_all(dir);
+      if (removed.ok()) {
+        log_info("partition " + partition_key(name, p) + " was reassigned away from this broker while it was down: "
+                 "its log is deleted");
+      } else {
+        log_error("partition " + partition_key(name, p) + " was reassigned away from this broker, but its log " +
+                  "directory could not be deleted: " + removed.error().message);
+      }
+    }
+  }
 }
 
 void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t partition,

@@ -448,6 +448,11 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// reassignment removed it): its leadership or following ends, its waiters are answered, and
   /// its local log directory is deleted.
   void drop_replica(size_t shard, const std::string& topic, int32_t partition, const controller::partition_image& now);
+  /// Start-up, before the partitions open: deletes the local copy of every partition of `view`
+  /// that does not list this node as a replica but whose directory holds this topic's
+  /// partition.metadata (a reassignment removed it while this node was down). Other
+  /// directories are left alone.
+  void remove_stray_replicas(const metadata_view& view);
   /// Opens `held` (partitions of `topic` that list this node as a replica) on their shards.
   void open_held_partitions(const std::shared_ptr<const topic_state>& topic, std::vector<int32_t> held, bool fresh,
                             std::function<void(result<void>)> done);

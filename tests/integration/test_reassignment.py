@@ -299,6 +299,15 @@ def test_reassignment_moves_a_replica_and_the_leadership_onto_a_new_broker_while
         wait_until(lambda: reassignments(c.node(1)) == {} and set(replicas_of(c.node(1), TOPIC, 0)) == {1, 2, 3},
                    FAILOVER_DEADLINE_S, "the cancelled move gone, the original replicas kept")
         assert kafka_list_reassignments(c.node(1).bootstrap) == (0, {})
+
+        # Broker 4 was down when partition 0 left it: it deletes that copy when it starts again,
+        # and keeps its replica of partition 1.
+        assert (extra.data_dir / f"{TOPIC}-0").exists()
+        extra.spawn()
+        wait_until(extra.healthy, 60.0, "the restarted broker-only node")
+        assert not (extra.data_dir / f"{TOPIC}-0").exists()
+        assert (extra.data_dir / f"{TOPIC}-1").exists()
+        wait_until(lambda: 4 in isr_of(c.node(1), TOPIC, 1), SESSION_DEADLINE_S, "broker 4 back in the ISR of partition 1")
     finally:
         if producer is not None and producer.is_alive():
             producer.stop()
