@@ -230,6 +230,9 @@ void v3_list_acls(const call_ptr& c) {
                                  json::array()));
 }
 
+void with_partition(const call_ptr& c,
+                    std::function<void(api::call&, const broker::topic_description&, const broker::partition_description&)> done);
+
 /// Confluent's KafkaReassignment: a partition being moved (KIP-455). `r` with empty adding and
 /// removing replicas: no move under way (the answer to a PATCH that completed at once).
 json reassignment_json(const std::string& base, const std::string& cluster, const broker::partition_reassignment& r) {

@@ -683,7 +683,8 @@ parsed<std::vector<int32_t>> broker_ids_field(const std::string& field, dom::ele
   if (e.type() != dom::element_type::ARRAY) return wrong_type(field, "an array of broker ids", e);
   std::vector<int32_t> out;
   size_t i = 0;
-  for (dom::element id : e.get_array().value_unsafe()) {
+  dom::array ids = e.get_array().value_unsafe();
+  for (dom::element id : ids) {
     auto n = integer_field(field + "[" + std::to_string(i++) + "]", id, 0, INT32_MAX);
     if (!n.ok()) return n.error();
     out.push_back(static_cast<int32_t>(*n));
@@ -706,7 +707,8 @@ parsed<std::vector<broker::partition_reassignment_target>> parse_reassignments(s
   if (data.type() != dom::element_type::ARRAY) return wrong_type("data", "an array", data);
   std::vector<broker::partition_reassignment_target> out;
   size_t i = 0;
-  for (dom::element p : data.get_array().value_unsafe()) {
+  dom::array data_array = data.get_array().value_unsafe();
+  for (dom::element p : data_array) {
     const std::string pf = "data[" + std::to_string(i++) + "]";
     if (i > reassignment_partitions_max) {
       return unprocessable("data: at most " + std::to_string(reassignment_partitions_max) +
