@@ -234,7 +234,7 @@ def test_reassignment_moves_a_replica_and_the_leadership_onto_a_new_broker_while
 
         # Every acknowledged record is in the partition, read from its new leader, broker 4.
         expected = [f"before-{i}" for i in range(RECORDS_BEFORE)] + producer.acknowledged
-        end = int(requests.get(c.node(4).v3(f"/topics/{TOPIC}/partitions/0/offset"), timeout=5).json()["latest_offset"])
+        end = int(requests.get(extra.v3(f"/topics/{TOPIC}/partitions/0/offset"), timeout=5).json()["latest_offset"])
         values = [x["value"] for x in read_all(extra, TOPIC, 0, end)]
         missing = [v for v in expected if v not in set(values)]
         assert not missing, f"{len(missing)} acknowledged records missing, e.g. {missing[:5]}"
