@@ -264,8 +264,11 @@ def test_reassignment_moves_a_replica_and_the_leadership_onto_a_new_broker_while
         assert leader_of(c.node(1), TOPIC, 1) == leader1
         wait_until(lambda: not (c.node(follower).data_dir / f"{TOPIC}-1").exists(), SESSION_DEADLINE_S,
                    f"broker {follower} to delete its copy of partition 1")
-        out = cli(c.node(2), "reassignments")
-        assert out.returncode == 0 and "(no reassignment under way)" in out.stdout, out
+        # Node 2 applies the completing change at its own pace.
+        out = wait_until(lambda: (o := cli(c.node(2), "reassignments")).returncode == 0
+                         and "(no reassignment under way)" in o.stdout and o, FAILOVER_DEADLINE_S,
+                         "node 2 to list no reassignment")
+        assert out.stdout.startswith("TOPIC\tPARTITION\tREPLICAS\tADDING\tREMOVING\n"), out.stdout
 
         # With broker 4 down: partition 0 goes back to brokers 1, 2, 3 (a batch over HTTP; the
         # removed leader of before copies the partition anew) and an unknown partition is refused
