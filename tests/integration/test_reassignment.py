@@ -191,6 +191,18 @@ def test_reassignment_moves_a_replica_and_the_leadership_onto_a_new_broker_while
         assert set(replicas_of(c.node(1), TOPIC, 0)) == {1, 2, 3}
         assert reassignments(c.node(1)) == {}
 
+        # `ringlog cluster status` on the quorum leader lists broker 4 as an observer of the quorum
+        # (it fetches the metadata log without a vote), after the voters.
+        def observer_rows():
+            leader = c.controller()
+            out = cli(c.node(leader), "status") if leader else None
+            if out is None or out.returncode != 0 or "\nOBSERVER\t" not in out.stdout:
+                return None
+            rows = out.stdout.split("\nOBSERVER\t", 1)[1].splitlines()[1:]
+            return rows if any(r.startswith("4\t") for r in rows) else None
+        rows = wait_until(observer_rows, FAILOVER_DEADLINE_S, "broker 4 listed as an observer by cluster status")
+        assert not any(r.split("\t")[0] in ("1", "2", "3") for r in rows), rows
+
         # Refusals name the problem, change nothing.
         r = requests.patch(c.node(2).v3(f"/topics/{TOPIC}/partitions/0/reassignment"), json={"replicas": [1, 9]},
                            timeout=40)
@@ -297,6 +309,8 @@ def test_reassignment_moves_a_replica_and_the_leadership_onto_a_new_broker_while
         out = cli(c.node(1), "reassignments", "--topic", TOPIC)
         assert out.returncode == 0 and f"{TOPIC}\t0\t1,2,3,4\t4\t-" in out.stdout, out
         assert isr_of(c.node(1), TOPIC, 0) == [1, 2, 3]
+        # A node judges a cancel on its own copy of the metadata: node 3 must have applied the move.
+        wait_until(lambda: (TOPIC, 0) in reassignments(c.node(3)), FAILOVER_DEADLINE_S, "node 3 to list the move")
         out = cli(c.node(3), "reassign", "--topic", TOPIC, "--partition", "0", "--cancel")
         assert out.returncode == 0 and "Cancelled" in out.stdout, out
         wait_until(lambda: reassignments(c.node(1)) == {} and set(replicas_of(c.node(1), TOPIC, 0)) == {1, 2, 3},
