@@ -417,7 +417,9 @@ void broker_impl::run_apply_jobs() {
     auto finish = [this, offset = job->offset](result<void> r) { finish_apply_job(offset, std::move(r)); };
     if (!job->reconcile) return finish(base::ok_v);
     if (!job->open_all) return reconcile(*job->before, *job->after, job->touched, finish);
-    // Start-up: every topic's partitions this node holds, one topic after another.
+    // Start-up: copies of partitions reassigned away while this node was down go first, then
+    // every topic's partitions this node holds, one topic after another.
+    remove_stray_replicas(*job->after);
     auto topics = std::make_shared<std::vector<std::shared_ptr<const topic_state>>>();
     for (const auto& [name, t] : job->after->topics) topics->push_back(t);
     auto next = std::make_shared<std::function<void(size_t)>>();
@@ -994,13 +996,28 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
     }
     // Leader, ISR and epoch changes: each replica here starts or ends a leadership, follows its
     // new leader, or takes the new ISR (replication.cc).
+    // A reassignment (KIP-455) adds this node to a partition's replicas (it opens the partition
+    // and follows) or removes it (it drops the replica and deletes its log).
+    std::vector<int32_t> added;
     for (int32_t part = 0; old_state && part < std::min(from, new_state->partitions_count()); ++part) {
       const auto& was = old_state->image->partitions[static_cast<size_t>(part)];
       const auto& now = new_state->image->partitions[static_cast<size_t>(part)];
       if (was == now) continue;
-      deps_.runtime.post(owner(name, part), [this, name, part, now] {
+      const bool was_here = std::find(was.replicas.begin(), was.replicas.end(), config_.node_id) != was.replicas.end();
+      const bool here = std::find(now.replicas.begin(), now.replicas.end(), config_.node_id) != now.replicas.end();
+      if (!was_here && here) {
+        added.push_back(part);
+        continue;
+      }
+      deps_.runtime.post(owner(name, part), [this, name, part, now, was_here, here] {
         const size_t shard = owner(name, part);
+        if (was_here && !here) return drop_replica(shard, name, part, now);
         if (auto rt = runtime_of(shard, name, part)) apply_partition_state(shard, rt, now);
+      });
+    }
+    if (!added.empty()) {
+      p->steps.push_back([this, new_state, added = std::move(added)](auto next) mutable {
+        open_held_partitions(new_state, std::move(added), true, std::move(next));
       });
     }
     if (old_state && old_state->image->configs != new_state->image->configs) {
@@ -1257,15 +1274,20 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
 
 void broker_impl::open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                                   std::function<void(result<void>)> done) {
-  auto log_config = make_log_config(live(*controller_view_), topic->image->configs);
-  if (!log_config.ok()) return done(log_config.error());
   const int32_t count = topic->partitions_count();
   std::vector<int32_t> held;   // the partitions of [from, count) with a replica on this node
   for (int32_t p = from; p < count; ++p) {
     const auto& replicas = topic->image->partitions[static_cast<size_t>(p)].replicas;
     if (std::find(replicas.begin(), replicas.end(), config_.node_id) != replicas.end()) held.push_back(p);
   }
+  open_held_partitions(topic, std::move(held), fresh, std::move(done));
+}
+
+void broker_impl::open_held_partitions(const std::shared_ptr<const topic_state>& topic, std::vector<int32_t> held,
+                                       bool fresh, std::function<void(result<void>)> done) {
   if (held.empty()) return done(base::ok_v);
+  auto log_config = make_log_config(live(*controller_view_), topic->image->configs);
+  if (!log_config.ok()) return done(log_config.error());
   struct gather {
     std::atomic<int32_t> remaining;
     std::mutex mutex;
@@ -1431,6 +1453,53 @@ void broker_impl::delete_topic(std::string topic, std::function<void(result<void
     remove.topic_id = t->image->topic_id;
     commit_records({remove}, std::move(done));
   });
+}
+
+void broker_impl::remove_stray_replicas(const metadata_view& view) {
+  for (const auto& [name, t] : view.topics) {
+    const std::string expected = "version: 0\ntopic_id: " + controller::uuid_to_string(t->image->topic_id) + "\n";
+    for (int32_t p = 0; p < t->partitions_count(); ++p) {
+      const auto& replicas = t->image->partitions[static_cast<size_t>(p)].replicas;
+      if (std::find(replicas.begin(), replicas.end(), config_.node_id) != replicas.end()) continue;
+      const std::string dir = partition_directory(name, p);
+      if (!deps_.fs.exists(dir + "/partition.metadata")) continue;   // not a copy of this topic's (or none)
+      auto text = io::read_whole_file(deps_.fs, dir + "/partition.metadata");
+      if (!text.ok() || std::string(reinterpret_cast<const char*>(text->data()), text->size()) != expected) continue;
+      auto removed = deps_.fs.remove_all(dir);
+      if (removed.ok()) {
+        log_info("partition " + partition_key(name, p) + " was reassigned away from this broker while it was down: "
+                 "its log is deleted");
+      } else {
+        log_error("partition " + partition_key(name, p) + " was reassigned away from this broker, but its log " +
+                  "directory could not be deleted: " + removed.error().message);
+      }
+    }
+  }
+}
+
+void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t partition,
+                               const controller::partition_image& now) {
+  if (auto rt = runtime_of(shard, topic, partition)) {
+    apply_partition_state(shard, rt, now);   // a leadership ends; no follower loop starts (not a replica)
+    rt->deleted = true;
+    ++rt->follower_generation;
+    shards_[shard].erase(partition_key(topic, partition));
+    for (auto& w : rt->waiters) {
+      if (!w->completed) {
+        w->completed = true;
+        w->done(error{errc::not_leader_or_follower,
+                      "this broker no longer holds a replica of " + partition_key(topic, partition) + " (reassigned): retry"});
+      }
+    }
+    rt->waiters.clear();
+  }
+  auto removed = deps_.fs.remove_all(partition_directory(topic, partition));
+  if (!removed.ok() && removed.error().code != io::errc::not_found) {
+    log_error("partition " + partition_key(topic, partition) + " was reassigned away from this broker, but its log " +
+              "directory could not be deleted: " + removed.error().message);
+    return;
+  }
+  log_info("partition " + partition_key(topic, partition) + " was reassigned away from this broker: its log is deleted");
 }
 
 void broker_impl::remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done) {

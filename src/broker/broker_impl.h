@@ -60,6 +60,9 @@ inline constexpr size_t leader_rebalance_changes_max = 1000;
 /// Tries of one elect-leaders request whose plan a concurrent change overtook (each re-plans from
 /// the newer image; a partition changing this often under a request is not worth more).
 inline constexpr int preferred_election_attempts_max = 3;
+/// The same for a partition reassignment request (a concurrent ISR change bumps the partition
+/// epoch its plan named).
+inline constexpr int reassignment_attempts_max = 3;
 /// A read that takes more memory than this is not kept: bounds a shard's recent reads to
 /// recent_reads_max x 1 MiB. Counted as payload (key + value + header bytes) plus
 /// recent_read_record_bytes per record, so many empty records count too.
@@ -240,6 +243,14 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                                        int attempts_left);
   void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
                                std::function<void(result<std::vector<leader_election_result>>)> done) override;
+  void alter_partition_reassignments(
+      std::vector<partition_reassignment_target> targets,
+      std::function<void(result<std::vector<partition_reassignment_result>>)> done) override;
+  /// alter_partition_reassignments, planned anew from the newest image on each of `attempts_left` tries.
+  void alter_partition_reassignments_attempt(
+      std::vector<partition_reassignment_target> targets,
+      std::function<void(result<std::vector<partition_reassignment_result>>)> done, int attempts_left);
+  [[nodiscard]] std::vector<partition_reassignment> list_partition_reassignments(const std::string& topic) const override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
@@ -435,6 +446,18 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void reconcile(const metadata_view& before, const metadata_view& after, const std::vector<std::string>& touched,
                  std::function<void(result<void>)> done);
   void remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done);
+  /// On the partition's shard: this node is no longer a replica of the partition (a
+  /// reassignment removed it): its leadership or following ends, its waiters are answered, and
+  /// its local log directory is deleted.
+  void drop_replica(size_t shard, const std::string& topic, int32_t partition, const controller::partition_image& now);
+  /// Start-up, before the partitions open: deletes the local copy of every partition of `view`
+  /// that does not list this node as a replica but whose directory holds this topic's
+  /// partition.metadata (a reassignment removed it while this node was down). Other
+  /// directories are left alone.
+  void remove_stray_replicas(const metadata_view& view);
+  /// Opens `held` (partitions of `topic` that list this node as a replica) on their shards.
+  void open_held_partitions(const std::shared_ptr<const topic_state>& topic, std::vector<int32_t> held, bool fresh,
+                            std::function<void(result<void>)> done);
   /// Opens partitions [from, count) of `topic` that list this node as a replica.
   void open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                        std::function<void(result<void>)> done);

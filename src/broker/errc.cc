@@ -50,6 +50,8 @@ std::string_view to_string(errc e) {
     case errc::not_coordinator: return "not_coordinator";
     case errc::election_not_needed: return "election_not_needed";
     case errc::preferred_leader_not_available: return "preferred_leader_not_available";
+    case errc::invalid_replica_assignment: return "invalid_replica_assignment";
+    case errc::no_reassignment_in_progress: return "no_reassignment_in_progress";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
     case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
@@ -116,6 +118,8 @@ int kafka_error_code(errc e) {
     case errc::not_coordinator: return 16;
     case errc::election_not_needed: return 84;
     case errc::preferred_leader_not_available: return 80;
+    case errc::invalid_replica_assignment: return 39;
+    case errc::no_reassignment_in_progress: return 85;
     case errc::out_of_order_sequence_number: return 45;
     case errc::invalid_producer_epoch: return 47;
     case errc::invalid_txn_state: return 48;

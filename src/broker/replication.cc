@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "broker_impl.h"
+#include "reassignment.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
 #include "ringlog/controller/quorum_wire.h"
@@ -422,6 +423,13 @@ void broker_impl::alter_partition(protocol::alter_partition_request_data request
   change.partition_id = in.partition_index;
   change.isr = in.new_isr;
   change.ringlog_expected_partition_epoch = part.partition_epoch;
+  // The ISR change that brings the last target replica in also completes a reassignment
+  // (KIP-455; Kafka's PartitionChangeBuilder.completeReassignmentIfNeeded), in the same record.
+  if (complete_reassignment_if_ready(image, part, change)) {
+    log_info("partition reassignment of partition " + std::to_string(in.partition_index) + " of topic '" + topic->name +
+             "' completes: replicas " + std::to_string(change.replicas->size()) +
+             (change.leader != -2 ? ", leadership moves to broker " + std::to_string(change.leader) : std::string()));
+  }
   const std::string name = topic->name;
   const int32_t index = in.partition_index;
   commit_records({change}, [this, response = std::move(response), out_topic, out, done = std::move(done), name,

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 #include <optional>
@@ -684,6 +685,8 @@ int groups_describe(http_client& client, const std::string& path) {
 
 constexpr const char* cluster_usage = R"(usage: ringlog cluster status [--bootstrap-server URL]
        ringlog cluster elect-leaders [--topic T [--partition P]] [--bootstrap-server URL]
+       ringlog cluster reassign --topic T --partition P (--replicas ID,ID,... | --cancel) [--bootstrap-server URL]
+       ringlog cluster reassignments [--topic T] [--bootstrap-server URL]
 
 status: prints the cluster as the node at URL (default http://127.0.0.1:8082) sees it: every
 registered broker with its state (unfenced, fenced, controlled_shutdown) and HTTP address, the
@@ -697,6 +700,15 @@ line per partition of it: its leader after the call, or why nothing changed
 (ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE); without, one line per partition that
 changed. The broker does this by itself every
 leader.imbalance.check.interval.seconds while auto.leader.rebalance.enable=true.
+
+reassign: moves a partition onto other brokers while it serves (as kafka-reassign-partitions.sh
+--execute; KIP-455): the new replicas copy the partition from its leader and join the ISR, the
+leadership moves if its leader is removed, then the removed replicas delete their copy. The first
+of --replicas is the preferred leader. --cancel stops a move and keeps the original replicas.
+Prints the move as it stands once started: the replicas being added and removed (none: done).
+
+reassignments: the moves under way (as kafka-reassign-partitions.sh --list): each partition with
+its replicas, the ones being added and the ones being removed.
 )";
 
 namespace {
@@ -748,18 +760,117 @@ int elect_leaders(const args& a) {
   return 0;
 }
 
+/// "1,2,3" as broker ids; nullopt (with a message) when it is not that.
+std::optional<std::vector<int32_t>> broker_id_list(const std::string& text) {
+  std::vector<int32_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int32_t id = -1;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || id < 0) {
+      std::cerr << "--replicas must be broker ids separated by commas (e.g. 4,2,3), got \"" << text << "\"\n";
+      return std::nullopt;
+    }
+    out.push_back(id);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string ids_cell(const json& ids) {
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ",") + cell(id);
+  return out.empty() ? "-" : out;
+}
+
+int reassign(const args& a) {
+  const auto topic = a.get("--topic");
+  const auto replicas_text = a.get("--replicas");
+  if (!topic || !a.get("--partition") || (replicas_text.has_value() == a.has("--cancel"))) {
+    std::cerr << "reassign needs --topic, --partition and one of --replicas or --cancel\n" << cluster_usage;
+    return 2;
+  }
+  auto partition = int_option(a, "--partition", 0, INT32_MAX);
+  if (!partition) return 2;
+  std::optional<std::vector<int32_t>> replicas;
+  if (replicas_text) {
+    replicas = broker_id_list(*replicas_text);
+    if (!replicas) return 2;
+  }
+  auto client = connect(a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string path = "/v3/clusters/" + percent_encode_segment(*cluster) + "/topics/" +
+                           percent_encode_segment(*topic) + "/partitions/" + std::to_string(*partition) + "/reassignment";
+  const std::string what = "partition " + std::to_string(*partition) + " of " + *topic;
+  if (!replicas) {
+    auto r = client->del(path);
+    if (!ok_status(r)) return report_failure(r, "cancel the reassignment of " + what);
+    std::cout << "Cancelled the reassignment of " << what << ".\n";
+    return 0;
+  }
+  auto r = client->patch(path, json{{"replicas", *replicas}}.dump());
+  if (!ok_status(r)) return report_failure(r, "reassign " + what);
+  const json out = json::parse(r->body);
+  if (out["adding_replicas"].empty() && out["removing_replicas"].empty()) {
+    std::cout << "Reassigned " << what << " to " << ids_cell(json(*replicas)) << ".\n";
+  } else {
+    std::cout << "Reassigning " << what << " to " << ids_cell(json(*replicas)) << ": adding "
+              << ids_cell(out["adding_replicas"]) << ", removing " << ids_cell(out["removing_replicas"])
+              << " (ringlog cluster reassignments shows it until it completes).\n";
+  }
+  return 0;
+}
+
+int list_reassignments(const args& a) {
+  auto client = connect(a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string base = "/v3/clusters/" + percent_encode_segment(*cluster) + "/topics/";
+  const std::string path = base + (a.get("--topic") ? percent_encode_segment(*a.get("--topic")) : "-") +
+                           "/partitions/-/reassignment";
+  auto r = client->get(path);
+  if (!ok_status(r)) return report_failure(r, "list reassignments");
+  const json out = json::parse(r->body);
+  std::cout << "TOPIC\tPARTITION\tREPLICAS\tADDING\tREMOVING\n";
+  for (const auto& e : out["data"]) {
+    std::cout << cell(e["topic_name"]) << "\t" << cell(e["partition_id"]) << "\t" << ids_cell(e["replica_ids"]) << "\t"
+              << ids_cell(e["adding_replicas"]) << "\t" << ids_cell(e["removing_replicas"]) << "\n";
+  }
+  if (out["data"].empty()) std::cout << "(no reassignment under way)\n";
+  return 0;
+}
+
 }  // namespace
 
 int cluster_main(int argc, char** argv) {
-  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--topic", "--partition"}, {"--help"});
+  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--topic", "--partition", "--replicas"}, {"--help", "--cancel"});
   if (!a) return 2;
   if (a->has("--help")) {
     std::cout << cluster_usage;
     return 0;
   }
-  if (a->positional.size() != 1 || (a->positional[0] != "status" && a->positional[0] != "elect-leaders")) {
+  static const std::set<std::string> commands = {"status", "elect-leaders", "reassign", "reassignments"};
+  if (a->positional.size() != 1 || !commands.contains(a->positional[0])) {
     std::cerr << cluster_usage;
     return 2;
+  }
+  if (a->positional[0] == "reassign") return reassign(*a);
+  if ((a->get("--replicas") || a->has("--cancel"))) {
+    std::cerr << "--replicas and --cancel are options of cluster reassign\n" << cluster_usage;
+    return 2;
+  }
+  if (a->positional[0] == "reassignments") {
+    if (a->get("--partition")) {
+      std::cerr << "cluster reassignments takes no --partition\n" << cluster_usage;
+      return 2;
+    }
+    return list_reassignments(*a);
   }
   if (a->positional[0] == "elect-leaders") return elect_leaders(*a);
   if (a->get("--topic") || a->get("--partition")) {
@@ -795,6 +906,17 @@ int cluster_main(int argc, char** argv) {
     if (v["last_fetch_timestamp"].is_number()) ago = std::to_string(now_ms - v["last_fetch_timestamp"].get<int64_t>());
     std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago
               << "\n";
+  }
+  // Observers (KIP-595): broker-only nodes (process.roles=broker) that fetch the metadata log but
+  // never vote; known with their offsets on the quorum leader.
+  if (q.contains("observers") && !q["observers"].empty()) {
+    std::cout << "OBSERVER\tLOG_END_OFFSET\tLAG\tLAST_FETCH_MS_AGO\n";
+    for (const auto& v : q["observers"]) {
+      std::string ago = "-";
+      if (v["last_fetch_timestamp"].is_number()) ago = std::to_string(now_ms - v["last_fetch_timestamp"].get<int64_t>());
+      std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago
+                << "\n";
+    }
   }
   return 0;
 }

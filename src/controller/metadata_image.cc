@@ -127,6 +127,9 @@ result<void> metadata_delta::apply_partition_change(const protocol::partition_ch
   }
   if (r.replicas) p.replicas = *r.replicas;
   if (r.isr) p.in_sync_replicas = *r.isr;
+  // null: unchanged; an empty list ends that side of a reassignment (KIP-455).
+  if (r.adding_replicas) p.adding_replicas = *r.adding_replicas;
+  if (r.removing_replicas) p.removing_replicas = *r.removing_replicas;
   // leader -2: unchanged; -1: no leader; else the new leader, in a new leader epoch (KIP-631).
   if (r.leader != -2) {
     p.leader = r.leader;
@@ -207,7 +210,8 @@ result<void> metadata_delta::apply(const protocol::metadata_record& record, int6
       return bad("PartitionRecord for partition " + std::to_string(r->partition_id) + " of topic '" + topic->name +
                  "', which has " + std::to_string(topic->partitions.size()) + " partitions");
     }
-    partition_image p{r->replicas, r->isr, r->leader, std::max(r->leader_epoch, 0), std::max(r->partition_epoch, 0)};
+    partition_image p{r->replicas, r->isr, r->leader, std::max(r->leader_epoch, 0), std::max(r->partition_epoch, 0),
+                      r->adding_replicas, r->removing_replicas};
     if (r->partition_id == static_cast<int32_t>(topic->partitions.size())) {
       topic->partitions.push_back(std::move(p));
       ++next_.partition_count_;
@@ -327,6 +331,8 @@ std::vector<protocol::metadata_record> image_records(const metadata_image& image
       r.leader = image_p.leader;
       r.leader_epoch = image_p.leader_epoch;
       r.partition_epoch = image_p.partition_epoch;
+      r.adding_replicas = image_p.adding_replicas;
+      r.removing_replicas = image_p.removing_replicas;
       out.push_back(r);
     }
     for (const auto& [config_name, value] : topic->configs) {

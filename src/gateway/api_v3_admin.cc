@@ -230,14 +230,149 @@ void v3_list_acls(const call_ptr& c) {
                                  json::array()));
 }
 
-/// GET .../topics/-/partitions/-/reassignment: partitions being reassigned. One node moves no
-/// replicas, so the list is empty; the KafkaCluster's "partition_reassignments" link resolves.
+void with_partition(const call_ptr& c,
+                    std::function<void(api::call&, const broker::topic_description&, const broker::partition_description&)> done);
+
+/// Confluent's KafkaReassignment: a partition being moved (KIP-455). `r` with empty adding and
+/// removing replicas: no move under way (the answer to a PATCH that completed at once).
+json reassignment_json(const std::string& base, const std::string& cluster, const broker::partition_reassignment& r) {
+  const std::string partition = std::to_string(r.partition);
+  const std::string path = base + "/v3/clusters/" + cluster + "/topics/" + r.topic + "/partitions/" + partition;
+  return json{{"kind", "KafkaReassignment"},
+              {"metadata", {{"self", path + "/reassignment"},
+                            {"resource_name", "crn:///kafka=" + cluster + "/topic=" + r.topic + "/partition=" + partition}}},
+              {"cluster_id", cluster},
+              {"topic_name", r.topic},
+              {"partition_id", r.partition},
+              // ringlog: the replica list as the metadata has it (the target, then the removing ones)
+              {"replica_ids", r.replicas},
+              {"adding_replicas", r.adding_replicas},
+              {"removing_replicas", r.removing_replicas},
+              {"replicas", related(path + "/replicas")}};
+}
+
+/// KafkaReassignmentList of the reassignments under way in this node's metadata; `topic` empty:
+/// of every topic.
+void respond_reassignments(api::call& call, const std::string& topic, const std::string& self) {
+  const std::string& cluster = call.params["cluster_id"];
+  json data = json::array();
+  for (const auto& r : call.broker().list_partition_reassignments(topic)) {
+    data.push_back(reassignment_json(call.base_url, cluster, r));
+  }
+  call.respond_json(200, list_json("KafkaReassignmentList", self, data));
+}
+
+/// GET .../topics/-/partitions/-/reassignment: the partitions being reassigned, of every topic.
 void v3_list_reassignments(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
-  c->respond_json(200, list_json("KafkaReassignmentList",
-                                 c->base_url + "/v3/clusters/" + c->params["cluster_id"] +
-                                     "/topics/-/partitions/-/reassignment",
-                                 json::array()));
+  respond_reassignments(*c, "", c->base_url + "/v3/clusters/" + c->params["cluster_id"] + "/topics/-/partitions/-/reassignment");
+}
+
+/// GET .../topics/{t}/partitions/-/reassignment: the partitions of one topic being reassigned.
+void v3_list_topic_reassignments(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
+    respond_reassignments(call, t.name, call.base_url + "/v3/clusters/" + call.params["cluster_id"] + "/topics/" + t.name +
+                                            "/partitions/-/reassignment");
+  });
+}
+
+/// GET .../topics/{t}/partitions/{p}/reassignment: the partition's reassignment; 404 (40402)
+/// when none is under way (as Confluent's).
+void v3_get_reassignment(const call_ptr& c) {
+  with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
+    for (const auto& r : call.broker().list_partition_reassignments(t.name)) {
+      if (r.partition == d.partition.value()) {
+        return call.respond_json(200, reassignment_json(call.base_url, call.params["cluster_id"], r));
+      }
+    }
+    call.fail(404, ec::partition_not_found,
+              "partition " + std::to_string(d.partition.value()) + " of topic '" + t.name + "' is not being reassigned");
+  });
+}
+
+/// The result item of one partition of a reassignment request (as elect-leaders' items).
+json reassignment_result_json(const broker::partition_reassignment_result& r) {
+  json item = {{"kind", "KafkaReassignmentResult"},
+               {"topic_name", r.topic},
+               {"partition_id", r.partition},
+               {"error_code", nullptr},
+               {"error", nullptr},
+               {"message", nullptr}};
+  if (r.refused) {
+    item["error_code"] = broker::kafka_error_code(r.refused->code);
+    item["error"] = std::string(broker::to_string(r.refused->code));
+    item["message"] = r.refused->message;
+  }
+  return item;
+}
+
+/// POST .../topics/-/partitions/-/reassignment:alter (ringlog's; Kafka's
+/// AlterPartitionReassignments as kafka-reassign-partitions.sh --execute sends it, in the
+/// shape of Confluent's configs:alter): {"data": [{"topic_name", "partition_id", "replicas":
+/// [ids] | null}]}, null cancelling. 200 with one KafkaReassignmentResult per partition, in
+/// order; error_code/error/message set when that partition was refused (39
+/// invalid_replica_assignment, 85 no_reassignment_in_progress, 3 unknown_topic_or_partition).
+/// The moves run on after the answer: the list routes show them until they complete.
+void v3_alter_reassignments(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  if (!c->content_type_in({"application/json"})) return;
+  auto req = parse_reassignments(c->request.body);
+  if (!req.ok()) return c->fail(req.error());
+  c->broker().alter_partition_reassignments(
+      std::move(req).value(), [c](broker::result<std::vector<broker::partition_reassignment_result>> r) {
+        c->later([r = std::move(r)](api::call& call) mutable {
+          if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");
+          json data = json::array();
+          for (const auto& e : r.value()) data.push_back(reassignment_result_json(e));
+          call.respond_json(200, list_json("KafkaReassignmentResultList",
+                                           call.base_url + "/v3/clusters/" + call.params["cluster_id"] +
+                                               "/topics/-/partitions/-/reassignment:alter",
+                                           data));
+        });
+      });
+}
+
+/// One partition's reassignment through PATCH (a target) or DELETE (a cancel): the refusal as an
+/// error answer; else 200 with the partition's KafkaReassignment as this node's metadata has it
+/// after the change (empty adding/removing: the move completed at once) or 204 for a cancel.
+void reassign_one(const call_ptr& c, std::optional<std::vector<int32_t>> replicas) {
+  auto p = c->path_partition("partition_id");
+  if (!p) return;
+  const std::string topic = c->params["topic_name"];
+  const bool cancel = !replicas;
+  std::vector<broker::partition_reassignment_target> targets{{topic, *p, std::move(replicas)}};
+  c->broker().alter_partition_reassignments(
+      std::move(targets), [c, topic, partition = *p, cancel](broker::result<std::vector<broker::partition_reassignment_result>> r) {
+        c->later([r = std::move(r), topic, partition, cancel](api::call& call) mutable {
+          if (!r.ok()) return call.fail_broker(r.error(), error_scope::partition, topic);
+          const auto& one = r.value().at(0);
+          if (one.refused) return call.fail_broker(*one.refused, error_scope::partition, topic);
+          if (cancel) return call.respond_no_content();
+          broker::partition_reassignment now{topic, partition, {}, {}, {}};
+          for (const auto& ongoing : call.broker().list_partition_reassignments(topic)) {
+            if (ongoing.partition == partition) now = ongoing;
+          }
+          call.respond_json(200, reassignment_json(call.base_url, call.params["cluster_id"], now));
+        });
+      });
+}
+
+/// PATCH .../topics/{t}/partitions/{p}/reassignment (ringlog's): {"replicas": [ids]} moves the
+/// partition to those replicas, the first its preferred leader.
+void v3_patch_reassignment(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  if (!c->content_type_in({"application/json"})) return;
+  auto replicas = parse_reassignment_replicas(c->request.body);
+  if (!replicas.ok()) return c->fail(replicas.error());
+  reassign_one(c, std::move(replicas).value());
+}
+
+/// DELETE .../topics/{t}/partitions/{p}/reassignment (ringlog's): cancels the partition's move
+/// (its original replicas stay); 409 when none is under way.
+void v3_cancel_reassignment(const call_ptr& c) {
+  if (!c->accept(v3_offers) || !c->check_cluster()) return;
+  reassign_one(c, std::nullopt);
 }
 
 void v3_list_topics(const call_ptr& c) {

@@ -15,6 +15,7 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::invalid_topic_exception:
     case errc::invalid_partitions:
     case errc::invalid_replication_factor:
+    case errc::invalid_replica_assignment:
     case errc::invalid_config:
       return {400, ec::kafka_bad_request, e.message};
     case errc::invalid_request:
@@ -46,6 +47,7 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::preferred_leader_not_available:
       return {503, ec::unavailable, e.message};
     case errc::election_not_needed:
+    case errc::no_reassignment_in_progress:
       return {409, ec::illegal_state, e.message};
     case errc::kafka_storage_error:
     case errc::unknown_server_error:

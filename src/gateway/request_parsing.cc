@@ -676,6 +676,79 @@ parsed<std::vector<std::pair<std::string, int32_t>>> parse_elect_leaders(std::st
   return out;
 }
 
+namespace {
+
+/// A JSON array of broker ids at `field`.
+parsed<std::vector<int32_t>> broker_ids_field(const std::string& field, dom::element e) {
+  if (e.type() != dom::element_type::ARRAY) return wrong_type(field, "an array of broker ids", e);
+  std::vector<int32_t> out;
+  size_t i = 0;
+  dom::array ids = e.get_array().value_unsafe();
+  for (dom::element id : ids) {
+    auto n = integer_field(field + "[" + std::to_string(i++) + "]", id, 0, INT32_MAX);
+    if (!n.ok()) return n.error();
+    out.push_back(static_cast<int32_t>(*n));
+  }
+  return out;
+}
+
+}  // namespace
+
+parsed<std::vector<broker::partition_reassignment_target>> parse_reassignments(std::string_view body) {
+  if (is_blank(body)) return empty_body_error("{\"data\": [{\"topic_name\", \"partition_id\", \"replicas\"}]}");
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  auto o = object_with("", doc, {"data"});
+  if (!o.ok()) return o.error();
+  dom::element data;
+  if (o->at_key("data").get(data) != simdjson::SUCCESS) return missing_field("data");
+  if (data.type() != dom::element_type::ARRAY) return wrong_type("data", "an array", data);
+  std::vector<broker::partition_reassignment_target> out;
+  size_t i = 0;
+  dom::array data_array = data.get_array().value_unsafe();
+  for (dom::element p : data_array) {
+    const std::string pf = "data[" + std::to_string(i++) + "]";
+    if (i > reassignment_partitions_max) {
+      return unprocessable("data: at most " + std::to_string(reassignment_partitions_max) +
+                           " partitions in one request (reassignment_partitions_max)");
+    }
+    auto po = object_with(pf, p, {"topic_name", "partition_id", "replicas"});
+    if (!po.ok()) return po.error();
+    dom::element t, n, r;
+    if (po->at_key("topic_name").get(t) != simdjson::SUCCESS) return missing_field(pf + ".topic_name");
+    auto ts = string_field(pf + ".topic_name", t);
+    if (!ts.ok()) return ts.error();
+    if (po->at_key("partition_id").get(n) != simdjson::SUCCESS) return missing_field(pf + ".partition_id");
+    auto id = integer_field(pf + ".partition_id", n, 0, INT32_MAX);
+    if (!id.ok()) return id.error();
+    if (po->at_key("replicas").get(r) != simdjson::SUCCESS) return missing_field(pf + ".replicas");
+    broker::partition_reassignment_target target{std::string(*ts), static_cast<int32_t>(*id), std::nullopt};
+    if (r.type() != dom::element_type::NULL_VALUE) {
+      auto ids = broker_ids_field(pf + ".replicas", r);
+      if (!ids.ok()) return ids.error();
+      target.replicas = std::move(ids).value();
+    }
+    out.push_back(std::move(target));
+  }
+  if (out.empty()) return unprocessable("data must name at least one partition");
+  return out;
+}
+
+parsed<std::vector<int32_t>> parse_reassignment_replicas(std::string_view body) {
+  if (is_blank(body)) return empty_body_error("{\"replicas\": [broker ids]}");
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  auto o = object_with("", doc, {"replicas"});
+  if (!o.ok()) return o.error();
+  dom::element r;
+  if (o->at_key("replicas").get(r) != simdjson::SUCCESS) return missing_field("replicas");
+  return broker_ids_field("replicas", r);
+}
+
 parsed<alter_configs_request> parse_alter_configs(std::string_view body, bool with_topic_names) {
   if (is_blank(body)) return empty_body_error("{\"data\": [{\"name\", \"value\"}]}");
   dom::parser parser;

@@ -84,6 +84,17 @@ inline constexpr size_t elect_leaders_partitions_max = 10000;
 /// here) and more than elect_leaders_partitions_max partitions are refused (422).
 parsed<std::vector<std::pair<std::string, int32_t>>> parse_elect_leaders(std::string_view body);
 
+/// Most partitions one reassignment request names (a named bound on the request's work and on
+/// the size of its metadata entry).
+inline constexpr size_t reassignment_partitions_max = 10000;
+/// POST /v3/clusters/{c}/topics/-/partitions/-/reassignment:alter (ringlog's):
+/// {"data": [{"topic_name", "partition_id", "replicas": [broker ids] | null}]} (null cancels).
+/// Errors (422): a missing field, a wrong type, no partitions or more than
+/// reassignment_partitions_max.
+parsed<std::vector<broker::partition_reassignment_target>> parse_reassignments(std::string_view body);
+/// PATCH .../topics/{t}/partitions/{p}/reassignment (ringlog's): {"replicas": [broker ids]}.
+parsed<std::vector<int32_t>> parse_reassignment_replicas(std::string_view body);
+
 struct alter_configs_request {
   std::map<std::string, std::optional<std::string>> changes;   // nullopt: reset to default
   /// With topic names (topics/-/configs:alter): the changes of each topic.

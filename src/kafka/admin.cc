@@ -272,6 +272,75 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
   g->finish_if_empty();
 }
 
+void handle_alter_partition_reassignments(const request_context& ctx,
+                                          protocol::alter_partition_reassignments_request_data request) {
+  // Every partition in one call (one metadata entry); the answers go back grouped by topic, in
+  // the request's order (KIP-455).
+  std::vector<broker::partition_reassignment_target> targets;
+  for (const auto& t : request.topics) {
+    for (const auto& p : t.partitions) targets.push_back({t.name, p.partition_index, p.replicas});
+  }
+  ctx.broker_api().alter_partition_reassignments(
+      targets, [ctx, request = std::move(request)](broker::result<std::vector<broker::partition_reassignment_result>> r) {
+        using response = protocol::alter_partition_reassignments_response_data;
+        response out;
+        if (!r.ok()) {
+          out.error_code = code_of(r.error());
+          out.error_message = r.error().message;
+          return ctx.answer(out);
+        }
+        size_t i = 0;
+        for (const auto& t : request.topics) {
+          response::reassignable_topic_response topic;
+          topic.name = t.name;
+          for (size_t n = 0; n < t.partitions.size(); ++n, ++i) {
+            const auto& one = r.value().at(i);
+            response::reassignable_partition_response p;
+            p.partition_index = one.partition;
+            if (one.refused) {
+              p.error_code = code_of(*one.refused);
+              p.error_message = one.refused->message;
+            }
+            topic.partitions.push_back(std::move(p));
+          }
+          out.responses.push_back(std::move(topic));
+        }
+        ctx.answer(out);
+      });
+}
+
+void handle_list_partition_reassignments(const request_context& ctx,
+                                         protocol::list_partition_reassignments_request_data request) {
+  using response = protocol::list_partition_reassignments_response_data;
+  response out;
+  // (topic, partition) pairs asked for; null topics: every ongoing reassignment.
+  auto wanted = [&request](const std::string& topic, int32_t partition) {
+    if (!request.topics) return true;
+    for (const auto& t : *request.topics) {
+      if (t.name != topic) continue;
+      for (int32_t p : t.partition_indexes) {
+        if (p == partition) return true;
+      }
+    }
+    return false;
+  };
+  for (const auto& r : ctx.broker_api().list_partition_reassignments("")) {
+    if (!wanted(r.topic, r.partition)) continue;
+    if (out.topics.empty() || out.topics.back().name != r.topic) {
+      response::ongoing_topic_reassignment topic;
+      topic.name = r.topic;
+      out.topics.push_back(std::move(topic));
+    }
+    response::ongoing_partition_reassignment p;
+    p.partition_index = r.partition;
+    p.replicas = r.replicas;
+    p.adding_replicas = r.adding_replicas;
+    p.removing_replicas = r.removing_replicas;
+    out.topics.back().partitions.push_back(std::move(p));
+  }
+  ctx.answer(out);
+}
+
 void handle_describe_cluster(const request_context& ctx, protocol::describe_cluster_request_data) {
   protocol::describe_cluster_response_data out;
   const auto& o = ctx.options();

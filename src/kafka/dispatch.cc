@@ -20,7 +20,7 @@ using namespace detail;
 // lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
 // Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
 // UNSUPPORTED_VERSION, per partition. Sorted by api key.
-constexpr std::array<handled_api, 33> apis = {{
+constexpr std::array<handled_api, 35> apis = {{
     {protocol::produce_request_data::api_key, 0, 11},
     {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
@@ -49,6 +49,8 @@ constexpr std::array<handled_api, 33> apis = {{
     {protocol::create_partitions_request_data::api_key, 0, 3},
     {protocol::delete_groups_request_data::api_key, 0, 2},
     {protocol::incremental_alter_configs_request_data::api_key, 0, 1},
+    {protocol::alter_partition_reassignments_request_data::api_key, 0, 0},
+    {protocol::list_partition_reassignments_request_data::api_key, 0, 0},
     {protocol::offset_delete_request_data::api_key, 0, 0},
     {protocol::describe_cluster_request_data::api_key, 0, 1},
     {protocol::describe_producers_request_data::api_key, 0, 0},
@@ -219,6 +221,10 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
       return route<protocol::offset_delete_request_data>(body, ctx, handle_offset_delete);
     case protocol::describe_cluster_request_data::api_key:
       return route<protocol::describe_cluster_request_data>(body, ctx, handle_describe_cluster);
+    case protocol::alter_partition_reassignments_request_data::api_key:
+      return route<protocol::alter_partition_reassignments_request_data>(body, ctx, handle_alter_partition_reassignments);
+    case protocol::list_partition_reassignments_request_data::api_key:
+      return route<protocol::list_partition_reassignments_request_data>(body, ctx, handle_list_partition_reassignments);
     case protocol::init_producer_id_request_data::api_key:
       return route<protocol::init_producer_id_request_data>(body, ctx, handle_init_producer_id);
     case protocol::add_partitions_to_txn_request_data::api_key:

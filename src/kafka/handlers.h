@@ -108,6 +108,10 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
 void handle_delete_topics(const request_context& ctx, protocol::delete_topics_request_data request);
 void handle_create_partitions(const request_context& ctx, protocol::create_partitions_request_data request);
 void handle_describe_cluster(const request_context& ctx, protocol::describe_cluster_request_data request);
+void handle_alter_partition_reassignments(const request_context& ctx,
+                                          protocol::alter_partition_reassignments_request_data request);
+void handle_list_partition_reassignments(const request_context& ctx,
+                                         protocol::list_partition_reassignments_request_data request);
 void handle_find_coordinator(const request_context& ctx, protocol::find_coordinator_request_data request);
 // ---- configs.cc
 void handle_describe_configs(const request_context& ctx, protocol::describe_configs_request_data request);

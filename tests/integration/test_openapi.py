@@ -90,6 +90,11 @@ def test_documented_get_routes_answer_as_shown(broker, topic_name):
         r = requests.get(url, params=params)
         op = spec["paths"][path]["get"]
         assert str(r.status_code) in op["responses"], (path, r.status_code, r.text)
+        if path.endswith("/partitions/{partition_id}/reassignment"):
+            # 404 while the partition is not being moved, as Confluent's (one node moves nothing);
+            # the 200 answer is checked in test_reassignment.py.
+            assert r.status_code == 404, (path, r.text)
+            continue
         assert r.status_code == 200, (path, r.text)
         content = op["responses"]["200"].get("content", {})
         media = r.headers.get("Content-Type", "").split(";")[0]

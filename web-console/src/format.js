@@ -59,3 +59,22 @@ export function parseUtcDateTime(text) {
 export function plural(n, noun) {
   return `${formatCount(n)} ${noun}${n === 1 ? '' : 's'}`;
 }
+
+/**
+ * The members of the metadata quorum as the overview lists them: every voter, then every observer
+ * (a broker-only node, process.roles=broker: it fetches the metadata log but never votes; KIP-595),
+ * each {replica_id, kind: 'voter' | 'observer', log_end_offset, lag} (offsets null when the node
+ * answering does not know them - only the quorum leader tracks them). `q` is /v3/.../quorum.
+ */
+export function quorumMembers(q) {
+  const row = (kind) => (v) => ({ replica_id: v.replica_id, kind, log_end_offset: v.log_end_offset ?? null, lag: v.lag ?? null });
+  return [...(q.voters ?? []).map(row('voter')), ...(q.observers ?? []).map(row('observer'))];
+}
+
+/** A broker's role in the overview: the active controller, a voter (broker and controller) or an observer. */
+export function brokerRole(id, controllerId, q) {
+  if (id === controllerId) return 'controller';
+  if ((q?.observers ?? []).some((o) => o.replica_id === id)) return 'broker only (observer)';
+  if ((q?.voters ?? []).some((v) => v.replica_id === id)) return 'broker, voter';
+  return 'broker';
+}

@@ -3,7 +3,7 @@
 import { api, mapLimited } from './api.js';
 import { lineChart, pushPoint } from './chart.js';
 import { fill, h, statusLine, table, tile } from './dom.js';
-import { formatBytes, formatCount, formatRate } from './format.js';
+import { brokerRole, formatBytes, formatCount, formatRate, quorumMembers } from './format.js';
 import { CHART_POINTS_MAX, DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS, OVERVIEW_TOPICS_DESCRIBED_MAX } from './limits.js';
 import { parsePrometheus, rates, summarize } from './metrics.js';
 
@@ -108,7 +108,10 @@ export async function render(view, route, ctx) {
       drawCharts();
       fill(brokers, table([
         { title: 'broker', cell: (id) => String(id), num: true },
-        { title: 'role', cell: (id) => (id === meta.controller ? h('span', { class: 'badge good' }, 'controller') : 'broker') },
+        { title: 'role', cell: (id) => {
+          const role = brokerRole(id, meta.controller, meta.quorum);
+          return role === 'controller' ? h('span', { class: 'badge good' }, role) : h('span', { 'data-testid': `broker-role-${id}` }, role);
+        } },
         { title: 'state', cell: (id) => {
           const state = meta.brokerById.get(id)?.state ?? 'unfenced';
           return h('span', { class: `badge ${state === 'unfenced' ? 'good' : 'bad'}`, 'data-testid': `broker-state-${id}` }, state);
@@ -123,10 +126,11 @@ export async function render(view, route, ctx) {
           `leader ${q.leader_id ?? 'none (electing)'} · epoch ${q.leader_epoch} · high watermark ${q.high_watermark} · `
           + `answered by node ${q.node_id} (${q.role}, applied offset ${q.applied_offset})`),
         table([
-          { title: 'voter', cell: (v) => String(v.replica_id), num: true },
+          { title: 'node', cell: (v) => String(v.replica_id), num: true },
+          { title: 'member', cell: (v) => h('span', { 'data-testid': `quorum-member-${v.replica_id}` }, v.kind) },
           { title: 'log end offset', cell: (v) => (v.log_end_offset === null ? '-' : formatCount(v.log_end_offset)), num: true },
           { title: 'lag', cell: (v) => (v.lag === null ? '-' : formatCount(v.lag)), num: true },
-        ], q.voters, { testid: 'quorum-table' }));
+        ], quorumMembers(q), { testid: 'quorum-table' }));
     } catch (e) {
       status.show(e);
     }

@@ -345,6 +345,7 @@ test('every page renders on a desktop and a phone screen (screenshots saved)', a
         await until('the broker state', async () => (await page.getByTestId('broker-state-0').textContent()) === 'unfenced');
         assert.match(await page.getByTestId('quorum-summary').textContent(), /^leader 0 · epoch \d+ · high watermark \d+/);
         assert.match(await page.getByTestId('tile-controller').textContent(), /broker 0/);
+        assert.equal(await page.getByTestId('quorum-member-0').textContent(), 'voter');
       }
       assert.equal(await page.getByTestId('error').count(), 0, `${name} shows an error: ${await page.locator('main').textContent()}`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

@@ -2,7 +2,7 @@
 // Prometheus parsing and rates, routes. Run: node --test tests/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatBytes, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime } from '../src/format.js';
+import { brokerRole, formatBytes, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
 
@@ -96,4 +96,21 @@ test('clusterHealth reads the broker\'s partition health counts, null when it re
     { underReplicated: 0, offline: 0 });
   assert.equal(clusterHealth({ cluster_id: 'c' }), null);
   assert.equal(clusterHealth(null), null);
+});
+
+test('quorum: voters then observers (broker-only nodes), and the role of each broker', () => {
+  const q = {
+    voters: [{ replica_id: 1, log_end_offset: 40, lag: 0 }, { replica_id: 2, log_end_offset: null, lag: null }],
+    observers: [{ replica_id: 4, log_end_offset: 38, lag: 2 }],
+  };
+  assert.deepEqual(quorumMembers(q), [
+    { replica_id: 1, kind: 'voter', log_end_offset: 40, lag: 0 },
+    { replica_id: 2, kind: 'voter', log_end_offset: null, lag: null },
+    { replica_id: 4, kind: 'observer', log_end_offset: 38, lag: 2 },
+  ]);
+  assert.deepEqual(quorumMembers({ voters: [{ replica_id: 0 }] }), [{ replica_id: 0, kind: 'voter', log_end_offset: null, lag: null }]);
+  assert.equal(brokerRole(1, 1, q), 'controller');
+  assert.equal(brokerRole(2, 1, q), 'broker, voter');
+  assert.equal(brokerRole(4, 1, q), 'broker only (observer)');
+  assert.equal(brokerRole(5, 1, q), 'broker');
 });

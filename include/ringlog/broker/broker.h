@@ -409,6 +409,31 @@ struct leader_election_result {
   std::optional<error> refused;   // election_not_needed, preferred_leader_not_available, unknown_topic_or_partition
 };
 
+/// One partition of a reassignment call (KIP-455): its target replicas, or a cancel.
+struct partition_reassignment_target {
+  std::string topic;
+  int32_t partition = 0;
+  std::optional<std::vector<int32_t>> replicas;   // the first is the preferred leader; nullopt: cancel
+};
+
+/// One partition's outcome of a reassignment call: accepted (the move is under way, or done
+/// when nothing had to catch up), or refused.
+struct partition_reassignment_result {
+  std::string topic;
+  int32_t partition = 0;
+  /// unknown_topic_or_partition, invalid_replica_assignment, no_reassignment_in_progress.
+  std::optional<error> refused;
+};
+
+/// A partition being reassigned, as the metadata image says (Kafka's OngoingPartitionReassignment).
+struct partition_reassignment {
+  std::string topic;
+  int32_t partition = 0;
+  std::vector<int32_t> replicas;            // the target replicas, then the ones being removed
+  std::vector<int32_t> adding_replicas;     // in the target, not yet in the original replicas
+  std::vector<int32_t> removing_replicas;   // in the original replicas, not in the target
+};
+
 class broker {
  public:
   virtual ~broker() = default;
@@ -457,6 +482,20 @@ class broker {
   /// with another; retry), broker_not_available.
   virtual void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
                                        std::function<void(result<std::vector<leader_election_result>>)> done) = 0;
+  /// Partition reassignment (Kafka's AlterPartitionReassignments, KIP-455; reassignment.h has
+  /// the steps): each target partition gets its new replicas added, they catch up and join the
+  /// ISR, the leadership moves off a removed leader, then the removed replicas leave and delete
+  /// their log. Answered once the starting change is committed and applied here (not when the
+  /// move completes: list_partition_reassignments shows it until then). One result per target,
+  /// in order. Errors of the whole call: not_controller (no quorum leader: retry),
+  /// request_timed_out, broker_not_available (stopping).
+  virtual void alter_partition_reassignments(
+      std::vector<partition_reassignment_target> targets,
+      std::function<void(result<std::vector<partition_reassignment_result>>)> done) = 0;
+  /// The reassignments under way in this node's image, by topic then partition; `topic` empty:
+  /// of every topic, else of that topic only.
+  [[nodiscard]] virtual std::vector<partition_reassignment> list_partition_reassignments(
+      const std::string& topic) const = 0;
   /// message.max.bytes now: the static value with the dynamic broker configs applied (KIP-226),
   /// for front ends that bound a record before it reaches the broker.
   [[nodiscard]] virtual int32_t message_max_bytes() const = 0;

@@ -70,7 +70,13 @@ struct partition_image {
   int32_t leader = -1;           // -1: no leader
   int32_t leader_epoch = 0;
   int32_t partition_epoch = 0;
+  /// An ongoing reassignment (KIP-455): `replicas` is then the target replicas followed by the
+  /// ones being removed; adding_replicas are in the target and not in the original replicas,
+  /// removing_replicas in the original and not in the target. Both empty: none under way.
+  std::vector<int32_t> adding_replicas;
+  std::vector<int32_t> removing_replicas;
   bool operator==(const partition_image&) const = default;
+  [[nodiscard]] bool reassigning() const { return !adding_replicas.empty() || !removing_replicas.empty(); }
 };
 
 struct topic_image {

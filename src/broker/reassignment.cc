@@ -1,0 +1,209 @@
+#include "reassignment.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "placement.h"
+
+namespace ringlog::broker {
+
+namespace {
+
+bool has(const std::vector<int32_t>& ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
+
+/// `from` without the ids in `without`, in `from`'s order.
+std::vector<int32_t> minus(const std::vector<int32_t>& from, const std::vector<int32_t>& without) {
+  std::vector<int32_t> out;
+  for (int32_t id : from) {
+    if (!has(without, id)) out.push_back(id);
+  }
+  return out;
+}
+
+/// `from` keeping only the ids in `within`, in `from`'s order.
+std::vector<int32_t> only(const std::vector<int32_t>& from, const std::vector<int32_t>& within) {
+  std::vector<int32_t> out;
+  for (int32_t id : from) {
+    if (has(within, id)) out.push_back(id);
+  }
+  return out;
+}
+
+/// The first of `candidates` (in order) that is in `isr` and usable, or -1.
+int32_t first_usable_in_sync(const std::vector<int32_t>& candidates, const std::vector<int32_t>& isr,
+                             const std::vector<int32_t>& usable) {
+  for (int32_t id : candidates) {
+    if (has(isr, id) && has(usable, id)) return id;
+  }
+  return -1;
+}
+
+/// Step 3 of the header on `q` (a partition's state after the change being built): when every
+/// target replica is in its ISR and, if the leader is being removed, a target replica can take
+/// over, q becomes the completed state. Returns whether it did.
+bool complete_in_place(const controller::metadata_image& image, controller::partition_image& q) {
+  if (!q.reassigning()) return false;
+  const std::vector<int32_t> target = target_replicas(q);
+  for (int32_t id : target) {
+    if (!has(q.in_sync_replicas, id)) return false;
+  }
+  int32_t leader = q.leader;
+  if (!has(target, leader)) {
+    leader = first_usable_in_sync(target, q.in_sync_replicas, usable_brokers(image));
+    if (leader < 0) return false;   // no target replica can lead now: wait (an ISR change retries)
+  }
+  q.in_sync_replicas = only(q.in_sync_replicas, target);
+  q.replicas = target;
+  q.adding_replicas.clear();
+  q.removing_replicas.clear();
+  q.leader = leader;
+  return true;
+}
+
+std::string partition_text(const std::string& topic, int32_t partition) {
+  return "partition " + std::to_string(partition) + " of topic '" + topic + "'";
+}
+
+std::string ids_text(const std::vector<int32_t>& ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  return out + "]";
+}
+
+/// The change from `p` to `next` (each field set only when it differs; the leader in a new
+/// epoch when it changes), computed at p's partition epoch.
+protocol::partition_change_record change_between(const controller::uuid& topic_id, int32_t partition,
+                                                 const controller::partition_image& p,
+                                                 const controller::partition_image& next) {
+  protocol::partition_change_record c;
+  c.topic_id = topic_id;
+  c.partition_id = partition;
+  c.ringlog_expected_partition_epoch = p.partition_epoch;
+  if (next.replicas != p.replicas) c.replicas = next.replicas;
+  if (next.in_sync_replicas != p.in_sync_replicas) c.isr = next.in_sync_replicas;
+  if (next.adding_replicas != p.adding_replicas) c.adding_replicas = next.adding_replicas;
+  if (next.removing_replicas != p.removing_replicas) c.removing_replicas = next.removing_replicas;
+  if (next.leader != p.leader) c.leader = next.leader;
+  return c;
+}
+
+/// The state a cancel leads to, or the refusal.
+result<controller::partition_image> cancelled(const controller::metadata_image& image, const controller::partition_image& p,
+                                              const std::string& where) {
+  if (!p.reassigning()) return error{errc::no_reassignment_in_progress, where + " is not being reassigned"};
+  controller::partition_image q = p;
+  q.replicas = original_replicas(p);
+  q.in_sync_replicas = only(p.in_sync_replicas, q.replicas);
+  q.adding_replicas.clear();
+  q.removing_replicas.clear();
+  if (q.in_sync_replicas.empty()) {
+    return error{errc::invalid_replica_assignment,
+                 where + ": none of its original replicas " + ids_text(q.replicas) +
+                     " is in the ISR, so cancelling would leave it without an in-sync replica"};
+  }
+  if (!has(q.replicas, q.leader)) {
+    q.leader = first_usable_in_sync(q.replicas, q.in_sync_replicas, usable_brokers(image));
+    if (q.leader < 0) {
+      return error{errc::invalid_replica_assignment,
+                   where + ": none of its original replicas in the ISR is available to lead"};
+    }
+  }
+  return q;
+}
+
+/// The state a new target leads to (started, or at once complete), or the refusal.
+result<controller::partition_image> retargeted(const controller::metadata_image& image, const controller::partition_image& p,
+                                               const std::vector<int32_t>& target, const std::string& where) {
+  if (target.empty()) return error{errc::invalid_replica_assignment, where + ": the target replicas are empty"};
+  std::set<int32_t> seen;
+  for (int32_t id : target) {
+    if (!seen.insert(id).second) {
+      return error{errc::invalid_replica_assignment,
+                   where + ": the target replicas " + ids_text(target) + " name broker " + std::to_string(id) + " twice"};
+    }
+    if (image.find_broker(id) == nullptr) {
+      return error{errc::invalid_replica_assignment,
+                   where + ": the target replicas " + ids_text(target) + " name broker " + std::to_string(id) +
+                       ", which is not registered"};
+    }
+  }
+  const std::vector<int32_t> original = original_replicas(p);
+  controller::partition_image q = p;
+  q.adding_replicas = minus(target, original);
+  q.removing_replicas = minus(original, target);
+  q.replicas = target;
+  for (int32_t id : q.removing_replicas) q.replicas.push_back(id);
+  // An earlier reassignment's adding replica that is not in the new target leaves at once (it
+  // was never needed to keep a record).
+  q.in_sync_replicas = only(p.in_sync_replicas, q.replicas);
+  if (q.in_sync_replicas.empty()) {
+    return error{errc::invalid_replica_assignment,
+                 where + ": no in-sync replica " + ids_text(p.in_sync_replicas) + " would remain a replica"};
+  }
+  if (!has(q.replicas, q.leader)) {
+    q.leader = first_usable_in_sync(q.replicas, q.in_sync_replicas, usable_brokers(image));
+    if (q.leader < 0) return error{errc::invalid_replica_assignment, where + ": no remaining in-sync replica can lead"};
+  }
+  if (!q.reassigning() && q.replicas == p.replicas) return q;   // the target is where it is
+  complete_in_place(image, q);
+  return q;
+}
+
+}  // namespace
+
+std::vector<int32_t> target_replicas(const controller::partition_image& p) {
+  return minus(p.replicas, p.removing_replicas);
+}
+
+std::vector<int32_t> original_replicas(const controller::partition_image& p) {
+  return minus(p.replicas, p.adding_replicas);
+}
+
+std::vector<reassignment_plan> plan_reassignments(const controller::metadata_image& image,
+                                                  const std::vector<reassignment_target>& targets) {
+  std::vector<reassignment_plan> out;
+  std::set<std::pair<std::string, int32_t>> planned;
+  for (const auto& t : targets) {
+    reassignment_plan plan;
+    plan.topic = t.topic;
+    plan.partition = t.partition;
+    const std::string where = partition_text(t.topic, t.partition);
+    const controller::topic_image* topic = image.find_topic(t.topic);
+    if (topic == nullptr || t.partition < 0 || static_cast<size_t>(t.partition) >= topic->partitions.size()) {
+      plan.refused = error{errc::unknown_topic_or_partition, where + " does not exist"};
+    } else if (!planned.insert({t.topic, t.partition}).second) {
+      plan.refused = error{errc::invalid_replica_assignment, where + " is named more than once in one request"};
+    } else {
+      const controller::partition_image& p = topic->partitions[static_cast<size_t>(t.partition)];
+      auto next = t.replicas ? retargeted(image, p, *t.replicas, where) : cancelled(image, p, where);
+      if (!next.ok()) {
+        plan.refused = next.error();
+      } else if (next.value() != p) {
+        plan.change = change_between(topic->topic_id, t.partition, p, next.value());
+      }
+    }
+    out.push_back(std::move(plan));
+  }
+  return out;
+}
+
+bool complete_reassignment_if_ready(const controller::metadata_image& image, const controller::partition_image& current,
+                                    protocol::partition_change_record& change) {
+  controller::partition_image q = current;
+  if (change.replicas) q.replicas = *change.replicas;
+  if (change.isr) q.in_sync_replicas = *change.isr;
+  if (change.adding_replicas) q.adding_replicas = *change.adding_replicas;
+  if (change.removing_replicas) q.removing_replicas = *change.removing_replicas;
+  if (change.leader != -2) q.leader = change.leader;
+  const int32_t leader_before = q.leader;
+  if (!complete_in_place(image, q)) return false;
+  change.replicas = q.replicas;
+  change.isr = q.in_sync_replicas;
+  change.adding_replicas = q.adding_replicas;
+  change.removing_replicas = q.removing_replicas;
+  if (q.leader != leader_before) change.leader = q.leader;
+  return true;
+}
+
+}  // namespace ringlog::broker
