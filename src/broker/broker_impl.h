@@ -636,7 +636,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void start_delay_schedulers();
   void schedule_delay_tick(size_t shard);
   void drive_delay(size_t shard, const std::shared_ptr<delay_partition_state>& st);
-  void write_delay_checkpoint(size_t shard, const std::shared_ptr<delay_partition_state>& st,
+  /// Appends `cp` and reports it to the scheduler when replicated; false when it failed at once
+  /// (reported already).
+  bool write_delay_checkpoint(size_t shard, const std::shared_ptr<delay_partition_state>& st,
                               const std::shared_ptr<partition_runtime>& rt, const delay::checkpoint& cp);
   void send_delay_moves(size_t shard, const std::shared_ptr<delay_partition_state>& st,
                         const std::shared_ptr<partition_runtime>& rt, std::vector<delay::move> moves);

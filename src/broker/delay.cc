@@ -434,17 +434,26 @@ void broker_impl::drive_delay(size_t shard, const std::shared_ptr<delay_partitio
       st->core->on_read(entries, next);
       continue;
     }
-    if (e.write_checkpoint) return write_delay_checkpoint(shard, st, rt, *e.write_checkpoint);
-    if (!e.moves.empty()) return send_delay_moves(shard, st, rt, std::move(e.moves));
+    // A checkpoint and a step's moves may be outstanding together (scheduler.h): after starting
+    // one, poll again for the other.
+    if (e.write_checkpoint) {
+      if (!write_delay_checkpoint(shard, st, rt, *e.write_checkpoint)) return;   // failed: the next tick tries again
+      continue;
+    }
+    if (!e.moves.empty()) {
+      send_delay_moves(shard, st, rt, std::move(e.moves));
+      continue;
+    }
     return;
   }
 }
 
-void broker_impl::write_delay_checkpoint(size_t shard, const std::shared_ptr<delay_partition_state>& st,
+bool broker_impl::write_delay_checkpoint(size_t shard, const std::shared_ptr<delay_partition_state>& st,
                                          const std::shared_ptr<partition_runtime>& rt, const delay::checkpoint& cp) {
   auto fail = [&](const std::string& why) {
     log_error("delay partition " + st->key + ": checkpoint not written: " + why);
     st->core->checkpoint_written(false);
+    return false;
   };
   if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return fail(ok.error().message);
   model::record r;
@@ -473,6 +482,7 @@ void broker_impl::write_delay_checkpoint(size_t shard, const std::shared_ptr<del
                       drive_delay(shard, s);
                     });
                   });
+  return true;
 }
 
 namespace {
@@ -523,7 +533,11 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
   for (const auto& m : moves) offsets.push_back(m.offset);
   std::sort(offsets.begin(), offsets.end());
   std::string failure;
-  auto records = read_at(*rt->log, offsets, rt->log->high_watermark(), failure);
+  // Read up to the last record to move, not the high watermark: a read decodes whole batches up
+  // to its end, and the records behind the step's are the window's later ones (profile in
+  // docs/benchmarks.md: decoding them again per step was a third of the scheduler's time).
+  const model::offset read_end = std::min(rt->log->high_watermark(), offsets.back() + 1);
+  auto records = read_at(*rt->log, offsets, read_end, failure);
   if (!failure.empty()) log_error("delay partition " + st->key + ": reading records to move: " + failure);
   auto jobs = std::make_shared<std::vector<move_job>>();
   for (const auto& m : moves) {
@@ -559,17 +573,22 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
     job.record.headers.push_back(text_header(delay::source_header, job.source));
     jobs->push_back(std::move(job));
   }
-  if (jobs->empty()) return drive_delay(shard, st);
+  if (jobs->empty()) return;   // every move reported already: drive_delay polls again
 
-  // Report one job's outcome on the scheduler's shard.
-  auto report = [this, shard, key = st->key, generation = st->generation](model::offset o, delay::move_outcome outcome) {
-    on_delay_state(shard, key, generation, [this, shard, o, outcome](const auto& s) {
-      s->core->move_done(o, outcome, deps_.clock.now_ms());
+  // Report the outcomes of a produce's jobs on the scheduler's shard, in one task (one poll after
+  // them, not one per record).
+  using outcomes = std::vector<std::pair<model::offset, delay::move_outcome>>;
+  auto report_all = [this, shard, key = st->key, generation = st->generation](outcomes list) {
+    if (list.empty()) return;
+    on_delay_state(shard, key, generation, [this, shard, list = std::move(list)](const auto& s) {
+      const int64_t now = deps_.clock.now_ms();
+      for (const auto& [o, outcome] : list) s->core->move_done(o, outcome, now);
       drive_delay(shard, s);
     });
   };
+  auto report = [report_all](model::offset o, delay::move_outcome outcome) { report_all(outcomes{{o, outcome}}); };
   // Produce the jobs whose index is in `which`, one request per target topic.
-  auto produce_jobs = [this, jobs, report](std::vector<size_t> which) {
+  auto produce_jobs = [this, jobs, report_all](std::vector<size_t> which) {
     std::map<std::string, std::vector<size_t>> by_topic;
     for (size_t j : which) by_topic[(*jobs)[j].topic].push_back(j);
     for (auto& [topic, indices] : by_topic) {
@@ -578,7 +597,10 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
       request.acks = acks_mode::all;
       request.timeout_ms = delay_move_timeout_ms;
       for (size_t j : indices) request.records.push_back((*jobs)[j].record);
-      produce(std::move(request), [this, jobs, indices, report, topic](result<produce_response> r) {
+      produce(std::move(request), [this, jobs, indices, report_all, topic](result<produce_response> r) {
+        outcomes list;
+        list.reserve(indices.size());
+        auto report = [&list](model::offset o, delay::move_outcome outcome) { list.push_back({o, outcome}); };
         for (size_t k = 0; k < indices.size(); ++k) {
           const auto& job = (*jobs)[indices[k]];
           std::optional<error> why;
@@ -595,6 +617,7 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
             report(job.move.offset, delay::move_outcome::retry);
           }
         }
+        report_all(std::move(list));
       });
     }
   };

@@ -16,6 +16,10 @@ namespace {
 
 /// Longest a copy's produce waits for its in-sync replicas (acks=all), as a delay move.
 constexpr int64_t copy_timeout_ms = 30'000;
+/// Dead letters a redrive copies per step (then marks them, then the next step): a tenth of the
+/// default produce.records.max (10,000), so a step's produce is never refused for its size and a
+/// marker's list of offsets stays about 10 KiB; a crash repeats at most this many copies.
+constexpr size_t redrive_chunk_records = 1'000;
 /// Bytes per fetch while reading a dead-letter partition.
 constexpr int32_t scan_fetch_bytes = 1 << 20;
 
@@ -356,6 +360,143 @@ void dead_letters(broker& b, dead_letters_request request, std::function<void(re
                     });
 }
 
+namespace {
+
+/// A redrive in progress: its copies in letter order, sent chunk by chunk (redrive()).
+struct redrive_run {
+  struct copy {
+    std::string target;        // topic the copy goes to
+    int32_t target_partition;  // partition number in the target (as the original's)
+    int32_t partition;         // of the letter in the dead-letter topic
+    int64_t offset;            // of the letter
+    produce_record record;
+  };
+  broker* b = nullptr;
+  redrive_request request;
+  std::shared_ptr<redrive_result> outcome;
+  std::function<void(result<redrive_result>)> done;
+  std::vector<copy> copies;
+  size_t at = 0;                 // first copy of the next chunk
+  std::function<void()> next;    // cleared when the run ends (ends the self-reference)
+
+  void finish() {
+    next = nullptr;
+    done(*outcome);
+  }
+  /// Copies [at, at + chunk): one produce per target topic; then markers; then the next chunk.
+  void step();
+  /// Marks the letters of `copied` (indices into copies, ascending) as redriven: one marker
+  /// record per dead-letter partition, in that partition; then the next chunk.
+  void mark(std::vector<size_t> copied);
+};
+
+void redrive_run::step() {
+  if (at >= copies.size()) return finish();
+  const size_t from = at;
+  const size_t to = std::min(copies.size(), at + redrive_chunk_records);
+  at = to;
+  std::map<std::string, std::vector<size_t>> by_target;
+  for (size_t i = from; i < to; ++i) by_target[copies[i].target].push_back(i);
+  struct gather {
+    std::mutex mutex;
+    size_t remaining = 0;
+    std::vector<size_t> copied;   // indices of copies now durable
+  };
+  auto g = std::make_shared<gather>();
+  g->remaining = by_target.size();
+  auto self = next;   // keeps the run alive until this chunk reports
+  auto report = [this, g, self](const std::vector<size_t>& indices, const std::string& target, result<void> pr) {
+    std::vector<size_t> copied;
+    {
+      std::lock_guard lock(g->mutex);
+      if (pr.ok()) {
+        outcome->redriven += static_cast<int64_t>(indices.size());
+        g->copied.insert(g->copied.end(), indices.begin(), indices.end());
+      } else {
+        outcome->failures.push_back(std::to_string(indices.size()) + " dead letters to " + target + ": " + pr.error().message);
+      }
+      if (--g->remaining > 0) return;
+      copied = std::move(g->copied);
+    }
+    std::sort(copied.begin(), copied.end());
+    mark(std::move(copied));
+  };
+  for (auto& [target, indices] : by_target) {
+    if (request.target == delay::redrive_target::original) {
+      // Back to the original topic as it is now: a partition that is gone fails the copy.
+      if (!b->topic_exists(target)) {
+        report(indices, target, error{errc::unknown_topic_or_partition, "the original topic " + target + " does not exist any more"});
+        continue;
+      }
+      produce_request req;
+      req.topic = target;
+      req.acks = acks_mode::all;
+      req.timeout_ms = copy_timeout_ms;
+      for (size_t i : indices) {
+        produce_record rec = copies[i].record;
+        rec.partition = model::partition_id{copies[i].target_partition};
+        req.records.push_back(std::move(rec));
+      }
+      b->produce(std::move(req), [report, indices, target](result<produce_response> pr) {
+        if (!pr.ok()) return report(indices, target, pr.error());
+        for (const auto& res : pr->results) {
+          if (res.failure) return report(indices, target, *res.failure);
+        }
+        report(indices, target, base::ok_v);
+      });
+    } else {
+      const std::string original = delay::original_topic_of(target, request.group_id, false).value_or(target);
+      std::vector<std::pair<int32_t, produce_record>> records;
+      for (size_t i : indices) records.push_back({copies[i].target_partition, copies[i].record});
+      original_partitions(*b, original, [b = b, target, indices, records = std::move(records), report](int32_t count) mutable {
+        produce_copies(*b, target, count, std::move(records), [report, indices, target](result<void> r) { report(indices, target, r); });
+      });
+    }
+  }
+}
+
+void redrive_run::mark(std::vector<size_t> copied) {
+  if (copied.empty()) {
+    auto n = next;
+    if (n) n();
+    return;
+  }
+  std::map<int32_t, std::string> lists;   // dead-letter partition -> "<p>@<o>,..."
+  std::map<int32_t, size_t> counts;
+  for (size_t i : copied) {
+    auto& list = lists[copies[i].partition];
+    list += (list.empty() ? "" : ",") + std::to_string(copies[i].partition) + "@" + std::to_string(copies[i].offset);
+    ++counts[copies[i].partition];
+  }
+  produce_request req;
+  req.topic = request.topic;
+  req.acks = acks_mode::all;
+  req.timeout_ms = copy_timeout_ms;
+  for (auto& [p, list] : lists) {
+    produce_record m;
+    m.partition = model::partition_id{p};
+    m.value = model::to_bytes(list);
+    m.headers.push_back(text_header(delay::redriven_marker_header, std::to_string(counts[p])));
+    req.records.push_back(std::move(m));
+  }
+  auto self = next;
+  b->produce(std::move(req), [this, self](result<produce_response> pr) {
+    std::optional<error> why;
+    if (!pr.ok()) why = pr.error();
+    else {
+      for (const auto& res : pr->results) {
+        if (res.failure && !why) why = *res.failure;
+      }
+    }
+    if (why) {
+      outcome->failures.push_back("redriven, but not marked as redriven (a later redrive repeats them): " + why->message);
+    }
+    if (self) self();
+  });
+}
+
+}  // namespace
+
 void redrive(broker& b, redrive_request request, std::function<void(result<redrive_result>)> done) {
   if (auto refused = not_dead_letter_topic(b, request.group_id, request.topic)) return done(*refused);
   scan_dead_letters(b, request.topic, std::nullopt, [&b, request, done](result<std::shared_ptr<dead_letter_scan>> r) {
@@ -405,95 +546,27 @@ void redrive(broker& b, redrive_request request, std::function<void(result<redri
       }
     }
     if (by_target.empty()) return done(*result_so_far);
-    struct gather {
-      std::mutex mutex;
-      size_t remaining = 0;
-      std::map<int32_t, std::vector<int64_t>> done_offsets;   // dead-letter partition -> offsets redriven
-    };
-    auto g = std::make_shared<gather>();
-    g->remaining = by_target.size();
-    auto write_markers = [&b, request, result_so_far, g, done] {
-      // Marks what was redriven, in the partition each letter is in, once its copy is durable.
-      // A crash between a copy and its marker repeats that copy on the next redrive
-      // (at-least-once, docs/retries.md).
-      if (g->done_offsets.empty()) return done(*result_so_far);
-      produce_request req;
-      req.topic = request.topic;
-      req.acks = acks_mode::all;
-      req.timeout_ms = copy_timeout_ms;
-      for (const auto& [p, offsets] : g->done_offsets) {
-        std::string list;
-        for (auto o : offsets) list += (list.empty() ? "" : ",") + std::to_string(p) + "@" + std::to_string(o);
-        produce_record m;
-        m.partition = model::partition_id{p};
-        m.value = model::to_bytes(list);
-        m.headers.push_back(text_header(delay::redriven_marker_header, std::to_string(offsets.size())));
-        req.records.push_back(std::move(m));
-      }
-      b.produce(std::move(req), [result_so_far, done](result<produce_response> pr) {
-        if (!pr.ok()) {
-          result_so_far->failures.push_back("redriven, but not marked as redriven (a later redrive repeats them): " +
-                                            pr.error().message);
-        }
-        done(*result_so_far);
-      });
-    };
+    // Chunks of redrive_chunk_records letters, one after the other: each chunk's copies (one
+    // produce per target topic), then its markers, then the next chunk. A produce stays below
+    // produce.records.max (the breaker's redrive of more than 10,000 letters failed whole), a
+    // marker's offset list stays small, and a crash between a copy and its marker repeats at
+    // most one chunk on the next redrive (docs/retries.md).
+    auto run = std::make_shared<redrive_run>();
+    run->b = &b;
+    run->request = request;
+    run->outcome = result_so_far;
+    run->done = done;
     for (auto& [target, copies] : by_target) {
-      const std::string original = request.target == delay::redrive_target::retry
-                                       ? delay::original_topic_of(target, request.group_id, false).value_or(target)
-                                       : target;
-      std::vector<std::pair<int32_t, produce_record>> records;
-      std::vector<std::pair<int32_t, int64_t>> from;
       for (auto& c : copies) {
         produce_record rec;
         rec.key = std::move(c.key);
         rec.value = std::move(c.value);
         rec.headers = std::move(c.route.headers);
-        records.push_back({c.route.partition, std::move(rec)});
-        from.push_back({c.partition, c.offset.value()});
-      }
-      auto report = [g, result_so_far, from, target, write_markers](result<void> pr) {
-        bool last = false;
-        {
-          std::lock_guard lock(g->mutex);
-          if (pr.ok()) {
-            result_so_far->redriven += static_cast<int64_t>(from.size());
-            for (const auto& [p, o] : from) g->done_offsets[p].push_back(o);
-          } else {
-            result_so_far->failures.push_back(std::to_string(from.size()) + " dead letters to " + target + ": " +
-                                              pr.error().message);
-          }
-          last = --g->remaining == 0;
-        }
-        if (last) write_markers();
-      };
-      if (request.target == delay::redrive_target::original) {
-        // Back to the original topic as it is now: a partition that is gone fails the copy.
-        if (!b.topic_exists(target)) {
-          report(error{errc::unknown_topic_or_partition, "the original topic " + target + " does not exist any more"});
-          continue;
-        }
-        produce_request req;
-        req.topic = target;
-        req.acks = acks_mode::all;
-        req.timeout_ms = copy_timeout_ms;
-        for (auto& [p, rec] : records) {
-          rec.partition = model::partition_id{p};
-          req.records.push_back(std::move(rec));
-        }
-        b.produce(std::move(req), [report](result<produce_response> pr) {
-          if (!pr.ok()) return report(pr.error());
-          for (const auto& res : pr->results) {
-            if (res.failure) return report(*res.failure);
-          }
-          report(base::ok_v);
-        });
-      } else {
-        original_partitions(b, original, [&b, target, records = std::move(records), report](int32_t count) mutable {
-          produce_copies(b, target, count, std::move(records), report);
-        });
+        run->copies.push_back({target, c.route.partition, c.partition, c.offset.value(), std::move(rec)});
       }
     }
+    run->next = [run] { run->step(); };
+    run->step();
   });
 }
 

@@ -254,3 +254,57 @@ TEST_CASE("negative control: without the target lookup, crashes repeat records")
   }
   CHECK(repeated > 0);
 }
+
+TEST_CASE("records named by an intent ahead of time move at their due time with no checkpoint in front") {
+  harness h;
+  h.start();
+  h.add(500);   // offset 0, within intent_ahead_ms
+  h.add(700);   // offset 1
+  auto e = h.s->poll(h.now_ms, h.log.end());
+  REQUIRE(e.read_from);
+  h.s->on_read(std::vector<pending_entry>{{model::offset{0}, h.now_ms + 500}, {model::offset{1}, h.now_ms + 700}},
+               h.log.end());
+  e = h.s->poll(h.now_ms, h.log.end());
+  REQUIRE(e.write_checkpoint);   // the intent, 500 ms before the first is due
+  CHECK(e.write_checkpoint->in_flight == std::vector<model::offset>{model::offset{0}, model::offset{1}});
+  CHECK(e.moves.empty());
+  h.log.items.push_back({std::nullopt, *e.write_checkpoint});
+  h.s->checkpoint_written(true);
+  CHECK(h.s->poll(h.now_ms, model::offset{2}).moves.empty());   // not due: never early
+  h.now_ms += 500;
+  e = h.s->poll(h.now_ms, model::offset{2});
+  REQUIRE(e.moves.size() == 1);   // straight to the move
+  CHECK_FALSE(e.write_checkpoint);
+  CHECK(e.moves[0].offset.value() == 0);
+  CHECK_FALSE(e.moves[0].verify_first);
+  // While the move is out, the next checkpoint may be written; it names no moved record below
+  // or at its position and still names the record in flight.
+  h.s->move_done(model::offset{0}, move_outcome::moved, h.now_ms);
+  e = h.s->poll(h.now_ms, model::offset{2});
+  REQUIRE(e.write_checkpoint);
+  CHECK(e.write_checkpoint->position.value() == 1);
+  CHECK(e.write_checkpoint->in_flight == std::vector<model::offset>{model::offset{1}});
+  auto round = decode_checkpoint(encode_checkpoint(*e.write_checkpoint));
+  REQUIRE(round.ok());
+  h.s->checkpoint_written(true);
+  h.now_ms += 200;
+  REQUIRE(h.run());
+  CHECK(h.copies_of(1) == 1);
+}
+
+TEST_CASE("a record due at once waits for its intent, and a failed intent sends nothing") {
+  harness h;
+  h.start();
+  h.add(0);
+  auto e = h.s->poll(h.now_ms, h.log.end());
+  REQUIRE(e.read_from);
+  h.s->on_read(std::vector<pending_entry>{{model::offset{0}, h.now_ms}}, h.log.end());
+  e = h.s->poll(h.now_ms, h.log.end());
+  REQUIRE(e.write_checkpoint);
+  CHECK(h.s->poll(h.now_ms, h.log.end()).moves.empty());   // the intent is not durable yet
+  h.s->checkpoint_written(false);
+  CHECK(h.s->poll(h.now_ms, h.log.end()).write_checkpoint);   // named again
+  h.s->checkpoint_written(true);
+  e = h.s->poll(h.now_ms, h.log.end());
+  REQUIRE(e.moves.size() == 1);
+}

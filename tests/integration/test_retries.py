@@ -342,3 +342,40 @@ def test_broker_restart_with_pending_retries_loses_and_repeats_nothing(fresh_bro
     wait_until(lambda: again.extend(poll(base2, 100)) or len(again) >= n, DEADLINE_S, "the retries delivered to the group")
     assert all(r["topic"] == retry_topic for r in again)
     assert len(again) == n
+
+
+def test_redrive_of_more_dead_letters_than_one_produce_request_takes(broker, topic_name):
+    """The breaker's finding: a redrive of more than produce.records.max (10,000) dead letters was
+    one produce and failed whole. Redrive copies in chunks, marks each chunk, and a second redrive
+    finds every letter marked."""
+    topic = topic_name
+    group = "big-" + topic
+    n = 10_200
+    broker.create_topic(topic, partitions=1)
+    for i in range(0, n, 1000):
+        produce(broker, topic, [(f"k{j}", f"v{j}") for j in range(i, min(n, i + 1000))])
+    base = consumer(broker, group, topic, **{"max.delivery.attempts": 1})
+    taken = []
+
+    def take():
+        r = requests.get(base + "/records", params={"timeout": 200, "max_bytes": 4 << 20}, headers={"Accept": BINARY})
+        assert r.status_code == 200, r.text
+        taken.extend(r.json())
+        return len(taken) >= n
+
+    wait_until(take, 120, "every record polled")
+    for i in range(0, n, 1000):
+        r = nack(base, taken[i:i + 1000], "always")
+        assert r.status_code == 204, r.text
+    dlq = f"{topic}.{group}.dlq"
+    assert len(read_all(broker, dlq, 0)) == n   # max.delivery.attempts=1: straight to the dead letters
+    url = broker.v3(f"/consumer-groups/{group}/dead-letters/{dlq}/redrive")
+    r = requests.post(url, json={"to": "original"}, timeout=120)
+    assert r.status_code == 200, r.text
+    assert r.json()["redriven"] == n and r.json()["failures"] == [], r.text[:500]
+    r = requests.post(url, json={"to": "original"}, timeout=120)
+    assert r.status_code == 200 and r.json()["redriven"] == 0 and r.json()["already_redriven"] == n, r.text[:500]
+    after = read_all(broker, topic, 0)
+    copies = [base64.b64decode(rec["value"]).decode() for rec in after if header(rec, "ringlog-redrive-source")]
+    assert len(after) == 2 * n
+    assert sorted(copies) == sorted(f"v{j}" for j in range(n))   # each letter once

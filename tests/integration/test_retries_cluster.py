@@ -90,3 +90,57 @@ def test_nacks_through_any_broker_reach_the_dead_letter_topic_and_redrive_once(c
     assert r.status_code == 200 and r.json()["redriven"] == 3, r.text
     r = call("POST", url + "/redrive", json={})
     assert r.status_code == 200 and r.json()["redriven"] == 0 and r.json()["already_redriven"] == 3, r.text
+
+
+def test_a_group_that_nacked_without_committing_gets_its_retry_copies_after_its_coordinator_dies(cluster):
+    """The breaker's finding: after a kill -9 of the group coordinator, a member that had nacked
+    (and not committed) read the originals again but its retry-topic position was at the end, so
+    the retry copies were skipped. The retry topic is read from its start (docs/retries.md)."""
+    from test_group_forwarding import GROUP_FAILOVER_DEADLINE_S, SERVED_BY, produce, ready_cluster
+    ready_cluster(cluster, "rk")
+    a = cluster.node(1)
+    for i in range(64):
+        group = f"rk-{i}"
+        r = requests.post(f"{a.url}/consumers/{group}", headers={"Content-Type": V2}, timeout=40,
+                          json={"format": "binary", "auto.offset.reset": "earliest", "retry.backoff.ms": 3000,
+                                "max.delivery.attempts": 3})
+        assert r.status_code == 200, r.text
+        base_uri, coordinator = r.json()["base_uri"], int(r.headers[SERVED_BY])
+        if coordinator != 1:
+            break
+        assert requests.delete(base_uri, headers={"Content-Type": V2}, timeout=40).status_code == 204
+    else:
+        raise AssertionError("no group among 64 names is coordinated by another broker than node 1")
+    r = requests.post(base_uri + "/subscription", json={"topics": ["rk"]}, headers={"Content-Type": V2}, timeout=40)
+    assert r.status_code == 204, r.text
+    values = [f"v{i}" for i in range(20)]
+    produce(a, "rk", values)
+    taken = {}
+
+    def take():
+        r = requests.get(base_uri + "/records", params={"timeout": 300}, headers={"Accept": BINARY}, timeout=60)
+        assert r.status_code == 200, r.text
+        for rec in r.json():
+            taken[base64.b64decode(rec["value"]).decode()] = rec
+        return len(taken) == len(values)
+
+    wait_until(take, DEADLINE_S, "every record read once")
+    r = requests.post(base_uri + "/nacks", headers={"Content-Type": V2}, timeout=40,
+                      json={"offsets": [{"topic": rec["topic"], "partition": rec["partition"], "offset": rec["offset"],
+                                         "reason": "before the kill"} for rec in taken.values()]})
+    assert r.status_code == 204, r.text
+    cluster.node(coordinator).kill()   # no commit: the new coordinator knows no position
+    retried = {}
+
+    def retries_back():
+        r = requests.get(base_uri + "/records", params={"timeout": 500}, headers={"Accept": BINARY}, timeout=60)
+        if r.status_code == 503:
+            return False
+        assert r.status_code == 200, r.text
+        for rec in r.json():
+            if rec["topic"] == f"rk.{group}.retry":
+                retried[base64.b64decode(rec["value"]).decode()] = header(rec, "ringlog-delivery-attempt")
+        return len(retried) == len(values)
+
+    wait_until(retries_back, GROUP_FAILOVER_DEADLINE_S + DEADLINE_S, "every retry copy read after the coordinator died")
+    assert retried == {v: "2" for v in values}

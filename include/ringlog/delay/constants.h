@@ -53,10 +53,24 @@ inline constexpr int64_t delay_max_ms_limit = 365LL * 24 * 3600 * 1000;
 /// each (about 64 bytes with the maps' nodes), so 20,000 cost about 1.3 MiB; a million pending
 /// records cost disk, not RAM. Records past the window wait until the window slides.
 inline constexpr size_t window_records_max = 20'000;
+/// The window is refilled only once this many entries are free (at most a quarter of the window:
+/// scheduler_limits may make it small): a read decodes whole batches (a REST produce of 500 records is
+/// one batch), so refilling one slot at a time decoded a batch per moved record and, with the
+/// window full at 10,000 records/s and 2 s delays, the scheduler fell seconds behind (profile:
+/// docs/benchmarks.md). Records past the window are due no earlier than its head's range allows.
+inline constexpr size_t window_read_records_min = 2'000;
 /// Records moved per step (one intent checkpoint, one produce per target topic): large enough for
 /// 10,000 records/s with a step per few milliseconds, small enough to keep a produce request
 /// below produce.records.max (default 10,000).
 inline constexpr size_t move_batch_records_max = 1'000;
+/// How far ahead of their due time records are named in an intent checkpoint: the intent's
+/// append and fsync happen while they wait, so a due record needs only its own produce. A
+/// restarted scheduler looks up every named record in its target first, so the bound is also the
+/// restart's extra lookups (intent_records_max at most).
+inline constexpr int64_t intent_ahead_ms = 1'000;
+/// Records named by intents and not yet moved, at most: 4,000 is 400 ms at 10,000 records/s
+/// and about 8 KiB of checkpoint (a varint delta each).
+inline constexpr size_t intent_records_max = 4'000;
 /// Records moved out of log order whose offsets a checkpoint remembers (above the position):
 /// 8 bytes or less each in the checkpoint record. When full, only the head of the window moves.
 inline constexpr size_t moved_ahead_max = 4'096;
