@@ -13,12 +13,15 @@ requests (max_bytes 64 MiB, partition_max_bytes FETCH_MIB MiB, one request at a 
 consumer with one partition does): bytes of record sets received / seconds. The consumer is a
 Python socket loop (recv_into a reused buffer, only batch headers parsed), so it also pays one
 copy (kernel to user) per byte on both paths: the figures are what one consumer gets, not the
-broker's limit. Best of ROUNDS per setting is reported, with every round.
+broker's limit. For scale, each round also sends the segment file to the same reader over
+loopback TCP with no broker at all (from a forked process, with sendfile, and with pread +
+send): what one such reader receives on this machine without a broker. Best of ROUNDS per setting is reported, with every round.
 
 Usage: bench/run-fetch-bench.py [BUILD_DIR]   (env: DATA_MIB=1024, FETCH_MIB=16, ROUNDS=3)
 Prints a markdown table. Not a test: no figure is asserted.
 """
 import os
+import re
 import shutil
 import socket
 import struct
@@ -77,6 +80,14 @@ def memcpy_gbs(workdir):
         f.write(MEMCPY_C)
     subprocess.run(["cc", "-O2", "-o", exe, src], check=True)
     return float(subprocess.run([exe], capture_output=True, text=True, check=True).stdout)
+
+
+def metric(text, name):
+    """The value of an unlabelled counter in /metrics text."""
+    m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
+    if not m:
+        raise SystemExit(f"{name} missing from /metrics")
+    return int(m.group(1))
 
 
 def start(data, zero_copy):
@@ -191,6 +202,48 @@ def read_all(end_offset):
     return total, seconds
 
 
+def loopback(path, zero_copy):
+    """The same reader receiving the segment file's bytes over loopback TCP with no broker: a
+    forked process sends them with sendfile, or with pread into 16 MiB + send (what one reader on
+    this machine can receive, for each way of sending). Returns GB/s."""
+    size = os.path.getsize(path)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    child = os.fork()
+    if child == 0:
+        try:
+            c, _ = server.accept()
+            with c, open(path, "rb") as f:
+                offset = 0
+                if zero_copy:
+                    while offset < size:
+                        offset += os.sendfile(c.fileno(), f.fileno(), offset, size - offset)
+                else:
+                    chunk = bytearray(16 << 20)
+                    while offset < size:
+                        n = os.preadv(f.fileno(), [chunk], offset)
+                        c.sendall(memoryview(chunk)[:n])
+                        offset += n
+        finally:
+            os._exit(0)
+    buf = bytearray(FETCH_MIB << 20)
+    view = memoryview(buf)
+    got = 0
+    with socket.create_connection(server.getsockname()) as s:
+        start = time.monotonic()
+        while True:
+            n = s.recv_into(view)
+            if n == 0:
+                break
+            got += n
+        seconds = time.monotonic() - start
+    os.waitpid(child, 0)
+    server.close()
+    assert got == size
+    return got / seconds / 1e9
+
+
 def main():
     workdir = tempfile.mkdtemp(prefix="ringlog-fetch-bench-")
     data = os.path.join(workdir, "d")
@@ -203,8 +256,11 @@ def main():
         read_all(records)   # warm the page cache (and check that everything reads)
         stop(proc)
         rounds = {True: [], False: []}
+        ceiling = {True: [], False: []}
+        segment = os.path.join(data, f"{TOPIC}-0", "00000000000000000000.log")
         for _ in range(ROUNDS):
             for zero_copy in (True, False):
+                ceiling[zero_copy].append(loopback(segment, zero_copy))
                 proc = start(data, zero_copy)
                 try:
                     metrics_before = requests.get(HTTP + "/metrics", timeout=5).text
@@ -213,7 +269,7 @@ def main():
                 finally:
                     stop(proc)
                 counter = "ringlog_kafka_fetch_bytes_zero_copy_total" if zero_copy else "ringlog_kafka_fetch_bytes_copied_total"
-                moved = int(metrics_after.split(counter + " ")[1].split()[0]) - int(metrics_before.split(counter + " ")[1].split()[0])
+                moved = metric(metrics_after, counter) - metric(metrics_before, counter)
                 if moved < total:
                     raise SystemExit(f"{counter} moved by {moved} < {total}: the path was not the one asked for")
                 rounds[zero_copy].append(total / seconds / 1e9)
@@ -223,6 +279,11 @@ def main():
               f"partition_max_bytes {FETCH_MIB} MiB; best of {ROUNDS}\n")
         print("| what | GB/s | rounds GB/s | share of memcpy |\n|---|---:|---|---:|")
         print(f"| memcpy, one core, 256 MiB buffers (the machine's memory copy rate) | {copy_rate:.2f} | | 100% |")
+        for zero_copy, name in [(True, "no broker: the segment file sent with sendfile to the same reader (loopback TCP)"),
+                                (False, "no broker: the segment file sent with pread + send to the same reader")]:
+            best = max(ceiling[zero_copy])
+            every = ", ".join(f"{x:.2f}" for x in ceiling[zero_copy])
+            print(f"| {name} | {best:.2f} | {every} | {100 * best / copy_rate:.0f}% |")
         for zero_copy, name in [(True, "Kafka fetch, one consumer, kafka.fetch.zero.copy=true (sendfile)"),
                                 (False, "Kafka fetch, one consumer, kafka.fetch.zero.copy=false (pread + write)")]:
             best = max(rounds[zero_copy])
