@@ -1,6 +1,9 @@
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <netinet/in.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <unistd.h>
 // `ringlog serve`: start order shards -> broker -> HTTP; stop order HTTP (drain) -> broker
@@ -90,21 +93,51 @@ std::pair<std::string, int32_t> kafka_advertised(const config::server_config& cf
   return {std::move(host), port};
 }
 
-/// Binds and starts the kafka:// listener when `listeners` names one. Errors: why it cannot listen.
+/// The port a bound socket holds (an ephemeral port 0 becomes the one the kernel chose), or -1.
+int32_t bound_port_of(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return -1;
+  if (address.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
+  if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port);
+  return -1;
+}
+
+/// The Kafka listener's fetch byte counters as /metrics text (Prometheus exposition format).
+std::string kafka_fetch_metrics(const kafka::fetch_counters& c) {
+  std::string out;
+  out += "# HELP ringlog_kafka_fetch_bytes_zero_copy_total Kafka Fetch record bytes sent from segment files by sendfile, "
+         "never copied through the broker's memory.\n";
+  out += "# TYPE ringlog_kafka_fetch_bytes_zero_copy_total counter\n";
+  out += "ringlog_kafka_fetch_bytes_zero_copy_total " + std::to_string(c.bytes_zero_copy.load()) + "\n";
+  out += "# HELP ringlog_kafka_fetch_bytes_copied_total Kafka Fetch record bytes read into memory and copied into "
+         "the answer.\n";
+  out += "# TYPE ringlog_kafka_fetch_bytes_copied_total counter\n";
+  out += "ringlog_kafka_fetch_bytes_copied_total " + std::to_string(c.bytes_copied.load()) + "\n";
+  return out;
+}
+
+/// Starts the kafka:// listener when `listeners` names one, on `listen_fd` (bound by serve before
+/// the broker opened, so the broker registered the port actually bound). Errors: why it cannot
+/// listen.
 base::result<kafka_front_end, std::string> start_kafka_listener(const config::server_config& cfg,
                                                                 broker::broker& broker,
-                                                                runtime::shard_threads& runtime) {
+                                                                runtime::shard_threads& runtime, int listen_fd,
+                                                                kafka::fetch_counters& counters) {
   kafka_front_end out;
   if (cfg.kafka_listener_port < 0) return out;
   kafka::handler_options options;
   options.node_id = cfg.node_id;
   options.cluster_id = cfg.cluster_id;
   options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
+  options.fetch_zero_copy = cfg.kafka_fetch_zero_copy;
+  options.counters = &counters;
   out.handler = std::make_unique<kafka::request_handler>(broker, options);
   kafka::listener_options listen;
   listen.host = cfg.kafka_listener_host;
   listen.port = static_cast<uint16_t>(cfg.kafka_listener_port);
   listen.request_bytes_max = cfg.socket_request_max_bytes;
+  listen.listen_fd = listen_fd;
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
   out.listener = std::move(bound).value();
@@ -116,8 +149,9 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   }
   out.handler->set_options(options);
   out.listener->start();
-  spdlog::info("msg=\"serving kafka\" listeners=kafka://{}:{} advertised=kafka://{}:{}", cfg.kafka_listener_host,
-               out.listener->port(), options.advertised_host, options.advertised_port);
+  spdlog::info("msg=\"serving kafka\" listeners=kafka://{}:{} advertised=kafka://{}:{} kafka.fetch.zero.copy={}",
+               cfg.kafka_listener_host, out.listener->port(), options.advertised_host, options.advertised_port,
+               cfg.kafka_fetch_zero_copy);
   return out;
 }
 
@@ -363,6 +397,20 @@ int serve_main(int argc, char** argv) {
                   base::logfmt_escaped(listener.error()));
     return 1;
   }
+  // The Kafka client listener too: its port (the one the kernel chose for kafka://HOST:0) is
+  // registered as this broker's kafka endpoint when the broker opens, below.
+  int kafka_listen_fd = -1;
+  int32_t kafka_bound_port = -1;
+  if (cfg.kafka_listener_port >= 0) {
+    auto kafka_bound = gateway::bind_listener(cfg.kafka_listener_host, static_cast<uint16_t>(cfg.kafka_listener_port));
+    if (!kafka_bound.ok()) {
+      spdlog::error("msg=\"cannot listen\" listeners=kafka://{}:{} error=\"{}\"", cfg.kafka_listener_host,
+                    cfg.kafka_listener_port, base::logfmt_escaped(kafka_bound.error()));
+      return 1;
+    }
+    kafka_listen_fd = kafka_bound.value();
+    kafka_bound_port = bound_port_of(kafka_listen_fd);
+  }
   // The cluster listener (Kafka's wire protocol between nodes), bound before anything is on disk.
   std::map<int32_t, rpc::peer_address> voters;
   for (const auto& v : cfg.controller_quorum_voters) {
@@ -437,8 +485,8 @@ int serve_main(int argc, char** argv) {
   };
   if (cfg.kafka_listener_port >= 0) {
     // Registered as the broker's "kafka" endpoint, so Metadata on any broker lists every broker's
-    // (an ephemeral port 0 is known only once bound: then only this node's own answers name it).
-    std::tie(deps.advertised_kafka_host, deps.advertised_kafka_port) = kafka_advertised(cfg, cfg.kafka_listener_port);
+    // (for kafka://HOST:0, the port the kernel chose: the socket is bound above).
+    std::tie(deps.advertised_kafka_host, deps.advertised_kafka_port) = kafka_advertised(cfg, kafka_bound_port);
   }
   if (transport) {
     deps.cluster_transport = transport.get();
@@ -497,6 +545,9 @@ int serve_main(int argc, char** argv) {
   options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
   options.connections_max = budget.connections_max;
   options.listen_fd = listener.value();
+  // Declared before the server and the Kafka listener, so it outlives both (they read it).
+  kafka::fetch_counters kafka_counters;
+  options.extra_metrics = [&kafka_counters] { return kafka_fetch_metrics(kafka_counters); };
   options.cors_allowed_origins.clear();
   for (size_t start = 0; start <= cfg.http_cors_allowed_origins.size();) {
     size_t comma = std::min(cfg.http_cors_allowed_origins.find(',', start), cfg.http_cors_allowed_origins.size());
@@ -523,7 +574,7 @@ int serve_main(int argc, char** argv) {
                transport ? ",cluster://" + cfg.cluster_listener_host + ":" + std::to_string(transport->port()) : "",
                cfg.cluster_id, cfg.node_id, broker->controller_id());
   // The Kafka client listener (issue 15) beside HTTP; none when `listeners` names no kafka://.
-  auto kafka = start_kafka_listener(cfg, *broker, *runtime);
+  auto kafka = start_kafka_listener(cfg, *broker, *runtime, kafka_listen_fd, kafka_counters);
   if (!kafka.ok()) {
     spdlog::error("msg=\"cannot listen\" listeners=kafka://{}:{} error=\"{}\"", cfg.kafka_listener_host,
                   cfg.kafka_listener_port, base::logfmt_escaped(kafka.error()));

@@ -2107,6 +2107,30 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
   return returned_bytes;
 }
 
+result<std::optional<fetch_response>> broker_impl::read_file_ranges_for_fetch(const partition_runtime& rt,
+                                                                             const fetch_request& req,
+                                                                             model::offset hw) {
+  auto read = rt.log->read_file_ranges(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
+  if (!read.ok()) return from_storage(read.error());
+  // A simulated file system has no descriptors to send from: the caller reads bytes instead.
+  if (!read->batches.empty() && read->batches.front().source->native_handle() < 0) return std::optional<fetch_response>{};
+  fetch_response response;
+  response.high_watermark = rt.log->high_watermark();
+  response.log_start_offset = rt.log->log_start_offset();
+  response.log_end_offset = rt.log->log_end_offset();
+  response.last_stable_offset = rt.log->last_stable_offset();
+  if (req.fetch_offset >= hw || read->batches.empty()) return std::optional<fetch_response>{std::move(response)};
+  if (req.isolation == isolation_level::read_committed) {
+    for (const auto& e : rt.log->aborted_transactions(req.fetch_offset, read->next_offset)) {
+      response.aborted_transactions.push_back({e.producer_id, e.first_offset});
+    }
+  }
+  response.file_ranges = std::move(read->batches);
+  response.file_ranges_bytes = read->size_bytes;
+  response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
+  return std::optional<fetch_response>{std::move(response)};
+}
+
 result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition_runtime& rt, const fetch_request& req) {
   // read_committed reads below the last stable offset (KIP-98), read_uncommitted below the high watermark.
   const bool committed = req.isolation == isolation_level::read_committed;
@@ -2123,6 +2147,11 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
       copy.log_end_offset = rt.log->log_end_offset();
       return copy;
     }
+  }
+  if (req.raw_batches && req.file_ranges) {
+    auto ranged = read_file_ranges_for_fetch(rt, req, hw);
+    if (!ranged.ok()) return ranged.error();
+    if (ranged->has_value()) return std::move(**ranged);
   }
   auto read = rt.log->read(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
   if (!read.ok()) return from_storage(read.error());
@@ -2167,7 +2196,7 @@ void broker_impl::answer_or_park(size_t shard, const std::shared_ptr<partition_r
   // A decoded read that skipped batches holding nothing for this reader (markers, aborted
   // records) answers now, so the reader moves past them instead of waiting in front of them.
   const bool skipped = response.ok() && !w->request.raw_batches && response->next_fetch_offset > w->request.fetch_offset;
-  if (!response.ok() || !response->records.empty() || !response->batches.empty() || skipped || wait_ms <= 0 || stopping_) {
+  if (!response.ok() || !response->records.empty() || !response->batches.empty() || !response->file_ranges.empty() || skipped || wait_ms <= 0 || stopping_) {
     w->completed = true;
     return w->done(std::move(response));
   }

@@ -660,6 +660,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// The records `req` may have now (none is not an error): a recent read of the same records on
   /// this shard (recent_read), or a new read, which gets a fresh read_id when it found records.
   result<fetch_response> read_for_fetch(size_t shard, const partition_runtime& rt, const fetch_request& req);
+  /// read_for_fetch of a fetch_request::file_ranges request: the batches below `hw` as file
+  /// ranges; nullopt when the log's files have no descriptors (simulated), to read bytes instead.
+  result<std::optional<fetch_response>> read_file_ranges_for_fetch(const partition_runtime& rt,
+                                                                    const fetch_request& req, model::offset hw);
   /// Answers `w` with `response`, or parks it in the partition's waiters when it has no records
   /// yet and may still wait.
   void answer_or_park(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w,

@@ -420,6 +420,9 @@ const std::vector<key_spec>& key_table() {
               "largest max_bytes a fetch may ask for"),
       int_key("socket.request.max.bytes", &server_config::socket_request_max_bytes, 1024, 104857600,
               "largest Kafka request frame, bytes: a larger one closes the connection (Kafka's default 100 MiB)"),
+      bool_key("kafka.fetch.zero.copy", &server_config::kafka_fetch_zero_copy,
+               "Kafka Fetch answers send record batches from the segment files with sendfile (no copy through "
+               "the broker's memory); false = read them into the answer (see docs/kafka.md)"),
       key_spec{"http.cors.allowed.origins",
                "browser origins allowed by CORS and the WebSocket upgrade: * (any) or a comma-separated list "
                "of scheme://host[:port]",

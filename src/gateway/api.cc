@@ -102,6 +102,7 @@ void get_metrics(const call_ptr& c) {
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     const auto& latency = call.self->options().fsync_latency;
     r.body = call.self->metrics_registry().render(topics, latency ? latency() : io::latency_histogram::snapshot{});
+    if (const auto& extra = call.self->options().extra_metrics) r.body += extra();
     call.respond(std::move(r));
   });
 }

@@ -33,6 +33,8 @@ struct api_options {
   std::vector<std::string> cors_allowed_origins = {"*"};
   /// The fdatasync latency of all shards together, for /metrics (empty when unset).
   std::function<io::latency_histogram::snapshot()> fsync_latency;
+  /// More /metrics text (server_options::extra_metrics), appended as it is.
+  std::function<std::string()> extra_metrics;
   /// Passes group calls on to their coordinator (group_proxy.h); nullptr: served here only (a
   /// group call this node does not coordinate answers 503 NOT_COORDINATOR).
   http_forwarder* forwarder = nullptr;

@@ -586,6 +586,7 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
   ao.fetch_wait_max_ms = bc.fetch_wait_max_ms;
   ao.fetch_response_bytes_max = options.fetch_response_bytes_max;
   ao.cors_allowed_origins = options.cors_allowed_origins;
+  ao.extra_metrics = options.extra_metrics;
   ao.fsync_latency = [&runtime] {
     io::latency_histogram::snapshot all;
     for (size_t shard = 0; shard < runtime.shard_count(); ++shard) all += runtime.disk(shard).datasync_latency().read();

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "fetch_frame.h"
 #include "handlers.h"
 #include "ringlog/codec/record_batch.h"
 
@@ -208,7 +209,23 @@ struct fetch_part {
   int64_t last_stable_offset = -1;
   std::vector<broker::aborted_transaction> aborted;   // read_committed: for the client to drop
   bytes batches;
+  /// The zero-copy path: the batches as ranges of segment files (one per batch) instead of bytes.
+  std::vector<io::file_range> ranges;
+  size_t ranges_bytes = 0;
 };
+
+/// Whole batches at the front of `ranges` (one batch each) that fit in `budget` bytes; at least
+/// the first when `at_least_one` (fitting_prefix's rule for batches sent from files).
+size_t fitting_ranges(const std::vector<io::file_range>& ranges, size_t budget, bool at_least_one, size_t& bytes_kept) {
+  size_t kept = 0;
+  bytes_kept = 0;
+  for (const auto& r : ranges) {
+    if (bytes_kept + r.length > budget && !(at_least_one && kept == 0)) break;
+    bytes_kept += r.length;
+    ++kept;
+  }
+  return kept;
+}
 
 /// One Fetch request in flight: a first read of every partition without waiting, then, when that
 /// found fewer than min_bytes, a long-poll of every partition answered by the first that has
@@ -229,12 +246,15 @@ struct fetch_operation {
 
   void answer() {
     protocol::fetch_response_data out;
+    fetch_frame_ranges ranges(topics.size());
     for (const auto& name : topics) {
       protocol::fetch_response_data::fetchable_topic_response t;
       t.topic = name;
       out.responses.push_back(std::move(t));
     }
     size_t used = 0;
+    size_t copied = 0;
+    bool any_ranges = false;
     for (auto& p : parts) {
       protocol::fetch_response_data::partition_data d;
       d.partition_index = p.partition;
@@ -254,13 +274,29 @@ struct fetch_operation {
         }
       }
       const size_t left = response_bytes_max > used ? response_bytes_max - used : 0;
-      const size_t keep = fitting_prefix(p.batches, left, used == 0);
-      p.batches.resize(keep);
-      used += keep;
-      d.records = std::move(p.batches);
+      std::vector<io::file_range> kept_ranges;
+      if (!p.ranges.empty()) {
+        size_t kept_bytes = 0;
+        p.ranges.resize(fitting_ranges(p.ranges, left, used == 0, kept_bytes));
+        used += kept_bytes;
+        kept_ranges = std::move(p.ranges);
+        any_ranges = any_ranges || !kept_ranges.empty();
+        d.records = bytes{};
+      } else {
+        const size_t keep = fitting_prefix(p.batches, left, used == 0);
+        p.batches.resize(keep);
+        used += keep;
+        copied += keep;
+        d.records = std::move(p.batches);
+      }
+      ranges[p.topic_index].push_back(std::move(kept_ranges));
       out.responses[p.topic_index].partitions.push_back(std::move(d));
     }
-    ctx.answer(out);
+    if (fetch_counters* c = ctx.options().counters; c != nullptr && copied > 0) c->bytes_copied += copied;
+    if (!any_ranges) return ctx.answer(out);
+    auto frame = encode_fetch_frame(ctx.api_version, ctx.correlation_id, out, ranges);
+    RINGLOG_ASSERT(frame.ok(), "a Fetch answer built by the kafka module must encode at the request's version");
+    ctx.respond(std::move(frame).value());
   }
 };
 
@@ -268,6 +304,8 @@ void store(fetch_part& part, broker::result<broker::fetch_response>& r) {
   if (!r.ok()) {
     part.error = code_of(r.error());
     part.batches.clear();
+    part.ranges.clear();
+    part.ranges_bytes = 0;
     return;
   }
   part.error = error_code::none;
@@ -276,16 +314,23 @@ void store(fetch_part& part, broker::result<broker::fetch_response>& r) {
   part.last_stable_offset = r->last_stable_offset.value();
   part.aborted = std::move(r->aborted_transactions);
   part.batches = std::move(r->batches);
+  part.ranges = std::move(r->file_ranges);
+  part.ranges_bytes = r->file_ranges_bytes;
 }
 
 broker::fetch_request make_request(const std::string& topic, const fetch_part& p, int64_t max_wait_ms,
-                                   broker::isolation_level isolation) {
+                                   broker::isolation_level isolation, bool zero_copy) {
   broker::fetch_request f;
   f.partition = model::topic_partition{topic, model::partition_id{p.partition}};
   f.fetch_offset = model::offset{p.fetch_offset};
   f.max_bytes = std::max<int32_t>(1, p.partition_max_bytes);
   f.max_wait_ms = max_wait_ms;
   f.raw_batches = true;
+  // The zero-copy path (kafka.fetch.zero.copy): batches as file ranges where the log has OS files
+  // on this broker. Every batch is sent as stored: ringlog never rewrites one for a Fetch (no
+  // down-conversion: Fetch < 4 is refused; read_committed clients drop aborted records themselves
+  // from the aborted_transactions list, as with Kafka), so every fetch may take it.
+  f.file_ranges = zero_copy;
   f.isolation = isolation;
   return f;
 }
@@ -300,12 +345,12 @@ void long_poll(const std::shared_ptr<fetch_operation>& op) {
   }
   for (size_t i = 0; i < op->parts.size(); ++i) {
     const auto& p = op->parts[i];
-    b.fetch(make_request(op->topics[p.topic_index], p, op->max_wait_ms, op->isolation),
+    b.fetch(make_request(op->topics[p.topic_index], p, op->max_wait_ms, op->isolation, op->ctx.options().fetch_zero_copy),
             [op, i](broker::result<broker::fetch_response> r) {
               std::lock_guard lock(op->mutex);
               --op->outstanding;
               if (op->answered) return;
-              const bool has_data = !r.ok() || !r->batches.empty();
+              const bool has_data = !r.ok() || !r->batches.empty() || !r->file_ranges.empty();
               store(op->parts[i], r);
               if (has_data || op->outstanding == 0) {
                 op->answered = true;
@@ -374,7 +419,7 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
           RINGLOG_ASSERT(results[i].has_value(), "every partition's first read answered");
           auto& r = *results[i];
           if (!r.ok()) any_error = true;
-          else total += r->batches.size();
+          else total += r->batches.size() + r->file_ranges_bytes;
           store(op->parts[i], r);
         }
         if (total >= static_cast<size_t>(std::max(op->min_bytes, 1)) || any_error || op->max_wait_ms == 0 ||
@@ -386,7 +431,7 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
       });
   for (size_t i = 0; i < op->parts.size(); ++i) {
     const auto& p = op->parts[i];
-    b.fetch(make_request(op->topics[p.topic_index], p, 0, op->isolation), [first, i](broker::result<broker::fetch_response> r) {
+    b.fetch(make_request(op->topics[p.topic_index], p, 0, op->isolation, ctx.options().fetch_zero_copy), [first, i](broker::result<broker::fetch_response> r) {
       first->slot(i) = std::move(r);
       first->complete_one();
     });

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ringlog/base/assert.h"
+#include "ringlog/io/file.h"
 #include "ringlog/runtime/asio_context.h"
 
 namespace ringlog::kafka {
@@ -76,8 +77,15 @@ struct connection : std::enable_shared_from_this<connection> {
   /// A request's place in the answer order: its frame once answered (nullopt: no answer).
   struct slot {
     bool ready = false;
-    std::optional<bytes> frame;
+    std::optional<response_frame> frame;
     size_t request_bytes = 0;
+  };
+  /// How far the frame at slots.front() has been sent (write_next / send_pieces): its memory
+  /// bytes before `memory_sent`, its file pieces before `piece`, and `piece_sent` bytes of that one.
+  struct send_cursor {
+    size_t memory_sent = 0;
+    size_t piece = 0;
+    size_t piece_sent = 0;
   };
 
   std::weak_ptr<listener::impl> owner;
@@ -91,6 +99,7 @@ struct connection : std::enable_shared_from_this<connection> {
   uint64_t first_slot_seq = 0;   // sequence number of slots.front()
   uint64_t next_seq = 0;
   size_t held_bytes = 0;         // request frames being handled + answers not yet written
+  send_cursor cursor;
   bool reading = false;
   bool writing = false;
   bool closed = false;
@@ -155,7 +164,7 @@ struct connection : std::enable_shared_from_this<connection> {
     auto used = std::make_shared<std::atomic<bool>>(false);
     asio::io_context* context = &runtime::io_context_of(owner.lock()->rt, shard);
     std::weak_ptr<connection> weak = shared_from_this();
-    return [weak, used, context, seq](std::optional<bytes> response) {
+    return [weak, used, context, seq](std::optional<response_frame> response) {
       if (used->exchange(true)) return;
       asio::post(*context, [weak, seq, response = std::move(response)]() mutable {
         if (auto self = weak.lock()) self->on_response(seq, std::move(response));
@@ -163,7 +172,7 @@ struct connection : std::enable_shared_from_this<connection> {
     };
   }
 
-  void on_response(uint64_t seq, std::optional<bytes> response) {
+  void on_response(uint64_t seq, std::optional<response_frame> response) {
     if (closed) return;
     RINGLOG_ASSERT_OP(seq, >=, first_slot_seq);
     RINGLOG_ASSERT_OP(seq - first_slot_seq, <, slots.size());
@@ -172,7 +181,7 @@ struct connection : std::enable_shared_from_this<connection> {
     s.ready = true;
     held_bytes -= s.request_bytes;
     s.request_bytes = 0;
-    if (response) held_bytes += response->size();
+    if (response) held_bytes += response->size_bytes();
     s.frame = std::move(response);
     write_next();
     read_next();
@@ -186,20 +195,85 @@ struct connection : std::enable_shared_from_this<connection> {
     }
     if (writing || closed || slots.empty() || !slots.front().ready) return;
     writing = true;
-    asio::async_write(socket, asio::buffer(*slots.front().frame),
+    if (!slots.front().frame->file_pieces.empty()) {
+      cursor = send_cursor{};
+      send_pieces();
+      return;
+    }
+    asio::async_write(socket, asio::buffer(slots.front().frame->memory),
                       [self = shared_from_this()](boost::system::error_code ec, size_t) {
-                        self->writing = false;
                         if (self->closed) return;
                         if (ec) {
+                          self->writing = false;
                           self->close("write failed: " + ec.message());
                           return;
                         }
-                        self->held_bytes -= self->slots.front().frame->size();
-                        self->slots.pop_front();
-                        ++self->first_slot_seq;
-                        self->write_next();
-                        self->read_next();
+                        self->frame_sent();
                       });
+  }
+
+  /// The frame at slots.front() is on the wire: the next one may go.
+  void frame_sent() {
+    writing = false;
+    held_bytes -= slots.front().frame->size_bytes();
+    slots.pop_front();
+    ++first_slot_seq;
+    write_next();
+    read_next();
+  }
+
+  /// Sends the frame at slots.front() that has file pieces, from `cursor` on: each stretch of
+  /// memory with async_write, each file piece with sendfile (io::send_file_to_socket) straight
+  /// from the segment file's page cache to the socket, waiting for writability when the socket's
+  /// buffer is full. One frame at a time (`writing`), so answers never interleave.
+  void send_pieces() {
+    if (closed) return;
+    response_frame& f = *slots.front().frame;
+    size_t sent_this_turn = 0;
+    while (true) {
+      const size_t memory_to = cursor.piece < f.file_pieces.size() ? f.file_pieces[cursor.piece].memory_position
+                                                                    : f.memory.size();
+      if (cursor.memory_sent < memory_to) {
+        const size_t from = cursor.memory_sent;
+        asio::async_write(socket, asio::buffer(f.memory.data() + from, memory_to - from),
+                          [self = shared_from_this(), memory_to](boost::system::error_code ec, size_t) {
+                            if (self->closed) return;
+                            if (ec) return self->close("write failed: " + ec.message());
+                            self->cursor.memory_sent = memory_to;
+                            self->send_pieces();
+                          });
+        return;
+      }
+      if (cursor.piece == f.file_pieces.size()) return frame_sent();
+      const file_piece& piece = f.file_pieces[cursor.piece];
+      if (cursor.piece_sent == piece.range.length) {
+        ++cursor.piece;
+        cursor.piece_sent = 0;
+        continue;
+      }
+      if (sent_this_turn >= constants::zero_copy_bytes_per_turn) {
+        // Other connections of this shard get a turn between stretches of a long answer.
+        asio::post(socket.get_executor(), [self = shared_from_this()] { self->send_pieces(); });
+        return;
+      }
+      auto sent = io::send_file_to_socket(
+          socket.native_handle(), *piece.range.source,
+          model::file_position{piece.range.file_position.value() + cursor.piece_sent}, piece.range.length - cursor.piece_sent);
+      if (!sent.ok()) return close("zero-copy fetch send failed: " + sent.error().message);
+      if (sent->would_block) {
+        socket.async_wait(tcp::socket::wait_write, [self = shared_from_this()](boost::system::error_code ec) {
+          if (self->closed) return;
+          if (ec) return self->close("wait for writability failed: " + ec.message());
+          self->send_pieces();
+        });
+        return;
+      }
+      cursor.piece_sent += sent->sent;
+      sent_this_turn += sent->sent;
+      if (auto o = owner.lock(); o && o->handler.options().counters != nullptr) {
+        o->handler.options().counters->bytes_zero_copy += sent->sent;
+      }
+    }
   }
 
   /// Closes the socket; `reason` empty = the client hung up (not worth a warning).
@@ -225,6 +299,13 @@ void listener::impl::adopt(size_t shard, tcp protocol, tcp::socket::native_handl
   }
   if (stopped.load()) return;   // the socket closes as it goes out of scope
   socket.set_option(tcp::no_delay(true), ec);
+  // sendfile (zero-copy Fetch answers) must see EAGAIN, not block the shard, when the socket's
+  // send buffer is full.
+  socket.native_non_blocking(true, ec);
+  if (ec) {
+    spdlog::warn("msg=\"kafka connection not adopted\" error=\"{}\"", ec.message());
+    return;
+  }
   auto c = std::make_shared<connection>(shared_from_this(), shard, std::move(socket));
   shards[shard].open.insert(c);
   c->read_next();
@@ -261,9 +342,13 @@ base::result<std::unique_ptr<listener>, std::string> listener::listen(runtime::s
   auto address = asio::ip::make_address(options.host, ec);
   if (ec) return where + ": host is not an IP address: " + ec.message();
   tcp::endpoint endpoint(address, options.port);
-  p->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) p->acceptor.set_option(acceptor_type::reuse_address(true), ec);
-  if (!ec) p->acceptor.bind(endpoint, ec);
+  if (options.listen_fd >= 0) {
+    p->acceptor.assign(endpoint.protocol(), options.listen_fd, ec);
+  } else {
+    p->acceptor.open(endpoint.protocol(), ec);
+    if (!ec) p->acceptor.set_option(acceptor_type::reuse_address(true), ec);
+    if (!ec) p->acceptor.bind(endpoint, ec);
+  }
   if (!ec) p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return where + ": " + ec.message();
   p->bound_port.store(p->acceptor.local_endpoint().port());

@@ -536,7 +536,8 @@ void partition_log::start_async_sync(io::disk_executor& executor) {
   }
 }
 
-result<read_result> partition_log::read(model::offset start, size_t max_bytes, model::offset max_offset) {
+result<model::offset> partition_log::walk_batches(model::offset start, size_t max_bytes, model::offset max_offset,
+                                                  const std::function<result<void>(segment&, const located_batch&)>& take) {
   RINGLOG_TRY(check_usable());
   if (start < log_start_offset_ || start > log_end_offset_) {
     return error{errc::offset_out_of_range, "offset " + std::to_string(start.value()) +
@@ -544,31 +545,57 @@ result<read_result> partition_log::read(model::offset start, size_t max_bytes, m
                                                 std::to_string(log_start_offset_.value()) + ", log_end_offset " +
                                                 std::to_string(log_end_offset_.value())};
   }
-  read_result out;
-  out.next_offset = start;
-  if (start >= log_end_offset_ || start >= max_offset) return out;
+  model::offset next_offset = start;
+  if (start >= log_end_offset_ || start >= max_offset) return next_offset;
   auto it = segments_.upper_bound(start);
   RINGLOG_ASSERT(it != segments_.begin(), "a segment must hold every offset in the log");
   --it;
   auto located = it->second->find_batch(start);
   if (!located.ok()) return located.error();
   std::optional<located_batch> batch = located.value();
+  size_t taken_bytes = 0;
   while (true) {
     while (!batch) {
-      if (++it == segments_.end()) return out;
+      if (++it == segments_.end()) return next_offset;
       auto first = it->second->header_at(model::file_position{0});
       if (!first.ok()) return first.error();
       batch = first.value();
     }
     const auto& h = batch->header;
     if (h.base_offset >= max_offset) break;
-    if (!out.batches.empty() && out.batches.size() + h.size_bytes() > max_bytes) break;
-    RINGLOG_TRY(it->second->read_into(batch->position, h.size_bytes(), out.batches));
-    out.next_offset = h.last_offset() + 1;
+    if (taken_bytes > 0 && taken_bytes + h.size_bytes() > max_bytes) break;
+    RINGLOG_TRY(take(*it->second, *batch));
+    taken_bytes += h.size_bytes();
+    next_offset = h.last_offset() + 1;
     auto next = it->second->header_at(model::file_position{batch->position.value() + h.size_bytes()});
     if (!next.ok()) return next.error();
     batch = next.value();
   }
+  return next_offset;
+}
+
+result<read_result> partition_log::read(model::offset start, size_t max_bytes, model::offset max_offset) {
+  read_result out;
+  auto next = walk_batches(start, max_bytes, max_offset, [&out](segment& seg, const located_batch& b) {
+    return seg.read_into(b.position, b.header.size_bytes(), out.batches);
+  });
+  if (!next.ok()) return next.error();
+  out.next_offset = next.value();
+  return out;
+}
+
+result<file_read_result> partition_log::read_file_ranges(model::offset start, size_t max_bytes,
+                                                         model::offset max_offset) {
+  file_read_result out;
+  auto next = walk_batches(start, max_bytes, max_offset, [&out](segment& seg, const located_batch& b) -> result<void> {
+    const size_t length = b.header.size_bytes();
+    RINGLOG_ASSERT_OP(b.position.value() + length, <=, seg.size_bytes());
+    out.batches.push_back(io::file_range{seg.shared_log_file(), b.position, length});
+    out.size_bytes += length;
+    return base::ok_v;
+  });
+  if (!next.ok()) return next.error();
+  out.next_offset = next.value();
   return out;
 }
 

@@ -75,6 +75,10 @@ class segment {
   result<void> sync(bool with_indexes);
   /// Files of this segment, for the async flush path.
   io::file& log_file() { return *log_; }
+  /// The .log file, shared: a reader holding it (a Kafka Fetch sending bytes by reference) keeps
+  /// the file open after retention removes the segment or compaction swaps it, so what it sends
+  /// is the bytes it was given. Nothing but reads may be done through it.
+  [[nodiscard]] std::shared_ptr<io::file> shared_log_file() const { return log_; }
   /// Removes the segment's files, its .txnindex too (durable after the caller syncs the directory).
   result<void> remove_files();
 
@@ -116,7 +120,7 @@ class segment {
   uint64_t bytes_since_index_entry_ = 0;
   bool dirty_ = false;
   bool index_dirty_ = false;
-  std::unique_ptr<io::file> log_;
+  std::shared_ptr<io::file> log_;   // shared with in-flight zero-copy fetches (shared_log_file)
   // O_DIRECT append path: bytes [tail_start_, size_bytes_) of the file live in tail_ as well.
   bool direct_ = false;
   std::unique_ptr<io::file> log_direct_;

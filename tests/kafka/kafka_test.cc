@@ -52,10 +52,14 @@ struct fixture {
     protocol::writer w;
     REQUIRE(protocol::encode_request_frame(w, header, body).ok());
     auto frame = std::move(w).take();
-    return test::call<std::optional<protocol::bytes>>([&](auto done) {
+    auto answer = test::call<std::optional<kafka::response_frame>>([&](auto done) {
       auto handled = handler->handle(std::span(frame).subspan(4), done);
       REQUIRE_MESSAGE(handled.ok(), (handled.ok() ? "" : handled.error().message));
     });
+    if (!answer) return std::nullopt;
+    // A simulated disk has no descriptors: every answer here is memory only.
+    REQUIRE(answer->file_pieces.empty());
+    return std::move(answer->memory);
   }
 
   /// Decodes an answer frame as Response at `version`; checks the correlation id.
@@ -188,11 +192,11 @@ TEST_CASE("a body that does not decode is refused (the listener closes the conne
   auto frame = std::move(w).take();
   frame.push_back(std::byte{0x42});   // one byte after the body
   bool answered = false;
-  auto handled = f.handler->handle(std::span(frame).subspan(4), [&](std::optional<protocol::bytes>) { answered = true; });
+  auto handled = f.handler->handle(std::span(frame).subspan(4), [&](std::optional<kafka::response_frame>) { answered = true; });
   CHECK_FALSE(handled.ok());
   CHECK_FALSE(answered);
   frame.resize(frame.size() - 3);    // and cut short
-  handled = f.handler->handle(std::span(frame).subspan(4), [&](std::optional<protocol::bytes>) { answered = true; });
+  handled = f.handler->handle(std::span(frame).subspan(4), [&](std::optional<kafka::response_frame>) { answered = true; });
   CHECK_FALSE(handled.ok());
 }
 

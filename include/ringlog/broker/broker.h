@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ringlog/base/clock.h"
+#include "ringlog/io/file.h"
 #include "ringlog/broker/errc.h"
 #include "ringlog/broker/groups.h"
 #include "ringlog/broker/transactions.h"
@@ -257,6 +258,11 @@ struct fetch_request {
   /// instead of decoded records; `max_bytes` then bounds whole batches (at least one is returned
   /// when any exists below the high watermark, as Kafka's KIP-74 does).
   bool raw_batches = false;
+  /// With raw_batches: the batches may come back as file ranges (fetch_response::file_ranges)
+  /// instead of bytes, for a front end that sends them to a socket by reference (Kafka Fetch's
+  /// zero-copy path). Only where the partition's log lives on OS files on this broker; otherwise
+  /// (a simulated file system, a partition read on another broker) the answer carries bytes.
+  bool file_ranges = false;
   /// read_committed: nothing at or above the last stable offset, and (decoded records) no
   /// record of an aborted transaction.
   isolation_level isolation = isolation_level::read_uncommitted;
@@ -275,6 +281,11 @@ struct fetch_response {
   /// With fetch_request::raw_batches: whole v2 batches as stored, concatenated (the first may
   /// start below fetch_offset; none starts at or above high_watermark). `records` is empty then.
   model::bytes batches;
+  /// With fetch_request::file_ranges, instead of `batches` (which is then empty): the same whole
+  /// batches as ranges of segment files, one range per batch, in offset order. Each range holds
+  /// its file open, so it stays readable when retention deletes the segment meanwhile.
+  std::vector<io::file_range> file_ranges;
+  size_t file_ranges_bytes = 0;   // sum of the file ranges' lengths
   /// Decoded reads: where this reader's next fetch starts. One past the last record returned;
   /// with no record returned, past the batches that held none for this reader (transaction
   /// markers, records of aborted transactions), so a reader never stalls at a marker; else

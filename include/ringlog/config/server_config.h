@@ -101,6 +101,7 @@ struct server_config {
   std::string advertised_kafka_host;
   int32_t advertised_kafka_port = -1;
   int32_t socket_request_max_bytes = 104857600;         // socket.request.max.bytes (Kafka's default)
+  bool kafka_fetch_zero_copy = true;                    // kafka.fetch.zero.copy: sendfile Fetch record sets
   bool process_role_broker = true;                      // process.roles contains "broker"
   bool process_role_controller = true;                  // process.roles contains "controller"
   /// controller.quorum.voters=ID@HOST:PORT,...: the voters' cluster listeners. Empty = this node

@@ -40,6 +40,9 @@ struct server_options {
   /// -1: start() binds host:port itself. `serve` binds first, so a port in use stops it before it
   /// creates log.dirs or anything else.
   int listen_fd = -1;
+  /// More /metrics lines from outside the gateway (Prometheus text format, each family with its
+  /// HELP and TYPE lines), e.g. the Kafka listener's fetch byte counters; empty = none.
+  std::function<std::string()> extra_metrics;
 };
 
 /// Binds host:port (SO_REUSEADDR), without listening yet: the socket's descriptor for

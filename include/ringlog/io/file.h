@@ -84,6 +84,31 @@ class file_system {
   virtual bool exists(const std::string& path) = 0;
 };
 
+/// Bytes [file_position, file_position + length) of a file, to be sent to a socket by reference
+/// (send_file_to_socket) rather than read into memory. `source` is shared: holding it keeps the
+/// file open, so the range stays readable after the file's name is removed (retention) or
+/// replaced (compaction's swap); only reads may be made through it.
+struct file_range {
+  std::shared_ptr<file> source;
+  model::file_position file_position{0};
+  size_t length = 0;
+};
+
+/// What one send_file_to_socket call did: `sent` bytes went out (0..length); `would_block` when
+/// the socket's send buffer is full (wait until it is writable, then call again for the rest).
+struct send_progress {
+  size_t sent = 0;
+  bool would_block = false;
+};
+
+/// One sendfile(2) of up to `length` bytes of `source` from `file_position` to a non-blocking
+/// stream socket: the kernel moves page-cache pages to the socket without a copy through user
+/// space. EINTR is retried. Errors: unsupported (a simulated file: native_handle() < 0),
+/// io_error (the file ends before the range does, which sendfile reports as 0 bytes sent; or
+/// any other errno, named with the file's path).
+result<send_progress> send_file_to_socket(int socket_fd, const file& source, model::file_position file_position,
+                                          size_t length);
+
 /// The real file system.
 std::unique_ptr<file_system> make_posix_file_system();
 

@@ -8,6 +8,9 @@
 //   - a frame whose size is <= 0 or above socket.request.max.bytes, a TLS handshake, a header or
 //     body that does not decode: the connection is closed with a log line naming why; nothing
 //     stored is touched;
+//   - a Fetch answer whose record sets lie in segment files (request_handler.h response_frame)
+//     is sent piece by piece: memory with writes, file bytes with sendfile from the page cache,
+//     never copied through user space; the whole frame goes before the next one starts;
 //   - bounded memory: reading pauses while constants::connection_in_flight_requests_max requests
 //     are unanswered or constants::connection_held_bytes_max bytes of requests and unsent
 //     responses are held (TCP backpressure reaches a client that does not read).
@@ -32,12 +35,20 @@ inline constexpr size_t connection_in_flight_requests_max = 32;
 /// which reading pauses: 64 MiB (one default fetch.response.bytes.max). One request is always
 /// admitted, so the most a connection holds is this plus one frame of socket.request.max.bytes.
 inline constexpr size_t connection_held_bytes_max = 64ULL * 1024 * 1024;
+/// Bytes one connection sends by sendfile before it lets the shard's other connections run
+/// (a Fetch answer of up to fetch.response.bytes.max to a fast local reader would otherwise hold
+/// the shard for the whole answer): 4 MiB, a few milliseconds at page-cache speed.
+inline constexpr size_t zero_copy_bytes_per_turn = 4ULL * 1024 * 1024;
 }  // namespace constants
 
 struct listener_options {
   std::string host = "127.0.0.1";
   uint16_t port = 9092;                       // 0: an ephemeral port (see listener::port())
   int32_t request_bytes_max = 104857600;      // socket.request.max.bytes (Kafka's default, 100 MiB)
+  /// A socket already bound to host:port, which listen() adopts (serve binds it before the
+  /// broker starts, so an ephemeral port 0 is known when the broker registers its endpoint);
+  /// -1 = listen() binds host:port itself.
+  int listen_fd = -1;
 };
 
 class listener {

@@ -7,6 +7,7 @@
 // Served APIs and versions: handled_apis() (what ApiVersions advertises). Every response is
 // encoded at the request's version with Kafka's numeric error codes (broker::kafka_error_code).
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -15,11 +16,22 @@
 #include <vector>
 
 #include "ringlog/broker/broker.h"
+#include "ringlog/io/file.h"
 #include "ringlog/protocol/frame.h"
 
 namespace ringlog::kafka {
 
 using bytes = protocol::bytes;
+
+/// Bytes of Kafka Fetch answers' record sets, counted by the path they took (shown in /metrics as
+/// ringlog_kafka_fetch_bytes_zero_copy_total and ringlog_kafka_fetch_bytes_copied_total).
+/// Owned by whoever starts the listener; updated from any thread.
+struct fetch_counters {
+  /// Sent to a socket from segment files by reference (sendfile), never copied through user space.
+  std::atomic<uint64_t> bytes_zero_copy{0};
+  /// Read into memory and encoded into the answer (the copying path).
+  std::atomic<uint64_t> bytes_copied{0};
+};
 
 /// What the listener tells clients about this node (Metadata, FindCoordinator, DescribeCluster).
 struct handler_options {
@@ -29,6 +41,11 @@ struct handler_options {
   int32_t advertised_port = 9092;
   /// fetch.response.bytes.max: the most a Fetch response carries whatever the client asks.
   int64_t fetch_response_bytes_max = 64LL * 1024 * 1024;
+  /// kafka.fetch.zero.copy: Fetch answers send record batches from the segment files by reference
+  /// (sendfile) where they can (see response_frame); false = always copy them into the answer.
+  bool fetch_zero_copy = true;
+  /// Where Fetch counts its bytes; nullptr = not counted.
+  fetch_counters* counters = nullptr;
 };
 
 /// One api the listener serves and the versions it advertises (a subrange of the codec's).
@@ -42,10 +59,35 @@ std::span<const handled_api> handled_apis();
 /// The entry of `api_key`, or nullptr when the listener does not serve it.
 const handled_api* find_handled_api(int16_t api_key);
 
-/// Answers one request: the whole response frame (size prefix, response header, body), or
-/// nullopt when the request takes no response (Produce with acks=0). Called exactly once, from
-/// any thread.
-using respond_fn = std::function<void(std::optional<bytes> frame)>;
+/// Bytes of a file that a response frame sends by reference, spliced in at `memory_position`
+/// (0..memory.size()) of the frame's in-memory bytes.
+struct file_piece {
+  size_t memory_position = 0;
+  io::file_range range;
+};
+
+/// A whole response frame (size prefix, response header, body) as the listener sends it: the
+/// bytes of `memory`, with the bytes of each file piece inserted at its memory_position (pieces
+/// in ascending memory_position; several may share one). Only Fetch answers have file pieces (a
+/// partition's records sent from the segment files, Kafka's zero-copy path); every other frame
+/// is memory only. The size prefix counts the file pieces' bytes.
+struct response_frame {
+  bytes memory;
+  std::vector<file_piece> file_pieces;
+
+  response_frame() = default;
+  response_frame(bytes m) : memory(std::move(m)) {}   // NOLINT: a memory-only frame
+  /// Bytes on the wire: memory plus every file piece.
+  [[nodiscard]] size_t size_bytes() const {
+    size_t n = memory.size();
+    for (const auto& p : file_pieces) n += p.range.length;
+    return n;
+  }
+};
+
+/// Answers one request: the whole response frame, or nullopt when the request takes no response
+/// (Produce with acks=0). Called exactly once, from any thread.
+using respond_fn = std::function<void(std::optional<response_frame> frame)>;
 
 class request_handler {
  public:

@@ -40,6 +40,7 @@
 namespace ringlog::storage {
 
 class segment;
+struct located_batch;
 
 struct append_result {
   model::offset base_offset{0};   // offset given to the first record
@@ -56,6 +57,15 @@ struct append_result {
 struct read_result {
   model::bytes batches;
   model::offset next_offset{0};  // offset after the last record returned
+};
+
+/// Whole batches as places in the segment files (partition_log::read_file_ranges), for a reader
+/// that sends them to a socket by reference: one range per batch, in offset order, each exactly
+/// one whole batch as stored.
+struct file_read_result {
+  std::vector<io::file_range> batches;
+  size_t size_bytes = 0;          // sum of the ranges' lengths
+  model::offset next_offset{0};   // offset after the last record of the last batch
 };
 
 struct segment_info {
@@ -139,6 +149,12 @@ class partition_log {
   /// offset is >= `max_offset` (exclusive; pass the high watermark for consumers).
   /// Errors: offset_out_of_range (the message names log_start_offset and log_end_offset).
   result<read_result> read(model::offset start, size_t max_bytes, model::offset max_offset);
+  /// The batches read() would return, as file ranges instead of bytes: the same batches, limits
+  /// and errors, but only the headers are read. Each range holds its segment's file open
+  /// (io::file_range), so it stays valid when retention deletes the segment meanwhile. Batches
+  /// below `max_offset` (the high watermark, or the last stable offset) are never truncated
+  /// away, so the bytes of a range do not change while it is held.
+  result<file_read_result> read_file_ranges(model::offset start, size_t max_bytes, model::offset max_offset);
 
   /// The earliest readable offset (>= log_start_offset) whose record timestamp is >= `timestamp`,
   /// with that record's timestamp (Kafka ListOffsets by time), or nullopt when no record has such
@@ -228,6 +244,11 @@ class partition_log {
   /// Rolls the active segment when a batch of `batch_bytes` whose offsets end `last_offset_delta`
   /// past `base` would pass segment.bytes, segment.ms, the index size or the 32-bit offset range.
   result<void> roll_if_needed(size_t batch_bytes, model::offset base, int32_t last_offset_delta, int64_t now_ms);
+  /// The walk shared by read() and read_file_ranges(): calls `take(segment, batch)` for each whole
+  /// batch from the one holding `start`, below `max_offset`, while `taken_bytes + batch size`
+  /// stays within `max_bytes` (the first batch always). Errors: offset_out_of_range, storage.
+  result<model::offset> walk_batches(model::offset start, size_t max_bytes, model::offset max_offset,
+                                     const std::function<result<void>(segment&, const located_batch&)>& take);
   /// Writes one validated batch (offsets and epoch already set) to the active segment.
   result<append_result> write_batch(std::span<const std::byte> batch, const codec::batch_header& header, int64_t now_ms);
   result<void> delete_segment_front();
