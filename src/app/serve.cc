@@ -51,10 +51,11 @@ void print_usage(std::ostream& out) {
          "Settings come from the defaults, then --config (a Kafka-style .properties file), then each\n"
          "--set in order. Unknown keys and out-of-range values are refused at start.\n\n"
          "Adding a broker to a running cluster: start a node with a new node.id, its own\n"
-         "listeners=http://...,cluster://... and log.dirs, process.roles=broker and the cluster's\n"
-         "controller.quorum.voters unchanged. It follows the metadata log without a vote (a raft\n"
+         "listeners=http://...,kafka://...,cluster://... and log.dirs, process.roles=broker and the\n"
+         "cluster's controller.quorum.voters unchanged. It follows the metadata log without a vote (a raft\n"
          "observer), registers, and the other nodes learn its cluster:// address from its\n"
-         "registration; topics created afterwards place replicas on it.\n\n"
+         "registration; topics created afterwards place replicas on it, and `ringlog cluster reassign`\n"
+         "moves existing partitions onto it.\n\n"
          "Keys (default, meaning):\n";
   for (const auto& k : config::describe_keys()) {
     out << "  " << k.name << " = " << k.default_value << "\n      " << k.doc << "\n";
