@@ -770,7 +770,8 @@ result<void> log_cleaner::swap_group(pass& p) {
     return e;
   };
   for (size_t i = 0; i < group.size(); ++i) {
-    auto removed = group[i]->remove_files();
+    // The old txn index files stay for step d, which reads them (also after a crash here).
+    auto removed = group[i]->remove_files(txn_index_file::keep);
     if (!removed.ok()) return fail(removed.error());
     if (i == 0) {
       auto s = hook("old-segment-removed");
