@@ -12,8 +12,12 @@ Measures, one at a time:
       the same run with log.cleaner.enable=false: `ringlog serve` with one shard, a partition
       pre-filled with PREFILL_KEYS x PREFILL_VERSIONS records, then PRODUCE_SECONDS of one-record
       POSTs (sequential, one client), p50/p99/max.
+      With BASELINE_RINGLOG set (another build's binary, e.g. one that cleaned in whole passes),
+      (c) also runs with the cleaner on under that binary, in the same script run.
 Environment: BENCH_DIR [BUILD_DIR/bench-data], KEYS [100000], VERSIONS [20], PREFILL_KEYS [50000],
-PREFILL_VERSIONS [10], PRODUCE_SECONDS [20]. Prints a markdown report to stdout.
+PREFILL_VERSIONS [10], PRODUCE_SECONDS [20], PARTS [all] (or "produce": (c) only, no fio and no
+cleaner_bench, which needs -Dbenchmarks=true), BASELINE_RINGLOG [unset]. Prints a markdown report
+to stdout.
 """
 import base64
 import json
@@ -35,6 +39,8 @@ VERSIONS = int(os.environ.get("VERSIONS", 20))
 PREFILL_KEYS = int(os.environ.get("PREFILL_KEYS", 50000))
 PREFILL_VERSIONS = int(os.environ.get("PREFILL_VERSIONS", 10))
 PRODUCE_SECONDS = float(os.environ.get("PRODUCE_SECONDS", 20))
+PARTS = os.environ.get("PARTS", "all")
+BASELINE_RINGLOG = os.environ.get("BASELINE_RINGLOG")
 CLEANER_BENCH = BUILD / "bench" / "cleaner_bench"
 RINGLOG = BUILD / "src" / "app" / "ringlog"
 BINARY = "application/vnd.kafka.binary.v2+json"
@@ -68,11 +74,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def produce_latency(enable):
+def produce_latency(enable, binary=RINGLOG):
     data = BENCH_DIR / "serve"
     shutil.rmtree(data, ignore_errors=True)
     port = free_port()
-    proc = subprocess.Popen([str(RINGLOG), "serve", "--set", f"listeners=http://127.0.0.1:{port}", "--set",
+    proc = subprocess.Popen([str(binary), "serve", "--set", f"listeners=http://127.0.0.1:{port}", "--set",
                              f"log.dirs={data}", "--set", "num.shards=1", "--set", f"log.cleaner.enable={str(enable).lower()}",
                              "--set", "log.cleaner.backoff.ms=1000", "--set", "log.retention.check.interval.ms=1000"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -116,14 +122,45 @@ def produce_latency(enable):
         secs = sum(float(l.rsplit(" ", 1)[1]) for l in metrics.splitlines() if l.startswith("ringlog_log_cleaner_seconds_total{"))
         latencies.sort()
         return {"requests": len(latencies), "p50": latencies[len(latencies) // 2], "p99": latencies[int(len(latencies) * 0.99)],
-                "max": latencies[-1], "passes": passes, "cleaned_mib": cleaned / 2**20, "cleaner_s": secs}
+                "p999": latencies[int(len(latencies) * 0.999)], "max": latencies[-1], "passes": passes, "cleaned_mib": cleaned / 2**20, "cleaner_s": secs}
     finally:
         proc.terminate()
         proc.wait(30)
         shutil.rmtree(data, ignore_errors=True)
 
 
+def produce_report(off, on, baseline):
+    print(f"\nProduce to a compacted partition ({PREFILL_KEYS} keys x {PREFILL_VERSIONS} versions pre-filled, one shard, "
+          f"one client, {PRODUCE_SECONDS:.0f} s of one-record POSTs):\n")
+    print("| cleaner | requests | p50 ms | p99 ms | p99.9 ms | max ms | passes | MiB cleaned | cleaner seconds |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows = [("off", off), ("on", on)]
+    if baseline:
+        rows.append((f"on, {BASELINE_RINGLOG}", baseline))
+    for label, r in rows:
+        print(f"| {label} | {r['requests']} | {r['p50']:.2f} | {r['p99']:.2f} | {r['p999']:.2f} | {r['max']:.1f} | "
+              f"{r['passes']:.0f} | {r['cleaned_mib']:.1f} | {r['cleaner_s']:.2f} |")
+
+
+def produce_part():
+    log("produce, cleaner off")
+    off = produce_latency(False)
+    log("produce, cleaner on")
+    on = produce_latency(True)
+    baseline = None
+    if BASELINE_RINGLOG:
+        log("produce, cleaner on,", BASELINE_RINGLOG)
+        baseline = produce_latency(True, pathlib.Path(BASELINE_RINGLOG))
+    return off, on, baseline
+
+
 def main():
+    if PARTS == "produce":
+        if not RINGLOG.exists():
+            sys.exit(f"missing {RINGLOG}")
+        BENCH_DIR.mkdir(parents=True, exist_ok=True)
+        produce_report(*produce_part())
+        return
     for tool in (CLEANER_BENCH, RINGLOG):
         if not tool.exists():
             sys.exit(f"missing {tool}: meson setup {BUILD} -Dbenchmarks=true && ninja -C {BUILD}")
@@ -134,10 +171,7 @@ def main():
     for label, extra in [("warm", []), ("cold (page cache dropped)", ["--cold"]), ("lz4 batches, warm", ["--compression", "lz4"])]:
         log("cleaner_bench", label)
         runs.append((label, cleaner(*extra)))
-    log("produce, cleaner off")
-    off = produce_latency(False)
-    log("produce, cleaner on")
-    on = produce_latency(True)
+    off, on, baseline = produce_part()
     print(f"Disk (fio, 1 MiB O_DIRECT): sequential read {disk_read:.0f} MiB/s, write {disk_write:.0f} MiB/s\n")
     print(f"Changelog: {KEYS} keys x {VERSIONS} versions, 100-byte values, batches of 100 records, segments of 64 MiB\n")
     print("The offset map costs 24 bytes a slot and is filled to 3/4 (offset_map.h): 32 bytes per key when full. A pass\n"
@@ -149,13 +183,7 @@ def main():
         print(f"| {label} | {float(r['log_mib_before']):.0f} MiB | {float(r['log_mib_after']):.1f} MiB | {r['passes']} | "
               f"{float(r['seconds']):.2f} | {float(r['mib_per_s']):.0f} | {r['keys_in_map']} | {float(r['map_mib']):.1f} | "
               f"{float(r['map_bytes_per_key']):.1f} |")
-    print(f"\nProduce to a compacted partition ({PREFILL_KEYS} keys x {PREFILL_VERSIONS} versions pre-filled, one shard, "
-          f"one client, {PRODUCE_SECONDS:.0f} s of one-record POSTs):\n")
-    print("| cleaner | requests | p50 ms | p99 ms | max ms | passes | MiB cleaned | cleaner seconds |")
-    print("|---|---|---|---|---|---|---|---|")
-    for label, r in [("off", off), ("on", on)]:
-        print(f"| {label} | {r['requests']} | {r['p50']:.2f} | {r['p99']:.2f} | {r['max']:.1f} | {r['passes']:.0f} | "
-              f"{r['cleaned_mib']:.1f} | {r['cleaner_s']:.2f} |")
+    produce_report(off, on, baseline)
 
 
 if __name__ == "__main__":

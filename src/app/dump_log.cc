@@ -183,6 +183,8 @@ std::string batch_line(const codec::batch_header& h, uint64_t position, bool val
   line += " partitionLeaderEpoch: " + std::to_string(h.partition_leader_epoch.value());
   line += " isTransactional: " + std::string(bool_text(h.is_transactional()));
   line += " isControl: " + std::string(bool_text(h.is_control()));
+  // KIP-534: shown only when the cleaner set one (Kafka prints deleteHorizonMs for every batch).
+  if (h.has_delete_horizon()) line += " deleteHorizonMs: " + std::to_string(h.delete_horizon_ms());
   line += " position: " + std::to_string(position);
   line += " " + std::string(timestamp_label(h)) + ": " + std::to_string(h.max_timestamp);
   line += " size: " + std::to_string(h.size_bytes());

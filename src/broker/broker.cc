@@ -2505,13 +2505,31 @@ void broker_impl::maintain(size_t shard) {
     deps_.runtime.post(shard, [this, shard, rt = rt, retention_due] {
       if (stopping_ || rt->deleted) return;
       maintain_partition(*rt, retention_due);
-      // Log compaction: records below the high watermark change, so kept reads of it go.
-      if (compaction_.maybe_clean(shard, *rt->log, *rt->stats, deps_.clock.now_ms())) {
-        auto& recent = recent_reads_[shard];
-        std::erase_if(recent, [&rt](const recent_read& r) { return r.partition_uid == rt->uid; });
-        publish(*rt);
-      }
+      // Log compaction: a pass starts here and runs in steps (clean_step).
+      if (compaction_.begin(shard, *rt->log, *rt->stats, deps_.clock.now_ms())) clean_step(shard, rt);
     });
+  }
+}
+
+void broker_impl::clean_step(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
+  if (stopping_ || rt->deleted) {
+    compaction_.abandon(shard);
+    return;
+  }
+  const auto outcome = compaction_.step(shard, *rt->log, *rt->stats, deps_.clock.now_ms());
+  if (outcome.records_changed) {
+    // Records below the high watermark changed, so kept reads of the log go.
+    auto& recent = recent_reads_[shard];
+    std::erase_if(recent, [&rt](const recent_read& r) { return r.partition_uid == rt->uid; });
+    publish(*rt);
+  }
+  if (outcome.done) return;
+  // The next step queues behind the produce and fetch work that arrived during this one.
+  auto next = [this, shard, rt] { clean_step(shard, rt); };
+  if (outcome.wait_ms > 0) {
+    deps_.runtime.post_after(shard, outcome.wait_ms, std::move(next));
+  } else {
+    deps_.runtime.post(shard, std::move(next));
   }
 }
 

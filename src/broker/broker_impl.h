@@ -526,6 +526,8 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   int32_t min_insync_replicas(const std::string& topic) const;
   /// Leader: proposes the ISR change leader_state asks for (AlterPartition to the controller).
   void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);
+  /// One bounded step of the shard's cleaning pass over `rt` (compaction.h); queues the next.
+  void clean_step(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   /// Every replication_tick_ms on each shard: ISR shrinks, acks=all timeouts, idle followers.
   void schedule_replication_tick(size_t shard);
   void replication_tick(size_t shard);

@@ -12,30 +12,57 @@ compaction::compaction(const broker_config& config, size_t shard_count)
   for (auto& s : shards_) s.throttle = storage::cleaner_throttle(io_bytes_per_second_);
 }
 
-bool compaction::maybe_clean(size_t shard, storage::partition_log& log, partition_stats& stats, int64_t now_ms) {
+bool compaction::begin(size_t shard, storage::partition_log& log, partition_stats& stats, int64_t now_ms) {
   if (!enabled_ || !log.config().compacted()) return false;
   shard_cleaner& s = shards_.at(shard);
   if (!s.cleaner) s.cleaner = std::make_unique<storage::log_cleaner>(storage::cleaner_config{dedupe_bytes_per_shard_});
-  if (!s.throttle.may_start(now_ms)) return false;
-  const auto started = std::chrono::steady_clock::now();
-  auto pass = s.cleaner->clean(log);
-  const auto took_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-  if (!pass.ok()) return false;
-  if (!pass->cleaned) {
-    stats.cleaner_dirty_ratio_ppm.store(static_cast<int64_t>(pass->dirty_ratio * 1e6), std::memory_order_relaxed);
-    return false;
+  if (s.cleaner->in_progress()) return false;   // one pass at a time per shard; this log waits its turn
+  auto state = s.cleaner->inspect(log);
+  if (state.ok()) {
+    stats.cleaner_dirty_ratio_ppm.store(static_cast<int64_t>(state->dirty_ratio * 1e6), std::memory_order_relaxed);
   }
-  s.throttle.record(now_ms, pass->bytes_read);
+  if (!state.ok() || !state->due || !s.throttle.may_start(now_ms)) return false;
+  const auto started = std::chrono::steady_clock::now();
+  auto begun = s.cleaner->begin(log);
+  s.pass_time = std::chrono::steady_clock::now() - started;
+  return begun.ok() && begun.value();
+}
+
+compaction::step_outcome compaction::step(size_t shard, storage::partition_log& log, partition_stats& stats,
+                                          int64_t now_ms) {
+  shard_cleaner& s = shards_.at(shard);
+  step_outcome out;
+  if (!s.cleaner || !s.cleaner->in_progress() || s.cleaner->cleaning() != &log) return out;
+  const auto started = std::chrono::steady_clock::now();
+  auto stepped = s.cleaner->step(log);
+  s.pass_time += std::chrono::steady_clock::now() - started;
+  if (!stepped.ok()) return out;
+  s.throttle.record(now_ms, stepped->bytes_read);
+  out.records_changed = stepped->records_changed;
+  out.done = stepped->done;
+  if (!out.done) {
+    // Paced per step (Kafka's Throttler checks after each read and write of a pass).
+    out.wait_ms = s.throttle.wait_ms(now_ms);
+    return out;
+  }
+  const storage::clean_stats& pass = s.cleaner->stats();
+  if (stepped->abandoned || !pass.cleaned) return out;
   auto after = s.cleaner->inspect(log);
   stats.cleaner_dirty_ratio_ppm.store(after.ok() ? static_cast<int64_t>(after->dirty_ratio * 1e6) : 0,
                                       std::memory_order_relaxed);
-  stats.cleaner_bytes_read_total.fetch_add(pass->bytes_read, std::memory_order_relaxed);
-  stats.cleaner_bytes_written_total.fetch_add(pass->bytes_written, std::memory_order_relaxed);
+  stats.cleaner_bytes_read_total.fetch_add(pass.bytes_read, std::memory_order_relaxed);
+  stats.cleaner_bytes_written_total.fetch_add(pass.bytes_written, std::memory_order_relaxed);
   stats.cleaner_passes_total.fetch_add(1, std::memory_order_relaxed);
-  stats.cleaner_time_ms_total.fetch_add(static_cast<uint64_t>(took_ms), std::memory_order_relaxed);
+  stats.cleaner_time_ms_total.fetch_add(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(s.pass_time).count()),
+      std::memory_order_relaxed);
   stats.cleaner_last_clean_ms.store(now_ms, std::memory_order_relaxed);
-  return true;
+  return out;
+}
+
+void compaction::abandon(size_t shard) {
+  shard_cleaner& s = shards_.at(shard);
+  if (s.cleaner) s.cleaner->abandon();
 }
 
 }  // namespace ringlog::broker

@@ -1,6 +1,9 @@
 #pragma once
-// The log cleaner of each shard (storage/log_cleaner.h): every maintenance tick, a shard runs one
-// pass over each of its compacted partitions that is due, paced by
+// The log cleaner of each shard (storage/log_cleaner.h): on each maintenance tick a shard starts
+// a pass over one of its compacted partitions that is due (one pass at a time per shard, as a
+// Kafka cleaner thread cleans one log at a time), then runs it in bounded steps
+// (storage::cleaner_step_bytes each), each a task of its own on the shard's loop, so produce and
+// fetch work queued meanwhile runs between steps. Steps are paced by
 // log.cleaner.io.max.bytes.per.second; log.cleaner.dedupe.buffer.size is shared out over the
 // shards (Kafka shares it over log.cleaner.threads). Private to the broker.
 
@@ -20,16 +23,30 @@ class compaction {
  public:
   compaction(const broker_config& config, size_t shard_count);
 
-  /// On `shard`'s thread. Cleans `log` once when it is compacted, due, and the shard's pacing
-  /// allows, then publishes the cleaner figures into `stats`. Returns true when the log's
-  /// records changed (a pass ran), so kept reads of it are stale. A pass that fails leaves the
-  /// log to report kafka_storage_error to its next caller (as a failed append does).
-  bool maybe_clean(size_t shard, storage::partition_log& log, partition_stats& stats, int64_t now_ms);
+  /// What one step did, for the caller that schedules the next.
+  struct step_outcome {
+    bool done = true;              // the pass ended (or failed): schedule no further step
+    bool records_changed = false;  // a group was swapped in: kept reads of the log are stale
+    int64_t wait_ms = 0;           // pacing: run the next step no sooner than this from now
+  };
+
+  /// On `shard`'s thread. Starts a pass over `log` when it is compacted and due, the shard runs
+  /// no pass yet and its pacing allows; publishes the dirty ratio into `stats` either way.
+  /// Returns true when a pass started: the caller then runs step() until it says done.
+  bool begin(size_t shard, storage::partition_log& log, partition_stats& stats, int64_t now_ms);
+  /// On `shard`'s thread: one step of the shard's pass over `log` (the log given to begin).
+  /// When the pass ends, publishes the cleaner figures into `stats`. A pass that fails leaves
+  /// the log to report kafka_storage_error to its next caller (as a failed append does).
+  step_outcome step(size_t shard, storage::partition_log& log, partition_stats& stats, int64_t now_ms);
+  /// On `shard`'s thread: ends the shard's pass without finishing it (its partition is being
+  /// deleted, or the broker stops).
+  void abandon(size_t shard);
 
  private:
   struct shard_cleaner {
     std::unique_ptr<storage::log_cleaner> cleaner;   // created on the first compacted partition
     storage::cleaner_throttle throttle{0};
+    std::chrono::steady_clock::duration pass_time{};  // wall time of the pass's steps so far
   };
   bool enabled_;
   size_t dedupe_bytes_per_shard_;

@@ -297,11 +297,21 @@ result<model::bytes> encode_batch(const batch_options& options, std::span<const 
   return out;
 }
 
-result<model::bytes> encode_filtered_batch(const batch_header& original, std::span<const model::record> kept) {
+result<model::bytes> encode_filtered_batch(const batch_header& original, std::span<const model::record> kept,
+                                           std::optional<model::timestamp_ms> delete_horizon_ms) {
   RINGLOG_ASSERT_OP(kept.size(), <=, static_cast<size_t>(original.last_offset_delta) + 1);
   constexpr auto bytes_max = static_cast<size_t>(constants::batch_bytes_max);
   int16_t attributes = original.attributes;
   if (kept.empty()) attributes = static_cast<int16_t>(attributes & ~compression_mask);
+  // KIP-534: the base timestamp is the delete horizon while bit 6 is set, else a record's time.
+  model::timestamp_ms base_timestamp = original.base_timestamp;
+  if (delete_horizon_ms) {
+    attributes = static_cast<int16_t>(attributes | batch_delete_horizon_flag);
+    base_timestamp = *delete_horizon_ms;
+  } else {
+    attributes = static_cast<int16_t>(attributes & ~batch_delete_horizon_flag);
+    if (original.has_delete_horizon()) base_timestamp = kept.empty() ? original.max_timestamp : kept.front().timestamp;
+  }
   RINGLOG_TRY(check_compression(attributes & compression_mask));
   model::bytes section;
   model::bytes body;
@@ -311,7 +321,7 @@ result<model::bytes> encode_filtered_batch(const batch_header& original, std::sp
     RINGLOG_ASSERT(delta > previous && delta <= original.last_offset_delta, "kept records ascend inside the batch");
     previous = delta;
     RINGLOG_TRY(check_record_limits(kept[i], i));
-    put_record(section, body, kept[i], static_cast<int32_t>(delta), original.base_timestamp);
+    put_record(section, body, kept[i], static_cast<int32_t>(delta), base_timestamp);
   }
   const auto codec_value = static_cast<model::compression>(attributes & compression_mask);
   if (!kept.empty() && codec_value != model::compression::none) {
@@ -331,7 +341,7 @@ result<model::bytes> encode_filtered_batch(const batch_header& original, std::sp
   put_be(p + magic_position, batch_magic_v2);
   put_be(p + batch_attributes_position, attributes);
   put_be(p + last_offset_delta_position, original.last_offset_delta);
-  put_be(p + base_timestamp_position, original.base_timestamp);
+  put_be(p + base_timestamp_position, base_timestamp);
   put_be(p + max_timestamp_position, original.max_timestamp);
   put_be(p + producer_id_position, original.producer.value());
   put_be(p + producer_epoch_position, original.producer_epoch_value.value());

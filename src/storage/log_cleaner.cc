@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "checkpoint.h"
 #include "ringlog/base/assert.h"
@@ -17,6 +18,9 @@ namespace {
 
 /// Cleaned bytes are collected up to this size before one write: few syscalls, bounded memory.
 constexpr size_t cleaner_write_buffer_bytes = 1024 * 1024;
+/// Record batch v2 attribute bits (codec/record_batch.h).
+constexpr int16_t transactional_bit = 0x10;
+constexpr int16_t control_bit = 0x20;
 
 error storage_error(const io::error& e) { return error{errc::kafka_storage_error, e.message}; }
 
@@ -67,6 +71,145 @@ int64_t tombstone_clock_ms(const segment& seg, int64_t now_ms) {
   return (t < 0 || t > now_ms) ? now_ms : t;
 }
 
+constexpr const char* txn_index_suffix = ".txnindex";
+
+/// The abort markers (their offsets) among the control batches of the file at `path`.
+result<std::set<int64_t>> abort_markers_of_file(io::file_system& fs, const std::string& path) {
+  auto file = fs.open(path, io::open_mode::read_only);
+  if (!file.ok()) return storage_error(file.error());
+  auto size = file.value()->size();
+  if (!size.ok()) return storage_error(size.error());
+  std::set<int64_t> out;
+  uint64_t position = 0;
+  std::array<std::byte, codec::batch_header_bytes> head{};
+  model::bytes batch;
+  while (position + codec::batch_header_bytes <= size.value()) {
+    auto n = file.value()->read_at(model::file_position{position}, head);
+    if (!n.ok()) return storage_error(n.error());
+    auto header = codec::decode_header(head);
+    if (!header.ok() || position + header->size_bytes() > size.value()) break;
+    if (header->is_control() && header->producer.value() >= 0 && header->records_count > 0) {
+      batch.resize(header->size_bytes());
+      auto r = file.value()->read_at(model::file_position{position}, batch);
+      if (!r.ok()) return storage_error(r.error());
+      auto records = codec::decode_records(batch);
+      if (records.ok() && records->size() == 1) {
+        auto marker = codec::decode_control_record(records->front());
+        if (marker.ok() && marker->type == codec::control_type::abort) out.insert(header->last_offset().value());
+      }
+    }
+    position += header->size_bytes();
+  }
+  return out;
+}
+
+/// Step d of a swap (log_cleaner.h): the txn index of the group [group_base, group_end) becomes
+/// `<group_base>.txnindex` holding the entries of every index file of a base in that range whose
+/// abort marker is in `kept_markers`; the other files of the range go. Idempotent, so recovery
+/// can redo it. Returns the entries kept. Errors: kafka_storage_error.
+result<std::vector<aborted_txn_entry>> rewrite_group_txn_index(io::file_system& fs, const std::string& directory,
+                                                               model::offset group_base, model::offset group_end,
+                                                               const std::set<int64_t>& kept_markers) {
+  auto names = fs.list_directory(directory);
+  if (!names.ok()) return storage_error(names.error());
+  std::map<int64_t, aborted_txn_entry> entries;   // by marker offset
+  std::vector<std::string> files;
+  for (const auto& name : names.value()) {
+    auto base = parse_base(name, txn_index_suffix);
+    if (!base || *base < group_base || *base >= group_end) continue;
+    files.push_back(name);
+    auto bytes = io::read_whole_file(fs, join(directory, name));
+    if (!bytes.ok()) return storage_error(bytes.error());
+    auto decoded = decode_txn_index(bytes.value());
+    // A corrupt file is rebuilt by the log's open from the segment's markers (partition_log.h).
+    if (!decoded.ok()) continue;
+    for (const auto& e : decoded.value()) {
+      if (kept_markers.contains(e.last_offset.value())) entries[e.last_offset.value()] = e;
+    }
+  }
+  std::vector<aborted_txn_entry> kept;
+  for (const auto& [offset, e] : entries) kept.push_back(e);
+  const std::string own = segment_file_stem(group_base) + txn_index_suffix;
+  if (!kept.empty()) {
+    auto written = io::write_file_atomic(fs, join(directory, own), encode_txn_index(kept));
+    if (!written.ok()) return storage_error(written.error());
+  }
+  bool removed_any = false;
+  for (const auto& name : files) {
+    if (name == own && !kept.empty()) continue;
+    auto removed = fs.remove(join(directory, name));
+    if (!removed.ok() && removed.error().code != io::errc::not_found) return storage_error(removed.error());
+    removed_any = true;
+  }
+  if (removed_any) {
+    auto synced = fs.sync_directory(directory);
+    if (!synced.ok()) return storage_error(synced.error());
+  }
+  return kept;
+}
+
+/// Transaction state of a walk over batches in offset order (Kafka's CleanedTransactionMetadata,
+/// KIP-98): which data batches belong to aborted transactions, and which markers no batch of
+/// their transaction needs any more. `aborted`: the aborted transactions whose marker is at or
+/// after the walk's first batch (partition_log::aborted_transactions).
+class txn_walk {
+ public:
+  explicit txn_walk(std::vector<aborted_txn_entry> aborted) : aborted_(std::move(aborted)) {
+    std::sort(aborted_.begin(), aborted_.end(),
+              [](const aborted_txn_entry& a, const aborted_txn_entry& b) { return a.first_offset < b.first_offset; });
+  }
+  /// A data batch holding records: true when it belongs to an aborted transaction (its records go).
+  bool aborted_data(const codec::batch_header& h) {
+    reach(h.last_offset());
+    if (!h.is_transactional() || h.producer.value() < 0) return false;
+    auto open = ongoing_aborted_.find(h.producer.value());
+    if (open != ongoing_aborted_.end()) {
+      open->second = true;
+      return true;
+    }
+    ongoing_committed_.insert(h.producer.value());
+    return false;
+  }
+  /// A transaction marker of `type`: true when no data batch of its transaction was met, so the
+  /// marker may go (after its delete horizon).
+  bool marker_may_go(const codec::batch_header& h, codec::control_type type) {
+    reach(h.last_offset());
+    const int64_t producer = h.producer.value();
+    if (type == codec::control_type::abort) {
+      auto open = ongoing_aborted_.find(producer);
+      if (open == ongoing_aborted_.end()) return true;
+      const bool data_met = open->second;
+      ongoing_aborted_.erase(open);
+      return !data_met;
+    }
+    return ongoing_committed_.erase(producer) == 0;
+  }
+
+ private:
+  /// Opens every aborted transaction that starts at or before `offset`.
+  void reach(model::offset offset) {
+    while (next_ < aborted_.size() && aborted_[next_].first_offset <= offset) {
+      ongoing_aborted_.try_emplace(aborted_[next_].producer_id.value(), false);
+      ++next_;
+    }
+  }
+  std::vector<aborted_txn_entry> aborted_;   // ascending first_offset
+  size_t next_ = 0;
+  std::map<int64_t, bool> ongoing_aborted_;  // producer -> a data batch of it was met
+  std::set<int64_t> ongoing_committed_;      // producers whose open (committed) transaction was met
+};
+
+/// The marker of a control batch of a producer; nullopt for an empty one or an unreadable one
+/// (never written by the log: partition_log::marker_of refuses it before the write).
+std::optional<codec::control_type> marker_type(std::span<const std::byte> batch, const codec::batch_header& h) {
+  if (h.records_count == 0) return std::nullopt;
+  auto records = codec::decode_records(batch);
+  if (!records.ok() || records->size() != 1) return std::nullopt;
+  auto marker = codec::decode_control_record(records->front());
+  if (!marker.ok()) return std::nullopt;
+  return marker->type;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- recovery of the swap steps
@@ -111,6 +254,11 @@ result<size_t> complete_interrupted_swaps(io::file_system& fs, const std::string
       auto removed = fs.remove(join(directory, segment_file_stem(base) + suffix));
       if (!removed.ok() && removed.error().code != io::errc::not_found) return storage_error(removed.error());
     }
+    // Step d again: the group's txn index keeps the aborted transactions whose marker is stored.
+    auto markers = abort_markers_of_file(fs, swap_path);
+    if (!markers.ok()) return markers.error();
+    auto indexed = rewrite_group_txn_index(fs, directory, base, end.value(), markers.value());
+    if (!indexed.ok()) return indexed.error();
     auto renamed = fs.rename(swap_path, join(directory, segment_file_stem(base) + ".log"));
     if (!renamed.ok()) return storage_error(renamed.error());
     changed = true;
@@ -132,12 +280,62 @@ void cleaner_throttle::record(int64_t now_ms, uint64_t bytes) {
 
 // ---------------------------------------------------------------- the cleaner
 
-log_cleaner::log_cleaner(cleaner_config config) : map_(config.dedupe_buffer_bytes) {}
+/// A pass in progress: its plan, where it stands, and what it has done.
+struct log_cleaner::pass {
+  enum class phase { build_map, rewrite, swap, finish };
+  partition_log* log = nullptr;
+  uint64_t generation = 0;          // the log's segments_generation_ at begin()
+  int64_t now_ms = 0;               // the pass's time: horizons are set and compared with it
+  cleanable_state state;
+  bool clean_section_only = false;  // nothing dirty: only expired tombstones / markers go
+  clean_stats stats;
+  phase at = phase::build_map;
+  // build_map: the next batch to read, and where the map ended
+  model::offset segment_base{0};
+  uint64_t position = 0;
+  bool map_full = false;
+  model::offset map_end{0};
+  std::optional<txn_walk> map_txns;
+  // rewrite: groups of segment bases, the current group and member, the output file
+  std::vector<std::vector<model::offset>> groups;
+  size_t group = 0;
+  size_t member = 0;
+  std::optional<txn_walk> rewrite_txns;   // one walk over the whole pass, from the log start
+  std::unique_ptr<io::file> out;
+  std::string cleaned_path;
+  uint64_t written = 0;
+  model::bytes pending;
+  std::set<int64_t> kept_abort_markers;   // of the current group's output
+  int64_t next_due_ms = std::numeric_limits<int64_t>::max();
+  model::bytes buffer;
+};
 
-result<void> log_cleaner::step(std::string_view name) {
+log_cleaner::log_cleaner(cleaner_config config) : map_(config.dedupe_buffer_bytes) {}
+log_cleaner::~log_cleaner() = default;
+
+const partition_log* log_cleaner::cleaning() const { return pass_ ? pass_->log : nullptr; }
+const clean_stats& log_cleaner::stats() const { return pass_ ? pass_->stats : last_stats_; }
+
+result<void> log_cleaner::hook(std::string_view name) {
   if (step_hook && !step_hook(name)) {
     return error{errc::kafka_storage_error, "log cleaner stopped at step '" + std::string(name) + "' (test hook)"};
   }
+  return base::ok_v;
+}
+
+result<void> log_cleaner::seed_delete_horizons(partition_log& log, model::offset first_dirty) {
+  int64_t earliest = std::numeric_limits<int64_t>::max();
+  for (const auto& [base, seg] : log.segments_) {
+    if (seg->next_offset() > first_dirty) break;   // the clean section only
+    auto batch = seg->header_at(model::file_position{0});
+    while (batch.ok() && batch.value()) {
+      const auto& b = *batch.value();
+      if (b.header.has_delete_horizon()) earliest = std::min(earliest, b.header.delete_horizon_ms());
+      batch = seg->header_at(model::file_position{b.position.value() + b.header.size_bytes()});
+    }
+    if (!batch.ok()) return batch.error();
+  }
+  if (earliest != std::numeric_limits<int64_t>::max()) tombstone_due_ms_[log.directory_] = earliest;
   return base::ok_v;
 }
 
@@ -148,27 +346,31 @@ result<cleanable_state> log_cleaner::inspect(partition_log& log) {
   const log_config& config = log.config_;
   auto cached = first_dirty_cache_.find(log.directory_);
   std::optional<model::offset> checkpointed;
-  if (cached != first_dirty_cache_.end()) {
+  const bool first_look = cached == first_dirty_cache_.end();
+  if (!first_look) {
     checkpointed = cached->second;
   } else {
     auto checkpoint = read_cleaner_checkpoint(log.fs_, log.directory_);
     if (!checkpoint.ok()) return checkpoint.error();
     checkpointed = checkpoint.value();
-    if (checkpointed) first_dirty_cache_[log.directory_] = *checkpointed;
+    first_dirty_cache_[log.directory_] = checkpointed.value_or(log.log_start_offset_);
   }
   model::offset first_dirty = checkpointed.value_or(log.log_start_offset_);
   // A checkpoint outside the log (truncation, a log started anew) restarts from the log start.
   if (first_dirty < log.log_start_offset_ || first_dirty > log.log_end_offset_) first_dirty = log.log_start_offset_;
+  if (first_look && config.compacted()) RINGLOG_TRY(seed_delete_horizons(log, first_dirty));
 
-  // The first segment that may not be cleaned: the active one, one reaching above the high
-  // watermark (it could still be truncated), or one with records newer than the lag.
+  // The first segment that may not be cleaned: the active one, one reaching above the last
+  // stable offset (above the high watermark it could still be truncated; above the first offset
+  // of an open transaction its outcome is unknown: KIP-98), or one with records newer than the lag.
+  const model::offset last_stable = log.last_stable_offset();
   const segment* active = log.segments_.rbegin()->second.get();
   model::offset first_uncleanable = active->base_offset();
   for (const auto& [base, seg] : log.segments_) {
     if (seg.get() == active) break;
-    const bool above_high_watermark = seg->next_offset() > log.high_watermark_;
+    const bool above_last_stable = seg->next_offset() > last_stable;
     const bool too_new = config.min_compaction_lag_ms > 0 && tombstone_clock_ms(*seg, now) > now - config.min_compaction_lag_ms;
-    if (above_high_watermark || too_new) {
+    if (above_last_stable || too_new) {
       first_uncleanable = base;
       break;
     }
@@ -186,11 +388,14 @@ result<cleanable_state> log_cleaner::inspect(partition_log& log) {
     out.dirty_bytes += seg->size_bytes();
     if (first_dirty_segment) {
       first_dirty_segment = false;
-      // KIP-354: the oldest dirty record's timestamp, from the first batch at the dirty start.
+      // KIP-354: the oldest dirty record's timestamp, from the first batch at the dirty start
+      // (its max timestamp when base_timestamp is a delete horizon, as in a batch a follower
+      // copied from a cleaned leader).
       auto located = seg->find_batch(first_dirty);
       if (!located.ok()) return located.error();
       if (located.value()) {
-        const int64_t first_ts = located.value()->header.base_timestamp;
+        const auto& h = located.value()->header;
+        const int64_t first_ts = h.has_delete_horizon() ? h.max_timestamp : h.base_timestamp;
         out.max_lag_passed = first_ts >= 0 && now - first_ts > config.max_compaction_lag_ms;
       }
     }
@@ -205,192 +410,415 @@ result<cleanable_state> log_cleaner::inspect(partition_log& log) {
   return out;
 }
 
-result<clean_stats> log_cleaner::clean(partition_log& log, force_clean force) {
-  clean_stats stats;
-  if (!log.config_.compacted()) return stats;
+result<bool> log_cleaner::begin(partition_log& log, force_clean force) {
+  RINGLOG_ASSERT(pass_ == nullptr, "one pass at a time per cleaner");
+  if (!log.config_.compacted()) return false;
   auto state = inspect(log);
   if (!state.ok()) return state.error();
-  stats.dirty_ratio = state->dirty_ratio;
-  stats.first_dirty_offset = state->first_dirty_offset;
-  if (!state->due && force == force_clean::no) return stats;
-  // Nothing dirty: only the clean section is rewritten (expired tombstones), with an empty map.
+  if (!state->due && force == force_clean::no) return false;
+  // Nothing dirty: only the clean section is rewritten (expired tombstones / markers).
   const bool clean_section_only = state->dirty_bytes == 0;
-  if (clean_section_only && !(state->clean_bytes > 0 && state->tombstones_due)) return stats;
-  const int64_t now = log.clock_.now_ms();
-  const log_config& config = log.config_;
-
-  // ---- 1. the offset map over [first_dirty, first_uncleanable), until it is full
+  if (clean_section_only && !(state->clean_bytes > 0 && state->tombstones_due)) return false;
+  auto p = std::make_unique<pass>();
+  p->log = &log;
+  p->generation = log.segments_generation_;
+  p->now_ms = log.clock_.now_ms();
+  p->state = state.value();
+  p->clean_section_only = clean_section_only;
+  p->stats.dirty_ratio = state->dirty_ratio;
+  p->stats.first_dirty_offset = state->first_dirty_offset;
+  p->map_end = state->first_uncleanable_offset;
   // At most one key per offset of the dirty range: size the map for that, within the buffer.
   map_.reset_for(static_cast<size_t>(state->first_uncleanable_offset - state->first_dirty_offset));
-  model::offset map_end = state->first_uncleanable_offset;
-  bool full = false;
-  model::bytes buffer;
-  for (auto& [base, seg] : log.segments_) {
-    if (full || base >= state->first_uncleanable_offset) break;
+  p->map_txns.emplace(log.aborted_transactions(state->first_dirty_offset, state->first_uncleanable_offset));
+  // The map starts at the segment holding the first dirty offset.
+  p->segment_base = state->first_uncleanable_offset;
+  for (const auto& [base, seg] : log.segments_) {
+    if (base >= state->first_uncleanable_offset) break;
     if (seg->next_offset() <= state->first_dirty_offset) continue;
+    p->segment_base = base;
     auto located = seg->find_batch(state->first_dirty_offset);
     if (!located.ok()) return located.error();
-    std::optional<located_batch> batch = located.value();
-    while (batch && !full) {
-      const auto& h = batch->header;
-      if (!h.is_control()) {
-        buffer.clear();
-        RINGLOG_TRY(seg->read_into(batch->position, h.size_bytes(), buffer));
-        auto records = codec::decode_records(buffer);
-        if (!records.ok()) return error{errc::corrupt_message, log.directory_ + ": " + records.error().message};
-        for (const auto& r : records.value()) {
-          if (r.record_offset < state->first_dirty_offset || !r.key) continue;
-          if (!map_.put(*r.key, r.record_offset)) {
-            full = true;
-            map_end = r.record_offset;
-            break;
-          }
-        }
+    p->position = located.value() ? located.value()->position.value() : seg->size_bytes();
+    break;
+  }
+  p->at = pass::phase::build_map;
+  pass_ = std::move(p);
+  return true;
+}
+
+void log_cleaner::abandon() {
+  if (!pass_) return;
+  pass_->out.reset();
+  if (!pass_->cleaned_path.empty() && pass_->log->check_usable().ok()) {
+    (void)pass_->log->fs_.remove(pass_->cleaned_path);   // recovery removes it too
+  }
+  last_stats_ = pass_->stats;
+  pass_.reset();
+}
+
+result<clean_step> log_cleaner::step(partition_log& log, size_t budget_bytes) {
+  RINGLOG_ASSERT(pass_ != nullptr && pass_->log == &log, "step() continues the pass begin() started on this log");
+  pass& p = *pass_;
+  clean_step out;
+  if (!log.check_usable().ok() || log.segments_generation_ != p.generation) {
+    // Retention, truncation or close changed the segments under the pass: stop here. Every
+    // group swapped so far is complete; the next pass starts over from the checkpoint.
+    abandon();
+    out.done = true;
+    out.abandoned = true;
+    return out;
+  }
+  ++p.stats.steps;
+  result<void> r = base::ok_v;
+  switch (p.at) {
+    case pass::phase::build_map: r = build_map_step(p, budget_bytes, out); break;
+    case pass::phase::rewrite: r = rewrite_step(p, budget_bytes, out); break;
+    case pass::phase::swap:
+      r = swap_group(p);
+      out.records_changed = r.ok();
+      break;
+    case pass::phase::finish:
+      r = finish(p);
+      out.done = r.ok();
+      break;
+  }
+  if (!r.ok()) {
+    // As a crash at this point would: the .cleaned file stays for the next pass (which
+    // truncates it) or recovery (which removes it).
+    last_stats_ = p.stats;
+    pass_.reset();
+    return r.error();
+  }
+  if (out.done) {
+    last_stats_ = p.stats;
+    pass_.reset();
+  }
+  return out;
+}
+
+result<clean_stats> log_cleaner::clean(partition_log& log, force_clean force) {
+  auto started = begin(log, force);
+  if (!started.ok()) return started.error();
+  if (!started.value()) {
+    clean_stats none;
+    auto state = inspect(log);
+    if (state.ok()) {
+      none.dirty_ratio = state->dirty_ratio;
+      none.first_dirty_offset = state->first_dirty_offset;
+    }
+    return none;
+  }
+  for (;;) {
+    auto s = step(log);
+    if (!s.ok()) return s.error();
+    if (s->done) return last_stats_;
+  }
+}
+
+result<void> log_cleaner::build_map_step(pass& p, size_t budget_bytes, clean_step& out) {
+  partition_log& log = *p.log;
+  const cleanable_state& state = p.state;
+  auto end_map = [&]() -> result<void> {
+    if (p.map_end <= state.first_dirty_offset && !p.clean_section_only) {
+      // Not one key fits (or nothing dirty to map): nothing to do.
+      p.stats.map_end_offset = p.map_end;
+      p.at = pass::phase::finish;
+      p.groups.clear();
+      p.stats.cleaned = false;
+      return base::ok_v;
+    }
+    p.stats.map_end_offset = p.map_end;
+    p.stats.keys_in_map = map_.size();
+    return plan_groups(p);
+  };
+  if (p.clean_section_only) return end_map();
+  while (!p.map_full && p.segment_base < state.first_uncleanable_offset) {
+    auto found = log.segments_.find(p.segment_base);
+    RINGLOG_ASSERT(found != log.segments_.end(), "the segments of a pass stay while its generation holds");
+    segment& seg = *found->second;
+    if (out.bytes_read >= budget_bytes) return base::ok_v;   // the step's bound: yield
+    auto located = seg.header_at(model::file_position{p.position});
+    if (!located.ok()) return located.error();
+    if (!located.value()) {
+      auto next = log.segments_.upper_bound(p.segment_base);
+      p.segment_base = next == log.segments_.end() ? state.first_uncleanable_offset : next->first;
+      p.position = 0;
+      continue;
+    }
+    const auto& h = located.value()->header;
+    p.buffer.clear();
+    RINGLOG_TRY(seg.read_into(located.value()->position, h.size_bytes(), p.buffer));
+    out.bytes_read += h.size_bytes();
+    p.position += h.size_bytes();
+    if (h.is_control()) {
+      // Control records are markers, never a key's value; they end transactions in the walk.
+      if (h.producer.value() >= 0) {
+        if (auto type = marker_type(p.buffer, h)) (void)p.map_txns->marker_may_go(h, *type);
       }
-      auto next = seg->header_at(model::file_position{batch->position.value() + h.size_bytes()});
-      if (!next.ok()) return next.error();
-      batch = next.value();
+      continue;
+    }
+    if (h.records_count == 0) continue;
+    if (p.map_txns->aborted_data(h)) continue;   // an aborted value never supersedes anything
+    auto records = codec::decode_records(p.buffer);
+    if (!records.ok()) return error{errc::corrupt_message, log.directory_ + ": " + records.error().message};
+    for (const auto& r : records.value()) {
+      if (r.record_offset < state.first_dirty_offset || !r.key) continue;
+      if (!map_.put(*r.key, r.record_offset)) {
+        p.map_full = true;
+        p.map_end = r.record_offset;
+        break;
+      }
     }
   }
-  if (map_end <= state->first_dirty_offset && !clean_section_only) return stats;  // not one key fits
-  stats.map_end_offset = map_end;
-  stats.keys_in_map = map_.size();
+  return end_map();
+}
 
-  // ---- 2. groups of segments below map_end, each at most segment.bytes
-  std::vector<std::vector<segment*>> groups;
+result<void> log_cleaner::plan_groups(pass& p) {
+  partition_log& log = *p.log;
+  const log_config& config = log.config_;
   uint64_t group_bytes = 0;
+  model::offset group_front{0};
   for (auto& [base, seg] : log.segments_) {
-    if (base >= map_end) break;
+    if (base >= p.map_end) break;
     RINGLOG_ASSERT(seg.get() != log.segments_.rbegin()->second.get(), "the active segment is never cleaned");
-    const bool offsets_fit = !groups.empty() && !groups.back().empty() &&
-                             seg->next_offset() - groups.back().front()->base_offset() <
-                                 std::numeric_limits<int32_t>::max();
-    if (groups.empty() || !offsets_fit ||
-        group_bytes + seg->size_bytes() > static_cast<uint64_t>(config.segment_bytes)) {
-      groups.emplace_back();
+    const bool offsets_fit = !p.groups.empty() &&
+                             seg->next_offset() - group_front < std::numeric_limits<int32_t>::max();
+    if (p.groups.empty() || !offsets_fit || group_bytes + seg->size_bytes() > static_cast<uint64_t>(config.segment_bytes)) {
+      p.groups.emplace_back();
       group_bytes = 0;
+      group_front = base;
     }
-    groups.back().push_back(seg.get());
+    p.groups.back().push_back(base);
     group_bytes += seg->size_bytes();
   }
+  p.rewrite_txns.emplace(log.aborted_transactions(log.log_start_offset_, p.map_end));
+  p.group = 0;
+  p.member = 0;
+  p.position = 0;
+  p.at = p.groups.empty() ? pass::phase::finish : pass::phase::rewrite;
+  return base::ok_v;
+}
 
-  // ---- 3. rewrite and swap each group
-  int64_t next_tombstone_due = std::numeric_limits<int64_t>::max();
-  for (const auto& group : groups) {
-    const model::offset group_base = group.front()->base_offset();
-    const std::string stem = log.directory_ + "/" + segment_file_stem(group_base);
-    const std::string cleaned_path = stem + ".log.cleaned";
-    const std::string swap_path = stem + ".log.swap";
-    auto out = log.fs_.open(cleaned_path, io::open_mode::read_write_create);
-    if (!out.ok()) return storage_error(out.error());
-    auto cut = out.value()->truncate(0);   // a stale file of an earlier cut pass
+result<void> log_cleaner::rewrite_step(pass& p, size_t budget_bytes, clean_step& out) {
+  partition_log& log = *p.log;
+  const log_config& config = log.config_;
+  const auto& group = p.groups[p.group];
+  const model::offset group_base = group.front();
+  if (!p.out) {
+    // The group's output file; a stale one of an earlier cut pass is cut to nothing.
+    p.cleaned_path = log.directory_ + "/" + segment_file_stem(group_base) + ".log.cleaned";
+    auto opened = log.fs_.open(p.cleaned_path, io::open_mode::read_write_create);
+    if (!opened.ok()) return storage_error(opened.error());
+    auto cut = opened.value()->truncate(0);
     if (!cut.ok()) return storage_error(cut.error());
-    uint64_t written = 0;
-    model::bytes pending;
-    auto flush_pending = [&]() -> result<void> {
-      if (pending.empty()) return base::ok_v;
-      auto w = out.value()->write_at(model::file_position{written}, pending);
-      if (!w.ok()) return storage_error(w.error());
-      written += pending.size();
-      pending.clear();
+    p.out = std::move(opened.value());
+    p.written = 0;
+    p.pending.clear();
+    p.kept_abort_markers.clear();
+  }
+  auto flush_pending = [&]() -> result<void> {
+    if (p.pending.empty()) return base::ok_v;
+    auto w = p.out->write_at(model::file_position{p.written}, p.pending);
+    if (!w.ok()) return storage_error(w.error());
+    p.written += p.pending.size();
+    p.pending.clear();
+    return base::ok_v;
+  };
+  const int64_t now = p.now_ms;
+  const int64_t new_horizon = now + config.delete_retention_ms;
+  while (p.member < group.size()) {
+    auto found = log.segments_.find(group[p.member]);
+    RINGLOG_ASSERT(found != log.segments_.end(), "the segments of a pass stay while its generation holds");
+    segment& seg = *found->second;
+    if (out.bytes_read >= budget_bytes) {
+      RINGLOG_TRY(flush_pending());
+      return base::ok_v;   // the step's bound: yield (a step reads at least one batch)
+    }
+    if (p.position == 0) {
+      p.stats.bytes_read += seg.size_bytes();
+      ++p.stats.segments_before;
+    }
+    auto located = seg.header_at(model::file_position{p.position});
+    if (!located.ok()) return located.error();
+    if (!located.value()) {
+      ++p.member;
+      p.position = 0;
+      continue;
+    }
+    const auto h = located.value()->header;
+    auto next = seg.header_at(model::file_position{p.position + h.size_bytes()});
+    if (!next.ok()) return next.error();
+    const bool last_of_segment = !next.value().has_value();
+    p.buffer.clear();
+    RINGLOG_TRY(seg.read_into(located.value()->position, h.size_bytes(), p.buffer));
+    out.bytes_read += h.size_bytes();
+    p.position += h.size_bytes();
+    const model::bytes& buffer = p.buffer;
+    auto append_bytes = [&](const model::bytes& bytes) { p.pending.insert(p.pending.end(), bytes.begin(), bytes.end()); };
+    auto append_encoded = [&](std::span<const model::record> kept, std::optional<int64_t> horizon) -> result<void> {
+      // An emptied batch stays only to end its segment: it is no transaction's data and no
+      // marker any more (a replay must not open a transaction at it, whose marker may go).
+      codec::batch_header shape = h;
+      if (kept.empty()) shape.attributes = static_cast<int16_t>(shape.attributes & ~(transactional_bit | control_bit));
+      auto encoded = codec::encode_filtered_batch(shape, kept, horizon);
+      if (!encoded.ok()) return error{errc::corrupt_message, log.directory_ + ": " + encoded.error().message};
+      append_bytes(encoded.value());
       return base::ok_v;
     };
-    for (segment* seg : group) {
-      stats.bytes_read += seg->size_bytes();
-      ++stats.segments_before;
-      const bool tombstones_expired = now - tombstone_clock_ms(*seg, now) > config.delete_retention_ms;
-      auto first = seg->header_at(model::file_position{0});
-      if (!first.ok()) return first.error();
-      std::optional<located_batch> batch = first.value();
-      while (batch) {
-        const auto h = batch->header;
-        auto next = seg->header_at(model::file_position{batch->position.value() + h.size_bytes()});
-        if (!next.ok()) return next.error();
-        const bool last_of_segment = !next.value().has_value();
-        buffer.clear();
-        RINGLOG_TRY(seg->read_into(batch->position, h.size_bytes(), buffer));
-        if (h.is_control()) {
-          pending.insert(pending.end(), buffer.begin(), buffer.end());
+    if (h.records_count == 0) {
+      // An empty header left by an earlier pass: needed only to end its segment.
+      if (last_of_segment) append_bytes(buffer);
+    } else if (h.is_control()) {
+      const auto type = h.producer.value() >= 0 ? marker_type(buffer, h) : std::nullopt;
+      const bool may_go = type.has_value() && p.rewrite_txns->marker_may_go(h, *type);
+      const bool is_abort = type == codec::control_type::abort;
+      if (!may_go) {
+        append_bytes(buffer);
+        if (is_abort) p.kept_abort_markers.insert(h.last_offset().value());
+      } else if (h.has_delete_horizon() && now >= h.delete_horizon_ms()) {
+        ++p.stats.markers_removed;   // its transaction has no data left and readers had their time
+        if (last_of_segment) RINGLOG_TRY(append_encoded({}, std::nullopt));
+      } else {
+        // KIP-534: the marker may go, after delete.retention.ms from the first pass that saw that.
+        const int64_t horizon = h.has_delete_horizon() ? h.delete_horizon_ms() : new_horizon;
+        if (h.has_delete_horizon()) {
+          append_bytes(buffer);
         } else {
           auto records = codec::decode_records(buffer);
           if (!records.ok()) return error{errc::corrupt_message, log.directory_ + ": " + records.error().message};
-          std::vector<model::record> kept;
-          for (auto& r : records.value()) {
-            ++stats.records_read;
-            if (!r.key) continue;   // a keyless record is no key's value (Kafka drops them too)
-            auto latest = map_.get(*r.key);
-            if (latest && *latest > r.record_offset) continue;   // superseded
-            const bool latest_known = latest.has_value() || r.record_offset < state->first_dirty_offset;
-            if (!r.value && latest_known && r.record_offset < map_end) {
-              if (tombstones_expired) {
-                ++stats.tombstones_removed;
-                continue;
-              }
-              next_tombstone_due = std::min(next_tombstone_due, tombstone_clock_ms(*seg, now) + config.delete_retention_ms + 1);
-            }
-            kept.push_back(std::move(r));
-          }
-          stats.records_kept += kept.size();
-          if (kept.size() == static_cast<size_t>(h.records_count)) {
-            pending.insert(pending.end(), buffer.begin(), buffer.end());   // unchanged: bytes as stored
-          } else if (!kept.empty() || last_of_segment) {
-            auto encoded = codec::encode_filtered_batch(h, kept);
-            if (!encoded.ok()) return error{errc::corrupt_message, log.directory_ + ": " + encoded.error().message};
-            pending.insert(pending.end(), encoded->begin(), encoded->end());
-          }
+          RINGLOG_TRY(append_encoded(records.value(), horizon));
+          ++p.stats.horizons_set;
         }
-        if (pending.size() >= cleaner_write_buffer_bytes) RINGLOG_TRY(flush_pending());
-        batch = next.value();
+        p.next_due_ms = std::min(p.next_due_ms, horizon);
+        if (is_abort) p.kept_abort_markers.insert(h.last_offset().value());
+      }
+    } else {
+      const bool aborted = p.rewrite_txns->aborted_data(h);
+      auto records = codec::decode_records(buffer);
+      if (!records.ok()) return error{errc::corrupt_message, log.directory_ + ": " + records.error().message};
+      std::vector<model::record> kept;
+      bool holds_tombstone = false;
+      p.stats.records_read += records->size();
+      if (aborted) {
+        p.stats.aborted_records_removed += records->size();
+      } else {
+        for (auto& r : records.value()) {
+          if (!r.key) continue;   // a keyless record is no key's value (Kafka drops them too)
+          auto latest = map_.get(*r.key);
+          if (latest && *latest > r.record_offset) continue;   // superseded
+          if (!r.value && r.record_offset < p.map_end) {
+            // A tombstone that is its key's latest: it goes once its batch's horizon passed.
+            if (h.has_delete_horizon() && now >= h.delete_horizon_ms()) {
+              ++p.stats.tombstones_removed;
+              continue;
+            }
+            holds_tombstone = true;
+          }
+          kept.push_back(std::move(r));
+        }
+      }
+      p.stats.records_kept += kept.size();
+      // The batch's horizon: kept while it holds a tombstone, set by the first pass that keeps one.
+      std::optional<int64_t> horizon;
+      if (holds_tombstone) {
+        horizon = h.has_delete_horizon() ? h.delete_horizon_ms() : new_horizon;
+        p.next_due_ms = std::min(p.next_due_ms, *horizon);
+      }
+      const bool horizon_unchanged = horizon.has_value() == h.has_delete_horizon();
+      if (kept.size() == static_cast<size_t>(h.records_count) && horizon_unchanged) {
+        append_bytes(buffer);   // unchanged: bytes as stored
+      } else if (!kept.empty() || last_of_segment) {
+        RINGLOG_TRY(append_encoded(kept, horizon));
+        if (horizon && !h.has_delete_horizon()) ++p.stats.horizons_set;
       }
     }
-    RINGLOG_TRY(flush_pending());
-    RINGLOG_ASSERT(written > 0, "the last batch of every segment is kept, so a cleaned segment is never empty");
-    RINGLOG_TRY(step("cleaned-written"));
-    auto synced = out.value()->datasync();
-    if (!synced.ok()) return storage_error(synced.error());
-    out.value().reset();
-    RINGLOG_TRY(step("cleaned-synced"));
-    auto renamed = log.fs_.rename(cleaned_path, swap_path);
-    if (!renamed.ok()) return storage_error(renamed.error());
-    RINGLOG_TRY(step("swap-renamed"));
-    auto dir = log.fs_.sync_directory(log.directory_);
-    if (!dir.ok()) return storage_error(dir.error());
-    RINGLOG_TRY(step("swap-committed"));
-    // Past the commit point: a failure from here on leaves the directory for recovery to finish,
-    // and this log must not be served from its now stale segment objects.
-    auto fail = [&log](error e) -> error {
-      log.failure_ = e;
-      return e;
-    };
-    for (size_t i = 0; i < group.size(); ++i) {
-      auto removed = group[i]->remove_files();
-      if (!removed.ok()) return fail(removed.error());
-      if (i == 0) {
-        auto s = step("old-segment-removed");
-        if (!s.ok()) return fail(s.error());
-      }
+    if (p.pending.size() >= cleaner_write_buffer_bytes) RINGLOG_TRY(flush_pending());
+  }
+  RINGLOG_TRY(flush_pending());
+  p.at = pass::phase::swap;
+  return base::ok_v;
+}
+
+result<void> log_cleaner::swap_group(pass& p) {
+  partition_log& log = *p.log;
+  const log_config& config = log.config_;
+  const auto& bases = p.groups[p.group];
+  const model::offset group_base = bases.front();
+  std::vector<segment*> group;
+  for (model::offset b : bases) group.push_back(log.segments_.at(b).get());
+  const model::offset group_end = group.back()->next_offset();
+  const std::string stem = log.directory_ + "/" + segment_file_stem(group_base);
+  const std::string swap_path = stem + ".log.swap";
+  RINGLOG_ASSERT(p.written > 0, "the last batch of every segment is kept, so a cleaned segment is never empty");
+  RINGLOG_TRY(hook("cleaned-written"));
+  auto synced = p.out->datasync();
+  if (!synced.ok()) return storage_error(synced.error());
+  p.out.reset();
+  RINGLOG_TRY(hook("cleaned-synced"));
+  auto renamed = log.fs_.rename(p.cleaned_path, swap_path);
+  if (!renamed.ok()) return storage_error(renamed.error());
+  p.cleaned_path.clear();
+  RINGLOG_TRY(hook("swap-renamed"));
+  auto dir = log.fs_.sync_directory(log.directory_);
+  if (!dir.ok()) return storage_error(dir.error());
+  RINGLOG_TRY(hook("swap-committed"));
+  // Past the commit point: a failure from here on leaves the directory for recovery to finish,
+  // and this log must not be served from its now stale segment objects.
+  auto fail = [&log](error e) -> error {
+    log.failure_ = e;
+    return e;
+  };
+  for (size_t i = 0; i < group.size(); ++i) {
+    // The old txn index files stay for step d, which reads them (also after a crash here).
+    auto removed = group[i]->remove_files(txn_index_file::keep);
+    if (!removed.ok()) return fail(removed.error());
+    if (i == 0) {
+      auto s = hook("old-segment-removed");
+      if (!s.ok()) return fail(s.error());
     }
-    auto final_name = log.fs_.rename(swap_path, stem + ".log");
-    if (!final_name.ok()) return fail(storage_error(final_name.error()));
-    auto dir2 = log.fs_.sync_directory(log.directory_);
-    if (!dir2.ok()) return fail(storage_error(dir2.error()));
-    auto fresh = segment::open(log.fs_, log.directory_, group_base, config.direct_io);
-    if (!fresh.ok()) return fail(fresh.error());
-    auto rebuilt = fresh.value()->recover(now, config.retention_ms, config.index_interval_bytes, nullptr);
-    if (!rebuilt.ok()) return fail(rebuilt.error());
-    RINGLOG_ASSERT_OP(rebuilt.value(), ==, 0u);
-    RINGLOG_ASSERT_OP(fresh.value()->next_offset().value(), ==, group.back()->next_offset().value());
-    auto released = fresh.value()->release_write_files();
-    if (!released.ok()) return fail(released.error());
-    stats.bytes_written += fresh.value()->size_bytes();
-    ++stats.segments_after;
-    for (segment* seg : group) log.segments_.erase(seg->base_offset());
-    log.segments_.emplace(group_base, std::move(fresh.value()));
-    auto s = step("group-done");
+  }
+  auto indexed = rewrite_group_txn_index(log.fs_, log.directory_, group_base, group_end, p.kept_abort_markers);
+  if (!indexed.ok()) return fail(indexed.error());
+  {
+    auto s = hook("txn-index-written");
     if (!s.ok()) return fail(s.error());
   }
+  auto final_name = log.fs_.rename(swap_path, stem + ".log");
+  if (!final_name.ok()) return fail(storage_error(final_name.error()));
+  auto dir2 = log.fs_.sync_directory(log.directory_);
+  if (!dir2.ok()) return fail(storage_error(dir2.error()));
+  auto fresh = segment::open(log.fs_, log.directory_, group_base, config.direct_io);
+  if (!fresh.ok()) return fail(fresh.error());
+  auto rebuilt = fresh.value()->recover(p.now_ms, config.retention_ms, config.index_interval_bytes, nullptr);
+  if (!rebuilt.ok()) return fail(rebuilt.error());
+  RINGLOG_ASSERT_OP(rebuilt.value(), ==, 0u);
+  RINGLOG_ASSERT_OP(fresh.value()->next_offset().value(), ==, group_end.value());
+  auto released = fresh.value()->release_write_files();
+  if (!released.ok()) return fail(released.error());
+  p.stats.bytes_written += fresh.value()->size_bytes();
+  ++p.stats.segments_after;
+  for (model::offset b : bases) log.segments_.erase(b);
+  log.segments_.emplace(group_base, std::move(fresh.value()));
+  // The log's aborted transactions of the group are now those of its rewritten index.
+  std::erase_if(log.aborted_txns_, [&](const auto& kv) {
+    return kv.first >= group_base.value() && kv.first < group_end.value() && !p.kept_abort_markers.contains(kv.first);
+  });
+  auto s = hook("group-done");
+  if (!s.ok()) return fail(s.error());
+  ++p.group;
+  p.member = 0;
+  p.position = 0;
+  p.at = p.group < p.groups.size() ? pass::phase::rewrite : pass::phase::finish;
+  return base::ok_v;
+}
 
-  // ---- 4. the checkpoint, then compact,delete retention of segments left with no record
+result<void> log_cleaner::finish(pass& p) {
+  partition_log& log = *p.log;
+  const log_config& config = log.config_;
+  if (p.groups.empty() && !p.clean_section_only) return base::ok_v;   // nothing was cleaned
+  const model::offset map_end = p.map_end;
+  const int64_t now = p.now_ms;
   RINGLOG_TRY(write_checkpoint(log.fs_, log.directory_ + "/" + cleaner_checkpoint_file,
                                {{log.checkpoint_key(), map_end.value()}}));
   first_dirty_cache_[log.directory_] = map_end;
@@ -415,22 +843,22 @@ result<clean_stats> log_cleaner::clean(partition_log& log, force_clean force) {
       if (holds_records) break;   // it may hold a key's only value: never deleted by retention
       excess -= static_cast<int64_t>(front.size_bytes());
       RINGLOG_TRY(log.delete_segment_front());
-      ++stats.segments_deleted;
+      ++p.stats.segments_deleted;
     }
-    if (stats.segments_deleted > 0) {
+    if (p.stats.segments_deleted > 0) {
       log.high_watermark_ = std::max(log.high_watermark_, log.log_start_offset_);
       auto dir = log.fs_.sync_directory(log.directory_);
       if (!dir.ok()) return storage_error(dir.error());
       RINGLOG_TRY(log.checkpoint());
     }
   }
-  if (next_tombstone_due == std::numeric_limits<int64_t>::max()) {
+  if (p.next_due_ms == std::numeric_limits<int64_t>::max()) {
     tombstone_due_ms_.erase(log.directory_);
   } else {
-    tombstone_due_ms_[log.directory_] = next_tombstone_due;
+    tombstone_due_ms_[log.directory_] = p.next_due_ms;
   }
-  stats.cleaned = true;
-  return stats;
+  p.stats.cleaned = true;
+  return base::ok_v;
 }
 
 }  // namespace ringlog::storage

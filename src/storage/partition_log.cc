@@ -309,7 +309,10 @@ result<append_result> partition_log::write_batch(std::span<const std::byte> batc
 
 result<std::optional<codec::control_record>> partition_log::marker_of(std::span<const std::byte> batch,
                                                                       const codec::batch_header& header) {
-  if (!header.is_control() || header.producer.value() < 0) return std::optional<codec::control_record>{};
+  // An empty control batch holds no marker (compaction empties batches: log_cleaner.h).
+  if (!header.is_control() || header.producer.value() < 0 || header.records_count == 0) {
+    return std::optional<codec::control_record>{};
+  }
   auto records = codec::decode_records(batch);
   if (!records.ok() || records->size() != 1) {
     return error{errc::corrupt_message, "control batch at offset " + std::to_string(header.base_offset.value()) +
@@ -612,6 +615,7 @@ result<std::optional<timestamp_lookup>> partition_log::offset_for_timestamp(mode
 
 result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
   RINGLOG_TRY(check_usable());
+  ++segments_generation_;   // a cleaning pass in progress must not go on over these segments
   if (new_log_end_offset >= log_end_offset_) {
     // No record goes, but epochs that start at or past the cut do (Kafka's truncateFromEnd): an
     // epoch a deposed leader began at its log end without appending must not be reported as
@@ -653,6 +657,7 @@ result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
 
 result<void> partition_log::truncate_fully_and_start_at(model::offset new_start_offset) {
   RINGLOG_TRY(check_usable());
+  ++segments_generation_;
   RINGLOG_ASSERT_OP(new_start_offset.value(), >=, 0);
   // The newest segment goes last, so a crash part-way leaves a log that still ends where it did
   // (recovery then sees a shorter prefix removed, never a hole in the middle).
@@ -679,6 +684,7 @@ result<void> partition_log::truncate_fully_and_start_at(model::offset new_start_
 
 result<void> partition_log::delete_segment_front() {
   RINGLOG_ASSERT_OP(segments_.size(), >, 1u);
+  ++segments_generation_;
   RINGLOG_TRY(segments_.begin()->second->remove_files());
   segments_.erase(segments_.begin());
   log_start_offset_ = std::max(log_start_offset_, segments_.begin()->first);
@@ -768,6 +774,7 @@ result<void> partition_log::checkpoint() {
 
 result<void> partition_log::close() {
   if (closed_) return base::ok_v;
+  ++segments_generation_;
   RINGLOG_ASSERT(!sync_in_flight_, "close() with an fdatasync in flight: drain the executor first");
   RINGLOG_TRY(check_usable());
   for (auto& [base, seg] : segments_) {

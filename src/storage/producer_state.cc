@@ -159,7 +159,9 @@ void producer_state::update(const codec::batch_header& header, model::timestamp_
   }
   const model::timestamp_ms stamp = header.max_timestamp >= 0 ? header.max_timestamp : append_time_ms;
   entry.last_timestamp_ms = stamp;
-  if (header.is_transactional() && !entry.current_txn_first_offset) {
+  // A batch compaction emptied (records_count 0, log_cleaner.h) carries no transaction's data:
+  // it opens none, or a replay would open one whose marker the cleaner may have removed.
+  if (header.is_transactional() && header.records_count > 0 && !entry.current_txn_first_offset) {
     entry.current_txn_first_offset = header.base_offset;
     ongoing_.emplace(header.base_offset.value(), id);
   }

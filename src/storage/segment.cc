@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string_view>
 
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
@@ -436,12 +437,13 @@ result<void> segment::sync(bool with_indexes) {
   return base::ok_v;
 }
 
-result<void> segment::remove_files() {
+result<void> segment::remove_files(txn_index_file txn_index) {
   log_.reset();
   log_direct_.reset();
   index_.reset();
   time_index_.reset();
   for (const char* suffix : {".log", ".index", ".timeindex", ".txnindex"}) {
+    if (txn_index == txn_index_file::keep && std::string_view(suffix) == ".txnindex") continue;
     auto r = fs_.remove(path(suffix));
     if (!r.ok() && r.error().code != io::errc::not_found) return storage_error(r.error());
   }

@@ -26,6 +26,11 @@ struct located_batch {
   model::file_position position{0};
 };
 
+/// Tagged bool for segment::remove_files: whether the segment's `.txnindex` goes too. The log
+/// cleaner keeps it while swapping a group (log_cleaner.h step c): the group's txn index is
+/// rewritten from the old files in step d, also by recovery after a crash between the two.
+enum class txn_index_file : bool { remove = false, keep = true };
+
 class segment {
  public:
   /// Creates empty files for a new segment. Errors: kafka_storage_error.
@@ -79,8 +84,9 @@ class segment {
   /// the file open after retention removes the segment or compaction swaps it, so what it sends
   /// is the bytes it was given. Nothing but reads may be done through it.
   [[nodiscard]] std::shared_ptr<io::file> shared_log_file() const { return log_; }
-  /// Removes the segment's files, its .txnindex too (durable after the caller syncs the directory).
-  result<void> remove_files();
+  /// Removes the segment's files, its .txnindex too unless `txn_index` keeps it (durable after
+  /// the caller syncs the directory).
+  result<void> remove_files(txn_index_file txn_index = txn_index_file::remove);
 
   [[nodiscard]] model::offset base_offset() const { return base_offset_; }
   [[nodiscard]] model::offset next_offset() const { return next_offset_; }

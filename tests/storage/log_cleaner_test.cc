@@ -180,7 +180,7 @@ TEST_CASE("encode_filtered_batch keeps offsets, producer fields, leader epoch an
     auto records = codec::decode_records(batch);
     REQUIRE(records.ok());
     std::vector<model::record> kept{(*records)[1], (*records)[3]};
-    auto filtered = codec::encode_filtered_batch(*header, kept);
+    auto filtered = codec::encode_filtered_batch(*header, kept, std::nullopt);
     REQUIRE(filtered.ok());
     auto h = codec::validate_batch(*filtered);
     REQUIRE(h.ok());
@@ -199,7 +199,7 @@ TEST_CASE("encode_filtered_batch keeps offsets, producer fields, leader epoch an
     CHECK((*back)[1].record_offset.value() == 103);
     CHECK(model::to_string(*(*back)[1].value) == "4");
     CHECK((*back)[1].timestamp == t0);
-    auto empty = codec::encode_filtered_batch(*header, {});
+    auto empty = codec::encode_filtered_batch(*header, {}, std::nullopt);
     REQUIRE(empty.ok());
     CHECK(empty->size() == codec::batch_header_bytes);
     auto eh = codec::validate_batch(*empty);
@@ -513,7 +513,7 @@ TEST_CASE("compact,delete: retention deletes only segments compaction left witho
 
 TEST_CASE("a crash at every step of a cleaning pass leaves a log with every key's latest value (simulated file system)") {
   const std::vector<std::string> steps{"cleaned-written", "cleaned-synced",   "swap-renamed", "swap-committed",
-                                       "old-segment-removed", "group-done"};
+                                       "old-segment-removed", "txn-index-written", "group-done"};
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     for (const auto& stop_at : steps) {
       for (int stop_group = 0; stop_group < 2; ++stop_group) {
@@ -714,4 +714,654 @@ TEST_CASE("SIGKILL of a process that appends and cleans, at seeded moments, keep
   }
   MESSAGE("kills that landed while a pass was running: " << kills_while_cleaning << " of 10");
   CHECK(acked_version >= 0);
+}
+
+// ---------------------------------------------------------------- transactions (KIP-98) and KIP-534
+
+namespace {
+
+model::bytes txn_batch(const std::vector<kv>& items, int64_t timestamp, int64_t producer, int32_t sequence,
+                       bool transactional = true) {
+  std::vector<model::record> records;
+  for (const auto& item : items) {
+    model::record r;
+    r.timestamp = timestamp;
+    r.key = model::to_bytes(item.key);
+    if (item.value) r.value = model::to_bytes(*item.value);
+    records.push_back(std::move(r));
+  }
+  codec::batch_options options;
+  options.producer = model::producer_id{producer};
+  options.producer_epoch_value = model::producer_epoch{0};
+  options.base_sequence = model::sequence{sequence};
+  options.is_transactional = transactional;
+  auto encoded = codec::encode_batch(options, records);
+  REQUIRE(encoded.ok());
+  return std::move(encoded.value());
+}
+
+void end_txn(partition_log& l, int64_t producer, bool commit) {
+  auto written = l.append_marker(model::producer_id{producer}, model::producer_epoch{0},
+                                 {commit ? codec::control_type::commit : codec::control_type::abort, 0}, epoch0);
+  REQUIRE(written.ok());
+}
+
+struct stored_batch {
+  codec::batch_header header;
+  std::optional<codec::control_type> marker;   // of a control batch holding one
+  std::vector<model::record> records;          // data records (none for control batches)
+};
+
+/// Every batch of the log from its start, with its marker or records.
+std::vector<stored_batch> batches_of(partition_log& l) {
+  auto read = l.read(l.log_start_offset(), 1 << 30, l.log_end_offset());
+  REQUIRE(read.ok());
+  std::vector<stored_batch> out;
+  std::span<const std::byte> rest(read->batches);
+  while (!rest.empty()) {
+    auto h = codec::decode_header(rest);
+    REQUIRE(h.ok());
+    auto bytes = rest.subspan(0, h->size_bytes());
+    auto records = codec::decode_records(bytes);
+    REQUIRE(records.ok());
+    stored_batch b{h.value(), std::nullopt, {}};
+    if (h->is_control()) {
+      if (!records->empty()) {
+        auto m = codec::decode_control_record(records->front());
+        REQUIRE(m.ok());
+        b.marker = m->type;
+      }
+    } else {
+      b.records = std::move(records.value());
+    }
+    out.push_back(std::move(b));
+    rest = rest.subspan(h->size_bytes());
+  }
+  return out;
+}
+
+/// The records a read_committed reader gets below the last stable offset: control batches
+/// skipped, aborted transactions (the log's txn index) dropped with the consumer's algorithm.
+std::vector<model::record> read_committed(partition_log& l) {
+  const model::offset upper = l.last_stable_offset();
+  auto read = l.read(l.log_start_offset(), 1 << 30, upper);
+  REQUIRE(read.ok());
+  aborted_txn_filter filter(l.aborted_transactions(l.log_start_offset(), upper));
+  std::vector<model::record> out;
+  std::span<const std::byte> rest(read->batches);
+  while (!rest.empty()) {
+    auto h = codec::decode_header(rest);
+    REQUIRE(h.ok());
+    auto records = codec::decode_records(rest.subspan(0, h->size_bytes()));
+    REQUIRE(records.ok());
+    std::optional<codec::control_type> marker;
+    if (h->is_control() && !records->empty()) {
+      auto m = codec::decode_control_record(records->front());
+      REQUIRE(m.ok());
+      marker = m->type;
+    }
+    if (filter.keep(h.value(), marker) && !h->is_control()) {
+      for (auto& r : records.value()) {
+        if (r.record_offset >= l.log_start_offset() && r.record_offset < upper) out.push_back(std::move(r));
+      }
+    }
+    rest = rest.subspan(h->size_bytes());
+  }
+  return out;
+}
+
+/// Whether the latest committed value of every key in `expected` is what read_committed reads
+/// (a deleted key: its tombstone or nothing). Returns the first difference, empty when none.
+std::string committed_view_differs(partition_log& l, const std::map<std::string, std::optional<std::string>>& expected) {
+  auto latest = latest_of(read_committed(l));
+  for (const auto& [key, value] : expected) {
+    auto found = latest.find(key);
+    if (value) {
+      if (found == latest.end()) return key + ": missing, expected " + *value;
+      if (found->second.second != value) return key + ": read " + found->second.second.value_or("<tombstone>") + ", expected " + *value;
+    } else if (found != latest.end() && found->second.second) {
+      return key + ": read " + *found->second.second + ", expected deleted";
+    }
+  }
+  for (const auto& [key, v] : latest) {
+    if (v.second && !expected.contains(key)) return key + ": read " + *v.second + " but never committed";
+  }
+  return {};
+}
+
+/// The txn index matches the stored abort markers: every indexed transaction's abort marker is
+/// in the log, and every abort marker of the log is indexed.
+void check_index_matches_markers(partition_log& l) {
+  std::set<int64_t> markers;
+  for (const auto& b : batches_of(l)) {
+    if (b.marker == codec::control_type::abort) markers.insert(b.header.last_offset().value());
+  }
+  std::set<int64_t> indexed;
+  for (const auto& e : l.aborted_transactions()) indexed.insert(e.last_offset.value());
+  std::string only_indexed, only_stored;
+  for (int64_t o : indexed) {
+    if (!markers.contains(o)) only_indexed += " " + std::to_string(o);
+  }
+  for (int64_t o : markers) {
+    if (!indexed.contains(o)) only_stored += " " + std::to_string(o);
+  }
+  INFO("indexed without a marker:" << only_indexed << "; markers not indexed:" << only_stored);
+  CHECK(indexed == markers);
+}
+
+size_t txn_index_files(io::file_system& fs, const std::string& dir) {
+  auto names = fs.list_directory(dir);
+  REQUIRE(names.ok());
+  return static_cast<size_t>(std::count_if(names->begin(), names->end(), [](const std::string& n) { return n.ends_with(".txnindex"); }));
+}
+
+}  // namespace
+
+TEST_CASE("transactions: aborted records go, committed ones stay, and an aborted value never hides an older committed one (negative control)") {
+  for (bool broken_log : {false, true}) {
+    INFO("broken_log " << broken_log);
+    io::sim_file_system fs;
+    base::manual_clock clock(t0);
+    log_cleaner cleaner(cleaner_config{1 << 20});
+    auto opened = partition_log::open(fs, "/d/t-0", compact_config(), clock);
+    REQUIRE(opened.ok());
+    auto& l = *opened.value();
+    REQUIRE(l.append(keyed_batch({{"a", "a1"}, {"b", "b1"}}, t0), epoch0).ok());   // 0-1
+    // Producer 100 writes a newer "a" in a transaction that aborts. The negative control writes
+    // the same value without a transaction, as a cleaner that took aborted records for committed
+    // ones would see it: the check below must then fail.
+    REQUIRE(l.append(txn_batch({{"a", "a-aborted"}}, t0, 100, 0, !broken_log), epoch0).ok());   // 2
+    if (!broken_log) end_txn(l, 100, false);   // 3
+    REQUIRE(l.append(txn_batch({{"b", "b-committed"}}, t0, 200, 0), epoch0).ok());
+    end_txn(l, 200, true);
+    REQUIRE(l.append(keyed_batch({{"z", "z1"}}, t0), epoch0).ok());
+    REQUIRE(l.roll().ok());
+    REQUIRE(l.append(keyed_batch({{"c", "c1"}}, t0), epoch0).ok());   // active
+    l.set_high_watermark(l.log_end_offset());
+    const std::map<std::string, std::optional<std::string>> expected{{"a", "a1"}, {"b", "b-committed"}, {"c", "c1"}, {"z", "z1"}};
+    const auto end = l.log_end_offset();
+    auto stats = cleaner.clean(l, force_clean::yes);
+    REQUIRE(stats.ok());
+    CHECK(stats->cleaned);
+    CHECK(l.log_end_offset() == end);
+    const std::string differs = committed_view_differs(l, expected);
+    if (broken_log) {
+      CHECK(differs == "a: read a-aborted, expected a1");   // the check catches the lost value
+      continue;
+    }
+    CHECK(differs.empty());
+    CHECK(stats->aborted_records_removed == 1);
+    // No stored record holds the aborted value any more, and "a1" survived at offset 0.
+    bool a1 = false;
+    for (const auto& b : batches_of(l)) {
+      for (const auto& r : b.records) {
+        CHECK(model::to_string(*r.value) != "a-aborted");
+        if (model::to_string(*r.key) == "a") a1 = r.record_offset.value() == 0 && model::to_string(*r.value) == "a1";
+      }
+    }
+    CHECK(a1);
+    // Both markers stay this pass: the cleaner met data of both transactions.
+    CHECK(stats->markers_removed == 0);
+    check_index_matches_markers(l);
+    CHECK(l.aborted_transactions().size() == 1);
+  }
+}
+
+TEST_CASE("transactions: markers stay while their data does, then get a delete horizon and go after delete.retention.ms; the txn index follows; an open transaction is never cleaned") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  log_cleaner cleaner(cleaner_config{1 << 20});
+  const std::string dir = "/d/tm-0";
+  auto opened = partition_log::open(fs, dir, compact_config(), clock);
+  REQUIRE(opened.ok());
+  auto& l = *opened.value();
+  // Segment [0, 3): an aborted transaction of producer 1 and a plain record after it.
+  REQUIRE(l.append(txn_batch({{"k1", "aborted"}}, t0, 1, 0), epoch0).ok());   // 0
+  end_txn(l, 1, false);                                                         // 1: abort marker
+  REQUIRE(l.append(keyed_batch({{"p1", "x"}}, t0), epoch0).ok());             // 2
+  REQUIRE(l.roll().ok());
+  // Segment [3, 6): a committed transaction of producer 2.
+  REQUIRE(l.append(txn_batch({{"k2", "committed"}}, t0, 2, 0), epoch0).ok()); // 3
+  end_txn(l, 2, true);                                                          // 4: commit marker
+  REQUIRE(l.append(keyed_batch({{"p2", "x"}}, t0), epoch0).ok());             // 5
+  REQUIRE(l.roll().ok());
+  // Segment [6, 8): producer 3's transaction stays open (the last stable offset is 6).
+  REQUIRE(l.append(txn_batch({{"k3", "open"}}, t0, 3, 0), epoch0).ok());      // 6
+  REQUIRE(l.append(keyed_batch({{"p1", "superseded-later"}}, t0), epoch0).ok()); // 7
+  REQUIRE(l.roll().ok());
+  REQUIRE(l.append(keyed_batch({{"p3", "x"}}, t0), epoch0).ok());             // 8: active
+  l.set_high_watermark(l.log_end_offset());
+  REQUIRE(l.last_stable_offset().value() == 6);
+  CHECK(txn_index_files(fs, dir) == 1);
+
+  auto state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(state->first_uncleanable_offset.value() == 6);   // the open transaction's segment waits
+
+  auto marker_at = [&](int64_t offset) -> std::optional<stored_batch> {
+    for (auto& b : batches_of(l)) {
+      if (b.header.last_offset().value() == offset && b.marker) return b;
+    }
+    return std::nullopt;
+  };
+  // Pass 1: the aborted data goes; both markers stay (their data was met); nothing past offset 6.
+  auto pass1 = cleaner.clean(l, force_clean::yes);
+  REQUIRE(pass1.ok());
+  CHECK(pass1->map_end_offset.value() == 6);
+  CHECK(pass1->aborted_records_removed == 1);
+  CHECK(pass1->markers_removed == 0);
+  CHECK(pass1->horizons_set == 0);
+  REQUIRE(marker_at(1));
+  CHECK(!marker_at(1)->header.has_delete_horizon());
+  REQUIRE(marker_at(4));
+  check_index_matches_markers(l);
+  CHECK(l.aborted_transactions().size() == 1);
+  // The open transaction's record is untouched, and so is "p1" at 7, above the stable offset.
+  bool open_kept = false;
+  for (const auto& b : batches_of(l)) {
+    for (const auto& r : b.records) open_kept = open_kept || model::to_string(*r.value) == "open";
+  }
+  CHECK(open_kept);
+
+  // Producer 3 commits, and the log is cleaned a minute later: the open transaction's segment
+  // is cleanable now. The abort marker's transaction has no data left: it gets a delete horizon
+  // of now + delete.retention.ms and stays until then. The commit markers' data ("k2", "k3") is
+  // still there: no horizon.
+  end_txn(l, 3, true);                                                          // 9
+  REQUIRE(l.roll().ok());
+  REQUIRE(l.append(keyed_batch({{"p4", "x"}}, t0), epoch0).ok());             // 10: active
+  l.set_high_watermark(l.log_end_offset());
+  CHECK(l.last_stable_offset() == l.high_watermark());
+  clock.advance_ms(60'000);
+  const int64_t pass2_time = clock.now_ms();
+  auto pass2 = cleaner.clean(l, force_clean::yes);
+  REQUIRE(pass2.ok());
+  CHECK(pass2->map_end_offset.value() == 10);
+  CHECK(pass2->horizons_set == 1);
+  REQUIRE(marker_at(1));
+  CHECK(marker_at(1)->header.has_delete_horizon());
+  CHECK(marker_at(1)->header.delete_horizon_ms() == pass2_time + hour);
+  REQUIRE(marker_at(4));
+  CHECK(!marker_at(4)->header.has_delete_horizon());
+  REQUIRE(marker_at(9));
+  check_index_matches_markers(l);
+  state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(!state->due);   // nothing dirty, and the horizon has not come
+
+  // "k2" is superseded by a plain record: the pass that removes producer 2's data still meets
+  // it, so its commit marker stays; the next pass gives the marker its horizon.
+  REQUIRE(l.append(keyed_batch({{"k2", "plain"}}, t0), epoch0).ok());         // 11
+  REQUIRE(l.roll().ok());
+  REQUIRE(l.append(keyed_batch({{"p5", "x"}}, t0), epoch0).ok());             // 12: active
+  l.set_high_watermark(l.log_end_offset());
+  clock.advance_ms(60'000);
+  auto pass3 = cleaner.clean(l, force_clean::yes);
+  REQUIRE(pass3.ok());
+  REQUIRE(marker_at(4));
+  CHECK(!marker_at(4)->header.has_delete_horizon());
+  REQUIRE(l.roll().ok());
+  REQUIRE(l.append(keyed_batch({{"p6", "x"}}, t0), epoch0).ok());             // 13: active
+  l.set_high_watermark(l.log_end_offset());
+  clock.advance_ms(60'000);
+  const int64_t pass4_time = clock.now_ms();
+  auto pass4 = cleaner.clean(l, force_clean::yes);
+  REQUIRE(pass4.ok());
+  CHECK(pass4->horizons_set == 1);
+  REQUIRE(marker_at(4));
+  CHECK(marker_at(4)->header.delete_horizon_ms() == pass4_time + hour);
+  REQUIRE(marker_at(1));   // its horizon (pass 2 + 1 h) has not come
+  CHECK(marker_at(1)->header.delete_horizon_ms() == pass2_time + hour);
+  REQUIRE(marker_at(9));
+  CHECK(!marker_at(9)->header.has_delete_horizon());   // "k3" is still there
+
+  // At the abort marker's horizon it goes, with its txn index entry and file, without any new
+  // write (the clean section alone is due); the commit marker's horizon is 3 minutes later.
+  clock.set_ms(pass2_time + hour - 1);
+  state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(!state->due);
+  clock.set_ms(pass2_time + hour);
+  state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(state->due);
+  CHECK(state->tombstones_due);
+  auto pass5 = cleaner.clean(l);
+  REQUIRE(pass5.ok());
+  CHECK(pass5->cleaned);
+  CHECK(pass5->markers_removed == 1);
+  CHECK(!marker_at(1));
+  REQUIRE(marker_at(4));
+  CHECK(l.aborted_transactions().empty());
+  CHECK(txn_index_files(fs, dir) == 0);
+  check_index_matches_markers(l);
+  clock.set_ms(pass4_time + hour);
+  auto pass6 = cleaner.clean(l);
+  REQUIRE(pass6.ok());
+  CHECK(pass6->markers_removed == 1);
+  CHECK(!marker_at(4));
+  REQUIRE(marker_at(9));
+
+  // The committed view never changed, and a restart (unclean: producer state rebuilt by
+  // replaying the segments) finds no transaction open and the same records.
+  const std::map<std::string, std::optional<std::string>> expected{
+      {"k2", "plain"}, {"k3", "open"}, {"p1", "superseded-later"}, {"p2", "x"}, {"p3", "x"},
+      {"p4", "x"},     {"p5", "x"},    {"p6", "x"}};
+  CHECK(committed_view_differs(l, expected).empty());
+  REQUIRE(l.flush().ok());
+  const auto end = l.log_end_offset();
+  opened.value().reset();
+  fs.crash(3);
+  opened = partition_log::open(fs, dir, compact_config(), clock);
+  REQUIRE(opened.ok());
+  auto& again = *opened.value();
+  again.set_high_watermark(again.log_end_offset());
+  CHECK(again.log_end_offset() == end);
+  CHECK(!again.first_unstable_offset().has_value());
+  CHECK(committed_view_differs(again, expected).empty());
+  check_index_matches_markers(again);
+}
+
+TEST_CASE("KIP-534: a tombstone's delete horizon starts at the first clean that sees it, is stored in its batch, and survives a restart") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  const std::string dir = "/d/h-0";
+  auto opened = partition_log::open(fs, dir, compact_config(), clock);
+  REQUIRE(opened.ok());
+  // "gone" is deleted by a tombstone whose record timestamp is ten days old: by the segment's
+  // newest timestamp (the rule before KIP-534) it would be past delete.retention.ms at once.
+  const int64_t old = t0 - 10 * 24 * hour;
+  REQUIRE(opened.value()->append(keyed_batch({{"gone", "v"}, {"kept", "v"}}, old), epoch0).ok());
+  REQUIRE(opened.value()->append(keyed_batch({{"gone", std::nullopt}, {"kept", "v2"}}, old), epoch0).ok());
+  REQUIRE(opened.value()->roll().ok());
+  REQUIRE(opened.value()->append(keyed_batch({{"other", "x"}}, t0), epoch0).ok());
+  opened.value()->set_high_watermark(opened.value()->log_end_offset());
+  auto tombstone_batch = [](partition_log& l) -> std::optional<stored_batch> {
+    for (auto& b : batches_of(l)) {
+      for (const auto& r : b.records) {
+        if (!r.value) return b;
+      }
+    }
+    return std::nullopt;
+  };
+  int64_t horizon = 0;
+  {
+    log_cleaner cleaner(cleaner_config{1 << 20});
+    auto pass = cleaner.clean(*opened.value(), force_clean::yes);
+    REQUIRE(pass.ok());
+    CHECK(pass->tombstones_removed == 0);
+    CHECK(pass->horizons_set == 1);
+    auto b = tombstone_batch(*opened.value());
+    REQUIRE(b);
+    CHECK(b->header.has_delete_horizon());
+    horizon = b->header.delete_horizon_ms();
+    CHECK(horizon == t0 + hour);
+    // Record timestamps are unchanged by the horizon in the base timestamp.
+    for (const auto& r : b->records) CHECK(r.timestamp == old);
+    CHECK(b->header.max_timestamp == old);
+    // A second pass before the horizon keeps it as it is (it is not moved on).
+    clock.advance_ms(hour / 2);
+    REQUIRE(opened.value()->append(keyed_batch({{"x", "1"}}, clock.now_ms()), epoch0).ok());
+    REQUIRE(opened.value()->roll().ok());
+    REQUIRE(opened.value()->append(keyed_batch({{"y", "1"}}, clock.now_ms()), epoch0).ok());
+    opened.value()->set_high_watermark(opened.value()->log_end_offset());
+    auto second = cleaner.clean(*opened.value(), force_clean::yes);
+    REQUIRE(second.ok());
+    CHECK(second->horizons_set == 0);
+    b = tombstone_batch(*opened.value());
+    REQUIRE(b);
+    CHECK(b->header.delete_horizon_ms() == horizon);
+  }
+  // A restart (clean close) with a new cleaner: the horizon comes back from the batch.
+  REQUIRE(opened.value()->close().ok());
+  opened = partition_log::open(fs, dir, compact_config(), clock);
+  REQUIRE(opened.ok());
+  auto& l = *opened.value();
+  l.set_high_watermark(l.log_end_offset());
+  log_cleaner cleaner(cleaner_config{1 << 20});
+  auto b = tombstone_batch(l);
+  REQUIRE(b);
+  CHECK(b->header.delete_horizon_ms() == horizon);
+  clock.set_ms(horizon - 1);
+  auto state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(!state->due);
+  auto early = cleaner.clean(l, force_clean::yes);   // nothing dirty: not even forced
+  REQUIRE(early.ok());
+  CHECK(!early->cleaned);
+  CHECK(tombstone_batch(l));
+  clock.set_ms(horizon);
+  state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(state->tombstones_due);   // known after the restart from the batch headers
+  CHECK(state->due);
+  auto pass = cleaner.clean(l);
+  REQUIRE(pass.ok());
+  CHECK(pass->cleaned);
+  CHECK(pass->tombstones_removed == 1);
+  CHECK(!tombstone_batch(l));
+  // The batch that held it lost its horizon with it (kept: "kept"="v2"): nothing more is due.
+  for (const auto& sb : batches_of(l)) CHECK(!sb.header.has_delete_horizon());
+  state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(!state->tombstones_due);
+  auto latest = latest_of(read_all(l));
+  CHECK(!latest.contains("gone"));
+  CHECK(latest["kept"].second == "v2");
+}
+
+TEST_CASE("a pass runs in bounded steps: each reads about cleaner_step_bytes, appends go on between them, the result equals a whole pass") {
+  // Two logs written alike: one cleaned whole, one step by step with appends between steps.
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  auto config = compact_config();
+  config.segment_bytes = 64 * 1024;
+  auto whole_log = partition_log::open(fs, "/d/w-0", config, clock);
+  auto stepped_log = partition_log::open(fs, "/d/s-0", config, clock);
+  REQUIRE(whole_log.ok());
+  REQUIRE(stepped_log.ok());
+  auto expected = write_changelog(*whole_log.value(), clock, 2000, 5, 9);
+  REQUIRE(write_changelog(*stepped_log.value(), clock, 2000, 5, 9) == expected);
+  log_cleaner whole(cleaner_config{1 << 20});
+  auto whole_stats = whole.clean(*whole_log.value(), force_clean::yes);
+  REQUIRE(whole_stats.ok());
+  REQUIRE(whole_stats->cleaned);
+
+  auto& l = *stepped_log.value();
+  log_cleaner stepped(cleaner_config{1 << 20});
+  constexpr size_t budget = 16 * 1024;
+  auto started = stepped.begin(l, force_clean::yes);
+  REQUIRE(started.ok());
+  REQUIRE(started.value());
+  CHECK(stepped.in_progress());
+  CHECK(stepped.cleaning() == &l);
+  size_t steps = 0;
+  size_t swaps = 0;
+  size_t largest_batch = 0;
+  for (const auto& b : batches_of(l)) largest_batch = std::max(largest_batch, b.header.size_bytes());
+  for (;;) {
+    auto s = stepped.step(l, budget);
+    REQUIRE(s.ok());
+    ++steps;
+    CHECK(s->bytes_read < budget + largest_batch);   // the bound, give or take one batch
+    swaps += s->records_changed ? 1 : 0;
+    if (s->done) break;
+    // A produce between steps: the active segment only, above the cleaned range.
+    REQUIRE(l.append(keyed_batch({{"between-" + std::to_string(steps), "x"}}, clock.now_ms()), epoch0).ok());
+    REQUIRE(steps < 10'000);
+  }
+  CHECK(!stepped.in_progress());
+  const auto& stats = stepped.stats();
+  CHECK(stats.cleaned);
+  CHECK(stats.steps == steps);
+  CHECK(steps >= 2 * stats.bytes_read / (budget + largest_batch));   // the map reads them too
+  CHECK(swaps == stats.segments_after);
+  CHECK(stats.records_kept == whole_stats->records_kept);
+  CHECK(stats.bytes_written == whole_stats->bytes_written);
+  CHECK(stats.map_end_offset == whole_stats->map_end_offset);
+  // Same records below the cleaned end, and every append made between the steps is there.
+  auto whole_records = read_all(*whole_log.value());
+  auto stepped_records = read_all(l);
+  std::vector<model::record> stepped_below;
+  size_t between = 0;
+  for (auto& r : stepped_records) {
+    if (r.record_offset < stats.map_end_offset) stepped_below.push_back(r);
+    if (model::to_string(*r.key).starts_with("between-")) ++between;
+  }
+  CHECK(stepped_below == whole_records);
+  CHECK(between == steps - 1);
+}
+
+TEST_CASE("a stepped pass gives up when retention or truncation changes the segments between steps; the log keeps every latest value") {
+  for (int change = 0; change < 2; ++change) {
+    INFO("change " << change);
+    io::sim_file_system fs;
+    base::manual_clock clock(t0);
+    auto config = compact_config();
+    auto opened = partition_log::open(fs, "/d/x-0", config, clock);
+    REQUIRE(opened.ok());
+    auto& l = *opened.value();
+    auto expected = write_changelog(l, clock, 300, 4, 0);
+    REQUIRE(l.append(keyed_batch({{"tail", "t"}}, t0), epoch0).ok());
+    expected["tail"] = "t";
+    log_cleaner cleaner(cleaner_config{1 << 20});
+    REQUIRE(cleaner.begin(l, force_clean::yes).value());
+    // Into the rewrite: run until a group was swapped, then change the log under the pass.
+    bool swapped = false;
+    while (!swapped) {
+      auto s = cleaner.step(l, 4096);
+      REQUIRE(s.ok());
+      REQUIRE(!s->done);
+      swapped = s->records_changed;
+    }
+    if (change == 0) {
+      REQUIRE(l.truncate_to(l.log_end_offset() - 1).ok());   // a follower's truncation of "tail"
+      expected.erase("tail");
+    } else {
+      REQUIRE(l.close().ok());   // the partition stops
+    }
+    auto s = cleaner.step(l, 4096);
+    REQUIRE(s.ok());
+    CHECK(s->done);
+    CHECK(s->abandoned);
+    CHECK(!cleaner.in_progress());
+    if (change == 1) {
+      opened = partition_log::open(fs, "/d/x-0", config, clock);
+      REQUIRE(opened.ok());
+    }
+    auto& log = *opened.value();
+    auto names = fs.list_directory("/d/x-0");
+    REQUIRE(names.ok());
+    for (const auto& n : names.value()) CHECK(!n.ends_with(".cleaned"));
+    check_latest_values(log, expected, true);
+    // The next pass finishes the job.
+    log.set_high_watermark(log.log_end_offset());
+    auto again = cleaner.clean(log, force_clean::yes);
+    REQUIRE(again.ok());
+    CHECK(again->cleaned);
+    check_latest_values(log, expected, true);
+  }
+}
+
+TEST_CASE("seeded transactional changelogs: the read_committed view of every key survives every pass, crashes included") {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    INFO("seed " << seed);
+    uint64_t state = seed * 7919;
+    auto next = [&state](uint64_t n) {   // splitmix64, below n
+      uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return (z ^ (z >> 31)) % n;
+    };
+    io::sim_file_system fs;
+    base::manual_clock clock(t0);
+    auto config = compact_config();
+    config.segment_bytes = 1024;
+    const std::string dir = "/d/r-0";
+    auto opened = partition_log::open(fs, dir, config, clock);
+    REQUIRE(opened.ok());
+    log_cleaner cleaner(cleaner_config{1 << 20});
+    // Every record written: offset -> (key, value, producer or -1); outcome per transaction.
+    struct written {
+      std::string key;
+      std::optional<std::string> value;
+      int64_t producer;
+      int txn;   // index in outcomes, -1 when not transactional
+    };
+    std::map<int64_t, written> log_model;
+    std::vector<int> outcomes;                     // 0 open, 1 committed, 2 aborted
+    std::map<int64_t, int> open_txn;               // producer -> index in outcomes
+    std::map<int64_t, int32_t> sequence;           // producer -> next sequence
+    auto expected_view = [&]() {
+      std::map<std::string, std::optional<std::string>> out;
+      const int64_t stable = opened.value()->last_stable_offset().value();
+      for (const auto& [offset, w] : log_model) {
+        if (offset >= stable) break;
+        if (w.txn >= 0 && outcomes[w.txn] != 1) continue;
+        out[w.key] = w.value;
+      }
+      std::erase_if(out, [](const auto& kv) { return !kv.second.has_value(); });
+      return out;
+    };
+    for (int action = 0; action < 600; ++action) {
+      auto& l = *opened.value();
+      const uint64_t dice = next(100);
+      const std::string key = "k" + std::to_string(next(25));
+      std::optional<std::string> value = "v" + std::to_string(action);
+      if (next(10) == 0) value.reset();
+      if (dice < 40) {
+        auto a = l.append(keyed_batch({{key, value}}, clock.now_ms()), epoch0);
+        REQUIRE(a.ok());
+        log_model[a->base_offset.value()] = {key, value, -1, -1};
+      } else if (dice < 80) {
+        const int64_t producer = 1 + static_cast<int64_t>(next(4));
+        if (!open_txn.contains(producer)) {
+          open_txn[producer] = static_cast<int>(outcomes.size());
+          outcomes.push_back(0);
+        }
+        auto a = l.append(txn_batch({{key, value}}, clock.now_ms(), producer, sequence[producer]++), epoch0);
+        REQUIRE(a.ok());
+        log_model[a->base_offset.value()] = {key, value, producer, open_txn[producer]};
+      } else if (dice < 92 && !open_txn.empty()) {
+        auto it = std::next(open_txn.begin(), static_cast<long>(next(open_txn.size())));
+        const bool commit = next(2) == 0;
+        end_txn(l, it->first, commit);
+        outcomes[it->second] = commit ? 1 : 2;
+        open_txn.erase(it);
+      } else if (dice < 96) {
+        REQUIRE(l.roll().ok());
+      } else {
+        // A pass (sometimes cut by a crash at a random step), a clock that moves past horizons.
+        l.set_high_watermark(l.log_end_offset());
+        clock.advance_ms(static_cast<int64_t>(next(3)) * hour / 2);
+        const auto before = expected_view();
+        REQUIRE(committed_view_differs(l, before).empty());   // the checker agrees with the model
+        REQUIRE(l.flush().ok());   // a crash below then loses no append, only the pass's work
+        const auto unstable_before = l.first_unstable_offset();
+        const auto end_before = l.log_end_offset();
+        const bool crash = next(4) == 0;
+        int stop_after = static_cast<int>(next(8));
+        cleaner.step_hook = [&](std::string_view) { return !crash || stop_after-- > 0; };
+        auto pass = cleaner.clean(l, force_clean::yes);
+        cleaner.step_hook = nullptr;
+        if (!pass.ok()) {
+          REQUIRE(crash);
+          opened.value().reset();
+          fs.crash(seed + static_cast<uint64_t>(action));
+          opened = partition_log::open(fs, dir, config, clock);
+          REQUIRE(opened.ok());
+          opened.value()->set_high_watermark(opened.value()->log_end_offset());
+          REQUIRE(opened.value()->log_end_offset() == end_before);
+        }
+        auto& after = *opened.value();
+        INFO("action " << action << " crash " << !pass.ok() << " lso " << after.last_stable_offset().value()
+                       << " end " << after.log_end_offset().value());
+        const std::string differs = committed_view_differs(after, expected_view());
+        CHECK_MESSAGE(differs.empty(), differs);
+        check_index_matches_markers(after);
+        // Open transactions are the same, also when rebuilt by replaying the log after a crash.
+        CHECK(after.first_unstable_offset() == unstable_before);
+      }
+    }
+  }
 }

@@ -10,6 +10,7 @@
 //   17      4     crc                     uint32 CRC-32C of bytes [21, end)
 //   21      2     attributes              int16: bits 0-2 compression, 3 timestamp type,
 //                                                4 transactional, 5 control, 6 delete horizon
+//                                                (KIP-534: base_timestamp holds deleteHorizonMs)
 //   23      4     last_offset_delta       int32
 //   27      8     base_timestamp          int64 (Kafka calls it firstTimestamp)
 //   35      8     max_timestamp           int64
@@ -28,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -43,6 +45,10 @@ inline constexpr size_t batch_log_overhead_bytes = 12;
 inline constexpr int8_t batch_magic_v2 = 2;
 inline constexpr size_t batch_crc_position = 17;
 inline constexpr size_t batch_attributes_position = 21;
+/// Attribute bit 6 (KIP-534): the batch's base_timestamp is its delete horizon, the time from
+/// which the log cleaner may remove its tombstones or its transaction marker. Set only by the
+/// cleaner, on the first clean that sees such a record; record timestamps stay base + delta.
+inline constexpr int16_t batch_delete_horizon_flag = 0x40;
 
 struct batch_header {
   model::offset base_offset{0};
@@ -66,6 +72,12 @@ struct batch_header {
   [[nodiscard]] bool is_transactional() const { return (attributes & 0x10) != 0; }
   [[nodiscard]] bool is_control() const { return (attributes & 0x20) != 0; }
   [[nodiscard]] model::offset last_offset() const { return base_offset + last_offset_delta; }
+  /// KIP-534: whether base_timestamp is the delete horizon (attribute bit 6).
+  [[nodiscard]] bool has_delete_horizon() const { return (attributes & batch_delete_horizon_flag) != 0; }
+  /// The delete horizon in ms (Kafka's RecordBatch.deleteHorizonMs), no_timestamp when unset.
+  [[nodiscard]] model::timestamp_ms delete_horizon_ms() const {
+    return has_delete_horizon() ? base_timestamp : model::no_timestamp;
+  }
   /// Whole batch size on disk, bytes (batch_length + 12).
   [[nodiscard]] size_t size_bytes() const { return static_cast<size_t>(batch_length) + batch_log_overhead_bytes; }
 };
@@ -96,8 +108,14 @@ result<model::bytes> encode_batch(const batch_options& options, std::span<const 
 /// the records section is compressed with the original codec. With no record left the batch is
 /// an empty header (records_count 0, no records section, compression bits cleared), which Kafka
 /// also keeps so the batch's last offset survives. Precondition: `kept` ascending by offset, each
-/// offset within [base_offset, last_offset]. Errors: unsupported_compression, too_large.
-result<model::bytes> encode_filtered_batch(const batch_header& original, std::span<const model::record> kept);
+/// offset within [base_offset, last_offset].
+/// `delete_horizon_ms` (KIP-534): when set, the batch carries attribute bit 6 and base_timestamp
+/// is that horizon (record timestamp deltas are taken from it, so they may be negative); when
+/// nullopt the bit is cleared and base_timestamp is the original's, or, when the original held
+/// a horizon, the first kept record's timestamp (max_timestamp when none is kept).
+/// Errors: unsupported_compression, too_large.
+result<model::bytes> encode_filtered_batch(const batch_header& original, std::span<const model::record> kept,
+                                           std::optional<model::timestamp_ms> delete_horizon_ms);
 
 /// Parses the 61-byte header at the front of `in` (no CRC check). Errors: truncated,
 /// unknown_magic, invalid_length (batch_length below 49 or above batch_bytes_max).

@@ -305,6 +305,10 @@ class partition_log {
   std::vector<std::function<void(result<void>)>> waiting_for_next_sync_;
   bool closed_ = false;
   std::optional<error> failure_;  // a failed write or fdatasync: the log is not served any more
+  /// Bumped whenever segments go other than by the cleaner's own swap (retention, truncation,
+  /// close): a cleaning pass that runs in steps (log_cleaner.h) checks it before each step and
+  /// gives up when it changed, since its planned segments may be gone.
+  uint64_t segments_generation_ = 0;
 };
 
 }  // namespace ringlog::storage
