@@ -87,6 +87,43 @@ def compact_string(s):
     return uvarint(len(b) + 1) + b
 
 
+class FlexReader(Reader):
+    """A Reader for flexible versions: unsigned varints, compact strings and arrays, tagged fields."""
+
+    def uvarint(self):
+        shift = n = 0
+        while True:
+            b = self.take(">B")
+            n |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return n
+            shift += 7
+
+    def compact_string(self):
+        n = self.uvarint()
+        if n == 0:
+            return None
+        s = self.data[self.pos:self.pos + n - 1].decode()
+        self.pos += n - 1
+        return s
+
+    def int32s(self):
+        """A compact array of int32."""
+        return [self.take(">i") for _ in range(self.uvarint() - 1)]
+
+    def tagged(self):
+        """{tag: raw bytes} of a tagged-field section."""
+        out = {}
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            out[tag] = self.data[self.pos:self.pos + size]
+            self.pos += size
+        return out
+
+    def skip_tags(self):
+        assert self.uvarint() == 0
+
+
 def exchange_flexible(sock, api_key, version, correlation_id, body, client_id="ringlog-test"):
     """Sends one request with header v2 (header v1 + an empty tagged-field section) and returns
     (correlation_id, the response after its correlation id). ApiVersions answers with header v0,

@@ -93,56 +93,13 @@ def test_kafka_clients_route_to_every_broker_and_survive_a_leader_kill(ringlog_b
 
 # ---------------------------------------------------------------- KIP-951 by hand (flexible Produce v10)
 
-def _uvarint(n):
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def _compact_string(s):
-    return _uvarint(len(s.encode()) + 1) + s.encode()
-
-
-class _FlexReader(kafka_wire.Reader):
-    def uvarint(self):
-        shift, n = 0, 0
-        while True:
-            b = self.take(">B")
-            n |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return n
-            shift += 7
-
-    def compact_string(self):
-        n = self.uvarint()
-        if n == 0:
-            return None
-        s = self.data[self.pos:self.pos + n - 1].decode()
-        self.pos += n - 1
-        return s
-
-    def tagged(self):
-        """{tag: raw bytes} of a tagged-field section."""
-        out = {}
-        for _ in range(self.uvarint()):
-            tag, size = self.uvarint(), self.uvarint()
-            out[tag] = self.data[self.pos:self.pos + size]
-            self.pos += size
-        return out
-
-
 def produce_v10(sock, topic, partition, records):
-    body = (_uvarint(0) + struct.pack(">hi", -1, 10000) + _uvarint(2) + _compact_string(topic) + _uvarint(2) +
-            struct.pack(">i", partition) + _uvarint(len(records) + 1) + records + b"\x00" + b"\x00" + b"\x00")
+    body = (kafka_wire.uvarint(0) + struct.pack(">hi", -1, 10000) + kafka_wire.uvarint(2) + kafka_wire.compact_string(topic) + kafka_wire.uvarint(2) +
+            struct.pack(">i", partition) + kafka_wire.uvarint(len(records) + 1) + records + b"\x00" + b"\x00" + b"\x00")
     header = struct.pack(">hhi", 0, 10, 7) + kafka_wire.string("ringlog-test") + b"\x00"   # header v2
     sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
     size = struct.unpack(">i", kafka_wire.read_exact(sock, 4))[0]
-    r = _FlexReader(kafka_wire.read_exact(sock, size))
+    r = kafka_wire.FlexReader(kafka_wire.read_exact(sock, size))
     assert r.take(">i") == 7
     r.tagged()                                   # response header v1
     assert r.uvarint() == 2 and r.compact_string() == topic and r.uvarint() == 2
@@ -151,14 +108,14 @@ def produce_v10(sock, topic, partition, records):
     for _ in range(r.uvarint() - 1):            # record_errors
         r.take(">i"), r.compact_string(), r.tagged()
     message = r.compact_string()
-    leader = _FlexReader(r.tagged().get(0, b""))
+    leader = kafka_wire.FlexReader(r.tagged().get(0, b""))
     current_leader = (leader.take(">i"), leader.take(">i")) if leader.data else None
     r.tagged()                                   # topic
     r.take(">i")                                 # throttle time
     endpoints = {}
     raw = r.tagged().get(0)
     if raw is not None:
-        e = _FlexReader(raw)
+        e = kafka_wire.FlexReader(raw)
         for _ in range(e.uvarint() - 1):
             node, host, port = e.take(">i"), e.compact_string(), e.take(">i")
             e.compact_string(), e.tagged()

@@ -28,61 +28,19 @@ API_ALTER_REASSIGNMENTS, API_LIST_REASSIGNMENTS = 45, 46
 
 # ---- Kafka's flexible encoding (request header v2, response header v1), for APIs 45 and 46
 
-def uvarint(n):
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def compact_string(s):
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
-
-
 def compact_int32s(ids):
     if ids is None:
-        return uvarint(0)
-    return uvarint(len(ids) + 1) + b"".join(struct.pack(">i", i) for i in ids)
-
-
-class FlexReader(kw.Reader):
-    def uvarint(self):
-        shift = n = 0
-        while True:
-            b = self.data[self.pos]
-            self.pos += 1
-            n |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return n
-            shift += 7
-
-    def compact_string(self):
-        n = self.uvarint()
-        if n == 0:
-            return None
-        s = self.data[self.pos:self.pos + n - 1].decode()
-        self.pos += n - 1
-        return s
-
-    def skip_tags(self):
-        assert self.uvarint() == 0
-
-    def int32s(self):
-        return [self.take(">i") for _ in range(self.uvarint() - 1)]
+        return kw.uvarint(0)
+    return kw.uvarint(len(ids) + 1) + b"".join(struct.pack(">i", i) for i in ids)
 
 
 def flexible_exchange(bootstrap, api_key, body):
     sock = kw.connect(bootstrap)
     try:
-        header = struct.pack(">hhi", api_key, 0, 7) + kw.string("ringlog-test") + uvarint(0)
+        header = struct.pack(">hhi", api_key, 0, 7) + kw.string("ringlog-test") + kw.uvarint(0)
         sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
         size = struct.unpack(">i", kw.read_exact(sock, 4))[0]
-        r = FlexReader(kw.read_exact(sock, size))
+        r = kw.FlexReader(kw.read_exact(sock, size))
         assert r.take(">i") == 7
         r.skip_tags()
         return r
@@ -92,7 +50,7 @@ def flexible_exchange(bootstrap, api_key, body):
 
 def kafka_list_reassignments(bootstrap):
     """ListPartitionReassignments v0 of every partition: (error_code, {(topic, p): (replicas, adding, removing)})."""
-    r = flexible_exchange(bootstrap, API_LIST_REASSIGNMENTS, struct.pack(">i", 10000) + uvarint(0) + uvarint(0))
+    r = flexible_exchange(bootstrap, API_LIST_REASSIGNMENTS, struct.pack(">i", 10000) + kw.uvarint(0) + kw.uvarint(0))
     r.take(">i")  # throttle
     error = r.take(">h")
     r.compact_string()
@@ -109,8 +67,8 @@ def kafka_list_reassignments(bootstrap):
 
 def kafka_alter_reassignment(bootstrap, topic, partition, replicas):
     """AlterPartitionReassignments v0 of one partition: (top error, partition error, message)."""
-    body = (struct.pack(">i", 10000) + uvarint(2) + compact_string(topic) + uvarint(2) + struct.pack(">i", partition)
-            + compact_int32s(replicas) + uvarint(0) + uvarint(0) + uvarint(0))
+    body = (struct.pack(">i", 10000) + kw.uvarint(2) + kw.compact_string(topic) + kw.uvarint(2) + struct.pack(">i", partition)
+            + compact_int32s(replicas) + kw.uvarint(0) + kw.uvarint(0) + kw.uvarint(0))
     r = flexible_exchange(bootstrap, API_ALTER_REASSIGNMENTS, body)
     r.take(">i")
     top = r.take(">h")
