@@ -9,6 +9,7 @@ right after a commit.
 import asyncio
 import base64
 import json
+import struct
 import time
 import uuid
 
@@ -17,6 +18,7 @@ import requests
 import websockets
 from confluent_kafka import Consumer, TopicPartition
 
+import kafka_wire as kw
 from conftest import Broker, free_port, wait_until
 
 PRODUCER_FENCED_HTTP = 40906
@@ -333,61 +335,38 @@ def test_group_lag_skips_markers_and_aborted_records(tbroker, topic_name):
 
 # ---------------------------------------------------------------- DescribeProducers (Kafka API 61, KIP-664)
 
-def _uvarint(n):
-    out = b""
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([byte | 0x80])
-        else:
-            return out + bytes([byte])
-
-
-def _read_uvarint(r):
-    shift, n = 0, 0
-    while True:
-        b = r.take(">B")
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return n
-        shift += 7
-
-
 def describe_producers(bootstrap, topic, partitions):
     """DescribeProducers v0 (flexible, request header v2) on the Kafka listener. Returns
     {partition: (error_code, [(producer_id, epoch, last_sequence, coordinator_epoch,
     current_txn_start_offset)])}."""
-    import struct
-    import kafka_wire as kw
     name = topic.encode()
-    body = _uvarint(2) + _uvarint(len(name) + 1) + name + _uvarint(len(partitions) + 1)
+    body = kw.uvarint(2) + kw.uvarint(len(name) + 1) + name + kw.uvarint(len(partitions) + 1)
     body += b"".join(struct.pack(">i", p) for p in partitions) + b"\x00" + b"\x00"
     header = struct.pack(">hhi", 61, 0, 5) + kw.string("txn-test") + b"\x00"
     with kw.connect(bootstrap) as s:
         s.sendall(struct.pack(">i", len(header + body)) + header + body)
         size = struct.unpack(">i", kw.read_exact(s, 4))[0]
-        r = kw.Reader(kw.read_exact(s, size))
+        r = kw.FlexReader(kw.read_exact(s, size))
     assert r.take(">i") == 5
-    assert _read_uvarint(r) == 0   # response header tagged fields
+    assert r.uvarint() == 0   # response header tagged fields
     r.take(">i")                   # throttle
     out = {}
-    for _ in range(_read_uvarint(r) - 1):
-        name_bytes = _read_uvarint(r) - 1   # topic name (read the length before moving pos)
+    for _ in range(r.uvarint() - 1):
+        name_bytes = r.uvarint() - 1   # topic name (read the length before moving pos)
         r.pos += name_bytes
-        for _ in range(_read_uvarint(r) - 1):
+        for _ in range(r.uvarint() - 1):
             index, error = r.take(">i"), r.take(">h")
-            n = _read_uvarint(r)
+            n = r.uvarint()
             r.pos += max(0, n - 1)          # error message (null: 0)
             producers = []
-            for _ in range(_read_uvarint(r) - 1):
+            for _ in range(r.uvarint() - 1):
                 pid, epoch, last_seq, _ts, coord, start = (r.take(">q"), r.take(">i"), r.take(">i"), r.take(">q"),
                                                            r.take(">i"), r.take(">q"))
-                assert _read_uvarint(r) == 0
+                assert r.uvarint() == 0
                 producers.append((pid, epoch, last_seq, coord, start))
-            assert _read_uvarint(r) == 0
+            assert r.uvarint() == 0
             out[index] = (error, producers)
-        assert _read_uvarint(r) == 0
+        assert r.uvarint() == 0
     return out
 
 

@@ -71,36 +71,15 @@ def produce(bootstrap, topic, batch):
     return base_offset
 
 
-def uvarint(n):
-    out = b""
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([byte | 0x80])
-        else:
-            return out + bytes([byte])
-
-
-def read_uvarint(r):
-    shift, n = 0, 0
-    while True:
-        b = r.take(">B")
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return n
-        shift += 7
-
-
 def write_txn_markers(cluster_port, markers):
     """WriteTxnMarkers v1 (flexible, request header v2) on the cluster listener: markers are
     (producer_id, epoch, commit, coordinator_epoch, topic, [partitions]). Returns
     [(producer_id, [(topic, partition, error)])]."""
-    body = uvarint(len(markers) + 1)
+    body = kw.uvarint(len(markers) + 1)
     for pid, epoch, commit, coordinator_epoch, topic, partitions in markers:
         name = topic.encode()
         body += struct.pack(">qh?", pid, epoch, commit)
-        body += uvarint(2) + uvarint(len(name) + 1) + name + uvarint(len(partitions) + 1)
+        body += kw.uvarint(2) + kw.uvarint(len(name) + 1) + name + kw.uvarint(len(partitions) + 1)
         body += b"".join(struct.pack(">i", p) for p in partitions) + b"\x00"
         body += struct.pack(">i", coordinator_epoch) + b"\x00"
     body += b"\x00"
@@ -108,22 +87,22 @@ def write_txn_markers(cluster_port, markers):
     with kw.connect(f"127.0.0.1:{cluster_port}", timeout=DEADLINE_S) as s:
         s.sendall(struct.pack(">i", len(header + body)) + header + body)
         size = struct.unpack(">i", kw.read_exact(s, 4))[0]
-        r = kw.Reader(kw.read_exact(s, size))
+        r = kw.FlexReader(kw.read_exact(s, size))
     assert r.take(">i") == 9
-    assert read_uvarint(r) == 0   # response header tagged fields
+    assert r.uvarint() == 0   # response header tagged fields
     out = []
-    for _ in range(read_uvarint(r) - 1):
+    for _ in range(r.uvarint() - 1):
         pid = r.take(">q")
         results = []
-        for _ in range(read_uvarint(r) - 1):
-            length = read_uvarint(r) - 1
+        for _ in range(r.uvarint() - 1):
+            length = r.uvarint() - 1
             name = r.data[r.pos:r.pos + length]
             r.pos += length
-            for _ in range(read_uvarint(r) - 1):
+            for _ in range(r.uvarint() - 1):
                 results.append((name.decode(), r.take(">i"), r.take(">h")))
-                assert read_uvarint(r) == 0
-            assert read_uvarint(r) == 0
-        assert read_uvarint(r) == 0
+                assert r.uvarint() == 0
+            assert r.uvarint() == 0
+        assert r.uvarint() == 0
         out.append((pid, results))
     return out
 
