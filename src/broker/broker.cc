@@ -598,6 +598,12 @@ void broker_impl::register_cluster_handlers() {
                                               std::span<const std::byte> body, rpc::respond_fn respond) {
                                          handle_write_txn_markers(header, body, std::move(respond));
                                        });
+  // KIP-890 verification of transactional produce, for the transactional ids coordinated here.
+  deps_.cluster_transport->set_handler(protocol::add_partitions_to_txn_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_verify_txn_partitions(header, body, std::move(respond));
+                                       });
   deps_.cluster_transport->set_handler(protocol::list_offsets_request_data::api_key,
                                        [this](const protocol::request_header_data& header,
                                               std::span<const std::byte> body, rpc::respond_fn respond) {
@@ -2453,11 +2459,60 @@ void broker_impl::produce_batches_from(produce_batches_request request,
 }
 
 void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
-                                          std::function<void(result<produce_batches_response>)> done) {
+                                          std::function<void(result<produce_batches_response>)> done,
+                                          uint64_t verified_guard) {
   const auto& tp = request.partition;
   auto rt = runtime_of(shard, tp.topic, tp.partition.value());
   if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   if (auto ok = check_append(*rt, request.acks); !ok.ok()) return done(ok.error());
+  // KIP-890 part 1: a Kafka producer's first batch of a transaction here is appended only once
+  // its coordinator confirmed the partition is in that transaction, and only if no marker ended
+  // the transaction meanwhile (the guard is still the one the verification started with).
+  if (auto unverified = request.transactional_id.empty() ? std::nullopt : unverified_txn_batch(*rt, request)) {
+    const int64_t pid = unverified->producer.value();
+    const int16_t epoch = unverified->producer_epoch_value.value();
+    auto guard = rt->txn_verifications.find(pid);
+    const bool guarded = guard != rt->txn_verifications.end() && guard->second.producer_epoch == epoch;
+    if (verified_guard != 0) {
+      if (!guarded || guard->second.id != verified_guard) {
+        return done(error{errc::invalid_txn_state,
+                          "the transaction of producer " + std::to_string(pid) + " ended while its produce to " +
+                              tp.topic + "-" + std::to_string(tp.partition.value()) +
+                              " was being verified: nothing was appended (KIP-890)"});
+      }
+      // The append below opens the transaction here (on this thread, before any marker can
+      // come), or is refused and a retry verifies again: the guard has done its work.
+      rt->txn_verifications.erase(guard);
+    } else {
+      if (!guarded) {
+        if (guard == rt->txn_verifications.end() && rt->txn_verifications.size() >= txn_verifications_per_partition_max) {
+          return done(error{errc::concurrent_transactions,
+                            "txn_verifications_per_partition_max (" + std::to_string(txn_verifications_per_partition_max) +
+                                ") producers of " + tp.topic + "-" + std::to_string(tp.partition.value()) +
+                                " are being verified with their coordinators: retry"});
+        }
+        guard = rt->txn_verifications.insert_or_assign(pid, txn_verification_guard{next_txn_verification_++, epoch}).first;
+      }
+      const uint64_t id = guard->second.id;
+      // Copies: the callback below takes `request` (and with it what `tp` refers to).
+      const std::string transactional_id = request.transactional_id;
+      const model::topic_partition partition = tp;
+      return verify_txn_partition(
+          transactional_id, model::producer_id{pid}, model::producer_epoch{epoch}, partition,
+          [this, shard, id, pid, request = std::move(request), log_append_time, done = std::move(done)](result<void> r) mutable {
+            deps_.runtime.post(shard, [this, shard, id, pid, r = std::move(r), request = std::move(request),
+                                       log_append_time, done = std::move(done)]() mutable {
+              if (r.ok()) return append_batches_on_shard(shard, std::move(request), log_append_time, std::move(done), id);
+              auto rt2 = runtime_of(shard, request.partition.topic, request.partition.partition.value());
+              if (rt2) {
+                auto g = rt2->txn_verifications.find(pid);
+                if (g != rt2->txn_verifications.end() && g->second.id == id) rt2->txn_verifications.erase(g);
+              }
+              done(r.error());
+            });
+          });
+    }
+  }
   produce_batches_response out;
   const int64_t now = deps_.clock.now_ms();
   if (log_append_time) out.log_append_time = now;

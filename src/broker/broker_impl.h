@@ -130,6 +130,17 @@ struct replica_fetch_waiter {
   std::function<void(protocol::fetch_response_data::partition_data)> done;
 };
 
+/// One verification of KIP-890 part 1 in flight (partition_runtime::txn_verifications).
+struct txn_verification_guard {
+  uint64_t id = 0;
+  int16_t producer_epoch = -1;
+};
+
+/// Producers of one partition whose transaction verification may be in flight at once: each is
+/// a round trip to a transaction coordinator; past it a first transactional batch is answered
+/// concurrent_transactions (retriable). Bounds the map, not any producer's speed.
+inline constexpr size_t txn_verifications_per_partition_max = 1024;
+
 struct partition_runtime {
   uint64_t uid = 0;   // unique for the broker's life: a re-created partition is another one
   std::string topic;
@@ -160,6 +171,13 @@ struct partition_runtime {
   bool follower_fetching = false;         // a follower fetch loop of this generation runs
   bool follower_failing = false;          // its fetches fail (logged once until one works again)
   int16_t last_isr_refusal = 0;           // Kafka error of the last refused ISR change (logged once)
+  // ---- KIP-890 part 1 (transactions.cc), while this node leads
+  /// Producers whose first transactional batch of a transaction here waits for its coordinator's
+  /// verification: producer id -> guard. A marker for the producer (its transaction ended) or
+  /// the append of its first batch removes the guard; a verified batch whose guard is gone is
+  /// refused, so a transaction that ended during the verification is never reopened here.
+  /// At most txn_verifications_per_partition_max entries.
+  std::map<int64_t, txn_verification_guard> txn_verifications;
 };
 
 /// Ends a parked fetch with no records and the partition's current offsets (its wait is over, or
@@ -558,6 +576,20 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                           std::function<void(result<void>)> done);
   void handle_write_txn_markers(const protocol::request_header_data& header, std::span<const std::byte> body,
                                 rpc::respond_fn respond);
+  /// KIP-890 part 1: asks `transactional_id`'s coordinator (this node, or another over the
+  /// cluster listener with AddPartitionsToTxn v4 VerifyOnly) whether `tp` is in the producer's
+  /// ongoing transaction. A coordinator that cannot answer now (moved, loading, unreachable) is
+  /// not_enough_replicas, retriable for every producer, as Kafka maps it for Produce.
+  void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
+                            model::producer_epoch producer_epoch, const model::topic_partition& tp,
+                            std::function<void(result<void>)> done);
+  void handle_verify_txn_partitions(const protocol::request_header_data& header, std::span<const std::byte> body,
+                                    rpc::respond_fn respond);
+  /// The first transactional batch of `request` whose producer has no transaction open on `rt`
+  /// in that epoch (it needs verify_txn_partition first); nullopt when none.
+  static std::optional<codec::batch_header> unverified_txn_batch(const partition_runtime& rt,
+                                                                 const produce_batches_request& request);
+  std::atomic<uint64_t> next_txn_verification_{1};
   // producer ids (producer_ids.cc): a block from the controller, handed out one id at a time
   void request_producer_id_block();
   void handle_allocate_producer_ids(const protocol::request_header_data& header, std::vector<std::byte> body,
@@ -655,8 +687,11 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                        std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps, acks_mode acks,
                        int64_t timeout_ms, std::shared_ptr<produce_operation> op);
   void publish(partition_runtime& rt);
+  /// On the partition's shard. `verified_guard`: the guard (partition_runtime::
+  /// txn_verifications) of the KIP-890 verification this request passed, 0 when none ran yet.
   void append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
-                               std::function<void(result<produce_batches_response>)> done);
+                               std::function<void(result<produce_batches_response>)> done,
+                               uint64_t verified_guard = 0);
   void wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
   /// The records `req` may have now (none is not an error): a recent read of the same records on

@@ -379,10 +379,15 @@ class group_service_impl final : public group_service {
   void schedule_classic_tick(size_t shard);
   /// On `shard`: appends the records of `effects`, then answers its tickets (and runs `after`).
   void deliver(size_t shard, group::classic_effects effects, std::function<void(result<void>)> after = nullptr);
-  /// On `shard` every lag_history_interval_ms: one total-lag sample per group of that shard.
+  /// On `shard`, lag_history_interval_ms after the last round ended: one total-lag sample per
+  /// group of that shard (sample_lag_next walks them).
   void schedule_lag_sampling(size_t shard);
+  /// On `shard`: samples group `round[next]` (group_lag), then the next one; past the last,
+  /// schedules the next round. Each step is posted, so the walk never grows the stack.
+  void sample_lag_next(size_t shard, std::shared_ptr<std::vector<std::string>> round, size_t next);
   /// On the group's shard: lag of every committed partition and every owned one.
-  /// `high_watermarks` caches the figures looked up, for the next group of one sampling round.
+  /// `high_watermarks`: each partition's end to measure to, as the leaders reported it; a
+  /// partition missing from it is looked up in this node's state (and added).
   result<std::vector<group::partition_lag>> lags_of(shard_state& st, const std::string& group_id,
                                                     group::partition_map<model::offset>& high_watermarks);
   void poll_heartbeat(size_t shard, std::string group_id, std::string instance_id, poll_request request,
@@ -628,22 +633,39 @@ void group_service_impl::schedule_lag_sampling(size_t shard) {
   runtime_.post_after(shard, lag_history_interval_ms, [this, shard] {
     if (stopping_) return;
     auto& st = *shards_[shard];
-    const int64_t now = clock_.now_ms();
-    group::partition_map<model::offset> high_watermarks;
-    std::map<std::string, std::deque<lag_sample>> kept;   // groups deleted meanwhile drop out
+    // Groups deleted meanwhile drop out; the round then samples the kept ones one at a time.
+    std::map<std::string, std::deque<lag_sample>> kept;
+    auto round = std::make_shared<std::vector<std::string>>();
     for (const auto& g : st.coordinator.list_groups()) {
       if (kept.size() == lag_history_groups_per_shard_max) break;
-      auto lags = lags_of(st, g.group_id, high_watermarks);
-      if (!lags.ok()) continue;
-      int64_t total = 0;
-      for (const auto& l : lags.value()) total += l.lag.value_or(0);
       auto& samples = kept[g.group_id];
       if (auto it = st.lag_history.find(g.group_id); it != st.lag_history.end()) samples = std::move(it->second);
-      samples.push_back({now, total});
-      while (samples.size() > lag_history_samples_max) samples.pop_front();
+      round->push_back(g.group_id);
     }
     st.lag_history = std::move(kept);
-    schedule_lag_sampling(shard);
+    sample_lag_next(shard, std::move(round), 0);
+  });
+}
+
+void group_service_impl::sample_lag_next(size_t shard, std::shared_ptr<std::vector<std::string>> round, size_t next) {
+  if (stopping_) return;
+  if (next == round->size()) return schedule_lag_sampling(shard);
+  // The same figure as GET .../lags (group_lag): to each last stable offset from the leader,
+  // counting records only, so markers and aborted records never show as lag (issue 16). One
+  // group at a time keeps a round's reads to one group's partitions in flight.
+  const std::string& group_id = (*round)[next];
+  group_lag(group_id, [this, shard, round, next](result<std::vector<group::partition_lag>> lags) {
+    runtime_.post(shard, [this, shard, round, next, lags = std::move(lags)] {
+      auto& st = *shards_[shard];
+      auto it = st.lag_history.find((*round)[next]);
+      if (lags.ok() && it != st.lag_history.end()) {
+        int64_t total = 0;
+        for (const auto& l : lags.value()) total += l.lag.value_or(0);
+        it->second.push_back({clock_.now_ms(), total});
+        while (it->second.size() > lag_history_samples_max) it->second.pop_front();
+      }
+      sample_lag_next(shard, round, next + 1);
+    });
   });
 }
 

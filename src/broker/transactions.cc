@@ -22,6 +22,11 @@ namespace {
 
 /// WriteTxnMarkers v1 (flexible) between brokers.
 constexpr int16_t write_txn_markers_version = 1;
+/// AddPartitionsToTxn v4 (flexible; KIP-890's broker-to-coordinator VerifyOnly form).
+constexpr int16_t verify_txn_version = 4;
+/// How long a partition leader waits for a coordinator's verification, ms: a coordinator
+/// answers from memory, so this covers a connect and a busy peer, not a disk write.
+constexpr int64_t verify_txn_timeout_ms = 5000;
 /// How much longer than the leader's own wait for its in-sync replicas the sender waits, ms.
 constexpr int64_t marker_forward_slack_ms = 5000;
 
@@ -103,6 +108,9 @@ void broker_impl::write_one_marker(const txn_marker& m, const model::topic_parti
     if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return done(ok.error());
     auto appended = rt->log->append_marker(pid, epoch, marker, rt->epoch);
     if (!appended.ok()) return done(from_storage(appended.error()));
+    // The producer's transaction ended here: a verification of its next batch that started
+    // before this marker must not open a transaction (KIP-890 part 1's guard).
+    rt->txn_verifications.erase(pid.value());
     auto replicated = [this, tp, pid, committed, done = std::move(done)](result<void> r) mutable {
       if (!r.ok() || tp.topic != consumer_offsets_topic || groups_ == nullptr) return done(std::move(r));
       // The leader of a __consumer_offsets partition coordinates its groups: once the marker is
@@ -224,6 +232,148 @@ void broker_impl::handle_write_txn_markers(const protocol::request_header_data& 
     }
     respond_with(header, response, respond);
   }, true);
+}
+
+std::optional<codec::batch_header> broker_impl::unverified_txn_batch(const partition_runtime& rt,
+                                                                     const produce_batches_request& request) {
+  for (const auto& batch : request.batches) {
+    auto header = codec::decode_header(batch);
+    if (!header.ok() || !header->is_transactional()) continue;
+    const auto* entry = rt.log->producers().find(header->producer);
+    const bool open = entry != nullptr && entry->current_txn_first_offset &&
+                      entry->epoch == header->producer_epoch_value;
+    if (!open) return header.value();
+  }
+  return std::nullopt;
+}
+
+void broker_impl::verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
+                                       model::producer_epoch producer_epoch, const model::topic_partition& tp,
+                                       std::function<void(result<void>)> done) {
+  // Kafka answers Produce with NOT_ENOUGH_REPLICAS when the verification itself could not be
+  // done (AddPartitionsToTxnManager): every client retries that, none knows the coordinator codes.
+  // A fenced producer hears INVALID_PRODUCER_EPOCH, the Produce code every client handles
+  // (Kafka does the same for PRODUCER_FENCED on this path).
+  auto retriable = [done](const error& e) {
+    if (e.code == errc::producer_fenced) return done(error{errc::invalid_producer_epoch, e.message});
+    const bool transient = e.code == errc::not_coordinator || e.code == errc::coordinator_load_in_progress ||
+                           e.code == errc::broker_not_available || e.code == errc::concurrent_transactions ||
+                           e.code == errc::request_timed_out || e.code == errc::unknown_server_error;
+    if (!transient) return done(e);
+    done(error{errc::not_enough_replicas, "the transaction coordinator could not verify the partition yet (" +
+                                              e.message + "): retry"});
+  };
+  txn_service* txns = txns_started_.load(std::memory_order_acquire);
+  if (txns == nullptr) return retriable(error{errc::coordinator_load_in_progress, "transactions are starting"});
+  const int32_t coordinator = txns->coordinator_id(transactional_id);
+  if (coordinator == config_.node_id) {
+    return txns->verify_partition(transactional_id, producer_id, producer_epoch, tp,
+                                  [retriable, done](result<void> r) {
+                                    if (r.ok()) return done(base::ok_v);
+                                    retriable(r.error());
+                                  });
+  }
+  const std::string where = "the coordinator of transactional id '" + transactional_id + "' (broker " +
+                            std::to_string(coordinator) + ")";
+  if (coordinator < 0 || deps_.cluster_transport == nullptr) {
+    return retriable(error{errc::not_coordinator, where + " is not known or not reachable"});
+  }
+  protocol::add_partitions_to_txn_request_data request;
+  protocol::add_partitions_to_txn_request_data::add_partitions_to_txn_transaction t;
+  t.transactional_id = transactional_id;
+  t.producer_id = producer_id.value();
+  t.producer_epoch = producer_epoch.value();
+  t.verify_only = true;
+  protocol::add_partitions_to_txn_request_data::add_partitions_to_txn_topic topic;
+  topic.name = tp.topic;
+  topic.partitions.push_back(tp.partition.value());
+  t.topics.push_back(std::move(topic));
+  request.transactions.push_back(std::move(t));
+  deps_.cluster_transport->send(
+      coordinator, protocol::add_partitions_to_txn_request_data::api_key, verify_txn_version,
+      encode_body(request, verify_txn_version), verify_txn_timeout_ms,
+      [where, retriable, done](rpc::result<protocol::bytes> r) {
+        if (!r.ok()) return retriable(error{errc::request_timed_out, where + " did not answer: " + r.error().message});
+        protocol::reader rd(r.value());
+        auto decoded = protocol::add_partitions_to_txn_response_data::decode(rd, verify_txn_version);
+        if (!decoded.ok() || decoded->results_by_transaction.size() != 1 ||
+            decoded->results_by_transaction[0].topic_results.size() != 1 ||
+            decoded->results_by_transaction[0].topic_results[0].results_by_partition.size() != 1) {
+          return retriable(error{errc::unknown_server_error, where + " sent an unreadable answer"});
+        }
+        const int16_t code = decoded->error_code != 0
+                                 ? decoded->error_code
+                                 : decoded->results_by_transaction[0].topic_results[0].results_by_partition[0].partition_error_code;
+        if (code == 0) return done(base::ok_v);
+        const errc e = errc_of_kafka_code(code);
+        retriable(error{e, where + " did not verify the partition: " + std::string(to_string(e))});
+      });
+}
+
+void broker_impl::handle_verify_txn_partitions(const protocol::request_header_data& header,
+                                               std::span<const std::byte> body, rpc::respond_fn respond) {
+  using response_data = protocol::add_partitions_to_txn_response_data;
+  protocol::reader rd(body);
+  auto decoded = protocol::add_partitions_to_txn_request_data::decode(rd, header.request_api_version);
+  if (!decoded.ok()) return;   // the transport answers nothing: the sender times out (retriable)
+  // One answer slot per (transaction, topic, partition), filled on whichever shard answers.
+  struct gather {
+    response_data response;
+    std::mutex mutex;
+    std::atomic<size_t> remaining{1};
+    protocol::request_header_data header;
+    rpc::respond_fn respond;
+    void finish_one() {
+      if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) respond_with(header, response, respond);
+    }
+  };
+  auto g = std::make_shared<gather>();
+  g->header = header;
+  g->respond = std::move(respond);
+  txn_service* txns = txns_started_.load(std::memory_order_acquire);
+  if (header.request_api_version < verify_txn_version || txns == nullptr) {
+    g->response.error_code = static_cast<int16_t>(
+        kafka_error_code(txns == nullptr ? errc::coordinator_load_in_progress : errc::invalid_request));
+  } else {
+    for (const auto& t : decoded->transactions) {
+      response_data::add_partitions_to_txn_result tr;
+      tr.transactional_id = t.transactional_id;
+      for (const auto& topic : t.topics) {
+        response_data::add_partitions_to_txn_topic_result top;
+        top.name = topic.name;
+        for (int32_t p : topic.partitions) top.results_by_partition.push_back({p, 0, {}});
+        tr.topic_results.push_back(std::move(top));
+      }
+      g->response.results_by_transaction.push_back(std::move(tr));
+    }
+    for (size_t i = 0; i < decoded->transactions.size(); ++i) {
+      const auto& t = decoded->transactions[i];
+      for (size_t j = 0; j < t.topics.size(); ++j) {
+        for (size_t k = 0; k < t.topics[j].partitions.size(); ++k) {
+          auto fill = [g, i, j, k](int16_t code) {   // Kafka's error code, 0: verified
+            {
+              std::lock_guard lock(g->mutex);
+              g->response.results_by_transaction[i].topic_results[j].results_by_partition[k].partition_error_code = code;
+            }
+            g->finish_one();
+          };
+          g->remaining.fetch_add(1, std::memory_order_relaxed);
+          // Only the verification is served here: adding partitions is the client's own call.
+          if (!t.verify_only) {
+            fill(static_cast<int16_t>(kafka_error_code(errc::invalid_request)));
+            continue;
+          }
+          txns->verify_partition(t.transactional_id, model::producer_id{t.producer_id},
+                                 model::producer_epoch{t.producer_epoch},
+                                 model::topic_partition{t.topics[j].name, model::partition_id{t.topics[j].partitions[k]}},
+                                 [fill](result<void> r) {
+                                   fill(r.ok() ? int16_t{0} : static_cast<int16_t>(kafka_error_code(r.error().code)));
+                                 });
+        }
+      }
+    }
+  }
+  g->finish_one();
 }
 
 }  // namespace detail

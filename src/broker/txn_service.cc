@@ -81,6 +81,9 @@ class txn_service_impl final : public txn_service {
                       std::function<void(result<void>)> done) override;
   void add_offsets(std::string transactional_id, model::producer_id producer_id, model::producer_epoch producer_epoch,
                    std::string group_id, std::function<void(result<void>)> done) override;
+  void verify_partition(std::string transactional_id, model::producer_id producer_id,
+                        model::producer_epoch producer_epoch, model::topic_partition partition,
+                        std::function<void(result<void>)> done) override;
   /// add_partitions; `internal_allowed`: the group's __consumer_offsets partition of
   /// add_offsets (a producer's own add_partitions may not name an internal topic).
   void add_partitions_of(std::string transactional_id, model::producer_id producer_id,
@@ -409,6 +412,20 @@ void txn_service_impl::add_partitions_of(std::string transactional_id, model::pr
                      if (!r.ok()) return done(r.error());
                      done(base::ok_v);
                    });
+                 });
+}
+
+void txn_service_impl::verify_partition(std::string transactional_id, model::producer_id producer_id,
+                                        model::producer_epoch producer_epoch, model::topic_partition partition,
+                                        std::function<void(result<void>)> done) {
+  auto fail = [done](error e) { done(std::move(e)); };
+  const std::string id = transactional_id;
+  on_coordinator(id, fail,
+                 [this, transactional_id = std::move(transactional_id), producer_id, producer_epoch,
+                  partition = std::move(partition), done = std::move(done)](size_t, int32_t, partition_coordinator& pc) {
+                   auto verified = pc.coordinator.verify_partition(transactional_id, producer_id, producer_epoch, partition);
+                   if (!verified.ok()) return done(from_txn(verified.error()));
+                   done(base::ok_v);
                  });
 }
 

@@ -146,8 +146,8 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
       continue;
     }
     // A transactional_id names the transactional producer; its batches carry the transactional
-    // attribute, which the partition tracks (KIP-98). Whether the partition was added to the
-    // transaction is the transaction coordinator's to check.
+    // attribute, which the partition tracks (KIP-98). The leader asks the id's coordinator
+    // whether the partition was added to the transaction before the first batch (KIP-890 part 1).
     if (!t.records) {
       fail(corrupt_message, "the partition's records are null");
       continue;
@@ -162,6 +162,7 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
     produce.batches = std::move(batches).value();
     produce.acks = acks;
     produce.timeout_ms = request.timeout_ms;
+    produce.transactional_id = request.transactional_id.value_or("");
     // KIP-951's CurrentLeader and NodeEndpoints exist from Produce v10: an older answer carrying
     // them would not encode.
     const bool leader_hints = ctx.api_version >= produce_leader_hints_version;

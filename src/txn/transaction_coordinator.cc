@@ -191,24 +191,30 @@ result<outcome> transaction_coordinator::add_partitions(const std::string& trans
   return out;
 }
 
-result<void> transaction_coordinator::check_offsets_commit(const std::string& transactional_id,
-                                                           model::producer_id producer_id,
-                                                           model::producer_epoch producer_epoch,
-                                                           const model::topic_partition& offsets_partition) const {
+result<void> transaction_coordinator::verify_partition(const std::string& transactional_id,
+                                                       model::producer_id producer_id,
+                                                       model::producer_epoch producer_epoch,
+                                                       const model::topic_partition& partition) const {
   auto it = ids_.find(transactional_id);
   if (it == ids_.end() || it->second.current.producer_id != producer_id) {
     return error{errc::invalid_producer_id_mapping, who(transactional_id) + " is not held by producer id " +
                                                         std::to_string(producer_id.value())};
   }
-  const txn_metadata& md = it->second.current;
+  const entry& e = it->second;
+  const txn_metadata& md = e.current;
   if (md.producer_epoch != producer_epoch) {
     return error{errc::producer_fenced, "producer epoch " + std::to_string(producer_epoch.value()) + " of " +
                                             who(transactional_id) + " is fenced (current " +
                                             std::to_string(md.producer_epoch.value()) + ")"};
   }
-  if (md.state != txn_state::ongoing || !md.partitions.contains(offsets_partition)) {
+  // An end being written (PrepareCommit/PrepareAbort pending) ends the transaction the batch
+  // would join: refuse it as Kafka does once the state has moved on.
+  const bool ending = e.pending && e.pending->state != txn_state::ongoing;
+  if (md.state != txn_state::ongoing || ending || !md.partitions.contains(partition)) {
     return error{errc::invalid_txn_state, who(transactional_id) + " has no ongoing transaction holding " +
-                                              offsets_partition.directory_name() + ": AddOffsetsToTxn first"};
+                                              partition.directory_name() +
+                                              ": add the partition to the transaction (AddPartitionsToTxn) before "
+                                              "producing to it"};
   }
   return base::ok_v;
 }

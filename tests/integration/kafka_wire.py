@@ -140,18 +140,22 @@ def api_versions_error(body):
     return struct.unpack_from(">h", body)[0]
 
 
-def batch(records, compression=0, base_offset=0):
-    """A v2 record batch built by kafka-python: records are (key, value, headers, timestamp)."""
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=compression, is_transactional=False,
-                                  producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+def batch(records, compression=0, base_offset=0, producer=None, transactional=False):
+    """A v2 record batch built by kafka-python: records are (key, value, headers, timestamp).
+    `producer`: (producer_id, producer_epoch, base_sequence) of an idempotent or transactional
+    producer; `transactional` sets the batch's transactional attribute (bit 4)."""
+    producer_id, producer_epoch, base_sequence = producer or (-1, -1, -1)
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=compression, is_transactional=transactional,
+                                  producer_id=producer_id, producer_epoch=producer_epoch,
+                                  base_sequence=base_sequence, batch_size=1 << 20)
     for i, (key, value, headers, ts) in enumerate(records):
         b.append(base_offset + i, timestamp=ts, key=key, value=value, headers=headers or [])
     return bytes(b.build())
 
 
-def produce_v3(topic, partition, records_bytes, acks=-1, version=3):
+def produce_v3(topic, partition, records_bytes, acks=-1, version=3, transactional_id=None):
     """A Produce v3 body (v2 when version=2: no transactional_id); the response shapes match."""
-    body = (string(None) if version >= 3 else b"") + struct.pack(">hi", acks, 10000)
+    body = (string(transactional_id) if version >= 3 else b"") + struct.pack(">hi", acks, 10000)
     body += struct.pack(">i", 1) + string(topic) + struct.pack(">i", 1)
     body += struct.pack(">ii", partition, len(records_bytes)) + records_bytes
     return body

@@ -287,3 +287,69 @@ def test_transaction_offsets_commit_when_the_group_and_transaction_coordinators_
                        FAILOVER_DEADLINE_S, "the second transaction's offsets")
         finally:
             consumer.close()
+
+
+def test_transactional_produce_is_verified_by_a_coordinator_on_another_broker(ringlog_bin, tmp_path):
+    """KIP-890 part 1 across brokers: the partition's leader asks the transactional id's
+    coordinator on another broker (AddPartitionsToTxn v4 VerifyOnly on the cluster listener).
+    librdkafka's transaction (which adds the partition first) is verified and committed; a raw
+    transactional Produce to a partition that was never added is INVALID_TXN_STATE (48) from
+    the remote coordinator, and opens no transaction there."""
+    with cluster_with_topic(tmp_path, "verified") as c:
+        n1 = c.node(1)
+        conf = {"bootstrap.servers": n1.bootstrap, "transaction.timeout.ms": 30000, "message.timeout.ms": 30000}
+        warm = Producer({**conf, "transactional.id": "verified-warmup"})
+        warm.init_transactions(60)   # __transaction_state exists from here on
+
+        def partition_count(topic):
+            r = requests.get(n1.v3(f"/topics/{topic}/partitions"), timeout=5)
+            return len(r.json()["data"]) if r.status_code == 200 else None
+        state_partitions = wait_until(lambda: partition_count("__transaction_state"), 20.0, "__transaction_state")
+        data_leader = wait_until(lambda: leader_of(n1, "verified", 0), 20.0, "a leader of verified-0")
+
+        def remote_tid():
+            for i in range(200):
+                tid = f"verified-t{i}"
+                t_leader = leader_of(n1, "__transaction_state", _coordinator_partition(tid, state_partitions))
+                if t_leader is not None and t_leader != data_leader:
+                    return tid
+            return None
+        tid = wait_until(remote_tid, 20.0, "a transactional id coordinated away from verified-0's leader")
+        p = Producer({**conf, "transactional.id": tid})
+        p.init_transactions(60)
+        p.begin_transaction()
+        p.produce("verified", value=b"in", partition=0)
+        p.commit_transaction(60)
+        reader = Consumer({"bootstrap.servers": n1.bootstrap, "group.id": "verified-reader",
+                           "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+        try:
+            reader.subscribe(["verified"])
+            got = []
+            deadline = time.monotonic() + FAILOVER_DEADLINE_S
+            while not got and time.monotonic() < deadline:
+                m = reader.poll(1.0)
+                if m is not None and m.error() is None:
+                    got.append(m.value())
+            assert got == [b"in"]
+        finally:
+            reader.close()
+        # The producer's id and epoch from its coordinator (DescribeTransactions over HTTP).
+        state = requests.get(n1.v3(f"/transactions/{tid}"), timeout=5).json()
+        pid, epoch = state["producer_id"], state["producer_epoch"]
+        leader = c.node(data_leader)
+        records = kafka_wire.batch([(None, b"stray", [], int(time.time() * 1000))], producer=(pid, epoch, 1),
+                                   transactional=True)
+        with kafka_wire.connect(leader.bootstrap) as s:
+            _, body = kafka_wire.exchange(s, 0, 3, 7, kafka_wire.produce_v3("verified", 0, records, transactional_id=tid))
+        [(_, _, error, _, _)] = kafka_wire.parse_produce_v3(body)
+        assert error == 48   # INVALID_TXN_STATE: no ongoing transaction holds verified-0
+        # Nothing hangs: a record produced after it is read by a read_committed reader (an open
+        # transaction at the stray batch would hold the reader below it).
+        r = requests.post(leader.url + "/topics/verified", json={"records": [{"partition": 0, "value": "after"}]},
+                          headers={"Content-Type": "application/vnd.kafka.json.v2+json"}, timeout=10)
+        assert r.status_code == 200, r.text
+        after = r.json()["offsets"][0]["offset"]
+        r = requests.get(leader.url + "/topics/verified/partitions/0/records",
+                         params={"offset": after, "isolation_level": "read_committed"},
+                         headers={"Accept": "application/vnd.kafka.json.v2+json"}, timeout=10)
+        assert r.status_code == 200 and [x["value"] for x in r.json()] == ["after"], r.text

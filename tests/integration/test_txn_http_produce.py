@@ -321,6 +321,8 @@ def test_group_lag_skips_markers_and_aborted_records(tbroker, topic_name):
     c.close()
     # Caught up: only the commit marker is left above the committed offset.
     assert group_lags(tbroker, group)[(topic_name, 0)] == (3, 4, 0)
+    # The lag history (the console's chart) samples the same figure: 0, not the marker's offset.
+    wait_until(lambda: lag_history(tbroker, group), 15, "a lag-history sample")
     produce(tbroker, topic_name, tid, pid, epoch, [(0, 0, "a0"), (0, 1, "a1")])                 # 4-5
     pid, epoch = end(tbroker, tid, pid, epoch, "abort")                                          # marker 6
     wait_until(lambda: describe(tbroker, tid)["state"] == "CompleteAbort", 20, "the abort's marker")
@@ -331,6 +333,15 @@ def test_group_lag_skips_markers_and_aborted_records(tbroker, topic_name):
     pid, epoch = end(tbroker, tid, pid, epoch, "commit")                                         # marker 8
     wait_until(lambda: describe(tbroker, tid)["state"] == "CompleteCommit", 20, "the last commit's marker")
     assert group_lags(tbroker, group)[(topic_name, 0)] == (3, 9, 1)   # one record: "open", committed
+    wait_until(lambda: lag_history(tbroker, group)[-1:] == [1], 15, "a lag-history sample of 1")
+    # Every sample counted records only: offsets would have given 1, 4, 5 or 6 on the way.
+    assert set(lag_history(tbroker, group)) <= {0, 1}, lag_history(tbroker, group)
+
+
+def lag_history(b, group):
+    r = requests.get(b.v3(f"/consumer-groups/{group}/lag-history"))
+    assert r.status_code == 200, r.text
+    return [s["total_lag"] for s in r.json()["data"]]
 
 
 # ---------------------------------------------------------------- DescribeProducers (Kafka API 61, KIP-664)
@@ -368,6 +379,62 @@ def describe_producers(bootstrap, topic, partitions):
             out[index] = (error, producers)
         assert r.uvarint() == 0
     return out
+
+
+# ---------------------------------------------------------------- KIP-890 part 1: verified transactional produce
+
+INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+
+
+def raw_txn_produce(b, topic, partition, tid, pid, epoch, sequence, value):
+    """One transactional batch of one record in a Kafka Produce v3 with `tid`: the error code."""
+    records = kw.batch([(None, value.encode(), [], int(time.time() * 1000))],
+                       producer=(pid, epoch, sequence), transactional=True)
+    with kw.connect(b.bootstrap) as s:
+        _, body = kw.exchange(s, 0, 3, 11, kw.produce_v3(topic, partition, records, transactional_id=tid))
+    [(_, got_partition, error, _, _)] = kw.parse_produce_v3(body)
+    assert got_partition == partition
+    return error
+
+
+def add_partitions(b, tid, pid, epoch, topic, partitions):
+    r = requests.post(txn_url(b, f"/{tid}/partitions"), json={
+        "producer_id": pid, "producer_epoch": epoch,
+        "partitions": [{"topic": topic, "partition": p} for p in partitions]})
+    assert r.status_code == 204, r.text
+
+
+def test_kafka_transactional_produce_is_verified_with_the_coordinator(tbroker, topic_name):
+    """KIP-890 part 1: before a producer's first transactional batch of a transaction on a
+    partition, the leader asks the coordinator whether the partition is in that ongoing
+    transaction. A batch to a partition never added, or a late batch of a transaction that has
+    ended, is refused and opens nothing: such a batch would open a transaction nobody ends (a
+    "hanging transaction"), holding every read_committed reader of the partition back for good."""
+    tbroker.create_topic(topic_name, partitions=2)
+    tid = "verify-" + topic_name
+    pid, epoch = begin(tbroker, tid)
+    produce(tbroker, topic_name, tid, pid, epoch, [(0, 0, "in")])   # partition 0 joins the transaction
+    assert raw_txn_produce(tbroker, topic_name, 1, tid, pid, epoch, 0, "never-added") == INVALID_TXN_STATE
+    assert describe_producers(tbroker.bootstrap, topic_name, [1])[1] == (0, [])   # nothing opened
+    # Added (AddPartitionsToTxn) but not yet written: the coordinator verifies it, the batch goes in.
+    add_partitions(tbroker, tid, pid, epoch, topic_name, [1])
+    assert raw_txn_produce(tbroker, topic_name, 1, tid, pid, epoch, 0, "added") == 0
+    next_pid, next_epoch = end(tbroker, tid, pid, epoch, "commit")
+    wait_until(lambda: describe(tbroker, tid)["state"] == "CompleteCommit", 20, "the commit's markers")
+    # A late batch of the ended transaction, at its old epoch: fenced, on a partition the
+    # transaction wrote to (the marker bumped its epoch) and on one it never touched alike.
+    other = topic_name + "-other"
+    tbroker.create_topic(other)
+    assert raw_txn_produce(tbroker, topic_name, 0, tid, pid, epoch, 1, "late") == INVALID_PRODUCER_EPOCH
+    assert raw_txn_produce(tbroker, other, 0, tid, pid, epoch, 0, "late") == INVALID_PRODUCER_EPOCH
+    assert describe_producers(tbroker.bootstrap, other, [0])[0] == (0, [])
+    # The new epoch with no transaction open at the coordinator: refused too.
+    assert raw_txn_produce(tbroker, other, 0, tid, next_pid, next_epoch, 0, "no-txn") == INVALID_TXN_STATE
+    # Nothing hangs: a read_committed reader reads both partitions to their end.
+    assert http_values(tbroker, topic_name, 0, "read_committed") == ["in"]
+    assert http_values(tbroker, topic_name, 1, "read_committed") == ["added"]
+    assert http_values(tbroker, other, 0, "read_committed") == []
 
 
 def test_describe_producers_shows_the_open_transaction(tbroker, topic_name):

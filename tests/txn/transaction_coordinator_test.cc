@@ -435,3 +435,36 @@ TEST_CASE("an exhausted epoch takes a new producer id at InitProducerId") {
   CHECK(fresh->producer_id != md.producer_id);
   CHECK(fresh->producer_epoch == E(0));
 }
+
+TEST_CASE("KIP-890 part 1: verify_partition confirms only partitions of the producer's ongoing transaction") {
+  driver d;
+  auto p = d.init("t").value();
+  // Empty: nothing to verify against.
+  CHECK(d.c.verify_partition("t", p.producer_id, p.producer_epoch, tp("a", 0)).error().code == errc::invalid_txn_state);
+  REQUIRE(d.add("t", p, {tp("a", 0)}).ok());
+  CHECK(d.c.verify_partition("t", p.producer_id, p.producer_epoch, tp("a", 0)).ok());
+  // Not added; another producer id; an older epoch; an unknown id.
+  CHECK(d.c.verify_partition("t", p.producer_id, p.producer_epoch, tp("a", 1)).error().code == errc::invalid_txn_state);
+  CHECK(d.c.verify_partition("t", P(p.producer_id.value() + 1), p.producer_epoch, tp("a", 0)).error().code ==
+        errc::invalid_producer_id_mapping);
+  CHECK(d.c.verify_partition("t", p.producer_id, E(static_cast<int16_t>(p.producer_epoch.value() + 1)), tp("a", 0))
+            .error().code == errc::producer_fenced);
+  CHECK(d.c.verify_partition("nobody", p.producer_id, p.producer_epoch, tp("a", 0)).error().code ==
+        errc::invalid_producer_id_mapping);
+  // Ending (PrepareCommit written, markers due) and ended: a late batch of the transaction is refused.
+  auto end = d.end("t", p.producer_id, p.producer_epoch, true, true);
+  REQUIRE(end.ok());
+  CHECK(d.c.verify_partition("t", p.producer_id, p.producer_epoch, tp("a", 0)).error().code == errc::producer_fenced);
+  CHECK(d.c.verify_partition("t", end->producer_id, end->producer_epoch, tp("a", 0)).error().code ==
+        errc::invalid_txn_state);
+  d.finish_markers();
+  CHECK(d.c.verify_partition("t", end->producer_id, end->producer_epoch, tp("a", 0)).error().code ==
+        errc::invalid_txn_state);
+  // An end being written (pending) already refuses, before it is durable.
+  REQUIRE(d.add("t", *end, {tp("b", 0)}).ok());
+  CHECK(d.c.verify_partition("t", end->producer_id, end->producer_epoch, tp("b", 0)).ok());
+  auto pending = d.c.end_txn("t", end->producer_id, end->producer_epoch, false, false, std::nullopt, d.now);
+  REQUIRE(pending.ok());
+  CHECK(d.c.verify_partition("t", end->producer_id, end->producer_epoch, tp("b", 0)).error().code ==
+        errc::invalid_txn_state);
+}

@@ -29,7 +29,9 @@ function partitionsTable(v3parts, v2parts) {
     { title: 'log_start_offset', num: true, cell: (p) => formatCount(p.log_start_offset) },
     { title: 'high_watermark', num: true, cell: (p) => formatCount(p.high_watermark) },
     { title: 'log_end_offset', num: true, cell: (p) => formatCount(p.log_end_offset) },
-    { title: 'records', num: true, cell: (p) => formatCount(p.high_watermark - p.log_start_offset) },
+    // Offsets, not records: transaction markers and compaction gaps sit in this range too
+    // (issue 16: markers are not records), and counting records would mean reading the log.
+    { title: 'offsets', num: true, cell: (p) => formatCount(p.high_watermark - p.log_start_offset) },
     { title: 'size', num: true, cell: (p) => formatBytes(p.size_bytes) },
     { title: '', cell: (p) => link(`/messages?topic=${encodeURIComponent(p.topic_name)}&partition=${p.partition_id}`, 'browse') },
   ], v3parts, { testid: 'partitions-table' });
@@ -105,11 +107,11 @@ export async function render(view, route, ctx) {
       (all) => all.find((t) => t.topic_name === name))]);
     if (!ctx.alive) return;
     const size = v3parts.reduce((n, p) => n + p.size_bytes, 0);
-    const records = v3parts.reduce((n, p) => n + (p.high_watermark - p.log_start_offset), 0);
+    const offsets = v3parts.reduce((n, p) => n + (p.high_watermark - p.log_start_offset), 0);
     fill(tiles,
       tile('partitions', String(v3parts.length), { testid: 'tile-partitions' }),
       tile('replication factor', String(v3topic?.replication_factor ?? '-')),
-      tile('records', formatCount(records), { testid: 'tile-records' }),
+      tile('offsets', formatCount(offsets), { testid: 'tile-offsets' }),
       tile('size', formatBytes(size)),
       tile('internal', v3topic?.is_internal ? 'yes' : 'no'));
     if (!count.value) count.value = v3parts.length + 1;

@@ -308,6 +308,10 @@ struct produce_batches_request {
   std::vector<model::bytes> batches;   // each exactly one whole v2 batch, in append order
   acks_mode acks = acks_mode::all;
   int64_t timeout_ms = 30000;
+  /// Produce v3+'s transactional_id (empty: none). A producer's first transactional batch of a
+  /// transaction on this partition is appended only once the id's coordinator confirms the
+  /// partition is in that ongoing transaction (KIP-890 part 1; invalid_txn_state otherwise).
+  std::string transactional_id;
 };
 
 struct produce_batches_response {

@@ -36,8 +36,10 @@ inline constexpr int64_t lag_history_interval_ms = 5'000;
 inline constexpr size_t lag_history_samples_max = 720;
 inline constexpr size_t lag_history_groups_per_shard_max = 256;
 
-/// One sample of a group's total lag: the sum over its partitions of high watermark minus
-/// committed offset (partitions without a committed offset count 0, as in lag-summary).
+/// One sample of a group's total lag: the sum over its partitions of what GET .../lags reports
+/// (records a read_committed reader still has to read up to the last stable offset; markers and
+/// aborted records are not counted; partitions without a committed offset count 0, as in
+/// lag-summary). `timestamp_ms` is when that group's figure came back.
 struct lag_sample {
   int64_t timestamp_ms = 0;
   int64_t total_lag = 0;

@@ -98,6 +98,14 @@ class txn_api {
                            model::producer_epoch producer_epoch, std::string group_id,
                            std::function<void(result<void>)> done) = 0;
 
+  /// AddPartitionsToTxn VerifyOnly (KIP-890 part 1), at this node's coordinator of the id:
+  /// whether `partition` is in the producer's ongoing transaction; changes nothing. Errors:
+  /// not_coordinator, coordinator_load_in_progress, invalid_producer_id_mapping, producer_fenced,
+  /// invalid_txn_state.
+  virtual void verify_partition(std::string transactional_id, model::producer_id producer_id,
+                                model::producer_epoch producer_epoch, model::topic_partition partition,
+                                std::function<void(result<void>)> done) = 0;
+
   /// EndTxn. `bump_epoch` (EndTxn v5+, HTTP): the epoch is bumped with the end (KIP-890 part 2)
   /// and the answer is the id and epoch of the next transaction; otherwise they are unchanged.
   virtual void end_txn(std::string transactional_id, model::producer_id producer_id,

@@ -88,12 +88,14 @@ class transaction_coordinator {
   result<outcome> add_partitions(const std::string& transactional_id, model::producer_id producer_id,
                                  model::producer_epoch producer_epoch, const partition_set& partitions, int64_t now_ms);
 
-  /// TxnOffsetCommit's check: the producer is the current one of an ongoing transaction that
-  /// holds `offsets_partition`. Errors: invalid_producer_id_mapping, producer_fenced,
-  /// concurrent_transactions, invalid_txn_state (the partition was not added: AddOffsetsToTxn first).
-  result<void> check_offsets_commit(const std::string& transactional_id, model::producer_id producer_id,
-                                    model::producer_epoch producer_epoch,
-                                    const model::topic_partition& offsets_partition) const;
+  /// AddPartitionsToTxn v4+ with VerifyOnly (KIP-890 part 1): whether the producer is the
+  /// current one of an ongoing transaction that holds `partition`, changing nothing. A partition
+  /// leader asks before it appends a producer's first transactional batch of a transaction, so a
+  /// late produce of a transaction that already ended cannot open a transaction nobody will end.
+  /// Errors: invalid_producer_id_mapping, producer_fenced, invalid_txn_state (not ongoing, ending,
+  /// or the partition was not added).
+  result<void> verify_partition(const std::string& transactional_id, model::producer_id producer_id,
+                                model::producer_epoch producer_epoch, const model::topic_partition& partition) const;
 
   /// EndTxn. `bump_epoch` (EndTxn v5+, HTTP): KIP-890 part 2. Writes Prepare{Commit,Abort}; the
   /// answer's producer id and epoch are the ones of the next transaction. A retry of an end
