@@ -239,6 +239,37 @@ bool head_allowed(std::string_view pattern) {
   return std::find(head_refused.begin(), head_refused.end(), pattern) == head_refused.end();
 }
 
+/// What the HTTP listener of a dedicated controller (process.roles=controller, KIP-631) serves:
+/// health, metrics, the console and the cluster's metadata (brokers, quorum, topics, configs,
+/// partitions, reassignments: read from its own image, writes committed as the active controller
+/// or forwarded to it). Not the records, consumer groups, transactions or producers: it hosts no
+/// partition and runs no coordinator, as Kafka's controllers serve no clients. A route added later
+/// is refused there until it is listed here.
+bool served_by_dedicated_controller(std::string_view method, std::string_view pattern) {
+  if (pattern == "/v1/health" || pattern == "/metrics" || pattern == "/brokers" || pattern.starts_with("/console")) {
+    return true;
+  }
+  if (pattern.starts_with("/topics")) {
+    return method != "POST" && pattern.find("/offsets") == std::string_view::npos &&
+           pattern.find("/records") == std::string_view::npos;
+  }
+  if (!pattern.starts_with("/v3/clusters")) return false;
+  for (std::string_view data_plane : {"/records", "/consumer-groups", "/transactions", "/producers", "/offset"}) {
+    if (pattern.find(data_plane) != std::string_view::npos) return false;
+  }
+  return true;
+}
+
+/// Where a client of a dedicated controller should go instead: the brokers' HTTP listeners.
+std::string broker_addresses(const broker::broker& b) {
+  std::string out;
+  for (const auto& d : b.list_brokers()) {
+    if (d.state != "unfenced") continue;
+    out += (out.empty() ? "" : ", ") + std::string("http://") + d.host + ":" + std::to_string(d.port);
+  }
+  return out.empty() ? "none registered now" : out;
+}
+
 bool head_allowed_on(std::string_view path) {
   std::map<std::string, std::string> unused;
   return std::none_of(head_refused.begin(), head_refused.end(),
@@ -281,6 +312,13 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     if (c->request.method != r.method && !head_as_get) continue;
     c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
+    if (!broker_.config().process_role_broker && !served_by_dedicated_controller(r.method, r.pattern)) {
+      return c->fail(421, ec::misdirected_request,
+                     "node " + std::to_string(broker_.config().node_id) +
+                         " is a dedicated controller (process.roles=controller): it hosts no partitions and serves "
+                         "no records, consumer groups or transactions; send " + c->request.method + " " +
+                         std::string(path) + " to a broker: " + broker_addresses(broker_));
+    }
     // A group call another broker coordinates is passed on there (api_group_forward.cc).
     if (routes::forward_group_call(c)) return;
     if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;
