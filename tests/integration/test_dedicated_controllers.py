@@ -15,7 +15,7 @@ import requests
 from confluent_kafka.admin import AdminClient
 
 from conftest import binary_path, free_port, wait_until
-from test_cluster import FAILOVER_DEADLINE_S, SESSION_DEADLINE_S, Node, create_topic, describe
+from test_cluster import FAILOVER_DEADLINE_S, SESSION_DEADLINE_S, Node, create_topic, created_once_led, describe
 from test_replication import isr_of, leader_of, produce, read_all, replicas_of
 
 CONTROLLERS = [1, 2, 3]
@@ -147,15 +147,8 @@ def test_three_dedicated_controllers_two_brokers_placement_failover_and_visibili
                          FAILOVER_DEADLINE_S, "a new controller")
         assert new in survivors
 
-        def created():
-            r = create_topic(c.nodes[5], "after-failover", partitions=2, replication_factor=2)
-            if r.status_code == 503:
-                assert r.headers.get("Retry-After") == "1", r.headers
-                return False
-            assert r.status_code == 201, r.text
-            return True
-
-        wait_until(created, FAILOVER_DEADLINE_S, "a topic create after the failover")
+        wait_until(lambda: created_once_led(c.nodes[5], "after-failover", partitions=2, replication_factor=2),
+                   FAILOVER_DEADLINE_S, "a topic create after the failover")
         print(f"active controller {active} killed; topic created after {time.monotonic() - killed_at:.2f} s")
         for p in range(2):
             assert sorted(replicas_of(c.nodes[5], "after-failover", p)) == BROKERS
@@ -191,14 +184,8 @@ def test_combined_and_dedicated_voters_mixed_place_on_brokers_only(ringlog_bin, 
         wait_until(lambda: (lambda x: x if x is not None and x != victim else None)(c.controller()),
                    FAILOVER_DEADLINE_S, "a controller among the survivors")
 
-        def created():
-            r = create_topic(c.nodes[4], "mixed-after", partitions=2)
-            if r.status_code == 503:
-                return False
-            assert r.status_code == 201, r.text
-            return True
-
-        wait_until(created, FAILOVER_DEADLINE_S, "a topic create after the kill")
+        wait_until(lambda: created_once_led(c.nodes[4], "mixed-after", partitions=2), FAILOVER_DEADLINE_S,
+                   "a topic create after the kill")
         for p in range(2):
             assert sorted(replicas_of(c.nodes[4], "mixed-after", p)) == [1, 4]
         r = produce(c.nodes[1], "mixed-after", 0, ["x"])
