@@ -60,8 +60,8 @@ void print_usage(std::ostream& out) {
          "controller.quorum.voters, listeners=http://...,cluster://... (no kafka://: controllers serve no\n"
          "clients). It votes, keeps the metadata log and, when it leads, is the active controller; it never\n"
          "registers as a broker or holds a partition. Its HTTP listener serves health, metrics, the console\n"
-         "and metadata (brokers, quorum, topics, configs); records, groups and transactions answer 421\n"
-         "naming the brokers.\n\n"
+         "and metadata (brokers, quorum, topics, configs, the group list); records, consumers, a group's\n"
+         "own routes and transactions answer 421 naming the brokers.\n\n"
          "Keys (default, meaning):\n";
   for (const auto& k : config::describe_keys()) {
     out << "  " << k.name << " = " << k.default_value << "\n      " << k.doc << "\n";

@@ -115,8 +115,12 @@ def test_three_dedicated_controllers_two_brokers_placement_failover_and_visibili
         r = produce(c.nodes[1], "placed", 0, ["nope"])
         assert r.status_code == 421, r.text
         assert "dedicated controller" in r.json()["message"] and c.nodes[4].url in r.json()["message"], r.text
-        # ... but answers health, metrics and metadata reads.
+        r = requests.get(c.nodes[2].v3("/consumer-groups/g1/lag-summary"), timeout=5)
+        assert r.status_code == 421 and "dedicated controller" in r.json()["message"], r.text
+        # ... but answers health, metrics, metadata reads and the group list (gathered from the brokers).
         assert requests.get(c.nodes[1].url + "/metrics", timeout=5).status_code == 200
+        r = requests.get(c.nodes[1].v3("/consumer-groups"), timeout=10)
+        assert r.status_code == 200 and r.json()["data"] == [] and "unanswered_brokers" not in r.json()["metadata"], r.text
         assert describe(c.nodes[1], "placed").status_code == 200
 
         # Kafka Metadata (through a broker) lists the brokers only, and names a broker as the
@@ -125,6 +129,7 @@ def test_three_dedicated_controllers_two_brokers_placement_failover_and_visibili
         md = admin.list_topics(timeout=10)
         assert sorted(md.brokers) == BROKERS
         assert md.controller_id in BROKERS
+        del admin   # its threads would go on reconnecting to the brokers stopped at the end
 
         # `ringlog cluster status`: brokers 4, 5 in the BROKER table, controllers as voters.
         out = subprocess.run([str(binary_path()), "cluster", "status", "--bootstrap-server", c.nodes[1].url],
