@@ -56,6 +56,12 @@ void print_usage(std::ostream& out) {
          "observer), registers, and the other nodes learn its cluster:// address from its\n"
          "registration; topics created afterwards place replicas on it, and `ringlog cluster reassign`\n"
          "moves existing partitions onto it.\n\n"
+         "A dedicated controller (KIP-631): process.roles=controller, its node.id in\n"
+         "controller.quorum.voters, listeners=http://...,cluster://... (no kafka://: controllers serve no\n"
+         "clients). It votes, keeps the metadata log and, when it leads, is the active controller; it never\n"
+         "registers as a broker or holds a partition. Its HTTP listener serves health, metrics, the console\n"
+         "and metadata (brokers, quorum, topics, configs, the group list); records, consumers, a group's\n"
+         "own routes and transactions answer 421 naming the brokers.\n\n"
          "Keys (default, meaning):\n";
   for (const auto& k : config::describe_keys()) {
     out << "  " << k.name << " = " << k.default_value << "\n      " << k.doc << "\n";
@@ -195,6 +201,7 @@ std::optional<serve_args> parse(int argc, char** argv) {
 broker::broker_config to_broker_config(const config::server_config& c) {
   broker::broker_config b;
   b.node_id = c.node_id;
+  b.process_role_broker = c.process_role_broker;
   b.cluster_id = c.cluster_id;
   b.log_dir = c.log_dir;
   b.num_partitions = c.num_partitions;
@@ -362,17 +369,16 @@ int serve_main(int argc, char** argv) {
   // process.roles (KIP-631): broker,controller (combined mode, the default) is a voter of the
   // metadata quorum and a broker; broker is a broker that follows the metadata log as a raft
   // observer (KIP-595), so brokers join a running cluster without touching
-  // controller.quorum.voters. A dedicated controller (controller alone) is not built yet: refuse
-  // it by name rather than run a voter that still registers as a broker.
-  if (!cfg.process_role_broker) {
-    spdlog::error("msg=\"bad config\" key=process.roles error=\"{}\"",
-                  base::logfmt_escaped("process.roles=controller (a dedicated controller) is not supported yet: a "
-                                       "voter runs broker,controller; add brokers with process.roles=broker"));
-    return 2;
-  }
+  // controller.quorum.voters; controller is a dedicated controller: a voter (and, when it leads,
+  // the active controller) that never registers as a broker, hosts no partitions and serves
+  // only metadata over HTTP (config validation refused a kafka:// listener for it).
   if (!cfg.process_role_controller) {
     spdlog::info("msg=\"broker-only node: an observer of the metadata quorum, not a voter\" node.id={} "
                  "controller.quorum.voters={}",
+                 cfg.node_id, cfg.controller_quorum_voters.size());
+  } else if (!cfg.process_role_broker) {
+    spdlog::info("msg=\"dedicated controller: a voter of the metadata quorum, never a broker (no partitions, no "
+                 "records)\" node.id={} controller.quorum.voters={}",
                  cfg.node_id, cfg.controller_quorum_voters.size());
   }
 

@@ -169,6 +169,14 @@ result<void> broker_impl::start() {
     enqueue_apply_job(std::move(job));
     await_applied(job.offset, std::move(done));
   }));
+  if (!config_.process_role_broker) {
+    // A dedicated controller (process.roles=controller): no registration, no heartbeats, no
+    // partitions, no coordinators. Its tick runs only the active controller's duties (fencing,
+    // leader rebalance, the internal topics), which the brokers that register later need.
+    deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
+    for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
+    return base::ok_v;
+  }
   RINGLOG_TRY(register_broker());
   // Heartbeats (and, on the active controller, fencing and the creation of __consumer_offsets)
   // run from here on; the groups need __consumer_offsets to exist.
@@ -730,6 +738,7 @@ void broker_impl::heartbeat_tick() {
     rebalance_leaders_tick();
     ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
   }
+  if (!config_.process_role_broker) return;   // a dedicated controller never registers or heartbeats
   if (own_registration() == nullptr) {
     // Not registered in this incarnation (or the registration was replaced): register again.
     if (registering_) return;
@@ -781,7 +790,9 @@ void broker_impl::fence_lapsed_brokers() {
   for (const auto& [id, b] : image.brokers()) {
     // The active controller's own broker is alive by definition (it runs this code): a late
     // heartbeat of its own, e.g. after the process stalled, must not take its partitions offline.
-    if (b.fenced || id == config_.node_id) continue;
+    // A dedicated controller has no broker of its own: a registration under its id is left over
+    // from when the node ran process.roles=broker,controller, and is fenced like any lapsed one.
+    if (b.fenced || (id == config_.node_id && config_.process_role_broker)) continue;
     // A new registration (a restart: a new broker epoch) starts its session now; without this a
     // broker that registers after a long absence was fenced again before its first heartbeat.
     if (auto [known, fresh] = heartbeat_epoch_.try_emplace(id, b.broker_epoch); !fresh && known->second != b.broker_epoch) {
@@ -880,7 +891,7 @@ std::vector<broker_description> broker_impl::list_brokers() const {
     d.is_controller = id == controller;
     out.push_back(std::move(d));
   }
-  if (out.empty()) {
+  if (out.empty() && config_.process_role_broker) {   // a dedicated controller is never a broker
     broker_description self;
     self.node_id = config_.node_id;
     self.host = deps_.advertised_host;
@@ -989,7 +1000,7 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
     if (old_state && (!new_state || new_state->image->topic_id != old_state->image->topic_id)) {
       changed = true;
       p->steps.push_back([this, name, count = old_state->partitions_count()](auto next) {
-        groups_->topic_deleted(name);
+        if (groups_) groups_->topic_deleted(name);   // none on a dedicated controller
         remove_partitions(name, count, std::move(next));
       });
       old_state = nullptr;
@@ -2615,6 +2626,16 @@ void broker_impl::shutdown(std::function<void()> done) {
   // Controlled shutdown first (KIP-631): the active controller marks this broker and moves its
   // leaderships away before the logs close; bounded by the session timeout, so a broker that
   // cannot reach a controller still stops.
+  if (!config_.process_role_broker && !controlled_shutdown_done_.exchange(true) && quorum_) {
+    // A dedicated controller has no leaderships to move: as the active controller it hands the
+    // quorum over at once (no election timeout for the brokers to wait out), then stops.
+    stopping_ = true;
+    deps_.runtime.post(controller_shard, [this, done = std::move(done)]() mutable {
+      if (quorum_->leader_id() == config_.node_id) quorum_->resign();
+      shutdown(std::move(done));
+    });
+    return;
+  }
   if (!controlled_shutdown_done_.exchange(true) && quorum_) {
     const auto deadline = deps_.clock.now_ms() + config_.broker_session_timeout_ms;
     auto attempt = std::make_shared<std::function<void()>>();

@@ -691,7 +691,9 @@ constexpr const char* cluster_usage = R"(usage: ringlog cluster status [--bootst
 status: prints the cluster as the node at URL (default http://127.0.0.1:8082) sees it: every
 registered broker with its state (unfenced, fenced, controlled_shutdown) and HTTP address, the
 active controller, and the metadata quorum (leader, epoch, high watermark, each voter's log end
-offset and lag, as kafka-metadata-quorum describe --status shows them).
+offset and lag, as kafka-metadata-quorum describe --status shows them). A voter's ROLES is
+broker,controller, or controller for a dedicated controller (process.roles=controller), which is
+never listed as a broker.
 
 elect-leaders: preferred leader election, as kafka-leader-election.sh --election-type preferred:
 each partition (every partition of every topic; --topic: that topic's; --partition: one) whose
@@ -898,14 +900,17 @@ int cluster_main(int argc, char** argv) {
   std::cout << "\nLeaderId:\t" << cell(q["leader_id"]) << "\nLeaderEpoch:\t" << cell(q["leader_epoch"])
             << "\nHighWatermark:\t" << cell(q["high_watermark"]) << "\nAnsweredBy:\t" << cell(q["node_id"])
             << " (" << cell(q["role"]) << ", applied offset " << cell(q["applied_offset"]) << ")\n";
-  std::cout << "VOTER\tLOG_END_OFFSET\tLAG\tLAST_FETCH_MS_AGO\n";
+  // ROLES: a voter that is not a registered broker is a dedicated controller (process.roles=controller).
+  std::cout << "VOTER\tLOG_END_OFFSET\tLAG\tLAST_FETCH_MS_AGO\tROLES\n";
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch()).count();
   for (const auto& v : q["voters"]) {
     std::string ago = "-";
     if (v["last_fetch_timestamp"].is_number()) ago = std::to_string(now_ms - v["last_fetch_timestamp"].get<int64_t>());
+    const bool is_broker = std::any_of(b["data"].begin(), b["data"].end(),
+                                       [&](const json& broker) { return broker["broker_id"] == v["replica_id"]; });
     std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago
-              << "\n";
+              << "\t" << (is_broker ? "broker,controller" : "controller") << "\n";
   }
   // Observers (KIP-595): broker-only nodes (process.roles=broker) that fetch the metadata log but
   // never vote; known with their offsets on the quorum leader.

@@ -314,7 +314,9 @@ const std::vector<key_spec>& key_table() {
                }},
       key_spec{"process.roles", "what this node runs: broker,controller (combined mode: a voter of controller.quorum.voters and a broker), "
                "or broker (a broker that follows the metadata quorum without a vote: how a broker joins a running "
-               "cluster without changing controller.quorum.voters); controller alone is not supported yet",
+               "cluster without changing controller.quorum.voters), or controller (a dedicated controller, KIP-631: a voter "
+               "that runs the metadata quorum and the active controller's duties but never registers as a broker, "
+               "hosts no partitions and serves no records; it takes no kafka:// listener)",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  bool broker = false;
                  bool controller = false;
@@ -519,10 +521,22 @@ namespace {
 /// The cluster keys that depend on each other (KIP-631's rules for process.roles and voters).
 result<void> check_cluster_settings(const server_config& c) {
   const std::string voters = key_value(c, "controller.quorum.voters");
+  const bool dedicated_controller = c.process_role_controller && !c.process_role_broker;
+  if (dedicated_controller && c.kafka_listener_port >= 0) {
+    // Kafka's controllers have no client listener either: clients go to brokers.
+    return invalid("listeners", key_value(c, "listeners"),
+                   "process.roles=controller (a dedicated controller) serves no Kafka clients: list only "
+                   "http:// and cluster:// listeners (kafka:// is on by default when listeners is not set)");
+  }
   if (c.controller_quorum_voters.empty()) {
     if (!c.process_role_controller) {
       return invalid("process.roles", "broker",
                      "a broker-only node needs controller.quorum.voters to find the controllers");
+    }
+    if (dedicated_controller) {
+      return invalid("process.roles", "controller",
+                     "a dedicated controller needs controller.quorum.voters (with its own node.id) and brokers "
+                     "(process.roles=broker) that join it; a single node runs broker,controller");
     }
     return base::ok_v;
   }
@@ -530,7 +544,8 @@ result<void> check_cluster_settings(const server_config& c) {
   for (const auto& v : c.controller_quorum_voters) listed = listed || v.node_id == c.node_id;
   if (c.process_role_controller && !listed) {
     return invalid("controller.quorum.voters", voters,
-                   "node.id=" + std::to_string(c.node_id) + " runs the controller role but is not one of the voters");
+                   "node.id=" + std::to_string(c.node_id) + " runs the controller role (process.roles=" +
+                       key_value(c, "process.roles") + ") but is not one of the voters");
   }
   if (!c.process_role_controller && listed) {
     return invalid("controller.quorum.voters", voters,

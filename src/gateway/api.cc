@@ -239,6 +239,45 @@ bool head_allowed(std::string_view pattern) {
   return std::find(head_refused.begin(), head_refused.end(), pattern) == head_refused.end();
 }
 
+/// What the HTTP listener of a dedicated controller (process.roles=controller, KIP-631) serves:
+/// health, metrics, the console and the cluster's metadata (brokers, quorum, topics, configs,
+/// partitions, reassignments: read from its own image, writes committed as the active controller
+/// or forwarded to it; the consumer group list, gathered from the brokers). Not the records,
+/// consumer instances, a group's own routes, transactions or producers: it hosts no partition and
+/// runs no coordinator, as Kafka's controllers serve no clients. A route added later is refused
+/// there until it is listed here.
+bool served_by_dedicated_controller(std::string_view method, std::string_view pattern) {
+  if (pattern == "/v1/health" || pattern == "/metrics" || pattern == "/brokers" || pattern.starts_with("/console")) {
+    return true;
+  }
+  if (pattern.starts_with("/topics")) {
+    return method != "POST" && pattern.find("/offsets") == std::string_view::npos &&
+           pattern.find("/records") == std::string_view::npos;
+  }
+  if (!pattern.starts_with("/v3/clusters")) return false;
+  // The list of consumer groups is gathered from the brokers (gather_group_lists), as on a broker.
+  if (method == "GET" && pattern == "/v3/clusters/{cluster_id}/consumer-groups") return true;
+  for (std::string_view data_plane : {"/records", "/consumer-groups", "/transactions", "/producers", "/offset"}) {
+    if (pattern.find(data_plane) != std::string_view::npos) return false;
+  }
+  return true;
+}
+
+/// A dedicated controller's 421 (Misdirected Request): what it cannot do, and the brokers' HTTP
+/// listeners to ask instead.
+void refuse_on_dedicated_controller(const std::shared_ptr<api::call>& c, const broker::broker& b,
+                                    const std::string& what) {
+  std::string brokers;
+  for (const auto& d : b.list_brokers()) {
+    if (d.state != "unfenced") continue;
+    brokers += (brokers.empty() ? "" : ", ") + std::string("http://") + d.host + ":" + std::to_string(d.port);
+  }
+  c->fail(421, ec::misdirected_request,
+          "node " + std::to_string(b.config().node_id) + " is a dedicated controller (process.roles=controller): " +
+              what + "; send " + c->request.method + " " + c->request.target + " to a broker: " +
+              (brokers.empty() ? "none registered now" : brokers));
+}
+
 bool head_allowed_on(std::string_view path) {
   std::map<std::string, std::string> unused;
   return std::none_of(head_refused.begin(), head_refused.end(),
@@ -281,9 +320,16 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     if (c->request.method != r.method && !head_as_get) continue;
     c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
+    if (!broker_.config().process_role_broker && !served_by_dedicated_controller(r.method, r.pattern)) {
+      return refuse_on_dedicated_controller(
+          c, broker_, "it hosts no partitions and serves no records, consumers, consumer groups or transactions");
+    }
     // A group call another broker coordinates is passed on there (api_group_forward.cc).
     if (routes::forward_group_call(c)) return;
     if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;
+    if (!broker_.config().process_role_broker && r.fn == routes::v3_list_groups) {
+      return refuse_on_dedicated_controller(c, broker_, "it has no groups and cannot gather the brokers' lists here");
+    }
     r.fn(c);
     return;
   }

@@ -88,7 +88,16 @@ bool gather_group_lists(const call_ptr& c) {
   for (auto& b : c->broker().list_brokers()) {
     if (b.state != "fenced" && !b.host.empty() && b.port > 0) peers.push_back(std::move(b));
   }
-  if (peers.size() <= 1) return false;   // one broker: its own list is the cluster's
+  // One broker: its own list is the cluster's. A dedicated controller (no broker, no groups of its
+  // own) always asks the brokers, and has an empty list while none is registered.
+  const bool dedicated_controller = !c->broker().config().process_role_broker;
+  if (peers.size() <= 1 && !dedicated_controller) return false;
+  if (peers.empty()) {
+    c->respond_json(200, list_json("KafkaConsumerGroupList",
+                                   c->base_url + "/v3/clusters/" + c->params["cluster_id"] + "/consumer-groups",
+                                   json::array()));
+    return true;
+  }
   struct gather {
     json data = json::array();
     std::set<std::string> seen;

@@ -44,6 +44,7 @@ inline constexpr int invalid_offset_or_partition = 42202;
 inline constexpr int invalid_consumer_config = 42204;  // Confluent: a consumer setting is invalid
 inline constexpr int unprocessable = 422;           // well-formed JSON with a bad field (named), an empty body.
                                                     // Confluent's 42205 means "invalid schema": no schemas here
+inline constexpr int misdirected_request = 42101;   // ringlog: a dedicated controller serves no records (send to a broker)
 inline constexpr int too_many_requests = 42901;     // a named queue is full: retry later
 inline constexpr int kafka_error = 50002;
 inline constexpr int not_implemented = 50101;       // a transfer coding other than chunked

@@ -329,6 +329,13 @@ class session final : public std::enable_shared_from_this<session>, public respo
       keep_alive_ = false;
       return respond_error(404, error_codes::not_found, "no WebSocket endpoint at " + path + "; use /v1/ws");
     }
+    if (!server_.broker.config().process_role_broker) {
+      keep_alive_ = false;
+      return respond_error(421, error_codes::misdirected_request,
+                           "node " + std::to_string(server_.broker.config().node_id) +
+                               " is a dedicated controller (process.roles=controller): it serves no records; open "
+                               "/v1/ws on a broker");
+    }
     auto origin = msg.find(http::field::origin);
     if (origin != msg.end() && !origin_allowed(server_.options.cors_allowed_origins, std::string(origin->value()))) {
       keep_alive_ = false;

@@ -94,6 +94,20 @@ std::vector<kafka_node> kafka_nodes(const request_context& ctx) {
   return out;
 }
 
+/// The controller id Kafka clients are told (Metadata, DescribeCluster): the active controller
+/// when it is a broker they can reach, else this broker, which forwards admin writes to it. A
+/// dedicated controller (process.roles=controller) has no client listener, so naming it would
+/// send admin clients to a node absent from the brokers list (Kafka's KRaft brokers answer a
+/// live broker's id for the same reason).
+int32_t client_controller_id(const request_context& ctx, const std::vector<kafka_node>& nodes) {
+  const int32_t active = ctx.broker_api().controller_id();
+  if (active < 0) return active;
+  for (const auto& n : nodes) {
+    if (n.node_id == active) return active;
+  }
+  return ctx.options().node_id;
+}
+
 void handle_metadata(const request_context& ctx, protocol::metadata_request_data request) {
   broker::broker& b = ctx.broker_api();
   std::vector<std::string> names;
@@ -109,7 +123,8 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   auto g = std::make_shared<gather<topic_lookup>>(names.size(), [ctx](std::vector<topic_lookup>& found) {
     protocol::metadata_response_data out;
     const auto& o = ctx.options();
-    for (const auto& n : kafka_nodes(ctx)) {
+    const auto nodes = kafka_nodes(ctx);
+    for (const auto& n : nodes) {
       protocol::metadata_response_data::metadata_response_broker broker;
       broker.node_id = n.node_id;
       broker.host = n.host;
@@ -118,7 +133,7 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
       out.brokers.push_back(std::move(broker));
     }
     out.cluster_id = o.cluster_id;
-    out.controller_id = ctx.broker_api().controller_id();
+    out.controller_id = client_controller_id(ctx, nodes);
     for (const auto& t : found) out.topics.push_back(to_metadata_topic(t));
     ctx.answer(out);
   });
@@ -345,8 +360,9 @@ void handle_describe_cluster(const request_context& ctx, protocol::describe_clus
   protocol::describe_cluster_response_data out;
   const auto& o = ctx.options();
   out.cluster_id = o.cluster_id;
-  out.controller_id = ctx.broker_api().controller_id();
-  for (const auto& n : kafka_nodes(ctx)) {
+  const auto nodes = kafka_nodes(ctx);
+  out.controller_id = client_controller_id(ctx, nodes);
+  for (const auto& n : nodes) {
     protocol::describe_cluster_response_data::describe_cluster_broker broker;
     broker.broker_id = n.node_id;
     broker.host = n.host;

@@ -127,7 +127,37 @@ TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum
   CHECK(why({{"controller.quorum.voters", "1@localhost:9191"}}).find("not an IP address") != std::string::npos);
   // node.id 0 (the default) is not among the voters but runs the controller role.
   CHECK(why({{"listeners", "http://127.0.0.1:1,cluster://127.0.0.1:2"}, {"controller.quorum.voters", "1@127.0.0.1:2"}})
-            .find("node.id=0 runs the controller role but is not one of the voters") != std::string::npos);
+            .find("node.id=0 runs the controller role (process.roles=broker,controller) but is not one of the voters") != std::string::npos);
+  // A dedicated controller (process.roles=controller): a voter with http:// and cluster:// only.
+  auto dedicated = load_server_config({{"node.id", "1"},
+                                       {"process.roles", "controller"},
+                                       {"listeners", "http://127.0.0.1:8091,cluster://127.0.0.1:9191"},
+                                       {"controller.quorum.voters", "1@127.0.0.1:9191,2@127.0.0.1:9192"}});
+  REQUIRE(dedicated.ok());
+  CHECK(dedicated->process_role_controller);
+  CHECK_FALSE(dedicated->process_role_broker);
+  CHECK(key_value(*dedicated, "process.roles") == "controller");
+  // ... whose node.id is not a voter: refused naming node.id and the voters.
+  const std::string not_voter = why({{"node.id", "3"},
+                                     {"process.roles", "controller"},
+                                     {"listeners", "http://127.0.0.1:8093,cluster://127.0.0.1:9193"},
+                                     {"controller.quorum.voters", "1@127.0.0.1:9191,2@127.0.0.1:9192"}});
+  CHECK(not_voter.find("controller.quorum.voters=1@127.0.0.1:9191,2@127.0.0.1:9192") != std::string::npos);
+  CHECK(not_voter.find("node.id=3 runs the controller role (process.roles=controller) but is not one of the voters") !=
+        std::string::npos);
+  // ... with a Kafka client listener (the default listeners have one): refused naming listeners.
+  const std::string with_kafka_listener =
+      why({{"node.id", "1"},
+           {"process.roles", "controller"},
+           {"listeners", "http://127.0.0.1:8091,kafka://127.0.0.1:9092,cluster://127.0.0.1:9191"},
+           {"controller.quorum.voters", "1@127.0.0.1:9191"}});
+  CHECK(with_kafka_listener.find("listeners=") == 0);
+  CHECK(with_kafka_listener.find("serves no Kafka clients") != std::string::npos);
+  CHECK(why({{"process.roles", "controller"}}).find("listeners=") == 0);   // default listeners include kafka://
+  // ... alone, without voters: nothing would ever serve records.
+  CHECK(why({{"process.roles", "controller"}, {"listeners", "http://127.0.0.1:8091"}})
+            .find("process.roles=controller: a dedicated controller needs controller.quorum.voters") !=
+        std::string::npos);
   CHECK(why({{"node.id", "1"}, {"controller.quorum.voters", "1@127.0.0.1:2"}}).find("needs a cluster://HOST:PORT listener") !=
         std::string::npos);
   CHECK(why({{"broker.session.timeout.ms", "400"}, {"broker.heartbeat.interval.ms", "500"}, {"node.id", "1"},

@@ -127,12 +127,21 @@ def test_process_roles_checks_name_the_problem(ringlog_bin, tmp_path):
     # A node that runs the controller role must be a voter.
     r = serve("node.id=2", f"controller.quorum.voters={voters}", "process.roles=broker,controller")
     assert r.returncode == 2, r
-    assert "runs the controller role but is not one of the voters" in r.stdout + r.stderr
+    assert "runs the controller role (process.roles=broker,controller) but is not one of the voters" in r.stdout + r.stderr
     # A broker-only node needs the voters to find the controllers.
     r = serve("node.id=2", "process.roles=broker")
     assert r.returncode == 2, r
     assert "needs controller.quorum.voters" in r.stdout + r.stderr
-    # A dedicated controller is refused by name (not built).
-    r = serve("node.id=1", f"controller.quorum.voters={voters}", "process.roles=controller")
+    # A dedicated controller that is not a voter is refused naming node.id and the voters.
+    r = serve("node.id=2", f"controller.quorum.voters={voters}", "process.roles=controller")
     assert r.returncode == 2, r
-    assert "process.roles=controller (a dedicated controller) is not supported yet" in r.stdout + r.stderr
+    assert (f"controller.quorum.voters={voters}: node.id=2 runs the controller role (process.roles=controller) "
+            "but is not one of the voters") in r.stdout + r.stderr
+    # A dedicated controller serves no Kafka clients: a kafka:// listener is refused by name.
+    args = [str(binary_path()), "serve", "--set",
+            f"listeners=http://127.0.0.1:{free_port()},kafka://127.0.0.1:{free_port()},cluster://127.0.0.1:{port}",
+            "--set", f"log.dirs={tmp_path / 'd'}", "--set", "node.id=1", "--set", f"controller.quorum.voters={voters}",
+            "--set", "process.roles=controller"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r
+    assert "a dedicated controller) serves no Kafka clients" in r.stdout + r.stderr

@@ -105,6 +105,16 @@ def create_topic(node, name, partitions=3, **extra):
     return requests.post(node.v3("/topics"), json=body, timeout=40)
 
 
+def created_once_led(node, name, **extra):
+    """Creates a topic; False (poll again) while the quorum has no leader (503, Retry-After: 1)."""
+    r = create_topic(node, name, **extra)
+    if r.status_code == 503:
+        assert r.headers.get("Retry-After") == "1", r.headers
+        return False
+    assert r.status_code == 201, r.text
+    return True
+
+
 def describe(node, name):
     return requests.get(node.v3(f"/topics/{name}/partitions"), timeout=5)
 
@@ -161,15 +171,8 @@ def test_kill_9_of_the_controller_a_new_one_takes_over_and_the_node_catches_up_a
                      FAILOVER_DEADLINE_S, "a new controller")
     assert new != old
 
-    def created():
-        r = create_topic(survivors[0], "after-failover", partitions=2)
-        if r.status_code == 503:
-            assert r.headers.get("Retry-After") == "1", r.headers
-            return False
-        assert r.status_code == 201, r.text
-        return True
-
-    wait_until(created, FAILOVER_DEADLINE_S, "a topic create after failover")
+    wait_until(lambda: created_once_led(survivors[0], "after-failover", partitions=2), FAILOVER_DEADLINE_S,
+               "a topic create after failover")
     print(f"controller {old} killed; topic created after {time.monotonic() - started:.2f} s")
     # The killed broker misses its heartbeats and is fenced by the new controller.
     wait_until(lambda: survivors[0].brokers()[old]["state"] == "fenced", SESSION_DEADLINE_S,

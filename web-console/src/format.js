@@ -63,12 +63,21 @@ export function plural(n, noun) {
 /**
  * The members of the metadata quorum as the overview lists them: every voter, then every observer
  * (a broker-only node, process.roles=broker: it fetches the metadata log but never votes; KIP-595),
- * each {replica_id, kind: 'voter' | 'observer', log_end_offset, lag} (offsets null when the node
- * answering does not know them - only the quorum leader tracks them). `q` is /v3/.../quorum.
+ * each {replica_id, kind: 'voter' | 'voter, controller only' | 'observer', log_end_offset, lag}
+ * (offsets null when the node answering does not know them - only the quorum leader tracks them).
+ * `q` is /v3/.../quorum; `brokerIds`, when given, the registered brokers: a voter not among them is
+ * a dedicated controller (process.roles=controller, KIP-631).
  */
-export function quorumMembers(q) {
+export function quorumMembers(q, brokerIds = null) {
   const row = (kind) => (v) => ({ replica_id: v.replica_id, kind, log_end_offset: v.log_end_offset ?? null, lag: v.lag ?? null });
-  return [...(q.voters ?? []).map(row('voter')), ...(q.observers ?? []).map(row('observer'))];
+  const voterKind = (v) => (brokerIds && !brokerIds.includes(v.replica_id) ? 'voter, controller only' : 'voter');
+  return [...(q.voters ?? []).map((v) => row(voterKind(v))(v)), ...(q.observers ?? []).map(row('observer'))];
+}
+
+/** The controller tile: a broker that also controls, or a dedicated controller (not a broker). */
+export function controllerLabel(controllerId, brokerIds) {
+  if (controllerId === null) return 'electing';
+  return brokerIds.includes(controllerId) ? `broker ${controllerId}` : `node ${controllerId} (dedicated controller)`;
 }
 
 /** A broker's role in the overview: the active controller, a voter (broker and controller) or an observer. */

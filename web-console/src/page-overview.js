@@ -3,7 +3,7 @@
 import { api, mapLimited } from './api.js';
 import { lineChart, pushPoint } from './chart.js';
 import { fill, h, statusLine, table, tile } from './dom.js';
-import { brokerRole, formatBytes, formatCount, formatRate, quorumMembers } from './format.js';
+import { brokerRole, controllerLabel, formatBytes, formatCount, formatRate, quorumMembers } from './format.js';
 import { CHART_POINTS_MAX, DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS, OVERVIEW_TOPICS_DESCRIBED_MAX } from './limits.js';
 import { parsePrometheus, rates, summarize } from './metrics.js';
 
@@ -96,7 +96,7 @@ export async function render(view, route, ctx) {
       const notChecked = meta.clusterHealth ? 0 : meta.topicList.length - meta.checked;
       fill(tiles,
         tile('brokers', formatCount(meta.brokerIds.length), { testid: 'tile-brokers' }),
-        tile('controller', meta.controller === null ? 'electing' : `broker ${meta.controller}`,
+        tile('controller', controllerLabel(meta.controller, meta.brokerIds),
           { testid: 'tile-controller', warn: meta.controller === null }),
         tile('topics', formatCount(meta.topicList.length), { testid: 'tile-topics' }),
         tile('partitions', formatCount(meta.topicList.reduce((n, t) => n + t.partitions_count, 0)), { testid: 'tile-partitions' }),
@@ -130,7 +130,7 @@ export async function render(view, route, ctx) {
           { title: 'member', cell: (v) => h('span', { 'data-testid': `quorum-member-${v.replica_id}` }, v.kind) },
           { title: 'log end offset', cell: (v) => (v.log_end_offset === null ? '-' : formatCount(v.log_end_offset)), num: true },
           { title: 'lag', cell: (v) => (v.lag === null ? '-' : formatCount(v.lag)), num: true },
-        ], quorumMembers(q), { testid: 'quorum-table' }));
+        ], quorumMembers(q, meta.brokerIds), { testid: 'quorum-table' }));
     } catch (e) {
       status.show(e);
     }

@@ -2,7 +2,7 @@
 // Prometheus parsing and rates, routes. Run: node --test tests/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { brokerRole, formatBytes, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
+import { brokerRole, controllerLabel, formatBytes, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
 
@@ -113,4 +113,12 @@ test('quorum: voters then observers (broker-only nodes), and the role of each br
   assert.equal(brokerRole(2, 1, q), 'broker, voter');
   assert.equal(brokerRole(4, 1, q), 'broker only (observer)');
   assert.equal(brokerRole(5, 1, q), 'broker');
+});
+
+test('quorum: a voter that is not a registered broker is a dedicated controller', () => {
+  const q = { voters: [{ replica_id: 1 }, { replica_id: 2 }], observers: [{ replica_id: 4 }] };
+  assert.deepEqual(quorumMembers(q, [2, 4]).map((m) => m.kind), ['voter, controller only', 'voter', 'observer']);
+  assert.equal(controllerLabel(1, [2, 4]), 'node 1 (dedicated controller)');
+  assert.equal(controllerLabel(2, [2, 4]), 'broker 2');
+  assert.equal(controllerLabel(null, [2, 4]), 'electing');
 });

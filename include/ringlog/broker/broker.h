@@ -32,6 +32,10 @@ namespace ringlog::broker {
 /// Broker-wide settings, Kafka key names in comments. Parsed and bounds-checked by the config module.
 struct broker_config {
   int32_t node_id = 0;                               // node.id
+  /// process.roles names broker. False: a dedicated controller (process.roles=controller, KIP-631):
+  /// a voter of the metadata quorum and, when it leads, the active controller, but never a
+  /// registered broker: it hosts no partitions and serves no records or consumer groups.
+  bool process_role_broker = true;
   std::string cluster_id = "ringlog-cluster";        // cluster id reported by /v3/clusters
   std::string log_dir = "./ringlog-data";            // log.dirs (first entry)
   int32_t num_partitions = 1;                        // num.partitions: default for new topics
