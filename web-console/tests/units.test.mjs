@@ -2,7 +2,7 @@
 // Prometheus parsing and rates, routes. Run: node --test tests/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { brokerRole, formatBytes, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
+import { brokerRole, dueBucketLabel, formatBytes, formatDue, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
 
@@ -113,4 +113,16 @@ test('quorum: voters then observers (broker-only nodes), and the role of each br
   assert.equal(brokerRole(2, 1, q), 'broker, voter');
   assert.equal(brokerRole(4, 1, q), 'broker only (observer)');
   assert.equal(brokerRole(5, 1, q), 'broker');
+});
+
+test('delayed delivery: histogram bucket labels and due times in words', () => {
+  assert.equal(dueBucketLabel(null, 0), 'due now');
+  assert.equal(dueBucketLabel(0, 1000), 'within 1 s');
+  assert.equal(dueBucketLabel(60000, 600000), 'in 1 min to 10 min');
+  assert.equal(dueBucketLabel(86400000, null), 'in more than 1 d');
+  assert.equal(formatDue(null, 0), '-');
+  assert.equal(formatDue(10500, 9000), 'in 1.5 s');
+  assert.equal(formatDue(1000, 3000), '2.0 s ago');
+  assert.equal(formatDue(250, 0), 'in 250 ms');
+  assert.equal(formatDue(3 * 3600000, 0), 'in 3.0 h');
 });
