@@ -72,6 +72,8 @@ struct broker_config {
   int64_t retry_backoff_ms = 1'000;
   double retry_backoff_multiplier = 2.0;
   int64_t retry_backoff_max_ms = 30'000;
+  std::string retry_topic_template = "<topic>.<group>.retry";        // retry.topic.template
+  std::string dead_letter_topic_template = "<topic>.<group>.dlq";    // dead.letter.topic.template
   // ---- the cluster (design.md section 6)
   int64_t controller_quorum_election_timeout_ms = 1000;     // controller.quorum.election.timeout.ms
   int64_t controller_quorum_fetch_timeout_ms = 1000;        // controller.quorum.fetch.timeout.ms
@@ -106,6 +108,12 @@ enum class config_source {
 
 /// Kafka's name of a source, e.g. "DYNAMIC_BROKER_CONFIG".
 std::string_view to_string(config_source source);
+
+/// A consumer instance's retry settings when it gives none: the broker's defaults.
+inline delay::retry_policy retry_defaults_of(const broker_config& c) {
+  return delay::retry_policy{c.max_delivery_attempts, c.retry_backoff_ms,     c.retry_backoff_multiplier,
+                             c.retry_backoff_max_ms,  c.retry_topic_template, c.dead_letter_topic_template};
+}
 
 struct config_synonym {
   std::string name;
