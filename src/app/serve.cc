@@ -236,6 +236,8 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.retry_backoff_ms = c.retry_backoff_ms;
   b.retry_backoff_multiplier = c.retry_backoff_multiplier;
   b.retry_backoff_max_ms = c.retry_backoff_max_ms;
+  b.retry_topic_template = c.retry_topic_template;
+  b.dead_letter_topic_template = c.dead_letter_topic_template;
   b.group_initial_rebalance_delay_ms = c.group_initial_rebalance_delay_ms;
   b.controller_quorum_election_timeout_ms = c.controller_quorum_election_timeout_ms;
   b.controller_quorum_fetch_timeout_ms = c.controller_quorum_fetch_timeout_ms;
@@ -366,6 +368,12 @@ int serve_main(int argc, char** argv) {
     return 2;
   }
   const config::server_config& cfg = settings.value();
+  // The retry defaults together (retry.backoff.max.ms against retry.backoff.ms, the topic name
+  // templates' rules): a consumer instance that sets none uses these, so they must be valid.
+  if (auto retry = delay::validate(broker::retry_defaults_of(to_broker_config(cfg))); !retry.ok()) {
+    spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(retry.error().message));
+    return 2;
+  }
   // process.roles (KIP-631): broker,controller (combined mode, the default) is a voter of the
   // metadata quorum and a broker; broker is a broker that follows the metadata log as a raft
   // observer (KIP-595), so brokers join a running cluster without touching

@@ -63,6 +63,8 @@ const std::vector<broker_config_spec>& specs() {
       {"retry.backoff.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_ms); }},
       {"retry.backoff.multiplier", [](const broker_config& c) { return std::to_string(c.retry_backoff_multiplier); }},
       {"retry.backoff.max.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_max_ms); }},
+      {"retry.topic.template", [](const broker_config& c) { return c.retry_topic_template; }},
+      {"dead.letter.topic.template", [](const broker_config& c) { return c.dead_letter_topic_template; }},
       {"broker.partitions.max", [](const broker_config& c) { return std::to_string(c.partitions_max); }},
   };
   return all;

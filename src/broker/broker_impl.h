@@ -668,6 +668,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void delay_partition_led(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads);
   /// Start-up, after the groups: schedulers for the delay partitions this node leads.
   void start_delay_schedulers();
+  void describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) override;
   void schedule_delay_tick(size_t shard);
   void drive_delay(size_t shard, const std::shared_ptr<delay_partition_state>& st);
   /// Appends `cp` and reports it to the scheduler when replicated; false when it failed at once

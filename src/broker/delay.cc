@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <mutex>
 #include <set>
+#include <tuple>
 
 #include "broker_impl.h"
 #include "placement.h"
@@ -320,6 +322,62 @@ void broker_impl::start_delay_schedulers() {
     deps_.runtime.post(s, [this, s] {
       for (auto& [key, rt] : shards_[s]) {
         if (!rt->deleted && rt->leader && delay::is_delay_topic(rt->topic)) delay_partition_led(s, rt, true);
+      }
+    });
+  }
+}
+
+void broker_impl::describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) {
+  struct gathered {
+    std::mutex mutex;
+    std::vector<delay_scheduler_description> out;
+    std::atomic<size_t> remaining{0};
+    std::function<void(std::vector<delay_scheduler_description>)> done;
+  };
+  auto g = std::make_shared<gathered>();
+  g->remaining = shards_.size();
+  g->done = std::move(done);
+  std::weak_ptr<int> alive = lifetime_;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    deps_.runtime.post(s, [this, s, g, alive] {
+      std::vector<delay_scheduler_description> local;
+      if (!alive.expired()) {
+        const int64_t now = deps_.clock.now_ms();
+        for (const auto& [key, st] : delay_states_[s]) {
+          auto rt = st->rt.lock();
+          if (!rt || !st->core) continue;
+          const delay::scheduler& core = *st->core;
+          delay_scheduler_description d;
+          d.topic = st->topic;
+          d.partition = st->partition;
+          d.broker_id = config_.node_id;
+          d.position = core.position().value();
+          d.read_offset = core.read_offset().value();
+          d.high_watermark = rt->log->high_watermark().value();
+          d.window_records = static_cast<int64_t>(core.window_size());
+          d.unread_records = std::max<int64_t>(0, d.high_watermark - d.read_offset);
+          d.next_due_ms = core.next_due_ms();
+          d.moved_total = core.moved_total();
+          d.dropped_total = core.dropped_total();
+          d.now_ms = now;
+          const std::vector<int64_t> due = core.due_times();   // ascending
+          if (!due.empty() && due.front() <= now) d.lag_ms = now - due.front();
+          for (int64_t at : due) {
+            const auto bound = std::lower_bound(delay_due_bucket_bounds_ms.begin(), delay_due_bucket_bounds_ms.end(), at - now);
+            ++d.due_counts[static_cast<size_t>(bound - delay_due_bucket_bounds_ms.begin())];
+          }
+          local.push_back(std::move(d));
+        }
+      }
+      {
+        std::lock_guard lock(g->mutex);
+        for (auto& d : local) g->out.push_back(std::move(d));
+      }
+      if (g->remaining.fetch_sub(1) == 1) {
+        std::sort(g->out.begin(), g->out.end(), [](const auto& a, const auto& b) {
+          return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+        });
+        g->done(std::move(g->out));
       }
     });
   }

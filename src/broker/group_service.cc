@@ -103,13 +103,18 @@ std::optional<group::consumer_instance_value::retry_settings> retry_settings_of(
   if (!p) return std::nullopt;
   return group::consumer_instance_value::retry_settings{
       p->max_delivery_attempts, p->retry_backoff_ms,
-      static_cast<int32_t>(std::llround(p->retry_backoff_multiplier * 1000.0)), p->retry_backoff_max_ms};
+      static_cast<int32_t>(std::llround(p->retry_backoff_multiplier * 1000.0)), p->retry_backoff_max_ms,
+      p->retry_topic_template, p->dead_letter_topic_template};
 }
 
 std::optional<delay::retry_policy> retry_policy_of(const std::optional<group::consumer_instance_value::retry_settings>& r) {
   if (!r) return std::nullopt;
-  return delay::retry_policy{r->max_delivery_attempts, r->retry_backoff_ms,
-                             static_cast<double>(r->retry_backoff_multiplier_milli) / 1000.0, r->retry_backoff_max_ms};
+  delay::retry_policy p{r->max_delivery_attempts, r->retry_backoff_ms,
+                        static_cast<double>(r->retry_backoff_multiplier_milli) / 1000.0, r->retry_backoff_max_ms};
+  // Written before the names were settings (version 101): the names were the defaults then.
+  if (!r->retry_topic_template.empty()) p.retry_topic_template = r->retry_topic_template;
+  if (!r->dead_letter_topic_template.empty()) p.dead_letter_topic_template = r->dead_letter_topic_template;
+  return p;
 }
 
 group::offsets_topic_record instance_record(const instance_settings& s) {
@@ -251,15 +256,27 @@ class group_service_impl final : public group_service {
                  std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
   void nack(std::string group_id, std::string instance_id, std::vector<nack_request> nacks,
             std::function<void(result<void>)> done) override;
+  // The dead-letter calls read the group's namings on its coordinator's shard (a broker that is
+  // not the coordinator knows only the defaults), then work through the broker API.
   void dead_letter_topics(std::string group_id,
                           std::function<void(result<std::vector<dead_letter_topic_info>>)> done) override {
-    retries::dead_letter_topics(broker_, std::move(group_id), std::move(done));
+    on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t, shard_state& st) mutable {
+      retries::dead_letter_topics(broker_, group_id, namings_of(st, group_id), std::move(done));
+    });
   }
   void dead_letters(dead_letters_request request, std::function<void(result<std::vector<dead_letter>>)> done) override {
-    retries::dead_letters(broker_, std::move(request), std::move(done));
+    const std::string group_id = request.group_id;
+    on_coordinator(group_id, [this, group_id, request = std::move(request), done = std::move(done)](
+                                 size_t, shard_state& st) mutable {
+      retries::dead_letters(broker_, std::move(request), namings_of(st, group_id), std::move(done));
+    });
   }
   void redrive(redrive_request request, std::function<void(result<redrive_result>)> done) override {
-    retries::redrive(broker_, std::move(request), std::move(done));
+    const std::string group_id = request.group_id;
+    on_coordinator(group_id, [this, group_id, request = std::move(request), done = std::move(done)](
+                                 size_t, shard_state& st) mutable {
+      retries::redrive(broker_, std::move(request), namings_of(st, group_id), std::move(done));
+    });
   }
   void commit_standalone(std::string group_id, std::vector<group::offset_commit> offsets,
                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
@@ -406,10 +423,16 @@ class group_service_impl final : public group_service {
   /// past every offset after it this instance nacked).
   void commit_nacked(std::string group_id, std::string instance_id, std::vector<nack_request> nacks,
                      std::function<void(result<void>)> done);
-  delay::retry_policy broker_retry_defaults() const {
-    const auto& c = broker_.config();
-    return {c.max_delivery_attempts, c.retry_backoff_ms, c.retry_backoff_multiplier, c.retry_backoff_max_ms};
+  delay::retry_policy broker_retry_defaults() const { return retry_defaults_of(broker_.config()); }
+  /// The settings an instance's nacks use: its own, or the broker's defaults.
+  delay::retry_policy policy_of(const instance_settings* s) const {
+    return s && s->retry ? *s->retry : broker_retry_defaults();
   }
+  /// On the coordinator: the policies whose topic names the group's retry and dead-letter topics
+  /// may have: the broker's defaults and each instance's of the group, distinct by templates.
+  std::vector<delay::retry_policy> namings_of(const shard_state& st, const std::string& group_id) const;
+  /// Adds the group's retry topic (under `policy`'s template) of each listed topic to `sub`.
+  static void add_retry_topics(group::subscription& sub, const std::string& group_id, const delay::retry_policy& policy);
 
   broker& broker_;
   group_host& host_;
@@ -816,6 +839,36 @@ result<void> group_service_impl::join_instance(shard_state& st, instance_setting
   return from_group(applied.error());
 }
 
+std::vector<delay::retry_policy> group_service_impl::namings_of(const shard_state& st, const std::string& group_id) const {
+  std::vector<delay::retry_policy> out{broker_retry_defaults()};
+  const std::string prefix = instance_key(group_id, "");
+  for (auto it = st.instances.lower_bound(prefix); it != st.instances.end() && it->first.starts_with(prefix); ++it) {
+    const delay::retry_policy p = policy_of(&it->second);
+    const bool known = std::any_of(out.begin(), out.end(), [&](const delay::retry_policy& o) {
+      return o.retry_topic_template == p.retry_topic_template && o.dead_letter_topic_template == p.dead_letter_topic_template;
+    });
+    if (!known) out.push_back(p);
+  }
+  return out;
+}
+
+void group_service_impl::add_retry_topics(group::subscription& sub, const std::string& group_id,
+                                          const delay::retry_policy& policy) {
+  // Non-blocking retries (issue 18): a member of the group reads the group's retry topic of each
+  // topic it subscribes to, so a nacked record comes back to the group (docs/retries.md). The
+  // retry topic may not exist yet: the assignment picks it up when a nack creates it.
+  std::set<std::string> listed(sub.topics.begin(), sub.topics.end());
+  const size_t n = sub.topics.size();
+  for (size_t i = 0; i < n && sub.topics.size() < group::limits::subscription_topics_max; ++i) {
+    const std::string& t = sub.topics[i];
+    if (delay::original_topic_of(policy, t, group_id, false) || delay::original_topic_of(policy, t, group_id, true)) continue;
+    std::string retry = delay::retry_topic_name(policy, t, group_id);
+    if (listed.contains(retry) || !validate_topic_name(retry).ok()) continue;
+    listed.insert(retry);
+    sub.topics.push_back(std::move(retry));
+  }
+}
+
 void group_service_impl::change_subscription(std::string group_id, std::string instance_id, group::subscription sub,
                                              std::function<void(result<void>)> done) {
   if (auto refused = not_coordinator(group_id)) return done(*refused);
@@ -823,6 +876,9 @@ void group_service_impl::change_subscription(std::string group_id, std::string i
                                size_t shard, shard_state& st) mutable {
     const int64_t now = clock_.now_ms();
     auto it = st.instances.find(instance_key(group_id, instance_id));
+    if (sub.kind == group::subscription_kind::topics) {
+      add_retry_topics(sub, group_id, policy_of(it != st.instances.end() ? &it->second : nullptr));
+    }
     group::record_list records;
     const bool unsubscribe = sub.kind == group::subscription_kind::none;
     if (it != st.instances.end() && !it->second.joined) {
@@ -920,21 +976,8 @@ void group_service_impl::subscribe(std::string group_id, std::string instance_id
   if (sub.kind == group::subscription_kind::none || sub.kind == group::subscription_kind::manual) {
     return done(error{errc::inconsistent_subscription, "subscribe takes a topic list or a pattern"});
   }
-  if (sub.kind == group::subscription_kind::topics) {
-    // Non-blocking retries (issue 18): a member of the group reads the group's retry topic of each
-    // topic it subscribes to, so a nacked record comes back to the group (docs/retries.md). The
-    // retry topic may not exist yet: the assignment picks it up when a nack creates it.
-    std::set<std::string> listed(sub.topics.begin(), sub.topics.end());
-    const size_t n = sub.topics.size();
-    for (size_t i = 0; i < n && sub.topics.size() < group::limits::subscription_topics_max; ++i) {
-      const std::string& t = sub.topics[i];
-      if (delay::original_topic_of(t, group_id, false) || delay::original_topic_of(t, group_id, true)) continue;
-      std::string retry = delay::retry_topic_name(t, group_id);
-      if (listed.contains(retry) || !validate_topic_name(retry).ok()) continue;
-      listed.insert(retry);
-      sub.topics.push_back(std::move(retry));
-    }
-  }
+  // A topic list gets the group's retry topics added on the coordinator (change_subscription),
+  // where the instance's retry.topic.template is known.
   change_subscription(std::move(group_id), std::move(instance_id), std::move(sub), std::move(done));
 }
 
@@ -971,8 +1014,9 @@ void group_service_impl::subscription(std::string group_id, std::string instance
     }
     // The retry topics subscribe() added are the broker's, not the client's: not shown.
     std::set<std::string> listed(sub.topics.begin(), sub.topics.end());
+    const delay::retry_policy policy = policy_of(*s);
     std::erase_if(sub.topics, [&](const std::string& t) {
-      auto original = delay::original_topic_of(t, group_id, false);
+      auto original = delay::original_topic_of(policy, t, group_id, false);
       return original && listed.contains(*original);
     });
     persist(shard, std::move(records), [done, sub](result<void> r) {
@@ -1144,6 +1188,8 @@ void group_service_impl::poll_round(size_t shard, std::string group_id, std::str
   if (!positions.ok()) {
     return done(member_error(st, group_id, instance_id, positions.error()));
   }
+  auto instance = st.instances.find(instance_key(group_id, instance_id));
+  const delay::retry_policy policy = policy_of(instance != st.instances.end() ? &instance->second : nullptr);
   auto slots = std::make_shared<std::vector<poll_slot>>();
   for (const auto& fp : positions.value()) {
     std::optional<model::offset> at = fp.fetch_offset;
@@ -1152,7 +1198,7 @@ void group_service_impl::poll_round(size_t shard, std::string group_id, std::str
       if (!b) continue;  // topic deleted meanwhile: the next set_topics drops the partition
       // The group's retry topic is read from its start whatever auto.offset.reset says: every
       // record in it was nacked by this group and is due to come back to it.
-      const bool retry_topic = delay::original_topic_of(fp.partition.topic, group_id, false).has_value();
+      const bool retry_topic = delay::original_topic_of(policy, fp.partition.topic, group_id, false).has_value();
       at = fp.source == group::fetch_source::reset_earliest || retry_topic ? b->log_start_offset : b->high_watermark;
       auto sought = st.coordinator.seek(group_id, instance_id, fp.partition, *at);
       if (!sought.ok()) return done(from_group(sought.error()));
@@ -1399,7 +1445,7 @@ void group_service_impl::nack(std::string group_id, std::string instance_id, std
         settings->nacked_order.pop_front();
       }
     }
-    const delay::retry_policy policy = settings && settings->retry ? *settings->retry : broker_retry_defaults();
+    const delay::retry_policy policy = policy_of(settings);
     // The copies are written off the coordinator (reads and produces may cross brokers); a
     // failure forgets the keys again, so the member's retry of the nack writes them.
     auto forget = [this, group_id, instance_id, keys](const error& e, std::function<void(result<void>)> answer) {

@@ -238,16 +238,34 @@ dead_letter describe_letter(int32_t partition, const model::record& rec, bool re
   return out;
 }
 
-std::optional<error> not_dead_letter_topic(broker& b, const std::string& group, const std::string& topic) {
-  if (!delay::original_topic_of(topic, group, true)) {
+/// The naming of `namings` under which `topic` is a dead-letter topic of `group`, if any.
+std::optional<delay::retry_policy> naming_of(const std::vector<delay::retry_policy>& namings, const std::string& group,
+                                             const std::string& topic) {
+  for (const auto& n : namings) {
+    if (delay::original_topic_of(n, topic, group, true)) return n;
+  }
+  return std::nullopt;
+}
+
+/// The naming of the dead-letter topic `topic` of `group`, or why it is none.
+result<delay::retry_policy> dead_letter_naming(broker& b, const std::vector<delay::retry_policy>& namings,
+                                               const std::string& group, const std::string& topic) {
+  auto naming = naming_of(namings, group, topic);
+  if (!naming) {
+    std::string templates;
+    for (const auto& n : namings) {
+      if (templates.find(n.dead_letter_topic_template) == std::string::npos) {
+        templates += (templates.empty() ? "" : ", ") + n.dead_letter_topic_template;
+      }
+    }
     return error{errc::unknown_topic_or_partition, "topic '" + topic + "' is not a dead-letter topic of group '" + group +
-                                                       "' (those are named <topic>." + group + ".dlq)"};
+                                                       "' (those are named " + templates + ", <group> = " + group + ")"};
   }
   if (!b.topic_exists(topic)) {
     return error{errc::unknown_topic_or_partition, "dead-letter topic '" + topic + "' does not exist: group '" + group +
                                                        "' has no dead letters of that topic"};
   }
-  return std::nullopt;
+  return *naming;
 }
 
 bool contains_text(const std::optional<model::bytes>& b, const std::string& needle) {
@@ -297,10 +315,11 @@ void read_record(broker& b, model::topic_partition tp, model::offset offset, std
   });
 }
 
-void dead_letter_topics(broker& b, std::string group_id, std::function<void(result<std::vector<dead_letter_topic_info>>)> done) {
-  std::vector<std::string> topics;
+void dead_letter_topics(broker& b, std::string group_id, std::vector<delay::retry_policy> namings,
+                        std::function<void(result<std::vector<dead_letter_topic_info>>)> done) {
+  std::vector<std::pair<std::string, std::string>> topics;   // (dead-letter topic, original topic)
   for (auto& t : b.list_topics(false)) {
-    if (delay::original_topic_of(t, group_id, true)) topics.push_back(t);
+    if (auto n = naming_of(namings, group_id, t)) topics.push_back({t, delay::original_topic_of(*n, t, group_id, true).value()});
   }
   if (topics.empty()) return done(std::vector<dead_letter_topic_info>{});
   struct gather {
@@ -310,14 +329,14 @@ void dead_letter_topics(broker& b, std::string group_id, std::function<void(resu
   };
   auto g = std::make_shared<gather>();
   g->remaining = topics.size();
-  for (const auto& t : topics) {
-    scan_dead_letters(b, t, std::nullopt, [g, t, group_id, done](result<std::shared_ptr<dead_letter_scan>> r) {
+  for (const auto& [t, original] : topics) {
+    scan_dead_letters(b, t, std::nullopt, [g, t, original, done](result<std::shared_ptr<dead_letter_scan>> r) {
       std::vector<dead_letter_topic_info> out;
       {
         std::lock_guard lock(g->mutex);
         dead_letter_topic_info info;
         info.topic = t;
-        info.original_topic = delay::original_topic_of(t, group_id, true).value_or("");
+        info.original_topic = original;
         if (r.ok()) {
           info.partitions_count = (*r)->partitions;
           for (const auto& [p, letters] : (*r)->letters) {
@@ -336,8 +355,11 @@ void dead_letter_topics(broker& b, std::string group_id, std::function<void(resu
   }
 }
 
-void dead_letters(broker& b, dead_letters_request request, std::function<void(result<std::vector<dead_letter>>)> done) {
-  if (auto refused = not_dead_letter_topic(b, request.group_id, request.topic)) return done(*refused);
+void dead_letters(broker& b, dead_letters_request request, std::vector<delay::retry_policy> namings,
+                  std::function<void(result<std::vector<dead_letter>>)> done) {
+  if (auto naming = dead_letter_naming(b, namings, request.group_id, request.topic); !naming.ok()) {
+    return done(naming.error());
+  }
   scan_dead_letters(b, request.topic, request.partition,
                     [request, done](result<std::shared_ptr<dead_letter_scan>> r) {
                       if (!r.ok()) return done(r.error());
@@ -373,6 +395,7 @@ struct redrive_run {
   };
   broker* b = nullptr;
   redrive_request request;
+  delay::retry_policy naming;    // the one that names the dead-letter topic (and its retry topic)
   std::shared_ptr<redrive_result> outcome;
   std::function<void(result<redrive_result>)> done;
   std::vector<copy> copies;
@@ -445,7 +468,7 @@ void redrive_run::step() {
         report(indices, target, base::ok_v);
       });
     } else {
-      const std::string original = delay::original_topic_of(target, request.group_id, false).value_or(target);
+      const std::string original = delay::original_topic_of(naming, target, request.group_id, false).value_or(target);
       std::vector<std::pair<int32_t, produce_record>> records;
       for (size_t i : indices) records.push_back({copies[i].target_partition, copies[i].record});
       original_partitions(*b, original, [b = b, target, indices, records = std::move(records), report](int32_t count) mutable {
@@ -497,9 +520,11 @@ void redrive_run::mark(std::vector<size_t> copied) {
 
 }  // namespace
 
-void redrive(broker& b, redrive_request request, std::function<void(result<redrive_result>)> done) {
-  if (auto refused = not_dead_letter_topic(b, request.group_id, request.topic)) return done(*refused);
-  scan_dead_letters(b, request.topic, std::nullopt, [&b, request, done](result<std::shared_ptr<dead_letter_scan>> r) {
+void redrive(broker& b, redrive_request request, std::vector<delay::retry_policy> namings,
+             std::function<void(result<redrive_result>)> done) {
+  auto found = dead_letter_naming(b, namings, request.group_id, request.topic);
+  if (!found.ok()) return done(found.error());
+  scan_dead_letters(b, request.topic, std::nullopt, [&b, request, naming = *found, done](result<std::shared_ptr<dead_letter_scan>> r) {
     if (!r.ok()) return done(r.error());
     auto scan = *r;
     const bool all = request.offsets.empty() && request.ranges.empty();
@@ -532,7 +557,7 @@ void redrive(broker& b, redrive_request request, std::function<void(result<redri
           ++result_so_far->already_redriven;
           continue;
         }
-        auto route = delay::route_redrive(request.group_id, request.topic, model::partition_id{p}, rec, request.target);
+        auto route = delay::route_redrive(naming, request.group_id, request.topic, model::partition_id{p}, rec, request.target);
         if (!route.ok()) {
           result_so_far->failures.push_back(route.error().message);
           continue;
@@ -554,6 +579,7 @@ void redrive(broker& b, redrive_request request, std::function<void(result<redri
     auto run = std::make_shared<redrive_run>();
     run->b = &b;
     run->request = request;
+    run->naming = naming;
     run->outcome = result_so_far;
     run->done = done;
     for (auto& [target, copies] : by_target) {

@@ -31,8 +31,15 @@ void write_nacks(broker& b, std::vector<nack_write> writes, std::function<void(r
 /// no record has that offset any more (compacted, deleted by retention).
 void read_record(broker& b, model::topic_partition tp, model::offset offset, std::function<void(result<model::record>)> done);
 
-void dead_letter_topics(broker& b, std::string group_id, std::function<void(result<std::vector<dead_letter_topic_info>>)> done);
-void dead_letters(broker& b, dead_letters_request request, std::function<void(result<std::vector<dead_letter>>)> done);
-void redrive(broker& b, redrive_request request, std::function<void(result<redrive_result>)> done);
+/// `namings`: the policies whose retry.topic.template and dead.letter.topic.template the group's
+/// topics may be named by (the broker's defaults and each of the group's instances'; at least one).
+/// A dead-letter topic is one whose name one of their dead-letter templates makes for the group.
+void dead_letter_topics(broker& b, std::string group_id, std::vector<delay::retry_policy> namings,
+                        std::function<void(result<std::vector<dead_letter_topic_info>>)> done);
+void dead_letters(broker& b, dead_letters_request request, std::vector<delay::retry_policy> namings,
+                  std::function<void(result<std::vector<dead_letter>>)> done);
+/// A redrive to the retry path goes to the retry topic of the naming that made the dead-letter topic.
+void redrive(broker& b, redrive_request request, std::vector<delay::retry_policy> namings,
+             std::function<void(result<redrive_result>)> done);
 
 }  // namespace ringlog::broker::retries

@@ -630,7 +630,8 @@ Commands:
   dead-letters GROUP                     the group's dead-letter topics with their counts
                                          (docs/retries.md)
   redrive GROUP --topic DLQ [--to original|retry] [--offset P@O]...
-                                         moves dead letters of DLQ (<topic>.GROUP.dlq) back to
+                                         moves dead letters of DLQ (by default <topic>.GROUP.dlq;
+                                         see dead.letter.topic.template) back to
                                          their original topic (default) or the retry path, each
                                          at most once; --offset chooses letters (partition@offset),
                                          none: every letter not redriven yet

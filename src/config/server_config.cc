@@ -75,6 +75,20 @@ key_spec choice_key(std::string name, std::string server_config::*field, std::ve
                   [field](const server_config& c) { return c.*field; }};
 }
 
+/// A topic name template of the retries (issue 18). Only its size is checked here: the rules
+/// (placeholders, characters) are delay::validate_topic_template's, which `serve` applies at start.
+key_spec template_key(std::string name, std::string server_config::*field, std::string doc) {
+  return key_spec{std::move(name),
+                  doc + " (a template holding <topic> and <group> once each, otherwise ASCII letters, digits, "
+                        "'.', '_' and '-'; at most 200 characters)",
+                  [field](server_config& c, std::string_view v) -> std::optional<std::string> {
+                    if (v.empty() || v.size() > 200) return "must be 1 to 200 characters";
+                    c.*field = std::string(v);
+                    return std::nullopt;
+                  },
+                  [field](const server_config& c) { return c.*field; }};
+}
+
 /// Voters in controller.quorum.voters: a commit waits for a majority of them, and Kafka's
 /// guidance is 3 or 5; past 9 every commit pays for more round trips than it gains in safety.
 constexpr size_t quorum_voters_max = 9;
@@ -250,6 +264,10 @@ const std::vector<key_spec>& key_table() {
                }},
       int_key("retry.backoff.max.ms", &server_config::retry_backoff_max_ms, 0, 7LL * 24 * 3600 * 1000,
               "default cap of the growing wait between retries, ms (at least retry.backoff.ms)"),
+      template_key("retry.topic.template", &server_config::retry_topic_template,
+                   "default name of a consumer group's retry topic of each topic"),
+      template_key("dead.letter.topic.template", &server_config::dead_letter_topic_template,
+                   "default name of a consumer group's dead-letter topic of each topic"),
       int_key("group.initial.rebalance.delay.ms", &server_config::group_initial_rebalance_delay_ms, 0, 300000,
               "how long the first rebalance of an empty Kafka-client group waits for more members to join, ms"),
       key_spec{"listeners",

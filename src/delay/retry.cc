@@ -46,18 +46,84 @@ std::string cut_reason(std::string_view reason) {
 
 }  // namespace
 
-std::string retry_topic_name(std::string_view topic, std::string_view group) {
-  return std::string(topic) + "." + std::string(group) + std::string(retry_topic_suffix);
+namespace {
+
+/// `tmpl` with <topic> and <group> replaced (each once: validate_topic_template).
+std::string expand(std::string_view tmpl, std::string_view topic, std::string_view group) {
+  std::string out;
+  size_t at = 0;
+  while (at < tmpl.size()) {
+    if (tmpl.substr(at, topic_placeholder.size()) == topic_placeholder) {
+      out += topic;
+      at += topic_placeholder.size();
+    } else if (tmpl.substr(at, group_placeholder.size()) == group_placeholder) {
+      out += group;
+      at += group_placeholder.size();
+    } else {
+      out += tmpl[at++];
+    }
+  }
+  return out;
 }
 
-std::string dead_letter_topic_name(std::string_view topic, std::string_view group) {
-  return std::string(topic) + "." + std::string(group) + std::string(dead_letter_topic_suffix);
+}  // namespace
+
+std::string retry_topic_name(const retry_policy& p, std::string_view topic, std::string_view group) {
+  return expand(p.retry_topic_template, topic, group);
 }
 
-std::optional<std::string> original_topic_of(std::string_view name, std::string_view group, bool dead_letter) {
-  const std::string tail = "." + std::string(group) + std::string(dead_letter ? dead_letter_topic_suffix : retry_topic_suffix);
-  if (name.size() <= tail.size() || name.substr(name.size() - tail.size()) != tail) return std::nullopt;
-  return std::string(name.substr(0, name.size() - tail.size()));
+std::string dead_letter_topic_name(const retry_policy& p, std::string_view topic, std::string_view group) {
+  return expand(p.dead_letter_topic_template, topic, group);
+}
+
+std::optional<std::string> original_topic_of(const retry_policy& p, std::string_view name, std::string_view group,
+                                             bool dead_letter) {
+  const std::string_view tmpl = dead_letter ? p.dead_letter_topic_template : p.retry_topic_template;
+  const size_t at = tmpl.find(topic_placeholder);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string prefix = expand(tmpl.substr(0, at), "", group);
+  const std::string suffix = expand(tmpl.substr(at + topic_placeholder.size()), "", group);
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) {
+    return std::nullopt;
+  }
+  return std::string(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
+}
+
+result<void> validate_topic_template(std::string_view key, std::string_view value) {
+  auto refuse = [&](const std::string& why) {
+    return error{errc::invalid_config, std::string(key) + "=" + std::string(value.substr(0, 60)) +
+                                           (value.size() > 60 ? "..." : "") + ": " + why};
+  };
+  if (value.size() > topic_template_chars_max) {
+    return refuse("longer than " + std::to_string(topic_template_chars_max) + " characters");
+  }
+  size_t topics = 0;
+  size_t groups = 0;
+  size_t at = 0;
+  while (at < value.size()) {
+    if (value.substr(at, topic_placeholder.size()) == topic_placeholder) {
+      ++topics;
+      at += topic_placeholder.size();
+    } else if (value.substr(at, group_placeholder.size()) == group_placeholder) {
+      ++groups;
+      at += group_placeholder.size();
+    } else {
+      const char c = value[at++];
+      const bool legal = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                         c == '_' || c == '-';
+      if (!legal) {
+        return refuse("character '" + std::string(1, c) +
+                      "' may not be in a topic name (ASCII letters, digits, '.', '_' and '-', besides <topic> and "
+                      "<group>)");
+      }
+    }
+  }
+  if (topics != 1 || groups != 1) {
+    return refuse("must hold <topic> and <group> once each (it holds <topic> " + std::to_string(topics) +
+                  " times, <group> " + std::to_string(groups) + " times), so every topic and group has its own");
+  }
+  if (value.starts_with("__")) return refuse("may not start with \"__\" (internal topics)");
+  return base::ok_v;
 }
 
 std::string source_text(std::string_view topic, int32_t partition, model::offset offset) {
@@ -102,6 +168,11 @@ result<void> validate(const retry_policy& p) {
                   "an integer in [retry.backoff.ms (" + std::to_string(p.retry_backoff_ms) + "), " +
                       std::to_string(retry_backoff_ms_limit) + "]");
   }
+  RINGLOG_TRY(validate_topic_template("retry.topic.template", p.retry_topic_template));
+  RINGLOG_TRY(validate_topic_template("dead.letter.topic.template", p.dead_letter_topic_template));
+  if (p.retry_topic_template == p.dead_letter_topic_template) {
+    return refuse("dead.letter.topic.template", p.dead_letter_topic_template, "different from retry.topic.template");
+  }
   return base::ok_v;
 }
 
@@ -119,13 +190,13 @@ int64_t backoff_ms(const retry_policy& p, int32_t failed_attempt) {
 
 result<nack_route> route_nack(std::string_view group, const model::topic_partition& from, const model::record& record,
                               std::string_view reason, const retry_policy& policy, int64_t now_ms) {
-  if (original_topic_of(from.topic, group, true)) {
+  if (original_topic_of(policy, from.topic, group, true)) {
     return error{errc::invalid_record, "topic " + from.topic + " is the dead-letter topic of group '" +
                                            std::string(group) + "': its records are redriven, not nacked"};
   }
   nack_route out;
   int64_t original_timestamp = record.timestamp;
-  if (auto origin = original_topic_of(from.topic, group, false)) {
+  if (auto origin = original_topic_of(policy, from.topic, group, false)) {
     // A retry record: it names its origin and which delivery it was.
     auto topic = last_header(record.headers, original_topic_header);
     auto partition = decimal(last_header(record.headers, original_partition_header));
@@ -152,7 +223,8 @@ result<nack_route> route_nack(std::string_view group, const model::topic_partiti
 
   const bool dead = out.failed_attempt >= policy.max_delivery_attempts;
   out.destination = dead ? nack_route::kind::dead_letter : nack_route::kind::retry;
-  out.topic = dead ? dead_letter_topic_name(out.original.topic, group) : retry_topic_name(out.original.topic, group);
+  out.topic = dead ? dead_letter_topic_name(policy, out.original.topic, group)
+                   : retry_topic_name(policy, out.original.topic, group);
   for (const auto& h : record.headers) {
     if (!is_routing_header(h.key) && h.key != reason_header) out.headers.push_back(h);
   }
@@ -173,7 +245,7 @@ result<nack_route> route_nack(std::string_view group, const model::topic_partiti
   return out;
 }
 
-result<redrive_route> route_redrive(std::string_view group, std::string_view dead_letter_topic,
+result<redrive_route> route_redrive(const retry_policy& policy, std::string_view group, std::string_view dead_letter_topic,
                                     model::partition_id partition, const model::record& dead_letter,
                                     redrive_target target) {
   const std::string what = "dead letter " + source_text(dead_letter_topic, partition.value(), dead_letter.record_offset);
@@ -183,7 +255,7 @@ result<redrive_route> route_redrive(std::string_view group, std::string_view dea
   if (!p || *p > INT32_MAX) return bad_header(original_partition_header, what);
   redrive_route out;
   const bool to_retry = target == redrive_target::retry;
-  out.topic = to_retry ? retry_topic_name(*topic, group) : *topic;
+  out.topic = to_retry ? retry_topic_name(policy, *topic, group) : *topic;
   out.partition = static_cast<int32_t>(*p);
   for (const auto& h : dead_letter.headers) {
     if (is_routing_header(h.key) || h.key == reason_header) {

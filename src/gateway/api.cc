@@ -167,6 +167,7 @@ const std::vector<route>& route_table() {
       {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records", v3_produce},
       {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records:batch", v3_produce_batch},
       {"POST", "/v3/clusters/{cluster_id}/producers", v3_create_producer},
+      {"GET", "/v3/clusters/{cluster_id}/delayed-records", v3_delayed_records},
       {"GET", "/v3/clusters/{cluster_id}/transactions", v3_list_transactions},
       {"POST", "/v3/clusters/{cluster_id}/transactions", v3_begin_transaction},
       {"GET", "/v3/clusters/{cluster_id}/transactions/{transactional_id}", v3_get_transaction},

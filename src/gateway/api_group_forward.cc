@@ -80,32 +80,30 @@ bool forward_group_call(const call_ptr& c) {
   return true;
 }
 
-bool gather_group_lists(const call_ptr& c) {
+bool ask_every_broker(const call_ptr& c, broker_answers_fn done) {
   http_forwarder* forwarder = c->self->options().forwarder;
   if (forwarder == nullptr || !c->request.forwarded_by.empty()) return false;
-  if (!c->check_cluster() || !c->accept(v3_offers)) return true;
   std::vector<broker::broker_description> peers;
   for (auto& b : c->broker().list_brokers()) {
     if (b.state != "fenced" && !b.host.empty() && b.port > 0) peers.push_back(std::move(b));
   }
-  // One broker: its own list is the cluster's. A dedicated controller (no broker, no groups of its
-  // own) always asks the brokers, and has an empty list while none is registered.
+  // One broker: its own answer is the cluster's. A dedicated controller (no partitions, groups or
+  // schedulers of its own) always asks the brokers; with none registered every answer is empty.
   const bool dedicated_controller = !c->broker().config().process_role_broker;
   if (peers.size() <= 1 && !dedicated_controller) return false;
   if (peers.empty()) {
-    c->respond_json(200, list_json("KafkaConsumerGroupList",
-                                   c->base_url + "/v3/clusters/" + c->params["cluster_id"] + "/consumer-groups",
-                                   json::array()));
+    done(*c, {}, {});
     return true;
   }
   struct gather {
-    json data = json::array();
-    std::set<std::string> seen;
+    std::vector<json> answers;
     std::vector<std::string> unanswered;
     size_t remaining = 0;
+    broker_answers_fn done;
   };
   auto g = std::make_shared<gather>();
   g->remaining = peers.size();
+  g->done = std::move(done);
   const int64_t timeout_ms = proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms;
   for (const auto& b : peers) {
     http_request request = c->request;
@@ -115,29 +113,42 @@ bool gather_group_lists(const call_ptr& c) {
     forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port)}, timeout_ms, [c, g, node](forward_result r) {
       c->later([g, node, r = std::move(r)](api::call& call) {
         json body = r.answered && r.response.status == 200 ? json::parse(r.response.body, nullptr, false) : json();
-        if (body.is_object() && body.contains("data") && body["data"].is_array()) {
-          for (auto& group : body["data"]) {
-            // A group whose coordinator moved a moment ago may be listed by both: keep one.
-            const std::string id = group.value("consumer_group_id", std::string());
-            if (g->seen.insert(id).second) g->data.push_back(std::move(group));
-          }
+        if (body.is_object()) {
+          g->answers.push_back(std::move(body));
         } else {
           g->unanswered.push_back(std::to_string(node));
         }
-        if (--g->remaining > 0) return;
-        std::sort(g->data.begin(), g->data.end(), [](const json& a, const json& b) {
-          return a.value("consumer_group_id", std::string()) < b.value("consumer_group_id", std::string());
-        });
-        json out = list_json("KafkaConsumerGroupList",
-                             call.base_url + "/v3/clusters/" + call.params["cluster_id"] + "/consumer-groups", g->data);
-        // The groups of a broker that did not answer are missing (they move to another broker
-        // once it is fenced): say which, rather than pretend the list is whole.
-        if (!g->unanswered.empty()) out["metadata"]["unanswered_brokers"] = g->unanswered;
-        call.respond_json(200, out);
+        if (--g->remaining == 0) g->done(call, std::move(g->answers), std::move(g->unanswered));
       });
     });
   }
   return true;
+}
+
+bool gather_group_lists(const call_ptr& c) {
+  if (!c->request.forwarded_by.empty() || c->self->options().forwarder == nullptr) return false;
+  if (!c->check_cluster() || !c->accept(v3_offers)) return true;
+  return ask_every_broker(c, [](api::call& call, std::vector<json> answers, std::vector<std::string> unanswered) {
+    json data = json::array();
+    std::set<std::string> seen;
+    for (auto& body : answers) {
+      if (!body.contains("data") || !body["data"].is_array()) continue;
+      for (auto& group : body["data"]) {
+        // A group whose coordinator moved a moment ago may be listed by both: keep one.
+        const std::string id = group.value("consumer_group_id", std::string());
+        if (seen.insert(id).second) data.push_back(std::move(group));
+      }
+    }
+    std::sort(data.begin(), data.end(), [](const json& a, const json& b) {
+      return a.value("consumer_group_id", std::string()) < b.value("consumer_group_id", std::string());
+    });
+    json out = list_json("KafkaConsumerGroupList",
+                         call.base_url + "/v3/clusters/" + call.params["cluster_id"] + "/consumer-groups", data);
+    // The groups of a broker that did not answer are missing (they move to another broker
+    // once it is fenced): say which, rather than pretend the list is whole.
+    if (!unanswered.empty()) out["metadata"]["unanswered_brokers"] = unanswered;
+    call.respond_json(200, out);
+  });
 }
 
 }  // namespace ringlog::gateway::routes

@@ -351,6 +351,7 @@ void v2_committed_offsets(const call_ptr& c);
 // -- retries and dead letters (api_dead_letters.cc, issue 18)
 void v2_nack(const call_ptr& c);
 void v3_dead_letter_topics(const call_ptr& c);
+void v3_delayed_records(const call_ptr& c);
 void v3_dead_letters(const call_ptr& c);
 void v3_redrive(const call_ptr& c);
 void v2_consumer_records(const call_ptr& c);
@@ -428,6 +429,12 @@ bool forward_group_call(const call_ptr& c);
 /// GET .../consumer-groups through a cluster: every live broker's own list (each lists the groups
 /// it coordinates), merged by group id. False when this node's list is the whole answer.
 bool gather_group_lists(const call_ptr& c);
+/// The call, as a GET, asked of every live broker that serves HTTP (this one too), each marked as
+/// passed on so that it answers for itself; `done` on the call's thread with each 200 answer's
+/// JSON body and the node ids of brokers that gave none. False (nothing asked) when the call was
+/// itself passed on, there is no forwarder, or there is only one broker: answer locally then.
+using broker_answers_fn = std::function<void(api::call&, std::vector<json> answers, std::vector<std::string> unanswered)>;
+bool ask_every_broker(const call_ptr& c, broker_answers_fn done);
 void v3_list_partitions(const call_ptr& c);
 void v3_list_replicas(const call_ptr& c);
 void v3_list_topics(const call_ptr& c);

@@ -42,8 +42,7 @@ void v2_create_consumer(const call_ptr& c) {
   if (!check_group_name(*c)) return;
   if (!c->accept(consumer_offers) || !consumer_content_type(c)) return;
   const auto& bc = c->broker().config();
-  const delay::retry_policy retry_defaults{bc.max_delivery_attempts, bc.retry_backoff_ms, bc.retry_backoff_multiplier,
-                                           bc.retry_backoff_max_ms};
+  const delay::retry_policy retry_defaults = broker::retry_defaults_of(bc);
   auto parsed = parse_create_consumer(c->request.body, c->self->options().fetch_wait_max_ms, retry_defaults);
   if (!parsed.ok()) return c->fail(parsed.error());
   broker::consumer_instance_config cfg = std::move(parsed).value();

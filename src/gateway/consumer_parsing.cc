@@ -134,6 +134,14 @@ parsed<std::optional<delay::retry_policy>> retry_settings_of(const std::optional
     p.retry_backoff_multiplier = x;
     any = true;
   }
+  for (auto [key, field] : {std::pair{"retry.topic.template", &p.retry_topic_template},
+                            std::pair{"dead.letter.topic.template", &p.dead_letter_topic_template}}) {
+    auto e = field_of(o, key);
+    if (!e || e->type() == dom::element_type::NULL_VALUE) continue;   // null is absent
+    if (e->type() != dom::element_type::STRING) return bad_setting(std::string(key) + " must be a string");
+    *field = std::string(e->get_string().value_unsafe());
+    any = true;
+  }
   if (!any) return std::optional<delay::retry_policy>{};
   if (auto v = delay::validate(p); !v.ok()) return bad_setting(v.error().message);
   return std::optional<delay::retry_policy>(p);
@@ -191,10 +199,11 @@ parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view 
   auto o = object_body(*parser, body, doc);
   if (!o.ok()) return o.error();
   broker::consumer_instance_config cfg;
-  static constexpr std::array<std::string_view, 15> settings = {
+  static constexpr std::array<std::string_view, 17> settings = {
       "name", "format", "auto.offset.reset", "auto.commit.enable", "group.instance.id", "partition.assignment.strategy",
       "fetch.min.bytes", "consumer.request.timeout.ms", "consumer.instance.timeout.ms", "session.timeout.ms",
-      "isolation.level", "max.delivery.attempts", "retry.backoff.ms", "retry.backoff.multiplier", "retry.backoff.max.ms"};
+      "isolation.level", "max.delivery.attempts", "retry.backoff.ms", "retry.backoff.multiplier", "retry.backoff.max.ms",
+      "retry.topic.template", "dead.letter.topic.template"};
   if (*o) {
     for (auto [key, unused] : **o) {
       if (std::find(settings.begin(), settings.end(), key) != settings.end()) continue;

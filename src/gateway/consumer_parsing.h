@@ -24,13 +24,14 @@ namespace ringlog::gateway {
 /// and its alias "session.timeout.ms"), each a JSON string, number or boolean (the REST Proxy
 /// takes strings); null is absent. An unknown setting is refused by name. group_id is left empty.
 /// Retry settings (issue 18): "max.delivery.attempts", "retry.backoff.ms",
-/// "retry.backoff.multiplier", "retry.backoff.max.ms"; when any is given, config.retry is
+/// "retry.backoff.multiplier", "retry.backoff.max.ms", "retry.topic.template" and
+/// "dead.letter.topic.template" (strings); when any is given, config.retry is
 /// `retry_defaults` with them, refused (422 naming the key) outside delay::validate's bounds.
 parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view body, int64_t request_timeout_max_ms,
                                                                const delay::retry_policy& retry_defaults = {});
 
 /// The retry settings of a body (the consumer-instance body, or a WebSocket join's fields):
-/// nullopt when none of the four keys is there. Errors: 422 naming the key.
+/// nullopt when none of the six keys is there. Errors: 422 naming the key.
 parsed<std::optional<delay::retry_policy>> parse_retry_settings(std::string_view body, const delay::retry_policy& defaults);
 
 /// POST .../nacks: {"offsets": [{topic, partition, offset, reason}]} (1..; reason a string,

@@ -173,6 +173,8 @@ void member_calls::create_consumer(broker::consumer_instance_config config,
     body["retry.backoff.ms"] = config.retry->retry_backoff_ms;
     body["retry.backoff.multiplier"] = std::to_string(config.retry->retry_backoff_multiplier);
     body["retry.backoff.max.ms"] = config.retry->retry_backoff_max_ms;
+    body["retry.topic.template"] = config.retry->retry_topic_template;
+    body["dead.letter.topic.template"] = config.retry->dead_letter_topic_template;
   }
   const std::string group_id = config.group_id;
   const auto format = config.format;

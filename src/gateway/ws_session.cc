@@ -337,7 +337,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (type == "credit") return refuse({"type", "id", "records", "bytes"});
     if (type == "join") {
       return refuse({"type", "id", "group", "topics", "position", "format", "batch", "isolation_level", "max.delivery.attempts",
-                     "retry.backoff.ms", "retry.backoff.multiplier", "retry.backoff.max.ms"});
+                     "retry.backoff.ms", "retry.backoff.multiplier", "retry.backoff.max.ms",
+                     "retry.topic.template", "dead.letter.topic.template"});
     }
     if (type == "nack") return refuse({"type", "id", "offsets", "topic", "partition", "offset", "reason"});
     if (type == "unsubscribe" || type == "commit" || type == "ping") return refuse({"type", "id"});
@@ -869,9 +870,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     {
       // Retry settings of its nacks (issue 18), refused naming the key like the REST body's.
       const auto& bc = ctx_.broker->config();
-      auto retry = parse_retry_settings(
-          dump(m), delay::retry_policy{bc.max_delivery_attempts, bc.retry_backoff_ms, bc.retry_backoff_multiplier,
-                                       bc.retry_backoff_max_ms});
+      auto retry = parse_retry_settings(dump(m), broker::retry_defaults_of(bc));
       if (!retry.ok()) return send_error(id, retry.error().error_code, retry.error().message);
       cfg.retry = *retry;
     }

@@ -394,6 +394,8 @@ model::bytes encode_consumer_instance_value(const consumer_instance_value& value
     w.i64(value.retry->retry_backoff_ms);
     w.i32(value.retry->retry_backoff_multiplier_milli);
     w.i64(value.retry->retry_backoff_max_ms);
+    w.str(value.retry->retry_topic_template);
+    w.str(value.retry->dead_letter_topic_template);
   }
   return w.take();
 }
@@ -402,7 +404,8 @@ result<consumer_instance_value> decode_consumer_instance_value(std::span<const s
   reader r(value);
   int16_t version = 0;
   if (!r.i16(version, "version")) return r.corrupt("consumer instance value");
-  if (version != consumer_instance_value_version && version != consumer_instance_value_version_v100) {
+  if (version != consumer_instance_value_version && version != consumer_instance_value_version_v101 &&
+      version != consumer_instance_value_version_v100) {
     return unsupported("consumer instance value", version);
   }
   consumer_instance_value v;
@@ -426,6 +429,10 @@ result<consumer_instance_value> decode_consumer_instance_value(std::span<const s
       if (!r.i32(rs.max_delivery_attempts, "max_delivery_attempts") || !r.i64(rs.retry_backoff_ms, "retry_backoff_ms") ||
           !r.i32(rs.retry_backoff_multiplier_milli, "retry_backoff_multiplier") ||
           !r.i64(rs.retry_backoff_max_ms, "retry_backoff_max_ms")) {
+        return r.corrupt("consumer instance value");
+      }
+      if (version >= 102 && (!r.str(rs.retry_topic_template, "retry_topic_template") ||
+                             !r.str(rs.dead_letter_topic_template, "dead_letter_topic_template"))) {
         return r.corrupt("consumer instance value");
       }
       v.retry = rs;

@@ -158,13 +158,71 @@ TEST_CASE("settings out of bounds are refused naming the key") {
 }
 
 TEST_CASE("names: retry and dead-letter topics per topic and group") {
-  CHECK(retry_topic_name("orders", "billing") == "orders.billing.retry");
-  CHECK(dead_letter_topic_name("orders", "billing") == "orders.billing.dlq");
-  CHECK(original_topic_of("orders.billing.retry", "billing", false) == "orders");
-  CHECK(original_topic_of("orders.billing.dlq", "billing", true) == "orders");
-  CHECK_FALSE(original_topic_of("orders.billing.retry", "other", false));
-  CHECK_FALSE(original_topic_of("orders.billing.retry", "billing", true));
-  CHECK_FALSE(original_topic_of(".billing.retry", "billing", false));
+  const retry_policy d;
+  CHECK(retry_topic_name(d, "orders", "billing") == "orders.billing.retry");
+  CHECK(dead_letter_topic_name(d, "orders", "billing") == "orders.billing.dlq");
+  CHECK(original_topic_of(d, "orders.billing.retry", "billing", false) == "orders");
+  CHECK(original_topic_of(d, "orders.billing.dlq", "billing", true) == "orders");
+  CHECK_FALSE(original_topic_of(d, "orders.billing.retry", "other", false));
+  CHECK_FALSE(original_topic_of(d, "orders.billing.retry", "billing", true));
+  CHECK_FALSE(original_topic_of(d, ".billing.retry", "billing", false));
+}
+
+TEST_CASE("names: templates of the retry and dead-letter topics") {
+  retry_policy p;
+  p.retry_topic_template = "retry-<group>-<topic>";
+  p.dead_letter_topic_template = "<group>_dlt_<topic>_x";
+  REQUIRE(validate(p).ok());
+  CHECK(retry_topic_name(p, "orders", "billing") == "retry-billing-orders");
+  CHECK(dead_letter_topic_name(p, "orders", "billing") == "billing_dlt_orders_x");
+  CHECK(original_topic_of(p, "retry-billing-orders", "billing", false) == "orders");
+  CHECK(original_topic_of(p, "billing_dlt_orders_x", "billing", true) == "orders");
+  CHECK_FALSE(original_topic_of(p, "retry-billing-", "billing", false));
+  CHECK_FALSE(original_topic_of(p, "retry-other-orders", "billing", false));
+  CHECK_FALSE(original_topic_of(p, "orders.billing.dlq", "billing", true));   // the default's name is not this one's
+  // A group name that looks like a placeholder is a name, not a placeholder.
+  CHECK(retry_topic_name(p, "t", "<topic>") == "retry-<topic>-t");
+  // Nacks and redrives use the policy's names.
+  auto nacked = route_nack("billing", {"orders", model::partition_id{1}}, original_record(), "x", p, 0);
+  REQUIRE(nacked.ok());
+  CHECK(nacked->topic == "retry-billing-orders");
+  model::record copy = original_record();
+  copy.headers = nacked->headers;
+  auto again = route_nack("billing", {"retry-billing-orders", model::partition_id{1}}, copy, "y", p, 0);
+  REQUIRE_MESSAGE(again.ok(), again.error().message);
+  CHECK(again->failed_attempt == 2);
+  p.max_delivery_attempts = 1;
+  auto dead = route_nack("billing", {"orders", model::partition_id{1}}, original_record(), "x", p, 0);
+  REQUIRE(dead.ok());
+  CHECK(dead->topic == "billing_dlt_orders_x");
+  model::record letter = original_record();
+  letter.headers = dead->headers;
+  auto redriven = route_redrive(p, "billing", "billing_dlt_orders_x", model::partition_id{1}, letter, redrive_target::retry);
+  REQUIRE(redriven.ok());
+  CHECK(redriven->topic == "retry-billing-orders");
+}
+
+TEST_CASE("names: bad templates are refused naming the key and the rule") {
+  auto refused = [](std::string retry, std::string dead) {
+    retry_policy p;
+    p.retry_topic_template = std::move(retry);
+    p.dead_letter_topic_template = std::move(dead);
+    auto r = validate(p);
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  const std::string dlq(dead_letter_topic_template_default);
+  const std::string retry(retry_topic_template_default);
+  CHECK(refused(retry, dlq) == "ok");
+  CHECK(refused("<topic>.retry", dlq).find("retry.topic.template=<topic>.retry: must hold <topic> and <group> once each") == 0);
+  CHECK(refused("<topic>.<group>.<topic>", dlq).find("retry.topic.template") == 0);
+  CHECK(refused(retry, "<topic>/<group>").find("dead.letter.topic.template=<topic>/<group>: character '/'") == 0);
+  CHECK(refused(retry, "<topic>.<group> dlq").find("character ' '") != std::string::npos);
+  CHECK(refused(retry, "__<topic>.<group>").find("may not start with \"__\"") != std::string::npos);
+  CHECK(refused(retry, retry).find("dead.letter.topic.template") == 0);
+  CHECK(refused(retry, retry).find("different from retry.topic.template") != std::string::npos);
+  const std::string longest = "<topic><group>" + std::string(topic_template_chars_max - 14, 'x');
+  CHECK(refused(longest, dlq) == "ok");
+  CHECK(refused(longest + "x", dlq).find("longer than 200 characters") != std::string::npos);
 }
 
 TEST_CASE("nacks of dead letters and of retry records without their headers are refused") {
@@ -200,7 +258,7 @@ TEST_CASE("redrive: to the original with a fresh count, or to the retry path at 
   model::record letter = original_record();
   letter.record_offset = model::offset{7};
   letter.headers = dead->headers;
-  auto back = route_redrive("g", "orders.g.dlq", model::partition_id{0}, letter, redrive_target::original);
+  auto back = route_redrive(retry_policy{}, "g", "orders.g.dlq", model::partition_id{0}, letter, redrive_target::original);
   REQUIRE(back.ok());
   CHECK(back->topic == "orders");
   CHECK(back->partition == 2);
@@ -208,11 +266,11 @@ TEST_CASE("redrive: to the original with a fresh count, or to the retry path at 
   CHECK_FALSE(last_header(back->headers, reason_header));
   CHECK(last_header(back->headers, "trace") == "t-1");
   CHECK(last_header(back->headers, redrive_source_header) == "orders.g.dlq/0@7");
-  auto retry = route_redrive("g", "orders.g.dlq", model::partition_id{0}, letter, redrive_target::retry);
+  auto retry = route_redrive(retry_policy{}, "g", "orders.g.dlq", model::partition_id{0}, letter, redrive_target::retry);
   REQUIRE(retry.ok());
   CHECK(retry->topic == "orders.g.retry");
   CHECK(last_header(retry->headers, attempt_header) == "1");
   CHECK(last_header(retry->headers, original_offset_header) == "41");
   model::record bare = original_record();
-  CHECK_FALSE(route_redrive("g", "orders.g.dlq", model::partition_id{0}, bare, redrive_target::original).ok());
+  CHECK_FALSE(route_redrive(retry_policy{}, "g", "orders.g.dlq", model::partition_id{0}, bare, redrive_target::original).ok());
 }

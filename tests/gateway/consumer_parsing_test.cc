@@ -163,6 +163,29 @@ TEST_CASE("create consumer: retry settings default to the broker's, each bad one
   CHECK(refused(parse_create_consumer(R"({"max.delivery.attempts":99999999999})", 1000, defaults)).status == 422);
 }
 
+TEST_CASE("create consumer: retry and dead-letter topic templates, strings, validated naming the key (issue 18)") {
+  delay::retry_policy defaults{4, 100, 3.0, 900, "r.<group>.<topic>", "d.<group>.<topic>"};
+  auto named = parse_create_consumer(R"({"dead.letter.topic.template":"<group>-dlt-<topic>"})", 1000, defaults);
+  REQUIRE(named.ok());
+  REQUIRE(named->retry);
+  CHECK(named->retry->retry_topic_template == "r.<group>.<topic>");   // the broker's default kept
+  CHECK(named->retry->dead_letter_topic_template == "<group>-dlt-<topic>");
+  CHECK(named->retry->max_delivery_attempts == 4);
+  auto null = parse_create_consumer(R"({"retry.topic.template":null})", 1000, defaults);
+  REQUIRE(null.ok());
+  CHECK_FALSE(null->retry);   // null is absent
+  CHECK(refused(parse_create_consumer(R"({"retry.topic.template":7})", 1000, defaults)).message ==
+        "retry.topic.template must be a string");
+  CHECK(refused(parse_create_consumer(R"({"retry.topic.template":"<topic>"})", 1000, defaults)).message.find(
+            "retry.topic.template=<topic>: must hold <topic> and <group> once each") == 0);
+  CHECK(refused(parse_create_consumer(R"({"dead.letter.topic.template":"r.<group>.<topic>"})", 1000, defaults))
+            .message.find("dead.letter.topic.template=r.<group>.<topic>: must be different") == 0);
+  auto ws = parse_retry_settings(R"({"type":"join","retry.topic.template":"<topic>.<group>.again"})", defaults);
+  REQUIRE(ws.ok());
+  REQUIRE(*ws);
+  CHECK((*ws)->retry_topic_template == "<topic>.<group>.again");
+}
+
 TEST_CASE("nacks: offsets with topic, partition, offset and an optional reason; each bad field named") {
   auto n = parse_nacks(R"({"offsets":[{"topic":"a","partition":1,"offset":3,"reason":"db down"},{"topic":"b","partition":0,"offset":0}]})");
   REQUIRE(n.ok());

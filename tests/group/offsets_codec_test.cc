@@ -173,9 +173,9 @@ TEST_CASE("consumer instance records round-trip; clipped, trailing and out-of-ra
   CHECK(decode_consumer_instance_value(bad_isolation).error().code == errc::corrupt_message);
 }
 
-TEST_CASE("consumer instance values carry retry settings (version 101) and version 100 values are still read") {
+TEST_CASE("consumer instance values carry retry settings (version 101+) and version 100 values are still read") {
   auto v = sample_instance();
-  v.retry = consumer_instance_value::retry_settings{7, 250, 1500, 60'000};
+  v.retry = consumer_instance_value::retry_settings{7, 250, 1500, 60'000, "", ""};
   const auto bytes = encode_consumer_instance_value(v);
   auto back = decode_consumer_instance_value(bytes);
   REQUIRE_MESSAGE(back.ok(), back.error().message);
@@ -192,4 +192,28 @@ TEST_CASE("consumer instance values carry retry settings (version 101) and versi
   REQUIRE_MESSAGE(read.ok(), read.error().message);
   CHECK(*read == sample_instance());
   CHECK_FALSE(read->retry);
+}
+
+TEST_CASE("consumer instance values carry the retry topic templates (version 102); version 101 reads with none") {
+  auto v = sample_instance();
+  v.retry = consumer_instance_value::retry_settings{3, 100, 2000, 5'000, "retries.<group>.<topic>", "<topic>-<group>-dlt"};
+  const auto bytes = encode_consumer_instance_value(v);
+  auto back = decode_consumer_instance_value(bytes);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(*back == v);
+  for (size_t n = 0; n < bytes.size(); ++n) CHECK(!decode_consumer_instance_value(std::span(bytes.data(), n)).ok());
+  // Version 101: the same value without the two strings (2 + 23 and 2 + 19 bytes).
+  auto v101 = bytes;
+  v101.resize(v101.size() - (2 + 23) - (2 + 19));
+  v101[1] = std::byte{101};
+  auto read = decode_consumer_instance_value(v101);
+  REQUIRE_MESSAGE(read.ok(), read.error().message);
+  REQUIRE(read->retry);
+  CHECK(read->retry->max_delivery_attempts == 3);
+  CHECK(read->retry->retry_topic_template.empty());
+  CHECK(read->retry->dead_letter_topic_template.empty());
+  // A version 102 value cut before its templates is refused, not read as version 101.
+  auto cut = bytes;
+  cut.resize(v101.size());
+  CHECK(decode_consumer_instance_value(cut).error().code == errc::corrupt_message);
 }

@@ -123,6 +123,74 @@ def test_bad_delays_are_refused_naming_the_limit(broker, topic_name):
     assert [base64.b64decode(x["value"]) for x in recs] == [b"past"]
 
 
+HISTOGRAM_BOUNDS_MS = [0, 1000, 10000, 60000, 600000, 3600000, 86400000]   # broker.h delay_due_bucket_bounds_ms
+
+
+def bucket_of(due, now):
+    """The due_histogram bucket of a record due at `due` seen at `now`: (bound[i-1], bound[i]]."""
+    for i, bound in enumerate(HISTOGRAM_BOUNDS_MS):
+        if due - now <= bound:
+            return i
+    return len(HISTOGRAM_BOUNDS_MS)
+
+
+def test_delayed_records_view_counts_pending_by_due_time_and_the_next_due(fresh_broker, topic_name):
+    """GET /v3/clusters/{c}/delayed-records (the console's delayed-delivery view): pending records
+    of every delay topic, their due times in the histogram, the next due time, and the counts
+    moving as records are delivered."""
+    b = fresh_broker()
+    view = requests.get(b.v3("/delayed-records"))
+    assert view.status_code == 200, view.text
+    empty = view.json()
+    assert empty["kind"] == "RinglogDelayedRecords"
+    assert empty["pending_records"] == 0 and empty["schedulers"] == [] and empty["next_due_ms"] is None
+    assert [x["records"] for x in empty["due_histogram"]] == [0] * 8
+    assert empty["due_histogram"][0]["due_after_ms"] is None and empty["due_histogram"][-1]["due_within_ms"] is None
+    assert abs(empty["now_ms"] - now_ms()) < 5000
+    wrong = requests.get(f"{b.url}/v3/clusters/nope/delayed-records")
+    assert wrong.status_code == 404 and "nope" in wrong.json()["message"], wrong.text
+
+    b.create_topic(topic_name, partitions=2)
+    start = now_ms()
+    soon = [start + 4000 + i for i in range(3)]            # __delay-10s
+    later = [start + 120_000, start + 150_000]              # __delay-5m
+    much_later = [start + 2 * 3600 * 1000]                  # __delay-1d
+    for i, due in enumerate(soon + later + much_later):
+        r = requests.post(b.v3(f"/topics/{topic_name}/records"),
+                          json={"partition_id": i % 2, "value": {"type": "STRING", "data": f"r{i}"}, "deliver_at": due})
+        assert r.json()["error_code"] == 200, r.text
+    dues = soon + later + much_later
+
+    def all_read():
+        d = requests.get(b.v3("/delayed-records")).json()
+        return d if d["window_records"] == len(dues) and d["unread_records"] == 0 else None
+
+    d = wait_until(all_read, DEADLINE_S, "the schedulers to read the 6 delayed records")
+    assert d["pending_records"] == 6
+    assert d["next_due_ms"] == min(soon)
+    assert d["lag_ms"] == 0                                  # nothing is due yet
+    expected = [0] * 8
+    for due in dues:
+        expected[bucket_of(due, d["now_ms"])] += 1
+    assert [x["records"] for x in d["due_histogram"]] == expected, (d["now_ms"], d["due_histogram"])
+    topics = {s["topic_name"] for s in d["schedulers"] if s["window_records"] > 0}
+    assert topics == {"__delay-10s", "__delay-5m", "__delay-1d"}, d["schedulers"]
+    assert sum(s["window_records"] for s in d["schedulers"]) == 6
+    assert len({s["broker_id"] for s in d["schedulers"]}) == 1          # one broker runs them all
+    assert min(s["next_due_ms"] for s in d["schedulers"] if s["next_due_ms"] is not None) == min(soon)
+
+    # The three soon ones are delivered: the view counts them moved and the next due moves on.
+    def soon_moved():
+        v = requests.get(b.v3("/delayed-records")).json()
+        return v if v["pending_records"] == 3 and v["moved_records"] >= 3 else None
+
+    d = wait_until(soon_moved, DEADLINE_S, "the three soon records to be moved")
+    assert now_ms() >= min(soon)
+    assert d["next_due_ms"] == min(later)
+    assert d["lag_ms"] == 0
+    assert sum(len(read_all(b, topic_name, p)) for p in (0, 1)) == 3
+
+
 @pytest.mark.parametrize("how", ["kill-9", "sigterm"])
 def test_restart_with_pending_delayed_records_delivers_each_once_in_due_order(fresh_broker, topic_name, how):
     b = fresh_broker()

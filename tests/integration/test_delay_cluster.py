@@ -72,3 +72,41 @@ def test_delay_scheduler_moves_with_the_leader_of_its_partition(cluster):
     assert not repeated and len(values) == count, (len(values), sorted(repeated)[:10])
     for x in recs:
         assert x["timestamp"] >= int(header(x, "ringlog-deliver-at"))
+
+
+def test_delayed_records_view_gathers_every_brokers_schedulers(cluster):
+    """GET .../delayed-records through any node: each broker reports the delay partitions it
+    leads, the node asked adds them up, so every node answers the same totals."""
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, "dv", partitions=8, replication_factor=3)
+    assert r.status_code == 201, r.text
+    due = now_ms() + 200_000   # __delay-5m, pending for the whole test
+    pending = [{"value": base64.b64encode(f"r{i}".encode()).decode(), "partition": i % 8, "deliver_at": due + i}
+               for i in range(40)]
+    deadline = time.monotonic() + 20
+    while pending:   # retriable refusals (a delay topic just created) are sent again, as a client does
+        r = requests.post(f"{n1.url}/topics/dv", json={"records": pending}, headers={"Content-Type": BINARY}, timeout=40)
+        assert r.status_code == 200, r.text
+        offsets = r.json()["offsets"]
+        assert all(o["error_code"] in (None, 2) for o in offsets), r.text
+        pending = [rec for rec, o in zip(pending, offsets) if o["error_code"] is not None]
+        assert not pending or time.monotonic() < deadline, r.text
+    leaders = {p["partition_id"]: int(p["leader"]["related"].rsplit("/", 1)[1])
+               for p in describe(n1, "__delay-5m").json()["data"]}
+
+    def view(node):
+        r = requests.get(node.v3("/delayed-records"), timeout=20)
+        assert r.status_code == 200, r.text
+        d = r.json()
+        return d if d["window_records"] == 40 and "unanswered_brokers" not in d["metadata"] else None
+
+    for node in cluster.nodes:
+        d = wait_until(lambda: view(node), 30.0, f"node {node.node_id}'s view of all 40 records")
+        assert d["pending_records"] == 40 and d["next_due_ms"] == due
+        assert sum(x["records"] for x in d["due_histogram"]) == 40
+        five = [s for s in d["schedulers"] if s["topic_name"] == "__delay-5m"]
+        assert sorted(s["partition_id"] for s in five) == sorted(leaders), five   # each partition once
+        for s in five:
+            assert s["broker_id"] == leaders[s["partition_id"]], (s, leaders)      # reported by its leader
+    assert len({s["broker_id"] for s in d["schedulers"]}) > 1, "the delay partitions' leaders are spread"

@@ -144,3 +144,85 @@ def test_a_group_that_nacked_without_committing_gets_its_retry_copies_after_its_
 
     wait_until(retries_back, GROUP_FAILOVER_DEADLINE_S + DEADLINE_S, "every retry copy read after the coordinator died")
     assert retried == {v: "2" for v in values}
+
+
+def test_a_websocket_member_joined_through_another_broker_keeps_its_topic_name_templates(cluster):
+    """The join's retry.topic.template and dead.letter.topic.template travel with the member to
+    its coordinator (member_calls.cc), so its nacks use its names, and the dead-letter list
+    through a third broker finds them."""
+    import asyncio
+    import json
+
+    import websockets
+
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, "wn", partitions=1, replication_factor=3)
+    assert r.status_code == 201, r.text
+    r = requests.post(f"{n1.url}/topics/wn", json={"records": [{"value": base64.b64encode(b"poison").decode()}]},
+                      headers={"Content-Type": BINARY}, timeout=40)
+    assert r.status_code == 200, r.text
+
+    def forwarded_group():
+        # A group another broker coordinates: node 1 passes its calls on (X-Ringlog-Served-By).
+        for i in range(40):
+            g = f"wng{i}"
+            r = requests.post(f"{n1.url}/consumers/{g}", json={"name": "probe"}, headers={"Content-Type": V2}, timeout=40)
+            if r.status_code == 503:
+                return None
+            assert r.status_code == 200, r.text
+            requests.delete(f"{n1.url}/consumers/{g}/instances/probe", headers={"Content-Type": V2}, timeout=40)
+            if r.headers.get("X-Ringlog-Served-By") not in (None, "1"):
+                return g
+        raise AssertionError("every group is coordinated by node 1")
+
+    group = wait_until(forwarded_group, DEADLINE_S, "a group coordinated by another broker")
+    dlt = f"{group}-dlt-wn"
+
+    cluster_id = requests.get(n1.url + "/v3/clusters", timeout=10).json()["data"][0]["cluster_id"]
+    n3 = cluster.node(3)
+    groups_url = f"{n3.url}/v3/clusters/{cluster_id}/consumer-groups/{group}"
+
+    def listed():
+        r = requests.get(groups_url + "/dead-letters", timeout=40)
+        return r.json()["data"] if r.status_code == 200 and r.json()["data"] else None
+
+    async def run():
+        async with websockets.connect(f"ws://127.0.0.1:{n1.port}/v1/ws") as ws:
+            await ws.send(json.dumps({"type": "join", "id": 1, "group": group, "topics": ["wn"], "position": "earliest",
+                                      "max.delivery.attempts": 1, "retry.topic.template": "<group>-retry-<topic>",
+                                      "dead.letter.topic.template": "<group>-dlt-<topic>"}))
+            await ws.send(json.dumps({"type": "credit", "records": 10, "bytes": 1 << 20}))
+            while True:
+                m = json.loads(await asyncio.wait_for(ws.recv(), timeout=DEADLINE_S))
+                assert m["type"] != "error", m
+                if m["type"] == "record":
+                    break
+            await ws.send(json.dumps({"type": "nack", "id": 2, "topic": m["topic"], "partition": m["partition"],
+                                      "offset": m["offset"], "reason": "no"}))
+            while True:
+                a = json.loads(await asyncio.wait_for(ws.recv(), timeout=DEADLINE_S))
+                if a.get("id") == 2:
+                    assert a["type"] == "nacked", a
+                    break
+            # While the member is there, its templates are the group's: listed through a third node.
+            return await asyncio.get_running_loop().run_in_executor(
+                None, lambda: wait_until(listed, DEADLINE_S, "the named dead-letter topic listed through node 3"))
+
+    data = asyncio.run(run())
+    assert [(t["topic_name"], t["original_topic_name"], t["dead_letters"]) for t in data] == [(dlt, "wn", 1)], data
+    assert f"wn.{group}.dlq" not in requests.get(f"{n3.url}/topics", timeout=10).json()
+    # The member gone (a WebSocket member's instance ends with its connection), no instance of the
+    # group names that template: not listed, as docs/retries.md says; an instance created with the
+    # templates (it need not poll) lists it again, and redrive works through it.
+    wait_until(lambda: requests.get(groups_url + "/dead-letters", timeout=40).json()["data"] == [], DEADLINE_S,
+               "the list without the member")
+    r = requests.post(f"{n3.url}/consumers/{group}", headers={"Content-Type": V2}, timeout=40,
+                      json={"name": "ops", "retry.topic.template": "<group>-retry-<topic>",
+                            "dead.letter.topic.template": "<group>-dlt-<topic>"})
+    assert r.status_code == 200, r.text
+    assert [t["topic_name"] for t in wait_until(listed, DEADLINE_S, "the list with the ops instance")] == [dlt]
+    r = requests.post(f"{groups_url}/dead-letters/{dlt}/redrive", json={"to": "retry"}, timeout=40)
+    assert r.status_code == 200 and r.json()["redriven"] == 1, r.text
+    assert f"{group}-retry-wn" in requests.get(f"{n3.url}/topics", timeout=10).json()   # the named retry topic
+    assert f"wn.{group}.retry" not in requests.get(f"{n3.url}/topics", timeout=10).json()

@@ -122,6 +122,11 @@ export const api = {
   /** body: {to, value?, timestamp?, topics?, dry_run} (Kafka's reset-offsets). */
   resetOffsets: async (g, body) => call('POST', await v3(`/consumer-groups/${enc(g)}/offsets:reset`), { body }),
 
+  // -- delayed delivery (docs/delayed-delivery.md)
+  /** {now_ms, pending_records, window_records, unread_records, next_due_ms, lag_ms, moved_records,
+   *  due_histogram: [{due_after_ms, due_within_ms, records}], schedulers: [...]} */
+  delayedRecords: async () => call('GET', await v3('/delayed-records')),
+
   // -- dead letters (docs/retries.md)
   /** [{topic_name, original_topic_name, partitions_count, dead_letters, redriven, pending}] */
   deadLetterTopics: async (g) => (await call('GET', await v3(`/consumer-groups/${enc(g)}/dead-letters`))).data,

@@ -9,6 +9,7 @@ import * as messages from './page-messages.js';
 import * as tail from './page-tail.js';
 import * as groups from './page-groups.js';
 import * as group from './page-group.js';
+import * as delayed from './page-delayed.js';
 
 /**
  * "#/topics/orders?x=1" -> {page, path: ['topics', 'orders'], query: URLSearchParams}.
@@ -28,6 +29,7 @@ function pageFor(route) {
     case 'messages': return messages;
     case 'tail': return tail;
     case 'groups': return route.path.length > 1 ? group : groups;
+    case 'delayed': return delayed;
     default: return null;
   }
 }

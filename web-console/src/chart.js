@@ -70,3 +70,35 @@ export function pushPoint(points, t, v, max) {
   while (points.length > max) points.shift();
   return points;
 }
+
+/**
+ * A small histogram as rows of horizontal bars: label, bar scaled to the largest count, count.
+ * rows: [{label, count}]; each row is a table row (data-testid `${testid}-row`) so its numbers
+ * stay text. Bars are SVG rects (the console's CSP allows no inline styles).
+ */
+export function barRows(rows, format, { testid } = {}) {
+  const max = Math.max(1, ...rows.map((r) => r.count));
+  const body = rows.map((r) => {
+    const bar = svg('svg', { viewBox: '0 0 100 10', preserveAspectRatio: 'none', class: 'bar-svg', role: 'img' });
+    bar.append(svg('rect', { x: 0, y: 0, height: 10, width: ((r.count / max) * 100).toFixed(2), class: 'bar' }));
+    const tr = document.createElement('tr');
+    if (testid) tr.dataset.testid = `${testid}-row`;
+    const label = document.createElement('td');
+    label.textContent = r.label;
+    const barCell = document.createElement('td');
+    barCell.className = 'bar-cell';
+    barCell.append(bar);
+    const count = document.createElement('td');
+    count.className = 'num';
+    count.textContent = format(r.count);
+    tr.append(label, barCell, count);
+    return tr;
+  });
+  const table = document.createElement('table');
+  table.className = 'bars';
+  if (testid) table.dataset.testid = testid;
+  const tbody = document.createElement('tbody');
+  tbody.append(...body);
+  table.append(tbody);
+  return table;
+}

@@ -87,3 +87,25 @@ export function brokerRole(id, controllerId, q) {
   if ((q?.voters ?? []).some((v) => v.replica_id === id)) return 'broker, voter';
   return 'broker';
 }
+
+/**
+ * A bucket of the delayed-records histogram (GET /v3/clusters/{c}/delayed-records, due_histogram:
+ * records due in (due_after_ms, due_within_ms] from now, either bound null = open) as a label:
+ * (null, 0) -> "due now", (0, 1000) -> "within 1 s", (86400000, null) -> "in more than 1 d".
+ */
+export function dueBucketLabel(afterMs, withinMs) {
+  if (afterMs === null || afterMs === undefined) return 'due now';
+  if (afterMs === 0 && withinMs !== null && withinMs !== undefined) return `within ${formatDurationMs(withinMs)}`;
+  if (withinMs === null || withinMs === undefined) return `in more than ${formatDurationMs(afterMs)}`;
+  return `in ${formatDurationMs(afterMs)} to ${formatDurationMs(withinMs)}`;
+}
+
+/** A time relative to `nowMs` in words: 1500 ms ahead -> "in 1.5 s", 2000 behind -> "2.0 s ago". */
+export function formatDue(dueMs, nowMs) {
+  if (dueMs === null || dueMs === undefined) return '-';
+  const d = dueMs - nowMs;
+  const abs = Math.abs(d);
+  const text = abs < 1000 ? `${abs} ms` : abs < 120000 ? `${(abs / 1000).toFixed(1)} s`
+    : abs < 7200000 ? `${(abs / 60000).toFixed(1)} min` : `${(abs / 3600000).toFixed(1)} h`;
+  return d >= 0 ? `in ${text}` : `${text} ago`;
+}

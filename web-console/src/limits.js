@@ -30,3 +30,6 @@ export const TAIL_SOCKETS_MAX = 32;
 export const GROUP_REFRESH_MS = 5000;
 /** Groups list: lag summaries fetched at once. */
 export const GROUP_SUMMARY_CONCURRENCY_MAX = 8;
+/** Delayed delivery: how often the schedulers are asked, ms (each ask copies every window's due
+ *  times on the brokers: up to 20,000 per delay partition). */
+export const DELAYED_REFRESH_MS = 2000;

@@ -100,7 +100,8 @@ export function deadLettersPanel(group) {
   };
   load();
   return h('div', { 'data-testid': 'dead-letters' },
-    h('p', { class: 'muted' }, 'Records this group nacked max.delivery.attempts times (topics <topic>.<group>.dlq).'),
+    h('p', { class: 'muted' }, 'Records this group nacked max.delivery.attempts times (topics named by dead.letter.topic.template: '
+      + '<topic>.<group>.dlq unless the broker or the group\'s consumer instances set another).'),
     h('div', { class: 'actions' }, h('button', { type: 'button', class: 'secondary', onclick: load }, 'Refresh')),
     status.el, topics, letters);
 }

@@ -318,6 +318,54 @@ test('a refused call shows the server\'s error_code and message', async () => {
   assertNoPageErrors();
 });
 
+test('the delayed-delivery view shows pending delayed records by due time, the next due and the moves', async () => {
+  const created = await http('POST', await clusterPath('/topics'), { topic_name: 'reminders', partitions_count: 2 });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const delayed = async (fields, partition) => {
+    const r = await http('POST', await clusterPath('/topics/reminders/records'),
+      { partition_id: partition, value: { type: 'JSON', data: fields }, ...fields });
+    assert.equal(r.body.error_code, 200, JSON.stringify(r.body));
+    assert.equal(r.body.offset, -1, 'a delayed record has no offset until it is delivered');
+  };
+  const now = Date.now();
+  const dues = [now + 90_000, now + 100_000, now + 2 * 3600_000];   // 1 to 10 min (two), 1 h to 1 d (one)
+  for (const [i, due] of dues.entries()) await delayed({ deliver_at: due }, i % 2);
+  const soonDue = Date.now() + 1500;
+  await delayed({ deliver_at: soonDue }, 0);
+
+  await go('/delayed');
+  const tileValue = (id) => page.getByTestId(id).locator('.tile-value').textContent();
+  await until('4 pending records read into the windows', async () =>
+    (await tileValue('tile-delayed-pending')) === '4' && (await tileValue('tile-delayed-window')) === '4');
+  assert.equal(await page.locator('nav a.active').textContent(), 'Delayed');
+  const nextDueText = (ms) => `${new Date(ms).toISOString().replace('T', ' ').replace('Z', '')} UTC`;
+  assert.equal(await tileValue('tile-delayed-next-due'), nextDueText(soonDue));
+
+  // Once the soon one is delivered: 3 pending, histogram by due time, the next due moves on.
+  await until('the soon record moved', async () =>
+    (await tileValue('tile-delayed-pending')) === '3' && (await tileValue('tile-delayed-moved')) === '1');
+  const rows = await page.getByTestId('delayed-histogram-row').evaluateAll(
+    (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+  const counts = Object.fromEntries(rows.map(([label, , count]) => [label, count]));
+  assert.deepEqual(counts, {
+    'due now': '0', 'within 1 s': '0', 'in 1 s to 10 s': '0', 'in 10 s to 1 min': '0',
+    'in 1 min to 10 min': '2', 'in 10 min to 1 h': '0', 'in 1 h to 1 d': '1', 'in more than 1 d': '0',
+  }, JSON.stringify(rows));
+  assert.equal(await tileValue('tile-delayed-next-due'), nextDueText(dues[0]));
+  assert.equal(await tileValue('tile-delayed-lag'), '0 ms');
+  const schedulers = await page.getByTestId('delayed-schedulers').textContent();
+  assert.ok(schedulers.includes('__delay-5m') && schedulers.includes('__delay-1d'), schedulers);
+  // The delivered record is in its topic, and the view's figures are the API's.
+  const moved = await http('GET', '/topics/reminders/partitions/0/records?offset=0&timeout=0', undefined,
+    { Accept: 'application/vnd.kafka.binary.v2+json' });
+  assert.equal(moved.body.length, 1, JSON.stringify(moved.body));
+  assert.ok(moved.body[0].timestamp >= soonDue, 'delivered at or after its time');
+  const api = await http('GET', await clusterPath('/delayed-records'));
+  assert.equal(api.body.pending_records, 3);
+  assert.equal(api.body.next_due_ms, dues[0]);
+  assertNoPageErrors();
+});
+
 test('every page renders on a desktop and a phone screen (screenshots saved)', async () => {
   const pages = [
     ['overview', '/overview', async () => until('overview tiles', async () => (await page.getByTestId('tile-topics').count()) === 1)],
@@ -327,6 +375,7 @@ test('every page renders on a desktop and a phone screen (screenshots saved)', a
     ['tail', '/tail?topic=orders&partition=all', () => until('tail live', async () => (await page.getByTestId('tail-state').textContent()) === 'live')],
     ['groups', '/groups', () => page.getByTestId('groups-table').locator('tr', { hasText: 'payers' }).waitFor()],
     ['group', '/groups/payers', () => page.getByTestId('lags-table').waitFor()],
+    ['delayed', '/delayed', () => page.getByTestId('delayed-histogram').waitFor()],
   ];
   for (const [viewport, size] of Object.entries(VIEWPORTS)) {
     await page.setViewportSize(size);

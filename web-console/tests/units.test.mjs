@@ -2,7 +2,7 @@
 // Prometheus parsing and rates, routes. Run: node --test tests/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { brokerRole, controllerLabel, formatBytes, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
+import { brokerRole, controllerLabel, dueBucketLabel, formatBytes, formatDue, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
 
@@ -121,4 +121,16 @@ test('quorum: a voter that is not a registered broker is a dedicated controller'
   assert.equal(controllerLabel(1, [2, 4]), 'node 1 (dedicated controller)');
   assert.equal(controllerLabel(2, [2, 4]), 'broker 2');
   assert.equal(controllerLabel(null, [2, 4]), 'electing');
+});
+
+test('delayed delivery: histogram bucket labels and due times in words', () => {
+  assert.equal(dueBucketLabel(null, 0), 'due now');
+  assert.equal(dueBucketLabel(0, 1000), 'within 1 s');
+  assert.equal(dueBucketLabel(60000, 600000), 'in 1 min to 10 min');
+  assert.equal(dueBucketLabel(86400000, null), 'in more than 1 d');
+  assert.equal(formatDue(null, 0), '-');
+  assert.equal(formatDue(10500, 9000), 'in 1.5 s');
+  assert.equal(formatDue(1000, 3000), '2.0 s ago');
+  assert.equal(formatDue(250, 0), 'in 250 ms');
+  assert.equal(formatDue(3 * 3600000, 0), 'in 3.0 h');
 });

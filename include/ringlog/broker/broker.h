@@ -4,6 +4,7 @@
 // runs exactly once, on some shard thread (never inside the caller's stack for disk waits); the
 // caller hops back to its own executor. Calls may be made from any thread.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -75,6 +76,8 @@ struct broker_config {
   int64_t retry_backoff_ms = 1'000;
   double retry_backoff_multiplier = 2.0;
   int64_t retry_backoff_max_ms = 30'000;
+  std::string retry_topic_template = "<topic>.<group>.retry";        // retry.topic.template
+  std::string dead_letter_topic_template = "<topic>.<group>.dlq";    // dead.letter.topic.template
   // ---- the cluster (design.md section 6)
   int64_t controller_quorum_election_timeout_ms = 1000;     // controller.quorum.election.timeout.ms
   int64_t controller_quorum_fetch_timeout_ms = 1000;        // controller.quorum.fetch.timeout.ms
@@ -109,6 +112,12 @@ enum class config_source {
 
 /// Kafka's name of a source, e.g. "DYNAMIC_BROKER_CONFIG".
 std::string_view to_string(config_source source);
+
+/// A consumer instance's retry settings when it gives none: the broker's defaults.
+inline delay::retry_policy retry_defaults_of(const broker_config& c) {
+  return delay::retry_policy{c.max_delivery_attempts, c.retry_backoff_ms,     c.retry_backoff_multiplier,
+                             c.retry_backoff_max_ms,  c.retry_topic_template, c.dead_letter_topic_template};
+}
 
 struct config_synonym {
   std::string name;
@@ -453,6 +462,36 @@ struct partition_reassignment {
   std::vector<int32_t> removing_replicas;   // in the original replicas, not in the target
 };
 
+/// Upper bounds (ms until due, inclusive) of the buckets of delay_scheduler_description::due_counts
+/// (the console's histogram of pending delayed records): due already (<= 0), within 1 s, 10 s,
+/// 1 min, 10 min, 1 h, 1 day; the last bucket (delay_due_buckets - 1) counts the rest. Fixed
+/// bounds, so the buckets of every scheduler in the cluster add up.
+inline constexpr std::array<int64_t, 7> delay_due_bucket_bounds_ms = {0,      1'000,     10'000,    60'000,
+                                                                      600'000, 3'600'000, 86'400'000};
+inline constexpr size_t delay_due_buckets = delay_due_bucket_bounds_ms.size() + 1;
+
+/// One delay partition's scheduler (delayed delivery, issue 18) on this broker, its leader.
+struct delay_scheduler_description {
+  std::string topic;                 // a delay topic (__delay-10s, ...)
+  int32_t partition = 0;
+  int32_t broker_id = 0;             // this node
+  int64_t position = 0;              // first offset not yet moved (the checkpoint's position)
+  int64_t read_offset = 0;           // next offset the scheduler reads into its window
+  int64_t high_watermark = 0;
+  int64_t window_records = 0;        // pending records read into the window (due times known)
+  /// Offsets in [read_offset, high_watermark): pending records not read yet (their due times are
+  /// unknown until read; checkpoint records among them are counted too, so an upper bound).
+  int64_t unread_records = 0;
+  std::optional<int64_t> next_due_ms;   // earliest due time in the window (ms since the epoch)
+  /// How far the scheduler is behind due time, ms: now - the earliest due time of a window record
+  /// not moved yet, 0 when none is due.
+  int64_t lag_ms = 0;
+  uint64_t moved_total = 0;          // moved since this broker became the leader
+  uint64_t dropped_total = 0;        // dropped (target gone) since then
+  std::array<int64_t, delay_due_buckets> due_counts{};   // window records by time until due
+  int64_t now_ms = 0;                // the broker time these were taken at
+};
+
 class broker {
  public:
   virtual ~broker() = default;
@@ -556,6 +595,9 @@ class broker {
   /// not_leader_or_follower (another broker leads it: Kafka's admin client asks the leader).
   virtual void describe_producers(model::topic_partition partition,
                                   std::function<void(result<std::vector<producer_description>>)> done) = 0;
+  /// The delay schedulers this broker runs (one per delay partition it leads), by topic and
+  /// partition; empty when it leads none. Each broker reports its own: the gateway gathers them.
+  virtual void describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) = 0;
   /// Whether `id` was handed out by this cluster (below the metadata image's next producer id):
   /// the HTTP producer sessions accept no other. Errors: unknown_producer_id naming the id.
   [[nodiscard]] virtual result<void> check_producer_id(model::producer_id id) const = 0;

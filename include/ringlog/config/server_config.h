@@ -70,6 +70,8 @@ struct server_config {
   int64_t retry_backoff_ms = 1'000;                      // retry.backoff.ms
   double retry_backoff_multiplier = 2.0;                 // retry.backoff.multiplier
   int64_t retry_backoff_max_ms = 30'000;                 // retry.backoff.max.ms
+  std::string retry_topic_template = "<topic>.<group>.retry";     // retry.topic.template
+  std::string dead_letter_topic_template = "<topic>.<group>.dlq"; // dead.letter.topic.template
   int64_t group_initial_rebalance_delay_ms = 3000;      // group.initial.rebalance.delay.ms
   // ---- process and HTTP
   std::string listener_host = "127.0.0.1";              // listeners=http://HOST:PORT

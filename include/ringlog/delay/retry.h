@@ -42,16 +42,17 @@ inline constexpr std::string_view redrive_source_header = "ringlog-redrive-sourc
 /// "<partition>@<offset>" entries, comma-separated); browse and counts skip these.
 inline constexpr std::string_view redriven_marker_header = "ringlog-redriven";
 
-// ---- topic names (Spring's "<topic>-retry" / "<topic>-dlt", per group as the issue asks)
-inline constexpr std::string_view retry_topic_suffix = ".retry";
-inline constexpr std::string_view dead_letter_topic_suffix = ".dlq";
-/// "<topic>.<group>.retry".
-std::string retry_topic_name(std::string_view topic, std::string_view group);
-/// "<topic>.<group>.dlq".
-std::string dead_letter_topic_name(std::string_view topic, std::string_view group);
-/// The original topic of `name` when it is `group`'s retry (or, with dead_letter, dead-letter)
-/// topic of some topic; nullopt otherwise.
-std::optional<std::string> original_topic_of(std::string_view name, std::string_view group, bool dead_letter);
+// ---- topic names: templates with the placeholders <topic> and <group>, each exactly once (so
+// that every topic and group has its own retry and dead-letter topic), set per consumer instance
+// (retry.topic.template, dead.letter.topic.template) with broker defaults. The defaults are
+// Spring's "<topic>-retry" / "<topic>-dlt" per group, as the issue asks.
+inline constexpr std::string_view topic_placeholder = "<topic>";
+inline constexpr std::string_view group_placeholder = "<group>";
+inline constexpr std::string_view retry_topic_template_default = "<topic>.<group>.retry";
+inline constexpr std::string_view dead_letter_topic_template_default = "<topic>.<group>.dlq";
+/// Characters of a template: a topic name's 249 less room for the topic and group names it holds
+/// (the name a template makes is checked as a topic name again when a nack writes to it).
+inline constexpr size_t topic_template_chars_max = 200;
 
 // ---- settings: per consumer instance (its body or WebSocket join), broker defaults in
 // conf/ringlog.properties. Each bound says why.
@@ -81,12 +82,28 @@ struct retry_policy {
   int64_t retry_backoff_ms = retry_backoff_ms_default;
   double retry_backoff_multiplier = retry_backoff_multiplier_default;
   int64_t retry_backoff_max_ms = retry_backoff_max_ms_default;
+  std::string retry_topic_template = std::string(retry_topic_template_default);              // retry.topic.template
+  std::string dead_letter_topic_template = std::string(dead_letter_topic_template_default);  // dead.letter.topic.template
   bool operator==(const retry_policy&) const = default;
 };
 
 /// Errors: invalid_config naming the key and its bounds (retry.backoff.max.ms below
-/// retry.backoff.ms is refused too).
+/// retry.backoff.ms is refused too; a template: see validate_topic_template; both templates
+/// the same is refused naming dead.letter.topic.template).
 result<void> validate(const retry_policy& policy);
+/// A topic name template `value` of setting `key`: <topic> and <group> each exactly once, else
+/// only ASCII letters, digits, '.', '_' and '-', at most topic_template_chars_max characters, not
+/// starting with "__" (internal topics). Errors: invalid_config naming the key and the rule broken.
+result<void> validate_topic_template(std::string_view key, std::string_view value);
+
+/// The retry topic of `topic` for `group` under `policy`'s template ("orders.billing.retry" by default).
+std::string retry_topic_name(const retry_policy& policy, std::string_view topic, std::string_view group);
+/// The dead-letter topic likewise ("orders.billing.dlq" by default).
+std::string dead_letter_topic_name(const retry_policy& policy, std::string_view topic, std::string_view group);
+/// The original topic of `name` when it is `group`'s retry (or, with dead_letter, dead-letter)
+/// topic of some topic under `policy`'s template; nullopt otherwise.
+std::optional<std::string> original_topic_of(const retry_policy& policy, std::string_view name, std::string_view group,
+                                             bool dead_letter);
 
 /// The wait (ms) before delivery attempt `failed_attempt + 1`, after delivery `failed_attempt`
 /// (>= 1) failed: retry.backoff.ms x multiplier^(failed_attempt - 1), capped by retry.backoff.max.ms.
@@ -105,7 +122,7 @@ struct nack_route {
 };
 
 /// Routes a nack of record `record` (read from `from`) by member of `group` with `reason` at
-/// broker time `now_ms`. A record of the group's retry topic takes its origin and attempt from
+/// broker time `now_ms`, to the topics `policy` names. A record of the group's retry topic takes its origin and attempt from
 /// its headers; any other record is an original (attempt 1). Errors: invalid_record for a
 /// record of the group's dead-letter topic (dead letters are redriven, not nacked) or a retry
 /// record whose headers do not decode (names the header).
@@ -121,8 +138,9 @@ struct redrive_route {
   int32_t partition = 0;
   std::vector<model::record_header> headers;
 };
-/// Errors: invalid_record naming the header a dead letter lacks.
-result<redrive_route> route_redrive(std::string_view group, std::string_view dead_letter_topic,
+/// The retry topic is the one `policy` names (the policy whose dead-letter template made
+/// `dead_letter_topic`). Errors: invalid_record naming the header a dead letter lacks.
+result<redrive_route> route_redrive(const retry_policy& policy, std::string_view group, std::string_view dead_letter_topic,
                                     model::partition_id partition, const model::record& dead_letter,
                                     redrive_target target);
 

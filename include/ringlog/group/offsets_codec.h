@@ -67,10 +67,10 @@
 //   int16  version            = 100
 //   string group_id
 //   string instance_id
-// Consumer instance value (version 101; 100 is still read): the instance's settings, kept with
+// Consumer instance value (version 102; 100 and 101 are still read): the instance's settings, kept with
 // its lease so a restart keeps them, and what it needs to join the group later (it joins on
 // subscribe):
-//   int16  version            = 101
+//   int16  version            = 102
 //   string          client_name
 //   nullable string group_instance_id
 //   int8            format                0 binary, 1 json (the broker's consumer_format)
@@ -85,7 +85,9 @@
 //                                         absent in version 100 (read as 0)
 //   int8            has_retry             (version 101) then when 1: int32 max_delivery_attempts,
 //                                         int64 retry_backoff_ms, int32 retry_backoff_multiplier x 1000,
-//                                         int64 retry_backoff_max_ms (issue 18)
+//                                         int64 retry_backoff_max_ms (issue 18), then (version 102)
+//                                         string retry_topic_template, string dead_letter_topic_template
+//                                         (version 101: the default names)
 // A null value (tombstone) ends the instance.
 //
 // Transactional offset key (ringlog's own, version 101: an offset of TxnOffsetCommit held
@@ -118,7 +120,8 @@ inline constexpr int16_t group_key_version = 2;
 inline constexpr int16_t group_value_version = 100;
 inline constexpr int16_t classic_group_value_version = 3;
 inline constexpr int16_t consumer_instance_key_version = 100;
-inline constexpr int16_t consumer_instance_value_version = 101;
+inline constexpr int16_t consumer_instance_value_version = 102;
+inline constexpr int16_t consumer_instance_value_version_v101 = 101;   // before the retry topic names
 inline constexpr int16_t consumer_instance_value_version_v100 = 100;   // before isolation_level and retries
 inline constexpr int16_t txn_offset_key_version = 101;
 
@@ -208,6 +211,8 @@ struct consumer_instance_value {
     int64_t retry_backoff_ms = 0;
     int32_t retry_backoff_multiplier_milli = 0;   // the multiplier x 1000
     int64_t retry_backoff_max_ms = 0;
+    std::string retry_topic_template;         // "" (version 101): the default
+    std::string dead_letter_topic_template;   // likewise
     bool operator==(const retry_settings&) const = default;
   };
   std::optional<retry_settings> retry;
