@@ -2506,7 +2506,22 @@ void broker_impl::maintain(size_t shard) {
       if (stopping_ || rt->deleted) return;
       maintain_partition(*rt, retention_due);
       // Log compaction: a pass starts here and runs in steps (clean_step).
-      if (compaction_.begin(shard, *rt->log, *rt->stats, deps_.clock.now_ms())) clean_step(shard, rt);
+      auto resume = [this, shard, weak = std::weak_ptr<partition_runtime>(rt)] {
+        // From the disk executor's poll(): the next step is a task of its own, paced.
+        auto rt = weak.lock();
+        if (!rt) return;
+        const int64_t wait = compaction_.wait_ms(shard, deps_.clock.now_ms());
+        auto next = [this, shard, rt] { clean_step(shard, rt); };
+        if (wait > 0) {
+          deps_.runtime.post_after(shard, wait, std::move(next));
+        } else {
+          deps_.runtime.post(shard, std::move(next));
+        }
+      };
+      if (compaction_.begin(shard, *rt->log, *rt->stats, deps_.clock.now_ms(), deps_.runtime.disk(shard),
+                            std::move(resume))) {
+        clean_step(shard, rt);
+      }
     });
   }
 }
@@ -2523,7 +2538,7 @@ void broker_impl::clean_step(size_t shard, const std::shared_ptr<partition_runti
     std::erase_if(recent, [&rt](const recent_read& r) { return r.partition_uid == rt->uid; });
     publish(*rt);
   }
-  if (outcome.done) return;
+  if (outcome.done || outcome.waiting_for_io) return;   // waiting: the pass's resume queues the next step
   // The next step queues behind the produce and fetch work that arrived during this one.
   auto next = [this, shard, rt] { clean_step(shard, rt); };
   if (outcome.wait_ms > 0) {
