@@ -2388,6 +2388,14 @@ void broker_impl::produce_batches_from(produce_batches_request request,
       return done(error{errc::invalid_request, which + " is a control batch: transaction markers are written by the "
                                                        "transaction coordinator (WriteTxnMarkers), never produced"});
     }
+    if (header->has_delete_horizon()) {
+      // KIP-534: only the log cleaner sets this bit, on batches it rewrites, and then
+      // base_timestamp is the time a tombstone may go. From a producer it would make tombstones
+      // vanish early (or late). Kafka's LogValidator does not check it; we refuse it.
+      return done(error{errc::invalid_record,
+                        which + ": attributes bit 6 (0x40, the delete horizon flag of KIP-534) is set; only the log "
+                                "cleaner sets it, on batches it rewrites: a producer must leave it clear"});
+    }
     if (header->is_transactional() && (header->producer.value() < 0 || header->producer_epoch_value.value() < 0 ||
                                        header->base_sequence.value() < 0)) {
       return done(error{errc::invalid_request, which + " is transactional without a producer id, epoch and sequence"});
