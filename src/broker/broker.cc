@@ -2405,6 +2405,14 @@ void broker_impl::produce_batches_from(produce_batches_request request,
       return done(error{errc::invalid_request, which + " is a control batch: transaction markers are written by the "
                                                        "transaction coordinator (WriteTxnMarkers), never produced"});
     }
+    if (header->has_delete_horizon()) {
+      // KIP-534: only the log cleaner sets this bit, on batches it rewrites, and then
+      // base_timestamp is the time a tombstone may go. From a producer it would make tombstones
+      // vanish early (or late). Kafka's LogValidator does not check it; we refuse it.
+      return done(error{errc::invalid_record,
+                        which + ": attributes bit 6 (0x40, the delete horizon flag of KIP-534) is set; only the log "
+                                "cleaner sets it, on batches it rewrites: a producer must leave it clear"});
+    }
     if (header->is_transactional() && (header->producer.value() < 0 || header->producer_epoch_value.value() < 0 ||
                                        header->base_sequence.value() < 0)) {
       return done(error{errc::invalid_request, which + " is transactional without a producer id, epoch and sequence"});
@@ -2572,7 +2580,22 @@ void broker_impl::maintain(size_t shard) {
       if (stopping_ || rt->deleted) return;
       maintain_partition(*rt, retention_due);
       // Log compaction: a pass starts here and runs in steps (clean_step).
-      if (compaction_.begin(shard, *rt->log, *rt->stats, deps_.clock.now_ms())) clean_step(shard, rt);
+      auto resume = [this, shard, weak = std::weak_ptr<partition_runtime>(rt)] {
+        // From the disk executor's poll(): the next step is a task of its own, paced.
+        auto rt = weak.lock();
+        if (!rt) return;
+        const int64_t wait = compaction_.wait_ms(shard, deps_.clock.now_ms());
+        auto next = [this, shard, rt] { clean_step(shard, rt); };
+        if (wait > 0) {
+          deps_.runtime.post_after(shard, wait, std::move(next));
+        } else {
+          deps_.runtime.post(shard, std::move(next));
+        }
+      };
+      if (compaction_.begin(shard, *rt->log, *rt->stats, deps_.clock.now_ms(), deps_.runtime.disk(shard),
+                            std::move(resume))) {
+        clean_step(shard, rt);
+      }
     });
   }
 }
@@ -2589,7 +2612,7 @@ void broker_impl::clean_step(size_t shard, const std::shared_ptr<partition_runti
     std::erase_if(recent, [&rt](const recent_read& r) { return r.partition_uid == rt->uid; });
     publish(*rt);
   }
-  if (outcome.done) return;
+  if (outcome.done || outcome.waiting_for_io) return;   // waiting: the pass's resume queues the next step
   // The next step queues behind the produce and fetch work that arrived during this one.
   auto next = [this, shard, rt] { clean_step(shard, rt); };
   if (outcome.wait_ms > 0) {

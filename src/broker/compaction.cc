@@ -12,7 +12,8 @@ compaction::compaction(const broker_config& config, size_t shard_count)
   for (auto& s : shards_) s.throttle = storage::cleaner_throttle(io_bytes_per_second_);
 }
 
-bool compaction::begin(size_t shard, storage::partition_log& log, partition_stats& stats, int64_t now_ms) {
+bool compaction::begin(size_t shard, storage::partition_log& log, partition_stats& stats, int64_t now_ms,
+                       io::disk_executor& disk, std::function<void()> resume) {
   if (!enabled_ || !log.config().compacted()) return false;
   shard_cleaner& s = shards_.at(shard);
   if (!s.cleaner) s.cleaner = std::make_unique<storage::log_cleaner>(storage::cleaner_config{dedupe_bytes_per_shard_});
@@ -21,9 +22,12 @@ bool compaction::begin(size_t shard, storage::partition_log& log, partition_stat
   if (state.ok()) {
     stats.cleaner_dirty_ratio_ppm.store(static_cast<int64_t>(state->dirty_ratio * 1e6), std::memory_order_relaxed);
   }
-  if (!state.ok() || !state->due || !s.throttle.may_start(now_ms)) return false;
+  // A log this cleaner has not read the delete horizons of yet (after a restart) starts a pass
+  // that reads them first: tombstones_due is unknown until then.
+  const bool due = state.ok() && (state->due || !s.cleaner->horizons_known(log));
+  if (!due || !s.throttle.may_start(now_ms)) return false;
   const auto started = std::chrono::steady_clock::now();
-  auto begun = s.cleaner->begin(log);
+  auto begun = s.cleaner->begin(log, storage::force_clean::no, storage::cleaner_io{&disk, std::move(resume)});
   s.pass_time = std::chrono::steady_clock::now() - started;
   return begun.ok() && begun.value();
 }
@@ -40,6 +44,7 @@ compaction::step_outcome compaction::step(size_t shard, storage::partition_log& 
   s.throttle.record(now_ms, stepped->bytes_read);
   out.records_changed = stepped->records_changed;
   out.done = stepped->done;
+  out.waiting_for_io = stepped->waiting_for_io;
   if (!out.done) {
     // Paced per step (Kafka's Throttler checks after each read and write of a pass).
     out.wait_ms = s.throttle.wait_ms(now_ms);
@@ -59,6 +64,8 @@ compaction::step_outcome compaction::step(size_t shard, storage::partition_log& 
   stats.cleaner_last_clean_ms.store(now_ms, std::memory_order_relaxed);
   return out;
 }
+
+int64_t compaction::wait_ms(size_t shard, int64_t now_ms) const { return shards_.at(shard).throttle.wait_ms(now_ms); }
 
 void compaction::abandon(size_t shard) {
   shard_cleaner& s = shards_.at(shard);

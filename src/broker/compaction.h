@@ -3,12 +3,17 @@
 // a pass over one of its compacted partitions that is due (one pass at a time per shard, as a
 // Kafka cleaner thread cleans one log at a time), then runs it in bounded steps
 // (storage::cleaner_step_bytes each), each a task of its own on the shard's loop, so produce and
-// fetch work queued meanwhile runs between steps. Steps are paced by
+// fetch work queued meanwhile runs between steps. A swap's fdatasync and directory fsyncs go
+// through the shard's disk executor (its io_uring ring): the pass waits for them without
+// holding the loop, and resumes as a new task when the executor reports them done. After a
+// restart the first pass over a log reads its delete horizons back in steps of the same bound
+// before it decides whether to clean. Steps are paced by
 // log.cleaner.io.max.bytes.per.second; log.cleaner.dedupe.buffer.size is shared out over the
 // shards (Kafka shares it over log.cleaner.threads). Private to the broker.
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -28,12 +33,15 @@ class compaction {
     bool done = true;              // the pass ended (or failed): schedule no further step
     bool records_changed = false;  // a group was swapped in: kept reads of the log are stale
     int64_t wait_ms = 0;           // pacing: run the next step no sooner than this from now
+    bool waiting_for_io = false;   // a sync is in flight: the begin()'s `resume` schedules the next step
   };
 
   /// On `shard`'s thread. Starts a pass over `log` when it is compacted and due, the shard runs
   /// no pass yet and its pacing allows; publishes the dirty ratio into `stats` either way.
-  /// Returns true when a pass started: the caller then runs step() until it says done.
-  bool begin(size_t shard, storage::partition_log& log, partition_stats& stats, int64_t now_ms);
+  /// Returns true when a pass started: the caller then runs step() until it says done. The
+  /// pass's syncs go through `disk`; `resume` is called from disk.poll() when one completed.
+  bool begin(size_t shard, storage::partition_log& log, partition_stats& stats, int64_t now_ms,
+             io::disk_executor& disk, std::function<void()> resume);
   /// On `shard`'s thread: one step of the shard's pass over `log` (the log given to begin).
   /// When the pass ends, publishes the cleaner figures into `stats`. A pass that fails leaves
   /// the log to report kafka_storage_error to its next caller (as a failed append does).
@@ -41,6 +49,8 @@ class compaction {
   /// On `shard`'s thread: ends the shard's pass without finishing it (its partition is being
   /// deleted, or the broker stops).
   void abandon(size_t shard);
+  /// Pacing of `shard`'s cleaner: milliseconds from `now_ms` until its next step may run.
+  [[nodiscard]] int64_t wait_ms(size_t shard, int64_t now_ms) const;
 
  private:
   struct shard_cleaner {

@@ -97,6 +97,36 @@ class posix_file final : public file {
   std::string path_;
 };
 
+/// A directory opened O_RDONLY | O_DIRECTORY: its one use is fsync (file_system::open_directory).
+class posix_directory final : public file {
+ public:
+  posix_directory(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~posix_directory() override { ::close(fd_); }
+  posix_directory(const posix_directory&) = delete;
+  posix_directory& operator=(const posix_directory&) = delete;
+
+  result<void> write_at(model::file_position, std::span<const std::byte>) override { return refused("write"); }
+  result<size_t> read_at(model::file_position, std::span<std::byte>) override { return refused("read"); }
+  result<void> datasync() override {
+    if (::fsync(fd_) != 0) {
+      return from_errno(errno, "fsync directory", path_);
+    }
+    return base::ok_v;
+  }
+  result<void> truncate(uint64_t) override { return refused("truncate"); }
+  result<uint64_t> size() override { return refused("stat"); }
+  [[nodiscard]] int native_handle() const override { return fd_; }
+  [[nodiscard]] const std::string& path() const override { return path_; }
+  [[nodiscard]] bool is_directory() const override { return true; }
+
+ private:
+  [[nodiscard]] error refused(std::string_view operation) const {
+    return error{errc::unsupported, std::string(operation) + " " + path_ + ": a directory handle only syncs"};
+  }
+  int fd_;
+  std::string path_;
+};
+
 int open_flags(open_mode mode) {
   switch (mode) {
     case open_mode::read_only:
@@ -180,6 +210,17 @@ class posix_file_system final : public file_system {
       return from_errno(saved_errno, "fsync directory", path);
     }
     return base::ok_v;
+  }
+
+  result<std::unique_ptr<file>> open_directory(const std::string& path) override {
+    int fd = -1;
+    do {
+      fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      return from_errno(errno, "open directory", path);
+    }
+    return std::unique_ptr<file>(std::make_unique<posix_directory>(fd, path));
   }
 
   result<std::vector<std::string>> list_directory(const std::string& path) override {

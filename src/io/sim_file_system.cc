@@ -350,6 +350,43 @@ class sim_file final : public file {
   bool writable_;
 };
 
+/// A directory handle (file_system::open_directory): datasync() makes the inode's name changes
+/// durable, as fsync of a directory descriptor does; dead after a simulated crash.
+class sim_directory final : public file {
+ public:
+  sim_directory(std::shared_ptr<state> s, inode_number inode, std::string path)
+      : state_(std::move(s)), inode_(inode), generation_(state_->generation), path_(std::move(path)) {}
+
+  result<void> write_at(model::file_position, std::span<const std::byte>) override { return refused("write"); }
+  result<size_t> read_at(model::file_position, std::span<std::byte>) override { return refused("read"); }
+  result<void> datasync() override {
+    auto found = state_->inodes.find(inode_);
+    if (generation_ != state_->generation || found == state_->inodes.end()) {
+      return error{errc::io_error, "fsync directory " + path_ + ": handle predates a simulated crash"};
+    }
+    if (auto failure = state_->take_failure("fsync directory", path_)) {
+      return *failure;
+    }
+    found->second.durable_entries = found->second.entries;
+    found->second.unsynced_names.clear();
+    return base::ok_v;
+  }
+  result<void> truncate(uint64_t) override { return refused("truncate"); }
+  result<uint64_t> size() override { return refused("stat"); }
+  [[nodiscard]] int native_handle() const override { return -1; }
+  [[nodiscard]] const std::string& path() const override { return path_; }
+  [[nodiscard]] bool is_directory() const override { return true; }
+
+ private:
+  [[nodiscard]] error refused(std::string_view operation) const {
+    return error{errc::unsupported, std::string(operation) + " " + path_ + ": a directory handle only syncs"};
+  }
+  std::shared_ptr<state> state_;
+  inode_number inode_;
+  uint64_t generation_;
+  std::string path_;
+};
+
 }  // namespace
 
 sim_file_system::sim_file_system() : state_(std::make_shared<state>()) {}
@@ -507,6 +544,17 @@ result<void> sim_file_system::sync_directory(const std::string& path) {
   dir.durable_entries = dir.entries;
   dir.unsynced_names.clear();
   return base::ok_v;
+}
+
+result<std::unique_ptr<file>> sim_file_system::open_directory(const std::string& path) {
+  auto target = lookup(*state_, "open directory", path);
+  if (!target.ok()) {
+    return target.error();
+  }
+  if (!state_->inodes.at(target.value()).is_directory) {
+    return from_errno(ENOTDIR, "open directory", path);
+  }
+  return std::unique_ptr<file>(std::make_unique<sim_directory>(state_, target.value(), path));
 }
 
 result<std::vector<std::string>> sim_file_system::list_directory(const std::string& path) {

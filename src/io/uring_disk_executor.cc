@@ -199,7 +199,8 @@ class uring_disk_executor final : public disk_executor {
       ++op->entries_in_flight;
     }
     io_uring_sqe* sync_entry = io_uring_get_sqe(&ring_);
-    io_uring_prep_fsync(sync_entry, fd, IORING_FSYNC_DATASYNC);
+    // A directory needs a full fsync: its entries are metadata, which fdatasync may skip.
+    io_uring_prep_fsync(sync_entry, fd, op->target->is_directory() ? 0U : IORING_FSYNC_DATASYNC);
     io_uring_sqe_set_data(sync_entry, &op->sync_completion);
     ++op->entries_in_flight;
     submitted_entries_ += needed;
@@ -295,7 +296,7 @@ class uring_disk_executor final : public disk_executor {
     if (res == 0) {
       op.sync_succeeded = true;
     } else if (!retryable(res) && res != -ECANCELED) {
-      op.sync_error = from_errno(-res, "fdatasync", op.target->path());
+      op.sync_error = from_errno(-res, op.target->is_directory() ? "fsync directory" : "fdatasync", op.target->path());
     }
   }
 

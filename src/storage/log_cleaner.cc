@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "checkpoint.h"
 #include "ringlog/base/assert.h"
@@ -281,9 +282,36 @@ void cleaner_throttle::record(int64_t now_ms, uint64_t bytes) {
 // ---------------------------------------------------------------- the cleaner
 
 /// A pass in progress: its plan, where it stands, and what it has done.
+/// A sync submitted to the executor: shared by the pass and the completion callback (which
+/// holds it weakly, so a pass that ended meanwhile is not resumed).
+struct log_cleaner::pending_sync {
+  bool done = false;
+  std::optional<error> failure;
+};
+
 struct log_cleaner::pass {
-  enum class phase { build_map, rewrite, swap, finish };
+  // seed_horizons: after a restart, the delete horizons of the clean section (KIP-534).
+  // swap_*: one group's swap (log_cleaner.h step 5), each part ending with a sync:
+  //   swap_sync_cleaned  a: the .cleaned file's fdatasync
+  //   swap_rename        b: rename to .swap, directory fsync (the commit point)
+  //   swap_commit        c, d, e: old files go, txn index, rename to .log, directory fsync
+  //   swap_done          the group is complete: next group or finish
+  // finish, finish_rename, finish_rest: the cleaner checkpoint written, fdatasynced, renamed,
+  //   the directory fsynced; then compact,delete's retention (finish()).
+  enum class phase {
+    seed_horizons, build_map, rewrite, swap_sync_cleaned, swap_rename, swap_commit, swap_done,
+    finish, finish_rename, finish_rest
+  };
   partition_log* log = nullptr;
+  cleaner_io io;
+  force_clean force = force_clean::no;
+  // seed_horizons: batches of segments ending at or below seed_end, the earliest horizon met
+  model::offset seed_end{0};
+  int64_t earliest_horizon_ms = std::numeric_limits<int64_t>::max();
+  // the sync in flight (executor), or the failure of the last inline one
+  std::shared_ptr<pending_sync> waiting;
+  std::optional<error> sync_failure;
+  std::shared_ptr<io::file> directory;   // the log directory's handle, opened at the first swap
   uint64_t generation = 0;          // the log's segments_generation_ at begin()
   int64_t now_ms = 0;               // the pass's time: horizons are set and compared with it
   cleanable_state state;
@@ -301,7 +329,7 @@ struct log_cleaner::pass {
   size_t group = 0;
   size_t member = 0;
   std::optional<txn_walk> rewrite_txns;   // one walk over the whole pass, from the log start
-  std::unique_ptr<io::file> out;
+  std::shared_ptr<io::file> out;          // shared with a sync in flight
   std::string cleaned_path;
   uint64_t written = 0;
   model::bytes pending;
@@ -323,20 +351,19 @@ result<void> log_cleaner::hook(std::string_view name) {
   return base::ok_v;
 }
 
-result<void> log_cleaner::seed_delete_horizons(partition_log& log, model::offset first_dirty) {
-  int64_t earliest = std::numeric_limits<int64_t>::max();
-  for (const auto& [base, seg] : log.segments_) {
-    if (seg->next_offset() > first_dirty) break;   // the clean section only
-    auto batch = seg->header_at(model::file_position{0});
-    while (batch.ok() && batch.value()) {
-      const auto& b = *batch.value();
-      if (b.header.has_delete_horizon()) earliest = std::min(earliest, b.header.delete_horizon_ms());
-      batch = seg->header_at(model::file_position{b.position.value() + b.header.size_bytes()});
-    }
-    if (!batch.ok()) return batch.error();
+bool log_cleaner::horizons_known(const partition_log& log) const { return horizons_known_.contains(log.directory_); }
+
+result<model::offset> log_cleaner::checkpointed_first_dirty(partition_log& log) {
+  auto cached = first_dirty_cache_.find(log.directory_);
+  if (cached == first_dirty_cache_.end()) {
+    auto checkpoint = read_cleaner_checkpoint(log.fs_, log.directory_);
+    if (!checkpoint.ok()) return checkpoint.error();
+    cached = first_dirty_cache_.emplace(log.directory_, checkpoint->value_or(log.log_start_offset_)).first;
   }
-  if (earliest != std::numeric_limits<int64_t>::max()) tombstone_due_ms_[log.directory_] = earliest;
-  return base::ok_v;
+  model::offset first_dirty = cached->second;
+  // A checkpoint outside the log (truncation, a log started anew) restarts from the log start.
+  if (first_dirty < log.log_start_offset_ || first_dirty > log.log_end_offset_) first_dirty = log.log_start_offset_;
+  return first_dirty;
 }
 
 result<cleanable_state> log_cleaner::inspect(partition_log& log) {
@@ -344,21 +371,9 @@ result<cleanable_state> log_cleaner::inspect(partition_log& log) {
   cleanable_state out;
   const int64_t now = log.clock_.now_ms();
   const log_config& config = log.config_;
-  auto cached = first_dirty_cache_.find(log.directory_);
-  std::optional<model::offset> checkpointed;
-  const bool first_look = cached == first_dirty_cache_.end();
-  if (!first_look) {
-    checkpointed = cached->second;
-  } else {
-    auto checkpoint = read_cleaner_checkpoint(log.fs_, log.directory_);
-    if (!checkpoint.ok()) return checkpoint.error();
-    checkpointed = checkpoint.value();
-    first_dirty_cache_[log.directory_] = checkpointed.value_or(log.log_start_offset_);
-  }
-  model::offset first_dirty = checkpointed.value_or(log.log_start_offset_);
-  // A checkpoint outside the log (truncation, a log started anew) restarts from the log start.
-  if (first_dirty < log.log_start_offset_ || first_dirty > log.log_end_offset_) first_dirty = log.log_start_offset_;
-  if (first_look && config.compacted()) RINGLOG_TRY(seed_delete_horizons(log, first_dirty));
+  auto checkpointed = checkpointed_first_dirty(log);
+  if (!checkpointed.ok()) return checkpointed.error();
+  model::offset first_dirty = checkpointed.value();
 
   // The first segment that may not be cleaned: the active one, one reaching above the last
   // stable offset (above the high watermark it could still be truncated; above the first offset
@@ -410,51 +425,133 @@ result<cleanable_state> log_cleaner::inspect(partition_log& log) {
   return out;
 }
 
-result<bool> log_cleaner::begin(partition_log& log, force_clean force) {
+result<bool> log_cleaner::begin(partition_log& log, force_clean force, cleaner_io io) {
   RINGLOG_ASSERT(pass_ == nullptr, "one pass at a time per cleaner");
   if (!log.config_.compacted()) return false;
+  RINGLOG_TRY(log.check_usable());
+  // A swap an earlier pass left before its old segments went (it failed there): undone first.
+  RINGLOG_TRY(log.roll_back_pending_swap());
+  auto p = std::make_unique<pass>();
+  p->log = &log;
+  p->generation = log.segments_generation_;
+  p->io = std::move(io);
+  p->force = force;
+  if (!horizons_known(log)) {
+    // After a restart: the horizons of the clean section first, in bounded steps (seed_step).
+    auto first_dirty = checkpointed_first_dirty(log);
+    if (!first_dirty.ok()) return first_dirty.error();
+    p->seed_end = first_dirty.value();
+    p->segment_base = log.segments_.begin()->first;
+    p->position = 0;
+    p->at = pass::phase::seed_horizons;
+    pass_ = std::move(p);
+    return true;
+  }
   auto state = inspect(log);
   if (!state.ok()) return state.error();
   if (!state->due && force == force_clean::no) return false;
   // Nothing dirty: only the clean section is rewritten (expired tombstones / markers).
-  const bool clean_section_only = state->dirty_bytes == 0;
-  if (clean_section_only && !(state->clean_bytes > 0 && state->tombstones_due)) return false;
-  auto p = std::make_unique<pass>();
-  p->log = &log;
-  p->generation = log.segments_generation_;
-  p->now_ms = log.clock_.now_ms();
-  p->state = state.value();
-  p->clean_section_only = clean_section_only;
-  p->stats.dirty_ratio = state->dirty_ratio;
-  p->stats.first_dirty_offset = state->first_dirty_offset;
-  p->map_end = state->first_uncleanable_offset;
-  // At most one key per offset of the dirty range: size the map for that, within the buffer.
-  map_.reset_for(static_cast<size_t>(state->first_uncleanable_offset - state->first_dirty_offset));
-  p->map_txns.emplace(log.aborted_transactions(state->first_dirty_offset, state->first_uncleanable_offset));
-  // The map starts at the segment holding the first dirty offset.
-  p->segment_base = state->first_uncleanable_offset;
-  for (const auto& [base, seg] : log.segments_) {
-    if (base >= state->first_uncleanable_offset) break;
-    if (seg->next_offset() <= state->first_dirty_offset) continue;
-    p->segment_base = base;
-    auto located = seg->find_batch(state->first_dirty_offset);
-    if (!located.ok()) return located.error();
-    p->position = located.value() ? located.value()->position.value() : seg->size_bytes();
-    break;
-  }
-  p->at = pass::phase::build_map;
+  if (state->dirty_bytes == 0 && !(state->clean_bytes > 0 && state->tombstones_due)) return false;
+  RINGLOG_TRY(plan_pass(*p, state.value()));
   pass_ = std::move(p);
   return true;
 }
 
+result<void> log_cleaner::plan_pass(pass& p, const cleanable_state& state) {
+  partition_log& log = *p.log;
+  p.now_ms = log.clock_.now_ms();
+  p.state = state;
+  p.clean_section_only = state.dirty_bytes == 0;
+  p.stats.dirty_ratio = state.dirty_ratio;
+  p.stats.first_dirty_offset = state.first_dirty_offset;
+  p.map_end = state.first_uncleanable_offset;
+  // At most one key per offset of the dirty range: size the map for that, within the buffer.
+  map_.reset_for(static_cast<size_t>(state.first_uncleanable_offset - state.first_dirty_offset));
+  p.map_txns.emplace(log.aborted_transactions(state.first_dirty_offset, state.first_uncleanable_offset));
+  // The map starts at the segment holding the first dirty offset.
+  p.segment_base = state.first_uncleanable_offset;
+  p.position = 0;
+  for (const auto& [base, seg] : log.segments_) {
+    if (base >= state.first_uncleanable_offset) break;
+    if (seg->next_offset() <= state.first_dirty_offset) continue;
+    p.segment_base = base;
+    auto located = seg->find_batch(state.first_dirty_offset);
+    if (!located.ok()) return located.error();
+    p.position = located.value() ? located.value()->position.value() : seg->size_bytes();
+    break;
+  }
+  p.at = pass::phase::build_map;
+  return base::ok_v;
+}
+
+result<void> log_cleaner::seed_step(pass& p, size_t budget_bytes, clean_step& out) {
+  partition_log& log = *p.log;
+  while (p.segment_base < p.seed_end) {
+    auto found = log.segments_.find(p.segment_base);
+    RINGLOG_ASSERT(found != log.segments_.end(), "the segments of a pass stay while its generation holds");
+    segment& seg = *found->second;
+    if (seg.next_offset() > p.seed_end) break;   // the clean section only
+    if (out.bytes_read >= budget_bytes) return base::ok_v;   // the step's bound: yield
+    auto located = seg.header_at(model::file_position{p.position});
+    if (!located.ok()) return located.error();
+    if (!located.value()) {
+      auto next = log.segments_.upper_bound(p.segment_base);
+      p.segment_base = next == log.segments_.end() ? p.seed_end : next->first;
+      p.position = 0;
+      continue;
+    }
+    const auto& h = located.value()->header;
+    if (h.has_delete_horizon()) p.earliest_horizon_ms = std::min(p.earliest_horizon_ms, h.delete_horizon_ms());
+    out.bytes_read += h.size_bytes();   // covered, for pacing: the page cache reads around the headers
+    p.position += h.size_bytes();
+  }
+  if (p.earliest_horizon_ms != std::numeric_limits<int64_t>::max()) {
+    tombstone_due_ms_[log.directory_] = p.earliest_horizon_ms;
+  }
+  horizons_known_.insert(log.directory_);
+  // Now the pass as begin() would start it, or none.
+  auto state = inspect(log);
+  if (!state.ok()) return state.error();
+  const bool nothing = state->dirty_bytes == 0 && !(state->clean_bytes > 0 && state->tombstones_due);
+  if ((!state->due && p.force == force_clean::no) || nothing) {
+    p.at = pass::phase::finish;   // finish() with no groups and no clean section: not cleaned
+    p.clean_section_only = false;
+    p.stats.dirty_ratio = state->dirty_ratio;
+    p.stats.first_dirty_offset = state->first_dirty_offset;
+    return base::ok_v;
+  }
+  return plan_pass(p, state.value());
+}
+
 void log_cleaner::abandon() {
   if (!pass_) return;
-  pass_->out.reset();
-  if (!pass_->cleaned_path.empty() && pass_->log->check_usable().ok()) {
-    (void)pass_->log->fs_.remove(pass_->cleaned_path);   // recovery removes it too
+  pass_->out.reset();   // a sync in flight keeps its own reference
+  partition_log& log = *pass_->log;
+  if (log.check_usable().ok()) {
+    if (!pass_->cleaned_path.empty()) (void)log.fs_.remove(pass_->cleaned_path);   // recovery removes it too
+    (void)log.roll_back_pending_swap();   // a failure there leaves the log refusing use
   }
   last_stats_ = pass_->stats;
   pass_.reset();
+}
+
+void log_cleaner::start_sync(pass& p, const std::shared_ptr<io::file>& f) {
+  p.sync_failure.reset();
+  if (p.io.executor == nullptr) {
+    auto synced = f->datasync();
+    if (!synced.ok()) p.sync_failure = storage_error(synced.error());
+    return;
+  }
+  auto waiting = std::make_shared<pending_sync>();
+  p.waiting = waiting;
+  p.io.executor->submit_datasync(*f, [f, weak = std::weak_ptr<pending_sync>(waiting),
+                                      resume = p.io.resume](io::result<void> status) {
+    auto w = weak.lock();
+    if (!w) return;   // the pass ended meanwhile; `f` lived until here
+    w->done = true;
+    if (!status.ok()) w->failure = storage_error(status.error());
+    if (resume) resume();
+  });
 }
 
 result<clean_step> log_cleaner::step(partition_log& log, size_t budget_bytes) {
@@ -469,23 +566,45 @@ result<clean_step> log_cleaner::step(partition_log& log, size_t budget_bytes) {
     out.abandoned = true;
     return out;
   }
+  if (p.waiting) {
+    if (!p.waiting->done) {
+      out.waiting_for_io = true;
+      return out;
+    }
+    p.sync_failure = p.waiting->failure;
+    p.waiting.reset();
+  }
   ++p.stats.steps;
   result<void> r = base::ok_v;
   switch (p.at) {
+    case pass::phase::seed_horizons: r = seed_step(p, budget_bytes, out); break;
     case pass::phase::build_map: r = build_map_step(p, budget_bytes, out); break;
     case pass::phase::rewrite: r = rewrite_step(p, budget_bytes, out); break;
-    case pass::phase::swap:
-      r = swap_group(p);
-      out.records_changed = r.ok();
+    case pass::phase::swap_sync_cleaned:
+    case pass::phase::swap_rename:
+    case pass::phase::swap_commit:
+    case pass::phase::swap_done:
+      // Inline syncs: the whole swap in this step; with an executor, up to the next sync.
+      do {
+        r = swap_substep(p, out);
+      } while (r.ok() && !p.waiting && p.at != pass::phase::rewrite && p.at != pass::phase::finish);
+      out.waiting_for_io = r.ok() && p.waiting != nullptr;
       break;
     case pass::phase::finish:
-      r = finish(p);
-      out.done = r.ok();
+    case pass::phase::finish_rename:
+    case pass::phase::finish_rest:
+      // Inline syncs: to the end in this step; with an executor, up to the next sync.
+      do {
+        r = finish(p, out);
+      } while (r.ok() && !p.waiting && !out.done);
+      out.waiting_for_io = r.ok() && p.waiting != nullptr;
+      out.done = out.done && r.ok();
       break;
   }
   if (!r.ok()) {
     // As a crash at this point would: the .cleaned file stays for the next pass (which
-    // truncates it) or recovery (which removes it).
+    // truncates it) or recovery (which removes it); a .swap stays for the next pass or a
+    // change of the segments to roll back, or recovery to complete.
     last_stats_ = p.stats;
     pass_.reset();
     return r.error();
@@ -736,91 +855,161 @@ result<void> log_cleaner::rewrite_step(pass& p, size_t budget_bytes, clean_step&
     if (p.pending.size() >= cleaner_write_buffer_bytes) RINGLOG_TRY(flush_pending());
   }
   RINGLOG_TRY(flush_pending());
-  p.at = pass::phase::swap;
+  p.at = pass::phase::swap_sync_cleaned;
   return base::ok_v;
 }
 
-result<void> log_cleaner::swap_group(pass& p) {
+result<void> log_cleaner::swap_substep(pass& p, clean_step& out) {
   partition_log& log = *p.log;
   const log_config& config = log.config_;
   const auto& bases = p.groups[p.group];
   const model::offset group_base = bases.front();
-  std::vector<segment*> group;
-  for (model::offset b : bases) group.push_back(log.segments_.at(b).get());
-  const model::offset group_end = group.back()->next_offset();
   const std::string stem = log.directory_ + "/" + segment_file_stem(group_base);
   const std::string swap_path = stem + ".log.swap";
-  RINGLOG_ASSERT(p.written > 0, "the last batch of every segment is kept, so a cleaned segment is never empty");
-  RINGLOG_TRY(hook("cleaned-written"));
-  auto synced = p.out->datasync();
-  if (!synced.ok()) return storage_error(synced.error());
-  p.out.reset();
-  RINGLOG_TRY(hook("cleaned-synced"));
-  auto renamed = log.fs_.rename(p.cleaned_path, swap_path);
-  if (!renamed.ok()) return storage_error(renamed.error());
-  p.cleaned_path.clear();
-  RINGLOG_TRY(hook("swap-renamed"));
-  auto dir = log.fs_.sync_directory(log.directory_);
-  if (!dir.ok()) return storage_error(dir.error());
-  RINGLOG_TRY(hook("swap-committed"));
   // Past the commit point: a failure from here on leaves the directory for recovery to finish,
   // and this log must not be served from its now stale segment objects.
   auto fail = [&log](error e) -> error {
     log.failure_ = e;
     return e;
   };
-  for (size_t i = 0; i < group.size(); ++i) {
-    // The old txn index files stay for step d, which reads them (also after a crash here).
-    auto removed = group[i]->remove_files(txn_index_file::keep);
-    if (!removed.ok()) return fail(removed.error());
-    if (i == 0) {
-      auto s = hook("old-segment-removed");
-      if (!s.ok()) return fail(s.error());
+  switch (p.at) {
+    case pass::phase::swap_sync_cleaned: {
+      // a. The .cleaned file is complete: make it durable.
+      RINGLOG_ASSERT(p.written > 0, "the last batch of every segment is kept, so a cleaned segment is never empty");
+      RINGLOG_TRY(hook("cleaned-written"));
+      p.at = pass::phase::swap_rename;
+      start_sync(p, p.out);
+      return base::ok_v;
     }
+    case pass::phase::swap_rename: {
+      if (p.sync_failure) return *p.sync_failure;   // not in the log yet: the old group stays
+      p.out.reset();
+      RINGLOG_TRY(hook("cleaned-synced"));
+      // b. From here until step c a change of the segments rolls the swap back.
+      log.pending_swap_path_ = swap_path;
+      auto renamed = log.fs_.rename(p.cleaned_path, swap_path);
+      if (!renamed.ok()) return storage_error(renamed.error());
+      p.cleaned_path.clear();
+      RINGLOG_TRY(hook("swap-renamed"));
+      if (!p.directory) {
+        auto opened = log.fs_.open_directory(log.directory_);
+        if (!opened.ok()) return storage_error(opened.error());
+        p.directory = std::move(opened.value());
+      }
+      p.at = pass::phase::swap_commit;
+      start_sync(p, p.directory);   // the commit point once it completes
+      return base::ok_v;
+    }
+    case pass::phase::swap_commit: {
+      // The .swap name may or may not be durable: neither the old group nor this one can be
+      // trusted to be what a restart finds, so the log stops here (recovery decides).
+      if (p.sync_failure) return fail(*p.sync_failure);
+      RINGLOG_TRY(hook("swap-committed"));
+      log.pending_swap_path_.clear();
+      std::vector<segment*> group;
+      for (model::offset b : bases) group.push_back(log.segments_.at(b).get());
+      const model::offset group_end = group.back()->next_offset();
+      for (size_t i = 0; i < group.size(); ++i) {
+        // c. The old txn index files stay for step d, which reads them (also after a crash here).
+        auto removed = group[i]->remove_files(txn_index_file::keep);
+        if (!removed.ok()) return fail(removed.error());
+        if (i == 0) {
+          auto s = hook("old-segment-removed");
+          if (!s.ok()) return fail(s.error());
+        }
+      }
+      // d.
+      auto indexed = rewrite_group_txn_index(log.fs_, log.directory_, group_base, group_end, p.kept_abort_markers);
+      if (!indexed.ok()) return fail(indexed.error());
+      {
+        auto s = hook("txn-index-written");
+        if (!s.ok()) return fail(s.error());
+      }
+      // e. The cleaned segment is served from here on: its bytes and its .swap name are durable,
+      // so whatever a crash leaves of this rename, recovery ends with this group.
+      auto final_name = log.fs_.rename(swap_path, stem + ".log");
+      if (!final_name.ok()) return fail(storage_error(final_name.error()));
+      auto fresh = segment::open(log.fs_, log.directory_, group_base, config.direct_io);
+      if (!fresh.ok()) return fail(fresh.error());
+      auto rebuilt = fresh.value()->recover(p.now_ms, config.retention_ms, config.index_interval_bytes, nullptr);
+      if (!rebuilt.ok()) return fail(rebuilt.error());
+      RINGLOG_ASSERT_OP(rebuilt.value(), ==, 0u);
+      RINGLOG_ASSERT_OP(fresh.value()->next_offset().value(), ==, group_end.value());
+      auto released = fresh.value()->release_write_files();
+      if (!released.ok()) return fail(released.error());
+      p.stats.bytes_written += fresh.value()->size_bytes();
+      ++p.stats.segments_after;
+      for (model::offset b : bases) log.segments_.erase(b);
+      log.segments_.emplace(group_base, std::move(fresh.value()));
+      // The log's aborted transactions of the group are now those of its rewritten index.
+      std::erase_if(log.aborted_txns_, [&](const auto& kv) {
+        return kv.first >= group_base.value() && kv.first < group_end.value() && !p.kept_abort_markers.contains(kv.first);
+      });
+      out.records_changed = true;
+      p.at = pass::phase::swap_done;
+      start_sync(p, p.directory);
+      return base::ok_v;
+    }
+    case pass::phase::swap_done: {
+      if (p.sync_failure) return fail(*p.sync_failure);
+      auto s = hook("group-done");
+      if (!s.ok()) return fail(s.error());
+      ++p.group;
+      p.member = 0;
+      p.position = 0;
+      p.at = p.group < p.groups.size() ? pass::phase::rewrite : pass::phase::finish;
+      return base::ok_v;
+    }
+    default:
+      RINGLOG_ASSERT(false, "swap_substep outside a swap");
   }
-  auto indexed = rewrite_group_txn_index(log.fs_, log.directory_, group_base, group_end, p.kept_abort_markers);
-  if (!indexed.ok()) return fail(indexed.error());
-  {
-    auto s = hook("txn-index-written");
-    if (!s.ok()) return fail(s.error());
-  }
-  auto final_name = log.fs_.rename(swap_path, stem + ".log");
-  if (!final_name.ok()) return fail(storage_error(final_name.error()));
-  auto dir2 = log.fs_.sync_directory(log.directory_);
-  if (!dir2.ok()) return fail(storage_error(dir2.error()));
-  auto fresh = segment::open(log.fs_, log.directory_, group_base, config.direct_io);
-  if (!fresh.ok()) return fail(fresh.error());
-  auto rebuilt = fresh.value()->recover(p.now_ms, config.retention_ms, config.index_interval_bytes, nullptr);
-  if (!rebuilt.ok()) return fail(rebuilt.error());
-  RINGLOG_ASSERT_OP(rebuilt.value(), ==, 0u);
-  RINGLOG_ASSERT_OP(fresh.value()->next_offset().value(), ==, group_end.value());
-  auto released = fresh.value()->release_write_files();
-  if (!released.ok()) return fail(released.error());
-  p.stats.bytes_written += fresh.value()->size_bytes();
-  ++p.stats.segments_after;
-  for (model::offset b : bases) log.segments_.erase(b);
-  log.segments_.emplace(group_base, std::move(fresh.value()));
-  // The log's aborted transactions of the group are now those of its rewritten index.
-  std::erase_if(log.aborted_txns_, [&](const auto& kv) {
-    return kv.first >= group_base.value() && kv.first < group_end.value() && !p.kept_abort_markers.contains(kv.first);
-  });
-  auto s = hook("group-done");
-  if (!s.ok()) return fail(s.error());
-  ++p.group;
-  p.member = 0;
-  p.position = 0;
-  p.at = p.group < p.groups.size() ? pass::phase::rewrite : pass::phase::finish;
   return base::ok_v;
 }
 
-result<void> log_cleaner::finish(pass& p) {
+result<void> log_cleaner::finish(pass& p, clean_step& out) {
   partition_log& log = *p.log;
   const log_config& config = log.config_;
-  if (p.groups.empty() && !p.clean_section_only) return base::ok_v;   // nothing was cleaned
+  const std::string checkpoint_path = log.directory_ + "/" + cleaner_checkpoint_file;
   const model::offset map_end = p.map_end;
+  switch (p.at) {
+    case pass::phase::finish: {
+      if (p.groups.empty() && !p.clean_section_only) {   // nothing was cleaned
+        out.done = true;
+        return base::ok_v;
+      }
+      // The checkpoint as io::write_file_atomic writes it, with its two syncs through start_sync.
+      auto temp = log.fs_.open(checkpoint_path + ".tmp", io::open_mode::read_write_create);
+      if (!temp.ok()) return storage_error(temp.error());
+      const std::string text = checkpoint_text({{log.checkpoint_key(), map_end.value()}});
+      auto cut = temp.value()->truncate(0);
+      if (!cut.ok()) return storage_error(cut.error());
+      auto written = temp.value()->write_at(model::file_position{0}, std::as_bytes(std::span(text.data(), text.size())));
+      if (!written.ok()) return storage_error(written.error());
+      p.at = pass::phase::finish_rename;
+      start_sync(p, std::shared_ptr<io::file>(std::move(temp.value())));
+      return base::ok_v;
+    }
+    case pass::phase::finish_rename: {
+      if (p.sync_failure) return *p.sync_failure;   // the old checkpoint stands: cleaned again later
+      auto renamed = log.fs_.rename(checkpoint_path + ".tmp", checkpoint_path);
+      if (!renamed.ok()) return storage_error(renamed.error());
+      if (!p.directory) {
+        auto opened = log.fs_.open_directory(log.directory_);
+        if (!opened.ok()) return storage_error(opened.error());
+        p.directory = std::move(opened.value());
+      }
+      p.at = pass::phase::finish_rest;
+      start_sync(p, p.directory);
+      return base::ok_v;
+    }
+    case pass::phase::finish_rest:
+      if (p.sync_failure) return *p.sync_failure;
+      out.done = true;
+      break;
+    default:
+      RINGLOG_ASSERT(false, "finish() outside the pass's end");
+  }
   const int64_t now = p.now_ms;
-  RINGLOG_TRY(write_checkpoint(log.fs_, log.directory_ + "/" + cleaner_checkpoint_file,
-                               {{log.checkpoint_key(), map_end.value()}}));
   first_dirty_cache_[log.directory_] = map_end;
   if (config.deletes()) {
     // By the newest record timestamp (a rewritten segment's retention clock restarted at its

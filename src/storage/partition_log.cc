@@ -613,9 +613,26 @@ result<std::optional<timestamp_lookup>> partition_log::offset_for_timestamp(mode
   return std::optional<timestamp_lookup>{};
 }
 
+result<void> partition_log::roll_back_pending_swap() {
+  if (pending_swap_path_.empty()) return base::ok_v;
+  auto removed = fs_.remove(pending_swap_path_);
+  if (!removed.ok() && removed.error().code != io::errc::not_found) {
+    failure_ = storage_error(removed.error());
+    return *failure_;
+  }
+  auto dir = fs_.sync_directory(directory_);
+  if (!dir.ok()) {
+    failure_ = storage_error(dir.error());
+    return *failure_;
+  }
+  pending_swap_path_.clear();
+  return base::ok_v;
+}
+
 result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
   RINGLOG_TRY(check_usable());
   ++segments_generation_;   // a cleaning pass in progress must not go on over these segments
+  RINGLOG_TRY(roll_back_pending_swap());
   if (new_log_end_offset >= log_end_offset_) {
     // No record goes, but epochs that start at or past the cut do (Kafka's truncateFromEnd): an
     // epoch a deposed leader began at its log end without appending must not be reported as
@@ -658,6 +675,7 @@ result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
 result<void> partition_log::truncate_fully_and_start_at(model::offset new_start_offset) {
   RINGLOG_TRY(check_usable());
   ++segments_generation_;
+  RINGLOG_TRY(roll_back_pending_swap());
   RINGLOG_ASSERT_OP(new_start_offset.value(), >=, 0);
   // The newest segment goes last, so a crash part-way leaves a log that still ends where it did
   // (recovery then sees a shorter prefix removed, never a hole in the middle).
@@ -685,6 +703,7 @@ result<void> partition_log::truncate_fully_and_start_at(model::offset new_start_
 result<void> partition_log::delete_segment_front() {
   RINGLOG_ASSERT_OP(segments_.size(), >, 1u);
   ++segments_generation_;
+  RINGLOG_TRY(roll_back_pending_swap());
   RINGLOG_TRY(segments_.begin()->second->remove_files());
   segments_.erase(segments_.begin());
   log_start_offset_ = std::max(log_start_offset_, segments_.begin()->first);
@@ -777,6 +796,7 @@ result<void> partition_log::close() {
   ++segments_generation_;
   RINGLOG_ASSERT(!sync_in_flight_, "close() with an fdatasync in flight: drain the executor first");
   RINGLOG_TRY(check_usable());
+  RINGLOG_TRY(roll_back_pending_swap());
   for (auto& [base, seg] : segments_) {
     RINGLOG_TRY(seg->seal());
     auto synced = seg->sync(true);

@@ -172,6 +172,30 @@ def parse_produce_v3(body):
     return out
 
 
+def parse_produce_v8(body):
+    """[(topic, partition, error, base_offset, error_message)] of a Produce v8 response."""
+    r = Reader(body)
+    out = []
+    for _ in range(r.take(">i")):
+        topic = r.string()
+        for _ in range(r.take(">i")):
+            partition, error, base_offset = r.take(">i"), r.take(">h"), r.take(">q")
+            r.take(">q"), r.take(">q")  # log_append_time_ms, log_start_offset
+            for _ in range(max(r.take(">i"), 0)):  # record_errors
+                r.take(">i"), r.string()
+            out.append((topic, partition, error, base_offset, r.string()))
+    return out
+
+
+def with_attributes(records_bytes, bits):
+    """One v2 batch with `bits` or'ed into its attributes and its CRC-32C (attributes..end) redone."""
+    from kafka.record.util import calc_crc32c
+    b = bytearray(records_bytes)
+    struct.pack_into(">h", b, 21, struct.unpack_from(">h", b, 21)[0] | bits)
+    struct.pack_into(">I", b, 17, calc_crc32c(bytes(b[21:])))
+    return bytes(b)
+
+
 def fetch_v4(topic, partition, offset, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, partition_max_bytes=1 << 20,
              version=4):
     """A Fetch v4 body (v3 when version=3: no isolation_level)."""

@@ -19,6 +19,7 @@ from kafka.record.default_records import DefaultRecordBatch
 from confluent_kafka import KafkaError as ConfluentKafkaError
 from confluent_kafka import Producer
 
+import kafka_wire
 from conftest import Broker, free_port, wait_until
 
 BINARY = "application/vnd.kafka.binary.v2+json"
@@ -200,6 +201,25 @@ def test_keyless_records_are_refused_on_a_compacted_topic_over_http_websocket_an
     assert failures[0] is not None and failures[0].code() == ConfluentKafkaError.INVALID_RECORD, failures
     assert failures[1] is None, failures
     assert offsets(cbroker, topic_name)["end_offset"] == 2
+
+
+def test_a_produced_batch_with_the_delete_horizon_flag_is_refused_with_invalid_record(cbroker, topic_name):
+    # KIP-534's attribute bit 6 is the cleaner's: from a client it would move tombstone deletion.
+    cbroker.create_topic(topic_name, configs=COMPACT)
+    plain = kafka_wire.batch([(b"k", b"v", None, int(time.time() * 1000))])
+    flagged = kafka_wire.with_attributes(plain, 0x40)
+    assert kafka_wire.batch_attributes(flagged) == [0x40]
+    with kafka_wire.connect(cbroker.bootstrap) as s:
+        _, body = kafka_wire.exchange(s, kafka_wire.API_PRODUCE, 8, 1, kafka_wire.produce_v3(topic_name, 0, flagged, version=8))
+        [(topic, partition, error, _, message)] = kafka_wire.parse_produce_v8(body)
+        assert (topic, partition, error) == (topic_name, 0, 87), (topic, partition, error, message)   # INVALID_RECORD
+        assert "bit 6" in message and "delete horizon" in message and "log cleaner" in message, message
+        assert offsets(cbroker, topic_name)["end_offset"] == 0, "nothing of a refused request is stored"
+        # The same batch without the bit is stored (the refusal is for the bit alone).
+        _, body = kafka_wire.exchange(s, kafka_wire.API_PRODUCE, 8, 2, kafka_wire.produce_v3(topic_name, 0, plain, version=8))
+        [(_, _, error, base_offset, message)] = kafka_wire.parse_produce_v8(body)
+        assert (error, base_offset) == (0, 0), message
+    assert offsets(cbroker, topic_name)["end_offset"] == 1
 
 
 def test_kafka_clients_read_a_compacted_log_and_a_group_resumes_inside_a_gap(cbroker, topic_name):

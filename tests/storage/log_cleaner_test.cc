@@ -6,12 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
 
+#include "ringlog/io/disk_executor.h"
 #include "ringlog/io/sim_file_system.h"
 #include "ringlog/storage/log_cleaner.h"
 #include "ringlog/storage/offset_map.h"
@@ -511,6 +514,49 @@ TEST_CASE("compact,delete: retention deletes only segments compaction left witho
   CHECK(l.log_start_offset() > model::offset{0});
 }
 
+namespace {
+
+/// A changelog of 60 keys x 5 versions in 2 KiB segments, flushed; `cut_pass` runs a pass over
+/// it that stops as a crash would; then the simulated crash with `seed`, and the reopened log
+/// must have its log end offset, every latest value and no .cleaned or .swap file; a next pass
+/// then completes the job.
+void check_crash_during_pass(uint64_t seed, const std::function<void(partition_log&)>& cut_pass) {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  auto config = compact_config();
+  config.segment_bytes = 2048;
+  std::map<std::string, std::optional<std::string>> expected;
+  model::offset end{0};
+  {
+    auto opened = partition_log::open(fs, "/d/k-0", config, clock);
+    REQUIRE(opened.ok());
+    auto& l = *opened.value();
+    expected = write_changelog(l, clock, 60, 5, 0);
+    REQUIRE(l.flush().ok());
+    REQUIRE(l.checkpoint().ok());
+    end = l.log_end_offset();
+    cut_pass(l);
+  }
+  fs.crash(seed);
+  auto reopened = partition_log::open(fs, "/d/k-0", config, clock);
+  REQUIRE(reopened.ok());
+  auto& l = *reopened.value();
+  CHECK(l.log_end_offset() == end);
+  check_latest_values(l, expected, true);
+  auto names = fs.list_directory("/d/k-0");
+  REQUIRE(names.ok());
+  for (const auto& n : names.value()) CHECK((!n.ends_with(".cleaned") && !n.ends_with(".swap")));
+  // And the next pass completes the job.
+  l.set_high_watermark(l.log_end_offset());
+  log_cleaner cleaner(cleaner_config{1 << 20});
+  auto again = cleaner.clean(l, force_clean::yes);
+  REQUIRE(again.ok());
+  CHECK(read_all(l).size() == 60);
+  check_latest_values(l, expected, true);
+}
+
+}  // namespace
+
 TEST_CASE("a crash at every step of a cleaning pass leaves a log with every key's latest value (simulated file system)") {
   const std::vector<std::string> steps{"cleaned-written", "cleaned-synced",   "swap-renamed", "swap-committed",
                                        "old-segment-removed", "txn-index-written", "group-done"};
@@ -518,20 +564,7 @@ TEST_CASE("a crash at every step of a cleaning pass leaves a log with every key'
     for (const auto& stop_at : steps) {
       for (int stop_group = 0; stop_group < 2; ++stop_group) {
         INFO("seed " << seed << " step " << stop_at << " group " << stop_group);
-        io::sim_file_system fs;
-        base::manual_clock clock(t0);
-        auto config = compact_config();
-        config.segment_bytes = 2048;
-        std::map<std::string, std::optional<std::string>> expected;
-        model::offset end{0};
-        {
-          auto opened = partition_log::open(fs, "/d/k-0", config, clock);
-          REQUIRE(opened.ok());
-          auto& l = *opened.value();
-          expected = write_changelog(l, clock, 60, 5, 0);
-          REQUIRE(l.flush().ok());
-          REQUIRE(l.checkpoint().ok());
-          end = l.log_end_offset();
+        check_crash_during_pass(seed, [&](partition_log& l) {
           log_cleaner cleaner(cleaner_config{1 << 20});
           int seen = 0;
           cleaner.step_hook = [&](std::string_view step) {
@@ -540,23 +573,7 @@ TEST_CASE("a crash at every step of a cleaning pass leaves a log with every key'
           };
           auto stats = cleaner.clean(l, force_clean::yes);
           CHECK(!stats.ok());   // stopped as by a crash
-        }
-        fs.crash(seed);
-        auto reopened = partition_log::open(fs, "/d/k-0", config, clock);
-        REQUIRE(reopened.ok());
-        auto& l = *reopened.value();
-        CHECK(l.log_end_offset() == end);
-        check_latest_values(l, expected, true);
-        auto names = fs.list_directory("/d/k-0");
-        REQUIRE(names.ok());
-        for (const auto& n : names.value()) CHECK((!n.ends_with(".cleaned") && !n.ends_with(".swap")));
-        // And the next pass completes the job.
-        l.set_high_watermark(l.log_end_offset());
-        log_cleaner cleaner(cleaner_config{1 << 20});
-        auto again = cleaner.clean(l, force_clean::yes);
-        REQUIRE(again.ok());
-        CHECK(read_all(l).size() == 60);
-        check_latest_values(l, expected, true);
+        });
       }
     }
   }
@@ -609,7 +626,7 @@ TEST_CASE("cleaner_throttle spaces passes by bytes / log.cleaner.io.max.bytes.pe
   CHECK(paced.may_start(3000));
 }
 
-TEST_CASE("SIGKILL of a process that appends and cleans, at seeded moments, keeps every key's latest value") {
+TEST_CASE("SIGKILL of a process that appends and cleans (syncs inline or through a disk executor), at seeded moments, keeps every key's latest value") {
   test::temp_dir dir;
   const std::string path = dir.path() + "/kc-0";
   const uint64_t seed = 20261201;
@@ -642,6 +659,21 @@ TEST_CASE("SIGKILL of a process that appends and cleans, at seeded moments, keep
       if (!log.ok()) _exit(3);
       auto& l = *log.value();
       log_cleaner cleaner(cleaner_config{1 << 20});
+      // Odd rounds send the swap's syncs through a disk executor, as the broker does.
+      auto executor = io::make_posix_disk_executor();
+      const bool through_executor = round % 2 == 1;
+      auto clean = [&]() -> bool {
+        if (!through_executor) return cleaner.clean(l, force_clean::yes).ok();
+        auto begun = cleaner.begin(l, force_clean::yes, cleaner_io{executor.get(), nullptr});
+        if (!begun.ok()) return false;
+        while (begun.value()) {
+          auto s = cleaner.step(l);
+          if (!s.ok()) return false;
+          if (s->done) break;
+          if (s->waiting_for_io) executor->poll(std::chrono::milliseconds(0));
+        }
+        return true;
+      };
       for (int v = first_version;; ++v) {
         for (int k = 0; k < keys; k += 10) {
           std::vector<kv> items;
@@ -656,7 +688,7 @@ TEST_CASE("SIGKILL of a process that appends and cleans, at seeded moments, keep
         const int n = std::snprintf(line, sizeof(line), "A %d %lld\n", v, static_cast<long long>(l.log_end_offset().value()));
         if (write(fds[1], line, static_cast<size_t>(n)) != n) _exit(6);
         if (write(fds[1], "C\n", 2) != 2) _exit(6);   // cleaning starts
-        if (!cleaner.clean(l, force_clean::yes).ok()) _exit(7);
+        if (!clean()) _exit(7);
         if (write(fds[1], "D\n", 2) != 2) _exit(6);   // cleaning done
       }
     }
@@ -1364,4 +1396,228 @@ TEST_CASE("seeded transactional changelogs: the read_committed view of every key
       }
     }
   }
+}
+
+// ---------------------------------------------------------------- syncs through a disk executor
+
+namespace {
+
+/// Runs the pass begin() started with `executor` to its end: steps until one waits for a sync,
+/// then polls the executor (which calls resume). Returns the steps that waited; `before_poll`
+/// runs before each poll with the number of waits so far (a test may crash or change the log
+/// there) and returns false to stop without polling.
+struct async_run {
+  size_t waits = 0;
+  size_t resumes = 0;
+  bool stopped = false;
+  bool abandoned = false;
+};
+async_run run_async_pass(log_cleaner& cleaner, partition_log& l, io::disk_executor& executor, size_t& resumes,
+                         const std::function<bool(size_t waits)>& before_poll = nullptr) {
+  async_run out;
+  for (size_t guard = 0; guard < 100'000; ++guard) {
+    auto s = cleaner.step(l, 16 * 1024);
+    REQUIRE(s.ok());
+    if (s->done) {
+      out.abandoned = s->abandoned;
+      out.resumes = resumes;
+      return out;
+    }
+    if (!s->waiting_for_io) continue;
+    // While the sync is in flight the pass stands still.
+    auto again = cleaner.step(l, 16 * 1024);
+    REQUIRE(again.ok());
+    CHECK(again->waiting_for_io);
+    CHECK(again->bytes_read == 0);
+    ++out.waits;
+    if (before_poll && !before_poll(out.waits)) {
+      out.stopped = true;
+      out.resumes = resumes;
+      return out;
+    }
+    const size_t before = resumes;
+    executor.poll(std::chrono::milliseconds(0));
+    CHECK(resumes == before + 1);   // the completion resumed the pass
+  }
+  FAIL("the pass did not end");
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("through a disk executor each swap waits for its three syncs without holding the step; the result equals an inline pass") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  auto config = compact_config();
+  auto inline_log = partition_log::open(fs, "/d/i-0", config, clock);
+  auto async_log = partition_log::open(fs, "/d/a-0", config, clock);
+  REQUIRE(inline_log.ok());
+  REQUIRE(async_log.ok());
+  auto expected = write_changelog(*inline_log.value(), clock, 300, 4, 7);
+  REQUIRE(write_changelog(*async_log.value(), clock, 300, 4, 7) == expected);
+  log_cleaner whole(cleaner_config{1 << 20});
+  auto whole_stats = whole.clean(*inline_log.value(), force_clean::yes);
+  REQUIRE(whole_stats.ok());
+  REQUIRE(whole_stats->segments_after >= 2);
+
+  auto& l = *async_log.value();
+  auto executor = io::make_posix_disk_executor();
+  size_t resumes = 0;
+  log_cleaner cleaner(cleaner_config{1 << 20});
+  auto started = cleaner.begin(l, force_clean::yes, cleaner_io{executor.get(), [&resumes] { ++resumes; }});
+  REQUIRE(started.ok());
+  REQUIRE(started.value());
+  auto run = run_async_pass(cleaner, l, *executor, resumes);
+  CHECK(!run.abandoned);
+  const auto& stats = cleaner.stats();
+  REQUIRE(stats.cleaned);
+  // The first pass over a log begins by reading its horizons back (not a sync); then per group
+  // the .cleaned fdatasync, the commit's directory fsync and the final directory fsync; at the
+  // end the cleaner checkpoint's fdatasync and directory fsync.
+  CHECK(run.waits == 3 * stats.segments_after + 2);
+  CHECK(executor->in_flight() == 0);
+  CHECK(stats.records_kept == whole_stats->records_kept);
+  CHECK(stats.bytes_written == whole_stats->bytes_written);
+  CHECK(read_all(l) == read_all(*inline_log.value()));
+  check_latest_values(l, expected, true);
+}
+
+TEST_CASE("a crash while a swap's sync is in flight leaves every key's latest value (simulated file system, seeded)") {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    for (size_t crash_at_wait = 1; crash_at_wait <= 6; ++crash_at_wait) {   // 3 syncs x 2 groups
+      INFO("seed " << seed << " crash at wait " << crash_at_wait);
+      check_crash_during_pass(seed * 100 + crash_at_wait, [&](partition_log& l) {
+        auto executor = io::make_posix_disk_executor();
+        size_t resumes = 0;
+        log_cleaner cleaner(cleaner_config{1 << 20});
+        REQUIRE(cleaner.begin(l, force_clean::yes, cleaner_io{executor.get(), [&resumes] { ++resumes; }}).value());
+        auto run = run_async_pass(cleaner, l, *executor, resumes, [&](size_t waits) { return waits < crash_at_wait; });
+        REQUIRE(run.stopped);   // the sync never ran: the crash finds it undone
+      });
+    }
+  }
+}
+
+TEST_CASE("a change of the segments while a swap waits for its commit rolls the .swap back first, so a crash never completes it over them") {
+  // 0: follower truncation; 1: a follower starting over above the leader's log start; 2: close;
+  // 3: DeleteRecords (log start moves, front segments go).
+  for (int change = 0; change < 4; ++change) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      INFO("change " << change << " seed " << seed);
+      io::sim_file_system fs;
+      base::manual_clock clock(t0);
+      auto config = compact_config();
+      const std::string dir = "/d/x-0";
+      auto opened = partition_log::open(fs, dir, config, clock);
+      REQUIRE(opened.ok());
+      auto& l = *opened.value();
+      auto expected = write_changelog(l, clock, 300, 4, 0);
+      REQUIRE(l.append(keyed_batch({{"tail", "t"}}, t0), epoch0).ok());
+      expected["tail"] = "t";
+      REQUIRE(l.flush().ok());
+      auto executor = io::make_posix_disk_executor();
+      size_t resumes = 0;
+      log_cleaner cleaner(cleaner_config{1 << 20});
+      REQUIRE(cleaner.begin(l, force_clean::yes, cleaner_io{executor.get(), [&resumes] { ++resumes; }}).value());
+      // Wait 2 is the first group's commit: its .swap file exists, its old segments too.
+      auto run = run_async_pass(cleaner, l, *executor, resumes, [](size_t waits) { return waits < 2; });
+      REQUIRE(run.stopped);
+      auto before = fs.list_directory(dir);
+      REQUIRE(before.ok());
+      CHECK(std::count_if(before->begin(), before->end(), [](const std::string& n) { return n.ends_with(".swap"); }) == 1);
+      const model::offset start_over = l.log_end_offset() + 100;
+      const model::offset new_start = l.segments().at(2).base_offset;
+      if (change == 0) {
+        REQUIRE(l.truncate_to(l.log_end_offset() - 1).ok());
+        expected.erase("tail");
+      } else if (change == 1) {
+        REQUIRE(l.truncate_fully_and_start_at(start_over).ok());
+      } else if (change == 2) {
+        REQUIRE(l.close().ok());
+      } else {
+        REQUIRE(l.advance_log_start_offset(new_start).ok());
+      }
+      auto after = fs.list_directory(dir);
+      REQUIRE(after.ok());
+      for (const auto& n : after.value()) CHECK(!n.ends_with(".swap"));   // rolled back, durably
+      // The sync completes late: the pass finds the segments changed and gives up.
+      executor->poll(std::chrono::milliseconds(0));
+      auto s = cleaner.step(l, 16 * 1024);
+      REQUIRE(s.ok());
+      CHECK(s->done);
+      CHECK(s->abandoned);
+      opened.value().reset();
+      fs.crash(seed);
+      auto reopened = partition_log::open(fs, dir, config, clock);
+      REQUIRE(reopened.ok());
+      auto& r = *reopened.value();
+      if (change == 1) {
+        // Recovery completing the swap would have brought back offsets below the new start and
+        // cut the log there (offsets reused).
+        CHECK(r.log_start_offset() == start_over);
+        CHECK(r.log_end_offset() == start_over);
+        CHECK(read_all(r).empty());
+      } else if (change == 3) {
+        CHECK(r.log_start_offset() == new_start);
+        for (const auto& rec : read_all(r)) CHECK(rec.record_offset >= new_start);
+      } else {
+        check_latest_values(r, expected, true);
+      }
+    }
+  }
+}
+
+TEST_CASE("after a restart the first pass reads the delete horizons back in bounded steps before it decides to clean") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  auto config = compact_config();
+  const std::string dir = "/d/h-0";
+  model::offset end{0};
+  {
+    auto opened = partition_log::open(fs, dir, config, clock);
+    REQUIRE(opened.ok());
+    write_changelog(*opened.value(), clock, 400, 3, 2);   // tombstones for half the keys
+    log_cleaner cleaner(cleaner_config{1 << 20});
+    auto pass = cleaner.clean(*opened.value(), force_clean::yes);
+    REQUIRE(pass.ok());
+    REQUIRE(pass->horizons_set > 0);
+    end = opened.value()->log_end_offset();
+    REQUIRE(opened.value()->close().ok());
+  }
+  auto opened = partition_log::open(fs, dir, config, clock);
+  REQUIRE(opened.ok());
+  auto& l = *opened.value();
+  l.set_high_watermark(l.log_end_offset());
+  size_t largest_batch = 0;
+  uint64_t clean_bytes = 0;
+  for (const auto& b : batches_of(l)) largest_batch = std::max(largest_batch, b.header.size_bytes());
+  const auto segs = l.segments();
+  for (size_t i = 0; i + 1 < segs.size(); ++i) clean_bytes += segs[i].size_bytes;   // all but the active one
+  log_cleaner cleaner(cleaner_config{1 << 20});
+  CHECK(!cleaner.horizons_known(l));
+  auto state = cleaner.inspect(l);   // cheap: no header is read by inspect()
+  REQUIRE(state.ok());
+  CHECK(!state->tombstones_due);
+  clock.advance_ms(hour + 1);   // past every horizon
+  REQUIRE(cleaner.begin(l).value());   // not due by ratio: started to read the horizons
+  constexpr size_t budget = 1024;
+  size_t steps = 0;
+  for (;;) {
+    auto s = cleaner.step(l, budget);
+    REQUIRE(s.ok());
+    CHECK(s->bytes_read < budget + largest_batch);
+    if (cleaner.horizons_known(l)) break;
+    ++steps;
+    REQUIRE(!s->done);
+  }
+  CHECK(steps >= clean_bytes / (budget + largest_batch));   // many steps, each bounded
+  // With the horizons known the same pass goes on and removes the expired tombstones.
+  for (;;) {
+    auto s = cleaner.step(l, budget);
+    REQUIRE(s.ok());
+    if (s->done) break;
+  }
+  CHECK(cleaner.stats().cleaned);
+  CHECK(cleaner.stats().tombstones_removed == 200);
+  CHECK(l.log_end_offset() == end);
 }

@@ -23,8 +23,8 @@ export function parsePrometheus(text) {
 /**
  * The numbers the console shows, from one /metrics sample:
  * {totals: {records_in, bytes_in, records_out, bytes_out}, topics: {name: same + size_bytes},
- *  cleaner: {name: {dirty_ratio (largest of its partitions), bytes_cleaned, last_clean_s}}} (the
- *  log cleaner's figures, for compacted topics only).
+ *  cleaner: {name: {dirty_ratio (largest of its partitions), bytes_cleaned, cleaner_s (summed),
+ *  last_clean_s (latest; -1 never)}}} (the log cleaner's figures, for compacted topics only).
  */
 export function summarize(samples) {
   const fields = {
@@ -37,7 +37,7 @@ export function summarize(samples) {
   const totals = zero();
   const topics = {};
   const cleaner = {};
-  const cleanerOf = (topic) => (cleaner[topic] ||= { dirty_ratio: 0, bytes_cleaned: 0, last_clean_s: -1 });
+  const cleanerOf = (topic) => (cleaner[topic] ||= { dirty_ratio: 0, bytes_cleaned: 0, cleaner_s: 0, last_clean_s: -1 });
   for (const s of samples) {
     const field = fields[s.name];
     const topic = s.labels.topic;
@@ -51,6 +51,8 @@ export function summarize(samples) {
       cleanerOf(topic).dirty_ratio = Math.max(cleanerOf(topic).dirty_ratio, s.value);
     } else if (s.name === 'ringlog_log_cleaner_bytes_read_total') {
       cleanerOf(topic).bytes_cleaned += s.value;
+    } else if (s.name === 'ringlog_log_cleaner_seconds_total') {
+      cleanerOf(topic).cleaner_s += s.value;
     } else if (s.name === 'ringlog_log_cleaner_last_clean_timestamp_seconds') {
       cleanerOf(topic).last_clean_s = Math.max(cleanerOf(topic).last_clean_s, s.value);
     }

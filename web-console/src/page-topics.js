@@ -1,10 +1,10 @@
 // Topics: every topic with partitions, replication factor, size, cleanup policy (compacted topics
-// marked, with the log cleaner's dirty ratio and bytes cleaned), retention, records/s and its
-// under-replicated and offline partitions (the broker's counts from the cluster's metadata);
+// marked, with the log cleaner's dirty ratio, bytes cleaned, cleaner time and last clean),
+// retention, records/s and its under-replicated and offline partitions (the broker's counts from the cluster's metadata);
 // create and delete.
 import { api, mapLimited } from './api.js';
 import { confirmButton, field, fill, h, link, statusLine, table } from './dom.js';
-import { formatBytes, formatCount, formatDurationMs, formatRate } from './format.js';
+import { formatBytes, formatCount, formatDurationMs, formatRate, formatTimestamp } from './format.js';
 import { DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS } from './limits.js';
 import { sampleMetrics } from './page-overview.js';
 
@@ -55,8 +55,6 @@ function createForm(onCreated) {
   return h('details', { class: 'panel' }, h('summary', {}, 'Create a topic'), form, status.el);
 }
 
-/** cleanup.policy, and for a compacted topic the log cleaner's figures: the dirtiest partition's
- *  dirty ratio and the bytes cleaned so far. */
 /** A partition-health count of one topic (GET /v3/.../topics: under_replicated_partitions_count,
  *  offline_partitions_count, from the cluster's metadata): a red badge when above 0. */
 function healthCell(count, testid) {
@@ -64,10 +62,14 @@ function healthCell(count, testid) {
   return h('span', { class: `badge ${count > 0 ? 'bad' : 'good'}`, 'data-testid': testid }, formatCount(count));
 }
 
+/** cleanup.policy, and for a compacted topic the log cleaner's figures: the dirtiest partition's
+ *  dirty ratio, the bytes cleaned and the cleaner's time so far, and when the last pass ended. */
 function cleanupCell(policy, cleaner) {
   if (policy === undefined) return '-';
   if (!policy.includes('compact')) return policy;
-  const figures = cleaner ? ` · dirty ${Math.round(cleaner.dirty_ratio * 100)}% · cleaned ${formatBytes(cleaner.bytes_cleaned)}` : '';
+  const last = cleaner && cleaner.last_clean_s >= 0 ? formatTimestamp(cleaner.last_clean_s * 1000) : 'never';
+  const figures = cleaner ? ` · dirty ${Math.round(cleaner.dirty_ratio * 100)}% · cleaned ${formatBytes(cleaner.bytes_cleaned)}`
+    + ` in ${cleaner.cleaner_s.toFixed(1)} s · last clean ${last}` : '';
   return h('span', { class: 'compacted', title: 'log compaction keeps the latest value of every key', 'data-testid': 'compacted' },
     `${policy}${figures}`);
 }

@@ -163,8 +163,8 @@ test('creating a topic from the form lists it, and its page shows partitions and
   await form.getByRole('button', { name: 'Create topic' }).click();
   await page.getByText('created topic profiles').waitFor();
   const compacted = page.getByTestId('topics-table').locator('tr', { hasText: 'profiles' }).getByTestId('compacted');
-  await until('profiles marked compacted with its dirty ratio', async () =>
-    (await compacted.count()) === 1 && (await compacted.textContent()).includes('dirty'));
+  await until('profiles marked compacted with its dirty ratio, cleaner time and last clean', async () =>
+    (await compacted.count()) === 1 && /dirty .* in [0-9.]+ s · last clean never/.test(await compacted.textContent()));
 
   await row.getByRole('link', { name: 'orders' }).click();
   await page.getByTestId('topic-name').filter({ hasText: 'orders' }).waitFor();

@@ -74,9 +74,12 @@ test('metrics: Prometheus text parsed, per-topic sums and per-second rates', () 
     'ringlog_log_cleaner_dirty_ratio{topic="t",partition="1"} 0.5',
     'ringlog_log_cleaner_bytes_read_total{topic="t",partition="0"} 100',
     'ringlog_log_cleaner_bytes_read_total{topic="t",partition="1"} 20',
+    'ringlog_log_cleaner_seconds_total{topic="t",partition="0"} 1.5',
+    'ringlog_log_cleaner_seconds_total{topic="t",partition="1"} 0.25',
     'ringlog_log_cleaner_last_clean_timestamp_seconds{topic="t",partition="0"} -1',
+    'ringlog_log_cleaner_last_clean_timestamp_seconds{topic="t",partition="1"} 1796163164',
   ].join('\n')));
-  assert.deepEqual(compacted.cleaner.t, { dirty_ratio: 0.5, bytes_cleaned: 120, last_clean_s: -1 });
+  assert.deepEqual(compacted.cleaner.t, { dirty_ratio: 0.5, bytes_cleaned: 120, cleaner_s: 1.75, last_clean_s: 1796163164 });
   assert.equal(before.totals.records_in, 10);
   const after = summarize(parsePrometheus('ringlog_topic_records_in_total{topic="a"} 30\n'
     + 'ringlog_topic_records_in_total{topic="q\\"b"} 4\nringlog_topic_bytes_in_total{topic="a"} 3000\n'));

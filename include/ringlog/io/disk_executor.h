@@ -58,7 +58,8 @@ class disk_executor {
   using callback = std::function<void(result<void>)>;
   virtual ~disk_executor() = default;
 
-  /// Queues fdatasync(f); `done` runs from a later poll(). `f` must outlive the completion.
+  /// Queues fdatasync(f) (a full fsync when f.is_directory(): file_system::open_directory);
+  /// `done` runs from a later poll(). `f` must outlive the completion.
   virtual void submit_datasync(file& f, callback done) = 0;
   /// Queues write of `data` at `position` linked to an fdatasync (IOSQE_IO_LINK on io_uring):
   /// `done` gets the first failure, or ok when both completed. `data` must stay valid until then.

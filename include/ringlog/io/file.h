@@ -63,6 +63,9 @@ class file {
   /// The OS file descriptor, or -1 for simulated files.
   [[nodiscard]] virtual int native_handle() const = 0;
   [[nodiscard]] virtual const std::string& path() const = 0;
+  /// A directory handle (file_system::open_directory): datasync() is a full fsync of the
+  /// directory (its name changes become durable), and a disk executor syncs it the same way.
+  [[nodiscard]] virtual bool is_directory() const { return false; }
 };
 
 class file_system {
@@ -79,6 +82,12 @@ class file_system {
   virtual result<void> remove_all(const std::string& path) = 0;
   /// fsync of a directory: makes creations, renames and removals inside it durable.
   virtual result<void> sync_directory(const std::string& path) = 0;
+  /// A handle on a directory whose datasync() is sync_directory() of it, so the sync can go
+  /// through a disk_executor (the shard's ring) instead of blocking the caller. Only datasync(),
+  /// native_handle(), path() and is_directory() work on it; the other calls fail with
+  /// unsupported. It syncs the directory it was opened on, also after that is renamed.
+  /// Errors: not_found, io_error (the path is not a directory).
+  virtual result<std::unique_ptr<file>> open_directory(const std::string& path) = 0;
   /// Names (not paths) of the entries of a directory, sorted, without "." and "..".
   virtual result<std::vector<std::string>> list_directory(const std::string& path) = 0;
   virtual bool exists(const std::string& path) = 0;

@@ -25,6 +25,7 @@ class sim_file_system : public file_system {
   result<void> make_directories(const std::string& path) override;
   result<void> remove_all(const std::string& path) override;
   result<void> sync_directory(const std::string& path) override;
+  result<std::unique_ptr<file>> open_directory(const std::string& path) override;
   result<std::vector<std::string>> list_directory(const std::string& path) override;
   bool exists(const std::string& path) override;
 

@@ -59,20 +59,37 @@
 //      (compaction already removed everything superseded), so retention never removes the only
 //      copy of a key's latest value.
 // Steps: a pass runs as begin() then step() calls, each reading at most about
-// cleaner_step_bytes of segment data (or doing one group's swap), so the shard that owns the
-// log serves produce and fetch between steps (design.md section 5: nothing unbounded). The
-// log may change between steps only by appends (to the active segment, above the cleaned
-// range); any other change to its segments (retention, truncation, close) ends the pass at
-// its next step, leaving the log as the groups already swapped made it (each is complete).
+// cleaner_step_bytes of segment data (or doing one part of a group's swap), so the shard that
+// owns the log serves produce and fetch between steps (design.md section 5: nothing
+// unbounded). The log may change between steps only by appends (to the active segment, above
+// the cleaned range); any other change to its segments (retention, truncation, close) ends the
+// pass at its next step, leaving the log as the groups already swapped made it (each is
+// complete). A change that comes while a group's `.swap` file exists but its old segments are
+// still all there (between steps b and c) first removes the `.swap` file and syncs the
+// directory (partition_log::roll_back_pending_swap), so the directory never holds a swap over
+// segments that changed under it.
+// Disk syncs: given a disk executor (cleaner_io), the swap's three syncs (the `.cleaned`
+// fdatasync of step a, the directory fsyncs of steps b and e) go through it, the shard's ring:
+// the step that needs one submits it and returns waiting_for_io, and the pass goes on when the
+// executor's poll() reports it done, so the shard serves produce and fetch while the disk
+// syncs. Without an executor they run inside step() (tests, tools), and a whole swap is one
+// step. So do the cleaner checkpoint's fdatasync and directory fsync at the end of a pass. Step
+// d's txn index file (written only for groups holding aborted transactions) and the segment
+// deletions of compact,delete still sync inside their step.
+// After a restart, the first pass over a log begins by reading the delete horizons (KIP-534)
+// back from the clean section's batch headers, in steps of the same bound (at most about
+// cleaner_step_bytes of segments covered each), before it decides whether to clean.
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 
+#include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/model/types.h"
 #include "ringlog/storage/errc.h"
@@ -132,7 +149,18 @@ struct clean_step {
   bool done = false;             // the pass ended (stats() says how); step() may not be called again
   bool abandoned = false;        // it ended because the log's segments changed under it (not an error)
   bool records_changed = false;  // a group was swapped in by this step: kept reads of the log are stale
-  uint64_t bytes_read = 0;       // segment bytes read by this step (for pacing)
+  uint64_t bytes_read = 0;       // segment bytes read (or, reading horizons, covered) by this step (for pacing)
+  bool waiting_for_io = false;   // a sync is in flight: call step() again once cleaner_io::resume ran
+};
+
+/// Where a pass sends its fdatasync and directory fsyncs (log_cleaner.h, "Disk syncs").
+struct cleaner_io {
+  /// The shard's executor; nullptr: the syncs run inside step().
+  io::disk_executor* executor = nullptr;
+  /// Called from executor->poll() (on the owning thread) when a sync the pass waits for has
+  /// completed, also when it failed (the next step() reports the failure). Not called when the
+  /// pass ended meanwhile.
+  std::function<void()> resume;
 };
 
 /// Tagged bool for clean(): clean even when the dirty ratio and lag bounds say not yet.
@@ -151,10 +179,14 @@ class log_cleaner {
   /// Starts a pass over `log` when it is compacted and due (or forced): true when one started.
   /// Precondition: no pass is in progress (one log at a time, as a Kafka cleaner thread).
   /// Errors: kafka_storage_error.
-  result<bool> begin(partition_log& log, force_clean force = force_clean::no);
+  /// With `io.executor`, the pass's syncs go through it (cleaner_io). After a restart the
+  /// pass first reads the log's delete horizons back (horizons_known()), and then cleans only
+  /// when due (or forced); it may thus end without cleaning.
+  result<bool> begin(partition_log& log, force_clean force = force_clean::no, cleaner_io io = {});
   /// Runs the pass in progress on by one step: batches until about `budget_bytes` of segment
-  /// data were read (at least one batch), or one group's swap, or the final checkpoint. `log`
-  /// must be the log given to begin(). Errors: as clean(); the pass then ends.
+  /// data were read (at least one batch), or one group's swap up to its next sync, or the final
+  /// checkpoint. While a sync is in flight it does nothing and says waiting_for_io. `log` must
+  /// be the log given to begin(). Errors: as clean(); the pass then ends.
   result<clean_step> step(partition_log& log, size_t budget_bytes = cleaner_step_bytes);
   /// Ends the pass in progress without finishing it (its partition is going away or stopping);
   /// removes its `.cleaned` file when the log is still usable. Groups already swapped stay.
@@ -177,25 +209,37 @@ class log_cleaner {
 
   [[nodiscard]] const offset_map& map() const { return map_; }
 
+  /// Whether this cleaner has read `log`'s delete horizons back (KIP-534) since it first met the
+  /// log; until then inspect() cannot tell tombstones_due, and begin() starts with reading them.
+  [[nodiscard]] bool horizons_known(const partition_log& log) const;
+
  private:
   struct pass;
+  struct pending_sync;
+  result<void> seed_step(pass& p, size_t budget_bytes, clean_step& out);
+  result<void> plan_pass(pass& p, const cleanable_state& state);
+  /// Syncs `f` through the pass's executor (p.waiting set) or inline (result in p.sync_failure).
+  void start_sync(pass& p, const std::shared_ptr<io::file>& f);
+  result<void> swap_substep(pass& p, clean_step& out);
   result<void> hook(std::string_view name);
   result<void> build_map_step(pass& p, size_t budget_bytes, clean_step& out);
   result<void> plan_groups(pass& p);
   result<void> rewrite_step(pass& p, size_t budget_bytes, clean_step& out);
-  result<void> swap_group(pass& p);
-  result<void> finish(pass& p);
-  /// KIP-534 after a restart: the earliest delete horizon of the clean section's batches.
-  result<void> seed_delete_horizons(partition_log& log, model::offset first_dirty);
+  /// The pass's end (step 6) up to its next sync; sets out.done when the pass is complete.
+  result<void> finish(pass& p, clean_step& out);
+  /// The cleaner checkpoint of `log` (read once, then cached), inside the log's offsets.
+  result<model::offset> checkpointed_first_dirty(partition_log& log);
 
   offset_map map_;
   std::unique_ptr<pass> pass_;
   clean_stats last_stats_;
   /// Per log directory: the earliest delete horizon (KIP-534) of a tombstone or marker kept by
   /// the last pass, so a log with no new dirty bytes is still cleaned once it passes. The
-  /// horizons themselves are in the batches on disk: after a restart the first inspect() of a
-  /// log reads them back from the clean section's batch headers (seed_delete_horizons).
+  /// horizons themselves are in the batches on disk: after a restart the first pass over a
+  /// log reads them back from the clean section's batch headers (seed_step).
   std::map<std::string, int64_t> tombstone_due_ms_;
+  /// Log directories whose horizons are known (read back, or set by a pass of this cleaner).
+  std::set<std::string> horizons_known_;
   /// Per log directory: the cleaner checkpoint as last read or written, so inspect() reads the
   /// file once per log (it runs every maintenance tick).
   std::map<std::string, model::offset> first_dirty_cache_;

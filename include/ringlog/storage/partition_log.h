@@ -241,6 +241,12 @@ class partition_log {
   result<void> load();
   result<void> recover_segment(segment& seg);
   result<void> roll_at(model::offset base);
+  /// Before segments change other than by the cleaner's swap: a cleaner's `.swap` file that
+  /// exists while the segments it replaces are all still there (log_cleaner.h, steps b to c) is
+  /// removed and the directory synced, so that the swap can never be completed by recovery over
+  /// segments changed since. The swap is rolled back; the cleaner's next pass cleans again.
+  /// Errors: kafka_storage_error (the log then refuses further use).
+  result<void> roll_back_pending_swap();
   /// Rolls the active segment when a batch of `batch_bytes` whose offsets end `last_offset_delta`
   /// past `base` would pass segment.bytes, segment.ms, the index size or the 32-bit offset range.
   result<void> roll_if_needed(size_t batch_bytes, model::offset base, int32_t last_offset_delta, int64_t now_ms);
@@ -309,6 +315,9 @@ class partition_log {
   /// close): a cleaning pass that runs in steps (log_cleaner.h) checks it before each step and
   /// gives up when it changed, since its planned segments may be gone.
   uint64_t segments_generation_ = 0;
+  /// The cleaner's `<base>.log.swap` path from just before its rename (step b) until it starts
+  /// removing the old segments (step c); empty otherwise (roll_back_pending_swap).
+  std::string pending_swap_path_;
 };
 
 }  // namespace ringlog::storage
