@@ -649,6 +649,16 @@ std::string cell(const json& v) {
 
 int groups_lag(http_client& client, const std::string& path) {
   auto r = client.get(path + "/lags");
+  // 404 with error_code 404 (Confluent's answer): the group exists and has committed nothing yet,
+  // which is a state to show, not a failure (an unknown group is 40404 and still fails).
+  if (r.ok() && r->status == 404) {
+    const json body = json::parse(r->body, nullptr, false);
+    if (body.is_object() && body.value("error_code", 0) == 404) {
+      std::cout << "TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\n"
+                << "(the group has committed no offsets yet: no lag to report)\n";
+      return 0;
+    }
+  }
   if (!ok_status(r)) return report_failure(r, "lag");
   const json lags = json::parse(r->body);
   std::cout << "TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\n";

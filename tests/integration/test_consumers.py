@@ -384,6 +384,24 @@ def test_bad_input_gives_the_documented_errors(broker, topic_name):
 
 # ---- admin and the internal topic
 
+def test_lag_of_a_live_group_that_committed_nothing_yet(broker, topic_name, ringlog_bin):
+    """A group with a member and no committed offset: the lag routes answer Confluent's 404 (error
+    code 404; an unknown group is 40404), and `ringlog groups lag` says so and exits 0 instead of
+    failing (the new-user finding of session 11; the console shows an empty lag table)."""
+    import subprocess
+    group = "nocommit-" + topic_name
+    member_that_read(broker, topic_name, group, 2)
+    r = requests.get(broker.v3(f"/consumer-groups/{group}/lags"))
+    assert r.status_code == 404 and r.json()["error_code"] == 404, r.text
+    out = subprocess.run([str(ringlog_bin), "groups", "lag", group, "--bootstrap-server", broker.url],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert "committed no offsets yet" in out.stdout, out.stdout
+    missing = subprocess.run([str(ringlog_bin), "groups", "lag", "no-such-" + group, "--bootstrap-server", broker.url],
+                             capture_output=True, text=True, timeout=30)
+    assert missing.returncode != 0 and "40404" in missing.stderr + missing.stdout
+
+
 def test_lag_history_samples_total_lag_over_time(broker, topic_name):
     """The broker samples a group's total lag every interval_ms (the console's lag chart); a
     commit shows in the next samples, oldest first."""

@@ -17,6 +17,20 @@ export class ApiError extends Error {
 }
 
 /**
+ * `f()`, or `fallback` when the server says the group has no committed offsets yet: the lag routes
+ * answer 404 with error_code 404 then (an unknown group is 40404, still an error), and a live group
+ * that has not committed is not a failure to show.
+ */
+async function withoutCommits(f, fallback) {
+  try {
+    return await f();
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404 && e.errorCode === 404) return fallback;
+    throw e;
+  }
+}
+
+/**
  * One HTTP call. Returns the parsed JSON body (null for 204), or the text for text answers.
  * Throws ApiError carrying the server's error_code and message (or the HTTP status and body).
  */
@@ -115,8 +129,10 @@ export const api = {
   groups: async () => (await call('GET', await v3('/consumer-groups'))).data,
   group: async (g) => call('GET', await v3(`/consumer-groups/${enc(g)}`)),
   consumers: async (g) => (await call('GET', await v3(`/consumer-groups/${enc(g)}/consumers`))).data,
-  lags: async (g) => (await call('GET', await v3(`/consumer-groups/${enc(g)}/lags`))).data,
-  lagSummary: async (g) => call('GET', await v3(`/consumer-groups/${enc(g)}/lag-summary`)),
+  /** [] while the group has committed nothing (the server's 404 with error_code 404, as Confluent's). */
+  lags: async (g) => withoutCommits(async () => (await call('GET', await v3(`/consumer-groups/${enc(g)}/lags`))).data, []),
+  lagSummary: async (g) => withoutCommits(async () => call('GET', await v3(`/consumer-groups/${enc(g)}/lag-summary`)),
+    { total_lag: 0, max_lag: 0 }),
   /** {interval_ms, samples_max, data: [{timestamp, total_lag}]}: the broker's samples, oldest first. */
   lagHistory: async (g) => call('GET', await v3(`/consumer-groups/${enc(g)}/lag-history`)),
   /** body: {to, value?, timestamp?, topics?, dry_run} (Kafka's reset-offsets). */
