@@ -157,6 +157,20 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
       fail(batches.error().code, batches.error().message);
       continue;
     }
+    // A transactional batch needs the transactional_id its leader verifies with the coordinator
+    // (KIP-890): without one (null, empty, or Produce v0-v2) it would open a transaction no
+    // coordinator knows and ends, holding every read_committed reader back for good. Kafka
+    // refuses it the same way (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+    if (request.transactional_id.value_or("").empty() &&
+        std::any_of(batches->begin(), batches->end(), [](const bytes& batch) {
+          auto header = codec::decode_header(batch);
+          return header.ok() && header->is_transactional();
+        })) {
+      fail(error_code::transactional_id_authorization_failed,
+           "a transactional batch needs the Produce request's transactional_id (v3+), which is " +
+               std::string(request.transactional_id ? "empty" : "null"));
+      continue;
+    }
     broker::produce_batches_request produce;
     produce.partition = model::topic_partition{topic_names[t.topic_index], model::partition_id{t.partition}};
     produce.batches = std::move(batches).value();

@@ -437,6 +437,31 @@ def test_kafka_transactional_produce_is_verified_with_the_coordinator(tbroker, t
     assert http_values(tbroker, other, 0, "read_committed") == []
 
 
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+
+
+def test_transactional_batch_without_a_transactional_id_is_refused(tbroker, topic_name):
+    """The breaker's finding of session 11: a transactional batch in a Produce whose
+    transactional_id is null or empty (or a Produce v2, which has none) skipped the KIP-890
+    verification and opened a transaction no coordinator knows, holding read_committed readers
+    at its offset for good. Refused as Kafka does, and nothing is opened."""
+    tbroker.create_topic(topic_name, partitions=3)
+    for partition, version, tid in ((0, 3, None), (1, 3, ""), (2, 2, None)):
+        records = kw.batch([(None, b"stray", [], int(time.time() * 1000))], producer=(777777, 0, 0), transactional=True)
+        with kw.connect(tbroker.bootstrap) as s:
+            _, body = kw.exchange(s, 0, version, 1, kw.produce_v3(topic_name, partition, records,
+                                                                  transactional_id=tid, version=version))
+        [(_, _, error, _, _)] = kw.parse_produce_v3(body)
+        assert error == TRANSACTIONAL_ID_AUTHORIZATION_FAILED, (partition, version, tid, error)
+    assert describe_producers(tbroker.bootstrap, topic_name, [0, 1, 2]) == {p: (0, []) for p in range(3)}
+    # Later records stay readable at read_committed: nothing hangs.
+    for p in range(3):
+        r = requests.post(tbroker.v3(f"/topics/{topic_name}/records"), headers={"Content-Type": "application/json"},
+                          data=json.dumps({"partition_id": p, "value": {"type": "STRING", "data": "plain"}}))
+        assert r.status_code == 200, r.text
+        assert http_values(tbroker, topic_name, p, "read_committed") == ["plain"]
+
+
 def test_describe_producers_shows_the_open_transaction(tbroker, topic_name):
     tbroker.create_topic(topic_name, partitions=2)
     tid = "dp-" + topic_name
