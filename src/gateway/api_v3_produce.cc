@@ -172,6 +172,14 @@ struct v3_produce_stream : std::enable_shared_from_this<v3_produce_stream> {
     if (!refusal && (done || !ok) && !pending_is_blank()) {
       refusal = api_error{400, error_codes::bad_request, "the stream ended inside a record"};
     }
+    // A body that could not be read on (a malformed chunk, such as a chunk size that is not hex,
+    // or a lost connection) ends the stream with a report saying so: the answer used to end
+    // cleanly, as if every record sent had been answered.
+    if (!refusal && !ok) {
+      refusal = api_error{400, error_codes::bad_request,
+                          "the request body could not be read on (malformed chunked framing or a lost connection): "
+                          "the stream ends here, records after the last report were not produced"};
+    }
     if (!records.empty()) {
       // Each record alone: a malformed one is answered alone and the stream goes on at the next
       // object, whose framing the scan has already found.

@@ -331,10 +331,15 @@ class session final : public std::enable_shared_from_this<session>, public respo
     }
     if (!server_.broker.config().process_role_broker) {
       keep_alive_ = false;
+      std::string brokers;   // as the HTTP routes' 421 (api.cc): the unfenced brokers' HTTP listeners
+      for (const auto& d : server_.broker.list_brokers()) {
+        if (d.state != "unfenced") continue;
+        brokers += (brokers.empty() ? "" : ", ") + std::string("http://") + d.host + ":" + std::to_string(d.port);
+      }
       return respond_error(421, error_codes::misdirected_request,
                            "node " + std::to_string(server_.broker.config().node_id) +
                                " is a dedicated controller (process.roles=controller): it serves no records; open "
-                               "/v1/ws on a broker");
+                               "/v1/ws on a broker: " + (brokers.empty() ? "none registered now" : brokers));
     }
     auto origin = msg.find(http::field::origin);
     if (origin != msg.end() && !origin_allowed(server_.options.cors_allowed_origins, std::string(origin->value()))) {

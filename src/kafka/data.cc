@@ -16,6 +16,7 @@ namespace {
 constexpr int16_t invalid_required_acks = 21;
 constexpr int16_t corrupt_message = 2;
 constexpr int16_t unsupported_for_message_format = 43;
+constexpr int16_t invalid_record = 87;
 
 /// Why a record set cannot be split into v2 batches, and the Kafka error that says so.
 struct split_error {
@@ -155,6 +156,28 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
     auto batches = split_batches(*t.records);
     if (!batches.ok()) {
       fail(batches.error().code, batches.error().message);
+      continue;
+    }
+    // A transactional batch needs the transactional_id its leader verifies with the coordinator
+    // (KIP-890): without one (null, empty, or Produce v0-v2) it would open a transaction no
+    // coordinator knows and ends, holding every read_committed reader back for good. Kafka
+    // refuses it the same way (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+    const bool transactional = std::any_of(batches->begin(), batches->end(), [](const bytes& batch) {
+      auto header = codec::decode_header(batch);
+      return header.ok() && header->is_transactional();
+    });
+    if (transactional && request.transactional_id.value_or("").empty()) {
+      fail(error_code::transactional_id_authorization_failed,
+           "a transactional batch needs the Produce request's transactional_id (v3+), which is " +
+               std::string(request.transactional_id ? "empty" : "null"));
+      continue;
+    }
+    // The leader verifies one producer per partition and request: a second batch (of another
+    // producer) would be appended unverified and could open a transaction nobody ends. Kafka
+    // takes exactly one batch per partition from Produce v3 on (INVALID_RECORD otherwise).
+    if (transactional && batches->size() != 1) {
+      fail(invalid_record, "a transactional Produce carries exactly one record batch per partition, got " +
+                               std::to_string(batches->size()));
       continue;
     }
     broker::produce_batches_request produce;

@@ -115,6 +115,11 @@ def test_three_dedicated_controllers_two_brokers_placement_failover_and_visibili
         r = produce(c.nodes[1], "placed", 0, ["nope"])
         assert r.status_code == 421, r.text
         assert "dedicated controller" in r.json()["message"] and c.nodes[4].url in r.json()["message"], r.text
+        # The WebSocket upgrade too names the brokers (breaker, session 11: it named none).
+        r = requests.get(c.nodes[1].url + "/v1/ws", timeout=5, headers={
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+        assert r.status_code == 421 and c.nodes[4].url in r.json()["message"], r.text
         r = requests.get(c.nodes[2].v3("/consumer-groups/g1/lag-summary"), timeout=5)
         assert r.status_code == 421 and "dedicated controller" in r.json()["message"], r.text
         # ... but answers health, metrics, metadata reads and the group list (gathered from the brokers).

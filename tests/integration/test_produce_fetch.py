@@ -105,6 +105,37 @@ def test_v3_streaming_chunked(broker, topic_name):
     assert values == [f"m{i}" for i in range(50)]
 
 
+def test_v3_stream_with_malformed_chunk_framing_says_so(broker, topic_name):
+    """The breaker's finding of session 11: a chunked produce stream whose framing broke after a
+    good first chunk (a chunk size that is not hex, or too large) ended its answer cleanly, as if
+    every record sent had been answered. Its last report now says the body could not be read."""
+    broker.create_topic(topic_name)
+    rec = b'{"value":{"type":"STRING","data":"first"}}\n'
+    for tail in (b"ZZZ\r\nabc\r\n0\r\n\r\n", b"fffffffffffffffff\r\nabc\r\n0\r\n\r\n"):
+        raw = (f"POST /v3/clusters/{broker.cluster_id()}/topics/{topic_name}/records HTTP/1.1\r\nHost: x\r\n"
+               "Transfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n").encode()
+        raw += b"%x\r\n" % len(rec) + rec + b"\r\n" + tail
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+            s.sendall(raw)
+            out = b""
+            while not out.endswith(b"\r\n0\r\n\r\n"):
+                data = s.recv(65536)
+                assert data, out
+                out += data
+        head, _, body = out.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), out
+        # De-chunk the answer: its lines are the reports.
+        text, rest = b"", body
+        while True:
+            size, _, rest = rest.partition(b"\r\n")
+            if int(size, 16) == 0:
+                break
+            text, rest = text + rest[:int(size, 16)], rest[int(size, 16) + 2:]
+        reports = [json.loads(line) for line in text.decode().splitlines() if line.strip()]
+        assert [r["error_code"] for r in reports] == [200, 40001], reports
+        assert "could not be read" in reports[1]["message"], reports
+
+
 def test_v3_concatenated_body_streams(broker, topic_name):
     broker.create_topic(topic_name)
     body = "".join(json.dumps({"value": {"type": "STRING", "data": str(i)}}) for i in range(3))

@@ -437,6 +437,58 @@ def test_kafka_transactional_produce_is_verified_with_the_coordinator(tbroker, t
     assert http_values(tbroker, other, 0, "read_committed") == []
 
 
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+
+
+def test_transactional_batch_without_a_transactional_id_is_refused(tbroker, topic_name):
+    """The breaker's finding of session 11: a transactional batch in a Produce whose
+    transactional_id is null or empty (or a Produce v2, which has none) skipped the KIP-890
+    verification and opened a transaction no coordinator knows, holding read_committed readers
+    at its offset for good. Refused as Kafka does, and nothing is opened."""
+    tbroker.create_topic(topic_name, partitions=3)
+    for partition, version, tid in ((0, 3, None), (1, 3, ""), (2, 2, None)):
+        records = kw.batch([(None, b"stray", [], int(time.time() * 1000))], producer=(777777, 0, 0), transactional=True)
+        with kw.connect(tbroker.bootstrap) as s:
+            _, body = kw.exchange(s, 0, version, 1, kw.produce_v3(topic_name, partition, records,
+                                                                  transactional_id=tid, version=version))
+        [(_, _, error, _, _)] = kw.parse_produce_v3(body)
+        assert error == TRANSACTIONAL_ID_AUTHORIZATION_FAILED, (partition, version, tid, error)
+    assert describe_producers(tbroker.bootstrap, topic_name, [0, 1, 2]) == {p: (0, []) for p in range(3)}
+    # Later records stay readable at read_committed: nothing hangs.
+    for p in range(3):
+        r = requests.post(tbroker.v3(f"/topics/{topic_name}/records"), headers={"Content-Type": "application/json"},
+                          data=json.dumps({"partition_id": p, "value": {"type": "STRING", "data": "plain"}}))
+        assert r.status_code == 200, r.text
+        assert http_values(tbroker, topic_name, p, "read_committed") == ["plain"]
+
+
+INVALID_RECORD = 87
+
+
+def test_transactional_produce_with_two_batches_is_refused(tbroker, topic_name):
+    """The breaker's finding of session 11: the leader verified the first transactional batch of
+    a partition's record set only, so a second batch of another producer (one no coordinator
+    knows) rode along and opened a transaction nobody ends. Refused whole, as Kafka takes one
+    batch per partition, and nothing is opened."""
+    tbroker.create_topic(topic_name)
+    tid = "two-" + topic_name
+    pid, epoch = begin(tbroker, tid)
+    add_partitions(tbroker, tid, pid, epoch, topic_name, [0])
+    now = int(time.time() * 1000)
+    records = kw.batch([(None, b"legit", [], now)], producer=(pid, epoch, 0), transactional=True) + \
+        kw.batch([(None, b"stowaway", [], now)], producer=(999999, 0, 0), transactional=True)
+    with kw.connect(tbroker.bootstrap) as s:
+        _, body = kw.exchange(s, 0, 3, 1, kw.produce_v3(topic_name, 0, records, transactional_id=tid))
+    assert kw.parse_produce_v3(body)[0][2] == INVALID_RECORD
+    assert describe_producers(tbroker.bootstrap, topic_name, [0])[0] == (0, [])
+    end(tbroker, tid, pid, epoch, "commit")
+    wait_until(lambda: describe(tbroker, tid)["state"] == "CompleteCommit", 20, "the commit's marker")
+    r = requests.post(tbroker.v3(f"/topics/{topic_name}/records"), headers={"Content-Type": "application/json"},
+                      data=json.dumps({"partition_id": 0, "value": {"type": "STRING", "data": "after"}}))
+    assert r.status_code == 200, r.text
+    assert http_values(tbroker, topic_name, 0, "read_committed") == ["after"]   # nothing hangs
+
+
 def test_describe_producers_shows_the_open_transaction(tbroker, topic_name):
     tbroker.create_topic(topic_name, partitions=2)
     tid = "dp-" + topic_name

@@ -1,6 +1,7 @@
 """The partition side of transactions (issue 16, KIP-98) against the real binary: transactional
-batches produced with raw Kafka frames (the transaction coordinator is another branch's work),
-transaction markers written over the cluster listener with Kafka's WriteTxnMarkers (as a
+batches produced with raw Kafka frames (each in a transaction begun and added over HTTP, so the
+leader's KIP-890 verification admits it; the coordinator never ends them here), transaction
+markers written over the cluster listener with Kafka's WriteTxnMarkers (as a
 coordinator on another broker sends them), and read_committed on every read path: the HTTP
 direct partition read, the NDJSON stream, a WebSocket subscription, a REST v2 consumer with
 isolation.level, Kafka Fetch with librdkafka (confluent-kafka and kcat), ListOffsets. Then a
@@ -23,7 +24,6 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 import kafka_wire as kw
 from conftest import Broker, free_port, wait_until
 
-API_INIT_PRODUCER_ID = 22
 API_WRITE_TXN_MARKERS = 27
 INVALID_PRODUCER_EPOCH = 47
 DEADLINE_S = 20
@@ -46,15 +46,6 @@ def tbroker(ringlog_bin, tmp_path):
 
 # ---------------------------------------------------------------- raw Kafka frames
 
-def init_producer_id(bootstrap):
-    with kw.connect(bootstrap) as s:
-        _, body = kw.exchange(s, API_INIT_PRODUCER_ID, 0, 7, kw.string(None) + struct.pack(">i", 60000))
-    r = kw.Reader(body)
-    r.take(">i")
-    assert r.take(">h") == 0
-    return r.take(">q"), r.take(">h")
-
-
 def txn_batch(pid, epoch, seq, values, transactional=True):
     b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=transactional, producer_id=pid,
                                   producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
@@ -63,9 +54,22 @@ def txn_batch(pid, epoch, seq, values, transactional=True):
     return bytes(b.build())
 
 
-def produce(bootstrap, topic, batch):
+def begin_txn(b, tid, topic):
+    """A transaction of `tid` (HTTP) with partition 0 of `topic` added, so that its leader's
+    KIP-890 verification lets the raw transactional batches in; its markers are then written by
+    hand (WriteTxnMarkers). A long timeout: the coordinator never ends it during the test."""
+    r = requests.post(b.v3("/transactions"), json={"transactional_id": tid, "transaction_timeout_ms": 900000})
+    assert r.status_code == 200, r.text
+    pid, epoch = r.json()["producer_id"], r.json()["producer_epoch"]
+    r = requests.post(b.v3(f"/transactions/{tid}/partitions"), json={
+        "producer_id": pid, "producer_epoch": epoch, "partitions": [{"topic": topic, "partition": 0}]})
+    assert r.status_code == 204, r.text
+    return pid, epoch
+
+
+def produce(bootstrap, topic, batch, transactional_id=None):
     with kw.connect(bootstrap) as s:
-        _, body = kw.exchange(s, kw.API_PRODUCE, 3, 1, kw.produce_v3(topic, 0, batch))
+        _, body = kw.exchange(s, kw.API_PRODUCE, 3, 1, kw.produce_v3(topic, 0, batch, transactional_id=transactional_id))
     (_, _, error, base_offset, _), = kw.parse_produce_v3(body)
     assert error == 0, error
     return base_offset
@@ -223,13 +227,14 @@ def test_read_committed_on_every_path(tbroker):
     b = tbroker
     topic = "txp"
     b.create_topic(topic)
-    aborted_pid, epoch = init_producer_id(b.bootstrap)
-    committed_pid, _ = init_producer_id(b.bootstrap)
-    open_pid, _ = init_producer_id(b.bootstrap)
+    aborted_pid, epoch = begin_txn(b, "txp-aborted", topic)
+    committed_pid, committed_epoch = begin_txn(b, "txp-committed", topic)
+    open_pid, open_epoch = begin_txn(b, "txp-open", topic)
+    assert committed_epoch == open_epoch == epoch
 
     assert produce(b.bootstrap, topic, txn_batch(-1, -1, -1, ["plain-0"], transactional=False)) == 0
-    assert produce(b.bootstrap, topic, txn_batch(aborted_pid, epoch, 0, ["abort-0", "abort-1"])) == 1
-    assert produce(b.bootstrap, topic, txn_batch(committed_pid, epoch, 0, ["commit-0"])) == 3
+    assert produce(b.bootstrap, topic, txn_batch(aborted_pid, epoch, 0, ["abort-0", "abort-1"]), "txp-aborted") == 1
+    assert produce(b.bootstrap, topic, txn_batch(committed_pid, epoch, 0, ["commit-0"]), "txp-committed") == 3
     assert produce(b.bootstrap, topic, txn_batch(-1, -1, -1, ["plain-1"], transactional=False)) == 4
 
     # Both transactions open: a read_committed reader stops at the first one's first offset.
@@ -248,7 +253,7 @@ def test_read_committed_on_every_path(tbroker):
     assert write_txn_markers(b.cluster_port, [(committed_pid, epoch, True, 0, topic, [0])]) == \
         [(committed_pid, [(topic, 0, INVALID_PRODUCER_EPOCH)])]
     # A third transaction stays open: read_committed readers wait before it.
-    open_offset = produce(b.bootstrap, topic, txn_batch(open_pid, epoch, 0, ["open-0"]))
+    open_offset = produce(b.bootstrap, topic, txn_batch(open_pid, epoch, 0, ["open-0"]), "txp-open")
     assert open_offset == 8   # after markers at 5, 6 and 7
 
     committed = ["plain-0", "commit-0", "plain-1"]
