@@ -43,8 +43,12 @@ class DedicatedCluster:
     def start(self):
         for n in self.nodes.values():
             n.spawn()
-        for n in self.nodes.values():
-            wait_until(n.healthy, 60.0, f"node {n.node_id} /v1/health")
+        try:
+            for n in self.nodes.values():
+                wait_until(n.healthy, 60.0, f"node {n.node_id} /v1/health")
+        except BaseException:
+            self.stop()   # a node that failed to start must not leave the others running
+            raise
         return self
 
     def live(self, ids):
