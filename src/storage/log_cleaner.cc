@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <variant>
 
 #include "checkpoint.h"
 #include "ringlog/base/assert.h"
@@ -35,24 +36,40 @@ std::optional<model::offset> parse_base(const std::string& name, std::string_vie
   return model::offset{value};
 }
 
-/// One past the last offset of the batches in `path` (read header by header); `base` if none.
-result<model::offset> end_offset_of_file(io::file_system& fs, const std::string& path, model::offset base) {
+/// What a `.swap` file holds: one past its last offset when it is whole (every batch complete,
+/// CRC valid, offsets ascending from `base`, nothing after the last batch, not empty); otherwise
+/// why not. Errors: kafka_storage_error (the file cannot be read).
+result<std::variant<model::offset, std::string>> whole_swap_end(io::file_system& fs, const std::string& path,
+                                                               model::offset base) {
+  using out = std::variant<model::offset, std::string>;
   auto file = fs.open(path, io::open_mode::read_only);
   if (!file.ok()) return storage_error(file.error());
   auto size = file.value()->size();
   if (!size.ok()) return storage_error(size.error());
+  if (size.value() == 0) return out{std::string("it is empty")};
   model::offset end = base;
   uint64_t position = 0;
   std::array<std::byte, codec::batch_header_bytes> head{};
-  while (position + codec::batch_header_bytes <= size.value()) {
+  model::bytes batch;
+  while (position < size.value()) {
+    const std::string where = " at file position " + std::to_string(position);
+    if (position + codec::batch_header_bytes > size.value()) return out{"a torn batch header" + where};
     auto n = file.value()->read_at(model::file_position{position}, head);
     if (!n.ok()) return storage_error(n.error());
     auto header = codec::decode_header(head);
-    if (!header.ok() || position + header->size_bytes() > size.value()) break;
+    if (!header.ok()) return out{"an unreadable batch header" + where + ": " + header.error().message};
+    if (position + header->size_bytes() > size.value()) return out{"a torn batch" + where};
+    if (header->base_offset < end) return out{"offsets not ascending" + where};
+    batch.resize(header->size_bytes());
+    auto r = file.value()->read_at(model::file_position{position}, batch);
+    if (!r.ok()) return storage_error(r.error());
+    if (auto valid = codec::validate_batch(batch); !valid.ok()) {
+      return out{"a corrupt batch" + where + ": " + valid.error().message};
+    }
     end = header->last_offset() + 1;
     position += header->size_bytes();
   }
-  return end;
+  return out{end};
 }
 
 std::string join(const std::string& directory, const std::string& name) { return directory + "/" + name; }
@@ -215,7 +232,8 @@ std::optional<codec::control_type> marker_type(std::span<const std::byte> batch,
 
 // ---------------------------------------------------------------- recovery of the swap steps
 
-result<size_t> complete_interrupted_swaps(io::file_system& fs, const std::string& directory) {
+result<size_t> complete_interrupted_swaps(io::file_system& fs, const std::string& directory,
+                                          std::vector<std::string>* warnings) {
   auto names = fs.list_directory(directory);
   if (!names.ok()) {
     if (names.error().code == io::errc::not_found) return size_t{0};
@@ -237,14 +255,27 @@ result<size_t> complete_interrupted_swaps(io::file_system& fs, const std::string
     }
   }
   std::sort(swaps.begin(), swaps.end());
+  size_t completed = 0;
   for (model::offset base : swaps) {
     const std::string swap_path = join(directory, segment_file_stem(base) + ".log.swap");
-    auto end = end_offset_of_file(fs, swap_path, base);
-    if (!end.ok()) return end.error();
-    RINGLOG_ASSERT(end.value() > base, "a swap file is fdatasynced whole before its rename, and never empty");
+    auto whole = whole_swap_end(fs, swap_path, base);
+    if (!whole.ok()) return whole.error();
+    if (const auto* why = std::get_if<std::string>(&whole.value())) {
+      // Not a swap a cleaner committed: completing it would replace whole segments by part of it.
+      auto removed = fs.remove(swap_path);
+      if (!removed.ok()) return storage_error(removed.error());
+      changed = true;
+      if (warnings != nullptr) {
+        warnings->push_back("removed " + segment_file_stem(base) + ".log.swap, which no log cleaner committed (" + *why +
+                            "): the segments it would have replaced are kept");
+      }
+      continue;
+    }
+    const auto end = std::optional<model::offset>(std::get<model::offset>(whole.value()));
+    RINGLOG_ASSERT(*end > base, "a whole swap file holds at least one batch");
     // The swap replaces every segment whose base lies in its offsets [base, end).
     for (model::offset old : segments) {
-      if (old < base || old >= end.value()) continue;
+      if (old < base || old >= *end) continue;
       for (const char* suffix : {".log", ".index", ".timeindex"}) {
         auto removed = fs.remove(join(directory, segment_file_stem(old) + suffix));
         if (!removed.ok() && removed.error().code != io::errc::not_found) return storage_error(removed.error());
@@ -258,17 +289,18 @@ result<size_t> complete_interrupted_swaps(io::file_system& fs, const std::string
     // Step d again: the group's txn index keeps the aborted transactions whose marker is stored.
     auto markers = abort_markers_of_file(fs, swap_path);
     if (!markers.ok()) return markers.error();
-    auto indexed = rewrite_group_txn_index(fs, directory, base, end.value(), markers.value());
+    auto indexed = rewrite_group_txn_index(fs, directory, base, *end, markers.value());
     if (!indexed.ok()) return indexed.error();
     auto renamed = fs.rename(swap_path, join(directory, segment_file_stem(base) + ".log"));
     if (!renamed.ok()) return storage_error(renamed.error());
     changed = true;
+    ++completed;
   }
   if (changed) {
     auto synced = fs.sync_directory(directory);
     if (!synced.ok()) return storage_error(synced.error());
   }
-  return swaps.size();
+  return completed;
 }
 
 // ---------------------------------------------------------------- throttle
@@ -285,8 +317,9 @@ void cleaner_throttle::record(int64_t now_ms, uint64_t bytes) {
 /// A sync submitted to the executor: shared by the pass and the completion callback (which
 /// holds it weakly, so a pass that ended meanwhile is not resumed).
 struct log_cleaner::pending_sync {
+  size_t remaining = 0;   // syncs not completed yet; done at 0
   bool done = false;
-  std::optional<error> failure;
+  std::optional<error> failure;   // the first failure
 };
 
 struct log_cleaner::pass {
@@ -294,7 +327,7 @@ struct log_cleaner::pass {
   // swap_*: one group's swap (log_cleaner.h step 5), each part ending with a sync:
   //   swap_sync_cleaned  a: the .cleaned file's fdatasync
   //   swap_rename        b: rename to .swap, directory fsync (the commit point)
-  //   swap_commit        c, d, e: old files go, txn index, rename to .log, directory fsync
+  //   swap_commit        c, d, e: old files go, txn index, rename to .log, directory and index fsyncs
   //   swap_done          the group is complete: next group or finish
   // finish, finish_rename, finish_rest: the cleaner checkpoint written, fdatasynced, renamed,
   //   the directory fsynced; then compact,delete's retention (finish()).
@@ -332,6 +365,8 @@ struct log_cleaner::pass {
   std::shared_ptr<io::file> out;          // shared with a sync in flight
   std::string cleaned_path;
   uint64_t written = 0;
+  // what the output holds, tracked as it is written: the swap installs it without a scan
+  std::optional<segment_tracker> tracker;
   model::bytes pending;
   std::set<int64_t> kept_abort_markers;   // of the current group's output
   int64_t next_due_ms = std::numeric_limits<int64_t>::max();
@@ -356,9 +391,11 @@ bool log_cleaner::horizons_known(const partition_log& log) const { return horizo
 result<model::offset> log_cleaner::checkpointed_first_dirty(partition_log& log) {
   auto cached = first_dirty_cache_.find(log.directory_);
   if (cached == first_dirty_cache_.end()) {
+    // An unreadable checkpoint (partition_log::open removes one, with a warning) counts as none:
+    // the whole log is dirty, as Kafka's cleaner treats it, never "nothing to clean" for good.
     auto checkpoint = read_cleaner_checkpoint(log.fs_, log.directory_);
-    if (!checkpoint.ok()) return checkpoint.error();
-    cached = first_dirty_cache_.emplace(log.directory_, checkpoint->value_or(log.log_start_offset_)).first;
+    const model::offset from = checkpoint.ok() ? checkpoint->value_or(log.log_start_offset_) : log.log_start_offset_;
+    cached = first_dirty_cache_.emplace(log.directory_, from).first;
   }
   model::offset first_dirty = cached->second;
   // A checkpoint outside the log (truncation, a log started anew) restarts from the log start.
@@ -523,6 +560,13 @@ result<void> log_cleaner::seed_step(pass& p, size_t budget_bytes, clean_step& ou
   return plan_pass(p, state.value());
 }
 
+void log_cleaner::forget(const partition_log& log) {
+  if (pass_ && pass_->log == &log) abandon();
+  tombstone_due_ms_.erase(log.directory_);
+  horizons_known_.erase(log.directory_);
+  first_dirty_cache_.erase(log.directory_);
+}
+
 void log_cleaner::abandon() {
   if (!pass_) return;
   pass_->out.reset();   // a sync in flight keeps its own reference
@@ -535,23 +579,32 @@ void log_cleaner::abandon() {
   pass_.reset();
 }
 
-void log_cleaner::start_sync(pass& p, const std::shared_ptr<io::file>& f) {
+void log_cleaner::start_sync(pass& p, const std::vector<std::shared_ptr<io::file>>& files) {
   p.sync_failure.reset();
   if (p.io.executor == nullptr) {
-    auto synced = f->datasync();
-    if (!synced.ok()) p.sync_failure = storage_error(synced.error());
+    for (const auto& f : files) {
+      auto synced = f->datasync();
+      if (!synced.ok()) {
+        p.sync_failure = storage_error(synced.error());
+        return;
+      }
+    }
     return;
   }
   auto waiting = std::make_shared<pending_sync>();
+  waiting->remaining = files.size();
   p.waiting = waiting;
-  p.io.executor->submit_datasync(*f, [f, weak = std::weak_ptr<pending_sync>(waiting),
-                                      resume = p.io.resume](io::result<void> status) {
-    auto w = weak.lock();
-    if (!w) return;   // the pass ended meanwhile; `f` lived until here
-    w->done = true;
-    if (!status.ok()) w->failure = storage_error(status.error());
-    if (resume) resume();
-  });
+  for (const auto& f : files) {
+    p.io.executor->submit_datasync(*f, [f, weak = std::weak_ptr<pending_sync>(waiting),
+                                        resume = p.io.resume](io::result<void> status) {
+      auto w = weak.lock();
+      if (!w) return;   // the pass ended meanwhile; `f` lived until here
+      if (!status.ok() && !w->failure) w->failure = storage_error(status.error());
+      if (--w->remaining > 0) return;
+      w->done = true;
+      if (resume) resume();
+    });
+  }
 }
 
 result<clean_step> log_cleaner::step(partition_log& log, size_t budget_bytes) {
@@ -733,6 +786,7 @@ result<void> log_cleaner::rewrite_step(pass& p, size_t budget_bytes, clean_step&
     if (!cut.ok()) return storage_error(cut.error());
     p.out = std::move(opened.value());
     p.written = 0;
+    p.tracker.emplace(group_base);
     p.pending.clear();
     p.kept_abort_markers.clear();
   }
@@ -745,7 +799,11 @@ result<void> log_cleaner::rewrite_step(pass& p, size_t budget_bytes, clean_step&
     return base::ok_v;
   };
   const int64_t now = p.now_ms;
-  const int64_t new_horizon = now + config.delete_retention_ms;
+  // Saturating: delete.retention.ms may be Long.MAX_VALUE ("keep tombstones for good"), and a
+  // wrapped sum would be a horizon in the past (the tombstone removed at the next pass).
+  const int64_t new_horizon = config.delete_retention_ms > std::numeric_limits<int64_t>::max() - now
+                                  ? std::numeric_limits<int64_t>::max()
+                                  : now + config.delete_retention_ms;
   while (p.member < group.size()) {
     auto found = log.segments_.find(group[p.member]);
     RINGLOG_ASSERT(found != log.segments_.end(), "the segments of a pass stay while its generation holds");
@@ -774,7 +832,13 @@ result<void> log_cleaner::rewrite_step(pass& p, size_t budget_bytes, clean_step&
     out.bytes_read += h.size_bytes();
     p.position += h.size_bytes();
     const model::bytes& buffer = p.buffer;
-    auto append_bytes = [&](const model::bytes& bytes) { p.pending.insert(p.pending.end(), bytes.begin(), bytes.end()); };
+    auto append_bytes = [&](const model::bytes& bytes) {
+      auto written_header = codec::decode_header(bytes);
+      RINGLOG_ASSERT(written_header.ok(), "the cleaner writes whole batches: stored ones or ones it encoded");
+      p.tracker->track(written_header.value(), model::file_position{p.written + p.pending.size()}, p.now_ms,
+                       config.retention_ms, config.index_interval_bytes);
+      p.pending.insert(p.pending.end(), bytes.begin(), bytes.end());
+    };
     auto append_encoded = [&](std::span<const model::record> kept, std::optional<int64_t> horizon) -> result<void> {
       // An emptied batch stays only to end its segment: it is no transaction's data and no
       // marker any more (a replay must not open a transaction at it, whose marker may go).
@@ -878,7 +942,7 @@ result<void> log_cleaner::swap_substep(pass& p, clean_step& out) {
       RINGLOG_ASSERT(p.written > 0, "the last batch of every segment is kept, so a cleaned segment is never empty");
       RINGLOG_TRY(hook("cleaned-written"));
       p.at = pass::phase::swap_rename;
-      start_sync(p, p.out);
+      start_sync(p, {p.out});
       return base::ok_v;
     }
     case pass::phase::swap_rename: {
@@ -897,7 +961,7 @@ result<void> log_cleaner::swap_substep(pass& p, clean_step& out) {
         p.directory = std::move(opened.value());
       }
       p.at = pass::phase::swap_commit;
-      start_sync(p, p.directory);   // the commit point once it completes
+      start_sync(p, {p.directory});   // the commit point once it completes
       return base::ok_v;
     }
     case pass::phase::swap_commit: {
@@ -929,29 +993,42 @@ result<void> log_cleaner::swap_substep(pass& p, clean_step& out) {
       // so whatever a crash leaves of this rename, recovery ends with this group.
       auto final_name = log.fs_.rename(swap_path, stem + ".log");
       if (!final_name.ok()) return fail(storage_error(final_name.error()));
-      auto fresh = segment::open(log.fs_, log.directory_, group_base, config.direct_io);
+      // Installed from what the rewrite tracked: no read of the cleaned file on the shard (it was
+      // fdatasynced in step a); its index files are written here and synced with the directory.
+      auto fresh = segment::open_tracked(log.fs_, log.directory_, config.direct_io, std::move(*p.tracker));
+      p.tracker.reset();
       if (!fresh.ok()) return fail(fresh.error());
-      auto rebuilt = fresh.value()->recover(p.now_ms, config.retention_ms, config.index_interval_bytes, nullptr);
-      if (!rebuilt.ok()) return fail(rebuilt.error());
-      RINGLOG_ASSERT_OP(rebuilt.value(), ==, 0u);
       RINGLOG_ASSERT_OP(fresh.value()->next_offset().value(), ==, group_end.value());
-      auto released = fresh.value()->release_write_files();
-      if (!released.ok()) return fail(released.error());
+      auto index_files = fresh.value()->index_files();
       p.stats.bytes_written += fresh.value()->size_bytes();
       ++p.stats.segments_after;
       for (model::offset b : bases) log.segments_.erase(b);
       log.segments_.emplace(group_base, std::move(fresh.value()));
+      // The producer snapshots at the bases the group merged go with those segments (Kafka's
+      // replaceSegments deletes them too); the one at group_base and later ones stay. Without
+      // this a compacted log, never trimmed from the front, kept one per roll for good.
+      {
+        auto pruned = log.remove_producer_snapshots([&](model::offset o) { return o > group_base && o < group_end; });
+        if (!pruned.ok()) return fail(pruned.error());
+      }
       // The log's aborted transactions of the group are now those of its rewritten index.
       std::erase_if(log.aborted_txns_, [&](const auto& kv) {
         return kv.first >= group_base.value() && kv.first < group_end.value() && !p.kept_abort_markers.contains(kv.first);
       });
       out.records_changed = true;
       p.at = pass::phase::swap_done;
-      start_sync(p, p.directory);
+      start_sync(p, {p.directory, index_files[0], index_files[1]});
       return base::ok_v;
     }
     case pass::phase::swap_done: {
       if (p.sync_failure) return fail(*p.sync_failure);
+      {
+        // Its files synced: the cleaned segment keeps only its .log open, as a rolled one does.
+        segment& cleaned = *log.segments_.at(group_base);
+        cleaned.mark_indexes_synced();
+        auto released = cleaned.release_write_files();
+        if (!released.ok()) return fail(released.error());
+      }
       auto s = hook("group-done");
       if (!s.ok()) return fail(s.error());
       ++p.group;
@@ -986,7 +1063,7 @@ result<void> log_cleaner::finish(pass& p, clean_step& out) {
       auto written = temp.value()->write_at(model::file_position{0}, std::as_bytes(std::span(text.data(), text.size())));
       if (!written.ok()) return storage_error(written.error());
       p.at = pass::phase::finish_rename;
-      start_sync(p, std::shared_ptr<io::file>(std::move(temp.value())));
+      start_sync(p, {std::shared_ptr<io::file>(std::move(temp.value()))});
       return base::ok_v;
     }
     case pass::phase::finish_rename: {
@@ -999,7 +1076,7 @@ result<void> log_cleaner::finish(pass& p, clean_step& out) {
         p.directory = std::move(opened.value());
       }
       p.at = pass::phase::finish_rest;
-      start_sync(p, p.directory);
+      start_sync(p, {p.directory});
       return base::ok_v;
     }
     case pass::phase::finish_rest:

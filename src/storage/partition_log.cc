@@ -82,7 +82,18 @@ result<void> partition_log::load() {
   auto made = fs_.make_directories(directory_);
   if (!made.ok()) return storage_error(made.error());
   // A log cleaner swap cut by a crash is finished or undone before segments are listed.
-  RINGLOG_TRY(complete_interrupted_swaps(fs_, directory_));
+  RINGLOG_TRY(complete_interrupted_swaps(fs_, directory_, &recovery_.warnings));
+  {
+    // An unreadable cleaner checkpoint was not written by the cleaner (tmp, fdatasync, rename):
+    // it goes, and the cleaner starts over from the log start (log_cleaner::inspect).
+    const std::string cleaner_checkpoint = directory_ + "/" + cleaner_checkpoint_file;
+    if (fs_.exists(cleaner_checkpoint) && !read_checkpoint(fs_, cleaner_checkpoint).ok()) {
+      auto removed = fs_.remove(cleaner_checkpoint);
+      if (!removed.ok()) return storage_error(removed.error());
+      recovery_.warnings.push_back(std::string("removed the unreadable ") + cleaner_checkpoint_file +
+                                   ": the log cleaner treats the whole log as dirty");
+    }
+  }
   const std::string marker = directory_ + "/" + clean_shutdown_file;
   recovery_.clean_shutdown = fs_.exists(marker);
   const int64_t now = clock_.now_ms();

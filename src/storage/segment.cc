@@ -34,7 +34,7 @@ std::string segment_file_stem(model::offset base_offset) {
 }
 
 segment::segment(io::file_system& fs, std::string directory, model::offset base_offset, bool direct)
-    : fs_(fs), directory_(std::move(directory)), base_offset_(base_offset), next_offset_(base_offset), direct_(direct) {}
+    : fs_(fs), directory_(std::move(directory)), base_offset_(base_offset), tracked_(base_offset), direct_(direct) {}
 
 std::string segment::path(const char* suffix) const {
   return directory_ + "/" + segment_file_stem(base_offset_) + suffix;
@@ -96,6 +96,20 @@ result<std::unique_ptr<segment>> segment::create(io::file_system& fs, const std:
   return seg;
 }
 
+result<std::unique_ptr<segment>> segment::open_tracked(io::file_system& fs, const std::string& directory, bool direct,
+                                                       segment_tracker tracked) {
+  std::unique_ptr<segment> seg(new segment(fs, directory, tracked.base_offset, direct));
+  RINGLOG_TRY(seg->open_files(io::open_mode::read_write));
+  if (seg->size_bytes_ != tracked.end_position) {
+    return error{errc::kafka_storage_error, seg->path(".log") + " holds " + std::to_string(seg->size_bytes_) +
+                                                " bytes where " + std::to_string(tracked.end_position) +
+                                                " were written and tracked"};
+  }
+  seg->tracked_ = std::move(tracked);
+  RINGLOG_TRY(seg->rewrite_index_files());   // written, not synced: index_dirty_ stays until the caller's sync
+  return seg;
+}
+
 result<std::unique_ptr<segment>> segment::open(io::file_system& fs, const std::string& directory,
                                                model::offset base_offset, bool direct) {
   std::unique_ptr<segment> seg(new segment(fs, directory, base_offset, direct));
@@ -130,35 +144,37 @@ result<void> segment::read_into(model::file_position position, size_t length, mo
   return base::ok_v;
 }
 
-void segment::track_batch(const codec::batch_header& header, model::file_position position, int64_t now_ms,
-                          int64_t retention_ms, int32_t index_interval_bytes) {
+void segment_tracker::track(const codec::batch_header& header, model::file_position position, int64_t now_ms,
+                            int64_t retention_ms, int32_t index_interval_bytes) {
   // Index entries are kept in memory and written to their files lazily (write_pending_index_entries,
   // at roll, close and index syncs): an unclean stop rebuilds the last segment's indexes anyway,
   // so an append costs one write, not three.
-  const auto relative_last = static_cast<int32_t>(header.last_offset() - base_offset_);
-  if (bytes_since_index_entry_ > static_cast<uint64_t>(index_interval_bytes)) {
-    offset_entries_.push_back(offset_index_entry{relative_last, static_cast<uint32_t>(position.value())});
-    bytes_since_index_entry_ = 0;
+  RINGLOG_ASSERT_OP(position.value(), ==, end_position);
+  const auto relative_last = static_cast<int32_t>(header.last_offset() - base_offset);
+  if (bytes_since_index_entry > static_cast<uint64_t>(index_interval_bytes)) {
+    offset_entries.push_back(offset_index_entry{relative_last, static_cast<uint32_t>(position.value())});
+    bytes_since_index_entry = 0;
   }
-  bytes_since_index_entry_ += header.size_bytes();
-  if (header.max_timestamp > max_timestamp_) {
-    max_timestamp_ = header.max_timestamp;
+  bytes_since_index_entry += header.size_bytes();
+  if (header.max_timestamp > max_timestamp) {
+    max_timestamp = header.max_timestamp;
     // The exact record holding max_timestamp is inside the batch; the batch's last offset is an
     // upper bound, which is what a timestamp lookup needs to start scanning early enough.
-    offset_of_max_timestamp_ = header.last_offset();
-    if (time_entries_.empty() || max_timestamp_ > time_entries_.back().timestamp) {
-      time_entries_.push_back(time_index_entry{max_timestamp_, relative_last});
+    offset_of_max_timestamp = header.last_offset();
+    if (time_entries.empty() || max_timestamp > time_entries.back().timestamp) {
+      time_entries.push_back(time_index_entry{max_timestamp, relative_last});
     }
   }
-  retention_timestamp_ = std::max(retention_timestamp_, effective_timestamp(header.max_timestamp, now_ms, retention_ms));
-  if (first_append_ms_ < 0) first_append_ms_ = now_ms;
-  next_offset_ = header.last_offset() + 1;
+  retention_timestamp = std::max(retention_timestamp, effective_timestamp(header.max_timestamp, now_ms, retention_ms));
+  if (first_append_ms < 0) first_append_ms = now_ms;
+  next_offset = header.last_offset() + 1;
+  end_position = position.value() + header.size_bytes();
 }
 
 result<void> segment::append(std::span<const std::byte> batch, const codec::batch_header& header, int64_t now_ms,
                              int64_t retention_ms, int32_t index_interval_bytes) {
   // Offsets may jump (a compacted leader's batches replicated), never go back.
-  RINGLOG_ASSERT_OP(header.base_offset.value(), >=, next_offset_.value());
+  RINGLOG_ASSERT_OP(header.base_offset.value(), >=, tracked_.next_offset.value());
   RINGLOG_ASSERT_OP(batch.size(), ==, header.size_bytes());
   const model::file_position position{size_bytes_};
   if (direct_) {
@@ -169,7 +185,7 @@ result<void> segment::append(std::span<const std::byte> batch, const codec::batc
   }
   size_bytes_ += batch.size();
   dirty_ = true;
-  track_batch(header, position, now_ms, retention_ms, index_interval_bytes);
+  tracked_.track(header, position, now_ms, retention_ms, index_interval_bytes);
   return base::ok_v;
 }
 
@@ -243,50 +259,45 @@ result<bool> segment::load_indexes(int64_t now_ms, int64_t retention_ms) {
   for (size_t i = 1; i < times.size(); ++i) {
     if (times[i].timestamp <= times[i - 1].timestamp) return false;
   }
-  offset_entries_ = std::move(offsets);
-  time_entries_ = std::move(times);
-  offset_entries_written_ = offset_entries_.size();
-  time_entries_written_ = time_entries_.size();
+  tracked_.offset_entries = std::move(offsets);
+  tracked_.time_entries = std::move(times);
+  offset_entries_written_ = tracked_.offset_entries.size();
+  time_entries_written_ = tracked_.time_entries.size();
   // Scan from the last indexed batch to the end for next_offset and the latest timestamps.
-  model::file_position position{offset_entries_.empty() ? 0 : offset_entries_.back().file_position};
-  if (!time_entries_.empty()) max_timestamp_ = time_entries_.back().timestamp;
-  bytes_since_index_entry_ = 0;
+  model::file_position position{tracked_.offset_entries.empty() ? 0 : tracked_.offset_entries.back().file_position};
+  if (!tracked_.time_entries.empty()) tracked_.max_timestamp = tracked_.time_entries.back().timestamp;
+  tracked_.bytes_since_index_entry = 0;
   bool first = true;
   while (true) {
     auto located = header_at(position);
     if (!located.ok()) return false;
     if (!located.value()) break;
     const auto& h = located.value()->header;
-    if (first && !offset_entries_.empty() &&
-        h.last_offset() != base_offset_ + offset_entries_.back().relative_offset) {
+    if (first && !tracked_.offset_entries.empty() &&
+        h.last_offset() != base_offset_ + tracked_.offset_entries.back().relative_offset) {
       return false;
     }
     first = false;
-    bytes_since_index_entry_ += h.size_bytes();
-    if (h.max_timestamp > max_timestamp_) {
-      max_timestamp_ = h.max_timestamp;
-      offset_of_max_timestamp_ = h.last_offset();
+    tracked_.bytes_since_index_entry += h.size_bytes();
+    if (h.max_timestamp > tracked_.max_timestamp) {
+      tracked_.max_timestamp = h.max_timestamp;
+      tracked_.offset_of_max_timestamp = h.last_offset();
     }
-    next_offset_ = h.last_offset() + 1;
+    tracked_.next_offset = h.last_offset() + 1;
     position = model::file_position{position.value() + h.size_bytes()};
   }
   if (position.value() != size_bytes_) return false;  // bytes after the last whole batch: recover
+  tracked_.end_position = size_bytes_;
   if (size_bytes_ > 0) {
-    retention_timestamp_ = effective_timestamp(max_timestamp_, now_ms, retention_ms);
-    first_append_ms_ = now_ms;
+    tracked_.retention_timestamp = effective_timestamp(tracked_.max_timestamp, now_ms, retention_ms);
+    tracked_.first_append_ms = now_ms;
   }
   return true;
 }
 
 result<uint64_t> segment::recover(int64_t now_ms, int64_t retention_ms, int32_t index_interval_bytes,
                                   size_t* batches) {
-  offset_entries_.clear();
-  time_entries_.clear();
-  max_timestamp_ = model::no_timestamp;
-  retention_timestamp_ = model::no_timestamp;
-  bytes_since_index_entry_ = 0;
-  first_append_ms_ = -1;
-  next_offset_ = base_offset_;
+  tracked_ = segment_tracker(base_offset_);
   model::file_position position{0};
   model::bytes buffer;
   while (position.value() + codec::batch_header_bytes <= size_bytes_) {
@@ -297,14 +308,14 @@ result<uint64_t> segment::recover(int64_t now_ms, int64_t retention_ms, int32_t 
     if (!header.ok() || position.value() + header->size_bytes() > size_bytes_) break;
     // Offsets must ascend from the previous batch (compaction leaves gaps between batches,
     // log_cleaner.h); anything else is garbage.
-    if (header->base_offset < next_offset_ || header->last_offset_delta < 0 ||
+    if (header->base_offset < tracked_.next_offset || header->last_offset_delta < 0 ||
         header->last_offset() - base_offset_ > std::numeric_limits<int32_t>::max()) {
       break;
     }
     buffer.clear();
     RINGLOG_TRY(read_into(position, header->size_bytes(), buffer));
     if (!codec::validate_batch(buffer).ok()) break;
-    track_batch(header.value(), position, now_ms, retention_ms, index_interval_bytes);
+    tracked_.track(header.value(), position, now_ms, retention_ms, index_interval_bytes);
     position = model::file_position{position.value() + header->size_bytes()};
     if (batches != nullptr) ++*batches;
   }
@@ -318,7 +329,7 @@ result<uint64_t> segment::recover(int64_t now_ms, int64_t retention_ms, int32_t 
   dirty_ = true;
   RINGLOG_TRY(rewrite_index_files());
   RINGLOG_TRY(sync(true));
-  if (size_bytes_ > 0) first_append_ms_ = now_ms;
+  if (size_bytes_ > 0) tracked_.first_append_ms = now_ms;
   return cut;
 }
 
@@ -336,36 +347,36 @@ result<void> segment::rewrite_index_files() {
 }
 
 result<void> segment::write_pending_index_entries() {
-  if (offset_entries_written_ == offset_entries_.size() && time_entries_written_ == time_entries_.size()) {
+  if (offset_entries_written_ == tracked_.offset_entries.size() && time_entries_written_ == tracked_.time_entries.size()) {
     return base::ok_v;
   }
   RINGLOG_TRY(open_index_files());
-  const size_t new_offsets = offset_entries_.size() - offset_entries_written_;
+  const size_t new_offsets = tracked_.offset_entries.size() - offset_entries_written_;
   model::bytes index_bytes(new_offsets * constants::offset_index_entry_bytes);
   for (size_t i = 0; i < new_offsets; ++i) {
-    encode_offset_index_entry(offset_entries_[offset_entries_written_ + i],
+    encode_offset_index_entry(tracked_.offset_entries[offset_entries_written_ + i],
                               std::span<std::byte, 8>(index_bytes.data() + i * 8, 8));
   }
   auto w1 = index_->write_at(model::file_position{offset_entries_written_ * 8}, index_bytes);
   if (!w1.ok()) return storage_error(w1.error());
-  const size_t new_times = time_entries_.size() - time_entries_written_;
+  const size_t new_times = tracked_.time_entries.size() - time_entries_written_;
   model::bytes time_bytes(new_times * constants::time_index_entry_bytes);
   for (size_t i = 0; i < new_times; ++i) {
-    encode_time_index_entry(time_entries_[time_entries_written_ + i],
+    encode_time_index_entry(tracked_.time_entries[time_entries_written_ + i],
                             std::span<std::byte, 12>(time_bytes.data() + i * 12, 12));
   }
   auto w2 = time_index_->write_at(model::file_position{time_entries_written_ * 12}, time_bytes);
   if (!w2.ok()) return storage_error(w2.error());
-  offset_entries_written_ = offset_entries_.size();
-  time_entries_written_ = time_entries_.size();
+  offset_entries_written_ = tracked_.offset_entries.size();
+  time_entries_written_ = tracked_.time_entries.size();
   index_dirty_ = true;
   return base::ok_v;
 }
 
 result<std::optional<located_batch>> segment::find_batch(model::offset target) {
-  if (target >= next_offset_) return std::optional<located_batch>{};
+  if (target >= tracked_.next_offset) return std::optional<located_batch>{};
   const auto relative = static_cast<int32_t>(std::max<int64_t>(0, target - base_offset_));
-  auto floor = floor_offset(offset_entries_, relative);
+  auto floor = floor_offset(tracked_.offset_entries, relative);
   model::file_position position{floor ? floor->file_position : 0};
   while (true) {
     auto located = header_at(position);
@@ -379,9 +390,9 @@ result<std::optional<located_batch>> segment::find_batch(model::offset target) {
 result<std::optional<std::pair<model::offset, model::timestamp_ms>>> segment::offset_for_timestamp(
     model::timestamp_ms timestamp, model::offset min_offset) {
   using found_t = std::optional<std::pair<model::offset, model::timestamp_ms>>;
-  if (empty() || max_timestamp_ < timestamp) return found_t{};
+  if (empty() || tracked_.max_timestamp < timestamp) return found_t{};
   // Every record up to the entry's offset has a timestamp <= entry.timestamp < target.
-  auto before = last_before_timestamp(time_entries_, timestamp);
+  auto before = last_before_timestamp(tracked_.time_entries, timestamp);
   const model::offset start =
       std::max(min_offset, before ? base_offset_ + (before->relative_offset + 1) : base_offset_);
   auto located = find_batch(start);
@@ -407,7 +418,7 @@ result<std::optional<std::pair<model::offset, model::timestamp_ms>>> segment::of
 
 result<void> segment::truncate_to(model::offset offset, int64_t now_ms, int64_t retention_ms,
                                   int32_t index_interval_bytes) {
-  if (offset >= next_offset_) return base::ok_v;
+  if (offset >= tracked_.next_offset) return base::ok_v;
   auto located = find_batch(offset);
   if (!located.ok()) return located.error();
   const uint64_t cut_at = located.value() ? located.value()->position.value() : size_bytes_;

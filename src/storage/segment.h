@@ -2,6 +2,7 @@
 // One segment of a partition log: `<base>.log` (record batches back to back), `<base>.index`
 // and `<base>.timeindex` (include/ringlog/storage/index.h). Private to storage.
 
+#include <array>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -26,6 +27,29 @@ struct located_batch {
   model::file_position position{0};
 };
 
+/// What a segment learns from each batch written to it, kept in memory: the sparse offset index
+/// (an entry after every index.interval.bytes of batches), the time index (an entry at each new
+/// largest timestamp), the next offset and the timestamps retention reads. Built by
+/// segment::append and segment::recover, and by the log cleaner while it writes a cleaned segment,
+/// so its swap installs the segment without reading it back (segment::open_tracked).
+struct segment_tracker {
+  explicit segment_tracker(model::offset base) : base_offset(base), next_offset(base) {}
+  /// Takes the batch `header` written at `position` (batches in file order, offsets ascending).
+  void track(const codec::batch_header& header, model::file_position position, int64_t now_ms, int64_t retention_ms,
+             int32_t index_interval_bytes);
+
+  model::offset base_offset;
+  model::offset next_offset;           // last tracked offset + 1 (base_offset when none)
+  uint64_t end_position = 0;           // file position after the last tracked batch
+  model::timestamp_ms max_timestamp = model::no_timestamp;
+  model::offset offset_of_max_timestamp{0};
+  model::timestamp_ms retention_timestamp = model::no_timestamp;
+  int64_t first_append_ms = -1;        // broker time of the first batch (segment.ms), -1 when none
+  uint64_t bytes_since_index_entry = 0;
+  std::vector<offset_index_entry> offset_entries;
+  std::vector<time_index_entry> time_entries;
+};
+
 /// Tagged bool for segment::remove_files: whether the segment's `.txnindex` goes too. The log
 /// cleaner keeps it while swapping a group (log_cleaner.h step c): the group's txn index is
 /// rewritten from the old files in step d, also by recovery after a crash between the two.
@@ -39,6 +63,13 @@ class segment {
   /// file carries zero padding past its logical end until seal() cuts it.
   static result<std::unique_ptr<segment>> create(io::file_system& fs, const std::string& directory,
                                                  model::offset base_offset, bool direct);
+  /// Opens a segment whose `.log` was written whole elsewhere and tracked while it was written
+  /// (the log cleaner's swap, log_cleaner.h step e): takes `tracked` instead of scanning the file
+  /// and writes both index files without syncing them (index_files() gives them to the caller's
+  /// disk executor; mark_indexes_synced() after). Errors: kafka_storage_error, also when the file's
+  /// size is not tracked.end_position.
+  static result<std::unique_ptr<segment>> open_tracked(io::file_system& fs, const std::string& directory,
+                                                       bool direct, segment_tracker tracked);
   /// Opens an existing segment; call load_indexes() or recover() next.
   static result<std::unique_ptr<segment>> open(io::file_system& fs, const std::string& directory,
                                                model::offset base_offset, bool direct);
@@ -78,6 +109,11 @@ class segment {
 
   /// datasync of the log file (and indexes when `with_indexes`).
   result<void> sync(bool with_indexes);
+  /// The .index and .timeindex files, for a sync through the disk executor (open_tracked); null
+  /// after release_write_files().
+  [[nodiscard]] std::array<std::shared_ptr<io::file>, 2> index_files() const { return {index_, time_index_}; }
+  /// The caller synced both index files (open_tracked): release_write_files() need not.
+  void mark_indexes_synced() { index_dirty_ = false; }
   /// Files of this segment, for the async flush path.
   io::file& log_file() { return *log_; }
   /// The .log file, shared: a reader holding it (a Kafka Fetch sending bytes by reference) keeps
@@ -89,26 +125,24 @@ class segment {
   result<void> remove_files(txn_index_file txn_index = txn_index_file::remove);
 
   [[nodiscard]] model::offset base_offset() const { return base_offset_; }
-  [[nodiscard]] model::offset next_offset() const { return next_offset_; }
+  [[nodiscard]] model::offset next_offset() const { return tracked_.next_offset; }
   [[nodiscard]] uint64_t size_bytes() const { return size_bytes_; }
   [[nodiscard]] bool empty() const { return size_bytes_ == 0; }
-  [[nodiscard]] model::timestamp_ms max_timestamp() const { return max_timestamp_; }
+  [[nodiscard]] model::timestamp_ms max_timestamp() const { return tracked_.max_timestamp; }
   /// Largest record timestamp, clamped for retention (see partition_log::apply_retention).
-  [[nodiscard]] model::timestamp_ms retention_timestamp() const { return retention_timestamp_; }
+  [[nodiscard]] model::timestamp_ms retention_timestamp() const { return tracked_.retention_timestamp; }
   /// Broker time of the first append into this segment (segment.ms roll), or -1 when empty.
-  [[nodiscard]] int64_t first_append_ms() const { return first_append_ms_; }
+  [[nodiscard]] int64_t first_append_ms() const { return tracked_.first_append_ms; }
   [[nodiscard]] bool dirty() const { return dirty_; }
   void mark_clean() { dirty_ = false; }
-  [[nodiscard]] const std::vector<offset_index_entry>& offset_entries() const { return offset_entries_; }
-  [[nodiscard]] const std::vector<time_index_entry>& time_entries() const { return time_entries_; }
+  [[nodiscard]] const std::vector<offset_index_entry>& offset_entries() const { return tracked_.offset_entries; }
+  [[nodiscard]] const std::vector<time_index_entry>& time_entries() const { return tracked_.time_entries; }
 
  private:
   segment(io::file_system& fs, std::string directory, model::offset base_offset, bool direct);
   result<void> open_files(io::open_mode mode);
   result<void> open_index_files();
   result<void> direct_write(std::span<const std::byte> batch);
-  void track_batch(const codec::batch_header& header, model::file_position position, int64_t now_ms,
-                   int64_t retention_ms, int32_t index_interval_bytes);
   result<void> rewrite_index_files();
   /// Appends the in-memory index entries not yet in the index files.
   result<void> write_pending_index_entries();
@@ -117,13 +151,8 @@ class segment {
   io::file_system& fs_;
   std::string directory_;
   model::offset base_offset_;
-  model::offset next_offset_;
+  segment_tracker tracked_;
   uint64_t size_bytes_ = 0;
-  model::timestamp_ms max_timestamp_ = model::no_timestamp;
-  model::offset offset_of_max_timestamp_{0};
-  model::timestamp_ms retention_timestamp_ = model::no_timestamp;
-  int64_t first_append_ms_ = -1;
-  uint64_t bytes_since_index_entry_ = 0;
   bool dirty_ = false;
   bool index_dirty_ = false;
   std::shared_ptr<io::file> log_;   // shared with in-flight zero-copy fetches (shared_log_file)
@@ -137,10 +166,8 @@ class segment {
   size_t tail_capacity_ = 0;
   uint64_t tail_start_ = 0;
   bool tail_loaded_ = false;
-  std::unique_ptr<io::file> index_;
-  std::unique_ptr<io::file> time_index_;
-  std::vector<offset_index_entry> offset_entries_;
-  std::vector<time_index_entry> time_entries_;
+  std::shared_ptr<io::file> index_;      // shared with a sync in flight (index_files)
+  std::shared_ptr<io::file> time_index_;
   size_t offset_entries_written_ = 0;  // entries [0, written) are in the index files
   size_t time_entries_written_ = 0;
 };

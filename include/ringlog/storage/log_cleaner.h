@@ -191,6 +191,10 @@ class log_cleaner {
   /// Ends the pass in progress without finishing it (its partition is going away or stopping);
   /// removes its `.cleaned` file when the log is still usable. Groups already swapped stay.
   void abandon();
+  /// `log` is going away (its partition deleted or moved off this broker): ends a pass over it
+  /// (abandon) and forgets what this cleaner cached of its directory, so a new log there (a topic
+  /// re-created under the same name) starts from its own checkpoint.
+  void forget(const partition_log& log);
   [[nodiscard]] bool in_progress() const { return pass_ != nullptr; }
   /// The log of the pass in progress, nullptr when none.
   [[nodiscard]] const partition_log* cleaning() const;
@@ -218,8 +222,9 @@ class log_cleaner {
   struct pending_sync;
   result<void> seed_step(pass& p, size_t budget_bytes, clean_step& out);
   result<void> plan_pass(pass& p, const cleanable_state& state);
-  /// Syncs `f` through the pass's executor (p.waiting set) or inline (result in p.sync_failure).
-  void start_sync(pass& p, const std::shared_ptr<io::file>& f);
+  /// Syncs `files` (at once, in any order) through the pass's executor (p.waiting set, done when
+  /// all completed) or inline (the first failure in p.sync_failure).
+  void start_sync(pass& p, const std::vector<std::shared_ptr<io::file>>& files);
   result<void> swap_substep(pass& p, clean_step& out);
   result<void> hook(std::string_view name);
   result<void> build_map_step(pass& p, size_t budget_bytes, clean_step& out);
@@ -263,8 +268,12 @@ class cleaner_throttle {
 
 /// Recovery of the swap steps above for one partition directory: removes `*.cleaned` files,
 /// completes every `<base>.log.swap`. Called by partition_log::open before segments are listed.
-/// Returns the number of swaps completed. Errors: kafka_storage_error.
-result<size_t> complete_interrupted_swaps(io::file_system& fs, const std::string& directory);
+/// A `.swap` that is not whole (empty, a torn or corrupt batch, bytes after the last batch,
+/// offsets not ascending) was never committed by a cleaner, which fdatasyncs it whole before the
+/// rename: it is removed and the segments it would have replaced stay, with one line in
+/// `warnings` naming it and why. Returns the number of swaps completed. Errors: kafka_storage_error.
+result<size_t> complete_interrupted_swaps(io::file_system& fs, const std::string& directory,
+                                          std::vector<std::string>* warnings = nullptr);
 
 /// Name of the cleaner checkpoint file in a partition directory.
 inline constexpr const char* cleaner_checkpoint_file = "cleaner-offset-checkpoint";

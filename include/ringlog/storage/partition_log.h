@@ -87,6 +87,7 @@ struct recovery_report {
   size_t segments_scanned = 0;
   size_t batches_scanned = 0;
   uint64_t bytes_truncated = 0;  // torn or corrupt tail bytes cut away
+  std::vector<std::string> warnings;   // files recovery removed instead of trusting, one line each
 };
 
 class partition_log {
