@@ -11,7 +11,9 @@ Measures, one at a time:
   (c) produce latency over HTTP to a compacted partition while its log is being cleaned, against
       the same run with log.cleaner.enable=false: `ringlog serve` with one shard, a partition
       pre-filled with PREFILL_KEYS x PREFILL_VERSIONS records, then PRODUCE_SECONDS of one-record
-      POSTs (sequential, one client), p50/p99/max.
+      POSTs (sequential, one client), p50/p99/max; beside them, from /metrics, how long each
+      cleaner step held the shard's loop (ringlog_log_cleaner_step_duration_seconds: the stall
+      the cleaner itself causes) and the fdatasync latency histogram (the disk's own noise).
       With BASELINE_RINGLOG set (another build's binary, e.g. one that cleaned in whole passes),
       (c) also runs with the cleaner on under that binary, in the same script run.
 Environment: BENCH_DIR [BUILD_DIR/bench-data], KEYS [100000], VERSIONS [20], PREFILL_KEYS [50000],
@@ -74,6 +76,28 @@ def free_port():
         return s.getsockname()[1]
 
 
+def histogram(metrics, name):
+    """{upper bound in ms (inf last): cumulative count} of a Prometheus histogram, or None if absent."""
+    out = {}
+    for line in metrics.splitlines():
+        if line.startswith(name + "_bucket{le="):
+            bound = line.split('"')[1]
+            out[float("inf") if bound == "+Inf" else float(bound) * 1000] = int(float(line.rsplit(" ", 1)[1]))
+    return out or None
+
+
+def bucket_summary(h, over_ms):
+    """'count, n over over_ms, all <= X ms' from histogram(), or '-' when the binary has none."""
+    if not h:
+        return "-"
+    count = h[float("inf")]
+    bounds = sorted(h)
+    under = max((c for b, c in h.items() if b <= over_ms), default=0)
+    top = next(b for b in bounds if h[b] == count)
+    top_text = "> 1000" if top == float("inf") else f"<= {top:g}"
+    return f"{count}, {count - under} over {over_ms:g} ms, all {top_text} ms"
+
+
 def produce_latency(enable, binary=RINGLOG):
     data = BENCH_DIR / "serve"
     shutil.rmtree(data, ignore_errors=True)
@@ -121,8 +145,11 @@ def produce_latency(enable, binary=RINGLOG):
         cleaned = sum(float(l.rsplit(" ", 1)[1]) for l in metrics.splitlines() if l.startswith("ringlog_log_cleaner_bytes_read_total{"))
         secs = sum(float(l.rsplit(" ", 1)[1]) for l in metrics.splitlines() if l.startswith("ringlog_log_cleaner_seconds_total{"))
         latencies.sort()
+        steps = histogram(metrics, "ringlog_log_cleaner_step_duration_seconds")
+        fsyncs = histogram(metrics, "ringlog_log_fsync_duration_seconds")
         return {"requests": len(latencies), "p50": latencies[len(latencies) // 2], "p99": latencies[int(len(latencies) * 0.99)],
-                "p999": latencies[int(len(latencies) * 0.999)], "max": latencies[-1], "passes": passes, "cleaned_mib": cleaned / 2**20, "cleaner_s": secs}
+                "p999": latencies[int(len(latencies) * 0.999)], "max": latencies[-1], "passes": passes, "cleaned_mib": cleaned / 2**20,
+                "cleaner_s": secs, "steps": steps, "fsyncs": fsyncs}
     finally:
         proc.terminate()
         proc.wait(30)
@@ -132,14 +159,16 @@ def produce_latency(enable, binary=RINGLOG):
 def produce_report(off, on, baseline):
     print(f"\nProduce to a compacted partition ({PREFILL_KEYS} keys x {PREFILL_VERSIONS} versions pre-filled, one shard, "
           f"one client, {PRODUCE_SECONDS:.0f} s of one-record POSTs):\n")
-    print("| cleaner | requests | p50 ms | p99 ms | p99.9 ms | max ms | passes | MiB cleaned | cleaner seconds |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| cleaner | requests | p50 ms | p99 ms | p99.9 ms | max ms | passes | MiB cleaned | cleaner seconds | "
+          "cleaner steps (time each held the shard) | fdatasyncs (disk) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = [("off", off), ("on", on)]
     if baseline:
         rows.append((f"on, {BASELINE_RINGLOG}", baseline))
     for label, r in rows:
         print(f"| {label} | {r['requests']} | {r['p50']:.2f} | {r['p99']:.2f} | {r['p999']:.2f} | {r['max']:.1f} | "
-              f"{r['passes']:.0f} | {r['cleaned_mib']:.1f} | {r['cleaner_s']:.2f} |")
+              f"{r['passes']:.0f} | {r['cleaned_mib']:.1f} | {r['cleaner_s']:.2f} | {bucket_summary(r['steps'], 10)} | "
+              f"{bucket_summary(r['fsyncs'], 25)} |")
 
 
 def produce_part():

@@ -1271,6 +1271,9 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
   }
   auto log = storage::partition_log::open(deps_.fs, dir, log_config, deps_.clock);
   if (!log.ok()) return from_storage(log.error());
+  if (deps_.log) {
+    for (const auto& warning : log.value()->last_recovery().warnings) deps_.log(false, dir + ": " + warning);
+  }
   if (!deps_.fs.exists(metadata_path)) {
     auto written = io::write_file_atomic(deps_.fs, metadata_path, std::as_bytes(std::span(expected.data(), expected.size())));
     if (!written.ok()) return error{errc::kafka_storage_error, written.error().message};
@@ -1499,6 +1502,7 @@ void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t p
   if (auto rt = runtime_of(shard, topic, partition)) {
     apply_partition_state(shard, rt, now);   // a leadership ends; no follower loop starts (not a replica)
     rt->deleted = true;
+    compaction_.forget(shard, *rt->log);
     ++rt->follower_generation;
     shards_[shard].erase(partition_key(topic, partition));
     for (auto& w : rt->waiters) {
@@ -1530,6 +1534,7 @@ void broker_impl::remove_partitions(const std::string& topic, int32_t count, std
       auto rt = runtime_of(shard, topic, p);
       if (rt) {
         rt->deleted = true;
+        compaction_.forget(shard, *rt->log);
         shards_[shard].erase(partition_key(topic, p));
         for (auto& w : rt->waiters) {
           if (!w->completed) {

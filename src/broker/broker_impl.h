@@ -281,6 +281,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void describe_producers(model::topic_partition partition,
                           std::function<void(result<std::vector<producer_description>>)> done) override;
   void begin_shutdown() override;
+  [[nodiscard]] io::latency_histogram::snapshot cleaner_step_time() const override { return compaction_.step_time(); }
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
   txn_api& transactions() override { return *txns_; }

@@ -29,6 +29,7 @@ bool compaction::begin(size_t shard, storage::partition_log& log, partition_stat
   const auto started = std::chrono::steady_clock::now();
   auto begun = s.cleaner->begin(log, storage::force_clean::no, storage::cleaner_io{&disk, std::move(resume)});
   s.pass_time = std::chrono::steady_clock::now() - started;
+  s.step_time.observe(s.pass_time);
   return begun.ok() && begun.value();
 }
 
@@ -39,7 +40,9 @@ compaction::step_outcome compaction::step(size_t shard, storage::partition_log& 
   if (!s.cleaner || !s.cleaner->in_progress() || s.cleaner->cleaning() != &log) return out;
   const auto started = std::chrono::steady_clock::now();
   auto stepped = s.cleaner->step(log);
-  s.pass_time += std::chrono::steady_clock::now() - started;
+  const auto took = std::chrono::steady_clock::now() - started;
+  s.pass_time += took;
+  s.step_time.observe(took);
   if (!stepped.ok()) return out;
   s.throttle.record(now_ms, stepped->bytes_read);
   out.records_changed = stepped->records_changed;
@@ -63,6 +66,17 @@ compaction::step_outcome compaction::step(size_t shard, storage::partition_log& 
       std::memory_order_relaxed);
   stats.cleaner_last_clean_ms.store(now_ms, std::memory_order_relaxed);
   return out;
+}
+
+void compaction::forget(size_t shard, const storage::partition_log& log) {
+  shard_cleaner& s = shards_.at(shard);
+  if (s.cleaner) s.cleaner->forget(log);
+}
+
+io::latency_histogram::snapshot compaction::step_time() const {
+  io::latency_histogram::snapshot all;
+  for (const auto& s : shards_) all += s.step_time.read();
+  return all;
 }
 
 int64_t compaction::wait_ms(size_t shard, int64_t now_ms) const { return shards_.at(shard).throttle.wait_ms(now_ms); }

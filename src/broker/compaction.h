@@ -49,6 +49,11 @@ class compaction {
   /// On `shard`'s thread: ends the shard's pass without finishing it (its partition is being
   /// deleted, or the broker stops).
   void abandon(size_t shard);
+  /// On `shard`'s thread, before `log` is destroyed (its partition deleted or moved away): ends
+  /// a pass over it, also one waiting for a sync (whose resume then finds nothing to resume).
+  void forget(size_t shard, const storage::partition_log& log);
+  /// Time the steps of every shard's cleaner held their loop (broker::cleaner_step_time). Any thread.
+  [[nodiscard]] io::latency_histogram::snapshot step_time() const;
   /// Pacing of `shard`'s cleaner: milliseconds from `now_ms` until its next step may run.
   [[nodiscard]] int64_t wait_ms(size_t shard, int64_t now_ms) const;
 
@@ -57,6 +62,7 @@ class compaction {
     std::unique_ptr<storage::log_cleaner> cleaner;   // created on the first compacted partition
     storage::cleaner_throttle throttle{0};
     std::chrono::steady_clock::duration pass_time{};  // wall time of the pass's steps so far
+    io::latency_histogram step_time;                   // each begin() and step() on the shard's thread
   };
   bool enabled_;
   size_t dedupe_bytes_per_shard_;

@@ -101,7 +101,8 @@ void get_metrics(const call_ptr& c) {
     http_response r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     const auto& latency = call.self->options().fsync_latency;
-    r.body = call.self->metrics_registry().render(topics, latency ? latency() : io::latency_histogram::snapshot{});
+    r.body = call.self->metrics_registry().render(topics, latency ? latency() : io::latency_histogram::snapshot{},
+                                                  call.broker().cleaner_step_time());
     if (const auto& extra = call.self->options().extra_metrics) r.body += extra();
     call.respond(std::move(r));
   });

@@ -58,8 +58,26 @@ partition_health health_of(const broker::topic_description& t) {
   return h;
 }
 
+namespace {
+
+/// One Prometheus histogram from an io::latency_histogram snapshot (buckets made cumulative).
+void render_histogram(std::string& out, std::string_view name, std::string_view help,
+                      const io::latency_histogram::snapshot& h) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < io::latency_histogram::bounds_s.size(); ++i) {
+    cumulative += h.counts[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, io::latency_histogram::bounds_s[i], cumulative);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, h.count);
+  out += fmt::format("{}_sum {}\n{}_count {}\n", name, h.sum_s, name, h.count);
+}
+
+}  // namespace
+
 std::string metrics::render(const std::vector<broker::topic_description>& topics,
-                            const io::latency_histogram::snapshot& fsync) const {
+                            const io::latency_histogram::snapshot& fsync,
+                            const io::latency_histogram::snapshot& cleaner_step) const {
   std::string out;
   std::lock_guard lock(mutex_);
   out += "# HELP ringlog_http_requests_total HTTP requests answered, by route template and status.\n";
@@ -169,17 +187,11 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
       }
     }
   }
-  out += "# HELP ringlog_log_fsync_duration_seconds fdatasync latency of segment files, submission to completion.\n";
-  out += "# TYPE ringlog_log_fsync_duration_seconds histogram\n";
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < io::latency_histogram::bounds_s.size(); ++i) {
-    cumulative += fsync.counts[i];
-    out += fmt::format("ringlog_log_fsync_duration_seconds_bucket{{le=\"{}\"}} {}\n", io::latency_histogram::bounds_s[i],
-                       cumulative);
-  }
-  out += fmt::format("ringlog_log_fsync_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", fsync.count);
-  out += fmt::format("ringlog_log_fsync_duration_seconds_sum {}\n", fsync.sum_s);
-  out += fmt::format("ringlog_log_fsync_duration_seconds_count {}\n", fsync.count);
+  render_histogram(out, "ringlog_log_fsync_duration_seconds",
+                   "fdatasync latency of segment files, submission to completion.", fsync);
+  render_histogram(out, "ringlog_log_cleaner_step_duration_seconds",
+                   "Time each log cleaner step held its shard's event loop (a bounded read, or one part of a swap).",
+                   cleaner_step);
   return out;
 }
 

@@ -43,9 +43,11 @@ class metrics {
   void add_bytes_in(const std::string& topic, uint64_t records, uint64_t bytes);
   void add_bytes_out(const std::string& topic, uint64_t records, uint64_t bytes);
   /// The whole exposition; `topics` adds per-partition gauges, `fsync` the fdatasync latency
-  /// histogram of every shard's disk executor added together.
+  /// histogram of every shard's disk executor added together, `cleaner_step` the time log
+  /// cleaner steps held their shard's loop (broker::cleaner_step_time).
   [[nodiscard]] std::string render(const std::vector<broker::topic_description>& topics,
-                                   const io::latency_histogram::snapshot& fsync = {}) const;
+                                   const io::latency_histogram::snapshot& fsync = {},
+                                   const io::latency_histogram::snapshot& cleaner_step = {}) const;
 
  private:
   struct histogram {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ringlog/base/clock.h"
+#include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/broker/errc.h"
 #include "ringlog/broker/groups.h"
@@ -605,6 +606,10 @@ class broker {
   /// First step of a graceful stop: new calls are refused (broker_not_available) and parked
   /// long-poll fetches are answered now with what they have, so front ends can drain quickly.
   virtual void begin_shutdown() = 0;
+  /// How long each log cleaner step held its shard's event loop (a step reads about
+  /// cleaner_step_bytes, or does one part of a swap between two syncs), every shard added
+  /// together; for /metrics. Any thread.
+  [[nodiscard]] virtual io::latency_histogram::snapshot cleaner_step_time() const = 0;
 
   // ---- consumer groups (groups.h)
   virtual group_api& groups() = 0;
