@@ -3,6 +3,7 @@
 #include "api_routes.h"
 
 #include <charconv>
+#include <set>
 #include "request_parsing.h"
 
 namespace ringlog::gateway::routes {
@@ -88,7 +89,27 @@ json config_json(const std::string& base, const std::string& cluster, const std:
               {"synonyms", synonyms}};
 }
 
-json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b) {
+namespace {
+
+/// The node ids that vote in the metadata quorum (controller.quorum.voters: process.roles has controller).
+std::set<int32_t> voter_ids(const broker::broker& b) {
+  std::set<int32_t> out;
+  for (const auto& v : b.describe_quorum().voters) out.insert(v.replica_id);
+  return out;
+}
+
+/// ringlog's `roles` of a node: process.roles as Kafka spells it ("broker", "controller").
+json roles_json(bool broker, bool controller) {
+  json roles = json::array();
+  if (broker) roles.push_back("broker");
+  if (controller) roles.push_back("controller");
+  return roles;
+}
+
+}  // namespace
+
+json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b,
+                 bool voter) {
   const std::string id = std::to_string(b.node_id);
   return json{{"kind", "KafkaBroker"},
               {"metadata", {{"self", base + "/v3/clusters/" + cluster + "/brokers/" + id},
@@ -101,8 +122,34 @@ json broker_json(const std::string& base, const std::string& cluster, const brok
               // ringlog: the registration state (unfenced, fenced, controlled_shutdown) and epoch
               {"state", b.state},
               {"broker_epoch", b.broker_epoch},
-              {"is_controller", b.is_controller}};
+              {"is_controller", b.is_controller},
+              {"roles", roles_json(true, voter)}};
 }
+
+namespace {
+
+/// A dedicated controller (process.roles=controller, KIP-631) as a KafkaBroker, so the cluster's
+/// `controller` link (.../brokers/{id}, as Confluent's) resolves when one is the active controller.
+/// It never registers as a broker: no listener address is in the metadata (host, port null), no
+/// registration state or epoch (null); it is not in the broker list.
+json dedicated_controller_json(const std::string& base, const std::string& cluster, int32_t node_id,
+                               bool active) {
+  const std::string id = std::to_string(node_id);
+  return json{{"kind", "KafkaBroker"},
+              {"metadata", {{"self", base + "/v3/clusters/" + cluster + "/brokers/" + id},
+                            {"resource_name", "crn:///kafka=" + cluster + "/broker=" + id}}},
+              {"cluster_id", cluster},
+              {"broker_id", node_id},
+              {"host", nullptr},
+              {"port", nullptr},
+              {"rack", nullptr},
+              {"state", nullptr},
+              {"broker_epoch", nullptr},
+              {"is_controller", active},
+              {"roles", roles_json(false, true)}};
+}
+
+}  // namespace
 
 /// GET /v3/clusters/{cluster_id}/quorum (ringlog): the metadata quorum as `kafka-metadata-quorum
 /// describe --status` shows it, as this node knows it (voters' offsets are known on the leader).
@@ -596,13 +643,25 @@ void v3_list_brokers(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   const std::string& cluster = c->params["cluster_id"];
   json data = json::array();
-  for (const auto& b : c->broker().list_brokers()) data.push_back(broker_json(c->base_url, cluster, b));
+  const auto voters = voter_ids(c->broker());
+  for (const auto& b : c->broker().list_brokers()) data.push_back(broker_json(c->base_url, cluster, b, voters.contains(b.node_id)));
   c->respond_json(200, list_json("KafkaBrokerList", c->base_url + "/v3/clusters/" + cluster + "/brokers", data));
 }
 
+/// GET .../brokers/{broker_id}: a registered broker, or a voter that never registered as one (a
+/// dedicated controller), so the cluster's `controller` link always resolves.
 void v3_get_broker(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
-  if (auto b = path_broker(*c)) c->respond_json(200, broker_json(c->base_url, c->params["cluster_id"], *b));
+  const std::string& cluster = c->params["cluster_id"];
+  const broker::broker& b = c->broker();
+  const auto id = path_broker_id(*c);
+  const auto brokers = b.list_brokers();
+  const bool registered = std::any_of(brokers.begin(), brokers.end(), [&](const auto& d) { return id == d.node_id; });
+  const auto voters = voter_ids(b);
+  if (id && !registered && voters.contains(*id)) {
+    return c->respond_json(200, dedicated_controller_json(c->base_url, cluster, *id, b.controller_id() == *id));
+  }
+  if (auto d = path_broker(*c)) c->respond_json(200, broker_json(c->base_url, cluster, *d, voters.contains(d->node_id)));
 }
 
 void v3_list_replicas(const call_ptr& c) {

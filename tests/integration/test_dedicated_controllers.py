@@ -86,7 +86,18 @@ def test_three_dedicated_controllers_two_brokers_placement_failover_and_visibili
         assert c.nodes[4].quorum()["is_observer"] is True
         assert c.nodes[1].quorum()["is_observer"] is False
         # The cluster's controller link names the active controller.
-        assert requests.get(c.nodes[4].v3(), timeout=5).json()["controller"]["related"].endswith(f"/brokers/{active}")
+        link = requests.get(c.nodes[4].v3(), timeout=5).json()["controller"]["related"]
+        assert link.endswith(f"/brokers/{active}"), link
+        # ... and the link resolves: a dedicated controller is no broker (not in the list), but its
+        # .../brokers/{id} answers with its roles (it answered 404 before).
+        r = requests.get(link, timeout=5)
+        assert r.status_code == 200, r.text
+        me = r.json()
+        assert me["kind"] == "KafkaBroker" and me["broker_id"] == active and me["roles"] == ["controller"], me
+        assert me["is_controller"] is True and me["host"] is None and me["state"] is None, me
+        assert [b["roles"] for b in requests.get(c.nodes[1].v3("/brokers"), timeout=5).json()["data"]] == [["broker"]] * 2
+        r = requests.get(c.nodes[1].v3("/brokers/99"), timeout=5)
+        assert r.status_code == 404 and "4, 5" in r.json()["message"], r.text
 
         # Placement never names a controller; a create on a controller's HTTP listener works (it
         # commits as the active controller or forwards to it).
@@ -190,6 +201,14 @@ def test_combined_and_dedicated_voters_mixed_place_on_brokers_only(ringlog_bin, 
             wait_until(lambda n=n: brokers_unfenced(n, [1, 4]), SESSION_DEADLINE_S,
                        f"node {n.node_id} to list brokers 1, 4")
         assert sorted(v["replica_id"] for v in c.nodes[2].quorum()["voters"]) == [1, 2, 3]
+        # Roles: a combined voter, a broker-only observer, and the dedicated controllers (not in
+        # the list, but each answers at .../brokers/{id}).
+        listed = {b["broker_id"]: b["roles"] for b in requests.get(c.nodes[4].v3("/brokers"), timeout=5).json()["data"]}
+        assert listed == {1: ["broker", "controller"], 4: ["broker"]}, listed
+        for i in (2, 3):
+            r = requests.get(c.nodes[4].v3(f"/brokers/{i}"), timeout=5)
+            assert r.status_code == 200 and r.json()["roles"] == ["controller"], r.text
+            assert r.json()["is_controller"] is (active == i), r.text
         r = create_topic(c.nodes[3], "mixed", partitions=4)
         assert r.status_code == 201, r.text
         assert r.json()["replication_factor"] == 2, r.text
