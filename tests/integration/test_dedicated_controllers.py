@@ -126,6 +126,21 @@ def test_three_dedicated_controllers_two_brokers_placement_failover_and_visibili
             assert all(o.get("error") is None for o in r.json()["offsets"]), r.text
         for p in range(4):
             assert [x["value"] for x in read_all(c.nodes[5], "placed", p, 3)] == [f"v{p}-{i}" for i in range(3)]
+        # A dedicated controller holds no replica: its partition figures are the leaders' (they
+        # were 0), in the list and in one partition, as the leader itself answers them.
+        listed = requests.get(c.nodes[1].v3("/topics/placed/partitions"), timeout=10).json()
+        assert "unanswered_brokers" not in listed["metadata"], listed
+        figures = ("log_start_offset", "high_watermark", "log_end_offset", "size_bytes")
+        for p in range(4):
+            mine = next(x for x in listed["data"] if x["partition_id"] == p)
+            assert mine["high_watermark"] == 3 and mine["log_end_offset"] == 3 and mine["size_bytes"] > 0, mine
+            one = requests.get(c.nodes[2].v3(f"/topics/placed/partitions/{p}"), timeout=10).json()
+            leader = c.nodes[leader_of(c.nodes[4], "placed", p)]
+            theirs = requests.get(leader.v3(f"/topics/placed/partitions/{p}"), timeout=10).json()
+            assert [one[f] for f in figures] == [theirs[f] for f in figures] == [mine[f] for f in figures], (one, theirs)
+        out = subprocess.run([str(binary_path()), "topics", "describe", "placed", "--bootstrap-server", c.nodes[3].url],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0 and out.stdout.count("HighWatermark: 3\t") == 4, out
         # A dedicated controller serves no records: a clear 421 naming the brokers.
         r = produce(c.nodes[1], "placed", 0, ["nope"])
         assert r.status_code == 421, r.text
