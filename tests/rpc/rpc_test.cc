@@ -457,6 +457,41 @@ TEST_CASE("a closed connection from a node names it; probe_listening tells a gon
   rt->stop();
 }
 
+TEST_CASE("cluster_transport closes a connection whose first request is not a node's (a Kafka client's ApiVersions)") {
+  auto rt = make_runtime();
+  auto a = cluster_transport::create(*rt, 0, 1, peer_address{"127.0.0.1", 0}, {});
+  REQUIRE(a.ok());
+  (*a)->set_handler(protocol::vote_request_data::api_key, echo_vote());
+  (*a)->set_kafka_listener_hint("kafka://127.0.0.1:9092");
+  (*a)->start();
+  {
+    // ApiVersions v0 from client id "t" (raw_request): answered on a bare server, refused here.
+    raw_socket s((*a)->port());
+    s.write_all(raw_request(protocol::api_versions_request_data::api_key, 0, 7));
+    CHECK(s.closed_by_peer());
+  }
+  {
+    // A version the codec does not know (librdkafka starts with ApiVersions v3 or above) too.
+    raw_socket s((*a)->port());
+    s.write_all(raw_request(protocol::api_versions_request_data::api_key, 99, 8));
+    CHECK(s.closed_by_peer());
+  }
+  // A node's requests are served (its client id is ringlog-node-2).
+  auto b = cluster_transport::create(*rt, 1, 2, std::nullopt, {{1, peer_address{"127.0.0.1", (*a)->port()}}});
+  REQUIRE(b.ok());
+  auto p = std::make_shared<std::promise<result<bytes>>>();
+  auto fut = p->get_future();
+  (*b)->send(1, protocol::vote_request_data::api_key, 1, encode_vote(5), 5000,
+             [p](result<bytes> r) { p->set_value(std::move(r)); });
+  REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
+  auto r = fut.get();
+  REQUIRE(r.ok());
+  CHECK(epoch_of(*r) == 5);
+  (*b)->stop();
+  (*a)->stop();
+  rt->stop();
+}
+
 TEST_CASE("a peer that sends but never reads its answers stops being read; nothing is queued past the bound") {
   // Each answer is 256 KiB, so a few fill both sockets' buffers; the peer keeps sending. Before
   // the fix, requests kept being read while their answers queued, past connection_write_queue_max.
