@@ -15,7 +15,8 @@ import requests
 from confluent_kafka.admin import AdminClient
 
 from conftest import binary_path, free_port, wait_until
-from test_cluster import FAILOVER_DEADLINE_S, SESSION_DEADLINE_S, Node, create_topic, created_once_led, describe
+from test_cluster import (FAILOVER_DEADLINE_S, SESSION_DEADLINE_S, Node, create_topic, created_once_led, describe,
+                          kill_nodes, start_nodes)
 from test_replication import isr_of, leader_of, produce, read_all, replicas_of
 
 CONTROLLERS = [1, 2, 3]
@@ -41,14 +42,7 @@ class DedicatedCluster:
             n.data_dir.parent.mkdir(parents=True, exist_ok=True)
 
     def start(self):
-        for n in self.nodes.values():
-            n.spawn()
-        try:
-            for n in self.nodes.values():
-                wait_until(n.healthy, 60.0, f"node {n.node_id} /v1/health")
-        except BaseException:
-            self.stop()   # a node that failed to start must not leave the others running
-            raise
+        start_nodes(list(self.nodes.values()))
         return self
 
     def live(self, ids):
@@ -60,9 +54,7 @@ class DedicatedCluster:
         return leaders.pop() if len(leaders) == 1 and None not in leaders else None
 
     def stop(self):
-        for n in self.nodes.values():
-            if n.proc is not None:
-                n.kill()
+        kill_nodes(list(self.nodes.values()))
 
 
 def brokers_unfenced(node, ids=BROKERS):
