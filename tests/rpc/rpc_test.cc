@@ -96,6 +96,16 @@ result<bytes> call(client& c, int16_t api_key, bytes body, int64_t timeout_ms) {
   return f.get();
 }
 
+/// Sends a Vote through `t` to node `to` and waits (bounded) for its result.
+result<bytes> vote_through(cluster_transport& t, int32_t to, int32_t epoch, int64_t timeout_ms) {
+  auto p = std::make_shared<std::promise<result<bytes>>>();
+  auto f = p->get_future();
+  t.send(to, protocol::vote_request_data::api_key, 1, encode_vote(epoch), timeout_ms,
+         [p](result<bytes> r) { p->set_value(std::move(r)); });
+  REQUIRE(f.wait_for(wait_limit) == std::future_status::ready);
+  return f.get();
+}
+
 /// A blocking POSIX socket connected to 127.0.0.1:port, for misbehaving-peer tests.
 struct raw_socket {
   int fd = -1;
@@ -353,19 +363,10 @@ TEST_CASE("cluster_transport routes by node id and refuses unknown nodes") {
   (*a)->start();
   auto b = cluster_transport::create(*rt, 1, 2, std::nullopt, {{1, peer_address{"127.0.0.1", (*a)->port()}}});
   REQUIRE(b.ok());
-  auto p = std::make_shared<std::promise<result<bytes>>>();
-  auto fut = p->get_future();
-  (*b)->send(1, protocol::vote_request_data::api_key, 1, encode_vote(3), 2000,
-             [p](result<bytes> r) { p->set_value(std::move(r)); });
-  REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
-  auto r = fut.get();
+  auto r = vote_through(**b, 1, 3, 2000);
   REQUIRE(r.ok());
   CHECK(epoch_of(*r) == 3);
-  auto p2 = std::make_shared<std::promise<result<bytes>>>();
-  auto fut2 = p2->get_future();
-  (*b)->send(9, protocol::vote_request_data::api_key, 1, encode_vote(3), 2000,
-             [p2](result<bytes> r2) { p2->set_value(std::move(r2)); });
-  auto r2 = fut2.get();
+  auto r2 = vote_through(**b, 9, 3, 2000);
   REQUIRE(!r2.ok());
   CHECK(r2.error().code == errc::unknown_peer);
   (*b)->stop();
@@ -479,12 +480,7 @@ TEST_CASE("cluster_transport closes a connection whose first request is not a no
   // A node's requests are served (its client id is ringlog-node-2).
   auto b = cluster_transport::create(*rt, 1, 2, std::nullopt, {{1, peer_address{"127.0.0.1", (*a)->port()}}});
   REQUIRE(b.ok());
-  auto p = std::make_shared<std::promise<result<bytes>>>();
-  auto fut = p->get_future();
-  (*b)->send(1, protocol::vote_request_data::api_key, 1, encode_vote(5), 5000,
-             [p](result<bytes> r) { p->set_value(std::move(r)); });
-  REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
-  auto r = fut.get();
+  auto r = vote_through(**b, 1, 5, 5000);
   REQUIRE(r.ok());
   CHECK(epoch_of(*r) == 5);
   (*b)->stop();
