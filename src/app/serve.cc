@@ -483,6 +483,16 @@ int serve_main(int argc, char** argv) {
       return 1;
     }
     transport = std::move(created).value();
+    // A Kafka client pointed at the cluster listener is refused with a log line naming this.
+    if (cfg.kafka_listener_port >= 0) {
+      const auto [kafka_host, kafka_port] = kafka_advertised(cfg, kafka_bound_port);
+      transport->set_kafka_listener_hint("kafka://" + kafka_host + ":" + std::to_string(kafka_port));
+    } else {
+      transport->set_kafka_listener_hint(cfg.process_role_broker
+                                             ? "a kafka:// listener (this node has none in listeners; another broker's)"
+                                             : "a broker's kafka:// listener (this node is a dedicated controller: "
+                                               "process.roles=controller serves no Kafka clients)");
+    }
   }
 
   auto fs = io::make_posix_file_system();

@@ -1892,6 +1892,10 @@ void group_service_impl::delete_group(std::string group_id, std::function<void(r
   on_coordinator(group_id, [this, group_id, done = std::move(done)](size_t shard, shard_state& st) {
     auto deleted = st.coordinator.delete_group(group_id);
     if (!deleted.ok()) return done(from_group(deleted.error()));
+    // Its lag samples go with it: a group re-created under the same id before the next sampling
+    // round must start with an empty history (a sample of this round still in flight finds no
+    // entry and is dropped).
+    st.lag_history.erase(group_id);
     persist(shard, std::move(deleted.value()), std::move(done));
   });
 }

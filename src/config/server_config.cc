@@ -273,7 +273,8 @@ const std::vector<key_spec>& key_table() {
       key_spec{"listeners",
                "where this node listens, comma-separated, at most one of each kind: http://HOST:PORT (REST, "
                "WebSocket, console), kafka://HOST:PORT (Kafka clients: kcat, librdkafka, kafka-python, Java) and "
-               "cluster://HOST:PORT (the inter-broker listener, Kafka's wire protocol); IP address hosts. Listing "
+               "cluster://HOST:PORT (the inter-broker listener, Kafka's wire protocol, for ringlog nodes only: a Kafka "
+               "client there is disconnected, with a log line naming the kafka:// listener); IP address hosts. Listing "
                "listeners replaces the default: leave kafka:// out to serve no Kafka clients",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  auto parsed = parse_listeners(v);

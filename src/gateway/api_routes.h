@@ -186,6 +186,12 @@ struct api::call : std::enable_shared_from_this<api::call> {
 
   /// A query parameter as an integer in [min, max]; `fallback` when absent. Answers 400 naming it
   /// when it is not an integer at all (empty, "abc"), 422 when it is one outside [min, max].
+  /// An optional '-' then one or more decimal digits (whatever its size).
+  static bool is_integer_text(std::string_view text) {
+    if (text.starts_with('-')) text.remove_prefix(1);
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  }
+
   std::optional<int64_t> query_int(const std::string& name, std::optional<int64_t> fallback, int64_t min, int64_t max,
                                    std::string_view limit_name = {}) {
     auto it = query.find(name);
@@ -193,7 +199,9 @@ struct api::call : std::enable_shared_from_this<api::call> {
       if (!fallback) fail(422, ec::unprocessable, "query parameter " + name + " is required");
       return fallback;
     }
-    if (!parse_int(it->second, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+    // Not an integer at all: 400. An integer too large for 64 bits is one out of range like any
+    // other above the limit: 422 naming the range, as Confluent answers an invalid value.
+    if (!is_integer_text(it->second)) {
       fail(400, ec::invalid_request, "query parameter " + name + " must be an integer, got \"" + it->second + "\"");
       return std::nullopt;
     }

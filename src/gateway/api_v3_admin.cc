@@ -3,6 +3,8 @@
 #include "api_routes.h"
 
 #include <charconv>
+#include <set>
+#include "group_proxy.h"
 #include "request_parsing.h"
 
 namespace ringlog::gateway::routes {
@@ -88,7 +90,27 @@ json config_json(const std::string& base, const std::string& cluster, const std:
               {"synonyms", synonyms}};
 }
 
-json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b) {
+namespace {
+
+/// The node ids that vote in the metadata quorum (controller.quorum.voters: process.roles has controller).
+std::set<int32_t> voter_ids(const broker::broker& b) {
+  std::set<int32_t> out;
+  for (const auto& v : b.describe_quorum().voters) out.insert(v.replica_id);
+  return out;
+}
+
+/// ringlog's `roles` of a node: process.roles as Kafka spells it ("broker", "controller").
+json roles_json(bool broker, bool controller) {
+  json roles = json::array();
+  if (broker) roles.push_back("broker");
+  if (controller) roles.push_back("controller");
+  return roles;
+}
+
+}  // namespace
+
+json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b,
+                 bool voter) {
   const std::string id = std::to_string(b.node_id);
   return json{{"kind", "KafkaBroker"},
               {"metadata", {{"self", base + "/v3/clusters/" + cluster + "/brokers/" + id},
@@ -101,8 +123,34 @@ json broker_json(const std::string& base, const std::string& cluster, const brok
               // ringlog: the registration state (unfenced, fenced, controlled_shutdown) and epoch
               {"state", b.state},
               {"broker_epoch", b.broker_epoch},
-              {"is_controller", b.is_controller}};
+              {"is_controller", b.is_controller},
+              {"roles", roles_json(true, voter)}};
 }
+
+namespace {
+
+/// A dedicated controller (process.roles=controller, KIP-631) as a KafkaBroker, so the cluster's
+/// `controller` link (.../brokers/{id}, as Confluent's) resolves when one is the active controller.
+/// It never registers as a broker: no listener address is in the metadata (host, port null), no
+/// registration state or epoch (null); it is not in the broker list.
+json dedicated_controller_json(const std::string& base, const std::string& cluster, int32_t node_id,
+                               bool active) {
+  const std::string id = std::to_string(node_id);
+  return json{{"kind", "KafkaBroker"},
+              {"metadata", {{"self", base + "/v3/clusters/" + cluster + "/brokers/" + id},
+                            {"resource_name", "crn:///kafka=" + cluster + "/broker=" + id}}},
+              {"cluster_id", cluster},
+              {"broker_id", node_id},
+              {"host", nullptr},
+              {"port", nullptr},
+              {"rack", nullptr},
+              {"state", nullptr},
+              {"broker_epoch", nullptr},
+              {"is_controller", active},
+              {"roles", roles_json(false, true)}};
+}
+
+}  // namespace
 
 /// GET /v3/clusters/{cluster_id}/quorum (ringlog): the metadata quorum as `kafka-metadata-quorum
 /// describe --status` shows it, as this node knows it (voters' offsets are known on the leader).
@@ -510,14 +558,101 @@ void v3_reset_config(const call_ptr& c) {
   change_configs(c, {{c->params["name"], std::nullopt}}, false);
 }
 
+namespace {
+
+using figures_fn = std::function<void(api::call&, broker::topic_description, std::vector<std::string> unanswered)>;
+
+/// Copies a leader's figures (its KafkaPartition `p`) into `d`.
+void take_figures(broker::partition_description& d, const json& p) {
+  d.log_start_offset = model::offset{p.value("log_start_offset", d.log_start_offset.value())};
+  d.high_watermark = model::offset{p.value("high_watermark", d.high_watermark.value())};
+  d.log_end_offset = model::offset{p.value("log_end_offset", d.log_end_offset.value())};
+  d.high_watermark_established = p.value("high_watermark_established", d.high_watermark_established);
+  d.size_bytes = p.value("size_bytes", d.size_bytes);
+}
+
+/// A partition's figures (log_start_offset, high_watermark, log_end_offset, size_bytes) come from
+/// a node's own replica. For each partition of `t` this node holds no replica of (a dedicated
+/// controller holds none; a broker outside the replica set), they are asked of its leader: one
+/// GET .../topics/{t}/partitions per such leader on its HTTP listener, marked forwarded so the
+/// leader answers from its own replicas and never passes it on. Then `done` on the call's thread,
+/// with the ids of the leaders that did not answer (their partitions keep this node's 0s).
+void with_leader_figures(const call_ptr& c, broker::topic_description t, figures_fn done) {
+  http_forwarder* forwarder = c->self->options().forwarder;
+  const int32_t self = c->broker().config().node_id;
+  std::map<int32_t, broker::broker_description> leaders;
+  if (forwarder != nullptr && c->request.forwarded_by.empty()) {
+    std::map<int32_t, broker::broker_description> brokers;
+    for (auto& b : c->broker().list_brokers()) brokers.emplace(b.node_id, std::move(b));
+    for (const auto& p : t.partitions) {
+      const bool replica = std::find(p.replicas.begin(), p.replicas.end(), self) != p.replicas.end();
+      auto it = brokers.find(p.leader);
+      if (replica || p.leader == self || it == brokers.end() || it->second.host.empty() || it->second.port <= 0) continue;
+      leaders.emplace(it->first, it->second);
+    }
+  }
+  if (leaders.empty()) return done(*c, std::move(t), {});
+  struct gather {
+    broker::topic_description topic;
+    std::vector<std::string> unanswered;
+    size_t remaining = 0;
+    figures_fn done;
+  };
+  auto g = std::make_shared<gather>();
+  g->topic = std::move(t);
+  g->remaining = leaders.size();
+  g->done = std::move(done);
+  http_request request = c->request;
+  request.method = "GET";
+  request.body.clear();
+  request.accept = "application/json";
+  request.target = "/v3/clusters/" + percent_encode_segment(c->params["cluster_id"]) + "/topics/" +
+                   percent_encode_segment(g->topic.name) + "/partitions";
+  const int64_t timeout_ms = proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms;
+  for (const auto& [node, b] : leaders) {
+    forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port)}, timeout_ms, [c, g, node = node](forward_result r) {
+      c->later([g, node, r = std::move(r)](api::call& call) {
+        json body = r.answered && r.response.status == 200 ? json::parse(r.response.body, nullptr, false) : json();
+        if (body.is_object() && body.contains("data") && body["data"].is_array()) {
+          for (const auto& p : body["data"]) {
+            if (!p.is_object() || !p.contains("partition_id") || !p["partition_id"].is_number_integer()) continue;
+            const int32_t id = p["partition_id"].get<int32_t>();
+            for (auto& d : g->topic.partitions) {
+              if (d.partition.value() == id && d.leader == node) take_figures(d, p);
+            }
+          }
+        } else {
+          g->unanswered.push_back(std::to_string(node));
+        }
+        if (--g->remaining == 0) g->done(call, std::move(g->topic), std::move(g->unanswered));
+      });
+    });
+  }
+}
+
+/// `unanswered` (leaders that did not give their figures) in a v3 answer's metadata, as the
+/// gathered group list names them.
+void note_unanswered(json& answer, std::vector<std::string> unanswered) {
+  if (unanswered.empty()) return;
+  std::sort(unanswered.begin(), unanswered.end());
+  answer["metadata"]["unanswered_brokers"] = unanswered;
+}
+
+}  // namespace
+
 void v3_list_partitions(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
-    const std::string& cluster = call.params["cluster_id"];
-    json data = json::array();
-    for (const auto& p : t.partitions) data.push_back(partition_json(call.base_url, cluster, t.name, p));
-    call.respond_json(200, list_json("KafkaPartitionList",
-                                     call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name + "/partitions", data));
+    with_leader_figures(call.shared_from_this(), std::move(t),
+                        [](api::call& call2, broker::topic_description t2, std::vector<std::string> unanswered) {
+      const std::string& cluster = call2.params["cluster_id"];
+      json data = json::array();
+      for (const auto& p : t2.partitions) data.push_back(partition_json(call2.base_url, cluster, t2.name, p));
+      json answer = list_json("KafkaPartitionList",
+                              call2.base_url + "/v3/clusters/" + cluster + "/topics/" + t2.name + "/partitions", data);
+      note_unanswered(answer, std::move(unanswered));
+      call2.respond_json(200, answer);
+    });
   });
 }
 
@@ -537,7 +672,14 @@ void with_partition(const call_ptr& c,
 
 void v3_get_partition(const call_ptr& c) {
   with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
-    call.respond_json(200, partition_json(call.base_url, call.params["cluster_id"], t.name, d));
+    broker::topic_description one = t;
+    one.partitions = {d};
+    with_leader_figures(call.shared_from_this(), std::move(one),
+                        [](api::call& call2, broker::topic_description t2, std::vector<std::string> unanswered) {
+      json answer = partition_json(call2.base_url, call2.params["cluster_id"], t2.name, t2.partitions.front());
+      note_unanswered(answer, std::move(unanswered));
+      call2.respond_json(200, answer);
+    });
   });
 }
 
@@ -596,13 +738,25 @@ void v3_list_brokers(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   const std::string& cluster = c->params["cluster_id"];
   json data = json::array();
-  for (const auto& b : c->broker().list_brokers()) data.push_back(broker_json(c->base_url, cluster, b));
+  const auto voters = voter_ids(c->broker());
+  for (const auto& b : c->broker().list_brokers()) data.push_back(broker_json(c->base_url, cluster, b, voters.contains(b.node_id)));
   c->respond_json(200, list_json("KafkaBrokerList", c->base_url + "/v3/clusters/" + cluster + "/brokers", data));
 }
 
+/// GET .../brokers/{broker_id}: a registered broker, or a voter that never registered as one (a
+/// dedicated controller), so the cluster's `controller` link always resolves.
 void v3_get_broker(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
-  if (auto b = path_broker(*c)) c->respond_json(200, broker_json(c->base_url, c->params["cluster_id"], *b));
+  const std::string& cluster = c->params["cluster_id"];
+  const broker::broker& b = c->broker();
+  const auto id = path_broker_id(*c);
+  const auto brokers = b.list_brokers();
+  const bool registered = std::any_of(brokers.begin(), brokers.end(), [&](const auto& d) { return id == d.node_id; });
+  const auto voters = voter_ids(b);
+  if (id && !registered && voters.contains(*id)) {
+    return c->respond_json(200, dedicated_controller_json(c->base_url, cluster, *id, b.controller_id() == *id));
+  }
+  if (auto d = path_broker(*c)) c->respond_json(200, broker_json(c->base_url, cluster, *d, voters.contains(d->node_id)));
 }
 
 void v3_list_replicas(const call_ptr& c) {

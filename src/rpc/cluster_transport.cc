@@ -37,6 +37,13 @@ result<std::unique_ptr<cluster_transport>> cluster_transport::create(runtime::sh
     srv = std::move(s.value());
   }
   std::unique_ptr<cluster_transport> t(new cluster_transport(runtime, shard, self_id, std::move(srv)));
+  if (t->server_) {
+    t->server_->set_client_check([hint = t->kafka_listener_hint_](std::string_view client_id) -> std::optional<std::string> {
+      if (node_of_client_id(client_id)) return std::nullopt;
+      return "client id \"" + std::string(client_id) + "\" is not a ringlog node's (" + std::string(node_client_id_prefix) +
+             "<node.id>): the cluster:// listener carries inter-broker traffic only; Kafka clients belong on " + *hint;
+    });
+  }
   for (const auto& [id, address] : peers) t->set_peer_address(id, address.host, address.port);
   return t;
 }
@@ -104,6 +111,8 @@ void cluster_transport::set_peer_closed_handler(std::function<void(int32_t node_
     if (auto node = node_of_client_id(client_id)) handler(*node);
   });
 }
+
+void cluster_transport::set_kafka_listener_hint(std::string kafka_listener) { *kafka_listener_hint_ = std::move(kafka_listener); }
 
 void cluster_transport::start() {
   if (server_) server_->start();

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "ringlog/base/assert.h"
+#include "ringlog/base/logfmt.h"
 #include "ringlog/protocol/frame.h"
 #include "ringlog/rpc/constants.h"
 #include "ringlog/runtime/asio_context.h"
@@ -52,6 +53,16 @@ bytes api_versions_frame(int16_t api_version, int32_t correlation_id, int16_t er
   return std::move(w).take();
 }
 
+/// The client id of a request frame: request header v1 and v2 both hold it as a nullable int16
+/// string at bytes 8.. (after api key, api version, correlation id). "" when null or cut short.
+std::string peek_client_id(std::span<const std::byte> frame) {
+  constexpr size_t at = 8;
+  if (frame.size() < at + 2) return "";
+  const auto length = static_cast<int16_t>((static_cast<uint16_t>(frame[at]) << 8) | static_cast<uint16_t>(frame[at + 1]));
+  if (length < 0 || frame.size() < at + 2 + static_cast<size_t>(length)) return "";
+  return std::string(reinterpret_cast<const char*>(frame.data() + at + 2), static_cast<size_t>(length));
+}
+
 }  // namespace
 
 struct connection;
@@ -67,6 +78,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   acceptor_type acceptor;
   std::map<int16_t, request_handler> handlers;
   std::function<void(const std::string&)> connection_closed;
+  std::function<std::optional<std::string>(std::string_view)> client_check;
   std::set<std::shared_ptr<connection>> connections;
   std::atomic<size_t> connection_count{0};
   std::atomic<uint16_t> bound_port{0};
@@ -91,6 +103,8 @@ struct connection : std::enable_shared_from_this<connection> {
   std::string peer;
   /// The client id of the last request header read (empty before the first).
   std::string client_id;
+  /// The first request's client id passed the server's client check.
+  bool admitted = false;
   std::array<std::byte, 4> size_prefix{};
   bytes frame;
   size_t in_flight = 0;
@@ -138,8 +152,27 @@ struct connection : std::enable_shared_from_this<connection> {
     read_next();
   }
 
+  /// The server's client check on the first request (before its header is decoded: a Kafka
+  /// client's ApiVersions may be of a version this codec does not know). False: refused, closed.
+  bool admit() {
+    admitted = true;
+    auto o = owner.lock();
+    if (!o || !o->client_check) return true;
+    const std::string id = peek_client_id(frame);
+    auto refusal = o->client_check(id);
+    if (!refusal) return true;
+    const int16_t api_key = frame.size() >= 2 ? static_cast<int16_t>((static_cast<uint16_t>(frame[0]) << 8) |
+                                                                     static_cast<uint16_t>(frame[1]))
+                                              : int16_t{-1};
+    spdlog::warn("msg=\"cluster connection refused\" peer={} client_id=\"{}\" api_key={} reason=\"{}\"", peer,
+                 base::logfmt_escaped(id), api_key, base::logfmt_escaped(*refusal));
+    close("");
+    return false;
+  }
+
   /// Hands the frame in `frame` to its handler, or answers it here.
   void dispatch() {
+    if (!admitted && !admit()) return;
     auto header = protocol::decode_request_header(frame);
     if (!header.ok()) {
       const auto code = header.error().code;
@@ -153,15 +186,15 @@ struct connection : std::enable_shared_from_this<connection> {
       return;
     }
     const auto& h = header->header;
+    auto o = owner.lock();
+    if (!o) {
+      close("server stopped");
+      return;
+    }
     if (h.client_id && *h.client_id != client_id) client_id = *h.client_id;
     if (h.request_api_key == api_versions_key) {
       ++in_flight;
       make_respond()(api_versions_frame(h.request_api_version, h.correlation_id, 0));
-      return;
-    }
-    auto o = owner.lock();
-    if (!o) {
-      close("server stopped");
       return;
     }
     auto handler = o->handlers.find(h.request_api_key);
@@ -298,6 +331,10 @@ server::~server() {
 }
 
 void server::set_handler(int16_t api_key, request_handler handler) { impl_->handlers[api_key] = std::move(handler); }
+
+void server::set_client_check(std::function<std::optional<std::string>(std::string_view client_id)> refusal) {
+  impl_->client_check = std::move(refusal);
+}
 
 void server::set_connection_closed_handler(std::function<void(const std::string& client_id)> handler) {
   impl_->connection_closed = std::move(handler);

@@ -25,13 +25,15 @@ import pathlib
 import re
 import shutil
 import signal
-import random
-import socket
 import subprocess
+import sys
 import threading
 import time
 
 import requests
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))   # tests/ports.py, shared with tests/integration
+from ports import free_port  # noqa: E402
 
 # Generous deadlines: a loaded 2-core machine running 3 brokers next to the harness.
 NODE_START_DEADLINE_S = 60.0
@@ -61,38 +63,7 @@ def _pid_alive(pid):
         return True
 
 
-# Ports for the servers a test starts come from below the kernel's ephemeral range
-# (net.ipv4.ip_local_port_range, 32768-60999 by default): a port taken from that range (bind to
-# port 0) is released before the server binds it, and meanwhile any outgoing connection on the
-# machine (a client, a broker's connection to a peer) may get it as its local port; the server's
-# bind then succeeds (SO_REUSEADDR) and its listen() fails with "Address already in use" (seen
-# in CI). Ports handed out once are not handed out again by this process.
-_PORTS_LOW, _PORTS_HIGH = 20000, 32000
-_ports_given = set()
-
-
-def _ephemeral_low():
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_port():
-    high = min(_PORTS_HIGH, _ephemeral_low() - 1)
-    for _ in range(2000):
-        port = random.randint(_PORTS_LOW, high)
-        if port in _ports_given:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _ports_given.add(port)
-        return port
-    raise AssertionError(f"no free port in {_PORTS_LOW}-{high}")
+# free_port: tests/ports.py (ports 20000-32000, below the ephemeral range; see there why).
 
 
 class LoopbackNetwork:

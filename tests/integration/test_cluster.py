@@ -70,14 +70,7 @@ class Cluster:
             n.data_dir.parent.mkdir(parents=True, exist_ok=True)
 
     def start(self):
-        for n in self.nodes:
-            n.spawn()
-        try:
-            for n in self.nodes:
-                wait_until(n.healthy, 60.0, f"node {n.node_id} /v1/health")
-        except BaseException:
-            self.stop()   # a node that failed to start must not leave the others running
-            raise
+        start_nodes(self.nodes)
         return self
 
     def node(self, node_id):
@@ -92,9 +85,27 @@ class Cluster:
         return leaders.pop() if len(leaders) == 1 and None not in leaders else None
 
     def stop(self):
-        for n in self.nodes:
-            if n.proc is not None:
-                n.kill()
+        kill_nodes(self.nodes)
+
+
+def start_nodes(nodes):
+    """Spawns every node, then waits for each one's /v1/health. When one fails to start, kills
+    every node it spawned (they must not stay running) and raises."""
+    for n in nodes:
+        n.spawn()
+    try:
+        for n in nodes:
+            wait_until(n.healthy, 60.0, f"node {n.node_id} /v1/health")
+    except BaseException:
+        kill_nodes(nodes)
+        raise
+
+
+def kill_nodes(nodes):
+    """kill -9 of every node still running."""
+    for n in nodes:
+        if n.proc is not None:
+            n.kill()
 
 
 @pytest.fixture

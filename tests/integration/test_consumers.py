@@ -432,6 +432,37 @@ def test_lag_history_samples_total_lag_over_time(broker, topic_name):
     assert r.status_code == 404 and r.json()["error_code"] == 40404
 
 
+def test_a_group_deleted_and_re_created_starts_with_an_empty_lag_history(broker, topic_name):
+    """A group deleted and re-created between two sampling rounds used to show the old group's
+    samples (kept by group id until a round found the id gone)."""
+    group = "rh-" + topic_name
+    base = member_that_read(broker, topic_name, group, 5)
+    commit(base, [{"topic": topic_name, "partition": 0, "offset": 1}])   # stores 2: lag 3
+    delete(base)   # an empty group keeps its offsets (and lag), and may be deleted
+    url = broker.v3(f"/consumer-groups/{group}/lag-history")
+
+    def samples():
+        r = requests.get(url)
+        return r.json()["data"] if r.status_code == 200 else None
+
+    seen = len(wait_until(samples, 15.0, "a first sample"))
+    # Act right after a round (the next starts interval_ms after it ended): delete and re-create.
+    old = wait_until(lambda: (lambda s: s if s and len(s) > seen else None)(samples()), 15.0, "a fresh sample")
+    r = requests.delete(broker.v3(f"/consumer-groups/{group}"))
+    assert r.status_code == 204, r.text
+    base = create_consumer(broker, group, **{"auto.offset.reset": "earliest", "auto.commit.enable": "false"})
+    subscribe(base, [topic_name])
+
+    def recreated():
+        poll(base, timeout=0)   # joins the group
+        s = samples()
+        return None if s is None else (s,)
+
+    (fresh,) = wait_until(recreated, 10.0, "the re-created group's lag history")
+    assert not [s for s in fresh if s["timestamp"] <= old[-1]["timestamp"]], (old, fresh)
+    delete(base)
+
+
 def test_group_admin_lag_reset_delete(broker, topic_name):
     group = "g-" + topic_name
     base = member_that_read(broker, topic_name, group, 10)

@@ -15,7 +15,8 @@ import requests
 from confluent_kafka.admin import AdminClient
 
 from conftest import binary_path, free_port, wait_until
-from test_cluster import FAILOVER_DEADLINE_S, SESSION_DEADLINE_S, Node, create_topic, created_once_led, describe
+from test_cluster import (FAILOVER_DEADLINE_S, SESSION_DEADLINE_S, Node, create_topic, created_once_led, describe,
+                          kill_nodes, start_nodes)
 from test_replication import isr_of, leader_of, produce, read_all, replicas_of
 
 CONTROLLERS = [1, 2, 3]
@@ -41,14 +42,7 @@ class DedicatedCluster:
             n.data_dir.parent.mkdir(parents=True, exist_ok=True)
 
     def start(self):
-        for n in self.nodes.values():
-            n.spawn()
-        try:
-            for n in self.nodes.values():
-                wait_until(n.healthy, 60.0, f"node {n.node_id} /v1/health")
-        except BaseException:
-            self.stop()   # a node that failed to start must not leave the others running
-            raise
+        start_nodes(list(self.nodes.values()))
         return self
 
     def live(self, ids):
@@ -60,9 +54,7 @@ class DedicatedCluster:
         return leaders.pop() if len(leaders) == 1 and None not in leaders else None
 
     def stop(self):
-        for n in self.nodes.values():
-            if n.proc is not None:
-                n.kill()
+        kill_nodes(list(self.nodes.values()))
 
 
 def brokers_unfenced(node, ids=BROKERS):
@@ -86,7 +78,18 @@ def test_three_dedicated_controllers_two_brokers_placement_failover_and_visibili
         assert c.nodes[4].quorum()["is_observer"] is True
         assert c.nodes[1].quorum()["is_observer"] is False
         # The cluster's controller link names the active controller.
-        assert requests.get(c.nodes[4].v3(), timeout=5).json()["controller"]["related"].endswith(f"/brokers/{active}")
+        link = requests.get(c.nodes[4].v3(), timeout=5).json()["controller"]["related"]
+        assert link.endswith(f"/brokers/{active}"), link
+        # ... and the link resolves: a dedicated controller is no broker (not in the list), but its
+        # .../brokers/{id} answers with its roles (it answered 404 before).
+        r = requests.get(link, timeout=5)
+        assert r.status_code == 200, r.text
+        me = r.json()
+        assert me["kind"] == "KafkaBroker" and me["broker_id"] == active and me["roles"] == ["controller"], me
+        assert me["is_controller"] is True and me["host"] is None and me["state"] is None, me
+        assert [b["roles"] for b in requests.get(c.nodes[1].v3("/brokers"), timeout=5).json()["data"]] == [["broker"]] * 2
+        r = requests.get(c.nodes[1].v3("/brokers/99"), timeout=5)
+        assert r.status_code == 404 and "4, 5" in r.json()["message"], r.text
 
         # Placement never names a controller; a create on a controller's HTTP listener works (it
         # commits as the active controller or forwards to it).
@@ -115,6 +118,21 @@ def test_three_dedicated_controllers_two_brokers_placement_failover_and_visibili
             assert all(o.get("error") is None for o in r.json()["offsets"]), r.text
         for p in range(4):
             assert [x["value"] for x in read_all(c.nodes[5], "placed", p, 3)] == [f"v{p}-{i}" for i in range(3)]
+        # A dedicated controller holds no replica: its partition figures are the leaders' (they
+        # were 0), in the list and in one partition, as the leader itself answers them.
+        listed = requests.get(c.nodes[1].v3("/topics/placed/partitions"), timeout=10).json()
+        assert "unanswered_brokers" not in listed["metadata"], listed
+        figures = ("log_start_offset", "high_watermark", "log_end_offset", "size_bytes")
+        for p in range(4):
+            mine = next(x for x in listed["data"] if x["partition_id"] == p)
+            assert mine["high_watermark"] == 3 and mine["log_end_offset"] == 3 and mine["size_bytes"] > 0, mine
+            one = requests.get(c.nodes[2].v3(f"/topics/placed/partitions/{p}"), timeout=10).json()
+            leader = c.nodes[leader_of(c.nodes[4], "placed", p)]
+            theirs = requests.get(leader.v3(f"/topics/placed/partitions/{p}"), timeout=10).json()
+            assert [one[f] for f in figures] == [theirs[f] for f in figures] == [mine[f] for f in figures], (one, theirs)
+        out = subprocess.run([str(binary_path()), "topics", "describe", "placed", "--bootstrap-server", c.nodes[3].url],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0 and out.stdout.count("HighWatermark: 3\t") == 4, out
         # A dedicated controller serves no records: a clear 421 naming the brokers.
         r = produce(c.nodes[1], "placed", 0, ["nope"])
         assert r.status_code == 421, r.text
@@ -190,6 +208,14 @@ def test_combined_and_dedicated_voters_mixed_place_on_brokers_only(ringlog_bin, 
             wait_until(lambda n=n: brokers_unfenced(n, [1, 4]), SESSION_DEADLINE_S,
                        f"node {n.node_id} to list brokers 1, 4")
         assert sorted(v["replica_id"] for v in c.nodes[2].quorum()["voters"]) == [1, 2, 3]
+        # Roles: a combined voter, a broker-only observer, and the dedicated controllers (not in
+        # the list, but each answers at .../brokers/{id}).
+        listed = {b["broker_id"]: b["roles"] for b in requests.get(c.nodes[4].v3("/brokers"), timeout=5).json()["data"]}
+        assert listed == {1: ["broker", "controller"], 4: ["broker"]}, listed
+        for i in (2, 3):
+            r = requests.get(c.nodes[4].v3(f"/brokers/{i}"), timeout=5)
+            assert r.status_code == 200 and r.json()["roles"] == ["controller"], r.text
+            assert r.json()["is_controller"] is (active == i), r.text
         r = create_topic(c.nodes[3], "mixed", partitions=4)
         assert r.status_code == 201, r.text
         assert r.json()["replication_factor"] == 2, r.text

@@ -127,9 +127,16 @@ def test_query_parameter_errors(broker, topic_name):
     for params, name in [({"offset": "-1"}, "offset"),
                          ({"offset": "0", "timeout": "99999999"}, "timeout"),
                          ({"offset": "0", "max_bytes": "0"}, "max_bytes"),
-                         ({"offset": "0", "max_bytes": str(2**40)}, "max_bytes")]:
+                         ({"offset": "0", "max_bytes": str(2**40)}, "max_bytes"),
+                         # Beyond 64 bits is out of range too, not malformed (it answered 400).
+                         ({"offset": "0", "max_bytes": str(2**64)}, "max_bytes"),
+                         ({"offset": str(2**70)}, "offset")]:
         r = requests.get(base, params=params)
         assert r.status_code == 422 and name in r.json()["message"], (params, r.text)
+    r = requests.get(base, params={"offset": "0", "max_bytes": "9" * 30})
+    assert r.json()["error_code"] == 422 and "fetch.response.bytes.max" in r.json()["message"], r.text
+    r = requests.get(base, params={"offset": "0", "max_bytes": "lots"})
+    assert r.status_code == 400 and "max_bytes must be an integer" in r.json()["message"], r.text
     r = requests.get(f"{broker.url}/topics/{topic_name}/partitions/abc/records", params={"offset": 0})
     assert r.status_code == 404 and r.json()["error_code"] == 40402
 

@@ -12,7 +12,7 @@ import time
 
 import requests
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafka_wire
@@ -40,6 +40,22 @@ def test_kafka_clients_route_to_every_broker_and_survive_a_leader_kill(ringlog_b
         md = wait_until(lambda: (lambda m: m if len(m.brokers) == 3 else None)(admin.list_topics(timeout=10)),
                         FAILOVER_DEADLINE_S, "Metadata listing three brokers")
         assert {b.id: b.port for b in md.brokers.values()} == {n.node_id: n.kafka_port for n in c.nodes}
+        # A Kafka client pointed at the cluster:// (inter-broker) listener is refused: the
+        # connection is closed unanswered (it was answered ApiVersions, then errors) and the node
+        # logs one line naming its kafka:// listener.
+        with kafka_wire.connect(f"127.0.0.1:{n1.cluster_port}") as s:
+            s.sendall(kafka_wire.frame(18, 0, 1, b"", client_id="rdkafka"))
+            assert s.recv(64) == b""
+        wrong = AdminClient({"bootstrap.servers": f"127.0.0.1:{n1.cluster_port}"})
+        try:
+            wrong.list_topics(timeout=3)
+            raise AssertionError("Metadata through the cluster listener answered")
+        except KafkaException:
+            pass
+        del wrong
+        refused = wait_until(lambda: [line for line in n1.log_path.read_text().splitlines()
+                                      if "cluster connection refused" in line] or None, 10.0, "the refusal's log line")
+        assert f"kafka://127.0.0.1:{n1.kafka_port}" in refused[0] and 'client_id="rdkafka"' in refused[0], refused[0]
         futures = admin.create_topics([NewTopic("kc", num_partitions=3, replication_factor=3)])
         futures["kc"].result(timeout=30)
         wait_until(lambda: all(quiet(lambda: isr_of(n1, "kc", p)) == [1, 2, 3] for p in range(3)) or None, 20.0,

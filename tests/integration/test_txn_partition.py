@@ -87,7 +87,9 @@ def write_txn_markers(cluster_port, markers):
         body += b"".join(struct.pack(">i", p) for p in partitions) + b"\x00"
         body += struct.pack(">i", coordinator_epoch) + b"\x00"
     body += b"\x00"
-    header = struct.pack(">hhi", API_WRITE_TXN_MARKERS, 1, 9) + kw.string("txn-test") + b"\x00"
+    # The cluster listener serves nodes only: this stands in for the coordinator node 99 (a client
+    # id that is not a node's is refused, as a Kafka client's is).
+    header = struct.pack(">hhi", API_WRITE_TXN_MARKERS, 1, 9) + kw.string("ringlog-node-99") + b"\x00"
     with kw.connect(f"127.0.0.1:{cluster_port}", timeout=DEADLINE_S) as s:
         s.sendall(struct.pack(">i", len(header + body)) + header + body)
         size = struct.unpack(">i", kw.read_exact(s, 4))[0]

@@ -96,6 +96,16 @@ result<bytes> call(client& c, int16_t api_key, bytes body, int64_t timeout_ms) {
   return f.get();
 }
 
+/// Sends a Vote through `t` to node `to` and waits (bounded) for its result.
+result<bytes> vote_through(cluster_transport& t, int32_t to, int32_t epoch, int64_t timeout_ms) {
+  auto p = std::make_shared<std::promise<result<bytes>>>();
+  auto f = p->get_future();
+  t.send(to, protocol::vote_request_data::api_key, 1, encode_vote(epoch), timeout_ms,
+         [p](result<bytes> r) { p->set_value(std::move(r)); });
+  REQUIRE(f.wait_for(wait_limit) == std::future_status::ready);
+  return f.get();
+}
+
 /// A blocking POSIX socket connected to 127.0.0.1:port, for misbehaving-peer tests.
 struct raw_socket {
   int fd = -1;
@@ -353,19 +363,10 @@ TEST_CASE("cluster_transport routes by node id and refuses unknown nodes") {
   (*a)->start();
   auto b = cluster_transport::create(*rt, 1, 2, std::nullopt, {{1, peer_address{"127.0.0.1", (*a)->port()}}});
   REQUIRE(b.ok());
-  auto p = std::make_shared<std::promise<result<bytes>>>();
-  auto fut = p->get_future();
-  (*b)->send(1, protocol::vote_request_data::api_key, 1, encode_vote(3), 2000,
-             [p](result<bytes> r) { p->set_value(std::move(r)); });
-  REQUIRE(fut.wait_for(wait_limit) == std::future_status::ready);
-  auto r = fut.get();
+  auto r = vote_through(**b, 1, 3, 2000);
   REQUIRE(r.ok());
   CHECK(epoch_of(*r) == 3);
-  auto p2 = std::make_shared<std::promise<result<bytes>>>();
-  auto fut2 = p2->get_future();
-  (*b)->send(9, protocol::vote_request_data::api_key, 1, encode_vote(3), 2000,
-             [p2](result<bytes> r2) { p2->set_value(std::move(r2)); });
-  auto r2 = fut2.get();
+  auto r2 = vote_through(**b, 9, 3, 2000);
   REQUIRE(!r2.ok());
   CHECK(r2.error().code == errc::unknown_peer);
   (*b)->stop();
@@ -454,6 +455,36 @@ TEST_CASE("a closed connection from a node names it; probe_listening tells a gon
   REQUIRE(!gone.ok());
   CHECK(gone.error().code == errc::connection_refused);
   (*c)->stop();
+  rt->stop();
+}
+
+TEST_CASE("cluster_transport closes a connection whose first request is not a node's (a Kafka client's ApiVersions)") {
+  auto rt = make_runtime();
+  auto a = cluster_transport::create(*rt, 0, 1, peer_address{"127.0.0.1", 0}, {});
+  REQUIRE(a.ok());
+  (*a)->set_handler(protocol::vote_request_data::api_key, echo_vote());
+  (*a)->set_kafka_listener_hint("kafka://127.0.0.1:9092");
+  (*a)->start();
+  {
+    // ApiVersions v0 from client id "t" (raw_request): answered on a bare server, refused here.
+    raw_socket s((*a)->port());
+    s.write_all(raw_request(protocol::api_versions_request_data::api_key, 0, 7));
+    CHECK(s.closed_by_peer());
+  }
+  {
+    // A version the codec does not know (librdkafka starts with ApiVersions v3 or above) too.
+    raw_socket s((*a)->port());
+    s.write_all(raw_request(protocol::api_versions_request_data::api_key, 99, 8));
+    CHECK(s.closed_by_peer());
+  }
+  // A node's requests are served (its client id is ringlog-node-2).
+  auto b = cluster_transport::create(*rt, 1, 2, std::nullopt, {{1, peer_address{"127.0.0.1", (*a)->port()}}});
+  REQUIRE(b.ok());
+  auto r = vote_through(**b, 1, 5, 5000);
+  REQUIRE(r.ok());
+  CHECK(epoch_of(*r) == 5);
+  (*b)->stop();
+  (*a)->stop();
   rt->stop();
 }
 

@@ -47,6 +47,11 @@ class cluster_transport final : public transport {
   /// This node's own id is ignored. At most constants::peers_max peers; beyond that the address
   /// is not learned (sends to the node answer unknown_peer). Callable from any thread.
   bool set_peer_address(int32_t node_id, const std::string& host, uint16_t port) override;
+  /// Only nodes use the cluster listener: a connection whose first request does not name a
+  /// node's client id ("ringlog-node-<id>"; a Kafka client's ApiVersions names its own) is closed
+  /// unanswered, with one log line that names `kafka_listener`, where Kafka clients belong (e.g.
+  /// "kafka://127.0.0.1:9092", or why this node has none). Only before start().
+  void set_kafka_listener_hint(std::string kafka_listener);
   /// The peers known now (voters from the config plus those learned since), by node id.
   [[nodiscard]] std::map<int32_t, peer_address> peers() const;
   /// Starts accepting connections (after every handler is set).
@@ -70,6 +75,9 @@ class cluster_transport final : public transport {
   size_t shard_;
   int32_t self_id_;
   std::unique_ptr<server> server_;
+  /// Where Kafka clients belong, named when one is refused (set_kafka_listener_hint); read on the
+  /// server's shard only, written before start().
+  std::shared_ptr<std::string> kafka_listener_hint_ = std::make_shared<std::string>("the kafka:// listener of a broker");
   mutable std::mutex peers_mutex_;  // guards peers_ and stopped_ (sends come from every shard)
   std::map<int32_t, peer> peers_;
   bool stopped_ = false;

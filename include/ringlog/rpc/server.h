@@ -7,6 +7,8 @@
 //   - an api key or version the codec does not know, or one with no handler, is answered the way
 //     Kafka answers an ApiVersions request it cannot serve: a v0 ApiVersionsResponse with
 //     UNSUPPORTED_VERSION (35) and the supported api list, under the request's correlation id;
+//   - with a client check set (cluster_transport sets one: peers only), a connection whose first
+//     request names a client id the check refuses is closed unanswered, with one log line;
 //   - ApiVersions is answered from protocol::supported_apis();
 //   - at most constants::connection_in_flight_requests_max requests are with handlers at once;
 //     reading pauses at that bound (TCP backpressure).
@@ -17,7 +19,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "ringlog/rpc/transport.h"
 #include "ringlog/runtime/shard_threads.h"
@@ -42,6 +46,11 @@ class server {
   /// request closes (the peer closed it, it broke, or the server stopped it): the client id of
   /// that connection's last request header. Only before start().
   void set_connection_closed_handler(std::function<void(const std::string& client_id)> handler);
+  /// Registers the check of a connection's first request: `refusal(client_id)` returns why that
+  /// client may not use this listener (nullopt: it may). A refused connection gets no answer: it
+  /// is closed with one warning line naming the peer, its client id and the reason. Unset: every
+  /// client is served. Only before start().
+  void set_client_check(std::function<std::optional<std::string>(std::string_view client_id)> refusal);
   /// Starts accepting (on the shard's thread).
   void start();
   /// Closes the listener and every connection; returns once done (runs inline when called on
