@@ -1286,6 +1286,7 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
   publish(*rt);
   shards_[shard][partition_key(topic, partition)] = rt;
   apply_partition_state(shard, rt, state);
+  rt->stats->open_here.store(true, std::memory_order_release);
   return base::ok_v;
 }
 
@@ -1499,6 +1500,7 @@ void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t p
   if (auto rt = runtime_of(shard, topic, partition)) {
     apply_partition_state(shard, rt, now);   // a leadership ends; no follower loop starts (not a replica)
     rt->deleted = true;
+    rt->stats->open_here.store(false, std::memory_order_release);
     ++rt->follower_generation;
     shards_[shard].erase(partition_key(topic, partition));
     for (auto& w : rt->waiters) {
@@ -1530,6 +1532,7 @@ void broker_impl::remove_partitions(const std::string& topic, int32_t count, std
       auto rt = runtime_of(shard, topic, p);
       if (rt) {
         rt->deleted = true;
+        rt->stats->open_here.store(false, std::memory_order_release);
         shards_[shard].erase(partition_key(topic, p));
         for (auto& w : rt->waiters) {
           if (!w->completed) {
