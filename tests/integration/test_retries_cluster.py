@@ -6,7 +6,6 @@ exactly max.delivery.attempts deliveries, and a redrive through yet another node
 import base64
 import time
 
-import pytest
 import requests
 
 from conftest import wait_until
@@ -153,11 +152,6 @@ def retriable(m):
     return m.get("type") == "error" and 50300 <= m.get("error_code", 0) < 50400
 
 
-# Known, not yet understood: once in two fresh-clone CI runs (session 11) the member got no record
-# within 60 s (passes 8 of 8 here, also with both cores busy). Marked non-strict xfail so the
-# suite reports it (XFAIL/XPASS) while it is chased; remove the mark once the cause is fixed.
-@pytest.mark.xfail(strict=False, reason="intermittent: a WebSocket member joined through a forwarding broker "
-                                        "sometimes receives no record (session 11 CI, cause unknown)")
 def test_a_websocket_member_joined_through_another_broker_keeps_its_topic_name_templates(cluster):
     """The join's retry.topic.template and dead.letter.topic.template travel with the member to
     its coordinator (member_calls.cc), so its nacks use its names, and the dead-letter list
