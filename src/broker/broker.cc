@@ -1289,6 +1289,7 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
   publish(*rt);
   shards_[shard][partition_key(topic, partition)] = rt;
   apply_partition_state(shard, rt, state);
+  rt->stats->open_here.store(true, std::memory_order_release);
   return base::ok_v;
 }
 
@@ -1503,6 +1504,7 @@ void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t p
     apply_partition_state(shard, rt, now);   // a leadership ends; no follower loop starts (not a replica)
     rt->deleted = true;
     compaction_.forget(shard, *rt->log);
+    rt->stats->open_here.store(false, std::memory_order_release);
     ++rt->follower_generation;
     shards_[shard].erase(partition_key(topic, partition));
     for (auto& w : rt->waiters) {
@@ -1535,6 +1537,7 @@ void broker_impl::remove_partitions(const std::string& topic, int32_t count, std
       if (rt) {
         rt->deleted = true;
         compaction_.forget(shard, *rt->log);
+        rt->stats->open_here.store(false, std::memory_order_release);
         shards_[shard].erase(partition_key(topic, p));
         for (auto& w : rt->waiters) {
           if (!w->completed) {

@@ -495,6 +495,11 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   result<int32_t> leader_route(const topic_state& topic, int32_t partition) const;
   /// Runs `then` on the controller shard once `known()` holds or forward_metadata_wait_ms passed.
   void when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms = 0);
+  /// A call a peer forwarded for partition `partition` of `name` may be served: the topic is in
+  /// this node's view and, when this node holds a replica of the partition, that replica is open
+  /// (the view is published before the reconcile step that opens new partitions, and a call served
+  /// in between would find no partition and answer unknown_topic_or_partition).
+  bool ready_for_forwarded(const std::string& name, int32_t partition) const;
   /// Sends a call for `tp` to its leader `leader` over the cluster listener and answers
   /// `on_answer` exactly once, on the controller shard: with the leader's answer, or with an
   /// rpc error when the transport fails - or as soon as a metadata image names another leader for
@@ -512,8 +517,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                                 rpc::respond_fn respond);
   void forward_fetch(int32_t leader, const std::shared_ptr<const topic_state>& topic, fetch_request request,
                      std::function<void(result<fetch_response>)> done);
+  /// `waited`: the wait for the topic (ready_for_forwarded) is over; serve it as it is now.
   void serve_forwarded_fetch(const protocol::request_header_data& header, const protocol::fetch_request_data& request,
-                             rpc::respond_fn respond);
+                             rpc::respond_fn respond, bool waited = false);
   void forward_list_offsets(int32_t leader, list_offsets_request request,
                             std::function<void(result<list_offsets_response>)> done);
   void handle_forwarded_list_offsets(const protocol::request_header_data& header, std::span<const std::byte> body,

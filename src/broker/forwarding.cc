@@ -22,9 +22,11 @@ constexpr int16_t forward_fetch_version = 15;
 constexpr int16_t forward_list_offsets_version = 7;
 /// How much longer than the call's own wait the forwarder waits for the leader's answer, ms.
 constexpr int64_t forward_timeout_slack_ms = 5000;
-/// How long a leader waits for a topic it does not know yet when a peer forwards a call for it
-/// (the peer applied the topic's creation first: metadata reaches nodes at slightly different
-/// times), ms; polled every forward_metadata_poll_ms. Past it the caller hears a retriable error.
+/// How long a leader waits for a topic it does not know yet, or for its replica of a partition it
+/// has not opened yet, when a peer forwards a call for it (the peer applied the topic's creation
+/// first: metadata reaches nodes at slightly different times, and a node opens a new partition
+/// after it publishes the topic), ms; polled every forward_metadata_poll_ms. Past it the caller
+/// hears a retriable error.
 constexpr int64_t forward_metadata_wait_ms = 3000;
 constexpr int64_t forward_metadata_poll_ms = 20;
 constexpr int64_t earliest_timestamp = -2;
@@ -69,6 +71,15 @@ rpc::error leadership_moved(int32_t now_leader) {
 }
 
 }  // namespace
+
+bool broker_impl::ready_for_forwarded(const std::string& name, int32_t partition) const {
+  auto t = find_topic(name);
+  if (!t) return false;
+  if (partition < 0 || partition >= t->partitions_count()) return true;   // answered as such
+  const auto& replicas = t->image->partitions[static_cast<size_t>(partition)].replicas;
+  if (std::find(replicas.begin(), replicas.end(), config_.node_id) == replicas.end()) return true;   // not ours: not-leader
+  return t->partitions[static_cast<size_t>(partition)]->open_here.load(std::memory_order_acquire);
+}
 
 void broker_impl::when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms) {
   if (known() || waited_ms >= forward_metadata_wait_ms || stopping_) return then();
@@ -215,7 +226,8 @@ void broker_impl::handle_forwarded_produce(const protocol::request_header_data& 
   }
   auto shared = std::make_shared<produce_batches_request>(std::move(request));
   const std::string name = shared->partition.topic;
-  when_topic_known([this, name] { return find_topic(name) != nullptr; },
+  const int32_t index = shared->partition.partition.value();
+  when_topic_known([this, name, index] { return ready_for_forwarded(name, index); },
                    [this, shared, answer = std::move(answer)]() mutable {
                      produce_batches_from(std::move(*shared), std::move(answer), true);
                    });
@@ -289,7 +301,8 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
 }
 
 void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& header,
-                                        const protocol::fetch_request_data& request, rpc::respond_fn respond) {
+                                        const protocol::fetch_request_data& request, rpc::respond_fn respond,
+                                        bool waited) {
   protocol::fetch_response_data response;
   protocol::fetch_response_data::fetchable_topic_response t;
   protocol::fetch_response_data::partition_data out;
@@ -306,8 +319,11 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
   const auto& rp = rt.partitions[0];
   t.topic_id = rt.topic_id;
   out.partition_index = rp.partition;
-  auto known = [this, id = rt.topic_id] { return view()->image->find_topic(id) != nullptr; };
-  if (!known()) {
+  auto known = [this, id = rt.topic_id, index = rp.partition] {
+    const controller::topic_image* image = view()->image->find_topic(id);
+    return image != nullptr && ready_for_forwarded(image->name, index);
+  };
+  if (!waited && !known()) {
     return when_topic_known(known, [this, header, request, respond = std::move(respond)]() mutable {
       if (view()->image->find_topic(request.topics[0].topic_id) == nullptr) {
         protocol::fetch_response_data response;
@@ -320,7 +336,7 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
         response.responses.push_back(t);
         return respond_with(header, response, respond);
       }
-      serve_forwarded_fetch(header, request, std::move(respond));
+      serve_forwarded_fetch(header, request, std::move(respond), true);
     });
   }
   const controller::topic_image* image = view()->image->find_topic(rt.topic_id);
@@ -427,7 +443,8 @@ void broker_impl::handle_forwarded_list_offsets(const protocol::request_header_d
     respond_with(header, response, respond);
   });
   };
-  when_topic_known([this, name = t.name] { return find_topic(name) != nullptr; }, std::move(serve));
+  when_topic_known([this, name = t.name, index = p.partition_index] { return ready_for_forwarded(name, index); },
+                   std::move(serve));
 }
 
 }  // namespace ringlog::broker::detail

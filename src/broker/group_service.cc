@@ -551,10 +551,12 @@ group::topic_map group_service_impl::current_topics() {
 }
 
 void group_service_impl::topics_changed() {
-  auto topics = current_topics();
+  // Each shard reads the topics itself when it applies them: computed here and posted, an older
+  // list (start() on the main thread) could land after a newer one (a topic created meanwhile,
+  // from the controller shard) and leave its members without the new topic's partitions.
   for (size_t s = 0; s < shards_.size(); ++s) {
-    runtime_.post(s, [this, s, topics] {
-      auto records = shards_[s]->coordinator.set_topics(topics, clock_.now_ms());
+    runtime_.post(s, [this, s] {
+      auto records = shards_[s]->coordinator.set_topics(current_topics(), clock_.now_ms());
       persist(s, std::move(records), [](result<void>) {});
     });
   }

@@ -30,6 +30,10 @@ struct partition_stats {
   /// False only on a leader whose high watermark is still below the log end at its election
   /// (KIP-207): the figure may be lower than the one its predecessor reported.
   std::atomic<bool> high_watermark_established{true};
+  /// This node's replica is open: its runtime exists on the owning shard, so a call posted there
+  /// from now on finds it (set by open_partition_on_shard, cleared when the replica is dropped).
+  /// The metadata view names a partition before the reconcile step that opens it has run.
+  std::atomic<bool> open_here{false};
   std::atomic<uint64_t> size_bytes{0};
   // The log cleaner (compaction.h), for compacted topics.
   std::atomic<int64_t> cleaner_dirty_ratio_ppm{0};        // dirty / (clean + dirty), parts per million
