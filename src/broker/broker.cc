@@ -2625,6 +2625,10 @@ void broker_impl::clean_step(size_t shard, const std::shared_ptr<partition_runti
 void broker_impl::maintain_partition(partition_runtime& rt, bool retention_due) {
   auto deleted = retention_due ? rt.log->apply_retention() : storage::result<size_t>(size_t{0});
   if (!deleted.ok()) return;  // the log reports kafka_storage_error to its next caller
+  // A compacted log's idle active segment also rolls between retention checks, at this tick
+  // (at most log.cleaner.backoff.ms apart), so the cleaner gets an idle log's last records within
+  // segment.ms / max.compaction.lag.ms plus the backoff, not a retention check interval later.
+  if (!retention_due && rt.log->config().compacted() && !rt.log->roll_if_idle().ok()) return;
   const int64_t hw = rt.log->high_watermark().value();
   if (deleted.value() > 0 || hw != rt.last_checkpointed_high_watermark) {
     if (rt.log->checkpoint().ok()) rt.last_checkpointed_high_watermark = hw;

@@ -204,7 +204,7 @@ const std::vector<key_spec>& key_table() {
       int_key("log.retention.bytes", &server_config::log_retention_bytes, -1, i64,
               "delete old segments past this size per partition; -1 keeps all"),
       int_key("log.retention.check.interval.ms", &server_config::log_retention_check_interval_ms, 1000, i64,
-              "how often retention runs, ms"),
+              "how often retention runs (it also rolls an idle active segment older than segment.ms), ms"),
       int_key("log.index.interval.bytes", &server_config::log_index_interval_bytes, 1, 64 * 1024 * 1024,
               "bytes between offset index entries"),
       choice_key("log.flush.policy", &server_config::log_flush_policy, {"fsync", "replication"},
@@ -216,7 +216,8 @@ const std::vector<key_spec>& key_table() {
       int_key("log.cleaner.io.max.bytes.per.second", &server_config::log_cleaner_io_max_bytes_per_second, 1, i64,
               "bytes the cleaner of one shard reads per second at most, paced between passes"),
       int_key("log.cleaner.backoff.ms", &server_config::log_cleaner_backoff_ms, 100, i64,
-              "how often each shard looks for a compacted partition to clean, ms"),
+              "how often each shard looks for a compacted partition to clean (and rolls an idle compacted "
+              "active segment older than segment.ms or max.compaction.lag.ms), ms"),
       bool_key("log.direct.io", &server_config::log_direct_io,
                "append to segments with O_DIRECT (aligned block writes, no page cache; see docs/benchmarks.md)"),
       int_key("min.insync.replicas", &server_config::min_insync_replicas, 1, 32767,

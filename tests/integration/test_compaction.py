@@ -302,6 +302,19 @@ def test_topic_configs_for_compaction_are_validated_and_described(cbroker, topic
     assert r.status_code == 204, r.text
 
 
+def test_max_compaction_lag_rolls_an_idle_active_segment_at_the_cleaner_backoff(fresh_broker, topic_name):
+    # KIP-354: a compacted log's active segment rolls at min(segment.ms, max.compaction.lag.ms).
+    # segment.ms keeps its 7-day default and the retention check its 5 minutes: only
+    # max.compaction.lag.ms and the cleaner's tick (log.cleaner.backoff.ms) can roll the idle segment.
+    b = fresh_broker(["log.cleaner.backoff.ms=200"])
+    b.create_topic(topic_name, configs={"cleanup.policy": "compact", "max.compaction.lag.ms": "1000",
+                                        "min.cleanable.dirty.ratio": "0.99"})
+    produce(b, topic_name, [("a", "1"), ("b", "1"), ("a", "2"), ("b", "2"), ("a", "3")])
+    recs = wait_compacted(b, topic_name, {"a": "3", "b": "2"}, deadline_s=20)
+    assert [o for o, _, _ in recs] == [3, 4], recs
+    assert len(list((b.data_dir / f"{topic_name}-0").glob("*.log"))) == 2
+
+
 def test_restart_and_kill_9_while_cleaning_keep_every_latest_value_and_the_end_offset(fresh_broker, topic_name):
     b = fresh_broker(FAST_CLEANER + ["log.cleaner.io.max.bytes.per.second=200000"])
     b.create_topic(topic_name, configs=COMPACT)
