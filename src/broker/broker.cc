@@ -1414,7 +1414,9 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
     for (const auto& [k, v] : request.configs) {
       if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
     }
-    if (auto cfg = make_log_config(live(*controller_view_), request.configs); !cfg.ok()) return done(cfg.error());
+    auto cfg = make_log_config(live(*controller_view_), request.configs);
+    if (!cfg.ok()) return done(cfg.error());
+    if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
     auto current = controller_view_;
     if (current->topics.contains(request.name)) {
       return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
@@ -1616,6 +1618,7 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
     }
     auto cfg = make_log_config(live(*controller_view_), configs);
     if (!cfg.ok()) return done(cfg.error());
+    if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
     if (validate_only || records.empty()) {
       auto preview = preview_state(records, *controller_view_->image, topic, t);
       RINGLOG_ASSERT(preview != nullptr, "config records of an existing topic apply");

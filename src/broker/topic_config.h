@@ -24,6 +24,12 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
 result<storage::log_config> make_log_config(const broker_config& config,
                                             const std::map<std::string, std::string>& overrides);
 
+/// Checks the configs that bound each other in one effective config (overrides on top of the
+/// broker defaults), as Kafka's LogConfig.validateValues does when a topic is created or its
+/// configs are altered: min.compaction.lag.ms <= max.compaction.lag.ms. The message names both
+/// keys and values. Not checked when opening a log, so a topic stored before this check opens.
+result<void> validate_topic_config_conflicts(const storage::log_config& config);
+
 /// Every supported config, set (is_default = false) or inherited, with its source and synonyms;
 /// `broker_configs` is the broker's describe_broker_configs (where each broker-level default
 /// comes from; a topic config without one in it is the built-in default).

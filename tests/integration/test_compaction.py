@@ -7,7 +7,9 @@ import asyncio
 import base64
 import json
 import random
+import re
 import signal
+import struct
 import subprocess
 import time
 
@@ -15,6 +17,8 @@ import pytest
 import requests
 import websockets
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+from kafka.errors import InvalidConfigurationError
 from kafka.record.default_records import DefaultRecordBatch
 from confluent_kafka import KafkaError as ConfluentKafkaError
 from confluent_kafka import Producer
@@ -313,6 +317,61 @@ def test_max_compaction_lag_rolls_an_idle_active_segment_at_the_cleaner_backoff(
     recs = wait_compacted(b, topic_name, {"a": "3", "b": "2"}, deadline_s=20)
     assert [o for o, _, _ in recs] == [3, 4], recs
     assert len(list((b.data_dir / f"{topic_name}-0").glob("*.log"))) == 2
+
+
+def incremental_alter_topic_v0(bootstrap, topic, name, value):
+    """IncrementalAlterConfigs v0 (KIP-339) SET of one topic config: (error_code, error_message)."""
+    body = (struct.pack(">i", 1) + struct.pack(">b", 2) + kafka_wire.string(topic) + struct.pack(">i", 1) +
+            kafka_wire.string(name) + struct.pack(">b", 0) + kafka_wire.string(value) + struct.pack(">?", False))
+    with kafka_wire.connect(bootstrap) as s:
+        _, resp = kafka_wire.exchange(s, 44, 0, 7, body)
+    r = kafka_wire.Reader(resp)
+    r.take(">i")   # throttle
+    assert r.take(">i") == 1
+    return r.take(">h"), r.string()
+
+
+def test_min_compaction_lag_above_max_is_refused_naming_both_and_policy_lists_are_trimmed(cbroker, topic_name):
+    conflict = "conflict topic config setting min.compaction.lag.ms (10000) > max.compaction.lag.ms (5000)"
+    # REST v3 create.
+    r = requests.post(cbroker.v3("/topics"), json={"topic_name": topic_name, "configs": [
+        {"name": "cleanup.policy", "value": "compact"}, {"name": "min.compaction.lag.ms", "value": "10000"},
+        {"name": "max.compaction.lag.ms", "value": "5000"}]}, timeout=10)
+    assert r.status_code == 400 and conflict in r.json()["message"], r.text
+    # Kafka CreateTopics (kafka-python): INVALID_CONFIG (40), with the message.
+    admin = KafkaAdminClient(bootstrap_servers=cbroker.bootstrap)
+    try:
+        with pytest.raises(InvalidConfigurationError, match=re.escape(conflict)):
+            admin.create_topics([NewTopic(topic_name, 1, 1, topic_configs={
+                "min.compaction.lag.ms": "10000", "max.compaction.lag.ms": "5000"})])
+        assert requests.get(cbroker.v3(f"/topics/{topic_name}"), timeout=10).status_code == 404
+        # A list with a space after the comma is Kafka's list syntax: accepted, described as written.
+        cbroker.create_topic(topic_name, configs={"cleanup.policy": "compact, delete", "max.compaction.lag.ms": "5000"})
+        d = requests.get(cbroker.v3(f"/topics/{topic_name}/configs/cleanup.policy"), timeout=10).json()
+        assert d["value"] == "compact, delete", d
+        r = requests.post(f"{cbroker.url}/topics/{topic_name}/partitions/0", json={"records": [{"value": b64("x")}]},
+                          headers={"Content-Type": BINARY}, timeout=10)
+        assert r.status_code == 422 and "no key" in r.text, r.text   # compacted
+        # Alter: REST v3 one config, Kafka IncrementalAlterConfigs and AlterConfigs; nothing changes.
+        r = requests.put(cbroker.v3(f"/topics/{topic_name}/configs/min.compaction.lag.ms"), json={"value": "10000"},
+                         timeout=10)
+        assert r.status_code == 400 and conflict in r.json()["message"], r.text
+        code, message = incremental_alter_topic_v0(cbroker.bootstrap, topic_name, "min.compaction.lag.ms", "10000")
+        assert code == 40 and conflict in message, (code, message)
+        resp = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name, configs={
+            "min.compaction.lag.ms": "10000", "max.compaction.lag.ms": "5000"})])
+        [(code, message, _, _)] = resp.resources
+        assert code == 40 and conflict in message, resp
+        configs = {c["name"]: c["value"] for c in
+                   requests.get(cbroker.v3(f"/topics/{topic_name}/configs"), timeout=10).json()["data"]}
+        assert configs["min.compaction.lag.ms"] == "0" and configs["max.compaction.lag.ms"] == "5000", configs
+        # Equal lags are fine (Kafka refuses only min > max).
+        assert incremental_alter_topic_v0(cbroker.bootstrap, topic_name, "min.compaction.lag.ms", "5000")[0] == 0
+    finally:
+        admin.close()
+    r = requests.post(cbroker.v3("/topics"), json={"topic_name": topic_name + "-x", "configs": [
+        {"name": "cleanup.policy", "value": "compact,,delete"}]}, timeout=10)
+    assert r.status_code == 400 and "cleanup.policy='compact,,delete'" in r.json()["message"], r.text
 
 
 def test_restart_and_kill_9_while_cleaning_keep_every_latest_value_and_the_end_offset(fresh_broker, topic_name):
