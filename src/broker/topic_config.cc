@@ -95,6 +95,12 @@ std::optional<std::string> parse_cleanup_policy(const std::string& value) {
 
 }  // namespace
 
+std::string ratio_text(double ratio) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, ratio);
+  return std::string(buf, ec == std::errc() ? end : buf);
+}
+
 const std::vector<std::string>& supported_topic_configs() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
@@ -105,7 +111,7 @@ const std::vector<std::string>& supported_topic_configs() {
 }
 
 std::string topic_config_default(const broker_config& c, const std::string& name) {
-  if (name == "cleanup.policy") return "delete";
+  if (name == "cleanup.policy") return c.log_cleanup_policy;
   if (name == "retention.ms") return std::to_string(c.log_retention_ms);
   if (name == "retention.bytes") return std::to_string(c.log_retention_bytes);
   if (name == "segment.bytes") return std::to_string(c.log_segment_bytes);
@@ -116,10 +122,10 @@ std::string topic_config_default(const broker_config& c, const std::string& name
   if (name == "min.insync.replicas") return std::to_string(c.min_insync_replicas);
   if (name == "message.timestamp.type") return "CreateTime";
   if (name == "compression.type") return "producer";
-  if (name == "min.cleanable.dirty.ratio") return "0.5";
-  if (name == "min.compaction.lag.ms") return "0";
-  if (name == "max.compaction.lag.ms") return std::to_string(i64_max);
-  if (name == "delete.retention.ms") return "86400000";
+  if (name == "min.cleanable.dirty.ratio") return ratio_text(c.log_cleaner_min_cleanable_ratio);
+  if (name == "min.compaction.lag.ms") return std::to_string(c.log_cleaner_min_compaction_lag_ms);
+  if (name == "max.compaction.lag.ms") return std::to_string(c.log_cleaner_max_compaction_lag_ms);
+  if (name == "delete.retention.ms") return std::to_string(c.log_cleaner_delete_retention_ms);
   return "";
 }
 
@@ -181,7 +187,8 @@ result<storage::log_config> make_log_config(const broker_config& c, const std::m
   out.index_interval_bytes = static_cast<int32_t>(number("index.interval.bytes"));
   out.max_message_bytes = static_cast<int32_t>(number("max.message.bytes"));
   out.direct_io = c.log_direct_io;
-  out.min_cleanable_dirty_ratio = parse_ratio(value_of("min.cleanable.dirty.ratio")).value_or(0.5);
+  out.min_cleanable_dirty_ratio =
+      parse_ratio(value_of("min.cleanable.dirty.ratio")).value_or(c.log_cleaner_min_cleanable_ratio);
   out.min_compaction_lag_ms = number("min.compaction.lag.ms");
   out.max_compaction_lag_ms = number("max.compaction.lag.ms");
   out.delete_retention_ms = number("delete.retention.ms");

@@ -14,6 +14,9 @@ namespace ringlog::broker {
 /// The topic configs ringlog supports, in a stable order (Kafka's names).
 const std::vector<std::string>& supported_topic_configs();
 
+/// A ratio as text in its shortest form that reads back the same ("0.5", "1").
+std::string ratio_text(double ratio);
+
 /// The broker-level default of a topic config, as text.
 std::string topic_config_default(const broker_config& config, const std::string& name);
 
