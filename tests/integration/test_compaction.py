@@ -24,7 +24,7 @@ from confluent_kafka import KafkaError as ConfluentKafkaError
 from confluent_kafka import Producer
 
 import kafka_wire
-from conftest import Broker, free_port, wait_until
+from conftest import Broker, binary_path, free_port, wait_until
 
 BINARY = "application/vnd.kafka.binary.v2+json"
 FAST_CLEANER = ["log.cleaner.backoff.ms=200", "log.retention.check.interval.ms=1000"]
@@ -372,6 +372,46 @@ def test_min_compaction_lag_above_max_is_refused_naming_both_and_policy_lists_ar
     r = requests.post(cbroker.v3("/topics"), json={"topic_name": topic_name + "-x", "configs": [
         {"name": "cleanup.policy", "value": "compact,,delete"}]}, timeout=10)
     assert r.status_code == 400 and "cleanup.policy='compact,,delete'" in r.json()["message"], r.text
+
+
+def ringlog_cli(b, *args, stdin=None):
+    return subprocess.run([str(binary_path()), *args, "--bootstrap-server", b.url], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_names_a_keyless_input_line_once_sends_tombstones_and_prints_null(cbroker, topic_name):
+    cbroker.create_topic(topic_name, configs=COMPACT)
+    lines = ["nokey" if i == 3 else f"k{i}:v{i}" for i in range(1, 601)]
+    out = ringlog_cli(cbroker, "produce", topic_name, "--key-separator", ":", stdin="\n".join(lines) + "\n")
+    assert out.returncode == 1, out.stderr
+    err = out.stderr.splitlines()
+    # One line for the refusal, naming the input line (not the broker's records[N]), not one per record.
+    assert [l for l in err if l.startswith("record refused:")] == [
+        "record refused: line 3 has no key, and topic '%s' has cleanup.policy=compact, which keeps the latest value "
+        "per key: every record needs a key" % topic_name], out.stderr
+    assert "records[" not in out.stderr
+    # The lines of its request that went unsent with it (the request is refused whole).
+    sent, refused = map(int, re.fullmatch(rf"(\d+) records sent to {topic_name}, (\d+) refused", err[-1]).groups())
+    assert sent + refused == 600 and 1 <= refused <= 500, err[-1]
+    if refused > 1:
+        assert f"lines 1-{refused} not sent: refused with it (one produce request; none of it is stored)" in err, err
+    assert offsets(cbroker, topic_name)["end_offset"] == sent
+
+    # Tombstones from the CLI: --null-empty-values sends "k:" with a null value; without it, "".
+    out = ringlog_cli(cbroker, "produce", topic_name, "--key-separator", ":", "--null-empty-values",
+                      "--partition", "0", stdin="gone:\n")
+    assert out.returncode == 0, out.stderr
+    out = ringlog_cli(cbroker, "produce", topic_name, "--key-separator", ":", "--partition", "0", stdin="empty:\n")
+    assert out.returncode == 0, out.stderr
+    tail = read_all(cbroker, topic_name, start=sent)
+    assert [(k, v) for _, k, v in tail] == [("gone", None), ("empty", "")], tail
+    # consume prints a null value as null (Kafka's console consumer), an empty one as nothing.
+    out = ringlog_cli(cbroker, "consume", topic_name, "--partition", "0", "--offset", str(sent), "--print-key",
+                      "--print-offset")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"0:{sent}\tgone\tnull", f"0:{sent + 1}\tempty\t"], out.stdout
+    usage = ringlog_cli(cbroker, "produce", topic_name, "--help").stdout
+    assert "--null-empty-values" in usage and "tombstone" in usage
 
 
 def test_restart_and_kill_9_while_cleaning_keep_every_latest_value_and_the_end_offset(fresh_broker, topic_name):

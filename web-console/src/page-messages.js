@@ -74,7 +74,10 @@ function produceForm(getTopic, onProduced) {
       }
     },
   }, field('partition', partition), field('key', key), field('value type', type),
-  h('div', { class: 'field wide' }, field('value', value)), h('div', { class: 'field wide' }, field('headers (name=value lines)', headers)),
+  h('div', { class: 'field wide' }, field('value', value,
+    h('span', { 'data-testid': 'tombstone-hint' }, 'A tombstone (a null value: on a compacted topic it deletes the key): '
+      + 'a key, the value ', h('code', {}, 'null'), ' and the value type "JSON" or "JSON if it parses". '
+      + 'An empty value is an empty string, not null.'))), h('div', { class: 'field wide' }, field('headers (name=value lines)', headers)),
   h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Produce')));
   // The form produces to the topic chosen in the browse form below: the summary names it.
   const summary = h('summary', { 'data-testid': 'produce-summary' }, 'Produce a record');
