@@ -414,6 +414,26 @@ def test_cli_names_a_keyless_input_line_once_sends_tombstones_and_prints_null(cb
     assert "--null-empty-values" in usage and "tombstone" in usage
 
 
+def test_a_websocket_records_message_with_a_keyless_record_is_refused_whole(cbroker, topic_name):
+    # http-api/ws-protocol.md: a record without a key on a compacted topic is an error of the
+    # whole message, and none of its records is stored (the keyed one either).
+    cbroker.create_topic(topic_name, configs=COMPACT)
+
+    async def ws():
+        async with websockets.connect(f"ws://127.0.0.1:{cbroker.port}/v1/ws") as s:
+            await s.send(json.dumps({"type": "produce", "id": 1, "topic": topic_name, "records": [
+                {"partition": 0, "key": b64("u9"), "value": b64("9")}, {"partition": 0, "value": b64("no key")}]}))
+            m = json.loads(await asyncio.wait_for(s.recv(), 10))
+            assert m["type"] == "error" and m["id"] == 1 and m["error_code"] == 422, m
+            assert m["message"].startswith("records[1] has no key"), m
+            await s.send(json.dumps({"type": "produce", "id": 2, "topic": topic_name, "records": [
+                {"partition": 0, "key": b64("u9"), "value": None}]}))
+            m = json.loads(await asyncio.wait_for(s.recv(), 10))
+            assert m["type"] == "produce_ack" and m["results"][0]["offset"] == 0, m
+    asyncio.run(ws())
+    assert read_all(cbroker, topic_name) == [(0, "u9", None)]
+
+
 def test_restart_and_kill_9_while_cleaning_keep_every_latest_value_and_the_end_offset(fresh_broker, topic_name):
     b = fresh_broker(FAST_CLEANER + ["log.cleaner.io.max.bytes.per.second=200000"])
     b.create_topic(topic_name, configs=COMPACT)
