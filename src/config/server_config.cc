@@ -235,7 +235,7 @@ const std::vector<key_spec>& key_table() {
       int_key("log.cleaner.dedupe.buffer.size", &server_config::log_cleaner_dedupe_buffer_size, 64 * 1024,
               int64_t{1} << 40, "memory of the cleaner's offset maps, bytes, shared out over the shards (32 bytes per key)"),
       int_key("log.cleaner.io.max.bytes.per.second", &server_config::log_cleaner_io_max_bytes_per_second, 1, i64,
-              "bytes the cleaner of one shard reads per second at most, paced between passes"),
+              "bytes the cleaner of one shard reads per second at most, paced after each step of a pass"),
       int_key("log.cleaner.backoff.ms", &server_config::log_cleaner_backoff_ms, 100, i64,
               "how often each shard looks for a compacted partition to clean (and rolls an idle compacted "
               "active segment older than segment.ms or max.compaction.lag.ms), ms"),
