@@ -319,21 +319,23 @@ std::string line_range(int64_t first, int64_t last) {
   return first == last ? "line " + std::to_string(first) : "lines " + std::to_string(first) + "-" + std::to_string(last);
 }
 
-/// Reports one run of consecutive lines refused with the same message, once: the broker names a
-/// record by its index in the produce call ("records[2] has no key, ..."), which is not the input
-/// line, so a missing key is named by the input line the CLI sent without one.
+/// Reports one run of consecutive lines refused with the same message, once. A message naming
+/// one record ("records[2] has no key, ...") refused the whole produce call it was in; its index
+/// counts in that call, not the input, so a missing key is named by the input line the CLI sent
+/// without one, and the other lines of the run are said to be unsent with it.
 void report_refused_run(const std::string& message, int64_t first, int64_t last, const std::vector<int64_t>& keyless) {
   std::string text = message;
+  const bool whole_request = text.rfind("records[", 0) == 0;
   const std::string no_key = "] has no key";
   const size_t at = text.find(no_key);
   auto culprit = std::find_if(keyless.begin(), keyless.end(), [&](int64_t n) { return n >= first && n <= last; });
-  if (text.rfind("records[", 0) == 0 && at != std::string::npos && culprit != keyless.end()) {
+  if (whole_request && at != std::string::npos && culprit != keyless.end()) {
     text = "line " + std::to_string(*culprit) + " has no key" + text.substr(at + no_key.size());
   } else {
     text = line_range(first, last) + ": " + text;
   }
   std::cerr << "record refused: " << text << "\n";
-  if (first != last) {
+  if (whole_request && first != last) {
     std::cerr << line_range(first, last) << " not sent: refused with it (one produce request; none of it is stored)\n";
   }
 }

@@ -396,6 +396,11 @@ def test_cli_names_a_keyless_input_line_once_sends_tombstones_and_prints_null(cb
     if refused > 1:
         assert f"lines 1-{refused} not sent: refused with it (one produce request; none of it is stored)" in err, err
     assert offsets(cbroker, topic_name)["end_offset"] == sent
+    # Lines refused each for the same reason of their own: one line for the run, nothing "unsent with it".
+    out = ringlog_cli(cbroker, "produce", topic_name, "--key-separator", ":", "--partition", "9", stdin="a:1\nb:2\n")
+    assert out.returncode == 1 and out.stderr.splitlines() == [
+        f"record refused: lines 1-2: partition 9 does not exist: topic '{topic_name}' has 1 partitions",
+        f"0 records sent to {topic_name}, 2 refused"], out.stderr
 
     # Tombstones from the CLI: --null-empty-values sends "k:" with a null value; without it, "".
     out = ringlog_cli(cbroker, "produce", topic_name, "--key-separator", ":", "--null-empty-values",
