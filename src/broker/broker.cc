@@ -1418,7 +1418,9 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
     for (const auto& [k, v] : request.configs) {
       if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
     }
-    if (auto cfg = make_log_config(live(*controller_view_), request.configs); !cfg.ok()) return done(cfg.error());
+    auto cfg = make_log_config(live(*controller_view_), request.configs);
+    if (!cfg.ok()) return done(cfg.error());
+    if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
     auto current = controller_view_;
     if (current->topics.contains(request.name)) {
       return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
@@ -1624,6 +1626,7 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
     }
     auto cfg = make_log_config(live(*controller_view_), configs);
     if (!cfg.ok()) return done(cfg.error());
+    if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
     if (validate_only || records.empty()) {
       auto preview = preview_state(records, *controller_view_->image, topic, t);
       RINGLOG_ASSERT(preview != nullptr, "config records of an existing topic apply");
@@ -2633,6 +2636,10 @@ void broker_impl::clean_step(size_t shard, const std::shared_ptr<partition_runti
 void broker_impl::maintain_partition(partition_runtime& rt, bool retention_due) {
   auto deleted = retention_due ? rt.log->apply_retention() : storage::result<size_t>(size_t{0});
   if (!deleted.ok()) return;  // the log reports kafka_storage_error to its next caller
+  // A compacted log's idle active segment also rolls between retention checks, at this tick
+  // (at most log.cleaner.backoff.ms apart), so the cleaner gets an idle log's last records within
+  // segment.ms / max.compaction.lag.ms plus the backoff, not a retention check interval later.
+  if (!retention_due && rt.log->config().compacted() && !rt.log->roll_if_idle().ok()) return;
   const int64_t hw = rt.log->high_watermark().value();
   if (deleted.value() > 0 || hw != rt.last_checkpointed_high_watermark) {
     if (rt.log->checkpoint().ok()) rt.last_checkpointed_high_watermark = hw;

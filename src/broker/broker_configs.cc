@@ -14,29 +14,50 @@ struct broker_config_spec {
   const char* name;
   std::function<std::string(const broker_config&)> get;
   const char* topic_config = nullptr;                                // nullptr: read-only
-  std::function<void(broker_config&, int64_t)> set = nullptr;
+  std::function<void(broker_config&, const std::string&)> set = nullptr;   // with a validated value
 };
 
 std::string text(bool b) { return b ? "true" : "false"; }
+
+/// A value validate_topic_config accepted as an integer.
+int64_t number(const std::string& value) {
+  int64_t v = 0;
+  std::from_chars(value.data(), value.data() + value.size(), v);
+  return v;
+}
 
 const std::vector<broker_config_spec>& specs() {
   // Kafka's dynamic log configs (DynamicLogConfig: the broker-level defaults of topic configs);
   // the rest are shown read-only, as Kafka shows its static configs.
   static const std::vector<broker_config_spec> all = {
       {"log.retention.ms", [](const broker_config& c) { return std::to_string(c.log_retention_ms); }, "retention.ms",
-       [](broker_config& c, int64_t v) { c.log_retention_ms = v; }},
+       [](broker_config& c, const std::string& v) { c.log_retention_ms = number(v); }},
       {"log.retention.bytes", [](const broker_config& c) { return std::to_string(c.log_retention_bytes); },
-       "retention.bytes", [](broker_config& c, int64_t v) { c.log_retention_bytes = v; }},
+       "retention.bytes", [](broker_config& c, const std::string& v) { c.log_retention_bytes = number(v); }},
       {"log.segment.bytes", [](const broker_config& c) { return std::to_string(c.log_segment_bytes); }, "segment.bytes",
-       [](broker_config& c, int64_t v) { c.log_segment_bytes = v; }},
+       [](broker_config& c, const std::string& v) { c.log_segment_bytes = number(v); }},
       {"log.roll.ms", [](const broker_config& c) { return std::to_string(c.log_roll_ms); }, "segment.ms",
-       [](broker_config& c, int64_t v) { c.log_roll_ms = v; }},
+       [](broker_config& c, const std::string& v) { c.log_roll_ms = number(v); }},
       {"log.index.interval.bytes", [](const broker_config& c) { return std::to_string(c.log_index_interval_bytes); },
-       "index.interval.bytes", [](broker_config& c, int64_t v) { c.log_index_interval_bytes = static_cast<int32_t>(v); }},
+       "index.interval.bytes", [](broker_config& c, const std::string& v) { c.log_index_interval_bytes = static_cast<int32_t>(number(v)); }},
       {"message.max.bytes", [](const broker_config& c) { return std::to_string(c.message_max_bytes); },
-       "max.message.bytes", [](broker_config& c, int64_t v) { c.message_max_bytes = static_cast<int32_t>(v); }},
+       "max.message.bytes", [](broker_config& c, const std::string& v) { c.message_max_bytes = static_cast<int32_t>(number(v)); }},
       {"min.insync.replicas", [](const broker_config& c) { return std::to_string(c.min_insync_replicas); },
-       "min.insync.replicas", [](broker_config& c, int64_t v) { c.min_insync_replicas = static_cast<int32_t>(v); }},
+       "min.insync.replicas", [](broker_config& c, const std::string& v) { c.min_insync_replicas = static_cast<int32_t>(number(v)); }},
+      // The compaction configs' broker-level defaults (Kafka's names; dynamic in Kafka too).
+      {"log.cleanup.policy", [](const broker_config& c) { return c.log_cleanup_policy; }, "cleanup.policy",
+       [](broker_config& c, const std::string& v) { c.log_cleanup_policy = v; }},
+      {"log.cleaner.min.cleanable.ratio", [](const broker_config& c) { return ratio_text(c.log_cleaner_min_cleanable_ratio); },
+       "min.cleanable.dirty.ratio",
+       [](broker_config& c, const std::string& v) { std::from_chars(v.data(), v.data() + v.size(), c.log_cleaner_min_cleanable_ratio); }},
+      {"log.cleaner.delete.retention.ms", [](const broker_config& c) { return std::to_string(c.log_cleaner_delete_retention_ms); },
+       "delete.retention.ms", [](broker_config& c, const std::string& v) { c.log_cleaner_delete_retention_ms = number(v); }},
+      {"log.cleaner.min.compaction.lag.ms",
+       [](const broker_config& c) { return std::to_string(c.log_cleaner_min_compaction_lag_ms); }, "min.compaction.lag.ms",
+       [](broker_config& c, const std::string& v) { c.log_cleaner_min_compaction_lag_ms = number(v); }},
+      {"log.cleaner.max.compaction.lag.ms",
+       [](const broker_config& c) { return std::to_string(c.log_cleaner_max_compaction_lag_ms); }, "max.compaction.lag.ms",
+       [](broker_config& c, const std::string& v) { c.log_cleaner_max_compaction_lag_ms = number(v); }},
       {"node.id", [](const broker_config& c) { return std::to_string(c.node_id); }},
       {"log.dirs", [](const broker_config& c) { return c.log_dir; }},
       {"num.partitions", [](const broker_config& c) { return std::to_string(c.num_partitions); }},
@@ -77,13 +98,6 @@ const broker_config_spec* find_spec(const std::string& name) {
   return nullptr;
 }
 
-std::optional<int64_t> parse_number(const std::string& value) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc{} || p != value.data() + value.size() || value.empty()) return std::nullopt;
-  return v;
-}
-
 const std::map<std::string, std::string>* dynamic_of(const controller::metadata_image& image, int32_t node_id) {
   auto it = image.broker_configs().find(node_id);
   return it == image.broker_configs().end() ? nullptr : &it->second;
@@ -93,9 +107,8 @@ void apply(broker_config& out, const std::map<std::string, std::string>* values)
   if (values == nullptr) return;
   for (const auto& [name, value] : *values) {
     const broker_config_spec* spec = find_spec(name);
-    auto v = parse_number(value);
-    if (spec == nullptr || !spec->set || !v || !validate_topic_config(spec->topic_config, value).ok()) continue;
-    spec->set(out, *v);
+    if (spec == nullptr || !spec->set || !validate_topic_config(spec->topic_config, value).ok()) continue;
+    spec->set(out, value);
   }
 }
 

@@ -303,7 +303,7 @@ void broker_impl::with_delay_topic(size_t tier, std::function<void(result<std::s
   deps_.runtime.post(controller_shard, [this, name = std::move(name), done = std::move(done)]() mutable {
     if (auto t = controller_find_topic(name)) return done(t);
     auto records = new_topic_records(name, delay_topic_partitions, automatic_replication_factor(*controller_view_->image),
-                                     {{"retention.ms", "-1"}, {"retention.bytes", "-1"},
+                                     {{"cleanup.policy", "delete"}, {"retention.ms", "-1"}, {"retention.bytes", "-1"},
                                       {"segment.bytes", delay_topic_segment_bytes}});
     if (!records.ok()) return done(records.error());
     commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {

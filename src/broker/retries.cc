@@ -70,6 +70,8 @@ void ensure_topic(broker& b, const std::string& name, int32_t partitions, std::f
   create_topic_request req;
   req.name = name;
   req.partitions_count = std::max(1, partitions);
+  // A queue of copies, keyless ones too: never compacted, whatever log.cleanup.policy says.
+  req.configs["cleanup.policy"] = "delete";
   b.create_topic(std::move(req), [describe, done](result<topic_description> r) {
     if (r.ok()) return done(static_cast<int32_t>(r->partitions.size()));
     if (r.error().code == errc::topic_already_exists) return describe();

@@ -69,7 +69,37 @@ std::optional<double> parse_ratio(const std::string& value) {
   return v;
 }
 
+/// cleanup.policy as a list (Kafka's LIST type: items split on ',' and trimmed, "compact, delete"),
+/// each item delete or compact -> "delete", "compact" or "compact,delete"; nullopt if not such a list.
+std::optional<std::string> parse_cleanup_policy(const std::string& value) {
+  bool compact = false;
+  bool del = false;
+  size_t at = 0;
+  while (at <= value.size()) {
+    const size_t comma = std::min(value.find(',', at), value.size());
+    std::string item = value.substr(at, comma - at);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item == "compact") {
+      compact = true;
+    } else if (item == "delete") {
+      del = true;
+    } else {
+      return std::nullopt;   // an unknown or empty item
+    }
+    at = comma + 1;
+  }
+  if (compact && del) return "compact,delete";
+  return compact ? "compact" : "delete";
+}
+
 }  // namespace
+
+std::string ratio_text(double ratio) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, ratio);
+  return std::string(buf, ec == std::errc() ? end : buf);
+}
 
 const std::vector<std::string>& supported_topic_configs() {
   static const std::vector<std::string> names = [] {
@@ -81,7 +111,7 @@ const std::vector<std::string>& supported_topic_configs() {
 }
 
 std::string topic_config_default(const broker_config& c, const std::string& name) {
-  if (name == "cleanup.policy") return "delete";
+  if (name == "cleanup.policy") return c.log_cleanup_policy;
   if (name == "retention.ms") return std::to_string(c.log_retention_ms);
   if (name == "retention.bytes") return std::to_string(c.log_retention_bytes);
   if (name == "segment.bytes") return std::to_string(c.log_segment_bytes);
@@ -92,10 +122,10 @@ std::string topic_config_default(const broker_config& c, const std::string& name
   if (name == "min.insync.replicas") return std::to_string(c.min_insync_replicas);
   if (name == "message.timestamp.type") return "CreateTime";
   if (name == "compression.type") return "producer";
-  if (name == "min.cleanable.dirty.ratio") return "0.5";
-  if (name == "min.compaction.lag.ms") return "0";
-  if (name == "max.compaction.lag.ms") return std::to_string(i64_max);
-  if (name == "delete.retention.ms") return "86400000";
+  if (name == "min.cleanable.dirty.ratio") return ratio_text(c.log_cleaner_min_cleanable_ratio);
+  if (name == "min.compaction.lag.ms") return std::to_string(c.log_cleaner_min_compaction_lag_ms);
+  if (name == "max.compaction.lag.ms") return std::to_string(c.log_cleaner_max_compaction_lag_ms);
+  if (name == "delete.retention.ms") return std::to_string(c.log_cleaner_delete_retention_ms);
   return "";
 }
 
@@ -115,10 +145,9 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
     return error{errc::invalid_config, "unknown topic config '" + name + "' (supported: " + known + ")"};
   }
   if (name == "cleanup.policy") {
-    if (value == "delete" || value == "compact" || value == "compact,delete" || value == "delete,compact") {
-      return base::ok_v;
-    }
-    return error{errc::invalid_config, "cleanup.policy='" + value + "' is not one of delete, compact, compact,delete"};
+    if (parse_cleanup_policy(value)) return base::ok_v;
+    return error{errc::invalid_config, "cleanup.policy='" + value +
+                                           "' is not delete, compact or a comma-separated list of both (compact,delete)"};
   }
   if (name == "min.cleanable.dirty.ratio") {
     auto ratio = parse_ratio(value);
@@ -149,7 +178,7 @@ result<storage::log_config> make_log_config(const broker_config& c, const std::m
   };
   for (const auto& [k, v] : overrides) RINGLOG_TRY(validate_topic_config(k, v));
   storage::log_config out;
-  out.cleanup_policy = value_of("cleanup.policy");
+  out.cleanup_policy = parse_cleanup_policy(value_of("cleanup.policy")).value_or("delete");
   out.retention_ms = number("retention.ms");
   out.retention_bytes = number("retention.bytes");
   out.segment_bytes = number("segment.bytes");
@@ -158,7 +187,8 @@ result<storage::log_config> make_log_config(const broker_config& c, const std::m
   out.index_interval_bytes = static_cast<int32_t>(number("index.interval.bytes"));
   out.max_message_bytes = static_cast<int32_t>(number("max.message.bytes"));
   out.direct_io = c.log_direct_io;
-  out.min_cleanable_dirty_ratio = parse_ratio(value_of("min.cleanable.dirty.ratio")).value_or(0.5);
+  out.min_cleanable_dirty_ratio =
+      parse_ratio(value_of("min.cleanable.dirty.ratio")).value_or(c.log_cleaner_min_cleanable_ratio);
   out.min_compaction_lag_ms = number("min.compaction.lag.ms");
   out.max_compaction_lag_ms = number("max.compaction.lag.ms");
   out.delete_retention_ms = number("delete.retention.ms");
@@ -166,6 +196,16 @@ result<storage::log_config> make_log_config(const broker_config& c, const std::m
   auto valid = out.validate();
   if (!valid.ok()) return error{errc::invalid_config, valid.error().message};
   return out;
+}
+
+result<void> validate_topic_config_conflicts(const storage::log_config& config) {
+  // Kafka's LogConfig.validateValues: InvalidConfigurationException (INVALID_CONFIG).
+  if (config.min_compaction_lag_ms > config.max_compaction_lag_ms) {
+    return error{errc::invalid_config, "conflict topic config setting min.compaction.lag.ms (" +
+                                           std::to_string(config.min_compaction_lag_ms) + ") > max.compaction.lag.ms (" +
+                                           std::to_string(config.max_compaction_lag_ms) + ")"};
+  }
+  return base::ok_v;
 }
 
 std::vector<topic_config_entry> describe_topic_configs(const broker_config& c,

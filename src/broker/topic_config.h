@@ -14,6 +14,9 @@ namespace ringlog::broker {
 /// The topic configs ringlog supports, in a stable order (Kafka's names).
 const std::vector<std::string>& supported_topic_configs();
 
+/// A ratio as text in its shortest form that reads back the same ("0.5", "1").
+std::string ratio_text(double ratio);
+
 /// The broker-level default of a topic config, as text.
 std::string topic_config_default(const broker_config& config, const std::string& name);
 
@@ -23,6 +26,12 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
 /// Overrides on top of broker defaults -> the storage config of each partition.
 result<storage::log_config> make_log_config(const broker_config& config,
                                             const std::map<std::string, std::string>& overrides);
+
+/// Checks the configs that bound each other in one effective config (overrides on top of the
+/// broker defaults), as Kafka's LogConfig.validateValues does when a topic is created or its
+/// configs are altered: min.compaction.lag.ms <= max.compaction.lag.ms. The message names both
+/// keys and values. Not checked when opening a log, so a topic stored before this check opens.
+result<void> validate_topic_config_conflicts(const storage::log_config& config);
 
 /// Every supported config, set (is_default = false) or inherited, with its source and synonyms;
 /// `broker_configs` is the broker's describe_broker_configs (where each broker-level default

@@ -296,10 +296,14 @@ namespace {
 
 constexpr const char* produce_usage = R"(usage: ringlog produce TOPIC [options] < lines
 
-Sends each line of standard input as one record (v3 records API, in batches).
+Sends each line of standard input as one record (v3 records API, in batches). A refused
+request stores none of its lines: the error is printed once, naming the input line, with the
+lines that went unsent with it.
 
 Options:
   --key-separator SEP      split each line at the first SEP into key and value (no SEP: no key)
+  --null-empty-values      send an empty value as null (kcat's -Z): with --key-separator :,
+                           the line "k:" is a tombstone for key k on a compacted topic
   --header KEY=VALUE       add a header to every record (repeatable)
   --partition N            send every record to partition N (default: murmur2 of the key, or spread)
   --acks 0|1|all           acknowledgement level (default all)
@@ -310,22 +314,54 @@ Options:
 
 json binary(std::string_view s) { return {{"type", "BINARY"}, {"data", base64_encode(s)}}; }
 
-/// Sends one batch; returns the number of refused records (each reported on stderr), or -1 on a
-/// whole-request failure.
-int64_t send_batch(http_client& client, const std::string& path, const std::vector<std::string>& lines, const args& a,
-                   const json& headers) {
+/// "line 3" or "lines 1-500" (1-based input line numbers, inclusive).
+std::string line_range(int64_t first, int64_t last) {
+  return first == last ? "line " + std::to_string(first) : "lines " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+/// Reports one run of consecutive lines refused with the same message, once. A message naming
+/// one record ("records[2] has no key, ...") refused the whole produce call it was in; its index
+/// counts in that call, not the input, so a missing key is named by the input line the CLI sent
+/// without one, and the other lines of the run are said to be unsent with it.
+void report_refused_run(const std::string& message, int64_t first, int64_t last, const std::vector<int64_t>& keyless) {
+  std::string text = message;
+  const bool whole_request = text.rfind("records[", 0) == 0;
+  const std::string no_key = "] has no key";
+  const size_t at = text.find(no_key);
+  auto culprit = std::find_if(keyless.begin(), keyless.end(), [&](int64_t n) { return n >= first && n <= last; });
+  if (whole_request && at != std::string::npos && culprit != keyless.end()) {
+    text = "line " + std::to_string(*culprit) + " has no key" + text.substr(at + no_key.size());
+  } else {
+    text = line_range(first, last) + ": " + text;
+  }
+  std::cerr << "record refused: " << text << "\n";
+  if (whole_request && first != last) {
+    std::cerr << line_range(first, last) << " not sent: refused with it (one produce request; none of it is stored)\n";
+  }
+}
+
+/// Sends one batch, whose first line is input line `first_line` (1-based); returns the number of
+/// refused records (each run of them reported once on stderr), or -1 on a whole-request failure.
+int64_t send_batch(http_client& client, const std::string& path, const std::vector<std::string>& lines,
+                   int64_t first_line, const args& a, const json& headers) {
   std::string body;
   auto separator = a.get("--key-separator");
   auto partition = int_option(a, "--partition", 0, INT32_MAX);
-  for (const auto& line : lines) {
+  const bool null_empty = a.has("--null-empty-values");
+  std::vector<int64_t> keyless;   // input line numbers sent without a key
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
     json record = json::object();
     size_t sep = separator && !separator->empty() ? line.find(*separator) : std::string::npos;
+    std::string_view value = line;
     if (sep != std::string::npos) {
       record["key"] = binary(std::string_view(line).substr(0, sep));
-      record["value"] = binary(std::string_view(line).substr(sep + separator->size()));
+      value = std::string_view(line).substr(sep + separator->size());
     } else {
-      record["value"] = binary(line);
+      keyless.push_back(first_line + static_cast<int64_t>(i));
     }
+    // v3: a record without "value" has a null one (a tombstone on a compacted topic).
+    if (!(null_empty && value.empty())) record["value"] = binary(value);
     if (!headers.empty()) record["headers"] = headers;
     if (partition) record["partition_id"] = *partition;
     body += record.dump();
@@ -336,7 +372,14 @@ int64_t send_batch(http_client& client, const std::string& path, const std::vect
     report_failure(r, "produce");
     return -1;
   }
+  // One report per line, in order; consecutive refusals with one message are one run.
   int64_t refused = 0;
+  int64_t line_number = first_line - 1;
+  std::optional<std::pair<std::string, int64_t>> run;   // message, first line
+  auto end_run = [&](int64_t last) {
+    if (run) report_refused_run(run->first, run->second, last, keyless);
+    run.reset();
+  };
   size_t pos = 0;
   while (pos < r->body.size()) {
     size_t end = r->body.find('\n', pos);
@@ -344,11 +387,17 @@ int64_t send_batch(http_client& client, const std::string& path, const std::vect
     auto report = json::parse(r->body.substr(pos, end - pos), nullptr, false);
     pos = end + 1;
     if (report.is_discarded() || !report.is_object()) continue;
-    if (report.value("error_code", 200) != 200) {
-      ++refused;
-      std::cerr << "record refused: " << report.value("message", std::string("?")) << "\n";
+    ++line_number;
+    if (report.value("error_code", 200) == 200) {
+      end_run(line_number - 1);
+      continue;
     }
+    ++refused;
+    std::string message = report.value("message", std::string("?"));
+    if (run && run->first != message) end_run(line_number - 1);
+    if (!run) run.emplace(std::move(message), line_number);
   }
+  end_run(line_number);
   return refused;
 }
 
@@ -357,7 +406,7 @@ int64_t send_batch(http_client& client, const std::string& path, const std::vect
 int produce_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1,
                       {"--bootstrap-server", "--key-separator", "--header", "--partition", "--acks", "--batch-size"},
-                      {"--help"});
+                      {"--help", "--null-empty-values"});
   if (!a) return 2;
   if (a->has("--help")) {
     std::cout << produce_usage;
@@ -394,7 +443,7 @@ int produce_main(int argc, char** argv) {
   int64_t sent = 0;
   auto flush = [&]() -> bool {
     if (lines.empty()) return true;
-    int64_t n = send_batch(*client, path, lines, *a, headers);
+    int64_t n = send_batch(*client, path, lines, sent + refused + 1, *a, headers);
     if (n < 0) return false;
     refused += n;
     sent += static_cast<int64_t>(lines.size()) - n;
@@ -417,7 +466,8 @@ namespace {
 
 constexpr const char* consume_usage = R"(usage: ringlog consume TOPIC [options]
 
-Prints record values, one per line, from each partition in turn.
+Prints record values, one per line, from each partition in turn; a null value (a tombstone)
+prints as null.
 
 Options:
   --partition N            read only partition N (default: every partition)
@@ -427,6 +477,8 @@ Options:
   --follow                 keep waiting for new records (long-poll) instead of stopping at the end
   --max-records N          stop after N records
   --print-key              print KEY<separator>VALUE
+                           (a null key or value prints as null, as Kafka's console consumer
+                           does: a tombstone is "k<TAB>null", an empty value "k<TAB>")
   --print-offset           prefix each line with partition:offset
   --key-separator SEP      separator for --print-key (default a tab)
   --group G                read as a member of consumer group G (REST v2 consumer): the group
@@ -443,8 +495,9 @@ struct cursor {
   int64_t end_offset = 0;   // stop here unless --follow
 };
 
-std::string decode_or_empty(const json& v) {
-  if (v.is_null()) return {};
+/// A record's key or value as printed: null (absent) as "null", as Kafka's console consumer.
+std::string decode_or_null(const json& v) {
+  if (v.is_null()) return "null";
   auto b = base64_decode(v.get<std::string>());
   return b ? model::to_string(*b) : std::string();
 }
@@ -490,8 +543,8 @@ int consume_group(http_client& client, const args& a, const std::string& topic, 
     bool done = false;
     for (const auto& rec : records) {
       if (a.has("--print-offset")) std::cout << rec["partition"] << ":" << rec["offset"] << "\t";
-      if (a.has("--print-key")) std::cout << decode_or_empty(rec["key"]) << separator;
-      std::cout << decode_or_empty(rec["value"]) << "\n";
+      if (a.has("--print-key")) std::cout << decode_or_null(rec["key"]) << separator;
+      std::cout << decode_or_null(rec["value"]) << "\n";
       offsets.push_back({{"topic", topic}, {"partition", rec["partition"]}, {"offset", rec["offset"]}});
       if (max_records && ++printed >= *max_records) {
         done = true;
@@ -595,8 +648,8 @@ int consume_main(int argc, char** argv) {
         int64_t offset = rec["offset"].get<int64_t>();
         if (!follow && offset >= c.end_offset) break;
         if (a->has("--print-offset")) std::cout << c.partition << ":" << offset << "\t";
-        if (a->has("--print-key")) std::cout << decode_or_empty(rec["key"]) << separator;
-        std::cout << decode_or_empty(rec["value"]) << "\n";
+        if (a->has("--print-key")) std::cout << decode_or_null(rec["key"]) << separator;
+        std::cout << decode_or_null(rec["value"]) << "\n";
         c.next_offset = offset + 1;
         if (max_records && ++printed >= *max_records) {
           std::cout.flush();

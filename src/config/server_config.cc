@@ -75,6 +75,27 @@ key_spec choice_key(std::string name, std::string server_config::*field, std::ve
                   [field](const server_config& c) { return c.*field; }};
 }
 
+/// A number in [min, max] (a double), shown in its shortest form ("0.5", "2").
+key_spec fraction_key(std::string name, double server_config::*field, double min, double max, std::string doc) {
+  auto shortest = [](double x) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+    return std::string(buf, ec == std::errc() ? end : buf);
+  };
+  std::string range = "a number in [" + shortest(min) + ", " + shortest(max) + "]";
+  return key_spec{std::move(name), doc + " (" + range + ")",
+                  [field, min, max, range](server_config& c, std::string_view v) -> std::optional<std::string> {
+                    double x = 0;
+                    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+                    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || !(x >= min && x <= max)) {
+                      return "must be " + range;
+                    }
+                    c.*field = x;
+                    return std::nullopt;
+                  },
+                  [field, shortest](const server_config& c) { return shortest(c.*field); }};
+}
+
 /// A topic name template of the retries (issue 18). Only its size is checked here: the rules
 /// (placeholders, characters) are delay::validate_topic_template's, which `serve` applies at start.
 key_spec template_key(std::string name, std::string server_config::*field, std::string doc) {
@@ -204,7 +225,7 @@ const std::vector<key_spec>& key_table() {
       int_key("log.retention.bytes", &server_config::log_retention_bytes, -1, i64,
               "delete old segments past this size per partition; -1 keeps all"),
       int_key("log.retention.check.interval.ms", &server_config::log_retention_check_interval_ms, 1000, i64,
-              "how often retention runs, ms"),
+              "how often retention runs (it also rolls an idle active segment older than segment.ms), ms"),
       int_key("log.index.interval.bytes", &server_config::log_index_interval_bytes, 1, 64 * 1024 * 1024,
               "bytes between offset index entries"),
       choice_key("log.flush.policy", &server_config::log_flush_policy, {"fsync", "replication"},
@@ -214,9 +235,36 @@ const std::vector<key_spec>& key_table() {
       int_key("log.cleaner.dedupe.buffer.size", &server_config::log_cleaner_dedupe_buffer_size, 64 * 1024,
               int64_t{1} << 40, "memory of the cleaner's offset maps, bytes, shared out over the shards (32 bytes per key)"),
       int_key("log.cleaner.io.max.bytes.per.second", &server_config::log_cleaner_io_max_bytes_per_second, 1, i64,
-              "bytes the cleaner of one shard reads per second at most, paced between passes"),
+              "bytes the cleaner of one shard reads per second at most, paced after each step of a pass"),
       int_key("log.cleaner.backoff.ms", &server_config::log_cleaner_backoff_ms, 100, i64,
-              "how often each shard looks for a compacted partition to clean, ms"),
+              "how often each shard looks for a compacted partition to clean (and rolls an idle compacted "
+              "active segment older than segment.ms or max.compaction.lag.ms), ms"),
+      // The broker-level defaults of the compaction topic configs (Kafka's names and defaults):
+      // a topic that does not set its own follows these.
+      key_spec{"log.cleanup.policy",
+               "default cleanup.policy of topics: delete, compact, or the list compact,delete",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 auto items = split_list(v);
+                 if (items.empty()) return "must be delete, compact or compact,delete";
+                 for (std::string_view item : items) {
+                   if (item != "delete" && item != "compact") {
+                     return "must be delete, compact or compact,delete (got the item '" + std::string(item) + "')";
+                   }
+                 }
+                 c.log_cleanup_policy = std::string(v);
+                 return std::nullopt;
+               },
+               [](const server_config& c) { return c.log_cleanup_policy; }},
+      fraction_key("log.cleaner.min.cleanable.ratio", &server_config::log_cleaner_min_cleanable_ratio, 0.0, 1.0,
+                   "default min.cleanable.dirty.ratio of topics: clean a compacted log once dirty bytes / all bytes "
+                   "reach this"),
+      int_key("log.cleaner.delete.retention.ms", &server_config::log_cleaner_delete_retention_ms, 0, i64,
+              "default delete.retention.ms of topics: how long a tombstone stays readable, ms"),
+      int_key("log.cleaner.min.compaction.lag.ms", &server_config::log_cleaner_min_compaction_lag_ms, 0, i64,
+              "default min.compaction.lag.ms of topics: newer records are not cleaned, ms"),
+      int_key("log.cleaner.max.compaction.lag.ms", &server_config::log_cleaner_max_compaction_lag_ms, 1, i64,
+              "default max.compaction.lag.ms of topics: an older record is cleaned whatever the ratio, ms (at least "
+              "log.cleaner.min.compaction.lag.ms)"),
       bool_key("log.direct.io", &server_config::log_direct_io,
                "append to segments with O_DIRECT (aligned block writes, no page cache; see docs/benchmarks.md)"),
       int_key("min.insync.replicas", &server_config::min_insync_replicas, 1, 32767,
@@ -245,23 +293,8 @@ const std::vector<key_spec>& key_table() {
               "dead-letter topic (a consumer instance may set its own)"),
       int_key("retry.backoff.ms", &server_config::retry_backoff_ms, 0, 7LL * 24 * 3600 * 1000,
               "default wait before a nacked record is delivered again, ms"),
-      key_spec{"retry.backoff.multiplier",
-               "default factor of the wait per further retry (a number in [1, 10])",
-               [](server_config& c, std::string_view v) -> std::optional<std::string> {
-                 double x = 0;
-                 auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-                 if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || !(x >= 1.0 && x <= 10.0)) {
-                   return "must be a number in [1, 10]";
-                 }
-                 c.retry_backoff_multiplier = x;
-                 return std::nullopt;
-               },
-               [](const server_config& c) {
-                 std::string s = std::to_string(c.retry_backoff_multiplier);
-                 while (s.size() > 1 && s.back() == '0') s.pop_back();
-                 if (!s.empty() && s.back() == '.') s.pop_back();
-                 return s;
-               }},
+      fraction_key("retry.backoff.multiplier", &server_config::retry_backoff_multiplier, 1.0, 10.0,
+                   "default factor of the wait per further retry"),
       int_key("retry.backoff.max.ms", &server_config::retry_backoff_max_ms, 0, 7LL * 24 * 3600 * 1000,
               "default cap of the growing wait between retries, ms (at least retry.backoff.ms)"),
       template_key("retry.topic.template", &server_config::retry_topic_template,
@@ -597,6 +630,12 @@ result<server_config> load_server_config(const properties& values) {
   if (c.log_segment_bytes < c.message_max_bytes) {
     return invalid("log.segment.bytes", std::to_string(c.log_segment_bytes),
                    "must be at least message.max.bytes=" + std::to_string(c.message_max_bytes));
+  }
+  if (c.log_cleaner_min_compaction_lag_ms > c.log_cleaner_max_compaction_lag_ms) {
+    // Kafka's conflict rule for the topic configs these default (LogConfig.validateValues).
+    return invalid("log.cleaner.min.compaction.lag.ms", std::to_string(c.log_cleaner_min_compaction_lag_ms),
+                   "must be at most log.cleaner.max.compaction.lag.ms=" +
+                       std::to_string(c.log_cleaner_max_compaction_lag_ms));
   }
   RINGLOG_TRY(check_cluster_settings(c));
   return c;

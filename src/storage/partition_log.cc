@@ -284,7 +284,7 @@ result<void> partition_log::roll_if_needed(size_t batch_bytes, model::offset bas
   segment& current = active();
   if (current.empty()) return base::ok_v;
   const bool full = current.size_bytes() + batch_bytes > static_cast<uint64_t>(config_.segment_bytes);
-  const bool old = current.first_append_ms() >= 0 && now_ms - current.first_append_ms() >= config_.segment_ms;
+  const bool old = current.first_append_ms() >= 0 && now_ms - current.first_append_ms() >= config_.max_segment_ms();
   const bool offsets_overflow = base + last_offset_delta - current.base_offset() > std::numeric_limits<int32_t>::max();
   // Kafka also rolls when the offset index is full (segment.index.bytes).
   const bool index_full = (current.offset_entries().size() + 1) * constants::offset_index_entry_bytes >
@@ -478,6 +478,16 @@ result<void> partition_log::roll_at(model::offset base) {
   auto dir = fs_.sync_directory(directory_);
   if (!dir.ok()) return storage_error(dir.error());
   return base::ok_v;
+}
+
+result<bool> partition_log::roll_if_idle() {
+  RINGLOG_TRY(check_usable());
+  const segment& current = active();
+  const bool idle_too_long =
+      current.first_append_ms() >= 0 && clock_.now_ms() - current.first_append_ms() >= config_.max_segment_ms();
+  if (current.empty() || !idle_too_long) return false;
+  RINGLOG_TRY(roll_at(log_end_offset_));
+  return true;
 }
 
 result<void> partition_log::roll() {
@@ -752,9 +762,11 @@ result<size_t> partition_log::apply_retention() {
   auto expired = [&](const segment& s) {
     return config_.retention_ms >= 0 && !s.empty() && now - s.retention_timestamp() > config_.retention_ms;
   };
-  segment& current = active();
-  const bool idle_too_long = current.first_append_ms() >= 0 && now - current.first_append_ms() >= config_.segment_ms;
-  if (!current.empty() && (expired(current) || idle_too_long)) RINGLOG_TRY(roll_at(log_end_offset_));
+  if (expired(active())) {
+    RINGLOG_TRY(roll_at(log_end_offset_));
+  } else {
+    RINGLOG_TRY(roll_if_idle());
+  }
   // A compacted log loses records only through the log cleaner, which keeps every key's latest
   // value (under compact,delete it also deletes expired segments left without records).
   if (config_.compacted()) return size_t{0};

@@ -1,5 +1,7 @@
 #include <doctest.h>
 
+#include <tuple>
+
 #include "ringlog/config/server_config.h"
 
 using namespace ringlog::config;
@@ -59,6 +61,42 @@ TEST_CASE("keys are applied and bounded, errors name the key") {
   CHECK(refused("offsets.topic.num.partitions", "1001").code == errc::invalid_value);
   CHECK(refused("group.expiry.interval.ms", "10").code == errc::invalid_value);
   CHECK_FALSE(describe_keys().empty());
+}
+
+TEST_CASE("the compaction topic configs' broker-level defaults: Kafka's keys and defaults, bounded") {
+  auto d = load_server_config({});
+  REQUIRE(d.ok());
+  CHECK(key_value(*d, "log.cleanup.policy") == "delete");
+  CHECK(key_value(*d, "log.cleaner.min.cleanable.ratio") == "0.5");
+  CHECK(key_value(*d, "log.cleaner.delete.retention.ms") == "86400000");
+  CHECK(key_value(*d, "log.cleaner.min.compaction.lag.ms") == "0");
+  CHECK(key_value(*d, "log.cleaner.max.compaction.lag.ms") == "9223372036854775807");
+  CHECK(key_value(*d, "retry.backoff.multiplier") == "2");
+  auto c = load_server_config({{"log.cleanup.policy", "compact, delete"}, {"log.cleaner.min.cleanable.ratio", "0.1"},
+                               {"log.cleaner.delete.retention.ms", "1000"}, {"log.cleaner.min.compaction.lag.ms", "5"},
+                               {"log.cleaner.max.compaction.lag.ms", "60000"}});
+  REQUIRE(c.ok());
+  CHECK(c->log_cleanup_policy == "compact, delete");
+  CHECK(c->log_cleaner_min_cleanable_ratio == 0.1);
+  CHECK(key_value(*c, "log.cleaner.min.cleanable.ratio") == "0.1");
+  CHECK(c->log_cleaner_delete_retention_ms == 1000);
+  CHECK(c->log_cleaner_min_compaction_lag_ms == 5);
+  CHECK(c->log_cleaner_max_compaction_lag_ms == 60000);
+  for (auto [key, value, why] : {std::tuple{"log.cleanup.policy", "shrink", "must be delete, compact or compact,delete"},
+                                 std::tuple{"log.cleanup.policy", "", "must be delete, compact or compact,delete"},
+                                 std::tuple{"log.cleaner.min.cleanable.ratio", "1.5", "must be a number in [0, 1]"},
+                                 std::tuple{"log.cleaner.min.cleanable.ratio", "half", "must be a number in [0, 1]"},
+                                 std::tuple{"log.cleaner.delete.retention.ms", "-1", "must be an integer in [0, "},
+                                 std::tuple{"log.cleaner.max.compaction.lag.ms", "0", "must be an integer in [1, "}}) {
+    auto bad = load_server_config({{key, value}});
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.error().message.find(std::string(key) + "=" + value + ": " + why) == 0);
+  }
+  auto conflict = load_server_config({{"log.cleaner.min.compaction.lag.ms", "10000"},
+                                      {"log.cleaner.max.compaction.lag.ms", "5000"}});
+  REQUIRE_FALSE(conflict.ok());
+  CHECK(conflict.error().message ==
+        "log.cleaner.min.compaction.lag.ms=10000: must be at most log.cleaner.max.compaction.lag.ms=5000");
 }
 
 TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum.voters") {

@@ -122,3 +122,63 @@ def test_a_dynamic_message_max_bytes_bounds_http_records(fresh_broker):
     assert requests.delete(broker.v3("/broker-configs/message.max.bytes")).status_code == 204
     again = requests.post(url, json=record)
     assert again.json()["error_code"] == 42201, again.text
+
+
+def test_compaction_configs_have_kafkas_broker_level_defaults(fresh_broker):
+    # log.cleanup.policy, log.cleaner.min.cleanable.ratio, log.cleaner.delete.retention.ms and
+    # log.cleaner.{min,max}.compaction.lag.ms default the topic configs, as log.retention.ms does.
+    broker = fresh_broker(["log.cleanup.policy=compact", "log.cleaner.min.cleanable.ratio=0.1",
+                           "log.cleaner.delete.retention.ms=1000", "log.cleaner.min.compaction.lag.ms=5",
+                           "log.cleaner.max.compaction.lag.ms=60000"])
+    broker.create_topic("table", partitions=1)
+    expected = {"cleanup.policy": ("log.cleanup.policy", "compact"),
+                "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio", "0.1"),
+                "delete.retention.ms": ("log.cleaner.delete.retention.ms", "1000"),
+                "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms", "5"),
+                "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms", "60000")}
+    topic = configs_by_name(broker, "/topics/table/configs")
+    own = configs_by_name(broker, "/brokers/0/configs")
+    for name, (broker_name, value) in expected.items():
+        c = topic[name]
+        assert c["value"] == value and c["source"] == "STATIC_BROKER_CONFIG", c
+        assert [(s["name"], s["source"]) for s in c["synonyms"]] == [
+            (broker_name, "STATIC_BROKER_CONFIG"), (broker_name, "DEFAULT_CONFIG")], c
+        b = own[broker_name]
+        assert b["value"] == value and b["source"] == "STATIC_BROKER_CONFIG" and b["is_read_only"] is False, b
+    # The topic is compacted: a record without a key is refused.
+    r = requests.post(broker.v3("/topics/table/records"), json={"value": {"type": "STRING", "data": "x"}})
+    assert r.json()["error_code"] == 422 and "cleanup.policy=compact" in r.json()["message"], r.text
+    # A topic's own value wins.
+    broker.create_topic("events", partitions=1, configs={"cleanup.policy": "delete"})
+    r = requests.post(broker.v3("/topics/events/records"), json={"value": {"type": "STRING", "data": "x"}})
+    assert r.json()["error_code"] == 200, r.text
+    # A topic's min.compaction.lag.ms is checked against the broker default max (Kafka's rule).
+    r = requests.post(broker.v3("/topics"), json={"topic_name": "lagged", "configs": [
+        {"name": "min.compaction.lag.ms", "value": "70000"}]})
+    assert r.status_code == 400 and "min.compaction.lag.ms (70000) > max.compaction.lag.ms (60000)" in r.text, r.text
+    # Cluster-wide dynamic default (KIP-226), then back to the static one.
+    r = requests.put(broker.v3("/broker-configs/log.cleaner.min.cleanable.ratio"), json={"value": "0.75"})
+    assert r.status_code == 204, r.text
+    assert topic_config(broker, "table", "min.cleanable.dirty.ratio") == "0.75"
+    r = requests.put(broker.v3("/broker-configs/log.cleaner.min.cleanable.ratio"), json={"value": "2"})
+    assert r.status_code == 400 and "min.cleanable.dirty.ratio" in r.json()["message"], r.text
+    assert requests.delete(broker.v3("/broker-configs/log.cleaner.min.cleanable.ratio")).status_code == 204
+    assert topic_config(broker, "table", "min.cleanable.dirty.ratio") == "0.1"
+
+
+def test_compaction_broker_defaults_are_refused_naming_the_key(ringlog_bin, tmp_path):
+    import subprocess
+    for sets, message in [(["log.cleanup.policy=shrink"], "log.cleanup.policy=shrink: must be delete, compact or"),
+                          (["log.cleaner.min.cleanable.ratio=1.5"],
+                           "log.cleaner.min.cleanable.ratio=1.5: must be a number in [0, 1]"),
+                          (["log.cleaner.min.compaction.lag.ms=10", "log.cleaner.max.compaction.lag.ms=5"],
+                           "log.cleaner.min.compaction.lag.ms=10: must be at most log.cleaner.max.compaction.lag.ms=5")]:
+        args = [str(ringlog_bin), "serve", "--set", "listeners=http://127.0.0.1:1", "--set", f"log.dirs={tmp_path}"]
+        for s in sets:
+            args += ["--set", s]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=20)
+        assert out.returncode == 2 and message in out.stdout + out.stderr, (out.returncode, out.stdout, out.stderr)
+    help_text = subprocess.run([str(ringlog_bin), "serve", "--help"], capture_output=True, text=True, timeout=20).stdout
+    for key in ("log.cleanup.policy", "log.cleaner.min.cleanable.ratio", "log.cleaner.delete.retention.ms",
+                "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"):
+        assert key in help_text, key

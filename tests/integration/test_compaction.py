@@ -7,7 +7,9 @@ import asyncio
 import base64
 import json
 import random
+import re
 import signal
+import struct
 import subprocess
 import time
 
@@ -15,12 +17,14 @@ import pytest
 import requests
 import websockets
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+from kafka.errors import InvalidConfigurationError
 from kafka.record.default_records import DefaultRecordBatch
 from confluent_kafka import KafkaError as ConfluentKafkaError
 from confluent_kafka import Producer
 
 import kafka_wire
-from conftest import Broker, free_port, wait_until
+from conftest import Broker, binary_path, free_port, wait_until
 
 BINARY = "application/vnd.kafka.binary.v2+json"
 FAST_CLEANER = ["log.cleaner.backoff.ms=200", "log.retention.check.interval.ms=1000"]
@@ -300,6 +304,139 @@ def test_topic_configs_for_compaction_are_validated_and_described(cbroker, topic
     assert configs["delete.retention.ms"] == "1000" and configs["max.compaction.lag.ms"] == "60000"
     r = requests.put(cbroker.v3(f"/topics/{topic_name}/configs/cleanup.policy"), json={"value": "delete"}, timeout=10)
     assert r.status_code == 204, r.text
+
+
+def test_max_compaction_lag_rolls_an_idle_active_segment_at_the_cleaner_backoff(fresh_broker, topic_name):
+    # KIP-354: a compacted log's active segment rolls at min(segment.ms, max.compaction.lag.ms).
+    # segment.ms keeps its 7-day default and the retention check its 5 minutes: only
+    # max.compaction.lag.ms and the cleaner's tick (log.cleaner.backoff.ms) can roll the idle segment.
+    b = fresh_broker(["log.cleaner.backoff.ms=200"])
+    b.create_topic(topic_name, configs={"cleanup.policy": "compact", "max.compaction.lag.ms": "1000",
+                                        "min.cleanable.dirty.ratio": "0.99"})
+    produce(b, topic_name, [("a", "1"), ("b", "1"), ("a", "2"), ("b", "2"), ("a", "3")])
+    recs = wait_compacted(b, topic_name, {"a": "3", "b": "2"}, deadline_s=20)
+    assert [o for o, _, _ in recs] == [3, 4], recs
+    assert len(list((b.data_dir / f"{topic_name}-0").glob("*.log"))) == 2
+
+
+def incremental_alter_topic_v0(bootstrap, topic, name, value):
+    """IncrementalAlterConfigs v0 (KIP-339) SET of one topic config: (error_code, error_message)."""
+    body = (struct.pack(">i", 1) + struct.pack(">b", 2) + kafka_wire.string(topic) + struct.pack(">i", 1) +
+            kafka_wire.string(name) + struct.pack(">b", 0) + kafka_wire.string(value) + struct.pack(">?", False))
+    with kafka_wire.connect(bootstrap) as s:
+        _, resp = kafka_wire.exchange(s, 44, 0, 7, body)
+    r = kafka_wire.Reader(resp)
+    r.take(">i")   # throttle
+    assert r.take(">i") == 1
+    return r.take(">h"), r.string()
+
+
+def test_min_compaction_lag_above_max_is_refused_naming_both_and_policy_lists_are_trimmed(cbroker, topic_name):
+    conflict = "conflict topic config setting min.compaction.lag.ms (10000) > max.compaction.lag.ms (5000)"
+    # REST v3 create.
+    r = requests.post(cbroker.v3("/topics"), json={"topic_name": topic_name, "configs": [
+        {"name": "cleanup.policy", "value": "compact"}, {"name": "min.compaction.lag.ms", "value": "10000"},
+        {"name": "max.compaction.lag.ms", "value": "5000"}]}, timeout=10)
+    assert r.status_code == 400 and conflict in r.json()["message"], r.text
+    # Kafka CreateTopics (kafka-python): INVALID_CONFIG (40), with the message.
+    admin = KafkaAdminClient(bootstrap_servers=cbroker.bootstrap)
+    try:
+        with pytest.raises(InvalidConfigurationError, match=re.escape(conflict)):
+            admin.create_topics([NewTopic(topic_name, 1, 1, topic_configs={
+                "min.compaction.lag.ms": "10000", "max.compaction.lag.ms": "5000"})])
+        assert requests.get(cbroker.v3(f"/topics/{topic_name}"), timeout=10).status_code == 404
+        # A list with a space after the comma is Kafka's list syntax: accepted, described as written.
+        cbroker.create_topic(topic_name, configs={"cleanup.policy": "compact, delete", "max.compaction.lag.ms": "5000"})
+        d = requests.get(cbroker.v3(f"/topics/{topic_name}/configs/cleanup.policy"), timeout=10).json()
+        assert d["value"] == "compact, delete", d
+        r = requests.post(f"{cbroker.url}/topics/{topic_name}/partitions/0", json={"records": [{"value": b64("x")}]},
+                          headers={"Content-Type": BINARY}, timeout=10)
+        assert r.status_code == 422 and "no key" in r.text, r.text   # compacted
+        # Alter: REST v3 one config, Kafka IncrementalAlterConfigs and AlterConfigs; nothing changes.
+        r = requests.put(cbroker.v3(f"/topics/{topic_name}/configs/min.compaction.lag.ms"), json={"value": "10000"},
+                         timeout=10)
+        assert r.status_code == 400 and conflict in r.json()["message"], r.text
+        code, message = incremental_alter_topic_v0(cbroker.bootstrap, topic_name, "min.compaction.lag.ms", "10000")
+        assert code == 40 and conflict in message, (code, message)
+        resp = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name, configs={
+            "min.compaction.lag.ms": "10000", "max.compaction.lag.ms": "5000"})])
+        [(code, message, _, _)] = resp.resources
+        assert code == 40 and conflict in message, resp
+        configs = {c["name"]: c["value"] for c in
+                   requests.get(cbroker.v3(f"/topics/{topic_name}/configs"), timeout=10).json()["data"]}
+        assert configs["min.compaction.lag.ms"] == "0" and configs["max.compaction.lag.ms"] == "5000", configs
+        # Equal lags are fine (Kafka refuses only min > max).
+        assert incremental_alter_topic_v0(cbroker.bootstrap, topic_name, "min.compaction.lag.ms", "5000")[0] == 0
+    finally:
+        admin.close()
+    r = requests.post(cbroker.v3("/topics"), json={"topic_name": topic_name + "-x", "configs": [
+        {"name": "cleanup.policy", "value": "compact,,delete"}]}, timeout=10)
+    assert r.status_code == 400 and "cleanup.policy='compact,,delete'" in r.json()["message"], r.text
+
+
+def ringlog_cli(b, *args, stdin=None):
+    return subprocess.run([str(binary_path()), *args, "--bootstrap-server", b.url], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_names_a_keyless_input_line_once_sends_tombstones_and_prints_null(cbroker, topic_name):
+    cbroker.create_topic(topic_name, configs=COMPACT)
+    lines = ["nokey" if i == 3 else f"k{i}:v{i}" for i in range(1, 601)]
+    out = ringlog_cli(cbroker, "produce", topic_name, "--key-separator", ":", stdin="\n".join(lines) + "\n")
+    assert out.returncode == 1, out.stderr
+    err = out.stderr.splitlines()
+    # One line for the refusal, naming the input line (not the broker's records[N]), not one per record.
+    assert [l for l in err if l.startswith("record refused:")] == [
+        "record refused: line 3 has no key, and topic '%s' has cleanup.policy=compact, which keeps the latest value "
+        "per key: every record needs a key" % topic_name], out.stderr
+    assert "records[" not in out.stderr
+    # The lines of its request that went unsent with it (the request is refused whole).
+    sent, refused = map(int, re.fullmatch(rf"(\d+) records sent to {topic_name}, (\d+) refused", err[-1]).groups())
+    assert sent + refused == 600 and 1 <= refused <= 500, err[-1]
+    if refused > 1:
+        assert f"lines 1-{refused} not sent: refused with it (one produce request; none of it is stored)" in err, err
+    assert offsets(cbroker, topic_name)["end_offset"] == sent
+    # Lines refused each for the same reason of their own: one line for the run, nothing "unsent with it".
+    out = ringlog_cli(cbroker, "produce", topic_name, "--key-separator", ":", "--partition", "9", stdin="a:1\nb:2\n")
+    assert out.returncode == 1 and out.stderr.splitlines() == [
+        f"record refused: lines 1-2: partition 9 does not exist: topic '{topic_name}' has 1 partitions",
+        f"0 records sent to {topic_name}, 2 refused"], out.stderr
+
+    # Tombstones from the CLI: --null-empty-values sends "k:" with a null value; without it, "".
+    out = ringlog_cli(cbroker, "produce", topic_name, "--key-separator", ":", "--null-empty-values",
+                      "--partition", "0", stdin="gone:\n")
+    assert out.returncode == 0, out.stderr
+    out = ringlog_cli(cbroker, "produce", topic_name, "--key-separator", ":", "--partition", "0", stdin="empty:\n")
+    assert out.returncode == 0, out.stderr
+    tail = read_all(cbroker, topic_name, start=sent)
+    assert [(k, v) for _, k, v in tail] == [("gone", None), ("empty", "")], tail
+    # consume prints a null value as null (Kafka's console consumer), an empty one as nothing.
+    out = ringlog_cli(cbroker, "consume", topic_name, "--partition", "0", "--offset", str(sent), "--print-key",
+                      "--print-offset")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"0:{sent}\tgone\tnull", f"0:{sent + 1}\tempty\t"], out.stdout
+    usage = ringlog_cli(cbroker, "produce", topic_name, "--help").stdout
+    assert "--null-empty-values" in usage and "tombstone" in usage
+
+
+def test_a_websocket_records_message_with_a_keyless_record_is_refused_whole(cbroker, topic_name):
+    # http-api/ws-protocol.md: a record without a key on a compacted topic is an error of the
+    # whole message, and none of its records is stored (the keyed one either).
+    cbroker.create_topic(topic_name, configs=COMPACT)
+
+    async def ws():
+        async with websockets.connect(f"ws://127.0.0.1:{cbroker.port}/v1/ws") as s:
+            await s.send(json.dumps({"type": "produce", "id": 1, "topic": topic_name, "records": [
+                {"partition": 0, "key": b64("u9"), "value": b64("9")}, {"partition": 0, "value": b64("no key")}]}))
+            m = json.loads(await asyncio.wait_for(s.recv(), 10))
+            assert m["type"] == "error" and m["id"] == 1 and m["error_code"] == 422, m
+            assert m["message"].startswith("records[1] has no key"), m
+            await s.send(json.dumps({"type": "produce", "id": 2, "topic": topic_name, "records": [
+                {"partition": 0, "key": b64("u9"), "value": None}]}))
+            m = json.loads(await asyncio.wait_for(s.recv(), 10))
+            assert m["type"] == "produce_ack" and m["results"][0]["offset"] == 0, m
+    asyncio.run(ws())
+    assert read_all(cbroker, topic_name) == [(0, "u9", None)]
 
 
 def test_restart_and_kill_9_while_cleaning_keep_every_latest_value_and_the_end_offset(fresh_broker, topic_name):

@@ -118,6 +118,43 @@ TEST_CASE("segment.ms rolls an old active segment on the next append") {
   CHECK(log.value()->segments().size() == 2);
 }
 
+TEST_CASE("a compacted log rolls its active segment at max.compaction.lag.ms when below segment.ms (KIP-354)") {
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  log_config c;
+  c.cleanup_policy = "compact";
+  c.max_compaction_lag_ms = 1000;   // segment.ms keeps its 7-day default
+  CHECK(c.max_segment_ms() == 1000);
+  auto log = partition_log::open(fs, "/d/r-lag", c, clock);
+  REQUIRE(log.ok());
+  auto& l = *log.value();
+  REQUIRE(l.append(make_batch(1, 1, t0), model::leader_epoch{0}).ok());
+  clock.advance_ms(999);
+  CHECK(l.roll_if_idle().value() == false);
+  REQUIRE(l.append(make_batch(1, 2, t0), model::leader_epoch{0}).ok());
+  CHECK(l.segments().size() == 1);
+  clock.advance_ms(1);
+  SUBCASE("on the next append") {
+    REQUIRE(l.append(make_batch(1, 3, t0), model::leader_epoch{0}).ok());
+    CHECK(l.segments().size() == 2);
+  }
+  SUBCASE("idle: roll_if_idle (the broker's cleaner tick) and the retention check") {
+    CHECK(l.roll_if_idle().value() == true);
+    CHECK(l.segments().size() == 2);
+    CHECK(l.roll_if_idle().value() == false);   // the new active segment is empty
+    CHECK(l.apply_retention().value() == 0);    // a compacted log loses nothing to retention
+    CHECK(l.segments().size() == 2);
+  }
+  SUBCASE("only compacted logs: under cleanup.policy=delete max.compaction.lag.ms is not read") {
+    c.cleanup_policy = "delete";
+    CHECK(c.max_segment_ms() == c.segment_ms);
+    l.set_config(c);
+    CHECK(l.roll_if_idle().value() == false);
+    REQUIRE(l.append(make_batch(1, 3, t0), model::leader_epoch{0}).ok());
+    CHECK(l.segments().size() == 1);
+  }
+}
+
 TEST_CASE("advance_log_start_offset hides records below it and survives restart") {
   io::sim_file_system fs;
   base::manual_clock clock(t0);

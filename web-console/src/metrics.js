@@ -24,7 +24,8 @@ export function parsePrometheus(text) {
  * The numbers the console shows, from one /metrics sample:
  * {totals: {records_in, bytes_in, records_out, bytes_out}, topics: {name: same + size_bytes},
  *  cleaner: {name: {dirty_ratio (largest of its partitions), bytes_cleaned, cleaner_s (summed),
- *  last_clean_s (latest; -1 never)}}} (the log cleaner's figures, for compacted topics only).
+ *  last_clean_s (latest; -1 never)}}} (the log cleaner's figures, for compacted topics only),
+ *  cleanerPartitions: {name: {partition: the same figures of that one partition}}}.
  */
 export function summarize(samples) {
   const fields = {
@@ -37,10 +38,21 @@ export function summarize(samples) {
   const totals = zero();
   const topics = {};
   const cleaner = {};
-  const cleanerOf = (topic) => (cleaner[topic] ||= { dirty_ratio: 0, bytes_cleaned: 0, cleaner_s: 0, last_clean_s: -1 });
+  const cleanerPartitions = {};
+  const none = () => ({ dirty_ratio: 0, bytes_cleaned: 0, cleaner_s: 0, last_clean_s: -1 });
+  const cleanerOf = (topic) => (cleaner[topic] ||= none());
+  const cleanerField = {
+    ringlog_log_cleaner_dirty_ratio: 'dirty_ratio',
+    ringlog_log_cleaner_bytes_read_total: 'bytes_cleaned',
+    ringlog_log_cleaner_seconds_total: 'cleaner_s',
+    ringlog_log_cleaner_last_clean_timestamp_seconds: 'last_clean_s',
+  };
   for (const s of samples) {
     const field = fields[s.name];
     const topic = s.labels.topic;
+    if (cleanerField[s.name] && s.labels.partition !== undefined) {
+      ((cleanerPartitions[topic] ||= {})[s.labels.partition] ||= none())[cleanerField[s.name]] = s.value;
+    }
     if (field) {
       totals[field] += s.value;
       (topics[topic] ||= zero())[field] += s.value;
@@ -57,7 +69,7 @@ export function summarize(samples) {
       cleanerOf(topic).last_clean_s = Math.max(cleanerOf(topic).last_clean_s, s.value);
     }
   }
-  return { totals, topics, cleaner };
+  return { totals, topics, cleaner, cleanerPartitions };
 }
 
 /** Per-second rates between two summarize() results taken `seconds` apart. Counters that went

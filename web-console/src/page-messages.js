@@ -35,6 +35,12 @@ function parseHeaderLines(text) {
   });
 }
 
+/** A partition in the picker: its id and offset range (high watermark - log start), as the topic
+ *  page counts it: offsets, not records (compaction gaps and transaction markers sit in it too). */
+export function partitionLabel(p) {
+  return `${p.partition_id} (${plural(p.high_watermark - p.log_start_offset, 'offset')})`;
+}
+
 /** The v3 value (or key) of a form field: JSON when asked, or "auto" and it parses. */
 export function typedData(text, type) {
   if (type === 'JSON' || (type === 'auto' && text.trim() !== '')) {
@@ -74,7 +80,10 @@ function produceForm(getTopic, onProduced) {
       }
     },
   }, field('partition', partition), field('key', key), field('value type', type),
-  h('div', { class: 'field wide' }, field('value', value)), h('div', { class: 'field wide' }, field('headers (name=value lines)', headers)),
+  h('div', { class: 'field wide' }, field('value', value,
+    h('span', { 'data-testid': 'tombstone-hint' }, 'A tombstone (a null value: on a compacted topic it deletes the key): '
+      + 'a key, the value ', h('code', {}, 'null'), ' and the value type "JSON" or "JSON if it parses". '
+      + 'An empty value is an empty string, not null.'))), h('div', { class: 'field wide' }, field('headers (name=value lines)', headers)),
   h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Produce')));
   // The form produces to the topic chosen in the browse form below: the summary names it.
   const summary = h('summary', { 'data-testid': 'produce-summary' }, 'Produce a record');
@@ -126,7 +135,7 @@ export async function render(view, route, ctx) {
     const topic = topicSel.value;
     if (!topic) return;
     const parts = await api.partitions(topic);
-    fill(partSel, parts.map((p) => h('option', { value: p.partition_id }, `${p.partition_id} (${plural(p.high_watermark - p.log_start_offset, 'record')})`)));
+    fill(partSel, parts.map((p) => h('option', { value: p.partition_id }, partitionLabel(p))));
     if (wanted !== null && wanted !== undefined && parts.some((p) => String(p.partition_id) === String(wanted))) partSel.value = String(wanted);
   };
 

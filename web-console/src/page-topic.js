@@ -1,9 +1,13 @@
 // One topic: per partition leader, replicas, in-sync replicas, log_start_offset,
-// high_watermark, log_end_offset and size; add partitions; edit configs; delete.
+// high_watermark, log_end_offset and size, and on a compacted topic the log cleaner's figures
+// (dirty ratio, bytes cleaned, cleaner time, last clean) for the topic and each partition; add
+// partitions; edit configs; delete.
 import { api } from './api.js';
 import { confirmButton, field, fill, h, link, statusLine, table, tile } from './dom.js';
 import { formatBytes, formatCount } from './format.js';
 import { METRICS_POLL_MS } from './limits.js';
+import { parsePrometheus, summarize } from './metrics.js';
+import { lastCleanText } from './page-topics.js';
 
 /** Partitions are re-read every this many ms while the page is open (offsets move). */
 const REFRESH_MS = METRICS_POLL_MS * 2;
@@ -12,7 +16,17 @@ function replicaList(p) {
   return h('span', {}, p.replicas.map((r, i) => [i ? ', ' : '', h('span', { class: r.leader ? 'badge good' : '' }, String(r.broker))]));
 }
 
-function partitionsTable(v3parts, v2parts) {
+/** The log cleaner's columns of a compacted topic's partitions (`cleaner`: partition -> figures). */
+function cleanerColumns(cleaner) {
+  const of = (p) => cleaner?.[String(p.partition_id)];
+  return [
+    { title: 'dirty', num: true, cell: (p) => (of(p) ? `${Math.round(of(p).dirty_ratio * 100)}%` : '-') },
+    { title: 'cleaned', num: true, cell: (p) => (of(p) ? formatBytes(of(p).bytes_cleaned) : '-') },
+    { title: 'last clean', cell: (p) => lastCleanText(of(p)) },
+  ];
+}
+
+function partitionsTable(v3parts, v2parts, cleaner) {
   const byId = new Map(v2parts.map((p) => [p.partition, p]));
   return table([
     { title: 'partition', num: true, cell: (p) => String(p.partition_id) },
@@ -33,6 +47,7 @@ function partitionsTable(v3parts, v2parts) {
     // (issue 16: markers are not records), and counting records would mean reading the log.
     { title: 'offsets', num: true, cell: (p) => formatCount(p.high_watermark - p.log_start_offset) },
     { title: 'size', num: true, cell: (p) => formatBytes(p.size_bytes) },
+    ...(cleaner ? cleanerColumns(cleaner) : []),
     { title: '', cell: (p) => link(`/messages?topic=${encodeURIComponent(p.topic_name)}&partition=${p.partition_id}`, 'browse') },
   ], v3parts, { testid: 'partitions-table' });
 }
@@ -105,17 +120,30 @@ export async function render(view, route, ctx) {
   const loadPartitions = async () => {
     const [v3parts, v2topic, v3topic] = await Promise.all([api.partitions(name), api.topicV2(name), api.topics().then(
       (all) => all.find((t) => t.topic_name === name))]);
+    const policy = v2topic.configs?.['cleanup.policy'] ?? '';
+    const compacted = policy.includes('compact');
+    // The cleaner's figures are per partition in /metrics (a broker that has cleaned nothing yet
+    // reports zeros: "never" cleaned).
+    const summary = compacted ? summarize(parsePrometheus(await api.metrics())) : null;
     if (!ctx.alive) return;
     const size = v3parts.reduce((n, p) => n + p.size_bytes, 0);
     const offsets = v3parts.reduce((n, p) => n + (p.high_watermark - p.log_start_offset), 0);
+    const cleaner = summary?.cleaner[name];
     fill(tiles,
       tile('partitions', String(v3parts.length), { testid: 'tile-partitions' }),
       tile('replication factor', String(v3topic?.replication_factor ?? '-')),
       tile('offsets', formatCount(offsets), { testid: 'tile-offsets' }),
       tile('size', formatBytes(size)),
-      tile('internal', v3topic?.is_internal ? 'yes' : 'no'));
+      tile('internal', v3topic?.is_internal ? 'yes' : 'no'),
+      compacted ? [
+        tile('cleanup.policy', policy, { testid: 'tile-cleanup-policy', text: true }),
+        tile('dirty (dirtiest partition)', `${Math.round((cleaner?.dirty_ratio ?? 0) * 100)}%`, { testid: 'tile-dirty' }),
+        tile('bytes cleaned', formatBytes(cleaner?.bytes_cleaned ?? 0), { testid: 'tile-cleaned' }),
+        tile('cleaner time', `${(cleaner?.cleaner_s ?? 0).toFixed(1)} s`, { testid: 'tile-cleaner-time' }),
+        tile('last clean', lastCleanText(cleaner), { testid: 'tile-last-clean', text: true }),
+      ] : null);
     if (!count.value) count.value = v3parts.length + 1;
-    fill(parts, partitionsTable(v3parts, v2topic.partitions));
+    fill(parts, partitionsTable(v3parts, v2topic.partitions, compacted ? (summary.cleanerPartitions[name] ?? {}) : null));
   };
   const loadConfigs = async () => {
     const configs = await api.configs(name);

@@ -62,14 +62,18 @@ function healthCell(count, testid) {
   return h('span', { class: `badge ${count > 0 ? 'bad' : 'good'}`, 'data-testid': testid }, formatCount(count));
 }
 
+/** When the log cleaner last ended a pass ({last_clean_s}: -1 never). */
+export function lastCleanText(cleaner) {
+  return cleaner && cleaner.last_clean_s >= 0 ? formatTimestamp(cleaner.last_clean_s * 1000) : 'never';
+}
+
 /** cleanup.policy, and for a compacted topic the log cleaner's figures: the dirtiest partition's
  *  dirty ratio, the bytes cleaned and the cleaner's time so far, and when the last pass ended. */
 function cleanupCell(policy, cleaner) {
   if (policy === undefined) return '-';
   if (!policy.includes('compact')) return policy;
-  const last = cleaner && cleaner.last_clean_s >= 0 ? formatTimestamp(cleaner.last_clean_s * 1000) : 'never';
   const figures = cleaner ? ` · dirty ${Math.round(cleaner.dirty_ratio * 100)}% · cleaned ${formatBytes(cleaner.bytes_cleaned)}`
-    + ` in ${cleaner.cleaner_s.toFixed(1)} s · last clean ${last}` : '';
+    + ` in ${cleaner.cleaner_s.toFixed(1)} s · last clean ${lastCleanText(cleaner)}` : '';
   return h('span', { class: 'compacted', title: 'log compaction keeps the latest value of every key', 'data-testid': 'compacted' },
     `${policy}${figures}`);
 }

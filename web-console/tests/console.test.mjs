@@ -181,6 +181,17 @@ test('creating a topic from the form lists it, and its page shows partitions and
   await page.getByRole('button', { name: 'Add partitions' }).click();
   await page.getByText('orders now has 4 partitions').waitFor();
   await until('4 partition rows', async () => (await page.getByTestId('partitions-table').locator('tbody tr').count()) === 4);
+
+  // A compacted topic's own page shows the cleaner's figures, for the topic and each partition.
+  await go('/topics/profiles');
+  await page.getByTestId('tile-cleanup-policy').filter({ hasText: 'compact' }).waitFor();
+  for (const id of ['tile-dirty', 'tile-cleaned', 'tile-cleaner-time', 'tile-last-clean']) await page.getByTestId(id).waitFor();
+  assert.equal(await page.getByTestId('tile-last-clean').locator('.tile-value').textContent(), 'never');
+  const cleanerHeader = await page.getByTestId('partitions-table').locator('thead').textContent();
+  for (const col of ['dirty', 'cleaned', 'last clean']) assert.ok(cleanerHeader.includes(col), `no ${col} column: ${cleanerHeader}`);
+  await go('/topics/orders');
+  await page.getByTestId('tile-partitions').waitFor();
+  assert.equal(await page.getByTestId('tile-cleanup-policy').count(), 0, 'a delete-policy topic has no cleaner tiles');
   assertNoPageErrors();
 });
 
@@ -194,6 +205,10 @@ test('a record produced from the form is shown decoded, filtered and exported', 
   await form.locator('textarea[name=headers]').fill('source=console-test');
   await form.getByRole('button', { name: 'Produce' }).click();
   await page.getByText(/produced to orders partition 1 at offset 0/).waitFor();
+  // The form says how to send a tombstone; the partition picker counts offsets, not records.
+  assert.ok((await page.getByTestId('tombstone-hint').textContent()).includes('null'));
+  await until('partition 1 counted in offsets', async () =>
+    (await page.getByTestId('partition').locator('option[value="1"]').textContent()) === '1 (1 offset)');
 
   const record = page.getByTestId('record').first();
   await record.waitFor();

@@ -80,6 +80,11 @@ test('metrics: Prometheus text parsed, per-topic sums and per-second rates', () 
     'ringlog_log_cleaner_last_clean_timestamp_seconds{topic="t",partition="1"} 1796163164',
   ].join('\n')));
   assert.deepEqual(compacted.cleaner.t, { dirty_ratio: 0.5, bytes_cleaned: 120, cleaner_s: 1.75, last_clean_s: 1796163164 });
+  // Each partition's own figures, for a compacted topic's page.
+  assert.deepEqual(compacted.cleanerPartitions.t, {
+    0: { dirty_ratio: 0.25, bytes_cleaned: 100, cleaner_s: 1.5, last_clean_s: -1 },
+    1: { dirty_ratio: 0.5, bytes_cleaned: 20, cleaner_s: 0.25, last_clean_s: 1796163164 },
+  });
   assert.equal(before.totals.records_in, 10);
   const after = summarize(parsePrometheus('ringlog_topic_records_in_total{topic="a"} 30\n'
     + 'ringlog_topic_records_in_total{topic="q\\"b"} 4\nringlog_topic_bytes_in_total{topic="a"} 3000\n'));
@@ -136,4 +141,10 @@ test('delayed delivery: histogram bucket labels and due times in words', () => {
   assert.equal(formatDue(1000, 3000), '2.0 s ago');
   assert.equal(formatDue(250, 0), 'in 250 ms');
   assert.equal(formatDue(3 * 3600000, 0), 'in 3.0 h');
+});
+
+test('the Messages page counts a partition in offsets (compaction gaps and markers sit in the range), not records', async () => {
+  const { partitionLabel } = await import('../src/page-messages.js');
+  assert.equal(partitionLabel({ partition_id: 0, log_start_offset: 0, high_watermark: 7 }), '0 (7 offsets)');
+  assert.equal(partitionLabel({ partition_id: 2, log_start_offset: 4, high_watermark: 5 }), '2 (1 offset)');
 });

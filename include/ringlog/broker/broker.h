@@ -56,6 +56,12 @@ struct broker_config {
   int64_t log_cleaner_dedupe_buffer_size = 128LL << 20;  // log.cleaner.dedupe.buffer.size, split over the shards
   int64_t log_cleaner_io_max_bytes_per_second = INT64_MAX;  // log.cleaner.io.max.bytes.per.second, per shard
   int64_t log_cleaner_backoff_ms = 15000;            // log.cleaner.backoff.ms
+  // Broker-level defaults of the compaction topic configs (topic_config_default; Kafka's names).
+  std::string log_cleanup_policy = "delete";          // log.cleanup.policy: cleanup.policy
+  double log_cleaner_min_cleanable_ratio = 0.5;       // log.cleaner.min.cleanable.ratio: min.cleanable.dirty.ratio
+  int64_t log_cleaner_delete_retention_ms = 86400000; // log.cleaner.delete.retention.ms: delete.retention.ms
+  int64_t log_cleaner_min_compaction_lag_ms = 0;      // log.cleaner.min.compaction.lag.ms: min.compaction.lag.ms
+  int64_t log_cleaner_max_compaction_lag_ms = INT64_MAX;  // log.cleaner.max.compaction.lag.ms: max.compaction.lag.ms
   int32_t min_insync_replicas = 1;                   // min.insync.replicas
   int32_t produce_records_max = 10000;               // ringlog: records per produce request
   int32_t partitions_max = 10000;                    // broker.partitions.max (ringlog): all partitions of all

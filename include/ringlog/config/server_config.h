@@ -54,6 +54,12 @@ struct server_config {
   int64_t log_cleaner_dedupe_buffer_size = 128LL << 20; // log.cleaner.dedupe.buffer.size (all shards)
   int64_t log_cleaner_io_max_bytes_per_second = INT64_MAX;  // log.cleaner.io.max.bytes.per.second
   int64_t log_cleaner_backoff_ms = 15000;               // log.cleaner.backoff.ms
+  // Broker-level defaults of the compaction topic configs (Kafka's names and defaults).
+  std::string log_cleanup_policy = "delete";            // log.cleanup.policy -> cleanup.policy
+  double log_cleaner_min_cleanable_ratio = 0.5;         // log.cleaner.min.cleanable.ratio -> min.cleanable.dirty.ratio
+  int64_t log_cleaner_delete_retention_ms = 86400000;   // log.cleaner.delete.retention.ms -> delete.retention.ms
+  int64_t log_cleaner_min_compaction_lag_ms = 0;        // log.cleaner.min.compaction.lag.ms -> min.compaction.lag.ms
+  int64_t log_cleaner_max_compaction_lag_ms = INT64_MAX;  // log.cleaner.max.compaction.lag.ms -> max.compaction.lag.ms
   int32_t min_insync_replicas = 1;                      // min.insync.replicas
   int32_t produce_records_max = 10000;                  // produce.records.max
   int64_t fetch_wait_max_ms = 60000;                    // fetch.wait.max.ms

@@ -1,6 +1,7 @@
 #pragma once
 // Per-partition log settings with Kafka's topic-level names (design.md section 9).
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -32,6 +33,13 @@ struct log_config {
   [[nodiscard]] bool compacted() const { return cleanup_policy.find("compact") != std::string::npos; }
   /// cleanup.policy holds delete (delete, compact,delete): retention by time and size applies.
   [[nodiscard]] bool deletes() const { return cleanup_policy.find("delete") != std::string::npos; }
+
+  /// The age at which the active segment rolls (Kafka's LogConfig.maxSegmentMs, KIP-354): on a
+  /// compacted log min(segment.ms, max.compaction.lag.ms), since the cleaner never cleans the
+  /// active segment and max.compaction.lag.ms is then a real bound; segment.ms otherwise.
+  [[nodiscard]] int64_t max_segment_ms() const {
+    return compacted() ? std::min(segment_ms, max_compaction_lag_ms) : segment_ms;
+  }
 
   /// Checks every bound; the error message names the offending key and its allowed range.
   [[nodiscard]] result<void> validate() const;

@@ -192,13 +192,19 @@ class partition_log {
   [[nodiscard]] std::vector<model::offset> producer_snapshots() const;
 
   /// Deletes whole closed segments past retention.ms or beyond retention.bytes, first rolling an
-  /// active segment that is itself past retention.ms (or older than segment.ms). Returns the
+  /// active segment that is itself past retention.ms (or idle, see roll_if_idle). Returns the
   /// number of segments deleted. A segment's age is measured from its largest record timestamp,
   /// clamped so that timestamps in the future count as "appended now" and timestamps already
   /// older than retention.ms when appended count as their append time.
   result<size_t> apply_retention();
   /// Closes the active segment and starts a new one at log_end_offset (if the active one is not empty).
   result<void> roll();
+  /// Rolls a non-empty active segment whose first append is at least log_config::max_segment_ms
+  /// old (segment.ms, or max.compaction.lag.ms when smaller on a compacted log) although nothing
+  /// was appended since: appends roll it themselves. Returns whether it rolled. apply_retention
+  /// calls it; the broker also calls it for compacted logs at every cleaner tick
+  /// (log.cleaner.backoff.ms), so that an idle log's last records reach the cleaner.
+  result<bool> roll_if_idle();
 
   /// Writes the four checkpoint files (recovery point, high watermark, log start offset, leader
   /// epochs), those whose contents changed since this log last wrote them, with one directory
