@@ -271,11 +271,11 @@ result<size_t> complete_interrupted_swaps(io::file_system& fs, const std::string
       }
       continue;
     }
-    const auto end = std::optional<model::offset>(std::get<model::offset>(whole.value()));
-    RINGLOG_ASSERT(*end > base, "a whole swap file holds at least one batch");
+    const model::offset end = std::get<model::offset>(whole.value());
+    RINGLOG_ASSERT(end > base, "a whole swap file holds at least one batch");
     // The swap replaces every segment whose base lies in its offsets [base, end).
     for (model::offset old : segments) {
-      if (old < base || old >= *end) continue;
+      if (old < base || old >= end) continue;
       for (const char* suffix : {".log", ".index", ".timeindex"}) {
         auto removed = fs.remove(join(directory, segment_file_stem(old) + suffix));
         if (!removed.ok() && removed.error().code != io::errc::not_found) return storage_error(removed.error());
@@ -289,7 +289,7 @@ result<size_t> complete_interrupted_swaps(io::file_system& fs, const std::string
     // Step d again: the group's txn index keeps the aborted transactions whose marker is stored.
     auto markers = abort_markers_of_file(fs, swap_path);
     if (!markers.ok()) return markers.error();
-    auto indexed = rewrite_group_txn_index(fs, directory, base, *end, markers.value());
+    auto indexed = rewrite_group_txn_index(fs, directory, base, end, markers.value());
     if (!indexed.ok()) return indexed.error();
     auto renamed = fs.rename(swap_path, join(directory, segment_file_stem(base) + ".log"));
     if (!renamed.ok()) return storage_error(renamed.error());

@@ -284,7 +284,7 @@ result<void> partition_log::roll_if_needed(size_t batch_bytes, model::offset bas
   segment& current = active();
   if (current.empty()) return base::ok_v;
   const bool full = current.size_bytes() + batch_bytes > static_cast<uint64_t>(config_.segment_bytes);
-  const bool old = current.first_append_ms() >= 0 && now_ms - current.first_append_ms() >= config_.max_segment_ms();
+  const bool old = active_past_segment_ms(now_ms);
   const bool offsets_overflow = base + last_offset_delta - current.base_offset() > std::numeric_limits<int32_t>::max();
   // Kafka also rolls when the offset index is full (segment.index.bytes).
   const bool index_full = (current.offset_entries().size() + 1) * constants::offset_index_entry_bytes >
@@ -480,12 +480,14 @@ result<void> partition_log::roll_at(model::offset base) {
   return base::ok_v;
 }
 
+bool partition_log::active_past_segment_ms(int64_t now_ms) const {
+  const segment& current = *segments_.rbegin()->second;
+  return current.first_append_ms() >= 0 && now_ms - current.first_append_ms() >= config_.max_segment_ms();
+}
+
 result<bool> partition_log::roll_if_idle() {
   RINGLOG_TRY(check_usable());
-  const segment& current = active();
-  const bool idle_too_long =
-      current.first_append_ms() >= 0 && clock_.now_ms() - current.first_append_ms() >= config_.max_segment_ms();
-  if (current.empty() || !idle_too_long) return false;
+  if (active().empty() || !active_past_segment_ms(clock_.now_ms())) return false;
   RINGLOG_TRY(roll_at(log_end_offset_));
   return true;
 }

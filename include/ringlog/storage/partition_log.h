@@ -257,6 +257,9 @@ class partition_log {
   /// Rolls the active segment when a batch of `batch_bytes` whose offsets end `last_offset_delta`
   /// past `base` would pass segment.bytes, segment.ms, the index size or the 32-bit offset range.
   result<void> roll_if_needed(size_t batch_bytes, model::offset base, int32_t last_offset_delta, int64_t now_ms);
+  /// The active segment's first append is max_segment_ms() or more before `now_ms` (segment.ms,
+  /// or max.compaction.lag.ms when smaller on a compacted topic: KIP-354).
+  [[nodiscard]] bool active_past_segment_ms(int64_t now_ms) const;
   /// The walk shared by read() and read_file_ranges(): calls `take(segment, batch)` for each whole
   /// batch from the one holding `start`, below `max_offset`, while `taken_bytes + batch size`
   /// stays within `max_bytes` (the first batch always). Errors: offset_out_of_range, storage.
