@@ -1368,10 +1368,12 @@ topic_description broker_impl::describe(const topic_state& t) const {
     pd.log_end_offset = model::offset{s.log_end_offset.load(std::memory_order_relaxed)};
     pd.high_watermark_established = s.high_watermark_established.load(std::memory_order_relaxed);
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
+    pd.replica_here = s.open_here.load(std::memory_order_acquire);
     pd.cleaner.dirty_ratio = static_cast<double>(s.cleaner_dirty_ratio_ppm.load(std::memory_order_relaxed)) / 1e6;
     pd.cleaner.bytes_read_total = s.cleaner_bytes_read_total.load(std::memory_order_relaxed);
     pd.cleaner.bytes_written_total = s.cleaner_bytes_written_total.load(std::memory_order_relaxed);
     pd.cleaner.passes_total = s.cleaner_passes_total.load(std::memory_order_relaxed);
+    pd.cleaner.tombstones_removed_total = s.cleaner_tombstones_removed_total.load(std::memory_order_relaxed);
     pd.cleaner.time_ms_total = s.cleaner_time_ms_total.load(std::memory_order_relaxed);
     pd.cleaner.last_clean_ms = s.cleaner_last_clean_ms.load(std::memory_order_relaxed);
     d.partitions.push_back(pd);
@@ -1506,7 +1508,7 @@ void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t p
     apply_partition_state(shard, rt, now);   // a leadership ends; no follower loop starts (not a replica)
     rt->deleted = true;
     compaction_.forget(shard, *rt->log);
-    rt->stats->open_here.store(false, std::memory_order_release);
+    rt->stats->replica_removed();
     ++rt->follower_generation;
     shards_[shard].erase(partition_key(topic, partition));
     for (auto& w : rt->waiters) {
@@ -1539,7 +1541,7 @@ void broker_impl::remove_partitions(const std::string& topic, int32_t count, std
       if (rt) {
         rt->deleted = true;
         compaction_.forget(shard, *rt->log);
-        rt->stats->open_here.store(false, std::memory_order_release);
+        rt->stats->replica_removed();
         shards_[shard].erase(partition_key(topic, p));
         for (auto& w : rt->waiters) {
           if (!w->completed) {
@@ -2587,33 +2589,72 @@ void broker_impl::maintain(size_t shard) {
   // One task per partition: its retention and checkpoint writes (a few fsyncs) then hold up
   // the shard's other work for one partition's worth at a time, not all of them at once.
   for (auto& [key, rt] : shards_[shard]) {
-    deps_.runtime.post(shard, [this, shard, rt = rt, retention_due] {
+    deps_.runtime.post(shard, [this, rt = rt, retention_due] {
       if (stopping_ || rt->deleted) return;
       maintain_partition(*rt, retention_due);
-      // Log compaction: a pass starts here and runs in steps (clean_step).
-      auto resume = [this, shard, weak = std::weak_ptr<partition_runtime>(rt)] {
-        // From the disk executor's poll(): the next step is a task of its own, paced.
-        auto rt = weak.lock();
-        if (!rt) return;
-        const int64_t wait = compaction_.wait_ms(shard, deps_.clock.now_ms());
-        auto next = [this, shard, rt] { clean_step(shard, rt); };
-        if (wait > 0) {
-          deps_.runtime.post_after(shard, wait, std::move(next));
-        } else {
-          deps_.runtime.post(shard, std::move(next));
-        }
-      };
-      if (compaction_.begin(shard, *rt->log, *rt->stats, deps_.clock.now_ms(), deps_.runtime.disk(shard),
-                            std::move(resume))) {
-        clean_step(shard, rt);
-      }
     });
+  }
+  // Log compaction: every compacted partition of the shard is looked at once per tick, after its
+  // maintenance task (which rolls an idle active segment), one pass at a time (clean_next).
+  deps_.runtime.post(shard, [this, shard] { queue_cleaning(shard); });
+}
+
+void broker_impl::queue_cleaning(size_t shard) {
+  if (stopping_) return;
+  auto& queue = clean_queue_[shard];
+  // A chain of passes runs while the queue holds logs or a pass is under way; the tick only
+  // refills it then, and a log already waiting in it keeps its place (no second entry).
+  const bool running = !queue.empty() || compaction_.in_progress(shard);
+  std::set<const partition_runtime*> queued;
+  for (const auto& w : queue) {
+    if (auto rt = w.lock()) queued.insert(rt.get());
+  }
+  for (auto& [key, rt] : shards_[shard]) {
+    if (!rt->deleted && rt->log->config().compacted() && !queued.contains(rt.get())) queue.push_back(rt);
+  }
+  if (!running) clean_next(shard);
+}
+
+void broker_impl::clean_next(size_t shard) {
+  auto& queue = clean_queue_[shard];
+  if (stopping_ || compaction_.in_progress(shard)) return;
+  // Pacing (log.cleaner.io.max.bytes.per.second) holds the next pass as it holds the next step.
+  if (const int64_t wait = compaction_.wait_ms(shard, deps_.clock.now_ms()); wait > 0 && !queue.empty()) {
+    deps_.runtime.post_after(shard, wait, [this, shard] { clean_next(shard); });
+    return;
+  }
+  while (!queue.empty()) {
+    auto rt = queue.front().lock();
+    queue.pop_front();
+    if (!rt || rt->deleted) continue;
+    auto resume = [this, shard, weak = std::weak_ptr<partition_runtime>(rt)] {
+      // From the disk executor's poll(): the next step is a task of its own, paced.
+      auto rt = weak.lock();
+      if (!rt) return;
+      const int64_t wait = compaction_.wait_ms(shard, deps_.clock.now_ms());
+      auto next = [this, shard, rt] { clean_step(shard, rt); };
+      if (wait > 0) {
+        deps_.runtime.post_after(shard, wait, std::move(next));
+      } else {
+        deps_.runtime.post(shard, std::move(next));
+      }
+    };
+    if (compaction_.begin(shard, *rt->log, *rt->stats, deps_.clock.now_ms(), deps_.runtime.disk(shard),
+                          std::move(resume))) {
+      clean_step(shard, rt);
+      return;
+    }
   }
 }
 
 void broker_impl::clean_step(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
-  if (stopping_ || rt->deleted) {
+  if (stopping_) {
     compaction_.abandon(shard);
+    return;
+  }
+  if (rt->deleted) {
+    // Its pass ended when the replica was dropped (compaction::forget): the chain goes on.
+    deps_.runtime.post(shard, [this, shard] { clean_next(shard); });
     return;
   }
   const auto outcome = compaction_.step(shard, *rt->log, *rt->stats, deps_.clock.now_ms());
@@ -2623,7 +2664,12 @@ void broker_impl::clean_step(size_t shard, const std::shared_ptr<partition_runti
     std::erase_if(recent, [&rt](const recent_read& r) { return r.partition_uid == rt->uid; });
     publish(*rt);
   }
-  if (outcome.done || outcome.waiting_for_io) return;   // waiting: the pass's resume queues the next step
+  if (outcome.waiting_for_io) return;   // the pass's resume queues the next step
+  if (outcome.done) {
+    // The next compacted log of this tick, as a task of its own behind the work that arrived.
+    deps_.runtime.post(shard, [this, shard] { clean_next(shard); });
+    return;
+  }
   // The next step queues behind the produce and fetch work that arrived during this one.
   auto next = [this, shard, rt] { clean_step(shard, rt); };
   if (outcome.wait_ms > 0) {

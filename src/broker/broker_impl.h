@@ -218,6 +218,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
         recent_reads_(deps_.runtime.shard_count()),
         last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()),
         compaction_(config_, deps_.runtime.shard_count()),
+        clean_queue_(deps_.runtime.shard_count()),
         shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {}
 
   result<void> start();
@@ -551,8 +552,17 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   int32_t min_insync_replicas(const std::string& topic) const;
   /// Leader: proposes the ISR change leader_state asks for (AlterPartition to the controller).
   void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  /// One bounded step of the shard's cleaning pass over `rt` (compaction.h); queues the next.
+  /// One bounded step of the shard's cleaning pass over `rt` (compaction.h); queues the next,
+  /// or, when the pass ended, clean_next.
   void clean_step(size_t shard, const std::shared_ptr<partition_runtime>& rt);
+  /// At each maintenance tick: queues every compacted partition of the shard not yet waiting, and
+  /// starts clean_next unless a chain of passes already runs.
+  void queue_cleaning(size_t shard);
+  /// Starts a pass over the first queued log that is due (compaction::begin), skipping the others;
+  /// each log leaves the queue when looked at, so every compacted log gets one look per tick, and
+  /// a log whose delete horizon passed is cleaned within a tick plus the passes queued before it
+  /// (paced by log.cleaner.io.max.bytes.per.second), not only when the shard's tick finds it first.
+  void clean_next(size_t shard);
   /// Every replication_tick_ms on each shard: ISR shrinks, acks=all timeouts, idle followers.
   void schedule_replication_tick(size_t shard);
   void replication_tick(size_t shard);
@@ -744,6 +754,8 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   std::atomic<uint64_t> next_partition_uid_{1};
   std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
   compaction compaction_;                   // the log cleaner of each shard
+  /// Per shard (touched only there): compacted partitions waiting for a look by the cleaner this tick.
+  std::vector<std::deque<std::weak_ptr<partition_runtime>>> clean_queue_;
   /// The metadata as of the last applied entry. Each shard reads its own copy without a lock
   /// (shard_views_[i] is touched only on shard i); threads outside the shards read latest_view_.
   /// Changed only on the controller shard (apply), which publishes to every shard before an

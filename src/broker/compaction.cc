@@ -61,6 +61,7 @@ compaction::step_outcome compaction::step(size_t shard, storage::partition_log& 
   stats.cleaner_bytes_read_total.fetch_add(pass.bytes_read, std::memory_order_relaxed);
   stats.cleaner_bytes_written_total.fetch_add(pass.bytes_written, std::memory_order_relaxed);
   stats.cleaner_passes_total.fetch_add(1, std::memory_order_relaxed);
+  stats.cleaner_tombstones_removed_total.fetch_add(pass.tombstones_removed, std::memory_order_relaxed);
   stats.cleaner_time_ms_total.fetch_add(
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(s.pass_time).count()),
       std::memory_order_relaxed);
@@ -80,6 +81,11 @@ io::latency_histogram::snapshot compaction::step_time() const {
 }
 
 int64_t compaction::wait_ms(size_t shard, int64_t now_ms) const { return shards_.at(shard).throttle.wait_ms(now_ms); }
+
+bool compaction::in_progress(size_t shard) const {
+  const shard_cleaner& s = shards_.at(shard);
+  return s.cleaner && s.cleaner->in_progress();
+}
 
 void compaction::abandon(size_t shard) {
   shard_cleaner& s = shards_.at(shard);

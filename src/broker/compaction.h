@@ -1,7 +1,11 @@
 #pragma once
-// The log cleaner of each shard (storage/log_cleaner.h): on each maintenance tick a shard starts
-// a pass over one of its compacted partitions that is due (one pass at a time per shard, as a
-// Kafka cleaner thread cleans one log at a time), then runs it in bounded steps
+// The log cleaner of each shard (storage/log_cleaner.h): on each maintenance tick a shard looks
+// at each of its compacted partitions in turn and runs a pass over each one that is due (one pass
+// at a time per shard, as a Kafka cleaner thread cleans one log at a time; the next log is looked
+// at when a pass ends, not at the next tick, so a log is never left waiting behind others for
+// ticks: broker_impl::clean_next). Due includes a log with nothing dirty whose earliest delete
+// horizon (KIP-534) has passed: its tombstones go within a tick of their horizon, with no new
+// write needed (Kafka cleans only a dirty log). Each pass runs in bounded steps
 // (storage::cleaner_step_bytes each), each a task of its own on the shard's loop, so produce and
 // fetch work queued meanwhile runs between steps. A swap's fdatasync and directory fsyncs go
 // through the shard's disk executor (its io_uring ring): the pass waits for them without
@@ -56,6 +60,8 @@ class compaction {
   [[nodiscard]] io::latency_histogram::snapshot step_time() const;
   /// Pacing of `shard`'s cleaner: milliseconds from `now_ms` until its next step may run.
   [[nodiscard]] int64_t wait_ms(size_t shard, int64_t now_ms) const;
+  /// Whether `shard`'s cleaner runs a pass (also one waiting for a sync).
+  [[nodiscard]] bool in_progress(size_t shard) const;
 
  private:
   struct shard_cleaner {

@@ -40,8 +40,25 @@ struct partition_stats {
   std::atomic<uint64_t> cleaner_bytes_read_total{0};      // bytes of segments rewritten
   std::atomic<uint64_t> cleaner_bytes_written_total{0};   // bytes of the cleaned segments written
   std::atomic<uint64_t> cleaner_passes_total{0};
+  std::atomic<uint64_t> cleaner_tombstones_removed_total{0};   // tombstones dropped past their delete horizon
   std::atomic<uint64_t> cleaner_time_ms_total{0};         // wall time of the passes
   std::atomic<int64_t> cleaner_last_clean_ms{-1};         // broker clock at the end of the last pass
+
+  /// On the owning shard when this node's replica is dropped (reassigned away, topic deleted):
+  /// not open here any more, and every figure back to its start, so nothing reports the removed
+  /// log (/metrics has no series for a partition not open here) and a replica opened here again
+  /// starts its counters anew.
+  void replica_removed() {
+    open_here.store(false, std::memory_order_release);
+    for (auto* f : {&log_start_offset, &high_watermark, &log_end_offset, &cleaner_dirty_ratio_ppm}) {
+      f->store(0, std::memory_order_relaxed);
+    }
+    for (auto* f : {&size_bytes, &cleaner_bytes_read_total, &cleaner_bytes_written_total, &cleaner_passes_total,
+                    &cleaner_tombstones_removed_total, &cleaner_time_ms_total}) {
+      f->store(0, std::memory_order_relaxed);
+    }
+    cleaner_last_clean_ms.store(-1, std::memory_order_relaxed);
+  }
 };
 
 /// A topic as the data path sees it: its image and the broker's live figures for it. Immutable

@@ -117,22 +117,22 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
       out += fmt::format("{}{{topic=\"{}\"}} {}\n", f.name, escape_label(topic), c.*(f.field));
     }
   }
-  out += "# HELP ringlog_partition_log_end_offset Offset the next appended record gets.\n";
-  out += "# TYPE ringlog_partition_log_end_offset gauge\n";
-  for (const auto& t : topics) {
-    for (const auto& p : t.partitions) {
-      out += fmt::format("ringlog_partition_log_end_offset{{topic=\"{}\",partition=\"{}\"}} {}\n", escape_label(t.name),
-                         p.partition.value(), p.log_end_offset.value());
+  // Per partition: series only for the replicas this node holds (a replica removed here, by a
+  // reassignment or a topic deletion, takes its series with it; the console sums these).
+  auto partition_gauge = [&](const char* name, const char* help, auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+    for (const auto& t : topics) {
+      for (const auto& p : t.partitions) {
+        if (!p.replica_here) continue;
+        out += fmt::format("{}{{topic=\"{}\",partition=\"{}\"}} {}\n", name, escape_label(t.name), p.partition.value(),
+                           value(p));
+      }
     }
-  }
-  out += "# HELP ringlog_partition_high_watermark Offset below which records are committed.\n";
-  out += "# TYPE ringlog_partition_high_watermark gauge\n";
-  for (const auto& t : topics) {
-    for (const auto& p : t.partitions) {
-      out += fmt::format("ringlog_partition_high_watermark{{topic=\"{}\",partition=\"{}\"}} {}\n", escape_label(t.name),
-                         p.partition.value(), p.high_watermark.value());
-    }
-  }
+  };
+  partition_gauge("ringlog_partition_log_end_offset", "Offset the next appended record gets.",
+                  [](const broker::partition_description& p) { return p.log_end_offset.value(); });
+  partition_gauge("ringlog_partition_high_watermark", "Offset below which records are committed.",
+                  [](const broker::partition_description& p) { return p.high_watermark.value(); });
   out += "# HELP ringlog_topic_under_replicated_partitions Partitions of the topic with a leader and fewer in-sync replicas than replicas (the cluster's metadata).\n";
   out += "# TYPE ringlog_topic_under_replicated_partitions gauge\n";
   for (const auto& t : topics) {
@@ -144,14 +144,8 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
   for (const auto& t : topics) {
     out += fmt::format("ringlog_topic_offline_partitions{{topic=\"{}\"}} {}\n", escape_label(t.name), health_of(t).offline);
   }
-  out += "# HELP ringlog_partition_size_bytes Bytes of the partition's segments on disk.\n";
-  out += "# TYPE ringlog_partition_size_bytes gauge\n";
-  for (const auto& t : topics) {
-    for (const auto& p : t.partitions) {
-      out += fmt::format("ringlog_partition_size_bytes{{topic=\"{}\",partition=\"{}\"}} {}\n", escape_label(t.name),
-                         p.partition.value(), p.size_bytes);
-    }
-  }
+  partition_gauge("ringlog_partition_size_bytes", "Bytes of the partition's segments on disk.",
+                  [](const broker::partition_description& p) { return p.size_bytes; });
   // The log cleaner (compacted topics only; Kafka's kafka.log:type=LogCleaner figures per partition).
   struct cleaner_family {
     const char* name;
@@ -168,6 +162,9 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
        [](const broker::partition_description::cleaner_figures& c) { return std::to_string(c.bytes_written_total); }},
       {"ringlog_log_cleaner_passes_total", "counter", "Cleaning passes over the partition.",
        [](const broker::partition_description::cleaner_figures& c) { return std::to_string(c.passes_total); }},
+      {"ringlog_log_cleaner_tombstones_removed_total", "counter",
+       "Tombstones the cleaner removed once their delete horizon (KIP-534) passed.",
+       [](const broker::partition_description::cleaner_figures& c) { return std::to_string(c.tombstones_removed_total); }},
       {"ringlog_log_cleaner_seconds_total", "counter", "Wall time of the cleaning passes.",
        [](const broker::partition_description::cleaner_figures& c) { return fmt::format("{}", c.time_ms_total / 1000.0); }},
       {"ringlog_log_cleaner_last_clean_timestamp_seconds", "gauge", "When the last pass ended (Unix time), -1 never.",
@@ -182,6 +179,7 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
                                        [](const auto& c) { return c.name == "cleanup.policy"; });
       if (policy == t.configs.end() || policy->value.find("compact") == std::string::npos) continue;
       for (const auto& p : t.partitions) {
+        if (!p.replica_here) continue;
         out += fmt::format("{}{{topic=\"{}\",partition=\"{}\"}} {}\n", f.name, escape_label(t.name),
                            p.partition.value(), f.value(p.cleaner));
       }

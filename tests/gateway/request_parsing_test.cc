@@ -229,13 +229,19 @@ TEST_CASE("metrics exposition") {
   t.name = "t";
   broker::partition_description p;
   p.log_end_offset = model::offset(7);
+  p.replica_here = true;
   t.partitions.push_back(p);
+  broker::partition_description elsewhere;   // a partition this node holds no replica of (any more)
+  elsewhere.partition = model::partition_id{1};
+  elsewhere.size_bytes = 40628767;
+  t.partitions.push_back(elsewhere);
   std::string out = m.render({t});
   CHECK(out.find("ringlog_http_requests_total{route=\"GET /topics\",status=\"200\"} 2") != std::string::npos);
   CHECK(out.find("ringlog_http_request_duration_seconds_bucket{route=\"GET /topics\",le=\"0.0025\"} 1") != std::string::npos);
   CHECK(out.find("ringlog_http_request_duration_seconds_bucket{route=\"GET /topics\",le=\"+Inf\"} 2") != std::string::npos);
   CHECK(out.find("ringlog_topic_records_in_total{topic=\"t\\\"1\"} 3") != std::string::npos);
   CHECK(out.find("ringlog_partition_log_end_offset{topic=\"t\",partition=\"0\"} 7") != std::string::npos);
+  CHECK(out.find("partition=\"1\"") == std::string::npos);   // no series for a replica not held here
 }
 
 TEST_CASE("deliver_at and delay_ms become the delay headers (issue 18)") {

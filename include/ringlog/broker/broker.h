@@ -159,12 +159,16 @@ struct partition_description {
   /// reads at it are answered "retry".
   bool high_watermark_established = true;
   uint64_t size_bytes = 0;
+  /// This node holds an open replica of the partition: the figures above and below are its own
+  /// (/metrics shows only these partitions; a replica removed here takes its series with it).
+  bool replica_here = false;
   /// The log cleaner's figures (compacted topics; zero and -1 otherwise).
   struct cleaner_figures {
     double dirty_ratio = 0.0;            // dirty / (clean + dirty) bytes of the cleanable range
     uint64_t bytes_read_total = 0;       // bytes of segments rewritten
     uint64_t bytes_written_total = 0;    // bytes of cleaned segments written
     uint64_t passes_total = 0;
+    uint64_t tombstones_removed_total = 0;   // tombstones dropped past their delete horizon (KIP-534)
     uint64_t time_ms_total = 0;
     int64_t last_clean_ms = -1;          // broker clock at the end of the last pass, -1: never
   } cleaner;
