@@ -111,6 +111,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
   rt->partition_epoch = p.partition_epoch;
   rt->leader_id = p.leader;
   rt->epoch = model::leader_epoch{p.leader_epoch};
+  const bool was_leader = rt->leader.has_value();
   if (rt->leader && (!leads || new_leadership)) {
     // This leadership is over: what was not replicated may or may not survive (KIP-101 truncation
     // on the new leader's terms); the clients must not take a silence for an answer.
@@ -183,8 +184,16 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
   if (new_leadership) {
     ++rt->follower_generation;
     publish(*rt);
-    log_info("partition " + tp_name(*rt) + ": following leader " + std::to_string(p.leader) + " in epoch " +
-             std::to_string(p.leader_epoch) + " from offset " + std::to_string(rt->log->log_end_offset().value()));
+    if (p.leader >= 0) {
+      log_info("partition " + tp_name(*rt) + ": following leader " + std::to_string(p.leader) + " in epoch " +
+               std::to_string(p.leader_epoch) + " from offset " + std::to_string(rt->log->log_end_offset().value()));
+    } else if (!controlled_shutdown_done_.load(std::memory_order_relaxed)) {
+      // No leader (every in-sync replica is gone). During this broker's own controlled shutdown
+      // that is the expected end of each leadership it held alone: no line per partition then.
+      log_info("partition " + tp_name(*rt) + ": " + (was_leader ? "stepping down as leader; " : "") +
+               "no leader in epoch " + std::to_string(p.leader_epoch) +
+               " (offline until a replica in its in-sync replicas is back)");
+    }
   }
   if (p.leader >= 0 && p.leader != config_.node_id && contains(p.replicas, config_.node_id)) {
     start_follower_fetch(shard, rt);
@@ -617,16 +626,23 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
     const model::offset end_before = rt->log->log_end_offset();
     if (auto r = rt->log->truncate_to(cut); !r.ok()) return fail("cannot truncate a diverged log", r.error().message);
     publish(*rt);
-    if (rt->log->log_end_offset() == end_before && rt->log->leader_epochs() == epochs_before) {
+    const model::offset end_after = rt->log->log_end_offset();
+    if (end_after == end_before && rt->log->leader_epochs() == epochs_before) {
       // Nothing to cut, yet the leader sees a divergence: ask again later, not in a tight loop.
       note_follower_failure(*rt, "leader " + std::to_string(rt->leader_id) + " reports a divergence at epoch " +
                                      std::to_string(p.diverging_epoch.epoch) + " ending at " +
                                      std::to_string(p.diverging_epoch.end_offset) + " that truncation cannot resolve");
       return retry_follower_fetch(shard, rt, generation);
     }
-    log_info("partition " + tp_name(*rt) + ": log diverged from leader " + std::to_string(rt->leader_id) +
-             " at epoch " + std::to_string(p.diverging_epoch.epoch) + "; truncated to " +
-             std::to_string(rt->log->log_end_offset().value()));
+    // Logged only when records went: a cut that removed only leader epoch entries past the log
+    // end (an empty log, or one that ends where the leader's epoch does) loses nothing.
+    if (end_after < end_before) {
+      log_info("partition " + tp_name(*rt) + ": log diverged from leader " + std::to_string(rt->leader_id) +
+               " at epoch " + std::to_string(p.diverging_epoch.epoch) + ": removed offsets " +
+               std::to_string(end_after.value()) + "-" + std::to_string(end_before.value() - 1) + " (" +
+               std::to_string(end_before.value() - end_after.value()) +
+               " offsets the leader does not have); the log now ends at " + std::to_string(end_after.value()));
+    }
     return send_follower_fetch(shard, rt, generation);
   }
   auto learn_high_watermark = [this, rt, hw = p.high_watermark] {
