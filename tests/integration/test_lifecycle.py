@@ -76,6 +76,18 @@ def test_graceful_stop_and_restart_keep_everything(fresh_broker, topic_name):
     assert b.stop(signal.SIGINT) == 0
 
 
+def test_a_single_node_stop_logs_no_following_leader_minus_one(fresh_broker, topic_name):
+    # Newcomer finding 9: SIGTERM of a lone broker logged "following leader -1 ..." for each of its
+    # partitions as its controlled shutdown ended their leaderships: read like an error.
+    b = fresh_broker()
+    b.create_topic(topic_name, partitions=8)
+    offset = b.log_path.stat().st_size
+    assert b.stop(signal.SIGTERM) == 0
+    log = b.log_path.read_bytes()[offset:].decode(errors="replace")
+    assert "stopped cleanly" in log, log[-2000:]
+    assert "leader -1" not in log, [l for l in log.splitlines() if "leader -1" in l][:3]
+
+
 def test_sigkill_keeps_every_acknowledged_record(fresh_broker, topic_name):
     b = fresh_broker()
     b.create_topic(topic_name, partitions=3)

@@ -289,3 +289,52 @@ def test_reassignment_moves_a_replica_and_the_leadership_onto_a_new_broker_while
         if extra is not None and extra.proc is not None:
             extra.kill()
         c.stop()
+
+
+def partition_series(node, topic):
+    """The /metrics lines of `node` for a partition of `topic` (ringlog_partition_*, ringlog_log_cleaner_*)."""
+    text = requests.get(node.url + "/metrics", timeout=5).text
+    return [l for l in text.splitlines() if f'{{topic="{topic}",partition=' in l and not l.startswith("#")]
+
+
+def test_a_replica_moved_away_takes_its_metrics_series_with_it(ringlog_bin, tmp_path):
+    # Newcomer finding 1: a broker that deleted its replica (reassigned away) kept reporting its
+    # ringlog_partition_* gauges (40 MB "stored" in the console of a node holding nothing).
+    c = Cluster(tmp_path).start()
+    try:
+        controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        r = create_topic(c.node(controller), "metered", partitions=1, replication_factor=1,
+                         configs=[{"name": "cleanup.policy", "value": "compact"}])
+        assert r.status_code == 201, r.text
+        holder = c.node(wait_until(lambda: leader_of(c.node(1), "metered", 0), FAILOVER_DEADLINE_S, "a leader"))
+
+        def produced():   # 404 until the holder applied the topic's creation
+            r = requests.post(f"{holder.url}/topics/metered/partitions/0",
+                              json={"records": [{"key": f"k{i % 10}", "value": "x" * 100} for i in range(200)]},
+                              headers={"Content-Type": "application/vnd.kafka.json.v2+json"}, timeout=40)
+            assert r.status_code in (200, 404), r.text
+            return r.status_code == 200
+        wait_until(produced, FAILOVER_DEADLINE_S, "a produce to the holder")
+
+        def sized(node):
+            lines = partition_series(node, "metered")
+            size = [l for l in lines if l.startswith("ringlog_partition_size_bytes{")]
+            return lines if size and int(size[0].rsplit(" ", 1)[1]) > 0 else None
+        lines = wait_until(lambda: sized(holder), FAILOVER_DEADLINE_S, "the holder's size gauge")
+        assert any(l.startswith("ringlog_log_cleaner_passes_total{") for l in lines), lines
+        target = next(n for n in c.nodes if n is not holder)
+        r = requests.patch(c.node(controller).v3("/topics/metered/partitions/0/reassignment"),
+                           json={"replicas": [target.node_id]}, timeout=40)
+        assert r.status_code == 200, r.text
+        wait_until(lambda: set(replicas_of(c.node(1), "metered", 0)) == {target.node_id} and reassignments(c.node(1)) == {}
+                   and not (holder.data_dir / "metered-0").exists(), MOVE_DEADLINE_S, "the move, the old copy deleted")
+        # The old holder: no series of the partition, and its stored total no longer counts it.
+        wait_until(lambda: partition_series(holder, "metered") == [], SESSION_DEADLINE_S,
+                   "the old holder's series to go")
+        wait_until(lambda: sized(target), SESSION_DEADLINE_S, "the new holder's size gauge")
+        # Nodes that never held a replica have no series of it either (they used to show 0).
+        for n in c.nodes:
+            if n is not target:
+                assert partition_series(n, "metered") == [], n.node_id
+    finally:
+        c.stop()

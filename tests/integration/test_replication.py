@@ -345,3 +345,28 @@ def test_every_broker_reports_a_partitions_ends_as_its_leader_has_them(cluster):
                              headers={"Accept": "application/vnd.kafka.v2+json"})
             assert r.status_code == 200, r.text
             assert r.json() == {"beginning_offset": 0, "end_offset": p + 2}, (n.node_id, p, r.text)
+
+
+def test_a_divergence_is_logged_only_when_records_were_removed(cluster):
+    # Newcomer finding 8: "log diverged ... truncated to N" was logged ~200 times in a cluster run,
+    # mostly on empty logs ("truncated to 0") or where the log already ended at N: it read like data
+    # loss. A controlled shutdown moves the leaderships; the stopped leader, back as a follower, finds
+    # its last epoch ended by the new leaders where its own log ends (or on an empty log): nothing to
+    # remove, so nothing is logged; a line that is logged names the offsets removed.
+    c = cluster
+    controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    r = create_topic(c.node(controller), "diverging", partitions=6, replication_factor=3)
+    assert r.status_code == 201, r.text
+    for p in range(6):
+        wait_until(lambda p=p: isr_of(c.node(1), "diverging", p) == [1, 2, 3], SESSION_DEADLINE_S, "a full ISR")
+    for p in range(3):   # partitions 3-5 stay empty
+        r = produce(c.node(1), "diverging", p, [f"v{i}" for i in range(50)])
+        assert r.status_code == 200 and all(o.get("error") is None for o in r.json()["offsets"]), r.text
+    leaving = c.node(leader_of(c.node(1), "diverging", 0))
+    assert leaving.stop(signal.SIGTERM) == 0
+    leaving.spawn()
+    wait_until(leaving.healthy, 60.0, "the restarted node")
+    wait_until(lambda: all(isr_of(c.node(1), "diverging", p) == [1, 2, 3] for p in range(6)), SESSION_DEADLINE_S,
+               "the restarted broker back in every ISR")
+    lines = [l for n in c.nodes for l in n.log_path.read_text(errors="replace").splitlines() if "log diverged" in l]
+    assert all("removed offsets" in l for l in lines), lines[:5]
