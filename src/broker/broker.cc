@@ -2602,9 +2602,9 @@ void broker_impl::maintain(size_t shard) {
 void broker_impl::queue_cleaning(size_t shard) {
   if (stopping_) return;
   auto& queue = clean_queue_[shard];
-  // A chain of passes runs while the queue holds logs or a pass is under way; the tick only
-  // refills it then, and a log already waiting in it keeps its place (no second entry).
-  const bool running = !queue.empty() || compaction_.in_progress(shard);
+  // A log already waiting keeps its place (no second entry). The chain is (re)started here
+  // whenever no pass runs: one whose partition was dropped while it waited for a sync ends
+  // without a step to go on from (compaction::forget).
   std::set<const partition_runtime*> queued;
   for (const auto& w : queue) {
     if (auto rt = w.lock()) queued.insert(rt.get());
@@ -2612,7 +2612,7 @@ void broker_impl::queue_cleaning(size_t shard) {
   for (auto& [key, rt] : shards_[shard]) {
     if (!rt->deleted && rt->log->config().compacted() && !queued.contains(rt.get())) queue.push_back(rt);
   }
-  if (!running) clean_next(shard);
+  clean_next(shard);
 }
 
 void broker_impl::clean_next(size_t shard) {
@@ -2630,7 +2630,7 @@ void broker_impl::clean_next(size_t shard) {
     auto resume = [this, shard, weak = std::weak_ptr<partition_runtime>(rt)] {
       // From the disk executor's poll(): the next step is a task of its own, paced.
       auto rt = weak.lock();
-      if (!rt) return;
+      if (!rt) return deps_.runtime.post(shard, [this, shard] { clean_next(shard); });
       const int64_t wait = compaction_.wait_ms(shard, deps_.clock.now_ms());
       auto next = [this, shard, rt] { clean_step(shard, rt); };
       if (wait > 0) {

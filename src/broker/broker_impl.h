@@ -555,8 +555,8 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// One bounded step of the shard's cleaning pass over `rt` (compaction.h); queues the next,
   /// or, when the pass ended, clean_next.
   void clean_step(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  /// At each maintenance tick: queues every compacted partition of the shard not yet waiting, and
-  /// starts clean_next unless a chain of passes already runs.
+  /// At each maintenance tick: queues every compacted partition of the shard not yet waiting, then
+  /// clean_next (which does nothing while a pass runs: that pass's end calls it).
   void queue_cleaning(size_t shard);
   /// Starts a pass over the first queued log that is due (compaction::begin), skipping the others;
   /// each log leaves the queue when looked at, so every compacted log gets one look per tick, and
