@@ -1822,3 +1822,61 @@ TEST_CASE("after a restart the first pass reads the delete horizons back in boun
   CHECK(cleaner.stats().tombstones_removed == 200);
   CHECK(l.log_end_offset() == end);
 }
+
+TEST_CASE("a quiet log is cleaned at the first inspect past its earliest delete horizon, with nothing dirty and no new write (issue 27 item 6)") {
+  // The issue's shape: 4,000 records of 200 keys, 20 tombstones, one more record, then no write.
+  io::sim_file_system fs;
+  base::manual_clock clock(t0);
+  log_config config = compact_config();
+  config.delete_retention_ms = 2000;
+  config.segment_bytes = 64 * 1024;
+  auto opened = partition_log::open(fs, "/d/quiet-0", config, clock);
+  REQUIRE(opened.ok());
+  partition_log& l = *opened.value();
+  for (int round = 0; round < 20; ++round) {
+    std::vector<kv> items;
+    for (int k = 0; k < 200; ++k) items.push_back({"k" + std::to_string(k), "v" + std::to_string(round) + std::string(50, 'x')});
+    REQUIRE(l.append(keyed_batch(items, clock.now_ms()), epoch0).ok());
+  }
+  std::vector<kv> tombstones;
+  for (int k = 0; k < 20; ++k) tombstones.push_back({"k" + std::to_string(k), std::nullopt});
+  REQUIRE(l.append(keyed_batch(tombstones, clock.now_ms()), epoch0).ok());
+  REQUIRE(l.append(keyed_batch({{"k199", "last"}}, clock.now_ms()), epoch0).ok());
+  REQUIRE(l.roll().ok());
+  l.set_high_watermark(l.log_end_offset());
+  log_cleaner cleaner(cleaner_config{1 << 20});
+  auto first = cleaner.clean(l);   // dirty: cleaned, the tombstones kept with a horizon 2000 ms on
+  REQUIRE(first.ok());
+  CHECK(first->cleaned);
+  CHECK(first->horizons_set == 1);
+  CHECK(first->tombstones_removed == 0);
+  const int64_t horizon = clock.now_ms() + 2000;
+  auto tombstones_read = [&] {
+    auto rs = read_all(l);
+    return std::count_if(rs.begin(), rs.end(), [](const model::record& r) { return !r.value; });
+  };
+  CHECK(tombstones_read() == 20);
+  // No write from here on: each tick of the cleaner is an inspect, then a pass when due.
+  clock.set_ms(horizon - 1);
+  auto state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(state->dirty_bytes == 0);
+  CHECK(!state->due);
+  clock.set_ms(horizon);
+  state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(state->dirty_bytes == 0);
+  CHECK(state->tombstones_due);
+  CHECK(state->due);
+  auto second = cleaner.clean(l);
+  REQUIRE(second.ok());
+  CHECK(second->cleaned);
+  CHECK(second->tombstones_removed == 20);   // what ringlog_log_cleaner_tombstones_removed_total adds
+  CHECK(tombstones_read() == 0);
+  state = cleaner.inspect(l);
+  REQUIRE(state.ok());
+  CHECK(!state->due);
+  auto latest = latest_of(read_all(l));
+  CHECK(latest.size() == 180);
+  CHECK(latest["k199"].second == "last");
+}
