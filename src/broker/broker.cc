@@ -2623,7 +2623,11 @@ void broker_impl::clean_next(size_t shard) {
     deps_.runtime.post_after(shard, wait, [this, shard] { clean_next(shard); });
     return;
   }
-  while (!queue.empty()) {
+  for (size_t looked = 0; !queue.empty(); ++looked) {
+    if (looked == cleaner_looks_per_task) {
+      deps_.runtime.post(shard, [this, shard] { clean_next(shard); });
+      return;
+    }
     auto rt = queue.front().lock();
     queue.pop_front();
     if (!rt || rt->deleted) continue;

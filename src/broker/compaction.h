@@ -28,6 +28,11 @@
 
 namespace ringlog::broker {
 
+/// Compacted logs one task of the shard looks at (compaction::begin, an inspect each) before the
+/// rest of the tick's queue waits for a task of its own: a shard with thousands of compacted
+/// partitions (every __consumer_offsets one is) then never holds its loop for all of them at once.
+inline constexpr size_t cleaner_looks_per_task = 64;
+
 class compaction {
  public:
   compaction(const broker_config& config, size_t shard_count);
