@@ -850,15 +850,11 @@ result<void> broker_impl::check_leader(const topic_state& topic, int32_t partiti
     return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
                                                    "' has no leader now (its in-sync replicas are all unavailable); retry"};
   }
-  std::string where;
-  if (const auto* b = view()->image->find_broker(leader); b != nullptr) {
-    if (const auto* http = b->endpoint("http"); http != nullptr) {
-      where = " at http://" + http->host + ":" + std::to_string(http->port);
-    }
-  }
+  // Kafka clients route themselves on NOT_LEADER_OR_FOLLOWER; HTTP and WebSocket calls are
+  // forwarded (forwarding.cc) and never see this text as an instruction to go elsewhere.
   return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
-                                                 "' is led by broker " + std::to_string(leader) + where +
-                                                 "; send the request there"};
+                                                 "' is led by broker " + std::to_string(leader) + ", not by this broker (" +
+                                                 std::to_string(config_.node_id) + ")"};
 }
 
 int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
@@ -1507,7 +1503,7 @@ void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t p
     rt->deleted = true;
     compaction_.forget(shard, *rt->log);
     rt->stats->open_here.store(false, std::memory_order_release);
-    ++rt->follower_generation;
+    new_follower_generation(*rt);
     shards_[shard].erase(partition_key(topic, partition));
     for (auto& w : rt->waiters) {
       if (!w->completed) {

@@ -165,7 +165,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
                  " from offset " + std::to_string(rt->epoch_start_offset.value()) + ", high watermark " +
                  std::to_string(rt->log->high_watermark().value()));
       }
-      ++rt->follower_generation;   // a follower loop of the previous leadership stops
+      new_follower_generation(*rt);   // a follower loop of the previous leadership stops
       publish(*rt);
     } else {
       rt->leader->set_committed(p.replicas, p.in_sync_replicas, now);
@@ -181,7 +181,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
     return;
   }
   if (new_leadership) {
-    ++rt->follower_generation;
+    new_follower_generation(*rt);
     publish(*rt);
     log_info("partition " + tp_name(*rt) + ": following leader " + std::to_string(p.leader) + " in epoch " +
              std::to_string(p.leader_epoch) + " from offset " + std::to_string(rt->log->log_end_offset().value()));
@@ -494,10 +494,23 @@ void broker_impl::start_follower_fetch(size_t shard, const std::shared_ptr<parti
   send_follower_fetch(shard, rt, rt->follower_generation);
 }
 
+void broker_impl::new_follower_generation(partition_runtime& rt) {
+  ++rt.follower_generation;
+  // The loop of the previous generation may be waiting on a fetch to a former leader that does
+  // not answer (paused, cut off: up to replica.fetch.wait.max.ms + replica_fetch_timeout_slack_ms).
+  // It ends silently when that answer comes (send_follower_fetch); the new leader is fetched from
+  // at once, so the in-sync replicas it needs for acks=all keep up (newcomer finding 6: this
+  // wait added ~2 s to a leader pause).
+  rt.follower_fetching = false;
+}
+
 void broker_impl::send_follower_fetch(size_t shard, std::weak_ptr<partition_runtime> weak, uint64_t generation) {
   auto rt = weak.lock();
   if (!rt) return;
-  if (stopping_ || rt->deleted || rt->leader || rt->leader_id < 0 || rt->follower_generation != generation) {
+  // A loop of an earlier generation ends without a word: the flag and any newer loop belong to
+  // the current generation (new_follower_generation).
+  if (rt->follower_generation != generation) return;
+  if (stopping_ || rt->deleted || rt->leader || rt->leader_id < 0) {
     // This loop ends. It was the only one (a loop starts only while none runs), so the flag goes
     // with it whatever happened meanwhile (this node led, or had no leader to follow, for a
     // while); a newer leadership to follow gets its loop now. Found by tests/cluster: keeping
@@ -657,7 +670,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
     if (!rt) return;
     if (!r.ok()) {
       log_error("partition " + tp_name(*rt) + ": fdatasync failed: " + r.error().message);
-      rt->follower_fetching = false;
+      if (rt->follower_generation == generation) rt->follower_fetching = false;
       return;
     }
     learn_high_watermark();

@@ -695,13 +695,18 @@ parsed<std::vector<int32_t>> broker_ids_field(const std::string& field, dom::ele
 }  // namespace
 
 parsed<std::vector<broker::partition_reassignment_target>> parse_reassignments(std::string_view body) {
-  if (is_blank(body)) return empty_body_error("{\"data\": [{\"topic_name\", \"partition_id\", \"replicas\"}]}");
+  constexpr const char* shape = R"({"data": [{"topic_name": T, "partition_id": P, "replicas": [broker ids]}]})";
+  if (is_blank(body)) return empty_body_error(shape);
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
   if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
   auto o = object_with("", doc, {"data"});
-  if (!o.ok()) return o.error();
+  if (!o.ok()) {
+    api_error e = o.error();
+    e.message += " (the body is " + std::string(shape) + ")";
+    return e;
+  }
   dom::element data;
   if (o->at_key("data").get(data) != simdjson::SUCCESS) return missing_field("data");
   if (data.type() != dom::element_type::ARRAY) return wrong_type("data", "an array", data);
