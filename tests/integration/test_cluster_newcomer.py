@@ -233,3 +233,36 @@ def test_help_texts_group_serve_keys_and_name_observer_rows(ringlog_bin):
     rows = [x for x in top.splitlines() if re.match(r"^  [a-z-]+ +\S", x)]
     columns = {len(re.match(r"^  [a-z-]+ +", x).group(0)) for x in rows}
     assert len(rows) >= 10 and len(columns) == 1, rows
+
+
+def test_a_follower_fetches_from_the_new_leader_without_waiting_out_its_fetch_to_a_paused_one(ringlog_bin, tmp_path):
+    """Finding 6: a paused leader stopped acks=all writes for ~5.5 s, not the 3 s session: the
+    third replica's fetch to the paused leader held its fetch loop until that fetch's timeout
+    (replica.fetch.wait.max.ms + 5 s), so the new leader's ISR could not acknowledge. Here that
+    timeout is 35 s: the writes must resume once the leadership moves, long before it."""
+    import signal
+    c = Cluster(tmp_path, extra_sets=["replica.fetch.wait.max.ms=30000", "auto.leader.rebalance.enable=false"]).start()
+    paused = None
+    try:
+        controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        assert create_topic(c.node(controller), "stall", partitions=6, replication_factor=3).status_code == 201
+        n = c.node(controller)
+        leaders = wait_until(lambda: (lambda ls: ls if None not in ls else None)(
+            [leader_of(n, "stall", p) for p in range(6)]), SESSION_DEADLINE_S, "a leader for every partition")
+        wait_until(lambda: all(isr_of(n, "stall", p) == [1, 2, 3] for p in range(6)) or None, SESSION_DEADLINE_S,
+                   "ISRs of three")
+        # A partition led by a broker that is not the quorum leader (its pause adds no election).
+        partition = next(p for p, b in enumerate(leaders) if b != controller)
+        paused = c.node(leaders[partition])
+        assert produce(n, "stall", partition, ["before"]).json()["offsets"][0]["error_code"] is None
+        paused.proc.send_signal(signal.SIGSTOP)
+
+        def acknowledged():
+            entry = produce(n, "stall", partition, ["during"]).json()["offsets"][0]
+            return entry if entry["error_code"] is None else None
+        # Within the fencing (3 s) and a new leader's first write; far below the stale fetch's 35 s.
+        wait_until(acknowledged, FAILOVER_DEADLINE_S, "an acks=all write acknowledged by the new leader's ISR")
+    finally:
+        if paused is not None and paused.proc is not None:
+            paused.proc.send_signal(signal.SIGCONT)
+        c.stop()
