@@ -20,38 +20,15 @@ import signal
 import statistics
 import sys
 import tempfile
-import threading
 import time
-
-import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 from conftest import wait_until  # noqa: E402
 from test_cluster import Cluster, create_topic  # noqa: E402
-from test_replication import isr_of, leader_of, produce  # noqa: E402
-
-
-class Writer(threading.Thread):
-    """Sequential acks=all writes; keeps the monotonic time of every acknowledged one."""
-
-    def __init__(self, node):
-        super().__init__(daemon=True)
-        self.node = node
-        self.acked_at = []
-        self.stopping = threading.Event()
-
-    def run(self):
-        i = 0
-        while not self.stopping.is_set():
-            i += 1
-            try:
-                r = produce(self.node, "paused", 0, [f"v{i}"])
-            except requests.RequestException:
-                continue
-            if r.status_code == 200 and r.json()["offsets"][0].get("error_code") is None:
-                self.acked_at.append(time.monotonic())
+from test_cluster_newcomer import SequentialProducer  # noqa: E402
+from test_replication import isr_of, leader_of  # noqa: E402
 
 
 def main():
@@ -73,7 +50,7 @@ def main():
                 # quorum leader would add an election): the last of the three when possible.
                 through = next((n for n in c.nodes if n.node_id not in (leader, controller)),
                                next(n for n in c.nodes if n.node_id != leader))
-                writer = Writer(through)
+                writer = SequentialProducer(through, "paused", 0)
                 writer.start()
                 wait_until(lambda: len(writer.acked_at) >= 20, 30, "writes before the pause")
                 paused = c.node(leader)
@@ -85,8 +62,7 @@ def main():
                 before = max(t for t in acked if t <= paused_at)
                 after = min(t for t in acked if t > paused_at + 0.05)
                 gaps.append(after - before)
-                writer.stopping.set()
-                writer.join(timeout=60)
+                writer.stop()
                 paused.proc.send_signal(signal.SIGCONT)
                 print(f"pause {k + 1}: broker {leader} paused, writes through broker {through.node_id}: "
                       f"acks stopped for {after - before:.2f} s", flush=True)

@@ -8,6 +8,7 @@ wait polls with a deadline.
 import re
 import subprocess
 import threading
+import time
 
 import requests
 
@@ -27,12 +28,13 @@ def run_cli(*args, timeout=60):
 
 class SequentialProducer(threading.Thread):
     """acks=all HTTP v2 produces, one at a time, to one partition through one node; keeps every
-    per-record error text and counts the acknowledged records."""
+    per-record error text and the monotonic time of each acknowledgement (bench/run-pause-bench.py
+    measures gaps with it)."""
 
     def __init__(self, node, topic, partition):
         super().__init__(daemon=True)
         self.node, self.topic, self.partition = node, topic, partition
-        self.acknowledged = 0
+        self.acked_at = []
         self.errors = []
         self.stopping = threading.Event()
 
@@ -50,9 +52,13 @@ class SequentialProducer(threading.Thread):
                 continue
             entry = r.json()["offsets"][0]
             if entry.get("error_code") is None:
-                self.acknowledged += 1
+                self.acked_at.append(time.monotonic())
             else:
                 self.errors.append(entry["error"])
+
+    @property
+    def acknowledged(self):
+        return len(self.acked_at)
 
     def stop(self):
         self.stopping.set()
