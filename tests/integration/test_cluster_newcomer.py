@@ -65,6 +65,33 @@ class SequentialProducer(threading.Thread):
         self.join(timeout=60)
 
 
+class OffsetsReader(threading.Thread):
+    """GET .../partitions/P/offsets through one node, one after another; keeps every refusal."""
+
+    def __init__(self, node, topic, partition):
+        super().__init__(daemon=True)
+        self.node, self.topic, self.partition = node, topic, partition
+        self.answered = 0
+        self.refusals = []
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.is_set():
+            try:
+                r = requests.get(f"{self.node.url}/topics/{self.topic}/partitions/{self.partition}/offsets", timeout=40)
+            except requests.RequestException as e:
+                self.refusals.append(f"transport: {e}")
+                continue
+            if r.status_code == 200:
+                self.answered += 1
+            else:
+                self.refusals.append(f"HTTP {r.status_code}: {r.text}")
+
+    def stop(self):
+        self.stopping.set()
+        self.join(timeout=60)
+
+
 def test_http_produce_through_a_non_leader_is_forwarded_to_the_new_leader_while_the_leadership_moves(
         ringlog_bin, tmp_path):
     """Finding 2: during a leadership move a forwarding broker relayed the former leader's
@@ -72,7 +99,7 @@ def test_http_produce_through_a_non_leader_is_forwarded_to_the_new_leader_while_
     sometimes naming itself. HTTP clients are promised forwarding: the broker asked waits for its
     metadata to name the new leader and sends the batch there (or appends it itself)."""
     c = Cluster(tmp_path, extra_sets=["auto.leader.rebalance.enable=false"]).start()
-    producers = []
+    producers, readers = [], []
     try:
         controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
         assert create_topic(c.node(controller), "moves", partitions=1, replication_factor=3).status_code == 201
@@ -80,7 +107,8 @@ def test_http_produce_through_a_non_leader_is_forwarded_to_the_new_leader_while_
                    "an ISR of three, known everywhere")
         # One sequential producer through each node: whichever leads, two of them forward.
         producers = [SequentialProducer(n, "moves", 0) for n in c.nodes]
-        for p in producers:
+        readers = [OffsetsReader(n, "moves", 0) for n in c.nodes]
+        for p in producers + readers:
             p.start()
         wait_until(lambda: all(p.acknowledged >= 5 for p in producers) or None, FAILOVER_DEADLINE_S,
                    "writes through every node before the moves")
@@ -100,15 +128,22 @@ def test_http_produce_through_a_non_leader_is_forwarded_to_the_new_leader_while_
             before = [p.acknowledged for p in producers]
             wait_until(lambda: all(p.acknowledged >= b + 3 for p, b in zip(producers, before)) or None,
                        FAILOVER_DEADLINE_S, f"move {move}: writes through every node again")
-        for p in producers:
+        for p in producers + readers:
             p.stop()
         errors = [e for p in producers for e in p.errors]
         told_to_go = [e for e in errors if "send the request there" in e]
         assert not told_to_go, f"{len(told_to_go)} of {len(errors)} errors told the client to go elsewhere: {told_to_go[:3]}"
         # What may remain is retriable and honest: a call in flight to the former leader.
         assert all(("leadership" in e and "retry" in e) or "may or may not" in e for e in errors), errors[:5]
+        # Finding 7: reads forwarded meanwhile are asked again of the new leader; what is left
+        # names the real cause (a leadership being taken up or moving), never a bare error name
+        # or a topic "not applied yet" that exists.
+        refusals = [e for r in readers for e in r.refusals]
+        assert all(r.answered > 0 for r in readers), [r.answered for r in readers]
+        vague = [e for e in refusals if "answered not_leader_or_follower" in e or "creation" in e]
+        assert not vague, f"{len(vague)} of {len(refusals)} refusals: {vague[:3]}"
     finally:
-        for p in producers:
+        for p in producers + readers:
             p.stopping.set()
         c.stop()
 
