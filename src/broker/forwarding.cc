@@ -212,6 +212,13 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
                                   acks_mode acks, int64_t timeout_ms,
                                   std::function<void(result<produce_batches_response>)> done) {
   if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
+  // The caller chose `leader` from its shard's view; when the newest view names another, nothing
+  // was sent yet: the batch goes where the newest names (send_forward would answer "moved while
+  // in flight, outcome unknown" for a call it never sent).
+  if (auto newest = latest_view_.load(std::memory_order_acquire); newest && leader_in(*newest, tp) != leader) {
+    return produce_to_new_leader(leader, -1, tp, std::move(batch), acks, deps_.clock.now_ms() + timeout_ms,
+                                 std::move(done));
+  }
   protocol::produce_request_data request;
   request.acks = acks == acks_mode::all ? int16_t{-1} : acks == acks_mode::leader ? int16_t{1} : int16_t{0};
   // acks=0 is forwarded as acks=1: this node answers its client at once, and the leader's answer
