@@ -94,8 +94,8 @@ def main():
         print(f"{RATE} records/s for {SECONDS} s, fetch.wait.max.ms 500, binary {RINGLOG}\n")
         print("| fetch.min.bytes | produced | consumed | Fetch requests | latency p50 ms | p99 ms |")
         print("|---:|---:|---:|---:|---:|---:|")
-        for n in MIN_BYTES:
-            topic = f"minbytes-{n}"
+        for i, n in enumerate(MIN_BYTES):
+            topic = f"minbytes-{i}-{n}"
             r = requests.post(f"http://{HTTP}/v3/clusters/ringlog-cluster/topics",
                               json={"topic_name": topic, "partitions_count": 1})
             assert r.ok, r.text
