@@ -7,22 +7,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Kafka, logLevel } from "kafkajs";
+import { waitFor } from "./wait_for.mjs";
 
 const bootstrap = process.env.KAFKA_BOOTSTRAP;
 const topic = process.env.KAFKA_TOPIC ?? `kafkajs-seek-${Date.now()}`;
 const groupId = `${topic}-group`;
-const deadlineMs = 60_000;
 
 const kafka = new Kafka({ clientId: "kafkajs-seek-test", brokers: [bootstrap], logLevel: logLevel.NOTHING });
-
-/** Resolves once check() is true, polling; rejects at the deadline naming `what`. */
-async function waitFor(check, what, ms = deadlineMs) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 test("KafkaJS: a seek past the end resets by committing -2 and the group goes on", { timeout: 120_000 }, async () => {
   assert.ok(bootstrap, "KAFKA_BOOTSTRAP must name the broker");
