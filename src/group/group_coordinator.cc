@@ -81,6 +81,20 @@ partition_set minus(const partition_set& a, const partition_set& b) {
 
 error err(errc code, std::string message) { return error{code, std::move(message)}; }
 
+/// Every commit's metadata within limits::offset_metadata_bytes_max. The offsets themselves are
+/// not range-checked: Kafka stores a committed offset as given (negative ones too; readers treat
+/// those as none). Errors: offset_metadata_too_large.
+result<void> check_commit_metadata(const std::vector<offset_commit>& offsets) {
+  for (const auto& c : offsets) {
+    if (c.metadata.size() > limits::offset_metadata_bytes_max) {
+      return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
+                                                      std::to_string(c.metadata.size()) +
+                                                      " bytes (limits::offset_metadata_bytes_max)");
+    }
+  }
+  return base::ok_v;
+}
+
 result<void> check_name(std::string_view value, const char* field, errc code) {
   if (value.empty() || value.size() > limits::group_id_bytes_max) {
     return err(code, std::string(field) + " must be 1.." + std::to_string(limits::group_id_bytes_max) +
@@ -746,13 +760,7 @@ result<commit_result> group_coordinator::commit_offsets_standalone(std::string_v
     return err(errc::too_many_groups, "coordinator holds " + std::to_string(groups_.size()) +
                                           " groups (limits::groups_per_coordinator_max)");
   }
-  for (const auto& c : offsets) {
-    if (c.metadata.size() > limits::offset_metadata_bytes_max) {
-      return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
-                                                      std::to_string(c.metadata.size()) +
-                                                      " bytes (limits::offset_metadata_bytes_max)");
-    }
-  }
+  RINGLOG_TRY(check_commit_metadata(offsets));
   if (git == groups_.end()) {
     git = groups_.emplace(std::string(group_id), group_state_data{}).first;
     git->second.group_id = std::string(group_id);
@@ -777,13 +785,7 @@ result<commit_result> group_coordinator::txn_commit_offsets(std::string_view gro
     return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) +
                                               " partitions (limits::commit_partitions_max)");
   }
-  for (const auto& c : offsets) {
-    if (c.metadata.size() > limits::offset_metadata_bytes_max) {
-      return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
-                                                      std::to_string(c.metadata.size()) +
-                                                      " bytes (limits::offset_metadata_bytes_max)");
-    }
-  }
+  RINGLOG_TRY(check_commit_metadata(offsets));
   auto git = groups_.find(group_id);
   // KIP-447: a producer that names its consumer's member id and generation is fenced like that
   // consumer's own commit would be (a zombie of an earlier generation cannot commit).
