@@ -2143,7 +2143,9 @@ result<std::optional<fetch_response>> broker_impl::read_file_ranges_for_fetch(co
   response.log_start_offset = rt.log->log_start_offset();
   response.log_end_offset = rt.log->log_end_offset();
   response.last_stable_offset = rt.log->last_stable_offset();
+  response.next_fetch_offset = req.fetch_offset;
   if (req.fetch_offset >= hw || read->batches.empty()) return std::optional<fetch_response>{std::move(response)};
+  response.next_fetch_offset = std::max(req.fetch_offset, read->next_offset);
   if (req.isolation == isolation_level::read_committed) {
     for (const auto& e : rt.log->aborted_transactions(req.fetch_offset, read->next_offset)) {
       response.aborted_transactions.push_back({e.producer_id, e.first_offset});
@@ -2194,6 +2196,7 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
     // Kafka clients read the batches themselves (they skip records below fetch_offset, and with
     // read_committed the records of the aborted transactions listed).
     if (req.fetch_offset < hw) response.batches = std::move(read->batches);
+    response.next_fetch_offset = response.batches.empty() ? req.fetch_offset : std::max(req.fetch_offset, read->next_offset);
     if (!response.batches.empty()) {
       response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
       response.aborted_transactions = std::move(aborted);

@@ -41,6 +41,20 @@ constexpr int64_t forward_read_reroute_wait_ms = 1000;
 constexpr int64_t earliest_timestamp = -2;
 constexpr int64_t latest_timestamp = -1;
 
+/// One past the last offset of the whole v2 batches in `batches` (a raw answer from the leader),
+/// or `fetch_offset` when there are none; a header that does not decode ends the walk (the client
+/// that reads the bytes reports it).
+model::offset next_offset_after(std::span<const std::byte> batches, model::offset fetch_offset) {
+  model::offset next = fetch_offset;
+  size_t pos = 0;
+  while (pos < batches.size()) {
+    auto header = codec::decode_header(batches.subspan(pos));
+    if (!header.ok() || header->size_bytes() > batches.size() - pos) break;
+    next = std::max(next, model::offset{header->last_offset().value() + 1});
+    pos += header->size_bytes();
+  }
+  return next;
+}
 
 std::string leader_name(int32_t leader, const model::topic_partition& tp) {
   return "broker " + std::to_string(leader) + " (the leader of " + tp.topic + "-" +
@@ -413,6 +427,7 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
         }
         if (request.raw_batches) {
           if (p.records) out.batches = std::move(*p.records);
+          out.next_fetch_offset = next_offset_after(out.batches, request.fetch_offset);
           return done(std::move(out));
         }
         out.next_fetch_offset = request.fetch_offset;

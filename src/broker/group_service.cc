@@ -1260,6 +1260,7 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
   group::partition_map<model::offset> next_offsets;
   size_t bytes = 0;
   bool full = false;
+  bool cut = false;   // a partition's read stopped at max_bytes
   for (size_t k = 0; k < n && !full; ++k) {
     auto& slot = (*slots)[(first + k) % n];
     auto at = current.find(slot.partition);
@@ -1289,12 +1290,22 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
       next_offsets[slot.partition] = model::offset{rec.record_offset.value() + 1};
       out.push_back({slot.partition, std::move(rec)});
     }
+    // The read stopped at max_bytes with more records behind: the answer is as full as it gets.
+    const bool committed_only = settings_it != st.instances.end() && settings_it->second.read_committed;
+    cut = cut || fetched->next_fetch_offset < (committed_only ? fetched->last_stable_offset : fetched->high_watermark);
     // Every record of the answer was taken: the position moves past the batches that held none
     // for this reader too (transaction markers, aborted records), or it would stop in front of them.
     if (!full && fetched->next_fetch_offset > slot.fetch_offset) {
       auto& next = next_offsets[slot.partition];
       next = std::max(next, fetched->next_fetch_offset);
     }
+  }
+  // fetch.min.bytes (the instance's): fewer bytes than that, and the answer neither full nor due,
+  // waits for more (Confluent's read task ends at min bytes, max bytes or the timeout). Nothing
+  // was taken: the next round reads again from the same positions.
+  const int32_t min_bytes = settings_it == st.instances.end() ? 1 : settings_it->second.fetch_min_bytes;
+  if (!out.empty() && !full && !cut && bytes < static_cast<size_t>(std::max(min_bytes, 1)) && clock_.now_ms() < deadline_ms) {
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
   }
   if (out.empty()) {
     for (const auto& [tp, next] : next_offsets) {
@@ -1368,7 +1379,9 @@ void group_service_impl::committed(std::string group_id, std::string instance_id
     auto all = st.coordinator.committed_offsets(group_id);
     if (all.ok()) {
       for (auto& [tp, c] : all.value()) {
-        if (partitions.empty() || partitions.contains(tp)) out[tp] = c;
+        // A negative committed offset (a Kafka client's -1/-2) is no committed offset here, as
+        // the Java consumer's committed() that Confluent's REST proxy answers with says (null).
+        if ((partitions.empty() || partitions.contains(tp)) && c.committed.value() >= 0) out[tp] = c;
       }
     }
     persist(shard, std::move(records), [done, out = std::move(out)](result<void> r) {

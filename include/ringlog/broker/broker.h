@@ -309,7 +309,9 @@ struct fetch_response {
   /// Decoded reads: where this reader's next fetch starts. One past the last record returned;
   /// with no record returned, past the batches that held none for this reader (transaction
   /// markers, records of aborted transactions), so a reader never stalls at a marker; else
-  /// fetch_offset. Readers take max(their own next offset, this).
+  /// fetch_offset. Readers take max(their own next offset, this). Raw reads (raw_batches): one
+  /// past the last offset of the last batch returned, else fetch_offset (Kafka Fetch's wait for
+  /// min_bytes watches the partition from there).
   model::offset next_fetch_offset{0};
   /// The partition's last stable offset (KIP-98): below the first offset of every open
   /// transaction, never above high_watermark (== high_watermark with no open transaction).
