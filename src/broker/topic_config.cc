@@ -121,7 +121,7 @@ std::string topic_config_default(const broker_config& c, const std::string& name
   if (name == "max.message.bytes") return std::to_string(c.message_max_bytes);
   if (name == "min.insync.replicas") return std::to_string(c.min_insync_replicas);
   if (name == "message.timestamp.type") return "CreateTime";
-  if (name == "compression.type") return "producer";
+  if (name == "compression.type") return c.compression_type;
   if (name == "min.cleanable.dirty.ratio") return ratio_text(c.log_cleaner_min_cleanable_ratio);
   if (name == "min.compaction.lag.ms") return std::to_string(c.log_cleaner_min_compaction_lag_ms);
   if (name == "max.compaction.lag.ms") return std::to_string(c.log_cleaner_max_compaction_lag_ms);
@@ -234,13 +234,15 @@ std::vector<topic_config_entry> describe_topic_configs(const broker_config& c,
   return out;
 }
 
-std::optional<model::compression> stored_compression(const std::map<std::string, std::string>& overrides) {
+std::optional<model::compression> stored_compression(const broker_config& c,
+                                                     const std::map<std::string, std::string>& overrides) {
   auto it = overrides.find("compression.type");
-  if (it == overrides.end() || it->second == "producer") return std::nullopt;
-  if (it->second == "gzip") return model::compression::gzip;
-  if (it->second == "snappy") return model::compression::snappy;
-  if (it->second == "lz4") return model::compression::lz4;
-  if (it->second == "zstd") return model::compression::zstd;
+  const std::string& codec = it != overrides.end() ? it->second : c.compression_type;
+  if (codec == "producer") return std::nullopt;
+  if (codec == "gzip") return model::compression::gzip;
+  if (codec == "snappy") return model::compression::snappy;
+  if (codec == "lz4") return model::compression::lz4;
+  if (codec == "zstd") return model::compression::zstd;
   return model::compression::none;   // uncompressed
 }
 

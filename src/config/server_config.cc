@@ -255,6 +255,12 @@ const std::vector<key_spec>& key_table() {
                  return std::nullopt;
                },
                [](const server_config& c) { return c.log_cleanup_policy; }},
+      // Kafka's broker compression.type (BrokerCompressionType): the codec batches are stored
+      // with, for every topic that does not set its own.
+      choice_key("compression.type", &server_config::compression_type,
+                 {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"},
+                 "default compression.type of topics: the codec stored batches are recompressed to, or producer "
+                 "to keep each batch as its producer sent it"),
       fraction_key("log.cleaner.min.cleanable.ratio", &server_config::log_cleaner_min_cleanable_ratio, 0.0, 1.0,
                    "default min.cleanable.dirty.ratio of topics: clean a compacted log once dirty bytes / all bytes "
                    "reach this"),

@@ -99,6 +99,21 @@ TEST_CASE("the compaction topic configs' broker-level defaults: Kafka's keys and
         "log.cleaner.min.compaction.lag.ms=10000: must be at most log.cleaner.max.compaction.lag.ms=5000");
 }
 
+TEST_CASE("compression.type: Kafka's broker key, its values and default") {
+  auto d = load_server_config({});
+  REQUIRE(d.ok());
+  CHECK(key_value(*d, "compression.type") == "producer");
+  for (const char* codec : {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}) {
+    auto c = load_server_config({{"compression.type", codec}});
+    REQUIRE(c.ok());
+    CHECK(c->compression_type == codec);
+  }
+  // Kafka's BrokerCompressionType names "uncompressed"; "none" is the producer's name and refused.
+  auto bad = load_server_config({{"compression.type", "none"}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("compression.type=none: must be one of producer | uncompressed") == 0);
+}
+
 TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum.voters") {
   auto single = load_server_config({});
   REQUIRE(single.ok());
