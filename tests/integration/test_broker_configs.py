@@ -306,3 +306,30 @@ def test_compression_type_is_a_broker_config_that_topics_inherit(ringlog_bin, tm
         assert "compression.type" in help_text
     finally:
         assert broker.stop() == 0
+
+
+def test_kafka_produce_follows_dynamic_broker_defaults(ringlog_bin, tmp_path):
+    """Kafka Produce reads the live broker config, as HTTP produce does: a cluster-wide
+    log.cleanup.policy=compact refuses keyless batches at once (its log config came from the
+    static config; message.max.bytes was already checked live before the append)."""
+    import kafka_wire as kw
+    from conftest import Broker, free_port
+
+    broker = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        broker.create_topic("bounded", partitions=1)
+
+        def produce(key, value):
+            with kw.connect(broker.bootstrap) as s:
+                _, body = kw.exchange(s, kw.API_PRODUCE, 3, 1, kw.produce_v3("bounded", 0, kw.batch([(key, value, [], 1)])))
+            return kw.parse_produce_v3(body)[0][2]
+
+        assert produce(None, b"x" * 3000) == 0
+        r = requests.post(broker.v3("/broker-configs:alter"), json={"data": [
+            {"name": "message.max.bytes", "value": "2000"}, {"name": "log.cleanup.policy", "value": "compact"}]})
+        assert r.status_code == 204, r.text
+        assert produce(b"k", b"x" * 3000) == 10    # MESSAGE_TOO_LARGE
+        assert produce(None, b"small") == 87       # INVALID_RECORD: a compacted topic's record needs a key
+        assert produce(b"k", b"small") == 0
+    finally:
+        assert broker.stop() == 0
