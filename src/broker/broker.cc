@@ -1855,7 +1855,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
   const int64_t now = deps_.clock.now_ms();
   auto timestamp_type = configs.find("message.timestamp.type");
   const bool log_append_time = timestamp_type != configs.end() && timestamp_type->second == "LogAppendTime";
-  const std::optional<model::compression> stored_codec = stored_compression(live_config, configs);
+  const std::optional<stored_codec> stored = stored_compression(live_config, configs);
   if (request.producer) {
     if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
     if (request.producer->producer_epoch.value() < 0) {
@@ -1945,7 +1945,10 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
       // compression.type (the topic's, else the broker's): its codec, or none for "producer"
       // (the HTTP producer sends records, not batches) and "uncompressed".
       codec::batch_options options;
-      options.compression = stored_codec.value_or(model::compression::none);
+      if (stored) {
+        options.compression = stored->compression;
+        options.compression_level = stored->level;
+      }
       if (request.producer) {
         options.producer = request.producer->producer_id;
         options.producer_epoch_value = request.producer->producer_epoch;
@@ -2468,11 +2471,12 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   if (auto wanted = stored_compression(live_config, configs)) {
     for (auto& batch : request.batches) {
       auto header = codec::decode_header(batch);
-      if (header->compression() == *wanted) continue;
+      if (header->compression() == wanted->compression) continue;   // levels do not recompress (KIP-390)
       auto records = codec::decode_records(batch);
       codec::batch_options options;
       options.base_offset = header->base_offset;
-      options.compression = *wanted;
+      options.compression = wanted->compression;
+      options.compression_level = wanted->level;
       options.timestamp_type = header->timestamp_type();
       options.producer = header->producer;
       options.producer_epoch_value = header->producer_epoch_value;

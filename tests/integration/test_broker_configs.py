@@ -333,3 +333,54 @@ def test_kafka_produce_follows_dynamic_broker_defaults(ringlog_bin, tmp_path):
         assert produce(b"k", b"small") == 0
     finally:
         assert broker.stop() == 0
+
+
+def test_compression_levels_kip_390(ringlog_bin, tmp_path):
+    """compression.{gzip,lz4,zstd}.level (KIP-390): topic configs whose broker defaults have the
+    same names; the level a topic's codec recompresses at. Levels do not make a batch in the
+    topic's codec recompress (as in Kafka)."""
+    import base64
+    import kafka_wire as kw
+    from conftest import Broker, free_port
+
+    broker = Broker(tmp_path / "ringlog-data", ["compression.zstd.level=1"], kafka_port=free_port()).start()
+    try:
+        words = [b"offset ", b"leader ", b"epoch ", b"batch ", b"segment ", b"replica ", b"fetch ", b"isr "]
+        x, value = 12345, b""
+        while len(value) < 200_000:
+            x = (x * 1664525 + 1013904223) % (1 << 32)
+            value += words[(x >> 16) % 8]
+
+        def stored_size(topic):
+            r = requests.post(f"{broker.url}/topics/{topic}", json={"records": [{"value": base64.b64encode(value).decode()}]},
+                              headers={"Content-Type": "application/vnd.kafka.binary.v2+json"})
+            assert r.status_code == 200, r.text
+            with kw.connect(broker.bootstrap) as s:
+                _, body = kw.exchange(s, kw.API_FETCH, 4, 1, kw.fetch_v4(topic, 0, 0))
+            records = kw.parse_fetch_v4(body)[0][4]
+            assert [a & 7 for a in kw.batch_attributes(records)] in ([1], [4]), records[:64]
+            return len(records)
+
+        broker.create_topic("gzip-1", configs={"compression.type": "gzip", "compression.gzip.level": "1"})
+        broker.create_topic("gzip-9", configs={"compression.type": "gzip", "compression.gzip.level": "9"})
+        assert stored_size("gzip-9") < stored_size("gzip-1")
+        # The broker's static level, then a cluster-wide dynamic one, for topics without their own.
+        broker.create_topic("zstd", configs={"compression.type": "zstd"})
+        level = requests.get(broker.v3("/topics/zstd/configs/compression.zstd.level")).json()
+        assert (level["value"], level["source"]) == ("1", "STATIC_BROKER_CONFIG"), level
+        at_1 = stored_size("zstd")
+        r = requests.put(broker.v3("/broker-configs/compression.zstd.level"), json={"value": "19"})
+        assert r.status_code == 204, r.text
+        broker.create_topic("zstd-19", configs={"compression.type": "zstd"})
+        assert stored_size("zstd-19") < at_1
+        level = requests.get(broker.v3("/topics/zstd-19/configs/compression.zstd.level")).json()
+        assert (level["value"], level["source"]) == ("19", "DYNAMIC_DEFAULT_BROKER_CONFIG"), level
+        # Kafka's bounds, named.
+        for name, value_text in [("compression.gzip.level", "0"), ("compression.lz4.level", "18"),
+                                 ("compression.zstd.level", "23")]:
+            r = requests.put(broker.v3(f"/topics/zstd/configs/{name}"), json={"value": value_text})
+            assert r.status_code == 400 and name in r.json()["message"], r.text
+            r = requests.put(broker.v3(f"/broker-configs/{name}"), json={"value": value_text})
+            assert r.status_code == 400 and name in r.json()["message"], r.text
+    finally:
+        assert broker.stop() == 0
