@@ -272,6 +272,10 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.log_cleaner_io_max_bytes_per_second = c.log_cleaner_io_max_bytes_per_second;
   b.log_cleaner_backoff_ms = c.log_cleaner_backoff_ms;
   b.log_cleanup_policy = c.log_cleanup_policy;
+  b.compression_type = c.compression_type;
+  b.compression_gzip_level = c.compression_gzip_level;
+  b.compression_lz4_level = c.compression_lz4_level;
+  b.compression_zstd_level = c.compression_zstd_level;
   b.log_cleaner_min_cleanable_ratio = c.log_cleaner_min_cleanable_ratio;
   b.log_cleaner_delete_retention_ms = c.log_cleaner_delete_retention_ms;
   b.log_cleaner_min_compaction_lag_ms = c.log_cleaner_min_compaction_lag_ms;

@@ -1851,7 +1851,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
   const int64_t now = deps_.clock.now_ms();
   auto timestamp_type = configs.find("message.timestamp.type");
   const bool log_append_time = timestamp_type != configs.end() && timestamp_type->second == "LogAppendTime";
-  const std::optional<model::compression> stored_codec = stored_compression(configs);
+  const std::optional<stored_codec> stored = stored_compression(live_config, configs);
   if (request.producer) {
     if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
     if (request.producer->producer_epoch.value() < 0) {
@@ -1938,10 +1938,13 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     size_t chunk_estimate = codec::batch_header_bytes;
     auto emit = [&]() {
       if (chunk.empty()) return;
-      // compression.type: the topic's codec, or none for "producer" (the HTTP producer sends
-      // records, not batches) and "uncompressed".
+      // compression.type (the topic's, else the broker's): its codec, or none for "producer"
+      // (the HTTP producer sends records, not batches) and "uncompressed".
       codec::batch_options options;
-      options.compression = stored_codec.value_or(model::compression::none);
+      if (stored) {
+        options.compression = stored->compression;
+        options.compression_level = stored->level;
+      }
       if (request.producer) {
         options.producer = request.producer->producer_id;
         options.producer_epoch_value = request.producer->producer_epoch;
@@ -2396,7 +2399,10 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   if (auto led = check_leader(*topic, tp.partition.value()); !led.ok()) return done(led.error());
   if (request.batches.empty()) return done(error{errc::corrupt_message, "the partition's record set holds no batch"});
   const std::map<std::string, std::string>& configs = topic->image->configs;
-  auto log_config = make_log_config(config_, configs);
+  // The live config: dynamic broker configs (KIP-226) apply to Kafka produce as to HTTP produce.
+  const auto current_view = view();
+  const broker_config& live_config = live(*current_view);
+  auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
   // Every batch is checked before any is appended (Kafka's LogValidator): a request is stored
   // whole or not at all, short of a disk failure.
@@ -2458,16 +2464,18 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   // Kafka clients may delay records with the ringlog-deliver-at / ringlog-delay-ms header: such
   // a request goes record by record through produce_to, which diverts the delayed ones.
   if (any_delay_header && !topic->is_internal) return produce_batches_delayed(std::move(request), topic, std::move(done));
-  // compression.type other than "producer": batches in another codec are stored recompressed
-  // with the topic's (Kafka's LogValidator does the same), keeping their producer fields.
-  if (auto wanted = stored_compression(configs)) {
+  // compression.type (the topic's, else the broker's) other than "producer": batches in another
+  // codec are stored recompressed with it (Kafka's LogValidator does the same), keeping their
+  // producer fields.
+  if (auto wanted = stored_compression(live_config, configs)) {
     for (auto& batch : request.batches) {
       auto header = codec::decode_header(batch);
-      if (header->compression() == *wanted) continue;
+      if (header->compression() == wanted->compression) continue;   // levels do not recompress (KIP-390)
       auto records = codec::decode_records(batch);
       codec::batch_options options;
       options.base_offset = header->base_offset;
-      options.compression = *wanted;
+      options.compression = wanted->compression;
+      options.compression_level = wanted->level;
       options.timestamp_type = header->timestamp_type();
       options.producer = header->producer;
       options.producer_epoch_value = header->producer_epoch_value;

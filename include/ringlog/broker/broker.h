@@ -58,6 +58,11 @@ struct broker_config {
   int64_t log_cleaner_backoff_ms = 15000;            // log.cleaner.backoff.ms
   // Broker-level defaults of the compaction topic configs (topic_config_default; Kafka's names).
   std::string log_cleanup_policy = "delete";          // log.cleanup.policy: cleanup.policy
+  std::string compression_type = "producer";          // compression.type: the topic config of that name
+  // KIP-390 levels, the topic configs of the same names (bounds and defaults: codec/compression.h).
+  int32_t compression_gzip_level = -1;                // compression.gzip.level
+  int32_t compression_lz4_level = 9;                  // compression.lz4.level
+  int32_t compression_zstd_level = 3;                 // compression.zstd.level
   double log_cleaner_min_cleanable_ratio = 0.5;       // log.cleaner.min.cleanable.ratio: min.cleanable.dirty.ratio
   int64_t log_cleaner_delete_retention_ms = 86400000; // log.cleaner.delete.retention.ms: delete.retention.ms
   int64_t log_cleaner_min_compaction_lag_ms = 0;      // log.cleaner.min.compaction.lag.ms: min.compaction.lag.ms
