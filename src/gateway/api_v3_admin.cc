@@ -572,11 +572,13 @@ void take_figures(broker::partition_description& d, const json& p) {
 }
 
 /// A partition's figures (log_start_offset, high_watermark, log_end_offset, size_bytes) come from
-/// a node's own replica. For each partition of `t` this node holds no replica of (a dedicated
-/// controller holds none; a broker outside the replica set), they are asked of its leader: one
-/// GET .../topics/{t}/partitions per such leader on its HTTP listener, marked forwarded so the
-/// leader answers from its own replicas and never passes it on. Then `done` on the call's thread,
-/// with the ids of the leaders that did not answer (their partitions keep this node's 0s).
+/// its leader (KAFKA-2334: a follower's high watermark lags the leader's by a fetch round, so it
+/// can be below an offset already acknowledged to an acks=all producer). For each partition of
+/// `t` this node does not lead, they are asked of its leader: one GET .../topics/{t}/partitions
+/// per such leader on its HTTP listener, marked forwarded so the leader answers from its own
+/// replicas and never passes it on. Then `done` on the call's thread, with the ids of the leaders
+/// that did not answer: their partitions keep this node's figures (0s where it holds no replica)
+/// with high_watermark_established false, since they are not the leader's.
 void with_leader_figures(const call_ptr& c, broker::topic_description t, figures_fn done) {
   http_forwarder* forwarder = c->self->options().forwarder;
   const int32_t self = c->broker().config().node_id;
@@ -584,10 +586,11 @@ void with_leader_figures(const call_ptr& c, broker::topic_description t, figures
   if (forwarder != nullptr && c->request.forwarded_by.empty()) {
     std::map<int32_t, broker::broker_description> brokers;
     for (auto& b : c->broker().list_brokers()) brokers.emplace(b.node_id, std::move(b));
-    for (const auto& p : t.partitions) {
-      const bool replica = std::find(p.replicas.begin(), p.replicas.end(), self) != p.replicas.end();
+    for (auto& p : t.partitions) {
+      if (p.leader == self) continue;
+      p.high_watermark_established = false;   // until the leader answers with its own
       auto it = brokers.find(p.leader);
-      if (replica || p.leader == self || it == brokers.end() || it->second.host.empty() || it->second.port <= 0) continue;
+      if (it == brokers.end() || it->second.host.empty() || it->second.port <= 0) continue;
       leaders.emplace(it->first, it->second);
     }
   }

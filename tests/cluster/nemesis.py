@@ -104,6 +104,30 @@ def make_schedule(seed, duration_s, nodes, partitions, kinds):
     return schedule
 
 
+# The isolate-leader plan (KAFKA-2334, issue 27 item 3): a partition leader cut off from every other
+# broker for about 3 s, then healed, again and again. Clients still reach it: a zombie leader that
+# has not heard it was replaced must not answer the partition's end, nor may the new leader before
+# its high watermark is established (KIP-207).
+ISOLATE_LEADER_HOLD_S = (2.5, 3.5)
+ISOLATE_LEADER_QUIET_S = (3.0, 5.0)
+PLANS = ("random", "isolate-leader")
+
+
+def isolate_leader_schedule(seed, duration_s, partitions):
+    """The isolate-leader plan from `seed`: [Fault] isolating leader:<p> (p from the seed) for
+    ISOLATE_LEADER_HOLD_S, ISOLATE_LEADER_QUIET_S apart, from WARMUP_S to COOLDOWN_S before the end."""
+    rng = random.Random(seed)
+    schedule = []
+    t = WARMUP_S
+    while True:
+        hold = rng.uniform(*ISOLATE_LEADER_HOLD_S)
+        if t + hold > duration_s - COOLDOWN_S:
+            break
+        schedule.append(Fault(round(t, 1), round(hold, 1), "isolate", f"leader:{rng.choice(partitions)}"))
+        t += hold + rng.uniform(*ISOLATE_LEADER_QUIET_S)
+    return schedule
+
+
 def directed_edges(kind, node, peer, nodes):
     """The (from, to) pairs a network fault drops, for nodes `nodes` (ints)."""
     others = [n for n in nodes if n != node]
