@@ -303,20 +303,27 @@ class Reader(threading.Thread):
         self.router.refresh()
 
 
-class EndOffsetPoller(threading.Thread):
-    """Asks one broker, without pause, for the end of every partition: the v2 offsets route
-    (GET /topics/{t}/partitions/{p}/offsets: the high watermark as the partition's leader answers
-    ListOffsets latest, forwarded there from a broker that does not lead it). What a client is
-    told there must never be at or below an offset already acknowledged (KAFKA-2334)."""
+class NodePoller(threading.Thread):
+    """A thread that asks one broker about the topic until `stop` is set (subclasses: run)."""
 
-    def __init__(self, node, cluster, history, topic, stop):
-        super().__init__(name=f"end-poller-{node.node_id}", daemon=True)
+    def __init__(self, kind, node, cluster, history, topic, stop):
+        super().__init__(name=f"{kind}-poller-{node.node_id}", daemon=True)
         self.node = node
         self.cluster = cluster
         self.history = history
         self.topic = topic
         self.stop_event = stop
         self.session = requests.Session()
+
+
+class EndOffsetPoller(NodePoller):
+    """Asks one broker, without pause, for the end of every partition: the v2 offsets route
+    (GET /topics/{t}/partitions/{p}/offsets: the high watermark as the partition's leader answers
+    ListOffsets latest, forwarded there from a broker that does not lead it). What a client is
+    told there must never be at or below an offset already acknowledged (KAFKA-2334)."""
+
+    def __init__(self, node, cluster, history, topic, stop):
+        super().__init__("end", node, cluster, history, topic, stop)
 
     def run(self):
         while not self.stop_event.is_set():
@@ -349,16 +356,11 @@ class EndOffsetPoller(threading.Thread):
                                   "t_send": round(t_send, 4), "t_recv": round(t_recv, 4)})
 
 
-class HighWatermarkPoller(threading.Thread):
+class HighWatermarkPoller(NodePoller):
     """Asks one broker, a few times a second, how it sees the topic's partitions."""
 
     def __init__(self, node, cluster, history, topic, stop):
-        super().__init__(name=f"hw-poller-{node.node_id}", daemon=True)
-        self.node = node
-        self.cluster = cluster
-        self.history = history
-        self.topic = topic
-        self.stop_event = stop
+        super().__init__("hw", node, cluster, history, topic, stop)
 
     def run(self):
         while not self.stop_event.wait(POLL_INTERVAL_S):
