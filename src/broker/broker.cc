@@ -124,6 +124,7 @@ void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
 // ---------------------------------------------------------------- start-up
 
 result<void> broker_impl::start() {
+  leadership_lease_ = replication::leadership_lease(config_.broker_session_timeout_ms);
   delay_states_.resize(shards_.size());
   delay_ticking_.assign(shards_.size(), 0);
   auto made = deps_.fs.make_directories(config_.log_dir);
@@ -745,13 +746,34 @@ void broker_impl::heartbeat_tick() {
     registering_ = true;
     commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
                                        config_.broker_rack),
-                   [this](result<void>) { registering_ = false; });
+                   [this, sent_ms = deps_.clock.now_ms()](result<void> r) {
+                     registering_ = false;
+                     if (r.ok()) renew_leadership_lease(sent_ms);   // a new registration starts its session
+                   });
     return;
   }
   renew_stale_leaderships();
   if (heartbeat_in_flight_) return;
   heartbeat_in_flight_ = true;
-  send_heartbeat(false, [this](result<protocol::broker_heartbeat_response_data>) { heartbeat_in_flight_ = false; });
+  send_heartbeat(false, [this, sent_ms = deps_.clock.now_ms()](result<protocol::broker_heartbeat_response_data> r) {
+    heartbeat_in_flight_ = false;
+    if (r.ok() && r->error_code == 0 && !r->is_fenced) renew_leadership_lease(sent_ms);
+  });
+}
+
+void broker_impl::renew_leadership_lease(int64_t sent_ms) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  if (quorum_->leader_id() == config_.node_id) {
+    // Answered by the controller in this process: it counts only as of the last time a majority
+    // of the voters fetched from it (a controller cut off from them may have been replaced).
+    std::vector<int64_t> others;
+    for (const auto& v : quorum_->describe().voters) {
+      if (v.replica_id != config_.node_id) others.push_back(v.last_fetch_timestamp_ms);
+    }
+    sent_ms = std::min(sent_ms, replication::quorum_contact_ms(others, deps_.clock.now_ms()));
+  }
+  leadership_lease_.acknowledged(sent_ms);
+  leadership_lease_until_ms_.store(leadership_lease_.valid_until_ms(), std::memory_order_relaxed);
 }
 
 void broker_impl::send_heartbeat(bool want_shut_down,
@@ -1363,6 +1385,12 @@ topic_description broker_impl::describe(const topic_state& t) const {
     pd.high_watermark = model::offset{s.high_watermark.load(std::memory_order_relaxed)};
     pd.log_end_offset = model::offset{s.log_end_offset.load(std::memory_order_relaxed)};
     pd.high_watermark_established = s.high_watermark_established.load(std::memory_order_relaxed);
+    // Only a leader's figures are the partition's end (a follower's lag one fetch round behind),
+    // and only while its leadership lease holds (another broker may lead meanwhile: check_serving).
+    if (image.leader != config_.node_id ||
+        (image.replicas.size() > 1 && deps_.clock.now_ms() >= leadership_lease_until_ms_.load(std::memory_order_relaxed))) {
+      pd.high_watermark_established = false;
+    }
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
     pd.cleaner.dirty_ratio = static_cast<double>(s.cleaner_dirty_ratio_ppm.load(std::memory_order_relaxed)) / 1e6;
     pd.cleaner.bytes_read_total = s.cleaner_bytes_read_total.load(std::memory_order_relaxed);
@@ -2322,11 +2350,19 @@ void broker_impl::fetch_here(fetch_request request, std::function<void(result<fe
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
-    if (auto serving = check_serving(*rt, request.fetch_offset); !serving.ok()) return done(serving.error());
+    auto serving = check_serving(*rt, request.fetch_offset);
+    const bool wait = !serving.ok() && serving.error().code == errc::offset_not_available &&
+                      request.wait_while_end_unknown && request.max_wait_ms > 0;
+    if (!serving.ok() && !wait) return done(serving.error());
     auto w = std::make_shared<fetch_waiter>();
     w->request = std::move(request);
     w->done = std::move(done);
-    try_fetch(shard, rt, w);
+    if (!wait) return try_fetch(shard, rt, w);
+    // A long-poll at the end of a partition whose end is not known yet waits for it (KIP-207):
+    // parked as if nothing were there; the high watermark's moves wake it (wake_waiters).
+    fetch_response nothing;
+    nothing.next_fetch_offset = w->request.fetch_offset;
+    answer_or_park(shard, rt, w, std::move(nothing));
   });
 }
 

@@ -26,6 +26,7 @@
 #include "ringlog/delay/scheduler.h"
 #include "ringlog/protocol/frame.h"
 #include "ringlog/replication/leader_state.h"
+#include "ringlog/replication/offsets_gate.h"
 #include "ringlog/storage/partition_log.h"
 
 namespace ringlog::broker::detail {
@@ -797,6 +798,13 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   int32_t quorum_leader_id_ = -1;
   bool registering_ = false;
   bool heartbeat_in_flight_ = false;
+  /// The leadership lease (replication/offsets_gate.h, controller shard): renewed by every
+  /// registration and unfenced heartbeat the active controller acknowledged. Its end is mirrored
+  /// for the partition shards, which check it before answering a partition's end (check_serving).
+  replication::leadership_lease leadership_lease_{3000};
+  std::atomic<int64_t> leadership_lease_until_ms_{-1};
+  /// Renews the lease with a request sent at `sent_ms` that the controller acknowledged.
+  void renew_leadership_lease(int64_t sent_ms);
   bool offsets_topic_pending_ = false;
   bool fencing_in_flight_ = false;
   /// Active controller: wall ms of each broker's last heartbeat (since this node became leader).

@@ -204,6 +204,9 @@ struct shard_state {
 struct log_bounds {
   model::offset log_start_offset{0};
   model::offset high_watermark{0};
+  /// This node leads the partition and its high watermark is known (KIP-207): the figure is the
+  /// partition's end, not a follower's lagging copy of it.
+  bool high_watermark_established = true;
 };
 
 /// One partition read of a poll.
@@ -731,7 +734,7 @@ std::optional<log_bounds> group_service_impl::bounds_of(const model::topic_parti
   broker_.describe_topic(tp.topic, [&out, &tp](result<topic_description> d) {
     if (!d.ok()) return;
     for (const auto& p : d->partitions) {
-      if (p.partition == tp.partition) out = log_bounds{p.log_start_offset, p.high_watermark};
+      if (p.partition == tp.partition) out = log_bounds{p.log_start_offset, p.high_watermark, p.high_watermark_established};
     }
   });
   return out;
@@ -1750,17 +1753,24 @@ result<std::vector<group::partition_lag>> group_service_impl::lags_of(
   for (const auto& [tp, c] : committed.value()) partitions.insert(tp);
   for (const auto& m : st.coordinator.describe_group(group_id).members) partitions.insert(m.owned.begin(), m.owned.end());
   group::partition_map<model::offset> mine;   // lag() reports every partition it is given
+  group::partition_set end_unknown;             // no leader told its end: this node's figure may lag
   for (const auto& tp : partitions) {
     auto known = high_watermarks.find(tp);
     if (known == high_watermarks.end()) {
       auto b = bounds_of(tp);
       if (!b) continue;   // a deleted topic: no lag to report
+      if (!b->high_watermark_established) end_unknown.insert(tp);
       known = high_watermarks.emplace(tp, b->high_watermark).first;
     }
     mine.emplace(tp, known->second);
   }
   auto lag = st.coordinator.lag(group_id, mine);
   if (!lag.ok()) return from_group(lag.error());
+  // KAFKA-2334: a lag measured to a figure below the partition's end would look smaller than it
+  // is; it is not available instead (null in the lag routes) until the leader answers.
+  for (auto& l : lag.value()) {
+    if (end_unknown.contains(l.partition)) l.lag.reset();
+  }
   return std::move(lag.value());
 }
 

@@ -201,19 +201,30 @@ result<void> broker_impl::check_serving(const partition_runtime& rt, std::option
   if (!rt.leader) {
     return error{errc::not_leader_or_follower, "this broker does not lead " + tp_name(rt) + " now: retry"};
   }
-  // KIP-207: a new leader's high watermark may start below the one its predecessor reported
-  // (followers learn it one fetch late); until it reaches the log end of the election (every
-  // record of earlier epochs committed), a reader at the high watermark (or asking for the
-  // latest offset) is told to retry, so that no reader sees it move backwards. Reads below it
-  // are served: those records are committed.
-  const bool at_the_edge = !reading_at || *reading_at >= rt.log->high_watermark();
-  if (rt.log->high_watermark() < rt.epoch_start_offset && at_the_edge) {
-    return error{errc::not_leader_or_follower,
-                 "the new leader of " + tp_name(rt) + " is still establishing its high watermark (at " +
-                     std::to_string(rt.log->high_watermark().value()) + ", the leadership began at offset " +
-                     std::to_string(rt.epoch_start_offset.value()) + "): retry"};
+  // Reads below the high watermark are served: those records are committed. A reader at the high
+  // watermark (or asking for the latest offset) learns the partition's end, which only a leader
+  // that knows it may tell (replication/offsets_gate.h: KIP-207, KAFKA-2334).
+  const model::offset hw = rt.log->high_watermark();
+  if (reading_at && *reading_at < hw) return base::ok_v;
+  const int64_t now = deps_.clock.now_ms();
+  const int64_t lease_until = leadership_lease_until_ms_.load(std::memory_order_relaxed);
+  switch (replication::answer_end_offset(hw, rt.epoch_start_offset, rt.replicas.size(), now < lease_until)) {
+    case replication::end_offset_answer::available:
+      return base::ok_v;
+    case replication::end_offset_answer::lease_lapsed:
+      return error{errc::not_leader_or_follower,
+                   "this broker has not heard from the active controller since " +
+                       (lease_until < 0 ? std::string("it started")
+                                        : std::to_string(now - lease_until) + " ms past its leadership lease") +
+                       ": it may have been fenced and " + tp_name(rt) + " led by another broker meanwhile; retry"};
+    case replication::end_offset_answer::offset_not_available:
+      break;
   }
-  return base::ok_v;
+  return error{errc::offset_not_available,
+               "the new leader of " + tp_name(rt) + " is still establishing its high watermark (at " +
+                   std::to_string(hw.value()) + ", its leader epoch " + std::to_string(rt.epoch.value()) +
+                   " began at offset " + std::to_string(rt.epoch_start_offset.value()) +
+                   "): the partition's end is not known yet; retry"};
 }
 
 result<void> broker_impl::check_append(const partition_runtime& rt, acks_mode acks) const {

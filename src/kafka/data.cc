@@ -359,6 +359,7 @@ broker::fetch_request make_request(const std::string& topic, const fetch_part& p
   f.max_bytes = std::max<int32_t>(1, p.partition_max_bytes);
   f.max_wait_ms = max_wait_ms;
   f.raw_batches = true;
+  f.wait_while_end_unknown = false;   // Kafka answers OFFSET_NOT_AVAILABLE (78) at once (KIP-207)
   // The zero-copy path (kafka.fetch.zero.copy): batches as file ranges where the log has OS files
   // on this broker. Every batch is sent as stored: ringlog never rewrites one for a Fetch (no
   // down-conversion: Fetch < 4 is refused; read_committed clients drop aborted records themselves

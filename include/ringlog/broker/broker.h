@@ -291,6 +291,11 @@ struct fetch_request {
   /// read_committed: nothing at or above the last stable offset, and (decoded records) no
   /// record of an aborted transaction.
   isolation_level isolation = isolation_level::read_uncommitted;
+  /// A fetch at or past the high watermark of a new leader still establishing it (KIP-207):
+  /// true (the HTTP and WebSocket long-polls, also when forwarded) parks it until the high
+  /// watermark is known or max_wait_ms passed (then it is answered empty); false (the Kafka door)
+  /// answers offset_not_available at once, as Kafka does.
+  bool wait_while_end_unknown = true;
 };
 
 struct fetch_response {
