@@ -229,7 +229,7 @@ void broker_impl::handle_forwarded_produce(const protocol::request_header_data& 
   const int32_t index = shared->partition.partition.value();
   when_topic_known([this, name, index] { return ready_for_forwarded(name, index); },
                    [this, shared, answer = std::move(answer)]() mutable {
-                     produce_batches_from(std::move(*shared), std::move(answer), true);
+                     produce_batches_from(std::move(*shared), std::move(answer), batch_origin::peer_broker);
                    });
 }
 
