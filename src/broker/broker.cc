@@ -1170,16 +1170,7 @@ void broker_impl::append_internal_to(const std::string& topic, size_t shard, int
                                      std::vector<model::record> records, std::function<void(result<void>)> done) {
   auto rt = runtime_of(shard, topic, partition);
   if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
-  // Group state is written as Kafka's coordinator writes it: acks=all, so a commit that was
-  // answered survives the loss of the coordinator (design.md section 7).
-  if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return done(ok.error());
-  const model::timestamp_ms now = deps_.clock.now_ms();
-  for (auto& r : records) r.timestamp = now;
-  auto batch = codec::encode_batch({}, records);
-  if (!batch.ok()) return done(error{errc::unknown_server_error, batch.error().message});
-  auto appended = rt->log->append(std::move(batch.value()), rt->epoch);
-  if (!appended.ok()) return done(from_storage(appended.error()));
-  complete_append(shard, rt, acks_mode::all, appended->last_offset + 1, internal_append_timeout_ms, std::move(done));
+  if (auto appended = append_own_records(shard, rt, std::move(records), done); !appended.ok()) done(appended.error());
 }
 
 std::string broker_impl::offsets_leader_text(int32_t partition) const {

@@ -297,6 +297,12 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override {
     return read_internal_from(consumer_offsets_topic, shard, partition);
   }
+  /// The broker's own records (coordinator state, delay checkpoints) on `rt`, which this node
+  /// leads: stamped with the broker's time, one batch, acks=all; `replicated` once the high
+  /// watermark passes it (complete_append). An error at once (not_enough_replicas, storage
+  /// errors) is returned and `replicated` is never called. Client data takes produce_batches_from.
+  result<void> append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
+                                  std::vector<model::record> records, std::function<void(result<void>)> replicated);
   // txn_host (and the shared internal-topic path of group_host): __transaction_state.
   void append_internal_to(const std::string& topic, size_t shard, int32_t partition, std::vector<model::record> records,
                           std::function<void(result<void>)> done) override;

@@ -182,3 +182,33 @@ def test_compaction_broker_defaults_are_refused_naming_the_key(ringlog_bin, tmp_
     for key in ("log.cleanup.policy", "log.cleaner.min.cleanable.ratio", "log.cleaner.delete.retention.ms",
                 "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"):
         assert key in help_text, key
+
+
+def test_a_dynamic_message_max_bytes_bounds_kafka_batches_as_http_records(ringlog_bin, tmp_path):
+    # One append pipeline (issue 28): a Kafka producer's batches are checked against the same
+    # live broker config as HTTP records, dynamic broker configs included (the Kafka path read the
+    # static one before, so a raised message.max.bytes let HTTP records through but not batches).
+    from confluent_kafka import KafkaError, Producer
+    from conftest import Broker, free_port
+    broker = Broker(tmp_path / "ringlog-data", ["message.max.bytes=2000"], kafka_port=free_port()).start()
+    try:
+        broker.create_topic("big", partitions=1)
+
+        def send(value):
+            outcome = []
+            p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 0,
+                          "enable.idempotence": False, "retries": 0})
+            p.produce("big", value=value, partition=0, on_delivery=lambda err, _m: outcome.append(err))
+            assert p.flush(30) == 0 and len(outcome) == 1
+            return outcome[0]
+
+        refused = send(b"x" * 3000)
+        assert refused is not None and refused.code() == KafkaError.MSG_SIZE_TOO_LARGE, refused
+        r = requests.put(broker.v3("/broker-configs/message.max.bytes"), json={"value": "10000"})
+        assert r.status_code == 204, r.text
+        assert send(b"x" * 3000) is None
+        assert requests.delete(broker.v3("/broker-configs/message.max.bytes")).status_code == 204
+        again = send(b"x" * 3000)
+        assert again is not None and again.code() == KafkaError.MSG_SIZE_TOO_LARGE, again
+    finally:
+        broker.stop()
