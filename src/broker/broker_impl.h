@@ -674,9 +674,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// Kafka's LogValidator for `request`'s batches, all before any is appended: size against
   /// max.message.bytes, CRC and layout, no control batch or KIP-534 delete-horizon bit, producer
   /// fields of transactional batches, record offsets 0..n-1, keys on compacted topics, no delivery
-  /// time in a transaction. Returns whether a record names a delivery time (never for
-  /// local_records, whose delivery times were applied per record). Errors: message_too_large,
-  /// corrupt_message, invalid_request, invalid_record, each naming the batch.
+  /// time in a transaction. Returns whether a record names a delivery time. The records of
+  /// local_records are not decoded: produce_appending encoded them after checking them one by
+  /// one (keys, delivery times). Errors: message_too_large, corrupt_message, invalid_request,
+  /// invalid_record, each naming the batch.
   static result<bool> validate_batches(const produce_batches_request& request, const storage::log_config& config,
                                        batch_origin origin);
   /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms) of a record
