@@ -15,17 +15,18 @@ namespace {
 constexpr const char* usage = R"(usage: ringlog COMMAND [options]
 
 Commands:
-  serve      run the broker (HTTP/REST on 127.0.0.1:8082, Kafka clients on 9092, data in ./ringlog-data)
-  topics     create, list, describe, delete or alter topics
-  produce    send lines of standard input as records
-  consume    print records of a topic (--group G: as a member of consumer group G)
-  groups     list, describe, show lag of, reset or delete consumer groups; browse and redrive dead letters
+  serve         run the broker (HTTP/REST on 127.0.0.1:8082, Kafka clients on 9092, data in ./ringlog-data)
+  topics        create, list, describe, delete or alter topics
+  produce       send lines of standard input as records
+  consume       print records of a topic (--group G: as a member of consumer group G)
+  groups        list, describe, show lag of, reset or delete consumer groups; browse and redrive dead letters
   transactions  list, describe or abort transactions (transactional ids)
-  dump-log   print a segment file's batches and records
-  metadata   dump the metadata log (__cluster_metadata-0) of a log directory as text
-  cluster    status (brokers, the active controller, the metadata quorum); elect-leaders (preferred leaders);
-             reassign / reassignments (move partitions onto other brokers)
-  bench      load generator over HTTP, WebSocket or the Kafka protocol: throughput and produce-to-consume latency
+  dump-log      print a segment file's batches and records
+  metadata      dump the metadata log (__cluster_metadata-0) of a log directory as text
+  cluster       status (brokers, the active controller, the metadata quorum); elect-leaders (preferred
+                leaders); reassign / reassignments (move partitions onto other brokers)
+  bench         load generator over HTTP, WebSocket or the Kafka protocol: throughput and produce-to-consume
+                latency
 
 Run `ringlog COMMAND --help` for a command's options.
 )";

@@ -25,8 +25,10 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 #include <thread>
 
 #include "ringlog/base/clock.h"
@@ -44,12 +46,53 @@ namespace ringlog::app {
 
 namespace {
 
+/// The areas `serve --help` groups the keys under, in order; a key goes to the first area one of
+/// whose prefixes (or exact names) it starts with, and to the last, "Other", when none matches.
+struct help_area {
+  const char* title;
+  std::vector<std::string_view> prefixes;
+};
+
+const std::vector<help_area>& help_areas() {
+  static const std::vector<help_area> areas = {
+      {"Node and listeners", {"node.id", "process.roles", "cluster.id", "listeners", "advertised.listeners",
+                              "broker.rack", "log.dirs"}},
+      {"Metadata quorum and controller (KRaft)", {"controller.", "broker.heartbeat.", "broker.session.", "metadata."}},
+      {"Replication and leadership", {"default.replication.factor", "min.insync.replicas", "replica.",
+                                      "unclean.leader.", "auto.leader.", "leader.imbalance."}},
+      {"Storage: segments, retention, flush, compaction", {"log.", "num.partitions", "message.max.bytes",
+                                                          "auto.create.topics."}},
+      {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
+      {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors."}},
+      {"Consumer groups and transactions", {"group.", "offsets.", "transaction"}},
+      {"Delayed delivery, retries and dead letters", {"delay.", "max.delivery.", "retry.", "dead.letter."}},
+      {"Runtime", {"num.shards", "io.backend", "broker.partitions.", "shutdown."}},
+      {"Other", {}},
+  };
+  return areas;
+}
+
+size_t help_area_of(std::string_view key) {
+  const auto& areas = help_areas();
+  for (size_t i = 0; i + 1 < areas.size(); ++i) {
+    for (auto prefix : areas[i].prefixes) {
+      if (key.substr(0, prefix.size()) == prefix) return i;
+    }
+  }
+  return areas.size() - 1;
+}
+
 void print_usage(std::ostream& out) {
   out << "usage: ringlog serve [--config FILE] [--set KEY=VALUE]... [--io-backend=uring|posix|auto]\n\n"
          "Runs the broker: HTTP/REST and Kafka clients on listeners (default http://127.0.0.1:8082 and\n"
          "kafka://127.0.0.1:9092), data in log.dirs.\n"
          "Settings come from the defaults, then --config (a Kafka-style .properties file), then each\n"
          "--set in order. Unknown keys and out-of-range values are refused at start.\n\n"
+         "A three-node cluster on one machine (node N of 1, 2, 3; every node a voter and a broker):\n"
+         "  ringlog serve --set node.id=N --set controller.quorum.voters=1@127.0.0.1:9191,2@127.0.0.1:9192,"
+         "3@127.0.0.1:9193 \\\n"
+         "    --set listeners=http://127.0.0.1:808N,kafka://127.0.0.1:909N,cluster://127.0.0.1:919N "
+         "--set log.dirs=./cluster-data/nN\n\n"
          "Adding a broker to a running cluster: start a node with a new node.id, its own\n"
          "listeners=http://...,kafka://...,cluster://... and log.dirs, process.roles=broker and the\n"
          "cluster's controller.quorum.voters unchanged. It follows the metadata log without a vote (a raft\n"
@@ -62,9 +105,17 @@ void print_usage(std::ostream& out) {
          "registers as a broker or holds a partition. Its HTTP listener serves health, metrics, the console\n"
          "and metadata (brokers, quorum, topics, configs, the group list); records, consumers, a group's\n"
          "own routes and transactions answer 421 naming the brokers.\n\n"
-         "Keys (default, meaning):\n";
-  for (const auto& k : config::describe_keys()) {
-    out << "  " << k.name << " = " << k.default_value << "\n      " << k.doc << "\n";
+         "Keys (default, meaning), by area:\n";
+  const auto keys = config::describe_keys();
+  const auto& areas = help_areas();
+  for (size_t area = 0; area < areas.size(); ++area) {
+    bool titled = false;
+    for (const auto& k : keys) {
+      if (help_area_of(k.name) != area) continue;
+      if (!titled) out << "\n" << areas[area].title << ":\n";
+      titled = true;
+      out << "  " << k.name << " = " << k.default_value << "\n      " << k.doc << "\n";
+    }
   }
 }
 
@@ -221,6 +272,10 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.log_cleaner_io_max_bytes_per_second = c.log_cleaner_io_max_bytes_per_second;
   b.log_cleaner_backoff_ms = c.log_cleaner_backoff_ms;
   b.log_cleanup_policy = c.log_cleanup_policy;
+  b.compression_type = c.compression_type;
+  b.compression_gzip_level = c.compression_gzip_level;
+  b.compression_lz4_level = c.compression_lz4_level;
+  b.compression_zstd_level = c.compression_zstd_level;
   b.log_cleaner_min_cleanable_ratio = c.log_cleaner_min_cleanable_ratio;
   b.log_cleaner_delete_retention_ms = c.log_cleaner_delete_retention_ms;
   b.log_cleaner_min_compaction_lag_ms = c.log_cleaner_min_compaction_lag_ms;

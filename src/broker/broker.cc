@@ -133,6 +133,7 @@ void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
 // ---------------------------------------------------------------- start-up
 
 result<void> broker_impl::start() {
+  leadership_lease_ = replication::leadership_lease(config_.broker_session_timeout_ms);
   delay_states_.resize(shards_.size());
   delay_ticking_.assign(shards_.size(), 0);
   auto made = deps_.fs.make_directories(config_.log_dir);
@@ -754,13 +755,34 @@ void broker_impl::heartbeat_tick() {
     registering_ = true;
     commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
                                        config_.broker_rack),
-                   [this](result<void>) { registering_ = false; });
+                   [this, sent_ms = deps_.clock.now_ms()](result<void> r) {
+                     registering_ = false;
+                     if (r.ok()) renew_leadership_lease(sent_ms);   // a new registration starts its session
+                   });
     return;
   }
   renew_stale_leaderships();
   if (heartbeat_in_flight_) return;
   heartbeat_in_flight_ = true;
-  send_heartbeat(false, [this](result<protocol::broker_heartbeat_response_data>) { heartbeat_in_flight_ = false; });
+  send_heartbeat(false, [this, sent_ms = deps_.clock.now_ms()](result<protocol::broker_heartbeat_response_data> r) {
+    heartbeat_in_flight_ = false;
+    if (r.ok() && r->error_code == 0 && !r->is_fenced) renew_leadership_lease(sent_ms);
+  });
+}
+
+void broker_impl::renew_leadership_lease(int64_t sent_ms) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  if (quorum_->leader_id() == config_.node_id) {
+    // Answered by the controller in this process: it counts only as of the last time a majority
+    // of the voters fetched from it (a controller cut off from them may have been replaced).
+    std::vector<int64_t> others;
+    for (const auto& v : quorum_->describe().voters) {
+      if (v.replica_id != config_.node_id) others.push_back(v.last_fetch_timestamp_ms);
+    }
+    sent_ms = std::min(sent_ms, replication::quorum_contact_ms(others, deps_.clock.now_ms()));
+  }
+  leadership_lease_.acknowledged(sent_ms);
+  leadership_lease_until_ms_.store(leadership_lease_.valid_until_ms(), std::memory_order_relaxed);
 }
 
 void broker_impl::send_heartbeat(bool want_shut_down,
@@ -859,15 +881,11 @@ result<void> broker_impl::check_leader(const topic_state& topic, int32_t partiti
     return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
                                                    "' has no leader now (its in-sync replicas are all unavailable); retry"};
   }
-  std::string where;
-  if (const auto* b = view()->image->find_broker(leader); b != nullptr) {
-    if (const auto* http = b->endpoint("http"); http != nullptr) {
-      where = " at http://" + http->host + ":" + std::to_string(http->port);
-    }
-  }
+  // Kafka clients route themselves on NOT_LEADER_OR_FOLLOWER; HTTP and WebSocket calls are
+  // forwarded (forwarding.cc) and never see this text as an instruction to go elsewhere.
   return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
-                                                 "' is led by broker " + std::to_string(leader) + where +
-                                                 "; send the request there"};
+                                                 "' is led by broker " + std::to_string(leader) + ", not by this broker (" +
+                                                 std::to_string(config_.node_id) + ")"};
 }
 
 int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
@@ -1367,6 +1385,12 @@ topic_description broker_impl::describe(const topic_state& t) const {
     pd.high_watermark = model::offset{s.high_watermark.load(std::memory_order_relaxed)};
     pd.log_end_offset = model::offset{s.log_end_offset.load(std::memory_order_relaxed)};
     pd.high_watermark_established = s.high_watermark_established.load(std::memory_order_relaxed);
+    // Only a leader's figures are the partition's end (a follower's lag one fetch round behind),
+    // and only while its leadership lease holds (another broker may lead meanwhile: check_serving).
+    if (image.leader != config_.node_id ||
+        (image.replicas.size() > 1 && deps_.clock.now_ms() >= leadership_lease_until_ms_.load(std::memory_order_relaxed))) {
+      pd.high_watermark_established = false;
+    }
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
     pd.cleaner.dirty_ratio = static_cast<double>(s.cleaner_dirty_ratio_ppm.load(std::memory_order_relaxed)) / 1e6;
     pd.cleaner.bytes_read_total = s.cleaner_bytes_read_total.load(std::memory_order_relaxed);
@@ -1507,7 +1531,7 @@ void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t p
     rt->deleted = true;
     compaction_.forget(shard, *rt->log);
     rt->stats->open_here.store(false, std::memory_order_release);
-    ++rt->follower_generation;
+    new_follower_generation(*rt);
     shards_[shard].erase(partition_key(topic, partition));
     for (auto& w : rt->waiters) {
       if (!w->completed) {
@@ -1853,7 +1877,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     return done(keyed.error());
   }
   const int64_t now = deps_.clock.now_ms();
-  const std::optional<model::compression> stored_codec = stored_compression(configs);
+  const std::optional<stored_codec> stored = stored_compression(live_config, configs);
   if (request.producer) {
     if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
     if (request.producer->producer_epoch.value() < 0) {
@@ -1938,10 +1962,13 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     size_t chunk_estimate = codec::batch_header_bytes;
     auto emit = [&]() {
       if (chunk.empty()) return;
-      // compression.type: the topic's codec, or none for "producer" (the HTTP producer sends
-      // records, not batches) and "uncompressed".
+      // compression.type (the topic's, else the broker's): its codec, or none for "producer"
+      // (the HTTP producer sends records, not batches) and "uncompressed".
       codec::batch_options options;
-      options.compression = stored_codec.value_or(model::compression::none);
+      if (stored) {
+        options.compression = stored->compression;
+        options.compression_level = stored->level;
+      }
       if (request.producer) {
         options.producer = request.producer->producer_id;
         options.producer_epoch_value = request.producer->producer_epoch;
@@ -2115,7 +2142,9 @@ result<std::optional<fetch_response>> broker_impl::read_file_ranges_for_fetch(co
   response.log_start_offset = rt.log->log_start_offset();
   response.log_end_offset = rt.log->log_end_offset();
   response.last_stable_offset = rt.log->last_stable_offset();
+  response.next_fetch_offset = req.fetch_offset;
   if (req.fetch_offset >= hw || read->batches.empty()) return std::optional<fetch_response>{std::move(response)};
+  response.next_fetch_offset = std::max(req.fetch_offset, read->next_offset);
   if (req.isolation == isolation_level::read_committed) {
     for (const auto& e : rt.log->aborted_transactions(req.fetch_offset, read->next_offset)) {
       response.aborted_transactions.push_back({e.producer_id, e.first_offset});
@@ -2166,6 +2195,7 @@ result<fetch_response> broker_impl::read_for_fetch(size_t shard, const partition
     // Kafka clients read the batches themselves (they skip records below fetch_offset, and with
     // read_committed the records of the aborted transactions listed).
     if (req.fetch_offset < hw) response.batches = std::move(read->batches);
+    response.next_fetch_offset = response.batches.empty() ? req.fetch_offset : std::max(req.fetch_offset, read->next_offset);
     if (!response.batches.empty()) {
       response.read_id = next_read_id_.fetch_add(1, std::memory_order_relaxed);
       response.aborted_transactions = std::move(aborted);
@@ -2286,11 +2316,19 @@ void broker_impl::fetch_here(fetch_request request, std::function<void(result<fe
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
-    if (auto serving = check_serving(*rt, request.fetch_offset); !serving.ok()) return done(serving.error());
+    auto serving = check_serving(*rt, request.fetch_offset);
+    const bool wait = !serving.ok() && serving.error().code == errc::offset_not_available &&
+                      request.wait_while_end_unknown && request.max_wait_ms > 0;
+    if (!serving.ok() && !wait) return done(serving.error());
     auto w = std::make_shared<fetch_waiter>();
     w->request = std::move(request);
     w->done = std::move(done);
-    try_fetch(shard, rt, w);
+    if (!wait) return try_fetch(shard, rt, w);
+    // A long-poll at the end of a partition whose end is not known yet waits for it (KIP-207):
+    // parked as if nothing were there; the high watermark's moves wake it (wake_waiters).
+    fetch_response nothing;
+    nothing.next_fetch_offset = w->request.fetch_offset;
+    answer_or_park(shard, rt, w, std::move(nothing));
   });
 }
 
@@ -2426,7 +2464,10 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   if (auto led = check_leader(*topic, tp.partition.value()); !led.ok()) return done(led.error());
   if (request.batches.empty()) return done(error{errc::corrupt_message, "the partition's record set holds no batch"});
   const std::map<std::string, std::string>& configs = topic->image->configs;
-  auto log_config = make_log_config(live(*view()), configs);
+  // The live config: dynamic broker configs (KIP-226) apply to Kafka produce as to HTTP produce.
+  const auto current_view = view();
+  const broker_config& live_config = live(*current_view);
+  auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
   // Every batch is checked before any is appended (Kafka's LogValidator): a request is stored
   // whole or not at all, short of a disk failure.
@@ -2435,16 +2476,18 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   // Kafka clients may delay records with the ringlog-deliver-at / ringlog-delay-ms header: such
   // a request goes record by record through produce_to, which diverts the delayed ones.
   if (*any_delay_header && !topic->is_internal) return produce_batches_delayed(std::move(request), topic, std::move(done));
-  // compression.type other than "producer": batches in another codec are stored recompressed
-  // with the topic's (Kafka's LogValidator does the same), keeping their producer fields.
-  if (auto wanted = stored_compression(configs)) {
+  // compression.type (the topic's, else the broker's) other than "producer": batches in another
+  // codec are stored recompressed with it (Kafka's LogValidator does the same), keeping their
+  // producer fields.
+  if (auto wanted = stored_compression(live_config, configs)) {
     for (auto& batch : request.batches) {
       auto header = codec::decode_header(batch);
-      if (header->compression() == *wanted) continue;
+      if (header->compression() == wanted->compression) continue;   // levels do not recompress (KIP-390)
       auto records = codec::decode_records(batch);
       codec::batch_options options;
       options.base_offset = header->base_offset;
-      options.compression = *wanted;
+      options.compression = wanted->compression;
+      options.compression_level = wanted->level;
       options.timestamp_type = header->timestamp_type();
       options.producer = header->producer;
       options.producer_epoch_value = header->producer_epoch_value;

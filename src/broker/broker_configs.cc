@@ -47,6 +47,18 @@ const std::vector<broker_config_spec>& specs() {
       // The compaction configs' broker-level defaults (Kafka's names; dynamic in Kafka too).
       {"log.cleanup.policy", [](const broker_config& c) { return c.log_cleanup_policy; }, "cleanup.policy",
        [](broker_config& c, const std::string& v) { c.log_cleanup_policy = v; }},
+      // Kafka's broker compression.type: the codec of stored batches (same name as the topic's).
+      {"compression.type", [](const broker_config& c) { return c.compression_type; }, "compression.type",
+       [](broker_config& c, const std::string& v) { c.compression_type = v; }},
+      {"compression.gzip.level", [](const broker_config& c) { return std::to_string(c.compression_gzip_level); },
+       "compression.gzip.level",
+       [](broker_config& c, const std::string& v) { c.compression_gzip_level = static_cast<int32_t>(number(v)); }},
+      {"compression.lz4.level", [](const broker_config& c) { return std::to_string(c.compression_lz4_level); },
+       "compression.lz4.level",
+       [](broker_config& c, const std::string& v) { c.compression_lz4_level = static_cast<int32_t>(number(v)); }},
+      {"compression.zstd.level", [](const broker_config& c) { return std::to_string(c.compression_zstd_level); },
+       "compression.zstd.level",
+       [](broker_config& c, const std::string& v) { c.compression_zstd_level = static_cast<int32_t>(number(v)); }},
       {"log.cleaner.min.cleanable.ratio", [](const broker_config& c) { return ratio_text(c.log_cleaner_min_cleanable_ratio); },
        "min.cleanable.dirty.ratio",
        [](broker_config& c, const std::string& v) { std::from_chars(v.data(), v.data() + v.size(), c.log_cleaner_min_cleanable_ratio); }},

@@ -26,6 +26,7 @@
 #include "ringlog/delay/scheduler.h"
 #include "ringlog/protocol/frame.h"
 #include "ringlog/replication/leader_state.h"
+#include "ringlog/replication/offsets_gate.h"
 #include "ringlog/storage/partition_log.h"
 
 namespace ringlog::broker::detail {
@@ -517,17 +518,40 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// partition `view` no longer has led by the broker it was sent to (another leader, none, or
   /// the topic gone).
   void fail_moved_forwards(const metadata_view& view);
+  /// Sends `batch` to `leader`; when that broker refuses it unread because it no longer leads
+  /// `tp`, sends it on to the leader this node's metadata names next (produce_to_new_leader),
+  /// within `timeout_ms` in all.
   void forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch, acks_mode acks,
                        int64_t timeout_ms, std::function<void(result<produce_batches_response>)> done);
+  /// Waits (when_leader_moves) for a leader of `tp` other than `refused_by`, then appends `batch`
+  /// here or forwards it there; not_leader_or_follower ("the leadership is moving") when none is
+  /// known by `deadline_ms` (clock ms).
+  void produce_to_new_leader(int32_t refused_by, int32_t refused_epoch, const model::topic_partition& tp,
+                             model::bytes batch, acks_mode acks, int64_t deadline_ms,
+                             std::function<void(result<produce_batches_response>)> done);
+  /// For a call a peer forwarded: this node's image of the partition when this node does not lead
+  /// it (the peer's metadata or this node's lags behind a leadership move), so the call is refused
+  /// before any of it is served; nullopt when this node leads it or does not know the topic or
+  /// partition (answered as such by the serving code).
+  std::optional<controller::partition_image> refusal_before_serving(const std::string& name, int32_t partition) const;
+  /// Runs `then(leader)` on the controller shard once this node's metadata names a leader of `tp`
+  /// other than `refused_by` (which refused a call knowing the leader epoch `refused_epoch`), or
+  /// `refused_by` itself in a newer epoch after one poll (the refuser's metadata lagged), polling
+  /// every forward_metadata_poll_ms; `then(-1)` when none by `deadline_ms` (clock ms) or when the
+  /// broker stops. `waited`: a poll interval has passed.
+  void when_leader_moves(const model::topic_partition& tp, int32_t refused_by, int32_t refused_epoch,
+                         int64_t deadline_ms, std::function<void(int32_t)> then, bool waited = false);
   void handle_forwarded_produce(const protocol::request_header_data& header, std::span<const std::byte> body,
                                 rpc::respond_fn respond);
+  /// `rerouted`: the call was refused once by a former leader and asked again of the new one
+  /// (asked at most twice: forward_read_reroute_wait_ms bounds the wait in between).
   void forward_fetch(int32_t leader, const std::shared_ptr<const topic_state>& topic, fetch_request request,
-                     std::function<void(result<fetch_response>)> done);
+                     std::function<void(result<fetch_response>)> done, bool rerouted = false);
   /// `waited`: the wait for the topic (ready_for_forwarded) is over; serve it as it is now.
   void serve_forwarded_fetch(const protocol::request_header_data& header, const protocol::fetch_request_data& request,
                              rpc::respond_fn respond, bool waited = false);
   void forward_list_offsets(int32_t leader, list_offsets_request request,
-                            std::function<void(result<list_offsets_response>)> done);
+                            std::function<void(result<list_offsets_response>)> done, bool rerouted = false);
   void handle_forwarded_list_offsets(const protocol::request_header_data& header, std::span<const std::byte> body,
                                      rpc::respond_fn respond);
   /// fetch / list_offsets of a partition this node leads (refused on its shard when it does not).
@@ -564,6 +588,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void replication_tick(size_t shard);
   // follower side
   void start_follower_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt);
+  /// A new leadership (or none, or the replica deleted): loops of earlier generations end when
+  /// their pending fetch answers, and a loop of the new one may start at once.
+  void new_follower_generation(partition_runtime& rt);
   void send_follower_fetch(size_t shard, std::weak_ptr<partition_runtime> weak, uint64_t generation);
   void on_follower_fetch_response(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation,
                                   model::offset fetch_offset, rpc::result<protocol::bytes> response);
@@ -792,6 +819,13 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   int32_t quorum_leader_id_ = -1;
   bool registering_ = false;
   bool heartbeat_in_flight_ = false;
+  /// The leadership lease (replication/offsets_gate.h, controller shard): renewed by every
+  /// registration and unfenced heartbeat the active controller acknowledged. Its end is mirrored
+  /// for the partition shards, which check it before answering a partition's end (check_serving).
+  replication::leadership_lease leadership_lease_{3000};
+  std::atomic<int64_t> leadership_lease_until_ms_{-1};
+  /// Renews the lease with a request sent at `sent_ms` that the controller acknowledged.
+  void renew_leadership_lease(int64_t sent_ms);
   bool offsets_topic_pending_ = false;
   bool fencing_in_flight_ = false;
   /// Active controller: wall ms of each broker's last heartbeat (since this node became leader).

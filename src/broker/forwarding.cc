@@ -14,8 +14,11 @@
 namespace ringlog::broker::detail {
 namespace {
 
-/// Produce v9 (flexible, with ErrorMessage): the leader's reason travels back to the client.
-constexpr int16_t forward_produce_version = 9;
+/// Produce v10 (flexible, with ErrorMessage and KIP-951's CurrentLeader): the leader's reason
+/// travels back to the client. A peer sets CurrentLeader only when it refused the batch before
+/// appending any of it because it does not lead the partition (refusal_before_serving): the
+/// forwarder may then send the same batch to the new leader without storing it twice.
+constexpr int16_t forward_produce_version = 10;
 /// Fetch v15: topic ids, the replica id -1 in ReplicaState (a consumer, reads to the high watermark).
 constexpr int16_t forward_fetch_version = 15;
 /// ListOffsets v7 (flexible): earliest (-2), latest (-1) or by timestamp.
@@ -29,9 +32,29 @@ constexpr int64_t forward_timeout_slack_ms = 5000;
 /// hears a retriable error.
 constexpr int64_t forward_metadata_wait_ms = 3000;
 constexpr int64_t forward_metadata_poll_ms = 20;
+/// How long a forwarded read (fetch, list offsets) refused by a broker that no longer leads the
+/// partition waits for this node's metadata to name the new leader before the client hears a
+/// retriable error, ms: a leadership move reaches every node within about a metadata fetch
+/// (tens of ms); the HTTP client retries after Retry-After (1 s) anyway. A produce waits up to its
+/// own timeout instead (its client asked for an answer within it).
+constexpr int64_t forward_read_reroute_wait_ms = 1000;
 constexpr int64_t earliest_timestamp = -2;
 constexpr int64_t latest_timestamp = -1;
 
+/// One past the last offset of the whole v2 batches in `batches` (a raw answer from the leader),
+/// or `fetch_offset` when there are none; a header that does not decode ends the walk (the client
+/// that reads the bytes reports it).
+model::offset next_offset_after(std::span<const std::byte> batches, model::offset fetch_offset) {
+  model::offset next = fetch_offset;
+  size_t pos = 0;
+  while (pos < batches.size()) {
+    auto header = codec::decode_header(batches.subspan(pos));
+    if (!header.ok() || header->size_bytes() > batches.size() - pos) break;
+    next = std::max(next, model::offset{header->last_offset().value() + 1});
+    pos += header->size_bytes();
+  }
+  return next;
+}
 
 std::string leader_name(int32_t leader, const model::topic_partition& tp) {
   return "broker " + std::to_string(leader) + " (the leader of " + tp.topic + "-" +
@@ -42,6 +65,16 @@ error unreachable(int32_t leader, const model::topic_partition& tp, const std::s
   return error{errc::not_leader_or_follower, leader_name(leader, tp) + " did not answer (" + why + "): retry"};
 }
 
+/// The answer when `refused_by`, the leader this node forwarded to, no longer leads `tp` and this
+/// node's metadata named no other leader before the call's deadline.
+error leadership_moving(int32_t refused_by, const model::topic_partition& tp) {
+  return error{errc::not_leader_or_follower,
+               "the leadership of " + tp.topic + "-" + std::to_string(tp.partition.value()) + " is moving: broker " +
+                   std::to_string(refused_by) +
+                   " no longer leads it and this broker has not learned the new leader yet (a reassignment or an "
+                   "election is under way): retry"};
+}
+
 error answered(int32_t leader, const model::topic_partition& tp, int16_t code, const std::optional<std::string>& why) {
   const errc e = errc_of_kafka_code(code);
   if (e == errc::unknown_topic_or_partition) {
@@ -50,16 +83,29 @@ error answered(int32_t leader, const model::topic_partition& tp, int16_t code, c
     return error{errc::not_leader_or_follower,
                  leader_name(leader, tp) + " has not applied the topic's creation yet (its metadata lags): retry"};
   }
-  return error{e, why && !why->empty() ? *why : leader_name(leader, tp) + " answered " + std::string(to_string(e))};
+  if (why && !why->empty()) return error{e, *why};
+  if (e == errc::not_leader_or_follower) {
+    // Not a refusal of a former leader (those are asked again of the new one): the leader this
+    // node knows has not taken up the leadership yet (its replica not opened as leader, or its
+    // high watermark not established, KIP-207).
+    return error{e, leader_name(leader, tp) + " is taking up the leadership and does not serve it yet: retry"};
+  }
+  return error{e, leader_name(leader, tp) + " answered " + std::string(to_string(e))};
+}
+
+/// `tp` in `view`: nullptr when the topic or partition is gone.
+const controller::partition_image* partition_in(const metadata_view& view, const model::topic_partition& tp) {
+  auto t = view.topics.find(tp.topic);
+  if (t == view.topics.end()) return nullptr;
+  const auto& partitions = t->second->image->partitions;
+  const auto index = static_cast<size_t>(tp.partition.value());
+  return index < partitions.size() ? &partitions[index] : nullptr;
 }
 
 /// The leader `view` names for `tp`: -1 when it names none or the topic or partition is gone.
 int32_t leader_in(const metadata_view& view, const model::topic_partition& tp) {
-  auto t = view.topics.find(tp.topic);
-  if (t == view.topics.end()) return -1;
-  const auto& partitions = t->second->image->partitions;
-  const auto index = static_cast<size_t>(tp.partition.value());
-  return index < partitions.size() ? partitions[index].leader : -1;
+  const auto* p = partition_in(view, tp);
+  return p != nullptr ? p->leader : -1;
 }
 
 /// The answer of a forwarded call whose partition's leadership moved while it was in flight.
@@ -71,6 +117,37 @@ rpc::error leadership_moved(int32_t now_leader) {
 }
 
 }  // namespace
+
+std::optional<controller::partition_image> broker_impl::refusal_before_serving(const std::string& name,
+                                                                              int32_t partition) const {
+  auto t = find_topic(name);
+  if (!t || partition < 0 || partition >= t->partitions_count()) return std::nullopt;   // answered as such
+  const auto& image = t->image->partitions[static_cast<size_t>(partition)];
+  if (image.leader == config_.node_id) return std::nullopt;
+  return image;
+}
+
+void broker_impl::when_leader_moves(const model::topic_partition& tp, int32_t refused_by, int32_t refused_epoch,
+                                    int64_t deadline_ms, std::function<void(int32_t)> then, bool waited) {
+  std::weak_ptr<int> alive = lifetime_;
+  deps_.runtime.post(controller_shard, [this, alive, tp, refused_by, refused_epoch, deadline_ms, waited,
+                                        then = std::move(then)]() mutable {
+    if (alive.expired()) return;
+    const auto* now = partition_in(*view(), tp);
+    if (now != nullptr && now->leader >= 0 && now->leader != refused_by) return then(now->leader);
+    // The refuser's own metadata lags: it leads in an epoch newer than the one it knows. Asked
+    // again once a poll interval passed (it applies the change meanwhile), never in a tight loop.
+    if (now != nullptr && now->leader == refused_by && now->leader_epoch > refused_epoch && waited) {
+      return then(now->leader);
+    }
+    if (stopping_ || deps_.clock.now_ms() + forward_metadata_poll_ms > deadline_ms) return then(-1);
+    deps_.runtime.post_after(controller_shard, forward_metadata_poll_ms,
+                             [this, alive, tp, refused_by, refused_epoch, deadline_ms, then = std::move(then)]() mutable {
+                               if (alive.expired()) return;
+                               when_leader_moves(tp, refused_by, refused_epoch, deadline_ms, std::move(then), true);
+                             });
+  });
+}
 
 bool broker_impl::ready_for_forwarded(const std::string& name, int32_t partition) const {
   auto t = find_topic(name);
@@ -149,6 +226,13 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
                                   acks_mode acks, int64_t timeout_ms,
                                   std::function<void(result<produce_batches_response>)> done) {
   if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
+  // The caller chose `leader` from its shard's view; when the newest view names another, nothing
+  // was sent yet: the batch goes where the newest names (send_forward would answer "moved while
+  // in flight, outcome unknown" for a call it never sent).
+  if (auto newest = latest_view_.load(std::memory_order_acquire); newest && leader_in(*newest, tp) != leader) {
+    return produce_to_new_leader(leader, -1, tp, std::move(batch), acks, deps_.clock.now_ms() + timeout_ms,
+                                 std::move(done));
+  }
   protocol::produce_request_data request;
   request.acks = acks == acks_mode::all ? int16_t{-1} : acks == acks_mode::leader ? int16_t{1} : int16_t{0};
   // acks=0 is forwarded as acks=1: this node answers its client at once, and the leader's answer
@@ -159,13 +243,16 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
   topic.name = tp.topic;
   protocol::produce_request_data::partition_produce_data part;
   part.index = tp.partition.value();
-  part.records = std::move(batch);
+  part.records = batch;   // kept: a leader that refuses it unread gets it sent on to the new one
   topic.partition_data.push_back(std::move(part));
   request.topic_data.push_back(std::move(topic));
+  const int64_t deadline_ms = deps_.clock.now_ms() + timeout_ms;
+  std::weak_ptr<int> alive = lifetime_;
   send_forward(
       leader, tp, protocol::produce_request_data::api_key, forward_produce_version,
       encode_body(request, forward_produce_version), timeout_ms + forward_timeout_slack_ms,
-      [leader, tp, done = std::move(done)](rpc::result<protocol::bytes> r) {
+      [this, alive, leader, tp, batch = std::move(batch), acks, deadline_ms,
+       done = std::move(done)](rpc::result<protocol::bytes> r) mutable {
         if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
         protocol::reader rd(r.value());
         auto decoded = protocol::produce_response_data::decode(rd, forward_produce_version);
@@ -173,6 +260,14 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
           return done(unreachable(leader, tp, "an unreadable answer"));
         }
         const auto& p = decoded->responses[0].partition_responses[0];
+        if (p.error_code == kafka_error_code(errc::not_leader_or_follower) && p.current_leader.leader_epoch >= 0 &&
+            !alive.expired()) {
+          // Refused unread by a leader that no longer leads: nothing was stored, so the batch
+          // goes to the leader this node's metadata names next (design.md section 6: HTTP
+          // clients are promised forwarding, never "send it there").
+          return produce_to_new_leader(leader, p.current_leader.leader_epoch, tp, std::move(batch), acks, deadline_ms,
+                                       std::move(done));
+        }
         if (p.error_code != 0) return done(answered(leader, tp, p.error_code, p.error_message));
         produce_batches_response out;
         out.base_offset = model::offset{p.base_offset};
@@ -180,6 +275,27 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
         out.log_start_offset = model::offset{p.log_start_offset};
         done(out);
       });
+}
+
+void broker_impl::produce_to_new_leader(int32_t refused_by, int32_t refused_epoch, const model::topic_partition& tp,
+                                        model::bytes batch, acks_mode acks, int64_t deadline_ms,
+                                        std::function<void(result<produce_batches_response>)> done) {
+  auto held = std::make_shared<model::bytes>(std::move(batch));
+  when_leader_moves(tp, refused_by, refused_epoch, deadline_ms,
+                    [this, refused_by, tp, held, acks, deadline_ms, done = std::move(done)](int32_t now_leader) mutable {
+                      if (now_leader < 0) return done(leadership_moving(refused_by, tp));
+                      const int64_t remaining_ms = std::max<int64_t>(deadline_ms - deps_.clock.now_ms(), 1);
+                      if (now_leader != config_.node_id) {
+                        return forward_produce(now_leader, tp, std::move(*held), acks, remaining_ms, std::move(done));
+                      }
+                      produce_batches_request here;
+                      here.partition = tp;
+                      here.batches.push_back(std::move(*held));
+                      here.acks = acks;
+                      here.timeout_ms = remaining_ms;
+                      // This node's own HTTP records (forward_produce comes from produce_appending).
+                      produce_batches_from(std::move(here), std::move(done), batch_origin::local_records);
+                    });
 }
 
 void broker_impl::handle_forwarded_produce(const protocol::request_header_data& header, std::span<const std::byte> body,
@@ -208,7 +324,13 @@ void broker_impl::handle_forwarded_produce(const protocol::request_header_data& 
                                  records.begin() + static_cast<std::ptrdiff_t>(pos + h->size_bytes()));
     pos += h->size_bytes();
   }
-  auto answer = [header, respond, response, t, p](result<produce_batches_response> r) mutable {
+  auto answer = [header, respond, response, t, p](result<produce_batches_response> r,
+                                                  std::optional<controller::partition_image> refused = {}) mutable {
+    if (refused) {
+      // Refused unread (see forward_produce_version): the forwarder sends it on itself.
+      p.current_leader.leader_id = refused->leader;
+      p.current_leader.leader_epoch = refused->leader_epoch;
+    }
     if (!r.ok()) {
       p.error_code = static_cast<int16_t>(kafka_error_code(r.error().code));
       p.error_message = r.error().message;
@@ -229,14 +351,23 @@ void broker_impl::handle_forwarded_produce(const protocol::request_header_data& 
   const int32_t index = shared->partition.partition.value();
   when_topic_known([this, name, index] { return ready_for_forwarded(name, index); },
                    [this, shared, answer = std::move(answer)]() mutable {
-                     produce_batches_from(std::move(*shared), std::move(answer), batch_origin::peer_broker);
+                     const auto& tp = shared->partition;
+                     if (auto refused = refusal_before_serving(tp.topic, tp.partition.value())) {
+                       return answer(error{errc::not_leader_or_follower,
+                                           "broker " + std::to_string(config_.node_id) + " no longer leads " +
+                                               tp.topic + "-" + std::to_string(tp.partition.value())},
+                                     refused);
+                     }
+                     produce_batches_from(std::move(*shared), [answer](result<produce_batches_response> r) mutable {
+                       answer(std::move(r));
+                     }, batch_origin::peer_broker);
                    });
 }
 
 // ---------------------------------------------------------------- fetch
 
 void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topic_state>& topic, fetch_request request,
-                                std::function<void(result<fetch_response>)> done) {
+                                std::function<void(result<fetch_response>)> done, bool rerouted) {
   const model::topic_partition tp = request.partition;
   if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
   protocol::fetch_request_data m;
@@ -256,7 +387,8 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
   send_forward(
       leader, tp, protocol::fetch_request_data::api_key, forward_fetch_version, encode_body(m, forward_fetch_version),
       m.max_wait_ms + forward_timeout_slack_ms,
-      [leader, tp, request = std::move(request), done = std::move(done)](rpc::result<protocol::bytes> r) {
+      [this, alive = std::weak_ptr<int>(lifetime_), leader, tp, topic, rerouted, request = std::move(request),
+       done = std::move(done)](rpc::result<protocol::bytes> r) mutable {
         if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
         protocol::reader rd(r.value());
         auto decoded = protocol::fetch_response_data::decode(rd, forward_fetch_version);
@@ -269,6 +401,18 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
                             "offset " + std::to_string(request.fetch_offset.value()) +
                                 " is outside the log: log_start_offset " + std::to_string(p.log_start_offset) +
                                 ", high_watermark " + std::to_string(p.high_watermark)});
+        }
+        if (p.error_code == kafka_error_code(errc::not_leader_or_follower) && p.current_leader.leader_epoch >= 0 &&
+            !rerouted && !alive.expired()) {
+          // Refused by a broker that no longer leads: asked once more, of the leader named next.
+          return when_leader_moves(tp, leader, p.current_leader.leader_epoch,
+                                   deps_.clock.now_ms() + forward_read_reroute_wait_ms,
+                                   [this, leader, tp, topic, request = std::move(request),
+                                    done = std::move(done)](int32_t now_leader) mutable {
+                                     if (now_leader < 0) return done(leadership_moving(leader, tp));
+                                     if (now_leader == config_.node_id) return fetch_here(std::move(request), std::move(done));
+                                     forward_fetch(now_leader, topic, std::move(request), std::move(done), true);
+                                   });
         }
         if (p.error_code != 0) return done(answered(leader, tp, p.error_code, std::nullopt));
         fetch_response out;
@@ -283,6 +427,7 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
         }
         if (request.raw_batches) {
           if (p.records) out.batches = std::move(*p.records);
+          out.next_fetch_offset = next_offset_after(out.batches, request.fetch_offset);
           return done(std::move(out));
         }
         out.next_fetch_offset = request.fetch_offset;
@@ -340,6 +485,11 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
     });
   }
   const controller::topic_image* image = view()->image->find_topic(rt.topic_id);
+  if (auto refused = refusal_before_serving(image->name, rp.partition)) {
+    out.current_leader.leader_id = refused->leader;   // the forwarder asks that leader next
+    out.current_leader.leader_epoch = refused->leader_epoch;
+    return answer(static_cast<int16_t>(kafka_error_code(errc::not_leader_or_follower)));
+  }
   fetch_request f;
   f.partition = model::topic_partition{image->name, model::partition_id{rp.partition}};
   f.fetch_offset = model::offset{rp.fetch_offset};
@@ -375,7 +525,7 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
 // ---------------------------------------------------------------- list offsets
 
 void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request request,
-                                       std::function<void(result<list_offsets_response>)> done) {
+                                       std::function<void(result<list_offsets_response>)> done, bool rerouted) {
   const model::topic_partition tp = request.partition;
   if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
   protocol::list_offsets_request_data m;
@@ -393,7 +543,8 @@ void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request requ
   send_forward(
       leader, tp, protocol::list_offsets_request_data::api_key, forward_list_offsets_version,
       encode_body(m, forward_list_offsets_version), forward_timeout_slack_ms,
-      [leader, tp, done = std::move(done)](rpc::result<protocol::bytes> r) {
+      [this, alive = std::weak_ptr<int>(lifetime_), leader, tp, rerouted, request,
+       done = std::move(done)](rpc::result<protocol::bytes> r) mutable {
         if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
         protocol::reader rd(r.value());
         auto decoded = protocol::list_offsets_response_data::decode(rd, forward_list_offsets_version);
@@ -401,6 +552,20 @@ void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request requ
           return done(unreachable(leader, tp, "an unreadable answer"));
         }
         const auto& p = decoded->topics[0].partitions[0];
+        // ListOffsets has no CurrentLeader: a broker that no longer leads answers
+        // not_leader_or_follower with its leader's epoch in LeaderEpoch (refusal_before_serving).
+        if (p.error_code == kafka_error_code(errc::not_leader_or_follower) && p.leader_epoch >= 0 && !rerouted &&
+            !alive.expired()) {
+          return when_leader_moves(tp, leader, p.leader_epoch, deps_.clock.now_ms() + forward_read_reroute_wait_ms,
+                                   [this, leader, tp, request = std::move(request),
+                                    done = std::move(done)](int32_t now_leader) mutable {
+                                     if (now_leader < 0) return done(leadership_moving(leader, tp));
+                                     if (now_leader == config_.node_id) {
+                                       return list_offsets_here(std::move(request), std::move(done));
+                                     }
+                                     forward_list_offsets(now_leader, std::move(request), std::move(done), true);
+                                   });
+        }
         if (p.error_code != 0) return done(answered(leader, tp, p.error_code, std::nullopt));
         list_offsets_response out;
         if (p.offset >= 0) out.found_offset = model::offset{p.offset};
@@ -425,6 +590,18 @@ void broker_impl::handle_forwarded_list_offsets(const protocol::request_header_d
   request.isolation = decoded->isolation_level == 1 ? isolation_level::read_committed : isolation_level::read_uncommitted;
   auto shared = std::make_shared<list_offsets_request>(std::move(request));
   auto serve = [this, shared, header, respond, name = t.name, index = p.partition_index]() mutable {
+  if (auto refused = refusal_before_serving(name, index)) {
+    protocol::list_offsets_response_data response;
+    protocol::list_offsets_response_data::list_offsets_topic_response topic;
+    topic.name = name;
+    protocol::list_offsets_response_data::list_offsets_partition_response part;
+    part.partition_index = index;
+    part.error_code = static_cast<int16_t>(kafka_error_code(errc::not_leader_or_follower));
+    part.leader_epoch = refused->leader_epoch;   // marks the refusal (forward_list_offsets)
+    topic.partitions.push_back(part);
+    response.topics.push_back(topic);
+    return respond_with(header, response, respond);
+  }
   list_offsets_here(std::move(*shared), [header, respond, name,
                                          index](result<list_offsets_response> r) mutable {
     protocol::list_offsets_response_data response;

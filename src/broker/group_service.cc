@@ -204,6 +204,9 @@ struct shard_state {
 struct log_bounds {
   model::offset log_start_offset{0};
   model::offset high_watermark{0};
+  /// This node leads the partition and its high watermark is known (KIP-207): the figure is the
+  /// partition's end, not a follower's lagging copy of it.
+  bool high_watermark_established = true;
 };
 
 /// One partition read of a poll.
@@ -731,7 +734,7 @@ std::optional<log_bounds> group_service_impl::bounds_of(const model::topic_parti
   broker_.describe_topic(tp.topic, [&out, &tp](result<topic_description> d) {
     if (!d.ok()) return;
     for (const auto& p : d->partitions) {
-      if (p.partition == tp.partition) out = log_bounds{p.log_start_offset, p.high_watermark};
+      if (p.partition == tp.partition) out = log_bounds{p.log_start_offset, p.high_watermark, p.high_watermark_established};
     }
   });
   return out;
@@ -1260,6 +1263,7 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
   group::partition_map<model::offset> next_offsets;
   size_t bytes = 0;
   bool full = false;
+  bool cut = false;   // a partition's read stopped at max_bytes
   for (size_t k = 0; k < n && !full; ++k) {
     auto& slot = (*slots)[(first + k) % n];
     auto at = current.find(slot.partition);
@@ -1289,12 +1293,22 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
       next_offsets[slot.partition] = model::offset{rec.record_offset.value() + 1};
       out.push_back({slot.partition, std::move(rec)});
     }
+    // The read stopped at max_bytes with more records behind: the answer is as full as it gets.
+    const bool committed_only = settings_it != st.instances.end() && settings_it->second.read_committed;
+    cut = cut || fetched->next_fetch_offset < (committed_only ? fetched->last_stable_offset : fetched->high_watermark);
     // Every record of the answer was taken: the position moves past the batches that held none
     // for this reader too (transaction markers, aborted records), or it would stop in front of them.
     if (!full && fetched->next_fetch_offset > slot.fetch_offset) {
       auto& next = next_offsets[slot.partition];
       next = std::max(next, fetched->next_fetch_offset);
     }
+  }
+  // fetch.min.bytes (the instance's): fewer bytes than that, and the answer neither full nor due,
+  // waits for more (Confluent's read task ends at min bytes, max bytes or the timeout). Nothing
+  // was taken: the next round reads again from the same positions.
+  const int32_t min_bytes = settings_it == st.instances.end() ? 1 : settings_it->second.fetch_min_bytes;
+  if (!out.empty() && !full && !cut && bytes < static_cast<size_t>(std::max(min_bytes, 1)) && clock_.now_ms() < deadline_ms) {
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
   }
   if (out.empty()) {
     for (const auto& [tp, next] : next_offsets) {
@@ -1368,7 +1382,9 @@ void group_service_impl::committed(std::string group_id, std::string instance_id
     auto all = st.coordinator.committed_offsets(group_id);
     if (all.ok()) {
       for (auto& [tp, c] : all.value()) {
-        if (partitions.empty() || partitions.contains(tp)) out[tp] = c;
+        // A negative committed offset (a Kafka client's -1/-2) is no committed offset here, as
+        // the Java consumer's committed() that Confluent's REST proxy answers with says (null).
+        if ((partitions.empty() || partitions.contains(tp)) && c.committed.value() >= 0) out[tp] = c;
       }
     }
     persist(shard, std::move(records), [done, out = std::move(out)](result<void> r) {
@@ -1737,17 +1753,24 @@ result<std::vector<group::partition_lag>> group_service_impl::lags_of(
   for (const auto& [tp, c] : committed.value()) partitions.insert(tp);
   for (const auto& m : st.coordinator.describe_group(group_id).members) partitions.insert(m.owned.begin(), m.owned.end());
   group::partition_map<model::offset> mine;   // lag() reports every partition it is given
+  group::partition_set end_unknown;             // no leader told its end: this node's figure may lag
   for (const auto& tp : partitions) {
     auto known = high_watermarks.find(tp);
     if (known == high_watermarks.end()) {
       auto b = bounds_of(tp);
       if (!b) continue;   // a deleted topic: no lag to report
+      if (!b->high_watermark_established) end_unknown.insert(tp);
       known = high_watermarks.emplace(tp, b->high_watermark).first;
     }
     mine.emplace(tp, known->second);
   }
   auto lag = st.coordinator.lag(group_id, mine);
   if (!lag.ok()) return from_group(lag.error());
+  // KAFKA-2334: a lag measured to a figure below the partition's end would look smaller than it
+  // is; it is not available instead (null in the lag routes) until the leader answers.
+  for (auto& l : lag.value()) {
+    if (end_unknown.contains(l.partition)) l.lag.reset();
+  }
   return std::move(lag.value());
 }
 

@@ -165,7 +165,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
                  " from offset " + std::to_string(rt->epoch_start_offset.value()) + ", high watermark " +
                  std::to_string(rt->log->high_watermark().value()));
       }
-      ++rt->follower_generation;   // a follower loop of the previous leadership stops
+      new_follower_generation(*rt);   // a follower loop of the previous leadership stops
       publish(*rt);
     } else {
       rt->leader->set_committed(p.replicas, p.in_sync_replicas, now);
@@ -181,7 +181,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
     return;
   }
   if (new_leadership) {
-    ++rt->follower_generation;
+    new_follower_generation(*rt);
     publish(*rt);
     log_info("partition " + tp_name(*rt) + ": following leader " + std::to_string(p.leader) + " in epoch " +
              std::to_string(p.leader_epoch) + " from offset " + std::to_string(rt->log->log_end_offset().value()));
@@ -201,19 +201,30 @@ result<void> broker_impl::check_serving(const partition_runtime& rt, std::option
   if (!rt.leader) {
     return error{errc::not_leader_or_follower, "this broker does not lead " + tp_name(rt) + " now: retry"};
   }
-  // KIP-207: a new leader's high watermark may start below the one its predecessor reported
-  // (followers learn it one fetch late); until it reaches the log end of the election (every
-  // record of earlier epochs committed), a reader at the high watermark (or asking for the
-  // latest offset) is told to retry, so that no reader sees it move backwards. Reads below it
-  // are served: those records are committed.
-  const bool at_the_edge = !reading_at || *reading_at >= rt.log->high_watermark();
-  if (rt.log->high_watermark() < rt.epoch_start_offset && at_the_edge) {
-    return error{errc::not_leader_or_follower,
-                 "the new leader of " + tp_name(rt) + " is still establishing its high watermark (at " +
-                     std::to_string(rt.log->high_watermark().value()) + ", the leadership began at offset " +
-                     std::to_string(rt.epoch_start_offset.value()) + "): retry"};
+  // Reads below the high watermark are served: those records are committed. A reader at the high
+  // watermark (or asking for the latest offset) learns the partition's end, which only a leader
+  // that knows it may tell (replication/offsets_gate.h: KIP-207, KAFKA-2334).
+  const model::offset hw = rt.log->high_watermark();
+  if (reading_at && *reading_at < hw) return base::ok_v;
+  const int64_t now = deps_.clock.now_ms();
+  const int64_t lease_until = leadership_lease_until_ms_.load(std::memory_order_relaxed);
+  switch (replication::answer_end_offset(hw, rt.epoch_start_offset, rt.replicas.size(), now < lease_until)) {
+    case replication::end_offset_answer::available:
+      return base::ok_v;
+    case replication::end_offset_answer::lease_lapsed:
+      return error{errc::not_leader_or_follower,
+                   "this broker has not heard from the active controller since " +
+                       (lease_until < 0 ? std::string("it started")
+                                        : std::to_string(now - lease_until) + " ms past its leadership lease") +
+                       ": it may have been fenced and " + tp_name(rt) + " led by another broker meanwhile; retry"};
+    case replication::end_offset_answer::offset_not_available:
+      break;
   }
-  return base::ok_v;
+  return error{errc::offset_not_available,
+               "the new leader of " + tp_name(rt) + " is still establishing its high watermark (at " +
+                   std::to_string(hw.value()) + ", its leader epoch " + std::to_string(rt.epoch.value()) +
+                   " began at offset " + std::to_string(rt.epoch_start_offset.value()) +
+                   "): the partition's end is not known yet; retry"};
 }
 
 result<void> broker_impl::check_append(const partition_runtime& rt, acks_mode acks) const {
@@ -494,10 +505,23 @@ void broker_impl::start_follower_fetch(size_t shard, const std::shared_ptr<parti
   send_follower_fetch(shard, rt, rt->follower_generation);
 }
 
+void broker_impl::new_follower_generation(partition_runtime& rt) {
+  ++rt.follower_generation;
+  // The loop of the previous generation may be waiting on a fetch to a former leader that does
+  // not answer (paused, cut off: up to replica.fetch.wait.max.ms + replica_fetch_timeout_slack_ms).
+  // It ends silently when that answer comes (send_follower_fetch); the new leader is fetched from
+  // at once, so the in-sync replicas it needs for acks=all keep up (newcomer finding 6: this
+  // wait added ~2 s to a leader pause).
+  rt.follower_fetching = false;
+}
+
 void broker_impl::send_follower_fetch(size_t shard, std::weak_ptr<partition_runtime> weak, uint64_t generation) {
   auto rt = weak.lock();
   if (!rt) return;
-  if (stopping_ || rt->deleted || rt->leader || rt->leader_id < 0 || rt->follower_generation != generation) {
+  // A loop of an earlier generation ends without a word: the flag and any newer loop belong to
+  // the current generation (new_follower_generation).
+  if (rt->follower_generation != generation) return;
+  if (stopping_ || rt->deleted || rt->leader || rt->leader_id < 0) {
     // This loop ends. It was the only one (a loop starts only while none runs), so the flag goes
     // with it whatever happened meanwhile (this node led, or had no leader to follow, for a
     // while); a newer leadership to follow gets its loop now. Found by tests/cluster: keeping
@@ -657,7 +681,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
     if (!rt) return;
     if (!r.ok()) {
       log_error("partition " + tp_name(*rt) + ": fdatasync failed: " + r.error().message);
-      rt->follower_fetching = false;
+      if (rt->follower_generation == generation) rt->follower_fetching = false;
       return;
     }
     learn_high_watermark();

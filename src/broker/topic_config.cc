@@ -7,6 +7,7 @@
 
 #include "broker_configs.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/codec/compression.h"
 
 namespace ringlog::broker {
 namespace {
@@ -34,6 +35,10 @@ const std::vector<config_spec>& specs() {
       {"min.insync.replicas", 1, i32_max, true},
       {"message.timestamp.type", 0, 0, false},
       {"compression.type", 0, 0, false},
+      // KIP-390 (codec/compression.h): gzip's -1 is zlib's default, 0 is refused below.
+      {"compression.gzip.level", codec::gzip_level_default, codec::gzip_level_max, true},
+      {"compression.lz4.level", codec::lz4_level_min, codec::lz4_level_max, true},
+      {"compression.zstd.level", codec::zstd_level_min, codec::zstd_level_max, true},
       // Log compaction (storage/log_cleaner.h), Kafka's names and defaults.
       {"min.cleanable.dirty.ratio", 0, 0, false},
       {"min.compaction.lag.ms", 0, i64_max, true},
@@ -121,7 +126,10 @@ std::string topic_config_default(const broker_config& c, const std::string& name
   if (name == "max.message.bytes") return std::to_string(c.message_max_bytes);
   if (name == "min.insync.replicas") return std::to_string(c.min_insync_replicas);
   if (name == "message.timestamp.type") return "CreateTime";
-  if (name == "compression.type") return "producer";
+  if (name == "compression.type") return c.compression_type;
+  if (name == "compression.gzip.level") return std::to_string(c.compression_gzip_level);
+  if (name == "compression.lz4.level") return std::to_string(c.compression_lz4_level);
+  if (name == "compression.zstd.level") return std::to_string(c.compression_zstd_level);
   if (name == "min.cleanable.dirty.ratio") return ratio_text(c.log_cleaner_min_cleanable_ratio);
   if (name == "min.compaction.lag.ms") return std::to_string(c.log_cleaner_min_compaction_lag_ms);
   if (name == "max.compaction.lag.ms") return std::to_string(c.log_cleaner_max_compaction_lag_ms);
@@ -160,6 +168,10 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
   }
   auto v = parse_number(name, value);
   if (!v.ok()) return v.error();
+  if (name == "compression.gzip.level" && v.value() == 0) {
+    // Kafka's GzipCompression level validator: -1 (zlib's default) or [1, 9].
+    return error{errc::invalid_config, "config compression.gzip.level=0 is not -1 or in [1, 9]"};
+  }
   if (v.value() < spec->min || v.value() > spec->max) {
     return error{errc::invalid_config, "config " + name + "=" + value + " is out of range [" +
                                            std::to_string(spec->min) + ", " + std::to_string(spec->max) + "]"};
@@ -234,14 +246,22 @@ std::vector<topic_config_entry> describe_topic_configs(const broker_config& c,
   return out;
 }
 
-std::optional<model::compression> stored_compression(const std::map<std::string, std::string>& overrides) {
-  auto it = overrides.find("compression.type");
-  if (it == overrides.end() || it->second == "producer") return std::nullopt;
-  if (it->second == "gzip") return model::compression::gzip;
-  if (it->second == "snappy") return model::compression::snappy;
-  if (it->second == "lz4") return model::compression::lz4;
-  if (it->second == "zstd") return model::compression::zstd;
-  return model::compression::none;   // uncompressed
+std::optional<stored_codec> stored_compression(const broker_config& c, const std::map<std::string, std::string>& overrides) {
+  auto value_of = [&](const std::string& name) {
+    auto it = overrides.find(name);
+    return it != overrides.end() ? it->second : topic_config_default(c, name);
+  };
+  auto level_of = [&](const std::string& name) -> std::optional<int32_t> {
+    auto v = parse_number(name, value_of(name));
+    return v.ok() ? std::optional<int32_t>(static_cast<int32_t>(v.value())) : std::nullopt;
+  };
+  const std::string codec = value_of("compression.type");
+  if (codec == "producer") return std::nullopt;
+  if (codec == "gzip") return stored_codec{model::compression::gzip, level_of("compression.gzip.level")};
+  if (codec == "snappy") return stored_codec{model::compression::snappy, std::nullopt};
+  if (codec == "lz4") return stored_codec{model::compression::lz4, level_of("compression.lz4.level")};
+  if (codec == "zstd") return stored_codec{model::compression::zstd, level_of("compression.zstd.level")};
+  return stored_codec{model::compression::none, std::nullopt};   // uncompressed
 }
 
 }  // namespace ringlog::broker

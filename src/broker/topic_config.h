@@ -40,8 +40,18 @@ std::vector<topic_config_entry> describe_topic_configs(const broker_config& conf
                                                        const std::map<std::string, std::string>& overrides,
                                                        const std::vector<broker_config_entry>& broker_configs);
 
-/// The codec a topic stores batches with (compression.type): nullopt for "producer" (each batch
-/// as its producer compressed it; Kafka's default), none for "uncompressed".
-std::optional<model::compression> stored_compression(const std::map<std::string, std::string>& overrides);
+/// The codec a topic stores batches with: its own compression.type, else the broker's
+/// (`config.compression_type`: dynamic per broker, cluster-wide, static, "producer"), as Kafka's
+/// LogValidator reads the topic's effective LogConfig. nullopt for "producer" (each batch as its
+/// producer compressed it; Kafka's default), none for "uncompressed" (Kafka's name for none: the
+/// value "none" is refused, as Kafka's BrokerCompressionType refuses it). The level is the
+/// codec's compression.{gzip,lz4,zstd}.level, found the same way (KIP-390); nullopt for snappy
+/// and none.
+struct stored_codec {
+  model::compression compression;
+  std::optional<int32_t> level;
+};
+std::optional<stored_codec> stored_compression(const broker_config& config,
+                                               const std::map<std::string, std::string>& overrides);
 
 }  // namespace ringlog::broker

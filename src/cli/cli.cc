@@ -35,6 +35,9 @@ using json = nlohmann::json;
 
 namespace {
 
+/// How long `cluster status` waits for the quorum leader it re-asks, ms: a leader that does not
+/// answer within it (paused, cut off) leaves the asked node's view in place.
+constexpr int64_t cluster_status_reask_timeout_ms = 5000;
 /// Lines per produce request: one HTTP round trip and one broker batch each.
 constexpr size_t produce_batch_lines_default = 500;
 constexpr const char* binary_type = "application/vnd.kafka.binary.v2+json";
@@ -122,6 +125,20 @@ int report_failure(const http_client::reply_result& r, std::string_view what) {
 
 bool ok_status(const http_client::reply_result& r) { return r.ok() && r->status >= 200 && r->status < 300; }
 
+/// A JSON value as a table cell: "-" for null, strings unquoted.
+std::string cell(const json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+/// Broker ids as "1,2,3" ("-" for none).
+std::string ids_cell(const json& ids) {
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ",") + cell(id);
+  return out.empty() ? "-" : out;
+}
+
 std::optional<std::string> cluster_id(http_client& client) {
   auto r = client.get("/v3/clusters");
   if (!ok_status(r)) {
@@ -154,12 +171,21 @@ constexpr const char* topics_usage = R"(usage: ringlog topics COMMAND [options]
 Commands:
   list                                   topic names, one per line
   create NAME [--partitions N] [--replication-factor N] [--config KEY=VALUE]...
-  describe NAME                          partitions, leaders, offsets and configs
+  describe [NAME] [--under-replicated-partitions] [--unavailable-partitions]
+                                         partitions with leader, replicas, ISR, offsets, and
+                                         configs (every topic when NAME is left out)
   delete NAME
   alter NAME [--partitions N] [--config KEY=VALUE]... [--delete-config KEY]...
 
+describe prints one line per partition, as kafka-topics.sh --describe: Leader (none: its in-sync
+replicas are all unavailable), Replicas (the first is the preferred leader), Isr, and Adding and
+Removing while a reassignment moves it. --under-replicated-partitions prints only the partitions
+with fewer in-sync replicas than replicas, --unavailable-partitions only those with no leader
+(both: either); then no topic line is printed.
+
 Options:
-  --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
+                           separated by commas are tried in turn, as Kafka's tools do
   --help                   this text
 )";
 
@@ -176,34 +202,111 @@ std::optional<json> config_list(const std::vector<std::string>& assignments) {
   return configs;
 }
 
-int topics_describe(http_client& client, const std::string& cluster, const std::string& name) {
+/// Which partitions `topics describe` prints (kafka-topics.sh --describe's filters).
+struct describe_filter {
+  bool under_replicated = false;   // --under-replicated-partitions: fewer in sync than replicas
+  bool unavailable = false;        // --unavailable-partitions: no leader
+  [[nodiscard]] bool any() const { return under_replicated || unavailable; }
+};
+
+/// One partition of `topics describe`: replicas in their order (the first is the preferred
+/// leader), the in-sync ones in that order, and the replicas a reassignment adds and removes.
+struct partition_replicas {
+  std::string replicas;
+  std::string isr;
+  size_t replica_count = 0;
+  size_t isr_count = 0;
+};
+
+std::optional<partition_replicas> replicas_of(http_client& client, const std::string& partition_path,
+                                              const std::string& what) {
+  auto r = client.get(partition_path + "/replicas");
+  if (!ok_status(r)) {
+    report_failure(r, what);
+    return std::nullopt;
+  }
+  partition_replicas out;
+  const json list = json::parse(r->body);
+  for (const auto& replica : list["data"]) {
+    const std::string id = cell(replica["broker_id"]);
+    out.replicas += (out.replicas.empty() ? "" : ",") + id;
+    ++out.replica_count;
+    if (replica.value("is_in_sync", false)) {
+      out.isr += (out.isr.empty() ? "" : ",") + id;
+      ++out.isr_count;
+    }
+  }
+  return out;
+}
+
+/// Prints topic `name` as kafka-topics.sh --describe does: a topic line, then one line per
+/// partition (only the matching ones, and no topic line, when `filter` names any). 0, or 1 when
+/// the broker refused a call.
+int topics_describe(http_client& client, const std::string& cluster, const std::string& name,
+                    const describe_filter& filter) {
   std::string base = "/v3/clusters/" + percent_encode_segment(cluster) + "/topics/" + percent_encode_segment(name);
   auto topic = client.get(base);
   if (!ok_status(topic)) return report_failure(topic, "describe " + name);
-  auto configs = client.get(base + "/configs");
-  if (!ok_status(configs)) return report_failure(configs, "describe " + name);
   auto partitions = client.get(base + "/partitions");
   if (!ok_status(partitions)) return report_failure(partitions, "describe " + name);
-  json t = json::parse(topic->body);
-  std::string overrides;
-  // Parsed into locals: a range-for over a member of a temporary dangles in C++20.
-  const json config_list_json = json::parse(configs->body);
-  for (const auto& c : config_list_json["data"]) {
-    if (c.value("is_default", true)) continue;
-    overrides += (overrides.empty() ? "" : ",") + c["name"].get<std::string>() + "=" +
-                 (c["value"].is_null() ? std::string() : c["value"].get<std::string>());
+  auto moves = client.get(base + "/partitions/-/reassignment");
+  if (!ok_status(moves)) return report_failure(moves, "describe " + name);
+  std::map<int64_t, json> moving;
+  const json move_list = json::parse(moves->body);
+  for (const auto& m : move_list["data"]) moving[m["partition_id"].get<int64_t>()] = m;
+  if (!filter.any()) {
+    auto configs = client.get(base + "/configs");
+    if (!ok_status(configs)) return report_failure(configs, "describe " + name);
+    json t = json::parse(topic->body);
+    std::string overrides;
+    // Parsed into locals: a range-for over a member of a temporary dangles in C++20.
+    const json config_list_json = json::parse(configs->body);
+    for (const auto& c : config_list_json["data"]) {
+      if (c.value("is_default", true)) continue;
+      overrides += (overrides.empty() ? "" : ",") + c["name"].get<std::string>() + "=" +
+                   (c["value"].is_null() ? std::string() : c["value"].get<std::string>());
+    }
+    std::cout << "Topic: " << name << "\tTopicId: " << t.value("topic_id", "") << "\tPartitionCount: "
+              << t["partitions_count"] << "\tReplicationFactor: " << t["replication_factor"] << "\tConfigs: " << overrides
+              << "\n";
   }
-  std::cout << "Topic: " << name << "\tTopicId: " << t.value("topic_id", "") << "\tPartitionCount: "
-            << t["partitions_count"] << "\tReplicationFactor: " << t["replication_factor"] << "\tConfigs: " << overrides
-            << "\n";
   const json partition_list_json = json::parse(partitions->body);
   for (const auto& p : partition_list_json["data"]) {
-    std::string leader = p["leader"]["related"].get<std::string>();
-    leader = leader.substr(leader.rfind('/') + 1);
-    std::cout << "\tPartition: " << p["partition_id"] << "\tLeader: " << leader << "\tLeaderEpoch: "
-              << p.value("leader_epoch", 0) << "\tLogStartOffset: " << p.value("log_start_offset", 0)
+    std::string leader = "none";   // no leader: its in-sync replicas are all unavailable
+    if (p["leader"].is_object()) {
+      leader = p["leader"]["related"].get<std::string>();
+      leader = leader.substr(leader.rfind('/') + 1);
+    }
+    const int64_t id = p["partition_id"].get<int64_t>();
+    const std::string what = "describe partition " + std::to_string(id) + " of " + name;
+    auto replicas = replicas_of(client, base + "/partitions/" + std::to_string(id), what);
+    if (!replicas) return 1;
+    const bool under_replicated = replicas->isr_count < replicas->replica_count;
+    const bool unavailable = leader == "none";
+    if (filter.any() && !(filter.under_replicated && under_replicated) && !(filter.unavailable && unavailable)) continue;
+    std::cout << "\tTopic: " << name << "\tPartition: " << id << "\tLeader: " << leader << "\tReplicas: "
+              << replicas->replicas << "\tIsr: " << (replicas->isr.empty() ? "-" : replicas->isr);
+    if (auto m = moving.find(id); m != moving.end()) {
+      std::cout << "\tAdding: " << ids_cell(m->second["adding_replicas"]) << "\tRemoving: "
+                << ids_cell(m->second["removing_replicas"]);
+    }
+    std::cout << "\tLeaderEpoch: " << p.value("leader_epoch", 0) << "\tLogStartOffset: " << p.value("log_start_offset", 0)
               << "\tHighWatermark: " << p.value("high_watermark", 0) << "\tLogEndOffset: " << p.value("log_end_offset", 0)
               << "\tSizeBytes: " << p.value("size_bytes", 0) << "\n";
+  }
+  return 0;
+}
+
+/// `topics describe` of every topic (no NAME given): the filters' use after a failure, as
+/// `kafka-topics.sh --describe --under-replicated-partitions` without --topic.
+int topics_describe_all(http_client& client, const std::string& cluster, const describe_filter& filter) {
+  auto r = client.get("/v3/clusters/" + percent_encode_segment(cluster) + "/topics");
+  if (!ok_status(r)) return report_failure(r, "list topics");
+  const json list = json::parse(r->body);
+  for (const auto& t : list["data"]) {
+    if (int failed = topics_describe(client, cluster, t["topic_name"].get<std::string>(), filter); failed != 0) {
+      return failed;
+    }
   }
   return 0;
 }
@@ -212,7 +315,7 @@ int topics_describe(http_client& client, const std::string& cluster, const std::
 
 int topics_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--partitions", "--replication-factor", "--config", "--delete-config"},
-                      {"--help"});
+                      {"--help", "--under-replicated-partitions", "--unavailable-partitions"});
   if (!a) return 2;
   if (a->has("--help")) {
     std::cout << topics_usage;
@@ -235,6 +338,18 @@ int topics_main(int argc, char** argv) {
     std::cerr << "unknown topics command \"" << command << "\"\n" << topics_usage;
     return 2;
   }
+  describe_filter filter;
+  filter.under_replicated = a->has("--under-replicated-partitions");
+  filter.unavailable = a->has("--unavailable-partitions");
+  if (filter.any() && command != "describe") {
+    std::cerr << "--under-replicated-partitions and --unavailable-partitions are options of topics describe\n";
+    return 2;
+  }
+  if (command == "describe" && a->positional.size() == 1) {
+    auto cluster = cluster_id(*client);
+    if (!cluster) return 1;
+    return topics_describe_all(*client, *cluster, filter);
+  }
   if (a->positional.size() != 2) {
     std::cerr << "topics " << command << " needs one topic name\n" << topics_usage;
     return 2;
@@ -255,7 +370,7 @@ int topics_main(int argc, char** argv) {
     std::cout << "Created topic " << name << ".\n";
     return 0;
   }
-  if (command == "describe") return topics_describe(*client, *cluster, name);
+  if (command == "describe") return topics_describe(*client, *cluster, name, filter);
   if (command == "delete") {
     auto r = client->del(topics_path + "/" + percent_encode_segment(name));
     if (!ok_status(r)) return report_failure(r, "delete " + name);
@@ -308,7 +423,8 @@ Options:
   --partition N            send every record to partition N (default: murmur2 of the key, or spread)
   --acks 0|1|all           acknowledgement level (default all)
   --batch-size N           lines per request (default 500)
-  --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
+                           separated by commas are tried in turn, as Kafka's tools do
   --help                   this text
 )";
 
@@ -485,7 +601,8 @@ Options:
                            shares the partitions and keeps committed offsets; --offset
                            earliest|latest is then auto.offset.reset, and each batch printed is
                            committed afterwards (at-least-once)
-  --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
+                           separated by commas are tried in turn, as Kafka's tools do
   --help                   this text
 )";
 
@@ -690,15 +807,10 @@ Commands:
                                          none: every letter not redriven yet
 
 Options:
-  --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
+                           separated by commas are tried in turn, as Kafka's tools do
   --help                   this text
 )";
-
-std::string cell(const json& v) {
-  if (v.is_null()) return "-";
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump();
-}
 
 int groups_lag(http_client& client, const std::string& path) {
   auto r = client.get(path + "/lags");
@@ -752,12 +864,18 @@ constexpr const char* cluster_usage = R"(usage: ringlog cluster status [--bootst
        ringlog cluster reassign --topic T --partition P (--replicas ID,ID,... | --cancel) [--bootstrap-server URL]
        ringlog cluster reassignments [--topic T] [--bootstrap-server URL]
 
-status: prints the cluster as the node at URL (default http://127.0.0.1:8082) sees it: every
-registered broker with its state (unfenced, fenced, controlled_shutdown) and HTTP address, the
-active controller, and the metadata quorum (leader, epoch, high watermark, each voter's log end
-offset and lag, as kafka-metadata-quorum describe --status shows them). A voter's ROLES is
-broker,controller, or controller for a dedicated controller (process.roles=controller), which is
-never listed as a broker.
+status: prints the cluster: the active controller (Controller: node N, "dedicated" for a
+process.roles=controller node), every registered broker with its state (unfenced, fenced,
+controlled_shutdown) and HTTP address, and the metadata quorum (leader, epoch, high watermark,
+each voter's log end offset and lag, as kafka-metadata-quorum describe --status shows them). Only
+the quorum's leader knows the voters' offsets (a follower or an observer answers "-" there): when
+the node asked is not the leader, the leader is asked again (at its broker address, or the
+--bootstrap-server URL that answers as it) and AnsweredBy names the node asked first too. With no
+quorum leader (LeaderId "-": an election, or no majority of voters running) the broker states are
+as last known. A voter's ROLES is broker,controller, or controller for a dedicated controller,
+which is never listed as a broker; OBSERVER rows (on the leader) are the broker-only nodes
+(process.roles=broker), which fetch the metadata log without a vote (KIP-595); AnsweredBy says
+observer when one of them answered.
 
 elect-leaders: preferred leader election, as kafka-leader-election.sh --election-type preferred:
 each partition (every partition of every topic; --topic: that topic's; --partition: one) whose
@@ -846,12 +964,6 @@ std::optional<std::vector<int32_t>> broker_id_list(const std::string& text) {
   return out;
 }
 
-std::string ids_cell(const json& ids) {
-  std::string out;
-  for (const auto& id : ids) out += (out.empty() ? "" : ",") + cell(id);
-  return out.empty() ? "-" : out;
-}
-
 int reassign(const args& a) {
   const auto topic = a.get("--topic");
   const auto replicas_text = a.get("--replicas");
@@ -912,6 +1024,123 @@ int list_reassignments(const args& a) {
   return 0;
 }
 
+/// The brokers and the quorum as one node answers them (GET .../brokers and .../quorum).
+struct cluster_view {
+  json brokers;
+  json quorum;
+};
+
+std::optional<cluster_view> cluster_view_of(http_client& client, const std::string& cluster, bool quiet) {
+  const std::string base = "/v3/clusters/" + percent_encode_segment(cluster);
+  auto brokers = client.get(base + "/brokers");
+  if (!ok_status(brokers)) {
+    if (!quiet) report_failure(brokers, "list brokers");
+    return std::nullopt;
+  }
+  auto quorum = client.get(base + "/quorum");
+  if (!ok_status(quorum)) {
+    if (!quiet) report_failure(quorum, "describe the quorum");
+    return std::nullopt;
+  }
+  return cluster_view{json::parse(brokers->body), json::parse(quorum->body)};
+}
+
+/// The view of the quorum's leader, when `asked` is not it: only the leader knows the voters' log
+/// end offsets and lag, and its broker states are the newest. Its HTTP address is its broker
+/// row's (a combined node) or one of the --bootstrap-server list (a dedicated controller has no
+/// address in the metadata). nullopt when no leader is known or none of those answers as it.
+std::optional<cluster_view> leader_view(const cluster_view& asked, const std::string& cluster,
+                                        const std::string& bootstrap, const std::string& asked_url) {
+  const json& leader = asked.quorum["leader_id"];
+  if (!leader.is_number() || leader == asked.quorum["node_id"]) return std::nullopt;
+  std::vector<std::string> urls;
+  for (const auto& b : asked.brokers["data"]) {
+    if (b["broker_id"] == leader && b["host"].is_string()) urls.push_back("http://" + cell(b["host"]) + ":" + cell(b["port"]));
+  }
+  if (auto listed = parse_bootstrap_servers(bootstrap); listed.ok()) {
+    for (const auto& e : *listed) urls.push_back("http://" + e.host + ":" + e.port);
+  }
+  for (const auto& url : urls) {
+    if (url == asked_url) continue;
+    auto client = http_client::create(url);
+    if (!client.ok()) continue;
+    (*client)->set_timeout_ms(cluster_status_reask_timeout_ms);
+    auto view = cluster_view_of(**client, cluster, true);
+    if (view && view->quorum["node_id"] == leader) return view;
+  }
+  return std::nullopt;
+}
+
+/// "leader", "follower", ..., or "observer" for a broker-only node (KIP-595: it fetches the
+/// metadata log without a vote; the quorum calls its role follower).
+std::string quorum_role(const json& q) {
+  return q.value("is_observer", false) ? std::string("observer") : cell(q["role"]);
+}
+
+int cluster_status(const args& a) {
+  auto client = connect(a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  auto asked = cluster_view_of(*client, *cluster, false);
+  if (!asked) return 1;
+  const std::string bootstrap = a.get("--bootstrap-server").value_or(default_bootstrap);
+  const auto from_leader = leader_view(*asked, *cluster, bootstrap, client->base_url());
+  const cluster_view& shown = from_leader ? *from_leader : *asked;
+  const json& b = shown.brokers;
+  const json& q = shown.quorum;
+  auto is_broker = [&](const json& id) {
+    return std::any_of(b["data"].begin(), b["data"].end(), [&](const json& broker) { return broker["broker_id"] == id; });
+  };
+  std::cout << "ClusterId:\t" << *cluster << "\n";
+  if (q["leader_id"].is_number()) {
+    std::cout << "Controller:\tnode " << cell(q["leader_id"]) << " ("
+              << (is_broker(q["leader_id"]) ? "broker,controller" : "dedicated") << ")\n";
+  } else {
+    std::cout << "Controller:\tnone\n";
+  }
+  std::cout << "BROKER\tSTATE\tCONTROLLER\tEPOCH\tRACK\tADDRESS\n";
+  for (const auto& broker : b["data"]) {
+    std::cout << cell(broker["broker_id"]) << "\t" << cell(broker.value("state", json("unfenced"))) << "\t"
+              << (broker.value("is_controller", false) ? "yes" : "no") << "\t" << cell(broker["broker_epoch"]) << "\t"
+              << cell(broker["rack"]) << "\thttp://" << cell(broker["host"]) << ":" << cell(broker["port"]) << "\n";
+  }
+  if (!q["leader_id"].is_number()) {
+    // No quorum leader (an election, or no majority of voters): nothing fences or unfences.
+    std::cout << "(no active controller: broker states are as last known)\n";
+  }
+  std::cout << "\nLeaderId:\t" << cell(q["leader_id"]) << "\nLeaderEpoch:\t" << cell(q["leader_epoch"])
+            << "\nHighWatermark:\t" << cell(q["high_watermark"]) << "\nAnsweredBy:\t" << cell(q["node_id"])
+            << " (" << quorum_role(q) << ", applied offset " << cell(q["applied_offset"]);
+  if (from_leader) {
+    std::cout << "; asked first: node " << cell(asked->quorum["node_id"]) << " (" << quorum_role(asked->quorum)
+              << "), which does not know the voters' offsets";
+  }
+  std::cout << ")\n";
+  // ROLES: a voter that is not a registered broker is a dedicated controller (process.roles=controller).
+  std::cout << "VOTER\tLOG_END_OFFSET\tLAG\tLAST_FETCH_MS_AGO\tROLES\n";
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  auto ago = [now_ms](const json& v) {
+    return v["last_fetch_timestamp"].is_number() ? std::to_string(now_ms - v["last_fetch_timestamp"].get<int64_t>())
+                                                 : std::string("-");
+  };
+  for (const auto& v : q["voters"]) {
+    std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago(v)
+              << "\t" << (is_broker(v["replica_id"]) ? "broker,controller" : "controller") << "\n";
+  }
+  // Observers (KIP-595): broker-only nodes (process.roles=broker) that fetch the metadata log but
+  // never vote; known with their offsets on the quorum leader.
+  if (q.contains("observers") && !q["observers"].empty()) {
+    std::cout << "OBSERVER\tLOG_END_OFFSET\tLAG\tLAST_FETCH_MS_AGO\n";
+    for (const auto& v : q["observers"]) {
+      std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago(v)
+                << "\n";
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cluster_main(int argc, char** argv) {
@@ -943,51 +1172,7 @@ int cluster_main(int argc, char** argv) {
     std::cerr << "cluster status takes no --topic or --partition\n" << cluster_usage;
     return 2;
   }
-  auto client = connect(*a);
-  if (!client) return 2;
-  auto cluster = cluster_id(*client);
-  if (!cluster) return 1;
-  const std::string base = "/v3/clusters/" + percent_encode_segment(*cluster);
-  auto brokers = client->get(base + "/brokers");
-  if (!ok_status(brokers)) return report_failure(brokers, "list brokers");
-  auto quorum = client->get(base + "/quorum");
-  if (!ok_status(quorum)) return report_failure(quorum, "describe the quorum");
-  const json b = json::parse(brokers->body);
-  const json q = json::parse(quorum->body);
-  std::cout << "ClusterId:\t" << *cluster << "\n";
-  std::cout << "BROKER\tSTATE\tCONTROLLER\tEPOCH\tRACK\tADDRESS\n";
-  for (const auto& broker : b["data"]) {
-    std::cout << cell(broker["broker_id"]) << "\t" << cell(broker.value("state", json("unfenced"))) << "\t"
-              << (broker.value("is_controller", false) ? "yes" : "no") << "\t" << cell(broker["broker_epoch"]) << "\t"
-              << cell(broker["rack"]) << "\thttp://" << cell(broker["host"]) << ":" << cell(broker["port"]) << "\n";
-  }
-  std::cout << "\nLeaderId:\t" << cell(q["leader_id"]) << "\nLeaderEpoch:\t" << cell(q["leader_epoch"])
-            << "\nHighWatermark:\t" << cell(q["high_watermark"]) << "\nAnsweredBy:\t" << cell(q["node_id"])
-            << " (" << cell(q["role"]) << ", applied offset " << cell(q["applied_offset"]) << ")\n";
-  // ROLES: a voter that is not a registered broker is a dedicated controller (process.roles=controller).
-  std::cout << "VOTER\tLOG_END_OFFSET\tLAG\tLAST_FETCH_MS_AGO\tROLES\n";
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
-  for (const auto& v : q["voters"]) {
-    std::string ago = "-";
-    if (v["last_fetch_timestamp"].is_number()) ago = std::to_string(now_ms - v["last_fetch_timestamp"].get<int64_t>());
-    const bool is_broker = std::any_of(b["data"].begin(), b["data"].end(),
-                                       [&](const json& broker) { return broker["broker_id"] == v["replica_id"]; });
-    std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago
-              << "\t" << (is_broker ? "broker,controller" : "controller") << "\n";
-  }
-  // Observers (KIP-595): broker-only nodes (process.roles=broker) that fetch the metadata log but
-  // never vote; known with their offsets on the quorum leader.
-  if (q.contains("observers") && !q["observers"].empty()) {
-    std::cout << "OBSERVER\tLOG_END_OFFSET\tLAG\tLAST_FETCH_MS_AGO\n";
-    for (const auto& v : q["observers"]) {
-      std::string ago = "-";
-      if (v["last_fetch_timestamp"].is_number()) ago = std::to_string(now_ms - v["last_fetch_timestamp"].get<int64_t>());
-      std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago
-                << "\n";
-    }
-  }
-  return 0;
+  return cluster_status(*a);
 }
 
 int groups_main(int argc, char** argv) {
@@ -1114,7 +1299,8 @@ Commands:
                                producer is fenced and abort markers are written
 
 Options:
-  --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
+                           separated by commas are tried in turn, as Kafka's tools do
   --help                   this text
 )";
 
@@ -1204,7 +1390,8 @@ Options:
   --rate N                 total records/s to schedule; 0 = as fast as acks allow (default 0)
   --acks 0|1|all           (default all)
   --json                   print one JSON object instead of text
-  --bootstrap-server URL   broker REST listener (default http://127.0.0.1:8082)
+  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
+                           separated by commas are tried in turn, as Kafka's tools do
   --transport http|ws|kafka http (default): the REST API as above; ws: producers send one
                            produce message per record over /v1/ws to partition 0, and
                            --subscribers connections subscribe to partition 0 with credit;
@@ -1461,12 +1648,12 @@ void print_bench(const bench_settings& s, double seconds, bench_thread_result& p
 
 /// The WebSocket variant: producers and subscribers on partition 0 (see bench.h).
 int bench_ws(bench_settings& s, int64_t start_offset, bool as_json) {
-  auto endpoint = parse_base_url(s.bootstrap);
-  if (!endpoint.ok()) {
-    std::cerr << endpoint.error() << "\n";
+  auto endpoints = parse_bootstrap_servers(s.bootstrap);
+  if (!endpoints.ok()) {
+    std::cerr << endpoints.error() << "\n";
     return 2;
   }
-  auto outcome = run_ws_bench(s, *endpoint, start_offset);
+  auto outcome = run_ws_bench(s, endpoints->front(), start_offset);   // the first: its sessions stay there
   s.out_of_order = outcome.out_of_order;
   s.deliver_seconds = outcome.deliver_seconds;
   print_bench(s, outcome.seconds, outcome.produced, outcome.delivered, as_json);

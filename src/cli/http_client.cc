@@ -7,6 +7,7 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <optional>
+#include <vector>
 
 namespace ringlog::cli {
 
@@ -16,6 +17,9 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 struct http_client::impl {
+  /// The --bootstrap-server list, tried in turn from `current` on each new connection.
+  std::vector<http_endpoint> endpoints;
+  size_t current = 0;
   std::string host;
   std::string port;
   asio::io_context context;
@@ -23,7 +27,26 @@ struct http_client::impl {
   beast::flat_buffer buffer;
   int64_t timeout_ms = 120000;
 
+  /// Connects to the first endpoint that answers, from the current one on (as Kafka's tools walk
+  /// bootstrap.servers); the error names every one tried.
   std::optional<std::string> connect() {
+    std::string failures;
+    for (size_t tried = 0; tried < endpoints.size(); ++tried) {
+      const auto& e = endpoints[(current + tried) % endpoints.size()];
+      host = e.host;
+      port = e.port;
+      auto err = connect_one();
+      if (!err) {
+        current = (current + tried) % endpoints.size();
+        return std::nullopt;
+      }
+      failures += (failures.empty() ? "" : "; ") + *err;
+    }
+    return endpoints.size() == 1 ? failures + ": is `ringlog serve` running there? --bootstrap-server names another"
+                                 : "no bootstrap server answered (" + failures + ")";
+  }
+
+  std::optional<std::string> connect_one() {
     beast::error_code ec;
     tcp::resolver resolver(context);
     auto endpoints = resolver.resolve(host, port, ec);
@@ -33,8 +56,7 @@ struct http_client::impl {
     stream->connect(endpoints, ec);
     if (ec) {
       stream.reset();
-      return "cannot connect to a broker at " + host + ":" + port + " (" + ec.message() +
-             "): is `ringlog serve` running there? --bootstrap-server names another";
+      return "cannot connect to a broker at " + host + ":" + port + " (" + ec.message() + ")";
     }
     // A request is written as header + body; without TCP_NODELAY Nagle holds the last partial
     // segment of a large body until the server's delayed ACK (40 ms on Linux), as curl and
@@ -65,7 +87,11 @@ struct http_client::impl {
 
 base::result<http_endpoint, std::string> parse_base_url(const std::string& base_url) {
   std::string_view url = base_url;
-  if (url.substr(0, 7) != "http://") return "bootstrap server \"" + base_url + "\" must start with http://";
+  if (url.substr(0, 7) != "http://") {
+    // Kafka's tools take HOST:PORT of the Kafka listener; the CLI talks to the HTTP one.
+    return "bootstrap server \"" + base_url + "\" must start with http://: the CLI talks to a broker's HTTP listener " +
+           "(listeners=http://HOST:PORT, e.g. http://127.0.0.1:8082), not to its kafka:// one";
+  }
   url.remove_prefix(7);
   if (size_t slash = url.find('/'); slash != std::string_view::npos) url = url.substr(0, slash);
   size_t colon = url.rfind(':');
@@ -81,14 +107,35 @@ base::result<http_endpoint, std::string> parse_base_url(const std::string& base_
   return e;
 }
 
-base::result<std::unique_ptr<http_client>, std::string> http_client::create(const std::string& base_url) {
-  auto endpoint = parse_base_url(base_url);
-  if (!endpoint.ok()) return endpoint.error();
+base::result<std::vector<http_endpoint>, std::string> parse_bootstrap_servers(const std::string& list) {
+  std::vector<http_endpoint> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) {
+      auto endpoint = parse_base_url(item);
+      if (!endpoint.ok()) return endpoint.error();
+      out.push_back(std::move(endpoint).value());
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.empty()) return "--bootstrap-server \"" + list + "\" names no server";
+  return out;
+}
+
+base::result<std::unique_ptr<http_client>, std::string> http_client::create(const std::string& base_urls) {
+  auto endpoints = parse_bootstrap_servers(base_urls);
+  if (!endpoints.ok()) return endpoints.error();
   auto p = std::make_unique<impl>();
-  p->host = std::move(endpoint->host);
-  p->port = std::move(endpoint->port);
+  p->endpoints = std::move(endpoints).value();
+  p->host = p->endpoints.front().host;
+  p->port = p->endpoints.front().port;
   return std::unique_ptr<http_client>(new http_client(std::move(p)));
 }
+
+std::string http_client::base_url() const { return "http://" + impl_->host + ":" + impl_->port; }
 
 http_client::http_client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 http_client::~http_client() = default;

@@ -34,8 +34,6 @@ constexpr std::array<uint8_t, 8> xerial_magic = {0x82, 'S', 'N', 'A', 'P', 'P', 
 constexpr size_t xerial_header_bytes = 16;
 /// Uncompressed bytes per xerial block: snappy-java's default block size (32 KiB).
 constexpr size_t xerial_block_bytes = 32 * 1024;
-/// zstd level: Kafka's compression.zstd.level default (3).
-constexpr int zstd_level = 3;
 /// gzip through zlib: window bits 15 plus 16 selects the gzip wrapper (RFC 1952).
 constexpr int gzip_window_bits = 15 + 16;
 constexpr int gzip_memory_level = 8;
@@ -109,9 +107,11 @@ result<model::bytes> lz4_decompress(std::span<const std::byte> in) {
   return out;
 }
 
-result<model::bytes> lz4_compress(std::span<const std::byte> in) {
+result<model::bytes> lz4_compress(std::span<const std::byte> in, int32_t level) {
   // Kafka's writer shape: independent 64 KiB blocks, no checksums beyond the batch CRC.
   LZ4F_preferences_t preferences{};
+  // Kafka's default level is its fast compressor (LZ4F's 0); the others are LZ4 HC's levels.
+  preferences.compressionLevel = level == lz4_level_default ? 0 : level;
   preferences.frameInfo.blockSizeID = lz4_block_size;
   preferences.frameInfo.blockMode = LZ4F_blockIndependent;
   preferences.frameInfo.contentChecksumFlag = LZ4F_noContentChecksum;
@@ -156,11 +156,11 @@ result<model::bytes> gzip_decompress(std::span<const std::byte> in) {
   return out;
 }
 
-result<model::bytes> gzip_compress(std::span<const std::byte> in) {
+result<model::bytes> gzip_compress(std::span<const std::byte> in, int32_t level) {
   z_stream zs{};
-  const int rc = deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, gzip_window_bits, gzip_memory_level,
-                              Z_DEFAULT_STRATEGY);
-  RINGLOG_ASSERT(rc == Z_OK, "deflateInit2 with constant arguments");
+  // gzip_level_default (-1) is zlib's Z_DEFAULT_COMPRESSION.
+  const int rc = deflateInit2(&zs, level, Z_DEFLATED, gzip_window_bits, gzip_memory_level, Z_DEFAULT_STRATEGY);
+  RINGLOG_ASSERT(rc == Z_OK, "deflateInit2 with a level compress() checked");
   model::bytes out(deflateBound(&zs, static_cast<uLong>(in.size())));
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data()));
   zs.avail_in = static_cast<uInt>(in.size());
@@ -264,22 +264,43 @@ result<model::bytes> zstd_decompress(std::span<const std::byte> in) {
   return out;
 }
 
-result<model::bytes> zstd_compress(std::span<const std::byte> in) {
+result<model::bytes> zstd_compress(std::span<const std::byte> in, int32_t level) {
   model::bytes out(ZSTD_compressBound(in.size()));
-  const size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), zstd_level);
+  const size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), level);
   RINGLOG_ASSERT(!ZSTD_isError(n), "ZSTD_compress into a bound-sized buffer");
   out.resize(n);
   return out;
 }
 
+/// `level`, or `fallback` for nullopt, when it is `fallback` or in [min, max]; else an error naming it.
+result<int32_t> level_in(std::string_view codec, std::optional<int32_t> level, int32_t fallback, int32_t min,
+                         int32_t max) {
+  const int32_t v = level.value_or(fallback);
+  if (v == fallback || (v >= min && v <= max)) return v;
+  return error{errc::unsupported_compression, std::string(codec) + " level " + std::to_string(v) + " is outside [" +
+                                                  std::to_string(min) + ", " + std::to_string(max) + "]"};
+}
+
 }  // namespace
 
-result<model::bytes> compress(model::compression codec, std::span<const std::byte> in) {
+result<model::bytes> compress(model::compression codec, std::span<const std::byte> in, std::optional<int32_t> level) {
   switch (codec) {
-    case model::compression::gzip: return gzip_compress(in);
+    case model::compression::gzip: {
+      auto v = level_in("gzip", level, gzip_level_default, gzip_level_min, gzip_level_max);
+      if (!v.ok()) return v.error();
+      return gzip_compress(in, *v);
+    }
     case model::compression::snappy: return snappy_compress_xerial(in);
-    case model::compression::lz4: return lz4_compress(in);
-    case model::compression::zstd: return zstd_compress(in);
+    case model::compression::lz4: {
+      auto v = level_in("lz4", level, lz4_level_default, lz4_level_min, lz4_level_max);
+      if (!v.ok()) return v.error();
+      return lz4_compress(in, *v);
+    }
+    case model::compression::zstd: {
+      auto v = level_in("zstd", level, zstd_level_default, zstd_level_min, zstd_level_max);
+      if (!v.ok()) return v.error();
+      return zstd_compress(in, *v);
+    }
     case model::compression::none: break;
   }
   return error{errc::unsupported_compression, "compress() takes gzip, snappy, lz4 or zstd"};

@@ -269,7 +269,7 @@ result<model::bytes> encode_batch(const batch_options& options, std::span<const 
     }
   }
   if (options.compression != model::compression::none) {
-    auto compressed = compress(options.compression, section);
+    auto compressed = compress(options.compression, section, options.compression_level);
     if (!compressed.ok()) return compressed.error();
     section = std::move(*compressed);
   }

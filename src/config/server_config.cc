@@ -255,6 +255,20 @@ const std::vector<key_spec>& key_table() {
                  return std::nullopt;
                },
                [](const server_config& c) { return c.log_cleanup_policy; }},
+      // Kafka's broker compression.type (BrokerCompressionType): the codec batches are stored
+      // with, for every topic that does not set its own.
+      choice_key("compression.type", &server_config::compression_type,
+                 {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"},
+                 "default compression.type of topics: the codec stored batches are recompressed to, or producer "
+                 "to keep each batch as its producer sent it"),
+      // KIP-390: the level each codec compresses at, Kafka's bounds and defaults (the codec's
+      // compression.h holds the same).
+      int_key("compression.gzip.level", &server_config::compression_gzip_level, -1, 9,
+              "default compression.gzip.level of topics: zlib's level, -1 its default (not 0)"),
+      int_key("compression.lz4.level", &server_config::compression_lz4_level, 1, 17,
+              "default compression.lz4.level of topics: 9 the fast compressor, the others LZ4 HC's levels"),
+      int_key("compression.zstd.level", &server_config::compression_zstd_level, -131072, 22,
+              "default compression.zstd.level of topics: zstd's level, negative ones its fast modes"),
       fraction_key("log.cleaner.min.cleanable.ratio", &server_config::log_cleaner_min_cleanable_ratio, 0.0, 1.0,
                    "default min.cleanable.dirty.ratio of topics: clean a compacted log once dirty bytes / all bytes "
                    "reach this"),
@@ -630,6 +644,10 @@ result<server_config> load_server_config(const properties& values) {
   if (c.log_segment_bytes < c.message_max_bytes) {
     return invalid("log.segment.bytes", std::to_string(c.log_segment_bytes),
                    "must be at least message.max.bytes=" + std::to_string(c.message_max_bytes));
+  }
+  if (c.compression_gzip_level == 0) {
+    // Kafka's gzip level validator: -1 (zlib's default) or [1, 9]; zlib's 0 would store.
+    return invalid("compression.gzip.level", "0", "must be -1 or an integer in [1, 9]");
   }
   if (c.log_cleaner_min_compaction_lag_ms > c.log_cleaner_max_compaction_lag_ms) {
     // Kafka's conflict rule for the topic configs these default (LogConfig.validateValues).

@@ -562,6 +562,12 @@ namespace {
 
 using figures_fn = std::function<void(api::call&, broker::topic_description, std::vector<std::string> unanswered)>;
 
+/// How long a leader has to give its figures to a node that holds replicas of its partitions, ms:
+/// its own replicas' figures (high_watermark_established false) are the answer past that. Well
+/// above a LAN round trip; below the 1-2 s timeouts monitoring pollers use, so an isolated or
+/// stopped leader does not make them time out on every other partition.
+constexpr int64_t leader_figures_timeout_ms = 500;
+
 /// Copies a leader's figures (its KafkaPartition `p`) into `d`.
 void take_figures(broker::partition_description& d, const json& p) {
   d.log_start_offset = model::offset{p.value("log_start_offset", d.log_start_offset.value())};
@@ -572,23 +578,30 @@ void take_figures(broker::partition_description& d, const json& p) {
 }
 
 /// A partition's figures (log_start_offset, high_watermark, log_end_offset, size_bytes) come from
-/// a node's own replica. For each partition of `t` this node holds no replica of (a dedicated
-/// controller holds none; a broker outside the replica set), they are asked of its leader: one
-/// GET .../topics/{t}/partitions per such leader on its HTTP listener, marked forwarded so the
-/// leader answers from its own replicas and never passes it on. Then `done` on the call's thread,
-/// with the ids of the leaders that did not answer (their partitions keep this node's 0s).
+/// its leader (KAFKA-2334: a follower's high watermark lags the leader's by a fetch round, so it
+/// can be below an offset already acknowledged to an acks=all producer). For each partition of
+/// `t` this node does not lead, they are asked of its leader: one GET .../topics/{t}/partitions
+/// per such leader on its HTTP listener, marked forwarded so the leader answers from its own
+/// replicas and never passes it on. Then `done` on the call's thread, with the ids of the leaders
+/// that did not answer: their partitions keep this node's figures (0s where it holds no replica)
+/// with high_watermark_established false, since they are not the leader's. A leader whose
+/// partitions all have a replica here gets leader_figures_timeout_ms to answer (this node's own
+/// figures are a fallback, and a stalled leader must not stall the route); others the forwarder's.
 void with_leader_figures(const call_ptr& c, broker::topic_description t, figures_fn done) {
   http_forwarder* forwarder = c->self->options().forwarder;
   const int32_t self = c->broker().config().node_id;
   std::map<int32_t, broker::broker_description> leaders;
+  std::set<int32_t> without_fallback;   // leaders of a partition this node holds no replica of
   if (forwarder != nullptr && c->request.forwarded_by.empty()) {
     std::map<int32_t, broker::broker_description> brokers;
     for (auto& b : c->broker().list_brokers()) brokers.emplace(b.node_id, std::move(b));
-    for (const auto& p : t.partitions) {
-      const bool replica = std::find(p.replicas.begin(), p.replicas.end(), self) != p.replicas.end();
+    for (auto& p : t.partitions) {
+      if (p.leader == self) continue;
+      p.high_watermark_established = false;   // until the leader answers with its own
       auto it = brokers.find(p.leader);
-      if (replica || p.leader == self || it == brokers.end() || it->second.host.empty() || it->second.port <= 0) continue;
+      if (it == brokers.end() || it->second.host.empty() || it->second.port <= 0) continue;
       leaders.emplace(it->first, it->second);
+      if (std::find(p.replicas.begin(), p.replicas.end(), self) == p.replicas.end()) without_fallback.insert(p.leader);
     }
   }
   if (leaders.empty()) return done(*c, std::move(t), {});
@@ -608,8 +621,10 @@ void with_leader_figures(const call_ptr& c, broker::topic_description t, figures
   request.accept = "application/json";
   request.target = "/v3/clusters/" + percent_encode_segment(c->params["cluster_id"]) + "/topics/" +
                    percent_encode_segment(g->topic.name) + "/partitions";
-  const int64_t timeout_ms = proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms;
   for (const auto& [node, b] : leaders) {
+    const int64_t timeout_ms = without_fallback.contains(node)
+                                   ? proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms
+                                   : leader_figures_timeout_ms;
     forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port)}, timeout_ms, [c, g, node = node](forward_result r) {
       c->later([g, node, r = std::move(r)](api::call& call) {
         json body = r.answered && r.response.status == 200 ? json::parse(r.response.body, nullptr, false) : json();
@@ -795,11 +810,12 @@ void v3_list_all_topic_configs(const call_ptr& c) {
   });
 }
 
-/// POST .../topics/-/configs:alter: {"data": [{"topic_name", "name", "value", "operation"}],
-/// "validate_only"}. An unknown topic or config name is 404 for the whole request and nothing
-/// changes; validate_only checks every topic's changes (the first refusal answers) and changes
-/// nothing; otherwise each topic's changes are applied as one alter, 204 when all succeed and
-/// 207 {"failures": [{topic_name, error_code, message}]} naming those that did not.
+/// POST .../topics/-/configs:alter (Confluent's AlterMultipleTopicsConfigs): {"data":
+/// [{"topic_name", "configs": [{"name", "value", "operation"}]}], "validate_only"}. An unknown
+/// topic or config name is 404 for the whole request and nothing changes. Each topic's changes
+/// are then one alter (only checked with validate_only, which changes nothing): 204 when all
+/// succeed, else 207 {"failures": [{topic_name, error_code, message}]} naming those that did not,
+/// in topic name order (Confluent answers a validate_only refusal with the same 207).
 void v3_alter_all_topic_configs(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
   auto req = parse_alter_configs(c->request.body, true);
@@ -828,14 +844,13 @@ void v3_alter_all_topic_configs(const call_ptr& c) {
     auto self = call.shared_from_this();
     for (const auto& entry : *by_topic) {
       const std::string topic = entry.first;
-      call.broker().alter_topic_configs(topic, entry.second, validate_only, [self, g, topic, validate_only](
+      call.broker().alter_topic_configs(topic, entry.second, validate_only, [self, g, topic](
                                                                            broker::result<broker::topic_description> r) {
-        self->later([g, topic, validate_only, r = std::move(r)](api::call& call2) {
+        self->later([g, topic, r = std::move(r)](api::call& call2) {
           if (!r.ok()) g->failures.emplace_back(topic, r.error());
           if (--g->remaining > 0) return;
           if (g->failures.empty()) return call2.respond_no_content();
           std::sort(g->failures.begin(), g->failures.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-          if (validate_only) return call2.fail_broker(g->failures.front().second, error_scope::topic, g->failures.front().first);
           json failures = json::array();
           for (const auto& [name, e] : g->failures) {
             const api_error a = to_api_error(e, error_scope::topic, call2.topic_exists(name));

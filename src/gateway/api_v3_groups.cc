@@ -254,7 +254,9 @@ json lag_json(api::call& call, const broker::group_details& d, const group::part
               {"topic_name", l.partition.topic},
               {"partition_id", l.partition.partition.value()},
               {"current_offset", l.committed ? json(l.committed->value()) : json(nullptr)},
-              {"log_end_offset", l.high_watermark.value()},
+              // null with a null lag for a committed partition: its leader did not tell its end
+              // (KIP-207, or not reachable), and this node's own figure may lag behind it
+              {"log_end_offset", l.lag || !l.committed ? json(l.high_watermark.value()) : json(nullptr)},
               {"lag", l.lag ? json(*l.lag) : json(nullptr)},
               {"consumer_id", owner.empty() ? json(nullptr) : json(owner)}};
 }

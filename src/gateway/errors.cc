@@ -100,6 +100,8 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
       return {404, ec::transaction_not_found, e.message};
     case errc::coordinator_load_in_progress:
       return {503, ec::unavailable, e.message};
+    case errc::offset_not_available:
+      return {503, ec::offset_not_available, e.message};
   }
   return {500, ec::kafka_error, e.message};
 }
@@ -113,6 +115,7 @@ bool is_retriable(broker::errc code) {
     case errc::unknown_leader_epoch:
     case errc::not_coordinator:
     case errc::coordinator_load_in_progress:
+    case errc::offset_not_available:
     case errc::concurrent_transactions:
     case errc::preferred_leader_not_available:
     case errc::request_timed_out:

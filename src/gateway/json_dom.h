@@ -143,7 +143,13 @@ inline parsed<dom::object> object_with(std::string_view field, dom::element e, s
   for (auto [key, value] : o) {
     bool known = false;
     for (auto a : allowed) known = known || a == key;
-    if (!known) return unprocessable(where() + " has an unknown field \"" + std::string(key) + "\"");
+    if (!known) {
+      // Name the expected shape: a body written from memory ("partitions" for "data") is fixed
+      // from the answer, without the OpenAPI document at hand.
+      std::string takes;
+      for (auto a : allowed) takes += (takes.empty() ? "" : ", ") + std::string(a);
+      return unprocessable(where() + " has an unknown field \"" + std::string(key) + "\"; it takes " + takes);
+    }
     // RFC 8259 leaves duplicate names to the parser; silently keeping one would hide a bug.
     if (seen.contains(key)) return unprocessable(where() + " has the field \"" + std::string(key) + "\" twice");
     seen.add(key);

@@ -695,13 +695,18 @@ parsed<std::vector<int32_t>> broker_ids_field(const std::string& field, dom::ele
 }  // namespace
 
 parsed<std::vector<broker::partition_reassignment_target>> parse_reassignments(std::string_view body) {
-  if (is_blank(body)) return empty_body_error("{\"data\": [{\"topic_name\", \"partition_id\", \"replicas\"}]}");
+  constexpr const char* shape = R"({"data": [{"topic_name": T, "partition_id": P, "replicas": [broker ids]}]})";
+  if (is_blank(body)) return empty_body_error(shape);
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
   if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
   auto o = object_with("", doc, {"data"});
-  if (!o.ok()) return o.error();
+  if (!o.ok()) {
+    api_error e = o.error();
+    e.message += " (the body is " + std::string(shape) + ")";
+    return e;
+  }
   dom::element data;
   if (o->at_key("data").get(data) != simdjson::SUCCESS) return missing_field("data");
   if (data.type() != dom::element_type::ARRAY) return wrong_type("data", "an array", data);
@@ -749,40 +754,21 @@ parsed<std::vector<int32_t>> parse_reassignment_replicas(std::string_view body) 
   return broker_ids_field("replicas", r);
 }
 
-parsed<alter_configs_request> parse_alter_configs(std::string_view body, bool with_topic_names) {
-  if (is_blank(body)) return empty_body_error("{\"data\": [{\"name\", \"value\"}]}");
-  dom::parser parser;
-  simdjson::padded_string padded(body);
-  dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
-  auto o = object_with("", doc, {"data", "validate_only"});
-  if (!o.ok()) return o.error();
-  alter_configs_request out;
-  dom::element vo;
-  if (o->at_key("validate_only").get(vo) == simdjson::SUCCESS) {
-    auto b = bool_field("validate_only", vo);
-    if (!b.ok()) return b.error();
-    out.validate_only = *b;
-  }
-  dom::element data;
-  if (o->at_key("data").get(data) != simdjson::SUCCESS) return unprocessable("data is required");
-  if (data.type() != dom::element_type::ARRAY) return wrong_type("data", "an array", data);
+namespace {
+
+/// One configs:alter list, `field` its path ("data", "data[0].configs"): elements
+/// {"name", "value", "operation": "SET" (the default) | "DELETE"}, a value required for SET.
+/// Later elements of the same name win (as in Confluent's map of commands).
+parsed<std::map<std::string, std::optional<std::string>>> parse_config_changes(const std::string& field, dom::element list) {
+  if (list.type() != dom::element_type::ARRAY) return wrong_type(field, "an array", list);
+  std::map<std::string, std::optional<std::string>> changes;
   size_t i = 0;
-  dom::array data_array = data.get_array().value_unsafe();
-  for (dom::element c : data_array) {
-    std::string cf = "data[" + std::to_string(i++) + "]";
-    auto co = with_topic_names ? object_with(cf, c, {"topic_name", "name", "value", "operation"})
-                               : object_with(cf, c, {"name", "value", "operation"});
+  dom::array items = list.get_array().value_unsafe();
+  for (dom::element c : items) {
+    const std::string cf = field + "[" + std::to_string(i++) + "]";
+    auto co = object_with(cf, c, {"name", "value", "operation"});
     if (!co.ok()) return co.error();
-    dom::element n, v, op, t;
-    std::string topic;
-    if (with_topic_names) {
-      if (co->at_key("topic_name").get(t) != simdjson::SUCCESS) return missing_field(cf + ".topic_name");
-      auto ts = string_field(cf + ".topic_name", t);
-      if (!ts.ok()) return ts.error();
-      topic = std::string(*ts);
-    }
-    auto& changes = with_topic_names ? out.by_topic[topic] : out.changes;
+    dom::element n, v, op;
     if (co->at_key("name").get(n) != simdjson::SUCCESS) return unprocessable(cf + ".name is required");
     auto ns = string_field(cf + ".name", n);
     if (!ns.ok()) return ns.error();
@@ -806,6 +792,70 @@ parsed<alter_configs_request> parse_alter_configs(std::string_view body, bool wi
     if (!vs.ok()) return vs.error();
     changes[std::string(*ns)] = std::string(*vs);
   }
+  return changes;
+}
+
+/// topics/-/configs:alter's data (Confluent's AlterMultipleTopicsConfigsBatchRequestData):
+/// [{"topic_name", "configs": [config changes]}]. A topic named twice keeps its last element's
+/// changes (Confluent's map of commands by topic).
+parsed<std::map<std::string, std::map<std::string, std::optional<std::string>>>> parse_topic_config_changes(
+    dom::element data) {
+  if (data.type() != dom::element_type::ARRAY) return wrong_type("data", "an array", data);
+  std::map<std::string, std::map<std::string, std::optional<std::string>>> by_topic;
+  size_t i = 0;
+  dom::array items = data.get_array().value_unsafe();
+  for (dom::element t : items) {
+    const std::string tf = "data[" + std::to_string(i++) + "]";
+    dom::element name, configs;
+    if (t.type() == dom::element_type::OBJECT && t.at_key("name").get(name) == simdjson::SUCCESS) {
+      // The flat shape ringlog took before: say which shape this route takes.
+      return unprocessable(tf + " has the field \"name\": each element is {\"topic_name\", \"configs\": "
+                                "[{\"name\", \"value\", \"operation\"}]} (Confluent's AlterMultipleTopicsConfigs)");
+    }
+    auto to = object_with(tf, t, {"topic_name", "configs"});
+    if (!to.ok()) return to.error();
+    if (to->at_key("topic_name").get(name) != simdjson::SUCCESS) return missing_field(tf + ".topic_name");
+    auto ts = string_field(tf + ".topic_name", name);
+    if (!ts.ok()) return ts.error();
+    if (to->at_key("configs").get(configs) != simdjson::SUCCESS) return missing_field(tf + ".configs");
+    auto changes = parse_config_changes(tf + ".configs", configs);
+    if (!changes.ok()) return changes.error();
+    by_topic[std::string(*ts)] = std::move(changes).value();
+  }
+  return by_topic;
+}
+
+}  // namespace
+
+parsed<alter_configs_request> parse_alter_configs(std::string_view body, bool with_topic_names) {
+  if (is_blank(body)) {
+    return empty_body_error(with_topic_names ? "{\"data\": [{\"topic_name\", \"configs\": [{\"name\", \"value\"}]}]}"
+                                             : "{\"data\": [{\"name\", \"value\"}]}");
+  }
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  auto o = object_with("", doc, {"data", "validate_only"});
+  if (!o.ok()) return o.error();
+  alter_configs_request out;
+  dom::element vo;
+  if (o->at_key("validate_only").get(vo) == simdjson::SUCCESS) {
+    auto b = bool_field("validate_only", vo);
+    if (!b.ok()) return b.error();
+    out.validate_only = *b;
+  }
+  dom::element data;
+  if (o->at_key("data").get(data) != simdjson::SUCCESS) return unprocessable("data is required");
+  if (with_topic_names) {
+    auto by_topic = parse_topic_config_changes(data);
+    if (!by_topic.ok()) return by_topic.error();
+    out.by_topic = std::move(by_topic).value();
+    return out;
+  }
+  auto changes = parse_config_changes("data", data);
+  if (!changes.ok()) return changes.error();
+  out.changes = std::move(changes).value();
   return out;
 }
 

@@ -101,9 +101,13 @@ struct alter_configs_request {
   std::map<std::string, std::map<std::string, std::optional<std::string>>> by_topic;
   bool validate_only = false;
 };
-/// v3 POST .../configs:alter: {"data":[{"name","value","operation":"SET"|"DELETE"}],"validate_only"}.
-/// `with_topic_names` (POST .../topics/-/configs:alter): every element also names its
-/// "topic_name" (400 when missing), and the changes go to by_topic.
+/// v3 POST .../configs:alter (Confluent's AlterConfigBatchRequestData):
+/// {"data":[{"name","value","operation":"SET"|"DELETE"}],"validate_only"}; SET needs a value.
+/// `with_topic_names` (POST .../topics/-/configs:alter, Confluent's
+/// AlterMultipleTopicsConfigsBatchRequestData): {"data":[{"topic_name","configs":[{"name",
+/// "value","operation"}]}],"validate_only"}, a missing topic_name or configs 400, the changes in
+/// by_topic. Errors: 400 malformed JSON or a missing field; 422 a wrong type, an unknown field or
+/// operation, SET without a value.
 parsed<alter_configs_request> parse_alter_configs(std::string_view body, bool with_topic_names = false);
 
 /// ISO-8601 date-time ("2021-02-05T19:14:42.123Z", "+01:00" offsets) -> ms since the epoch.

@@ -784,7 +784,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         self->ctx_.broker->list_offsets(latest, [self, gen](broker::result<broker::list_offsets_response> l) {
           self->on_executor([self, gen, l = std::move(l)] {
             if (!self->sub_ || self->sub_->generation != gen || self->closing_) return;
-            self->sub_->next_offset = l.ok() && l->found_offset ? l->found_offset->value() : 0;
+            // The end not known now (KIP-207: 50302, retriable) is refused, never taken for offset 0.
+            if (!l.ok()) return self->refuse_subscription(l.error());
+            self->sub_->next_offset = l->found_offset ? l->found_offset->value() : 0;
             self->subscribed();
           });
         });

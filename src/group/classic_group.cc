@@ -653,10 +653,6 @@ result<commit_result> group_coordinator::commit_offsets_kafka(std::string_view g
                                               " partitions (limits::commit_partitions_max)");
   }
   for (const auto& c : offsets) {
-    if (c.next_offset.value() < 0) {
-      return err(errc::invalid_offset, "commit offset " + std::to_string(c.next_offset.value()) + " for " +
-                                           tp_name(c.partition) + " is negative");
-    }
     if (c.metadata.size() > limits::offset_metadata_bytes_max) {
       return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
                                                       std::to_string(c.metadata.size()) +

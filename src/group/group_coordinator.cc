@@ -81,6 +81,20 @@ partition_set minus(const partition_set& a, const partition_set& b) {
 
 error err(errc code, std::string message) { return error{code, std::move(message)}; }
 
+/// Every commit's metadata within limits::offset_metadata_bytes_max. The offsets themselves are
+/// not range-checked: Kafka stores a committed offset as given (negative ones too; readers treat
+/// those as none). Errors: offset_metadata_too_large.
+result<void> check_commit_metadata(const std::vector<offset_commit>& offsets) {
+  for (const auto& c : offsets) {
+    if (c.metadata.size() > limits::offset_metadata_bytes_max) {
+      return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
+                                                      std::to_string(c.metadata.size()) +
+                                                      " bytes (limits::offset_metadata_bytes_max)");
+    }
+  }
+  return base::ok_v;
+}
+
 result<void> check_name(std::string_view value, const char* field, errc code) {
   if (value.empty() || value.size() > limits::group_id_bytes_max) {
     return err(code, std::string(field) + " must be 1.." + std::to_string(limits::group_id_bytes_max) +
@@ -632,7 +646,9 @@ result<std::vector<fetch_position>> group_coordinator::positions_for_fetch(std::
     fetch_position fp{tp, fetch_source::position, std::nullopt};
     if (auto p = (*m)->position.find(tp); p != (*m)->position.end()) {
       fp.fetch_offset = p->second;
-    } else if (auto c = g.committed.find(tp); c != g.committed.end()) {
+    } else if (auto c = g.committed.find(tp); c != g.committed.end() && c->second.committed.value() >= 0) {
+      // A negative committed offset (Kafka stores what a client commits, e.g. KafkaJS's -2 after
+      // a seek past the end) names no record: auto.offset.reset decides, as in Kafka's clients.
       fp.source = fetch_source::committed;
       fp.fetch_offset = c->second.committed;
     } else {
@@ -695,10 +711,6 @@ result<commit_result> group_coordinator::apply_commit(std::string_view group_id,
                      gen_name(member.meta.generation) + ") does not own partition " + tp_name(c.partition) +
                      " of group '" + std::string(group_id) + "' (revoked or never assigned); nothing was committed");
     }
-    if (c.next_offset.value() < 0) {
-      return err(errc::invalid_offset, "commit offset " + std::to_string(c.next_offset.value()) + " for " +
-                                           tp_name(c.partition) + " is negative");
-    }
     if (c.metadata.size() > limits::offset_metadata_bytes_max) {
       return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
                                                       std::to_string(c.metadata.size()) +
@@ -748,17 +760,7 @@ result<commit_result> group_coordinator::commit_offsets_standalone(std::string_v
     return err(errc::too_many_groups, "coordinator holds " + std::to_string(groups_.size()) +
                                           " groups (limits::groups_per_coordinator_max)");
   }
-  for (const auto& c : offsets) {
-    if (c.next_offset.value() < 0) {
-      return err(errc::invalid_offset, "commit offset " + std::to_string(c.next_offset.value()) + " for " +
-                                           tp_name(c.partition) + " is negative");
-    }
-    if (c.metadata.size() > limits::offset_metadata_bytes_max) {
-      return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
-                                                      std::to_string(c.metadata.size()) +
-                                                      " bytes (limits::offset_metadata_bytes_max)");
-    }
-  }
+  RINGLOG_TRY(check_commit_metadata(offsets));
   if (git == groups_.end()) {
     git = groups_.emplace(std::string(group_id), group_state_data{}).first;
     git->second.group_id = std::string(group_id);
@@ -783,17 +785,7 @@ result<commit_result> group_coordinator::txn_commit_offsets(std::string_view gro
     return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) +
                                               " partitions (limits::commit_partitions_max)");
   }
-  for (const auto& c : offsets) {
-    if (c.next_offset.value() < 0) {
-      return err(errc::invalid_offset, "commit offset " + std::to_string(c.next_offset.value()) + " for " +
-                                           tp_name(c.partition) + " is negative");
-    }
-    if (c.metadata.size() > limits::offset_metadata_bytes_max) {
-      return err(errc::offset_metadata_too_large, "commit metadata for " + tp_name(c.partition) + " is " +
-                                                      std::to_string(c.metadata.size()) +
-                                                      " bytes (limits::offset_metadata_bytes_max)");
-    }
-  }
+  RINGLOG_TRY(check_commit_metadata(offsets));
   auto git = groups_.find(group_id);
   // KIP-447: a producer that names its consumer's member id and generation is fenced like that
   // consumer's own commit would be (a zombie of an earlier generation cannot commit).
@@ -863,9 +855,13 @@ result<commit_result> group_coordinator::commit_processed(std::string_view group
   std::vector<offset_commit> next;
   next.reserve(offsets.size());
   for (const auto& p : offsets) {
-    if (p.last_processed.value() < 0) {
+    // N = -1 stores 0 (nothing processed: read from offset 0). Below -1 the stored N + 1 would be
+    // negative, which Confluent's REST proxy refuses too: it hands N + 1 to the Java consumer's
+    // commitSync, whose OffsetAndMetadata throws on a negative offset.
+    if (p.last_processed.value() < -1) {
       return err(errc::invalid_offset, "commit offset " + std::to_string(p.last_processed.value()) + " for " +
-                                           tp_name(p.partition) + " is negative");
+                                           tp_name(p.partition) +
+                                           " is below -1: it names the last processed record, and N + 1 is stored");
     }
     // N + 1 must fit: the largest int64 is no record's offset (offsets stay below it).
     if (p.last_processed.value() == std::numeric_limits<int64_t>::max()) {
@@ -1135,7 +1131,7 @@ result<reset_result> group_coordinator::reset_offsets(std::string_view group_id,
       case reset_kind::shift_by: {
         int64_t base_offset = info.log_start_offset.value();
         if (git != groups_.end()) {
-          if (auto c = git->second.committed.find(tp); c != git->second.committed.end()) {
+          if (auto c = git->second.committed.find(tp); c != git->second.committed.end() && c->second.committed.value() >= 0) {
             base_offset = c->second.committed.value();
           }
         }
@@ -1169,7 +1165,9 @@ result<std::vector<partition_lag>> group_coordinator::lag(std::string_view group
   std::vector<partition_lag> out;
   for (const auto& [tp, hw] : high_watermarks) {
     partition_lag l{tp, std::nullopt, hw, std::nullopt};
-    if (auto c = it->second.committed.find(tp); c != it->second.committed.end()) {
+    // A negative committed offset names no record (its reader resets by auto.offset.reset): like
+    // Kafka's admin client, no committed offset and no lag are reported for it.
+    if (auto c = it->second.committed.find(tp); c != it->second.committed.end() && c->second.committed.value() >= 0) {
       l.committed = c->second.committed;
       l.lag = std::max<int64_t>(0, hw - c->second.committed);
     }

@@ -504,7 +504,7 @@ result<committed_offset> decode_offset_commit_value(std::span<const std::byte> v
       !r.i64(v.commit_timestamp_ms, "commit_timestamp") || !r.at_end()) {
     return r.corrupt("offset commit value");
   }
-  if (off < 0) return error{errc::corrupt_message, "offset commit value: negative offset"};
+  // Any int64: Kafka stores a committed offset as given, negative ones too (-1, -2 from clients).
   v.committed = offset(off);
   return v;
 }

@@ -252,8 +252,11 @@ size_t fitting_ranges(const std::vector<io::file_range>& ranges, size_t budget, 
 }
 
 /// One Fetch request in flight: a first read of every partition without waiting, then, when that
-/// found fewer than min_bytes, a long-poll of every partition answered by the first that has
-/// data (or by the last to time out).
+/// found fewer than min_bytes, a wait. With min_bytes <= 1, a long-poll of every partition
+/// answered by the first that has data (or by the last to time out). With more, Kafka's
+/// DelayedFetch: every partition is watched from the end of what it has, each append wakes its
+/// watch, and once the bytes across the request's partitions reach min_bytes (or one errors, or
+/// max_wait_ms passes) every partition is read again and that is the answer.
 struct fetch_operation {
   request_context ctx;
   std::vector<std::string> topics;
@@ -267,6 +270,12 @@ struct fetch_operation {
   std::mutex mutex;          // the long-poll's completions come from several shard threads
   bool answered = false;
   size_t outstanding = 0;
+  // The wait for min_bytes (DelayedFetch); it holds no record bytes, only what it has seen.
+  int64_t deadline_ms = 0;                  // on the handler's clock
+  size_t bytes_needed = 0;                  // min(min_bytes, response_bytes_max)
+  size_t bytes_seen = 0;                    // across the partitions, since the request came
+  std::vector<size_t> partition_bytes_seen; // per part
+  std::vector<int64_t> watch_offset;        // per part: one past what it has seen
 
   void answer() {
     protocol::fetch_response_data out;
@@ -350,6 +359,7 @@ broker::fetch_request make_request(const std::string& topic, const fetch_part& p
   f.max_bytes = std::max<int32_t>(1, p.partition_max_bytes);
   f.max_wait_ms = max_wait_ms;
   f.raw_batches = true;
+  f.wait_while_end_unknown = false;   // Kafka answers OFFSET_NOT_AVAILABLE (78) at once (KIP-207)
   // The zero-copy path (kafka.fetch.zero.copy): batches as file ranges where the log has OS files
   // on this broker. Every batch is sent as stored: ringlog never rewrites one for a Fetch (no
   // down-conversion: Fetch < 4 is refused; read_committed clients drop aborted records themselves
@@ -357,6 +367,115 @@ broker::fetch_request make_request(const std::string& topic, const fetch_part& p
   f.file_ranges = zero_copy;
   f.isolation = isolation;
   return f;
+}
+
+using fetch_answer = std::optional<broker::result<broker::fetch_response>>;
+
+/// Reads every partition of `op` at its fetch offset without waiting; `then` gets the answers in
+/// part order, on the thread of the last one.
+void read_all(const std::shared_ptr<fetch_operation>& op, std::function<void(std::vector<fetch_answer>&)> then) {
+  broker::broker& b = op->ctx.broker_api();
+  auto g = std::make_shared<gather<fetch_answer>>(op->parts.size(), std::move(then));
+  for (size_t i = 0; i < op->parts.size(); ++i) {
+    const auto& p = op->parts[i];
+    b.fetch(make_request(op->topics[p.topic_index], p, 0, op->isolation, op->ctx.options().fetch_zero_copy),
+            [g, i](broker::result<broker::fetch_response> r) {
+              g->slot(i) = std::move(r);
+              g->complete_one();
+            });
+  }
+  g->finish_if_empty();
+}
+
+size_t read_bytes(const broker::fetch_response& r) { return r.batches.size() + r.file_ranges_bytes; }
+
+int64_t now_ms(const fetch_operation& op) {
+  static const base::system_clock system;
+  const base::clock* c = op.ctx.options().clock;
+  return c != nullptr ? c->now_ms() : system.now_ms();
+}
+
+/// The end of a DelayedFetch: the request's partitions read again, now, and answered.
+void complete_delayed(const std::shared_ptr<fetch_operation>& op) {
+  op->ctx.handler->delayed_fetches().fetch_sub(1, std::memory_order_relaxed);
+  read_all(op, [op](std::vector<fetch_answer>& results) {
+    for (size_t i = 0; i < results.size(); ++i) store(op->parts[i], *results[i]);
+    op->answer();
+  });
+}
+
+void on_watched(const std::shared_ptr<fetch_operation>& op, size_t i, broker::result<broker::fetch_response> r);
+void long_poll(const std::shared_ptr<fetch_operation>& op);
+
+/// Parks part `i` in the broker from its watch offset for up to `wait_ms`: the partition's next
+/// append (or its deadline, or an error) answers it.
+void watch(const std::shared_ptr<fetch_operation>& op, size_t i, int64_t wait_ms) {
+  const auto& p = op->parts[i];
+  auto f = make_request(op->topics[p.topic_index], p, wait_ms, op->isolation, op->ctx.options().fetch_zero_copy);
+  f.fetch_offset = model::offset{op->watch_offset[i]};
+  f.max_bytes = static_cast<int32_t>(std::max<int64_t>(1, int64_t{p.partition_max_bytes} - static_cast<int64_t>(op->partition_bytes_seen[i])));
+  op->ctx.broker_api().fetch(std::move(f), [op, i](broker::result<broker::fetch_response> r) { on_watched(op, i, std::move(r)); });
+}
+
+/// A watched partition answered: count its new bytes (then drop them) and decide whether the
+/// request is complete (Kafka's DelayedFetch.tryComplete), the partition watched again from
+/// past them, or left (timed out, or it already holds partition_max_bytes).
+void on_watched(const std::shared_ptr<fetch_operation>& op, size_t i, broker::result<broker::fetch_response> r) {
+  bool complete = false;
+  int64_t wait_ms = 0;
+  {
+    std::lock_guard lock(op->mutex);
+    --op->outstanding;
+    if (op->answered) return;
+    const size_t got = r.ok() ? read_bytes(*r) : 0;
+    if (r.ok()) {
+      op->partition_bytes_seen[i] += got;
+      op->bytes_seen += got;
+      op->watch_offset[i] = std::max(op->watch_offset[i], r->next_fetch_offset.value());
+      wait_ms = op->deadline_ms - now_ms(*op);
+    }
+    const bool again = r.ok() && got > 0 && wait_ms > 0 &&
+                       op->partition_bytes_seen[i] < static_cast<size_t>(op->parts[i].partition_max_bytes);
+    complete = !r.ok() || op->bytes_seen >= op->bytes_needed || (!again && op->outstanding == 0);
+    if (complete) op->answered = true;
+    else if (again) ++op->outstanding;
+    else return;
+  }
+  if (complete) return complete_delayed(op);
+  watch(op, i, wait_ms);
+}
+
+/// After a first read that found `bytes_seen` < min_bytes (answers dropped): waits as
+/// DelayedFetch, or, past constants::delayed_fetches_max waiting at once, as min_bytes=1 would.
+void wait_for_min_bytes(const std::shared_ptr<fetch_operation>& op, std::vector<fetch_answer>& first, size_t bytes_seen) {
+  auto& waiting = op->ctx.handler->delayed_fetches();
+  if (waiting.fetch_add(1, std::memory_order_relaxed) >= constants::delayed_fetches_max) {
+    waiting.fetch_sub(1, std::memory_order_relaxed);
+    for (size_t i = 0; i < first.size(); ++i) store(op->parts[i], *first[i]);
+    if (bytes_seen > 0) {
+      op->answered = true;
+      return op->answer();
+    }
+    return long_poll(op);
+  }
+  op->deadline_ms = now_ms(*op) + op->max_wait_ms;
+  op->bytes_needed = std::min(static_cast<size_t>(op->min_bytes), op->response_bytes_max);
+  op->bytes_seen = bytes_seen;
+  std::vector<size_t> watched;
+  for (size_t i = 0; i < first.size(); ++i) {
+    const auto& r = *first[i];
+    op->partition_bytes_seen.push_back(read_bytes(*r));
+    op->watch_offset.push_back(std::max(op->parts[i].fetch_offset, r->next_fetch_offset.value()));
+    if (op->partition_bytes_seen[i] < static_cast<size_t>(op->parts[i].partition_max_bytes)) watched.push_back(i);
+  }
+  {
+    std::lock_guard lock(op->mutex);
+    op->outstanding = watched.size();
+    // Every partition already holds its partition_max_bytes: nothing more can come.
+    op->answered = watched.empty();
+  }
+  if (watched.empty()) return complete_delayed(op);
+  for (size_t i : watched) watch(op, i, op->max_wait_ms);
 }
 
 /// The long-poll: every partition parks in the broker; the first answer with data (or an error)
@@ -433,34 +552,24 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
       op->parts.push_back(std::move(part));
     }
   }
-  broker::broker& b = ctx.broker_api();
-  using answer_t = std::optional<broker::result<broker::fetch_response>>;
-  auto first = std::make_shared<gather<answer_t>>(
-      op->parts.size(), [op](std::vector<answer_t>& results) {
-        size_t total = 0;
-        bool any_error = false;
-        for (size_t i = 0; i < results.size(); ++i) {
-          RINGLOG_ASSERT(results[i].has_value(), "every partition's first read answered");
-          auto& r = *results[i];
-          if (!r.ok()) any_error = true;
-          else total += r->batches.size() + r->file_ranges_bytes;
-          store(op->parts[i], r);
-        }
-        if (total >= static_cast<size_t>(std::max(op->min_bytes, 1)) || any_error || op->max_wait_ms == 0 ||
-            op->parts.empty()) {
-          op->answered = true;
-          return op->answer();
-        }
-        long_poll(op);
-      });
-  for (size_t i = 0; i < op->parts.size(); ++i) {
-    const auto& p = op->parts[i];
-    b.fetch(make_request(op->topics[p.topic_index], p, 0, op->isolation, ctx.options().fetch_zero_copy), [first, i](broker::result<broker::fetch_response> r) {
-      first->slot(i) = std::move(r);
-      first->complete_one();
-    });
-  }
-  first->finish_if_empty();
+  read_all(op, [op](std::vector<fetch_answer>& results) {
+    size_t total = 0;
+    bool any_error = false;
+    for (const auto& r : results) {
+      RINGLOG_ASSERT(r.has_value(), "every partition's first read answered");
+      if (!r->ok()) any_error = true;
+      else total += read_bytes(r->value());
+    }
+    if (total >= static_cast<size_t>(std::max(op->min_bytes, 1)) || total >= op->response_bytes_max || any_error ||
+        op->max_wait_ms == 0 || op->parts.empty()) {
+      for (size_t i = 0; i < results.size(); ++i) store(op->parts[i], *results[i]);
+      op->answered = true;
+      return op->answer();
+    }
+    if (op->min_bytes > 1) return wait_for_min_bytes(op, results, total);
+    for (size_t i = 0; i < results.size(); ++i) store(op->parts[i], *results[i]);
+    long_poll(op);
+  });
 }
 
 // ---------------------------------------------------------------- ListOffsets

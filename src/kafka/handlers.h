@@ -1,7 +1,7 @@
 #pragma once
 // Private to the kafka module: one function per served api, each taking the decoded request and
 // answering through the context. Broker calls complete on shard threads; every function here is
-// safe to run on any thread (the request_handler holds no mutable state).
+// safe to run on any thread (the request_handler's only mutable state is an atomic count).
 
 #include <atomic>
 #include <functional>

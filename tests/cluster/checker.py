@@ -9,7 +9,9 @@ History shape (what workload.py records; tests/cluster/test_checker.py builds sy
                   "t_invoke": s, "t_complete": s, "node": int, "error": str or None}],
       "reads":  [{"partition", "offset", "value", "key", "node", "t"}],
       "hw":     [{"partition", "node", "incarnation", "leader": int or None, "leader_epoch",
-                  "high_watermark", "t_send", "t_recv"}],
+                  "high_watermark", "established": bool or None, "t_send", "t_recv"}],
+      "ends":   [{"partition", "node", "end_offset": int or None (None: refused), "status", "t_send",
+                  "t_recv"}]   (optional: the v2 offsets route asked through every node)
       "final":  {"<p>": {"high_watermark": int, "records": [[offset, key, value], ...]}},
       "replicas": {"<p>": {"<node>": {"log_end_offset": int, "high_watermark_checkpoint": int or None,
                                       "batches": [[base_offset, last_offset, sha256_hex, bytes], ...]}}},
@@ -34,6 +36,10 @@ Rules (issue 13, "Test bed and checker"; design.md section 1):
   high watermark (its ISR may still have to fetch, or to shrink), and the broker tells readers at
   its high watermark to retry (KIP-207), so readers never see it go back; the route shows the
   figure as it is. Once caught up, any lower report is a regression.
+- end-below-ack (KAFKA-2334, KIP-207): a partition's end told to a client - the v2 offsets route's
+  end_offset through any node ("ends"), or a partitions-route high watermark the broker calls
+  established (its own leader's figure, known) - at or below an offset acknowledged to an acks=all
+  producer before the request was sent. A refusal (503, retry) is no answer and never judged.
 - divergence: replicas' batches below the final high watermark are not byte-for-byte equal, or
   (once every replica is back in sync) a replica lacks a batch below it.
 - duplicate: one written value at two offsets (every value is sent exactly once, no retries).
@@ -44,11 +50,12 @@ Rules (issue 13, "Test bed and checker"; design.md section 1):
   SIGTERM at the end did not stop it with status 0 ("events": node-crashed, node-stop-status).
 Writes whose outcome is unknown (timeouts, resets, 5xx) may or may not be present: no rule.
 """
+import bisect
 import collections
 import re
 
-ANOMALY_KINDS = ("lost", "read-then-gone", "inconsistent-offset", "reorder", "hw-regression", "divergence",
-                 "duplicate", "phantom", "failed-present", "crash")
+ANOMALY_KINDS = ("lost", "read-then-gone", "inconsistent-offset", "reorder", "hw-regression", "end-below-ack",
+                 "divergence", "duplicate", "phantom", "failed-present", "crash")
 # Examples listed per kind in the printed verdict; the counts are always complete.
 EXAMPLES_PRINTED_MAX = 10
 
@@ -228,6 +235,44 @@ def check_high_watermarks(history):
     return list(found.values())
 
 
+def check_ends_below_acks(history):
+    """end-below-ack: each end a client was told against the highest offset acknowledged to a
+    producer before it asked. One entry per (partition, node, source) with how many answers showed
+    it and the worst one."""
+    found = {}
+    observations = []
+    for e in history.get("ends", []):
+        if e.get("end_offset") is not None:
+            observations.append((e["partition"], e["node"], "v2 offsets end_offset", e["end_offset"], e["t_send"]))
+    for h in history.get("hw", []):
+        if h.get("high_watermark") is not None and h.get("established") is True:
+            observations.append((h["partition"], h["node"], "v3 partitions high_watermark (established)",
+                                 h["high_watermark"], h["t_send"]))
+    for p in history["partitions"]:
+        acks = sorted((w["t_complete"], w["offset"]) for w in history["writes"]
+                      if w["partition"] == p and w["status"] == "ok" and w["offset"] is not None
+                      and w.get("t_complete") is not None)
+        times = [t for t, _o in acks]
+        highest = []   # highest acknowledged offset among acks[:i+1]
+        for _t, o in acks:
+            highest.append(o if not highest else max(highest[-1], o))
+        for (q, node, source, end, t_send) in observations:
+            if q != p:
+                continue
+            i = bisect.bisect_left(times, t_send)   # acks completed strictly before the request was sent
+            if i == 0 or end > highest[i - 1]:
+                continue
+            key = (p, node, source)
+            gap = highest[i - 1] + 1 - end
+            if key not in found:
+                found[key] = {"partition": p, "node": node, "source": source, "answers": 0, "worst_gap": 0}
+            f = found[key]
+            f["answers"] += 1
+            if gap > f["worst_gap"]:
+                f.update({"worst_gap": gap, "end": end, "acked_offset": highest[i - 1], "t": t_send})
+    return list(found.values())
+
+
 def check_divergence(history):
     out = []
     converged = history.get("converged", False)
@@ -275,6 +320,7 @@ def check(history, min_acked=1):
         "inconsistent-offset": inconsistent,
         "reorder": check_reorder(history),
         "hw-regression": check_high_watermarks(history),
+        "end-below-ack": check_ends_below_acks(history),
         "divergence": check_divergence(history),
         "duplicate": duplicates,
         "phantom": phantoms,
@@ -296,6 +342,8 @@ def check(history, min_acked=1):
         "unknown_present": sum(1 for w in history["writes"] if w["status"] == "unknown" and w["value"] in present),
         "reads": len(history["reads"]),
         "hw_reports": len(history["hw"]),
+        "end_answers": sum(1 for e in history.get("ends", []) if e.get("end_offset") is not None),
+        "end_refusals": sum(1 for e in history.get("ends", []) if e.get("end_offset") is None),
         "final_records": sum(len(f["records"]) for f in history.get("final", {}).values()),
     }
     errors = collections.Counter(re.sub(r"\d+", "N", w["error"])[:110] for w in history["writes"]
@@ -336,7 +384,8 @@ def format_report(result, examples=EXAMPLES_PRINTED_MAX):
     s = result["stats"]
     lines.append(f"writes {s['writes']}: {s['acked']} acknowledged, {s['failed']} failed, {s['unknown']} unknown "
                  f"({s['unknown_present']} of them present); {s['reads']} reads; {s['hw_reports']} high-watermark "
-                 f"reports; {s['final_records']} records in the final logs")
+                 f"reports; {s.get('end_answers', 0)} ends answered, {s.get('end_refusals', 0)} refused; "
+                 f"{s['final_records']} records in the final logs")
     if s.get("errors"):
         lines.append("  most common errors of writes not acknowledged:")
         for text, count in s["errors"]:

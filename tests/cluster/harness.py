@@ -519,6 +519,23 @@ class Cluster:
         except (ValueError, KeyError):
             return None
 
+    def own_log_ends(self, node, topic, timeout_s=2.0):
+        """{partition_id: log end offset of `node`'s own replica} from its /metrics (per node; the
+        partitions route shows the leader's figures), or None when it does not answer."""
+        prefix = f'ringlog_partition_log_end_offset{{topic="{topic}",partition="'
+        try:
+            r = requests.get(f"{node.url}/metrics", timeout=timeout_s)
+        except requests.RequestException:
+            return None
+        if r.status_code != 200:
+            return None
+        out = {}
+        for line in r.text.splitlines():
+            if line.startswith(prefix):
+                p, _, value = line[len(prefix):].partition('"} ')
+                out[int(p)] = int(float(value))
+        return out
+
     def replicas(self, node, topic, partition, timeout_s=2.0):
         """[{broker_id, is_leader, is_in_sync}] as `node` describes them, or None."""
         try:

@@ -86,22 +86,48 @@ def _one_fault(rng, at_s, hold_s, kinds, nodes, partitions):
     return Fault(round(at_s, 1), round(hold_s, 1), kind, target, peer)
 
 
+def _timeline(rng, duration_s, hold_s, quiet_s, fault):
+    """[fault(t, hold)] from WARMUP_S to COOLDOWN_S before the end: holds drawn from `hold_s`,
+    quiet intervals from `quiet_s` (both (low, high) seconds)."""
+    schedule = []
+    t = WARMUP_S
+    while True:
+        hold = rng.uniform(*hold_s)
+        if t + hold > duration_s - COOLDOWN_S:
+            break
+        schedule.append(fault(t, hold))
+        t += hold + rng.uniform(*quiet_s)
+    return schedule
+
+
 def make_schedule(seed, duration_s, nodes, partitions, kinds):
     """Faults from `seed` for a run of `duration_s` seconds: [Fault], in start order."""
     rng = random.Random(seed)
     kinds = list(kinds)
-    schedule = []
-    t = WARMUP_S
-    while True:
-        hold = rng.uniform(*HOLD_S)
-        if t + hold > duration_s - COOLDOWN_S:
-            break
+
+    def fault(t, hold):
         f = _one_fault(rng, t, hold, kinds, nodes, partitions)
         if rng.random() < COMPOUND_P:
             f.also = _one_fault(rng, t, hold, kinds, nodes, partitions)
-        schedule.append(f)
-        t += hold + rng.uniform(*QUIET_S)
-    return schedule
+        return f
+    return _timeline(rng, duration_s, HOLD_S, QUIET_S, fault)
+
+
+# The isolate-leader plan (KAFKA-2334, issue 27 item 3): a partition leader cut off from every other
+# broker for about 3 s, then healed, again and again. Clients still reach it: a zombie leader that
+# has not heard it was replaced must not answer the partition's end, nor may the new leader before
+# its high watermark is established (KIP-207).
+ISOLATE_LEADER_HOLD_S = (2.5, 3.5)
+ISOLATE_LEADER_QUIET_S = (3.0, 5.0)
+PLANS = ("random", "isolate-leader")
+
+
+def isolate_leader_schedule(seed, duration_s, partitions):
+    """The isolate-leader plan from `seed`: [Fault] isolating leader:<p> (p from the seed) for
+    ISOLATE_LEADER_HOLD_S, ISOLATE_LEADER_QUIET_S apart, from WARMUP_S to COOLDOWN_S before the end."""
+    rng = random.Random(seed)
+    return _timeline(rng, duration_s, ISOLATE_LEADER_HOLD_S, ISOLATE_LEADER_QUIET_S,
+                     lambda t, hold: Fault(round(t, 1), round(hold, 1), "isolate", f"leader:{rng.choice(partitions)}"))
 
 
 def directed_edges(kind, node, peer, nodes):

@@ -14,9 +14,11 @@ are stopped and every replica's segment files are read from disk; checker.py jud
   tests/cluster/run.py --seed 12 --minutes 2                 # replay one schedule
   tests/cluster/run.py --bin build-broken/src/app/ringlog --expect-anomaly   # a negative control
   tests/cluster/run.py --check-only /tmp/ringlog-cluster-12-...              # re-judge a saved history
+  tests/cluster/run.py --plan isolate-leader --seed 27 --seconds 24         # KAFKA-2334 (meson: cluster-end-offsets)
 
 Exit status: 0 every schedule VALID; 1 an anomaly (INVALID); 2 INCONCLUSIVE (no anomaly, but too
-few acknowledged writes or the cluster did not converge); 3 the harness failed. With
+few acknowledged writes or the cluster did not converge); 3 the harness failed; 77 the plan needs
+network namespaces this machine does not give (skipped). With
 --expect-anomaly: 0 when at least one schedule was INVALID (with a kind named, if any given), 1 when
 none was: the broken build was not caught.
 """
@@ -50,6 +52,7 @@ TOPIC = "jepsen"
 CONVERGE_STABLE_CHECKS = 3           # the same converged view this many times in a row
 FINAL_READ_MAX_BYTES = 1024 * 1024
 PRODUCER_JOIN_S = 20.0
+EXIT_SKIPPED = 77                    # meson's "skipped": the plan cannot run on this machine
 ABOVE_HW_KEPT_MAX = 10000            # records per replica kept from above the final high watermark               # in-flight produce requests end within their read timeout
 
 
@@ -72,6 +75,9 @@ def parse_args(argv):
                     help="another topic config at creation (repeatable)")
     ap.add_argument("--keys", type=int, default=12)
     ap.add_argument("--rate", type=float, default=150.0, help="writes per second, all producers together (a cap)")
+    ap.add_argument("--plan", choices=nemesis.PLANS, default="random",
+                    help="random: faults of --faults at random; isolate-leader: a partition leader cut off from "
+                         "the other brokers for about 3 s, healed, again (KAFKA-2334; needs network namespaces)")
     ap.add_argument("--faults", default=",".join(nemesis.ALL_KINDS),
                     help=f"fault kinds to schedule, comma-separated (from {','.join(nemesis.ALL_KINDS)}; "
                          "the harness self-test `wipe` only when named), or none")
@@ -133,13 +139,15 @@ class Log:
 def converged_view(cluster, partitions, replication_factor):
     """{p: {"leader", "leader_epoch", "high_watermark"}} when every node agrees on each partition's
     leader and epoch, every replica is in sync, the leader's high watermark is its log end and every
-    replica's log end equals it; else None."""
-    views = {}
+    replica's own log end (its /metrics) equals it; else None."""
+    views, own_ends = {}, {}
     for n in cluster.nodes.values():
         v = cluster.partitions(n, TOPIC)
-        if v is None:
+        e = cluster.own_log_ends(n, TOPIC)
+        if v is None or e is None:
             return None
         views[n.node_id] = v
+        own_ends[n.node_id] = e
     out = {}
     for p in partitions:
         leaders = {(cluster.leader_id(v[p]), v[p]["leader_epoch"]) for v in views.values() if p in v}
@@ -154,7 +162,8 @@ def converged_view(cluster, partitions, replication_factor):
         lv = views[leader][p]
         if lv["high_watermark"] != lv["log_end_offset"]:
             return None
-        if any(views[r["broker_id"]][p]["log_end_offset"] != lv["log_end_offset"] for r in reps):
+        # each replica's own log end (the partitions route shows the leader's figures everywhere)
+        if any(own_ends[r["broker_id"]].get(p) != lv["log_end_offset"] for r in reps):
             return None
         out[p] = {"leader": leader, "leader_epoch": epoch, "high_watermark": lv["high_watermark"],
                   "isr": sorted(r["broker_id"] for r in reps)}
@@ -267,6 +276,8 @@ def replica_snapshot(cluster, partitions):
 def replay_command(args, seed):
     """The command that runs this schedule again: the seed and every option that shapes it."""
     parts = ["tests/cluster/run.py", "--seed", str(seed), "--seconds", f"{args.seconds:g}", "--bin", args.bin]
+    if args.plan != "random":
+        parts += ["--plan", args.plan]
     if args.faults != ",".join(nemesis.ALL_KINDS):
         parts += ["--faults", args.faults]
     for flag, value, default in (("--nodes", args.nodes, 3), ("--partitions", args.partitions, 3),
@@ -291,8 +302,11 @@ def run_schedule(args, seed, index, base_dir, log_main):
     network, note = harness.make_network(args.network, args.nodes)
     can_partition = network.supports_partitions
     kinds = [k for k in args.fault_kinds if can_partition or k not in nemesis.NETWORK_KINDS]
-    schedule = nemesis.make_schedule(seed, args.seconds, list(range(1, args.nodes + 1)), partitions, kinds) \
-        if kinds else []
+    if args.plan == "isolate-leader":
+        schedule = nemesis.isolate_leader_schedule(seed, args.seconds, partitions) if can_partition else []
+    else:
+        schedule = nemesis.make_schedule(seed, args.seconds, list(range(1, args.nodes + 1)), partitions, kinds) \
+            if kinds else []
     log(f"==== schedule {index}: seed {seed}  (replay: {replay_command(args, seed)})")
     log(f"binary {args.bin}")
     log(f"network: {network.describe()}" + (f"  [{note}]" if note else ""))
@@ -322,6 +336,7 @@ def run_schedule(args, seed, index, base_dir, log_main):
         log(f"clients route requests: {router.mode}")
         history.t0 = time.monotonic()
         pollers = [workload.HighWatermarkPoller(n, cluster, history, TOPIC, stop_readers) for n in cluster.nodes.values()]
+        pollers += [workload.EndOffsetPoller(n, cluster, history, TOPIC, stop_readers) for n in cluster.nodes.values()]
         readers = [workload.Reader(p, cluster, router, history, TOPIC, stop_readers) for p in partitions]
         keys = [f"k{i}" for i in range(args.keys)]
         key_partition = {k: i % args.partitions for i, k in enumerate(keys)}
@@ -446,6 +461,11 @@ def main(argv=None):
         print(f"ringlog binary not found at {args.bin}: build it (ninja -C build) or pass --bin / RINGLOG_BIN",
               file=sys.stderr)
         return 3
+    if args.plan == "isolate-leader" and args.network != "loopback":
+        usable, why = harness.NetnsNetwork.available()
+        if not usable:
+            print(f"the isolate-leader plan needs network namespaces ({why}): skipped", flush=True)
+            return EXIT_SKIPPED
     # SIGTERM ends the run like Ctrl-C: the finally blocks stop the brokers and remove the network.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2 ** 31)

@@ -207,7 +207,8 @@ def test_a_leader_that_says_it_is_establishing_is_not_judged_until_it_says_it_is
     assert kinds(checker.check(h)) == set(), checker.format_report(checker.check(h))
     h["hw"].append(dict(new, established=True, t_send=29.5, t_recv=29.6))
     result = checker.check(h)
-    assert kinds(result) == {"hw-regression"}, checker.format_report(result)
+    # ... and an end below partition 1's acknowledged offset 5 (KAFKA-2334) besides
+    assert kinds(result) == {"hw-regression", "end-below-ack"}, checker.format_report(result)
     assert "leaders in epoch order" in {a["rule"] for a in result["anomalies"]["hw-regression"]}
 
 
@@ -224,6 +225,41 @@ def test_a_stale_leader_of_an_older_epoch_is_not_a_regression():
                     "high_watermark": 7, "t_send": 42, "t_recv": 42.1})
     result = checker.check(h)
     assert kinds(result) == set(), checker.format_report(result)
+
+
+def test_an_end_below_an_acknowledged_offset_through_any_node():
+    """KAFKA-2334: after partition 1's write at offset 5 was acknowledged (t=11.5), node 3 tells a
+    client the partition ends at 4 (a zombie leader's, or a new leader's before KIP-207 allows)."""
+    h = clean_history()
+    h["ends"] = [
+        {"partition": 1, "node": 1, "end_offset": 6, "status": 200, "t_send": 12.0, "t_recv": 12.1},
+        # asked before the ack completed: 5 was not acknowledged yet, nothing to judge
+        {"partition": 1, "node": 3, "end_offset": 5, "status": 200, "t_send": 11.0, "t_recv": 12.0},
+        # refused (503, retry): no answer
+        {"partition": 1, "node": 3, "end_offset": None, "status": 503, "t_send": 12.0, "t_recv": 12.1},
+    ]
+    result = checker.check(h)
+    assert kinds(result) == set(), checker.format_report(result)
+    assert result["stats"]["end_answers"] == 2 and result["stats"]["end_refusals"] == 1
+    h["ends"].append({"partition": 1, "node": 3, "end_offset": 4, "status": 200, "t_send": 12.0, "t_recv": 12.1})
+    h["ends"].append({"partition": 1, "node": 3, "end_offset": 5, "status": 200, "t_send": 13.0, "t_recv": 13.1})
+    result = checker.check(h)
+    assert kinds(result) == {"end-below-ack"}, checker.format_report(result)
+    [found] = result["anomalies"]["end-below-ack"]
+    assert found["node"] == 3 and found["answers"] == 2 and found["end"] == 4 and found["acked_offset"] == 5
+
+
+def test_a_partitions_route_figure_counts_only_when_the_broker_calls_it_established():
+    h = clean_history()
+    below = {"partition": 1, "node": 2, "incarnation": 1, "leader": 1, "leader_epoch": 0, "high_watermark": 2,
+             "t_send": 30.0, "t_recv": 30.1}
+    h["hw"].append(dict(below, established=False))   # a follower's own figure, or a leader still establishing
+    result = checker.check(h)
+    assert "end-below-ack" not in kinds(result), checker.format_report(result)
+    h["hw"].append(dict(below, established=True))
+    result = checker.check(h)
+    assert kinds(result) == {"end-below-ack"}, checker.format_report(result)
+    assert result["anomalies"]["end-below-ack"][0]["source"].startswith("v3 partitions")
 
 
 def test_replica_divergence_below_the_high_watermark():

@@ -18,6 +18,8 @@ partition, and pollers of every broker's high watermarks. Everything observed go
 - Pollers ask every broker for the topic's partitions (GET /v3/.../partitions) a few times a
   second and record each partition's leader, leader epoch and high watermark as that broker
   reports them, with the broker's incarnation (restarts counted).
+- End pollers ask every broker, without pause, for every partition's end (GET /topics/{t}/
+  partitions/{p}/offsets); the checker holds each answer against the acknowledged offsets.
 """
 import base64
 import random
@@ -50,6 +52,7 @@ class History:
         self.writes = []
         self.reads = []
         self.hw = []
+        self.ends = []
         self.events = []
 
     def now(self):
@@ -67,7 +70,7 @@ class History:
     def as_dict(self):
         with self.lock:
             return {"partitions": self.partitions, "writes": list(self.writes), "reads": list(self.reads),
-                    "hw": list(self.hw), "events": list(self.events)}
+                    "hw": list(self.hw), "ends": list(self.ends), "events": list(self.events)}
 
 
 class Router:
@@ -300,16 +303,64 @@ class Reader(threading.Thread):
         self.router.refresh()
 
 
-class HighWatermarkPoller(threading.Thread):
-    """Asks one broker, a few times a second, how it sees the topic's partitions."""
+class NodePoller(threading.Thread):
+    """A thread that asks one broker about the topic until `stop` is set (subclasses: run)."""
 
-    def __init__(self, node, cluster, history, topic, stop):
-        super().__init__(name=f"hw-poller-{node.node_id}", daemon=True)
+    def __init__(self, kind, node, cluster, history, topic, stop):
+        super().__init__(name=f"{kind}-poller-{node.node_id}", daemon=True)
         self.node = node
         self.cluster = cluster
         self.history = history
         self.topic = topic
         self.stop_event = stop
+        self.session = requests.Session()
+
+
+class EndOffsetPoller(NodePoller):
+    """Asks one broker, without pause, for the end of every partition: the v2 offsets route
+    (GET /topics/{t}/partitions/{p}/offsets: the high watermark as the partition's leader answers
+    ListOffsets latest, forwarded there from a broker that does not lead it). What a client is
+    told there must never be at or below an offset already acknowledged (KAFKA-2334)."""
+
+    def __init__(self, node, cluster, history, topic, stop):
+        super().__init__("end", node, cluster, history, topic, stop)
+
+    def run(self):
+        while not self.stop_event.is_set():
+            if not self.node.running() or self.node.paused:
+                self.stop_event.wait(POLL_INTERVAL_S)
+                continue
+            for p in self.history.partitions:
+                self.ask(p)
+
+    def ask(self, p):
+        t_send = self.history.now()
+        try:
+            r = self.session.get(f"{self.node.url}/topics/{self.topic}/partitions/{p}/offsets",
+                                 headers={"Accept": "application/vnd.kafka.v2+json"}, timeout=POLL_TIMEOUT_S)
+        except requests.RequestException:
+            self.stop_event.wait(BACKOFF_S)
+            return
+        t_recv = self.history.now()
+        if r.status_code != 200:
+            self.history.add("ends", {"partition": p, "node": self.node.node_id, "end_offset": None,
+                                      "status": r.status_code, "error": r.text[:120], "t_send": round(t_send, 4),
+                                      "t_recv": round(t_recv, 4)})
+            self.stop_event.wait(BACKOFF_S)
+            return
+        try:
+            end = r.json().get("end_offset")
+        except ValueError:
+            end = None
+        self.history.add("ends", {"partition": p, "node": self.node.node_id, "end_offset": end, "status": 200,
+                                  "t_send": round(t_send, 4), "t_recv": round(t_recv, 4)})
+
+
+class HighWatermarkPoller(NodePoller):
+    """Asks one broker, a few times a second, how it sees the topic's partitions."""
+
+    def __init__(self, node, cluster, history, topic, stop):
+        super().__init__("hw", node, cluster, history, topic, stop)
 
     def run(self):
         while not self.stop_event.wait(POLL_INTERVAL_S):

@@ -41,6 +41,47 @@ TEST_CASE("each codec round-trips empty, small and multi-block inputs") {
   }
 }
 
+TEST_CASE("levels (KIP-390): each round-trips, a higher one packs tighter, out-of-bounds ones are refused") {
+  // Words drawn by a fixed LCG: compressible, but not so regular that every level finds the same.
+  model::bytes in;
+  static constexpr const char* words[] = {"offset ", "leader ", "epoch ", "batch ", "segment ", "replica ",
+                                          "fetch ", "produce ", "isr ", "watermark "};
+  uint32_t x = 12345;
+  while (in.size() < 256 * 1024) {
+    x = x * 1664525 + 1013904223;
+    for (const char* ch = words[(x >> 16) % 10]; *ch != 0; ++ch) in.push_back(static_cast<std::byte>(*ch));
+  }
+  struct case_t {
+    model::compression codec;
+    int32_t low, high;
+  };
+  for (auto [c, low, high] : {case_t{model::compression::gzip, 1, 9}, case_t{model::compression::lz4, 1, 12},
+                              case_t{model::compression::zstd, -5, 19}}) {
+    CAPTURE(codec::compression_name(c));
+    auto fast = codec::compress(c, in, low);
+    auto tight = codec::compress(c, in, high);
+    REQUIRE(fast.ok());
+    REQUIRE(tight.ok());
+    CHECK(tight->size() < fast->size());
+    for (const auto* packed : {&*fast, &*tight}) {
+      auto unpacked = codec::decompress(c, *packed);
+      REQUIRE(unpacked.ok());
+      CHECK(*unpacked == in);
+    }
+  }
+  // nullopt is Kafka's default level: lz4's 9 is the fast compressor, as level 1 is in liblz4.
+  CHECK(*codec::compress(model::compression::lz4, in) == *codec::compress(model::compression::lz4, in, 9));
+  CHECK(*codec::compress(model::compression::gzip, in) == *codec::compress(model::compression::gzip, in, -1));
+  CHECK(*codec::compress(model::compression::zstd, in) == *codec::compress(model::compression::zstd, in, 3));
+  for (auto [c, level] : {std::pair{model::compression::gzip, 0}, std::pair{model::compression::gzip, 10},
+                          std::pair{model::compression::lz4, 18}, std::pair{model::compression::zstd, 23}}) {
+    auto refused = codec::compress(c, in, level);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == errc::unsupported_compression);
+    CHECK(refused.error().message.find(" level " + std::to_string(level) + " is outside [") != std::string::npos);
+  }
+}
+
 TEST_CASE("snappy: the xerial framing is written, and a raw block (librdkafka's) is read too") {
   const auto in = text_bytes(100 * 1024);   // four 32 KiB xerial blocks
   auto framed = codec::compress(model::compression::snappy, in);

@@ -99,6 +99,39 @@ TEST_CASE("the compaction topic configs' broker-level defaults: Kafka's keys and
         "log.cleaner.min.compaction.lag.ms=10000: must be at most log.cleaner.max.compaction.lag.ms=5000");
 }
 
+TEST_CASE("compression.type: Kafka's broker key, its values and default") {
+  auto d = load_server_config({});
+  REQUIRE(d.ok());
+  CHECK(key_value(*d, "compression.type") == "producer");
+  for (const char* codec : {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}) {
+    auto c = load_server_config({{"compression.type", codec}});
+    REQUIRE(c.ok());
+    CHECK(c->compression_type == codec);
+  }
+  // Kafka's BrokerCompressionType names "uncompressed"; "none" is the producer's name and refused.
+  auto bad = load_server_config({{"compression.type", "none"}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("compression.type=none: must be one of producer | uncompressed") == 0);
+  // KIP-390 levels: Kafka's defaults and bounds; gzip's 0 is refused as Kafka refuses it.
+  CHECK(key_value(*d, "compression.gzip.level") == "-1");
+  CHECK(key_value(*d, "compression.lz4.level") == "9");
+  CHECK(key_value(*d, "compression.zstd.level") == "3");
+  auto levels = load_server_config({{"compression.gzip.level", "1"}, {"compression.lz4.level", "17"},
+                                    {"compression.zstd.level", "-131072"}});
+  REQUIRE(levels.ok());
+  CHECK(levels->compression_gzip_level == 1);
+  CHECK(levels->compression_lz4_level == 17);
+  CHECK(levels->compression_zstd_level == -131072);
+  for (auto [key, value, why] : {std::tuple{"compression.gzip.level", "0", "must be -1 or an integer in [1, 9]"},
+                                 std::tuple{"compression.gzip.level", "10", "must be an integer in [-1, 9]"},
+                                 std::tuple{"compression.lz4.level", "0", "must be an integer in [1, 17]"},
+                                 std::tuple{"compression.zstd.level", "23", "must be an integer in [-131072, 22]"}}) {
+    auto refused = load_server_config({{key, value}});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message == std::string(key) + "=" + value + ": " + why);
+  }
+}
+
 TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum.voters") {
   auto single = load_server_config({});
   REQUIRE(single.ok());

@@ -127,6 +127,28 @@ TEST_CASE("admin bodies") {
   CHECK(parse_alter_configs(R"({"data":[{"name":"x","operation":"ADD"}]})").error().message.find("SET or DELETE") != std::string::npos);
 }
 
+TEST_CASE("topics/-/configs:alter takes Confluent's AlterMultipleTopicsConfigs body (issue 27 item 5)") {
+  auto a = parse_alter_configs(R"({"data":[{"topic_name":"a","configs":[{"name":"retention.ms","value":"5"},
+                                   {"name":"cleanup.policy","value":null,"operation":"DELETE"}]},
+                                  {"topic_name":"b","configs":[]}],"validate_only":true})",
+                               true);
+  REQUIRE(a.ok());
+  CHECK(a->validate_only);
+  CHECK(*a->by_topic.at("a").at("retention.ms") == "5");
+  CHECK_FALSE(a->by_topic.at("a").at("cleanup.policy"));
+  CHECK(a->by_topic.at("b").empty());
+  auto flat = parse_alter_configs(R"({"data":[{"topic_name":"a","name":"retention.ms","value":"5"}]})", true);
+  REQUIRE_FALSE(flat.ok());
+  CHECK(flat.error().status == 422);
+  CHECK(flat.error().message.find("data[0] has the field \"name\": each element is {\"topic_name\", \"configs\"") == 0);
+  auto no_topic = parse_alter_configs(R"({"data":[{"configs":[]}]})", true);
+  CHECK((!no_topic.ok() && no_topic.error().status == 400 && no_topic.error().message.find("data[0].topic_name") == 0));
+  auto no_configs = parse_alter_configs(R"({"data":[{"topic_name":"a"}]})", true);
+  CHECK((!no_configs.ok() && no_configs.error().message.find("data[0].configs") == 0));
+  auto no_value = parse_alter_configs(R"({"data":[{"topic_name":"a","configs":[{"name":"x"}]}]})", true);
+  CHECK((!no_value.ok() && no_value.error().message == "data[0].configs[0].value is required for operation SET"));
+}
+
 TEST_CASE("empty bodies and missing required fields (issue 14 items 4, 10)") {
   for (const char* body : {"", "  \r\n"}) {
     CHECK(parse_create_topic(body).error().status == 422);

@@ -287,6 +287,52 @@ TEST_CASE("REST proxy v2: a commit of the largest offset is refused, not wrapped
   CHECK(r->committed.at(tp("t", 0)).committed == offset(largest));
 }
 
+TEST_CASE("a negative committed offset is stored as given (Kafka's OffsetCommit), read back, and resets its reader") {
+  // KafkaJS resets a partition after OFFSET_OUT_OF_RANGE by committing -2 (earliest) or -1
+  // (latest); Kafka stores any offset, and its clients treat a negative one as none.
+  group_coordinator c(9);
+  c.set_topics({{"t", 2}}, t0);
+  auto stored = c.commit_offsets_standalone("g", {{tp("t", 0), offset(-2), ""}, {tp("t", 1), offset(-1), ""}}, t0);
+  REQUIRE(stored.ok());
+  CHECK(c.committed_offsets("g")->at(tp("t", 0)).committed == offset(-2));
+  CHECK(c.committed_offsets("g")->at(tp("t", 1)).committed == offset(-1));
+  // After a restart too (the commit value codec takes any int64).
+  group_coordinator restarted(10);
+  for (const auto& rec : stored->records) REQUIRE(restarted.replay(rec, t0 + 100).ok());
+  CHECK(restarted.committed_offsets("g")->at(tp("t", 0)).committed == offset(-2));
+  // No lag is measured from it.
+  auto lags = c.lag("g", {{tp("t", 0), offset(5)}, {tp("t", 1), offset(7)}});
+  REQUIRE(lags.ok());
+  for (const auto& l : *lags) {
+    CHECK_FALSE(l.committed.has_value());
+    CHECK_FALSE(l.lag.has_value());
+  }
+  // A member of the group starts where auto.offset.reset says, not at the negative offset.
+  const auto m = join_and_subscribe(c, "g", req("m", std::nullopt, offset_reset::latest), "t", t0);
+  auto pos = c.positions_for_fetch("g", m);
+  REQUIRE(pos.ok());
+  REQUIRE(pos->size() == 2);
+  for (const auto& p : *pos) CHECK(p.source == fetch_source::reset_latest);
+  // Its own commits of negative offsets are stored too.
+  auto own = c.commit_offsets("g", m, std::nullopt, {{tp("t", 0), offset(-1), ""}}, t0);
+  REQUIRE(own.ok());
+  CHECK(c.committed_offsets("g")->at(tp("t", 0)).committed == offset(-1));
+}
+
+TEST_CASE("REST proxy v2: a commit of -1 stores 0; below -1 is refused, as Confluent's N + 1 would be negative") {
+  group_coordinator c(11);
+  c.set_topics({{"t", 1}}, t0);
+  const auto m = join_and_subscribe(c, "g", req("m"), "t", t0);
+  auto zero = c.commit_processed("g", m, std::nullopt, {{tp("t", 0), offset(-1), ""}}, t0);
+  REQUIRE(zero.ok());
+  CHECK(zero->committed.at(tp("t", 0)).committed == offset(0));
+  auto below = c.commit_processed("g", m, std::nullopt, {{tp("t", 0), offset(-2), ""}}, t0);
+  REQUIRE_FALSE(below.ok());
+  CHECK(below.error().code == errc::invalid_offset);
+  CHECK(below.error().message.find("below -1") != std::string::npos);
+  CHECK(c.committed_offsets("g")->at(tp("t", 0)).committed == offset(0));
+}
+
 TEST_CASE("REST proxy v2: an empty commit commits everything already returned") {
   group_coordinator c(6);
   c.set_topics({{"t", 2}}, t0);
@@ -558,12 +604,9 @@ TEST_CASE("commits outside membership: only for groups without members, replayed
   CHECK(committed->at(tp("t", 0)).metadata == "m");
   CHECK(c.describe_group("kafka-group").state == group_state::empty);
   require_invariants(c);
-  // Refused, and nothing applied: a negative offset anywhere, an empty group id.
-  auto negative = c.commit_offsets_standalone("kafka-group", {{tp("t", 0), offset(8), ""}, {tp("t", 1), offset(-1), ""}}, t0);
-  REQUIRE_FALSE(negative.ok());
-  CHECK(negative.error().code == errc::invalid_offset);
-  CHECK(c.committed_offsets("kafka-group")->at(tp("t", 0)).committed == offset(7));
+  // Refused, and nothing applied: an empty group id.
   CHECK(c.commit_offsets_standalone("", {{tp("t", 0), offset(1), ""}}, t0).error().code == errc::invalid_group_id);
+  CHECK(c.committed_offsets("kafka-group")->at(tp("t", 0)).committed == offset(7));
   // A group whose members are managed here (REST) refuses them by name.
   join_and_subscribe(c, "rest-group", req("a"), "t", t0);
   auto mixed = c.commit_offsets_standalone("rest-group", {{tp("t", 0), offset(1), ""}}, t0);

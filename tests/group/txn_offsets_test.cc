@@ -48,6 +48,13 @@ TEST_CASE("transactional offsets are pending until the commit marker, then commi
   CHECK(c.complete_txn_offsets(42, true, all_groups, t0).empty());
 }
 
+TEST_CASE("a transactional offset is stored as given, negative too (Kafka's TxnOffsetCommit)") {
+  group_coordinator c(1, 0);
+  REQUIRE(c.txn_commit_offsets("g", "", std::nullopt, -1, 42, at("in", 0, -1), t0).ok());
+  REQUIRE(c.complete_txn_offsets(42, true, all_groups, t0).size() == 2);
+  CHECK(committed(c, "g", tp("in", 0)) == -1);
+}
+
 TEST_CASE("an abort drops the pending offsets and keeps the committed ones") {
   group_coordinator c(1, 0);
   REQUIRE(c.commit_offsets_standalone("g", at("in", 0, 5), t0).ok());

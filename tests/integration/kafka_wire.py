@@ -276,3 +276,21 @@ def parse_offset_delete_v0(body):
             p = r.take(">i")
             out[(name, p)] = r.take(">h")
     return error, out
+
+
+API_INCREMENTAL_ALTER_CONFIGS = 44
+RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
+
+
+def incremental_alter_config_v0(bootstrap, resource_type, resource_name, name, value, operation=0,
+                                validate_only=False):
+    """IncrementalAlterConfigs v0 (KIP-339) of one config of one resource (operation 0 SET,
+    1 DELETE; a BROKER named "" is the cluster-wide default): (error_code, error_message)."""
+    body = (struct.pack(">i", 1) + struct.pack(">b", resource_type) + string(resource_name) + struct.pack(">i", 1) +
+            string(name) + struct.pack(">b", operation) + string(value) + struct.pack(">?", validate_only))
+    with connect(bootstrap) as s:
+        _, resp = exchange(s, API_INCREMENTAL_ALTER_CONFIGS, 0, 7, body)
+    r = Reader(resp)
+    r.take(">i")   # throttle_time_ms
+    assert r.take(">i") == 1
+    return r.take(">h"), r.string()

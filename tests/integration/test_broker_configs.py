@@ -184,31 +184,203 @@ def test_compaction_broker_defaults_are_refused_naming_the_key(ringlog_bin, tmp_
         assert key in help_text, key
 
 
-def test_a_dynamic_message_max_bytes_bounds_kafka_batches_as_http_records(ringlog_bin, tmp_path):
-    # One append pipeline (issue 28): a Kafka producer's batches are checked against the same
-    # live broker config as HTTP records, dynamic broker configs included (the Kafka path read the
-    # static one before, so a raised message.max.bytes let HTTP records through but not batches).
-    from confluent_kafka import KafkaError, Producer
-    from conftest import Broker, free_port
-    broker = Broker(tmp_path / "ringlog-data", ["message.max.bytes=2000"], kafka_port=free_port()).start()
+def test_compression_type_is_a_broker_config_that_topics_inherit(ringlog_bin, tmp_path):
+    """Issue 27 item 4: Kafka's broker compression.type (static in server.properties, dynamic per
+    broker or cluster-wide) is the compression.type of every topic without its own; stored batches
+    are recompressed to it on every append door, and a topic's own value wins."""
+    import asyncio
+    import base64
+    import json
+    import subprocess
+    import websockets
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+    import kafka_wire as kw
+    from conftest import Broker, free_port, wait_until
+
+    broker = Broker(tmp_path / "ringlog-data", ["compression.type=lz4"], kafka_port=free_port()).start()
     try:
-        broker.create_topic("big", partitions=1)
+        node = str(requests.get(broker.v3("/brokers")).json()["data"][0]["broker_id"])
+        own = configs_by_name(broker, f"/brokers/{node}/configs")["compression.type"]
+        assert own["value"] == "lz4" and own["source"] == "STATIC_BROKER_CONFIG" and own["is_read_only"] is False, own
+        assert [(s["value"], s["source"]) for s in own["synonyms"]] == [
+            ("lz4", "STATIC_BROKER_CONFIG"), ("producer", "DEFAULT_CONFIG")], own
 
-        def send(value):
-            outcome = []
-            p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 0,
-                          "enable.idempotence": False, "retries": 0})
-            p.produce("big", value=value, partition=0, on_delivery=lambda err, _m: outcome.append(err))
-            assert p.flush(30) == 0 and len(outcome) == 1
-            return outcome[0]
-
-        refused = send(b"x" * 3000)
-        assert refused is not None and refused.code() == KafkaError.MSG_SIZE_TOO_LARGE, refused
-        r = requests.put(broker.v3("/broker-configs/message.max.bytes"), json={"value": "10000"})
+        # Cluster-wide dynamic default with Confluent's batch body, validate_only first.
+        alter = {"data": [{"name": "compression.type", "value": "zstd", "operation": "SET"}]}
+        r = requests.post(broker.v3("/broker-configs:alter"), json=alter | {"validate_only": True})
         assert r.status_code == 204, r.text
-        assert send(b"x" * 3000) is None
-        assert requests.delete(broker.v3("/broker-configs/message.max.bytes")).status_code == 204
-        again = send(b"x" * 3000)
-        assert again is not None and again.code() == KafkaError.MSG_SIZE_TOO_LARGE, again
+        assert requests.get(broker.v3("/broker-configs/compression.type")).status_code == 404
+        r = requests.post(broker.v3("/broker-configs:alter"), json=alter)
+        assert r.status_code == 204, r.text
+        got = requests.get(broker.v3("/broker-configs/compression.type")).json()
+        assert got["value"] == "zstd" and got["source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG", got
+        r = requests.put(broker.v3("/broker-configs/compression.type"), json={"value": "none"})
+        assert r.status_code == 400 and "compression.type" in r.json()["message"], r.text   # Kafka says uncompressed
+
+        broker.create_topic("inherits", partitions=1)
+        broker.create_topic("own", partitions=1, configs={"compression.type": "snappy"})
+        inherited = requests.get(broker.v3("/topics/inherits/configs/compression.type")).json()
+        assert inherited["value"] == "zstd" and inherited["source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG", inherited
+        assert [(s["name"], s["value"], s["source"]) for s in inherited["synonyms"]] == [
+            ("compression.type", "zstd", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+            ("compression.type", "lz4", "STATIC_BROKER_CONFIG"),
+            ("compression.type", "producer", "DEFAULT_CONFIG")], inherited
+
+        # Kafka DescribeConfigs (librdkafka asks for synonyms) on the BROKER and the TOPIC.
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        b_res, t_res = ConfigResource("broker", node), ConfigResource("topic", "inherits")
+        b_entry = admin.describe_configs([b_res])[b_res].result(10)["compression.type"]
+        assert (b_entry.value, b_entry.source) == ("zstd", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value), b_entry
+        assert not b_entry.is_read_only, b_entry
+        t_entry = admin.describe_configs([t_res])[t_res].result(10)["compression.type"]
+        assert (t_entry.value, t_entry.source) == ("zstd", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value), t_entry
+        # The synonyms, in Kafka's order (kafka-python keeps them as a list; librdkafka's is a dict by name).
+        from kafka.admin import ConfigResource as KafkaConfigResource, ConfigResourceType, KafkaAdminClient
+        kadmin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:
+            (resp,) = kadmin.describe_configs([KafkaConfigResource(ConfigResourceType.TOPIC, "inherits")],
+                                              include_synonyms=True)
+        finally:
+            kadmin.close()
+        (entry,) = [e for e in resp.resources[0][4] if e[0] == "compression.type"]
+        assert (entry[1], entry[3]) == ("zstd", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value), entry
+        assert [(syn[0], syn[1], syn[2]) for syn in entry[5]] == [
+            ("compression.type", "zstd", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
+            ("compression.type", "lz4", ConfigSource.STATIC_BROKER_CONFIG.value),
+            ("compression.type", "producer", ConfigSource.DEFAULT_CONFIG.value)], entry
+
+        # Uncompressed batches from kcat, HTTP v3, HTTP v2 and WebSocket are stored as each topic says.
+        for topic in ("inherits", "own"):
+            r = subprocess.run(["kcat", "-b", broker.bootstrap, "-P", "-t", topic, "-p", "0", "-z", "none"],
+                               input=b"kcat-1\nkcat-2\n", capture_output=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+            r = requests.post(broker.v3(f"/topics/{topic}/records"), json={"value": {"type": "STRING", "data": "v3"}})
+            assert r.json()["error_code"] == 200, r.text
+            r = requests.post(f"{broker.url}/topics/{topic}", json={"records": [{"value": base64.b64encode(b"v2").decode()}]},
+                              headers={"Content-Type": "application/vnd.kafka.binary.v2+json"})
+            assert r.status_code == 200, r.text
+
+            async def ws_produce(topic=topic):
+                async with websockets.connect(f"ws://127.0.0.1:{broker.port}/v1/ws") as ws:
+                    await ws.send(json.dumps({"type": "produce", "id": 1, "topic": topic, "partition": 0,
+                                              "value": base64.b64encode(b"ws").decode()}))
+                    ack = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                    assert ack["type"] == "produce_ack", ack
+            asyncio.run(ws_produce())
+        codecs = {}
+        for topic in ("inherits", "own"):
+            with kw.connect(broker.bootstrap) as s:
+                _, body = kw.exchange(s, kw.API_FETCH, 4, 1, kw.fetch_v4(topic, 0, 0))
+            codecs[topic] = [a & 7 for a in kw.batch_attributes(kw.parse_fetch_v4(body)[0][4])]
+        assert codecs == {"inherits": [4, 4, 4, 4], "own": [2, 2, 2, 2]}, codecs   # zstd; snappy
+        segment = broker.data_dir / "inherits-0" / "00000000000000000000.log"
+        dumped = subprocess.run([str(ringlog_bin), "dump-log", str(segment)], capture_output=True, text=True, timeout=30)
+        assert dumped.returncode == 0 and dumped.stdout.count("compresscodec: zstd") == 4, dumped.stdout + dumped.stderr
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused", "enable.auto.commit": False})
+        c.assign([TopicPartition("inherits", 0, 0)])
+        got = []
+
+        def read():
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+            return len(got) == 5
+        wait_until(read, 15, "5 records of 'inherits'")
+        c.close()
+        assert got == [b"kcat-1", b"kcat-2", b"v3", b"v2", b"ws"], got
+
+        # Kafka IncrementalAlterConfigs on the cluster-wide default ("" names it), then its removal:
+        # the static value applies again.
+        assert kw.incremental_alter_config_v0(broker.bootstrap, kw.RESOURCE_BROKER, "", "compression.type", "gzip")[0] == 0
+        assert configs_by_name(broker, f"/brokers/{node}/configs")["compression.type"]["value"] == "gzip"
+        assert kw.incremental_alter_config_v0(broker.bootstrap, kw.RESOURCE_BROKER, "", "compression.type", None,
+                                              operation=1)[0] == 0
+        assert topic_config(broker, "inherits", "compression.type") == "lz4"
+        requests.post(broker.v3("/topics/inherits/records"), json={"value": {"type": "STRING", "data": "lz4"}})
+        with kw.connect(broker.bootstrap) as s:
+            _, body = kw.exchange(s, kw.API_FETCH, 4, 1, kw.fetch_v4("inherits", 0, 5))
+        assert [a & 7 for a in kw.batch_attributes(kw.parse_fetch_v4(body)[0][4])] == [3]   # lz4
+        # The help and the shipped file name the static key.
+        help_text = subprocess.run([str(ringlog_bin), "serve", "--help"], capture_output=True, text=True, timeout=20).stdout
+        assert "compression.type" in help_text
     finally:
-        broker.stop()
+        assert broker.stop() == 0
+
+
+def test_kafka_produce_follows_dynamic_broker_defaults(ringlog_bin, tmp_path):
+    """Kafka Produce reads the live broker config, as HTTP produce does: a cluster-wide
+    log.cleanup.policy=compact refuses keyless batches at once (its log config came from the
+    static config; message.max.bytes was already checked live before the append)."""
+    import kafka_wire as kw
+    from conftest import Broker, free_port
+
+    broker = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        broker.create_topic("bounded", partitions=1)
+
+        def produce(key, value):
+            with kw.connect(broker.bootstrap) as s:
+                _, body = kw.exchange(s, kw.API_PRODUCE, 3, 1, kw.produce_v3("bounded", 0, kw.batch([(key, value, [], 1)])))
+            return kw.parse_produce_v3(body)[0][2]
+
+        assert produce(None, b"x" * 3000) == 0
+        r = requests.post(broker.v3("/broker-configs:alter"), json={"data": [
+            {"name": "message.max.bytes", "value": "2000"}, {"name": "log.cleanup.policy", "value": "compact"}]})
+        assert r.status_code == 204, r.text
+        assert produce(b"k", b"x" * 3000) == 10    # MESSAGE_TOO_LARGE
+        assert produce(None, b"small") == 87       # INVALID_RECORD: a compacted topic's record needs a key
+        assert produce(b"k", b"small") == 0
+    finally:
+        assert broker.stop() == 0
+
+
+def test_compression_levels_kip_390(ringlog_bin, tmp_path):
+    """compression.{gzip,lz4,zstd}.level (KIP-390): topic configs whose broker defaults have the
+    same names; the level a topic's codec recompresses at. Levels do not make a batch in the
+    topic's codec recompress (as in Kafka)."""
+    import base64
+    import kafka_wire as kw
+    from conftest import Broker, free_port
+
+    broker = Broker(tmp_path / "ringlog-data", ["compression.zstd.level=1"], kafka_port=free_port()).start()
+    try:
+        words = [b"offset ", b"leader ", b"epoch ", b"batch ", b"segment ", b"replica ", b"fetch ", b"isr "]
+        x, value = 12345, b""
+        while len(value) < 200_000:
+            x = (x * 1664525 + 1013904223) % (1 << 32)
+            value += words[(x >> 16) % 8]
+
+        def stored_size(topic):
+            r = requests.post(f"{broker.url}/topics/{topic}", json={"records": [{"value": base64.b64encode(value).decode()}]},
+                              headers={"Content-Type": "application/vnd.kafka.binary.v2+json"})
+            assert r.status_code == 200, r.text
+            with kw.connect(broker.bootstrap) as s:
+                _, body = kw.exchange(s, kw.API_FETCH, 4, 1, kw.fetch_v4(topic, 0, 0))
+            records = kw.parse_fetch_v4(body)[0][4]
+            assert [a & 7 for a in kw.batch_attributes(records)] in ([1], [4]), records[:64]
+            return len(records)
+
+        broker.create_topic("gzip-1", configs={"compression.type": "gzip", "compression.gzip.level": "1"})
+        broker.create_topic("gzip-9", configs={"compression.type": "gzip", "compression.gzip.level": "9"})
+        assert stored_size("gzip-9") < stored_size("gzip-1")
+        # The broker's static level, then a cluster-wide dynamic one, for topics without their own.
+        broker.create_topic("zstd", configs={"compression.type": "zstd"})
+        level = requests.get(broker.v3("/topics/zstd/configs/compression.zstd.level")).json()
+        assert (level["value"], level["source"]) == ("1", "STATIC_BROKER_CONFIG"), level
+        at_1 = stored_size("zstd")
+        r = requests.put(broker.v3("/broker-configs/compression.zstd.level"), json={"value": "19"})
+        assert r.status_code == 204, r.text
+        broker.create_topic("zstd-19", configs={"compression.type": "zstd"})
+        assert stored_size("zstd-19") < at_1
+        level = requests.get(broker.v3("/topics/zstd-19/configs/compression.zstd.level")).json()
+        assert (level["value"], level["source"]) == ("19", "DYNAMIC_DEFAULT_BROKER_CONFIG"), level
+        # Kafka's bounds, named.
+        for name, value_text in [("compression.gzip.level", "0"), ("compression.lz4.level", "18"),
+                                 ("compression.zstd.level", "23")]:
+            r = requests.put(broker.v3(f"/topics/zstd/configs/{name}"), json={"value": value_text})
+            assert r.status_code == 400 and name in r.json()["message"], r.text
+            r = requests.put(broker.v3(f"/broker-configs/{name}"), json={"value": value_text})
+            assert r.status_code == 400 and name in r.json()["message"], r.text
+    finally:
+        assert broker.stop() == 0

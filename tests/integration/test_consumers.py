@@ -135,6 +135,47 @@ def test_commit_names_the_last_processed_offset_and_stores_n_plus_1(broker, topi
     assert committed(second) == {(topic_name, 0): 15}
 
 
+def test_commit_of_minus_one_stores_zero_and_below_is_refused(broker, topic_name):
+    """The v2 commit names the last processed record and N + 1 is stored (as Confluent hands N + 1
+    to the Java consumer's commitSync): -1 (nothing processed) stores 0; -2 and below would store
+    a negative offset, which that consumer refuses, so the route does too, naming the field."""
+    base = member_that_read(broker, topic_name, "g-" + topic_name, 3)
+    commit(base, [{"topic": topic_name, "partition": 0, "offset": -1}])
+    assert committed(base) == {(topic_name, 0): 0}
+    r = requests.post(base + "/offsets", json={"offsets": [{"topic": topic_name, "partition": 0, "offset": -2}]},
+                      headers={"Content-Type": V2})
+    assert r.status_code == 422 and "below -1" in r.json()["message"], r.text
+    assert committed(base) == {(topic_name, 0): 0}, "nothing stored by the refused commit"
+    delete(base)
+
+
+def test_fetch_min_bytes_of_an_instance_holds_a_poll_until_its_timeout(broker, topic_name):
+    """An instance created with fetch.min.bytes answers a records GET once its records hold that
+    many bytes, or is full (max_bytes), or at its timeout with what there is (Confluent's read
+    task; the wait is a lower bound, not a timing)."""
+    broker.create_topic(topic_name, partitions=1)
+    produce(broker, topic_name, ["tiny"], partition=0)
+    base = create_consumer(broker, "g-" + topic_name, **{"auto.offset.reset": "earliest", "fetch.min.bytes": "100000"})
+    subscribe(base, [topic_name])
+    start = time.monotonic()
+    got = poll(base, timeout=1500)
+    waited = time.monotonic() - start
+    # The first round may come back empty while the subscription's assignment settles.
+    if not got:
+        start = time.monotonic()
+        got = poll(base, timeout=1500)
+        waited = time.monotonic() - start
+    assert [unb64(r["value"]) for r in got] == ["tiny"]
+    assert waited >= 1.2, f"answered after {waited:.2f} s: fetch.min.bytes was not waited for"
+    # Full before min bytes: max_bytes answers at once with what fits.
+    produce(broker, topic_name, ["x" * 1000, "y" * 1000], partition=0)
+    # (an HTTP deadline below the poll's timeout: an answer by then came early)
+    r = requests.get(base + "/records", params={"timeout": 60000, "max_bytes": 1500}, headers={"Accept": BINARY},
+                     timeout=30)
+    assert r.status_code == 200 and [x["offset"] for x in r.json()] == [1], r.text
+    delete(base)
+
+
 def test_auto_commit_commits_before_answering(broker, topic_name):
     broker.create_topic(topic_name, partitions=1)
     produce(broker, topic_name, ["a", "b", "c"], partition=0)

@@ -8,6 +8,7 @@ controllers as its voters. kill -9 of the active dedicated controller elects ano
 create works again within seconds, and the brokers keep their sessions with the new controller.
 Every wait polls with a deadline.
 """
+import re
 import subprocess
 import time
 
@@ -166,6 +167,8 @@ def test_three_dedicated_controllers_two_brokers_placement_failover_and_visibili
         broker_rows = lines[lines.index(next(x for x in lines if x.startswith("BROKER"))) + 1:]
         broker_rows = broker_rows[:next(i for i, x in enumerate(broker_rows) if not x.strip())]
         assert sorted(int(x.split("\t")[0]) for x in broker_rows) == BROKERS, out.stdout
+        # The active controller is named as a dedicated one (newcomer finding 17).
+        assert any(re.fullmatch(r"Controller:\tnode [123] \(dedicated\)", x) for x in lines), out.stdout
         voter_rows = lines[lines.index(next(x for x in lines if x.startswith("VOTER"))) + 1:][:3]
         assert sorted((int(x.split("\t")[0]), x.split("\t")[-1]) for x in voter_rows) == \
             [(i, "controller") for i in CONTROLLERS], out.stdout

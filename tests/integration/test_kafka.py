@@ -421,6 +421,74 @@ def test_fetch_out_of_range_long_poll_and_max_bytes(kbroker, topic_name):
         assert time.monotonic() - start < 8 and len(kw.batch_attributes(kw.parse_fetch_v4(body)[0][4])) == 1
 
 
+def fetch_v4_partitions(topic, partitions, max_wait_ms, min_bytes, max_bytes=1 << 20):
+    """A Fetch v4 body reading every partition of `partitions` of one topic from offset 0."""
+    body = struct.pack(">iiii", -1, max_wait_ms, min_bytes, max_bytes) + b"\x00"
+    body += struct.pack(">i", 1) + kw.string(topic) + struct.pack(">i", len(partitions))
+    for p in partitions:
+        body += struct.pack(">iqi", p, 0, 1 << 20)
+    return body
+
+
+def test_fetch_waits_for_min_bytes_until_max_wait(kbroker, topic_name):
+    """Kafka's DelayedFetch: fewer than min_bytes in the partition, and the answer comes at
+    max_wait_ms with what there is (a lower bound on the wait, not a timing of the broker)."""
+    create(kbroker.bootstrap, topic_name)
+    with kw.connect(kbroker.bootstrap) as s:
+        _, body = kw.exchange(s, kw.API_PRODUCE, 3, 1, kw.produce_v3(topic_name, 0, kw.batch([(None, b"tiny", [], 1)])))
+        assert kw.parse_produce_v3(body)[0][2] == 0
+        start = time.monotonic()
+        _, body = kw.exchange(s, kw.API_FETCH, 4, 2,
+                              kw.fetch_v4(topic_name, 0, 0, max_wait_ms=1500, min_bytes=1_000_000))
+        waited = time.monotonic() - start
+    (_, _, error, hw, records), = kw.parse_fetch_v4(body)
+    assert error == 0 and hw == 1 and len(kw.batch_attributes(records)) == 1, "the record there is returned"
+    assert waited >= 1.2, f"answered after {waited:.2f} s: min_bytes was not waited for"
+
+
+def test_fetch_min_bytes_counts_every_partition_and_answers_once_reached(kbroker, topic_name):
+    """The bytes of all the request's partitions count toward min_bytes: 1500 bytes on partition
+    0 are not enough (2500), 1500 more on partition 1 are, and the answer comes then (well before
+    max_wait_ms) with both partitions' records."""
+    create(kbroker.bootstrap, topic_name, partitions=2)
+    with kw.connect(kbroker.bootstrap) as fetcher, kw.connect(kbroker.bootstrap) as producer:
+        fetcher.sendall(kw.frame(kw.API_FETCH, 4, 7, fetch_v4_partitions(topic_name, [0, 1], 60000, 2500)))
+        for corr, partition in [(1, 0), (2, 1)]:
+            _, body = kw.exchange(producer, kw.API_PRODUCE, 3, corr,
+                                  kw.produce_v3(topic_name, partition, kw.batch([(None, b"x" * 1500, [], 1)])))
+            assert kw.parse_produce_v3(body)[0][2] == 0
+        fetcher.settimeout(30)   # a deadline below max_wait_ms: an answer by then came early
+        size = struct.unpack(">i", kw.read_exact(fetcher, 4))[0]
+        frame = kw.read_exact(fetcher, size)
+    assert struct.unpack_from(">i", frame)[0] == 7
+    parts = {p: (error, len(kw.batch_attributes(records))) for _, p, error, _, records in kw.parse_fetch_v4(frame[4:])}
+    assert parts == {0: (0, 1), 1: (0, 1)}, "answered before min_bytes had accumulated across both partitions"
+
+
+def test_confluent_consumer_with_fetch_min_bytes_reads_everything_in_order(kbroker, topic_name):
+    """librdkafka with fetch.min.bytes far above what the topic holds: every fetch waits its
+    fetch.wait.max.ms and answers with what there is, and the consumer reads it all in order."""
+    create(kbroker.bootstrap, topic_name)
+    p = Producer({"bootstrap.servers": kbroker.bootstrap})
+    for i in range(20):
+        p.produce(topic_name, value=b"m%d" % i, partition=0)
+    assert p.flush(10) == 0
+    c = Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": "minbytes-" + topic_name,
+                  "enable.auto.commit": False, "fetch.min.bytes": 1_000_000, "fetch.wait.max.ms": 300})
+    c.assign([TopicPartition(topic_name, 0, 0)])
+    got = []
+    end = time.monotonic() + 20
+    try:
+        while len(got) < 20 and time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is not None:
+                assert m.error() is None, m.error()
+                got.append((m.offset(), m.value()))
+    finally:
+        c.close()
+    assert got == [(i, b"m%d" % i) for i in range(20)]
+
+
 def test_malformed_frames_close_the_connection_with_a_log_line(kbroker, topic_name):
     create(kbroker.bootstrap, topic_name)
     p = Producer({"bootstrap.servers": kbroker.bootstrap})

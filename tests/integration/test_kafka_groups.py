@@ -309,12 +309,74 @@ def test_confluent_static_member_and_session_expiry(gbroker, topic_name):
                "the static member to expire")
 
 
+def test_commits_of_negative_offsets_are_stored_and_mean_no_offset(gbroker, topic_name):
+    """Kafka does not range-check a committed offset: kafka-python's commit of -1 and -2 is stored
+    and OffsetFetch reads it back as given. Readers treat it as no offset: a Kafka member and a
+    REST v2 instance of the group start where auto.offset.reset says, and the lag routes report
+    no lag from it (never a negative one)."""
+    from kafka import KafkaAdminClient, TopicPartition as KTopicPartition
+    from kafka.structs import OffsetAndMetadata
+    b = gbroker
+    create(b.bootstrap, topic_name, partitions=2)
+    sent = produce(b.bootstrap, topic_name, 2, range(6))
+    group = "negative-" + topic_name
+    tps = [KTopicPartition(topic_name, 0), KTopicPartition(topic_name, 1)]
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id=group, enable_auto_commit=False)
+    c.assign(tps)
+    c.commit({tps[0]: OffsetAndMetadata(-1, ""), tps[1]: OffsetAndMetadata(-2, "")})
+    c.close()
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    try:
+        stored = admin.list_consumer_group_offsets(group)
+    finally:
+        admin.close()
+    assert {tp.partition: om.offset for tp, om in stored.items()} == {0: -1, 1: -2}
+    assert requests.get(b.v3(f"/consumer-groups/{group}/lags")).status_code == 404, "no lag from a negative offset"
+
+    # A member of the group reads everything (auto.offset.reset earliest), commits nothing.
+    member = KafkaConsumer(topic_name, bootstrap_servers=b.bootstrap, group_id=group, auto_offset_reset="earliest",
+                           enable_auto_commit=False, consumer_timeout_ms=1000)
+    got = set()
+    end = time.monotonic() + 30
+    while len(got) < len(sent) and time.monotonic() < end:
+        got |= {(m.partition, m.value) for m in member}
+    member.close()
+    assert got == sent
+
+    # A REST v2 instance of the group too; its GET offsets shows nothing committed (as the Java
+    # consumer's committed() that Confluent's proxy answers with returns null for them).
+    r = requests.post(f"{b.url}/consumers/{group}", json={"name": "rest", "auto.offset.reset": "earliest"},
+                      headers={"Content-Type": V2})
+    assert r.status_code == 200, r.text
+    base = r.json()["base_uri"]
+    try:
+        assert requests.post(base + "/subscription", json={"topics": [topic_name]},
+                             headers={"Content-Type": V2}).status_code == 204
+        r = requests.get(base + "/offsets", json={"partitions": [{"topic": topic_name, "partition": 0},
+                                                                  {"topic": topic_name, "partition": 1}]},
+                         headers={"Content-Type": V2})
+        assert r.status_code == 200 and r.json()["offsets"] == [], r.text
+        records = []
+
+        def read():
+            r = requests.get(base + "/records", params={"timeout": 500},
+                             headers={"Accept": "application/vnd.kafka.binary.v2+json"})
+            assert r.status_code == 200, r.text
+            records.extend(r.json())
+            return len(records) >= len(sent)
+        wait_until(read, 30, "every record through the REST instance")
+        assert sorted((x["partition"], x["offset"]) for x in records) == \
+            sorted([(0, o) for o in range(3)] + [(1, o) for o in range(3)])
+    finally:
+        requests.delete(base, headers={"Content-Type": V2})
+
+
 KAFKAJS_DIR = __import__("pathlib").Path(__file__).resolve().parents[1] / "kafkajs"
 
 
-def test_kafkajs_admin_produce_and_consume_in_a_group(gbroker, topic_name):
-    """KafkaJS from npm (tests/kafkajs, pinned by its package-lock.json): installed with `npm ci`
-    when missing, then its node:test file runs against this broker."""
+def run_kafkajs(test_file, bootstrap, topic):
+    """Runs one node:test file of tests/kafkajs against `bootstrap`, with KafkaJS from npm (pinned
+    by its package-lock.json) installed with `npm ci` when missing."""
     import os
     import subprocess
     env = dict(os.environ)
@@ -324,8 +386,20 @@ def test_kafkajs_admin_produce_and_consume_in_a_group(gbroker, topic_name):
         installed = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=KAFKAJS_DIR,
                                    env=env, capture_output=True, text=True, timeout=300)
         assert installed.returncode == 0, installed.stdout + installed.stderr
-    env["KAFKA_BOOTSTRAP"] = gbroker.bootstrap
-    env["KAFKA_TOPIC"] = "kafkajs-" + topic_name
-    r = subprocess.run(["node", "--test", "--test-reporter=spec", "kafkajs.test.mjs"], cwd=KAFKAJS_DIR, env=env,
+    env["KAFKA_BOOTSTRAP"] = bootstrap
+    env["KAFKA_TOPIC"] = topic
+    r = subprocess.run(["node", "--test", "--test-reporter=spec", test_file], cwd=KAFKAJS_DIR, env=env,
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_kafkajs_admin_produce_and_consume_in_a_group(gbroker, topic_name):
+    """KafkaJS's admin, producer and a consumer group of two (tests/kafkajs/kafkajs.test.mjs)."""
+    run_kafkajs("kafkajs.test.mjs", gbroker.bootstrap, "kafkajs-" + topic_name)
+
+
+def test_kafkajs_group_recovers_from_a_seek_past_the_end(gbroker, topic_name):
+    """KafkaJS resets a partition after OFFSET_OUT_OF_RANGE by committing -2 (earliest): the commit
+    is stored as given, as Kafka does, and the consumer goes on instead of crashing
+    (tests/kafkajs/seek_past_end.test.mjs)."""
+    run_kafkajs("seek_past_end.test.mjs", gbroker.bootstrap, "kafkajs-seek-" + topic_name)

@@ -4,6 +4,7 @@
 #include <doctest.h>
 
 #include <future>
+#include <mutex>
 
 #include "call.h"
 #include "ringlog/codec/compression.h"
@@ -40,10 +41,10 @@ struct fixture {
     p.get_future().wait();
   }
 
-  /// Sends one request; returns its answer frame (nullopt: no answer). Fails the test when the
-  /// handler refuses the frame.
+  /// Hands one request to the handler; `done` gets its answer, on a shard thread. Fails the test
+  /// when the handler refuses the frame.
   template <typename Body>
-  std::optional<protocol::bytes> send(int16_t version, const Body& body, int16_t api_key = Body::api_key) {
+  void start(int16_t version, const Body& body, kafka::respond_fn done, int16_t api_key = Body::api_key) {
     protocol::request_header_data header;
     header.request_api_key = api_key;
     header.request_api_version = version;
@@ -52,10 +53,15 @@ struct fixture {
     protocol::writer w;
     REQUIRE(protocol::encode_request_frame(w, header, body).ok());
     auto frame = std::move(w).take();
-    auto answer = test::call<std::optional<kafka::response_frame>>([&](auto done) {
-      auto handled = handler->handle(std::span(frame).subspan(4), done);
-      REQUIRE_MESSAGE(handled.ok(), (handled.ok() ? "" : handled.error().message));
-    });
+    auto handled = handler->handle(std::span(frame).subspan(4), std::move(done));
+    REQUIRE_MESSAGE(handled.ok(), (handled.ok() ? "" : handled.error().message));
+  }
+
+  /// Sends one request; returns its answer frame (nullopt: no answer).
+  template <typename Body>
+  std::optional<protocol::bytes> send(int16_t version, const Body& body, int16_t api_key = Body::api_key) {
+    auto answer = test::call<std::optional<kafka::response_frame>>(
+        [&](auto done) { start(version, body, std::move(done), api_key); });
     if (!answer) return std::nullopt;
     // A simulated disk has no descriptors: every answer here is memory only.
     REQUIRE(answer->file_pieces.empty());
@@ -222,6 +228,80 @@ TEST_CASE("produce stores the client's batch as sent and fetch returns it byte f
     codec::set_partition_leader_epoch(sent, model::leader_epoch{0});
     CHECK(stored == sent);
   }
+}
+
+TEST_CASE("Fetch waits for min_bytes (Kafka's DelayedFetch): answered once appends bring enough, else at max_wait_ms") {
+  fixture f;
+  kafka::handler_options options;
+  options.clock = &f.clock;   // the request's max_wait_ms on the simulated clock
+  f.handler->set_options(options);
+  f.create("t");
+  REQUIRE(f.produce("t", f.batch({"tiny"})).error_code == 0);
+  const auto request = [](int32_t min_bytes, int32_t max_wait_ms) {
+    protocol::fetch_request_data req;
+    req.max_wait_ms = max_wait_ms;
+    req.min_bytes = min_bytes;
+    req.max_bytes = 1 << 20;
+    req.session_epoch = -1;
+    protocol::fetch_request_data::fetch_topic t;
+    t.topic = "t";
+    protocol::fetch_request_data::fetch_partition p;
+    p.partition = 0;
+    p.fetch_offset = 0;
+    p.partition_max_bytes = 1 << 20;
+    t.partitions.push_back(p);
+    req.topics.push_back(std::move(t));
+    return req;
+  };
+  struct pending {
+    std::mutex mutex;
+    std::optional<kafka::response_frame> frame;
+    bool answered = false;
+  };
+  const auto wait_answer = [&f, &request](int32_t min_bytes, int32_t max_wait_ms, const std::shared_ptr<pending>& into) {
+    f.start(12, request(min_bytes, max_wait_ms), [into](std::optional<kafka::response_frame> frame) {
+      std::lock_guard lock(into->mutex);
+      into->frame = std::move(frame);
+      into->answered = true;
+    });
+    f.runtime->wait_idle();
+  };
+  const auto answered = [](const std::shared_ptr<pending>& p) {
+    std::lock_guard lock(p->mutex);
+    return p->answered;
+  };
+  const auto records_of = [](const std::shared_ptr<pending>& p) {
+    std::lock_guard lock(p->mutex);
+    REQUIRE(p->frame.has_value());
+    protocol::reader rd{std::span<const std::byte>(p->frame->memory).subspan(4)};
+    REQUIRE(protocol::decode_response_header(rd, protocol::fetch_response_data::api_key, 12).ok());
+    auto resp = protocol::fetch_response_data::decode(rd, 12);
+    REQUIRE(resp.ok());
+    REQUIRE(resp->responses.size() == 1);
+    return resp->responses[0].partitions.at(0).records.value_or(protocol::bytes{});
+  };
+  const size_t tiny_bytes = f.batch({"tiny"}).size();
+
+  // Early: 2000 bytes are asked for; the tiny batch is not enough, the next append is.
+  auto early = std::make_shared<pending>();
+  wait_answer(2000, 60000, early);
+  CHECK_FALSE(answered(early));
+  REQUIRE(f.produce("t", f.batch({std::string(2000, 'x')})).error_code == 0);
+  f.runtime->wait_idle();
+  REQUIRE(answered(early));
+  CHECK(records_of(early).size() == tiny_bytes + f.batch({std::string(2000, 'x')}).size());
+
+  // Never enough: the answer comes at max_wait_ms with what there is, not a millisecond before.
+  auto late = std::make_shared<pending>();
+  wait_answer(1'000'000, 1000, late);
+  CHECK_FALSE(answered(late));
+  f.runtime->advance_ms(999);
+  f.runtime->wait_idle();
+  CHECK_FALSE(answered(late));
+  f.runtime->advance_ms(1);
+  f.runtime->wait_idle();
+  REQUIRE(answered(late));
+  CHECK(records_of(late).size() == tiny_bytes + f.batch({std::string(2000, 'x')}).size());
 }
 
 TEST_CASE("corrupt batches are refused and nothing is stored") {

@@ -5,22 +5,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Kafka, logLevel } from "kafkajs";
+import { waitFor } from "./wait_for.mjs";
 
 const bootstrap = process.env.KAFKA_BOOTSTRAP;
 const topic = process.env.KAFKA_TOPIC ?? `kafkajs-${Date.now()}`;
 const groupId = `${topic}-group`;
-const deadlineMs = 60_000;
 
 const kafka = new Kafka({ clientId: "kafkajs-test", brokers: [bootstrap], logLevel: logLevel.WARN });
-
-/** Resolves once check() is true, polling; rejects at the deadline naming `what`. */
-async function waitFor(check, what, ms = deadlineMs) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 test("KafkaJS: admin, produce, a consumer group of two, offsets, delete", { timeout: 120_000 }, async () => {
   assert.ok(bootstrap, "KAFKA_BOOTSTRAP must name the broker");

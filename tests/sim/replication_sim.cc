@@ -45,7 +45,13 @@
 //   - one committed history: the same offset never holds two different records below any high
 //     watermark a leader published;
 //   - replicas agree: every live replica's log below its own high watermark equals that history;
-//   - liveness: after the faults heal, every partition acknowledges a new write.
+//   - liveness: after the faults heal, every partition acknowledges a new write;
+//   - no end below an acknowledgement (KAFKA-2334, KIP-207): clients keep asking random brokers
+//     for a partition's end (ListOffsets latest, the v2 offsets route: the broker answers if it
+//     leads, or passes the question to the leader it knows), and an end answered is never at or
+//     below an offset already acknowledged to an acks=all producer. The brokers answer by
+//     replication/offsets_gate.h: only a leader whose high watermark reached its epoch's start
+//     offset and whose leadership lease (heartbeats the controller answered) holds.
 //
 //   replication_sim --seed S [--verbose]            one run; prints its seed, schedule and digest
 //   replication_sim --seeds N [--start S]           N runs from seed S
@@ -65,6 +71,10 @@
 //   RINGLOG_REPLICATION_SIM_BREAK_UNCLEAN_ELECTION           unclean.leader.election.enable=true
 //   RINGLOG_REPLICATION_SIM_BREAK_ACK_BEFORE_REPLICATION     acks=all answered once the leader
 //       has the record (acks=1)
+//   RINGLOG_REPLICATION_SIM_BREAK_END_BEFORE_ESTABLISHED     a new leader answers its end before
+//       its high watermark reached its epoch's start offset (no OFFSET_NOT_AVAILABLE)
+//   RINGLOG_REPLICATION_SIM_BREAK_END_WITHOUT_LEASE          a leader answers its end whether or
+//       not its leadership lease holds (a zombie cut off from the controller answers)
 //
 // Exit codes: 0 ok, 1 negative control not caught, 2 usage, 3 invariant violation, 4 replay mismatch.
 
@@ -87,6 +97,7 @@
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/io/sim_file_system.h"
 #include "ringlog/replication/leader_state.h"
+#include "ringlog/replication/offsets_gate.h"
 #include "ringlog/storage/partition_log.h"
 
 namespace {
@@ -178,6 +189,8 @@ struct options {
 
 struct run_result {
   bool violated = false;
+  int64_t ends_answered = 0;   // partition ends answered to clients (the KAFKA-2334 invariant's checks)
+  int64_t ends_refused = 0;    // ... refused by offsets_gate (retry)
   std::string violation;
   uint64_t digest = 0;
   int64_t acked = 0;
@@ -236,10 +249,18 @@ struct alter_partition_response {
 struct heartbeat {
   int32_t broker_id = 0;
   uint64_t broker_epoch = 0;   // the incarnation here
+  int64_t sent_ms = 0;         // the broker's clock when it sent it (its lease counts from there)
 };
 struct registration {
   int32_t broker_id = 0;
   uint64_t incarnation = 0;
+  int64_t sent_ms = 0;
+};
+/// The controller's answer to a heartbeat or a registration (BrokerHeartbeatResponse): sent only
+/// when it restarted the broker's session; `fenced` when the broker was fenced at that moment.
+struct heartbeat_response {
+  int64_t sent_ms = 0;   // the request's
+  bool fenced = false;
 };
 /// The controller's image of one partition (controller::partition_image).
 struct partition_meta {
@@ -257,7 +278,7 @@ struct metadata_update {
   std::map<int32_t, uint64_t> registered;   // broker -> the incarnation registered
 };
 using payload = std::variant<fetch_request, fetch_response, alter_partition_request, alter_partition_response, heartbeat,
-                             registration, metadata_update>;
+                             registration, metadata_update, heartbeat_response>;
 struct message {
   int from = 0;   // broker index, or controller_node
   int to = 0;
@@ -365,6 +386,8 @@ struct sim_broker {
   int64_t drift_ppm = 0;
   int64_t disk_fsync_delay_ms = fsync_delay_max_ms;   // raised by the "slow disk" fault
   int64_t next_heartbeat_ms = 0;
+  /// broker.cc leadership_lease_: renewed by the controller's answers (heartbeat_response).
+  replication::leadership_lease lease{broker_session_timeout_ms};
   int64_t next_replication_tick_ms = 0;
   int64_t next_checkpoint_ms = 0;
   uint64_t next_request_id = 1;
@@ -385,7 +408,7 @@ struct sim_controller {
 
 class simulation {
  public:
-  explicit simulation(const options& opt) : opt_(opt), rng_(opt.seed) {}
+  explicit simulation(const options& opt) : opt_(opt), rng_(opt.seed), client_rng_(opt.seed ^ 0x5DEECE66DULL) {}
 
   run_result run() {
     setup();
@@ -469,6 +492,7 @@ class simulation {
     b.incarnation = ++incarnations_;
     b.metadata_version = 0;
     b.registered = false;
+    b.lease = replication::leadership_lease(broker_session_timeout_ms);
     b.paused_until_ms = 0;
     b.parts.clear();
     const int64_t now = broker_now(b);
@@ -491,7 +515,7 @@ class simulation {
     (void)now;
     trace(i, "start", static_cast<int64_t>(b.incarnation));
     // register_broker: a new incarnation registers with the controller.
-    send(message{i, controller_node_, 0, registration{b.id, b.incarnation}});
+    send(message{i, controller_node_, 0, registration{b.id, b.incarnation, broker_now(b)}});
   }
 
   void crash(int i) {
@@ -550,8 +574,8 @@ class simulation {
       broker_now(b);
       if (now_ms_ >= b.next_heartbeat_ms) {
         b.next_heartbeat_ms = now_ms_ + broker_heartbeat_interval_ms;
-        if (b.registered) send(message{i, controller_node_, 0, heartbeat{b.id, b.incarnation}});
-        else send(message{i, controller_node_, 0, registration{b.id, b.incarnation}});
+        if (b.registered) send(message{i, controller_node_, 0, heartbeat{b.id, b.incarnation, broker_now(b)}});
+        else send(message{i, controller_node_, 0, registration{b.id, b.incarnation, broker_now(b)}});
       }
       if (now_ms_ >= b.next_replication_tick_ms) {
         b.next_replication_tick_ms = now_ms_ + replication_tick_ms;
@@ -567,6 +591,7 @@ class simulation {
     if (chaos_) inject_faults();
     maybe_produce();
     maybe_read();
+    ask_end_offsets();
     if (now_ms_ >= next_content_check_ms_) {
       next_content_check_ms_ = now_ms_ + content_check_interval_ms;
       check_contents("periodic");
@@ -618,11 +643,14 @@ class simulation {
   }
 
   // ---------------------------------------------------------------- network
-  void send(message m) {
-    if (blocked_[static_cast<size_t>(m.from)][static_cast<size_t>(m.to)] || rng_.uniform(0, 999) < drop_permille_) {
+  /// `r`: the randomness of its loss and delay; the controller's answers to heartbeats draw from
+  /// their own, so the schedules of seeds from before they existed stay as they were.
+  void send(message m) { send_with(rng_, std::move(m)); }
+  void send_with(rng& r, message m) {
+    if (blocked_[static_cast<size_t>(m.from)][static_cast<size_t>(m.to)] || r.uniform(0, 999) < drop_permille_) {
       return;
     }
-    schedule(now_ms_ + rng_.uniform(1, network_delay_max_ms), ev_deliver{std::move(m)});
+    schedule(now_ms_ + r.uniform(1, network_delay_max_ms), ev_deliver{std::move(m)});
   }
 
   void deliver(const message& m) {
@@ -649,6 +677,9 @@ class simulation {
             on_alter_partition_response(m.to, body);
           } else if constexpr (std::is_same_v<T, metadata_update>) {
             apply_metadata(m.to, body);
+          } else if constexpr (std::is_same_v<T, heartbeat_response>) {
+            // broker.cc heartbeat_tick: an answer not fenced renews the lease from its send time.
+            if (!body.fenced) b.lease.acknowledged(body.sent_ms);
           }
         },
         m.body);
@@ -777,6 +808,7 @@ class simulation {
       controller_.last_heartbeat_ms[r->broker_id] = now_ms_;
       elect_leaderless(r->broker_id);
       commit_metadata(("register " + std::to_string(r->broker_id)).c_str());
+      send_with(client_rng_, message{controller_node_, m.from, r->incarnation, heartbeat_response{r->sent_ms, false}});
       return;
     }
     if (const auto* h = std::get_if<heartbeat>(&m.body)) {
@@ -784,6 +816,8 @@ class simulation {
       const auto it = controller_.registered.find(h->broker_id);
       if (it == controller_.registered.end() || it->second != h->broker_epoch) return;   // stale broker epoch
       controller_.last_heartbeat_ms[h->broker_id] = now_ms_;
+      send_with(client_rng_, message{controller_node_, m.from, h->broker_epoch,
+                                     heartbeat_response{h->sent_ms, controller_.fenced.contains(h->broker_id)}});
       if (controller_.fenced.contains(h->broker_id)) {
         controller_.fenced.erase(h->broker_id);
         elect_leaderless(h->broker_id);
@@ -1343,6 +1377,53 @@ class simulation {
     }
   }
 
+  /// replication.cc check_serving for a question about the partition's end, on broker `i`.
+  replication::end_offset_answer end_offset_answer(int i, int p) {
+    auto& b = brokers_[static_cast<size_t>(i)];
+    const auto& rt = part(i, p);
+    bool lease_holds = b.lease.holds(broker_now(b));
+    offset epoch_start = rt.epoch_start_offset;
+#ifdef RINGLOG_REPLICATION_SIM_BREAK_END_WITHOUT_LEASE
+    lease_holds = true;
+#endif
+#ifdef RINGLOG_REPLICATION_SIM_BREAK_END_BEFORE_ESTABLISHED
+    epoch_start = offset{0};
+#endif
+    return replication::answer_end_offset(rt.log->high_watermark(), epoch_start, rt.replicas.size(), lease_holds);
+  }
+
+  /// Clients ask random brokers for a random partition's end (broker.cc list_offsets: answered
+  /// where the broker leads, else passed to the leader it knows, which answers if it leads; a
+  /// question in flight is not modelled). An end answered must be above every offset already
+  /// acknowledged (KAFKA-2334). Its own randomness: the seeds' schedules are unchanged by it.
+  void ask_end_offsets() {
+    if (client_rng_.uniform(0, 99) >= 50) return;
+    const int p = static_cast<int>(client_rng_.uniform(0, opt_.partitions - 1));
+    const int asked = static_cast<int>(client_rng_.uniform(0, opt_.brokers - 1));
+    auto reachable = [&](int i) {
+      if (i < 0 || i >= opt_.brokers) return false;
+      const auto& b = brokers_[static_cast<size_t>(i)];
+      return b.up && !paused(b) && !b.parts.empty();
+    };
+    if (!reachable(asked)) return;
+    const int answering = part(asked, p).leader ? asked : part(asked, p).leader_id - 1;
+    if (!reachable(answering) || !part(answering, p).leader) return;   // not_leader_or_follower: retry
+    if (end_offset_answer(answering, p) != replication::end_offset_answer::available) {
+      ++result_.ends_refused;
+      return;
+    }
+    ++result_.ends_answered;
+    const offset end = part(answering, p).log->high_watermark();
+    const auto& acked = acked_[static_cast<size_t>(p)];
+    if (!acked.empty() && end.value() <= acked.rbegin()->first) {
+      violation("broker " + std::to_string(answering + 1) + " (asked through broker " + std::to_string(asked + 1) +
+                ") answered the end of partition " + std::to_string(p) + " as " + std::to_string(end.value()) +
+                " after offset " + std::to_string(acked.rbegin()->first) + " was acknowledged (KAFKA-2334; epoch " +
+                std::to_string(part(answering, p).epoch) + " began at " +
+                std::to_string(part(answering, p).epoch_start_offset.value()) + ")");
+    }
+  }
+
   void check_new_leader(int i, int p) {
     const auto& meta = controller_.partitions[static_cast<size_t>(p)];
     if (meta.leader == brokers_[static_cast<size_t>(i)].id && meta.leader_epoch == part(i, p).epoch) {
@@ -1560,6 +1641,7 @@ class simulation {
 
   options opt_;
   rng rng_;
+  rng client_rng_;   // the clients' questions and the controller's heartbeat answers
   int controller_node_ = 0;
   std::vector<sim_broker> brokers_;
   sim_controller controller_;
@@ -1592,12 +1674,14 @@ run_result run_seed(const options& opt) {
 
 void print_result(const options& opt, const run_result& r) {
   std::printf("seed %llu brokers %d partitions %d digest %016llx produced %lld acked %lld leader_changes %lld "
-              "crashes %lld power_losses %lld truncations %lld isr_changes %lld %s%s\n",
+              "crashes %lld power_losses %lld truncations %lld isr_changes %lld ends_answered %lld ends_refused %lld "
+              "%s%s\n",
               static_cast<unsigned long long>(opt.seed), opt.brokers, opt.partitions,
               static_cast<unsigned long long>(r.digest), static_cast<long long>(r.produced),
               static_cast<long long>(r.acked), static_cast<long long>(r.leader_changes),
               static_cast<long long>(r.crashes), static_cast<long long>(r.power_losses),
               static_cast<long long>(r.truncations), static_cast<long long>(r.isr_changes),
+              static_cast<long long>(r.ends_answered), static_cast<long long>(r.ends_refused),
               r.violated ? "VIOLATION: " : "ok", r.violated ? r.violation.c_str() : "");
 }
 

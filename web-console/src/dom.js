@@ -1,5 +1,6 @@
 // Small DOM helpers: element building, tables, error boxes, forms. No innerHTML anywhere:
 // every text from the broker goes in through textContent, so record data cannot inject markup.
+import { linkPieces } from './format.js';
 
 /** h('div', {class: 'x', onclick: fn}, child, 'text', [more]) -> HTMLElement. */
 export function h(tag, attrs = {}, ...children) {
@@ -41,9 +42,15 @@ export function table(columns, rows, { empty = 'nothing yet', testid } = {}) {
   return h('div', { class: 'table-wrap' }, h('table', { 'data-testid': testid }, h('thead', {}, head), h('tbody', {}, body)));
 }
 
-/** A box with the error text (the server's error_code and message for API errors). */
+/**
+ * A box with the error text (the server's error_code and message for API errors); URLs in it are
+ * links, a node's bare address to that node's console on the same page (linkPieces).
+ */
 export function errorBox(err) {
-  return h('div', { class: 'error', role: 'alert', 'data-testid': 'error' }, err && err.message ? err.message : String(err));
+  const message = err && err.message ? err.message : String(err);
+  const pieces = linkPieces(message, typeof location === 'undefined' ? '' : location.hash);
+  return h('div', { class: 'error', role: 'alert', 'data-testid': 'error' },
+    pieces.map((p) => (p.url ? h('a', { href: p.url, 'data-testid': 'error-link' }, p.text) : p.text)));
 }
 
 /** A place on a page for the outcome of an action: .show(err) / .ok(text) / .clear(). */

@@ -80,9 +80,12 @@ export function controllerLabel(controllerId, brokerIds) {
   return brokerIds.includes(controllerId) ? `broker ${controllerId}` : `node ${controllerId} (dedicated controller)`;
 }
 
-/** A broker's role in the overview: the active controller, a voter (broker and controller) or an observer. */
+/**
+ * A broker's roles in the overview: a voter (broker and controller), also the active controller
+ * when it leads the quorum, or an observer (broker only).
+ */
 export function brokerRole(id, controllerId, q) {
-  if (id === controllerId) return 'controller';
+  if (id === controllerId) return 'broker, voter, active controller';
   if ((q?.observers ?? []).some((o) => o.replica_id === id)) return 'broker only (observer)';
   if ((q?.voters ?? []).some((v) => v.replica_id === id)) return 'broker, voter';
   return 'broker';
@@ -108,4 +111,37 @@ export function formatDue(dueMs, nowMs) {
   const text = abs < 1000 ? `${abs} ms` : abs < 120000 ? `${(abs / 1000).toFixed(1)} s`
     : abs < 7200000 ? `${(abs / 60000).toFixed(1)} min` : `${(abs / 3600000).toFixed(1)} h`;
   return d >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+/**
+ * A node's own role as its /quorum answer says: true for a dedicated controller
+ * (process.roles=controller, KIP-631), a voter that is not a registered broker. It holds no
+ * partition, so its "stored" figure is always 0 and its records pages answer 421.
+ */
+export function isDedicatedController(q, brokerIds) {
+  if (!q || typeof q.node_id !== 'number') return false;
+  return (q.voters ?? []).some((v) => v.replica_id === q.node_id) && !brokerIds.includes(q.node_id);
+}
+
+/** http(s) URLs in a message, without the punctuation that ends a sentence or a list. */
+const URL_IN_TEXT = /https?:\/\/[^\s,;'"()<>]+[^\s,;'"()<>.:]/g;
+
+/**
+ * A message cut into text and URL pieces, [{text}, {text, url}, ...], so an error box can make
+ * the URLs links (a dedicated controller's 421 names the brokers to use). A bare origin
+ * (http://host:port, as the 421 names a broker) links to that node's console at `hash`, the page
+ * being looked at; any other URL links to itself.
+ */
+export function linkPieces(message, hash = '') {
+  const out = [];
+  let at = 0;
+  for (const m of String(message).matchAll(URL_IN_TEXT)) {
+    if (m.index > at) out.push({ text: message.slice(at, m.index) });
+    const url = m[0];
+    const bareOrigin = /^https?:\/\/[^/]+\/?$/.test(url);
+    out.push({ text: url, url: bareOrigin ? `${url.replace(/\/$/, '')}/console/${hash}` : url });
+    at = m.index + url.length;
+  }
+  if (at < String(message).length) out.push({ text: String(message).slice(at) });
+  return out;
 }

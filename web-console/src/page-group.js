@@ -98,7 +98,8 @@ export async function render(view, route, ctx) {
         { title: 'topic', cell: (l) => l.topic_name },
         { title: 'partition', num: true, cell: (l) => String(l.partition_id) },
         { title: 'committed offset', num: true, cell: (l) => (l.current_offset === null ? 'none' : formatCount(l.current_offset)) },
-        { title: 'high_watermark', num: true, cell: (l) => formatCount(l.log_end_offset) },
+        // null: the partition's leader did not tell its end yet (KIP-207): not a smaller number
+        { title: 'high_watermark', num: true, cell: (l) => (l.log_end_offset === null ? 'not available' : formatCount(l.log_end_offset)) },
         { title: 'lag', num: true, cell: (l) => (l.lag === null ? '-' : formatCount(l.lag)) },
         { title: 'consumer', cell: (l) => l.consumer_id ?? '-' },
       ], partitionLags, { testid: 'lags-table', empty: 'the group has committed no offsets' }));

@@ -3,7 +3,7 @@
 import { api, mapLimited } from './api.js';
 import { lineChart, pushPoint } from './chart.js';
 import { fill, h, statusLine, table, tile } from './dom.js';
-import { brokerRole, controllerLabel, formatBytes, formatCount, formatRate, quorumMembers } from './format.js';
+import { brokerRole, controllerLabel, formatBytes, formatCount, formatRate, isDedicatedController, quorumMembers } from './format.js';
 import { CHART_POINTS_MAX, DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS, OVERVIEW_TOPICS_DESCRIBED_MAX } from './limits.js';
 import { parsePrometheus, rates, summarize } from './metrics.js';
 
@@ -97,20 +97,22 @@ export async function render(view, route, ctx) {
       fill(tiles,
         tile('brokers', formatCount(meta.brokerIds.length), { testid: 'tile-brokers' }),
         tile('controller', controllerLabel(meta.controller, meta.brokerIds),
-          { testid: 'tile-controller', warn: meta.controller === null }),
+          { testid: 'tile-controller', warn: meta.controller === null, text: true }),
         tile('topics', formatCount(meta.topicList.length), { testid: 'tile-topics' }),
         tile('partitions', formatCount(meta.topicList.reduce((n, t) => n + t.partitions_count, 0)), { testid: 'tile-partitions' }),
         tile(`under-replicated partitions${notChecked > 0 ? ` (${notChecked} topics not checked)` : ''}`,
           formatCount(health.underReplicated), { testid: 'tile-under-replicated', warn: health.underReplicated > 0 }),
         tile('offline partitions', formatCount(health.offline), { testid: 'tile-offline', warn: health.offline > 0 }),
         tile('consumer groups', formatCount(meta.groupList.length), { testid: 'tile-groups' }),
-        tile('stored (all topics)', formatBytes(summary.totals.size_bytes), { testid: 'tile-size' }));
+        // A dedicated controller holds no partition: its own figure is always 0, so none is shown.
+        isDedicatedController(meta.quorum, meta.brokerIds) ? null
+          : tile('stored (all topics)', formatBytes(summary.totals.size_bytes), { testid: 'tile-size' }));
       drawCharts();
       fill(brokers, table([
         { title: 'broker', cell: (id) => String(id), num: true },
         { title: 'role', cell: (id) => {
           const role = brokerRole(id, meta.controller, meta.quorum);
-          return role === 'controller' ? h('span', { class: 'badge good' }, role) : h('span', { 'data-testid': `broker-role-${id}` }, role);
+          return h('span', { class: id === meta.controller ? 'badge good' : null, 'data-testid': `broker-role-${id}` }, role);
         } },
         { title: 'state', cell: (id) => {
           const state = meta.brokerById.get(id)?.state ?? 'unfenced';

@@ -41,7 +41,11 @@ function partitionsTable(v3parts, v2parts, cleaner) {
     } },
     { title: 'leader_epoch', num: true, cell: (p) => String(p.leader_epoch) },
     { title: 'log_start_offset', num: true, cell: (p) => formatCount(p.log_start_offset) },
-    { title: 'high_watermark', num: true, cell: (p) => formatCount(p.high_watermark) },
+    // Not the partition's end while its leader establishes it (KIP-207) or did not answer: a
+    // follower's figure lags the leader's, and a smaller number would read as an end going back.
+    { title: 'high_watermark', num: true, cell: (p) => (p.high_watermark_established === false
+      ? h('span', { class: 'muted', title: `not known yet (this node's replica: ${p.high_watermark})` }, 'not available')
+      : formatCount(p.high_watermark)) },
     { title: 'log_end_offset', num: true, cell: (p) => formatCount(p.log_end_offset) },
     // Offsets, not records: transaction markers and compaction gaps sit in this range too
     // (issue 16: markers are not records), and counting records would mean reading the log.

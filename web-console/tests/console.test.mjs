@@ -410,6 +410,8 @@ test('every page renders on a desktop and a phone screen (screenshots saved)', a
         assert.match(await page.getByTestId('quorum-summary').textContent(), /^leader 0 · epoch \d+ · high watermark \d+/);
         assert.match(await page.getByTestId('tile-controller').textContent(), /broker 0/);
         assert.equal(await page.getByTestId('quorum-member-0').textContent(), 'voter');
+        // Every role of the active controller, not only "controller" (newcomer finding 16).
+        assert.equal(await page.getByTestId('broker-role-0').textContent(), 'broker, voter, active controller');
       }
       assert.equal(await page.getByTestId('error').count(), 0, `${name} shows an error: ${await page.locator('main').textContent()}`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

@@ -2,7 +2,7 @@
 // Prometheus parsing and rates, routes. Run: node --test tests/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { brokerRole, controllerLabel, dueBucketLabel, formatBytes, formatDue, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
+import { brokerRole, controllerLabel, isDedicatedController, linkPieces, dueBucketLabel, formatBytes, formatDue, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
 
@@ -117,7 +117,7 @@ test('quorum: voters then observers (broker-only nodes), and the role of each br
     { replica_id: 4, kind: 'observer', log_end_offset: 38, lag: 2 },
   ]);
   assert.deepEqual(quorumMembers({ voters: [{ replica_id: 0 }] }), [{ replica_id: 0, kind: 'voter', log_end_offset: null, lag: null }]);
-  assert.equal(brokerRole(1, 1, q), 'controller');
+  assert.equal(brokerRole(1, 1, q), 'broker, voter, active controller');
   assert.equal(brokerRole(2, 1, q), 'broker, voter');
   assert.equal(brokerRole(4, 1, q), 'broker only (observer)');
   assert.equal(brokerRole(5, 1, q), 'broker');
@@ -147,4 +147,23 @@ test('the Messages page counts a partition in offsets (compaction gaps and marke
   const { partitionLabel } = await import('../src/page-messages.js');
   assert.equal(partitionLabel({ partition_id: 0, log_start_offset: 0, high_watermark: 7 }), '0 (7 offsets)');
   assert.equal(partitionLabel({ partition_id: 2, log_start_offset: 4, high_watermark: 5 }), '2 (1 offset)');
+});
+
+test('a dedicated controller: told from its /quorum answer, and the brokers its 421 names are links', () => {
+  const q = { node_id: 1, voters: [{ replica_id: 1 }, { replica_id: 2 }], observers: [{ replica_id: 4 }] };
+  assert.equal(isDedicatedController(q, [4, 5]), true);
+  assert.equal(isDedicatedController({ ...q, node_id: 2 }, [2, 4]), false);   // a combined voter
+  assert.equal(isDedicatedController({ ...q, node_id: 4 }, [4, 5]), false);   // a broker-only node
+  assert.equal(isDedicatedController(null, [4]), false);
+  const message = 'node 1 is a dedicated controller (process.roles=controller) and serves no records; '
+    + 'send GET /topics/t/records to a broker: http://127.0.0.1:8184, http://127.0.0.1:8185.';
+  const pieces = linkPieces(message, '#/messages');
+  assert.deepEqual(pieces.filter((p) => p.url), [
+    { text: 'http://127.0.0.1:8184', url: 'http://127.0.0.1:8184/console/#/messages' },
+    { text: 'http://127.0.0.1:8185', url: 'http://127.0.0.1:8185/console/#/messages' },
+  ]);
+  assert.equal(pieces.map((p) => p.text).join(''), message);   // nothing lost or added
+  assert.deepEqual(linkPieces('see http://h:1/v3/clusters (x)'), [
+    { text: 'see ' }, { text: 'http://h:1/v3/clusters', url: 'http://h:1/v3/clusters' }, { text: ' (x)' }]);
+  assert.deepEqual(linkPieces('no links here'), [{ text: 'no links here' }]);
 });

@@ -58,6 +58,11 @@ struct broker_config {
   int64_t log_cleaner_backoff_ms = 15000;            // log.cleaner.backoff.ms
   // Broker-level defaults of the compaction topic configs (topic_config_default; Kafka's names).
   std::string log_cleanup_policy = "delete";          // log.cleanup.policy: cleanup.policy
+  std::string compression_type = "producer";          // compression.type: the topic config of that name
+  // KIP-390 levels, the topic configs of the same names (bounds and defaults: codec/compression.h).
+  int32_t compression_gzip_level = -1;                // compression.gzip.level
+  int32_t compression_lz4_level = 9;                  // compression.lz4.level
+  int32_t compression_zstd_level = 3;                 // compression.zstd.level
   double log_cleaner_min_cleanable_ratio = 0.5;       // log.cleaner.min.cleanable.ratio: min.cleanable.dirty.ratio
   int64_t log_cleaner_delete_retention_ms = 86400000; // log.cleaner.delete.retention.ms: delete.retention.ms
   int64_t log_cleaner_min_compaction_lag_ms = 0;      // log.cleaner.min.compaction.lag.ms: min.compaction.lag.ms
@@ -286,6 +291,11 @@ struct fetch_request {
   /// read_committed: nothing at or above the last stable offset, and (decoded records) no
   /// record of an aborted transaction.
   isolation_level isolation = isolation_level::read_uncommitted;
+  /// A fetch at or past the high watermark of a new leader still establishing it (KIP-207):
+  /// true (the HTTP and WebSocket long-polls, also when forwarded) parks it until the high
+  /// watermark is known or max_wait_ms passed (then it is answered empty); false (the Kafka door)
+  /// answers offset_not_available at once, as Kafka does.
+  bool wait_while_end_unknown = true;
 };
 
 struct fetch_response {
@@ -309,7 +319,9 @@ struct fetch_response {
   /// Decoded reads: where this reader's next fetch starts. One past the last record returned;
   /// with no record returned, past the batches that held none for this reader (transaction
   /// markers, records of aborted transactions), so a reader never stalls at a marker; else
-  /// fetch_offset. Readers take max(their own next offset, this).
+  /// fetch_offset. Readers take max(their own next offset, this). Raw reads (raw_batches): one
+  /// past the last offset of the last batch returned, else fetch_offset (Kafka Fetch's wait for
+  /// min_bytes watches the partition from there).
   model::offset next_fetch_offset{0};
   /// The partition's last stable offset (KIP-98): below the first offset of every open
   /// transaction, never above high_watermark (== high_watermark with no open transaction).

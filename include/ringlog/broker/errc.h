@@ -74,6 +74,9 @@ enum class errc {
   concurrent_transactions,       // the transaction is being ended or a state change is being written: retry (HTTP 409)
   invalid_transaction_timeout,   // transaction.timeout.ms outside 1..transaction.max.timeout.ms (HTTP 422)
   transactional_id_not_found,    // no such transactional.id at its coordinator (HTTP 404)
+  // KIP-207 (KAFKA-2334): a new leader whose high watermark has not reached its leader epoch's
+  // start offset yet: the partition's end is not known here yet (Kafka's 78, HTTP 503/50302): retry
+  offset_not_available,
   coordinator_load_in_progress,  // the coordinator is loading its partition of the internal topic: retry (HTTP 503)
   // coordinator_load_in_progress is the last code: errc_of_kafka_code walks every code up to it.
 };

@@ -59,7 +59,7 @@ struct consumer_instance_config {
   /// consumer.instance.timeout.ms: the session timeout of the lease, in
   /// [group::limits::session_timeout_ms_min, group::limits::session_timeout_ms_max].
   int64_t session_timeout_ms = 300'000;
-  int32_t fetch_min_bytes = 1;                      // accepted for compatibility; a poll returns as soon as any record is there
+  int32_t fetch_min_bytes = 1;                      // a poll answers once its records hold this many bytes (key + value + headers), or is full, or at its timeout
   int64_t request_timeout_ms = 1'000;               // consumer.request.timeout.ms: default poll timeout
   /// group.instance.id (KIP-345 static membership): an instance created again with the same id
   /// within its session timeout gets its partitions back without a rebalance.

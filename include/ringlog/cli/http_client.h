@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ringlog/base/result.h"
 
@@ -22,16 +23,25 @@ struct http_endpoint {
   std::string port;
 };
 
-/// "http://HOST[:PORT][/...]" -> host and port (80 when absent). Errors name the malformed part.
+/// "http://HOST[:PORT][/...]" -> host and port (80 when absent). Errors name the malformed part
+/// (a bare HOST:PORT gets a hint naming the HTTP listener's form).
 base::result<http_endpoint, std::string> parse_base_url(const std::string& base_url);
+/// --bootstrap-server: one URL or several separated by commas ("http://a:8081,http://b:8082"),
+/// as Kafka's bootstrap.servers; empty items are skipped. Errors name the first malformed one.
+base::result<std::vector<http_endpoint>, std::string> parse_bootstrap_servers(const std::string& list);
 
 class http_client {
  public:
   using reply_result = base::result<http_reply, std::string>;
 
-  /// `base_url` is "http://HOST:PORT" (a trailing "/" is fine). Errors name the malformed part.
-  static base::result<std::unique_ptr<http_client>, std::string> create(const std::string& base_url);
+  /// `base_urls` is "http://HOST:PORT" (a trailing "/" is fine) or several separated by commas:
+  /// each new connection goes to the first that accepts it, from the last one used on (Kafka's
+  /// tools walk bootstrap.servers so). Errors name the malformed part.
+  static base::result<std::unique_ptr<http_client>, std::string> create(const std::string& base_urls);
   ~http_client();
+
+  /// "http://HOST:PORT" of the server in use (the last one connected to, else the first listed).
+  [[nodiscard]] std::string base_url() const;
 
   /// Sends one request; `path` includes any query. Errors are transport errors ("connect
   /// 127.0.0.1:8082: Connection refused"); HTTP error statuses are replies.

@@ -12,6 +12,8 @@
 // These libraries live in the codec module only (style.md "Third-party libraries stay in one
 // module each").
 
+#include <cstdint>
+#include <optional>
 #include <span>
 
 #include "ringlog/codec/errc.h"
@@ -19,8 +21,26 @@
 
 namespace ringlog::codec {
 
-/// Compresses `in` with `codec` (not none). Errors: unsupported_compression (a value outside 1-4).
-result<model::bytes> compress(model::compression codec, std::span<const std::byte> in);
+/// Compression levels (KIP-390, Kafka's compression.{gzip,lz4,zstd}.level), bounds inclusive,
+/// and Kafka's defaults. gzip: zlib's levels, -1 being zlib's default (6); 0 is refused, as Kafka
+/// refuses it. lz4: Kafka's default 9 is the fast compressor (Kafka's Lz4BlockOutputStream picks
+/// fastCompressor for it), any other level LZ4 HC's (liblz4's LZ4F compressionLevel). zstd:
+/// libzstd's levels, negative ones the fast modes.
+constexpr int32_t gzip_level_default = -1;
+constexpr int32_t gzip_level_min = 1;
+constexpr int32_t gzip_level_max = 9;
+constexpr int32_t lz4_level_default = 9;
+constexpr int32_t lz4_level_min = 1;
+constexpr int32_t lz4_level_max = 17;
+constexpr int32_t zstd_level_default = 3;
+constexpr int32_t zstd_level_min = -131072;
+constexpr int32_t zstd_level_max = 22;
+
+/// Compresses `in` with `codec` (not none) at `level` (gzip, lz4 and zstd; nullopt: Kafka's
+/// default, above; snappy has none). Errors: unsupported_compression (a value outside 1-4, or a
+/// level outside the codec's bounds).
+result<model::bytes> compress(model::compression codec, std::span<const std::byte> in,
+                              std::optional<int32_t> level = std::nullopt);
 
 /// Decompresses `in` with `codec` (not none): all of `in` must be one compressed section, and the
 /// output is at most constants::batch_decompressed_bytes_max bytes (a compression bomb fails

@@ -87,6 +87,7 @@ struct batch_options {
   model::offset base_offset{0};
   model::leader_epoch partition_leader_epoch{-1};
   model::compression compression = model::compression::none;
+  std::optional<int32_t> compression_level;   // KIP-390; nullopt: the codec's Kafka default (compression.h)
   model::timestamp_type timestamp_type = model::timestamp_type::create_time;
   model::producer_id producer{model::no_producer_id};
   model::producer_epoch producer_epoch_value{model::no_producer_epoch};

@@ -56,6 +56,10 @@ struct server_config {
   int64_t log_cleaner_backoff_ms = 15000;               // log.cleaner.backoff.ms
   // Broker-level defaults of the compaction topic configs (Kafka's names and defaults).
   std::string log_cleanup_policy = "delete";            // log.cleanup.policy -> cleanup.policy
+  std::string compression_type = "producer";            // compression.type -> compression.type (Kafka: same name)
+  int32_t compression_gzip_level = -1;                  // compression.gzip.level (KIP-390), -1 or [1, 9]
+  int32_t compression_lz4_level = 9;                    // compression.lz4.level, [1, 17]
+  int32_t compression_zstd_level = 3;                   // compression.zstd.level, [-131072, 22]
   double log_cleaner_min_cleanable_ratio = 0.5;         // log.cleaner.min.cleanable.ratio -> min.cleanable.dirty.ratio
   int64_t log_cleaner_delete_retention_ms = 86400000;   // log.cleaner.delete.retention.ms -> delete.retention.ms
   int64_t log_cleaner_min_compaction_lag_ms = 0;        // log.cleaner.min.compaction.lag.ms -> min.compaction.lag.ms

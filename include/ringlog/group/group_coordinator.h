@@ -188,9 +188,9 @@ struct reset_result {
 
 struct partition_lag {
   topic_partition partition;
-  std::optional<offset> committed;
+  std::optional<offset> committed;   // nullopt: nothing, or a negative offset, committed
   offset high_watermark{0};
-  std::optional<int64_t> lag;  // high_watermark - committed, clamped at 0; nullopt if nothing committed
+  std::optional<int64_t> lag;  // high_watermark - committed, clamped at 0; nullopt if nothing (or a negative offset) committed
 };
 
 class group_coordinator {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ringlog/base/clock.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/io/file.h"
 #include "ringlog/protocol/frame.h"
@@ -46,7 +47,18 @@ struct handler_options {
   bool fetch_zero_copy = true;
   /// Where Fetch counts its bytes; nullptr = not counted.
   fetch_counters* counters = nullptr;
+  /// The time a Fetch waiting for min_bytes keeps its max_wait_ms by; nullptr = the system clock.
+  const base::clock* clock = nullptr;
 };
+
+namespace constants {
+/// Fetch requests waiting for min_bytes at once (Kafka's DelayedFetch in its fetch purgatory),
+/// per listener. Each holds no record bytes while it waits, only one parked read per partition
+/// (each counted in fetch.waiters.per.partition.max); past this a new one answers like
+/// min_bytes=1 (as soon as any partition has data, or at max_wait_ms). 4096: the connections of a
+/// large consumer fleet, each with one fetch in flight.
+inline constexpr size_t delayed_fetches_max = 4096;
+}  // namespace constants
 
 /// One api the listener serves and the versions it advertises (a subrange of the codec's).
 struct handled_api {
@@ -103,6 +115,8 @@ class request_handler {
 
   [[nodiscard]] broker::broker& broker_api() { return broker_; }
   [[nodiscard]] const handler_options& options() const { return options_; }
+  /// Fetch requests now waiting for min_bytes (at most constants::delayed_fetches_max).
+  [[nodiscard]] std::atomic<size_t>& delayed_fetches() { return delayed_fetches_; }
   /// Replaces the options (e.g. the advertised port once an ephemeral one is bound). Only before
   /// the listener starts: requests read the options without a lock.
   void set_options(handler_options options) { options_ = std::move(options); }
@@ -110,6 +124,7 @@ class request_handler {
  private:
   broker::broker& broker_;
   handler_options options_;
+  std::atomic<size_t> delayed_fetches_{0};
 };
 
 /// Kafka's Uuid text form (22 characters of URL-safe base64 without padding) -> 16 bytes; the
