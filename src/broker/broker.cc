@@ -40,6 +40,12 @@
 namespace ringlog::broker {
 namespace detail {
 
+error compacted_key_missing(const std::string& which, const std::string& topic, const storage::log_config& config) {
+  return error{errc::invalid_record, which + " has no key, and topic '" + topic + "' has cleanup.policy=" +
+                                         config.cleanup_policy +
+                                         ", which keeps the latest value per key: every record needs a key"};
+}
+
 /// Kafka's LogValidator: a compacted topic keeps the latest value per key, so a record without
 /// one has nothing to be kept under and is refused (INVALID_RECORD), the whole request with it.
 result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
@@ -47,11 +53,14 @@ result<void> check_keys_for_compaction(const std::string& topic, const storage::
   if (!config.compacted()) return base::ok_v;
   for (size_t i = 0; i < records.size(); ++i) {
     if (records[i].key) continue;
-    return error{errc::invalid_record, "records[" + std::to_string(i) + "] has no key, and topic '" + topic +
-                                           "' has cleanup.policy=" + config.cleanup_policy +
-                                           ", which keeps the latest value per key: every record needs a key"};
+    return compacted_key_missing("records[" + std::to_string(i) + "]", topic, config);
   }
   return base::ok_v;
+}
+
+error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count) {
+  return error{errc::unknown_topic_or_partition, "partition " + std::to_string(partition) + " does not exist: topic '" +
+                                                     topic + "' has " + std::to_string(partitions_count) + " partitions"};
 }
 
 error from_storage(const storage::error& e) {
@@ -1179,16 +1188,7 @@ void broker_impl::append_internal_to(const std::string& topic, size_t shard, int
                                      std::vector<model::record> records, std::function<void(result<void>)> done) {
   auto rt = runtime_of(shard, topic, partition);
   if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
-  // Group state is written as Kafka's coordinator writes it: acks=all, so a commit that was
-  // answered survives the loss of the coordinator (design.md section 7).
-  if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return done(ok.error());
-  const model::timestamp_ms now = deps_.clock.now_ms();
-  for (auto& r : records) r.timestamp = now;
-  auto batch = codec::encode_batch({}, records);
-  if (!batch.ok()) return done(error{errc::unknown_server_error, batch.error().message});
-  auto appended = rt->log->append(std::move(batch.value()), rt->epoch);
-  if (!appended.ok()) return done(from_storage(appended.error()));
-  complete_append(shard, rt, acks_mode::all, appended->last_offset + 1, internal_append_timeout_ms, std::move(done));
+  if (auto appended = append_own_records(shard, rt, std::move(records), done); !appended.ok()) done(appended.error());
 }
 
 std::string broker_impl::offsets_leader_text(int32_t partition) const {
@@ -1879,8 +1879,6 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     return done(keyed.error());
   }
   const int64_t now = deps_.clock.now_ms();
-  auto timestamp_type = configs.find("message.timestamp.type");
-  const bool log_append_time = timestamp_type != configs.end() && timestamp_type->second == "LogAppendTime";
   const std::optional<stored_codec> stored = stored_compression(live_config, configs);
   if (request.producer) {
     if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
@@ -1908,9 +1906,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     if (r.partition) {
       p = r.partition->value();
       if (p < 0 || p >= partition_count) {
-        op->results[i].failure = error{errc::unknown_topic_or_partition,
-                                       "partition " + std::to_string(p) + " does not exist: topic '" + request.topic +
-                                           "' has " + std::to_string(partition_count) + " partitions"};
+        op->results[i].failure = partition_missing(request.topic, p, partition_count);
         continue;
       }
     } else if (r.key) {
@@ -1982,10 +1978,10 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
         options.is_transactional = request.producer->transactional_id.has_value();
       }
       auto encoded = codec::encode_batch(options, chunk);
+      // The records' own times; under message.timestamp.type=LogAppendTime the append's answer
+      // carries the broker's time instead (append_batches_on_shard, KIP-32).
       std::vector<model::timestamp_ms> stamps;
-      for (const auto& rec : chunk) stamps.push_back(log_append_time ? now : rec.timestamp);
-      // message.timestamp.type=LogAppendTime: the broker's time for every record (KIP-32).
-      if (log_append_time && encoded.ok()) codec::set_log_append_time(*encoded, now);
+      for (const auto& rec : chunk) stamps.push_back(rec.timestamp);
       if (!encoded.ok() || encoded->size() > limit) {
         const std::string why = !encoded.ok() ? encoded.error().message
                                               : "record batch of " + std::to_string(encoded->size()) +
@@ -2033,63 +2029,35 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
   if (delayed_count > 0) {
     produce_delayed(request.topic, request.records, delayed, now, request.acks, request.timeout_ms, op);
   }
+  // From here each batch is client data like a Kafka producer's: it takes produce_batches_from,
+  // here or on its leader (forwarding.cc), and its answer gives each record its offset.
   for (auto& b : batches) {
+    model::topic_partition tp{request.topic, model::partition_id{b.partition}};
+    auto answer = [op, indices = std::move(b.indices), timestamps = std::move(b.timestamps),
+                   acks = request.acks](result<produce_batches_response> r) {
+      for (size_t k = 0; k < indices.size(); ++k) {
+        auto& res = op->results[indices[k]];
+        if (!r.ok()) {
+          res.failure = r.error();
+          continue;
+        }
+        res.record_offset = acks == acks_mode::none ? model::offset{-1} : r->base_offset + static_cast<int64_t>(k);
+        res.timestamp = r->log_append_time >= 0 ? r->log_append_time : timestamps[k];
+      }
+      op->finish_one();
+    };
     const int32_t leader = topic->image->partitions[static_cast<size_t>(b.partition)].leader;
     if (leader != config_.node_id) {
-      // Led by another broker: the batch goes there (forwarding.cc) and its offsets come back.
-      model::topic_partition tp{request.topic, model::partition_id{b.partition}};
-      forward_produce(leader, tp, std::move(b.bytes), request.acks, request.timeout_ms,
-                      [op, indices = std::move(b.indices), timestamps = std::move(b.timestamps),
-                       acks = request.acks](result<produce_batches_response> r) {
-                        for (size_t k = 0; k < indices.size(); ++k) {
-                          auto& res = op->results[indices[k]];
-                          if (!r.ok()) {
-                            res.failure = r.error();
-                            continue;
-                          }
-                          res.record_offset = acks == acks_mode::none ? model::offset{-1}
-                                                                      : r->base_offset + static_cast<int64_t>(k);
-                          res.timestamp = r->log_append_time >= 0 ? r->log_append_time : timestamps[k];
-                        }
-                        op->finish_one();
-                      });
+      forward_produce(leader, tp, std::move(b.bytes), request.acks, request.timeout_ms, std::move(answer));
       continue;
     }
-    const size_t shard = owner(request.topic, b.partition);
-    deps_.runtime.post(shard, [this, shard, topic = request.topic, b = std::move(b), acks = request.acks,
-                               timeout_ms = request.timeout_ms, op]() mutable {
-      append_on_shard(shard, std::move(topic), b.partition, std::move(b.bytes), std::move(b.indices),
-                      std::move(b.timestamps), acks, timeout_ms, op);
-    });
+    produce_batches_request batch;
+    batch.partition = std::move(tp);
+    batch.batches.push_back(std::move(b.bytes));
+    batch.acks = request.acks;
+    batch.timeout_ms = request.timeout_ms;
+    produce_batches_from(std::move(batch), std::move(answer), batch_origin::local_records);
   }
-}
-
-void broker_impl::append_on_shard(size_t shard, std::string topic, int32_t partition, model::bytes batch,
-                                  std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps,
-                                  acks_mode acks, int64_t timeout_ms, std::shared_ptr<produce_operation> op) {
-  auto fail_all = [&](const error& e) {
-    for (size_t idx : indices) op->results[idx].failure = e;
-    op->finish_one();
-  };
-  auto rt = runtime_of(shard, topic, partition);
-  if (!rt) return fail_all(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
-  if (auto ok = check_append(*rt, acks); !ok.ok()) return fail_all(ok.error());
-  auto appended = rt->log->append(std::move(batch), rt->epoch);
-  if (!appended.ok()) return fail_all(from_storage(appended.error()));
-  for (size_t k = 0; k < indices.size(); ++k) {
-    auto& res = op->results[indices[k]];
-    res.record_offset = acks == acks_mode::none ? model::offset{-1} : appended->base_offset + static_cast<int64_t>(k);
-    res.timestamp = timestamps[k];
-  }
-  complete_append(shard, rt, acks, appended->last_offset + 1, timeout_ms, [op, indices](result<void> r) {
-    if (!r.ok()) {
-      for (size_t idx : indices) {
-        op->results[idx].failure = r.error();
-        op->results[idx].record_offset = model::offset{-1};
-      }
-    }
-    op->finish_one();
-  });
 }
 
 // ---------------------------------------------------------------- fetch
@@ -2326,9 +2294,7 @@ result<void> broker_impl::check_readable(const model::topic_partition& tp) const
   auto t = find_topic(tp.topic);
   if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
   if (tp.partition.value() < 0 || tp.partition.value() >= t->partitions_count()) {
-    return error{errc::unknown_topic_or_partition, "partition " + std::to_string(tp.partition.value()) +
-                                                       " does not exist: topic '" + tp.topic + "' has " +
-                                                       std::to_string(t->partitions_count()) + " partitions"};
+    return partition_missing(tp.topic, tp.partition.value(), t->partitions_count());
   }
   return base::ok_v;
 }
@@ -2417,22 +2383,85 @@ void broker_impl::list_offsets_here(list_offsets_request request,
 
 void broker_impl::produce_batches(produce_batches_request request,
                                   std::function<void(result<produce_batches_response>)> done) {
-  produce_batches_from(std::move(request), std::move(done), false);
+  produce_batches_from(std::move(request), std::move(done), batch_origin::kafka_client);
+}
+
+result<bool> broker_impl::validate_batches(const produce_batches_request& request, const storage::log_config& config,
+                                           batch_origin origin) {
+  const auto& tp = request.partition;
+  bool any_delay_header = false;
+  for (size_t i = 0; i < request.batches.size(); ++i) {
+    const auto& batch = request.batches[i];
+    const std::string which = "batch " + std::to_string(i) + " of " + tp.topic + "-" + std::to_string(tp.partition.value());
+    if (batch.size() > static_cast<size_t>(config.max_message_bytes)) {
+      return error{errc::message_too_large, which + " is " + std::to_string(batch.size()) +
+                                                " bytes, larger than max.message.bytes (" +
+                                                std::to_string(config.max_message_bytes) + ")"};
+    }
+    auto header = codec::validate_batch(batch);
+    if (!header.ok()) return error{errc::corrupt_message, which + ": " + header.error().message};
+    if (header->is_control()) {
+      return error{errc::invalid_request, which + " is a control batch: transaction markers are written by the "
+                                                  "transaction coordinator (WriteTxnMarkers), never produced"};
+    }
+    if (header->has_delete_horizon()) {
+      // KIP-534: only the log cleaner sets this bit, on batches it rewrites, and then
+      // base_timestamp is the time a tombstone may go. From a producer it would make tombstones
+      // vanish early (or late). Kafka's LogValidator does not check it; we refuse it.
+      return error{errc::invalid_record,
+                   which + ": attributes bit 6 (0x40, the delete horizon flag of KIP-534) is set; only the log "
+                           "cleaner sets it, on batches it rewrites: a producer must leave it clear"};
+    }
+    if (header->is_transactional() && (header->producer.value() < 0 || header->producer_epoch_value.value() < 0 ||
+                                       header->base_sequence.value() < 0)) {
+      return error{errc::invalid_request, which + " is transactional without a producer id, epoch and sequence"};
+    }
+    if (header->records_count != header->last_offset_delta + 1) {
+      return error{errc::corrupt_message, which + ": records_count " + std::to_string(header->records_count) +
+                                              " does not match last_offset_delta " +
+                                              std::to_string(header->last_offset_delta) + " + 1"};
+    }
+    // This node encoded local_records itself, after their per-record checks (keys of compacted
+    // topics, delivery times): what decoding them would check holds by construction.
+    if (origin == batch_origin::local_records) continue;
+    auto records = codec::decode_records(batch);
+    if (!records.ok()) return error{errc::corrupt_message, which + ": " + records.error().message};
+    for (size_t k = 0; k < records->size(); ++k) {
+      const auto& record = (*records)[k];
+      if (config.compacted() && !record.key) {
+        return compacted_key_missing(which + ": record " + std::to_string(k), tp.topic, config);
+      }
+      // A producer numbers its records 0..n-1 (Kafka: "inner record offsets must be consecutive").
+      if (record.record_offset != header->base_offset + static_cast<int64_t>(k)) {
+        return error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"};
+      }
+      if (!has_delay_header(record.headers)) continue;
+      if (header->is_transactional()) {
+        return error{errc::invalid_record, which + ": record " + std::to_string(k) +
+                                               " names a delivery time inside a transaction; delayed delivery "
+                                               "moves records after the append, which a transaction cannot span"};
+      }
+      any_delay_header = true;
+    }
+  }
+  return any_delay_header;
 }
 
 void broker_impl::produce_batches_from(produce_batches_request request,
-                                       std::function<void(result<produce_batches_response>)> done, bool from_peer) {
+                                       std::function<void(result<produce_batches_response>)> done, batch_origin origin) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   const auto& tp = request.partition;
   auto topic = find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
-  if (topic->is_internal && !(from_peer && delay::is_delay_topic(tp.topic))) {
+  // This node's records went through produce_to, which refused internal topics but for its own
+  // writes; a peer's, for a delay topic, are such writes too (its produce_to diverted them there).
+  const bool internal_allowed = origin == batch_origin::local_records ||
+                                (origin == batch_origin::peer_broker && delay::is_delay_topic(tp.topic));
+  if (topic->is_internal && !internal_allowed) {
     return done(error{errc::topic_authorization_failed, "internal topic '" + tp.topic + "' cannot be produced to"});
   }
   if (tp.partition.value() < 0 || tp.partition.value() >= topic->partitions_count()) {
-    return done(error{errc::unknown_topic_or_partition,
-                      "partition " + std::to_string(tp.partition.value()) + " does not exist: topic '" + tp.topic +
-                          "' has " + std::to_string(topic->partitions_count()) + " partitions"});
+    return done(partition_missing(tp.topic, tp.partition.value(), topic->partitions_count()));
   }
   if (auto led = check_leader(*topic, tp.partition.value()); !led.ok()) return done(led.error());
   if (request.batches.empty()) return done(error{errc::corrupt_message, "the partition's record set holds no batch"});
@@ -2444,64 +2473,11 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   if (!log_config.ok()) return done(log_config.error());
   // Every batch is checked before any is appended (Kafka's LogValidator): a request is stored
   // whole or not at all, short of a disk failure.
-  bool any_delay_header = false;   // a record names a delivery time (delay.cc)
-  for (size_t i = 0; i < request.batches.size(); ++i) {
-    const auto& batch = request.batches[i];
-    const std::string which = "batch " + std::to_string(i) + " of " + tp.topic + "-" + std::to_string(tp.partition.value());
-    if (batch.size() > static_cast<size_t>(log_config->max_message_bytes)) {
-      return done(error{errc::message_too_large, which + " is " + std::to_string(batch.size()) +
-                                                     " bytes, larger than max.message.bytes (" +
-                                                     std::to_string(log_config->max_message_bytes) + ")"});
-    }
-    auto header = codec::validate_batch(batch);
-    if (!header.ok()) return done(error{errc::corrupt_message, which + ": " + header.error().message});
-    if (header->is_control()) {
-      return done(error{errc::invalid_request, which + " is a control batch: transaction markers are written by the "
-                                                       "transaction coordinator (WriteTxnMarkers), never produced"});
-    }
-    if (header->has_delete_horizon()) {
-      // KIP-534: only the log cleaner sets this bit, on batches it rewrites, and then
-      // base_timestamp is the time a tombstone may go. From a producer it would make tombstones
-      // vanish early (or late). Kafka's LogValidator does not check it; we refuse it.
-      return done(error{errc::invalid_record,
-                        which + ": attributes bit 6 (0x40, the delete horizon flag of KIP-534) is set; only the log "
-                                "cleaner sets it, on batches it rewrites: a producer must leave it clear"});
-    }
-    if (header->is_transactional() && (header->producer.value() < 0 || header->producer_epoch_value.value() < 0 ||
-                                       header->base_sequence.value() < 0)) {
-      return done(error{errc::invalid_request, which + " is transactional without a producer id, epoch and sequence"});
-    }
-    if (header->records_count != header->last_offset_delta + 1) {
-      return done(error{errc::corrupt_message, which + ": records_count " + std::to_string(header->records_count) +
-                                                   " does not match last_offset_delta " +
-                                                   std::to_string(header->last_offset_delta) + " + 1"});
-    }
-    auto records = codec::decode_records(batch);
-    if (!records.ok()) return done(error{errc::corrupt_message, which + ": " + records.error().message});
-    if (log_config->compacted()) {
-      for (size_t k = 0; k < records->size(); ++k) {
-        if ((*records)[k].key) continue;
-        return done(error{errc::invalid_record, which + ": record " + std::to_string(k) + " has no key, and topic '" +
-                                                    tp.topic + "' has cleanup.policy=" + log_config->cleanup_policy +
-                                                    ", which keeps the latest value per key: every record needs one"});
-      }
-    }
-    for (size_t k = 0; k < records->size(); ++k) {
-      // A producer numbers its records 0..n-1 (Kafka: "inner record offsets must be consecutive").
-      if ((*records)[k].record_offset != header->base_offset + static_cast<int64_t>(k)) {
-        return done(error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"});
-      }
-      if (has_delay_header((*records)[k].headers) && header->is_transactional()) {
-        return done(error{errc::invalid_record, which + ": record " + std::to_string(k) +
-                                                    " names a delivery time inside a transaction; delayed delivery "
-                                                    "moves records after the append, which a transaction cannot span"});
-      }
-      any_delay_header = any_delay_header || has_delay_header((*records)[k].headers);
-    }
-  }
+  auto any_delay_header = validate_batches(request, *log_config, origin);
+  if (!any_delay_header.ok()) return done(any_delay_header.error());
   // Kafka clients may delay records with the ringlog-deliver-at / ringlog-delay-ms header: such
   // a request goes record by record through produce_to, which diverts the delayed ones.
-  if (any_delay_header && !topic->is_internal) return produce_batches_delayed(std::move(request), topic, std::move(done));
+  if (*any_delay_header && !topic->is_internal) return produce_batches_delayed(std::move(request), topic, std::move(done));
   // compression.type (the topic's, else the broker's) other than "producer": batches in another
   // codec are stored recompressed with it (Kafka's LogValidator does the same), keeping their
   // producer fields.

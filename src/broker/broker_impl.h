@@ -299,6 +299,12 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override {
     return read_internal_from(consumer_offsets_topic, shard, partition);
   }
+  /// The broker's own records (coordinator state, delay checkpoints) on `rt`, which this node
+  /// leads: stamped with the broker's time, one batch, acks=all; `replicated` once the high
+  /// watermark passes it (complete_append). An error at once (not_enough_replicas, storage
+  /// errors) is returned and `replicated` is never called. Client data takes produce_batches_from.
+  result<void> append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
+                                  std::vector<model::record> records, std::function<void(result<void>)> replicated);
   // txn_host (and the shared internal-topic path of group_host): __transaction_state.
   void append_internal_to(const std::string& topic, size_t shard, int32_t partition, std::vector<model::record> records,
                           std::function<void(result<void>)> done) override;
@@ -689,10 +695,28 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   };
   /// How many finish_one() calls produce_delayed makes for `delayed` (one per delay topic used).
   static size_t delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms);
-  /// produce_batches; `from_peer`: a batch another broker forwarded (forwarding.cc), which may
-  /// be for a delay topic (that broker's produce_to diverted it there).
+  /// Who made the batches of a produce_batches_from call, which decides the checks already made.
+  enum class batch_origin {
+    kafka_client,    ///< a Kafka producer's Produce: every check
+    peer_broker,     ///< a peer's HTTP records (forwarding.cc): may be for a delay topic (the
+                     ///< peer's produce_to diverted them there)
+    local_records,   ///< this node's HTTP/WebSocket records, batched by produce_appending after
+                     ///< the per-record checks (internal topics, delivery times, keys)
+  };
+  /// The one append pipeline of client data (issue 28): the batches of one partition are
+  /// checked (validate_batches), recompressed for compression.type, and appended on the
+  /// partition's shard (append_batches_on_shard: KIP-890 guard, LogAppendTime, acks).
   void produce_batches_from(produce_batches_request request, std::function<void(result<produce_batches_response>)> done,
-                            bool from_peer);
+                            batch_origin origin);
+  /// Kafka's LogValidator for `request`'s batches, all before any is appended: size against
+  /// max.message.bytes, CRC and layout, no control batch or KIP-534 delete-horizon bit, producer
+  /// fields of transactional batches, record offsets 0..n-1, keys on compacted topics, no delivery
+  /// time in a transaction. Returns whether a record names a delivery time. The records of
+  /// local_records are not decoded: produce_appending encoded them after checking them one by
+  /// one (keys, delivery times). Errors: message_too_large, corrupt_message, invalid_request,
+  /// invalid_record, each naming the batch.
+  static result<bool> validate_batches(const produce_batches_request& request, const storage::log_config& config,
+                                       batch_origin origin);
   /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms) of a record
   /// not yet moved by a scheduler.
   static bool has_delay_header(const std::vector<model::record_header>& headers);
@@ -728,9 +752,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   std::vector<char> delay_ticking_;    // per shard: its tick timer is set
   std::atomic<bool> delay_started_{false};
   std::atomic<uint64_t> next_delay_generation_{1};
-  void append_on_shard(size_t shard, std::string topic, int32_t partition, model::bytes batch,
-                       std::vector<size_t> indices, std::vector<model::timestamp_ms> timestamps, acks_mode acks,
-                       int64_t timeout_ms, std::shared_ptr<produce_operation> op);
   void publish(partition_runtime& rt);
   /// On the partition's shard. `verified_guard`: the guard (partition_runtime::
   /// txn_verifications) of the KIP-890 verification this request passed, 0 when none ran yet.

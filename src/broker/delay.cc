@@ -513,33 +513,30 @@ bool broker_impl::write_delay_checkpoint(size_t shard, const std::shared_ptr<del
     st->core->checkpoint_written(false);
     return false;
   };
-  if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return fail(ok.error().message);
   model::record r;
-  r.timestamp = deps_.clock.now_ms();
   r.value = delay::encode_checkpoint(cp);
   r.headers.push_back(text_header(delay::checkpoint_header, std::to_string(delay::checkpoint_version)));
-  auto batch = codec::encode_batch({}, std::vector<model::record>{std::move(r)});
-  if (!batch.ok()) return fail(batch.error().message);
-  auto appended = rt->log->append(std::move(batch.value()), rt->epoch);
-  if (!appended.ok()) return fail(appended.error().message);
+  std::vector<model::record> records;
+  records.push_back(std::move(r));
   const model::offset position = cp.position;
-  complete_append(shard, rt, acks_mode::all, appended->last_offset + 1, internal_append_timeout_ms,
-                  [this, shard, key = st->key, generation = st->generation, position](result<void> r) {
-                    on_delay_state(shard, key, generation, [this, shard, r, position](const auto& s) {
-                      if (!r.ok()) log_error("delay partition " + s->key + ": checkpoint not replicated: " + r.error().message);
-                      s->core->checkpoint_written(r.ok());
-                      // Records below the committed position are moved: their segments may go
-                      // (Kafka's DeleteRecords; retention deletes whole segments below the start).
-                      auto rt = s->rt.lock();
-                      if (r.ok() && rt && position > rt->log->log_start_offset() &&
-                          position <= rt->log->high_watermark()) {
-                        if (auto a = rt->log->advance_log_start_offset(position); !a.ok()) {
-                          log_error("delay partition " + s->key + ": log start not advanced: " + a.error().message);
-                        }
-                      }
-                      drive_delay(shard, s);
-                    });
-                  });
+  auto appended = append_own_records(shard, rt, std::move(records), [this, shard, key = st->key,
+                                                                       generation = st->generation,
+                                                                       position](result<void> r) {
+    on_delay_state(shard, key, generation, [this, shard, r, position](const auto& s) {
+      if (!r.ok()) log_error("delay partition " + s->key + ": checkpoint not replicated: " + r.error().message);
+      s->core->checkpoint_written(r.ok());
+      // Records below the committed position are moved: their segments may go
+      // (Kafka's DeleteRecords; retention deletes whole segments below the start).
+      auto rt = s->rt.lock();
+      if (r.ok() && rt && position > rt->log->log_start_offset() && position <= rt->log->high_watermark()) {
+        if (auto a = rt->log->advance_log_start_offset(position); !a.ok()) {
+          log_error("delay partition " + s->key + ": log start not advanced: " + a.error().message);
+        }
+      }
+      drive_delay(shard, s);
+    });
+  });
+  if (!appended.ok()) return fail(appended.error().message);
   return true;
 }
 

@@ -293,8 +293,8 @@ void broker_impl::produce_to_new_leader(int32_t refused_by, int32_t refused_epoc
                       here.batches.push_back(std::move(*held));
                       here.acks = acks;
                       here.timeout_ms = remaining_ms;
-                      // As a peer's batch: it may be for an internal delay topic (delay.cc).
-                      produce_batches_from(std::move(here), std::move(done), true);
+                      // This node's own HTTP records (forward_produce comes from produce_appending).
+                      produce_batches_from(std::move(here), std::move(done), batch_origin::local_records);
                     });
 }
 
@@ -360,7 +360,7 @@ void broker_impl::handle_forwarded_produce(const protocol::request_header_data& 
                      }
                      produce_batches_from(std::move(*shared), [answer](result<produce_batches_response> r) mutable {
                        answer(std::move(r));
-                     }, true);
+                     }, batch_origin::peer_broker);
                    });
 }
 

@@ -1,0 +1,27 @@
+// The broker's own records (coordinator state, delay checkpoints): the one way they reach a log,
+// beside produce_batches_from for client data and the follower's replicated append.
+
+#include "broker_impl.h"
+#include "ringlog/codec/record_batch.h"
+#include "ringlog/storage/partition_log.h"
+
+namespace ringlog::broker::detail {
+
+result<void> broker_impl::append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
+                                             std::vector<model::record> records,
+                                             std::function<void(result<void>)> replicated) {
+  // Written as Kafka's coordinators write their state: acks=all, so a commit that was answered
+  // survives the loss of the leader (design.md section 7).
+  if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return ok.error();
+  const model::timestamp_ms now = deps_.clock.now_ms();
+  for (auto& r : records) r.timestamp = now;
+  auto batch = codec::encode_batch({}, records);
+  if (!batch.ok()) return error{errc::unknown_server_error, batch.error().message};
+  auto appended = rt->log->append(std::move(batch.value()), rt->epoch);
+  if (!appended.ok()) return from_storage(appended.error());
+  complete_append(shard, rt, acks_mode::all, appended->last_offset + 1, internal_append_timeout_ms,
+                  std::move(replicated));
+  return base::ok_v;
+}
+
+}  // namespace ringlog::broker::detail
