@@ -61,7 +61,7 @@ const std::vector<help_area>& help_areas() {
       {"Replication and leadership", {"default.replication.factor", "min.insync.replicas", "replica.",
                                       "unclean.leader.", "auto.leader.", "leader.imbalance."}},
       {"Storage: segments, retention, flush, compaction", {"log.", "num.partitions", "message.max.bytes",
-                                                          "auto.create.topics."}},
+                                                          "auto.create.topics.", "compression."}},
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
       {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors."}},
       {"Consumer groups and transactions", {"group.", "offsets.", "transaction"}},
