@@ -189,6 +189,7 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   options.cluster_id = cfg.cluster_id;
   options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
   options.fetch_zero_copy = cfg.kafka_fetch_zero_copy;
+  options.fetch_wait_max_ms = cfg.fetch_wait_max_ms;
   options.counters = &counters;
   out.handler = std::make_unique<kafka::request_handler>(broker, options);
   kafka::listener_options listen;

@@ -266,7 +266,8 @@ parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view 
     }
     return std::optional<int64_t>(*v);
   };
-  auto min_bytes = int_setting("fetch.min.bytes", 1, std::numeric_limits<int32_t>::max());
+  // 0 is accepted as Kafka's consumer accepts it (ConfigDef atLeast(0)): it acts as 1 (a poll waits for a first record).
+  auto min_bytes = int_setting("fetch.min.bytes", 0, std::numeric_limits<int32_t>::max());
   if (!min_bytes.ok()) return min_bytes.error();
   if (*min_bytes) cfg.fetch_min_bytes = static_cast<int32_t>(**min_bytes);
   auto request_timeout = int_setting("consumer.request.timeout.ms", 0, request_timeout_max_ms);

@@ -535,7 +535,9 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
   auto op = std::make_shared<fetch_operation>();
   op->ctx = ctx;
   op->min_bytes = request.min_bytes;
-  op->max_wait_ms = std::max(0, request.max_wait_ms);
+  // fetch.wait.max.ms caps the whole wait (a min_bytes wait re-parks after each append it sees).
+  op->max_wait_ms = static_cast<int32_t>(
+      std::clamp<int64_t>(request.max_wait_ms, 0, std::max<int64_t>(0, ctx.options().fetch_wait_max_ms)));
   op->isolation = request.isolation_level == 1 ? broker::isolation_level::read_committed
                                                : broker::isolation_level::read_uncommitted;
   int64_t max_bytes = ctx.api_version >= 3 ? request.max_bytes : ctx.options().fetch_response_bytes_max;

@@ -465,6 +465,40 @@ def test_fetch_min_bytes_counts_every_partition_and_answers_once_reached(kbroker
     assert parts == {0: (0, 1), 1: (0, 1)}, "answered before min_bytes had accumulated across both partitions"
 
 
+def test_fetch_waiting_for_min_bytes_is_capped_by_fetch_wait_max_ms_while_records_trickle_in(ringlog_bin, tmp_path, topic_name):
+    """fetch.wait.max.ms caps a Fetch waiting for min_bytes as a whole: a client asking
+    max_wait_ms=20000 and min_bytes far beyond what arrives, while a record comes every 300 ms
+    (each wakes the wait, which parks again), is answered by the broker's 2000 ms cap, not the
+    client's 20 s (breaker finding: each re-park was capped, the whole wait was not)."""
+    b = Broker(tmp_path / "ringlog-data", ["fetch.wait.max.ms=2000"], kafka_port=free_port()).start()
+    try:
+        create(b.bootstrap, topic_name)
+        stop = threading.Event()
+
+        def trickle():
+            with kw.connect(b.bootstrap) as producer:
+                corr = 100
+                while not stop.wait(0.3):
+                    corr += 1
+                    kw.exchange(producer, kw.API_PRODUCE, 3, corr,
+                                kw.produce_v3(topic_name, 0, kw.batch([(None, b"t" * 100, [], 1)])))
+
+        t = threading.Thread(target=trickle, daemon=True)
+        t.start()
+        try:
+            with kw.connect(b.bootstrap) as fetcher:
+                fetcher.settimeout(15)   # a deadline well below the client's 20 s
+                _, body = kw.exchange(fetcher, kw.API_FETCH, 4, 2,
+                                      kw.fetch_v4(topic_name, 0, 0, max_wait_ms=20000, min_bytes=2**31 - 1))
+        finally:
+            stop.set()
+            t.join(10)
+        (_, _, error, _, records), = kw.parse_fetch_v4(body)
+        assert error == 0 and len(kw.batch_attributes(records)) >= 1, "answered with the records there"
+    finally:
+        assert b.stop() == 0
+
+
 def test_confluent_consumer_with_fetch_min_bytes_reads_everything_in_order(kbroker, topic_name):
     """librdkafka with fetch.min.bytes far above what the topic holds: every fetch waits its
     fetch.wait.max.ms and answers with what there is, and the consumer reads it all in order."""

@@ -45,6 +45,9 @@ struct handler_options {
   /// kafka.fetch.zero.copy: Fetch answers send record batches from the segment files by reference
   /// (sendfile) where they can (see response_frame); false = always copy them into the answer.
   bool fetch_zero_copy = true;
+  /// fetch.wait.max.ms: the longest a Fetch is held, whatever max_wait_ms the client asks (the
+  /// broker caps each long-poll by it too; this caps a Fetch waiting for min_bytes as a whole).
+  int64_t fetch_wait_max_ms = 60000;
   /// Where Fetch counts its bytes; nullptr = not counted.
   fetch_counters* counters = nullptr;
   /// The time a Fetch waiting for min_bytes keeps its max_wait_ms by; nullptr = the system clock.
