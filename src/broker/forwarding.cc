@@ -6,6 +6,7 @@
 // meanwhile answers NOT_LEADER_OR_FOLLOWER, which the client sees as a retriable 503.
 
 #include <algorithm>
+#include <map>
 
 #include "broker_impl.h"
 #include "ringlog/base/assert.h"
@@ -208,6 +209,8 @@ void broker_impl::send_forward(int32_t leader, const model::topic_partition& tp,
 
 void broker_impl::fail_moved_forwards(const metadata_view& view) {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  // Old leader -> a partition whose call to it was given up on.
+  std::map<int32_t, model::topic_partition> abandoned;
   for (auto it = forwards_in_flight_.begin(); it != forwards_in_flight_.end();) {
     const int32_t now_leader = leader_in(view, it->second.partition);
     if (now_leader == it->second.leader) {
@@ -215,8 +218,18 @@ void broker_impl::fail_moved_forwards(const metadata_view& view) {
       continue;
     }
     auto answer = it->second.answer;
+    abandoned.emplace(it->second.leader, it->second.partition);
     it = forwards_in_flight_.erase(it);
     (*answer)(leadership_moved(now_leader));
+  }
+  // Those clients hear "outcome unknown" and retry: the given-up calls must never reach the old
+  // leader later (bytes held in this node's send queue during a network cut would be delivered
+  // once the path heals, and appended if that node leads again by then, behind newer records).
+  // After the loop: aborting a connection answers its other calls, which erase their entries.
+  for (const auto& [old_leader, tp] : abandoned) {
+    deps_.cluster_transport->abandon_calls(old_leader, "the leadership of " + tp.topic + "-" +
+                                                           std::to_string(tp.partition.value()) +
+                                                           " moved while a call forwarded to it was in flight");
   }
 }
 

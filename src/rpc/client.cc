@@ -13,6 +13,9 @@
 #include <future>
 #include <map>
 
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+
 #include "ringlog/base/assert.h"
 #include "ringlog/protocol/frame.h"
 #include "ringlog/rpc/constants.h"
@@ -109,9 +112,15 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     req.timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms)));
     req.timer->async_wait([weak = weak_from_this(), correlation_id, timeout_ms](boost::system::error_code ec) {
       auto self = weak.lock();
-      if (ec || !self) return;
-      self->fail_one(correlation_id, error{errc::timeout, "no response from " + self->where() + " within " +
-                                                              std::to_string(timeout_ms) + " ms"});
+      if (ec || !self || !self->pending.contains(correlation_id)) return;
+      const std::string why = "no response from " + self->where() + " within " + std::to_string(timeout_ms) + " ms";
+      // Its bytes may still wait in the kernel's send queue (a cut path): aborted, so that they
+      // are never delivered after this caller heard "timeout" (abort_if_undelivered). Taken out
+      // first so that it hears timeout, and answered last so that a retry from its callback goes
+      // to the next connection.
+      auto done = self->take_pending(correlation_id);
+      self->abort_if_undelivered("call " + std::to_string(correlation_id) + " timed out");
+      done(error{errc::timeout, why});
     });
     pending.emplace(correlation_id, std::move(req));
     unsent.emplace_back(correlation_id, std::move(w).take());
@@ -122,16 +131,17 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     }
   }
 
-  void fail_one(int32_t correlation_id, error e) {
+  /// Removes a waiting request (it must be there) and returns its callback, not yet run. A frame
+  /// not yet written is dropped; one being written stays (writing owns it) and its response, if
+  /// any, finds no pending entry and is ignored.
+  response_callback take_pending(int32_t correlation_id) {
     auto it = pending.find(correlation_id);
-    if (it == pending.end()) return;
+    RINGLOG_ASSERT(it != pending.end(), "only a request still waiting is taken");
     auto done = std::move(it->second.done);
     pending.erase(it);
-    // A frame not yet written is dropped; one being written stays (writing owns it) and its
-    // response, if any, finds no pending entry and is ignored.
     auto u = std::find_if(unsent.begin(), unsent.end(), [&](const auto& f) { return f.first == correlation_id; });
     if (u != unsent.end() && !(writing && u == unsent.begin())) unsent.erase(u);
-    done(std::move(e));
+    return done;
   }
 
   void fail_all(const error& e) {
@@ -142,6 +152,38 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
       req.timer->cancel();
       req.done(e);
     }
+  }
+
+  /// Bytes written to the socket that the peer's kernel has not acknowledged yet (SIOCOUTQ), 0
+  /// when the socket is not open; -1 when the kernel does not say (treated as "some").
+  int64_t unacknowledged_bytes() {
+    if (!socket.is_open()) return 0;
+    int queued = 0;
+    if (::ioctl(socket.native_handle(), SIOCOUTQ, &queued) != 0) return -1;
+    return queued;
+  }
+
+  /// A caller gave up on a call (its timeout, or the forwarder answered "outcome unknown"): when
+  /// any request may still reach the peer later - a frame queued or being written, or written
+  /// bytes the peer has not acknowledged - the connection is aborted: SO_LINGER {on, 0} makes
+  /// close() send RST and discard the kernel's send queue. A plain close keeps retransmitting
+  /// that queue (for minutes, with backoff), so a request given up on during a network cut would
+  /// still be delivered, and acted on, once the path heals. Every other call on the connection
+  /// fails with disconnected (as for a broken one); the next call reconnects. When everything
+  /// written is acknowledged and nothing is queued, nothing can arrive late: the connection stays.
+  void abort_if_undelivered(const std::string& why) {
+    if (stopped) return;
+    const bool queued = !unsent.empty() || writing;
+    if (st == state::connected && !queued && unacknowledged_bytes() == 0) return;
+    if (st != state::connected && !queued) return;
+    spdlog::warn("msg=\"cluster client connection aborted\" peer={} reason=\"{}\" unacknowledged_bytes={}", where(),
+                 why, unacknowledged_bytes());
+    boost::system::error_code ignored;
+    if (socket.is_open()) socket.set_option(asio::socket_base::linger(true, 0), ignored);
+    reset_socket(close_mode::abort);
+    enter_backoff();
+    fail_all(error{errc::disconnected, "connection to " + where() + " aborted: " + why +
+                                           " (requests still unacknowledged by the peer are discarded)"});
   }
 
   void connect() {
@@ -207,11 +249,14 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     enter_backoff();
   }
 
-  void reset_socket() {
+  enum class close_mode { graceful, abort };
+
+  /// `abort`: SO_LINGER {on, 0} is set already; no shutdown (its FIN would only queue behind the data).
+  void reset_socket(close_mode mode = close_mode::graceful) {
     ++generation;
     connect_timer.cancel();
     boost::system::error_code ignored;
-    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    if (mode == close_mode::graceful) socket.shutdown(tcp::socket::shutdown_both, ignored);
     socket.close(ignored);
     socket = runtime::shard_socket(context.get_executor());
     writing = false;
@@ -322,6 +367,14 @@ void client::send(int16_t api_key, int16_t api_version, bytes body, int64_t time
                               done = std::move(done)]() mutable {
     p->send(api_key, api_version, std::move(body), timeout_ms, std::move(done));
   });
+}
+
+void client::abort_if_undelivered(std::string why) {
+  if (impl_->rt.current_shard() == impl_->shard) {
+    impl_->abort_if_undelivered(why);
+    return;
+  }
+  asio::post(impl_->context, [p = impl_, why = std::move(why)] { p->abort_if_undelivered(why); });
 }
 
 void client::stop() {

@@ -66,6 +66,15 @@ void cluster_transport::send(int32_t to, int16_t api_key, int16_t api_version, b
   connection->send(api_key, api_version, std::move(body), timeout_ms, std::move(done));
 }
 
+void cluster_transport::abandon_calls(int32_t to, std::string why) {
+  std::shared_ptr<client> connection;
+  {
+    std::lock_guard lock(peers_mutex_);
+    if (auto it = peers_.find(to); it != peers_.end()) connection = it->second.connection;
+  }
+  if (connection) connection->abort_if_undelivered(std::move(why));
+}
+
 bool cluster_transport::set_peer_address(int32_t node_id, const std::string& host, uint16_t port) {
   if (node_id == self_id_ || host.empty() || port == 0) return false;
   const peer_address address{host, port};

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -320,6 +321,105 @@ TEST_CASE("a request without an answer times out; a peer that goes away fails it
   CHECK(killed.error().code == errc::disconnected);
   // A late answer to the closed connection is dropped, not a crash.
   parked[1](bytes{std::byte{0}});
+  c.stop();
+}
+
+/// A listener whose connections are accepted but never read, with a tiny receive window: what a
+/// client writes stays in its own kernel's send queue, unacknowledged, as over a cut network path.
+struct stalled_peer {
+  int listen_fd = -1;
+  uint16_t port = 0;
+  stalled_peer() {
+    listen_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(listen_fd >= 0);
+    const int small = 4096;   // inherited by accepted sockets: the window closes after a few KiB
+    ::setsockopt(listen_fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    timeval tv{5, 0};
+    ::setsockopt(listen_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);   // bounds accept()
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listen_fd, 4) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port = ntohs(addr.sin_port);
+  }
+  ~stalled_peer() { ::close(listen_fd); }
+  /// The next connection (-1 when none comes within 5 s); the caller closes it.
+  [[nodiscard]] int accept_one() const {
+    const int fd = ::accept(listen_fd, nullptr, nullptr);
+    if (fd < 0) return -1;
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+  }
+};
+
+/// Reads `fd` to its end: true when it ends in a reset (ECONNRESET), false on a clean EOF or a
+/// timeout. A plain close() by the writer delivers its whole send queue, then FIN (false here).
+bool ends_in_reset(int fd, size_t& received) {
+  std::vector<std::byte> buffer(65536);
+  for (;;) {
+    const ssize_t n = ::recv(fd, buffer.data(), buffer.size(), 0);
+    if (n > 0) {
+      received += static_cast<size_t>(n);
+      continue;
+    }
+    return n < 0 && errno == ECONNRESET;
+  }
+}
+
+TEST_CASE("a request given up on (timed out or abandoned) while unacknowledged aborts its connection: never delivered later") {
+  auto rt = make_runtime();
+  stalled_peer peer;
+  client c(*rt, 1, "127.0.0.1", peer.port, "test");
+  // 1 MiB: far more than the peer's window and the loopback path hold, so most of it waits in
+  // the client's send queue.
+  const bytes body(1 << 20, std::byte{7});
+
+  SUBCASE("its timeout") {
+    auto p = std::make_shared<std::promise<result<bytes>>>();
+    auto f = p->get_future();
+    c.send(protocol::begin_quorum_epoch_request_data::api_key, 1, body, 300,
+           [p](result<bytes> r) { p->set_value(std::move(r)); });
+    const int fd = peer.accept_one();
+    REQUIRE(fd >= 0);
+    REQUIRE(f.wait_for(wait_limit) == std::future_status::ready);
+    auto r = f.get();
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == errc::timeout);   // the given-up call hears timeout, not disconnected
+    size_t received = 0;
+    CHECK(ends_in_reset(fd, received));       // RST: the queued rest was discarded, not delivered
+    CHECK(received < body.size());
+    ::close(fd);
+  }
+  SUBCASE("abandoned by its sender (the forwarder answered \"outcome unknown\")") {
+    auto p = std::make_shared<std::promise<result<bytes>>>();
+    auto f = p->get_future();
+    c.send(protocol::begin_quorum_epoch_request_data::api_key, 1, body, 60000,
+           [p](result<bytes> r) { p->set_value(std::move(r)); });
+    const int fd = peer.accept_one();
+    REQUIRE(fd >= 0);
+    c.abort_if_undelivered("the leadership moved");
+    REQUIRE(f.wait_for(wait_limit) == std::future_status::ready);
+    auto r = f.get();
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == errc::disconnected);
+    size_t received = 0;
+    CHECK(ends_in_reset(fd, received));
+    CHECK(received < body.size());
+    ::close(fd);
+  }
+  // The next request reconnects.
+  auto p = std::make_shared<std::promise<result<bytes>>>();
+  auto f = p->get_future();
+  c.send(protocol::begin_quorum_epoch_request_data::api_key, 1, bytes{}, 200,
+         [p](result<bytes> r) { p->set_value(std::move(r)); });
+  const int fd = peer.accept_one();
+  CHECK(fd >= 0);
+  REQUIRE(f.wait_for(wait_limit) == std::future_status::ready);
+  if (fd >= 0) ::close(fd);
   c.stop();
 }
 

@@ -5,7 +5,8 @@
 // constants::connect_backoff_initial_ms, doubling up to connect_backoff_max_ms between failed
 // attempts. Every request ends in exactly one callback: its response body, or an error
 // (connect_failed, connection_refused, disconnected, timeout, too_many_in_flight, malformed_response, shutting_down);
-// a broken connection fails every request on it at once. Asio lives in client.cc only.
+// a broken connection fails every request on it at once. A request that times out aborts the
+// connection when its bytes may still be delivered later (see abort_if_undelivered). Asio lives in client.cc only.
 
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,13 @@ class client {
   /// Sends a request whose body is already encoded at `api_version`. `done` runs once, on the
   /// shard's thread (see the header comment for the errors). Callable from any thread.
   void send(int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms, response_callback done);
+  /// A caller gave up on a request it sent (the forwarder answered "outcome unknown"): when any
+  /// request may still reach the peer later (queued, or written but unacknowledged by the peer's
+  /// kernel), the connection is aborted with RST (SO_LINGER {on, 0}: the kernel's send queue is
+  /// discarded, never delivered after the path heals) and every waiting request fails with
+  /// disconnected; the next request reconnects. A request that times out does the same. Callable
+  /// from any thread.
+  void abort_if_undelivered(std::string why);
   /// Closes the connection and fails every waiting request with shutting_down; later sends fail
   /// the same way. Returns once done (inline on the shard's thread, else waits; the runtime must
   /// be running). Idempotent.

@@ -38,6 +38,8 @@ class cluster_transport final : public transport {
 
   void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
             response_callback done) override;
+  /// Aborts the connection to `to` if a request may still reach it (client::abort_if_undelivered).
+  void abandon_calls(int32_t to, std::string why) override;
   void set_handler(int16_t api_key, request_handler handler) override;
   [[nodiscard]] request_handler handler(int16_t api_key) const override;
   /// Runs `handler(n)` when a connection whose requests named client id "ringlog-node-<n>" closes.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 
 #include "ringlog/protocol/messages.h"
 #include "ringlog/rpc/errc.h"
@@ -38,6 +39,14 @@ class transport {
   /// malformed_response, invalid_request, shutting_down. Callable from any thread.
   virtual void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
                     response_callback done) = 0;
+  /// The sender gave up on a call to node `to` before its answer (e.g. the forwarder answered
+  /// "outcome unknown"): the transport makes sure no request still queued for `to` is delivered
+  /// later (cluster_transport aborts the connection when the peer has not acknowledged every
+  /// byte; the other calls on it fail with disconnected). Callable from any thread.
+  virtual void abandon_calls(int32_t to, std::string why) {
+    (void)to;
+    (void)why;
+  }
   /// Registers the handler for requests with `api_key` (replacing any earlier one). Call before
   /// the transport starts serving.
   virtual void set_handler(int16_t api_key, request_handler handler) = 0;
