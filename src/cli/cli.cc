@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <thread>
+#include <cerrno>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -40,6 +41,9 @@ namespace {
 constexpr int64_t cluster_status_reask_timeout_ms = 5000;
 /// Lines per produce request: one HTTP round trip and one broker batch each.
 constexpr size_t produce_batch_lines_default = 500;
+/// `ringlog bench`: the longest wait for one of the load's requests, ms (a broker under
+/// saturation may take long; the default request timeout is for interactive commands).
+constexpr int64_t bench_request_timeout_ms = 120000;
 constexpr const char* binary_type = "application/vnd.kafka.binary.v2+json";
 
 /// Flags of one subcommand: "--name value", "--name=value" and bare "--flag".
@@ -67,6 +71,11 @@ struct args {
 std::optional<args> parse_args(int argc, char** argv, int first, const std::vector<std::string>& valued,
                                const std::vector<std::string>& known_flags) {
   args out;
+  // Every command that talks to --bootstrap-server takes --request-timeout-ms with it.
+  std::vector<std::string> valued_options = valued;
+  if (std::find(valued.begin(), valued.end(), "--bootstrap-server") != valued.end()) {
+    valued_options.push_back("--request-timeout-ms");
+  }
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--", 0) != 0 || a == "--") {
@@ -79,7 +88,7 @@ std::optional<args> parse_args(int argc, char** argv, int first, const std::vect
       name = a.substr(0, eq);
       value = a.substr(eq + 1);
     }
-    if (std::find(valued.begin(), valued.end(), name) != valued.end()) {
+    if (std::find(valued_options.begin(), valued_options.end(), name) != valued_options.end()) {
       if (!value) {
         if (i + 1 >= argc) {
           std::cerr << name << " needs a value\n";
@@ -99,11 +108,23 @@ std::optional<args> parse_args(int argc, char** argv, int first, const std::vect
 }
 
 std::unique_ptr<http_client> connect(const args& a) {
+  int64_t timeout_ms = default_request_timeout_ms;
+  if (auto v = a.get("--request-timeout-ms")) {
+    char* end = nullptr;
+    errno = 0;
+    const long long ms = std::strtoll(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || errno != 0 || ms < 1 || ms > 86400000) {
+      std::cerr << "--request-timeout-ms must be a number of milliseconds from 1 to 86400000\n";
+      return nullptr;
+    }
+    timeout_ms = ms;
+  }
   auto c = http_client::create(a.get("--bootstrap-server").value_or(default_bootstrap));
   if (!c.ok()) {
     std::cerr << c.error() << "\n";
     return nullptr;
   }
+  c.value()->set_timeout_ms(timeout_ms);
   return std::move(c).value();
 }
 
@@ -186,6 +207,10 @@ with fewer in-sync replicas than replicas, --unavailable-partitions only those w
 Options:
   --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
                            separated by commas are tried in turn, as Kafka's tools do
+  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
+                           long poll adds its own wait); a read not answered in time is
+                           retried on the next --bootstrap-server URL (Kafka's
+                           request.timeout.ms)
   --help                   this text
 )";
 
@@ -425,6 +450,10 @@ Options:
   --batch-size N           lines per request (default 500)
   --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
                            separated by commas are tried in turn, as Kafka's tools do
+  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
+                           long poll adds its own wait); a read not answered in time is
+                           retried on the next --bootstrap-server URL (Kafka's
+                           request.timeout.ms)
   --help                   this text
 )";
 
@@ -603,6 +632,10 @@ Options:
                            committed afterwards (at-least-once)
   --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
                            separated by commas are tried in turn, as Kafka's tools do
+  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
+                           long poll adds its own wait); a read not answered in time is
+                           retried on the next --bootstrap-server URL (Kafka's
+                           request.timeout.ms)
   --help                   this text
 )";
 
@@ -809,6 +842,10 @@ Commands:
 Options:
   --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
                            separated by commas are tried in turn, as Kafka's tools do
+  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
+                           long poll adds its own wait); a read not answered in time is
+                           retried on the next --bootstrap-server URL (Kafka's
+                           request.timeout.ms)
   --help                   this text
 )";
 
@@ -893,6 +930,10 @@ Prints the move as it stands once started: the replicas being added and removed 
 
 reassignments: the moves under way (as kafka-reassign-partitions.sh --list): each partition with
 its replicas, the ones being added and the ones being removed.
+
+--bootstrap-server takes several URLs separated by commas, tried in turn as Kafka's tools do;
+--request-timeout-ms MS (default 10000) bounds the wait to connect and then for each answer: a
+read not answered in time is asked of the next URL.
 )";
 
 namespace {
@@ -1301,6 +1342,10 @@ Commands:
 Options:
   --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
                            separated by commas are tried in turn, as Kafka's tools do
+  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
+                           long poll adds its own wait); a read not answered in time is
+                           retried on the next --bootstrap-server URL (Kafka's
+                           request.timeout.ms)
   --help                   this text
 )";
 
@@ -1392,6 +1437,8 @@ Options:
   --json                   print one JSON object instead of text
   --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
                            separated by commas are tried in turn, as Kafka's tools do
+  --request-timeout-ms MS  longest wait to connect, then for each answer of the setup
+                           requests (default 10000); the load's own requests wait up to 120000
   --transport http|ws|kafka http (default): the REST API as above; ws: producers send one
                            produce message per record over /v1/ws to partition 0, and
                            --subscribers connections subscribe to partition 0 with credit;
@@ -1463,6 +1510,7 @@ void bench_produce(const bench_settings& s, int64_t index, bench_clock::time_poi
     out.first_error = client.error();
     return;
   }
+  (*client)->set_timeout_ms(bench_request_timeout_ms);
   const int64_t partition = index % s.partitions;
   const std::string path = "/topics/" + percent_encode_segment(s.topic) + "/partitions/" + std::to_string(partition) +
                            "?acks=" + s.acks;
@@ -1540,6 +1588,7 @@ void bench_consume(const bench_settings& s, int64_t index, bench_clock::time_poi
     out.first_error = client.error();
     return;
   }
+  (*client)->set_timeout_ms(bench_request_timeout_ms);
   std::map<int64_t, int64_t> next;  // partition -> next offset
   for (int64_t p = index; p < s.partitions; p += s.consumers) next[p] = start_offsets.at(p);
   simdjson::dom::parser parser;

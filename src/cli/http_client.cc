@@ -6,6 +6,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -16,6 +17,37 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+namespace {
+
+/// How many servers a transport error names at most (a list of thousands would make a huge line).
+constexpr size_t failures_named_max = 5;
+
+/// "a; b; c; and N more" (at most failures_named_max named).
+std::string join_failures(const std::vector<std::string>& failures) {
+  std::string out;
+  for (size_t i = 0; i < failures.size() && i < failures_named_max; ++i) out += (i == 0 ? "" : "; ") + failures[i];
+  if (failures.size() > failures_named_max) out += "; and " + std::to_string(failures.size() - failures_named_max) + " more";
+  return out;
+}
+
+/// The value of a "timeout=MS" query parameter (a long poll the server holds that long), else 0.
+int64_t long_poll_ms(const std::string& path) {
+  size_t q = path.find('?');
+  while (q != std::string::npos) {
+    if (path.compare(q + 1, 8, "timeout=") == 0) {
+      int64_t ms = 0;
+      for (size_t i = q + 9; i < path.size() && path[i] >= '0' && path[i] <= '9' && ms < 86400000; ++i) {
+        ms = ms * 10 + (path[i] - '0');
+      }
+      return ms;
+    }
+    q = path.find('&', q + 1);
+  }
+  return 0;
+}
+
+}  // namespace
+
 struct http_client::impl {
   /// The --bootstrap-server list, tried in turn from `current` on each new connection.
   std::vector<http_endpoint> endpoints;
@@ -25,38 +57,33 @@ struct http_client::impl {
   asio::io_context context;
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
-  int64_t timeout_ms = 120000;
+  int64_t timeout_ms = default_request_timeout_ms;
 
-  /// Connects to the first endpoint that answers, from the current one on (as Kafka's tools walk
-  /// bootstrap.servers); the error names every one tried.
-  std::optional<std::string> connect() {
-    std::string failures;
-    for (size_t tried = 0; tried < endpoints.size(); ++tried) {
-      const auto& e = endpoints[(current + tried) % endpoints.size()];
-      host = e.host;
-      port = e.port;
-      auto err = connect_one();
-      if (!err) {
-        current = (current + tried) % endpoints.size();
-        return std::nullopt;
-      }
-      failures += (failures.empty() ? "" : "; ") + *err;
-    }
-    return endpoints.size() == 1 ? failures + ": is `ringlog serve` running there? --bootstrap-server names another"
-                                 : "no bootstrap server answered (" + failures + ")";
+  /// Runs the asynchronous operation started on `context` to its end; the stream's expiry (set by
+  /// the caller) bounds it: beast's timeouts apply to asynchronous operations only.
+  void run() {
+    context.restart();
+    context.run();
   }
+
+  std::string where() const { return host + ":" + port; }
 
   std::optional<std::string> connect_one() {
     beast::error_code ec;
     tcp::resolver resolver(context);
-    auto endpoints = resolver.resolve(host, port, ec);
-    if (ec) return "cannot resolve the broker address " + host + ":" + port + " (" + ec.message() + ")";
+    auto resolved = resolver.resolve(host, port, ec);
+    if (ec) return "cannot resolve the broker address " + where() + " (" + ec.message() + ")";
     stream.emplace(context);
     stream->expires_after(std::chrono::milliseconds(timeout_ms));
-    stream->connect(endpoints, ec);
+    ec = asio::error::would_block;
+    stream->async_connect(resolved, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+    run();
     if (ec) {
       stream.reset();
-      return "cannot connect to a broker at " + host + ":" + port + " (" + ec.message() + ")";
+      if (ec == beast::error::timeout) {
+        return "cannot connect to a broker at " + where() + " (no connection within " + std::to_string(timeout_ms) + " ms)";
+      }
+      return "cannot connect to a broker at " + where() + " (" + ec.message() + ")";
     }
     // A request is written as header + body; without TCP_NODELAY Nagle holds the last partial
     // segment of a large body until the server's delayed ACK (40 ms on Linux), as curl and
@@ -66,22 +93,48 @@ struct http_client::impl {
     return std::nullopt;
   }
 
-  // One attempt on the current connection; nullopt error means the reply is in `out`.
-  std::optional<std::string> exchange(const http::request<http::string_body>& req, http_reply& out) {
-    beast::error_code ec;
-    stream->expires_after(std::chrono::milliseconds(timeout_ms));
-    http::write(*stream, req, ec);
-    if (ec) return "send: " + ec.message();
+  struct exchange_error {
+    std::string message;
+    bool timed_out = false;
+  };
+
+  // One attempt on the current connection; nullopt means the reply is in `out`.
+  std::optional<exchange_error> exchange(const http::request<http::string_body>& req, int64_t wait_ms,
+                                         http_reply& out) {
+    beast::error_code ec = asio::error::would_block;
+    stream->expires_after(std::chrono::milliseconds(wait_ms));
+    http::async_write(*stream, req, [&](beast::error_code e, size_t) { ec = e; });
+    run();
+    if (ec == beast::error::timeout) return exchange_error{where() + ": request not taken within " + std::to_string(wait_ms) + " ms", true};
+    if (ec) return exchange_error{where() + ": send: " + ec.message()};
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::numeric_limits<uint64_t>::max());
-    http::read(*stream, buffer, parser, ec);
-    if (ec) return "receive: " + ec.message();
+    ec = asio::error::would_block;
+    http::async_read(*stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
+    run();
+    if (ec == beast::error::timeout) return exchange_error{where() + ": no answer within " + std::to_string(wait_ms) + " ms", true};
+    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset) {
+      if (!parser.got_some()) {
+        return exchange_error{where() + ": closed the connection without an HTTP answer: not an HTTP listener (is it the kafka:// port?)"};
+      }
+    }
+    if (ec) return exchange_error{where() + ": receive: " + ec.message()};
     auto& res = parser.get();
     out.status = res.result_int();
     if (auto it = res.find(http::field::content_type); it != res.end()) out.content_type = std::string(it->value());
     out.body = std::move(res.body());
     if (!res.keep_alive()) stream.reset();
     return std::nullopt;
+  }
+
+  /// The error once every server tried failed: the single server's own (with a hint when it
+  /// refused the connection), else all of them, capped.
+  std::string failed(const std::vector<std::string>& failures, bool connect_only) const {
+    if (endpoints.size() == 1 && failures.size() == 1) {
+      return connect_only ? failures[0] + ": is `ringlog serve` running there? --bootstrap-server names another"
+                          : failures[0];
+    }
+    return "no bootstrap server answered (" + join_failures(failures) + ")";
   }
 };
 
@@ -112,7 +165,10 @@ base::result<std::vector<http_endpoint>, std::string> parse_bootstrap_servers(co
   size_t start = 0;
   while (start <= list.size()) {
     const size_t comma = list.find(',', start);
-    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    // Kafka trims each bootstrap.servers entry: "http://a, http://b" is two servers.
+    const size_t first = item.find_first_not_of(" \t\r\n");
+    item = first == std::string::npos ? std::string() : item.substr(first, item.find_last_not_of(" \t\r\n") - first + 1);
     if (!item.empty()) {
       auto endpoint = parse_base_url(item);
       if (!endpoint.ok()) return endpoint.error();
@@ -153,19 +209,45 @@ http_client::reply_result http_client::request(const std::string& method, const 
   req.keep_alive(true);
   req.body() = body;
   req.prepare_payload();
-  // A kept-alive connection may have been closed by the server meanwhile: retry once, fresh.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    bool fresh = !impl_->stream.has_value();
-    if (fresh) {
-      if (auto err = impl_->connect()) return *err;
-    }
+  const bool idempotent = req.method() == http::verb::get;
+  const int64_t wait_ms = impl_->timeout_ms + long_poll_ms(path);
+  std::vector<std::string> failures;
+  bool skip_current = false;
+  // A kept-alive connection may have been closed by the server meanwhile: then a fresh one.
+  if (impl_->stream) {
     http_reply out;
-    auto err = impl_->exchange(req, out);
+    auto err = impl_->exchange(req, wait_ms, out);
     if (!err) return out;
     impl_->stream.reset();
-    if (fresh) return *err;
+    if (err->timed_out) {
+      if (!idempotent) return err->message;
+      failures.push_back(err->message);
+      skip_current = true;
+    }
   }
-  return std::string("request failed");
+  // Each server of the list in turn from the current one (Kafka's tools walk bootstrap.servers
+  // so); a GET moves on after no answer too, another method only when it could not connect.
+  const size_t n = impl_->endpoints.size();
+  bool connect_only = true;
+  for (size_t i = skip_current ? 1 : 0; i < n; ++i) {
+    const size_t index = (impl_->current + i) % n;
+    impl_->host = impl_->endpoints[index].host;
+    impl_->port = impl_->endpoints[index].port;
+    req.set(http::field::host, impl_->host + ":" + impl_->port);
+    if (auto err = impl_->connect_one()) {
+      failures.push_back(*err);
+      continue;
+    }
+    impl_->current = index;
+    http_reply out;
+    auto err = impl_->exchange(req, wait_ms, out);
+    if (!err) return out;
+    impl_->stream.reset();
+    failures.push_back(err->message);
+    connect_only = false;
+    if (!idempotent) return impl_->failed(failures, false);
+  }
+  return impl_->failed(failures, connect_only);
 }
 
 }  // namespace ringlog::cli

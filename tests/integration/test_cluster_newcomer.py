@@ -6,6 +6,7 @@ CLI's --bootstrap-server list, the 422 that names the expected body, and the hel
 wait polls with a deadline.
 """
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -255,6 +256,92 @@ def test_reassignment_alter_refusal_names_the_expected_body(broker):
     r = requests.post(broker.v3("/topics/-/partitions/-/reassignment:alter"),
                       json={"data": [{"topic": "t", "partition_id": 0, "replicas": [1]}]}, timeout=10)
     assert r.status_code == 422 and "it takes topic_name, partition_id, replicas" in r.json()["message"], r.text
+
+
+class SilentListener:
+    """Accepts connections and never reads or answers (a SIGSTOPped broker's kernel does so)."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", free_port()))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.accepted = []
+        self.stopping = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self):
+        self.stopping = True
+        self.sock.close()
+        for c in self.accepted:
+            c.close()
+
+
+def test_a_bootstrap_server_that_accepts_and_never_answers_is_skipped_for_the_next(broker, topic_name):
+    """A first --bootstrap-server that accepts and never answers (a paused broker) held read
+    commands forever (120 s per request): now each read waits --request-timeout-ms, then asks the
+    next URL; blanks after the commas are trimmed; the error names each server and what happened."""
+    broker.create_topic(topic_name)
+    silent = SilentListener()
+    try:
+        # The default wait (10 s) bounds it too: before, this hung past any subprocess timeout.
+        started = time.monotonic()
+        out = run_cli("topics", "list", "--bootstrap-server", f"{silent.url},{broker.url}", timeout=25)
+        assert out.returncode == 0 and topic_name in out.stdout, out
+        assert 9 < time.monotonic() - started < 20
+        servers = f"{silent.url}, {broker.url}"   # a blank after the comma, as Kafka takes it
+        for command in (["topics", "list"], ["topics", "describe", topic_name], ["groups", "list"],
+                        ["cluster", "status"]):
+            started = time.monotonic()
+            out = run_cli(*command, "--bootstrap-server", servers, "--request-timeout-ms", "500", timeout=20)
+            assert out.returncode == 0, (command, out)
+            assert time.monotonic() - started < 10, command
+        assert topic_name in run_cli("topics", "list", "--bootstrap-server", servers,
+                                     "--request-timeout-ms", "500", timeout=20).stdout
+        # Only the silent one: the error says which and how long it waited.
+        out = run_cli("topics", "list", "--bootstrap-server", silent.url, "--request-timeout-ms", "300", timeout=20)
+        assert out.returncode == 1 and f"127.0.0.1:{silent.port}: no answer within 300 ms" in out.stderr, out
+        # A long list: the error names a few servers, not all of them.
+        many = ",".join([silent.url] * 40)
+        out = run_cli("topics", "list", "--bootstrap-server", many, "--request-timeout-ms", "50", timeout=20)
+        assert out.returncode == 1 and "and 35 more" in out.stderr and len(out.stderr) < 1000, out
+    finally:
+        silent.close()
+
+
+def test_a_peer_that_closes_without_an_http_answer_is_named_not_an_http_listener(ringlog_bin):
+    """Pointed at a port that closes the connection without answering (a kafka:// listener does so
+    on an HTTP request), the CLI said only "receive: end of stream"."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", free_port()))
+    sock.listen(8)
+    port = sock.getsockname()[1]
+
+    def close_each():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            conn.recv(4096)
+            conn.close()
+
+    threading.Thread(target=close_each, daemon=True).start()
+    try:
+        out = run_cli("topics", "list", "--bootstrap-server", f"http://127.0.0.1:{port}", timeout=20)
+        assert out.returncode == 1 and "not an HTTP listener (is it the kafka:// port?)" in out.stderr, out
+    finally:
+        sock.close()
 
 
 def test_help_texts_group_serve_keys_and_name_observer_rows(ringlog_bin):

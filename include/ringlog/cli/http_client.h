@@ -27,8 +27,13 @@ struct http_endpoint {
 /// (a bare HOST:PORT gets a hint naming the HTTP listener's form).
 base::result<http_endpoint, std::string> parse_base_url(const std::string& base_url);
 /// --bootstrap-server: one URL or several separated by commas ("http://a:8081,http://b:8082"),
-/// as Kafka's bootstrap.servers; empty items are skipped. Errors name the first malformed one.
+/// as Kafka's bootstrap.servers; items are trimmed of blanks ("http://a, http://b") and empty ones
+/// skipped. Errors name the first malformed one.
 base::result<std::vector<http_endpoint>, std::string> parse_bootstrap_servers(const std::string& list);
+
+/// Default of --request-timeout-ms: the longest wait for a connection and then for a reply, ms
+/// (a long-poll request's own "timeout=" is added to it).
+constexpr int64_t default_request_timeout_ms = 10000;
 
 class http_client {
  public:
@@ -43,8 +48,10 @@ class http_client {
   /// "http://HOST:PORT" of the server in use (the last one connected to, else the first listed).
   [[nodiscard]] std::string base_url() const;
 
-  /// Sends one request; `path` includes any query. Errors are transport errors ("connect
-  /// 127.0.0.1:8082: Connection refused"); HTTP error statuses are replies.
+  /// Sends one request; `path` includes any query. Errors are transport errors ("127.0.0.1:8081:
+  /// no answer within 10000 ms"), naming each server tried; HTTP error statuses are replies. A GET
+  /// (idempotent) that gets no answer, or a connection closed without one, is retried on the next
+  /// server of the list; other methods are not resent once sent.
   reply_result request(const std::string& method, const std::string& path, const std::string& body = {},
                        const std::string& content_type = {}, const std::string& accept = "application/json");
   reply_result get(const std::string& path, const std::string& accept = "application/json") {
@@ -59,7 +66,8 @@ class http_client {
   }
   reply_result del(const std::string& path) { return request("DELETE", path); }
 
-  /// Longest wait for one reply, ms (a long-poll fetch adds its own timeout to this).
+  /// Longest wait for a connection, and then for one reply, ms (default_request_timeout_ms); a
+  /// long-poll request adds its own "timeout=" query value to the wait for its reply.
   void set_timeout_ms(int64_t ms);
 
   struct impl;
