@@ -317,7 +317,16 @@ int topics_describe(http_client& client, const std::string& cluster, const std::
     }
     std::cout << "\tLeaderEpoch: " << p.value("leader_epoch", 0) << "\tLogStartOffset: " << p.value("log_start_offset", 0)
               << "\tHighWatermark: " << p.value("high_watermark", 0) << "\tLogEndOffset: " << p.value("log_end_offset", 0)
-              << "\tSizeBytes: " << p.value("size_bytes", 0) << "\n";
+              << "\tSizeBytes: " << p.value("size_bytes", 0);
+    // Figures the leader did not vouch for (it did not answer, or is still establishing its high
+    // watermark, KIP-207) are marked, as the JSON's high_watermark_established says.
+    if (p.contains("high_watermark_established") && p["high_watermark_established"].is_boolean() &&
+        !p["high_watermark_established"].get<bool>()) std::cout << "\t(figures not established by the leader)";
+    std::cout << "\n";
+  }
+  if (const auto& meta = partition_list_json.value("metadata", json::object()); meta.contains("unanswered_brokers")) {
+    std::cerr << "note: broker(s) " << meta["unanswered_brokers"].dump()
+              << " did not answer; their partitions show this node's figures\n";
   }
   return 0;
 }

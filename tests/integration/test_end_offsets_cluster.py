@@ -12,13 +12,14 @@ partitions route says high_watermark_established false. Once C continues, every 
 end at or above every acknowledged offset.
 """
 import signal
+import subprocess
 import struct
 
 import pytest
 import requests
 
 import kafka_wire as kw
-from conftest import wait_until
+from conftest import binary_path, wait_until
 from test_cluster import Cluster, create_topic, describe
 
 JSONV2 = "application/vnd.kafka.json.v2+json"
@@ -167,6 +168,12 @@ def test_a_new_leader_answers_no_end_until_its_high_watermark_is_established(kaf
     assert r.headers.get("Retry-After") == "1"
     r = requests.get(b.v3(f"/topics/ends/partitions/{p}/offset"), timeout=5)
     assert r.status_code == 503 and r.json()["error_code"] == 50302, r.text
+    # The CLI marks the figures the leader has not established (new user's finding: they looked normal).
+    described = subprocess.run([str(binary_path()), "topics", "describe", "ends", "--bootstrap-server", b.url],
+                               capture_output=True, text=True, timeout=60)
+    assert described.returncode == 0, described.stderr
+    line = next(x for x in described.stdout.splitlines() if f"\tPartition: {p}\t" in x)
+    assert "(figures not established by the leader)" in line, described.stdout
     # A long-poll read at the end waits its time and answers nothing (not 503, not out of range).
     r = requests.get(f"{b.url}/topics/ends/partitions/{p}/records", params={"offset": f["high_watermark"], "timeout": 300},
                      headers={"Accept": JSONV2}, timeout=10)
