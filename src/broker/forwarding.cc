@@ -66,6 +66,13 @@ error unreachable(int32_t leader, const model::topic_partition& tp, const std::s
   return error{errc::not_leader_or_follower, leader_name(leader, tp) + " did not answer (" + why + "): retry"};
 }
 
+/// A forwarded write that failed on the way (connection lost or aborted, timed out): it may have
+/// reached the leader, so its outcome is unknown and the client hears so (a retry may duplicate).
+error unreachable_write(int32_t leader, const model::topic_partition& tp, const std::string& why) {
+  return error{errc::not_leader_or_follower,
+               leader_name(leader, tp) + " did not answer (" + why + "); the write may or may not be stored: retry"};
+}
+
 /// The answer when `refused_by`, the leader this node forwarded to, no longer leads `tp` and this
 /// node's metadata named no other leader before the call's deadline.
 error leadership_moving(int32_t refused_by, const model::topic_partition& tp) {
@@ -266,7 +273,7 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
       encode_body(request, forward_produce_version), timeout_ms + forward_timeout_slack_ms,
       [this, alive, leader, tp, batch = std::move(batch), acks, deadline_ms,
        done = std::move(done)](rpc::result<protocol::bytes> r) mutable {
-        if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
+        if (!r.ok()) return done(unreachable_write(leader, tp, r.error().message));
         protocol::reader rd(r.value());
         auto decoded = protocol::produce_response_data::decode(rd, forward_produce_version);
         if (!decoded.ok() || decoded->responses.size() != 1 || decoded->responses[0].partition_responses.size() != 1) {
