@@ -2318,7 +2318,7 @@ void broker_impl::fetch_here(fetch_request request, std::function<void(result<fe
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
-    auto serving = check_serving(*rt, std::nullopt);   // any answer carries the end (KIP-207; docs/kafka.md)
+    auto serving = check_serving(*rt, request.fetch_offset);
     const bool wait = !serving.ok() && serving.error().code == errc::offset_not_available &&
                       request.wait_while_end_unknown && request.max_wait_ms > 0;
     if (!serving.ok() && !wait) return done(serving.error());
