@@ -13,14 +13,14 @@ set -eu
 # needs while the `tests` option is on (the default); python3 runs the build's code generators;
 # curl is the client of the README's session and of its wait for /v1/health.
 PACKAGES="g++ meson ninja-build pkg-config python3 liburing-dev libboost1.81-dev libsimdjson-dev \
-nlohmann-json3-dev liblz4-dev zlib1g-dev libsnappy-dev libzstd-dev libspdlog-dev libfmt-dev doctest-dev \
+nlohmann-json3-dev libssl-dev liblz4-dev zlib1g-dev libsnappy-dev libzstd-dev libspdlog-dev libfmt-dev doctest-dev \
 curl"
 if [ "${RINGLOG_TEST_DEPS:-0}" = 1 ] || [ "${RINGLOG_BENCH_DEPS:-0}" = 1 ]; then
   # The Python checks and the pytest integration suite (kcat, kafka-python and librdkafka are
   # their Kafka clients), and the console's browser tests (Debian's chromium).
   PACKAGES="$PACKAGES python3-pytest python3-requests python3-kafka python3-lz4 python3-snappy \
 python3-zstandard python3-confluent-kafka kcat python3-websockets python3-yaml python3-jsonschema \
-procps ca-certificates chromium iproute2 nftables"
+procps ca-certificates openssl python3-cryptography chromium iproute2 nftables"
   # The browser tests need node and npm; Debian's only when no node is on PATH already (a newer
   # one installed otherwise is used as it is).
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
