@@ -589,7 +589,9 @@ void broker_impl::register_cluster_handlers() {
         std::pair<int16_t, handler>{broker_heartbeat_api_key, &broker_impl::handle_broker_heartbeat},
         std::pair<int16_t, handler>{protocol::alter_partition_request_data::api_key, &broker_impl::handle_alter_partition},
         std::pair<int16_t, handler>{protocol::allocate_producer_ids_request_data::api_key,
-                                    &broker_impl::handle_allocate_producer_ids}}) {
+                                    &broker_impl::handle_allocate_producer_ids},
+        std::pair<int16_t, handler>{protocol::describe_quorum_request_data::api_key,
+                                    &broker_impl::handle_describe_quorum}}) {
     deps_.cluster_transport->set_handler(api_key, [this, handle](const protocol::request_header_data& header,
                                                                  std::span<const std::byte> body, rpc::respond_fn respond) {
       deps_.runtime.post(controller_shard, [this, handle, header, b = std::vector<std::byte>(body.begin(), body.end()),
@@ -1426,7 +1428,7 @@ std::shared_ptr<const topic_state> preview_state(const std::vector<protocol::met
 
 void broker_impl::create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  deps_.runtime.post(controller_shard, [this, request = std::move(request), done = std::move(done)]() mutable {
+  post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
     if (auto valid = validate_topic_name(request.name); !valid.ok()) return done(valid.error());
     if (request.name.starts_with("__")) {
       return done(error{errc::invalid_topic_exception,
@@ -1494,7 +1496,7 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
 
 void broker_impl::delete_topic(std::string topic, std::function<void(result<void>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  deps_.runtime.post(controller_shard, [this, topic = std::move(topic), done = std::move(done)]() mutable {
+  post_caught_up([this, topic = std::move(topic), done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     if (t->is_internal) return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be deleted"});
@@ -1591,7 +1593,7 @@ void broker_impl::remove_partitions(const std::string& topic, int32_t count, std
 void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
                                     std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  deps_.runtime.post(controller_shard, [this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
+  post_caught_up([this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     const int32_t current = t->partitions_count();
@@ -1623,7 +1625,7 @@ void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
 void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
                                       bool validate_only, std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  deps_.runtime.post(controller_shard, [this, topic = std::move(topic), changes = std::move(changes), validate_only,
+  post_caught_up([this, topic = std::move(topic), changes = std::move(changes), validate_only,
                                         done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});

@@ -37,6 +37,10 @@ inline constexpr size_t controller_shard = 0;
 inline constexpr size_t entry_failures_max = 1024;
 /// How long an admin call waits for its entry to be committed and applied on this node.
 inline constexpr int64_t metadata_write_timeout_ms = 30000;
+/// How long an admin call on a node that is not the active controller waits for the controller's
+/// high watermark (metadata_barrier.cc) before planning against its own image: about one fetch
+/// round trip on a healthy cluster; a controller that does not answer costs the call this much.
+inline constexpr int64_t metadata_barrier_timeout_ms = 2000;
 /// How long a group coordinator's write to __consumer_offsets waits for the in-sync replicas
 /// (Kafka's offsets.commit.timeout.ms default).
 inline constexpr int64_t internal_append_timeout_ms = 5000;
@@ -44,6 +48,7 @@ inline constexpr int64_t internal_append_timeout_ms = 5000;
 inline constexpr int16_t envelope_api_key = 58;            // KIP-590 forwarding to the active controller
 inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
 inline constexpr int16_t kafka_code_not_controller = 41;
+inline constexpr int16_t kafka_code_not_leader_or_follower = 6;
 inline constexpr int16_t kafka_code_stale_broker_epoch = 77;
 inline constexpr int16_t kafka_code_request_timed_out = 7;
 /// Producer ids the controller hands a broker at once (Kafka's ProducerIdManager block size):
@@ -406,6 +411,14 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done);
   /// Controller shard: `done` once the entry at `offset` is applied and reconciled here (or failed).
   void await_applied(int64_t offset, std::function<void(result<void>)> done);
+  /// Posts `then` to the controller shard once this node applied every metadata entry the quorum
+  /// had committed when the call arrived (metadata_barrier.cc): admin calls plan against an image
+  /// no older than the active controller's. Runs `then` anyway (against this node's image) when
+  /// the controller is unknown or does not answer within metadata_barrier_timeout_ms.
+  void post_caught_up(std::function<void()> then);
+  /// The cluster listener's DescribeQuorum (KIP-595): the quorum leader's high watermark.
+  void handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
+                              rpc::respond_fn respond);
   /// Controller shard: the entry at `offset` did not apply.
   void entry_failed(int64_t offset, error why);
   /// Controller shard: one applied entry's publication and reconciliation, in offset order.

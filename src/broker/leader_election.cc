@@ -16,8 +16,7 @@ void broker_impl::elect_preferred_leaders_attempt(
     std::vector<std::pair<std::string, int32_t>> partitions,
     std::function<void(result<std::vector<leader_election_result>>)> done, int attempts_left) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  deps_.runtime.post(controller_shard, [this, partitions = std::move(partitions), done = std::move(done),
-                                        attempts_left]() mutable {
+  post_caught_up([this, partitions = std::move(partitions), done = std::move(done), attempts_left]() mutable {
     const auto plan = plan_preferred_elections(*controller_view_->image, partitions);
     std::vector<protocol::metadata_record> records;
     std::vector<leader_election_result> results;

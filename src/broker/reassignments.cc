@@ -20,7 +20,7 @@ void broker_impl::alter_partition_reassignments_attempt(
     std::vector<partition_reassignment_target> targets,
     std::function<void(result<std::vector<partition_reassignment_result>>)> done, int attempts_left) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  deps_.runtime.post(controller_shard, [this, targets = std::move(targets), done = std::move(done),
+  post_caught_up([this, targets = std::move(targets), done = std::move(done),
                                         attempts_left]() mutable {
     std::vector<reassignment_target> wanted;
     wanted.reserve(targets.size());

@@ -1,0 +1,78 @@
+// The metadata barrier of admin calls: an admin change is planned against this node's image, and
+// on a node that is not the active controller that image can lag the quorum by a fetch round
+// trip (a broker registration committed a moment ago, a topic just created elsewhere). Before
+// planning, such a node asks the active controller for the quorum's high watermark
+// (DescribeQuorum, KIP-595) and waits until it applied every entry below it: the change is then
+// planned against everything committed before the call arrived (Raft's read index, Ongaro's
+// thesis section 6.4). Kafka reaches the same by forwarding admin requests to the controller.
+
+#include "broker_impl.h"
+
+namespace ringlog::broker::detail {
+
+namespace {
+
+constexpr int16_t describe_quorum_version = 0;
+
+}  // namespace
+
+void broker_impl::post_caught_up(std::function<void()> then) {
+  deps_.runtime.post(controller_shard, [this, then = std::move(then)]() mutable {
+    const int32_t leader = quorum_ ? quorum_->leader_id() : -1;
+    // The active controller's own image holds every committed entry it proposed; with no known
+    // leader or no transport, plan against this image (as before): the commit checks the
+    // partition epochs it names, and the refusal says to retry when there is no leader.
+    if (leader < 0 || leader == config_.node_id || deps_.cluster_transport == nullptr) return then();
+    protocol::describe_quorum_request_data request;
+    protocol::describe_quorum_request_data::topic_data topic;
+    topic.topic_name = "__cluster_metadata";
+    topic.partitions.emplace_back().partition_index = 0;
+    request.topics.push_back(std::move(topic));
+    deps_.cluster_transport->send(
+        leader, protocol::describe_quorum_request_data::api_key, describe_quorum_version,
+        encode_body(request, describe_quorum_version), metadata_barrier_timeout_ms,
+        [this, then = std::move(then), alive = std::weak_ptr<int>(lifetime_)](rpc::result<protocol::bytes> r) mutable {
+          if (!alive.lock()) return;
+          int64_t high_watermark = -1;
+          if (r.ok()) {
+            protocol::reader rd(r.value());
+            auto decoded = protocol::describe_quorum_response_data::decode(rd, describe_quorum_version);
+            if (decoded.ok() && decoded->error_code == 0 && decoded->topics.size() == 1 &&
+                decoded->topics[0].partitions.size() == 1 && decoded->topics[0].partitions[0].error_code == 0) {
+              high_watermark = decoded->topics[0].partitions[0].high_watermark;
+            }
+          }
+          deps_.runtime.post(controller_shard, [this, high_watermark, then = std::move(then)]() mutable {
+            // The leader did not answer (moved, unreachable): plan against this image, as before.
+            if (high_watermark <= 0) return then();
+            await_applied(high_watermark - 1, [then = std::move(then)](result<void>) { then(); });
+          });
+        });
+  });
+}
+
+void broker_impl::handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
+                                         rpc::respond_fn respond) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  protocol::reader rd(body);
+  auto request = protocol::describe_quorum_request_data::decode(rd, header.request_api_version);
+  if (!request.ok()) return;   // unanswered: the caller's request times out and it plans as before
+  protocol::describe_quorum_response_data response;
+  auto& partition = response.topics.emplace_back();
+  partition.topic_name = "__cluster_metadata";
+  auto& p = partition.partitions.emplace_back();
+  p.partition_index = 0;
+  const controller::quorum_description q = quorum_->describe();
+  p.leader_id = q.leader_id;
+  p.leader_epoch = q.leader_epoch;
+  // Only the leader knows the quorum's high watermark for sure (KIP-595: DescribeQuorum is
+  // answered by the leader; others say NOT_LEADER_OR_FOLLOWER).
+  if (q.leader_id != config_.node_id) {
+    p.error_code = kafka_code_not_leader_or_follower;
+  } else {
+    p.high_watermark = q.high_watermark;
+  }
+  respond_with(header, response, respond);
+}
+
+}  // namespace ringlog::broker::detail
