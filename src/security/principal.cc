@@ -9,6 +9,7 @@ std::string_view to_string(errc e) {
     case errc::unsupported_sasl_mechanism: return "unsupported_sasl_mechanism";
     case errc::illegal_sasl_state: return "illegal_sasl_state";
     case errc::invalid_config: return "invalid_config";
+    case errc::invalid_acl: return "invalid_acl";
   }
   return "unknown";
 }
