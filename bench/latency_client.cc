@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
     if (now >= end) break;
     // Every record due by now (all of them at rate 0, as far as the queue allows).
     while (true) {
-      const int64_t scheduled = o.rate > 0 ? start + static_cast<int64_t>(static_cast<double>(sent) * interval_ns) : now_ns();
+      const int64_t scheduled = o.rate > 0 ? start + static_cast<int64_t>(static_cast<double>(sent) * interval_ns) : now;
       if (scheduled > now || scheduled >= end) break;
       std::memcpy(value.data(), &scheduled, sizeof scheduled);
       // Fresh bytes after the stamp so no two values compress together.
