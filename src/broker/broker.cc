@@ -29,6 +29,7 @@
 #include "ringlog/controller/metadata_entry.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/base/latency_stages.h"
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/io/file.h"
@@ -2069,8 +2070,11 @@ void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_run
   auto waiting = std::move(rt->waiters);
   rt->waiters.clear();
   rt->many_readers = waiting.size() > 1;
+  const int64_t woken_ns = base::monotonic_ns();
   for (auto& w : waiting) {
-    if (!w->completed) try_fetch(shard, rt, w);
+    if (w->completed) continue;
+    w->woken_ns = woken_ns;
+    try_fetch(shard, rt, w);
   }
 }
 
@@ -2228,6 +2232,7 @@ void broker_impl::answer_or_park(size_t shard, const std::shared_ptr<partition_r
   const bool skipped = response.ok() && !w->request.raw_batches && response->next_fetch_offset > w->request.fetch_offset;
   if (!response.ok() || !response->records.empty() || !response->batches.empty() || !response->file_ranges.empty() || skipped || wait_ms <= 0 || stopping_) {
     w->completed = true;
+    if (response.ok()) response->woken_ns = w->woken_ns;
     return w->done(std::move(response));
   }
   if (rt->waiters.size() >= static_cast<size_t>(config_.fetch_waiters_per_partition_max)) {
@@ -2514,6 +2519,10 @@ void broker_impl::produce_batches_from(produce_batches_request request,
 void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
                                           std::function<void(result<produce_batches_response>)> done,
                                           uint64_t verified_guard) {
+  const int64_t started_ns = base::monotonic_ns();
+  if (verified_guard == 0 && request.received_ns != 0) {
+    base::observe_latency(base::latency_stage::produce_queue, started_ns - request.received_ns);
+  }
   const auto& tp = request.partition;
   auto rt = runtime_of(shard, tp.topic, tp.partition.value());
   if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
@@ -2583,8 +2592,10 @@ void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request 
   out.log_start_offset = rt->log->log_start_offset();
   const acks_mode acks = request.acks;
   if (acks == acks_mode::none) out.base_offset = model::offset{-1};
+  base::observe_latency_since(base::latency_stage::produce_append, started_ns);
   complete_append(shard, rt, acks, rt->log->log_end_offset(), request.timeout_ms,
-                  [out, done = std::move(done)](result<void> r) {
+                  [out, received_ns = request.received_ns, done = std::move(done)](result<void> r) {
+                    base::observe_latency_since(base::latency_stage::produce_total, received_ns);
                     if (!r.ok()) return done(r.error());
                     done(out);
                   });

@@ -119,12 +119,14 @@ struct fetch_waiter {
   std::function<void(result<fetch_response>)> done;
   bool completed = false;
   bool deadline_set = false;   // parked once: the wait ends at that deadline, however often it is woken
+  int64_t woken_ns = 0;        // base::monotonic_ns of the latest wake-up by new data (metrics)
 };
 
 /// An acks=all append waiting until the high watermark passes its last record.
 struct ack_waiter {
   int64_t deadline_ms = 0;
   std::function<void(result<void>)> done;
+  int64_t durable_ns = 0;   // base::monotonic_ns when it was durable here (metrics: replication wait)
 };
 
 /// A follower's fetch parked at its leader until there is something new (replica.fetch.wait.max.ms).
@@ -584,8 +586,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// `required`, the append's last offset + 1, or `timeout_ms` passed).
   void complete_append(size_t shard, const std::shared_ptr<partition_runtime>& rt, acks_mode acks,
                        model::offset required, int64_t timeout_ms, std::function<void(result<void>)> done);
+  /// `durable_ns`: when the append became durable here (base::monotonic_ns; 0 = not stamped), the
+  /// start of its replication wait in /metrics.
   void await_replication(size_t shard, const std::shared_ptr<partition_runtime>& rt, model::offset required,
-                         int64_t timeout_ms, std::function<void(result<void>)> done);
+                         int64_t timeout_ms, std::function<void(result<void>)> done, int64_t durable_ns = 0);
   void fail_ack_waiters(partition_runtime& rt, const error& why);
   /// Refuses an acks=all append before it is made when the ISR is below min.insync.replicas.
   result<void> check_append(const partition_runtime& rt, acks_mode acks) const;

@@ -17,6 +17,7 @@
 #include "reassignment.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/base/latency_stages.h"
 #include "ringlog/controller/quorum_wire.h"
 #include "placement.h"
 
@@ -271,6 +272,7 @@ void broker_impl::update_high_watermark(size_t shard, const std::shared_ptr<part
   const model::offset hw = rt->log->high_watermark();
   while (!rt->ack_waiters.empty() && rt->ack_waiters.begin()->first <= hw) {
     auto done = std::move(rt->ack_waiters.begin()->second.done);
+    base::observe_latency_since(base::latency_stage::produce_replication_wait, rt->ack_waiters.begin()->second.durable_ns);
     rt->ack_waiters.erase(rt->ack_waiters.begin());
     done(base::ok_v);
   }
@@ -284,32 +286,47 @@ void broker_impl::complete_append(size_t shard, const std::shared_ptr<partition_
     done(base::ok_v);
     done = nullptr;
   }
-  auto after_flush = [this, shard, rt, acks, required, timeout_ms, done = std::move(done)](storage::result<void> r) {
+  const bool fsync_policy = config_.log_flush_policy == "fsync";
+  const int64_t appended_ns = base::monotonic_ns();
+  auto after_flush = [this, shard, rt, acks, required, timeout_ms, fsync_policy, appended_ns,
+                      done = std::move(done)](storage::result<void> r) {
+    const int64_t durable_ns = base::monotonic_ns();
+    if (fsync_policy && r.ok()) {
+      // Runs inside the disk executor's completion: it knows when the covering sync was submitted.
+      const int64_t submitted_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       deps_.runtime.disk(shard).running_submitted_at().time_since_epoch())
+                                       .count();
+      base::observe_latency(base::latency_stage::produce_fsync_wait, submitted_ns - appended_ns);
+      base::observe_latency(base::latency_stage::produce_fsync, durable_ns - submitted_ns);
+    }
     if (r.ok() && !rt->deleted) {
       publish(*rt);
       update_high_watermark(shard, rt);
     }
     if (!done) return;
     if (!r.ok()) return done(from_storage(r.error()));
-    if (acks == acks_mode::all) return await_replication(shard, rt, required, timeout_ms, done);
+    if (acks == acks_mode::all) return await_replication(shard, rt, required, timeout_ms, done, durable_ns);
     done(base::ok_v);
   };
-  if (config_.log_flush_policy != "fsync") return after_flush(base::ok_v);
+  if (!fsync_policy) return after_flush(base::ok_v);
   rt->log->flush_async(deps_.runtime.disk(shard), std::move(after_flush));
 }
 
 void broker_impl::await_replication(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                     model::offset required, int64_t timeout_ms,
-                                    std::function<void(result<void>)> done) {
+                                    std::function<void(result<void>)> done, int64_t durable_ns) {
   (void)shard;
-  if (rt->log->high_watermark() >= required) return done(base::ok_v);
+  if (rt->log->high_watermark() >= required) {
+    base::observe_latency_since(base::latency_stage::produce_replication_wait, durable_ns);
+    return done(base::ok_v);
+  }
   if (!rt->leader) {
     return done(error{errc::not_leader_or_follower, "leadership of " + tp_name(*rt) +
                                                         " moved before the write was replicated; it may or may not "
                                                         "be stored: retry"});
   }
   const int64_t deadline = deps_.clock.now_ms() + std::max<int64_t>(timeout_ms, 1);
-  rt->ack_waiters.emplace(required, ack_waiter{deadline, std::move(done)});
+  rt->ack_waiters.emplace(required, ack_waiter{deadline, std::move(done), durable_ns});
 }
 
 // ---------------------------------------------------------------- ISR changes

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <initializer_list>
+
+#include "ringlog/base/latency_stages.h"
 
 namespace ringlog::gateway {
 
@@ -71,6 +74,25 @@ void render_histogram(std::string& out, std::string_view name, std::string_view 
   }
   out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, h.count);
   out += fmt::format("{}_sum {}\n{}_count {}\n", name, h.sum_s, name, h.count);
+}
+
+/// The stage histograms of base/latency_stages.h: `stages` under one metric, labelled by stage.
+void render_stages(std::string& out, std::string_view name, std::string_view help,
+                   std::initializer_list<base::latency_stage> stages) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  for (base::latency_stage stage : stages) {
+    const base::latency_stage_snapshot h = base::read_latency(stage);
+    const std::string_view label = base::latency_stage_label(stage);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < base::latency_stage_bounds_s.size(); ++i) {
+      cumulative += h.counts[i];
+      out += fmt::format("{}_bucket{{stage=\"{}\",le=\"{}\"}} {}\n", name, label, base::latency_stage_bounds_s[i],
+                         cumulative);
+    }
+    out += fmt::format("{}_bucket{{stage=\"{}\",le=\"+Inf\"}} {}\n", name, label, h.count);
+    out += fmt::format("{}_sum{{stage=\"{}\"}} {}\n{}_count{{stage=\"{}\"}} {}\n", name, label, h.sum_s, name, label,
+                       h.count);
+  }
 }
 
 }  // namespace
@@ -190,6 +212,16 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
   render_histogram(out, "ringlog_log_cleaner_step_duration_seconds",
                    "Time each log cleaner step held its shard's event loop (a bounded read, or one part of a swap).",
                    cleaner_step);
+  using base::latency_stage;
+  render_stages(out, "ringlog_produce_latency_seconds",
+                "Where a Kafka produce's time goes, per append (docs/metrics.md): queue (decoded -> the partition's "
+                "shard), append, fsync_wait (-> its group fdatasync submitted), fsync, replication_wait (acks=all), "
+                "total (decoded -> ack ready).",
+                {latency_stage::produce_queue, latency_stage::produce_append, latency_stage::produce_fsync_wait,
+                 latency_stage::produce_fsync, latency_stage::produce_replication_wait, latency_stage::produce_total});
+  render_stages(out, "ringlog_fetch_wakeup_latency_seconds",
+                "Kafka long-poll fetches woken by the high watermark: wake-up -> answer handed to the connection.",
+                {latency_stage::fetch_wakeup});
   return out;
 }
 

@@ -76,6 +76,7 @@ class posix_disk_executor final : public disk_executor {
       if (outcome.ok()) datasync_latency_.observe(std::chrono::steady_clock::now() - started);
       --running_;
       ++ran;
+      running_submitted_at_ = started;
       op.done(std::move(outcome));
     }
     return ran;

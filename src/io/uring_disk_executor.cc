@@ -124,6 +124,7 @@ class uring_disk_executor final : public disk_executor {
     std::vector<finished_operation> ready;
     ready.swap(finished_);
     for (auto& item : ready) {
+      running_submitted_at_ = item.submitted_at;
       item.done(std::move(item.outcome));
     }
     return ready.size();
@@ -158,6 +159,7 @@ class uring_disk_executor final : public disk_executor {
   struct finished_operation {
     callback done;
     result<void> outcome;
+    std::chrono::steady_clock::time_point submitted_at;
   };
 
   void add(file& f, bool has_write, model::file_position position, std::span<const std::byte> data,
@@ -316,7 +318,7 @@ class uring_disk_executor final : public disk_executor {
 
   void finish(operation* op, result<void> outcome) {
     if (outcome.ok()) datasync_latency_.observe(std::chrono::steady_clock::now() - op->submitted_at);
-    finished_.push_back(finished_operation{std::move(op->done), std::move(outcome)});
+    finished_.push_back(finished_operation{std::move(op->done), std::move(outcome), op->submitted_at});
     operations_.erase(op);
   }
 

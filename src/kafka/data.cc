@@ -7,6 +7,7 @@
 
 #include "fetch_frame.h"
 #include "handlers.h"
+#include "ringlog/base/latency_stages.h"
 #include "ringlog/codec/record_batch.h"
 
 namespace ringlog::kafka::detail {
@@ -80,6 +81,7 @@ size_t fitting_prefix(const bytes& batches, size_t budget, bool at_least_one) {
 constexpr int16_t produce_leader_hints_version = 10;
 
 void handle_produce(const request_context& ctx, protocol::produce_request_data request) {
+  const int64_t received_ns = base::monotonic_ns();
   using partition_result = protocol::produce_response_data::partition_produce_response;
   broker::broker& b = ctx.broker_api();
   broker::acks_mode acks = broker::acks_mode::all;
@@ -186,6 +188,7 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
     produce.acks = acks;
     produce.timeout_ms = request.timeout_ms;
     produce.transactional_id = request.transactional_id.value_or("");
+    produce.received_ns = received_ns;
     // KIP-951's CurrentLeader and NodeEndpoints exist from Produce v10: an older answer carrying
     // them would not encode.
     const bool leader_hints = ctx.api_version >= produce_leader_hints_version;
@@ -276,6 +279,7 @@ struct fetch_operation {
   size_t bytes_seen = 0;                    // across the partitions, since the request came
   std::vector<size_t> partition_bytes_seen; // per part
   std::vector<int64_t> watch_offset;        // per part: one past what it has seen
+  int64_t woken_ns = 0;   // a parked read woken by new data: when (base::monotonic_ns; metrics)
 
   void answer() {
     protocol::fetch_response_data out;
@@ -326,10 +330,14 @@ struct fetch_operation {
       out.responses[p.topic_index].partitions.push_back(std::move(d));
     }
     if (fetch_counters* c = ctx.options().counters; c != nullptr && copied > 0) c->bytes_copied += copied;
-    if (!any_ranges) return ctx.answer(out);
-    auto frame = encode_fetch_frame(ctx.api_version, ctx.correlation_id, out, ranges);
-    RINGLOG_ASSERT(frame.ok(), "a Fetch answer built by the kafka module must encode at the request's version");
-    ctx.respond(std::move(frame).value());
+    if (!any_ranges) {
+      ctx.answer(out);
+    } else {
+      auto frame = encode_fetch_frame(ctx.api_version, ctx.correlation_id, out, ranges);
+      RINGLOG_ASSERT(frame.ok(), "a Fetch answer built by the kafka module must encode at the request's version");
+      ctx.respond(std::move(frame).value());
+    }
+    base::observe_latency_since(base::latency_stage::fetch_wakeup, woken_ns);
   }
 };
 
@@ -429,6 +437,7 @@ void on_watched(const std::shared_ptr<fetch_operation>& op, size_t i, broker::re
     if (op->answered) return;
     const size_t got = r.ok() ? read_bytes(*r) : 0;
     if (r.ok()) {
+      if (r->woken_ns != 0) op->woken_ns = r->woken_ns;
       op->partition_bytes_seen[i] += got;
       op->bytes_seen += got;
       op->watch_offset[i] = std::max(op->watch_offset[i], r->next_fetch_offset.value());
@@ -494,6 +503,7 @@ void long_poll(const std::shared_ptr<fetch_operation>& op) {
               --op->outstanding;
               if (op->answered) return;
               const bool has_data = !r.ok() || !r->batches.empty() || !r->file_ranges.empty();
+              if (r.ok() && r->woken_ns != 0) op->woken_ns = r->woken_ns;
               store(op->parts[i], r);
               if (has_data || op->outstanding == 0) {
                 op->answered = true;

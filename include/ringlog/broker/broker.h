@@ -330,6 +330,9 @@ struct fetch_response {
   /// The partition's last stable offset (KIP-98): below the first offset of every open
   /// transaction, never above high_watermark (== high_watermark with no open transaction).
   model::offset last_stable_offset{0};
+  /// A parked fetch answered because new data arrived: when its wake-up started
+  /// (base::monotonic_ns), for /metrics' fetch wake-up latency; 0 otherwise.
+  int64_t woken_ns = 0;
   /// read_committed with raw_batches: the aborted transactions whose records overlap the
   /// returned batches (first_offset ascending; Kafka's FetchResponse aborted_transactions), for
   /// the client to drop. Empty otherwise (decoded read_committed records are dropped here).
@@ -348,6 +351,9 @@ struct produce_batches_request {
   /// transaction on this partition is appended only once the id's coordinator confirms the
   /// partition is in that ongoing transaction (KIP-890 part 1; invalid_txn_state otherwise).
   std::string transactional_id;
+  /// When the front end decoded the request (base::monotonic_ns), for /metrics' produce latency
+  /// breakdown; 0 = not stamped (nothing is observed from it).
+  int64_t received_ns = 0;
 };
 
 struct produce_batches_response {

@@ -77,9 +77,13 @@ class disk_executor {
   [[nodiscard]] virtual std::string_view name() const = 0;
   /// Latency of the fdatasyncs this executor completed successfully.
   [[nodiscard]] const latency_histogram& datasync_latency() const { return datasync_latency_; }
+  /// While poll() runs a callback: when that callback's operation was submitted (steady clock),
+  /// so a caller can tell its wait for a sync from the sync itself (/metrics' produce breakdown).
+  [[nodiscard]] std::chrono::steady_clock::time_point running_submitted_at() const { return running_submitted_at_; }
 
  protected:
   latency_histogram datasync_latency_;
+  std::chrono::steady_clock::time_point running_submitted_at_{};
 };
 
 /// Builds the executor: `automatic` tries io_uring and falls back to posix, writing the reason to
