@@ -275,6 +275,13 @@ std::vector<protocol::metadata_record> registration_records(const controller::me
     kafka.port = static_cast<uint16_t>(deps.advertised_kafka_port);
     r.end_points.push_back(kafka);
   }
+  for (const auto& listener : deps.advertised_kafka_listeners) {
+    protocol::register_broker_record::broker_endpoint named;
+    named.name = listener.listener_name;
+    named.host = listener.host;
+    named.port = static_cast<uint16_t>(listener.port);
+    r.end_points.push_back(named);
+  }
   if (!deps.advertised_cluster_host.empty() && deps.advertised_cluster_port >= 0) {
     protocol::register_broker_record::broker_endpoint cluster;
     cluster.name = "cluster";
@@ -912,6 +919,9 @@ std::vector<broker_description> broker_impl::list_brokers() const {
       d.kafka_host = kafka->host;
       d.kafka_port = kafka->port;
     }
+    for (const auto& e : b.endpoints) {
+      if (e.name != "http" && e.name != "cluster" && e.name != "kafka") d.kafka_endpoints.push_back({e.name, e.host, e.port});
+    }
     d.rack = b.rack;
     d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
     d.broker_epoch = b.broker_epoch;
@@ -926,6 +936,7 @@ std::vector<broker_description> broker_impl::list_brokers() const {
     self.rack = config_.broker_rack;
     self.kafka_host = deps_.advertised_kafka_host;
     self.kafka_port = deps_.advertised_kafka_port;
+    self.kafka_endpoints = deps_.advertised_kafka_listeners;
     self.is_controller = config_.node_id == controller;
     out.push_back(self);
   }
