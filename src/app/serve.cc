@@ -109,6 +109,12 @@ void print_usage(std::ostream& out) {
          "registers as a broker or holds a partition. Its HTTP listener serves health, metrics, the console\n"
          "and metadata (brokers, quorum, topics, configs, the group list); records, consumers, a group's\n"
          "own routes and transactions answer 421 naming the brokers.\n\n"
+         "TLS (docs/security.md): https://HOST:PORT beside or instead of http://, Kafka listeners by Kafka's\n"
+         "security protocol names (SSL://, SASL_SSL://, ...) or named ones mapped by\n"
+         "listener.security.protocol.map (CLIENT:SSL), per listener listener.name.<name>.ssl.*, and\n"
+         "listener.security.protocol.map=CLUSTER:SSL for mutual TLS between nodes. Keys and certificates are\n"
+         "PEM (ssl.keystore.location, ssl.truststore.location); they are re-read when the files change and\n"
+         "on SIGHUP, without dropping connections.\n\n"
          "Keys (default, meaning), by area:\n";
   const auto keys = config::describe_keys();
   const auto& areas = help_areas();
@@ -227,10 +233,12 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
                  l.record.name);
   }
   out.listener->start();
-  spdlog::info("msg=\"serving kafka\" listener={} security.protocol={} listeners={}://{}:{} advertised={}:{} "
+  // kafka:// is how the PLAINTEXT listener has always been written (scripts grep this line).
+  const std::string scheme = l.record.name == "PLAINTEXT" ? "kafka" : l.record.name;
+  spdlog::info("msg=\"serving kafka\" listeners={}://{}:{} advertised={}://{}:{} listener={} security.protocol={} "
                "kafka.fetch.zero.copy={}",
-               l.record.name, l.record.security_protocol, l.record.name, l.record.host, out.listener->port(),
-               options.advertised_host, options.advertised_port, options.fetch_zero_copy);
+               scheme, l.record.host, out.listener->port(), scheme, options.advertised_host, options.advertised_port,
+               l.record.name, l.record.security_protocol, options.fetch_zero_copy);
   return out;
 }
 
@@ -627,7 +635,9 @@ int serve_main(int argc, char** argv) {
     // A Kafka client pointed at the cluster listener is refused with a log line naming this.
     if (!kafka_listeners.empty()) {
       const auto first = kafka_advertised(cfg, kafka_listeners.front());
-      transport->set_kafka_listener_hint(first.listener_name + "://" + first.host + ":" + std::to_string(first.port));
+      // kafka:// is how the PLAINTEXT listener has always been written.
+      const std::string scheme = first.listener_name == "PLAINTEXT" ? "kafka" : first.listener_name;
+      transport->set_kafka_listener_hint(scheme + "://" + first.host + ":" + std::to_string(first.port));
     } else {
       transport->set_kafka_listener_hint(cfg.process_role_broker
                                              ? "a kafka:// listener (this node has none in listeners; another broker's)"
