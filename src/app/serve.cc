@@ -242,6 +242,130 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   return out;
 }
 
+/// Every listener's socket, bound before anything exists on disk (a port in use stops the start
+/// first), and the TLS contexts of the TLS ones (a missing file or a key that does not match its
+/// certificate stops it too, naming the key).
+struct bound_listeners {
+  const config::listener_record* http_record = nullptr;    // http://, if listed
+  const config::listener_record* https_record = nullptr;   // https:// (gateway/tls_front.h), if listed
+  int http_fd = -1;
+  int https_fd = -1;
+  std::shared_ptr<runtime::reloading_tls_context> https_tls;
+  std::vector<bound_kafka_listener> kafka;
+  rpc::cluster_tls cluster_tls;   // CLUSTER:SSL
+};
+
+/// Binds every listener into `out` and adds each TLS context to `reloader`. Returns the exit code
+/// when the start must stop (1: cannot listen, 2: bad config), with its log line written.
+std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader& reloader, bound_listeners& out) {
+  for (const auto& r : cfg.listeners) {
+    if (r.name == "HTTP") out.http_record = &r;
+    if (r.name == "HTTPS") out.https_record = &r;
+  }
+  base::result<int, std::string> listener = -1;
+  if (out.http_record) listener = gateway::bind_listener(out.http_record->host, static_cast<uint16_t>(out.http_record->port));
+  if (!listener.ok()) {
+    spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,
+                  base::logfmt_escaped(listener.error()));
+    return 1;
+  }
+  out.http_fd = listener.value();
+  if (const auto* https_record = out.https_record) {
+    auto tls = listener_tls(cfg, *https_record, runtime::tls_role::server);
+    if (!tls.ok()) {
+      spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(tls.error()));
+      return 2;
+    }
+    out.https_tls = tls.value();
+    reloader.add(https_record->name, out.https_tls);
+    auto bound = gateway::bind_listener(https_record->host, static_cast<uint16_t>(https_record->port));
+    if (!bound.ok()) {
+      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", https_record->to_string(),
+                    base::logfmt_escaped(bound.error()));
+      return 1;
+    }
+    out.https_fd = bound.value();
+  }
+  // The Kafka client listeners too: their ports (the one the kernel chose for NAME://HOST:0) are
+  // registered as this broker's endpoints when the broker opens, below. TLS contexts are built
+  // here as well, so a missing file or a key that does not match its certificate stops the start.
+  for (const auto& record : cfg.listeners) {
+    if (!record.is_kafka()) continue;
+    bound_kafka_listener l;
+    l.record = record;
+    if (record.uses_tls()) {
+      auto tls = listener_tls(cfg, record, runtime::tls_role::server);
+      auto mapper = listener_principal_mapper(cfg, record);
+      if (!tls.ok() || !mapper.ok()) {
+        spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(!tls.ok() ? tls.error() : mapper.error()));
+        return 2;
+      }
+      l.tls = tls.value();
+      l.principal_mapper = mapper.value();
+      reloader.add(record.name, l.tls);
+    }
+    auto kafka_bound = gateway::bind_listener(record.host, static_cast<uint16_t>(record.port));
+    if (!kafka_bound.ok()) {
+      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", record.to_string(),
+                    base::logfmt_escaped(kafka_bound.error()));
+      return 1;
+    }
+    l.listen_fd = kafka_bound.value();
+    l.bound_port = bound_port_of(l.listen_fd);
+    out.kafka.push_back(std::move(l));
+  }
+  // The cluster listener's TLS form (CLUSTER:SSL): mutual certificates, this node's on both the
+  // accepting and the connecting side (docs/security.md).
+  for (const auto& record : cfg.listeners) {
+    if (!record.is_cluster() || !record.uses_tls()) continue;
+    auto server_side = listener_tls(cfg, record, runtime::tls_role::server);
+    auto client_side = listener_tls(cfg, record, runtime::tls_role::client);
+    if (!server_side.ok() || !client_side.ok()) {
+      spdlog::error("msg=\"bad config\" error=\"{}\"",
+                    base::logfmt_escaped(!server_side.ok() ? server_side.error() : client_side.error()));
+      return 2;
+    }
+    out.cluster_tls = {server_side.value(), client_side.value()};
+    reloader.add("CLUSTER", out.cluster_tls.server);
+    reloader.add("CLUSTER (client side)", out.cluster_tls.client);
+  }
+  return std::nullopt;
+}
+
+/// Starts the https:// front and the Kafka listeners of `bound` once the HTTP server serves.
+/// false (with a log line) when one cannot listen: the caller stops what did start.
+bool start_front_ends(const config::server_config& cfg, const bound_listeners& bound, broker::broker& broker,
+                      runtime::shard_threads& runtime, gateway::http_server& server, kafka::fetch_counters& counters,
+                      std::unique_ptr<gateway::tls_front>& https, std::vector<kafka_front_end>& kafka) {
+  if (const auto* https_record = bound.https_record) {
+    gateway::tls_front_options front;
+    front.name = https_record->name;
+    front.host = https_record->host;
+    front.port = static_cast<uint16_t>(https_record->port);
+    front.listen_fd = bound.https_fd;
+    front.tls = bound.https_tls;
+    auto started = gateway::tls_front::start(runtime, server, front);
+    if (started.ok()) {
+      https = std::move(started).value();
+      spdlog::info("msg=\"serving https\" listeners=https://{}:{}", https_record->host, https->port());
+    } else {
+      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", https_record->to_string(),
+                    base::logfmt_escaped(started.error()));
+      return false;
+    }
+  }
+  for (const auto& l : bound.kafka) {
+    auto started = start_kafka_listener(cfg, l, broker, runtime, counters);
+    if (!started.ok()) {
+      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", l.record.to_string(),
+                    base::logfmt_escaped(started.error()));
+      return false;
+    }
+    kafka.push_back(std::move(started).value());
+  }
+  return true;
+}
+
 struct serve_args {
   std::optional<std::string> config_file;
   std::vector<std::string> sets;
@@ -494,86 +618,10 @@ int serve_main(int argc, char** argv) {
     spdlog::error("msg=\"bad config\" key=io.backend error=\"{}\"", base::logfmt_escaped(backend.error().message));
     return 2;
   }
-  // The listener first: a port in use stops the start before anything exists on disk (log.dirs
-  // was created, then the bind failed).
-  // http:// and https:// (TLS in front of the same server: gateway/tls_front.h); at least one.
-  const config::listener_record* http_record = nullptr;
-  const config::listener_record* https_record = nullptr;
-  for (const auto& r : cfg.listeners) {
-    if (r.name == "HTTP") http_record = &r;
-    if (r.name == "HTTPS") https_record = &r;
-  }
-  base::result<int, std::string> listener = -1;
-  if (http_record) listener = gateway::bind_listener(http_record->host, static_cast<uint16_t>(http_record->port));
-  if (!listener.ok()) {
-    spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,
-                  base::logfmt_escaped(listener.error()));
-    return 1;
-  }
+  // The listeners first: a port in use stops the start before anything exists on disk.
   tls_reloader reloader(cfg.ssl_reload_check_interval_ms);
-  std::shared_ptr<runtime::reloading_tls_context> https_tls;
-  int https_listen_fd = -1;
-  if (https_record) {
-    auto tls = listener_tls(cfg, *https_record, runtime::tls_role::server);
-    if (!tls.ok()) {
-      spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(tls.error()));
-      return 2;
-    }
-    https_tls = tls.value();
-    reloader.add(https_record->name, https_tls);
-    auto bound = gateway::bind_listener(https_record->host, static_cast<uint16_t>(https_record->port));
-    if (!bound.ok()) {
-      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", https_record->to_string(),
-                    base::logfmt_escaped(bound.error()));
-      return 1;
-    }
-    https_listen_fd = bound.value();
-  }
-  // The Kafka client listeners too: their ports (the one the kernel chose for NAME://HOST:0) are
-  // registered as this broker's endpoints when the broker opens, below. TLS contexts are built
-  // here as well, so a missing file or a key that does not match its certificate stops the start.
-  std::vector<bound_kafka_listener> kafka_listeners;
-  for (const auto& record : cfg.listeners) {
-    if (!record.is_kafka()) continue;
-    bound_kafka_listener l;
-    l.record = record;
-    if (record.uses_tls()) {
-      auto tls = listener_tls(cfg, record, runtime::tls_role::server);
-      auto mapper = listener_principal_mapper(cfg, record);
-      if (!tls.ok() || !mapper.ok()) {
-        spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(!tls.ok() ? tls.error() : mapper.error()));
-        return 2;
-      }
-      l.tls = tls.value();
-      l.principal_mapper = mapper.value();
-      reloader.add(record.name, l.tls);
-    }
-    auto kafka_bound = gateway::bind_listener(record.host, static_cast<uint16_t>(record.port));
-    if (!kafka_bound.ok()) {
-      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", record.to_string(),
-                    base::logfmt_escaped(kafka_bound.error()));
-      return 1;
-    }
-    l.listen_fd = kafka_bound.value();
-    l.bound_port = bound_port_of(l.listen_fd);
-    kafka_listeners.push_back(std::move(l));
-  }
-  // The cluster listener's TLS form (CLUSTER:SSL): mutual certificates, this node's on both the
-  // accepting and the connecting side (docs/security.md).
-  rpc::cluster_tls cluster_tls;
-  for (const auto& record : cfg.listeners) {
-    if (!record.is_cluster() || !record.uses_tls()) continue;
-    auto server_side = listener_tls(cfg, record, runtime::tls_role::server);
-    auto client_side = listener_tls(cfg, record, runtime::tls_role::client);
-    if (!server_side.ok() || !client_side.ok()) {
-      spdlog::error("msg=\"bad config\" error=\"{}\"",
-                    base::logfmt_escaped(!server_side.ok() ? server_side.error() : client_side.error()));
-      return 2;
-    }
-    cluster_tls = {server_side.value(), client_side.value()};
-    reloader.add("CLUSTER", cluster_tls.server);
-    reloader.add("CLUSTER (client side)", cluster_tls.client);
-  }
+  bound_listeners bound;
+  if (auto code = bind_listeners(cfg, reloader, bound)) return *code;
   // The cluster listener (Kafka's wire protocol between nodes), bound before anything is on disk.
   std::map<int32_t, rpc::peer_address> voters;
   for (const auto& v : cfg.controller_quorum_voters) {
@@ -624,7 +672,7 @@ int serve_main(int argc, char** argv) {
     auto created = rpc::cluster_transport::create(
         *runtime, 0, cfg.node_id,
         rpc::peer_address{cfg.cluster_listener_host, static_cast<uint16_t>(cfg.cluster_listener_port)}, voters,
-        cluster_tls);
+        bound.cluster_tls);
     if (!created.ok()) {
       spdlog::error("msg=\"cannot listen\" listeners=cluster://{}:{} error=\"{}\"", cfg.cluster_listener_host,
                     cfg.cluster_listener_port, base::logfmt_escaped(created.error().message));
@@ -633,8 +681,8 @@ int serve_main(int argc, char** argv) {
     }
     transport = std::move(created).value();
     // A Kafka client pointed at the cluster listener is refused with a log line naming this.
-    if (!kafka_listeners.empty()) {
-      const auto first = kafka_advertised(cfg, kafka_listeners.front());
+    if (!bound.kafka.empty()) {
+      const auto first = kafka_advertised(cfg, bound.kafka.front());
       // kafka:// is how the PLAINTEXT listener has always been written.
       const std::string scheme = first.listener_name == "PLAINTEXT" ? "kafka" : first.listener_name;
       transport->set_kafka_listener_hint(scheme + "://" + first.host + ":" + std::to_string(first.port));
@@ -662,8 +710,8 @@ int serve_main(int argc, char** argv) {
   // Registered as the broker's endpoints by listener name (the first also as "kafka"), so
   // Metadata on any broker lists every broker's endpoint of the client's listener (for
   // NAME://HOST:0, the port the kernel chose: the sockets are bound above).
-  for (const auto& l : kafka_listeners) deps.advertised_kafka_listeners.push_back(kafka_advertised(cfg, l));
-  if (!kafka_listeners.empty()) {
+  for (const auto& l : bound.kafka) deps.advertised_kafka_listeners.push_back(kafka_advertised(cfg, l));
+  if (!bound.kafka.empty()) {
     deps.advertised_kafka_host = deps.advertised_kafka_listeners.front().host;
     deps.advertised_kafka_port = deps.advertised_kafka_listeners.front().port;
   }
@@ -727,8 +775,8 @@ int serve_main(int argc, char** argv) {
   options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
   options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
   options.connections_max = budget.connections_max;
-  options.listen_fd = listener.value();
-  options.listen = http_record != nullptr;
+  options.listen_fd = bound.http_fd;
+  options.listen = bound.http_record != nullptr;
   // Declared before the server and the Kafka listener, so it outlives both (they read it).
   kafka::fetch_counters kafka_counters;
   options.extra_metrics = [&kafka_counters] { return kafka_fetch_metrics(kafka_counters); };
@@ -761,33 +809,7 @@ int serve_main(int argc, char** argv) {
   // it; none when `listeners` names none.
   std::unique_ptr<gateway::tls_front> https;
   std::vector<kafka_front_end> kafka;
-  if (https_record) {
-    gateway::tls_front_options front;
-    front.name = https_record->name;
-    front.host = https_record->host;
-    front.port = static_cast<uint16_t>(https_record->port);
-    front.listen_fd = https_listen_fd;
-    front.tls = https_tls;
-    auto started = gateway::tls_front::start(*runtime, *server, front);
-    if (started.ok()) {
-      https = std::move(started).value();
-      spdlog::info("msg=\"serving https\" listeners=https://{}:{}", https_record->host, https->port());
-    } else {
-      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", https_record->to_string(),
-                    base::logfmt_escaped(started.error()));
-    }
-  }
-  for (const auto& l : kafka_listeners) {
-    if (https_record && !https) break;
-    auto started = start_kafka_listener(cfg, l, *broker, *runtime, kafka_counters);
-    if (!started.ok()) {
-      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", l.record.to_string(),
-                    base::logfmt_escaped(started.error()));
-      break;
-    }
-    kafka.push_back(std::move(started).value());
-  }
-  if ((https_record && !https) || kafka.size() < kafka_listeners.size()) {
+  if (!start_front_ends(cfg, bound, *broker, *runtime, *server, kafka_counters, https, kafka)) {
     broker->begin_shutdown();
     std::promise<void> drained;
     server->stop([&drained] { drained.set_value(); });

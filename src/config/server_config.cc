@@ -736,6 +736,31 @@ result<void> check_cluster_settings(const server_config& c) {
   return base::ok_v;
 }
 
+/// Each TLS listener has a keystore, and a truststore where client certificates are checked.
+result<void> check_tls_listeners(const server_config& c) {
+  for (const auto& r : c.listeners) {
+    const bool tls = r.uses_tls() || (r.is_http() && r.name == "HTTPS");
+    const std::string prefix = "listener.name." + lower(r.name) + ".";
+    const bool keystore = !listener_setting(c, r.name, "ssl.keystore.location").empty() ||
+                          !listener_setting(c, r.name, "ssl.keystore.key").empty();
+    if (tls && !keystore) {
+      return invalid("ssl.keystore.location", listener_setting(c, r.name, "ssl.keystore.location"),
+                     "listener " + r.to_string() + " uses TLS (" + r.security_protocol + ") and needs a keystore: set "
+                     "ssl.keystore.location (or " + prefix + "ssl.keystore.location, or ssl.keystore.key with "
+                     "ssl.keystore.certificate.chain)");
+    }
+    const std::string client_auth = listener_setting(c, r.name, "ssl.client.auth");
+    const bool truststore = !listener_setting(c, r.name, "ssl.truststore.location").empty() ||
+                            !listener_setting(c, r.name, "ssl.truststore.certificates").empty();
+    if (tls && (client_auth == "requested" || client_auth == "required" || r.is_cluster()) && !truststore) {
+      return invalid("ssl.truststore.location", "",
+                     "listener " + r.name + (r.is_cluster() ? " (the cluster listener: mutual TLS)" : " with ssl.client.auth=" + client_auth) +
+                         " needs a truststore (ssl.truststore.location or " + prefix + "ssl.truststore.location)");
+    }
+  }
+  return base::ok_v;
+}
+
 /// Resolves each listener's protocol (listener.security.protocol.map), checks the combinations,
 /// and fills the one-of-each fields (listener_host, kafka_listener_*, cluster_listener_*, advertised_*).
 result<void> resolve_listeners(server_config& c) {
@@ -788,26 +813,7 @@ result<void> resolve_listeners(server_config& c) {
                      "there is no listener named " + upper(name) + " in listeners=" + shown);
     }
   }
-  for (const auto& r : c.listeners) {
-    const bool tls = r.uses_tls() || (r.is_http() && r.name == "HTTPS");
-    const std::string prefix = "listener.name." + lower(r.name) + ".";
-    const bool keystore = !listener_setting(c, r.name, "ssl.keystore.location").empty() ||
-                          !listener_setting(c, r.name, "ssl.keystore.key").empty();
-    if (tls && !keystore) {
-      return invalid("ssl.keystore.location", listener_setting(c, r.name, "ssl.keystore.location"),
-                     "listener " + r.to_string() + " uses TLS (" + r.security_protocol + ") and needs a keystore: set "
-                     "ssl.keystore.location (or " + prefix + "ssl.keystore.location, or ssl.keystore.key with "
-                     "ssl.keystore.certificate.chain)");
-    }
-    const std::string client_auth = listener_setting(c, r.name, "ssl.client.auth");
-    const bool truststore = !listener_setting(c, r.name, "ssl.truststore.location").empty() ||
-                            !listener_setting(c, r.name, "ssl.truststore.certificates").empty();
-    if (tls && (client_auth == "requested" || client_auth == "required" || r.is_cluster()) && !truststore) {
-      return invalid("ssl.truststore.location", "",
-                     "listener " + r.name + (r.is_cluster() ? " (the cluster listener: mutual TLS)" : " with ssl.client.auth=" + client_auth) +
-                         " needs a truststore (ssl.truststore.location or " + prefix + "ssl.truststore.location)");
-    }
-  }
+  RINGLOG_TRY(check_tls_listeners(c));
   // The fields of one listener of each kind.
   c.listener_port = -1;
   c.kafka_listener_port = -1;

@@ -674,10 +674,9 @@ struct broker_dependencies {
   /// Starts the cluster transport's server; called by open_broker once every handler is set and
   /// before it waits for the quorum (which needs the transport). Empty on a single node.
   std::function<void()> start_cluster_transport{};
-  std::string advertised_kafka_host{};     // "" = no kafka:// listener (registered as endpoint "kafka")
+  std::string advertised_kafka_host{};     // "" = no Kafka listener; else the first one's (below)
   int32_t advertised_kafka_port = -1;
-  /// Every Kafka client listener as advertised, registered as endpoints named by listener name
-  /// (the first one also as "kafka", above).
+  /// Every Kafka client listener as advertised, registered as endpoints named by listener name.
   std::vector<kafka_listener_endpoint> advertised_kafka_listeners{};
   std::string advertised_cluster_host{};   // "" = no cluster listener
   int32_t advertised_cluster_port = -1;
