@@ -36,11 +36,13 @@
 #include "ringlog/broker/broker.h"
 #include "ringlog/config/server_config.h"
 #include "ringlog/gateway/http_server.h"
+#include "ringlog/gateway/tls_front.h"
 #include "ringlog/rpc/cluster_transport.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/kafka/listener.h"
+#include "tls_setup.h"
 
 namespace ringlog::app {
 
@@ -67,6 +69,8 @@ const std::vector<help_area>& help_areas() {
       {"Consumer groups and transactions", {"group.", "offsets.", "transaction"}},
       {"Delayed delivery, retries and dead letters", {"delay.", "max.delivery.", "retry.", "dead.letter."}},
       {"Runtime", {"num.shards", "io.backend", "broker.partitions.", "shutdown."}},
+      {"TLS and listener security (docs/security.md; each ssl.* key also as listener.name.<name>.<key>)",
+       {"ssl.", "listener.security."}},
       {"Other", {}},
   };
   return areas;
@@ -105,6 +109,12 @@ void print_usage(std::ostream& out) {
          "registers as a broker or holds a partition. Its HTTP listener serves health, metrics, the console\n"
          "and metadata (brokers, quorum, topics, configs, the group list); records, consumers, a group's\n"
          "own routes and transactions answer 421 naming the brokers.\n\n"
+         "TLS (docs/security.md): https://HOST:PORT beside or instead of http://, Kafka listeners by Kafka's\n"
+         "security protocol names (SSL://, SASL_SSL://, ...) or named ones mapped by\n"
+         "listener.security.protocol.map (CLIENT:SSL), per listener listener.name.<name>.ssl.*, and\n"
+         "listener.security.protocol.map=CLUSTER:SSL for mutual TLS between nodes. Keys and certificates are\n"
+         "PEM (ssl.keystore.location, ssl.truststore.location); they are re-read when the files change and\n"
+         "on SIGHUP, without dropping connections.\n\n"
          "Keys (default, meaning), by area:\n";
   const auto keys = config::describe_keys();
   const auto& areas = help_areas();
@@ -139,16 +149,24 @@ struct kafka_front_end {
   std::unique_ptr<kafka::listener> listener;
 };
 
-/// Where Kafka clients are told to connect: advertised.listeners, else the bound address (a
-/// wildcard bind advertises 127.0.0.1, reachable from this machine only). `bound_port`: the
-/// listener's port (kafka_listener_port before binding; 0 = not known yet, then port -1).
-std::pair<std::string, int32_t> kafka_advertised(const config::server_config& cfg, int32_t bound_port) {
-  const bool wildcard = cfg.kafka_listener_host == "0.0.0.0" || cfg.kafka_listener_host == "::";
-  std::string host = cfg.advertised_kafka_port >= 0 ? cfg.advertised_kafka_host
-                     : wildcard                      ? "127.0.0.1"
-                                                     : cfg.kafka_listener_host;
-  const int32_t port = cfg.advertised_kafka_port >= 0 ? cfg.advertised_kafka_port : bound_port > 0 ? bound_port : -1;
-  return {std::move(host), port};
+/// A Kafka client listener bound before the broker opens (so the port the kernel chose for
+/// NAME://HOST:0 is the one registered), and its TLS context on SSL / SASL_SSL.
+struct bound_kafka_listener {
+  config::listener_record record;
+  int listen_fd = -1;
+  int32_t bound_port = -1;
+  std::shared_ptr<runtime::reloading_tls_context> tls;
+  std::shared_ptr<const security::ssl_principal_mapper> principal_mapper;
+};
+
+/// Where Kafka clients of listener `l` are told to connect: advertised.listeners' entry of its
+/// name, else the bound address (a wildcard bind advertises 127.0.0.1, reachable from this
+/// machine only).
+broker::kafka_listener_endpoint kafka_advertised(const config::server_config& cfg, const bound_kafka_listener& l) {
+  config::listener_record bound = l.record;
+  if (l.bound_port > 0) bound.port = l.bound_port;
+  const auto a = config::advertised_listener(cfg, bound);
+  return {a.name, a.host, a.port};
 }
 
 /// The port a bound socket holds (an ephemeral port 0 becomes the one the kernel chose), or -1.
@@ -175,43 +193,177 @@ std::string kafka_fetch_metrics(const kafka::fetch_counters& c) {
   return out;
 }
 
-/// Starts the kafka:// listener when `listeners` names one, on `listen_fd` (bound by serve before
-/// the broker opened, so the broker registered the port actually bound). Errors: why it cannot
-/// listen.
+/// Starts Kafka listener `l` (bound by serve before the broker opened, so the broker registered
+/// the port actually bound) with a request handler of its own: Metadata answers the endpoints of
+/// this listener's name, and a TLS listener copies Fetch record sets into the answer (sendfile
+/// cannot go through userspace TLS). Errors: why it cannot listen.
 base::result<kafka_front_end, std::string> start_kafka_listener(const config::server_config& cfg,
-                                                                broker::broker& broker,
-                                                                runtime::shard_threads& runtime, int listen_fd,
+                                                                const bound_kafka_listener& l, broker::broker& broker,
+                                                                runtime::shard_threads& runtime,
                                                                 kafka::fetch_counters& counters) {
   kafka_front_end out;
-  if (cfg.kafka_listener_port < 0) return out;
   kafka::handler_options options;
+  options.listener_name = l.record.name;
+  options.security_protocol = l.record.security_protocol;
   options.node_id = cfg.node_id;
   options.cluster_id = cfg.cluster_id;
   options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
-  options.fetch_zero_copy = cfg.kafka_fetch_zero_copy;
+  options.fetch_zero_copy = cfg.kafka_fetch_zero_copy && !l.record.uses_tls();
   options.fetch_wait_max_ms = cfg.fetch_wait_max_ms;
   options.counters = &counters;
+  const auto advertised = kafka_advertised(cfg, l);
+  options.advertised_host = advertised.host;
+  options.advertised_port = advertised.port;
   out.handler = std::make_unique<kafka::request_handler>(broker, options);
   kafka::listener_options listen;
-  listen.host = cfg.kafka_listener_host;
-  listen.port = static_cast<uint16_t>(cfg.kafka_listener_port);
+  listen.name = l.record.name;
+  listen.host = l.record.host;
+  listen.port = static_cast<uint16_t>(l.record.port);
   listen.request_bytes_max = cfg.socket_request_max_bytes;
-  listen.listen_fd = listen_fd;
+  listen.listen_fd = l.listen_fd;
+  listen.tls = l.tls;
+  listen.principal_mapper = l.principal_mapper;
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
   out.listener = std::move(bound).value();
-  const bool wildcard = cfg.kafka_listener_host == "0.0.0.0" || cfg.kafka_listener_host == "::";
-  std::tie(options.advertised_host, options.advertised_port) = kafka_advertised(cfg, out.listener->port());
-  if (wildcard && cfg.advertised_kafka_port < 0) {
+  const bool wildcard = l.record.host == "0.0.0.0" || l.record.host == "::";
+  if (wildcard && config::advertised_listener(cfg, l.record).host == "127.0.0.1") {
     spdlog::warn("msg=\"kafka listener binds a wildcard address; clients are told 127.0.0.1: set "
-                 "advertised.listeners=kafka://HOST:PORT for other machines\"");
+                 "advertised.listeners={}://HOST:PORT for other machines\"",
+                 l.record.name);
   }
-  out.handler->set_options(options);
   out.listener->start();
-  spdlog::info("msg=\"serving kafka\" listeners=kafka://{}:{} advertised=kafka://{}:{} kafka.fetch.zero.copy={}",
-               cfg.kafka_listener_host, out.listener->port(), options.advertised_host, options.advertised_port,
-               cfg.kafka_fetch_zero_copy);
+  // kafka:// is how the PLAINTEXT listener has always been written (scripts grep this line).
+  const std::string scheme = l.record.name == "PLAINTEXT" ? "kafka" : l.record.name;
+  spdlog::info("msg=\"serving kafka\" listeners={}://{}:{} advertised={}://{}:{} listener={} security.protocol={} "
+               "kafka.fetch.zero.copy={}",
+               scheme, l.record.host, out.listener->port(), scheme, options.advertised_host, options.advertised_port,
+               l.record.name, l.record.security_protocol, options.fetch_zero_copy);
   return out;
+}
+
+/// Every listener's socket, bound before anything exists on disk (a port in use stops the start
+/// first), and the TLS contexts of the TLS ones (a missing file or a key that does not match its
+/// certificate stops it too, naming the key).
+struct bound_listeners {
+  const config::listener_record* http_record = nullptr;    // http://, if listed
+  const config::listener_record* https_record = nullptr;   // https:// (gateway/tls_front.h), if listed
+  int http_fd = -1;
+  int https_fd = -1;
+  std::shared_ptr<runtime::reloading_tls_context> https_tls;
+  std::vector<bound_kafka_listener> kafka;
+  rpc::cluster_tls cluster_tls;   // CLUSTER:SSL
+};
+
+/// Binds every listener into `out` and adds each TLS context to `reloader`. Returns the exit code
+/// when the start must stop (1: cannot listen, 2: bad config), with its log line written.
+std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader& reloader, bound_listeners& out) {
+  for (const auto& r : cfg.listeners) {
+    if (r.name == "HTTP") out.http_record = &r;
+    if (r.name == "HTTPS") out.https_record = &r;
+  }
+  base::result<int, std::string> listener = -1;
+  if (out.http_record) listener = gateway::bind_listener(out.http_record->host, static_cast<uint16_t>(out.http_record->port));
+  if (!listener.ok()) {
+    spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,
+                  base::logfmt_escaped(listener.error()));
+    return 1;
+  }
+  out.http_fd = listener.value();
+  if (const auto* https_record = out.https_record) {
+    auto tls = listener_tls(cfg, *https_record, runtime::tls_role::server);
+    if (!tls.ok()) {
+      spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(tls.error()));
+      return 2;
+    }
+    out.https_tls = tls.value();
+    reloader.add(https_record->name, out.https_tls);
+    auto bound = gateway::bind_listener(https_record->host, static_cast<uint16_t>(https_record->port));
+    if (!bound.ok()) {
+      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", https_record->to_string(),
+                    base::logfmt_escaped(bound.error()));
+      return 1;
+    }
+    out.https_fd = bound.value();
+  }
+  // The Kafka client listeners too: their ports (the one the kernel chose for NAME://HOST:0) are
+  // registered as this broker's endpoints when the broker opens, below. TLS contexts are built
+  // here as well, so a missing file or a key that does not match its certificate stops the start.
+  for (const auto& record : cfg.listeners) {
+    if (!record.is_kafka()) continue;
+    bound_kafka_listener l;
+    l.record = record;
+    if (record.uses_tls()) {
+      auto tls = listener_tls(cfg, record, runtime::tls_role::server);
+      auto mapper = listener_principal_mapper(cfg, record);
+      if (!tls.ok() || !mapper.ok()) {
+        spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(!tls.ok() ? tls.error() : mapper.error()));
+        return 2;
+      }
+      l.tls = tls.value();
+      l.principal_mapper = mapper.value();
+      reloader.add(record.name, l.tls);
+    }
+    auto kafka_bound = gateway::bind_listener(record.host, static_cast<uint16_t>(record.port));
+    if (!kafka_bound.ok()) {
+      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", record.to_string(),
+                    base::logfmt_escaped(kafka_bound.error()));
+      return 1;
+    }
+    l.listen_fd = kafka_bound.value();
+    l.bound_port = bound_port_of(l.listen_fd);
+    out.kafka.push_back(std::move(l));
+  }
+  // The cluster listener's TLS form (CLUSTER:SSL): mutual certificates, this node's on both the
+  // accepting and the connecting side (docs/security.md).
+  for (const auto& record : cfg.listeners) {
+    if (!record.is_cluster() || !record.uses_tls()) continue;
+    auto server_side = listener_tls(cfg, record, runtime::tls_role::server);
+    auto client_side = listener_tls(cfg, record, runtime::tls_role::client);
+    if (!server_side.ok() || !client_side.ok()) {
+      spdlog::error("msg=\"bad config\" error=\"{}\"",
+                    base::logfmt_escaped(!server_side.ok() ? server_side.error() : client_side.error()));
+      return 2;
+    }
+    out.cluster_tls = {server_side.value(), client_side.value()};
+    reloader.add("CLUSTER", out.cluster_tls.server);
+    reloader.add("CLUSTER (client side)", out.cluster_tls.client);
+  }
+  return std::nullopt;
+}
+
+/// Starts the https:// front and the Kafka listeners of `bound` once the HTTP server serves.
+/// false (with a log line) when one cannot listen: the caller stops what did start.
+bool start_front_ends(const config::server_config& cfg, const bound_listeners& bound, broker::broker& broker,
+                      runtime::shard_threads& runtime, gateway::http_server& server, kafka::fetch_counters& counters,
+                      std::unique_ptr<gateway::tls_front>& https, std::vector<kafka_front_end>& kafka) {
+  if (const auto* https_record = bound.https_record) {
+    gateway::tls_front_options front;
+    front.name = https_record->name;
+    front.host = https_record->host;
+    front.port = static_cast<uint16_t>(https_record->port);
+    front.listen_fd = bound.https_fd;
+    front.tls = bound.https_tls;
+    auto started = gateway::tls_front::start(runtime, server, front);
+    if (started.ok()) {
+      https = std::move(started).value();
+      spdlog::info("msg=\"serving https\" listeners=https://{}:{}", https_record->host, https->port());
+    } else {
+      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", https_record->to_string(),
+                    base::logfmt_escaped(started.error()));
+      return false;
+    }
+  }
+  for (const auto& l : bound.kafka) {
+    auto started = start_kafka_listener(cfg, l, broker, runtime, counters);
+    if (!started.ok()) {
+      spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", l.record.to_string(),
+                    base::logfmt_escaped(started.error()));
+      return false;
+    }
+    kafka.push_back(std::move(started).value());
+  }
+  return true;
 }
 
 struct serve_args {
@@ -457,6 +609,7 @@ int serve_main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);   // re-reads TLS certificates (tls_reloader), does not stop
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -465,28 +618,10 @@ int serve_main(int argc, char** argv) {
     spdlog::error("msg=\"bad config\" key=io.backend error=\"{}\"", base::logfmt_escaped(backend.error().message));
     return 2;
   }
-  // The listener first: a port in use stops the start before anything exists on disk (log.dirs
-  // was created, then the bind failed).
-  auto listener = gateway::bind_listener(cfg.listener_host, static_cast<uint16_t>(cfg.listener_port));
-  if (!listener.ok()) {
-    spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,
-                  base::logfmt_escaped(listener.error()));
-    return 1;
-  }
-  // The Kafka client listener too: its port (the one the kernel chose for kafka://HOST:0) is
-  // registered as this broker's kafka endpoint when the broker opens, below.
-  int kafka_listen_fd = -1;
-  int32_t kafka_bound_port = -1;
-  if (cfg.kafka_listener_port >= 0) {
-    auto kafka_bound = gateway::bind_listener(cfg.kafka_listener_host, static_cast<uint16_t>(cfg.kafka_listener_port));
-    if (!kafka_bound.ok()) {
-      spdlog::error("msg=\"cannot listen\" listeners=kafka://{}:{} error=\"{}\"", cfg.kafka_listener_host,
-                    cfg.kafka_listener_port, base::logfmt_escaped(kafka_bound.error()));
-      return 1;
-    }
-    kafka_listen_fd = kafka_bound.value();
-    kafka_bound_port = bound_port_of(kafka_listen_fd);
-  }
+  // The listeners first: a port in use stops the start before anything exists on disk.
+  tls_reloader reloader(cfg.ssl_reload_check_interval_ms);
+  bound_listeners bound;
+  if (auto code = bind_listeners(cfg, reloader, bound)) return *code;
   // The cluster listener (Kafka's wire protocol between nodes), bound before anything is on disk.
   std::map<int32_t, rpc::peer_address> voters;
   for (const auto& v : cfg.controller_quorum_voters) {
@@ -536,7 +671,8 @@ int serve_main(int argc, char** argv) {
   if (cfg.cluster_listener_port >= 0) {
     auto created = rpc::cluster_transport::create(
         *runtime, 0, cfg.node_id,
-        rpc::peer_address{cfg.cluster_listener_host, static_cast<uint16_t>(cfg.cluster_listener_port)}, voters);
+        rpc::peer_address{cfg.cluster_listener_host, static_cast<uint16_t>(cfg.cluster_listener_port)}, voters,
+        bound.cluster_tls);
     if (!created.ok()) {
       spdlog::error("msg=\"cannot listen\" listeners=cluster://{}:{} error=\"{}\"", cfg.cluster_listener_host,
                     cfg.cluster_listener_port, base::logfmt_escaped(created.error().message));
@@ -545,9 +681,11 @@ int serve_main(int argc, char** argv) {
     }
     transport = std::move(created).value();
     // A Kafka client pointed at the cluster listener is refused with a log line naming this.
-    if (cfg.kafka_listener_port >= 0) {
-      const auto [kafka_host, kafka_port] = kafka_advertised(cfg, kafka_bound_port);
-      transport->set_kafka_listener_hint("kafka://" + kafka_host + ":" + std::to_string(kafka_port));
+    if (!bound.kafka.empty()) {
+      const auto first = kafka_advertised(cfg, bound.kafka.front());
+      // kafka:// is how the PLAINTEXT listener has always been written.
+      const std::string scheme = first.listener_name == "PLAINTEXT" ? "kafka" : first.listener_name;
+      transport->set_kafka_listener_hint(scheme + "://" + first.host + ":" + std::to_string(first.port));
     } else {
       transport->set_kafka_listener_hint(cfg.process_role_broker
                                              ? "a kafka:// listener (this node has none in listeners; another broker's)"
@@ -569,10 +707,13 @@ int serve_main(int argc, char** argv) {
       spdlog::error("msg=\"{}\"", base::logfmt_escaped(message));
     }
   };
-  if (cfg.kafka_listener_port >= 0) {
-    // Registered as the broker's "kafka" endpoint, so Metadata on any broker lists every broker's
-    // (for kafka://HOST:0, the port the kernel chose: the socket is bound above).
-    std::tie(deps.advertised_kafka_host, deps.advertised_kafka_port) = kafka_advertised(cfg, kafka_bound_port);
+  // Registered as the broker's endpoints by listener name (the first also as "kafka"), so
+  // Metadata on any broker lists every broker's endpoint of the client's listener (for
+  // NAME://HOST:0, the port the kernel chose: the sockets are bound above).
+  for (const auto& l : bound.kafka) deps.advertised_kafka_listeners.push_back(kafka_advertised(cfg, l));
+  if (!bound.kafka.empty()) {
+    deps.advertised_kafka_host = deps.advertised_kafka_listeners.front().host;
+    deps.advertised_kafka_port = deps.advertised_kafka_listeners.front().port;
   }
   if (transport) {
     deps.cluster_transport = transport.get();
@@ -592,8 +733,12 @@ int serve_main(int argc, char** argv) {
   // serve, and everything on disk is crash-safe, so exiting here loses nothing.
   std::atomic<bool> starting{true};
   std::promise<int> stop_signal;
-  std::thread signal_thread([&stop_signals, &starting, &stop_signal] {
-    const int sig = wait_for_stop_signal(stop_signals);
+  std::thread signal_thread([&stop_signals, &starting, &stop_signal, &reloader] {
+    int sig = wait_for_stop_signal(stop_signals);
+    for (; sig == SIGHUP; sig = wait_for_stop_signal(stop_signals)) {
+      spdlog::info("msg=\"SIGHUP: re-reading TLS certificates\"");
+      reloader.reload_now();
+    }
     if (starting.load()) {
       spdlog::warn("msg=\"stopped during start-up\" signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
       spdlog::shutdown();
@@ -630,7 +775,8 @@ int serve_main(int argc, char** argv) {
   options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
   options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
   options.connections_max = budget.connections_max;
-  options.listen_fd = listener.value();
+  options.listen_fd = bound.http_fd;
+  options.listen = bound.http_record != nullptr;
   // Declared before the server and the Kafka listener, so it outlives both (they read it).
   kafka::fetch_counters kafka_counters;
   options.extra_metrics = [&kafka_counters] { return kafka_fetch_metrics(kafka_counters); };
@@ -659,15 +805,17 @@ int serve_main(int argc, char** argv) {
                server->port(),
                transport ? ",cluster://" + cfg.cluster_listener_host + ":" + std::to_string(transport->port()) : "",
                cfg.cluster_id, cfg.node_id, broker->controller_id());
-  // The Kafka client listener (issue 15) beside HTTP; none when `listeners` names no kafka://.
-  auto kafka = start_kafka_listener(cfg, *broker, *runtime, kafka_listen_fd, kafka_counters);
-  if (!kafka.ok()) {
-    spdlog::error("msg=\"cannot listen\" listeners=kafka://{}:{} error=\"{}\"", cfg.kafka_listener_host,
-                  cfg.kafka_listener_port, base::logfmt_escaped(kafka.error()));
+  // https:// in front of the same server, and the Kafka client listeners (issue 15, 29) beside
+  // it; none when `listeners` names none.
+  std::unique_ptr<gateway::tls_front> https;
+  std::vector<kafka_front_end> kafka;
+  if (!start_front_ends(cfg, bound, *broker, *runtime, *server, kafka_counters, https, kafka)) {
     broker->begin_shutdown();
     std::promise<void> drained;
     server->stop([&drained] { drained.set_value(); });
     drained.get_future().wait();
+    if (https) https->stop();
+    for (auto& k : kafka) k.listener->stop();
     std::promise<void> closed;
     broker->shutdown([&closed] { closed.set_value(); });
     closed.get_future().wait();
@@ -675,6 +823,7 @@ int serve_main(int argc, char** argv) {
     runtime->stop();
     return 1;
   }
+  reloader.start();
 
   starting.store(false);
   int sig = stop_signal.get_future().get();
@@ -683,13 +832,16 @@ int serve_main(int argc, char** argv) {
   std::promise<void> drained;
   server->stop([&drained] { drained.set_value(); });
   drained.get_future().wait();
-  if (kafka->listener) kafka->listener->stop();
+  reloader.stop();
+  if (https) https->stop();
+  for (auto& k : kafka) k.listener->stop();
   std::promise<void> closed;
   broker->shutdown([&closed] { closed.set_value(); });
   closed.get_future().wait();
   if (transport) transport->stop();
   runtime->stop();
-  kafka->listener.reset();
+  kafka.clear();
+  https.reset();
   server.reset();
   broker.reset();
   spdlog::info("msg=\"stopped cleanly\"");

@@ -269,12 +269,10 @@ std::vector<protocol::metadata_record> registration_records(const controller::me
   http.host = deps.advertised_host;
   http.port = static_cast<uint16_t>(deps.advertised_port);
   r.end_points.push_back(http);
-  if (!deps.advertised_kafka_host.empty() && deps.advertised_kafka_port >= 0) {
-    protocol::register_broker_record::broker_endpoint kafka;
-    kafka.name = "kafka";
-    kafka.host = deps.advertised_kafka_host;
-    kafka.port = static_cast<uint16_t>(deps.advertised_kafka_port);
-    r.end_points.push_back(kafka);
+  for (const auto& listener : deps.advertised_kafka_listeners) {   // Kafka listeners by name (issue 29)
+    r.end_points.emplace_back().name = listener.listener_name;
+    r.end_points.back().host = listener.host;
+    r.end_points.back().port = static_cast<uint16_t>(listener.port);
   }
   if (!deps.advertised_cluster_host.empty() && deps.advertised_cluster_port >= 0) {
     protocol::register_broker_record::broker_endpoint cluster;
@@ -911,10 +909,10 @@ std::vector<broker_description> broker_impl::list_brokers() const {
       d.host = http->host;
       d.port = http->port;
     }
-    if (const auto* kafka = b.endpoint("kafka"); kafka != nullptr) {
-      d.kafka_host = kafka->host;
-      d.kafka_port = kafka->port;
+    for (const auto& e : b.endpoints) {   // Kafka listeners: all but http and cluster ("kafka": PLAINTEXT, older nodes)
+      if (e.name != "http" && e.name != "cluster") d.kafka_endpoints.push_back({e.name == "kafka" ? "PLAINTEXT" : e.name, e.host, e.port});
     }
+    if (!d.kafka_endpoints.empty()) std::tie(d.kafka_host, d.kafka_port) = std::pair(d.kafka_endpoints[0].host, d.kafka_endpoints[0].port);
     d.rack = b.rack;
     d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
     d.broker_epoch = b.broker_epoch;
@@ -929,6 +927,7 @@ std::vector<broker_description> broker_impl::list_brokers() const {
     self.rack = config_.broker_rack;
     self.kafka_host = deps_.advertised_kafka_host;
     self.kafka_port = deps_.advertised_kafka_port;
+    self.kafka_endpoints = deps_.advertised_kafka_listeners;
     self.is_controller = config_.node_id == controller;
     out.push_back(self);
   }

@@ -5,6 +5,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <cstdlib>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -54,8 +56,12 @@ struct http_client::impl {
   size_t current = 0;
   std::string host;
   std::string port;
+  bool tls = false;   // the server in use is an https:// one
   asio::io_context context;
+  /// The connection: TCP, or TLS over it to an https:// server (then `tls_stream` holds it).
   std::optional<beast::tcp_stream> stream;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_stream;
+  std::optional<asio::ssl::context> tls_context;   // made on the first https:// connection
   beast::flat_buffer buffer;
   int64_t timeout_ms = default_request_timeout_ms;
 
@@ -67,6 +73,11 @@ struct http_client::impl {
   }
 
   std::string where() const { return host + ":" + port; }
+
+  struct exchange_error_t {
+    std::string message;
+    bool timed_out = false;
+  };
 
   std::optional<std::string> connect_one() {
     beast::error_code ec;
@@ -90,27 +101,77 @@ struct http_client::impl {
     // Kafka's clients know (they set it too).
     stream->socket().set_option(tcp::no_delay(true), ec);
     buffer.clear();
+    if (tls) return start_tls();
     return std::nullopt;
   }
 
-  struct exchange_error {
-    std::string message;
-    bool timed_out = false;
-  };
+  /// TLS over the connected stream (an https:// server): the server's certificate must chain to
+  /// RINGLOG_CA_FILE (else the system's CAs) and name the host, unless RINGLOG_TLS_INSECURE=1.
+  std::optional<std::string> start_tls() {
+    if (!tls_context) {
+      tls_context.emplace(asio::ssl::context::tls_client);
+      beast::error_code ec;
+      const char* ca_file = std::getenv("RINGLOG_CA_FILE");
+      if (ca_file != nullptr && *ca_file != '\0') {
+        tls_context->load_verify_file(ca_file, ec);
+        if (ec) return std::string("RINGLOG_CA_FILE=") + ca_file + ": " + ec.message();
+      } else {
+        tls_context->set_default_verify_paths(ec);
+      }
+      const char* insecure = std::getenv("RINGLOG_TLS_INSECURE");
+      const bool verify = insecure == nullptr || std::string(insecure) != "1";
+      tls_context->set_verify_mode(verify ? asio::ssl::verify_peer : asio::ssl::verify_none);
+    }
+    tls_stream.emplace(std::move(*stream), *tls_context);
+    stream.reset();
+    beast::error_code ec;
+    (void)asio::ip::make_address(host, ec);   // ec: not an IP address, so a name
+    SSL* ssl = tls_stream->native_handle();
+    if (ec) {
+      SSL_set_tlsext_host_name(ssl, host.c_str());   // SNI: names only
+      SSL_set1_host(ssl, host.c_str());              // the certificate must name the host
+    } else {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());   // ... or its IP address
+    }
+    ec = asio::error::would_block;
+    tls_stream->async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
+    run();
+    if (ec) {
+      tls_stream.reset();
+      return "TLS handshake with " + where() + " failed (" + ec.message() +
+             "; RINGLOG_CA_FILE names the CA that signed the broker's certificate, RINGLOG_TLS_INSECURE=1 skips the check)";
+    }
+    return std::nullopt;
+  }
 
-  // One attempt on the current connection; nullopt means the reply is in `out`.
-  std::optional<exchange_error> exchange(const http::request<http::string_body>& req, int64_t wait_ms,
-                                         http_reply& out) {
+  [[nodiscard]] bool connected() const { return stream.has_value() || tls_stream.has_value(); }
+  void disconnect() {
+    stream.reset();
+    tls_stream.reset();
+  }
+
+  std::optional<exchange_error_t> exchange(const http::request<http::string_body>& req, int64_t wait_ms, http_reply& out) {
+    if (tls_stream) return exchange_on(*tls_stream, beast::get_lowest_layer(*tls_stream), req, wait_ms, out);
+    return exchange_on(*stream, *stream, req, wait_ms, out);
+  }
+
+  // One attempt on the current connection (`s`, over the TCP stream `tcp_layer`, which keeps the
+  // expiry); nullopt means the reply is in `out`.
+  template <typename Stream>
+  std::optional<exchange_error_t> exchange_on(Stream& s, beast::tcp_stream& tcp_layer,
+                                              const http::request<http::string_body>& req, int64_t wait_ms,
+                                              http_reply& out) {
+    using exchange_error = exchange_error_t;
     beast::error_code ec = asio::error::would_block;
-    stream->expires_after(std::chrono::milliseconds(wait_ms));
-    http::async_write(*stream, req, [&](beast::error_code e, size_t) { ec = e; });
+    tcp_layer.expires_after(std::chrono::milliseconds(wait_ms));
+    http::async_write(s, req, [&](beast::error_code e, size_t) { ec = e; });
     run();
     if (ec == beast::error::timeout) return exchange_error{where() + ": request not taken within " + std::to_string(wait_ms) + " ms", true};
     if (ec) return exchange_error{where() + ": send: " + ec.message()};
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::numeric_limits<uint64_t>::max());
     ec = asio::error::would_block;
-    http::async_read(*stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
+    http::async_read(s, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
     run();
     if (ec == beast::error::timeout) return exchange_error{where() + ": no answer within " + std::to_string(wait_ms) + " ms", true};
     if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset) {
@@ -123,7 +184,7 @@ struct http_client::impl {
     out.status = res.result_int();
     if (auto it = res.find(http::field::content_type); it != res.end()) out.content_type = std::string(it->value());
     out.body = std::move(res.body());
-    if (!res.keep_alive()) stream.reset();
+    if (!res.keep_alive()) disconnect();
     return std::nullopt;
   }
 
@@ -140,18 +201,20 @@ struct http_client::impl {
 
 base::result<http_endpoint, std::string> parse_base_url(const std::string& base_url) {
   std::string_view url = base_url;
-  if (url.substr(0, 7) != "http://") {
+  const bool tls = url.substr(0, 8) == "https://";
+  if (url.substr(0, 7) != "http://" && !tls) {
     // Kafka's tools take HOST:PORT of the Kafka listener; the CLI talks to the HTTP one.
-    return "bootstrap server \"" + base_url + "\" must start with http://: the CLI talks to a broker's HTTP listener " +
-           "(listeners=http://HOST:PORT, e.g. http://127.0.0.1:8082), not to its kafka:// one";
+    return "bootstrap server \"" + base_url + "\" must start with http:// or https://: the CLI talks to a broker's " +
+           "HTTP listener (listeners=http://HOST:PORT, e.g. http://127.0.0.1:8082), not to its Kafka one";
   }
-  url.remove_prefix(7);
+  url.remove_prefix(tls ? 8 : 7);
   if (size_t slash = url.find('/'); slash != std::string_view::npos) url = url.substr(0, slash);
   size_t colon = url.rfind(':');
   http_endpoint e;
+  e.tls = tls;
   if (colon == std::string_view::npos) {
     e.host = std::string(url);
-    e.port = "80";
+    e.port = tls ? "443" : "80";
   } else {
     e.host = std::string(url.substr(0, colon));
     e.port = std::string(url.substr(colon + 1));
@@ -188,10 +251,13 @@ base::result<std::unique_ptr<http_client>, std::string> http_client::create(cons
   p->endpoints = std::move(endpoints).value();
   p->host = p->endpoints.front().host;
   p->port = p->endpoints.front().port;
+  p->tls = p->endpoints.front().tls;
   return std::unique_ptr<http_client>(new http_client(std::move(p)));
 }
 
-std::string http_client::base_url() const { return "http://" + impl_->host + ":" + impl_->port; }
+std::string http_client::base_url() const {
+  return (impl_->tls ? "https://" : "http://") + impl_->host + ":" + impl_->port;
+}
 
 http_client::http_client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 http_client::~http_client() = default;
@@ -214,11 +280,11 @@ http_client::reply_result http_client::request(const std::string& method, const 
   std::vector<std::string> failures;
   bool skip_current = false;
   // A kept-alive connection may have been closed by the server meanwhile: then a fresh one.
-  if (impl_->stream) {
+  if (impl_->connected()) {
     http_reply out;
     auto err = impl_->exchange(req, wait_ms, out);
     if (!err) return out;
-    impl_->stream.reset();
+    impl_->disconnect();
     if (err->timed_out) {
       if (!idempotent) return err->message;
       failures.push_back(err->message);
@@ -233,6 +299,7 @@ http_client::reply_result http_client::request(const std::string& method, const 
     const size_t index = (impl_->current + i) % n;
     impl_->host = impl_->endpoints[index].host;
     impl_->port = impl_->endpoints[index].port;
+    impl_->tls = impl_->endpoints[index].tls;
     req.set(http::field::host, impl_->host + ":" + impl_->port);
     if (auto err = impl_->connect_one()) {
       failures.push_back(*err);
@@ -242,7 +309,7 @@ http_client::reply_result http_client::request(const std::string& method, const 
     http_reply out;
     auto err = impl_->exchange(req, wait_ms, out);
     if (!err) return out;
-    impl_->stream.reset();
+    impl_->disconnect();
     failures.push_back(err->message);
     connect_only = false;
     if (!idempotent) return impl_->failed(failures, false);

@@ -156,35 +156,145 @@ base::result<host_port, std::string> parse_host_port(std::string_view rest) {
   return host_port{host_text, static_cast<int32_t>(p)};
 }
 
-struct listener_set {
-  std::optional<host_port> http;
-  std::optional<host_port> cluster;
-  std::optional<host_port> kafka;
-};
+/// Kafka's security protocols (SecurityProtocol), the values of listener.security.protocol.map.
+bool is_security_protocol(std::string_view p) {
+  return p == "PLAINTEXT" || p == "SSL" || p == "SASL_PLAINTEXT" || p == "SASL_SSL";
+}
 
-/// "http://H:P,kafka://H:P,cluster://H:P": at most one listener of each kind.
-base::result<listener_set, std::string> parse_listeners(std::string_view v) {
-  listener_set out;
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+/// "NAME://HOST:PORT,...": http:// and https:// (REST), cluster://, kafka:// (= PLAINTEXT://) and
+/// Kafka listener names; each name at most once. The protocol of a name that is not a protocol
+/// is left empty (resolve_listeners takes it from listener.security.protocol.map).
+base::result<std::vector<listener_record>, std::string> parse_listeners(std::string_view v) {
+  std::vector<listener_record> out;
   for (std::string_view item : split_list(v)) {
     size_t scheme_end = item.find("://");
-    if (scheme_end == std::string_view::npos) return "each listener must look like SCHEME://HOST:PORT, got '" + std::string(item) + "'";
-    std::string_view scheme = item.substr(0, scheme_end);
-    std::optional<host_port>* slot = nullptr;
-    if (scheme == "http") {
-      slot = &out.http;
-    } else if (scheme == "cluster") {
-      slot = &out.cluster;
-    } else if (scheme == "kafka") {
-      slot = &out.kafka;
-    } else {
-      return "unknown listener kind '" + std::string(scheme) + "' (http, kafka or cluster)";
+    if (scheme_end == std::string_view::npos || scheme_end == 0) {
+      return "each listener must look like NAME://HOST:PORT, got '" + std::string(item) + "'";
     }
-    if (slot->has_value()) return "only one " + std::string(scheme) + ":// listener is supported";
-    auto address = parse_host_port(item.substr(scheme_end + 3));
-    if (!address.ok()) return std::string(scheme) + "://" + std::string(item.substr(scheme_end + 3)) + ": " + address.error();
-    *slot = address.value();
+    const std::string scheme = lower(item.substr(0, scheme_end));
+    listener_record r;
+    if (scheme == "http") {
+      r.name = "HTTP";
+      r.security_protocol = "PLAINTEXT";
+    } else if (scheme == "https") {
+      r.name = "HTTPS";
+      r.security_protocol = "SSL";
+    } else if (scheme == "kafka") {
+      r.name = "PLAINTEXT";   // today's kafka:// is Kafka's PLAINTEXT listener
+    } else {
+      r.name = upper(scheme);
+      for (char ch : r.name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') {
+          return "listener name '" + std::string(item.substr(0, scheme_end)) + "' may hold only letters, digits, '_' and '-'";
+        }
+      }
+    }
+    for (const auto& existing : out) {
+      if (existing.name == r.name) return "listener name " + r.name + " appears twice (kafka:// is PLAINTEXT://)";
+    }
+    std::string_view rest = item.substr(scheme_end + 3);
+    std::string address_text = rest.substr(0, 1) == ":" ? "0.0.0.0" + std::string(rest) : std::string(rest);
+    auto address = parse_host_port(address_text);
+    if (!address.ok()) return std::string(item.substr(0, scheme_end)) + "://" + std::string(rest) + ": " + address.error();
+    r.host = address->host;
+    r.port = address->port;
+    out.push_back(std::move(r));
   }
   return out;
+}
+
+std::string show_listeners(const std::vector<listener_record>& records) {
+  std::string out;
+  for (const auto& r : records) out += (out.empty() ? "" : ",") + r.to_string();
+  return out;
+}
+
+/// The ssl.* keys (Kafka's names, PEM only: KIP-651), each also settable per listener.
+struct ssl_key {
+  const char* name;
+  const char* doc;
+};
+const std::vector<ssl_key>& ssl_keys() {
+  static const std::vector<ssl_key> keys = {
+      {"ssl.keystore.type", "format of the keystore: PEM only (KIP-651)"},
+      {"ssl.keystore.location", "PEM file with this node's private key and certificate chain (leaf first) for TLS "
+                                "listeners (SSL://, SASL_SSL://, https://) and the cluster listener; re-read when it changes"},
+      {"ssl.keystore.key", "the private key inline (PEM; PKCS#1, PKCS#8, EC, plain or encrypted), with "
+                           "ssl.keystore.certificate.chain, instead of ssl.keystore.location"},
+      {"ssl.keystore.certificate.chain", "the certificate chain inline (PEM), with ssl.keystore.key"},
+      {"ssl.key.password", "passphrase of an encrypted private key"},
+      {"ssl.truststore.type", "format of the truststore: PEM only"},
+      {"ssl.truststore.location", "PEM file of CA certificates that client certificates (and, on the cluster "
+                                  "listener, peers' certificates) must chain to; re-read when it changes"},
+      {"ssl.truststore.certificates", "the CA certificates inline (PEM), instead of ssl.truststore.location"},
+      {"ssl.client.auth", "client certificates on TLS listeners: none, requested (checked when sent) or required "
+                          "(a client without one is refused); the principal of a client with one is "
+                          "ssl.principal.mapping.rules of its subject"},
+      {"ssl.enabled.protocols", "TLS versions served: TLSv1.2 and/or TLSv1.3"},
+      {"ssl.cipher.suites", "OpenSSL cipher names, comma-separated (TLS_* ones are TLS 1.3 suites); empty = OpenSSL's defaults"},
+      {"ssl.principal.mapping.rules", "the principal of an mTLS client from its certificate subject (RFC 2253): "
+                                      "RULE:pattern/replacement/[LU],...,DEFAULT (KIP-371); DEFAULT = User:<subject>"},
+  };
+  return keys;
+}
+
+const char* const ssl_defaults[][2] = {{"ssl.keystore.type", "PEM"},      {"ssl.truststore.type", "PEM"},
+                                       {"ssl.client.auth", "none"},       {"ssl.enabled.protocols", "TLSv1.2,TLSv1.3"},
+                                       {"ssl.principal.mapping.rules", "DEFAULT"}};
+
+std::string ssl_default(std::string_view key) {
+  for (const auto& d : ssl_defaults) {
+    if (key == d[0]) return d[1];
+  }
+  return "";
+}
+
+/// Why an ssl.* value is refused (the checks that need no file); nullopt when it is fine.
+std::optional<std::string> check_ssl_value(std::string_view key, std::string_view v) {
+  if ((key == "ssl.keystore.type" || key == "ssl.truststore.type") && v != "PEM") {
+    return "only PEM is supported (KIP-651: the key and certificates as PEM text)";
+  }
+  if (key == "ssl.client.auth" && v != "none" && v != "requested" && v != "required") {
+    return "must be none, requested or required";
+  }
+  if (key == "ssl.enabled.protocols") {
+    if (split_list(v).empty()) return "must name TLSv1.2 and/or TLSv1.3";
+    for (std::string_view item : split_list(v)) {
+      if (item != "TLSv1.2" && item != "TLSv1.3") {
+        return "unknown or unsupported protocol '" + std::string(item) + "' (TLSv1.2, TLSv1.3)";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+key_spec ssl_key_spec(const ssl_key& k) {
+  std::string name = k.name;
+  return key_spec{name, std::string(k.doc) + " (per listener: listener.name.<name>." + name + ")",
+                  [name](server_config& c, std::string_view v) -> std::optional<std::string> {
+                    if (auto why = check_ssl_value(name, v)) return why;
+                    c.ssl[name] = std::string(v);
+                    return std::nullopt;
+                  },
+                  [name](const server_config& c) {
+                    auto it = c.ssl.find(name);
+                    if (it == c.ssl.end()) return ssl_default(name);
+                    // Secrets are not printed back (errors and --help show key values).
+                    if (name == "ssl.key.password" || name == "ssl.keystore.key") return std::string("[hidden]");
+                    return it->second;
+                  }};
 }
 
 const std::vector<key_spec>& key_table() {
@@ -318,66 +428,59 @@ const std::vector<key_spec>& key_table() {
       int_key("group.initial.rebalance.delay.ms", &server_config::group_initial_rebalance_delay_ms, 0, 300000,
               "how long the first rebalance of an empty Kafka-client group waits for more members to join, ms"),
       key_spec{"listeners",
-               "where this node listens, comma-separated, at most one of each kind: http://HOST:PORT (REST, "
-               "WebSocket, console), kafka://HOST:PORT (Kafka clients: kcat, librdkafka, kafka-python, Java) and "
-               "cluster://HOST:PORT (the inter-broker listener, Kafka's wire protocol, for ringlog nodes only: a Kafka "
-               "client there is disconnected, with a log line naming the kafka:// listener); IP address hosts. Listing "
-               "listeners replaces the default: leave kafka:// out to serve no Kafka clients",
+               "where this node listens, comma-separated NAME://HOST:PORT: http:// and/or https:// (REST, "
+               "WebSocket, streams, console; https = TLS with the ssl.* keys), Kafka client listeners by Kafka's "
+               "security protocol names PLAINTEXT:// (kafka:// is an alias), SSL://, SASL_PLAINTEXT://, SASL_SSL:// or "
+               "by names of listener.security.protocol.map (several at once, e.g. CLIENT://:9093,INTERNAL://:9094), "
+               "and cluster:// (the inter-broker listener, for ringlog nodes only; CLUSTER:SSL in "
+               "listener.security.protocol.map makes it mutual TLS, docs/security.md). IP address hosts (an empty "
+               "host is 0.0.0.0). Listing listeners replaces the default: leave the Kafka ones out to serve no Kafka "
+               "clients",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  auto parsed = parse_listeners(v);
                  if (!parsed.ok()) return parsed.error();
-                 if (!parsed->http) return "an http:// listener is required";
-                 c.listener_host = parsed->http->host;
-                 c.listener_port = parsed->http->port;
-                 c.cluster_listener_host = parsed->cluster ? parsed->cluster->host : "127.0.0.1";
-                 c.cluster_listener_port = parsed->cluster ? parsed->cluster->port : -1;
-                 c.kafka_listener_host = parsed->kafka ? parsed->kafka->host : "127.0.0.1";
-                 c.kafka_listener_port = parsed->kafka ? parsed->kafka->port : -1;
+                 c.listeners = std::move(parsed).value();
                  return std::nullopt;
                },
-               [](const server_config& c) {
-                 std::string out = "http://" + c.listener_host + ":" + std::to_string(c.listener_port);
-                 if (c.kafka_listener_port >= 0) {
-                   out += ",kafka://" + c.kafka_listener_host + ":" + std::to_string(c.kafka_listener_port);
-                 }
-                 if (c.cluster_listener_port >= 0) {
-                   out += ",cluster://" + c.cluster_listener_host + ":" + std::to_string(c.cluster_listener_port);
-                 }
-                 return out;
-               }},
+               [](const server_config& c) { return show_listeners(c.listeners); }},
       key_spec{"advertised.listeners",
-               "what other nodes and clients are told to connect to, same form as listeners; empty = listeners",
+               "what other nodes and clients are told to connect to, same form and names as listeners; a listener "
+               "not named here is advertised as bound; empty = listeners",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
-                 if (v.empty()) return std::nullopt;
                  auto parsed = parse_listeners(v);
                  if (!parsed.ok()) return parsed.error();
-                 if (parsed->http) {
-                   c.advertised_http_host = parsed->http->host;
-                   c.advertised_http_port = parsed->http->port;
-                 }
-                 if (parsed->cluster) {
-                   c.advertised_cluster_host = parsed->cluster->host;
-                   c.advertised_cluster_port = parsed->cluster->port;
-                 }
-                 if (parsed->kafka) {
-                   c.advertised_kafka_host = parsed->kafka->host;
-                   c.advertised_kafka_port = parsed->kafka->port;
+                 c.advertised_listeners = std::move(parsed).value();
+                 return std::nullopt;
+               },
+               [](const server_config& c) { return show_listeners(c.advertised_listeners); }},
+      key_spec{"listener.security.protocol.map",
+               "NAME:PROTOCOL,... the security protocol of each named listener (PLAINTEXT, SSL, SASL_PLAINTEXT, "
+               "SASL_SSL); the protocol names map to themselves, CLUSTER to PLAINTEXT unless set here",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 c.listener_security_protocol_map.clear();
+                 for (std::string_view item : split_list(v)) {
+                   size_t colon = item.find(':');
+                   if (colon == std::string_view::npos || colon == 0) {
+                     return "each entry must look like NAME:PROTOCOL, got '" + std::string(item) + "'";
+                   }
+                   std::string protocol = upper(trim(item.substr(colon + 1)));
+                   if (!is_security_protocol(protocol)) {
+                     return "unknown security protocol '" + protocol + "' (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)";
+                   }
+                   c.listener_security_protocol_map[upper(trim(item.substr(0, colon)))] = protocol;
                  }
                  return std::nullopt;
                },
                [](const server_config& c) {
                  std::string out;
-                 if (c.advertised_http_port >= 0) out = "http://" + c.advertised_http_host + ":" + std::to_string(c.advertised_http_port);
-                 if (c.advertised_cluster_port >= 0) {
-                   out += (out.empty() ? "" : ",") + std::string("cluster://") + c.advertised_cluster_host + ":" +
-                          std::to_string(c.advertised_cluster_port);
-                 }
-                 if (c.advertised_kafka_port >= 0) {
-                   out += (out.empty() ? "" : ",") + std::string("kafka://") + c.advertised_kafka_host + ":" +
-                          std::to_string(c.advertised_kafka_port);
+                 for (const auto& [name, protocol] : c.listener_security_protocol_map) {
+                   out += (out.empty() ? "" : ",") + name + ":" + protocol;
                  }
                  return out;
                }},
+      int_key("ssl.reload.check.interval.ms", &server_config::ssl_reload_check_interval_ms, 100, 86400000,
+              "how often the keystore and truststore files are checked for changes, ms: a renewed certificate "
+              "serves new handshakes without a restart, open connections stay (SIGHUP re-reads at once)"),
       key_spec{"process.roles", "what this node runs: broker,controller (combined mode: a voter of controller.quorum.voters and a broker), "
                "or broker (a broker that follows the metadata quorum without a vote: how a broker joins a running "
                "cluster without changing controller.quorum.voters), or controller (a dedicated controller, KIP-631: a voter "
@@ -520,6 +623,11 @@ const std::vector<key_spec>& key_table() {
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
   };
+  static const bool ssl_keys_added = [] {
+    for (const auto& k : ssl_keys()) const_cast<std::vector<key_spec>&>(table).push_back(ssl_key_spec(k));
+    return true;
+  }();
+  (void)ssl_keys_added;
   return table;
 }
 
@@ -628,12 +736,182 @@ result<void> check_cluster_settings(const server_config& c) {
   return base::ok_v;
 }
 
+/// Each TLS listener has a keystore, and a truststore where client certificates are checked.
+result<void> check_tls_listeners(const server_config& c) {
+  for (const auto& r : c.listeners) {
+    const bool tls = r.uses_tls() || (r.is_http() && r.name == "HTTPS");
+    const std::string prefix = "listener.name." + lower(r.name) + ".";
+    const bool keystore = !listener_setting(c, r.name, "ssl.keystore.location").empty() ||
+                          !listener_setting(c, r.name, "ssl.keystore.key").empty();
+    if (tls && !keystore) {
+      return invalid("ssl.keystore.location", listener_setting(c, r.name, "ssl.keystore.location"),
+                     "listener " + r.to_string() + " uses TLS (" + r.security_protocol + ") and needs a keystore: set "
+                     "ssl.keystore.location (or " + prefix + "ssl.keystore.location, or ssl.keystore.key with "
+                     "ssl.keystore.certificate.chain)");
+    }
+    const std::string client_auth = listener_setting(c, r.name, "ssl.client.auth");
+    const bool truststore = !listener_setting(c, r.name, "ssl.truststore.location").empty() ||
+                            !listener_setting(c, r.name, "ssl.truststore.certificates").empty();
+    if (tls && (client_auth == "requested" || client_auth == "required" || r.is_cluster()) && !truststore) {
+      return invalid("ssl.truststore.location", "",
+                     "listener " + r.name + (r.is_cluster() ? " (the cluster listener: mutual TLS)" : " with ssl.client.auth=" + client_auth) +
+                         " needs a truststore (ssl.truststore.location or " + prefix + "ssl.truststore.location)");
+    }
+  }
+  return base::ok_v;
+}
+
+/// Resolves each listener's protocol (listener.security.protocol.map), checks the combinations,
+/// and fills the one-of-each fields (listener_host, kafka_listener_*, cluster_listener_*, advertised_*).
+result<void> resolve_listeners(server_config& c) {
+  const std::string shown = key_value(c, "listeners");
+  for (const auto& [name, protocol] : c.listener_security_protocol_map) {
+    bool used = false;
+    for (const auto& r : c.listeners) used = used || r.name == name;
+    if (!used && !is_security_protocol(name)) {
+      return invalid("listener.security.protocol.map", key_value(c, "listener.security.protocol.map"),
+                     "names listener " + name + ", which listeners does not have");
+    }
+  }
+  for (auto* records : {&c.listeners, &c.advertised_listeners}) {
+    for (auto& r : *records) {
+      if (r.is_http()) continue;
+      auto mapped = c.listener_security_protocol_map.find(r.name);
+      if (mapped != c.listener_security_protocol_map.end()) {
+        r.security_protocol = mapped->second;
+      } else if (is_security_protocol(r.name) || r.is_cluster()) {
+        r.security_protocol = r.is_cluster() ? "PLAINTEXT" : r.name;
+      } else {
+        return invalid(records == &c.listeners ? "listeners" : "advertised.listeners", show_listeners(*records),
+                       "listener name " + r.name + " is not a security protocol and has no entry in "
+                       "listener.security.protocol.map (e.g. " + r.name + ":SASL_SSL)");
+      }
+    }
+  }
+  int http = 0;
+  int https = 0;
+  for (const auto& r : c.listeners) {
+    http += r.name == "HTTP";
+    https += r.name == "HTTPS";
+    if (r.is_cluster() && r.uses_sasl()) {
+      return invalid("listener.security.protocol.map", key_value(c, "listener.security.protocol.map"),
+                     "the cluster listener takes PLAINTEXT or SSL (mutual certificates), not " + r.security_protocol);
+    }
+  }
+  if (http + https == 0) return invalid("listeners", shown, "an http:// or https:// listener is required");
+  for (const auto& r : c.advertised_listeners) {
+    bool bound = false;
+    for (const auto& l : c.listeners) bound = bound || l.name == r.name;
+    if (!bound) return invalid("advertised.listeners", show_listeners(c.advertised_listeners),
+                               "names listener " + r.name + ", which listeners does not have");
+  }
+  for (const auto& [name, keys] : c.listener_overrides) {
+    bool found = false;
+    for (const auto& r : c.listeners) found = found || lower(r.name) == name;
+    if (!found) {
+      return invalid("listener.name." + name + "." + keys.begin()->first, keys.begin()->second,
+                     "there is no listener named " + upper(name) + " in listeners=" + shown);
+    }
+  }
+  RINGLOG_TRY(check_tls_listeners(c));
+  // The fields of one listener of each kind.
+  c.listener_port = -1;
+  c.kafka_listener_port = -1;
+  c.cluster_listener_port = -1;
+  for (const auto& r : c.listeners) {
+    if (r.name == "HTTP" || (r.name == "HTTPS" && http == 0)) {
+      c.listener_host = r.host;
+      c.listener_port = r.port;
+    } else if (r.is_cluster()) {
+      c.cluster_listener_host = r.host;
+      c.cluster_listener_port = r.port;
+    } else if (r.is_kafka() && c.kafka_listener_port < 0) {
+      c.kafka_listener_host = r.host;
+      c.kafka_listener_port = r.port;
+    }
+  }
+  for (const auto& r : c.advertised_listeners) {
+    if (r.name == "HTTP" || (r.name == "HTTPS" && http == 0)) {
+      c.advertised_http_host = r.host;
+      c.advertised_http_port = r.port;
+    } else if (r.is_cluster()) {
+      c.advertised_cluster_host = r.host;
+      c.advertised_cluster_port = r.port;
+    }
+  }
+  for (const auto& r : c.listeners) {
+    if (!r.is_kafka()) continue;
+    for (const auto& a : c.advertised_listeners) {
+      if (a.name == r.name) {
+        c.advertised_kafka_host = a.host;
+        c.advertised_kafka_port = a.port;
+      }
+    }
+    break;
+  }
+  return base::ok_v;
+}
+
+/// listener.name.<name>.<key>: stored for resolve_listeners and listener_setting.
+std::optional<std::string> apply_listener_override(server_config& c, const std::string& key, const std::string& value) {
+  constexpr std::string_view prefix = "listener.name.";
+  const size_t dot = key.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size()) return "must look like listener.name.<name>.<key>";
+  const std::string name = key.substr(prefix.size(), dot - prefix.size());
+  const std::string setting = key.substr(dot + 1);
+  if (name != lower(name)) return "the listener name must be lower case (Kafka's rule): listener.name." + lower(name) + "." + setting;
+  if (!listener_overridable_key(setting)) {
+    return "'" + setting + "' cannot be set per listener (ssl.* and sasl.* keys can)";
+  }
+  if (auto why = check_ssl_value(setting, value)) return why;
+  c.listener_overrides[name][setting] = value;
+  return std::nullopt;
+}
+
 }  // namespace
+
+bool listener_overridable_key(std::string_view key) {
+  if (key == "ssl.reload.check.interval.ms") return false;
+  for (const auto& k : ssl_keys()) {
+    if (key == k.name) return true;
+  }
+  return key.rfind("sasl.", 0) == 0;
+}
+
+std::string listener_record::to_string() const {
+  std::string scheme = name == "HTTP" ? "http" : name == "HTTPS" ? "https" : name == "CLUSTER" ? "cluster" : name;
+  const bool v6 = host.find(':') != std::string::npos;
+  return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string listener_setting(const server_config& c, std::string_view listener_name, std::string_view key) {
+  auto per_listener = c.listener_overrides.find(lower(listener_name));
+  if (per_listener != c.listener_overrides.end()) {
+    auto it = per_listener->second.find(std::string(key));
+    if (it != per_listener->second.end()) return it->second;
+  }
+  auto it = c.ssl.find(std::string(key));
+  if (it != c.ssl.end()) return it->second;
+  return ssl_default(key);
+}
+
+listener_record advertised_listener(const server_config& c, const listener_record& r) {
+  for (const auto& a : c.advertised_listeners) {
+    if (a.name == r.name) return a;
+  }
+  listener_record out = r;
+  if (out.host == "0.0.0.0" || out.host == "::") out.host = "127.0.0.1";
+  return out;
+}
 
 result<server_config> load_server_config(const properties& values) {
   server_config c;
   const auto& table = key_table();
   for (const auto& [key, value] : values) {
+    if (key.rfind("listener.name.", 0) == 0) {
+      if (auto why = apply_listener_override(c, key, value)) return invalid(key, value, *why);
+      continue;
+    }
     const key_spec* spec = nullptr;
     for (const auto& k : table) {
       if (k.name == key) spec = &k;
@@ -655,6 +933,7 @@ result<server_config> load_server_config(const properties& values) {
                    "must be at most log.cleaner.max.compaction.lag.ms=" +
                        std::to_string(c.log_cleaner_max_compaction_lag_ms));
   }
+  RINGLOG_TRY(resolve_listeners(c));
   RINGLOG_TRY(check_cluster_settings(c));
   return c;
 }

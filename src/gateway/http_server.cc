@@ -19,6 +19,8 @@
 #include <mutex>
 #include <optional>
 
+#include <unistd.h>
+
 #include "api.h"
 #include "ringlog/runtime/asio_context.h"
 #include "errors.h"
@@ -75,6 +77,9 @@ struct http_server::impl {
   }
 
   void accept();
+  /// Serves one connection (accepted here, or the plaintext side of an https:// tunnel) on the
+  /// shard whose executor `socket` has, or refuses it past http.connections.max.
+  void serve(runtime::shard_socket socket);
   void remove_dead_sessions();
 };
 
@@ -540,27 +545,34 @@ void http_server::impl::accept() {
         if (!wait_ec && !stopping) accept();
       });
       return;
-    } else if (open_connections.load() + websockets->open.load() >= options.connections_max) {
-      // Refuse politely: a short 503 naming the limit, then close.
-      static const std::string refusal =
-          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
-          "Content-Length: 76\r\n\r\n{\"error_code\":50301,\"message\":\"too many connections: http.connections.max\"}\n";
+    } else {
       beast::error_code ignored;
-      socket.non_blocking(true, ignored);
-      socket.write_some(asio::buffer(refusal), ignored);
-      socket.close(ignored);
-    } else if (!stopping) {
-      socket.set_option(tcp::no_delay(true));
-      auto s = std::make_shared<session>(std::move(socket), *this);
-      {
-        std::lock_guard lock(sessions_mutex);
-        if (sessions.size() % 64 == 0) remove_dead_sessions();
-        sessions.push_back(s);
-      }
-      s->post([s] { s->start(); });
+      socket.set_option(tcp::no_delay(true), ignored);
+      serve(std::move(socket));
     }
     if (!stopping) accept();
   });
+}
+
+void http_server::impl::serve(runtime::shard_socket socket) {
+  if (open_connections.load() + websockets->open.load() >= options.connections_max) {
+    // Refuse politely: a short 503 naming the limit, then close.
+    static const std::string refusal =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        "Content-Length: 76\r\n\r\n{\"error_code\":50301,\"message\":\"too many connections: http.connections.max\"}\n";
+    beast::error_code ignored;
+    socket.non_blocking(true, ignored);
+    socket.write_some(asio::buffer(refusal), ignored);
+    socket.close(ignored);
+  } else if (!stopping) {
+    auto s = std::make_shared<session>(std::move(socket), *this);
+    {
+      std::lock_guard lock(sessions_mutex);
+      if (sessions.size() % 64 == 0) remove_dead_sessions();
+      sessions.push_back(s);
+    }
+    s->post([s] { s->start(); });
+  }
 }
 
 namespace {
@@ -610,6 +622,7 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
   std::string where = options.host + ":" + std::to_string(options.port);
   if (ec) return "listener host \"" + options.host + "\" is not an IP address: " + ec.message();
   tcp::endpoint endpoint(address, options.port);
+  if (!options.listen) return std::unique_ptr<http_server>(new http_server(std::move(p)));   // https:// only
   if (options.listen_fd >= 0) {
     p->acceptor.assign(endpoint.protocol(), options.listen_fd, ec);
     if (ec) return "listen " + where + ": " + ec.message();
@@ -647,6 +660,23 @@ base::result<int, std::string> bind_listener(const std::string& host, uint16_t p
 
 http_server::http_server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 http_server::~http_server() = default;
+
+void http_server::serve_connection(size_t shard, int fd) {
+  impl* i = impl_.get();
+  asio::post(runtime::io_context_of(i->runtime, shard), [i, shard, fd] {
+    runtime::shard_socket socket(runtime::io_context_of(i->runtime, shard).get_executor());
+    beast::error_code ec;
+    // A stream socket of another family (the tunnel's AF_UNIX end): reads, writes and shutdown
+    // are the same system calls; nothing here asks it for TCP options or addresses.
+    socket.assign(tcp::v4(), fd, ec);
+    if (ec) {
+      ::close(fd);
+      return;
+    }
+    if (i->stopping) return;   // closes as it goes out of scope
+    i->serve(std::move(socket));
+  });
+}
 
 uint16_t http_server::port() const {
   beast::error_code ec;

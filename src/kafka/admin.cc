@@ -75,7 +75,7 @@ struct kafka_node {
 };
 
 /// The brokers Kafka clients may connect to: every registered broker that is not fenced and has
-/// a kafka:// endpoint (Kafka's Metadata lists alive brokers only), this node always (its own
+/// an endpoint of the listener name the client connected on (Kafka's Metadata lists alive brokers only), this node always (its own
 /// listener answers even before its registration names it).
 std::vector<kafka_node> kafka_nodes(const request_context& ctx) {
   const auto& o = ctx.options();
@@ -87,8 +87,10 @@ std::vector<kafka_node> kafka_nodes(const request_context& ctx) {
       self_listed = true;
       continue;
     }
-    if (b.state == "fenced" || b.kafka_port < 0) continue;
-    out.push_back({b.node_id, b.kafka_host, b.kafka_port, b.rack});
+    if (b.state == "fenced") continue;
+    const auto* endpoint = b.kafka_endpoint(o.listener_name);
+    if (endpoint == nullptr) continue;   // no listener of this name on that broker (Kafka omits it too)
+    out.push_back({b.node_id, endpoint->host, endpoint->port, b.rack});
   }
   if (!self_listed) out.push_back({o.node_id, o.advertised_host, o.advertised_port, ""});
   return out;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <mutex>
 #include <set>
+#include <tuple>
 
 #include "fetch_frame.h"
 #include "handlers.h"
@@ -120,11 +121,11 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
           out.responses[targets_topic[i]].partition_responses.push_back(std::move(results[i]));
         }
         for (const auto& broker : ctx.broker_api().list_brokers()) {
-          if (!hinted.contains(broker.node_id) || broker.kafka_port < 0) continue;
+          const auto* endpoint = broker.kafka_endpoint(ctx.options().listener_name);   // the client's listener
+          if (!hinted.contains(broker.node_id) || endpoint == nullptr) continue;
           protocol::produce_response_data::node_endpoint e;
           e.node_id = broker.node_id;
-          e.host = broker.kafka_host;
-          e.port = broker.kafka_port;
+          std::tie(e.host, e.port) = std::pair(endpoint->host, endpoint->port);
           if (!broker.rack.empty()) e.rack = broker.rack;
           out.node_endpoints.push_back(std::move(e));
         }

@@ -16,6 +16,7 @@
 #include "ringlog/base/assert.h"
 #include "ringlog/io/file.h"
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/tls_socket.h"
 
 namespace ringlog::kafka {
 
@@ -67,9 +68,9 @@ struct listener::impl : std::enable_shared_from_this<listener::impl> {
 /// handler, and writes answers in request order.
 struct connection : std::enable_shared_from_this<connection> {
   connection(std::shared_ptr<listener::impl> o, size_t shard_index, runtime::shard_socket s)
-      : owner(std::move(o)), shard(shard_index), socket(std::move(s)) {
+      : owner(o), listener_name(o->options.name), shard(shard_index), stream(std::move(s)) {
     boost::system::error_code ec;
-    auto ep = socket.remote_endpoint(ec);
+    auto ep = stream.socket().remote_endpoint(ec);
     peer_host = ec ? std::string("unknown") : ep.address().to_string();
     peer = ec ? peer_host : peer_host + ":" + std::to_string(ep.port());
   }
@@ -89,8 +90,14 @@ struct connection : std::enable_shared_from_this<connection> {
   };
 
   std::weak_ptr<listener::impl> owner;
+  std::string listener_name;   // for log lines
   size_t shard;
-  runtime::shard_socket socket;
+  /// TCP, or TLS over it on an SSL / SASL_SSL listener. Fetch answers have no file pieces under
+  /// TLS (the listener's handler copies record sets into the answer: sendfile cannot encrypt).
+  runtime::tls_socket stream;
+  /// The client's principal as far as the transport knows it: User:ANONYMOUS, or the mapped
+  /// subject of its certificate (ssl.principal.mapping.rules) on a TLS listener that got one.
+  security::kafka_principal principal;
   std::string peer;       // host:port, for log lines
   std::string peer_host;  // the client's address: its client_host in group descriptions
   std::array<std::byte, 4> size_prefix{};
@@ -109,7 +116,7 @@ struct connection : std::enable_shared_from_this<connection> {
     if (slots.size() >= constants::connection_in_flight_requests_max) return;
     if (!slots.empty() && held_bytes >= constants::connection_held_bytes_max) return;
     reading = true;
-    asio::async_read(socket, asio::buffer(size_prefix),
+    asio::async_read(stream, asio::buffer(size_prefix),
                      [self = shared_from_this()](boost::system::error_code ec, size_t) { self->on_size(ec); });
   }
 
@@ -124,7 +131,8 @@ struct connection : std::enable_shared_from_this<connection> {
     const int32_t max = o ? o->options.request_bytes_max : 0;
     const int32_t size = read_be32(size_prefix);
     if (looks_like_tls(size_prefix)) {
-      close("a TLS handshake arrived: this listener speaks plaintext Kafka only (TLS is not served yet)");
+      close("a TLS handshake arrived on a plaintext listener (" + listener_name +
+            "): TLS clients belong on an SSL:// or SASL_SSL:// listener");
       return;
     }
     if (size <= 0 || size > max) {
@@ -132,7 +140,7 @@ struct connection : std::enable_shared_from_this<connection> {
       return;
     }
     frame.assign(static_cast<size_t>(size), std::byte{0});
-    asio::async_read(socket, asio::buffer(frame),
+    asio::async_read(stream, asio::buffer(frame),
                      [self = shared_from_this()](boost::system::error_code ec2, size_t) { self->on_frame(ec2); });
   }
 
@@ -200,7 +208,7 @@ struct connection : std::enable_shared_from_this<connection> {
       send_pieces();
       return;
     }
-    asio::async_write(socket, asio::buffer(slots.front().frame->memory),
+    asio::async_write(stream, asio::buffer(slots.front().frame->memory),
                       [self = shared_from_this()](boost::system::error_code ec, size_t) {
                         if (self->closed) return;
                         if (ec) {
@@ -235,7 +243,7 @@ struct connection : std::enable_shared_from_this<connection> {
                                                                     : f.memory.size();
       if (cursor.memory_sent < memory_to) {
         const size_t from = cursor.memory_sent;
-        asio::async_write(socket, asio::buffer(f.memory.data() + from, memory_to - from),
+        asio::async_write(stream, asio::buffer(f.memory.data() + from, memory_to - from),
                           [self = shared_from_this(), memory_to](boost::system::error_code ec, size_t) {
                             if (self->closed) return;
                             if (ec) return self->close("write failed: " + ec.message());
@@ -253,15 +261,16 @@ struct connection : std::enable_shared_from_this<connection> {
       }
       if (sent_this_turn >= constants::zero_copy_bytes_per_turn) {
         // Other connections of this shard get a turn between stretches of a long answer.
-        asio::post(socket.get_executor(), [self = shared_from_this()] { self->send_pieces(); });
+        asio::post(stream.get_executor(), [self = shared_from_this()] { self->send_pieces(); });
         return;
       }
+      RINGLOG_ASSERT(!stream.is_tls(), "no zero-copy file pieces under TLS");
       auto sent = io::send_file_to_socket(
-          socket.native_handle(), *piece.range.source,
+          stream.socket().native_handle(), *piece.range.source,
           model::file_position{piece.range.file_position.value() + cursor.piece_sent}, piece.range.length - cursor.piece_sent);
       if (!sent.ok()) return close("zero-copy fetch send failed: " + sent.error().message);
       if (sent->would_block) {
-        socket.async_wait(tcp::socket::wait_write, [self = shared_from_this()](boost::system::error_code ec) {
+        stream.socket().async_wait(tcp::socket::wait_write, [self = shared_from_this()](boost::system::error_code ec) {
           if (self->closed) return;
           if (ec) return self->close("wait for writability failed: " + ec.message());
           self->send_pieces();
@@ -276,14 +285,37 @@ struct connection : std::enable_shared_from_this<connection> {
     }
   }
 
+  /// Starts the connection: on a TLS listener the handshake first (with the listener's current
+  /// certificate), then the first read. A client whose handshake fails (plaintext bytes, a
+  /// certificate the truststore does not sign, none when ssl.client.auth=required, random bytes)
+  /// is closed with a log line naming the listener.
+  void start(const std::shared_ptr<listener::impl>& o) {
+    if (!o->options.tls) return read_next();
+    stream.use_tls(o->options.tls->current());
+    stream.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
+      if (self->closed) return;
+      if (ec) return self->close("TLS handshake failed: " + runtime::tls_failure_reason(ec));
+      if (auto subject = runtime::peer_subject(self->stream.native_tls())) {
+        auto o2 = self->owner.lock();
+        auto mapped = o2 && o2->options.principal_mapper ? o2->options.principal_mapper->map(*subject)
+                                                         : std::optional(security::kafka_principal::user(*subject));
+        if (!mapped) return self->close("no ssl.principal.mapping.rules rule matches the certificate subject " + *subject);
+        self->principal = std::move(*mapped);
+      }
+      spdlog::debug("msg=\"kafka TLS connection\" listener={} peer={} principal={}", self->listener_name, self->peer,
+                    self->principal.to_string());
+      self->read_next();
+    });
+  }
+
   /// Closes the socket; `reason` empty = the client hung up (not worth a warning).
   void close(const std::string& reason) {
     if (closed) return;
     closed = true;
-    if (!reason.empty()) spdlog::warn("msg=\"kafka connection closed\" peer={} reason=\"{}\"", peer, reason);
-    boost::system::error_code ignored;
-    socket.shutdown(tcp::socket::shutdown_both, ignored);
-    socket.close(ignored);
+    if (!reason.empty()) {
+      spdlog::warn("msg=\"kafka connection closed\" listener={} peer={} reason=\"{}\"", listener_name, peer, reason);
+    }
+    stream.close();
     if (auto o = owner.lock()) o->shards[shard].open.erase(shared_from_this());
   }
 };
@@ -308,7 +340,7 @@ void listener::impl::adopt(size_t shard, tcp protocol, tcp::socket::native_handl
   }
   auto c = std::make_shared<connection>(shared_from_this(), shard, std::move(socket));
   shards[shard].open.insert(c);
-  c->read_next();
+  c->start(shared_from_this());
 }
 
 void listener::impl::accept_next() {
@@ -337,7 +369,7 @@ base::result<std::unique_ptr<listener>, std::string> listener::listen(runtime::s
                                                                       request_handler& handler,
                                                                       listener_options options) {
   auto p = std::make_shared<impl>(rt, handler, options);
-  const std::string where = "kafka://" + options.host + ":" + std::to_string(options.port);
+  const std::string where = options.name + "://" + options.host + ":" + std::to_string(options.port);
   boost::system::error_code ec;
   auto address = asio::ip::make_address(options.host, ec);
   if (ec) return where + ": host is not an IP address: " + ec.message();

@@ -20,6 +20,7 @@
 #include "ringlog/protocol/frame.h"
 #include "ringlog/rpc/constants.h"
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/tls_socket.h"
 
 namespace ringlog::rpc {
 
@@ -38,9 +39,10 @@ int32_t read_be32(const std::array<std::byte, 4>& b) {
 }  // namespace
 
 struct client::impl : std::enable_shared_from_this<client::impl> {
-  impl(runtime::shard_threads& rt_, size_t shard_index, std::string h, uint16_t p, std::string id)
+  impl(runtime::shard_threads& rt_, size_t shard_index, std::string h, uint16_t p, std::string id,
+       std::shared_ptr<runtime::reloading_tls_context> tls_context)
       : rt(rt_), shard(shard_index), context(runtime::io_context_of(rt_, shard_index)), host(std::move(h)),
-        port(p), client_id(std::move(id)), socket(context.get_executor()), backoff_timer(context.get_executor()),
+        port(p), client_id(std::move(id)), tls(std::move(tls_context)), socket(context.get_executor()), backoff_timer(context.get_executor()),
         connect_timer(context.get_executor()) {}
 
   enum class state { idle, connecting, connected, backoff };
@@ -58,7 +60,13 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   std::string host;
   uint16_t port;
   std::string client_id;
-  runtime::shard_socket socket;
+  /// The cluster listener's TLS form (mutual certificates): the context this node's certificate
+  /// and the cluster's CA come from; nullptr = plaintext.
+  std::shared_ptr<runtime::reloading_tls_context> tls;
+  runtime::shard_socket socket;   // while connecting
+  /// Once connected: the socket, with TLS over it when `tls` is set. Reads and writes go here.
+  std::unique_ptr<runtime::tls_socket> stream;
+  runtime::shard_socket& tcp_socket() { return stream ? stream->socket() : socket; }
   timer_type backoff_timer;
   timer_type connect_timer;
   state st = state::idle;
@@ -157,9 +165,9 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   /// Bytes written to the socket that the peer's kernel has not acknowledged yet (SIOCOUTQ), 0
   /// when the socket is not open; -1 when the kernel does not say (treated as "some").
   int64_t unacknowledged_bytes() {
-    if (!socket.is_open()) return 0;
+    if (!tcp_socket().is_open()) return 0;
     int queued = 0;
-    if (::ioctl(socket.native_handle(), SIOCOUTQ, &queued) != 0) return -1;
+    if (::ioctl(tcp_socket().native_handle(), SIOCOUTQ, &queued) != 0) return -1;
     return queued;
   }
 
@@ -179,7 +187,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     spdlog::warn("msg=\"cluster client connection aborted\" peer={} reason=\"{}\" unacknowledged_bytes={}", where(),
                  why, unacknowledged_bytes());
     boost::system::error_code ignored;
-    if (socket.is_open()) socket.set_option(asio::socket_base::linger(true, 0), ignored);
+    if (tcp_socket().is_open()) tcp_socket().set_option(asio::socket_base::linger(true, 0), ignored);
     reset_socket(close_mode::abort);
     enter_backoff();
     fail_all(error{errc::disconnected, "connection to " + where() + " aborted: " + why +
@@ -226,9 +234,25 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                                                                             : errc::connect_failed);
       return;
     }
-    connect_timer.cancel();
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
+    stream = std::make_unique<runtime::tls_socket>(std::move(socket));
+    socket = runtime::shard_socket(context.get_executor());
+    if (!tls) return on_ready();
+    // Mutual TLS: this node's certificate goes out, the peer's must chain to the truststore. The
+    // connect timeout covers the handshake too.
+    stream->use_tls(tls->current());
+    const uint64_t gen = generation;
+    stream->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this(), gen](boost::system::error_code hec) {
+      if (self->generation != gen || self->st != state::connecting) return;
+      if (hec) return self->on_connect_failed("TLS handshake failed: " + runtime::tls_failure_reason(hec));
+      self->on_ready();
+    });
+  }
+
+  /// Connected (and, on a TLS cluster listener, the handshake done): requests may go.
+  void on_ready() {
+    connect_timer.cancel();
     st = state::connected;
     backoff_ms = constants::connect_backoff_initial_ms;
     read_next();
@@ -256,8 +280,9 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     ++generation;
     connect_timer.cancel();
     boost::system::error_code ignored;
-    if (mode == close_mode::graceful) socket.shutdown(tcp::socket::shutdown_both, ignored);
-    socket.close(ignored);
+    if (mode == close_mode::graceful) tcp_socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_socket().close(ignored);
+    stream.reset();
     socket = runtime::shard_socket(context.get_executor());
     writing = false;
     st = state::idle;
@@ -278,7 +303,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     if (writing || unsent.empty() || st != state::connected) return;
     writing = true;
     const uint64_t gen = generation;
-    asio::async_write(socket, asio::buffer(unsent.front().second),
+    asio::async_write(*stream, asio::buffer(unsent.front().second),
                       [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
                         if (self->generation != gen) return;
                         self->writing = false;
@@ -293,7 +318,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
 
   void read_next() {
     const uint64_t gen = generation;
-    asio::async_read(socket, asio::buffer(size_prefix),
+    asio::async_read(*stream, asio::buffer(size_prefix),
                      [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
                        if (self->generation != gen) return;
                        if (ec) {
@@ -313,7 +338,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     }
     frame.assign(static_cast<size_t>(size), std::byte{0});
     const uint64_t gen = generation;
-    asio::async_read(socket, asio::buffer(frame), [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
+    asio::async_read(*stream, asio::buffer(frame), [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
       if (self->generation != gen) return;
       if (ec) {
         self->on_broken(errc::disconnected, "read failed inside a frame: " + ec.message());
@@ -350,8 +375,9 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   }
 };
 
-client::client(runtime::shard_threads& rt, size_t shard, std::string host, uint16_t port, std::string client_id)
-    : impl_(std::make_shared<impl>(rt, shard, std::move(host), port, std::move(client_id))) {}
+client::client(runtime::shard_threads& rt, size_t shard, std::string host, uint16_t port, std::string client_id,
+               std::shared_ptr<runtime::reloading_tls_context> tls)
+    : impl_(std::make_shared<impl>(rt, shard, std::move(host), port, std::move(client_id), std::move(tls))) {}
 
 client::~client() {
   // Completions still queued hold their own reference; they see `stopped` and do nothing.

@@ -29,14 +29,16 @@ std::optional<int32_t> node_of_client_id(std::string_view client_id) {
 result<std::unique_ptr<cluster_transport>> cluster_transport::create(runtime::shard_threads& runtime, size_t shard,
                                                                      int32_t self_id,
                                                                      std::optional<peer_address> listen,
-                                                                     const std::map<int32_t, peer_address>& peers) {
+                                                                     const std::map<int32_t, peer_address>& peers,
+                                                                     cluster_tls tls) {
   std::unique_ptr<server> srv;
   if (listen) {
-    auto s = server::listen(runtime, shard, listen->host, listen->port);
+    auto s = server::listen(runtime, shard, listen->host, listen->port, tls.server);
     if (!s.ok()) return s.error();
     srv = std::move(s.value());
   }
   std::unique_ptr<cluster_transport> t(new cluster_transport(runtime, shard, self_id, std::move(srv)));
+  t->client_tls_ = std::move(tls.client);
   if (t->server_) {
     t->server_->set_client_check([hint = t->kafka_listener_hint_](std::string_view client_id) -> std::optional<std::string> {
       if (node_of_client_id(client_id)) return std::nullopt;
@@ -85,7 +87,7 @@ bool cluster_transport::set_peer_address(int32_t node_id, const std::string& hos
     auto it = peers_.find(node_id);
     if (it != peers_.end() && it->second.address == address) return false;
     if (it == peers_.end() && peers_.size() >= constants::peers_max) return false;
-    auto connection = std::make_shared<client>(runtime_, shard_, host, port, node_client_id(self_id_));
+    auto connection = std::make_shared<client>(runtime_, shard_, host, port, node_client_id(self_id_), client_tls_);
     if (it == peers_.end()) {
       peers_.emplace(node_id, peer{address, std::move(connection)});
     } else {

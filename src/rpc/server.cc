@@ -17,6 +17,7 @@
 #include "ringlog/protocol/frame.h"
 #include "ringlog/rpc/constants.h"
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/tls_socket.h"
 
 namespace ringlog::rpc {
 
@@ -68,14 +69,17 @@ std::string peek_client_id(std::span<const std::byte> frame) {
 struct connection;
 
 struct server::impl : std::enable_shared_from_this<server::impl> {
-  impl(runtime::shard_threads& rt_, size_t shard_index)
+  impl(runtime::shard_threads& rt_, size_t shard_index, std::shared_ptr<runtime::reloading_tls_context> t)
       : rt(rt_), shard(shard_index), context(runtime::io_context_of(rt_, shard_index)),
-        acceptor(context.get_executor()) {}
+        acceptor(context.get_executor()), tls(std::move(t)) {}
 
   runtime::shard_threads& rt;
   size_t shard;
   asio::io_context& context;
   acceptor_type acceptor;
+  /// The TLS form of the cluster listener (mutual: a peer without a certificate the truststore
+  /// signs fails the handshake, before any request); nullptr = plaintext.
+  std::shared_ptr<runtime::reloading_tls_context> tls;
   std::map<int16_t, request_handler> handlers;
   std::function<void(const std::string&)> connection_closed;
   std::function<std::optional<std::string>(std::string_view)> client_check;
@@ -94,12 +98,12 @@ struct connection : std::enable_shared_from_this<connection> {
   connection(std::shared_ptr<server::impl> o, runtime::shard_socket s)
       : owner(std::move(o)), socket(std::move(s)) {
     boost::system::error_code ec;
-    auto ep = socket.remote_endpoint(ec);
+    auto ep = socket.socket().remote_endpoint(ec);
     peer = ec ? std::string("unknown") : ep.address().to_string() + ":" + std::to_string(ep.port());
   }
 
   std::weak_ptr<server::impl> owner;
-  runtime::shard_socket socket;
+  runtime::tls_socket socket;   // TLS over TCP on the TLS cluster listener
   std::string peer;
   /// The client id of the last request header read (empty before the first).
   std::string client_id;
@@ -249,6 +253,20 @@ struct connection : std::enable_shared_from_this<connection> {
                       });
   }
 
+  /// TLS handshake first on the TLS cluster listener: a stranger (no certificate, or one the
+  /// truststore does not sign) is closed with a log line and never reaches a handler.
+  void start(const std::shared_ptr<runtime::reloading_tls_context>& tls) {
+    if (!tls) return read_next();
+    socket.use_tls(tls->current());
+    socket.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
+      if (self->closed) return;
+      if (ec) {
+        return self->close("TLS handshake failed on the cluster listener (CLUSTER): " + runtime::tls_failure_reason(ec));
+      }
+      self->read_next();
+    });
+  }
+
   /// Closes the socket; `reason` empty = the peer closed cleanly (not worth a warning).
   void close(const std::string& reason) {
     if (closed) return;
@@ -256,9 +274,7 @@ struct connection : std::enable_shared_from_this<connection> {
     if (!reason.empty()) {
       spdlog::warn("msg=\"cluster connection closed\" peer={} reason=\"{}\"", peer, reason);
     }
-    boost::system::error_code ignored;
-    socket.shutdown(tcp::socket::shutdown_both, ignored);
-    socket.close(ignored);
+    socket.close();
     write_queue.clear();
     if (auto o = owner.lock()) {
       o->connections.erase(shared_from_this());
@@ -282,7 +298,7 @@ void server::impl::accept_next() {
       auto c = std::make_shared<connection>(self, std::move(socket));
       self->connections.insert(c);
       self->connection_count.store(self->connections.size(), std::memory_order_relaxed);
-      c->read_next();
+      c->start(self->tls);
     }
     self->accept_next();
   });
@@ -299,8 +315,8 @@ void server::impl::close_all() {
 }
 
 result<std::unique_ptr<server>> server::listen(runtime::shard_threads& rt, size_t shard, const std::string& host,
-                                               uint16_t port) {
-  auto p = std::make_shared<impl>(rt, shard);
+                                               uint16_t port, std::shared_ptr<runtime::reloading_tls_context> tls) {
+  auto p = std::make_shared<impl>(rt, shard, std::move(tls));
   const std::string where = host + ":" + std::to_string(port);
   boost::system::error_code ec;
   auto address = asio::ip::make_address(host, ec);

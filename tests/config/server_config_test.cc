@@ -183,13 +183,13 @@ TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum
     CHECK(r.error().code == errc::invalid_value);
     return r.error().message;
   };
-  CHECK(why({{"listeners", "http://127.0.0.1:1,http://127.0.0.1:2"}}).find("only one http:// listener") != std::string::npos);
-  CHECK(why({{"listeners", "cluster://127.0.0.1:2"}}).find("an http:// listener is required") != std::string::npos);
-  CHECK(why({{"listeners", "http://127.0.0.1:1,kafka://127.0.0.1:2,kafka://127.0.0.1:3"}}).find("only one kafka:// listener") !=
+  CHECK(why({{"listeners", "http://127.0.0.1:1,http://127.0.0.1:2"}}).find("listener name HTTP appears twice") != std::string::npos);
+  CHECK(why({{"listeners", "cluster://127.0.0.1:2"}}).find("an http:// or https:// listener is required") != std::string::npos);
+  CHECK(why({{"listeners", "http://127.0.0.1:1,kafka://127.0.0.1:2,kafka://127.0.0.1:3"}}).find("listener name PLAINTEXT appears twice") !=
         std::string::npos);
   CHECK(why({{"listeners", "http://127.0.0.1:1,kafka://localhost:2"}}).find("kafka://localhost:2") != std::string::npos);
   CHECK(why({{"socket.request.max.bytes", "104857601"}}).find("socket.request.max.bytes") != std::string::npos);
-  CHECK(why({{"listeners", "http://127.0.0.1:1,ftp://127.0.0.1:9092"}}).find("unknown listener kind 'ftp'") != std::string::npos);
+  CHECK(why({{"listeners", "http://127.0.0.1:1,ftp://127.0.0.1:9092"}}).find("FTP is not a security protocol and has no entry in listener.security.protocol.map") != std::string::npos);
   CHECK(why({{"process.roles", "broker,broker"}}).find("at most once") != std::string::npos);
   CHECK(why({{"process.roles", ""}}).find("at least one role") != std::string::npos);
   CHECK(why({{"process.roles", "broker"}}).find("needs controller.quorum.voters") != std::string::npos);
@@ -234,4 +234,65 @@ TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum
   CHECK(why({{"broker.session.timeout.ms", "400"}, {"broker.heartbeat.interval.ms", "500"}, {"node.id", "1"},
              {"listeners", "http://127.0.0.1:1,cluster://127.0.0.1:2"}, {"controller.quorum.voters", "1@127.0.0.1:2"}})
             .find("must be longer than broker.heartbeat.interval.ms=500") != std::string::npos);
+}
+
+TEST_CASE("listeners by Kafka's security protocol names, named listeners and per-listener overrides (issue 29)") {
+  auto c = load_server_config(
+      {{"listeners", "http://127.0.0.1:8082,https://127.0.0.1:8443,PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093,"
+                     "CLIENT://:9094,INTERNAL://127.0.0.1:9095,cluster://127.0.0.1:9191"},
+       {"advertised.listeners", "CLIENT://broker1.example:9094"},
+       {"listener.security.protocol.map", "CLIENT:SASL_SSL,internal:SSL,CLUSTER:SSL"},
+       {"ssl.keystore.location", "/etc/ringlog/broker.pem"},
+       {"ssl.truststore.location", "/etc/ringlog/ca.pem"},
+       {"listener.name.client.ssl.client.auth", "required"},
+       {"listener.name.client.sasl.enabled.mechanisms", "SCRAM-SHA-512"}});
+  REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.error().message));
+  std::vector<std::string> shape;
+  for (const auto& r : c->listeners) shape.push_back(r.name + "/" + r.security_protocol + "/" + r.host + ":" + std::to_string(r.port));
+  CHECK(shape == std::vector<std::string>{"HTTP/PLAINTEXT/127.0.0.1:8082", "HTTPS/SSL/127.0.0.1:8443",
+                                          "PLAINTEXT/PLAINTEXT/127.0.0.1:9092", "SSL/SSL/127.0.0.1:9093",
+                                          "CLIENT/SASL_SSL/0.0.0.0:9094", "INTERNAL/SSL/127.0.0.1:9095",
+                                          "CLUSTER/SSL/127.0.0.1:9191"});
+  CHECK(c->listeners[4].uses_sasl());
+  CHECK(c->listeners[4].uses_tls());
+  CHECK(c->listeners[4].is_kafka());
+  CHECK_FALSE(c->listeners[6].is_kafka());
+  CHECK(c->kafka_listener_port == 9092);   // the first Kafka listener, for the code that knows one
+  CHECK(listener_setting(*c, "CLIENT", "ssl.client.auth") == "required");
+  CHECK(listener_setting(*c, "SSL", "ssl.client.auth") == "none");
+  CHECK(listener_setting(*c, "CLIENT", "ssl.keystore.location") == "/etc/ringlog/broker.pem");
+  CHECK(listener_setting(*c, "CLIENT", "sasl.enabled.mechanisms") == "SCRAM-SHA-512");
+  CHECK(advertised_listener(*c, c->listeners[4]).host == "broker1.example" );
+  CHECK(advertised_listener(*c, c->listeners[3]).host == "127.0.0.1");
+  // kafka:// stays the PLAINTEXT listener.
+  auto alias = load_server_config({{"listeners", "http://127.0.0.1:1,kafka://127.0.0.1:2"}});
+  REQUIRE(alias.ok());
+  CHECK(alias->listeners[1].name == "PLAINTEXT");
+  CHECK(key_value(*alias, "listeners") == "http://127.0.0.1:1,PLAINTEXT://127.0.0.1:2");
+
+  auto why = [](properties p) {
+    auto r = load_server_config(p);
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK(why({{"listeners", "http://127.0.0.1:1,SSL://127.0.0.1:2"}}).find("ssl.keystore.location") == 0);
+  CHECK(why({{"listeners", "http://127.0.0.1:1,SSL://127.0.0.1:2"}, {"ssl.keystore.location", "/k.pem"},
+             {"listener.name.ssl.ssl.client.auth", "required"}})
+            .find("needs a truststore") != std::string::npos);
+  CHECK(why({{"listener.security.protocol.map", "CLIENT:TLS"}}).find("unknown security protocol 'TLS'") != std::string::npos);
+  CHECK(why({{"listener.security.protocol.map", "CLIENT:SSL"}}).find("names listener CLIENT") != std::string::npos);
+  CHECK(why({{"listener.name.nosuch.ssl.client.auth", "required"}}).find("listener.name.nosuch.ssl.client.auth=") == 0);
+  CHECK(why({{"listener.name.NoSuch.ssl.client.auth", "required"}}).find("lower case") != std::string::npos);
+  CHECK(why({{"listener.name.plaintext.log.dirs", "/x"}}).find("cannot be set per listener") != std::string::npos);
+  CHECK(why({{"ssl.enabled.protocols", "TLSv1.2,TLSv1.1"}}).find("unknown or unsupported protocol 'TLSv1.1'") !=
+        std::string::npos);
+  CHECK(why({{"ssl.keystore.type", "JKS"}}).find("only PEM") != std::string::npos);
+  CHECK(why({{"ssl.client.auth", "maybe"}}).find("none, requested or required") != std::string::npos);
+  CHECK(why({{"listeners", "http://127.0.0.1:1,cluster://127.0.0.1:2"}, {"listener.security.protocol.map", "CLUSTER:SASL_SSL"}})
+            .find("cluster listener takes PLAINTEXT or SSL") != std::string::npos);
+  CHECK(why({{"advertised.listeners", "SSL://10.0.0.1:9093"}}).find("names listener SSL") != std::string::npos);
+  // Secrets are not printed back.
+  auto secret = load_server_config({{"ssl.key.password", "hunter2"}});
+  REQUIRE(secret.ok());
+  CHECK(key_value(*secret, "ssl.key.password") == "[hidden]");
 }

@@ -271,4 +271,4 @@ def test_an_ephemeral_kafka_port_is_registered_as_bound(ringlog_bin, tmp_path):
                           text=True, timeout=DEADLINE_S)
     assert dump.returncode == 0, dump.stderr
     registrations = [line for line in dump.stdout.splitlines() if "RegisterBrokerRecord" in line]
-    assert registrations and all(f"kafka://127.0.0.1:{kafka_port}" in line for line in registrations), registrations
+    assert registrations and all(f"PLAINTEXT://127.0.0.1:{kafka_port}" in line for line in registrations), registrations

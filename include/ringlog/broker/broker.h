@@ -423,6 +423,13 @@ struct broker_config_entry {
 /// empty broker resource name).
 inline constexpr int32_t cluster_default_broker = -1;
 
+/// A Kafka client listener of a broker as advertised (listeners=NAME://HOST:PORT).
+struct kafka_listener_endpoint {
+  std::string listener_name;   // PLAINTEXT, SSL, CLIENT, ...
+  std::string host;
+  int32_t port = -1;
+};
+
 struct broker_description {
   int32_t node_id = 0;
   std::string host;   // the HTTP listener as advertised
@@ -430,6 +437,17 @@ struct broker_description {
   std::string rack;   // "" = none
   std::string kafka_host;   // the kafka:// listener as advertised ("" and -1: none registered)
   int32_t kafka_port = -1;
+  /// Every Kafka client listener, by name: Metadata answers a client with the brokers' endpoints
+  /// of the listener name it connected on (Kafka's rule), so an SSL client never hears a
+  /// PLAINTEXT port.
+  std::vector<kafka_listener_endpoint> kafka_endpoints;
+  /// The endpoint of listener `name`, or nullptr when the broker has none of that name.
+  [[nodiscard]] const kafka_listener_endpoint* kafka_endpoint(std::string_view name) const {
+    for (const auto& e : kafka_endpoints) {
+      if (e.listener_name == name) return &e;
+    }
+    return nullptr;
+  }
   /// Kafka's broker registration states: "unfenced" (serving), "fenced" (missed its heartbeats or
   /// not caught up), "controlled_shutdown" (stopping, its leaderships moving away).
   std::string state = "unfenced";
@@ -662,8 +680,10 @@ struct broker_dependencies {
   /// Starts the cluster transport's server; called by open_broker once every handler is set and
   /// before it waits for the quorum (which needs the transport). Empty on a single node.
   std::function<void()> start_cluster_transport{};
-  std::string advertised_kafka_host{};     // "" = no kafka:// listener (registered as endpoint "kafka")
+  std::string advertised_kafka_host{};     // "" = no Kafka listener; else the first one's (below)
   int32_t advertised_kafka_port = -1;
+  /// Every Kafka client listener as advertised, registered as endpoints named by listener name.
+  std::vector<kafka_listener_endpoint> advertised_kafka_listeners{};
   std::string advertised_cluster_host{};   // "" = no cluster listener
   int32_t advertised_cluster_port = -1;
   /// Where the broker reports events an operator wants to see (leadership, ISR changes,

@@ -21,9 +21,12 @@ struct http_reply {
 struct http_endpoint {
   std::string host;
   std::string port;
+  /// https://: TLS, the server's certificate checked against RINGLOG_CA_FILE (a PEM file of CA
+  /// certificates; default the system's) and its host name; RINGLOG_TLS_INSECURE=1 skips the check.
+  bool tls = false;
 };
 
-/// "http://HOST[:PORT][/...]" -> host and port (80 when absent). Errors name the malformed part
+/// "http://HOST[:PORT][/...]" or "https://..." -> host and port (80 / 443 when absent). Errors name the malformed part
 /// (a bare HOST:PORT gets a hint naming the HTTP listener's form).
 base::result<http_endpoint, std::string> parse_base_url(const std::string& base_url);
 /// --bootstrap-server: one URL or several separated by commas ("http://a:8081,http://b:8082"),

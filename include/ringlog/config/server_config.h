@@ -33,6 +33,28 @@ result<properties> parse_properties(std::string_view text, std::string_view sour
 /// Parses one "key=value" of --set.
 result<std::pair<std::string, std::string>> parse_assignment(std::string_view text);
 
+/// One listener of `listeners` / `advertised.listeners` (issue 29): Kafka's listener name and
+/// security protocol. Names: HTTP (http://) and HTTPS (https://) for REST, WebSocket, streams and
+/// the console; CLUSTER (cluster://) for the inter-broker listener; every other name is a Kafka
+/// client listener (kafka:// is the name PLAINTEXT). Protocols: PLAINTEXT, SSL, SASL_PLAINTEXT,
+/// SASL_SSL (a name that is not a protocol takes its protocol from listener.security.protocol.map).
+struct listener_record {
+  std::string name;               // upper case, as Kafka normalizes listener names
+  std::string security_protocol;  // PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
+  std::string host;               // an IP address; "0.0.0.0" for an empty host (NAME://:PORT)
+  int32_t port = 0;
+  [[nodiscard]] bool is_http() const { return name == "HTTP" || name == "HTTPS"; }
+  [[nodiscard]] bool is_cluster() const { return name == "CLUSTER"; }
+  [[nodiscard]] bool is_kafka() const { return !is_http() && !is_cluster(); }
+  [[nodiscard]] bool uses_tls() const { return security_protocol == "SSL" || security_protocol == "SASL_SSL"; }
+  [[nodiscard]] bool uses_sasl() const { return security_protocol.rfind("SASL_", 0) == 0; }
+  /// NAME://HOST:PORT as listeners shows it (http:// / https:// / cluster:// for those).
+  [[nodiscard]] std::string to_string() const;
+};
+
+/// Keys a listener may override as listener.name.<name lower-cased>.<key> (Kafka's rule).
+bool listener_overridable_key(std::string_view key);
+
 struct server_config {
   // ---- broker (Kafka names)
   int32_t node_id = 0;                                  // node.id
@@ -143,7 +165,31 @@ struct server_config {
   // to lead again soon, so 30 s (the check is a pass over the image, no I/O).
   int64_t leader_imbalance_check_interval_seconds = 30;     // leader.imbalance.check.interval.seconds
   int32_t leader_imbalance_per_broker_percentage = 10;      // leader.imbalance.per.broker.percentage (Kafka's)
+  // ---- listeners and TLS (issue 29)
+  /// Every listener of `listeners`, in order, protocols resolved. The fields above
+  /// (listener_host, kafka_listener_host, cluster_listener_host, ...) mirror the plaintext HTTP,
+  /// the first Kafka and the cluster listener for the code that knows one of each.
+  std::vector<listener_record> listeners = {{"HTTP", "PLAINTEXT", "127.0.0.1", 8082},
+                                             {"PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9092}};
+  /// advertised.listeners by name (empty = each listener as bound).
+  std::vector<listener_record> advertised_listeners;
+  /// listener.security.protocol.map: NAME -> protocol (Kafka's default maps each protocol name to itself).
+  std::map<std::string, std::string> listener_security_protocol_map;
+  /// ssl.* keys as set (Kafka's names; runtime/tls.h says what each means).
+  std::map<std::string, std::string> ssl;
+  /// listener.name.<name>.<key> overrides: lower-cased listener name -> key -> value.
+  std::map<std::string, std::map<std::string, std::string>> listener_overrides;
+  /// ssl.reload.check.interval.ms (ringlog): how often keystore and truststore files are checked
+  /// for changes (a renewed certificate is served without a restart; SIGHUP re-reads at once).
+  int64_t ssl_reload_check_interval_ms = 30000;
 };
+
+/// The value of `key` ("ssl.keystore.location", "sasl.enabled.mechanisms") for `listener_name`:
+/// listener.name.<name>.<key> when set, else the global key, else "".
+std::string listener_setting(const server_config& c, std::string_view listener_name, std::string_view key);
+/// The advertised address of listener `r`: advertised.listeners' entry of the same name, else
+/// `r` itself (a wildcard host advertises 127.0.0.1).
+listener_record advertised_listener(const server_config& c, const listener_record& r);
 
 /// Applies `values` over the defaults. Unknown keys and out-of-range values are refused, naming the key.
 result<server_config> load_server_config(const properties& values);

@@ -40,6 +40,9 @@ struct server_options {
   /// -1: start() binds host:port itself. `serve` binds first, so a port in use stops it before it
   /// creates log.dirs or anything else.
   int listen_fd = -1;
+  /// false: no plaintext listener of its own (listeners has https:// only); connections come
+  /// through serve_connection alone.
+  bool listen = true;
   /// More /metrics lines from outside the gateway (Prometheus text format, each family with its
   /// HELP and TYPE lines), e.g. the Kafka listener's fetch byte counters; empty = none.
   std::function<std::string()> extra_metrics;
@@ -57,6 +60,10 @@ class http_server {
   static base::result<std::unique_ptr<http_server>, std::string> start(broker::broker& broker, runtime::shard_threads& runtime,
                                                                        server_options options);
   ~http_server();
+
+  /// Serves the connected stream socket `fd` (taken over) on `shard`, like an accepted one: the
+  /// https:// listener (tls_front.h) hands each client's decrypted side here.
+  void serve_connection(size_t shard, int fd);
 
   /// The bound port (useful with port 0).
   [[nodiscard]] uint16_t port() const;

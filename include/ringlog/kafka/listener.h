@@ -5,7 +5,11 @@
 //   - responses leave in request order (Kafka clients match them to requests by position, e.g.
 //     kafka-python raises on an out-of-order correlation id), even though requests complete out
 //     of order on the shards; a Produce with acks=0 takes its place in the order and sends nothing;
-//   - a frame whose size is <= 0 or above socket.request.max.bytes, a TLS handshake, a header or
+//   - on an SSL:// or SASL_SSL:// listener, a TLS handshake first (listener_options::tls); one
+//     that fails (plaintext, random bytes, an untrusted or missing client certificate) closes the
+//     connection with a log line naming the listener;
+//   - a frame whose size is <= 0 or above socket.request.max.bytes, a TLS handshake on a plaintext
+//     listener, a header or
 //     body that does not decode: the connection is closed with a log line naming why; nothing
 //     stored is touched;
 //   - a Fetch answer whose record sets lie in segment files (request_handler.h response_frame)
@@ -23,6 +27,8 @@
 
 #include "ringlog/kafka/request_handler.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/tls.h"
+#include "ringlog/security/ssl_principal_mapper.h"
 
 namespace ringlog::kafka {
 
@@ -42,6 +48,8 @@ inline constexpr size_t zero_copy_bytes_per_turn = 4ULL * 1024 * 1024;
 }  // namespace constants
 
 struct listener_options {
+  /// The listener's name (listeners=NAME://HOST:PORT), in log lines.
+  std::string name = "PLAINTEXT";
   std::string host = "127.0.0.1";
   uint16_t port = 9092;                       // 0: an ephemeral port (see listener::port())
   int32_t request_bytes_max = 104857600;      // socket.request.max.bytes (Kafka's default, 100 MiB)
@@ -49,6 +57,12 @@ struct listener_options {
   /// broker starts, so an ephemeral port 0 is known when the broker registers its endpoint);
   /// -1 = listen() binds host:port itself.
   int listen_fd = -1;
+  /// SSL:// and SASL_SSL:// listeners: the TLS context each new connection's handshake takes
+  /// (re-read when its files change); nullptr = plaintext. Give such a listener a handler with
+  /// fetch_zero_copy off: sendfile cannot go through userspace TLS.
+  std::shared_ptr<runtime::reloading_tls_context> tls;
+  /// ssl.principal.mapping.rules: a TLS client's certificate subject -> its principal; nullptr = DEFAULT.
+  std::shared_ptr<const security::ssl_principal_mapper> principal_mapper;
 };
 
 class listener {

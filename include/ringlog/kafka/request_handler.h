@@ -36,6 +36,14 @@ struct fetch_counters {
 
 /// What the listener tells clients about this node (Metadata, FindCoordinator, DescribeCluster).
 struct handler_options {
+  /// The listener this handler serves (listeners=NAME://HOST:PORT): Metadata, FindCoordinator and
+  /// DescribeCluster answer other brokers' endpoints of this same listener name (Kafka's rule).
+  std::string listener_name = "PLAINTEXT";
+  /// Its security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
+  std::string security_protocol = "PLAINTEXT";
+  /// SASL_PLAINTEXT and SASL_SSL: a connection must authenticate before any request but
+  /// ApiVersions, SaslHandshake and SaslAuthenticate is served.
+  [[nodiscard]] bool sasl_required() const { return security_protocol.rfind("SASL_", 0) == 0; }
   int32_t node_id = 0;
   std::string cluster_id = "ringlog-cluster";
   std::string advertised_host = "127.0.0.1";   // advertised.listeners kafka://HOST:PORT, else listeners

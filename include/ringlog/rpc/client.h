@@ -14,6 +14,7 @@
 
 #include "ringlog/rpc/transport.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/tls.h"
 
 namespace ringlog::rpc {
 
@@ -21,7 +22,10 @@ class client {
  public:
   /// A client for host:port living on shard `shard` of `runtime`; `client_id` goes into every
   /// request header (Kafka's client.id). Connects lazily.
-  client(runtime::shard_threads& runtime, size_t shard, std::string host, uint16_t port, std::string client_id);
+  /// `tls`: the cluster listener's TLS form (client role: this node's certificate, the cluster's
+  /// CA); nullptr = plaintext.
+  client(runtime::shard_threads& runtime, size_t shard, std::string host, uint16_t port, std::string client_id,
+         std::shared_ptr<runtime::reloading_tls_context> tls = nullptr);
   ~client();
   client(const client&) = delete;
   client& operator=(const client&) = delete;

@@ -25,6 +25,15 @@ struct peer_address {
   bool operator==(const peer_address&) const = default;
 };
 
+/// The cluster listener's TLS form (listeners=...,CLUSTER://HOST:PORT with
+/// listener.security.protocol.map=CLUSTER:SSL; docs/security.md): every node presents its
+/// certificate on both sides and checks the peer's against the cluster's truststore, so a process
+/// without a certificate the cluster's CA signed cannot fetch replicas, vote or register.
+struct cluster_tls {
+  std::shared_ptr<runtime::reloading_tls_context> server;   // accepting side; nullptr = plaintext
+  std::shared_ptr<runtime::reloading_tls_context> client;   // connecting side; nullptr = plaintext
+};
+
 class cluster_transport final : public transport {
  public:
   /// Listens on `listen` (host:port; nullopt: no listener) and knows `peers` (node id -> address;
@@ -33,7 +42,8 @@ class cluster_transport final : public transport {
   /// Errors: listen_failed.
   static result<std::unique_ptr<cluster_transport>> create(runtime::shard_threads& runtime, size_t shard,
                                                            int32_t self_id, std::optional<peer_address> listen,
-                                                           const std::map<int32_t, peer_address>& peers);
+                                                           const std::map<int32_t, peer_address>& peers,
+                                                           cluster_tls tls = {});
   ~cluster_transport() override;
 
   void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
@@ -77,6 +87,7 @@ class cluster_transport final : public transport {
   size_t shard_;
   int32_t self_id_;
   std::unique_ptr<server> server_;
+  std::shared_ptr<runtime::reloading_tls_context> client_tls_;   // given to every peer's client
   /// Where Kafka clients belong, named when one is refused (set_kafka_listener_hint); read on the
   /// server's shard only, written before start().
   std::shared_ptr<std::string> kafka_listener_hint_ = std::make_shared<std::string>("the kafka:// listener of a broker");

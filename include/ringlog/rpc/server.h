@@ -25,6 +25,7 @@
 
 #include "ringlog/rpc/transport.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/tls.h"
 
 namespace ringlog::rpc {
 
@@ -32,8 +33,10 @@ class server {
  public:
   /// Binds and listens on host:port (port 0: an ephemeral port, see port()) on shard `shard` of
   /// `runtime`. Nothing is accepted before start(). Errors: listen_failed naming host:port.
+  /// `tls`: the cluster listener's TLS form (mutual certificates); nullptr = plaintext.
   static result<std::unique_ptr<server>> listen(runtime::shard_threads& runtime, size_t shard, const std::string& host,
-                                                uint16_t port);
+                                                uint16_t port,
+                                                std::shared_ptr<runtime::reloading_tls_context> tls = nullptr);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;
