@@ -369,3 +369,25 @@ def test_producer_sessions_belong_to_their_principal(secured, topic_name):
     r = requests.post(url, params=params, json=record, auth=ALICE)
     assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
     assert end_offset(secured, topic_name) == 1
+
+
+def test_a_rotated_key_is_read_from_the_jwks_file_without_a_restart(ringlog_bin, tmp_path_factory, issuer):
+    b = start_secured(tmp_path_factory, issuer, ["sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms=0"])
+    try:
+        rotated = Issuer()
+        jwks = dict(issuer.jwks())
+        new_key = dict(rotated.jwks()["keys"][0], kid="rsa-2")
+        (b.data_dir.parent / "jwks.json").write_text(json.dumps({"keys": jwks["keys"] + [new_key]}))
+        token = rotated.token(sub="rotated", kid="rsa-2")
+
+        def accepted():
+            r = requests.get(b.url + "/v1/whoami", headers={"Authorization": f"Bearer {token}"})
+            assert r.status_code in (200, 401), r.text
+            return r.status_code == 200 and r.json()["principal"] == "User:rotated"
+
+        wait_until(accepted, DEADLINE_S, "the rotated key to be read")
+        # The old keys still verify.
+        r = requests.get(b.url + "/v1/whoami", headers={"Authorization": f"Bearer {issuer.token(sub='carol')}"})
+        assert r.status_code == 200, r.text
+    finally:
+        assert b.stop() == 0
