@@ -10,6 +10,7 @@
 // (flush, clean-shutdown marker) -> shards. SIGTERM/SIGINT trigger the stop; exit code 0.
 
 #include "serve.h"
+#include "http_authentication.h"
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -115,6 +116,10 @@ void print_usage(std::ostream& out) {
          "listener.security.protocol.map=CLUSTER:SSL for mutual TLS between nodes. Keys and certificates are\n"
          "PEM (ssl.keystore.location, ssl.truststore.location); they are re-read when the files change and\n"
          "on SIGHUP, without dropping connections.\n\n"
+         "HTTP authentication (docs/security.md): http.authentication.method=BASIC,BEARER makes every route\n"
+         "but /v1/health (and /metrics unless http.metrics.authentication=true) need `curl -u user:password`\n"
+         "(the SCRAM users) or a JWT (`curl --oauth2-bearer`, keys from sasl.oauthbearer.jwks.endpoint.url=file:...);\n"
+         "the console then shows a login page.\n\n"
          "Keys (default, meaning), by area:\n";
   const auto keys = config::describe_keys();
   const auto& areas = help_areas();
@@ -587,6 +592,11 @@ int serve_main(int argc, char** argv) {
     spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(retry.error().message));
     return 2;
   }
+  gateway::server_options options;   // issue 29: who HTTP callers are, and the JWKS, checked first
+  if (auto auth = configure_http_authentication(cfg, options); !auth.ok()) {
+    spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(auth.error()));
+    return 2;
+  }
   // process.roles (KIP-631): broker,controller (combined mode, the default) is a voter of the
   // metadata quorum and a broker; broker is a broker that follows the metadata log as a raft
   // observer (KIP-595), so brokers join a running cluster without touching
@@ -766,7 +776,6 @@ int serve_main(int argc, char** argv) {
   }
   std::unique_ptr<broker::broker> broker = std::move(opened).value();
 
-  gateway::server_options options;
   options.host = cfg.listener_host;
   options.port = static_cast<uint16_t>(cfg.listener_port);
   options.body_bytes_max = static_cast<uint64_t>(cfg.http_request_body_max_bytes);
@@ -780,15 +789,7 @@ int serve_main(int argc, char** argv) {
   // Declared before the server and the Kafka listener, so it outlives both (they read it).
   kafka::fetch_counters kafka_counters;
   options.extra_metrics = [&kafka_counters] { return kafka_fetch_metrics(kafka_counters); };
-  options.cors_allowed_origins.clear();
-  for (size_t start = 0; start <= cfg.http_cors_allowed_origins.size();) {
-    size_t comma = std::min(cfg.http_cors_allowed_origins.find(',', start), cfg.http_cors_allowed_origins.size());
-    std::string item = cfg.http_cors_allowed_origins.substr(start, comma - start);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) options.cors_allowed_origins.push_back(item);
-    start = comma + 1;
-  }
+  options.cors_allowed_origins = comma_separated(cfg.http_cors_allowed_origins);
   auto server_result = gateway::http_server::start(*broker, *runtime, options);
   if (!server_result.ok()) {
     spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,

@@ -131,8 +131,8 @@ group::offsets_topic_record instance_record(const instance_settings& s) {
   v.sub = s.sub;
   v.read_committed = s.read_committed;
   v.retry = retry_settings_of(s.retry);
-  return {group::encode_consumer_instance_key(s.info.group_id, s.info.instance_id),
-          group::encode_consumer_instance_value(v)};
+  v.owner = s.info.owner;   // issue 29: only its creator's calls reach it
+  return {group::encode_consumer_instance_key(s.info.group_id, s.info.instance_id), group::encode_consumer_instance_value(v)};
 }
 
 group::offsets_topic_record instance_tombstone(const std::string& group_id, const std::string& instance_id) {
@@ -144,7 +144,7 @@ instance_settings settings_of(const group::consumer_instance_key& key, const gro
                               int64_t now_ms) {
   instance_settings s;
   s.info = {key.group_id, key.instance_id, static_cast<consumer_format>(v.format), v.auto_commit_enable,
-            v.request_timeout_ms};
+            v.request_timeout_ms, v.owner};
   s.auto_offset_reset = v.auto_offset_reset;
   s.session_timeout_ms = v.session_timeout_ms;
   s.join.client_name = v.client_name;
@@ -786,7 +786,7 @@ void group_service_impl::create_consumer(consumer_instance_config config,
       settings.join.member_id = st.coordinator.new_member_id(config.group_id, settings.join.client_name);
     }
     const std::string instance_id = *settings.join.member_id;
-    settings.info = {config.group_id, instance_id, config.format, config.auto_commit_enable, config.request_timeout_ms};
+    settings.info = {config.group_id, instance_id, config.format, config.auto_commit_enable, config.request_timeout_ms, config.owner};
     const std::string key = instance_key(config.group_id, instance_id);
     st.ended.erase(key);
     records.push_back(instance_record(settings));

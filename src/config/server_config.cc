@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <functional>
@@ -297,10 +298,101 @@ key_spec ssl_key_spec(const ssl_key& k) {
                   }};
 }
 
+/// Every ssl.* key, for key_table().
+std::vector<key_spec> ssl_key_specs() {
+  std::vector<key_spec> out;
+  for (const auto& k : ssl_keys()) out.push_back(ssl_key_spec(k));
+  return out;
+}
+
+/// Any text.
+key_spec string_key(std::string name, std::string server_config::*field, std::string doc) {
+  return key_spec{std::move(name), std::move(doc),
+                  [field](server_config& c, std::string_view v) -> std::optional<std::string> {
+                    c.*field = std::string(v);
+                    return std::nullopt;
+                  },
+                  [field](const server_config& c) { return c.*field; }};
+}
+
+std::vector<key_spec> joined(std::vector<key_spec> first, std::vector<key_spec> second) {
+  for (auto& k : second) first.push_back(std::move(k));
+  return first;
+}
+
+/// The keys of issue 29's HTTP authentication and the JWT rules it shares with SASL OAUTHBEARER
+/// (KIP-768 names), appended to key_table().
+std::vector<key_spec> authentication_keys() {
+  return {
+      key_spec{"http.authentication.method",
+               "how HTTP callers authenticate: NONE (every caller is User:ANONYMOUS), BASIC (users of the SCRAM "
+               "store), BEARER (JWTs checked by the sasl.oauthbearer.* keys) or a list such as BASIC,BEARER",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 for (size_t start = 0; start <= v.size();) {
+                   const size_t comma = std::min(v.find(',', start), v.size());
+                   std::string word(v.substr(start, comma - start));
+                   std::erase(word, ' ');
+                   std::transform(word.begin(), word.end(), word.begin(), [](unsigned char ch) { return std::toupper(ch); });
+                   if (word != "NONE" && word != "BASIC" && word != "BEARER") {
+                     return "must be NONE, BASIC, BEARER or a comma-separated list of BASIC and BEARER, got '" + word + "'";
+                   }
+                   start = comma + 1;
+                 }
+                 c.http_authentication_method = std::string(v);
+                 return std::nullopt;
+               },
+               [](const server_config& c) { return c.http_authentication_method; }},
+      bool_key("http.metrics.authentication", &server_config::http_metrics_authentication,
+               "/metrics needs credentials like the REST routes (false: open, like /v1/health)"),
+      int_key("http.session.max.age.ms", &server_config::http_session_max_age_ms, 60000, 604800000,
+              "how long a console login (POST /v1/login) lasts, ms"),
+      int_key("http.sessions.max", &server_config::http_sessions_max, 1, 1000000,
+              "live console sessions at once; a login past it is refused (429)"),
+      int_key("http.access.token.max.age.ms", &server_config::http_access_token_max_age_ms, 1000, 3600000,
+              "how long a POST /v1/tokens access token (?access_token= for WebSocket and SSE) is good, ms"),
+      key_spec{"http.cors.credentials.origins",
+               "browser origins answered Access-Control-Allow-Credentials: true (scripts may send cookies and "
+               "Authorization): a comma-separated list of scheme://host[:port], never *; empty = none",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 if (v.find('*') != std::string_view::npos) return "must list origins, not * (credentials go to named origins only)";
+                 c.http_cors_credentials_origins = std::string(v);
+                 return std::nullopt;
+               },
+               [](const server_config& c) { return c.http_cors_credentials_origins; }},
+      key_spec{"sasl.oauthbearer.jwks.endpoint.url",
+               "the JWKS (RFC 7517) whose keys sign the JWTs of HTTP Bearer and SASL OAUTHBEARER: file:PATH (re-read "
+               "when a token names an unknown kid); empty = no keys",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 if (!v.empty() && !v.starts_with("file:")) {
+                   return "only file: URLs are read today (fetch the JWKS to a file); got '" + std::string(v) + "'";
+                 }
+                 c.sasl_oauthbearer_jwks_endpoint_url = std::string(v);
+                 return std::nullopt;
+               },
+               [](const server_config& c) { return c.sasl_oauthbearer_jwks_endpoint_url; }},
+      string_key("sasl.oauthbearer.expected.issuer", &server_config::sasl_oauthbearer_expected_issuer,
+                 "the iss a JWT must carry; empty = not checked"),
+      string_key("sasl.oauthbearer.expected.audience", &server_config::sasl_oauthbearer_expected_audience,
+                 "audiences a JWT's aud must name one of, comma-separated; empty = not checked"),
+      key_spec{"sasl.oauthbearer.sub.claim.name", "the JWT claim that names the principal (User:<claim>)",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 if (v.empty()) return "must name a claim";
+                 c.sasl_oauthbearer_sub_claim_name = std::string(v);
+                 return std::nullopt;
+               },
+               [](const server_config& c) { return c.sasl_oauthbearer_sub_claim_name; }},
+      int_key("sasl.oauthbearer.clock.skew.seconds", &server_config::sasl_oauthbearer_clock_skew_seconds, 0, 3600,
+              "tolerance for a JWT's exp, nbf and iat, seconds"),
+      int_key("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+              &server_config::sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms, 0, 3600000,
+              "the JWKS is re-read (for an unknown kid) at most once per this many ms"),
+  };
+}
+
 const std::vector<key_spec>& key_table() {
   constexpr int64_t i32 = std::numeric_limits<int32_t>::max();
   constexpr int64_t i64 = std::numeric_limits<int64_t>::max();
-  static const std::vector<key_spec> table = {
+  static const std::vector<key_spec> table = joined({
       int_key("node.id", &server_config::node_id, 0, i32, "this broker's id"),
       key_spec{"cluster.id", "cluster id reported by /v3/clusters ([A-Za-z0-9._-], 1..64 chars)",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
@@ -622,12 +714,7 @@ const std::vector<key_spec>& key_table() {
               "partitions of all topics together; 0 = from the open-file limit (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
-  };
-  static const bool ssl_keys_added = [] {
-    for (const auto& k : ssl_keys()) const_cast<std::vector<key_spec>&>(table).push_back(ssl_key_spec(k));
-    return true;
-  }();
-  (void)ssl_keys_added;
+  }, joined(authentication_keys(), ssl_key_specs()));
   return table;
 }
 

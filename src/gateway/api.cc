@@ -118,7 +118,8 @@ struct route {
 
 const std::vector<route>& route_table() {
   static const std::vector<route> table = {
-      {"GET", "/v1/health", health},
+      {"GET", "/v1/health", health}, {"GET", "/v1/whoami", auth_whoami},   // whoami, login, logout, tokens: issue 29
+      {"POST", "/v1/login", auth_login}, {"POST", "/v1/logout", auth_logout}, {"POST", "/v1/tokens", auth_tokens},
       {"GET", "/metrics", get_metrics},
       {"GET", "/v3/clusters", v3_list_clusters},
       {"GET", "/v3/clusters/{cluster_id}", v3_get_cluster},
@@ -214,10 +215,8 @@ const std::vector<route>& route_table() {
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters", v3_dead_letter_topics},
       {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters/{topic_name}/records", v3_dead_letters},
       {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters/{topic_name}/redrive", v3_redrive},
-      {"GET", "/console", console_get},
-      {"HEAD", "/console", console_get},
-      {"GET", "/console/{file}", console_get},
-      {"HEAD", "/console/{file}", console_get},
+      {"GET", "/console", console_get}, {"HEAD", "/console", console_get},
+      {"GET", "/console/{file}", console_get}, {"HEAD", "/console/{file}", console_get},
   };
   return table;
 }
@@ -322,6 +321,8 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     if (c->request.method != r.method && !head_as_get) continue;
     c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
+    if (!routes::authenticate_call(c, r.pattern)) return;
+    c->audit_admin = routes::is_admin_write(c->request.method, r.pattern);
     if (!broker_.config().process_role_broker && !served_by_dedicated_controller(r.method, r.pattern)) {
       return refuse_on_dedicated_controller(
           c, broker_, "it hosts no partitions and serves no records, consumers, consumer groups or transactions");
@@ -331,6 +332,10 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;
     if (!broker_.config().process_role_broker && r.fn == routes::v3_list_groups) {
       return refuse_on_dedicated_controller(c, broker_, "it has no groups and cannot gather the brokers' lists here");
+    }
+    // Issue 29: a consumer instance is its creator's; checked where the instance is served.
+    if (std::string_view(r.pattern).starts_with("/consumers/{group}/instances/{instance}")) {
+      return routes::check_instance_owner(c, r.fn);
     }
     r.fn(c);
     return;

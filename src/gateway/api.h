@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "http_auth.h"
 #include "http_types.h"
 #include "metrics.h"
 #include "request_parsing.h"
@@ -38,6 +39,8 @@ struct api_options {
   /// Passes group calls on to their coordinator (group_proxy.h); nullptr: served here only (a
   /// group call this node does not coordinate answers 503 NOT_COORDINATOR).
   http_forwarder* forwarder = nullptr;
+  /// HTTP authentication (issue 29, http_auth.h); nullptr: off (every caller User:ANONYMOUS).
+  std::shared_ptr<http_authenticator> auth;
 };
 
 class api {

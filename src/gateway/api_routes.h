@@ -76,6 +76,11 @@ struct api::call : std::enable_shared_from_this<api::call> {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   unsigned stream_status = 0;
   std::string accepted;              // the media type accept() chose: the answer's Content-Type
+  auth_outcome who;                  // the caller (issue 29); User:ANONYMOUS with authentication off
+  bool audit_admin = false;          // an admin write: its answer is audited (observe)
+
+  /// The caller's principal, for the broker calls this request makes.
+  [[nodiscard]] const security::kafka_principal& principal() const { return who.principal; }
 
   broker::broker& broker() { return self->broker_; }
 
@@ -98,12 +103,14 @@ struct api::call : std::enable_shared_from_this<api::call> {
       r.headers.emplace_back("Access-Control-Allow-Origin", request.origin);
     }
     if (!request.origin.empty()) r.headers.emplace_back("Vary", "Origin");
+    if (self->options_.auth) self->options_.auth->add_cors_credentials(r, request.origin);
     r.headers.emplace_back("Access-Control-Expose-Headers", "Content-Type");
   }
 
   void observe(unsigned status) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     self->metrics_.observe_request(route, status, seconds);
+    if (audit_admin) audit_admin_write("http", who.principal, request.peer, route, request.target, status);
   }
 
   void respond(http_response r) {
@@ -275,6 +282,11 @@ struct api::call : std::enable_shared_from_this<api::call> {
                                        (!pid ? id->second : epoch->second) + "\"");
       return std::nullopt;
     }
+    if (const auto& auth = self->options_.auth; auth && !auth->producer_allowed(*pid, who.principal)) {
+      // Issue 29: another principal's producer session is answered as one that does not exist.
+      fail(404, ec::producer_not_found, "producer " + id->second + " not found");
+      return std::nullopt;
+    }
     broker::producer_identity producer{model::producer_id{*pid}, model::producer_epoch{static_cast<int16_t>(*pepoch)}};
     if (transactional != query.end()) producer.transactional_id = transactional->second;
     return std::optional<broker::producer_identity>{std::move(producer)};
@@ -345,6 +357,22 @@ std::function<void(broker::result<T>)> answer_no_content(const call_ptr& c) {
 /// until the query's `timeout` (answers 422 for a bad one).
 void stream_consumer(const call_ptr& c, const std::string& type, bool as_json, const std::string& group,
                      const std::string& instance);
+
+// -- authentication (api_auth.cc, issue 29)
+
+/// Authenticates the call unless `pattern` is open (health, console, login, logout, metrics
+/// unless http.metrics.authentication); sets call::who. False after answering 401/403.
+bool authenticate_call(const call_ptr& c, std::string_view pattern);
+/// A state-changing /v3/clusters route other than records, producers and transactions: topics,
+/// configs, partitions, reassignments, elections, groups' deletes and offset resets, users.
+bool is_admin_write(std::string_view method, std::string_view pattern);
+/// With authentication on: runs `next` when the consumer instance of the path belongs to the
+/// caller (or does not exist: the route answers that), else answers 404 40403 as for a missing one.
+void check_instance_owner(const call_ptr& c, handler next);
+void auth_login(const call_ptr& c);
+void auth_logout(const call_ptr& c);
+void auth_tokens(const call_ptr& c);
+void auth_whoami(const call_ptr& c);
 
 // -- the handlers of the route table (one file per family)
 

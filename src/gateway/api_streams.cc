@@ -58,6 +58,7 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
       return;
     }
     broker::fetch_request req;
+    req.principal = c->principal();
     req.partition = {topic, model::partition_id(partition)};
     req.fetch_offset = model::offset(next_offset);
     req.max_bytes = stream_limits::http_stream_chunk_bytes_max;
@@ -236,6 +237,7 @@ void fetch_records(const call_ptr& c) {
   auto isolation = isolation_of(c);
   if (!isolation) return;
   broker::fetch_request req;
+  req.principal = c->principal();
   req.partition = {c->params["topic"], model::partition_id(*p)};
   req.fetch_offset = model::offset(*offset);
   req.max_bytes = static_cast<int32_t>(*max_bytes);

@@ -47,6 +47,7 @@ void v2_create_consumer(const call_ptr& c) {
   if (!parsed.ok()) return c->fail(parsed.error());
   broker::consumer_instance_config cfg = std::move(parsed).value();
   cfg.group_id = c->params["group"];
+  cfg.owner = c->principal().to_string();
   c->broker().groups().create_consumer(std::move(cfg), [c](broker::result<broker::consumer_instance> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));

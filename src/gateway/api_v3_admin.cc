@@ -439,6 +439,7 @@ void v3_create_topic(const call_ptr& c) {
   auto req = parse_create_topic(c->request.body);
   if (!req.ok()) return c->fail(req.error());
   std::string name = req->name;
+  req->principal = c->principal();
   // Confluent: a dry run (validate_only) answers 200 with the topic it would create; only a real
   // create is 201 Created.
   const unsigned status = req->validate_only ? 200 : 201;

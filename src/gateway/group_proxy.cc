@@ -52,6 +52,9 @@ class exchange : public std::enable_shared_from_this<exchange> {
     if (!request.content_type.empty()) request_.set(http::field::content_type, request.content_type);
     if (!request.accept.empty()) request_.set(http::field::accept, request.accept);
     if (!request.last_event_id.empty()) request_.set("Last-Event-ID", request.last_event_id);
+    // The coordinator authenticates the caller again (issue 29): Basic and Bearer pass as they are;
+    // a console session is this node's own, so a cookie call is refused there (docs/security.md).
+    if (!request.authorization.empty()) request_.set(http::field::authorization, request.authorization);
     request_.set(forwarded_header, std::to_string(node_id));
     request_.set(http::field::connection, "close");
     request_.body() = request.body;

@@ -67,7 +67,7 @@ struct forward_result {
 class http_forwarder {
  public:
   virtual ~http_forwarder() = default;
-  /// Sends `request` (method, target, Content-Type, Accept, Host, body; HEAD is sent as GET) to
+  /// Sends `request` (method, target, Content-Type, Accept, Authorization, Host, body; HEAD is sent as GET) to
   /// `target` with forwarded_header set, on the calling shard's event loop, and calls `done` there
   /// exactly once. `timeout_ms` bounds the whole exchange. No connection is kept between calls.
   /// Refuses (answered false, at once) when proxy_limits::in_flight_max calls are in flight.

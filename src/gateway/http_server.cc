@@ -25,6 +25,7 @@
 #include "ringlog/runtime/asio_context.h"
 #include "errors.h"
 #include "group_proxy.h"
+#include "http_auth.h"
 #include "http_util.h"
 #include "ws_session.h"
 
@@ -90,7 +91,12 @@ class session final : public std::enable_shared_from_this<session>, public respo
   }
   ~session() override { --server_.open_connections; }
 
-  void start() { read_header(); }
+  void start() {
+    beast::error_code ec;
+    const auto remote = stream_.socket().remote_endpoint(ec);
+    if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+    read_header();
+  }
 
   /// Graceful stop: an idle connection closes now, a busy one after its response.
   void close_if_idle() {
@@ -352,9 +358,21 @@ class session final : public std::enable_shared_from_this<session>, public respo
       return respond_error(403, error_codes::forbidden,
                            "origin " + std::string(origin->value()) + " is not in http.cors.allowed.origins");
     }
+    // Issue 29: a browser's WebSocket cannot send Authorization; the session cookie or a
+    // POST /v1/tokens token (?access_token=) does. Refused before the handshake: 401 over HTTP.
+    security::kafka_principal principal;
+    if (const auto& auth = server_.routes.options().auth) {
+      http_request req = request_from(msg);
+      auto who = auth->authenticate(req, query_access_token(target));
+      if (auto* refusal = std::get_if<http_response>(&who)) {
+        keep_alive_ = false;
+        return respond(std::move(*refusal));
+      }
+      principal = std::get<auth_outcome>(who).principal;
+    }
     --server_.in_flight;
     closed_ = true;   // the socket is the WebSocket session's now
-    ws_context ctx{&server_.broker, &server_.registry, server_.websockets, server_.forwarder.get()};
+    ws_context ctx{&server_.broker, &server_.registry, server_.websockets, server_.forwarder.get(), principal};
     start_ws_session(stream_.release_socket(), std::move(msg), ctx);
   }
 
@@ -387,6 +405,13 @@ class session final : public std::enable_shared_from_this<session>, public respo
     if (auto it = msg.find("Last-Event-ID"); it != msg.end()) req.last_event_id = std::string(it->value());
     req.if_none_match = header(http::field::if_none_match);
     if (auto it = msg.find(forwarded_header); it != msg.end()) req.forwarded_by = std::string(it->value());
+    req.authorization = header(http::field::authorization);
+    const auto cookies = msg.equal_range(http::field::cookie);   // RFC 6265 5.4: one header, HTTP/2 splits it
+    for (auto it = cookies.first; it != cookies.second; ++it) req.cookie += (req.cookie.empty() ? "" : "; ") + std::string(it->value());
+    if (auto it = msg.find("X-CSRF-Token"); it != msg.end()) req.csrf_token = std::string(it->value());
+    if (auto it = msg.find("X-Requested-With"); it != msg.end()) req.requested_with = std::string(it->value());
+    req.peer = peer_;
+    req.https = server_.options.https;
     head_request_ = msg.method() == http::verb::head;
     req.chunked = msg.chunked();
     return req;
@@ -500,6 +525,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   unsigned version_ = 11;
+  std::string peer_;            // the client's "ip:port", for audit lines
   bool keep_alive_ = true;
   std::string linger_buffer_;   // linger_close's reads; empty until then
   size_t lingered_bytes_ = 0;
@@ -611,6 +637,7 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
   ao.fetch_response_bytes_max = options.fetch_response_bytes_max;
   ao.cors_allowed_origins = options.cors_allowed_origins;
   ao.extra_metrics = options.extra_metrics;
+  if (options.authentication.methods.enabled()) ao.auth = std::make_shared<http_authenticator>(options.authentication);
   ao.fsync_latency = [&runtime] {
     io::latency_histogram::snapshot all;
     for (size_t shard = 0; shard < runtime.shard_count(); ++shard) all += runtime.disk(shard).datasync_latency().read();

@@ -21,6 +21,13 @@ struct http_request {
   std::string last_event_id; // Last-Event-ID header (SSE reconnect), "" when absent
   std::string if_none_match; // If-None-Match header (console files' ETags), "" when absent
   std::string forwarded_by;  // X-Ringlog-Forwarded-By (group_proxy.h): a peer passed this on; "" when absent
+  // ---- authentication (issue 29, http_auth.h)
+  std::string authorization;   // Authorization header, "" when absent
+  std::string cookie;          // Cookie header(s), "" when absent
+  std::string csrf_token;      // X-CSRF-Token header, "" when absent
+  std::string requested_with;  // X-Requested-With header ("ringlog-console" from the console)
+  std::string peer;            // the client's address "ip:port" (audit lines), "" when unknown
+  bool https = false;          // arrived on an https listener (cookies get Secure)
   bool chunked = false;      // Transfer-Encoding: chunked (v3 streaming produce)
   bool body_stream = false;  // the body is not in `body`: read it with response_sink::read_body_piece
   std::string body;

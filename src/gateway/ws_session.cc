@@ -370,6 +370,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     const bool as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
     broker::produce_request req;
+    req.principal = ctx_.principal;
     req.topic = m["topic"].get<std::string>();
     const bool multi = m.contains("records");
     if (multi) {
@@ -522,6 +523,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     if (pending.tickets.empty()) {
       pending.request.topic = std::move(m.topic);
+      pending.request.principal = ctx_.principal;
       pending.request.acks = m.acks;
     }
     size_t bytes = 0;
@@ -808,6 +810,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (!sub_ || !sub_->ready || sub_->fetching || !may_fetch()) return;
     sub_->fetching = true;
     broker::fetch_request req;
+    req.principal = ctx_.principal;
     req.partition = sub_->tp;
     req.fetch_offset = model::offset(sub_->next_offset);
     req.max_bytes = fetch_bytes();
@@ -884,6 +887,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     mb.generation = ++generation_;
     member_ = mb;
     const uint64_t gen = mb.generation;
+    cfg.owner = ctx_.principal.to_string();
     calls_.create_consumer(cfg, [self = shared_from_this(), gen, id, sub](broker::result<broker::consumer_instance> r) {
       self->on_executor([self, gen, id, sub, r = std::move(r)] {
         if (!r.ok()) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "ringlog/security/principal.h"
 #include "ringlog/runtime/asio_context.h"
 #include "metrics.h"
 #include "ringlog/broker/broker.h"
@@ -35,6 +36,9 @@ struct ws_context {
   /// Passes a member's group operations on to the group's coordinator (group_proxy.h); nullptr:
   /// served here only.
   http_forwarder* forwarder = nullptr;
+  /// Who opened the session (issue 29: the upgrade's Authorization, session cookie or
+  /// ?access_token=): carried with its produce and fetch calls; owns the group members it makes.
+  security::kafka_principal principal{};
 };
 
 /// Takes over `socket` after an HTTP/1.1 Upgrade request to /v1/ws (already checked: path,

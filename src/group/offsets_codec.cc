@@ -397,6 +397,7 @@ model::bytes encode_consumer_instance_value(const consumer_instance_value& value
     w.str(value.retry->retry_topic_template);
     w.str(value.retry->dead_letter_topic_template);
   }
+  w.str(value.owner);
   return w.take();
 }
 
@@ -404,7 +405,8 @@ result<consumer_instance_value> decode_consumer_instance_value(std::span<const s
   reader r(value);
   int16_t version = 0;
   if (!r.i16(version, "version")) return r.corrupt("consumer instance value");
-  if (version != consumer_instance_value_version && version != consumer_instance_value_version_v101 &&
+  if (version != consumer_instance_value_version && version != consumer_instance_value_version_v102 &&
+      version != consumer_instance_value_version_v101 &&
       version != consumer_instance_value_version_v100) {
     return unsupported("consumer instance value", version);
   }
@@ -438,6 +440,7 @@ result<consumer_instance_value> decode_consumer_instance_value(std::span<const s
       v.retry = rs;
     }
   }
+  if (version >= 103 && !r.str(v.owner, "owner")) return r.corrupt("consumer instance value");
   if (!r.at_end()) return r.corrupt("consumer instance value");
   if (v.format < 0 || v.format > 1 || auto_commit < 0 || auto_commit > 1 || reset < 0 || reset > 2 || assignor < -1 ||
       assignor > 2 || kind < 0 || kind > 3 || isolation < 0 || isolation > 1) {

@@ -124,6 +124,17 @@ consumer_instance_value sample_instance() {
 
 }  // namespace
 
+/// A version 103 value with an empty owner as the version 102 value it extends: without the
+/// owner's 2-byte length at the end.
+model::bytes version_102_of(model::bytes v103) {
+  REQUIRE(v103[1] == std::byte{103});
+  REQUIRE(v103[v103.size() - 1] == std::byte{0});
+  REQUIRE(v103[v103.size() - 2] == std::byte{0});
+  v103.resize(v103.size() - 2);
+  v103[1] = std::byte{102};
+  return v103;
+}
+
 TEST_CASE("consumer instance records round-trip; clipped, trailing and out-of-range bytes are corrupt") {
   const auto key = encode_consumer_instance_key("grp", "worker-1");
   auto k = decode_offsets_topic_key(key);
@@ -162,15 +173,30 @@ TEST_CASE("consumer instance records round-trip; clipped, trailing and out-of-ra
   committed.read_committed = true;
   CHECK(*decode_consumer_instance_value(encode_consumer_instance_value(committed)) == committed);
   // Version 101 ends with isolation_level and has_retry (0 here): version 100 has neither.
-  auto v100 = encode_consumer_instance_value(sample_instance());
+  auto v100 = version_102_of(encode_consumer_instance_value(sample_instance()));
   v100.resize(v100.size() - 2);
   v100[1] = std::byte{100};
   auto old = decode_consumer_instance_value(v100);
   REQUIRE_MESSAGE(old.ok(), old.error().message);
   CHECK(*old == sample_instance());
-  auto bad_isolation = encode_consumer_instance_value(committed);
+  auto bad_isolation = version_102_of(encode_consumer_instance_value(committed));
   bad_isolation[bad_isolation.size() - 2] = std::byte{2};   // isolation_level, before has_retry
   CHECK(decode_consumer_instance_value(bad_isolation).error().code == errc::corrupt_message);
+}
+
+TEST_CASE("consumer instance values carry their owner (version 103, issue 29); version 102 reads with none") {
+  auto v = sample_instance();
+  v.owner = "User:alice";
+  const auto bytes = encode_consumer_instance_value(v);
+  auto back = decode_consumer_instance_value(bytes);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(*back == v);
+  for (size_t n = 0; n < bytes.size(); ++n) CHECK(!decode_consumer_instance_value(std::span(bytes.data(), n)).ok());
+  auto v102 = version_102_of(encode_consumer_instance_value(sample_instance()));
+  auto read = decode_consumer_instance_value(v102);
+  REQUIRE_MESSAGE(read.ok(), read.error().message);
+  CHECK(read->owner.empty());
+  CHECK(*read == sample_instance());
 }
 
 TEST_CASE("consumer instance values carry retry settings (version 101+) and version 100 values are still read") {
@@ -181,11 +207,11 @@ TEST_CASE("consumer instance values carry retry settings (version 101+) and vers
   REQUIRE_MESSAGE(back.ok(), back.error().message);
   CHECK(*back == v);
   for (size_t n = 0; n < bytes.size(); ++n) CHECK(!decode_consumer_instance_value(std::span(bytes.data(), n)).ok());
-  auto bad_flag = encode_consumer_instance_value(sample_instance());
+  auto bad_flag = version_102_of(encode_consumer_instance_value(sample_instance()));
   bad_flag.back() = std::byte{2};   // has_retry must be 0 or 1
   CHECK(decode_consumer_instance_value(bad_flag).error().code == errc::corrupt_message);
   // A version 100 value: the same bytes without the retry part.
-  auto old = encode_consumer_instance_value(sample_instance());
+  auto old = version_102_of(encode_consumer_instance_value(sample_instance()));
   old.resize(old.size() - 2);   // isolation_level = 0 and has_retry = 0
   old[1] = std::byte{100};
   auto read = decode_consumer_instance_value(old);
@@ -203,7 +229,7 @@ TEST_CASE("consumer instance values carry the retry topic templates (version 102
   CHECK(*back == v);
   for (size_t n = 0; n < bytes.size(); ++n) CHECK(!decode_consumer_instance_value(std::span(bytes.data(), n)).ok());
   // Version 101: the same value without the two strings (2 + 23 and 2 + 19 bytes).
-  auto v101 = bytes;
+  auto v101 = version_102_of(bytes);
   v101.resize(v101.size() - (2 + 23) - (2 + 19));
   v101[1] = std::byte{101};
   auto read = decode_consumer_instance_value(v101);

@@ -36,7 +36,11 @@ async function withoutCommits(f, fallback) {
  */
 export async function call(method, path, { body, accept = JSON_TYPE, contentType = JSON_TYPE } = {}) {
   const what = `${method} ${path}`;
-  const init = { method, headers: { Accept: accept } };
+  // X-Requested-With: a 401 then names the Session scheme, not Basic (no browser password dialog).
+  const init = { method, headers: { Accept: accept, 'X-Requested-With': 'ringlog-console' } };
+  // The login session's CSRF token (docs/security.md): every state-changing call carries it.
+  const csrf = csrfToken();
+  if (csrf && method !== 'GET' && method !== 'HEAD') init.headers['X-CSRF-Token'] = csrf;
   if (body !== undefined) {
     init.headers['Content-Type'] = contentType;
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
@@ -58,6 +62,8 @@ export async function call(method, path, { body, accept = JSON_TYPE, contentType
     }
   }
   if (!response.ok) {
+    // Not logged in (or the session ended): the shell shows the login page (app.js).
+    if (response.status === 401 && typeof window !== 'undefined') window.dispatchEvent(new Event('ringlog-login-required'));
     if (parsed && typeof parsed === 'object' && 'error_code' in parsed) {
       throw new ApiError(what, response.status, parsed.error_code, parsed.message);
     }
@@ -68,6 +74,19 @@ export async function call(method, path, { body, accept = JSON_TYPE, contentType
 }
 
 const enc = encodeURIComponent;
+
+/** The readable ringlog_csrf cookie the login sets beside the HttpOnly session cookie; '' when none. */
+export function csrfToken() {
+  if (typeof document === 'undefined') return '';
+  const pair = document.cookie.split('; ').find((c) => c.startsWith('ringlog_csrf='));
+  return pair ? decodeURIComponent(pair.slice('ringlog_csrf='.length)) : '';
+}
+
+/** Who the console is logged in as: {principal, authentication, methods, via}; throws 401 when not. */
+export const whoami = () => call('GET', '/v1/whoami');
+/** POST /v1/login: sets the session cookie (HttpOnly, SameSite=Strict) and the CSRF cookie. */
+export const login = (user, password) => call('POST', '/v1/login', { body: { user, password } });
+export const logout = () => call('POST', '/v1/logout');
 
 let clusterPromise = null;
 /** This broker's cluster id (GET /v3/clusters: the one cluster). */

@@ -1,7 +1,7 @@
 // The console's shell: hash routes -> pages. Each page is render(view, route, ctx) and registers
 // its timers and sockets with ctx, which stops them all when the route changes.
-import { clusterId } from './api.js';
-import { errorBox, fill } from './dom.js';
+import { clusterId, login, logout, whoami } from './api.js';
+import { errorBox, fill, h } from './dom.js';
 import * as overview from './page-overview.js';
 import * as topics from './page-topics.js';
 import * as topic from './page-topic.js';
@@ -85,7 +85,66 @@ function show() {
   Promise.resolve(page.render(view, route, current)).catch((e) => view.append(errorBox(e)));
 }
 
-window.addEventListener('hashchange', show);
-show();
-clusterId().then((id) => { document.getElementById('cluster').textContent = `cluster ${id}`; },
-  (e) => document.getElementById('view').prepend(errorBox(e)));
+// -- authentication (issue 29): with http.authentication.method other than NONE, the console asks
+// for a user and password (POST /v1/login) and then works on its session cookie.
+
+let loginShown = false;
+
+function showLogin(message) {
+  if (loginShown) return;
+  loginShown = true;
+  if (current) current.leave();
+  current = null;
+  const view = document.getElementById('view');
+  view.dataset.page = 'login';
+  const user = h('input', { name: 'user', autocomplete: 'username', required: true, 'data-testid': 'login-user' });
+  const password = h('input', { name: 'password', type: 'password', autocomplete: 'current-password', required: true,
+    'data-testid': 'login-password' });
+  const status = h('div', { class: 'status', 'aria-live': 'polite' });
+  if (message) status.append(errorBox(message));
+  const form = h('form', { class: 'login', 'data-testid': 'login-form', onsubmit: async (ev) => {
+    ev.preventDefault();
+    try {
+      await login(user.value, password.value);
+      loginShown = false;
+      start();
+    } catch (e) {
+      fill(status, errorBox(e.status === 401 ? 'wrong user name or password' : e));
+    }
+  } },
+  h('h1', {}, 'Log in to ringlog'),
+  h('label', {}, 'User ', user),
+  h('label', {}, 'Password ', password),
+  h('button', { type: 'submit', 'data-testid': 'login-submit' }, 'Log in'),
+  status);
+  fill(view, form);
+  user.focus();
+}
+
+function showPrincipal(who) {
+  const place = document.getElementById('principal');
+  if (!place) return;
+  if (who.authentication === 'NONE') return place.replaceChildren();
+  fill(place, h('span', { 'data-testid': 'principal' }, who.principal), ' ',
+    h('button', { type: 'button', class: 'link', 'data-testid': 'logout', onclick: async () => {
+      await logout().catch(() => {});
+      place.replaceChildren();
+      showLogin();
+    } }, 'Log out'));
+}
+
+async function start() {
+  try {
+    showPrincipal(await whoami());
+  } catch (e) {
+    if (e.status === 401) return showLogin();
+    document.getElementById('view').prepend(errorBox(e));
+  }
+  show();
+  clusterId().then((id) => { document.getElementById('cluster').textContent = `cluster ${id}`; },
+    (e) => document.getElementById('view').prepend(errorBox(e)));
+}
+
+window.addEventListener('hashchange', () => { if (!loginShown) show(); });
+window.addEventListener('ringlog-login-required', () => showLogin('the session ended: log in again'));
+start();

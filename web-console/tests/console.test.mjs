@@ -8,11 +8,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { freePort, until as untilDeadline } from './harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = process.env.RINGLOG_BIN || path.join(ROOT, 'build', 'src', 'app', 'ringlog');
@@ -31,34 +31,8 @@ let context;
 let page;
 const pageErrors = [];
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** Polls fn() until it returns a truthy value or deadlineMs passes. */
-async function until(what, fn, deadlineMs = UI_DEADLINE_MS) {
-  const end = Date.now() + deadlineMs;
-  let delay = 20;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what} (last: ${last})`);
-    await new Promise((r) => setTimeout(r, delay));
-    delay = Math.min(delay * 2, 250);
-  }
-}
+const until = (what, fn, deadlineMs = UI_DEADLINE_MS) => untilDeadline(what, fn, deadlineMs);
 
 async function http(method, urlPath, body, headers = {}) {
   const init = { method, headers: { ...headers } };

@@ -17,6 +17,7 @@
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/broker/errc.h"
+#include "ringlog/security/principal.h"
 #include "ringlog/broker/groups.h"
 #include "ringlog/broker/transactions.h"
 #include "ringlog/runtime/shard_runtime.h"
@@ -194,6 +195,8 @@ struct create_topic_request {
   std::optional<int16_t> replication_factor;    // default default.replication.factor
   std::map<std::string, std::string> configs;   // topic-level overrides (retention.ms, ...)
   bool validate_only = false;
+  /// Who asks (issue 29): the authorizer of issue 30 checks CREATE on the topic for it.
+  security::kafka_principal principal{};
 };
 
 /// An idempotent producer's identity (KIP-98): InitProducerId's answer.
@@ -244,6 +247,8 @@ struct produce_request {
   /// max.message.bytes), so a resent request repeats the same batches and is answered with the
   /// original offsets instead of being stored again.
   std::optional<producer_identity> producer{};
+  /// Who produces (issue 29): the authorizer of issue 30 checks WRITE on the topic for it.
+  security::kafka_principal principal{};
 };
 
 /// Per record, in request order. With acks=none the offset is -1 (unknown).
@@ -300,6 +305,8 @@ struct fetch_request {
   /// watermark is known or max_wait_ms passed (then it is answered empty); false (the Kafka door)
   /// answers offset_not_available at once, as Kafka does.
   bool wait_while_end_unknown = true;
+  /// Who reads (issue 29): the authorizer of issue 30 checks READ on the topic for it.
+  security::kafka_principal principal{};
 };
 
 struct fetch_response {

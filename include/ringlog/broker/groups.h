@@ -74,6 +74,9 @@ struct consumer_instance_config {
   /// retry.backoff.ms, retry.backoff.multiplier, retry.backoff.max.ms, each defaulting to the
   /// broker's); validated (delay::validate) by the front end. nullopt: the broker's defaults.
   std::optional<delay::retry_policy> retry;
+  /// The principal that creates it (`User:alice`, issue 29): only it may use the instance; the
+  /// front end answers another principal as if the instance did not exist. Kept in the record.
+  std::string owner;
 };
 
 struct consumer_instance {
@@ -82,6 +85,8 @@ struct consumer_instance {
   consumer_format format = consumer_format::binary;
   bool auto_commit_enable = false;
   int64_t request_timeout_ms = 1'000;
+  /// consumer_instance_config::owner; "" for an instance made before issue 29 (User:ANONYMOUS).
+  std::string owner{};
 };
 
 /// POST .../positions{,/beginning,/end}, and by timestamp (ringlog's addition).

@@ -117,6 +117,20 @@ struct server_config {
   int64_t shutdown_drain_timeout_ms = 10000;            // shutdown.drain.timeout.ms
   int64_t http_connections_max = 0;                     // http.connections.max: 0 = from RLIMIT_NOFILE
   std::string http_cors_allowed_origins = "*";          // http.cors.allowed.origins: "*" or origins, comma-separated
+  // ---- HTTP authentication (issue 29; docs/security.md "HTTP authentication and the console")
+  std::string http_authentication_method = "NONE";      // http.authentication.method: NONE | BASIC | BEARER | BASIC,BEARER
+  bool http_metrics_authentication = false;             // http.metrics.authentication: /metrics needs credentials
+  int64_t http_session_max_age_ms = 8LL * 3600 * 1000;  // http.session.max.age.ms: a console login's lifetime
+  int64_t http_sessions_max = 10000;                    // http.sessions.max: live console sessions at once
+  int64_t http_access_token_max_age_ms = 60000;         // http.access.token.max.age.ms: POST /v1/tokens lifetime
+  std::string http_cors_credentials_origins;            // http.cors.credentials.origins: origins sent Allow-Credentials
+  // ---- JWT validation, shared by HTTP Bearer and SASL OAUTHBEARER (KIP-768 names)
+  std::string sasl_oauthbearer_jwks_endpoint_url;       // sasl.oauthbearer.jwks.endpoint.url: file:PATH
+  std::string sasl_oauthbearer_expected_issuer;         // sasl.oauthbearer.expected.issuer: "" = not checked
+  std::string sasl_oauthbearer_expected_audience;       // sasl.oauthbearer.expected.audience: comma-separated
+  std::string sasl_oauthbearer_sub_claim_name = "sub";  // sasl.oauthbearer.sub.claim.name
+  int64_t sasl_oauthbearer_clock_skew_seconds = 30;     // sasl.oauthbearer.clock.skew.seconds
+  int64_t sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms = 10000;  // ...retry.backoff.max.ms: re-reads at most this often
   int64_t broker_partitions_max = 0;                    // broker.partitions.max: 0 = from RLIMIT_NOFILE
   // ---- cluster (design.md section 6; KIP-500, KIP-595, KIP-631 names)
   /// listeners=...,cluster://HOST:PORT: the inter-broker listener (Kafka's wire protocol). Port -1

@@ -12,6 +12,7 @@
 #include "ringlog/base/result.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/gateway/http_auth_options.h"
 
 namespace ringlog::gateway {
 
@@ -46,6 +47,11 @@ struct server_options {
   /// More /metrics lines from outside the gateway (Prometheus text format, each family with its
   /// HELP and TYPE lines), e.g. the Kafka listener's fetch byte counters; empty = none.
   std::function<std::string()> extra_metrics;
+
+  /// HTTP authentication (issue 29): http.authentication.method and the rest; methods NONE: off.
+  http_auth_options authentication;
+  /// Set by an https listener (cookies get Secure).
+  bool https = false;
 };
 
 /// Binds host:port (SO_REUSEADDR), without listening yet: the socket's descriptor for

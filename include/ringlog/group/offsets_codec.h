@@ -120,7 +120,8 @@ inline constexpr int16_t group_key_version = 2;
 inline constexpr int16_t group_value_version = 100;
 inline constexpr int16_t classic_group_value_version = 3;
 inline constexpr int16_t consumer_instance_key_version = 100;
-inline constexpr int16_t consumer_instance_value_version = 102;
+inline constexpr int16_t consumer_instance_value_version = 103;
+inline constexpr int16_t consumer_instance_value_version_v102 = 102;   // before the owner (issue 29)
 inline constexpr int16_t consumer_instance_value_version_v101 = 101;   // before the retry topic names
 inline constexpr int16_t consumer_instance_value_version_v100 = 100;   // before isolation_level and retries
 inline constexpr int16_t txn_offset_key_version = 101;
@@ -216,6 +217,8 @@ struct consumer_instance_value {
     bool operator==(const retry_settings&) const = default;
   };
   std::optional<retry_settings> retry;
+  /// The principal that created it (issue 29, version 103); "" before: User:ANONYMOUS.
+  std::string owner;
   bool operator==(const consumer_instance_value&) const = default;
 };
 

@@ -1,0 +1,100 @@
+// HTTP authentication's routes and checks (issue 29, http_auth.h): POST /v1/login, /v1/logout,
+// /v1/tokens, GET /v1/whoami; which routes need credentials; the ownership of v2 consumer
+// instances; the audit line of each admin write.
+
+#include "api_routes.h"
+
+namespace ringlog::gateway::routes {
+
+namespace {
+
+/// Routes that answer without credentials: load balancers' health, the console's files and its
+/// login/logout, and /metrics unless http.metrics.authentication=true.
+bool open_route(std::string_view pattern, const http_auth_options& options) {
+  return pattern == "/v1/health" || pattern == "/v1/login" || pattern == "/v1/logout" ||
+         pattern.starts_with("/console") || (pattern == "/metrics" && !options.metrics_authenticated);
+}
+
+}  // namespace
+
+bool authenticate_call(const call_ptr& c, std::string_view pattern) {
+  const auto& auth = c->self->options().auth;
+  if (!auth || !auth->enabled() || open_route(pattern, auth->options())) return true;
+  std::string token;
+  if (auto it = c->query.find("access_token"); it != c->query.end()) token = it->second;
+  auto who = auth->authenticate(c->request, token);
+  if (auto* refusal = std::get_if<http_response>(&who)) {
+    c->respond(std::move(*refusal));
+    return false;
+  }
+  c->who = std::get<auth_outcome>(std::move(who));
+  return true;
+}
+
+bool is_admin_write(std::string_view method, std::string_view pattern) {
+  if (method == "GET" || method == "HEAD" || method == "OPTIONS" || !pattern.starts_with("/v3/clusters/")) return false;
+  for (std::string_view data_plane : {"/records", "/producers", "/transactions"}) {
+    if (pattern.find(data_plane) != std::string_view::npos) return false;
+  }
+  return true;
+}
+
+void check_instance_owner(const call_ptr& c, handler next) {
+  if (!c->self->options().auth || !c->self->options().auth->enabled()) return next(c);
+  c->broker().groups().describe_consumer(
+      c->params["group"], c->params["instance"], [c, next](broker::result<broker::consumer_instance> r) {
+        c->later([r = std::move(r), next](api::call& call) {
+          // Missing or expired: the route itself answers (its 40403 says why).
+          if (!r.ok()) return next(call.shared_from_this());
+          const std::string owner = r->owner.empty() ? security::kafka_principal{}.to_string() : r->owner;
+          if (owner != call.principal().to_string()) {
+            // As if it did not exist: another principal learns nothing of it (issue 29).
+            return call.fail(404, ec::consumer_instance_not_found,
+                             "consumer instance '" + call.params["instance"] + "' not found in group '" +
+                                 call.params["group"] + "'");
+          }
+          next(call.shared_from_this());
+        });
+      });
+}
+
+void auth_login(const call_ptr& c) {
+  const auto& auth = c->self->options().auth;
+  if (!auth) return c->fail(409, ec::illegal_state, "authentication is off (http.authentication.method=NONE)");
+  if (!c->content_type_in({"application/json"})) return;
+  json body = json::parse(c->request.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object() || !body.contains("user") || !body["user"].is_string() ||
+      !body.contains("password") || !body["password"].is_string()) {
+    return c->fail(422, ec::unprocessable, "the body must be {\"user\": string, \"password\": string}");
+  }
+  c->respond(auth->login(c->request, body["user"].get<std::string>(), body["password"].get<std::string>()));
+}
+
+void auth_logout(const call_ptr& c) {
+  const auto& auth = c->self->options().auth;
+  if (!auth) return c->respond_no_content();
+  c->respond(auth->logout(c->request));
+}
+
+void auth_tokens(const call_ptr& c) {
+  const auto& auth = c->self->options().auth;
+  if (!auth || !auth->enabled()) {
+    return c->fail(409, ec::illegal_state, "authentication is off (http.authentication.method=NONE): no token is needed");
+  }
+  c->respond(auth->issue_token(c->who));
+}
+
+void auth_whoami(const call_ptr& c) {
+  const auto& auth = c->self->options().auth;
+  const bool enabled = auth && auth->enabled();
+  json methods = json::array();
+  if (enabled && auth->options().methods.basic) methods.push_back("BASIC");
+  if (enabled && auth->options().methods.bearer) methods.push_back("BEARER");
+  static constexpr const char* via_names[] = {"none", "basic", "bearer", "session_cookie", "access_token"};
+  c->respond_json(200, {{"principal", c->principal().to_string()},
+                        {"authentication", enabled ? auth->options().methods.to_string() : "NONE"},
+                        {"methods", methods},
+                        {"via", via_names[static_cast<size_t>(c->who.via)]}});
+}
+
+}  // namespace ringlog::gateway::routes

@@ -1,0 +1,231 @@
+#include "http_auth.h"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "errors.h"
+#include "http_util.h"
+#include "ringlog/security/audit.h"
+
+namespace ringlog::gateway {
+
+using security::kafka_principal;
+
+void audit_failed_authentication(std::string_view door, std::string_view principal, std::string_view peer,
+                                 std::string_view reason) {
+  spdlog::warn("{}", security::audit_failed_authentication_line(door, principal, peer, reason));
+}
+
+void audit_admin_write(std::string_view door, const kafka_principal& principal, std::string_view peer,
+                       std::string_view operation, std::string_view resource, unsigned status) {
+  spdlog::info("{}", security::audit_admin_write_line(door, principal, peer, operation, resource,
+                                                      "HTTP " + std::to_string(status)));
+}
+
+std::string_view cookie_value(std::string_view header, std::string_view name) {
+  size_t pos = 0;
+  while (pos < header.size()) {
+    const size_t end = std::min(header.find(';', pos), header.size());
+    std::string_view pair = header.substr(pos, end - pos);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    const size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == name) {
+      std::string_view value = pair.substr(eq + 1);
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+      return value;
+    }
+    pos = end + 1;
+  }
+  return {};
+}
+
+std::string query_access_token(std::string_view target) {
+  auto query = parse_query(split_target(target).second);
+  if (!query) return {};
+  auto it = query->find("access_token");
+  return it == query->end() ? std::string() : it->second;
+}
+
+namespace {
+
+bool state_changing(std::string_view method) { return method != "GET" && method != "HEAD" && method != "OPTIONS"; }
+
+/// Set-Cookie (RFC 6265 section 4.1): Path=/, SameSite=Strict (no cross-site request carries
+/// it), Secure on https, HttpOnly for the session id (script never reads it).
+std::string set_cookie(std::string_view name, std::string_view value, int64_t max_age_s, bool http_only, bool secure) {
+  std::string c = std::string(name) + "=" + std::string(value) + "; Path=/; Max-Age=" + std::to_string(max_age_s) +
+                  "; SameSite=Strict";
+  if (http_only) c += "; HttpOnly";
+  if (secure) c += "; Secure";
+  return c;
+}
+
+http_response json_response(unsigned status, const nlohmann::json& body) {
+  http_response r;
+  r.status = status;
+  r.body = body.dump();
+  return r;
+}
+
+std::string claimed_user(const http_request& request) {
+  if (auto basic = security::parse_basic_authorization(request.authorization)) return "User:" + basic->user;
+  return kafka_principal{}.to_string();
+}
+
+}  // namespace
+
+http_authenticator::http_authenticator(http_auth_options options)
+    : options_(std::move(options)), sessions_(options_.session_limits) {
+  if (!options_.now_ms) {
+    options_.now_ms = [] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+}
+
+http_response http_authenticator::unauthorized(const http_request& request, std::string_view message,
+                                               std::string_view bearer_error) const {
+  http_response r = error_response(401, unauthorized_error_code, message);
+  if (request.requested_with == "ringlog-console") {
+    // A Basic challenge would make the browser ask for a password itself; the console has a page.
+    r.headers.emplace_back("WWW-Authenticate", "Session realm=\"" + std::string(auth_realm) + "\"");
+    return r;
+  }
+  if (options_.methods.basic) {
+    r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"" + std::string(auth_realm) + "\", charset=\"UTF-8\"");
+  }
+  if (options_.methods.bearer) {
+    // RFC 6750 section 3: error="invalid_token" when a token was sent and refused.
+    std::string challenge = "Bearer realm=\"" + std::string(auth_realm) + "\"";
+    if (!bearer_error.empty()) {
+      std::string description(bearer_error);
+      std::replace(description.begin(), description.end(), '"', '\'');
+      challenge += ", error=\"invalid_token\", error_description=\"" + description + "\"";
+    }
+    r.headers.emplace_back("WWW-Authenticate", challenge);
+  }
+  return r;
+}
+
+std::variant<auth_outcome, http_response> http_authenticator::authenticate(const http_request& request,
+                                                                             std::string_view query_token) {
+  if (!enabled()) return auth_outcome{};
+  auto refuse = [&](std::string principal, const std::string& reason, std::string_view bearer_error = {}) {
+    audit_failed_authentication("http", principal, request.peer, reason);
+    return unauthorized(request, reason, bearer_error);
+  };
+  if (!request.authorization.empty()) {
+    if (auto basic = security::parse_basic_authorization(request.authorization)) {
+      if (!options_.methods.basic) return refuse("User:" + basic->user, "Basic authentication is not enabled (http.authentication.method=" + options_.methods.to_string() + ")");
+      if (!options_.verify_password || !options_.verify_password(basic->user, basic->password)) {
+        return refuse("User:" + basic->user, "wrong user name or password");
+      }
+      return auth_outcome{kafka_principal::user(basic->user), auth_via::basic, {}};
+    }
+    if (auto token = security::parse_bearer_authorization(request.authorization)) {
+      if (!options_.methods.bearer) return refuse(claimed_user(request), "Bearer authentication is not enabled (http.authentication.method=" + options_.methods.to_string() + ")");
+      if (!options_.jwt) return refuse(claimed_user(request), "no JWT keys are configured (sasl.oauthbearer.jwks.endpoint.url)", "no keys");
+      auto claims = options_.jwt->validate(*token, now() / 1000);
+      if (!claims.ok()) {
+        const std::string reason = std::string(security::to_string(claims.error().code)) + ": " + claims.error().message;
+        return refuse(claimed_user(request), "bearer token refused: " + reason, reason);
+      }
+      return auth_outcome{claims->principal, auth_via::bearer, {}};
+    }
+    return refuse(claimed_user(request), "Authorization header is neither Basic nor Bearer");
+  }
+  if (const std::string_view id = cookie_value(request.cookie, session_cookie_name); !id.empty()) {
+    auto session = sessions_.find_session(id, now());
+    if (!session) return refuse(claimed_user(request), "the session ended or expired: log in again");
+    if (state_changing(request.method) && !security::constant_time_equal(request.csrf_token, session->csrf_token)) {
+      audit_failed_authentication("http", session->principal.to_string(), request.peer, "CSRF token missing or wrong");
+      return error_response(403, error_codes::forbidden,
+                            "a call authenticated by the session cookie must carry the session's X-CSRF-Token header");
+    }
+    return auth_outcome{session->principal, auth_via::session_cookie, std::string(id)};
+  }
+  if (!query_token.empty() && request.method == "GET") {
+    auto token = sessions_.find_token(query_token, now());
+    if (!token) return refuse(claimed_user(request), "access_token unknown or expired (POST /v1/tokens gives a new one)");
+    return auth_outcome{token->principal, auth_via::access_token, {}};
+  }
+  return refuse(claimed_user(request), "authentication required (http.authentication.method=" +
+                                           options_.methods.to_string() + ")");
+}
+
+http_response http_authenticator::login(const http_request& request, std::string_view user, std::string_view password) {
+  if (!enabled()) {
+    return error_response(409, error_codes::illegal_state, "authentication is off (http.authentication.method=NONE)");
+  }
+  if (user.empty() || !options_.verify_password || !options_.verify_password(user, password)) {
+    audit_failed_authentication("http", "User:" + std::string(user), request.peer, "console login: wrong user name or password");
+    http_request console_request = request;
+    console_request.requested_with = "ringlog-console";
+    return unauthorized(console_request, "wrong user name or password");
+  }
+  auto session = sessions_.create_session(kafka_principal::user(std::string(user)), now());
+  if (!session) {
+    return error_response(429, error_codes::too_many_requests,
+                          "too many console sessions (http.sessions.max=" +
+                              std::to_string(options_.session_limits.sessions_max) + "); log out elsewhere or wait");
+  }
+  const int64_t max_age_s = options_.session_limits.session_max_age_ms / 1000;
+  http_response r = json_response(200, {{"principal", session->second.principal.to_string()},
+                                        {"csrf_token", session->second.csrf_token},
+                                        {"expires_at_ms", session->second.expires_at_ms}});
+  r.headers.emplace_back("Set-Cookie", set_cookie(session_cookie_name, session->first, max_age_s, true, request.https));
+  r.headers.emplace_back("Set-Cookie",
+                         set_cookie(csrf_cookie_name, session->second.csrf_token, max_age_s, false, request.https));
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+http_response http_authenticator::logout(const http_request& request) {
+  if (const std::string_view id = cookie_value(request.cookie, session_cookie_name); !id.empty()) sessions_.end_session(id);
+  http_response r;
+  r.status = 204;
+  r.content_type.clear();
+  r.headers.emplace_back("Set-Cookie", set_cookie(session_cookie_name, "", 0, true, request.https));
+  r.headers.emplace_back("Set-Cookie", set_cookie(csrf_cookie_name, "", 0, false, request.https));
+  return r;
+}
+
+http_response http_authenticator::issue_token(const auth_outcome& who) {
+  auto token = sessions_.issue_token(who.principal, now());
+  if (!token) return error_response(429, error_codes::too_many_requests, "too many live access tokens: retry later");
+  http_response r = json_response(201, {{"access_token", token->first},
+                                        {"token_type", "ringlog-access-token"},
+                                        {"principal", who.principal.to_string()},
+                                        {"expires_in_s", options_.session_limits.token_max_age_ms / 1000}});
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+void http_authenticator::remember_producer(int64_t producer_id, const kafka_principal& owner) {
+  std::lock_guard lock(producers_mutex_);
+  if (producer_owners_.insert_or_assign(producer_id, owner.to_string()).second) producer_order_.push_back(producer_id);
+  while (producer_order_.size() > producer_sessions_remembered_max) {
+    producer_owners_.erase(producer_order_.front());
+    producer_order_.pop_front();
+  }
+}
+
+bool http_authenticator::producer_allowed(int64_t producer_id, const kafka_principal& who) const {
+  std::lock_guard lock(producers_mutex_);
+  auto it = producer_owners_.find(producer_id);
+  return it == producer_owners_.end() || it->second == who.to_string();
+}
+
+void http_authenticator::add_cors_credentials(http_response& r, std::string_view origin) const {
+  if (origin.empty()) return;
+  for (const auto& allowed : options_.cors_credentials_origins) {
+    if (allowed == origin) {
+      r.headers.emplace_back("Access-Control-Allow-Credentials", "true");
+      return;
+    }
+  }
+}
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,393 @@
+"""HTTP authentication (issue 29): Basic and Bearer on every route, the console's login session
+with CSRF protection, access tokens for WebSocket and streams, consumer instances owned by their
+principal, CORS credentials only to named origins, and one audit line per refusal and admin write.
+
+Clients: curl (subprocess), python3-requests, python3-websockets; JWTs signed here with keys that
+python3-cryptography generates at test time. Every refusal is followed by a check that nothing
+was stored and that the server still serves.
+"""
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import time
+
+import pytest
+import requests
+import websockets
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
+
+from conftest import Broker, wait_until
+
+BINARY = "application/vnd.kafka.binary.v2+json"
+V2 = "application/vnd.kafka.v2+json"
+ISSUER = "https://idp.test"
+AUDIENCE = "ringlog"
+USERS = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
+DEADLINE_S = 10
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def int_bytes(n):
+    return n.to_bytes((n.bit_length() + 7) // 8, "big")
+
+
+class Issuer:
+    """An identity provider of our own: an RSA and an EC key, their JWKS, and signed tokens."""
+
+    def __init__(self):
+        self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.ec = ec.generate_private_key(ec.SECP256R1())
+
+    def jwks(self):
+        rn = self.rsa.public_key().public_numbers()
+        en = self.ec.public_key().public_numbers()
+        return {"keys": [
+            {"kty": "RSA", "kid": "rsa-1", "alg": "RS256", "use": "sig", "n": b64url(int_bytes(rn.n)), "e": b64url(int_bytes(rn.e))},
+            # The same key for PS256: a JWK that names its alg serves that alg only.
+            {"kty": "RSA", "kid": "rsa-ps", "alg": "PS256", "n": b64url(int_bytes(rn.n)), "e": b64url(int_bytes(rn.e))},
+            {"kty": "EC", "kid": "ec-1", "crv": "P-256", "x": b64url(en.x.to_bytes(32, "big")), "y": b64url(en.y.to_bytes(32, "big"))},
+        ]}
+
+    def token(self, sub="carol", alg="RS256", kid=None, **claims):
+        now = int(time.time())
+        body = {"sub": sub, "iss": ISSUER, "aud": [AUDIENCE], "iat": now, "exp": now + 300}
+        body.update(claims)
+        body = {k: v for k, v in body.items() if v is not None}
+        header = {"alg": alg, "typ": "JWT", "kid": kid or {"ES256": "ec-1", "PS256": "rsa-ps"}.get(alg, "rsa-1")}
+        signing_input = (b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(body).encode())).encode()
+        if alg == "RS256":
+            sig = self.rsa.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
+        elif alg == "PS256":
+            sig = self.rsa.sign(signing_input, padding.PSS(padding.MGF1(hashes.SHA256()), 32), hashes.SHA256())
+        elif alg == "ES256":
+            r, s = utils.decode_dss_signature(self.ec.sign(signing_input, ec.ECDSA(hashes.SHA256())))
+            sig = r.to_bytes(32, "big") + s.to_bytes(32, "big")
+        else:
+            sig = b""
+        return signing_input.decode() + "." + b64url(sig)
+
+
+@pytest.fixture(scope="module")
+def issuer():
+    return Issuer()
+
+
+def start_secured(tmp_path_factory, issuer, extra=()):
+    data = tmp_path_factory.mktemp("auth") / "ringlog-data"
+    jwks = data.parent / "jwks.json"
+    jwks.write_text(json.dumps(issuer.jwks()))
+    os.environ["RINGLOG_HTTP_TEST_USERS"] = ",".join(f"{u}:{p}" for u, p in USERS.items())
+    try:
+        b = Broker(data, ["http.authentication.method=BASIC,BEARER",
+                          f"sasl.oauthbearer.jwks.endpoint.url=file:{jwks}",
+                          f"sasl.oauthbearer.expected.issuer={ISSUER}",
+                          f"sasl.oauthbearer.expected.audience=other,{AUDIENCE}",
+                          "http.cors.credentials.origins=https://console.example",
+                          *extra]).start()
+    finally:
+        del os.environ["RINGLOG_HTTP_TEST_USERS"]
+    return b
+
+
+@pytest.fixture(scope="module")
+def secured(ringlog_bin, tmp_path_factory, issuer):
+    b = start_secured(tmp_path_factory, issuer)
+    yield b
+    assert b.stop() == 0
+
+
+ALICE = ("alice", USERS["alice"])
+BOB = ("bob", USERS["bob"])
+
+
+def cluster_url(b, path=""):
+    cid = requests.get(b.url + "/v3/clusters", auth=ALICE).json()["data"][0]["cluster_id"]
+    return f"{b.url}/v3/clusters/{cid}{path}"
+
+
+def create_topic(b, name, auth=ALICE):
+    r = requests.post(cluster_url(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=auth)
+    assert r.status_code == 201, r.text
+
+
+def end_offset(b, topic):
+    r = requests.get(f"{b.url}/topics/{topic}/partitions/0/offsets", auth=ALICE, headers={"Accept": V2})
+    assert r.status_code == 200, r.text
+    return r.json()["end_offset"]
+
+
+def produce(b, topic, value, **kwargs):
+    return requests.post(f"{b.url}/topics/{topic}/partitions/0", json={"records": [{"value": b64(value)}]},
+                         headers={"Content-Type": BINARY, **kwargs.pop("headers", {})}, **kwargs)
+
+
+def assert_401(r, reason=None):
+    assert r.status_code == 401, r.text
+    assert r.json()["error_code"] == 40101, r.text
+    if reason:
+        assert reason in r.json()["message"], r.text
+
+
+def test_health_and_metrics_open_everything_else_needs_credentials(secured):
+    assert requests.get(secured.url + "/v1/health").status_code == 200
+    assert requests.get(secured.url + "/metrics").status_code == 200   # http.metrics.authentication=false
+    r = requests.get(secured.url + "/topics")
+    assert_401(r, "authentication required")
+    challenges = r.headers["WWW-Authenticate"]
+    assert 'Basic realm="ringlog"' in challenges and 'Bearer realm="ringlog"' in challenges
+    # The console's own fetches get no Basic challenge (the browser would show its own dialog).
+    r = requests.get(secured.url + "/v1/whoami", headers={"X-Requested-With": "ringlog-console"})
+    assert_401(r)
+    assert r.headers["WWW-Authenticate"].startswith("Session ")
+    assert requests.get(secured.url + "/console").status_code == 200
+
+
+def curl(*args):
+    out = subprocess.run(["curl", "-sS", "-o", "/dev/stderr", "-w", "%{http_code}", *args],
+                         capture_output=True, text=True, timeout=DEADLINE_S)
+    return int(out.stdout), out.stderr
+
+
+def test_basic_with_curl_and_refusals_store_nothing(secured, topic_name):
+    create_topic(secured, topic_name)
+    url = f"{secured.url}/topics/{topic_name}/partitions/0"
+    body = json.dumps({"records": [{"value": b64("hello")}]})
+    code, text = curl("-u", "alice:alice-secret", "-H", f"Content-Type: {BINARY}", "-d", body, url)
+    assert code == 200, text
+    for user in ("alice:wrong", "mallory:alice-secret", "alice:"):
+        code, text = curl("-u", user, "-H", f"Content-Type: {BINARY}", "-d", body, url)
+        assert code == 401, text
+        assert json.loads(text)["error_code"] == 40101
+    assert end_offset(secured, topic_name) == 1
+    code, text = curl("-u", "alice:alice-secret", secured.url + "/v1/whoami")
+    assert code == 200 and json.loads(text)["principal"] == "User:alice", text
+
+
+def test_bearer_tokens_signed_at_test_time(secured, issuer, topic_name):
+    create_topic(secured, topic_name)
+    for alg in ("RS256", "PS256", "ES256"):
+        token = issuer.token(sub="carol", alg=alg)
+        r = requests.get(secured.url + "/v1/whoami", headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200, (alg, r.text)
+        assert r.json()["principal"] == "User:carol" and r.json()["via"] == "bearer"
+    # curl's own --oauth2-bearer
+    code, text = curl("--oauth2-bearer", issuer.token(sub="dave"), secured.url + "/v1/whoami")
+    assert code == 200 and json.loads(text)["principal"] == "User:dave", text
+
+    now = int(time.time())
+    unsigned = b64url(b'{"alg":"none"}') + "." + b64url(json.dumps({"sub": "eve", "exp": now + 60}).encode()) + "."
+    forged = issuer.token(sub="carol")[:-4] + ("AAAA" if not issuer.token().endswith("AAAA") else "BBBB")
+    refused = {
+        "expired": issuer.token(exp=now - 120, iat=now - 600),
+        "not_yet_valid": issuer.token(nbf=now + 600),
+        "alg_none_refused": unsigned,
+        "wrong_issuer": issuer.token(iss="https://evil.test"),
+        "wrong_audience": issuer.token(aud="somebody-else"),
+        "unknown_kid": issuer.token(kid="rotated-away"),
+        "bad_signature": forged,
+        "malformed": "not-a-jwt",
+    }
+    for reason, token in refused.items():
+        r = produce(secured, topic_name, "must not be stored", headers={"Authorization": f"Bearer {token}"})
+        assert_401(r, reason)
+        assert 'error="invalid_token"' in r.headers["WWW-Authenticate"], r.headers
+    assert end_offset(secured, topic_name) == 0
+    assert requests.get(secured.url + "/v1/health").status_code == 200
+
+
+def login(b, user, password):
+    s = requests.Session()
+    r = s.post(b.url + "/v1/login", json={"user": user, "password": password})
+    return s, r
+
+
+def test_console_login_cookie_csrf_and_logout(secured, topic_name):
+    create_topic(secured, topic_name)
+    s, r = login(secured, "alice", "wrong")
+    assert_401(r)
+    assert "ringlog_session" not in s.cookies
+    s, r = login(secured, "alice", USERS["alice"])
+    assert r.status_code == 200, r.text
+    cookie = r.raw.headers.getlist("Set-Cookie")
+    session_cookie = cookie[0]
+    assert session_cookie.startswith("ringlog_session=")
+    for attribute in ("HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=28800"):
+        assert attribute in session_cookie, cookie
+    assert "Secure" not in session_cookie   # plain http; https listeners add it
+    csrf = r.json()["csrf_token"]
+    assert s.cookies["ringlog_csrf"] == csrf
+    assert s.get(secured.url + "/v1/whoami").json()["principal"] == "User:alice"
+
+    r = produce(secured, topic_name, "no csrf", cookies=s.cookies)
+    assert r.status_code == 403, r.text
+    r = produce(secured, topic_name, "wrong csrf", cookies=s.cookies, headers={"X-CSRF-Token": "x" * 43})
+    assert r.status_code == 403, r.text
+    assert end_offset(secured, topic_name) == 0
+    r = produce(secured, topic_name, "with csrf", cookies=s.cookies, headers={"X-CSRF-Token": csrf})
+    assert r.status_code == 200, r.text
+
+    old_cookies = s.cookies.copy()
+    assert s.post(secured.url + "/v1/logout").status_code == 204
+    r = requests.get(secured.url + "/v1/whoami", cookies=old_cookies)
+    assert_401(r, "session ended")
+    r = produce(secured, topic_name, "after logout", cookies=old_cookies, headers={"X-CSRF-Token": csrf})
+    assert_401(r)
+    assert end_offset(secured, topic_name) == 1
+
+
+def test_websocket_and_streams_by_access_token_or_cookie(secured, topic_name):
+    create_topic(secured, topic_name)
+    ws_url = f"ws://127.0.0.1:{secured.port}/v1/ws"
+
+    async def refused(url, **kw):
+        with pytest.raises(websockets.InvalidStatusCode) as e:
+            async with websockets.connect(url, **kw):
+                pass
+        return e.value.status_code
+
+    async def produce_one(url, value, **kw):
+        async with websockets.connect(url, **kw) as ws:
+            await ws.send(json.dumps({"type": "produce", "id": 1, "topic": topic_name, "partition": 0,
+                                      "value": b64(value)}))
+            return json.loads(await asyncio.wait_for(ws.recv(), DEADLINE_S))
+
+    async def scenario():
+        assert await refused(ws_url) == 401
+        assert await refused(ws_url + "?access_token=guessed") == 401
+        token = requests.post(secured.url + "/v1/tokens", auth=ALICE).json()["access_token"]
+        ack = await produce_one(ws_url + "?access_token=" + token, "by token")
+        assert ack.get("type") == "produce_ack", ack
+        s, _ = login(secured, "bob", USERS["bob"])
+        ack = await produce_one(ws_url, "by cookie",
+                                extra_headers={"Cookie": f"ringlog_session={s.cookies['ringlog_session']}"})
+        assert ack.get("type") == "produce_ack", ack
+
+    asyncio.run(scenario())
+    assert end_offset(secured, topic_name) == 2
+    # An NDJSON stream (EventSource and fetch streams cannot send Authorization either).
+    token = requests.post(secured.url + "/v1/tokens", auth=BOB).json()["access_token"]
+    url = f"{secured.url}/topics/{topic_name}/partitions/0/records?offset=0&timeout=300"
+    r = requests.get(url + "&access_token=" + token, headers={"Accept": "application/x-ndjson"}, timeout=DEADLINE_S)
+    assert r.status_code == 200, r.text
+    assert len([line for line in r.text.splitlines() if line.strip()]) == 2
+    assert_401(requests.get(url, headers={"Accept": "application/x-ndjson"}, timeout=DEADLINE_S))
+    # Tokens are for GET (upgrades, streams): not a way around CSRF.
+    r = produce(secured, topic_name, "post by token", params={"access_token": token})
+    assert_401(r)
+
+
+def test_consumer_instances_belong_to_their_principal(secured, topic_name):
+    create_topic(secured, topic_name)
+    group = "g-" + topic_name
+    r = requests.post(f"{secured.url}/consumers/{group}", json={"name": "alices", "format": "binary"},
+                      headers={"Content-Type": V2}, auth=ALICE)
+    assert r.status_code == 200, r.text
+    base = f"{secured.url}/consumers/{group}/instances/alices"
+    r = requests.post(base + "/subscription", json={"topics": [topic_name]}, headers={"Content-Type": V2}, auth=ALICE)
+    assert r.status_code == 204, r.text
+    for method, path in (("GET", "/subscription"), ("GET", "/records"), ("GET", "/offsets"),
+                         ("DELETE", "/subscription"), ("DELETE", "")):
+        r = requests.request(method, base + path, auth=BOB, headers={"Accept": BINARY, "Content-Type": V2})
+        assert r.status_code == 404, (method, path, r.text)
+        assert r.json()["error_code"] == 40403
+        assert "alices" in r.json()["message"]
+    r = requests.get(base + "/subscription", auth=ALICE, headers={"Accept": V2})
+    assert r.status_code == 200 and r.json()["topics"] == [topic_name], r.text
+    assert requests.delete(base, auth=ALICE, headers={"Content-Type": V2}).status_code == 204
+
+
+def test_cors_credentials_only_to_named_origins(secured):
+    r = requests.get(secured.url + "/v1/whoami", auth=ALICE, headers={"Origin": "https://console.example"})
+    assert r.headers.get("Access-Control-Allow-Credentials") == "true"
+    assert r.headers.get("Access-Control-Allow-Origin") == "https://console.example"
+    r = requests.get(secured.url + "/v1/whoami", auth=ALICE, headers={"Origin": "https://elsewhere.example"})
+    assert "Access-Control-Allow-Credentials" not in r.headers
+    r = requests.options(secured.url + "/topics", headers={"Origin": "https://console.example",
+                                                           "Access-Control-Request-Method": "POST",
+                                                           "Access-Control-Request-Headers": "Authorization, X-CSRF-Token"})
+    assert r.status_code == 204
+    assert r.headers.get("Access-Control-Allow-Credentials") == "true"
+    assert "X-CSRF-Token" in r.headers["Access-Control-Allow-Headers"]
+
+
+def test_audit_lines_for_refusals_and_admin_writes(secured, topic_name):
+    requests.get(secured.url + "/topics", auth=("mallory", "guess"))
+    create_topic(secured, topic_name, auth=("admin", USERS["admin"]))
+    r = requests.delete(cluster_url(secured, f"/topics/{topic_name}"), auth=("admin", USERS["admin"]))
+    assert r.status_code == 204, r.text
+
+    def logged():
+        text = secured.log_path.read_text()
+        refusal = [line for line in text.splitlines() if "audit=authentication" in line and "User:mallory" in line]
+        deleted = [line for line in text.splitlines() if "audit=admin" in line and "DELETE" in line and topic_name in line]
+        return refusal and deleted and (refusal, deleted)
+
+    refusal, deleted = wait_until(logged, DEADLINE_S, "the audit lines")
+    assert "door=http" in refusal[0] and "peer=127.0.0.1:" in refusal[0] and "wrong user name or password" in refusal[0]
+    assert 'principal="User:admin"' in deleted[0] and 'outcome="HTTP 204"' in deleted[0], deleted[0]
+
+
+def test_metrics_authentication_setting(ringlog_bin, tmp_path_factory, issuer):
+    b = start_secured(tmp_path_factory, issuer, ["http.metrics.authentication=true", "http.authentication.method=BASIC"])
+    try:
+        assert_401(requests.get(b.url + "/metrics"))
+        assert requests.get(b.url + "/metrics", auth=ALICE).status_code == 200
+        assert requests.get(b.url + "/v1/health").status_code == 200
+        # BASIC only: a valid JWT is not a way in.
+        r = requests.get(b.url + "/v1/whoami", headers={"Authorization": "Bearer " + issuer.token()})
+        assert_401(r, "not enabled")
+    finally:
+        assert b.stop() == 0
+
+
+def test_authentication_off_by_default_is_anonymous(broker):
+    r = requests.get(broker.url + "/v1/whoami")
+    assert r.status_code == 200
+    assert r.json() == {"principal": "User:ANONYMOUS", "authentication": "NONE", "methods": [], "via": "none"}
+
+
+def test_producer_sessions_belong_to_their_principal(secured, topic_name):
+    create_topic(secured, topic_name)
+    r = requests.post(cluster_url(secured, "/producers"), json={}, auth=ALICE)
+    assert r.status_code == 201, r.text
+    params = {"producer_id": r.json()["producer_id"], "producer_epoch": r.json()["producer_epoch"]}
+    url = cluster_url(secured, f"/topics/{topic_name}/records")
+    record = {"partition_id": 0, "sequence": 0, "value": {"type": "JSON", "data": "x"}}
+    r = requests.post(url, params=params, json=record, auth=BOB)
+    assert r.status_code == 404 and r.json()["error_code"] == 40405, r.text
+    assert end_offset(secured, topic_name) == 0
+    r = requests.post(url, params=params, json=record, auth=ALICE)
+    assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
+    assert end_offset(secured, topic_name) == 1
+
+
+def test_a_rotated_key_is_read_from_the_jwks_file_without_a_restart(ringlog_bin, tmp_path_factory, issuer):
+    b = start_secured(tmp_path_factory, issuer, ["sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms=0"])
+    try:
+        rotated = Issuer()
+        jwks = dict(issuer.jwks())
+        new_key = dict(rotated.jwks()["keys"][0], kid="rsa-2")
+        (b.data_dir.parent / "jwks.json").write_text(json.dumps({"keys": jwks["keys"] + [new_key]}))
+        token = rotated.token(sub="rotated", kid="rsa-2")
+
+        def accepted():
+            r = requests.get(b.url + "/v1/whoami", headers={"Authorization": f"Bearer {token}"})
+            assert r.status_code in (200, 401), r.text
+            return r.status_code == 200 and r.json()["principal"] == "User:rotated"
+
+        wait_until(accepted, DEADLINE_S, "the rotated key to be read")
+        # The old keys still verify.
+        r = requests.get(b.url + "/v1/whoami", headers={"Authorization": f"Bearer {issuer.token(sub='carol')}"})
+        assert r.status_code == 200, r.text
+    finally:
+        assert b.stop() == 0

@@ -1,0 +1,80 @@
+// What the console's browser tests share (not a test file itself: node --test runs *.test.mjs):
+// a free loopback port, a deadline poll, a `ringlog serve` of their own and Debian's chromium.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const BIN = process.env.RINGLOG_BIN || path.join(ROOT, 'build', 'src', 'app', 'ringlog');
+export const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
+export const START_DEADLINE_MS = 20000;
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls fn() until it returns a truthy value or deadlineMs passes. */
+export async function until(what, fn, deadlineMs) {
+  const end = Date.now() + deadlineMs;
+  let delay = 20;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what} (last: ${last})`);
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 250);
+  }
+}
+
+/** Starts `ringlog serve` on a free port with its data and log in dataDir; resolves to
+ *  {broker, baseUrl} once /v1/health answers. `sets` are more --set KEY=VALUE, `env` more variables. */
+export async function startBroker(dataDir, { sets = [], env = {} } = {}) {
+  assert.ok(fs.existsSync(BIN), `ringlog binary not found at ${BIN}: build it or set RINGLOG_BIN`);
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const log = fs.openSync(path.join(dataDir, 'ringlog.log'), 'a');
+  const args = ['serve', '--set', `listeners=http://127.0.0.1:${port}`, '--set', `log.dirs=${path.join(dataDir, 'data')}`,
+    '--set', 'num.shards=2', ...sets.flatMap((s) => ['--set', s])];
+  const broker = spawn(BIN, args, { stdio: ['ignore', log, log], env: { ...process.env, ...env } });
+  await until('/v1/health', async () => {
+    if (broker.exitCode !== null) throw new Error(`ringlog exited with ${broker.exitCode}`);
+    return (await fetch(`${baseUrl}/v1/health`)).ok;
+  }, START_DEADLINE_MS);
+  return { broker, baseUrl };
+}
+
+/** Debian's chromium, headless, with a profile in dataDir. */
+export async function launchChromium(dataDir, options = {}) {
+  assert.ok(fs.existsSync(CHROMIUM), `chromium not found at ${CHROMIUM}: apt-get install chromium (scripts/install-deps.sh)`);
+  return chromium.launchPersistentContext(path.join(dataDir, 'chromium-profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    ...options,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** SIGTERM and wait for the exit. */
+export async function stopBroker(broker) {
+  if (!broker || broker.exitCode !== null) return;
+  const exited = new Promise((r) => broker.once('exit', r));
+  broker.kill('SIGTERM');
+  await exited;
+}
