@@ -2074,7 +2074,21 @@ void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_run
 
 void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                             const std::shared_ptr<fetch_waiter>& w) {
-  answer_or_park(shard, rt, w, read_for_fetch(shard, *rt, w->request));
+  // Checked at every try, a parked fetch's wake-ups included: the answer carries the high
+  // watermark, which an establishing leader does not tell (replication::answer_fetch).
+  auto serving = check_fetch_serving(*rt, w->request.fetch_offset);
+  if (serving.ok()) return answer_or_park(shard, rt, w, read_for_fetch(shard, *rt, w->request));
+  const bool wait = serving.error().code == errc::offset_not_available && w->request.wait_while_end_unknown &&
+                    w->request.max_wait_ms > 0;
+  if (!wait) {
+    w->completed = true;
+    return w->done(serving.error());
+  }
+  // A long-poll of a partition whose end is not known yet waits for it (KIP-207): parked as if
+  // nothing were there; the high watermark's moves wake it (wake_waiters).
+  fetch_response nothing;
+  nothing.next_fetch_offset = w->request.fetch_offset;
+  answer_or_park(shard, rt, w, std::move(nothing));
 }
 
 result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
@@ -2318,19 +2332,10 @@ void broker_impl::fetch_here(fetch_request request, std::function<void(result<fe
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
-    auto serving = check_serving(*rt, request.fetch_offset);
-    const bool wait = !serving.ok() && serving.error().code == errc::offset_not_available &&
-                      request.wait_while_end_unknown && request.max_wait_ms > 0;
-    if (!serving.ok() && !wait) return done(serving.error());
     auto w = std::make_shared<fetch_waiter>();
     w->request = std::move(request);
     w->done = std::move(done);
-    if (!wait) return try_fetch(shard, rt, w);
-    // A long-poll at the end of a partition whose end is not known yet waits for it (KIP-207):
-    // parked as if nothing were there; the high watermark's moves wake it (wake_waiters).
-    fetch_response nothing;
-    nothing.next_fetch_offset = w->request.fetch_offset;
-    answer_or_park(shard, rt, w, std::move(nothing));
+    try_fetch(shard, rt, w);
   });
 }
 

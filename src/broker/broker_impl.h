@@ -579,6 +579,12 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// Refuses consumer reads on a partition this node does not lead, or whose new leadership has
   /// not yet established its high watermark (KIP-207). Errors: not_leader_or_follower (retriable).
   result<void> check_serving(const partition_runtime& rt, std::optional<model::offset> reading_at) const;
+  /// The same for a Fetch at `fetch_offset`, whose answer carries the high watermark at any
+  /// offset: offset_not_available while the leader establishes it (replication::answer_fetch).
+  result<void> check_fetch_serving(const partition_runtime& rt, model::offset fetch_offset) const;
+  /// `rule(high_watermark, lease_holds)` on a leader, its answer as an error with the reason.
+  result<void> check_answer(const partition_runtime& rt,
+                            const std::function<replication::end_offset_answer(model::offset, bool)>& rule) const;
   int32_t min_insync_replicas(const std::string& topic) const;
   /// Leader: proposes the ISR change leader_state asks for (AlterPartition to the controller).
   void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);
