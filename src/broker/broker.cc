@@ -2305,6 +2305,10 @@ void broker_impl::expire_fetches(size_t shard, int64_t timer_at_ms) {
 
 result<void> broker_impl::check_readable(const model::topic_partition& tp) const {
   if (stopping_) return error{errc::broker_not_available, "the broker is shutting down"};
+  return check_partition_exists(tp);
+}
+
+result<void> broker_impl::check_partition_exists(const model::topic_partition& tp) const {
   auto t = find_topic(tp.topic);
   if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
   if (tp.partition.value() < 0 || tp.partition.value() >= t->partitions_count()) {

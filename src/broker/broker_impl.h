@@ -241,6 +241,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                            bool validate_only, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
   [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
+  [[nodiscard]] result<void> check_partition_exists(const model::topic_partition& tp) const override;
   void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<broker_description> list_brokers() const override;
   [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }

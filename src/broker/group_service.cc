@@ -293,10 +293,13 @@ class group_service_impl final : public group_service {
                    std::function<void(result<std::vector<std::optional<error>>>)> done) override;
   void commit_kafka(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                     int32_t generation, std::vector<group::offset_commit> offsets,
-                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+                    std::function<void(result<offset_commit_answer>)> done) override;
   void txn_commit(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                   int32_t generation, model::producer_id producer_id, std::vector<group::offset_commit> offsets,
-                  std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+                  std::function<void(result<offset_commit_answer>)> done) override;
+  /// Moves the offsets of partitions the metadata does not hold out of `offsets` into the answer's
+  /// `refused` (unknown_topic_or_partition), as KafkaApis does before the coordinator sees them.
+  offset_commit_answer refuse_unknown_partitions(std::vector<group::offset_commit>& offsets) const;
   void complete_txn_offsets(int32_t partition, model::producer_id producer_id, bool committed,
                             std::function<void(result<void>)> done) override;
   void delete_offsets(std::string group_id, group::partition_set partitions,
@@ -1629,13 +1632,26 @@ void group_service_impl::leave_group(std::string group_id, std::vector<group::cl
   });
 }
 
+offset_commit_answer group_service_impl::refuse_unknown_partitions(std::vector<group::offset_commit>& offsets) const {
+  offset_commit_answer answer;
+  std::erase_if(offsets, [&](const group::offset_commit& o) {
+    auto exists = broker_.check_partition_exists(o.partition);
+    if (exists.ok()) return false;
+    answer.refused.emplace(o.partition, exists.error());
+    return true;
+  });
+  return answer;
+}
+
 void group_service_impl::commit_kafka(std::string group_id, std::string member_id,
                                       std::optional<std::string> group_instance_id, int32_t generation,
                                       std::vector<group::offset_commit> offsets,
-                                      std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+                                      std::function<void(result<offset_commit_answer>)> done) {
+  auto answer = refuse_unknown_partitions(offsets);
+  if (offsets.empty() && !answer.refused.empty()) return done(std::move(answer));
   if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, offsets = std::move(offsets),
-                            done = std::move(done)](size_t shard, shard_state& st) {
+                            answer = std::move(answer), done = std::move(done)](size_t shard, shard_state& st) mutable {
     auto r = st.coordinator.commit_offsets_kafka(group_id, member_id, group_instance_id, generation, offsets,
                                                  clock_.now_ms());
     if (!r.ok()) return done(from_group(r.error()));
@@ -1649,10 +1665,13 @@ void group_service_impl::commit_kafka(std::string group_id, std::string member_i
 void group_service_impl::txn_commit(std::string group_id, std::string member_id,
                                     std::optional<std::string> group_instance_id, int32_t generation,
                                     model::producer_id producer_id, std::vector<group::offset_commit> offsets,
-                                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+                                    std::function<void(result<offset_commit_answer>)> done) {
+  auto answer = refuse_unknown_partitions(offsets);
+  if (offsets.empty() && !answer.refused.empty()) return done(std::move(answer));
   if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, producer_id,
-                            offsets = std::move(offsets), done = std::move(done)](size_t shard, shard_state& st) {
+                            offsets = std::move(offsets), answer = std::move(answer),
+                            done = std::move(done)](size_t shard, shard_state& st) mutable {
     auto r = st.coordinator.txn_commit_offsets(group_id, member_id, group_instance_id, generation, producer_id.value(),
                                                offsets, clock_.now_ms());
     if (!r.ok()) return done(from_group(r.error()));
