@@ -919,7 +919,8 @@ the node asked is not the leader, the leader is asked again (at its broker addre
 --bootstrap-server URL that answers as it) and AnsweredBy names the node asked first too. With no
 quorum leader (LeaderId "-": an election, or no majority of voters running) the broker states are
 as last known. A voter's ROLES is broker,controller, or controller for a dedicated controller,
-which is never listed as a broker; OBSERVER rows (on the leader) are the broker-only nodes
+which is never listed as a broker, or not reachable, never fetched from the leader, for a voter
+the quorum leader never heard from (not started, or cut off: its roles are not known); OBSERVER rows (on the leader) are the broker-only nodes
 (process.roles=broker), which fetch the metadata log without a vote (KIP-595); AnsweredBy says
 observer when one of them answered.
 
@@ -1127,6 +1128,20 @@ std::string quorum_role(const json& q) {
   return q.value("is_observer", false) ? std::string("observer") : cell(q["role"]);
 }
 
+/// A voter's ROLES cell: broker,controller for a registered broker; for another voter, the quorum
+/// leader (`q` answered by it) tells a dedicated controller, which fetches from it, from a voter
+/// it never heard from (not started, or cut off since the leader's election): that one is not
+/// reachable, its roles unknown. Elsewhere (a follower's view) a voter not registered as a broker
+/// reads as a controller.
+std::string voter_roles(const json& q, const json& v, bool registered_broker) {
+  if (registered_broker) return "broker,controller";
+  const bool answered_by_leader = q["leader_id"].is_number() && q["leader_id"] == q["node_id"];
+  if (answered_by_leader && v["replica_id"] != q["leader_id"] && !v["last_fetch_timestamp"].is_number()) {
+    return "not reachable (never fetched from the leader)";
+  }
+  return "controller";
+}
+
 int cluster_status(const args& a) {
   auto client = connect(a);
   if (!client) return 2;
@@ -1177,7 +1192,7 @@ int cluster_status(const args& a) {
   };
   for (const auto& v : q["voters"]) {
     std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago(v)
-              << "\t" << (is_broker(v["replica_id"]) ? "broker,controller" : "controller") << "\n";
+              << "\t" << voter_roles(q, v, is_broker(v["replica_id"])) << "\n";
   }
   // Observers (KIP-595): broker-only nodes (process.roles=broker) that fetch the metadata log but
   // never vote; known with their offsets on the quorum leader.

@@ -124,14 +124,23 @@ export function plural(n, noun) {
 /**
  * The members of the metadata quorum as the overview lists them: every voter, then every observer
  * (a broker-only node, process.roles=broker: it fetches the metadata log but never votes; KIP-595),
- * each {replica_id, kind: 'voter' | 'voter, controller only' | 'observer', log_end_offset, lag}
+ * each {replica_id, kind: 'voter' | 'voter, controller only' | 'voter, not reachable (never fetched)' |
+ * 'observer', log_end_offset, lag}
  * (offsets null when the node answering does not know them - only the quorum leader tracks them).
  * `q` is /v3/.../quorum; `brokerIds`, when given, the registered brokers: a voter not among them is
  * a dedicated controller (process.roles=controller, KIP-631).
  */
 export function quorumMembers(q, brokerIds = null) {
   const row = (kind) => (v) => ({ replica_id: v.replica_id, kind, log_end_offset: v.log_end_offset ?? null, lag: v.lag ?? null });
-  const voterKind = (v) => (brokerIds && !brokerIds.includes(v.replica_id) ? 'voter, controller only' : 'voter');
+  // The quorum leader (q answered by it) knows which voters ever fetched from it: one that never
+  // did (not started, or cut off) is not reachable, its roles unknown - not a dedicated controller.
+  const answeredByLeader = q.leader_id != null && q.leader_id === q.node_id;
+  const neverFetched = (v) => answeredByLeader && v.replica_id !== q.leader_id && v.last_fetch_timestamp == null;
+  const voterKind = (v) => {
+    if (brokerIds && brokerIds.includes(v.replica_id)) return 'voter';
+    if (neverFetched(v)) return 'voter, not reachable (never fetched)';
+    return brokerIds ? 'voter, controller only' : 'voter';
+  };
   return [...(q.voters ?? []).map((v) => row(voterKind(v))(v)), ...(q.observers ?? []).map(row('observer'))];
 }
 

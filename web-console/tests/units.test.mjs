@@ -131,6 +131,21 @@ test('quorum: a voter that is not a registered broker is a dedicated controller'
   assert.equal(controllerLabel(null, [2, 4]), 'electing');
 });
 
+test('quorum: a voter the leader never heard from is not reachable, not a dedicated controller', () => {
+  // Answered by the leader (node 2): voter 1 fetched, voter 3 never did (not started, or cut off).
+  const q = {
+    node_id: 2, leader_id: 2,
+    voters: [{ replica_id: 1, last_fetch_timestamp: 1700000000000 }, { replica_id: 2, last_fetch_timestamp: null },
+      { replica_id: 3, last_fetch_timestamp: null }],
+  };
+  assert.deepEqual(quorumMembers(q, [2]).map((m) => m.kind),
+    ['voter, controller only', 'voter', 'voter, not reachable (never fetched)']);
+  assert.deepEqual(quorumMembers(q).map((m) => m.kind), ['voter', 'voter', 'voter, not reachable (never fetched)']);
+  // A follower does not know who fetched: no such claim.
+  assert.deepEqual(quorumMembers({ ...q, node_id: 1 }, [2]).map((m) => m.kind),
+    ['voter, controller only', 'voter', 'voter, controller only']);
+});
+
 test('delayed delivery: histogram bucket labels and due times in words', () => {
   assert.equal(dueBucketLabel(null, 0), 'due now');
   assert.equal(dueBucketLabel(0, 1000), 'within 1 s');
