@@ -21,8 +21,9 @@
 namespace ringlog::broker {
 namespace {
 
-/// How often a records poll with nothing to return looks again before its timeout: short enough
-/// that a waiting consumer sees a new record quickly, long enough to cost nothing when idle.
+/// How soon a records poll with nothing to watch (no partition owned yet) or whose watch failed
+/// looks again before its timeout: short enough that a new assignment is read quickly, long
+/// enough to cost nothing when idle. A poll with partitions waits on their appends instead.
 constexpr int64_t poll_retry_interval_ms = 10;
 /// How often each shard runs its coordinator's classic_tick: how late, at most, a classic
 /// group's initial-delay or rebalance-timeout completion and a session expiry are noticed; one
@@ -215,6 +216,18 @@ struct poll_slot {
   model::offset fetch_offset{0};
   std::optional<result<fetch_response>> fetched;
 };
+
+/// Where each partition of a poll round is watched for appends: past what its read saw (the
+/// records below were read already; a wake-up there would only read them again).
+std::vector<std::pair<model::topic_partition, model::offset>> watch_points(const std::vector<poll_slot>& slots) {
+  std::vector<std::pair<model::topic_partition, model::offset>> out;
+  for (const auto& slot : slots) {
+    model::offset from = slot.fetch_offset;
+    if (slot.fetched && slot.fetched->ok()) from = std::max(from, slot.fetched->value().next_fetch_offset);
+    out.emplace_back(slot.partition, from);
+  }
+  return out;
+}
 
 class group_service_impl final : public group_service {
  public:
@@ -415,9 +428,13 @@ class group_service_impl final : public group_service {
                                                     group::partition_map<model::offset>& high_watermarks);
   void poll_heartbeat(size_t shard, std::string group_id, std::string instance_id, poll_request request,
                       int64_t deadline_ms, std::function<void(result<std::vector<consumed_record>>)> done);
-  /// Nothing to return yet: another round after poll_retry_interval_ms, or empty at the deadline.
+  /// Nothing to return yet (or less than fetch.min.bytes): another round once an append moves
+  /// one of the `watched` partitions past its offset (a long-poll fetch of each parks on the
+  /// partition's waiters, as Kafka's DelayedFetch), or after poll_retry_interval_ms when nothing
+  /// is watched or a watch failed; empty at the deadline.
   void poll_later(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
-                  std::function<void(result<std::vector<consumed_record>>)> done);
+                  std::function<void(result<std::vector<consumed_record>>)> done,
+                  std::vector<std::pair<model::topic_partition, model::offset>> watched = {});
   void poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
                   std::function<void(result<std::vector<consumed_record>>)> done);
   void poll_finish(size_t shard, std::string group_id, std::string instance_id, poll_request request,
@@ -1180,12 +1197,37 @@ void group_service_impl::poll_heartbeat(size_t shard, std::string group_id, std:
 
 void group_service_impl::poll_later(size_t shard, std::string group_id, std::string instance_id, poll_request request,
                                     int64_t deadline_ms,
-                                    std::function<void(result<std::vector<consumed_record>>)> done) {
-  if (clock_.now_ms() >= deadline_ms || stopping_) return done(std::vector<consumed_record>{});
-  runtime_.post_after(shard, poll_retry_interval_ms,
-                      [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)]() mutable {
-                        poll_heartbeat(shard, group_id, instance_id, request, deadline_ms, std::move(done));
-                      });
+                                    std::function<void(result<std::vector<consumed_record>>)> done,
+                                    std::vector<std::pair<model::topic_partition, model::offset>> watched) {
+  const int64_t now = clock_.now_ms();
+  if (now >= deadline_ms || stopping_) return done(std::vector<consumed_record>{});
+  auto next_round = [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)](int64_t after_ms) mutable {
+    runtime_.post_after(shard, after_ms, [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)]() mutable {
+      poll_heartbeat(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+    });
+  };
+  if (watched.empty()) return next_round(poll_retry_interval_ms);
+  // The first watch to answer starts the next round; the others answer later, to nobody (their
+  // waits end at the next append or the deadline, as the Kafka door's long-poll leaves them).
+  auto fired = std::make_shared<std::atomic<bool>>(false);
+  auto start = std::make_shared<decltype(next_round)>(std::move(next_round));
+  auto& st = *shards_[shard];
+  auto settings_it = st.instances.find(instance_key(group_id, instance_id));
+  const bool read_committed = settings_it != st.instances.end() && settings_it->second.read_committed;
+  for (const auto& [tp, from] : watched) {
+    fetch_request req;
+    req.partition = tp;
+    req.fetch_offset = from;
+    req.max_bytes = 1;
+    req.max_wait_ms = deadline_ms - now;
+    req.isolation = read_committed ? isolation_level::read_committed : isolation_level::read_uncommitted;
+    broker_.fetch(std::move(req), [this, shard, fired, start](result<fetch_response> r) {
+      if (fired->exchange(true, std::memory_order_acq_rel)) return;
+      // A failed watch (moved, throttled, deleted) must not spin: the next round after the interval.
+      const int64_t after_ms = r.ok() ? 0 : poll_retry_interval_ms;
+      runtime_.post(shard, [start, after_ms] { (*start)(after_ms); });
+    });
+  }
 }
 
 void group_service_impl::poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request,
@@ -1267,10 +1309,14 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
   size_t bytes = 0;
   bool full = false;
   bool cut = false;   // a partition's read stopped at max_bytes
+  bool moved = false;   // a seek moved a position while its read was in flight: read again soon
   for (size_t k = 0; k < n && !full; ++k) {
     auto& slot = (*slots)[(first + k) % n];
     auto at = current.find(slot.partition);
-    if (at == current.end() || at->second != slot.fetch_offset || !slot.fetched) continue;
+    if (at == current.end() || at->second != slot.fetch_offset || !slot.fetched) {
+      moved = moved || (at != current.end() && at->second != slot.fetch_offset);
+      continue;
+    }
     auto& fetched = *slot.fetched;
     if (!fetched.ok()) {
       if (fetched.error().code != errc::offset_out_of_range) continue;  // deleted meanwhile, ...: skip this round
@@ -1311,14 +1357,15 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
   // was taken: the next round reads again from the same positions.
   const int32_t min_bytes = settings_it == st.instances.end() ? 1 : settings_it->second.fetch_min_bytes;
   if (!out.empty() && !full && !cut && bytes < static_cast<size_t>(std::max(min_bytes, 1)) && clock_.now_ms() < deadline_ms) {
-    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done), watch_points(*slots));
   }
   if (out.empty()) {
     for (const auto& [tp, next] : next_offsets) {
       auto r = st.coordinator.record_fetched(group_id, instance_id, tp, next);
       RINGLOG_ASSERT(r.ok(), "record_fetched of an owned partition at its position failed");
     }
-    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+    if (moved) return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done), watch_points(*slots));
   }
   for (const auto& [tp, next] : next_offsets) {
     auto r = st.coordinator.record_fetched(group_id, instance_id, tp, next);
