@@ -1702,9 +1702,10 @@ void group_service_impl::commit_kafka(std::string group_id, std::string member_i
     auto r = st.coordinator.commit_offsets_kafka(group_id, member_id, group_instance_id, generation, offsets,
                                                  clock_.now_ms());
     if (!r.ok()) return done(from_group(r.error()));
-    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+    answer.committed = r->committed;
+    persist(shard, std::move(r->records), [done, answer = std::move(answer)](result<void> p) {
       if (!p.ok()) return done(p.error());
-      done(stored);
+      done(answer);
     });
   });
 }
@@ -1722,9 +1723,10 @@ void group_service_impl::txn_commit(std::string group_id, std::string member_id,
     auto r = st.coordinator.txn_commit_offsets(group_id, member_id, group_instance_id, generation, producer_id.value(),
                                                offsets, clock_.now_ms());
     if (!r.ok()) return done(from_group(r.error()));
-    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+    answer.committed = r->committed;
+    persist(shard, std::move(r->records), [done, answer = std::move(answer)](result<void> p) {
       if (!p.ok()) return done(p.error());
-      done(stored);
+      done(answer);
     });
   });
 }
