@@ -1879,7 +1879,8 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     return done(keyed.error());
   }
   const int64_t now = deps_.clock.now_ms();
-  const std::optional<stored_codec> stored = stored_compression(live_config, configs);
+  const std::optional<stored_codec> stored =
+      stored_compression(live_config, configs, topic->is_internal ? internal_topic::yes : internal_topic::no);
   if (request.producer) {
     if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
     if (request.producer->producer_epoch.value() < 0) {
@@ -2490,7 +2491,7 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   // compression.type (the topic's, else the broker's) other than "producer": batches in another
   // codec are stored recompressed with it (Kafka's LogValidator does the same), keeping their
   // producer fields.
-  if (auto wanted = stored_compression(live_config, configs)) {
+  if (auto wanted = stored_compression(live_config, configs, topic->is_internal ? internal_topic::yes : internal_topic::no)) {
     for (auto& batch : request.batches) {
       auto header = codec::decode_header(batch);
       if (header->compression() == wanted->compression) continue;   // levels do not recompress (KIP-390)
