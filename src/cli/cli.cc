@@ -16,6 +16,7 @@
 #include <simdjson.h>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ringlog/codec/base64.h"
@@ -187,7 +188,22 @@ std::optional<int64_t> int_option(const args& a, const std::string& name, int64_
 
 // ---- topics -----------------------------------------------------------------------------------
 
-constexpr const char* topics_usage = R"(usage: ringlog topics COMMAND [options]
+// The options of every command that talks to the brokers' HTTP listeners, written once for
+// every usage text (tests/integration/test_cluster_newcomer.py reads them).
+constexpr std::string_view bootstrap_server_help =
+    R"(  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
+                           separated by commas are tried in turn, as Kafka's tools do
+)";
+/// The end of a usage text: --bootstrap-server, --request-timeout-ms and --help.
+const std::string connection_options_help = std::string(bootstrap_server_help) +
+                                            R"(  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
+                           long poll adds its own wait); a read not answered in time is
+                           retried on the next --bootstrap-server URL (Kafka's
+                           request.timeout.ms)
+  --help                   this text
+)";
+
+const std::string topics_usage = std::string(R"(usage: ringlog topics COMMAND [options]
 
 Commands:
   list                                   topic names, one per line
@@ -205,14 +221,7 @@ with fewer in-sync replicas than replicas, --unavailable-partitions only those w
 (both: either); then no topic line is printed.
 
 Options:
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 std::optional<json> config_list(const std::vector<std::string>& assignments) {
   json configs = json::array();
@@ -443,7 +452,7 @@ int topics_main(int argc, char** argv) {
 
 namespace {
 
-constexpr const char* produce_usage = R"(usage: ringlog produce TOPIC [options] < lines
+const std::string produce_usage = std::string(R"(usage: ringlog produce TOPIC [options] < lines
 
 Sends each line of standard input as one record (v3 records API, in batches). A refused
 request stores none of its lines: the error is printed once, naming the input line, with the
@@ -457,14 +466,7 @@ Options:
   --partition N            send every record to partition N (default: murmur2 of the key, or spread)
   --acks 0|1|all           acknowledgement level (default all)
   --batch-size N           lines per request (default 500)
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 json binary(std::string_view s) { return {{"type", "BINARY"}, {"data", base64_encode(s)}}; }
 
@@ -618,7 +620,7 @@ int produce_main(int argc, char** argv) {
 
 namespace {
 
-constexpr const char* consume_usage = R"(usage: ringlog consume TOPIC [options]
+const std::string consume_usage = std::string(R"(usage: ringlog consume TOPIC [options]
 
 Prints record values, one per line, from each partition in turn; a null value (a tombstone)
 prints as null.
@@ -639,14 +641,7 @@ Options:
                            shares the partitions and keeps committed offsets; --offset
                            earliest|latest is then auto.offset.reset, and each batch printed is
                            committed afterwards (at-least-once)
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 struct cursor {
   int32_t partition = 0;
@@ -828,7 +823,7 @@ int consume_main(int argc, char** argv) {
 namespace ringlog::cli {
 namespace {
 
-constexpr const char* groups_usage = R"(usage: ringlog groups COMMAND [options]
+const std::string groups_usage = std::string(R"(usage: ringlog groups COMMAND [options]
 
 Commands:
   list                                   groups with state and member count
@@ -849,14 +844,7 @@ Commands:
                                          none: every letter not redriven yet
 
 Options:
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 int groups_lag(http_client& client, const std::string& path) {
   auto r = client.get(path + "/lags");
@@ -1353,7 +1341,7 @@ int groups_main(int argc, char** argv) {
 
 namespace {
 
-constexpr const char* transactions_usage = R"(usage: ringlog transactions COMMAND [options]
+const std::string transactions_usage = std::string(R"(usage: ringlog transactions COMMAND [options]
 
 Commands:
   list [--state STATE]         transactional ids the broker coordinates: producer id and state
@@ -1364,14 +1352,7 @@ Commands:
                                producer is fenced and abort markers are written
 
 Options:
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 }  // namespace
 
@@ -1439,7 +1420,7 @@ int transactions_main(int argc, char** argv) {
 namespace ringlog::cli {
 namespace {
 
-constexpr const char* bench_usage = R"(usage: ringlog bench [options]
+const std::string bench_usage = std::string(R"(usage: ringlog bench [options]
 
 Load generator over HTTP keep-alive: producers post batches of records to partitions (v2 binary
 API), consumers long-poll the same partitions right behind them. Every record carries the time
@@ -1459,9 +1440,7 @@ Options:
   --rate N                 total records/s to schedule; 0 = as fast as acks allow (default 0)
   --acks 0|1|all           (default all)
   --json                   print one JSON object instead of text
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer of the setup
+)") + std::string(bootstrap_server_help) + R"(  --request-timeout-ms MS  longest wait to connect, then for each answer of the setup
                            requests (default 10000); the load's own requests wait up to 120000
   --transport http|ws|kafka http (default): the REST API as above; ws: producers send one
                            produce message per record over /v1/ws to partition 0, and
