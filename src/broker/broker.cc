@@ -1879,8 +1879,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     return done(keyed.error());
   }
   const int64_t now = deps_.clock.now_ms();
-  const std::optional<stored_codec> stored =
-      stored_compression(live_config, configs, topic->is_internal ? internal_topic::yes : internal_topic::no);
+  const std::optional<stored_codec> stored = stored_compression(live_config, configs, internal_topic_of(*topic));
   if (request.producer) {
     if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
     if (request.producer->producer_epoch.value() < 0) {
@@ -2075,8 +2074,7 @@ void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_run
 
 void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                             const std::shared_ptr<fetch_waiter>& w) {
-  // Checked at every try, a parked fetch's wake-ups included: the answer carries the high
-  // watermark, which an establishing leader does not tell (replication::answer_fetch).
+  // At every try, wake-ups included: the answer carries the high watermark (answer_fetch).
   auto serving = check_fetch_serving(*rt, w->request.fetch_offset);
   if (serving.ok()) return answer_or_park(shard, rt, w, read_for_fetch(shard, *rt, w->request));
   const bool wait = serving.error().code == errc::offset_not_available && w->request.wait_while_end_unknown &&
@@ -2085,8 +2083,7 @@ void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtim
     w->completed = true;
     return w->done(serving.error());
   }
-  // A long-poll of a partition whose end is not known yet waits for it (KIP-207): parked as if
-  // nothing were there; the high watermark's moves wake it (wake_waiters).
+  // A long-poll of a partition whose end is not known yet parks until the high watermark moves.
   fetch_response nothing;
   nothing.next_fetch_offset = w->request.fetch_offset;
   answer_or_park(shard, rt, w, std::move(nothing));
@@ -2309,15 +2306,6 @@ result<void> broker_impl::check_readable(const model::topic_partition& tp) const
   return check_partition_exists(tp);
 }
 
-result<void> broker_impl::check_partition_exists(const model::topic_partition& tp) const {
-  auto t = find_topic(tp.topic);
-  if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
-  if (tp.partition.value() < 0 || tp.partition.value() >= t->partitions_count()) {
-    return partition_missing(tp.topic, tp.partition.value(), t->partitions_count());
-  }
-  return base::ok_v;
-}
-
 void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
   if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
   if (request.max_bytes <= 0) {
@@ -2491,7 +2479,7 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   // compression.type (the topic's, else the broker's) other than "producer": batches in another
   // codec are stored recompressed with it (Kafka's LogValidator does the same), keeping their
   // producer fields.
-  if (auto wanted = stored_compression(live_config, configs, topic->is_internal ? internal_topic::yes : internal_topic::no)) {
+  if (auto wanted = stored_compression(live_config, configs, internal_topic_of(*topic))) {
     for (auto& batch : request.batches) {
       auto header = codec::decode_header(batch);
       if (header->compression() == wanted->compression) continue;   // levels do not recompress (KIP-390)

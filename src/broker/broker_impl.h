@@ -106,6 +106,8 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
 controller::uuid new_topic_id();
 std::string unknown_topic_message(const std::string& topic);
+/// unknown_topic_or_partition naming the partition and the topic's partition count.
+error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
 /// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
 error shard_busy(size_t shard);
 

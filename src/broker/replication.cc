@@ -216,6 +216,15 @@ result<void> broker_impl::check_serving(const partition_runtime& rt, std::option
   });
 }
 
+result<void> broker_impl::check_partition_exists(const model::topic_partition& tp) const {
+  auto t = find_topic(tp.topic);
+  if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
+  if (tp.partition.value() < 0 || tp.partition.value() >= t->partitions_count()) {
+    return partition_missing(tp.topic, tp.partition.value(), t->partitions_count());
+  }
+  return base::ok_v;
+}
+
 result<void> broker_impl::check_fetch_serving(const partition_runtime& rt, model::offset fetch_offset) const {
   // Every Fetch answer carries the high watermark: an establishing leader's is refused at any
   // offset, a lapsed lease only at the end (replication::answer_fetch).

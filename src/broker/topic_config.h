@@ -57,6 +57,10 @@ struct stored_codec {
 /// set on the topic itself applies to them. (A group's retry and dead-letter topics are created
 /// with compression.type=producer: retries.cc.)
 enum class internal_topic : bool { no, yes };
+template <typename Topic>
+[[nodiscard]] internal_topic internal_topic_of(const Topic& topic) {
+  return topic.is_internal ? internal_topic::yes : internal_topic::no;
+}
 std::optional<stored_codec> stored_compression(const broker_config& config,
                                                const std::map<std::string, std::string>& overrides,
                                                internal_topic internal);
