@@ -908,9 +908,9 @@ the node asked is not the leader, the leader is asked again (at its broker addre
 quorum leader (LeaderId "-": an election, or no majority of voters running) the broker states are
 as last known. A voter's ROLES is broker,controller, or controller for a dedicated controller,
 which is never listed as a broker, or not reachable, never fetched from the leader, for a voter
-the quorum leader never heard from (not started, or cut off: its roles are not known). OBSERVER
-rows (on the leader) are the broker-only nodes (process.roles=broker), which fetch the metadata
-log without a vote (KIP-595); AnsweredBy says observer when one of them answered.
+the quorum leader never heard from (not started, or cut off: its roles are not known).
+OBSERVER rows (on the leader) are the broker-only nodes (process.roles=broker), which fetch the
+metadata log without a vote (KIP-595); AnsweredBy says observer when one of them answered.
 
 elect-leaders: preferred leader election, as kafka-leader-election.sh --election-type preferred:
 each partition (every partition of every topic; --topic: that topic's; --partition: one) whose
