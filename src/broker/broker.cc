@@ -1881,7 +1881,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     return done(keyed.error());
   }
   const int64_t now = deps_.clock.now_ms();
-  const std::optional<stored_codec> stored = stored_compression(live_config, configs);
+  const std::optional<stored_codec> stored = stored_compression(live_config, configs, internal_topic_of(*topic));
   if (request.producer) {
     if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
     if (request.producer->producer_epoch.value() < 0) {
@@ -2079,7 +2079,19 @@ void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_run
 
 void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                             const std::shared_ptr<fetch_waiter>& w) {
-  answer_or_park(shard, rt, w, read_for_fetch(shard, *rt, w->request));
+  // At every try, wake-ups included: the answer carries the high watermark (answer_fetch).
+  auto serving = check_fetch_serving(*rt, w->request.fetch_offset);
+  if (serving.ok()) return answer_or_park(shard, rt, w, read_for_fetch(shard, *rt, w->request));
+  const bool wait = serving.error().code == errc::offset_not_available && w->request.wait_while_end_unknown &&
+                    w->request.max_wait_ms > 0;
+  if (!wait) {
+    w->completed = true;
+    return w->done(serving.error());
+  }
+  // A long-poll of a partition whose end is not known yet parks until the high watermark moves.
+  fetch_response nothing;
+  nothing.next_fetch_offset = w->request.fetch_offset;
+  answer_or_park(shard, rt, w, std::move(nothing));
 }
 
 result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
@@ -2297,12 +2309,7 @@ void broker_impl::expire_fetches(size_t shard, int64_t timer_at_ms) {
 
 result<void> broker_impl::check_readable(const model::topic_partition& tp) const {
   if (stopping_) return error{errc::broker_not_available, "the broker is shutting down"};
-  auto t = find_topic(tp.topic);
-  if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
-  if (tp.partition.value() < 0 || tp.partition.value() >= t->partitions_count()) {
-    return partition_missing(tp.topic, tp.partition.value(), t->partitions_count());
-  }
-  return base::ok_v;
+  return check_partition_exists(tp);
 }
 
 void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
@@ -2324,19 +2331,10 @@ void broker_impl::fetch_here(fetch_request request, std::function<void(result<fe
   deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
-    auto serving = check_serving(*rt, request.fetch_offset);
-    const bool wait = !serving.ok() && serving.error().code == errc::offset_not_available &&
-                      request.wait_while_end_unknown && request.max_wait_ms > 0;
-    if (!serving.ok() && !wait) return done(serving.error());
     auto w = std::make_shared<fetch_waiter>();
     w->request = std::move(request);
     w->done = std::move(done);
-    if (!wait) return try_fetch(shard, rt, w);
-    // A long-poll at the end of a partition whose end is not known yet waits for it (KIP-207):
-    // parked as if nothing were there; the high watermark's moves wake it (wake_waiters).
-    fetch_response nothing;
-    nothing.next_fetch_offset = w->request.fetch_offset;
-    answer_or_park(shard, rt, w, std::move(nothing));
+    try_fetch(shard, rt, w);
   });
 }
 
@@ -2487,7 +2485,7 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   // compression.type (the topic's, else the broker's) other than "producer": batches in another
   // codec are stored recompressed with it (Kafka's LogValidator does the same), keeping their
   // producer fields.
-  if (auto wanted = stored_compression(live_config, configs)) {
+  if (auto wanted = stored_compression(live_config, configs, internal_topic_of(*topic))) {
     for (auto& batch : request.batches) {
       auto header = codec::decode_header(batch);
       if (header->compression() == wanted->compression) continue;   // levels do not recompress (KIP-390)

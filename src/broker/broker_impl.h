@@ -111,6 +111,8 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
 controller::uuid new_topic_id();
 std::string unknown_topic_message(const std::string& topic);
+/// unknown_topic_or_partition naming the partition and the topic's partition count.
+error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
 /// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
 error shard_busy(size_t shard);
 
@@ -248,6 +250,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                            bool validate_only, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
   [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
+  [[nodiscard]] result<void> check_partition_exists(const model::topic_partition& tp) const override;
   void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<broker_description> list_brokers() const override;
   [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
@@ -596,6 +599,12 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// Refuses consumer reads on a partition this node does not lead, or whose new leadership has
   /// not yet established its high watermark (KIP-207). Errors: not_leader_or_follower (retriable).
   result<void> check_serving(const partition_runtime& rt, std::optional<model::offset> reading_at) const;
+  /// The same for a Fetch at `fetch_offset`, whose answer carries the high watermark at any
+  /// offset: offset_not_available while the leader establishes it (replication::answer_fetch).
+  result<void> check_fetch_serving(const partition_runtime& rt, model::offset fetch_offset) const;
+  /// `rule(high_watermark, lease_holds)` on a leader, its answer as an error with the reason.
+  result<void> check_answer(const partition_runtime& rt,
+                            const std::function<replication::end_offset_answer(model::offset, bool)>& rule) const;
   int32_t min_insync_replicas(const std::string& topic) const;
   /// Leader: proposes the ISR change leader_state asks for (AlterPartition to the controller).
   void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);

@@ -110,6 +110,12 @@ const controller::partition_image* partition_in(const metadata_view& view, const
   return index < partitions.size() ? &partitions[index] : nullptr;
 }
 
+/// The leader epoch `view` names for `tp`: -1 when the topic or partition is gone.
+int32_t leader_epoch_in(const metadata_view& view, const model::topic_partition& tp) {
+  const auto* p = partition_in(view, tp);
+  return p != nullptr ? p->leader_epoch : -1;
+}
+
 /// The leader `view` names for `tp`: -1 when it names none or the topic or partition is gone.
 int32_t leader_in(const metadata_view& view, const model::topic_partition& tp) {
   const auto* p = partition_in(view, tp);
@@ -409,7 +415,22 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
       m.max_wait_ms + forward_timeout_slack_ms,
       [this, alive = std::weak_ptr<int>(lifetime_), leader, tp, topic, rerouted, request = std::move(request),
        done = std::move(done)](rpc::result<protocol::bytes> r) mutable {
-        if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
+        // Asked once more, of the leader named next: a read changes nothing, so unlike a write it
+        // may be asked again after any failure (`otherwise`: the answer when no leader is named).
+        auto ask_next_leader = [&](int32_t refused_epoch, error otherwise) {
+          when_leader_moves(tp, leader, refused_epoch, deps_.clock.now_ms() + forward_read_reroute_wait_ms,
+                            [this, tp, topic, otherwise = std::move(otherwise), request = std::move(request),
+                             done = std::move(done)](int32_t now_leader) mutable {
+                              if (now_leader < 0) return done(std::move(otherwise));
+                              if (now_leader == config_.node_id) return fetch_here(std::move(request), std::move(done));
+                              forward_fetch(now_leader, topic, std::move(request), std::move(done), true);
+                            });
+        };
+        if (!r.ok()) {
+          // Lost on the way (the leader paused or cut off, the leadership moved meanwhile).
+          if (rerouted || alive.expired()) return done(unreachable(leader, tp, r.error().message));
+          return ask_next_leader(leader_epoch_in(*view(), tp), unreachable(leader, tp, r.error().message));
+        }
         protocol::reader rd(r.value());
         auto decoded = protocol::fetch_response_data::decode(rd, forward_fetch_version);
         if (!decoded.ok() || decoded->responses.size() != 1 || decoded->responses[0].partitions.size() != 1) {
@@ -424,15 +445,8 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
         }
         if (p.error_code == kafka_error_code(errc::not_leader_or_follower) && p.current_leader.leader_epoch >= 0 &&
             !rerouted && !alive.expired()) {
-          // Refused by a broker that no longer leads: asked once more, of the leader named next.
-          return when_leader_moves(tp, leader, p.current_leader.leader_epoch,
-                                   deps_.clock.now_ms() + forward_read_reroute_wait_ms,
-                                   [this, leader, tp, topic, request = std::move(request),
-                                    done = std::move(done)](int32_t now_leader) mutable {
-                                     if (now_leader < 0) return done(leadership_moving(leader, tp));
-                                     if (now_leader == config_.node_id) return fetch_here(std::move(request), std::move(done));
-                                     forward_fetch(now_leader, topic, std::move(request), std::move(done), true);
-                                   });
+          // Refused by a broker that no longer leads.
+          return ask_next_leader(p.current_leader.leader_epoch, leadership_moving(leader, tp));
         }
         if (p.error_code != 0) return done(answered(leader, tp, p.error_code, std::nullopt));
         fetch_response out;
@@ -565,7 +579,22 @@ void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request requ
       encode_body(m, forward_list_offsets_version), forward_timeout_slack_ms,
       [this, alive = std::weak_ptr<int>(lifetime_), leader, tp, rerouted, request,
        done = std::move(done)](rpc::result<protocol::bytes> r) mutable {
-        if (!r.ok()) return done(unreachable(leader, tp, r.error().message));
+        // Asked once more, of the leader named next (a read: after any failure, as forward_fetch).
+        auto ask_next_leader = [&](int32_t refused_epoch, error otherwise) {
+          when_leader_moves(tp, leader, refused_epoch, deps_.clock.now_ms() + forward_read_reroute_wait_ms,
+                            [this, tp, otherwise = std::move(otherwise), request = std::move(request),
+                             done = std::move(done)](int32_t now_leader) mutable {
+                              if (now_leader < 0) return done(std::move(otherwise));
+                              if (now_leader == config_.node_id) {
+                                return list_offsets_here(std::move(request), std::move(done));
+                              }
+                              forward_list_offsets(now_leader, std::move(request), std::move(done), true);
+                            });
+        };
+        if (!r.ok()) {
+          if (rerouted || alive.expired()) return done(unreachable(leader, tp, r.error().message));
+          return ask_next_leader(leader_epoch_in(*view(), tp), unreachable(leader, tp, r.error().message));
+        }
         protocol::reader rd(r.value());
         auto decoded = protocol::list_offsets_response_data::decode(rd, forward_list_offsets_version);
         if (!decoded.ok() || decoded->topics.size() != 1 || decoded->topics[0].partitions.size() != 1) {
@@ -576,15 +605,7 @@ void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request requ
         // not_leader_or_follower with its leader's epoch in LeaderEpoch (refusal_before_serving).
         if (p.error_code == kafka_error_code(errc::not_leader_or_follower) && p.leader_epoch >= 0 && !rerouted &&
             !alive.expired()) {
-          return when_leader_moves(tp, leader, p.leader_epoch, deps_.clock.now_ms() + forward_read_reroute_wait_ms,
-                                   [this, leader, tp, request = std::move(request),
-                                    done = std::move(done)](int32_t now_leader) mutable {
-                                     if (now_leader < 0) return done(leadership_moving(leader, tp));
-                                     if (now_leader == config_.node_id) {
-                                       return list_offsets_here(std::move(request), std::move(done));
-                                     }
-                                     forward_list_offsets(now_leader, std::move(request), std::move(done), true);
-                                   });
+          return ask_next_leader(p.leader_epoch, leadership_moving(leader, tp));
         }
         if (p.error_code != 0) return done(answered(leader, tp, p.error_code, std::nullopt));
         list_offsets_response out;

@@ -18,11 +18,14 @@
 #include "ringlog/group/coordinator_partition.h"
 #include "ringlog/group/limits.h"
 
+#include "group_instance_settings.h"   // after the headers it uses
+
 namespace ringlog::broker {
 namespace {
 
-/// How often a records poll with nothing to return looks again before its timeout: short enough
-/// that a waiting consumer sees a new record quickly, long enough to cost nothing when idle.
+/// How soon a records poll with nothing to watch (no partition owned yet) or whose watch failed
+/// looks again before its timeout: short enough that a new assignment is read quickly, long
+/// enough to cost nothing when idle. A poll with partitions waits on their appends instead.
 constexpr int64_t poll_retry_interval_ms = 10;
 /// How often each shard runs its coordinator's classic_tick: how late, at most, a classic
 /// group's initial-delay or rebalance-timeout completion and a session expiry are noticed; one
@@ -67,99 +70,6 @@ std::string instance_key(std::string_view group_id, std::string_view member_id) 
   k.push_back('\0');
   k.append(member_id);
   return k;
-}
-
-/// A consumer instance's REST settings; the membership itself is the coordinator's. An instance
-/// joins its group on subscribe or assign (Kafka's consumer joins on subscribe/poll; issue 14
-/// item 25), not when created: until then its lease is kept here. The settings and the
-/// subscription are a consumer instance record in __consumer_offsets (offsets_codec.h), so a
-/// restart keeps them (item 28); an instance whose membership did not survive the restart (a
-/// dynamic member) joins again with its subscription on its next call.
-struct instance_settings {
-  consumer_instance info;
-  group::offset_reset auto_offset_reset = group::offset_reset::latest;
-  size_t rotation = 0;  // first partition of the next poll, so no partition starves the others
-  int64_t session_timeout_ms = 0;  // the lease (consumer.instance.timeout.ms), for expiry messages
-  group::join_request join;        // how it joins; member_id is its instance id
-  int32_t fetch_min_bytes = 1;
-  group::subscription sub;         // what it subscribed to or was assigned (none: nothing yet)
-  bool read_committed = false;     // isolation.level=read_committed (KIP-98)
-  bool joined = false;             // a member of its group in the coordinator now
-  int64_t last_seen_ms = 0;        // its lease while not joined: the last call
-  std::optional<delay::retry_policy> retry;   // its nacks' settings; nullopt: the broker's defaults
-  /// Records ("<topic>/<partition>@<offset>") it nacked lately, so that a repeated nack (a client
-  /// retrying a call whose answer it lost) writes no second copy. Bounded, oldest forgotten first.
-  std::set<std::string> nacked;
-  std::deque<std::string> nacked_order;
-};
-
-/// Nacks an instance remembers (instance_settings::nacked): 10,000 x ~60 bytes per instance.
-/// Past it, a repeated nack of an old offset below the committed offset is still recognised.
-constexpr size_t nacked_remembered_max = 10'000;
-/// Records one nack call may name: a poll's worth (each is one fetch and one copy).
-constexpr size_t nacks_per_call_max = 1'000;
-
-std::optional<group::consumer_instance_value::retry_settings> retry_settings_of(const std::optional<delay::retry_policy>& p) {
-  if (!p) return std::nullopt;
-  return group::consumer_instance_value::retry_settings{
-      p->max_delivery_attempts, p->retry_backoff_ms,
-      static_cast<int32_t>(std::llround(p->retry_backoff_multiplier * 1000.0)), p->retry_backoff_max_ms,
-      p->retry_topic_template, p->dead_letter_topic_template};
-}
-
-std::optional<delay::retry_policy> retry_policy_of(const std::optional<group::consumer_instance_value::retry_settings>& r) {
-  if (!r) return std::nullopt;
-  delay::retry_policy p{r->max_delivery_attempts, r->retry_backoff_ms,
-                        static_cast<double>(r->retry_backoff_multiplier_milli) / 1000.0, r->retry_backoff_max_ms};
-  // Written before the names were settings (version 101): the names were the defaults then.
-  if (!r->retry_topic_template.empty()) p.retry_topic_template = r->retry_topic_template;
-  if (!r->dead_letter_topic_template.empty()) p.dead_letter_topic_template = r->dead_letter_topic_template;
-  return p;
-}
-
-group::offsets_topic_record instance_record(const instance_settings& s) {
-  group::consumer_instance_value v;
-  v.client_name = s.join.client_name;
-  v.group_instance_id = s.join.group_instance_id;
-  v.format = static_cast<int8_t>(s.info.format);
-  v.auto_commit_enable = s.info.auto_commit_enable;
-  v.request_timeout_ms = s.info.request_timeout_ms;
-  v.session_timeout_ms = static_cast<int32_t>(s.session_timeout_ms);
-  v.fetch_min_bytes = s.fetch_min_bytes;
-  v.auto_offset_reset = s.auto_offset_reset;
-  v.assignor = s.join.assignor;
-  v.sub = s.sub;
-  v.read_committed = s.read_committed;
-  v.retry = retry_settings_of(s.retry);
-  v.owner = s.info.owner;   // issue 29: only its creator's calls reach it
-  return {group::encode_consumer_instance_key(s.info.group_id, s.info.instance_id), group::encode_consumer_instance_value(v)};
-}
-
-group::offsets_topic_record instance_tombstone(const std::string& group_id, const std::string& instance_id) {
-  return {group::encode_consumer_instance_key(group_id, instance_id), std::nullopt};
-}
-
-/// The settings a consumer instance record holds (a restart); not joined, its lease starting now.
-instance_settings settings_of(const group::consumer_instance_key& key, const group::consumer_instance_value& v,
-                              int64_t now_ms) {
-  instance_settings s;
-  s.info = {key.group_id, key.instance_id, static_cast<consumer_format>(v.format), v.auto_commit_enable,
-            v.request_timeout_ms, v.owner};
-  s.auto_offset_reset = v.auto_offset_reset;
-  s.session_timeout_ms = v.session_timeout_ms;
-  s.join.client_name = v.client_name;
-  s.join.member_id = key.instance_id;
-  s.join.group_instance_id = v.group_instance_id;
-  s.join.assignor = v.assignor;
-  s.join.session_timeout_ms = v.session_timeout_ms;
-  s.join.rebalance_timeout_ms = v.session_timeout_ms;
-  s.join.auto_offset_reset = v.auto_offset_reset;
-  s.fetch_min_bytes = v.fetch_min_bytes;
-  s.sub = v.sub;
-  s.read_committed = v.read_committed;
-  s.retry = retry_policy_of(v.retry);
-  s.last_seen_ms = now_ms;
-  return s;
 }
 
 /// Why recently ended instances ended, so their next call can say so (40403 with the reason).
@@ -215,6 +125,18 @@ struct poll_slot {
   model::offset fetch_offset{0};
   std::optional<result<fetch_response>> fetched;
 };
+
+/// Where each partition of a poll round is watched for appends: past what its read saw (the
+/// records below were read already; a wake-up there would only read them again).
+std::vector<std::pair<model::topic_partition, model::offset>> watch_points(const std::vector<poll_slot>& slots) {
+  std::vector<std::pair<model::topic_partition, model::offset>> out;
+  for (const auto& slot : slots) {
+    model::offset from = slot.fetch_offset;
+    if (slot.fetched && slot.fetched->ok()) from = std::max(from, slot.fetched->value().next_fetch_offset);
+    out.emplace_back(slot.partition, from);
+  }
+  return out;
+}
 
 class group_service_impl final : public group_service {
  public:
@@ -293,10 +215,13 @@ class group_service_impl final : public group_service {
                    std::function<void(result<std::vector<std::optional<error>>>)> done) override;
   void commit_kafka(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                     int32_t generation, std::vector<group::offset_commit> offsets,
-                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+                    std::function<void(result<offset_commit_answer>)> done) override;
   void txn_commit(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                   int32_t generation, model::producer_id producer_id, std::vector<group::offset_commit> offsets,
-                  std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+                  std::function<void(result<offset_commit_answer>)> done) override;
+  /// Moves the offsets of partitions the metadata does not hold out of `offsets` into the answer's
+  /// `refused` (unknown_topic_or_partition), as KafkaApis does before the coordinator sees them.
+  offset_commit_answer refuse_unknown_partitions(std::vector<group::offset_commit>& offsets) const;
   void complete_txn_offsets(int32_t partition, model::producer_id producer_id, bool committed,
                             std::function<void(result<void>)> done) override;
   void delete_offsets(std::string group_id, group::partition_set partitions,
@@ -412,9 +337,13 @@ class group_service_impl final : public group_service {
                                                     group::partition_map<model::offset>& high_watermarks);
   void poll_heartbeat(size_t shard, std::string group_id, std::string instance_id, poll_request request,
                       int64_t deadline_ms, std::function<void(result<std::vector<consumed_record>>)> done);
-  /// Nothing to return yet: another round after poll_retry_interval_ms, or empty at the deadline.
+  /// Nothing to return yet (or less than fetch.min.bytes): another round once an append moves
+  /// one of the `watched` partitions past its offset (a long-poll fetch of each parks on the
+  /// partition's waiters, as Kafka's DelayedFetch), or after poll_retry_interval_ms when nothing
+  /// is watched or a watch failed; empty at the deadline.
   void poll_later(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
-                  std::function<void(result<std::vector<consumed_record>>)> done);
+                  std::function<void(result<std::vector<consumed_record>>)> done,
+                  std::vector<std::pair<model::topic_partition, model::offset>> watched = {});
   void poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
                   std::function<void(result<std::vector<consumed_record>>)> done);
   void poll_finish(size_t shard, std::string group_id, std::string instance_id, poll_request request,
@@ -1177,12 +1106,37 @@ void group_service_impl::poll_heartbeat(size_t shard, std::string group_id, std:
 
 void group_service_impl::poll_later(size_t shard, std::string group_id, std::string instance_id, poll_request request,
                                     int64_t deadline_ms,
-                                    std::function<void(result<std::vector<consumed_record>>)> done) {
-  if (clock_.now_ms() >= deadline_ms || stopping_) return done(std::vector<consumed_record>{});
-  runtime_.post_after(shard, poll_retry_interval_ms,
-                      [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)]() mutable {
-                        poll_heartbeat(shard, group_id, instance_id, request, deadline_ms, std::move(done));
-                      });
+                                    std::function<void(result<std::vector<consumed_record>>)> done,
+                                    std::vector<std::pair<model::topic_partition, model::offset>> watched) {
+  const int64_t now = clock_.now_ms();
+  if (now >= deadline_ms || stopping_) return done(std::vector<consumed_record>{});
+  auto next_round = [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)](int64_t after_ms) mutable {
+    runtime_.post_after(shard, after_ms, [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)]() mutable {
+      poll_heartbeat(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+    });
+  };
+  if (watched.empty()) return next_round(poll_retry_interval_ms);
+  // The first watch to answer starts the next round; the others answer later, to nobody (their
+  // waits end at the next append or the deadline, as the Kafka door's long-poll leaves them).
+  auto fired = std::make_shared<std::atomic<bool>>(false);
+  auto start = std::make_shared<decltype(next_round)>(std::move(next_round));
+  auto& st = *shards_[shard];
+  auto settings_it = st.instances.find(instance_key(group_id, instance_id));
+  const bool read_committed = settings_it != st.instances.end() && settings_it->second.read_committed;
+  for (const auto& [tp, from] : watched) {
+    fetch_request req;
+    req.partition = tp;
+    req.fetch_offset = from;
+    req.max_bytes = 1;
+    req.max_wait_ms = deadline_ms - now;
+    req.isolation = read_committed ? isolation_level::read_committed : isolation_level::read_uncommitted;
+    broker_.fetch(std::move(req), [this, shard, fired, start](result<fetch_response> r) {
+      if (fired->exchange(true, std::memory_order_acq_rel)) return;
+      // A failed watch (moved, throttled, deleted) must not spin: the next round after the interval.
+      const int64_t after_ms = r.ok() ? 0 : poll_retry_interval_ms;
+      runtime_.post(shard, [start, after_ms] { (*start)(after_ms); });
+    });
+  }
 }
 
 void group_service_impl::poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request,
@@ -1264,10 +1218,14 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
   size_t bytes = 0;
   bool full = false;
   bool cut = false;   // a partition's read stopped at max_bytes
+  bool moved = false;   // a seek moved a position while its read was in flight: read again soon
   for (size_t k = 0; k < n && !full; ++k) {
     auto& slot = (*slots)[(first + k) % n];
     auto at = current.find(slot.partition);
-    if (at == current.end() || at->second != slot.fetch_offset || !slot.fetched) continue;
+    if (at == current.end() || at->second != slot.fetch_offset || !slot.fetched) {
+      moved = moved || (at != current.end() && at->second != slot.fetch_offset);
+      continue;
+    }
     auto& fetched = *slot.fetched;
     if (!fetched.ok()) {
       if (fetched.error().code != errc::offset_out_of_range) continue;  // deleted meanwhile, ...: skip this round
@@ -1308,14 +1266,15 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
   // was taken: the next round reads again from the same positions.
   const int32_t min_bytes = settings_it == st.instances.end() ? 1 : settings_it->second.fetch_min_bytes;
   if (!out.empty() && !full && !cut && bytes < static_cast<size_t>(std::max(min_bytes, 1)) && clock_.now_ms() < deadline_ms) {
-    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done), watch_points(*slots));
   }
   if (out.empty()) {
     for (const auto& [tp, next] : next_offsets) {
       auto r = st.coordinator.record_fetched(group_id, instance_id, tp, next);
       RINGLOG_ASSERT(r.ok(), "record_fetched of an owned partition at its position failed");
     }
-    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+    if (moved) return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done));
+    return poll_later(shard, group_id, instance_id, request, deadline_ms, std::move(done), watch_points(*slots));
   }
   for (const auto& [tp, next] : next_offsets) {
     auto r = st.coordinator.record_fetched(group_id, instance_id, tp, next);
@@ -1629,19 +1588,33 @@ void group_service_impl::leave_group(std::string group_id, std::vector<group::cl
   });
 }
 
+offset_commit_answer group_service_impl::refuse_unknown_partitions(std::vector<group::offset_commit>& offsets) const {
+  offset_commit_answer answer;
+  std::erase_if(offsets, [&](const group::offset_commit& o) {
+    auto exists = broker_.check_partition_exists(o.partition);
+    if (exists.ok()) return false;
+    answer.refused.emplace(o.partition, exists.error());
+    return true;
+  });
+  return answer;
+}
+
 void group_service_impl::commit_kafka(std::string group_id, std::string member_id,
                                       std::optional<std::string> group_instance_id, int32_t generation,
                                       std::vector<group::offset_commit> offsets,
-                                      std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+                                      std::function<void(result<offset_commit_answer>)> done) {
+  auto answer = refuse_unknown_partitions(offsets);
+  if (offsets.empty() && !answer.refused.empty()) return done(std::move(answer));
   if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, offsets = std::move(offsets),
-                            done = std::move(done)](size_t shard, shard_state& st) {
+                            answer = std::move(answer), done = std::move(done)](size_t shard, shard_state& st) mutable {
     auto r = st.coordinator.commit_offsets_kafka(group_id, member_id, group_instance_id, generation, offsets,
                                                  clock_.now_ms());
     if (!r.ok()) return done(from_group(r.error()));
-    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+    answer.committed = r->committed;
+    persist(shard, std::move(r->records), [done, answer = std::move(answer)](result<void> p) {
       if (!p.ok()) return done(p.error());
-      done(stored);
+      done(answer);
     });
   });
 }
@@ -1649,16 +1622,20 @@ void group_service_impl::commit_kafka(std::string group_id, std::string member_i
 void group_service_impl::txn_commit(std::string group_id, std::string member_id,
                                     std::optional<std::string> group_instance_id, int32_t generation,
                                     model::producer_id producer_id, std::vector<group::offset_commit> offsets,
-                                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+                                    std::function<void(result<offset_commit_answer>)> done) {
+  auto answer = refuse_unknown_partitions(offsets);
+  if (offsets.empty() && !answer.refused.empty()) return done(std::move(answer));
   if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, group_id, member_id, group_instance_id, generation, producer_id,
-                            offsets = std::move(offsets), done = std::move(done)](size_t shard, shard_state& st) {
+                            offsets = std::move(offsets), answer = std::move(answer),
+                            done = std::move(done)](size_t shard, shard_state& st) mutable {
     auto r = st.coordinator.txn_commit_offsets(group_id, member_id, group_instance_id, generation, producer_id.value(),
                                                offsets, clock_.now_ms());
     if (!r.ok()) return done(from_group(r.error()));
-    persist(shard, std::move(r->records), [done, stored = r->committed](result<void> p) {
+    answer.committed = r->committed;
+    persist(shard, std::move(r->records), [done, answer = std::move(answer)](result<void> p) {
       if (!p.ok()) return done(p.error());
-      done(stored);
+      done(answer);
     });
   });
 }

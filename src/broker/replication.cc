@@ -208,17 +208,42 @@ void broker_impl::fail_ack_waiters(partition_runtime& rt, const error& why) {
 }
 
 result<void> broker_impl::check_serving(const partition_runtime& rt, std::optional<model::offset> reading_at) const {
-  if (!rt.leader) {
-    return error{errc::not_leader_or_follower, "this broker does not lead " + tp_name(rt) + " now: retry"};
-  }
   // Reads below the high watermark are served: those records are committed. A reader at the high
   // watermark (or asking for the latest offset) learns the partition's end, which only a leader
   // that knows it may tell (replication/offsets_gate.h: KIP-207, KAFKA-2334).
+  if (rt.leader && reading_at && *reading_at < rt.log->high_watermark()) return base::ok_v;
+  return check_answer(rt, [&](model::offset hw, bool lease_holds) {
+    return replication::answer_end_offset(hw, rt.epoch_start_offset, rt.replicas.size(), lease_holds);
+  });
+}
+
+result<void> broker_impl::check_partition_exists(const model::topic_partition& tp) const {
+  auto t = find_topic(tp.topic);
+  if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
+  if (tp.partition.value() < 0 || tp.partition.value() >= t->partitions_count()) {
+    return partition_missing(tp.topic, tp.partition.value(), t->partitions_count());
+  }
+  return base::ok_v;
+}
+
+result<void> broker_impl::check_fetch_serving(const partition_runtime& rt, model::offset fetch_offset) const {
+  // Every Fetch answer carries the high watermark: an establishing leader's is refused at any
+  // offset, a lapsed lease only at the end (replication::answer_fetch).
+  return check_answer(rt, [&](model::offset hw, bool lease_holds) {
+    return replication::answer_fetch(hw, rt.epoch_start_offset, rt.replicas.size(), lease_holds, fetch_offset);
+  });
+}
+
+result<void> broker_impl::check_answer(
+    const partition_runtime& rt,
+    const std::function<replication::end_offset_answer(model::offset, bool)>& rule) const {
+  if (!rt.leader) {
+    return error{errc::not_leader_or_follower, "this broker does not lead " + tp_name(rt) + " now: retry"};
+  }
   const model::offset hw = rt.log->high_watermark();
-  if (reading_at && *reading_at < hw) return base::ok_v;
   const int64_t now = deps_.clock.now_ms();
   const int64_t lease_until = leadership_lease_until_ms_.load(std::memory_order_relaxed);
-  switch (replication::answer_end_offset(hw, rt.epoch_start_offset, rt.replicas.size(), now < lease_until)) {
+  switch (rule(hw, now < lease_until)) {
     case replication::end_offset_answer::available:
       return base::ok_v;
     case replication::end_offset_answer::lease_lapsed:

@@ -72,6 +72,9 @@ void ensure_topic(broker& b, const std::string& name, int32_t partitions, std::f
   req.partitions_count = std::max(1, partitions);
   // A queue of copies, keyless ones too: never compacted, whatever log.cleanup.policy says.
   req.configs["cleanup.policy"] = "delete";
+  // Copies keep the compression their records were written with, whatever the broker's
+  // compression.type says (as Kafka's own topics are created with compression.type=producer).
+  req.configs["compression.type"] = "producer";
   b.create_topic(std::move(req), [describe, done](result<topic_description> r) {
     if (r.ok()) return done(static_cast<int32_t>(r->partitions.size()));
     if (r.error().code == errc::topic_already_exists) return describe();

@@ -246,7 +246,9 @@ std::vector<topic_config_entry> describe_topic_configs(const broker_config& c,
   return out;
 }
 
-std::optional<stored_codec> stored_compression(const broker_config& c, const std::map<std::string, std::string>& overrides) {
+std::optional<stored_codec> stored_compression(const broker_config& c, const std::map<std::string, std::string>& overrides,
+                                               internal_topic internal) {
+  if (internal == internal_topic::yes && !overrides.contains("compression.type")) return std::nullopt;
   auto value_of = [&](const std::string& name) {
     auto it = overrides.find(name);
     return it != overrides.end() ? it->second : topic_config_default(c, name);

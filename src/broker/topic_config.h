@@ -51,7 +51,18 @@ struct stored_codec {
   model::compression compression;
   std::optional<int32_t> level;
 };
+/// `internal`: the broker's own topics ("__" names: __consumer_offsets, __transaction_state, the
+/// delay topics) keep the writer's compression whatever the broker's compression.type says, as
+/// Kafka creates its internal topics with compression.type=producer; only a compression.type
+/// set on the topic itself applies to them. (A group's retry and dead-letter topics are created
+/// with compression.type=producer: retries.cc.)
+enum class internal_topic : bool { no, yes };
+template <typename Topic>
+[[nodiscard]] internal_topic internal_topic_of(const Topic& topic) {
+  return topic.is_internal ? internal_topic::yes : internal_topic::no;
+}
 std::optional<stored_codec> stored_compression(const broker_config& config,
-                                               const std::map<std::string, std::string>& overrides);
+                                               const std::map<std::string, std::string>& overrides,
+                                               internal_topic internal);
 
 }  // namespace ringlog::broker

@@ -16,6 +16,7 @@
 #include <simdjson.h>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ringlog/codec/base64.h"
@@ -187,7 +188,22 @@ std::optional<int64_t> int_option(const args& a, const std::string& name, int64_
 
 // ---- topics -----------------------------------------------------------------------------------
 
-constexpr const char* topics_usage = R"(usage: ringlog topics COMMAND [options]
+// The options of every command that talks to the brokers' HTTP listeners, written once for
+// every usage text (tests/integration/test_cluster_newcomer.py reads them).
+constexpr std::string_view bootstrap_server_help =
+    R"(  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
+                           separated by commas are tried in turn, as Kafka's tools do
+)";
+/// The end of a usage text: --bootstrap-server, --request-timeout-ms and --help.
+const std::string connection_options_help = std::string(bootstrap_server_help) +
+                                            R"(  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
+                           long poll adds its own wait); a read not answered in time is
+                           retried on the next --bootstrap-server URL (Kafka's
+                           request.timeout.ms)
+  --help                   this text
+)";
+
+const std::string topics_usage = std::string(R"(usage: ringlog topics COMMAND [options]
 
 Commands:
   list                                   topic names, one per line
@@ -205,14 +221,7 @@ with fewer in-sync replicas than replicas, --unavailable-partitions only those w
 (both: either); then no topic line is printed.
 
 Options:
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 std::optional<json> config_list(const std::vector<std::string>& assignments) {
   json configs = json::array();
@@ -443,7 +452,7 @@ int topics_main(int argc, char** argv) {
 
 namespace {
 
-constexpr const char* produce_usage = R"(usage: ringlog produce TOPIC [options] < lines
+const std::string produce_usage = std::string(R"(usage: ringlog produce TOPIC [options] < lines
 
 Sends each line of standard input as one record (v3 records API, in batches). A refused
 request stores none of its lines: the error is printed once, naming the input line, with the
@@ -457,14 +466,7 @@ Options:
   --partition N            send every record to partition N (default: murmur2 of the key, or spread)
   --acks 0|1|all           acknowledgement level (default all)
   --batch-size N           lines per request (default 500)
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 json binary(std::string_view s) { return {{"type", "BINARY"}, {"data", base64_encode(s)}}; }
 
@@ -618,7 +620,7 @@ int produce_main(int argc, char** argv) {
 
 namespace {
 
-constexpr const char* consume_usage = R"(usage: ringlog consume TOPIC [options]
+const std::string consume_usage = std::string(R"(usage: ringlog consume TOPIC [options]
 
 Prints record values, one per line, from each partition in turn; a null value (a tombstone)
 prints as null.
@@ -639,14 +641,7 @@ Options:
                            shares the partitions and keeps committed offsets; --offset
                            earliest|latest is then auto.offset.reset, and each batch printed is
                            committed afterwards (at-least-once)
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 struct cursor {
   int32_t partition = 0;
@@ -828,7 +823,7 @@ int consume_main(int argc, char** argv) {
 namespace ringlog::cli {
 namespace {
 
-constexpr const char* groups_usage = R"(usage: ringlog groups COMMAND [options]
+const std::string groups_usage = std::string(R"(usage: ringlog groups COMMAND [options]
 
 Commands:
   list                                   groups with state and member count
@@ -849,14 +844,7 @@ Commands:
                                          none: every letter not redriven yet
 
 Options:
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 int groups_lag(http_client& client, const std::string& path) {
   auto r = client.get(path + "/lags");
@@ -919,9 +907,10 @@ the node asked is not the leader, the leader is asked again (at its broker addre
 --bootstrap-server URL that answers as it) and AnsweredBy names the node asked first too. With no
 quorum leader (LeaderId "-": an election, or no majority of voters running) the broker states are
 as last known. A voter's ROLES is broker,controller, or controller for a dedicated controller,
-which is never listed as a broker; OBSERVER rows (on the leader) are the broker-only nodes
-(process.roles=broker), which fetch the metadata log without a vote (KIP-595); AnsweredBy says
-observer when one of them answered.
+which is never listed as a broker, or not reachable, never fetched from the leader, for a voter
+the quorum leader never heard from (not started, or cut off: its roles are not known).
+OBSERVER rows (on the leader) are the broker-only nodes (process.roles=broker), which fetch the
+metadata log without a vote (KIP-595); AnsweredBy says observer when one of them answered.
 
 elect-leaders: preferred leader election, as kafka-leader-election.sh --election-type preferred:
 each partition (every partition of every topic; --topic: that topic's; --partition: one) whose
@@ -1127,6 +1116,20 @@ std::string quorum_role(const json& q) {
   return q.value("is_observer", false) ? std::string("observer") : cell(q["role"]);
 }
 
+/// A voter's ROLES cell: broker,controller for a registered broker; for another voter, the quorum
+/// leader (`q` answered by it) tells a dedicated controller, which fetches from it, from a voter
+/// it never heard from (not started, or cut off since the leader's election): that one is not
+/// reachable, its roles unknown. Elsewhere (a follower's view) a voter not registered as a broker
+/// reads as a controller.
+std::string voter_roles(const json& q, const json& v, bool registered_broker) {
+  if (registered_broker) return "broker,controller";
+  const bool answered_by_leader = q["leader_id"].is_number() && q["leader_id"] == q["node_id"];
+  if (answered_by_leader && v["replica_id"] != q["leader_id"] && !v["last_fetch_timestamp"].is_number()) {
+    return "not reachable (never fetched from the leader)";
+  }
+  return "controller";
+}
+
 int cluster_status(const args& a) {
   auto client = connect(a);
   if (!client) return 2;
@@ -1177,7 +1180,7 @@ int cluster_status(const args& a) {
   };
   for (const auto& v : q["voters"]) {
     std::cout << cell(v["replica_id"]) << "\t" << cell(v["log_end_offset"]) << "\t" << cell(v["lag"]) << "\t" << ago(v)
-              << "\t" << (is_broker(v["replica_id"]) ? "broker,controller" : "controller") << "\n";
+              << "\t" << voter_roles(q, v, is_broker(v["replica_id"])) << "\n";
   }
   // Observers (KIP-595): broker-only nodes (process.roles=broker) that fetch the metadata log but
   // never vote; known with their offsets on the quorum leader.
@@ -1338,7 +1341,7 @@ int groups_main(int argc, char** argv) {
 
 namespace {
 
-constexpr const char* transactions_usage = R"(usage: ringlog transactions COMMAND [options]
+const std::string transactions_usage = std::string(R"(usage: ringlog transactions COMMAND [options]
 
 Commands:
   list [--state STATE]         transactional ids the broker coordinates: producer id and state
@@ -1349,14 +1352,7 @@ Commands:
                                producer is fenced and abort markers are written
 
 Options:
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer (default 10000; a
-                           long poll adds its own wait); a read not answered in time is
-                           retried on the next --bootstrap-server URL (Kafka's
-                           request.timeout.ms)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 }  // namespace
 
@@ -1424,7 +1420,7 @@ int transactions_main(int argc, char** argv) {
 namespace ringlog::cli {
 namespace {
 
-constexpr const char* bench_usage = R"(usage: ringlog bench [options]
+const std::string bench_usage = std::string(R"(usage: ringlog bench [options]
 
 Load generator over HTTP keep-alive: producers post batches of records to partitions (v2 binary
 API), consumers long-poll the same partitions right behind them. Every record carries the time
@@ -1444,9 +1440,7 @@ Options:
   --rate N                 total records/s to schedule; 0 = as fast as acks allow (default 0)
   --acks 0|1|all           (default all)
   --json                   print one JSON object instead of text
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
-  --request-timeout-ms MS  longest wait to connect, then for each answer of the setup
+)") + std::string(bootstrap_server_help) + R"(  --request-timeout-ms MS  longest wait to connect, then for each answer of the setup
                            requests (default 10000); the load's own requests wait up to 120000
   --transport http|ws|kafka http (default): the REST API as above; ws: producers send one
                            produce message per record over /v1/ws to partition 0, and

@@ -219,6 +219,10 @@ void v3_add_transaction_offsets(const call_ptr& c) {
     }
     offsets.push_back(group::offset_commit{{e["topic"].get<std::string>(), model::partition_id{e["partition"].get<int32_t>()}},
                                            model::offset{e["offset"].get<int64_t>()}, ""});
+    // All or nothing: an offset of a partition that does not exist is refused before any is held
+    // (404 40401 / 40402, Confluent's codes; Kafka's TxnOffsetCommit answers it per partition).
+    auto exists = c->broker().check_partition_exists(offsets.back().partition);
+    if (!exists.ok()) return c->fail_broker(exists.error(), error_scope::partition, offsets.back().partition.topic);
   }
   const std::string group_id = (*body)["group_id"].get<std::string>();
   const std::string id = c->params["transactional_id"];
@@ -228,8 +232,9 @@ void v3_add_transaction_offsets(const call_ptr& c) {
       [c, group_id, producer_id = p->first, offsets = std::move(offsets)](broker::result<void> added) mutable {
         if (!added.ok()) return no_content(c)(std::move(added));
         c->broker().groups().txn_commit(group_id, "", std::nullopt, -1, producer_id, std::move(offsets),
-                                        [c](broker::result<group::partition_map<group::committed_offset>> r) {
+                                        [c](broker::result<broker::offset_commit_answer> r) {
                                           if (!r.ok()) return no_content(c)(r.error());
+                                          if (!r->refused.empty()) return no_content(c)(r->refused.begin()->second);
                                           no_content(c)(base::ok_v);
                                         });
       });

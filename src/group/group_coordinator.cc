@@ -1129,12 +1129,27 @@ result<reset_result> group_coordinator::reset_offsets(std::string_view group_id,
       case reset_kind::to_timestamp: target = clamp(info.offset_for_timestamp.value_or(info.high_watermark).value()); break;
       case reset_kind::to_offset: target = clamp(spec.value); break;
       case reset_kind::shift_by: {
-        int64_t base_offset = info.log_start_offset.value();
+        // Kafka's kafka-consumer-groups --shift-by shifts the current committed offset and refuses
+        // a partition without one ("Cannot shift offset for partition ... since there is no
+        // current committed offset"); a negative one (a Kafka client's -1/-2) is none: the admin
+        // client reads it as null, and the group's readers start where auto.offset.reset says.
+        std::optional<int64_t> committed;
         if (git != groups_.end()) {
-          if (auto c = git->second.committed.find(tp); c != git->second.committed.end() && c->second.committed.value() >= 0) {
-            base_offset = c->second.committed.value();
+          if (auto c = git->second.committed.find(tp); c != git->second.committed.end()) {
+            committed = c->second.committed.value();
           }
         }
+        if (!committed || *committed < 0) {
+          return err(errc::invalid_offset,
+                     "cannot shift the offset of partition " + tp_name(tp) + ": group '" + std::string(group_id) +
+                         "' has no committed offset there" +
+                         (committed ? " (it committed " + std::to_string(*committed) +
+                                          ", which names no record: its readers start by auto.offset.reset)"
+                                    : std::string()) +
+                         "; reset it to earliest, latest, an offset or a timestamp instead, as Kafka's "
+                         "kafka-consumer-groups --shift-by asks");
+        }
+        const int64_t base_offset = *committed;
         // Saturating: a shift past either end clamps like any other (no signed overflow).
         constexpr int64_t largest = std::numeric_limits<int64_t>::max(), smallest = std::numeric_limits<int64_t>::min();
         const bool past_largest = spec.value > 0 && base_offset > largest - spec.value;

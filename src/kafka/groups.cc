@@ -78,7 +78,9 @@ void handle_offset_commit(const request_context& ctx, protocol::offset_commit_re
     for (const auto& p : t.partitions) partitions.push_back(p.partition_index);
     asked.emplace_back(t.name, std::move(partitions));
   }
-  auto answer_all = [ctx, asked = std::move(asked)](int16_t code) {
+  // Per partition: UNKNOWN_TOPIC_OR_PARTITION for one the metadata does not hold (not stored, as
+  // KafkaApis answers), else the group's answer.
+  auto answer = [ctx, asked = std::move(asked)](int16_t code, const group::partition_map<broker::error>& refused) {
     response out;
     for (const auto& [name, partitions] : asked) {
       response::offset_commit_response_topic rt;
@@ -86,7 +88,8 @@ void handle_offset_commit(const request_context& ctx, protocol::offset_commit_re
       for (int32_t partition : partitions) {
         response::offset_commit_response_partition rp;
         rp.partition_index = partition;
-        rp.error_code = code;
+        auto r = refused.find(model::topic_partition{name, model::partition_id{partition}});
+        rp.error_code = r != refused.end() ? code_of(r->second) : code;
         rt.partitions.push_back(rp);
       }
       out.topics.push_back(std::move(rt));
@@ -104,8 +107,9 @@ void handle_offset_commit(const request_context& ctx, protocol::offset_commit_re
   const int32_t generation = ctx.api_version >= 1 ? request.generation_id_or_member_epoch : -1;
   ctx.broker_api().groups().commit_kafka(
       request.group_id, request.member_id, request.group_instance_id, generation, std::move(offsets),
-      [answer_all](broker::result<group::partition_map<group::committed_offset>> r) {
-        answer_all(r.ok() ? error_code::none : code_of(r.error()));
+      [answer](broker::result<broker::offset_commit_answer> r) {
+        if (!r.ok()) return answer(code_of(r.error()), {});
+        answer(error_code::none, r->refused);
       });
 }
 

@@ -195,7 +195,7 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
   ctx.broker_api().groups().txn_commit(
       request.group_id, request.member_id, request.group_instance_id, request.generation_id,
       model::producer_id{request.producer_id}, std::move(offsets),
-      [ctx, topics](broker::result<group::partition_map<group::committed_offset>> r) {
+      [ctx, topics](broker::result<broker::offset_commit_answer> r) {
         const int16_t code = r.ok() ? error_code::none : txn_code(r.error(), ctx.api_version, 2);
         response out;
         for (const auto& t : topics) {
@@ -205,6 +205,11 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
             response::txn_offset_commit_response_partition rp;
             rp.partition_index = p.partition_index;
             rp.error_code = code;
+            // A partition the metadata does not hold: UNKNOWN_TOPIC_OR_PARTITION, not held (KafkaApis).
+            if (r.ok()) {
+              auto refused = r->refused.find(model::topic_partition{t.name, model::partition_id{p.partition_index}});
+              if (refused != r->refused.end()) rp.error_code = txn_code(refused->second, ctx.api_version, 2);
+            }
             rt.partitions.push_back(rp);
           }
           out.topics.push_back(std::move(rt));

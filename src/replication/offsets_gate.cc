@@ -35,4 +35,15 @@ end_offset_answer answer_end_offset(model::offset high_watermark, model::offset 
   return end_offset_answer::available;
 }
 
+end_offset_answer answer_fetch(model::offset high_watermark, model::offset epoch_start_offset, size_t replicas,
+                               bool lease_holds, model::offset fetch_offset) {
+  if (fetch_offset >= high_watermark) {
+    return answer_end_offset(high_watermark, epoch_start_offset, replicas, lease_holds);
+  }
+  if (replicas > 1 && !high_watermark_established(high_watermark, epoch_start_offset)) {
+    return end_offset_answer::offset_not_available;
+  }
+  return end_offset_answer::available;
+}
+
 }  // namespace ringlog::replication

@@ -373,13 +373,28 @@ TEST_CASE_FIXTURE(groups_fixture, "classic protocol: join, sync, commit, lag; th
   auto synced = call<sync_group_answer>([&](auto done) { b->groups().sync_group("kg", s, std::move(done)); });
   REQUIRE_FALSE(synced.failure.has_value());
   CHECK(group::decode_consumer_assignment(synced.data.assignment).value() == both);
-  auto stale = call<result<group::partition_map<group::committed_offset>>>([&](auto done) {
+  auto stale = call<result<offset_commit_answer>>([&](auto done) {
     b->groups().commit_kafka("kg", r.member_id, std::nullopt, 0, {{orders0, model::offset{4}, ""}}, std::move(done));
   });
   CHECK(stale.error().code == errc::illegal_generation);
-  REQUIRE(call<result<group::partition_map<group::committed_offset>>>([&](auto done) {
-            b->groups().commit_kafka("kg", r.member_id, std::nullopt, 1, {{orders0, model::offset{4}, ""}}, std::move(done));
-          }).ok());
+  // KafkaApis: a partition the metadata does not hold is refused per partition, the rest stored.
+  const model::topic_partition orders99{"orders", model::partition_id{99}};
+  const model::topic_partition nowhere0{"nowhere", model::partition_id{0}};
+  auto committed = call<result<offset_commit_answer>>([&](auto done) {
+    b->groups().commit_kafka("kg", r.member_id, std::nullopt, 1,
+                             {{orders0, model::offset{4}, ""}, {orders99, model::offset{1}, ""}, {nowhere0, model::offset{1}, ""}},
+                             std::move(done));
+  });
+  REQUIRE(committed.ok());
+  CHECK(committed->committed.contains(orders0));
+  CHECK_FALSE(committed->committed.contains(orders99));
+  REQUIRE(committed->refused.size() == 2);
+  CHECK(committed->refused.at(orders99).code == errc::unknown_topic_or_partition);
+  CHECK(committed->refused.at(nowhere0).code == errc::unknown_topic_or_partition);
+  auto stored = call<result<group::partition_map<group::committed_offset>>>(
+      [&](auto done) { b->groups().group_committed("kg", std::move(done)); });
+  REQUIRE(stored.ok());
+  CHECK(stored->size() == 1);
   auto lag = call<result<std::vector<group::partition_lag>>>([&](auto done) { b->groups().group_lag("kg", std::move(done)); });
   REQUIRE(lag.ok());
   REQUIRE(lag->size() == 2);   // the committed partition and the member's other owned one

@@ -175,7 +175,7 @@ TEST_CASE_FIXTURE(txn_fixture, "group offsets of a transaction are committed wit
     REQUIRE(call<result<void>>([&](auto done) {
               b->transactions().add_offsets("app", p->first, p->second, "g", std::move(done));
             }).ok());
-    auto pending = call<result<group::partition_map<group::committed_offset>>>([&](auto done) {
+    auto pending = call<result<offset_commit_answer>>([&](auto done) {
       b->groups().txn_commit("g", "", std::nullopt, -1, p->first,
                              {group::offset_commit{tp("in", 0), model::offset{commit ? 11 : 7}, ""}}, std::move(done));
     });

@@ -12,6 +12,8 @@ History shape (what workload.py records; tests/cluster/test_checker.py builds sy
                   "high_watermark", "established": bool or None, "t_send", "t_recv"}],
       "ends":   [{"partition", "node", "end_offset": int or None (None: refused), "status", "t_send",
                   "t_recv"}]   (optional: the v2 offsets route asked through every node)
+      "fetch_ends": [{"partition", "node", "high_watermark": int or None (None: refused), "error",
+                  "t_send", "t_recv"}]   (optional: a Kafka Fetch from offset 0 through every node)
       "final":  {"<p>": {"high_watermark": int, "records": [[offset, key, value], ...]}},
       "replicas": {"<p>": {"<node>": {"log_end_offset": int, "high_watermark_checkpoint": int or None,
                                       "batches": [[base_offset, last_offset, sha256_hex, bytes], ...]}}},
@@ -38,8 +40,9 @@ Rules (issue 13, "Test bed and checker"; design.md section 1):
   figure as it is. Once caught up, any lower report is a regression.
 - end-below-ack (KAFKA-2334, KIP-207): a partition's end told to a client - the v2 offsets route's
   end_offset through any node ("ends"), or a partitions-route high watermark the broker calls
-  established (its own leader's figure, known) - at or below an offset acknowledged to an acks=all
-  producer before the request was sent. A refusal (503, retry) is no answer and never judged.
+  established (its own leader's figure, known), or the high watermark a Kafka Fetch answer carried
+  ("fetch_ends") - at or below an offset acknowledged to an acks=all producer before the request
+  was sent. A refusal (503, retry) is no answer and never judged.
 - divergence: replicas' batches below the final high watermark are not byte-for-byte equal, or
   (once every replica is back in sync) a replica lacks a batch below it.
 - duplicate: one written value at two offsets (every value is sent exactly once, no retries).
@@ -244,6 +247,10 @@ def check_ends_below_acks(history):
     for e in history.get("ends", []):
         if e.get("end_offset") is not None:
             observations.append((e["partition"], e["node"], "v2 offsets end_offset", e["end_offset"], e["t_send"]))
+    for e in history.get("fetch_ends", []):
+        if e.get("high_watermark") is not None:
+            observations.append((e["partition"], e["node"], "Kafka Fetch high_watermark", e["high_watermark"],
+                                 e["t_send"]))
     for h in history.get("hw", []):
         if h.get("high_watermark") is not None and h.get("established") is True:
             observations.append((h["partition"], h["node"], "v3 partitions high_watermark (established)",

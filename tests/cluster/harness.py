@@ -42,6 +42,7 @@ CLUSTER_READY_DEADLINE_S = 90.0
 # Ports inside each namespace (every node has its own address there, so they can be the same).
 NETNS_HTTP_PORT = 8082
 NETNS_CLUSTER_PORT = 9093
+NETNS_KAFKA_PORT = 9092
 NFT_TABLE = "ringlog_nemesis"
 NAME_PREFIX = "rlj"
 
@@ -74,7 +75,7 @@ class LoopbackNetwork:
 
     def __init__(self, size):
         self.size = size
-        self._ports = {i: (free_port(), free_port()) for i in range(1, size + 1)}
+        self._ports = {i: (free_port(), free_port(), free_port()) for i in range(1, size + 1)}
 
     def address(self, node_id):
         return "127.0.0.1"
@@ -84,6 +85,9 @@ class LoopbackNetwork:
 
     def cluster_port(self, node_id):
         return self._ports[node_id][1]
+
+    def kafka_port(self, node_id):
+        return self._ports[node_id][2]
 
     def wrap(self, node_id, argv):
         return argv
@@ -186,6 +190,9 @@ class NetnsNetwork:
 
     def cluster_port(self, node_id):
         return NETNS_CLUSTER_PORT
+
+    def kafka_port(self, node_id):
+        return NETNS_KAFKA_PORT
 
     def _build(self):
         _run(["ip", "link", "add", self.bridge, "type", "bridge"])
@@ -297,8 +304,14 @@ class Node:
     def url(self):
         return f"http://{self.host}:{self.network.http_port(self.node_id)}"
 
+    @property
+    def bootstrap(self):
+        """The node's kafka:// listener as host:port (the end pollers' raw Fetch)."""
+        return f"{self.host}:{self.network.kafka_port(self.node_id)}"
+
     def argv(self):
         listeners = (f"http://{self.host}:{self.network.http_port(self.node_id)},"
+                     f"kafka://{self.host}:{self.network.kafka_port(self.node_id)},"
                      f"cluster://{self.host}:{self.network.cluster_port(self.node_id)}")
         args = [self.binary, "serve",
                 "--set", f"node.id={self.node_id}",

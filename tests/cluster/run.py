@@ -337,6 +337,7 @@ def run_schedule(args, seed, index, base_dir, log_main):
         history.t0 = time.monotonic()
         pollers = [workload.HighWatermarkPoller(n, cluster, history, TOPIC, stop_readers) for n in cluster.nodes.values()]
         pollers += [workload.EndOffsetPoller(n, cluster, history, TOPIC, stop_readers) for n in cluster.nodes.values()]
+        pollers += [workload.KafkaFetchPoller(n, cluster, history, TOPIC, stop_readers) for n in cluster.nodes.values()]
         readers = [workload.Reader(p, cluster, router, history, TOPIC, stop_readers) for p in partitions]
         keys = [f"k{i}" for i in range(args.keys)]
         key_partition = {k: i % args.partitions for i, k in enumerate(keys)}

@@ -262,6 +262,23 @@ def test_a_partitions_route_figure_counts_only_when_the_broker_calls_it_establis
     assert result["anomalies"]["end-below-ack"][0]["source"].startswith("v3 partitions")
 
 
+def test_a_kafka_fetch_answer_carrying_a_high_watermark_below_an_ack():
+    """The breaker's finding: a Fetch from offset 0 (committed records) whose answer carried an
+    establishing leader's high watermark, below the offset acknowledged at t=11.5."""
+    h = clean_history()
+    h["fetch_ends"] = [
+        {"partition": 1, "node": 2, "high_watermark": 6, "error": 0, "t_send": 12.0, "t_recv": 12.1},
+        {"partition": 1, "node": 2, "high_watermark": None, "error": 78, "t_send": 12.0, "t_recv": 12.1},
+    ]
+    result = checker.check(h)
+    assert "end-below-ack" not in kinds(result), checker.format_report(result)
+    h["fetch_ends"].append({"partition": 1, "node": 2, "high_watermark": 3, "error": 0, "t_send": 12.5,
+                            "t_recv": 12.6})
+    result = checker.check(h)
+    assert kinds(result) == {"end-below-ack"}, checker.format_report(result)
+    assert result["anomalies"]["end-below-ack"][0]["source"] == "Kafka Fetch high_watermark"
+
+
 def test_replica_divergence_below_the_high_watermark():
     h = clean_history()
     h["replicas"]["0"]["3"]["batches"][4][2] = digest("something else")

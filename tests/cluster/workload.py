@@ -20,13 +20,22 @@ partition, and pollers of every broker's high watermarks. Everything observed go
   reports them, with the broker's incarnation (restarts counted).
 - End pollers ask every broker, without pause, for every partition's end (GET /topics/{t}/
   partitions/{p}/offsets); the checker holds each answer against the acknowledged offsets.
+- Kafka Fetch pollers ask every broker's kafka:// listener for each partition from offset 0 (a
+  raw Fetch v4: committed records, but every answer carries the high watermark, which librdkafka
+  caches for lag and watermark queries); the checker holds each answered high watermark the same.
 """
 import base64
+import pathlib
 import random
+import socket
+import sys
 import threading
 import time
 
 import requests
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "integration"))
+import kafka_wire  # noqa: E402  (tests/integration/kafka_wire.py: Fetch v4 by hand)
 
 PRODUCE_TIMEOUT_S = (2.0, 10.0)     # (connect, read): longer than a failover takes with the defaults
 FETCH_TIMEOUT_S = (2.0, 5.0)
@@ -53,6 +62,7 @@ class History:
         self.reads = []
         self.hw = []
         self.ends = []
+        self.fetch_ends = []
         self.events = []
 
     def now(self):
@@ -70,7 +80,8 @@ class History:
     def as_dict(self):
         with self.lock:
             return {"partitions": self.partitions, "writes": list(self.writes), "reads": list(self.reads),
-                    "hw": list(self.hw), "ends": list(self.ends), "events": list(self.events)}
+                    "hw": list(self.hw), "ends": list(self.ends),
+                    "fetch_ends": list(self.fetch_ends), "events": list(self.events)}
 
 
 class Router:
@@ -354,6 +365,44 @@ class EndOffsetPoller(NodePoller):
             end = None
         self.history.add("ends", {"partition": p, "node": self.node.node_id, "end_offset": end, "status": 200,
                                   "t_send": round(t_send, 4), "t_recv": round(t_recv, 4)})
+
+
+class KafkaFetchPoller(NodePoller):
+    """Asks one broker's kafka:// listener, without pause, for every partition from offset 0 with
+    a raw Fetch v4 (one record's worth of bytes; a broker that does not lead forwards it). Each
+    answer's high watermark goes into history["fetch_ends"] (None with the error code when refused)."""
+
+    FETCH_BYTES = 1024
+
+    def __init__(self, node, cluster, history, topic, stop):
+        super().__init__("fetch", node, cluster, history, topic, stop)
+        self.correlation_id = 0
+
+    def run(self):
+        while not self.stop_event.is_set():
+            if not self.node.running() or self.node.paused:
+                self.stop_event.wait(POLL_INTERVAL_S)
+                continue
+            for p in self.history.partitions:
+                self.ask(p)
+
+    def ask(self, p):
+        t_send = self.history.now()
+        self.correlation_id += 1
+        body = kafka_wire.fetch_v4(self.topic, p, 0, max_bytes=self.FETCH_BYTES, partition_max_bytes=self.FETCH_BYTES)
+        try:
+            with kafka_wire.connect(self.node.bootstrap, timeout=POLL_TIMEOUT_S) as sock:
+                _, answer = kafka_wire.exchange(sock, kafka_wire.API_FETCH, 4, self.correlation_id, body)
+            [(_t, _p, error, hw, _records)] = kafka_wire.parse_fetch_v4(answer)
+        except (OSError, ConnectionError, ValueError, TypeError):
+            self.stop_event.wait(BACKOFF_S)
+            return
+        t_recv = self.history.now()
+        self.history.add("fetch_ends", {"partition": p, "node": self.node.node_id,
+                                        "high_watermark": hw if error == 0 else None, "error": error,
+                                        "t_send": round(t_send, 4), "t_recv": round(t_recv, 4)})
+        if error != 0:
+            self.stop_event.wait(BACKOFF_S)
 
 
 class HighWatermarkPoller(NodePoller):

@@ -618,3 +618,27 @@ TEST_CASE("commits outside membership: only for groups without members, replayed
   for (const auto& rec : first->records) REQUIRE(restarted.replay(rec, t0 + 100).ok());
   CHECK(restarted.committed_offsets("kafka-group")->at(tp("t", 1)).committed == offset(10));
 }
+
+TEST_CASE("reset shift_by: from the committed offset; none or a negative one is refused, as Kafka's --shift-by") {
+  group_coordinator c(11);
+  c.set_topics({{"t", 2}}, t0);
+  REQUIRE(c.commit_offsets_standalone("n", {offset_commit{tp("t", 0), offset(-1), ""}, offset_commit{tp("t", 1), offset(4), ""}},
+                                      t0)
+              .ok());
+  partition_map<partition_offsets> logs{{tp("t", 0), {offset(2), offset(10), std::nullopt}},
+                                        {tp("t", 1), {offset(0), offset(9), std::nullopt}}};
+  // Partition 0 committed -1 (a Kafka client's "latest"): before, the shift was taken from 0.
+  auto negative = c.reset_offsets("n", {reset_kind::shift_by, 1}, logs, dry_run::yes, t0);
+  REQUIRE_FALSE(negative.ok());
+  CHECK(negative.error().code == errc::invalid_offset);
+  CHECK(negative.error().message.find("t-0") != std::string::npos);
+  CHECK(negative.error().message.find("committed -1") != std::string::npos);
+  partition_map<partition_offsets> one{{tp("t", 1), logs.at(tp("t", 1))}};
+  auto shifted = c.reset_offsets("n", {reset_kind::shift_by, 1}, one, dry_run::yes, t0);
+  REQUIRE(shifted.ok());
+  CHECK(shifted->offsets.at(tp("t", 1)) == offset(5));
+  // No committed offset at all.
+  auto none = c.reset_offsets("other", {reset_kind::shift_by, 1}, one, dry_run::yes, t0);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().code == errc::invalid_offset);
+}

@@ -384,3 +384,49 @@ def test_compression_levels_kip_390(ringlog_bin, tmp_path):
             assert r.status_code == 400 and name in r.json()["message"], r.text
     finally:
         assert broker.stop() == 0
+
+
+def test_internal_topics_keep_the_writers_compression_not_the_brokers(ringlog_bin, tmp_path):
+    """Issue 27 (third pass, left open): the broker's compression.type recompressed the broker's own
+    topics too (delay topics, __consumer_offsets) and a group's retry and dead-letter topics. Kafka
+    creates its internal topics with compression.type=producer; so does ringlog now: the delay
+    topic's and __consumer_offsets' batches stay as the broker wrote them (uncompressed), while a
+    user topic inheriting zstd is still stored as zstd."""
+    import pathlib
+    import subprocess
+    from conftest import Broker, wait_until
+
+    def codecs(data_dir, prefix):
+        out = []
+        for segment in sorted(pathlib.Path(data_dir).glob(f"{prefix}*/*.log")):
+            dumped = subprocess.run([str(ringlog_bin), "dump-log", str(segment)], capture_output=True, text=True,
+                                    timeout=30)
+            assert dumped.returncode == 0, dumped.stderr
+            out += [line.split("compresscodec: ")[1].split()[0] for line in dumped.stdout.splitlines()
+                    if "compresscodec: " in line]
+        return out
+
+    data = tmp_path / "ringlog-data"
+    broker = Broker(data, ["compression.type=zstd"]).start()
+    try:
+        broker.create_topic("user")
+        r = requests.post(f"{broker.url}/topics/user", json={"records": [{"value": "bm93", "partition": 0},
+                                                                         {"value": "bGF0ZXI=", "partition": 0,
+                                                                          "delay_ms": 3600000}]},
+                          headers={"Content-Type": "application/vnd.kafka.binary.v2+json"})
+        assert r.status_code == 200, r.text
+        # A group commit: a record of __consumer_offsets.
+        v2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+        base = f"{broker.url}/consumers/g/instances/c"
+        assert requests.post(f"{broker.url}/consumers/g", headers=v2, json={"name": "c"}).status_code == 200
+        assert requests.post(f"{base}/subscription", headers=v2, json={"topics": ["user"]}).status_code == 204
+        wait_until(lambda: requests.post(f"{base}/offsets", headers=v2, json={"offsets": [
+            {"topic": "user", "partition": 0, "offset": 0}]}).status_code == 204 or None, 20, "a commit")
+        requests.delete(base, headers=v2)
+    finally:
+        broker.stop()
+    assert set(codecs(data, "user-")) == {"zstd"}
+    delayed = codecs(data, "__delay-")
+    offsets = codecs(data, "__consumer_offsets-")
+    assert delayed and set(delayed) == {"none"}, delayed
+    assert offsets and set(offsets) == {"none"}, offsets

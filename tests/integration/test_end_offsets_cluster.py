@@ -159,8 +159,10 @@ def test_a_new_leader_answers_no_end_until_its_high_watermark_is_established(kaf
     # Kafka: ListOffsets latest and a Fetch at the high watermark answer OFFSET_NOT_AVAILABLE.
     assert kafka_latest(b, "ends", p)[0] == OFFSET_NOT_AVAILABLE
     assert kafka_fetch(b, "ends", p, f["high_watermark"]) == OFFSET_NOT_AVAILABLE
-    # ... a Fetch below it is served: those records are committed.
-    assert kafka_fetch(b, "ends", p, 0) == 0
+    # ... and so does a Fetch below it: its records are committed, but its answer would carry the
+    # high watermark not yet established, below what was acknowledged (KAFKA-2334; breaker finding:
+    # 905 such answers in one isolate-leader run). Only while establishing, never for a lapsed lease.
+    assert kafka_fetch(b, "ends", p, 0) == OFFSET_NOT_AVAILABLE
     # HTTP: the offsets routes answer 503/50302 with Retry-After, never a smaller end.
     r = requests.get(f"{b.url}/topics/ends/partitions/{p}/offsets", timeout=5)
     assert r.status_code == 503 and r.json()["error_code"] == 50302, r.text
@@ -186,3 +188,4 @@ def test_a_new_leader_answers_no_end_until_its_high_watermark_is_established(kaf
     r = requests.get(f"{b.url}/topics/ends/partitions/{p}/offsets", timeout=5)
     assert r.status_code == 200 and r.json()["end_offset"] >= log_end, r.text
     assert figures(b, "ends", p)["high_watermark_established"] is True
+    assert kafka_fetch(b, "ends", p, 0) == 0

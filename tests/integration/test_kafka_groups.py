@@ -5,6 +5,7 @@ __consumer_offsets as the REST consumers: groups of three that rebalance when on
 and carry on through a broker restart with nothing lost or skipped; the HTTP group and lag
 routes see them; classic and ringlog-managed members never share a group.
 """
+import struct
 import threading
 import time
 
@@ -403,3 +404,92 @@ def test_kafkajs_group_recovers_from_a_seek_past_the_end(gbroker, topic_name):
     is stored as given, as Kafka does, and the consumer goes on instead of crashing
     (tests/kafkajs/seek_past_end.test.mjs)."""
     run_kafkajs("seek_past_end.test.mjs", gbroker.bootstrap, "kafkajs-seek-" + topic_name)
+
+
+def offset_commit_v2(group, offsets):
+    """An OffsetCommit v2 body outside membership (generation -1): offsets {(topic, partition): offset}."""
+    body = kw.string(group) + struct.pack(">i", -1) + kw.string("") + struct.pack(">q", -1)
+    topics = {}
+    for (t, p), o in offsets.items():
+        topics.setdefault(t, []).append((p, o))
+    body += struct.pack(">i", len(topics))
+    for t, parts in topics.items():
+        body += kw.string(t) + struct.pack(">i", len(parts))
+        for p, o in parts:
+            body += struct.pack(">iq", p, o) + kw.string("")
+    return body
+
+
+def parse_offset_commit_v2(body):
+    """{(topic, partition): error code}."""
+    r = kw.Reader(body)
+    out = {}
+    for _ in range(r.take(">i")):
+        t = r.string()
+        for _ in range(r.take(">i")):
+            p, code = r.take(">i"), r.take(">h")
+            out[(t, p)] = code
+    return out
+
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def test_offset_commit_of_an_unknown_topic_or_partition_is_refused_per_partition(gbroker, topic_name):
+    """Kafka's KafkaApis answers UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not
+    hold and stores the others (breaker finding: partition 99 of a 1-partition topic was stored)."""
+    from kafka import KafkaAdminClient
+    b = gbroker
+    create(b.bootstrap, topic_name, partitions=1)
+    group = "unknown-" + topic_name
+    wait_until(lambda: requests.get(b.v3(f"/topics/{topic_name}")).status_code == 200 or None, 20, "the topic")
+    asked = {(topic_name, 0): 5, (topic_name, 99): 7, ("no-such-topic-" + topic_name, 0): 9}
+    with kw.connect(b.bootstrap) as sock:
+        answer = wait_until(lambda: (lambda a: a if a[(topic_name, 0)] == 0 else None)(
+            parse_offset_commit_v2(kw.exchange(sock, 8, 2, 41, offset_commit_v2(group, asked))[1])),
+            20, "the group's coordinator")
+    assert answer == {(topic_name, 0): 0, (topic_name, 99): UNKNOWN_TOPIC_OR_PARTITION,
+                      ("no-such-topic-" + topic_name, 0): UNKNOWN_TOPIC_OR_PARTITION}
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    try:
+        stored = admin.list_consumer_group_offsets(group)
+    finally:
+        admin.close()
+    assert {(tp.topic, tp.partition): om.offset for tp, om in stored.items()} == {(topic_name, 0): 5}
+    # Only unknown partitions: nothing stored, no group made.
+    only_unknown = "only-unknown-" + topic_name
+    with kw.connect(b.bootstrap) as sock:
+        answer = parse_offset_commit_v2(kw.exchange(sock, 8, 2, 42, offset_commit_v2(only_unknown, {(topic_name, 3): 1}))[1])
+    assert answer == {(topic_name, 3): UNKNOWN_TOPIC_OR_PARTITION}
+
+
+def test_shift_over_a_negative_committed_offset_is_refused_as_kafka_does(gbroker, topic_name):
+    """kafka-consumer-groups --shift-by shifts the committed offset and refuses a partition without
+    one; a negative commit (-1) is none (the admin client reads it as null). ringlog shifted it
+    from 0 (breaker finding). The HTTP route and the CLI refuse it, naming the partition."""
+    import subprocess
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.structs import OffsetAndMetadata
+    from conftest import binary_path
+    b = gbroker
+    create(b.bootstrap, topic_name, partitions=2)
+    produce(b.bootstrap, topic_name, 2, range(10))
+    group = "shift-" + topic_name
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id=group, enable_auto_commit=False)
+    tps = [KTopicPartition(topic_name, 0), KTopicPartition(topic_name, 1)]
+    c.assign(tps)
+    c.commit({tps[0]: OffsetAndMetadata(-1, ""), tps[1]: OffsetAndMetadata(3, "")})
+    c.close()
+    reset = b.v3(f"/consumer-groups/{group}/offsets:reset")
+    r = requests.post(reset, json={"to": "shift", "value": 1, "topics": [topic_name]})
+    assert r.status_code == 422, r.text
+    assert f"{topic_name}-0" in r.json()["message"] and "committed -1" in r.json()["message"], r.text
+    cli = subprocess.run([str(binary_path()), "groups", "reset", group, "--to", "shift", "--value", "1",
+                          "--bootstrap-server", b.url], capture_output=True, text=True, timeout=60)
+    assert cli.returncode != 0 and f"{topic_name}-0" in cli.stderr, (cli.stdout, cli.stderr)
+    # Once partition 0 has a real committed offset the shift moves both from their commits.
+    assert requests.post(reset, json={"to": "offset", "value": 2, "topics": [topic_name],
+                                      "dry_run": False}).status_code == 200
+    r = requests.post(reset, json={"to": "shift", "value": 1, "topics": [topic_name]})
+    assert r.status_code == 200, r.text
+    assert {o["partition_id"]: o["offset"] for o in r.json()["offsets"]} == {0: 3, 1: 3}

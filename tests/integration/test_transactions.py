@@ -321,3 +321,29 @@ def test_self_links_percent_encode_the_transactional_id(tbroker):
     assert requests.get(self_link).json()["transactional_id"] == "links/a b"
     listed = requests.get(txn_url(tbroker)).json()["data"]
     assert [t["metadata"]["self"] for t in listed if t["transactional_id"] == "links/a b"] == [self_link]
+
+
+def test_offsets_of_an_unknown_partition_are_refused_on_both_doors(tbroker, topic_name):
+    """TxnOffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not
+    hold (KafkaApis), the HTTP route 404 with Confluent's codes, holding none of the offsets."""
+    tbroker.create_topic(topic_name)
+    group = "g-" + topic_name
+    p = transactional_producer(tbroker, "unknown-offs-" + topic_name)
+    p.init_transactions(20)
+    c = Consumer({"bootstrap.servers": tbroker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    p.begin_transaction()
+    p.produce(topic_name, value=b"x", partition=0)
+    with pytest.raises(KafkaException) as refused:
+        p.send_offsets_to_transaction([TopicPartition(topic_name, 0, 3), TopicPartition(topic_name, 99, 7)],
+                                      c.consumer_group_metadata(), 20)
+    assert "UNKNOWN_TOPIC_OR_PART" in str(refused.value) or "nknown" in str(refused.value), str(refused.value)
+    c.close()
+
+    tid = "http-unknown-" + topic_name
+    pid, epoch = begin(tbroker, tid)
+    for entry, code in (({"topic": topic_name, "partition": 99, "offset": 7}, 40402),
+                        ({"topic": "no-such-" + topic_name, "partition": 0, "offset": 7}, 40401)):
+        r = requests.post(txn_url(tbroker, f"/{tid}/offsets"),
+                          json={"producer_id": pid, "producer_epoch": epoch, "group_id": group,
+                                "offsets": [{"topic": topic_name, "partition": 0, "offset": 3}, entry]})
+        assert r.status_code == 404 and r.json()["error_code"] == code, r.text

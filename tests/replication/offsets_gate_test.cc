@@ -44,3 +44,16 @@ TEST_CASE("answer_end_offset: the lease first (more than one replica), then the 
   // One replica: no other broker can lead it in a newer epoch, the lease does not matter.
   CHECK(replication::answer_end_offset(offset{10}, offset{10}, 1, lease.holds(540)) == end_offset_answer::available);
 }
+
+TEST_CASE("answer_fetch: below the high watermark only an establishing leader refuses (the answer carries its end)") {
+  // Establishing (high watermark 9, epoch began at 10): every fetch offset is refused.
+  CHECK(replication::answer_fetch(offset{9}, offset{10}, 3, true, offset{0}) == end_offset_answer::offset_not_available);
+  CHECK(replication::answer_fetch(offset{9}, offset{10}, 3, true, offset{9}) == end_offset_answer::offset_not_available);
+  // Established: below the high watermark served whether or not the lease holds (no stall).
+  CHECK(replication::answer_fetch(offset{10}, offset{10}, 3, false, offset{3}) == end_offset_answer::available);
+  CHECK(replication::answer_fetch(offset{10}, offset{10}, 3, true, offset{3}) == end_offset_answer::available);
+  // At the high watermark: the end-offset rule, lease included.
+  CHECK(replication::answer_fetch(offset{10}, offset{10}, 3, false, offset{10}) == end_offset_answer::lease_lapsed);
+  // One replica: nothing to establish from.
+  CHECK(replication::answer_fetch(offset{9}, offset{10}, 1, true, offset{0}) == end_offset_answer::available);
+}

@@ -48,8 +48,10 @@
 //   - liveness: after the faults heal, every partition acknowledges a new write;
 //   - no end below an acknowledgement (KAFKA-2334, KIP-207): clients keep asking random brokers
 //     for a partition's end (ListOffsets latest, the v2 offsets route: the broker answers if it
-//     leads, or passes the question to the leader it knows), and an end answered is never at or
-//     below an offset already acknowledged to an acks=all producer. The brokers answer by
+//     leads, or passes the question to the leader it knows; or a Fetch from the log start, whose
+//     answer carries the high watermark), and an end answered is never at or below an offset
+//     already acknowledged to an acks=all producer (a Fetch answer of a leader whose lease
+//     lapsed is not judged: offsets_gate.h serves it, a zombie's figure). The brokers answer by
 //     replication/offsets_gate.h: only a leader whose high watermark reached its epoch's start
 //     offset and whose leadership lease (heartbeats the controller answered) holds.
 //
@@ -75,6 +77,8 @@
 //       its high watermark reached its epoch's start offset (no OFFSET_NOT_AVAILABLE)
 //   RINGLOG_REPLICATION_SIM_BREAK_END_WITHOUT_LEASE          a leader answers its end whether or
 //       not its leadership lease holds (a zombie cut off from the controller answers)
+//   RINGLOG_REPLICATION_SIM_BREAK_FETCH_END_BEFORE_ESTABLISHED  a Fetch below the high watermark
+//       is served by a new leader still establishing it (its answer carries that high watermark)
 //
 // Exit codes: 0 ok, 1 negative control not caught, 2 usage, 3 invariant violation, 4 replay mismatch.
 
@@ -1392,6 +1396,18 @@ class simulation {
     return replication::answer_end_offset(rt.log->high_watermark(), epoch_start, rt.replicas.size(), lease_holds);
   }
 
+  /// replication.cc check_fetch_serving for a Fetch at `fetch_offset` on broker `i`.
+  replication::end_offset_answer fetch_answer(int i, int p, offset fetch_offset) {
+    auto& b = brokers_[static_cast<size_t>(i)];
+    const auto& rt = part(i, p);
+    const bool lease_holds = b.lease.holds(broker_now(b));
+#ifdef RINGLOG_REPLICATION_SIM_BREAK_FETCH_END_BEFORE_ESTABLISHED
+    if (fetch_offset < rt.log->high_watermark()) return replication::end_offset_answer::available;
+#endif
+    return replication::answer_fetch(rt.log->high_watermark(), rt.epoch_start_offset, rt.replicas.size(), lease_holds,
+                                     fetch_offset);
+  }
+
   /// Clients ask random brokers for a random partition's end (broker.cc list_offsets: answered
   /// where the broker leads, else passed to the leader it knows, which answers if it leads; a
   /// question in flight is not modelled). An end answered must be above every offset already
@@ -1408,16 +1424,26 @@ class simulation {
     if (!reachable(asked)) return;
     const int answering = part(asked, p).leader ? asked : part(asked, p).leader_id - 1;
     if (!reachable(answering) || !part(answering, p).leader) return;   // not_leader_or_follower: retry
-    if (end_offset_answer(answering, p) != replication::end_offset_answer::available) {
+    // Half the questions are a Fetch from the log start (below the high watermark: committed
+    // records, but the answer carries the high watermark), half ListOffsets latest.
+    const bool fetch = client_rng_.uniform(0, 1) == 0;
+    const auto answer = fetch ? fetch_answer(answering, p, part(answering, p).log->log_start_offset())
+                              : end_offset_answer(answering, p);
+    if (answer != replication::end_offset_answer::available) {
       ++result_.ends_refused;
       return;
     }
     ++result_.ends_answered;
+    // A Fetch below the high watermark is served on a lapsed lease (no stall): a zombie's figure is
+    // the one it held when cut off (offsets_gate.h), so only a leader whose lease holds is judged.
+    auto& b = brokers_[static_cast<size_t>(answering)];
+    if (fetch && part(answering, p).replicas.size() > 1 && !b.lease.holds(broker_now(b))) return;
     const offset end = part(answering, p).log->high_watermark();
     const auto& acked = acked_[static_cast<size_t>(p)];
     if (!acked.empty() && end.value() <= acked.rbegin()->first) {
       violation("broker " + std::to_string(answering + 1) + " (asked through broker " + std::to_string(asked + 1) +
-                ") answered the end of partition " + std::to_string(p) + " as " + std::to_string(end.value()) +
+                ") answered " + (fetch ? "a Fetch from the log start with" : "") + " the end of partition " +
+                std::to_string(p) + " as " + std::to_string(end.value()) +
                 " after offset " + std::to_string(acked.rbegin()->first) + " was acknowledged (KAFKA-2334; epoch " +
                 std::to_string(part(answering, p).epoch) + " began at " +
                 std::to_string(part(answering, p).epoch_start_offset.value()) + ")");

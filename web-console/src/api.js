@@ -1,5 +1,6 @@
 // The console's only door to the broker: the documented HTTP API (http-api/openapi.yaml) and
 // the /v1/ws WebSocket (http-api/ws-protocol.md). Same origin, so no CORS is involved.
+import { parseJsonExact } from './format.js';
 
 const V2 = 'application/vnd.kafka.v2+json';
 const V2_BINARY = 'application/vnd.kafka.binary.v2+json';
@@ -56,7 +57,7 @@ export async function call(method, path, { body, accept = JSON_TYPE, contentType
   let parsed = null;
   if (text && type.endsWith('json')) {
     try {
-      parsed = JSON.parse(text);
+      parsed = parseJsonExact(text);   // 64-bit integers exact (format.js)
     } catch (e) {
       throw new ApiError(what, response.status, null, `HTTP ${response.status} with a body that is not JSON: ${text.slice(0, 200)}`);
     }

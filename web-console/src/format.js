@@ -17,7 +17,51 @@ export function formatBytes(n) {
 /** 1234567 -> "1,234,567"; null -> "-". */
 export function formatCount(n) {
   if (n === null || n === undefined || Number.isNaN(n)) return '-';
+  if (typeof n === 'bigint') return n.toLocaleString('en-US');   // exact (parseJsonExact)
   return Number(n).toLocaleString('en-US');
+}
+
+// A string no server text holds (it starts with NUL): marks an integer literal parseJsonExact
+// turns into a BigInt; written into the JSON text escaped.
+const BIG_INTEGER_MARK = '\u0000int64:';
+const BIG_INTEGER_MARK_JSON = '\\u0000int64:';
+
+/**
+ * JSON.parse, except that an integer beyond Number.MAX_SAFE_INTEGER (2^53 - 1) in either sign -
+ * 64-bit offsets, timestamps and sentinels such as 9223372036854775807 (Long.MAX_VALUE) - becomes
+ * a BigInt holding its exact value instead of the nearest double (9223372036854775807 read as
+ * 9223372036854775808). Every other value is what JSON.parse gives. Fractions and exponents are
+ * left to JSON.parse. Throws SyntaxError as JSON.parse does.
+ */
+export function parseJsonExact(text) {
+  let marked = null;   // the text with big integer literals turned into marked strings, when any
+  let from = 0;
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c === '"') {   // skip a string, escapes included
+      i += 1;
+      while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+      i += 1;
+      continue;
+    }
+    if (c === '-' || (c >= '0' && c <= '9')) {
+      let j = i + 1;
+      while (j < text.length && text[j] >= '0' && text[j] <= '9') j += 1;
+      const fraction = j < text.length && (text[j] === '.' || text[j] === 'e' || text[j] === 'E');
+      const literal = text.slice(i, j);
+      if (!fraction && literal.replace('-', '').length >= 16 && !Number.isSafeInteger(Number(literal))) {
+        marked = (marked ?? '') + text.slice(from, i) + '"' + BIG_INTEGER_MARK_JSON + literal + '"';
+        from = j;
+      }
+      i = j;
+      continue;
+    }
+    i += 1;
+  }
+  if (marked === null) return JSON.parse(text);
+  return JSON.parse(marked + text.slice(from), (_key, value) =>
+    (typeof value === 'string' && value.startsWith(BIG_INTEGER_MARK) ? BigInt(value.slice(BIG_INTEGER_MARK.length)) : value));
 }
 
 /** A per-second rate: 0.25 -> "0.25", 1234.5 -> "1,235"; null -> "-". */
@@ -28,9 +72,17 @@ export function formatRate(n) {
   return Math.round(n).toLocaleString('en-US');
 }
 
+/** A BigInt, or an integer's text, beyond 2^53 in either sign as a BigInt; null for anything else. */
+function exactInteger(v) {
+  if (typeof v === 'bigint') return Number.isSafeInteger(Number(v)) ? null : v;
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v.trim()) || Number.isSafeInteger(Number(v))) return null;
+  return BigInt(v.trim());
+}
+
 /** ms since the epoch -> "2026-11-29 10:20:31.123" in UTC (the broker's logs are UTC too). */
 export function formatTimestamp(ms) {
   if (ms === null || ms === undefined || ms < 0) return '-';
+  if (typeof ms === 'bigint') return String(ms);   // beyond 2^53: past any date, shown exactly
   const d = new Date(ms);
   if (Number.isNaN(d.getTime())) return String(ms);
   return d.toISOString().replace('T', ' ').replace('Z', '');
@@ -38,6 +90,15 @@ export function formatTimestamp(ms) {
 
 /** A duration in ms as the largest fitting unit: 604800000 -> "7 d", -1 -> "unlimited". */
 export function formatDurationMs(ms) {
+  const exact = exactInteger(ms);
+  if (exact !== null) {   // beyond 2^53 (Long.MAX_VALUE is a common "forever"): BigInt arithmetic
+    if (exact < 0n) return 'unlimited';
+    const units = [['d', 86400000n], ['h', 3600000n], ['min', 60000n], ['s', 1000n]];
+    for (const [name, size] of units) {
+      if (exact >= size && exact % size === 0n) return `${exact / size} ${name}`;
+    }
+    return `${exact} ms`;
+  }
   const n = Number(ms);
   if (!Number.isFinite(n)) return String(ms);
   if (n < 0) return 'unlimited';
@@ -63,14 +124,23 @@ export function plural(n, noun) {
 /**
  * The members of the metadata quorum as the overview lists them: every voter, then every observer
  * (a broker-only node, process.roles=broker: it fetches the metadata log but never votes; KIP-595),
- * each {replica_id, kind: 'voter' | 'voter, controller only' | 'observer', log_end_offset, lag}
+ * each {replica_id, kind: 'voter' | 'voter, controller only' | 'voter, not reachable (never fetched)' |
+ * 'observer', log_end_offset, lag}
  * (offsets null when the node answering does not know them - only the quorum leader tracks them).
  * `q` is /v3/.../quorum; `brokerIds`, when given, the registered brokers: a voter not among them is
  * a dedicated controller (process.roles=controller, KIP-631).
  */
 export function quorumMembers(q, brokerIds = null) {
   const row = (kind) => (v) => ({ replica_id: v.replica_id, kind, log_end_offset: v.log_end_offset ?? null, lag: v.lag ?? null });
-  const voterKind = (v) => (brokerIds && !brokerIds.includes(v.replica_id) ? 'voter, controller only' : 'voter');
+  // The quorum leader (q answered by it) knows which voters ever fetched from it: one that never
+  // did (not started, or cut off) is not reachable, its roles unknown - not a dedicated controller.
+  const answeredByLeader = q.leader_id != null && q.leader_id === q.node_id;
+  const neverFetched = (v) => answeredByLeader && v.replica_id !== q.leader_id && v.last_fetch_timestamp == null;
+  const voterKind = (v) => {
+    if (brokerIds && brokerIds.includes(v.replica_id)) return 'voter';
+    if (neverFetched(v)) return 'voter, not reachable (never fetched)';
+    return brokerIds ? 'voter, controller only' : 'voter';
+  };
   return [...(q.voters ?? []).map((v) => row(voterKind(v))(v)), ...(q.observers ?? []).map(row('observer'))];
 }
 

@@ -3,7 +3,7 @@
 // sending; records already granted wait in the page and show on resume, in order.
 import { api, webSocketUrl } from './api.js';
 import { errorBox, field, fill, h, statusLine } from './dom.js';
-import { formatCount, formatTimestamp } from './format.js';
+import { formatCount, formatTimestamp, parseJsonExact } from './format.js';
 import { TAIL_CREDIT_RECORDS, TAIL_RECORDS_MAX, TAIL_SOCKETS_MAX } from './limits.js';
 import { decodeRecord } from './records.js';
 
@@ -21,7 +21,7 @@ class PartitionTail {
       this.send({ type: 'subscribe', id: `tail-${partition}`, topic, partition, position });
       this.grant();
     });
-    this.ws.addEventListener('message', (ev) => this.onMessage(JSON.parse(ev.data)));
+    this.ws.addEventListener('message', (ev) => this.onMessage(parseJsonExact(ev.data)));
     this.ws.addEventListener('close', (ev) => {
       if (!this.closedByUs) handlers.onError(new Error(`partition ${partition}: the WebSocket closed (code ${ev.code}${ev.reason ? `: ${ev.reason}` : ''})`));
     });

@@ -2,7 +2,7 @@
 // Prometheus parsing and rates, routes. Run: node --test tests/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { brokerRole, controllerLabel, isDedicatedController, linkPieces, dueBucketLabel, formatBytes, formatDue, formatDurationMs, formatRate, formatTimestamp, parseUtcDateTime, quorumMembers } from '../src/format.js';
+import { brokerRole, controllerLabel, isDedicatedController, linkPieces, dueBucketLabel, formatBytes, formatCount, formatDue, formatDurationMs, formatRate, formatTimestamp, parseJsonExact, parseUtcDateTime, quorumMembers } from '../src/format.js';
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
 
@@ -131,6 +131,21 @@ test('quorum: a voter that is not a registered broker is a dedicated controller'
   assert.equal(controllerLabel(null, [2, 4]), 'electing');
 });
 
+test('quorum: a voter the leader never heard from is not reachable, not a dedicated controller', () => {
+  // Answered by the leader (node 2): voter 1 fetched, voter 3 never did (not started, or cut off).
+  const q = {
+    node_id: 2, leader_id: 2,
+    voters: [{ replica_id: 1, last_fetch_timestamp: 1700000000000 }, { replica_id: 2, last_fetch_timestamp: null },
+      { replica_id: 3, last_fetch_timestamp: null }],
+  };
+  assert.deepEqual(quorumMembers(q, [2]).map((m) => m.kind),
+    ['voter, controller only', 'voter', 'voter, not reachable (never fetched)']);
+  assert.deepEqual(quorumMembers(q).map((m) => m.kind), ['voter', 'voter', 'voter, not reachable (never fetched)']);
+  // A follower does not know who fetched: no such claim.
+  assert.deepEqual(quorumMembers({ ...q, node_id: 1 }, [2]).map((m) => m.kind),
+    ['voter, controller only', 'voter', 'voter, controller only']);
+});
+
 test('delayed delivery: histogram bucket labels and due times in words', () => {
   assert.equal(dueBucketLabel(null, 0), 'due now');
   assert.equal(dueBucketLabel(0, 1000), 'within 1 s');
@@ -166,4 +181,28 @@ test('a dedicated controller: told from its /quorum answer, and the brokers its 
   assert.deepEqual(linkPieces('see http://h:1/v3/clusters (x)'), [
     { text: 'see ' }, { text: 'http://h:1/v3/clusters', url: 'http://h:1/v3/clusters' }, { text: ' (x)' }]);
   assert.deepEqual(linkPieces('no links here'), [{ text: 'no links here' }]);
+});
+
+test('64-bit integers: parsed and shown exactly, beyond 2^53 (Long.MAX_VALUE sentinels, offsets)', () => {
+  const text = '{"retention_ms":9223372036854775807,"low":-9223372036854775808,"small":42,"big_text":"9223372036854775807 \\" 12345678901234567890",' +
+    '"f":1.5e300,"list":[9007199254740993,9007199254740991],"neg":-1}';
+  const v = parseJsonExact(text);
+  assert.equal(v.retention_ms, 9223372036854775807n);
+  assert.equal(v.low, -9223372036854775808n);
+  assert.equal(v.small, 42);
+  assert.equal(v.big_text, '9223372036854775807 " 12345678901234567890');
+  assert.equal(v.f, 1.5e300);
+  assert.deepEqual(v.list, [9007199254740993n, 9007199254740991]);
+  assert.equal(v.neg, -1);
+  assert.equal(formatCount(v.retention_ms), '9,223,372,036,854,775,807');
+  assert.equal(String(v.retention_ms), '9223372036854775807');
+  assert.deepEqual(parseJsonExact('[1,"a"]'), [1, 'a']);
+});
+
+test('64-bit durations: Long.MAX_VALUE ms shown exactly, in text or parsed', () => {
+  assert.equal(formatDurationMs('9223372036854775807'), '9223372036854775807 ms');
+  assert.equal(formatDurationMs(9223372036854775807n), '9223372036854775807 ms');
+  assert.equal(formatDurationMs('-1'), 'unlimited');
+  assert.equal(formatDurationMs('604800000'), '7 d');
+  assert.equal(formatTimestamp(9223372036854775807n), '9223372036854775807');
 });

@@ -564,6 +564,10 @@ class broker {
   /// Whether a topic of this name exists (internal topics included): one lookup, no copy of the
   /// topic list, so error paths may ask it once per record.
   [[nodiscard]] virtual bool topic_exists(const std::string& name) const = 0;
+  /// Whether the topic exists and has the partition (Kafka's metadataCache.contains(tp), which
+  /// KafkaApis asks before an OffsetCommit stores an offset). Errors: unknown_topic_or_partition,
+  /// naming the topic or the partition count.
+  [[nodiscard]] virtual result<void> check_partition_exists(const model::topic_partition& tp) const = 0;
   virtual void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) = 0;
   /// Every registered broker, by node id (this node alone before it has registered).
   [[nodiscard]] virtual std::vector<broker_description> list_brokers() const = 0;

@@ -194,6 +194,13 @@ struct sync_group_answer {
   std::optional<error> failure;
   group::classic_sync_response data;
 };
+/// An OffsetCommit or TxnOffsetCommit answered per partition, as Kafka's KafkaApis does: a
+/// partition the metadata does not hold is refused (unknown_topic_or_partition) and not stored,
+/// the others are committed (or held pending for the transaction).
+struct offset_commit_answer {
+  group::partition_map<group::committed_offset> committed;
+  group::partition_map<error> refused;
+};
 
 /// Where a group's calls are served now (design.md section 7: by the leader of the group's
 /// __consumer_offsets partition), as the metadata image on this node says.
@@ -291,16 +298,18 @@ class group_api {
   /// no member for a group without members, else a classic member at the group's generation.
   /// Errors: those of commit_standalone, and unknown_member_id, illegal_generation,
   /// rebalance_in_progress, fenced_instance_id.
+  /// Partitions the metadata does not hold are answered in `refused` and not stored; when no
+  /// partition is left the group is not asked (KafkaApis.handleOffsetCommitRequest).
   virtual void commit_kafka(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                             int32_t generation, std::vector<group::offset_commit> offsets,
-                            std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+                            std::function<void(result<offset_commit_answer>)> done) = 0;
   /// Kafka's TxnOffsetCommit (group::group_coordinator::txn_commit_offsets): offsets held pending
   /// for `producer_id`'s transaction until its marker commits (or drops) them. The caller checked
   /// nothing of the transaction: the transaction coordinator's AddOffsetsToTxn put the group's
-  /// partition in it. Errors: not_coordinator, and those of commit_kafka.
+  /// partition in it. Unknown partitions as commit_kafka. Errors: not_coordinator, and those of commit_kafka.
   virtual void txn_commit(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                           int32_t generation, model::producer_id producer_id, std::vector<group::offset_commit> offsets,
-                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+                          std::function<void(result<offset_commit_answer>)> done) = 0;
   /// Kafka's OffsetDelete (KIP-496). Per partition: nullopt (deleted or nothing committed) or
   /// group_subscribed_to_topic. Errors: group_id_not_found, group_not_empty.
   virtual void delete_offsets(std::string group_id, group::partition_set partitions,

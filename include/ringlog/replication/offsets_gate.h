@@ -77,4 +77,21 @@ class leadership_lease {
 [[nodiscard]] end_offset_answer answer_end_offset(model::offset high_watermark, model::offset epoch_start_offset,
                                                   size_t replicas, bool lease_holds);
 
+/// The rule for a Fetch, whose answer always carries the partition's end (HighWatermark,
+/// LastStableOffset) beside its records, on a replica that leads the partition:
+///   - at or past the high watermark the reader asks for the end: answer_end_offset decides;
+///   - below it the records are committed, but the answer's high watermark is the leader's own,
+///     which a new leader still establishing (KIP-207) can hold below an offset the previous
+///     leader acknowledged (KAFKA-2334): a client that saw the old figure would see its end go
+///     backwards (librdkafka caches it for lag and query_watermark_offsets). So a Fetch of a
+///     partition with more than one replica is answered OFFSET_NOT_AVAILABLE (retriable) while
+///     the high watermark is below the epoch's start offset, at any fetch offset. That lasts one
+///     round of the followers' fetches (or, with a follower gone, until the ISR shrinks).
+///   - a lapsed lease is not checked below the high watermark: a leader whose heartbeats are
+///     slow under load would stall its consumers for nothing (test_add_broker saw it), and a
+///     zombie's figure is the one it held when cut off, as in Kafka (docs/kafka.md says so).
+/// `fetch_offset` the reader's position.
+[[nodiscard]] end_offset_answer answer_fetch(model::offset high_watermark, model::offset epoch_start_offset,
+                                             size_t replicas, bool lease_holds, model::offset fetch_offset);
+
 }  // namespace ringlog::replication
