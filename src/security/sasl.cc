@@ -223,4 +223,10 @@ std::unique_ptr<sasl_server> make_plain_server(scram_lookup lookup) {
   return std::make_unique<plain_server>(std::move(lookup));
 }
 
+std::unique_ptr<sasl_server> make_sasl_server(std::string_view mechanism, scram_lookup lookup) {
+  if (mechanism == "PLAIN") return make_plain_server(std::move(lookup));
+  if (auto m = parse_scram_mechanism(mechanism)) return make_scram_server(*m, std::move(lookup));
+  return nullptr;
+}
+
 }  // namespace ringlog::security

@@ -85,7 +85,16 @@ result<void> check_credential_shape(int32_t iterations, std::span<const std::byt
 result<scram_credential> derive_scram_credential(scram_mechanism m, std::string_view password,
                                                  std::span<const std::byte> salt, int32_t iterations) {
   RINGLOG_TRY(check_credential_shape(iterations, salt));
-  const bytes salted = detail::salted_password(m, password, salt, iterations);
+  return credential_from_salted_password(m, detail::salted_password(m, password, salt, iterations), salt, iterations);
+}
+
+result<scram_credential> credential_from_salted_password(scram_mechanism m, std::span<const std::byte> salted,
+                                                         std::span<const std::byte> salt, int32_t iterations) {
+  RINGLOG_TRY(check_credential_shape(iterations, salt));
+  if (salted.size() != digest_bytes(m)) {
+    return error{errc::invalid_config, "salted password of " + std::to_string(salted.size()) + " bytes (" +
+                                           std::string(mechanism_name(m)) + " needs " + std::to_string(digest_bytes(m)) + ")"};
+  }
   scram_credential c;
   c.mechanism = m;
   c.salt.assign(salt.begin(), salt.end());

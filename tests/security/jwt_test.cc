@@ -11,6 +11,7 @@
 
 #include "../../src/security/json_lite.h"
 #include "ringlog/security/jwt.h"
+#include "ringlog/security/sasl.h"
 
 using namespace ringlog::security;
 
@@ -251,5 +252,40 @@ TEST_CASE("the JSON reader: escapes, nesting bound, trailing bytes") {
                           "[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]"}) {
     CAPTURE(bad);
     CHECK_FALSE(parse_json(bad, &why));
+  }
+}
+
+// ---- SASL OAUTHBEARER over this validator (issue 29; src/security/oauthbearer.cc)
+
+TEST_CASE("OAUTHBEARER takes RFC 7628's client message and refuses bad tokens and framing") {
+  const test_key k = make_key("RS256", "k1");
+  auto v = std::make_shared<jwt_validator>(strict_config());
+  REQUIRE(v->load_jwks("{\"keys\":[" + jwk(k) + "]}").ok());
+  auto clock = [] { return now_s; };
+  auto as_bytes = [](const std::string& s) { return std::span(reinterpret_cast<const std::byte*>(s.data()), s.size()); };
+  const std::string good = token(k, claims());
+  for (const std::string& message : {"n,,\x01" "auth=Bearer " + good + "\x01\x01",
+                                     "n,a=alice,\x01" "host=broker\x01" "auth=Bearer " + good + "\x01\x01"}) {
+    auto server = make_oauthbearer_server(v, clock);
+    CHECK(server->mechanism() == "OAUTHBEARER");
+    auto r = server->step(as_bytes(message));
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
+    CHECK(r->complete);
+    CHECK(r->principal->to_string() == "User:alice");
+    CHECK_FALSE(server->step(as_bytes(message)).ok());   // one message only
+  }
+  const std::string expired = token(k, "{\"sub\":\"alice\",\"iss\":\"https://idp.example\",\"aud\":\"ringlog\",\"exp\":" +
+                                           std::to_string(now_s - 3600) + "}");
+  const std::string unsigned_token = base64url_encode("{\"alg\":\"none\"}") + "." + base64url_encode(claims()) + ".";
+  for (const std::string& message : {"n,,\x01" "auth=Bearer " + expired + "\x01\x01",
+                                     "n,,\x01" "auth=Bearer " + unsigned_token + "\x01\x01",
+                                     "n,a=bob,\x01" "auth=Bearer " + good + "\x01\x01",
+                                     "n,,\x01" "auth=Basic " + good + "\x01\x01",
+                                     "n,,\x01" "auth=Bearer " + good + "\x01",
+                                     "y,,\x01" "auth=Bearer " + good + "\x01\x01",
+                                     std::string("n,,\x01\x01"), std::string(""), good}) {
+    auto r = make_oauthbearer_server(v, clock)->step(as_bytes(message));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::sasl_authentication_failed);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "ringlog/codec/base64.h"
 #include "ringlog/security/sasl.h"
+#include "ringlog/security/scram_spec.h"
 
 using namespace ringlog::security;
 using ringlog::codec::base64_decode;
@@ -219,4 +220,31 @@ TEST_CASE("credentials: iterations bounded 4096..16384, derivation is determinis
   CHECK_FALSE(parse_scram_mechanism("SCRAM-SHA-1").has_value());
   CHECK(scram_mechanism_from_type(1) == scram_mechanism::sha_256);
   CHECK_FALSE(scram_mechanism_from_type(0).has_value());
+}
+
+TEST_CASE("--add-scram takes Kafka's kafka-storage syntax") {
+  auto a = ringlog::security::parse_add_scram("SCRAM-SHA-512=[name=admin,password=admin-secret]");
+  REQUIRE(a.ok());
+  CHECK(a->user == "admin");
+  CHECK(a->credential.mechanism == scram_mechanism::sha_512);
+  CHECK(a->credential.iterations == 4096);
+  CHECK(password_matches(a->credential, "admin-secret"));
+  // Kafka's documented example: salt and salted password given, quoted.
+  auto b2 = ringlog::security::parse_add_scram(
+      "SCRAM-SHA-256=[name=alice,salt=\"W22ZaJ0SNY7soEsUEjb6gQ==\",password=\"pen,cil\",iterations=8192]");
+  REQUIRE(b2.ok());
+  CHECK(b2->credential.iterations == 8192);
+  CHECK(base64_encode(b2->credential.salt) == "W22ZaJ0SNY7soEsUEjb6gQ==");
+  CHECK(password_matches(b2->credential, "pen,cil"));
+  auto same = derive_scram_credential(scram_mechanism::sha_256, "pen,cil", *base64_decode("W22ZaJ0SNY7soEsUEjb6gQ=="), 8192);
+  CHECK(same.value() == b2->credential);
+  for (std::string_view bad : {"SCRAM-SHA-1=[name=a,password=b]", "SCRAM-SHA-512=[name=a]", "SCRAM-SHA-512=[password=b]",
+                               "SCRAM-SHA-512=name=a,password=b", "SCRAM-SHA-512=[name=a,password=b,iterations=100]",
+                               "SCRAM-SHA-512=[name=a,password=b,colour=red]", "SCRAM-SHA-512=[name=a,salt=!!,password=b]",
+                               "SCRAM-SHA-512=[name=a,password=b,name=c]"}) {
+    CAPTURE(bad);
+    auto r = ringlog::security::parse_add_scram(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("--add-scram") != std::string::npos);
+  }
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ringlog/kafka/request_handler.h"
 #include "ringlog/runtime/shard_threads.h"
@@ -49,6 +50,12 @@ struct listener_options {
   /// broker starts, so an ephemeral port 0 is known when the broker registers its endpoint);
   /// -1 = listen() binds host:port itself.
   int listen_fd = -1;
+  /// SASL_PLAINTEXT://: every connection authenticates with SASL first (sasl_gate.h in src/kafka
+  /// has the rules); false = kafka:// (PLAINTEXT), every caller User:ANONYMOUS.
+  bool sasl = false;
+  std::vector<std::string> sasl_enabled_mechanisms = {"SCRAM-SHA-256", "SCRAM-SHA-512"};
+  int64_t connections_max_reauth_ms = 0;                  // KIP-368; 0 = logins do not expire
+  int64_t connection_failed_authentication_delay_ms = 100;
 };
 
 class listener {

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "ringlog/security/jwt.h"
 #include "ringlog/security/principal.h"
 #include "ringlog/security/scram.h"
 
@@ -49,6 +50,15 @@ std::unique_ptr<sasl_server> make_scram_server(scram_mechanism m, scram_lookup l
 /// A PLAIN server: `[authzid] NUL authcid NUL passwd`, checked against the user's SCRAM-SHA-512
 /// credential, else its SCRAM-SHA-256 one. An authzid, when given, must equal authcid (Kafka's rule).
 std::unique_ptr<sasl_server> make_plain_server(scram_lookup lookup);
+
+/// An OAUTHBEARER server (RFC 7628, Kafka's KIP-255): one client message
+/// `n,,\x01auth=Bearer <jwt>\x01\x01`, the JWT checked by `validator` at now_s() (seconds since the
+/// epoch); the principal is User:<the token's subject claim>. An authzid (n,a=NAME,) must equal it.
+std::unique_ptr<sasl_server> make_oauthbearer_server(std::shared_ptr<const jwt_validator> validator,
+                                                     std::function<int64_t()> now_s);
+
+/// A server for the mechanism named `mechanism` (a name of supported_sasl_mechanisms), or nullptr.
+std::unique_ptr<sasl_server> make_sasl_server(std::string_view mechanism, scram_lookup lookup);
 
 /// The mechanisms of sasl.enabled.mechanisms this build serves, in the order a config lists them.
 inline constexpr std::string_view supported_sasl_mechanisms[] = {"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"};

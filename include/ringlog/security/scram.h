@@ -76,6 +76,11 @@ result<void> check_credential_shape(int32_t iterations, std::span<const std::byt
 /// check_credential_shape.
 result<scram_credential> derive_scram_credential(scram_mechanism m, std::string_view password,
                                                  std::span<const std::byte> salt, int32_t iterations);
+/// The credential of a SaltedPassword a client computed (AlterUserScramCredentials sends that,
+/// never the password; KIP-554). Errors: as check_credential_shape, and invalid_config when the
+/// salted password is not the mechanism's digest size.
+result<scram_credential> credential_from_salted_password(scram_mechanism m, std::span<const std::byte> salted_password,
+                                                         std::span<const std::byte> salt, int32_t iterations);
 /// The same with a new random salt of scram_salt_bytes (OpenSSL's RAND_bytes).
 result<scram_credential> new_scram_credential(scram_mechanism m, std::string_view password, int32_t iterations);
 /// True when `password` is the one `credential` was derived from (a PBKDF2 with its salt and
