@@ -81,19 +81,6 @@ bytes api_versions_frame(int16_t api_version, int32_t correlation_id, int16_t er
   return std::move(w).take();
 }
 
-template <typename Body>
-protocol::result<Body> decode_body(std::span<const std::byte> body, int16_t version) {
-  protocol::reader rd(body);
-  auto decoded = Body::decode(rd, version);
-  if (!decoded.ok()) return decoded.error();
-  if (rd.remaining() != 0) {
-    return protocol::error{protocol::errc::trailing_bytes, std::string(Body::schema_name) + " v" +
-                                                               std::to_string(version) + ": " +
-                                                               std::to_string(rd.remaining()) + " bytes after the body"};
-  }
-  return decoded;
-}
-
 /// Decodes the body as Body and runs `handle` with it.
 template <typename Body, typename Fn>
 protocol::result<void> route(std::span<const std::byte> body, const request_context& ctx, Fn handle) {

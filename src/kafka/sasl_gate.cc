@@ -24,15 +24,6 @@ bytes raw_token(std::string_view token) {
   return std::move(w).take();
 }
 
-template <typename Body>
-protocol::result<Body> decode_exactly(std::span<const std::byte> body, int16_t version) {
-  protocol::reader rd(body);
-  auto decoded = Body::decode(rd, version);
-  if (!decoded.ok()) return decoded.error();
-  if (rd.remaining() != 0) return protocol::error{protocol::errc::trailing_bytes, "bytes after the body"};
-  return decoded;
-}
-
 int16_t code_of_security(security::errc e) {
   return e == security::errc::illegal_sasl_state ? error_code::illegal_sasl_state : error_code::sasl_authentication_failed;
 }
@@ -85,7 +76,7 @@ sasl_gate::decision sasl_gate::on_frame(std::span<const std::byte> frame, int64_
 }
 
 sasl_gate::decision sasl_gate::on_handshake(const protocol::request_header_data& h, std::span<const std::byte> body) {
-  auto request = decode_exactly<protocol::sasl_handshake_request_data>(body, h.request_api_version);
+  auto request = decode_body<protocol::sasl_handshake_request_data>(body, h.request_api_version);
   if (!request.ok()) return {action::close, {}, "SaslHandshake does not decode: " + request.error().message};
   protocol::sasl_handshake_response_data out;
   for (const auto& m : options_.enabled_mechanisms) out.mechanisms.push_back(m);
@@ -124,7 +115,7 @@ sasl_gate::decision sasl_gate::on_authenticate(const protocol::request_header_da
     out.error_message = "SaslAuthenticate without a SaslHandshake v1 before it";
     return {action::answer_and_close, response(h.request_api_version, h.correlation_id, out), *out.error_message, false};
   }
-  auto request = decode_exactly<protocol::sasl_authenticate_request_data>(body, h.request_api_version);
+  auto request = decode_body<protocol::sasl_authenticate_request_data>(body, h.request_api_version);
   if (!request.ok()) {
     out.error_code = error_code::illegal_sasl_state;
     out.error_message = "SaslAuthenticate does not decode: " + request.error().message;

@@ -49,7 +49,7 @@ store rfc7677_store() {
 /// A SCRAM client's final message for `password` (RFC 5802 section 3), computed with OpenSSL
 /// directly, not with the code under test.
 std::string client_final(scram_mechanism m, std::string_view password, std::string_view client_first_bare,
-                         std::string_view server_first) {
+                         std::string_view server_first, std::string_view nonce_prefix = {}) {
   const EVP_MD* md = m == scram_mechanism::sha_256 ? EVP_sha256() : EVP_sha512();
   const size_t n = digest_bytes(m);
   std::string nonce, salt_text;
@@ -65,7 +65,7 @@ std::string client_final(scram_mechanism m, std::string_view password, std::stri
   unsigned int len = 0;
   HMAC(md, salted.data(), static_cast<int>(n), reinterpret_cast<const unsigned char*>("Client Key"), 10, client_key.data(), &len);
   EVP_Digest(client_key.data(), n, stored.data(), &len, md, nullptr);
-  const std::string without_proof = "c=biws,r=" + nonce;
+  const std::string without_proof = "c=biws,r=" + std::string(nonce_prefix) + nonce;
   const std::string auth = std::string(client_first_bare) + "," + std::string(server_first) + "," + without_proof;
   HMAC(md, stored.data(), static_cast<int>(n), reinterpret_cast<const unsigned char*>(auth.data()), auth.size(),
        signature.data(), &len);
@@ -247,4 +247,16 @@ TEST_CASE("--add-scram takes Kafka's kafka-storage syntax") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message.find("--add-scram") != std::string::npos);
   }
+}
+
+TEST_CASE("SCRAM takes librdkafka 2.0's client-final nonce (its nonce again in front), as Kafka does") {
+  store s = rfc7677_store();
+  const std::string bare = "n=user,r=rOprNGfwEbeRWgbNEkqO";
+  auto server = make_scram_server(scram_mechanism::sha_256, s.lookup(), std::string(rfc7677_server_nonce));
+  auto first = server->step(b("n,," + bare));
+  REQUIRE(first.ok());
+  // As librdkafka 2.0 builds it: "c=biws,r=" + its nonce + the server-first's whole nonce, signed.
+  auto last = server->step(b(client_final(scram_mechanism::sha_256, "pencil", bare, first->server_bytes, "rOprNGfwEbeRWgbNEkqO")));
+  REQUIRE_MESSAGE(last.ok(), (last.ok() ? "" : last.error().message));
+  CHECK(last->complete);
 }
