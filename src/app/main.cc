@@ -20,6 +20,7 @@ Commands:
   produce       send lines of standard input as records
   consume       print records of a topic (--group G: as a member of consumer group G)
   groups        list, describe, show lag of, reset or delete consumer groups; browse and redrive dead letters
+  users         list, create or delete SCRAM users (SASL on the Kafka listener)
   transactions  list, describe or abort transactions (transactional ids)
   dump-log      print a segment file's batches and records
   metadata      dump the metadata log (__cluster_metadata-0) of a log directory as text
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   if (command == "produce") return ringlog::cli::produce_main(sub_argc, sub_argv);
   if (command == "consume") return ringlog::cli::consume_main(sub_argc, sub_argv);
   if (command == "groups") return ringlog::cli::groups_main(sub_argc, sub_argv);
+  if (command == "users") return ringlog::cli::users_main(sub_argc, sub_argv);
   if (command == "transactions") return ringlog::cli::transactions_main(sub_argc, sub_argv);
   if (command == "dump-log") return ringlog::app::dump_log_main(sub_argc, sub_argv);
   if (command == "bench") return ringlog::cli::bench_main(sub_argc, sub_argv);

@@ -43,6 +43,7 @@
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/kafka/listener.h"
+#include "ringlog/security/scram_spec.h"
 #include "tls_setup.h"
 
 namespace ringlog::app {
@@ -67,6 +68,7 @@ const std::vector<help_area>& help_areas() {
                                                           "auto.create.topics.", "compression."}},
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
       {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors."}},
+      {"Security: SASL and users", {"sasl.", "connections.max.reauth.", "connection.failed.authentication."}},
       {"Consumer groups and transactions", {"group.", "offsets.", "transaction"}},
       {"Delayed delivery, retries and dead letters", {"delay.", "max.delivery.", "retry.", "dead.letter."}},
       {"Runtime", {"num.shards", "io.backend", "broker.partitions.", "shutdown."}},
@@ -88,7 +90,8 @@ size_t help_area_of(std::string_view key) {
 }
 
 void print_usage(std::ostream& out) {
-  out << "usage: ringlog serve [--config FILE] [--set KEY=VALUE]... [--io-backend=uring|posix|auto]\n\n"
+  out << "usage: ringlog serve [--config FILE] [--set KEY=VALUE]... [--io-backend=uring|posix|auto]\n"
+         "                     [--add-scram 'SCRAM-SHA-512=[name=NAME,password=PASSWORD]']...\n\n"
          "Runs the broker: HTTP/REST and Kafka clients on listeners (default http://127.0.0.1:8082 and\n"
          "kafka://127.0.0.1:9092), data in log.dirs.\n"
          "Settings come from the defaults, then --config (a Kafka-style .properties file), then each\n"
@@ -120,6 +123,11 @@ void print_usage(std::ostream& out) {
          "but /v1/health (and /metrics unless http.metrics.authentication=true) need `curl -u user:password`\n"
          "(the SCRAM users) or a JWT (`curl --oauth2-bearer`, keys from sasl.oauthbearer.jwks.endpoint.url=file:...);\n"
          "the console then shows a login page.\n\n"
+         "SASL on the Kafka listener (docs/security.md): listeners=...,SASL_PLAINTEXT://HOST:PORT, and the first\n"
+         "user with --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (Kafka's kafka-storage\n"
+         "--add-scram syntax; also iterations=N (4096..16384), salt=BASE64, saltedpassword=BASE64; may repeat).\n"
+         "A user is added only when the cluster has no credential of that user and mechanism, so the flag\n"
+         "is safe on every start. More users: `ringlog users create`.\n\n"
          "Keys (default, meaning), by area:\n";
   const auto keys = config::describe_keys();
   const auto& areas = help_areas();
@@ -228,6 +236,11 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   listen.listen_fd = l.listen_fd;
   listen.tls = l.tls;
   listen.principal_mapper = l.principal_mapper;
+  // SASL_PLAINTEXT:// and SASL_SSL://: every connection logs in first (src/kafka/sasl_gate.h).
+  listen.sasl = l.record.security_protocol == "SASL_PLAINTEXT" || l.record.security_protocol == "SASL_SSL";
+  listen.sasl_enabled_mechanisms = cfg.sasl_enabled_mechanisms;
+  listen.connections_max_reauth_ms = cfg.connections_max_reauth_ms;
+  listen.connection_failed_authentication_delay_ms = cfg.connection_failed_authentication_delay_ms;
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
   out.listener = std::move(bound).value();
@@ -375,8 +388,48 @@ struct serve_args {
   std::optional<std::string> config_file;
   std::vector<std::string> sets;
   std::optional<std::string> io_backend;
+  std::vector<security::scram_user_spec> add_scram;   // --add-scram, in order
   bool help = false;
 };
+
+/// --add-scram: each user's credential is written unless the cluster already has a credential of
+/// that user and mechanism (so a restart with the same flags changes nothing, and a password
+/// changed since through AlterUserScramCredentials stays changed). Retries while no controller
+/// answers, a bounded number of times. Returns false (logged) when a write failed.
+bool add_scram_users(broker::broker& broker, const std::vector<security::scram_user_spec>& specs) {
+  // 30 tries of up to 1 s: long enough for a quorum to elect its first leader at start-up.
+  constexpr int attempts_max = 30;
+  for (const auto& spec : specs) {
+    const auto name = std::string(security::mechanism_name(spec.credential.mechanism));
+    for (int attempt = 1;; ++attempt) {
+      auto known = broker.describe_users({spec.user});
+      const bool has = !known.empty() && std::any_of(known[0].credentials.begin(), known[0].credentials.end(),
+                                                     [&](const auto& c) { return c.mechanism == spec.credential.mechanism; });
+      if (has) {
+        spdlog::info("msg=\"--add-scram: the user exists, left unchanged\" user={} mechanism={}", spec.user, name);
+        break;
+      }
+      std::promise<std::vector<broker::result<void>>> done;
+      broker.alter_user_scram_credentials({{spec.user, spec.credential.mechanism, spec.credential}},
+                                          [&done](std::vector<broker::result<void>> r) { done.set_value(std::move(r)); });
+      auto results = done.get_future().get();
+      if (results.at(0).ok()) {
+        spdlog::info("msg=\"--add-scram: user added\" user={} mechanism={} iterations={}", spec.user, name,
+                     spec.credential.iterations);
+        break;
+      }
+      const auto& e = results[0].error();
+      const bool retriable = e.code == broker::errc::not_controller || e.code == broker::errc::request_timed_out;
+      if (!retriable || attempt == attempts_max) {
+        spdlog::error("msg=\"--add-scram failed\" user={} mechanism={} error=\"{}\"", spec.user, name,
+                      base::logfmt_escaped(e.message));
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));   // start-up only: waiting for a controller
+    }
+  }
+  return true;
+}
 
 std::optional<serve_args> parse(int argc, char** argv) {
   serve_args out;
@@ -396,6 +449,15 @@ std::optional<serve_args> parse(int argc, char** argv) {
       auto v = value("--set");
       if (!v) return std::nullopt;
       out.sets.push_back(*v);
+    } else if (a.rfind("--add-scram", 0) == 0) {
+      auto v = value("--add-scram");
+      if (!v) return std::nullopt;
+      auto spec = security::parse_add_scram(*v);
+      if (!spec.ok()) {
+        std::cerr << "serve: " << spec.error().message << "\n";
+        return std::nullopt;
+      }
+      out.add_scram.push_back(std::move(spec).value());
     } else if (a.rfind("--io-backend", 0) == 0) {
       out.io_backend = value("--io-backend");
       if (!out.io_backend) return std::nullopt;
@@ -806,6 +868,9 @@ int serve_main(int argc, char** argv) {
                server->port(),
                transport ? ",cluster://" + cfg.cluster_listener_host + ":" + std::to_string(transport->port()) : "",
                cfg.cluster_id, cfg.node_id, broker->controller_id());
+  // Users before the Kafka listeners, so the first SASL client finds its user (a failure is logged
+  // and the node serves on: users can be added over HTTP or the Kafka admin API).
+  if (!args->add_scram.empty()) add_scram_users(*broker, args->add_scram);
   // https:// in front of the same server, and the Kafka client listeners (issue 15, 29) beside
   // it; none when `listeners` names none.
   std::unique_ptr<gateway::tls_front> https;

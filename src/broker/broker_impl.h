@@ -266,6 +266,11 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
   void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                             bool validate_only, std::function<void(result<void>)> done) override;
+  // users.cc
+  [[nodiscard]] std::vector<user_description> describe_users(const std::vector<std::string>& users) const override;
+  void alter_user_scram_credentials(std::vector<scram_credential_alteration> changes,
+                                    std::function<void(std::vector<result<void>>)> done) override;
+  [[nodiscard]] security::scram_lookup scram_lookup() const override;
   [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
   /// elect_preferred_leaders, planned anew from the newest image on each of `attempts_left` tries.
   void elect_preferred_leaders_attempt(std::vector<std::pair<std::string, int32_t>> partitions,

@@ -63,6 +63,10 @@ std::string_view to_string(errc e) {
     case errc::concurrent_transactions: return "concurrent_transactions";
     case errc::invalid_transaction_timeout: return "invalid_transaction_timeout";
     case errc::transactional_id_not_found: return "transactional_id_not_found";
+    case errc::resource_not_found: return "resource_not_found";
+    case errc::duplicate_resource: return "duplicate_resource";
+    case errc::unacceptable_credential: return "unacceptable_credential";
+    case errc::unsupported_sasl_mechanism: return "unsupported_sasl_mechanism";
     case errc::offset_not_available: return "offset_not_available";
     case errc::coordinator_load_in_progress: return "coordinator_load_in_progress";
   }
@@ -131,6 +135,10 @@ int kafka_error_code(errc e) {
     case errc::concurrent_transactions: return 51;
     case errc::invalid_transaction_timeout: return 50;
     case errc::transactional_id_not_found: return 105;
+    case errc::resource_not_found: return 91;
+    case errc::duplicate_resource: return 92;
+    case errc::unacceptable_credential: return 93;
+    case errc::unsupported_sasl_mechanism: return 33;
     case errc::offset_not_available: return 78;
     case errc::coordinator_load_in_progress: return 14;
   }

@@ -1818,4 +1818,83 @@ int bench_main(int argc, char** argv) {
   return produced.errors + consumed.errors > 0 ? 1 : 0;
 }
 
+// ---- users -------------------------------------------------------------------------------------
+
+constexpr const char* users_usage = R"(usage: ringlog users COMMAND [options]
+
+SCRAM users of the Kafka listener's SASL (docs/security.md). Credentials are metadata records:
+a user made through any node logs in on every node. Passwords are never stored or shown.
+
+Commands:
+  list                                   users with their mechanisms and iteration counts
+  create NAME --password PASSWORD [--mechanism SCRAM-SHA-256|SCRAM-SHA-512] [--iterations N]
+                                         sets NAME's credential of the mechanism (default
+                                         SCRAM-SHA-512, 4096 iterations; 4096..16384); creates
+                                         the user or changes its password
+  delete NAME [--mechanism M]            removes NAME's credentials (or only M's)
+
+Options:
+  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082)
+  --help                   this text
+)";
+
+int users_main(int argc, char** argv) {
+  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--request-timeout-ms", "--password", "--mechanism", "--iterations"},
+                      {"--help"});
+  if (!a) return 2;
+  if (a->has("--help")) {
+    std::cout << users_usage;
+    return 0;
+  }
+  if (a->positional.empty()) {
+    std::cerr << users_usage;
+    return 2;
+  }
+  const std::string command = a->positional[0];
+  if (command != "list" && command != "create" && command != "delete") {
+    std::cerr << "unknown users command \"" << command << "\"\n" << users_usage;
+    return 2;
+  }
+  if (command != "list" && a->positional.size() != 2) {
+    std::cerr << "users " << command << " needs one user name\n" << users_usage;
+    return 2;
+  }
+  if (command == "create" && !a->get("--password")) {
+    std::cerr << "users create needs --password\n" << users_usage;
+    return 2;
+  }
+  auto client = connect(*a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string users_path = "/v3/clusters/" + percent_encode_segment(*cluster) + "/users";
+  if (command == "list") {
+    auto r = client->get(users_path);
+    if (!ok_status(r)) return report_failure(r, "list users");
+    const json users = json::parse(r->body);
+    std::cout << "USER\tMECHANISM\tITERATIONS\n";
+    for (const auto& u : users["data"]) {
+      for (const auto& c : u["credentials"]) {
+        std::cout << cell(u["user_name"]) << "\t" << cell(c["mechanism"]) << "\t" << cell(c["iterations"]) << "\n";
+      }
+    }
+    return 0;
+  }
+  const std::string name = a->positional[1];
+  const std::string path = users_path + "/" + percent_encode_segment(name);
+  if (command == "create") {
+    json body = {{"password", *a->get("--password")}, {"mechanism", a->get("--mechanism").value_or("SCRAM-SHA-512")}};
+    if (auto n = int_option(*a, "--iterations", 1, INT32_MAX)) body["iterations"] = *n;
+    auto r = client->post(path, body.dump(), "application/json");
+    if (!ok_status(r)) return report_failure(r, "create user");
+    std::cout << "User " << name << " has a " << body["mechanism"].get<std::string>() << " credential.\n";
+    return 0;
+  }
+  auto mechanism = a->get("--mechanism");
+  auto r = client->del(mechanism ? path + "?mechanism=" + *mechanism : path);
+  if (!ok_status(r)) return report_failure(r, "delete user");
+  std::cout << "Deleted " << (mechanism ? *mechanism + " credential of user " : std::string("user ")) << name << ".\n";
+  return 0;
+}
+
 }  // namespace ringlog::cli

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <limits>
@@ -686,6 +687,34 @@ const std::vector<key_spec>& key_table() {
       bool_key("kafka.fetch.zero.copy", &server_config::kafka_fetch_zero_copy,
                "Kafka Fetch answers send record batches from the segment files with sendfile (no copy through "
                "the broker's memory); false = read them into the answer (see docs/kafka.md)"),
+      key_spec{"sasl.enabled.mechanisms",
+               "SASL mechanisms a SASL_PLAINTEXT:// Kafka listener offers, comma-separated, from SCRAM-SHA-256, "
+               "SCRAM-SHA-512 and PLAIN (checked against the SCRAM users; it sends the password, so it is not on by "
+               "default). Kafka's default is GSSAPI, which ringlog does not serve",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 std::vector<std::string> out;
+                 for (std::string_view item : split_list(v)) {
+                   if (item != "SCRAM-SHA-256" && item != "SCRAM-SHA-512" && item != "PLAIN") {
+                     return "mechanism '" + std::string(item) + "' is not supported (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN)";
+                   }
+                   if (std::find(out.begin(), out.end(), item) != out.end()) return "names " + std::string(item) + " twice";
+                   out.emplace_back(item);
+                 }
+                 if (out.empty()) return "must name at least one mechanism";
+                 c.sasl_enabled_mechanisms = std::move(out);
+                 return std::nullopt;
+               },
+               [](const server_config& c) {
+                 std::string out;
+                 for (const auto& m : c.sasl_enabled_mechanisms) out += (out.empty() ? "" : ",") + m;
+                 return out;
+               }},
+      int_key("connections.max.reauth.ms", &server_config::connections_max_reauth_ms, 0, std::numeric_limits<int64_t>::max(),
+              "KIP-368: a SASL login lasts this long; the client re-authenticates on the same connection before it "
+              "ends (clients are told it in SaslAuthenticate), else the connection is closed at the next request; "
+              "0 = logins do not expire, ms"),
+      int_key("connection.failed.authentication.delay.ms", &server_config::connection_failed_authentication_delay_ms,
+              0, 60000, "a failed SASL login's answer is sent and the connection closed this long after the failure, ms"),
       key_spec{"http.cors.allowed.origins",
                "browser origins allowed by CORS and the WebSocket upgrade: * (any) or a comma-separated list "
                "of scheme://host[:port]",

@@ -64,6 +64,11 @@ std::string ids(const std::vector<int32_t>& v) {
 
 std::string optional_ids(const std::optional<std::vector<int32_t>>& v) { return v ? ids(*v) : "unchanged"; }
 
+/// Kafka's ScramMechanism names by type number.
+std::string scram_mechanism_text(int8_t m) {
+  return m == 1 ? "SCRAM-SHA-256" : m == 2 ? "SCRAM-SHA-512" : "UNKNOWN(" + std::to_string(m) + ")";
+}
+
 std::string tri_state(int8_t v) { return v == 1 ? "true" : v == 2 ? "false" : "unchanged"; }
 
 }  // namespace
@@ -108,6 +113,13 @@ std::string describe_record(const protocol::metadata_record& record) {
   } else if (const auto* i = std::get_if<producer_ids_record>(&record)) {
     out += "brokerId=" + std::to_string(i->broker_id) + ", brokerEpoch=" + std::to_string(i->broker_epoch) +
            ", nextProducerId=" + std::to_string(i->next_producer_id);
+  } else if (const auto* s = std::get_if<user_scram_credential_record>(&record)) {
+    // Never the keys: a dump of the metadata log is not a credential store.
+    out += "name=" + s->name + ", mechanism=" + scram_mechanism_text(s->mechanism) + ", salt=(" +
+           std::to_string(s->salt.size()) + " bytes), storedKey=(redacted), serverKey=(redacted), iterations=" +
+           std::to_string(s->iterations);
+  } else if (const auto* d = std::get_if<remove_user_scram_credential_record>(&record)) {
+    out += "name=" + d->name + ", mechanism=" + scram_mechanism_text(d->mechanism);
   } else if (const auto* g = std::get_if<broker_registration_change_record>(&record)) {
     out += "brokerId=" + std::to_string(g->broker_id) + ", brokerEpoch=" + std::to_string(g->broker_epoch) +
            ", fenced=" + tri_state(g->fenced) + ", inControlledShutdown=" + tri_state(g->in_controlled_shutdown);

@@ -88,6 +88,7 @@ const broker_registration* metadata_image::find_broker(int32_t node_id) const {
 bool metadata_image::operator==(const metadata_image& other) const {
   if (offset_ != other.offset_ || brokers_ != other.brokers_ || broker_configs_ != other.broker_configs_ ||
       next_producer_id_ != other.next_producer_id_ || features_ != other.features_ ||
+      scram_credentials_ != other.scram_credentials_ ||
       topics_.size() != other.topics_.size()) {
     return false;
   }
@@ -275,6 +276,24 @@ result<void> metadata_delta::apply(const protocol::metadata_record& record, int6
     next_.features_[r->name] = r->feature_level;
     return base::ok_v;
   }
+  if (const auto* r = std::get_if<user_scram_credential_record>(&record)) {
+    if (r->name.empty()) return bad("UserScramCredentialRecord with an empty user name");
+    if (r->mechanism != 1 && r->mechanism != 2) {
+      return bad("UserScramCredentialRecord for user '" + r->name + "' with mechanism " + std::to_string(r->mechanism) +
+                 " (1 SCRAM-SHA-256 or 2 SCRAM-SHA-512)");
+    }
+    next_.scram_credentials_[r->name][r->mechanism] = *r;
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<remove_user_scram_credential_record>(&record)) {
+    auto user = next_.scram_credentials_.find(r->name);
+    if (user == next_.scram_credentials_.end() || user->second.erase(r->mechanism) == 0) {
+      return bad("RemoveUserScramCredentialRecord for user '" + r->name + "' and mechanism " +
+                 std::to_string(r->mechanism) + ", which has no such credential");
+    }
+    if (user->second.empty()) next_.scram_credentials_.erase(user);
+    return base::ok_v;
+  }
   return base::ok_v;   // records that change nothing in the image (none today)
 }
 
@@ -343,6 +362,9 @@ std::vector<protocol::metadata_record> image_records(const metadata_image& image
       c.value = value;
       out.push_back(c);
     }
+  }
+  for (const auto& [user, by_mechanism] : image.scram_credentials()) {
+    for (const auto& [mechanism, credential] : by_mechanism) out.push_back(credential);
   }
   if (image.next_producer_id() > 0) {
     protocol::producer_ids_record r;

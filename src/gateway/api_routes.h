@@ -409,6 +409,11 @@ void v2_subscribe(const call_ptr& c);
 void v2_unsubscribe(const call_ptr& c);
 void v3_alter_configs(const call_ptr& c);
 void v3_alter_broker_configs(const call_ptr& c);
+// -- SCRAM users (api_v3_users.cc)
+void v3_list_users(const call_ptr& c);
+void v3_get_user(const call_ptr& c);
+void v3_set_user(const call_ptr& c);
+void v3_delete_user(const call_ptr& c);
 void v3_alter_cluster_broker_configs(const call_ptr& c);
 void v3_get_broker_config(const call_ptr& c);
 void v3_get_cluster_broker_config(const call_ptr& c);

@@ -100,6 +100,13 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
       return {404, ec::transaction_not_found, e.message};
     case errc::coordinator_load_in_progress:
       return {503, ec::unavailable, e.message};
+    case errc::resource_not_found:
+      return {404, ec::not_found, e.message};
+    case errc::duplicate_resource:
+      return {400, ec::kafka_bad_request, e.message};
+    case errc::unacceptable_credential:
+    case errc::unsupported_sasl_mechanism:
+      return {422, ec::unprocessable, e.message};
     case errc::offset_not_available:
       return {503, ec::offset_not_available, e.message};
   }

@@ -24,7 +24,7 @@ using namespace detail;
 // lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
 // Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
 // UNSUPPORTED_VERSION, per partition. Sorted by api key.
-constexpr std::array<handled_api, 35> apis = {{
+constexpr std::array<handled_api, 38> apis = {{
     {protocol::produce_request_data::api_key, 0, 11},
     {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
@@ -50,12 +50,15 @@ constexpr std::array<handled_api, 35> apis = {{
     {protocol::txn_offset_commit_request_data::api_key, 0, 5},
     {protocol::describe_configs_request_data::api_key, 1, 4},
     {protocol::alter_configs_request_data::api_key, 0, 2},
+    {protocol::sasl_authenticate_request_data::api_key, 0, 2},
     {protocol::create_partitions_request_data::api_key, 0, 3},
     {protocol::delete_groups_request_data::api_key, 0, 2},
     {protocol::incremental_alter_configs_request_data::api_key, 0, 1},
     {protocol::alter_partition_reassignments_request_data::api_key, 0, 0},
     {protocol::list_partition_reassignments_request_data::api_key, 0, 0},
     {protocol::offset_delete_request_data::api_key, 0, 0},
+    {protocol::describe_user_scram_credentials_request_data::api_key, 0, 0},
+    {protocol::alter_user_scram_credentials_request_data::api_key, 0, 0},
     {protocol::describe_cluster_request_data::api_key, 0, 1},
     {protocol::describe_producers_request_data::api_key, 0, 0},
     {protocol::describe_transactions_request_data::api_key, 0, 0},
@@ -80,19 +83,6 @@ bytes api_versions_frame(int16_t api_version, int32_t correlation_id, int16_t er
   auto written = protocol::encode_response_frame(w, api_version, correlation_id, body);
   RINGLOG_ASSERT(written.ok(), "ApiVersionsResponse must encode");
   return std::move(w).take();
-}
-
-template <typename Body>
-protocol::result<Body> decode_body(std::span<const std::byte> body, int16_t version) {
-  protocol::reader rd(body);
-  auto decoded = Body::decode(rd, version);
-  if (!decoded.ok()) return decoded.error();
-  if (rd.remaining() != 0) {
-    return protocol::error{protocol::errc::trailing_bytes, std::string(Body::schema_name) + " v" +
-                                                               std::to_string(version) + ": " +
-                                                               std::to_string(rd.remaining()) + " bytes after the body"};
-  }
-  return decoded;
 }
 
 /// Decodes the body as Body and runs `handle` with it.
@@ -214,6 +204,15 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
             out.error_code = error_code::illegal_sasl_state;
             c.answer(out);
           });
+    case protocol::sasl_authenticate_request_data::api_key:
+      // Reaches here only on a listener without SASL (a SASL listener's gate answers it first).
+      return route<protocol::sasl_authenticate_request_data>(
+          body, ctx, [](const request_context& c, protocol::sasl_authenticate_request_data) {
+            protocol::sasl_authenticate_response_data out;
+            out.error_code = error_code::illegal_sasl_state;
+            out.error_message = "this listener does not do SASL (it is not SASL_PLAINTEXT://)";
+            c.answer(out);
+          });
     case protocol::create_topics_request_data::api_key:
       return route<protocol::create_topics_request_data>(body, ctx, handle_create_topics);
     case protocol::delete_topics_request_data::api_key:
@@ -270,6 +269,10 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
       return route<protocol::list_transactions_request_data>(body, ctx, handle_list_transactions);
     case protocol::describe_producers_request_data::api_key:
       return route<protocol::describe_producers_request_data>(body, ctx, handle_describe_producers);
+    case protocol::describe_user_scram_credentials_request_data::api_key:
+      return route<protocol::describe_user_scram_credentials_request_data>(body, ctx, handle_describe_user_scram_credentials);
+    case protocol::alter_user_scram_credentials_request_data::api_key:
+      return route<protocol::alter_user_scram_credentials_request_data>(body, ctx, handle_alter_user_scram_credentials);
     default:
       break;
   }

@@ -33,6 +33,7 @@ inline constexpr int16_t invalid_replica_assignment = 39;
 inline constexpr int16_t invalid_config = 40;
 inline constexpr int16_t invalid_request = 42;
 inline constexpr int16_t transactional_id_authorization_failed = 53;
+inline constexpr int16_t sasl_authentication_failed = 58;
 inline constexpr int16_t fetch_session_id_not_found = 70;
 inline constexpr int16_t fenced_leader_epoch = 74;
 inline constexpr int16_t unknown_leader_epoch = 75;
@@ -77,6 +78,20 @@ struct request_context {
   }
   void answer_nothing() const { respond(std::nullopt); }
 };
+
+/// Decodes a request body that must fill `body` exactly. Errors: the codec's, or trailing_bytes.
+template <typename Body>
+protocol::result<Body> decode_body(std::span<const std::byte> body, int16_t version) {
+  protocol::reader rd(body);
+  auto decoded = Body::decode(rd, version);
+  if (!decoded.ok()) return decoded.error();
+  if (rd.remaining() != 0) {
+    return protocol::error{protocol::errc::trailing_bytes, std::string(Body::schema_name) + " v" +
+                                                               std::to_string(version) + ": " +
+                                                               std::to_string(rd.remaining()) + " bytes after the body"};
+  }
+  return decoded;
+}
 
 inline int16_t code_of(const broker::error& e) { return static_cast<int16_t>(broker::kafka_error_code(e.code)); }
 
@@ -140,6 +155,11 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
 void handle_describe_transactions(const request_context& ctx, protocol::describe_transactions_request_data request);
 void handle_describe_producers(const request_context& ctx, protocol::describe_producers_request_data request);
 void handle_list_transactions(const request_context& ctx, protocol::list_transactions_request_data request);
+// ---- users.cc
+void handle_describe_user_scram_credentials(const request_context& ctx,
+                                            protocol::describe_user_scram_credentials_request_data request);
+void handle_alter_user_scram_credentials(const request_context& ctx,
+                                         protocol::alter_user_scram_credentials_request_data request);
 // ---- data.cc
 void handle_produce(const request_context& ctx, protocol::produce_request_data request);
 void handle_fetch(const request_context& ctx, protocol::fetch_request_data request);

@@ -6,6 +6,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <deque>
 #include <future>
@@ -17,6 +18,7 @@
 #include "ringlog/io/file.h"
 #include "ringlog/runtime/asio_context.h"
 #include "ringlog/runtime/tls_socket.h"
+#include "sasl_gate.h"
 
 namespace ringlog::kafka {
 
@@ -110,9 +112,18 @@ struct connection : std::enable_shared_from_this<connection> {
   bool reading = false;
   bool writing = false;
   bool closed = false;
+  /// SASL_PLAINTEXT:// only: the connection's SASL state, asked about every frame before dispatch.
+  std::unique_ptr<detail::sasl_gate> gate;
+  /// A failed login: no more reads; the connection closes once the delay has passed and the
+  /// answer is written (close_reason says why).
+  bool closing = false;
+  bool delay_passed = false;
+  std::string close_reason;
+  std::unique_ptr<asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
+                                             runtime::shard_executor>> close_timer;
 
   void read_next() {
-    if (closed || reading) return;
+    if (closed || reading || closing) return;
     if (slots.size() >= constants::connection_in_flight_requests_max) return;
     if (!slots.empty() && held_bytes >= constants::connection_held_bytes_max) return;
     reading = true;
@@ -156,6 +167,7 @@ struct connection : std::enable_shared_from_this<connection> {
       close("listener stopped");
       return;
     }
+    if (gate && !pass_gate(*o)) return;
     const uint64_t seq = next_seq++;
     slots.push_back(slot{false, std::nullopt, frame.size()});
     held_bytes += frame.size();
@@ -166,6 +178,67 @@ struct connection : std::enable_shared_from_this<connection> {
       return;
     }
     read_next();
+  }
+
+  /// Shows the frame to the SASL gate; true when the handler is to take it (false: the gate
+  /// answered it or the connection is closing).
+  bool pass_gate(const listener::impl& o) {
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch()).count();
+    auto d = gate->on_frame(frame, now_ms);
+    if (d.what != detail::sasl_gate::action::dispatch) frame = bytes{};
+    if (d.failed_login) {
+      // The audit line of issue 29: principal, door, peer, mechanism and why.
+      const std::string user = gate->attempted_user();
+      spdlog::warn("msg=\"authentication failed\" door=kafka listener=SASL_PLAINTEXT://{}:{} peer={} principal={} "
+                   "mechanism={} reason=\"{}\"",
+                   o.options.host, port_of(o), peer, user.empty() ? std::string("(none)") : "User:" + user,
+                   gate->mechanism().empty() ? std::string("(none)") : gate->mechanism(), d.reason);
+    }
+    switch (d.what) {
+      case detail::sasl_gate::action::dispatch:
+        return true;
+      case detail::sasl_gate::action::close:
+        if (d.failed_login) {
+          close_after_delay(o, d.reason);
+        } else {
+          close(d.reason);
+        }
+        return false;
+      case detail::sasl_gate::action::answer:
+      case detail::sasl_gate::action::answer_and_close:
+        break;
+    }
+    ++next_seq;
+    held_bytes += d.frame.size();
+    slots.push_back(slot{true, response_frame(std::move(d.frame)), 0});
+    if (d.what == detail::sasl_gate::action::answer_and_close) {
+      close_after_delay(o, d.reason);
+      write_next();
+      return false;
+    }
+    write_next();
+    read_next();
+    return false;
+  }
+
+  static uint16_t port_of(const listener::impl& o) { return o.bound_port.load(); }
+
+  /// Kafka's connection.failed.authentication.delay.ms: reading stops now; the connection closes
+  /// when the delay has passed and every answer before it is written.
+  void close_after_delay(const listener::impl& o, std::string reason) {
+    closing = true;
+    close_reason = "SASL authentication failed: " + std::move(reason);
+    close_timer = std::make_unique<std::remove_reference_t<decltype(*close_timer)>>(socket.get_executor());
+    close_timer->expires_after(std::chrono::milliseconds(o.options.connection_failed_authentication_delay_ms));
+    close_timer->async_wait([self = shared_from_this()](boost::system::error_code) {
+      self->delay_passed = true;
+      self->close_if_drained();
+    });
+  }
+
+  void close_if_drained() {
+    if (closing && delay_passed && slots.empty() && !writing) close(close_reason);
   }
 
   respond_fn make_respond(uint64_t seq) {
@@ -228,6 +301,7 @@ struct connection : std::enable_shared_from_this<connection> {
     ++first_slot_seq;
     write_next();
     read_next();
+    close_if_drained();
   }
 
   /// Sends the frame at slots.front() that has file pieces, from `cursor` on: each stretch of
@@ -312,8 +386,10 @@ struct connection : std::enable_shared_from_this<connection> {
   void close(const std::string& reason) {
     if (closed) return;
     closed = true;
+    if (close_timer) close_timer->cancel();
     if (!reason.empty()) {
-      spdlog::warn("msg=\"kafka connection closed\" listener={} peer={} reason=\"{}\"", listener_name, peer, reason);
+      spdlog::warn("msg=\"kafka connection closed\" listener={} peer={} principal={} reason=\"{}\"", listener_name, peer,
+                   gate ? gate->principal().to_string() : std::string("User:ANONYMOUS"), reason);
     }
     stream.close();
     if (auto o = owner.lock()) o->shards[shard].open.erase(shared_from_this());
@@ -339,6 +415,11 @@ void listener::impl::adopt(size_t shard, tcp protocol, tcp::socket::native_handl
     return;
   }
   auto c = std::make_shared<connection>(shared_from_this(), shard, std::move(socket));
+  if (options.sasl) {
+    c->gate = std::make_unique<detail::sasl_gate>(
+        detail::sasl_gate_options{options.sasl_enabled_mechanisms, options.connections_max_reauth_ms},
+        handler.broker_api().scram_lookup());
+  }
   shards[shard].open.insert(c);
   c->start(shared_from_this());
 }

@@ -3,6 +3,7 @@
 
 #include <doctest.h>
 
+#include "ringlog/controller/metadata_entry.h"
 #include "ringlog/controller/metadata_image.h"
 
 namespace ringlog::controller {
@@ -204,6 +205,49 @@ TEST_CASE("a snapshot payload rebuilds the image it was taken of") {
   CHECK(**back == *image);
   payload.pop_back();
   CHECK_FALSE(decode_snapshot(payload, 0).ok());
+}
+
+TEST_CASE("SCRAM credentials: set, replaced, removed, kept in snapshots, printed without keys") {
+  auto credential = [](std::string name, int8_t mechanism, int32_t iterations, std::byte fill) {
+    protocol::user_scram_credential_record r;
+    r.name = std::move(name);
+    r.mechanism = mechanism;
+    r.salt = std::vector<std::byte>(32, fill);
+    r.stored_key = std::vector<std::byte>(32, fill);
+    r.server_key = std::vector<std::byte>(32, fill);
+    r.iterations = iterations;
+    return r;
+  };
+  metadata_delta delta{metadata_image{}};
+  REQUIRE(delta.apply(credential("alice", 1, 4096, std::byte{1}), 0).ok());
+  REQUIRE(delta.apply(credential("alice", 2, 8192, std::byte{2}), 1).ok());
+  REQUIRE(delta.apply(credential("bob", 2, 4096, std::byte{3}), 2).ok());
+  REQUIRE(delta.apply(credential("alice", 1, 16384, std::byte{4}), 3).ok());   // a new password replaces the old
+  protocol::remove_user_scram_credential_record remove;
+  remove.name = "bob";
+  remove.mechanism = 2;
+  REQUIRE(delta.apply(remove, 4).ok());
+  auto image = std::move(delta).image();
+  REQUIRE(image->scram_credentials().size() == 1);
+  const auto& alice = image->scram_credentials().at("alice");
+  CHECK(alice.at(1).iterations == 16384);
+  CHECK(alice.at(2).iterations == 8192);
+  auto back = decode_snapshot(encode_snapshot(*image), image->offset());
+  REQUIRE(back.ok());
+  CHECK(**back == *image);
+  CHECK((*back)->scram_credentials().at("alice").at(1).stored_key == std::vector<std::byte>(32, std::byte{4}));
+  // Refused: removing what is not there, an unknown mechanism, an empty name.
+  metadata_delta bad{*image};
+  auto missing = bad.apply(remove, 5);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message.find("bob") != std::string::npos);
+  CHECK_FALSE(metadata_delta{*image}.apply(credential("carol", 3, 4096, std::byte{0}), 5).ok());
+  CHECK_FALSE(metadata_delta{*image}.apply(credential("", 1, 4096, std::byte{0}), 5).ok());
+  // The metadata dump's text names user, mechanism and iterations, never the keys.
+  const std::string text = describe_record(credential("alice", 2, 8192, std::byte{0x41}));
+  CHECK(text == "UserScramCredentialRecord(name=alice, mechanism=SCRAM-SHA-512, salt=(32 bytes), "
+                "storedKey=(redacted), serverKey=(redacted), iterations=8192)");
+  CHECK(describe_record(remove) == "RemoveUserScramCredentialRecord(name=bob, mechanism=SCRAM-SHA-512)");
 }
 
 }  // namespace ringlog::controller

@@ -48,9 +48,10 @@ def wait_until(predicate, deadline_s, what):
 class Broker:
     """One running `ringlog serve` process."""
 
-    def __init__(self, data_dir, extra_sets=(), port=None, kafka_port=None):
+    def __init__(self, data_dir, extra_sets=(), port=None, kafka_port=None, extra_args=()):
         self.data_dir = pathlib.Path(data_dir)
         self.extra_sets = list(extra_sets)
+        self.extra_args = list(extra_args)   # after the --set options (e.g. --add-scram)
         self.port = port or free_port()
         # kafka_port: also serve Kafka clients on kafka://127.0.0.1:kafka_port (tests/integration/test_kafka*.py).
         self.kafka_port = kafka_port
@@ -73,6 +74,7 @@ class Broker:
                 "--set", f"log.dirs={self.data_dir}", "--set", "num.shards=2"]
         for s in self.extra_sets:
             args += ["--set", s]
+        args += self.extra_args
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
 

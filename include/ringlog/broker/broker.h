@@ -20,6 +20,7 @@
 #include "ringlog/security/principal.h"
 #include "ringlog/broker/groups.h"
 #include "ringlog/broker/transactions.h"
+#include "ringlog/broker/users.h"
 #include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/model/record.h"
 #include "ringlog/model/types.h"
@@ -590,6 +591,20 @@ class broker {
   virtual void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                                     bool validate_only, std::function<void(result<void>)> done) = 0;
   [[nodiscard]] virtual const broker_config& config() const = 0;
+  // ---- SCRAM users (KIP-554; users.h)
+  /// Users with SCRAM credentials, by name; `users` empty = all of them. A named user without any
+  /// credential is listed with none (the Kafka handler answers RESOURCE_NOT_FOUND for it).
+  [[nodiscard]] virtual std::vector<user_description> describe_users(const std::vector<std::string>& users) const = 0;
+  /// Sets or deletes SCRAM credentials, all valid ones in one metadata entry (applied on every
+  /// node). One result per change, in order. Errors per change: unacceptable_credential (empty
+  /// user name, iterations outside 4096..16384, an empty salt or key), duplicate_resource (the user
+  /// appears twice in `changes`), resource_not_found (deleting a credential that does not exist);
+  /// of the whole commit (each valid change gets it): not_controller, request_timed_out,
+  /// broker_not_available.
+  virtual void alter_user_scram_credentials(std::vector<scram_credential_alteration> changes,
+                                            std::function<void(std::vector<result<void>>)> done) = 0;
+  /// The SCRAM store of the image the calling thread sees (its shard's), for the SASL mechanisms.
+  [[nodiscard]] virtual security::scram_lookup scram_lookup() const = 0;
   /// Preferred leader election (Kafka's ElectLeaders with PREFERRED, KIP-460; KIP-183's rule):
   /// each of `partitions` (topic, partition; empty = every partition whose preferred replica is
   /// available and does not lead) is led by its first replica, in a new leader epoch, when that

@@ -74,6 +74,11 @@ enum class errc {
   concurrent_transactions,       // the transaction is being ended or a state change is being written: retry (HTTP 409)
   invalid_transaction_timeout,   // transaction.timeout.ms outside 1..transaction.max.timeout.ms (HTTP 422)
   transactional_id_not_found,    // no such transactional.id at its coordinator (HTTP 404)
+  // SCRAM users (KIP-554, issue 29)
+  resource_not_found,            // a user or credential that does not exist (Kafka's 91, HTTP 404)
+  duplicate_resource,            // one request names the same user twice (Kafka's 92, HTTP 400)
+  unacceptable_credential,       // an empty user name, iterations outside 4096..16384, an empty password (Kafka's 93, HTTP 422)
+  unsupported_sasl_mechanism,    // a SCRAM mechanism other than SCRAM-SHA-256/512 (Kafka's 33, HTTP 422)
   // KIP-207 (KAFKA-2334): a new leader whose high watermark has not reached its leader epoch's
   // start offset yet: the partition's end is not known here yet (Kafka's 78, HTTP 503/50302): retry
   offset_not_available,

@@ -19,5 +19,7 @@ int transactions_main(int argc, char** argv);
 int bench_main(int argc, char** argv);
 /// `ringlog cluster status`: brokers, the active controller and the metadata quorum.
 int cluster_main(int argc, char** argv);
+/// `ringlog users list|create|delete`: SCRAM users over the v3 users routes.
+int users_main(int argc, char** argv);
 
 }  // namespace ringlog::cli

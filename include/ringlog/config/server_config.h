@@ -148,6 +148,13 @@ struct server_config {
   int32_t kafka_listener_port = 9092;
   std::string advertised_kafka_host;
   int32_t advertised_kafka_port = -1;
+  /// sasl.enabled.mechanisms: the SASL mechanisms the Kafka listener offers, in order.
+  std::vector<std::string> sasl_enabled_mechanisms = {"SCRAM-SHA-256", "SCRAM-SHA-512"};
+  /// connections.max.reauth.ms (KIP-368): a SASL session's lifetime; 0 = no limit.
+  int64_t connections_max_reauth_ms = 0;
+  /// connection.failed.authentication.delay.ms: how long a failed login's answer waits before the
+  /// connection closes (Kafka's default 100), so a password guesser gets few tries per second.
+  int64_t connection_failed_authentication_delay_ms = 100;
   int32_t socket_request_max_bytes = 104857600;         // socket.request.max.bytes (Kafka's default)
   bool kafka_fetch_zero_copy = true;                    // kafka.fetch.zero.copy: sendfile Fetch record sets
   bool process_role_broker = true;                      // process.roles contains "broker"

@@ -19,6 +19,11 @@
 //   RemoveTopicRecord           the topic and its partitions are gone
 //   ProducerIdsRecord           the next producer id block starts at next_producer_id
 //   FeatureLevelRecord          a feature's finalized level (metadata.version)
+//   UserScramCredentialRecord   a user's SCRAM credential for one mechanism (salt, stored key,
+//                               server key, iterations; never a password): replaces the old one
+//   RemoveUserScramCredentialRecord
+//                               removes a user's credential for one mechanism (an unknown one
+//                               is refused)
 
 #include <cstdint>
 #include <map>
@@ -106,6 +111,11 @@ class metadata_image {
   /// First producer id not yet handed out in a block (ProducerIdsRecord), 0 before any.
   [[nodiscard]] int64_t next_producer_id() const { return next_producer_id_; }
   [[nodiscard]] const std::map<std::string, int16_t>& features() const { return features_; }
+  /// SCRAM credentials: user name -> Kafka's ScramMechanism type (1 SHA-256, 2 SHA-512) -> the
+  /// record that set it (its salt, stored key, server key and iterations).
+  using scram_credentials_map =
+      std::map<std::string, std::map<int8_t, protocol::user_scram_credential_record>, std::less<>>;
+  [[nodiscard]] const scram_credentials_map& scram_credentials() const { return scram_credentials_; }
   /// Partitions of all topics together.
   [[nodiscard]] int64_t partition_count() const { return partition_count_; }
 
@@ -120,6 +130,7 @@ class metadata_image {
   std::map<int32_t, std::map<std::string, std::string>> broker_configs_;
   int64_t next_producer_id_ = 0;
   std::map<std::string, int16_t> features_;
+  scram_credentials_map scram_credentials_;
   int64_t partition_count_ = 0;
 };
 
@@ -152,7 +163,8 @@ class metadata_delta {
 namespace ringlog::controller {
 
 /// Records that rebuild `image` from an empty one (a snapshot's contents, KIP-630): brokers,
-/// broker configs, topics with their partitions and configs, the producer id block, features.
+/// broker configs, topics with their partitions and configs, the producer id block, features,
+/// SCRAM credentials.
 std::vector<protocol::metadata_record> image_records(const metadata_image& image);
 /// A snapshot payload: Kafka's unsigned varint count of metadata entries, then each as an
 /// unsigned varint length and the entry (metadata_entry.h); entries of at most

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ringlog/kafka/request_handler.h"
 #include "ringlog/runtime/shard_threads.h"
@@ -63,6 +64,12 @@ struct listener_options {
   std::shared_ptr<runtime::reloading_tls_context> tls;
   /// ssl.principal.mapping.rules: a TLS client's certificate subject -> its principal; nullptr = DEFAULT.
   std::shared_ptr<const security::ssl_principal_mapper> principal_mapper;
+  /// SASL_PLAINTEXT://: every connection authenticates with SASL first (sasl_gate.h in src/kafka
+  /// has the rules); false = kafka:// (PLAINTEXT), every caller User:ANONYMOUS.
+  bool sasl = false;
+  std::vector<std::string> sasl_enabled_mechanisms = {"SCRAM-SHA-256", "SCRAM-SHA-512"};
+  int64_t connections_max_reauth_ms = 0;                  // KIP-368; 0 = logins do not expire
+  int64_t connection_failed_authentication_delay_ms = 100;
 };
 
 class listener {

@@ -1,0 +1,124 @@
+// SCRAM users (KIP-554): UserScramCredentialRecords in the metadata log, described without their
+// secrets, altered through the controller, read by the SASL mechanisms from the shard's image.
+
+#include <set>
+
+#include "broker_impl.h"
+
+namespace ringlog::broker::detail {
+
+namespace {
+
+int8_t mechanism_type(security::scram_mechanism m) { return static_cast<int8_t>(m); }
+
+/// Kafka's checks of one change (ScramControlManager), before the image is consulted.
+result<void> check_alteration(const scram_credential_alteration& change) {
+  if (change.user.empty()) return error{errc::unacceptable_credential, "user name must not be empty"};
+  if (!change.credential) return base::ok_v;
+  const auto& c = *change.credential;
+  if (auto shape = security::check_credential_shape(c.iterations, c.salt); !shape.ok()) {
+    return error{errc::unacceptable_credential, "user '" + change.user + "': " + shape.error().message};
+  }
+  const size_t key_bytes = security::digest_bytes(change.mechanism);
+  if (c.mechanism != change.mechanism || c.stored_key.size() != key_bytes || c.server_key.size() != key_bytes) {
+    return error{errc::unacceptable_credential, "user '" + change.user + "': keys do not fit " +
+                                                    std::string(security::mechanism_name(change.mechanism))};
+  }
+  return base::ok_v;
+}
+
+}  // namespace
+
+std::vector<user_description> broker_impl::describe_users(const std::vector<std::string>& users) const {
+  const auto held = view();
+  const auto& all = held->image->scram_credentials();
+  auto describe = [](const std::string& name, const auto* by_mechanism) {
+    user_description d{name, {}};
+    if (by_mechanism == nullptr) return d;
+    for (const auto& [type, record] : *by_mechanism) {
+      if (auto m = security::scram_mechanism_from_type(type)) d.credentials.push_back({*m, record.iterations});
+    }
+    return d;
+  };
+  std::vector<user_description> out;
+  if (users.empty()) {
+    for (const auto& [name, by_mechanism] : all) out.push_back(describe(name, &by_mechanism));
+    return out;
+  }
+  for (const auto& name : users) {
+    auto it = all.find(name);
+    out.push_back(describe(name, it == all.end() ? nullptr : &it->second));
+  }
+  return out;
+}
+
+void broker_impl::alter_user_scram_credentials(std::vector<scram_credential_alteration> changes,
+                                               std::function<void(std::vector<result<void>>)> done) {
+  if (stopping_) {
+    return done(std::vector<result<void>>(changes.size(), error{errc::broker_not_available, "the broker is shutting down"}));
+  }
+  deps_.runtime.post(controller_shard, [this, changes = std::move(changes), done = std::move(done)]() mutable {
+    std::vector<result<void>> results(changes.size(), base::ok_v);
+    std::map<std::string, int> seen;
+    for (const auto& c : changes) ++seen[c.user];
+    const auto& image = controller_view_->image->scram_credentials();
+    std::vector<protocol::metadata_record> records;
+    std::vector<size_t> committed;   // indexes of the changes in `records`
+    for (size_t i = 0; i < changes.size(); ++i) {
+      const auto& c = changes[i];
+      if (seen[c.user] > 1) {
+        results[i] = error{errc::duplicate_resource, "user '" + c.user + "' appears more than once in the request"};
+        continue;
+      }
+      if (auto valid = check_alteration(c); !valid.ok()) {
+        results[i] = valid.error();
+        continue;
+      }
+      if (!c.credential) {
+        auto user = image.find(c.user);
+        if (user == image.end() || !user->second.contains(mechanism_type(c.mechanism))) {
+          results[i] = error{errc::resource_not_found, "user '" + c.user + "' has no " +
+                                                           std::string(security::mechanism_name(c.mechanism)) + " credential"};
+          continue;
+        }
+        protocol::remove_user_scram_credential_record r;
+        r.name = c.user;
+        r.mechanism = mechanism_type(c.mechanism);
+        records.push_back(r);
+      } else {
+        protocol::user_scram_credential_record r;
+        r.name = c.user;
+        r.mechanism = mechanism_type(c.mechanism);
+        r.salt = c.credential->salt;
+        r.stored_key = c.credential->stored_key;
+        r.server_key = c.credential->server_key;
+        r.iterations = c.credential->iterations;
+        records.push_back(r);
+      }
+      committed.push_back(i);
+    }
+    if (records.empty()) return done(std::move(results));
+    commit_records(std::move(records), [results = std::move(results), committed = std::move(committed),
+                                        done = std::move(done)](result<void> r) mutable {
+      if (!r.ok()) {
+        for (size_t i : committed) results[i] = r.error();
+      }
+      done(std::move(results));
+    });
+  });
+}
+
+security::scram_lookup broker_impl::scram_lookup() const {
+  return [this](std::string_view user, security::scram_mechanism m) -> std::optional<security::scram_credential> {
+    const auto held = view();
+    const auto& all = held->image->scram_credentials();
+    auto it = all.find(user);
+    if (it == all.end()) return std::nullopt;
+    auto found = it->second.find(mechanism_type(m));
+    if (found == it->second.end()) return std::nullopt;
+    const auto& r = found->second;
+    return security::scram_credential{m, r.salt, r.stored_key, r.server_key, r.iterations};
+  };
+}
+
+}  // namespace ringlog::broker::detail

@@ -1,0 +1,125 @@
+#include "ringlog/security/scram.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "ringlog/base/assert.h"
+#include "scram_primitives.h"
+
+namespace ringlog::security {
+
+std::string_view mechanism_name(scram_mechanism m) {
+  return m == scram_mechanism::sha_256 ? "SCRAM-SHA-256" : "SCRAM-SHA-512";
+}
+
+std::optional<scram_mechanism> parse_scram_mechanism(std::string_view name) {
+  if (name == "SCRAM-SHA-256") return scram_mechanism::sha_256;
+  if (name == "SCRAM-SHA-512") return scram_mechanism::sha_512;
+  return std::nullopt;
+}
+
+std::optional<scram_mechanism> scram_mechanism_from_type(int8_t type) {
+  if (type == 1) return scram_mechanism::sha_256;
+  if (type == 2) return scram_mechanism::sha_512;
+  return std::nullopt;
+}
+
+size_t digest_bytes(scram_mechanism m) { return m == scram_mechanism::sha_256 ? 32 : 64; }
+
+namespace detail {
+
+const EVP_MD* digest_of(scram_mechanism m) { return m == scram_mechanism::sha_256 ? EVP_sha256() : EVP_sha512(); }
+
+bytes hmac(scram_mechanism m, std::span<const std::byte> key, std::string_view message) {
+  bytes out(digest_bytes(m));
+  unsigned int length = 0;
+  const unsigned char* done = HMAC(digest_of(m), key.data(), static_cast<int>(key.size()),
+                                   reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+                                   reinterpret_cast<unsigned char*>(out.data()), &length);
+  RINGLOG_ASSERT(done != nullptr, "HMAC with a built-in digest does not fail");
+  RINGLOG_ASSERT_OP(length, ==, out.size());
+  return out;
+}
+
+bytes hash(scram_mechanism m, std::span<const std::byte> data) {
+  bytes out(digest_bytes(m));
+  unsigned int length = 0;
+  const int done = EVP_Digest(data.data(), data.size(), reinterpret_cast<unsigned char*>(out.data()), &length,
+                              digest_of(m), nullptr);
+  RINGLOG_ASSERT_OP(done, ==, 1);
+  RINGLOG_ASSERT_OP(length, ==, out.size());
+  return out;
+}
+
+bytes salted_password(scram_mechanism m, std::string_view password, std::span<const std::byte> salt, int32_t iterations) {
+  bytes out(digest_bytes(m));
+  const int done = PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
+                                     reinterpret_cast<const unsigned char*>(salt.data()), static_cast<int>(salt.size()),
+                                     iterations, digest_of(m), static_cast<int>(out.size()),
+                                     reinterpret_cast<unsigned char*>(out.data()));
+  RINGLOG_ASSERT_OP(done, ==, 1);
+  return out;
+}
+
+bool equal_constant_time(std::span<const std::byte> a, std::span<const std::byte> b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace detail
+
+result<void> check_credential_shape(int32_t iterations, std::span<const std::byte> salt) {
+  if (iterations < constants::scram_iterations_min || iterations > constants::scram_iterations_max) {
+    return error{errc::invalid_config, "iterations " + std::to_string(iterations) + " outside " +
+                                           std::to_string(constants::scram_iterations_min) + ".." +
+                                           std::to_string(constants::scram_iterations_max)};
+  }
+  if (salt.empty() || salt.size() > constants::scram_salt_bytes_max) {
+    return error{errc::invalid_config, "salt of " + std::to_string(salt.size()) + " bytes (1.." +
+                                           std::to_string(constants::scram_salt_bytes_max) + ")"};
+  }
+  return base::ok_v;
+}
+
+result<scram_credential> derive_scram_credential(scram_mechanism m, std::string_view password,
+                                                 std::span<const std::byte> salt, int32_t iterations) {
+  RINGLOG_TRY(check_credential_shape(iterations, salt));
+  return credential_from_salted_password(m, detail::salted_password(m, password, salt, iterations), salt, iterations);
+}
+
+result<scram_credential> credential_from_salted_password(scram_mechanism m, std::span<const std::byte> salted,
+                                                         std::span<const std::byte> salt, int32_t iterations) {
+  RINGLOG_TRY(check_credential_shape(iterations, salt));
+  if (salted.size() != digest_bytes(m)) {
+    return error{errc::invalid_config, "salted password of " + std::to_string(salted.size()) + " bytes (" +
+                                           std::string(mechanism_name(m)) + " needs " + std::to_string(digest_bytes(m)) + ")"};
+  }
+  scram_credential c;
+  c.mechanism = m;
+  c.salt.assign(salt.begin(), salt.end());
+  c.iterations = iterations;
+  c.stored_key = detail::hash(m, detail::hmac(m, salted, "Client Key"));
+  c.server_key = detail::hmac(m, salted, "Server Key");
+  return c;
+}
+
+result<scram_credential> new_scram_credential(scram_mechanism m, std::string_view password, int32_t iterations) {
+  return derive_scram_credential(m, password, random_bytes(constants::scram_salt_bytes), iterations);
+}
+
+bool password_matches(const scram_credential& credential, std::string_view password) {
+  if (!check_credential_shape(credential.iterations, credential.salt).ok()) return false;
+  const bytes salted = detail::salted_password(credential.mechanism, password, credential.salt, credential.iterations);
+  const bytes stored = detail::hash(credential.mechanism, detail::hmac(credential.mechanism, salted, "Client Key"));
+  return detail::equal_constant_time(stored, credential.stored_key);
+}
+
+bytes random_bytes(size_t n) {
+  bytes out(n);
+  const int done = RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(n));
+  RINGLOG_ASSERT_OP(done, ==, 1);
+  return out;
+}
+
+}  // namespace ringlog::security

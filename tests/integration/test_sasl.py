@@ -1,0 +1,453 @@
+"""SASL on the Kafka listener and SCRAM users (issue 29): SASL_PLAINTEXT://, SCRAM-SHA-256,
+SCRAM-SHA-512 and PLAIN (checked against the SCRAM store), with real clients (confluent-kafka /
+librdkafka, kafka-python 2.0 with its SaslHandshake v0 + raw token framing, kcat, KafkaJS) and by
+hand on the wire (SaslHandshake v1 + SaslAuthenticate, KIP-368 re-authentication). Refusals leave
+nothing stored and the broker serving. Users are metadata records: one made through node 1 logs in
+on node 3.
+"""
+import base64
+import hashlib
+import hmac
+import os
+import random
+import socket
+import struct
+import subprocess
+import time
+
+import pytest
+import requests
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import kafka_wire
+from conftest import Broker, binary_path, free_port, wait_until
+from test_cluster import FAILOVER_DEADLINE_S, Cluster
+
+ADMIN = ("admin", "admin-secret")
+ALICE = ("alice", "alice-secret")
+MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
+API_SASL_HANDSHAKE, API_SASL_AUTHENTICATE, API_METADATA = 17, 36, 3
+
+
+class SaslBroker(Broker):
+    """A broker whose Kafka listener is SASL_PLAINTEXT:// (the later --set listeners wins) and
+    which starts with --add-scram flags."""
+
+    def __init__(self, data_dir, add_scram=(), extra_sets=()):
+        port, kafka_port = free_port(), free_port()
+        super().__init__(data_dir, [f"listeners=http://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{kafka_port}",
+                                    f"sasl.enabled.mechanisms={MECHANISMS}", *extra_sets],
+                         port=port, kafka_port=kafka_port,
+                         extra_args=[arg for a in add_scram for arg in ("--add-scram", a)])
+
+
+def rdkafka_conf(bootstrap, mechanism, user):
+    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+            "sasl.username": user[0], "sasl.password": user[1]}
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(ringlog_bin, tmp_path_factory):
+    b = SaslBroker(tmp_path_factory.mktemp("sasl") / "data",
+                   add_scram=[f"SCRAM-SHA-512=[name={ADMIN[0]},password={ADMIN[1]}]",
+                              f"SCRAM-SHA-256=[name={ALICE[0]},password={ALICE[1]},iterations=8192]"],
+                   extra_sets=["connection.failed.authentication.delay.ms=50"]).start()
+    yield b
+    assert b.stop() == 0
+
+
+def records_of(b, topic):
+    """Every record of partition 0 of `topic`, read over HTTP (which needs no SASL)."""
+    r = requests.get(b.v3(f"/topics/{topic}/partitions/0/records"), params={"offset": 0, "max_records": 1000},
+                     timeout=10)
+    return r
+
+
+def end_offset(b, topic):
+    r = requests.get(b.v3(f"/topics/{topic}/partitions/0"), timeout=10)
+    return r.json().get("end_offset") if r.status_code == 200 else None
+
+
+# ---- real clients
+
+@pytest.mark.parametrize("mechanism,user", [("SCRAM-SHA-256", ALICE), ("SCRAM-SHA-512", ADMIN), ("PLAIN", ALICE)])
+def test_librdkafka_produces_consumes_and_commits_over_sasl(sasl_broker, mechanism, user):
+    topic = "rd-" + mechanism.lower()
+    conf = rdkafka_conf(sasl_broker.bootstrap, mechanism, user)
+    admin = AdminClient(conf)   # kept: its futures need the handle alive
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(timeout=30)
+    p = Producer({**conf, "acks": "all"})
+    for i in range(20):
+        p.produce(topic, key=f"k{i}", value=f"v{i}")
+    assert p.flush(30) == 0
+    c = Consumer({**conf, "group.id": f"g-{topic}", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    seen = []
+    deadline = time.monotonic() + 30
+    while len(seen) < 20 and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            seen.append(m.value().decode())
+    assert seen == [f"v{i}" for i in range(20)]
+    c.commit(asynchronous=False)
+    assert c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset == 20
+    c.close()
+    # The login is logged with its principal on the broker side only when it fails; a good one is
+    # silent. Nothing failed here:
+    assert f"principal=User:{user[0]} " not in sasl_broker.log_path.read_text()
+
+
+@pytest.mark.parametrize("mechanism,user", [("SCRAM-SHA-256", ALICE), ("SCRAM-SHA-512", ADMIN), ("PLAIN", ADMIN)])
+def test_kafka_python_v0_raw_token_framing(sasl_broker, mechanism, user):
+    from kafka import KafkaConsumer, KafkaProducer
+    topic = "kp-" + mechanism.lower()
+    sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism,
+            "sasl_plain_username": user[0], "sasl_plain_password": user[1]}
+    producer = KafkaProducer(bootstrap_servers=sasl_broker.bootstrap, acks="all", **sasl)
+    for i in range(10):
+        producer.send(topic, value=f"v{i}".encode()).get(timeout=30)
+    producer.close()
+    consumer = KafkaConsumer(topic, bootstrap_servers=sasl_broker.bootstrap, group_id=f"g-{topic}",
+                             auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=15000, **sasl)
+    seen = []
+    for m in consumer:
+        seen.append(m.value.decode())
+        if len(seen) == 10:
+            break
+    assert seen == [f"v{i}" for i in range(10)]
+    consumer.commit()
+    consumer.close()
+
+
+def test_kcat_with_scram(sasl_broker):
+    topic = "kcat-scram"
+    conf = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+            "-X", f"sasl.username={ADMIN[0]}", "-X", f"sasl.password={ADMIN[1]}"]
+    admin = AdminClient(rdkafka_conf(sasl_broker.bootstrap, "SCRAM-SHA-512", ADMIN))
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(timeout=30)
+    subprocess.run(["kcat", "-b", sasl_broker.bootstrap, *conf, "-P", "-t", topic], input=b"one\ntwo\n",
+                   check=True, timeout=60)
+    out = subprocess.run(["kcat", "-b", sasl_broker.bootstrap, *conf, "-C", "-t", topic, "-o", "beginning", "-e",
+                          "-q"], capture_output=True, check=True, timeout=60)
+    assert out.stdout.decode().split() == ["one", "two"]
+    wrong = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+             "-X", f"sasl.username={ADMIN[0]}", "-X", "sasl.password=nope"]
+    r = subprocess.run(["kcat", "-b", sasl_broker.bootstrap, *wrong, "-L", "-m", "5"], capture_output=True, timeout=60)
+    assert r.returncode != 0
+    assert b"Authentication failed" in r.stderr or b"SASL" in r.stderr, r.stderr
+
+
+def test_kafkajs_with_scram(sasl_broker, monkeypatch):
+    from test_kafka_groups import run_kafkajs
+    monkeypatch.setenv("KAFKA_SASL_USERNAME", ALICE[0])
+    monkeypatch.setenv("KAFKA_SASL_PASSWORD", ALICE[1])
+    run_kafkajs("sasl.test.mjs", sasl_broker.bootstrap, "kafkajs-sasl")
+
+
+# ---- refusals, by hand and by clients
+
+def scram_client_first(user, nonce):
+    return f"n,,n={user},r={nonce}"
+
+
+def scram_client_final(mechanism, password, bare, server_first, proof_override=None, nonce_override=None):
+    h = hashlib.sha256 if mechanism == "SCRAM-SHA-256" else hashlib.sha512
+    attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac(h().name, password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = hmac.new(salted, b"Client Key", h).digest()
+    stored = h(client_key).digest()
+    without_proof = f"c=biws,r={nonce_override or attrs['r']}"
+    auth = f"{bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(stored, auth, h).digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature))
+    server_key = hmac.new(salted, b"Server Key", h).digest()
+    expected_final = "v=" + base64.b64encode(hmac.new(server_key, auth, h).digest()).decode()
+    return f"{without_proof},p={proof_override or base64.b64encode(proof).decode()}", expected_final
+
+
+def handshake(sock, mechanism, version=1, correlation_id=1):
+    _, body = kafka_wire.exchange(sock, API_SASL_HANDSHAKE, version, correlation_id, kafka_wire.string(mechanism))
+    r = kafka_wire.Reader(body)
+    error = r.take(">h")
+    mechanisms = [r.string() for _ in range(r.take(">i"))]
+    return error, mechanisms
+
+
+def authenticate(sock, token, correlation_id=2):
+    """SaslAuthenticate v1: (error_code, error_message, auth_bytes, session_lifetime_ms)."""
+    _, body = kafka_wire.exchange(sock, API_SASL_AUTHENTICATE, 1, correlation_id, struct.pack(">i", len(token)) + token)
+    r = kafka_wire.Reader(body)
+    return r.take(">h"), r.string(), r.bytes(), r.take(">q")
+
+
+def closed_by_peer(sock, deadline_s=10):
+    sock.settimeout(deadline_s)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def metadata_v1(sock, correlation_id):
+    return kafka_wire.exchange(sock, API_METADATA, 1, correlation_id, struct.pack(">i", -1))
+
+
+def scram_login(sock, mechanism, user, correlation_id=1):
+    """A whole SCRAM login with SaslHandshake v1 + SaslAuthenticate v1; returns the session lifetime."""
+    assert handshake(sock, mechanism, correlation_id=correlation_id)[0] == 0
+    bare = f"n={user[0]},r=fyko+d2lbbFgONRv9qkxdawL"
+    error, message, server_first, _ = authenticate(sock, ("n,," + bare).encode(), correlation_id + 1)
+    assert error == 0, message
+    final, expected = scram_client_final(mechanism, user[1], bare, server_first.decode())
+    error, message, server_final, lifetime = authenticate(sock, final.encode(), correlation_id + 2)
+    assert error == 0, message
+    assert server_final.decode() == expected   # the server proved it knows the key too
+    return lifetime
+
+
+def test_wire_v1_framing_and_every_refusal_leaves_the_broker_serving(sasl_broker):
+    b = sasl_broker
+    before = b.log_path.read_text()
+    # A good login by hand, then Metadata is served.
+    with kafka_wire.connect(b.bootstrap) as s:
+        assert scram_login(s, "SCRAM-SHA-256", ALICE) == 0   # connections.max.reauth.ms=0: no expiry
+        assert metadata_v1(s, 9)[0] == 9
+    # A request before authenticating: closed unanswered, with a log line.
+    with kafka_wire.connect(b.bootstrap) as s:
+        s.sendall(kafka_wire.frame(API_METADATA, 1, 1, struct.pack(">i", -1)))
+        assert closed_by_peer(s)
+    wait_until(lambda: "before SASL authentication" in b.log_path.read_text(), 10, "the log line of the refusal")
+    # An unknown mechanism: UNSUPPORTED_SASL_MECHANISM with the enabled list.
+    with kafka_wire.connect(b.bootstrap) as s:
+        error, mechanisms = handshake(s, "GSSAPI")
+        assert error == 33 and mechanisms == MECHANISMS.split(",")
+        assert closed_by_peer(s)
+    # Wrong password (PLAIN), unknown user (PLAIN and SCRAM): SASL_AUTHENTICATION_FAILED with a
+    # message, then the connection is closed.
+    for mechanism, token in [("PLAIN", b"\0alice\0wrong"), ("PLAIN", b"\0nobody\0x")]:
+        with kafka_wire.connect(b.bootstrap) as s:
+            assert handshake(s, mechanism)[0] == 0
+            error, message, _, _ = authenticate(s, token)
+            assert error == 58 and "Authentication failed" in message
+            assert closed_by_peer(s)
+    # SCRAM: a client final with a wrong proof, a wrong nonce, and an unknown user.
+    for user, proof, nonce in [(ALICE, base64.b64encode(b"x" * 32).decode(), None), (ALICE, None, "r0gue"),
+                               (("nobody", "pw"), None, None)]:
+        with kafka_wire.connect(b.bootstrap) as s:
+            assert handshake(s, "SCRAM-SHA-256")[0] == 0
+            bare = f"n={user[0]},r=abcdefgh"
+            error, message, server_first, _ = authenticate(s, ("n,," + bare).encode())
+            assert error == 0, message   # an unknown user is not told apart at the first step
+            final, _ = scram_client_final("SCRAM-SHA-256", user[1], bare, server_first.decode(), proof, nonce)
+            error, message, _, _ = authenticate(s, final.encode(), 3)
+            assert error == 58, message
+            assert closed_by_peer(s)
+    # SaslAuthenticate without a handshake: ILLEGAL_SASL_STATE.
+    with kafka_wire.connect(b.bootstrap) as s:
+        error, _, _, _ = authenticate(s, b"n,,n=alice,r=x")
+        assert error == 34
+        assert closed_by_peer(s)
+    # Malformed SASL bytes, a seeded fuzz loop over both framings: never a login, never a crash.
+    rng = random.Random(29)
+    for round_ in range(60):
+        junk = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 200)))
+        mechanism = rng.choice(MECHANISMS.split(","))
+        with kafka_wire.connect(b.bootstrap) as s:
+            if round_ % 2 == 0:
+                assert handshake(s, mechanism, version=1)[0] == 0
+                error, _, _, _ = authenticate(s, junk)
+                if mechanism.startswith("SCRAM") and error == 0:
+                    # A first message that happened to parse: its final must still fail.
+                    error, _, _, _ = authenticate(s, junk, 3)
+                assert error in (58, 34)
+            else:
+                assert handshake(s, mechanism, version=0)[0] == 0
+                s.sendall(struct.pack(">i", len(junk) or 1) + (junk or b"\0"))
+            try:
+                assert closed_by_peer(s)
+            except socket.timeout:
+                raise AssertionError(f"round {round_}: the connection stayed open after junk")
+    # Each failed login has one audit line naming the principal tried, the door and the peer.
+    log = b.log_path.read_text()[len(before):]
+    audits = [line for line in log.splitlines() if "authentication failed" in line]
+    assert any("principal=User:nobody" in line and "door=kafka" in line and "peer=127.0.0.1:" in line
+               for line in audits), audits[:3]
+    # Still serving, nothing stored by the refusals: no topic was created by them.
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", ADMIN)
+        assert metadata_v1(s, 9)[0] == 9
+    assert requests.get(b.url + "/v1/health", timeout=5).status_code == 200
+
+
+def test_kip_368_reauthentication_and_session_expiry(ringlog_bin, tmp_path):
+    b = SaslBroker(tmp_path / "data", add_scram=[f"SCRAM-SHA-256=[name={ALICE[0]},password={ALICE[1]}]"],
+                   extra_sets=["connections.max.reauth.ms=1500"]).start()
+    try:
+        with kafka_wire.connect(b.bootstrap) as s:
+            assert scram_login(s, "SCRAM-SHA-256", ALICE) == 1500
+            # Re-authentication on the same connection (KIP-368) before the session ends, then
+            # requests keep being served.
+            assert scram_login(s, "SCRAM-SHA-256", ALICE, correlation_id=10) == 1500
+            assert metadata_v1(s, 20)[0] == 20
+        # Without re-authentication the connection is closed at the first request after the
+        # session's end (Kafka's rule); poll with Metadata until then.
+        with kafka_wire.connect(b.bootstrap) as s:
+            scram_login(s, "SCRAM-SHA-256", ALICE)
+            start = time.monotonic()
+            correlation = 100
+
+            def closed():
+                nonlocal correlation
+                correlation += 1
+                try:
+                    metadata_v1(s, correlation)
+                    return False
+                except (ConnectionError, socket.timeout):
+                    return True
+
+            wait_until(closed, 15, "the session to expire")
+            assert time.monotonic() - start >= 1.4
+        wait_until(lambda: "expired (connections.max.reauth.ms)" in b.log_path.read_text(), 10, "the expiry log line")
+    finally:
+        assert b.stop() == 0
+
+
+# ---- the SCRAM store: Kafka admin API, HTTP, CLI, --add-scram, a cluster
+
+def alter_scram(sock, correlation_id, deletions=(), upsertions=()):
+    """AlterUserScramCredentials v0 (KIP-554) by hand: deletions [(name, mechanism)], upsertions
+    [(name, mechanism, iterations, salt, salted_password)]; returns [(user, error_code, message)]."""
+    cs, uv = kafka_wire.compact_string, kafka_wire.uvarint
+    body = uv(len(deletions) + 1) + b"".join(cs(n) + struct.pack(">b", m) + b"\x00" for n, m in deletions)
+    body += uv(len(upsertions) + 1) + b"".join(
+        cs(n) + struct.pack(">bi", m, i) + cs(salt) + cs(salted) + b"\x00" for n, m, i, salt, salted in upsertions)
+    body += b"\x00"
+    _, data = kafka_wire.exchange_flexible(sock, 51, 0, correlation_id, body)
+    r = kafka_wire.FlexReader(data)
+    r.skip_tags()
+    r.take(">i")   # throttle
+    out = []
+    for _ in range(r.uvarint() - 1):
+        out.append((r.compact_string(), r.take(">h"), r.compact_string()))
+        r.skip_tags()
+    return out
+
+
+def describe_scram(sock, correlation_id, users):
+    """DescribeUserScramCredentials v0: {user: (error_code, [(mechanism, iterations)])}."""
+    cs, uv = kafka_wire.compact_string, kafka_wire.uvarint
+    body = uv(len(users) + 1) + b"".join(cs(u) + b"\x00" for u in users) + b"\x00"
+    _, data = kafka_wire.exchange_flexible(sock, 50, 0, correlation_id, body)
+    r = kafka_wire.FlexReader(data)
+    r.skip_tags()
+    r.take(">i")
+    assert r.take(">h") == 0
+    r.compact_string()
+    out = {}
+    for _ in range(r.uvarint() - 1):
+        user, error = r.compact_string(), r.take(">h")
+        r.compact_string()
+        infos = []
+        for _ in range(r.uvarint() - 1):
+            infos.append((r.take(">b"), r.take(">i")))
+            r.skip_tags()
+        r.skip_tags()
+        out[user] = (error, infos)
+    return out
+
+
+def test_users_over_kafka_admin_http_and_cli(sasl_broker):
+    b = sasl_broker
+    # AlterUserScramCredentials (51) / DescribeUserScramCredentials (50) on the wire, as Kafka's
+    # admin clients send them (the client salts and hashes the password; the broker keeps keys).
+    salt = os.urandom(16)
+    salted = hashlib.pbkdf2_hmac("sha256", b"bob-secret", salt, 10000)
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", ADMIN)
+        assert [(u, e) for u, e, _ in alter_scram(s, 10, upsertions=[("bob", 1, 10000, salt, salted)])] == [("bob", 0)]
+        described = describe_scram(s, 11, ["bob", "nobody"])
+        assert described["bob"] == (0, [(1, 10000)])
+        assert described["nobody"][0] == 91   # RESOURCE_NOT_FOUND
+        refused = alter_scram(s, 12, deletions=[("nobody", 1)],
+                              upsertions=[("carol", 1, 100, salt, salted), ("erin", 0, 4096, salt, salted)])
+        assert {u: e for u, e, _ in refused} == {"nobody": 91, "carol": 93, "erin": 33}
+    # bob logs in with librdkafka.
+    AdminClient(rdkafka_conf(b.bootstrap, "SCRAM-SHA-256", ("bob", "bob-secret"))).list_topics(timeout=15)
+    # HTTP: list (no secrets), create, show, delete.
+    users = requests.get(b.v3("/users"), timeout=10).json()["data"]
+    names = {u["user_name"]: u["credentials"] for u in users}
+    assert names["alice"] == [{"mechanism": "SCRAM-SHA-256", "iterations": 8192}]
+    assert "salt" not in str(users) and "stored" not in str(users) and "password" not in str(users)
+    r = requests.post(b.v3("/users/dave"), json={"mechanism": "SCRAM-SHA-512", "iterations": 8192, "password": "dave-pw"},
+                      timeout=10)
+    assert r.status_code == 200, r.text
+    assert r.json()["credentials"] == [{"mechanism": "SCRAM-SHA-512", "iterations": 8192}]
+    assert requests.post(b.v3("/users/erin"), json={"mechanism": "SCRAM-SHA-1", "password": "x"}, timeout=10).status_code == 422
+    assert requests.post(b.v3("/users/erin"), json={"iterations": 99, "password": "x"}, timeout=10).status_code == 422
+    AdminClient(rdkafka_conf(b.bootstrap, "PLAIN", ("dave", "dave-pw"))).list_topics(timeout=15)
+    assert requests.delete(b.v3("/users/dave"), timeout=10).status_code == 204
+    assert requests.get(b.v3("/users/dave"), timeout=10).status_code == 404
+    assert requests.delete(b.v3("/users/dave"), timeout=10).status_code == 404
+    # CLI.
+    cli = [str(binary_path()), "users"]
+    server = ["--bootstrap-server", b.url]
+    subprocess.run(cli + ["create", "frank", "--password", "frank-pw", "--mechanism", "SCRAM-SHA-256"] + server,
+                   check=True, capture_output=True, timeout=30)
+    listed = subprocess.run(cli + ["list"] + server, check=True, capture_output=True, timeout=30).stdout.decode()
+    assert "frank\tSCRAM-SHA-256\t4096" in listed and "admin\tSCRAM-SHA-512\t4096" in listed
+    AdminClient(rdkafka_conf(b.bootstrap, "SCRAM-SHA-256", ("frank", "frank-pw"))).list_topics(timeout=15)
+    subprocess.run(cli + ["delete", "frank"] + server, check=True, capture_output=True, timeout=30)
+    assert "frank" not in subprocess.run(cli + ["list"] + server, check=True, capture_output=True,
+                                         timeout=30).stdout.decode()
+    # A deleted user no longer logs in.
+    bad = AdminClient({**rdkafka_conf(b.bootstrap, "SCRAM-SHA-256", ("frank", "frank-pw"))})
+    with pytest.raises(KafkaException):
+        bad.list_topics(timeout=5)
+
+
+def test_add_scram_twice_does_not_change_the_user_and_survives_restart(ringlog_bin, tmp_path):
+    data = tmp_path / "data"
+    b = SaslBroker(data, add_scram=["SCRAM-SHA-512=[name=admin,password=first]"]).start()
+    AdminClient(rdkafka_conf(b.bootstrap, "SCRAM-SHA-512", ("admin", "first"))).list_topics(timeout=15)
+    assert b.stop() == 0
+    # Restart with the flag naming another password: the user is left as it was.
+    b2 = SaslBroker(data, add_scram=["SCRAM-SHA-512=[name=admin,password=second]"]).start()
+    try:
+        AdminClient(rdkafka_conf(b2.bootstrap, "SCRAM-SHA-512", ("admin", "first"))).list_topics(timeout=15)
+        with pytest.raises(KafkaException):
+            AdminClient(rdkafka_conf(b2.bootstrap, "SCRAM-SHA-512", ("admin", "second"))).list_topics(timeout=5)
+        assert "the user exists, left unchanged" in b2.log_path.read_text()
+    finally:
+        assert b2.stop() == 0
+
+
+def test_bad_sasl_config_is_refused_naming_the_key(ringlog_bin, tmp_path):
+    for args in (["--set", "sasl.enabled.mechanisms=GSSAPI"], ["--add-scram", "SCRAM-SHA-1=[name=a,password=b]"],
+                 ["--add-scram", "SCRAM-SHA-512=[name=a,password=b,iterations=1]"]):
+        r = subprocess.run([str(binary_path()), "serve", "--set", f"log.dirs={tmp_path}/d", *args],
+                           capture_output=True, timeout=30)
+        assert r.returncode == 2, r
+        text = (r.stdout + r.stderr).decode()
+        assert ("sasl.enabled.mechanisms" in text) or ("--add-scram" in text), text
+
+
+def test_a_user_made_on_node_1_logs_in_on_node_3(ringlog_bin, tmp_path):
+    c = Cluster(tmp_path, kafka=True)
+    for n in c.nodes:
+        n.extra_sets.append(f"listeners=http://127.0.0.1:{n.port},cluster://127.0.0.1:{n.cluster_port},"
+                            f"SASL_PLAINTEXT://127.0.0.1:{n.kafka_port}")
+    c.start()
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        n1, n3 = c.node(1), c.node(3)
+        r = requests.post(n1.v3("/users/gina"), json={"mechanism": "SCRAM-SHA-512", "password": "gina-pw"}, timeout=30)
+        assert r.status_code == 200, r.text
+        wait_until(lambda: requests.get(n3.v3("/users/gina"), timeout=5).status_code == 200, 30,
+                   "node 3 to apply the user's record")
+        with kafka_wire.connect(n3.bootstrap) as s:
+            scram_login(s, "SCRAM-SHA-512", ("gina", "gina-pw"))
+            assert metadata_v1(s, 9)[0] == 9
+    finally:
+        c.stop()
