@@ -4,13 +4,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "ringlog/base/logfmt.h"
 #include "ringlog/security/http_auth.h"
+#include "ringlog/security/scram.h"
 
 namespace ringlog::app {
 
@@ -47,26 +47,6 @@ std::optional<std::string> read_file(const std::string& path) {
 
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-/// TEMPORARY until the SCRAM user store of issue 29 (branch wt14-sasl) is wired here by the lead:
-/// users from RINGLOG_HTTP_TEST_USERS ("alice:secret,bob:pw"), for the integration tests only.
-std::function<bool(std::string_view, std::string_view)> test_users_from_environment() {
-  const char* text = std::getenv("RINGLOG_HTTP_TEST_USERS");
-  if (text == nullptr || *text == '\0') return {};
-  auto users = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
-  for (const auto& item : comma_separated(text)) {
-    const size_t colon = item.find(':');
-    if (colon != std::string::npos) users->emplace_back(item.substr(0, colon), item.substr(colon + 1));
-  }
-  spdlog::warn("msg=\"HTTP users from RINGLOG_HTTP_TEST_USERS (tests only; the SCRAM store replaces it)\" users={}",
-               users->size());
-  return [users](std::string_view user, std::string_view password) {
-    for (const auto& [name, secret] : *users) {
-      if (name == user) return security::constant_time_equal(secret, password);
-    }
-    return false;
-  };
 }
 
 }  // namespace
@@ -122,7 +102,6 @@ base::result<void, std::string> configure_http_authentication(const config::serv
   auth.session_limits.token_max_age_ms = cfg.http_access_token_max_age_ms;
   auth.cors_credentials_origins = comma_separated(cfg.http_cors_credentials_origins);
   auth.jwt = std::move(jwt).value();
-  if (!auth.verify_password) auth.verify_password = test_users_from_environment();
   if (methods->bearer && !auth.jwt) {
     return std::string("http.authentication.method has BEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS");
   }
@@ -131,6 +110,15 @@ base::result<void, std::string> configure_http_authentication(const config::serv
                  methods->to_string(), cfg.http_metrics_authentication);
   }
   return base::ok_v;
+}
+
+std::function<bool(std::string_view, std::string_view)> scram_password_check(security::scram_lookup lookup) {
+  return [lookup = std::move(lookup)](std::string_view user, std::string_view password) {
+    for (auto m : {security::scram_mechanism::scram_sha_512, security::scram_mechanism::scram_sha_256}) {
+      if (auto credential = lookup(user, m)) return security::password_matches(*credential, password);
+    }
+    return false;
+  };
 }
 
 }  // namespace ringlog::app

@@ -10,6 +10,7 @@
 
 #include "ringlog/base/result.h"
 #include "ringlog/config/server_config.h"
+#include "ringlog/security/scram.h"
 #include "ringlog/gateway/http_server.h"
 #include "ringlog/security/jwt.h"
 
@@ -30,5 +31,9 @@ base::result<void, std::string> configure_http_authentication(const config::serv
 
 /// The items of a comma-separated setting, each trimmed of spaces; empty items dropped.
 std::vector<std::string> comma_separated(std::string_view text);
+
+/// HTTP Basic's and the console login's password check against the SCRAM users (issue 29): the
+/// SCRAM-SHA-512 credential of the user, else its SCRAM-SHA-256 one; false for an unknown user.
+std::function<bool(std::string_view, std::string_view)> scram_password_check(security::scram_lookup lookup);
 
 }  // namespace ringlog::app

@@ -852,6 +852,12 @@ int serve_main(int argc, char** argv) {
   kafka::fetch_counters kafka_counters;
   options.extra_metrics = [&kafka_counters] { return kafka_fetch_metrics(kafka_counters); };
   options.cors_allowed_origins = comma_separated(cfg.http_cors_allowed_origins);
+  // HTTP Basic and the console login check the SCRAM users (issue 29): the password is derived
+  // with the stored salt and iterations and compared with the stored key (no plaintext kept).
+  options.authentication.verify_password = scram_password_check(broker->scram_lookup());
+  // Users before the listeners, so the first SASL or Basic client finds its user (a failure is
+  // logged and the node serves on: users can be added over HTTP or the Kafka admin API).
+  if (!args->add_scram.empty()) add_scram_users(*broker, args->add_scram);
   auto server_result = gateway::http_server::start(*broker, *runtime, options);
   if (!server_result.ok()) {
     spdlog::error("msg=\"cannot listen\" listeners=http://{}:{} error=\"{}\"", cfg.listener_host, cfg.listener_port,
@@ -868,9 +874,6 @@ int serve_main(int argc, char** argv) {
                server->port(),
                transport ? ",cluster://" + cfg.cluster_listener_host + ":" + std::to_string(transport->port()) : "",
                cfg.cluster_id, cfg.node_id, broker->controller_id());
-  // Users before the Kafka listeners, so the first SASL client finds its user (a failure is logged
-  // and the node serves on: users can be added over HTTP or the Kafka admin API).
-  if (!args->add_scram.empty()) add_scram_users(*broker, args->add_scram);
   // https:// in front of the same server, and the Kafka client listeners (issue 15, 29) beside
   // it; none when `listeners` names none.
   std::unique_ptr<gateway::tls_front> https;

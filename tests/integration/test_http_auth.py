@@ -9,7 +9,6 @@ was stored and that the server still serves.
 import asyncio
 import base64
 import json
-import os
 import subprocess
 import time
 
@@ -86,16 +85,13 @@ def start_secured(tmp_path_factory, issuer, extra=()):
     data = tmp_path_factory.mktemp("auth") / "ringlog-data"
     jwks = data.parent / "jwks.json"
     jwks.write_text(json.dumps(issuer.jwks()))
-    os.environ["RINGLOG_HTTP_TEST_USERS"] = ",".join(f"{u}:{p}" for u, p in USERS.items())
-    try:
-        b = Broker(data, ["http.authentication.method=BASIC,BEARER",
-                          f"sasl.oauthbearer.jwks.endpoint.url=file:{jwks}",
-                          f"sasl.oauthbearer.expected.issuer={ISSUER}",
-                          f"sasl.oauthbearer.expected.audience=other,{AUDIENCE}",
-                          "http.cors.credentials.origins=https://console.example",
-                          *extra]).start()
-    finally:
-        del os.environ["RINGLOG_HTTP_TEST_USERS"]
+    scram = [a for u, p in USERS.items() for a in ("--add-scram", f"SCRAM-SHA-512=[name={u},password={p}]")]
+    b = Broker(data, ["http.authentication.method=BASIC,BEARER",
+                      f"sasl.oauthbearer.jwks.endpoint.url=file:{jwks}",
+                      f"sasl.oauthbearer.expected.issuer={ISSUER}",
+                      f"sasl.oauthbearer.expected.audience=other,{AUDIENCE}",
+                      "http.cors.credentials.origins=https://console.example",
+                      *extra], extra_args=scram).start()
     return b
 
 

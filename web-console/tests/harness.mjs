@@ -44,13 +44,13 @@ export async function until(what, fn, deadlineMs) {
 
 /** Starts `ringlog serve` on a free port with its data and log in dataDir; resolves to
  *  {broker, baseUrl} once /v1/health answers. `sets` are more --set KEY=VALUE, `env` more variables. */
-export async function startBroker(dataDir, { sets = [], env = {} } = {}) {
+export async function startBroker(dataDir, { sets = [], env = {}, extraArgs = [] } = {}) {
   assert.ok(fs.existsSync(BIN), `ringlog binary not found at ${BIN}: build it or set RINGLOG_BIN`);
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const log = fs.openSync(path.join(dataDir, 'ringlog.log'), 'a');
   const args = ['serve', '--set', `listeners=http://127.0.0.1:${port}`, '--set', `log.dirs=${path.join(dataDir, 'data')}`,
-    '--set', 'num.shards=2', ...sets.flatMap((s) => ['--set', s])];
+    '--set', 'num.shards=2', ...sets.flatMap((s) => ['--set', s]), ...extraArgs];
   const broker = spawn(BIN, args, { stdio: ['ignore', log, log], env: { ...process.env, ...env } });
   await until('/v1/health', async () => {
     if (broker.exitCode !== null) throw new Error(`ringlog exited with ${broker.exitCode}`);

@@ -1,6 +1,6 @@
 // The console's login (issue 29) in a real browser: Debian's chromium driven by playwright-core
-// against a real `ringlog serve` with http.authentication.method=BASIC (users from the tests'
-// RINGLOG_HTTP_TEST_USERS until the SCRAM store is wired). A wrong password is refused on the
+// against a real `ringlog serve` with http.authentication.method=BASIC (a user of
+// the SCRAM store, added with --add-scram). A wrong password is refused on the
 // page, the right one opens the console on an HttpOnly session cookie, a topic is created from
 // the form (a state-changing call: it carries the CSRF token), the live tail's WebSocket
 // authenticates by the cookie, and logging out brings the login page back.
@@ -25,7 +25,7 @@ const pageErrors = [];
 before(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ringlog-console-login-'));
   ({ broker, baseUrl } = await startBroker(dataDir, { sets: ['http.authentication.method=BASIC'],
-    env: { RINGLOG_HTTP_TEST_USERS: 'operator:op-secret' } }));
+    extraArgs: ['--add-scram', 'SCRAM-SHA-512=[name=operator,password=op-secret]'] }));
   context = await launchChromium(dataDir);
   page = context.pages()[0] || await context.newPage();
   page.setDefaultTimeout(UI_DEADLINE_MS);
