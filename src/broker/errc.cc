@@ -64,6 +64,7 @@ std::string_view to_string(errc e) {
     case errc::invalid_transaction_timeout: return "invalid_transaction_timeout";
     case errc::transactional_id_not_found: return "transactional_id_not_found";
     case errc::offset_not_available: return "offset_not_available";
+    case errc::security_disabled: return "security_disabled";
     case errc::coordinator_load_in_progress: return "coordinator_load_in_progress";
   }
   return "unknown_server_error";
@@ -132,6 +133,7 @@ int kafka_error_code(errc e) {
     case errc::invalid_transaction_timeout: return 50;
     case errc::transactional_id_not_found: return 105;
     case errc::offset_not_available: return 78;
+    case errc::security_disabled: return 54;
     case errc::coordinator_load_in_progress: return 14;
   }
   return -1;

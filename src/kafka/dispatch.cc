@@ -20,7 +20,7 @@ using namespace detail;
 // lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
 // Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
 // UNSUPPORTED_VERSION, per partition. Sorted by api key.
-constexpr std::array<handled_api, 35> apis = {{
+constexpr std::array<handled_api, 38> apis = {{
     {protocol::produce_request_data::api_key, 0, 11},
     {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
@@ -56,6 +56,9 @@ constexpr std::array<handled_api, 35> apis = {{
     {protocol::describe_producers_request_data::api_key, 0, 0},
     {protocol::describe_transactions_request_data::api_key, 0, 0},
     {protocol::list_transactions_request_data::api_key, 0, 1},
+    {protocol::describe_acls_request_data::api_key, 0, 3},
+    {protocol::create_acls_request_data::api_key, 0, 3},
+    {protocol::delete_acls_request_data::api_key, 0, 3},
 }};
 
 constexpr size_t apis_count = apis.size();
@@ -187,6 +190,12 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
           });
     case protocol::create_topics_request_data::api_key:
       return route<protocol::create_topics_request_data>(body, ctx, handle_create_topics);
+    case protocol::describe_acls_request_data::api_key:
+      return route<protocol::describe_acls_request_data>(body, ctx, handle_describe_acls);
+    case protocol::create_acls_request_data::api_key:
+      return route<protocol::create_acls_request_data>(body, ctx, handle_create_acls);
+    case protocol::delete_acls_request_data::api_key:
+      return route<protocol::delete_acls_request_data>(body, ctx, handle_delete_acls);
     case protocol::delete_topics_request_data::api_key:
       return route<protocol::delete_topics_request_data>(body, ctx, handle_delete_topics);
     case protocol::offset_for_leader_epoch_request_data::api_key:

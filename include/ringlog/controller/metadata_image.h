@@ -19,8 +19,12 @@
 //   RemoveTopicRecord           the topic and its partitions are gone
 //   ProducerIdsRecord           the next producer id block starts at next_producer_id
 //   FeatureLevelRecord          a feature's finalized level (metadata.version)
+//   AccessControlEntryRecord / RemoveAccessControlEntryRecord
+//                               an ACL (issue 30) with its UUID, as Kafka's StandardAuthorizer
+//                               stores them; the fields are checked by the proposer
 
 #include <cstdint>
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -108,6 +112,9 @@ class metadata_image {
   [[nodiscard]] const std::map<std::string, int16_t>& features() const { return features_; }
   /// Partitions of all topics together.
   [[nodiscard]] int64_t partition_count() const { return partition_count_; }
+  /// The ACLs by id (AccessControlEntryRecord), shared between images until one changes.
+  using acl_map = std::map<std::array<uint8_t, 16>, protocol::access_control_entry_record>;
+  [[nodiscard]] const acl_map& acls() const { return *acls_; }
 
   bool operator==(const metadata_image& other) const;
 
@@ -121,6 +128,7 @@ class metadata_image {
   int64_t next_producer_id_ = 0;
   std::map<std::string, int16_t> features_;
   int64_t partition_count_ = 0;
+  std::shared_ptr<const acl_map> acls_ = std::make_shared<const acl_map>();
 };
 
 /// Changes to an image, record by record; then image() for the result. Copy-on-write: the base
