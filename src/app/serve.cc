@@ -43,6 +43,7 @@
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/kafka/listener.h"
+#include "ringlog/security/acl.h"
 #include "ringlog/security/scram_spec.h"
 #include "tls_setup.h"
 
@@ -478,6 +479,10 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.num_partitions = c.num_partitions;
   b.default_replication_factor = c.default_replication_factor;
   b.auto_create_topics_enable = c.auto_create_topics_enable;
+  b.authorizer_enabled = !c.authorizer_class_name.empty();
+  // super.users was checked when the config loaded (each entry TYPE:NAME).
+  if (auto su = security::parse_super_users(c.super_users); su.ok()) b.super_users = std::move(su).value();
+  b.allow_everyone_if_no_acl_found = c.allow_everyone_if_no_acl_found;
   b.message_max_bytes = c.message_max_bytes;
   b.log_segment_bytes = c.log_segment_bytes;
   b.log_roll_ms = c.log_roll_ms;

@@ -35,6 +35,11 @@ inline constexpr size_t controller_shard = 0;
 /// Apply failures kept for proposers that have not asked yet (a forwarded entry's outcome is
 /// learnt from the local apply, which may come before the leader's answer). Oldest dropped.
 inline constexpr size_t entry_failures_max = 1024;
+/// ACLs one CreateAcls/DeleteAcls call may add or remove: one metadata entry holds them all
+/// (metadata_entry_records_max is the hard bound); kafka-acls.sh sends a few per call.
+inline constexpr size_t acl_changes_per_call_max = 1000;
+/// ACLs the cluster keeps: every node holds them in its image and index (about 200 bytes each).
+inline constexpr size_t acls_max = 100'000;
 /// How long an admin call waits for its entry to be committed and applied on this node.
 inline constexpr int64_t metadata_write_timeout_ms = 30000;
 /// How long an admin call on a node that is not the active controller waits for the controller's
@@ -286,6 +291,12 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
       std::vector<partition_reassignment_target> targets,
       std::function<void(result<std::vector<partition_reassignment_result>>)> done, int attempts_left);
   [[nodiscard]] std::vector<partition_reassignment> list_partition_reassignments(const std::string& topic) const override;
+  // ACLs (acls.cc)
+  void create_acls(std::vector<security::acl_binding> acls,
+                   std::function<void(result<std::vector<std::optional<error>>>)> done) override;
+  [[nodiscard]] result<std::vector<security::acl_binding>> describe_acls(const security::acl_filter& filter) const override;
+  void delete_acls(std::vector<security::acl_filter> filters,
+                   std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;

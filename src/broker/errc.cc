@@ -68,6 +68,7 @@ std::string_view to_string(errc e) {
     case errc::unacceptable_credential: return "unacceptable_credential";
     case errc::unsupported_sasl_mechanism: return "unsupported_sasl_mechanism";
     case errc::offset_not_available: return "offset_not_available";
+    case errc::security_disabled: return "security_disabled";
     case errc::coordinator_load_in_progress: return "coordinator_load_in_progress";
   }
   return "unknown_server_error";
@@ -140,6 +141,7 @@ int kafka_error_code(errc e) {
     case errc::unacceptable_credential: return 93;
     case errc::unsupported_sasl_mechanism: return 33;
     case errc::offset_not_available: return 78;
+    case errc::security_disabled: return 54;
     case errc::coordinator_load_in_progress: return 14;
   }
   return -1;

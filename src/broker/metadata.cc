@@ -113,6 +113,7 @@ std::shared_ptr<const metadata_view> make_view(const metadata_view& previous,
   auto view = std::make_shared<metadata_view>();
   view->image = image;
   view->config = previous.config;
+  view->acls = &previous.image->acls() == &image->acls() ? previous.acls : acl_index_of(*image);
   if (static_config != nullptr && (!previous.config || previous.image->broker_configs() != image->broker_configs())) {
     view->config = apply_dynamic_configs(*static_config, *image);
   }

@@ -80,7 +80,15 @@ struct metadata_view {
   /// The broker config with the image's dynamic broker configs applied (broker_configs.h); null
   /// until the first view built with the static config.
   std::shared_ptr<const broker_config> config;
+  /// The image's ACLs as the authorizer's index (security/acl.h), rebuilt only when they changed.
+  std::shared_ptr<const security::acl_index> acls = std::make_shared<const security::acl_index>();
 };
+
+/// The ACLs of `image` as the authorizer's index (acls.cc).
+std::shared_ptr<const security::acl_index> acl_index_of(const controller::metadata_image& image);
+/// An ACL as its AccessControlEntryRecord holds it, and back.
+security::acl_binding acl_of(const protocol::access_control_entry_record& record);
+protocol::access_control_entry_record acl_record(const security::acl_binding& acl, const controller::uuid& id);
 
 /// The view after `image`, sharing every topic_state of `previous` whose topic image is unchanged.
 /// With `static_config`, its config is `static_config` with the image's dynamic broker configs

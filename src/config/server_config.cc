@@ -420,6 +420,42 @@ const std::vector<key_spec>& key_table() {
               "replicas of new topics; -1: 3 when at least 3 brokers are registered, else the number of brokers"),
       bool_key("auto.create.topics.enable", &server_config::auto_create_topics_enable,
                "create a topic on first produce to it"),
+      key_spec{"authorizer.class.name",
+               "the authorizer: empty (none: every caller may do everything, the ACL APIs answer SECURITY_DISABLED) or "
+               "org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the metadata log; "
+               "kafka.security.authorizer.AclAuthorizer is taken as the same, so ZooKeeper-era configs paste)",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 if (v.empty() || v == "org.apache.kafka.metadata.authorizer.StandardAuthorizer" ||
+                     v == "kafka.security.authorizer.AclAuthorizer") {
+                   c.authorizer_class_name = std::string(v);
+                   return std::nullopt;
+                 }
+                 return "must be empty or org.apache.kafka.metadata.authorizer.StandardAuthorizer, got '" +
+                        std::string(v) + "'";
+               },
+               [](const server_config& c) { return c.authorizer_class_name; }},
+      key_spec{"super.users",
+               "principals allowed everything whatever the ACLs say, ';'-separated (User:admin;User:ops)",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 size_t start = 0;
+                 while (start <= v.size()) {
+                   size_t end = v.find(';', start);
+                   if (end == std::string_view::npos) end = v.size();
+                   std::string_view item = v.substr(start, end - start);
+                   while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+                   while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+                   const size_t colon = item.find(':');
+                   if (!item.empty() && (colon == std::string_view::npos || colon == 0 || colon + 1 == item.size())) {
+                     return "each entry must be a principal TYPE:NAME (User:admin), got '" + std::string(item) + "'";
+                   }
+                   start = end + 1;
+                 }
+                 c.super_users = std::string(v);
+                 return std::nullopt;
+               },
+               [](const server_config& c) { return c.super_users; }},
+      bool_key("allow.everyone.if.no.acl.found", &server_config::allow_everyone_if_no_acl_found,
+               "with an authorizer: allow a resource no ACL names (Kafka's default false)"),
       int_key("message.max.bytes", &server_config::message_max_bytes, 1024, 64 * 1024 * 1024,
               "largest record batch, bytes (also the largest record over HTTP)"),
       int_key("log.segment.bytes", &server_config::log_segment_bytes, 1024, (int64_t{1} << 31) - 1, "segment size, bytes"),

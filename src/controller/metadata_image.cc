@@ -87,7 +87,7 @@ const broker_registration* metadata_image::find_broker(int32_t node_id) const {
 
 bool metadata_image::operator==(const metadata_image& other) const {
   if (offset_ != other.offset_ || brokers_ != other.brokers_ || broker_configs_ != other.broker_configs_ ||
-      next_producer_id_ != other.next_producer_id_ || features_ != other.features_ ||
+      next_producer_id_ != other.next_producer_id_ || features_ != other.features_ || *acls_ != *other.acls_ ||
       scram_credentials_ != other.scram_credentials_ ||
       topics_.size() != other.topics_.size()) {
     return false;
@@ -294,6 +294,23 @@ result<void> metadata_delta::apply(const protocol::metadata_record& record, int6
     if (user->second.empty()) next_.scram_credentials_.erase(user);
     return base::ok_v;
   }
+  if (const auto* r = std::get_if<access_control_entry_record>(&record)) {
+    if (next_.acls_->contains(r->id.value)) return bad("AccessControlEntryRecord: ACL id " + id_text(r->id) + " exists");
+    if (r->resource_name.empty() || r->principal_name.empty() || r->host.empty()) {
+      return bad("AccessControlEntryRecord " + id_text(r->id) + ": empty resource name, principal or host");
+    }
+    auto acls = std::make_shared<metadata_image::acl_map>(*next_.acls_);
+    acls->emplace(r->id.value, *r);
+    next_.acls_ = std::move(acls);
+    return base::ok_v;
+  }
+  if (const auto* r = std::get_if<remove_access_control_entry_record>(&record)) {
+    if (!next_.acls_->contains(r->id.value)) return bad("RemoveAccessControlEntryRecord for unknown ACL id " + id_text(r->id));
+    auto acls = std::make_shared<metadata_image::acl_map>(*next_.acls_);
+    acls->erase(r->id.value);
+    next_.acls_ = std::move(acls);
+    return base::ok_v;
+  }
   return base::ok_v;   // records that change nothing in the image (none today)
 }
 
@@ -366,6 +383,7 @@ std::vector<protocol::metadata_record> image_records(const metadata_image& image
   for (const auto& [user, by_mechanism] : image.scram_credentials()) {
     for (const auto& [mechanism, credential] : by_mechanism) out.push_back(credential);
   }
+  for (const auto& [id, acl] : image.acls()) out.push_back(acl);
   if (image.next_producer_id() > 0) {
     protocol::producer_ids_record r;
     r.broker_id = -1;

@@ -445,7 +445,12 @@ void v3_group_lag_history(const call_ptr& c);
 void v3_group_lag_summary(const call_ptr& c);
 void v3_group_lags(const call_ptr& c);
 void v3_group_partition_lag(const call_ptr& c);
+// api_v3_acls.cc
 void v3_list_acls(const call_ptr& c);
+void v3_create_acl(const call_ptr& c);
+void v3_create_acls_batch(const call_ptr& c);
+void v3_delete_acls(const call_ptr& c);
+// api_v3_admin.cc (continued)
 void v3_list_brokers(const call_ptr& c);
 void v3_list_reassignments(const call_ptr& c);
 void v3_list_topic_reassignments(const call_ptr& c);

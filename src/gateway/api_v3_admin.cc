@@ -269,15 +269,6 @@ void v3_get_cluster(const call_ptr& c) {
   with_cluster_json(c, [](api::call& call, json cluster) { call.respond_json(200, cluster); });
 }
 
-/// GET .../acls: ringlog has no authorizer, so no ACL binding exists and none is enforced: an empty
-/// KafkaAclList (what Kafka's DescribeAcls returns under an allow-everything authorizer), so the
-/// KafkaCluster's "acls" link resolves. Filters in the query are accepted and match nothing.
-void v3_list_acls(const call_ptr& c) {
-  if (!c->accept(v3_offers) || !c->check_cluster()) return;
-  c->respond_json(200, list_json("KafkaAclList", c->base_url + "/v3/clusters/" + c->params["cluster_id"] + "/acls",
-                                 json::array()));
-}
-
 void with_partition(const call_ptr& c,
                     std::function<void(api::call&, const broker::topic_description&, const broker::partition_description&)> done);
 

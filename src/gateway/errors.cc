@@ -109,6 +109,8 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
       return {422, ec::unprocessable, e.message};
     case errc::offset_not_available:
       return {503, ec::offset_not_available, e.message};
+    case errc::security_disabled:
+      return {400, ec::kafka_bad_request, e.message};
   }
   return {500, ec::kafka_error, e.message};
 }

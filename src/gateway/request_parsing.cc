@@ -756,6 +756,86 @@ parsed<std::vector<int32_t>> parse_reassignment_replicas(std::string_view body) 
 
 namespace {
 
+/// One ACL object of a create body; `field` its path ("" or "data[3]").
+parsed<security::acl_binding> acl_object(const std::string& field, dom::element e) {
+  auto o = object_with(field, e, {"resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
+                                  "permission"});
+  if (!o.ok()) return o.error();
+  auto text = [&](const char* name, bool required) -> parsed<std::optional<std::string>> {
+    dom::element v;
+    if (o->at_key(name).get(v) != simdjson::SUCCESS) {
+      if (required) return missing_field(path_of(field, name));
+      return std::optional<std::string>{};
+    }
+    auto s = string_field(path_of(field, name), v);
+    if (!s.ok()) return s.error();
+    return std::optional<std::string>{std::string(*s)};
+  };
+  auto named = [&](const char* name, auto parse, const char* choices) -> parsed<decltype(parse(""))> {
+    auto t = text(name, true);
+    if (!t.ok()) return t.error();
+    auto v = parse(**t);
+    if (!v) return unprocessable(path_of(field, name) + " must be one of " + choices + ", got \"" + **t + "\"");
+    return v;
+  };
+  auto type = named("resource_type", security::parse_resource_type,
+                    "TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER");
+  if (!type.ok()) return type.error();
+  auto pattern = named("pattern_type", security::parse_pattern_type, "LITERAL, PREFIXED");
+  if (!pattern.ok()) return pattern.error();
+  auto operation = named("operation", security::parse_acl_operation,
+                         "ALL, READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, "
+                         "ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKENS");
+  if (!operation.ok()) return operation.error();
+  auto permission = named("permission", security::parse_acl_permission_type, "ALLOW, DENY");
+  if (!permission.ok()) return permission.error();
+  auto name = text("resource_name", true);
+  if (!name.ok()) return name.error();
+  auto principal = text("principal", true);
+  if (!principal.ok()) return principal.error();
+  auto host = text("host", false);
+  if (!host.ok()) return host.error();
+  return security::acl_binding{**type,       **name, **pattern, **principal, host->value_or("*"),
+                               **operation, **permission};
+}
+
+}  // namespace
+
+parsed<std::vector<security::acl_binding>> parse_acls(std::string_view body, bool batch) {
+  constexpr const char* one_shape =
+      R"({"resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission"})";
+  if (is_blank(body)) return empty_body_error(batch ? std::string("{\"data\": [") + one_shape + "]}" : one_shape);
+  dom::parser parser;
+  simdjson::padded_string padded(body);
+  dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  if (!batch) {
+    auto one = acl_object("", doc);
+    if (!one.ok()) return one.error();
+    return std::vector<security::acl_binding>{std::move(one).value()};
+  }
+  auto o = object_with("", doc, {"data"});
+  if (!o.ok()) return o.error();
+  dom::element data;
+  if (o->at_key("data").get(data) != simdjson::SUCCESS) return missing_field("data");
+  if (data.type() != dom::element_type::ARRAY) return wrong_type("data", "an array", data);
+  std::vector<security::acl_binding> out;
+  dom::array data_array = data.get_array().value_unsafe();
+  for (dom::element e : data_array) {
+    if (out.size() == acls_per_request_max) {
+      return unprocessable("data: at most " + std::to_string(acls_per_request_max) +
+                           " ACLs in one request (acls_per_request_max)");
+    }
+    auto one = acl_object("data[" + std::to_string(out.size()) + "]", e);
+    if (!one.ok()) return one.error();
+    out.push_back(std::move(one).value());
+  }
+  if (out.empty()) return unprocessable("data must hold at least one ACL");
+  return out;
+}
+
+namespace {
+
 /// One configs:alter list, `field` its path ("data", "data[0].configs"): elements
 /// {"name", "value", "operation": "SET" (the default) | "DELETE"}, a value required for SET.
 /// Later elements of the same name win (as in Confluent's map of commands).

@@ -94,6 +94,13 @@ inline constexpr size_t reassignment_partitions_max = 10000;
 parsed<std::vector<broker::partition_reassignment_target>> parse_reassignments(std::string_view body);
 /// PATCH .../topics/{t}/partitions/{p}/reassignment (ringlog's): {"replicas": [broker ids]}.
 parsed<std::vector<int32_t>> parse_reassignment_replicas(std::string_view body);
+/// POST .../acls (Confluent v3): {"resource_type", "resource_name", "pattern_type", "principal",
+/// "host" (default "*"), "operation", "permission"} with Kafka's names (TOPIC, LITERAL, READ,
+/// ALLOW; any case); with `batch`, {"data": [those]} (acls:batch, at most acls_per_request_max).
+/// Values are checked by broker::create_acls (security::validate_acl); unknown names: 400 naming the field.
+parsed<std::vector<security::acl_binding>> parse_acls(std::string_view body, bool batch);
+/// Most ACLs one acls:batch body may hold.
+inline constexpr size_t acls_per_request_max = 1000;
 
 struct alter_configs_request {
   std::map<std::string, std::optional<std::string>> changes;   // nullopt: reset to default

@@ -63,6 +63,9 @@ constexpr std::array<handled_api, 38> apis = {{
     {protocol::describe_producers_request_data::api_key, 0, 0},
     {protocol::describe_transactions_request_data::api_key, 0, 0},
     {protocol::list_transactions_request_data::api_key, 0, 1},
+    {protocol::describe_acls_request_data::api_key, 0, 3},
+    {protocol::create_acls_request_data::api_key, 0, 3},
+    {protocol::delete_acls_request_data::api_key, 0, 3},
 }};
 
 constexpr size_t apis_count = apis.size();
@@ -215,6 +218,12 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
           });
     case protocol::create_topics_request_data::api_key:
       return route<protocol::create_topics_request_data>(body, ctx, handle_create_topics);
+    case protocol::describe_acls_request_data::api_key:
+      return route<protocol::describe_acls_request_data>(body, ctx, handle_describe_acls);
+    case protocol::create_acls_request_data::api_key:
+      return route<protocol::create_acls_request_data>(body, ctx, handle_create_acls);
+    case protocol::delete_acls_request_data::api_key:
+      return route<protocol::delete_acls_request_data>(body, ctx, handle_delete_acls);
     case protocol::delete_topics_request_data::api_key:
       return route<protocol::delete_topics_request_data>(body, ctx, handle_delete_topics);
     case protocol::offset_for_leader_epoch_request_data::api_key:

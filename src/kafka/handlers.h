@@ -128,6 +128,10 @@ void handle_alter_partition_reassignments(const request_context& ctx,
 void handle_list_partition_reassignments(const request_context& ctx,
                                          protocol::list_partition_reassignments_request_data request);
 void handle_find_coordinator(const request_context& ctx, protocol::find_coordinator_request_data request);
+// ---- acls.cc
+void handle_describe_acls(const request_context& ctx, protocol::describe_acls_request_data request);
+void handle_create_acls(const request_context& ctx, protocol::create_acls_request_data request);
+void handle_delete_acls(const request_context& ctx, protocol::delete_acls_request_data request);
 // ---- configs.cc
 void handle_describe_configs(const request_context& ctx, protocol::describe_configs_request_data request);
 void handle_alter_configs(const request_context& ctx, protocol::alter_configs_request_data request);

@@ -250,4 +250,41 @@ TEST_CASE("SCRAM credentials: set, replaced, removed, kept in snapshots, printed
   CHECK(describe_record(remove) == "RemoveUserScramCredentialRecord(name=bob, mechanism=SCRAM-SHA-512)");
 }
 
+TEST_CASE("ACLs are added and removed by id, shared until changed, and kept in snapshots") {
+  protocol::access_control_entry_record acl;
+  acl.id = id_of(7);
+  acl.resource_type = 2;   // TOPIC
+  acl.resource_name = "orders";
+  acl.pattern_type = 3;    // LITERAL
+  acl.principal_name = "User:alice";
+  acl.host = "*";
+  acl.operation = 3;       // READ
+  acl.permission_type = 3; // ALLOW
+  auto one = apply_all(metadata_image{}, {acl});
+  REQUIRE(one->acls().size() == 1);
+  CHECK(one->acls().begin()->second.principal_name == "User:alice");
+  // An image no ACL record touched shares the map.
+  auto later = apply_all(*one, {topic("t", 1)});
+  CHECK(&later->acls() == &one->acls());
+  auto payload = encode_snapshot(*later);
+  auto back = decode_snapshot(payload, later->offset());
+  REQUIRE(back.ok());
+  CHECK(**back == *later);
+  // The same id twice, or the removal of an unknown id, is refused naming the record.
+  metadata_delta again(*one);
+  auto twice = again.apply(acl, one->offset() + 1);
+  REQUIRE_FALSE(twice.ok());
+  CHECK(twice.error().message.find("AccessControlEntryRecord") != std::string::npos);
+  protocol::remove_access_control_entry_record remove;
+  remove.id = id_of(8);
+  metadata_delta unknown(*one);
+  auto r = unknown.apply(remove, one->offset() + 1);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("unknown ACL id") != std::string::npos);
+  remove.id = id_of(7);
+  auto none = apply_all(*one, {remove});
+  CHECK(none->acls().empty());
+  CHECK(one->acls().size() == 1);   // the older image is unchanged
+}
+
 }  // namespace ringlog::controller

@@ -26,6 +26,7 @@
 #include "ringlog/model/types.h"
 #include "ringlog/rpc/cluster_transport.h"
 #include "ringlog/rpc/transport.h"
+#include "ringlog/security/acl.h"
 
 namespace ringlog::io {
 class file_system;
@@ -45,6 +46,10 @@ struct broker_config {
   int32_t num_partitions = 1;                        // num.partitions: default for new topics
   int16_t default_replication_factor = -1;           // default.replication.factor (-1: 3 with >= 3 brokers, else all)
   bool auto_create_topics_enable = true;             // auto.create.topics.enable
+  /// authorizer.class.name names the StandardAuthorizer: ACLs are kept and the ACL APIs served.
+  bool authorizer_enabled = false;
+  std::vector<std::string> super_users;              // super.users, parsed (User:admin, ...)
+  bool allow_everyone_if_no_acl_found = false;       // allow.everyone.if.no.acl.found
   int32_t message_max_bytes = 1048588;               // message.max.bytes: largest record batch
   int64_t log_segment_bytes = 1024 * 1024 * 1024;    // log.segment.bytes
   int64_t log_roll_ms = 7LL * 24 * 3600 * 1000;      // log.roll.ms
@@ -630,6 +635,25 @@ class broker {
   /// message.max.bytes now: the static value with the dynamic broker configs applied (KIP-226),
   /// for front ends that bound a record before it reaches the broker.
   [[nodiscard]] virtual int32_t message_max_bytes() const = 0;
+
+  // ---- ACLs (issue 30; Kafka's CreateAcls, DescribeAcls, DeleteAcls; security/acl.h has the model)
+  // Kept as AccessControlEntryRecords in the metadata log, so every node holds them. Errors of a
+  // whole call: security_disabled (no authorizer.class.name), not_controller (no quorum leader:
+  // retry), request_timed_out, broker_not_available (stopping).
+  /// Stores `acls`; one result per ACL, in order: nullopt = stored (one stored already counts,
+  /// unchanged, as in Kafka), else why not (invalid_request naming the field: see
+  /// security::validate_acl).
+  virtual void create_acls(std::vector<security::acl_binding> acls,
+                           std::function<void(result<std::vector<std::optional<error>>>)> done) = 0;
+  /// The stored ACLs `filter` selects, from this node's image (sorted by resource type, name,
+  /// pattern, principal, host, operation, permission). Errors: security_disabled,
+  /// invalid_request (the filter: see security::validate_acl_filter).
+  [[nodiscard]] virtual result<std::vector<security::acl_binding>> describe_acls(
+      const security::acl_filter& filter) const = 0;
+  /// Deletes every ACL any of `filters` selects; one result per filter, in order: the ACLs it
+  /// selected (all deleted), or invalid_request for a bad filter (the others still apply).
+  virtual void delete_acls(std::vector<security::acl_filter> filters,
+                           std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) = 0;
 
   // ---- data (Produce, Fetch, ListOffsets)
   virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;

@@ -82,6 +82,7 @@ enum class errc {
   // KIP-207 (KAFKA-2334): a new leader whose high watermark has not reached its leader epoch's
   // start offset yet: the partition's end is not known here yet (Kafka's 78, HTTP 503/50302): retry
   offset_not_available,
+  security_disabled,             // an ACL call without an authorizer (authorizer.class.name empty; Kafka's 54, HTTP 400)
   coordinator_load_in_progress,  // the coordinator is loading its partition of the internal topic: retry (HTTP 503)
   // coordinator_load_in_progress is the last code: errc_of_kafka_code walks every code up to it.
 };

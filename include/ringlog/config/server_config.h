@@ -63,6 +63,11 @@ struct server_config {
   int32_t num_partitions = 1;                           // num.partitions
   int16_t default_replication_factor = -1;              // default.replication.factor (-1: automatic)
   bool auto_create_topics_enable = true;                // auto.create.topics.enable
+  // Authorization (issue 30, Kafka's StandardAuthorizer names): empty authorizer.class.name = no
+  // authorizer (Kafka's default): the ACL APIs answer SECURITY_DISABLED.
+  std::string authorizer_class_name;                    // authorizer.class.name
+  std::string super_users;                              // super.users: User:a;User:b
+  bool allow_everyone_if_no_acl_found = false;          // allow.everyone.if.no.acl.found
   int32_t message_max_bytes = 1048588;                  // message.max.bytes
   int64_t log_segment_bytes = 1024 * 1024 * 1024;       // log.segment.bytes
   int64_t log_roll_ms = 7LL * 24 * 3600 * 1000;         // log.roll.ms

@@ -24,8 +24,12 @@
 //   RemoveUserScramCredentialRecord
 //                               removes a user's credential for one mechanism (an unknown one
 //                               is refused)
+//   AccessControlEntryRecord / RemoveAccessControlEntryRecord
+//                               an ACL (issue 30) with its UUID, as Kafka's StandardAuthorizer
+//                               stores them; the fields are checked by the proposer
 
 #include <cstdint>
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -118,6 +122,9 @@ class metadata_image {
   [[nodiscard]] const scram_credentials_map& scram_credentials() const { return scram_credentials_; }
   /// Partitions of all topics together.
   [[nodiscard]] int64_t partition_count() const { return partition_count_; }
+  /// The ACLs by id (AccessControlEntryRecord), shared between images until one changes.
+  using acl_map = std::map<std::array<uint8_t, 16>, protocol::access_control_entry_record>;
+  [[nodiscard]] const acl_map& acls() const { return *acls_; }
 
   bool operator==(const metadata_image& other) const;
 
@@ -132,6 +139,7 @@ class metadata_image {
   std::map<std::string, int16_t> features_;
   scram_credentials_map scram_credentials_;
   int64_t partition_count_ = 0;
+  std::shared_ptr<const acl_map> acls_ = std::make_shared<const acl_map>();
 };
 
 /// Changes to an image, record by record; then image() for the result. Copy-on-write: the base
