@@ -13,7 +13,7 @@ security::acl_binding acl_of(const protocol::access_control_entry_record& r) {
   return security::acl_binding{static_cast<security::resource_type>(r.resource_type),
                                r.resource_name,
                                static_cast<security::pattern_type>(r.pattern_type),
-                               r.principal_name,
+                               r.principal,
                                r.host,
                                static_cast<security::acl_operation>(r.operation),
                                static_cast<security::acl_permission_type>(r.permission_type)};
@@ -25,7 +25,7 @@ protocol::access_control_entry_record acl_record(const security::acl_binding& ac
   r.resource_type = static_cast<int8_t>(acl.resource);
   r.resource_name = acl.resource_name;
   r.pattern_type = static_cast<int8_t>(acl.pattern);
-  r.principal_name = acl.principal;
+  r.principal = acl.principal;
   r.host = acl.host;
   r.operation = static_cast<int8_t>(acl.operation);
   r.permission_type = static_cast<int8_t>(acl.permission);

@@ -296,7 +296,7 @@ result<void> metadata_delta::apply(const protocol::metadata_record& record, int6
   }
   if (const auto* r = std::get_if<access_control_entry_record>(&record)) {
     if (next_.acls_->contains(r->id.value)) return bad("AccessControlEntryRecord: ACL id " + id_text(r->id) + " exists");
-    if (r->resource_name.empty() || r->principal_name.empty() || r->host.empty()) {
+    if (r->resource_name.empty() || r->principal.empty() || r->host.empty()) {
       return bad("AccessControlEntryRecord " + id_text(r->id) + ": empty resource name, principal or host");
     }
     auto acls = std::make_shared<metadata_image::acl_map>(*next_.acls_);

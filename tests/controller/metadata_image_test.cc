@@ -256,13 +256,13 @@ TEST_CASE("ACLs are added and removed by id, shared until changed, and kept in s
   acl.resource_type = 2;   // TOPIC
   acl.resource_name = "orders";
   acl.pattern_type = 3;    // LITERAL
-  acl.principal_name = "User:alice";
+  acl.principal = "User:alice";
   acl.host = "*";
   acl.operation = 3;       // READ
   acl.permission_type = 3; // ALLOW
   auto one = apply_all(metadata_image{}, {acl});
   REQUIRE(one->acls().size() == 1);
-  CHECK(one->acls().begin()->second.principal_name == "User:alice");
+  CHECK(one->acls().begin()->second.principal == "User:alice");
   // An image no ACL record touched shares the map.
   auto later = apply_all(*one, {topic("t", 1)});
   CHECK(&later->acls() == &one->acls());

@@ -410,8 +410,10 @@ def test_users_over_kafka_admin_http_and_cli(sasl_broker):
 def test_add_scram_twice_does_not_change_the_user_and_survives_restart(ringlog_bin, tmp_path):
     data = tmp_path / "data"
     b = SaslBroker(data, add_scram=["SCRAM-SHA-512=[name=admin,password=first]"]).start()
-    AdminClient(rdkafka_conf(b.bootstrap, "SCRAM-SHA-512", ("admin", "first"))).list_topics(timeout=15)
-    assert b.stop() == 0
+    try:
+        AdminClient(rdkafka_conf(b.bootstrap, "SCRAM-SHA-512", ("admin", "first"))).list_topics(timeout=15)
+    finally:
+        assert b.stop() == 0
     # Restart with the flag naming another password: the user is left as it was.
     b2 = SaslBroker(data, add_scram=["SCRAM-SHA-512=[name=admin,password=second]"]).start()
     try:
