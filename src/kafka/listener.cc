@@ -229,7 +229,7 @@ struct connection : std::enable_shared_from_this<connection> {
   void close_after_delay(const listener::impl& o, std::string reason) {
     closing = true;
     close_reason = "SASL authentication failed: " + std::move(reason);
-    close_timer = std::make_unique<std::remove_reference_t<decltype(*close_timer)>>(socket.get_executor());
+    close_timer = std::make_unique<std::remove_reference_t<decltype(*close_timer)>>(stream.get_executor());
     close_timer->expires_after(std::chrono::milliseconds(o.options.connection_failed_authentication_delay_ms));
     close_timer->async_wait([self = shared_from_this()](boost::system::error_code) {
       self->delay_passed = true;
