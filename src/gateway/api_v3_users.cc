@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "api_routes.h"
 #include "request_parsing.h"
 
@@ -42,10 +44,25 @@ void v3_get_user(const call_ptr& c) {
   c->respond_json(200, user_json(c->base_url, c->params["cluster_id"], users[0]));
 }
 
+/// Who may change users over HTTP (issue 29; a session's breaker reset another user's password
+/// as an ordinary user): with HTTP authentication on, only super.users; with it off
+/// (http.authentication.method=NONE, every caller User:ANONYMOUS) the routes are as open as every
+/// other route, as docs/security.md says. Answers 403 (40301) and returns false otherwise.
+bool may_change_users(const call_ptr& c) {
+  const security::kafka_principal& who = c->principal();
+  if (who.anonymous()) return true;
+  const auto& super_users = c->broker().config().super_users;
+  if (std::find(super_users.begin(), super_users.end(), who.to_string()) != super_users.end()) return true;
+  c->fail(403, ec::forbidden, who.to_string() + " may not change users: only super.users may (set super.users=" +
+                                  who.to_string() + " to allow it)");
+  return false;
+}
+
 /// POST .../users/{name} {"mechanism": "SCRAM-SHA-512", "iterations": 8192, "password": "..."}:
 /// sets the user's credential of that mechanism (creating the user); answers the user.
 void v3_set_user(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
+  if (!may_change_users(c)) return;
   const std::string name = c->params["name"];
   if (is_blank(c->request.body)) {
     return c->fail(empty_body_error("{\"mechanism\": \"SCRAM-SHA-512\", \"iterations\": 8192, \"password\": \"...\"}"));
@@ -89,7 +106,7 @@ void v3_set_user(const call_ptr& c) {
 /// DELETE .../users/{name}[?mechanism=SCRAM-SHA-256]: removes the user's credentials (all of them,
 /// or the named mechanism's). 404 when there is none.
 void v3_delete_user(const call_ptr& c) {
-  if (!c->check_cluster()) return;
+  if (!c->check_cluster() || !may_change_users(c)) return;
   const std::string name = c->params["name"];
   auto users = c->broker().describe_users({name});
   std::vector<broker::scram_credential_alteration> deletions;

@@ -91,6 +91,7 @@ def start_secured(tmp_path_factory, issuer, extra=()):
                       f"sasl.oauthbearer.expected.issuer={ISSUER}",
                       f"sasl.oauthbearer.expected.audience=other,{AUDIENCE}",
                       "http.cors.credentials.origins=https://console.example",
+                      "super.users=User:admin",
                       *extra], extra_args=scram).start()
     return b
 
@@ -387,3 +388,22 @@ def test_a_rotated_key_is_read_from_the_jwks_file_without_a_restart(ringlog_bin,
         assert r.status_code == 200, r.text
     finally:
         assert b.stop() == 0
+
+
+def test_only_super_users_change_users_over_http(secured):
+    """A breaker, as alice, reset admin's password and logged in as admin: with HTTP authentication
+    on, only super.users may create, change or delete users; the others get 403 (40301) and
+    nothing changes."""
+    users = secured.url + "/v3/clusters/ringlog-cluster/users/admin"
+    r = requests.post(users, auth=ALICE, json={"mechanism": "SCRAM-SHA-512", "password": "pwned"})
+    assert r.status_code == 403 and r.json()["error_code"] == 40301, r.text
+    r = requests.delete(users, auth=ALICE)
+    assert r.status_code == 403, r.text
+    assert requests.get(secured.url + "/v1/whoami", auth=("admin", USERS["admin"])).status_code == 200
+    assert requests.get(secured.url + "/v1/whoami", auth=("admin", "pwned")).status_code == 401
+    # The super user may (a new user, then gone again).
+    admin = ("admin", USERS["admin"])
+    r = requests.post(secured.url + "/v3/clusters/ringlog-cluster/users/carol", auth=admin, json={"mechanism": "SCRAM-SHA-512", "password": "carol-pw"})
+    assert r.status_code == 200, r.text
+    assert requests.get(secured.url + "/v1/whoami", auth=("carol", "carol-pw")).status_code == 200
+    assert requests.delete(secured.url + "/v3/clusters/ringlog-cluster/users/carol", auth=admin).status_code in (200, 204)
