@@ -26,6 +26,10 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using acceptor_type = asio::basic_socket_acceptor<tcp, runtime::shard_executor>;
 
+/// Largest frame a SASL listener reads before the connection has logged in, bytes: Kafka's
+/// sasl.server.max.receive.size default (512 KiB); a SASL token is a few hundred bytes.
+constexpr int32_t sasl_unauthenticated_frame_bytes_max = 512 * 1024;
+
 namespace {
 
 int32_t read_be32(const std::array<std::byte, 4>& b) {
@@ -139,7 +143,13 @@ struct connection : std::enable_shared_from_this<connection> {
       return;
     }
     auto o = owner.lock();
-    const int32_t max = o ? o->options.request_bytes_max : 0;
+    // Before a SASL login a frame is at most sasl_unauthenticated_frame_bytes_max (Kafka's
+    // sasl.server.max.receive.size, 512 KiB): a breaker made the broker allocate 100 MB per
+    // connection (socket.request.max.bytes) before anyone logged in.
+    const int32_t max = !o ? 0
+                        : gate && !gate->authenticated()
+                            ? std::min(o->options.request_bytes_max, sasl_unauthenticated_frame_bytes_max)
+                            : o->options.request_bytes_max;
     const int32_t size = read_be32(size_prefix);
     if (looks_like_tls(size_prefix)) {
       close("a TLS handshake arrived on a plaintext listener (" + listener_name +

@@ -1,6 +1,7 @@
 #include "sasl_gate.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "handlers.h"
 
@@ -35,7 +36,10 @@ std::string sasl_gate::attempted_user() const { return exchange_ ? exchange_->at
 void sasl_gate::logged_in(const security::kafka_principal& p, int64_t now_ms) {
   authenticated_ = true;
   principal_ = p;
-  session_end_ms_ = options_.reauth_ms > 0 ? std::optional<int64_t>(now_ms + options_.reauth_ms) : std::nullopt;
+  // connections.max.reauth.ms may be as large as INT64_MAX: saturate instead of overflowing (a
+  // breaker's --set connections.max.reauth.ms=9223372036854775807 made every login expire at once).
+  const bool never = options_.reauth_ms <= 0 || options_.reauth_ms > std::numeric_limits<int64_t>::max() - now_ms;
+  session_end_ms_ = never ? std::nullopt : std::optional<int64_t>(now_ms + options_.reauth_ms);
   last_user_ = exchange_->attempted_user();
   exchange_.reset();
   state_ = state::expect_handshake;
