@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <limits>
@@ -137,7 +136,9 @@ struct host_port {
 
 /// "HOST:PORT" with an IP address host (IPv6 in brackets) and a port in [0, 65535]; the error
 /// says what is wrong.
-base::result<host_port, std::string> parse_host_port(std::string_view rest) {
+/// HOST:PORT; `host_names` (advertised.listeners): HOST may also be a DNS name, which clients
+/// resolve (Kafka advertises names); listeners bind addresses only (no name lookups at start).
+base::result<host_port, std::string> parse_host_port(std::string_view rest, bool host_names = false) {
   size_t colon = rest.rfind(':');
   if (colon == std::string_view::npos || colon == 0) return std::string("must look like HOST:PORT");
   std::string_view host = rest.substr(0, colon);
@@ -152,7 +153,11 @@ base::result<host_port, std::string> parse_host_port(std::string_view rest) {
   std::string host_text(host);
   in_addr v4{};
   in6_addr v6{};
-  if (inet_pton(AF_INET, host_text.c_str(), &v4) != 1 && inet_pton(AF_INET6, host_text.c_str(), &v6) != 1) {
+  const bool dns_name = host_names && !host_text.empty() && host_text.size() <= 253 &&
+                        std::all_of(host_text.begin(), host_text.end(), [](unsigned char ch) {
+                          return std::isalnum(ch) || ch == '.' || ch == '-';
+                        });
+  if (!dns_name && inet_pton(AF_INET, host_text.c_str(), &v4) != 1 && inet_pton(AF_INET6, host_text.c_str(), &v6) != 1) {
     return "host '" + host_text + "' is not an IP address (use 127.0.0.1, 0.0.0.0 or ::)";
   }
   return host_port{host_text, static_cast<int32_t>(p)};
@@ -178,7 +183,7 @@ std::string lower(std::string_view s) {
 /// "NAME://HOST:PORT,...": http:// and https:// (REST), cluster://, kafka:// (= PLAINTEXT://) and
 /// Kafka listener names; each name at most once. The protocol of a name that is not a protocol
 /// is left empty (resolve_listeners takes it from listener.security.protocol.map).
-base::result<std::vector<listener_record>, std::string> parse_listeners(std::string_view v) {
+base::result<std::vector<listener_record>, std::string> parse_listeners(std::string_view v, bool host_names = false) {
   std::vector<listener_record> out;
   for (std::string_view item : split_list(v)) {
     size_t scheme_end = item.find("://");
@@ -208,7 +213,7 @@ base::result<std::vector<listener_record>, std::string> parse_listeners(std::str
     }
     std::string_view rest = item.substr(scheme_end + 3);
     std::string address_text = rest.substr(0, 1) == ":" ? "0.0.0.0" + std::string(rest) : std::string(rest);
-    auto address = parse_host_port(address_text);
+    auto address = parse_host_port(address_text, host_names);
     if (!address.ok()) return std::string(item.substr(0, scheme_end)) + "://" + std::string(rest) + ": " + address.error();
     r.host = address->host;
     r.port = address->port;
@@ -576,7 +581,7 @@ const std::vector<key_spec>& key_table() {
                "what other nodes and clients are told to connect to, same form and names as listeners; a listener "
                "not named here is advertised as bound; empty = listeners",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
-                 auto parsed = parse_listeners(v);
+                 auto parsed = parse_listeners(v, /*host_names=*/true);
                  if (!parsed.ok()) return parsed.error();
                  c.advertised_listeners = std::move(parsed).value();
                  return std::nullopt;
