@@ -10,7 +10,11 @@
 #include <chrono>
 #include <limits>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
+
+#include "ringlog/codec/base64.h"
 
 namespace ringlog::cli {
 
@@ -270,6 +274,16 @@ http_client::reply_result http_client::request(const std::string& method, const 
   http::request<http::string_body> req(http::string_to_verb(method), path, 11);
   req.set(http::field::host, impl_->host + ":" + impl_->port);
   req.set(http::field::user_agent, "ringlog-cli");
+  // With http.authentication.method on (issue 29), the CLI's caller: RINGLOG_TOKEN (a JWT, sent as
+  // Bearer) or RINGLOG_USER + RINGLOG_PASSWORD (Basic, a SCRAM user); none = User:ANONYMOUS.
+  if (const char* token = std::getenv("RINGLOG_TOKEN"); token != nullptr && *token != '\0') {
+    req.set(http::field::authorization, std::string("Bearer ") + token);
+  } else if (const char* user = std::getenv("RINGLOG_USER"); user != nullptr && *user != '\0') {
+    const char* password = std::getenv("RINGLOG_PASSWORD");
+    const std::string pair = std::string(user) + ":" + (password != nullptr ? password : "");
+    req.set(http::field::authorization,
+            "Basic " + codec::base64_encode(std::as_bytes(std::span(pair.data(), pair.size()))));
+  }
   if (!accept.empty()) req.set(http::field::accept, accept);
   if (!content_type.empty()) req.set(http::field::content_type, content_type);
   req.keep_alive(true);

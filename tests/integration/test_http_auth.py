@@ -9,6 +9,7 @@ was stored and that the server still serves.
 import asyncio
 import base64
 import json
+import os
 import subprocess
 import time
 
@@ -407,3 +408,18 @@ def test_only_super_users_change_users_over_http(secured):
     assert r.status_code == 200, r.text
     assert requests.get(secured.url + "/v1/whoami", auth=("carol", "carol-pw")).status_code == 200
     assert requests.delete(secured.url + "/v3/clusters/ringlog-cluster/users/carol", auth=admin).status_code in (200, 204)
+
+
+def test_the_cli_authenticates_with_ringlog_user_or_token(secured, ringlog_bin, issuer):
+    """A new user found every CLI command answering 401 once HTTP authentication was on: the CLI
+    sends RINGLOG_USER/RINGLOG_PASSWORD as Basic, or RINGLOG_TOKEN as Bearer."""
+    args = [str(ringlog_bin), "topics", "list", "--bootstrap-server", secured.url]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLOG_")}
+    refused = subprocess.run(args, capture_output=True, text=True, timeout=30, env=env)
+    assert refused.returncode != 0 and "40101" in refused.stdout + refused.stderr, refused
+    basic = subprocess.run(args, capture_output=True, text=True, timeout=30,
+                           env=dict(env, RINGLOG_USER="alice", RINGLOG_PASSWORD=USERS["alice"]))
+    assert basic.returncode == 0, basic
+    wrong = subprocess.run(args, capture_output=True, text=True, timeout=30,
+                           env=dict(env, RINGLOG_USER="alice", RINGLOG_PASSWORD="wrong"))
+    assert wrong.returncode != 0, wrong
