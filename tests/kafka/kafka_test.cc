@@ -429,7 +429,10 @@ TEST_CASE("the classic group apis answer Kafka's errors at every version they ar
     CHECK(f.decode<protocol::leave_group_response_data>(*f.send(1, old), 1).error_code == 25);
   }
   {
-    // A commit naming a generation for a group that does not exist: ILLEGAL_GENERATION.
+    // A commit naming a generation for a group that does not exist: ILLEGAL_GENERATION (of a
+    // topic that exists: an unknown one is answered UNKNOWN_TOPIC_OR_PARTITION first, as Kafka's
+    // KafkaApis filters unknown topics before the coordinator).
+    f.create("orders");
     protocol::offset_commit_request_data req;
     req.group_id = "none";
     req.generation_id_or_member_epoch = 3;

@@ -35,6 +35,9 @@ KAFKA_PYTHON_BUGS = {
     # DescribeGroups Response v3: authorized_operations is a field of each group; kafka-python's
     # parentheses put it outside the groups array, so it is never written.
     "DescribeGroupsResponse_v3",
+    # DescribeAcls v2 is Kafka's first flexible version (compact strings and arrays, tagged
+    # fields: DescribeAclsRequest.json "flexibleVersions": "2+"); kafka-python writes v2 as v1.
+    "DescribeAclsRequest_v2", "DescribeAclsResponse_v2",
 }
 
 
