@@ -53,6 +53,16 @@ error security_disabled() {
 
 }  // namespace
 
+security::authorization_decision broker_impl::authorize(const security::kafka_principal& principal,
+                                                        std::string_view host,
+                                                        const security::acl_action& action) const {
+  if (!config_.authorizer_enabled) {
+    return security::authorization_decision{security::authorization_result::allowed,
+                                            security::authorization_decision::rule::no_acl_default, std::nullopt};
+  }
+  return view()->acls->authorize(principal, host, action, authorizer_settings_);
+}
+
 void broker_impl::create_acls(std::vector<security::acl_binding> acls,
                               std::function<void(result<std::vector<std::optional<error>>>)> done) {
   if (!config_.authorizer_enabled) return done(security_disabled());

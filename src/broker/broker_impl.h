@@ -295,6 +295,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void create_acls(std::vector<security::acl_binding> acls,
                    std::function<void(result<std::vector<std::optional<error>>>)> done) override;
   [[nodiscard]] result<std::vector<security::acl_binding>> describe_acls(const security::acl_filter& filter) const override;
+  [[nodiscard]] bool authorizer_enabled() const override { return config_.authorizer_enabled; }
+  [[nodiscard]] security::authorization_decision authorize(const security::kafka_principal& principal, std::string_view host,
+                                                          const security::acl_action& action) const override;
   void delete_acls(std::vector<security::acl_filter> filters,
                    std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
@@ -826,6 +829,8 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   }
 
   broker_config config_;
+  /// super.users and allow.everyone.if.no.acl.found as the ACL index takes them (static configs).
+  security::authorizer_settings authorizer_settings_{config_.super_users, config_.allow_everyone_if_no_acl_found};
   broker_dependencies deps_;
   std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
   /// Deadlines of parked fetches, per shard (touched only on that shard's thread).

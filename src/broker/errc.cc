@@ -70,6 +70,9 @@ std::string_view to_string(errc e) {
     case errc::offset_not_available: return "offset_not_available";
     case errc::security_disabled: return "security_disabled";
     case errc::coordinator_load_in_progress: return "coordinator_load_in_progress";
+    case errc::group_authorization_failed: return "group_authorization_failed";
+    case errc::cluster_authorization_failed: return "cluster_authorization_failed";
+    case errc::transactional_id_authorization_failed: return "transactional_id_authorization_failed";
   }
   return "unknown_server_error";
 }
@@ -143,6 +146,9 @@ int kafka_error_code(errc e) {
     case errc::offset_not_available: return 78;
     case errc::security_disabled: return 54;
     case errc::coordinator_load_in_progress: return 14;
+    case errc::group_authorization_failed: return 30;
+    case errc::cluster_authorization_failed: return 31;
+    case errc::transactional_id_authorization_failed: return 53;
   }
   return -1;
 }
@@ -150,7 +156,7 @@ int kafka_error_code(errc e) {
 errc errc_of_kafka_code(int code) {
   // The inverse of kafka_error_code over every code it maps to one broker code.
   if (code < 0) return errc::unknown_server_error;
-  for (int e = 0; e <= static_cast<int>(errc::coordinator_load_in_progress); ++e) {
+  for (int e = 0; e <= static_cast<int>(errc::transactional_id_authorization_failed); ++e) {
     const auto candidate = static_cast<errc>(e);
     if (candidate != errc::unknown_server_error && kafka_error_code(candidate) == code) return candidate;
   }

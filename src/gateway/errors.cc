@@ -29,6 +29,9 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::record_list_too_large:
       return {422, ec::record_too_large, e.message};
     case errc::topic_authorization_failed:
+    case errc::group_authorization_failed:
+    case errc::cluster_authorization_failed:
+    case errc::transactional_id_authorization_failed:
       return {403, ec::forbidden, e.message};
     case errc::throttling_quota_exceeded:
       return {429, ec::too_many_requests, e.message};

@@ -636,6 +636,18 @@ class broker {
   /// for front ends that bound a record before it reaches the broker.
   [[nodiscard]] virtual int32_t message_max_bytes() const = 0;
 
+  // ---- authorization (issue 30): the one rule set every door asks (Kafka's StandardAuthorizer)
+  /// Whether authorizer.class.name names an authorizer: ACLs are then kept and enforced.
+  [[nodiscard]] virtual bool authorizer_enabled() const = 0;
+  /// May `principal`, connected from `host` (the peer's IP address as ACL hosts name it,
+  /// e.g. "127.0.0.1" or "::1"), do `action`? Without an authorizer: always allowed (by
+  /// no_acl_default). Else super.users, then the ACLs of this node's metadata view (DENY wins,
+  /// implied DESCRIBE/DESCRIBE_CONFIGS, allow.everyone.if.no.acl.found): see security/acl.h.
+  /// Reads the shard's view: no lock, costs O(matching ACLs); callable on any shard.
+  [[nodiscard]] virtual security::authorization_decision authorize(const security::kafka_principal& principal,
+                                                                  std::string_view host,
+                                                                  const security::acl_action& action) const = 0;
+
   // ---- ACLs (issue 30; Kafka's CreateAcls, DescribeAcls, DeleteAcls; security/acl.h has the model)
   // Kept as AccessControlEntryRecords in the metadata log, so every node holds them. Errors of a
   // whole call: security_disabled (no authorizer.class.name), not_controller (no quorum leader:

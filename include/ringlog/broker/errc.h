@@ -84,7 +84,11 @@ enum class errc {
   offset_not_available,
   security_disabled,             // an ACL call without an authorizer (authorizer.class.name empty; Kafka's 54, HTTP 400)
   coordinator_load_in_progress,  // the coordinator is loading its partition of the internal topic: retry (HTTP 503)
-  // coordinator_load_in_progress is the last code: errc_of_kafka_code walks every code up to it.
+  // authorization (issue 30): the caller's principal lacks the operation on the resource (HTTP 403/40301)
+  group_authorization_failed,           // Kafka's 30
+  cluster_authorization_failed,         // Kafka's 31
+  transactional_id_authorization_failed,  // Kafka's 53
+  // transactional_id_authorization_failed is the last code: errc_of_kafka_code walks every code up to it.
 };
 
 /// Kafka's name of the code, e.g. "unknown_topic_or_partition".
