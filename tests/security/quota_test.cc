@@ -1,0 +1,151 @@
+// Client quotas (issue 31): Kafka's precedence of the 8 user/client-id levels, entity checks,
+// Kafka's Rate window and KIP-219 throttle time, KIP-599's token bucket.
+
+#include <doctest/doctest.h>
+
+#include "ringlog/security/quota.h"
+
+using namespace ringlog::security;
+
+namespace {
+
+quota_entity_name named(const char* n) { return quota_entity_name::named(n); }
+const quota_entity_name dflt = quota_entity_name::default_name();
+
+client_quota_index::quota_values bytes(double v) { return {{quota_key::producer_byte_rate, v}}; }
+
+}  // namespace
+
+TEST_CASE("quota keys round-trip by Kafka's names, unknown ones are nullopt") {
+  for (auto k : {quota_key::producer_byte_rate, quota_key::consumer_byte_rate, quota_key::request_percentage,
+                 quota_key::controller_mutation_rate, quota_key::connection_creation_rate}) {
+    CHECK(parse_quota_key(to_string(k)) == k);
+  }
+  CHECK_FALSE(parse_quota_key("producer-byte-rate").has_value());
+  CHECK_FALSE(parse_quota_key("PRODUCER_BYTE_RATE").has_value());
+}
+
+TEST_CASE("an entity prints as kafka-configs does: user, then client-id, <default> for defaults") {
+  CHECK(client_quota_entity{named("alice"), dflt, {}}.to_string() == "user=alice,client-id=<default>");
+  CHECK(client_quota_entity{{}, named("app"), {}}.to_string() == "client-id=app");
+  CHECK(client_quota_entity{{}, {}, named("10.0.0.1")}.to_string() == "ip=10.0.0.1");
+}
+
+TEST_CASE("validate_client_quota refuses what Kafka's controller refuses, naming it") {
+  CHECK(validate_client_quota({named("alice"), {}, {}}, quota_key::producer_byte_rate, 1048576).ok());
+  CHECK(validate_client_quota({{}, {}, dflt}, quota_key::connection_creation_rate, 10).ok());
+  CHECK(validate_client_quota({dflt, named("app"), {}}, quota_key::request_percentage, 12.5).ok());
+
+  auto refused = [](const client_quota_entity& e, quota_key k, double v) {
+    auto r = validate_client_quota(e, k, v);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::invalid_config);
+    return r.error().message;
+  };
+  CHECK(refused({}, quota_key::producer_byte_rate, 1).find("names no entity") != std::string::npos);
+  CHECK(refused({named("a"), {}, named("1.2.3.4")}, quota_key::connection_creation_rate, 1).find("cannot be combined") !=
+        std::string::npos);
+  CHECK(refused({named("a"), {}, {}}, quota_key::connection_creation_rate, 1).find("ip entities only") !=
+        std::string::npos);
+  CHECK(refused({{}, {}, named("1.2.3.4")}, quota_key::producer_byte_rate, 1).find("not ip") != std::string::npos);
+  CHECK(refused({named("a"), {}, {}}, quota_key::producer_byte_rate, 0).find("above 0") != std::string::npos);
+  CHECK(refused({named("a"), {}, {}}, quota_key::consumer_byte_rate, -5).find("above 0") != std::string::npos);
+  CHECK(refused({named("a"), {}, {}}, quota_key::producer_byte_rate, 1.5).find("whole number") != std::string::npos);
+  CHECK(refused({named(""), {}, {}}, quota_key::producer_byte_rate, 1).find("name is empty") != std::string::npos);
+  CHECK(refused({named(std::string(quota_entity_name_bytes_max + 1, 'x').c_str()), {}, {}},
+                quota_key::producer_byte_rate, 1)
+            .find("bytes, over") != std::string::npos);
+  CHECK(refused({{}, {}, dflt}, quota_key::connection_creation_rate, 3e9).find("2147483647") != std::string::npos);
+}
+
+TEST_CASE("precedence: the most specific of Kafka's 8 levels wins, and the sensor keeps the client's names") {
+  // Every level set, each with its own bound (1 = most specific ... 8).
+  client_quota_index index({
+      {{named("alice"), named("app"), {}}, bytes(1)},
+      {{named("alice"), dflt, {}}, bytes(2)},
+      {{named("alice"), {}, {}}, bytes(3)},
+      {{dflt, named("app"), {}}, bytes(4)},
+      {{dflt, dflt, {}}, bytes(5)},
+      {{dflt, {}, {}}, bytes(6)},
+      {{{}, named("app"), {}}, bytes(7)},
+      {{{}, dflt, {}}, bytes(8)},
+  });
+  auto m = index.quota_for(quota_key::producer_byte_rate, "alice", "app");
+  REQUIRE(m);
+  CHECK(m->bound == 1);
+  CHECK(m->sensor_key == "user=alice,client-id=app");
+  CHECK(index.quota_for(quota_key::producer_byte_rate, "alice", "other")->bound == 2);
+  CHECK(index.quota_for(quota_key::producer_byte_rate, "bob", "app")->bound == 4);
+  CHECK(index.quota_for(quota_key::producer_byte_rate, "bob", "other")->bound == 5);
+  CHECK(index.quota_for(quota_key::producer_byte_rate, "bob", "other")->sensor_key == "user=bob,client-id=other");
+  CHECK_FALSE(index.quota_for(quota_key::consumer_byte_rate, "alice", "app").has_value());
+
+  // Only user-level entities: user=alice, then user=<default>; the sensor is per user.
+  client_quota_index users({{{named("alice"), {}, {}}, bytes(3)}, {{dflt, {}, {}}, bytes(6)}});
+  CHECK(users.quota_for(quota_key::producer_byte_rate, "alice", "x")->bound == 3);
+  CHECK(users.quota_for(quota_key::producer_byte_rate, "carol", "x")->bound == 6);
+  CHECK(users.quota_for(quota_key::producer_byte_rate, "carol", "x")->sensor_key == "user=carol");
+  CHECK(users.quota_for(quota_key::producer_byte_rate, "carol", "x")->entity.to_string() == "user=<default>");
+
+  // Only client-id entities (no authentication: user ANONYMOUS): client-id=C, then <default>.
+  client_quota_index clients({{{{}, named("slow"), {}}, bytes(7)}, {{{}, dflt, {}}, bytes(8)}});
+  CHECK(clients.quota_for(quota_key::producer_byte_rate, "ANONYMOUS", "slow")->bound == 7);
+  CHECK(clients.quota_for(quota_key::producer_byte_rate, "ANONYMOUS", "fast")->bound == 8);
+  CHECK(clients.quota_for(quota_key::producer_byte_rate, "ANONYMOUS", "fast")->sensor_key == "client-id=fast");
+  CHECK_FALSE(client_quota_index{}.quota_for(quota_key::producer_byte_rate, "a", "b").has_value());
+  CHECK(clients.any(quota_key::producer_byte_rate));
+  CHECK_FALSE(clients.any(quota_key::request_percentage));
+}
+
+TEST_CASE("connection_creation_rate: the ip's own, else ip=<default>") {
+  client_quota_index index({{{{}, {}, named("10.0.0.9")}, {{quota_key::connection_creation_rate, 50}}},
+                            {{{}, {}, dflt}, {{quota_key::connection_creation_rate, 5}}}});
+  CHECK(index.connection_creation_rate_for("10.0.0.9") == 50);
+  CHECK(index.connection_creation_rate_for("127.0.0.1") == 5);
+  CHECK_FALSE(client_quota_index{}.connection_creation_rate_for("127.0.0.1").has_value());
+}
+
+TEST_CASE("the rate spans at least samples-1 windows, and forgets samples older than the window") {
+  quota_rate rate({11, 1000});
+  rate.record(10'000'000, 0);   // a burst of 10 MB at once
+  CHECK(rate.window_ms(0) == 10'000);
+  CHECK(rate.rate_per_second(0) == doctest::Approx(1'000'000));
+  // Recorded at 1 MB/s for 20 s: the rate settles at 1 MB/s over the 10..11 s window.
+  quota_rate steady({11, 1000});
+  for (int64_t t = 0; t < 20'000; t += 100) steady.record(100'000, t);
+  CHECK(steady.rate_per_second(20'000) == doctest::Approx(1'000'000).epsilon(0.12));
+  // Idle for longer than samples x window: nothing counts any more.
+  CHECK(steady.rate_per_second(40'000) == 0);
+}
+
+TEST_CASE("KIP-219 throttle time: X = (O - T) / T x W, 0 within the bound, capped") {
+  CHECK(quota_throttle_time_ms(1000, 1000, 10'000, 60'000) == 0);
+  CHECK(quota_throttle_time_ms(500, 1000, 10'000, 60'000) == 0);
+  CHECK(quota_throttle_time_ms(1500, 1000, 10'000, 60'000) == 5'000);
+  CHECK(quota_throttle_time_ms(2000, 1000, 11'000, 60'000) == 11'000);
+  CHECK(quota_throttle_time_ms(1e12, 1, 10'000, 60'000) == 60'000);
+  // The delay brings the rate back: O x W / (W + X) = T.
+  quota_rate rate({11, 1000});
+  rate.record(20'000'000, 0);
+  const double observed = rate.rate_per_second(0);
+  const int64_t x = quota_throttle_time_ms(observed, 1'000'000, rate.window_ms(0), 1'000'000);
+  CHECK(observed * 10'000 / (10'000 + x) == doctest::Approx(1'000'000));
+}
+
+TEST_CASE("KIP-599 token bucket: a burst is admitted, then refused until the bucket refills") {
+  quota_token_bucket bucket(10, {11, 1000}, 0);   // 10 partitions/s, burst 110
+  CHECK(bucket.admits(0));
+  bucket.record(100, 0);
+  CHECK(bucket.admits(0));          // 10 left
+  bucket.record(50, 0);             // admitted while above zero: now -40
+  CHECK_FALSE(bucket.admits(0));
+  CHECK(bucket.throttle_time_ms(0) == 4'001);
+  CHECK_FALSE(bucket.admits(4'000));   // exactly zero: not above
+  CHECK(bucket.admits(4'100));
+  CHECK(bucket.throttle_time_ms(4'100) == 0);
+  // Refill never exceeds the burst; a lower rate clips the tokens to the new burst.
+  CHECK(bucket.admits(1'000'000));
+  bucket.set_rate(1);
+  bucket.record(11, 1'000'000);
+  CHECK_FALSE(bucket.admits(1'000'000));
+}
