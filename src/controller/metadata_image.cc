@@ -111,7 +111,7 @@ topic_image* metadata_delta::mutable_topic(const uuid& id) {
   return fresh.get();
 }
 
-result<void> metadata_delta::apply_partition_change(const protocol::partition_change_record& r) {
+result<void> metadata_delta::apply_record(const protocol::partition_change_record& r, int64_t) {
   topic_image* topic = mutable_topic(r.topic_id);
   if (topic == nullptr) return bad("PartitionChangeRecord for unknown topic id " + id_text(r.topic_id));
   if (r.partition_id < 0 || r.partition_id >= static_cast<int32_t>(topic->partitions.size())) {
@@ -140,178 +140,192 @@ result<void> metadata_delta::apply_partition_change(const protocol::partition_ch
   return base::ok_v;
 }
 
+result<void> metadata_delta::apply_record(const protocol::register_broker_record& r, int64_t offset) {
+  broker_registration b;
+  b.node_id = r.broker_id;
+  // Kafka's broker epoch is the offset of the registration; a registration proposed by the
+  // broker itself says -1 and gets that offset here (snapshots carry the epoch explicitly).
+  b.broker_epoch = r.broker_epoch >= 0 ? r.broker_epoch : offset;
+  b.incarnation_id = r.incarnation_id;
+  for (const auto& e : r.end_points) b.endpoints.push_back({e.name, e.host, e.port});
+  b.rack = r.rack.value_or("");
+  b.fenced = r.fenced;
+  b.in_controlled_shutdown = r.in_controlled_shutdown;
+  next_.brokers_[b.node_id] = std::move(b);
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::fence_broker_record& r, int64_t) {
+  auto it = next_.brokers_.find(r.id);
+  if (it == next_.brokers_.end() || it->second.broker_epoch != r.epoch) {
+    return bad("FenceBrokerRecord for broker " + std::to_string(r.id) + " epoch " + std::to_string(r.epoch) +
+               ", which is not registered in that epoch");
+  }
+  it->second.fenced = true;
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::unfence_broker_record& r, int64_t) {
+  auto it = next_.brokers_.find(r.id);
+  if (it == next_.brokers_.end() || it->second.broker_epoch != r.epoch) {
+    return bad("UnfenceBrokerRecord for broker " + std::to_string(r.id) + " epoch " + std::to_string(r.epoch) +
+               ", which is not registered in that epoch");
+  }
+  it->second.fenced = false;
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::broker_registration_change_record& r, int64_t) {
+  auto it = next_.brokers_.find(r.broker_id);
+  if (it == next_.brokers_.end() || it->second.broker_epoch != r.broker_epoch) {
+    return bad("BrokerRegistrationChangeRecord for broker " + std::to_string(r.broker_id) + " epoch " +
+               std::to_string(r.broker_epoch) + ", which is not registered in that epoch");
+  }
+  // Kafka's encoding: 0 = unchanged, 1 = true (fenced / in shutdown), 2 = false.
+  if (r.fenced == 1) it->second.fenced = true;
+  if (r.fenced == 2) it->second.fenced = false;
+  if (r.in_controlled_shutdown == 1) it->second.in_controlled_shutdown = true;
+  if (r.in_controlled_shutdown == 2) it->second.in_controlled_shutdown = false;
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::topic_record& r, int64_t) {
+  if (next_.topics_.contains(r.name)) return bad("TopicRecord for '" + r.name + "', which exists");
+  if (next_.topic_names_by_id_.contains(r.topic_id.value)) {
+    return bad("TopicRecord for '" + r.name + "' with the id " + id_text(r.topic_id) + " of another topic");
+  }
+  auto t = std::make_shared<topic_image>();
+  t->name = r.name;
+  t->topic_id = r.topic_id;
+  copied_[r.name] = t;
+  next_.topics_[r.name] = t;
+  next_.topic_names_by_id_[r.topic_id.value] = r.name;
+  touched_topics_.push_back(r.name);
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::partition_record& r, int64_t) {
+  topic_image* topic = mutable_topic(r.topic_id);
+  if (topic == nullptr) return bad("PartitionRecord for unknown topic id " + id_text(r.topic_id));
+  // Partitions arrive in order: a new one is the next index; an existing one is replaced.
+  if (r.partition_id < 0 || r.partition_id > static_cast<int32_t>(topic->partitions.size())) {
+    return bad("PartitionRecord for partition " + std::to_string(r.partition_id) + " of topic '" + topic->name +
+               "', which has " + std::to_string(topic->partitions.size()) + " partitions");
+  }
+  partition_image p{r.replicas, r.isr, r.leader, std::max(r.leader_epoch, 0), std::max(r.partition_epoch, 0),
+                    r.adding_replicas, r.removing_replicas};
+  if (r.partition_id == static_cast<int32_t>(topic->partitions.size())) {
+    topic->partitions.push_back(std::move(p));
+    ++next_.partition_count_;
+  } else {
+    topic->partitions[static_cast<size_t>(r.partition_id)] = std::move(p);
+  }
+  return base::ok_v;
+}
+
+
+result<void> metadata_delta::apply_record(const protocol::config_record& r, int64_t) {
+  if (r.resource_type == config_resource_topic) {
+    auto name = next_.topics_.find(r.resource_name);
+    if (name == next_.topics_.end()) return bad("ConfigRecord for unknown topic '" + r.resource_name + "'");
+    topic_image* topic = mutable_topic(name->second->topic_id);
+    if (r.value) {
+      topic->configs[r.name] = *r.value;
+    } else {
+      topic->configs.erase(r.name);
+    }
+    return base::ok_v;
+  }
+  if (r.resource_type == config_resource_broker) {
+    int32_t node = -1;
+    if (!r.resource_name.empty()) {
+      const std::string& text = r.resource_name;
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), node);
+      if (ec != std::errc() || ptr != text.data() + text.size() || node < 0) {
+        return bad("ConfigRecord for broker '" + text + "', which is not a node id");
+      }
+    }
+    if (r.value) {
+      next_.broker_configs_[node][r.name] = *r.value;
+    } else {
+      next_.broker_configs_[node].erase(r.name);
+      if (next_.broker_configs_[node].empty()) next_.broker_configs_.erase(node);
+    }
+    return base::ok_v;
+  }
+  return bad("ConfigRecord of resource type " + std::to_string(r.resource_type) + " (topic 2 or broker 4)");
+}
+
+result<void> metadata_delta::apply_record(const protocol::remove_topic_record& r, int64_t) {
+  auto name = next_.topic_names_by_id_.find(r.topic_id.value);
+  if (name == next_.topic_names_by_id_.end()) return bad("RemoveTopicRecord for unknown topic id " + id_text(r.topic_id));
+  auto topic = next_.topics_.find(name->second);
+  next_.partition_count_ -= static_cast<int64_t>(topic->second->partitions.size());
+  touched_topics_.push_back(name->second);
+  copied_.erase(name->second);
+  next_.topics_.erase(topic);
+  next_.topic_names_by_id_.erase(name);
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::producer_ids_record& r, int64_t) {
+  if (r.next_producer_id < next_.next_producer_id_) {
+    return bad("ProducerIdsRecord moves next_producer_id back from " + std::to_string(next_.next_producer_id_) + " to " +
+               std::to_string(r.next_producer_id));
+  }
+  next_.next_producer_id_ = r.next_producer_id;
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::feature_level_record& r, int64_t) {
+  next_.features_[r.name] = r.feature_level;
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::user_scram_credential_record& r, int64_t) {
+  if (r.name.empty()) return bad("UserScramCredentialRecord with an empty user name");
+  if (r.mechanism != 1 && r.mechanism != 2) {
+    return bad("UserScramCredentialRecord for user '" + r.name + "' with mechanism " + std::to_string(r.mechanism) +
+               " (1 SCRAM-SHA-256 or 2 SCRAM-SHA-512)");
+  }
+  next_.scram_credentials_[r.name][r.mechanism] = r;
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::remove_user_scram_credential_record& r, int64_t) {
+  auto user = next_.scram_credentials_.find(r.name);
+  if (user == next_.scram_credentials_.end() || user->second.erase(r.mechanism) == 0) {
+    return bad("RemoveUserScramCredentialRecord for user '" + r.name + "' and mechanism " +
+               std::to_string(r.mechanism) + ", which has no such credential");
+  }
+  if (user->second.empty()) next_.scram_credentials_.erase(user);
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::access_control_entry_record& r, int64_t) {
+  if (next_.acls_->contains(r.id.value)) return bad("AccessControlEntryRecord: ACL id " + id_text(r.id) + " exists");
+  if (r.resource_name.empty() || r.principal.empty() || r.host.empty()) {
+    return bad("AccessControlEntryRecord " + id_text(r.id) + ": empty resource name, principal or host");
+  }
+  auto acls = std::make_shared<metadata_image::acl_map>(*next_.acls_);
+  acls->emplace(r.id.value, r);
+  next_.acls_ = std::move(acls);
+  return base::ok_v;
+}
+
+result<void> metadata_delta::apply_record(const protocol::remove_access_control_entry_record& r, int64_t) {
+  if (!next_.acls_->contains(r.id.value)) return bad("RemoveAccessControlEntryRecord for unknown ACL id " + id_text(r.id));
+  auto acls = std::make_shared<metadata_image::acl_map>(*next_.acls_);
+  acls->erase(r.id.value);
+  next_.acls_ = std::move(acls);
+  return base::ok_v;
+}
+
 result<void> metadata_delta::apply(const protocol::metadata_record& record, int64_t offset) {
   RINGLOG_ASSERT_OP(offset, >=, next_.offset_);   // the records of one entry share its offset
   next_.offset_ = offset;
-  using namespace protocol;
-  if (const auto* r = std::get_if<register_broker_record>(&record)) {
-    broker_registration b;
-    b.node_id = r->broker_id;
-    // Kafka's broker epoch is the offset of the registration; a registration proposed by the
-    // broker itself says -1 and gets that offset here (snapshots carry the epoch explicitly).
-    b.broker_epoch = r->broker_epoch >= 0 ? r->broker_epoch : offset;
-    b.incarnation_id = r->incarnation_id;
-    for (const auto& e : r->end_points) b.endpoints.push_back({e.name, e.host, e.port});
-    b.rack = r->rack.value_or("");
-    b.fenced = r->fenced;
-    b.in_controlled_shutdown = r->in_controlled_shutdown;
-    next_.brokers_[b.node_id] = std::move(b);
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<fence_broker_record>(&record)) {
-    auto it = next_.brokers_.find(r->id);
-    if (it == next_.brokers_.end() || it->second.broker_epoch != r->epoch) {
-      return bad("FenceBrokerRecord for broker " + std::to_string(r->id) + " epoch " + std::to_string(r->epoch) +
-                 ", which is not registered in that epoch");
-    }
-    it->second.fenced = true;
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<unfence_broker_record>(&record)) {
-    auto it = next_.brokers_.find(r->id);
-    if (it == next_.brokers_.end() || it->second.broker_epoch != r->epoch) {
-      return bad("UnfenceBrokerRecord for broker " + std::to_string(r->id) + " epoch " + std::to_string(r->epoch) +
-                 ", which is not registered in that epoch");
-    }
-    it->second.fenced = false;
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<broker_registration_change_record>(&record)) {
-    auto it = next_.brokers_.find(r->broker_id);
-    if (it == next_.brokers_.end() || it->second.broker_epoch != r->broker_epoch) {
-      return bad("BrokerRegistrationChangeRecord for broker " + std::to_string(r->broker_id) + " epoch " +
-                 std::to_string(r->broker_epoch) + ", which is not registered in that epoch");
-    }
-    // Kafka's encoding: 0 = unchanged, 1 = true (fenced / in shutdown), 2 = false.
-    if (r->fenced == 1) it->second.fenced = true;
-    if (r->fenced == 2) it->second.fenced = false;
-    if (r->in_controlled_shutdown == 1) it->second.in_controlled_shutdown = true;
-    if (r->in_controlled_shutdown == 2) it->second.in_controlled_shutdown = false;
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<topic_record>(&record)) {
-    if (next_.topics_.contains(r->name)) return bad("TopicRecord for '" + r->name + "', which exists");
-    if (next_.topic_names_by_id_.contains(r->topic_id.value)) {
-      return bad("TopicRecord for '" + r->name + "' with the id " + id_text(r->topic_id) + " of another topic");
-    }
-    auto t = std::make_shared<topic_image>();
-    t->name = r->name;
-    t->topic_id = r->topic_id;
-    copied_[r->name] = t;
-    next_.topics_[r->name] = t;
-    next_.topic_names_by_id_[r->topic_id.value] = r->name;
-    touched_topics_.push_back(r->name);
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<partition_record>(&record)) {
-    topic_image* topic = mutable_topic(r->topic_id);
-    if (topic == nullptr) return bad("PartitionRecord for unknown topic id " + id_text(r->topic_id));
-    // Partitions arrive in order: a new one is the next index; an existing one is replaced.
-    if (r->partition_id < 0 || r->partition_id > static_cast<int32_t>(topic->partitions.size())) {
-      return bad("PartitionRecord for partition " + std::to_string(r->partition_id) + " of topic '" + topic->name +
-                 "', which has " + std::to_string(topic->partitions.size()) + " partitions");
-    }
-    partition_image p{r->replicas, r->isr, r->leader, std::max(r->leader_epoch, 0), std::max(r->partition_epoch, 0),
-                      r->adding_replicas, r->removing_replicas};
-    if (r->partition_id == static_cast<int32_t>(topic->partitions.size())) {
-      topic->partitions.push_back(std::move(p));
-      ++next_.partition_count_;
-    } else {
-      topic->partitions[static_cast<size_t>(r->partition_id)] = std::move(p);
-    }
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<partition_change_record>(&record)) return apply_partition_change(*r);
-  if (const auto* r = std::get_if<config_record>(&record)) {
-    if (r->resource_type == config_resource_topic) {
-      auto name = next_.topics_.find(r->resource_name);
-      if (name == next_.topics_.end()) return bad("ConfigRecord for unknown topic '" + r->resource_name + "'");
-      topic_image* topic = mutable_topic(name->second->topic_id);
-      if (r->value) {
-        topic->configs[r->name] = *r->value;
-      } else {
-        topic->configs.erase(r->name);
-      }
-      return base::ok_v;
-    }
-    if (r->resource_type == config_resource_broker) {
-      int32_t node = -1;
-      if (!r->resource_name.empty()) {
-        const std::string& text = r->resource_name;
-        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), node);
-        if (ec != std::errc() || ptr != text.data() + text.size() || node < 0) {
-          return bad("ConfigRecord for broker '" + text + "', which is not a node id");
-        }
-      }
-      if (r->value) {
-        next_.broker_configs_[node][r->name] = *r->value;
-      } else {
-        next_.broker_configs_[node].erase(r->name);
-        if (next_.broker_configs_[node].empty()) next_.broker_configs_.erase(node);
-      }
-      return base::ok_v;
-    }
-    return bad("ConfigRecord of resource type " + std::to_string(r->resource_type) + " (topic 2 or broker 4)");
-  }
-  if (const auto* r = std::get_if<remove_topic_record>(&record)) {
-    auto name = next_.topic_names_by_id_.find(r->topic_id.value);
-    if (name == next_.topic_names_by_id_.end()) return bad("RemoveTopicRecord for unknown topic id " + id_text(r->topic_id));
-    auto topic = next_.topics_.find(name->second);
-    next_.partition_count_ -= static_cast<int64_t>(topic->second->partitions.size());
-    touched_topics_.push_back(name->second);
-    copied_.erase(name->second);
-    next_.topics_.erase(topic);
-    next_.topic_names_by_id_.erase(name);
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<producer_ids_record>(&record)) {
-    if (r->next_producer_id < next_.next_producer_id_) {
-      return bad("ProducerIdsRecord moves next_producer_id back from " + std::to_string(next_.next_producer_id_) + " to " +
-                 std::to_string(r->next_producer_id));
-    }
-    next_.next_producer_id_ = r->next_producer_id;
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<feature_level_record>(&record)) {
-    next_.features_[r->name] = r->feature_level;
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<user_scram_credential_record>(&record)) {
-    if (r->name.empty()) return bad("UserScramCredentialRecord with an empty user name");
-    if (r->mechanism != 1 && r->mechanism != 2) {
-      return bad("UserScramCredentialRecord for user '" + r->name + "' with mechanism " + std::to_string(r->mechanism) +
-                 " (1 SCRAM-SHA-256 or 2 SCRAM-SHA-512)");
-    }
-    next_.scram_credentials_[r->name][r->mechanism] = *r;
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<remove_user_scram_credential_record>(&record)) {
-    auto user = next_.scram_credentials_.find(r->name);
-    if (user == next_.scram_credentials_.end() || user->second.erase(r->mechanism) == 0) {
-      return bad("RemoveUserScramCredentialRecord for user '" + r->name + "' and mechanism " +
-                 std::to_string(r->mechanism) + ", which has no such credential");
-    }
-    if (user->second.empty()) next_.scram_credentials_.erase(user);
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<access_control_entry_record>(&record)) {
-    if (next_.acls_->contains(r->id.value)) return bad("AccessControlEntryRecord: ACL id " + id_text(r->id) + " exists");
-    if (r->resource_name.empty() || r->principal.empty() || r->host.empty()) {
-      return bad("AccessControlEntryRecord " + id_text(r->id) + ": empty resource name, principal or host");
-    }
-    auto acls = std::make_shared<metadata_image::acl_map>(*next_.acls_);
-    acls->emplace(r->id.value, *r);
-    next_.acls_ = std::move(acls);
-    return base::ok_v;
-  }
-  if (const auto* r = std::get_if<remove_access_control_entry_record>(&record)) {
-    if (!next_.acls_->contains(r->id.value)) return bad("RemoveAccessControlEntryRecord for unknown ACL id " + id_text(r->id));
-    auto acls = std::make_shared<metadata_image::acl_map>(*next_.acls_);
-    acls->erase(r->id.value);
-    next_.acls_ = std::move(acls);
-    return base::ok_v;
-  }
-  return base::ok_v;   // records that change nothing in the image (none today)
+  // One apply_record per record type: a new record type without one fails the build.
+  return std::visit([this, offset](const auto& r) { return apply_record(r, offset); }, record);
 }
 
 std::shared_ptr<const metadata_image> metadata_delta::image() && {

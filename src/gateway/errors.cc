@@ -17,13 +17,20 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::invalid_replication_factor:
     case errc::invalid_replica_assignment:
     case errc::invalid_config:
+    case errc::duplicate_resource:
+    case errc::security_disabled:
       return {400, ec::kafka_bad_request, e.message};
     case errc::invalid_request:
     case errc::corrupt_message:
     case errc::invalid_record:
     case errc::invalid_timestamp:
+    case errc::offset_metadata_too_large:
+    case errc::invalid_transaction_timeout:
+    case errc::unacceptable_credential:
+    case errc::unsupported_sasl_mechanism:
       return {422, ec::unprocessable, e.message};
     case errc::offset_out_of_range:
+    case errc::no_offset_for_partition:
       return {422, ec::invalid_offset_or_partition, e.message};
     case errc::message_too_large:
     case errc::record_list_too_large:
@@ -34,6 +41,7 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::transactional_id_authorization_failed:
       return {403, ec::forbidden, e.message};
     case errc::throttling_quota_exceeded:
+    case errc::group_max_size_reached:
       return {429, ec::too_many_requests, e.message};
     case errc::request_timed_out:
       return {408, ec::request_timeout, e.message};
@@ -48,10 +56,8 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::unknown_leader_epoch:
     case errc::not_coordinator:
     case errc::preferred_leader_not_available:
+    case errc::coordinator_load_in_progress:
       return {503, ec::unavailable, e.message};
-    case errc::election_not_needed:
-    case errc::no_reassignment_in_progress:
-      return {409, ec::illegal_state, e.message};
     case errc::kafka_storage_error:
     case errc::unknown_server_error:
       return {500, ec::kafka_error, e.message};
@@ -66,6 +72,10 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::member_id_required:
     case errc::fenced_instance_id:
     case errc::group_subscribed_to_topic:
+    case errc::invalid_txn_state:
+    case errc::invalid_producer_id_mapping:
+    case errc::election_not_needed:
+    case errc::no_reassignment_in_progress:
       return {409, ec::illegal_state, e.message};
     case errc::group_not_empty:
       return {409, ec::group_not_empty, e.message};
@@ -76,44 +86,22 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::inconsistent_group_protocol:
     case errc::invalid_regular_expression:
       return {422, ec::invalid_consumer_config, e.message};
-    case errc::offset_metadata_too_large:
-      return {422, ec::unprocessable, e.message};
-    case errc::no_offset_for_partition:
-      return {422, ec::invalid_offset_or_partition, e.message};
-    case errc::group_max_size_reached:
-      return {429, ec::too_many_requests, e.message};
     case errc::out_of_order_sequence_number:
       return {409, ec::out_of_order_sequence, e.message};
     case errc::invalid_producer_epoch:
     case errc::transaction_coordinator_fenced:
-      return {409, ec::producer_fenced, e.message};
-    case errc::invalid_txn_state:
-      return {409, ec::illegal_state, e.message};
-    case errc::unknown_producer_id:
-      return {404, ec::producer_not_found, e.message};
     case errc::producer_fenced:
       return {409, ec::producer_fenced, e.message};
-    case errc::invalid_producer_id_mapping:
-      return {409, ec::illegal_state, e.message};
+    case errc::unknown_producer_id:
+      return {404, ec::producer_not_found, e.message};
     case errc::concurrent_transactions:
       return {409, ec::concurrent_transactions, e.message};
-    case errc::invalid_transaction_timeout:
-      return {422, ec::unprocessable, e.message};
     case errc::transactional_id_not_found:
       return {404, ec::transaction_not_found, e.message};
-    case errc::coordinator_load_in_progress:
-      return {503, ec::unavailable, e.message};
     case errc::resource_not_found:
       return {404, ec::not_found, e.message};
-    case errc::duplicate_resource:
-      return {400, ec::kafka_bad_request, e.message};
-    case errc::unacceptable_credential:
-    case errc::unsupported_sasl_mechanism:
-      return {422, ec::unprocessable, e.message};
     case errc::offset_not_available:
       return {503, ec::offset_not_available, e.message};
-    case errc::security_disabled:
-      return {400, ec::kafka_bad_request, e.message};
   }
   return {500, ec::kafka_error, e.message};
 }

@@ -160,7 +160,22 @@ class metadata_delta {
  private:
   /// The topic to change, copied on first change; nullptr when no topic has that id.
   topic_image* mutable_topic(const uuid& id);
-  result<void> apply_partition_change(const protocol::partition_change_record& r);
+  // The change of one record type (apply() visits the record).
+  result<void> apply_record(const protocol::register_broker_record& r, int64_t offset);
+  result<void> apply_record(const protocol::fence_broker_record& r, int64_t offset);
+  result<void> apply_record(const protocol::unfence_broker_record& r, int64_t offset);
+  result<void> apply_record(const protocol::broker_registration_change_record& r, int64_t offset);
+  result<void> apply_record(const protocol::topic_record& r, int64_t offset);
+  result<void> apply_record(const protocol::partition_record& r, int64_t offset);
+  result<void> apply_record(const protocol::partition_change_record& r, int64_t offset);
+  result<void> apply_record(const protocol::config_record& r, int64_t offset);
+  result<void> apply_record(const protocol::remove_topic_record& r, int64_t offset);
+  result<void> apply_record(const protocol::producer_ids_record& r, int64_t offset);
+  result<void> apply_record(const protocol::feature_level_record& r, int64_t offset);
+  result<void> apply_record(const protocol::user_scram_credential_record& r, int64_t offset);
+  result<void> apply_record(const protocol::remove_user_scram_credential_record& r, int64_t offset);
+  result<void> apply_record(const protocol::access_control_entry_record& r, int64_t offset);
+  result<void> apply_record(const protocol::remove_access_control_entry_record& r, int64_t offset);
   metadata_image next_;
   std::vector<std::string> touched_topics_;
   std::map<std::string, std::shared_ptr<topic_image>, std::less<>> copied_;   // topics copied in this delta
