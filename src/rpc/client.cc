@@ -65,7 +65,10 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   std::shared_ptr<runtime::reloading_tls_context> tls;
   runtime::shard_socket socket;   // while connecting
   /// Once connected: the socket, with TLS over it when `tls` is set. Reads and writes go here.
-  std::unique_ptr<runtime::tls_socket> stream;
+  /// Shared with every operation in flight on it: a composed write or read that has more bytes
+  /// to move after a reset_socket() calls the stream again (then closed, so it fails at once),
+  /// and must not find it freed (a use-after-free seen under MALLOC_PERTURB_ in test_rpc).
+  std::shared_ptr<runtime::tls_socket> stream;
   runtime::shard_socket& tcp_socket() { return stream ? stream->socket() : socket; }
   timer_type backoff_timer;
   timer_type connect_timer;
@@ -236,14 +239,14 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     }
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    stream = std::make_unique<runtime::tls_socket>(std::move(socket));
+    stream = std::make_shared<runtime::tls_socket>(std::move(socket));
     socket = runtime::shard_socket(context.get_executor());
     if (!tls) return on_ready();
     // Mutual TLS: this node's certificate goes out, the peer's must chain to the truststore. The
     // connect timeout covers the handshake too.
     stream->use_tls(tls->current());
     const uint64_t gen = generation;
-    stream->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this(), gen](boost::system::error_code hec) {
+    stream->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this(), keep = stream, gen](boost::system::error_code hec) {
       if (self->generation != gen || self->st != state::connecting) return;
       if (hec) return self->on_connect_failed("TLS handshake failed: " + runtime::tls_failure_reason(hec));
       self->on_ready();
@@ -304,7 +307,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     writing = true;
     const uint64_t gen = generation;
     asio::async_write(*stream, asio::buffer(unsent.front().second),
-                      [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
+                      [self = shared_from_this(), keep = stream, gen](boost::system::error_code ec, size_t) {
                         if (self->generation != gen) return;
                         self->writing = false;
                         if (ec) {
@@ -319,7 +322,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   void read_next() {
     const uint64_t gen = generation;
     asio::async_read(*stream, asio::buffer(size_prefix),
-                     [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
+                     [self = shared_from_this(), keep = stream, gen](boost::system::error_code ec, size_t) {
                        if (self->generation != gen) return;
                        if (ec) {
                          self->on_broken(errc::disconnected, ec == asio::error::eof ? "closed by peer" : ec.message());
@@ -338,7 +341,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     }
     frame.assign(static_cast<size_t>(size), std::byte{0});
     const uint64_t gen = generation;
-    asio::async_read(*stream, asio::buffer(frame), [self = shared_from_this(), gen](boost::system::error_code ec, size_t) {
+    asio::async_read(*stream, asio::buffer(frame), [self = shared_from_this(), keep = stream, gen](boost::system::error_code ec, size_t) {
       if (self->generation != gen) return;
       if (ec) {
         self->on_broken(errc::disconnected, "read failed inside a frame: " + ec.message());
