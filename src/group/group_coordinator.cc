@@ -923,23 +923,8 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
   if (std::holds_alternative<consumer_instance_key>(*key)) return base::ok_v;
   const std::string& group_id = std::visit([](const auto& k) -> const std::string& { return k.group_id; }, *key);
   auto git = groups_.find(group_id);
-  if (!record.value) {  // tombstone
-    if (git == groups_.end()) return base::ok_v;
-    if (const auto* ok = std::get_if<offset_commit_key>(&*key)) {
-      git->second.committed.erase(ok->partition);
-    } else if (const auto* tk = std::get_if<txn_offset_key>(&*key)) {
-      auto pit = git->second.pending_txn.find(tk->producer_id);
-      if (pit != git->second.pending_txn.end()) {
-        pit->second.erase(tk->partition);
-        if (pit->second.empty()) git->second.pending_txn.erase(pit);
-      }
-    } else {
-      git->second.members.clear();
-      git->second.classic.reset();
-      git->second.last_persisted.reset();
-    }
-    const auto& g = git->second;
-    if (g.members.empty() && g.committed.empty() && g.pending_txn.empty() && !g.last_persisted) groups_.erase(git);
+  if (!record.value) {
+    if (git != groups_.end()) replay_tombstone(*key, git);
     return base::ok_v;
   }
   // Decode before creating anything, so a corrupt record changes nothing.
@@ -977,37 +962,64 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
     return base::ok_v;
   }
   if (classic_value) {
-    // Kafka's loadGroup: every member comes back (dynamic ones too) with its assignment, the
-    // group Stable at its generation, each session starting now; members keep heartbeating and
-    // committing as if the coordinator never left.
-    g.members.clear();
-    g.assignment_stale = false;
-    g.generation = classic_value->generation;
-    classic_state c;
-    c.protocol_type = classic_value->protocol_type;
-    c.protocol_name = classic_value->protocol_name;
-    c.leader = classic_value->leader.value_or("");
-    c.state = classic_value->members.empty() ? group_state::empty : group_state::stable;
-    c.state_since_ms = now_ms;
-    for (auto& meta : classic_value->members) {
-      classic_member m;
-      m.protocols.push_back(classic_protocol{c.protocol_name.value_or(""), meta.subscription});
-      m.meta = std::move(meta);
-      m.last_heartbeat_ms = now_ms;
-      const std::string id = m.meta.member_id;
-      c.members.emplace(id, std::move(m));
-    }
-    if (!c.members.empty() && !c.members.contains(c.leader)) c.leader = c.members.begin()->first;
-    g.classic = std::move(c);
-    g.last_persisted = *record.value;
-    return base::ok_v;
+    replay_classic_group(g, std::move(*classic_value), now_ms);
+  } else if (auto replayed = replay_group(g, std::move(*group_value), now_ms); !replayed.ok()) {
+    return replayed;
   }
-  g.assignor = group_value->assignor;
-  g.generation = group_value->generation;
+  g.last_persisted = *record.value;
+  return base::ok_v;
+}
+
+void group_coordinator::replay_tombstone(const offsets_topic_key& key, groups_map::iterator git) {
+  if (const auto* ok = std::get_if<offset_commit_key>(&key)) {
+    git->second.committed.erase(ok->partition);
+  } else if (const auto* tk = std::get_if<txn_offset_key>(&key)) {
+    auto pit = git->second.pending_txn.find(tk->producer_id);
+    if (pit != git->second.pending_txn.end()) {
+      pit->second.erase(tk->partition);
+      if (pit->second.empty()) git->second.pending_txn.erase(pit);
+    }
+  } else {
+    git->second.members.clear();
+    git->second.classic.reset();
+    git->second.last_persisted.reset();
+  }
+  const auto& g = git->second;
+  if (g.members.empty() && g.committed.empty() && g.pending_txn.empty() && !g.last_persisted) groups_.erase(git);
+}
+
+void group_coordinator::replay_classic_group(group_state_data& g, classic_group_metadata value, int64_t now_ms) {
+  // Kafka's loadGroup: every member comes back (dynamic ones too) with its assignment, the
+  // group Stable at its generation, each session starting now; members keep heartbeating and
+  // committing as if the coordinator never left.
+  g.members.clear();
+  g.assignment_stale = false;
+  g.generation = value.generation;
+  classic_state c;
+  c.protocol_type = value.protocol_type;
+  c.protocol_name = value.protocol_name;
+  c.leader = value.leader.value_or("");
+  c.state = value.members.empty() ? group_state::empty : group_state::stable;
+  c.state_since_ms = now_ms;
+  for (auto& meta : value.members) {
+    classic_member m;
+    m.protocols.push_back(classic_protocol{c.protocol_name.value_or(""), meta.subscription});
+    m.meta = std::move(meta);
+    m.last_heartbeat_ms = now_ms;
+    const std::string id = m.meta.member_id;
+    c.members.emplace(id, std::move(m));
+  }
+  if (!c.members.empty() && !c.members.contains(c.leader)) c.leader = c.members.begin()->first;
+  g.classic = std::move(c);
+}
+
+result<void> group_coordinator::replay_group(group_state_data& g, group_metadata value, int64_t now_ms) {
+  g.assignor = value.assignor;
+  g.generation = value.generation;
   g.classic.reset();
   g.members.clear();
   g.assignment_stale = false;
-  for (auto& meta : group_value->members) {
+  for (auto& meta : value.members) {
     if (!meta.group_instance_id) {
       g.assignment_stale = true;  // dynamic members do not survive a restart
       continue;
@@ -1017,7 +1029,7 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
       try {
         m.pattern.emplace(meta.sub.pattern, std::regex::ECMAScript);
       } catch (const std::regex_error&) {
-        return err(errc::corrupt_message, "group '" + group_id + "': stored pattern does not compile");
+        return err(errc::corrupt_message, "group '" + g.group_id + "': stored pattern does not compile");
       }
     }
     m.meta = std::move(meta);
@@ -1025,7 +1037,6 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
     const std::string id = m.meta.member_id;
     g.members.emplace(id, std::move(m));
   }
-  g.last_persisted = *record.value;
   return base::ok_v;
 }
 

@@ -425,6 +425,12 @@ class group_coordinator {
     bool assignment_stale = false;                // replay dropped members: rebalance on next call
   };
   using groups_map = std::map<std::string, group_state_data, std::less<>>;
+  // replay() of one record kind: a tombstone of `key`'s group (found at `git`, erased when nothing
+  // is left), a classic group's metadata (Kafka's loadGroup), a consumer group's (errors:
+  // corrupt_message for a stored pattern that does not compile).
+  void replay_tombstone(const offsets_topic_key& key, groups_map::iterator git);
+  void replay_classic_group(group_state_data& g, classic_group_metadata value, int64_t now_ms);
+  result<void> replay_group(group_state_data& g, group_metadata value, int64_t now_ms);
 
   result<group_state_data*> find_group(std::string_view group_id);
   result<member_state*> find_member(group_state_data& g, std::string_view member_id);
