@@ -23,6 +23,7 @@ import kafka_schema
 import kafka_wire
 from conftest import Broker, free_port
 from test_sasl import scram_login
+from tls_certs import Material
 
 AUTHORIZER = "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ADMIN, BOB, CAROL = ("admin", "admin-secret"), ("bob", "bob-secret"), ("carol", "carol-secret")
@@ -381,5 +382,40 @@ def test_acls_survive_a_restart(ringlog_bin, tmp_path):
         assert produce_one(b, BOB, "kept") is None
         err = produce_one(b, CAROL, "kept")
         assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, err
+    finally:
+        assert b.stop() == 0
+
+
+def test_the_mtls_principal_is_the_one_checked(ringlog_bin, tmp_path):
+    """On an SSL listener with client certificates the mapped subject is the principal (alice's
+    certificate -> User:alice); without a certificate the caller is User:ANONYMOUS."""
+    certs = Material(tmp_path / "certs")
+    http, sasl, ssl_port, client = free_port(), free_port(), free_port(), free_port()
+    b = Broker(tmp_path / "data", port=http, kafka_port=sasl, extra_sets=[
+        f"listeners=http://127.0.0.1:{http},SASL_PLAINTEXT://127.0.0.1:{sasl},SSL://127.0.0.1:{ssl_port},"
+        f"CLIENT://127.0.0.1:{client}",
+        "listener.security.protocol.map=CLIENT:SSL", f"ssl.keystore.location={certs.broker_pem}",
+        f"ssl.truststore.location={certs.ca_file}", "listener.name.client.ssl.client.auth=required",
+        "listener.name.client.ssl.principal.mapping.rules=RULE:^.*CN=([a-z]+).*$/$1/", AUTHORIZER,
+        "sasl.enabled.mechanisms=SCRAM-SHA-512", "super.users=User:admin"],
+        extra_args=["--add-scram", f"SCRAM-SHA-512=[name={ADMIN[0]},password={ADMIN[1]}]"]).start()
+    try:
+        create_topic(b, "mtls")   # as admin, over SASL
+        tls = {"security.protocol": "SSL", "ssl.ca.location": certs.ca_file, "message.timeout.ms": 10000}
+        alice = {**tls, "bootstrap.servers": f"127.0.0.1:{client}", "ssl.certificate.location": certs.alice_crt,
+                 "ssl.key.location": certs.alice_key}
+        anonymous = {**tls, "bootstrap.servers": f"127.0.0.1:{ssl_port}"}
+
+        def produce(conf_):
+            p = Producer(conf_)
+            got = []
+            p.produce("mtls", b"v", on_delivery=lambda err, msg: got.append(err))
+            p.flush(20)
+            return got[0]
+
+        assert produce(alice).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        create_acls(b, allow("User:alice", ResourceType.TOPIC, "mtls", ACLOperation.WRITE))
+        assert produce(alice) is None
+        assert produce(anonymous).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     finally:
         assert b.stop() == 0
