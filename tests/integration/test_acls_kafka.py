@@ -419,3 +419,16 @@ def test_the_mtls_principal_is_the_one_checked(ringlog_bin, tmp_path):
         assert produce(anonymous).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     finally:
         assert b.stop() == 0
+
+
+def test_kafkajs_meets_the_same_rules(acl_broker, monkeypatch):
+    from test_kafka_groups import run_kafkajs
+    b = acl_broker
+    topic = "kjs-acl-topic"
+    create_topic(b, topic)
+    create_acls(b, allow("User:bob", ResourceType.TOPIC, topic, ACLOperation.DESCRIBE))
+    monkeypatch.setenv("KAFKA_ADMIN_USERNAME", ADMIN[0])
+    monkeypatch.setenv("KAFKA_ADMIN_PASSWORD", ADMIN[1])
+    monkeypatch.setenv("KAFKA_SASL_USERNAME", BOB[0])
+    monkeypatch.setenv("KAFKA_SASL_PASSWORD", BOB[1])
+    run_kafkajs("acls.test.mjs", b.bootstrap, topic)
