@@ -20,17 +20,28 @@ test("KafkaJS: TOPIC_AUTHORIZATION_FAILED without WRITE, a prefixed ALLOW from a
   const admin = client(process.env.KAFKA_ADMIN_USERNAME, process.env.KAFKA_ADMIN_PASSWORD);
   const producer = bob.producer();
   await producer.connect();
+  try {
+    await refusedThenAllowed(bob, admin, producer);
+  } finally {
+    await producer.disconnect();   // a failed assertion must not leave the process waiting on it
+  }
+});
+
+async function refusedThenAllowed(bob, admin, producer) {
   await assert.rejects(producer.send({ topic, acks: -1, messages: [{ value: "refused" }] }),
     (e) => e.type === "TOPIC_AUTHORIZATION_FAILED" || /TOPIC_AUTHORIZATION_FAILED|authoriz/i.test(String(e)));
 
   // bob may not read the ACLs (DESCRIBE on the cluster); the super user may change them.
   const bobAdmin = bob.admin();
   await bobAdmin.connect();
-  await assert.rejects(bobAdmin.describeAcls({
-    resourceType: AclResourceTypes.ANY, resourcePatternType: ResourcePatternTypes.ANY,
-    operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY,
-  }), (e) => e.type === "CLUSTER_AUTHORIZATION_FAILED" || /CLUSTER_AUTHORIZATION_FAILED|authoriz/i.test(String(e)));
-  await bobAdmin.disconnect();
+  try {
+    await assert.rejects(bobAdmin.describeAcls({
+      resourceType: AclResourceTypes.ANY, resourcePatternType: ResourcePatternTypes.ANY,
+      operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY,
+    }), (e) => e.type === "CLUSTER_AUTHORIZATION_FAILED" || /CLUSTER_AUTHORIZATION_FAILED|authoriz/i.test(String(e)));
+  } finally {
+    await bobAdmin.disconnect();
+  }
   const a = admin.admin();
   await a.connect();
   await a.createAcls({ acl: [{
@@ -41,5 +52,4 @@ test("KafkaJS: TOPIC_AUTHORIZATION_FAILED without WRITE, a prefixed ALLOW from a
 
   const [answer] = await producer.send({ topic, acks: -1, messages: [{ value: "allowed" }] });
   assert.equal(answer.errorCode, 0);
-  await producer.disconnect();
-});
+}
