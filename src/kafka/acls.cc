@@ -32,6 +32,12 @@ security::acl_filter filter_of(int8_t resource_type, const std::optional<std::st
 void handle_describe_acls(const request_context& ctx, protocol::describe_acls_request_data request) {
   using response = protocol::describe_acls_response_data;
   response out;
+  // DESCRIBE on the cluster (KafkaApis/AclApis.handleDescribeAcls).
+  if (!ctx.authorized_cluster(security::acl_operation::describe)) {
+    out.error_code = error_code::cluster_authorization_failed;
+    out.error_message = "DESCRIBE on the cluster is not allowed for " + ctx.principal.to_string();
+    return ctx.answer(out);
+  }
   auto found = ctx.broker_api().describe_acls(filter_of(request.resource_type_filter, request.resource_name_filter,
                                                         request.pattern_type_filter, request.principal_filter,
                                                         request.host_filter, request.operation, request.permission_type));
@@ -70,6 +76,16 @@ void handle_create_acls(const request_context& ctx, protocol::create_acls_reques
                     enum_of<security::acl_permission_type>(c.permission_type, 3)});
   }
   const size_t count = acls.size();
+  // ALTER on the cluster (AclApis.handleCreateAcls): every creation refused.
+  if (!ctx.authorized_cluster(security::acl_operation::alter)) {
+    protocol::create_acls_response_data out;
+    out.results.resize(count);
+    for (auto& one : out.results) {
+      one.error_code = error_code::cluster_authorization_failed;
+      one.error_message = "ALTER on the cluster is not allowed for " + ctx.principal.to_string();
+    }
+    return ctx.answer(out);
+  }
   ctx.broker_api().create_acls(std::move(acls), [ctx, count](broker::result<std::vector<std::optional<broker::error>>> r) {
     using response = protocol::create_acls_response_data;
     response out;
@@ -93,6 +109,16 @@ void handle_delete_acls(const request_context& ctx, protocol::delete_acls_reques
                                 f.principal_filter, f.host_filter, f.operation, f.permission_type));
   }
   const size_t count = filters.size();
+  // ALTER on the cluster (AclApis.handleDeleteAcls): every filter refused, nothing deleted.
+  if (!ctx.authorized_cluster(security::acl_operation::alter)) {
+    protocol::delete_acls_response_data out;
+    out.filter_results.resize(count);
+    for (auto& one : out.filter_results) {
+      one.error_code = error_code::cluster_authorization_failed;
+      one.error_message = "ALTER on the cluster is not allowed for " + ctx.principal.to_string();
+    }
+    return ctx.answer(out);
+  }
   ctx.broker_api().delete_acls(
       std::move(filters), [ctx, count](broker::result<std::vector<broker::result<std::vector<security::acl_binding>>>> r) {
         using response = protocol::delete_acls_response_data;

@@ -115,14 +115,25 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   std::vector<std::string> names;
   const bool all = !request.topics || (ctx.api_version == 0 && request.topics->empty());
   if (all) {
-    names = b.list_topics(true);
+    // DESCRIBE on each topic (KafkaApis.getTopicMetadata): the others are left out, unnamed.
+    for (auto& name : b.list_topics(true)) {
+      if (ctx.authorized(security::resource_type::topic, name, security::acl_operation::describe)) {
+        names.push_back(std::move(name));
+      }
+    }
   } else {
     for (const auto& t : *request.topics) names.push_back(t.name.value_or(""));
   }
   // Kafka: Metadata v0-3 always allowed auto-creation; v4+ carries the client's wish.
   const bool auto_create =
       !all && b.config().auto_create_topics_enable && (ctx.api_version < 4 || request.allow_auto_topic_creation);
-  auto g = std::make_shared<gather<topic_lookup>>(names.size(), [ctx](std::vector<topic_lookup>& found) {
+  // Auto-creation needs CREATE on the cluster or on the topic; without it a missing topic
+  // answers TOPIC_AUTHORIZATION_FAILED, as one the principal may not describe (never revealed).
+  const bool may_create_any = auto_create && ctx.authorized_cluster(security::acl_operation::create);
+  const bool topic_operations = ctx.api_version >= 8 && request.include_topic_authorized_operations;
+  const bool cluster_operations = ctx.api_version >= 8 && ctx.api_version <= 10 && request.include_cluster_authorized_operations;
+  auto g = std::make_shared<gather<topic_lookup>>(names.size(), [ctx, topic_operations, cluster_operations](
+                                                                    std::vector<topic_lookup>& found) {
     protocol::metadata_response_data out;
     const auto& o = ctx.options();
     const auto nodes = kafka_nodes(ctx);
@@ -136,7 +147,16 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
     }
     out.cluster_id = o.cluster_id;
     out.controller_id = client_controller_id(ctx, nodes);
-    for (const auto& t : found) out.topics.push_back(to_metadata_topic(t));
+    for (const auto& t : found) {
+      out.topics.push_back(to_metadata_topic(t));
+      if (topic_operations && t.error != error_code::topic_authorization_failed) {
+        out.topics.back().topic_authorized_operations = ctx.authorized_operations(security::resource_type::topic, t.name);
+      }
+    }
+    if (cluster_operations) {
+      out.cluster_authorized_operations =
+          ctx.authorized_operations(security::resource_type::cluster, security::cluster_resource_name);
+    }
     ctx.answer(out);
   });
   for (size_t i = 0; i < names.size(); ++i) {
@@ -145,7 +165,19 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
       g->complete_one();
       continue;
     }
-    lookup_topic(b, names[i], auto_create, [g, i](topic_lookup t) {
+    if (!all && !ctx.authorized(security::resource_type::topic, names[i], security::acl_operation::describe)) {
+      g->slot(i) = topic_lookup{names[i], std::nullopt, error_code::topic_authorization_failed};
+      g->complete_one();
+      continue;
+    }
+    const bool may_create =
+        may_create_any || (auto_create && ctx.authorized(security::resource_type::topic, names[i], security::acl_operation::create));
+    if (auto_create && !may_create && !b.topic_exists(names[i])) {
+      g->slot(i) = topic_lookup{names[i], std::nullopt, error_code::topic_authorization_failed};
+      g->complete_one();
+      continue;
+    }
+    lookup_topic(b, names[i], may_create, [g, i](topic_lookup t) {
       g->slot(i) = std::move(t);
       g->complete_one();
     });
@@ -162,10 +194,21 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
     out.topics = std::move(results);
     ctx.answer(out);
   });
+  // CREATE on the cluster, else on each topic (KafkaApis.handleCreateTopicsRequest).
+  const bool may_create_any = ctx.authorized_cluster(security::acl_operation::create);
   for (size_t i = 0; i < n; ++i) {
     auto& t = request.topics[i];
     result_t& slot = g->slot(i);
     slot.name = t.name;
+    if (!may_create_any && !ctx.authorized(security::resource_type::topic, t.name, security::acl_operation::create)) {
+      slot.error_code = error_code::topic_authorization_failed;
+      slot.error_message = "CREATE on the cluster or the topic is not allowed for " + ctx.principal.to_string();
+      slot.num_partitions = -1;
+      slot.replication_factor = -1;
+      slot.configs = std::nullopt;
+      g->complete_one();
+      continue;
+    }
     if (!t.assignments.empty()) {
       slot.error_code = error_code::invalid_replica_assignment;
       slot.error_message = "manual replica assignments are not supported: this ringlog runs one node";
@@ -234,6 +277,12 @@ void handle_delete_topics(const request_context& ctx, protocol::delete_topics_re
       g->complete_one();
       continue;
     }
+    if (!ctx.authorized(security::resource_type::topic, *targets[i].first, security::acl_operation::delete_)) {
+      slot.error_code = error_code::topic_authorization_failed;
+      slot.error_message = "DELETE on the topic is not allowed for " + ctx.principal.to_string();
+      g->complete_one();
+      continue;
+    }
     b.delete_topic(*targets[i].first, [g, i](broker::result<void> deleted) {
       if (!deleted.ok()) {
         g->slot(i).error_code = code_of(deleted.error());
@@ -257,6 +306,12 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
   for (size_t i = 0; i < n; ++i) {
     const auto& t = request.topics[i];
     g->slot(i).name = t.name;
+    if (!ctx.authorized(security::resource_type::topic, t.name, security::acl_operation::alter)) {
+      g->slot(i).error_code = error_code::topic_authorization_failed;
+      g->slot(i).error_message = "ALTER on the topic is not allowed for " + ctx.principal.to_string();
+      g->complete_one();
+      continue;
+    }
     if (t.assignments && !t.assignments->empty()) {
       g->slot(i).error_code = error_code::invalid_replica_assignment;
       g->slot(i).error_message = "manual replica assignments are not supported: this ringlog runs one node";
@@ -293,6 +348,12 @@ void handle_alter_partition_reassignments(const request_context& ctx,
                                           protocol::alter_partition_reassignments_request_data request) {
   // Every partition in one call (one metadata entry); the answers go back grouped by topic, in
   // the request's order (KIP-455).
+  if (!ctx.authorized_cluster(security::acl_operation::alter)) {
+    protocol::alter_partition_reassignments_response_data out;
+    out.error_code = error_code::cluster_authorization_failed;
+    out.error_message = "ALTER on the cluster is not allowed for " + ctx.principal.to_string();
+    return ctx.answer(out);
+  }
   std::vector<broker::partition_reassignment_target> targets;
   for (const auto& t : request.topics) {
     for (const auto& p : t.partitions) targets.push_back({t.name, p.partition_index, p.replicas});
@@ -330,6 +391,11 @@ void handle_list_partition_reassignments(const request_context& ctx,
                                          protocol::list_partition_reassignments_request_data request) {
   using response = protocol::list_partition_reassignments_response_data;
   response out;
+  if (!ctx.authorized_cluster(security::acl_operation::describe)) {
+    out.error_code = error_code::cluster_authorization_failed;
+    out.error_message = "DESCRIBE on the cluster is not allowed for " + ctx.principal.to_string();
+    return ctx.answer(out);
+  }
   // (topic, partition) pairs asked for; null topics: every ongoing reassignment.
   auto wanted = [&request](const std::string& topic, int32_t partition) {
     if (!request.topics) return true;
@@ -358,8 +424,17 @@ void handle_list_partition_reassignments(const request_context& ctx,
   ctx.answer(out);
 }
 
-void handle_describe_cluster(const request_context& ctx, protocol::describe_cluster_request_data) {
+void handle_describe_cluster(const request_context& ctx, protocol::describe_cluster_request_data request) {
   protocol::describe_cluster_response_data out;
+  if (!ctx.authorized_cluster(security::acl_operation::describe)) {
+    out.error_code = error_code::cluster_authorization_failed;
+    out.error_message = "DESCRIBE on the cluster is not allowed for " + ctx.principal.to_string();
+    return ctx.answer(out);
+  }
+  if (request.include_cluster_authorized_operations) {
+    out.cluster_authorized_operations =
+        ctx.authorized_operations(security::resource_type::cluster, security::cluster_resource_name);
+  }
   const auto& o = ctx.options();
   out.cluster_id = o.cluster_id;
   const auto nodes = kafka_nodes(ctx);
@@ -387,6 +462,14 @@ void handle_find_coordinator(const request_context& ctx, protocol::find_coordina
   };
   auto find = [&](const std::string& key) {
     answer a;
+    // DESCRIBE on the group or the transactional id (KafkaApis.handleFindCoordinatorRequest).
+    if (!ctx.authorized(transaction ? security::resource_type::transactional_id : security::resource_type::group, key,
+                        security::acl_operation::describe)) {
+      a.error_code = transaction ? error_code::transactional_id_authorization_failed : error_code::group_authorization_failed;
+      a.message = "DESCRIBE on the " + std::string(transaction ? "transactional id" : "group") + " is not allowed for " +
+                  ctx.principal.to_string();
+      return a;
+    }
     const int32_t id = transaction ? ctx.broker_api().transactions().coordinator_id(key)
                                    : ctx.broker_api().group_coordinator_id(key);
     const std::string what = transaction ? "transactional id '" + key + "'" : "group '" + key + "'";

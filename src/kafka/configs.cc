@@ -90,6 +90,21 @@ void alter_broker(broker::broker& b, const std::string& resource, std::map<std::
   });
 }
 
+/// The refusal of `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a config resource, or
+/// nullopt: a TOPIC resource asks it of the topic (TOPIC_AUTHORIZATION_FAILED), a BROKER one of
+/// the cluster (CLUSTER_AUTHORIZATION_FAILED), as KafkaApis' config handlers do.
+std::optional<std::pair<int16_t, std::string>> config_refusal(const request_context& ctx, int8_t resource,
+                                                              const std::string& name, security::acl_operation operation) {
+  const bool topic = resource == resource_type_topic;
+  if (!topic && resource != resource_type_broker) return std::nullopt;   // answered INVALID_REQUEST below
+  const bool allowed = topic ? ctx.authorized(security::resource_type::topic, name, operation)
+                             : ctx.authorized_cluster(operation);
+  if (allowed) return std::nullopt;
+  return std::pair(topic ? error_code::topic_authorization_failed : error_code::cluster_authorization_failed,
+                   std::string(security::to_string(operation)) + " on the " + (topic ? "topic" : "cluster") +
+                       " is not allowed for " + ctx.principal.to_string());
+}
+
 }  // namespace
 
 void handle_describe_configs(const request_context& ctx, protocol::describe_configs_request_data request) {
@@ -107,6 +122,11 @@ void handle_describe_configs(const request_context& ctx, protocol::describe_conf
     result_t& slot = g->slot(i);
     slot.resource_type = res.resource_type;
     slot.resource_name = res.resource_name;
+    if (auto refused = config_refusal(ctx, res.resource_type, res.resource_name, security::acl_operation::describe_configs)) {
+      std::tie(slot.error_code, slot.error_message) = *refused;
+      g->complete_one();
+      continue;
+    }
     if (res.resource_type == resource_type_broker) {
       auto node = broker_of_resource(res.resource_name);
       auto described = node ? b.describe_broker_configs(*node)
@@ -166,6 +186,10 @@ void handle_alter_configs(const request_context& ctx, protocol::alter_configs_re
       g->slot(i).error_message = std::move(message);
       g->complete_one();
     };
+    if (auto refused = config_refusal(ctx, res.resource_type, res.resource_name, security::acl_operation::alter_configs)) {
+      finish(refused->first, refused->second);
+      continue;
+    }
     std::map<std::string, std::optional<std::string>> wanted_values;
     for (const auto& c : res.configs) wanted_values[c.name] = c.value;
     if (res.resource_type == resource_type_broker) {
@@ -209,6 +233,10 @@ void handle_incremental_alter_configs(const request_context& ctx,
       g->slot(i).error_message = std::move(message);
       g->complete_one();
     };
+    if (auto refused = config_refusal(ctx, res.resource_type, res.resource_name, security::acl_operation::alter_configs)) {
+      finish(refused->first, refused->second);
+      continue;
+    }
     if (res.resource_type != resource_type_topic && res.resource_type != resource_type_broker) {
       finish(error_code::invalid_request,
              "resource type " + std::to_string(res.resource_type) + " has no configs here (topic 2, broker 4)");

@@ -152,6 +152,12 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
     // A transactional_id names the transactional producer; its batches carry the transactional
     // attribute, which the partition tracks (KIP-98). The leader asks the id's coordinator
     // whether the partition was added to the transaction before the first batch (KIP-890 part 1).
+    // WRITE on the topic (KafkaApis.handleProduceRequest): a topic the principal may not write
+    // answers TOPIC_AUTHORIZATION_FAILED whether or not it exists, so its existence stays hidden.
+    if (!ctx.authorized(security::resource_type::topic, topic_names[t.topic_index], security::acl_operation::write)) {
+      fail(error_code::topic_authorization_failed, "WRITE on the topic is not allowed for " + ctx.principal.to_string());
+      continue;
+    }
     if (!t.records) {
       fail(corrupt_message, "the partition's records are null");
       continue;
@@ -173,6 +179,12 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
       fail(error_code::transactional_id_authorization_failed,
            "a transactional batch needs the Produce request's transactional_id (v3+), which is " +
                std::string(request.transactional_id ? "empty" : "null"));
+      continue;
+    }
+    if (transactional && !ctx.authorized(security::resource_type::transactional_id, *request.transactional_id,
+                                         security::acl_operation::write)) {
+      fail(error_code::transactional_id_authorization_failed,
+           "WRITE on the transactional id is not allowed for " + ctx.principal.to_string());
       continue;
     }
     // The leader verifies one producer per partition and request: a second batch (of another
@@ -232,6 +244,7 @@ struct fetch_part {
   int64_t fetch_offset = 0;
   int32_t partition_max_bytes = 0;
   int16_t error = error_code::none;
+  bool refused = false;   // no READ on the topic: TOPIC_AUTHORIZATION_FAILED, never read
   int64_t high_watermark = -1;
   int64_t log_start_offset = -1;
   int64_t last_stable_offset = -1;
@@ -387,6 +400,12 @@ void read_all(const std::shared_ptr<fetch_operation>& op, std::function<void(std
   auto g = std::make_shared<gather<fetch_answer>>(op->parts.size(), std::move(then));
   for (size_t i = 0; i < op->parts.size(); ++i) {
     const auto& p = op->parts[i];
+    if (p.refused) {
+      g->slot(i) = broker::result<broker::fetch_response>(
+          broker::error{broker::errc::topic_authorization_failed, "READ on the topic is not allowed"});
+      g->complete_one();
+      continue;
+    }
     b.fetch(make_request(op->topics[p.topic_index], p, 0, op->isolation, op->ctx.options().fetch_zero_copy),
             [g, i](broker::result<broker::fetch_response> r) {
               g->slot(i) = std::move(r);
@@ -562,6 +581,8 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
       part.partition = p.partition;
       part.fetch_offset = p.fetch_offset;
       part.partition_max_bytes = static_cast<int32_t>(std::min<int64_t>(p.partition_max_bytes, max_bytes));
+      // READ on the topic (a consumer's fetch): refused partitions are answered, never read.
+      part.refused = !ctx.authorized(security::resource_type::topic, request.topics[t].topic, security::acl_operation::read);
       op->parts.push_back(std::move(part));
     }
   }
@@ -622,6 +643,11 @@ void handle_list_offsets(const request_context& ctx, protocol::list_offsets_requ
     slot.timestamp = -1;
     slot.offset = -1;
     slot.leader_epoch = -1;
+    if (!ctx.authorized(security::resource_type::topic, names[t.topic_index], security::acl_operation::describe)) {
+      slot.error_code = error_code::topic_authorization_failed;
+      g->complete_one();
+      continue;
+    }
     broker::list_offsets_request lo;
     lo.partition = model::topic_partition{names[t.topic_index], model::partition_id{t.partition}};
     lo.isolation = isolation;
@@ -670,6 +696,18 @@ void handle_offset_for_leader_epoch(const request_context& ctx, protocol::offset
   for (size_t i = 0; i < n; ++i) {
     auto& t = request.topics[i];
     g->slot(i).topic = t.topic;
+    if (!ctx.authorized(security::resource_type::topic, t.topic, security::acl_operation::describe)) {
+      for (const auto& p : t.partitions) {
+        protocol::offset_for_leader_epoch_response_data::epoch_end_offset e;
+        e.partition = p.partition;
+        e.error_code = error_code::topic_authorization_failed;
+        e.leader_epoch = -1;
+        e.end_offset = -1;
+        g->slot(i).partitions.push_back(std::move(e));
+      }
+      g->complete_one();
+      continue;
+    }
     b.describe_topic(t.topic, [g, i, partitions = t.partitions](broker::result<broker::topic_description> d) {
       topic_result& out = g->slot(i);
       for (const auto& p : partitions) {

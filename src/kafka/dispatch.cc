@@ -150,9 +150,7 @@ constexpr std::array<std::pair<int16_t, std::string_view>, 13> admin_write_apis 
 request_context audited(int16_t api_key, request_context ctx) {
   for (const auto& [key, name] : admin_write_apis) {
     if (key != api_key) continue;
-    // The connection's principal arrives with SASL (issue 29's Kafka side); until then the
-    // listener's callers are User:ANONYMOUS.
-    spdlog::info("{}", security::audit_admin_write_line("kafka", security::kafka_principal{}, ctx.client_host, name,
+    spdlog::info("{}", security::audit_admin_write_line("kafka", ctx.principal, ctx.client_host, name,
                                                         "client.id=" + ctx.client_id, "requested"));
   }
   return ctx;
@@ -161,7 +159,7 @@ request_context audited(int16_t api_key, request_context ctx) {
 }  // namespace
 
 protocol::result<void> request_handler::handle(std::span<const std::byte> frame, respond_fn respond,
-                                              std::string_view client_host) {
+                                              std::string_view client_host, const security::kafka_principal& principal) {
   auto header = protocol::decode_request_header(frame);
   if (!header.ok()) {
     const auto code = header.error().code;
@@ -186,7 +184,7 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
     return base::ok_v;
   }
   request_context ctx = audited(h.request_api_key, {this, h.request_api_version, h.correlation_id, std::move(respond),
-                                                          h.client_id.value_or(""), std::string(client_host)});
+                                                          h.client_id.value_or(""), std::string(client_host), principal});
   switch (h.request_api_key) {
     case protocol::produce_request_data::api_key:
       return route<protocol::produce_request_data>(body, ctx, handle_produce);

@@ -80,7 +80,15 @@ void handle_offset_commit(const request_context& ctx, protocol::offset_commit_re
   }
   // Per partition: UNKNOWN_TOPIC_OR_PARTITION for one the metadata does not hold (not stored, as
   // KafkaApis answers), else the group's answer.
-  auto answer = [ctx, asked = std::move(asked)](int16_t code, const group::partition_map<broker::error>& refused) {
+  // READ on the group, then READ on each topic (KafkaApis.handleOffsetCommitRequest): a refused
+  // group refuses every partition; a refused topic's partitions are not committed.
+  const bool group_allowed = ctx.authorized(security::resource_type::group, request.group_id, security::acl_operation::read);
+  std::set<std::string> refused_topics;
+  for (const auto& t : request.topics) {
+    if (!ctx.authorized(security::resource_type::topic, t.name, security::acl_operation::read)) refused_topics.insert(t.name);
+  }
+  auto answer = [ctx, asked = std::move(asked), refused_topics](int16_t code,
+                                                                const group::partition_map<broker::error>& refused) {
     response out;
     for (const auto& [name, partitions] : asked) {
       response::offset_commit_response_topic rt;
@@ -89,15 +97,20 @@ void handle_offset_commit(const request_context& ctx, protocol::offset_commit_re
         response::offset_commit_response_partition rp;
         rp.partition_index = partition;
         auto r = refused.find(model::topic_partition{name, model::partition_id{partition}});
-        rp.error_code = r != refused.end() ? code_of(r->second) : code;
+        rp.error_code = code == error_code::group_authorization_failed ? code
+                        : refused_topics.contains(name)                 ? error_code::topic_authorization_failed
+                        : r != refused.end()                            ? code_of(r->second)
+                                                                        : code;
         rt.partitions.push_back(rp);
       }
       out.topics.push_back(std::move(rt));
     }
     ctx.answer(out);
   };
+  if (!group_allowed) return answer(error_code::group_authorization_failed, {});
   std::vector<group::offset_commit> offsets;
   for (const auto& t : request.topics) {
+    if (refused_topics.contains(t.name)) continue;
     for (const auto& p : t.partitions) {
       offsets.push_back(group::offset_commit{model::topic_partition{t.name, model::partition_id{p.partition_index}},
                                              model::offset{p.committed_offset}, p.committed_metadata.value_or("")});
@@ -164,6 +177,20 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
       } else if (code == error_code::none) {
         for (const auto& [tp, c] : committed) rows[tp.topic].emplace_back(tp.partition.value(), c.committed.value(), c.metadata);
       }
+      // DESCRIBE on each topic: an all-topics answer leaves the others out; a named one answers
+      // TOPIC_AUTHORIZATION_FAILED for its partitions.
+      std::set<std::string> refused_topics;
+      for (auto it = rows.begin(); it != rows.end();) {
+        if (ctx.authorized(security::resource_type::topic, it->first, security::acl_operation::describe)) {
+          ++it;
+        } else if (groups[i].topics) {
+          refused_topics.insert(it->first);
+          for (auto& [p, offset, metadata] : it->second) std::tie(offset, metadata) = std::pair(int64_t{-1}, std::string());
+          ++it;
+        } else {
+          it = rows.erase(it);
+        }
+      }
       if (ctx.api_version < 8) {
         out.error_code = code;
         for (auto& [topic, partitions] : rows) {
@@ -175,7 +202,7 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
             rp.committed_offset = offset;
             rp.committed_leader_epoch = -1;
             rp.metadata = metadata;
-            rp.error_code = code;
+            rp.error_code = refused_topics.contains(topic) ? error_code::topic_authorization_failed : code;
             t.partitions.push_back(std::move(rp));
           }
           out.topics.push_back(std::move(t));
@@ -194,6 +221,7 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
             rp.committed_offset = offset;
             rp.committed_leader_epoch = -1;
             rp.metadata = metadata;
+            if (refused_topics.contains(topic)) rp.error_code = error_code::topic_authorization_failed;
             t.partitions.push_back(std::move(rp));
           }
           rg.topics.push_back(std::move(t));
@@ -204,6 +232,12 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
     ctx.answer(out);
   });
   for (size_t i = 0; i < groups.size(); ++i) {
+    // DESCRIBE on the group (KafkaApis.handleOffsetFetchRequest); its topics are filtered below.
+    if (!ctx.authorized(security::resource_type::group, groups[i].group_id, security::acl_operation::describe)) {
+      g->slot(i) = {error_code::group_authorization_failed, {}};
+      g->complete_one();
+      continue;
+    }
     ctx.broker_api().groups().group_committed(groups[i].group_id, [g, i](broker::result<committed_map> r) {
       if (r.ok()) g->slot(i) = {error_code::none, std::move(r).value()};
       else g->slot(i) = {code_of(r.error()), {}};
@@ -214,7 +248,10 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
 }
 
 void handle_list_groups(const request_context& ctx, protocol::list_groups_request_data request) {
-  ctx.broker_api().groups().list_groups([ctx, filter = request.states_filter](
+  // DESCRIBE on the cluster lists every group; else only those the principal may DESCRIBE
+  // (KafkaApis.handleListGroupsRequest: filtered, never refused).
+  const bool all_groups = ctx.authorized_cluster(security::acl_operation::describe);
+  ctx.broker_api().groups().list_groups([ctx, all_groups, filter = request.states_filter](
                                             broker::result<std::vector<group::group_listing>> r) {
     protocol::list_groups_response_data out;
     if (!r.ok()) {
@@ -224,6 +261,10 @@ void handle_list_groups(const request_context& ctx, protocol::list_groups_reques
     for (const auto& listed : r.value()) {
       const std::string state = state_name(listed.state);
       if (!filter.empty() && std::find(filter.begin(), filter.end(), state) == filter.end()) continue;
+      if (!all_groups &&
+          !ctx.authorized(security::resource_type::group, listed.group_id, security::acl_operation::describe)) {
+        continue;
+      }
       protocol::list_groups_response_data::listed_group lg;
       lg.group_id = listed.group_id;
       lg.protocol_type = listed.protocol_type;
@@ -237,13 +278,24 @@ void handle_list_groups(const request_context& ctx, protocol::list_groups_reques
 
 void handle_describe_groups(const request_context& ctx, protocol::describe_groups_request_data request) {
   using described = protocol::describe_groups_response_data::described_group;
-  auto g = std::make_shared<gather<described>>(request.groups.size(), [ctx](std::vector<described>& found) {
+  const bool operations = ctx.api_version >= 3 && request.include_authorized_operations;
+  auto g = std::make_shared<gather<described>>(request.groups.size(), [ctx, operations](std::vector<described>& found) {
     protocol::describe_groups_response_data out;
     out.groups = std::move(found);
+    for (auto& d : out.groups) {
+      if (operations && d.error_code != error_code::group_authorization_failed) {
+        d.authorized_operations = ctx.authorized_operations(security::resource_type::group, d.group_id);
+      }
+    }
     ctx.answer(out);
   });
   for (size_t i = 0; i < request.groups.size(); ++i) {
     g->slot(i).group_id = request.groups[i];
+    if (!ctx.authorized(security::resource_type::group, request.groups[i], security::acl_operation::describe)) {
+      g->slot(i).error_code = error_code::group_authorization_failed;
+      g->complete_one();
+      continue;
+    }
     ctx.broker_api().groups().describe_group(request.groups[i], [g, i](broker::result<broker::group_details> r) {
       described& d = g->slot(i);
       if (!r.ok()) {
@@ -287,6 +339,11 @@ void handle_delete_groups(const request_context& ctx, protocol::delete_groups_re
   });
   for (size_t i = 0; i < request.groups_names.size(); ++i) {
     g->slot(i).group_id = request.groups_names[i];
+    if (!ctx.authorized(security::resource_type::group, request.groups_names[i], security::acl_operation::delete_)) {
+      g->slot(i).error_code = error_code::group_authorization_failed;
+      g->complete_one();
+      continue;
+    }
     ctx.broker_api().groups().delete_group(request.groups_names[i], [g, i](broker::result<void> r) {
       if (!r.ok()) {
         g->slot(i).error_code =
@@ -301,6 +358,13 @@ void handle_delete_groups(const request_context& ctx, protocol::delete_groups_re
 // ---------------------------------------------------------------- the classic group protocol
 
 void handle_join_group(const request_context& ctx, protocol::join_group_request_data request) {
+  if (!ctx.authorized(security::resource_type::group, request.group_id, security::acl_operation::read)) {
+    protocol::join_group_response_data out;
+    out.error_code = error_code::group_authorization_failed;
+    out.generation_id = -1;
+    out.protocol_name = ctx.api_version >= 7 ? std::nullopt : std::optional<std::string>("");
+    return ctx.answer(out);
+  }
   group::classic_join_request r;
   r.member_id = request.member_id;
   r.group_instance_id = request.group_instance_id;
@@ -338,6 +402,11 @@ void handle_join_group(const request_context& ctx, protocol::join_group_request_
 }
 
 void handle_sync_group(const request_context& ctx, protocol::sync_group_request_data request) {
+  if (!ctx.authorized(security::resource_type::group, request.group_id, security::acl_operation::read)) {
+    protocol::sync_group_response_data out;
+    out.error_code = error_code::group_authorization_failed;
+    return ctx.answer(out);
+  }
   group::classic_sync_request r;
   r.member_id = request.member_id;
   r.group_instance_id = request.group_instance_id;
@@ -358,6 +427,11 @@ void handle_sync_group(const request_context& ctx, protocol::sync_group_request_
 }
 
 void handle_heartbeat(const request_context& ctx, protocol::heartbeat_request_data request) {
+  if (!ctx.authorized(security::resource_type::group, request.group_id, security::acl_operation::read)) {
+    protocol::heartbeat_response_data out;
+    out.error_code = error_code::group_authorization_failed;
+    return ctx.answer(out);
+  }
   ctx.broker_api().groups().heartbeat_group(request.group_id, request.member_id, request.group_instance_id,
                                             request.generation_id, [ctx](broker::result<void> r) {
                                               protocol::heartbeat_response_data out;
@@ -367,6 +441,11 @@ void handle_heartbeat(const request_context& ctx, protocol::heartbeat_request_da
 }
 
 void handle_leave_group(const request_context& ctx, protocol::leave_group_request_data request) {
+  if (!ctx.authorized(security::resource_type::group, request.group_id, security::acl_operation::read)) {
+    protocol::leave_group_response_data out;
+    out.error_code = error_code::group_authorization_failed;
+    return ctx.answer(out);
+  }
   // v0-2 name one member; v3+ a list, each by member id and/or group.instance.id (KIP-345).
   std::vector<group::classic_member_identity> members;
   if (ctx.api_version < 3) {
@@ -399,19 +478,28 @@ void handle_leave_group(const request_context& ctx, protocol::leave_group_reques
 }
 
 void handle_offset_delete(const request_context& ctx, protocol::offset_delete_request_data request) {
+  // DELETE on the group, then READ on each topic (KafkaApis.handleOffsetDeleteRequest).
+  if (!ctx.authorized(security::resource_type::group, request.group_id, security::acl_operation::delete_)) {
+    protocol::offset_delete_response_data out;
+    out.error_code = error_code::group_authorization_failed;
+    return ctx.answer(out);
+  }
   group::partition_set partitions;
   std::vector<std::pair<std::string, std::vector<int32_t>>> asked;
+  std::set<std::string> refused_topics;
   for (const auto& t : request.topics) {
     std::vector<int32_t> ps;
+    const bool allowed = ctx.authorized(security::resource_type::topic, t.name, security::acl_operation::read);
+    if (!allowed) refused_topics.insert(t.name);
     for (const auto& p : t.partitions) {
-      partitions.insert(model::topic_partition{t.name, model::partition_id{p.partition_index}});
+      if (allowed) partitions.insert(model::topic_partition{t.name, model::partition_id{p.partition_index}});
       ps.push_back(p.partition_index);
     }
     asked.emplace_back(t.name, std::move(ps));
   }
   ctx.broker_api().groups().delete_offsets(
       request.group_id, std::move(partitions),
-      [ctx, asked](broker::result<group::partition_map<std::optional<broker::error>>> r) {
+      [ctx, asked, refused_topics](broker::result<group::partition_map<std::optional<broker::error>>> r) {
         protocol::offset_delete_response_data out;
         if (!r.ok()) {
           out.error_code = r.error().code == broker::errc::group_id_not_found ? group_id_not_found
@@ -425,7 +513,9 @@ void handle_offset_delete(const request_context& ctx, protocol::offset_delete_re
             protocol::offset_delete_response_data::offset_delete_response_partition rp;
             rp.partition_index = p;
             auto e = r->find(model::topic_partition{name, model::partition_id{p}});
-            rp.error_code = e != r->end() && e->second ? code_of(*e->second) : error_code::none;
+            rp.error_code = refused_topics.contains(name)          ? error_code::topic_authorization_failed
+                            : e != r->end() && e->second ? code_of(*e->second)
+                                                         : error_code::none;
             t.partitions.push_back(rp);
           }
           out.topics.push_back(std::move(t));

@@ -77,7 +77,12 @@ struct connection : std::enable_shared_from_this<connection> {
       : owner(o), listener_name(o->options.name), shard(shard_index), stream(std::move(s)) {
     boost::system::error_code ec;
     auto ep = stream.socket().remote_endpoint(ec);
-    peer_host = ec ? std::string("unknown") : ep.address().to_string();
+    // As ACL hosts name it: an IPv4 client of a dual-stack socket is "127.0.0.1", not
+    // "::ffff:127.0.0.1" (Kafka's InetAddress.getHostAddress prints it the same way).
+    const auto address = ep.address().is_v6() && ep.address().to_v6().is_v4_mapped()
+                             ? asio::ip::address(asio::ip::make_address_v4(asio::ip::v4_mapped, ep.address().to_v6()))
+                             : ep.address();
+    peer_host = ec ? std::string("unknown") : address.to_string();
     peer = ec ? peer_host : peer_host + ":" + std::to_string(ep.port());
   }
 
@@ -181,7 +186,7 @@ struct connection : std::enable_shared_from_this<connection> {
     const uint64_t seq = next_seq++;
     slots.push_back(slot{false, std::nullopt, frame.size()});
     held_bytes += frame.size();
-    auto handled = o->handler.handle(frame, make_respond(seq), peer_host);
+    auto handled = o->handler.handle(frame, make_respond(seq), peer_host, gate ? gate->principal() : principal);
     frame = bytes{};
     if (!handled.ok()) {
       close("malformed request: " + handled.error().message);

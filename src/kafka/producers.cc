@@ -2,15 +2,44 @@
 // producer id and epoch before their first Produce, then number each partition's batches; the
 // partition's producer state (storage/producer_state.h) answers retries as duplicates.
 
+#include <algorithm>
+
 #include "handlers.h"
 
 namespace ringlog::kafka::detail {
+
+namespace {
+
+/// Whether an ALLOW of WRITE (or ALL) on some topic, of any name or pattern, applies to the
+/// connection's principal and host (Kafka's authorizeByResourceType, which also lets a DENY of
+/// the same reach cancel it; a DENY is not weighed here: the produce itself is still checked).
+bool may_write_some_topic(const request_context& ctx) {
+  security::acl_filter filter;
+  filter.resource = security::resource_type::topic;
+  filter.permission = security::acl_permission_type::allow;
+  auto found = ctx.broker_api().describe_acls(filter);
+  if (!found.ok()) return false;
+  const std::string principal = ctx.principal.to_string();
+  return std::any_of(found->begin(), found->end(), [&](const security::acl_binding& acl) {
+    return (acl.principal == principal || acl.principal == "User:*") &&
+           (acl.host == security::acl_wildcard || acl.host == ctx.client_host) &&
+           (acl.operation == security::acl_operation::write || acl.operation == security::acl_operation::all);
+  });
+}
+
+}  // namespace
 
 void handle_init_producer_id(const request_context& ctx, protocol::init_producer_id_request_data request) {
   protocol::init_producer_id_response_data out;
   out.producer_id = -1;
   out.producer_epoch = -1;
   if (request.transactional_id) return handle_init_producer_id_transactional(ctx, std::move(request));
+  // IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679: Kafka's
+  // authorizeByResourceType); else CLUSTER_AUTHORIZATION_FAILED.
+  if (!ctx.authorized_cluster(security::acl_operation::idempotent_write) && !may_write_some_topic(ctx)) {
+    out.error_code = error_code::cluster_authorization_failed;
+    return ctx.answer(out);
+  }
   // Without a transactional.id Kafka hands out a fresh producer id with epoch 0 every time, also
   // to a producer that names its old id and epoch (v3+, KIP-360): the new id fences nothing, its
   // sequences simply start over.

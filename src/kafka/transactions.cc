@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "handlers.h"
 #include "ringlog/group/types.h"
@@ -30,6 +31,13 @@ using id_epoch = std::pair<model::producer_id, model::producer_epoch>;
 
 void handle_init_producer_id_transactional(const request_context& ctx,
                                            protocol::init_producer_id_request_data request) {
+  if (!ctx.authorized(security::resource_type::transactional_id, *request.transactional_id, security::acl_operation::write)) {
+    protocol::init_producer_id_response_data out;
+    out.producer_id = -1;
+    out.producer_epoch = -1;
+    out.error_code = error_code::transactional_id_authorization_failed;
+    return ctx.answer(out);
+  }
   std::optional<id_epoch> expected;
   if (request.producer_id >= 0) {
     expected = id_epoch{model::producer_id{request.producer_id}, model::producer_epoch{request.producer_epoch}};
@@ -59,7 +67,15 @@ void handle_add_partitions_to_txn(const request_context& ctx, protocol::add_part
     for (int32_t p : t.partitions) partitions.push_back({t.name, model::partition_id{p}});
   }
   auto topics = request.v3_and_below_topics;
-  auto answer = [ctx, topics](int16_t code) {
+  // WRITE on the transactional id, then on each topic (KafkaApis.handleAddPartitionsToTxnRequest):
+  // with one topic refused nothing is added, the others answer OPERATION_NOT_ATTEMPTED.
+  const bool txn_allowed = ctx.authorized(security::resource_type::transactional_id,
+                                          request.v3_and_below_transactional_id, security::acl_operation::write);
+  std::set<std::string> refused_topics;
+  for (const auto& t : topics) {
+    if (!ctx.authorized(security::resource_type::topic, t.name, security::acl_operation::write)) refused_topics.insert(t.name);
+  }
+  auto answer = [ctx, topics, refused_topics](int16_t code) {
     response out;
     for (const auto& t : topics) {
       response::add_partitions_to_txn_topic_result tr;
@@ -67,13 +83,17 @@ void handle_add_partitions_to_txn(const request_context& ctx, protocol::add_part
       for (int32_t p : t.partitions) {
         response::add_partitions_to_txn_partition_result pr;
         pr.partition_index = p;
-        pr.partition_error_code = code;
+        pr.partition_error_code = code != error_code::topic_authorization_failed ? code
+                                  : refused_topics.contains(t.name)             ? code
+                                                                                : error_code::operation_not_attempted;
         tr.results_by_partition.push_back(pr);
       }
       out.results_by_topic_v3_and_below.push_back(std::move(tr));
     }
     ctx.answer(out);
   };
+  if (!txn_allowed) return answer(error_code::transactional_id_authorization_failed);
+  if (!refused_topics.empty()) return answer(error_code::topic_authorization_failed);
   ctx.broker_api().transactions().add_partitions(
       request.v3_and_below_transactional_id, model::producer_id{request.v3_and_below_producer_id},
       model::producer_epoch{request.v3_and_below_producer_epoch}, std::move(partitions),
@@ -81,6 +101,18 @@ void handle_add_partitions_to_txn(const request_context& ctx, protocol::add_part
 }
 
 void handle_add_offsets_to_txn(const request_context& ctx, protocol::add_offsets_to_txn_request_data request) {
+  // WRITE on the transactional id, then READ on the group (KafkaApis.handleAddOffsetsToTxnRequest).
+  const int16_t refused =
+      !ctx.authorized(security::resource_type::transactional_id, request.transactional_id, security::acl_operation::write)
+          ? error_code::transactional_id_authorization_failed
+      : !ctx.authorized(security::resource_type::group, request.group_id, security::acl_operation::read)
+          ? error_code::group_authorization_failed
+          : error_code::none;
+  if (refused != error_code::none) {
+    protocol::add_offsets_to_txn_response_data out;
+    out.error_code = refused;
+    return ctx.answer(out);
+  }
   ctx.broker_api().transactions().add_offsets(
       request.transactional_id, model::producer_id{request.producer_id}, model::producer_epoch{request.producer_epoch},
       request.group_id, [ctx](broker::result<void> r) {
@@ -94,6 +126,11 @@ void handle_end_txn(const request_context& ctx, protocol::end_txn_request_data r
   // EndTxn v5 (KIP-890 part 2): the epoch is bumped with every end and the answer names the
   // producer id and epoch of the next transaction. Older versions keep their epoch.
   const bool bump = ctx.api_version >= 5;
+  if (!ctx.authorized(security::resource_type::transactional_id, request.transactional_id, security::acl_operation::write)) {
+    protocol::end_txn_response_data out;
+    out.error_code = error_code::transactional_id_authorization_failed;
+    return ctx.answer(out);
+  }
   ctx.broker_api().transactions().end_txn(
       request.transactional_id, model::producer_id{request.producer_id}, model::producer_epoch{request.producer_epoch},
       request.committed, bump, [ctx](broker::result<id_epoch> r) {
@@ -118,6 +155,17 @@ void handle_describe_transactions(const request_context& ctx, protocol::describe
   });
   for (size_t i = 0; i < n; ++i) {
     const std::string id = request.transactional_ids[i];
+    if (!ctx.authorized(security::resource_type::transactional_id, id, security::acl_operation::describe)) {
+      auto& s = g->slot(i);
+      s.transactional_id = id;
+      s.transaction_state = "";
+      s.producer_id = -1;
+      s.producer_epoch = -1;
+      s.transaction_start_time_ms = -1;
+      s.error_code = error_code::transactional_id_authorization_failed;
+      g->complete_one();
+      continue;
+    }
     ctx.broker_api().transactions().describe_transaction(id, [g, i, id](broker::result<broker::transaction_description> r) {
       auto& s = g->slot(i);
       s.transactional_id = id;
@@ -167,6 +215,11 @@ void handle_list_transactions(const request_context& ctx, protocol::list_transac
           out.error_code = code_of(r.error());
         } else {
           for (const auto& l : *r) {
+            // DESCRIBE on each transactional id: the others are left out (KafkaApis).
+            if (!ctx.authorized(security::resource_type::transactional_id, l.transactional_id,
+                                security::acl_operation::describe)) {
+              continue;
+            }
             protocol::list_transactions_response_data::transaction_state_data s;
             s.transactional_id = l.transactional_id;
             s.producer_id = l.producer_id.value();
@@ -183,8 +236,21 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
   // group's __consumer_offsets partition commits them (or drops them on abort). AddOffsetsToTxn
   // put that partition in the transaction; the producer id and epoch are fenced there.
   using response = protocol::txn_offset_commit_response_data;
+  // WRITE on the transactional id, READ on the group, then READ on each topic
+  // (KafkaApis.handleTxnOffsetCommitRequest).
+  const int16_t refused_all =
+      !ctx.authorized(security::resource_type::transactional_id, request.transactional_id, security::acl_operation::write)
+          ? error_code::transactional_id_authorization_failed
+      : !ctx.authorized(security::resource_type::group, request.group_id, security::acl_operation::read)
+          ? error_code::group_authorization_failed
+          : error_code::none;
+  std::set<std::string> refused_topics;
+  for (const auto& t : request.topics) {
+    if (!ctx.authorized(security::resource_type::topic, t.name, security::acl_operation::read)) refused_topics.insert(t.name);
+  }
   std::vector<group::offset_commit> offsets;
   for (const auto& t : request.topics) {
+    if (refused_topics.contains(t.name)) continue;
     for (const auto& p : t.partitions) {
       offsets.push_back(group::offset_commit{{t.name, model::partition_id{p.partition_index}},
                                              model::offset{p.committed_offset},
@@ -192,10 +258,25 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
     }
   }
   auto topics = request.topics;
+  if (refused_all != error_code::none) {
+    response out;
+    for (const auto& t : topics) {
+      response::txn_offset_commit_response_topic rt;
+      rt.name = t.name;
+      for (const auto& p : t.partitions) {
+        response::txn_offset_commit_response_partition rp;
+        rp.partition_index = p.partition_index;
+        rp.error_code = refused_all;
+        rt.partitions.push_back(rp);
+      }
+      out.topics.push_back(std::move(rt));
+    }
+    return ctx.answer(out);
+  }
   ctx.broker_api().groups().txn_commit(
       request.group_id, request.member_id, request.group_instance_id, request.generation_id,
       model::producer_id{request.producer_id}, std::move(offsets),
-      [ctx, topics](broker::result<broker::offset_commit_answer> r) {
+      [ctx, topics, refused_topics](broker::result<broker::offset_commit_answer> r) {
         const int16_t code = r.ok() ? error_code::none : txn_code(r.error(), ctx.api_version, 2);
         response out;
         for (const auto& t : topics) {
@@ -210,6 +291,7 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
               auto refused = r->refused.find(model::topic_partition{t.name, model::partition_id{p.partition_index}});
               if (refused != r->refused.end()) rp.error_code = txn_code(refused->second, ctx.api_version, 2);
             }
+            if (refused_topics.contains(t.name)) rp.error_code = error_code::topic_authorization_failed;
             rt.partitions.push_back(rp);
           }
           out.topics.push_back(std::move(rt));
@@ -240,6 +322,13 @@ void handle_describe_producers(const request_context& ctx, protocol::describe_pr
         ctx.answer(out);
       });
   for (size_t i = 0; i < partitions.size(); ++i) {
+    // READ on the topic (KafkaApis.handleDescribeProducersRequest).
+    if (!ctx.authorized(security::resource_type::topic, partitions[i].topic, security::acl_operation::read)) {
+      g->slot(i).partition_index = partitions[i].partition.value();
+      g->slot(i).error_code = error_code::topic_authorization_failed;
+      g->complete_one();
+      continue;
+    }
     ctx.broker_api().describe_producers(
         partitions[i], [g, i, index = partitions[i].partition.value()](
                            broker::result<std::vector<broker::producer_description>> r) {

@@ -16,6 +16,13 @@ int8_t type_of(security::scram_mechanism m) { return static_cast<int8_t>(m); }
 
 void handle_describe_user_scram_credentials(const request_context& ctx,
                                             protocol::describe_user_scram_credentials_request_data request) {
+  // DESCRIBE on the cluster (KafkaApis.handleDescribeUserScramCredentialsRequest).
+  if (!ctx.authorized_cluster(security::acl_operation::describe)) {
+    protocol::describe_user_scram_credentials_response_data out;
+    out.error_code = error_code::cluster_authorization_failed;
+    out.error_message = "DESCRIBE on the cluster is not allowed for " + ctx.principal.to_string();
+    return ctx.answer(out);
+  }
   std::vector<std::string> names;
   std::map<std::string, int> seen;
   if (request.users) {
@@ -62,6 +69,16 @@ void handle_alter_user_scram_credentials(const request_context& ctx,
   auto refuse = [&](const std::string& name, broker::errc code, std::string message) {
     if (!refused[name]) refused[name] = broker::error{code, std::move(message)};
   };
+  // ALTER on the cluster (KafkaApis.handleAlterUserScramCredentialsRequest): every user refused.
+  const bool cluster_allowed = ctx.authorized_cluster(security::acl_operation::alter);
+  for (const auto& d : request.deletions) note_user(d.name);
+  for (const auto& u : request.upsertions) note_user(u.name);
+  if (!cluster_allowed) {
+    for (const auto& name : users) {
+      refuse(name, broker::errc::cluster_authorization_failed,
+             "ALTER on the cluster is not allowed for " + ctx.principal.to_string());
+    }
+  }
   for (const auto& d : request.deletions) {
     note_user(d.name);
     auto m = security::scram_mechanism_from_type(d.mechanism);

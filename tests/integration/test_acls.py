@@ -35,7 +35,8 @@ def test_without_an_authorizer_the_acl_apis_say_security_disabled(tmp_path):
 
 def test_acls_through_kafka_and_http_agree_and_survive_a_restart(tmp_path):
     kafka_port = free_port()
-    b = start(tmp_path, [AUTHORIZER, "super.users=User:admin"], kafka_port)
+    # The ACL calls come from a PLAINTEXT listener (User:ANONYMOUS): with ACLs enforced, a super user.
+    b = start(tmp_path, [AUTHORIZER, "super.users=User:admin;User:ANONYMOUS"], kafka_port)
     admin = KafkaAdminClient(bootstrap_servers=b.bootstrap, request_timeout_ms=10000)
     try:
         read_orders = ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,

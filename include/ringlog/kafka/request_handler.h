@@ -121,8 +121,12 @@ class request_handler {
   /// ApiVersions v0 response under the request's correlation id (the only body every client can
   /// read whatever api it sent). Errors (nothing is answered; the listener closes the connection
   /// and logs the message): a header that does not decode, a body that does not decode at its
-  /// version or leaves bytes behind. `client_host`: the client's address (group members show it).
-  protocol::result<void> handle(std::span<const std::byte> frame, respond_fn respond, std::string_view client_host = {});
+  /// version or leaves bytes behind. `client_host`: the client's address as ACL hosts name it
+  /// ("127.0.0.1", "::1"; group members show it); `principal`: the connection's (the SASL
+  /// login's, the mTLS-mapped subject's, else User:ANONYMOUS), which every request is
+  /// authorized for (issue 30).
+  protocol::result<void> handle(std::span<const std::byte> frame, respond_fn respond, std::string_view client_host = {},
+                                const security::kafka_principal& principal = {});
 
   [[nodiscard]] broker::broker& broker_api() { return broker_; }
   [[nodiscard]] const handler_options& options() const { return options_; }
