@@ -1,6 +1,7 @@
 // SCRAM users (KIP-554): UserScramCredentialRecords in the metadata log, described without their
 // secrets, altered through the controller, read by the SASL mechanisms from the shard's image.
 
+#include <algorithm>
 #include <set>
 
 #include "broker_impl.h"
@@ -14,6 +15,15 @@ int8_t mechanism_type(security::scram_mechanism m) { return static_cast<int8_t>(
 /// Kafka's checks of one change (ScramControlManager), before the image is consulted.
 result<void> check_alteration(const scram_credential_alteration& change) {
   if (change.user.empty()) return error{errc::unacceptable_credential, "user name must not be empty"};
+  // ANONYMOUS is the name of every caller that did not log in (Kafka's User:ANONYMOUS): a user of
+  // that name would hold whatever ACLs and rules name unauthenticated callers.
+  if (change.user == "ANONYMOUS") {
+    return error{errc::unacceptable_credential,
+                 "user name ANONYMOUS is reserved: it names callers that did not log in (User:ANONYMOUS)"};
+  }
+  if (std::any_of(change.user.begin(), change.user.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; })) {
+    return error{errc::unacceptable_credential, "user name must not hold control characters (NUL, CR, LF, ...)"};
+  }
   if (!change.credential) return base::ok_v;
   const auto& c = *change.credential;
   if (auto shape = security::check_credential_shape(c.iterations, c.salt); !shape.ok()) {

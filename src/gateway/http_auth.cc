@@ -85,6 +85,11 @@ http_authenticator::http_authenticator(http_auth_options options)
   }
 }
 
+namespace {
+/// The longest error_description a Bearer challenge carries, bytes.
+constexpr size_t bearer_error_description_bytes_max = 200;
+}  // namespace
+
 http_response http_authenticator::unauthorized(const http_request& request, std::string_view message,
                                                std::string_view bearer_error) const {
   http_response r = error_response(401, unauthorized_error_code, message);
@@ -100,8 +105,15 @@ http_response http_authenticator::unauthorized(const http_request& request, std:
     // RFC 6750 section 3: error="invalid_token" when a token was sent and refused.
     std::string challenge = "Bearer realm=\"" + std::string(auth_realm) + "\"";
     if (!bearer_error.empty()) {
-      std::string description(bearer_error);
-      std::replace(description.begin(), description.end(), '"', '\'');
+      // RFC 6750 section 3: error_description holds %x20-21 / %x23-5B / %x5D-7E only. The
+      // description may quote the token's header (kid, alg): anything else, CR and LF above all
+      // (a header injection), becomes '?', and it is cut to a bounded length.
+      std::string description(bearer_error.substr(0, bearer_error_description_bytes_max));
+      for (char& ch : description) {
+        const auto u = static_cast<unsigned char>(ch);
+        if (ch == '"') ch = '\'';
+        else if (u < 0x20 || u > 0x7e || ch == '\\') ch = '?';
+      }
       challenge += ", error=\"invalid_token\", error_description=\"" + description + "\"";
     }
     r.headers.emplace_back("WWW-Authenticate", challenge);
@@ -226,6 +238,12 @@ void http_authenticator::add_cors_credentials(http_response& r, std::string_view
       return;
     }
   }
+}
+
+bool http_authenticator::session_origin_allowed(std::string_view origin, std::string_view host) const {
+  if (origin == "http://" + std::string(host) || origin == "https://" + std::string(host)) return true;
+  return std::find(options_.cors_credentials_origins.begin(), options_.cors_credentials_origins.end(), origin) !=
+         options_.cors_credentials_origins.end();
 }
 
 }  // namespace ringlog::gateway

@@ -88,6 +88,11 @@ class http_authenticator {
 
   /// Adds Access-Control-Allow-Credentials when `origin` is in http.cors.credentials.origins.
   void add_cors_credentials(http_response& r, std::string_view origin) const;
+  /// Whether a page of `origin` may use the session cookie on a WebSocket to this server (whose
+  /// Host header is `host`): its own origin (http:// or https:// and the Host), or one named in
+  /// http.cors.credentials.origins. Browsers send the cookie with any page's WebSocket, and CORS
+  /// does not apply to WebSockets (cross-site WebSocket hijacking).
+  [[nodiscard]] bool session_origin_allowed(std::string_view origin, std::string_view host) const;
 
   /// The 401 with WWW-Authenticate for each enabled method (a console's fetch, which names
   /// itself by X-Requested-With, gets the `Session` scheme so the browser shows no password

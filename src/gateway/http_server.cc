@@ -369,6 +369,14 @@ class session final : public std::enable_shared_from_this<session>, public respo
         return respond(std::move(*refusal));
       }
       principal = std::get<auth_outcome>(who).principal;
+      const std::string host(msg[http::field::host]);
+      if (std::get<auth_outcome>(who).via == auth_via::session_cookie && origin != msg.end() &&
+          !auth->session_origin_allowed(std::string(origin->value()), host)) {
+        keep_alive_ = false;
+        return respond_error(403, error_codes::forbidden,
+                             "origin " + std::string(origin->value()) + " may not open a WebSocket with the session "
+                             "cookie: only this server's own pages and http.cors.credentials.origins may");
+      }
     }
     --server_.in_flight;
     closed_ = true;   // the socket is the WebSocket session's now

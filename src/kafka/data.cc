@@ -81,6 +81,58 @@ size_t fitting_prefix(const bytes& batches, size_t budget, bool at_least_one) {
 /// The first Produce version whose answer carries KIP-951's CurrentLeader and NodeEndpoints.
 constexpr int16_t produce_leader_hints_version = 10;
 
+namespace {
+
+using refusal = std::pair<int16_t, std::string>;
+
+/// The batches of one partition of a Produce into `out`, or why the partition is refused (code,
+/// message), before anything reaches the broker.
+std::optional<refusal> checked_batches(const request_context& ctx, const std::string& topic,
+                                       const std::optional<bytes>& records,
+                                       const std::optional<std::string>& transactional_id, std::vector<bytes>& out) {
+  // A transactional_id names the transactional producer; its batches carry the transactional
+  // attribute, which the partition tracks (KIP-98). The leader asks the id's coordinator
+  // whether the partition was added to the transaction before the first batch (KIP-890 part 1).
+  // WRITE on the topic (KafkaApis.handleProduceRequest): a topic the principal may not write
+  // answers TOPIC_AUTHORIZATION_FAILED whether or not it exists, so its existence stays hidden.
+  if (!ctx.authorized(security::resource_type::topic, topic, security::acl_operation::write)) {
+    return refusal{error_code::topic_authorization_failed, "WRITE on the topic is not allowed for " + ctx.principal.to_string()};
+  }
+  if (!records) return refusal{corrupt_message, "the partition's records are null"};
+  auto split = split_batches(*records);
+  if (!split.ok()) return refusal{split.error().code, split.error().message};
+  auto* batches = &split.value();
+  // A transactional batch needs the transactional_id its leader verifies with the coordinator
+  // (KIP-890): without one (null, empty, or Produce v0-v2) it would open a transaction no
+  // coordinator knows and ends, holding every read_committed reader back for good. Kafka
+  // refuses it the same way (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+  const bool transactional = std::any_of(batches->begin(), batches->end(), [](const bytes& batch) {
+    auto header = codec::decode_header(batch);
+    return header.ok() && header->is_transactional();
+  });
+  if (transactional && transactional_id.value_or("").empty()) {
+    return refusal{error_code::transactional_id_authorization_failed,
+                   "a transactional batch needs the Produce request's transactional_id (v3+), which is " +
+                       std::string(transactional_id ? "empty" : "null")};
+  }
+  if (transactional && !ctx.authorized(security::resource_type::transactional_id, *transactional_id,
+                                       security::acl_operation::write)) {
+    return refusal{error_code::transactional_id_authorization_failed,
+                   "WRITE on the transactional id is not allowed for " + ctx.principal.to_string()};
+  }
+  // The leader verifies one producer per partition and request: a second batch (of another
+  // producer) would be appended unverified and could open a transaction nobody ends. Kafka
+  // takes exactly one batch per partition from Produce v3 on (INVALID_RECORD otherwise).
+  if (transactional && batches->size() != 1) {
+    return refusal{invalid_record, "a transactional Produce carries exactly one record batch per partition, got " +
+                                       std::to_string(batches->size())};
+  }
+  out = std::move(*batches);
+  return std::nullopt;
+}
+
+}  // namespace
+
 void handle_produce(const request_context& ctx, protocol::produce_request_data request) {
   const int64_t received_ns = base::monotonic_ns();
   using partition_result = protocol::produce_response_data::partition_produce_response;
@@ -149,55 +201,14 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
       fail(invalid_required_acks, "acks must be 0, 1 or -1, got " + std::to_string(request.acks));
       continue;
     }
-    // A transactional_id names the transactional producer; its batches carry the transactional
-    // attribute, which the partition tracks (KIP-98). The leader asks the id's coordinator
-    // whether the partition was added to the transaction before the first batch (KIP-890 part 1).
-    // WRITE on the topic (KafkaApis.handleProduceRequest): a topic the principal may not write
-    // answers TOPIC_AUTHORIZATION_FAILED whether or not it exists, so its existence stays hidden.
-    if (!ctx.authorized(security::resource_type::topic, topic_names[t.topic_index], security::acl_operation::write)) {
-      fail(error_code::topic_authorization_failed, "WRITE on the topic is not allowed for " + ctx.principal.to_string());
-      continue;
-    }
-    if (!t.records) {
-      fail(corrupt_message, "the partition's records are null");
-      continue;
-    }
-    auto batches = split_batches(*t.records);
-    if (!batches.ok()) {
-      fail(batches.error().code, batches.error().message);
-      continue;
-    }
-    // A transactional batch needs the transactional_id its leader verifies with the coordinator
-    // (KIP-890): without one (null, empty, or Produce v0-v2) it would open a transaction no
-    // coordinator knows and ends, holding every read_committed reader back for good. Kafka
-    // refuses it the same way (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
-    const bool transactional = std::any_of(batches->begin(), batches->end(), [](const bytes& batch) {
-      auto header = codec::decode_header(batch);
-      return header.ok() && header->is_transactional();
-    });
-    if (transactional && request.transactional_id.value_or("").empty()) {
-      fail(error_code::transactional_id_authorization_failed,
-           "a transactional batch needs the Produce request's transactional_id (v3+), which is " +
-               std::string(request.transactional_id ? "empty" : "null"));
-      continue;
-    }
-    if (transactional && !ctx.authorized(security::resource_type::transactional_id, *request.transactional_id,
-                                         security::acl_operation::write)) {
-      fail(error_code::transactional_id_authorization_failed,
-           "WRITE on the transactional id is not allowed for " + ctx.principal.to_string());
-      continue;
-    }
-    // The leader verifies one producer per partition and request: a second batch (of another
-    // producer) would be appended unverified and could open a transaction nobody ends. Kafka
-    // takes exactly one batch per partition from Produce v3 on (INVALID_RECORD otherwise).
-    if (transactional && batches->size() != 1) {
-      fail(invalid_record, "a transactional Produce carries exactly one record batch per partition, got " +
-                               std::to_string(batches->size()));
+    std::vector<bytes> batches;
+    if (auto refused = checked_batches(ctx, topic_names[t.topic_index], t.records, request.transactional_id, batches)) {
+      fail(refused->first, std::move(refused->second));
       continue;
     }
     broker::produce_batches_request produce;
     produce.partition = model::topic_partition{topic_names[t.topic_index], model::partition_id{t.partition}};
-    produce.batches = std::move(batches).value();
+    produce.batches = std::move(batches);
     produce.acks = acks;
     produce.timeout_ms = request.timeout_ms;
     produce.transactional_id = request.transactional_id.value_or("");

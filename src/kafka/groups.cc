@@ -126,113 +126,130 @@ void handle_offset_commit(const request_context& ctx, protocol::offset_commit_re
       });
 }
 
-void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_request_data request) {
-  using response = protocol::offset_fetch_response_data;
-  // One group before v8, a list of groups from v8 (KIP-709): both become (group, topics or all).
-  struct wanted {
-    std::string group_id;
-    std::optional<std::vector<std::pair<std::string, std::vector<int32_t>>>> topics;   // nullopt: all
-  };
-  std::vector<wanted> groups;
-  if (ctx.api_version < 8) {
-    wanted w{request.group_id, std::nullopt};
-    if (request.topics) {
-      w.topics.emplace();
-      for (const auto& t : *request.topics) w.topics->emplace_back(t.name, t.partition_indexes);
-    }
-    groups.push_back(std::move(w));
-  } else {
-    for (const auto& g : request.groups) {
-      wanted w{g.group_id, std::nullopt};
-      if (g.topics) {
-        w.topics.emplace();
-        for (const auto& t : *g.topics) w.topics->emplace_back(t.name, t.partition_indexes);
+namespace {
+
+/// One group of an OffsetFetch: one group before v8, a list of groups from v8 (KIP-709).
+struct offset_fetch_wanted {
+  std::string group_id;
+  std::optional<std::vector<std::pair<std::string, std::vector<int32_t>>>> topics;   // nullopt: all
+};
+
+template <typename Topics>
+offset_fetch_wanted wanted_of(std::string group_id, const std::optional<Topics>& topics) {
+  offset_fetch_wanted w{std::move(group_id), std::nullopt};
+  if (topics) {
+    w.topics.emplace();
+    for (const auto& t : *topics) w.topics->emplace_back(t.name, t.partition_indexes);
+  }
+  return w;
+}
+
+using committed_map = group::partition_map<group::committed_offset>;
+/// topic -> [(partition, offset, metadata)]
+using offset_rows = std::map<std::string, std::vector<std::tuple<int32_t, int64_t, std::string>>>;
+
+/// The rows of one group's answer: the partitions asked for, or every committed one; on a group
+/// error only the partitions asked for (v0-v1 carry the error there). DESCRIBE on each topic: an
+/// all-topics answer leaves the others out; a named one is returned in `refused` (its partitions
+/// answer TOPIC_AUTHORIZATION_FAILED, without offsets).
+offset_rows offset_fetch_rows(const request_context& ctx, const offset_fetch_wanted& wanted, int16_t code,
+                              const committed_map& committed, std::set<std::string>& refused) {
+  offset_rows rows;
+  if (wanted.topics) {
+    for (const auto& [topic, partitions] : *wanted.topics) {
+      auto& row = rows[topic];
+      for (int32_t p : partitions) {
+        auto c = committed.find(model::topic_partition{topic, model::partition_id{p}});
+        if (c == committed.end()) row.emplace_back(p, -1, "");
+        else row.emplace_back(p, c->second.committed.value(), c->second.metadata);
       }
-      groups.push_back(std::move(w));
     }
+  } else if (code == error_code::none) {
+    for (const auto& [tp, c] : committed) rows[tp.topic].emplace_back(tp.partition.value(), c.committed.value(), c.metadata);
+  }
+  for (auto it = rows.begin(); it != rows.end();) {
+    if (ctx.authorized(security::resource_type::topic, it->first, security::acl_operation::describe)) {
+      ++it;
+    } else if (wanted.topics) {
+      refused.insert(it->first);
+      for (auto& [p, offset, metadata] : it->second) std::tie(offset, metadata) = std::pair(int64_t{-1}, std::string());
+      ++it;
+    } else {
+      it = rows.erase(it);
+    }
+  }
+  return rows;
+}
+
+/// Adds one group's rows to the answer in the shape of the request's version.
+void add_offset_fetch_group(const request_context& ctx, protocol::offset_fetch_response_data& out,
+                            const std::string& group_id, int16_t code, const offset_rows& rows,
+                            const std::set<std::string>& refused) {
+  using response = protocol::offset_fetch_response_data;
+  if (ctx.api_version < 8) {
+    out.error_code = code;
+    for (const auto& [topic, partitions] : rows) {
+      response::offset_fetch_response_topic t;
+      t.name = topic;
+      for (const auto& [p, offset, metadata] : partitions) {
+        response::offset_fetch_response_partition rp;
+        rp.partition_index = p;
+        rp.committed_offset = offset;
+        rp.committed_leader_epoch = -1;
+        rp.metadata = metadata;
+        rp.error_code = refused.contains(topic) ? error_code::topic_authorization_failed : code;
+        t.partitions.push_back(std::move(rp));
+      }
+      out.topics.push_back(std::move(t));
+    }
+    return;
+  }
+  response::offset_fetch_response_group rg;
+  rg.group_id = group_id;
+  rg.error_code = code;
+  for (const auto& [topic, partitions] : rows) {
+    if (code != error_code::none) break;
+    response::offset_fetch_response_topics t;
+    t.name = topic;
+    for (const auto& [p, offset, metadata] : partitions) {
+      response::offset_fetch_response_partitions rp;
+      rp.partition_index = p;
+      rp.committed_offset = offset;
+      rp.committed_leader_epoch = -1;
+      rp.metadata = metadata;
+      if (refused.contains(topic)) rp.error_code = error_code::topic_authorization_failed;
+      t.partitions.push_back(std::move(rp));
+    }
+    rg.topics.push_back(std::move(t));
+  }
+  out.groups.push_back(std::move(rg));
+}
+
+}  // namespace
+
+void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_request_data request) {
+  std::vector<offset_fetch_wanted> groups;
+  if (ctx.api_version < 8) {
+    groups.push_back(wanted_of(request.group_id, request.topics));
+  } else {
+    for (const auto& g : request.groups) groups.push_back(wanted_of(g.group_id, g.topics));
   }
   // Each group's committed offsets, or the error of asking for them: a broker that is not the
   // group's coordinator (or is still loading it) answers NOT_COORDINATOR /
   // COORDINATOR_LOAD_IN_PROGRESS as Kafka does, so the client finds the coordinator again; an
   // answer of "no committed offset" there would send it back to auto.offset.reset.
-  using committed_map = group::partition_map<group::committed_offset>;
   using fetched = std::pair<int16_t, committed_map>;
   auto g = std::make_shared<gather<fetched>>(groups.size(), [ctx, groups](std::vector<fetched>& found) {
-    response out;
+    protocol::offset_fetch_response_data out;
     for (size_t i = 0; i < groups.size(); ++i) {
-      const int16_t code = found[i].first;
-      const committed_map& committed = found[i].second;
-      // (topic -> [(partition, offset, metadata)]) of the partitions asked for, or of all committed;
-      // on a group error only the partitions asked for, each with the error (v0-v1 carry it there).
-      std::map<std::string, std::vector<std::tuple<int32_t, int64_t, std::string>>> rows;
-      if (groups[i].topics) {
-        for (const auto& [topic, partitions] : *groups[i].topics) {
-          auto& row = rows[topic];
-          for (int32_t p : partitions) {
-            auto c = committed.find(model::topic_partition{topic, model::partition_id{p}});
-            if (c == committed.end()) row.emplace_back(p, -1, "");
-            else row.emplace_back(p, c->second.committed.value(), c->second.metadata);
-          }
-        }
-      } else if (code == error_code::none) {
-        for (const auto& [tp, c] : committed) rows[tp.topic].emplace_back(tp.partition.value(), c.committed.value(), c.metadata);
-      }
-      // DESCRIBE on each topic: an all-topics answer leaves the others out; a named one answers
-      // TOPIC_AUTHORIZATION_FAILED for its partitions.
-      std::set<std::string> refused_topics;
-      for (auto it = rows.begin(); it != rows.end();) {
-        if (ctx.authorized(security::resource_type::topic, it->first, security::acl_operation::describe)) {
-          ++it;
-        } else if (groups[i].topics) {
-          refused_topics.insert(it->first);
-          for (auto& [p, offset, metadata] : it->second) std::tie(offset, metadata) = std::pair(int64_t{-1}, std::string());
-          ++it;
-        } else {
-          it = rows.erase(it);
-        }
-      }
-      if (ctx.api_version < 8) {
-        out.error_code = code;
-        for (auto& [topic, partitions] : rows) {
-          response::offset_fetch_response_topic t;
-          t.name = topic;
-          for (auto& [p, offset, metadata] : partitions) {
-            response::offset_fetch_response_partition rp;
-            rp.partition_index = p;
-            rp.committed_offset = offset;
-            rp.committed_leader_epoch = -1;
-            rp.metadata = metadata;
-            rp.error_code = refused_topics.contains(topic) ? error_code::topic_authorization_failed : code;
-            t.partitions.push_back(std::move(rp));
-          }
-          out.topics.push_back(std::move(t));
-        }
-      } else {
-        response::offset_fetch_response_group rg;
-        rg.group_id = groups[i].group_id;
-        rg.error_code = code;
-        for (auto& [topic, partitions] : rows) {
-          if (code != error_code::none) break;
-          response::offset_fetch_response_topics t;
-          t.name = topic;
-          for (auto& [p, offset, metadata] : partitions) {
-            response::offset_fetch_response_partitions rp;
-            rp.partition_index = p;
-            rp.committed_offset = offset;
-            rp.committed_leader_epoch = -1;
-            rp.metadata = metadata;
-            if (refused_topics.contains(topic)) rp.error_code = error_code::topic_authorization_failed;
-            t.partitions.push_back(std::move(rp));
-          }
-          rg.topics.push_back(std::move(t));
-        }
-        out.groups.push_back(std::move(rg));
-      }
+      std::set<std::string> refused;
+      const auto rows = offset_fetch_rows(ctx, groups[i], found[i].first, found[i].second, refused);
+      add_offset_fetch_group(ctx, out, groups[i].group_id, found[i].first, rows, refused);
     }
     ctx.answer(out);
   });
   for (size_t i = 0; i < groups.size(); ++i) {
-    // DESCRIBE on the group (KafkaApis.handleOffsetFetchRequest); its topics are filtered below.
+    // DESCRIBE on the group (KafkaApis.handleOffsetFetchRequest); its topics are filtered above.
     if (!ctx.authorized(security::resource_type::group, groups[i].group_id, security::acl_operation::describe)) {
       g->slot(i) = {error_code::group_authorization_failed, {}};
       g->complete_one();

@@ -1,6 +1,7 @@
 // DescribeUserScramCredentials (50) and AlterUserScramCredentials (51), KIP-554: SCRAM users in
 // the metadata log (broker/users.h). Answers name mechanisms and iteration counts, never secrets.
 
+#include <algorithm>
 #include <map>
 
 #include "handlers.h"
@@ -70,13 +71,27 @@ void handle_alter_user_scram_credentials(const request_context& ctx,
     if (!refused[name]) refused[name] = broker::error{code, std::move(message)};
   };
   // ALTER on the cluster (KafkaApis.handleAlterUserScramCredentialsRequest): every user refused.
-  const bool cluster_allowed = ctx.authorized_cluster(security::acl_operation::alter);
+  // Without an authorizer, the rule of the HTTP users routes (issue 29): a caller that logged in
+  // (SASL, or a mapped client certificate) changes users only as one of super.users, so a
+  // password of one door cannot be turned into another user's; a caller that did not log in (a
+  // PLAINTEXT listener, like an HTTP listener without authentication) is not asked.
+  const auto& super_users = ctx.broker_api().config().super_users;
+  const bool logged_in = ctx.options().sasl_required() ||
+                         (ctx.options().security_protocol == "SSL" && !ctx.principal.anonymous());
+  const bool super_user =
+      std::find(super_users.begin(), super_users.end(), ctx.principal.to_string()) != super_users.end();
+  const bool cluster_allowed = ctx.broker_api().authorizer_enabled()
+                                   ? ctx.authorized_cluster(security::acl_operation::alter)
+                                   : (!logged_in || super_user);
   for (const auto& d : request.deletions) note_user(d.name);
   for (const auto& u : request.upsertions) note_user(u.name);
   if (!cluster_allowed) {
     for (const auto& name : users) {
       refuse(name, broker::errc::cluster_authorization_failed,
-             "ALTER on the cluster is not allowed for " + ctx.principal.to_string());
+             ctx.broker_api().authorizer_enabled()
+                 ? "ALTER on the cluster is not allowed for " + ctx.principal.to_string()
+                 : ctx.principal.to_string() + " may not change users: only super.users may (set super.users=" +
+                       ctx.principal.to_string() + " to allow it)");
     }
   }
   for (const auto& d : request.deletions) {

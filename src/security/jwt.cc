@@ -326,6 +326,12 @@ jwt_result<jwt_claims> check_claims(const json_value& claims, const jwt_validato
     return refused(jwt_errc::no_subject, "no string claim '" + config.sub_claim_name +
                                              "' (sasl.oauthbearer.sub.claim.name) to name the principal");
   }
+  if (*subject == "ANONYMOUS") {
+    return refused(jwt_errc::no_subject, "subject 'ANONYMOUS' is reserved: it names callers that did not log in");
+  }
+  if (std::any_of(subject->begin(), subject->end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; })) {
+    return refused(jwt_errc::no_subject, "the subject holds control characters");
+  }
   jwt_claims out;
   out.principal = kafka_principal::user(std::string(*subject));
   out.expires_at_s = *expires;

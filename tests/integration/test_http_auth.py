@@ -266,18 +266,24 @@ def test_websocket_and_streams_by_access_token_or_cookie(secured, topic_name):
         ack = await produce_one(ws_url + "?access_token=" + token, "by token")
         assert ack.get("type") == "produce_ack", ack
         s, _ = login(secured, "bob", USERS["bob"])
-        ack = await produce_one(ws_url, "by cookie",
-                                extra_headers={"Cookie": f"ringlog_session={s.cookies['ringlog_session']}"})
+        cookie = {"Cookie": f"ringlog_session={s.cookies['ringlog_session']}"}
+        ack = await produce_one(ws_url, "by cookie", extra_headers=cookie)
+        assert ack.get("type") == "produce_ack", ack
+        # The cookie rides along with any page's WebSocket: another site's page is refused
+        # (cross-site WebSocket hijacking); the console's own origin is served.
+        assert await refused(ws_url, extra_headers=cookie, origin="https://evil.example") == 403
+        ack = await produce_one(ws_url, "by cookie from the console", extra_headers=cookie,
+                                origin=f"http://127.0.0.1:{secured.port}")
         assert ack.get("type") == "produce_ack", ack
 
     asyncio.run(scenario())
-    assert end_offset(secured, topic_name) == 2
+    assert end_offset(secured, topic_name) == 3
     # An NDJSON stream (EventSource and fetch streams cannot send Authorization either).
     token = requests.post(secured.url + "/v1/tokens", auth=BOB).json()["access_token"]
     url = f"{secured.url}/topics/{topic_name}/partitions/0/records?offset=0&timeout=300"
     r = requests.get(url + "&access_token=" + token, headers={"Accept": "application/x-ndjson"}, timeout=DEADLINE_S)
     assert r.status_code == 200, r.text
-    assert len([line for line in r.text.splitlines() if line.strip()]) == 2
+    assert len([line for line in r.text.splitlines() if line.strip()]) == 3
     assert_401(requests.get(url, headers={"Accept": "application/x-ndjson"}, timeout=DEADLINE_S))
     # Tokens are for GET (upgrades, streams): not a way around CSRF.
     r = produce(secured, topic_name, "post by token", params={"access_token": token})
@@ -423,3 +429,25 @@ def test_the_cli_authenticates_with_ringlog_user_or_token(secured, ringlog_bin, 
     wrong = subprocess.run(args, capture_output=True, text=True, timeout=30,
                            env=dict(env, RINGLOG_USER="alice", RINGLOG_PASSWORD="wrong"))
     assert wrong.returncode != 0, wrong
+
+
+def test_a_refused_token_cannot_add_response_headers(secured, issuer):
+    """A breaker put CR LF in a token's kid: the 401 quoted it into WWW-Authenticate, which let a
+    request add headers of its choosing (Set-Cookie) to the answer. The description now keeps
+    RFC 6750's characters only."""
+    token = issuer.token(kid="x\r\nSet-Cookie: evil=1\r\nX-Evil: 1")
+    r = requests.get(secured.url + "/v1/whoami", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 401, r.text
+    assert "Set-Cookie" not in r.headers and "X-Evil" not in r.headers, r.headers
+    assert all("\r" not in v and "\n" not in v for v in r.headers.values()), r.headers
+
+
+def test_the_name_anonymous_is_reserved_for_callers_that_did_not_log_in(secured, issuer):
+    """A token naming sub ANONYMOUS was taken for "authentication off" and could change users;
+    neither a token nor a SCRAM user may take that name."""
+    r = requests.get(secured.url + "/v1/whoami", headers={"Authorization": f"Bearer {issuer.token(sub='ANONYMOUS')}"})
+    assert_401(r, "no_subject")
+    admin = ("admin", USERS["admin"])
+    r = requests.post(secured.url + "/v3/clusters/ringlog-cluster/users/ANONYMOUS", auth=admin,
+                      json={"mechanism": "SCRAM-SHA-512", "password": "x-pw"})
+    assert r.status_code == 422 and "reserved" in r.json()["message"], r.text

@@ -53,7 +53,7 @@ def sasl_broker(ringlog_bin, tmp_path_factory):
     b = SaslBroker(tmp_path_factory.mktemp("sasl") / "data",
                    add_scram=[f"SCRAM-SHA-512=[name={ADMIN[0]},password={ADMIN[1]}]",
                               f"SCRAM-SHA-256=[name={ALICE[0]},password={ALICE[1]},iterations=8192]"],
-                   extra_sets=["connection.failed.authentication.delay.ms=50"]).start()
+                   extra_sets=["connection.failed.authentication.delay.ms=50", f"super.users=User:{ADMIN[0]}"]).start()
     yield b
     assert b.stop() == 0
 
@@ -373,6 +373,13 @@ def test_users_over_kafka_admin_http_and_cli(sasl_broker):
         refused = alter_scram(s, 12, deletions=[("nobody", 1)],
                               upsertions=[("carol", 1, 100, salt, salted), ("erin", 0, 4096, salt, salted)])
         assert {u: e for u, e, _ in refused} == {"nobody": 91, "carol": 93, "erin": 33}
+    # A user that is not one of super.users changes no user, not even itself, without an
+    # authorizer (the HTTP users routes' rule): a password cannot be turned into another's.
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-256", ALICE)
+        refused = alter_scram(s, 20, upsertions=[("admin", 1, 10000, salt, salted), ("alice", 1, 10000, salt, salted)])
+        assert {u: e for u, e, _ in refused} == {"admin": 31, "alice": 31}   # CLUSTER_AUTHORIZATION_FAILED
+        assert all("only super.users" in m for _, _, m in refused), refused
     # bob logs in with librdkafka.
     AdminClient(rdkafka_conf(b.bootstrap, "SCRAM-SHA-256", ("bob", "bob-secret"))).list_topics(timeout=15)
     # HTTP: list (no secrets), create, show, delete.
