@@ -9,6 +9,7 @@
 #include <thread>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <set>
@@ -139,6 +140,13 @@ int report_failure(const http_client::reply_result& r, std::string_view what) {
   if (!j.is_discarded() && j.is_object() && j.contains("message")) {
     std::cerr << what << ": " << j["message"].get<std::string>() << " (HTTP " << r->status << ", error_code "
               << j.value("error_code", 0) << ")\n";
+    if (r->status == 401) {
+      // A new user locked out by their own http.authentication.method: say how the CLI logs in.
+      std::cerr << "  the CLI logs in with RINGLOG_USER and RINGLOG_PASSWORD (a SCRAM user; the first one comes from "
+                   "`ringlog serve --add-scram 'SCRAM-SHA-512=[name=admin,password=...]'`) or RINGLOG_TOKEN (a JWT)"
+                << (std::getenv("RINGLOG_USER") || std::getenv("RINGLOG_TOKEN") ? ": the ones set were refused" : ": none is set")
+                << "\n";
+    }
   } else {
     std::cerr << what << ": HTTP " << r->status << " " << r->body << "\n";
   }
