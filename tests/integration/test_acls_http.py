@@ -9,6 +9,7 @@ Clients: curl (Basic auth), python3-requests, python3-websockets.
 """
 import asyncio
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -332,4 +333,44 @@ def test_websocket_frames_and_streams_are_checked(secured):
     wait_until(lambda: requests.get(f"{b.url}/topics/ws-t/partitions/0/records", params={"timeout": 0, "offset": 0},
                                     headers={"Accept": "application/x-ndjson"}, auth=BOB).status_code == 200,
                ACL_VISIBLE_S, "the stream with READ")
+    revoke(b, "User:bob")
+
+
+def test_the_acls_cli_creates_lists_and_deletes_with_kafka_acls_words(secured, ringlog_bin):
+    b = secured
+    requests.post(v3(b, "/topics"), json={"topic_name": "cli-orders", "partitions_count": 1}, auth=ADMIN)
+
+    def cli(*args, who=ADMIN):
+        env = dict(os.environ, RINGLOG_USER=who[0], RINGLOG_PASSWORD=who[1])
+        return subprocess.run([str(ringlog_bin), "acls", *args, "--bootstrap-server", b.url], env=env,
+                              capture_output=True, text=True, timeout=30)
+
+    assert "--allow-principal" in cli("--help").stdout
+    out = cli("create", "--allow-principal", "User:bob", "--operation", "Read", "--operation", "DescribeConfigs",
+              "--topic", "cli-", "--resource-pattern-type", "prefixed")
+    assert out.returncode == 0 and "Created 2 ACLs" in out.stdout, out
+    out = cli("create", "--deny-principal", "User:bob", "--deny-host", "10.0.0.9", "--operation", "write",
+              "--group", "cli-g")
+    assert out.returncode == 0, out
+    listed = cli("list", "--principal", "User:bob")
+    assert listed.returncode == 0, listed
+    rows = sorted(tuple(line.split("\t")) for line in listed.stdout.splitlines()[1:])
+    assert rows == [("User:bob", "*", "DESCRIBE_CONFIGS", "ALLOW", "TOPIC", "cli-", "PREFIXED"),
+                    ("User:bob", "*", "READ", "ALLOW", "TOPIC", "cli-", "PREFIXED"),
+                    ("User:bob", "10.0.0.9", "WRITE", "DENY", "GROUP", "cli-g", "LITERAL")], listed.stdout
+    # The ACL works: Bob reads cli-orders's configs now.
+    wait_until(lambda: requests.get(v3(b, "/topics/cli-orders/configs"), auth=BOB).status_code == 200,
+               ACL_VISIBLE_S, "the CLI's ACL")
+    # match: the ACLs that apply to a topic name.
+    matched = cli("list", "--topic", "cli-orders", "--resource-pattern-type", "match")
+    assert matched.stdout.count("User:bob") == 2, matched.stdout
+    # Bob may not change ACLs: the CLI says why (403, 40301) and exits 1.
+    refused_out = cli("create", "--allow-principal", "User:bob", "--operation", "All", "--cluster", who=BOB)
+    assert refused_out.returncode == 1 and "40301" in refused_out.stderr, refused_out
+    out = cli("delete", "--topic", "cli-", "--resource-pattern-type", "prefixed", "--operation", "Read")
+    assert out.returncode == 0 and "Deleted 1 ACL" in out.stdout, out
+    out = cli("delete", "--group", "cli-g", "--deny-principal", "User:bob", "--deny-host", "10.0.0.9")
+    assert out.returncode == 0 and "Deleted 1 ACL" in out.stdout, out
+    left = cli("list", "--principal", "User:bob").stdout.splitlines()[1:]
+    assert [line.split("\t")[2] for line in left] == ["DESCRIBE_CONFIGS"], left
     revoke(b, "User:bob")
