@@ -40,6 +40,25 @@ bool require_topics(api::call& call, const std::vector<model::topic_partition>& 
   });
 }
 
+json authorized_operations(api::call& call, security::resource_type resource, std::string_view name) {
+  using op = security::acl_operation;
+  static const std::vector<op> topic_ops = {op::read, op::write, op::create, op::describe, op::delete_,
+                                            op::alter, op::describe_configs, op::alter_configs};
+  static const std::vector<op> cluster_ops = {op::create, op::cluster_action, op::describe_configs, op::alter_configs,
+                                              op::idempotent_write, op::alter, op::describe};
+  static const std::vector<op> group_ops = {op::read, op::describe, op::delete_};
+  static const std::vector<op> transactional_id_ops = {op::describe, op::write};
+  const auto& ops = resource == security::resource_type::topic     ? topic_ops
+                    : resource == security::resource_type::cluster ? cluster_ops
+                    : resource == security::resource_type::group   ? group_ops
+                                                                   : transactional_id_ops;
+  json out = json::array();
+  for (op o : ops) {
+    if (call.authorized(resource, name, o)) out.push_back(std::string(security::to_string(o)));
+  }
+  return out;
+}
+
 /// Describes every topic (internal ones when asked), then calls `done` on the connection thread.
 void describe_all(const call_ptr& c, bool include_internal,
                   std::function<void(api::call&, std::vector<broker::topic_description>)> done) {

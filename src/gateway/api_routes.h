@@ -362,6 +362,10 @@ void keep_authorized(api::call& call, security::acl_operation operation, std::ve
 /// false after answering 403 for the first one refused.
 bool require_topics(api::call& call, const std::vector<model::topic_partition>& partitions,
                     security::acl_operation operation = security::acl_operation::read);
+/// Issue 30: the operations the caller may do on the resource, of those Kafka's ACLs name for its
+/// type (AclEntry.supportedOperations), as Kafka's names: the `authorized_operations` of the v3
+/// cluster and topic answers (KIP-430), which the console reads to disable what is not allowed.
+json authorized_operations(api::call& call, security::resource_type resource, std::string_view name);
 /// Describes every topic (internal ones when asked), then calls `done` on the connection thread.
 void describe_all(const call_ptr& c, bool include_internal,
                   std::function<void(api::call&, std::vector<broker::topic_description>)> done);

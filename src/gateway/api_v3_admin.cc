@@ -253,6 +253,7 @@ void with_cluster_json(const call_ptr& c, std::function<void(api::call&, json)> 
     // ringlog's additions (metrics.h partition_health).
     j["under_replicated_partitions_count"] = all.under_replicated;
     j["offline_partitions_count"] = all.offline;
+    j["authorized_operations"] = authorized_operations(call, security::resource_type::cluster, security::cluster_resource_name);
     done(call, std::move(j));
   });
 }
@@ -421,7 +422,10 @@ void v3_list_topics(const call_ptr& c) {
     keep_authorized(call, security::acl_operation::describe, topics);
     const std::string& cluster = call.params["cluster_id"];
     json data = json::array();
-    for (const auto& t : topics) data.push_back(topic_json(call.base_url, cluster, t));
+    for (const auto& t : topics) {
+      data.push_back(topic_json(call.base_url, cluster, t));
+      data.back()["authorized_operations"] = authorized_operations(call, security::resource_type::topic, t.name);
+    }
     call.respond_json(200, list_json("KafkaTopicList", call.base_url + "/v3/clusters/" + cluster + "/topics", data));
   });
 }
@@ -451,7 +455,9 @@ void v3_create_topic(const call_ptr& c) {
 void v3_get_topic(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
-    call.respond_json(200, topic_json(call.base_url, call.params["cluster_id"], t));
+    json j = topic_json(call.base_url, call.params["cluster_id"], t);
+    j["authorized_operations"] = authorized_operations(call, security::resource_type::topic, t.name);
+    call.respond_json(200, j);
   });
 }
 
