@@ -42,15 +42,16 @@ std::optional<route_need> parse_need(std::string_view text) {
 std::optional<std::vector<route_need>> parse_route_needs(std::string_view spec) {
   std::vector<route_need> needs;
   if (trim(spec) == "none") return needs;
-  while (!spec.empty()) {
+  // Each need between semicolons, the last one after the last: an empty one (an empty text, a
+  // trailing ";") is malformed; a route that needs nothing says "none".
+  while (true) {   // bounded: each turn consumes a ';' of the text
     const size_t end = spec.find(';');
     auto need = parse_need(spec.substr(0, end));
     if (!need) return std::nullopt;
     needs.push_back(std::move(*need));
-    spec = end == std::string_view::npos ? std::string_view{} : spec.substr(end + 1);
+    if (end == std::string_view::npos) return needs;
+    spec.remove_prefix(end + 1);
   }
-  if (needs.empty()) return std::nullopt;   // an empty spec declares nothing: say "none"
-  return needs;
 }
 
 std::string peer_host(std::string_view peer) {
