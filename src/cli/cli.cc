@@ -3,7 +3,9 @@
 #include "ringlog/cli/cli.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <thread>
@@ -1903,6 +1905,226 @@ int users_main(int argc, char** argv) {
   if (!ok_status(r)) return report_failure(r, "delete user");
   std::cout << "Deleted " << (mechanism ? *mechanism + " credential of user " : std::string("user ")) << name << ".\n";
   return 0;
+}
+
+}  // namespace ringlog::cli
+
+// ---- acls --------------------------------------------------------------------------------------
+
+namespace ringlog::cli {
+
+namespace {
+
+constexpr const char* acls_usage = R"(usage: ringlog acls list|create|delete [options]
+
+ACLs of the authorizer (issue 30; authorizer.class.name must be set on the brokers), over the v3
+/acls routes, with kafka-acls.sh's words. An ACL allows or denies a principal (User:alice, or
+User:* for everyone), connecting from a host (an IP address, or * for any), an operation on a
+resource (a topic, a group, a transactional id or the cluster), named literally or by prefix.
+DENY wins over ALLOW; READ, WRITE, DELETE and ALTER imply DESCRIBE; ALTER_CONFIGS implies
+DESCRIBE_CONFIGS; ALL implies every operation. super.users may do everything.
+
+Commands:
+  list                 the ACLs the options select (every ACL without options)
+  create               one ACL per principal x host x operation x resource given
+  delete               the ACLs the options select (a resource is required), printed
+
+Options:
+  --allow-principal P      ALLOW for principal P (TYPE:NAME, e.g. User:alice, User:*); repeatable
+  --deny-principal P       DENY for principal P; repeatable
+  --allow-host H           the host the ALLOW principals connect from (default *); repeatable
+  --deny-host H            the host the DENY principals connect from (default *); repeatable
+  --principal P            list: only the ACLs of principal P
+  --operation OP           Read, Write, Create, Delete, Alter, Describe, ClusterAction,
+                           DescribeConfigs, AlterConfigs, IdempotentWrite, All (Kafka's names, any
+                           case, or READ, DESCRIBE_CONFIGS, ...); repeatable (create needs one)
+  --topic NAME             a topic resource (* for every topic); repeatable
+  --group NAME             a consumer group resource; repeatable
+  --transactional-id ID    a transactional id resource; repeatable
+  --cluster                the cluster resource (kafka-cluster)
+  --resource-pattern-type T  literal (default for create, delete), prefixed (the name is a prefix),
+                           match (list, delete: every ACL that applies to the name), any (list
+                           default: literal and prefixed)
+  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082)
+  --help                   this text
+
+Authentication as every command: RINGLOG_USER and RINGLOG_PASSWORD (Basic) or RINGLOG_TOKEN
+(Bearer). Example: ringlog acls create --allow-principal User:alice --operation Read
+--operation Describe --topic orders- --resource-pattern-type prefixed
+)";
+
+/// Kafka's operation name from kafka-acls.sh's spelling: "DescribeConfigs", "describe_configs"
+/// and "DESCRIBE_CONFIGS" are all DESCRIBE_CONFIGS.
+std::string kafka_operation_name(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (i > 0 && std::isupper(static_cast<unsigned char>(ch)) && std::islower(static_cast<unsigned char>(text[i - 1]))) {
+      out += '_';
+    }
+    out += ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  }
+  return out;
+}
+
+struct acl_resource {
+  std::string type;   // TOPIC, GROUP, TRANSACTIONAL_ID, CLUSTER
+  std::string name;
+};
+
+std::vector<acl_resource> acl_resources(const args& a) {
+  std::vector<acl_resource> out;
+  for (const auto& t : a.all("--topic")) out.push_back({"TOPIC", t});
+  for (const auto& g : a.all("--group")) out.push_back({"GROUP", g});
+  for (const auto& t : a.all("--transactional-id")) out.push_back({"TRANSACTIONAL_ID", t});
+  if (a.has("--cluster")) out.push_back({"CLUSTER", "kafka-cluster"});
+  return out;
+}
+
+/// (principal, host, permission) of every --allow-principal x --allow-host and --deny-principal
+/// x --deny-host.
+std::vector<std::array<std::string, 3>> acl_entries(const args& a) {
+  std::vector<std::array<std::string, 3>> out;
+  for (const auto& [flag, host_flag, permission] : {std::array<std::string, 3>{"--allow-principal", "--allow-host", "ALLOW"},
+                                                    std::array<std::string, 3>{"--deny-principal", "--deny-host", "DENY"}}) {
+    auto hosts = a.all(host_flag);
+    if (hosts.empty()) hosts.push_back("*");
+    for (const auto& principal : a.all(flag)) {
+      for (const auto& host : hosts) out.push_back({principal, host, permission});
+    }
+  }
+  return out;
+}
+
+std::string query_text(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string out;
+  for (const auto& [k, v] : params) out += (out.empty() ? "?" : "&") + k + "=" + percent_encode_segment(v);
+  return out;
+}
+
+void print_acls(const json& list) {
+  std::cout << "PRINCIPAL\tHOST\tOPERATION\tPERMISSION\tRESOURCE_TYPE\tRESOURCE_NAME\tPATTERN_TYPE\n";
+  for (const auto& e : list["data"]) {
+    std::cout << cell(e["principal"]) << "\t" << cell(e["host"]) << "\t" << cell(e["operation"]) << "\t"
+              << cell(e["permission"]) << "\t" << cell(e["resource_type"]) << "\t" << cell(e["resource_name"]) << "\t"
+              << cell(e["pattern_type"]) << "\n";
+  }
+}
+
+int acls_create(http_client& client, const std::string& path, const args& a, const std::string& pattern) {
+  const auto resources = acl_resources(a);
+  const auto entries = acl_entries(a);
+  const auto operations = a.all("--operation");
+  if (resources.empty() || entries.empty() || operations.empty()) {
+    std::cerr << "acls create needs a resource (--topic, --group, --transactional-id or --cluster), a principal "
+                 "(--allow-principal or --deny-principal) and an --operation\n";
+    return 2;
+  }
+  json data = json::array();
+  for (const auto& r : resources) {
+    for (const auto& [principal, host, permission] : entries) {
+      for (const auto& op : operations) {
+        data.push_back({{"resource_type", r.type}, {"resource_name", r.name}, {"pattern_type", pattern},
+                        {"principal", principal}, {"host", host}, {"operation", kafka_operation_name(op)},
+                        {"permission", permission}});
+      }
+    }
+  }
+  auto r = client.post(path + ":batch", json{{"data", data}}.dump(), "application/json");
+  if (!ok_status(r)) return report_failure(r, "create ACLs");
+  std::cout << "Created " << data.size() << " ACL" << (data.size() == 1 ? "" : "s") << ".\n";
+  return 0;
+}
+
+/// DELETE of one filter per resource x operation (ANY without --operation) x principal (every
+/// principal without one); prints what went.
+int acls_delete(http_client& client, const std::string& path, const args& a, const std::string& pattern) {
+  const auto resources = acl_resources(a);
+  if (resources.empty()) {
+    std::cerr << "acls delete needs a resource (--topic, --group, --transactional-id or --cluster)\n";
+    return 2;
+  }
+  auto operations = a.all("--operation");
+  if (operations.empty()) operations.push_back("ANY");
+  std::vector<std::array<std::string, 3>> entries = acl_entries(a);
+  if (entries.empty()) entries.push_back({"", "", "ANY"});
+  json deleted = {{"data", json::array()}};
+  for (const auto& r : resources) {
+    for (const auto& [principal, host, permission] : entries) {
+      for (const auto& op : operations) {
+        std::vector<std::pair<std::string, std::string>> q = {{"resource_type", r.type}, {"resource_name", r.name},
+                                                              {"pattern_type", pattern},
+                                                              {"operation", kafka_operation_name(op)},
+                                                              {"permission", permission}};
+        if (!principal.empty()) q.push_back({"principal", principal});
+        if (!host.empty()) q.push_back({"host", host});
+        auto reply = client.del(path + query_text(q));
+        if (!ok_status(reply)) return report_failure(reply, "delete ACLs");
+        json answer = json::parse(reply->body);
+        for (auto& e : answer["data"]) deleted["data"].push_back(std::move(e));
+      }
+    }
+  }
+  std::cout << "Deleted " << deleted["data"].size() << " ACL" << (deleted["data"].size() == 1 ? "" : "s") << ":\n";
+  print_acls(deleted);
+  return 0;
+}
+
+int acls_list(http_client& client, const std::string& path, const args& a, const std::string& pattern) {
+  const auto resources = acl_resources(a);
+  if (resources.size() > 1) {
+    std::cerr << "acls list takes at most one resource\n";
+    return 2;
+  }
+  std::vector<std::pair<std::string, std::string>> q = {{"pattern_type", pattern}};
+  if (!resources.empty()) {
+    q.push_back({"resource_type", resources[0].type});
+    q.push_back({"resource_name", resources[0].name});
+  }
+  if (auto p = a.get("--principal")) q.push_back({"principal", *p});
+  const auto operations = a.all("--operation");
+  if (operations.size() == 1) q.push_back({"operation", kafka_operation_name(operations[0])});
+  auto r = client.get(path + query_text(q));
+  if (!ok_status(r)) return report_failure(r, "list ACLs");
+  print_acls(json::parse(r->body));
+  return 0;
+}
+
+}  // namespace
+
+int acls_main(int argc, char** argv) {
+  auto a = parse_args(argc, argv, 1,
+                      {"--bootstrap-server", "--allow-principal", "--deny-principal", "--allow-host", "--deny-host",
+                       "--principal", "--operation", "--topic", "--group", "--transactional-id", "--resource-pattern-type"},
+                      {"--help", "--cluster"});
+  if (!a) return 2;
+  if (a->has("--help")) {
+    std::cout << acls_usage;
+    return 0;
+  }
+  const std::string command = a->positional.empty() ? "" : a->positional[0];
+  if (a->positional.size() != 1 || (command != "list" && command != "create" && command != "delete")) {
+    std::cerr << (command.empty() ? std::string() : "unknown acls command \"" + command + "\"\n") << acls_usage;
+    return 2;
+  }
+  std::string pattern = kafka_operation_name(a->get("--resource-pattern-type").value_or(command == "list" ? "any" : "literal"));
+  if (pattern != "LITERAL" && pattern != "PREFIXED" && pattern != "MATCH" && pattern != "ANY") {
+    std::cerr << "--resource-pattern-type must be literal, prefixed, match or any, got \""
+              << *a->get("--resource-pattern-type") << "\"\n";
+    return 2;
+  }
+  if (command == "create" && pattern != "LITERAL" && pattern != "PREFIXED") {
+    std::cerr << "acls create takes --resource-pattern-type literal or prefixed\n";
+    return 2;
+  }
+  auto client = connect(*a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string path = "/v3/clusters/" + percent_encode_segment(*cluster) + "/acls";
+  if (command == "create") return acls_create(*client, path, *a, pattern);
+  if (command == "delete") return acls_delete(*client, path, *a, pattern);
+  return acls_list(*client, path, *a, pattern);
 }
 
 }  // namespace ringlog::cli

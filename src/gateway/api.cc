@@ -3,6 +3,7 @@
 #include <array>
 
 #include "metrics.h"
+#include "ringlog/base/assert.h"
 
 namespace ringlog::gateway::routes {
 
@@ -20,6 +21,43 @@ const broker::partition_description* find_partition(const broker::topic_descript
 }
 
 std::string error_json(const api_error& e) { return error_body(e.error_code, e.message); }
+
+void keep_authorized(api::call& call, security::resource_type resource, security::acl_operation operation,
+                     std::vector<std::string>& names) {
+  std::erase_if(names, [&](const std::string& name) { return !call.authorized(resource, name, operation); });
+}
+
+void keep_authorized(api::call& call, security::acl_operation operation, std::vector<broker::topic_description>& topics) {
+  std::erase_if(topics, [&](const broker::topic_description& t) {
+    return !call.authorized(security::resource_type::topic, t.name, operation);
+  });
+}
+
+bool require_topics(api::call& call, const std::vector<model::topic_partition>& partitions,
+                    security::acl_operation operation) {
+  return std::all_of(partitions.begin(), partitions.end(), [&](const model::topic_partition& tp) {
+    return call.require(security::resource_type::topic, tp.topic, operation);
+  });
+}
+
+json authorized_operations(api::call& call, security::resource_type resource, std::string_view name) {
+  using op = security::acl_operation;
+  static const std::vector<op> topic_ops = {op::read, op::write, op::create, op::describe, op::delete_,
+                                            op::alter, op::describe_configs, op::alter_configs};
+  static const std::vector<op> cluster_ops = {op::create, op::cluster_action, op::describe_configs, op::alter_configs,
+                                              op::idempotent_write, op::alter, op::describe};
+  static const std::vector<op> group_ops = {op::read, op::describe, op::delete_};
+  static const std::vector<op> transactional_id_ops = {op::describe, op::write};
+  const auto& ops = resource == security::resource_type::topic     ? topic_ops
+                    : resource == security::resource_type::cluster ? cluster_ops
+                    : resource == security::resource_type::group   ? group_ops
+                                                                   : transactional_id_ops;
+  json out = json::array();
+  for (op o : ops) {
+    if (call.authorized(resource, name, o)) out.push_back(std::string(security::to_string(o)));
+  }
+  return out;
+}
 
 /// Describes every topic (internal ones when asked), then calls `done` on the connection thread.
 void describe_all(const call_ptr& c, bool include_internal,
@@ -114,118 +152,140 @@ struct route {
   const char* method;
   const char* pattern;
   handler fn;
+  /// What the route needs (issue 30), Kafka's operations on resources: parse_route_needs'
+  /// grammar, e.g. "READ GROUP:{group}; READ TOPIC:body". Every route declares it, "none" for
+  /// the open routes and the caller's own session (tests/integration/test_acls_http.py walks the
+  /// table and the OpenAPI's x-acl of each operation, which must say the same).
+  const char* needs;
 };
+
+/// The parsed `needs` of every route, in table order; a malformed text stops the server at
+/// its first request (a table edit, caught by every test).
+const std::vector<std::vector<route_need>>& route_needs();
 
 const std::vector<route>& route_table() {
   static const std::vector<route> table = {
-      {"GET", "/v1/health", health}, {"GET", "/v1/whoami", auth_whoami},   // whoami, login, logout, tokens: issue 29
-      {"POST", "/v1/login", auth_login}, {"POST", "/v1/logout", auth_logout}, {"POST", "/v1/tokens", auth_tokens},
-      {"GET", "/metrics", get_metrics},
-      {"GET", "/v3/clusters", v3_list_clusters},
-      {"GET", "/v3/clusters/{cluster_id}", v3_get_cluster},
-      {"GET", "/v3/clusters/{cluster_id}/acls", v3_list_acls},
-      {"POST", "/v3/clusters/{cluster_id}/acls", v3_create_acl},
-      {"POST", "/v3/clusters/{cluster_id}/acls:batch", v3_create_acls_batch},
-      {"DELETE", "/v3/clusters/{cluster_id}/acls", v3_delete_acls},
-      {"GET", "/v3/clusters/{cluster_id}/brokers", v3_list_brokers},
-      {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}", v3_get_broker},
-      {"GET", "/v3/clusters/{cluster_id}/quorum", v3_get_quorum},
-      {"POST", "/v3/clusters/{cluster_id}/elect-leaders", v3_elect_leaders},
-      {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}/partition-replicas", v3_list_broker_replicas},
+      {"GET", "/v1/health", health, "none"}, {"GET", "/v1/whoami", auth_whoami, "none"},   // whoami, login, logout, tokens: issue 29
+      {"POST", "/v1/login", auth_login, "none"}, {"POST", "/v1/logout", auth_logout, "none"}, {"POST", "/v1/tokens", auth_tokens, "none"},
+      {"GET", "/metrics", get_metrics, "DESCRIBE CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters", v3_list_clusters, "none"},
+      {"GET", "/v3/clusters/{cluster_id}", v3_get_cluster, "none"},
+      {"GET", "/v3/clusters/{cluster_id}/acls", v3_list_acls, "DESCRIBE CLUSTER:kafka-cluster"},
+      {"POST", "/v3/clusters/{cluster_id}/acls", v3_create_acl, "ALTER CLUSTER:kafka-cluster"},
+      {"POST", "/v3/clusters/{cluster_id}/acls:batch", v3_create_acls_batch, "ALTER CLUSTER:kafka-cluster"},
+      {"DELETE", "/v3/clusters/{cluster_id}/acls", v3_delete_acls, "ALTER CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/brokers", v3_list_brokers, "none"},
+      {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}", v3_get_broker, "none"},
+      {"GET", "/v3/clusters/{cluster_id}/quorum", v3_get_quorum, "DESCRIBE CLUSTER:kafka-cluster"},
+      {"POST", "/v3/clusters/{cluster_id}/elect-leaders", v3_elect_leaders, "ALTER CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}/partition-replicas", v3_list_broker_replicas, "DESCRIBE CLUSTER:kafka-cluster"},
       // "-" means every broker (Confluent's paths), before the {broker_id} routes.
-      {"GET", "/v3/clusters/{cluster_id}/brokers/-/configs", v3_list_all_broker_configs},
-      {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs", v3_list_broker_configs},
-      {"POST", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs:alter", v3_alter_broker_configs},
-      {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs/{name}", v3_get_broker_config},
-      {"PUT", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs/{name}", v3_set_broker_config},
-      {"DELETE", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs/{name}", v3_reset_broker_config},
-      {"GET", "/v3/clusters/{cluster_id}/users", v3_list_users},
-      {"GET", "/v3/clusters/{cluster_id}/users/{name}", v3_get_user},
-      {"POST", "/v3/clusters/{cluster_id}/users/{name}", v3_set_user},
-      {"DELETE", "/v3/clusters/{cluster_id}/users/{name}", v3_delete_user},
-      {"GET", "/v3/clusters/{cluster_id}/broker-configs", v3_list_cluster_broker_configs},
-      {"POST", "/v3/clusters/{cluster_id}/broker-configs:alter", v3_alter_cluster_broker_configs},
-      {"GET", "/v3/clusters/{cluster_id}/broker-configs/{name}", v3_get_cluster_broker_config},
-      {"PUT", "/v3/clusters/{cluster_id}/broker-configs/{name}", v3_set_cluster_broker_config},
-      {"DELETE", "/v3/clusters/{cluster_id}/broker-configs/{name}", v3_reset_cluster_broker_config},
-      {"GET", "/v3/clusters/{cluster_id}/topics", v3_list_topics},
-      {"POST", "/v3/clusters/{cluster_id}/topics", v3_create_topic},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_get_topic},
-      {"PATCH", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_patch_topic},
-      {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_delete_topic},
+      {"GET", "/v3/clusters/{cluster_id}/brokers/-/configs", v3_list_all_broker_configs, "DESCRIBE_CONFIGS CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs", v3_list_broker_configs, "DESCRIBE_CONFIGS CLUSTER:kafka-cluster"},
+      {"POST", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs:alter", v3_alter_broker_configs, "ALTER_CONFIGS CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs/{name}", v3_get_broker_config, "DESCRIBE_CONFIGS CLUSTER:kafka-cluster"},
+      {"PUT", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs/{name}", v3_set_broker_config, "ALTER_CONFIGS CLUSTER:kafka-cluster"},
+      {"DELETE", "/v3/clusters/{cluster_id}/brokers/{broker_id}/configs/{name}", v3_reset_broker_config, "ALTER_CONFIGS CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/users", v3_list_users, "DESCRIBE CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/users/{name}", v3_get_user, "DESCRIBE CLUSTER:kafka-cluster"},
+      {"POST", "/v3/clusters/{cluster_id}/users/{name}", v3_set_user, "ALTER CLUSTER:kafka-cluster"},
+      {"DELETE", "/v3/clusters/{cluster_id}/users/{name}", v3_delete_user, "ALTER CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/broker-configs", v3_list_cluster_broker_configs, "DESCRIBE_CONFIGS CLUSTER:kafka-cluster"},
+      {"POST", "/v3/clusters/{cluster_id}/broker-configs:alter", v3_alter_cluster_broker_configs, "ALTER_CONFIGS CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/broker-configs/{name}", v3_get_cluster_broker_config, "DESCRIBE_CONFIGS CLUSTER:kafka-cluster"},
+      {"PUT", "/v3/clusters/{cluster_id}/broker-configs/{name}", v3_set_cluster_broker_config, "ALTER_CONFIGS CLUSTER:kafka-cluster"},
+      {"DELETE", "/v3/clusters/{cluster_id}/broker-configs/{name}", v3_reset_cluster_broker_config, "ALTER_CONFIGS CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/topics", v3_list_topics, "DESCRIBE TOPIC:listed"},
+      {"POST", "/v3/clusters/{cluster_id}/topics", v3_create_topic, "CREATE TOPIC:body"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_get_topic, "DESCRIBE TOPIC:{topic_name}"},
+      {"PATCH", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_patch_topic, "ALTER TOPIC:{topic_name}"},
+      {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_delete_topic, "DELETE TOPIC:{topic_name}"},
       // Before the {topic_name} routes: here "-" means every topic, as in Confluent's paths (a topic named "-"
       // keeps its other routes).
-      {"GET", "/v3/clusters/{cluster_id}/topics/-/configs", v3_list_all_topic_configs},
-      {"GET", "/v3/clusters/{cluster_id}/topics/-/partitions/-/reassignment", v3_list_reassignments},
-      {"POST", "/v3/clusters/{cluster_id}/topics/-/partitions/-/reassignment:alter", v3_alter_reassignments},
-      {"POST", "/v3/clusters/{cluster_id}/topics/-/configs:alter", v3_alter_all_topic_configs},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs", v3_list_configs},
-      {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs:alter", v3_alter_configs},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_get_config},
-      {"PUT", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_set_config},
-      {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_reset_config},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions", v3_list_partitions},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/-/reassignment", v3_list_topic_reassignments},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}", v3_get_partition},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/reassignment", v3_get_reassignment},
-      {"PATCH", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/reassignment", v3_patch_reassignment},
-      {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/reassignment", v3_cancel_reassignment},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/offset", v3_get_partition_offset},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas", v3_list_replicas},
-      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas/{broker_id}", v3_get_replica},
-      {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records", v3_produce},
-      {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records:batch", v3_produce_batch},
-      {"POST", "/v3/clusters/{cluster_id}/producers", v3_create_producer},
-      {"GET", "/v3/clusters/{cluster_id}/delayed-records", v3_delayed_records},
-      {"GET", "/v3/clusters/{cluster_id}/transactions", v3_list_transactions},
-      {"POST", "/v3/clusters/{cluster_id}/transactions", v3_begin_transaction},
-      {"GET", "/v3/clusters/{cluster_id}/transactions/{transactional_id}", v3_get_transaction},
-      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/partitions", v3_add_transaction_partitions},
-      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/offsets", v3_add_transaction_offsets},
-      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/commit", v3_commit_transaction},
-      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/abort", v3_abort_transaction},
-      {"GET", "/topics", v2_list_topics},
-      {"GET", "/topics/{topic}", v2_get_topic},
-      {"POST", "/topics/{topic}", v2_produce_topic},
-      {"GET", "/topics/{topic}/partitions", v2_list_partitions},
-      {"GET", "/topics/{topic}/partitions/{partition}", v2_get_partition},
-      {"POST", "/topics/{topic}/partitions/{partition}", v2_produce_partition},
-      {"GET", "/topics/{topic}/partitions/{partition}/offsets", v2_offsets},
-      {"GET", "/topics/{topic}/partitions/{partition}/records", fetch_records},
-      {"GET", "/brokers", v2_brokers},
-      {"POST", "/consumers/{group}", v2_create_consumer},
-      {"DELETE", "/consumers/{group}/instances/{instance}", v2_delete_consumer},
-      {"POST", "/consumers/{group}/instances/{instance}/subscription", v2_subscribe},
-      {"GET", "/consumers/{group}/instances/{instance}/subscription", v2_get_subscription},
-      {"DELETE", "/consumers/{group}/instances/{instance}/subscription", v2_unsubscribe},
-      {"POST", "/consumers/{group}/instances/{instance}/assignments", v2_assign},
-      {"GET", "/consumers/{group}/instances/{instance}/assignments", v2_get_assignments},
-      {"POST", "/consumers/{group}/instances/{instance}/positions", v2_seek},
-      {"POST", "/consumers/{group}/instances/{instance}/positions/beginning", v2_seek_beginning},
-      {"POST", "/consumers/{group}/instances/{instance}/positions/end", v2_seek_end},
-      {"GET", "/consumers/{group}/instances/{instance}/records", v2_consumer_records},
-      {"POST", "/consumers/{group}/instances/{instance}/offsets", v2_commit_offsets},
-      {"GET", "/consumers/{group}/instances/{instance}/offsets", v2_committed_offsets},
-      {"POST", "/consumers/{group}/instances/{instance}/nacks", v2_nack},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups", v3_list_groups},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}", v3_get_group},
-      {"DELETE", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}", v3_delete_group},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers", v3_group_consumers},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-summary", v3_group_lag_summary},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers/{consumer_id}", v3_group_consumer},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers/{consumer_id}/assignments", v3_group_consumer_assignments},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers/{consumer_id}/assignments/{topic_name}/partitions/{partition_id}", v3_group_consumer_assignment},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags", v3_group_lags},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags/{topic_name}/partitions/{partition_id}", v3_group_partition_lag},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-history", v3_group_lag_history},
-      {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/offsets:reset", v3_reset_group_offsets},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters", v3_dead_letter_topics},
-      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters/{topic_name}/records", v3_dead_letters},
-      {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters/{topic_name}/redrive", v3_redrive},
-      {"GET", "/console", console_get}, {"HEAD", "/console", console_get},
-      {"GET", "/console/{file}", console_get}, {"HEAD", "/console/{file}", console_get},
+      {"GET", "/v3/clusters/{cluster_id}/topics/-/configs", v3_list_all_topic_configs, "DESCRIBE_CONFIGS TOPIC:listed"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/-/partitions/-/reassignment", v3_list_reassignments, "DESCRIBE CLUSTER:kafka-cluster"},
+      {"POST", "/v3/clusters/{cluster_id}/topics/-/partitions/-/reassignment:alter", v3_alter_reassignments, "ALTER CLUSTER:kafka-cluster"},
+      {"POST", "/v3/clusters/{cluster_id}/topics/-/configs:alter", v3_alter_all_topic_configs, "ALTER_CONFIGS TOPIC:body"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs", v3_list_configs, "DESCRIBE_CONFIGS TOPIC:{topic_name}"},
+      {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs:alter", v3_alter_configs, "ALTER_CONFIGS TOPIC:{topic_name}"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_get_config, "DESCRIBE_CONFIGS TOPIC:{topic_name}"},
+      {"PUT", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_set_config, "ALTER_CONFIGS TOPIC:{topic_name}"},
+      {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}/configs/{name}", v3_reset_config, "ALTER_CONFIGS TOPIC:{topic_name}"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions", v3_list_partitions, "DESCRIBE TOPIC:{topic_name}"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/-/reassignment", v3_list_topic_reassignments, "DESCRIBE CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}", v3_get_partition, "DESCRIBE TOPIC:{topic_name}"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/reassignment", v3_get_reassignment, "DESCRIBE CLUSTER:kafka-cluster"},
+      {"PATCH", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/reassignment", v3_patch_reassignment, "ALTER CLUSTER:kafka-cluster"},
+      {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/reassignment", v3_cancel_reassignment, "ALTER CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/offset", v3_get_partition_offset, "DESCRIBE TOPIC:{topic_name}"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas", v3_list_replicas, "DESCRIBE TOPIC:{topic_name}"},
+      {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas/{broker_id}", v3_get_replica, "DESCRIBE TOPIC:{topic_name}"},
+      {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records", v3_produce, "WRITE TOPIC:{topic_name}; WRITE TRANSACTIONAL_ID:body"},
+      {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records:batch", v3_produce_batch, "WRITE TOPIC:{topic_name}; WRITE TRANSACTIONAL_ID:body"},
+      {"POST", "/v3/clusters/{cluster_id}/producers", v3_create_producer, "IDEMPOTENT_WRITE CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/delayed-records", v3_delayed_records, "DESCRIBE CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/transactions", v3_list_transactions, "DESCRIBE TRANSACTIONAL_ID:listed"},
+      {"POST", "/v3/clusters/{cluster_id}/transactions", v3_begin_transaction, "WRITE TRANSACTIONAL_ID:body"},
+      {"GET", "/v3/clusters/{cluster_id}/transactions/{transactional_id}", v3_get_transaction, "DESCRIBE TRANSACTIONAL_ID:{transactional_id}"},
+      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/partitions", v3_add_transaction_partitions, "WRITE TRANSACTIONAL_ID:{transactional_id}; WRITE TOPIC:body"},
+      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/offsets", v3_add_transaction_offsets, "WRITE TRANSACTIONAL_ID:{transactional_id}; READ GROUP:body"},
+      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/commit", v3_commit_transaction, "WRITE TRANSACTIONAL_ID:{transactional_id}"},
+      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/abort", v3_abort_transaction, "WRITE TRANSACTIONAL_ID:{transactional_id}"},
+      {"GET", "/topics", v2_list_topics, "DESCRIBE TOPIC:listed"},
+      {"GET", "/topics/{topic}", v2_get_topic, "DESCRIBE TOPIC:{topic}"},
+      {"POST", "/topics/{topic}", v2_produce_topic, "WRITE TOPIC:{topic}"},
+      {"GET", "/topics/{topic}/partitions", v2_list_partitions, "DESCRIBE TOPIC:{topic}"},
+      {"GET", "/topics/{topic}/partitions/{partition}", v2_get_partition, "DESCRIBE TOPIC:{topic}"},
+      {"POST", "/topics/{topic}/partitions/{partition}", v2_produce_partition, "WRITE TOPIC:{topic}"},
+      {"GET", "/topics/{topic}/partitions/{partition}/offsets", v2_offsets, "DESCRIBE TOPIC:{topic}"},
+      {"GET", "/topics/{topic}/partitions/{partition}/records", fetch_records, "READ TOPIC:{topic}"},
+      {"GET", "/brokers", v2_brokers, "none"},
+      {"POST", "/consumers/{group}", v2_create_consumer, "READ GROUP:{group}"},
+      {"DELETE", "/consumers/{group}/instances/{instance}", v2_delete_consumer, "READ GROUP:{group}"},
+      {"POST", "/consumers/{group}/instances/{instance}/subscription", v2_subscribe, "READ GROUP:{group}; READ TOPIC:body"},
+      {"GET", "/consumers/{group}/instances/{instance}/subscription", v2_get_subscription, "READ GROUP:{group}"},
+      {"DELETE", "/consumers/{group}/instances/{instance}/subscription", v2_unsubscribe, "READ GROUP:{group}"},
+      {"POST", "/consumers/{group}/instances/{instance}/assignments", v2_assign, "READ GROUP:{group}; READ TOPIC:body"},
+      {"GET", "/consumers/{group}/instances/{instance}/assignments", v2_get_assignments, "READ GROUP:{group}"},
+      {"POST", "/consumers/{group}/instances/{instance}/positions", v2_seek, "READ GROUP:{group}"},
+      {"POST", "/consumers/{group}/instances/{instance}/positions/beginning", v2_seek_beginning, "READ GROUP:{group}"},
+      {"POST", "/consumers/{group}/instances/{instance}/positions/end", v2_seek_end, "READ GROUP:{group}"},
+      {"GET", "/consumers/{group}/instances/{instance}/records", v2_consumer_records, "READ GROUP:{group}; READ TOPIC:body"},
+      {"POST", "/consumers/{group}/instances/{instance}/offsets", v2_commit_offsets, "READ GROUP:{group}; READ TOPIC:body"},
+      {"GET", "/consumers/{group}/instances/{instance}/offsets", v2_committed_offsets, "DESCRIBE GROUP:{group}; DESCRIBE TOPIC:body"},
+      {"POST", "/consumers/{group}/instances/{instance}/nacks", v2_nack, "READ GROUP:{group}; READ TOPIC:body"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups", v3_list_groups, "DESCRIBE GROUP:listed"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}", v3_get_group, "DESCRIBE GROUP:{consumer_group_id}"},
+      {"DELETE", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}", v3_delete_group, "DELETE GROUP:{consumer_group_id}"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers", v3_group_consumers, "DESCRIBE GROUP:{consumer_group_id}"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-summary", v3_group_lag_summary, "DESCRIBE GROUP:{consumer_group_id}"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers/{consumer_id}", v3_group_consumer, "DESCRIBE GROUP:{consumer_group_id}"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers/{consumer_id}/assignments", v3_group_consumer_assignments, "DESCRIBE GROUP:{consumer_group_id}"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers/{consumer_id}/assignments/{topic_name}/partitions/{partition_id}", v3_group_consumer_assignment, "DESCRIBE GROUP:{consumer_group_id}"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags", v3_group_lags, "DESCRIBE GROUP:{consumer_group_id}"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags/{topic_name}/partitions/{partition_id}", v3_group_partition_lag, "DESCRIBE GROUP:{consumer_group_id}; DESCRIBE TOPIC:{topic_name}"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-history", v3_group_lag_history, "DESCRIBE GROUP:{consumer_group_id}"},
+      {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/offsets:reset", v3_reset_group_offsets, "READ GROUP:{consumer_group_id}; READ TOPIC:body"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters", v3_dead_letter_topics, "DESCRIBE GROUP:{consumer_group_id}"},
+      {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters/{topic_name}/records", v3_dead_letters, "DESCRIBE GROUP:{consumer_group_id}; READ TOPIC:{topic_name}"},
+      {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters/{topic_name}/redrive", v3_redrive, "READ GROUP:{consumer_group_id}; READ TOPIC:{topic_name}; WRITE TOPIC:body"},
+      {"GET", "/console", console_get, "none"}, {"HEAD", "/console", console_get, "none"},
+      {"GET", "/console/{file}", console_get, "none"}, {"HEAD", "/console/{file}", console_get, "none"},
   };
   return table;
+}
+
+const std::vector<std::vector<route_need>>& route_needs() {
+  static const std::vector<std::vector<route_need>> parsed = [] {
+    std::vector<std::vector<route_need>> out;
+    for (const auto& r : route_table()) {
+      auto needs = parse_route_needs(r.needs);
+      RINGLOG_ASSERT(needs.has_value(), r.needs);   // the message: the malformed text
+      out.push_back(std::move(*needs));
+    }
+    return out;
+  }();
+  return parsed;
 }
 
 }  // namespace
@@ -234,6 +294,7 @@ const std::vector<route>& route_table() {
 
 namespace ringlog::gateway {
 
+using routes::route_needs;
 using routes::route_table;
 
 namespace {
@@ -318,7 +379,9 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
   c->query = std::move(*query);
 
   std::vector<std::string> allowed;
-  for (const auto& r : route_table()) {
+  const auto& table = route_table();
+  for (size_t i = 0; i < table.size(); ++i) {
+    const auto& r = table[i];
     std::map<std::string, std::string> params;
     if (!match_path(r.pattern, path, params)) continue;
     allowed.emplace_back(r.method);
@@ -329,6 +392,9 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
     if (!routes::authenticate_call(c, r.pattern)) return;
+    // Issue 30: the needs named by the path (or the cluster) before the handler runs; the
+    // handler checks those named in the body and filters its lists.
+    if (!routes::authorize_call(c, r.pattern, route_needs()[i])) return;
     c->audit_admin = routes::is_admin_write(c->request.method, r.pattern);
     if (!broker_.config().process_role_broker && !served_by_dedicated_controller(r.method, r.pattern)) {
       return refuse_on_dedicated_controller(

@@ -31,6 +31,23 @@ bool authenticate_call(const call_ptr& c, std::string_view pattern) {
   return true;
 }
 
+bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vector<route_need>& needs) {
+  if (!c->broker().authorizer_enabled()) return true;
+  // /metrics served without credentials (authentication off, or http.metrics.authentication
+  // false) stays open to every caller: Prometheus scrapes it as before. Authenticated, it needs
+  // DESCRIBE on the cluster (it names every topic, as Kafka's DescribeCluster and Metadata would).
+  const auto& auth = c->self->options().auth;
+  if (pattern == "/metrics" && !(auth && auth->enabled() && auth->options().metrics_authenticated)) return true;
+  for (const auto& need : needs) {
+    if (need.from == route_need::source::cluster) {
+      if (!c->require(need.resource, security::cluster_resource_name, need.operation)) return false;
+    } else if (need.from == route_need::source::path) {
+      if (!c->require(need.resource, c->params[need.param], need.operation)) return false;
+    }
+  }
+  return true;
+}
+
 bool is_admin_write(std::string_view method, std::string_view pattern) {
   if (method == "GET" || method == "HEAD" || method == "OPTIONS" || !pattern.starts_with("/v3/clusters/")) return false;
   for (std::string_view data_plane : {"/records", "/producers", "/transactions"}) {

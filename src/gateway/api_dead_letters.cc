@@ -132,6 +132,9 @@ void v2_nack(const call_ptr& c) {
   if (!check_group_name(*c) || !consumer_content_type(c)) return;
   auto nacks = parse_nacks(c->request.body);
   if (!nacks.ok()) return c->fail(nacks.error());
+  for (const auto& n : nacks.value()) {
+    if (!c->require(security::resource_type::topic, n.partition.topic, security::acl_operation::read)) return;
+  }
   c->broker().groups().nack(c->params["group"], c->params["instance"], std::move(nacks).value(), answer_no_content(c));
 }
 
@@ -192,6 +195,10 @@ void v3_dead_letters(const call_ptr& c) {
   });
 }
 
+namespace {
+void redrive(const call_ptr& c, broker::redrive_request req);
+}  // namespace
+
 /// POST .../dead-letters/{topic_name}/redrive: {"to": "original" | "retry", "offsets":
 /// [{partition, offset}], "ranges": [{partition, from_offset, to_offset}]} (neither: all) -> 200
 /// with the counts; each dead letter is redriven at most once.
@@ -202,6 +209,24 @@ void v3_redrive(const call_ptr& c) {
   req.group_id = c->params["consumer_group_id"];
   req.topic = c->params["topic_name"];
   if (auto bad = parse_redrive(c->request.body, req)) return c->fail(*bad);
+  if (!c->broker().authorizer_enabled()) return redrive(c, std::move(req));
+  // Issue 30: a redrive writes the dead letters back to their original topic: WRITE on it.
+  c->broker().groups().dead_letter_topics(
+      req.group_id, [c, req = std::move(req)](broker::result<std::vector<broker::dead_letter_topic_info>> r) mutable {
+        c->later([r = std::move(r), req = std::move(req)](api::call& call) mutable {
+          if (!r.ok()) return call.fail(to_api_error(r.error()));
+          for (const auto& t : *r) {
+            if (t.topic != req.topic) continue;
+            if (!call.require(security::resource_type::topic, t.original_topic, security::acl_operation::write)) return;
+          }
+          redrive(call.shared_from_this(), std::move(req));
+        });
+      });
+}
+
+namespace {
+
+void redrive(const call_ptr& c, broker::redrive_request req) {
   c->broker().groups().redrive(std::move(req), [c](broker::result<broker::redrive_result> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
@@ -214,5 +239,7 @@ void v3_redrive(const call_ptr& c) {
     });
   });
 }
+
+}  // namespace
 
 }  // namespace ringlog::gateway::routes

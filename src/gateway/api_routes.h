@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "api.h"
+#include "authorization.h"
 #include "errors.h"
 #include "http_util.h"
 
@@ -83,6 +84,20 @@ struct api::call : std::enable_shared_from_this<api::call> {
   [[nodiscard]] const security::kafka_principal& principal() const { return who.principal; }
 
   broker::broker& broker() { return self->broker_; }
+
+  /// The caller's address as ACL hosts name it (issue 30): the peer's IP without its port.
+  [[nodiscard]] std::string peer_ip() const { return peer_host(request.peer); }
+  /// Issue 30: may the caller do `operation` on the resource? Always true without an authorizer.
+  bool authorized(security::resource_type resource, std::string_view name, security::acl_operation operation) {
+    return acl_allows(broker(), principal(), peer_ip(), resource, name, operation);
+  }
+  /// As authorized(), but a refusal is answered (403, error_code 40301: acl_refusal) and false
+  /// returned.
+  bool require(security::resource_type resource, std::string_view name, security::acl_operation operation) {
+    auto refusal = acl_refusal(broker(), principal(), peer_ip(), resource, name, operation);
+    if (refusal) fail(*refusal);
+    return !refusal;
+  }
 
   /// The produce bounds of this request: a record may be as large as message.max.bytes is now
   /// (a dynamic broker config may have changed it since start).
@@ -288,7 +303,13 @@ struct api::call : std::enable_shared_from_this<api::call> {
       return std::nullopt;
     }
     broker::producer_identity producer{model::producer_id{*pid}, model::producer_epoch{static_cast<int16_t>(*pepoch)}};
-    if (transactional != query.end()) producer.transactional_id = transactional->second;
+    if (transactional != query.end()) {
+      // Issue 30: a transactional produce needs WRITE on the id (Kafka's Produce with a transactional id).
+      if (!require(security::resource_type::transactional_id, transactional->second, security::acl_operation::write)) {
+        return std::nullopt;
+      }
+      producer.transactional_id = transactional->second;
+    }
     return std::optional<broker::producer_identity>{std::move(producer)};
   }
 
@@ -331,6 +352,20 @@ void with_topic(const call_ptr& c, const std::string& key, error_scope scope,
 /// a fetch round, so routes that report a partition's ends use this, never the local replica.
 void with_offset_bounds(const call_ptr& c, const model::topic_partition& tp,
                         std::function<void(api::call&, int64_t earliest, int64_t latest)> done);
+/// Issue 30: removes the names of `names` the caller may not `operation` as `resource` (a list
+/// never reveals what the caller may not DESCRIBE: Kafka's Metadata omits such topics).
+void keep_authorized(api::call& call, security::resource_type resource, security::acl_operation operation,
+                     std::vector<std::string>& names);
+/// As keep_authorized, for topic descriptions.
+void keep_authorized(api::call& call, security::acl_operation operation, std::vector<broker::topic_description>& topics);
+/// Issue 30: requires READ (or `operation`) on the topic of every partition of `partitions`;
+/// false after answering 403 for the first one refused.
+bool require_topics(api::call& call, const std::vector<model::topic_partition>& partitions,
+                    security::acl_operation operation = security::acl_operation::read);
+/// Issue 30: the operations the caller may do on the resource, of those Kafka's ACLs name for its
+/// type (AclEntry.supportedOperations), as Kafka's names: the `authorized_operations` of the v3
+/// cluster and topic answers (KIP-430), which the console reads to disable what is not allowed.
+json authorized_operations(api::call& call, security::resource_type resource, std::string_view name);
 /// Describes every topic (internal ones when asked), then calls `done` on the connection thread.
 void describe_all(const call_ptr& c, bool include_internal,
                   std::function<void(api::call&, std::vector<broker::topic_description>)> done);
@@ -363,6 +398,10 @@ void stream_consumer(const call_ptr& c, const std::string& type, bool as_json, c
 /// Authenticates the call unless `pattern` is open (health, console, login, logout, metrics
 /// unless http.metrics.authentication); sets call::who. False after answering 401/403.
 bool authenticate_call(const call_ptr& c, std::string_view pattern);
+/// Issue 30: checks the route's needs named by its path or the cluster (route_need::source path
+/// and cluster) against the caller's ACLs; false after answering 403 (40301). True without an
+/// authorizer, and on routes open without credentials (health, console, login, open /metrics).
+bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vector<route_need>& needs);
 /// A state-changing /v3/clusters route other than records, producers and transactions: topics,
 /// configs, partitions, reassignments, elections, groups' deletes and offset resets, users.
 bool is_admin_write(std::string_view method, std::string_view pattern);

@@ -74,6 +74,9 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
       bool exists = r.error().code == broker::errc::unknown_topic_or_partition && c->topic_exists(topic);
       return fail(to_api_error(r.error(), error_scope::partition, exists));
     }
+    // Issue 30: each chunk checks READ again, so an ACL removed mid-stream ends it (an error
+    // line or event) within one poll wait.
+    if (auto refusal = read_refusal(topic)) return fail(*refusal);
     std::string out;
     const std::string topic_json_text = dump(json(topic));
     uint64_t bytes = 0;
@@ -90,6 +93,9 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
 
   void on_consumed(const broker::result<std::vector<broker::consumed_record>>& r) {
     if (!r.ok()) return fail(to_api_error(r.error()));
+    for (const auto& cr : *r) {
+      if (auto refusal = read_refusal(cr.partition.topic)) return fail(*refusal);
+    }
     std::string out;
     for (const auto& [tp, rec] : *r) {
       // No SSE id: the instance keeps its own position, a reconnect resumes from it.
@@ -97,6 +103,11 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
       c->self->metrics_registry().add_bytes_out(tp.topic, 1, record_bytes(rec));
     }
     send(std::move(out));
+  }
+
+  [[nodiscard]] std::optional<api_error> read_refusal(const std::string& name) const {
+    return acl_refusal(c->broker(), c->principal(), c->peer_ip(), security::resource_type::topic, name,
+                       security::acl_operation::read);
   }
 
   /// One record as an NDJSON line or an SSE event. A key or value that is not JSON in a json

@@ -29,6 +29,7 @@ json v2_topic_json(const broker::topic_description& t) {
 void v2_list_topics(const call_ptr& c) {
   if (!c->accept(v2_offers)) return;
   auto names = c->broker().list_topics(false);
+  keep_authorized(*c, security::resource_type::topic, security::acl_operation::describe, names);
   std::sort(names.begin(), names.end());
   c->respond_json(200, json(names), v2_type);
 }

@@ -253,6 +253,7 @@ void with_cluster_json(const call_ptr& c, std::function<void(api::call&, json)> 
     // ringlog's additions (metrics.h partition_health).
     j["under_replicated_partitions_count"] = all.under_replicated;
     j["offline_partitions_count"] = all.offline;
+    j["authorized_operations"] = authorized_operations(call, security::resource_type::cluster, security::cluster_resource_name);
     done(call, std::move(j));
   });
 }
@@ -418,9 +419,13 @@ void v3_list_topics(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   // As Confluent's v3 list: internal topics too, marked is_internal (v2's list leaves them out).
   describe_all(c, true, [](api::call& call, std::vector<broker::topic_description> topics) {
+    keep_authorized(call, security::acl_operation::describe, topics);
     const std::string& cluster = call.params["cluster_id"];
     json data = json::array();
-    for (const auto& t : topics) data.push_back(topic_json(call.base_url, cluster, t));
+    for (const auto& t : topics) {
+      data.push_back(topic_json(call.base_url, cluster, t));
+      data.back()["authorized_operations"] = authorized_operations(call, security::resource_type::topic, t.name);
+    }
     call.respond_json(200, list_json("KafkaTopicList", call.base_url + "/v3/clusters/" + cluster + "/topics", data));
   });
 }
@@ -430,6 +435,11 @@ void v3_create_topic(const call_ptr& c) {
   auto req = parse_create_topic(c->request.body);
   if (!req.ok()) return c->fail(req.error());
   std::string name = req->name;
+  // Kafka's CreateTopics: CREATE on the cluster allows any topic, else CREATE on the topic.
+  if (!c->authorized(security::resource_type::cluster, security::cluster_resource_name, security::acl_operation::create) &&
+      !c->require(security::resource_type::topic, name, security::acl_operation::create)) {
+    return;
+  }
   req->principal = c->principal();
   // Confluent: a dry run (validate_only) answers 200 with the topic it would create; only a real
   // create is 201 Created.
@@ -445,7 +455,9 @@ void v3_create_topic(const call_ptr& c) {
 void v3_get_topic(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
-    call.respond_json(200, topic_json(call.base_url, call.params["cluster_id"], t));
+    json j = topic_json(call.base_url, call.params["cluster_id"], t);
+    j["authorized_operations"] = authorized_operations(call, security::resource_type::topic, t.name);
+    call.respond_json(200, j);
   });
 }
 
@@ -793,6 +805,7 @@ void v3_get_replica(const call_ptr& c) {
 void v3_list_all_topic_configs(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   describe_all(c, true, [](api::call& call, std::vector<broker::topic_description> topics) {
+    keep_authorized(call, security::acl_operation::describe_configs, topics);
     const std::string& cluster = call.params["cluster_id"];
     json data = json::array();
     for (const auto& t : topics) {
@@ -815,6 +828,9 @@ void v3_alter_all_topic_configs(const call_ptr& c) {
   auto by_topic = std::make_shared<std::map<std::string, std::map<std::string, std::optional<std::string>>>>(
       std::move(req->by_topic));
   const bool validate_only = req->validate_only;
+  for (const auto& entry : *by_topic) {
+    if (!c->require(security::resource_type::topic, entry.first, security::acl_operation::alter_configs)) return;
+  }
   describe_all(c, true, [by_topic, validate_only](api::call& call, std::vector<broker::topic_description> topics) {
     for (const auto& entry : *by_topic) {
       const std::string& topic = entry.first;

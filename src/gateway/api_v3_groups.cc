@@ -62,6 +62,10 @@ void v3_list_groups(const call_ptr& c) {
       };
       auto g = std::make_shared<gather>();
       g->listings = *r;
+      // Issue 30: Kafka's ListGroups lists the groups the caller may DESCRIBE.
+      std::erase_if(g->listings, [&call](const group::group_listing& l) {
+        return !call.authorized(security::resource_type::group, l.group_id, security::acl_operation::describe);
+      });
       g->details.resize(g->listings.size());
       g->remaining = g->listings.size();
       auto answer = [g](api::call& call2) {
@@ -340,6 +344,9 @@ void v3_reset_group_offsets(const call_ptr& c) {
   if (!parsed.ok()) return c->fail(parsed.error());
   broker::reset_offsets_request req = std::move(parsed).value();
   req.group_id = c->params["consumer_group_id"];
+  for (const auto& topic : req.topics) {   // Kafka's AlterConsumerGroupOffsets: READ on each topic
+    if (!c->require(security::resource_type::topic, topic, security::acl_operation::read)) return;
+  }
   const bool dry = req.mode == group::dry_run::yes;
   c->broker().groups().reset_offsets(std::move(req), [c, dry](broker::result<group::partition_map<model::offset>> r) {
     c->later([r = std::move(r), dry](api::call& call) {

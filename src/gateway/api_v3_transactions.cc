@@ -162,6 +162,7 @@ void v3_begin_transaction(const call_ptr& c) {
     timeout_ms = *t;
   }
   const std::string id = (*body)["transactional_id"].get<std::string>();
+  if (!c->require(security::resource_type::transactional_id, id, security::acl_operation::write)) return;
   c->broker().transactions().init_producer_id(id, static_cast<int32_t>(timeout_ms), std::nullopt,
                                               [c, id](broker::result<producer> r) {
                                                 c->later([r = std::move(r), id](api::call& call) {
@@ -190,6 +191,7 @@ void v3_add_transaction_partitions(const call_ptr& c) {
     }
     partitions.push_back({e["topic"].get<std::string>(), model::partition_id{e["partition"].get<int32_t>()}});
   }
+  if (!require_topics(*c, partitions, security::acl_operation::write)) return;   // Kafka's AddPartitionsToTxn
   c->broker().transactions().add_partitions(c->params["transactional_id"], p->first, p->second, std::move(partitions),
                                             no_content(c));
 }
@@ -202,6 +204,10 @@ void v3_add_transaction_offsets(const call_ptr& c) {
   if (!p) return;
   if (!body->contains("group_id") || !(*body)["group_id"].is_string() || (*body)["group_id"].get<std::string>().empty()) {
     return c->fail(422, ec::unprocessable, "field group_id must be a non-empty string");
+  }
+  // Kafka's AddOffsetsToTxn: READ on the group.
+  if (!c->require(security::resource_type::group, (*body)["group_id"].get<std::string>(), security::acl_operation::read)) {
+    return;
   }
   if (!body->contains("offsets") || !(*body)["offsets"].is_array() || (*body)["offsets"].empty()) {
     return c->fail(422, ec::unprocessable,
@@ -285,6 +291,11 @@ void v3_list_transactions(const call_ptr& c) {
           if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");
           json data = json::array();
           for (const auto& l : *r) {
+            // Kafka's ListTransactions lists the ids the caller may DESCRIBE.
+            if (!call.authorized(security::resource_type::transactional_id, l.transactional_id,
+                                 security::acl_operation::describe)) {
+              continue;
+            }
             data.push_back({{"kind", "KafkaTransaction"},
                             {"metadata", {{"self", transactions_url(call) + "/" + percent_encode_segment(l.transactional_id)}}},
                             {"transactional_id", l.transactional_id},

@@ -47,11 +47,15 @@ void v3_get_user(const call_ptr& c) {
 /// Who may change users over HTTP (issue 29; a session's breaker reset another user's password
 /// as an ordinary user): with HTTP authentication on, only super.users; with it off
 /// (http.authentication.method=NONE, every caller User:ANONYMOUS) the routes are as open as every
-/// other route, as docs/security.md says. Answers 403 (40301) and returns false otherwise.
+/// other route, as docs/security.md says. With an authorizer (issue 30) the ACLs decide instead:
+/// the route table asks ALTER on the cluster (Kafka's AlterUserScramCredentials). Answers 403
+/// (40301) and returns false otherwise.
 bool may_change_users(const call_ptr& c) {
   const security::kafka_principal& who = c->principal();
-  // Not asked where HTTP authentication is off (every caller is User:ANONYMOUS there); asked by
-  // the listener's setting, never by the principal's name (a token could name "ANONYMOUS").
+  // With an authorizer the route table's ALTER on the cluster decided. Without one: not asked where
+  // HTTP authentication is off (every caller is User:ANONYMOUS there), asked by the listener's
+  // setting, never by the principal's name (a token could name "ANONYMOUS").
+  if (c->broker().authorizer_enabled()) return true;
   const auto& auth = c->self->options().auth;
   if (!auth || !auth->enabled()) return true;
   const auto& super_users = c->broker().config().super_users;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "authorization.h"
 #include "ringlog/runtime/asio_context.h"
 #include "errors.h"
 #include "group_proxy.h"
@@ -380,7 +381,8 @@ class session final : public std::enable_shared_from_this<session>, public respo
     }
     --server_.in_flight;
     closed_ = true;   // the socket is the WebSocket session's now
-    ws_context ctx{&server_.broker, &server_.registry, server_.websockets, server_.forwarder.get(), principal};
+    ws_context ctx{&server_.broker, &server_.registry, server_.websockets, server_.forwarder.get(), principal,
+                   peer_host(peer_)};
     start_ws_session(stream_.release_socket(), std::move(msg), ctx);
   }
 

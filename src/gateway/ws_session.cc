@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "authorization.h"
 #include "base64.h"
 #include "consumer_parsing.h"
 #include "errors.h"
@@ -372,6 +373,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     broker::produce_request req;
     req.principal = ctx_.principal;
     req.topic = m["topic"].get<std::string>();
+    if (auto refusal = acl_refusal_of(security::resource_type::topic, req.topic, security::acl_operation::write)) {
+      return produce_done(seq, error_json(id, refusal->error_code, refusal->message));
+    }
     const bool multi = m.contains("records");
     if (multi) {
       for (const char* field : {"partition", "key", "value", "headers", "sequence", "deliver_at", "delay_ms"}) {
@@ -426,6 +430,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       if (m.contains("transactional_id")) {
         const json& tid = m["transactional_id"];
         if (!tid.is_string() || tid.get<std::string>().empty()) return bad("transactional_id must be a non-empty string");
+        if (auto refusal = acl_refusal_of(security::resource_type::transactional_id, tid.get<std::string>(),
+                                          security::acl_operation::write)) {
+          return produce_done(seq, error_json(id, refusal->error_code, refusal->message));
+        }
         req.producer->transactional_id = tid.get<std::string>();
       }
     } else if (m.contains("transactional_id")) {
@@ -514,6 +522,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   void produce_fast(ws_produce_message m) {
     const uint64_t seq = next_produce_seq_++;
     const size_t count = m.records.size();
+    if (auto refusal = acl_refusal_of(security::resource_type::topic, m.topic, security::acl_operation::write)) {
+      return produce_done(seq, error_text(m.id_json, refusal->error_code, refusal->message));
+    }
     if (produce_in_flight_ + count > limits::ws_produce_in_flight_max) return produce_refused(seq, m.id_json);
     auto& pending = pending_produce_;
     const size_t records_max = std::min(limits::ws_produce_coalesce_records_max, records_per_message_max());
@@ -729,6 +740,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (!partition) {
       return send_error(id, error_codes::unprocessable, std::string("partition must be ") + json_partition_range);
     }
+    if (refused(id, security::resource_type::topic, m["topic"].get<std::string>(), security::acl_operation::read)) return;
     subscription s;
     s.generation = ++generation_;
     s.id = id;
@@ -827,6 +839,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (!sub_ || sub_->generation != gen) return pump();   // unsubscribed or replaced meanwhile
     sub_->fetching = false;
     if (!r.ok()) return refuse_subscription(r.error());
+    // Issue 30: each fetch checks READ again: an ACL removed ends the subscription (an error frame).
+    if (refused(sub_->id, security::resource_type::topic, sub_->tp.topic, security::acl_operation::read)) {
+      sub_.reset();
+      return pump();
+    }
     uint64_t bytes = 0, count = 0;
     std::string batch;
     for (size_t i = 0; i < r->records.size(); ++i) {
@@ -862,6 +879,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     for (const auto& t : m["topics"]) {
       if (!t.is_string()) return send_error(id, error_codes::unprocessable, "join \"topics\" must be an array of strings");
       sub.topics.push_back(t.get<std::string>());
+    }
+    // Issue 30: READ on the group and on each topic (Kafka's JoinGroup, then Fetch).
+    if (refused(id, security::resource_type::group, m["group"].get<std::string>(), security::acl_operation::read)) return;
+    for (const auto& topic : sub.topics) {
+      if (refused(id, security::resource_type::topic, topic, security::acl_operation::read)) return;
     }
     broker::consumer_instance_config cfg;
     cfg.group_id = m["group"].get<std::string>();
@@ -938,6 +960,17 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       if (is_retriable(r.error().code)) return;
       return leave_group();
     }
+    // Issue 30: READ on the group and each topic read, again: a refusal is an error frame and the
+    // member leaves (nothing of the refused topic is delivered).
+    bool allowed = !refused(nullptr, security::resource_type::group, member_->group, security::acl_operation::read);
+    for (const auto& cr : *r) {
+      if (!allowed) break;
+      allowed = !refused(nullptr, security::resource_type::topic, cr.partition.topic, security::acl_operation::read);
+    }
+    if (!allowed) {
+      member_->polling = false;
+      return leave_group();
+    }
     // Deliver within credit; rewind each partition to its first undelivered record.
     std::vector<broker::seek_request> rewinds;
     group::partition_set rewound;
@@ -988,6 +1021,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   void on_commit(const json& id) {
     if (!member_ || !member_->ready) return send_error(id, error_codes::unprocessable, "commit needs a joined group");
+    if (refused(id, security::resource_type::group, member_->group, security::acl_operation::read)) return;
     calls_.commit(member_->group, member_->instance, [self = shared_from_this(), id](
                                      broker::result<group::partition_map<group::committed_offset>> r) {
       self->on_executor([self, id, r = std::move(r)] {
@@ -1005,6 +1039,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   /// the message itself -> {"type": "nacked", "id"} once the copies are durable (issue 18).
   void on_nack(const json& m, const json& id) {
     if (!member_ || !member_->ready) return send_error(id, error_codes::unprocessable, "nack needs a joined group");
+    if (refused(id, security::resource_type::group, member_->group, security::acl_operation::read)) return;
     json body = m.contains("offsets") ? json{{"offsets", m["offsets"]}}
                                       : json{{"offsets", json::array({json{{"topic", m.value("topic", json())},
                                                                            {"partition", m.value("partition", json())},
@@ -1050,6 +1085,20 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     return error_text(dump(id), code, message);
   }
   void send_error(const json& id, int code, const std::string& message) { send_text(error_json(id, code, message)); }
+
+  /// Issue 30: the 403 (40301) of `operation` on `resource`/`name` for the session's principal
+  /// and host, nullopt when allowed (always without an authorizer).
+  [[nodiscard]] std::optional<api_error> acl_refusal_of(security::resource_type resource, const std::string& name,
+                                                        security::acl_operation operation) const {
+    return acl_refusal(*ctx_.broker, ctx_.principal, ctx_.host, resource, name, operation);
+  }
+  /// As acl_refusal_of, answering a refusal with an error frame of `id`: true when refused.
+  bool refused(const json& id, security::resource_type resource, const std::string& name,
+               security::acl_operation operation) {
+    auto refusal = acl_refusal_of(resource, name, operation);
+    if (refusal) send_error(id, refusal->error_code, refusal->message);
+    return refusal.has_value();
+  }
 
   /// Sends one `record` message, or adds it to `batch` (a `records` message under construction)
   /// when the client subscribed with "batch": true. A batch holds one fetch or poll: at most

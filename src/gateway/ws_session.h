@@ -39,6 +39,9 @@ struct ws_context {
   /// Who opened the session (issue 29: the upgrade's Authorization, session cookie or
   /// ?access_token=): carried with its produce and fetch calls; owns the group members it makes.
   security::kafka_principal principal{};
+  /// The peer's IP address as ACL hosts name it (issue 30: every frame is authorized as the
+  /// principal from this host).
+  std::string host;
 };
 
 /// Takes over `socket` after an HTTP/1.1 Upgrade request to /v1/ws (already checked: path,

@@ -9,6 +9,7 @@ from kafka.errors import SecurityDisabledError
 from conftest import Broker, free_port
 
 AUTHORIZER = "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+SUPER_USERS = "super.users=User:admin;User:ANONYMOUS"
 
 
 def start(tmp_path, sets, kafka_port=None):
@@ -35,8 +36,9 @@ def test_without_an_authorizer_the_acl_apis_say_security_disabled(tmp_path):
 
 def test_acls_through_kafka_and_http_agree_and_survive_a_restart(tmp_path):
     kafka_port = free_port()
-    # The ACL calls come from a PLAINTEXT listener (User:ANONYMOUS): with ACLs enforced, a super user.
-    b = start(tmp_path, [AUTHORIZER, "super.users=User:admin;User:ANONYMOUS"], kafka_port)
+    # ACLs are enforced (test_acls_http.py): without authentication every caller is
+    # User:ANONYMOUS, the super user here that keeps the ACLs.
+    b = start(tmp_path, [AUTHORIZER, SUPER_USERS], kafka_port)
     admin = KafkaAdminClient(bootstrap_servers=b.bootstrap, request_timeout_ms=10000)
     try:
         read_orders = ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
@@ -103,7 +105,7 @@ def test_acls_through_kafka_and_http_agree_and_survive_a_restart(tmp_path):
         assert b.stop() == 0
 
     # Kept in the metadata log: a restart finds them.
-    b = Broker(tmp_path / "ringlog-data", [AUTHORIZER], kafka_port=kafka_port).start()
+    b = Broker(tmp_path / "ringlog-data", [AUTHORIZER, SUPER_USERS], kafka_port=kafka_port).start()
     try:
         left = sorted(a["principal"] for a in requests.get(b.v3("/acls")).json()["data"])
         assert left == ["User:alice", "User:alice", "User:ops", "User:ops3"], left

@@ -11,10 +11,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def served_routes():
-    """The route table of src/gateway/api.cc: {"GET", "/topics", handler} entries."""
+    """The route table of src/gateway/api.cc: {"GET", "/topics", handler, "needs"} entries."""
     source = (ROOT / "src" / "gateway" / "api.cc").read_text()
     table = source[source.index("route_table()"):]
-    return {(m, p) for m, p in re.findall(r'\{"(GET|HEAD|POST|PATCH|DELETE|PUT)", "(/[^"]*)", \w+\}', table)}
+    return {(m, p) for m, p in re.findall(r'\{"(GET|HEAD|POST|PATCH|DELETE|PUT)", "(/[^"]*)", \w+, "[^"]*"\}', table)}
 
 
 def documented_routes():

@@ -162,6 +162,10 @@ export const api = {
   /** {now_ms, pending_records, window_records, unread_records, next_due_ms, lag_ms, moved_records,
    *  due_histogram: [{due_after_ms, due_within_ms, records}], schedulers: [...]} */
   delayedRecords: async () => call('GET', await v3('/delayed-records')),
+  // ACLs (issue 30): the list, one ACL added, the ACLs one exact filter selects deleted.
+  acls: async () => (await call('GET', await v3('/acls'))).data,
+  createAcl: async (acl) => call('POST', await v3('/acls'), { body: acl }),
+  deleteAcls: async (filter) => call('DELETE', await v3(`/acls?${new URLSearchParams(filter)}`)),
 
   // -- dead letters (docs/retries.md)
   /** [{topic_name, original_topic_name, partitions_count, dead_letters, redriven, pending}] */

@@ -10,6 +10,7 @@ import * as tail from './page-tail.js';
 import * as groups from './page-groups.js';
 import * as group from './page-group.js';
 import * as delayed from './page-delayed.js';
+import * as acls from './page-acls.js';
 
 /**
  * "#/topics/orders?x=1" -> {page, path: ['topics', 'orders'], query: URLSearchParams}.
@@ -30,6 +31,7 @@ function pageFor(route) {
     case 'tail': return tail;
     case 'groups': return route.path.length > 1 ? group : groups;
     case 'delayed': return delayed;
+    case 'acls': return acls;
     default: return null;
   }
 }

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { brokerRole, controllerLabel, isDedicatedController, linkPieces, dueBucketLabel, formatBytes, formatCount, formatDue, formatDurationMs, formatRate, formatTimestamp, parseJsonExact, parseUtcDateTime, quorumMembers } from '../src/format.js';
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
+import { filterAcls, missingPermission } from '../src/acls.js';
 
 const b64 = (s) => Buffer.from(s).toString('base64');
 
@@ -205,4 +206,18 @@ test('64-bit durations: Long.MAX_VALUE ms shown exactly, in text or parsed', () 
   assert.equal(formatDurationMs('-1'), 'unlimited');
   assert.equal(formatDurationMs('604800000'), '7 d');
   assert.equal(formatTimestamp(9223372036854775807n), '9223372036854775807');
+});
+
+test('ACLs: a missing permission titles the disabled button; the list filters by principal and resource', () => {
+  assert.equal(missingPermission(['DESCRIBE', 'ALTER'], 'ALTER'), null);
+  assert.equal(missingPermission(['DESCRIBE'], 'ALTER'),
+    'needs ALTER on the cluster (an ACL ALLOW ALTER on CLUSTER kafka-cluster)');
+  assert.equal(missingPermission(undefined, 'DELETE', 'TOPIC orders'), 'needs DELETE on the topic (an ACL ALLOW DELETE on TOPIC orders)');
+  const acls = [
+    { principal: 'User:alice', resource_type: 'TOPIC', resource_name: 'orders' },
+    { principal: 'User:bob', resource_type: 'GROUP', resource_name: 'billing' },
+  ];
+  assert.deepEqual(filterAcls(acls, { principal: 'ALICE' }).map((a) => a.principal), ['User:alice']);
+  assert.deepEqual(filterAcls(acls, { resource: 'group' }).map((a) => a.principal), ['User:bob']);
+  assert.equal(filterAcls(acls).length, 2);
 });

@@ -21,5 +21,7 @@ int bench_main(int argc, char** argv);
 int cluster_main(int argc, char** argv);
 /// `ringlog users list|create|delete`: SCRAM users over the v3 users routes.
 int users_main(int argc, char** argv);
+/// `ringlog acls list|create|delete`: ACLs over the v3 /acls routes, kafka-acls.sh's options.
+int acls_main(int argc, char** argv);
 
 }  // namespace ringlog::cli

@@ -1,0 +1,88 @@
+#include "authorization.h"
+
+namespace ringlog::gateway {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+std::optional<route_need> parse_need(std::string_view text) {
+  text = trim(text);
+  const size_t space = text.find(' ');
+  const size_t colon = text.find(':');
+  if (space == std::string_view::npos || colon == std::string_view::npos || colon < space) return std::nullopt;
+  route_need need;
+  auto operation = security::parse_acl_operation(text.substr(0, space));
+  auto resource = security::parse_resource_type(text.substr(space + 1, colon - space - 1));
+  if (!operation || !resource) return std::nullopt;
+  need.operation = *operation;
+  need.resource = *resource;
+  std::string_view name = text.substr(colon + 1);
+  if (name.size() > 2 && name.front() == '{' && name.back() == '}') {
+    need.from = route_need::source::path;
+    need.param = std::string(name.substr(1, name.size() - 2));
+  } else if (name == security::cluster_resource_name && need.resource == security::resource_type::cluster) {
+    need.from = route_need::source::cluster;
+  } else if (name == "body") {
+    need.from = route_need::source::body;
+  } else if (name == "listed") {
+    need.from = route_need::source::listed;
+  } else {
+    return std::nullopt;
+  }
+  return need;
+}
+
+}  // namespace
+
+std::optional<std::vector<route_need>> parse_route_needs(std::string_view spec) {
+  std::vector<route_need> needs;
+  if (trim(spec) == "none") return needs;
+  // Each need between semicolons, the last one after the last: an empty one (an empty text, a
+  // trailing ";") is malformed; a route that needs nothing says "none".
+  while (true) {   // bounded: each turn consumes a ';' of the text
+    const size_t end = spec.find(';');
+    auto need = parse_need(spec.substr(0, end));
+    if (!need) return std::nullopt;
+    needs.push_back(std::move(*need));
+    if (end == std::string_view::npos) return needs;
+    spec.remove_prefix(end + 1);
+  }
+}
+
+std::string peer_host(std::string_view peer) {
+  if (peer.starts_with('[')) {
+    const size_t close = peer.find(']');
+    return std::string(peer.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1));
+  }
+  // "ip:port", or an IPv6 address (printed by Asio without brackets) then ":port": the port is
+  // after the last colon.
+  const size_t colon = peer.rfind(':');
+  return std::string(colon == std::string_view::npos ? peer : peer.substr(0, colon));
+}
+
+bool acl_allows(const broker::broker& b, const security::kafka_principal& principal, std::string_view host,
+                security::resource_type resource, std::string_view name, security::acl_operation operation) {
+  if (!b.authorizer_enabled()) return true;
+  return b.authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
+}
+
+std::optional<api_error> acl_refusal(const broker::broker& b, const security::kafka_principal& principal,
+                                     std::string_view host, security::resource_type resource, std::string_view name,
+                                     security::acl_operation operation) {
+  if (acl_allows(b, principal, host, resource, name, operation)) return std::nullopt;
+  std::string message = principal.to_string() + " (host " + std::string(host) + ") is not authorized to " +
+                        std::string(security::to_string(operation)) + " " +
+                        std::string(security::to_string(resource));
+  const bool named = acl_allows(b, principal, host, resource, name, security::acl_operation::describe);
+  if (named || resource == security::resource_type::cluster) message += " \"" + std::string(name) + "\"";
+  message += " (an ACL ALLOW " + std::string(security::to_string(operation)) + " on the " +
+             std::string(security::to_string(resource)) + " is needed)";
+  return api_error{403, error_codes::forbidden, std::move(message)};
+}
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,53 @@
+#pragma once
+// Authorization on the HTTP doors (issue 30): what each route, WebSocket frame and stream needs,
+// in Kafka's operation x resource terms, and the one refusal every door answers. The decision
+// itself is broker::broker::authorize (Kafka's StandardAuthorizer rules, security/acl.h); this
+// file only names the question and words the 403. No Beast here (ws_session.cc uses it too).
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "errors.h"
+#include "ringlog/broker/broker.h"
+#include "ringlog/security/acl.h"
+
+namespace ringlog::gateway {
+
+/// One operation on one resource that a route needs, as its route table entry declares it.
+struct route_need {
+  security::acl_operation operation = security::acl_operation::unknown;
+  security::resource_type resource = security::resource_type::unknown;
+  /// Where the resource name comes from:
+  ///   path:    the path parameter `param` (checked before the handler runs);
+  ///   cluster: the one CLUSTER resource, kafka-cluster (checked before the handler runs);
+  ///   body:    names in the body or query (checked by the handler, once it has read them);
+  ///   listed:  a list the handler filters to the resources the caller may `operation`.
+  enum class source : int8_t { path, cluster, body, listed } from = source::cluster;
+  std::string param;
+};
+
+/// Parses a route's declared needs: "none" (no ACL: open routes, the caller's own session) or
+/// needs separated by "; ", each "OPERATION TYPE:NAME" in Kafka's names (kafka-acls.sh prints
+/// them), NAME one of {param}, kafka-cluster, body, listed; e.g. "READ GROUP:{group}; READ
+/// TOPIC:body". nullopt when the text is malformed (the route table asserts it is not).
+std::optional<std::vector<route_need>> parse_route_needs(std::string_view spec);
+
+/// The address part of a peer "ip:port" or "[v6]:port", as an ACL's host names it.
+std::string peer_host(std::string_view peer);
+
+/// Whether `principal` from `host` may do `operation` on `resource`/`name`: true without an
+/// authorizer (authorizer.class.name unset), else broker::authorize's answer.
+bool acl_allows(const broker::broker& b, const security::kafka_principal& principal, std::string_view host,
+                security::resource_type resource, std::string_view name, security::acl_operation operation);
+
+/// nullopt when allowed; else the 403 (error_code 40301) to answer, naming the principal, the
+/// operation and the resource type, and the resource's name only when the principal may
+/// DESCRIBE it (a name it may not see is never echoed: Kafka's rule that an undescribable topic
+/// is never revealed).
+std::optional<api_error> acl_refusal(const broker::broker& b, const security::kafka_principal& principal,
+                                     std::string_view host, security::resource_type resource, std::string_view name,
+                                     security::acl_operation operation);
+
+}  // namespace ringlog::gateway

@@ -1,0 +1,376 @@
+"""Issue 30: ACLs enforced on the HTTP doors. Every route of the server's own table
+(src/gateway/api.cc) declares what it needs, in Kafka's operation x resource terms; the OpenAPI
+document says the same (x-acl). The walk: as a principal without ACLs every route that needs one
+answers 403/40301 and nothing changes; with exactly the declared ACLs (created through the v3
+routes, visible within a second) the same request passes authorization. Then a PREFIXED ACL, a
+DENY over an ALLOW, User:*, host filters, filtered lists, WebSocket frames and NDJSON streams.
+
+Clients: curl (Basic auth), python3-requests, python3-websockets.
+"""
+import asyncio
+import json
+import os
+import pathlib
+import re
+import subprocess
+import time
+
+import pytest
+import requests
+import websockets
+
+from conftest import Broker, wait_until
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+AUTHORIZER = "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+ADMIN = ("admin", USERS["admin"])
+ALICE = ("alice", USERS["alice"])
+BOB = ("bob", USERS["bob"])
+V2 = "application/vnd.kafka.v2+json"
+BINARY = "application/vnd.kafka.binary.v2+json"
+ACL_VISIBLE_S = 1.0   # issue 30: an ACL change takes effect within a second
+
+
+def route_table():
+    """(method, pattern, needs) of every route, from the table itself."""
+    source = (ROOT / "src" / "gateway" / "api.cc").read_text()
+    table = source[source.index("route_table()"):]
+    routes = re.findall(r'\{"(GET|HEAD|POST|PATCH|DELETE|PUT)", "(/[^"]*)", \w+, "([^"]*)"\}', table)
+    # Every entry has a needs text: a route added without one does not match the pattern above.
+    entries = re.findall(r'\{"(?:GET|HEAD|POST|PATCH|DELETE|PUT)", "/[^"]*", \w+', table)
+    assert len(routes) == len(entries) >= 100, "a route of the table declares no needs"
+    return routes
+
+
+def parse_needs(text):
+    """[(OPERATION, TYPE, NAME)] of a needs text ("none": [])."""
+    if text == "none":
+        return []
+    out = []
+    for part in text.split(";"):
+        op_type, name = part.strip().split(":", 1)
+        op, rtype = op_type.split(" ")
+        out.append((op, rtype, name))
+    return out
+
+
+def test_every_route_declares_its_needs_and_the_openapi_says_the_same():
+    import yaml
+    spec = yaml.safe_load((ROOT / "http-api" / "openapi.yaml").read_text())
+    ops = {"READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
+           "IDEMPOTENT_WRITE", "CLUSTER_ACTION"}
+    for method, pattern, needs in route_table():
+        documented = spec["paths"][pattern][method.lower()].get("x-acl")
+        assert documented == needs, (method, pattern, documented, needs)
+        for op, rtype, name in parse_needs(needs):
+            assert op in ops and rtype in ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"), (pattern, needs)
+            assert name in ("body", "listed", "kafka-cluster") or name.strip("{}") in re.findall(r"\{(\w+)\}", pattern), \
+                (pattern, needs)
+
+
+@pytest.fixture(scope="module")
+def secured(ringlog_bin, tmp_path_factory):
+    data = tmp_path_factory.mktemp("aclhttp") / "ringlog-data"
+    scram = [a for u, p in USERS.items() for a in ("--add-scram", f"SCRAM-SHA-512=[name={u},password={p}]")]
+    b = Broker(data, [AUTHORIZER, "super.users=User:admin", "http.authentication.method=BASIC",
+                   "http.metrics.authentication=true"],
+               extra_args=scram).start()
+    yield b
+    assert b.stop() == 0
+
+
+def cluster_id(b):
+    return requests.get(b.url + "/v3/clusters", auth=ADMIN).json()["data"][0]["cluster_id"]
+
+
+def v3(b, path=""):
+    return f"{b.url}/v3/clusters/{cluster_id(b)}{path}"
+
+
+def acl(principal, rtype, name, op, permission="ALLOW", pattern="LITERAL", host="*"):
+    return {"resource_type": rtype, "resource_name": name, "pattern_type": pattern, "principal": principal,
+            "host": host, "operation": op, "permission": permission}
+
+
+def grant(b, acls):
+    if acls:
+        r = requests.post(v3(b, "/acls:batch"), json={"data": acls}, auth=ADMIN)
+        assert r.status_code == 201, r.text
+
+
+def revoke(b, principal):
+    r = requests.delete(v3(b, "/acls"), params={"resource_type": "ANY", "pattern_type": "ANY", "operation": "ANY",
+                                                 "permission": "ANY", "principal": principal}, auth=ADMIN)
+    assert r.status_code == 200, r.text
+
+
+def refused(r):
+    return r.status_code == 403 and r.headers.get("Content-Type", "").startswith("application/json") and \
+        r.json().get("error_code") == 40301
+
+
+def snapshot(b, topic, group):
+    """What an unauthorized request must not change, as the super user sees it."""
+    topics = requests.get(v3(b, "/topics"), auth=ADMIN).json()["data"]
+    configs = requests.get(v3(b, f"/topics/{topic}/configs"), auth=ADMIN).json()["data"]
+    offsets = [requests.get(f"{b.url}/topics/{topic}/partitions/{p}/offsets", auth=ADMIN).json() for p in (0, 1)]
+    acls = requests.get(v3(b, "/acls"), auth=ADMIN).json()["data"]
+    users = requests.get(v3(b, "/users"), auth=ADMIN).json()
+    broker_configs = requests.get(v3(b, "/broker-configs"), auth=ADMIN).json()["data"]
+    group_state = requests.get(v3(b, f"/consumer-groups/{group}"), auth=ADMIN).json()
+    return (sorted((t["topic_name"], t["partitions_count"]) for t in topics),
+            sorted((c["name"], c["value"]) for c in configs), offsets,
+            sorted(json.dumps(a, sort_keys=True) for a in acls), users,
+            sorted((c["name"], c["value"]) for c in broker_configs),
+            group_state.get("consumer_group_id"))
+
+
+def test_every_route_refuses_without_its_acl_and_serves_with_it(secured):
+    b = secured
+    cluster = cluster_id(b)
+    topic, group, txn, doomed = "walk-t", "walk-g", "walk-tx", "walk-doomed"
+    for name in (topic, doomed):
+        r = requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 2}, auth=ADMIN)
+        assert r.status_code == 201, r.text
+    r = requests.post(f"{b.url}/topics/{topic}", json={"records": [{"value": "eA=="}]},
+                      headers={"Content-Type": BINARY}, auth=ADMIN)
+    assert r.status_code == 200, r.text
+    assert requests.post(v3(b, "/transactions"), json={"transactional_id": txn}, auth=ADMIN).status_code == 200
+    # Alice's own consumer instance (an instance is its creator's: issue 29).
+    grant(b, [acl("User:alice", "GROUP", group, "READ")])
+    r = requests.post(f"{b.url}/consumers/{group}", json={"format": "binary", "name": "i1"},
+                      headers={"Content-Type": V2}, auth=ALICE)
+    assert r.status_code == 200, r.text
+    revoke(b, "User:alice")
+    wait_until(lambda: refused(requests.get(f"{b.url}/consumers/{group}/instances/i1/subscription", auth=ALICE)),
+               ACL_VISIBLE_S, "the revoke")
+
+    values = {"cluster_id": cluster, "topic_name": topic, "topic": topic, "partition_id": "0", "partition": "0",
+              "name": "retention.ms", "group": group, "instance": "i1", "consumer_group_id": group,
+              "consumer_id": "i1", "transactional_id": txn, "broker_id": "0", "file": "index.html"}
+    # What a body names, for the routes that read their resource there (parse_route_needs "body").
+    p0 = [{"topic": topic, "partition": 0}]
+    bodies = {
+        ("POST", "/v3/clusters/{cluster_id}/topics"): ({"topic_name": "walk-new", "partitions_count": 1},
+                                                       {"TOPIC": "walk-new"}),
+        ("POST", "/v3/clusters/{cluster_id}/topics/-/configs:alter"):
+            ({"data": [{"topic_name": topic, "configs": [{"name": "retention.ms", "value": "123456"}]}]}, {"TOPIC": topic}),
+        ("POST", "/v3/clusters/{cluster_id}/transactions"): ({"transactional_id": txn}, {"TRANSACTIONAL_ID": txn}),
+        ("POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/partitions"):
+            ({"producer_id": 0, "producer_epoch": 0, "partitions": p0}, {"TOPIC": topic}),
+        ("POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/offsets"):
+            ({"producer_id": 0, "producer_epoch": 0, "group_id": group, "offsets": [dict(p0[0], offset=0)]},
+             {"GROUP": group}),
+        ("POST", "/consumers/{group}/instances/{instance}/subscription"): ({"topics": [topic]}, {"TOPIC": topic}),
+        ("POST", "/consumers/{group}/instances/{instance}/assignments"): ({"partitions": p0}, {"TOPIC": topic}),
+        ("POST", "/consumers/{group}/instances/{instance}/offsets"): ({"offsets": [dict(p0[0], offset=0)]}, {"TOPIC": topic}),
+        ("GET", "/consumers/{group}/instances/{instance}/offsets"): ({"partitions": p0}, {"TOPIC": topic}),
+        ("POST", "/consumers/{group}/instances/{instance}/nacks"): ({"offsets": [dict(p0[0], offset=0)]}, {"TOPIC": topic}),
+        ("POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/offsets:reset"):
+            ({"to": "earliest", "topics": [topic]}, {"TOPIC": topic}),
+    }
+    # Routes that change what others need are walked on resources of their own.
+    overrides = {("DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}"): {"topic_name": doomed},
+                 ("DELETE", "/consumers/{group}/instances/{instance}"): {"instance": "i-none"},
+                 ("DELETE", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}"): {"consumer_group_id": "walk-none"}}
+    # A list names what the caller may see: the name that must be missing, then present.
+    listed_name = {"/v3/clusters/{cluster_id}/topics": topic, "/topics": topic,
+                   "/v3/clusters/{cluster_id}/topics/-/configs": topic,
+                   "/v3/clusters/{cluster_id}/consumer-groups": group,
+                   "/v3/clusters/{cluster_id}/transactions": txn}
+
+    def request(method, pattern, who):
+        params = dict(values, **overrides.get((method, pattern), {}))
+        path = re.sub(r"\{(\w+)\}", lambda m: requests.utils.quote(params[m.group(1)], safe=""), pattern)
+        body, _ = bodies.get((method, pattern), (None, {}))
+        headers = {"Content-Type": V2 if pattern.startswith("/consumers") else "application/json"}
+        if pattern.endswith("/records") and method == "GET":
+            headers["Accept"] = BINARY
+        if pattern == "/v1/login":
+            body = {"user": who[0], "password": who[1]}
+        return requests.request(method, b.url + path, json=body, headers=headers, auth=who,
+                                params={"timeout": 0} if pattern.endswith("/records") else None, timeout=30)
+
+    def acls_for(method, pattern, needs):
+        params = dict(values, **overrides.get((method, pattern), {}))
+        _, named = bodies.get((method, pattern), (None, {}))
+        out = []
+        for op, rtype, name in parse_needs(needs):
+            if name == "kafka-cluster":
+                resource = "kafka-cluster"
+            elif name == "listed":
+                resource = listed_name[pattern] if rtype != "TOPIC" or pattern in listed_name else topic
+            elif name == "body":
+                resource = named.get(rtype, "walk-unused")
+            else:
+                resource = params[name.strip("{}")]
+            out.append(acl("User:alice", rtype, resource, op))
+        return out
+
+    routes = route_table()
+    before = snapshot(b, topic, group)
+    for method, pattern, needs in routes:
+        r = request(method, pattern, ALICE)
+        needed = parse_needs(needs)
+        if not needed or all(n == "listed" for _, _, n in needed):
+            assert not refused(r), (method, pattern, r.status_code, r.text)
+            if method == "GET" and pattern in listed_name:
+                assert r.status_code == 200 and listed_name[pattern] not in r.text, (pattern, r.text)
+            continue
+        assert refused(r), (method, pattern, r.status_code, r.text)
+        message = r.json()["message"]
+        assert "User:alice" in message and needed[0][0] in message, (pattern, message)
+    assert snapshot(b, topic, group) == before, "an unauthorized request changed something"
+
+    for method, pattern, needs in routes:
+        if not parse_needs(needs):
+            continue
+        grant(b, acls_for(method, pattern, needs))
+        r = None
+
+        def served():
+            nonlocal r
+            r = request(method, pattern, ALICE)
+            return not refused(r)
+
+        wait_until(served, ACL_VISIBLE_S, f"{method} {pattern} served with {needs}")
+        assert r.status_code < 500, (method, pattern, r.status_code, r.text)
+        if method == "GET" and pattern in listed_name:
+            assert listed_name[pattern] in r.text, (pattern, r.text)
+        revoke(b, "User:alice")
+
+
+def test_prefixed_deny_over_allow_user_star_and_hosts(secured):
+    b = secured
+    for name in ("pre-a", "pre-b", "other-c"):
+        requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=ADMIN)
+
+    def produce(topic, who=BOB):
+        return requests.post(f"{b.url}/topics/{topic}", json={"records": [{"value": "eA=="}]},
+                             headers={"Content-Type": BINARY}, auth=who)
+
+    # PREFIXED: every topic starting with "pre-".
+    grant(b, [acl("User:bob", "TOPIC", "pre-", "WRITE", pattern="PREFIXED")])
+    wait_until(lambda: produce("pre-a").status_code == 200, ACL_VISIBLE_S, "the prefixed ACL")
+    assert produce("pre-b").status_code == 200
+    r = produce("other-c")
+    assert refused(r), r.text
+    # WRITE implies DESCRIBE: the refusal names a topic Bob may describe, and only such.
+    assert "other-c" not in r.json()["message"], r.text
+    # DENY wins over ALLOW.
+    grant(b, [acl("User:bob", "TOPIC", "pre-b", "WRITE", permission="DENY")])
+    wait_until(lambda: refused(produce("pre-b")), ACL_VISIBLE_S, "the DENY")
+    assert produce("pre-a").status_code == 200
+    # Lists show only what the caller may DESCRIBE.
+    listed = requests.get(f"{b.url}/topics", auth=BOB).json()
+    assert "pre-a" in listed and "other-c" not in listed, listed
+    revoke(b, "User:bob")
+    # User:* with a host: only from that host.
+    grant(b, [acl("User:*", "TOPIC", "other-c", "WRITE", host="10.9.9.9")])
+    r = produce("other-c")
+    assert refused(r), r.text
+    grant(b, [acl("User:*", "TOPIC", "other-c", "WRITE", host="127.0.0.1")])
+    wait_until(lambda: produce("other-c").status_code == 200, ACL_VISIBLE_S, "User:* from 127.0.0.1")
+    assert produce("other-c", ALICE).status_code == 200
+    revoke(b, "User:*")
+    wait_until(lambda: refused(produce("other-c")), ACL_VISIBLE_S, "the revoke of User:*")
+    # A topic Bob may not DESCRIBE answers 403, never 404: its existence is not revealed.
+    for name in ("other-c", "no-such-topic"):
+        r = requests.get(f"{b.url}/topics/{name}", auth=BOB)
+        assert refused(r) and name not in r.json()["message"], r.text
+
+
+def test_curl_with_basic_auth(secured):
+    b = secured
+    requests.post(v3(b, "/topics"), json={"topic_name": "curl-t", "partitions_count": 1}, auth=ADMIN)
+    out = subprocess.run(["curl", "-s", "-u", "bob:" + USERS["bob"], "-o", "-", "-w", "\n%{http_code}",
+                          "-X", "DELETE", v3(b, "/topics/curl-t")], capture_output=True, text=True, check=True)
+    body, status = out.stdout.rsplit("\n", 1)
+    assert status == "403" and json.loads(body)["error_code"] == 40301, out.stdout
+    assert "DELETE" in json.loads(body)["message"]
+    assert requests.get(v3(b, "/topics/curl-t"), auth=ADMIN).status_code == 200
+
+
+def test_websocket_frames_and_streams_are_checked(secured):
+    b = secured
+    requests.post(v3(b, "/topics"), json={"topic_name": "ws-t", "partitions_count": 1}, auth=ADMIN)
+    token_of = lambda who: requests.post(b.url + "/v1/tokens", auth=who).json()["access_token"]
+
+    async def session():
+        url = b.url.replace("http://", "ws://") + "/v1/ws?access_token=" + token_of(BOB)
+        async with websockets.connect(url) as ws:
+            await ws.send(json.dumps({"type": "produce", "id": 1, "topic": "ws-t", "value": "eA=="}))
+            refused_produce = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            await ws.send(json.dumps({"type": "subscribe", "id": 2, "topic": "ws-t", "position": "earliest"}))
+            refused_subscribe = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            await ws.send(json.dumps({"type": "join", "id": 3, "group": "ws-g", "topics": ["ws-t"]}))
+            refused_join = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            # The socket stays open: a ping is answered.
+            await ws.send(json.dumps({"type": "ping", "id": 4}))
+            pong = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            grant(b, [acl("User:bob", "TOPIC", "ws-t", "WRITE")])
+            deadline = time.monotonic() + ACL_VISIBLE_S
+            while True:
+                await ws.send(json.dumps({"type": "produce", "id": 5, "topic": "ws-t", "value": "eA=="}))
+                answer = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                if answer.get("error_code") != 40301 or time.monotonic() > deadline:
+                    break
+            return refused_produce, refused_subscribe, refused_join, pong, answer
+
+    produce, subscribe, join, pong, answer = asyncio.run(session())
+    for frame in (produce, subscribe, join):
+        assert frame["error_code"] == 40301 and "User:bob" in frame["message"], frame
+    assert pong["type"] == "pong", pong
+    assert answer.get("type") == "ack" or "offset" in json.dumps(answer), answer
+    revoke(b, "User:bob")
+
+    # An NDJSON stream of a partition: READ on the topic.
+    r = requests.get(f"{b.url}/topics/ws-t/partitions/0/records", params={"timeout": 0},
+                     headers={"Accept": "application/x-ndjson"}, auth=BOB)
+    assert refused(r), r.text
+    grant(b, [acl("User:bob", "TOPIC", "ws-t", "READ")])
+    wait_until(lambda: requests.get(f"{b.url}/topics/ws-t/partitions/0/records", params={"timeout": 0, "offset": 0},
+                                    headers={"Accept": "application/x-ndjson"}, auth=BOB).status_code == 200,
+               ACL_VISIBLE_S, "the stream with READ")
+    revoke(b, "User:bob")
+
+
+def test_the_acls_cli_creates_lists_and_deletes_with_kafka_acls_words(secured, ringlog_bin):
+    b = secured
+    requests.post(v3(b, "/topics"), json={"topic_name": "cli-orders", "partitions_count": 1}, auth=ADMIN)
+
+    def cli(*args, who=ADMIN):
+        env = dict(os.environ, RINGLOG_USER=who[0], RINGLOG_PASSWORD=who[1])
+        return subprocess.run([str(ringlog_bin), "acls", *args, "--bootstrap-server", b.url], env=env,
+                              capture_output=True, text=True, timeout=30)
+
+    assert "--allow-principal" in cli("--help").stdout
+    out = cli("create", "--allow-principal", "User:bob", "--operation", "Read", "--operation", "DescribeConfigs",
+              "--topic", "cli-", "--resource-pattern-type", "prefixed")
+    assert out.returncode == 0 and "Created 2 ACLs" in out.stdout, out
+    out = cli("create", "--deny-principal", "User:bob", "--deny-host", "10.0.0.9", "--operation", "write",
+              "--group", "cli-g")
+    assert out.returncode == 0, out
+    listed = cli("list", "--principal", "User:bob")
+    assert listed.returncode == 0, listed
+    rows = sorted(tuple(line.split("\t")) for line in listed.stdout.splitlines()[1:])
+    assert rows == [("User:bob", "*", "DESCRIBE_CONFIGS", "ALLOW", "TOPIC", "cli-", "PREFIXED"),
+                    ("User:bob", "*", "READ", "ALLOW", "TOPIC", "cli-", "PREFIXED"),
+                    ("User:bob", "10.0.0.9", "WRITE", "DENY", "GROUP", "cli-g", "LITERAL")], listed.stdout
+    # The ACL works: Bob reads cli-orders's configs now.
+    wait_until(lambda: requests.get(v3(b, "/topics/cli-orders/configs"), auth=BOB).status_code == 200,
+               ACL_VISIBLE_S, "the CLI's ACL")
+    # match: the ACLs that apply to a topic name.
+    matched = cli("list", "--topic", "cli-orders", "--resource-pattern-type", "match")
+    assert matched.stdout.count("User:bob") == 2, matched.stdout
+    # Bob may not change ACLs: the CLI says why (403, 40301) and exits 1.
+    refused_out = cli("create", "--allow-principal", "User:bob", "--operation", "All", "--cluster", who=BOB)
+    assert refused_out.returncode == 1 and "40301" in refused_out.stderr, refused_out
+    out = cli("delete", "--topic", "cli-", "--resource-pattern-type", "prefixed", "--operation", "Read")
+    assert out.returncode == 0 and "Deleted 1 ACL" in out.stdout, out
+    out = cli("delete", "--group", "cli-g", "--deny-principal", "User:bob", "--deny-host", "10.0.0.9")
+    assert out.returncode == 0 and "Deleted 1 ACL" in out.stdout, out
+    left = cli("list", "--principal", "User:bob").stdout.splitlines()[1:]
+    assert [line.split("\t")[2] for line in left] == ["DESCRIBE_CONFIGS"], left
+    revoke(b, "User:bob")

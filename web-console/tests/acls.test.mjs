@@ -1,0 +1,89 @@
+// The console's ACL page (issue 30) in a real browser: Debian's chromium driven by playwright-core
+// against a real `ringlog serve` with the StandardAuthorizer and Basic authentication. The super
+// user adds an ACL from the form, finds it by the filters and deletes it; a principal that may
+// DESCRIBE but not ALTER the cluster sees the list with the add and delete buttons disabled, their
+// title naming the missing permission.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { launchChromium, startBroker, stopBroker, until as untilDeadline } from './harness.mjs';
+
+const UI_DEADLINE_MS = 20000;
+const ADMIN = 'Basic ' + Buffer.from('admin:admin-secret').toString('base64');
+const until = (what, fn) => untilDeadline(what, fn, UI_DEADLINE_MS);
+
+let broker;
+let baseUrl;
+let dataDir;
+let context;
+let page;
+const pageErrors = [];
+
+before(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ringlog-console-acls-'));
+  ({ broker, baseUrl } = await startBroker(dataDir, {
+    sets: ['http.authentication.method=BASIC', 'super.users=User:admin',
+      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer'],
+    extraArgs: ['--add-scram', 'SCRAM-SHA-512=[name=admin,password=admin-secret]',
+      '--add-scram', 'SCRAM-SHA-512=[name=viewer,password=viewer-secret]'],
+  }));
+  context = await launchChromium(dataDir);
+  page = context.pages()[0] || await context.newPage();
+  page.setDefaultTimeout(UI_DEADLINE_MS);
+  page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
+});
+
+after(async () => {
+  if (context) await context.close();
+  await stopBroker(broker);
+  if (process.exitCode && dataDir) process.stderr.write(fs.readFileSync(path.join(dataDir, 'ringlog.log'), 'utf8').slice(-3000));
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function logIn(user, password) {
+  await page.goto(`${baseUrl}/console/#/acls`);
+  await page.getByTestId('login-form').waitFor();
+  await page.getByTestId('login-user').fill(user);
+  await page.getByTestId('login-password').fill(password);
+  await page.getByTestId('login-submit').click();
+  await page.getByTestId('principal').filter({ hasText: `User:${user}` }).waitFor();
+  await page.getByTestId('acl-form').waitFor();
+}
+
+test('the ACL page adds, filters and deletes; without ALTER its buttons are disabled and say why', async () => {
+  await logIn('admin', 'admin-secret');
+  await page.getByTestId('acl-resource-type').selectOption('CLUSTER');
+  await page.getByTestId('acl-principal').fill('User:viewer');
+  await page.getByTestId('acl-operation').selectOption('DESCRIBE');
+  await page.getByTestId('acl-add').click();
+  await page.getByText('added ALLOW DESCRIBE on CLUSTER kafka-cluster for User:viewer').waitFor();
+  await page.getByTestId('acl-resource-type').selectOption('TOPIC');
+  await page.getByTestId('acl-resource-name').fill('orders-');
+  await page.getByTestId('acl-pattern-type').selectOption('PREFIXED');
+  await page.getByTestId('acl-principal').fill('User:alice');
+  await page.getByTestId('acl-operation').selectOption('READ');
+  await page.getByTestId('acl-add').click();
+  const rows = page.getByTestId('acls-table').locator('tbody tr');
+  await until('two ACLs listed', async () => (await rows.count()) === 2);
+  await page.getByTestId('acl-filter-principal').fill('alice');
+  await until('the filter shows one', async () => (await rows.count()) === 1);
+  assert.match(await rows.first().textContent(), /User:alice.*READ.*ALLOW.*TOPIC orders-.*PREFIXED/);
+  await rows.first().getByTestId('acl-delete').click();
+  await page.getByTestId('acl-filter-principal').fill('');
+  await until('one ACL left', async () => (await rows.count()) === 1 &&
+    (await rows.first().textContent()).includes('User:viewer'));
+  const cid = (await (await fetch(`${baseUrl}/v3/clusters`, { headers: { Authorization: ADMIN } })).json()).data[0].cluster_id;
+  const left = (await (await fetch(`${baseUrl}/v3/clusters/${cid}/acls`, { headers: { Authorization: ADMIN } })).json()).data;
+  assert.deepEqual(left.map((a) => a.principal), ['User:viewer']);
+
+  await page.getByTestId('logout').click();
+  await logIn('viewer', 'viewer-secret');
+  await until('the viewer sees the list', async () => (await rows.count()) === 1);
+  const add = page.getByTestId('acl-add');
+  assert.equal(await add.isDisabled(), true);
+  assert.match(await add.getAttribute('title'), /needs ALTER on the cluster/);
+  assert.equal(await rows.first().getByTestId('acl-delete').isDisabled(), true);
+  assert.deepEqual(pageErrors, []);
+});
