@@ -70,7 +70,7 @@ const std::vector<help_area>& help_areas() {
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
       {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors."}},
       {"Security: SASL and users", {"sasl.", "connections.max.reauth.", "connection.failed.authentication."}},
-      {"Security: ACLs (stored, not yet enforced)", {"authorizer.", "super.users", "allow.everyone.if.no.acl.found"}},
+      {"Security: ACLs (authorization on every door)", {"authorizer.", "super.users", "allow.everyone.if.no.acl.found"}},
       {"Consumer groups and transactions", {"group.", "offsets.", "transaction"}},
       {"Delayed delivery, retries and dead letters", {"delay.", "max.delivery.", "retry.", "dead.letter."}},
       {"Runtime", {"num.shards", "io.backend", "broker.partitions.", "shutdown."}},
