@@ -369,7 +369,8 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
   c->self = this;
   c->sink = std::move(sink);
   c->request = std::move(request);
-  c->base_url = "http://" + (c->request.host.empty() ? std::string("localhost") : c->request.host);
+  c->base_url = std::string(c->request.https ? "https://" : "http://") +
+                (c->request.host.empty() ? std::string("localhost") : c->request.host);
   auto [path, query_text] = split_target(c->request.target);
   if (!percent_decode(path, false)) {
     return c->fail(400, ec::bad_request, "malformed percent-escape in the path (RFC 3986 needs '%' and two hex digits)");

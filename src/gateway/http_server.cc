@@ -81,21 +81,26 @@ struct http_server::impl {
   void accept();
   /// Serves one connection (accepted here, or the plaintext side of an https:// tunnel) on the
   /// shard whose executor `socket` has, or refuses it past http.connections.max.
-  void serve(runtime::shard_socket socket);
+  /// `tunnel_peer`: the TLS client's "ip:port" when the connection comes from the https front;
+  /// empty for a connection accepted here.
+  void serve(runtime::shard_socket socket, std::string tunnel_peer = {});
   void remove_dead_sessions();
 };
 
 class session final : public std::enable_shared_from_this<session>, public response_sink {
  public:
-  session(runtime::shard_socket socket, http_server::impl& server) : stream_(std::move(socket)), server_(server) {
+  session(runtime::shard_socket socket, http_server::impl& server, std::string tunnel_peer)
+      : stream_(std::move(socket)), server_(server), https_(!tunnel_peer.empty()), peer_(std::move(tunnel_peer)) {
     ++server_.open_connections;
   }
   ~session() override { --server_.open_connections; }
 
   void start() {
     beast::error_code ec;
-    const auto remote = stream_.socket().remote_endpoint(ec);
-    if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+    if (!https_) {   // the https front named its client; its socketpair end has no address
+      const auto remote = stream_.socket().remote_endpoint(ec);
+      if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+    }
     read_header();
   }
 
@@ -421,7 +426,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     if (auto it = msg.find("X-CSRF-Token"); it != msg.end()) req.csrf_token = std::string(it->value());
     if (auto it = msg.find("X-Requested-With"); it != msg.end()) req.requested_with = std::string(it->value());
     req.peer = peer_;
-    req.https = server_.options.https;
+    req.https = https_;
     head_request_ = msg.method() == http::verb::head;
     req.chunked = msg.chunked();
     return req;
@@ -535,7 +540,8 @@ class session final : public std::enable_shared_from_this<session>, public respo
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   unsigned version_ = 11;
-  std::string peer_;            // the client's "ip:port", for audit lines
+  bool https_ = false;          // came through the https front (tls_front)
+  std::string peer_;            // the client's "ip:port", for audit lines and ACL hosts
   bool keep_alive_ = true;
   std::string linger_buffer_;   // linger_close's reads; empty until then
   size_t lingered_bytes_ = 0;
@@ -590,7 +596,7 @@ void http_server::impl::accept() {
   });
 }
 
-void http_server::impl::serve(runtime::shard_socket socket) {
+void http_server::impl::serve(runtime::shard_socket socket, std::string tunnel_peer) {
   if (open_connections.load() + websockets->open.load() >= options.connections_max) {
     // Refuse politely: a short 503 naming the limit, then close.
     static const std::string refusal =
@@ -601,7 +607,7 @@ void http_server::impl::serve(runtime::shard_socket socket) {
     socket.write_some(asio::buffer(refusal), ignored);
     socket.close(ignored);
   } else if (!stopping) {
-    auto s = std::make_shared<session>(std::move(socket), *this);
+    auto s = std::make_shared<session>(std::move(socket), *this, std::move(tunnel_peer));
     {
       std::lock_guard lock(sessions_mutex);
       if (sessions.size() % 64 == 0) remove_dead_sessions();
@@ -698,9 +704,9 @@ base::result<int, std::string> bind_listener(const std::string& host, uint16_t p
 http_server::http_server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 http_server::~http_server() = default;
 
-void http_server::serve_connection(size_t shard, int fd) {
+void http_server::serve_connection(size_t shard, int fd, std::string peer) {
   impl* i = impl_.get();
-  asio::post(runtime::io_context_of(i->runtime, shard), [i, shard, fd] {
+  asio::post(runtime::io_context_of(i->runtime, shard), [i, shard, fd, peer = std::move(peer)]() mutable {
     runtime::shard_socket socket(runtime::io_context_of(i->runtime, shard).get_executor());
     beast::error_code ec;
     // A stream socket of another family (the tunnel's AF_UNIX end): reads, writes and shutdown
@@ -711,7 +717,7 @@ void http_server::serve_connection(size_t shard, int fd) {
       return;
     }
     if (i->stopping) return;   // closes as it goes out of scope
-    i->serve(std::move(socket));
+    i->serve(std::move(socket), peer.empty() ? std::string("unknown") : std::move(peer));
   });
 }
 

@@ -80,7 +80,7 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
       ::close(fds[1]);
       return close("socketpair not adopted: " + ec.message());
     }
-    o->server.serve_connection(shard, fds[1]);
+    o->server.serve_connection(shard, fds[1], peer);
     pump_up();
     pump_down();
   }

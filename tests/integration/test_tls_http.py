@@ -143,3 +143,17 @@ def test_an_https_only_node_serves(ringlog_bin, certs, tmp_path):
     finally:
         p.terminate()
         assert p.wait(20) == 0
+
+
+def test_links_on_the_https_listener_say_https_and_the_plain_one_http(https_broker, certs):
+    """A new user's REST Proxy client followed base_uri "http://localhost:<https port>/..." and
+    spoke plaintext to the TLS port: links follow the listener the request came in on."""
+    group = "links-over-https"
+    r = curl("--cacert", certs.ca_file, "-X", "POST", "-H", f"Content-Type: {JSONV2}",
+             "--data", json.dumps({"name": "one", "format": "json"}), f"{https_broker.https}/consumers/{group}")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["base_uri"].startswith(f"https://localhost:{https_broker.https_port}/"), r.stdout
+    r = curl("--cacert", certs.ca_file, f"{https_broker.https}/v3/clusters")
+    assert json.loads(r.stdout)["data"][0]["metadata"]["self"].startswith("https://"), r.stdout
+    r = curl(f"{https_broker.url}/v3/clusters")
+    assert json.loads(r.stdout)["data"][0]["metadata"]["self"].startswith("http://"), r.stdout

@@ -50,8 +50,6 @@ struct server_options {
 
   /// HTTP authentication (issue 29): http.authentication.method and the rest; methods NONE: off.
   http_auth_options authentication;
-  /// Set by an https listener (cookies get Secure).
-  bool https = false;
 };
 
 /// Binds host:port (SO_REUSEADDR), without listening yet: the socket's descriptor for
@@ -68,8 +66,10 @@ class http_server {
   ~http_server();
 
   /// Serves the connected stream socket `fd` (taken over) on `shard`, like an accepted one: the
-  /// https:// listener (tls_front.h) hands each client's decrypted side here.
-  void serve_connection(size_t shard, int fd);
+  /// https:// listener (tls_front.h) hands each client's decrypted side here, with the TLS
+  /// client's address `peer` ("ip:port"): its requests are https ones (links and base_uri say
+  /// https://, cookies get Secure) from that peer (audit lines, ACL hosts).
+  void serve_connection(size_t shard, int fd, std::string peer);
 
   /// The bound port (useful with port 0).
   [[nodiscard]] uint16_t port() const;
