@@ -40,6 +40,7 @@
 #include "ringlog/gateway/tls_front.h"
 #include "ringlog/rpc/cluster_transport.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/connection_limits.h"
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/kafka/listener.h"
@@ -69,6 +70,7 @@ const std::vector<help_area>& help_areas() {
                                                           "auto.create.topics.", "compression."}},
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
       {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors."}},
+      {"Connection limits (issue 31; docs/configuration.md)", {"max.connection", "connection.authentication."}},
       {"Security: SASL and users", {"sasl.", "connections.max.reauth.", "connection.failed.authentication."}},
       {"Security: ACLs (stored, not yet enforced)", {"authorizer.", "super.users", "allow.everyone.if.no.acl.found"}},
       {"Consumer groups and transactions", {"group.", "offsets.", "transaction"}},
@@ -172,7 +174,32 @@ struct bound_kafka_listener {
   int32_t bound_port = -1;
   std::shared_ptr<runtime::reloading_tls_context> tls;
   std::shared_ptr<const security::ssl_principal_mapper> principal_mapper;
+  std::shared_ptr<runtime::connection_limits> limits;
 };
+
+/// The connection limits of every listener but plaintext HTTP (which has http.connections.max):
+/// max.connections, max.connections.per.ip(.overrides), max.connection.creation.rate, and each
+/// listener's listener.name.<name>.max.connections / .max.connection.creation.rate.
+std::shared_ptr<runtime::connection_limits> make_connection_limits(const config::server_config& cfg) {
+  runtime::connection_limits_config c;
+  c.max_connections = cfg.max_connections;
+  c.max_connections_per_ip = cfg.max_connections_per_ip;
+  c.max_connections_per_ip_overrides = cfg.max_connections_per_ip_overrides;
+  c.max_connection_creation_rate = cfg.max_connection_creation_rate;
+  auto limits = std::make_shared<runtime::connection_limits>(std::move(c));
+  auto own = [&](const config::listener_record& r, const char* key) -> std::optional<int64_t> {
+    const std::string value = config::listener_setting(cfg, r.name, key);
+    if (value.empty()) return std::nullopt;
+    return std::stoll(value);   // checked when the config was read
+  };
+  for (const auto& r : cfg.listeners) {
+    if (r.name == "HTTP") continue;
+    limits->add_listener(r.name, runtime::listener_connection_limits{own(r, "max.connections"),
+                                                                     own(r, "max.connection.creation.rate"),
+                                                                     r.is_cluster()});
+  }
+  return limits;
+}
 
 /// Where Kafka clients of listener `l` are told to connect: advertised.listeners' entry of its
 /// name, else the bound address (a wildcard bind advertises 127.0.0.1, reachable from this
@@ -243,6 +270,8 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   listen.sasl_enabled_mechanisms = cfg.sasl_enabled_mechanisms;
   listen.connections_max_reauth_ms = cfg.connections_max_reauth_ms;
   listen.connection_failed_authentication_delay_ms = cfg.connection_failed_authentication_delay_ms;
+  listen.authentication_timeout_ms = cfg.connection_authentication_timeout_ms;
+  listen.limits = l.limits;
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
   out.listener = std::move(bound).value();
@@ -273,11 +302,13 @@ struct bound_listeners {
   std::shared_ptr<runtime::reloading_tls_context> https_tls;
   std::vector<bound_kafka_listener> kafka;
   rpc::cluster_tls cluster_tls;   // CLUSTER:SSL
+  std::shared_ptr<runtime::connection_limits> limits;   // every listener but plaintext HTTP
 };
 
 /// Binds every listener into `out` and adds each TLS context to `reloader`. Returns the exit code
 /// when the start must stop (1: cannot listen, 2: bad config), with its log line written.
 std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader& reloader, bound_listeners& out) {
+  out.limits = make_connection_limits(cfg);
   for (const auto& r : cfg.listeners) {
     if (r.name == "HTTP") out.http_record = &r;
     if (r.name == "HTTPS") out.https_record = &r;
@@ -313,6 +344,7 @@ std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader
     if (!record.is_kafka()) continue;
     bound_kafka_listener l;
     l.record = record;
+    l.limits = out.limits;
     if (record.uses_tls()) {
       auto tls = listener_tls(cfg, record, runtime::tls_role::server);
       auto mapper = listener_principal_mapper(cfg, record);
@@ -364,6 +396,8 @@ bool start_front_ends(const config::server_config& cfg, const bound_listeners& b
     front.port = static_cast<uint16_t>(https_record->port);
     front.listen_fd = bound.https_fd;
     front.tls = bound.https_tls;
+    front.authentication_timeout_ms = cfg.connection_authentication_timeout_ms;
+    front.limits = bound.limits;
     auto started = gateway::tls_front::start(runtime, server, front);
     if (started.ok()) {
       https = std::move(started).value();
@@ -750,7 +784,7 @@ int serve_main(int argc, char** argv) {
     auto created = rpc::cluster_transport::create(
         *runtime, 0, cfg.node_id,
         rpc::peer_address{cfg.cluster_listener_host, static_cast<uint16_t>(cfg.cluster_listener_port)}, voters,
-        bound.cluster_tls);
+        bound.cluster_tls, rpc::listener_admission{bound.limits, cfg.connection_authentication_timeout_ms});
     if (!created.ok()) {
       spdlog::error("msg=\"cannot listen\" listeners=cluster://{}:{} error=\"{}\"", cfg.cluster_listener_host,
                     cfg.cluster_listener_port, base::logfmt_escaped(created.error().message));
@@ -856,7 +890,9 @@ int serve_main(int argc, char** argv) {
   options.listen = bound.http_record != nullptr;
   // Declared before the server and the Kafka listener, so it outlives both (they read it).
   kafka::fetch_counters kafka_counters;
-  options.extra_metrics = [&kafka_counters] { return kafka_fetch_metrics(kafka_counters); };
+  options.extra_metrics = [&kafka_counters, limits = bound.limits] {
+    return kafka_fetch_metrics(kafka_counters) + limits->metrics_text();
+  };
   options.cors_allowed_origins = comma_separated(cfg.http_cors_allowed_origins);
   // HTTP Basic and the console login check the SCRAM users (issue 29): the password is derived
   // with the stored salt and iterations and compared with the stored key (no plaintext kept).

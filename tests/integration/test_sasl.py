@@ -272,7 +272,7 @@ def test_wire_v1_framing_and_every_refusal_leaves_the_broker_serving(sasl_broker
     # Each failed login has one audit line naming the principal tried, the door and the peer.
     log = b.log_path.read_text()[len(before):]
     audits = [line for line in log.splitlines() if "authentication failed" in line]
-    assert any("principal=User:nobody" in line and "door=kafka" in line and "peer=127.0.0.1:" in line
+    assert any('principal="User:nobody"' in line and "door=kafka" in line and "peer=127.0.0.1:" in line
                for line in audits), audits[:3]
     # Still serving, nothing stored by the refusals: no topic was created by them.
     with kafka_wire.connect(b.bootstrap) as s:

@@ -43,7 +43,7 @@ class cluster_transport final : public transport {
   static result<std::unique_ptr<cluster_transport>> create(runtime::shard_threads& runtime, size_t shard,
                                                            int32_t self_id, std::optional<peer_address> listen,
                                                            const std::map<int32_t, peer_address>& peers,
-                                                           cluster_tls tls = {});
+                                                           cluster_tls tls = {}, listener_admission admission = {});
   ~cluster_transport() override;
 
   void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,

@@ -25,9 +25,18 @@
 
 #include "ringlog/rpc/transport.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/connection_limits.h"
 #include "ringlog/runtime/tls.h"
 
 namespace ringlog::rpc {
+
+/// The cluster listener's admission (issue 31): its place in max.connections.per.ip (it is
+/// outside the broker-wide max.connections and creation rate, as Kafka's inter-broker listener),
+/// and on the TLS form the handshake deadline.
+struct listener_admission {
+  std::shared_ptr<runtime::connection_limits> limits;   // nullptr = unlimited
+  int64_t authentication_timeout_ms = 0;                 // connection.authentication.timeout.ms; 0 = none
+};
 
 class server {
  public:
@@ -36,7 +45,8 @@ class server {
   /// `tls`: the cluster listener's TLS form (mutual certificates); nullptr = plaintext.
   static result<std::unique_ptr<server>> listen(runtime::shard_threads& runtime, size_t shard, const std::string& host,
                                                 uint16_t port,
-                                                std::shared_ptr<runtime::reloading_tls_context> tls = nullptr);
+                                                std::shared_ptr<runtime::reloading_tls_context> tls = nullptr,
+                                                listener_admission admission = {});
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;
