@@ -134,6 +134,17 @@ sasl_gate::decision sasl_gate::on_authenticate(const protocol::request_header_da
     out.error_message = step.error().message;
     return {action::answer_and_close, response(h.request_api_version, h.correlation_id, out), step.error().message, true};
   }
+  if (step->complete && authenticated_ && step->principal->to_string() != principal_.to_string()) {
+    // KIP-368: re-authentication must keep the principal (Kafka's ReauthInfo: "Cannot change
+    // principals during re-authentication"); a connection cannot become another user.
+    last_user_ = exchange_->attempted_user();
+    exchange_.reset();
+    state_ = state::expect_handshake;
+    out.error_code = error_code::sasl_authentication_failed;
+    out.error_message = "Cannot change principals during re-authentication from " + principal_.to_string() + ": " +
+                        step->principal->to_string();
+    return {action::answer_and_close, response(h.request_api_version, h.correlation_id, out), *out.error_message, true};
+  }
   out.auth_bytes.assign(reinterpret_cast<const std::byte*>(step->server_bytes.data()),
                         reinterpret_cast<const std::byte*>(step->server_bytes.data()) + step->server_bytes.size());
   if (step->complete) {

@@ -281,6 +281,39 @@ def test_wire_v1_framing_and_every_refusal_leaves_the_broker_serving(sasl_broker
     assert requests.get(b.url + "/v1/health", timeout=5).status_code == 200
 
 
+def test_reauthentication_as_another_principal_is_refused_and_the_connection_closed(sasl_broker):
+    """KIP-368: re-authentication must keep the principal (Kafka: "Cannot change principals during
+    re-authentication"); a breaker logged in as alice and re-authenticated as admin."""
+    b = sasl_broker
+    before = len(b.log_path.read_text())
+    with kafka_wire.connect(b.bootstrap) as s:
+        assert handshake(s, "PLAIN")[0] == 0
+        assert authenticate(s, f"\0{ALICE[0]}\0{ALICE[1]}".encode())[0] == 0
+        assert handshake(s, "PLAIN", correlation_id=3)[0] == 0
+        error, message, _, _ = authenticate(s, f"\0{ADMIN[0]}\0{ADMIN[1]}".encode(), 4)
+        assert error == 58 and "Cannot change principals" in message, (error, message)
+        assert closed_by_peer(s)
+    wait_until(lambda: "Cannot change principals" in b.log_path.read_text()[before:], 10, "the audit line")
+
+
+def test_the_failed_login_audit_line_escapes_what_the_client_sent(sasl_broker):
+    """A user name with a quote and a newline cannot forge a log line; the line carries
+    audit=authentication and the listener's security protocol."""
+    b = sasl_broker
+    before = len(b.log_path.read_text())
+    with kafka_wire.connect(b.bootstrap) as s:
+        assert handshake(s, "PLAIN")[0] == 0
+        assert authenticate(s, b'\0ev"il\nlevel=info msg=forged\0wrong')[0] == 58
+        assert closed_by_peer(s)
+    wait_until(lambda: "authentication failed" in b.log_path.read_text()[before:], 10, "the audit line")
+    lines = b.log_path.read_text()[before:].splitlines()
+    audit = [line for line in lines if 'msg="authentication failed"' in line]
+    assert len(audit) == 1 and "audit=authentication" in audit[0], audit
+    assert 'principal="User:ev\\"il\\nlevel=info msg=forged"' in audit[0], audit[0]
+    assert "security.protocol=SASL_PLAINTEXT" in audit[0]
+    assert not any(line.startswith("level=info msg=forged") for line in lines)
+
+
 def test_kip_368_reauthentication_and_session_expiry(ringlog_bin, tmp_path):
     b = SaslBroker(tmp_path / "data", add_scram=[f"SCRAM-SHA-256=[name={ALICE[0]},password={ALICE[1]}]"],
                    extra_sets=["connections.max.reauth.ms=1500"]).start()
