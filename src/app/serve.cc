@@ -302,6 +302,8 @@ struct bound_listeners {
   std::shared_ptr<runtime::reloading_tls_context> https_tls;
   std::vector<bound_kafka_listener> kafka;
   rpc::cluster_tls cluster_tls;   // CLUSTER:SSL
+  /// CLUSTER:SSL: listener.name.cluster.ssl.principal.mapping.rules (a peer's subject -> principal).
+  std::shared_ptr<const security::ssl_principal_mapper> cluster_principal_mapper;
   std::shared_ptr<runtime::connection_limits> limits;   // every listener but plaintext HTTP
 };
 
@@ -378,10 +380,45 @@ std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader
       return 2;
     }
     out.cluster_tls = {server_side.value(), client_side.value()};
+    auto mapper = listener_principal_mapper(cfg, record);
+    if (!mapper.ok()) {
+      spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(mapper.error()));
+      return 2;
+    }
+    out.cluster_principal_mapper = mapper.value();
     reloader.add("CLUSTER", out.cluster_tls.server);
     reloader.add("CLUSTER (client side)", out.cluster_tls.client);
   }
   return std::nullopt;
+}
+
+/// The TLS cluster listener's peer check (issue 30): a peer's certificate subject becomes its
+/// principal by listener.name.cluster.ssl.principal.mapping.rules; without an authorizer every
+/// peer the cluster's CA signed is admitted (as before); with one, only super.users, or principals
+/// with CLUSTER_ACTION on the cluster, may fetch replicas, vote or register (Kafka's rule for
+/// inter-broker requests). Until the broker has opened (it may be waiting for this very quorum)
+/// the ACLs are not loaded: super.users only, as Kafka's StandardAuthorizer before it is ready.
+rpc::server::peer_check cluster_peer_check(const config::server_config& cfg,
+                                           std::shared_ptr<const security::ssl_principal_mapper> mapper,
+                                           std::shared_ptr<std::atomic<broker::broker*>> serving) {
+  if (cfg.authorizer_class_name.empty()) return {};
+  std::vector<std::string> super_users;
+  if (auto su = security::parse_super_users(cfg.super_users); su.ok()) super_users = std::move(su).value();
+  return [mapper = std::move(mapper), serving = std::move(serving), super_users = std::move(super_users)](
+             const std::string& subject, const std::string& host) -> std::optional<std::string> {
+    auto principal = mapper ? mapper->map(subject) : std::optional(security::kafka_principal::user(subject));
+    if (!principal) return "no ssl.principal.mapping.rules rule matches the certificate subject";
+    const std::string name = principal->to_string();
+    broker::broker* b = serving->load();
+    if (b != nullptr) {
+      const security::acl_action action{security::resource_type::cluster, security::cluster_resource_name,
+                                        security::acl_operation::cluster_action};
+      if (b->authorize(*principal, host, action).allowed()) return std::nullopt;
+      return name + " may not CLUSTER_ACTION on the cluster (not in super.users, no ACL allows it)";
+    }
+    if (std::find(super_users.begin(), super_users.end(), name) != super_users.end()) return std::nullopt;
+    return name + " is not in super.users (the broker has not opened: ACLs are not loaded yet)";
+  };
 }
 
 /// Starts the https:// front and the Kafka listeners of `bound` once the HTTP server serves.
@@ -780,6 +817,9 @@ int serve_main(int argc, char** argv) {
   runtime->start();
 
   std::unique_ptr<rpc::cluster_transport> transport;
+  // The broker once open, for the cluster listener's peer check; cleared before it is destroyed
+  // (the transport stops first anyway).
+  auto serving_broker = std::make_shared<std::atomic<broker::broker*>>(nullptr);
   if (cfg.cluster_listener_port >= 0) {
     auto created = rpc::cluster_transport::create(
         *runtime, 0, cfg.node_id,
@@ -792,6 +832,9 @@ int serve_main(int argc, char** argv) {
       return 1;
     }
     transport = std::move(created).value();
+    if (bound.cluster_tls.server) {
+      transport->set_peer_check(cluster_peer_check(cfg, bound.cluster_principal_mapper, serving_broker));
+    }
     // A Kafka client pointed at the cluster listener is refused with a log line naming this.
     if (!bound.kafka.empty()) {
       const auto first = kafka_advertised(cfg, bound.kafka.front());
@@ -877,6 +920,7 @@ int serve_main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<broker::broker> broker = std::move(opened).value();
+  serving_broker->store(broker.get());
 
   options.host = cfg.listener_host;
   options.port = static_cast<uint16_t>(cfg.listener_port);
@@ -954,6 +998,7 @@ int serve_main(int argc, char** argv) {
   kafka.clear();
   https.reset();
   server.reset();
+  serving_broker->store(nullptr);
   broker.reset();
   spdlog::info("msg=\"stopped cleanly\"");
   return 0;

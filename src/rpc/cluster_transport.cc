@@ -125,6 +125,10 @@ void cluster_transport::set_peer_closed_handler(std::function<void(int32_t node_
 
 void cluster_transport::set_kafka_listener_hint(std::string kafka_listener) { *kafka_listener_hint_ = std::move(kafka_listener); }
 
+void cluster_transport::set_peer_check(server::peer_check refusal) {
+  if (server_) server_->set_peer_check(std::move(refusal));
+}
+
 void cluster_transport::start() {
   if (server_) server_->start();
 }

@@ -88,6 +88,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::map<int16_t, request_handler> handlers;
   std::function<void(const std::string&)> connection_closed;
   std::function<std::optional<std::string>(std::string_view)> client_check;
+  server::peer_check peer_check;
   std::set<std::shared_ptr<connection>> connections;
   std::atomic<size_t> connection_count{0};
   std::atomic<uint16_t> bound_port{0};
@@ -284,8 +285,26 @@ struct connection : std::enable_shared_from_this<connection> {
       if (ec) {
         return self->close("TLS handshake failed on the cluster listener (CLUSTER): " + runtime::tls_failure_reason(ec));
       }
+      if (!self->peer_admitted()) return;
       self->read_next();
     });
+  }
+
+  /// The server's peer check (issue 30: only brokers and controllers use the cluster listener).
+  /// False: refused, logged, closed.
+  bool peer_admitted() {
+    auto o = owner.lock();
+    if (!o || !o->peer_check) return true;
+    const std::string subject = runtime::peer_subject(socket.native_tls()).value_or("");
+    boost::system::error_code ec;
+    auto ep = socket.socket().remote_endpoint(ec);
+    auto refusal = o->peer_check(subject, ec ? std::string("unknown") : ep.address().to_string());
+    if (!refusal) return true;
+    spdlog::warn("msg=\"cluster connection refused\" peer={} subject=\"{}\" error=CLUSTER_AUTHORIZATION_FAILED "
+                 "reason=\"{}\"",
+                 peer, base::logfmt_escaped(subject), base::logfmt_escaped(*refusal));
+    close("");
+    return false;
   }
 
   /// Closes the socket; `reason` empty = the peer closed cleanly (not worth a warning).
@@ -359,6 +378,8 @@ void server::set_handler(int16_t api_key, request_handler handler) { impl_->hand
 void server::set_client_check(std::function<std::optional<std::string>(std::string_view client_id)> refusal) {
   impl_->client_check = std::move(refusal);
 }
+
+void server::set_peer_check(peer_check refusal) { impl_->peer_check = std::move(refusal); }
 
 void server::set_connection_closed_handler(std::function<void(const std::string& client_id)> handler) {
   impl_->connection_closed = std::move(handler);

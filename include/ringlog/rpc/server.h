@@ -64,6 +64,15 @@ class server {
   /// is closed with one warning line naming the peer, its client id and the reason. Unset: every
   /// client is served. Only before start().
   void set_client_check(std::function<std::optional<std::string>(std::string_view client_id)> refusal);
+  /// The TLS cluster listener only: the check of a peer once its handshake is done, before any
+  /// request: `refusal(certificate_subject, peer_host)` returns why that peer may not fetch
+  /// replicas, vote or register (the app maps the subject to a principal and asks the
+  /// authorizer for CLUSTER_ACTION on the cluster: rpc stays below broker); nullopt: it may. A
+  /// refused peer is closed unanswered with one warning naming CLUSTER_AUTHORIZATION_FAILED.
+  /// Only before start().
+  using peer_check = std::function<std::optional<std::string>(const std::string& certificate_subject,
+                                                              const std::string& peer_host)>;
+  void set_peer_check(peer_check refusal);
   /// Starts accepting (on the shard's thread).
   void start();
   /// Closes the listener and every connection; returns once done (runs inline when called on
