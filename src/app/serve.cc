@@ -421,6 +421,27 @@ rpc::server::peer_check cluster_peer_check(const config::server_config& cfg,
   };
 }
 
+/// Before the cluster transport starts: its peer check (CLUSTER:SSL), and where a Kafka client
+/// pointed at the cluster listener is told to go (refused with a log line naming it).
+void configure_cluster_transport(const config::server_config& cfg, const bound_listeners& bound,
+                                 std::shared_ptr<std::atomic<broker::broker*>> serving_broker,
+                                 rpc::cluster_transport& transport) {
+  if (bound.cluster_tls.server) {
+    transport.set_peer_check(cluster_peer_check(cfg, bound.cluster_principal_mapper, std::move(serving_broker)));
+  }
+  if (!bound.kafka.empty()) {
+    const auto first = kafka_advertised(cfg, bound.kafka.front());
+    // kafka:// is how the PLAINTEXT listener has always been written.
+    const std::string scheme = first.listener_name == "PLAINTEXT" ? "kafka" : first.listener_name;
+    transport.set_kafka_listener_hint(scheme + "://" + first.host + ":" + std::to_string(first.port));
+  } else {
+    transport.set_kafka_listener_hint(cfg.process_role_broker
+                                          ? "a kafka:// listener (this node has none in listeners; another broker's)"
+                                          : "a broker's kafka:// listener (this node is a dedicated controller: "
+                                            "process.roles=controller serves no Kafka clients)");
+  }
+}
+
 /// Starts the https:// front and the Kafka listeners of `bound` once the HTTP server serves.
 /// false (with a log line) when one cannot listen: the caller stops what did start.
 bool start_front_ends(const config::server_config& cfg, const bound_listeners& bound, broker::broker& broker,
@@ -832,21 +853,7 @@ int serve_main(int argc, char** argv) {
       return 1;
     }
     transport = std::move(created).value();
-    if (bound.cluster_tls.server) {
-      transport->set_peer_check(cluster_peer_check(cfg, bound.cluster_principal_mapper, serving_broker));
-    }
-    // A Kafka client pointed at the cluster listener is refused with a log line naming this.
-    if (!bound.kafka.empty()) {
-      const auto first = kafka_advertised(cfg, bound.kafka.front());
-      // kafka:// is how the PLAINTEXT listener has always been written.
-      const std::string scheme = first.listener_name == "PLAINTEXT" ? "kafka" : first.listener_name;
-      transport->set_kafka_listener_hint(scheme + "://" + first.host + ":" + std::to_string(first.port));
-    } else {
-      transport->set_kafka_listener_hint(cfg.process_role_broker
-                                             ? "a kafka:// listener (this node has none in listeners; another broker's)"
-                                             : "a broker's kafka:// listener (this node is a dedicated controller: "
-                                               "process.roles=controller serves no Kafka clients)");
-    }
+    configure_cluster_transport(cfg, bound, serving_broker, *transport);
   }
 
   auto fs = io::make_posix_file_system();
