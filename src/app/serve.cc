@@ -45,6 +45,7 @@
 #include "ringlog/io/file.h"
 #include "ringlog/kafka/listener.h"
 #include "ringlog/security/acl.h"
+#include "ringlog/security/jwt.h"
 #include "ringlog/security/scram_spec.h"
 #include "tls_setup.h"
 
@@ -175,6 +176,7 @@ struct bound_kafka_listener {
   std::shared_ptr<runtime::reloading_tls_context> tls;
   std::shared_ptr<const security::ssl_principal_mapper> principal_mapper;
   std::shared_ptr<runtime::connection_limits> limits;
+  std::shared_ptr<const security::jwt_validator> oauthbearer;   // the JWKS HTTP Bearer uses
 };
 
 /// The connection limits of every listener but plaintext HTTP (which has http.connections.max):
@@ -271,6 +273,11 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   listen.connections_max_reauth_ms = cfg.connections_max_reauth_ms;
   listen.connection_failed_authentication_delay_ms = cfg.connection_failed_authentication_delay_ms;
   listen.authentication_timeout_ms = cfg.connection_authentication_timeout_ms;
+  listen.oauthbearer_validator = l.oauthbearer;
+  const auto& m = cfg.sasl_enabled_mechanisms;
+  if (listen.sasl && !l.oauthbearer && std::find(m.begin(), m.end(), "OAUTHBEARER") != m.end()) {
+    return std::string("sasl.enabled.mechanisms has OAUTHBEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS");
+  }
   listen.limits = l.limits;
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
@@ -792,6 +799,7 @@ int serve_main(int argc, char** argv) {
   tls_reloader reloader(cfg.ssl_reload_check_interval_ms);
   bound_listeners bound;
   if (auto code = bind_listeners(cfg, reloader, bound)) return *code;
+  for (auto& l : bound.kafka) l.oauthbearer = options.authentication.jwt;
   // The cluster listener (Kafka's wire protocol between nodes), bound before anything is on disk.
   std::map<int32_t, rpc::peer_address> voters;
   for (const auto& v : cfg.controller_quorum_voters) {

@@ -475,7 +475,8 @@ void listener::impl::adopt(size_t shard, runtime::shard_socket socket, runtime::
   auto c = std::make_shared<connection>(shared_from_this(), shard, std::move(socket), std::move(slot));
   if (options.sasl) {
     c->gate = std::make_unique<detail::sasl_gate>(
-        detail::sasl_gate_options{options.sasl_enabled_mechanisms, options.connections_max_reauth_ms},
+        detail::sasl_gate_options{options.sasl_enabled_mechanisms, options.connections_max_reauth_ms,
+                                  options.oauthbearer_validator},
         handler.broker_api().scram_lookup());
   }
   shards[shard].open.insert(c);

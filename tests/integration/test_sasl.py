@@ -486,3 +486,50 @@ def test_a_user_made_on_node_1_logs_in_on_node_3(ringlog_bin, tmp_path):
             assert metadata_v1(s, 9)[0] == 9
     finally:
         c.stop()
+
+
+# ---- OAUTHBEARER (issue 29): the JWT rules and JWKS file of HTTP Bearer, on the Kafka listener
+
+def test_oauthbearer_with_librdkafka_s_token_refresh_callback(ringlog_bin, tmp_path):
+    import json
+    from test_http_auth import AUDIENCE, ISSUER, Issuer
+    issuer = Issuer()
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps(issuer.jwks()))
+    b = SaslBroker(tmp_path / "data", extra_sets=[
+        "sasl.enabled.mechanisms=OAUTHBEARER,SCRAM-SHA-256", f"sasl.oauthbearer.jwks.endpoint.url=file:{jwks}",
+        f"sasl.oauthbearer.expected.issuer={ISSUER}", f"sasl.oauthbearer.expected.audience={AUDIENCE}",
+        "connection.failed.authentication.delay.ms=10"]).start()
+    try:
+        b.create_topic("oauth")
+
+        def log_end(b, topic):
+            return requests.get(f"{b.url}/topics/{topic}/partitions/0/offsets", timeout=10).json()["end_offset"]
+        refreshed = []
+
+        def token(sub, **claims):
+            def oauth_cb(_config):
+                refreshed.append(sub)
+                return issuer.token(sub=sub, **claims), time.time() + 300
+            return oauth_cb
+
+        acked = []
+        p = Producer({"bootstrap.servers": b.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                      "sasl.mechanism": "OAUTHBEARER", "oauth_cb": token("dave")})
+        p.produce("oauth", value=b"by a token", on_delivery=lambda err, msg: acked.append(err))
+        p.flush(30)
+        assert acked == [None] and "dave" in refreshed
+        assert log_end(b, "oauth") == 1
+        # A token of another issuer is refused, with the audit line; nothing is stored.
+        before = len(b.log_path.read_text())
+        bad = Producer({"bootstrap.servers": b.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                        "sasl.mechanism": "OAUTHBEARER", "oauth_cb": token("mallory", iss="https://evil.test"),
+                        "message.timeout.ms": 3000})
+        failed = []
+        bad.produce("oauth", value=b"never", on_delivery=lambda err, msg: failed.append(err))
+        bad.flush(10)
+        assert failed and failed[0] is not None
+        wait_until(lambda: "OAUTHBEARER token refused" in b.log_path.read_text()[before:], 10, "the audit line")
+        assert log_end(b, "oauth") == 1
+    finally:
+        assert b.stop() == 0
