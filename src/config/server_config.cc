@@ -776,16 +776,14 @@ const std::vector<key_spec>& key_table() {
                "Kafka Fetch answers send record batches from the segment files with sendfile (no copy through "
                "the broker's memory); false = read them into the answer (see docs/kafka.md)"),
       key_spec{"sasl.enabled.mechanisms",
-               "SASL mechanisms a SASL_PLAINTEXT:// Kafka listener offers, comma-separated, from SCRAM-SHA-256, "
-               "SCRAM-SHA-512, PLAIN (checked against the SCRAM users; it sends the password, so it is not on by "
-               "default) and OAUTHBEARER (JWTs checked by the sasl.oauthbearer.* keys, the JWKS HTTP Bearer uses). "
-               "Kafka's default is GSSAPI, which ringlog does not serve",
+               "SASL mechanisms a SASL Kafka listener offers, comma-separated, from SCRAM-SHA-256, SCRAM-SHA-512, "
+               "PLAIN (checked against the SCRAM users; it sends the password: not on by default) and OAUTHBEARER "
+               "(JWTs checked by the sasl.oauthbearer.* keys). Kafka's default, GSSAPI, is not served",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  std::vector<std::string> out;
                  for (std::string_view item : split_list(v)) {
                    if (item != "SCRAM-SHA-256" && item != "SCRAM-SHA-512" && item != "PLAIN" && item != "OAUTHBEARER") {
-                     return "mechanism '" + std::string(item) +
-                            "' is not supported (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER)";
+                     return "mechanism '" + std::string(item) + "' is not supported (SCRAM-SHA-*, PLAIN, OAUTHBEARER)";
                    }
                    if (std::find(out.begin(), out.end(), item) != out.end()) return "names " + std::string(item) + " twice";
                    out.emplace_back(item);
