@@ -40,10 +40,12 @@
 #include "ringlog/gateway/tls_front.h"
 #include "ringlog/rpc/cluster_transport.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/connection_limits.h"
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/kafka/listener.h"
 #include "ringlog/security/acl.h"
+#include "ringlog/security/jwt.h"
 #include "ringlog/security/scram_spec.h"
 #include "tls_setup.h"
 
@@ -69,6 +71,7 @@ const std::vector<help_area>& help_areas() {
                                                           "auto.create.topics.", "compression."}},
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
       {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors."}},
+      {"Connection limits (issue 31; docs/configuration.md)", {"max.connection", "connection.authentication."}},
       {"Security: SASL and users", {"sasl.", "connections.max.reauth.", "connection.failed.authentication."}},
       {"Security: ACLs (authorization on every door)", {"authorizer.", "super.users", "allow.everyone.if.no.acl.found"}},
       {"Consumer groups and transactions", {"group.", "offsets.", "transaction"}},
@@ -172,7 +175,33 @@ struct bound_kafka_listener {
   int32_t bound_port = -1;
   std::shared_ptr<runtime::reloading_tls_context> tls;
   std::shared_ptr<const security::ssl_principal_mapper> principal_mapper;
+  std::shared_ptr<runtime::connection_limits> limits;
+  std::shared_ptr<const security::jwt_validator> oauthbearer;   // the JWKS HTTP Bearer uses
 };
+
+/// The connection limits of every listener but plaintext HTTP (which has http.connections.max):
+/// max.connections, max.connections.per.ip(.overrides), max.connection.creation.rate, and each
+/// listener's listener.name.<name>.max.connections / .max.connection.creation.rate.
+std::shared_ptr<runtime::connection_limits> make_connection_limits(const config::server_config& cfg) {
+  runtime::connection_limits_config c;
+  c.max_connections = cfg.max_connections;
+  c.max_connections_per_ip = cfg.max_connections_per_ip;
+  c.max_connections_per_ip_overrides = cfg.max_connections_per_ip_overrides;
+  c.max_connection_creation_rate = cfg.max_connection_creation_rate;
+  auto limits = std::make_shared<runtime::connection_limits>(std::move(c));
+  auto own = [&](const config::listener_record& r, const char* key) -> std::optional<int64_t> {
+    const std::string value = config::listener_setting(cfg, r.name, key);
+    if (value.empty()) return std::nullopt;
+    return std::stoll(value);   // checked when the config was read
+  };
+  for (const auto& r : cfg.listeners) {
+    if (r.name == "HTTP") continue;
+    limits->add_listener(r.name, runtime::listener_connection_limits{own(r, "max.connections"),
+                                                                     own(r, "max.connection.creation.rate"),
+                                                                     r.is_cluster()});
+  }
+  return limits;
+}
 
 /// Where Kafka clients of listener `l` are told to connect: advertised.listeners' entry of its
 /// name, else the bound address (a wildcard bind advertises 127.0.0.1, reachable from this
@@ -243,6 +272,13 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   listen.sasl_enabled_mechanisms = cfg.sasl_enabled_mechanisms;
   listen.connections_max_reauth_ms = cfg.connections_max_reauth_ms;
   listen.connection_failed_authentication_delay_ms = cfg.connection_failed_authentication_delay_ms;
+  listen.authentication_timeout_ms = cfg.connection_authentication_timeout_ms;
+  listen.oauthbearer_validator = l.oauthbearer;
+  const auto& m = cfg.sasl_enabled_mechanisms;
+  if (listen.sasl && !l.oauthbearer && std::find(m.begin(), m.end(), "OAUTHBEARER") != m.end()) {
+    return std::string("sasl.enabled.mechanisms has OAUTHBEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS");
+  }
+  listen.limits = l.limits;
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
   out.listener = std::move(bound).value();
@@ -273,11 +309,15 @@ struct bound_listeners {
   std::shared_ptr<runtime::reloading_tls_context> https_tls;
   std::vector<bound_kafka_listener> kafka;
   rpc::cluster_tls cluster_tls;   // CLUSTER:SSL
+  /// CLUSTER:SSL: listener.name.cluster.ssl.principal.mapping.rules (a peer's subject -> principal).
+  std::shared_ptr<const security::ssl_principal_mapper> cluster_principal_mapper;
+  std::shared_ptr<runtime::connection_limits> limits;   // every listener but plaintext HTTP
 };
 
 /// Binds every listener into `out` and adds each TLS context to `reloader`. Returns the exit code
 /// when the start must stop (1: cannot listen, 2: bad config), with its log line written.
 std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader& reloader, bound_listeners& out) {
+  out.limits = make_connection_limits(cfg);
   for (const auto& r : cfg.listeners) {
     if (r.name == "HTTP") out.http_record = &r;
     if (r.name == "HTTPS") out.https_record = &r;
@@ -313,6 +353,7 @@ std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader
     if (!record.is_kafka()) continue;
     bound_kafka_listener l;
     l.record = record;
+    l.limits = out.limits;
     if (record.uses_tls()) {
       auto tls = listener_tls(cfg, record, runtime::tls_role::server);
       auto mapper = listener_principal_mapper(cfg, record);
@@ -346,10 +387,66 @@ std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader
       return 2;
     }
     out.cluster_tls = {server_side.value(), client_side.value()};
+    auto mapper = listener_principal_mapper(cfg, record);
+    if (!mapper.ok()) {
+      spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(mapper.error()));
+      return 2;
+    }
+    out.cluster_principal_mapper = mapper.value();
     reloader.add("CLUSTER", out.cluster_tls.server);
     reloader.add("CLUSTER (client side)", out.cluster_tls.client);
   }
   return std::nullopt;
+}
+
+/// The TLS cluster listener's peer check (issue 30): a peer's certificate subject becomes its
+/// principal by listener.name.cluster.ssl.principal.mapping.rules; without an authorizer every
+/// peer the cluster's CA signed is admitted (as before); with one, only super.users, or principals
+/// with CLUSTER_ACTION on the cluster, may fetch replicas, vote or register (Kafka's rule for
+/// inter-broker requests). Until the broker has opened (it may be waiting for this very quorum)
+/// the ACLs are not loaded: super.users only, as Kafka's StandardAuthorizer before it is ready.
+rpc::server::peer_check cluster_peer_check(const config::server_config& cfg,
+                                           std::shared_ptr<const security::ssl_principal_mapper> mapper,
+                                           std::shared_ptr<std::atomic<broker::broker*>> serving) {
+  if (cfg.authorizer_class_name.empty()) return {};
+  std::vector<std::string> super_users;
+  if (auto su = security::parse_super_users(cfg.super_users); su.ok()) super_users = std::move(su).value();
+  return [mapper = std::move(mapper), serving = std::move(serving), super_users = std::move(super_users)](
+             const std::string& subject, const std::string& host) -> std::optional<std::string> {
+    auto principal = mapper ? mapper->map(subject) : std::optional(security::kafka_principal::user(subject));
+    if (!principal) return "no ssl.principal.mapping.rules rule matches the certificate subject";
+    const std::string name = principal->to_string();
+    broker::broker* b = serving->load();
+    if (b != nullptr) {
+      const security::acl_action action{security::resource_type::cluster, security::cluster_resource_name,
+                                        security::acl_operation::cluster_action};
+      if (b->authorize(*principal, host, action).allowed()) return std::nullopt;
+      return name + " may not CLUSTER_ACTION on the cluster (not in super.users, no ACL allows it)";
+    }
+    if (std::find(super_users.begin(), super_users.end(), name) != super_users.end()) return std::nullopt;
+    return name + " is not in super.users (the broker has not opened: ACLs are not loaded yet)";
+  };
+}
+
+/// Before the cluster transport starts: its peer check (CLUSTER:SSL), and where a Kafka client
+/// pointed at the cluster listener is told to go (refused with a log line naming it).
+void configure_cluster_transport(const config::server_config& cfg, const bound_listeners& bound,
+                                 std::shared_ptr<std::atomic<broker::broker*>> serving_broker,
+                                 rpc::cluster_transport& transport) {
+  if (bound.cluster_tls.server) {
+    transport.set_peer_check(cluster_peer_check(cfg, bound.cluster_principal_mapper, std::move(serving_broker)));
+  }
+  if (!bound.kafka.empty()) {
+    const auto first = kafka_advertised(cfg, bound.kafka.front());
+    // kafka:// is how the PLAINTEXT listener has always been written.
+    const std::string scheme = first.listener_name == "PLAINTEXT" ? "kafka" : first.listener_name;
+    transport.set_kafka_listener_hint(scheme + "://" + first.host + ":" + std::to_string(first.port));
+  } else {
+    transport.set_kafka_listener_hint(cfg.process_role_broker
+                                          ? "a kafka:// listener (this node has none in listeners; another broker's)"
+                                          : "a broker's kafka:// listener (this node is a dedicated controller: "
+                                            "process.roles=controller serves no Kafka clients)");
+  }
 }
 
 /// Starts the https:// front and the Kafka listeners of `bound` once the HTTP server serves.
@@ -364,6 +461,8 @@ bool start_front_ends(const config::server_config& cfg, const bound_listeners& b
     front.port = static_cast<uint16_t>(https_record->port);
     front.listen_fd = bound.https_fd;
     front.tls = bound.https_tls;
+    front.authentication_timeout_ms = cfg.connection_authentication_timeout_ms;
+    front.limits = bound.limits;
     auto started = gateway::tls_front::start(runtime, server, front);
     if (started.ok()) {
       https = std::move(started).value();
@@ -700,6 +799,7 @@ int serve_main(int argc, char** argv) {
   tls_reloader reloader(cfg.ssl_reload_check_interval_ms);
   bound_listeners bound;
   if (auto code = bind_listeners(cfg, reloader, bound)) return *code;
+  for (auto& l : bound.kafka) l.oauthbearer = options.authentication.jwt;
   // The cluster listener (Kafka's wire protocol between nodes), bound before anything is on disk.
   std::map<int32_t, rpc::peer_address> voters;
   for (const auto& v : cfg.controller_quorum_voters) {
@@ -746,11 +846,14 @@ int serve_main(int argc, char** argv) {
   runtime->start();
 
   std::unique_ptr<rpc::cluster_transport> transport;
+  // The broker once open, for the cluster listener's peer check; cleared before it is destroyed
+  // (the transport stops first anyway).
+  auto serving_broker = std::make_shared<std::atomic<broker::broker*>>(nullptr);
   if (cfg.cluster_listener_port >= 0) {
     auto created = rpc::cluster_transport::create(
         *runtime, 0, cfg.node_id,
         rpc::peer_address{cfg.cluster_listener_host, static_cast<uint16_t>(cfg.cluster_listener_port)}, voters,
-        bound.cluster_tls);
+        bound.cluster_tls, rpc::listener_admission{bound.limits, cfg.connection_authentication_timeout_ms});
     if (!created.ok()) {
       spdlog::error("msg=\"cannot listen\" listeners=cluster://{}:{} error=\"{}\"", cfg.cluster_listener_host,
                     cfg.cluster_listener_port, base::logfmt_escaped(created.error().message));
@@ -758,18 +861,7 @@ int serve_main(int argc, char** argv) {
       return 1;
     }
     transport = std::move(created).value();
-    // A Kafka client pointed at the cluster listener is refused with a log line naming this.
-    if (!bound.kafka.empty()) {
-      const auto first = kafka_advertised(cfg, bound.kafka.front());
-      // kafka:// is how the PLAINTEXT listener has always been written.
-      const std::string scheme = first.listener_name == "PLAINTEXT" ? "kafka" : first.listener_name;
-      transport->set_kafka_listener_hint(scheme + "://" + first.host + ":" + std::to_string(first.port));
-    } else {
-      transport->set_kafka_listener_hint(cfg.process_role_broker
-                                             ? "a kafka:// listener (this node has none in listeners; another broker's)"
-                                             : "a broker's kafka:// listener (this node is a dedicated controller: "
-                                               "process.roles=controller serves no Kafka clients)");
-    }
+    configure_cluster_transport(cfg, bound, serving_broker, *transport);
   }
 
   auto fs = io::make_posix_file_system();
@@ -843,6 +935,7 @@ int serve_main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<broker::broker> broker = std::move(opened).value();
+  serving_broker->store(broker.get());
 
   options.host = cfg.listener_host;
   options.port = static_cast<uint16_t>(cfg.listener_port);
@@ -856,7 +949,9 @@ int serve_main(int argc, char** argv) {
   options.listen = bound.http_record != nullptr;
   // Declared before the server and the Kafka listener, so it outlives both (they read it).
   kafka::fetch_counters kafka_counters;
-  options.extra_metrics = [&kafka_counters] { return kafka_fetch_metrics(kafka_counters); };
+  options.extra_metrics = [&kafka_counters, limits = bound.limits] {
+    return kafka_fetch_metrics(kafka_counters) + limits->metrics_text();
+  };
   options.cors_allowed_origins = comma_separated(cfg.http_cors_allowed_origins);
   // HTTP Basic and the console login check the SCRAM users (issue 29): the password is derived
   // with the stored salt and iterations and compared with the stored key (no plaintext kept).
@@ -918,6 +1013,7 @@ int serve_main(int argc, char** argv) {
   kafka.clear();
   https.reset();
   server.reset();
+  serving_broker->store(nullptr);
   broker.reset();
   spdlog::info("msg=\"stopped cleanly\"");
   return 0;

@@ -395,6 +395,53 @@ std::vector<key_spec> authentication_keys() {
   };
 }
 
+/// Connection limits (issue 31, Kafka's keys; runtime/connection_limits.h has the rules) and the
+/// handshake/login deadline.
+std::vector<key_spec> connection_limit_keys() {
+  return {
+      int_key("connection.authentication.timeout.ms", &server_config::connection_authentication_timeout_ms, 0,
+              3'600'000,
+              "on TLS and SASL listeners (Kafka, https, the TLS cluster listener) the TLS handshake and the SASL "
+              "login must be done this long after the connection is accepted, else it is closed (a SASL one as a "
+              "failed login); 0 = no limit, ms"),
+      int_key("max.connections", &server_config::max_connections, 0, 100'000'000,
+              "open connections of every Kafka and https listener together (the cluster listener is not counted); "
+              "past it new connections are closed at once; also listener.name.<name>.max.connections per listener"),
+      int_key("max.connections.per.ip", &server_config::max_connections_per_ip, 0, 100'000'000,
+              "open connections from one client address, every listener; past it new ones are closed at once"),
+      key_spec{"max.connections.per.ip.overrides",
+               "per-address exceptions to max.connections.per.ip: host:count,host:count (0 refuses that address)",
+               [](server_config& c, std::string_view v) -> std::optional<std::string> {
+                 std::map<std::string, int64_t> out;
+                 for (std::string_view item : split_list(v)) {
+                   const size_t colon = item.rfind(':');
+                   int64_t count = -1;
+                   const char* end = item.data() + item.size();
+                   auto parsed = colon == std::string_view::npos
+                                     ? std::from_chars_result{end, std::errc::invalid_argument}
+                                     : std::from_chars(item.data() + colon + 1, end, count);
+                   if (colon == 0 || parsed.ec != std::errc{} || parsed.ptr != end || count < 0) {
+                     return "each item must be host:count with a count >= 0, got '" + std::string(item) + "'";
+                   }
+                   out[std::string(item.substr(0, colon))] = count;
+                 }
+                 c.max_connections_per_ip_overrides = std::move(out);
+                 return std::nullopt;
+               },
+               [](const server_config& c) {
+                 std::string out;
+                 for (const auto& [host, count] : c.max_connections_per_ip_overrides) {
+                   out += (out.empty() ? "" : ",") + host + ":" + std::to_string(count);
+                 }
+                 return out;
+               }},
+      int_key("max.connection.creation.rate", &server_config::max_connection_creation_rate, 0, 100'000'000,
+              "new connections per second of every Kafka and https listener together; one over it is held "
+              "unanswered for the delay the rate needs (at most 1 s), then closed; also "
+              "listener.name.<name>.max.connection.creation.rate per listener"),
+  };
+}
+
 const std::vector<key_spec>& key_table() {
   constexpr int64_t i32 = std::numeric_limits<int32_t>::max();
   constexpr int64_t i64 = std::numeric_limits<int64_t>::max();
@@ -729,14 +776,14 @@ const std::vector<key_spec>& key_table() {
                "Kafka Fetch answers send record batches from the segment files with sendfile (no copy through "
                "the broker's memory); false = read them into the answer (see docs/kafka.md)"),
       key_spec{"sasl.enabled.mechanisms",
-               "SASL mechanisms a SASL_PLAINTEXT:// Kafka listener offers, comma-separated, from SCRAM-SHA-256, "
-               "SCRAM-SHA-512 and PLAIN (checked against the SCRAM users; it sends the password, so it is not on by "
-               "default). Kafka's default is GSSAPI, which ringlog does not serve",
+               "SASL mechanisms a SASL Kafka listener offers, comma-separated, from SCRAM-SHA-256, SCRAM-SHA-512, "
+               "PLAIN (checked against the SCRAM users; it sends the password: not on by default) and OAUTHBEARER "
+               "(JWTs checked by the sasl.oauthbearer.* keys). Kafka's default, GSSAPI, is not served",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  std::vector<std::string> out;
                  for (std::string_view item : split_list(v)) {
-                   if (item != "SCRAM-SHA-256" && item != "SCRAM-SHA-512" && item != "PLAIN") {
-                     return "mechanism '" + std::string(item) + "' is not supported (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN)";
+                   if (item != "SCRAM-SHA-256" && item != "SCRAM-SHA-512" && item != "PLAIN" && item != "OAUTHBEARER") {
+                     return "mechanism '" + std::string(item) + "' is not supported (SCRAM-SHA-*, PLAIN, OAUTHBEARER)";
                    }
                    if (std::find(out.begin(), out.end(), item) != out.end()) return "names " + std::string(item) + " twice";
                    out.emplace_back(item);
@@ -784,7 +831,7 @@ const std::vector<key_spec>& key_table() {
               "partitions of all topics together; 0 = from the open-file limit (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
-  }, joined(authentication_keys(), ssl_key_specs()));
+  }, joined(authentication_keys(), joined(connection_limit_keys(), ssl_key_specs())));
   return table;
 }
 
@@ -1018,9 +1065,17 @@ std::optional<std::string> apply_listener_override(server_config& c, const std::
   const std::string setting = key.substr(dot + 1);
   if (name != lower(name)) return "the listener name must be lower case (Kafka's rule): listener.name." + lower(name) + "." + setting;
   if (!listener_overridable_key(setting)) {
-    return "'" + setting + "' cannot be set per listener (ssl.* and sasl.* keys can)";
+    return "'" + setting + "' cannot be set per listener (ssl.*, sasl.*, max.connections and "
+           "max.connection.creation.rate can)";
   }
   if (auto why = check_ssl_value(setting, value)) return why;
+  if (setting.rfind("max.connection", 0) == 0) {
+    int64_t n = -1;
+    auto parsed = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (parsed.ec != std::errc{} || parsed.ptr != value.data() + value.size() || n < 0) {
+      return "must be an integer >= 0";
+    }
+  }
   c.listener_overrides[name][setting] = value;
   return std::nullopt;
 }
@@ -1032,6 +1087,8 @@ bool listener_overridable_key(std::string_view key) {
   for (const auto& k : ssl_keys()) {
     if (key == k.name) return true;
   }
+  // Kafka's per-listener connection limits (KIP-308, KIP-402).
+  if (key == "max.connections" || key == "max.connection.creation.rate") return true;
   return key.rfind("sasl.", 0) == 0;
 }
 

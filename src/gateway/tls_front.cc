@@ -7,41 +7,44 @@
 #include <array>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <future>
 #include <set>
 
+#include "ringlog/base/logfmt.h"
+#include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/tls_socket.h"
 
 namespace ringlog::gateway {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using acceptor_type = asio::basic_socket_acceptor<tcp, runtime::shard_executor>;
+using shard_timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
+                                               runtime::shard_executor>;
 using local_socket = asio::basic_stream_socket<asio::local::stream_protocol, runtime::shard_executor>;
 
 struct tunnel;
 
 struct tls_front::impl : std::enable_shared_from_this<tls_front::impl> {
   impl(runtime::shard_threads& r, http_server& s, tls_front_options o)
-      : rt(r), server(s), options(std::move(o)), acceptor(runtime::io_context_of(r, 0).get_executor()),
-        open(r.shard_count()) {}
+      : rt(r), server(s), options(std::move(o)), open(r.shard_count()) {}
   runtime::shard_threads& rt;
   http_server& server;
   tls_front_options options;
-  acceptor_type acceptor;
+  std::shared_ptr<runtime::acceptor> acceptor;   // accepts on shard 0, round robin over shards
   std::vector<std::set<std::shared_ptr<tunnel>>> open;   // per shard, touched on that shard only
   std::atomic<bool> stopped{false};
-  size_t next_shard = 0;   // accept loop only (shard 0)
 
-  void accept_next();
+  void adopt(size_t shard, runtime::shard_socket socket, runtime::connection_slot slot);
 };
 
 /// One client: its TLS stream and the plaintext socketpair end towards the HTTP session, with a
 /// pump in each direction. Either side closing closes both.
 struct tunnel : std::enable_shared_from_this<tunnel> {
-  tunnel(std::shared_ptr<tls_front::impl> o, size_t s, runtime::shard_socket socket)
-      : owner(o), shard(s), client(std::move(socket)), inner(socket_executor()) {
+  tunnel(std::shared_ptr<tls_front::impl> o, size_t s, runtime::shard_socket socket, runtime::connection_slot sl)
+      : owner(o), shard(s), client(std::move(socket)), inner(socket_executor()), slot_in_limits(std::move(sl)),
+        handshake_deadline(socket_executor()) {
     boost::system::error_code ec;
     auto ep = client.socket().remote_endpoint(ec);
     peer = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
@@ -52,6 +55,8 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
   size_t shard;
   runtime::tls_socket client;
   local_socket inner;
+  runtime::connection_slot slot_in_limits;   // max.connections / per IP, given back on close
+  shard_timer handshake_deadline;             // connection.authentication.timeout.ms
   std::string peer;
   std::array<char, constants::tls_tunnel_buffer_bytes> upstream{};     // client -> HTTP session
   std::array<char, constants::tls_tunnel_buffer_bytes> downstream{};   // HTTP session -> client
@@ -59,8 +64,23 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
 
   void start(const std::shared_ptr<tls_front::impl>& o) {
     client.use_tls(o->options.tls->current());
+    if (o->options.authentication_timeout_ms > 0) {
+      // A client that connects and never finishes its handshake is closed (and counted).
+      handshake_deadline.expires_after(std::chrono::milliseconds(o->options.authentication_timeout_ms));
+      handshake_deadline.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->closed) return;
+        auto o2 = self->owner.lock();
+        if (!o2) return;
+        if (o2->options.limits) {
+          o2->options.limits->count_refusal(o2->options.name, runtime::connection_refusal::authentication_timeout);
+        }
+        self->close("TLS handshake not finished within connection.authentication.timeout.ms=" +
+                    std::to_string(o2->options.authentication_timeout_ms));
+      });
+    }
     client.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
+      self->handshake_deadline.cancel();
       if (ec) return self->close("TLS handshake failed: " + runtime::tls_failure_reason(ec));
       self->connect_inner();
     });
@@ -123,8 +143,10 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
     auto o = owner.lock();
     if (!reason.empty()) {
       spdlog::warn("msg=\"https connection closed\" listener={} peer={} reason=\"{}\"", o ? o->options.name : "HTTPS",
-                   peer, reason);
+                   peer, base::logfmt_escaped(reason));
     }
+    handshake_deadline.cancel();
+    slot_in_limits.release();
     client.close();
     boost::system::error_code ignored;
     inner.close(ignored);
@@ -132,55 +154,36 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
   }
 };
 
-void tls_front::impl::accept_next() {
+void tls_front::impl::adopt(size_t shard, runtime::shard_socket socket, runtime::connection_slot slot) {
   if (stopped.load()) return;
-  const size_t shard = next_shard++ % rt.shard_count();
-  acceptor.async_accept(runtime::io_context_of(rt, shard).get_executor(),
-                        [self = shared_from_this(), shard](boost::system::error_code ec, runtime::shard_socket socket) {
-                          if (self->stopped.load()) return;
-                          if (ec) {
-                            spdlog::warn("msg=\"https accept failed\" error=\"{}\"", ec.message());
-                          } else {
-                            boost::system::error_code ignored;
-                            socket.set_option(tcp::no_delay(true), ignored);
-                            asio::post(socket.get_executor(), [self, shard, s = std::make_shared<runtime::shard_socket>(
-                                                                                std::move(socket))]() mutable {
-                              if (self->stopped.load()) return;
-                              auto t = std::make_shared<tunnel>(self, shard, std::move(*s));
-                              self->open[shard].insert(t);
-                              t->start(self);
-                            });
-                          }
-                          self->accept_next();
-                        });
+  boost::system::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  auto t = std::make_shared<tunnel>(shared_from_this(), shard, std::move(socket), std::move(slot));
+  open[shard].insert(t);
+  t->start(shared_from_this());
 }
 
 base::result<std::unique_ptr<tls_front>, std::string> tls_front::start(runtime::shard_threads& rt, http_server& server,
                                                                        tls_front_options options) {
   auto p = std::make_shared<impl>(rt, server, options);
-  const std::string where = "https://" + options.host + ":" + std::to_string(options.port);
-  boost::system::error_code ec;
-  auto address = asio::ip::make_address(options.host, ec);
-  if (ec) return where + ": host is not an IP address: " + ec.message();
-  tcp::endpoint endpoint(address, options.port);
-  if (options.listen_fd >= 0) {
-    p->acceptor.assign(endpoint.protocol(), options.listen_fd, ec);
-  } else {
-    p->acceptor.open(endpoint.protocol(), ec);
-    if (!ec) p->acceptor.set_option(acceptor_type::reuse_address(true), ec);
-    if (!ec) p->acceptor.bind(endpoint, ec);
-  }
-  if (!ec) p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return where + ": " + ec.message();
-  asio::post(runtime::io_context_of(rt, 0), [p] { p->accept_next(); });
+  runtime::acceptor_options accept;
+  accept.name = options.name;
+  accept.host = options.host;
+  accept.port = options.port;
+  accept.listen_fd = options.listen_fd;
+  accept.limits = options.limits;
+  auto bound = runtime::acceptor::listen(rt, std::move(accept));
+  if (!bound.ok()) return bound.error();
+  p->acceptor = std::move(bound).value();
+  p->acceptor->start([weak = std::weak_ptr<impl>(p)](size_t shard, runtime::shard_socket socket,
+                                                     runtime::connection_slot slot) {
+    if (auto self = weak.lock()) self->adopt(shard, std::move(socket), std::move(slot));
+  });
   return std::unique_ptr<tls_front>(new tls_front(std::move(p)));
 }
 
 tls_front::~tls_front() {
-  if (!impl_->stopped.exchange(true)) {
-    boost::system::error_code ignored;
-    impl_->acceptor.close(ignored);
-  }
+  if (!impl_->stopped.exchange(true)) impl_->acceptor->close();
 }
 
 void tls_front::stop() {
@@ -189,10 +192,7 @@ void tls_front::stop() {
   std::vector<std::promise<void>> done(n);
   for (size_t shard = 0; shard < n; ++shard) {
     asio::post(runtime::io_context_of(impl_->rt, shard), [p = impl_, shard, &done] {
-      if (shard == 0) {
-        boost::system::error_code ignored;
-        p->acceptor.close(ignored);
-      }
+      if (shard == 0) p->acceptor->close();
       auto open = p->open[shard];   // close() erases from the set
       for (const auto& t : open) t->close("");
       done[shard].set_value();
@@ -201,10 +201,6 @@ void tls_front::stop() {
   for (auto& d : done) d.get_future().wait();
 }
 
-uint16_t tls_front::port() const {
-  boost::system::error_code ec;
-  auto ep = impl_->acceptor.local_endpoint(ec);
-  return ec ? 0 : ep.port();
-}
+uint16_t tls_front::port() const { return impl_->acceptor->port(); }
 
 }  // namespace ringlog::gateway

@@ -16,15 +16,19 @@
 
 #include "ringlog/base/assert.h"
 #include "ringlog/io/file.h"
+#include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/asio_context.h"
 #include "ringlog/runtime/tls_socket.h"
+#include "ringlog/security/audit.h"
+#include "ringlog/base/logfmt.h"
 #include "sasl_gate.h"
 
 namespace ringlog::kafka {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using acceptor_type = asio::basic_socket_acceptor<tcp, runtime::shard_executor>;
+using shard_timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
+                                               runtime::shard_executor>;
 
 /// Largest frame a SASL listener reads before the connection has logged in, bytes: Kafka's
 /// sasl.server.max.receive.size default (512 KiB); a SASL token is a few hundred bytes.
@@ -54,27 +58,24 @@ struct shard_connections {
 
 struct listener::impl : std::enable_shared_from_this<listener::impl> {
   impl(runtime::shard_threads& rt_, request_handler& h, listener_options o)
-      : rt(rt_), handler(h), options(std::move(o)), acceptor(runtime::io_context_of(rt_, 0).get_executor()),
-        shards(rt_.shard_count()) {}
+      : rt(rt_), handler(h), options(std::move(o)), shards(rt_.shard_count()) {}
 
   runtime::shard_threads& rt;
   request_handler& handler;
   listener_options options;
-  acceptor_type acceptor;
+  std::shared_ptr<runtime::acceptor> acceptor;   // accepts on shard 0, round robin over shards
   std::vector<shard_connections> shards;
   std::atomic<uint16_t> bound_port{0};
   std::atomic<bool> stopped{false};
-  size_t next_shard = 0;   // accept loop only (shard 0)
 
-  void accept_next();
-  void adopt(size_t shard, tcp protocol, tcp::socket::native_handle_type fd);
+  void adopt(size_t shard, runtime::shard_socket socket, runtime::connection_slot slot);
 };
 
 /// One client connection on its shard: reads frames one after another, hands each to the
 /// handler, and writes answers in request order.
 struct connection : std::enable_shared_from_this<connection> {
-  connection(std::shared_ptr<listener::impl> o, size_t shard_index, runtime::shard_socket s)
-      : owner(o), listener_name(o->options.name), shard(shard_index), stream(std::move(s)) {
+  connection(std::shared_ptr<listener::impl> o, size_t shard_index, runtime::shard_socket s, runtime::connection_slot sl)
+      : owner(o), listener_name(o->options.name), shard(shard_index), stream(std::move(s)), slot_in_limits(std::move(sl)) {
     boost::system::error_code ec;
     auto ep = stream.socket().remote_endpoint(ec);
     // As ACL hosts name it: an IPv4 client of a dual-stack socket is "127.0.0.1", not
@@ -106,6 +107,11 @@ struct connection : std::enable_shared_from_this<connection> {
   /// TCP, or TLS over it on an SSL / SASL_SSL listener. Fetch answers have no file pieces under
   /// TLS (the listener's handler copies record sets into the answer: sendfile cannot encrypt).
   runtime::tls_socket stream;
+  /// The connection's place in max.connections / max.connections.per.ip, given back on close.
+  runtime::connection_slot slot_in_limits;
+  /// connection.authentication.timeout.ms: armed at start on a TLS or SASL listener, cancelled
+  /// once the handshake (and on SASL listeners the login) is done.
+  std::unique_ptr<shard_timer> login_deadline;
   /// The client's principal as far as the transport knows it: User:ANONYMOUS, or the mapped
   /// subject of its certificate (ssl.principal.mapping.rules) on a TLS listener that got one.
   security::kafka_principal principal;
@@ -121,6 +127,7 @@ struct connection : std::enable_shared_from_this<connection> {
   bool reading = false;
   bool writing = false;
   bool closed = false;
+  bool stream_ready = false;   // plaintext, or the TLS handshake done
   /// SASL_PLAINTEXT:// only: the connection's SASL state, asked about every frame before dispatch.
   std::unique_ptr<detail::sasl_gate> gate;
   /// A failed login: no more reads; the connection closes once the delay has passed and the
@@ -128,8 +135,7 @@ struct connection : std::enable_shared_from_this<connection> {
   bool closing = false;
   bool delay_passed = false;
   std::string close_reason;
-  std::unique_ptr<asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
-                                             runtime::shard_executor>> close_timer;
+  std::unique_ptr<shard_timer> close_timer;
 
   void read_next() {
     if (closed || reading || closing) return;
@@ -202,14 +208,8 @@ struct connection : std::enable_shared_from_this<connection> {
                                std::chrono::steady_clock::now().time_since_epoch()).count();
     auto d = gate->on_frame(frame, now_ms);
     if (d.what != detail::sasl_gate::action::dispatch) frame = bytes{};
-    if (d.failed_login) {
-      // The audit line of issue 29: principal, door, peer, mechanism and why.
-      const std::string user = gate->attempted_user();
-      spdlog::warn("msg=\"authentication failed\" door=kafka listener=SASL_PLAINTEXT://{}:{} peer={} principal={} "
-                   "mechanism={} reason=\"{}\"",
-                   o.options.host, port_of(o), peer, user.empty() ? std::string("(none)") : "User:" + user,
-                   gate->mechanism().empty() ? std::string("(none)") : gate->mechanism(), d.reason);
-    }
+    if (d.failed_login) audit_failed_login(o, d.reason);
+    if (gate->authenticated()) login_done();
     switch (d.what) {
       case detail::sasl_gate::action::dispatch:
         return true;
@@ -238,6 +238,19 @@ struct connection : std::enable_shared_from_this<connection> {
   }
 
   static uint16_t port_of(const listener::impl& o) { return o.bound_port.load(); }
+
+  /// The audit line of issue 29 for a failed login: principal tried, door, peer, listener with
+  /// its real security protocol, mechanism and why. Everything the client chose (the user name,
+  /// the reason quoting its bytes) is escaped: a name with quotes or a newline cannot forge a line.
+  void audit_failed_login(const listener::impl& o, std::string_view reason) {
+    const std::string user = gate->attempted_user();
+    const std::string protocol = o.options.tls ? "SASL_SSL" : "SASL_PLAINTEXT";
+    spdlog::warn("{} listener={}://{}:{} security.protocol={} mechanism=\"{}\"",
+                 security::audit_failed_authentication_line("kafka", user.empty() ? "(none)" : "User:" + user, peer,
+                                                            reason),
+                 o.options.name, o.options.host, port_of(o), protocol,
+                 base::logfmt_escaped(gate->mechanism().empty() ? std::string("(none)") : gate->mechanism()));
+  }
 
   /// Kafka's connection.failed.authentication.delay.ms: reading stops now; the connection closes
   /// when the delay has passed and every answer before it is written.
@@ -379,7 +392,11 @@ struct connection : std::enable_shared_from_this<connection> {
   /// certificate the truststore does not sign, none when ssl.client.auth=required, random bytes)
   /// is closed with a log line naming the listener.
   void start(const std::shared_ptr<listener::impl>& o) {
-    if (!o->options.tls) return read_next();
+    if (o->options.tls || gate) arm_login_deadline(*o);
+    if (!o->options.tls) {
+      stream_ready = true;
+      return read_next();
+    }
     stream.use_tls(o->options.tls->current());
     stream.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
@@ -393,8 +410,43 @@ struct connection : std::enable_shared_from_this<connection> {
       }
       spdlog::debug("msg=\"kafka TLS connection\" listener={} peer={} principal={}", self->listener_name, self->peer,
                     self->principal.to_string());
+      self->stream_ready = true;
+      if (!self->gate) self->login_done();
       self->read_next();
     });
+  }
+
+  /// connection.authentication.timeout.ms: a TLS handshake, or a SASL login, not done by then
+  /// closes the connection (a SASL one as a failed login: audit line, then Kafka's delay), so
+  /// idle connects cannot hold descriptors and max.connections places forever.
+  void arm_login_deadline(const listener::impl& o) {
+    if (o.options.authentication_timeout_ms <= 0) return;
+    login_deadline = std::make_unique<shard_timer>(stream.get_executor());
+    login_deadline->expires_after(std::chrono::milliseconds(o.options.authentication_timeout_ms));
+    login_deadline->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->closed || self->closing) return;
+      auto o2 = self->owner.lock();
+      if (!o2) return;
+      if (o2->options.limits) {
+        o2->options.limits->count_refusal(o2->options.name, runtime::connection_refusal::authentication_timeout);
+      }
+      const std::string why = (self->gate && self->stream_ready ? "SASL login" : "TLS handshake") +
+                              std::string(" not finished within connection.authentication.timeout.ms=") +
+                              std::to_string(o2->options.authentication_timeout_ms);
+      if (self->gate && self->stream_ready) {
+        self->audit_failed_login(*o2, why);
+        self->close_after_delay(*o2, why);
+        self->close_if_drained();
+        return;
+      }
+      self->close(why);
+    });
+  }
+
+  /// The handshake (and the login on SASL listeners) is done: the deadline no longer applies.
+  void login_done() {
+    if (login_deadline) login_deadline->cancel();
+    login_deadline.reset();
   }
 
   /// Closes the socket; `reason` empty = the client hung up (not worth a warning).
@@ -402,25 +454,21 @@ struct connection : std::enable_shared_from_this<connection> {
     if (closed) return;
     closed = true;
     if (close_timer) close_timer->cancel();
+    login_done();
+    slot_in_limits.release();
     if (!reason.empty()) {
-      spdlog::warn("msg=\"kafka connection closed\" listener={} peer={} principal={} reason=\"{}\"", listener_name, peer,
-                   gate ? gate->principal().to_string() : std::string("User:ANONYMOUS"), reason);
+      spdlog::warn("msg=\"kafka connection closed\" listener={} peer={} principal=\"{}\" reason=\"{}\"", listener_name,
+                   peer, base::logfmt_escaped(gate ? gate->principal().to_string() : std::string("User:ANONYMOUS")),
+                   base::logfmt_escaped(reason));
     }
     stream.close();
     if (auto o = owner.lock()) o->shards[shard].open.erase(shared_from_this());
   }
 };
 
-void listener::impl::adopt(size_t shard, tcp protocol, tcp::socket::native_handle_type fd) {
-  runtime::shard_socket socket(runtime::io_context_of(rt, shard).get_executor());
-  boost::system::error_code ec;
-  socket.assign(protocol, fd, ec);
-  if (ec) {
-    ::close(fd);
-    spdlog::warn("msg=\"kafka connection not adopted\" error=\"{}\"", ec.message());
-    return;
-  }
+void listener::impl::adopt(size_t shard, runtime::shard_socket socket, runtime::connection_slot slot) {
   if (stopped.load()) return;   // the socket closes as it goes out of scope
+  boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
   // sendfile (zero-copy Fetch answers) must see EAGAIN, not block the shard, when the socket's
   // send buffer is full.
@@ -429,71 +477,45 @@ void listener::impl::adopt(size_t shard, tcp protocol, tcp::socket::native_handl
     spdlog::warn("msg=\"kafka connection not adopted\" error=\"{}\"", ec.message());
     return;
   }
-  auto c = std::make_shared<connection>(shared_from_this(), shard, std::move(socket));
+  auto c = std::make_shared<connection>(shared_from_this(), shard, std::move(socket), std::move(slot));
   if (options.sasl) {
     c->gate = std::make_unique<detail::sasl_gate>(
-        detail::sasl_gate_options{options.sasl_enabled_mechanisms, options.connections_max_reauth_ms},
+        detail::sasl_gate_options{options.sasl_enabled_mechanisms, options.connections_max_reauth_ms,
+                                  options.oauthbearer_validator},
         handler.broker_api().scram_lookup());
   }
   shards[shard].open.insert(c);
   c->start(shared_from_this());
 }
 
-void listener::impl::accept_next() {
-  if (stopped.load()) return;
-  acceptor.async_accept([self = shared_from_this()](boost::system::error_code ec, runtime::shard_socket socket) {
-    if (self->stopped.load()) return;
-    if (ec) {
-      // Out of descriptors or a reset during the handshake: keep accepting.
-      spdlog::warn("msg=\"kafka accept failed\" error=\"{}\"", ec.message());
-    } else {
-      const size_t shard = self->next_shard++ % self->rt.shard_count();
-      boost::system::error_code pec;
-      const tcp protocol = socket.local_endpoint(pec).protocol();
-      auto fd = socket.release(pec);
-      if (pec) {
-        spdlog::warn("msg=\"kafka accept failed\" error=\"{}\"", pec.message());
-      } else {
-        asio::post(runtime::io_context_of(self->rt, shard), [self, shard, protocol, fd] { self->adopt(shard, protocol, fd); });
-      }
-    }
-    self->accept_next();
-  });
-}
-
 base::result<std::unique_ptr<listener>, std::string> listener::listen(runtime::shard_threads& rt,
                                                                       request_handler& handler,
                                                                       listener_options options) {
   auto p = std::make_shared<impl>(rt, handler, options);
-  const std::string where = options.name + "://" + options.host + ":" + std::to_string(options.port);
-  boost::system::error_code ec;
-  auto address = asio::ip::make_address(options.host, ec);
-  if (ec) return where + ": host is not an IP address: " + ec.message();
-  tcp::endpoint endpoint(address, options.port);
-  if (options.listen_fd >= 0) {
-    p->acceptor.assign(endpoint.protocol(), options.listen_fd, ec);
-  } else {
-    p->acceptor.open(endpoint.protocol(), ec);
-    if (!ec) p->acceptor.set_option(acceptor_type::reuse_address(true), ec);
-    if (!ec) p->acceptor.bind(endpoint, ec);
-  }
-  if (!ec) p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return where + ": " + ec.message();
-  p->bound_port.store(p->acceptor.local_endpoint().port());
+  runtime::acceptor_options accept;
+  accept.name = options.name;
+  accept.host = options.host;
+  accept.port = options.port;
+  accept.listen_fd = options.listen_fd;
+  accept.limits = options.limits;
+  auto bound = runtime::acceptor::listen(rt, std::move(accept));
+  if (!bound.ok()) return bound.error();
+  p->acceptor = std::move(bound).value();
+  p->bound_port.store(p->acceptor->port());
   return std::unique_ptr<listener>(new listener(std::move(p)));
 }
 
 listener::listener(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
 
 listener::~listener() {
-  if (!impl_->stopped.exchange(true)) {
-    boost::system::error_code ignored;
-    impl_->acceptor.close(ignored);
-  }
+  if (!impl_->stopped.exchange(true)) impl_->acceptor->close();
 }
 
 void listener::start() {
-  asio::post(runtime::io_context_of(impl_->rt, 0), [p = impl_] { p->accept_next(); });
+  impl_->acceptor->start([weak = std::weak_ptr<impl>(impl_)](size_t shard, runtime::shard_socket socket,
+                                                             runtime::connection_slot slot) {
+    if (auto p = weak.lock()) p->adopt(shard, std::move(socket), std::move(slot));
+  });
 }
 
 void listener::stop() {
@@ -502,10 +524,7 @@ void listener::stop() {
   std::vector<std::promise<void>> done(n);
   for (size_t shard = 0; shard < n; ++shard) {
     asio::post(runtime::io_context_of(impl_->rt, shard), [p = impl_, shard, &done] {
-      if (shard == 0) {
-        boost::system::error_code ignored;
-        p->acceptor.close(ignored);
-      }
+      if (shard == 0) p->acceptor->close();
       auto open = p->shards[shard].open;   // close() erases from the set
       for (const auto& c : open) c->close("");
       done[shard].set_value();

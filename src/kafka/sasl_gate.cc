@@ -1,6 +1,7 @@
 #include "sasl_gate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "handlers.h"
@@ -23,6 +24,11 @@ bytes raw_token(std::string_view token) {
   w.write_int32(static_cast<int32_t>(token.size()));
   w.write_raw(std::span(reinterpret_cast<const std::byte*>(token.data()), token.size()));
   return std::move(w).take();
+}
+
+/// Seconds since the epoch: a JWT's exp, nbf and iat are wall-clock times.
+int64_t wall_clock_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 int16_t code_of_security(security::errc e) {
@@ -104,7 +110,8 @@ sasl_gate::decision sasl_gate::on_handshake(const protocol::request_header_data&
             "re-authentication with " + request->mechanism + " after a login with " + mechanism_, true};
   }
   mechanism_ = request->mechanism;
-  exchange_ = security::make_sasl_server(mechanism_, lookup_);
+  exchange_ = mechanism_ == "OAUTHBEARER" ? security::make_oauthbearer_server(options_.oauthbearer, wall_clock_s)
+                                          : security::make_sasl_server(mechanism_, lookup_);
   RINGLOG_ASSERT(exchange_ != nullptr, "every mechanism sasl.enabled.mechanisms accepts has a server");
   state_ = h.request_api_version == 0 ? state::expect_raw_token : state::expect_authenticate;
   out.error_code = error_code::none;
@@ -133,6 +140,17 @@ sasl_gate::decision sasl_gate::on_authenticate(const protocol::request_header_da
     out.error_code = code_of_security(step.error().code);
     out.error_message = step.error().message;
     return {action::answer_and_close, response(h.request_api_version, h.correlation_id, out), step.error().message, true};
+  }
+  if (step->complete && authenticated_ && step->principal->to_string() != principal_.to_string()) {
+    // KIP-368: re-authentication must keep the principal (Kafka's ReauthInfo: "Cannot change
+    // principals during re-authentication"); a connection cannot become another user.
+    last_user_ = exchange_->attempted_user();
+    exchange_.reset();
+    state_ = state::expect_handshake;
+    out.error_code = error_code::sasl_authentication_failed;
+    out.error_message = "Cannot change principals during re-authentication from " + principal_.to_string() + ": " +
+                        step->principal->to_string();
+    return {action::answer_and_close, response(h.request_api_version, h.correlation_id, out), *out.error_message, true};
   }
   out.auth_bytes.assign(reinterpret_cast<const std::byte*>(step->server_bytes.data()),
                         reinterpret_cast<const std::byte*>(step->server_bytes.data()) + step->server_bytes.size());

@@ -30,6 +30,8 @@ namespace ringlog::kafka::detail {
 struct sasl_gate_options {
   std::vector<std::string> enabled_mechanisms;   // sasl.enabled.mechanisms
   int64_t reauth_ms = 0;                         // connections.max.reauth.ms (0: no expiry)
+  /// OAUTHBEARER: the JWT rules (sasl.oauthbearer.*, the JWKS HTTP Bearer uses); nullptr = none.
+  std::shared_ptr<const security::jwt_validator> oauthbearer;
 };
 
 class sasl_gate {

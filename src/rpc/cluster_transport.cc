@@ -30,10 +30,10 @@ result<std::unique_ptr<cluster_transport>> cluster_transport::create(runtime::sh
                                                                      int32_t self_id,
                                                                      std::optional<peer_address> listen,
                                                                      const std::map<int32_t, peer_address>& peers,
-                                                                     cluster_tls tls) {
+                                                                     cluster_tls tls, listener_admission admission) {
   std::unique_ptr<server> srv;
   if (listen) {
-    auto s = server::listen(runtime, shard, listen->host, listen->port, tls.server);
+    auto s = server::listen(runtime, shard, listen->host, listen->port, tls.server, std::move(admission));
     if (!s.ok()) return s.error();
     srv = std::move(s.value());
   }
@@ -124,6 +124,10 @@ void cluster_transport::set_peer_closed_handler(std::function<void(int32_t node_
 }
 
 void cluster_transport::set_kafka_listener_hint(std::string kafka_listener) { *kafka_listener_hint_ = std::move(kafka_listener); }
+
+void cluster_transport::set_peer_check(server::peer_check refusal) {
+  if (server_) server_->set_peer_check(std::move(refusal));
+}
 
 void cluster_transport::start() {
   if (server_) server_->start();

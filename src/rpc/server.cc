@@ -6,6 +6,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <deque>
 #include <future>
@@ -16,6 +17,7 @@
 #include "ringlog/base/logfmt.h"
 #include "ringlog/protocol/frame.h"
 #include "ringlog/rpc/constants.h"
+#include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/asio_context.h"
 #include "ringlog/runtime/tls_socket.h"
 
@@ -23,7 +25,8 @@ namespace ringlog::rpc {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using acceptor_type = asio::basic_socket_acceptor<tcp, runtime::shard_executor>;
+using shard_timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
+                                               runtime::shard_executor>;
 
 /// Kafka's UNSUPPORTED_VERSION error code.
 constexpr int16_t unsupported_version_code = 35;
@@ -69,34 +72,37 @@ std::string peek_client_id(std::span<const std::byte> frame) {
 struct connection;
 
 struct server::impl : std::enable_shared_from_this<server::impl> {
-  impl(runtime::shard_threads& rt_, size_t shard_index, std::shared_ptr<runtime::reloading_tls_context> t)
-      : rt(rt_), shard(shard_index), context(runtime::io_context_of(rt_, shard_index)),
-        acceptor(context.get_executor()), tls(std::move(t)) {}
+  impl(runtime::shard_threads& rt_, size_t shard_index, std::shared_ptr<runtime::reloading_tls_context> t,
+       listener_admission a)
+      : rt(rt_), shard(shard_index), context(runtime::io_context_of(rt_, shard_index)), tls(std::move(t)),
+        admission(std::move(a)) {}
 
   runtime::shard_threads& rt;
   size_t shard;
   asio::io_context& context;
-  acceptor_type acceptor;
+  std::shared_ptr<runtime::acceptor> acceptor;   // accepts and serves on `shard`
   /// The TLS form of the cluster listener (mutual: a peer without a certificate the truststore
   /// signs fails the handshake, before any request); nullptr = plaintext.
   std::shared_ptr<runtime::reloading_tls_context> tls;
+  listener_admission admission;
   std::map<int16_t, request_handler> handlers;
   std::function<void(const std::string&)> connection_closed;
   std::function<std::optional<std::string>(std::string_view)> client_check;
+  server::peer_check peer_check;
   std::set<std::shared_ptr<connection>> connections;
   std::atomic<size_t> connection_count{0};
   std::atomic<uint16_t> bound_port{0};
   bool stopped = false;
 
-  void accept_next();
+  void adopt(runtime::shard_socket socket, runtime::connection_slot slot);
   void close_all();
 };
 
 /// One accepted connection: reads frames one after another, hands requests to handlers, writes
 /// responses one at a time. Lives on the shard's thread only.
 struct connection : std::enable_shared_from_this<connection> {
-  connection(std::shared_ptr<server::impl> o, runtime::shard_socket s)
-      : owner(std::move(o)), socket(std::move(s)) {
+  connection(std::shared_ptr<server::impl> o, runtime::shard_socket s, runtime::connection_slot sl)
+      : owner(std::move(o)), socket(std::move(s)), slot_in_limits(std::move(sl)), handshake_deadline(socket.get_executor()) {
     boost::system::error_code ec;
     auto ep = socket.socket().remote_endpoint(ec);
     peer = ec ? std::string("unknown") : ep.address().to_string() + ":" + std::to_string(ep.port());
@@ -104,6 +110,8 @@ struct connection : std::enable_shared_from_this<connection> {
 
   std::weak_ptr<server::impl> owner;
   runtime::tls_socket socket;   // TLS over TCP on the TLS cluster listener
+  runtime::connection_slot slot_in_limits;   // max.connections.per.ip, given back on close
+  shard_timer handshake_deadline;             // connection.authentication.timeout.ms
   std::string peer;
   /// The client id of the last request header read (empty before the first).
   std::string client_id;
@@ -255,16 +263,48 @@ struct connection : std::enable_shared_from_this<connection> {
 
   /// TLS handshake first on the TLS cluster listener: a stranger (no certificate, or one the
   /// truststore does not sign) is closed with a log line and never reaches a handler.
-  void start(const std::shared_ptr<runtime::reloading_tls_context>& tls) {
+  void start(const std::shared_ptr<runtime::reloading_tls_context>& tls, const listener_admission& admission) {
     if (!tls) return read_next();
     socket.use_tls(tls->current());
+    if (admission.authentication_timeout_ms > 0) {
+      handshake_deadline.expires_after(std::chrono::milliseconds(admission.authentication_timeout_ms));
+      handshake_deadline.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->closed) return;
+        auto o = self->owner.lock();
+        if (!o) return;
+        if (o->admission.limits) {
+          o->admission.limits->count_refusal("CLUSTER", runtime::connection_refusal::authentication_timeout);
+        }
+        self->close("TLS handshake not finished within connection.authentication.timeout.ms=" +
+                    std::to_string(o->admission.authentication_timeout_ms));
+      });
+    }
     socket.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
+      self->handshake_deadline.cancel();
       if (ec) {
         return self->close("TLS handshake failed on the cluster listener (CLUSTER): " + runtime::tls_failure_reason(ec));
       }
+      if (!self->peer_admitted()) return;
       self->read_next();
     });
+  }
+
+  /// The server's peer check (issue 30: only brokers and controllers use the cluster listener).
+  /// False: refused, logged, closed.
+  bool peer_admitted() {
+    auto o = owner.lock();
+    if (!o || !o->peer_check) return true;
+    const std::string subject = runtime::peer_subject(socket.native_tls()).value_or("");
+    boost::system::error_code ec;
+    auto ep = socket.socket().remote_endpoint(ec);
+    auto refusal = o->peer_check(subject, ec ? std::string("unknown") : ep.address().to_string());
+    if (!refusal) return true;
+    spdlog::warn("msg=\"cluster connection refused\" peer={} subject=\"{}\" error=CLUSTER_AUTHORIZATION_FAILED "
+                 "reason=\"{}\"",
+                 peer, base::logfmt_escaped(subject), base::logfmt_escaped(*refusal));
+    close("");
+    return false;
   }
 
   /// Closes the socket; `reason` empty = the peer closed cleanly (not worth a warning).
@@ -272,8 +312,10 @@ struct connection : std::enable_shared_from_this<connection> {
     if (closed) return;
     closed = true;
     if (!reason.empty()) {
-      spdlog::warn("msg=\"cluster connection closed\" peer={} reason=\"{}\"", peer, reason);
+      spdlog::warn("msg=\"cluster connection closed\" peer={} reason=\"{}\"", peer, base::logfmt_escaped(reason));
     }
+    handshake_deadline.cancel();
+    slot_in_limits.release();
     socket.close();
     write_queue.clear();
     if (auto o = owner.lock()) {
@@ -284,30 +326,19 @@ struct connection : std::enable_shared_from_this<connection> {
   }
 };
 
-void server::impl::accept_next() {
+void server::impl::adopt(runtime::shard_socket socket, runtime::connection_slot slot) {
   if (stopped) return;
-  acceptor.async_accept([self = shared_from_this()](boost::system::error_code ec, runtime::shard_socket socket) {
-    if (self->stopped) return;
-    if (ec) {
-      // Out of descriptors or a reset during the handshake: keep accepting; the failing
-      // connection is the peer's to retry.
-      spdlog::warn("msg=\"cluster accept failed\" error=\"{}\"", ec.message());
-    } else {
-      boost::system::error_code nodelay_ec;
-      socket.set_option(tcp::no_delay(true), nodelay_ec);
-      auto c = std::make_shared<connection>(self, std::move(socket));
-      self->connections.insert(c);
-      self->connection_count.store(self->connections.size(), std::memory_order_relaxed);
-      c->start(self->tls);
-    }
-    self->accept_next();
-  });
+  boost::system::error_code nodelay_ec;
+  socket.set_option(tcp::no_delay(true), nodelay_ec);
+  auto c = std::make_shared<connection>(shared_from_this(), std::move(socket), std::move(slot));
+  connections.insert(c);
+  connection_count.store(connections.size(), std::memory_order_relaxed);
+  c->start(tls, admission);
 }
 
 void server::impl::close_all() {
   stopped = true;
-  boost::system::error_code ignored;
-  acceptor.close(ignored);
+  acceptor->close();
   auto open = connections;  // close() erases from the set
   for (const auto& c : open) {
     c->close("");
@@ -315,23 +346,20 @@ void server::impl::close_all() {
 }
 
 result<std::unique_ptr<server>> server::listen(runtime::shard_threads& rt, size_t shard, const std::string& host,
-                                               uint16_t port, std::shared_ptr<runtime::reloading_tls_context> tls) {
-  auto p = std::make_shared<impl>(rt, shard, std::move(tls));
-  const std::string where = host + ":" + std::to_string(port);
-  boost::system::error_code ec;
-  auto address = asio::ip::make_address(host, ec);
-  if (ec) {
-    return error{errc::listen_failed, "cluster listener " + where + ": host is not an IP address: " + ec.message()};
-  }
-  tcp::endpoint endpoint(address, port);
-  p->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) p->acceptor.set_option(acceptor_type::reuse_address(true), ec);
-  if (!ec) p->acceptor.bind(endpoint, ec);
-  if (!ec) p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return error{errc::listen_failed, "cluster listener " + where + ": " + ec.message()};
-  }
-  p->bound_port.store(p->acceptor.local_endpoint().port());
+                                               uint16_t port, std::shared_ptr<runtime::reloading_tls_context> tls,
+                                               listener_admission admission) {
+  auto p = std::make_shared<impl>(rt, shard, std::move(tls), admission);
+  runtime::acceptor_options accept;
+  accept.name = "CLUSTER";
+  accept.host = host;
+  accept.port = port;
+  accept.accept_shard = shard;
+  accept.serve_shard = shard;
+  accept.limits = admission.limits;
+  auto bound = runtime::acceptor::listen(rt, std::move(accept));
+  if (!bound.ok()) return error{errc::listen_failed, "cluster listener " + bound.error()};
+  p->acceptor = std::move(bound).value();
+  p->bound_port.store(p->acceptor->port());
   return std::unique_ptr<server>(new server(std::move(p)));
 }
 
@@ -341,8 +369,7 @@ server::~server() {
   // The loop may already be gone (runtime stopped): close here without it then.
   if (!impl_->stopped) {
     impl_->stopped = true;
-    boost::system::error_code ignored;
-    impl_->acceptor.close(ignored);
+    impl_->acceptor->close();
   }
 }
 
@@ -351,6 +378,8 @@ void server::set_handler(int16_t api_key, request_handler handler) { impl_->hand
 void server::set_client_check(std::function<std::optional<std::string>(std::string_view client_id)> refusal) {
   impl_->client_check = std::move(refusal);
 }
+
+void server::set_peer_check(peer_check refusal) { impl_->peer_check = std::move(refusal); }
 
 void server::set_connection_closed_handler(std::function<void(const std::string& client_id)> handler) {
   impl_->connection_closed = std::move(handler);
@@ -362,7 +391,10 @@ request_handler server::handler(int16_t api_key) const {
 }
 
 void server::start() {
-  asio::post(impl_->context, [p = impl_] { p->accept_next(); });
+  impl_->acceptor->start([weak = std::weak_ptr<impl>(impl_)](size_t, runtime::shard_socket socket,
+                                                             runtime::connection_slot slot) {
+    if (auto p = weak.lock()) p->adopt(std::move(socket), std::move(slot));
+  });
 }
 
 void server::stop() {

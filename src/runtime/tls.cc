@@ -6,6 +6,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -293,9 +294,42 @@ base::result<bool, std::string> reloading_tls_context::check() {
   return reload();
 }
 
+namespace {
+
+/// Why the leaf certificate of `ctx` may not replace a serving one: it has expired or is not yet
+/// valid (a renewal dropped in early, or a clock far off). nullopt: usable now, or no keystore.
+std::optional<std::string> validity_problem(SSL_CTX* ctx, const tls_settings& s) {
+  X509* leaf = SSL_CTX_get0_certificate(ctx);
+  if (leaf == nullptr) return std::nullopt;
+  const std::string where = s.keystore_location.empty() ? s.key_prefix + "keystore.certificate.chain"
+                                                        : s.key_prefix + "keystore.location=" + s.keystore_location;
+  auto printed = [](const ASN1_TIME* t) {
+    bio_ptr out(BIO_new(BIO_s_mem()), &BIO_free);
+    ASN1_TIME_print(out.get(), t);
+    char* data = nullptr;
+    const long n = BIO_get_mem_data(out.get(), &data);
+    return std::string(data, static_cast<size_t>(std::max(0L, n)));
+  };
+  if (X509_cmp_current_time(X509_get0_notAfter(leaf)) < 0) {
+    return where + ": the certificate has expired (notAfter " + printed(X509_get0_notAfter(leaf)) + ")";
+  }
+  if (X509_cmp_current_time(X509_get0_notBefore(leaf)) > 0) {
+    return where + ": the certificate is not valid yet (notBefore " + printed(X509_get0_notBefore(leaf)) + ")";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 base::result<bool, std::string> reloading_tls_context::reload() {
   auto now = stamps();
   auto built = make_tls_context(settings_, role_);
+  // A renewal must be usable now: an expired or not yet valid certificate would fail every
+  // client's handshake, so the serving one stays (a key that does not match its certificate is
+  // refused by make_tls_context).
+  if (built.ok()) {
+    if (auto why = validity_problem(built.value().get(), settings_)) built = *why;
+  }
   std::lock_guard lock(mutex_);
   // A failed rebuild is not retried until the files change again (no log line per poll).
   stamps_ = std::move(now);

@@ -101,6 +101,10 @@ class scram_server final : public sasl_server {
 
  private:
   enum class state { client_first, client_final, done };
+  /// RFC 5802 section 5.1: "m" is reserved; its presence MUST fail the authentication, wherever
+  /// it stands (before the user name as reserved-mext, or among the extensions).
+  static constexpr std::string_view reserved_extension =
+      "SCRAM client-first message carries the reserved m= extension (RFC 5802 section 5.1)";
 
   result<sasl_step> on_client_first(std::string_view message) {
     auto parts = split_commas(message);
@@ -117,8 +121,9 @@ class scram_server final : public sasl_server {
     }
     gs2_header_ = std::string(parts[0]) + "," + std::string(parts[1]) + ",";
     client_first_bare_ = std::string(message.substr(gs2_header_.size()));
+    if (parts[2].starts_with("m=")) return failed(std::string(reserved_extension));
     auto name = attribute_value(parts[2], 'n');
-    if (!name) return failed("SCRAM client-first message has no user name (n=)");   // also m= (reserved)
+    if (!name) return failed("SCRAM client-first message has no user name (n=)");
     auto user = decode_saslname(*name);
     if (!user) return failed("SCRAM user name is malformed");
     user_ = *user;
@@ -128,6 +133,7 @@ class scram_server final : public sasl_server {
       if (parts[i].find('=') == std::string_view::npos || parts[i].front() == '=') {
         return failed("SCRAM client-first message has a malformed extension");
       }
+      if (parts[i].starts_with("m=")) return failed(std::string(reserved_extension));
       // Kafka's one extension: tokenauth=true logs in with a delegation token, which ringlog has not.
       if (parts[i].starts_with("tokenauth=")) return failed("SCRAM delegation tokens (tokenauth) are not supported");
     }

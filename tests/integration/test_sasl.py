@@ -272,13 +272,46 @@ def test_wire_v1_framing_and_every_refusal_leaves_the_broker_serving(sasl_broker
     # Each failed login has one audit line naming the principal tried, the door and the peer.
     log = b.log_path.read_text()[len(before):]
     audits = [line for line in log.splitlines() if "authentication failed" in line]
-    assert any("principal=User:nobody" in line and "door=kafka" in line and "peer=127.0.0.1:" in line
+    assert any('principal="User:nobody"' in line and "door=kafka" in line and "peer=127.0.0.1:" in line
                for line in audits), audits[:3]
     # Still serving, nothing stored by the refusals: no topic was created by them.
     with kafka_wire.connect(b.bootstrap) as s:
         scram_login(s, "SCRAM-SHA-512", ADMIN)
         assert metadata_v1(s, 9)[0] == 9
     assert requests.get(b.url + "/v1/health", timeout=5).status_code == 200
+
+
+def test_reauthentication_as_another_principal_is_refused_and_the_connection_closed(sasl_broker):
+    """KIP-368: re-authentication must keep the principal (Kafka: "Cannot change principals during
+    re-authentication"); a breaker logged in as alice and re-authenticated as admin."""
+    b = sasl_broker
+    before = len(b.log_path.read_text())
+    with kafka_wire.connect(b.bootstrap) as s:
+        assert handshake(s, "PLAIN")[0] == 0
+        assert authenticate(s, f"\0{ALICE[0]}\0{ALICE[1]}".encode())[0] == 0
+        assert handshake(s, "PLAIN", correlation_id=3)[0] == 0
+        error, message, _, _ = authenticate(s, f"\0{ADMIN[0]}\0{ADMIN[1]}".encode(), 4)
+        assert error == 58 and "Cannot change principals" in message, (error, message)
+        assert closed_by_peer(s)
+    wait_until(lambda: "Cannot change principals" in b.log_path.read_text()[before:], 10, "the audit line")
+
+
+def test_the_failed_login_audit_line_escapes_what_the_client_sent(sasl_broker):
+    """A user name with a quote and a newline cannot forge a log line; the line carries
+    audit=authentication and the listener's security protocol."""
+    b = sasl_broker
+    before = len(b.log_path.read_text())
+    with kafka_wire.connect(b.bootstrap) as s:
+        assert handshake(s, "PLAIN")[0] == 0
+        assert authenticate(s, b'\0ev"il\nlevel=info msg=forged\0wrong')[0] == 58
+        assert closed_by_peer(s)
+    wait_until(lambda: "authentication failed" in b.log_path.read_text()[before:], 10, "the audit line")
+    lines = b.log_path.read_text()[before:].splitlines()
+    audit = [line for line in lines if 'msg="authentication failed"' in line]
+    assert len(audit) == 1 and "audit=authentication" in audit[0], audit
+    assert 'principal="User:ev\\"il\\nlevel=info msg=forged"' in audit[0], audit[0]
+    assert "security.protocol=SASL_PLAINTEXT" in audit[0]
+    assert not any(line.startswith("level=info msg=forged") for line in lines)
 
 
 def test_kip_368_reauthentication_and_session_expiry(ringlog_bin, tmp_path):
@@ -460,3 +493,50 @@ def test_a_user_made_on_node_1_logs_in_on_node_3(ringlog_bin, tmp_path):
             assert metadata_v1(s, 9)[0] == 9
     finally:
         c.stop()
+
+
+# ---- OAUTHBEARER (issue 29): the JWT rules and JWKS file of HTTP Bearer, on the Kafka listener
+
+def test_oauthbearer_with_librdkafka_s_token_refresh_callback(ringlog_bin, tmp_path):
+    import json
+    from test_http_auth import AUDIENCE, ISSUER, Issuer
+    issuer = Issuer()
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps(issuer.jwks()))
+    b = SaslBroker(tmp_path / "data", extra_sets=[
+        "sasl.enabled.mechanisms=OAUTHBEARER,SCRAM-SHA-256", f"sasl.oauthbearer.jwks.endpoint.url=file:{jwks}",
+        f"sasl.oauthbearer.expected.issuer={ISSUER}", f"sasl.oauthbearer.expected.audience={AUDIENCE}",
+        "connection.failed.authentication.delay.ms=10"]).start()
+    try:
+        b.create_topic("oauth")
+
+        def log_end(b, topic):
+            return requests.get(f"{b.url}/topics/{topic}/partitions/0/offsets", timeout=10).json()["end_offset"]
+        refreshed = []
+
+        def token(sub, **claims):
+            def oauth_cb(_config):
+                refreshed.append(sub)
+                return issuer.token(sub=sub, **claims), time.time() + 300
+            return oauth_cb
+
+        acked = []
+        p = Producer({"bootstrap.servers": b.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                      "sasl.mechanism": "OAUTHBEARER", "oauth_cb": token("dave")})
+        p.produce("oauth", value=b"by a token", on_delivery=lambda err, msg: acked.append(err))
+        p.flush(30)
+        assert acked == [None] and "dave" in refreshed
+        assert log_end(b, "oauth") == 1
+        # A token of another issuer is refused, with the audit line; nothing is stored.
+        before = len(b.log_path.read_text())
+        bad = Producer({"bootstrap.servers": b.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                        "sasl.mechanism": "OAUTHBEARER", "oauth_cb": token("mallory", iss="https://evil.test"),
+                        "message.timeout.ms": 3000})
+        failed = []
+        bad.produce("oauth", value=b"never", on_delivery=lambda err, msg: failed.append(err))
+        bad.flush(10)
+        assert failed and failed[0] is not None
+        wait_until(lambda: "OAUTHBEARER token refused" in b.log_path.read_text()[before:], 10, "the audit line")
+        assert log_end(b, "oauth") == 1
+    finally:
+        assert b.stop() == 0

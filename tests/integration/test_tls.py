@@ -271,6 +271,54 @@ def test_renewed_certificate_is_served_without_a_restart_and_open_connections_st
             dst.write(original)
 
 
+def test_a_renewal_that_is_expired_not_yet_valid_or_of_another_key_is_refused(ringlog_bin, certs, tmp_path):
+    """A renewed keystore that would fail every handshake is not taken: the serving certificate
+    stays and the error line names the file and why (issue 29, a breaker's finding)."""
+    import datetime
+    store = str(tmp_path / "serving.pem")
+    with open(store, "wb") as dst:
+        dst.write(open(certs.broker_pem, "rb").read())
+    http, port = free_port(), free_port()
+    b = Broker(tmp_path / "d", port=http, extra_sets=[f"listeners=http://127.0.0.1:{http},SSL://127.0.0.1:{port}",
+                                                      f"ssl.keystore.location={store}",
+                                                      "ssl.reload.check.interval.ms=100"]).start()
+
+    def served_cn():
+        ctx = ssl.create_default_context(cafile=certs.ca_file)
+        ctx.check_hostname = False
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            with ctx.wrap_socket(raw) as s:
+                der = s.getpeercert(binary_form=True)
+        from cryptography import x509
+        return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+
+    # A certificate and a key that is not its own, made with the openssl CLI.
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / "k1.pem"),
+                    "-out", str(tmp_path / "c1.pem"), "-subj", "/CN=broker-other-key", "-days", "1"],
+                   check=True, capture_output=True)
+    subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-out", str(tmp_path / "k2.pem")],
+                   check=True, capture_output=True)
+    day = datetime.timedelta(days=1)
+    expired, _ = certs.keystore("expired.pem", cn="broker-expired", valid=(-2 * day, -day))
+    early, _ = certs.keystore("early.pem", cn="broker-early", valid=(day, 2 * day))
+    mismatched = (tmp_path / "k2.pem").read_bytes() + (tmp_path / "c1.pem").read_bytes()
+    cases = [(open(expired, "rb").read(), "has expired"), (open(early, "rb").read(), "is not valid yet"),
+             (mismatched, "does not match")]
+    try:
+        assert served_cn().endswith("CN=broker")
+        for content, why in cases:
+            before = len(log_text(b))
+            with open(store + ".tmp", "wb") as dst:
+                dst.write(content)
+            os.replace(store + ".tmp", store)
+            wait_until(lambda: "TLS certificate not reloaded" in log_text(b)[before:], 15, f"the refusal ({why})")
+            line = next(l for l in log_text(b)[before:].splitlines() if "TLS certificate not reloaded" in l)
+            assert why in line and store in line, line
+            assert served_cn().endswith("CN=broker")
+    finally:
+        assert b.stop() == 0
+
+
 # ---------------------------------------------------------------- key forms and bad settings
 
 @pytest.mark.parametrize("form,key_kind,password", [

@@ -5,10 +5,12 @@ certificate, a stranger CA's certificate, plaintext frames. Certificates come fr
 """
 import socket
 import ssl
+import struct
 
 import pytest
 import requests
 
+import kafka_wire
 from conftest import wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster
 from test_replication import isr_of, leader_of, produce, read_all
@@ -92,3 +94,45 @@ def test_a_stranger_cannot_use_the_cluster_listener(tls_cluster):
                                                 "replication_factor": 3}, timeout=40)
     assert r.status_code == 201, r.text
     wait_until(lambda: isr_of(node, "after-strangers", 0) == [1, 2, 3], 20.0, "ISR of three")
+
+
+def test_a_certificate_of_the_cluster_ca_without_cluster_action_is_refused(ringlog_bin, tmp_path):
+    """With an authorizer, the CA's signature is not enough (issue 30): only super.users or
+    principals with CLUSTER_ACTION on the cluster use the cluster listener. alice holds a
+    certificate of the cluster's CA and a node's client id; the nodes (super.users) replicate."""
+    certs = Material(tmp_path / "certs")
+    c = Cluster(tmp_path, extra_sets=["listener.security.protocol.map=CLUSTER:SSL",
+                                      f"ssl.keystore.location={certs.broker_pem}",
+                                      f"ssl.truststore.location={certs.ca_file}",
+                                      "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                      # the subject as Java's X500Principal.getName() prints it
+                                      "super.users=User:" + certs.broker_cert.subject.rfc4514_string()])
+    c.start()
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        node = c.node(1)
+        ctx = ssl.create_default_context(cafile=certs.ca_file)
+        ctx.check_hostname = False
+        ctx.load_cert_chain(certs.alice_crt, certs.alice_key)
+        answered = None
+        with socket.create_connection(("127.0.0.1", node.cluster_port), timeout=10) as raw:
+            try:
+                with ctx.wrap_socket(raw) as s:
+                    # ApiVersions v0 under a node's client id: answered on today's main.
+                    s.sendall(kafka_wire.frame(18, 0, 7, b"", client_id="ringlog-node-2"))
+                    answered = s.recv(100)
+            except (ssl.SSLError, ConnectionError):
+                answered = b""
+        assert answered == b"", answered
+        wait_until(lambda: "CLUSTER_AUTHORIZATION_FAILED" in node.log_path.read_text(errors="replace"), 10,
+                   "the refusal's log line")
+        line = next(l for l in node.log_path.read_text(errors="replace").splitlines()
+                    if "CLUSTER_AUTHORIZATION_FAILED" in l)
+        assert "CN=alice" in line, line
+        # The nodes themselves (super.users) still replicate.
+        r = requests.post(node.v3("/topics"), json={"topic_name": "acl-cluster", "partitions_count": 1,
+                                                    "replication_factor": 3}, timeout=40)
+        assert r.status_code == 201, r.text
+        wait_until(lambda: isr_of(node, "acl-cluster", 0) == [1, 2, 3], 20.0, "ISR of three")
+    finally:
+        c.stop()

@@ -35,14 +35,15 @@ class Authority:
     def pem(self):
         return self.cert.public_bytes(serialization.Encoding.PEM)
 
-    def issue(self, cn, server=True, key_kind="rsa"):
-        """(key, cert) of a leaf: a server one has SANs localhost and 127.0.0.1."""
+    def issue(self, cn, server=True, key_kind="rsa", valid=(datetime.timedelta(minutes=-5), datetime.timedelta(days=1))):
+        """(key, cert) of a leaf: a server one has SANs localhost and 127.0.0.1. `valid`: its
+        notBefore and notAfter as offsets from now."""
         key = _key(key_kind)
         now = datetime.datetime.now(datetime.timezone.utc)
         b = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(self.cert.subject)
              .public_key(key.public_key()).serial_number(x509.random_serial_number())
-             .not_valid_before(now - datetime.timedelta(minutes=5))
-             .not_valid_after(now + datetime.timedelta(days=1))
+             .not_valid_before(now + valid[0])
+             .not_valid_after(now + valid[1])
              .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
                             critical=False))
         if server:
@@ -89,8 +90,8 @@ class Material:
         path.write_bytes(data)
         return str(path)
 
-    def keystore(self, name, cn="broker", form="pkcs8", key_kind="rsa", password=None, ca=None):
+    def keystore(self, name, cn="broker", form="pkcs8", key_kind="rsa", password=None, ca=None, **issue_args):
         """A broker keystore file (key in `form`, then the chain)."""
         ca = ca or self.ca
-        key, cert = ca.issue(cn, key_kind=key_kind)
+        key, cert = ca.issue(cn, key_kind=key_kind, **issue_args)
         return self.write(name, key_pem(key, form, password) + cert_pem(cert) + ca.pem()), cert

@@ -144,7 +144,7 @@ TEST_CASE("SCRAM refuses malformed and tampered messages") {
   store s = rfc7677_store();
   for (std::string_view bad : {"", "n", "n,,", "x,,n=user,r=abc", "p=tls-unique,,n=user,r=abc", "n,,m=ext,n=user,r=abc",
                                "n,,n=us=er,r=abc", "n,,n=user,r=a,bc", "n,,n=user", "n,a=other,n=user,r=abc",
-                               "n,,n=user,r=abc,tokenauth=true"}) {
+                               "n,,n=user,r=abc,tokenauth=true", "n,,n=user,r=abc,m=ext"}) {
     CAPTURE(bad);
     auto server = make_scram_server(scram_mechanism::sha_256, s.lookup(), std::string(rfc7677_server_nonce));
     auto r = server->step(b(bad));
@@ -163,6 +163,17 @@ TEST_CASE("SCRAM refuses malformed and tampered messages") {
     auto r = server->step(b(bad));
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == errc::sasl_authentication_failed);
+  }
+}
+
+TEST_CASE("SCRAM refuses the reserved m= extension wherever it stands (RFC 5802 section 5.1)") {
+  store s = rfc7677_store();
+  for (std::string_view bad : {"n,,m=ext,n=user,r=abc", "n,,n=user,r=abc,m=ext", "n,,n=user,r=abc,x=1,m=ext"}) {
+    CAPTURE(bad);
+    auto server = make_scram_server(scram_mechanism::sha_256, s.lookup(), std::string(rfc7677_server_nonce));
+    auto r = server->step(b(bad));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("reserved m=") != std::string::npos);
   }
 }
 

@@ -160,6 +160,15 @@ struct server_config {
   /// connection.failed.authentication.delay.ms: how long a failed login's answer waits before the
   /// connection closes (Kafka's default 100), so a password guesser gets few tries per second.
   int64_t connection_failed_authentication_delay_ms = 100;
+  /// connection.authentication.timeout.ms (ringlog; Kafka has none for TLS): a TLS handshake, or
+  /// a SASL login, not done this long after accept closes the connection; 0 = no limit.
+  int64_t connection_authentication_timeout_ms = 10000;
+  // Connection limits (issue 31, Kafka's keys; runtime/connection_limits.h has the rules). Kafka's
+  // defaults are unlimited; these are on by default so a connect storm cannot take the broker.
+  int64_t max_connections = 10000;                      // max.connections (every listener but CLUSTER)
+  int64_t max_connections_per_ip = 1000;                // max.connections.per.ip
+  std::map<std::string, int64_t> max_connections_per_ip_overrides;   // max.connections.per.ip.overrides
+  int64_t max_connection_creation_rate = 1000;          // max.connection.creation.rate, per second
   int32_t socket_request_max_bytes = 104857600;         // socket.request.max.bytes (Kafka's default)
   bool kafka_fetch_zero_copy = true;                    // kafka.fetch.zero.copy: sendfile Fetch record sets
   bool process_role_broker = true;                      // process.roles contains "broker"

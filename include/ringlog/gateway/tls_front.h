@@ -17,6 +17,7 @@
 #include "ringlog/base/result.h"
 #include "ringlog/gateway/http_server.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/connection_limits.h"
 #include "ringlog/runtime/tls.h"
 
 namespace ringlog::gateway {
@@ -32,6 +33,10 @@ struct tls_front_options {
   uint16_t port = 8443;
   int listen_fd = -1;           // bound by serve (bind_listener); -1 = bind host:port here
   std::shared_ptr<runtime::reloading_tls_context> tls;
+  /// connection.authentication.timeout.ms: the TLS handshake must be done this long after accept; 0 = no limit.
+  int64_t authentication_timeout_ms = 10000;
+  /// max.connections, max.connections.per.ip, max.connection.creation.rate; nullptr = unlimited.
+  std::shared_ptr<runtime::connection_limits> limits;
 };
 
 class tls_front {

@@ -28,7 +28,9 @@
 
 #include "ringlog/kafka/request_handler.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/connection_limits.h"
 #include "ringlog/runtime/tls.h"
+#include "ringlog/security/jwt.h"
 #include "ringlog/security/ssl_principal_mapper.h"
 
 namespace ringlog::kafka {
@@ -69,7 +71,15 @@ struct listener_options {
   bool sasl = false;
   std::vector<std::string> sasl_enabled_mechanisms = {"SCRAM-SHA-256", "SCRAM-SHA-512"};
   int64_t connections_max_reauth_ms = 0;                  // KIP-368; 0 = logins do not expire
+  /// OAUTHBEARER in sasl_enabled_mechanisms: the JWT rules (the JWKS of sasl.oauthbearer.jwks.endpoint.url).
+  std::shared_ptr<const security::jwt_validator> oauthbearer_validator;
   int64_t connection_failed_authentication_delay_ms = 100;
+  /// connection.authentication.timeout.ms: on a TLS or SASL listener, the TLS handshake and the
+  /// SASL login must be done this long after accept, or the connection is closed; 0 = no limit.
+  int64_t authentication_timeout_ms = 10000;
+  /// max.connections, max.connections.per.ip, max.connection.creation.rate (runtime/connection_limits.h);
+  /// nullptr = unlimited.
+  std::shared_ptr<runtime::connection_limits> limits;
 };
 
 class listener {

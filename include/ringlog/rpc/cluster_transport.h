@@ -43,7 +43,7 @@ class cluster_transport final : public transport {
   static result<std::unique_ptr<cluster_transport>> create(runtime::shard_threads& runtime, size_t shard,
                                                            int32_t self_id, std::optional<peer_address> listen,
                                                            const std::map<int32_t, peer_address>& peers,
-                                                           cluster_tls tls = {});
+                                                           cluster_tls tls = {}, listener_admission admission = {});
   ~cluster_transport() override;
 
   void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
@@ -64,6 +64,8 @@ class cluster_transport final : public transport {
   /// unanswered, with one log line that names `kafka_listener`, where Kafka clients belong (e.g.
   /// "kafka://127.0.0.1:9092", or why this node has none). Only before start().
   void set_kafka_listener_hint(std::string kafka_listener);
+  /// server::set_peer_check on this node's listener (none: nothing to check). Before start().
+  void set_peer_check(server::peer_check refusal);
   /// The peers known now (voters from the config plus those learned since), by node id.
   [[nodiscard]] std::map<int32_t, peer_address> peers() const;
   /// Starts accepting connections (after every handler is set).

@@ -25,9 +25,18 @@
 
 #include "ringlog/rpc/transport.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/connection_limits.h"
 #include "ringlog/runtime/tls.h"
 
 namespace ringlog::rpc {
+
+/// The cluster listener's admission (issue 31): its place in max.connections.per.ip (it is
+/// outside the broker-wide max.connections and creation rate, as Kafka's inter-broker listener),
+/// and on the TLS form the handshake deadline.
+struct listener_admission {
+  std::shared_ptr<runtime::connection_limits> limits;   // nullptr = unlimited
+  int64_t authentication_timeout_ms = 0;                 // connection.authentication.timeout.ms; 0 = none
+};
 
 class server {
  public:
@@ -36,7 +45,8 @@ class server {
   /// `tls`: the cluster listener's TLS form (mutual certificates); nullptr = plaintext.
   static result<std::unique_ptr<server>> listen(runtime::shard_threads& runtime, size_t shard, const std::string& host,
                                                 uint16_t port,
-                                                std::shared_ptr<runtime::reloading_tls_context> tls = nullptr);
+                                                std::shared_ptr<runtime::reloading_tls_context> tls = nullptr,
+                                                listener_admission admission = {});
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;
@@ -54,6 +64,15 @@ class server {
   /// is closed with one warning line naming the peer, its client id and the reason. Unset: every
   /// client is served. Only before start().
   void set_client_check(std::function<std::optional<std::string>(std::string_view client_id)> refusal);
+  /// The TLS cluster listener only: the check of a peer once its handshake is done, before any
+  /// request: `refusal(certificate_subject, peer_host)` returns why that peer may not fetch
+  /// replicas, vote or register (the app maps the subject to a principal and asks the
+  /// authorizer for CLUSTER_ACTION on the cluster: rpc stays below broker); nullopt: it may. A
+  /// refused peer is closed unanswered with one warning naming CLUSTER_AUTHORIZATION_FAILED.
+  /// Only before start().
+  using peer_check = std::function<std::optional<std::string>(const std::string& certificate_subject,
+                                                              const std::string& peer_host)>;
+  void set_peer_check(peer_check refusal);
   /// Starts accepting (on the shard's thread).
   void start();
   /// Closes the listener and every connection; returns once done (runs inline when called on

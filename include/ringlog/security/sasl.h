@@ -60,7 +60,8 @@ std::unique_ptr<sasl_server> make_oauthbearer_server(std::shared_ptr<const jwt_v
 /// A server for the mechanism named `mechanism` (a name of supported_sasl_mechanisms), or nullptr.
 std::unique_ptr<sasl_server> make_sasl_server(std::string_view mechanism, scram_lookup lookup);
 
-/// The mechanisms of sasl.enabled.mechanisms this build serves, in the order a config lists them.
+/// The mechanisms make_sasl_server makes, in the order a config lists them. OAUTHBEARER, also in
+/// sasl.enabled.mechanisms, needs a validator: make_oauthbearer_server.
 inline constexpr std::string_view supported_sasl_mechanisms[] = {"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"};
 
 }  // namespace ringlog::security

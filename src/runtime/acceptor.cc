@@ -1,0 +1,171 @@
+#include "ringlog/runtime/acceptor.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+
+namespace ringlog::runtime {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using acceptor_socket = asio::basic_socket_acceptor<tcp, shard_executor>;
+using shard_timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
+                                               shard_executor>;
+
+namespace {
+
+int64_t steady_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// An accept() failure that retrying at once cannot cure: the process or the system is out of
+/// descriptors, or the kernel out of socket memory.
+bool out_of_resources(const boost::system::error_code& ec) {
+  const int e = ec.value();
+  return ec.category() == boost::system::system_category() &&
+         (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM);
+}
+
+/// The limit an out_of_resources error ran into, for the warning line.
+std::string limit_named(const boost::system::error_code& ec) {
+  switch (ec.value()) {
+    case EMFILE: {
+      rlimit r{};
+      ::getrlimit(RLIMIT_NOFILE, &r);
+      return "the process's open-file limit (RLIMIT_NOFILE, ulimit -n) " + std::to_string(r.rlim_cur);
+    }
+    case ENFILE: return "the system's open-file limit (fs.file-max)";
+    default: return "kernel socket memory (net.core.* / net.ipv4.tcp_mem)";
+  }
+}
+
+}  // namespace
+
+struct acceptor::impl {
+  explicit impl(asio::io_context& context) : socket(context.get_executor()), retry(context.get_executor()) {}
+  acceptor_socket socket;
+  shard_timer retry;
+  int64_t last_warning_ms = -1;
+  uint64_t failures_since_warning = 0;
+  std::atomic<size_t> held = 0;   // connections held for max.connection.creation.rate
+};
+
+acceptor::acceptor(shard_threads& runtime, acceptor_options options)
+    : runtime_(runtime), options_(std::move(options)),
+      impl_(std::make_unique<impl>(io_context_of(runtime, options_.accept_shard))) {}
+
+acceptor::~acceptor() = default;
+
+base::result<std::shared_ptr<acceptor>, std::string> acceptor::listen(shard_threads& runtime, acceptor_options options) {
+  const std::string where = options.name + " " + options.host + ":" + std::to_string(options.port);
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(options.host, ec);
+  if (ec) return where + ": host is not an IP address: " + ec.message();
+  auto p = std::make_shared<acceptor>(runtime, options);
+  tcp::endpoint endpoint(address, options.port);
+  acceptor_socket& s = p->impl_->socket;
+  if (options.listen_fd >= 0) {
+    s.assign(endpoint.protocol(), options.listen_fd, ec);
+  } else {
+    s.open(endpoint.protocol(), ec);
+    if (!ec) s.set_option(acceptor_socket::reuse_address(true), ec);
+    if (!ec) s.bind(endpoint, ec);
+  }
+  if (!ec) s.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return where + ": " + ec.message();
+  p->port_.store(s.local_endpoint(ec).port());
+  return p;
+}
+
+void acceptor::start(accept_handler on_accept) {
+  on_accept_ = std::move(on_accept);
+  asio::post(io_context_of(runtime_, options_.accept_shard), [self = shared_from_this()] { self->accept_next(); });
+}
+
+void acceptor::close() {
+  if (closed_.exchange(true)) return;
+  boost::system::error_code ignored;
+  impl_->socket.close(ignored);
+  impl_->retry.cancel();
+}
+
+void acceptor::accept_next() {
+  if (closed_.load()) return;
+  const size_t shard = options_.serve_shard ? *options_.serve_shard : next_shard_++ % runtime_.shard_count();
+  impl_->socket.async_accept(io_context_of(runtime_, shard).get_executor(),
+                             [self = shared_from_this(), shard](boost::system::error_code ec, shard_socket socket) {
+                               if (self->closed_.load() || ec == asio::error::operation_aborted) return;
+                               if (out_of_resources(ec)) return self->back_off(ec);
+                               if (ec) {
+                                 // A peer that reset before accept() returned: its to retry.
+                                 spdlog::debug("msg=\"accept failed\" listener={} error=\"{}\"", self->options_.name,
+                                               ec.message());
+                               } else {
+                                 self->on_accepted(shard, std::move(socket));
+                               }
+                               self->accept_next();
+                             });
+}
+
+void acceptor::back_off(const boost::system::error_code& ec) {
+  ++impl_->failures_since_warning;
+  const int64_t now = steady_now_ms();
+  if (impl_->last_warning_ms < 0 || now - impl_->last_warning_ms >= constants::accept_warning_interval_ms) {
+    spdlog::warn("msg=\"accept paused: out of resources\" listener={} error=\"{}\" limit=\"{}\" pause_ms={} "
+                 "failures={} warning_interval_ms={}",
+                 options_.name, ec.message(), limit_named(ec), constants::accept_backoff_ms,
+                 impl_->failures_since_warning, constants::accept_warning_interval_ms);
+    impl_->last_warning_ms = now;
+    impl_->failures_since_warning = 0;
+  }
+  impl_->retry.expires_after(std::chrono::milliseconds(constants::accept_backoff_ms));
+  impl_->retry.async_wait([self = shared_from_this()](boost::system::error_code wait_ec) {
+    if (!wait_ec) self->accept_next();
+  });
+}
+
+void acceptor::on_accepted(size_t shard, shard_socket socket) {
+  connection_slot slot;
+  if (options_.limits) {
+    auto admitted = options_.limits->admit(options_.name, peer_address(socket), steady_now_ms());
+    if (admitted.refused) {
+      spdlog::debug("msg=\"connection refused\" listener={} peer={} reason={}", options_.name, peer_address(socket),
+                    connection_refusal_name(*admitted.refused));
+      if (admitted.delay_ms > 0) return hold_then_close(std::move(socket), admitted.delay_ms);
+      return;   // the socket closes as it goes out of scope
+    }
+    slot = std::move(admitted.slot);
+  }
+  asio::post(socket.get_executor(), [self = shared_from_this(), shard, s = std::make_shared<shard_socket>(std::move(socket)),
+                                     slot = std::make_shared<connection_slot>(std::move(slot))]() mutable {
+    if (self->closed_.load()) return;
+    self->on_accept_(shard, std::move(*s), std::move(*slot));
+  });
+}
+
+/// Kafka's answer to a connection over the creation rate: it is not read and not answered, only
+/// closed once the delay the rate asks for has passed, so a reconnecting client slows down.
+void acceptor::hold_then_close(shard_socket socket, int64_t delay_ms) {
+  if (impl_->held.load() >= constants::throttled_connections_max) return;   // closed at once
+  ++impl_->held;
+  shard_timer timer(socket.get_executor());
+  auto held = std::make_shared<std::pair<shard_socket, shard_timer>>(std::move(socket), std::move(timer));
+  held->second.expires_after(std::chrono::milliseconds(delay_ms));
+  held->second.async_wait([self = shared_from_this(), held](boost::system::error_code) {
+    boost::system::error_code ignored;
+    held->first.close(ignored);
+    --self->impl_->held;
+  });
+}
+
+std::string peer_address(const shard_socket& socket) {
+  boost::system::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  return ec ? std::string("unknown") : ep.address().to_string();
+}
+
+}  // namespace ringlog::runtime

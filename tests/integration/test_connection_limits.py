@@ -1,0 +1,150 @@
+"""Listener hardening (issue 31's connection limits, issue 29's breaker findings, issue 28's one
+acceptor): max.connections.per.ip caps a storm of idle connects from one address while another
+client is served; connection.authentication.timeout.ms closes a TLS handshake or a SASL login that
+never finishes; out of descriptors, the acceptor pauses with one warning instead of spinning.
+Refusals are counted on /metrics by listener and reason.
+"""
+import re
+import resource
+import socket
+import ssl
+
+import requests
+from confluent_kafka import Producer
+
+from conftest import Broker, free_port, wait_until
+from tls_certs import Material
+
+
+def refused(b, listener, reason):
+    """ringlog_connections_refused_total{listener, reason} on /metrics (None: no such line)."""
+    text = requests.get(b.url + "/metrics", timeout=5).text
+    m = re.search(r'ringlog_connections_refused_total\{listener="%s",reason="%s"\} (\d+)' % (listener, reason), text)
+    return int(m.group(1)) if m else None
+
+
+def peer_closed(sock):
+    """True when the broker closed `sock` (EOF or reset); False while it is open and silent."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def produce_one(bootstrap, topic, value):
+    """A real client (librdkafka) produces one record and waits for its acknowledgement."""
+    acked = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 20000})
+    p.produce(topic, value=value, on_delivery=lambda err, msg: acked.append(err))
+    p.flush(30)
+    return acked == [None]
+
+
+def test_a_connect_storm_from_one_address_is_capped_while_another_client_is_served(ringlog_bin, tmp_path):
+    kafka_port = free_port()
+    b = Broker(tmp_path / "data", kafka_port=kafka_port, extra_sets=[
+        "max.connections.per.ip=20", "max.connection.creation.rate=100000"]).start()
+    storm = []
+    try:
+        b.create_topic("served")
+        # 200 idle connects from 127.0.0.2 (loopback answers every 127/8 address): the broker
+        # keeps 20 and closes the rest at once.
+        for _ in range(200):
+            s = socket.socket()
+            s.bind(("127.0.0.2", 0))
+            s.connect(("127.0.0.1", kafka_port))
+            storm.append(s)
+        wait_until(lambda: (refused(b, "PLAINTEXT", "max.connections.per.ip") or 0) >= 180, 20,
+                   "180 refusals by max.connections.per.ip on /metrics")
+        wait_until(lambda: sum(peer_closed(s) for s in storm) >= 180, 20, "the storm's extra connections closed")
+        assert sum(not peer_closed(s) for s in storm) <= 20
+        # A client from another address is served meanwhile.
+        assert produce_one(b.bootstrap, "served", b"while the storm holds its 20")
+    finally:
+        for s in storm:
+            s.close()
+        assert b.stop() == 0
+
+
+def test_unfinished_tls_handshakes_and_sasl_logins_are_closed_by_the_deadline(ringlog_bin, tmp_path):
+    certs = Material(tmp_path / "certs")
+    http, ssl_port, sasl_port, sasl_ssl_port = free_port(), free_port(), free_port(), free_port()
+    b = Broker(tmp_path / "data", port=http, extra_sets=[
+        f"listeners=http://127.0.0.1:{http},SSL://127.0.0.1:{ssl_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+        f"SASL_SSL://127.0.0.1:{sasl_ssl_port}",
+        f"ssl.keystore.location={certs.broker_pem}", "connection.authentication.timeout.ms=300",
+        "connection.failed.authentication.delay.ms=10"]).start()
+    try:
+        # A client that finished its handshake first: its deadline is cancelled, it stays open.
+        context = ssl.create_default_context(cafile=str(certs.ca_file))
+        context.check_hostname = False
+        good = context.wrap_socket(socket.create_connection(("127.0.0.1", ssl_port)))
+        silent_tls = socket.create_connection(("127.0.0.1", ssl_port))
+        silent_sasl = socket.create_connection(("127.0.0.1", sasl_port))
+        # SASL_SSL: the TLS handshake done, the login never sent.
+        silent_sasl_ssl = context.wrap_socket(socket.create_connection(("127.0.0.1", sasl_ssl_port)))
+        wait_until(lambda: peer_closed(silent_tls), 20, "the silent TLS connection closed")
+        wait_until(lambda: peer_closed(silent_sasl), 20, "the silent SASL connection closed")
+
+        def tls_closed():
+            silent_sasl_ssl.setblocking(False)
+            try:
+                return silent_sasl_ssl.recv(1) == b""
+            except ssl.SSLWantReadError:
+                return False
+            except (ConnectionResetError, ssl.SSLError):
+                return True
+        wait_until(tls_closed, 20, "the silent SASL_SSL connection closed")
+        good.setblocking(False)
+        try:
+            assert good.recv(1) != b"", "the handshaken TLS connection was closed"
+        except ssl.SSLWantReadError:
+            pass   # open and silent, as it should be
+        assert refused(b, "SSL", "connection.authentication.timeout.ms") >= 1
+        assert refused(b, "SASL_PLAINTEXT", "connection.authentication.timeout.ms") >= 1
+        log = b.log_path.read_text()
+        audit = [line for line in log.splitlines() if "audit=authentication" in line and "SASL login not finished" in line]
+        assert any("security.protocol=SASL_PLAINTEXT" in line for line in audit), log[-3000:]
+        # The listener's real protocol (the line said SASL_PLAINTEXT on SASL_SSL before).
+        assert any("security.protocol=SASL_SSL" in line and "listener=SASL_SSL://" in line for line in audit), audit
+        good.close()
+    finally:
+        assert b.stop() == 0
+
+
+def test_out_of_descriptors_the_acceptor_pauses_with_one_warning(ringlog_bin, tmp_path):
+    kafka_port = free_port()
+    b = Broker(tmp_path / "data", kafka_port=kafka_port).start()
+    held = []
+    try:
+        b.create_topic("after")
+        pid = b.proc.pid
+        before = b.log_path.read_text()
+        import os
+        open_now = len(os.listdir(f"/proc/{pid}/fd"))
+        old = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        # Room for a few connections only; the rest wait in the listen backlog while accept()
+        # fails with EMFILE.
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (open_now + 3, old[1]))
+        for _ in range(20):
+            held.append(socket.create_connection(("127.0.0.1", kafka_port)))
+        wait_until(lambda: "accept paused" in b.log_path.read_text()[len(before):], 20, "the 'accept paused' warning")
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, old)
+        for s in held:
+            s.close()
+        held = []
+        # Accepting resumed: a real client is served.
+        assert produce_one(b.bootstrap, "after", b"descriptors are back")
+        log = b.log_path.read_text()[len(before):]
+        paused = [line for line in log.splitlines() if "accept paused" in line]
+        spin = [line for line in log.splitlines() if "accept failed" in line]
+        # One warning per accept_warning_interval_ms (10 s) names the limit; no line per failure.
+        assert 1 <= len(paused) <= 2 and "RLIMIT_NOFILE" in paused[0], paused
+        assert spin == [], spin[:3]
+    finally:
+        for s in held:
+            s.close()
+        assert b.stop() == 0
