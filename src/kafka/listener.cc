@@ -17,6 +17,7 @@
 #include "ringlog/base/assert.h"
 #include "ringlog/io/file.h"
 #include "ringlog/runtime/acceptor.h"
+#include "ringlog/runtime/frame_read.h"
 #include "ringlog/runtime/asio_context.h"
 #include "ringlog/runtime/tls_socket.h"
 #include "ringlog/security/audit.h"
@@ -171,9 +172,9 @@ struct connection : std::enable_shared_from_this<connection> {
       close("frame size " + std::to_string(size) + " outside 1.." + std::to_string(max) + " (socket.request.max.bytes)");
       return;
     }
-    frame.assign(static_cast<size_t>(size), std::byte{0});
-    asio::async_read(stream, asio::buffer(frame),
-                     [self = shared_from_this()](boost::system::error_code ec2, size_t) { self->on_frame(ec2); });
+    frame.clear();
+    runtime::async_read_frame(stream, frame, static_cast<size_t>(size),
+                              [self = shared_from_this()](boost::system::error_code ec2) { self->on_frame(ec2); });
   }
 
   void on_frame(boost::system::error_code ec) {

@@ -18,6 +18,7 @@
 #include "ringlog/protocol/frame.h"
 #include "ringlog/rpc/constants.h"
 #include "ringlog/runtime/acceptor.h"
+#include "ringlog/runtime/frame_read.h"
 #include "ringlog/runtime/asio_context.h"
 #include "ringlog/runtime/tls_socket.h"
 
@@ -148,9 +149,9 @@ struct connection : std::enable_shared_from_this<connection> {
             " (socket.request.max.bytes)");
       return;
     }
-    frame.assign(static_cast<size_t>(size), std::byte{0});
-    asio::async_read(socket, asio::buffer(frame),
-                     [self = shared_from_this()](boost::system::error_code ec2, size_t) { self->on_frame(ec2); });
+    frame.clear();
+    runtime::async_read_frame(socket, frame, static_cast<size_t>(size),
+                              [self = shared_from_this()](boost::system::error_code ec2) { self->on_frame(ec2); });
   }
 
   void on_frame(boost::system::error_code ec) {

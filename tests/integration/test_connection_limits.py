@@ -148,3 +148,32 @@ def test_out_of_descriptors_the_acceptor_pauses_with_one_warning(ringlog_bin, tm
         for s in held:
             s.close()
         assert b.stop() == 0
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_declared_frame_size_is_not_allocated_before_its_bytes_arrive(ringlog_bin, tmp_path):
+    """A breaker sent 4-byte size headers of 100 MiB on idle connections: the broker allocated and
+    zeroed each frame at once (20 connections, 1.7 GB). The buffer now grows as bytes arrive."""
+    b = Broker(tmp_path / "data", kafka_port=free_port()).start()
+    socks = []
+    try:
+        before = rss_bytes(b.proc.pid)
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", b.kafka_port), timeout=5)
+            s.sendall((100 * 1024 * 1024).to_bytes(4, "big") + b"\x00\x12\x00\x00")   # 100 MiB declared, 4 sent
+            socks.append(s)
+        # The broker answers a real client afterwards (its reads of the headers came first).
+        produce_one(b.bootstrap, "frames", b"served")
+        grown = max(rss_bytes(b.proc.pid) for _ in range(20)) - before
+        assert grown < 200 * 1024 * 1024, f"RSS grew {grown >> 20} MiB for 20 declared 100 MiB frames"
+    finally:
+        for s in socks:
+            s.close()
+        assert b.stop() == 0
