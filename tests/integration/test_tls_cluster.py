@@ -106,7 +106,10 @@ def test_a_certificate_of_the_cluster_ca_without_cluster_action_is_refused(ringl
                                       f"ssl.truststore.location={certs.ca_file}",
                                       "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                                       # the subject as Java's X500Principal.getName() prints it
-                                      "super.users=User:" + certs.broker_cert.subject.rfc4514_string()])
+                                      # and the test's own HTTP calls (no HTTP authentication:
+                                      # User:ANONYMOUS, which the HTTP routes authorize too)
+                                      "super.users=User:" + certs.broker_cert.subject.rfc4514_string() +
+                                      ";User:ANONYMOUS"])
     c.start()
     try:
         wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
