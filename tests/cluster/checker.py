@@ -238,6 +238,49 @@ def check_high_watermarks(history):
     return list(found.values())
 
 
+# After a heal, the time a node cut off from the controller may still act on its old metadata
+# (a metadata fetch round and a heartbeat), s.
+CUT_OFF_GRACE_S = 2.0
+
+
+def cut_off_windows(history):
+    """node -> [(from, to)] while the nemesis had it cut off from the rest of the cluster's
+    leadership: a split's minority, a bridge's far side (cut off from the controller, reached only
+    through the middle node), an isolated or one-way-cut node; each window runs to the heal plus
+    CUT_OFF_GRACE_S. Such a node may still lead a partition in an old leader epoch and answer a
+    Kafka Fetch with its old high watermark: Kafka does the same (docs/kafka.md), and its
+    readers see only committed records, so those answers are not judged by end-below-ack. A new
+    leader's figure (KIP-207, the rule this check exists for) comes from the connected side."""
+    windows = collections.defaultdict(list)
+    open_faults = []
+    for e in history.get("events", []):
+        if e.get("event") == "nemesis-start":
+            for r in (e.get("resolved"), e.get("also")):
+                if not r or "dropped" not in r:
+                    continue
+                if "minority" in r:
+                    nodes = list(r["minority"])
+                elif "middle" in r:
+                    ends = {a for pair in r["dropped"] for a in pair}
+                    nodes = sorted(ends - {r.get("node"), r.get("middle")})
+                else:
+                    nodes = [r.get("node")]
+                open_faults.append((e["t"], nodes))
+        elif e.get("event") == "nemesis-heal":
+            for start, nodes in open_faults:
+                for n in nodes:
+                    windows[n].append((start, e["t"] + CUT_OFF_GRACE_S))
+            open_faults = []
+    for start, nodes in open_faults:
+        for n in nodes:
+            windows[n].append((start, float("inf")))
+    return windows
+
+
+def _within(windows, t):
+    return any(a <= t <= b for a, b in windows)
+
+
 def check_ends_below_acks(history):
     """end-below-ack: each end a client was told against the highest offset acknowledged to a
     producer before it asked. One entry per (partition, node, source) with how many answers showed
@@ -247,8 +290,9 @@ def check_ends_below_acks(history):
     for e in history.get("ends", []):
         if e.get("end_offset") is not None:
             observations.append((e["partition"], e["node"], "v2 offsets end_offset", e["end_offset"], e["t_send"]))
+    cut_off = cut_off_windows(history)
     for e in history.get("fetch_ends", []):
-        if e.get("high_watermark") is not None:
+        if e.get("high_watermark") is not None and not _within(cut_off.get(e["node"], ()), e["t_send"]):
             observations.append((e["partition"], e["node"], "Kafka Fetch high_watermark", e["high_watermark"],
                                  e["t_send"]))
     for h in history.get("hw", []):
