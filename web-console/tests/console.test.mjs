@@ -319,7 +319,9 @@ test('the delayed-delivery view shows pending delayed records by due time, the n
   const now = Date.now();
   const dues = [now + 90_000, now + 100_000, now + 2 * 3600_000];   // 1 to 10 min (two), 1 h to 1 d (one)
   for (const [i, due] of dues.entries()) await delayed({ deliver_at: due }, i % 2);
-  const soonDue = Date.now() + 1500;
+  // Due after the page has surely read it (8 s): at 1.5 s a loaded CI machine delivered it before
+  // the page showed 4 pending, and the wait for 4 never ended.
+  const soonDue = Date.now() + 8000;
   await delayed({ deliver_at: soonDue }, 0);
 
   await go('/delayed');
