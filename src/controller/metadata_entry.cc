@@ -120,6 +120,13 @@ std::string describe_record(const protocol::metadata_record& record) {
            std::to_string(s->iterations);
   } else if (const auto* d = std::get_if<remove_user_scram_credential_record>(&record)) {
     out += "name=" + d->name + ", mechanism=" + scram_mechanism_text(d->mechanism);
+  } else if (const auto* q = std::get_if<client_quota_record>(&record)) {
+    out += "entity=[";
+    for (size_t i = 0; i < q->entity.size(); ++i) {
+      const auto& e = q->entity[i];
+      out += (i ? ", " : "") + e.entity_type + "=" + (e.entity_name ? *e.entity_name : std::string("<default>"));
+    }
+    out += "], key=" + q->key + (q->remove ? std::string(", remove=true") : ", value=" + std::to_string(q->value));
   } else if (const auto* g = std::get_if<broker_registration_change_record>(&record)) {
     out += "brokerId=" + std::to_string(g->broker_id) + ", brokerEpoch=" + std::to_string(g->broker_epoch) +
            ", fenced=" + tri_state(g->fenced) + ", inControlledShutdown=" + tri_state(g->in_controlled_shutdown);

@@ -88,7 +88,7 @@ const broker_registration* metadata_image::find_broker(int32_t node_id) const {
 bool metadata_image::operator==(const metadata_image& other) const {
   if (offset_ != other.offset_ || brokers_ != other.brokers_ || broker_configs_ != other.broker_configs_ ||
       next_producer_id_ != other.next_producer_id_ || features_ != other.features_ || *acls_ != *other.acls_ ||
-      scram_credentials_ != other.scram_credentials_ ||
+      scram_credentials_ != other.scram_credentials_ || *client_quotas_ != *other.client_quotas_ ||
       topics_.size() != other.topics_.size()) {
     return false;
   }
@@ -321,6 +321,27 @@ result<void> metadata_delta::apply_record(const protocol::remove_access_control_
   return base::ok_v;
 }
 
+result<void> metadata_delta::apply_record(const protocol::client_quota_record& r, int64_t) {
+  if (r.entity.empty() || r.key.empty()) return bad("ClientQuotaRecord with no entity or no key");
+  metadata_image::client_quota_entity entity;
+  for (const auto& part : r.entity) {
+    if (!entity.emplace(part.entity_type, part.entity_name).second) {
+      return bad("ClientQuotaRecord names entity type '" + part.entity_type + "' twice");
+    }
+  }
+  auto quotas = std::make_shared<metadata_image::client_quota_map>(*next_.client_quotas_);
+  if (r.remove) {
+    auto found = quotas->find(entity);
+    if (found == quotas->end()) return base::ok_v;   // removing an absent key is no error (Kafka)
+    found->second.erase(r.key);
+    if (found->second.empty()) quotas->erase(found);
+  } else {
+    (*quotas)[entity][r.key] = r.value;
+  }
+  next_.client_quotas_ = std::move(quotas);
+  return base::ok_v;
+}
+
 result<void> metadata_delta::apply(const protocol::metadata_record& record, int64_t offset) {
   RINGLOG_ASSERT_OP(offset, >=, next_.offset_);   // the records of one entry share its offset
   next_.offset_ = offset;
@@ -398,6 +419,15 @@ std::vector<protocol::metadata_record> image_records(const metadata_image& image
     for (const auto& [mechanism, credential] : by_mechanism) out.push_back(credential);
   }
   for (const auto& [id, acl] : image.acls()) out.push_back(acl);
+  for (const auto& [entity, values] : image.client_quotas()) {
+    for (const auto& [key, value] : values) {
+      protocol::client_quota_record r;
+      for (const auto& [type, name] : entity) r.entity.push_back({type, name});
+      r.key = key;
+      r.value = value;
+      out.push_back(r);
+    }
+  }
   if (image.next_producer_id() > 0) {
     protocol::producer_ids_record r;
     r.broker_id = -1;

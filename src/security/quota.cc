@@ -244,4 +244,64 @@ void quota_token_bucket::set_rate(double rate_per_second) {
   tokens_ = std::min(tokens_, burst_);
 }
 
+namespace {
+
+const std::optional<quota_entity_name>* entity_part(const client_quota_entity& entity, std::string_view type) {
+  if (type == quota_entity_user) return &entity.user;
+  if (type == quota_entity_client_id) return &entity.client_id;
+  if (type == quota_entity_ip) return &entity.ip;
+  return nullptr;
+}
+
+size_t entity_parts(const client_quota_entity& entity) {
+  return (entity.user ? 1u : 0u) + (entity.client_id ? 1u : 0u) + (entity.ip ? 1u : 0u);
+}
+
+}  // namespace
+
+bool client_quota_filter::matches(const client_quota_entity& entity) const {
+  if (strict && entity_parts(entity) != components.size()) return false;
+  for (const auto& c : components) {
+    const auto* part = entity_part(entity, c.entity_type);
+    if (part == nullptr || !part->has_value()) return false;
+    switch (c.match_type) {
+      case client_quota_filter_component::match::exact:
+        if ((*part)->is_default || (*part)->name != c.name) return false;
+        break;
+      case client_quota_filter_component::match::default_name:
+        if (!(*part)->is_default) return false;
+        break;
+      case client_quota_filter_component::match::specified: break;
+    }
+  }
+  return true;
+}
+
+result<void> validate_client_quota_filter(const client_quota_filter& filter) {
+  bool user_or_client = false;
+  bool ip = false;
+  std::vector<std::string_view> seen;
+  for (const auto& c : filter.components) {
+    const auto where = "quota filter component '" + c.entity_type + "'";
+    if (entity_part(client_quota_entity{}, c.entity_type) == nullptr) {
+      return error{errc::invalid_config, where + ": unknown entity type (user, client-id or ip)"};
+    }
+    if (std::find(seen.begin(), seen.end(), c.entity_type) != seen.end()) {
+      return error{errc::invalid_config, where + " appears twice"};
+    }
+    seen.push_back(c.entity_type);
+    if (c.match_type == client_quota_filter_component::match::exact && c.name.empty()) {
+      return error{errc::invalid_config, where + ": an exact match needs a name"};
+    }
+    if (c.name.size() > quota_entity_name_bytes_max) {
+      return error{errc::invalid_config, where + ": name longer than " + std::to_string(quota_entity_name_bytes_max) + " bytes"};
+    }
+    (c.entity_type == quota_entity_ip ? ip : user_or_client) = true;
+  }
+  if (ip && user_or_client) {
+    return error{errc::invalid_config, "a quota filter may not combine ip with user or client-id"};
+  }
+  return base::ok_v;
+}
+
 }  // namespace ringlog::security

@@ -287,4 +287,41 @@ TEST_CASE("ACLs are added and removed by id, shared until changed, and kept in s
   CHECK(one->acls().size() == 1);   // the older image is unchanged
 }
 
+TEST_CASE("client quotas are set, replaced and removed per entity and key, and kept in snapshots") {
+  protocol::client_quota_record set;
+  set.entity = {{"user", std::string("alice")}, {"client-id", std::nullopt}};
+  set.key = "producer_byte_rate";
+  set.value = 1048576;
+  auto other = set;
+  other.key = "consumer_byte_rate";
+  other.value = 2097152;
+  auto one = apply_all(metadata_image{}, {set, other});
+  const metadata_image::client_quota_entity alice_default{{"client-id", std::nullopt}, {"user", "alice"}};
+  REQUIRE(one->client_quotas().size() == 1);
+  CHECK(one->client_quotas().at(alice_default).at("producer_byte_rate") == 1048576);
+  CHECK(one->client_quotas().at(alice_default).at("consumer_byte_rate") == 2097152);
+  auto later = apply_all(*one, {topic("t", 1)});
+  CHECK(&later->client_quotas() == &one->client_quotas());   // shared until a quota record
+  auto payload = encode_snapshot(*later);
+  auto back = decode_snapshot(payload, later->offset());
+  REQUIRE(back.ok());
+  CHECK(**back == *later);
+  // Removing one key keeps the other; removing the last drops the entity; removing an absent
+  // key is no error (Kafka's ClientQuotasImage).
+  auto remove = set;
+  remove.remove = true;
+  auto fewer = apply_all(*one, {remove});
+  CHECK(fewer->client_quotas().at(alice_default).size() == 1);
+  other.remove = true;
+  auto none = apply_all(*fewer, {other, remove});
+  CHECK(none->client_quotas().empty());
+  // An entity naming one type twice is refused naming the record.
+  auto twice = set;
+  twice.entity = {{"user", std::string("a")}, {"user", std::string("b")}};
+  metadata_delta bad_delta(*one);
+  auto r = bad_delta.apply(twice, one->offset() + 1);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("ClientQuotaRecord") != std::string::npos);
+}
+
 }  // namespace ringlog::controller

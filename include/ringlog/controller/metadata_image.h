@@ -27,6 +27,10 @@
 //   AccessControlEntryRecord / RemoveAccessControlEntryRecord
 //                               an ACL (issue 30) with its UUID, as Kafka's StandardAuthorizer
 //                               stores them; the fields are checked by the proposer
+//   ClientQuotaRecord           a client quota (issue 31): an entity (user / client-id / ip, each
+//                               a name or null for the default), a key and a value; remove=true
+//                               drops the key (an absent one is no error, as Kafka's
+//                               ClientQuotasImage); the proposer checks entity, key and value
 
 #include <cstdint>
 #include <array>
@@ -125,6 +129,11 @@ class metadata_image {
   /// The ACLs by id (AccessControlEntryRecord), shared between images until one changes.
   using acl_map = std::map<std::array<uint8_t, 16>, protocol::access_control_entry_record>;
   [[nodiscard]] const acl_map& acls() const { return *acls_; }
+  /// Client quotas (ClientQuotaRecord): entity -> quota key -> value. An entity maps Kafka's
+  /// entity type ("user", "client-id", "ip") to a name, nullopt for the default entity.
+  using client_quota_entity = std::map<std::string, std::optional<std::string>>;
+  using client_quota_map = std::map<client_quota_entity, std::map<std::string, double>>;
+  [[nodiscard]] const client_quota_map& client_quotas() const { return *client_quotas_; }
 
   bool operator==(const metadata_image& other) const;
 
@@ -140,6 +149,7 @@ class metadata_image {
   scram_credentials_map scram_credentials_;
   int64_t partition_count_ = 0;
   std::shared_ptr<const acl_map> acls_ = std::make_shared<const acl_map>();
+  std::shared_ptr<const client_quota_map> client_quotas_ = std::make_shared<const client_quota_map>();
 };
 
 /// Changes to an image, record by record; then image() for the result. Copy-on-write: the base
@@ -176,6 +186,7 @@ class metadata_delta {
   result<void> apply_record(const protocol::remove_user_scram_credential_record& r, int64_t offset);
   result<void> apply_record(const protocol::access_control_entry_record& r, int64_t offset);
   result<void> apply_record(const protocol::remove_access_control_entry_record& r, int64_t offset);
+  result<void> apply_record(const protocol::client_quota_record& r, int64_t offset);
   metadata_image next_;
   std::vector<std::string> touched_topics_;
   std::map<std::string, std::shared_ptr<topic_image>, std::less<>> copied_;   // topics copied in this delta
@@ -187,7 +198,7 @@ namespace ringlog::controller {
 
 /// Records that rebuild `image` from an empty one (a snapshot's contents, KIP-630): brokers,
 /// broker configs, topics with their partitions and configs, the producer id block, features,
-/// SCRAM credentials.
+/// SCRAM credentials, ACLs, client quotas.
 std::vector<protocol::metadata_record> image_records(const metadata_image& image);
 /// A snapshot payload: Kafka's unsigned varint count of metadata entries, then each as an
 /// unsigned varint length and the entry (metadata_entry.h); entries of at most

@@ -88,6 +88,31 @@ struct client_quota_entity {
 /// the key and the value.
 result<void> validate_client_quota(const client_quota_entity& entity, quota_key key, double value);
 
+/// One component of Kafka's ClientQuotaFilter (DescribeClientQuotas, KIP-546).
+struct client_quota_filter_component {
+  enum class match : int8_t {
+    exact = 0,       // the entity names `name` for this type
+    default_name = 1,   // the entity holds this type's `<default>`
+    specified = 2,   // the entity holds this type, any name or `<default>`
+  };
+  std::string entity_type;   // "user", "client-id" or "ip"
+  match match_type = match::specified;
+  std::string name;          // for exact only
+};
+
+/// Kafka's ClientQuotaFilter: an entity matches when it satisfies every component and, when
+/// `strict`, holds no entity type the components do not name (Kafka's ClientQuotasImage).
+struct client_quota_filter {
+  std::vector<client_quota_filter_component> components;
+  bool strict = false;
+  [[nodiscard]] bool matches(const client_quota_entity& entity) const;
+};
+
+/// Checks a filter as Kafka does: known entity types, each at most once, an exact match with a
+/// non-empty name, ip not combined with user or client-id. Errors: invalid_config naming the
+/// component.
+result<void> validate_client_quota_filter(const client_quota_filter& filter);
+
 /// The quota that bounds one client, and the sensor its usage is measured under.
 struct quota_match {
   double bound = 0;                 // in the key's unit (bytes/s, %, mutations/s)
