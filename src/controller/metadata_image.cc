@@ -422,7 +422,12 @@ std::vector<protocol::metadata_record> image_records(const metadata_image& image
   for (const auto& [entity, values] : image.client_quotas()) {
     for (const auto& [key, value] : values) {
       protocol::client_quota_record r;
-      for (const auto& [type, name] : entity) r.entity.push_back({type, name});
+      for (const auto& [type, name] : entity) {
+        protocol::client_quota_record::entity_data part;
+        part.entity_type = type;
+        part.entity_name = name;
+        r.entity.push_back(std::move(part));
+      }
       r.key = key;
       r.value = value;
       out.push_back(r);

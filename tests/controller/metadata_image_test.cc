@@ -289,7 +289,11 @@ TEST_CASE("ACLs are added and removed by id, shared until changed, and kept in s
 
 TEST_CASE("client quotas are set, replaced and removed per entity and key, and kept in snapshots") {
   protocol::client_quota_record set;
-  set.entity = {{"user", std::string("alice")}, {"client-id", std::nullopt}};
+  set.entity.resize(2);
+  set.entity[0].entity_type = "user";
+  set.entity[0].entity_name = "alice";
+  set.entity[1].entity_type = "client-id";
+  set.entity[1].entity_name = std::nullopt;
   set.key = "producer_byte_rate";
   set.value = 1048576;
   auto other = set;
@@ -317,7 +321,8 @@ TEST_CASE("client quotas are set, replaced and removed per entity and key, and k
   CHECK(none->client_quotas().empty());
   // An entity naming one type twice is refused naming the record.
   auto twice = set;
-  twice.entity = {{"user", std::string("a")}, {"user", std::string("b")}};
+  twice.entity[1].entity_type = "user";
+  twice.entity[1].entity_name = "b";
   metadata_delta bad_delta(*one);
   auto r = bad_delta.apply(twice, one->offset() + 1);
   REQUIRE_FALSE(r.ok());
