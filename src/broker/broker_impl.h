@@ -40,6 +40,19 @@ inline constexpr size_t entry_failures_max = 1024;
 inline constexpr size_t acl_changes_per_call_max = 1000;
 /// ACLs the cluster keeps: every node holds them in its image and index (about 200 bytes each).
 inline constexpr size_t acls_max = 100'000;
+/// Quota keys one AlterClientQuotas call may change (one ClientQuotaRecord each; a metadata entry
+/// holds metadata_entry_records_max).
+inline constexpr size_t client_quota_changes_per_call_max = 1000;
+/// Quota entities the cluster keeps: every node holds each in its image and its index.
+inline constexpr size_t client_quota_entities_max = 100'000;
+/// Live quota sensors a broker measures (one per client under a quota and per key). Past it,
+/// sensors idle for client_quota_sensor_idle_ms go; clients beyond that share one sensor per
+/// matched entity (stricter, never looser).
+inline constexpr size_t client_quota_sensors_max = 100'000;
+/// A sensor idle this long is forgotten (Kafka's quota sensors expire after an hour).
+inline constexpr int64_t client_quota_sensor_idle_ms = 3'600'000;
+/// Sensors /metrics shows (bounded label cardinality), most throttled first.
+inline constexpr size_t client_quota_metrics_sensors_max = 100;
 /// How long an admin call waits for its entry to be committed and applied on this node.
 inline constexpr int64_t metadata_write_timeout_ms = 30000;
 /// How long an admin call on a node that is not the active controller waits for the controller's
@@ -300,6 +313,17 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                                                           const security::acl_action& action) const override;
   void delete_acls(std::vector<security::acl_filter> filters,
                    std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) override;
+  // client quotas (quotas.cc)
+  [[nodiscard]] result<std::vector<client_quota_entry>> describe_client_quotas(
+      const security::client_quota_filter& filter) const override;
+  void alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
+                           std::function<void(result<std::vector<std::optional<error>>>)> done) override;
+  int64_t record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
+                              double value) override;
+  int64_t charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
+                                      bool strict) override;
+  [[nodiscard]] std::optional<double> connection_creation_rate_for(std::string_view ip) const override;
+  [[nodiscard]] std::vector<client_quota_usage> client_quota_usages() const override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
@@ -831,6 +855,25 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   broker_config config_;
   /// super.users and allow.everyone.if.no.acl.found as the ACL index takes them (static configs).
   security::authorizer_settings authorizer_settings_{config_.super_users, config_.allow_everyone_if_no_acl_found};
+  /// What this broker measures of its clients' quotas (quotas.cc): sensors by key and sensor
+  /// key, and KIP-599 buckets by sensor key; any thread, under the mutex.
+  struct client_quota_sensor {
+    security::quota_rate rate;
+    double bound = 0;
+    double total = 0;
+    int64_t throttle_time_ms_total = 0;
+    int64_t throttled_total = 0;
+  };
+  struct client_quota_state {
+    std::mutex mutex;
+    std::map<std::pair<security::quota_key, std::string>, client_quota_sensor> sensors;
+    std::map<std::string, security::quota_token_bucket> mutation_buckets;
+  };
+  mutable client_quota_state client_quota_state_;
+  /// The sensor of `key` for `sensor_key`, made when new (evicting idle ones past
+  /// client_quota_sensors_max); called under client_quota_state_.mutex.
+  client_quota_sensor& quota_sensor(security::quota_key key, const std::string& sensor_key, const std::string& entity_key,
+                                    int64_t now_ms);
   broker_dependencies deps_;
   std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
   /// Deadlines of parked fetches, per shard (touched only on that shard's thread).

@@ -114,6 +114,8 @@ std::shared_ptr<const metadata_view> make_view(const metadata_view& previous,
   view->image = image;
   view->config = previous.config;
   view->acls = &previous.image->acls() == &image->acls() ? previous.acls : acl_index_of(*image);
+  view->client_quotas = &previous.image->client_quotas() == &image->client_quotas() ? previous.client_quotas
+                                                                                     : client_quota_index_of(*image);
   if (static_config != nullptr && (!previous.config || previous.image->broker_configs() != image->broker_configs())) {
     view->config = apply_dynamic_configs(*static_config, *image);
   }

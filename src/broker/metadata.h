@@ -82,7 +82,15 @@ struct metadata_view {
   std::shared_ptr<const broker_config> config;
   /// The image's ACLs as the authorizer's index (security/acl.h), rebuilt only when they changed.
   std::shared_ptr<const security::acl_index> acls = std::make_shared<const security::acl_index>();
+  /// The image's client quotas as the enforcement index (security/quota.h), rebuilt only when
+  /// they changed.
+  std::shared_ptr<const security::client_quota_index> client_quotas =
+      std::make_shared<const security::client_quota_index>();
 };
+
+/// The client quotas of `image` as the enforcement index (quotas.cc); entity types or keys the
+/// index does not know are skipped (the proposer refuses them).
+std::shared_ptr<const security::client_quota_index> client_quota_index_of(const controller::metadata_image& image);
 
 /// The ACLs of `image` as the authorizer's index (acls.cc).
 std::shared_ptr<const security::acl_index> acl_index_of(const controller::metadata_image& image);

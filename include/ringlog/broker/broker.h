@@ -20,6 +20,7 @@
 #include "ringlog/security/principal.h"
 #include "ringlog/broker/groups.h"
 #include "ringlog/broker/transactions.h"
+#include "ringlog/broker/quotas.h"
 #include "ringlog/broker/users.h"
 #include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/model/record.h"
@@ -116,6 +117,9 @@ struct broker_config {
   /// How long start-up waits for the metadata quorum to elect a leader and for this node to
   /// catch up with the metadata log before it gives up (the other voters may start later).
   int64_t metadata_catch_up_timeout_ms = 300000;
+  /// quota.window.num and quota.window.size.seconds (Kafka's keys and defaults, 11 x 1 s): the
+  /// samples every client quota rate is measured over (security/quota.h).
+  security::quota_window_config quota_window;
 };
 
 /// Where a config's value comes from (Kafka's DescribeConfigs sources, KIP-226), highest
@@ -666,6 +670,42 @@ class broker {
   /// selected (all deleted), or invalid_request for a bad filter (the others still apply).
   virtual void delete_acls(std::vector<security::acl_filter> filters,
                            std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) = 0;
+
+  // ---- client quotas (issue 31; Kafka's DescribeClientQuotas, AlterClientQuotas; the model and
+  // its rules are in security/quota.h). Kept as ClientQuotaRecords in the metadata log, so every
+  // node holds them; each broker enforces them on its own traffic, as Kafka does.
+  /// The stored quotas `filter` selects, from this node's image, sorted by entity. Errors:
+  /// invalid_request naming the bad component (security::validate_client_quota_filter).
+  [[nodiscard]] virtual result<std::vector<client_quota_entry>> describe_client_quotas(
+      const security::client_quota_filter& filter) const = 0;
+  /// Applies `alterations`; one result per alteration, in order: nullopt = applied (or, with
+  /// `validate_only`, would be), else invalid_request naming the entity, key and value
+  /// (security::validate_client_quota). Errors of the whole call: not_controller (no quorum
+  /// leader: retry), request_timed_out, broker_not_available (stopping), invalid_request (more
+  /// than client_quota_changes_per_call_max keys, or the cluster past client_quota_entities_max).
+  virtual void alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
+                                   std::function<void(result<std::vector<std::optional<error>>>)> done) = 0;
+  /// Records `value` (bytes produced or fetched; for request_percentage, request-handling time as
+  /// percent-milliseconds: 100 x the handling ms) against the quota of `key` for a client of
+  /// `user` (principal name, "ANONYMOUS" without authentication) and `client_id` ("" when none)
+  /// on this broker, and answers the throttle time of KIP-219 in ms: 0 when no quota sets `key`
+  /// for the client or the client is within it. Callable on any thread; costs one lookup in the
+  /// view's quota index and, when a quota applies, a short lock.
+  virtual int64_t record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
+                                      double value) = 0;
+  /// KIP-599, controller_mutation_rate: the ms a client of `user`/`client_id` must wait before
+  /// it may create or delete partitions again (0: it may now; `partitions` are then taken from
+  /// its bucket). With `strict` (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+) a
+  /// non-zero answer means refuse with throttling_quota_exceeded and take nothing; without, the
+  /// partitions are taken all the same and the answer is only the throttle time to report.
+  virtual int64_t charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
+                                              bool strict) = 0;
+  /// connection_creation_rate of the quota entity ip=`ip`, else ip=<default>; nullopt: none set
+  /// (max.connection.creation.rate and its overrides apply alone).
+  [[nodiscard]] virtual std::optional<double> connection_creation_rate_for(std::string_view ip) const = 0;
+  /// What each live quota sensor has counted (at most client_quota_metrics_sensors_max, those
+  /// with the most throttle time first), for /metrics.
+  [[nodiscard]] virtual std::vector<client_quota_usage> client_quota_usages() const = 0;
 
   // ---- data (Produce, Fetch, ListOffsets)
   virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;

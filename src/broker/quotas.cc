@@ -1,0 +1,220 @@
+// Client quotas (issue 31): Kafka's DescribeClientQuotas and AlterClientQuotas over the metadata
+// log (each key of an entity is a ClientQuotaRecord), and the measuring every broker does of its
+// own clients (Kafka's ClientQuotaManager per broker: quotas bound a client's traffic at each
+// broker, not its sum over the cluster). The model and its rules are in security/quota.h.
+
+#include <algorithm>
+#include <set>
+
+#include "broker_impl.h"
+
+namespace ringlog::broker {
+
+namespace {
+
+/// The security form of an image entity; nullopt for an entity type the index does not know.
+std::optional<security::client_quota_entity> entity_of(const controller::metadata_image::client_quota_entity& parts) {
+  security::client_quota_entity entity;
+  for (const auto& [type, name] : parts) {
+    auto part = name ? security::quota_entity_name::named(*name) : security::quota_entity_name::default_name();
+    if (type == security::quota_entity_user) {
+      entity.user = std::move(part);
+    } else if (type == security::quota_entity_client_id) {
+      entity.client_id = std::move(part);
+    } else if (type == security::quota_entity_ip) {
+      entity.ip = std::move(part);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return entity;
+}
+
+std::vector<protocol::client_quota_record::entity_data> record_entity(const security::client_quota_entity& entity) {
+  std::vector<protocol::client_quota_record::entity_data> out;
+  auto add = [&out](std::string_view type, const std::optional<security::quota_entity_name>& part) {
+    if (!part) return;
+    protocol::client_quota_record::entity_data d;
+    d.entity_type = std::string(type);
+    if (!part->is_default) d.entity_name = part->name; else d.entity_name = std::nullopt;
+    out.push_back(std::move(d));
+  };
+  add(security::quota_entity_user, entity.user);
+  add(security::quota_entity_client_id, entity.client_id);
+  add(security::quota_entity_ip, entity.ip);
+  return out;
+}
+
+/// The value a quota's rate counts: request_percentage counts percent-seconds of one thread
+/// (Kafka's ClientRequestQuotaManager: 100 x seconds), so a rate per second is a percentage;
+/// the others count what they are given.
+double quota_unit_value(security::quota_key key, double value) {
+  return key == security::quota_key::request_percentage ? value * 100.0 / 1000.0 : value;
+}
+
+}  // namespace
+
+std::shared_ptr<const security::client_quota_index> client_quota_index_of(const controller::metadata_image& image) {
+  std::vector<std::pair<security::client_quota_entity, security::client_quota_index::quota_values>> quotas;
+  quotas.reserve(image.client_quotas().size());
+  for (const auto& [parts, values] : image.client_quotas()) {
+    auto entity = entity_of(parts);
+    if (!entity) continue;
+    security::client_quota_index::quota_values typed;
+    for (const auto& [key_text, value] : values) {
+      if (auto key = security::parse_quota_key(key_text)) typed[*key] = value;
+    }
+    if (!typed.empty()) quotas.emplace_back(std::move(*entity), std::move(typed));
+  }
+  return std::make_shared<const security::client_quota_index>(std::move(quotas));
+}
+
+}  // namespace ringlog::broker
+
+namespace ringlog::broker::detail {
+
+result<std::vector<client_quota_entry>> broker_impl::describe_client_quotas(
+    const security::client_quota_filter& filter) const {
+  if (auto valid = security::validate_client_quota_filter(filter); !valid.ok()) {
+    return error{errc::invalid_request, valid.error().message};
+  }
+  std::vector<client_quota_entry> out;
+  for (const auto& [entity, values] : view()->client_quotas->all()) {
+    if (filter.matches(entity)) out.push_back(client_quota_entry{entity, values});
+  }
+  return out;
+}
+
+void broker_impl::alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
+                                      std::function<void(result<std::vector<std::optional<error>>>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  post_caught_up([this, alterations = std::move(alterations), validate_only, done = std::move(done)]() mutable {
+    std::vector<std::optional<error>> results;
+    std::vector<protocol::metadata_record> records;
+    std::set<security::client_quota_entity> entities;
+    for (const auto& [parts, values] : controller_view_->image->client_quotas()) {
+      if (auto entity = entity_of(parts)) entities.insert(*entity);
+    }
+    for (const auto& alteration : alterations) {
+      std::optional<error> refused;
+      std::vector<protocol::metadata_record> mine;
+      for (const auto& [key, value] : alteration.ops) {
+        // A removal is checked as a set of 1 would be: the entity and the key must fit together.
+        if (auto valid = security::validate_client_quota(alteration.entity, key, value.value_or(1)); !valid.ok()) {
+          refused = error{errc::invalid_request, valid.error().message};
+          break;
+        }
+        protocol::client_quota_record r;
+        r.entity = record_entity(alteration.entity);
+        r.key = std::string(security::to_string(key));
+        r.value = value.value_or(0);
+        r.remove = !value.has_value();
+        mine.push_back(std::move(r));
+      }
+      results.push_back(refused);
+      if (refused) continue;
+      entities.insert(alteration.entity);
+      for (auto& r : mine) records.push_back(std::move(r));
+    }
+    if (records.size() > client_quota_changes_per_call_max) {
+      return done(error{errc::invalid_request, "one call changes at most " +
+                                                   std::to_string(client_quota_changes_per_call_max) +
+                                                   " quota keys, got " + std::to_string(records.size())});
+    }
+    if (entities.size() > client_quota_entities_max) {
+      return done(error{errc::invalid_request, "the cluster keeps at most " + std::to_string(client_quota_entities_max) +
+                                                   " quota entities; these would make " +
+                                                   std::to_string(entities.size())});
+    }
+    if (records.empty() || validate_only) return done(std::move(results));
+    log_info("client quotas: " + std::to_string(records.size()) + " keys changed");
+    commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+      if (!r.ok()) return done(r.error());
+      done(std::move(results));
+    });
+  });
+}
+
+broker_impl::client_quota_sensor& broker_impl::quota_sensor(security::quota_key key, const std::string& sensor_key,
+                                                            const std::string& entity_key, int64_t now_ms) {
+  auto& sensors = client_quota_state_.sensors;
+  auto found = sensors.find({key, sensor_key});
+  if (found != sensors.end()) return found->second;
+  if (sensors.size() >= client_quota_sensors_max) {
+    std::erase_if(sensors, [now_ms](const auto& entry) {
+      return now_ms - entry.second.rate.last_record_ms() > client_quota_sensor_idle_ms;
+    });
+  }
+  // Still full: the client shares one sensor with every other newcomer of its entity.
+  const std::string& chosen = sensors.size() >= client_quota_sensors_max ? entity_key : sensor_key;
+  return sensors.try_emplace({key, chosen}, client_quota_sensor{security::quota_rate(live(*view()).quota_window)})
+      .first->second;
+}
+
+int64_t broker_impl::record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
+                                         double value) {
+  const auto v = view();
+  if (!v->client_quotas->any(key)) return 0;
+  const auto match = v->client_quotas->quota_for(key, user, client_id);
+  if (!match) return 0;
+  const auto window = live(*v).quota_window;
+  const int64_t now_ms = deps_.clock.now_ms();
+  const double counted = quota_unit_value(key, value);
+  // Kafka bounds a request-time throttle by one sample window and a byte-rate one by the whole
+  // window (ClientRequestQuotaManager, ClientQuotaManager).
+  const int64_t max_ms = key == security::quota_key::request_percentage ? window.sample_ms
+                                                                        : window.sample_ms * window.samples;
+  std::lock_guard lock(client_quota_state_.mutex);
+  auto& sensor = quota_sensor(key, match->sensor_key, match->entity.to_string(), now_ms);
+  sensor.bound = match->bound;
+  sensor.rate.record(counted, now_ms);
+  sensor.total += counted;
+  const int64_t throttle_ms = security::quota_throttle_time_ms(sensor.rate.rate_per_second(now_ms), match->bound,
+                                                               sensor.rate.window_ms(now_ms), max_ms);
+  if (throttle_ms > 0) {
+    sensor.throttle_time_ms_total += throttle_ms;
+    ++sensor.throttled_total;
+  }
+  return throttle_ms;
+}
+
+int64_t broker_impl::charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
+                                                 bool strict) {
+  constexpr auto key = security::quota_key::controller_mutation_rate;
+  const auto v = view();
+  if (!v->client_quotas->any(key)) return 0;
+  const auto match = v->client_quotas->quota_for(key, user, client_id);
+  if (!match) return 0;
+  const int64_t now_ms = deps_.clock.now_ms();
+  std::lock_guard lock(client_quota_state_.mutex);
+  auto [bucket, made] = client_quota_state_.mutation_buckets.try_emplace(
+      match->sensor_key, match->bound, live(*v).quota_window, now_ms);
+  if (!made) bucket->second.set_rate(match->bound);
+  if (strict && !bucket->second.admits(now_ms)) return bucket->second.throttle_time_ms(now_ms);
+  bucket->second.record(partitions, now_ms);
+  return strict ? 0 : bucket->second.throttle_time_ms(now_ms);
+}
+
+std::optional<double> broker_impl::connection_creation_rate_for(std::string_view ip) const {
+  return view()->client_quotas->connection_creation_rate_for(ip);
+}
+
+std::vector<client_quota_usage> broker_impl::client_quota_usages() const {
+  std::vector<client_quota_usage> out;
+  {
+    std::lock_guard lock(client_quota_state_.mutex);
+    out.reserve(client_quota_state_.sensors.size());
+    for (const auto& [id, sensor] : client_quota_state_.sensors) {
+      out.push_back(client_quota_usage{id.first, id.second, sensor.bound, sensor.total, sensor.throttle_time_ms_total,
+                                       sensor.throttled_total});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const client_quota_usage& a, const client_quota_usage& b) {
+    if (a.throttle_time_ms_total != b.throttle_time_ms_total) return a.throttle_time_ms_total > b.throttle_time_ms_total;
+    return std::tie(a.key, a.sensor_key) < std::tie(b.key, b.sensor_key);
+  });
+  if (out.size() > client_quota_metrics_sensors_max) out.resize(client_quota_metrics_sensors_max);
+  return out;
+}
+
+}  // namespace ringlog::broker::detail
