@@ -9,6 +9,7 @@
 
 #include "api_routes.h"
 #include "request_parsing.h"
+#include "ringlog/security/user_admin.h"
 
 namespace ringlog::gateway::routes {
 namespace {
@@ -58,10 +59,9 @@ bool may_change_users(const call_ptr& c) {
   if (c->broker().authorizer_enabled()) return true;
   const auto& auth = c->self->options().auth;
   if (!auth || !auth->enabled()) return true;
-  const auto& super_users = c->broker().config().super_users;
-  if (std::find(super_users.begin(), super_users.end(), who.to_string()) != super_users.end()) return true;
-  c->fail(403, ec::forbidden, who.to_string() + " may not change users: only super.users may (set super.users=" +
-                                  who.to_string() + " to allow it)");
+  auto refusal = security::users_change_refusal(c->broker().config().super_users, who, /*logged_in=*/true);
+  if (!refusal) return true;
+  c->fail(403, ec::forbidden, *refusal);
   return false;
 }
 

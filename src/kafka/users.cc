@@ -5,6 +5,7 @@
 #include <map>
 
 #include "handlers.h"
+#include "ringlog/security/user_admin.h"
 
 namespace ringlog::kafka::detail {
 
@@ -75,24 +76,18 @@ void handle_alter_user_scram_credentials(const request_context& ctx,
   // (SASL, or a mapped client certificate) changes users only as one of super.users, so a
   // password of one door cannot be turned into another user's; a caller that did not log in (a
   // PLAINTEXT listener, like an HTTP listener without authentication) is not asked.
-  const auto& super_users = ctx.broker_api().config().super_users;
   const bool logged_in = ctx.options().sasl_required() ||
                          (ctx.options().security_protocol == "SSL" && !ctx.principal.anonymous());
-  const bool super_user =
-      std::find(super_users.begin(), super_users.end(), ctx.principal.to_string()) != super_users.end();
-  const bool cluster_allowed = ctx.broker_api().authorizer_enabled()
-                                   ? ctx.authorized_cluster(security::acl_operation::alter)
-                                   : (!logged_in || super_user);
+  const bool authorizer = ctx.broker_api().authorizer_enabled();
+  std::optional<std::string> refusal =
+      authorizer ? (ctx.authorized_cluster(security::acl_operation::alter)
+                        ? std::nullopt
+                        : std::optional<std::string>("ALTER on the cluster is not allowed for " + ctx.principal.to_string()))
+                 : security::users_change_refusal(ctx.broker_api().config().super_users, ctx.principal, logged_in);
   for (const auto& d : request.deletions) note_user(d.name);
   for (const auto& u : request.upsertions) note_user(u.name);
-  if (!cluster_allowed) {
-    for (const auto& name : users) {
-      refuse(name, broker::errc::cluster_authorization_failed,
-             ctx.broker_api().authorizer_enabled()
-                 ? "ALTER on the cluster is not allowed for " + ctx.principal.to_string()
-                 : ctx.principal.to_string() + " may not change users: only super.users may (set super.users=" +
-                       ctx.principal.to_string() + " to allow it)");
-    }
+  if (refusal) {
+    for (const auto& name : users) refuse(name, broker::errc::cluster_authorization_failed, *refusal);
   }
   for (const auto& d : request.deletions) {
     note_user(d.name);
