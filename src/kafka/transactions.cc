@@ -4,6 +4,7 @@
 // handler only translates; the rules are the coordinator's (txn/transaction_coordinator.h).
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -258,7 +259,8 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
     }
   }
   auto topics = request.topics;
-  if (refused_all != error_code::none) {
+  // One answer shape for both outcomes: each requested partition with the code `code_of` gives it.
+  auto answer = [ctx, topics](const std::function<int16_t(const std::string&, int32_t)>& code_of) {
     response out;
     for (const auto& t : topics) {
       response::txn_offset_commit_response_topic rt;
@@ -266,37 +268,30 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
       for (const auto& p : t.partitions) {
         response::txn_offset_commit_response_partition rp;
         rp.partition_index = p.partition_index;
-        rp.error_code = refused_all;
+        rp.error_code = code_of(t.name, p.partition_index);
         rt.partitions.push_back(rp);
       }
       out.topics.push_back(std::move(rt));
     }
-    return ctx.answer(out);
+    ctx.answer(out);
+  };
+  if (refused_all != error_code::none) {
+    return answer([refused_all](const std::string&, int32_t) { return refused_all; });
   }
   ctx.broker_api().groups().txn_commit(
       request.group_id, request.member_id, request.group_instance_id, request.generation_id,
       model::producer_id{request.producer_id}, std::move(offsets),
-      [ctx, topics, refused_topics](broker::result<broker::offset_commit_answer> r) {
+      [ctx, answer, refused_topics](broker::result<broker::offset_commit_answer> r) {
         const int16_t code = r.ok() ? error_code::none : txn_code(r.error(), ctx.api_version, 2);
-        response out;
-        for (const auto& t : topics) {
-          response::txn_offset_commit_response_topic rt;
-          rt.name = t.name;
-          for (const auto& p : t.partitions) {
-            response::txn_offset_commit_response_partition rp;
-            rp.partition_index = p.partition_index;
-            rp.error_code = code;
-            // A partition the metadata does not hold: UNKNOWN_TOPIC_OR_PARTITION, not held (KafkaApis).
-            if (r.ok()) {
-              auto refused = r->refused.find(model::topic_partition{t.name, model::partition_id{p.partition_index}});
-              if (refused != r->refused.end()) rp.error_code = txn_code(refused->second, ctx.api_version, 2);
-            }
-            if (refused_topics.contains(t.name)) rp.error_code = error_code::topic_authorization_failed;
-            rt.partitions.push_back(rp);
+        answer([&](const std::string& topic, int32_t partition) {
+          if (refused_topics.contains(topic)) return error_code::topic_authorization_failed;
+          // A partition the metadata does not hold: UNKNOWN_TOPIC_OR_PARTITION, not held (KafkaApis).
+          if (r.ok()) {
+            auto refused = r->refused.find(model::topic_partition{topic, model::partition_id{partition}});
+            if (refused != r->refused.end()) return txn_code(refused->second, ctx.api_version, 2);
           }
-          out.topics.push_back(std::move(rt));
-        }
-        ctx.answer(out);
+          return code;
+        });
       });
 }
 
