@@ -6,6 +6,7 @@
 #include <set>
 
 #include "broker_impl.h"
+#include "ringlog/security/acl_host.h"
 
 namespace ringlog::broker {
 
@@ -45,6 +46,15 @@ namespace ringlog::broker::detail {
 
 namespace {
 
+/// `filter` with its host in the form ACLs are stored and indexed in (canonical_acl_host), so
+/// "0:0:0:0:0:0:0:1" finds an ACL on "::1".
+security::acl_filter canonical_hosts(security::acl_filter filter) {
+  if (filter.host) {
+    if (auto host = security::canonical_acl_host(*filter.host)) filter.host = std::move(*host);
+  }
+  return filter;
+}
+
 error security_disabled() {
   return error{errc::security_disabled,
                "no authorizer is configured on this broker: set authorizer.class.name="
@@ -63,6 +73,24 @@ security::authorization_decision broker_impl::authorize(const security::kafka_pr
   return view()->acls->authorize(principal, host, action, authorizer_settings_);
 }
 
+std::optional<error> broker_impl::auto_create_refusal(const produce_request& request) const {
+  if (!config_.auto_create_topics_enable || request.topic.starts_with("__")) {
+    return error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)};
+  }
+  if (!config_.authorizer_enabled) return std::nullopt;
+  const auto allowed = [&](security::resource_type resource, std::string_view name) {
+    return authorize(request.principal, request.host, security::acl_action{resource, name, security::acl_operation::create})
+        .allowed();
+  };
+  if (allowed(security::resource_type::cluster, security::cluster_resource_name) ||
+      allowed(security::resource_type::topic, request.topic)) {
+    return std::nullopt;
+  }
+  return error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic) +
+                                                     "; auto-creating it needs CREATE on the cluster or on the topic, "
+                                                     "which " + request.principal.to_string() + " lacks"};
+}
+
 void broker_impl::create_acls(std::vector<security::acl_binding> acls,
                               std::function<void(result<std::vector<std::optional<error>>>)> done) {
   if (!config_.authorizer_enabled) return done(security_disabled());
@@ -72,11 +100,12 @@ void broker_impl::create_acls(std::vector<security::acl_binding> acls,
     std::vector<protocol::metadata_record> records;
     std::set<security::acl_binding> stored;
     for (const auto& [id, record] : controller_view_->image->acls()) stored.insert(acl_of(record));
-    for (const auto& acl : acls) {
+    for (auto& acl : acls) {
       if (auto valid = security::validate_acl(acl); !valid.ok()) {
         results.emplace_back(error{errc::invalid_request, valid.error().message});
         continue;
       }
+      acl.host = *security::canonical_acl_host(acl.host);   // validate_acl checked it parses
       results.emplace_back(std::nullopt);
       if (stored.insert(acl).second) records.push_back(acl_record(acl, new_topic_id()));
     }
@@ -103,7 +132,7 @@ result<std::vector<security::acl_binding>> broker_impl::describe_acls(const secu
   if (auto valid = security::validate_acl_filter(filter); !valid.ok()) {
     return error{errc::invalid_request, valid.error().message};
   }
-  return view()->acls->select(filter);
+  return view()->acls->select(canonical_hosts(filter));
 }
 
 void broker_impl::delete_acls(
@@ -121,9 +150,11 @@ void broker_impl::delete_acls(
         continue;
       }
       std::vector<security::acl_binding> matched;
+      const auto canonical = canonical_hosts(filter);
       for (const auto& [id, record] : controller_view_->image->acls()) {
-        const auto acl = acl_of(record);
-        if (!filter.matches(acl)) continue;
+        auto acl = acl_of(record);
+        if (auto host = security::canonical_acl_host(acl.host)) acl.host = std::move(*host);
+        if (!canonical.matches(acl)) continue;
         matched.push_back(acl);
         if (removed.insert(id).second) {
           protocol::remove_access_control_entry_record remove;

@@ -1733,9 +1733,7 @@ void broker_impl::produce(produce_request request, std::function<void(result<pro
   }
   auto t = find_topic(request.topic);
   if (t) return produce_to(t, std::move(request), std::move(done));
-  if (!config_.auto_create_topics_enable || request.topic.starts_with("__")) {
-    return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
-  }
+  if (auto refused = auto_create_refusal(request)) return done(std::move(*refused));
   // Validated before anything is created: when every record names a partition the auto-created
   // topic would not have, nothing would be stored, and no topic may be left behind (Kafka's
   // producer likewise learns the partition count from metadata before it sends). When some

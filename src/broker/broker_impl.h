@@ -313,6 +313,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                                                           const security::acl_action& action) const override;
   void delete_acls(std::vector<security::acl_filter> filters,
                    std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) override;
+  /// Why a produce may not auto-create its missing topic: auto.create.topics.enable=false, an
+  /// internal name (`__`), or, with an authorizer, a principal without CREATE on the cluster or
+  /// on the topic (Kafka's rule, issue 30); nullopt: it may.
+  [[nodiscard]] std::optional<error> auto_create_refusal(const produce_request& request) const;
   // client quotas (quotas.cc)
   [[nodiscard]] result<std::vector<client_quota_entry>> describe_client_quotas(
       const security::client_quota_filter& filter) const override;

@@ -228,7 +228,7 @@ const std::vector<route>& route_table() {
       {"POST", "/v3/clusters/{cluster_id}/transactions", v3_begin_transaction, "WRITE TRANSACTIONAL_ID:body"},
       {"GET", "/v3/clusters/{cluster_id}/transactions/{transactional_id}", v3_get_transaction, "DESCRIBE TRANSACTIONAL_ID:{transactional_id}"},
       {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/partitions", v3_add_transaction_partitions, "WRITE TRANSACTIONAL_ID:{transactional_id}; WRITE TOPIC:body"},
-      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/offsets", v3_add_transaction_offsets, "WRITE TRANSACTIONAL_ID:{transactional_id}; READ GROUP:body"},
+      {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/offsets", v3_add_transaction_offsets, "WRITE TRANSACTIONAL_ID:{transactional_id}; READ GROUP:body; READ TOPIC:body"},
       {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/commit", v3_commit_transaction, "WRITE TRANSACTIONAL_ID:{transactional_id}"},
       {"POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/abort", v3_abort_transaction, "WRITE TRANSACTIONAL_ID:{transactional_id}"},
       {"GET", "/topics", v2_list_topics, "DESCRIBE TOPIC:listed"},

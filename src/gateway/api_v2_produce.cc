@@ -83,7 +83,7 @@ void v2_produce_to(const call_ptr& c, std::optional<int32_t> partition) {
     if (partition) r.partition = model::partition_id(*partition);
     bytes += record_bytes(r);
   }
-  broker::produce_request req{topic, std::move(records).value(), *acks, 30000, std::nullopt, c->principal()};
+  broker::produce_request req{topic, std::move(records).value(), *acks, 30000, std::nullopt, c->principal(), c->peer_ip()};
   error_scope scope = partition ? error_scope::partition : error_scope::topic;
   c->broker().produce(std::move(req), [c, topic, scope, bytes](broker::result<broker::produce_response> r) {
     c->later([r = std::move(r), topic, scope, bytes](api::call& call) {

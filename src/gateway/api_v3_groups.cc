@@ -228,7 +228,12 @@ void with_lags(const call_ptr& c, std::function<void(api::call&, broker::group_d
         std::vector<group::partition_lag> lags;
         if (r.ok()) {
           for (const auto& l : *r) {
-            if (l.committed) lags.push_back(l);
+            // Issue 30: only topics the caller may DESCRIBE (Kafka's OffsetFetch leaves the others
+            // out), so a group's lag never names a hidden topic.
+            if (l.committed && call2.authorized(security::resource_type::topic, l.partition.topic,
+                                                security::acl_operation::describe)) {
+              lags.push_back(l);
+            }
           }
         }
         if (lags.empty()) {

@@ -76,7 +76,7 @@ void produce_v3_items(const call_ptr& c, const std::shared_ptr<v3_stream>& strea
   }
   for (batch& b : batches) {
     if (b.records.empty()) continue;
-    broker::produce_request req{topic, {}, acks, 30000, producer, c->principal()};
+    broker::produce_request req{topic, {}, acks, 30000, producer, c->principal(), c->peer_ip()};
     uint64_t bytes = 0;
     for (const auto& r : b.records) {
       req.records.push_back(r.record);
@@ -284,7 +284,7 @@ void v3_produce(const call_ptr& c) {
       r.body = error_json(*item.failure);
       return c->respond(std::move(r));
     }
-    broker::produce_request req{topic, {item.record->record}, *acks, 30000, *producer, c->principal()};
+    broker::produce_request req{topic, {item.record->record}, *acks, 30000, *producer, c->principal(), c->peer_ip()};
     uint64_t bytes = record_bytes(item.record->record);
     c->broker().produce(std::move(req), [c, topic, cluster, rec = std::move(*item.record), bytes](
                                             broker::result<broker::produce_response> r) mutable {
@@ -329,7 +329,7 @@ void v3_produce_batch(const call_ptr& c) {
   b->entries = std::move(entries).value();
   std::string topic = c->params["topic_name"];
   std::string cluster = c->params["cluster_id"];
-  broker::produce_request req{topic, {}, *acks, 30000, *producer, c->principal()};
+  broker::produce_request req{topic, {}, *acks, 30000, *producer, c->principal(), c->peer_ip()};
   for (size_t i = 0; i < b->entries.size(); ++i) {
     const v3_item& item = b->entries[i].item;
     if (item.failure) continue;

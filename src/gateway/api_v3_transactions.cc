@@ -225,6 +225,9 @@ void v3_add_transaction_offsets(const call_ptr& c) {
     }
     offsets.push_back(group::offset_commit{{e["topic"].get<std::string>(), model::partition_id{e["partition"].get<int32_t>()}},
                                            model::offset{e["offset"].get<int64_t>()}, ""});
+    // READ on the topic (Kafka's TxnOffsetCommit), asked before the partition's existence so a
+    // topic the caller may not read is never described (the breaker's probe_txn_offsets.py).
+    if (!c->require(security::resource_type::topic, offsets.back().partition.topic, security::acl_operation::read)) return;
     // All or nothing: an offset of a partition that does not exist is refused before any is held
     // (404 40401 / 40402, Confluent's codes; Kafka's TxnOffsetCommit answers it per partition).
     auto exists = c->broker().check_partition_exists(offsets.back().partition);

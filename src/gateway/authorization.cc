@@ -1,5 +1,7 @@
 #include "authorization.h"
 
+#include "ringlog/security/acl_host.h"
+
 namespace ringlog::gateway {
 
 namespace {
@@ -57,12 +59,16 @@ std::optional<std::vector<route_need>> parse_route_needs(std::string_view spec) 
 std::string peer_host(std::string_view peer) {
   if (peer.starts_with('[')) {
     const size_t close = peer.find(']');
-    return std::string(peer.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1));
+    const std::string_view address = peer.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1);
+    return security::canonical_acl_host(address).value_or(std::string(address));
   }
   // "ip:port", or an IPv6 address (printed by Asio without brackets) then ":port": the port is
   // after the last colon.
   const size_t colon = peer.rfind(':');
-  return std::string(colon == std::string_view::npos ? peer : peer.substr(0, colon));
+  const std::string_view address = colon == std::string_view::npos ? peer : peer.substr(0, colon);
+  // As ACL hosts name it: an IPv4 client of a dual-stack listener is "127.0.0.1", not
+  // "::ffff:127.0.0.1" (the Kafka listener does the same).
+  return security::canonical_acl_host(address).value_or(std::string(address));
 }
 
 bool acl_allows(const broker::broker& b, const security::kafka_principal& principal, std::string_view host,

@@ -387,7 +387,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     --server_.in_flight;
     closed_ = true;   // the socket is the WebSocket session's now
     ws_context ctx{&server_.broker, &server_.registry, server_.websockets, server_.forwarder.get(), principal,
-                   peer_host(peer_)};
+                   peer_host(peer_), server_.routes.options().auth};
     start_ws_session(stream_.release_socket(), std::move(msg), ctx);
   }
 

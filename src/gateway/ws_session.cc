@@ -25,6 +25,7 @@
 #include "base64.h"
 #include "consumer_parsing.h"
 #include "errors.h"
+#include "http_auth.h"
 #include "json_fields.h"
 #include "member_calls.h"
 #include "record_json.h"
@@ -372,6 +373,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     const bool as_json = choice_field(m, "format", {"binary", "json"}, "binary") == "json";
     broker::produce_request req;
     req.principal = ctx_.principal;
+    req.host = ctx_.host;
     req.topic = m["topic"].get<std::string>();
     if (auto refusal = acl_refusal_of(security::resource_type::topic, req.topic, security::acl_operation::write)) {
       return produce_done(seq, error_json(id, refusal->error_code, refusal->message));
@@ -423,6 +425,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       if (!pid.is_number_integer() || pid.get<int64_t>() < 0 || !pepoch.is_number_integer() ||
           pepoch.get<int64_t>() < 0 || pepoch.get<int64_t>() > std::numeric_limits<int16_t>::max()) {
         return bad("producer_id (an integer >= 0) and producer_epoch (an integer in [0, 32767]) go together");
+      }
+      if (ctx_.auth && !ctx_.auth->producer_allowed(pid.get<int64_t>(), ctx_.principal)) {
+        // Issue 29: another principal's producer session is answered as one that does not exist.
+        return produce_done(seq, error_json(id, error_codes::producer_not_found,
+                                            "producer " + std::to_string(pid.get<int64_t>()) + " not found"));
       }
       req.producer = broker::producer_identity{model::producer_id{pid.get<int64_t>()},
                                                model::producer_epoch{static_cast<int16_t>(pepoch.get<int64_t>())}};
@@ -535,6 +542,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (pending.tickets.empty()) {
       pending.request.topic = std::move(m.topic);
       pending.request.principal = ctx_.principal;
+      pending.request.host = ctx_.host;
       pending.request.acks = m.acks;
     }
     size_t bytes = 0;

@@ -16,6 +16,8 @@
 
 namespace ringlog::gateway {
 
+class http_authenticator;
+
 class http_forwarder;
 
 /// State the HTTP server and its WebSocket sessions share. Shared ownership: a session destroyed
@@ -42,6 +44,9 @@ struct ws_context {
   /// The peer's IP address as ACL hosts name it (issue 30: every frame is authorized as the
   /// principal from this host).
   std::string host;
+  /// The HTTP authenticator, when authentication is on: an idempotent or transactional produce
+  /// frame may name only a producer session its principal opened (issue 29, as REST does).
+  std::shared_ptr<const http_authenticator> auth{};
 };
 
 /// Takes over `socket` after an HTTP/1.1 Upgrade request to /v1/ws (already checked: path,

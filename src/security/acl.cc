@@ -1,8 +1,12 @@
 #include "ringlog/security/acl.h"
+#include "ringlog/security/acl_host.h"
+
+#include <arpa/inet.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstring>
 #include <utility>
 
 namespace ringlog::security {
@@ -121,6 +125,22 @@ std::optional<acl_permission_type> parse_acl_permission_type(std::string_view t)
   return parse_name(permission_names, t);
 }
 
+std::optional<std::string> canonical_acl_host(std::string_view text) {
+  if (text == acl_wildcard) return std::string(acl_wildcard);
+  if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return std::nullopt;
+  const std::string z(text);
+  char out[INET6_ADDRSTRLEN] = {};
+  in_addr v4{};
+  if (inet_pton(AF_INET, z.c_str(), &v4) == 1) return std::string(inet_ntop(AF_INET, &v4, out, sizeof out));
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, z.c_str(), &v6) != 1) return std::nullopt;
+  if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+    std::memcpy(&v4, &v6.s6_addr[12], sizeof v4);
+    return std::string(inet_ntop(AF_INET, &v4, out, sizeof out));
+  }
+  return std::string(inet_ntop(AF_INET6, &v6, out, sizeof out));
+}
+
 result<void> validate_acl(const acl_binding& acl) {
   if (acl.resource == resource_type::unknown || acl.resource == resource_type::any) {
     return error{errc::invalid_acl, "resource_type " + std::string(to_string(acl.resource)) +
@@ -141,6 +161,9 @@ result<void> validate_acl(const acl_binding& acl) {
   if (auto ok = check_text("resource_name", acl.resource_name); !ok.ok()) return ok;
   if (auto ok = check_text("principal", acl.principal); !ok.ok()) return ok;
   if (auto ok = check_text("host", acl.host); !ok.ok()) return ok;
+  if (!canonical_acl_host(acl.host)) {
+    return error{errc::invalid_acl, "host '" + acl.host + "' is neither * nor an IPv4 or IPv6 address"};
+  }
   if (auto p = kafka_principal::parse(acl.principal); !p.ok()) return error{errc::invalid_acl, p.error().message};
   if (acl.resource == resource_type::cluster && acl.resource_name != cluster_resource_name) {
     return error{errc::invalid_acl, "a CLUSTER resource is named '" + std::string(cluster_resource_name) +
@@ -199,6 +222,11 @@ result<std::vector<std::string>> parse_super_users(std::string_view text) {
 }
 
 acl_index::acl_index(std::vector<acl_binding> acls) : acls_(std::move(acls)) {
+  // Hosts as the doors give them (canonical_acl_host), also for ACLs stored before hosts were
+  // checked: "0:0:0:0:0:0:0:1" matches a "::1" client.
+  for (auto& a : acls_) {
+    if (auto host = canonical_acl_host(a.host)) a.host = std::move(*host);
+  }
   std::sort(acls_.begin(), acls_.end());
   acls_.erase(std::unique(acls_.begin(), acls_.end()), acls_.end());
   for (size_t i = 0; i < acls_.size(); ++i) {

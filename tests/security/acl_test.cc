@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "ringlog/security/acl.h"
+#include "ringlog/security/acl_host.h"
 
 using namespace ringlog::security;
 
@@ -201,4 +202,22 @@ TEST_CASE("filters select as Kafka's AclBindingFilter, MATCH picks the ACLs that
   acl_index twice({acl(topic, "t", literal, "User:a", acl_operation::read, allow),
                    acl(topic, "t", literal, "User:a", acl_operation::read, allow)});
   CHECK(twice.size() == 1);
+}
+
+TEST_CASE("ACL hosts compare in one form: IPv4-mapped as IPv4, IPv6 compressed, anything else refused") {
+  CHECK(canonical_acl_host("*") == "*");
+  CHECK(canonical_acl_host("127.0.0.1") == "127.0.0.1");
+  CHECK(canonical_acl_host("::ffff:127.0.0.1") == "127.0.0.1");
+  CHECK(canonical_acl_host("0:0:0:0:0:0:0:1") == "::1");
+  CHECK(canonical_acl_host("FE80:0:0:0:0:0:0:1") == "fe80::1");
+  CHECK_FALSE(canonical_acl_host("not an ip").has_value());
+  CHECK_FALSE(canonical_acl_host(" 127.0.0.1").has_value());
+  CHECK_FALSE(canonical_acl_host("").has_value());
+  CHECK_FALSE(validate_acl(acl(topic, "t", literal, "User:a", acl_operation::read, deny, "localhost")).ok());
+  CHECK(validate_acl(acl(topic, "t", literal, "User:a", acl_operation::read, deny, "::1")).ok());
+  // A DENY written as Java prints an address matches the client the doors report as "::1".
+  acl_index index({acl(topic, "t", literal, "User:a", acl_operation::read, allow),
+                   acl(topic, "t", literal, "User:a", acl_operation::read, deny, "0:0:0:0:0:0:0:1")});
+  CHECK_FALSE(may(index, "a", acl_operation::read, "t", {}, "::1"));
+  CHECK(may(index, "a", acl_operation::read, "t", {}, "10.0.0.1"));
 }

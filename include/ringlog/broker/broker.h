@@ -259,6 +259,11 @@ struct produce_request {
   std::optional<producer_identity> producer{};
   /// Who produces (issue 29): the authorizer of issue 30 checks WRITE on the topic for it.
   security::kafka_principal principal{};
+  /// The caller's address as ACL hosts name it ("127.0.0.1", "::1"). With an authorizer, a
+  /// produce to a missing topic auto-creates it only for a caller with CREATE on the cluster or
+  /// on the topic (Kafka's rule for auto-creation, KafkaApis.handleTopicMetadataRequest); else it
+  /// is answered as with auto.create.topics.enable=false, naming the permission.
+  std::string host{};
 };
 
 /// Per record, in request order. With acks=none the offset is -1 (unknown).
