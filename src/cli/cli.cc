@@ -1942,6 +1942,13 @@ Options:
   --group NAME             a consumer group resource; repeatable
   --transactional-id ID    a transactional id resource; repeatable
   --cluster                the cluster resource (kafka-cluster)
+  --producer               create/delete: instead of --operation, what a producer needs (as
+                           kafka-acls.sh): WRITE, DESCRIBE and CREATE on each --topic, WRITE and
+                           DESCRIBE on each --transactional-id, IDEMPOTENT_WRITE on the cluster
+                           with --idempotent
+  --consumer               create/delete: instead of --operation, what a consumer needs: READ and
+                           DESCRIBE on each --topic, READ on each --group (one is required)
+  --idempotent             with --producer: IDEMPOTENT_WRITE on the cluster too
   --resource-pattern-type T  literal (default for create, delete), prefixed (the name is a prefix),
                            match (list, delete: every ACL that applies to the name), any (list
                            default: literal and prefixed)
@@ -1981,6 +1988,42 @@ std::vector<acl_resource> acl_resources(const args& a) {
   return out;
 }
 
+/// The (resource, operation) pairs create and delete act on: every resource x --operation, or
+/// kafka-acls.sh's --producer / --consumer sets (AclCommand.getProducerResourceFilterToAcls,
+/// getConsumerResourceFilterToAcls). On a bad combination: empty, with `why` naming it.
+std::vector<std::pair<acl_resource, std::string>> acl_grants(const args& a, std::string& why) {
+  std::vector<std::pair<acl_resource, std::string>> out;
+  const auto resources = acl_resources(a);
+  const bool producer = a.has("--producer");
+  const bool consumer = a.has("--consumer");
+  if (!producer && !consumer) {
+    for (const auto& r : resources) {
+      for (const auto& op : a.all("--operation")) out.push_back({r, kafka_operation_name(op)});
+    }
+    return out;
+  }
+  if (!a.all("--operation").empty()) why = "--producer and --consumer take no --operation";
+  if (a.all("--topic").empty()) why = "--producer and --consumer need a --topic";
+  if (consumer && a.all("--group").empty()) why = "--consumer needs a --group";
+  if (!why.empty()) return out;
+  for (const auto& r : resources) {
+    if (r.type == "TOPIC") {
+      if (producer) {
+        for (const char* op : {"WRITE", "DESCRIBE", "CREATE"}) out.push_back({r, op});
+      }
+      if (consumer) {
+        for (const char* op : {"READ", "DESCRIBE"}) out.push_back({r, op});
+      }
+    } else if (r.type == "GROUP" && consumer) {
+      out.push_back({r, "READ"});
+    } else if (r.type == "TRANSACTIONAL_ID" && producer) {
+      for (const char* op : {"WRITE", "DESCRIBE"}) out.push_back({r, op});
+    }
+  }
+  if (producer && a.has("--idempotent")) out.push_back({acl_resource{"CLUSTER", "kafka-cluster"}, "IDEMPOTENT_WRITE"});
+  return out;
+}
+
 /// (principal, host, permission) of every --allow-principal x --allow-host and --deny-principal
 /// x --deny-host.
 std::vector<std::array<std::string, 3>> acl_entries(const args& a) {
@@ -2012,22 +2055,23 @@ void print_acls(const json& list) {
 }
 
 int acls_create(http_client& client, const std::string& path, const args& a, const std::string& pattern) {
-  const auto resources = acl_resources(a);
   const auto entries = acl_entries(a);
-  const auto operations = a.all("--operation");
-  if (resources.empty() || entries.empty() || operations.empty()) {
+  std::string why;
+  const auto grants = acl_grants(a, why);
+  if (!why.empty()) {
+    std::cerr << "acls create: " << why << "\n";
+    return 2;
+  }
+  if (grants.empty() || entries.empty()) {
     std::cerr << "acls create needs a resource (--topic, --group, --transactional-id or --cluster), a principal "
-                 "(--allow-principal or --deny-principal) and an --operation\n";
+                 "(--allow-principal or --deny-principal) and an --operation (or --producer / --consumer)\n";
     return 2;
   }
   json data = json::array();
-  for (const auto& r : resources) {
+  for (const auto& [r, op] : grants) {
     for (const auto& [principal, host, permission] : entries) {
-      for (const auto& op : operations) {
-        data.push_back({{"resource_type", r.type}, {"resource_name", r.name}, {"pattern_type", pattern},
-                        {"principal", principal}, {"host", host}, {"operation", kafka_operation_name(op)},
-                        {"permission", permission}});
-      }
+      data.push_back({{"resource_type", r.type}, {"resource_name", r.name}, {"pattern_type", pattern},
+                      {"principal", principal}, {"host", host}, {"operation", op}, {"permission", permission}});
     }
   }
   auto r = client.post(path + ":batch", json{{"data", data}}.dump(), "application/json");
@@ -2044,25 +2088,30 @@ int acls_delete(http_client& client, const std::string& path, const args& a, con
     std::cerr << "acls delete needs a resource (--topic, --group, --transactional-id or --cluster)\n";
     return 2;
   }
-  auto operations = a.all("--operation");
-  if (operations.empty()) operations.push_back("ANY");
+  std::string why;
+  auto grants = acl_grants(a, why);
+  if (!why.empty()) {
+    std::cerr << "acls delete: " << why << "\n";
+    return 2;
+  }
+  if (grants.empty()) {   // no --operation: every operation of each resource
+    for (const auto& r : resources) grants.push_back({r, "ANY"});
+  }
   std::vector<std::array<std::string, 3>> entries = acl_entries(a);
   if (entries.empty()) entries.push_back({"", "", "ANY"});
   json deleted = {{"data", json::array()}};
-  for (const auto& r : resources) {
+  for (const auto& [r, op] : grants) {
     for (const auto& [principal, host, permission] : entries) {
-      for (const auto& op : operations) {
-        std::vector<std::pair<std::string, std::string>> q = {{"resource_type", r.type}, {"resource_name", r.name},
-                                                              {"pattern_type", pattern},
-                                                              {"operation", kafka_operation_name(op)},
-                                                              {"permission", permission}};
-        if (!principal.empty()) q.push_back({"principal", principal});
-        if (!host.empty()) q.push_back({"host", host});
-        auto reply = client.del(path + query_text(q));
-        if (!ok_status(reply)) return report_failure(reply, "delete ACLs");
-        json answer = json::parse(reply->body);
-        for (auto& e : answer["data"]) deleted["data"].push_back(std::move(e));
-      }
+      std::vector<std::pair<std::string, std::string>> q = {{"resource_type", r.type}, {"resource_name", r.name},
+                                                            {"pattern_type", pattern},
+                                                            {"operation", op},
+                                                            {"permission", permission}};
+      if (!principal.empty()) q.push_back({"principal", principal});
+      if (!host.empty()) q.push_back({"host", host});
+      auto reply = client.del(path + query_text(q));
+      if (!ok_status(reply)) return report_failure(reply, "delete ACLs");
+      json answer = json::parse(reply->body);
+      for (auto& e : answer["data"]) deleted["data"].push_back(std::move(e));
     }
   }
   std::cout << "Deleted " << deleted["data"].size() << " ACL" << (deleted["data"].size() == 1 ? "" : "s") << ":\n";
@@ -2096,7 +2145,7 @@ int acls_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1,
                       {"--bootstrap-server", "--allow-principal", "--deny-principal", "--allow-host", "--deny-host",
                        "--principal", "--operation", "--topic", "--group", "--transactional-id", "--resource-pattern-type"},
-                      {"--help", "--cluster"});
+                      {"--help", "--cluster", "--producer", "--consumer", "--idempotent"});
   if (!a) return 2;
   if (a->has("--help")) {
     std::cout << acls_usage;

@@ -180,7 +180,7 @@ struct http_client::impl {
     if (ec == beast::error::timeout) return exchange_error{where() + ": no answer within " + std::to_string(wait_ms) + " ms", true};
     if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset) {
       if (!parser.got_some()) {
-        return exchange_error{where() + ": closed the connection without an HTTP answer: not an HTTP listener (is it the kafka:// port?)"};
+        return exchange_error{where() + ": closed the connection without an HTTP answer: not a plain HTTP listener (is it the kafka:// port, or an https:// listener? then use https://)"};
       }
     }
     if (ec) return exchange_error{where() + ": receive: " + ec.message()};

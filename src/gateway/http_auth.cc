@@ -163,6 +163,14 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
     if (!token) return refuse(claimed_user(request), "access_token unknown or expired (POST /v1/tokens gives a new one)");
     return auth_outcome{token->principal, auth_via::access_token, {}};
   }
+  if (!query_token.empty()) {
+    // An access_token in the query serves GET only (WebSocket upgrades and streams): a write
+    // carries its credentials in the Authorization header, where logs and Referer do not see them.
+    return refuse(claimed_user(request), "an access_token in the query authenticates GET requests only (WebSocket "
+                                         "and streams); send this " + request.method +
+                                         " with an Authorization header (http.authentication.method=" +
+                                         options_.methods.to_string() + ")");
+  }
   return refuse(claimed_user(request), "authentication required (http.authentication.method=" +
                                            options_.methods.to_string() + ")");
 }

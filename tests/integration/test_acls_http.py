@@ -161,7 +161,7 @@ def test_every_route_refuses_without_its_acl_and_serves_with_it(secured):
             ({"producer_id": 0, "producer_epoch": 0, "partitions": p0}, {"TOPIC": topic}),
         ("POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/offsets"):
             ({"producer_id": 0, "producer_epoch": 0, "group_id": group, "offsets": [dict(p0[0], offset=0)]},
-             {"GROUP": group}),
+             {"GROUP": group, "TOPIC": topic}),
         ("POST", "/consumers/{group}/instances/{instance}/subscription"): ({"topics": [topic]}, {"TOPIC": topic}),
         ("POST", "/consumers/{group}/instances/{instance}/assignments"): ({"partitions": p0}, {"TOPIC": topic}),
         ("POST", "/consumers/{group}/instances/{instance}/offsets"): ({"offsets": [dict(p0[0], offset=0)]}, {"TOPIC": topic}),
@@ -374,3 +374,78 @@ def test_the_acls_cli_creates_lists_and_deletes_with_kafka_acls_words(secured, r
     left = cli("list", "--principal", "User:bob").stdout.splitlines()[1:]
     assert [line.split("\t")[2] for line in left] == ["DESCRIBE_CONFIGS"], left
     revoke(b, "User:bob")
+    # kafka-acls.sh's --producer and --consumer sets (the new user tried --consumer).
+    out = cli("create", "--allow-principal", "User:bob", "--consumer", "--topic", "cli-orders", "--group", "cli-g")
+    assert out.returncode == 0 and "Created 3 ACLs" in out.stdout, out
+    out = cli("create", "--allow-principal", "User:bob", "--producer", "--idempotent", "--topic", "cli-orders")
+    assert out.returncode == 0 and "Created 4 ACLs" in out.stdout, out
+    rows = sorted(tuple(line.split("\t")[2:6]) for line in cli("list", "--principal", "User:bob").stdout.splitlines()[1:])
+    assert rows == [("CREATE", "ALLOW", "TOPIC", "cli-orders"), ("DESCRIBE", "ALLOW", "TOPIC", "cli-orders"),
+                    ("IDEMPOTENT_WRITE", "ALLOW", "CLUSTER", "kafka-cluster"), ("READ", "ALLOW", "GROUP", "cli-g"),
+                    ("READ", "ALLOW", "TOPIC", "cli-orders"), ("WRITE", "ALLOW", "TOPIC", "cli-orders")], rows
+    out = cli("create", "--allow-principal", "User:bob", "--consumer", "--topic", "cli-orders")
+    assert out.returncode == 2 and "--consumer needs a --group" in out.stderr, out
+    out = cli("delete", "--allow-principal", "User:bob", "--consumer", "--topic", "cli-orders", "--group", "cli-g")
+    assert out.returncode == 0 and "Deleted 3 ACLs" in out.stdout, out
+    revoke(b, "User:bob")
+
+
+def test_a_produce_auto_creates_a_topic_only_with_create(secured):
+    """The new user's find: WRITE on a prefix let REST v2, v3 and WebSocket produces create topics
+    (Kafka asks CREATE on the cluster or the topic for auto-creation; kcat was refused)."""
+    b = secured
+    grant(b, [acl("User:bob", "TOPIC", "auto-", "WRITE", pattern="PREFIXED")])
+    topics = lambda: {t["topic_name"] for t in requests.get(v3(b, "/topics"), auth=ADMIN).json()["data"]}
+
+    def v2(name):
+        return requests.post(f"{b.url}/topics/{name}", json={"records": [{"value": "eA=="}]},
+                             headers={"Content-Type": BINARY}, auth=BOB)
+
+    def v3_produce(name):
+        return requests.post(v3(b, f"/topics/{name}/records"), json={"value": {"type": "JSON", "data": 1}}, auth=BOB)
+
+    async def ws(name):
+        token = requests.post(b.url + "/v1/tokens", auth=BOB).json()["access_token"]
+        async with websockets.connect(b.url.replace("http://", "ws://") + "/v1/ws?access_token=" + token) as s:
+            await s.send(json.dumps({"type": "produce", "id": 1, "topic": name, "value": "eA=="}))
+            return json.loads(await asyncio.wait_for(s.recv(), 10))
+
+    wait_until(lambda: v2("auto-v2").status_code == 404, ACL_VISIBLE_S, "the prefixed WRITE")
+    r = v2("auto-v2")
+    assert "CREATE" in r.json()["message"] and "User:bob" in r.json()["message"], r.text
+    r = v3_produce("auto-v3")
+    assert r.status_code == 404 and "CREATE" in r.text, r.text
+    frame = asyncio.run(ws("auto-ws"))
+    assert "CREATE" in json.dumps(frame) and frame.get("type") != "ack", frame
+    assert not {"auto-v2", "auto-v3", "auto-ws"} & topics()
+    # With CREATE on the topic the same produce creates it.
+    grant(b, [acl("User:bob", "TOPIC", "auto-", "CREATE", pattern="PREFIXED")])
+    wait_until(lambda: v2("auto-v2").status_code == 200, ACL_VISIBLE_S, "the CREATE")
+    assert "auto-v2" in topics()
+    revoke(b, "User:bob")
+
+
+def test_hosts_match_on_a_dual_stack_listener_and_in_any_spelling(ringlog_bin, tmp_path):
+    """The breaker's finds: on http://[::] an IPv4 client was "::ffff:127.0.0.1", so a DENY for
+    127.0.0.1 never applied; a DENY written as Java prints "::1" never matched; a host that is no
+    address was stored and silently never matched."""
+    scram = [a for u, p in USERS.items() for a in ("--add-scram", f"SCRAM-SHA-512=[name={u},password={p}]")]
+    b = Broker(tmp_path / "ringlog-data", [AUTHORIZER, "super.users=User:admin", "http.authentication.method=BASIC"],
+               extra_args=scram)
+    b.extra_sets.append(f"listeners=http://[::]:{b.port}")
+    b.start()
+    try:
+        requests.post(v3(b, "/topics"), json={"topic_name": "dual", "partitions_count": 1}, auth=ADMIN)
+        grant(b, [acl("User:alice", "TOPIC", "dual", "DESCRIBE"),
+                  acl("User:alice", "TOPIC", "dual", "DESCRIBE", permission="DENY", host="::ffff:127.0.0.1")])
+        stored = requests.get(v3(b, "/acls"), params={"principal": "User:alice", "permission": "DENY"}, auth=ADMIN).json()
+        assert [a["host"] for a in stored["data"]] == ["127.0.0.1"], stored
+        wait_until(lambda: refused(requests.get(f"{b.url}/topics/dual", auth=ALICE)), ACL_VISIBLE_S,
+                   "the DENY for 127.0.0.1 applies to an IPv4 client of [::]")
+        r = requests.post(v3(b, "/acls"), json=acl("User:alice", "TOPIC", "dual", "READ", host="not an ip"), auth=ADMIN)
+        assert r.status_code in (400, 422) and "host" in r.text, r.text
+        grant(b, [acl("User:bob", "TOPIC", "dual", "READ", host="0:0:0:0:0:0:0:1")])
+        listed = requests.get(v3(b, "/acls"), params={"principal": "User:bob", "host": "0:0:0:0:0:0:0:1"}, auth=ADMIN)
+        assert [a["host"] for a in listed.json()["data"]] == ["::1"], listed.text
+    finally:
+        assert b.stop() == 0

@@ -47,7 +47,7 @@ export async function render(view, route, ctx) {
       acls = await api.acls();
     } catch (e) {
       acls = [];
-      status.show(e.status === 403 ? new Error(`${e.message} (${missingPermission([], 'DESCRIBE')})`) : e);
+      status.show(e);   // a 403 names the permission already
     }
     if (!ctx.alive) return;
     add.disabled = alterTitle !== null;

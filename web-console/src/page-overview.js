@@ -72,15 +72,19 @@ export async function render(view, route, ctx) {
       { name: 'out', points: history.records_out, cls: 'b' }], formatRate, { testid: 'chart-records' }));
 
   const loadMetadata = async () => {
+    // A part the signed-in principal may not see (403 with an authorizer: the quorum needs
+    // DESCRIBE on the cluster) leaves its section empty with the reason; the rest still shows.
+    const refusedAs = (fallback) => (e) => { if (e.status === 403) { denied.push(e.message); return fallback; } throw e; };
+    const denied = [];
     const [brokerList, cluster, topicList, groupList, quorum] = await Promise.all([
-      api.brokersV3(), api.cluster(), api.topics(), api.groups(), api.quorum()]);
+      api.brokersV3(), api.cluster(), api.topics(), api.groups().catch(refusedAs([])), api.quorum().catch(refusedAs(null))]);
     // null while the metadata quorum elects a leader
     const controller = cluster.controller ? Number(cluster.controller.related.split('/').pop()) : null;
     const checked = topicList.slice(0, OVERVIEW_TOPICS_DESCRIBED_MAX);
     const described = await mapLimited(checked, DESCRIBE_CONCURRENCY_MAX, (t) => api.topicV2(t.topic_name));
     const brokerById = new Map(brokerList.map((b) => [b.broker_id, b]));
     return { brokerIds: brokerList.map((b) => b.broker_id), brokerById, controller, quorum, topicList,
-      checked: checked.length, described, groupList, clusterHealth: clusterHealth(cluster) };
+      checked: checked.length, described, groupList, clusterHealth: clusterHealth(cluster), denied };
   };
 
   drawCharts();
@@ -123,6 +127,10 @@ export async function render(view, route, ctx) {
           cell: (id) => formatCount(meta.described.reduce((n, t) => n + t.partitions.filter((p) => p.leader === id).length, 0)) },
       ], meta.brokerIds, { testid: 'brokers-table' }));
       const q = meta.quorum;
+      if (!q) {
+        fill(quorum, h('p', { class: 'muted', 'data-testid': 'quorum-summary' }, meta.denied.join('; ') || 'not available'));
+        return;
+      }
       fill(quorum,
         h('p', { 'data-testid': 'quorum-summary' },
           `leader ${q.leader_id ?? 'none (electing)'} · epoch ${q.leader_epoch} · high watermark ${q.high_watermark} · `

@@ -1,7 +1,10 @@
 // One topic: per partition leader, replicas, in-sync replicas, log_start_offset,
 // high_watermark, log_end_offset and size, and on a compacted topic the log cleaner's figures
 // (dirty ratio, bytes cleaned, cleaner time, last clean) for the topic and each partition; add
-// partitions; edit configs; delete.
+// partitions; edit configs; delete. With an authorizer (issue 30) the controls the signed-in
+// principal may not use are disabled, their title naming the permission (the v3 topic's
+// authorized_operations: ALTER to add partitions, ALTER_CONFIGS to edit configs, DELETE to delete).
+import { missingPermission } from './acls.js';
 import { api } from './api.js';
 import { confirmButton, field, fill, h, link, statusLine, table, tile } from './dom.js';
 import { formatBytes, formatCount } from './format.js';
@@ -56,6 +59,13 @@ function partitionsTable(v3parts, v2parts, cleaner) {
   ], v3parts, { testid: 'partitions-table' });
 }
 
+/** Disables `button` with `title` (a missingPermission text), or enables it. */
+function allow(button, title, enabledTitle = '') {
+  if (!button) return;
+  button.disabled = title !== null;
+  button.title = title || enabledTitle;
+}
+
 function configsTable(topic, configs, status, reload) {
   return table([
     { title: 'config', cell: (c) => h('code', {}, c.name) },
@@ -104,21 +114,32 @@ export async function render(view, route, ctx) {
         status.show(e);
       }
     },
-  }, field('partition count (only grows)', count), h('button', { type: 'submit' }, 'Add partitions'));
+  }, field('partition count (only grows)', count), h('button', { type: 'submit', 'data-testid': 'add-partitions' }, 'Add partitions'));
 
   const encoded = encodeURIComponent(name);
+  const deleteButton = confirmButton('Delete topic', `Really delete ${name}?`, async () => {
+    try {
+      await api.deleteTopic(name);
+      location.hash = '#/topics';
+    } catch (e) {
+      status.show(e);
+    }
+  }, { 'data-testid': 'delete-topic' });
+  // The topic's authorized_operations once known (null: not yet read).
+  let operations = null;
+  const applyPermissions = () => {
+    if (!operations) return;
+    const resource = `TOPIC ${name}`;
+    allow(deleteButton, missingPermission(operations, 'DELETE', resource));
+    allow(grow.querySelector('button'), missingPermission(operations, 'ALTER', resource));
+    const configTitle = missingPermission(operations, 'ALTER_CONFIGS', resource);
+    configsBox.querySelectorAll('button').forEach((b) => allow(b, configTitle));
+  };
   fill(view,
     h('h1', {}, 'Topic ', h('span', { 'data-testid': 'topic-name' }, name)),
     h('div', { class: 'actions' }, link(`/messages?topic=${encoded}`, 'Browse messages'), link(`/tail?topic=${encoded}`, 'Live tail'),
       h('span', { class: 'grow' }),
-      confirmButton('Delete topic', `Really delete ${name}?`, async () => {
-        try {
-          await api.deleteTopic(name);
-          location.hash = '#/topics';
-        } catch (e) {
-          status.show(e);
-        }
-      })),
+      deleteButton),
     status.el, tiles, h('h2', {}, 'Partitions'), parts, h('div', { class: 'panel' }, grow), h('h2', {}, 'Configs'), configsBox);
 
   const loadPartitions = async () => {
@@ -146,18 +167,23 @@ export async function render(view, route, ctx) {
         tile('cleaner time', `${(cleaner?.cleaner_s ?? 0).toFixed(1)} s`, { testid: 'tile-cleaner-time' }),
         tile('last clean', lastCleanText(cleaner), { testid: 'tile-last-clean', text: true }),
       ] : null);
+    operations = v3topic?.authorized_operations ?? null;
+    applyPermissions();
     if (!count.value) count.value = v3parts.length + 1;
     fill(parts, partitionsTable(v3parts, v2topic.partitions, compacted ? (summary.cleanerPartitions[name] ?? {}) : null));
   };
   const loadConfigs = async () => {
     const configs = await api.configs(name);
     if (ctx.alive) fill(configsBox, configsTable(name, configs, status, loadConfigs));
+    applyPermissions();
   };
 
   try {
     await Promise.all([loadPartitions(), loadConfigs()]);
   } catch (e) {
     status.show(e);
+    // Not "Loading…" forever: a topic the principal may not DESCRIBE (403) shows nothing more.
+    fill(parts, h('p', { class: 'muted' }, 'not available'));
     return;
   }
   ctx.every(REFRESH_MS, () => loadPartitions().catch((e) => status.show(e)), { now: false });

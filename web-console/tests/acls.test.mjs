@@ -87,3 +87,37 @@ test('the ACL page adds, filters and deletes; without ALTER its buttons are disa
   assert.equal(await rows.first().getByTestId('acl-delete').isDisabled(), true);
   assert.deepEqual(pageErrors, []);
 });
+
+test('the topic page disables delete, add partitions and config edits the principal may not do', async () => {
+  const cid = (await (await fetch(`${baseUrl}/v3/clusters`, { headers: { Authorization: ADMIN } })).json()).data[0].cluster_id;
+  const post = (url, body) => fetch(`${baseUrl}/v3/clusters/${cid}/${url}`, {
+    method: 'POST', headers: { Authorization: ADMIN, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  assert.equal((await post('topics', { topic_name: 'ledger', partitions_count: 1 })).status, 201);
+  // The viewer may DESCRIBE the topic and its configs, nothing more.
+  for (const operation of ['DESCRIBE', 'DESCRIBE_CONFIGS']) {
+    assert.equal((await post('acls', { resource_type: 'TOPIC', resource_name: 'ledger', pattern_type: 'LITERAL',
+      principal: 'User:viewer', host: '*', operation, permission: 'ALLOW' })).status, 201);
+  }
+  const open = async (user, password) => {
+    await page.getByTestId('logout').click();
+    await page.goto(`${baseUrl}/console/#/topics/ledger`);
+    await page.getByTestId('login-form').waitFor();
+    await page.getByTestId('login-user').fill(user);
+    await page.getByTestId('login-password').fill(password);
+    await page.getByTestId('login-submit').click();
+    await page.getByTestId('principal').filter({ hasText: `User:${user}` }).waitFor();
+    await page.getByTestId('configs-table').waitFor();
+    await page.getByTestId('partitions-table').waitFor();
+  };
+  const save = () => page.getByTestId('save-retention.ms');
+  await open('viewer', 'viewer-secret');
+  await until('the viewer\'s controls are disabled', async () => await page.getByTestId('delete-topic').isDisabled() &&
+    await page.getByTestId('add-partitions').isDisabled() && await save().isDisabled());
+  assert.match(await page.getByTestId('delete-topic').getAttribute('title'), /needs DELETE on the topic .*TOPIC ledger/);
+  assert.match(await page.getByTestId('add-partitions').getAttribute('title'), /needs ALTER on the topic/);
+  assert.match(await save().getAttribute('title'), /needs ALTER_CONFIGS on the topic/);
+  await open('admin', 'admin-secret');
+  await until('the super user\'s controls are enabled', async () => !(await page.getByTestId('delete-topic').isDisabled()) &&
+    !(await page.getByTestId('add-partitions').isDisabled()) && !(await save().isDisabled()));
+  assert.deepEqual(pageErrors, []);
+});
