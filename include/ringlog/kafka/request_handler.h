@@ -97,6 +97,12 @@ struct file_piece {
 struct response_frame {
   bytes memory;
   std::vector<file_piece> file_pieces;
+  /// KIP-219: the throttle time the answer carries (the most of the client quotas it exceeded),
+  /// ms; 0 = none. The listener reads nothing more from the connection for this long (Kafka
+  /// mutes the channel), and when `client_throttles` is false (a request version older than the
+  /// one where the client waits by itself) it also holds the answer back that long first.
+  int32_t throttle_time_ms = 0;
+  bool client_throttles = true;
 
   response_frame() = default;
   response_frame(bytes m) : memory(std::move(m)) {}   // NOLINT: a memory-only frame
