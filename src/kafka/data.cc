@@ -134,11 +134,10 @@ std::optional<refusal> checked_batches(const request_context& ctx, const std::st
 using partition_result = protocol::produce_response_data::partition_produce_response;
 
 /// The Produce answer: each partition's result under its topic, the endpoints of the leaders
-/// named (KIP-951), and the throttle time producer_byte_rate asks for `request_bytes` (KIP-219;
-/// Kafka records the request when it answers it).
+/// named (KIP-951), and the throttle time producer_byte_rate asked (KIP-219).
 void answer_produce(const request_context& ctx, const std::vector<std::string>& topic_names,
                     const std::vector<size_t>& targets_topic, std::vector<partition_result>& results,
-                    size_t request_bytes) {
+                    int64_t throttle_ms) {
   protocol::produce_response_data out;
   for (const auto& name : topic_names) {
     protocol::produce_response_data::topic_produce_response t;
@@ -159,8 +158,7 @@ void answer_produce(const request_context& ctx, const std::vector<std::string>& 
     if (!broker.rack.empty()) e.rack = broker.rack;
     out.node_endpoints.push_back(std::move(e));
   }
-  out.throttle_time_ms = static_cast<int32_t>(ctx.broker_api().record_client_quota(
-      security::quota_key::producer_byte_rate, quota_user(ctx), ctx.client_id, static_cast<double>(request_bytes)));
+  out.throttle_time_ms = static_cast<int32_t>(throttle_ms);
   ctx.answer(out);
 }
 
@@ -192,12 +190,15 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
   const bool no_response = request.acks == 0;
   std::vector<std::string> topic_names;
   for (const auto& t : request.topic_data) topic_names.push_back(t.name);
+  // producer_byte_rate counts the request as it arrives (Kafka counts it as it answers, but reads
+  // one request of a connection at a time): the listener stops reading at once (acks=0 too) and
+  // the answer carries the time (KIP-219).
+  const int64_t throttle_ms = b.record_client_quota(security::quota_key::producer_byte_rate, quota_user(ctx),
+                                                    ctx.client_id, static_cast<double>(request_bytes));
+  if (ctx.timing) ctx.timing->dispatch_throttle_ms = throttle_ms;
   auto g = std::make_shared<gather<partition_result>>(
-      targets.size(), [ctx, no_response, topic_names, targets_topic, request_bytes](std::vector<partition_result>& results) {
-        if (!no_response) return answer_produce(ctx, topic_names, targets_topic, results, request_bytes);
-        // acks=0 has no answer to carry a throttle time: its bytes count against the quota all the same.
-        (void)ctx.broker_api().record_client_quota(security::quota_key::producer_byte_rate, quota_user(ctx),
-                                                   ctx.client_id, static_cast<double>(request_bytes));
+      targets.size(), [ctx, no_response, topic_names, targets_topic, throttle_ms](std::vector<partition_result>& results) {
+        if (!no_response) answer_produce(ctx, topic_names, targets_topic, results, throttle_ms);
       });
   // acks=0: the client reads no answer (Kafka sends none), whatever happens to the records.
   if (no_response) ctx.answer_nothing();

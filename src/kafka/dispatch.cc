@@ -276,7 +276,8 @@ protocol::result<void> route_api(int16_t api_key, std::span<const std::byte> bod
 }  // namespace
 
 protocol::result<void> request_handler::handle(std::span<const std::byte> frame, respond_fn respond,
-                                              std::string_view client_host, const security::kafka_principal& principal) {
+                                              std::string_view client_host, const security::kafka_principal& principal,
+                                              int64_t* throttle_ms) {
   auto header = protocol::decode_request_header(frame);
   if (!header.ok()) {
     const auto code = header.error().code;
@@ -308,6 +309,7 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
   // request_percentage counts this (client_quotas.cc); an answer sent before now timed itself.
   ctx.timing->dispatch_ns.store(std::max<int64_t>(base::monotonic_ns() - ctx.timing->received_ns, 1),
                                 std::memory_order_release);
+  if (throttle_ms != nullptr) *throttle_ms = ctx.timing->dispatch_throttle_ms;
   return routed;
 }
 

@@ -69,6 +69,9 @@ inline constexpr int8_t resource_type_broker = 4;
 struct request_timing {
   int64_t received_ns = 0;                  // base::monotonic_ns at arrival
   std::atomic<int64_t> dispatch_ns{0};      // 0 while handle() still runs, then its duration
+  /// The throttle time a quota asked while handle() ran (Produce's producer_byte_rate), ms; set
+  /// and read on the dispatching thread, handed to the listener (request_handler::handle).
+  int64_t dispatch_throttle_ms = 0;
 };
 
 struct request_context {

@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <future>
 #include <set>
 
@@ -199,12 +200,16 @@ struct connection : std::enable_shared_from_this<connection> {
     const uint64_t seq = next_seq++;
     slots.push_back(slot{false, std::nullopt, frame.size()});
     held_bytes += frame.size();
-    auto handled = o->handler.handle(frame, make_respond(seq), peer_host, gate ? gate->principal() : principal);
+    int64_t throttle_ms = 0;
+    auto handled =
+        o->handler.handle(frame, make_respond(seq), peer_host, gate ? gate->principal() : principal, &throttle_ms);
     frame = bytes{};
     if (!handled.ok()) {
       close("malformed request: " + handled.error().message);
       return;
     }
+    // KIP-219: a client past its quota is read from again once the throttle time has passed.
+    if (throttle_ms > 0) mute_for(static_cast<int32_t>(std::min<int64_t>(throttle_ms, std::numeric_limits<int32_t>::max())));
     read_next();
   }
 

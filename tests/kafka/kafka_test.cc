@@ -584,7 +584,12 @@ TEST_CASE("KIP-219: a consumer over consumer_byte_rate gets its data once, then 
   protocol::fetch_request_data req;
   req.max_bytes = 1 << 20;
   req.session_epoch = -1;
-  req.topics.push_back({"t", {}, {{0, -1, 0, -1, -1, 1 << 20, {}}}, {}});
+  protocol::fetch_request_data::fetch_topic topic;
+  topic.topic = "t";
+  protocol::fetch_request_data::fetch_partition partition;
+  partition.partition_max_bytes = 1 << 20;
+  topic.partitions.push_back(partition);
+  req.topics.push_back(std::move(topic));
   auto frame = answer_frame(f, 12, req);
   CHECK(frame.throttle_time_ms > 0);
   auto body = f.decode<protocol::fetch_response_data>(frame.memory, 12);
