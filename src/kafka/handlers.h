@@ -158,18 +158,20 @@ template <typename T>
 class gather : public std::enable_shared_from_this<gather<T>> {
  public:
   gather(size_t count, std::function<void(std::vector<T>&)> done)
-      : slots_(count), remaining_(count), done_(std::move(done)) {}
+      : slots_(count), count_(count), remaining_(count), done_(std::move(done)) {}
   T& slot(size_t i) { return slots_[i]; }
   void complete_one() {
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_(slots_);
   }
-  /// For count == 0: runs done at once.
+  /// For count == 0: runs done at once. (Not slots_.empty(): done may have moved the slots out
+  /// already, when every answer came in before this call.)
   void finish_if_empty() {
-    if (slots_.empty()) done_(slots_);
+    if (count_ == 0) done_(slots_);
   }
 
  private:
   std::vector<T> slots_;
+  const size_t count_;
   std::atomic<size_t> remaining_;
   std::function<void(std::vector<T>&)> done_;
 };

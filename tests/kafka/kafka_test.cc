@@ -630,3 +630,15 @@ TEST_CASE("KIP-219's version table: which clients wait out a throttle time thems
   CHECK(kafka::detail::client_throttles(1, 8));
   CHECK(kafka::detail::client_throttles(48, 0));        // DescribeClientQuotas: after KIP-219
 }
+
+TEST_CASE("request_percentage (KIP-124): the handling time counts, and every answer carries the throttle it asks") {
+  fixture f;
+  // A bound no request can stay under: any measurable handling time is over it.
+  REQUIRE(alter_quotas(f, {quota_entry({{"client-id", "test"}}, {{"request_percentage", 1e-9, false}})}).entries[0].error_code == 0);
+  protocol::describe_cluster_request_data describe;
+  auto frame = answer_frame(f, 1, describe);
+  CHECK(frame.throttle_time_ms > 0);
+  CHECK(frame.throttle_time_ms <= 1000);   // Kafka caps a request-time throttle at one sample (1 s)
+  auto body = f.decode<protocol::describe_cluster_response_data>(frame.memory, 1);
+  CHECK(body.throttle_time_ms == frame.throttle_time_ms);
+}
