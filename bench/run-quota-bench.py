@@ -84,7 +84,7 @@ def accuracy():
         whole = sum(n for t, n in acked if t <= DURATION_S) / DURATION_S / MiB
         half = sum(n for t, n in acked if DURATION_S / 2 < t <= DURATION_S) / (DURATION_S / 2) / MiB
         longest = max((e.throttle_time for e in throttles), default=0)
-        print(f"| {c} | {whole:.3f} | {half:.3f} | {len(throttles)} | {longest} ms |")
+        print(f"| {c} | {whole:.3f} | {half:.3f} | {len(throttles)} | {longest:.3f} s |")
 
 
 def produce_count(topic):
