@@ -4,14 +4,17 @@ they go as raw requests encoded from the schema files, kafka_schema.py), kept in
 (they survive a restart and reach every node), and enforced as KIP-219 says: a producer over
 producer_byte_rate and a consumer over consumer_byte_rate are slowed and librdkafka reports the
 throttle time (throttle_cb), while a client beside them is not; CreateTopics v6+ over
-controller_mutation_rate is refused with THROTTLING_QUOTA_EXCEEDED (89). The byte-rate checks are
+controller_mutation_rate is refused with THROTTLING_QUOTA_EXCEEDED (89); connections from an ip past
+its connection_creation_rate are held and closed unanswered (KIP-612). The byte-rate checks are
 functional with wide bounds (a loaded 2-core box); bench/client_quota_bench.py measures the figure.
 Every wait polls with a deadline."""
 import socket
+import struct
 import threading
 import time
 
 import pytest
+import requests
 from confluent_kafka import Consumer, KafkaException, Producer
 
 import kafka_schema
@@ -258,3 +261,32 @@ def test_a_quota_set_through_one_node_is_enforced_by_the_others(ringlog_bin, tmp
         assert throttled_by - {entry.node_id}, throttled_by
     finally:
         cluster.stop()
+
+
+def api_versions_answered(bootstrap):
+    """Whether a new connection gets its ApiVersions answered (False: held, then closed)."""
+    try:
+        with socket.create_connection(tuple_of(bootstrap), timeout=5) as s:
+            return kafka_schema.exchange(s, "ApiVersions", 0, 1, {})["ErrorCode"] == 0
+    except (OSError, struct.error, AssertionError, IndexError):
+        return False
+
+
+def test_connection_creation_rate_of_an_ip_entity_holds_and_closes_the_connections_past_it(kafka_broker):
+    b = kafka_broker.bootstrap
+    set_quota(b, entity(ip="127.0.0.1"), {"connection_creation_rate": 2})
+    answered = [api_versions_answered(b) for _ in range(8)]
+    print(f"8 connections in a row from 127.0.0.1 under connection_creation_rate=2: answered {answered}")
+    assert answered.count(False) >= 2, answered   # 2 per second: each refusal holds until a token is back
+    metrics = requests.get(kafka_broker.url + "/metrics", timeout=5).text
+    refused = [int(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith("ringlog_connections_refused_total") and 'reason="connection_creation_rate"' in line]
+    assert refused and max(refused) >= answered.count(False), refused
+
+    def removed():
+        try:
+            return alter(b, [(entity(ip="127.0.0.1"), {"connection_creation_rate": None})])[0]["ErrorCode"] == 0
+        except (OSError, struct.error, AssertionError, IndexError):
+            return False   # this connection was over the rate too: once a token is back
+    wait_until(removed, 20.0, "the ip quota removed")
+    assert all(api_versions_answered(b) for _ in range(8))
