@@ -72,6 +72,7 @@ const std::vector<help_area>& help_areas() {
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
       {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors."}},
       {"Connection limits (issue 31; docs/configuration.md)", {"max.connection", "connection.authentication."}},
+      {"Client quotas (issue 31; the quotas themselves are metadata: AlterClientQuotas)", {"quota."}},
       {"Security: SASL and users", {"sasl.", "connections.max.reauth.", "connection.failed.authentication."}},
       {"Security: ACLs (authorization on every door)", {"authorizer.", "super.users", "allow.everyone.if.no.acl.found"}},
       {"Consumer groups and transactions", {"group.", "offsets.", "transaction"}},
@@ -454,6 +455,12 @@ void configure_cluster_transport(const config::server_config& cfg, const bound_l
 bool start_front_ends(const config::server_config& cfg, const bound_listeners& bound, broker::broker& broker,
                       runtime::shard_threads& runtime, gateway::http_server& server, kafka::fetch_counters& counters,
                       std::unique_ptr<gateway::tls_front>& https, std::vector<kafka_front_end>& kafka) {
+  // KIP-612: the connection_creation_rate quotas of ip entities bound these listeners' accepts
+  // (they stop before the broker goes).
+  if (bound.limits) {
+    bound.limits->set_ip_creation_rate(
+        [b = &broker](std::string_view address) { return b->connection_creation_rate_for(address); });
+  }
   if (const auto* https_record = bound.https_record) {
     gateway::tls_front_options front;
     front.name = https_record->name;
@@ -639,6 +646,7 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.auto_leader_rebalance_enable = c.auto_leader_rebalance_enable;
   b.leader_imbalance_check_interval_seconds = c.leader_imbalance_check_interval_seconds;
   b.leader_imbalance_per_broker_percentage = c.leader_imbalance_per_broker_percentage;
+  b.quota_window = security::quota_window_config{c.quota_window_num, int64_t{c.quota_window_size_seconds} * 1000};
   return b;
 }
 

@@ -439,6 +439,11 @@ std::vector<key_spec> connection_limit_keys() {
               "new connections per second of every Kafka and https listener together; one over it is held "
               "unanswered for the delay the rate needs (at most 1 s), then closed; also "
               "listener.name.<name>.max.connection.creation.rate per listener"),
+      int_key("quota.window.num", &server_config::quota_window_num, 1, 1000,
+              "samples a client quota's rate is measured over (Kafka's; the window is this x "
+              "quota.window.size.seconds; 1 is measured as 2)"),
+      int_key("quota.window.size.seconds", &server_config::quota_window_size_seconds, 1, 3600,
+              "span of one client quota sample, s (Kafka's)"),
   };
 }
 

@@ -1,5 +1,7 @@
 // Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeCluster, FindCoordinator.
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 
 #include "handlers.h"
@@ -62,6 +64,27 @@ void lookup_topic(broker::broker& b, std::string name, bool auto_create, std::fu
     if (created.error().code == broker::errc::topic_already_exists) return describe(error_code::unknown_topic_or_partition);
     done(topic_lookup{name, std::nullopt, code_of(created.error())});
   });
+}
+
+/// KIP-599: the first version of CreateTopics, CreatePartitions and DeleteTopics whose clients
+/// are refused (THROTTLING_QUOTA_EXCEEDED) past controller_mutation_rate; older ones are admitted
+/// and only throttled (Kafka's ControllerMutationQuotaManager, strict from these versions).
+constexpr int16_t create_topics_strict_quota_version = 6;
+constexpr int16_t create_partitions_strict_quota_version = 3;
+constexpr int16_t delete_topics_strict_quota_version = 5;
+
+/// Charges `partitions` created or deleted against the client's controller_mutation_rate and
+/// raises `throttle` to the throttle time that asks. With `strict`, a client over its quota is
+/// refused (nothing charged): the message to answer with; nullopt = go ahead.
+std::optional<std::string> controller_mutation_refused(const request_context& ctx, double partitions, bool strict,
+                                                       std::atomic<int64_t>& throttle) {
+  const int64_t ms = ctx.broker_api().charge_controller_mutations(quota_user(ctx), ctx.client_id, partitions, strict);
+  int64_t seen = throttle.load();
+  while (ms > seen && !throttle.compare_exchange_weak(seen, ms)) {
+  }
+  if (!strict || ms == 0) return std::nullopt;
+  return "controller_mutation_rate exceeded for user " + std::string(quota_user(ctx)) + ", client-id '" +
+         ctx.client_id + "': retry in " + std::to_string(ms) + " ms (KIP-599)";
 }
 
 }  // namespace
@@ -189,13 +212,16 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
   using result_t = protocol::create_topics_response_data::creatable_topic_result;
   broker::broker& b = ctx.broker_api();
   const size_t n = request.topics.size();
-  auto g = std::make_shared<gather<result_t>>(n, [ctx](std::vector<result_t>& results) {
+  auto throttle = std::make_shared<std::atomic<int64_t>>(0);
+  auto g = std::make_shared<gather<result_t>>(n, [ctx, throttle](std::vector<result_t>& results) {
     protocol::create_topics_response_data out;
     out.topics = std::move(results);
+    out.throttle_time_ms = static_cast<int32_t>(throttle->load());
     ctx.answer(out);
   });
   // CREATE on the cluster, else on each topic (KafkaApis.handleCreateTopicsRequest).
   const bool may_create_any = ctx.authorized_cluster(security::acl_operation::create);
+  const bool strict_quota = ctx.api_version >= create_topics_strict_quota_version;
   for (size_t i = 0; i < n; ++i) {
     auto& t = request.topics[i];
     result_t& slot = g->slot(i);
@@ -212,6 +238,17 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
     if (!t.assignments.empty()) {
       slot.error_code = error_code::invalid_replica_assignment;
       slot.error_message = "manual replica assignments are not supported: this ringlog runs one node";
+      g->complete_one();
+      continue;
+    }
+    const int32_t partitions = t.num_partitions != -1 ? t.num_partitions : b.config().num_partitions;
+    if (auto refused = request.validate_only ? std::nullopt
+                                             : controller_mutation_refused(ctx, partitions, strict_quota, *throttle)) {
+      slot.error_code = error_code::throttling_quota_exceeded;
+      slot.error_message = std::move(*refused);
+      slot.num_partitions = -1;
+      slot.replication_factor = -1;
+      slot.configs = std::nullopt;
       g->complete_one();
       continue;
     }
@@ -262,11 +299,14 @@ void handle_delete_topics(const request_context& ctx, protocol::delete_topics_re
   } else {
     for (const auto& name : request.topic_names) targets.emplace_back(name, protocol::uuid{});
   }
-  auto g = std::make_shared<gather<result_t>>(targets.size(), [ctx](std::vector<result_t>& results) {
+  auto throttle = std::make_shared<std::atomic<int64_t>>(0);
+  auto g = std::make_shared<gather<result_t>>(targets.size(), [ctx, throttle](std::vector<result_t>& results) {
     protocol::delete_topics_response_data out;
     out.responses = std::move(results);
+    out.throttle_time_ms = static_cast<int32_t>(throttle->load());
     ctx.answer(out);
   });
+  const bool strict_quota = ctx.api_version >= delete_topics_strict_quota_version;
   for (size_t i = 0; i < targets.size(); ++i) {
     result_t& slot = g->slot(i);
     slot.name = targets[i].first;
@@ -283,12 +323,22 @@ void handle_delete_topics(const request_context& ctx, protocol::delete_topics_re
       g->complete_one();
       continue;
     }
-    b.delete_topic(*targets[i].first, [g, i](broker::result<void> deleted) {
-      if (!deleted.ok()) {
-        g->slot(i).error_code = code_of(deleted.error());
-        g->slot(i).error_message = deleted.error().message;
+    // KIP-599 counts the partitions deleted: the topic's count first.
+    b.describe_topic(*targets[i].first, [&b, ctx, g, i, throttle, strict_quota, name = *targets[i].first](
+                                            broker::result<broker::topic_description> d) {
+      const double partitions = d.ok() ? static_cast<double>(d->partitions.size()) : 0;
+      if (auto refused = controller_mutation_refused(ctx, partitions, strict_quota, *throttle)) {
+        g->slot(i).error_code = error_code::throttling_quota_exceeded;
+        g->slot(i).error_message = std::move(*refused);
+        return g->complete_one();
       }
-      g->complete_one();
+      b.delete_topic(name, [g, i](broker::result<void> deleted) {
+        if (!deleted.ok()) {
+          g->slot(i).error_code = code_of(deleted.error());
+          g->slot(i).error_message = deleted.error().message;
+        }
+        g->complete_one();
+      });
     });
   }
   g->finish_if_empty();
@@ -298,11 +348,14 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
   using result_t = protocol::create_partitions_response_data::create_partitions_topic_result;
   broker::broker& b = ctx.broker_api();
   const size_t n = request.topics.size();
-  auto g = std::make_shared<gather<result_t>>(n, [ctx](std::vector<result_t>& results) {
+  auto throttle = std::make_shared<std::atomic<int64_t>>(0);
+  auto g = std::make_shared<gather<result_t>>(n, [ctx, throttle](std::vector<result_t>& results) {
     protocol::create_partitions_response_data out;
     out.results = std::move(results);
+    out.throttle_time_ms = static_cast<int32_t>(throttle->load());
     ctx.answer(out);
   });
+  const bool strict_quota = ctx.api_version >= create_partitions_strict_quota_version;
   for (size_t i = 0; i < n; ++i) {
     const auto& t = request.topics[i];
     g->slot(i).name = t.name;
@@ -336,9 +389,19 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
       });
       continue;
     }
-    b.create_partitions(t.name, t.count, [g, record](broker::result<broker::topic_description> d) {
-      if (!d.ok()) record(d.error());
-      g->complete_one();
+    // KIP-599 counts the partitions added: the topic's count first.
+    b.describe_topic(t.name, [&b, ctx, g, i, throttle, strict_quota, record, name = t.name, count = t.count](
+                                 broker::result<broker::topic_description> now) {
+      const double added = now.ok() ? std::max<double>(count - static_cast<double>(now->partitions.size()), 0) : 0;
+      if (auto refused = controller_mutation_refused(ctx, added, strict_quota, *throttle)) {
+        g->slot(i).error_code = error_code::throttling_quota_exceeded;
+        g->slot(i).error_message = std::move(*refused);
+        return g->complete_one();
+      }
+      b.create_partitions(name, count, [g, record](broker::result<broker::topic_description> d) {
+        if (!d.ok()) record(d.error());
+        g->complete_one();
+      });
     });
   }
   g->finish_if_empty();

@@ -45,6 +45,10 @@ constexpr acl_check cluster_describe_configs{resource_type::cluster, acl_operati
                                              ec::cluster_authorization_failed, "every BROKER resource named"};
 constexpr acl_check cluster_alter_configs{resource_type::cluster, acl_operation::alter_configs,
                                           ec::cluster_authorization_failed, "every BROKER resource named"};
+constexpr acl_check cluster_describe_configs_quotas{resource_type::cluster, acl_operation::describe_configs,
+                                                    ec::cluster_authorization_failed, "the cluster"};
+constexpr acl_check cluster_alter_configs_quotas{resource_type::cluster, acl_operation::alter_configs,
+                                                 ec::cluster_authorization_failed, "the cluster (every entry refused)"};
 constexpr acl_check cluster_idempotent_write{resource_type::cluster, acl_operation::idempotent_write,
                                              ec::cluster_authorization_failed,
                                              "the cluster, unless WRITE on some topic (KIP-679), without a transactional id"};
@@ -77,8 +81,10 @@ constexpr std::array<acl_check, 1> cluster_describe_checks{cluster_describe};
 constexpr std::array<acl_check, 2> offset_delete_checks{group_delete, topic_read};
 constexpr std::array<acl_check, 1> describe_producers_checks{topic_read};
 constexpr std::array<acl_check, 1> txn_describe_checks{txn_describe};
+constexpr std::array<acl_check, 1> describe_client_quotas_checks{cluster_describe_configs_quotas};
+constexpr std::array<acl_check, 1> alter_client_quotas_checks{cluster_alter_configs_quotas};
 
-constexpr std::array<api_authorization, 41> table{{
+constexpr std::array<api_authorization, 43> table{{
     {0, "Produce", produce_checks},
     {1, "Fetch", fetch_checks},
     {2, "ListOffsets", describe_topic_checks},
@@ -114,6 +120,8 @@ constexpr std::array<api_authorization, 41> table{{
     {45, "AlterPartitionReassignments", cluster_alter_checks},
     {46, "ListPartitionReassignments", cluster_describe_checks},
     {47, "OffsetDelete", offset_delete_checks},
+    {48, "DescribeClientQuotas", describe_client_quotas_checks},
+    {49, "AlterClientQuotas", alter_client_quotas_checks},
     {50, "DescribeUserScramCredentials", cluster_describe_checks},
     {51, "AlterUserScramCredentials", cluster_alter_checks},
     {60, "DescribeCluster", cluster_describe_checks},

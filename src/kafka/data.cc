@@ -131,11 +131,41 @@ std::optional<refusal> checked_batches(const request_context& ctx, const std::st
   return std::nullopt;
 }
 
+using partition_result = protocol::produce_response_data::partition_produce_response;
+
+/// The Produce answer: each partition's result under its topic, the endpoints of the leaders
+/// named (KIP-951), and the throttle time producer_byte_rate asked (KIP-219).
+void answer_produce(const request_context& ctx, const std::vector<std::string>& topic_names,
+                    const std::vector<size_t>& targets_topic, std::vector<partition_result>& results,
+                    int64_t throttle_ms) {
+  protocol::produce_response_data out;
+  for (const auto& name : topic_names) {
+    protocol::produce_response_data::topic_produce_response t;
+    t.name = name;
+    out.responses.push_back(std::move(t));
+  }
+  std::set<int32_t> hinted;   // KIP-951 (v10+ only): the leaders named in current_leader
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].current_leader.leader_id >= 0) hinted.insert(results[i].current_leader.leader_id);
+    out.responses[targets_topic[i]].partition_responses.push_back(std::move(results[i]));
+  }
+  for (const auto& broker : ctx.broker_api().list_brokers()) {
+    const auto* endpoint = broker.kafka_endpoint(ctx.options().listener_name);   // the client's listener
+    if (!hinted.contains(broker.node_id) || endpoint == nullptr) continue;
+    protocol::produce_response_data::node_endpoint e;
+    e.node_id = broker.node_id;
+    std::tie(e.host, e.port) = std::pair(endpoint->host, endpoint->port);
+    if (!broker.rack.empty()) e.rack = broker.rack;
+    out.node_endpoints.push_back(std::move(e));
+  }
+  out.throttle_time_ms = static_cast<int32_t>(throttle_ms);
+  ctx.answer(out);
+}
+
 }  // namespace
 
 void handle_produce(const request_context& ctx, protocol::produce_request_data request) {
   const int64_t received_ns = base::monotonic_ns();
-  using partition_result = protocol::produce_response_data::partition_produce_response;
   broker::broker& b = ctx.broker_api();
   broker::acks_mode acks = broker::acks_mode::all;
   const bool acks_valid = request.acks == 0 || request.acks == 1 || request.acks == -1;
@@ -148,40 +178,27 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
     std::optional<bytes> records;
   };
   std::vector<target> targets;
+  std::vector<size_t> targets_topic;
+  size_t request_bytes = 0;   // producer_byte_rate counts the record sets (Kafka: the request)
   for (size_t t = 0; t < request.topic_data.size(); ++t) {
-    for (auto& p : request.topic_data[t].partition_data) targets.push_back({t, p.index, std::move(p.records)});
+    for (auto& p : request.topic_data[t].partition_data) {
+      request_bytes += p.records ? p.records->size() : 0;
+      targets_topic.push_back(t);
+      targets.push_back({t, p.index, std::move(p.records)});
+    }
   }
   const bool no_response = request.acks == 0;
   std::vector<std::string> topic_names;
   for (const auto& t : request.topic_data) topic_names.push_back(t.name);
+  // producer_byte_rate counts the request as it arrives (Kafka counts it as it answers, but reads
+  // one request of a connection at a time): the listener stops reading at once (acks=0 too) and
+  // the answer carries the time (KIP-219).
+  const int64_t throttle_ms = b.record_client_quota(security::quota_key::producer_byte_rate, quota_user(ctx),
+                                                    ctx.client_id, static_cast<double>(request_bytes));
+  if (ctx.timing) ctx.timing->dispatch_throttle_ms = throttle_ms;
   auto g = std::make_shared<gather<partition_result>>(
-      targets.size(), [ctx, no_response, topic_names, targets_topic = [&] {
-        std::vector<size_t> idx;
-        for (const auto& t : targets) idx.push_back(t.topic_index);
-        return idx;
-      }()](std::vector<partition_result>& results) {
-        if (no_response) return;
-        protocol::produce_response_data out;
-        for (const auto& name : topic_names) {
-          protocol::produce_response_data::topic_produce_response t;
-          t.name = name;
-          out.responses.push_back(std::move(t));
-        }
-        std::set<int32_t> hinted;   // KIP-951 (v10+ only): the leaders named in current_leader
-        for (size_t i = 0; i < results.size(); ++i) {
-          if (results[i].current_leader.leader_id >= 0) hinted.insert(results[i].current_leader.leader_id);
-          out.responses[targets_topic[i]].partition_responses.push_back(std::move(results[i]));
-        }
-        for (const auto& broker : ctx.broker_api().list_brokers()) {
-          const auto* endpoint = broker.kafka_endpoint(ctx.options().listener_name);   // the client's listener
-          if (!hinted.contains(broker.node_id) || endpoint == nullptr) continue;
-          protocol::produce_response_data::node_endpoint e;
-          e.node_id = broker.node_id;
-          std::tie(e.host, e.port) = std::pair(endpoint->host, endpoint->port);
-          if (!broker.rack.empty()) e.rack = broker.rack;
-          out.node_endpoints.push_back(std::move(e));
-        }
-        ctx.answer(out);
+      targets.size(), [ctx, no_response, topic_names, targets_topic, throttle_ms](std::vector<partition_result>& results) {
+        if (!no_response) answer_produce(ctx, topic_names, targets_topic, results, throttle_ms);
       });
   // acks=0: the client reads no answer (Kafka sends none), whatever happens to the records.
   if (no_response) ctx.answer_nothing();
@@ -306,7 +323,20 @@ struct fetch_operation {
   std::vector<int64_t> watch_offset;        // per part: one past what it has seen
   int64_t woken_ns = 0;   // a parked read woken by new data: when (base::monotonic_ns; metrics)
 
+  /// Records `bytes` fetched under consumer_byte_rate; the throttle time it asks, ms (KIP-219).
+  [[nodiscard]] int64_t record_consumer_bytes(size_t bytes) const {
+    return ctx.broker_api().record_client_quota(security::quota_key::consumer_byte_rate, quota_user(ctx),
+                                                ctx.client_id, static_cast<double>(bytes));
+  }
+
   void answer() {
+    // KIP-219 (Kafka's KafkaApis.handleFetchRequest): a consumer already over consumer_byte_rate
+    // gets no records, only the throttle time, so it cannot read on past its quota.
+    if (const int64_t over_ms = record_consumer_bytes(0); over_ms > 0) {
+      protocol::fetch_response_data throttled;
+      throttled.throttle_time_ms = static_cast<int32_t>(over_ms);
+      return ctx.answer(throttled);
+    }
     protocol::fetch_response_data out;
     fetch_frame_ranges ranges(topics.size());
     for (const auto& name : topics) {
@@ -355,12 +385,14 @@ struct fetch_operation {
       out.responses[p.topic_index].partitions.push_back(std::move(d));
     }
     if (fetch_counters* c = ctx.options().counters; c != nullptr && copied > 0) c->bytes_copied += copied;
+    out.throttle_time_ms = static_cast<int32_t>(record_consumer_bytes(used));
     if (!any_ranges) {
       ctx.answer(out);
     } else {
+      out.throttle_time_ms = std::max(out.throttle_time_ms, static_cast<int32_t>(ctx.request_throttle_time_ms()));
       auto frame = encode_fetch_frame(ctx.api_version, ctx.correlation_id, out, ranges);
       RINGLOG_ASSERT(frame.ok(), "a Fetch answer built by the kafka module must encode at the request's version");
-      ctx.respond(std::move(frame).value());
+      ctx.respond_throttled(std::move(frame).value(), out.throttle_time_ms);
     }
     base::observe_latency_since(base::latency_stage::fetch_wakeup, woken_ns);
   }

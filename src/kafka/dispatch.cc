@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "ringlog/base/latency_stages.h"
 #include "ringlog/security/audit.h"
 
 namespace ringlog::kafka {
@@ -24,7 +25,7 @@ using namespace detail;
 // lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
 // Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
 // UNSUPPORTED_VERSION, per partition. Sorted by api key.
-constexpr std::array<handled_api, 41> apis = {{
+constexpr std::array<handled_api, 43> apis = {{
     {protocol::produce_request_data::api_key, 0, 11},
     {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
@@ -57,6 +58,8 @@ constexpr std::array<handled_api, 41> apis = {{
     {protocol::alter_partition_reassignments_request_data::api_key, 0, 0},
     {protocol::list_partition_reassignments_request_data::api_key, 0, 0},
     {protocol::offset_delete_request_data::api_key, 0, 0},
+    {protocol::describe_client_quotas_request_data::api_key, 0, 1},
+    {protocol::alter_client_quotas_request_data::api_key, 0, 1},
     {protocol::describe_user_scram_credentials_request_data::api_key, 0, 0},
     {protocol::alter_user_scram_credentials_request_data::api_key, 0, 0},
     {protocol::describe_cluster_request_data::api_key, 0, 1},
@@ -139,11 +142,11 @@ namespace {
 
 /// The Kafka requests that change the cluster's configuration: each is audited (issue 29) when it
 /// arrives, naming its api, the principal, the peer and the client.id.
-constexpr std::array<std::pair<int16_t, std::string_view>, 13> admin_write_apis = {{
+constexpr std::array<std::pair<int16_t, std::string_view>, 14> admin_write_apis = {{
     {19, "CreateTopics"}, {20, "DeleteTopics"}, {21, "DeleteRecords"}, {30, "CreateAcls"}, {31, "DeleteAcls"},
     {33, "AlterConfigs"}, {37, "CreatePartitions"}, {42, "DeleteGroups"}, {43, "ElectLeaders"},
     {44, "IncrementalAlterConfigs"}, {45, "AlterPartitionReassignments"}, {47, "OffsetDelete"},
-    {51, "AlterUserScramCredentials"},
+    {49, "AlterClientQuotas"}, {51, "AlterUserScramCredentials"},
 }};
 
 /// `ctx`, after its audit line when `api_key` is an admin write.
@@ -158,34 +161,27 @@ request_context audited(int16_t api_key, request_context ctx) {
 
 }  // namespace
 
-protocol::result<void> request_handler::handle(std::span<const std::byte> frame, respond_fn respond,
-                                              std::string_view client_host, const security::kafka_principal& principal) {
-  auto header = protocol::decode_request_header(frame);
-  if (!header.ok()) {
-    const auto code = header.error().code;
-    auto correlation = protocol::peek_correlation_id(frame);
-    if ((code == protocol::errc::unknown_api_key || code == protocol::errc::unsupported_version) && correlation.ok()) {
-      respond(api_versions_frame(0, *correlation, error_code::unsupported_version));
-      return base::ok_v;
-    }
-    return header.error();
-  }
-  const auto& h = header->header;
-  const auto body = frame.subspan(header->body_offset);
-  const handled_api* api = find_handled_api(h.request_api_key);
-  if (h.request_api_key == protocol::api_versions_request_data::api_key) {
-    // A body we cannot read is still answered: clients send ApiVersions first, before they know
-    // what we speak (KIP-511). A readable v3+ body must name its client as KIP-511 says.
-    respond(api_versions_frame(h.request_api_version, h.correlation_id, api_versions_body_error(h.request_api_version, body)));
-    return base::ok_v;
-  }
-  if (api == nullptr || h.request_api_version < api->min_version || h.request_api_version > api->max_version) {
-    respond(api_versions_frame(0, h.correlation_id, error_code::unsupported_version));
-    return base::ok_v;
-  }
-  request_context ctx = audited(h.request_api_key, {this, h.request_api_version, h.correlation_id, std::move(respond),
-                                                          h.client_id.value_or(""), std::string(client_host), principal});
-  switch (h.request_api_key) {
+namespace {
+
+// Kafka answers a SaslHandshake on a listener without SASL with ILLEGAL_SASL_STATE; the client
+// then reports that the broker does not do SASL.
+void answer_sasl_handshake(const request_context& c, protocol::sasl_handshake_request_data) {
+  protocol::sasl_handshake_response_data out;
+  out.error_code = error_code::illegal_sasl_state;
+  c.answer(out);
+}
+
+// Reaches here only on a listener without SASL (a SASL listener's gate answers it first).
+void answer_sasl_authenticate(const request_context& c, protocol::sasl_authenticate_request_data) {
+  protocol::sasl_authenticate_response_data out;
+  out.error_code = error_code::illegal_sasl_state;
+  out.error_message = "this listener does not do SASL (it is not SASL_PLAINTEXT://)";
+  c.answer(out);
+}
+
+/// Decodes the body of an api of handled_apis() and runs its handler.
+protocol::result<void> route_api(int16_t api_key, std::span<const std::byte> body, const request_context& ctx) {
+  switch (api_key) {
     case protocol::produce_request_data::api_key:
       return route<protocol::produce_request_data>(body, ctx, handle_produce);
     case protocol::fetch_request_data::api_key:
@@ -197,23 +193,9 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
     case protocol::find_coordinator_request_data::api_key:
       return route<protocol::find_coordinator_request_data>(body, ctx, handle_find_coordinator);
     case protocol::sasl_handshake_request_data::api_key:
-      return route<protocol::sasl_handshake_request_data>(
-          body, ctx, [](const request_context& c, protocol::sasl_handshake_request_data) {
-            // Kafka answers a SaslHandshake on a listener without SASL with ILLEGAL_SASL_STATE;
-            // the client then reports that the broker does not do SASL.
-            protocol::sasl_handshake_response_data out;
-            out.error_code = error_code::illegal_sasl_state;
-            c.answer(out);
-          });
+      return route<protocol::sasl_handshake_request_data>(body, ctx, answer_sasl_handshake);
     case protocol::sasl_authenticate_request_data::api_key:
-      // Reaches here only on a listener without SASL (a SASL listener's gate answers it first).
-      return route<protocol::sasl_authenticate_request_data>(
-          body, ctx, [](const request_context& c, protocol::sasl_authenticate_request_data) {
-            protocol::sasl_authenticate_response_data out;
-            out.error_code = error_code::illegal_sasl_state;
-            out.error_message = "this listener does not do SASL (it is not SASL_PLAINTEXT://)";
-            c.answer(out);
-          });
+      return route<protocol::sasl_authenticate_request_data>(body, ctx, answer_sasl_authenticate);
     case protocol::create_topics_request_data::api_key:
       return route<protocol::create_topics_request_data>(body, ctx, handle_create_topics);
     case protocol::describe_acls_request_data::api_key:
@@ -276,6 +258,10 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
       return route<protocol::list_transactions_request_data>(body, ctx, handle_list_transactions);
     case protocol::describe_producers_request_data::api_key:
       return route<protocol::describe_producers_request_data>(body, ctx, handle_describe_producers);
+    case protocol::describe_client_quotas_request_data::api_key:
+      return route<protocol::describe_client_quotas_request_data>(body, ctx, handle_describe_client_quotas);
+    case protocol::alter_client_quotas_request_data::api_key:
+      return route<protocol::alter_client_quotas_request_data>(body, ctx, handle_alter_client_quotas);
     case protocol::describe_user_scram_credentials_request_data::api_key:
       return route<protocol::describe_user_scram_credentials_request_data>(body, ctx, handle_describe_user_scram_credentials);
     case protocol::alter_user_scram_credentials_request_data::api_key:
@@ -285,6 +271,46 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
   }
   RINGLOG_ASSERT(false, "every api in handled_apis() has a route");
   return base::ok_v;
+}
+
+}  // namespace
+
+protocol::result<void> request_handler::handle(std::span<const std::byte> frame, respond_fn respond,
+                                              std::string_view client_host, const security::kafka_principal& principal,
+                                              int64_t* throttle_ms) {
+  auto header = protocol::decode_request_header(frame);
+  if (!header.ok()) {
+    const auto code = header.error().code;
+    auto correlation = protocol::peek_correlation_id(frame);
+    if ((code == protocol::errc::unknown_api_key || code == protocol::errc::unsupported_version) && correlation.ok()) {
+      respond(api_versions_frame(0, *correlation, error_code::unsupported_version));
+      return base::ok_v;
+    }
+    return header.error();
+  }
+  const auto& h = header->header;
+  const auto body = frame.subspan(header->body_offset);
+  const handled_api* api = find_handled_api(h.request_api_key);
+  if (h.request_api_key == protocol::api_versions_request_data::api_key) {
+    // A body we cannot read is still answered: clients send ApiVersions first, before they know
+    // what we speak (KIP-511). A readable v3+ body must name its client as KIP-511 says.
+    respond(api_versions_frame(h.request_api_version, h.correlation_id, api_versions_body_error(h.request_api_version, body)));
+    return base::ok_v;
+  }
+  if (api == nullptr || h.request_api_version < api->min_version || h.request_api_version > api->max_version) {
+    respond(api_versions_frame(0, h.correlation_id, error_code::unsupported_version));
+    return base::ok_v;
+  }
+  request_context ctx = audited(h.request_api_key, {this, h.request_api_version, h.correlation_id, std::move(respond),
+                                                          h.client_id.value_or(""), std::string(client_host), principal,
+                                                          h.request_api_key, std::make_shared<request_timing>()});
+  ctx.timing->received_ns = base::monotonic_ns();
+  auto routed = route_api(h.request_api_key, body, ctx);
+  // request_percentage counts this (client_quotas.cc); an answer sent before now timed itself.
+  ctx.timing->dispatch_ns.store(std::max<int64_t>(base::monotonic_ns() - ctx.timing->received_ns, 1),
+                                std::memory_order_release);
+  if (throttle_ms != nullptr) *throttle_ms = ctx.timing->dispatch_throttle_ms;
+  return routed;
 }
 
 protocol::uuid parse_uuid(std::string_view text) {

@@ -41,6 +41,7 @@ inline constexpr int16_t sasl_authentication_failed = 58;
 inline constexpr int16_t fetch_session_id_not_found = 70;
 inline constexpr int16_t fenced_leader_epoch = 74;
 inline constexpr int16_t unknown_leader_epoch = 75;
+inline constexpr int16_t throttling_quota_exceeded = 89;
 inline constexpr int16_t unknown_topic_id = 100;
 }  // namespace error_code
 
@@ -61,6 +62,18 @@ inline int8_t config_source_code(broker::config_source source) {
 inline constexpr int8_t resource_type_topic = 2;
 inline constexpr int8_t resource_type_broker = 4;
 
+/// When a request arrived and how long its dispatch on the listener's thread took: the time
+/// request_percentage counts (Kafka counts a request's time on its I/O thread; here that is
+/// decoding, authorization and handing the work to the shards, never a long-poll's or an acks
+/// wait). Shared by the copies of a request's context.
+struct request_timing {
+  int64_t received_ns = 0;                  // base::monotonic_ns at arrival
+  std::atomic<int64_t> dispatch_ns{0};      // 0 while handle() still runs, then its duration
+  /// The throttle time a quota asked while handle() ran (Produce's producer_byte_rate), ms; set
+  /// and read on the dispatching thread, handed to the listener (request_handler::handle).
+  int64_t dispatch_throttle_ms = 0;
+};
+
 struct request_context {
   request_handler* handler = nullptr;
   int16_t api_version = 0;
@@ -69,6 +82,8 @@ struct request_context {
   std::string client_id;    // the request header's client.id ("" when null)
   std::string client_host;  // the connection's peer address ("" when unknown), as ACL hosts name it
   security::kafka_principal principal;   // the connection's (issue 29): what every check asks for
+  int16_t api_key = 0;
+  std::shared_ptr<request_timing> timing;   // nullptr: the request time is not counted
 
   /// Whether the connection's principal, from client_host, may do `operation` on the resource
   /// (broker::authorize, the one rule set: always true without authorizer.class.name). The
@@ -85,15 +100,40 @@ struct request_context {
   [[nodiscard]] broker::broker& broker_api() const { return handler->broker_api(); }
   [[nodiscard]] const handler_options& options() const { return handler->options(); }
 
-  /// Encodes `body` as the response frame at the request's version and sends it.
+  /// Encodes `body` as the response frame at the request's version and sends it. Its
+  /// throttle_time_ms (where the api has one) becomes the most of what the handler put there
+  /// (producer/consumer byte rates, controller mutations) and the request_percentage quota's
+  /// (client_quotas.cc; KIP-219), and the listener throttles the connection by it.
   template <typename Body>
   void answer(const Body& body) const {
+    const int64_t request_ms = request_throttle_time_ms();
+    if constexpr (requires(const Body& b) { b.throttle_time_ms; }) {
+      if (request_ms > body.throttle_time_ms) {
+        Body throttled = body;
+        throttled.throttle_time_ms = static_cast<int32_t>(request_ms);
+        return encode_and_send(throttled, request_ms);
+      }
+      encode_and_send(body, body.throttle_time_ms);
+    } else {
+      encode_and_send(body, request_ms);
+    }
+  }
+  void answer_nothing() const { respond(std::nullopt); }
+  /// Records the request's handling time under request_percentage (KIP-124) for its user and
+  /// client id and answers the throttle time that quota asks, ms (0: none set, or within it).
+  [[nodiscard]] int64_t request_throttle_time_ms() const;
+  /// Sends a whole frame whose body already carries `throttle_ms`, telling the listener to
+  /// throttle the connection that long (response_frame::throttle_time_ms; 0 = not at all).
+  void respond_throttled(response_frame frame, int64_t throttle_ms) const;
+
+ private:
+  template <typename Body>
+  void encode_and_send(const Body& body, int64_t throttle_ms) const {
     protocol::writer w;
     auto written = protocol::encode_response_frame(w, api_version, correlation_id, body);
     RINGLOG_ASSERT(written.ok(), "a response built by the kafka module must encode at the request's version");
-    respond(std::move(w).take());
+    respond_throttled(response_frame(std::move(w).take()), throttle_ms);
   }
-  void answer_nothing() const { respond(std::nullopt); }
 };
 
 /// Decodes a request body that must fill `body` exactly. Errors: the codec's, or trailing_bytes.
@@ -118,18 +158,20 @@ template <typename T>
 class gather : public std::enable_shared_from_this<gather<T>> {
  public:
   gather(size_t count, std::function<void(std::vector<T>&)> done)
-      : slots_(count), remaining_(count), done_(std::move(done)) {}
+      : slots_(count), count_(count), remaining_(count), done_(std::move(done)) {}
   T& slot(size_t i) { return slots_[i]; }
   void complete_one() {
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_(slots_);
   }
-  /// For count == 0: runs done at once.
+  /// For count == 0: runs done at once. (Not slots_.empty(): done may have moved the slots out
+  /// already, when every answer came in before this call.)
   void finish_if_empty() {
-    if (slots_.empty()) done_(slots_);
+    if (count_ == 0) done_(slots_);
   }
 
  private:
   std::vector<T> slots_;
+  const size_t count_;
   std::atomic<size_t> remaining_;
   std::function<void(std::vector<T>&)> done_;
 };
@@ -176,6 +218,14 @@ void handle_txn_offset_commit(const request_context& ctx, protocol::txn_offset_c
 void handle_describe_transactions(const request_context& ctx, protocol::describe_transactions_request_data request);
 void handle_describe_producers(const request_context& ctx, protocol::describe_producers_request_data request);
 void handle_list_transactions(const request_context& ctx, protocol::list_transactions_request_data request);
+// ---- client_quotas.cc (issue 31)
+void handle_describe_client_quotas(const request_context& ctx, protocol::describe_client_quotas_request_data request);
+void handle_alter_client_quotas(const request_context& ctx, protocol::alter_client_quotas_request_data request);
+/// KIP-219: whether a client on `api_version` of `api_key` waits out a throttle time by itself
+/// (Kafka's AbstractResponse.shouldClientThrottle); false = the broker holds the answer back.
+bool client_throttles(int16_t api_key, int16_t api_version);
+/// The quota user of a principal (Kafka's quota entity user: the principal's name).
+inline std::string_view quota_user(const request_context& ctx) { return ctx.principal.name; }
 // ---- users.cc
 void handle_describe_user_scram_credentials(const request_context& ctx,
                                             protocol::describe_user_scram_credentials_request_data request);

@@ -8,7 +8,9 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <chrono>
 #include <deque>
+#include <limits>
 #include <future>
 #include <set>
 
@@ -137,9 +139,14 @@ struct connection : std::enable_shared_from_this<connection> {
   bool delay_passed = false;
   std::string close_reason;
   std::unique_ptr<shard_timer> close_timer;
+  /// KIP-219: an answer carried a throttle time; nothing is read until muted_until (Kafka mutes
+  /// the channel), so a client over its quota cannot pile up more requests meanwhile.
+  bool muted = false;
+  std::chrono::steady_clock::time_point muted_until{};
+  std::unique_ptr<shard_timer> mute_timer;
 
   void read_next() {
-    if (closed || reading || closing) return;
+    if (closed || reading || closing || muted) return;
     if (slots.size() >= constants::connection_in_flight_requests_max) return;
     if (!slots.empty() && held_bytes >= constants::connection_held_bytes_max) return;
     reading = true;
@@ -193,12 +200,16 @@ struct connection : std::enable_shared_from_this<connection> {
     const uint64_t seq = next_seq++;
     slots.push_back(slot{false, std::nullopt, frame.size()});
     held_bytes += frame.size();
-    auto handled = o->handler.handle(frame, make_respond(seq), peer_host, gate ? gate->principal() : principal);
+    int64_t throttle_ms = 0;
+    auto handled =
+        o->handler.handle(frame, make_respond(seq), peer_host, gate ? gate->principal() : principal, &throttle_ms);
     frame = bytes{};
     if (!handled.ok()) {
       close("malformed request: " + handled.error().message);
       return;
     }
+    // KIP-219: a client past its quota is read from again once the throttle time has passed.
+    if (throttle_ms > 0) mute_for(static_cast<int32_t>(std::min<int64_t>(throttle_ms, std::numeric_limits<int32_t>::max())));
     read_next();
   }
 
@@ -286,6 +297,40 @@ struct connection : std::enable_shared_from_this<connection> {
     if (closed) return;
     RINGLOG_ASSERT_OP(seq, >=, first_slot_seq);
     RINGLOG_ASSERT_OP(seq - first_slot_seq, <, slots.size());
+    if (response && response->throttle_time_ms > 0) {
+      mute_for(response->throttle_time_ms);
+      // A client on an old version does not wait by itself: the answer waits instead (KIP-219).
+      if (!response->client_throttles) return hold_answer(seq, std::move(response));
+    }
+    answer_ready(seq, std::move(response));
+  }
+
+  /// Stops reading for `ms` from now (a longer mute already running stays).
+  void mute_for(int32_t ms) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    if (muted && until <= muted_until) return;
+    muted = true;
+    muted_until = until;
+    if (!mute_timer) mute_timer = std::make_unique<shard_timer>(stream.get_executor());
+    mute_timer->expires_at(until);   // a wait already armed ends with operation_aborted
+    mute_timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->closed) return;
+      self->muted = false;
+      self->read_next();
+    });
+  }
+
+  /// Sends the answer of `seq` once its throttle time has passed (answers behind it wait, in order).
+  void hold_answer(uint64_t seq, std::optional<response_frame> response) {
+    auto timer = std::make_shared<shard_timer>(stream.get_executor());
+    timer->expires_after(std::chrono::milliseconds(response->throttle_time_ms));
+    timer->async_wait([self = shared_from_this(), timer, seq, response = std::move(response)](
+                          boost::system::error_code) mutable {
+      if (!self->closed) self->answer_ready(seq, std::move(response));
+    });
+  }
+
+  void answer_ready(uint64_t seq, std::optional<response_frame> response) {
     slot& s = slots[seq - first_slot_seq];
     RINGLOG_ASSERT(!s.ready, "a request is answered once");
     s.ready = true;
@@ -455,6 +500,7 @@ struct connection : std::enable_shared_from_this<connection> {
     if (closed) return;
     closed = true;
     if (close_timer) close_timer->cancel();
+    if (mute_timer) mute_timer->cancel();
     login_done();
     slot_in_limits.release();
     if (!reason.empty()) {

@@ -165,7 +165,12 @@ void acceptor::hold_then_close(shard_socket socket, int64_t delay_ms) {
 std::string peer_address(const shard_socket& socket) {
   boost::system::error_code ec;
   auto ep = socket.remote_endpoint(ec);
-  return ec ? std::string("unknown") : ep.address().to_string();
+  if (ec) return "unknown";
+  // An IPv4 client of a dual-stack socket is "10.0.0.1", not "::ffff:10.0.0.1": as
+  // max.connections.per.ip.overrides and ip quota entities name it.
+  const auto& a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).to_string();
+  return a.to_string();
 }
 
 }  // namespace ringlog::runtime

@@ -9,6 +9,9 @@ namespace {
 /// The longest a connection over max.connection.creation.rate is held before it is closed, ms:
 /// Kafka's quota window (1 s). Longer holds only keep the storm's descriptors.
 constexpr int64_t connection_creation_delay_ms_max = 1000;
+/// Addresses whose connection_creation_rate buckets are kept at once: a storm from many
+/// addresses costs at most this many small entries (those idle a second are dropped first).
+constexpr size_t ip_creation_buckets_max = 10'000;
 }  // namespace
 
 std::string_view connection_refusal_name(connection_refusal r) {
@@ -17,6 +20,7 @@ std::string_view connection_refusal_name(connection_refusal r) {
     case connection_refusal::max_connections_per_ip: return "max.connections.per.ip";
     case connection_refusal::max_connection_creation_rate: return "max.connection.creation.rate";
     case connection_refusal::authentication_timeout: return "connection.authentication.timeout.ms";
+    case connection_refusal::connection_creation_rate: return "connection_creation_rate";
   }
   return "unknown";
 }
@@ -68,8 +72,19 @@ int64_t connection_limits::per_ip_limit(const std::string& address) const {
   return it == config_.max_connections_per_ip_overrides.end() ? config_.max_connections_per_ip : it->second;
 }
 
+void connection_limits::set_ip_creation_rate(ip_rate_lookup lookup) {
+  std::lock_guard lock(mutex_);
+  ip_rate_ = std::move(lookup);
+}
+
 connection_limits::admission connection_limits::admit(const std::string& listener, const std::string& address,
                                                       int64_t now_ms) {
+  ip_rate_lookup ip_rate;   // asked outside the lock; never for the cluster listener
+  {
+    std::lock_guard lock(mutex_);
+    if (!state_of(listener).limits.inter_broker) ip_rate = ip_rate_;
+  }
+  const std::optional<double> address_rate = ip_rate ? ip_rate(address) : std::nullopt;
   std::lock_guard lock(mutex_);
   listener_state& l = state_of(listener);
   admission out;
@@ -88,6 +103,17 @@ connection_limits::admission connection_limits::admit(const std::string& listene
   if (!l.limits.inter_broker) {
     if (auto wait = broker_bucket_.take(config_.max_connection_creation_rate, now_ms)) {
       return refuse(connection_refusal::max_connection_creation_rate, *wait);
+    }
+  }
+  if (address_rate) {
+    if (ip_buckets_.size() >= ip_creation_buckets_max && !ip_buckets_.contains(address)) {
+      std::erase_if(ip_buckets_, [now_ms](const auto& b) { return now_ms - b.second.last_ms >= 1000; });
+    }
+    if (ip_buckets_.size() < ip_creation_buckets_max || ip_buckets_.contains(address)) {
+      const auto rate = std::max<int64_t>(static_cast<int64_t>(*address_rate), 1);
+      if (auto wait = ip_buckets_[address].take(rate, now_ms)) {
+        return refuse(connection_refusal::connection_creation_rate, *wait);
+      }
     }
   }
   if (open_by_address_[address] >= per_ip_limit(address)) {
@@ -125,7 +151,8 @@ void connection_limits::count_refusal(const std::string& listener, connection_re
 std::string connection_limits::metrics_text() const {
   constexpr connection_refusal reasons[] = {
       connection_refusal::max_connections, connection_refusal::max_connections_per_ip,
-      connection_refusal::max_connection_creation_rate, connection_refusal::authentication_timeout};
+      connection_refusal::max_connection_creation_rate, connection_refusal::authentication_timeout,
+      connection_refusal::connection_creation_rate};
   std::lock_guard lock(mutex_);
   std::string out =
       "# HELP ringlog_connections_refused_total Connections refused or closed before they logged in, by listener "

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "call.h"
+#include "handlers.h"
 #include "ringlog/codec/compression.h"
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/io/sim_file_system.h"
@@ -450,4 +451,194 @@ TEST_CASE("the classic group apis answer Kafka's errors at every version they ar
     req.group_id = "none";
     CHECK(f.decode<protocol::offset_delete_response_data>(*f.send(0, req), 0).error_code == 69);
   }
+}
+
+// ---- client quotas (issue 31): DescribeClientQuotas (48), AlterClientQuotas (49), KIP-219 throttling
+
+namespace {
+
+using quota_entity_parts = std::vector<std::pair<std::string, std::optional<std::string>>>;
+using quota_ops = std::vector<std::tuple<std::string, double, bool>>;
+
+protocol::alter_client_quotas_request_data::entry_data quota_entry(const quota_entity_parts& entity, const quota_ops& ops) {
+  protocol::alter_client_quotas_request_data::entry_data e;
+  for (const auto& [type, name] : entity) e.entity.push_back({type, name, {}});
+  for (const auto& [key, value, remove] : ops) e.ops.push_back({key, value, remove, {}});
+  return e;
+}
+
+protocol::alter_client_quotas_response_data alter_quotas(fixture& f, std::vector<protocol::alter_client_quotas_request_data::entry_data> entries) {
+  protocol::alter_client_quotas_request_data req;
+  req.entries = std::move(entries);
+  auto answer = f.send(1, req);
+  REQUIRE(answer.has_value());
+  return f.decode<protocol::alter_client_quotas_response_data>(*answer, 1);
+}
+
+protocol::describe_client_quotas_response_data describe_quotas(fixture& f, protocol::describe_client_quotas_request_data req) {
+  auto answer = f.send(1, req);
+  REQUIRE(answer.has_value());
+  return f.decode<protocol::describe_client_quotas_response_data>(*answer, 1);
+}
+
+/// Sends `body` and returns the whole answer frame (its throttle fields with it).
+template <typename Body>
+kafka::response_frame answer_frame(fixture& f, int16_t version, const Body& body) {
+  auto answer = test::call<std::optional<kafka::response_frame>>([&](auto done) { f.start(version, body, std::move(done)); });
+  REQUIRE(answer.has_value());
+  return std::move(*answer);
+}
+
+}  // namespace
+
+TEST_CASE("AlterClientQuotas and DescribeClientQuotas: a round trip, and Kafka's INVALID_REQUEST per bad entry") {
+  fixture f;
+  auto altered = alter_quotas(f, {
+      quota_entry({{"client-id", "slow"}}, {{"producer_byte_rate", 1048576, false}}),
+      quota_entry({{"user", std::nullopt}}, {{"consumer_byte_rate", 2048, false}}),
+      quota_entry({{"client-id", "x"}}, {{"no_such_key", 1, false}}),
+      quota_entry({{"ip", "10.0.0.1"}, {"user", "alice"}}, {{"connection_creation_rate", 5, false}}),
+      quota_entry({{"client-id", "neg"}}, {{"producer_byte_rate", -1, false}}),
+      quota_entry({{"group", "g"}}, {{"producer_byte_rate", 1, false}}),
+      quota_entry({{"client-id", "twice"}}, {{"producer_byte_rate", 1, false}}),
+      quota_entry({{"client-id", "twice"}}, {{"consumer_byte_rate", 1, false}}),
+  });
+  REQUIRE(altered.entries.size() == 8);
+  CHECK(altered.entries[0].error_code == 0);
+  CHECK(altered.entries[1].error_code == 0);
+  REQUIRE(altered.entries[1].entity.size() == 1);
+  CHECK_FALSE(altered.entries[1].entity[0].entity_name.has_value());   // <default> answered as null
+  const std::vector<std::string> named = {"no_such_key", "ip", "-1", "group", "twice", "twice"};
+  for (size_t i = 2; i < 8; ++i) {
+    CAPTURE(i);
+    CHECK(altered.entries[i].error_code == 42);
+    REQUIRE(altered.entries[i].error_message.has_value());
+    CHECK_MESSAGE(altered.entries[i].error_message->find(named[i - 2]) != std::string::npos, *altered.entries[i].error_message);
+  }
+
+  auto all = describe_quotas(f, {});
+  CHECK(all.error_code == 0);
+  REQUIRE(all.entries.has_value());
+  CHECK(all.entries->size() == 2);
+
+  protocol::describe_client_quotas_request_data exact;
+  exact.components.push_back({"client-id", 0, "slow", {}});
+  exact.strict = true;
+  auto slow = describe_quotas(f, exact);
+  REQUIRE(slow.entries.has_value());
+  REQUIRE(slow.entries->size() == 1);
+  REQUIRE(slow.entries->at(0).values.size() == 1);
+  CHECK(slow.entries->at(0).values[0].key == "producer_byte_rate");
+  CHECK(slow.entries->at(0).values[0].value == 1048576.0);
+
+  protocol::describe_client_quotas_request_data bad;
+  bad.components.push_back({"client-id", 7, std::nullopt, {}});
+  auto refused = describe_quotas(f, bad);
+  CHECK(refused.error_code == 42);
+  CHECK_FALSE(refused.entries.has_value());
+
+  CHECK(alter_quotas(f, {quota_entry({{"client-id", "slow"}}, {{"producer_byte_rate", 0, true}})}).entries[0].error_code == 0);
+  auto gone = describe_quotas(f, exact);
+  REQUIRE(gone.entries.has_value());
+  CHECK(gone.entries->empty());
+}
+
+TEST_CASE("KIP-219: over producer_byte_rate the answer carries throttle_time_ms; an old Produce version's is held back") {
+  fixture f;
+  f.create("t");
+  // The fixture's requests say client.id "test".
+  REQUIRE(alter_quotas(f, {quota_entry({{"client-id", "test"}}, {{"producer_byte_rate", 100, false}})}).entries[0].error_code == 0);
+  auto produce_request = [&](std::string value) {
+    protocol::produce_request_data req;
+    req.acks = -1;
+    req.timeout_ms = 1000;
+    protocol::produce_request_data::topic_produce_data t;
+    t.name = "t";
+    protocol::produce_request_data::partition_produce_data p;
+    p.index = 0;
+    p.records = f.batch({std::move(value)});
+    t.partition_data.push_back(std::move(p));
+    req.topic_data.push_back(std::move(t));
+    return req;
+  };
+  // 3000 bytes against 100 bytes/s over an 11 x 1 s window: about 30 x the bound.
+  auto frame = answer_frame(f, 9, produce_request(std::string(3000, 'x')));
+  CHECK(frame.throttle_time_ms > 0);
+  CHECK(frame.client_throttles);
+  auto body = f.decode<protocol::produce_response_data>(frame.memory, 9);
+  CHECK(body.throttle_time_ms == frame.throttle_time_ms);
+  CHECK(body.responses.at(0).partition_responses.at(0).error_code == 0);   // the records are stored all the same
+  auto old = answer_frame(f, 5, produce_request("y"));
+  CHECK(old.throttle_time_ms > 0);
+  CHECK_FALSE(old.client_throttles);   // Produce v5 < 6: the listener holds the answer back
+}
+
+TEST_CASE("KIP-219: a consumer over consumer_byte_rate gets its data once, then an empty answer with the throttle time") {
+  fixture f;
+  f.create("t");
+  CHECK(f.produce("t", f.batch({std::string(3000, 'x')})).error_code == 0);
+  REQUIRE(alter_quotas(f, {quota_entry({{"client-id", "test"}}, {{"consumer_byte_rate", 100, false}})}).entries[0].error_code == 0);
+  auto first = f.fetch("t", 0);
+  REQUIRE(first.records.has_value());
+  CHECK_FALSE(first.records->empty());
+  protocol::fetch_request_data req;
+  req.max_bytes = 1 << 20;
+  req.session_epoch = -1;
+  protocol::fetch_request_data::fetch_topic topic;
+  topic.topic = "t";
+  protocol::fetch_request_data::fetch_partition partition;
+  partition.partition_max_bytes = 1 << 20;
+  topic.partitions.push_back(partition);
+  req.topics.push_back(std::move(topic));
+  auto frame = answer_frame(f, 12, req);
+  CHECK(frame.throttle_time_ms > 0);
+  auto body = f.decode<protocol::fetch_response_data>(frame.memory, 12);
+  CHECK(body.throttle_time_ms == frame.throttle_time_ms);
+  CHECK(body.responses.empty());
+}
+
+TEST_CASE("KIP-599: CreateTopics v6+ past controller_mutation_rate is refused with THROTTLING_QUOTA_EXCEEDED; v5 is throttled") {
+  fixture f;
+  // 1 partition per second: a burst of 11 (11 samples of 1 s).
+  REQUIRE(alter_quotas(f, {quota_entry({{"client-id", "test"}}, {{"controller_mutation_rate", 1, false}})}).entries[0].error_code == 0);
+  auto create_topics = [](std::string name) {
+    protocol::create_topics_request_data req;
+    req.timeout_ms = 5000;
+    protocol::create_topics_request_data::creatable_topic t;
+    t.name = std::move(name);
+    t.num_partitions = 12;
+    t.replication_factor = -1;
+    req.topics.push_back(std::move(t));
+    return req;
+  };
+  auto first = f.decode<protocol::create_topics_response_data>(answer_frame(f, 6, create_topics("m1")).memory, 6);
+  CHECK(first.topics.at(0).error_code == 0);   // admitted while the bucket holds tokens, then below zero
+  auto refused_frame = answer_frame(f, 7, create_topics("m2"));
+  auto refused = f.decode<protocol::create_topics_response_data>(refused_frame.memory, 7);
+  CHECK(refused.topics.at(0).error_code == 89);
+  CHECK(refused.throttle_time_ms > 0);
+  CHECK(refused_frame.throttle_time_ms == refused.throttle_time_ms);
+  auto lenient = f.decode<protocol::create_topics_response_data>(answer_frame(f, 5, create_topics("m3")).memory, 5);
+  CHECK(lenient.topics.at(0).error_code == 0);
+  CHECK(lenient.throttle_time_ms > 0);
+}
+
+TEST_CASE("KIP-219's version table: which clients wait out a throttle time themselves") {
+  CHECK_FALSE(kafka::detail::client_throttles(0, 5));   // Produce
+  CHECK(kafka::detail::client_throttles(0, 6));
+  CHECK_FALSE(kafka::detail::client_throttles(1, 7));   // Fetch
+  CHECK(kafka::detail::client_throttles(1, 8));
+  CHECK(kafka::detail::client_throttles(48, 0));        // DescribeClientQuotas: after KIP-219
+}
+
+TEST_CASE("request_percentage (KIP-124): the handling time counts, and every answer carries the throttle it asks") {
+  fixture f;
+  // A bound no request can stay under: any measurable handling time is over it.
+  REQUIRE(alter_quotas(f, {quota_entry({{"client-id", "test"}}, {{"request_percentage", 1e-9, false}})}).entries[0].error_code == 0);
+  protocol::describe_cluster_request_data describe;
+  auto frame = answer_frame(f, 1, describe);
+  CHECK(frame.throttle_time_ms > 0);
+  CHECK(frame.throttle_time_ms <= 1000);   // Kafka caps a request-time throttle at one sample (1 s)
+  auto body = f.decode<protocol::describe_cluster_response_data>(frame.memory, 1);
+  CHECK(body.throttle_time_ms == frame.throttle_time_ms);
 }

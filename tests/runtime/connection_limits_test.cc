@@ -67,5 +67,26 @@ TEST_CASE("max.connection.creation.rate: a second's burst passes, then each wait
   CHECK_FALSE(l->admit("CLUSTER", "10.0.0.51", 1100).refused);   // the cluster listener has no broker-wide rate
 }
 
+TEST_CASE("connection_creation_rate of an ip entity (KIP-612): that address alone is held, others pass") {
+  auto l = limits_of({.max_connections = 100, .max_connections_per_ip = 100, .max_connections_per_ip_overrides = {}, .max_connection_creation_rate = 1000});
+  l->set_ip_creation_rate([](std::string_view address) -> std::optional<double> {
+    if (address == "10.0.0.1") return 2.0;
+    return std::nullopt;
+  });
+  std::vector<connection_slot> held;
+  for (int i = 0; i < 2; ++i) {
+    auto a = l->admit("PLAINTEXT", "10.0.0.1", 1000);
+    REQUIRE_FALSE(a.refused);
+    held.push_back(std::move(a.slot));
+  }
+  auto over = l->admit("PLAINTEXT", "10.0.0.1", 1000);
+  REQUIRE(over.refused == connection_refusal::connection_creation_rate);
+  CHECK(over.delay_ms == 500);   // one token at 2 per second
+  CHECK_FALSE(l->admit("PLAINTEXT", "10.0.0.2", 1000).refused);   // another address: no quota
+  CHECK_FALSE(l->admit("CLUSTER", "10.0.0.1", 1000).refused);     // the cluster listener is outside it
+  CHECK_FALSE(l->admit("PLAINTEXT", "10.0.0.1", 1500).refused);   // its token is back
+  CHECK(l->metrics_text().find("reason=\"connection_creation_rate\"} 1") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace ringlog::runtime

@@ -169,6 +169,9 @@ struct server_config {
   int64_t max_connections_per_ip = 1000;                // max.connections.per.ip
   std::map<std::string, int64_t> max_connections_per_ip_overrides;   // max.connections.per.ip.overrides
   int64_t max_connection_creation_rate = 1000;          // max.connection.creation.rate, per second
+  // Client quotas (issue 31): the window every quota rate is measured over (Kafka's keys and defaults).
+  int32_t quota_window_num = 11;                        // quota.window.num: samples
+  int32_t quota_window_size_seconds = 1;                // quota.window.size.seconds: each sample's span
   int32_t socket_request_max_bytes = 104857600;         // socket.request.max.bytes (Kafka's default)
   bool kafka_fetch_zero_copy = true;                    // kafka.fetch.zero.copy: sendfile Fetch record sets
   bool process_role_broker = true;                      // process.roles contains "broker"

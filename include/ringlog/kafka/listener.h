@@ -15,6 +15,9 @@
 //   - a Fetch answer whose record sets lie in segment files (request_handler.h response_frame)
 //     is sent piece by piece: memory with writes, file bytes with sendfile from the page cache,
 //     never copied through user space; the whole frame goes before the next one starts;
+//   - client quotas (issue 31, KIP-219): an answer carrying a throttle time stops reading from
+//     the connection for that long (Kafka mutes the channel); an answer to a request version
+//     whose client does not throttle itself is also held back that long before it is sent;
 //   - bounded memory: reading pauses while constants::connection_in_flight_requests_max requests
 //     are unanswered or constants::connection_held_bytes_max bytes of requests and unsent
 //     responses are held (TCP backpressure reaches a client that does not read).

@@ -97,6 +97,12 @@ struct file_piece {
 struct response_frame {
   bytes memory;
   std::vector<file_piece> file_pieces;
+  /// KIP-219: the throttle time the answer carries (the most of the client quotas it exceeded),
+  /// ms; 0 = none. The listener reads nothing more from the connection for this long (Kafka
+  /// mutes the channel), and when `client_throttles` is false (a request version older than the
+  /// one where the client waits by itself) it also holds the answer back that long first.
+  int32_t throttle_time_ms = 0;
+  bool client_throttles = true;
 
   response_frame() = default;
   response_frame(bytes m) : memory(std::move(m)) {}   // NOLINT: a memory-only frame
@@ -124,9 +130,12 @@ class request_handler {
   /// version or leaves bytes behind. `client_host`: the client's address as ACL hosts name it
   /// ("127.0.0.1", "::1"; group members show it); `principal`: the connection's (the SASL
   /// login's, the mTLS-mapped subject's, else User:ANONYMOUS), which every request is
-  /// authorized for (issue 30).
+  /// authorized for (issue 30). `throttle_ms`, when given, gets the throttle time the request's
+  /// quota asked as it was handed over (a Produce past producer_byte_rate, KIP-219), 0 = none:
+  /// the listener stops reading at once, so a client cannot pipeline past its quota (Kafka reads
+  /// one request of a connection at a time; this listener reads ahead).
   protocol::result<void> handle(std::span<const std::byte> frame, respond_fn respond, std::string_view client_host = {},
-                                const security::kafka_principal& principal = {});
+                                const security::kafka_principal& principal = {}, int64_t* throttle_ms = nullptr);
 
   [[nodiscard]] broker::broker& broker_api() { return broker_; }
   [[nodiscard]] const handler_options& options() const { return options_; }

@@ -11,10 +11,14 @@
 //                                      delays it likewise rather than answering at once).
 // The cluster listener (inter-broker) is outside the broker-wide max.connections and rate, as
 // Kafka keeps its inter-broker listener outside them, and counts in max.connections.per.ip.
+// The connection_creation_rate client quotas of ip entities (KIP-612, stored in the metadata log;
+// set_ip_creation_rate) bound new connections per second from one address on every listener but
+// the cluster one, held and closed like the key's.
 // Refusals are counted by listener and reason for /metrics. Thread-safe: listeners accept on
 // different shards. No Asio here: runtime/acceptor.h applies the decisions to sockets.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +34,7 @@ enum class connection_refusal {
   max_connections_per_ip,         // max.connections.per.ip or its override for the address
   max_connection_creation_rate,   // max.connection.creation.rate (broker-wide or the listener's)
   authentication_timeout,         // connection.authentication.timeout.ms passed before a login
+  connection_creation_rate,       // the client quota of an ip entity (KIP-612; AlterClientQuotas)
 };
 
 /// The key name of `r`, as /metrics and log lines write it.
@@ -96,6 +101,12 @@ class connection_limits : public std::enable_shared_from_this<connection_limits>
   /// Counts a refusal decided elsewhere (connection_refusal::authentication_timeout).
   void count_refusal(const std::string& listener, connection_refusal reason);
 
+  /// The connection_creation_rate quota of an address (connections per second), nullopt when
+  /// none applies; called on every admission outside the lock (keep it cheap and thread-safe).
+  using ip_rate_lookup = std::function<std::optional<double>(std::string_view address)>;
+  /// Sets the lookup (broker::connection_creation_rate_for) before the listeners accept.
+  void set_ip_creation_rate(ip_rate_lookup lookup);
+
   /// Prometheus text: ringlog_connections_refused_total{listener,reason} and
   /// ringlog_connections_open{listener}.
   [[nodiscard]] std::string metrics_text() const;
@@ -126,6 +137,10 @@ class connection_limits : public std::enable_shared_from_this<connection_limits>
   std::map<std::string, int64_t> open_by_address_;
   int64_t open_broker_wide_ = 0;   // non-cluster listeners
   creation_bucket broker_bucket_;
+  ip_rate_lookup ip_rate_;
+  /// One bucket per address under a connection_creation_rate quota, at most
+  /// ip_creation_buckets_max (a bucket idle a second is full again, so those go first, losing nothing).
+  std::map<std::string, creation_bucket, std::less<>> ip_buckets_;
 };
 
 }  // namespace ringlog::runtime
