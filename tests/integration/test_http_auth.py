@@ -373,6 +373,19 @@ def test_producer_sessions_belong_to_their_principal(secured, topic_name):
     r = requests.post(url, params=params, json=record, auth=ALICE)
     assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
     assert end_offset(secured, topic_name) == 1
+    # The WebSocket door likewise (the breaker's probe_ws_producer.py: Bob's frame naming Alice's
+    # producer id was stored, and Alice's next record then taken for a duplicate).
+    token = requests.post(secured.url + "/v1/tokens", auth=BOB).json()["access_token"]
+
+    async def bob_frame():
+        async with websockets.connect(secured.url.replace("http://", "ws://") + "/v1/ws?access_token=" + token) as ws:
+            await ws.send(json.dumps({"type": "produce", "id": 1, "topic": topic_name, "partition": 0, "sequence": 1,
+                                      "value": "eA==", **params}))
+            return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+    frame = asyncio.run(bob_frame())
+    assert frame.get("error_code") == 40405, frame
+    assert end_offset(secured, topic_name) == 1
 
 
 def test_a_rotated_key_is_read_from_the_jwks_file_without_a_restart(ringlog_bin, tmp_path_factory, issuer):

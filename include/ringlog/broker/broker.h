@@ -690,8 +690,8 @@ class broker {
   /// than client_quota_changes_per_call_max keys, or the cluster past client_quota_entities_max).
   virtual void alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
                                    std::function<void(result<std::vector<std::optional<error>>>)> done) = 0;
-  /// Records `value` (bytes produced or fetched; for request_percentage, request-handling time as
-  /// percent-milliseconds: 100 x the handling ms) against the quota of `key` for a client of
+  /// Records `value` (bytes produced or fetched; for request_percentage, the request-handling time
+  /// in ms, counted as Kafka's percent of one thread: 100 x ms / 1000) against the quota of `key` for a client of
   /// `user` (principal name, "ANONYMOUS" without authentication) and `client_id` ("" when none)
   /// on this broker, and answers the throttle time of KIP-219 in ms: 0 when no quota sets `key`
   /// for the client or the client is within it. Callable on any thread; costs one lookup in the
