@@ -42,6 +42,8 @@ struct ws_context {
   /// The peer's IP address as ACL hosts name it (issue 30: every frame is authorized as the
   /// principal from this host).
   std::string host;
+  /// Issue 31: the client id its quotas are measured under: the upgrade's X-Client-Id, else `host`.
+  std::string client_id;
 };
 
 /// Takes over `socket` after an HTTP/1.1 Upgrade request to /v1/ws (already checked: path,
