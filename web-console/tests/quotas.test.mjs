@@ -78,8 +78,8 @@ test('the Quotas page sets, lists and removes; without ALTER_CONFIGS its buttons
   assert.match(await rows.nth(1).textContent(), /user=alice,client-id=<default>.*producer_byte_rate.*1048576/);
   const stored = (await (await v3('/client-quotas')).json()).data;
   assert.deepEqual(stored.map((q) => [q.entity, q.quotas]).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))), [
-    [{ 'client-id': 'slow-app' }, { consumer_byte_rate: 2048 }],
     [{ user: 'alice', 'client-id': '<default>' }, { producer_byte_rate: 1048576 }],
+    [{ 'client-id': 'slow-app' }, { consumer_byte_rate: 2048 }],
   ]);
   // A bad value is refused in the page, naming the key; nothing is sent.
   await page.getByTestId('quota-value').fill('-1');
