@@ -315,9 +315,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (until <= quota_paused_until_) return;
     quota_paused_until_ = until;
     quota_timer_.expires_at(until);
-    quota_timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
-      auto self = weak.lock();
-      if (ec || !self || self->closing_) return;
+    // A strong reference: while its read is paused this wait is all that keeps the session alive
+    // (teardown cancels it).
+    quota_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->closing_) return;
       if (self->read_paused_) {
         self->read_paused_ = false;
         self->read();

@@ -11,12 +11,14 @@ at once before it is throttled, so each test sends a little over that and the th
 stay within a few seconds. Nothing here sleeps to wait for a condition: the quota's visibility
 is polled, and the polite client waits exactly what Retry-After tells it.
 """
+import asyncio
 import base64
 import json
 import subprocess
 import time
 
 import requests
+import websockets
 
 from conftest import wait_until
 
@@ -217,6 +219,43 @@ def test_reads_over_consumer_byte_rate_and_the_metrics(broker, topic_name):
     assert sample("ringlog_client_quota_throttled_total", "consumer_byte_rate", "client-id=reader-slow") >= 1
     assert sample("ringlog_client_quota_value_total", "consumer_byte_rate", "client-id=reader-slow") >= 12000
     assert sample("ringlog_client_quota_bound", "consumer_byte_rate", "client-id=reader-slow") == 1000
+
+
+def metric_sample(b, name, key, entity):
+    prefix = f'{name}{{quota="{key}",entity="{entity}"}} '
+    values = [float(line[len(prefix):]) for line in requests.get(f"{b.url}/metrics").text.splitlines()
+              if line.startswith(prefix)]
+    return values[0] if values else None
+
+
+def test_a_websocket_reader_over_its_quota_is_slowed_not_closed(broker, topic_name):
+    broker.create_topic(topic_name)
+    for i in range(24):
+        assert produce_v2(broker, topic_name, 1000, tag=f"w{i:02d}").status_code == 200
+    set_and_wait(broker, {"client-id": "ws-slow"}, {"consumer_byte_rate": 1000})
+
+    async def recv(ws):
+        return json.loads(await asyncio.wait_for(ws.recv(), 30))   # past the longest throttle (11 s)
+
+    async def run():
+        async with websockets.connect(f"ws://127.0.0.1:{broker.port}/v1/ws",
+                                      extra_headers={"X-Client-Id": "ws-slow"}) as ws:
+            await ws.send(json.dumps({"type": "subscribe", "id": 1, "topic": topic_name, "partition": 0, "offset": 0}))
+            assert (await recv(ws))["type"] == "subscribed"
+            # 12 KB at once: over the first 10 s of a 1000 B/s quota, so the session is throttled ...
+            await ws.send(json.dumps({"type": "credit", "records": 12}))
+            got = [await recv(ws) for _ in range(12)]
+            # ... and the next records still come (after the throttle time), on the same session.
+            await ws.send(json.dumps({"type": "credit", "records": 12}))
+            got += [await recv(ws) for _ in range(12)]
+            await ws.send(json.dumps({"type": "ping", "id": "p"}))
+            assert await recv(ws) == {"type": "pong", "id": "p"}
+            return got
+
+    got = asyncio.run(run())
+    assert [m["type"] for m in got] == ["record"] * 24
+    assert [m["offset"] for m in got] == list(range(24))
+    assert metric_sample(broker, "ringlog_client_quota_throttled_total", "consumer_byte_rate", "client-id=ws-slow") >= 1
 
 
 def run_cli(ringlog_bin, b, *args):
