@@ -4,61 +4,23 @@
 // a client id alone, from the form; both are listed and stored (GET /client-quotas agrees); one is
 // removed. A principal that may DESCRIBE_CONFIGS but not ALTER_CONFIGS the cluster sees the list
 // with the set and remove buttons disabled, their title naming the missing permission.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { launchChromium, startBroker, stopBroker, until as untilDeadline } from './harness.mjs';
+import { UI_DEADLINE_MS, until as untilDeadline, useSecuredConsole } from './harness.mjs';
 
-const UI_DEADLINE_MS = 20000;
 const ADMIN = 'Basic ' + Buffer.from('admin:admin-secret').toString('base64');
 const until = (what, fn) => untilDeadline(what, fn, UI_DEADLINE_MS);
-
-let broker;
-let baseUrl;
-let dataDir;
-let context;
-let page;
-const pageErrors = [];
-
-before(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ringlog-console-quotas-'));
-  ({ broker, baseUrl } = await startBroker(dataDir, {
-    sets: ['http.authentication.method=BASIC', 'super.users=User:admin',
-      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer'],
-    extraArgs: ['--add-scram', 'SCRAM-SHA-512=[name=admin,password=admin-secret]',
-      '--add-scram', 'SCRAM-SHA-512=[name=viewer,password=viewer-secret]'],
-  }));
-  context = await launchChromium(dataDir);
-  page = context.pages()[0] || await context.newPage();
-  page.setDefaultTimeout(UI_DEADLINE_MS);
-  page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
-});
-
-after(async () => {
-  if (context) await context.close();
-  await stopBroker(broker);
-  if (process.exitCode && dataDir) process.stderr.write(fs.readFileSync(path.join(dataDir, 'ringlog.log'), 'utf8').slice(-3000));
-  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function logIn(user, password) {
-  await page.goto(`${baseUrl}/console/#/quotas`);
-  await page.getByTestId('login-form').waitFor();
-  await page.getByTestId('login-user').fill(user);
-  await page.getByTestId('login-password').fill(password);
-  await page.getByTestId('login-submit').click();
-  await page.getByTestId('principal').filter({ hasText: `User:${user}` }).waitFor();
-  await page.getByTestId('quota-form').waitFor();
-}
+const consoleUnderTest = useSecuredConsole('ringlog-console-quotas-', 'quotas', 'quota-form');
+const logIn = (user, password) => consoleUnderTest.logIn(user, password);
 
 async function v3(route, init = {}) {
+  const { baseUrl } = consoleUnderTest;
   const cid = (await (await fetch(`${baseUrl}/v3/clusters`, { headers: { Authorization: ADMIN } })).json()).data[0].cluster_id;
   return fetch(`${baseUrl}/v3/clusters/${cid}${route}`, { ...init, headers: { Authorization: ADMIN, ...(init.headers || {}) } });
 }
 
 test('the Quotas page sets, lists and removes; without ALTER_CONFIGS its buttons are disabled and say why', async () => {
+  const { page, pageErrors } = consoleUnderTest;
   await logIn('admin', 'admin-secret');
   await page.getByTestId('quota-user').fill('alice');
   await page.getByTestId('quota-client-id-default').check();
