@@ -258,6 +258,26 @@ def test_a_websocket_reader_over_its_quota_is_slowed_not_closed(broker, topic_na
     assert metric_sample(broker, "ringlog_client_quota_throttled_total", "consumer_byte_rate", "client-id=ws-slow") >= 1
 
 
+def test_a_chunked_produce_stream_over_its_quota_is_slowed_not_closed(broker, topic_name):
+    broker.create_topic(topic_name)
+    set_and_wait(broker, {"client-id": "stream-producer"}, {"producer_byte_rate": 1000})
+    big = "b" * 12000   # over the first 10 s of the quota: the body is read on after the throttle time
+
+    def chunks():
+        yield (json.dumps({"value": {"type": "STRING", "data": big}}) + "\n").encode()
+        for i in range(3):
+            yield (json.dumps({"value": {"type": "STRING", "data": f"after-{i}"}}) + "\n").encode()
+
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"), data=chunks(), timeout=60,
+                      headers={"Content-Type": "application/json", "X-Client-Id": "stream-producer"})
+    assert r.status_code == 200, r.text
+    reports = [json.loads(line) for line in r.text.splitlines() if line.strip()]
+    assert [x["error_code"] for x in reports] == [200] * 4, r.text[:500]
+    assert [x["offset"] for x in reports] == [0, 1, 2, 3]
+    assert metric_sample(broker, "ringlog_client_quota_throttled_total", "producer_byte_rate",
+                         "client-id=stream-producer") >= 1
+
+
 def run_cli(ringlog_bin, b, *args):
     return subprocess.run([str(ringlog_bin), "quotas", *args, "--bootstrap-server", b.url],
                           capture_output=True, text=True, timeout=60)
