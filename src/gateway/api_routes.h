@@ -124,7 +124,8 @@ struct api::call : std::enable_shared_from_this<api::call> {
     }
     if (!request.origin.empty()) r.headers.emplace_back("Vary", "Origin");
     if (self->options_.auth) self->options_.auth->add_cors_credentials(r, request.origin);
-    r.headers.emplace_back("Access-Control-Expose-Headers", "Content-Type");
+    // Retry-After: a browser's client honours a 429's (issue 31) or 503's wait only if it may read it.
+    r.headers.emplace_back("Access-Control-Expose-Headers", "Content-Type, Retry-After");
   }
 
   void observe(unsigned status) {

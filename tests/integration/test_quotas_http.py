@@ -145,6 +145,7 @@ def test_produce_over_quota_is_answered_then_429_with_retry_after_for_that_clien
     second = produce_v2(broker, topic_name, 10, client_id="slow")
     assert is_quota_refusal(second, "slow", "producer_byte_rate"), (second.status_code, second.headers, second.text)
     assert int(second.headers["Retry-After"]) <= 11   # KIP-219's throttle is capped at the whole window
+    assert "Retry-After" in second.headers["Access-Control-Expose-Headers"]   # a browser's client may read it
     # Another client id, and a client without one (its address), are not slowed by it.
     assert produce_v2(broker, topic_name, 10, client_id="fast").status_code == 200
     assert produce_v2(broker, topic_name, 10).status_code == 200
