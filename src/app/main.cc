@@ -22,6 +22,7 @@ Commands:
   groups        list, describe, show lag of, reset or delete consumer groups; browse and redrive dead letters
   users         list, create or delete SCRAM users (SASL on the Kafka listener)
   acls          list, create or delete ACLs (authorization; kafka-acls.sh's options)
+  quotas        list, set or remove client quotas (byte rates, request share; kafka-configs.sh's options)
   transactions  list, describe or abort transactions (transactional ids)
   dump-log      print a segment file's batches and records
   metadata      dump the metadata log (__cluster_metadata-0) of a log directory as text
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   if (command == "groups") return ringlog::cli::groups_main(sub_argc, sub_argv);
   if (command == "users") return ringlog::cli::users_main(sub_argc, sub_argv);
   if (command == "acls") return ringlog::cli::acls_main(sub_argc, sub_argv);
+  if (command == "quotas") return ringlog::cli::quotas_main(sub_argc, sub_argv);
   if (command == "transactions") return ringlog::cli::transactions_main(sub_argc, sub_argv);
   if (command == "dump-log") return ringlog::app::dump_log_main(sub_argc, sub_argv);
   if (command == "bench") return ringlog::cli::bench_main(sub_argc, sub_argv);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <thread>
 #include <cerrno>
@@ -2174,6 +2175,201 @@ int acls_main(int argc, char** argv) {
   if (command == "create") return acls_create(*client, path, *a, pattern);
   if (command == "delete") return acls_delete(*client, path, *a, pattern);
   return acls_list(*client, path, *a, pattern);
+}
+
+}  // namespace ringlog::cli
+
+// ---- quotas ------------------------------------------------------------------------------------
+
+namespace ringlog::cli {
+
+namespace {
+
+constexpr const char* quotas_usage = R"(usage: ringlog quotas list|set|remove [options]
+
+Client quotas (issue 31), over the v3 /client-quotas routes, with kafka-configs.sh's words. A
+quota bounds the clients of an entity: a user (the authenticated principal's name; ANONYMOUS
+without authentication), a client id (Kafka's client.id; over HTTP the X-Client-Id header, else
+the client's IP address), both together, or an IP address (connection_creation_rate only). A name
+or the default (--entity-default: every user / client id / IP without its own). The most specific
+entity that sets a key wins (Kafka's 8 levels, user and client-id first). Every broker enforces
+them on its own traffic: over a byte rate a Kafka client is throttled (throttle_time_ms), an
+HTTP client gets 429 with Retry-After and error_code 42901.
+
+Commands:
+  list                 the stored quotas the entity options select (every quota without any)
+  set                  --add-config on one entity (keys not named keep their values)
+  remove               --delete-config on one entity
+
+Options:
+  --entity-type T          users, clients or ips; give one or two (users with clients), each
+                           followed by its --entity-name or --entity-default
+  --entity-name NAME       the name of the --entity-type before it
+  --entity-default         the default entity of the --entity-type before it (<default>)
+  --add-config K=V[,K=V]   set: producer_byte_rate, consumer_byte_rate (bytes/s),
+                           request_percentage (% of one request thread), controller_mutation_rate
+                           (partitions/s), connection_creation_rate (ips: connections/s)
+  --delete-config K[,K]    remove: the keys to remove
+  --strict                 list: only entities of exactly the types given
+  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082)
+  --help                   this text
+
+Authentication as every command: RINGLOG_USER and RINGLOG_PASSWORD (Basic) or RINGLOG_TOKEN
+(Bearer). Example: ringlog quotas set --entity-type users --entity-name alice --entity-type
+clients --entity-default --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
+)";
+
+/// kafka-configs.sh's entity types -> the route's entity types.
+std::optional<std::string> quota_entity_type(const std::string& text) {
+  if (text == "users" || text == "user") return "user";
+  if (text == "clients" || text == "client" || text == "client-id") return "client-id";
+  if (text == "ips" || text == "ip") return "ip";
+  return std::nullopt;
+}
+
+/// The entity the command line names, in order: each --entity-type takes the --entity-name or
+/// --entity-default after it. nullopt after printing what is wrong.
+std::optional<json> quota_entity(int argc, char** argv) {
+  json entity = json::object();
+  std::string last_type;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    if (size_t eq = arg.find('='); eq != std::string::npos && arg.starts_with("--entity-")) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if ((arg == "--entity-type" || arg == "--entity-name") && i + 1 < argc) {
+      value = argv[++i];
+    }
+    if (arg == "--entity-type") {
+      auto type = quota_entity_type(value);
+      if (!type) {
+        std::cerr << "--entity-type must be users, clients or ips, got \"" << value << "\"\n";
+        return std::nullopt;
+      }
+      if (entity.contains(*type)) {
+        std::cerr << "--entity-type " << value << " is given twice\n";
+        return std::nullopt;
+      }
+      last_type = *type;
+      entity[last_type] = nullptr;
+    } else if (arg == "--entity-name" || arg == "--entity-default") {
+      if (last_type.empty() || !entity[last_type].is_null()) {
+        std::cerr << arg << " must follow its --entity-type\n";
+        return std::nullopt;
+      }
+      entity[last_type] = arg == "--entity-default" ? std::string("<default>") : value;
+    }
+  }
+  return entity;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+void print_quotas(const json& list) {
+  std::cout << "ENTITY\tQUOTA\tVALUE\n";
+  for (const auto& q : list["data"]) {
+    std::string entity;   // user first, as kafka-configs.sh prints an entity
+    for (const char* type : {"user", "client-id", "ip"}) {
+      if (q["entity"].contains(type)) entity += (entity.empty() ? "" : ",") + std::string(type) + "=" + cell(q["entity"][type]);
+    }
+    for (const auto& [key, value] : q["quotas"].items()) std::cout << entity << "\t" << key << "\t" << cell(value) << "\n";
+  }
+}
+
+int quotas_list(http_client& client, const std::string& path, const json& entity, bool strict) {
+  std::vector<std::pair<std::string, std::string>> q;
+  for (const auto& [type, name] : entity.items()) q.push_back({type, name.is_null() ? "" : name.get<std::string>()});
+  if (strict) q.push_back({"strict", "true"});
+  auto r = client.get(path + query_text(q));
+  if (!ok_status(r)) return report_failure(r, "list quotas");
+  print_quotas(json::parse(r->body));
+  return 0;
+}
+
+/// The quotas object of set (--add-config k=v,...) or remove (--delete-config k,...; null values).
+std::optional<json> quota_changes(const args& a, bool set) {
+  json quotas = json::object();
+  for (const auto& text : a.all(set ? "--add-config" : "--delete-config")) {
+    for (const auto& item : split_commas(text)) {
+      if (!set) {
+        quotas[item] = nullptr;
+        continue;
+      }
+      const size_t eq = item.find('=');
+      char* end = nullptr;
+      const double v = eq == std::string::npos ? 0 : std::strtod(item.c_str() + eq + 1, &end);
+      if (eq == std::string::npos || eq + 1 == item.size() || end == nullptr || *end != '\0') {
+        std::cerr << "--add-config takes KEY=NUMBER[,KEY=NUMBER], got \"" << item << "\"\n";
+        return std::nullopt;
+      }
+      if (std::floor(v) == v && std::fabs(v) < 9.0e15) quotas[item.substr(0, eq)] = static_cast<int64_t>(v);
+      else quotas[item.substr(0, eq)] = v;
+    }
+  }
+  if (quotas.empty()) {
+    std::cerr << "quotas " << (set ? "set needs --add-config" : "remove needs --delete-config") << "\n";
+    return std::nullopt;
+  }
+  return quotas;
+}
+
+int quotas_alter(http_client& client, const std::string& path, const json& entity, const args& a, bool set) {
+  for (const auto& [type, name] : entity.items()) {
+    if (name.is_null()) {
+      std::cerr << "--entity-type " << type << " needs --entity-name or --entity-default\n";
+      return 2;
+    }
+  }
+  if (entity.empty()) {
+    std::cerr << "quotas " << (set ? "set" : "remove") << " needs an entity (--entity-type with --entity-name or "
+              << "--entity-default)\n";
+    return 2;
+  }
+  auto quotas = quota_changes(a, set);
+  if (!quotas) return 2;
+  auto r = client.request("PUT", path, json{{"entity", entity}, {"quotas", *quotas}}.dump(), "application/json");
+  if (!ok_status(r)) return report_failure(r, set ? "set quotas" : "remove quotas");
+  std::cout << (set ? "Set" : "Removed") << " " << quotas->size() << " quota" << (quotas->size() == 1 ? "" : "s")
+            << "; the entity now holds:\n";
+  print_quotas(json{{"data", json::array({json::parse(r->body)})}});
+  return 0;
+}
+
+}  // namespace
+
+int quotas_main(int argc, char** argv) {
+  auto a = parse_args(argc, argv, 1,
+                      {"--bootstrap-server", "--entity-type", "--entity-name", "--add-config", "--delete-config"},
+                      {"--help", "--entity-default", "--strict"});
+  if (!a) return 2;
+  if (a->has("--help")) {
+    std::cout << quotas_usage;
+    return 0;
+  }
+  const std::string command = a->positional.empty() ? "" : a->positional[0];
+  if (a->positional.size() != 1 || (command != "list" && command != "set" && command != "remove")) {
+    std::cerr << (command.empty() ? std::string() : "unknown quotas command \"" + command + "\"\n") << quotas_usage;
+    return 2;
+  }
+  auto entity = quota_entity(argc, argv);
+  if (!entity) return 2;
+  auto client = connect(*a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string path = "/v3/clusters/" + percent_encode_segment(*cluster) + "/client-quotas";
+  if (command == "list") return quotas_list(*client, path, *entity, a->has("--strict"));
+  return quotas_alter(*client, path, *entity, *a, command == "set");
 }
 
 }  // namespace ringlog::cli

@@ -141,6 +141,7 @@ void get_metrics(const call_ptr& c) {
     const auto& latency = call.self->options().fsync_latency;
     r.body = call.self->metrics_registry().render(topics, latency ? latency() : io::latency_histogram::snapshot{},
                                                   call.broker().cleaner_step_time());
+    r.body += render_client_quota_metrics(call.broker().client_quota_usages());   // issue 31
     if (const auto& extra = call.self->options().extra_metrics) r.body += extra();
     call.respond(std::move(r));
   });
@@ -168,12 +169,13 @@ const std::vector<route>& route_table() {
       {"GET", "/v1/health", health, "none"}, {"GET", "/v1/whoami", auth_whoami, "none"},   // whoami, login, logout, tokens: issue 29
       {"POST", "/v1/login", auth_login, "none"}, {"POST", "/v1/logout", auth_logout, "none"}, {"POST", "/v1/tokens", auth_tokens, "none"},
       {"GET", "/metrics", get_metrics, "DESCRIBE CLUSTER:kafka-cluster"},
-      {"GET", "/v3/clusters", v3_list_clusters, "none"},
-      {"GET", "/v3/clusters/{cluster_id}", v3_get_cluster, "none"},
+      {"GET", "/v3/clusters", v3_list_clusters, "none"}, {"GET", "/v3/clusters/{cluster_id}", v3_get_cluster, "none"},
       {"GET", "/v3/clusters/{cluster_id}/acls", v3_list_acls, "DESCRIBE CLUSTER:kafka-cluster"},
       {"POST", "/v3/clusters/{cluster_id}/acls", v3_create_acl, "ALTER CLUSTER:kafka-cluster"},
       {"POST", "/v3/clusters/{cluster_id}/acls:batch", v3_create_acls_batch, "ALTER CLUSTER:kafka-cluster"},
       {"DELETE", "/v3/clusters/{cluster_id}/acls", v3_delete_acls, "ALTER CLUSTER:kafka-cluster"},
+      {"GET", "/v3/clusters/{cluster_id}/client-quotas", v3_list_client_quotas, "DESCRIBE_CONFIGS CLUSTER:kafka-cluster"},
+      {"PUT", "/v3/clusters/{cluster_id}/client-quotas", v3_alter_client_quotas, "ALTER_CONFIGS CLUSTER:kafka-cluster"},
       {"GET", "/v3/clusters/{cluster_id}/brokers", v3_list_brokers, "none"},
       {"GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}", v3_get_broker, "none"},
       {"GET", "/v3/clusters/{cluster_id}/quorum", v3_get_quorum, "DESCRIBE CLUSTER:kafka-cluster"},
@@ -200,8 +202,7 @@ const std::vector<route>& route_table() {
       {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_get_topic, "DESCRIBE TOPIC:{topic_name}"},
       {"PATCH", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_patch_topic, "ALTER TOPIC:{topic_name}"},
       {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_delete_topic, "DELETE TOPIC:{topic_name}"},
-      // Before the {topic_name} routes: here "-" means every topic, as in Confluent's paths (a topic named "-"
-      // keeps its other routes).
+      // Before the {topic_name} routes: "-" means every topic, as Confluent's paths (a topic "-" keeps its other routes).
       {"GET", "/v3/clusters/{cluster_id}/topics/-/configs", v3_list_all_topic_configs, "DESCRIBE_CONFIGS TOPIC:listed"},
       {"GET", "/v3/clusters/{cluster_id}/topics/-/partitions/-/reassignment", v3_list_reassignments, "DESCRIBE CLUSTER:kafka-cluster"},
       {"POST", "/v3/clusters/{cluster_id}/topics/-/partitions/-/reassignment:alter", v3_alter_reassignments, "ALTER CLUSTER:kafka-cluster"},
@@ -401,6 +402,8 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
       return refuse_on_dedicated_controller(
           c, broker_, "it hosts no partitions and serves no records, consumers, consumer groups or transactions");
     }
+    // Issue 31: a client throttled by its byte quota is refused (429) before anything is done.
+    if (!routes::admit_quota_client(c, r.method, r.pattern)) return;
     // A group call another broker coordinates is passed on there (api_group_forward.cc).
     if (routes::forward_group_call(c)) return;
     if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;

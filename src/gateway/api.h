@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "http_auth.h"
+#include "http_quotas.h"
 #include "http_types.h"
 #include "metrics.h"
 #include "request_parsing.h"
@@ -61,6 +62,8 @@ class api {
   [[nodiscard]] const api_options& options() const { return options_; }
   [[nodiscard]] metrics& metrics_registry() { return metrics_; }
   [[nodiscard]] bool stopping_flag() const { return stopping_; }
+  /// The HTTP clients throttled now by their quotas (issue 31, http_quotas.h).
+  [[nodiscard]] http_throttles& throttles() { return throttles_; }
 
   struct call;   // one request in flight (api.cc)
 
@@ -69,6 +72,7 @@ class api {
   metrics& metrics_;
   api_options options_;
   std::atomic<bool> stopping_ = false;
+  http_throttles throttles_;
 };
 
 }  // namespace ringlog::gateway

@@ -79,6 +79,11 @@ struct api::call : std::enable_shared_from_this<api::call> {
   std::string accepted;              // the media type accept() chose: the answer's Content-Type
   auth_outcome who;                  // the caller (issue 29); User:ANONYMOUS with authentication off
   bool audit_admin = false;          // an admin write: its answer is audited (observe)
+  /// Issue 31 (http_quotas.h): the byte quota this route's traffic counts under (route_byte_quota;
+  /// nullopt: none, or a call a peer passed on, counted where it arrived), and the client id it is
+  /// measured by: X-Client-Id, else the peer's IP.
+  std::optional<security::quota_key> byte_quota;
+  std::string client_id;
 
   /// The caller's principal, for the broker calls this request makes.
   [[nodiscard]] const security::kafka_principal& principal() const { return who.principal; }
@@ -119,7 +124,8 @@ struct api::call : std::enable_shared_from_this<api::call> {
     }
     if (!request.origin.empty()) r.headers.emplace_back("Vary", "Origin");
     if (self->options_.auth) self->options_.auth->add_cors_credentials(r, request.origin);
-    r.headers.emplace_back("Access-Control-Expose-Headers", "Content-Type");
+    // Retry-After: a browser's client honours a 429's (issue 31) or 503's wait only if it may read it.
+    r.headers.emplace_back("Access-Control-Expose-Headers", "Content-Type, Retry-After");
   }
 
   void observe(unsigned status) {
@@ -128,7 +134,23 @@ struct api::call : std::enable_shared_from_this<api::call> {
     if (audit_admin) audit_admin_write("http", who.principal, request.peer, route, request.target, status);
   }
 
+  /// Issue 31: records `bytes` of this call's traffic under its byte quota for the caller and, over
+  /// quota, throttles the client's later requests of the same kind (429). Answers the throttle
+  /// time, ms: 0 within quota, when no quota bounds the client, or on a route without byte quota.
+  int64_t count_quota_bytes(size_t bytes) {
+    if (!byte_quota || bytes == 0) return 0;
+    const int64_t throttle_ms =
+        broker().record_client_quota(*byte_quota, principal().name, client_id, static_cast<double>(bytes));
+    self->throttles_.throttle(*byte_quota, principal().name, client_id, throttle_ms, std::chrono::steady_clock::now());
+    return throttle_ms;
+  }
+
   void respond(http_response r) {
+    // Issue 31: an answered produce counts its request body, an answered read its response body
+    // (Kafka counts the request that goes over and throttles afterwards, KIP-219).
+    if (byte_quota && r.status >= 200 && r.status < 300) {
+      count_quota_bytes(*byte_quota == security::quota_key::producer_byte_rate ? request.body.size() : r.body.size());
+    }
     add_cors(r);
     observe(r.status);
     sink->respond(std::move(r));
@@ -484,6 +506,12 @@ void v3_group_lag_history(const call_ptr& c);
 void v3_group_lag_summary(const call_ptr& c);
 void v3_group_lags(const call_ptr& c);
 void v3_group_partition_lag(const call_ptr& c);
+// api_v3_client_quotas.cc (issue 31)
+void v3_list_client_quotas(const call_ptr& c);
+void v3_alter_client_quotas(const call_ptr& c);
+/// Sets the call's client id and byte quota (http_quotas.h); false after answering 429 (42901,
+/// Retry-After) while the client's throttle of that quota runs, or 400 for an X-Client-Id too long.
+bool admit_quota_client(const call_ptr& c, std::string_view method, std::string_view pattern);
 // api_v3_acls.cc
 void v3_list_acls(const call_ptr& c);
 void v3_create_acl(const call_ptr& c);

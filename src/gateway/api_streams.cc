@@ -140,8 +140,12 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
     if (!started) begin();
     if (c->sink->disconnected()) return finish();
     if (out.empty()) return step();   // asynchronous: the next fetch answers through post()
-    c->sink->write_chunk_then(std::move(out), [self = shared_from_this()](bool written) {
+    // Issue 31: over consumer_byte_rate the stream is slowed, not closed: the next fetch waits
+    // for the throttle time (KIP-219).
+    const int64_t throttle_ms = c->count_quota_bytes(out.size());
+    c->sink->write_chunk_then(std::move(out), [self = shared_from_this(), throttle_ms](bool written) {
       if (!written) return self->finish();
+      if (throttle_ms > 0) return self->c->sink->post_after(throttle_ms, [self] { self->step(); });
       self->step();
     });
   }

@@ -203,6 +203,11 @@ struct v3_produce_stream : std::enable_shared_from_this<v3_produce_stream> {
       stream->body_open = false;
     }
     stream->flush(*c);
+    // Issue 31: over producer_byte_rate the body is read on only after the throttle time (Kafka
+    // stops reading a throttled connection, KIP-219); nothing is refused.
+    if (const int64_t throttle_ms = c->count_quota_bytes(piece.size()); throttle_ms > 0 && !ended) {
+      return c->sink->post_after(throttle_ms, [self = shared_from_this()] { self->read(); });
+    }
     read();
   }
 

@@ -116,6 +116,10 @@ class session final : public std::enable_shared_from_this<session>, public respo
 
   // ---- response_sink (connection thread only, except post)
   void post(std::function<void()> fn) override { asio::post(stream_.get_executor(), std::move(fn)); }
+  void post_after(int64_t delay_ms, std::function<void()> fn) override {
+    auto timer = std::make_shared<asio::steady_timer>(stream_.get_executor(), std::chrono::milliseconds(delay_ms));
+    timer->async_wait([timer, fn = std::move(fn)](beast::error_code) { fn(); });
+  }
 
   void respond(http_response r) override {
     auto msg = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version_);
@@ -387,7 +391,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     --server_.in_flight;
     closed_ = true;   // the socket is the WebSocket session's now
     ws_context ctx{&server_.broker, &server_.registry, server_.websockets, server_.forwarder.get(), principal,
-                   peer_host(peer_), server_.routes.options().auth};
+                   peer_host(peer_), {}, server_.routes.options().auth};
+    auto client_id = msg.find(client_id_header);
+    ctx.client_id = client_id != msg.end() && !client_id->value().empty() ? std::string(client_id->value()) : ctx.host;
     start_ws_session(stream_.release_socket(), std::move(msg), ctx);
   }
 
@@ -425,6 +431,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     for (auto it = cookies.first; it != cookies.second; ++it) req.cookie += (req.cookie.empty() ? "" : "; ") + std::string(it->value());
     if (auto it = msg.find("X-CSRF-Token"); it != msg.end()) req.csrf_token = std::string(it->value());
     if (auto it = msg.find("X-Requested-With"); it != msg.end()) req.requested_with = std::string(it->value());
+    if (auto it = msg.find(client_id_header); it != msg.end()) req.client_id = std::string(it->value());
     req.peer = peer_;
     req.https = https_;
     head_request_ = msg.method() == http::verb::head;

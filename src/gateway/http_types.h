@@ -2,6 +2,7 @@
 // The gateway's HTTP request/response as the handlers see them, free of Beast so the route
 // handlers compile without it (only http_server.cc turns these into Beast messages).
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,6 +28,7 @@ struct http_request {
   std::string csrf_token;      // X-CSRF-Token header, "" when absent
   std::string requested_with;  // X-Requested-With header ("ringlog-console" from the console)
   std::string peer;            // the client's address "ip:port" (audit lines), "" when unknown
+  std::string client_id;       // X-Client-Id header (issue 31, http_quotas.h), "" when absent
   bool https = false;          // arrived on an https listener (cookies get Secure)
   bool chunked = false;      // Transfer-Encoding: chunked (v3 streaming produce)
   bool body_stream = false;  // the body is not in `body`: read it with response_sink::read_body_piece
@@ -49,6 +51,9 @@ class response_sink {
   virtual ~response_sink() = default;
   /// Runs `fn` on the connection's thread. Safe to call from any thread.
   virtual void post(std::function<void()> fn) = 0;
+  /// Runs `fn` on the connection's thread after `delay_ms` (a stream slowed by a quota's
+  /// throttle time, issue 31). Connection thread only.
+  virtual void post_after(int64_t delay_ms, std::function<void()> fn) = 0;
   /// A complete response. Exactly one of respond() or begin_stream()..end_stream() per request.
   virtual void respond(http_response response) = 0;
   /// Starts a chunked response; write_chunk() sends each piece as soon as the socket allows

@@ -67,4 +67,11 @@ class metrics {
 /// Escapes a Prometheus label value (backslash, quote, newline).
 std::string escape_label(std::string_view value);
 
+/// Issue 31: what the broker's quota sensors counted (broker::client_quota_usages, at most
+/// client_quota_metrics_sensors_max of them, so the labels stay bounded), as
+/// ringlog_client_quota_{bound,value_total,throttle_time_ms_total,throttled_total}
+/// {quota="producer_byte_rate",entity="user=alice,client-id=app"}. Every family's HELP and TYPE
+/// are written even with no sensor.
+std::string render_client_quota_metrics(const std::vector<broker::client_quota_usage>& usages);
+
 }  // namespace ringlog::gateway

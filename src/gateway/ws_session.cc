@@ -191,7 +191,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         upgrade_(std::move(upgrade)),
         ctx_(context),
         calls_(*context.broker, context.forwarder, context.broker->config().fetch_wait_max_ms),
-        tick_(ws_.get_executor()) {
+        tick_(ws_.get_executor()),
+        quota_timer_(ws_.get_executor()) {
     ++ctx_.shared->open;
   }
   ~ws_session() {
@@ -292,7 +293,39 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     std::string text = beast::buffers_to_string(in_.data());
     in_.consume(in_.size());
     handle(text);
-    if (!closing_) read();
+    if (closing_) return;
+    // Issue 31: a producer over its quota is not read from until its throttle time has passed
+    // (Kafka mutes the channel, KIP-219); its messages wait in the socket, none is refused.
+    if (std::chrono::steady_clock::now() < quota_paused_until_) {
+      read_paused_ = true;
+      return;
+    }
+    read();
+  }
+
+  // ---- client quotas (issue 31, http_quotas.h): the session's client is user = its principal's
+  // name, client-id = the upgrade's X-Client-Id, else the peer's IP.
+  /// Records `bytes` under `key`; over quota, pauses fetching (consumer_byte_rate) and reading
+  /// messages (producer_byte_rate) for the throttle time instead of closing the session.
+  void count_quota(security::quota_key key, uint64_t bytes) {
+    if (bytes == 0) return;
+    const int64_t throttle_ms =
+        ctx_.broker->record_client_quota(key, ctx_.principal.name, ctx_.client_id, static_cast<double>(bytes));
+    if (throttle_ms <= 0) return;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(throttle_ms);
+    if (until <= quota_paused_until_) return;
+    quota_paused_until_ = until;
+    quota_timer_.expires_at(until);
+    // A strong reference: while its read is paused this wait is all that keeps the session alive
+    // (teardown cancels it).
+    quota_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->closing_) return;
+      if (self->read_paused_) {
+        self->read_paused_ = false;
+        self->read();
+      }
+      self->pump();
+    });
   }
 
   void handle(const std::string& text) {
@@ -456,6 +489,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     for (const auto& rec : req.records) bytes += record_bytes(rec);
     const size_t count = req.records.size();
     produce_in_flight_ += count;
+    count_quota(security::quota_key::producer_byte_rate, bytes);
     submit_produce(std::move(req), {produce_ticket{seq, dump(id), bytes, count, multi}});
   }
 
@@ -551,6 +585,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       pending.request.records.push_back(std::move(rec));
     }
     pending.tickets.push_back({seq, std::move(m.id_json), bytes, count, m.multi});
+    count_quota(security::quota_key::producer_byte_rate, bytes);
     pending.bytes += bytes;
     produce_in_flight_ += count;
     if (pending.request.records.size() >= records_max || pending.bytes >= limits::ws_produce_coalesce_bytes_max) {
@@ -709,7 +744,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   [[nodiscard]] bool may_fetch() const {
     return !closing_ && !credit_starved_ && credit_records_ > 0 && (!bytes_counted_ || credit_bytes_ > 0) &&
            out_bytes_ < limits::ws_write_queue_low_water_bytes && !ctx_.shared->stopping.load() &&
-           ctx_.shared->queued_bytes.load() < limits::ws_write_queue_total_bytes_max;
+           ctx_.shared->queued_bytes.load() < limits::ws_write_queue_total_bytes_max &&
+           std::chrono::steady_clock::now() >= quota_paused_until_;
   }
 
   /// Every change of this session's queue goes through here, so the server-wide total follows.
@@ -867,6 +903,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     if (count == r->records.size()) sub_->next_offset = std::max(sub_->next_offset, r->next_fetch_offset.value());
     flush_batch(batch);
     if (count > 0) ctx_.registry->add_bytes_out(sub_->tp.topic, count, bytes);
+    count_quota(security::quota_key::consumer_byte_rate, bytes);
     pump();
   }
 
@@ -983,17 +1020,20 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     std::vector<broker::seek_request> rewinds;
     group::partition_set rewound;
     std::string batch;
+    uint64_t delivered_bytes = 0;
     for (const auto& [tp, rec] : *r) {
       if (rewound.count(tp)) continue;
       if (take_credit(record_bytes(rec))) {
         deliver(batch, record_text(tp, rec, member_->as_json), member_->batch);
         ctx_.registry->add_bytes_out(tp.topic, 1, record_bytes(rec));
+        delivered_bytes += record_bytes(rec);
         continue;
       }
       rewound.insert(tp);
       rewinds.push_back({tp, broker::seek_kind::offset, rec.record_offset.value()});
     }
     flush_batch(batch);
+    count_quota(security::quota_key::consumer_byte_rate, delivered_bytes);
     if (rewinds.empty()) return after_poll(gen);
     calls_.seek(member_->group, member_->instance, std::move(rewinds), [self = shared_from_this(), gen](broker::result<void>) {
       self->on_executor([self, gen] { self->after_poll(gen); });
@@ -1191,6 +1231,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     closing_ = true;
     flush_produce();   // messages read before the end are still produced; their answers are dropped
     tick_.cancel();
+    quota_timer_.cancel();
     sub_.reset();
     leave_group();
     beast::get_lowest_layer(ws_).close();
@@ -1201,6 +1242,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   ws_context ctx_;
   member_calls calls_;   // the member's group calls, through any broker (member_calls.h)
   asio::steady_timer tick_;
+  asio::steady_timer quota_timer_;   // ends a quota pause (count_quota)
+  std::chrono::steady_clock::time_point quota_paused_until_{};   // no fetch and no read before (issue 31)
+  bool read_paused_ = false;         // a read is owed once the quota pause ends
   beast::flat_buffer in_;
   std::deque<std::string> out_;
   size_t out_bytes_ = 0;

@@ -44,6 +44,8 @@ struct ws_context {
   /// The peer's IP address as ACL hosts name it (issue 30: every frame is authorized as the
   /// principal from this host).
   std::string host;
+  /// Issue 31: the client id its quotas are measured under: the upgrade's X-Client-Id, else `host`.
+  std::string client_id;
   /// The HTTP authenticator, when authentication is on: an idempotent or transactional produce
   /// frame may name only a producer session its principal opened (issue 29, as REST does).
   std::shared_ptr<const http_authenticator> auth{};

@@ -166,6 +166,9 @@ export const api = {
   acls: async () => (await call('GET', await v3('/acls'))).data,
   createAcl: async (acl) => call('POST', await v3('/acls'), { body: acl }),
   deleteAcls: async (filter) => call('DELETE', await v3(`/acls?${new URLSearchParams(filter)}`)),
+  // Client quotas (issue 31): every stored entity; one entity's keys set (or removed: null).
+  clientQuotas: async () => (await call('GET', await v3('/client-quotas'))).data,
+  alterClientQuotas: async (body) => call('PUT', await v3('/client-quotas'), { body }),
 
   // -- dead letters (docs/retries.md)
   /** [{topic_name, original_topic_name, partitions_count, dead_letters, redriven, pending}] */

@@ -11,6 +11,7 @@ import * as groups from './page-groups.js';
 import * as group from './page-group.js';
 import * as delayed from './page-delayed.js';
 import * as acls from './page-acls.js';
+import * as quotas from './page-quotas.js';
 
 /**
  * "#/topics/orders?x=1" -> {page, path: ['topics', 'orders'], query: URLSearchParams}.
@@ -32,6 +33,7 @@ function pageFor(route) {
     case 'groups': return route.path.length > 1 ? group : groups;
     case 'delayed': return delayed;
     case 'acls': return acls;
+    case 'quotas': return quotas;
     default: return null;
   }
 }

@@ -3,56 +3,17 @@
 // user adds an ACL from the form, finds it by the filters and deletes it; a principal that may
 // DESCRIBE but not ALTER the cluster sees the list with the add and delete buttons disabled, their
 // title naming the missing permission.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { launchChromium, startBroker, stopBroker, until as untilDeadline } from './harness.mjs';
+import { UI_DEADLINE_MS, until as untilDeadline, useSecuredConsole } from './harness.mjs';
 
-const UI_DEADLINE_MS = 20000;
 const ADMIN = 'Basic ' + Buffer.from('admin:admin-secret').toString('base64');
 const until = (what, fn) => untilDeadline(what, fn, UI_DEADLINE_MS);
-
-let broker;
-let baseUrl;
-let dataDir;
-let context;
-let page;
-const pageErrors = [];
-
-before(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ringlog-console-acls-'));
-  ({ broker, baseUrl } = await startBroker(dataDir, {
-    sets: ['http.authentication.method=BASIC', 'super.users=User:admin',
-      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer'],
-    extraArgs: ['--add-scram', 'SCRAM-SHA-512=[name=admin,password=admin-secret]',
-      '--add-scram', 'SCRAM-SHA-512=[name=viewer,password=viewer-secret]'],
-  }));
-  context = await launchChromium(dataDir);
-  page = context.pages()[0] || await context.newPage();
-  page.setDefaultTimeout(UI_DEADLINE_MS);
-  page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
-});
-
-after(async () => {
-  if (context) await context.close();
-  await stopBroker(broker);
-  if (process.exitCode && dataDir) process.stderr.write(fs.readFileSync(path.join(dataDir, 'ringlog.log'), 'utf8').slice(-3000));
-  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function logIn(user, password) {
-  await page.goto(`${baseUrl}/console/#/acls`);
-  await page.getByTestId('login-form').waitFor();
-  await page.getByTestId('login-user').fill(user);
-  await page.getByTestId('login-password').fill(password);
-  await page.getByTestId('login-submit').click();
-  await page.getByTestId('principal').filter({ hasText: `User:${user}` }).waitFor();
-  await page.getByTestId('acl-form').waitFor();
-}
+const consoleUnderTest = useSecuredConsole('ringlog-console-acls-', 'acls', 'acl-form');
+const logIn = (user, password) => consoleUnderTest.logIn(user, password);
 
 test('the ACL page adds, filters and deletes; without ALTER its buttons are disabled and say why', async () => {
+  const { page, pageErrors, baseUrl } = consoleUnderTest;
   await logIn('admin', 'admin-secret');
   await page.getByTestId('acl-resource-type').selectOption('CLUSTER');
   await page.getByTestId('acl-principal').fill('User:viewer');

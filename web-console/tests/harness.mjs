@@ -4,7 +4,9 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -77,4 +79,60 @@ export async function stopBroker(broker) {
   const exited = new Promise((r) => broker.once('exit', r));
   broker.kill('SIGTERM');
   await exited;
+}
+
+/** Longest wait for one step of a console page in the browser tests, ms. */
+export const UI_DEADLINE_MS = 20000;
+
+/**
+ * A broker with Basic authentication, the StandardAuthorizer, super user admin (admin-secret)
+ * and user viewer (viewer-secret), and a chromium page on it whose page errors are collected.
+ * `prefix` names the temporary directory. Close it with closeSecuredConsole.
+ */
+export async function openSecuredConsole(prefix) {
+  const s = { pageErrors: [] };
+  s.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  ({ broker: s.broker, baseUrl: s.baseUrl } = await startBroker(s.dataDir, {
+    sets: ['http.authentication.method=BASIC', 'super.users=User:admin',
+      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer'],
+    extraArgs: ['--add-scram', 'SCRAM-SHA-512=[name=admin,password=admin-secret]',
+      '--add-scram', 'SCRAM-SHA-512=[name=viewer,password=viewer-secret]'],
+  }));
+  s.context = await launchChromium(s.dataDir);
+  s.page = s.context.pages()[0] || await s.context.newPage();
+  s.page.setDefaultTimeout(UI_DEADLINE_MS);
+  s.page.on('pageerror', (e) => s.pageErrors.push(`pageerror: ${e.message}`));
+  return s;
+}
+
+/** Closes chromium and the broker; prints the broker's log tail when a test failed. */
+export async function closeSecuredConsole(s) {
+  if (!s) return;
+  if (s.context) await s.context.close();
+  await stopBroker(s.broker);
+  if (process.exitCode && s.dataDir) process.stderr.write(fs.readFileSync(path.join(s.dataDir, 'ringlog.log'), 'utf8').slice(-3000));
+  if (s.dataDir) fs.rmSync(s.dataDir, { recursive: true, force: true });
+}
+
+/** Opens console page `route` (e.g. "acls"), logs in as `user` and waits for `readyTestId`. */
+export async function logInTo(s, route, user, password, readyTestId) {
+  await s.page.goto(`${s.baseUrl}/console/#/${route}`);
+  await s.page.getByTestId('login-form').waitFor();
+  await s.page.getByTestId('login-user').fill(user);
+  await s.page.getByTestId('login-password').fill(password);
+  await s.page.getByTestId('login-submit').click();
+  await s.page.getByTestId('principal').filter({ hasText: `User:${user}` }).waitFor();
+  await s.page.getByTestId(readyTestId).waitFor();
+}
+
+/**
+ * Registers before/after hooks of a secured console (openSecuredConsole) for the calling test file;
+ * the state it answers is filled once the hooks ran, and its logIn(user, password) opens `route`.
+ */
+export function useSecuredConsole(prefix, route, readyTestId) {
+  const s = { pageErrors: [] };
+  before(async () => Object.assign(s, await openSecuredConsole(prefix)));
+  after(async () => closeSecuredConsole(s));
+  s.logIn = (user, password) => logInTo(s, route, user, password, readyTestId);
+  return s;
 }

@@ -6,6 +6,7 @@ import { brokerRole, controllerLabel, isDedicatedController, linkPieces, dueBuck
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
 import { filterAcls, missingPermission } from '../src/acls.js';
+import { entityText, formEntity, quotaRows, quotaValue } from '../src/quotas.js';
 
 const b64 = (s) => Buffer.from(s).toString('base64');
 
@@ -220,4 +221,21 @@ test('ACLs: a missing permission titles the disabled button; the list filters by
   assert.deepEqual(filterAcls(acls, { principal: 'ALICE' }).map((a) => a.principal), ['User:alice']);
   assert.deepEqual(filterAcls(acls, { resource: 'group' }).map((a) => a.principal), ['User:bob']);
   assert.equal(filterAcls(acls).length, 2);
+});
+
+test('client quotas: rows by entity, the entity and value of the form', () => {
+  const rows = quotaRows([
+    { entity: { user: 'alice', 'client-id': '<default>' }, quotas: { producer_byte_rate: 1048576, consumer_byte_rate: 10 } },
+    { entity: { 'client-id': 'app' }, quotas: { request_percentage: 50 } },
+  ]);
+  assert.deepEqual(rows.map((r) => `${entityText(r.entity)} ${r.key}=${r.value}`), [
+    'client-id=app request_percentage=50',
+    'user=alice,client-id=<default> consumer_byte_rate=10',
+    'user=alice,client-id=<default> producer_byte_rate=1048576',
+  ]);
+  assert.deepEqual(formEntity({ user: ' alice ', 'client-id': 'x' }, { 'client-id': true }), { user: 'alice', 'client-id': '<default>' });
+  assert.throws(() => formEntity({ user: '' }), /name a user, a client id or an ip/);
+  assert.equal(quotaValue('producer_byte_rate', '1024'), 1024);
+  assert.throws(() => quotaValue('producer_byte_rate', '0'), /producer_byte_rate must be a number above 0, got "0"/);
+  assert.throws(() => quotaValue('producer_byte_rate', 'abc'), /must be a number above 0/);
 });

@@ -23,5 +23,8 @@ int cluster_main(int argc, char** argv);
 int users_main(int argc, char** argv);
 /// `ringlog acls list|create|delete`: ACLs over the v3 /acls routes, kafka-acls.sh's options.
 int acls_main(int argc, char** argv);
+/// `ringlog quotas list|set|remove`: client quotas over the v3 /client-quotas routes,
+/// kafka-configs.sh's entity options.
+int quotas_main(int argc, char** argv);
 
 }  // namespace ringlog::cli
