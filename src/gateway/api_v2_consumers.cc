@@ -149,6 +149,9 @@ std::string consumed_records_json(const std::vector<broker::consumed_record>& re
   return out + "]";
 }
 
+void poll_records(const call_ptr& self, const std::string& group, const std::string& instance,
+                  const broker::poll_request& req, bool as_json, const std::string& type);
+
 void v2_consumer_records(const call_ptr& c) {
   if (!check_group_name(*c)) return;
   const api_options& o = c->self->options();
@@ -179,35 +182,53 @@ void v2_consumer_records(const call_ptr& c) {
       }
       broker::poll_request req{timeout.value_or(std::min(r->request_timeout_ms, call.self->options().fetch_wait_max_ms)),
                                max_bytes};
-      auto self = call.shared_from_this();
-      call.broker().groups().poll(r->group_id, r->instance_id, req, [self, as_json, type](
-                                                                        broker::result<std::vector<broker::consumed_record>> polled) {
-        self->later([polled = std::move(polled), as_json, type](api::call& call2) {
-          if (!polled.ok()) return call2.fail(to_api_error(polled.error()));
-          // Issue 30: READ on every topic read (an ACL removed since the subscription, a
-          // pattern's match): refused whole, nothing shown.
-          for (const auto& cr : *polled) {
-            if (!call2.require(security::resource_type::topic, cr.partition.topic, security::acl_operation::read)) return;
-          }
-          std::optional<int64_t> bad_offset;
-          std::string body = consumed_records_json(*polled, as_json, bad_offset);
-          if (bad_offset) {
-            return call2.fail(406, ec::not_acceptable, "record at offset " + std::to_string(*bad_offset) +
-                                                           " is not JSON; use a binary consumer instance");
-          }
-          std::map<std::string, std::pair<uint64_t, uint64_t>> per_topic;
-          for (const auto& cr : *polled) {
-            auto& [n, b] = per_topic[cr.partition.topic];
-            ++n;
-            b += record_bytes(cr.record);
-          }
-          for (const auto& [t, nb] : per_topic) call2.self->metrics_registry().add_bytes_out(t, nb.first, nb.second);
-          http_response resp;
-          resp.content_type = type;
-          resp.body = std::move(body);
-          call2.respond(std::move(resp));
-        });
-      });
+      poll_records(call.shared_from_this(), r->group_id, r->instance_id, req, as_json, type);
+    });
+  });
+}
+
+/// Seeks that set a consumer instance back to the first record `polled` holds of each partition.
+std::vector<broker::seek_request> rewind_seeks(const std::vector<broker::consumed_record>& polled) {
+  group::partition_map<int64_t> first;
+  for (const auto& [tp, rec] : polled) first.try_emplace(tp, rec.record_offset.value());
+  std::vector<broker::seek_request> out;
+  for (const auto& [tp, offset] : first) out.push_back({tp, broker::seek_kind::offset, offset});
+  return out;
+}
+
+/// The poll of v2_consumer_records, answered as the instance's format.
+void poll_records(const call_ptr& self, const std::string& group, const std::string& instance,
+                  const broker::poll_request& req, bool as_json, const std::string& type) {
+  self->broker().groups().poll(group, instance, req, [self, group, instance, as_json, type](
+                                                       broker::result<std::vector<broker::consumed_record>> polled) {
+    self->later([polled = std::move(polled), group, instance, as_json, type](api::call& call2) {
+      if (!polled.ok()) return call2.fail(to_api_error(polled.error()));
+      // Issue 30: READ on every topic read (an ACL removed since the subscription, a
+      // pattern's match): refused whole, nothing shown, and the positions the poll moved are set
+      // back to its first record of each partition, so a refused poll skips nothing.
+      for (const auto& cr : *polled) {
+        if (call2.authorized(security::resource_type::topic, cr.partition.topic, security::acl_operation::read)) continue;
+        call2.broker().groups().seek(group, instance, rewind_seeks(*polled), [](broker::result<void>) {});
+        call2.require(security::resource_type::topic, cr.partition.topic, security::acl_operation::read);
+        return;
+      }
+      std::optional<int64_t> bad_offset;
+      std::string body = consumed_records_json(*polled, as_json, bad_offset);
+      if (bad_offset) {
+        return call2.fail(406, ec::not_acceptable, "record at offset " + std::to_string(*bad_offset) +
+                                                       " is not JSON; use a binary consumer instance");
+      }
+      std::map<std::string, std::pair<uint64_t, uint64_t>> per_topic;
+      for (const auto& cr : *polled) {
+        auto& [n, b] = per_topic[cr.partition.topic];
+        ++n;
+        b += record_bytes(cr.record);
+      }
+      for (const auto& [t, nb] : per_topic) call2.self->metrics_registry().add_bytes_out(t, nb.first, nb.second);
+      http_response resp;
+      resp.content_type = type;
+      resp.body = std::move(body);
+      call2.respond(std::move(resp));
     });
   });
 }

@@ -449,3 +449,37 @@ def test_hosts_match_on_a_dual_stack_listener_and_in_any_spelling(ringlog_bin, t
         assert [a["host"] for a in listed.json()["data"]] == ["::1"], listed.text
     finally:
         assert b.stop() == 0
+
+
+def test_a_v2_poll_is_refused_before_it_moves_positions(secured):
+    """The breaker's probe_v2_pattern.py: a pattern subscription matched a topic Alice may not
+    read; the poll was refused (403) after it had moved the instance's positions, so once she was
+    granted READ the records were gone for her."""
+    b = secured
+    for name in ("pat-pub", "pat-secret"):
+        requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=ADMIN)
+        r = requests.post(f"{b.url}/topics/{name}", json={"records": [{"value": "eA=="}]},
+                          headers={"Content-Type": BINARY}, auth=ADMIN)
+        assert r.status_code == 200, r.text
+    grant(b, [acl("User:alice", "GROUP", "pat-g", "READ"), acl("User:alice", "TOPIC", "pat-pub", "READ")])
+    base = f"{b.url}/consumers/pat-g"
+    wait_until(lambda: requests.post(base, json={"name": "i1", "format": "binary", "auto.offset.reset": "earliest"},
+                                     headers={"Content-Type": V2}, auth=ALICE).status_code == 200,
+               ACL_VISIBLE_S, "the group ACL")
+    inst = f"{base}/instances/i1"
+    r = requests.post(inst + "/subscription", json={"topic_pattern": "pat-.*"}, headers={"Content-Type": V2}, auth=ALICE)
+    assert r.status_code == 204, r.text
+    records = lambda: requests.get(inst + "/records", params={"timeout": 500}, headers={"Accept": BINARY}, auth=ALICE)
+    wait_until(lambda: refused(records()), 10, "the poll refused while the pattern matches pat-secret")
+    grant(b, [acl("User:alice", "TOPIC", "pat-secret", "READ")])
+    got = []
+
+    def both_read():
+        r = records()
+        if r.status_code == 200:
+            got.extend(rec["topic"] for rec in r.json())
+        return sorted(got) == ["pat-pub", "pat-secret"]
+
+    wait_until(both_read, 10, "both records, none skipped by the refused polls")
+    requests.delete(inst, headers={"Content-Type": V2}, auth=ALICE)
+    revoke(b, "User:alice")
