@@ -340,7 +340,7 @@ def test_a_peer_that_closes_without_an_http_answer_is_named_not_an_http_listener
     threading.Thread(target=close_each, daemon=True).start()
     try:
         out = run_cli("topics", "list", "--bootstrap-server", f"http://127.0.0.1:{port}", timeout=20)
-        assert out.returncode == 1 and "not an HTTP listener (is it the kafka:// port?)" in out.stderr, out
+        assert out.returncode == 1 and "not a plain HTTP listener (is it the kafka:// port, or an https:// listener? then use https://)" in out.stderr, out
     finally:
         sock.close()
 

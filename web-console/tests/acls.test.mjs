@@ -50,6 +50,7 @@ test('the ACL page adds, filters and deletes; without ALTER its buttons are disa
 });
 
 test('the topic page disables delete, add partitions and config edits the principal may not do', async () => {
+  const { page, pageErrors, baseUrl } = consoleUnderTest;
   const cid = (await (await fetch(`${baseUrl}/v3/clusters`, { headers: { Authorization: ADMIN } })).json()).data[0].cluster_id;
   const post = (url, body) => fetch(`${baseUrl}/v3/clusters/${cid}/${url}`, {
     method: 'POST', headers: { Authorization: ADMIN, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
