@@ -71,7 +71,7 @@ const std::vector<help_area>& help_areas() {
                                                           "auto.create.topics.", "compression."}},
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
       {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors."}},
-      {"Connection limits (issue 31; docs/configuration.md)", {"max.connection", "connection.authentication."}},
+      {"Connection limits (issue 31; docs/configuration.md)", {"max.connection", "connection.authentication.", "connections.max.idle."}},
       {"Client quotas (issue 31; the quotas themselves are metadata: AlterClientQuotas)", {"quota."}},
       {"Security: SASL and users", {"sasl.", "connections.max.reauth.", "connection.failed.authentication."}},
       {"Security: ACLs (authorization on every door)", {"authorizer.", "super.users", "allow.everyone.if.no.acl.found"}},
@@ -274,6 +274,7 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   listen.connections_max_reauth_ms = cfg.connections_max_reauth_ms;
   listen.connection_failed_authentication_delay_ms = cfg.connection_failed_authentication_delay_ms;
   listen.authentication_timeout_ms = cfg.connection_authentication_timeout_ms;
+  listen.connections_max_idle_ms = cfg.connections_max_idle_ms;
   listen.oauthbearer_validator = l.oauthbearer;
   const auto& m = cfg.sasl_enabled_mechanisms;
   if (listen.sasl && !l.oauthbearer && std::find(m.begin(), m.end(), "OAUTHBEARER") != m.end()) {

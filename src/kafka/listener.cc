@@ -144,6 +144,9 @@ struct connection : std::enable_shared_from_this<connection> {
   bool muted = false;
   std::chrono::steady_clock::time_point muted_until{};
   std::unique_ptr<shard_timer> mute_timer;
+  /// connections.max.idle.ms: the last time a request was read or an answer written.
+  std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
+  std::unique_ptr<shard_timer> idle_timer;
 
   void read_next() {
     if (closed || reading || closing || muted) return;
@@ -196,6 +199,7 @@ struct connection : std::enable_shared_from_this<connection> {
       close("listener stopped");
       return;
     }
+    last_active = std::chrono::steady_clock::now();
     if (gate && !pass_gate(*o)) return;
     const uint64_t seq = next_seq++;
     slots.push_back(slot{false, std::nullopt, frame.size()});
@@ -370,6 +374,7 @@ struct connection : std::enable_shared_from_this<connection> {
   /// The frame at slots.front() is on the wire: the next one may go.
   void frame_sent() {
     writing = false;
+    last_active = std::chrono::steady_clock::now();
     held_bytes -= slots.front().frame->size_bytes();
     slots.pop_front();
     ++first_slot_seq;
@@ -439,6 +444,10 @@ struct connection : std::enable_shared_from_this<connection> {
   /// is closed with a log line naming the listener.
   void start(const std::shared_ptr<listener::impl>& o) {
     if (o->options.tls || gate) arm_login_deadline(*o);
+    if (o->options.connections_max_idle_ms > 0) {
+      idle_timer = std::make_unique<shard_timer>(stream.get_executor());
+      arm_idle(o->options.connections_max_idle_ms);
+    }
     if (!o->options.tls) {
       stream_ready = true;
       return read_next();
@@ -489,6 +498,21 @@ struct connection : std::enable_shared_from_this<connection> {
     });
   }
 
+  /// connections.max.idle.ms (Kafka's Selector closes idle channels): wakes when the connection
+  /// would have been idle `idle_ms`; closes it when nothing was read or written since and no
+  /// request is in flight (a long-polling fetch is not idle), else sleeps again.
+  void arm_idle(int64_t idle_ms) {
+    const auto idle = std::chrono::milliseconds(idle_ms);
+    const auto now = std::chrono::steady_clock::now();
+    idle_timer->expires_at(slots.empty() ? last_active + idle : now + idle);
+    idle_timer->async_wait([self = shared_from_this(), idle_ms](boost::system::error_code ec) {
+      if (ec || self->closed || self->closing) return;
+      const bool quiet = std::chrono::steady_clock::now() - self->last_active >= std::chrono::milliseconds(idle_ms);
+      if (!quiet || !self->slots.empty() || self->writing) return self->arm_idle(idle_ms);
+      self->close("idle for connections.max.idle.ms=" + std::to_string(idle_ms) + " (no request or answer)");
+    });
+  }
+
   /// The handshake (and the login on SASL listeners) is done: the deadline no longer applies.
   void login_done() {
     if (login_deadline) login_deadline->cancel();
@@ -501,6 +525,7 @@ struct connection : std::enable_shared_from_this<connection> {
     closed = true;
     if (close_timer) close_timer->cancel();
     if (mute_timer) mute_timer->cancel();
+    if (idle_timer) idle_timer->cancel();
     login_done();
     slot_in_limits.release();
     if (!reason.empty()) {

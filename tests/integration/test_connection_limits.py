@@ -8,6 +8,7 @@ import re
 import resource
 import socket
 import ssl
+import time
 
 import requests
 from confluent_kafka import Producer
@@ -176,4 +177,42 @@ def test_a_declared_frame_size_is_not_allocated_before_its_bytes_arrive(ringlog_
     finally:
         for s in socks:
             s.close()
+        assert b.stop() == 0
+
+
+def api_versions_frame(correlation_id):
+    """A Kafka ApiVersions v0 request (key 18, no body) with client id "idle-test", framed."""
+    client_id = b"idle-test"
+    body = (18).to_bytes(2, "big") + (0).to_bytes(2, "big") + correlation_id.to_bytes(4, "big") + \
+        len(client_id).to_bytes(2, "big") + client_id
+    return len(body).to_bytes(4, "big") + body
+
+
+def test_idle_kafka_connections_are_closed_and_busy_ones_kept(ringlog_bin, tmp_path):
+    """The breaker's storm_kafka.py: idle connects from 11 addresses held all 10,000 max.connections
+    places, locking new clients out (nothing closed idle Kafka connections). connections.max.idle.ms
+    (Kafka's key) closes a connection with no request and no answer for that long."""
+    kafka_port = free_port()
+    b = Broker(tmp_path / "data", kafka_port=kafka_port, extra_sets=["connections.max.idle.ms=1000"]).start()
+    try:
+        idle = socket.create_connection(("127.0.0.1", kafka_port))
+        busy = socket.create_connection(("127.0.0.1", kafka_port))
+        busy.settimeout(10)
+        # The busy one asks ApiVersions every 200 ms for 3 s (three idle times); each is answered.
+        deadline = time.monotonic() + 3
+        n = 0
+        while time.monotonic() < deadline:
+            n += 1
+            busy.sendall(api_versions_frame(n))
+            size = int.from_bytes(busy.recv(4, socket.MSG_WAITALL), "big")
+            assert size > 0 and len(busy.recv(size, socket.MSG_WAITALL)) == size
+            time.sleep(0.2)   # the client's pace, not a wait for the broker
+        wait_until(lambda: peer_closed(idle), 10, "the idle connection closed by connections.max.idle.ms")
+        busy.setblocking(True)
+        busy.sendall(api_versions_frame(n + 1))
+        assert int.from_bytes(busy.recv(4, socket.MSG_WAITALL), "big") > 0, "the busy connection was closed"
+        assert "idle for connections.max.idle.ms=1000" in b.log_path.read_text()
+        idle.close()
+        busy.close()
+    finally:
         assert b.stop() == 0

@@ -163,6 +163,9 @@ struct server_config {
   /// connection.authentication.timeout.ms (ringlog; Kafka has none for TLS): a TLS handshake, or
   /// a SASL login, not done this long after accept closes the connection; 0 = no limit.
   int64_t connection_authentication_timeout_ms = 10000;
+  /// connections.max.idle.ms (Kafka's key and default, 10 min): a Kafka listener connection with
+  /// no request read and no answer written this long, and none in flight, is closed; 0 = never.
+  int64_t connections_max_idle_ms = 600000;
   // Connection limits (issue 31, Kafka's keys; runtime/connection_limits.h has the rules). Kafka's
   // defaults are unlimited; these are on by default so a connect storm cannot take the broker.
   int64_t max_connections = 10000;                      // max.connections (every listener but CLUSTER)
