@@ -204,7 +204,12 @@ def test_reassignment_moves_a_replica_and_the_leadership_onto_a_new_broker_while
 
         # Every acknowledged record is in the partition, read from its new leader, broker 4.
         expected = [f"before-{i}" for i in range(RECORDS_BEFORE)] + producer.acknowledged
-        end = int(requests.get(extra.v3(f"/topics/{TOPIC}/partitions/0/offset"), timeout=5).json()["latest_offset"])
+        # Right after its election the new leader may answer "retry" until its high watermark is
+        # established (KIP-207): poll for the figure (a fresh-clone CI run read it too early).
+        def latest_offset():
+            answer = requests.get(extra.v3(f"/topics/{TOPIC}/partitions/0/offset"), timeout=5).json()
+            return answer if "latest_offset" in answer else None
+        end = int(wait_until(latest_offset, FAILOVER_DEADLINE_S, "the new leader's latest offset")["latest_offset"])
         values = [x["value"] for x in read_all(extra, TOPIC, 0, end)]
         missing = [v for v in expected if v not in set(values)]
         assert not missing, f"{len(missing)} acknowledged records missing, e.g. {missing[:5]}"
