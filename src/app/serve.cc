@@ -180,7 +180,7 @@ struct bound_kafka_listener {
   std::shared_ptr<const security::jwt_validator> oauthbearer;   // the JWKS HTTP Bearer uses
 };
 
-/// The connection limits of every listener but plaintext HTTP (which has http.connections.max):
+/// The connection limits of every listener (plaintext HTTP has http.connections.max as well):
 /// max.connections, max.connections.per.ip(.overrides), max.connection.creation.rate, and each
 /// listener's listener.name.<name>.max.connections / .max.connection.creation.rate.
 std::shared_ptr<runtime::connection_limits> make_connection_limits(const config::server_config& cfg) {
@@ -196,7 +196,6 @@ std::shared_ptr<runtime::connection_limits> make_connection_limits(const config:
     return std::stoll(value);   // checked when the config was read
   };
   for (const auto& r : cfg.listeners) {
-    if (r.name == "HTTP") continue;
     limits->add_listener(r.name, runtime::listener_connection_limits{own(r, "max.connections"),
                                                                      own(r, "max.connection.creation.rate"),
                                                                      r.is_cluster()});
@@ -313,7 +312,7 @@ struct bound_listeners {
   rpc::cluster_tls cluster_tls;   // CLUSTER:SSL
   /// CLUSTER:SSL: listener.name.cluster.ssl.principal.mapping.rules (a peer's subject -> principal).
   std::shared_ptr<const security::ssl_principal_mapper> cluster_principal_mapper;
-  std::shared_ptr<runtime::connection_limits> limits;   // every listener but plaintext HTTP
+  std::shared_ptr<runtime::connection_limits> limits;   // every listener's
 };
 
 /// Binds every listener into `out` and adds each TLS context to `reloader`. Returns the exit code
@@ -680,6 +679,22 @@ open_file_budget plan_open_files(const config::server_config& cfg) {
   return b;
 }
 
+/// The http:// listener's options from the config: where it listens and its bounds.
+void set_http_listener(gateway::server_options& options, const config::server_config& cfg, const open_file_budget& budget,
+                       const bound_listeners& bound) {
+  options.host = cfg.listener_host;
+  options.port = static_cast<uint16_t>(cfg.listener_port);
+  options.body_bytes_max = static_cast<uint64_t>(cfg.http_request_body_max_bytes);
+  options.header_bytes_max = static_cast<uint32_t>(cfg.http_request_header_max_bytes);
+  options.idle_timeout_ms = cfg.http_idle_timeout_ms;
+  options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
+  options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
+  options.connections_max = budget.connections_max;
+  options.listen_fd = bound.http_fd;
+  options.connection_limits = bound.limits;
+  options.listen = bound.http_record != nullptr;
+}
+
 /// Creates `log_dir` if needed and takes an exclusive flock(2) on `log_dir/.lock`, kept open (and
 /// so held) for the life of the process; the kernel drops it when the process dies, SIGKILL
 /// included. False, after logging why, when another process holds it or the directory is unusable.
@@ -946,16 +961,7 @@ int serve_main(int argc, char** argv) {
   std::unique_ptr<broker::broker> broker = std::move(opened).value();
   serving_broker->store(broker.get());
 
-  options.host = cfg.listener_host;
-  options.port = static_cast<uint16_t>(cfg.listener_port);
-  options.body_bytes_max = static_cast<uint64_t>(cfg.http_request_body_max_bytes);
-  options.header_bytes_max = static_cast<uint32_t>(cfg.http_request_header_max_bytes);
-  options.idle_timeout_ms = cfg.http_idle_timeout_ms;
-  options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
-  options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
-  options.connections_max = budget.connections_max;
-  options.listen_fd = bound.http_fd;
-  options.listen = bound.http_record != nullptr;
+  set_http_listener(options, cfg, budget, bound);
   // Declared before the server and the Kafka listener, so it outlives both (they read it).
   kafka::fetch_counters kafka_counters;
   options.extra_metrics = [&kafka_counters, limits = bound.limits] {

@@ -1438,50 +1438,15 @@ void group_service_impl::nack(std::string group_id, std::string instance_id, std
                                         done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return forget(r.error(), done);
       if (fresh.empty()) return done(base::ok_v);
-      struct gather {
-        std::mutex mutex;
-        size_t remaining = 0;
-        std::optional<error> failure;
-        std::vector<retries::nack_write> writes;
-      };
-      auto g = std::make_shared<gather>();
-      g->remaining = fresh.size();
-      auto all_read = [this, g, group_id, instance_id, fresh, forget, done]() {
-        if (g->failure) return forget(*g->failure, done);
-        retries::write_nacks(broker_, std::move(g->writes),
-                             [this, group_id, instance_id, fresh, forget, done](result<void> w) {
-                               if (!w.ok()) return forget(w.error(), done);
-                               commit_nacked(group_id, instance_id, fresh, done);
-                             });
-      };
-      for (const auto& n : fresh) {
-        retries::read_record(broker_, n.partition, n.offset,
-                             [this, g, n, group_id, policy, all_read](result<model::record> rec) {
-                               bool last = false;
-                               {
-                                 std::lock_guard lock(g->mutex);
-                                 if (!rec.ok()) {
-                                   if (!g->failure) g->failure = rec.error();
-                                 } else {
-                                   auto route = delay::route_nack(group_id, n.partition, *rec, n.reason, policy,
-                                                                  clock_.now_ms());
-                                   std::optional<error> bad;
-                                   if (!route.ok()) bad = error{errc::invalid_record, route.error().message};
-                                   else if (auto v = validate_topic_name(route->topic); !v.ok()) {
-                                     bad = error{v.error().code, "group '" + group_id + "' cannot have the retry or dead-letter topic '" +
-                                                                     route->topic + "': " + v.error().message};
-                                   }
-                                   if (bad) {
-                                     if (!g->failure) g->failure = *bad;
-                                   } else {
-                                     g->writes.push_back({std::move(route).value(), rec->key, rec->value});
-                                   }
-                                 }
-                                 last = --g->remaining == 0;
-                               }
-                               if (last) all_read();
-                             });
-      }
+      retries::route_nacks(broker_, group_id, fresh, policy, clock_.now_ms(),
+                           [this, group_id, instance_id, fresh, forget, done](result<std::vector<retries::nack_write>> w) {
+                             if (!w.ok()) return forget(w.error(), done);
+                             retries::write_nacks(broker_, std::move(w).value(),
+                                                  [this, group_id, instance_id, fresh, forget, done](result<void> r) {
+                                                    if (!r.ok()) return forget(r.error(), done);
+                                                    commit_nacked(group_id, instance_id, fresh, done);
+                                                  });
+                           });
     });
   });
 }

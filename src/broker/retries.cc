@@ -279,7 +279,72 @@ bool contains_text(const std::optional<model::bytes>& b, const std::string& need
   return s.find(needle) != std::string_view::npos;
 }
 
+/// Issue 30: what a nack's copy to `topic` needs beyond READ of the original: WRITE on `topic`, and
+/// CREATE on the cluster or `topic` when the copy creates it. nullopt when allowed.
+std::optional<error> nack_copy_refusal(const broker& b, const nack_request& n, const std::string& topic) {
+  if (!b.authorizer_enabled()) return std::nullopt;
+  auto allowed = [&](security::resource_type resource, std::string_view name, security::acl_operation operation) {
+    return b.authorize(n.principal, n.host, security::acl_action{resource, name, operation}).allowed();
+  };
+  const std::string who = n.principal.to_string();
+  if (!allowed(security::resource_type::topic, topic, security::acl_operation::write)) {
+    return error{errc::topic_authorization_failed, "nack refused: its copy goes to topic '" + topic +
+                                                       "' (the instance's retry or dead-letter topic), and " + who +
+                                                       " lacks WRITE on it"};
+  }
+  if (!b.topic_exists(topic) &&
+      !allowed(security::resource_type::cluster, security::cluster_resource_name, security::acl_operation::create) &&
+      !allowed(security::resource_type::topic, topic, security::acl_operation::create)) {
+    return error{errc::topic_authorization_failed, "nack refused: its copy would create topic '" + topic +
+                                                       "' (the instance's retry or dead-letter topic), and " + who +
+                                                       " lacks CREATE on the cluster or on that topic"};
+  }
+  return std::nullopt;
+}
+
+/// The copy of nacked record `rec` of `n`, or why there is none.
+result<nack_write> route_one(const broker& b, const std::string& group_id, const nack_request& n, const model::record& rec,
+                             const delay::retry_policy& policy, int64_t now_ms) {
+  auto route = delay::route_nack(group_id, n.partition, rec, n.reason, policy, now_ms);
+  if (!route.ok()) return error{errc::invalid_record, route.error().message};
+  if (auto v = validate_topic_name(route->topic); !v.ok()) {
+    return error{v.error().code, "group '" + group_id + "' cannot have the retry or dead-letter topic '" + route->topic +
+                                     "': " + v.error().message};
+  }
+  if (auto refused = nack_copy_refusal(b, n, route->topic)) return *refused;
+  return nack_write{std::move(route).value(), rec.key, rec.value};
+}
+
 }  // namespace
+
+void route_nacks(broker& b, const std::string& group_id, const std::vector<nack_request>& nacks,
+                 const delay::retry_policy& policy, int64_t now_ms,
+                 std::function<void(result<std::vector<nack_write>>)> done) {
+  struct gather {
+    std::mutex mutex;
+    size_t remaining = 0;
+    std::optional<error> failure;
+    std::vector<nack_write> writes;
+    std::function<void(result<std::vector<nack_write>>)> done;
+  };
+  if (nacks.empty()) return done(std::vector<nack_write>{});
+  auto g = std::make_shared<gather>();
+  g->remaining = nacks.size();
+  g->done = std::move(done);
+  for (const auto& n : nacks) {
+    read_record(b, n.partition, n.offset, [&b, g, n, group_id, policy, now_ms](result<model::record> rec) {
+      {
+        std::lock_guard lock(g->mutex);
+        auto w = rec.ok() ? route_one(b, group_id, n, *rec, policy, now_ms) : result<nack_write>(rec.error());
+        if (!w.ok() && !g->failure) g->failure = w.error();
+        if (w.ok()) g->writes.push_back(std::move(w).value());
+        if (--g->remaining > 0) return;
+      }
+      if (g->failure) return g->done(*g->failure);
+      g->done(std::move(g->writes));
+    });
+  }
+}
 
 void write_nacks(broker& b, std::vector<nack_write> writes, std::function<void(result<void>)> done) {
   if (writes.empty()) return done(base::ok_v);

@@ -27,6 +27,17 @@ struct nack_write {
 /// is answered with an error may be repeated, docs/retries.md).
 void write_nacks(broker& b, std::vector<nack_write> writes, std::function<void(result<void>)> done);
 
+/// Reads each of `nacks`' records and routes its copy (delay::route_nack under `policy`, group
+/// `group_id`, broker time `now_ms`): the copies to write, or the first error: a record gone
+/// (offset_out_of_range), a route refused (invalid_record), a retry or dead-letter topic name
+/// refused, or topic_authorization_failed when, with an authorizer, the nacking principal lacks
+/// WRITE on the copy's topic, or CREATE on the cluster or the topic when the copy would create it
+/// (issue 30: a copy is a produce by the member, so a template cannot aim at a topic it may not
+/// write). `done` once, on any thread.
+void route_nacks(broker& b, const std::string& group_id, const std::vector<nack_request>& nacks,
+                 const delay::retry_policy& policy, int64_t now_ms,
+                 std::function<void(result<std::vector<nack_write>>)> done);
+
 /// The record at `offset` of `tp` (fetched through the broker). Errors: offset_out_of_range when
 /// no record has that offset any more (compacted, deleted by retention).
 void read_record(broker& b, model::topic_partition tp, model::offset offset, std::function<void(result<model::record>)> done);

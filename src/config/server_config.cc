@@ -408,7 +408,7 @@ std::vector<key_spec> connection_limit_keys() {
               "a Kafka listener connection with no request and no answer for this long, and none in flight, is "
               "closed, so idle clients do not hold max.connections places (Kafka's default); 0 = never, ms"),
       int_key("max.connections", &server_config::max_connections, 0, 100'000'000,
-              "open connections of every Kafka and https listener together (the cluster listener is not counted); "
+              "open connections of every Kafka, http and https listener together (the cluster listener is not counted); "
               "past it new connections are closed at once; also listener.name.<name>.max.connections per listener"),
       int_key("max.connections.per.ip", &server_config::max_connections_per_ip, 0, 100'000'000,
               "open connections from one client address, every listener; past it new ones are closed at once"),
@@ -439,7 +439,7 @@ std::vector<key_spec> connection_limit_keys() {
                  return out;
                }},
       int_key("max.connection.creation.rate", &server_config::max_connection_creation_rate, 0, 100'000'000,
-              "new connections per second of every Kafka and https listener together; one over it is held "
+              "new connections per second of every Kafka, http and https listener together; one over it is held "
               "unanswered for the delay the rate needs (at most 1 s), then closed; also "
               "listener.name.<name>.max.connection.creation.rate per listener"),
       int_key("quota.window.num", &server_config::quota_window_num, 1, 1000,

@@ -248,9 +248,9 @@ const std::vector<route>& route_table() {
       {"DELETE", "/consumers/{group}/instances/{instance}/subscription", v2_unsubscribe, "READ GROUP:{group}"},
       {"POST", "/consumers/{group}/instances/{instance}/assignments", v2_assign, "READ GROUP:{group}; READ TOPIC:body"},
       {"GET", "/consumers/{group}/instances/{instance}/assignments", v2_get_assignments, "READ GROUP:{group}"},
-      {"POST", "/consumers/{group}/instances/{instance}/positions", v2_seek, "READ GROUP:{group}"},
-      {"POST", "/consumers/{group}/instances/{instance}/positions/beginning", v2_seek_beginning, "READ GROUP:{group}"},
-      {"POST", "/consumers/{group}/instances/{instance}/positions/end", v2_seek_end, "READ GROUP:{group}"},
+      {"POST", "/consumers/{group}/instances/{instance}/positions", v2_seek, "READ GROUP:{group}; READ TOPIC:body"},
+      {"POST", "/consumers/{group}/instances/{instance}/positions/beginning", v2_seek_beginning, "READ GROUP:{group}; READ TOPIC:body"},
+      {"POST", "/consumers/{group}/instances/{instance}/positions/end", v2_seek_end, "READ GROUP:{group}; READ TOPIC:body"},
       {"GET", "/consumers/{group}/instances/{instance}/records", v2_consumer_records, "READ GROUP:{group}; READ TOPIC:body"},
       {"POST", "/consumers/{group}/instances/{instance}/offsets", v2_commit_offsets, "READ GROUP:{group}; READ TOPIC:body"},
       {"GET", "/consumers/{group}/instances/{instance}/offsets", v2_committed_offsets, "DESCRIBE GROUP:{group}; DESCRIBE TOPIC:body"},
@@ -393,6 +393,7 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     if (c->request.method != r.method && !head_as_get) continue;
     c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
+    routes::identify_client(c);
     if (!routes::authenticate_call(c, r.pattern)) return;
     // Issue 30: the needs named by the path (or the cluster) before the handler runs; the
     // handler checks those named in the body and filters its lists.

@@ -132,8 +132,10 @@ void v2_nack(const call_ptr& c) {
   if (!check_group_name(*c) || !consumer_content_type(c)) return;
   auto nacks = parse_nacks(c->request.body);
   if (!nacks.ok()) return c->fail(nacks.error());
-  for (const auto& n : nacks.value()) {
+  for (auto& n : nacks.value()) {
     if (!c->require(security::resource_type::topic, n.partition.topic, security::acl_operation::read)) return;
+    n.principal = c->principal();
+    n.host = c->peer_ip();
   }
   c->broker().groups().nack(c->params["group"], c->params["instance"], std::move(nacks).value(), answer_no_content(c));
 }

@@ -90,8 +90,18 @@ struct api::call : std::enable_shared_from_this<api::call> {
 
   broker::broker& broker() { return self->broker_; }
 
-  /// The caller's address as ACL hosts name it (issue 30): the peer's IP without its port.
-  [[nodiscard]] std::string peer_ip() const { return peer_host(request.peer); }
+  /// Set once by identify_client (api_group_forward.cc) before the call is authorized: true when
+  /// a registered broker passed this call on (its peer address is that broker's), so the
+  /// client's address it names is believed and the call's quota was counted there.
+  bool passed_on_by_broker = false;
+  /// The client's address as ACL hosts name it, when a broker passed the call on; "" otherwise.
+  std::string forwarded_client_host;
+
+  /// The caller's address as ACL hosts name it (issue 30): the peer's IP without its port, or,
+  /// for a call a registered broker passed on, the client's address that broker saw.
+  [[nodiscard]] std::string peer_ip() const {
+    return forwarded_client_host.empty() ? peer_host(request.peer) : forwarded_client_host;
+  }
   /// Issue 30: may the caller do `operation` on the resource? Always true without an authorizer.
   bool authorized(security::resource_type resource, std::string_view name, security::acl_operation operation) {
     return acl_allows(broker(), principal(), peer_ip(), resource, name, operation);
@@ -99,7 +109,7 @@ struct api::call : std::enable_shared_from_this<api::call> {
   /// As authorized(), but a refusal is answered (403, error_code 40301: acl_refusal) and false
   /// returned.
   bool require(security::resource_type resource, std::string_view name, security::acl_operation operation) {
-    auto refusal = acl_refusal(broker(), principal(), peer_ip(), resource, name, operation);
+    auto refusal = acl_refusal(broker(), principal(), peer_ip(), resource, name, operation, "http", route);
     if (refusal) fail(*refusal);
     return !refusal;
   }
@@ -539,6 +549,13 @@ void v3_list_groups(const call_ptr& c);
 /// its answer (503 + Retry-After naming the coordinator when it does not answer). False when the
 /// call is to be served here.
 bool forward_group_call(const call_ptr& c);
+/// Decides, before a call is authorized, whether a peer broker passed it on: X-Ringlog-Forwarded-By
+/// names a registered broker and the call comes from one of the registered brokers' advertised
+/// addresses (names resolved, cached for broker_address_cache_ttl_ms). Only then is its
+/// X-Ringlog-Forwarded-For believed as the client's address (ACL host checks) and its quota left
+/// to the broker that counted it; anyone else's forwarding headers change nothing but the loop
+/// guard (the call is served where it arrives).
+void identify_client(const call_ptr& c);
 /// GET .../consumer-groups through a cluster: every live broker's own list (each lists the groups
 /// it coordinates), merged by group id. False when this node's list is the whole answer.
 bool gather_group_lists(const call_ptr& c);

@@ -107,7 +107,7 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
 
   [[nodiscard]] std::optional<api_error> read_refusal(const std::string& name) const {
     return acl_refusal(c->broker(), c->principal(), c->peer_ip(), security::resource_type::topic, name,
-                       security::acl_operation::read);
+                       security::acl_operation::read, "http", c->route);
   }
 
   /// One record as an NDJSON line or an SSE event. A key or value that is not JSON in a json

@@ -113,7 +113,12 @@ void v2_get_assignments(const call_ptr& c) {
   c->broker().groups().assignments(group_param(*c), instance_param(*c), [c](broker::result<group::partition_set> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail(to_api_error(r.error()));
-      call.respond_json(200, {{"partitions", partitions_json(*r)}}, call.accepted);
+      // Issue 30: a pattern may match topics the caller may not DESCRIBE; they are not shown.
+      group::partition_set shown;
+      for (const auto& tp : *r) {
+        if (call.authorized(security::resource_type::topic, tp.topic, security::acl_operation::describe)) shown.insert(tp);
+      }
+      call.respond_json(200, {{"partitions", partitions_json(shown)}}, call.accepted);
     });
   });
 }
@@ -123,6 +128,10 @@ void v2_seek(const call_ptr& c) {
   if (!check_group_name(*c) || !consumer_content_type(c)) return;
   auto seeks = parse_seek(c->request.body);
   if (!seeks.ok()) return c->fail(seeks.error());
+  // Issue 30: READ on each topic sought (a seek sets what an empty-body commit then commits).
+  for (const auto& s : *seeks) {
+    if (!c->require(security::resource_type::topic, s.partition.topic, security::acl_operation::read)) return;
+  }
   c->broker().groups().seek(group_param(*c), instance_param(*c), std::move(seeks).value(), answer_no_content(c));
 }
 
@@ -130,6 +139,7 @@ void v2_seek_edge(const call_ptr& c, broker::seek_kind kind) {
   if (!check_group_name(*c) || !consumer_content_type(c)) return;
   auto partitions = parse_partitions(c->request.body);
   if (!partitions.ok()) return c->fail(partitions.error());
+  if (!require_topics(*c, *partitions)) return;
   std::vector<broker::seek_request> seeks;
   for (const auto& tp : *partitions) seeks.push_back({tp, kind, 0});
   c->broker().groups().seek(group_param(*c), instance_param(*c), std::move(seeks), answer_no_content(c));

@@ -217,7 +217,7 @@ void v3_alter_client_quotas(const call_ptr& c) {
 }
 
 bool admit_quota_client(const call_ptr& c, std::string_view method, std::string_view pattern) {
-  if (!c->request.forwarded_by.empty()) return true;   // counted at the broker the client asked
+  if (c->passed_on_by_broker) return true;   // counted at the broker the client asked
   if (c->request.client_id.size() > security::quota_entity_name_bytes_max) {
     c->fail(400, ec::invalid_request, std::string(client_id_header) + " is longer than " +
                                           std::to_string(security::quota_entity_name_bytes_max) + " bytes");

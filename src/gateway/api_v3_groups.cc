@@ -103,7 +103,18 @@ void with_group(const call_ptr& c, std::function<void(api::call&, broker::group_
       if (r->description.state == group::group_state::dead) {
         return call.fail(404, ec::group_not_found, "consumer group '" + id + "' not found");
       }
-      done(call, *r);
+      // Issue 30: a member's partitions of topics the caller may not DESCRIBE (a pattern's
+      // matches) are not shown, as Kafka's DescribeGroups leaves a consumer's hidden topics out.
+      broker::group_details shown = *r;
+      auto hidden = [&call](const model::topic_partition& tp) {
+        return !call.authorized(security::resource_type::topic, tp.topic, security::acl_operation::describe);
+      };
+      for (auto& m : shown.description.members) {
+        std::erase_if(m.owned, hidden);
+        std::erase_if(m.target, hidden);
+        std::erase_if(m.pending_revocation, hidden);
+      }
+      done(call, std::move(shown));
     });
   });
 }

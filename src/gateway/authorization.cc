@@ -1,6 +1,11 @@
 #include "authorization.h"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
 #include "ringlog/security/acl_host.h"
+#include "ringlog/security/audit.h"
 
 namespace ringlog::gateway {
 
@@ -79,8 +84,17 @@ bool acl_allows(const broker::broker& b, const security::kafka_principal& princi
 
 std::optional<api_error> acl_refusal(const broker::broker& b, const security::kafka_principal& principal,
                                      std::string_view host, security::resource_type resource, std::string_view name,
-                                     security::acl_operation operation) {
+                                     security::acl_operation operation, std::string_view door,
+                                     std::string_view request) {
   if (acl_allows(b, principal, host, resource, name, operation)) return std::nullopt;
+  static security::audit_denial_budget budget;
+  const auto verdict = budget.admit(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  if (verdict.suppressed > 0) spdlog::info("{}", security::audit_denials_suppressed_line(door, verdict.suppressed));
+  if (verdict.log) {
+    spdlog::info("{}", security::audit_authorization_denied_line(door, principal, host,
+                                                                 security::acl_action{resource, name, operation}, request));
+  }
   std::string message = principal.to_string() + " (host " + std::string(host) + ") is not authorized to " +
                         std::string(security::to_string(operation)) + " " +
                         std::string(security::to_string(resource));

@@ -45,9 +45,12 @@ bool acl_allows(const broker::broker& b, const security::kafka_principal& princi
 /// nullopt when allowed; else the 403 (error_code 40301) to answer, naming the principal, the
 /// operation and the resource type, and the resource's name only when the principal may
 /// DESCRIBE it (a name it may not see is never echoed: Kafka's rule that an undescribable topic
-/// is never revealed).
+/// is never revealed). A refusal is logged as an audit line (security/audit.h, at most
+/// audit_denial_lines_per_second_max a second) naming `door` ("http", "ws") and `request` (the
+/// route or the WebSocket frame).
 std::optional<api_error> acl_refusal(const broker::broker& b, const security::kafka_principal& principal,
                                      std::string_view host, security::resource_type resource, std::string_view name,
-                                     security::acl_operation operation);
+                                     security::acl_operation operation, std::string_view door = "http",
+                                     std::string_view request = {});
 
 }  // namespace ringlog::gateway

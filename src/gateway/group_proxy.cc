@@ -3,6 +3,7 @@
 // exchange timeout and a count of calls in flight.
 
 #include "group_proxy.h"
+#include "http_quotas.h"
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
@@ -56,6 +57,9 @@ class exchange : public std::enable_shared_from_this<exchange> {
     // a console session is this node's own, so a cookie call is refused there (docs/security.md).
     if (!request.authorization.empty()) request_.set(http::field::authorization, request.authorization);
     request_.set(forwarded_header, std::to_string(node_id));
+    // The coordinator authorizes (ACL hosts) and accounts quotas for the client, not this broker.
+    if (!request.forwarded_for.empty()) request_.set(forwarded_for_header, request.forwarded_for);
+    if (!request.client_id.empty()) request_.set(client_id_header, request.client_id);
     request_.set(http::field::connection, "close");
     request_.body() = request.body;
     request_.prepare_payload();

@@ -27,6 +27,10 @@ namespace ringlog::gateway {
 
 /// Marks a request one broker passed on to another; its value is the sender's node id.
 inline constexpr const char* forwarded_header = "X-Ringlog-Forwarded-By";
+/// On a request passed on: the client's address as the passing broker saw it (ACL hosts' form,
+/// security/acl_host.h). Believed only when the request comes from a registered broker's address
+/// (api_group_forward.cc identify_client), so a client cannot name another address for itself.
+inline constexpr const char* forwarded_for_header = "X-Ringlog-Forwarded-For";
 /// On an answer that was passed on: the node id of the broker that served it (for operators and tests).
 inline constexpr const char* served_by_header = "X-Ringlog-Served-By";
 
@@ -67,9 +71,10 @@ struct forward_result {
 class http_forwarder {
  public:
   virtual ~http_forwarder() = default;
-  /// Sends `request` (method, target, Content-Type, Accept, Authorization, Host, body; HEAD is sent as GET) to
-  /// `target` with forwarded_header set, on the calling shard's event loop, and calls `done` there
-  /// exactly once. `timeout_ms` bounds the whole exchange. No connection is kept between calls.
+  /// Sends `request` (method, target, Content-Type, Accept, Authorization, Host, X-Client-Id, body; HEAD is
+  /// sent as GET) to `target` with forwarded_header set, and forwarded_for_header when
+  /// `request.forwarded_for` names the client's address, on the calling shard's event loop, and
+  /// calls `done` there exactly once. `timeout_ms` bounds the whole exchange. No connection is kept between calls.
   /// Refuses (answered false, at once) when proxy_limits::in_flight_max calls are in flight.
   virtual void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,
                        std::function<void(forward_result)> done) = 0;

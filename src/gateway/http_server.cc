@@ -23,6 +23,7 @@
 
 #include "api.h"
 #include "authorization.h"
+#include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/asio_context.h"
 #include "errors.h"
 #include "group_proxy.h"
@@ -54,14 +55,13 @@ struct http_server::impl {
   metrics registry;
   std::unique_ptr<http_forwarder> forwarder;   // before `routes`, which holds a pointer to it
   api routes;
-  tcp::acceptor acceptor;
-  std::atomic<size_t> next_shard = 0;
+  /// Accepts on shard 0, round robin over the shards, admitting by options.connection_limits;
+  /// nullptr when there is no http:// listener (https:// only).
+  std::shared_ptr<runtime::acceptor> acceptor;
   std::atomic<bool> stopping = false;
   std::atomic<int64_t> in_flight = 0;   // requests read and not yet fully answered
   std::atomic<int64_t> open_connections = 0;   // HTTP sessions; WebSocket ones are in `websockets`
   std::shared_ptr<ws_shared_state> websockets = std::make_shared<ws_shared_state>();
-  std::optional<asio::steady_timer> accept_retry;            // backs off after EMFILE and the like
-  std::chrono::steady_clock::time_point last_accept_warning;  // at most one warning per second
   std::mutex sessions_mutex;            // guards `sessions` (accept and close paths only)
   std::list<std::weak_ptr<session>> sessions;
 
@@ -70,27 +70,33 @@ struct http_server::impl {
         runtime(r),
         options(std::move(o)),
         forwarder(make_http_forwarder(r, b.config().node_id, proxy_limits::answer_bytes_max(options.fetch_response_bytes_max))),
-        routes(b, registry, with_forwarder(std::move(ao), forwarder.get())),
-        acceptor(runtime::io_context_of(r, 0)) {}
+        routes(b, registry, with_forwarder(std::move(ao), forwarder.get())) {}
+  ~impl() {
+    if (acceptor) acceptor->close();
+  }
 
   static api_options with_forwarder(api_options ao, http_forwarder* f) {
     ao.forwarder = f;
     return ao;
   }
 
-  void accept();
   /// Serves one connection (accepted here, or the plaintext side of an https:// tunnel) on the
   /// shard whose executor `socket` has, or refuses it past http.connections.max.
   /// `tunnel_peer`: the TLS client's "ip:port" when the connection comes from the https front;
-  /// empty for a connection accepted here.
-  void serve(runtime::shard_socket socket, std::string tunnel_peer = {});
+  /// empty for a connection accepted here. `slot`: its place in the connection limits (the
+  /// https front holds the tunnel's), kept as long as the session.
+  void serve(runtime::shard_socket socket, std::string tunnel_peer = {}, runtime::connection_slot slot = {});
   void remove_dead_sessions();
 };
 
 class session final : public std::enable_shared_from_this<session>, public response_sink {
  public:
-  session(runtime::shard_socket socket, http_server::impl& server, std::string tunnel_peer)
-      : stream_(std::move(socket)), server_(server), https_(!tunnel_peer.empty()), peer_(std::move(tunnel_peer)) {
+  session(runtime::shard_socket socket, http_server::impl& server, std::string tunnel_peer, runtime::connection_slot slot)
+      : stream_(std::move(socket)),
+        server_(server),
+        https_(!tunnel_peer.empty()),
+        peer_(std::move(tunnel_peer)),
+        slot_(std::move(slot)) {
     ++server_.open_connections;
   }
   ~session() override { --server_.open_connections; }
@@ -392,6 +398,8 @@ class session final : public std::enable_shared_from_this<session>, public respo
     closed_ = true;   // the socket is the WebSocket session's now
     ws_context ctx{&server_.broker, &server_.registry, server_.websockets, server_.forwarder.get(), principal,
                    peer_host(peer_), {}, server_.routes.options().auth};
+    ctx.connection_slot = std::make_shared<runtime::connection_slot>(std::move(slot_));
+    ctx.authorization = std::string(msg[http::field::authorization]);
     auto client_id = msg.find(client_id_header);
     ctx.client_id = client_id != msg.end() && !client_id->value().empty() ? std::string(client_id->value()) : ctx.host;
     start_ws_session(stream_.release_socket(), std::move(msg), ctx);
@@ -426,6 +434,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     if (auto it = msg.find("Last-Event-ID"); it != msg.end()) req.last_event_id = std::string(it->value());
     req.if_none_match = header(http::field::if_none_match);
     if (auto it = msg.find(forwarded_header); it != msg.end()) req.forwarded_by = std::string(it->value());
+    if (auto it = msg.find(forwarded_for_header); it != msg.end()) req.forwarded_for = std::string(it->value());
     req.authorization = header(http::field::authorization);
     const auto cookies = msg.equal_range(http::field::cookie);   // RFC 6265 5.4: one header, HTTP/2 splits it
     for (auto it = cookies.first; it != cookies.second; ++it) req.cookie += (req.cookie.empty() ? "" : "; ") + std::string(it->value());
@@ -549,6 +558,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
   unsigned version_ = 11;
   bool https_ = false;          // came through the https front (tls_front)
   std::string peer_;            // the client's "ip:port", for audit lines and ACL hosts
+  runtime::connection_slot slot_;   // its place in server_.options.connection_limits (issue 31)
   bool keep_alive_ = true;
   std::string linger_buffer_;   // linger_close's reads; empty until then
   size_t lingered_bytes_ = 0;
@@ -571,39 +581,7 @@ void http_server::impl::remove_dead_sessions() {
   sessions.remove_if([](const std::weak_ptr<session>& w) { return w.expired(); });
 }
 
-/// Pause before accepting again after accept() failed (EMFILE, ENFILE, ENOBUFS): long enough not
-/// to spin, short enough that a freed descriptor is used soon.
-constexpr int64_t accept_retry_delay_ms = 100;
-
-void http_server::impl::accept() {
-  size_t shard = next_shard++ % runtime.shard_count();
-  acceptor.async_accept(runtime::io_context_of(runtime, shard), [this](beast::error_code ec, runtime::shard_socket socket) {
-    if (ec) {
-      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;   // stop()
-      // Out of file descriptors or memory: retrying at once would spin. Warn once a second and
-      // try again after accept_retry_delay_ms, letting existing connections finish meanwhile.
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last_accept_warning > std::chrono::seconds(1)) {
-        last_accept_warning = now;
-        spdlog::warn("msg=\"accept failed, retrying in {} ms\" error=\"{}\" open_connections={}", accept_retry_delay_ms,
-                     ec.message(), open_connections.load());
-      }
-      if (stopping) return;
-      accept_retry.emplace(runtime::io_context_of(runtime, 0), std::chrono::milliseconds(accept_retry_delay_ms));
-      accept_retry->async_wait([this](beast::error_code wait_ec) {
-        if (!wait_ec && !stopping) accept();
-      });
-      return;
-    } else {
-      beast::error_code ignored;
-      socket.set_option(tcp::no_delay(true), ignored);
-      serve(std::move(socket));
-    }
-    if (!stopping) accept();
-  });
-}
-
-void http_server::impl::serve(runtime::shard_socket socket, std::string tunnel_peer) {
+void http_server::impl::serve(runtime::shard_socket socket, std::string tunnel_peer, runtime::connection_slot slot) {
   if (open_connections.load() + websockets->open.load() >= options.connections_max) {
     // Refuse politely: a short 503 naming the limit, then close.
     static const std::string refusal =
@@ -614,7 +592,7 @@ void http_server::impl::serve(runtime::shard_socket socket, std::string tunnel_p
     socket.write_some(asio::buffer(refusal), ignored);
     socket.close(ignored);
   } else if (!stopping) {
-    auto s = std::make_shared<session>(std::move(socket), *this, std::move(tunnel_peer));
+    auto s = std::make_shared<session>(std::move(socket), *this, std::move(tunnel_peer), std::move(slot));
     {
       std::lock_guard lock(sessions_mutex);
       if (sessions.size() % 64 == 0) remove_dead_sessions();
@@ -667,26 +645,19 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
     return all;
   };
   auto p = std::make_unique<impl>(broker, runtime, options, ao);
-  beast::error_code ec;
-  auto address = asio::ip::make_address(options.host, ec);
-  std::string where = options.host + ":" + std::to_string(options.port);
-  if (ec) return "listener host \"" + options.host + "\" is not an IP address: " + ec.message();
-  tcp::endpoint endpoint(address, options.port);
   if (!options.listen) return std::unique_ptr<http_server>(new http_server(std::move(p)));   // https:// only
-  if (options.listen_fd >= 0) {
-    p->acceptor.assign(endpoint.protocol(), options.listen_fd, ec);
-    if (ec) return "listen " + where + ": " + ec.message();
-  } else {
-    p->acceptor.open(endpoint.protocol(), ec);
-    if (!ec) p->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) p->acceptor.bind(endpoint, ec);
-    if (ec) return "bind " + where + ": " + ec.message();
-  }
-  p->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return "listen " + where + ": " + ec.message();
-  auto server = std::unique_ptr<http_server>(new http_server(std::move(p)));
-  asio::post(runtime::io_context_of(runtime, 0), [i = server->impl_.get()] { i->accept(); });
-  return server;
+  auto bound = runtime::acceptor::listen(runtime, {.name = "HTTP", .host = options.host, .port = options.port,
+                                                  .listen_fd = options.listen_fd, .accept_shard = 0,
+                                                  .serve_shard = std::nullopt, .limits = options.connection_limits});
+  if (!bound.ok()) return bound.error();
+  p->acceptor = std::move(bound).value();
+  impl* i = p.get();
+  p->acceptor->start([i](size_t, runtime::shard_socket socket, runtime::connection_slot slot) {
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    if (!i->stopping) i->serve(std::move(socket), {}, std::move(slot));
+  });
+  return std::unique_ptr<http_server>(new http_server(std::move(p)));
 }
 
 base::result<int, std::string> bind_listener(const std::string& host, uint16_t port) {
@@ -728,11 +699,7 @@ void http_server::serve_connection(size_t shard, int fd, std::string peer) {
   });
 }
 
-uint16_t http_server::port() const {
-  beast::error_code ec;
-  auto ep = impl_->acceptor.local_endpoint(ec);
-  return ec ? 0 : ep.port();
-}
+uint16_t http_server::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
 
 void http_server::stop(std::function<void()> drained) {
   impl* i = impl_.get();
@@ -740,8 +707,7 @@ void http_server::stop(std::function<void()> drained) {
   i->websockets->stopping = true;
   i->routes.set_stopping();
   asio::post(runtime::io_context_of(i->runtime, 0), [i, drained = std::move(drained)]() mutable {
-    beast::error_code ignored;
-    i->acceptor.close(ignored);
+    if (i->acceptor) i->acceptor->close();
     {
       std::lock_guard lock(i->sessions_mutex);
       for (auto& w : i->sessions) {

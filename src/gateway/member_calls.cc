@@ -151,6 +151,8 @@ void member_calls::rest(const forward_target& to, const std::string& description
   if (!body.empty()) request.content_type = v2_type;
   request.accept = std::move(accept);
   request.body = std::move(body);
+  request.authorization = who_.authorization;
+  request.forwarded_for = who_.host;
   forwarder_->forward(request, to, fetch_wait_max_ms_ + proxy_limits::exchange_slack_ms,
                       [description, done = std::move(done)](forward_result r) {
                         if (r.answered) return done(std::move(r.response));

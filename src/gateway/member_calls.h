@@ -18,9 +18,15 @@ namespace ringlog::gateway {
 
 class member_calls {
  public:
+  /// Who the member is, for calls passed on: the coordinator authenticates and authorizes them
+  /// again (issues 29, 30).
+  struct caller {
+    std::string authorization;   // the WebSocket upgrade's Authorization header; "" = none to pass
+    std::string host;            // the client's address, ACL hosts' form (X-Ringlog-Forwarded-For)
+  };
   /// `forwarder` nullptr: every call is served here. `fetch_wait_max_ms` bounds a passed-on poll.
-  member_calls(broker::broker& b, http_forwarder* forwarder, int64_t fetch_wait_max_ms)
-      : broker_(b), forwarder_(forwarder), fetch_wait_max_ms_(fetch_wait_max_ms) {}
+  member_calls(broker::broker& b, http_forwarder* forwarder, int64_t fetch_wait_max_ms, caller who = {})
+      : broker_(b), forwarder_(forwarder), fetch_wait_max_ms_(fetch_wait_max_ms), who_(std::move(who)) {}
 
   // The calls of broker::group_api a member uses, with its shapes and errors. A coordinator that
   // does not answer is a retriable not_coordinator naming it. `done` runs once, on some shard thread.
@@ -54,6 +60,7 @@ class member_calls {
   broker::broker& broker_;
   http_forwarder* forwarder_;
   int64_t fetch_wait_max_ms_;
+  caller who_;
 };
 
 /// The broker error a REST error answer stands for (status, {error_code, message}), so a

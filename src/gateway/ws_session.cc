@@ -190,7 +190,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       : ws_(std::move(socket)),
         upgrade_(std::move(upgrade)),
         ctx_(context),
-        calls_(*context.broker, context.forwarder, context.broker->config().fetch_wait_max_ms),
+        calls_(*context.broker, context.forwarder, context.broker->config().fetch_wait_max_ms,
+               {context.authorization, context.host}),
         tick_(ws_.get_executor()),
         quota_timer_(ws_.get_executor()) {
     ++ctx_.shared->open;
@@ -1095,6 +1096,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
                                                                            {"reason", m.value("reason", json())}}})}};
     auto nacks = parse_nacks(dump(body));
     if (!nacks.ok()) return send_error(id, nacks.error().error_code, nacks.error().message);
+    for (auto& n : nacks.value()) {
+      if (refused(id, security::resource_type::topic, n.partition.topic, security::acl_operation::read)) return;
+      n.principal = ctx_.principal;
+      n.host = ctx_.host;
+    }
     calls_.nack(member_->group, member_->instance, std::move(nacks).value(), [self = shared_from_this(), id](broker::result<void> r) {
       self->on_executor([self, id, r] {
         if (!r.ok()) return self->send_error(id, to_api_error(r.error()).error_code, r.error().message);
@@ -1138,7 +1144,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   /// and host, nullopt when allowed (always without an authorizer).
   [[nodiscard]] std::optional<api_error> acl_refusal_of(security::resource_type resource, const std::string& name,
                                                         security::acl_operation operation) const {
-    return acl_refusal(*ctx_.broker, ctx_.principal, ctx_.host, resource, name, operation);
+    return acl_refusal(*ctx_.broker, ctx_.principal, ctx_.host, resource, name, operation, "ws", "WebSocket frame");
   }
   /// As acl_refusal_of, answering a refusal with an error frame of `id`: true when refused.
   bool refused(const json& id, security::resource_type resource, const std::string& name,

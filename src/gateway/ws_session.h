@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "ringlog/runtime/connection_limits.h"
 #include "ringlog/security/principal.h"
 #include "ringlog/runtime/asio_context.h"
 #include "metrics.h"
@@ -49,6 +50,13 @@ struct ws_context {
   /// The HTTP authenticator, when authentication is on: an idempotent or transactional produce
   /// frame may name only a producer session its principal opened (issue 29, as REST does).
   std::shared_ptr<const http_authenticator> auth{};
+  /// Issue 31: the connection's place in the connection limits (max.connections.per.ip, ...),
+  /// taken over from the HTTP session that upgraded and given back when the session ends.
+  std::shared_ptr<runtime::connection_slot> connection_slot{};
+  /// The upgrade's Authorization header ("" when it authenticated by the session cookie or
+  /// ?access_token=, which are this node's own): sent with the member's group calls passed on to
+  /// another coordinator (member_calls), which authenticates them again.
+  std::string authorization{};
 };
 
 /// Takes over `socket` after an HTTP/1.1 Upgrade request to /v1/ws (already checked: path,

@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <array>
 
+#include <spdlog/spdlog.h>
+
 #include "handlers.h"
+#include "ringlog/base/logfmt.h"
+#include "ringlog/base/latency_stages.h"
+#include "ringlog/security/audit.h"
 
 namespace ringlog::kafka::detail {
 
@@ -164,13 +169,29 @@ std::span<const security::acl_operation> supported_operations(security::resource
 
 bool request_context::authorized(security::resource_type resource, std::string_view name,
                                  security::acl_operation operation) const {
-  return broker_api().authorize(principal, client_host, security::acl_action{resource, name, operation}).allowed();
+  const security::acl_action action{resource, name, operation};
+  if (broker_api().authorize(principal, client_host, action).allowed()) return true;
+  // Kafka's authorizer logs each denial (logIfDenied), a list's filtered names too; bounded here.
+  static security::audit_denial_budget budget;
+  const auto verdict = budget.admit(base::monotonic_ns() / 1'000'000'000);
+  if (verdict.suppressed > 0) spdlog::info("{}", security::audit_denials_suppressed_line("kafka", verdict.suppressed));
+  if (verdict.log) {
+    const api_authorization* row = find_api_authorization(api_key);
+    spdlog::info("{} client_id=\"{}\"",
+                 security::audit_authorization_denied_line("kafka", principal, client_host, action,
+                                                           row != nullptr ? row->api_name : std::string_view("?")),
+                 base::logfmt_escaped(client_id));
+  }
+  return false;
 }
 
 int32_t request_context::authorized_operations(security::resource_type resource, std::string_view name) const {
   uint32_t bits = 0;
   for (auto op : supported_operations(resource)) {
-    if (authorized(resource, name, op)) bits |= uint32_t{1} << static_cast<uint32_t>(op);
+    // Not authorized(): asking what the principal may do is no refusal, and is not logged.
+    if (broker_api().authorize(principal, client_host, security::acl_action{resource, name, op}).allowed()) {
+      bits |= uint32_t{1} << static_cast<uint32_t>(op);
+    }
   }
   return static_cast<int32_t>(bits);
 }

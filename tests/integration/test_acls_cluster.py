@@ -60,3 +60,64 @@ def test_an_acl_reaches_every_node_survives_failover_and_a_restarted_node(ringlo
                    "both ACLs on the restarted node")
     finally:
         cluster.stop()
+
+
+class FromHost(requests.adapters.HTTPAdapter):
+    """Connects from `source` (any 127.0.0.0/8 address is this machine's loopback)."""
+
+    def __init__(self, source):
+        self.source = source
+        super().__init__()
+
+    def init_poolmanager(self, *args, **kwargs):
+        kwargs["source_address"] = (self.source, 0)
+        super().init_poolmanager(*args, **kwargs)
+
+
+def test_a_host_deny_holds_for_group_calls_another_node_passes_on(ringlog_bin, tmp_path):
+    """The breaker's probe_forward_host.py: a v2 consumer call that reaches a node which does not
+    coordinate its group is passed on over HTTP, and the coordinator authorized it with the
+    passing node's address, so a DENY for the client's host never applied. The passing node now
+    names the client's address (X-Ringlog-Forwarded-For), believed only from a registered
+    broker's address: a client that sends the header itself changes nothing (nor its quota)."""
+    sets = (AUTHORIZER, "super.users=User:nobody", "allow.everyone.if.no.acl.found=true")
+    cluster = Cluster(tmp_path, size=2, extra_sets=sets).start()
+    try:
+        wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        entry = cluster.nodes[0]
+        wait_until(lambda: requests.post(entry.v3("/topics"), json={"topic_name": "pub", "partitions_count": 1,
+                                                                     "replication_factor": 1},
+                                         timeout=30).status_code in (201, 409), FAILOVER_DEADLINE_S, "topic pub")
+        allow = {"resource_type": "TOPIC", "resource_name": "pub", "pattern_type": "LITERAL",
+                 "principal": "User:ANONYMOUS", "host": "*", "operation": "READ", "permission": "ALLOW"}
+        deny = dict(allow, host="127.0.0.2", permission="DENY")
+        wait_until(lambda: created(entry, allow) and created(entry, deny), FAILOVER_DEADLINE_S, "the ACLs")
+        for n in cluster.nodes:
+            wait_until(lambda: len(principals_on(n)) == 2, 10.0, f"the ACLs on node {n.node_id}")
+        far = requests.Session()
+        far.mount("http://", FromHost("127.0.0.2"))
+        V2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+        direct = f"{entry.url}/topics/pub/partitions/0/records?offset=0"
+        assert far.get(direct, timeout=10).status_code == 403
+        # A client's own forwarding headers are not believed: it is still 127.0.0.2.
+        forged = {"X-Ringlog-Forwarded-By": "2", "X-Ringlog-Forwarded-For": "127.0.0.9"}
+        assert far.get(direct, headers=forged, timeout=10).status_code == 403
+        # Groups the other node coordinates: their calls through `entry` are passed on.
+        passed_on = 0
+        for i in range(24):
+            group = f"g{i}"
+            r = far.post(f"{entry.url}/consumers/{group}", json={"name": "x", "format": "json"}, headers=V2, timeout=30)
+            assert r.status_code == 200, r.text
+            if r.headers.get("X-Ringlog-Served-By") != str(cluster.nodes[1].node_id):
+                far.delete(f"{entry.url}/consumers/{group}/instances/x", headers=V2, timeout=30)
+                continue
+            passed_on += 1
+            s = far.post(f"{entry.url}/consumers/{group}/instances/x/subscription", json={"topics": ["pub"]},
+                         headers=V2, timeout=30)
+            assert s.status_code == 403 and s.json()["error_code"] == 40301, (group, s.status_code, s.text)
+            far.delete(f"{entry.url}/consumers/{group}/instances/x", headers=V2, timeout=30)
+            if passed_on == 2:
+                break
+        assert passed_on >= 1, "no group of the 24 is coordinated by the other node"
+    finally:
+        cluster.stop()

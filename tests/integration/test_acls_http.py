@@ -110,6 +110,14 @@ def refused(r):
         r.json().get("error_code") == 40301
 
 
+def topic_with_a_record(b, name):
+    """Topic `name` (1 partition), made by the super user, holding one record."""
+    requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=ADMIN)
+    r = requests.post(f"{b.url}/topics/{name}", json={"records": [{"value": "eA=="}]},
+                      headers={"Content-Type": BINARY}, auth=ADMIN)
+    assert r.status_code == 200, r.text
+
+
 def snapshot(b, topic, group):
     """What an unauthorized request must not change, as the super user sees it."""
     topics = requests.get(v3(b, "/topics"), auth=ADMIN).json()["data"]
@@ -457,10 +465,7 @@ def test_a_v2_poll_is_refused_before_it_moves_positions(secured):
     granted READ the records were gone for her."""
     b = secured
     for name in ("pat-pub", "pat-secret"):
-        requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=ADMIN)
-        r = requests.post(f"{b.url}/topics/{name}", json={"records": [{"value": "eA=="}]},
-                          headers={"Content-Type": BINARY}, auth=ADMIN)
-        assert r.status_code == 200, r.text
+        topic_with_a_record(b, name)
     grant(b, [acl("User:alice", "GROUP", "pat-g", "READ"), acl("User:alice", "TOPIC", "pat-pub", "READ")])
     base = f"{b.url}/consumers/pat-g"
     wait_until(lambda: requests.post(base, json={"name": "i1", "format": "binary", "auto.offset.reset": "earliest"},
@@ -481,5 +486,99 @@ def test_a_v2_poll_is_refused_before_it_moves_positions(secured):
         return sorted(got) == ["pat-pub", "pat-secret"]
 
     wait_until(both_read, 10, "both records, none skipped by the refused polls")
+    requests.delete(inst, headers={"Content-Type": V2}, auth=ALICE)
+    revoke(b, "User:alice")
+
+
+def records_of(b, topic):
+    r = requests.get(f"{b.url}/topics/{topic}/partitions/0/records", params={"offset": 0, "timeout": 200},
+                     headers={"Accept": BINARY}, auth=ADMIN)
+    return r.json() if r.status_code == 200 else []
+
+
+def test_nacks_need_write_and_create_on_the_topics_their_copies_go_to(secured):
+    """The breaker's probe_nack_write.py / probe_nack_create.py: a consumer instance's
+    dead-letter template could aim at another team's topic (or make new ones), and its nacks
+    wrote copies there with no WRITE or CREATE. A nack's copy is a produce by the member."""
+    b = secured
+    requests.post(v3(b, "/topics"), json={"topic_name": "nk-pub-audit-nkg", "partitions_count": 1}, auth=ADMIN)
+    topic_with_a_record(b, "nk-pub")
+    grant(b, [acl("User:alice", "GROUP", "nkg", "READ"), acl("User:alice", "TOPIC", "nk-pub", "READ")])
+
+    def instance(name, template):
+        base = f"{b.url}/consumers/nkg"
+        body = {"name": name, "format": "binary", "auto.offset.reset": "earliest", "max.delivery.attempts": 1,
+                "dead.letter.topic.template": template}
+        wait_until(lambda: requests.post(base, json=body, headers={"Content-Type": V2}, auth=ALICE).status_code == 200,
+                   ACL_VISIBLE_S, "the group ACL")
+        inst = f"{base}/instances/{name}"
+        r = requests.post(inst + "/assignments", json={"partitions": [{"topic": "nk-pub", "partition": 0}]},
+                          headers={"Content-Type": V2}, auth=ALICE)
+        assert r.status_code == 204, r.text
+        polled = wait_until(lambda: requests.get(inst + "/records", params={"timeout": 500}, headers={"Accept": BINARY},
+                                                 auth=ALICE).json() or None, 10, "the record")
+        return inst, polled[-1]["offset"]
+
+    def nack(inst, offset):
+        return requests.post(inst + "/nacks", json={"offsets": [{"topic": "nk-pub", "partition": 0, "offset": offset}]},
+                             headers={"Content-Type": V2}, auth=ALICE)
+
+    inst, offset = instance("n1", "<topic>-audit-<group>")
+    r = nack(inst, offset)
+    assert refused(r) and "WRITE" in r.json()["message"], r.text
+    assert records_of(b, "nk-pub-audit-nkg") == []
+    grant(b, [acl("User:alice", "TOPIC", "nk-pub-audit-nkg", "WRITE")])
+    wait_until(lambda: nack(inst, offset).status_code == 204, ACL_VISIBLE_S, "the nack with WRITE")
+    assert len(records_of(b, "nk-pub-audit-nkg")) == 1
+    requests.delete(inst, headers={"Content-Type": V2}, auth=ALICE)
+
+    # A copy that would create its topic needs CREATE too (WRITE alone is not enough).
+    grant(b, [acl("User:alice", "TOPIC", "nk-pub-made-", "WRITE", pattern="PREFIXED")])
+    inst, offset = instance("n2", "<topic>-made-<group>")
+    r = nack(inst, offset)
+    assert refused(r) and "CREATE" in r.json()["message"], r.text
+    assert "nk-pub-made-nkg" not in {t["topic_name"] for t in requests.get(v3(b, "/topics"), auth=ADMIN).json()["data"]}
+    requests.delete(inst, headers={"Content-Type": V2}, auth=ALICE)
+    revoke(b, "User:alice")
+
+
+def test_seeks_need_read_and_lists_hide_a_patterns_undescribable_matches(secured):
+    """The breaker's probe_commit_bypass.py and probe_v2_pattern.py: a seek named any topic (then
+    an empty-body commit committed it), and a pattern's matches of topics Alice may not DESCRIBE
+    were listed in the instance's assignments and the group's v3 consumers. A refusal is logged
+    as an audit line."""
+    b = secured
+    for name in ("sk-pub", "sk-secret"):
+        requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=ADMIN)
+    grant(b, [acl("User:alice", "GROUP", "sk-g", "READ"), acl("User:alice", "TOPIC", "sk-pub", "READ")])
+    base = f"{b.url}/consumers/sk-g"
+    wait_until(lambda: requests.post(base, json={"name": "i1", "format": "binary"}, headers={"Content-Type": V2},
+                                     auth=ALICE).status_code == 200, ACL_VISIBLE_S, "the group ACL")
+    inst = f"{base}/instances/i1"
+    r = requests.post(inst + "/subscription", json={"topic_pattern": "sk-.*"}, headers={"Content-Type": V2}, auth=ALICE)
+    assert r.status_code == 204, r.text
+    seek = requests.post(inst + "/positions", json={"offsets": [{"topic": "sk-secret", "partition": 0, "offset": 5}]},
+                         headers={"Content-Type": V2}, auth=ALICE)
+    assert refused(seek) and "sk-secret" not in seek.text, seek.text
+    edge = requests.post(inst + "/positions/end", json={"partitions": [{"topic": "sk-secret", "partition": 0}]},
+                         headers={"Content-Type": V2}, auth=ALICE)
+    assert refused(edge), edge.text
+
+    def assigned_as_admin():
+        a = requests.get(v3(b, "/consumer-groups/sk-g/consumers"), auth=ADMIN).json()["data"]
+        return sorted(p["topic_name"] for c in a for p in c["assigned_partitions"]) == ["sk-pub", "sk-secret"]
+
+    wait_until(assigned_as_admin, 10, "both matches assigned")
+    shown = requests.get(inst + "/assignments", headers={"Accept": V2}, auth=ALICE).json()["partitions"]
+    assert [p["topic"] for p in shown] == ["sk-pub"], shown
+    consumers = requests.get(v3(b, "/consumer-groups/sk-g/consumers"), auth=ALICE).json()["data"]
+    assert [p["topic_name"] for c in consumers for p in c["assigned_partitions"]] == ["sk-pub"], consumers
+
+    def audited():
+        return [line for line in b.log_path.read_text().splitlines()
+                if "audit=authorization" in line and "User:alice" in line and 'resource="TOPIC:sk-secret"' in line]
+
+    lines = wait_until(audited, 5, "the audit line of the refused seek")
+    assert "operation=READ" in lines[0] and "/positions" in lines[0], lines[0]
     requests.delete(inst, headers={"Content-Type": V2}, auth=ALICE)
     revoke(b, "User:alice")

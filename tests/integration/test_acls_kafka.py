@@ -22,7 +22,7 @@ from kafka.errors import TopicAuthorizationFailedError
 
 import kafka_schema
 import kafka_wire
-from conftest import Broker, free_port
+from conftest import Broker, free_port, wait_until
 from test_sasl import scram_login
 from tls_certs import Material
 
@@ -310,6 +310,11 @@ def test_librdkafka_and_kafka_python_need_write_and_a_prefixed_allow_grants_it(a
     create_topic(b, topic)
     err = produce_one(b, BOB, topic)
     assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, err
+    # The refusal is logged, as Kafka's authorizer logs its denials.
+    denied = wait_until(lambda: [line for line in b.log_path.read_text().splitlines()
+                                 if "audit=authorization" in line and 'principal="User:bob"' in line
+                                 and f'resource="TOPIC:{topic}"' in line], 5, "the denial's audit line")
+    assert "door=kafka" in denied[0] and "operation=" in denied[0], denied[0]
     # kafka-python finds the topic by an all-topics Metadata, which leaves out what bob may not
     # DESCRIBE (it would wait for the topic to appear): with DESCRIBE but not WRITE, the produce
     # itself is refused.

@@ -70,6 +70,33 @@ def test_a_connect_storm_from_one_address_is_capped_while_another_client_is_serv
         assert b.stop() == 0
 
 
+def test_a_slow_header_storm_on_plain_http_is_capped_per_address(ringlog_bin, tmp_path):
+    """The breaker's storm_http_sustained.py: plain http:// had only http.connections.max, so one
+    address trickling request headers (slowloris) held every place and fresh clients got 503.
+    max.connections.per.ip (and the creation rate) now apply to http:// as to every listener."""
+    b = Broker(tmp_path / "data", extra_sets=["max.connections.per.ip=20", "max.connection.creation.rate=100000"]).start()
+    storm = []
+    try:
+        for _ in range(200):
+            s = socket.socket()
+            s.bind(("127.0.0.2", 0))
+            s.connect(("127.0.0.1", b.port))
+            try:
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")   # never finished
+            except OSError:
+                pass   # already closed by the broker
+            storm.append(s)
+        wait_until(lambda: (refused(b, "HTTP", "max.connections.per.ip") or 0) >= 180, 20,
+                   "180 refusals by max.connections.per.ip on /metrics")
+        wait_until(lambda: sum(peer_closed(s) for s in storm) >= 180, 20, "the storm's extra connections closed")
+        assert sum(not peer_closed(s) for s in storm) <= 20
+        assert requests.get(b.url + "/v1/health", timeout=5).status_code == 200
+    finally:
+        for s in storm:
+            s.close()
+        assert b.stop() == 0
+
+
 def test_unfinished_tls_handshakes_and_sasl_logins_are_closed_by_the_deadline(ringlog_bin, tmp_path):
     certs = Material(tmp_path / "certs")
     http, ssl_port, sasl_port, sasl_ssl_port = free_port(), free_port(), free_port(), free_port()

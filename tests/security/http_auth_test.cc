@@ -83,3 +83,22 @@ TEST_CASE("audit lines name door, principal, peer and what happened, logfmt-esca
         "audit=admin msg=\"admin write\" door=kafka principal=\"User:alice\" peer=- operation=\"CreateTopics\" "
         "resource=\"orders\" outcome=\"NONE\"");
 }
+
+TEST_CASE("an authorization denial's audit line, and the budget that bounds them per second") {
+  CHECK(audit_authorization_denied_line("kafka", kafka_principal::user("bob"), "127.0.0.1",
+                                        acl_action{resource_type::topic, "sec\"ret", acl_operation::read}, "Fetch") ==
+        "audit=authorization msg=\"authorization denied\" door=kafka principal=\"User:bob\" host=127.0.0.1 "
+        "operation=READ resource=\"TOPIC:sec\\\"ret\" request=\"Fetch\"");
+  audit_denial_budget budget;
+  int64_t logged = 0;
+  for (int i = 0; i < 200; ++i) logged += budget.admit(100).log ? 1 : 0;
+  CHECK(logged == audit_denial_lines_per_second_max);
+  // The next second: the budget is whole again, and the lines refused in the last one are told.
+  const auto next = budget.admit(101);
+  CHECK(next.log);
+  CHECK(next.suppressed == 200 - audit_denial_lines_per_second_max);
+  CHECK(budget.admit(101).suppressed == 0);
+  CHECK(audit_denials_suppressed_line("http", 150) ==
+        "audit=authorization msg=\"authorization denials not logged\" door=http count=150 "
+        "reason=\"over audit_denial_lines_per_second_max\"");
+}

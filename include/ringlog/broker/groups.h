@@ -21,6 +21,7 @@
 #include "ringlog/delay/retry.h"
 #include "ringlog/group/group_coordinator.h"
 #include "ringlog/model/record.h"
+#include "ringlog/security/principal.h"
 
 namespace ringlog::broker {
 
@@ -111,6 +112,12 @@ struct nack_request {
   model::topic_partition partition;
   model::offset offset{0};
   std::string reason;   // kept per attempt, cut at delay::reason_bytes_max bytes
+  /// Who nacks, from where (issue 30; the instance's owner, as the front end checked): with an
+  /// authorizer, the copy's topic (the instance's retry or dead-letter topic) needs WRITE for
+  /// them, and CREATE on the cluster or the topic when it does not exist yet, as a producer's
+  /// would (Kafka's dead-letter producers are plain producers).
+  security::kafka_principal principal{};
+  std::string host{};   // ACL hosts' form ("127.0.0.1"); "" when unknown (only `*` host ACLs match)
 };
 
 /// A group's dead-letter topic (docs/retries.md).

@@ -11,6 +11,7 @@
 
 #include "ringlog/base/result.h"
 #include "ringlog/broker/broker.h"
+#include "ringlog/runtime/connection_limits.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/gateway/http_auth_options.h"
 
@@ -34,6 +35,10 @@ struct server_options {
   /// http.connections.max: open connections at once. A connection past it gets a 503 naming
   /// the limit and is closed; bounds file descriptors and per-connection memory.
   int64_t connections_max = 10000;
+  /// Issue 31: max.connections, max.connections.per.ip(.overrides), max.connection.creation.rate
+  /// and ip connection_creation_rate quotas for connections accepted here (listener "HTTP", as
+  /// runtime/acceptor.h applies them to every listener); nullptr = http.connections.max only.
+  std::shared_ptr<runtime::connection_limits> connection_limits;
   /// http.cors.allowed.origins: browser origins the REST routes answer with CORS headers and the
   /// WebSocket upgrade accepts (others get 403); "*" allows any.
   std::vector<std::string> cors_allowed_origins = {"*"};
