@@ -198,7 +198,7 @@ std::shared_ptr<runtime::connection_limits> make_connection_limits(const config:
   for (const auto& r : cfg.listeners) {
     limits->add_listener(r.name, runtime::listener_connection_limits{own(r, "max.connections"),
                                                                      own(r, "max.connection.creation.rate"),
-                                                                     r.is_cluster()});
+                                                                     r.is_cluster(), r.name == "HTTP" || r.name == "HTTPS"});
   }
   return limits;
 }
@@ -590,6 +590,14 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   // super.users was checked when the config loaded (each entry TYPE:NAME).
   if (auto su = security::parse_super_users(c.super_users); su.ok()) b.super_users = std::move(su).value();
   b.allow_everyone_if_no_acl_found = c.allow_everyone_if_no_acl_found;
+  if (b.authorizer_enabled && b.super_users.empty()) {
+    // A new user's lock-out: creating the first ACL needs ALTER on the cluster, which only an ACL
+    // (or super.users) grants.
+    spdlog::warn("msg=\"an authorizer without super.users: creating an ACL needs ALTER on the cluster, which no "
+                 "principal holds until an ACL grants it; set super.users=User:<admin> (and restart) to administer "
+                 "ACLs\" authorizer.class.name={}",
+                 c.authorizer_class_name);
+  }
   b.message_max_bytes = c.message_max_bytes;
   b.log_segment_bytes = c.log_segment_bytes;
   b.log_roll_ms = c.log_roll_ms;

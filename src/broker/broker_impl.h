@@ -326,6 +326,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                               double value) override;
   int64_t charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
                                       bool strict) override;
+  [[nodiscard]] int64_t client_quota_throttle_ms(security::quota_key key, std::string_view user,
+                                                 std::string_view client_id) const override;
+  [[nodiscard]] std::optional<int64_t> client_quota_window_value_max(security::quota_key key, std::string_view user,
+                                                                     std::string_view client_id) const override;
   [[nodiscard]] std::optional<double> connection_creation_rate_for(std::string_view ip) const override;
   [[nodiscard]] std::vector<client_quota_usage> client_quota_usages() const override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;

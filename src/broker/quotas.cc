@@ -4,6 +4,7 @@
 // broker, not its sum over the cluster). The model and its rules are in security/quota.h.
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "broker_impl.h"
@@ -141,8 +142,13 @@ broker_impl::client_quota_sensor& broker_impl::quota_sensor(security::quota_key 
   auto found = sensors.find({key, sensor_key});
   if (found != sensors.end()) return found->second;
   if (sensors.size() >= client_quota_sensors_max) {
-    std::erase_if(sensors, [now_ms](const auto& entry) {
-      return now_ms - entry.second.rate.last_record_ms() > client_quota_sensor_idle_ms;
+    // Full (a flood of client ids): a sensor idle past its whole window holds no rate any more
+    // (every sample expired), so dropping it loses no throttling, only its /metrics totals; newcomers
+    // then get sensors of their own instead of sharing one with the flood.
+    const auto window = live(*view()).quota_window;
+    const int64_t idle_ms = std::min<int64_t>(client_quota_sensor_idle_ms, window.sample_ms * window.samples);
+    std::erase_if(sensors, [now_ms, idle_ms](const auto& entry) {
+      return now_ms - entry.second.rate.last_record_ms() > idle_ms;
     });
   }
   // Still full: the client shares one sensor with every other newcomer of its entity.
@@ -193,6 +199,39 @@ int64_t broker_impl::charge_controller_mutations(std::string_view user, std::str
   if (strict && !bucket->second.admits(now_ms)) return bucket->second.throttle_time_ms(now_ms);
   bucket->second.record(partitions, now_ms);
   return strict ? 0 : bucket->second.throttle_time_ms(now_ms);
+}
+
+int64_t broker_impl::client_quota_throttle_ms(security::quota_key key, std::string_view user,
+                                              std::string_view client_id) const {
+  const auto v = view();
+  if (!v->client_quotas->any(key)) return 0;
+  const auto match = v->client_quotas->quota_for(key, user, client_id);
+  if (!match) return 0;
+  const auto window = live(*v).quota_window;
+  const int64_t now_ms = deps_.clock.now_ms();
+  const int64_t max_ms = key == security::quota_key::request_percentage ? window.sample_ms
+                                                                        : window.sample_ms * window.samples;
+  std::lock_guard lock(client_quota_state_.mutex);
+  const auto& sensors = client_quota_state_.sensors;
+  auto found = sensors.find({key, match->sensor_key});
+  // A newcomer while the sensors were full shares its entity's sensor (quota_sensor).
+  if (found == sensors.end()) found = sensors.find({key, match->entity.to_string()});
+  if (found == sensors.end()) return 0;
+  return security::quota_throttle_time_ms(found->second.rate.rate_per_second(now_ms), match->bound,
+                                          found->second.rate.window_ms(now_ms), max_ms);
+}
+
+std::optional<int64_t> broker_impl::client_quota_window_value_max(security::quota_key key, std::string_view user,
+                                                                  std::string_view client_id) const {
+  const auto v = view();
+  if (!v->client_quotas->any(key)) return std::nullopt;
+  const auto match = v->client_quotas->quota_for(key, user, client_id);
+  if (!match) return std::nullopt;
+  const auto window = live(*v).quota_window;
+  const double seconds = static_cast<double>(std::max<int64_t>(window.samples - 1, 1) * window.sample_ms) / 1000.0;
+  const double value = match->bound * seconds;
+  if (!(value < 9.0e18)) return std::numeric_limits<int64_t>::max();
+  return std::max<int64_t>(1, static_cast<int64_t>(value));
 }
 
 std::optional<double> broker_impl::connection_creation_rate_for(std::string_view ip) const {

@@ -2337,10 +2337,24 @@ int quotas_alter(http_client& client, const std::string& path, const json& entit
   }
   auto quotas = quota_changes(a, set);
   if (!quotas) return 2;
+  // What the entity held before: a remove says which of the keys it named were set at all.
+  size_t held = quotas->size();
+  if (!set) {
+    std::vector<std::pair<std::string, std::string>> q;
+    for (const auto& [type, name] : entity.items()) q.push_back({type, name.get<std::string>()});
+    q.push_back({"strict", "true"});
+    auto before = client.get(path + query_text(q));
+    if (!ok_status(before)) return report_failure(before, "list quotas");
+    held = 0;
+    for (const auto& e : json::parse(before->body)["data"]) {
+      for (const auto& [key, value] : quotas->items()) held += e["quotas"].contains(key) ? 1 : 0;
+    }
+  }
   auto r = client.request("PUT", path, json{{"entity", entity}, {"quotas", *quotas}}.dump(), "application/json");
   if (!ok_status(r)) return report_failure(r, set ? "set quotas" : "remove quotas");
-  std::cout << (set ? "Set" : "Removed") << " " << quotas->size() << " quota" << (quotas->size() == 1 ? "" : "s")
-            << "; the entity now holds:\n";
+  std::cout << (set ? "Set" : "Removed") << " " << held << " quota" << (held == 1 ? "" : "s");
+  if (held < quotas->size()) std::cout << " (" << quotas->size() - held << " of the keys named were not set)";
+  std::cout << "; the entity now holds:\n";
   print_quotas(json{{"data", json::array({json::parse(r->body)})}});
   return 0;
 }
@@ -2348,6 +2362,16 @@ int quotas_alter(http_client& client, const std::string& path, const json& entit
 }  // namespace
 
 int quotas_main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--alter" || arg == "--describe") {
+      std::cerr << "kafka-configs.sh's " << arg << " is "
+                << (arg == "--alter" ? "`ringlog quotas set --add-config K=V` or `ringlog quotas remove --delete-config K`"
+                                     : "`ringlog quotas list`")
+                << " here (the other options are kafka-configs.sh's)\n";
+      return 2;
+    }
+  }
   auto a = parse_args(argc, argv, 1,
                       {"--bootstrap-server", "--entity-type", "--entity-name", "--add-config", "--delete-config"},
                       {"--help", "--entity-default", "--strict"});

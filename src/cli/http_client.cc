@@ -1,5 +1,9 @@
 #include "ringlog/cli/http_client.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <thread>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -188,6 +192,13 @@ struct http_client::impl {
     out.status = res.result_int();
     if (auto it = res.find(http::field::content_type); it != res.end()) out.content_type = std::string(it->value());
     out.body = std::move(res.body());
+    if (auto it = res.find(http::field::retry_after); it != res.end()) {
+      int64_t seconds = -1;
+      const std::string_view v = it->value();
+      if (auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds); ec == std::errc{} && end == v.data() + v.size()) {
+        out.retry_after_s = seconds;
+      }
+    }
     if (!res.keep_alive()) disconnect();
     return std::nullopt;
   }
@@ -268,9 +279,30 @@ http_client::~http_client() = default;
 
 void http_client::set_timeout_ms(int64_t ms) { impl_->timeout_ms = ms; }
 
+/// How many times one request is sent again after a 429 with Retry-After: a throttled client
+/// that honours it loses nothing (issue 31); the bound keeps a quota that never lets it through
+/// (a quota of 0 bytes) from holding the CLI forever.
+constexpr int throttled_resends_max = 100;
+/// The longest wait for one Retry-After, s: a quota window (quota.window.num x
+/// quota.window.size.seconds, 11 s by default) with room.
+constexpr int64_t throttled_wait_s_max = 60;
+
 http_client::reply_result http_client::request(const std::string& method, const std::string& path,
                                                const std::string& body, const std::string& content_type,
                                                const std::string& accept) {
+  for (int resend = 0;; ++resend) {
+    auto reply = request_once(method, path, body, content_type, accept);
+    if (!reply.ok() || reply->status != 429 || reply->retry_after_s < 0 || resend == throttled_resends_max) return reply;
+    const int64_t wait_s = std::min(reply->retry_after_s, throttled_wait_s_max);
+    std::fprintf(stderr, "ringlog: throttled by a client quota (HTTP 429): waiting %lld s (Retry-After), then %s %s again\n",
+                 static_cast<long long>(wait_s), method.c_str(), path.c_str());
+    std::this_thread::sleep_for(std::chrono::seconds(wait_s));
+  }
+}
+
+http_client::reply_result http_client::request_once(const std::string& method, const std::string& path,
+                                                    const std::string& body, const std::string& content_type,
+                                                    const std::string& accept) {
   http::request<http::string_body> req(http::string_to_verb(method), path, 11);
   req.set(http::field::host, impl_->host + ":" + impl_->port);
   req.set(http::field::user_agent, "ringlog-cli");

@@ -13,6 +13,20 @@ namespace ringlog::config {
 
 namespace {
 
+/// `text` as an address prints (inet_ntop: "10.0.0.1", "::1"; an IPv4-mapped IPv6 address as its
+/// IPv4 one, as the acceptor names an IPv4 client of a dual-stack socket); nullopt when it is no
+/// IP address. For max.connections.per.ip.overrides.
+std::optional<std::string> printed_address(std::string_view text) {
+  const std::string host(text);
+  unsigned char raw[16];
+  char out[INET6_ADDRSTRLEN];
+  if (::inet_pton(AF_INET, host.c_str(), raw) == 1) return ::inet_ntop(AF_INET, raw, out, sizeof out);
+  if (::inet_pton(AF_INET6, host.c_str(), raw) != 1) return std::nullopt;
+  static constexpr unsigned char v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::equal(v4_mapped, v4_mapped + 12, raw)) return ::inet_ntop(AF_INET, raw + 12, out, sizeof out);
+  return ::inet_ntop(AF_INET6, raw, out, sizeof out);
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\f' || s.front() == '\r')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\f' || s.back() == '\r')) s.remove_suffix(1);
@@ -408,7 +422,8 @@ std::vector<key_spec> connection_limit_keys() {
               "a Kafka listener connection with no request and no answer for this long, and none in flight, is "
               "closed, so idle clients do not hold max.connections places (Kafka's default); 0 = never, ms"),
       int_key("max.connections", &server_config::max_connections, 0, 100'000'000,
-              "open connections of every Kafka, http and https listener together (the cluster listener is not counted); "
+              "open connections of every Kafka listener together (the cluster listener is not counted; http and https "
+              "have http.connections.max); "
               "past it new connections are closed at once; also listener.name.<name>.max.connections per listener"),
       int_key("max.connections.per.ip", &server_config::max_connections_per_ip, 0, 100'000'000,
               "open connections from one client address, every listener; past it new ones are closed at once"),
@@ -426,7 +441,13 @@ std::vector<key_spec> connection_limit_keys() {
                    if (colon == 0 || parsed.ec != std::errc{} || parsed.ptr != end || count < 0) {
                      return "each item must be host:count with a count >= 0, got '" + std::string(item) + "'";
                    }
-                   out[std::string(item.substr(0, colon))] = count;
+                   // Connections are counted by address (Kafka resolves names here; a name would
+                   // silently never match): an IPv4 or IPv6 address, kept in the form peers print.
+                   auto address = printed_address(item.substr(0, colon));
+                   if (!address) {
+                     return "each item's host must be an IPv4 or IPv6 address, got '" + std::string(item.substr(0, colon)) + "'";
+                   }
+                   out[*address] = count;
                  }
                  c.max_connections_per_ip_overrides = std::move(out);
                  return std::nullopt;

@@ -147,6 +147,15 @@ struct api::call : std::enable_shared_from_this<api::call> {
   /// Issue 31: records `bytes` of this call's traffic under its byte quota for the caller and, over
   /// quota, throttles the client's later requests of the same kind (429). Answers the throttle
   /// time, ms: 0 within quota, when no quota bounds the client, or on a route without byte quota.
+  /// `asked` (a read's max bytes), capped under consumer_byte_rate at a quota window's worth
+  /// (broker::client_quota_window_value_max: Kafka's cap of a fetch), so one read cannot take
+  /// many windows at once and then only wait one out.
+  [[nodiscard]] int64_t quota_read_bytes_max(int64_t asked) {
+    if (byte_quota != security::quota_key::consumer_byte_rate) return asked;
+    auto cap = broker().client_quota_window_value_max(*byte_quota, principal().name, client_id);
+    return cap ? std::clamp<int64_t>(*cap, 1, asked) : asked;
+  }
+
   int64_t count_quota_bytes(size_t bytes) {
     if (!byte_quota || bytes == 0) return 0;
     const int64_t throttle_ms =

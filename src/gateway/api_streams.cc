@@ -51,7 +51,7 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
     int64_t wait = started ? std::min(remaining_ms(), stream_limits::http_stream_poll_wait_ms) : 0;
     auto self = shared_from_this();
     if (!group.empty()) {
-      broker::poll_request req{wait, stream_limits::http_stream_chunk_bytes_max};
+      broker::poll_request req{wait, c->quota_read_bytes_max(stream_limits::http_stream_chunk_bytes_max)};
       c->broker().groups().poll(group, instance, req, [self](broker::result<std::vector<broker::consumed_record>> r) {
         self->c->sink->post([self, r = std::move(r)] { self->on_consumed(r); });
       });
@@ -61,7 +61,7 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
     req.principal = c->principal();
     req.partition = {topic, model::partition_id(partition)};
     req.fetch_offset = model::offset(next_offset);
-    req.max_bytes = stream_limits::http_stream_chunk_bytes_max;
+    req.max_bytes = static_cast<int32_t>(c->quota_read_bytes_max(stream_limits::http_stream_chunk_bytes_max));
     req.max_wait_ms = wait;
     req.isolation = isolation;
     c->broker().fetch(std::move(req), [self](broker::result<broker::fetch_response> r) {
@@ -255,7 +255,7 @@ void fetch_records(const call_ptr& c) {
   req.principal = c->principal();
   req.partition = {c->params["topic"], model::partition_id(*p)};
   req.fetch_offset = model::offset(*offset);
-  req.max_bytes = static_cast<int32_t>(*max_bytes);
+  req.max_bytes = static_cast<int32_t>(c->quota_read_bytes_max(*max_bytes));
   req.max_wait_ms = *timeout;
   req.isolation = *isolation;
   std::string topic = c->params["topic"];

@@ -167,6 +167,7 @@ void v2_consumer_records(const call_ptr& c) {
   const api_options& o = c->self->options();
   auto max_bytes = c->query_int("max_bytes", fetch_max_bytes_default, 1, o.fetch_response_bytes_max, "fetch.response.bytes.max");
   if (!max_bytes) return;
+  *max_bytes = c->quota_read_bytes_max(*max_bytes);
   std::optional<int64_t> timeout;
   auto pick = negotiate(c->request.accept, {v2_binary_type, v2_json_type, ndjson_type, sse_type});
   const bool wants_stream = pick && (*pick == ndjson_type || *pick == sse_type);   // its timeout is checked later

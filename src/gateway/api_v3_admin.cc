@@ -5,6 +5,7 @@
 #include <charconv>
 #include <set>
 #include "group_proxy.h"
+#include "http_quotas.h"
 #include "request_parsing.h"
 
 namespace ringlog::gateway::routes {
@@ -430,6 +431,35 @@ void v3_list_topics(const call_ptr& c) {
   });
 }
 
+/// KIP-599 over HTTP (issue 31): `partitions` created or deleted count against the caller's
+/// controller_mutation_rate, as CreateTopics v6+, CreatePartitions v3+ and DeleteTopics v5+ do on
+/// the Kafka listener; over it the call is answered 429 + Retry-After (Kafka's
+/// THROTTLING_QUOTA_EXCEEDED) and nothing is done. False when refused (answered).
+bool admit_mutations(api::call& call, int64_t partitions) {
+  if (partitions <= 0 || call.passed_on_by_broker) return true;
+  const int64_t wait_ms = call.broker().charge_controller_mutations(call.principal().name, call.client_id,
+                                                                    static_cast<double>(partitions), true);
+  if (wait_ms == 0) return true;
+  auto r = error_response(429, ec::too_many_requests,
+                          "client user=" + call.principal().name + ", client-id=" + call.client_id +
+                              " is over its controller_mutation_rate quota: creating or deleting " +
+                              std::to_string(partitions) + " partitions must wait " + std::to_string(wait_ms) +
+                              " ms (KIP-599); retry after Retry-After seconds");
+  r.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds(wait_ms)));
+  call.respond(std::move(r));
+  return false;
+}
+
+/// Topic `topic`'s partition count, then `done` (the broker's answer to a describe that fails).
+void with_partition_count(const call_ptr& c, const std::string& topic, std::function<void(api::call&, int64_t)> done) {
+  c->broker().describe_topic(topic, [c, topic, done = std::move(done)](broker::result<broker::topic_description> r) {
+    c->later([r = std::move(r), topic, done](api::call& call) {
+      if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
+      done(call, static_cast<int64_t>(r->partitions.size()));
+    });
+  });
+}
+
 void v3_create_topic(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
   auto req = parse_create_topic(c->request.body);
@@ -441,6 +471,9 @@ void v3_create_topic(const call_ptr& c) {
     return;
   }
   req->principal = c->principal();
+  if (!req->validate_only && !admit_mutations(*c, req->partitions_count.value_or(c->broker().config().num_partitions))) {
+    return;
+  }
   // Confluent: a dry run (validate_only) answers 200 with the topic it would create; only a real
   // create is 201 Created.
   const unsigned status = req->validate_only ? 200 : 201;
@@ -466,10 +499,14 @@ void v3_patch_topic(const call_ptr& c) {
   auto count = parse_patch_topic(c->request.body);
   if (!count.ok()) return c->fail(count.error());
   std::string topic = c->params["topic_name"];
-  c->broker().create_partitions(topic, *count, [c, topic](broker::result<broker::topic_description> r) {
-    c->later([r = std::move(r), topic](api::call& call) mutable {
-      if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
-      call.respond_json(200, topic_json(call.base_url, call.params["cluster_id"], r.value()));
+  with_partition_count(c, topic, [topic, count = *count](api::call& call, int64_t now) {
+    if (!admit_mutations(call, count - now)) return;
+    auto self = call.shared_from_this();
+    call.broker().create_partitions(topic, count, [self, topic](broker::result<broker::topic_description> r) {
+      self->later([r = std::move(r), topic](api::call& call2) mutable {
+        if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, topic);
+        call2.respond_json(200, topic_json(call2.base_url, call2.params["cluster_id"], r.value()));
+      });
     });
   });
 }
@@ -477,10 +514,14 @@ void v3_patch_topic(const call_ptr& c) {
 void v3_delete_topic(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   std::string topic = c->params["topic_name"];
-  c->broker().delete_topic(topic, [c, topic](broker::result<void> r) {
-    c->later([r = std::move(r), topic](api::call& call) {
-      if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
-      call.respond_no_content();
+  with_partition_count(c, topic, [topic](api::call& call, int64_t partitions) {
+    if (!admit_mutations(call, partitions)) return;
+    auto self = call.shared_from_this();
+    call.broker().delete_topic(topic, [self, topic](broker::result<void> r) {
+      self->later([r = std::move(r), topic](api::call& call2) {
+        if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, topic);
+        call2.respond_no_content();
+      });
     });
   });
 }

@@ -216,6 +216,20 @@ void v3_alter_client_quotas(const call_ptr& c) {
       });
 }
 
+namespace {
+
+/// Whether a read asks for a stream (NDJSON / SSE) as its route negotiates Accept: the records
+/// types first, so a client that accepts anything is answered a plain read.
+bool streamed_read(const api::call& c) {
+  if (c.request.method != "GET") return false;
+  std::vector<std::string> offers = records_offers;
+  offers.insert(offers.end(), stream_offers.begin(), stream_offers.end());
+  auto pick = negotiate(c.request.accept, offers);
+  return pick && (*pick == ndjson_type || *pick == sse_type);
+}
+
+}  // namespace
+
 bool admit_quota_client(const call_ptr& c, std::string_view method, std::string_view pattern) {
   if (c->passed_on_by_broker) return true;   // counted at the broker the client asked
   if (c->request.client_id.size() > security::quota_entity_name_bytes_max) {
@@ -226,9 +240,15 @@ bool admit_quota_client(const call_ptr& c, std::string_view method, std::string_
   c->client_id = c->request.client_id.empty() ? c->peer_ip() : c->request.client_id;
   c->byte_quota = route_byte_quota(method, pattern);
   if (!c->byte_quota) return true;
-  const int64_t left_ms =
-      c->self->throttles().remaining_ms(*c->byte_quota, c->principal().name, c->client_id, std::chrono::steady_clock::now());
+  // The sensor's own throttle (shared by every client of the matched entity: a user quota holds
+  // whatever X-Client-Id a request names), or the one handed out last to this client.
+  const int64_t left_ms = std::max(
+      c->broker().client_quota_throttle_ms(*c->byte_quota, c->principal().name, c->client_id),
+      c->self->throttles().remaining_ms(*c->byte_quota, c->principal().name, c->client_id, std::chrono::steady_clock::now()));
   if (left_ms == 0) return true;
+  // A stream read is slowed, never refused (an EventSource takes a 429 as the end): it starts,
+  // and the throttle its first chunk counts pauses it (api_streams.cc), as an open stream is.
+  if (*c->byte_quota == security::quota_key::consumer_byte_rate && streamed_read(*c)) return true;
   const auto key = *c->byte_quota;
   c->byte_quota.reset();   // a refused request counts nothing
   auto r = error_response(429, ec::too_many_requests,

@@ -311,6 +311,9 @@ void v3_produce(const call_ptr& c) {
   http_response head;
   head.content_type = "application/json";
   c->begin_stream(std::move(head));
+  // Issue 31: the body counts against producer_byte_rate as a single record's does (respond()
+  // counts those; a streamed answer never passes through it).
+  c->count_quota_bytes(c->request.body.size());
   produce_v3_items(c, stream, topic, cluster, *acks, *items, 0, *producer);
   stream->flush(*c);   // reports of refused records at the front, or all of them
 }

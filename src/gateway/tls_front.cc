@@ -61,6 +61,7 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
   std::array<char, constants::tls_tunnel_buffer_bytes> upstream{};     // client -> HTTP session
   std::array<char, constants::tls_tunnel_buffer_bytes> downstream{};   // HTTP session -> client
   bool closed = false;
+  std::array<char, 1> first_byte{};   // peeked before the handshake (plain HTTP is told to use TLS)
 
   void start(const std::shared_ptr<tls_front::impl>& o) {
     client.use_tls(o->options.tls->current());
@@ -78,6 +79,31 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
                     std::to_string(o2->options.authentication_timeout_ms));
       });
     }
+    // The first byte, peeked: a TLS handshake starts with a record of type 22; a plain HTTP
+    // request (an http:// URL aimed at this port) is told so instead of a bare close.
+    client.socket().async_receive(asio::buffer(first_byte), asio::socket_base::message_peek,
+                                  [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+                                    if (self->closed) return;
+                                    if (ec || n == 0) return self->close("");
+                                    if (plain_http_start(first_byte_value(*self))) return self->refuse_plain_http();
+                                    self->handshake();
+                                  });
+  }
+
+  static unsigned char first_byte_value(const tunnel& t) { return static_cast<unsigned char>(t.first_byte[0]); }
+  /// An ASCII capital letter: a request line (GET, POST, PUT, HEAD, ...), never a TLS record type.
+  static bool plain_http_start(unsigned char c) { return c >= 'A' && c <= 'Z'; }
+
+  void refuse_plain_http() {
+    static const std::string answer =
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 98\r\n\r\n"
+        "{\"error_code\":400,\"message\":\"this is an https:// listener: send the request over TLS (https://)\"}\n";
+    asio::async_write(client.socket(), asio::buffer(answer), [self = shared_from_this()](boost::system::error_code, size_t) {
+      self->close("a plain HTTP request on an https:// listener (answered 400: use https://)");
+    });
+  }
+
+  void handshake() {
     client.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
       self->handshake_deadline.cancel();

@@ -615,6 +615,12 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
                                                : broker::isolation_level::read_uncommitted;
   int64_t max_bytes = ctx.api_version >= 3 ? request.max_bytes : ctx.options().fetch_response_bytes_max;
   max_bytes = std::clamp<int64_t>(max_bytes, 1, ctx.options().fetch_response_bytes_max);
+  // Under consumer_byte_rate one fetch takes at most a quota window's worth (Kafka's cap,
+  // KafkaApis.handleFetchRequest): a large max_bytes cannot take many windows at once.
+  if (auto cap = ctx.broker_api().client_quota_window_value_max(security::quota_key::consumer_byte_rate, quota_user(ctx),
+                                                                ctx.client_id)) {
+    max_bytes = std::clamp<int64_t>(*cap, 1, max_bytes);
+  }
   op->response_bytes_max = static_cast<size_t>(max_bytes);
   for (size_t t = 0; t < request.topics.size(); ++t) {
     op->topics.push_back(request.topics[t].topic);

@@ -39,16 +39,26 @@ int16_t code_of_security(security::errc e) {
 
 std::string sasl_gate::attempted_user() const { return exchange_ ? exchange_->attempted_user() : last_user_; }
 
-void sasl_gate::logged_in(const security::kafka_principal& p, int64_t now_ms) {
+int64_t sasl_gate::logged_in(const security::sasl_step& step, int64_t now_ms) {
   authenticated_ = true;
-  principal_ = p;
+  principal_ = *step.principal;
   // connections.max.reauth.ms may be as large as INT64_MAX: saturate instead of overflowing (a
   // breaker's --set connections.max.reauth.ms=9223372036854775807 made every login expire at once).
   const bool never = options_.reauth_ms <= 0 || options_.reauth_ms > std::numeric_limits<int64_t>::max() - now_ms;
-  session_end_ms_ = never ? std::nullopt : std::optional<int64_t>(now_ms + options_.reauth_ms);
+  int64_t lifetime_ms = never ? std::numeric_limits<int64_t>::max() : options_.reauth_ms;
+  // KIP-368 (Kafka's SaslServerAuthenticator): the session also ends when the credential does
+  // (an OAUTHBEARER token's exp), even with connections.max.reauth.ms 0.
+  if (step.credential_expires_at_s) {
+    const int64_t left_s = *step.credential_expires_at_s - wall_clock_s();
+    lifetime_ms = std::min(lifetime_ms, std::max<int64_t>(1, left_s) * 1000);
+  }
+  const bool endless = lifetime_ms == std::numeric_limits<int64_t>::max() ||
+                       lifetime_ms > std::numeric_limits<int64_t>::max() - now_ms;
+  session_end_ms_ = endless ? std::nullopt : std::optional<int64_t>(now_ms + lifetime_ms);
   last_user_ = exchange_->attempted_user();
   exchange_.reset();
   state_ = state::expect_handshake;
+  return endless ? 0 : lifetime_ms;
 }
 
 sasl_gate::decision sasl_gate::on_frame(std::span<const std::byte> frame, int64_t now_ms) {
@@ -154,10 +164,7 @@ sasl_gate::decision sasl_gate::on_authenticate(const protocol::request_header_da
   }
   out.auth_bytes.assign(reinterpret_cast<const std::byte*>(step->server_bytes.data()),
                         reinterpret_cast<const std::byte*>(step->server_bytes.data()) + step->server_bytes.size());
-  if (step->complete) {
-    logged_in(*step->principal, now_ms);
-    out.session_lifetime_ms = options_.reauth_ms;
-  }
+  if (step->complete) out.session_lifetime_ms = logged_in(*step, now_ms);
   return {action::answer, response(h.request_api_version, h.correlation_id, out), {}, false};
 }
 
@@ -171,7 +178,7 @@ sasl_gate::decision sasl_gate::on_raw_token(std::span<const std::byte> token, in
     return {action::close, {}, step.error().message, true};
   }
   bytes answer = raw_token(step->server_bytes);
-  if (step->complete) logged_in(*step->principal, now_ms);
+  if (step->complete) logged_in(*step, now_ms);
   return {action::answer, std::move(answer), {}, false};
 }
 

@@ -66,8 +66,10 @@ class sasl_gate {
   decision on_raw_token(std::span<const std::byte> token, int64_t now_ms);
   decision on_handshake(const protocol::request_header_data& h, std::span<const std::byte> body);
   decision on_authenticate(const protocol::request_header_data& h, std::span<const std::byte> body, int64_t now_ms);
-  /// The exchange completed as `p`: the session starts (or restarts, KIP-368) at now_ms.
-  void logged_in(const security::kafka_principal& p, int64_t now_ms);
+  /// Marks the connection authenticated by `step` (complete) at `now_ms`; answers the session's
+  /// lifetime, ms (0: none): connections.max.reauth.ms, or less when the credential expires sooner
+  /// (KIP-368).
+  int64_t logged_in(const security::sasl_step& step, int64_t now_ms);
 
   enum class state { expect_handshake, expect_raw_token, expect_authenticate };
   sasl_gate_options options_;

@@ -6,6 +6,13 @@
 namespace ringlog::runtime {
 
 namespace {
+
+/// Whether a listener's connections count in the broker-wide max.connections.
+bool counts_broker_wide(const listener_connection_limits& l) { return !l.inter_broker && !l.own_total; }
+
+}  // namespace
+
+namespace {
 /// The longest a connection over max.connection.creation.rate is held before it is closed, ms:
 /// Kafka's quota window (1 s). Longer holds only keep the storm's descriptors.
 constexpr int64_t connection_creation_delay_ms_max = 1000;
@@ -121,13 +128,13 @@ connection_limits::admission connection_limits::admit(const std::string& listene
     return refuse(connection_refusal::max_connections_per_ip, 0);
   }
   if ((l.limits.max_connections && l.open >= *l.limits.max_connections) ||
-      (!l.limits.inter_broker && open_broker_wide_ >= config_.max_connections)) {
+      (counts_broker_wide(l.limits) && open_broker_wide_ >= config_.max_connections)) {
     if (open_by_address_[address] == 0) open_by_address_.erase(address);
     return refuse(connection_refusal::max_connections, 0);
   }
   ++l.open;
   ++open_by_address_[address];
-  if (!l.limits.inter_broker) ++open_broker_wide_;
+  if (counts_broker_wide(l.limits)) ++open_broker_wide_;
   out.slot.owner_ = shared_from_this();
   out.slot.listener_ = listener;
   out.slot.address_ = address;
@@ -138,7 +145,7 @@ void connection_limits::release(const std::string& listener, const std::string& 
   std::lock_guard lock(mutex_);
   listener_state& l = state_of(listener);
   --l.open;
-  if (!l.limits.inter_broker) --open_broker_wide_;
+  if (counts_broker_wide(l.limits)) --open_broker_wide_;
   auto it = open_by_address_.find(address);
   if (it != open_by_address_.end() && --it->second <= 0) open_by_address_.erase(it);
 }

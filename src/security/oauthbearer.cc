@@ -32,7 +32,7 @@ class oauthbearer_server final : public sasl_server {
     }
     user_ = claims->principal.name;
     if (!authzid_.empty() && authzid_ != user_) return failed("OAUTHBEARER authorization id differs from the token's subject");
-    return sasl_step{"", true, claims->principal};
+    return sasl_step{"", true, claims->principal, claims->expires_at_s};
   }
 
  private:

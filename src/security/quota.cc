@@ -3,6 +3,8 @@
 
 #include "ringlog/security/quota.h"
 
+#include "ringlog/security/acl_host.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -34,6 +36,22 @@ result<void> validate_part(const client_quota_entity& entity, const std::optiona
   if (part->name.size() > quota_entity_name_bytes_max) {
     return invalid(entity, "the " + std::string(type) + " name is " + std::to_string(part->name.size()) +
                                " bytes, over " + std::to_string(quota_entity_name_bytes_max));
+  }
+  // `<default>` is how the default entity prints and is looked up: a name spelled so would be
+  // taken for every client's default (send the default as a null name, or --entity-default).
+  if (part->name == quota_default_name) {
+    return invalid(entity, "the " + std::string(type) + " name '<default>' is reserved for the default entity: "
+                               "send a null name (kafka-configs.sh --entity-default)");
+  }
+  if (std::any_of(part->name.begin(), part->name.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20; })) {
+    return invalid(entity, "the " + std::string(type) + " name holds a control character");
+  }
+  // Kafka refuses an ip entity that is no address; a host name or a range would never match.
+  if (type == quota_entity_ip) {
+    auto canonical = canonical_acl_host(part->name);
+    if (!canonical || *canonical == "*") {
+      return invalid(entity, "the ip name '" + part->name + "' is not an IPv4 or IPv6 address");
+    }
   }
   return {};
 }

@@ -61,6 +61,12 @@ TEST_CASE("keys are applied and bounded, errors name the key") {
   CHECK(refused("offsets.topic.num.partitions", "1001").code == errc::invalid_value);
   CHECK(refused("group.expiry.interval.ms", "10").code == errc::invalid_value);
   CHECK_FALSE(describe_keys().empty());
+  // The breaker's ovr.py: a host name or a bad address was accepted and never matched a client.
+  CHECK(refused("max.connections.per.ip.overrides", "localhost:0").message.find("IPv4 or IPv6") != std::string::npos);
+  CHECK(refused("max.connections.per.ip.overrides", "999.0.0.1:5").code == errc::invalid_value);
+  auto o = load_server_config({{"max.connections.per.ip.overrides", "10.0.0.9:0,::ffff:10.0.0.8:3,0:0:0:0:0:0:0:1:7"}});
+  REQUIRE(o.ok());
+  CHECK(o->max_connections_per_ip_overrides == std::map<std::string, int64_t>{{"10.0.0.9", 0}, {"10.0.0.8", 3}, {"::1", 7}});
 }
 
 TEST_CASE("the compaction topic configs' broker-level defaults: Kafka's keys and defaults, bounded") {

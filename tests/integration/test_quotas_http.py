@@ -154,6 +154,22 @@ def test_produce_over_quota_is_answered_then_429_with_retry_after_for_that_clien
     assert r.status_code == 400 and "X-Client-Id" in r.json()["message"]
 
 
+def test_a_user_quota_holds_whatever_client_id_a_request_names(broker, topic_name):
+    """The breaker's q_http_bypass.py: the 429 check was keyed by (user, client id) while the
+    quota's sensor was the user's, so a new X-Client-Id per request passed every time."""
+    broker.create_topic(topic_name)
+    set_and_wait(broker, {"user": "ANONYMOUS"}, {"producer_byte_rate": 1000})
+    try:
+        assert produce_v2(broker, topic_name, int(1000 * WINDOW_S * 1.5), client_id="id-0").status_code == 200
+        refused = [produce_v2(broker, topic_name, 10, client_id=f"id-{i}") for i in range(1, 6)]
+        assert all(r.status_code == 429 and r.json()["error_code"] == 42901 for r in refused), \
+            [(r.status_code, r.text[:100]) for r in refused]
+    finally:
+        assert put_quota(broker, {"user": "ANONYMOUS"}, {"producer_byte_rate": None}).status_code == 200
+        wait_until(lambda: not any(e == {"user": "ANONYMOUS"} for e, _ in listed(broker)), QUOTA_VISIBLE_S,
+                   "the user quota removed")
+
+
 def test_a_client_honouring_retry_after_loses_nothing(broker, topic_name):
     broker.create_topic(topic_name)
     rate, record_bytes, records = 2000, 1500, 16   # 24 KB: 4 KB over the first 10 s of quota
@@ -198,10 +214,14 @@ def test_reads_over_consumer_byte_rate_and_the_metrics(broker, topic_name):
         return requests.get(f"{broker.url}/topics/{topic_name}/partitions/0/records", params={"offset": 0},
                             headers={"Accept": BINARY, "X-Client-Id": client_id})
 
+    # One read takes at most a quota window's worth (1000 B/s x 10 s: Kafka's cap of a fetch,
+    # the breaker's q_http_read.py took 114 MB in one read), and the reads after it are refused.
     first = read("reader-slow")
-    assert first.status_code == 200 and len(first.json()) == 12, first.text
-    assert is_quota_refusal(read("reader-slow"), "reader-slow", "consumer_byte_rate")
-    assert read("reader-fast").status_code == 200
+    assert first.status_code == 200 and 1 <= len(first.json()) <= 10, (first.status_code, len(first.text))
+    answers = [read("reader-slow") for _ in range(3)]
+    assert any(is_quota_refusal(r, "reader-slow", "consumer_byte_rate") for r in answers), \
+        [(r.status_code, r.text[:100]) for r in answers]
+    assert read("reader-fast").status_code == 200 and len(read("reader-fast").json()) == 12
     # A stream under the quota is slowed, not closed: it ends at its own timeout with every record.
     r = requests.get(f"{broker.url}/topics/{topic_name}/partitions/0/records", params={"offset": 0, "timeout": 1500},
                      headers={"Accept": "application/x-ndjson", "X-Client-Id": "stream-slow"}, timeout=30)

@@ -538,5 +538,12 @@ def test_oauthbearer_with_librdkafka_s_token_refresh_callback(ringlog_bin, tmp_p
         assert failed and failed[0] is not None
         wait_until(lambda: "OAUTHBEARER token refused" in b.log_path.read_text()[before:], 10, "the audit line")
         assert log_end(b, "oauth") == 1
+        # KIP-368 (the breaker's ob_lifetime.py): the session ends with the token, even with
+        # connections.max.reauth.ms 0: SaslAuthenticate answers its lifetime, at most exp - now.
+        with socket.create_connection(("127.0.0.1", b.kafka_port), timeout=10) as s:
+            assert handshake(s, "OAUTHBEARER")[0] == 0
+            short = issuer.token(sub="dave", exp=int(time.time()) + 40)
+            error, _, _, lifetime_ms = authenticate(s, b"n,,\x01auth=Bearer " + short.encode() + b"\x01\x01")
+            assert error == 0 and 25_000 <= lifetime_ms <= 40_000, lifetime_ms
     finally:
         assert b.stop() == 0

@@ -111,7 +111,7 @@ def test_cli_reaches_the_https_listener(https_broker, certs, topic_name):
     assert r.returncode == 0, r.stderr.decode()
 
 
-def test_plaintext_http_on_the_https_port_is_closed_with_a_log_line(https_broker, certs):
+def test_plaintext_http_on_the_https_port_is_told_to_use_https_with_a_log_line(https_broker, certs):
     with socket.create_connection(("127.0.0.1", https_broker.https_port), timeout=5) as s:
         s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
         s.settimeout(5)
@@ -121,7 +121,8 @@ def test_plaintext_http_on_the_https_port_is_closed_with_a_log_line(https_broker
                 data += chunk
         except ConnectionResetError:
             pass
-    assert b"HTTP/1.1 200" not in data
+    # A new user's curl http://...:8443 got an empty reply: now a 400 saying what to do.
+    assert data.startswith(b"HTTP/1.1 400") and b"https://" in data, data[:200]
     wait_until(lambda: "listener=HTTPS" in https_broker.log_path.read_text(errors="replace"), 10, "a log line")
     assert requests.get(f"{https_broker.https}/v1/health", verify=certs.ca_file, timeout=5).status_code == 200
 

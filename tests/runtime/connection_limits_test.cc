@@ -14,7 +14,7 @@ namespace {
 std::shared_ptr<connection_limits> limits_of(connection_limits_config c) {
   auto l = std::make_shared<connection_limits>(std::move(c));
   l->add_listener("PLAINTEXT", {});
-  l->add_listener("CLUSTER", {std::nullopt, std::nullopt, true});
+  l->add_listener("CLUSTER", {std::nullopt, std::nullopt, true, false});
   return l;
 }
 
@@ -42,7 +42,8 @@ TEST_CASE("max.connections.per.ip caps one address; another is admitted; slots c
 
 TEST_CASE("max.connections counts every listener but the cluster one; a listener's own limit on top") {
   auto l = limits_of({.max_connections = 2, .max_connections_per_ip = 100, .max_connections_per_ip_overrides = {}, .max_connection_creation_rate = 1000});
-  l->add_listener("SSL", {1, std::nullopt, false});
+  l->add_listener("SSL", {1, std::nullopt, false, false});
+  l->add_listener("HTTP", {std::nullopt, std::nullopt, false, true});
   auto a = l->admit("PLAINTEXT", "10.0.0.1", 0);
   auto b = l->admit("SSL", "10.0.0.2", 0);
   REQUIRE_FALSE(a.refused);
@@ -50,6 +51,10 @@ TEST_CASE("max.connections counts every listener but the cluster one; a listener
   CHECK(l->admit("SSL", "10.0.0.3", 0).refused == connection_refusal::max_connections);
   CHECK(l->admit("PLAINTEXT", "10.0.0.3", 0).refused == connection_refusal::max_connections);
   CHECK_FALSE(l->admit("CLUSTER", "10.0.0.3", 0).refused);   // inter-broker: outside max.connections
+  // http:// has its own total (http.connections.max): slow HTTP clients take no Kafka places
+  // (the breaker's https slowloris locked every Kafka listener out).
+  CHECK_FALSE(l->admit("HTTP", "10.0.0.4", 0).refused);
+  CHECK_FALSE(l->admit("HTTP", "10.0.0.5", 0).refused);
 }
 
 TEST_CASE("max.connection.creation.rate: a second's burst passes, then each waits for its token") {

@@ -56,6 +56,15 @@ TEST_CASE("validate_client_quota refuses what Kafka's controller refuses, naming
                 quota_key::producer_byte_rate, 1)
             .find("bytes, over") != std::string::npos);
   CHECK(refused({{}, {}, dflt}, quota_key::connection_creation_rate, 3e9).find("2147483647") != std::string::npos);
+  // The breaker's q_default_literal.py: a name spelled "<default>" was taken for the default.
+  CHECK(refused({{}, named("<default>"), {}}, quota_key::producer_byte_rate, 1).find("reserved") != std::string::npos);
+  CHECK(refused({named("a\nb"), {}, {}}, quota_key::producer_byte_rate, 1).find("control character") != std::string::npos);
+  // q_badinput.py: an ip entity must be an address (a name or a range never matches).
+  for (const char* ip : {"not-an-ip", "10.0.0.0/8", "999.1.1.1", "localhost", "*"}) {
+    CHECK(refused({{}, {}, named(ip)}, quota_key::connection_creation_rate, 1).find("not an IPv4 or IPv6") !=
+          std::string::npos);
+  }
+  CHECK(validate_client_quota({{}, {}, named("::1")}, quota_key::connection_creation_rate, 1).ok());
 }
 
 TEST_CASE("precedence: the most specific of Kafka's 8 levels wins, and the sensor keeps the client's names") {

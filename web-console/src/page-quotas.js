@@ -25,8 +25,13 @@ export async function render(view, route, ctx) {
   const value = h('input', { name: 'value', required: true, placeholder: '1048576', 'data-testid': 'quota-value' });
   let alterTitle = null;   // null: the principal may ALTER_CONFIGS on the cluster
   let quotas = [];
+  let unreadable = null;   // why the list could not be read (a 403): shown instead of an empty table
 
   const show = () => {
+    if (unreadable) {
+      fill(list, h('p', { class: 'muted', 'data-testid': 'quotas-unreadable' }, unreadable));
+      return;
+    }
     fill(list, table([
       { title: 'entity', cell: (r) => entityText(r.entity) },
       { title: 'quota', cell: (r) => r.key },
@@ -42,8 +47,11 @@ export async function render(view, route, ctx) {
       const cluster = await api.cluster();
       alterTitle = missingPermission(cluster.authorized_operations, 'ALTER_CONFIGS');
       quotas = await api.clientQuotas();
+      unreadable = null;
     } catch (e) {
       quotas = [];
+      unreadable = e.status === 403 ? 'the quotas cannot be listed without DESCRIBE_CONFIGS on the cluster'
+                                    : 'the quotas could not be read';
       status.show(e.status === 403 ? new Error(`${e.message} (${missingPermission([], 'DESCRIBE_CONFIGS')})`) : e);
     }
     if (!ctx.alive) return;

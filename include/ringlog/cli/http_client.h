@@ -15,6 +15,7 @@ struct http_reply {
   unsigned status = 0;
   std::string content_type;
   std::string body;
+  int64_t retry_after_s = -1;   // Retry-After (seconds) when the answer has one, else -1
 };
 
 /// Host and port of a broker's REST listener.
@@ -54,7 +55,10 @@ class http_client {
   /// Sends one request; `path` includes any query. Errors are transport errors ("127.0.0.1:8081:
   /// no answer within 10000 ms"), naming each server tried; HTTP error statuses are replies. A GET
   /// (idempotent) that gets no answer, or a connection closed without one, is retried on the next
-  /// server of the list; other methods are not resent once sent.
+  /// server of the list; other methods are not resent once sent. A 429 with Retry-After (a client
+  /// quota's throttle, issue 31: nothing of the request was done) is waited out and sent again,
+  /// at most throttled_resends_max times, each wait at most throttled_wait_s_max, with a line on
+  /// stderr; the last 429 is the reply.
   reply_result request(const std::string& method, const std::string& path, const std::string& body = {},
                        const std::string& content_type = {}, const std::string& accept = "application/json");
   reply_result get(const std::string& path, const std::string& accept = "application/json") {
@@ -76,6 +80,9 @@ class http_client {
   struct impl;
 
  private:
+  /// One request as request() describes it, without waiting out a 429.
+  reply_result request_once(const std::string& method, const std::string& path, const std::string& body,
+                            const std::string& content_type, const std::string& accept);
   explicit http_client(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };

@@ -59,6 +59,10 @@ struct listener_connection_limits {
   std::optional<int64_t> max_connection_creation_rate;
   /// The cluster listener: outside the broker-wide max.connections and rate.
   bool inter_broker = false;
+  /// http:// and https://: outside the broker-wide max.connections (the HTTP server bounds its
+  /// connections by http.connections.max), so slow HTTP clients cannot take the places Kafka
+  /// clients need; the creation rate and max.connections.per.ip still apply.
+  bool own_total = false;
 };
 
 class connection_limits;

@@ -26,6 +26,9 @@ struct sasl_step {
   /// The exchange is over and the client is authenticated as `principal`.
   bool complete = false;
   std::optional<kafka_principal> principal;
+  /// When the credential itself expires, seconds since the epoch (OAUTHBEARER: the token's exp);
+  /// nullopt for passwords. KIP-368: the session lasts at most until then.
+  std::optional<int64_t> credential_expires_at_s{};
 };
 
 /// One authentication exchange of one mechanism (a new object per attempt).
