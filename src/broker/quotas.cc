@@ -7,6 +7,7 @@
 #include <set>
 
 #include "broker_impl.h"
+#include "ringlog/security/quota_throttle.h"
 
 namespace ringlog::broker {
 
@@ -169,8 +170,8 @@ int64_t broker_impl::record_client_quota(security::quota_key key, std::string_vi
   sensor.bound = match->bound;
   sensor.rate.record(counted, now_ms);
   sensor.total += counted;
-  const int64_t throttle_ms = security::quota_throttle_time_ms(sensor.rate.rate_per_second(now_ms), match->bound,
-                                                               sensor.rate.window_ms(now_ms), max_ms);
+  // Until the sensor's rate is back at the bound, not KIP-219's linear X (quota_throttle.h says why).
+  const int64_t throttle_ms = security::quota_throttle_time_ms(sensor.rate, match->bound, now_ms, max_ms);
   if (throttle_ms > 0) {
     sensor.throttle_time_ms_total += throttle_ms;
     ++sensor.throttled_total;
