@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "ringlog/security/client_quota_sensors.h"
 #include "ringlog/security/quota.h"
 #include "ringlog/security/quota_throttle.h"
 
@@ -242,4 +243,66 @@ TEST_CASE("KIP-599 token bucket: a burst is admitted, then refused until the buc
   bucket.set_rate(1);
   bucket.record(11, 1'000'000);
   CHECK_FALSE(bucket.admits(1'000'000));
+}
+
+namespace {
+
+/// What client_quota_index::quota_for answers for client-id `c` under a client-id=<default> quota.
+quota_match client_match(const char* c, double bound) {
+  return quota_match{bound, client_quota_entity{{}, dflt, {}}, std::string("client-id=") + c};
+}
+
+}  // namespace
+
+TEST_CASE("client_quota_sensors: one sensor per client, the throttle until its rate is back at the bound") {
+  client_quota_sensors sensors(100, 3'600'000);
+  constexpr quota_window_config window{11, 1000};
+  // 1 MB/s: 10 x 1 MB at once fit the young window's 10 s; the 11th is over.
+  for (int i = 0; i < 10; ++i) CHECK(sensors.record(quota_key::producer_byte_rate, client_match("a", 1e6), 1e6, window, 0) == 0);
+  const int64_t throttle = sensors.record(quota_key::producer_byte_rate, client_match("a", 1e6), 1e6, window, 0);
+  CHECK(throttle == 11'000);   // the young window never reaches 11 s: until the sample expires
+  // Another client of the same <default> entity has its own sensor.
+  CHECK(sensors.record(quota_key::producer_byte_rate, client_match("b", 1e6), 1e6, window, 0) == 0);
+  // request_percentage is capped at one sample (Kafka's ClientRequestQuotaManager).
+  CHECK(sensors.record(quota_key::request_percentage, client_match("a", 1), 1e6, window, 0) == 1'000);
+  const auto usages = sensors.usages();
+  REQUIRE(usages.size() == 3);
+  CHECK(usages[0].key == quota_key::producer_byte_rate);
+  CHECK(usages[0].sensor_key == "client-id=a");
+  CHECK(usages[0].total == 11e6);
+  CHECK(usages[0].bound == 1e6);
+  CHECK(usages[0].throttled_total == 1);
+  CHECK(usages[0].throttle_time_ms_total == 11'000);
+  CHECK(usages[1].sensor_key == "client-id=b");
+  CHECK(usages[1].throttled_total == 0);
+}
+
+TEST_CASE("client_quota_sensors: past the bound idle sensors go, then newcomers share their entity's") {
+  client_quota_sensors sensors(2, 1'000);
+  constexpr quota_window_config window{11, 1000};
+  sensors.record(quota_key::producer_byte_rate, client_match("a", 1e6), 1, window, 0);
+  sensors.record(quota_key::producer_byte_rate, client_match("b", 1e6), 1, window, 500);
+  // At 1,200 ms `a` has been idle over 1 s: it goes, `c` takes its place.
+  sensors.record(quota_key::producer_byte_rate, client_match("c", 1e6), 1, window, 1'200);
+  REQUIRE(sensors.size() == 2);
+  CHECK(sensors.usages()[0].sensor_key == "client-id=b");
+  CHECK(sensors.usages()[1].sensor_key == "client-id=c");
+  // Nobody idle: every newcomer is measured together under client-id=<default>, so a flood of
+  // client ids neither grows the map nor escapes the quota.
+  for (const char* c : {"d", "e", "f", "g"}) sensors.record(quota_key::producer_byte_rate, client_match(c, 1e6), 4e6, window, 1'300);
+  REQUIRE(sensors.size() == 3);
+  CHECK(sensors.usages()[0].sensor_key == "client-id=<default>");
+  CHECK(sensors.usages()[0].total == 16e6);
+  CHECK(sensors.record(quota_key::producer_byte_rate, client_match("h", 1e6), 1, window, 1'300) > 0);
+}
+
+TEST_CASE("client_quota_sensors: KIP-599 buckets refuse strict mutations while empty") {
+  client_quota_sensors sensors(100, 3'600'000);
+  constexpr quota_window_config window{11, 1000};
+  const quota_match m = client_match("admin", 10);   // 10 partitions/s, a burst of 110
+  CHECK(sensors.charge_mutations(m, 150, true, window, 0) == 0);   // admitted above zero: now -40
+  CHECK(sensors.charge_mutations(m, 1, true, window, 0) == 4'001);  // refused, nothing taken
+  CHECK(sensors.charge_mutations(m, 1, false, window, 0) == 4'101);  // not strict: taken, throttled
+  CHECK(sensors.charge_mutations(m, 1, true, window, 4'200) == 0);
+  CHECK(sensors.usages().empty());   // buckets are not rate sensors
 }
