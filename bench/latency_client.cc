@@ -38,6 +38,7 @@ struct options {
   int record_bytes = 1024;
   std::string acks = "all";
   std::string linger_ms = "1";
+  std::string client_id = "rdkafka";   // librdkafka's default client.id
 };
 
 struct samples {
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
     else if (k == "--record-bytes") o.record_bytes = std::stoi(v);
     else if (k == "--acks") o.acks = v;
     else if (k == "--linger-ms") o.linger_ms = v;
+    else if (k == "--client-id") o.client_id = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
   // Consumer first: assigned at the end of every partition before anything is sent.
   rd_kafka_conf_t* cconf = rd_kafka_conf_new();
   set(cconf, "bootstrap.servers", o.bootstrap);
+  set(cconf, "client.id", o.client_id);
   set(cconf, "group.id", "latency-client-" + std::to_string(now_ns()));
   set(cconf, "enable.auto.commit", "false");
   set(cconf, "fetch.wait.max.ms", "500");
@@ -124,6 +127,7 @@ int main(int argc, char** argv) {
 
   rd_kafka_conf_t* pconf = rd_kafka_conf_new();
   set(pconf, "bootstrap.servers", o.bootstrap);
+  set(pconf, "client.id", o.client_id);
   set(pconf, "acks", o.acks);
   set(pconf, "linger.ms", o.linger_ms);
   set(pconf, "enable.idempotence", "false");

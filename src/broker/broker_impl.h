@@ -27,6 +27,7 @@
 #include "ringlog/protocol/frame.h"
 #include "ringlog/replication/leader_state.h"
 #include "ringlog/replication/offsets_gate.h"
+#include "ringlog/security/client_quota_sensors.h"
 #include "ringlog/storage/partition_log.h"
 
 namespace ringlog::broker::detail {
@@ -863,25 +864,13 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   broker_config config_;
   /// super.users and allow.everyone.if.no.acl.found as the ACL index takes them (static configs).
   security::authorizer_settings authorizer_settings_{config_.super_users, config_.allow_everyone_if_no_acl_found};
-  /// What this broker measures of its clients' quotas (quotas.cc): sensors by key and sensor
-  /// key, and KIP-599 buckets by sensor key; any thread, under the mutex.
-  struct client_quota_sensor {
-    security::quota_rate rate;
-    double bound = 0;
-    double total = 0;
-    int64_t throttle_time_ms_total = 0;
-    int64_t throttled_total = 0;
-  };
+  /// What this broker measures of its clients' quotas (quotas.cc: the rate sensors and KIP-599
+  /// buckets of security::client_quota_sensors); any thread, under the mutex.
   struct client_quota_state {
     std::mutex mutex;
-    std::map<std::pair<security::quota_key, std::string>, client_quota_sensor> sensors;
-    std::map<std::string, security::quota_token_bucket> mutation_buckets;
+    security::client_quota_sensors sensors{client_quota_sensors_max, client_quota_sensor_idle_ms};
   };
   mutable client_quota_state client_quota_state_;
-  /// The sensor of `key` for `sensor_key`, made when new (evicting idle ones past
-  /// client_quota_sensors_max); called under client_quota_state_.mutex.
-  client_quota_sensor& quota_sensor(security::quota_key key, const std::string& sensor_key, const std::string& entity_key,
-                                    int64_t now_ms);
   broker_dependencies deps_;
   std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
   /// Deadlines of parked fetches, per shard (touched only on that shard's thread).

@@ -136,52 +136,15 @@ void broker_impl::alter_client_quotas(std::vector<client_quota_alteration> alter
   });
 }
 
-broker_impl::client_quota_sensor& broker_impl::quota_sensor(security::quota_key key, const std::string& sensor_key,
-                                                            const std::string& entity_key, int64_t now_ms) {
-  auto& sensors = client_quota_state_.sensors;
-  auto found = sensors.find({key, sensor_key});
-  if (found != sensors.end()) return found->second;
-  if (sensors.size() >= client_quota_sensors_max) {
-    // Full (a flood of client ids): a sensor idle past its whole window holds no rate any more
-    // (every sample expired), so dropping it loses no throttling, only its /metrics totals; newcomers
-    // then get sensors of their own instead of sharing one with the flood.
-    const auto window = live(*view()).quota_window;
-    const int64_t idle_ms = std::min<int64_t>(client_quota_sensor_idle_ms, window.sample_ms * window.samples);
-    std::erase_if(sensors, [now_ms, idle_ms](const auto& entry) {
-      return now_ms - entry.second.rate.last_record_ms() > idle_ms;
-    });
-  }
-  // Still full: the client shares one sensor with every other newcomer of its entity.
-  const std::string& chosen = sensors.size() >= client_quota_sensors_max ? entity_key : sensor_key;
-  return sensors.try_emplace({key, chosen}, client_quota_sensor{security::quota_rate(live(*view()).quota_window)})
-      .first->second;
-}
-
 int64_t broker_impl::record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
                                          double value) {
   const auto v = view();
   if (!v->client_quotas->any(key)) return 0;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return 0;
-  const auto window = live(*v).quota_window;
   const int64_t now_ms = deps_.clock.now_ms();
-  const double counted = quota_unit_value(key, value);
-  // Kafka bounds a request-time throttle by one sample window and a byte-rate one by the whole
-  // window (ClientRequestQuotaManager, ClientQuotaManager).
-  const int64_t max_ms = key == security::quota_key::request_percentage ? window.sample_ms
-                                                                        : window.sample_ms * window.samples;
   std::lock_guard lock(client_quota_state_.mutex);
-  auto& sensor = quota_sensor(key, match->sensor_key, match->entity.to_string(), now_ms);
-  sensor.bound = match->bound;
-  sensor.rate.record(counted, now_ms);
-  sensor.total += counted;
-  const int64_t throttle_ms = security::quota_throttle_time_ms(sensor.rate.rate_per_second(now_ms), match->bound,
-                                                               sensor.rate.window_ms(now_ms), max_ms);
-  if (throttle_ms > 0) {
-    sensor.throttle_time_ms_total += throttle_ms;
-    ++sensor.throttled_total;
-  }
-  return throttle_ms;
+  return client_quota_state_.sensors.record(key, *match, quota_unit_value(key, value), live(*v).quota_window, now_ms);
 }
 
 int64_t broker_impl::charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
@@ -193,12 +156,7 @@ int64_t broker_impl::charge_controller_mutations(std::string_view user, std::str
   if (!match) return 0;
   const int64_t now_ms = deps_.clock.now_ms();
   std::lock_guard lock(client_quota_state_.mutex);
-  auto [bucket, made] = client_quota_state_.mutation_buckets.try_emplace(
-      match->sensor_key, match->bound, live(*v).quota_window, now_ms);
-  if (!made) bucket->second.set_rate(match->bound);
-  if (strict && !bucket->second.admits(now_ms)) return bucket->second.throttle_time_ms(now_ms);
-  bucket->second.record(partitions, now_ms);
-  return strict ? 0 : bucket->second.throttle_time_ms(now_ms);
+  return client_quota_state_.sensors.charge_mutations(*match, partitions, strict, live(*v).quota_window, now_ms);
 }
 
 int64_t broker_impl::client_quota_throttle_ms(security::quota_key key, std::string_view user,
@@ -207,18 +165,9 @@ int64_t broker_impl::client_quota_throttle_ms(security::quota_key key, std::stri
   if (!v->client_quotas->any(key)) return 0;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return 0;
-  const auto window = live(*v).quota_window;
   const int64_t now_ms = deps_.clock.now_ms();
-  const int64_t max_ms = key == security::quota_key::request_percentage ? window.sample_ms
-                                                                        : window.sample_ms * window.samples;
   std::lock_guard lock(client_quota_state_.mutex);
-  const auto& sensors = client_quota_state_.sensors;
-  auto found = sensors.find({key, match->sensor_key});
-  // A newcomer while the sensors were full shares its entity's sensor (quota_sensor).
-  if (found == sensors.end()) found = sensors.find({key, match->entity.to_string()});
-  if (found == sensors.end()) return 0;
-  return security::quota_throttle_time_ms(found->second.rate.rate_per_second(now_ms), match->bound,
-                                          found->second.rate.window_ms(now_ms), max_ms);
+  return client_quota_state_.sensors.throttle_ms(key, *match, live(*v).quota_window, now_ms);
 }
 
 std::optional<int64_t> broker_impl::client_quota_window_value_max(security::quota_key key, std::string_view user,
@@ -242,10 +191,9 @@ std::vector<client_quota_usage> broker_impl::client_quota_usages() const {
   std::vector<client_quota_usage> out;
   {
     std::lock_guard lock(client_quota_state_.mutex);
-    out.reserve(client_quota_state_.sensors.size());
-    for (const auto& [id, sensor] : client_quota_state_.sensors) {
-      out.push_back(client_quota_usage{id.first, id.second, sensor.bound, sensor.total, sensor.throttle_time_ms_total,
-                                       sensor.throttled_total});
+    for (auto& u : client_quota_state_.sensors.usages()) {
+      out.push_back(client_quota_usage{u.key, std::move(u.sensor_key), u.bound, u.total, u.throttle_time_ms_total,
+                                       u.throttled_total});
     }
   }
   std::sort(out.begin(), out.end(), [](const client_quota_usage& a, const client_quota_usage& b) {

@@ -2,6 +2,7 @@
 // token bucket. See the header for the rules and their sources.
 
 #include "ringlog/security/quota.h"
+#include "ringlog/security/quota_throttle.h"
 
 #include "ringlog/security/acl_host.h"
 
@@ -224,6 +225,65 @@ int64_t quota_throttle_time_ms(double observed_per_second, double bound_per_seco
   if (!(bound_per_second > 0) || observed_per_second <= bound_per_second) return 0;
   const double ms = (observed_per_second - bound_per_second) / bound_per_second * static_cast<double>(window_ms);
   return std::clamp<int64_t>(std::llround(std::min(ms, static_cast<double>(max_ms))), 0, max_ms);
+}
+
+namespace {
+
+/// Events (a sample expiring, a young window's padding dropping at a sample boundary) one
+/// throttle-time search steps over before it settles for KIP-219's X from there: 2 per sample
+/// of the default 11 and then some; a larger quota.window.num is the only way past it.
+constexpr int quota_throttle_events_max = 64;
+
+/// What the rate divides at `t`: the bytes (or %-ms) of its live samples and its window, ms.
+struct rate_state {
+  double total;
+  int64_t window_ms;
+};
+
+rate_state state_at(const quota_rate& rate, int64_t t) {
+  const int64_t w = rate.window_ms(t);
+  return {rate.rate_per_second(t) * static_cast<double>(w) / 1000.0, w};
+}
+
+/// Whether the rate is no longer one straight segment between `a` and `b` (a < b): between
+/// events the total stays and the window grows by exactly b - a; an expiry changes the total
+/// (and the oldest sample), a boundary of a young window drops the window.
+bool event_between(const quota_rate& rate, const rate_state& at_a, int64_t a, int64_t b) {
+  const rate_state at_b = state_at(rate, b);
+  const double slack = 1e-9 * std::max(1.0, at_a.total);
+  return at_b.window_ms - at_a.window_ms != b - a || std::abs(at_b.total - at_a.total) > slack;
+}
+
+}  // namespace
+
+int64_t quota_throttle_time_ms(const quota_rate& rate, double bound_per_second, int64_t now_ms, int64_t max_ms) {
+  if (!(bound_per_second > 0) || max_ms <= 0) return 0;
+  int64_t t = now_ms;
+  for (int event = 0; event <= quota_throttle_events_max; ++event) {
+    if (rate.rate_per_second(t) <= bound_per_second) return t - now_ms;
+    if (t - now_ms >= max_ms) return max_ms;
+    const rate_state at_t = state_at(rate, t);
+    // Within one segment the rate is total / (window + d): at the bound after d = need.
+    const double need = at_t.total * 1000.0 / bound_per_second - static_cast<double>(at_t.window_ms);
+    const int64_t limit = std::min(t + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(need))), now_ms + max_ms);
+    if (event == quota_throttle_events_max) {
+      return std::min(max_ms, t - now_ms + quota_throttle_time_ms(rate.rate_per_second(t), bound_per_second,
+                                                                  at_t.window_ms, max_ms));
+    }
+    if (!event_between(rate, at_t, t, limit)) {
+      t = limit;   // the bound is reached on this segment (or max_ms is)
+      continue;
+    }
+    // The first event in (t, limit]: the smallest e with an event in (t, e].
+    int64_t lo = t;
+    int64_t hi = limit;
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (event_between(rate, at_t, t, mid) ? hi : lo) = mid;
+    }
+    t = hi;
+  }
+  return max_ms;
 }
 
 quota_token_bucket::quota_token_bucket(double rate_per_second, quota_window_config config, int64_t now_ms)

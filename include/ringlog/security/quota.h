@@ -11,8 +11,9 @@
 //     place of `<default>` (Kafka's quota metric tags): a `<default>` quota bounds each user or
 //     client-id separately, never their sum.
 //   - rates are Kafka's Rate over quota.window.num samples of quota.window.size.seconds; over the
-//     bound a client is throttled for X = (O - T) / T * W ms (KIP-219): the delay that brings the
-//     observed rate O back to the bound T over the measured window W.
+//     bound a client is throttled (KIP-219) until its sensor's own rate is back at the bound
+//     (quota_throttle.h says why not KIP-219's X = (O - T) / T * W, which assumes the window grows
+//     while the client waits).
 //   - controller mutations (KIP-599) are a token bucket: `controller_mutation_rate` tokens per
 //     second, a burst of rate x samples x window, refused (THROTTLING_QUOTA_EXCEEDED) while the
 //     bucket is empty or below.

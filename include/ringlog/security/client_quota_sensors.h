@@ -1,0 +1,74 @@
+#pragma once
+// What one broker measures of its clients' quotas (issue 31; Kafka's ClientQuotaManager,
+// ClientRequestQuotaManager and ControllerMutationQuotaManager, each per broker: quotas bound a
+// client's traffic at each broker, not its sum over the cluster). Pure: no clock, no lock; the
+// caller passes now_ms and serializes the calls.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ringlog/security/quota.h"
+
+namespace ringlog::security {
+
+class client_quota_sensors {
+ public:
+  /// What a sensor has seen, for metrics and `ringlog quotas`.
+  struct usage {
+    quota_key key = quota_key::producer_byte_rate;
+    std::string sensor_key;
+    double bound = 0;                     // the quota at the last record, in the key's unit
+    double total = 0;                     // everything recorded (bytes, %-s, ...)
+    int64_t throttle_time_ms_total = 0;   // throttle times handed out, ms
+    int64_t throttled_total = 0;          // records that asked a throttle
+  };
+
+  /// At most `sensors_max` rate sensors; past it, sensors idle for `idle_ms` or for their whole
+  /// window (every sample expired: no throttling is lost) go, and a newcomer that still finds no
+  /// room shares one sensor per matched entity (`user=<default>`, ...), so a flood of client ids
+  /// cannot grow the map nor escape its quota, and newcomers share only while the flood is recent.
+  client_quota_sensors(size_t sensors_max, int64_t idle_ms);
+
+  /// Records `value` (in the key's rate unit: bytes for byte rates, percent-seconds of one thread
+  /// for request_percentage) for a client bounded by `match`, at `now_ms`, and answers the throttle
+  /// time it asks, ms: until the sensor's rate is back at match.bound
+  /// (quota_throttle_time_ms(rate, ...), quota_throttle.h), at most one sample for
+  /// request_percentage and the whole window for the others (Kafka's caps). A sensor made here
+  /// measures over `window`. Not for controller_mutation_rate (charge_mutations).
+  int64_t record(quota_key key, const quota_match& match, double value, quota_window_config window, int64_t now_ms);
+
+  /// KIP-599: takes `partitions` from the token bucket of match.sensor_key (made full at
+  /// match.bound; a changed bound keeps the tokens) and answers the ms the client must wait.
+  /// With `strict` (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+) a non-zero answer
+  /// means refuse and nothing is taken; without, the partitions are taken all the same.
+  int64_t charge_mutations(const quota_match& match, double partitions, bool strict, quota_window_config window,
+                           int64_t now_ms);
+
+  /// The throttle time the sensor of a client bounded by `match` asks at `now_ms` (as record()
+  /// answers, without recording): 0 when it has no sensor or is within match.bound. Every client
+  /// of a user quota shares the user's sensor, so this holds whatever client id it names.
+  [[nodiscard]] int64_t throttle_ms(quota_key key, const quota_match& match, quota_window_config window,
+                                    int64_t now_ms) const;
+  /// Every rate sensor's usage, in (key, sensor key) order.
+  [[nodiscard]] std::vector<usage> usages() const;
+  /// Rate sensors held now.
+  [[nodiscard]] size_t size() const { return sensors_.size(); }
+
+ private:
+  struct sensor {
+    quota_rate rate;
+    usage seen;
+  };
+  sensor& sensor_for(quota_key key, const quota_match& match, quota_window_config window, int64_t now_ms);
+
+  size_t sensors_max_;
+  int64_t idle_ms_;
+  std::map<std::pair<quota_key, std::string>, sensor> sensors_;
+  std::map<std::string, quota_token_bucket> mutation_buckets_;
+};
+
+}  // namespace ringlog::security

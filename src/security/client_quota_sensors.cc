@@ -1,0 +1,81 @@
+// What one broker measures of its clients' quotas (issue 31). See the header for the rules.
+
+#include "ringlog/security/client_quota_sensors.h"
+
+#include "ringlog/security/quota_throttle.h"
+
+#include <algorithm>
+
+namespace ringlog::security {
+
+client_quota_sensors::client_quota_sensors(size_t sensors_max, int64_t idle_ms)
+    : sensors_max_(sensors_max), idle_ms_(idle_ms) {}
+
+client_quota_sensors::sensor& client_quota_sensors::sensor_for(quota_key key, const quota_match& match,
+                                                               quota_window_config window, int64_t now_ms) {
+  const auto found = sensors_.find({key, match.sensor_key});
+  if (found != sensors_.end()) return found->second;
+  if (sensors_.size() >= sensors_max_) {
+    // A sensor idle past its whole window holds no rate any more (every sample expired): dropping
+    // it loses no throttling, only its totals (the breaker's q_flood.py: 100,000 client ids in
+    // 10 s made every newcomer share one sensor for the next hour).
+    const int64_t idle_ms = std::min<int64_t>(idle_ms_, window.sample_ms * window.samples);
+    std::erase_if(sensors_, [idle_ms, now_ms](const auto& entry) {
+      return now_ms - entry.second.rate.last_record_ms() > idle_ms;
+    });
+  }
+  // Still full: the client shares one sensor with every other newcomer of its entity.
+  std::string chosen = sensors_.size() >= sensors_max_ ? match.entity.to_string() : match.sensor_key;
+  auto made = sensors_.try_emplace({key, chosen}, sensor{quota_rate(window), usage{}}).first;
+  made->second.seen.key = key;
+  made->second.seen.sensor_key = std::move(chosen);
+  return made->second;
+}
+
+int64_t client_quota_sensors::record(quota_key key, const quota_match& match, double value, quota_window_config window,
+                                     int64_t now_ms) {
+  // Kafka bounds a request-time throttle by one sample window and a byte-rate one by the whole
+  // window (ClientRequestQuotaManager, ClientQuotaManager).
+  const int64_t max_ms = key == quota_key::request_percentage ? window.sample_ms : window.sample_ms * window.samples;
+  sensor& s = sensor_for(key, match, window, now_ms);
+  s.seen.bound = match.bound;
+  s.rate.record(value, now_ms);
+  s.seen.total += value;
+  const int64_t throttle_ms = quota_throttle_time_ms(s.rate, match.bound, now_ms, max_ms);
+  if (throttle_ms > 0) {
+    s.seen.throttle_time_ms_total += throttle_ms;
+    ++s.seen.throttled_total;
+  }
+  return throttle_ms;
+}
+
+int64_t client_quota_sensors::charge_mutations(const quota_match& match, double partitions, bool strict,
+                                               quota_window_config window, int64_t now_ms) {
+  // Bounded like the rate sensors: past sensors_max buckets a newcomer shares its entity's.
+  const bool room = mutation_buckets_.size() < sensors_max_ || mutation_buckets_.contains(match.sensor_key);
+  auto [bucket, made] = mutation_buckets_.try_emplace(room ? match.sensor_key : match.entity.to_string(), match.bound,
+                                                      window, now_ms);
+  if (!made) bucket->second.set_rate(match.bound);
+  if (strict && !bucket->second.admits(now_ms)) return bucket->second.throttle_time_ms(now_ms);
+  bucket->second.record(partitions, now_ms);
+  return strict ? 0 : bucket->second.throttle_time_ms(now_ms);
+}
+
+int64_t client_quota_sensors::throttle_ms(quota_key key, const quota_match& match, quota_window_config window,
+                                          int64_t now_ms) const {
+  auto found = sensors_.find({key, match.sensor_key});
+  // A newcomer while the sensors were full shares its entity's (sensor_for).
+  if (found == sensors_.end()) found = sensors_.find({key, match.entity.to_string()});
+  if (found == sensors_.end()) return 0;
+  const int64_t max_ms = key == quota_key::request_percentage ? window.sample_ms : window.sample_ms * window.samples;
+  return quota_throttle_time_ms(found->second.rate, match.bound, now_ms, max_ms);
+}
+
+std::vector<client_quota_sensors::usage> client_quota_sensors::usages() const {
+  std::vector<usage> out;
+  out.reserve(sensors_.size());
+  for (const auto& [id, s] : sensors_) out.push_back(s.seen);
+  return out;
+}
+
+}  // namespace ringlog::security
