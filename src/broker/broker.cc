@@ -1020,7 +1020,7 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
   };
   auto p = std::make_shared<progress>();
   p->done = std::move(done);
-  bool changed = false;
+  bool changed = before.acls != after.acls;   // issue 30: ACLs change what patterns may match
   for (const auto& name : touched) {
     auto old_it = before.topics.find(name);
     auto new_it = after.topics.find(name);

@@ -138,6 +138,20 @@ std::vector<std::pair<model::topic_partition, model::offset>> watch_points(const
   return out;
 }
 
+/// Issue 30: whether a pattern of member `member_id` of `group_id` may match `topic`: for a REST or
+/// WebSocket consumer instance, its owner may DESCRIBE the topic (Kafka's Metadata never shows a
+/// client's regex a topic it may not describe). Host "" (an instance's address is not kept): only
+/// `*`-host ACLs count here; every poll still checks READ from the caller's own address.
+bool pattern_may_match(const broker& b, const shard_state& st, std::string_view group_id, std::string_view member_id,
+                       const std::string& topic) {
+  if (!b.authorizer_enabled()) return true;
+  auto it = st.instances.find(instance_key(group_id, member_id));
+  if (it == st.instances.end()) return true;   // a Kafka client's member: its client resolves the regex
+  auto owner = security::kafka_principal::parse(it->second.info.owner);   // "" (before issue 29): ANONYMOUS
+  const security::acl_action describe{security::resource_type::topic, topic, security::acl_operation::describe};
+  return b.authorize(owner.ok() ? owner.value() : security::kafka_principal{}, "", describe).allowed();
+}
+
 class group_service_impl final : public group_service {
  public:
   group_service_impl(broker& b, group_host& host, runtime::shard_runtime& runtime, const base::clock& clock,
@@ -149,6 +163,11 @@ class group_service_impl final : public group_service {
     const uint64_t seed = static_cast<uint64_t>(clock_.now_ms());
     for (size_t s = 0; s < runtime_.shard_count(); ++s) {
       shards_.push_back(std::make_unique<shard_state>(seed ^ (s << 48), initial_rebalance_delay_ms));
+      shard_state* st = shards_.back().get();
+      st->coordinator.set_pattern_topic_filter(
+          [this, st](std::string_view group_id, std::string_view member_id, const std::string& topic) {
+            return pattern_may_match(broker_, *st, group_id, member_id, topic);
+          });
     }
   }
 
@@ -363,8 +382,6 @@ class group_service_impl final : public group_service {
   /// On the coordinator: the policies whose topic names the group's retry and dead-letter topics
   /// may have: the broker's defaults and each instance's of the group, distinct by templates.
   std::vector<delay::retry_policy> namings_of(const shard_state& st, const std::string& group_id) const;
-  /// Adds the group's retry topic (under `policy`'s template) of each listed topic to `sub`.
-  static void add_retry_topics(group::subscription& sub, const std::string& group_id, const delay::retry_policy& policy);
 
   broker& broker_;
   group_host& host_;
@@ -786,23 +803,6 @@ std::vector<delay::retry_policy> group_service_impl::namings_of(const shard_stat
   return out;
 }
 
-void group_service_impl::add_retry_topics(group::subscription& sub, const std::string& group_id,
-                                          const delay::retry_policy& policy) {
-  // Non-blocking retries (issue 18): a member of the group reads the group's retry topic of each
-  // topic it subscribes to, so a nacked record comes back to the group (docs/retries.md). The
-  // retry topic may not exist yet: the assignment picks it up when a nack creates it.
-  std::set<std::string> listed(sub.topics.begin(), sub.topics.end());
-  const size_t n = sub.topics.size();
-  for (size_t i = 0; i < n && sub.topics.size() < group::limits::subscription_topics_max; ++i) {
-    const std::string& t = sub.topics[i];
-    if (delay::original_topic_of(policy, t, group_id, false) || delay::original_topic_of(policy, t, group_id, true)) continue;
-    std::string retry = delay::retry_topic_name(policy, t, group_id);
-    if (listed.contains(retry) || !validate_topic_name(retry).ok()) continue;
-    listed.insert(retry);
-    sub.topics.push_back(std::move(retry));
-  }
-}
-
 void group_service_impl::change_subscription(std::string group_id, std::string instance_id, group::subscription sub,
                                              std::function<void(result<void>)> done) {
   if (auto refused = not_coordinator(group_id)) return done(*refused);
@@ -811,7 +811,7 @@ void group_service_impl::change_subscription(std::string group_id, std::string i
     const int64_t now = clock_.now_ms();
     auto it = st.instances.find(instance_key(group_id, instance_id));
     if (sub.kind == group::subscription_kind::topics) {
-      add_retry_topics(sub, group_id, policy_of(it != st.instances.end() ? &it->second : nullptr));
+      retries::add_retry_topics(sub, group_id, policy_of(it != st.instances.end() ? &it->second : nullptr));
     }
     group::record_list records;
     const bool unsubscribe = sub.kind == group::subscription_kind::none;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "ringlog/base/assert.h"
+#include "ringlog/group/limits.h"
 
 namespace ringlog::broker::retries {
 namespace {
@@ -316,6 +317,22 @@ result<nack_write> route_one(const broker& b, const std::string& group_id, const
 }
 
 }  // namespace
+
+void add_retry_topics(group::subscription& sub, const std::string& group_id, const delay::retry_policy& policy) {
+  // Non-blocking retries (issue 18): a member of the group reads the group's retry topic of each
+  // topic it subscribes to, so a nacked record comes back to the group (docs/retries.md). The
+  // retry topic may not exist yet: the assignment picks it up when a nack creates it.
+  std::set<std::string> listed(sub.topics.begin(), sub.topics.end());
+  const size_t n = sub.topics.size();
+  for (size_t i = 0; i < n && sub.topics.size() < group::limits::subscription_topics_max; ++i) {
+    const std::string& t = sub.topics[i];
+    if (delay::original_topic_of(policy, t, group_id, false) || delay::original_topic_of(policy, t, group_id, true)) continue;
+    std::string retry = delay::retry_topic_name(policy, t, group_id);
+    if (listed.contains(retry) || !validate_topic_name(retry).ok()) continue;
+    listed.insert(retry);
+    sub.topics.push_back(std::move(retry));
+  }
+}
 
 void route_nacks(broker& b, const std::string& group_id, const std::vector<nack_request>& nacks,
                  const delay::retry_policy& policy, int64_t now_ms,

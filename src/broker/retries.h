@@ -27,6 +27,11 @@ struct nack_write {
 /// is answered with an error may be repeated, docs/retries.md).
 void write_nacks(broker& b, std::vector<nack_write> writes, std::function<void(result<void>)> done);
 
+/// Non-blocking retries (issue 18): adds to a topic-list subscription `sub` of `group_id` the group's
+/// retry topic of each topic it names (policy's retry.topic.template), so a nacked record comes
+/// back to the group; at most group::limits::subscription_topics_max topics in all.
+void add_retry_topics(group::subscription& sub, const std::string& group_id, const delay::retry_policy& policy);
+
 /// Reads each of `nacks`' records and routes its copy (delay::route_nack under `policy`, group
 /// `group_id`, broker time `now_ms`): the copies to write, or the first error: a record gone
 /// (offset_out_of_range), a route refused (invalid_record), a retry or dead-letter topic name

@@ -302,22 +302,34 @@ result<void> metadata_delta::apply_record(const protocol::remove_user_scram_cred
   return base::ok_v;
 }
 
+namespace {
+
+/// The map behind `shared`, changeable by the delta that holds it: copied on the delta's first
+/// change while an image shares it, then changed in place (a thousand records of one AlterClientQuotas
+/// or CreateAcls, or a snapshot's replay, copied the whole map per record: quadratic, the
+/// breaker's q_many.py). In place only when no one else holds it (use_count 1: the delta's own
+/// copy, never published yet) and it is not empty (the one map made const, the image's default
+/// empty one, is never changed in place; every other map is made here, not const).
+template <typename Map>
+Map& changeable(std::shared_ptr<const Map>& shared) {
+  if (shared.use_count() != 1 || shared->empty()) shared = std::make_shared<Map>(*shared);
+  return const_cast<Map&>(*shared);
+}
+
+}  // namespace
+
 result<void> metadata_delta::apply_record(const protocol::access_control_entry_record& r, int64_t) {
   if (next_.acls_->contains(r.id.value)) return bad("AccessControlEntryRecord: ACL id " + id_text(r.id) + " exists");
   if (r.resource_name.empty() || r.principal.empty() || r.host.empty()) {
     return bad("AccessControlEntryRecord " + id_text(r.id) + ": empty resource name, principal or host");
   }
-  auto acls = std::make_shared<metadata_image::acl_map>(*next_.acls_);
-  acls->emplace(r.id.value, r);
-  next_.acls_ = std::move(acls);
+  changeable(next_.acls_).emplace(r.id.value, r);
   return base::ok_v;
 }
 
 result<void> metadata_delta::apply_record(const protocol::remove_access_control_entry_record& r, int64_t) {
   if (!next_.acls_->contains(r.id.value)) return bad("RemoveAccessControlEntryRecord for unknown ACL id " + id_text(r.id));
-  auto acls = std::make_shared<metadata_image::acl_map>(*next_.acls_);
-  acls->erase(r.id.value);
-  next_.acls_ = std::move(acls);
+  changeable(next_.acls_).erase(r.id.value);
   return base::ok_v;
 }
 
@@ -329,16 +341,16 @@ result<void> metadata_delta::apply_record(const protocol::client_quota_record& r
       return bad("ClientQuotaRecord names entity type '" + part.entity_type + "' twice");
     }
   }
-  auto quotas = std::make_shared<metadata_image::client_quota_map>(*next_.client_quotas_);
   if (r.remove) {
-    auto found = quotas->find(entity);
-    if (found == quotas->end()) return base::ok_v;   // removing an absent key is no error (Kafka)
+    auto present = next_.client_quotas_->find(entity);
+    if (present == next_.client_quotas_->end()) return base::ok_v;   // removing an absent key is no error (Kafka)
+    auto& quotas = changeable(next_.client_quotas_);
+    auto found = quotas.find(entity);
     found->second.erase(r.key);
-    if (found->second.empty()) quotas->erase(found);
+    if (found->second.empty()) quotas.erase(found);
   } else {
-    (*quotas)[entity][r.key] = r.value;
+    changeable(next_.client_quotas_)[entity][r.key] = r.value;
   }
-  next_.client_quotas_ = std::move(quotas);
   return base::ok_v;
 }
 

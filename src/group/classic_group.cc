@@ -683,7 +683,7 @@ result<group_coordinator::offset_delete_result> group_coordinator::delete_offset
   // The topics the group's live members consume.
   std::set<std::string> consumed;
   for (const auto& [id, m] : g.members) {
-    for (const auto& t : resolve_topics(m)) consumed.insert(t);
+    for (const auto& t : resolve_topics(g, m)) consumed.insert(t);
     for (const auto& tp : m.meta.sub.partitions) consumed.insert(tp.topic);
     for (const auto& tp : m.meta.owned) consumed.insert(tp.topic);
   }

@@ -216,7 +216,7 @@ std::string group_coordinator::next_member_id(const group_state_data& g, std::st
   return {};
 }
 
-std::set<std::string> group_coordinator::resolve_topics(const member_state& m) const {
+std::set<std::string> group_coordinator::resolve_topics(const group_state_data& g, const member_state& m) const {
   std::set<std::string> out;
   switch (m.meta.sub.kind) {
     case subscription_kind::topics:
@@ -225,7 +225,9 @@ std::set<std::string> group_coordinator::resolve_topics(const member_state& m) c
     case subscription_kind::pattern:
       RINGLOG_ASSERT(m.pattern.has_value(), "pattern subscription without a compiled regex");
       for (const auto& [topic, count] : topics_) {
-        if (!is_internal_topic(topic) && std::regex_match(topic, *m.pattern)) out.insert(topic);
+        if (is_internal_topic(topic) || !std::regex_match(topic, *m.pattern)) continue;
+        if (pattern_topic_filter_ && !pattern_topic_filter_(g.group_id, m.meta.member_id, topic)) continue;
+        out.insert(topic);
       }
       break;
     case subscription_kind::none:
@@ -255,7 +257,7 @@ void group_coordinator::rebalance(group_state_data& g, int64_t now_ms, bool memb
       for (const auto& tp : m.meta.sub.partitions) manual_claimed.insert(tp);
       continue;
     }
-    assignor_member in{id, m.meta.group_instance_id, resolve_topics(m), m.meta.target};
+    assignor_member in{id, m.meta.group_instance_id, resolve_topics(g, m), m.meta.target};
     for (const auto& topic : in.topics) {
       auto t = topics_.find(topic);
       if (t == topics_.end()) continue;

@@ -364,6 +364,24 @@ TEST_CASE("auto.offset.reset decides where a partition without position or commi
   CHECK(c.record_fetched("none", n, tp("t", 5), offset(1)).error().code == errc::partition_not_owned);
 }
 
+TEST_CASE("a pattern matches only the topics its filter lets it see, re-resolved with the topics (issue 30)") {
+  group_coordinator c(8);
+  bool secret_visible = false;
+  c.set_pattern_topic_filter([&](std::string_view group_id, std::string_view, const std::string& topic) {
+    CHECK(group_id == "g");
+    return topic != "orders-secret" || secret_visible;
+  });
+  c.set_topics({{"orders-eu", 1}, {"orders-secret", 2}}, t0);
+  const auto a = c.join("g", req("a"), t0)->member_id;
+  auto s = c.subscribe("g", a, subscription{subscription_kind::pattern, {}, "orders-.*", {}}, t0);
+  REQUIRE(s.ok());
+  CHECK(s->assignment.owned == partition_set{tp("orders-eu", 0)});
+  // The owner's ACLs change (the broker re-applies the topics): the pattern sees the topic now.
+  secret_visible = true;
+  c.set_topics({{"orders-eu", 1}, {"orders-secret", 2}}, t0);
+  CHECK(c.heartbeat("g", a, t0)->assignment.owned.size() == 3);
+}
+
 TEST_CASE("subscription and manual assignment do not mix; patterns follow the topic list") {
   group_coordinator c(8);
   c.set_topics({{"orders-eu", 1}, {"orders-us", 2}, {"other", 1}, {"__consumer_offsets", 50}}, t0);

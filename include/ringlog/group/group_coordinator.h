@@ -206,6 +206,13 @@ class group_coordinator {
   /// The caller's current topics (name -> partition count). Re-resolves patterns and rebalances
   /// every group whose assignment changes. Topics starting with "__" never match a pattern.
   record_list set_topics(topic_map topics, int64_t now_ms);
+  /// Which topics a member's pattern subscription may match (issue 30): a topic its principal may
+  /// not DESCRIBE is never matched, as Kafka's Metadata never shows it to a client's regex. Called
+  /// with (group id, member id, topic) while a pattern is resolved; unset: every topic. The owner
+  /// re-applies the topics (set_topics) when the rules behind it change.
+  using pattern_topic_filter = std::function<bool(std::string_view group_id, std::string_view member_id,
+                                                  const std::string& topic)>;
+  void set_pattern_topic_filter(pattern_topic_filter filter) { pattern_topic_filter_ = std::move(filter); }
 
   // ---- membership (each call is a heartbeat of that member) ----
   /// Creates the group if needed. With a group_instance_id held by a live member: static
@@ -439,7 +446,8 @@ class group_coordinator {
   result<std::pair<group_state_data*, member_state*>> live_member(std::string_view group_id,
                                                                   std::string_view member_id, int64_t now_ms);
   std::string next_member_id(const group_state_data& g, std::string_view client_name);
-  std::set<std::string> resolve_topics(const member_state& m) const;
+  std::set<std::string> resolve_topics(const group_state_data& g, const member_state& m) const;
+  pattern_topic_filter pattern_topic_filter_;
   void rebalance(group_state_data& g, int64_t now_ms, bool membership_changed);
   void refresh_if_stale(group_state_data& g, int64_t now_ms);
   member_assignment progress(group_state_data& g, member_state& m);
