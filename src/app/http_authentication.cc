@@ -4,9 +4,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
-#include <optional>
-#include <sstream>
 
 #include "ringlog/base/logfmt.h"
 #include "ringlog/security/http_auth.h"
@@ -29,69 +26,110 @@ std::vector<std::string> comma_separated(std::string_view text) {
 
 namespace {
 
-/// file:PATH, file:///PATH -> PATH.
-std::string path_of_file_url(std::string_view url) {
-  url.remove_prefix(5);   // "file:"
-  if (url.starts_with("//")) url.remove_prefix(2);
-  return std::string(url);
-}
-
-/// The file's bytes; nullopt when it cannot be read.
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
 
-base::result<std::shared_ptr<security::jwt_validator>, std::string> make_jwt_validator(const config::server_config& cfg) {
-  if (cfg.sasl_oauthbearer_jwks_endpoint_url.empty()) return std::shared_ptr<security::jwt_validator>{};
+jwks_refresher::jwks_refresher(std::string url, jwks_trust trust, std::weak_ptr<security::jwt_validator> validator, timing t)
+    : url_(std::move(url)), trust_(std::move(trust)), validator_(std::move(validator)), timing_(t),
+      last_request_ms_(steady_ms()) {}
+
+void jwks_refresher::start() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+}
+
+void jwks_refresher::request() {
+  int64_t last = last_request_ms_.load();
+  const int64_t now = steady_ms();
+  if (now - last < timing_.retry_backoff_max_ms || !last_request_ms_.compare_exchange_strong(last, now)) return;
+  {
+    std::lock_guard lock(mutex_);
+    requested_ = true;
+  }
+  wake_.notify_one();
+}
+
+void jwks_refresher::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_.store(true);
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void jwks_refresher::run() {
+  int64_t backoff_ms = timing_.retry_backoff_ms;
+  int64_t next_due_ms = steady_ms() + timing_.refresh_ms;   // make_jwt_validator fetched at start
+  std::unique_lock lock(mutex_);
+  while (!stopping_.load()) {
+    wake_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(0, next_due_ms - steady_ms())),
+                   [&] { return stopping_.load() || requested_ || steady_ms() >= next_due_ms; });
+    if (stopping_.load()) break;
+    requested_ = false;
+    lock.unlock();
+    fetch_once(backoff_ms, next_due_ms);
+    lock.lock();
+  }
+}
+
+void jwks_refresher::fetch_once(int64_t& backoff_ms, int64_t& next_due_ms) {
+  auto text = read_jwks(url_, trust_, stopping_);
+  auto validator = validator_.lock();
+  if (!validator || stopping_.load()) return;
+  std::string error;
+  if (!text.ok()) {
+    error = text.error().message;
+  } else if (auto loaded = validator->load_jwks(text.value()); !loaded.ok()) {
+    error = url_ + ": " + loaded.error().message;
+  } else {
+    spdlog::info("msg=\"JWKS fetched again\" url=\"{}\" keys={}", base::logfmt_escaped(url_), loaded.value());
+    backoff_ms = timing_.retry_backoff_ms;
+    next_due_ms = steady_ms() + timing_.refresh_ms;
+    return;
+  }
+  spdlog::warn("msg=\"JWKS refresh failed; the old keys stay\" url=\"{}\" error=\"{}\" retry_in_ms={}",
+               base::logfmt_escaped(url_), base::logfmt_escaped(error), backoff_ms);
+  next_due_ms = steady_ms() + backoff_ms;
+  backoff_ms = std::min(backoff_ms * 2, std::max(timing_.retry_backoff_max_ms, timing_.retry_backoff_ms));
+}
+
+base::result<jwt_keys, std::string> make_jwt_validator(const config::server_config& cfg) {
+  const std::string& url = cfg.sasl_oauthbearer_jwks_endpoint_url;
+  if (url.empty()) return jwt_keys{};
   security::jwt_validator_config jc;
   jc.clock_skew_seconds = cfg.sasl_oauthbearer_clock_skew_seconds;
   jc.expected_issuer = cfg.sasl_oauthbearer_expected_issuer;
   jc.expected_audience = comma_separated(cfg.sasl_oauthbearer_expected_audience);
   jc.sub_claim_name = cfg.sasl_oauthbearer_sub_claim_name;
   auto validator = std::make_shared<security::jwt_validator>(jc);
-  const std::string path = path_of_file_url(cfg.sasl_oauthbearer_jwks_endpoint_url);
-  auto text = read_file(path);
-  if (!text) return "sasl.oauthbearer.jwks.endpoint.url: cannot read " + path;
-  auto loaded = validator->load_jwks(*text);
-  if (!loaded.ok()) return "sasl.oauthbearer.jwks.endpoint.url " + path + ": " + loaded.error().message;
-  spdlog::info("msg=\"JWKS loaded\" file=\"{}\" keys={}", base::logfmt_escaped(path), loaded.value());
-  // An unknown kid re-reads the file (a rotation), at most once per backoff. The hook runs on a
-  // shard thread; the file is a few KiB.
-  auto last_read_ms = std::make_shared<std::atomic<int64_t>>(steady_ms());
-  const int64_t backoff_ms = cfg.sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms;
-  std::weak_ptr<security::jwt_validator> weak = validator;
-  validator->set_refresh_hook([weak, path, last_read_ms, backoff_ms] {
-    int64_t last = last_read_ms->load();
-    const int64_t now = steady_ms();
-    if (now - last < backoff_ms || !last_read_ms->compare_exchange_strong(last, now)) return;
-    auto v = weak.lock();
-    auto again = read_file(path);
-    if (!v || !again) return;
-    auto reloaded = v->load_jwks(*again);
-    if (reloaded.ok()) {
-      spdlog::info("msg=\"JWKS re-read\" file=\"{}\" keys={}", base::logfmt_escaped(path), reloaded.value());
-    } else {
-      spdlog::warn("msg=\"JWKS re-read refused; the old keys stay\" file=\"{}\" error=\"{}\"", base::logfmt_escaped(path),
-                   base::logfmt_escaped(reloaded.error().message));
-    }
+  jwks_trust trust;
+  if (auto it = cfg.ssl.find("ssl.truststore.location"); it != cfg.ssl.end()) trust.truststore_location = it->second;
+  const std::atomic<bool> not_stopping{false};
+  auto text = read_jwks(url, trust, not_stopping);
+  if (!text.ok()) return "sasl.oauthbearer.jwks.endpoint.url: " + text.error().message;
+  auto loaded = validator->load_jwks(text.value());
+  if (!loaded.ok()) return "sasl.oauthbearer.jwks.endpoint.url " + url + ": " + loaded.error().message;
+  spdlog::info("msg=\"JWKS loaded\" url=\"{}\" keys={}", base::logfmt_escaped(url), loaded.value());
+  auto refresher = std::make_shared<jwks_refresher>(
+      url, std::move(trust), validator,
+      jwks_refresher::timing{cfg.sasl_oauthbearer_jwks_endpoint_refresh_ms, cfg.sasl_oauthbearer_jwks_endpoint_retry_backoff_ms,
+                             cfg.sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms});
+  // The hook runs on a shard thread: it only wakes the refresher. Weak: serve owns the refresher.
+  validator->set_refresh_hook([weak = std::weak_ptr<jwks_refresher>(refresher)] {
+    if (auto r = weak.lock()) r->request();
   });
-  return validator;
+  return jwt_keys{std::move(validator), std::move(refresher)};
 }
 
 base::result<void, std::string> configure_http_authentication(const config::server_config& cfg,
-                                                              gateway::server_options& options) {
+                                                              gateway::server_options& options,
+                                                              std::shared_ptr<jwks_refresher>& refresher) {
   auto jwt = make_jwt_validator(cfg);
   if (!jwt.ok()) return jwt.error();
+  refresher = jwt->refresher;
   auto methods = security::http_auth_methods::parse(cfg.http_authentication_method);
   if (!methods.ok()) return methods.error().message;
   gateway::http_auth_options& auth = options.authentication;
@@ -101,7 +139,7 @@ base::result<void, std::string> configure_http_authentication(const config::serv
   auth.session_limits.sessions_max = static_cast<size_t>(cfg.http_sessions_max);
   auth.session_limits.token_max_age_ms = cfg.http_access_token_max_age_ms;
   auth.cors_credentials_origins = comma_separated(cfg.http_cors_credentials_origins);
-  auth.jwt = std::move(jwt).value();
+  auth.jwt = std::move(jwt->validator);
   if (methods->bearer && !auth.jwt) {
     return std::string("http.authentication.method has BEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS");
   }

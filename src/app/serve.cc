@@ -127,7 +127,7 @@ void print_usage(std::ostream& out) {
          "on SIGHUP, without dropping connections.\n\n"
          "HTTP authentication (docs/security.md): http.authentication.method=BASIC,BEARER makes every route\n"
          "but /v1/health (and /metrics unless http.metrics.authentication=true) need `curl -u user:password`\n"
-         "(the SCRAM users) or a JWT (`curl --oauth2-bearer`, keys from sasl.oauthbearer.jwks.endpoint.url=file:...);\n"
+         "(the SCRAM users) or a JWT (`curl --oauth2-bearer`, keys from sasl.oauthbearer.jwks.endpoint.url=https://... or file:...);\n"
          "the console then shows a login page.\n\n"
          "SASL on the Kafka listener (docs/security.md): listeners=...,SASL_PLAINTEXT://HOST:PORT, and the first\n"
          "user with --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (Kafka's kafka-storage\n"
@@ -792,7 +792,8 @@ int serve_main(int argc, char** argv) {
     return 2;
   }
   gateway::server_options options;   // issue 29: who HTTP callers are, and the JWKS, checked first
-  if (auto auth = configure_http_authentication(cfg, options); !auth.ok()) {
+  std::shared_ptr<jwks_refresher> jwks;   // started with the TLS reloader, stopped on the way out
+  if (auto auth = configure_http_authentication(cfg, options, jwks); !auth.ok()) {
     spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(auth.error()));
     return 2;
   }
@@ -1002,11 +1003,15 @@ int serve_main(int argc, char** argv) {
   // it; none when `listeners` names none.
   std::unique_ptr<gateway::tls_front> https;
   std::vector<kafka_front_end> kafka;
-  if (!start_front_ends(cfg, bound, *broker, *runtime, *server, kafka_counters, https, kafka)) {
-    broker->begin_shutdown();
+  // The way out, from a failed start of the front ends or a stop signal (the reloader and the
+  // JWKS refresher may not have started: stopping them is then a no-op).
+  auto shut_down = [&] {
+    broker->begin_shutdown();  // parked long-polls answer now, so the drain below is quick
     std::promise<void> drained;
     server->stop([&drained] { drained.set_value(); });
     drained.get_future().wait();
+    reloader.stop();
+    if (jwks) jwks->stop();
     if (https) https->stop();
     for (auto& k : kafka) k.listener->stop();
     std::promise<void> closed;
@@ -1014,25 +1019,18 @@ int serve_main(int argc, char** argv) {
     closed.get_future().wait();
     if (transport) transport->stop();
     runtime->stop();
+  };
+  if (!start_front_ends(cfg, bound, *broker, *runtime, *server, kafka_counters, https, kafka)) {
+    shut_down();
     return 1;
   }
   reloader.start();
+  if (jwks) jwks->start();
 
   starting.store(false);
   int sig = stop_signal.get_future().get();
   spdlog::info("msg=\"stopping\" signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-  broker->begin_shutdown();  // parked long-polls answer now, so the drain below is quick
-  std::promise<void> drained;
-  server->stop([&drained] { drained.set_value(); });
-  drained.get_future().wait();
-  reloader.stop();
-  if (https) https->stop();
-  for (auto& k : kafka) k.listener->stop();
-  std::promise<void> closed;
-  broker->shutdown([&closed] { closed.set_value(); });
-  closed.get_future().wait();
-  if (transport) transport->stop();
-  runtime->stop();
+  shut_down();
   kafka.clear();
   https.reset();
   server.reset();

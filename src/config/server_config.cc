@@ -380,16 +380,30 @@ std::vector<key_spec> authentication_keys() {
                },
                [](const server_config& c) { return c.http_cors_credentials_origins; }},
       key_spec{"sasl.oauthbearer.jwks.endpoint.url",
-               "the JWKS (RFC 7517) whose keys sign the JWTs of HTTP Bearer and SASL OAUTHBEARER: file:PATH (re-read "
-               "when a token names an unknown kid); empty = no keys",
+               "the JWKS (RFC 7517) whose keys sign the JWTs of HTTP Bearer and SASL OAUTHBEARER: "
+               "https://HOST[:PORT]/PATH (fetched at start, every sasl.oauthbearer.jwks.endpoint.refresh.ms and when a "
+               "token names an unknown kid; the server's certificate must chain to the system's CAs or "
+               "ssl.truststore.location's) or file:PATH (read at the same times); empty = no keys",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
-                 if (!v.empty() && !v.starts_with("file:")) {
-                   return "only file: URLs are read today (fetch the JWKS to a file); got '" + std::string(v) + "'";
+                 if (v.starts_with("http://")) {
+                   return "http:// would take the signing keys over plaintext (anyone on the path could sign tokens); "
+                          "use https:// or file:; got '" + std::string(v) + "'";
+                 }
+                 if (!v.empty() && !v.starts_with("file:") && !v.starts_with("https://")) {
+                   return "must be an https:// or a file: URL; got '" + std::string(v) + "'";
                  }
                  c.sasl_oauthbearer_jwks_endpoint_url = std::string(v);
                  return std::nullopt;
                },
                [](const server_config& c) { return c.sasl_oauthbearer_jwks_endpoint_url; }},
+      int_key("sasl.oauthbearer.jwks.endpoint.refresh.ms", &server_config::sasl_oauthbearer_jwks_endpoint_refresh_ms,
+              1000, 604800000,
+              "the JWKS is fetched (or read) again this often, ms (KIP-768; at least 1 s: providers rotate keys "
+              "in hours or days)"),
+      int_key("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+              &server_config::sasl_oauthbearer_jwks_endpoint_retry_backoff_ms, 1, 3600000,
+              "a failed JWKS refresh (the old keys stay) is retried after this many ms, doubling up to "
+              "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms"),
       string_key("sasl.oauthbearer.expected.issuer", &server_config::sasl_oauthbearer_expected_issuer,
                  "the iss a JWT must carry; empty = not checked"),
       string_key("sasl.oauthbearer.expected.audience", &server_config::sasl_oauthbearer_expected_audience,
@@ -405,7 +419,8 @@ std::vector<key_spec> authentication_keys() {
               "tolerance for a JWT's exp, nbf and iat, seconds"),
       int_key("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
               &server_config::sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms, 0, 3600000,
-              "the JWKS is re-read (for an unknown kid) at most once per this many ms"),
+              "the JWKS is fetched again for a token naming an unknown kid at most once per this many ms; also the "
+              "longest wait before retrying a failed refresh"),
   };
 }
 

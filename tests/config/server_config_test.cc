@@ -69,6 +69,26 @@ TEST_CASE("keys are applied and bounded, errors name the key") {
   CHECK(o->max_connections_per_ip_overrides == std::map<std::string, int64_t>{{"10.0.0.9", 0}, {"10.0.0.8", 3}, {"::1", 7}});
 }
 
+TEST_CASE("sasl.oauthbearer.jwks.endpoint.*: https and file URLs, never http (KIP-768 keys, issue 29)") {
+  auto d = load_server_config({});
+  REQUIRE(d.ok());
+  CHECK(d->sasl_oauthbearer_jwks_endpoint_refresh_ms == 3600000);   // Kafka's defaults
+  CHECK(d->sasl_oauthbearer_jwks_endpoint_retry_backoff_ms == 100);
+  CHECK(d->sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms == 10000);
+  for (const char* url : {"https://idp.example/.well-known/jwks.json", "https://127.0.0.1:8443/jwks", "file:/etc/jwks.json"}) {
+    auto c = load_server_config({{"sasl.oauthbearer.jwks.endpoint.url", url}});
+    REQUIRE(c.ok());
+    CHECK(c->sasl_oauthbearer_jwks_endpoint_url == url);
+  }
+  auto http = load_server_config({{"sasl.oauthbearer.jwks.endpoint.url", "http://idp.example/jwks.json"}});
+  REQUIRE_FALSE(http.ok());
+  CHECK(http.error().message.find("sasl.oauthbearer.jwks.endpoint.url") != std::string::npos);
+  CHECK(http.error().message.find("plaintext") != std::string::npos);
+  CHECK_FALSE(load_server_config({{"sasl.oauthbearer.jwks.endpoint.url", "ftp://idp.example/jwks.json"}}).ok());
+  CHECK_FALSE(load_server_config({{"sasl.oauthbearer.jwks.endpoint.refresh.ms", "999"}}).ok());
+  CHECK_FALSE(load_server_config({{"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "0"}}).ok());
+}
+
 TEST_CASE("the compaction topic configs' broker-level defaults: Kafka's keys and defaults, bounded") {
   auto d = load_server_config({});
   REQUIRE(d.ok());

@@ -8,9 +8,12 @@ was stored and that the server still serves.
 """
 import asyncio
 import base64
+import http.server
 import json
 import os
+import ssl
 import subprocess
+import threading
 import time
 
 import pytest
@@ -19,7 +22,8 @@ import websockets
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
 
-from conftest import Broker, wait_until
+import tls_certs
+from conftest import Broker, binary_path, wait_until
 
 BINARY = "application/vnd.kafka.binary.v2+json"
 V2 = "application/vnd.kafka.v2+json"
@@ -464,3 +468,123 @@ def test_the_name_anonymous_is_reserved_for_callers_that_did_not_log_in(secured,
     r = requests.post(secured.url + "/v3/clusters/ringlog-cluster/users/ANONYMOUS", auth=admin,
                       json={"mechanism": "SCRAM-SHA-512", "password": "x-pw"})
     assert r.status_code == 422 and "reserved" in r.json()["message"], r.text
+
+
+class JwksServer:
+    """An identity provider's JWKS endpoint over https (http.server + ssl) on 127.0.0.1, in a
+    thread: GET /jwks.json answers `jwks` (replace it to rotate), /moved answers a redirect."""
+
+    def __init__(self, keystore_pem, jwks):
+        self.jwks = jwks
+        self.gets = 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.gets += 1
+                if self.path == "/moved":
+                    self.send_response(302)
+                    self.send_header("Location", "/jwks.json")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = json.dumps(outer.jwks).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(keystore_pem)
+        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def url(self, path="/jwks.json"):
+        return f"https://127.0.0.1:{self.httpd.server_address[1]}{path}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def whoami(b, token):
+    r = requests.get(b.url + "/v1/whoami", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code in (200, 401), r.text
+    return r.json()["principal"] if r.status_code == 200 else None
+
+
+def rotated_jwks(issuer, kid="rsa-2"):
+    """(the issuer's JWKS plus a new issuer's RSA key as `kid`, that new issuer)."""
+    rotated = Issuer()
+    return {"keys": issuer.jwks()["keys"] + [dict(rotated.jwks()["keys"][0], kid=kid)]}, rotated
+
+
+def test_the_jwks_is_fetched_over_https_and_again_for_an_unknown_kid(ringlog_bin, tmp_path_factory, issuer):
+    certs = tls_certs.Material(tmp_path_factory.mktemp("jwks-tls"))
+    with JwksServer(certs.broker_pem, issuer.jwks()) as idp:
+        b = start_secured(tmp_path_factory, issuer, [f"sasl.oauthbearer.jwks.endpoint.url={idp.url()}",
+                                                     f"ssl.truststore.location={certs.ca_file}",
+                                                     "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms=0"])
+        try:
+            assert whoami(b, issuer.token(sub="carol")) == "User:carol"
+            idp.jwks, rotated = rotated_jwks(issuer)
+            token = rotated.token(sub="rotated", kid="rsa-2")
+            wait_until(lambda: whoami(b, token) == "User:rotated", DEADLINE_S, "the rotated key to be fetched")
+            assert whoami(b, issuer.token(sub="carol")) == "User:carol"   # the old keys still verify
+            # The identity provider down: a refresh fails, the keys fetched stay.
+            idp.httpd.shutdown()
+            idp.httpd.server_close()
+            assert whoami(b, rotated.token(sub="x", kid="rsa-unknown")) is None
+            wait_until(lambda: "JWKS refresh failed; the old keys stay" in b.log_path.read_text(), DEADLINE_S, "the failed refresh")
+            assert whoami(b, token) == "User:rotated"
+        finally:
+            assert b.stop() == 0
+
+
+def test_the_jwks_is_fetched_again_every_refresh_ms(ringlog_bin, tmp_path_factory, issuer):
+    certs = tls_certs.Material(tmp_path_factory.mktemp("jwks-tls"))
+    with JwksServer(certs.broker_pem, issuer.jwks()) as idp:
+        # No fetch for an unknown kid within the hour: only the periodic refresh can find the key.
+        b = start_secured(tmp_path_factory, issuer, [f"sasl.oauthbearer.jwks.endpoint.url={idp.url()}",
+                                                     f"ssl.truststore.location={certs.ca_file}",
+                                                     "sasl.oauthbearer.jwks.endpoint.refresh.ms=1000",
+                                                     "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms=3600000"])
+        try:
+            idp.jwks, rotated = rotated_jwks(issuer)
+            token = rotated.token(sub="rotated", kid="rsa-2")
+            wait_until(lambda: whoami(b, token) == "User:rotated", DEADLINE_S, "the periodic refresh")
+            assert idp.gets >= 2
+        finally:
+            assert b.stop() == 0
+
+
+def refused_at_start(tmp_path, *sets):
+    r = subprocess.run([str(binary_path()), "serve", "--set", f"log.dirs={tmp_path}/d", "--set", "listeners=http://127.0.0.1:0",
+                        *[a for s in sets for a in ("--set", s)]], capture_output=True, timeout=60)
+    assert r.returncode == 2, r
+    return (r.stdout + r.stderr).decode()
+
+
+def test_a_jwks_url_that_cannot_be_trusted_stops_the_start_naming_the_key(ringlog_bin, tmp_path):
+    certs = tls_certs.Material(tmp_path / "tls")
+    stranger_pem, _ = certs.keystore("stranger-server.pem", ca=certs.stranger_ca)
+    with JwksServer(stranger_pem, Issuer().jwks()) as stranger:
+        text = refused_at_start(tmp_path, f"sasl.oauthbearer.jwks.endpoint.url={stranger.url()}",
+                                f"ssl.truststore.location={certs.ca_file}")
+        assert "sasl.oauthbearer.jwks.endpoint.url" in text and stranger.url() in text, text
+        assert "certificate verify failed" in text, text
+    with JwksServer(certs.broker_pem, Issuer().jwks()) as idp:
+        text = refused_at_start(tmp_path, f"sasl.oauthbearer.jwks.endpoint.url={idp.url('/moved')}",
+                                f"ssl.truststore.location={certs.ca_file}")
+        assert "sasl.oauthbearer.jwks.endpoint.url" in text and "redirects are not followed" in text, text
+    text = refused_at_start(tmp_path, "sasl.oauthbearer.jwks.endpoint.url=http://127.0.0.1:1/jwks.json")
+    assert "sasl.oauthbearer.jwks.endpoint.url" in text and "plaintext" in text, text

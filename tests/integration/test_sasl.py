@@ -547,3 +547,30 @@ def test_oauthbearer_with_librdkafka_s_token_refresh_callback(ringlog_bin, tmp_p
             assert error == 0 and 25_000 <= lifetime_ms <= 40_000, lifetime_ms
     finally:
         assert b.stop() == 0
+
+
+def test_oauthbearer_with_a_jwks_fetched_over_https(ringlog_bin, tmp_path):
+    """The https JWKS (test_http_auth.JwksServer) on the Kafka listener: a login with a token of
+    the issuer, then with a key the identity provider started serving after the broker's start."""
+    import tls_certs
+    from test_http_auth import AUDIENCE, ISSUER, Issuer, JwksServer, rotated_jwks
+    issuer = Issuer()
+    certs = tls_certs.Material(tmp_path / "tls")
+    with JwksServer(certs.broker_pem, issuer.jwks()) as idp:
+        b = SaslBroker(tmp_path / "data", extra_sets=[
+            "sasl.enabled.mechanisms=OAUTHBEARER,SCRAM-SHA-256", f"sasl.oauthbearer.jwks.endpoint.url={idp.url()}",
+            f"ssl.truststore.location={certs.ca_file}", f"sasl.oauthbearer.expected.issuer={ISSUER}",
+            f"sasl.oauthbearer.expected.audience={AUDIENCE}", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms=0",
+            "connection.failed.authentication.delay.ms=10"]).start()
+        try:
+            def logs_in(token):
+                with socket.create_connection(("127.0.0.1", b.kafka_port), timeout=10) as s:
+                    assert handshake(s, "OAUTHBEARER")[0] == 0
+                    return authenticate(s, b"n,,\x01auth=Bearer " + token.encode() + b"\x01\x01")[0] == 0
+
+            assert logs_in(issuer.token(sub="dave"))
+            idp.jwks, rotated = rotated_jwks(issuer)
+            token = rotated.token(sub="erin", kid="rsa-2")
+            wait_until(lambda: logs_in(token), 10, "the rotated key to be fetched")
+        finally:
+            assert b.stop() == 0

@@ -130,12 +130,14 @@ struct server_config {
   int64_t http_access_token_max_age_ms = 60000;         // http.access.token.max.age.ms: POST /v1/tokens lifetime
   std::string http_cors_credentials_origins;            // http.cors.credentials.origins: origins sent Allow-Credentials
   // ---- JWT validation, shared by HTTP Bearer and SASL OAUTHBEARER (KIP-768 names)
-  std::string sasl_oauthbearer_jwks_endpoint_url;       // sasl.oauthbearer.jwks.endpoint.url: file:PATH
+  std::string sasl_oauthbearer_jwks_endpoint_url;       // sasl.oauthbearer.jwks.endpoint.url: file:PATH | https://HOST[:PORT]/PATH
   std::string sasl_oauthbearer_expected_issuer;         // sasl.oauthbearer.expected.issuer: "" = not checked
   std::string sasl_oauthbearer_expected_audience;       // sasl.oauthbearer.expected.audience: comma-separated
   std::string sasl_oauthbearer_sub_claim_name = "sub";  // sasl.oauthbearer.sub.claim.name
   int64_t sasl_oauthbearer_clock_skew_seconds = 30;     // sasl.oauthbearer.clock.skew.seconds
   int64_t sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms = 10000;  // ...retry.backoff.max.ms: re-reads at most this often
+  int64_t sasl_oauthbearer_jwks_endpoint_refresh_ms = 3600000;        // ...refresh.ms: an https JWKS is fetched again this often
+  int64_t sasl_oauthbearer_jwks_endpoint_retry_backoff_ms = 100;      // ...retry.backoff.ms: first retry of a failed fetch, doubling
   int64_t broker_partitions_max = 0;                    // broker.partitions.max: 0 = from RLIMIT_NOFILE
   // ---- cluster (design.md section 6; KIP-500, KIP-595, KIP-631 names)
   /// listeners=...,cluster://HOST:PORT: the inter-broker listener (Kafka's wire protocol). Port -1
