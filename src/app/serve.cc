@@ -590,7 +590,8 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   // super.users was checked when the config loaded (each entry TYPE:NAME).
   if (auto su = security::parse_super_users(c.super_users); su.ok()) b.super_users = std::move(su).value();
   b.allow_everyone_if_no_acl_found = c.allow_everyone_if_no_acl_found;
-  if (b.authorizer_enabled && b.super_users.empty()) {
+  static std::atomic<bool> warned{false};   // the config is converted twice at start: one line
+  if (b.authorizer_enabled && b.super_users.empty() && !warned.exchange(true)) {
     // A new user's lock-out: creating the first ACL needs ALTER on the cluster, which only an ACL
     // (or super.users) grants.
     spdlog::warn("msg=\"an authorizer without super.users: creating an ACL needs ALTER on the cluster, which no "

@@ -139,8 +139,8 @@ std::vector<std::pair<model::topic_partition, model::offset>> watch_points(const
 }
 
 /// Issue 30: whether a pattern of member `member_id` of `group_id` may match `topic`: for a REST or
-/// WebSocket consumer instance, its owner may DESCRIBE the topic (Kafka's Metadata never shows a
-/// client's regex a topic it may not describe). Host "" (an instance's address is not kept): only
+/// WebSocket consumer instance, its owner may READ it (a Kafka consumer never sees a topic it may not
+/// DESCRIBE and skips one it may not READ; an HTTP poll has no per-topic error to skip it with). Host "" (an instance's address is not kept): only
 /// `*`-host ACLs count here; every poll still checks READ from the caller's own address.
 bool pattern_may_match(const broker& b, const shard_state& st, std::string_view group_id, std::string_view member_id,
                        const std::string& topic) {
@@ -148,8 +148,8 @@ bool pattern_may_match(const broker& b, const shard_state& st, std::string_view 
   auto it = st.instances.find(instance_key(group_id, member_id));
   if (it == st.instances.end()) return true;   // a Kafka client's member: its client resolves the regex
   auto owner = security::kafka_principal::parse(it->second.info.owner);   // "" (before issue 29): ANONYMOUS
-  const security::acl_action describe{security::resource_type::topic, topic, security::acl_operation::describe};
-  return b.authorize(owner.ok() ? owner.value() : security::kafka_principal{}, "", describe).allowed();
+  const security::acl_action read{security::resource_type::topic, topic, security::acl_operation::read};
+  return b.authorize(owner.ok() ? owner.value() : security::kafka_principal{}, "", read).allowed();
 }
 
 class group_service_impl final : public group_service {

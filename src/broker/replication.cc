@@ -264,7 +264,7 @@ result<void> broker_impl::check_answer(
 
 result<void> broker_impl::check_append(const partition_runtime& rt, acks_mode acks) const {
   if (!rt.leader) {
-    return error{errc::not_leader_or_follower, "this broker does not lead " + tp_name(rt) + " now (its leader is " +
+    return error{errc::not_leader_or_follower, "this broker does not lead " + tp_name(rt) + " now (its leadership moved: the leader is " +
                                                    (rt.leader_id >= 0 ? "broker " + std::to_string(rt.leader_id)
                                                                       : std::string("not elected yet")) +
                                                    "): retry"};

@@ -280,25 +280,24 @@ bool contains_text(const std::optional<model::bytes>& b, const std::string& need
   return s.find(needle) != std::string_view::npos;
 }
 
-/// Issue 30: what a nack's copy to `topic` needs beyond READ of the original: WRITE on `topic`, and
-/// CREATE on the cluster or `topic` when the copy creates it. nullopt when allowed.
-std::optional<error> nack_copy_refusal(const broker& b, const nack_request& n, const std::string& topic) {
+/// Issue 30: what a copy (a nack's, a redrive's) to `topic` by `principal` from `host` needs: WRITE
+/// on `topic`, and CREATE on the cluster or `topic` when the copy creates it. nullopt when allowed.
+std::optional<error> copy_refusal(const broker& b, const security::kafka_principal& principal, const std::string& host,
+                                  const std::string& topic, std::string_view what) {
   if (!b.authorizer_enabled()) return std::nullopt;
   auto allowed = [&](security::resource_type resource, std::string_view name, security::acl_operation operation) {
-    return b.authorize(n.principal, n.host, security::acl_action{resource, name, operation}).allowed();
+    return b.authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
   };
-  const std::string who = n.principal.to_string();
+  const std::string who = principal.to_string();
   if (!allowed(security::resource_type::topic, topic, security::acl_operation::write)) {
-    return error{errc::topic_authorization_failed, "nack refused: its copy goes to topic '" + topic +
-                                                       "' (the instance's retry or dead-letter topic), and " + who +
-                                                       " lacks WRITE on it"};
+    return error{errc::topic_authorization_failed,
+                 std::string(what) + " refused: its copy goes to topic '" + topic + "', and " + who + " lacks WRITE on it"};
   }
   if (!b.topic_exists(topic) &&
       !allowed(security::resource_type::cluster, security::cluster_resource_name, security::acl_operation::create) &&
       !allowed(security::resource_type::topic, topic, security::acl_operation::create)) {
-    return error{errc::topic_authorization_failed, "nack refused: its copy would create topic '" + topic +
-                                                       "' (the instance's retry or dead-letter topic), and " + who +
-                                                       " lacks CREATE on the cluster or on that topic"};
+    return error{errc::topic_authorization_failed, std::string(what) + " refused: its copy would create topic '" + topic +
+                                                       "', and " + who + " lacks CREATE on the cluster or on that topic"};
   }
   return std::nullopt;
 }
@@ -312,7 +311,7 @@ result<nack_write> route_one(const broker& b, const std::string& group_id, const
     return error{v.error().code, "group '" + group_id + "' cannot have the retry or dead-letter topic '" + route->topic +
                                      "': " + v.error().message};
   }
-  if (auto refused = nack_copy_refusal(b, n, route->topic)) return *refused;
+  if (auto refused = copy_refusal(b, n.principal, n.host, route->topic, "nack")) return *refused;
   return nack_write{std::move(route).value(), rec.key, rec.value};
 }
 
@@ -647,6 +646,11 @@ void redrive(broker& b, redrive_request request, std::vector<delay::retry_policy
         auto route = delay::route_redrive(naming, request.group_id, request.topic, model::partition_id{p}, rec, request.target);
         if (!route.ok()) {
           result_so_far->failures.push_back(route.error().message);
+          continue;
+        }
+        if (auto refused = copy_refusal(b, request.principal, request.host, route->topic, "redrive")) {
+          result_so_far->failures.push_back(delay::source_text(request.topic, p, rec.record_offset) + ": " +
+                                            refused->message);
           continue;
         }
         by_target[route->topic].push_back({p, rec.record_offset, std::move(route).value(), rec.key, rec.value});

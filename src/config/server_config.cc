@@ -475,7 +475,8 @@ std::vector<key_spec> connection_limit_keys() {
                  return out;
                }},
       int_key("max.connection.creation.rate", &server_config::max_connection_creation_rate, 0, 100'000'000,
-              "new connections per second of every Kafka, http and https listener together; one over it is held "
+              "new connections per second of every Kafka listener together (http and https each have a bucket of "
+              "this rate of their own); one over it is held "
               "unanswered for the delay the rate needs (at most 1 s), then closed; also "
               "listener.name.<name>.max.connection.creation.rate per listener"),
       int_key("quota.window.num", &server_config::quota_window_num, 1, 1000,

@@ -211,6 +211,9 @@ void v3_redrive(const call_ptr& c) {
   req.group_id = c->params["consumer_group_id"];
   req.topic = c->params["topic_name"];
   if (auto bad = parse_redrive(c->request.body, req)) return c->fail(*bad);
+  // Each letter's copy is checked where it is made (its topic comes from the letter's headers).
+  req.principal = c->principal();
+  req.host = c->peer_ip();
   if (!c->broker().authorizer_enabled()) return redrive(c, std::move(req));
   // Issue 30: a redrive writes the dead letters back to their original topic: WRITE on it.
   c->broker().groups().dead_letter_topics(

@@ -85,9 +85,9 @@ const std::vector<std::string>& resolved_addresses(const std::string& name) {
   return cache.insert_or_assign(name, std::move(e)).first->second.addresses;
 }
 
-/// Whether `peer` (ACL hosts' form) is the address of a registered broker's advertised HTTP or
-/// Kafka listener.
-bool is_broker_address(broker::broker& b, const std::string& peer) {
+/// Whether `peer` (ACL hosts' form) is the address of registered broker `node_id`'s advertised
+/// HTTP or Kafka listener.
+bool is_broker_address(broker::broker& b, std::string_view node_id, const std::string& peer) {
   auto matches = [&](const std::string& host) {
     if (host.empty()) return false;
     if (auto literal = security::canonical_acl_host(host)) return *literal == peer;
@@ -95,7 +95,7 @@ bool is_broker_address(broker::broker& b, const std::string& peer) {
     return std::find(addresses.begin(), addresses.end(), peer) != addresses.end();
   };
   for (const auto& d : b.list_brokers()) {
-    if (matches(d.host) || matches(d.kafka_host)) return true;
+    if (std::to_string(d.node_id) == node_id && (matches(d.host) || matches(d.kafka_host))) return true;
   }
   return false;
 }
@@ -104,7 +104,7 @@ bool is_broker_address(broker::broker& b, const std::string& peer) {
 
 void identify_client(const call_ptr& c) {
   if (c->request.forwarded_by.empty()) return;
-  if (!is_broker_address(c->broker(), peer_host(c->request.peer))) return;
+  if (!is_broker_address(c->broker(), c->request.forwarded_by, peer_host(c->request.peer))) return;
   c->passed_on_by_broker = true;
   auto host = security::canonical_acl_host(c->request.forwarded_for);
   if (host && *host != "*") c->forwarded_client_host = std::move(*host);

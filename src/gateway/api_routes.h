@@ -91,8 +91,9 @@ struct api::call : std::enable_shared_from_this<api::call> {
   broker::broker& broker() { return self->broker_; }
 
   /// Set once by identify_client (api_group_forward.cc) before the call is authorized: true when
-  /// a registered broker passed this call on (its peer address is that broker's), so the
-  /// client's address it names is believed and the call's quota was counted there.
+  /// a registered broker passed this call on (X-Ringlog-Forwarded-By names it and the peer address
+  /// is that broker's), so the client's address it names is believed for ACL host checks. Quotas
+  /// are counted here all the same (each broker bounds the traffic it serves).
   bool passed_on_by_broker = false;
   /// The client's address as ACL hosts name it, when a broker passed the call on; "" otherwise.
   std::string forwarded_client_host;

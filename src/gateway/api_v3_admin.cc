@@ -436,7 +436,7 @@ void v3_list_topics(const call_ptr& c) {
 /// the Kafka listener; over it the call is answered 429 + Retry-After (Kafka's
 /// THROTTLING_QUOTA_EXCEEDED) and nothing is done. False when refused (answered).
 bool admit_mutations(api::call& call, int64_t partitions) {
-  if (partitions <= 0 || call.passed_on_by_broker) return true;
+  if (partitions <= 0) return true;
   const int64_t wait_ms = call.broker().charge_controller_mutations(call.principal().name, call.client_id,
                                                                     static_cast<double>(partitions), true);
   if (wait_ms == 0) return true;

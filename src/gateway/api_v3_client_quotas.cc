@@ -231,7 +231,9 @@ bool streamed_read(const api::call& c) {
 }  // namespace
 
 bool admit_quota_client(const call_ptr& c, std::string_view method, std::string_view pattern) {
-  if (c->passed_on_by_broker) return true;   // counted at the broker the client asked
+  // A call another broker passed on is counted here too: quotas are per broker (Kafka's), each
+  // broker bounds the traffic it serves, and a passed-on call's headers could be forged by a
+  // process on a broker's host (the breaker's t1_quota.py).
   if (c->request.client_id.size() > security::quota_entity_name_bytes_max) {
     c->fail(400, ec::invalid_request, std::string(client_id_header) + " is longer than " +
                                           std::to_string(security::quota_entity_name_bytes_max) + " bytes");

@@ -87,7 +87,10 @@ std::optional<api_error> acl_refusal(const broker::broker& b, const security::ka
                                      security::acl_operation operation, std::string_view door,
                                      std::string_view request) {
   if (acl_allows(b, principal, host, resource, name, operation)) return std::nullopt;
-  static security::audit_denial_budget budget;
+  // One budget per door (the HTTP routes', the WebSocket frames'), as documented.
+  static security::audit_denial_budget http_budget;
+  static security::audit_denial_budget ws_budget;
+  auto& budget = door == "ws" ? ws_budget : http_budget;
   const auto verdict = budget.admit(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
   if (verdict.suppressed > 0) spdlog::info("{}", security::audit_denials_suppressed_line(door, verdict.suppressed));

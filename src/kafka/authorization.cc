@@ -180,7 +180,7 @@ bool request_context::authorized(security::resource_type resource, std::string_v
     spdlog::info("{} client_id=\"{}\"",
                  security::audit_authorization_denied_line("kafka", principal, client_host, action,
                                                            row != nullptr ? row->api_name : std::string_view("?")),
-                 base::logfmt_escaped(client_id));
+                 security::audit_clipped(client_id));
   }
   return false;
 }

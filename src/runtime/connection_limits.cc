@@ -101,13 +101,18 @@ connection_limits::admission connection_limits::admit(const std::string& listene
     out.delay_ms = delay_ms;
     return std::move(out);
   };
-  // The rate first (Kafka's order): a storm is slowed before it is counted.
-  if (l.limits.max_connection_creation_rate) {
-    if (auto wait = l.bucket.take(*l.limits.max_connection_creation_rate, now_ms)) {
+  // The rate first (Kafka's order): a storm is slowed before it is counted. http:// and https://
+  // (own_total) take max.connection.creation.rate from a bucket of their own, so an HTTP connect
+  // storm cannot use up the rate Kafka clients need (the breaker's t4_storm.py).
+  const auto own_rate = l.limits.max_connection_creation_rate
+                            ? l.limits.max_connection_creation_rate
+                            : (l.limits.own_total ? std::optional<int64_t>(config_.max_connection_creation_rate) : std::nullopt);
+  if (own_rate) {
+    if (auto wait = l.bucket.take(*own_rate, now_ms)) {
       return refuse(connection_refusal::max_connection_creation_rate, *wait);
     }
   }
-  if (!l.limits.inter_broker) {
+  if (counts_broker_wide(l.limits)) {
     if (auto wait = broker_bucket_.take(config_.max_connection_creation_rate, now_ms)) {
       return refuse(connection_refusal::max_connection_creation_rate, *wait);
     }

@@ -19,13 +19,19 @@ std::string audit_admin_write_line(std::string_view door, const kafka_principal&
          "\" outcome=\"" + base::logfmt_escaped(outcome) + "\"";
 }
 
+std::string audit_clipped(std::string_view text) {
+  if (text.size() <= audit_field_bytes_max) return base::logfmt_escaped(text);
+  return base::logfmt_escaped(text.substr(0, audit_field_bytes_max)) + "...(" +
+         std::to_string(text.size() - audit_field_bytes_max) + " more bytes)";
+}
+
 std::string audit_authorization_denied_line(std::string_view door, const kafka_principal& principal, std::string_view host,
                                             const acl_action& action, std::string_view request) {
   return "audit=authorization msg=\"authorization denied\" door=" + std::string(door) + " principal=\"" +
-         base::logfmt_escaped(principal.to_string()) + "\" host=" + std::string(host.empty() ? "-" : host) +
+         audit_clipped(principal.to_string()) + "\" host=" + audit_clipped(host.empty() ? "-" : host) +
          " operation=" + std::string(to_string(action.operation)) + " resource=\"" +
-         std::string(to_string(action.resource)) + ":" + base::logfmt_escaped(action.name) + "\" request=\"" +
-         base::logfmt_escaped(request) + "\"";
+         std::string(to_string(action.resource)) + ":" + audit_clipped(action.name) + "\" request=\"" +
+         audit_clipped(request) + "\"";
 }
 
 audit_denial_budget::verdict audit_denial_budget::admit(int64_t now_s) {

@@ -10,4 +10,6 @@ TEST_CASE("logfmt_escaped escapes what would end or break a quoted value, and no
   CHECK(logfmt_escaped("a\\b") == "a\\\\b");
   CHECK(logfmt_escaped("line1\nline2\r") == "line1\\nline2\\r");
   CHECK(logfmt_escaped("") == "");
+  // The breaker's t3_audit.py: a terminal escape in a client's topic name or client id.
+  CHECK(logfmt_escaped(std::string("a\x1b[2J\tb\x7f") + '\0') == "a\\x1b[2J\\x09b\\x7f\\x00");
 }

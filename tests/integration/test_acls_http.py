@@ -8,6 +8,7 @@ DENY over an ALLOW, User:*, host filters, filtered lists, WebSocket frames and N
 Clients: curl (Basic auth), python3-requests, python3-websockets.
 """
 import asyncio
+import base64
 import json
 import os
 import pathlib
@@ -597,3 +598,27 @@ def test_seeks_need_read_and_lists_hide_a_patterns_undescribable_matches(secured
     assert "operation=READ" in lines[0] and "/positions" in lines[0], lines[0]
     requests.delete(inst, headers={"Content-Type": V2}, auth=ALICE)
     revoke(b, "User:alice")
+
+
+def test_a_redrive_copies_only_to_topics_the_caller_may_write(secured):
+    """Both testers of session 17 (t2_redrive_bob.py): a dead letter's target is its own headers,
+    which whoever may write the dead-letter topic can forge; a redrive wrote the forged letter into
+    a topic the caller could not produce to. Each letter's copy now needs WRITE on its target."""
+    b = secured
+    topic_with_a_record(b, "rd-secret")
+    requests.post(v3(b, "/topics"), json={"topic_name": "rd-pub", "partitions_count": 1}, auth=ADMIN)
+    requests.post(v3(b, "/topics"), json={"topic_name": "rd-pub.rdg.dlq", "partitions_count": 1}, auth=ADMIN)
+    grant(b, [acl("User:bob", "TOPIC", "rd-pub", "READ", pattern="PREFIXED"),
+              acl("User:bob", "TOPIC", "rd-pub", "WRITE", pattern="PREFIXED"), acl("User:bob", "GROUP", "rdg", "READ")])
+    e = lambda s: base64.b64encode(s.encode()).decode()
+    headers = [("ringlog-original-topic", "rd-secret"), ("ringlog-original-partition", "0"),
+               ("ringlog-original-offset", "0"), ("ringlog-delivery-attempt", "5"), ("ringlog-group", "rdg")]
+    forged = {"value": {"type": "BINARY", "data": e("forged")}, "headers": [{"name": k, "value": e(v)} for k, v in headers]}
+    wait_until(lambda: requests.post(v3(b, "/topics/rd-pub.rdg.dlq/records"), json=forged, auth=BOB).status_code == 200,
+               ACL_VISIBLE_S, "bob's produce of the forged letter")
+    before = records_of(b, "rd-secret")
+    r = requests.post(v3(b, "/consumer-groups/rdg/dead-letters/rd-pub.rdg.dlq/redrive"), json={"to": "original"}, auth=BOB)
+    assert r.status_code == 200 and r.json()["redriven"] == 0, r.text
+    assert any("WRITE" in f for f in r.json()["failures"]), r.text
+    assert records_of(b, "rd-secret") == before
+    revoke(b, "User:bob")

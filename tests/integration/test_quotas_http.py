@@ -164,6 +164,13 @@ def test_a_user_quota_holds_whatever_client_id_a_request_names(broker, topic_nam
         refused = [produce_v2(broker, topic_name, 10, client_id=f"id-{i}") for i in range(1, 6)]
         assert all(r.status_code == 429 and r.json()["error_code"] == 42901 for r in refused), \
             [(r.status_code, r.text[:100]) for r in refused]
+        # A client's own forwarding headers (the breakers' q_fwd_header.py, t1_quota.py; here from
+        # the broker's own address, naming its own node id) do not skip the quota either.
+        forged = requests.post(f"{broker.url}/topics/{topic_name}",
+                               json={"records": [{"value": base64.b64encode(b"x").decode()}]},
+                               headers=dict(V2_JSON_HEADERS, **{"X-Ringlog-Forwarded-By": "1", "X-Client-Id": "id-9",
+                                                                "X-Ringlog-Forwarded-For": "10.9.9.9"}))
+        assert forged.status_code == 429, (forged.status_code, forged.text[:200])
     finally:
         assert put_quota(broker, {"user": "ANONYMOUS"}, {"producer_byte_rate": None}).status_code == 200
         wait_until(lambda: not any(e == {"user": "ANONYMOUS"} for e, _ in listed(broker)), QUOTA_VISIBLE_S,

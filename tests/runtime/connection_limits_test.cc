@@ -72,6 +72,16 @@ TEST_CASE("max.connection.creation.rate: a second's burst passes, then each wait
   CHECK_FALSE(l->admit("CLUSTER", "10.0.0.51", 1100).refused);   // the cluster listener has no broker-wide rate
 }
 
+TEST_CASE("http's connect storm takes its own bucket of max.connection.creation.rate, not the Kafka listeners'") {
+  // The breaker's t4_storm.py: twenty addresses looping connect/close on http:// used up the
+  // broker-wide rate and fresh PLAINTEXT clients were refused.
+  auto l = limits_of({.max_connections = 100, .max_connections_per_ip = 100, .max_connections_per_ip_overrides = {}, .max_connection_creation_rate = 10});
+  l->add_listener("HTTP", {std::nullopt, std::nullopt, false, true});
+  for (int i = 0; i < 10; ++i) CHECK_FALSE(l->admit("HTTP", "10.0.1." + std::to_string(i), 1000).refused);
+  CHECK(l->admit("HTTP", "10.0.1.99", 1000).refused == connection_refusal::max_connection_creation_rate);
+  for (int i = 0; i < 10; ++i) CHECK_FALSE(l->admit("PLAINTEXT", "10.0.2." + std::to_string(i), 1000).refused);
+}
+
 TEST_CASE("connection_creation_rate of an ip entity (KIP-612): that address alone is held, others pass") {
   auto l = limits_of({.max_connections = 100, .max_connections_per_ip = 100, .max_connections_per_ip_overrides = {}, .max_connection_creation_rate = 1000});
   l->set_ip_creation_rate([](std::string_view address) -> std::optional<double> {

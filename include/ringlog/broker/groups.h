@@ -164,6 +164,12 @@ struct redrive_request {
   delay::redrive_target target = delay::redrive_target::original;
   std::vector<std::pair<int32_t, model::offset>> offsets;
   std::vector<redrive_range> ranges;
+  /// Who redrives, from where (issue 30): with an authorizer each letter's copy needs WRITE on
+  /// the topic it goes to (its original topic comes from the letter's own headers, which anyone
+  /// who may write the dead-letter topic can set), and CREATE when the copy would create it; a
+  /// letter refused so is a failure of the result, not redriven.
+  security::kafka_principal principal{};
+  std::string host{};
 };
 struct redrive_result {
   int64_t redriven = 0;           // produced to their target now

@@ -60,8 +60,9 @@ struct listener_connection_limits {
   /// The cluster listener: outside the broker-wide max.connections and rate.
   bool inter_broker = false;
   /// http:// and https://: outside the broker-wide max.connections (the HTTP server bounds its
-  /// connections by http.connections.max), so slow HTTP clients cannot take the places Kafka
-  /// clients need; the creation rate and max.connections.per.ip still apply.
+  /// connections by http.connections.max) and the broker-wide creation rate (each takes
+  /// max.connection.creation.rate from a bucket of its own), so HTTP clients cannot take the
+  /// places or the rate Kafka clients need; max.connections.per.ip still counts them.
   bool own_total = false;
 };
 
