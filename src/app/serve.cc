@@ -696,6 +696,7 @@ void set_http_listener(gateway::server_options& options, const config::server_co
   options.body_bytes_max = static_cast<uint64_t>(cfg.http_request_body_max_bytes);
   options.header_bytes_max = static_cast<uint32_t>(cfg.http_request_header_max_bytes);
   options.idle_timeout_ms = cfg.http_idle_timeout_ms;
+  options.header_timeout_ms = cfg.http_request_header_timeout_ms;
   options.fetch_response_bytes_max = cfg.fetch_response_bytes_max;
   options.drain_timeout_ms = cfg.shutdown_drain_timeout_ms;
   options.connections_max = budget.connections_max;

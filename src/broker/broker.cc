@@ -41,24 +41,6 @@
 namespace ringlog::broker {
 namespace detail {
 
-error compacted_key_missing(const std::string& which, const std::string& topic, const storage::log_config& config) {
-  return error{errc::invalid_record, which + " has no key, and topic '" + topic + "' has cleanup.policy=" +
-                                         config.cleanup_policy +
-                                         ", which keeps the latest value per key: every record needs a key"};
-}
-
-/// Kafka's LogValidator: a compacted topic keeps the latest value per key, so a record without
-/// one has nothing to be kept under and is refused (INVALID_RECORD), the whole request with it.
-result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
-                                       const std::vector<produce_record>& records) {
-  if (!config.compacted()) return base::ok_v;
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (records[i].key) continue;
-    return compacted_key_missing("records[" + std::to_string(i) + "]", topic, config);
-  }
-  return base::ok_v;
-}
-
 error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count) {
   return error{errc::unknown_topic_or_partition, "partition " + std::to_string(partition) + " does not exist: topic '" +
                                                      topic + "' has " + std::to_string(partitions_count) + " partitions"};
@@ -1917,25 +1899,9 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     }
     op->results[i].partition = model::partition_id{p};
     if (!topic->is_internal) {
-      auto due = delivery_time_of(r, now);
+      auto due = delivery_time_in(request, i, now);
       if (!due.ok()) {
         op->results[i].failure = due.error();
-        continue;
-      }
-      if (*due && request.producer && request.producer->transactional_id) {
-        op->results[i].failure = error{errc::invalid_record, "records[" + std::to_string(i) +
-                                                                 "] names a delivery time inside a transaction; delayed "
-                                                                 "delivery moves records after the append, which a "
-                                                                 "transaction cannot span"};
-        continue;
-      }
-      if (*due && request.producer) {
-        // The delay topic's copy carries no producer sequence: a resent request would be delayed
-        // (and delivered) again, breaking the session's "resent unchanged, stored once" promise.
-        op->results[i].failure = error{errc::invalid_record, "records[" + std::to_string(i) +
-                                                                 "] names a delivery time inside an idempotent producer "
-                                                                 "session, whose resends could not be recognised once "
-                                                                 "delayed; produce delayed records without producer_id"};
         continue;
       }
       if (*due) {
@@ -2031,6 +1997,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
   }
   // From here each batch is client data like a Kafka producer's: it takes produce_batches_from,
   // here or on its leader (forwarding.cc), and its answer gives each record its offset.
+  std::map<int32_t, std::shared_ptr<std::vector<std::function<void()>>>> local_sends;   // partition -> in order
   for (auto& b : batches) {
     model::topic_partition tp{request.topic, model::partition_id{b.partition}};
     auto answer = [op, indices = std::move(b.indices), timestamps = std::move(b.timestamps),
@@ -2051,14 +2018,20 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
       forward_produce(leader, tp, std::move(b.bytes), request.acks, request.timeout_ms, std::move(answer));
       continue;
     }
-    produce_batches_request batch;
-    batch.partition = std::move(tp);
-    batch.batches.push_back(std::move(b.bytes));
-    batch.acks = request.acks;
-    batch.timeout_ms = request.timeout_ms;
-    produce_batches_from(std::move(batch), std::move(answer), batch_origin::local_records);
+    auto batch = std::make_shared<produce_batches_request>();
+    batch->partition = std::move(tp);
+    batch->batches.push_back(std::move(b.bytes));
+    batch->acks = request.acks;
+    batch->timeout_ms = request.timeout_ms;
+    auto& sends = local_sends[b.partition];
+    if (!sends) sends = std::make_shared<std::vector<std::function<void()>>>();
+    sends->push_back([this, batch, answer = std::move(answer)]() mutable {
+      produce_batches_from(std::move(*batch), std::move(answer), batch_origin::local_records);
+    });
   }
+  when_replicas_open(request.topic, std::move(local_sends));
 }
+
 
 // ---------------------------------------------------------------- fetch
 
@@ -2323,16 +2296,19 @@ void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_r
 }
 
 void broker_impl::fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) {
-  const auto& tp = request.partition;
-  const size_t shard = owner(tp.topic, tp.partition.value());
-  if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
-  deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
-    auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
-    if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
-    auto w = std::make_shared<fetch_waiter>();
-    w->request = std::move(request);
-    w->done = std::move(done);
-    try_fetch(shard, rt, w);
+  auto held = std::make_shared<fetch_request>(std::move(request));
+  when_replica_open(held->partition, [this, held, done = std::move(done)]() mutable {
+    const auto& tp = held->partition;
+    const size_t shard = owner(tp.topic, tp.partition.value());
+    if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
+    deps_.runtime.post(shard, [this, shard, request = std::move(*held), done = std::move(done)]() mutable {
+      auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
+      if (!rt) return done(no_replica_here(find_topic(request.partition.topic) != nullptr, request.partition));
+      auto w = std::make_shared<fetch_waiter>();
+      w->request = std::move(request);
+      w->done = std::move(done);
+      try_fetch(shard, rt, w);
+    });
   });
 }
 
@@ -2347,37 +2323,40 @@ void broker_impl::list_offsets(list_offsets_request request, std::function<void(
 
 void broker_impl::list_offsets_here(list_offsets_request request,
                                     std::function<void(result<list_offsets_response>)> done) {
-  const auto& tp = request.partition;
-  const size_t shard = owner(tp.topic, tp.partition.value());
-  if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
-  deps_.runtime.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
-    auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
-    if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.partition.topic)});
-    const std::optional<model::offset> reading_at =
-        request.spec == offset_spec::earliest ? std::optional<model::offset>{rt->log->log_start_offset()} : std::nullopt;
-    if (auto serving = check_serving(*rt, reading_at); !serving.ok()) return done(serving.error());
-    list_offsets_response out;
-    const model::offset upper = request.isolation == isolation_level::read_committed ? rt->log->last_stable_offset()
-                                                                                    : rt->log->high_watermark();
-    switch (request.spec) {
-      case offset_spec::earliest:
-        out.found_offset = rt->log->log_start_offset();
-        break;
-      case offset_spec::latest:
-        // KIP-98: a read_committed consumer's end of the log is the last stable offset.
-        out.found_offset = upper;
-        break;
-      case offset_spec::timestamp: {
-        auto found = rt->log->offset_for_timestamp(request.timestamp);
-        if (!found.ok()) return done(from_storage(found.error()));
-        if (found.value() && found.value()->found_offset < upper) {
-          out.found_offset = found.value()->found_offset;
-          out.timestamp = found.value()->timestamp;  // the record's own timestamp, as Kafka answers
+  auto held = std::make_shared<list_offsets_request>(std::move(request));
+  when_replica_open(held->partition, [this, held, done = std::move(done)]() mutable {
+    const auto& tp = held->partition;
+    const size_t shard = owner(tp.topic, tp.partition.value());
+    if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
+    deps_.runtime.post(shard, [this, shard, request = std::move(*held), done = std::move(done)]() mutable {
+      auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
+      if (!rt) return done(no_replica_here(find_topic(request.partition.topic) != nullptr, request.partition));
+      const std::optional<model::offset> reading_at =
+          request.spec == offset_spec::earliest ? std::optional<model::offset>{rt->log->log_start_offset()} : std::nullopt;
+      if (auto serving = check_serving(*rt, reading_at); !serving.ok()) return done(serving.error());
+      list_offsets_response out;
+      const model::offset upper = request.isolation == isolation_level::read_committed ? rt->log->last_stable_offset()
+                                                                                      : rt->log->high_watermark();
+      switch (request.spec) {
+        case offset_spec::earliest:
+          out.found_offset = rt->log->log_start_offset();
+          break;
+        case offset_spec::latest:
+          // KIP-98: a read_committed consumer's end of the log is the last stable offset.
+          out.found_offset = upper;
+          break;
+        case offset_spec::timestamp: {
+          auto found = rt->log->offset_for_timestamp(request.timestamp);
+          if (!found.ok()) return done(from_storage(found.error()));
+          if (found.value() && found.value()->found_offset < upper) {
+            out.found_offset = found.value()->found_offset;
+            out.timestamp = found.value()->timestamp;  // the record's own timestamp, as Kafka answers
+          }
+          break;
         }
-        break;
       }
-    }
-    done(std::move(out));
+      done(std::move(out));
+    });
   });
 }
 
@@ -2386,67 +2365,6 @@ void broker_impl::list_offsets_here(list_offsets_request request,
 void broker_impl::produce_batches(produce_batches_request request,
                                   std::function<void(result<produce_batches_response>)> done) {
   produce_batches_from(std::move(request), std::move(done), batch_origin::kafka_client);
-}
-
-result<bool> broker_impl::validate_batches(const produce_batches_request& request, const storage::log_config& config,
-                                           batch_origin origin) {
-  const auto& tp = request.partition;
-  bool any_delay_header = false;
-  for (size_t i = 0; i < request.batches.size(); ++i) {
-    const auto& batch = request.batches[i];
-    const std::string which = "batch " + std::to_string(i) + " of " + tp.topic + "-" + std::to_string(tp.partition.value());
-    if (batch.size() > static_cast<size_t>(config.max_message_bytes)) {
-      return error{errc::message_too_large, which + " is " + std::to_string(batch.size()) +
-                                                " bytes, larger than max.message.bytes (" +
-                                                std::to_string(config.max_message_bytes) + ")"};
-    }
-    auto header = codec::validate_batch(batch);
-    if (!header.ok()) return error{errc::corrupt_message, which + ": " + header.error().message};
-    if (header->is_control()) {
-      return error{errc::invalid_request, which + " is a control batch: transaction markers are written by the "
-                                                  "transaction coordinator (WriteTxnMarkers), never produced"};
-    }
-    if (header->has_delete_horizon()) {
-      // KIP-534: only the log cleaner sets this bit, on batches it rewrites, and then
-      // base_timestamp is the time a tombstone may go. From a producer it would make tombstones
-      // vanish early (or late). Kafka's LogValidator does not check it; we refuse it.
-      return error{errc::invalid_record,
-                   which + ": attributes bit 6 (0x40, the delete horizon flag of KIP-534) is set; only the log "
-                           "cleaner sets it, on batches it rewrites: a producer must leave it clear"};
-    }
-    if (header->is_transactional() && (header->producer.value() < 0 || header->producer_epoch_value.value() < 0 ||
-                                       header->base_sequence.value() < 0)) {
-      return error{errc::invalid_request, which + " is transactional without a producer id, epoch and sequence"};
-    }
-    if (header->records_count != header->last_offset_delta + 1) {
-      return error{errc::corrupt_message, which + ": records_count " + std::to_string(header->records_count) +
-                                              " does not match last_offset_delta " +
-                                              std::to_string(header->last_offset_delta) + " + 1"};
-    }
-    // This node encoded local_records itself, after their per-record checks (keys of compacted
-    // topics, delivery times): what decoding them would check holds by construction.
-    if (origin == batch_origin::local_records) continue;
-    auto records = codec::decode_records(batch);
-    if (!records.ok()) return error{errc::corrupt_message, which + ": " + records.error().message};
-    for (size_t k = 0; k < records->size(); ++k) {
-      const auto& record = (*records)[k];
-      if (config.compacted() && !record.key) {
-        return compacted_key_missing(which + ": record " + std::to_string(k), tp.topic, config);
-      }
-      // A producer numbers its records 0..n-1 (Kafka: "inner record offsets must be consecutive").
-      if (record.record_offset != header->base_offset + static_cast<int64_t>(k)) {
-        return error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"};
-      }
-      if (!has_delay_header(record.headers)) continue;
-      if (header->is_transactional()) {
-        return error{errc::invalid_record, which + ": record " + std::to_string(k) +
-                                               " names a delivery time inside a transaction; delayed delivery "
-                                               "moves records after the append, which a transaction cannot span"};
-      }
-      any_delay_header = true;
-    }
-  }
-  return any_delay_header;
 }
 
 void broker_impl::produce_batches_from(produce_batches_request request,
@@ -2520,7 +2438,7 @@ void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request 
   }
   const auto& tp = request.partition;
   auto rt = runtime_of(shard, tp.topic, tp.partition.value());
-  if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
+  if (!rt) return done(no_replica_here(find_topic(tp.topic) != nullptr, tp));
   if (auto ok = check_append(*rt, request.acks); !ok.ok()) return done(ok.error());
   // KIP-890 part 1: a Kafka producer's first batch of a transaction here is appended only once
   // its coordinator confirmed the partition is in that transaction, and only if no marker ended

@@ -134,6 +134,15 @@ std::string unknown_topic_message(const std::string& topic);
 error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
 /// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
 error shard_busy(size_t shard);
+/// invalid_record for a keyless record (`which` names it) of a compacted topic (produce_validation.cc).
+error compacted_key_missing(const std::string& which, const std::string& topic, const storage::log_config& config);
+/// Kafka's LogValidator: every record of a compacted topic has a key, else the whole request is refused.
+result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
+                                       const std::vector<produce_record>& records);
+/// The answer when this node's shard holds no replica of `tp` for a call it serves as the leader:
+/// unknown_topic_or_partition when the topic is gone, else (`topic_in_view`) a retriable
+/// not_leader_or_follower: its replica is not opened yet.
+error no_replica_here(bool topic_in_view, const model::topic_partition& tp);
 
 struct fetch_waiter {
   fetch_request request;
@@ -578,6 +587,14 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// (the view is published before the reconcile step that opens new partitions, and a call served
   /// in between would find no partition and answer unknown_topic_or_partition).
   bool ready_for_forwarded(const std::string& name, int32_t partition) const;
+  /// Runs `serve` once ready_for_forwarded(tp) holds (at once when it does; else on the controller
+  /// shard within forward_metadata_wait_ms): this node's own HTTP and WebSocket produces, and every
+  /// fetch and offset query of a partition it leads, wait for a replica not opened yet, as a peer's do.
+  void when_replica_open(const model::topic_partition& tp, std::function<void()> serve);
+  /// when_replica_open for each partition of `topic` in `sends` (partition -> its calls, in the
+  /// order they run once the replica is open).
+  void when_replicas_open(const std::string& topic,
+                          std::map<int32_t, std::shared_ptr<std::vector<std::function<void()>>>> sends);
   /// Sends a call for `tp` to its leader `leader` over the cluster listener and answers
   /// `on_answer` exactly once, on the controller shard: with the leader's answer, or with an
   /// rpc error when the transport fails - or as soon as a metadata image names another leader for
@@ -763,6 +780,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// invalid_record (not decimal ms; past delay.max.ms from now, naming both).
   /// A ringlog-delay-ms header is replaced by ringlog-deliver-at (now + delay) first.
   result<std::optional<int64_t>> delivery_time_of(produce_record& record, int64_t now_ms) const;
+  /// delivery_time_of(request.records[i]) for an HTTP produce, refusing (invalid_record) a delivery
+  /// time inside a transaction or an idempotent producer session.
+  result<std::optional<int64_t>> delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const;
   /// Appends the delayed records (`indices` into `records`, each with its target partition and
   /// due time) to their delay topics, creating them first; fills op's results (the target
   /// partition, offset -1: not known until delivery) and calls op->finish_one() once per tier.

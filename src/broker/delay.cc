@@ -152,6 +152,22 @@ bool permanent(errc code) {
 
 // ---------------------------------------------------------------- produce side
 
+result<std::optional<int64_t>> broker_impl::delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const {
+  auto due = delivery_time_of(request.records[i], now_ms);
+  if (!due.ok() || !*due || !request.producer) return due;
+  if (request.producer->transactional_id) {
+    return error{errc::invalid_record, "records[" + std::to_string(i) +
+                                           "] names a delivery time inside a transaction; delayed delivery moves "
+                                           "records after the append, which a transaction cannot span"};
+  }
+  // The delay topic's copy carries no producer sequence: a resent request would be delayed (and
+  // delivered) again, breaking the session's "resent unchanged, stored once" promise.
+  return error{errc::invalid_record, "records[" + std::to_string(i) +
+                                         "] names a delivery time inside an idempotent producer session, whose "
+                                         "resends could not be recognised once delayed; produce delayed records "
+                                         "without producer_id"};
+}
+
 result<std::optional<int64_t>> broker_impl::delivery_time_of(produce_record& record, int64_t now_ms) const {
   const int64_t delay_max_ms = live(*view()).delay_max_ms;
   auto relative = std::find_if(record.headers.begin(), record.headers.end(),

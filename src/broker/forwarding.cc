@@ -182,6 +182,28 @@ void broker_impl::when_topic_known(std::function<bool()> known, std::function<vo
                            });
 }
 
+void broker_impl::when_replica_open(const model::topic_partition& tp, std::function<void()> serve) {
+  // This node's view names it the leader of a topic it has just learned of before it has opened
+  // that replica (the view is published before the reconcile step that opens new partitions):
+  // an HTTP or WebSocket call served in between found no replica and answered
+  // unknown_topic_or_partition for a topic that exists. It waits for the open, at most
+  // forward_metadata_wait_ms, as a call a peer forwarded does (handle_forwarded_produce). Fetches
+  // and offset queries of every door wait so; a Kafka client's Produce is refused at once
+  // (not_leader_or_follower) and the client retries on its own.
+  if (ready_for_forwarded(tp.topic, tp.partition.value())) return serve();
+  when_topic_known([this, tp] { return ready_for_forwarded(tp.topic, tp.partition.value()); }, std::move(serve));
+}
+
+void broker_impl::when_replicas_open(const std::string& topic,
+                                     std::map<int32_t, std::shared_ptr<std::vector<std::function<void()>>>> sends) {
+  // One wait per partition, its batches then sent in their order.
+  for (auto& [p, in_order] : sends) {
+    when_replica_open(model::topic_partition{topic, model::partition_id{p}}, [in_order = std::move(in_order)] {
+      for (auto& send : *in_order) send();
+    });
+  }
+}
+
 result<int32_t> broker_impl::leader_route(const topic_state& topic, int32_t partition) const {
   const int32_t leader = topic.image->partitions[static_cast<size_t>(partition)].leader;
   if (leader >= 0) return leader;

@@ -428,6 +428,8 @@ std::vector<key_spec> authentication_keys() {
 /// handshake/login deadline.
 std::vector<key_spec> connection_limit_keys() {
   return {
+      int_key("http.request.header.timeout.ms", &server_config::http_request_header_timeout_ms, 100, 3600000,
+              "a request's line and headers must arrive within this long of its first byte, else 408 and a close, ms"),
       int_key("connection.authentication.timeout.ms", &server_config::connection_authentication_timeout_ms, 0,
               3'600'000,
               "on TLS and SASL listeners (Kafka, https, the TLS cluster listener) the TLS handshake and the SASL "

@@ -18,6 +18,7 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include <unistd.h>
 
@@ -231,8 +232,41 @@ class session final : public std::enable_shared_from_this<session>, public respo
     parser_.emplace();
     parser_->body_limit(server_.options.body_bytes_max);
     parser_->header_limit(server_.options.header_bytes_max);
+    if (buffer_.size() > 0) return read_rest_of_header();   // a pipelined request's first bytes are here
+    // Idle until a request's first bytes come (http.idle.timeout.ms); from then its line and
+    // headers have http.request.header.timeout.ms (read_rest_of_header).
     stream_.expires_after(std::chrono::milliseconds(server_.options.idle_timeout_ms));
-    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    constexpr size_t first_read_bytes = 4096;
+    stream_.async_read_some(buffer_.prepare(first_read_bytes), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      if (ec) return self->on_read_error(ec);
+      self->buffer_.commit(n);
+      self->read_rest_of_header();
+    });
+  }
+
+  /// A slow-header client (slowloris: a byte every few seconds) held a place of
+  /// http.connections.max for the whole idle timeout; its request line and headers now have
+  /// http.request.header.timeout.ms from the first byte, then a 408 naming the key and a close.
+  void read_rest_of_header() {
+    // Not the stream's own timeout: Beast closes the socket on it, and the 408 could not be sent.
+    stream_.expires_after(std::chrono::milliseconds(server_.options.idle_timeout_ms));
+    header_timed_out_ = false;
+    struct header_deadline {
+      asio::steady_timer timer;
+      bool read_done = false;   // the read's handler ran: a deadline queued meanwhile does nothing
+    };
+    auto deadline = std::make_shared<header_deadline>(header_deadline{
+        asio::steady_timer(stream_.get_executor(), std::chrono::milliseconds(server_.options.header_timeout_ms))});
+    deadline->timer.async_wait([self = shared_from_this(), deadline](beast::error_code ec) {
+      if (ec || deadline->read_done) return;   // the headers came (or the read failed) first
+      self->header_timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);   // the read ends with operation_aborted; on_read_error answers 408
+    });
+    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this(), deadline](beast::error_code ec, size_t) {
+      deadline->read_done = true;
+      deadline->timer.cancel();
+      if (ec) return self->on_read_error(ec);
       self->on_header(ec);
     });
   }
@@ -315,6 +349,13 @@ class session final : public std::enable_shared_from_this<session>, public respo
       busy_ = true;
       return respond_error(431, 43101, "request headers are larger than the limit http.request.header.max.bytes=" +
                                             std::to_string(server_.options.header_bytes_max));
+    }
+    if (std::exchange(header_timed_out_, false)) {
+      keep_alive_ = false;
+      if (!counted) ++server_.in_flight;
+      busy_ = true;
+      return respond_error(408, 40801, "the request line and headers did not arrive within http.request.header.timeout.ms=" +
+                                           std::to_string(server_.options.header_timeout_ms) + " of its first byte");
     }
     if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || ec == beast::error::timeout ||
         ec == asio::error::connection_reset || ec == asio::error::eof || ec == asio::error::bad_descriptor) {
@@ -563,6 +604,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
   std::string linger_buffer_;   // linger_close's reads; empty until then
   size_t lingered_bytes_ = 0;
   bool head_request_ = false;   // the request being answered is a HEAD: send no body
+  bool header_timed_out_ = false;   // read_rest_of_header's deadline cancelled the read: answered 408
   bool body_streaming_ = false; // the request is a produce stream whose body the route reads
   bool busy_ = false;
   bool close_after_response_ = false;

@@ -97,6 +97,44 @@ def test_a_slow_header_storm_on_plain_http_is_capped_per_address(ringlog_bin, tm
         assert b.stop() == 0
 
 
+def test_a_request_whose_headers_trickle_in_is_answered_408_at_the_header_deadline(ringlog_bin, tmp_path):
+    """A slowloris client (a header byte now and then) held an HTTP place for the whole
+    http.idle.timeout.ms (60 s). Its line and headers now have http.request.header.timeout.ms from
+    their first byte: 408 naming the key, then a close. An idle keep-alive connection that has sent
+    nothing is held to the idle timeout only, and a request sent at once is served."""
+    b = Broker(tmp_path / "data", extra_sets=["http.request.header.timeout.ms=1000", "http.idle.timeout.ms=20000"]).start()
+    try:
+        idle = socket.create_connection(("127.0.0.1", b.port))
+        slow = socket.create_connection(("127.0.0.1", b.port))
+        slow.settimeout(0.2)
+        started = time.monotonic()
+        answer = b""
+        for ch in b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"y" * 200:
+            try:
+                slow.sendall(bytes([ch]))
+            except OSError:
+                break   # closed by the broker
+            try:
+                got = slow.recv(4096)
+            except socket.timeout:
+                continue
+            answer += got
+            if not got or b"\r\n\r\n" in answer:
+                break
+        waited = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert b"http.request.header.timeout.ms=1000" in answer, answer
+        assert waited < 10, waited   # the trickle alone would last 40 s
+        wait_until(lambda: peer_closed(slow), 10, "the slow connection closed after its 408")
+        # The idle connection outlived the header deadline and still serves a request.
+        assert not peer_closed(idle)
+        idle.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        idle.settimeout(10)
+        assert idle.recv(4096).startswith(b"HTTP/1.1 200"), "an idle connection served after the header deadline"
+    finally:
+        assert b.stop() == 0
+
+
 def test_unfinished_tls_handshakes_and_sasl_logins_are_closed_by_the_deadline(ringlog_bin, tmp_path):
     certs = Material(tmp_path / "certs")
     http, ssl_port, sasl_port, sasl_ssl_port = free_port(), free_port(), free_port(), free_port()

@@ -370,3 +370,37 @@ def test_a_divergence_is_logged_only_when_records_were_removed(cluster):
                "the restarted broker back in every ISR")
     lines = [l for n in c.nodes for l in n.log_path.read_text(errors="replace").splitlines() if "log diverged" in l]
     assert all("removed offsets" in l for l in lines), lines[:5]
+
+
+def test_a_leader_serves_http_calls_as_soon_as_its_metadata_names_it(cluster):
+    """A node publishes a new topic's metadata before it opens its replicas: an HTTP produce, read
+    or offsets query it leads, asked in between, answered 404 "topic does not exist" (or a
+    not-leader error) for a topic that exists (CI, session 17: a produce right after a create
+    failed). Each call now waits for the replica to open, as a call another broker passes on does.
+    Each node is asked the moment its own describe names it the leader, over several creates."""
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    PARTS = 24   # each replica opened costs a few fsyncs: the last opens tens of ms after the metadata
+    for round_ in range(6):
+        name = f"fresh-{round_}"
+        r = create_topic(cluster.node(1 + round_ % 3), name, partitions=PARTS, replication_factor=1)
+        assert r.status_code == 201, r.text
+        pending = {(n.node_id, p) for n in cluster.nodes for p in range(PARTS)}
+        deadline = time.monotonic() + FAILOVER_DEADLINE_S
+        while pending and time.monotonic() < deadline:
+            for node_id, p in sorted(pending):
+                n = cluster.node(node_id)
+                leader = leader_of(n, name, p)
+                if leader is None:
+                    continue
+                pending.discard((node_id, p))
+                if leader != node_id:
+                    continue
+                # This node names itself the leader: produce, read and ask its ends at once.
+                r = produce(n, name, p, [f"r{round_}p{p}"])
+                assert r.status_code == 200, (node_id, p, r.text)
+                assert all(o.get("error") is None for o in r.json()["offsets"]), (node_id, p, r.text)
+                r = requests.get(f"{n.url}/topics/{name}/partitions/{p}/offsets", timeout=10,
+                                 headers={"Accept": "application/vnd.kafka.v2+json"})
+                assert r.status_code == 200 and r.json()["end_offset"] == 1, (node_id, p, r.text)
+                assert [x["value"] for x in read_all(n, name, p, 1)] == [f"r{round_}p{p}"], (node_id, p)
+        assert not pending, pending

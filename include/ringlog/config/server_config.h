@@ -118,6 +118,7 @@ struct server_config {
   int64_t http_request_body_max_bytes = 64LL * 1024 * 1024;  // http.request.body.max.bytes
   int32_t http_request_header_max_bytes = 64 * 1024;    // http.request.header.max.bytes
   int64_t http_idle_timeout_ms = 60000;                 // http.idle.timeout.ms
+  int64_t http_request_header_timeout_ms = 10000;       // http.request.header.timeout.ms
   int64_t fetch_response_bytes_max = 64LL * 1024 * 1024;  // fetch.response.bytes.max
   int64_t shutdown_drain_timeout_ms = 10000;            // shutdown.drain.timeout.ms
   int64_t http_connections_max = 0;                     // http.connections.max: 0 = from RLIMIT_NOFILE

@@ -25,9 +25,13 @@ struct server_options {
   uint64_t body_bytes_max = 64ull * 1024 * 1024;
   /// http.request.header.max.bytes: request line + headers.
   uint32_t header_bytes_max = 64 * 1024;
-  /// http.idle.timeout.ms: a keep-alive connection idle this long (or a request this slow to
+  /// http.idle.timeout.ms: a keep-alive connection idle this long (or a request body this slow to
   /// arrive) is closed.
   int64_t idle_timeout_ms = 60000;
+  /// http.request.header.timeout.ms: a request's line and headers must all arrive within this
+  /// long of its first byte, else 408 and a close (slow-header clients held places for the idle
+  /// timeout). The body is bounded by idle_timeout_ms.
+  int64_t header_timeout_ms = 10000;
   /// fetch.response.bytes.max: the largest max_bytes a fetch may ask for.
   int64_t fetch_response_bytes_max = 64 * 1024 * 1024;
   /// How long stop() waits for in-flight requests before it reports drained anyway.

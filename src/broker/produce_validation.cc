@@ -1,0 +1,102 @@
+// Produce validation (Kafka's LogValidator): what every client batch and record must satisfy
+// before any of a request is appended. HTTP records are checked one by one before this node
+// encodes them (check_keys_for_compaction, delivery times); Kafka batches and batches a peer
+// forwards are checked whole here (validate_batches).
+
+#include "broker_impl.h"
+#include "ringlog/codec/record_batch.h"
+
+namespace ringlog::broker {
+namespace detail {
+
+error compacted_key_missing(const std::string& which, const std::string& topic, const storage::log_config& config) {
+  return error{errc::invalid_record, which + " has no key, and topic '" + topic + "' has cleanup.policy=" +
+                                         config.cleanup_policy +
+                                         ", which keeps the latest value per key: every record needs a key"};
+}
+
+/// Kafka's LogValidator: a compacted topic keeps the latest value per key, so a record without
+/// one has nothing to be kept under and is refused (INVALID_RECORD), the whole request with it.
+result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
+                                       const std::vector<produce_record>& records) {
+  if (!config.compacted()) return base::ok_v;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].key) continue;
+    return compacted_key_missing("records[" + std::to_string(i) + "]", topic, config);
+  }
+  return base::ok_v;
+}
+
+/// The answer when this node's shard holds no replica of `tp` for a call it serves as the leader:
+/// the topic was deleted meanwhile, or (`topic_in_view`) this node has not opened its replica yet
+/// (a topic just created, past when_replica_open's wait): retriable, never "does not exist".
+error no_replica_here(bool topic_in_view, const model::topic_partition& tp) {
+  if (!topic_in_view) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
+  return error{errc::not_leader_or_follower, "this broker has not opened its replica of " + tp.topic + "-" +
+                                                 std::to_string(tp.partition.value()) +
+                                                 " yet (the topic was created a moment ago): retry"};
+}
+
+result<bool> broker_impl::validate_batches(const produce_batches_request& request, const storage::log_config& config,
+                                           batch_origin origin) {
+  const auto& tp = request.partition;
+  bool any_delay_header = false;
+  for (size_t i = 0; i < request.batches.size(); ++i) {
+    const auto& batch = request.batches[i];
+    const std::string which = "batch " + std::to_string(i) + " of " + tp.topic + "-" + std::to_string(tp.partition.value());
+    if (batch.size() > static_cast<size_t>(config.max_message_bytes)) {
+      return error{errc::message_too_large, which + " is " + std::to_string(batch.size()) +
+                                                " bytes, larger than max.message.bytes (" +
+                                                std::to_string(config.max_message_bytes) + ")"};
+    }
+    auto header = codec::validate_batch(batch);
+    if (!header.ok()) return error{errc::corrupt_message, which + ": " + header.error().message};
+    if (header->is_control()) {
+      return error{errc::invalid_request, which + " is a control batch: transaction markers are written by the "
+                                                  "transaction coordinator (WriteTxnMarkers), never produced"};
+    }
+    if (header->has_delete_horizon()) {
+      // KIP-534: only the log cleaner sets this bit, on batches it rewrites, and then
+      // base_timestamp is the time a tombstone may go. From a producer it would make tombstones
+      // vanish early (or late). Kafka's LogValidator does not check it; we refuse it.
+      return error{errc::invalid_record,
+                   which + ": attributes bit 6 (0x40, the delete horizon flag of KIP-534) is set; only the log "
+                           "cleaner sets it, on batches it rewrites: a producer must leave it clear"};
+    }
+    if (header->is_transactional() && (header->producer.value() < 0 || header->producer_epoch_value.value() < 0 ||
+                                       header->base_sequence.value() < 0)) {
+      return error{errc::invalid_request, which + " is transactional without a producer id, epoch and sequence"};
+    }
+    if (header->records_count != header->last_offset_delta + 1) {
+      return error{errc::corrupt_message, which + ": records_count " + std::to_string(header->records_count) +
+                                              " does not match last_offset_delta " +
+                                              std::to_string(header->last_offset_delta) + " + 1"};
+    }
+    // This node encoded local_records itself, after their per-record checks (keys of compacted
+    // topics, delivery times): what decoding them would check holds by construction.
+    if (origin == batch_origin::local_records) continue;
+    auto records = codec::decode_records(batch);
+    if (!records.ok()) return error{errc::corrupt_message, which + ": " + records.error().message};
+    for (size_t k = 0; k < records->size(); ++k) {
+      const auto& record = (*records)[k];
+      if (config.compacted() && !record.key) {
+        return compacted_key_missing(which + ": record " + std::to_string(k), tp.topic, config);
+      }
+      // A producer numbers its records 0..n-1 (Kafka: "inner record offsets must be consecutive").
+      if (record.record_offset != header->base_offset + static_cast<int64_t>(k)) {
+        return error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"};
+      }
+      if (!has_delay_header(record.headers)) continue;
+      if (header->is_transactional()) {
+        return error{errc::invalid_record, which + ": record " + std::to_string(k) +
+                                               " names a delivery time inside a transaction; delayed delivery "
+                                               "moves records after the append, which a transaction cannot span"};
+      }
+      any_delay_header = true;
+    }
+  }
+  return any_delay_header;
+}
+
+}  // namespace detail
+}  // namespace ringlog::broker
