@@ -24,6 +24,9 @@ Usage: bench/run-latency-bench.py [BUILD_DIR]
        (a figure <= 1 is a fraction of the maximum), MAX_RATE=N (skip step 1), SKIP_HTTP=1,
        SKIP_FIO=1, BROKER_CPUS / CLIENT_CPUS (taskset lists, e.g. 0 and 1; default: unpinned),
        EXTRA_SETS="key=value ..." (more --set for the broker).
+       NODES=3 (a cluster of that many `ringlog serve` processes on this machine, each num.shards=1,
+       topics with replication factor REPLICATION_FACTOR, default NODES; librdkafka bootstraps from
+       every node and the breakdown sums every node's /metrics; HTTP/WebSocket runs go to node 1).
 Runs its own broker (HTTP 127.0.0.1:9890, Kafka 127.0.0.1:9892) with a temporary log.dirs under
 TMPDIR (the disk the broker and fio write to). Prints `uptime` before and after: figures taken
 at a load above ~1 are not quiet. Not a test: no figure is asserted.
@@ -44,8 +47,13 @@ REPEATS = int(os.environ.get("REPEATS", "1"))
 PARTITIONS = int(os.environ.get("PARTITIONS", "6"))
 RATES = [float(x) for x in os.environ.get("RATES", "10000,0.5,0.75").split(",")]
 BATCH = int(os.environ.get("BATCH", "100"))
-HTTP = "http://127.0.0.1:9890"
-KAFKA = "127.0.0.1:9892"
+NODES = int(os.environ.get("NODES", "1"))
+REPLICATION_FACTOR = int(os.environ.get("REPLICATION_FACTOR", str(NODES)))
+# Node i (0-based) listens on HTTP 9890+10i, Kafka 9892+10i and (NODES > 1) cluster 9894+10i.
+HTTPS_OF_NODES = [f"http://127.0.0.1:{9890 + 10 * i}" for i in range(NODES)]
+KAFKAS_OF_NODES = [f"127.0.0.1:{9892 + 10 * i}" for i in range(NODES)]
+HTTP = HTTPS_OF_NODES[0]
+KAFKA = ",".join(KAFKAS_OF_NODES)
 STAGES = ["queue", "append", "fsync_wait", "fsync", "replication_wait", "total"]
 
 
@@ -67,13 +75,13 @@ def build_client():
                     "-lrdkafka", "-lpthread"], check=True)
 
 
-def wait_healthy(proc, seconds=30):
+def wait_healthy(proc, seconds=30, url=HTTP):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if proc.poll() is not None:
             raise SystemExit("ringlog exited early")
         try:
-            if requests.get(HTTP + "/v1/health", timeout=1).status_code == 200:
+            if requests.get(url + "/v1/health", timeout=1).status_code == 200:
                 return
         except requests.ConnectionError:
             pass
@@ -87,14 +95,44 @@ _topics = [0]
 def new_topic(partitions=PARTITIONS):
     _topics[0] += 1
     name = f"lat-{_topics[0]}"
-    r = requests.post(f"{HTTP}/v3/clusters/ringlog-cluster/topics", json={"topic_name": name, "partitions_count": partitions})
+    body = {"topic_name": name, "partitions_count": partitions}
+    if NODES > 1:
+        body["replication_factor"] = REPLICATION_FACTOR
+    deadline = time.monotonic() + 30
+    r = requests.post(f"{HTTP}/v3/clusters/ringlog-cluster/topics", json=body, timeout=30)
+    while r.status_code == 503 and time.monotonic() < deadline:   # no quorum leader yet (a cluster starting)
+        time.sleep(0.2)
+        r = requests.post(f"{HTTP}/v3/clusters/ringlog-cluster/topics", json=body, timeout=30)
     assert r.status_code == 201, r.text
-    return name
+    # Every partition led and every replica in sync on every node before the run starts.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready = True
+        for url in HTTPS_OF_NODES:
+            d = requests.get(f"{url}/v3/clusters/ringlog-cluster/topics/{name}/partitions", timeout=10)
+            parts = d.json().get("data", []) if d.status_code == 200 else []
+            ready = ready and len(parts) == partitions and all(x.get("leader") for x in parts)
+        if ready:
+            return name
+        time.sleep(0.1)
+    raise SystemExit(f"topic {name} not led on every node within 30 s")
 
 
 def scrape():
-    """{(metric, stage): (bucket bounds, cumulative counts, sum, count)} of the latency histograms."""
-    text = requests.get(HTTP + "/metrics", timeout=10).text
+    """{(metric, stage): (bucket bounds, cumulative counts, sum, count)} of the latency histograms,
+    summed over every node."""
+    out = {}
+    for url in HTTPS_OF_NODES:
+        for key, h in scrape_one(url).items():
+            mine = out.setdefault(key, {"le": h["le"], "cum": [0] * len(h["cum"]), "sum": 0.0, "count": 0})
+            mine["cum"] = [a + b for a, b in zip(mine["cum"], h["cum"])]
+            mine["sum"] += h["sum"]
+            mine["count"] += h["count"]
+    return out
+
+
+def scrape_one(url):
+    text = requests.get(url + "/metrics", timeout=10).text
     out = {}
     pattern = re.compile(r'^(ringlog_(?:produce_latency|fetch_wakeup_latency|log_fsync_duration)_seconds)'
                          r'_bucket\{(?:stage="([a-z_]+)",)?le="([^"]+)"\} (\d+)$', re.M)
@@ -191,14 +229,26 @@ def print_breakdown(rows):
 def main():
     build_client()
     data = tempfile.mkdtemp(prefix="ringlog-latency-bench-")
-    sets = ["--set", f"listeners={HTTP},kafka://{KAFKA}", "--set", f"log.dirs={data}/d"]
-    for kv in os.environ.get("EXTRA_SETS", "").split():
-        sets += ["--set", kv]
+    voters = ",".join(f"{i + 1}@127.0.0.1:{9894 + 10 * i}" for i in range(NODES))
+    procs = []
     print("load before:", uptime())
-    proc = subprocess.Popen(taskset("BROKER_CPUS") + [RINGLOG, "serve"] + sets, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
+    for i in range(NODES):
+        listeners = f"{HTTPS_OF_NODES[i]},kafka://{KAFKAS_OF_NODES[i]}"
+        sets = ["--set", f"log.dirs={data}/d{i}"]
+        if NODES > 1:
+            listeners += f",cluster://127.0.0.1:{9894 + 10 * i}"
+            sets += ["--set", f"node.id={i + 1}", "--set", f"controller.quorum.voters={voters}", "--set", "num.shards=1"]
+        sets += ["--set", f"listeners={listeners}"]
+        for kv in os.environ.get("EXTRA_SETS", "").split():
+            sets += ["--set", kv]
+        procs.append(subprocess.Popen(taskset("BROKER_CPUS") + [RINGLOG, "serve"] + sets, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.STDOUT))
+    proc = procs[0]
     try:
-        wait_healthy(proc)
+        for p_, url in zip(procs, HTTPS_OF_NODES):
+            wait_healthy(p_, url=url)
+        if NODES > 1:
+            print(f"{NODES} nodes, replication factor {REPLICATION_FACTOR}, num.shards=1 each")
         if os.environ.get("MAX_RATE"):
             maximum = float(os.environ["MAX_RATE"])
             print(f"maximum given: {maximum:,.0f} records/s")
@@ -242,8 +292,10 @@ def main():
         if limit:
             print("\nfio on the same file system:", json.dumps({k: round(v, 3) for k, v in limit.items()}))
     finally:
-        proc.terminate()
-        proc.wait(30)
+        for p_ in procs:
+            p_.terminate()
+        for p_ in procs:
+            p_.wait(30)
         shutil.rmtree(data, ignore_errors=True)
 
 
