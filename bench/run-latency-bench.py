@@ -54,7 +54,7 @@ HTTPS_OF_NODES = [f"http://127.0.0.1:{9890 + 10 * i}" for i in range(NODES)]
 KAFKAS_OF_NODES = [f"127.0.0.1:{9892 + 10 * i}" for i in range(NODES)]
 HTTP = HTTPS_OF_NODES[0]
 KAFKA = ",".join(KAFKAS_OF_NODES)
-STAGES = ["queue", "append", "fsync_wait", "fsync", "replication_wait", "total"]
+STAGES = ["queue", "append", "fsync_wait", "fsync", "replication_wait", "total", "sent"]
 
 
 def taskset(var):

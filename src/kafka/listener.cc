@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ringlog/base/assert.h"
+#include "ringlog/base/latency_stages.h"
 #include "ringlog/io/file.h"
 #include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/frame_read.h"
@@ -95,6 +96,7 @@ struct connection : std::enable_shared_from_this<connection> {
     bool ready = false;
     std::optional<response_frame> frame;
     size_t request_bytes = 0;
+    int64_t produce_read_ns = 0;   // a Produce's base::monotonic_ns when read off the socket, else 0
   };
   /// How far the frame at slots.front() has been sent (write_next / send_pieces): its memory
   /// bytes before `memory_sent`, its file pieces before `piece`, and `piece_sent` bytes of that one.
@@ -202,7 +204,9 @@ struct connection : std::enable_shared_from_this<connection> {
     last_active = std::chrono::steady_clock::now();
     if (gate && !pass_gate(*o)) return;
     const uint64_t seq = next_seq++;
-    slots.push_back(slot{false, std::nullopt, frame.size()});
+    // Issue 32's "sent" stage: a Produce (api key 0, the frame's first two bytes) is timed to its write.
+    const bool produce = frame.size() >= 2 && frame[0] == std::byte{0} && frame[1] == std::byte{0};
+    slots.push_back(slot{false, std::nullopt, frame.size(), produce ? base::monotonic_ns() : 0});
     held_bytes += frame.size();
     int64_t throttle_ms = 0;
     auto handled =
@@ -242,7 +246,7 @@ struct connection : std::enable_shared_from_this<connection> {
     }
     ++next_seq;
     held_bytes += d.frame.size();
-    slots.push_back(slot{true, response_frame(std::move(d.frame)), 0});
+    slots.push_back(slot{true, response_frame(std::move(d.frame)), 0, 0});
     if (d.what == detail::sasl_gate::action::answer_and_close) {
       close_after_delay(o, d.reason);
       write_next();
@@ -376,6 +380,9 @@ struct connection : std::enable_shared_from_this<connection> {
     writing = false;
     last_active = std::chrono::steady_clock::now();
     held_bytes -= slots.front().frame->size_bytes();
+    if (slots.front().produce_read_ns != 0) {
+      base::observe_latency_since(base::latency_stage::produce_sent, slots.front().produce_read_ns);
+    }
     slots.pop_front();
     ++first_slot_seq;
     write_next();

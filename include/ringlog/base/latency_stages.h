@@ -29,14 +29,18 @@ enum class latency_stage : uint8_t {
   produce_replication_wait,
   /// Kafka Produce decoded -> its answer ready on the partition's shard (all the stages above).
   produce_total,
+  /// Kafka Produce read off the socket -> its answer written to the socket: total plus the way
+  /// back (the answer crossing to the connection's shard, answers queued before it on that
+  /// connection, a throttle hold, the write itself). One sample per Produce request.
+  produce_sent,
   /// A parked fetch woken by the high watermark passing its offset -> its answer handed to the
   /// client's connection (Kafka long-poll).
   fetch_wakeup,
 };
-inline constexpr size_t latency_stage_count = 7;
+inline constexpr size_t latency_stage_count = 8;
 
 /// The `stage` label of a produce stage ("queue", "append", "fsync_wait", "fsync",
-/// "replication_wait", "total"), or "wakeup" for fetch_wakeup.
+/// "replication_wait", "total", "sent"), or "wakeup" for fetch_wakeup.
 std::string_view latency_stage_label(latency_stage stage);
 
 /// Upper bounds of the buckets, seconds (10 us to 1 s: the stages of a fast path are tens of
