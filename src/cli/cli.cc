@@ -2197,7 +2197,7 @@ them on its own traffic: over a byte rate a Kafka client is throttled (throttle_
 HTTP client gets 429 with Retry-After and error_code 42901.
 
 Commands:
-  list                 the stored quotas the entity options select (every quota without any)
+  list (or describe)   the stored quotas the entity options select (every quota without any)
   set                  --add-config on one entity (keys not named keep their values)
   remove               --delete-config on one entity
 
@@ -2380,7 +2380,8 @@ int quotas_main(int argc, char** argv) {
     std::cout << quotas_usage;
     return 0;
   }
-  const std::string command = a->positional.empty() ? "" : a->positional[0];
+  // "describe" is kafka-configs.sh's word for list (a new user typed it).
+  const std::string command = a->positional.empty() ? "" : a->positional[0] == "describe" ? "list" : a->positional[0];
   if (a->positional.size() != 1 || (command != "list" && command != "set" && command != "remove")) {
     std::cerr << (command.empty() ? std::string() : "unknown quotas command \"" + command + "\"\n") << quotas_usage;
     return 2;

@@ -148,13 +148,13 @@ void v2_seek_beginning(const call_ptr& c) { v2_seek_edge(c, broker::seek_kind::b
 void v2_seek_end(const call_ptr& c) { v2_seek_edge(c, broker::seek_kind::end); }
 
 std::string consumed_records_json(const std::vector<broker::consumed_record>& records, bool as_json,
-                                  std::optional<int64_t>& bad_offset) {
+                                  std::optional<std::string>& refusal) {
   std::string out = "[";
   for (size_t i = 0; i < records.size(); ++i) {
     const auto& [tp, rec] = records[i];
     if (i > 0) out += ',';
     const bool ok = append_record_json(out, "", dump(json(tp.topic)), tp.partition.value(), rec, as_json);
-    if (!ok && !bad_offset) bad_offset = rec.record_offset.value();
+    if (!ok && !refusal) refusal = not_json_message(rec);
   }
   return out + "]";
 }
@@ -223,12 +223,9 @@ void poll_records(const call_ptr& self, const std::string& group, const std::str
         call2.require(security::resource_type::topic, cr.partition.topic, security::acl_operation::read);
         return;
       }
-      std::optional<int64_t> bad_offset;
-      std::string body = consumed_records_json(*polled, as_json, bad_offset);
-      if (bad_offset) {
-        return call2.fail(406, ec::not_acceptable, "record at offset " + std::to_string(*bad_offset) +
-                                                       " is not JSON; use a binary consumer instance");
-      }
+      std::optional<std::string> refusal;
+      std::string body = consumed_records_json(*polled, as_json, refusal);
+      if (refusal) return call2.fail(406, ec::not_acceptable, *refusal + "; use a binary consumer instance");
       std::map<std::string, std::pair<uint64_t, uint64_t>> per_topic;
       for (const auto& cr : *polled) {
         auto& [n, b] = per_topic[cr.partition.topic];

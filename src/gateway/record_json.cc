@@ -63,6 +63,16 @@ bool append_record_json(std::string& out, std::string_view prefix, std::string_v
   return ok;
 }
 
+std::string not_json_message(const model::record& rec) {
+  auto not_json = [](const std::optional<model::bytes>& b) {
+    return b && !json::accept(std::string_view(reinterpret_cast<const char*>(b->data()), b->size()));
+  };
+  const bool key = not_json(rec.key), value = not_json(rec.value);
+  const std::string part = key && value ? "the key and the value" : key ? "the key" : "the value";
+  return part + " of the record at offset " + std::to_string(rec.record_offset.value()) + (key && value ? " are" : " is") +
+         " not JSON";
+}
+
 size_t record_json_bytes_estimate(const model::record& rec, size_t topic_json_bytes) {
   size_t payload = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
   for (const auto& h : rec.headers) payload += h.key.size() + 24 + (h.value ? h.value->size() : 0);
