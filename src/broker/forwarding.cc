@@ -235,7 +235,7 @@ void broker_impl::send_forward(int32_t leader, const model::topic_partition& tp,
   }
   forwards_in_flight_.emplace(id, forward_in_flight{tp, leader, answer});
   std::weak_ptr<int> alive = lifetime_;
-  deps_.cluster_transport->send(leader, api_key, api_version, std::move(body), timeout_ms,
+  deps_.cluster_transport->send_forwarded(leader, api_key, api_version, std::move(body), timeout_ms,
                                 [this, alive, id, answer](rpc::result<protocol::bytes> r) {
                                   if (!alive.expired() && forwards_in_flight_.erase(id) == 0) return;
                                   (*answer)(std::move(r));

@@ -52,13 +52,23 @@ result<std::unique_ptr<cluster_transport>> cluster_transport::create(runtime::sh
 
 cluster_transport::~cluster_transport() = default;
 
+std::shared_ptr<client> cluster_transport::client_of(int32_t to, bool forwarded) const {
+  std::lock_guard lock(peers_mutex_);
+  auto it = peers_.find(to);
+  if (it == peers_.end()) return nullptr;
+  return forwarded ? it->second.forwarding : it->second.connection;
+}
+
+void cluster_transport::send_forwarded(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
+                                       response_callback done) {
+  auto connection = client_of(to, true);
+  if (!connection) return send(to, api_key, api_version, std::move(body), timeout_ms, std::move(done));   // its error
+  connection->send(api_key, api_version, std::move(body), timeout_ms, std::move(done));
+}
+
 void cluster_transport::send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
                              response_callback done) {
-  std::shared_ptr<client> connection;
-  {
-    std::lock_guard lock(peers_mutex_);
-    if (auto it = peers_.find(to); it != peers_.end()) connection = it->second.connection;
-  }
+  auto connection = client_of(to, false);
   if (!connection) {
     done(error{errc::unknown_peer, "node " + std::to_string(to) +
                                        " has no cluster address (not a voter, and no broker registration of it "
@@ -69,18 +79,13 @@ void cluster_transport::send(int32_t to, int16_t api_key, int16_t api_version, b
 }
 
 void cluster_transport::abandon_calls(int32_t to, std::string why) {
-  std::shared_ptr<client> connection;
-  {
-    std::lock_guard lock(peers_mutex_);
-    if (auto it = peers_.find(to); it != peers_.end()) connection = it->second.connection;
-  }
-  if (connection) connection->abort_if_undelivered(std::move(why));
+  if (auto connection = client_of(to, true)) connection->abort_if_undelivered(std::move(why));
 }
 
 bool cluster_transport::set_peer_address(int32_t node_id, const std::string& host, uint16_t port) {
   if (node_id == self_id_ || host.empty() || port == 0) return false;
   const peer_address address{host, port};
-  std::shared_ptr<client> replaced;
+  std::shared_ptr<client> replaced, replaced_forwarding;
   {
     std::lock_guard lock(peers_mutex_);
     if (stopped_) return false;
@@ -88,16 +93,21 @@ bool cluster_transport::set_peer_address(int32_t node_id, const std::string& hos
     if (it != peers_.end() && it->second.address == address) return false;
     if (it == peers_.end() && peers_.size() >= constants::peers_max) return false;
     auto connection = std::make_shared<client>(runtime_, shard_, host, port, node_client_id(self_id_), client_tls_);
+    auto forwarding = std::make_shared<client>(runtime_, shard_, host, port, node_client_id(self_id_), client_tls_);
     if (it == peers_.end()) {
-      peers_.emplace(node_id, peer{address, std::move(connection)});
+      peers_.emplace(node_id, peer{address, std::move(connection), std::move(forwarding)});
     } else {
       replaced = std::exchange(it->second.connection, std::move(connection));
+      replaced_forwarding = std::exchange(it->second.forwarding, std::move(forwarding));
       it->second.address = address;
     }
   }
   // The old connection's waiting requests fail with shutting_down (their senders retry at the new
   // address). Stopped on its shard, never under the lock: stop() waits for the shard thread.
-  if (replaced) runtime_.post(shard_, [replaced] { replaced->stop(); });
+  if (replaced) runtime_.post(shard_, [replaced, replaced_forwarding] {
+    replaced->stop();
+    replaced_forwarding->stop();
+  });
   return true;
 }
 
@@ -139,7 +149,10 @@ void cluster_transport::stop() {
     std::lock_guard lock(peers_mutex_);
     if (stopped_) return;
     stopped_ = true;
-    for (auto& [id, p] : peers_) connections.push_back(p.connection);
+    for (auto& [id, p] : peers_) {
+      connections.push_back(p.connection);
+      connections.push_back(p.forwarding);
+    }
   }
   if (server_) server_->stop();
   for (auto& c : connections) c->stop();

@@ -404,3 +404,47 @@ def test_a_leader_serves_http_calls_as_soon_as_its_metadata_names_it(cluster):
                 assert r.status_code == 200 and r.json()["end_offset"] == 1, (node_id, p, r.text)
                 assert [x["value"] for x in read_all(n, name, p, 1)] == [f"r{round_}p{p}"], (node_id, p)
         assert not pending, pending
+
+
+def test_a_stream_of_forwarded_produces_does_not_stall_replication(cluster):
+    """The breaker's probe p5 (session 18): a chunked v3 produce stream through a node that does not
+    lead the partition passes each record on to the leader as its own call. The leader reads at
+    most 64 requests of one connection at a time, and forwarded calls shared the connection of the
+    follower's replica fetches: past 64 waiting acks=all produces the follower's fetches were not
+    read, the acks waited for them, and after replica.lag.time.max.ms the follower left the ISR
+    (59 of 100 records answered "not replicated in time", 30 s). Forwarded calls now take a
+    connection of their own: every record is acknowledged and the ISR stays whole."""
+    import json
+    import socket
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, "fwd-stream", partitions=3, replication_factor=3)
+    assert r.status_code == 201, r.text
+    p, = wait_until(lambda: next(((q,) for q in range(3) if leader_of(n1, "fwd-stream", q) not in (None, 1)), None),
+                    FAILOVER_DEADLINE_S, "a partition node 1 does not lead")
+    for q in range(3):
+        wait_until(lambda q=q: isr_of(n1, "fwd-stream", q) == [1, 2, 3], FAILOVER_DEADLINE_S, f"fwd-stream-{q} in sync")
+    records = 300
+    lines = [json.dumps({"partition_id": p, "value": {"type": "JSON", "data": i}}).encode() + b"\n" for i in range(records)]
+    chunks = b"".join(f"{len(x):x}\r\n".encode() + x + b"\r\n" for x in lines) + b"0\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", n1.port), timeout=60)
+    s.sendall((f"POST /v3/clusters/{n1.cluster_id()}/topics/fwd-stream/records HTTP/1.1\r\nHost: x\r\n"
+               "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode() + chunks)
+    started = time.monotonic()
+    answer = b""
+    while answer.count(b'"error_code"') < records and time.monotonic() - started < 60:
+        got = s.recv(65536)
+        if not got:
+            break
+        answer += got
+    s.close()
+    took = time.monotonic() - started
+    codes = [int(x) for x in __import__("re").findall(rb'"error_code":(\d+)', answer)]
+    assert codes == [200] * records, (len(codes), sorted(set(codes)), answer[-400:])
+    # Stalled, the acks waited for the ISR to drop the follower: replica.lag.time.max.ms, 30 s.
+    assert took < 15, f"the stream's {records} acks took {took:.1f} s: replication stalled behind forwarded calls"
+    leader = cluster.node(leader_of(n1, "fwd-stream", p))
+    r = requests.get(f"{leader.url}/topics/fwd-stream/partitions/{p}/offsets",
+                     headers={"Accept": "application/vnd.kafka.v2+json"}, timeout=10)
+    assert r.json()["end_offset"] == records, r.text
+    assert isr_of(n1, "fwd-stream", p) == [1, 2, 3], "a follower left the ISR"

@@ -48,7 +48,11 @@ class cluster_transport final : public transport {
 
   void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
             response_callback done) override;
-  /// Aborts the connection to `to` if a request may still reach it (client::abort_if_undelivered).
+  /// On the peer's second connection (peer::forwarding), never the one of replication and raft.
+  void send_forwarded(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
+                      response_callback done) override;
+  /// Aborts the forwarding connection to `to` if a request may still reach it
+  /// (client::abort_if_undelivered).
   void abandon_calls(int32_t to, std::string why) override;
   void set_handler(int16_t api_key, request_handler handler) override;
   [[nodiscard]] request_handler handler(int16_t api_key) const override;
@@ -83,7 +87,10 @@ class cluster_transport final : public transport {
   struct peer {
     peer_address address;
     std::shared_ptr<client> connection;  // shared: a send in progress keeps a replaced one alive
+    std::shared_ptr<client> forwarding;  // clients' calls passed on (send_forwarded); connects lazily too
   };
+  /// The peer's connection (`forwarded`: its forwarding one), or nullptr when `to` is unknown.
+  std::shared_ptr<client> client_of(int32_t to, bool forwarded) const;
 
   runtime::shard_threads& runtime_;
   size_t shard_;

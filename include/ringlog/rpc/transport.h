@@ -39,10 +39,21 @@ class transport {
   /// malformed_response, invalid_request, shutting_down. Callable from any thread.
   virtual void send(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
                     response_callback done) = 0;
-  /// The sender gave up on a call to node `to` before its answer (e.g. the forwarder answered
-  /// "outcome unknown"): the transport makes sure no request still queued for `to` is delivered
-  /// later (cluster_transport aborts the connection when the peer has not acknowledged every
-  /// byte; the other calls on it fail with disconnected). Callable from any thread.
+  /// send() for a client's call passed on to the node that serves it (an HTTP produce, fetch or
+  /// offsets query of a partition led there), on a connection of its own where the transport has
+  /// one: those calls wait (acks=all, long-polls), and a peer's listener reads at most
+  /// constants::connection_in_flight_requests_max requests of one connection at a time, so on the
+  /// connection that carries replica fetches and quorum requests a stream of forwarded produces
+  /// stopped the follower fetches their own acks waited for (until the ISR dropped the follower).
+  virtual void send_forwarded(int32_t to, int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms,
+                              response_callback done) {
+    send(to, api_key, api_version, std::move(body), timeout_ms, std::move(done));
+  }
+  /// The sender gave up on a forwarded call (send_forwarded) to node `to` before its answer (the
+  /// forwarder answered "outcome unknown"): the transport makes sure no forwarded request still
+  /// queued for `to` is delivered later (cluster_transport aborts the forwarding connection when
+  /// the peer has not acknowledged every byte; the other calls on it fail with disconnected).
+  /// Callable from any thread.
   virtual void abandon_calls(int32_t to, std::string why) {
     (void)to;
     (void)why;
