@@ -1697,7 +1697,7 @@ void broker_impl::describe_topic(std::string topic, std::function<void(result<to
 
 // ---------------------------------------------------------------- produce
 
-void broker_impl::produce(produce_request request, std::function<void(result<produce_response>)> done) {
+void broker_impl::produce_known(produce_request request, std::function<void(result<produce_response>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   if (request.records.empty()) return done(error{errc::invalid_request, "records: at least one record is required"});
   if (request.records.size() > static_cast<size_t>(config_.produce_records_max)) {
@@ -2283,7 +2283,7 @@ result<void> broker_impl::check_readable(const model::topic_partition& tp) const
   return check_partition_exists(tp);
 }
 
-void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
+void broker_impl::fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) {
   if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
   if (request.max_bytes <= 0) {
     return done(error{errc::invalid_request, "max_bytes must be positive, got " + std::to_string(request.max_bytes)});
@@ -2312,7 +2312,7 @@ void broker_impl::fetch_here(fetch_request request, std::function<void(result<fe
   });
 }
 
-void broker_impl::list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) {
+void broker_impl::list_offsets_known(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) {
   if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
   auto topic = find_topic(request.partition.topic);
   auto leader = leader_route(*topic, request.partition.partition.value());

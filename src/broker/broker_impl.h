@@ -139,9 +139,8 @@ error compacted_key_missing(const std::string& which, const std::string& topic, 
 /// Kafka's LogValidator: every record of a compacted topic has a key, else the whole request is refused.
 result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
                                        const std::vector<produce_record>& records);
-/// The answer when this node's shard holds no replica of `tp` for a call it serves as the leader:
-/// unknown_topic_or_partition when the topic is gone, else (`topic_in_view`) a retriable
-/// not_leader_or_follower: its replica is not opened yet.
+/// Why a leader's shard holds no replica of `tp`: the topic is gone, or (`topic_in_view`) its
+/// replica is not opened yet (retriable not_leader_or_follower).
 error no_replica_here(bool topic_in_view, const model::topic_partition& tp);
 
 struct fetch_waiter {
@@ -591,8 +590,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// shard within forward_metadata_wait_ms): this node's own HTTP and WebSocket produces, and every
   /// fetch and offset query of a partition it leads, wait for a replica not opened yet, as a peer's do.
   void when_replica_open(const model::topic_partition& tp, std::function<void()> serve);
-  /// when_replica_open for each partition of `topic` in `sends` (partition -> its calls, in the
-  /// order they run once the replica is open).
+  /// when_replica_open for each partition of `topic` in `sends` (partition -> its calls, in order).
   void when_replicas_open(const std::string& topic,
                           std::map<int32_t, std::shared_ptr<std::vector<std::function<void()>>>> sends);
   /// Sends a call for `tp` to its leader `leader` over the cluster listener and answers
@@ -644,6 +642,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                                      rpc::respond_fn respond);
   /// fetch / list_offsets of a partition this node leads (refused on its shard when it does not).
   void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done);
+  /// produce, fetch and list_offsets once the topic is known or the barrier passed (metadata_barrier.cc).
+  void produce_known(produce_request request, std::function<void(result<produce_response>)> done);
+  void fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done);
+  void list_offsets_known(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
   void list_offsets_here(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
   // ---- replication (replication.cc; design.md section 6, Kafka's pull model)
   /// On the partition's shard: brings `rt` in line with its partition image (a leadership that
@@ -780,8 +782,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// invalid_record (not decimal ms; past delay.max.ms from now, naming both).
   /// A ringlog-delay-ms header is replaced by ringlog-deliver-at (now + delay) first.
   result<std::optional<int64_t>> delivery_time_of(produce_record& record, int64_t now_ms) const;
-  /// delivery_time_of(request.records[i]) for an HTTP produce, refusing (invalid_record) a delivery
-  /// time inside a transaction or an idempotent producer session.
+  /// delivery_time_of(request.records[i]), refusing one inside a transaction or idempotent session.
   result<std::optional<int64_t>> delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const;
   /// Appends the delayed records (`indices` into `records`, each with its target partition and
   /// due time) to their delay topics, creating them first; fills op's results (the target

@@ -188,12 +188,9 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
     if (p.leader >= 0) {
       log_info("partition " + tp_name(*rt) + ": following leader " + std::to_string(p.leader) + " in epoch " +
                std::to_string(p.leader_epoch) + " from offset " + std::to_string(rt->log->log_end_offset().value()));
-    } else if (!controlled_shutdown_done_.load(std::memory_order_relaxed) &&
-               !(p.replicas.size() == 1 && p.replicas[0] == config_.node_id)) {
-      // No leader (every in-sync replica is gone). During this broker's own controlled shutdown
-      // that is the expected end of each leadership it held alone: no line per partition then.
-      // Nor for a partition whose only replica is here: it waits for this broker's registration
-      // (a restart), and its leading is not logged either (a new user read the lines as an outage).
+    } else if (!controlled_shutdown_done_.load(std::memory_order_relaxed) && p.replicas.size() > 1) {
+      // No leader: not logged in this broker's controlled shutdown, nor for one replica (a restart
+      // waits for this broker's registration; a lone replica's leading is not logged either).
       log_info("partition " + tp_name(*rt) + ": " + (was_leader ? "stepping down as leader; " : "") +
                "no leader in epoch " + std::to_string(p.leader_epoch) +
                " (offline until a replica in its in-sync replicas is back)");

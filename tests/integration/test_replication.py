@@ -448,3 +448,27 @@ def test_a_stream_of_forwarded_produces_does_not_stall_replication(cluster):
                      headers={"Accept": "application/vnd.kafka.v2+json"}, timeout=10)
     assert r.json()["end_offset"] == records, r.text
     assert isr_of(n1, "fwd-stream", p) == [1, 2, 3], "a follower left the ISR"
+
+
+def test_a_topic_created_through_one_node_is_served_by_every_node_right_after_the_201(cluster):
+    """The breaker's p7 (session 18): right after a create answered 201 on one node, another node
+    that had not applied the creation yet answered 404 "topic ... does not exist" to a produce, a
+    read and an offsets query (and a v3 produce named num.partitions=1 for a topic of 3). A call
+    naming a topic a node does not know now passes the metadata barrier first (the active
+    controller's high watermark, then this node's image caught up to it)."""
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    for round_ in range(6):
+        name = f"seen-{round_}"
+        creator = cluster.node(1 + round_ % 3)
+        r = create_topic(creator, name, partitions=3, replication_factor=1)
+        assert r.status_code == 201, r.text
+        for n in cluster.nodes:
+            if n is creator:
+                continue
+            r = produce(n, name, 2, [f"from-{n.node_id}"])
+            assert r.status_code == 200, (n.node_id, r.text)
+            assert all(o.get("error") is None for o in r.json()["offsets"]), (n.node_id, r.text)
+        for n in cluster.nodes:
+            r = requests.get(f"{n.url}/topics/{name}/partitions/1/offsets", timeout=10,
+                             headers={"Accept": "application/vnd.kafka.v2+json"})
+            assert r.status_code == 200 and r.json()["end_offset"] == 0, (n.node_id, r.text)
