@@ -313,6 +313,17 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
       std::vector<partition_reassignment_target> targets,
       std::function<void(result<std::vector<partition_reassignment_result>>)> done, int attempts_left);
   [[nodiscard]] std::vector<partition_reassignment> list_partition_reassignments(const std::string& topic) const override;
+  // rebalance and decommission (cluster_balance.cc, issue 33)
+  void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) override;
+  void cancel_reassignments(std::function<void(result<int32_t>)> done) override;
+  void decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) override;
+  [[nodiscard]] std::vector<broker_decommission> list_decommissions() const override;
+  [[nodiscard]] controller::rebalance_options rebalance_options_for(double tolerance, bool drain_only) const;
+  [[nodiscard]] std::optional<error> decommission_refusal(const controller::metadata_image& image, int32_t node_id) const;
+  void cancel_decommission(int32_t node_id, std::function<void(result<broker_decommission>)> done);
+  void drain_decommissioning(std::function<void()> then);   // controller shard: plans and starts the drains
+  void decommission_tick();   // the active controller: finishes drained decommissions, drains again
+  [[nodiscard]] std::optional<error> decommissioned_refusal() const;   // this node was decommissioned: why it may not register
   // ACLs (acls.cc)
   void create_acls(std::vector<security::acl_binding> acls,
                    std::function<void(result<std::vector<std::optional<error>>>)> done) override;
@@ -381,27 +392,14 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   result<std::vector<model::record>> read_internal_from(const std::string& topic, size_t shard,
                                                         int32_t partition) override;
   [[nodiscard]] group_coordinator_route internal_leader_route(const std::string& topic, int32_t partition) const override;
-  [[nodiscard]] int32_t partitions_count(const std::string& topic) const override {
-    auto t = find_topic(topic);
-    return t ? t->partitions_count() : -1;
-  }
+  [[nodiscard]] int32_t partitions_count(const std::string& topic) const override;   // own_records.cc
   void write_markers(const txn::marker_request& markers, int32_t coordinator_epoch,
                      std::function<void(result<txn::partition_set>)> done) override;
-  [[nodiscard]] int32_t leader_epoch_of(const std::string& topic, int32_t partition) const override {
-    auto t = find_topic(topic);
-    if (!t || partition < 0 || partition >= t->partitions_count()) return -1;
-    return t->image->partitions[static_cast<size_t>(partition)].leader_epoch;
-  }
-  [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override {
-    auto t = find_topic(consumer_offsets_topic);
-    return t && partition >= 0 && partition < t->partitions_count() &&
-           t->image->partitions[static_cast<size_t>(partition)].leader == config_.node_id;
-  }
+  [[nodiscard]] int32_t leader_epoch_of(const std::string& topic, int32_t partition) const override;
+  [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override;
   void report_error(const std::string& message) const override { log_error(message); }
   [[nodiscard]] std::string offsets_leader_text(int32_t partition) const override;
-  [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override {
-    return internal_leader_route(consumer_offsets_topic, partition);
-  }
+  [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override;
 
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
@@ -956,7 +954,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// leader while it was not registered in this incarnation (renew_stale_leaderships).
   std::map<std::pair<std::string, int32_t>, int32_t> stale_leaderships_;
   bool renewing_leaderships_ = false;
-  int64_t leader_rebalance_checked_ms_ = 0;   // rebalance_leaders_tick: the last check
+  int64_t leader_rebalance_checked_ms_ = 0;
+  bool decommission_in_flight_ = false;   // decommission_tick: a commit or drain of it under way
+  mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once   // rebalance_leaders_tick: the last check
   bool leader_rebalance_in_flight_ = false;
   std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now
   std::map<int32_t, int64_t> refused_at_ms_;  // probe_broker: when each broker's listener last refused
