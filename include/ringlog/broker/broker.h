@@ -110,6 +110,11 @@ struct broker_config {
   int64_t replica_fetch_wait_max_ms = 500;                  // replica.fetch.wait.max.ms: a follower's long-poll at its leader
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
+  /// leader.replication.throttled.rate / follower.replication.throttled.rate (KIP-73, dynamic):
+  /// bytes/s of replication to or by replicas outside a partition's ISR, broker-wide; the default
+  /// (Kafka's Long.MAX_VALUE) bounds nothing (replication/throttle.h has the rule).
+  int64_t leader_replication_throttled_rate = INT64_MAX;
+  int64_t follower_replication_throttled_rate = INT64_MAX;
   bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
   bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
   int64_t leader_imbalance_check_interval_seconds = 30;     // leader.imbalance.check.interval.seconds
