@@ -127,6 +127,18 @@ struct broker_config {
   security::quota_window_config quota_window;
 };
 
+/// Replication throttling of one side since start (replication/throttle.h): the bytes of
+/// throttled replication moved (to followers outside the ISR on the leader side, by this broker
+/// as such a follower on the follower side) and the wall time throttled transfers were held back.
+struct replication_throttle_side_figures {
+  int64_t throttled_bytes_total = 0;
+  int64_t throttle_time_ms_total = 0;
+};
+struct replication_throttle_figures {
+  replication_throttle_side_figures leader;
+  replication_throttle_side_figures follower;
+};
+
 /// Where a config's value comes from (Kafka's DescribeConfigs sources, KIP-226), highest
 /// precedence first: set on the topic, a dynamic value for this broker, the cluster-wide dynamic
 /// default, the node's properties file / --set, the built-in default.
@@ -782,6 +794,8 @@ class broker {
   /// cleaner_step_bytes, or does one part of a swap between two syncs), every shard added
   /// together; for /metrics. Any thread.
   [[nodiscard]] virtual io::latency_histogram::snapshot cleaner_step_time() const = 0;
+  /// What replication throttling held back since start, per side; for /metrics. Any thread.
+  [[nodiscard]] virtual replication_throttle_figures replication_throttling() const = 0;
 
   // ---- consumer groups (groups.h)
   virtual group_api& groups() = 0;
