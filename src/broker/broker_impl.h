@@ -20,6 +20,7 @@
 #include "group_service.h"
 #include "txn_service.h"
 #include "metadata.h"
+#include "quota_managers.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
@@ -27,7 +28,6 @@
 #include "ringlog/protocol/frame.h"
 #include "ringlog/replication/leader_state.h"
 #include "ringlog/replication/offsets_gate.h"
-#include "ringlog/security/client_quota_sensors.h"
 #include "ringlog/storage/partition_log.h"
 
 namespace ringlog::broker::detail {
@@ -46,12 +46,6 @@ inline constexpr size_t acls_max = 100'000;
 inline constexpr size_t client_quota_changes_per_call_max = 1000;
 /// Quota entities the cluster keeps: every node holds each in its image and its index.
 inline constexpr size_t client_quota_entities_max = 100'000;
-/// Live quota sensors a broker measures (one per client under a quota and per key). Past it,
-/// sensors idle for client_quota_sensor_idle_ms go; clients beyond that share one sensor per
-/// matched entity (stricter, never looser).
-inline constexpr size_t client_quota_sensors_max = 100'000;
-/// A sensor idle this long is forgotten (Kafka's quota sensors expire after an hour).
-inline constexpr int64_t client_quota_sensor_idle_ms = 3'600'000;
 /// Sensors /metrics shows (bounded label cardinality), most throttled first.
 inline constexpr size_t client_quota_metrics_sensors_max = 100;
 /// How long an admin call waits for its entry to be committed and applied on this node.
@@ -365,6 +359,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                           std::function<void(result<std::vector<producer_description>>)> done) override;
   void begin_shutdown() override;
   [[nodiscard]] io::latency_histogram::snapshot cleaner_step_time() const override { return compaction_.step_time(); }
+  [[nodiscard]] replication_throttle_figures replication_throttling() const override { return replication_throttles_.figures(); }
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
   txn_api& transactions() override { return *txns_; }
@@ -708,8 +703,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                            const protocol::fetch_request_data::fetch_partition& request, int64_t wait_ms,
                            std::function<void(protocol::fetch_response_data::partition_data)> done);
   void wake_replica_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  protocol::fetch_response_data::partition_data read_for_replica(partition_runtime& rt, model::offset fetch_offset,
-                                                                 int32_t max_bytes);
+  protocol::fetch_response_data::partition_data read_for_replica(partition_runtime& rt, int32_t replica_id,
+                                                                 model::offset fetch_offset, int32_t max_bytes);
+  int64_t replica_held_back_ms(const partition_runtime& rt, int32_t replica_id);   // by the leader throttle
   // transaction markers (transactions.cc). `from_peer`: sent by another broker, which believes
   // this node leads the partitions (a partition led elsewhere is answered, never forwarded on).
   void write_txn_markers_from(std::vector<txn_marker> markers,
@@ -883,13 +879,8 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   broker_config config_;
   /// super.users and allow.everyone.if.no.acl.found as the ACL index takes them (static configs).
   security::authorizer_settings authorizer_settings_{config_.super_users, config_.allow_everyone_if_no_acl_found};
-  /// What this broker measures of its clients' quotas (quotas.cc: the rate sensors and KIP-599
-  /// buckets of security::client_quota_sensors); any thread, under the mutex.
-  struct client_quota_state {
-    std::mutex mutex;
-    security::client_quota_sensors sensors{client_quota_sensors_max, client_quota_sensor_idle_ms};
-  };
-  mutable client_quota_state client_quota_state_;
+  mutable client_quota_state client_quota_state_;   // quota_managers.h: clients' quotas (quotas.cc)
+  replication_throttles replication_throttles_;       // and the replication throttles (replication.cc)
   broker_dependencies deps_;
   std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
   /// Deadlines of parked fetches, per shard (touched only on that shard's thread).

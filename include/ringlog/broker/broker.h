@@ -111,6 +111,11 @@ struct broker_config {
   int64_t replica_fetch_wait_max_ms = 500;                  // replica.fetch.wait.max.ms: a follower's long-poll at its leader
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
+  /// leader.replication.throttled.rate / follower.replication.throttled.rate (KIP-73, dynamic):
+  /// bytes/s of replication to or by replicas outside a partition's ISR, broker-wide; the default
+  /// (Kafka's Long.MAX_VALUE) bounds nothing (replication/throttle.h has the rule).
+  int64_t leader_replication_throttled_rate = INT64_MAX;
+  int64_t follower_replication_throttled_rate = INT64_MAX;
   bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
   bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
   int64_t leader_imbalance_check_interval_seconds = 30;     // leader.imbalance.check.interval.seconds
@@ -121,6 +126,18 @@ struct broker_config {
   /// quota.window.num and quota.window.size.seconds (Kafka's keys and defaults, 11 x 1 s): the
   /// samples every client quota rate is measured over (security/quota.h).
   security::quota_window_config quota_window;
+};
+
+/// Replication throttling of one side since start (replication/throttle.h): the bytes of
+/// throttled replication moved (to followers outside the ISR on the leader side, by this broker
+/// as such a follower on the follower side) and the wall time throttled transfers were held back.
+struct replication_throttle_side_figures {
+  int64_t throttled_bytes_total = 0;
+  int64_t throttle_time_ms_total = 0;
+};
+struct replication_throttle_figures {
+  replication_throttle_side_figures leader;
+  replication_throttle_side_figures follower;
 };
 
 /// Where a config's value comes from (Kafka's DescribeConfigs sources, KIP-226), highest
@@ -821,6 +838,8 @@ class broker {
   /// cleaner_step_bytes, or does one part of a swap between two syncs), every shard added
   /// together; for /metrics. Any thread.
   [[nodiscard]] virtual io::latency_histogram::snapshot cleaner_step_time() const = 0;
+  /// What replication throttling held back since start, per side; for /metrics. Any thread.
+  [[nodiscard]] virtual replication_throttle_figures replication_throttling() const = 0;
 
   // ---- consumer groups (groups.h)
   virtual group_api& groups() = 0;
