@@ -30,7 +30,8 @@ fi
 if [ "${RINGLOG_BENCH_DEPS:-0}" = 1 ]; then
   # nats-server: the JetStream row of bench/run-replication-bench.py (its own processes on free
   # ports; the package also enables a system service on port 4222 where systemd runs).
-  PACKAGES="$PACKAGES libbenchmark-dev fio nginx-light wrk redis-server nats-server"
+  # librdkafka-dev: the headers bench/latency_client.cc is compiled with (latency, capacity).
+  PACKAGES="$PACKAGES libbenchmark-dev fio nginx-light wrk redis-server nats-server librdkafka-dev"
 fi
 
 missing=""

@@ -29,6 +29,7 @@
 #include "ringlog/controller/metadata_entry.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/codec/record_batch.h"
@@ -2014,6 +2015,7 @@ void broker_impl::wake_waiters(size_t shard, const std::shared_ptr<partition_run
 
 void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                             const std::shared_ptr<fetch_waiter>& w) {
+  const base::cpu_scope cpu(base::cpu_activity::fetch);   // the read, and the answer when it is made here
   // At every try, wake-ups included: the answer carries the high watermark (answer_fetch).
   auto serving = check_fetch_serving(*rt, w->request.fetch_offset);
   if (serving.ok()) return answer_or_park(shard, rt, w, read_for_fetch(shard, *rt, w->request));
@@ -2027,61 +2029,6 @@ void broker_impl::try_fetch(size_t shard, const std::shared_ptr<partition_runtim
   fetch_response nothing;
   nothing.next_fetch_offset = w->request.fetch_offset;
   answer_or_park(shard, rt, w, std::move(nothing));
-}
-
-result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
-                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out,
-                                      const std::vector<aborted_transaction>* aborted, model::offset* next_offset) {
-  // max_bytes bounds the records handed out (key + value + header bytes), not only whole
-  // batches: a large batch is cut after the record that passes the limit, and the first record
-  // is always returned so a consumer is never stuck behind a record larger than max_bytes.
-  size_t returned_bytes = 0;
-  size_t pos = 0;
-  std::optional<storage::aborted_txn_filter> filter;
-  if (aborted != nullptr) {
-    std::vector<storage::aborted_txn_entry> entries;
-    for (const auto& a : *aborted) entries.push_back({a.producer_id, a.first_offset, a.first_offset, a.first_offset});
-    filter.emplace(std::move(entries));
-  }
-  while (pos < batches.size()) {
-    auto header = codec::decode_header(batches.subspan(pos));
-    if (!header.ok() || header->size_bytes() > batches.size() - pos) {
-      return error{errc::corrupt_message, "fetched batch at byte " + std::to_string(pos) + " is unreadable"};
-    }
-    bool keep = !header->is_control();
-    if (filter) {
-      std::optional<codec::control_type> marker;
-      if (header->is_control() && header->producer.value() >= 0) {
-        auto records = codec::decode_records(batches.subspan(pos, header->size_bytes()));
-        if (!records.ok() || records->empty()) return error{errc::corrupt_message, "fetched control batch is unreadable"};
-        auto m = codec::decode_control_record(records->front());
-        if (!m.ok()) return error{errc::corrupt_message, m.error().message};
-        marker = m->type;
-      }
-      keep = filter->keep(header.value(), marker);
-    }
-    if (keep) {
-      auto records = codec::decode_records(batches.subspan(pos, header->size_bytes()));
-      if (!records.ok()) return error{errc::corrupt_message, records.error().message};
-      for (auto& r : records.value()) {
-        if (r.record_offset < fetch_offset || r.record_offset >= high_watermark) continue;
-        size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
-        for (const auto& h : r.headers) bytes += h.key.size() + (h.value ? h.value->size() : 0);
-        if (!out.empty() && returned_bytes + bytes > static_cast<size_t>(max_bytes)) {
-          if (next_offset != nullptr) *next_offset = out.back().record_offset + 1;
-          return returned_bytes;
-        }
-        returned_bytes += bytes;
-        out.push_back(std::move(r));
-      }
-    }
-    // Every record of this batch below the bound was returned or is not for this reader.
-    if (next_offset != nullptr) {
-      *next_offset = std::max(*next_offset, std::min(header->last_offset() + 1, high_watermark));
-    }
-    pos += header->size_bytes();
-  }
-  return returned_bytes;
 }
 
 result<std::optional<fetch_response>> broker_impl::read_file_ranges_for_fetch(const partition_runtime& rt,
@@ -2396,6 +2343,7 @@ void broker_impl::produce_batches_from(produce_batches_request request,
 void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
                                           std::function<void(result<produce_batches_response>)> done,
                                           uint64_t verified_guard) {
+  const base::cpu_scope cpu(base::cpu_activity::produce);
   const int64_t started_ns = base::monotonic_ns();
   if (verified_guard == 0 && request.received_ns != 0) {
     base::observe_latency(base::latency_stage::produce_queue, started_ns - request.received_ns);
@@ -2458,6 +2406,7 @@ void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request 
   for (size_t i = 0; i < request.batches.size(); ++i) {
     auto& batch = request.batches[i];
     if (log_append_time) codec::set_log_append_time(batch, now);
+    const size_t batch_bytes = batch.size();
     auto appended = rt->log->append(std::move(batch), rt->epoch);
     if (!appended.ok()) {
       // Batches before this one are in the log (only a disk failure gets here after validation).
@@ -2465,6 +2414,7 @@ void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request 
       return done(from_storage(appended.error()));
     }
     if (i == 0) out.base_offset = appended->base_offset;
+    base::count_activity_bytes(base::cpu_activity::produce, batch_bytes);
   }
   out.log_start_offset = rt->log->log_start_offset();
   const acks_mode acks = request.acks;

@@ -17,6 +17,7 @@
 #include "reassignment.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 #include "ringlog/controller/quorum_wire.h"
 #include "placement.h"
@@ -627,6 +628,8 @@ void broker_impl::send_follower_fetch(size_t shard, std::weak_ptr<partition_runt
             replication_throttles_.record(replication_throttles::side::follower, static_cast<int64_t>(r.value().size()),
                                           live(*view()).follower_replication_throttled_rate, deps_.clock.now_ms());
           }
+          // The answer decoded and appended, the fdatasync submitted, the next fetch sent.
+          const base::cpu_scope cpu(base::cpu_activity::replicate_follower);
           on_follower_fetch_response(shard, rt, generation, fetch_offset, std::move(r));
         });
       });
@@ -664,8 +667,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
   protocol::reader rd(response.value());
   auto decoded = protocol::fetch_response_data::decode(rd, replica_fetch_version);
   if (!decoded.ok() || decoded->responses.size() != 1 || decoded->responses[0].partitions.size() != 1) {
-    log_error("partition " + tp_name(*rt) + ": unreadable fetch answer from broker " +
-                    std::to_string(rt->leader_id));
+    log_error("partition " + tp_name(*rt) + ": unreadable fetch answer from broker " + std::to_string(rt->leader_id));
     return retry_follower_fetch(shard, rt, generation);
   }
   auto& p = decoded->responses[0].partitions[0];
@@ -743,6 +745,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
                     " sent: " + appended.error().message);
     return retry_follower_fetch(shard, rt, generation);
   }
+  base::count_activity_bytes(base::cpu_activity::replicate_follower, p.records->size());
   publish(*rt);
   if (config_.log_flush_policy != "fsync") {
     learn_high_watermark();
@@ -782,6 +785,7 @@ void broker_impl::handle_replica_fetch(const protocol::request_header_data& head
   }
   const int32_t replica_id = header.request_api_version >= 15 ? request.replica_state.replica_id : request.replica_id;
   if (replica_id < 0) return serve_forwarded_fetch(header, request, std::move(respond));   // a consumer's, forwarded
+  const base::cpu_scope cpu(base::cpu_activity::replicate_leader);   // the fan-out to shards (the decode is small)
   struct gather {
     std::mutex mutex;
     protocol::fetch_response_data response;
@@ -858,7 +862,10 @@ protocol::fetch_response_data::partition_data broker_impl::read_for_replica(part
                                                                               : code_not_leader_or_follower;
     return out;
   }
-  if (!read->batches.empty()) out.records = std::move(read->batches);
+  if (!read->batches.empty()) {
+    base::count_activity_bytes(base::cpu_activity::replicate_leader, read->batches.size());
+    out.records = std::move(read->batches);
+  }
   if (throttled && out.records) {
     replication_throttles_.record(replication_throttles::side::leader, static_cast<int64_t>(out.records->size()), rate,
                                   now);
@@ -875,6 +882,9 @@ int64_t broker_impl::replica_held_back_ms(const partition_runtime& rt, int32_t r
 void broker_impl::serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, int32_t replica_id,
                                       const protocol::fetch_request_data::fetch_partition& request, int64_t wait_ms,
                                       std::function<void(protocol::fetch_response_data::partition_data)> done) {
+  // The read and, answered at once, the answer's encoding and write (done); with the high
+  // watermark moving, the acks=all produce answers it releases count here too.
+  const base::cpu_scope cpu(base::cpu_activity::replicate_leader);
   protocol::fetch_response_data::partition_data out;
   out.partition_index = rt->partition;
   out.high_watermark = rt->log->high_watermark().value();
@@ -948,6 +958,7 @@ void broker_impl::serve_replica_fetch(size_t shard, const std::shared_ptr<partit
 void broker_impl::wake_replica_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
   (void)shard;
   if (rt->replica_waiters.empty()) return;
+  const base::cpu_scope cpu(base::cpu_activity::replicate_leader);   // parked reads answered (inside a produce's scope)
   auto waiting = std::move(rt->replica_waiters);
   rt->replica_waiters.clear();
   for (auto& w : waiting) {

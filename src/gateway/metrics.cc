@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 
 namespace ringlog::gateway {
@@ -93,6 +94,55 @@ void render_stages(std::string& out, std::string_view name, std::string_view hel
     out += fmt::format("{}_sum{{stage=\"{}\"}} {}\n{}_count{{stage=\"{}\"}} {}\n", name, label, h.sum_s, name, label,
                        h.count);
   }
+}
+
+/// CPU seconds, bytes and timed pieces of work by activity (base/cpu_accounting.h, issue 33):
+/// seconds over bytes is the CPU cost per byte produced, replicated (leader and follower side)
+/// and fetched.
+void render_cpu_activity(std::string& out) {
+  using base::cpu_activity;
+  using base::cpu_activity_snapshot;
+  struct family {
+    const char* name;
+    const char* help;
+    std::string (*value)(const cpu_activity_snapshot&);
+  };
+  static constexpr family families[] = {
+      {"ringlog_cpu_seconds_total", "Thread CPU time (user + system) spent on the activity's work (docs/metrics.md).",
+       [](const cpu_activity_snapshot& s) { return fmt::format("{:.6f}", static_cast<double>(s.cpu_ns) / 1e9); }},
+      {"ringlog_activity_bytes_total",
+       "Bytes the activity handled: record batches appended (produce, replicate_follower) or read for followers "
+       "(replicate_leader), Kafka Fetch answers written (fetch).",
+       [](const cpu_activity_snapshot& s) { return std::to_string(s.bytes); }},
+      {"ringlog_cpu_scopes_total",
+       "Pieces of work timed for the activity; each reads the thread's CPU clock twice (the accounting's own cost).",
+       [](const cpu_activity_snapshot& s) { return std::to_string(s.scopes); }},
+  };
+  constexpr cpu_activity activities[] = {cpu_activity::produce, cpu_activity::replicate_leader,
+                                         cpu_activity::replicate_follower, cpu_activity::fetch};
+  for (const family& f : families) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n", f.name, f.help, f.name);
+    for (cpu_activity a : activities) {
+      out += fmt::format("{}{{activity=\"{}\"}} {}\n", f.name, base::cpu_activity_label(a),
+                         f.value(base::read_cpu_activity(a)));
+    }
+  }
+}
+
+/// The families the broker's threads count lock-free (base/): the stage histograms of a produce
+/// and a fetch wake-up, and CPU per byte by activity.
+void render_broker_families(std::string& out) {
+  using base::latency_stage;
+  render_stages(out, "ringlog_produce_latency_seconds",
+                "Where a Kafka produce's time goes, per append (docs/metrics.md): queue (decoded -> the partition's "
+                "shard), append, fsync_wait (-> its group fdatasync submitted), fsync, replication_wait (acks=all), "
+                "total (decoded -> ack ready), sent (per request: read off the socket -> answer written to it).",
+                {latency_stage::produce_queue, latency_stage::produce_append, latency_stage::produce_fsync_wait, latency_stage::produce_fsync,
+                 latency_stage::produce_replication_wait, latency_stage::produce_total, latency_stage::produce_sent});
+  render_stages(out, "ringlog_fetch_wakeup_latency_seconds",
+                "Kafka long-poll fetches woken by the high watermark: wake-up -> answer handed to the connection.",
+                {latency_stage::fetch_wakeup});
+  render_cpu_activity(out);
 }
 
 }  // namespace
@@ -212,16 +262,7 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
   render_histogram(out, "ringlog_log_cleaner_step_duration_seconds",
                    "Time each log cleaner step held its shard's event loop (a bounded read, or one part of a swap).",
                    cleaner_step);
-  using base::latency_stage;
-  render_stages(out, "ringlog_produce_latency_seconds",
-                "Where a Kafka produce's time goes, per append (docs/metrics.md): queue (decoded -> the partition's "
-                "shard), append, fsync_wait (-> its group fdatasync submitted), fsync, replication_wait (acks=all), "
-                "total (decoded -> ack ready), sent (per request: read off the socket -> answer written to it).",
-                {latency_stage::produce_queue, latency_stage::produce_append, latency_stage::produce_fsync_wait, latency_stage::produce_fsync,
-                 latency_stage::produce_replication_wait, latency_stage::produce_total, latency_stage::produce_sent});
-  render_stages(out, "ringlog_fetch_wakeup_latency_seconds",
-                "Kafka long-poll fetches woken by the high watermark: wake-up -> answer handed to the connection.",
-                {latency_stage::fetch_wakeup});
+  render_broker_families(out);
   return out;
 }
 

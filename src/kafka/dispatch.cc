@@ -131,6 +131,12 @@ int16_t api_versions_body_error(int16_t api_version, std::span<const std::byte> 
 
 std::span<const handled_api> handled_apis() { return std::span<const handled_api>(apis.data(), apis_count); }
 
+std::optional<base::cpu_activity> data_activity(int16_t api_key) {
+  if (api_key == protocol::produce_request_data::api_key) return base::cpu_activity::produce;
+  if (api_key == protocol::fetch_request_data::api_key) return base::cpu_activity::fetch;
+  return std::nullopt;
+}
+
 const handled_api* find_handled_api(int16_t api_key) {
   for (size_t i = 0; i < apis_count; ++i) {
     if (apis[i].api_key == api_key) return &apis[i];
@@ -305,7 +311,10 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
                                                           h.client_id.value_or(""), std::string(client_host), principal,
                                                           h.request_api_key, std::make_shared<request_timing>()});
   ctx.timing->received_ns = base::monotonic_ns();
-  auto routed = route_api(h.request_api_key, body, ctx);
+  auto routed = [&] {
+    const base::cpu_scope cpu(data_activity(h.request_api_key));   // issue 33: a Produce's or Fetch's decode, dispatch
+    return route_api(h.request_api_key, body, ctx);
+  }();
   // request_percentage counts this (client_quotas.cc); an answer sent before now timed itself.
   ctx.timing->dispatch_ns.store(std::max<int64_t>(base::monotonic_ns() - ctx.timing->received_ns, 1),
                                 std::memory_order_release);

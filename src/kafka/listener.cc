@@ -97,6 +97,7 @@ struct connection : std::enable_shared_from_this<connection> {
     std::optional<response_frame> frame;
     size_t request_bytes = 0;
     int64_t produce_read_ns = 0;   // a Produce's base::monotonic_ns when read off the socket, else 0
+    std::optional<base::cpu_activity> activity;   // whose CPU writing the answer counts to (issue 33)
   };
   /// How far the frame at slots.front() has been sent (write_next / send_pieces): its memory
   /// bytes before `memory_sent`, its file pieces before `piece`, and `piece_sent` bytes of that one.
@@ -205,8 +206,11 @@ struct connection : std::enable_shared_from_this<connection> {
     if (gate && !pass_gate(*o)) return;
     const uint64_t seq = next_seq++;
     // Issue 32's "sent" stage: a Produce (api key 0, the frame's first two bytes) is timed to its write.
-    const bool produce = frame.size() >= 2 && frame[0] == std::byte{0} && frame[1] == std::byte{0};
-    slots.push_back(slot{false, std::nullopt, frame.size(), produce ? base::monotonic_ns() : 0});
+    const int16_t api_key = frame.size() >= 2 ? static_cast<int16_t>((std::to_integer<uint16_t>(frame[0]) << 8) |
+                                                                     std::to_integer<uint16_t>(frame[1]))
+                                              : int16_t{-1};
+    const bool produce = api_key == 0;
+    slots.push_back(slot{false, std::nullopt, frame.size(), produce ? base::monotonic_ns() : 0, data_activity(api_key)});
     held_bytes += frame.size();
     int64_t throttle_ms = 0;
     auto handled =
@@ -246,7 +250,7 @@ struct connection : std::enable_shared_from_this<connection> {
     }
     ++next_seq;
     held_bytes += d.frame.size();
-    slots.push_back(slot{true, response_frame(std::move(d.frame)), 0, 0});
+    slots.push_back(slot{true, response_frame(std::move(d.frame)), 0, 0, std::nullopt});
     if (d.what == detail::sasl_gate::action::answer_and_close) {
       close_after_delay(o, d.reason);
       write_next();
@@ -358,6 +362,7 @@ struct connection : std::enable_shared_from_this<connection> {
     }
     if (writing || closed || slots.empty() || !slots.front().ready) return;
     writing = true;
+    const base::cpu_scope cpu(slots.front().activity);   // Asio tries the write at once: it counts here
     if (!slots.front().frame->file_pieces.empty()) {
       cursor = send_cursor{};
       send_pieces();
@@ -380,6 +385,9 @@ struct connection : std::enable_shared_from_this<connection> {
     writing = false;
     last_active = std::chrono::steady_clock::now();
     held_bytes -= slots.front().frame->size_bytes();
+    if (slots.front().activity == base::cpu_activity::fetch) {
+      base::count_activity_bytes(base::cpu_activity::fetch, slots.front().frame->size_bytes());
+    }
     if (slots.front().produce_read_ns != 0) {
       base::observe_latency_since(base::latency_stage::produce_sent, slots.front().produce_read_ns);
     }
@@ -396,6 +404,7 @@ struct connection : std::enable_shared_from_this<connection> {
   /// buffer is full. One frame at a time (`writing`), so answers never interleave.
   void send_pieces() {
     if (closed) return;
+    const base::cpu_scope cpu(slots.front().activity);
     response_frame& f = *slots.front().frame;
     size_t sent_this_turn = 0;
     while (true) {

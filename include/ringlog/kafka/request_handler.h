@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ringlog/base/clock.h"
+#include "ringlog/base/cpu_accounting.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/io/file.h"
 #include "ringlog/protocol/frame.h"
@@ -81,6 +82,9 @@ struct handled_api {
 std::span<const handled_api> handled_apis();
 /// The entry of `api_key`, or nullptr when the listener does not serve it.
 const handled_api* find_handled_api(int16_t api_key);
+/// The activity whose CPU a request of `api_key` counts to (base/cpu_accounting.h, issue 33):
+/// produce for Produce, fetch for Fetch, none for the other apis.
+std::optional<base::cpu_activity> data_activity(int16_t api_key);
 
 /// Bytes of a file that a response frame sends by reference, spliced in at `memory_position`
 /// (0..memory.size()) of the frame's in-memory bytes.

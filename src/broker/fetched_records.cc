@@ -1,0 +1,69 @@
+// decode_fetched_records (broker_impl.h): a fetch's whole v2 batches -> the records a consumer
+// is handed (read_for_fetch, the delay scheduler, a forwarded fetch's answer).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker_impl.h"
+#include "ringlog/codec/record_batch.h"
+#include "ringlog/storage/txn_index.h"
+
+namespace ringlog::broker::detail {
+
+result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
+                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out,
+                                      const std::vector<aborted_transaction>* aborted, model::offset* next_offset) {
+  // max_bytes bounds the records handed out (key + value + header bytes), not only whole
+  // batches: a large batch is cut after the record that passes the limit, and the first record
+  // is always returned so a consumer is never stuck behind a record larger than max_bytes.
+  size_t returned_bytes = 0;
+  size_t pos = 0;
+  std::optional<storage::aborted_txn_filter> filter;
+  if (aborted != nullptr) {
+    std::vector<storage::aborted_txn_entry> entries;
+    for (const auto& a : *aborted) entries.push_back({a.producer_id, a.first_offset, a.first_offset, a.first_offset});
+    filter.emplace(std::move(entries));
+  }
+  while (pos < batches.size()) {
+    auto header = codec::decode_header(batches.subspan(pos));
+    if (!header.ok() || header->size_bytes() > batches.size() - pos) {
+      return error{errc::corrupt_message, "fetched batch at byte " + std::to_string(pos) + " is unreadable"};
+    }
+    bool keep = !header->is_control();
+    if (filter) {
+      std::optional<codec::control_type> marker;
+      if (header->is_control() && header->producer.value() >= 0) {
+        auto records = codec::decode_records(batches.subspan(pos, header->size_bytes()));
+        if (!records.ok() || records->empty()) return error{errc::corrupt_message, "fetched control batch is unreadable"};
+        auto m = codec::decode_control_record(records->front());
+        if (!m.ok()) return error{errc::corrupt_message, m.error().message};
+        marker = m->type;
+      }
+      keep = filter->keep(header.value(), marker);
+    }
+    if (keep) {
+      auto records = codec::decode_records(batches.subspan(pos, header->size_bytes()));
+      if (!records.ok()) return error{errc::corrupt_message, records.error().message};
+      for (auto& r : records.value()) {
+        if (r.record_offset < fetch_offset || r.record_offset >= high_watermark) continue;
+        size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+        for (const auto& h : r.headers) bytes += h.key.size() + (h.value ? h.value->size() : 0);
+        if (!out.empty() && returned_bytes + bytes > static_cast<size_t>(max_bytes)) {
+          if (next_offset != nullptr) *next_offset = out.back().record_offset + 1;
+          return returned_bytes;
+        }
+        returned_bytes += bytes;
+        out.push_back(std::move(r));
+      }
+    }
+    // Every record of this batch below the bound was returned or is not for this reader.
+    if (next_offset != nullptr) {
+      *next_offset = std::max(*next_offset, std::min(header->last_offset() + 1, high_watermark));
+    }
+    pos += header->size_bytes();
+  }
+  return returned_bytes;
+}
+
+}  // namespace ringlog::broker::detail
