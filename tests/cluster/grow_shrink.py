@@ -43,7 +43,7 @@ KILL_TARGETS = ("adding", "removing", "leader", "controller", "node")
 # loaded 2-core machine, short enough for the whole plan to fit about a minute.
 ADD_AT_S = (3.0, 6.0)              # after the workload starts
 REBALANCE_AFTER_S = (2.0, 5.0)     # after broker N+1 is unfenced everywhere
-KILL_AFTER_S = (0.0, 1.5)          # after the rebalance was answered: the moves are under way
+KILL_AFTER_S = (0.0, 1.0)          # after the rebalance was answered: the moves are under way
 KILL_HOLD_S = (3.0, 8.0)
 CANCEL_WHILE_DOWN_P = 0.75         # else the cancel comes after the restart
 CANCEL_AFTER_S = (0.3, 2.5)        # after the kill (while down) or after the restart
