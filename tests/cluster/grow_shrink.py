@@ -64,6 +64,7 @@ MOVES_DEADLINE_S = 120.0            # every reassignment of a rebalance finished
 DECOMMISSION_DEADLINE_S = 180.0     # the remove-broker task reaches SUCCESS
 UNREGISTERED_DEADLINE_S = 30.0
 REFUSED_START_DEADLINE_S = 60.0     # a decommissioned broker started again exits by itself
+CANCEL_SETTLE_DEADLINE_S = 20.0     # a cancelled move gone from the voters' images (metadata propagation)
 CONFLICT_RETRIES_MAX = 30           # 409 "reassignments under way" answers retried, 1 s apart
 POLL_S = 0.5
 REFUSAL_TEXT = "was decommissioned"
@@ -305,11 +306,24 @@ class GrowShrink(nemesis.Nemesis):
     def cancel(self, stop_event):
         before = self.reassignments()
         status, answer = self.call("DELETE", "/rebalance", ok_statuses=(200,))
+        answered = time.monotonic()
         after = self.reassignments()
         self.note("cancel", status=status, cancelled=answer.get("cancelled"), under_way_before=before,
-                  under_way_after=after)
+                  under_way_just_after=after)
         if answer.get("kind") != "KafkaRebalanceCancel" or not isinstance(answer.get("cancelled"), int):
             raise StepFailed(f"cancel answer is not a KafkaRebalanceCancel: {str(answer)[:300]}")
+        # The moves cancelled end (the voter asked next may apply the cancel a moment later).
+        cancelled = {(r["topic_name"], r["partition_id"]) for r in before or []}
+        while True:
+            now = self.reassignments()
+            left = sorted(k for k in cancelled if now is None or k in {(r["topic_name"], r["partition_id"]) for r in now})
+            if not left:
+                break
+            if time.monotonic() - answered > CANCEL_SETTLE_DEADLINE_S:
+                raise StepFailed(f"moves still listed {CANCEL_SETTLE_DEADLINE_S:.0f}s after the cancel: {left}")
+            self.sleep(stop_event, POLL_S)
+        self.note("cancel-settled", after_s=round(time.monotonic() - answered, 2),
+                  partitions_back=len(cancelled))
 
     def decommission(self, stop_event):
         new = self.plan.new_node

@@ -314,7 +314,7 @@ def test_the_plan_plays_every_step_in_order_against_a_cluster_that_keeps_the_con
     got = steps(history)
     assert all(ok for _s, ok in got), "\n".join(lines)
     names = [s for s, _ok in got]
-    assert names[:6] == ["add-broker", "broker-unfenced", "rebalance", "kill", "cancel", "restart"], names
+    assert names[:7] == ["add-broker", "broker-unfenced", "rebalance", "kill", "cancel", "cancel-settled", "restart"], names
     assert names[-3:] == ["decommissioned", "stop-decommissioned", "restart-decommissioned"], names
     assert "moves-done" in names and names.count("kill") == 2 and names.count("rebalance") == 2
     kill = next(e for e in history.events if e.get("step") == "kill")
