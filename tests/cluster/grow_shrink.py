@@ -8,7 +8,11 @@ history (event "admin-step") and the run log with what was asked and what the cl
                      (its own namespace when the harness has them); wait until every node lists it
                      unfenced; from then on clients may route through it and pollers ask it too
   2. rebalance       POST /v3/clusters/{c}/rebalance {} (the plan's moves are logged)
-  3. kill            kill -9 a broker while those moves are under way: one the moves add a replica
+  3. kill            (first, for most seeds, the new broker is paused with SIGSTOP as soon as the
+                     rebalance answers: a slow new broker, so that the moves onto it are held
+                     mid-way; moves of this workload's few MB end within 0.1 s otherwise; it is
+                     continued with the restart below)
+                     kill -9 a broker while those moves are under way: one the moves add a replica
                      to, one they remove a replica from, the leader of a moving partition, the active
                      controller, or a broker named by the seed (resolved when it happens, printed);
                      restarted after its hold
@@ -50,6 +54,7 @@ REBALANCE_AFTER_S = (2.0, 5.0)     # after broker N+1 is unfenced everywhere
 KILL_AFTER_S = (0.0, 0.3)          # after the rebalance was answered: the moves are under way
 KILL_HOLD_S = (3.0, 8.0)
 CANCEL_WHILE_DOWN_P = 0.75         # else the cancel comes after the restart
+PAUSE_NEW_BROKER_P = 0.8           # the new broker paused (SIGSTOP) from the rebalance to the restart
 CANCEL_AFTER_S = (0.2, 1.5)        # after the kill (while down) or after the restart
 REBALANCE_AGAIN_AFTER_S = (1.0, 4.0)
 DECOMMISSION_AFTER_S = (2.0, 5.0)
@@ -77,6 +82,7 @@ class Plan:
     new_node: int
     add_at_s: float
     rebalance_after_s: float
+    pause_new_broker: bool      # SIGSTOP the new broker right after the first rebalance's answer
     kill_target: str            # one of KILL_TARGETS
     kill_node: int              # the node for kill_target "node"
     kill_after_s: float
@@ -94,7 +100,9 @@ class Plan:
         kill = f"node {self.kill_node}" if self.kill_target == "node" else self.kill_target
         lines = [
             f"t={self.add_at_s:5.1f}s  add-broker {self.new_node} (process.roles=broker)",
-            f"+{self.rebalance_after_s:4.1f}s once it is unfenced: rebalance (POST {{}})",
+            f"+{self.rebalance_after_s:4.1f}s once it is unfenced: rebalance (POST {{}})"
+            + (f"; at its answer pause broker {self.new_node} (SIGSTOP, continued with the restart)"
+               if self.pause_new_broker else ""),
             f"+{self.kill_after_s:4.1f}s kill -9 {kill} (a broker of the moves under way), restart after {self.kill_hold_s:.1f}s",
             f"+{self.cancel_after_s:4.1f}s after the {'kill (still down)' if self.cancel_while_down else 'restart'}: "
             f"cancel the moves (DELETE rebalance)",
@@ -117,6 +125,7 @@ def make_plan(seed, voters, new_node):
     nodes = sorted(voters) + [new_node]
     plan = Plan(seed=seed, new_node=new_node,
                 add_at_s=round(u(*ADD_AT_S), 1), rebalance_after_s=round(u(*REBALANCE_AFTER_S), 1),
+                pause_new_broker=rng.random() < PAUSE_NEW_BROKER_P,
                 kill_target=rng.choices(KILL_TARGETS, weights=KILL_TARGET_WEIGHTS)[0], kill_node=rng.choice(nodes),
                 kill_after_s=round(u(*KILL_AFTER_S), 1), kill_hold_s=round(u(*KILL_HOLD_S), 1),
                 cancel_while_down=rng.random() < CANCEL_WHILE_DOWN_P, cancel_after_s=round(u(*CANCEL_AFTER_S), 1),
@@ -253,12 +262,21 @@ class GrowShrink(nemesis.Nemesis):
         self.note("kill", node=node_id, why=why, incarnation=self.cluster.node(node_id).incarnation)
 
     def restart_killed(self):
-        """Starts every killed node again (and any node that exited by itself: a crash event)."""
+        """Starts every killed node again (and any node that exited by itself: a crash event),
+        continues a paused one."""
         self.nodes = sorted(self.cluster.nodes)
         started = sorted(self.killed)
+        continued = sorted(self.paused - self.killed)
         self.heal()
-        if started:
-            self.note("restart", nodes=started)
+        if started or continued:
+            self.note("restart", nodes=started, continued=continued)
+
+    def pause_new_broker(self):
+        new = self.plan.new_node
+        self.cluster.node(new).pause()
+        self.paused.add(new)
+        self.note("pause", node=new, why="a slow new broker (SIGSTOP): the moves onto it wait, so the kill and "
+                                         "the cancel land mid-move")
 
     def leaders(self):
         self.router.refresh()
@@ -419,6 +437,8 @@ class GrowShrink(nemesis.Nemesis):
             step = "rebalance"
             self.sleep(stop_event, p.rebalance_after_s)
             moves = self.rebalance(stop_event, "first")
+            if p.pause_new_broker:
+                self.pause_new_broker()
             step = "kill"
             self.sleep(stop_event, p.kill_after_s)
             self.kill_mid_moves(stop_event, moves)

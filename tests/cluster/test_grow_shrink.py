@@ -24,7 +24,7 @@ def test_the_same_seed_gives_the_same_plan_and_other_seeds_others():
 
 
 def test_plans_stay_in_their_ranges_and_cover_every_choice():
-    targets, while_down, decommission_kills = set(), set(), set()
+    targets, while_down, decommission_kills, pauses = set(), set(), set(), set()
     for seed in range(200):
         p = grow_shrink.make_plan(seed, VOTERS, 4)
         assert grow_shrink.ADD_AT_S[0] <= p.add_at_s <= grow_shrink.ADD_AT_S[1]
@@ -38,8 +38,9 @@ def test_plans_stay_in_their_ranges_and_cover_every_choice():
         targets.add(p.kill_target)
         while_down.add(p.cancel_while_down)
         decommission_kills.add(p.decommission_kill is not None)
+        pauses.add(p.pause_new_broker)
     assert targets == set(grow_shrink.KILL_TARGETS)
-    assert while_down == {True, False} and decommission_kills == {True, False}
+    assert while_down == {True, False} and decommission_kills == {True, False} and pauses == {True, False}
 
 
 def test_kill_targets_resolve_to_the_brokers_of_the_moves():
@@ -208,6 +209,7 @@ class FakeNode:
 
     def kill(self):
         self.alive = False
+        self.paused = False
         self.exit_code = None
 
     def stop(self):
@@ -223,8 +225,11 @@ class FakeNode:
         else:
             self.alive = True
 
+    def pause(self):
+        self.paused = True
+
     def resume(self):
-        pass
+        self.paused = False
 
     def log_tail(self, chars=3000):
         return ""
@@ -309,12 +314,13 @@ def steps(history):
 
 
 def test_the_plan_plays_every_step_in_order_against_a_cluster_that_keeps_the_contract(tmp_path, monkeypatch):
-    plan = fast_plan(3, kill_target="adding", cancel_while_down=True, decommission_kill="2")
+    plan = fast_plan(3, pause_new_broker=True, kill_target="adding", cancel_while_down=True, decommission_kill="2")
     g, admin, history, cluster, added, lines = play(tmp_path, monkeypatch, plan)
     got = steps(history)
     assert all(ok for _s, ok in got), "\n".join(lines)
     names = [s for s, _ok in got]
-    assert names[:7] == ["add-broker", "broker-unfenced", "rebalance", "kill", "cancel", "cancel-settled", "restart"], names
+    assert names[:8] == ["add-broker", "broker-unfenced", "rebalance", "pause", "kill", "cancel", "cancel-settled",
+                         "restart"], names
     assert names[-3:] == ["decommissioned", "stop-decommissioned", "restart-decommissioned"], names
     assert "moves-done" in names and names.count("kill") == 2 and names.count("rebalance") == 2
     kill = next(e for e in history.events if e.get("step") == "kill")
@@ -331,12 +337,13 @@ def test_the_plan_plays_every_step_in_order_against_a_cluster_that_keeps_the_con
 def test_a_decommission_that_never_finishes_is_an_admin_anomaly(tmp_path, monkeypatch):
     monkeypatch.setattr(grow_shrink, "DECOMMISSION_DEADLINE_S", 0.5)
     monkeypatch.setattr(FakeAdmin, "answer", stuck_decommission(FakeAdmin.answer))
-    plan = fast_plan(4, cancel_while_down=False, decommission_kill=None)
+    plan = fast_plan(4, pause_new_broker=True, kill_target="controller", cancel_while_down=False, decommission_kill=None)
     g, _admin, history, cluster, _added, lines = play(tmp_path, monkeypatch, plan)
     assert g.failed_steps == ["decommission"], "\n".join(lines)
     found = checker.check_admin({"events": history.events})
     assert len(found) == 1 and "not SUCCESS after" in found[0]["error"]
     assert 4 in cluster.nodes                  # not retired: it still holds replicas
+    assert not cluster.nodes[4].paused         # continued with the restart
 
 
 def stuck_decommission(answer):
