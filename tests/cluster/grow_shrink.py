@@ -177,6 +177,7 @@ class GrowShrink(nemesis.Nemesis):
         self.done = False
         self.failed_steps = []
         self.last_moves = []
+        self.answered_by = None
         # Which voter an admin call goes through: its own stream, so that the number of polls
         # does not change how kill targets resolve (self.rng, the nemesis').
         self.admin_rng = random.Random(seed ^ 0xAD31)
@@ -199,7 +200,7 @@ class GrowShrink(nemesis.Nemesis):
         return self.cluster.node(self.admin_rng.choice(voters))
 
     def call(self, method, path, body=None, ok_statuses=(200, 202), retry_conflict=False):
-        """One admin call through a live voter: (status, json). Connection errors and 5xx are tried on
+        """One admin call through a live voter: (status, json); self.answered_by names the voter. Connection errors and 5xx are tried on
         another voter (up to 3 tries); 409 is retried when asked (reassignments under way)."""
         tries = 0
         conflicts = 0
@@ -230,6 +231,7 @@ class GrowShrink(nemesis.Nemesis):
                 continue
             if r.status_code not in ok_statuses:
                 raise StepFailed(f"{method} {path} via node {node.node_id}: {r.status_code} {r.text[:300]}")
+            self.answered_by = node.node_id
             return r.status_code, answer
 
     def reassignments(self):
@@ -312,22 +314,26 @@ class GrowShrink(nemesis.Nemesis):
 
     def kill_mid_moves(self, stop_event, moves):
         under_way = self.reassignments()
+        listed_by = self.answered_by
         pool = under_way if under_way else moves
         candidates = kill_candidates(self.plan.kill_target, pool, self.leaders(), self.cluster.controller(),
                                      self.plan.kill_node)
         candidates = [c for c in candidates if c in self.cluster.nodes]
         node = self.rng.choice(candidates) if candidates else self.rng.choice(sorted(self.cluster.nodes))
-        self.kill(node, why=f"{self.plan.kill_target} of the moves; reassignments under way just before: "
-                            f"{under_way if under_way is not None else 'no answer'}")
+        self.kill(node, why=f"{self.plan.kill_target} of the moves; reassignments under way just before "
+                            f"(as node {listed_by} lists them): {under_way if under_way is not None else 'no answer'}")
         return node
 
     def cancel(self, stop_event):
         before = self.reassignments()
+        before_from = self.answered_by
         status, answer = self.call("DELETE", "/rebalance", ok_statuses=(200,))
+        cancelled_by = self.answered_by
         answered = time.monotonic()
         after = self.reassignments()
-        self.note("cancel", status=status, cancelled=answer.get("cancelled"), under_way_before=before,
-                  under_way_just_after=after)
+        self.note("cancel", status=status, cancelled=answer.get("cancelled"), via=cancelled_by,
+                  under_way_before=before, listed_by=before_from, under_way_just_after=after,
+                  listed_after_by=self.answered_by)
         if answer.get("kind") != "KafkaRebalanceCancel" or not isinstance(answer.get("cancelled"), int):
             raise StepFailed(f"cancel answer is not a KafkaRebalanceCancel: {str(answer)[:300]}")
         # The moves cancelled end (the voter asked next may apply the cancel a moment later).
@@ -424,7 +430,9 @@ class GrowShrink(nemesis.Nemesis):
         node.kill()   # reaps it (or kills it when it kept running)
         lines = text.strip().splitlines()
         line = next((ln for ln in lines if REFUSAL_TEXT in ln), lines[-1] if lines else "")
-        self.note("restart-decommissioned", ok=code not in (None, 0) and named, node=new, exit_code=code,
+        # Refused: it exits by itself with an error status (a signal, e.g. -11, is a crash, not a
+        # refusal) and names the decommission.
+        self.note("restart-decommissioned", ok=code is not None and code > 0 and named, node=new, exit_code=code,
                   refusal_named=named, line=line[:300])
 
     def run(self, stop_event):
