@@ -25,7 +25,8 @@ history (event "admin-step") and the run log with what was asked and what the cl
                      task_status is SUCCESS; optionally (seed) kill -9 a voter during the drain, restarted
                      after its hold; the broker is then gone from every node's brokers list
   7. retire          SIGTERM the decommissioned broker (it must exit 0), then start it once more: it
-                     must exit by itself naming the decommission ("node N was decommissioned")
+                     must exit by itself, with an error status (a signal is a crash), naming the
+                     decommission ("node N was decommissioned")
 
 A step whose answer breaks the contract (http-api routes of issue 33), or that does not finish
 within its deadline, is recorded with ok=false: the checker counts it as an `admin` anomaly. The
