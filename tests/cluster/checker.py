@@ -20,6 +20,12 @@ History shape (what workload.py records; tests/cluster/test_checker.py builds sy
       "converged": bool,
       "above_hw": {"<p>": {"<node>": [[offset, value], ...]}}   (optional: replicas' records at or
                   above the final high watermark; a lost write found there is annotated, still lost)
+      "expected_placement": {"replication_factor": int, "excluded": [broker ids]}   (optional: plans
+                  that move replicas, e.g. grow-shrink; excluded: brokers decommissioned)
+      "placement": {"<p>": {"replicas": [ids], "in_sync": [ids], "reassigning": bool} or None}
+                  (optional: each partition's final replica set as its leader describes it)
+      "strays": {"<p>": [node ids]}   (optional: partition directories on brokers outside its final
+                  replica set, left out of the replica comparison; noted)
     }
 
 Rules (issue 13, "Test bed and checker"; design.md section 1):
@@ -51,6 +57,10 @@ Rules (issue 13, "Test bed and checker"; design.md section 1):
   was stored anyway.
 - crash: a broker process exited without being told to (an assertion, a fatal error), or a
   SIGTERM at the end did not stop it with status 0 ("events": node-crashed, node-stop-status).
+- placement (plans that move replicas): a partition ends with another number of replicas than its
+  replication factor, on a decommissioned broker, or still being reassigned.
+- admin (plans with admin steps): an admin call answered outside its contract, or a task (moves,
+  a decommission) that did not finish within its deadline ("events": admin-step with ok false).
 Writes whose outcome is unknown (timeouts, resets, 5xx) may or may not be present: no rule.
 """
 import bisect
@@ -58,7 +68,7 @@ import collections
 import re
 
 ANOMALY_KINDS = ("lost", "read-then-gone", "inconsistent-offset", "reorder", "hw-regression", "end-below-ack",
-                 "divergence", "duplicate", "phantom", "failed-present", "crash")
+                 "divergence", "duplicate", "phantom", "failed-present", "crash", "placement", "admin")
 # Examples listed per kind in the printed verdict; the counts are always complete.
 EXAMPLES_PRINTED_MAX = 10
 
@@ -361,6 +371,39 @@ def check_divergence(history):
     return out
 
 
+def check_placement(history):
+    """placement: each partition's final replica set against the expected replication factor and
+    the decommissioned brokers. A partition nobody described at the end is not judged (noted)."""
+    expected = history.get("expected_placement")
+    placement = history.get("placement")
+    if not expected or placement is None:
+        return []
+    rf = expected["replication_factor"]
+    excluded = set(expected.get("excluded", []))
+    out = []
+    for p in history["partitions"]:
+        pl = placement.get(str(p))
+        if pl is None:
+            continue
+        problems = []
+        replicas = set(pl["replicas"])
+        if len(replicas) != rf:
+            problems.append(f"{len(replicas)} replicas {sorted(replicas)}, replication factor {rf}")
+        if replicas & excluded:
+            problems.append(f"still on decommissioned broker(s) {sorted(replicas & excluded)}")
+        if pl.get("reassigning"):
+            problems.append("still being reassigned")
+        if problems:
+            out.append({"partition": p, "replicas": sorted(replicas), "in_sync": sorted(pl.get("in_sync", [])),
+                        "problems": problems})
+    return out
+
+
+def check_admin(history):
+    return [{k: v for k, v in e.items() if k != "event"} for e in history.get("events", [])
+            if e.get("event") == "admin-step" and e.get("ok") is False]
+
+
 def check(history, min_acked=1):
     """Runs every rule. Returns {"anomalies": {kind: [..]}, "stats": {...}, "verdict": str, "notes": [..]}."""
     lost, gone, failed_present = check_lost_and_gone(history)
@@ -378,6 +421,8 @@ def check(history, min_acked=1):
         "failed-present": failed_present,
         "crash": [{k: v for k, v in e.items() if k != "log_tail"} for e in history.get("events", [])
                   if e.get("event") in ("node-crashed", "node-stop-status")],
+        "placement": check_placement(history),
+        "admin": check_admin(history),
     }
     status = collections.Counter(w["status"] for w in history["writes"])
     present = set()
@@ -417,6 +462,14 @@ def check(history, min_acked=1):
     if not history.get("converged", False):
         notes.append("the cluster did not converge after healing (a leader for every partition and every "
                      "replica in sync): missing replicas were not judged")
+    placement = history.get("placement")
+    if history.get("expected_placement") and placement is not None:
+        undescribed = [p for p in history["partitions"] if placement.get(str(p)) is None]
+        if undescribed:
+            notes.append(f"no final replica set for partitions {undescribed}: their placement was not judged")
+    strays = {p: nodes for p, nodes in (history.get("strays") or {}).items() if nodes}
+    if strays:
+        notes.append(f"partition directories on brokers outside the final replica sets (not compared): {strays}")
     found = sum(len(v) for v in anomalies.values())
     if found:
         verdict = "INVALID"

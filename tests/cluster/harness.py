@@ -292,6 +292,7 @@ class Node:
         self.extra_sets = list(extra_sets)
         self.proc = None
         self.paused = False
+        self.retired = False     # decommissioned (grow_shrink.py): pollers leave it alone
         self.incarnation = 0
         self._log = None
         self._lock = threading.Lock()
@@ -424,13 +425,82 @@ class Cluster:
         self.run_dir = pathlib.Path(run_dir)
         self.network = network
         voters = ",".join(f"{i}@{network.address(i)}:{network.cluster_port(i)}" for i in range(1, size + 1))
+        self.voters = set(range(1, size + 1))
+        self.voters_spec = voters
+        self.extra_sets = list(extra_sets)
+        # Replaced, never changed in place: client and poller threads iterate it while a plan adds
+        # or retires a broker (grow_shrink.py).
         self.nodes = {i: Node(i, network, binary, self.run_dir, voters, extra_sets) for i in range(1, size + 1)}
+        self.retired = {}   # decommissioned brokers: out of `nodes`, still torn down and read from disk
         self._cluster_id = None
         self._torn_down = False
         atexit.register(self.teardown)
 
     def node(self, node_id):
-        return self.nodes[node_id]
+        return self.nodes[node_id] if node_id in self.nodes else self.retired[node_id]
+
+    def add_broker(self, node_id, deadline_s):
+        """Starts node `node_id` with process.roles=broker and the voters' controller.quorum.voters
+        (a raft observer, as tests/integration/test_add_broker.py does); returns it once it answers
+        /v1/health and every node lists it unfenced. The network must have room for it (its
+        namespace or ports were made with the others)."""
+        if node_id in self.nodes or node_id in self.retired:
+            raise ValueError(f"node {node_id} exists already")
+        node = Node(node_id, self.network, self.binary, self.run_dir, self.voters_spec,
+                    [*self.extra_sets, "process.roles=broker"])
+        node.start()
+        everyone = [*self.nodes.values(), node]
+
+        def joined():
+            if node.exited() is not None:
+                raise RuntimeError(f"broker {node_id} exited with {node.exited()}:\n{node.log_tail()}")
+            if not node.healthy():
+                return False
+            for n in everyone:
+                if not n.running() or n.paused:
+                    continue
+                b = self.brokers(n)
+                if b is None or b.get(node_id, {}).get("state") != "unfenced":
+                    return False
+            return True
+        try:
+            wait_until(joined, deadline_s, f"broker {node_id} healthy and unfenced on every node", 0.25)
+        finally:
+            self.nodes = {**self.nodes, node_id: node}
+        return node
+
+    def retire(self, node_id):
+        """Takes a decommissioned broker out of `nodes` (clients and pollers stop using it); its
+        process is left as it is (the caller stops it)."""
+        node = self.nodes[node_id]
+        node.retired = True
+        self.nodes = {k: v for k, v in self.nodes.items() if k != node_id}
+        self.retired = {**self.retired, node_id: node}
+        return node
+
+    def all_nodes(self):
+        """Every node this run started, retired ones included: {id: Node}."""
+        return {**self.retired, **self.nodes}
+
+    def brokers(self, node):
+        """{broker_id: broker json} as `node` lists them, or None when it does not answer."""
+        try:
+            r = requests.get(self.v3(node, "/brokers"), timeout=2)
+            if r.status_code != 200:
+                return None
+            return {b["broker_id"]: b for b in r.json()["data"]}
+        except (requests.RequestException, ValueError, KeyError, TypeError):
+            return None
+
+    def reassignments(self, node, timeout_s=2.0):
+        """[reassignment json] under way as `node`'s image shows them, or None."""
+        try:
+            r = requests.get(self.v3(node, "/topics/-/partitions/-/reassignment"), timeout=timeout_s)
+            if r.status_code != 200:
+                return None
+            return r.json()["data"]
+        except (requests.RequestException, ValueError, KeyError):
+            return None
 
     def live(self):
         return [n for n in self.nodes.values() if n.running() and not n.paused]
@@ -575,7 +645,7 @@ class Cluster:
             self.network.set_blocked(set()) if self.network.supports_partitions else None
         except Exception:
             pass
-        for n in self.nodes.values():
+        for n in self.all_nodes().values():
             try:
                 n.resume()
                 n.kill()

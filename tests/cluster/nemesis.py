@@ -119,7 +119,9 @@ def make_schedule(seed, duration_s, nodes, partitions, kinds):
 # its high watermark is established (KIP-207).
 ISOLATE_LEADER_HOLD_S = (2.5, 3.5)
 ISOLATE_LEADER_QUIET_S = (3.0, 5.0)
-PLANS = ("random", "isolate-leader")
+# grow-shrink (issue 33): a broker-only node added, rebalances, a kill and a cancel mid-move, the node
+# decommissioned again: admin steps rather than faults (grow_shrink.py).
+PLANS = ("random", "isolate-leader", "grow-shrink")
 
 
 def isolate_leader_schedule(seed, duration_s, partitions):

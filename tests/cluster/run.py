@@ -15,6 +15,8 @@ are stopped and every replica's segment files are read from disk; checker.py jud
   tests/cluster/run.py --bin build-broken/src/app/ringlog --expect-anomaly   # a negative control
   tests/cluster/run.py --check-only /tmp/ringlog-cluster-12-...              # re-judge a saved history
   tests/cluster/run.py --plan isolate-leader --seed 27 --seconds 24         # KAFKA-2334 (meson: cluster-end-offsets)
+  tests/cluster/run.py --plan grow-shrink --seed 5                          # issue 33: add a broker, rebalance,
+                                                                            # kill and cancel mid-move, decommission
 
 Exit status: 0 every schedule VALID; 1 an anomaly (INVALID); 2 INCONCLUSIVE (no anomaly, but too
 few acknowledged writes or the cluster did not converge); 3 the harness failed; 77 the plan needs
@@ -42,6 +44,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import checker    # noqa: E402
+import grow_shrink  # noqa: E402
 import harness    # noqa: E402
 import nemesis    # noqa: E402
 import segments   # noqa: E402
@@ -53,7 +56,14 @@ CONVERGE_STABLE_CHECKS = 3           # the same converged view this many times i
 FINAL_READ_MAX_BYTES = 1024 * 1024
 PRODUCER_JOIN_S = 20.0
 EXIT_SKIPPED = 77                    # meson's "skipped": the plan cannot run on this machine
-ABOVE_HW_KEPT_MAX = 10000            # records per replica kept from above the final high watermark               # in-flight produce requests end within their read timeout
+ABOVE_HW_KEPT_MAX = 10000            # records per replica kept from above the final high watermark
+# grow-shrink: the workload runs until the plan's last step (at least --seconds); a plan still
+# going this long after --seconds is stopped (its step is recorded as not finished).
+PLAN_OVERRUN_MAX_S = 420.0
+# Defaults that depend on the plan: grow-shrink wants more partitions than brokers (4 at its
+# largest), so that a rebalance has replicas and leaderships to give the new broker.
+PLAN_DEFAULTS = {"grow-shrink": {"partitions": 8, "keys": 16}}
+DEFAULTS = {"partitions": 3, "keys": 12}
 
 
 def parse_args(argv):
@@ -68,16 +78,18 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=None, help="seed of the first schedule (schedule i: seed+i); "
                                                            "default: random, printed")
     ap.add_argument("--nodes", type=int, default=3)
-    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--partitions", type=int, default=None, help="3 (grow-shrink: 8)")
     ap.add_argument("--replication-factor", type=int, default=3)
     ap.add_argument("--min-insync-replicas", type=int, default=2)
     ap.add_argument("--topic-config", action="append", default=[], metavar="NAME=VALUE",
                     help="another topic config at creation (repeatable)")
-    ap.add_argument("--keys", type=int, default=12)
+    ap.add_argument("--keys", type=int, default=None, help="12 (grow-shrink: 16)")
     ap.add_argument("--rate", type=float, default=150.0, help="writes per second, all producers together (a cap)")
     ap.add_argument("--plan", choices=nemesis.PLANS, default="random",
                     help="random: faults of --faults at random; isolate-leader: a partition leader cut off from "
-                         "the other brokers for about 3 s, healed, again (KAFKA-2334; needs network namespaces)")
+                         "the other brokers for about 3 s, healed, again (KAFKA-2334; needs network namespaces); "
+                         "grow-shrink: a broker-only node added, rebalance, kill -9 and cancel mid-move, "
+                         "rebalance again, the node decommissioned (issue 33; --seconds is a minimum)")
     ap.add_argument("--faults", default=",".join(nemesis.ALL_KINDS),
                     help=f"fault kinds to schedule, comma-separated (from {','.join(nemesis.ALL_KINDS)}; "
                          "the harness self-test `wipe` only when named), or none")
@@ -101,6 +113,9 @@ def parse_args(argv):
     ap.add_argument("--cleanup", action="store_true",
                     help="remove namespaces and bridges left by killed runs, then exit")
     args = ap.parse_args(argv)
+    for name, value in {**DEFAULTS, **PLAN_DEFAULTS.get(args.plan, {})}.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     if args.smoke:
         args.seconds = args.seconds or 40.0
         args.converge_seconds = min(args.converge_seconds, 40.0)
@@ -136,11 +151,21 @@ class Log:
             self.file.close()
 
 
-def converged_view(cluster, partitions, replication_factor):
+def converged_view(cluster, partitions, replication_factor, moves=False):
     """{p: {"leader", "leader_epoch", "high_watermark"}} when every node agrees on each partition's
     leader and epoch, every replica is in sync, the leader's high watermark is its log end and every
-    replica's own log end (its /metrics) equals it; else None."""
+    replica's own log end (its /metrics) equals it; else None.
+
+    The replica sets are the ones the leaders name now, not the ones the topic was created with
+    (a plan may have moved them; check_placement judges them). With `moves` (plans that reassign)
+    also no partition of the topic may be being reassigned, on any node's image: a partition in
+    the middle of a move lists its old and new replicas together."""
     views, own_ends = {}, {}
+    if moves:
+        for n in cluster.nodes.values():
+            under_way = cluster.reassignments(n)
+            if under_way is None or any(r.get("topic_name") == TOPIC for r in under_way):
+                return None
     for n in cluster.nodes.values():
         v = cluster.partitions(n, TOPIC)
         e = cluster.own_log_ends(n, TOPIC)
@@ -163,18 +188,18 @@ def converged_view(cluster, partitions, replication_factor):
         if lv["high_watermark"] != lv["log_end_offset"]:
             return None
         # each replica's own log end (the partitions route shows the leader's figures everywhere)
-        if any(own_ends[r["broker_id"]].get(p) != lv["log_end_offset"] for r in reps):
+        if any(own_ends.get(r["broker_id"], {}).get(p) != lv["log_end_offset"] for r in reps):
             return None
         out[p] = {"leader": leader, "leader_epoch": epoch, "high_watermark": lv["high_watermark"],
                   "isr": sorted(r["broker_id"] for r in reps)}
     return out
 
 
-def wait_converged(cluster, partitions, replication_factor, deadline_s):
+def wait_converged(cluster, partitions, replication_factor, deadline_s, moves=False):
     end = time.monotonic() + deadline_s
     last, same = None, 0
     while time.monotonic() < end:
-        v = converged_view(cluster, partitions, replication_factor)
+        v = converged_view(cluster, partitions, replication_factor, moves)
         if v is not None and v == last:
             same += 1
             if same >= CONVERGE_STABLE_CHECKS:
@@ -205,6 +230,29 @@ def best_effort_view(cluster, partitions):
             reps = cluster.replicas(cluster.node(best[0]), TOPIC, p) or []
             out[p] = {"leader": best[0], "leader_epoch": lv["leader_epoch"], "high_watermark": lv["high_watermark"],
                       "isr": sorted(r["broker_id"] for r in reps if r.get("is_in_sync"))}
+    return out
+
+
+def final_placement(cluster, partitions, view):
+    """{"<p>": {"replicas", "in_sync", "reassigning"} or None}: each partition's replica set as its
+    final leader (else any node) describes it, and whether a move of it is still listed."""
+    reassigning = set()
+    for n in cluster.nodes.values():
+        for r in cluster.reassignments(n) or []:
+            if r.get("topic_name") == TOPIC:
+                reassigning.add(r.get("partition_id"))
+    out = {}
+    for p in partitions:
+        asked = [view[p]["leader"]] if p in view and view[p]["leader"] in cluster.nodes else []
+        asked += [i for i in sorted(cluster.nodes) if i not in asked]
+        out[str(p)] = None
+        for i in asked:
+            reps = cluster.replicas(cluster.node(i), TOPIC, p)
+            if reps:
+                out[str(p)] = {"replicas": sorted(r["broker_id"] for r in reps),
+                               "in_sync": sorted(r["broker_id"] for r in reps if r.get("is_in_sync")),
+                               "reassigning": p in reassigning, "described_by": i}
+                break
     return out
 
 
@@ -250,14 +298,22 @@ def probe_route(cluster, router, log):
     return "mixed" if r.status_code == 200 else "leader"
 
 
-def replica_snapshot(cluster, partitions):
-    """{p: {node: {...}}} from every node's segment files (nodes stopped), and the leaders' records."""
-    reps, records = {}, {}
+def replica_snapshot(cluster, partitions, placement=None):
+    """{p: {node: {...}}} from every node's segment files (nodes stopped), the leaders' records, and
+    {p: [node]} of directories left out: with `placement`, a node outside a partition's final
+    replica set (a replica moved away, a decommissioned broker) is not compared."""
+    reps, records, strays = {}, {}, {}
     for p in partitions:
         reps[str(p)] = {}
-        for n in cluster.nodes.values():
+        keep = None
+        if placement is not None and placement.get(str(p)) is not None:
+            keep = set(placement[str(p)]["replicas"])
+        for n in cluster.all_nodes().values():
             d = n.data_dir / f"{TOPIC}-{p}"
             if not d.is_dir():
+                continue
+            if keep is not None and n.node_id not in keep:
+                strays.setdefault(str(p), []).append(n.node_id)
                 continue
             rl = segments.read_replica(d)
             reps[str(p)][str(n.node_id)] = {
@@ -270,7 +326,7 @@ def replica_snapshot(cluster, partitions):
             records[(p, n.node_id)] = [[r.offset, r.key.decode(errors="replace") if r.key is not None else None,
                                         r.value.decode(errors="replace") if r.value is not None else None]
                                        for b in rl.batches for r in b.records]
-    return reps, records
+    return reps, records, strays
 
 
 def replay_command(args, seed):
@@ -280,9 +336,11 @@ def replay_command(args, seed):
         parts += ["--plan", args.plan]
     if args.faults != ",".join(nemesis.ALL_KINDS):
         parts += ["--faults", args.faults]
-    for flag, value, default in (("--nodes", args.nodes, 3), ("--partitions", args.partitions, 3),
+    defaults = {**DEFAULTS, **PLAN_DEFAULTS.get(args.plan, {})}
+    for flag, value, default in (("--nodes", args.nodes, 3), ("--partitions", args.partitions, defaults["partitions"]),
                                  ("--replication-factor", args.replication_factor, 3),
-                                 ("--min-insync-replicas", args.min_insync_replicas, 2), ("--keys", args.keys, 12),
+                                 ("--min-insync-replicas", args.min_insync_replicas, 2),
+                                 ("--keys", args.keys, defaults["keys"]),
                                  ("--rate", args.rate, 150.0), ("--network", args.network, "auto"),
                                  ("--route", args.route, "auto")):
         if value != default:
@@ -299,10 +357,16 @@ def run_schedule(args, seed, index, base_dir, log_main):
     run_dir.mkdir(parents=True, exist_ok=True)
     log = Log(run_dir / "run.log")
     partitions = list(range(args.partitions))
-    network, note = harness.make_network(args.network, args.nodes)
+    growing = args.plan == "grow-shrink"
+    # grow-shrink: room (a namespace, or ports) for the broker-only node it adds
+    network, note = harness.make_network(args.network, args.nodes + (1 if growing else 0))
     can_partition = network.supports_partitions
     kinds = [k for k in args.fault_kinds if can_partition or k not in nemesis.NETWORK_KINDS]
-    if args.plan == "isolate-leader":
+    plan = None
+    if growing:
+        plan = grow_shrink.make_plan(seed, list(range(1, args.nodes + 1)), args.nodes + 1)
+        schedule = []
+    elif args.plan == "isolate-leader":
         schedule = nemesis.isolate_leader_schedule(seed, args.seconds, partitions) if can_partition else []
     else:
         schedule = nemesis.make_schedule(seed, args.seconds, list(range(1, args.nodes + 1)), partitions, kinds) \
@@ -313,9 +377,14 @@ def run_schedule(args, seed, index, base_dir, log_main):
     log(f"topic {TOPIC}: {args.partitions} partitions, replication factor {args.replication_factor}, "
         f"min.insync.replicas {args.min_insync_replicas}; {args.keys} keys (one producer each), "
         f"<= {args.rate:g} writes/s, acks=all; workload {args.seconds:g} s")
-    log(f"nemesis schedule ({len(schedule)} faults; leader:<p>/controller resolve at run time):")
-    for f in schedule:
-        log(f"  {f.describe()}")
+    if plan is not None:
+        log("grow-shrink plan (admin steps; targets resolve at run time):")
+        for line in plan.describe():
+            log(f"  {line}")
+    else:
+        log(f"nemesis schedule ({len(schedule)} faults; leader:<p>/controller resolve at run time):")
+        for f in schedule:
+            log(f"  {f.describe()}")
     history = workload.History(partitions)
     cluster = harness.Cluster(args.bin, args.nodes, run_dir, network, ["num.shards=1", *args.node_set])
     stop_clients = threading.Event()
@@ -344,16 +413,40 @@ def run_schedule(args, seed, index, base_dir, log_main):
         # One producer thread per key: a stalled partition stalls only its own keys.
         producers = [workload.Producer(i, [k], key_partition, cluster, router, history, TOPIC,
                                        stop_clients, args.rate / len(keys)) for i, k in enumerate(keys)]
-        nem = nemesis.Nemesis(cluster, history, router, schedule, seed, log, TOPIC)
+        if plan is not None:
+            def broker_added(node):
+                # The new broker is asked like the others from now on (its own answers are judged).
+                more = [workload.HighWatermarkPoller(node, cluster, history, TOPIC, stop_readers),
+                        workload.EndOffsetPoller(node, cluster, history, TOPIC, stop_readers),
+                        workload.KafkaFetchPoller(node, cluster, history, TOPIC, stop_readers)]
+                for t in more:
+                    t.start()
+                pollers.extend(more)
+            nem = grow_shrink.GrowShrink(cluster, history, router, plan, seed, log, TOPIC, broker_added)
+        else:
+            nem = nemesis.Nemesis(cluster, history, router, schedule, seed, log, TOPIC)
         nem_thread = threading.Thread(target=nem.run, args=(stop_nemesis,), name="nemesis", daemon=True)
         threads = pollers + readers + producers
         for t in threads:
             t.start()
         nem_thread.start()
-        log(f"workload running for {args.seconds:g} s")
-        end = time.monotonic() + args.seconds
-        while time.monotonic() < end:
-            time.sleep(min(5.0, max(0.0, end - time.monotonic())))
+        if plan is not None:
+            log(f"workload running until the plan ends (at least {args.seconds:g} s, at most "
+                f"{args.seconds + PLAN_OVERRUN_MAX_S:g} s)")
+        else:
+            log(f"workload running for {args.seconds:g} s")
+        started = time.monotonic()
+        end = started + args.seconds
+        hard_end = end + (PLAN_OVERRUN_MAX_S if plan is not None else 0.0)
+
+        def running():
+            now = time.monotonic()
+            return now < end or (plan is not None and not nem.done and now < hard_end)
+        while running():
+            wake = end if time.monotonic() < end else hard_end
+            deadline = time.monotonic() + min(5.0, max(0.0, wake - time.monotonic()))
+            while time.monotonic() < deadline and running():
+                time.sleep(0.2)
             s = history.as_dict()
             acked = sum(1 for w in s["writes"] if w["status"] == "ok")
             log(f"  t={history.now():6.1f}s  writes {len(s['writes'])} (acked {acked})  reads {len(s['reads'])}")
@@ -363,7 +456,7 @@ def run_schedule(args, seed, index, base_dir, log_main):
         for t in producers:
             t.join(PRODUCER_JOIN_S)
         log(f"healed at t={history.now():.1f}s; waiting up to {args.converge_seconds:g} s for convergence")
-        view = wait_converged(cluster, partitions, args.replication_factor, args.converge_seconds)
+        view = wait_converged(cluster, partitions, args.replication_factor, args.converge_seconds, moves=growing)
         converged = view is not None
         if not converged:
             view = best_effort_view(cluster, partitions)
@@ -371,6 +464,10 @@ def run_schedule(args, seed, index, base_dir, log_main):
         else:
             log(f"converged at t={history.now():.1f}s: {view}")
         history.event("final-view", converged=converged, view={str(p): v for p, v in view.items()})
+        placement = None
+        if growing:
+            placement = final_placement(cluster, partitions, view)
+            log(f"final replica sets: {placement}")
         for r in readers:
             r.target = view[r.p]["high_watermark"] if r.p in view else None
         for r in readers:
@@ -393,7 +490,7 @@ def run_schedule(args, seed, index, base_dir, log_main):
             if code not in (0, None):
                 history.event("node-stop-status", node=n.node_id, exit_code=code)
         log(f"brokers stopped (SIGTERM): exit statuses {stop_status}")
-        replicas, replica_records = replica_snapshot(cluster, partitions)
+        replicas, replica_records, strays = replica_snapshot(cluster, partitions, placement)
         for p in partitions:
             if str(p) not in final and p in view and (p, view[p]["leader"]) in replica_records:
                 hw = view[p]["high_watermark"]
@@ -408,7 +505,14 @@ def run_schedule(args, seed, index, base_dir, log_main):
                 above_hw.setdefault(str(p), {})[str(node_id)] = [[o, v] for o, _k, v in recs if o >= hw][:ABOVE_HW_KEPT_MAX]
         h = history.as_dict()
         h.update({"final": final, "replicas": replicas, "converged": converged, "seed": seed, "above_hw": above_hw,
-                  "schedule": [f.describe() for f in schedule], "route": router.mode, "binary": args.bin})
+                  "schedule": plan.describe() if plan is not None else [f.describe() for f in schedule],
+                  "route": router.mode, "binary": args.bin})
+        if growing:
+            excluded = sorted(cluster.retired) + ([plan.new_node] if any(
+                e.get("event") == "admin-step" and e.get("step") == "decommission" for e in h["events"]) else [])
+            h.update({"placement": placement, "strays": strays,
+                      "expected_placement": {"replication_factor": args.replication_factor,
+                                             "excluded": sorted(set(excluded))}})
     except KeyboardInterrupt:
         log("interrupted: stopping the brokers and removing the network")
         raise

@@ -338,7 +338,7 @@ class EndOffsetPoller(NodePoller):
 
     def run(self):
         while not self.stop_event.is_set():
-            if not self.node.running() or self.node.paused:
+            if not self.node.running() or self.node.paused or self.node.retired:
                 self.stop_event.wait(POLL_INTERVAL_S)
                 continue
             for p in self.history.partitions:
@@ -380,7 +380,7 @@ class KafkaFetchPoller(NodePoller):
 
     def run(self):
         while not self.stop_event.is_set():
-            if not self.node.running() or self.node.paused:
+            if not self.node.running() or self.node.paused or self.node.retired:
                 self.stop_event.wait(POLL_INTERVAL_S)
                 continue
             for p in self.history.partitions:
@@ -413,7 +413,7 @@ class HighWatermarkPoller(NodePoller):
 
     def run(self):
         while not self.stop_event.wait(POLL_INTERVAL_S):
-            if not self.node.running() or self.node.paused:
+            if not self.node.running() or self.node.paused or self.node.retired:
                 continue
             incarnation = self.node.incarnation
             t_send = self.history.now()
