@@ -359,8 +359,14 @@ void broker_impl::await_replication(size_t shard, const std::shared_ptr<partitio
 
 void broker_impl::maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
   if (!rt->leader || rt->deleted || deps_.cluster_transport == nullptr) return;
-  auto change = rt->leader->isr_change(deps_.clock.now_ms(), config_.replica_lag_time_max_ms,
-                                       rt->log->log_end_offset(), rt->log->high_watermark(), rt->epoch_start_offset);
+  // KIP-841: a fenced or stopping broker is not proposed (the controller refuses it, and the
+  // same refused proposal would hold back every other follower's joining, e.g. a move's new replica).
+  const auto image = view()->image;
+  auto change = rt->leader->isr_change(deps_.clock.now_ms(), config_.replica_lag_time_max_ms, rt->log->log_end_offset(),
+                                       rt->log->high_watermark(), rt->epoch_start_offset, [&image](int32_t id) {
+    const auto* b = image->find_broker(id);
+    return b != nullptr && !b->fenced && !b->in_controlled_shutdown;
+  });
   if (!change) return;
   rt->leader->proposal_sent(*change);
   protocol::alter_partition_request_data request;

@@ -144,7 +144,8 @@ bool forward_group_call(const call_ptr& c) {
   return true;
 }
 
-bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::function<std::string(int32_t)>& target_of) {
+bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::function<std::string(int32_t)>& target_of,
+                      int64_t timeout_ms) {
   http_forwarder* forwarder = c->self->options().forwarder;
   if (forwarder == nullptr || !c->request.forwarded_by.empty()) return false;
   std::vector<broker::broker_description> peers;
@@ -168,7 +169,7 @@ bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::func
   auto g = std::make_shared<gather>();
   g->remaining = peers.size();
   g->done = std::move(done);
-  const int64_t timeout_ms = proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms;
+  if (timeout_ms <= 0) timeout_ms = proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms;
   for (const auto& b : peers) {
     http_request request = c->request;
     request.method = "GET";

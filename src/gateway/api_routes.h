@@ -583,9 +583,11 @@ bool gather_group_lists(const call_ptr& c);
 /// passed on so that it answers for itself; `done` on the call's thread with each 200 answer's
 /// JSON body and the node ids of brokers that gave none. False (nothing asked) when the call was
 /// itself passed on, there is no forwarder, or there is only one broker: answer locally then.
-/// `target_of` (optional): the target to ask each node id instead of the call's own.
+/// `target_of` (optional): the target to ask each node id instead of the call's own; `timeout_ms`
+/// (optional, > 0): each broker's bound instead of the proxy's connect + exchange bound.
 using broker_answers_fn = std::function<void(api::call&, std::vector<json> answers, std::vector<std::string> unanswered)>;
-bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::function<std::string(int32_t)>& target_of = {});
+bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::function<std::string(int32_t)>& target_of = {},
+                      int64_t timeout_ms = 0);
 void v3_list_partitions(const call_ptr& c);
 void v3_list_replicas(const call_ptr& c);
 void v3_list_topics(const call_ptr& c);

@@ -73,7 +73,13 @@ void take_sizes(const json& answer, controller::partition_sizes& sizes) {
   }
 }
 
-using sizes_fn = std::function<void(api::call&, controller::partition_sizes)>;
+using sizes_fn = std::function<void(api::call&, controller::partition_sizes, std::vector<std::string> unanswered)>;
+
+/// How long a broker has to give its replicas' sizes for a plan, ms: a paused or cut-off broker
+/// (not fenced yet) must not hold the plan for the proxy's whole bound; a partition only it
+/// answered for counts the size another replica gave, else 0 bytes (the plan's answer names the
+/// brokers that did not answer in metadata.unanswered_brokers).
+constexpr int64_t rebalance_sizes_timeout_ms = 2000;
 
 /// Every partition's size: each broker asked for its own replicas (this node too); a node alone
 /// answers from its own replicas.
@@ -82,11 +88,11 @@ void gather_sizes(const call_ptr& c, sizes_fn done) {
   auto target_of = [cluster](int32_t node) {
     return "/v3/clusters/" + base::percent_encode_segment(cluster) + "/brokers/" + std::to_string(node) + "/partition-replicas";
   };
-  const bool asked = ask_every_broker(c, [done](api::call& call, std::vector<json> answers, std::vector<std::string>) {
+  const bool asked = ask_every_broker(c, [done](api::call& call, std::vector<json> answers, std::vector<std::string> unanswered) {
     controller::partition_sizes sizes;
     for (const auto& a : answers) take_sizes(a, sizes);
-    done(call, std::move(sizes));
-  }, target_of);
+    done(call, std::move(sizes), std::move(unanswered));
+  }, target_of, rebalance_sizes_timeout_ms);
   if (asked) return;
   describe_all(c, true, [done](api::call& call, std::vector<broker::topic_description> topics) {
     controller::partition_sizes sizes;
@@ -95,19 +101,21 @@ void gather_sizes(const call_ptr& c, sizes_fn done) {
         if (p.replica_here) sizes[{t.name, p.partition.value()}] = p.size_bytes;
       }
     }
-    done(call, std::move(sizes));
+    done(call, std::move(sizes), {});
   });
 }
 
 /// Plans (and unless a dry run starts) a rebalance; answers the plan.
 void run_rebalance(const call_ptr& c, double tolerance, bool dry_run) {
-  gather_sizes(c, [tolerance, dry_run](api::call& call, controller::partition_sizes sizes) {
+  gather_sizes(c, [tolerance, dry_run](api::call& call, controller::partition_sizes sizes, std::vector<std::string> unanswered) {
     broker::rebalance_request request{tolerance, dry_run, std::move(sizes)};
-    call.broker().rebalance(std::move(request), [c = call.shared_from_this(), tolerance, dry_run](
+    call.broker().rebalance(std::move(request), [c = call.shared_from_this(), tolerance, dry_run, unanswered](
                                                     broker::result<broker::rebalance_result> r) {
-      c->later([r = std::move(r), tolerance, dry_run](api::call& call2) {
+      c->later([r = std::move(r), tolerance, dry_run, unanswered](api::call& call2) {
         if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, "");
-        call2.respond_json(dry_run || r->plan.moves.empty() ? 200 : 202, plan_json(call2, *r, tolerance, dry_run));
+        json plan = plan_json(call2, *r, tolerance, dry_run);
+        if (!unanswered.empty()) plan["metadata"]["unanswered_brokers"] = unanswered;   // their sizes: 0 unless another replica's
+        call2.respond_json(dry_run || r->plan.moves.empty() ? 200 : 202, plan);
       });
     });
   });
@@ -116,7 +124,7 @@ void run_rebalance(const call_ptr& c, double tolerance, bool dry_run) {
 /// A tolerance as the query or the body gives it: 0.0 to 1.0; nullopt after answering 400.
 std::optional<double> tolerance_of(api::call& c, const json& value, const std::string& where) {
   if (!value.is_number() || value.get<double>() < 0.0 || value.get<double>() > 1.0) {
-    c.fail(400, ec::invalid_request, where + ": tolerance must be a number from 0.0 to 1.0, got " + value.dump());
+    c.fail(400, ec::invalid_request, where + ": must be a number from 0.0 to 1.0, got " + value.dump());
     return std::nullopt;
   }
   return value.get<double>();
@@ -163,7 +171,7 @@ void v3_get_rebalance(const call_ptr& c) {
   double tolerance = 0.1;
   if (auto t = c->query.find("tolerance"); t != c->query.end()) {
     const json value = json::parse(t->second, nullptr, false);
-    auto parsed = tolerance_of(*c, value.is_discarded() ? json(t->second) : value, "query");
+    auto parsed = tolerance_of(*c, value.is_discarded() ? json(t->second) : value, "query parameter tolerance");
     if (!parsed) return;
     tolerance = *parsed;
   }

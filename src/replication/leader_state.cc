@@ -79,7 +79,8 @@ model::offset leader_state::high_watermark(model::offset leader_end, model::offs
 std::optional<std::vector<int32_t>> leader_state::isr_change(int64_t now_ms, int64_t lag_max_ms,
                                                              model::offset leader_end,
                                                              model::offset high_watermark,
-                                                             model::offset epoch_start_offset) const {
+                                                             model::offset epoch_start_offset,
+                                                             const std::function<bool(int32_t)>& eligible) const {
   if (pending_) return std::nullopt;
   std::vector<int32_t> next;
   bool changed = false;
@@ -99,7 +100,7 @@ std::optional<std::vector<int32_t>> leader_state::isr_change(int64_t now_ms, int
         next.push_back(id);
       }
     } else if (f->log_end_offset.value() >= 0 && f->log_end_offset >= high_watermark &&
-               f->log_end_offset >= epoch_start_offset) {
+               f->log_end_offset >= epoch_start_offset && (!eligible || eligible(id))) {
       next.push_back(id);
       changed = true;
     }

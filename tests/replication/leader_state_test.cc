@@ -123,3 +123,24 @@ TEST_CASE("divergence (KIP-320): the leader names the epoch and end offset; the 
   // keep the follower's epoch-3 records 80..99 that the leader never had at those offsets.
   CHECK(truncation_offset(*d, follower_for_2, offset{100}, offset{60}) != offset{100});
 }
+
+TEST_CASE("KIP-841: a caught-up follower that is fenced or stopping is not proposed; the others still join") {
+  // Broker 3 was killed at the leader's end (no appends since: it looks caught up forever), then
+  // fenced; broker 4 is a reassignment's new replica that caught up. Proposing 3 was refused
+  // (INELIGIBLE_REPLICA) and the same refused proposal kept 4 out of the ISR.
+  leader_state s(1, {1, 2, 3, 4}, {1, 2}, 0);
+  s.on_fetch(2, offset{10}, offset{10}, 100);
+  s.on_fetch(3, offset{10}, offset{10}, 100);
+  s.on_fetch(4, offset{10}, offset{10}, 100);
+  auto unfiltered = s.isr_change(200, 10'000, offset{10}, offset{10}, offset{0});
+  REQUIRE(unfiltered.has_value());
+  CHECK(*unfiltered == std::vector<int32_t>{1, 2, 3, 4});
+  auto change = s.isr_change(200, 10'000, offset{10}, offset{10}, offset{0}, [](int32_t id) { return id != 3; });
+  REQUIRE(change.has_value());
+  CHECK(*change == std::vector<int32_t>{1, 2, 4});
+  // Nothing eligible to add: no change at all.
+  leader_state t(1, {1, 2, 3}, {1, 2}, 0);
+  t.on_fetch(2, offset{10}, offset{10}, 100);
+  t.on_fetch(3, offset{10}, offset{10}, 100);
+  CHECK_FALSE(t.isr_change(200, 10'000, offset{10}, offset{10}, offset{0}, [](int32_t id) { return id != 3; }).has_value());
+}

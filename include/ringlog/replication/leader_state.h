@@ -16,6 +16,7 @@
 // the same code runs in the broker and under the simulator.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -60,11 +61,12 @@ class leader_state {
   /// The ISR to propose now, or nullopt (no change due, or one already in flight). Followers of
   /// the ISR not caught up for more than `lag_max_ms` leave (never the leader itself); a follower
   /// outside it whose log end offset reached `high_watermark` and `epoch_start_offset` (the
-  /// leader epoch's first offset, so it holds this leadership's records) joins. Replica order.
-  [[nodiscard]] std::optional<std::vector<int32_t>> isr_change(int64_t now_ms, int64_t lag_max_ms,
-                                                               model::offset leader_end,
-                                                               model::offset high_watermark,
-                                                               model::offset epoch_start_offset) const;
+  /// leader epoch's first offset, so it holds this leadership's records) joins, when
+  /// `eligible` says it may (KIP-841: a fenced or stopping broker never joins; unset: every one).
+  /// Replica order.
+  [[nodiscard]] std::optional<std::vector<int32_t>> isr_change(
+      int64_t now_ms, int64_t lag_max_ms, model::offset leader_end, model::offset high_watermark,
+      model::offset epoch_start_offset, const std::function<bool(int32_t broker_id)>& eligible = {}) const;
   /// The change `isr` was sent to the controller: an expansion counts for the high watermark at
   /// once (maximal ISR); no other change is proposed until set_committed or proposal_failed.
   void proposal_sent(std::vector<int32_t> isr);
