@@ -26,10 +26,11 @@ async function settled(promise) {
 
 /** Fills `el` only when `value` differs from the last one shown there: a refresh that changes
  *  nothing keeps the DOM (an armed confirm button, a selection) as it is. */
+const shown = new WeakMap();   // element -> the JSON text of what it shows
 function renderIfChanged(el, value, draw) {
   const key = JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v instanceof Error ? v.message : v));
-  if (el.dataset.shown === key) return;
-  el.dataset.shown = key;
+  if (shown.get(el) === key) return;
+  shown.set(el, key);
   fill(el, draw());
 }
 
