@@ -118,7 +118,7 @@ export function brokerRows(brokers, { replicas = new Map(), plan = null, throttl
  * out of balance. A plan that was applied (dry_run false) says how many moves started.
  */
 export function planSummary(plan) {
-  const tolerance = `tolerance ${plan.tolerance}`;
+  const tolerance = `tolerance ${plan.tolerance ?? 'of the server'}`;
   const moves = plan.moves ?? [];
   const bytes = formatBytesExact(plan.bytes_to_move ?? 0);
   const skipped = (plan.skipped ?? []).length;
