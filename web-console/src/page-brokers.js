@@ -24,12 +24,13 @@ async function settled(promise) {
   }
 }
 
-/** Fills `el` only when `value` differs from the last one shown there: a refresh that changes
- *  nothing keeps the DOM (an armed confirm button, a selection) as it is. */
+/** Fills `el` only when `value` differs from the last one shown there, and not while a confirm
+ *  button in it waits for its second click: a refresh keeps the DOM (an armed confirm, a
+ *  selection) as it is; the next one after the confirm shows the change. */
 const shown = new WeakMap();   // element -> the JSON text of what it shows
 function renderIfChanged(el, value, draw) {
   const key = JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v instanceof Error ? v.message : v));
-  if (shown.get(el) === key) return;
+  if (shown.get(el) === key || el.querySelector('[data-armed]')) return;
   shown.set(el, key);
   fill(el, draw());
 }
