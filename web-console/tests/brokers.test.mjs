@@ -1,11 +1,12 @@
 // The console's Brokers page (issue 33) in a real browser: Debian's chromium driven by
 // playwright-core against a real one-node `ringlog serve` with the StandardAuthorizer and Basic
 // authentication. The super user sees the broker running with the replicas and leaders the server
-// lists and its throttled replication rate; the rebalance dry run says the one broker is balanced
+// lists and the bytes on disk the dry run counts; the rebalance dry run says the one broker is balanced
 // and "Start rebalance" is disabled saying why; decommissioning the only broker (a controller
 // quorum voter) is refused with the server's message shown as it came. A principal that may
 // DESCRIBE but not ALTER the cluster sees the same page with Start rebalance, Decommission and
-// Cancel all reassignments disabled, their titles naming the missing permission.
+// Cancel all reassignments disabled, their titles naming the missing permission. A
+// leader.replication.throttled.rate set on the broker is then shown, exactly.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { UI_DEADLINE_MS, until as untilDeadline, useSecuredConsole } from './harness.mjs';
@@ -26,9 +27,6 @@ const json = (body) => ({ method: 'POST', headers: { 'Content-Type': 'applicatio
 test('the Brokers page shows the broker, a balanced dry run and the server refusing to decommission the only broker', async () => {
   const { page, pageErrors } = consoleUnderTest;
   assert.equal((await v3('/topics', json({ topic_name: 'orders', partitions_count: 3, replication_factor: 1 }))).status, 201);
-  const throttled = await v3('/brokers/0/configs/leader.replication.throttled.rate',
-    { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ value: '10485760' }) });
-  assert.equal(throttled.status, 204, await throttled.text());
   await logIn('admin', 'admin-secret');
 
   // The broker, its state, and the replicas and leaders the server lists for it.
@@ -38,8 +36,7 @@ test('the Brokers page shows the broker, a balanced dry run and the server refus
   await until('the replica and leader counts the server lists', async () =>
     (await page.getByTestId('broker-replicas-0').textContent()) === String(replicas.length) &&
     (await page.getByTestId('broker-leaders-0').textContent()) === String(replicas.filter((r) => r.is_leader).length));
-  assert.equal(await page.getByTestId('broker-throttles-0').textContent(),
-    'leader.replication.throttled.rate = 10,485,760 bytes/s (10.0 MiB/s)');
+  assert.equal(await page.getByTestId('broker-throttles-0').count(), 0, 'no throttle set yet: "none"');
   // Bytes on disk: the planner's figure for the broker (its replicas' sizes), exactly.
   for (const partition of [0, 1, 2]) {
     const produced = await v3('/topics/orders/records', json({ partition_id: partition, value: { type: 'JSON', data: { partition } } }));
@@ -97,5 +94,16 @@ test('the Brokers page shows the broker, a balanced dry run and the server refus
   assert.equal(await page.getByTestId('decommission-0').getAttribute('title'), needsAlter);
   assert.equal(await page.getByTestId('cancel-reassignments').getAttribute('title'), needsAlter);
   assert.equal(await page.getByTestId('brokers-note').count(), 0, 'the viewer reads every part of the page');
+  assert.deepEqual(pageErrors, []);
+});
+
+test('a throttled replication rate set on the broker is shown exactly', async () => {
+  const { page, pageErrors } = consoleUnderTest;   // still on the Brokers page, as the viewer (DESCRIBE_CONFIGS)
+  const throttled = await v3('/brokers/0/configs/leader.replication.throttled.rate',
+    { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ value: '10485760' }) });
+  assert.equal(throttled.status, 204, await throttled.text());
+  await until('the throttle shown', async () => (await page.getByTestId('broker-throttles-0').count()) === 1);
+  assert.equal(await page.getByTestId('broker-throttles-0').textContent(),
+    'leader.replication.throttled.rate = 10,485,760 bytes/s (10.0 MiB/s)');
   assert.deepEqual(pageErrors, []);
 });
