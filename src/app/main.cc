@@ -27,7 +27,8 @@ Commands:
   dump-log      print a segment file's batches and records
   metadata      dump the metadata log (__cluster_metadata-0) of a log directory as text
   cluster       status (brokers, the active controller, the metadata quorum); elect-leaders (preferred
-                leaders); reassign / reassignments (move partitions onto other brokers)
+                leaders); reassign / reassignments (move partitions onto other brokers); rebalance
+                (spread replicas, leaders and bytes evenly); decommission (remove a broker)
   bench         load generator over HTTP, WebSocket or the Kafka protocol: throughput and produce-to-consume
                 latency
 

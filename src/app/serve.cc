@@ -66,7 +66,8 @@ const std::vector<help_area>& help_areas() {
                               "broker.rack", "log.dirs"}},
       {"Metadata quorum and controller (KRaft)", {"controller.", "broker.heartbeat.", "broker.session.", "metadata."}},
       {"Replication and leadership", {"default.replication.factor", "min.insync.replicas", "replica.",
-                                      "unclean.leader.", "auto.leader.", "leader.imbalance."}},
+                                      "unclean.leader.", "auto.leader.", "leader.imbalance.",
+                                      "leader.replication.", "follower.replication."}},
       {"Storage: segments, retention, flush, compaction", {"log.", "num.partitions", "message.max.bytes",
                                                           "auto.create.topics.", "compression."}},
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
@@ -651,6 +652,8 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.replica_fetch_wait_max_ms = c.replica_fetch_wait_max_ms;
   b.replica_fetch_max_bytes = c.replica_fetch_max_bytes;
   b.replica_fetch_backoff_ms = c.replica_fetch_backoff_ms;
+  b.leader_replication_throttled_rate = c.leader_replication_throttled_rate;
+  b.follower_replication_throttled_rate = c.follower_replication_throttled_rate;
   b.unclean_leader_election_enable = c.unclean_leader_election_enable;
   b.auto_leader_rebalance_enable = c.auto_leader_rebalance_enable;
   b.leader_imbalance_check_interval_seconds = c.leader_imbalance_check_interval_seconds;

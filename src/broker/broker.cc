@@ -149,6 +149,7 @@ result<void> broker_impl::start() {
   if (deps_.cluster_transport != nullptr) share_fetch_handler();
   if (deps_.start_cluster_transport) deps_.start_cluster_transport();
   RINGLOG_TRY(wait_for_metadata_catch_up());
+  if (auto refused = decommissioned_refusal()) return *refused;   // before any partition opens (issue 33)
   // Open every partition this node holds as of the image it caught up to; entries applied from
   // now on open, remove and reconfigure partitions as they come.
   RINGLOG_TRY(on_controller_shard_and_wait([this](auto done) {
@@ -729,12 +730,13 @@ void broker_impl::heartbeat_tick() {
     }
     fence_lapsed_brokers();
     rebalance_leaders_tick();
+    decommission_tick();
     ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
   }
   if (!config_.process_role_broker) return;   // a dedicated controller never registers or heartbeats
   if (own_registration() == nullptr) {
     // Not registered in this incarnation (or the registration was replaced): register again.
-    if (registering_) return;
+    if (registering_ || decommissioned_refusal()) return;   // decommissioned: never again (issue 33)
     registering_ = true;
     commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
                                        config_.broker_rack),
@@ -876,44 +878,6 @@ int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
   if (!t || t->partitions_count() <= 0) return -1;
   const int32_t p = group::coordinator_partition_for(group_id, t->partitions_count());
   return t->image->partitions[static_cast<size_t>(p)].leader;
-}
-
-std::vector<broker_description> broker_impl::list_brokers() const {
-  const int32_t controller = controller_id();
-  std::vector<broker_description> out;
-  // Hold the view for the whole loop: a range-for keeps only its range alive, not the temporary
-  // shared_ptr it came through (before C++23), and a newer view may be published meanwhile.
-  const auto held = view();
-  for (const auto& [id, b] : held->image->brokers()) {
-    broker_description d;
-    d.node_id = id;
-    if (const auto* http = b.endpoint("http"); http != nullptr) {
-      d.host = http->host;
-      d.port = http->port;
-    }
-    for (const auto& e : b.endpoints) {   // Kafka listeners: all but http and cluster ("kafka": PLAINTEXT, older nodes)
-      if (e.name != "http" && e.name != "cluster") d.kafka_endpoints.push_back({e.name == "kafka" ? "PLAINTEXT" : e.name, e.host, e.port});
-    }
-    if (!d.kafka_endpoints.empty()) std::tie(d.kafka_host, d.kafka_port) = std::pair(d.kafka_endpoints[0].host, d.kafka_endpoints[0].port);
-    d.rack = b.rack;
-    d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
-    d.broker_epoch = b.broker_epoch;
-    d.is_controller = id == controller;
-    out.push_back(std::move(d));
-  }
-  if (out.empty() && config_.process_role_broker) {   // a dedicated controller is never a broker
-    broker_description self;
-    self.node_id = config_.node_id;
-    self.host = deps_.advertised_host;
-    self.port = deps_.advertised_port;
-    self.rack = config_.broker_rack;
-    self.kafka_host = deps_.advertised_kafka_host;
-    self.kafka_port = deps_.advertised_kafka_port;
-    self.kafka_endpoints = deps_.advertised_kafka_listeners;
-    self.is_controller = config_.node_id == controller;
-    out.push_back(self);
-  }
-  return out;
 }
 
 quorum_status broker_impl::describe_quorum() const {

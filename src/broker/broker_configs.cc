@@ -3,6 +3,7 @@
 #include <charconv>
 #include <functional>
 
+#include "ringlog/base/constants.h"
 #include "topic_config.h"
 
 namespace ringlog::broker {
@@ -13,8 +14,11 @@ namespace {
 struct broker_config_spec {
   const char* name;
   std::function<std::string(const broker_config&)> get;
-  const char* topic_config = nullptr;                                // nullptr: read-only
+  const char* topic_config = nullptr;   // nullptr: read-only, or dynamic with a check of its own
   std::function<void(broker_config&, const std::string&)> set = nullptr;   // with a validated value
+  /// For a dynamic config that is no topic config's default: checks a value (else the topic
+  /// config's bounds do).
+  std::function<result<void>(const std::string&)> check = nullptr;
 };
 
 std::string text(bool b) { return b ? "true" : "false"; }
@@ -24,6 +28,25 @@ int64_t number(const std::string& value) {
   int64_t v = 0;
   std::from_chars(value.data(), value.data() + value.size(), v);
   return v;
+}
+
+/// Kafka's LONG with atLeast(0): the replication throttle rates (0 stops throttled replication;
+/// the default, Long.MAX_VALUE, bounds nothing).
+result<void> check_throttled_rate(const std::string& value) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (value.empty() || ec != std::errc{} || p != value.data() + value.size() || v < 0) {
+    return error{errc::invalid_config, "must be an integer in [0, " +
+                                           std::to_string(constants::replication_throttled_rate_unbounded) +
+                                           "], bytes per second"};
+  }
+  return base::ok_v;
+}
+
+/// A dynamic value within its bounds (its own check, else the topic config's it is the default of).
+result<void> check_value(const broker_config_spec& spec, const std::string& value) {
+  if (spec.check) return spec.check(value);
+  return validate_topic_config(spec.topic_config, value);
 }
 
 const std::vector<broker_config_spec>& specs() {
@@ -70,6 +93,15 @@ const std::vector<broker_config_spec>& specs() {
       {"log.cleaner.max.compaction.lag.ms",
        [](const broker_config& c) { return std::to_string(c.log_cleaner_max_compaction_lag_ms); }, "max.compaction.lag.ms",
        [](broker_config& c, const std::string& v) { c.log_cleaner_max_compaction_lag_ms = number(v); }},
+      // KIP-73's replication throttles (Kafka's DynamicConfig.Broker; replication/throttle.h).
+      {"leader.replication.throttled.rate",
+       [](const broker_config& c) { return std::to_string(c.leader_replication_throttled_rate); }, nullptr,
+       [](broker_config& c, const std::string& v) { c.leader_replication_throttled_rate = number(v); },
+       check_throttled_rate},
+      {"follower.replication.throttled.rate",
+       [](const broker_config& c) { return std::to_string(c.follower_replication_throttled_rate); }, nullptr,
+       [](broker_config& c, const std::string& v) { c.follower_replication_throttled_rate = number(v); },
+       check_throttled_rate},
       {"node.id", [](const broker_config& c) { return std::to_string(c.node_id); }},
       {"log.dirs", [](const broker_config& c) { return c.log_dir; }},
       {"num.partitions", [](const broker_config& c) { return std::to_string(c.num_partitions); }},
@@ -119,7 +151,7 @@ void apply(broker_config& out, const std::map<std::string, std::string>* values)
   if (values == nullptr) return;
   for (const auto& [name, value] : *values) {
     const broker_config_spec* spec = find_spec(name);
-    if (spec == nullptr || !spec->set || !validate_topic_config(spec->topic_config, value).ok()) continue;
+    if (spec == nullptr || !spec->set || !check_value(*spec, value).ok()) continue;
     spec->set(out, value);
   }
 }
@@ -161,7 +193,7 @@ result<void> validate_broker_config_change(const std::string& name, const std::o
                                             "properties file and restart)"};
   }
   if (!value) return base::ok_v;
-  if (auto valid = validate_topic_config(spec->topic_config, *value); !valid.ok()) {
+  if (auto valid = check_value(*spec, *value); !valid.ok()) {
     return error{errc::invalid_config, "broker config " + name + "='" + *value + "': " + valid.error().message};
   }
   return base::ok_v;

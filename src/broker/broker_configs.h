@@ -6,7 +6,8 @@
 // Precedence, highest first (Kafka's): the broker's own dynamic value, the cluster-wide dynamic
 // default (node id -1 in the image), the static value (properties file, --set), the built-in
 // default. The dynamic configs are the broker-level defaults of topic configs (log.retention.ms
-// for retention.ms, ...): a topic without its own override follows them at once.
+// for retention.ms, ...): a topic without its own override follows them at once; besides them,
+// the replication throttles (leader/follower.replication.throttled.rate, KIP-73).
 
 #include <map>
 #include <memory>
@@ -27,8 +28,9 @@ bool is_broker_config(const std::string& name);
 std::string broker_config_of_topic_config(const std::string& topic_config);
 
 /// Checks one dynamic change: the name must be a broker config, not read-only, and a value must be
-/// in the bounds of the topic config it is the default of. Errors: invalid_config naming the name
-/// and why (unknown; read-only: "cannot be updated dynamically"; a bad value).
+/// in the bounds of the topic config it is the default of (a throttle rate: an integer >= 0).
+/// Errors: invalid_config naming the name and why (unknown; read-only: "cannot be updated
+/// dynamically"; a bad value).
 result<void> validate_broker_config_change(const std::string& name, const std::optional<std::string>& value);
 
 /// `static_config` with the dynamic values of `image` for node `static_config.node_id` applied

@@ -20,6 +20,7 @@
 #include "group_service.h"
 #include "txn_service.h"
 #include "metadata.h"
+#include "quota_managers.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
@@ -27,7 +28,6 @@
 #include "ringlog/protocol/frame.h"
 #include "ringlog/replication/leader_state.h"
 #include "ringlog/replication/offsets_gate.h"
-#include "ringlog/security/client_quota_sensors.h"
 #include "ringlog/storage/partition_log.h"
 
 namespace ringlog::broker::detail {
@@ -46,12 +46,6 @@ inline constexpr size_t acls_max = 100'000;
 inline constexpr size_t client_quota_changes_per_call_max = 1000;
 /// Quota entities the cluster keeps: every node holds each in its image and its index.
 inline constexpr size_t client_quota_entities_max = 100'000;
-/// Live quota sensors a broker measures (one per client under a quota and per key). Past it,
-/// sensors idle for client_quota_sensor_idle_ms go; clients beyond that share one sensor per
-/// matched entity (stricter, never looser).
-inline constexpr size_t client_quota_sensors_max = 100'000;
-/// A sensor idle this long is forgotten (Kafka's quota sensors expire after an hour).
-inline constexpr int64_t client_quota_sensor_idle_ms = 3'600'000;
 /// Sensors /metrics shows (bounded label cardinality), most throttled first.
 inline constexpr size_t client_quota_metrics_sensors_max = 100;
 /// How long an admin call waits for its entry to be committed and applied on this node.
@@ -313,6 +307,17 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
       std::vector<partition_reassignment_target> targets,
       std::function<void(result<std::vector<partition_reassignment_result>>)> done, int attempts_left);
   [[nodiscard]] std::vector<partition_reassignment> list_partition_reassignments(const std::string& topic) const override;
+  // rebalance and decommission (cluster_balance.cc, issue 33)
+  void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) override;
+  void cancel_reassignments(std::function<void(result<int32_t>)> done) override;
+  void decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) override;
+  [[nodiscard]] std::vector<broker_decommission> list_decommissions() const override;
+  [[nodiscard]] controller::rebalance_options rebalance_options_for(double tolerance, bool drain_only) const;
+  [[nodiscard]] std::optional<error> decommission_refusal(const controller::metadata_image& image, int32_t node_id) const;
+  void cancel_decommission(int32_t node_id, std::function<void(result<broker_decommission>)> done);
+  void drain_decommissioning(std::function<void()> then);   // controller shard: plans and starts the drains
+  void decommission_tick();   // the active controller: finishes drained decommissions, drains again
+  [[nodiscard]] std::optional<error> decommissioned_refusal() const;   // this node was decommissioned: why it may not register
   // ACLs (acls.cc)
   void create_acls(std::vector<security::acl_binding> acls,
                    std::function<void(result<std::vector<std::optional<error>>>)> done) override;
@@ -354,6 +359,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                           std::function<void(result<std::vector<producer_description>>)> done) override;
   void begin_shutdown() override;
   [[nodiscard]] io::latency_histogram::snapshot cleaner_step_time() const override { return compaction_.step_time(); }
+  [[nodiscard]] replication_throttle_figures replication_throttling() const override { return replication_throttles_.figures(); }
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
   txn_api& transactions() override { return *txns_; }
@@ -381,27 +387,14 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   result<std::vector<model::record>> read_internal_from(const std::string& topic, size_t shard,
                                                         int32_t partition) override;
   [[nodiscard]] group_coordinator_route internal_leader_route(const std::string& topic, int32_t partition) const override;
-  [[nodiscard]] int32_t partitions_count(const std::string& topic) const override {
-    auto t = find_topic(topic);
-    return t ? t->partitions_count() : -1;
-  }
+  [[nodiscard]] int32_t partitions_count(const std::string& topic) const override;   // own_records.cc
   void write_markers(const txn::marker_request& markers, int32_t coordinator_epoch,
                      std::function<void(result<txn::partition_set>)> done) override;
-  [[nodiscard]] int32_t leader_epoch_of(const std::string& topic, int32_t partition) const override {
-    auto t = find_topic(topic);
-    if (!t || partition < 0 || partition >= t->partitions_count()) return -1;
-    return t->image->partitions[static_cast<size_t>(partition)].leader_epoch;
-  }
-  [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override {
-    auto t = find_topic(consumer_offsets_topic);
-    return t && partition >= 0 && partition < t->partitions_count() &&
-           t->image->partitions[static_cast<size_t>(partition)].leader == config_.node_id;
-  }
+  [[nodiscard]] int32_t leader_epoch_of(const std::string& topic, int32_t partition) const override;
+  [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override;
   void report_error(const std::string& message) const override { log_error(message); }
   [[nodiscard]] std::string offsets_leader_text(int32_t partition) const override;
-  [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override {
-    return internal_leader_route(consumer_offsets_topic, partition);
-  }
+  [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override;
 
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
@@ -710,8 +703,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                            const protocol::fetch_request_data::fetch_partition& request, int64_t wait_ms,
                            std::function<void(protocol::fetch_response_data::partition_data)> done);
   void wake_replica_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  protocol::fetch_response_data::partition_data read_for_replica(partition_runtime& rt, model::offset fetch_offset,
-                                                                 int32_t max_bytes);
+  protocol::fetch_response_data::partition_data read_for_replica(partition_runtime& rt, int32_t replica_id,
+                                                                 model::offset fetch_offset, int32_t max_bytes);
+  int64_t replica_held_back_ms(const partition_runtime& rt, int32_t replica_id);   // by the leader throttle
   // transaction markers (transactions.cc). `from_peer`: sent by another broker, which believes
   // this node leads the partitions (a partition led elsewhere is answered, never forwarded on).
   void write_txn_markers_from(std::vector<txn_marker> markers,
@@ -885,13 +879,8 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   broker_config config_;
   /// super.users and allow.everyone.if.no.acl.found as the ACL index takes them (static configs).
   security::authorizer_settings authorizer_settings_{config_.super_users, config_.allow_everyone_if_no_acl_found};
-  /// What this broker measures of its clients' quotas (quotas.cc: the rate sensors and KIP-599
-  /// buckets of security::client_quota_sensors); any thread, under the mutex.
-  struct client_quota_state {
-    std::mutex mutex;
-    security::client_quota_sensors sensors{client_quota_sensors_max, client_quota_sensor_idle_ms};
-  };
-  mutable client_quota_state client_quota_state_;
+  mutable client_quota_state client_quota_state_;   // quota_managers.h: clients' quotas (quotas.cc)
+  replication_throttles replication_throttles_;       // and the replication throttles (replication.cc)
   broker_dependencies deps_;
   std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
   /// Deadlines of parked fetches, per shard (touched only on that shard's thread).
@@ -956,7 +945,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// leader while it was not registered in this incarnation (renew_stale_leaderships).
   std::map<std::pair<std::string, int32_t>, int32_t> stale_leaderships_;
   bool renewing_leaderships_ = false;
-  int64_t leader_rebalance_checked_ms_ = 0;   // rebalance_leaders_tick: the last check
+  int64_t leader_rebalance_checked_ms_ = 0;
+  bool decommission_in_flight_ = false;   // decommission_tick: a commit or drain of it under way
+  mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once   // rebalance_leaders_tick: the last check
   bool leader_rebalance_in_flight_ = false;
   std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now
   std::map<int32_t, int64_t> refused_at_ms_;  // probe_broker: when each broker's listener last refused

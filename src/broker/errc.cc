@@ -52,6 +52,7 @@ std::string_view to_string(errc e) {
     case errc::preferred_leader_not_available: return "preferred_leader_not_available";
     case errc::invalid_replica_assignment: return "invalid_replica_assignment";
     case errc::no_reassignment_in_progress: return "no_reassignment_in_progress";
+    case errc::reassignment_in_progress: return "reassignment_in_progress";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
     case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
@@ -129,6 +130,7 @@ int kafka_error_code(errc e) {
     case errc::preferred_leader_not_available: return 80;
     case errc::invalid_replica_assignment: return 39;
     case errc::no_reassignment_in_progress: return 85;
+    case errc::reassignment_in_progress: return 60;
     case errc::out_of_order_sequence_number: return 45;
     case errc::invalid_producer_epoch: return 47;
     case errc::invalid_txn_state: return 48;

@@ -24,4 +24,25 @@ result<void> broker_impl::append_own_records(size_t shard, const std::shared_ptr
   return base::ok_v;
 }
 
+int32_t broker_impl::partitions_count(const std::string& topic) const {
+  auto t = find_topic(topic);
+  return t ? t->partitions_count() : -1;
+}
+
+int32_t broker_impl::leader_epoch_of(const std::string& topic, int32_t partition) const {
+  auto t = find_topic(topic);
+  if (!t || partition < 0 || partition >= t->partitions_count()) return -1;
+  return t->image->partitions[static_cast<size_t>(partition)].leader_epoch;
+}
+
+group_coordinator_route broker_impl::offsets_leader_route(int32_t partition) const {
+  return internal_leader_route(consumer_offsets_topic, partition);
+}
+
+bool broker_impl::leads_offsets_partition(int32_t partition) const {
+  auto t = find_topic(consumer_offsets_topic);
+  return t && partition >= 0 && partition < t->partitions_count() &&
+         t->image->partitions[static_cast<size_t>(partition)].leader == config_.node_id;
+}
+
 }  // namespace ringlog::broker::detail

@@ -1,5 +1,7 @@
 #include "placement.h"
 
+#include "ringlog/controller/rebalance_planner.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -23,7 +25,7 @@ int16_t automatic_replication_factor(const controller::metadata_image& image) {
 
 result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metadata_image& image, int32_t count,
                                                          int32_t replication_factor, const controller::uuid& topic_id) {
-  const std::vector<int32_t> brokers = usable_brokers(image);
+  const std::vector<int32_t> brokers = controller::placement_brokers(image);   // not decommissioning (issue 33)
   if (replication_factor < 1) {
     return error{errc::invalid_replication_factor,
                  "replication_factor " + std::to_string(replication_factor) + " is out of range: at least 1"};

@@ -129,6 +129,12 @@ result<controller::partition_image> retargeted(const controller::metadata_image&
     }
   }
   const std::vector<int32_t> original = original_replicas(p);
+  for (int32_t id : minus(target, original)) {
+    if (image.decommission_state(id) != controller::broker_decommission_state::none) {
+      return error{errc::invalid_replica_assignment, where + ": the target replicas " + ids_text(target) + " add broker " +
+                                                          std::to_string(id) + ", which is being decommissioned"};
+    }
+  }
   controller::partition_image q = p;
   q.adding_replicas = minus(target, original);
   q.removing_replicas = minus(original, target);

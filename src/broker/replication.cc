@@ -584,6 +584,19 @@ void broker_impl::send_follower_fetch(size_t shard, std::weak_ptr<partition_runt
     }
     return;
   }
+  // KIP-73 on the follower's side: fetches of a partition whose ISR this broker is not in take
+  // from the broker-wide bucket of follower.replication.throttled.rate; while it is empty the
+  // next fetch waits (the answer's bytes are taken when it comes: send's callback below).
+  if (!contains(rt->isr, config_.node_id)) {
+    const int64_t held_ms = replication_throttles_.acquire(
+        replication_throttles::side::follower, live(*view()).follower_replication_throttled_rate, deps_.clock.now_ms());
+    if (held_ms > 0) {
+      deps_.runtime.post_after(shard, held_ms, [this, shard, weak, generation, alive = std::weak_ptr<int>(lifetime_)] {
+        if (!alive.expired()) send_follower_fetch(shard, weak, generation);
+      });
+      return;
+    }
+  }
   protocol::fetch_request_data request;
   request.replica_state.replica_id = config_.node_id;
   request.max_wait_ms = static_cast<int32_t>(config_.replica_fetch_wait_max_ms);
@@ -609,6 +622,11 @@ void broker_impl::send_follower_fetch(size_t shard, std::weak_ptr<partition_runt
         deps_.runtime.post(shard, [this, shard, weak, generation, fetch_offset, r = std::move(r)]() mutable {
           auto rt = weak.lock();
           if (!rt) return;
+          if (r.ok() && !contains(rt->isr, config_.node_id)) {
+            // The answer's size: its records and under 100 bytes of framing (one partition each).
+            replication_throttles_.record(replication_throttles::side::follower, static_cast<int64_t>(r.value().size()),
+                                          live(*view()).follower_replication_throttled_rate, deps_.clock.now_ms());
+          }
           on_follower_fetch_response(shard, rt, generation, fetch_offset, std::move(r));
         });
       });
@@ -819,7 +837,7 @@ void broker_impl::handle_replica_fetch(const protocol::request_header_data& head
   }
 }
 
-protocol::fetch_response_data::partition_data broker_impl::read_for_replica(partition_runtime& rt,
+protocol::fetch_response_data::partition_data broker_impl::read_for_replica(partition_runtime& rt, int32_t replica_id,
                                                                             model::offset fetch_offset,
                                                                             int32_t max_bytes) {
   protocol::fetch_response_data::partition_data out;
@@ -827,6 +845,13 @@ protocol::fetch_response_data::partition_data broker_impl::read_for_replica(part
   out.high_watermark = rt.log->high_watermark().value();
   out.log_start_offset = rt.log->log_start_offset().value();
   out.last_stable_offset = out.high_watermark;
+  // KIP-73 on the leader's side: a follower outside the ISR (a reassignment's new replica, one
+  // catching up) is served from the broker-wide bucket of leader.replication.throttled.rate; while
+  // it is empty the answer carries the offsets and no records. In-sync followers never wait.
+  const bool throttled = !contains(rt.isr, replica_id);
+  const int64_t rate = throttled ? live(*view()).leader_replication_throttled_rate : 0;
+  const int64_t now = deps_.clock.now_ms();
+  if (throttled && replication_throttles_.acquire(replication_throttles::side::leader, rate, now) > 0) return out;
   auto read = rt.log->read(fetch_offset, static_cast<size_t>(std::max(max_bytes, 1)), rt.log->log_end_offset());
   if (!read.ok()) {
     out.error_code = read.error().code == storage::errc::offset_out_of_range ? code_offset_out_of_range
@@ -834,7 +859,17 @@ protocol::fetch_response_data::partition_data broker_impl::read_for_replica(part
     return out;
   }
   if (!read->batches.empty()) out.records = std::move(read->batches);
+  if (throttled && out.records) {
+    replication_throttles_.record(replication_throttles::side::leader, static_cast<int64_t>(out.records->size()), rate,
+                                  now);
+  }
   return out;
+}
+
+int64_t broker_impl::replica_held_back_ms(const partition_runtime& rt, int32_t replica_id) {
+  if (contains(rt.isr, replica_id)) return 0;
+  return replication_throttles_.acquire(replication_throttles::side::leader,
+                                        live(*view()).leader_replication_throttled_rate, deps_.clock.now_ms());
 }
 
 void broker_impl::serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, int32_t replica_id,
@@ -879,11 +914,14 @@ void broker_impl::serve_replica_fetch(size_t shard, const std::shared_ptr<partit
     update_high_watermark(shard, rt);
     maybe_change_isr(shard, rt);
   }
-  auto answer = read_for_replica(*rt, fetch_offset, request.partition_max_bytes);
+  auto answer = read_for_replica(*rt, replica_id, fetch_offset, request.partition_max_bytes);
   if (answer.error_code != code_none || (answer.records && !answer.records->empty()) || wait_ms <= 0 || stopping_) {
     return done(std::move(answer));
   }
-  // Nothing new: park until an append (or the high watermark moves) or the wait is over.
+  // Nothing new, or held back by the leader throttle: park until an append (or the high watermark
+  // moves) or the wait is over; held back, at most until the bucket holds bytes again.
+  const int64_t held_ms = fetch_offset < rt->log->log_end_offset() ? replica_held_back_ms(*rt, replica_id) : 0;
+  if (held_ms > 0) wait_ms = std::min(wait_ms, held_ms);
   auto w = std::make_shared<replica_fetch_waiter>();
   w->replica_id = replica_id;
   w->fetch_offset = fetch_offset;
@@ -899,7 +937,7 @@ void broker_impl::serve_replica_fetch(size_t shard, const std::shared_ptr<partit
     w->completed = true;
     if (rt) {
       std::erase_if(rt->replica_waiters, [&](const auto& x) { return x == w; });
-      return w->done(read_for_replica(*rt, w->fetch_offset, w->max_bytes));
+      return w->done(read_for_replica(*rt, w->replica_id, w->fetch_offset, w->max_bytes));
     }
     protocol::fetch_response_data::partition_data gone;
     gone.error_code = code_not_leader_or_follower;
@@ -914,8 +952,12 @@ void broker_impl::wake_replica_waiters(size_t shard, const std::shared_ptr<parti
   rt->replica_waiters.clear();
   for (auto& w : waiting) {
     if (w->completed) continue;
+    if (replica_held_back_ms(*rt, w->replica_id) > 0) {
+      rt->replica_waiters.push_back(w);   // held back by the leader throttle: its timer answers it
+      continue;
+    }
     w->completed = true;
-    w->done(read_for_replica(*rt, w->fetch_offset, w->max_bytes));
+    w->done(read_for_replica(*rt, w->replica_id, w->fetch_offset, w->max_bytes));
   }
 }
 

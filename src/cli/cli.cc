@@ -908,6 +908,9 @@ constexpr const char* cluster_usage = R"(usage: ringlog cluster status [--bootst
        ringlog cluster elect-leaders [--topic T [--partition P]] [--bootstrap-server URL]
        ringlog cluster reassign --topic T --partition P (--replicas ID,ID,... | --cancel) [--bootstrap-server URL]
        ringlog cluster reassignments [--topic T] [--bootstrap-server URL]
+       ringlog cluster rebalance [--dry-run] [--tolerance F] [--cancel] [--bootstrap-server URL]
+       ringlog cluster decommission NODE_ID [--cancel | --status] [--bootstrap-server URL]
+       ringlog cluster decommission --status [--bootstrap-server URL]
 
 status: prints the cluster: the active controller (Controller: node N, "dedicated" for a
 process.roles=controller node), every registered broker with its state (unfenced, fenced,
@@ -939,6 +942,23 @@ Prints the move as it stands once started: the replicas being added and removed 
 
 reassignments: the moves under way (as kafka-reassign-partitions.sh --list): each partition with
 its replicas, the ones being added and the ones being removed.
+
+rebalance: plans moves that spread replicas, preferred leaderships and bytes on disk evenly over
+the brokers (each within --tolerance of the average, default 0.1; racks from broker.rack are kept;
+the smallest partitions move first; a partition being reassigned, without a leader or under
+min.insync.replicas is left alone and listed), prints the plan (each broker's replicas, leaders
+and bytes before -> after, each move, the bytes to copy) and starts it as reassignments (the
+new replicas catch up before the old ones go, so no partition drops below min.insync.replicas).
+--dry-run prints the plan only. --cancel stops every reassignment under way. Refused while
+reassignments are under way. Bound the copying with leader.replication.throttled.rate and
+follower.replication.throttled.rate.
+
+decommission: moves every replica off broker NODE_ID (a rebalance with it excluded; it takes no
+new replicas from then on), then the controller unregisters it and refuses its node id for good
+(stop its process; a new broker needs another node.id). Refused, with the reason, for a controller
+quorum voter or when the other brokers cannot hold a topic's replication factor. --status prints
+the progress (partitions still on it; all decommissions without NODE_ID); --cancel stops it (the
+moves under way go back; what moved stays).
 
 --bootstrap-server takes several URLs separated by commas, tried in turn as Kafka's tools do;
 --request-timeout-ms MS (default 10000) bounds the wait to connect and then for each answer: a
@@ -1071,6 +1091,114 @@ int list_reassignments(const args& a) {
               << ids_cell(e["adding_replicas"]) << "\t" << ids_cell(e["removing_replicas"]) << "\n";
   }
   if (out["data"].empty()) std::cout << "(no reassignment under way)\n";
+  return 0;
+}
+
+/// "a -> b" of a before/after pair of the rebalance plan.
+std::string before_after(const json& pair) { return cell(pair["before"]) + " -> " + cell(pair["after"]); }
+
+void print_rebalance_plan(const json& plan) {
+  std::cout << "BROKER\tRACK\tREPLICAS\tLEADERS\tBYTES\n";
+  for (const auto& b : plan["brokers"]) {
+    std::cout << cell(b["broker_id"]) << (b["excluded"].get<bool>() ? " (excluded)" : "") << "\t"
+              << (b["rack"].is_null() ? "-" : cell(b["rack"])) << "\t" << before_after(b["replicas"]) << "\t"
+              << before_after(b["leaders"]) << "\t" << before_after(b["size_bytes"]) << "\n";
+  }
+  if (!plan["moves"].empty()) std::cout << "\nTOPIC\tPARTITION\tREPLICAS\tTARGET\tBYTES\n";
+  for (const auto& m : plan["moves"]) {
+    std::cout << cell(m["topic_name"]) << "\t" << cell(m["partition_id"]) << "\t" << ids_cell(m["replicas"]) << "\t"
+              << ids_cell(m["target_replicas"]) << "\t" << cell(m["size_bytes"]) << "\n";
+  }
+  for (const auto& k : plan["skipped"]) {
+    std::cout << "skipped: " << cell(k["topic_name"]) << " partition " << cell(k["partition_id"]) << ": "
+              << cell(k["reason"]) << "\n";
+  }
+  std::cout << "\n" << plan["moves"].size() << " partition(s) move, " << cell(plan["bytes_to_move"])
+            << " bytes to copy; balanced after the plan: " << (plan["balanced"].get<bool>() ? "yes" : "no")
+            << " (tolerance " << plan["tolerance"].dump() << ")\n";
+}
+
+int rebalance(const args& a) {
+  auto client = connect(a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string path = "/v3/clusters/" + percent_encode_segment(*cluster) + "/rebalance";
+  if (a.has("--cancel")) {
+    auto r = client->del(path);
+    if (!ok_status(r)) return report_failure(r, "cancel the reassignments");
+    std::cout << "Cancelled " << cell(json::parse(r->body)["cancelled"]) << " reassignment(s).\n";
+    return 0;
+  }
+  json body = {{"dry_run", a.has("--dry-run")}};
+  if (auto t = a.get("--tolerance")) {
+    char* end = nullptr;
+    const double v = std::strtod(t->c_str(), &end);
+    if (t->empty() || end != t->c_str() + t->size() || !(v >= 0.0 && v <= 1.0)) {
+      std::cerr << "--tolerance must be a number from 0.0 to 1.0, got \"" << *t << "\"\n";
+      return 2;
+    }
+    body["tolerance"] = v;
+  }
+  auto r = client->post(path, body.dump(), "application/json");
+  if (!ok_status(r)) return report_failure(r, "rebalance");
+  const json plan = json::parse(r->body);
+  print_rebalance_plan(plan);
+  if (!a.has("--dry-run") && plan["started"].get<int>() > 0) {
+    std::cout << "Started " << cell(plan["started"])
+              << " reassignment(s): ringlog cluster reassignments shows them until they complete, "
+                 "ringlog cluster rebalance --cancel stops them.\n";
+  }
+  return 0;
+}
+
+void print_decommission(const json& task) {
+  const std::string id = cell(task["broker_id"]);
+  const std::string status = cell(task["task_status"]);
+  if (status == "SUCCESS") {
+    std::cout << "Broker " << id << " is decommissioned: it holds no replicas and is unregistered; stop its process.\n";
+  } else if (status == "CANCELED") {
+    std::cout << "Decommission of broker " << id << " cancelled: " << cell(task["partitions_remaining"])
+              << " partition(s) keep a replica on it.\n";
+  } else {
+    std::cout << "Decommissioning broker " << id << ": " << cell(task["partitions_remaining"])
+              << " partition(s) still on it, " << cell(task["reassignments_in_progress"]) << " being moved.\n";
+  }
+}
+
+int decommission(const args& a) {
+  if (a.positional.size() > 2 || (a.positional.size() == 1 && !a.has("--status")) || (a.has("--cancel") && a.has("--status"))) {
+    std::cerr << "decommission needs a NODE_ID (and one of --cancel or --status at most), or --status alone\n" << cluster_usage;
+    return 2;
+  }
+  std::optional<int64_t> node;
+  if (a.positional.size() == 2) {
+    node = parse_int(a.positional[1], 0, INT32_MAX);
+    if (!node) {
+      std::cerr << "NODE_ID must be a broker id, got \"" << a.positional[1] << "\"\n";
+      return 2;
+    }
+  }
+  auto client = connect(a);
+  if (!client) return 2;
+  auto cluster = cluster_id(*client);
+  if (!cluster) return 1;
+  const std::string brokers = "/v3/clusters/" + percent_encode_segment(*cluster) + "/brokers/";
+  const std::string task = node ? brokers + std::to_string(*node) + "/tasks/remove-broker" : "";
+  if (a.has("--status")) {
+    auto r = client->get(node ? brokers + std::to_string(*node) + "/tasks" : brokers + "-/tasks");
+    if (!ok_status(r)) return report_failure(r, "list decommissions");
+    const json out = json::parse(r->body);
+    for (const auto& t : out["data"]) print_decommission(t);
+    if (out["data"].empty()) std::cout << "(no decommission under way or done" << (node ? " for this broker" : "") << ")\n";
+    return 0;
+  }
+  auto r = a.has("--cancel") ? client->del(task) : client->del(brokers + std::to_string(*node));
+  if (!ok_status(r)) return report_failure(r, a.has("--cancel") ? "cancel the decommission" : "decommission");
+  print_decommission(json::parse(r->body));
+  if (!a.has("--cancel")) {
+    std::cout << "ringlog cluster decommission " << *node << " --status shows the progress; --cancel stops it.\n";
+  }
   return 0;
 }
 
@@ -1208,15 +1336,25 @@ int cluster_status(const args& a) {
 }  // namespace
 
 int cluster_main(int argc, char** argv) {
-  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--topic", "--partition", "--replicas"}, {"--help", "--cancel"});
+  auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--topic", "--partition", "--replicas", "--tolerance"},
+                      {"--help", "--cancel", "--dry-run", "--status"});
   if (!a) return 2;
   if (a->has("--help")) {
     std::cout << cluster_usage;
     return 0;
   }
-  static const std::set<std::string> commands = {"status", "elect-leaders", "reassign", "reassignments"};
-  if (a->positional.size() != 1 || !commands.contains(a->positional[0])) {
+  static const std::set<std::string> commands = {"status", "elect-leaders", "reassign", "reassignments", "rebalance",
+                                                 "decommission"};
+  if (a->positional.empty() || !commands.contains(a->positional[0]) ||
+      (a->positional.size() != 1 && a->positional[0] != "decommission")) {
     std::cerr << cluster_usage;
+    return 2;
+  }
+  if (a->positional[0] == "decommission") return decommission(*a);
+  if (a->positional[0] == "rebalance") return rebalance(*a);
+  if (a->get("--tolerance") || a->has("--dry-run") || a->has("--status")) {
+    std::cerr << "--tolerance and --dry-run are options of cluster rebalance, --status of cluster decommission\n"
+              << cluster_usage;
     return 2;
   }
   if (a->positional[0] == "reassign") return reassign(*a);

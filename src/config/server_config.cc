@@ -489,6 +489,21 @@ std::vector<key_spec> connection_limit_keys() {
   };
 }
 
+/// KIP-73's replication throttles (Kafka's names and default, Long.MAX_VALUE = unbounded; also
+/// dynamic broker configs: broker/broker_configs.cc; the rule: replication/throttle.h).
+std::vector<key_spec> replication_throttle_keys() {
+  constexpr int64_t i64 = std::numeric_limits<int64_t>::max();
+  return {
+      int_key("leader.replication.throttled.rate", &server_config::leader_replication_throttled_rate, 0, i64,
+              "bytes/s this broker, leading, sends to followers outside a partition's ISR (a reassignment's new "
+              "replica, a follower catching up), all partitions together; in-sync followers are never held back; "
+              "the default bounds nothing, 0 stops that traffic; dynamic"),
+      int_key("follower.replication.throttled.rate", &server_config::follower_replication_throttled_rate, 0, i64,
+              "bytes/s this broker fetches for partitions whose ISR it is not in, all together; the default "
+              "bounds nothing, 0 stops that traffic; dynamic"),
+  };
+}
+
 const std::vector<key_spec>& key_table() {
   constexpr int64_t i32 = std::numeric_limits<int32_t>::max();
   constexpr int64_t i64 = std::numeric_limits<int64_t>::max();
@@ -878,7 +893,7 @@ const std::vector<key_spec>& key_table() {
               "partitions of all topics together; 0 = from the open-file limit (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
-  }, joined(authentication_keys(), joined(connection_limit_keys(), ssl_key_specs())));
+  }, joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), ssl_key_specs()))));
   return table;
 }
 

@@ -2,6 +2,7 @@
 
 #include "ringlog/controller/metadata_image.h"
 
+#include <array>
 #include <variant>
 
 #include "ringlog/base/assert.h"
@@ -120,6 +121,10 @@ std::string describe_record(const protocol::metadata_record& record) {
            std::to_string(s->iterations);
   } else if (const auto* d = std::get_if<remove_user_scram_credential_record>(&record)) {
     out += "name=" + d->name + ", mechanism=" + scram_mechanism_text(d->mechanism);
+  } else if (const auto* d = std::get_if<broker_decommission_record>(&record)) {
+    static constexpr std::array<const char*, 3> states = {"cancelled", "decommissioning", "decommissioned"};
+    out += "brokerId=" + std::to_string(d->broker_id) + ", state=" +
+           (d->state >= 0 && d->state <= 2 ? states[static_cast<size_t>(d->state)] : std::to_string(d->state));
   } else if (const auto* q = std::get_if<client_quota_record>(&record)) {
     out += "entity=[";
     for (size_t i = 0; i < q->entity.size(); ++i) {

@@ -85,10 +85,16 @@ const broker_registration* metadata_image::find_broker(int32_t node_id) const {
   return it == brokers_.end() ? nullptr : &it->second;
 }
 
+broker_decommission_state metadata_image::decommission_state(int32_t node_id) const {
+  auto it = decommissions_.find(node_id);
+  return it == decommissions_.end() ? broker_decommission_state::none : it->second;
+}
+
 bool metadata_image::operator==(const metadata_image& other) const {
   if (offset_ != other.offset_ || brokers_ != other.brokers_ || broker_configs_ != other.broker_configs_ ||
       next_producer_id_ != other.next_producer_id_ || features_ != other.features_ || *acls_ != *other.acls_ ||
       scram_credentials_ != other.scram_credentials_ || *client_quotas_ != *other.client_quotas_ ||
+      decommissions_ != other.decommissions_ ||
       topics_.size() != other.topics_.size()) {
     return false;
   }
@@ -141,6 +147,9 @@ result<void> metadata_delta::apply_record(const protocol::partition_change_recor
 }
 
 result<void> metadata_delta::apply_record(const protocol::register_broker_record& r, int64_t offset) {
+  if (next_.decommission_state(r.broker_id) == broker_decommission_state::decommissioned) {
+    return bad("RegisterBrokerRecord for broker " + std::to_string(r.broker_id) + ", which was decommissioned");
+  }
   broker_registration b;
   b.node_id = r.broker_id;
   // Kafka's broker epoch is the offset of the registration; a registration proposed by the
@@ -354,6 +363,24 @@ result<void> metadata_delta::apply_record(const protocol::client_quota_record& r
   return base::ok_v;
 }
 
+result<void> metadata_delta::apply_record(const protocol::broker_decommission_record& r, int64_t) {
+  const auto state = static_cast<broker_decommission_state>(r.state);
+  if (r.state < 0 || r.state > 2) {
+    return bad("BrokerDecommissionRecord for broker " + std::to_string(r.broker_id) + " with state " +
+               std::to_string(r.state) + " (0 cancelled, 1 decommissioning, 2 decommissioned)");
+  }
+  if (next_.decommission_state(r.broker_id) == broker_decommission_state::decommissioned) {
+    return bad("BrokerDecommissionRecord for broker " + std::to_string(r.broker_id) + ", which is decommissioned already");
+  }
+  if (state == broker_decommission_state::none) {
+    next_.decommissions_.erase(r.broker_id);
+    return base::ok_v;
+  }
+  if (state == broker_decommission_state::decommissioned) next_.brokers_.erase(r.broker_id);
+  next_.decommissions_[r.broker_id] = state;
+  return base::ok_v;
+}
+
 result<void> metadata_delta::apply(const protocol::metadata_record& record, int64_t offset) {
   RINGLOG_ASSERT_OP(offset, >=, next_.offset_);   // the records of one entry share its offset
   next_.offset_ = offset;
@@ -388,6 +415,12 @@ std::vector<protocol::metadata_record> image_records(const metadata_image& image
     r.fenced = b.fenced;
     r.in_controlled_shutdown = b.in_controlled_shutdown;
     out.push_back(r);
+  }
+  for (const auto& [id, state] : image.decommissions()) {
+    protocol::broker_decommission_record d;
+    d.broker_id = id;
+    d.state = static_cast<int8_t>(state);
+    out.push_back(d);
   }
   for (const auto& [node, configs] : image.broker_configs()) {
     for (const auto& [name, value] : configs) {

@@ -144,7 +144,7 @@ bool forward_group_call(const call_ptr& c) {
   return true;
 }
 
-bool ask_every_broker(const call_ptr& c, broker_answers_fn done) {
+bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::function<std::string(int32_t)>& target_of) {
   http_forwarder* forwarder = c->self->options().forwarder;
   if (forwarder == nullptr || !c->request.forwarded_by.empty()) return false;
   std::vector<broker::broker_description> peers;
@@ -175,6 +175,7 @@ bool ask_every_broker(const call_ptr& c, broker_answers_fn done) {
     request.body.clear();
     request.forwarded_for = c->peer_ip();
     const int32_t node = b.node_id;
+    if (target_of) request.target = target_of(node);
     forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port)}, timeout_ms, [c, g, node](forward_result r) {
       c->later([g, node, r = std::move(r)](api::call& call) {
         json body = r.answered && r.response.status == 200 ? json::parse(r.response.body, nullptr, false) : json();

@@ -385,6 +385,8 @@ const broker::partition_description* find_partition(const broker::topic_descript
 void fail_partition_not_found(api::call& call, const broker::topic_description& t, int32_t p);
 /// The {broker_id} path parameter as a broker; nullopt (404 answered) when it is none (api_v3_admin.cc).
 std::optional<broker::broker_description> path_broker(api::call& call);
+/// The {broker_id} path parameter as a number; nullopt when it is not one (nothing answered).
+std::optional<int32_t> path_broker_id(api::call& call);
 /// describe_topic(params[key]) then `done` on the connection thread; errors answered here.
 void with_topic(const call_ptr& c, const std::string& key, error_scope scope,
                 std::function<void(api::call&, broker::topic_description)> done);
@@ -550,6 +552,14 @@ void v3_list_configs(const call_ptr& c);
 void v3_list_all_topic_configs(const call_ptr& c);
 void v3_alter_all_topic_configs(const call_ptr& c);
 void v3_list_broker_replicas(const call_ptr& c);
+// ---- api_v3_balance.cc (issue 33): rebalance, decommission (Confluent's remove-broker tasks)
+void v3_get_rebalance(const call_ptr& c);
+void v3_post_rebalance(const call_ptr& c);
+void v3_cancel_rebalance(const call_ptr& c);
+void v3_remove_broker(const call_ptr& c);
+void v3_list_broker_tasks(const call_ptr& c);
+void v3_get_remove_broker_task(const call_ptr& c);
+void v3_cancel_remove_broker_task(const call_ptr& c);
 void v3_list_groups(const call_ptr& c);
 
 // -- group calls through any broker (api_group_forward.cc, group_proxy.h)
@@ -573,8 +583,9 @@ bool gather_group_lists(const call_ptr& c);
 /// passed on so that it answers for itself; `done` on the call's thread with each 200 answer's
 /// JSON body and the node ids of brokers that gave none. False (nothing asked) when the call was
 /// itself passed on, there is no forwarder, or there is only one broker: answer locally then.
+/// `target_of` (optional): the target to ask each node id instead of the call's own.
 using broker_answers_fn = std::function<void(api::call&, std::vector<json> answers, std::vector<std::string> unanswered)>;
-bool ask_every_broker(const call_ptr& c, broker_answers_fn done);
+bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::function<std::string(int32_t)>& target_of = {});
 void v3_list_partitions(const call_ptr& c);
 void v3_list_replicas(const call_ptr& c);
 void v3_list_topics(const call_ptr& c);

@@ -125,6 +125,8 @@ json broker_json(const std::string& base, const std::string& cluster, const brok
               {"state", b.state},
               {"broker_epoch", b.broker_epoch},
               {"is_controller", b.is_controller},
+              // ringlog: DECOMMISSIONING while its replicas move off (issue 33), else null
+              {"decommission", b.decommissioning ? json("DECOMMISSIONING") : json(nullptr)},
               {"roles", roles_json(true, voter)}};
 }
 
@@ -920,11 +922,14 @@ void v3_list_broker_replicas(const call_ptr& c) {
   const int32_t id = b->node_id;
   describe_all(c, true, [id](api::call& call, std::vector<broker::topic_description> topics) {
     const std::string& cluster = call.params["cluster_id"];
+    const bool self = id == call.broker().config().node_id;
     json data = json::array();
     for (const auto& t : topics) {
       for (const auto& p : t.partitions) {
         if (std::find(p.replicas.begin(), p.replicas.end(), id) == p.replicas.end()) continue;
         data.push_back(replica_json(call.base_url, cluster, t.name, p, id));
+        // ringlog: the broker answering for itself gives its replica's size on disk (issue 33)
+        if (self && p.replica_here) data.back()["size_bytes"] = p.size_bytes;
       }
     }
     call.respond_json(200, list_json("KafkaReplicaList", call.base_url + "/v3/clusters/" + cluster + "/brokers/" +

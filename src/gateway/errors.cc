@@ -75,7 +75,7 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::invalid_txn_state:
     case errc::invalid_producer_id_mapping:
     case errc::election_not_needed:
-    case errc::no_reassignment_in_progress:
+    case errc::no_reassignment_in_progress: case errc::reassignment_in_progress:   // KIP-455; a rebalance (issue 33)
       return {409, ec::illegal_state, e.message};
     case errc::group_not_empty:
       return {409, ec::group_not_empty, e.message};

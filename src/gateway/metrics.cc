@@ -253,4 +253,24 @@ std::string render_client_quota_metrics(const std::vector<broker::client_quota_u
   return out;
 }
 
+std::string render_replication_throttle_metrics(const broker::replication_throttle_figures& figures) {
+  const std::pair<const char*, const broker::replication_throttle_side_figures*> sides[] = {
+      {"leader", &figures.leader}, {"follower", &figures.follower}};
+  std::string out =
+      "# HELP ringlog_replication_throttled_bytes_total Bytes of throttled replication moved since start: leader, "
+      "sent to followers outside a partition's ISR; follower, fetched for partitions whose ISR this broker is not "
+      "in (counted only while the side's replication.throttled.rate bounds).\n"
+      "# TYPE ringlog_replication_throttled_bytes_total counter\n";
+  for (const auto& [side, f] : sides) {
+    out += fmt::format("ringlog_replication_throttled_bytes_total{{side=\"{}\"}} {}\n", side, f->throttled_bytes_total);
+  }
+  out += "# HELP ringlog_replication_throttle_time_ms_total Wall time throttled replication waited for its side's "
+         "rate since start, ms (partitions held back together count once).\n"
+         "# TYPE ringlog_replication_throttle_time_ms_total counter\n";
+  for (const auto& [side, f] : sides) {
+    out += fmt::format("ringlog_replication_throttle_time_ms_total{{side=\"{}\"}} {}\n", side, f->throttle_time_ms_total);
+  }
+  return out;
+}
+
 }  // namespace ringlog::gateway

@@ -74,4 +74,9 @@ std::string escape_label(std::string_view value);
 /// are written even with no sensor.
 std::string render_client_quota_metrics(const std::vector<broker::client_quota_usage>& usages);
 
+/// Issue 33: what replication throttling (leader/follower.replication.throttled.rate) held back
+/// since start, as ringlog_replication_throttled_bytes_total{side="leader|follower"} and
+/// ringlog_replication_throttle_time_ms_total{side=...} (broker::replication_throttle_figures).
+std::string render_replication_throttle_metrics(const broker::replication_throttle_figures& figures);
+
 }  // namespace ringlog::gateway

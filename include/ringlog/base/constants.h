@@ -47,3 +47,18 @@ inline constexpr size_t topics_max = 10'000;
 /// Kafka checkpoints high watermarks every 5 s (replica.high.watermark.checkpoint.interval.ms).
 inline constexpr int64_t maintenance_interval_ms = 5'000;
 }  // namespace ringlog::constants
+
+namespace ringlog::constants {
+// ---- replication throttling (leader/follower.replication.throttled.rate; replication/throttle.h)
+/// Kafka's default of both rates, Long.MAX_VALUE: no bound. Any smaller value bounds.
+inline constexpr int64_t replication_throttled_rate_unbounded = INT64_MAX;
+/// The most a throttle bucket holds, as ms of its rate: one second, Kafka's quota sample
+/// (quota.window.size.seconds); a longer burst would let a catch-up overshoot the rate by more
+/// than a second's worth after an idle spell, a shorter one would hold back a fetch that the
+/// rate allows.
+inline constexpr int64_t replication_throttle_burst_ms = 1'000;
+/// Longest a throttled fetch is held back in one go, ms: a raised or removed rate takes effect
+/// within it (rate 0 waits in steps of this), and a follower's parked fetch never nears its
+/// request timeout (replica.fetch.wait.max.ms plus 5 s).
+inline constexpr int64_t replication_throttle_wait_max_ms = 1'000;
+}  // namespace ringlog::constants

@@ -28,6 +28,7 @@
 #include "ringlog/rpc/cluster_transport.h"
 #include "ringlog/rpc/transport.h"
 #include "ringlog/security/acl.h"
+#include "ringlog/controller/rebalance_planner.h"
 
 namespace ringlog::io {
 class file_system;
@@ -110,6 +111,11 @@ struct broker_config {
   int64_t replica_fetch_wait_max_ms = 500;                  // replica.fetch.wait.max.ms: a follower's long-poll at its leader
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
+  /// leader.replication.throttled.rate / follower.replication.throttled.rate (KIP-73, dynamic):
+  /// bytes/s of replication to or by replicas outside a partition's ISR, broker-wide; the default
+  /// (Kafka's Long.MAX_VALUE) bounds nothing (replication/throttle.h has the rule).
+  int64_t leader_replication_throttled_rate = INT64_MAX;
+  int64_t follower_replication_throttled_rate = INT64_MAX;
   bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
   bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
   int64_t leader_imbalance_check_interval_seconds = 30;     // leader.imbalance.check.interval.seconds
@@ -120,6 +126,18 @@ struct broker_config {
   /// quota.window.num and quota.window.size.seconds (Kafka's keys and defaults, 11 x 1 s): the
   /// samples every client quota rate is measured over (security/quota.h).
   security::quota_window_config quota_window;
+};
+
+/// Replication throttling of one side since start (replication/throttle.h): the bytes of
+/// throttled replication moved (to followers outside the ISR on the leader side, by this broker
+/// as such a follower on the follower side) and the wall time throttled transfers were held back.
+struct replication_throttle_side_figures {
+  int64_t throttled_bytes_total = 0;
+  int64_t throttle_time_ms_total = 0;
+};
+struct replication_throttle_figures {
+  replication_throttle_side_figures leader;
+  replication_throttle_side_figures follower;
 };
 
 /// Where a config's value comes from (Kafka's DescribeConfigs sources, KIP-226), highest
@@ -473,6 +491,7 @@ struct broker_description {
   /// Kafka's broker registration states: "unfenced" (serving), "fenced" (missed its heartbeats or
   /// not caught up), "controlled_shutdown" (stopping, its leaderships moving away).
   std::string state = "unfenced";
+  bool decommissioning = false;   // being decommissioned (issue 33): takes no new replicas
   int64_t broker_epoch = -1;
   bool is_controller = false;   // the active controller (the metadata quorum's leader)
 };
@@ -529,6 +548,30 @@ struct partition_reassignment {
   std::vector<int32_t> replicas;            // the target replicas, then the ones being removed
   std::vector<int32_t> adding_replicas;     // in the target, not yet in the original replicas
   std::vector<int32_t> removing_replicas;   // in the original replicas, not in the target
+};
+
+/// A rebalance call (issue 33): plan, and unless a dry run, start the plan's moves.
+struct rebalance_request {
+  double tolerance = 0.1;   // 0.0 to 1.0 inclusive (rebalance_planner.h)
+  bool dry_run = true;
+  /// Each partition's size in bytes as its replicas report it (the front end asks every broker);
+  /// a partition not listed counts 0 bytes.
+  controller::partition_sizes sizes;
+};
+
+struct rebalance_result {
+  controller::rebalance_plan plan;
+  int32_t started = 0;   // partition reassignments committed (0 on a dry run)
+};
+
+/// A broker's decommission (issue 33; Confluent's remove-broker task).
+struct broker_decommission {
+  int32_t broker_id = -1;
+  /// "IN_PROGRESS" (its replicas are moving off), "SUCCESS" (it holds none and is unregistered),
+  /// "CANCELED" (only in the answer of the cancel).
+  std::string status;
+  int32_t partitions_remaining = 0;        // partitions that still list it as a replica
+  int32_t reassignments_in_progress = 0;   // of those, the ones being reassigned now
 };
 
 /// Upper bounds (ms until due, inclusive) of the buckets of delay_scheduler_description::due_counts
@@ -641,6 +684,24 @@ class broker {
   /// of every topic, else of that topic only.
   [[nodiscard]] virtual std::vector<partition_reassignment> list_partition_reassignments(
       const std::string& topic) const = 0;
+  /// Plans a rebalance from the newest metadata (the active controller's image, with each
+  /// partition's size from its leader) and, unless request.dry_run, starts its moves as partition
+  /// reassignments (KIP-455: add, catch up, then remove). Errors: reassignment_in_progress (a
+  /// rebalance waits until the reassignments under way end or are cancelled), invalid_request (a
+  /// tolerance outside 0..1), not_controller, request_timed_out.
+  virtual void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) = 0;
+  /// Cancels every partition reassignment under way (KIP-455's cancel: each partition goes back
+  /// to its original replicas). Answers how many were cancelled.
+  virtual void cancel_reassignments(std::function<void(result<int32_t>)> done) = 0;
+  /// Decommissions broker `node_id` (issue 33): it takes no new replicas, its replicas move to the
+  /// others (a rebalance with it excluded), then the active controller unregisters it and refuses
+  /// its id from then on. `cancel`: stops a decommission under way (the moves under way are
+  /// cancelled; what moved stays). Errors: resource_not_found (no such registered broker); invalid_request naming why it
+  /// is refused (a controller quorum voter; the other brokers cannot hold a replication factor; a
+  /// cancel with no decommission under way); not_controller, request_timed_out.
+  virtual void decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) = 0;
+  /// The decommissions under way or done, in this node's image, by broker id.
+  [[nodiscard]] virtual std::vector<broker_decommission> list_decommissions() const = 0;
   /// message.max.bytes now: the static value with the dynamic broker configs applied (KIP-226),
   /// for front ends that bound a record before it reaches the broker.
   [[nodiscard]] virtual int32_t message_max_bytes() const = 0;
@@ -777,6 +838,8 @@ class broker {
   /// cleaner_step_bytes, or does one part of a swap between two syncs), every shard added
   /// together; for /metrics. Any thread.
   [[nodiscard]] virtual io::latency_histogram::snapshot cleaner_step_time() const = 0;
+  /// What replication throttling held back since start, per side; for /metrics. Any thread.
+  [[nodiscard]] virtual replication_throttle_figures replication_throttling() const = 0;
 
   // ---- consumer groups (groups.h)
   virtual group_api& groups() = 0;

@@ -61,6 +61,7 @@ enum class errc {
   // partition reassignment (KIP-455)
   invalid_replica_assignment,  // target replicas empty, repeated or naming an unregistered broker (Kafka's 39, HTTP 400)
   no_reassignment_in_progress,  // a cancel of a partition that is not being reassigned (Kafka's 85, HTTP 409)
+  reassignment_in_progress,     // a rebalance while partitions are being reassigned (Kafka's 60, HTTP 409)
   // idempotent producers (KIP-98)
   out_of_order_sequence_number,  // a batch's sequence does not continue its producer's last one (HTTP 409)
   invalid_producer_epoch,        // a batch or session of an older producer epoch: fenced (HTTP 409)

@@ -203,6 +203,8 @@ struct server_config {
   int64_t replica_fetch_wait_max_ms = 500;                  // replica.fetch.wait.max.ms: a follower's long-poll at its leader
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
+  int64_t leader_replication_throttled_rate = INT64_MAX;    // leader.replication.throttled.rate: bytes/s (KIP-73)
+  int64_t follower_replication_throttled_rate = INT64_MAX;  // follower.replication.throttled.rate: bytes/s (KIP-73)
   bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
   bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
   // Kafka checks every 300 s; ringlog's clusters are small and users expect a restarted broker

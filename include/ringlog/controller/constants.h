@@ -35,4 +35,13 @@ inline constexpr uint64_t snapshot_interval_entries_default = 10000;
 /// milliseconds, so seconds mean no quorum).
 inline constexpr int64_t propose_timeout_ms_default = 5000;
 
+/// The rebalance planner balances bytes per broker only when the cluster holds at least this much
+/// (rebalance_planner.h): below it moving data buys nothing, and partitions of a few KiB would be
+/// shuffled for byte differences no disk notices.
+inline constexpr uint64_t rebalance_bytes_floor = 64ull << 20;
+
+/// Iterations of each balancing loop of one plan (each moves or reorders one partition): a bound
+/// on the planner's time whatever the cluster's shape; a plan cut short says balanced=false.
+inline constexpr size_t rebalance_steps_max = 100'000;
+
 }  // namespace ringlog::controller::constants

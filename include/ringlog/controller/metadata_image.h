@@ -77,6 +77,11 @@ struct broker_registration {
   [[nodiscard]] const broker_endpoint* endpoint(std::string_view name) const;
 };
 
+/// A broker's decommission (BrokerDecommissionRecord's State): none (never, or cancelled: the
+/// record's 0), decommissioning (1: no new replicas go there, its replicas move off), decommissioned
+/// (2: its registration is gone and its id may not register again).
+enum class broker_decommission_state : int8_t { none = 0, decommissioning = 1, decommissioned = 2 };
+
 struct partition_image {
   std::vector<int32_t> replicas;
   std::vector<int32_t> in_sync_replicas;
@@ -134,6 +139,11 @@ class metadata_image {
   using client_quota_entity = std::map<std::string, std::optional<std::string>>;
   using client_quota_map = std::map<client_quota_entity, std::map<std::string, double>>;
   [[nodiscard]] const client_quota_map& client_quotas() const { return *client_quotas_; }
+  /// Brokers being decommissioned or decommissioned (BrokerDecommissionRecord, issue 33): node id
+  /// -> its state. A decommissioned broker has no registration and may not register again.
+  [[nodiscard]] const std::map<int32_t, broker_decommission_state>& decommissions() const { return decommissions_; }
+  /// The decommission state of `node_id`, none when it was never decommissioned (or cancelled).
+  [[nodiscard]] broker_decommission_state decommission_state(int32_t node_id) const;
 
   bool operator==(const metadata_image& other) const;
 
@@ -150,6 +160,7 @@ class metadata_image {
   int64_t partition_count_ = 0;
   std::shared_ptr<const acl_map> acls_ = std::make_shared<const acl_map>();
   std::shared_ptr<const client_quota_map> client_quotas_ = std::make_shared<const client_quota_map>();
+  std::map<int32_t, broker_decommission_state> decommissions_;
 };
 
 /// Changes to an image, record by record; then image() for the result. Copy-on-write: the base
@@ -187,6 +198,7 @@ class metadata_delta {
   result<void> apply_record(const protocol::access_control_entry_record& r, int64_t offset);
   result<void> apply_record(const protocol::remove_access_control_entry_record& r, int64_t offset);
   result<void> apply_record(const protocol::client_quota_record& r, int64_t offset);
+  result<void> apply_record(const protocol::broker_decommission_record& r, int64_t offset);
   metadata_image next_;
   std::vector<std::string> touched_topics_;
   std::map<std::string, std::shared_ptr<topic_image>, std::less<>> copied_;   // topics copied in this delta

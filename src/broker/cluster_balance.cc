@@ -1,0 +1,288 @@
+// The brokers as the metadata lists them, and rebalance and decommission (issue 33) on any node: planned by controller::plan_rebalance
+// against the active controller's newest image (post_caught_up), started as partition
+// reassignments (KIP-455: the new replicas are added and catch up before the old ones leave, so
+// no partition drops below its min.insync.replicas because of a move). A decommission is a
+// BrokerDecommissionRecord (no new replicas go to the broker) and a drain plan; the active
+// controller's tick (decommission_tick) finishes it: once no partition lists the broker, it is
+// unregistered for good (the record's state 2), and a registration under its id is refused.
+
+#include <algorithm>
+#include <set>
+
+#include "broker_impl.h"
+
+namespace ringlog::broker::detail {
+
+namespace {
+
+using controller::broker_decommission_state;
+
+/// The largest replication factor among the partitions that list `node_id` (0: none), and one
+/// topic that has it, for the refusal's message.
+std::pair<size_t, std::string> largest_replication_factor_on(const controller::metadata_image& image, int32_t node_id) {
+  std::pair<size_t, std::string> out{0, ""};
+  for (const auto& [name, topic] : image.topics()) {
+    for (const auto& p : topic->partitions) {
+      if (std::find(p.replicas.begin(), p.replicas.end(), node_id) == p.replicas.end()) continue;
+      const size_t factor = p.replicas.size() - p.removing_replicas.size();
+      if (factor > out.first) out = {factor, name};
+    }
+  }
+  return out;
+}
+
+/// The decommission of `node_id` as the image shows it: partitions that still list it.
+broker_decommission describe_decommission(const controller::metadata_image& image, int32_t node_id) {
+  broker_decommission d;
+  d.broker_id = node_id;
+  d.status = image.decommission_state(node_id) == broker_decommission_state::decommissioned ? "SUCCESS" : "IN_PROGRESS";
+  for (const auto& [name, topic] : image.topics()) {
+    for (const auto& p : topic->partitions) {
+      if (std::find(p.replicas.begin(), p.replicas.end(), node_id) == p.replicas.end()) continue;
+      ++d.partitions_remaining;
+      if (p.reassigning()) ++d.reassignments_in_progress;
+    }
+  }
+  return d;
+}
+
+protocol::broker_decommission_record decommission_record(int32_t node_id, broker_decommission_state state) {
+  protocol::broker_decommission_record r;
+  r.broker_id = node_id;
+  r.state = static_cast<int8_t>(state);
+  return r;
+}
+
+std::vector<partition_reassignment_target> targets_of(const controller::rebalance_plan& plan) {
+  std::vector<partition_reassignment_target> out;
+  out.reserve(plan.moves.size());
+  for (const auto& m : plan.moves) out.push_back({m.topic, m.partition, m.target_replicas});
+  return out;
+}
+
+int32_t accepted(const std::vector<partition_reassignment_result>& results) {
+  return static_cast<int32_t>(std::count_if(results.begin(), results.end(),
+                                            [](const partition_reassignment_result& r) { return !r.refused; }));
+}
+
+}  // namespace
+
+std::vector<broker_description> broker_impl::list_brokers() const {
+  const int32_t controller = controller_id();
+  std::vector<broker_description> out;
+  // Hold the view for the whole loop: a range-for keeps only its range alive, not the temporary
+  // shared_ptr it came through (before C++23), and a newer view may be published meanwhile.
+  const auto held = view();
+  for (const auto& [id, b] : held->image->brokers()) {
+    broker_description d;
+    d.node_id = id;
+    if (const auto* http = b.endpoint("http"); http != nullptr) {
+      d.host = http->host;
+      d.port = http->port;
+    }
+    for (const auto& e : b.endpoints) {   // Kafka listeners: all but http and cluster ("kafka": PLAINTEXT, older nodes)
+      if (e.name != "http" && e.name != "cluster") d.kafka_endpoints.push_back({e.name == "kafka" ? "PLAINTEXT" : e.name, e.host, e.port});
+    }
+    if (!d.kafka_endpoints.empty()) std::tie(d.kafka_host, d.kafka_port) = std::pair(d.kafka_endpoints[0].host, d.kafka_endpoints[0].port);
+    d.rack = b.rack;
+    d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
+    d.decommissioning = held->image->decommission_state(b.node_id) == controller::broker_decommission_state::decommissioning;
+    d.broker_epoch = b.broker_epoch;
+    d.is_controller = id == controller;
+    out.push_back(std::move(d));
+  }
+  if (out.empty() && config_.process_role_broker) {   // a dedicated controller is never a broker
+    broker_description self;
+    self.node_id = config_.node_id;
+    self.host = deps_.advertised_host;
+    self.port = deps_.advertised_port;
+    self.rack = config_.broker_rack;
+    self.kafka_host = deps_.advertised_kafka_host;
+    self.kafka_port = deps_.advertised_kafka_port;
+    self.kafka_endpoints = deps_.advertised_kafka_listeners;
+    self.is_controller = config_.node_id == controller;
+    out.push_back(self);
+  }
+  return out;
+}
+
+controller::rebalance_options broker_impl::rebalance_options_for(double tolerance, bool drain_only) const {
+  controller::rebalance_options options;
+  options.tolerance = tolerance;
+  options.drain_only = drain_only;
+  options.min_insync_replicas = [this](const std::string& topic) { return min_insync_replicas(topic); };
+  return options;
+}
+
+void broker_impl::rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  if (!(request.tolerance >= 0.0 && request.tolerance <= 1.0)) {
+    return done(error{errc::invalid_request, "tolerance " + std::to_string(request.tolerance) + " is out of range: 0.0 to 1.0"});
+  }
+  post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
+    rebalance_result out;
+    out.plan = controller::plan_rebalance(*controller_view_->image, request.sizes,
+                                          rebalance_options_for(request.tolerance, false));
+    if (request.dry_run || out.plan.moves.empty()) return done(std::move(out));
+    if (out.plan.reassignments_in_progress > 0) {
+      return done(error{errc::reassignment_in_progress,
+                        std::to_string(out.plan.reassignments_in_progress) +
+                            " partition(s) are being reassigned: a rebalance starts once they are done or cancelled"});
+    }
+    log_info("rebalance: " + std::to_string(out.plan.moves.size()) + " partition(s) move, " +
+             std::to_string(out.plan.bytes_to_move) + " bytes to copy");
+    auto targets = targets_of(out.plan);
+    alter_partition_reassignments(std::move(targets), [out = std::move(out), done = std::move(done)](
+                                                          result<std::vector<partition_reassignment_result>> r) mutable {
+      if (!r.ok()) return done(r.error());
+      out.started = accepted(*r);
+      done(std::move(out));
+    });
+  });
+}
+
+void broker_impl::cancel_reassignments(std::function<void(result<int32_t>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  post_caught_up([this, done = std::move(done)]() mutable {
+    std::vector<partition_reassignment_target> cancels;
+    for (const auto& r : list_partition_reassignments("")) cancels.push_back({r.topic, r.partition, std::nullopt});
+    if (cancels.empty()) return done(0);
+    log_info("cancelling " + std::to_string(cancels.size()) + " partition reassignment(s)");
+    alter_partition_reassignments(std::move(cancels), [done = std::move(done)](
+                                                          result<std::vector<partition_reassignment_result>> r) mutable {
+      if (!r.ok()) return done(r.error());
+      done(accepted(*r));
+    });
+  });
+}
+
+std::optional<error> broker_impl::decommission_refusal(const controller::metadata_image& image, int32_t node_id) const {
+  const bool voter = deps_.controller_quorum_voters.empty() ? node_id == config_.node_id
+                                                            : deps_.controller_quorum_voters.contains(node_id);
+  if (voter) {
+    return error{errc::invalid_request,
+                 "node " + std::to_string(node_id) +
+                     " is a controller quorum voter (controller.quorum.voters): the quorum's voters do not change while "
+                     "it runs, so move the voter role to another node (a new controller.quorum.voters on every node, "
+                     "restarted in turn) before decommissioning it"};
+  }
+  size_t others = 0;
+  for (int32_t id : controller::placement_brokers(image)) others += id != node_id ? 1 : 0;
+  const auto [factor, topic] = largest_replication_factor_on(image, node_id);
+  if (factor > others) {
+    return error{errc::invalid_request,
+                 "the other brokers cannot hold the replicas of broker " + std::to_string(node_id) + ": topic '" + topic +
+                     "' has replication factor " + std::to_string(factor) + " and " + std::to_string(others) +
+                     " other broker(s) take replicas; add a broker or lower the replication factor first"};
+  }
+  return std::nullopt;
+}
+
+void broker_impl::decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  post_caught_up([this, node_id, cancel, done = std::move(done)]() mutable {
+    const auto image = controller_view_->image;
+    const auto state = image->decommission_state(node_id);
+    if (cancel) return cancel_decommission(node_id, std::move(done));
+    if (state == broker_decommission_state::decommissioned) return done(describe_decommission(*image, node_id));
+    if (image->find_broker(node_id) == nullptr) {
+      return done(error{errc::resource_not_found, "no broker " + std::to_string(node_id) + " is registered"});
+    }
+    if (state == broker_decommission_state::none) {
+      if (auto refused = decommission_refusal(*image, node_id)) return done(std::move(*refused));
+    }
+    if (state == broker_decommission_state::none) {
+      log_info("decommissioning broker " + std::to_string(node_id) + ": its replicas move to the other brokers");
+    }
+    auto shared_done = std::make_shared<std::function<void(result<broker_decommission>)>>(std::move(done));
+    auto drain = [this, node_id, shared_done] {
+      drain_decommissioning([this, node_id, shared_done] { (*shared_done)(describe_decommission(*controller_view_->image, node_id)); });
+    };
+    if (state != broker_decommission_state::none) return drain();   // asked again: only the drain again
+    commit_records({decommission_record(node_id, broker_decommission_state::decommissioning)},
+                   [drain = std::move(drain), shared_done](result<void> r) {
+                     if (!r.ok()) return (*shared_done)(r.error());
+                     drain();
+                   });
+  });
+}
+
+void broker_impl::cancel_decommission(int32_t node_id, std::function<void(result<broker_decommission>)> done) {
+  const auto image = controller_view_->image;
+  if (image->decommission_state(node_id) != broker_decommission_state::decommissioning) {
+    return done(error{errc::invalid_request, "broker " + std::to_string(node_id) + " is not being decommissioned" +
+                                                 (image->decommission_state(node_id) == broker_decommission_state::decommissioned
+                                                      ? " (its decommission is done)"
+                                                      : "")});
+  }
+  log_info("decommission of broker " + std::to_string(node_id) + " cancelled");
+  commit_records({decommission_record(node_id, broker_decommission_state::none)},
+                 [this, node_id, done = std::move(done)](result<void> r) mutable {
+    if (!r.ok()) return done(r.error());
+    // The moves off the broker under way go back; what completed stays where it went.
+    std::vector<partition_reassignment_target> cancels;
+    for (const auto& p : list_partition_reassignments("")) {
+      if (std::find(p.removing_replicas.begin(), p.removing_replicas.end(), node_id) != p.removing_replicas.end()) {
+        cancels.push_back({p.topic, p.partition, std::nullopt});
+      }
+    }
+    auto answer = [this, node_id, done = std::move(done)]() mutable {
+      broker_decommission d = describe_decommission(*controller_view_->image, node_id);
+      d.status = "CANCELED";
+      done(std::move(d));
+    };
+    if (cancels.empty()) return answer();
+    alter_partition_reassignments(std::move(cancels), [answer = std::move(answer)](auto) mutable { answer(); });
+  });
+}
+
+void broker_impl::drain_decommissioning(std::function<void()> then) {
+  const auto plan = controller::plan_rebalance(*controller_view_->image, {}, rebalance_options_for(0.1, true));
+  if (plan.moves.empty()) return then();
+  log_info("decommission: " + std::to_string(plan.moves.size()) + " partition(s) move off the decommissioning broker(s)");
+  alter_partition_reassignments(targets_of(plan), [then = std::move(then)](auto) mutable { then(); });
+}
+
+void broker_impl::decommission_tick() {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  const auto image = controller_view_->image;
+  if (decommission_in_flight_ || image->decommissions().empty()) return;
+  std::vector<protocol::metadata_record> finished;
+  bool to_drain = false;
+  for (const auto& [id, state] : image->decommissions()) {
+    if (state != broker_decommission_state::decommissioning) continue;
+    const broker_decommission d = describe_decommission(*image, id);
+    if (d.partitions_remaining == 0) {
+      log_info("broker " + std::to_string(id) + " holds no replicas: decommissioned and unregistered");
+      finished.push_back(decommission_record(id, broker_decommission_state::decommissioned));
+    } else if (d.reassignments_in_progress < d.partitions_remaining) {
+      to_drain = true;   // a move refused or cancelled, or a partition not safe to move before
+    }
+  }
+  if (finished.empty() && !to_drain) return;
+  decommission_in_flight_ = true;
+  auto clear = [this, alive = std::weak_ptr<int>(lifetime_)] {
+    if (alive.lock()) decommission_in_flight_ = false;
+  };
+  if (!finished.empty()) {
+    return commit_records(std::move(finished), [clear = std::move(clear)](result<void>) { clear(); });
+  }
+  drain_decommissioning(std::move(clear));
+}
+
+std::optional<error> broker_impl::decommissioned_refusal() const {
+  if (view()->image->decommission_state(config_.node_id) != broker_decommission_state::decommissioned) return std::nullopt;
+  std::string why = "node " + std::to_string(config_.node_id) + " was decommissioned from cluster " + config_.cluster_id +
+                    ": it may not register again; start a new broker with another node.id and an empty log.dirs";
+  if (!decommissioned_logged_.exchange(true)) log_error(why);
+  return error{errc::resource_not_found, std::move(why)};
+}
+
+std::vector<broker_decommission> broker_impl::list_decommissions() const {
+  std::vector<broker_decommission> out;
+  const auto image = view()->image;
+  for (const auto& [id, state] : image->decommissions()) out.push_back(describe_decommission(*image, id));
+  return out;
+}
+
+}  // namespace ringlog::broker::detail

@@ -1,0 +1,228 @@
+// The rebalance planner (issue 33): balance reached, racks kept, fewest bytes moved, drains of
+// decommissioning brokers, and partitions that are not safe to move left alone with a reason.
+// Also the BrokerDecommissionRecord in the image and its snapshot.
+
+#include <doctest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "ringlog/controller/metadata_image.h"
+#include "ringlog/controller/rebalance_planner.h"
+
+namespace ringlog::controller {
+namespace {
+
+uuid id_of(uint8_t b) {
+  uuid u;
+  u.value.fill(b);
+  return u;
+}
+
+protocol::register_broker_record broker(int32_t id, std::string rack = "") {
+  protocol::register_broker_record r;
+  r.broker_id = id;
+  r.broker_epoch = -1;
+  r.incarnation_id = id_of(static_cast<uint8_t>(100 + id));
+  if (!rack.empty()) r.rack = rack;
+  r.fenced = false;
+  return r;
+}
+
+/// A cluster image: brokers (with racks when given), then topic `name` with `assignments`.
+struct cluster {
+  std::vector<protocol::metadata_record> records;
+  uint8_t next_topic_id = 1;
+  void add_broker(int32_t id, std::string rack = "") { records.push_back(broker(id, std::move(rack))); }
+  void add_topic(const std::string& name, const std::vector<std::vector<int32_t>>& assignments,
+                 const std::vector<std::vector<int32_t>>& isrs = {}) {
+    protocol::topic_record t;
+    t.name = name;
+    t.topic_id = id_of(next_topic_id);
+    records.push_back(t);
+    for (size_t p = 0; p < assignments.size(); ++p) {
+      protocol::partition_record r;
+      r.topic_id = t.topic_id;
+      r.partition_id = static_cast<int32_t>(p);
+      r.replicas = assignments[p];
+      r.isr = p < isrs.size() ? isrs[p] : assignments[p];
+      r.leader = assignments[p].front();
+      records.push_back(r);
+    }
+    ++next_topic_id;
+  }
+  void decommission(int32_t id, int8_t state) {
+    protocol::broker_decommission_record d;
+    d.broker_id = id;
+    d.state = state;
+    records.push_back(d);
+  }
+  [[nodiscard]] std::shared_ptr<const metadata_image> image() const {
+    metadata_image empty;
+    metadata_delta delta(empty);
+    int64_t offset = 0;
+    for (const auto& r : records) REQUIRE(delta.apply(r, ++offset).ok());
+    return std::move(delta).image();
+  }
+};
+
+rebalance_options options_with(int32_t min_insync = 1) {
+  rebalance_options o;
+  o.min_insync_replicas = [min_insync](const std::string&) { return min_insync; };
+  return o;
+}
+
+const broker_load& load_of(const rebalance_plan& plan, int32_t id) {
+  auto it = std::find_if(plan.brokers.begin(), plan.brokers.end(), [id](const broker_load& b) { return b.broker_id == id; });
+  REQUIRE(it != plan.brokers.end());
+  return *it;
+}
+
+/// Every move keeps its replication factor and names each broker once.
+void check_moves_are_sound(const rebalance_plan& plan) {
+  for (const auto& m : plan.moves) {
+    CHECK(m.target_replicas.size() == m.replicas.size());
+    CHECK(std::set<int32_t>(m.target_replicas.begin(), m.target_replicas.end()).size() == m.target_replicas.size());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a fourth broker gets its share of replicas and leaderships; a balanced cluster plans nothing") {
+  cluster c;
+  for (int32_t id = 1; id <= 3; ++id) c.add_broker(id);
+  std::vector<std::vector<int32_t>> assignments;
+  for (int32_t p = 0; p < 12; ++p) assignments.push_back({p % 3 + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1});
+  c.add_topic("orders", assignments);
+  auto balanced = plan_rebalance(*c.image(), {}, options_with());
+  CHECK(balanced.moves.empty());
+  CHECK(balanced.balanced);
+
+  c.add_broker(4);
+  auto plan = plan_rebalance(*c.image(), {}, options_with());
+  check_moves_are_sound(plan);
+  CHECK(plan.balanced);
+  CHECK(load_of(plan, 4).replicas_before == 0);
+  CHECK(load_of(plan, 4).replicas_after == 9);   // 36 replicas over 4 brokers
+  CHECK(load_of(plan, 4).leaders_after == 3);    // 12 preferred leaderships over 4
+  for (int32_t id = 1; id <= 3; ++id) CHECK(load_of(plan, id).replicas_after == 9);
+  CHECK(plan.moves.size() >= 9);
+
+  // The same inputs give the same plan.
+  auto again = plan_rebalance(*c.image(), {}, options_with());
+  REQUIRE(again.moves.size() == plan.moves.size());
+  for (size_t i = 0; i < plan.moves.size(); ++i) CHECK(again.moves[i].target_replicas == plan.moves[i].target_replicas);
+}
+
+TEST_CASE("balancing moves the smallest partitions, and bytes are balanced once they matter") {
+  cluster c;
+  for (int32_t id = 1; id <= 2; ++id) c.add_broker(id);
+  c.add_topic("t", {{1}, {1}, {1}, {1}});
+  partition_sizes sizes{{{"t", 0}, 500u << 20}, {{"t", 1}, 1u << 20}, {{"t", 2}, 2u << 20}, {{"t", 3}, 100u << 20}};
+  auto plan = plan_rebalance(*c.image(), sizes, options_with());
+  check_moves_are_sound(plan);
+  // Two replicas must go to broker 2; bytes then call for the big one to move (603 MiB vs 0).
+  CHECK(load_of(plan, 2).replicas_after >= 1);
+  const double after1 = static_cast<double>(load_of(plan, 1).bytes_after);
+  const double after2 = static_cast<double>(load_of(plan, 2).bytes_after);
+  CHECK(std::abs(after1 - after2) < 500.0 * (1 << 20));   // better than before (603 MiB apart)
+  // Below the bytes floor only counts matter, and the smallest partitions move.
+  cluster small;
+  for (int32_t id = 1; id <= 2; ++id) small.add_broker(id);
+  small.add_topic("t", {{1}, {1}, {1}, {1}});
+  partition_sizes small_sizes{{{"t", 0}, 5000}, {{"t", 1}, 10}, {{"t", 2}, 20}, {{"t", 3}, 3000}};
+  auto cheap = plan_rebalance(*small.image(), small_sizes, options_with());
+  REQUIRE(cheap.moves.size() == 2);
+  CHECK(cheap.bytes_to_move == 30);
+  CHECK(cheap.balanced);
+}
+
+TEST_CASE("a move never lowers the racks a partition spans") {
+  cluster c;
+  c.add_broker(1, "a");
+  c.add_broker(2, "b");
+  c.add_broker(3, "a");
+  c.add_broker(4, "b");
+  // Every partition on 1 (rack a) and 2 (rack b); brokers 3 (a) and 4 (b) are new.
+  c.add_topic("t", {{1, 2}, {2, 1}, {1, 2}, {2, 1}, {1, 2}, {2, 1}, {1, 2}, {2, 1}});
+  auto plan = plan_rebalance(*c.image(), {}, options_with());
+  check_moves_are_sound(plan);
+  CHECK(plan.balanced);
+  std::map<int32_t, std::string> rack{{1, "a"}, {2, "b"}, {3, "a"}, {4, "b"}};
+  for (const auto& m : plan.moves) {
+    std::set<std::string> racks;
+    for (int32_t id : m.target_replicas) racks.insert(rack[id]);
+    CHECK(racks.size() == 2);
+  }
+}
+
+TEST_CASE("partitions not safe to move are skipped with the reason; nothing goes below min.insync.replicas") {
+  cluster c;
+  for (int32_t id = 1; id <= 4; ++id) c.add_broker(id);
+  c.add_topic("t", {{1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}}, {{1, 2, 3}, {1}, {1, 2}, {1, 2, 3}});
+  auto plan = plan_rebalance(*c.image(), {}, options_with(2));
+  check_moves_are_sound(plan);
+  REQUIRE(plan.skipped.size() == 1);
+  CHECK(plan.skipped[0].partition == 1);
+  CHECK(plan.skipped[0].reason.find("below min.insync.replicas=2") != std::string::npos);
+  for (const auto& m : plan.moves) CHECK(m.partition != 1);
+}
+
+TEST_CASE("a decommissioning broker is drained and takes nothing; refusals when the others cannot hold it") {
+  cluster c;
+  for (int32_t id = 1; id <= 4; ++id) c.add_broker(id);
+  c.add_topic("t", {{1, 2, 3}, {2, 3, 4}, {3, 4, 1}, {4, 1, 2}, {4, 2, 3}});
+  c.decommission(4, 1);
+  auto image = c.image();
+  CHECK(image->decommission_state(4) == broker_decommission_state::decommissioning);
+  CHECK(placement_brokers(*image) == std::vector<int32_t>{1, 2, 3});
+  auto options = options_with();
+  options.drain_only = true;
+  auto plan = plan_rebalance(*image, {}, options);
+  check_moves_are_sound(plan);
+  CHECK(plan.balanced);
+  CHECK(load_of(plan, 4).excluded);
+  CHECK(load_of(plan, 4).replicas_before == 4);
+  CHECK(load_of(plan, 4).replicas_after == 0);
+  CHECK(plan.moves.size() == 4);
+  for (const auto& m : plan.moves) CHECK(m.removing_replicas() == std::vector<int32_t>{4});
+
+  // Replication factor 3 with 3 brokers left after 3 of 4 are ... only two remain: refused per partition.
+  c.decommission(3, 1);
+  auto short_plan = plan_rebalance(*c.image(), {}, options);
+  CHECK_FALSE(short_plan.balanced);
+  REQUIRE_FALSE(short_plan.skipped.empty());
+  CHECK(short_plan.skipped[0].reason.find("no broker can take its replica") != std::string::npos);
+}
+
+TEST_CASE("BrokerDecommissionRecord: decommissioning, cancelled, decommissioned; in snapshots; refusals name the record") {
+  cluster c;
+  for (int32_t id = 1; id <= 3; ++id) c.add_broker(id);
+  c.decommission(3, 1);
+  c.decommission(3, 0);
+  auto cancelled = c.image();
+  CHECK(cancelled->decommission_state(3) == broker_decommission_state::none);
+  CHECK(cancelled->decommissions().empty());
+  c.decommission(2, 1);
+  c.decommission(2, 2);
+  auto image = c.image();
+  CHECK(image->decommission_state(2) == broker_decommission_state::decommissioned);
+  CHECK(image->find_broker(2) == nullptr);
+  auto round = decode_snapshot(encode_snapshot(*image), image->offset());
+  REQUIRE(round.ok());
+  CHECK(**round == *image);
+
+  metadata_delta delta(*image);
+  protocol::broker_decommission_record again;
+  again.broker_id = 2;
+  again.state = 1;
+  auto refused = delta.apply(again, image->offset() + 1);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("decommissioned already") != std::string::npos);
+  protocol::broker_decommission_record bad;
+  bad.broker_id = 1;
+  bad.state = 7;
+  CHECK(delta.apply(bad, image->offset() + 1).error().message.find("state 7") != std::string::npos);
+}
+
+}  // namespace ringlog::controller
