@@ -107,7 +107,8 @@ export const api = {
   metrics: () => call('GET', '/metrics', { accept: 'text/plain' }),
   brokers: () => call('GET', '/brokers', { accept: V2 }),
   cluster: async () => call('GET', await v3('')),
-  /** v3 brokers: broker_id, host, port, rack, state (unfenced, fenced, controlled_shutdown), is_controller. */
+  /** v3 brokers: broker_id, host, port, rack, state (unfenced, fenced, controlled_shutdown), is_controller,
+   *  decommission (null or DECOMMISSIONING). */
   brokersV3: async () => (await call('GET', await v3('/brokers'))).data,
   /** The metadata quorum: leader_id (null during an election), leader_epoch, high_watermark, voters' lag. */
   quorum: async () => call('GET', await v3('/quorum')),
@@ -169,6 +170,28 @@ export const api = {
   // Client quotas (issue 31): every stored entity; one entity's keys set (or removed: null).
   clientQuotas: async () => (await call('GET', await v3('/client-quotas'))).data,
   alterClientQuotas: async (body) => call('PUT', await v3('/client-quotas'), { body }),
+
+  // -- brokers, rebalance and decommission (issue 33)
+  /** Every replica one broker holds: [{topic_name, partition_id, is_leader, is_in_sync}]. */
+  brokerReplicas: async (id) => (await call('GET', await v3(`/brokers/${id}/partition-replicas`))).data,
+  /** Every broker's configs: [{broker_id, name, value, is_default, source}]. */
+  brokerConfigs: async () => (await call('GET', await v3('/brokers/-/configs'))).data,
+  /** The partition reassignments under way: [{topic_name, partition_id, replica_ids, adding_replicas, removing_replicas}]. */
+  reassignments: async () => (await call('GET', await v3('/topics/-/partitions/-/reassignment'))).data,
+  /** A rebalance dry run (KafkaRebalancePlan; nothing changes); tolerance null: the server's default. */
+  rebalancePlan: async (tolerance) =>
+    call('GET', await v3(`/rebalance${tolerance === null ? '' : `?tolerance=${encodeURIComponent(tolerance)}`}`)),
+  /** Starts the rebalance: the plan with `started` moves (202); 409 while reassignments are under way. */
+  startRebalance: async (tolerance) =>
+    call('POST', await v3('/rebalance'), { body: tolerance === null ? { dry_run: false } : { tolerance, dry_run: false } }),
+  /** Cancels every partition reassignment under way: {cancelled}. */
+  cancelReassignments: async () => call('DELETE', await v3('/rebalance')),
+  /** Starts decommissioning a broker: its remove-broker task (202); refused with the reason (400 40002). */
+  decommission: async (id) => call('DELETE', await v3(`/brokers/${id}`)),
+  /** Every broker task (KafkaBrokerTask: remove-broker with partitions_remaining). */
+  brokerTasks: async () => (await call('GET', await v3('/brokers/-/tasks'))).data,
+  /** Cancels a broker's decommission: its task, task_status CANCELED. */
+  cancelDecommission: async (id) => call('DELETE', await v3(`/brokers/${id}/tasks/remove-broker`)),
 
   // -- dead letters (docs/retries.md)
   /** [{topic_name, original_topic_name, partitions_count, dead_letters, redriven, pending}] */

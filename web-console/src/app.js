@@ -3,6 +3,7 @@
 import { clusterId, login, logout, whoami } from './api.js';
 import { errorBox, fill, h } from './dom.js';
 import * as overview from './page-overview.js';
+import * as brokers from './page-brokers.js';
 import * as topics from './page-topics.js';
 import * as topic from './page-topic.js';
 import * as messages from './page-messages.js';
@@ -27,6 +28,7 @@ export function parseRoute(hash) {
 function pageFor(route) {
   switch (route.page) {
     case 'overview': return overview;
+    case 'brokers': return brokers;
     case 'topics': return route.path.length > 1 ? topic : topics;
     case 'messages': return messages;
     case 'tail': return tail;

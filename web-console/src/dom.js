@@ -80,7 +80,8 @@ export function tile(label, value, { testid, warn = false, text = false } = {}) 
     h('div', { class: 'tile-label' }, label));
 }
 
-/** A button that asks again before doing something destructive: first click arms it. */
+/** A button that asks again before doing something destructive: first click arms it (marked
+ *  data-armed while it waits, so a refreshing page can leave it alone). */
 export function confirmButton(label, confirmLabel, action, attrs = {}) {
   let armed = false;
   let timer = null;
@@ -92,12 +93,14 @@ export function confirmButton(label, confirmLabel, action, attrs = {}) {
       if (!armed) {
         armed = true;
         button.textContent = confirmLabel;
-        timer = setTimeout(() => { armed = false; button.textContent = label; }, 5000);
+        button.dataset.armed = '';
+        timer = setTimeout(() => { armed = false; button.textContent = label; delete button.dataset.armed; }, 5000);
         return;
       }
       clearTimeout(timer);
       armed = false;
       button.textContent = label;
+      delete button.dataset.armed;
       await action();
     },
   }, label);

@@ -33,3 +33,6 @@ export const GROUP_SUMMARY_CONCURRENCY_MAX = 8;
 /** Delayed delivery: how often the schedulers are asked, ms (each ask copies every window's due
  *  times on the brokers: up to 20,000 per delay partition). */
 export const DELAYED_REFRESH_MS = 2000;
+/** Brokers page: how often the brokers, the rebalance dry run and the moves under way are asked,
+ *  ms (a dry run plans over every partition on the broker answering: not every second). */
+export const BROKERS_REFRESH_MS = 5000;

@@ -367,6 +367,7 @@ test('every page renders on a desktop and a phone screen (screenshots saved)', a
     ['groups', '/groups', () => page.getByTestId('groups-table').locator('tr', { hasText: 'payers' }).waitFor()],
     ['group', '/groups/payers', () => page.getByTestId('lags-table').waitFor()],
     ['delayed', '/delayed', () => page.getByTestId('delayed-histogram').waitFor()],
+    ['brokers', '/brokers', () => page.getByTestId('plan-summary').waitFor()],
   ];
   for (const [viewport, size] of Object.entries(VIEWPORTS)) {
     await page.setViewportSize(size);

@@ -7,6 +7,10 @@ import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, record
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
 import { filterAcls, missingPermission } from '../src/acls.js';
 import { entityText, formEntity, quotaRows, quotaValue } from '../src/quotas.js';
+import {
+  brokerRows, brokerState, decommissionBlock, formatByteRate, formatBytesExact, formatChange, moveRows, parseTolerance,
+  planBrokerRows, planSummary, reassignmentRows, replicaCounts, startRebalanceBlock, taskRows, throttledRates,
+} from '../src/brokers.js';
 
 const b64 = (s) => Buffer.from(s).toString('base64');
 
@@ -238,4 +242,107 @@ test('client quotas: rows by entity, the entity and value of the form', () => {
   assert.equal(quotaValue('producer_byte_rate', '1024'), 1024);
   assert.throws(() => quotaValue('producer_byte_rate', '0'), /producer_byte_rate must be a number above 0, got "0"/);
   assert.throws(() => quotaValue('producer_byte_rate', 'abc'), /must be a number above 0/);
+});
+
+test('brokers: state in words, replica and leader counts, throttled rates set, rows by id', () => {
+  assert.deepEqual(brokerState({ state: 'unfenced', decommission: null }), { text: 'running', good: true });
+  assert.deepEqual(brokerState({ state: 'fenced' }), { text: 'fenced', good: false });
+  assert.deepEqual(brokerState({ state: 'controlled_shutdown' }), { text: 'in controlled shutdown', good: false });
+  assert.deepEqual(brokerState({ state: 'unfenced', decommission: 'DECOMMISSIONING' }), { text: 'decommissioning', good: false });
+  assert.deepEqual(brokerState({ state: null }), { text: 'unknown', good: false });
+  assert.deepEqual(replicaCounts([{ is_leader: true }, { is_leader: false }, { is_leader: true }]), { replicas: 3, leaders: 2 });
+  const throttles = throttledRates([
+    { broker_id: 2, name: 'follower.replication.throttled.rate', value: '2048', is_default: false },
+    { broker_id: 2, name: 'leader.replication.throttled.rate', value: '10485760', is_default: false },
+    { broker_id: 1, name: 'leader.replication.throttled.rate', value: '9223372036854775807', is_default: true },
+    { broker_id: 1, name: 'num.io.threads', value: '8', is_default: false },
+    { broker_id: 3, name: 'follower.replication.throttled.rate', value: null, is_default: false },
+  ]);
+  assert.deepEqual([...throttles.entries()], [[2, [
+    { name: 'leader.replication.throttled.rate', value: '10485760' },
+    { name: 'follower.replication.throttled.rate', value: '2048' }]]]);
+  assert.equal(formatByteRate('10485760'), '10,485,760 bytes/s (10.0 MiB/s)');
+  assert.equal(formatByteRate('512'), '512 bytes/s');
+  assert.equal(formatByteRate('9223372036854775807'), '9,223,372,036,854,775,807 bytes/s (8192.0 PiB/s)');
+  assert.equal(formatByteRate('1e6'), '1e6');
+  const plan = { brokers: [
+    { broker_id: 1, replicas: { before: 9, after: 8 }, leaders: { before: 4, after: 4 }, size_bytes: { before: 1536, after: 1024 } },
+    { broker_id: 2, replicas: { before: 7, after: 8 }, leaders: { before: 4, after: 4 }, size_bytes: { before: 9007199254740993n, after: 0 } }] };
+  const rows = brokerRows([
+    { broker_id: 2, host: 'b', port: 9, rack: 'r2', state: 'fenced', is_controller: false, decommission: null },
+    { broker_id: 1, host: 'a', port: 8, rack: null, state: 'unfenced', is_controller: true, decommission: null },
+    { broker_id: 3, host: null, port: null, rack: null, state: 'unfenced' }],
+  { replicas: new Map([[1, { replicas: 10, leaders: 5 }]]), plan, throttles });
+  assert.deepEqual(rows.map((r) => [r.broker_id, r.address, r.rack, r.state.text, r.is_controller, r.replicas, r.leaders, r.size_bytes, r.throttles.length]), [
+    [1, 'a:8', null, 'running', true, 10, 5, 1536, 0],   // counts from partition-replicas first
+    [2, 'b:9', 'r2', 'fenced', false, 7, 4, 9007199254740993n, 2],   // else the plan's "before"
+    [3, '-', null, 'running', false, null, null, null, 0],   // nobody answered: null, shown '-'
+  ]);
+});
+
+test('bytes and changes exactly: counts beyond 2^53 stay exact', () => {
+  assert.equal(formatBytesExact(1), '1 byte');
+  assert.equal(formatBytesExact(1023), '1,023 bytes');
+  assert.equal(formatBytesExact(1536), '1,536 bytes (1.50 KiB)');
+  assert.equal(formatBytesExact(9007199254740993n), '9,007,199,254,740,993 bytes (8.00 PiB)');
+  assert.equal(formatBytesExact(null), '-');
+  assert.equal(formatChange({ before: 10, after: 8 }), '10 → 8 (−2)');
+  assert.equal(formatChange({ before: 1000, after: 1200 }), '1,000 → 1,200 (+200)');
+  assert.equal(formatChange({ before: 5, after: 5 }), '5 (no change)');
+  assert.equal(formatChange({ before: 9007199254740993n, after: 0 }), '9,007,199,254,740,993 → 0 (−9,007,199,254,740,993)');
+  assert.equal(formatChange({ before: 9007199254740993n, after: 9007199254740995n }), '9,007,199,254,740,993 → 9,007,199,254,740,995 (+2)');
+  assert.equal(formatChange(undefined), '-');
+});
+
+test('rebalance plan: summary, per-broker before/after, moves; why Start is disabled', () => {
+  const balanced = { tolerance: 0.1, balanced: true, dry_run: true, started: 0, bytes_to_move: 0, moves: [], skipped: [],
+    brokers: [{ broker_id: 0, rack: null, excluded: false, replicas: { before: 3, after: 3 }, leaders: { before: 3, after: 3 },
+      size_bytes: { before: 0, after: 0 } }], reassignments_in_progress: 0 };
+  assert.equal(planSummary(balanced), 'balanced: nothing to move (tolerance 0.1)');
+  assert.deepEqual(planBrokerRows(balanced), [{ broker_id: 0, rack: '-', excluded: false, replicas: '3 (no change)',
+    leaders: '3 (no change)', size_bytes: '0 bytes (no change)' }]);
+  const moving = { ...balanced, bytes_to_move: 2048,
+    moves: [{ topic_name: 'orders', partition_id: 1, replicas: [1, 2], target_replicas: [2, 3], adding_replicas: [3],
+      removing_replicas: [1], size_bytes: 2048 }],
+    skipped: [{ topic_name: 'x', partition_id: 0, reason: 'would fall below min.insync.replicas' }] };
+  assert.equal(planSummary(moving), '1 move brings every broker within the tolerance 0.1: 2,048 bytes (2.00 KiB) to move; 1 partition skipped');
+  assert.equal(planSummary({ ...moving, moves: [moving.moves[0], moving.moves[0]] }).startsWith('2 moves bring every broker'), true);
+  assert.equal(planSummary({ ...moving, balanced: false }),
+    '1 move (2,048 bytes (2.00 KiB) to move) still leaves the brokers outside the tolerance 0.1; 1 partition skipped');
+  assert.equal(planSummary({ ...balanced, balanced: false, skipped: [] }), 'not balanced within the tolerance 0.1, and no move would help');
+  assert.equal(planSummary({ ...moving, dry_run: false, started: 1 }).endsWith('; 1 move started'), true);
+  assert.deepEqual(moveRows(moving), [{ partition: 'orders-1', from: '1, 2', to: '2, 3', adding: '3', removing: '1', size: '2,048 bytes (2.00 KiB)' }]);
+  const all = ['DESCRIBE', 'ALTER'];
+  assert.equal(startRebalanceBlock(all, moving, 0), null);
+  assert.equal(startRebalanceBlock(['DESCRIBE'], moving, 0), 'needs ALTER on the cluster (an ACL ALLOW ALTER on CLUSTER kafka-cluster)');
+  assert.equal(startRebalanceBlock(all, moving, 2), '2 partition reassignments under way: wait for them or cancel them first');
+  assert.equal(startRebalanceBlock(all, { ...moving, reassignments_in_progress: 1 }, 0),
+    '1 partition reassignment under way: wait for it or cancel it first');
+  assert.equal(startRebalanceBlock(all, balanced, 0), 'nothing to move');
+  assert.equal(startRebalanceBlock(all, null, 0), 'no plan: the dry run did not answer');
+  assert.equal(parseTolerance(''), null);
+  assert.equal(parseTolerance(' 0.25 '), 0.25);
+  assert.throws(() => parseTolerance('-1'), /the tolerance must be a number of at least 0, got "-1"/);
+  assert.throws(() => parseTolerance('lots'), /got "lots"/);
+});
+
+test('decommission and reassignment progress: tasks, moves under way, why Decommission is disabled', () => {
+  assert.equal(decommissionBlock(['ALTER'], { broker_id: 1, decommission: null }), null);
+  assert.equal(decommissionBlock(['ALTER'], { broker_id: 1, decommission: 'DECOMMISSIONING' }), 'broker 1 is being decommissioned');
+  assert.match(decommissionBlock([], { broker_id: 1 }), /needs ALTER on the cluster/);
+  assert.deepEqual(taskRows([
+    { task_type: 'remove-broker', broker_id: 3, task_status: 'IN_PROGRESS', partitions_remaining: 12, reassignments_in_progress: 4,
+      error_code: null, error_message: null },
+    { task_type: 'remove-broker', broker_id: 1, task_status: 'CANCELED', partitions_remaining: 2, reassignments_in_progress: 0,
+      error_code: 40002, error_message: 'cancelled by User:admin' },
+    { task_type: 'add-broker', broker_id: 2, task_status: 'IN_PROGRESS' }]), [
+    { broker_id: 1, status: 'cancelled', in_progress: false, partitions_remaining: 2, reassignments_in_progress: 0,
+      error: 'error_code 40002: cancelled by User:admin' },
+    { broker_id: 3, status: 'in progress', in_progress: true, partitions_remaining: 12, reassignments_in_progress: 4, error: null },
+  ]);
+  assert.deepEqual(reassignmentRows([
+    { topic_name: 'b', partition_id: 0, replica_ids: [2, 3, 1], adding_replicas: [3], removing_replicas: [1] },
+    { topic_name: 'a', partition_id: 10, replica_ids: [1], adding_replicas: [], removing_replicas: [] },
+    { topic_name: 'a', partition_id: 2, replica_ids: [1, 2], adding_replicas: [2], removing_replicas: [] }]).map((r) => Object.values(r).join(' | ')), [
+    'a-2 | 1, 2 | 2 | -', 'a-10 | 1 | - | -', 'b-0 | 2, 3, 1 | 3 | 1']);
 });
