@@ -17,20 +17,6 @@ namespace {
 
 using controller::broker_decommission_state;
 
-/// The largest replication factor among the partitions that list `node_id` (0: none), and one
-/// topic that has it, for the refusal's message.
-std::pair<size_t, std::string> largest_replication_factor_on(const controller::metadata_image& image, int32_t node_id) {
-  std::pair<size_t, std::string> out{0, ""};
-  for (const auto& [name, topic] : image.topics()) {
-    for (const auto& p : topic->partitions) {
-      if (std::find(p.replicas.begin(), p.replicas.end(), node_id) == p.replicas.end()) continue;
-      const size_t factor = p.replicas.size() - p.removing_replicas.size();
-      if (factor > out.first) out = {factor, name};
-    }
-  }
-  return out;
-}
-
 /// The decommission of `node_id` as the image shows it: partitions that still list it.
 broker_decommission describe_decommission(const controller::metadata_image& image, int32_t node_id) {
   broker_decommission d;
@@ -166,15 +152,7 @@ std::optional<error> broker_impl::decommission_refusal(const controller::metadat
                      "it runs, so move the voter role to another node (a new controller.quorum.voters on every node, "
                      "restarted in turn) before decommissioning it"};
   }
-  size_t others = 0;
-  for (int32_t id : controller::placement_brokers(image)) others += id != node_id ? 1 : 0;
-  const auto [factor, topic] = largest_replication_factor_on(image, node_id);
-  if (factor > others) {
-    return error{errc::invalid_request,
-                 "the other brokers cannot hold the replicas of broker " + std::to_string(node_id) + ": topic '" + topic +
-                     "' has replication factor " + std::to_string(factor) + " and " + std::to_string(others) +
-                     " other broker(s) take replicas; add a broker or lower the replication factor first"};
-  }
+  if (auto refused = controller::decommission_capacity_refusal(image, node_id)) return error{errc::invalid_request, *refused};
   return std::nullopt;
 }
 

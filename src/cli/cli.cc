@@ -1195,9 +1195,9 @@ int decommission(const args& a) {
   }
   auto r = a.has("--cancel") ? client->del(task) : client->del(brokers + std::to_string(*node));
   if (!ok_status(r)) return report_failure(r, a.has("--cancel") ? "cancel the decommission" : "decommission");
-  const json task = json::parse(r->body);
-  print_decommission(task);
-  if (!a.has("--cancel") && task["task_status"] == "IN_PROGRESS") {
+  const json answer = json::parse(r->body);
+  print_decommission(answer);
+  if (!a.has("--cancel") && answer["task_status"] == "IN_PROGRESS") {
     std::cout << "ringlog cluster decommission " << *node << " --status shows the progress; --cancel stops it.\n";
   }
   return 0;

@@ -1,5 +1,7 @@
 #include "ringlog/controller/metadata_image.h"
 
+#include "ringlog/controller/rebalance_planner.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -375,6 +377,12 @@ result<void> metadata_delta::apply_record(const protocol::broker_decommission_re
   if (state == broker_decommission_state::none) {
     next_.decommissions_.erase(r.broker_id);
     return base::ok_v;
+  }
+  // Checked where it applies too: two decommissions that each fit alone cannot both start. (In a
+  // snapshot these records come before the topics, so a replay never refuses one.)
+  if (state == broker_decommission_state::decommissioning &&
+      next_.decommission_state(r.broker_id) == broker_decommission_state::none) {
+    if (auto refused = decommission_capacity_refusal(next_, r.broker_id)) return bad(*refused);
   }
   if (state == broker_decommission_state::decommissioned) next_.brokers_.erase(r.broker_id);
   next_.decommissions_[r.broker_id] = state;

@@ -429,6 +429,24 @@ std::vector<int32_t> placement_brokers(const metadata_image& image) {
   return out;
 }
 
+std::optional<std::string> decommission_capacity_refusal(const metadata_image& image, int32_t broker_id) {
+  size_t others = 0;
+  for (int32_t id : placement_brokers(image)) others += id != broker_id ? 1 : 0;
+  size_t factor = 0;
+  std::string topic;
+  for (const auto& [name, t] : image.topics()) {
+    for (const auto& p : t->partitions) {
+      if (!contains(p.replicas, broker_id) || p.replicas.size() - p.removing_replicas.size() <= factor) continue;
+      factor = p.replicas.size() - p.removing_replicas.size();
+      topic = name;
+    }
+  }
+  if (factor <= others) return std::nullopt;
+  return "the other brokers cannot hold the replicas of broker " + std::to_string(broker_id) + ": topic '" + topic +
+         "' has replication factor " + std::to_string(factor) + " and " + std::to_string(others) +
+         " other broker(s) take replicas; add a broker or lower the replication factor first";
+}
+
 rebalance_plan plan_rebalance(const metadata_image& image, const partition_sizes& sizes, const rebalance_options& options) {
   planner p(image, sizes, options);
   p.drain();

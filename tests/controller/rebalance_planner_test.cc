@@ -187,9 +187,27 @@ TEST_CASE("a decommissioning broker is drained and takes nothing; refusals when 
   CHECK(plan.moves.size() == 4);
   for (const auto& m : plan.moves) CHECK(m.removing_replicas() == std::vector<int32_t>{4});
 
-  // Replication factor 3 with 3 brokers left after 3 of 4 are ... only two remain: refused per partition.
-  c.decommission(3, 1);
-  auto short_plan = plan_rebalance(*c.image(), {}, options);
+  // A second decommission the rest cannot hold is refused where it applies (two calls that each
+  // fit alone cannot both start).
+  CHECK(decommission_capacity_refusal(*image, 3).value_or("").find("topic 't' has replication factor 3 and 2 other") !=
+        std::string::npos);
+  metadata_delta delta(*image);
+  protocol::broker_decommission_record second;
+  second.broker_id = 3;
+  second.state = 1;
+  auto refused = delta.apply(second, image->offset() + 1);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("cannot hold the replicas of broker 3") != std::string::npos);
+
+  // A broker fenced after the decommission started leaves too few: that partition is skipped, named.
+  cluster d;
+  for (int32_t id = 1; id <= 4; ++id) d.add_broker(id);
+  d.add_topic("t", {{1, 2, 4}});
+  d.decommission(4, 1);
+  auto fenced = broker(3);
+  fenced.fenced = true;
+  d.records.push_back(fenced);
+  auto short_plan = plan_rebalance(*d.image(), {}, options);
   CHECK_FALSE(short_plan.balanced);
   REQUIRE_FALSE(short_plan.skipped.empty());
   CHECK(short_plan.skipped[0].reason.find("no broker can take its replica") != std::string::npos);

@@ -219,3 +219,38 @@ def test_a_decommission_that_cannot_finish_is_cancelled_and_refusals_name_the_re
         if extra is not None and extra.proc is not None:
             extra.kill()
         c.stop()
+
+
+def test_a_broker_that_is_down_is_decommissioned_and_its_partitions_get_their_replicas_back(ringlog_bin, tmp_path):
+    """A new user's and a breaker's HIGH find: the killed broker stayed 'caught up' in its leaders'
+    eyes (no appends since), so each leader proposed it for the ISR, was refused INELIGIBLE_REPLICA
+    (it is fenced) and kept proposing it, and the moves' new replicas never joined: the decommission
+    never finished (KIP-841: the leader leaves fenced brokers out of its proposals)."""
+    c = Cluster(tmp_path).start()
+    extra = None
+    try:
+        controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        extra = start_broker_only(c, tmp_path)
+        wait_until(lambda: c.node(1).brokers().get(4, {}).get("state") == "unfenced", SESSION_DEADLINE_S,
+                   "broker 4 unfenced")
+        r = create_topic(c.node(controller), TOPIC, partitions=PARTITIONS, replication_factor=2)
+        assert r.status_code == 201, r.text
+        wait_until(lambda: all_in_sync(c.node(1), TOPIC, PARTITIONS), SESSION_DEADLINE_S, "every ISR full")
+        for p in range(PARTITIONS):
+            assert produce(c.node(1), TOPIC, p, [f"v-{p}-{i}" for i in range(50)]).status_code == 200
+        wait_until(lambda: replica_counts(c.node(1), TOPIC, PARTITIONS).get(4, 0) > 0, SESSION_DEADLINE_S,
+                   "broker 4 holding replicas of the topic")
+        extra.kill()
+        wait_until(lambda: c.node(1).brokers()[4]["state"] == "fenced", FAILOVER_DEADLINE_S, "broker 4 fenced")
+        r = requests.delete(c.node(2).v3("/brokers/4"), timeout=40)
+        assert r.status_code in (200, 202), r.text
+        wait_until(lambda: (t := task(c.node(1), 4)) is not None and t["task_status"] == "SUCCESS", MOVE_DEADLINE_S,
+                   "the decommission of the stopped broker 4 to finish")
+        wait_until(lambda: replica_counts(c.node(1), TOPIC, PARTITIONS).get(4, 0) == 0
+                   and sum(replica_counts(c.node(1), TOPIC, PARTITIONS).values()) == 2 * PARTITIONS
+                   and all_in_sync(c.node(1), TOPIC, PARTITIONS), SESSION_DEADLINE_S,
+                   "every partition back at 2 in-sync replicas, none on broker 4")
+    finally:
+        if extra is not None and extra.proc is not None:
+            extra.kill()
+        c.stop()

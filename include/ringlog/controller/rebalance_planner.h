@@ -98,6 +98,12 @@ struct rebalance_plan {
 /// Brokers that may take new replicas: registered, unfenced, not shutting down, not decommissioning.
 std::vector<int32_t> placement_brokers(const metadata_image& image);
 
+/// Why broker `broker_id` may not start being decommissioned in `image`: a partition listing it
+/// has a replication factor larger than the brokers that would still take replicas (names the
+/// topic and both numbers); nullopt when it may. Asked by the decommission call and again where a
+/// BrokerDecommissionRecord is applied, so two decommissions that each fit alone cannot both pass.
+std::optional<std::string> decommission_capacity_refusal(const metadata_image& image, int32_t broker_id);
+
 /// The plan for `image` (see the rules above). Internal topics are planned like the others.
 rebalance_plan plan_rebalance(const metadata_image& image, const partition_sizes& sizes, const rebalance_options& options);
 
