@@ -43,6 +43,18 @@ def task(node, broker_id):
     return r.json() if r.status_code == 200 else None
 
 
+def start_fourth_broker(c, tmp_path):
+    """A broker-only node 4 joined to `c`, once node 1 lists it unfenced."""
+    extra = start_broker_only(c, tmp_path)
+    try:
+        wait_until(lambda: c.node(1).brokers().get(4, {}).get("state") == "unfenced", SESSION_DEADLINE_S,
+                   "broker 4 unfenced")
+    except BaseException:
+        extra.kill()   # the caller never holds it: it must not outlive the test
+        raise
+    return extra
+
+
 def all_in_sync(node, topic, partitions):
     return all(sorted(isr_of(node, topic, p)) == sorted(replicas_of(node, topic, p)) for p in range(partitions))
 
@@ -62,9 +74,7 @@ def test_a_new_broker_gets_its_share_then_is_decommissioned_and_refused(ringlog_
             r = produce(c.node(1), TOPIC, p, [f"before-{p}-{i}" for i in range(RECORDS_BEFORE)])
             assert r.status_code == 200 and all(o.get("error") is None for o in r.json()["offsets"]), r.text
 
-        extra = start_broker_only(c, tmp_path)
-        wait_until(lambda: c.node(1).brokers().get(4, {}).get("state") == "unfenced", SESSION_DEADLINE_S,
-                   "broker 4 unfenced")
+        extra = start_fourth_broker(c, tmp_path)
 
         # A dry run: moves onto broker 4, sizes from the replicas, nothing changes.
         r = requests.get(c.node(2).v3("/rebalance"), timeout=60)
@@ -171,9 +181,7 @@ def test_a_decommission_that_cannot_finish_is_cancelled_and_refusals_name_the_re
     extra = None
     try:
         controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
-        extra = start_broker_only(c, tmp_path)
-        wait_until(lambda: c.node(1).brokers().get(4, {}).get("state") == "unfenced", SESSION_DEADLINE_S,
-                   "broker 4 unfenced")
+        extra = start_fourth_broker(c, tmp_path)
         # rf 4 over 4 brokers: broker 4 cannot leave.
         r = create_topic(c.node(controller), "wide", partitions=1, replication_factor=4)
         assert r.status_code == 201, r.text
@@ -230,9 +238,7 @@ def test_a_broker_that_is_down_is_decommissioned_and_its_partitions_get_their_re
     extra = None
     try:
         controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
-        extra = start_broker_only(c, tmp_path)
-        wait_until(lambda: c.node(1).brokers().get(4, {}).get("state") == "unfenced", SESSION_DEADLINE_S,
-                   "broker 4 unfenced")
+        extra = start_fourth_broker(c, tmp_path)
         r = create_topic(c.node(controller), TOPIC, partitions=PARTITIONS, replication_factor=2)
         assert r.status_code == 201, r.text
         wait_until(lambda: all_in_sync(c.node(1), TOPIC, PARTITIONS), SESSION_DEADLINE_S, "every ISR full")
