@@ -661,59 +661,6 @@ void broker_impl::handle_envelope(const protocol::request_header_data& header, s
   });
 }
 
-void broker_impl::handle_broker_heartbeat(const protocol::request_header_data& header, std::vector<std::byte> body,
-                                          rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto request = protocol::broker_heartbeat_request_data::decode(rd, header.request_api_version);
-  if (!request.ok()) return;
-  respond_with(header, controller_heartbeat(request.value()), respond);
-}
-
-/// Controlled shutdown (KIP-631): the broker is marked, and its leaderships move to other
-/// in-sync replicas.
-std::vector<protocol::metadata_record> controlled_shutdown_records(const controller::metadata_image& image,
-                                                                   const controller::broker_registration& b) {
-  protocol::broker_registration_change_record change;
-  change.broker_id = b.node_id;
-  change.broker_epoch = b.broker_epoch;
-  change.in_controlled_shutdown = 1;
-  std::vector<protocol::metadata_record> records{change};
-  for (auto& r : remove_broker_from_partitions(image, b.node_id, false)) records.push_back(std::move(r));
-  return records;
-}
-
-protocol::broker_heartbeat_response_data broker_impl::controller_heartbeat(
-    const protocol::broker_heartbeat_request_data& request) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  protocol::broker_heartbeat_response_data response;
-  if (quorum_->leader_id() != config_.node_id) {
-    response.error_code = kafka_code_not_controller;
-    return response;
-  }
-  const auto& image = *controller_view_->image;
-  const auto* b = image.find_broker(request.broker_id);
-  if (b == nullptr || b->broker_epoch != request.broker_epoch) {
-    response.error_code = kafka_code_stale_broker_epoch;
-    return response;
-  }
-  last_heartbeat_ms_[request.broker_id] = deps_.clock.now_ms();
-  response.is_caught_up = true;
-  response.is_fenced = b->fenced;
-  response.should_shut_down = b->in_controlled_shutdown;
-  if (request.want_shut_down && !b->in_controlled_shutdown) {
-    // the next heartbeat learns the outcome
-    commit_records(controlled_shutdown_records(image, *b), [](result<void>) {});
-  } else if (!request.want_shut_down && b->fenced) {
-    protocol::unfence_broker_record unfence;
-    unfence.id = b->node_id;
-    unfence.epoch = b->broker_epoch;
-    std::vector<protocol::metadata_record> records{unfence};
-    for (auto& r : elect_leaderless(image, b->node_id)) records.push_back(std::move(r));
-    commit_records(std::move(records), [](result<void>) {});
-  }
-  return response;
-}
-
 void broker_impl::schedule_heartbeat() {
   deps_.runtime.post_after(controller_shard, config_.broker_heartbeat_interval_ms,
                            [this, alive = std::weak_ptr<int>(lifetime_)] {
@@ -732,6 +679,7 @@ void broker_impl::heartbeat_tick() {
     fence_lapsed_brokers();
     rebalance_leaders_tick();
     decommission_tick();
+    complete_reassignments_tick();
     ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
   }
   if (!config_.process_role_broker) return;   // a dedicated controller never registers or heartbeats
@@ -778,7 +726,8 @@ void broker_impl::send_heartbeat(bool want_shut_down,
   protocol::broker_heartbeat_request_data request;
   request.broker_id = config_.node_id;
   request.broker_epoch = own->broker_epoch;
-  request.current_metadata_offset = controller_view_->image->offset();
+  // Applied, published to every shard and reconciled (a reassignment's completion waits for it).
+  request.current_metadata_offset = reconciled_end_ - 1;
   request.want_shut_down = want_shut_down;
   const int32_t leader = quorum_->leader_id();
   if (leader == config_.node_id) return done(controller_heartbeat(request));
@@ -798,65 +747,6 @@ void broker_impl::send_heartbeat(bool want_shut_down,
           done(std::move(response).value());
         });
       });
-}
-
-void broker_impl::fence_lapsed_brokers() {
-  if (fencing_in_flight_) return;
-  const int64_t now = deps_.clock.now_ms();
-  const auto& image = *controller_view_->image;
-  for (const auto& [id, b] : image.brokers()) {
-    // The active controller's own broker is alive by definition (it runs this code): a late
-    // heartbeat of its own, e.g. after the process stalled, must not take its partitions offline.
-    // A dedicated controller has no broker of its own: a registration under its id is left over
-    // from when the node ran process.roles=broker,controller, and is fenced like any lapsed one.
-    if (b.fenced || (id == config_.node_id && config_.process_role_broker)) continue;
-    // A new registration (a restart: a new broker epoch) starts its session now; without this a
-    // broker that registers after a long absence was fenced again before its first heartbeat.
-    if (auto [known, fresh] = heartbeat_epoch_.try_emplace(id, b.broker_epoch); !fresh && known->second != b.broker_epoch) {
-      known->second = b.broker_epoch;
-      last_heartbeat_ms_[id] = now;
-    }
-    auto seen = last_heartbeat_ms_.try_emplace(id, now).first->second;
-    const auto refused = refused_at_ms_.find(id);
-    const bool gone = refused != refused_at_ms_.end() && refused->second >= seen;
-    if (!gone && now - seen <= config_.broker_session_timeout_ms) continue;
-    // Missed its heartbeats for broker.session.timeout.ms, or its process is gone: fence it and
-    // move its leaderships.
-    log_info("fencing broker " + std::to_string(id) + ": " +
-                        (gone ? "its cluster listener refuses connections (its process is gone)"
-                              : "no heartbeat for " + std::to_string(now - seen) + " ms (broker.session.timeout.ms=" +
-                                    std::to_string(config_.broker_session_timeout_ms) + ")"));
-    protocol::fence_broker_record fence;
-    fence.id = id;
-    fence.epoch = b.broker_epoch;
-    std::vector<protocol::metadata_record> records{fence};
-    for (auto& r : remove_broker_from_partitions(image, id, config_.unclean_leader_election_enable)) records.push_back(std::move(r));
-    fencing_in_flight_ = true;
-    commit_records(std::move(records), [this](result<void> r) {
-      fencing_in_flight_ = false;
-      if (r.ok()) fence_lapsed_brokers();   // the next one, if any, on the new image
-    });
-    return;   // one at a time: each sees the image the previous one made
-  }
-}
-
-void broker_impl::probe_broker(int32_t id) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  if (deps_.cluster_transport == nullptr || id == config_.node_id || quorum_leader_id_ != config_.node_id) return;
-  const auto* b = controller_view_->image->find_broker(id);
-  if (b == nullptr || b->fenced || !probes_in_flight_.insert(id).second) return;
-  const int64_t started_ms = deps_.clock.now_ms();
-  rpc::probe_listening(*deps_.cluster_transport, id, config_.broker_heartbeat_interval_ms * 2,
-                       [this, id, started_ms, alive = std::weak_ptr<int>(lifetime_)](rpc::result<void> r) {
-    const bool refused = !r.ok() && r.error().code == rpc::errc::connection_refused;
-    deps_.runtime.post(controller_shard, [this, id, started_ms, refused, alive] {
-      if (!alive.lock() || stopping_) return;
-      probes_in_flight_.erase(id);
-      if (!refused) return;
-      refused_at_ms_[id] = started_ms;
-      if (quorum_->leader_id() == config_.node_id) fence_lapsed_brokers();
-    });
-  });
 }
 
 result<void> broker_impl::check_leader(const topic_state& topic, int32_t partition) const {
@@ -897,6 +787,8 @@ quorum_status broker_impl::describe_quorum() const {
     out.voters.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
   }
   for (const auto& v : d.observers) {
+    // A decommissioned broker still fetching (not yet stopped) is no longer part of the cluster.
+    if (view()->image->decommission_state(v.replica_id) == controller::broker_decommission_state::decommissioned) continue;
     out.observers.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
   }
   out.observer = d.observer;
@@ -1618,7 +1510,7 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
 
 result<std::vector<broker_config_entry>> broker_impl::describe_broker_configs(int32_t node_id) const {
   if (node_id != cluster_default_broker && node_id != config_.node_id) {
-    return error{errc::invalid_request, "broker " + std::to_string(node_id) + " is not in this cluster"};
+    return error{errc::invalid_request, broker_configs_elsewhere(node_id, config_.node_id)};
   }
   return ringlog::broker::describe_broker_configs(config_, *view()->image, node_id);
 }
@@ -1627,7 +1519,7 @@ void broker_impl::alter_broker_configs(int32_t node_id, std::map<std::string, st
                                        bool validate_only, std::function<void(result<void>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   if (node_id != cluster_default_broker && node_id != config_.node_id) {
-    return done(error{errc::invalid_request, "broker " + std::to_string(node_id) + " is not in this cluster"});
+    return done(error{errc::invalid_request, broker_configs_elsewhere(node_id, config_.node_id)});
   }
   std::vector<protocol::metadata_record> records;
   for (const auto& [name, value] : changes) {

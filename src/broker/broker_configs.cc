@@ -247,4 +247,10 @@ std::vector<broker_config_entry> describe_broker_configs(const broker_config& st
   return out;
 }
 
+std::string broker_configs_elsewhere(int32_t node_id, int32_t self) {
+  return "broker " + std::to_string(node_id) + "'s configs are read and changed through broker " + std::to_string(node_id) +
+         " itself (this is broker " + std::to_string(self) +
+         "; as in Kafka); the cluster-wide default (/brokers/-/configs, /broker-configs) goes through any broker";
+}
+
 }  // namespace ringlog::broker

@@ -33,6 +33,10 @@ std::string broker_config_of_topic_config(const std::string& topic_config);
 /// dynamically"; a bad value).
 result<void> validate_broker_config_change(const std::string& name, const std::optional<std::string>& value);
 
+/// Why broker `self` does not read or change broker `node_id`'s own configs: as in Kafka, a
+/// broker's dynamic configs go through that broker (the cluster-wide default through any).
+std::string broker_configs_elsewhere(int32_t node_id, int32_t self);
+
 /// `static_config` with the dynamic values of `image` for node `static_config.node_id` applied
 /// (cluster-wide first, then the node's own). A stored value that no longer parses is skipped.
 std::shared_ptr<const broker_config> apply_dynamic_configs(const broker_config& static_config,

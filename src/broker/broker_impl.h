@@ -21,6 +21,7 @@
 #include "txn_service.h"
 #include "metadata.h"
 #include "quota_managers.h"
+#include "reassignment.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
@@ -317,6 +318,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void cancel_decommission(int32_t node_id, std::function<void(result<broker_decommission>)> done);
   void drain_decommissioning(std::function<void()> then);   // controller shard: plans and starts the drains
   void decommission_tick();   // the active controller: finishes drained decommissions, drains again
+  void complete_reassignments_tick();   // the active controller: step 3 of reassignment.h when its barrier allows
   [[nodiscard]] std::optional<error> decommissioned_refusal() const;   // this node was decommissioned: why it may not register
   // ACLs (acls.cc)
   void create_acls(std::vector<security::acl_binding> acls,
@@ -947,6 +949,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   bool renewing_leaderships_ = false;
   int64_t leader_rebalance_checked_ms_ = 0;
   bool decommission_in_flight_ = false;   // decommission_tick: a commit or drain of it under way
+  completion_barrier completion_barrier_;   // the active controller: who applied which metadata (reassignment.h)
   mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once   // rebalance_leaders_tick: the last check
   bool leader_rebalance_in_flight_ = false;
   std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now

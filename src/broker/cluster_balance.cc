@@ -130,8 +130,24 @@ void broker_impl::rebalance(rebalance_request request, std::function<void(result
 void broker_impl::cancel_reassignments(std::function<void(result<int32_t>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   post_caught_up([this, done = std::move(done)]() mutable {
+    // A decommission's drain is not a rebalance's to cancel: its tick would start it again (cancel
+    // the decommission instead, which takes its moves back).
+    const auto image = controller_view_->image;
+    const auto drains = [&image](const partition_reassignment& r) {
+      return std::any_of(r.removing_replicas.begin(), r.removing_replicas.end(), [&image](int32_t id) {
+        return image->decommission_state(id) == broker_decommission_state::decommissioning;
+      });
+    };
     std::vector<partition_reassignment_target> cancels;
-    for (const auto& r : list_partition_reassignments("")) cancels.push_back({r.topic, r.partition, std::nullopt});
+    size_t kept = 0;
+    for (const auto& r : list_partition_reassignments("")) {
+      if (drains(r)) {
+        ++kept;
+      } else {
+        cancels.push_back({r.topic, r.partition, std::nullopt});
+      }
+    }
+    if (kept > 0) log_info(std::to_string(kept) + " reassignment(s) draining a decommissioning broker are not cancelled");
     if (cancels.empty()) return done(0);
     log_info("cancelling " + std::to_string(cancels.size()) + " partition reassignment(s)");
     alter_partition_reassignments(std::move(cancels), [done = std::move(done)](

@@ -320,4 +320,15 @@ std::vector<protocol::metadata_record> elect_leaderless(const controller::metada
   return out;
 }
 
+std::vector<protocol::metadata_record> controlled_shutdown_records(const controller::metadata_image& image,
+                                                                   const controller::broker_registration& b) {
+  protocol::broker_registration_change_record change;
+  change.broker_id = b.node_id;
+  change.broker_epoch = b.broker_epoch;
+  change.in_controlled_shutdown = 1;
+  std::vector<protocol::metadata_record> records{change};
+  for (auto& r : remove_broker_from_partitions(image, b.node_id, false)) records.push_back(std::move(r));
+  return records;
+}
+
 }  // namespace ringlog::broker

@@ -47,6 +47,11 @@ result<std::vector<std::vector<int32_t>>> place_replicas(const controller::metad
 std::vector<protocol::metadata_record> remove_broker_from_partitions(const controller::metadata_image& image,
                                                                      int32_t broker_id, bool unclean_election);
 
+/// Controlled shutdown (KIP-631): a BrokerRegistrationChangeRecord marking broker `b`, then
+/// remove_broker_from_partitions's records (its leaderships move to other in-sync replicas).
+std::vector<protocol::metadata_record> controlled_shutdown_records(const controller::metadata_image& image,
+                                                                   const controller::broker_registration& b);
+
 /// PartitionChangeRecords for a broker that registers anew (a process start), in the entry of
 /// its RegisterBrokerRecord. Every leadership it held moves to the first usable in-sync replica
 /// in replica order, or stays with it in a new leader epoch when none is: a restarted process

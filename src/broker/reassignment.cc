@@ -39,26 +39,34 @@ int32_t first_usable_in_sync(const std::vector<int32_t>& candidates, const std::
   return -1;
 }
 
+/// What completing a reassignment did to a partition's state.
+enum class completion { none, leader_moved, completed };
+
 /// Step 3 of the header on `q` (a partition's state after the change being built): when every
-/// target replica is in its ISR and, if the leader is being removed, a target replica can take
-/// over, q becomes the completed state. Returns whether it did.
-bool complete_in_place(const controller::metadata_image& image, controller::partition_image& q) {
-  if (!q.reassigning()) return false;
+/// target replica is in its ISR, a leader being removed first hands the leadership to a target
+/// replica (3a); once the leader is a target replica and every removing replica has caught up
+/// with the metadata (`caught_up`), q becomes the completed state (3b).
+completion complete_in_place(const controller::metadata_image& image, controller::partition_image& q,
+                             const metadata_caught_up& caught_up) {
+  if (!q.reassigning()) return completion::none;
   const std::vector<int32_t> target = target_replicas(q);
   for (int32_t id : target) {
-    if (!has(q.in_sync_replicas, id)) return false;
+    if (!has(q.in_sync_replicas, id)) return completion::none;
   }
-  int32_t leader = q.leader;
-  if (!has(target, leader)) {
-    leader = first_usable_in_sync(target, q.in_sync_replicas, usable_brokers(image));
-    if (leader < 0) return false;   // no target replica can lead now: wait (an ISR change retries)
+  if (!has(target, q.leader)) {
+    const int32_t leader = first_usable_in_sync(target, q.in_sync_replicas, usable_brokers(image));
+    if (leader < 0) return completion::none;   // no target replica can lead now: wait (an ISR change retries)
+    q.leader = leader;
+    return completion::leader_moved;
+  }
+  for (int32_t id : q.removing_replicas) {
+    if (!caught_up(id)) return completion::none;   // it may still believe it leads: the tick retries
   }
   q.in_sync_replicas = only(q.in_sync_replicas, target);
   q.replicas = target;
   q.adding_replicas.clear();
   q.removing_replicas.clear();
-  q.leader = leader;
-  return true;
+  return completion::completed;
 }
 
 std::string partition_text(const std::string& topic, int32_t partition) {
@@ -114,7 +122,8 @@ result<controller::partition_image> cancelled(const controller::metadata_image& 
 
 /// The state a new target leads to (started, or at once complete), or the refusal.
 result<controller::partition_image> retargeted(const controller::metadata_image& image, const controller::partition_image& p,
-                                               const std::vector<int32_t>& target, const std::string& where) {
+                                               const std::vector<int32_t>& target, const std::string& where,
+                                               const metadata_caught_up& caught_up) {
   if (target.empty()) return error{errc::invalid_replica_assignment, where + ": the target replicas are empty"};
   std::set<int32_t> seen;
   for (int32_t id : target) {
@@ -152,7 +161,7 @@ result<controller::partition_image> retargeted(const controller::metadata_image&
     if (q.leader < 0) return error{errc::invalid_replica_assignment, where + ": no remaining in-sync replica can lead"};
   }
   if (!q.reassigning() && q.replicas == p.replicas) return q;   // the target is where it is
-  complete_in_place(image, q);
+  complete_in_place(image, q, caught_up);
   return q;
 }
 
@@ -167,7 +176,8 @@ std::vector<int32_t> original_replicas(const controller::partition_image& p) {
 }
 
 std::vector<reassignment_plan> plan_reassignments(const controller::metadata_image& image,
-                                                  const std::vector<reassignment_target>& targets) {
+                                                  const std::vector<reassignment_target>& targets,
+                                                  const metadata_caught_up& caught_up) {
   std::vector<reassignment_plan> out;
   std::set<std::pair<std::string, int32_t>> planned;
   for (const auto& t : targets) {
@@ -182,7 +192,7 @@ std::vector<reassignment_plan> plan_reassignments(const controller::metadata_ima
       plan.refused = error{errc::invalid_replica_assignment, where + " is named more than once in one request"};
     } else {
       const controller::partition_image& p = topic->partitions[static_cast<size_t>(t.partition)];
-      auto next = t.replicas ? retargeted(image, p, *t.replicas, where) : cancelled(image, p, where);
+      auto next = t.replicas ? retargeted(image, p, *t.replicas, where, caught_up) : cancelled(image, p, where);
       if (!next.ok()) {
         plan.refused = next.error();
       } else if (next.value() != p) {
@@ -195,21 +205,59 @@ std::vector<reassignment_plan> plan_reassignments(const controller::metadata_ima
 }
 
 bool complete_reassignment_if_ready(const controller::metadata_image& image, const controller::partition_image& current,
-                                    protocol::partition_change_record& change) {
+                                    protocol::partition_change_record& change, const metadata_caught_up& caught_up) {
   controller::partition_image q = current;
   if (change.replicas) q.replicas = *change.replicas;
   if (change.isr) q.in_sync_replicas = *change.isr;
   if (change.adding_replicas) q.adding_replicas = *change.adding_replicas;
   if (change.removing_replicas) q.removing_replicas = *change.removing_replicas;
   if (change.leader != -2) q.leader = change.leader;
-  const int32_t leader_before = q.leader;
-  if (!complete_in_place(image, q)) return false;
-  change.replicas = q.replicas;
-  change.isr = q.in_sync_replicas;
-  change.adding_replicas = q.adding_replicas;
-  change.removing_replicas = q.removing_replicas;
-  if (q.leader != leader_before) change.leader = q.leader;
-  return true;
+  switch (complete_in_place(image, q, caught_up)) {
+    case completion::none:
+      return false;
+    case completion::leader_moved:
+      change.leader = q.leader;
+      return true;
+    case completion::completed:
+      change.replicas = q.replicas;
+      change.isr = q.in_sync_replicas;
+      change.adding_replicas = q.adding_replicas;
+      change.removing_replicas = q.removing_replicas;
+      return true;
+  }
+  return false;
+}
+
+void completion_barrier::heard(int32_t broker_id, int64_t broker_epoch, int64_t metadata_offset) {
+  report& r = reports_[broker_id];
+  if (r.broker_epoch != broker_epoch) r = report{broker_epoch, -1};   // a restart applies everything again
+  r.metadata_offset = std::max(r.metadata_offset, metadata_offset);
+}
+
+metadata_caught_up completion_barrier::rule(const controller::metadata_image& image, const std::string& topic,
+                                            int32_t partition, const controller::partition_image& p) {
+  wait& w = waits_[{topic, partition}];
+  if (w.partition_epoch != p.partition_epoch) w = wait{p.partition_epoch, image.offset()};
+  std::map<int32_t, bool> caught_up;
+  for (int32_t id : p.removing_replicas) {
+    const controller::broker_registration* b = image.find_broker(id);
+    const auto r = reports_.find(id);
+    caught_up[id] = b == nullptr || b->fenced ||
+                    (r != reports_.end() && r->second.broker_epoch == b->broker_epoch &&
+                     r->second.metadata_offset >= w.metadata_offset);
+  }
+  return [caught_up = std::move(caught_up)](int32_t id) {
+    const auto it = caught_up.find(id);
+    return it == caught_up.end() || it->second;
+  };
+}
+
+void completion_barrier::forget_finished(const controller::metadata_image& image) {
+  std::erase_if(waits_, [&image](const auto& entry) {
+    const controller::topic_image* t = image.find_topic(entry.first.first);
+    const auto index = static_cast<size_t>(entry.first.second);
+    return t == nullptr || index >= t->partitions.size() || !t->partitions[index].reassigning();
+  });
 }
 
 }  // namespace ringlog::broker

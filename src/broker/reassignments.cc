@@ -1,7 +1,8 @@
 // Partition reassignment requests (KIP-455) on any node: planned against the controller shard's
 // image (reassignment.h) and committed through the quorum like every metadata change (forwarded
 // to the active controller when this node is not it). The reassignment completes in the
-// controller's handling of the leader's ISR expansion (alter_partition, replication.cc).
+// controller's handling of the leader's ISR expansion (alter_partition, replication.cc) or in its
+// heartbeat tick (complete_reassignments_tick), whichever finds its barrier passed first.
 
 #include <algorithm>
 
@@ -27,7 +28,9 @@ void broker_impl::alter_partition_reassignments_attempt(
     for (const auto& t : targets) wanted.push_back({t.topic, t.partition, t.replicas});
     std::vector<protocol::metadata_record> records;
     std::vector<partition_reassignment_result> results;
-    for (auto& plan : plan_reassignments(*controller_view_->image, wanted)) {
+    // Removing replicas are never known caught up here: step 3b waits for their next heartbeat.
+    const metadata_caught_up not_yet = [](int32_t) { return false; };
+    for (auto& plan : plan_reassignments(*controller_view_->image, wanted, not_yet)) {
       if (plan.change) records.push_back(*plan.change);
       results.push_back({plan.topic, plan.partition, std::move(plan.refused)});
     }
@@ -43,6 +46,36 @@ void broker_impl::alter_partition_reassignments_attempt(
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });
+  });
+}
+
+void broker_impl::complete_reassignments_tick() {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  if (completion_barrier_.in_flight) return;
+  const auto image = controller_view_->image;
+  completion_barrier_.forget_finished(*image);
+  std::vector<protocol::metadata_record> records;
+  for (const auto& [name, t] : image->topics()) {
+    for (size_t i = 0; i < t->partitions.size(); ++i) {
+      const auto& p = t->partitions[i];
+      if (!p.reassigning()) continue;
+      protocol::partition_change_record change;
+      change.topic_id = t->topic_id;
+      change.partition_id = static_cast<int32_t>(i);
+      change.ringlog_expected_partition_epoch = p.partition_epoch;
+      const int32_t index = static_cast<int32_t>(i);
+      if (complete_reassignment_if_ready(*image, p, change, completion_barrier_.rule(*image, name, index, p))) {
+        log_info("partition reassignment of partition " + std::to_string(index) + " of topic '" + name +
+                 (change.replicas ? "' completes" : "': leadership moves to broker " + std::to_string(change.leader)));
+        records.push_back(std::move(change));
+      }
+    }
+  }
+  if (records.empty()) return;
+  completion_barrier_.in_flight = true;
+  // A refusal (a partition changed meanwhile) leaves the rest for the next tick.
+  commit_records(std::move(records), [this, alive = std::weak_ptr<int>(lifetime_)](result<void>) {
+    if (alive.lock()) completion_barrier_.in_flight = false;
   });
 }
 

@@ -494,10 +494,11 @@ void broker_impl::alter_partition(protocol::alter_partition_request_data request
   change.ringlog_expected_partition_epoch = part.partition_epoch;
   // The ISR change that brings the last target replica in also completes a reassignment
   // (KIP-455; Kafka's PartitionChangeBuilder.completeReassignmentIfNeeded), in the same record.
-  if (complete_reassignment_if_ready(image, part, change)) {
+  if (complete_reassignment_if_ready(image, part, change,
+                                     completion_barrier_.rule(image, topic->name, in.partition_index, part))) {
     log_info("partition reassignment of partition " + std::to_string(in.partition_index) + " of topic '" + topic->name +
-             "' completes: replicas " + std::to_string(change.replicas->size()) +
-             (change.leader != -2 ? ", leadership moves to broker " + std::to_string(change.leader) : std::string()));
+             (change.replicas ? "' completes: replicas " + std::to_string(change.replicas->size())
+                              : "': leadership moves to broker " + std::to_string(change.leader)));
   }
   const std::string name = topic->name;
   const int32_t index = in.partition_index;

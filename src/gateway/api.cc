@@ -408,7 +408,8 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     const auto& r = table[i];
     std::map<std::string, std::string> params;
     if (!match_path(r.pattern, path, params)) continue;
-    allowed.emplace_back(r.method);
+    // Two patterns may match one path (.../brokers/-/tasks and .../brokers/{broker_id}/tasks).
+    if (std::find(allowed.begin(), allowed.end(), r.method) == allowed.end()) allowed.emplace_back(r.method);
     // HEAD is GET without the body (RFC 9110 9.3.2) on every GET route; the server drops the body
     // and keeps its Content-Length.
     const bool head_as_get = c->request.method == "HEAD" && std::string_view(r.method) == "GET" && head_allowed(r.pattern);

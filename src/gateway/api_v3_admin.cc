@@ -774,9 +774,11 @@ void v3_get_partition_offset(const call_ptr& c) {
   });
 }
 
-/// The {broker_id} path parameter as a number; nullopt when it is not one.
+/// The {broker_id} path parameter as a number in its canonical spelling (no sign, no leading
+/// zero: "04" names no broker); nullopt when it is not one.
 std::optional<int32_t> path_broker_id(api::call& call) {
   const std::string& text = call.params["broker_id"];
+  if (text.size() > 1 && text[0] == '0') return std::nullopt;
   int32_t id = -1;
   auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), id);
   if (err != std::errc() || end != text.data() + text.size()) return std::nullopt;

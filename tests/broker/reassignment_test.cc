@@ -53,8 +53,11 @@ std::shared_ptr<const metadata_image> applied(const metadata_image& image, const
 
 const controller::partition_image& part(const metadata_image& image) { return image.find_topic("t")->partitions[0]; }
 
+const broker::metadata_caught_up all_caught_up = [](int32_t) { return true; };
+const broker::metadata_caught_up none_caught_up = [](int32_t) { return false; };
+
 broker::reassignment_plan plan_one(const metadata_image& image, std::optional<ids> target) {
-  auto plans = broker::plan_reassignments(image, {{"t", 0, std::move(target)}});
+  auto plans = broker::plan_reassignments(image, {{"t", 0, std::move(target)}}, all_caught_up);
   REQUIRE(plans.size() == 1);
   return plans[0];
 }
@@ -68,7 +71,19 @@ protocol::partition_change_record isr_expansion(const metadata_image& image, int
   c.isr = p.in_sync_replicas;
   c.isr->push_back(joining);
   c.ringlog_expected_partition_epoch = p.partition_epoch;
-  broker::complete_reassignment_if_ready(image, p, c);
+  broker::complete_reassignment_if_ready(image, p, c, all_caught_up);
+  return c;
+}
+
+/// The active controller's tick on partition 0 (no ISR change): step 3 where `caught_up` allows.
+std::optional<protocol::partition_change_record> tick(const metadata_image& image,
+                                                      const broker::metadata_caught_up& caught_up = all_caught_up) {
+  const auto& p = part(image);
+  protocol::partition_change_record c;
+  c.topic_id = topic_id();
+  c.partition_id = 0;
+  c.ringlog_expected_partition_epoch = p.partition_epoch;
+  if (!broker::complete_reassignment_if_ready(image, p, c, caught_up)) return std::nullopt;
   return c;
 }
 
@@ -96,13 +111,26 @@ TEST_CASE("a reassignment adds the target replicas, completes when they are in s
   auto shrink = protocol::partition_change_record{};
   shrink.topic_id = topic_id();
   shrink.isr = ids{1, 2};
-  CHECK_FALSE(broker::complete_reassignment_if_ready(*image, part(*image), shrink));
+  CHECK_FALSE(broker::complete_reassignment_if_ready(*image, part(*image), shrink, all_caught_up));
   CHECK_FALSE(shrink.replicas.has_value());
 
-  // 4 catches up: the leader's ISR expansion completes the move in the same record. The leader
-  // (1) is removed, so the first in-sync target replica (4) leads in a new epoch.
-  auto done = isr_expansion(*image, 4);
-  image = applied(*image, done);
+  // 4 catches up: the leader's ISR expansion hands the leadership over in the same record (step
+  // 3a): the leader (1) is being removed, so the first in-sync target replica (4) leads in a new
+  // epoch while 1 stays a replica in the ISR (4's high watermark waits for 1 as its follower).
+  image = applied(*image, isr_expansion(*image, 4));
+  CHECK(part(*image).leader == 4);
+  CHECK(part(*image).leader_epoch == leader_epoch + 1);
+  CHECK(part(*image).replicas == ids{4, 2, 3, 1});
+  CHECK(part(*image).in_sync_replicas == ids{1, 2, 3, 4});
+  CHECK(part(*image).reassigning());
+
+  // Step 3b waits until the removed replica (1) has applied the leader change.
+  CHECK_FALSE(tick(*image, none_caught_up));
+  CHECK_FALSE(tick(*image, [](int32_t id) { return id != 1; }));
+  auto done = tick(*image);
+  REQUIRE(done);
+  CHECK(done->leader == -2);   // no second leader change
+  image = applied(*image, *done);
   CHECK(part(*image).replicas == ids{4, 2, 3});
   CHECK(part(*image).in_sync_replicas == ids{2, 3, 4});
   CHECK(part(*image).adding_replicas.empty());
@@ -110,16 +138,49 @@ TEST_CASE("a reassignment adds the target replicas, completes when they are in s
   CHECK(part(*image).leader == 4);
   CHECK(part(*image).leader_epoch == leader_epoch + 1);
   CHECK_FALSE(part(*image).reassigning());
+  CHECK_FALSE(tick(*image));   // nothing more to do
 }
 
-TEST_CASE("a reassignment whose target is already in sync completes at once; the same target again is nothing to do") {
+TEST_CASE("completion barrier: a removing replica counts as caught up once its heartbeat reports the offset, or fenced") {
+  auto image = one_partition({1, 2, 3}, {1, 2, 3, 4}, 2);
+  // 4 in sync already; 1 removing (the start never knows a removing replica caught up)
+  image = applied(*image, *broker::plan_reassignments(*image, {{"t", 0, ids{2, 3, 4}}}, none_caught_up)[0].change);
+  REQUIRE(part(*image).removing_replicas == ids{1});
+  broker::completion_barrier barrier;
+  // First seen ready at the image's offset: broker 1 (epoch 11) has reported nothing yet.
+  CHECK_FALSE(barrier.rule(*image, "t", 0, part(*image))(1));
+  barrier.heard(1, 11, image->offset() - 1);
+  CHECK_FALSE(barrier.rule(*image, "t", 0, part(*image))(1));
+  barrier.heard(1, 99, image->offset());   // another incarnation's report does not count
+  CHECK_FALSE(barrier.rule(*image, "t", 0, part(*image))(1));
+  barrier.heard(1, 11, image->offset());
+  CHECK(barrier.rule(*image, "t", 0, part(*image))(1));
+  CHECK(barrier.rule(*image, "t", 0, part(*image))(2));   // not removing: no wait
+  // The wait is the offset at which the partition was first seen at its epoch, not a moving target.
+  metadata_delta d{*image};
+  protocol::register_broker_record five;
+  five.broker_id = 5;
+  five.broker_epoch = 15;
+  REQUIRE(d.apply(five, image->offset() + 1).ok());
+  auto later = std::move(d).image();
+  CHECK(barrier.rule(*later, "t", 0, part(*later))(1));
+  auto fenced = one_partition({1, 2, 3}, {1, 2, 3, 4}, 2, {1});
+  fenced = applied(*fenced, *broker::plan_reassignments(*fenced, {{"t", 0, ids{2, 3, 4}}}, none_caught_up)[0].change);
+  broker::completion_barrier fresh;
+  CHECK(fresh.rule(*fenced, "t", 0, part(*fenced))(1));   // fenced: its leadership lease has lapsed
+}
+
+TEST_CASE("a reassignment whose target is already in sync hands over and completes at once; the same target again is nothing to do") {
   auto image = one_partition({1, 2, 3}, {1, 2, 3}, 2);
   auto plan = plan_one(*image, ids{1, 3});
   REQUIRE(plan.change);
   image = applied(*image, *plan.change);
+  CHECK(part(*image).leader == 1);   // 2 is being removed: the first in-sync target replica leads
+  CHECK(part(*image).replicas == ids{1, 3, 2});
+  image = applied(*image, *tick(*image));
   CHECK(part(*image).replicas == ids{1, 3});
   CHECK(part(*image).in_sync_replicas == ids{1, 3});
-  CHECK(part(*image).leader == 1);   // 2 was removed: the first in-sync target replica leads
+  CHECK(part(*image).leader == 1);
   CHECK_FALSE(part(*image).reassigning());
   auto again = plan_one(*image, ids{1, 3});
   CHECK_FALSE(again.refused);
@@ -143,7 +204,8 @@ TEST_CASE("a cancel puts the original replicas back; a cancel without a reassign
   REQUIRE(cancel_none.refused);
   CHECK(cancel_none.refused->code == broker::errc::no_reassignment_in_progress);
   image = applied(*image, *plan_one(*image, ids{4, 2, 3}).change);
-  image = applied(*image, isr_expansion(*image, 4));   // completes: 4 leads
+  image = applied(*image, isr_expansion(*image, 4));   // 4 leads
+  image = applied(*image, *tick(*image));              // completes
   image = applied(*image, *plan_one(*image, ids{4, 1, 2}).change);   // 1 adding again, 3 removing
   CHECK(part(*image).adding_replicas == ids{1});
   auto cancel = plan_one(*image, std::nullopt);
@@ -166,11 +228,11 @@ TEST_CASE("bad targets are refused naming the partition and what is wrong") {
   CHECK(refused(ids{}) == broker::errc::invalid_replica_assignment);
   CHECK(refused(ids{1, 1}) == broker::errc::invalid_replica_assignment);
   CHECK(refused(ids{1, 9}) == broker::errc::invalid_replica_assignment);
-  auto unknown = broker::plan_reassignments(*image, {{"t", 5, ids{1}}, {"nope", 0, ids{1}}});
+  auto unknown = broker::plan_reassignments(*image, {{"t", 5, ids{1}}, {"nope", 0, ids{1}}}, all_caught_up);
   REQUIRE(unknown.size() == 2);
   CHECK(unknown[0].refused->code == broker::errc::unknown_topic_or_partition);
   CHECK(unknown[1].refused->code == broker::errc::unknown_topic_or_partition);
-  auto twice = broker::plan_reassignments(*image, {{"t", 0, ids{1, 2, 4}}, {"t", 0, ids{1, 2}}});
+  auto twice = broker::plan_reassignments(*image, {{"t", 0, ids{1, 2, 4}}, {"t", 0, ids{1, 2}}}, all_caught_up);
   CHECK(twice[0].change);
   REQUIRE(twice[1].refused);
   CHECK(twice[1].refused->code == broker::errc::invalid_replica_assignment);

@@ -18,6 +18,7 @@ from test_add_broker import start_broker_only
 from test_cluster import FAILOVER_DEADLINE_S, SESSION_DEADLINE_S, Cluster, create_topic, describe
 from test_reassignment import Producer, reassignments
 from test_replication import isr_of, produce, read_all, replicas_of
+from test_replication_throttle import fill, set_broker_config
 
 TOPIC = "spread"
 PARTITIONS = 6
@@ -199,6 +200,16 @@ def test_a_decommission_that_cannot_finish_is_cancelled_and_refusals_name_the_re
         assert r.status_code == 200, r.text
         wait_until(lambda: isr_of(c.node(1), "stuck", 0) == [3, 4] and set(replicas_of(c.node(1), "stuck", 0)) == {3, 4}
                    and reassignments(c.node(1)) == {}, MOVE_DEADLINE_S, "partition 0 of stuck on brokers 4 and 3, in sync")
+        # A partition only on broker 4 holding 512 KiB, copied off at 8 KiB/s: the decommission's
+        # move of it is still under way when a rebalance cancel comes.
+        r = create_topic(c.node(controller), "drained", partitions=1, replication_factor=1)
+        assert r.status_code == 201, r.text
+        r = requests.patch(c.node(1).v3("/topics/drained/partitions/0/reassignment"), json={"replicas": [4]}, timeout=40)
+        assert r.status_code == 200, r.text
+        wait_until(lambda: set(replicas_of(c.node(1), "drained", 0)) == {4} and reassignments(c.node(1)) == {},
+                   MOVE_DEADLINE_S, "partition 0 of drained on broker 4 alone")
+        fill(c.node(1), "drained", 512 * 1024)
+        set_broker_config(extra, 4, "leader.replication.throttled.rate", 8192)
         c.node(3).kill()
         wait_until(lambda: isr_of(c.node(1), "stuck", 0) == [4], FAILOVER_DEADLINE_S, "broker 3 out of the ISR")
         r = requests.delete(c.node(1).v3("/brokers/4"), timeout=40)
@@ -206,6 +217,11 @@ def test_a_decommission_that_cannot_finish_is_cancelled_and_refusals_name_the_re
         t = r.json()
         assert t["kind"] == "KafkaBrokerTask" and t["task_type"] == "remove-broker" and t["task_status"] == "IN_PROGRESS", t
         assert t["partitions_remaining"] >= 1, t
+        wait_until(lambda: ("drained", 0) in reassignments(c.node(1)), MOVE_DEADLINE_S, "the drain of drained under way")
+        # Cancelling the rebalance leaves the decommission's move alone (its tick would only start it again).
+        r = requests.delete(c.node(1).v3("/rebalance"), timeout=40)
+        assert r.status_code == 200 and r.json()["cancelled"] == 0, r.text
+        assert ("drained", 0) in reassignments(c.node(1))
         plan = requests.get(c.node(1).v3("/rebalance"), timeout=60).json()
         assert any(s["topic_name"] == "stuck" and "below min.insync.replicas=2" in s["reason"] for s in plan["skipped"]), plan
         assert next(b for b in plan["brokers"] if b["broker_id"] == 4)["excluded"] is True
@@ -223,6 +239,14 @@ def test_a_decommission_that_cannot_finish_is_cancelled_and_refusals_name_the_re
         r = requests.delete(c.node(1).v3("/brokers/4/tasks/remove-broker"), timeout=40)
         assert r.status_code == 400 and "is not being decommissioned" in r.json()["message"], r.text
         assert set(replicas_of(c.node(1), "stuck", 0)) == {3, 4}
+        # The decommission's cancel took its move of drained back.
+        wait_until(lambda: set(replicas_of(c.node(1), "drained", 0)) == {4} and ("drained", 0) not in reassignments(c.node(1)),
+                   MOVE_DEADLINE_S, "drained back on broker 4 alone")
+        # Two route patterns matching one path list a method once; "04" is not broker 4.
+        r = requests.post(c.node(1).v3("/brokers/-/tasks"), timeout=10)
+        assert r.status_code == 405 and r.headers["Allow"] == "GET, HEAD, OPTIONS", (r.status_code, r.headers.get("Allow"))
+        r = requests.get(c.node(1).v3("/brokers/04/tasks"), timeout=10)
+        assert r.status_code == 404 and "is not a broker id" in r.json()["message"], r.text
     finally:
         if extra is not None and extra.proc is not None:
             extra.kill()

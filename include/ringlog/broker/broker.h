@@ -690,8 +690,8 @@ class broker {
   /// rebalance waits until the reassignments under way end or are cancelled), invalid_request (a
   /// tolerance outside 0..1), not_controller, request_timed_out.
   virtual void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) = 0;
-  /// Cancels every partition reassignment under way (KIP-455's cancel: each partition goes back
-  /// to its original replicas). Answers how many were cancelled.
+  /// Cancels every partition reassignment under way (KIP-455's cancel: back to the original
+  /// replicas) but a decommission's drain (cancel that decommission). Answers how many were.
   virtual void cancel_reassignments(std::function<void(result<int32_t>)> done) = 0;
   /// Decommissions broker `node_id` (issue 33): it takes no new replicas, its replicas move to the
   /// others (a rebalance with it excluded), then the active controller unregisters it and refuses
