@@ -3,13 +3,11 @@
 #include <atomic>
 #include <ctime>
 
+#include "per_thread_slots.h"
+
 namespace ringlog::base {
 
 namespace {
-
-/// Threads that get a slot of their own; more share slots (still correct: the counters are
-/// atomic, only their cache lines are then shared). Shards are one per core, plus a few helpers.
-constexpr size_t cpu_slots_max = 32;
 
 struct counters {
   std::atomic<uint64_t> cpu_ns{0};
@@ -17,17 +15,11 @@ struct counters {
   std::atomic<uint64_t> scopes{0};
 };
 
-struct alignas(64) slot {
-  std::array<counters, cpu_activity_count> activities;
-};
+using activity_counters = std::array<counters, cpu_activity_count>;
 
-std::array<slot, cpu_slots_max> slots;
-std::atomic<size_t> next_slot{0};
+per_thread_slots<activity_counters> slots;
 
-slot& own_slot() {
-  thread_local slot* mine = &slots[next_slot.fetch_add(1, std::memory_order_relaxed) % cpu_slots_max];
-  return *mine;
-}
+counters& own(cpu_activity activity) { return slots.own()[static_cast<size_t>(activity)]; }
 
 /// The innermost open scope of this thread (nullptr: none).
 thread_local cpu_scope* innermost = nullptr;
@@ -51,17 +43,17 @@ int64_t thread_cpu_ns() {
 }
 
 void count_activity_bytes(cpu_activity activity, uint64_t bytes) {
-  own_slot().activities[static_cast<size_t>(activity)].bytes.fetch_add(bytes, std::memory_order_relaxed);
+  own(activity).bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 cpu_activity_snapshot read_cpu_activity(cpu_activity activity) {
   cpu_activity_snapshot out;
-  for (const slot& s : slots) {
-    const counters& c = s.activities[static_cast<size_t>(activity)];
+  slots.for_each([&out, activity](const activity_counters& s) {
+    const counters& c = s[static_cast<size_t>(activity)];
     out.cpu_ns += c.cpu_ns.load(std::memory_order_relaxed);
     out.bytes += c.bytes.load(std::memory_order_relaxed);
     out.scopes += c.scopes.load(std::memory_order_relaxed);
-  }
+  });
   return out;
 }
 
@@ -78,7 +70,7 @@ cpu_scope::~cpu_scope() {
   innermost = enclosing_;
   if (enclosing_ != nullptr) enclosing_->nested_ns_ += elapsed_ns;
   const int64_t own_ns = elapsed_ns - nested_ns_;
-  counters& c = own_slot().activities[static_cast<size_t>(*activity_)];
+  counters& c = own(*activity_);
   c.cpu_ns.fetch_add(own_ns > 0 ? static_cast<uint64_t>(own_ns) : 0, std::memory_order_relaxed);
   c.scopes.fetch_add(1, std::memory_order_relaxed);
 }

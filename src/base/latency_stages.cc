@@ -3,13 +3,11 @@
 #include <atomic>
 #include <chrono>
 
+#include "per_thread_slots.h"
+
 namespace ringlog::base {
 
 namespace {
-
-/// Threads that get a slot of their own; more share slots (still correct: the counters are
-/// atomic, only their cache lines are then shared). Shards are one per core, plus a few helpers.
-constexpr size_t latency_slots_max = 32;
 
 struct histogram {
   std::array<std::atomic<uint64_t>, latency_stage_bounds_s.size() + 1> counts{};
@@ -17,17 +15,9 @@ struct histogram {
   std::atomic<uint64_t> sum_ns{0};
 };
 
-struct alignas(64) slot {
-  std::array<histogram, latency_stage_count> stages;
-};
+using stage_histograms = std::array<histogram, latency_stage_count>;
 
-std::array<slot, latency_slots_max> slots;
-std::atomic<size_t> next_slot{0};
-
-slot& own_slot() {
-  thread_local slot* mine = &slots[next_slot.fetch_add(1, std::memory_order_relaxed) % latency_slots_max];
-  return *mine;
-}
+per_thread_slots<stage_histograms> slots;
 
 }  // namespace
 
@@ -55,7 +45,7 @@ void observe_latency(latency_stage stage, int64_t elapsed_ns) {
   const double seconds = static_cast<double>(ns) / 1e9;
   size_t bucket = 0;
   while (bucket < latency_stage_bounds_s.size() && seconds > latency_stage_bounds_s[bucket]) ++bucket;
-  histogram& h = own_slot().stages[static_cast<size_t>(stage)];
+  histogram& h = slots.own()[static_cast<size_t>(stage)];
   h.counts[bucket].fetch_add(1, std::memory_order_relaxed);
   h.count.fetch_add(1, std::memory_order_relaxed);
   h.sum_ns.fetch_add(ns, std::memory_order_relaxed);
@@ -68,12 +58,12 @@ void observe_latency_since(latency_stage stage, int64_t since_ns) {
 latency_stage_snapshot read_latency(latency_stage stage) {
   latency_stage_snapshot out;
   uint64_t sum_ns = 0;
-  for (const slot& s : slots) {
-    const histogram& h = s.stages[static_cast<size_t>(stage)];
+  slots.for_each([&out, &sum_ns, stage](const stage_histograms& s) {
+    const histogram& h = s[static_cast<size_t>(stage)];
     for (size_t i = 0; i < h.counts.size(); ++i) out.counts[i] += h.counts[i].load(std::memory_order_relaxed);
     out.count += h.count.load(std::memory_order_relaxed);
     sum_ns += h.sum_ns.load(std::memory_order_relaxed);
-  }
+  });
   out.sum_s = static_cast<double>(sum_ns) / 1e9;
   return out;
 }
