@@ -129,6 +129,17 @@ void health(const call_ptr& c) {
   if (c->self->stopping_flag()) {
     return c->respond_json(503, {{"status", "stopping"}});
   }
+  // Issue 33: a decommissioned broker still running holds nothing and may not register again: a
+  // load balancer should stop sending it clients.
+  const int32_t self = c->broker().config().node_id;
+  for (const auto& d : c->broker().list_decommissions()) {
+    if (d.broker_id == self && d.status == "SUCCESS") {
+      return c->respond_json(503, {{"status", "decommissioned"},
+                                   {"message", "broker " + std::to_string(self) +
+                                                   " was decommissioned: it holds no partitions and may not register "
+                                                   "again; stop it"}});
+    }
+  }
   c->respond_json(200, {{"status", "ok"}});
 }
 

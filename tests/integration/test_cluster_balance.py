@@ -160,6 +160,12 @@ def test_a_new_broker_gets_its_share_then_is_decommissioned_and_refused(ringlog_
         missing = [v for v in expected if v not in values]
         assert not missing, f"{len(missing)} acknowledged records missing, e.g. {missing[:5]}"
 
+        # Still running, it tells a load balancer to stop sending it clients; the others are fine.
+        health = wait_until(lambda: (h := requests.get(extra.url + "/v1/health", timeout=5)).status_code == 503 and h.json(),
+                            SESSION_DEADLINE_S, "broker 4's health to say it was decommissioned")
+        assert health["status"] == "decommissioned" and "stop it" in health["message"], health
+        assert requests.get(c.node(1).url + "/v1/health", timeout=5).status_code == 200
+
         # Started again, the decommissioned broker is refused by name.
         extra.kill()
         restarted = subprocess.run(
