@@ -165,6 +165,9 @@ def test_a_new_broker_gets_its_share_then_is_decommissioned_and_refused(ringlog_
                             SESSION_DEADLINE_S, "broker 4's health to say it was decommissioned")
         assert health["status"] == "decommissioned" and "stop it" in health["message"], health
         assert requests.get(c.node(1).url + "/v1/health", timeout=5).status_code == 200
+        # Nor is it listed as a quorum observer (it may still fetch the metadata until stopped).
+        quorum = requests.get(c.node(wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")).v3("/quorum"), timeout=5).json()
+        assert 4 not in [o["replica_id"] for o in quorum["observers"]], quorum
 
         # Started again, the decommissioned broker is refused by name.
         extra.kill()
