@@ -23,7 +23,7 @@
 #include "compaction.h"
 #include "group_service.h"
 #include "metadata.h"
-#include "placement.h"
+#include "ringlog/controller/placement.h"
 #include "ringlog/controller/metadata_quorum.h"
 #include "ringlog/protocol/frame.h"
 #include "ringlog/controller/metadata_entry.h"
@@ -482,19 +482,6 @@ void broker_impl::await_applied(int64_t offset, std::function<void(result<void>)
   });
 }
 
-error from_quorum(const controller::error& e) {
-  switch (e.code) {
-    case controller::errc::not_leader_or_follower: return error{errc::not_controller, e.message};
-    case controller::errc::request_timed_out: return error{errc::request_timed_out, e.message};
-    case controller::errc::record_too_large: return error{errc::message_too_large, e.message};
-    case controller::errc::uncommitted_limit_reached: return error{errc::throttling_quota_exceeded, e.message};
-    case controller::errc::kafka_storage_error: return error{errc::kafka_storage_error, e.message};
-    case controller::errc::shutting_down: return error{errc::broker_not_available, e.message};
-    default: break;
-  }
-  return error{errc::invalid_request, e.message};
-}
-
 void broker_impl::write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done) {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   const int32_t leader = quorum_->leader_id();
@@ -502,7 +489,7 @@ void broker_impl::write_entry(std::vector<std::byte> payload, std::function<void
     std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(payload.data()),
                                reinterpret_cast<const uint8_t*>(payload.data()) + payload.size());
     return quorum_->propose(std::move(bytes), [done = std::move(done)](controller::result<int64_t> r) {
-      if (!r.ok()) return done(from_quorum(r.error()));
+      if (!r.ok()) return done(from_controller(r.error()));
       done(r.value());
     });
   }
@@ -819,7 +806,7 @@ result<void> broker_impl::append_partition_records(std::vector<protocol::metadat
                                                    const controller::uuid& topic_id, int32_t from, int32_t to,
                                                    int32_t replication_factor) const {
   auto placed = place_replicas(*controller_view_->image, to - from, replication_factor, topic_id);
-  if (!placed.ok()) return placed.error();
+  if (!placed.ok()) return from_controller(placed.error());
   for (int32_t p = from; p < to; ++p) {
     protocol::partition_record r;
     r.topic_id = topic_id;

@@ -21,7 +21,7 @@
 #include "txn_service.h"
 #include "metadata.h"
 #include "quota_managers.h"
-#include "reassignment.h"
+#include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"

@@ -15,7 +15,7 @@
 #include <tuple>
 
 #include "broker_impl.h"
-#include "placement.h"
+#include "ringlog/controller/placement.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/codec/record_batch.h"

@@ -3,7 +3,7 @@
 // checkAndTriggerAutoLeaderRebalance). The plan comes from placement.cc (pure); this file commits
 // it through the metadata log like every other leadership change.
 #include "broker_impl.h"
-#include "placement.h"
+#include "ringlog/controller/placement.h"
 
 namespace ringlog::broker::detail {
 
@@ -34,11 +34,11 @@ void broker_impl::elect_preferred_leaders_attempt(
         }
         const std::string where = "partition " + std::to_string(e.partition) + " of topic '" + e.topic + "'";
         switch (*e.refused) {
-          case errc::election_not_needed:
+          case controller::errc::election_not_needed:
             r.refused = error{errc::election_not_needed, where + " is led by its preferred replica " +
                                                            std::to_string(e.preferred) + " already"};
             break;
-          case errc::preferred_leader_not_available:
+          case controller::errc::preferred_leader_not_available:
             r.refused = error{errc::preferred_leader_not_available,
                             where + ": its preferred replica " + std::to_string(e.preferred) +
                                 " is fenced, shutting down or not in the ISR (it may lack acknowledged records)"};

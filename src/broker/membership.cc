@@ -5,7 +5,7 @@
 // heartbeat (registration, send, leadership lease) is in broker.cc.
 
 #include "broker_impl.h"
-#include "placement.h"
+#include "ringlog/controller/placement.h"
 #include "ringlog/base/assert.h"
 
 namespace ringlog::broker::detail {

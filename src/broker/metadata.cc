@@ -159,4 +159,23 @@ model::record metadata_log_record(std::span<const protocol::metadata_record> rec
   return r;
 }
 
+error from_controller(const controller::error& e) {
+  switch (e.code) {
+    case controller::errc::not_leader_or_follower: return error{errc::not_controller, e.message};
+    case controller::errc::request_timed_out: return error{errc::request_timed_out, e.message};
+    case controller::errc::record_too_large: return error{errc::message_too_large, e.message};
+    case controller::errc::uncommitted_limit_reached: return error{errc::throttling_quota_exceeded, e.message};
+    case controller::errc::kafka_storage_error: return error{errc::kafka_storage_error, e.message};
+    case controller::errc::shutting_down: return error{errc::broker_not_available, e.message};
+    case controller::errc::unknown_topic_or_partition: return error{errc::unknown_topic_or_partition, e.message};
+    case controller::errc::invalid_replication_factor: return error{errc::invalid_replication_factor, e.message};
+    case controller::errc::invalid_replica_assignment: return error{errc::invalid_replica_assignment, e.message};
+    case controller::errc::no_reassignment_in_progress: return error{errc::no_reassignment_in_progress, e.message};
+    case controller::errc::election_not_needed: return error{errc::election_not_needed, e.message};
+    case controller::errc::preferred_leader_not_available: return error{errc::preferred_leader_not_available, e.message};
+    default: break;
+  }
+  return error{errc::invalid_request, e.message};
+}
+
 }  // namespace ringlog::broker

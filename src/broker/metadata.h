@@ -18,9 +18,30 @@
 
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_image.h"
+#include "ringlog/controller/placement.h"
+#include "ringlog/controller/reassignment.h"
 #include "ringlog/model/record.h"
 
 namespace ringlog::broker {
+
+// The active controller's pure decisions (src/controller: placement, elections, reassignment),
+// which the broker's controller duties commit as metadata records.
+using controller::automatic_replication_factor;
+using controller::complete_reassignment_if_ready;
+using controller::completion_barrier;
+using controller::controlled_shutdown_records;
+using controller::elect_leaderless;
+using controller::imbalanced_brokers;
+using controller::metadata_caught_up;
+using controller::place_replicas;
+using controller::plan_preferred_elections;
+using controller::plan_reassignments;
+using controller::preferred_election;
+using controller::reassignment_target;
+using controller::rejoin_partitions;
+using controller::remove_broker_from_partitions;
+using controller::renew_stale_leadership;
+using controller::usable_brokers;
 
 /// Figures the owning shard publishes for readers on other threads (describe, metrics).
 struct partition_stats {
@@ -114,5 +135,9 @@ result<std::vector<protocol::metadata_record>> metadata_log_records(const contro
 
 /// The value of a metadata-log record for `records` (one metadata entry).
 model::record metadata_log_record(std::span<const protocol::metadata_record> records);
+
+/// A controller error as the broker API's (the same Kafka name where both have it; the quorum's
+/// own failures as the codes a client retries on: not_controller, request_timed_out, ...).
+error from_controller(const controller::error& e);
 
 }  // namespace ringlog::broker

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "broker_impl.h"
-#include "reassignment.h"
+#include "ringlog/controller/reassignment.h"
 
 namespace ringlog::broker::detail {
 
@@ -32,7 +32,9 @@ void broker_impl::alter_partition_reassignments_attempt(
     const metadata_caught_up not_yet = [](int32_t) { return false; };
     for (auto& plan : plan_reassignments(*controller_view_->image, wanted, not_yet)) {
       if (plan.change) records.push_back(*plan.change);
-      results.push_back({plan.topic, plan.partition, std::move(plan.refused)});
+      std::optional<error> refused;
+      if (plan.refused) refused = from_controller(*plan.refused);
+      results.push_back({plan.topic, plan.partition, std::move(refused)});
     }
     if (records.empty()) return done(std::move(results));
     log_info("partition reassignment: " + std::to_string(records.size()) + " partition(s) change their replicas");

@@ -14,13 +14,13 @@
 #include <algorithm>
 
 #include "broker_impl.h"
-#include "reassignment.h"
+#include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 #include "ringlog/controller/quorum_wire.h"
-#include "placement.h"
+#include "ringlog/controller/placement.h"
 
 namespace ringlog::broker::detail {
 namespace {

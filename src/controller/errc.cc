@@ -12,6 +12,12 @@ std::string_view to_string(errc e) {
     case errc::uncommitted_limit_reached: return "uncommitted_limit_reached";
     case errc::kafka_storage_error: return "kafka_storage_error";
     case errc::shutting_down: return "shutting_down";
+    case errc::unknown_topic_or_partition: return "unknown_topic_or_partition";
+    case errc::invalid_replication_factor: return "invalid_replication_factor";
+    case errc::invalid_replica_assignment: return "invalid_replica_assignment";
+    case errc::no_reassignment_in_progress: return "no_reassignment_in_progress";
+    case errc::election_not_needed: return "election_not_needed";
+    case errc::preferred_leader_not_available: return "preferred_leader_not_available";
   }
   return "unknown";
 }

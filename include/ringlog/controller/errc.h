@@ -18,6 +18,13 @@ enum class errc {
   uncommitted_limit_reached,   // raft::constants::uncommitted_entries_max proposals await commit
   kafka_storage_error,         // the metadata log directory failed (names the file); the quorum stops
   shutting_down,               // the quorum was stopped before the proposal committed
+  // ---- the active controller's decisions (placement.h, reassignment.h): Kafka's error names ----
+  unknown_topic_or_partition,
+  invalid_replication_factor,       // more replicas than usable brokers, or out of range
+  invalid_replica_assignment,       // a reassignment's target (empty, repeated, unknown broker, ...)
+  no_reassignment_in_progress,      // a cancel of a partition not being reassigned
+  election_not_needed,              // the preferred replica already leads
+  preferred_leader_not_available,   // the preferred replica is fenced, stopping or out of the ISR
 };
 
 std::string_view to_string(errc);

@@ -1,4 +1,4 @@
-#include "placement.h"
+#include "ringlog/controller/placement.h"
 
 #include "ringlog/controller/rebalance_planner.h"
 
@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-namespace ringlog::broker {
+namespace ringlog::controller {
 
 std::vector<int32_t> usable_brokers(const controller::metadata_image& image) {
   std::vector<int32_t> out;
@@ -331,4 +331,4 @@ std::vector<protocol::metadata_record> controlled_shutdown_records(const control
   return records;
 }
 
-}  // namespace ringlog::broker
+}  // namespace ringlog::controller

@@ -36,11 +36,11 @@
 #include <string>
 #include <vector>
 
-#include "ringlog/broker/errc.h"
+#include "ringlog/controller/errc.h"
 #include "ringlog/controller/metadata_image.h"
 #include "ringlog/protocol/wire.h"
 
-namespace ringlog::broker {
+namespace ringlog::controller {
 
 /// Whether broker `broker_id` has applied the metadata a reassignment's completion is computed
 /// from (step 3b above): a removing replica leaves only once this holds for it.
@@ -123,4 +123,4 @@ std::vector<reassignment_plan> plan_reassignments(const controller::metadata_ima
 bool complete_reassignment_if_ready(const controller::metadata_image& image, const controller::partition_image& current,
                                     protocol::partition_change_record& change, const metadata_caught_up& caught_up);
 
-}  // namespace ringlog::broker
+}  // namespace ringlog::controller

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "../../src/broker/placement.h"
+#include "ringlog/controller/placement.h"
 #include "ringlog/controller/metadata_image.h"
 
 using namespace ringlog;
@@ -64,7 +64,7 @@ TEST_CASE("a fenced broker leaves every ISR and its leaderships go to the next i
   // p2: led by 1, ISR only 1 -> offline (no leader), 1 stays as the last ISR member.
   // p3: 1 not involved -> no change.
   auto image = cluster({{1, 2, 3}, {2, 1, 3}, {1, 2, 3}, {2, 3, 1}}, {{1, 3, 2}, {2, 1, 3}, {1}, {2, 3}}, {1, 2, 1, 2});
-  auto out = broker::remove_broker_from_partitions(*image, 1, false);
+  auto out = controller::remove_broker_from_partitions(*image, 1, false);
   REQUIRE(out.size() == 3);
   const auto& p0 = change_of(out, 0);
   CHECK(p0.leader == 2);
@@ -76,7 +76,7 @@ TEST_CASE("a fenced broker leaves every ISR and its leaderships go to the next i
   CHECK(p2.leader == -1);
   CHECK_FALSE(p2.isr.has_value());   // 1 stays, the last member
   // Unclean election on: p2 takes a live replica outside the ISR, in an ISR of itself.
-  auto unclean = broker::remove_broker_from_partitions(*image, 1, true);
+  auto unclean = controller::remove_broker_from_partitions(*image, 1, true);
   const auto& u2 = change_of(unclean, 2);
   CHECK(u2.leader == 2);
   CHECK(*u2.isr == std::vector<int32_t>{2});
@@ -84,7 +84,7 @@ TEST_CASE("a fenced broker leaves every ISR and its leaderships go to the next i
 
 TEST_CASE("a fenced in-sync replica is never chosen as the new leader") {
   auto image = cluster({{1, 2, 3}}, {{1, 2, 3}}, {1}, {2});
-  auto out = broker::remove_broker_from_partitions(*image, 1, false);
+  auto out = controller::remove_broker_from_partitions(*image, 1, false);
   REQUIRE(out.size() == 1);
   CHECK(change_of(out, 0).leader == 3);
 }
@@ -95,7 +95,7 @@ TEST_CASE("a restarted broker never leads in its previous epoch: its leaderships
   // last in-sync replica -> 1 leads. p4: 1 not involved -> nothing.
   auto image = cluster({{1, 2, 3}, {1, 2, 3}, {2, 1, 3}, {1, 2, 3}, {2, 3, 1}},
                        {{1, 2}, {1}, {2, 1}, {1}, {2, 3}}, {1, 1, 2, -1, 2});
-  auto out = broker::rejoin_partitions(*image, 1);
+  auto out = controller::rejoin_partitions(*image, 1);
   REQUIRE(out.size() == 4);
   CHECK(change_of(out, 0).leader == 2);
   CHECK(*change_of(out, 0).isr == std::vector<int32_t>{2});
@@ -112,19 +112,19 @@ TEST_CASE("preferred leader election: the first replica leads again when it is u
   // available. p3: preferred 2 is fenced -> not available.
   auto image = cluster({{1, 2, 3}, {1, 2, 3}, {3, 1, 2}, {2, 1, 3}}, {{2, 1, 3}, {1, 2, 3}, {1, 2}, {1, 2, 3}},
                        {2, 1, 1, 1}, {2});
-  auto plan = broker::plan_preferred_elections(*image, {{"t", 0}, {"t", 1}, {"t", 2}, {"t", 3}, {"t", 9}, {"u", 0}});
+  auto plan = controller::plan_preferred_elections(*image, {{"t", 0}, {"t", 1}, {"t", 2}, {"t", 3}, {"t", 9}, {"u", 0}});
   REQUIRE(plan.size() == 6);
   REQUIRE(plan[0].change.has_value());
   CHECK(plan[0].change->leader == 1);
   CHECK(plan[0].change->ringlog_expected_partition_epoch == 0);
   CHECK(plan[0].preferred == 1);
-  CHECK(plan[1].refused == broker::errc::election_not_needed);
-  CHECK(plan[2].refused == broker::errc::preferred_leader_not_available);
-  CHECK(plan[3].refused == broker::errc::preferred_leader_not_available);
-  CHECK(plan[4].refused == broker::errc::unknown_topic_or_partition);
-  CHECK(plan[5].refused == broker::errc::unknown_topic_or_partition);
+  CHECK(plan[1].refused == controller::errc::election_not_needed);
+  CHECK(plan[2].refused == controller::errc::preferred_leader_not_available);
+  CHECK(plan[3].refused == controller::errc::preferred_leader_not_available);
+  CHECK(plan[4].refused == controller::errc::unknown_topic_or_partition);
+  CHECK(plan[5].refused == controller::errc::unknown_topic_or_partition);
   // Every partition: only the ones that change.
-  auto all = broker::plan_preferred_elections(*image, {});
+  auto all = controller::plan_preferred_elections(*image, {});
   REQUIRE(all.size() == 1);
   CHECK(all[0].partition == 0);
   // The change applies, and a second one computed at the same partition epoch is refused.
@@ -137,9 +137,9 @@ TEST_CASE("auto leader rebalance: a broker is imbalanced past leader.imbalance.p
   // Broker 1 prefers p0..p3 and leads only p3: 3 of 4 elsewhere (75 %). Broker 2 prefers p4 and leads it.
   auto image = cluster({{1, 2, 3}, {1, 2, 3}, {1, 3, 2}, {1, 2, 3}, {2, 1, 3}},
                        {{1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}}, {2, 2, 3, 1, 2});
-  CHECK(broker::imbalanced_brokers(*image, 10) == std::vector<int32_t>{1});
-  CHECK(broker::imbalanced_brokers(*image, 75).empty());   // exactly 75 % is not past it
-  CHECK(broker::imbalanced_brokers(*image, 74) == std::vector<int32_t>{1});
+  CHECK(controller::imbalanced_brokers(*image, 10) == std::vector<int32_t>{1});
+  CHECK(controller::imbalanced_brokers(*image, 75).empty());   // exactly 75 % is not past it
+  CHECK(controller::imbalanced_brokers(*image, 74) == std::vector<int32_t>{1});
 }
 
 TEST_CASE("a new topic spreads its leaders and replicas over every broker, even on an uneven cluster") {
@@ -147,14 +147,14 @@ TEST_CASE("a new topic spreads its leaders and replicas over every broker, even 
   auto image = cluster({{1}, {1}, {1}, {1}}, {{1}, {1}, {1}, {1}}, {1, 1, 1, 1});
   // A new topic of 3 partitions: one leader per broker (counted across the cluster alone, brokers
   // 2 and 3 would take every leadership until they caught up with broker 1).
-  auto placed = broker::place_replicas(*image, 3, 1, id_of(2));
+  auto placed = controller::place_replicas(*image, 3, 1, id_of(2));
   REQUIRE(placed.ok());
   std::vector<int32_t> leaders;
   for (const auto& r : *placed) leaders.push_back(r.front());
   std::sort(leaders.begin(), leaders.end());
   CHECK(leaders == std::vector<int32_t>{1, 2, 3});
   // Replication factor 2 over 6 partitions: each broker leads 2 and holds 4 replicas of the topic.
-  auto wide = broker::place_replicas(*image, 6, 2, id_of(2));
+  auto wide = controller::place_replicas(*image, 6, 2, id_of(2));
   REQUIRE(wide.ok());
   std::map<int32_t, int> led, held;
   for (const auto& r : *wide) {
@@ -165,12 +165,12 @@ TEST_CASE("a new topic spreads its leaders and replicas over every broker, even 
   CHECK(led == std::map<int32_t, int>{{1, 2}, {2, 2}, {3, 2}});
   CHECK(held == std::map<int32_t, int>{{1, 4}, {2, 4}, {3, 4}});
   // Growing topic t counts its own partitions: the 2 new ones go to brokers 2 and 3.
-  auto grown = broker::place_replicas(*image, 2, 1, id_of(1));
+  auto grown = controller::place_replicas(*image, 2, 1, id_of(1));
   REQUIRE(grown.ok());
   CHECK((*grown)[0] == std::vector<int32_t>{2});
   CHECK((*grown)[1] == std::vector<int32_t>{3});
   // Too many replicas for the brokers there are: refused, naming both numbers.
-  auto refused = broker::place_replicas(*image, 1, 4, id_of(2));
+  auto refused = controller::place_replicas(*image, 1, 4, id_of(2));
   REQUIRE(!refused.ok());
   CHECK(refused.error().message.find("4") != std::string::npos);
   CHECK(refused.error().message.find("(3)") != std::string::npos);

@@ -1,12 +1,12 @@
-#include "reassignment.h"
+#include "ringlog/controller/reassignment.h"
 
 #include <algorithm>
 #include <set>
 #include <utility>
 
-#include "placement.h"
+#include "ringlog/controller/placement.h"
 
-namespace ringlog::broker {
+namespace ringlog::controller {
 
 namespace {
 
@@ -260,4 +260,4 @@ void completion_barrier::forget_finished(const controller::metadata_image& image
   });
 }
 
-}  // namespace ringlog::broker
+}  // namespace ringlog::controller

@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "ringlog/broker/errc.h"
+#include "ringlog/controller/errc.h"
 #include "ringlog/controller/metadata_image.h"
 #include "ringlog/protocol/wire.h"
 
-namespace ringlog::broker {
+namespace ringlog::controller {
 
 /// Brokers that may take new replicas and leaderships: registered, unfenced, not shutting down.
 std::vector<int32_t> usable_brokers(const controller::metadata_image& image);
@@ -100,4 +100,4 @@ std::optional<protocol::partition_change_record> renew_stale_leadership(const co
 /// leader and lists it in its ISR (a broker coming back after it was fenced).
 std::vector<protocol::metadata_record> elect_leaderless(const controller::metadata_image& image, int32_t broker_id);
 
-}  // namespace ringlog::broker
+}  // namespace ringlog::controller

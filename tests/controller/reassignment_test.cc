@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "../../src/broker/reassignment.h"
+#include "ringlog/controller/reassignment.h"
 #include "ringlog/controller/metadata_image.h"
 
 using namespace ringlog;
@@ -53,11 +53,11 @@ std::shared_ptr<const metadata_image> applied(const metadata_image& image, const
 
 const controller::partition_image& part(const metadata_image& image) { return image.find_topic("t")->partitions[0]; }
 
-const broker::metadata_caught_up all_caught_up = [](int32_t) { return true; };
-const broker::metadata_caught_up none_caught_up = [](int32_t) { return false; };
+const controller::metadata_caught_up all_caught_up = [](int32_t) { return true; };
+const controller::metadata_caught_up none_caught_up = [](int32_t) { return false; };
 
-broker::reassignment_plan plan_one(const metadata_image& image, std::optional<ids> target) {
-  auto plans = broker::plan_reassignments(image, {{"t", 0, std::move(target)}}, all_caught_up);
+controller::reassignment_plan plan_one(const metadata_image& image, std::optional<ids> target) {
+  auto plans = controller::plan_reassignments(image, {{"t", 0, std::move(target)}}, all_caught_up);
   REQUIRE(plans.size() == 1);
   return plans[0];
 }
@@ -71,19 +71,19 @@ protocol::partition_change_record isr_expansion(const metadata_image& image, int
   c.isr = p.in_sync_replicas;
   c.isr->push_back(joining);
   c.ringlog_expected_partition_epoch = p.partition_epoch;
-  broker::complete_reassignment_if_ready(image, p, c, all_caught_up);
+  controller::complete_reassignment_if_ready(image, p, c, all_caught_up);
   return c;
 }
 
 /// The active controller's tick on partition 0 (no ISR change): step 3 where `caught_up` allows.
 std::optional<protocol::partition_change_record> tick(const metadata_image& image,
-                                                      const broker::metadata_caught_up& caught_up = all_caught_up) {
+                                                      const controller::metadata_caught_up& caught_up = all_caught_up) {
   const auto& p = part(image);
   protocol::partition_change_record c;
   c.topic_id = topic_id();
   c.partition_id = 0;
   c.ringlog_expected_partition_epoch = p.partition_epoch;
-  if (!broker::complete_reassignment_if_ready(image, p, c, caught_up)) return std::nullopt;
+  if (!controller::complete_reassignment_if_ready(image, p, c, caught_up)) return std::nullopt;
   return c;
 }
 
@@ -103,15 +103,15 @@ TEST_CASE("a reassignment adds the target replicas, completes when they are in s
   CHECK(part(*image).removing_replicas == ids{1});
   CHECK(part(*image).in_sync_replicas == ids{1, 2, 3});
   CHECK(part(*image).leader == 1);
-  CHECK(broker::target_replicas(part(*image)) == ids{4, 2, 3});
-  CHECK(broker::original_replicas(part(*image)) == ids{2, 3, 1});
+  CHECK(controller::target_replicas(part(*image)) == ids{4, 2, 3});
+  CHECK(controller::original_replicas(part(*image)) == ids{2, 3, 1});
   const int32_t leader_epoch = part(*image).leader_epoch;
 
   // An ISR change that does not bring every target replica in does not complete it.
   auto shrink = protocol::partition_change_record{};
   shrink.topic_id = topic_id();
   shrink.isr = ids{1, 2};
-  CHECK_FALSE(broker::complete_reassignment_if_ready(*image, part(*image), shrink, all_caught_up));
+  CHECK_FALSE(controller::complete_reassignment_if_ready(*image, part(*image), shrink, all_caught_up));
   CHECK_FALSE(shrink.replicas.has_value());
 
   // 4 catches up: the leader's ISR expansion hands the leadership over in the same record (step
@@ -144,9 +144,9 @@ TEST_CASE("a reassignment adds the target replicas, completes when they are in s
 TEST_CASE("completion barrier: a removing replica counts as caught up once its heartbeat reports the offset, or fenced") {
   auto image = one_partition({1, 2, 3}, {1, 2, 3, 4}, 2);
   // 4 in sync already; 1 removing (the start never knows a removing replica caught up)
-  image = applied(*image, *broker::plan_reassignments(*image, {{"t", 0, ids{2, 3, 4}}}, none_caught_up)[0].change);
+  image = applied(*image, *controller::plan_reassignments(*image, {{"t", 0, ids{2, 3, 4}}}, none_caught_up)[0].change);
   REQUIRE(part(*image).removing_replicas == ids{1});
-  broker::completion_barrier barrier;
+  controller::completion_barrier barrier;
   // First seen ready at the image's offset: broker 1 (epoch 11) has reported nothing yet.
   CHECK_FALSE(barrier.rule(*image, "t", 0, part(*image))(1));
   barrier.heard(1, 11, image->offset() - 1);
@@ -165,8 +165,8 @@ TEST_CASE("completion barrier: a removing replica counts as caught up once its h
   auto later = std::move(d).image();
   CHECK(barrier.rule(*later, "t", 0, part(*later))(1));
   auto fenced = one_partition({1, 2, 3}, {1, 2, 3, 4}, 2, {1});
-  fenced = applied(*fenced, *broker::plan_reassignments(*fenced, {{"t", 0, ids{2, 3, 4}}}, none_caught_up)[0].change);
-  broker::completion_barrier fresh;
+  fenced = applied(*fenced, *controller::plan_reassignments(*fenced, {{"t", 0, ids{2, 3, 4}}}, none_caught_up)[0].change);
+  controller::completion_barrier fresh;
   CHECK(fresh.rule(*fenced, "t", 0, part(*fenced))(1));   // fenced: its leadership lease has lapsed
 }
 
@@ -202,7 +202,7 @@ TEST_CASE("a cancel puts the original replicas back; a cancel without a reassign
   auto image = one_partition({1, 2, 3}, {1, 2, 3}, 1);
   auto cancel_none = plan_one(*image, std::nullopt);
   REQUIRE(cancel_none.refused);
-  CHECK(cancel_none.refused->code == broker::errc::no_reassignment_in_progress);
+  CHECK(cancel_none.refused->code == controller::errc::no_reassignment_in_progress);
   image = applied(*image, *plan_one(*image, ids{4, 2, 3}).change);
   image = applied(*image, isr_expansion(*image, 4));   // 4 leads
   image = applied(*image, *tick(*image));              // completes
@@ -225,17 +225,17 @@ TEST_CASE("bad targets are refused naming the partition and what is wrong") {
     CHECK(p.refused->message.find("partition 0 of topic 't'") != std::string::npos);
     return p.refused->code;
   };
-  CHECK(refused(ids{}) == broker::errc::invalid_replica_assignment);
-  CHECK(refused(ids{1, 1}) == broker::errc::invalid_replica_assignment);
-  CHECK(refused(ids{1, 9}) == broker::errc::invalid_replica_assignment);
-  auto unknown = broker::plan_reassignments(*image, {{"t", 5, ids{1}}, {"nope", 0, ids{1}}}, all_caught_up);
+  CHECK(refused(ids{}) == controller::errc::invalid_replica_assignment);
+  CHECK(refused(ids{1, 1}) == controller::errc::invalid_replica_assignment);
+  CHECK(refused(ids{1, 9}) == controller::errc::invalid_replica_assignment);
+  auto unknown = controller::plan_reassignments(*image, {{"t", 5, ids{1}}, {"nope", 0, ids{1}}}, all_caught_up);
   REQUIRE(unknown.size() == 2);
-  CHECK(unknown[0].refused->code == broker::errc::unknown_topic_or_partition);
-  CHECK(unknown[1].refused->code == broker::errc::unknown_topic_or_partition);
-  auto twice = broker::plan_reassignments(*image, {{"t", 0, ids{1, 2, 4}}, {"t", 0, ids{1, 2}}}, all_caught_up);
+  CHECK(unknown[0].refused->code == controller::errc::unknown_topic_or_partition);
+  CHECK(unknown[1].refused->code == controller::errc::unknown_topic_or_partition);
+  auto twice = controller::plan_reassignments(*image, {{"t", 0, ids{1, 2, 4}}, {"t", 0, ids{1, 2}}}, all_caught_up);
   CHECK(twice[0].change);
   REQUIRE(twice[1].refused);
-  CHECK(twice[1].refused->code == broker::errc::invalid_replica_assignment);
+  CHECK(twice[1].refused->code == controller::errc::invalid_replica_assignment);
 }
 
 TEST_CASE("a stale reassignment change is refused where it is applied") {
