@@ -724,6 +724,7 @@ void broker_impl::schedule_heartbeat() {
 }
 
 void broker_impl::heartbeat_tick() {
+  autobalancer_tick();   // every node: unavailable brokers; the active controller: decommissions, autobalancer
   if (quorum_->leader_id() == config_.node_id) {
     const int64_t now = deps_.clock.now_ms();
     for (const auto& [id, seen] : last_heartbeat_ms_) {
@@ -731,7 +732,6 @@ void broker_impl::heartbeat_tick() {
     }
     fence_lapsed_brokers();
     rebalance_leaders_tick();
-    decommission_tick();
     ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
   }
   if (!config_.process_role_broker) return;   // a dedicated controller never registers or heartbeats

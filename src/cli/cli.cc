@@ -1116,6 +1116,13 @@ void print_rebalance_plan(const json& plan) {
   std::cout << "\n" << plan["moves"].size() << " partition(s) move, " << cell(plan["bytes_to_move"])
             << " bytes to copy; balanced after the plan: " << (plan["balanced"].get<bool>() ? "yes" : "no")
             << " (tolerance " << plan["tolerance"].dump() << ")\n";
+  if (const auto a = plan.find("autobalancer"); a != plan.end() && a->is_object()) {
+    std::cout << "Autobalancer: partition.autobalancer.mode=" << cell((*a)["mode"]);
+    if (!(*a)["unavailable_brokers_draining"].empty()) {
+      std::cout << "; moving replicas off unavailable broker(s) " << ids_cell((*a)["unavailable_brokers_draining"]);
+    }
+    std::cout << "\n";
+  }
 }
 
 int rebalance(const args& a) {
