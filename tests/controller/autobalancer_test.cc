@@ -104,6 +104,14 @@ TEST_CASE("unavailable brokers: fenced, in controlled shutdown or unregistered; 
   since = track_unavailable(*c.image(), since, 3'000);
   CHECK(since == std::map<int32_t, int64_t>{{7, 1'000}});
 
+  // In controlled shutdown (SIGTERM, until it is gone) counts too.
+  protocol::broker_registration_change_record stopping;
+  stopping.broker_id = 1;
+  stopping.broker_epoch = 1;   // the offset of its registration, the first record
+  stopping.in_controlled_shutdown = 1;
+  c.records.push_back(stopping);
+  CHECK(unavailable_brokers(*c.image()).contains(1));
+
   // A decommissioning broker is its decommission's business.
   c.decommission(3, 1);
   fence(c, 3);

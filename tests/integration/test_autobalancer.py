@@ -23,8 +23,9 @@ PARTITIONS = 6
 RECORDS = 50
 # Continuous mode's availability timeout here (Redpanda's default is 900 s; at least 1 s).
 AVAILABILITY_TIMEOUT_MS = 3000
-# How long mode=off is watched for a move that must not come: 20 of its 100 ms balance checks
-# and six of the controller's 500 ms heartbeat ticks (where node_add would start at once).
+# How long mode=off is watched for a move that must not come: six of the active controller's
+# 500 ms heartbeat ticks, on each of which node_add would start broker 4's share, and 30 of the
+# 100 ms balance checks continuous mode would make with this cluster's tick interval.
 OFF_WINDOW_S = 3.0
 
 
