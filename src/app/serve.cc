@@ -68,6 +68,7 @@ const std::vector<help_area>& help_areas() {
       {"Replication and leadership", {"default.replication.factor", "min.insync.replicas", "replica.",
                                       "unclean.leader.", "auto.leader.", "leader.imbalance.",
                                       "leader.replication.", "follower.replication."}},
+      {"Partition autobalancer (issue 33; docs/configuration.md)", {"partition.autobalancer."}},
       {"Storage: segments, retention, flush, compaction", {"log.", "num.partitions", "message.max.bytes",
                                                           "auto.create.topics.", "compression."}},
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
