@@ -61,6 +61,8 @@ void broker_impl::autobalancer_tick() {
   a.draining = decision.unavailable_brokers_draining;
   if (quorum_->leader_id() != config_.node_id) return;
   decommission_tick();   // an operator's decommission goes first; the decision waits while one runs
+  if (decision.waiting != a.waiting && !decision.waiting.empty()) log_info("autobalancer: waiting: " + std::string(decision.waiting));
+  a.waiting = decision.waiting;
   if (stopping_ || a.in_flight || decommission_in_flight_ || decision.reason == controller::autobalance_reason::none) return;
   const bool drain = decision.reason == controller::autobalance_reason::unavailable;
   (decision.reason == controller::autobalance_reason::balance ? a.last_balance_ms : a.last_attempt_ms) = now_ms;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "ringlog/broker/broker.h"
@@ -24,6 +25,7 @@ struct autobalancer {
   int64_t last_attempt_ms = -1;   // the last node_add or unavailable plan (-1: never)
   int64_t last_balance_ms = -1;   // continuous mode's last balance plan (-1: never)
   bool in_flight = false;         // moves it started are being committed
+  std::string_view waiting;       // the last decision's `waiting`, logged when it changes
   /// The last decision's unavailable_brokers_draining (the rebalance answer shows it; a manual
   /// rebalance drains them too).
   std::set<int32_t> draining;
