@@ -68,6 +68,7 @@ const std::vector<help_area>& help_areas() {
       {"Replication and leadership", {"default.replication.factor", "min.insync.replicas", "replica.",
                                       "unclean.leader.", "auto.leader.", "leader.imbalance.",
                                       "leader.replication.", "follower.replication."}},
+      {"Partition autobalancer (issue 33; docs/configuration.md)", {"partition.autobalancer."}},
       {"Storage: segments, retention, flush, compaction", {"log.", "num.partitions", "message.max.bytes",
                                                           "auto.create.topics.", "compression."}},
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
@@ -654,6 +655,9 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.replica_fetch_backoff_ms = c.replica_fetch_backoff_ms;
   b.leader_replication_throttled_rate = c.leader_replication_throttled_rate;
   b.follower_replication_throttled_rate = c.follower_replication_throttled_rate;
+  b.partition_autobalancer_mode = c.partition_autobalancer_mode;
+  b.partition_autobalancer_node_availability_timeout_ms = c.partition_autobalancer_node_availability_timeout_ms;
+  b.partition_autobalancer_tick_interval_ms = c.partition_autobalancer_tick_interval_ms;
   b.unclean_leader_election_enable = c.unclean_leader_election_enable;
   b.auto_leader_rebalance_enable = c.auto_leader_rebalance_enable;
   b.leader_imbalance_check_interval_seconds = c.leader_imbalance_check_interval_seconds;

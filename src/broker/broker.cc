@@ -658,6 +658,7 @@ void broker_impl::schedule_heartbeat() {
 }
 
 void broker_impl::heartbeat_tick() {
+  autobalancer_tick();   // every node: unavailable brokers; the active controller: decommissions, autobalancer
   if (quorum_->leader_id() == config_.node_id) {
     const int64_t now = deps_.clock.now_ms();
     for (const auto& [id, seen] : last_heartbeat_ms_) {
@@ -665,7 +666,6 @@ void broker_impl::heartbeat_tick() {
     }
     fence_lapsed_brokers();
     rebalance_leaders_tick();
-    decommission_tick();
     complete_reassignments_tick();
     ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
   }

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "ringlog/base/constants.h"
+#include "ringlog/controller/autobalancer.h"
 #include "topic_config.h"
 
 namespace ringlog::broker {
@@ -41,6 +42,25 @@ result<void> check_throttled_rate(const std::string& value) {
                                            "], bytes per second"};
   }
   return base::ok_v;
+}
+
+/// partition.autobalancer.mode: Redpanda's names (controller/autobalancer.h).
+result<void> check_autobalancer_mode(const std::string& value) {
+  if (controller::parse_autobalancer_mode(value)) return base::ok_v;
+  return error{errc::invalid_config, "must be one of " + std::string(controller::autobalancer_modes_text)};
+}
+
+/// An integer of milliseconds in [min, max] (the autobalancer's times; bounds: base/constants.h).
+std::function<result<void>(const std::string&)> check_ms_within(int64_t min, int64_t max) {
+  return [min, max](const std::string& value) -> result<void> {
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (value.empty() || ec != std::errc{} || p != value.data() + value.size() || v < min || v > max) {
+      return error{errc::invalid_config,
+                   "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], ms"};
+    }
+    return base::ok_v;
+  };
 }
 
 /// A dynamic value within its bounds (its own check, else the topic config's it is the default of).
@@ -102,6 +122,18 @@ const std::vector<broker_config_spec>& specs() {
        [](const broker_config& c) { return std::to_string(c.follower_replication_throttled_rate); }, nullptr,
        [](broker_config& c, const std::string& v) { c.follower_replication_throttled_rate = number(v); },
        check_throttled_rate},
+      // The partition autobalancer (issue 33; Redpanda's names): the active controller's values count.
+      {"partition.autobalancer.mode", [](const broker_config& c) { return c.partition_autobalancer_mode; }, nullptr,
+       [](broker_config& c, const std::string& v) { c.partition_autobalancer_mode = v; }, check_autobalancer_mode},
+      {"partition.autobalancer.node.availability.timeout.ms",
+       [](const broker_config& c) { return std::to_string(c.partition_autobalancer_node_availability_timeout_ms); },
+       nullptr, [](broker_config& c, const std::string& v) { c.partition_autobalancer_node_availability_timeout_ms = number(v); },
+       check_ms_within(constants::autobalancer_node_availability_timeout_ms_min,
+                       constants::autobalancer_node_availability_timeout_ms_max)},
+      {"partition.autobalancer.tick.interval.ms",
+       [](const broker_config& c) { return std::to_string(c.partition_autobalancer_tick_interval_ms); }, nullptr,
+       [](broker_config& c, const std::string& v) { c.partition_autobalancer_tick_interval_ms = number(v); },
+       check_ms_within(constants::autobalancer_tick_interval_ms_min, constants::autobalancer_tick_interval_ms_max)},
       {"node.id", [](const broker_config& c) { return std::to_string(c.node_id); }},
       {"log.dirs", [](const broker_config& c) { return c.log_dir; }},
       {"num.partitions", [](const broker_config& c) { return std::to_string(c.num_partitions); }},

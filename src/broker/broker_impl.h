@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "autobalancer.h"
 #include "compaction.h"
 #include "group_service.h"
 #include "txn_service.h"
@@ -319,6 +320,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void drain_decommissioning(std::function<void()> then);   // controller shard: plans and starts the drains
   void decommission_tick();   // the active controller: finishes drained decommissions, drains again
   void complete_reassignments_tick();   // the active controller: step 3 of reassignment.h when its barrier allows
+  void autobalancer_tick();   // autobalancer.cc: all track unavailability; the controller: decommissions, moves
   [[nodiscard]] std::optional<error> decommissioned_refusal() const;   // this node was decommissioned: why it may not register
   // ACLs (acls.cc)
   void create_acls(std::vector<security::acl_binding> acls,
@@ -362,6 +364,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void begin_shutdown() override;
   [[nodiscard]] io::latency_histogram::snapshot cleaner_step_time() const override { return compaction_.step_time(); }
   [[nodiscard]] replication_throttle_figures replication_throttling() const override { return replication_throttles_.figures(); }
+  [[nodiscard]] autobalancer_figures autobalancer_moves() const override { return autobalancer_.figures(); }
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
   txn_api& transactions() override { return *txns_; }
@@ -950,6 +953,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   int64_t leader_rebalance_checked_ms_ = 0;
   bool decommission_in_flight_ = false;   // decommission_tick: a commit or drain of it under way
   completion_barrier completion_barrier_;   // the active controller: who applied which metadata (reassignment.h)
+  autobalancer autobalancer_;   // the partition autobalancer's state (autobalancer.h)
   mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once   // rebalance_leaders_tick: the last check
   bool leader_rebalance_in_flight_ = false;
   std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now

@@ -40,18 +40,24 @@ protocol::broker_decommission_record decommission_record(int32_t node_id, broker
 }
 
 std::vector<partition_reassignment_target> targets_of(const controller::rebalance_plan& plan) {
+  return reassignment_targets_of(plan);
+}
+
+int32_t accepted(const std::vector<partition_reassignment_result>& results) { return reassignments_accepted(results); }
+
+}  // namespace
+
+std::vector<partition_reassignment_target> reassignment_targets_of(const controller::rebalance_plan& plan) {
   std::vector<partition_reassignment_target> out;
   out.reserve(plan.moves.size());
   for (const auto& m : plan.moves) out.push_back({m.topic, m.partition, m.target_replicas});
   return out;
 }
 
-int32_t accepted(const std::vector<partition_reassignment_result>& results) {
+int32_t reassignments_accepted(const std::vector<partition_reassignment_result>& results) {
   return static_cast<int32_t>(std::count_if(results.begin(), results.end(),
                                             [](const partition_reassignment_result& r) { return !r.refused; }));
 }
-
-}  // namespace
 
 std::vector<broker_description> broker_impl::list_brokers() const {
   const int32_t controller = controller_id();
@@ -96,6 +102,7 @@ controller::rebalance_options broker_impl::rebalance_options_for(double toleranc
   controller::rebalance_options options;
   options.tolerance = tolerance;
   options.drain_only = drain_only;
+  options.unavailable_brokers = autobalancer_.draining;   // continuous mode's (empty otherwise)
   options.min_insync_replicas = [this](const std::string& topic) { return min_insync_replicas(topic); };
   return options;
 }
@@ -109,6 +116,8 @@ void broker_impl::rebalance(rebalance_request request, std::function<void(result
     rebalance_result out;
     out.plan = controller::plan_rebalance(*controller_view_->image, request.sizes,
                                           rebalance_options_for(request.tolerance, false));
+    out.autobalancer.mode = live(*controller_view_).partition_autobalancer_mode;
+    out.autobalancer.unavailable_brokers_draining.assign(autobalancer_.draining.begin(), autobalancer_.draining.end());
     if (request.dry_run || out.plan.moves.empty()) return done(std::move(out));
     if (out.plan.reassignments_in_progress > 0) {
       return done(error{errc::reassignment_in_progress,

@@ -951,7 +951,9 @@ and bytes before -> after, each move, the bytes to copy) and starts it as reassi
 new replicas catch up before the old ones go, so no partition drops below min.insync.replicas).
 --dry-run prints the plan only. --cancel stops every reassignment under way. Refused while
 reassignments are under way. Bound the copying with leader.replication.throttled.rate and
-follower.replication.throttled.rate.
+follower.replication.throttled.rate. The plan ends with the autobalancer's mode
+(partition.autobalancer.mode: off, node_add or continuous) and, in continuous mode, the
+unavailable brokers whose replicas it is moving off.
 
 decommission: moves every replica off broker NODE_ID (a rebalance with it excluded; it takes no
 new replicas from then on), then the controller unregisters it and refuses its node id for good
@@ -1116,6 +1118,13 @@ void print_rebalance_plan(const json& plan) {
   std::cout << "\n" << plan["moves"].size() << " partition(s) move, " << cell(plan["bytes_to_move"])
             << " bytes to copy; balanced after the plan: " << (plan["balanced"].get<bool>() ? "yes" : "no")
             << " (tolerance " << plan["tolerance"].dump() << ")\n";
+  if (const auto a = plan.find("autobalancer"); a != plan.end() && a->is_object()) {
+    std::cout << "Autobalancer: partition.autobalancer.mode=" << cell((*a)["mode"]);
+    if (!(*a)["unavailable_brokers_draining"].empty()) {
+      std::cout << "; moving replicas off unavailable broker(s) " << ids_cell((*a)["unavailable_brokers_draining"]);
+    }
+    std::cout << "\n";
+  }
 }
 
 int rebalance(const args& a) {

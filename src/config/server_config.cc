@@ -9,6 +9,8 @@
 #include <limits>
 #include <optional>
 
+#include "ringlog/base/constants.h"
+
 namespace ringlog::config {
 
 namespace {
@@ -504,6 +506,29 @@ std::vector<key_spec> replication_throttle_keys() {
   };
 }
 
+/// The partition autobalancer (issue 33; Redpanda's names, controller/autobalancer.h has the
+/// rules; also dynamic broker configs: broker/broker_configs.cc). Bounds: base/constants.h.
+std::vector<key_spec> autobalancer_keys() {
+  return {
+      choice_key("partition.autobalancer.mode", &server_config::partition_autobalancer_mode,
+                 {"off", "node_add", "continuous"},
+                 "off: nothing moves by itself (Kafka's behaviour; Redpanda's default is node_add); node_add: a "
+                 "broker that joins holding no replica gets its share without a command; continuous: node_add, "
+                 "plus a broker unavailable longer than partition.autobalancer.node.availability.timeout.ms has "
+                 "its replicas moved to the others, and a rebalance starts every "
+                 "partition.autobalancer.tick.interval.ms when it moves something; dynamic"),
+      int_key("partition.autobalancer.node.availability.timeout.ms",
+              &server_config::partition_autobalancer_node_availability_timeout_ms,
+              constants::autobalancer_node_availability_timeout_ms_min,
+              constants::autobalancer_node_availability_timeout_ms_max,
+              "continuous mode: a broker fenced (or unregistered) longer than this has its replicas moved to "
+              "the others, ms; dynamic"),
+      int_key("partition.autobalancer.tick.interval.ms", &server_config::partition_autobalancer_tick_interval_ms,
+              constants::autobalancer_tick_interval_ms_min, constants::autobalancer_tick_interval_ms_max,
+              "continuous mode: how often the balance is checked, ms; dynamic"),
+  };
+}
+
 const std::vector<key_spec>& key_table() {
   constexpr int64_t i32 = std::numeric_limits<int32_t>::max();
   constexpr int64_t i64 = std::numeric_limits<int64_t>::max();
@@ -893,7 +918,7 @@ const std::vector<key_spec>& key_table() {
               "partitions of all topics together; 0 = from the open-file limit (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
-  }, joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), ssl_key_specs()))));
+  }, joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs())))));
   return table;
 }
 

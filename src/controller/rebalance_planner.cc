@@ -41,7 +41,7 @@ struct entry {
 struct load {
   std::string rack;
   bool allowed = false;    // takes replicas (placement_brokers)
-  bool draining = false;   // being decommissioned
+  bool draining = false;   // being decommissioned, or unavailable (options.unavailable_brokers)
   int32_t replicas = 0;
   int32_t leaders = 0;
   uint64_t bytes = 0;
@@ -100,6 +100,11 @@ planner::planner(const metadata_image& image, const partition_sizes& sizes, cons
   }
   for (const auto& [id, state] : image.decommissions()) {
     if (state == broker_decommission_state::decommissioning) loads_[id].draining = true;
+  }
+  for (int32_t id : options.unavailable_brokers) {
+    if (loads_[id].allowed) --allowed_count_;
+    loads_[id].allowed = false;
+    loads_[id].draining = true;
   }
   for (const auto& [name, topic] : image.topics()) {
     for (size_t p = 0; p < topic->partitions.size(); ++p) {

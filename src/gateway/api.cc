@@ -154,6 +154,7 @@ void get_metrics(const call_ptr& c) {
                                                   call.broker().cleaner_step_time());
     r.body += render_client_quota_metrics(call.broker().client_quota_usages());   // issue 31
     r.body += render_replication_throttle_metrics(call.broker().replication_throttling());   // issue 33
+    r.body += render_autobalancer_metrics(call.broker().autobalancer_moves());               // issue 33
     if (const auto& extra = call.self->options().extra_metrics) r.body += extra();
     call.respond(std::move(r));
   });

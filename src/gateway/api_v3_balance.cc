@@ -54,7 +54,10 @@ json plan_json(api::call& call, const broker::rebalance_result& r, double tolera
               {"moves", std::move(moves)},
               {"skipped", std::move(skipped)},
               {"brokers", std::move(brokers)},
-              {"reassignments_in_progress", plan.reassignments_in_progress}};
+              {"reassignments_in_progress", plan.reassignments_in_progress},
+              {"autobalancer",
+               {{"mode", r.autobalancer.mode},
+                {"unavailable_brokers_draining", ids_json(r.autobalancer.unavailable_brokers_draining)}}}};
 }
 
 /// Adds the replica sizes of one KafkaReplicaList answer to `sizes` (the largest replica of a

@@ -314,4 +314,19 @@ std::string render_replication_throttle_metrics(const broker::replication_thrott
   return out;
 }
 
+std::string render_autobalancer_metrics(const broker::autobalancer_figures& figures) {
+  std::string out =
+      "# HELP ringlog_autobalancer_moves_started_total Partition reassignments the partition autobalancer started "
+      "while this node was the active controller, since start: node_add, a broker holding no replica got its "
+      "share; balance, continuous mode's periodic balance; unavailable, replicas moved off a broker unavailable "
+      "past partition.autobalancer.node.availability.timeout.ms.\n"
+      "# TYPE ringlog_autobalancer_moves_started_total counter\n";
+  const std::pair<const char*, int64_t> reasons[] = {
+      {"node_add", figures.node_add}, {"balance", figures.balance}, {"unavailable", figures.unavailable}};
+  for (const auto& [reason, count] : reasons) {
+    out += fmt::format("ringlog_autobalancer_moves_started_total{{reason=\"{}\"}} {}\n", reason, count);
+  }
+  return out;
+}
+
 }  // namespace ringlog::gateway

@@ -79,4 +79,8 @@ std::string render_client_quota_metrics(const std::vector<broker::client_quota_u
 /// ringlog_replication_throttle_time_ms_total{side=...} (broker::replication_throttle_figures).
 std::string render_replication_throttle_metrics(const broker::replication_throttle_figures& figures);
 
+/// Issue 33: the partition reassignments the autobalancer started since start, as
+/// ringlog_autobalancer_moves_started_total{reason="node_add|balance|unavailable"}.
+std::string render_autobalancer_metrics(const broker::autobalancer_figures& figures);
+
 }  // namespace ringlog::gateway

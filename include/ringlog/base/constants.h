@@ -62,3 +62,17 @@ inline constexpr int64_t replication_throttle_burst_ms = 1'000;
 /// request timeout (replica.fetch.wait.max.ms plus 5 s).
 inline constexpr int64_t replication_throttle_wait_max_ms = 1'000;
 }  // namespace ringlog::constants
+
+namespace ringlog::constants {
+// ---- the partition autobalancer (controller/autobalancer.h): bounds of its configs, here
+// because both the properties file (config) and the dynamic broker configs (broker) check them.
+/// partition.autobalancer.node.availability.timeout.ms: at least 1 s (the clock starts once the
+/// broker is fenced, after broker.session.timeout.ms; tests use a few seconds), at most 30 days
+/// (longer means never: use node_add).
+inline constexpr int64_t autobalancer_node_availability_timeout_ms_min = 1'000;
+inline constexpr int64_t autobalancer_node_availability_timeout_ms_max = 30LL * 24 * 3600 * 1000;
+/// partition.autobalancer.tick.interval.ms: at least 100 ms (a plan of a big cluster takes
+/// milliseconds; tests use a fraction of a second), at most a day.
+inline constexpr int64_t autobalancer_tick_interval_ms_min = 100;
+inline constexpr int64_t autobalancer_tick_interval_ms_max = 24LL * 3600 * 1000;
+}  // namespace ringlog::constants

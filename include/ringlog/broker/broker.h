@@ -116,6 +116,12 @@ struct broker_config {
   /// (Kafka's Long.MAX_VALUE) bounds nothing (replication/throttle.h has the rule).
   int64_t leader_replication_throttled_rate = INT64_MAX;
   int64_t follower_replication_throttled_rate = INT64_MAX;
+  /// The partition autobalancer (issue 33, controller/autobalancer.h; dynamic): its mode ("off",
+  /// "node_add" or "continuous"), how long a broker may be unavailable before continuous mode
+  /// moves its replicas off (ms), and how often continuous mode checks the balance (ms).
+  std::string partition_autobalancer_mode = "off";
+  int64_t partition_autobalancer_node_availability_timeout_ms = 900'000;
+  int64_t partition_autobalancer_tick_interval_ms = 30'000;
   bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
   bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
   int64_t leader_imbalance_check_interval_seconds = 30;     // leader.imbalance.check.interval.seconds
@@ -559,9 +565,26 @@ struct rebalance_request {
   controller::partition_sizes sizes;
 };
 
+/// The partition autobalancer as this node sees it (issue 33, controller/autobalancer.h).
+struct autobalancer_status {
+  std::string mode = "off";   // partition.autobalancer.mode: off | node_add | continuous
+  /// Continuous mode: brokers unavailable longer than
+  /// partition.autobalancer.node.availability.timeout.ms that still hold replicas (moving off), by id.
+  std::vector<int32_t> unavailable_brokers_draining;
+};
+
+/// Partition reassignments the autobalancer started since this node started, by why (it starts
+/// them only while it is the active controller); for /metrics. Any thread.
+struct autobalancer_figures {
+  int64_t node_add = 0;      // a broker holding no replica got its share
+  int64_t balance = 0;       // continuous mode's periodic balance
+  int64_t unavailable = 0;   // replicas moved off brokers unavailable past the timeout
+};
+
 struct rebalance_result {
   controller::rebalance_plan plan;
   int32_t started = 0;   // partition reassignments committed (0 on a dry run)
+  autobalancer_status autobalancer;
 };
 
 /// A broker's decommission (issue 33; Confluent's remove-broker task).
@@ -840,6 +863,8 @@ class broker {
   [[nodiscard]] virtual io::latency_histogram::snapshot cleaner_step_time() const = 0;
   /// What replication throttling held back since start, per side; for /metrics. Any thread.
   [[nodiscard]] virtual replication_throttle_figures replication_throttling() const = 0;
+  /// Reassignments the partition autobalancer started since start, by reason; for /metrics. Any thread.
+  [[nodiscard]] virtual autobalancer_figures autobalancer_moves() const = 0;
 
   // ---- consumer groups (groups.h)
   virtual group_api& groups() = 0;

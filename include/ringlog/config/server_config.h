@@ -205,6 +205,11 @@ struct server_config {
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
   int64_t leader_replication_throttled_rate = INT64_MAX;    // leader.replication.throttled.rate: bytes/s (KIP-73)
   int64_t follower_replication_throttled_rate = INT64_MAX;  // follower.replication.throttled.rate: bytes/s (KIP-73)
+  // The partition autobalancer (issue 33, controller/autobalancer.h; Redpanda's names): off (the
+  // default: nothing moves by itself, as in Kafka), node_add or continuous; also dynamic.
+  std::string partition_autobalancer_mode = "off";                      // partition.autobalancer.mode
+  int64_t partition_autobalancer_node_availability_timeout_ms = 900'000;  // ms (Redpanda's 900 s)
+  int64_t partition_autobalancer_tick_interval_ms = 30'000;             // ms: continuous mode's balance check
   bool unclean_leader_election_enable = false;              // unclean.leader.election.enable
   bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
   // Kafka checks every 300 s; ringlog's clusters are small and users expect a restarted broker

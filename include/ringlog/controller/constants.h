@@ -44,4 +44,10 @@ inline constexpr uint64_t rebalance_bytes_floor = 64ull << 20;
 /// on the planner's time whatever the cluster's shape; a plan cut short says balanced=false.
 inline constexpr size_t rebalance_steps_max = 100'000;
 
+/// The partition autobalancer (autobalancer.h) plans a new broker's share or an unavailable
+/// broker's drain at most this often, ms: a plan that moves nothing (a new broker the balance
+/// gives nothing, partitions skipped as unsafe) is tried again on a later heartbeat tick, and one
+/// a second bounds the planner's CPU on the active controller while its moves commit.
+inline constexpr int64_t autobalancer_retry_interval_ms = 1'000;
+
 }  // namespace ringlog::controller::constants

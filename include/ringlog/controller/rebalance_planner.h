@@ -7,7 +7,8 @@
 //
 // Rules (Cruise Control's goals and Redpanda's partition balancer are the models, simplified):
 // - Brokers that take replicas: registered, unfenced, not in controlled shutdown, not being
-//   decommissioned (`placement_brokers`). A broker being decommissioned keeps none.
+//   decommissioned (`placement_brokers`), not in options.unavailable_brokers. A broker being
+//   decommissioned or named unavailable keeps none.
 // - A partition is moved only when it is safe to: not being reassigned already, with a leader,
 //   and with every replica in its ISR, or at least min.insync.replicas in it. The move is
 //   KIP-455's: the new replicas are added and catch up before the old ones are removed, so the ISR
@@ -48,8 +49,13 @@ struct rebalance_options {
   std::function<int32_t(const std::string& topic)> min_insync_replicas;
   /// Upper bound on the partitions one plan moves (the rest waits for the next plan).
   size_t moves_max = 10'000;
-  /// Only move replicas off brokers being decommissioned; no balancing (a decommission's plan).
+  /// Only move replicas off brokers being decommissioned or unavailable; no balancing (a
+  /// decommission's plan, the autobalancer's drain).
   bool drain_only = false;
+  /// Brokers the autobalancer takes as gone (continuous mode, autobalancer.h): their replicas move
+  /// off as a decommissioning broker's do and they take none, but they stay registered (back,
+  /// they hold nothing and a later plan gives them replicas again). Node ids, registered or not.
+  std::set<int32_t> unavailable_brokers;
 };
 
 /// One partition whose replicas change.
