@@ -1182,9 +1182,11 @@ int decommission(const args& a) {
   }
   std::optional<int64_t> node;
   if (a.positional.size() == 2) {
-    node = parse_int(a.positional[1], 0, INT32_MAX);
+    const std::string& text = a.positional[1];
+    // Canonical spelling only, as the HTTP routes: "04" names no broker.
+    if (!(text.size() > 1 && text[0] == '0')) node = parse_int(text, 0, INT32_MAX);
     if (!node) {
-      std::cerr << "NODE_ID must be a broker id, got \"" << a.positional[1] << "\"\n";
+      std::cerr << "NODE_ID must be a broker id (digits, no leading zero), got \"" << text << "\"\n";
       return 2;
     }
   }

@@ -1024,6 +1024,14 @@ result<void> check_cluster_settings(const server_config& c) {
     return invalid("broker.session.timeout.ms", std::to_string(c.broker_session_timeout_ms),
                    "must be longer than broker.heartbeat.interval.ms=" + std::to_string(c.broker_heartbeat_interval_ms));
   }
+  if (c.replica_lag_time_max_ms < c.broker_session_timeout_ms) {
+    // A leader keeps answering while its leadership lease (the session) lasts; its successor must
+    // not drop it from the ISR sooner, or it answers end offsets below acknowledged writes.
+    return invalid("replica.lag.time.max.ms", std::to_string(c.replica_lag_time_max_ms),
+                   "must be at least broker.session.timeout.ms=" + std::to_string(c.broker_session_timeout_ms) +
+                       ": a paused leader still inside its leadership lease could otherwise be dropped from the ISR "
+                       "by its successor and answer as leader below acknowledged writes");
+  }
   return base::ok_v;
 }
 

@@ -173,7 +173,13 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     stopped_seen.store(true, std::memory_order_release);
     fail_proposals(errc::shutting_down, "the metadata quorum is stopping");
     inbound.clear();
-    if (storage && !failed) (void)storage->close();
+    // A stop right after catching up (e.g. a start refused once the metadata is read) can find
+    // the log's fdatasync in flight: let it complete before the files close, as the broker's
+    // shutdown does (partition_log::close asserts none is). Bounded: 10 s in 10 ms polls; past
+    // that the files are left to the process exit rather than closed under the sync.
+    constexpr int flush_polls_max = 1'000;
+    for (int i = 0; i < flush_polls_max && flush_in_flight; ++i) rt.disk(shard).poll(std::chrono::milliseconds(10));
+    if (storage && !failed && !flush_in_flight) (void)storage->close();
   }
 
   /// A disk failure: the metadata log directory is not trusted any more (style.md "Errors").

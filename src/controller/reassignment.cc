@@ -96,9 +96,22 @@ protocol::partition_change_record change_between(const controller::uuid& topic_i
   return c;
 }
 
+/// Keeps `p`'s leader in `q` as a removing replica when q's replicas leave it out (a cancel or a
+/// new target after step 3a gave an adding replica the leadership): it leaves as a removed leader
+/// does, handing over first (3a) and going once it has applied that (3b), never in the record that
+/// takes its leadership. Returns whether it did.
+bool keep_leader_until_handed_over(const controller::partition_image& p, controller::partition_image& q) {
+  if (p.leader < 0 || has(q.replicas, p.leader)) return false;
+  q.replicas.push_back(p.leader);
+  q.removing_replicas.push_back(p.leader);
+  q.in_sync_replicas = only(p.in_sync_replicas, q.replicas);
+  q.leader = p.leader;
+  return true;
+}
+
 /// The state a cancel leads to, or the refusal.
 result<controller::partition_image> cancelled(const controller::metadata_image& image, const controller::partition_image& p,
-                                              const std::string& where) {
+                                              const std::string& where, const metadata_caught_up& caught_up) {
   if (!p.reassigning()) return error{errc::no_reassignment_in_progress, where + " is not being reassigned"};
   controller::partition_image q = p;
   q.replicas = original_replicas(p);
@@ -109,6 +122,10 @@ result<controller::partition_image> cancelled(const controller::metadata_image& 
     return error{errc::invalid_replica_assignment,
                  where + ": none of its original replicas " + ids_text(q.replicas) +
                      " is in the ISR, so cancelling would leave it without an in-sync replica"};
+  }
+  if (keep_leader_until_handed_over(p, q)) {
+    complete_in_place(image, q, caught_up);
+    return q;
   }
   if (!has(q.replicas, q.leader)) {
     q.leader = first_usable_in_sync(q.replicas, q.in_sync_replicas, usable_brokers(image));
@@ -156,6 +173,7 @@ result<controller::partition_image> retargeted(const controller::metadata_image&
     return error{errc::invalid_replica_assignment,
                  where + ": no in-sync replica " + ids_text(p.in_sync_replicas) + " would remain a replica"};
   }
+  keep_leader_until_handed_over(p, q);
   if (!has(q.replicas, q.leader)) {
     q.leader = first_usable_in_sync(q.replicas, q.in_sync_replicas, usable_brokers(image));
     if (q.leader < 0) return error{errc::invalid_replica_assignment, where + ": no remaining in-sync replica can lead"};
@@ -192,7 +210,7 @@ std::vector<reassignment_plan> plan_reassignments(const controller::metadata_ima
       plan.refused = error{errc::invalid_replica_assignment, where + " is named more than once in one request"};
     } else {
       const controller::partition_image& p = topic->partitions[static_cast<size_t>(t.partition)];
-      auto next = t.replicas ? retargeted(image, p, *t.replicas, where, caught_up) : cancelled(image, p, where);
+      auto next = t.replicas ? retargeted(image, p, *t.replicas, where, caught_up) : cancelled(image, p, where, caught_up);
       if (!next.ok()) {
         plan.refused = next.error();
       } else if (next.value() != p) {

@@ -2,6 +2,7 @@
 #include <doctest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/controller/metadata_image.h"
@@ -214,6 +215,34 @@ TEST_CASE("a cancel puts the original replicas back; a cancel without a reassign
   CHECK(part(*image).replicas == ids{4, 2, 3});
   CHECK_FALSE(part(*image).reassigning());
   CHECK(part(*image).leader == 4);
+}
+
+TEST_CASE("a cancel or a new target after the leadership moved to an adding replica hands it back before removing it") {
+  auto moved_to_4 = [] {
+    auto image = one_partition({1, 2, 3}, {1, 2, 3}, 1);
+    image = applied(*image, *plan_one(*image, ids{4, 2, 3}).change);   // 4 adding, 1 removing
+    image = applied(*image, isr_expansion(*image, 4));                  // 3a: 4 leads
+    REQUIRE(part(*image).leader == 4);
+    return image;
+  };
+  for (const std::optional<ids>& target : {std::optional<ids>{}, std::optional<ids>{ids{1, 2, 3}}}) {
+    auto image = moved_to_4();
+    const int32_t epoch = part(*image).leader_epoch;
+    auto plan = controller::plan_reassignments(*image, {{"t", 0, target}}, none_caught_up)[0];
+    REQUIRE_FALSE(plan.refused);
+    REQUIRE(plan.change);
+    image = applied(*image, *plan.change);
+    // 4 stays a replica, removing; an original in-sync replica leads again in a new epoch.
+    CHECK(part(*image).leader != 4);
+    CHECK(part(*image).leader_epoch == epoch + 1);
+    CHECK(part(*image).removing_replicas == ids{4});
+    CHECK(std::find(part(*image).replicas.begin(), part(*image).replicas.end(), 4) != part(*image).replicas.end());
+    // 4 leaves once it has applied the hand-over (the barrier), never in the same record.
+    CHECK_FALSE(tick(*image, none_caught_up));
+    image = applied(*image, *tick(*image));
+    CHECK_FALSE(part(*image).reassigning());
+    CHECK(std::set<int32_t>(part(*image).replicas.begin(), part(*image).replicas.end()) == std::set<int32_t>{1, 2, 3});
+  }
 }
 
 TEST_CASE("bad targets are refused naming the partition and what is wrong") {

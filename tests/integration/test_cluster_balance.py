@@ -177,6 +177,16 @@ def test_a_new_broker_gets_its_share_then_is_decommissioned_and_refused(ringlog_
             capture_output=True, text=True, timeout=120)
         assert restarted.returncode != 0
         assert "node 4 was decommissioned" in restarted.stdout + restarted.stderr, restarted.stdout + restarted.stderr
+        # With an empty log.dirs it reads the whole metadata log first, then is refused: an exit,
+        # not an abort with the log's fdatasync in flight (a breaker's find: SIGABRT 4 times in 5).
+        empty = tmp_path / "node4-empty"
+        empty.mkdir()
+        restarted = subprocess.run(
+            [str(binary_path()), "serve", "--set", f"listeners=http://127.0.0.1:{extra.port},cluster://127.0.0.1:{extra.cluster_port}",
+             "--set", f"log.dirs={empty}", *sum((["--set", s] for s in extra.extra_sets), [])],
+            capture_output=True, text=True, timeout=120)
+        assert restarted.returncode == 1, (restarted.returncode, restarted.stdout[-2000:] + restarted.stderr[-2000:])
+        assert "node 4 was decommissioned" in restarted.stdout + restarted.stderr, restarted.stdout + restarted.stderr
         assert 4 not in c.node(1).brokers()
     finally:
         if producer is not None and producer.is_alive():

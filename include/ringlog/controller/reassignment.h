@@ -24,8 +24,10 @@
 //      fault bed). Kafka completes and moves the leader in one record; this is stricter.
 //      Either step rides on the leader's ISR expansion (AlterPartition) when it can, else on the
 //      active controller's heartbeat tick (complete_reassignments_tick).
-// A cancel (no target) puts back O: replicas = O, ISR = ISR & O, the leadership moves to an
-// in-sync replica of O when an adding replica led. Every record names the partition epoch it
+// A cancel (no target) puts back O: replicas = O, ISR = ISR & O. When an adding replica leads
+// (after 3a), it stays a removing replica and leaves by step 3 like any removed leader (hands
+// over first, goes once it has applied that); a new target that leaves the leader out does the
+// same. (A second cancel during that hand-over keeps it as a replica: it then counts as original.) Every record names the partition epoch it
 // was computed at (RinglogExpectedPartitionEpoch): a plan made from a stale image is refused
 // where it is applied, and its caller plans again.
 
