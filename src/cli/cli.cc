@@ -937,7 +937,8 @@ leader.imbalance.check.interval.seconds while auto.leader.rebalance.enable=true.
 reassign: moves a partition onto other brokers while it serves (as kafka-reassign-partitions.sh
 --execute; KIP-455): the new replicas copy the partition from its leader and join the ISR, the
 leadership moves if its leader is removed, then the removed replicas delete their copy. The first
-of --replicas is the preferred leader. --cancel stops a move and keeps the original replicas.
+of --replicas is the preferred leader. --cancel stops a move and keeps the original replicas
+(the same brokers; as in Kafka their order, and so the preferred leader, may differ).
 Prints the move as it stands once started: the replicas being added and removed (none: done).
 
 reassignments: the moves under way (as kafka-reassign-partitions.sh --list): each partition with
@@ -949,7 +950,8 @@ the smallest partitions move first; a partition being reassigned, without a lead
 min.insync.replicas is left alone and listed), prints the plan (each broker's replicas, leaders
 and bytes before -> after, each move, the bytes to copy) and starts it as reassignments (the
 new replicas catch up before the old ones go, so no partition drops below min.insync.replicas).
---dry-run prints the plan only. --cancel stops every reassignment under way. Refused while
+--dry-run prints the plan only. --cancel stops every reassignment under way but a
+decommission's (cancel that with cluster decommission NODE_ID --cancel). Refused while
 reassignments are under way. Bound the copying with leader.replication.throttled.rate and
 follower.replication.throttled.rate. The plan ends with the autobalancer's mode
 (partition.autobalancer.mode: off, node_add or continuous) and, in continuous mode, the
@@ -1118,6 +1120,7 @@ void print_rebalance_plan(const json& plan) {
   std::cout << "\n" << plan["moves"].size() << " partition(s) move, " << cell(plan["bytes_to_move"])
             << " bytes to copy; balanced after the plan: " << (plan["balanced"].get<bool>() ? "yes" : "no")
             << " (tolerance " << plan["tolerance"].dump() << ")\n";
+  for (const auto& why : plan.value("imbalances", json::array())) std::cout << "  not balanced: " << cell(why) << "\n";
   if (const auto a = plan.find("autobalancer"); a != plan.end() && a->is_object()) {
     std::cout << "Autobalancer: partition.autobalancer.mode=" << cell((*a)["mode"]);
     if (!(*a)["unavailable_brokers_draining"].empty()) {

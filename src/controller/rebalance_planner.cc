@@ -1,6 +1,7 @@
 #include "ringlog/controller/rebalance_planner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <tuple>
@@ -77,7 +78,7 @@ class planner {
   [[nodiscard]] std::pair<double, double> leader_band() const;
   [[nodiscard]] std::vector<int32_t> allowed_by(const std::function<order_key(int32_t)>& key) const;
   bool move_one_replica(int32_t from, int32_t to, const std::string* topic);
-  [[nodiscard]] bool within_bands() const;
+  [[nodiscard]] std::vector<std::string> imbalances() const;
 
   const rebalance_options& options_;
   std::vector<entry> entries_;
@@ -362,22 +363,45 @@ void planner::balance_leader_counts(const std::string* topic) {
   stopped_short_ = true;
 }
 
-bool planner::within_bands() const {
-  if (allowed_count_ == 0) return entries_.empty();   // nothing can hold a replica
+/// "3" or "2.5": a band's bound as an operator reads it.
+static std::string bound_text(double v) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.1f", v);
+  std::string text = out;
+  if (text.ends_with(".0")) text.resize(text.size() - 2);
+  return text;
+}
+
+/// What keeps the loads after the plan from balanced, one line per broker and measure; empty:
+/// balanced.
+std::vector<std::string> planner::imbalances() const {
+  std::vector<std::string> out;
+  if (allowed_count_ == 0) {
+    if (!entries_.empty()) out.push_back("no broker may take replicas");
+    return out;
+  }
   const auto [low, high] = replica_band();
   const auto [leaders_low, leaders_high] = leader_band();
   const double average_bytes = static_cast<double>(total_bytes_) / static_cast<double>(allowed_count_);
   for (const auto& [id, l] : loads_) {
-    if (l.draining && l.replicas > 0) return false;
+    const std::string broker = "broker " + std::to_string(id);
+    if (l.draining && l.replicas > 0) out.push_back(broker + " still holds " + std::to_string(l.replicas) + " replica(s) it should give up");
     if (!l.allowed || options_.drain_only) continue;
-    if (l.replicas < low || l.replicas > high || l.leaders < leaders_low || l.leaders > leaders_high) return false;
+    if (l.replicas < low || l.replicas > high) {
+      out.push_back(broker + ": " + std::to_string(l.replicas) + " replicas, outside " + bound_text(low) + ".." + bound_text(high));
+    }
+    if (l.leaders < leaders_low || l.leaders > leaders_high) {
+      out.push_back(broker + ": " + std::to_string(l.leaders) + " preferred leaderships, outside " + bound_text(leaders_low) +
+                    ".." + bound_text(leaders_high));
+    }
     const double bytes = static_cast<double>(l.bytes);
     if (total_bytes_ >= constants::rebalance_bytes_floor &&
         (bytes > average_bytes * (1 + options_.tolerance) || bytes < average_bytes * (1 - options_.tolerance))) {
-      return false;
+      out.push_back(broker + ": " + std::to_string(l.bytes) + " bytes, more than the tolerance " + bound_text(options_.tolerance * 100) +
+                    "% from the average " + std::to_string(static_cast<uint64_t>(average_bytes)));
     }
   }
-  return true;
+  return out;
 }
 
 rebalance_plan planner::finish(const metadata_image& image) {
@@ -412,7 +436,9 @@ rebalance_plan planner::finish(const metadata_image& image) {
     plan.brokers.push_back({id, l.rack, !l.allowed, b.replicas, l.replicas, b.leaders, l.leaders, b.bytes, l.bytes});
   }
   plan.skipped = std::move(skipped_);
-  plan.balanced = !stopped_short_ && within_bands();
+  plan.imbalances = imbalances();
+  if (stopped_short_) plan.imbalances.push_back("the plan stops short (its bound of moves or steps): plan again once it is done");
+  plan.balanced = plan.imbalances.empty();
   for (const auto& [name, topic] : image.topics()) {
     for (const auto& p : topic->partitions) plan.reassignments_in_progress += p.reassigning() ? 1 : 0;
   }

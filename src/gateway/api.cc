@@ -442,6 +442,7 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     if (!routes::admit_quota_client(c, r.method, r.pattern)) return;
     // A group call another broker coordinates is passed on there (api_group_forward.cc).
     if (routes::forward_group_call(c)) return;
+    if (routes::forward_broker_config_call(c, r.pattern)) return;   // a broker's own configs: served by it
     if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;
     if (!broker_.config().process_role_broker && r.fn == routes::v3_list_groups) {
       return refuse_on_dedicated_controller(c, broker_, "it has no groups and cannot gather the brokers' lists here");

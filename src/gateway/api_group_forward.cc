@@ -144,6 +144,32 @@ bool forward_group_call(const call_ptr& c) {
   return true;
 }
 
+bool forward_broker_config_call(const call_ptr& c, std::string_view pattern) {
+  http_forwarder* forwarder = c->self->options().forwarder;
+  if (forwarder == nullptr || !c->request.forwarded_by.empty()) return false;
+  if (!pattern.starts_with("/v3/clusters/{cluster_id}/brokers/{broker_id}/configs")) return false;
+  const auto id = path_broker_id(*c);
+  if (!id || *id == c->broker().config().node_id) return false;
+  for (const auto& b : c->broker().list_brokers()) {
+    if (b.node_id != *id || b.host.empty() || b.port <= 0) continue;
+    const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
+    c->request.forwarded_for = c->peer_ip();
+    forwarder->forward(c->request, {b.node_id, b.host, static_cast<uint16_t>(b.port)}, timeout_ms, [c, id = *id](forward_result r) {
+      c->later([id, r = std::move(r)](api::call& call) mutable {
+        if (r.answered) {
+          r.response.headers.emplace_back(served_by_header, std::to_string(id));
+          return call.respond(std::move(r.response));
+        }
+        std::string message = "broker " + std::to_string(id) + " serves its own configs and did not answer (" +
+                              r.failure + ")" + (r.sent ? "; the change may have been applied there" : "") + ": retry";
+        call.respond(error_response(503, ec::unavailable, message));
+      });
+    });
+    return true;
+  }
+  return false;   // not a registered broker with an HTTP listener: answered here (it names the problem)
+}
+
 bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::function<std::string(int32_t)>& target_of,
                       int64_t timeout_ms) {
   http_forwarder* forwarder = c->self->options().forwarder;

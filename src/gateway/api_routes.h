@@ -569,6 +569,11 @@ void v3_list_groups(const call_ptr& c);
 /// its answer (503 + Retry-After naming the coordinator when it does not answer). False when the
 /// call is to be served here.
 bool forward_group_call(const call_ptr& c);
+/// A call on broker N's own configs (`/v3/clusters/{c}/brokers/{N}/configs...`, route `pattern`)
+/// that reaches another broker is passed on to broker N's HTTP listener, as Kafka's admin client
+/// sends a broker's config calls to that broker; its answer is relayed (X-Ringlog-Served-By), or a
+/// 503 names the broker that did not answer. False: not such a call, or served here.
+bool forward_broker_config_call(const call_ptr& c, std::string_view pattern);
 /// Decides, before a call is authorized, whether a peer broker passed it on: X-Ringlog-Forwarded-By
 /// names a registered broker and the call comes from one of the registered brokers' advertised
 /// addresses (names resolved, cached for broker_address_cache_ttl_ms). Only then is its

@@ -48,6 +48,7 @@ json plan_json(api::call& call, const broker::rebalance_result& r, double tolera
               {"cluster_id", cluster},
               {"tolerance", tolerance},
               {"balanced", plan.balanced},
+              {"imbalances", plan.imbalances},
               {"dry_run", dry_run},
               {"started", r.started},
               {"bytes_to_move", plan.bytes_to_move},

@@ -55,6 +55,17 @@ TEST_CASE("a fourth broker gets its share of replicas and leaderships; a balance
   CHECK(load_of(plan, 4).leaders_after == 3);    // 12 preferred leaderships over 4
   for (int32_t id = 1; id <= 3; ++id) CHECK(load_of(plan, id).replicas_after == 9);
   CHECK(plan.moves.size() >= 9);
+  CHECK(plan.imbalances.empty());
+
+  // Cut short by moves_max, the plan says so and what is left out of balance.
+  auto one_move = options_with();
+  one_move.moves_max = 1;
+  auto cut = plan_rebalance(*c.image(), {}, one_move);
+  CHECK(cut.moves.size() == 1);
+  CHECK_FALSE(cut.balanced);
+  CHECK(std::find(cut.imbalances.begin(), cut.imbalances.end(),
+                  "broker 4: " + std::to_string(load_of(cut, 4).replicas_after) + " replicas, outside 8..10") != cut.imbalances.end());
+  CHECK(cut.imbalances.back().find("the plan stops short") == 0);
 
   // The same inputs give the same plan.
   auto again = plan_rebalance(*c.image(), {}, options_with());
@@ -157,6 +168,8 @@ TEST_CASE("a decommissioning broker is drained and takes nothing; refusals when 
   d.records.push_back(fenced);
   auto short_plan = plan_rebalance(*d.image(), {}, options);
   CHECK_FALSE(short_plan.balanced);
+  REQUIRE(short_plan.imbalances.size() == 1);   // which measure misses, by name
+  CHECK(short_plan.imbalances[0] == "broker 4 still holds 1 replica(s) it should give up");
   REQUIRE_FALSE(short_plan.skipped.empty());
   CHECK(short_plan.skipped[0].reason.find("no broker can take its replica") != std::string::npos);
 }

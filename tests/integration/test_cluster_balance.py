@@ -228,7 +228,12 @@ def test_a_decommission_that_cannot_finish_is_cancelled_and_refusals_name_the_re
         wait_until(lambda: set(replicas_of(c.node(1), "drained", 0)) == {4} and reassignments(c.node(1)) == {},
                    MOVE_DEADLINE_S, "partition 0 of drained on broker 4 alone")
         fill(c.node(1), "drained", 512 * 1024)
-        set_broker_config(extra, 4, "leader.replication.throttled.rate", 8192)
+        # Broker 4's own config, set and read through broker 1 (passed on to broker 4, as Kafka's
+        # admin client sends a broker's configs to that broker).
+        set_broker_config(c.node(1), 4, "leader.replication.throttled.rate", 8192)
+        shown = requests.get(c.node(1).v3("/brokers/4/configs/leader.replication.throttled.rate"), timeout=10)
+        assert shown.status_code == 200 and shown.json()["value"] == "8192", shown.text
+        assert shown.headers.get("X-Ringlog-Served-By") == "4", shown.headers
         c.node(3).kill()
         wait_until(lambda: isr_of(c.node(1), "stuck", 0) == [4], FAILOVER_DEADLINE_S, "broker 3 out of the ISR")
         r = requests.delete(c.node(1).v3("/brokers/4"), timeout=40)

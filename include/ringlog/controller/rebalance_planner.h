@@ -98,6 +98,10 @@ struct rebalance_plan {
   /// The plan reaches the tolerance (and drains every decommissioning broker); false when safe
   /// moves alone cannot (a partition skipped, too few brokers, racks) or moves_max cut it short.
   bool balanced = false;
+  /// Why not balanced, one line per broker and measure (replicas, preferred leaderships, bytes; a
+  /// draining broker left holding replicas; a plan cut short), e.g. "broker 4: 0 replicas,
+  /// outside 3..4"; empty when balanced.
+  std::vector<std::string> imbalances;
   int32_t reassignments_in_progress = 0;   // partitions being reassigned in the image
 };
 
