@@ -362,7 +362,10 @@ void broker_impl::maybe_change_isr(size_t shard, const std::shared_ptr<partition
   // KIP-841: a fenced or stopping broker is not proposed (the controller refuses it, and the
   // same refused proposal would hold back every other follower's joining, e.g. a move's new replica).
   const auto image = view()->image;
-  auto change = rt->leader->isr_change(deps_.clock.now_ms(), config_.replica_lag_time_max_ms, rt->log->log_end_offset(),
+  // Never sooner than the session: a paused former leader still inside its leadership lease
+  // (broker.session.timeout.ms) must stay in the ISR, or it could answer below acknowledged writes.
+  const int64_t lag_max_ms = std::max(config_.replica_lag_time_max_ms, config_.broker_session_timeout_ms);
+  auto change = rt->leader->isr_change(deps_.clock.now_ms(), lag_max_ms, rt->log->log_end_offset(),
                                        rt->log->high_watermark(), rt->epoch_start_offset, [&image](int32_t id) {
     const auto* b = image->find_broker(id);
     return b != nullptr && !b->fenced && !b->in_controlled_shutdown;

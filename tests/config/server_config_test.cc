@@ -260,10 +260,6 @@ TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum
   CHECK(why({{"broker.session.timeout.ms", "400"}, {"broker.heartbeat.interval.ms", "500"}, {"node.id", "1"},
              {"listeners", "http://127.0.0.1:1,cluster://127.0.0.1:2"}, {"controller.quorum.voters", "1@127.0.0.1:2"}})
             .find("must be longer than broker.heartbeat.interval.ms=500") != std::string::npos);
-  // A successor may not drop a leader from the ISR while that leader's lease (the session) holds.
-  CHECK(why({{"replica.lag.time.max.ms", "1000"}, {"broker.session.timeout.ms", "3000"}, {"node.id", "1"},
-             {"listeners", "http://127.0.0.1:1,cluster://127.0.0.1:2"}, {"controller.quorum.voters", "1@127.0.0.1:2"}})
-            .find("replica.lag.time.max.ms=1000: must be at least broker.session.timeout.ms=3000") != std::string::npos);
 }
 
 TEST_CASE("listeners by Kafka's security protocol names, named listeners and per-listener overrides (issue 29)") {
