@@ -821,8 +821,7 @@ const std::vector<key_spec>& key_table() {
       int_key("broker.session.timeout.ms", &server_config::broker_session_timeout_ms, 100, 3600000,
               "a broker without a heartbeat this long is fenced and its leaderships move, ms"),
       int_key("replica.lag.time.max.ms", &server_config::replica_lag_time_max_ms, 100, 3600000,
-              "a follower not caught up with its leader this long leaves the ISR, ms; never sooner than "
-              "broker.session.timeout.ms"),
+              "a follower not caught up with its leader this long leaves the ISR, ms; never sooner than broker.session.timeout.ms"),
       int_key("producer.id.expiration.ms", &server_config::producer_id_expiration_ms, 1, 365LL * 24 * 3600 * 1000,
               "an idempotent producer with no batch in a partition for this long is forgotten there, ms "
               "(its late retries are then new batches; Kafka's default, one day)"),
