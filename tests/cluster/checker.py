@@ -257,18 +257,23 @@ def cut_off_windows(history):
     """node -> [(from, to)] while the nemesis had it cut off from the rest of the cluster's
     leadership: a split's minority, a bridge's far side (cut off from the controller, reached only
     through the middle node), an isolated or one-way-cut node; each window runs to the heal plus
-    CUT_OFF_GRACE_S. Such a node may still lead a partition in an old leader epoch and answer a
-    Kafka Fetch with its old high watermark: Kafka does the same (docs/kafka.md), and its
-    readers see only committed records, so those answers are not judged by end-below-ack. A new
-    leader's figure (KIP-207, the rule this check exists for) comes from the connected side."""
+    CUT_OFF_GRACE_S. A paused (SIGSTOPped) node is cut off the same way: it hears nothing while
+    stopped, and right after it continues it may answer before it reads that it was fenced and
+    replaced (CI seed 1612168957). Such a node may still lead a partition in an old leader epoch
+    and answer a Kafka Fetch below its high watermark with that old figure: Kafka does the same
+    (docs/kafka.md), and its readers see only committed records, so those answers are not judged
+    by end-below-ack. A new leader's figure (KIP-207, the rule this check exists for) comes from
+    the connected side."""
     windows = collections.defaultdict(list)
     open_faults = []
     for e in history.get("events", []):
         if e.get("event") == "nemesis-start":
             for r in (e.get("resolved"), e.get("also")):
-                if not r or "dropped" not in r:
+                if not r or ("dropped" not in r and "paused" not in r):
                     continue
-                if "minority" in r:
+                if "paused" in r:
+                    nodes = list(r["paused"])
+                elif "minority" in r:
                     nodes = list(r["minority"])
                 elif "middle" in r:
                     ends = {a for pair in r["dropped"] for a in pair}

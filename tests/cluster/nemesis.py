@@ -214,6 +214,7 @@ class Nemesis:
         elif k == "pause":
             self.cluster.node(node).pause()
             self.paused.add(node)
+            f.resolved["paused"] = [node]   # cut off from the controller too (checker.cut_off_windows)
         elif k == "restart":
             self.cluster.node(node).stop()
             self.cluster.node(node).start()
