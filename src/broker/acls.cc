@@ -107,7 +107,7 @@ void broker_impl::create_acls(std::vector<security::acl_binding> acls,
       }
       acl.host = *security::canonical_acl_host(acl.host);   // validate_acl checked it parses
       results.emplace_back(std::nullopt);
-      if (stored.insert(acl).second) records.push_back(acl_record(acl, new_topic_id()));
+      if (stored.insert(acl).second) records.push_back(acl_record(acl, new_topic_id(deps_.random)));
     }
     if (records.empty()) return done(std::move(results));
     if (records.size() > acl_changes_per_call_max) {

@@ -11,9 +11,7 @@
 #include <future>
 #include <mutex>
 #include <queue>
-#include <random>
 #include <chrono>
-#include <thread>
 #include <set>
 #include <unordered_map>
 
@@ -80,11 +78,13 @@ size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count)
   return static_cast<size_t>(h % shard_count);
 }
 
-controller::uuid new_topic_id() {
+controller::uuid new_topic_id(base::random_source& random) {
   // Kafka's topic ids are random (version 4) UUIDs, shown as 22 characters of URL-safe base64.
-  std::random_device device;
   controller::uuid id;
-  for (auto& byte : id.value) byte = static_cast<uint8_t>(device());
+  for (size_t i = 0; i < id.value.size(); i += 8) {
+    const uint64_t bits = random.next_u64();
+    for (size_t j = 0; j < 8 && i + j < id.value.size(); ++j) id.value[i + j] = static_cast<uint8_t>(bits >> (8 * j));
+  }
   id.value[6] = static_cast<uint8_t>((id.value[6] & 0x0f) | 0x40);
   id.value[8] = static_cast<uint8_t>((id.value[8] & 0x3f) | 0x80);
   return id;
@@ -114,191 +114,11 @@ void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
   w.done(std::move(empty));
 }
 
-// ---------------------------------------------------------------- start-up
-
-result<void> broker_impl::start() {
-  leadership_lease_ = replication::leadership_lease(config_.broker_session_timeout_ms);
-  delay_states_.resize(shards_.size());
-  delay_ticking_.assign(shards_.size(), 0);
-  auto made = deps_.fs.make_directories(config_.log_dir);
-  if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
-  // The directory must be this cluster's and this node's (KIP-631 meta.properties).
-  if (auto meta = storage::check_meta_properties(deps_.fs, config_.log_dir, config_.cluster_id, config_.node_id);
-      !meta.ok()) {
-    return from_storage(meta.error());
-  }
-  incarnation_id_ = new_topic_id();
-  // The metadata quorum: one voter (this node) unless controller.quorum.voters names more. Its
-  // start loads the snapshot and, for a directory of the single-node ringlog, the old history.
-  controller::metadata_quorum_config qc;
-  qc.node_id = config_.node_id;
-  qc.voters = deps_.controller_quorum_voters;
-  if (qc.voters.empty()) qc.voters[config_.node_id] = rpc::peer_address{};
-  qc.cluster_id = config_.cluster_id;
-  qc.election_timeout_ms = config_.controller_quorum_election_timeout_ms;
-  qc.fetch_timeout_ms = config_.controller_quorum_fetch_timeout_ms;
-  qc.election_backoff_max_ms = config_.controller_quorum_election_backoff_max_ms;
-  qc.log_dir = config_.log_dir;
-  quorum_ = std::make_unique<controller::metadata_quorum>(qc, deps_.fs, deps_.runtime, controller_shard, deps_.clock,
-                                                          deps_.cluster_transport, *this);
-  if (deps_.cluster_transport != nullptr) register_cluster_handlers();
-  if (auto started = quorum_->start(); !started.ok()) {
-    return error{started.error().code == controller::errc::kafka_storage_error ? errc::kafka_storage_error
-                                                                               : errc::invalid_config,
-                 "metadata quorum: " + started.error().message};
-  }
-  if (deps_.cluster_transport != nullptr) share_fetch_handler();
-  if (deps_.start_cluster_transport) deps_.start_cluster_transport();
-  RINGLOG_TRY(wait_for_metadata_catch_up());
-  if (auto refused = decommissioned_refusal()) return *refused;   // before any partition opens (issue 33)
-  // Open every partition this node holds as of the image it caught up to; entries applied from
-  // now on open, remove and reconfigure partitions as they come.
-  RINGLOG_TRY(on_controller_shard_and_wait([this](auto done) {
-    partitions_open_ = true;
-    apply_job job;
-    job.before = controller_view_;
-    job.after = controller_view_;
-    job.offset = reconciled_end_ - 1;
-    job.open_all = true;
-    job.reconcile = true;
-    enqueue_apply_job(std::move(job));
-    await_applied(job.offset, std::move(done));
-  }));
-  if (!config_.process_role_broker) {
-    // A dedicated controller (process.roles=controller): no registration, no heartbeats, no
-    // partitions, no coordinators. Its tick runs only the active controller's duties (fencing,
-    // leader rebalance, the internal topics), which the brokers that register later need.
-    deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
-    for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
-    return base::ok_v;
-  }
-  RINGLOG_TRY(register_broker());
-  // Heartbeats (and, on the active controller, fencing and the creation of __consumer_offsets)
-  // run from here on; the groups need __consumer_offsets to exist.
-  deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
-  RINGLOG_TRY(ensure_offsets_topic());
-  const int32_t offsets_partitions = find_topic(consumer_offsets_topic)->partitions_count();
-  groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
-                               config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
-  RINGLOG_TRY(groups_->start());
-  groups_started_.store(groups_.get(), std::memory_order_release);
-  txn_service_options txn_options;
-  txn_options.state_partitions = find_topic(transaction_state_topic)->partitions_count();
-  txn_options.transaction_max_timeout_ms = config_.transaction_max_timeout_ms;
-  txn_options.transactional_id_expiration_ms = config_.transactional_id_expiration_ms;
-  txn_options.abort_timed_out_check_interval_ms = config_.transaction_abort_timed_out_transaction_cleanup_interval_ms;
-  txns_ = make_txn_service(*this, *this, deps_.runtime, deps_.clock, txn_options);
-  RINGLOG_TRY(txns_->start());
-  txns_started_.store(txns_.get(), std::memory_order_release);
-  start_delay_schedulers();
-  for (size_t s = 0; s < shards_.size(); ++s) {
-    schedule_maintenance(s);
-    schedule_replication_tick(s);
-  }
-  return base::ok_v;
-}
-
-result<void> broker_impl::on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f) {
-  std::promise<result<void>> finished;
-  deps_.runtime.post(controller_shard, [&finished, f = std::move(f)] {
-    f([&finished](result<void> r) { finished.set_value(std::move(r)); });
-  });
-  return finished.get_future().get();
-}
-
-result<void> broker_impl::wait_for_metadata_catch_up() {
-  // Start-up runs outside the shards, so it may block; the quorum works on its shard meanwhile.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.metadata_catch_up_timeout_ms);
-  for (;;) {
-    const controller::quorum_description d = quorum_->describe();
-    if (d.leader_id >= 0 && d.high_watermark > 0 && d.applied_end_offset >= d.high_watermark) {
-      // Entries applied so far are queued for publication: wait until they are published.
-      std::promise<int64_t> applied;
-      deps_.runtime.post(controller_shard, [this, &applied] { applied.set_value(controller_view_->image->offset()); });
-      const int64_t offset = applied.get_future().get();
-      return on_controller_shard_and_wait([this, offset](auto done) {
-        if (offset < 0 || offset < reconciled_end_) return done(base::ok_v);
-        await_applied(offset, std::move(done));
-      });
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return error{errc::not_controller,
-                   "the metadata quorum has no leader this node could catch up with after " +
-                       std::to_string(config_.metadata_catch_up_timeout_ms) +
-                       " ms (leader " + std::to_string(d.leader_id) + ", high watermark " +
-                       std::to_string(d.high_watermark) + ", applied " + std::to_string(d.applied_end_offset) +
-                       "): are a majority of controller.quorum.voters running and reachable?"};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
-const controller::broker_registration* broker_impl::own_registration() const {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  const auto* b = controller_view_->image->find_broker(config_.node_id);
-  return b != nullptr && b->incarnation_id == incarnation_id_ ? b : nullptr;
-}
-
-/// A (re)registration, and the leadership of every partition that lost its leader while this
-/// broker was away and lists it in its ISR (KRaft elects them when the broker is unfenced).
-std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,
-                                                            const controller::uuid& incarnation,
-                                                            const broker_dependencies& deps, const std::string& rack) {
-  protocol::register_broker_record r;
-  r.broker_id = node_id;
-  r.incarnation_id = incarnation;
-  r.broker_epoch = -1;   // the registration's offset (metadata_image.cc)
-  protocol::register_broker_record::broker_endpoint http;
-  http.name = "http";
-  http.host = deps.advertised_host;
-  http.port = static_cast<uint16_t>(deps.advertised_port);
-  r.end_points.push_back(http);
-  for (const auto& listener : deps.advertised_kafka_listeners) {   // Kafka listeners by name (issue 29)
-    r.end_points.emplace_back().name = listener.listener_name;
-    r.end_points.back().host = listener.host;
-    r.end_points.back().port = static_cast<uint16_t>(listener.port);
-  }
-  if (!deps.advertised_cluster_host.empty() && deps.advertised_cluster_port >= 0) {
-    protocol::register_broker_record::broker_endpoint cluster;
-    cluster.name = "cluster";
-    cluster.host = deps.advertised_cluster_host;
-    cluster.port = static_cast<uint16_t>(deps.advertised_cluster_port);
-    r.end_points.push_back(cluster);
-  }
-  r.rack = rack;
-  // Registered after it caught up with the metadata log, so it may serve at once (Kafka registers
-  // fenced and unfences on the first caught-up heartbeat: the same state, one step shorter).
-  r.fenced = false;
-  std::vector<protocol::metadata_record> out{r};
-  for (auto& change : rejoin_partitions(image, node_id)) out.push_back(std::move(change));
-  return out;
-}
-
-result<void> broker_impl::register_broker() {
-  // Retried while there is no controller (e.g. an election right now), up to the catch-up timeout.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.metadata_catch_up_timeout_ms);
-  for (;;) {
-    auto r = on_controller_shard_and_wait([this](auto done) {
-      commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
-                                       config_.broker_rack), std::move(done));
-    });
-    // invalid_request: the entry was refused where it was applied - a PartitionChangeRecord in it
-    // was worked out from an image that a newer change overtook (its partition epoch moved); the
-    // next attempt works it out again from the newer image.
-    if (r.ok() ||
-        (r.error().code != errc::not_controller && r.error().code != errc::request_timed_out &&
-         r.error().code != errc::invalid_request) ||
-        std::chrono::steady_clock::now() >= deadline) {
-      return r;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
 // ---------------------------------------------------------------- the metadata state machine
 
 void broker_impl::apply(std::span<const controller::committed_entry> entries) {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  run_metadata_rechecks();   // start-up steps waiting on the metadata look again (start_up.cc)
   for (const auto& e : entries) {
     model::record r;
     if (e.legacy_key) r.key = *e.legacy_key;
@@ -355,6 +175,7 @@ void broker_impl::load_snapshot(std::span<const uint8_t> payload, int64_t end_of
 }
 
 void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
+  run_metadata_rechecks();
   const bool was_leader = quorum_leader_id_ == config_.node_id;
   quorum_leader_id_ = leader_id;
   if (leader_id == config_.node_id && !was_leader) {
@@ -788,7 +609,7 @@ result<std::vector<protocol::metadata_record>> broker_impl::new_topic_records(
   std::vector<protocol::metadata_record> out;
   protocol::topic_record topic;
   topic.name = name;
-  topic.topic_id = new_topic_id();
+  topic.topic_id = new_topic_id(deps_.random);
   out.push_back(topic);
   RINGLOG_TRY(append_partition_records(out, topic.topic_id, 0, partitions, replication_factor));
   for (const auto& [k, v] : configs) {
@@ -943,27 +764,6 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
   (*run)();
 }
 
-result<void> broker_impl::ensure_offsets_topic() {
-  // The active controller creates it (ensure_offsets_topic_async, also on every heartbeat tick);
-  // other nodes wait until it is in their image, up to the catch-up timeout.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.metadata_catch_up_timeout_ms);
-  for (;;) {
-    std::promise<result<bool>> checked;
-    deps_.runtime.post(controller_shard, [this, &checked] {
-      ensure_offsets_topic_async([&checked](result<bool> r) { checked.set_value(std::move(r)); });
-    });
-    auto r = checked.get_future().get();
-    if (r.ok() && r.value()) return base::ok_v;
-    if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) return r.error();
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return error{errc::not_controller, "topics " + std::string(consumer_offsets_topic) + " and " + transaction_state_topic +
-                                             " were not created by the active controller within " +
-                                             std::to_string(config_.metadata_catch_up_timeout_ms) + " ms"};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
 result<std::vector<protocol::metadata_record>> broker_impl::offsets_topic_records() const {
   // Created once with offsets.topic.num.partitions: a later change of the key would move groups
   // to other partitions, so the existing count wins (as in Kafka). Compacted as in Kafka: the
@@ -1006,9 +806,9 @@ void broker_impl::ensure_offsets_topic_async(std::function<void(result<bool>)> d
   offsets_topic_pending_ = true;
   commit_records(std::move(records).value(), [this, creating, done = std::move(done)](result<void> r) {
     offsets_topic_pending_ = false;
+    run_metadata_rechecks();   // a start-up wait refused while this was pending asks again
     if (!r.ok() && !controller_view_->topics.contains(creating)) return done(r.error());
-    done(controller_view_->topics.contains(consumer_offsets_topic) &&
-         controller_view_->topics.contains(transaction_state_topic));
+    ensure_offsets_topic_async(std::move(done));   // the other one next (at most two rounds)
   });
 }
 

@@ -18,6 +18,7 @@
 
 #include "autobalancer.h"
 #include "compaction.h"
+#include "constants.h"
 #include "group_service.h"
 #include "txn_service.h"
 #include "metadata.h"
@@ -34,62 +35,6 @@
 
 namespace ringlog::broker::detail {
 
-inline constexpr size_t controller_shard = 0;
-/// Apply failures kept for proposers that have not asked yet (a forwarded entry's outcome is
-/// learnt from the local apply, which may come before the leader's answer). Oldest dropped.
-inline constexpr size_t entry_failures_max = 1024;
-/// ACLs one CreateAcls/DeleteAcls call may add or remove: one metadata entry holds them all
-/// (metadata_entry_records_max is the hard bound); kafka-acls.sh sends a few per call.
-inline constexpr size_t acl_changes_per_call_max = 1000;
-/// ACLs the cluster keeps: every node holds them in its image and index (about 200 bytes each).
-inline constexpr size_t acls_max = 100'000;
-/// Quota keys one AlterClientQuotas call may change (one ClientQuotaRecord each; a metadata entry
-/// holds metadata_entry_records_max).
-inline constexpr size_t client_quota_changes_per_call_max = 1000;
-/// Quota entities the cluster keeps: every node holds each in its image and its index.
-inline constexpr size_t client_quota_entities_max = 100'000;
-/// Sensors /metrics shows (bounded label cardinality), most throttled first.
-inline constexpr size_t client_quota_metrics_sensors_max = 100;
-/// How long an admin call waits for its entry to be committed and applied on this node.
-inline constexpr int64_t metadata_write_timeout_ms = 30000;
-/// How long an admin call on a node that is not the active controller waits for the controller's
-/// high watermark (metadata_barrier.cc) before planning against its own image: about one fetch
-/// round trip on a healthy cluster; a controller that does not answer costs the call this much.
-inline constexpr int64_t metadata_barrier_timeout_ms = 2000;
-/// How long a group coordinator's write to __consumer_offsets waits for the in-sync replicas
-/// (Kafka's offsets.commit.timeout.ms default).
-inline constexpr int64_t internal_append_timeout_ms = 5000;
-/// Kafka's api keys used between brokers here (the schemas are in src/protocol/schemas).
-inline constexpr int16_t envelope_api_key = 58;            // KIP-590 forwarding to the active controller
-inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
-inline constexpr int16_t kafka_code_not_controller = 41;
-inline constexpr int16_t kafka_code_not_leader_or_follower = 6;
-inline constexpr int16_t kafka_code_stale_broker_epoch = 77;
-inline constexpr int16_t kafka_code_request_timed_out = 7;
-/// Producer ids the controller hands a broker at once (Kafka's ProducerIdManager block size):
-/// one metadata entry per 1000 idempotent producers started on a broker.
-inline constexpr int64_t producer_id_block_size = 1000;
-/// init_producer_id calls that may wait for a block at once; more are refused (retry).
-inline constexpr size_t producer_id_waiters_max = 10'000;
-/// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
-/// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
-inline constexpr size_t recent_reads_max = 8;
-/// Leader changes one automatic rebalance commits at once: a metadata entry stays small (about
-/// 40 bytes a change) and followers of thousands of partitions are not all moved in one step;
-/// the next check takes the rest.
-inline constexpr size_t leader_rebalance_changes_max = 1000;
-/// Tries of one elect-leaders request whose plan a concurrent change overtook (each re-plans from
-/// the newer image; a partition changing this often under a request is not worth more).
-inline constexpr int preferred_election_attempts_max = 3;
-/// The same for a partition reassignment request (a concurrent ISR change bumps the partition
-/// epoch its plan named).
-inline constexpr int reassignment_attempts_max = 3;
-/// A read that takes more memory than this is not kept: bounds a shard's recent reads to
-/// recent_reads_max x 1 MiB. Counted as payload (key + value + header bytes) plus
-/// recent_read_record_bytes per record, so many empty records count too.
-inline constexpr size_t recent_read_bytes_max = 1 << 20;
-/// A decoded record's own size and its allocations' headers, beyond its payload.
-inline constexpr size_t recent_read_record_bytes = sizeof(model::record) + 64;
 
 error from_storage(const storage::error& e);
 /// The body of a request this node sends at `version` (the versions are chosen here, so an
@@ -124,7 +69,8 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
                                       model::offset* next_offset = nullptr);
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
-controller::uuid new_topic_id();
+/// A random (version 4) UUID from `random`: topic, incarnation and ACL ids.
+controller::uuid new_topic_id(base::random_source& random);
 std::string unknown_topic_message(const std::string& topic);
 /// unknown_topic_or_partition naming the partition and the topic's partition count.
 error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
@@ -419,7 +365,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                      " more would pass the limit broker.partitions.max=" + std::to_string(config_.partitions_max) +
                      " (each partition keeps files open; the limit follows the open-file limit)"};
   }
-  result<void> ensure_offsets_topic();
   /// The topic and partition exist and the broker is not stopping.
   result<void> check_readable(const model::topic_partition& tp) const;
   using partitions_map = std::unordered_map<std::string, std::shared_ptr<partition_runtime>>;
@@ -442,12 +387,19 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
     return config_.log_dir + "/" + partition_key(topic, partition);
   }
   topic_description describe(const topic_state& t) const;
-  /// Start-up: waits (polling, up to metadata_catch_up_timeout_ms) until the quorum has a leader
-  /// and this node has applied every entry below the high watermark.
-  result<void> wait_for_metadata_catch_up();
-  /// Start-up: registers this broker (a RegisterBrokerRecord with a new incarnation) and waits
-  /// until the registration is applied here.
-  result<void> register_broker();
+  // Start-up steps on the controller shard, retried on runtime timers up to `deadline_ms` (clock
+  // ms; stage F: no thread sleeps); `done` once, there. Errors: not_controller (timed out).
+  /// The quorum has a leader and this node applied and published every entry below its HW.
+  void catch_up_with_metadata(int64_t deadline_ms, std::function<void(result<void>)> done);
+  /// This broker registered (RegisterBrokerRecord, new incarnation) and the record applied here.
+  void register_broker(int64_t deadline_ms, std::function<void(result<void>)> done);
+  /// __consumer_offsets and __transaction_state are in this node's image.
+  void await_internal_topics(int64_t deadline_ms, std::function<void(result<void>)> done);
+  /// Runs `again` once: on the next applied entry or leader change, or after start_up_poll_ms,
+  /// whichever is first (a simulated clock may stand still while the quorum commits).
+  void recheck_on_metadata(std::function<void()> again);
+  void run_metadata_rechecks();
+  std::vector<std::shared_ptr<std::function<void()>>> metadata_rechecks_;   // controller shard; empty = ran
   /// Runs `f` on the controller shard and waits for its result (start-up only).
   result<void> on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f);
   /// A new topic's TopicRecord, PartitionRecords (this node the only replica) and ConfigRecords.

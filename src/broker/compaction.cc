@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ringlog/base/clock.h"
+
 namespace ringlog::broker {
 
 compaction::compaction(const broker_config& config, size_t shard_count)
@@ -26,9 +28,9 @@ bool compaction::begin(size_t shard, storage::partition_log& log, partition_stat
   // that reads them first: tombstones_due is unknown until then.
   const bool due = state.ok() && (state->due || !s.cleaner->horizons_known(log));
   if (!due || !s.throttle.may_start(now_ms)) return false;
-  const auto started = std::chrono::steady_clock::now();
+  const base::stopwatch started;
   auto begun = s.cleaner->begin(log, storage::force_clean::no, storage::cleaner_io{&disk, std::move(resume)});
-  s.pass_time = std::chrono::steady_clock::now() - started;
+  s.pass_time = started.elapsed();
   s.step_time.observe(s.pass_time);
   return begun.ok() && begun.value();
 }
@@ -38,9 +40,9 @@ compaction::step_outcome compaction::step(size_t shard, storage::partition_log& 
   shard_cleaner& s = shards_.at(shard);
   step_outcome out;
   if (!s.cleaner || !s.cleaner->in_progress() || s.cleaner->cleaning() != &log) return out;
-  const auto started = std::chrono::steady_clock::now();
+  const base::stopwatch started;
   auto stepped = s.cleaner->step(log);
-  const auto took = std::chrono::steady_clock::now() - started;
+  const auto took = started.elapsed();
   s.pass_time += took;
   s.step_time.observe(took);
   if (!stepped.ok()) return out;

@@ -140,4 +140,12 @@ model::record metadata_log_record(std::span<const protocol::metadata_record> rec
 /// own failures as the codes a client retries on: not_controller, request_timed_out, ...).
 error from_controller(const controller::error& e);
 
+namespace detail {
+/// A (re)registration (start_up.cc), and the leadership of every partition that lost its leader
+/// while this broker was away and lists it in its ISR (KRaft elects them when it is unfenced).
+std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,
+                                                            const controller::uuid& incarnation,
+                                                            const broker_dependencies& deps, const std::string& rack);
+}  // namespace detail
+
 }  // namespace ringlog::broker

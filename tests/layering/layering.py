@@ -15,6 +15,11 @@ Three rules, all from design.md section 3 and style.md "Layout":
   3. Third-party headers stay in the modules THIRD_PARTY allows, also when they arrive through a
      ringlog header (a storage file that includes a runtime header that includes Boost sees Boost).
 
+  4. The cores and the broker run under a simulator (issue 28 stage F): in DETERMINISTIC modules no
+     line outside a // comment calls a thread sleep, std::random_device or a std::chrono clock's
+     now(); time comes from base::clock (measurements from base::stopwatch), randomness from
+     base::random_source, waits are runtime timers.
+
 ALLOWLIST holds today's violations, each with why it is there. It can only shrink: an entry whose
 include is gone, or no longer breaks a rule, fails the test until it is removed from the list.
 
@@ -95,6 +100,26 @@ GENERATED = {"ringlog/protocol/messages.h"}
 
 INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]')
 SOURCE_SUFFIXES = (".h", ".hh", ".hpp", ".cc", ".cpp", ".cxx", ".ipp")
+
+
+# Rule 4: modules whose code a simulation runs, and what they may not call themselves.
+DETERMINISTIC = {"broker", "partition", "controller", "replication", "raft", "producer_state", "storage",
+                 "group", "txn", "delay"}
+NONDETERMINISTIC_CALLS = re.compile(
+    r"this_thread::sleep_for|this_thread::sleep_until|std::random_device|"
+    r"(steady_clock|system_clock|high_resolution_clock)::now\s*\(")
+
+
+def nondeterministic_calls(root, rel):
+    """[(line number, the call)] of rule 4 in one file; // comments are skipped."""
+    found = []
+    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            code = line.split("//", 1)[0]
+            m = NONDETERMINISTIC_CALLS.search(code)
+            if m:
+                found.append((number, m.group(0)))
+    return found
 
 
 def module_rows():
@@ -185,6 +210,15 @@ def check(root):
                     problems[(rel, path)] = (
                         f"{rel}:{number}: \"{path}\" is not a header of {module}'s own directory: "
                         "other modules' headers come from include/ringlog/<module>/")
+    # Rule 4: no clock, sleep or entropy of its own in the code a simulation runs.
+    for rel, module in files:
+        if module not in DETERMINISTIC:
+            continue
+        for number, call in nondeterministic_calls(root, rel):
+            problems[(rel, "determinism:" + call)] = (
+                f"{rel}:{number}: {call} in {module}, which a simulation runs: take time from "
+                "base::clock (base::stopwatch to measure), randomness from base::random_source, "
+                "and wait on a runtime timer")
     # Rule 3: third-party families each file sees, through its ringlog and local includes.
     resolved = {}  # file -> [(included file, path as written)]
     direct = {}    # file -> {family: path as written}
@@ -284,6 +318,15 @@ def self_test():
          [("src/storage/bad.cc", "#include <boost/asio.hpp>\n")], {}, False),
         ("Boost in a core through a runtime header",
          [("src/storage/bad.cc", '#include "ringlog/runtime/asio_context.h"\n')], {}, False),
+        ("a thread sleep in the broker",
+         [("src/broker/bad.cc", "void f() { std::this_thread::sleep_for(std::chrono::milliseconds(5)); }\n")],
+         {}, False),
+        ("a raw clock in storage",
+         [("src/storage/bad.cc", "auto t = std::chrono::steady_clock::now();\n")], {}, False),
+        ("entropy of its own in the broker",
+         [("src/broker/bad.cc", "std::random_device device;\n")], {}, False),
+        ("a clock named in a comment passes",
+         [("src/broker/ok.cc", "// not std::chrono::steady_clock::now() here\n")], {}, True),
         ("an allowlisted violation passes",
          [("src/storage/bad.cc", '#include "ringlog/broker/broker.h"\n')],
          {("src/storage/bad.cc", "ringlog/broker/broker.h"): "test"}, True),

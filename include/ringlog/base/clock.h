@@ -1,6 +1,7 @@
 #pragma once
 // The only way cores read time (design.md section 3): a clock interface, real or simulated.
 
+#include <chrono>
 #include <cstdint>
 
 namespace ringlog::base {
@@ -16,6 +17,17 @@ class clock {
 class system_clock final : public clock {
  public:
   [[nodiscard]] int64_t now_ms() const override;
+};
+
+/// Elapsed monotonic time of a piece of work, for measurements only (histograms, log lines): it
+/// decides nothing, so the cores may read it and a simulation stays deterministic.
+class stopwatch {
+ public:
+  stopwatch() : started_(std::chrono::steady_clock::now()) {}
+  [[nodiscard]] std::chrono::steady_clock::duration elapsed() const { return std::chrono::steady_clock::now() - started_; }
+
+ private:
+  std::chrono::steady_clock::time_point started_;
 };
 
 /// A clock tests move by hand.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ringlog/base/clock.h"
+#include "ringlog/base/random.h"
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/broker/errc.h"
@@ -898,6 +899,9 @@ struct broker_dependencies {
   /// Where the broker reports events an operator wants to see (leadership, ISR changes,
   /// divergence, fencing): info (true) or error (false), one line each. Empty: not reported.
   std::function<void(bool info, const std::string& message)> log{};
+  /// Where topic, incarnation and ACL ids come from (issue 28 stage F: a simulation hands in a
+  /// seeded source and replays the same ids).
+  base::random_source& random = base::system_random_source();
 };
 
 /// Opens the broker on `config.log_dir`, replaying the metadata log and recovering every partition

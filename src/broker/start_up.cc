@@ -1,0 +1,254 @@
+// A broker's start (Kafka's BrokerServer.startup and BrokerLifecycleManager's first steps): the
+// metadata quorum started, caught up with, the partitions this node holds opened, the broker
+// registered, the internal topics awaited, the coordinators and schedulers started. The waits are
+// continuations on the controller shard (runtime timers, the clock interface); only start() itself,
+// called by open_broker outside the shards, blocks on them.
+
+#include <future>
+#include <utility>
+
+#include "broker_impl.h"
+#include "group_service.h"
+#include "metadata.h"
+#include "ringlog/base/assert.h"
+#include "ringlog/controller/metadata_quorum.h"
+#include "ringlog/storage/meta_properties.h"
+
+namespace ringlog::broker::detail {
+
+namespace {
+
+/// Start-up (ms): how long a step waiting on the metadata (to catch up, for a controller to take
+/// a registration, for the internal topics) waits at most before it looks again when no entry is
+/// applied and no leader changes meanwhile: short, a node's start waits on it; one look is one
+/// describe or image lookup on the controller shard.
+constexpr int64_t start_up_poll_ms = 20;
+
+}  // namespace
+
+result<void> broker_impl::start() {
+  leadership_lease_ = replication::leadership_lease(config_.broker_session_timeout_ms);
+  delay_states_.resize(shards_.size());
+  delay_ticking_.assign(shards_.size(), 0);
+  auto made = deps_.fs.make_directories(config_.log_dir);
+  if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
+  // The directory must be this cluster's and this node's (KIP-631 meta.properties).
+  if (auto meta = storage::check_meta_properties(deps_.fs, config_.log_dir, config_.cluster_id, config_.node_id);
+      !meta.ok()) {
+    return from_storage(meta.error());
+  }
+  incarnation_id_ = new_topic_id(deps_.random);
+  // The metadata quorum: one voter (this node) unless controller.quorum.voters names more. Its
+  // start loads the snapshot and, for a directory of the single-node ringlog, the old history.
+  controller::metadata_quorum_config qc;
+  qc.node_id = config_.node_id;
+  qc.voters = deps_.controller_quorum_voters;
+  if (qc.voters.empty()) qc.voters[config_.node_id] = rpc::peer_address{};
+  qc.cluster_id = config_.cluster_id;
+  qc.election_timeout_ms = config_.controller_quorum_election_timeout_ms;
+  qc.fetch_timeout_ms = config_.controller_quorum_fetch_timeout_ms;
+  qc.election_backoff_max_ms = config_.controller_quorum_election_backoff_max_ms;
+  qc.log_dir = config_.log_dir;
+  quorum_ = std::make_unique<controller::metadata_quorum>(qc, deps_.fs, deps_.runtime, controller_shard, deps_.clock,
+                                                          deps_.cluster_transport, *this);
+  if (deps_.cluster_transport != nullptr) register_cluster_handlers();
+  if (auto started = quorum_->start(); !started.ok()) {
+    return error{started.error().code == controller::errc::kafka_storage_error ? errc::kafka_storage_error
+                                                                               : errc::invalid_config,
+                 "metadata quorum: " + started.error().message};
+  }
+  if (deps_.cluster_transport != nullptr) share_fetch_handler();
+  if (deps_.start_cluster_transport) deps_.start_cluster_transport();
+  const int64_t catch_up_deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
+  RINGLOG_TRY(on_controller_shard_and_wait(
+      [this, catch_up_deadline_ms](auto done) { catch_up_with_metadata(catch_up_deadline_ms, std::move(done)); }));
+  if (auto refused = decommissioned_refusal()) return *refused;   // before any partition opens (issue 33)
+  // Open every partition this node holds as of the image it caught up to; entries applied from
+  // now on open, remove and reconfigure partitions as they come.
+  RINGLOG_TRY(on_controller_shard_and_wait([this](auto done) {
+    partitions_open_ = true;
+    apply_job job;
+    job.before = controller_view_;
+    job.after = controller_view_;
+    job.offset = reconciled_end_ - 1;
+    job.open_all = true;
+    job.reconcile = true;
+    enqueue_apply_job(std::move(job));
+    await_applied(job.offset, std::move(done));
+  }));
+  if (!config_.process_role_broker) {
+    // A dedicated controller (process.roles=controller): no registration, no heartbeats, no
+    // partitions, no coordinators. Its tick runs only the active controller's duties (fencing,
+    // leader rebalance, the internal topics), which the brokers that register later need.
+    deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
+    for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
+    return base::ok_v;
+  }
+  const int64_t register_deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
+  RINGLOG_TRY(on_controller_shard_and_wait(
+      [this, register_deadline_ms](auto done) { register_broker(register_deadline_ms, std::move(done)); }));
+  // Heartbeats (and, on the active controller, fencing and the creation of __consumer_offsets)
+  // run from here on; the groups need __consumer_offsets to exist.
+  deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
+  const int64_t topics_deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
+  RINGLOG_TRY(on_controller_shard_and_wait(
+      [this, topics_deadline_ms](auto done) { await_internal_topics(topics_deadline_ms, std::move(done)); }));
+  const int32_t offsets_partitions = find_topic(consumer_offsets_topic)->partitions_count();
+  groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
+                               config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
+  RINGLOG_TRY(groups_->start());
+  groups_started_.store(groups_.get(), std::memory_order_release);
+  txn_service_options txn_options;
+  txn_options.state_partitions = find_topic(transaction_state_topic)->partitions_count();
+  txn_options.transaction_max_timeout_ms = config_.transaction_max_timeout_ms;
+  txn_options.transactional_id_expiration_ms = config_.transactional_id_expiration_ms;
+  txn_options.abort_timed_out_check_interval_ms = config_.transaction_abort_timed_out_transaction_cleanup_interval_ms;
+  txns_ = make_txn_service(*this, *this, deps_.runtime, deps_.clock, txn_options);
+  RINGLOG_TRY(txns_->start());
+  txns_started_.store(txns_.get(), std::memory_order_release);
+  start_delay_schedulers();
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    schedule_maintenance(s);
+    schedule_replication_tick(s);
+  }
+  return base::ok_v;
+}
+
+result<void> broker_impl::on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f) {
+  std::promise<result<void>> finished;
+  deps_.runtime.post(controller_shard, [&finished, f = std::move(f)] {
+    f([&finished](result<void> r) { finished.set_value(std::move(r)); });
+  });
+  return finished.get_future().get();
+}
+
+void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  const controller::quorum_description d = quorum_->describe();
+  if (d.leader_id >= 0 && d.high_watermark > 0 && d.applied_end_offset >= d.high_watermark) {
+    // Entries applied so far are queued for publication: done once they are published.
+    const int64_t offset = controller_view_->image->offset();
+    if (offset < 0 || offset < reconciled_end_) return done(base::ok_v);
+    return await_applied(offset, std::move(done));
+  }
+  if (deps_.clock.now_ms() >= deadline_ms) {
+    return done(error{errc::not_controller,
+                      "the metadata quorum has no leader this node could catch up with after " +
+                          std::to_string(config_.metadata_catch_up_timeout_ms) + " ms (leader " +
+                          std::to_string(d.leader_id) + ", high watermark " + std::to_string(d.high_watermark) +
+                          ", applied " + std::to_string(d.applied_end_offset) +
+                          "): are a majority of controller.quorum.voters running and reachable?"});
+  }
+  recheck_on_metadata([this, deadline_ms, done = std::move(done)]() mutable {
+    catch_up_with_metadata(deadline_ms, std::move(done));
+  });
+}
+
+const controller::broker_registration* broker_impl::own_registration() const {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  const auto* b = controller_view_->image->find_broker(config_.node_id);
+  return b != nullptr && b->incarnation_id == incarnation_id_ ? b : nullptr;
+}
+
+/// A (re)registration, and the leadership of every partition that lost its leader while this
+/// broker was away and lists it in its ISR (KRaft elects them when the broker is unfenced).
+std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,
+                                                            const controller::uuid& incarnation,
+                                                            const broker_dependencies& deps, const std::string& rack) {
+  protocol::register_broker_record r;
+  r.broker_id = node_id;
+  r.incarnation_id = incarnation;
+  r.broker_epoch = -1;   // the registration's offset (metadata_image.cc)
+  protocol::register_broker_record::broker_endpoint http;
+  http.name = "http";
+  http.host = deps.advertised_host;
+  http.port = static_cast<uint16_t>(deps.advertised_port);
+  r.end_points.push_back(http);
+  for (const auto& listener : deps.advertised_kafka_listeners) {   // Kafka listeners by name (issue 29)
+    r.end_points.emplace_back().name = listener.listener_name;
+    r.end_points.back().host = listener.host;
+    r.end_points.back().port = static_cast<uint16_t>(listener.port);
+  }
+  if (!deps.advertised_cluster_host.empty() && deps.advertised_cluster_port >= 0) {
+    protocol::register_broker_record::broker_endpoint cluster;
+    cluster.name = "cluster";
+    cluster.host = deps.advertised_cluster_host;
+    cluster.port = static_cast<uint16_t>(deps.advertised_cluster_port);
+    r.end_points.push_back(cluster);
+  }
+  r.rack = rack;
+  // Registered after it caught up with the metadata log, so it may serve at once (Kafka registers
+  // fenced and unfences on the first caught-up heartbeat: the same state, one step shorter).
+  r.fenced = false;
+  std::vector<protocol::metadata_record> out{r};
+  for (auto& change : rejoin_partitions(image, node_id)) out.push_back(std::move(change));
+  return out;
+}
+
+void broker_impl::register_broker(int64_t deadline_ms, std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
+                                      config_.broker_rack),
+                 [this, deadline_ms, done = std::move(done)](result<void> r) mutable {
+    // invalid_request: the entry was refused where it was applied - a PartitionChangeRecord in it
+    // was worked out from an image that a newer change overtook (its partition epoch moved); the
+    // next attempt works it out again from the newer image.
+    if (r.ok() ||
+        (r.error().code != errc::not_controller && r.error().code != errc::request_timed_out &&
+         r.error().code != errc::invalid_request) ||
+        deps_.clock.now_ms() >= deadline_ms) {
+      return done(std::move(r));
+    }
+    recheck_on_metadata([this, deadline_ms, done = std::move(done)]() mutable {
+      register_broker(deadline_ms, std::move(done));
+    });
+  });
+}
+
+void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(result<void>)> done) {
+  // The active controller creates them (ensure_offsets_topic_async, also on every heartbeat tick);
+  // other nodes wait until they are in their image.
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  ensure_offsets_topic_async([this, deadline_ms, done = std::move(done)](result<bool> r) mutable {
+    if (r.ok() && r.value()) return done(base::ok_v);
+    if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) {
+      return done(r.error());
+    }
+    if (deps_.clock.now_ms() >= deadline_ms) {
+      return done(error{errc::not_controller, "topics " + std::string(consumer_offsets_topic) + " and " +
+                                                  transaction_state_topic +
+                                                  " were not created by the active controller within " +
+                                                  std::to_string(config_.metadata_catch_up_timeout_ms) + " ms"});
+    }
+    recheck_on_metadata([this, deadline_ms, done = std::move(done)]() mutable {
+      await_internal_topics(deadline_ms, std::move(done));
+    });
+  });
+}
+
+void broker_impl::recheck_on_metadata(std::function<void()> again) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  std::erase_if(metadata_rechecks_, [](const auto& waiting) { return !*waiting; });
+  auto waiting = std::make_shared<std::function<void()>>(std::move(again));
+  metadata_rechecks_.push_back(waiting);
+  deps_.runtime.post_after(controller_shard, start_up_poll_ms, [waiting, alive = std::weak_ptr<int>(lifetime_)] {
+    if (!alive.lock() || !*waiting) return;
+    auto run = std::move(*waiting);
+    *waiting = nullptr;
+    run();
+  });
+}
+
+void broker_impl::run_metadata_rechecks() {
+  // Posted, not run here: the quorum is inside its apply or leader-change callback.
+  for (auto& waiting : std::exchange(metadata_rechecks_, {})) {
+    deps_.runtime.post(controller_shard, [waiting, alive = std::weak_ptr<int>(lifetime_)] {
+      if (!alive.lock() || !*waiting) return;
+      auto run = std::move(*waiting);
+      *waiting = nullptr;
+      run();
+    });
+  }
+}
+
+}  // namespace ringlog::broker::detail
