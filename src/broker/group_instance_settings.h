@@ -1,6 +1,6 @@
 #pragma once
 // A REST consumer instance's settings and their record in __consumer_offsets (offsets_codec.h):
-// the part of the group service (group_service.cc, the only includer) that needs no coordinator.
+// the part of the group service that needs no coordinator (included by group_service_impl.h only).
 
 #include <cmath>
 #include <deque>
@@ -13,7 +13,7 @@
 #include "ringlog/group/coordinator_partition.h"
 
 namespace ringlog::broker {
-namespace {   // one includer: group_service.cc
+namespace group_service_internal {   // the group service's files only (group_service_impl.h)
 
 /// A consumer instance's REST settings; the membership itself is the coordinator's. An instance
 /// joins its group on subscribe or assign (Kafka's consumer joins on subscribe/poll; issue 14
@@ -41,11 +41,11 @@ struct instance_settings {
 
 /// Nacks an instance remembers (instance_settings::nacked): 10,000 x ~60 bytes per instance.
 /// Past it, a repeated nack of an old offset below the committed offset is still recognised.
-constexpr size_t nacked_remembered_max = 10'000;
+inline constexpr size_t nacked_remembered_max = 10'000;
 /// Records one nack call may name: a poll's worth (each is one fetch and one copy).
-constexpr size_t nacks_per_call_max = 1'000;
+inline constexpr size_t nacks_per_call_max = 1'000;
 
-std::optional<group::consumer_instance_value::retry_settings> retry_settings_of(const std::optional<delay::retry_policy>& p) {
+inline std::optional<group::consumer_instance_value::retry_settings> retry_settings_of(const std::optional<delay::retry_policy>& p) {
   if (!p) return std::nullopt;
   return group::consumer_instance_value::retry_settings{
       p->max_delivery_attempts, p->retry_backoff_ms,
@@ -53,7 +53,7 @@ std::optional<group::consumer_instance_value::retry_settings> retry_settings_of(
       p->retry_topic_template, p->dead_letter_topic_template};
 }
 
-std::optional<delay::retry_policy> retry_policy_of(const std::optional<group::consumer_instance_value::retry_settings>& r) {
+inline std::optional<delay::retry_policy> retry_policy_of(const std::optional<group::consumer_instance_value::retry_settings>& r) {
   if (!r) return std::nullopt;
   delay::retry_policy p{r->max_delivery_attempts, r->retry_backoff_ms,
                         static_cast<double>(r->retry_backoff_multiplier_milli) / 1000.0, r->retry_backoff_max_ms};
@@ -63,7 +63,7 @@ std::optional<delay::retry_policy> retry_policy_of(const std::optional<group::co
   return p;
 }
 
-group::offsets_topic_record instance_record(const instance_settings& s) {
+inline group::offsets_topic_record instance_record(const instance_settings& s) {
   group::consumer_instance_value v;
   v.client_name = s.join.client_name;
   v.group_instance_id = s.join.group_instance_id;
@@ -82,13 +82,13 @@ group::offsets_topic_record instance_record(const instance_settings& s) {
           group::encode_consumer_instance_value(v)};
 }
 
-group::offsets_topic_record instance_tombstone(const std::string& group_id, const std::string& instance_id) {
+inline group::offsets_topic_record instance_tombstone(const std::string& group_id, const std::string& instance_id) {
   return {group::encode_consumer_instance_key(group_id, instance_id), std::nullopt};
 }
 
 /// The settings a consumer instance record holds (a restart); not joined, its lease starting now.
-instance_settings settings_of(const group::consumer_instance_key& key, const group::consumer_instance_value& v,
-                              int64_t now_ms) {
+inline instance_settings settings_of(const group::consumer_instance_key& key, const group::consumer_instance_value& v,
+                                     int64_t now_ms) {
   instance_settings s;
   s.info = {key.group_id, key.instance_id, static_cast<consumer_format>(v.format), v.auto_commit_enable,
             v.request_timeout_ms, v.owner};
@@ -109,5 +109,5 @@ instance_settings settings_of(const group::consumer_instance_key& key, const gro
   return s;
 }
 
-}  // namespace
+}  // namespace group_service_internal
 }  // namespace ringlog::broker

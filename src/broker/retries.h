@@ -2,7 +2,7 @@
 // Retries and dead letters on plain topics (issue 18, docs/retries.md): the writes a nack makes
 // and the dead-letter calls (list, browse, redrive). Everything here goes through the public
 // broker API (produce, fetch, create_topic), so a retry or dead-letter partition led by another
-// broker is reached like any partition; the group coordinator (group_service.cc) decides what a
+// broker is reached like any partition; the group coordinator (group_nacks.cc) decides what a
 // nack may do, delay::route_nack decides where it goes.
 
 #include <functional>
