@@ -66,9 +66,6 @@ inline constexpr int16_t kafka_code_not_controller = 41;
 inline constexpr int16_t kafka_code_not_leader_or_follower = 6;
 inline constexpr int16_t kafka_code_stale_broker_epoch = 77;
 inline constexpr int16_t kafka_code_request_timed_out = 7;
-/// Producer ids the controller hands a broker at once (Kafka's ProducerIdManager block size):
-/// one metadata entry per 1000 idempotent producers started on a broker.
-inline constexpr int64_t producer_id_block_size = 1000;
 /// init_producer_id calls that may wait for a block at once; more are refused (retry).
 inline constexpr size_t producer_id_waiters_max = 10'000;
 /// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
@@ -747,9 +744,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   int64_t producer_ids_end_ = 0;
   bool producer_ids_requesting_ = false;
   std::deque<std::function<void(result<producer_identity>)>> producer_id_waiters_;
-  /// Controller shard: the end of the last block proposed (may be ahead of the image's
-  /// next_producer_id while its record commits).
-  int64_t producer_ids_reserved_ = 0;
+  producer_id_control producer_id_control_;   // controller shard: the blocks proposed (producer_ids.h)
   // the controller's side of an ISR change
   void handle_alter_partition(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);

@@ -50,4 +50,9 @@ inline constexpr size_t rebalance_steps_max = 100'000;
 /// a second bounds the planner's CPU on the active controller while its moves commit.
 inline constexpr int64_t autobalancer_retry_interval_ms = 1'000;
 
+/// Producer ids the active controller hands a broker at once (producer_ids.h; Kafka's
+/// ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE): one metadata entry per 1000 idempotent producers
+/// started on a broker.
+inline constexpr int64_t producer_id_block_size = 1000;
+
 }  // namespace ringlog::controller::constants
