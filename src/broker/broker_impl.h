@@ -64,7 +64,6 @@ inline constexpr int16_t envelope_api_key = 58;            // KIP-590 forwarding
 inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
 inline constexpr int16_t kafka_code_not_controller = 41;
 inline constexpr int16_t kafka_code_not_leader_or_follower = 6;
-inline constexpr int16_t kafka_code_stale_broker_epoch = 77;
 inline constexpr int16_t kafka_code_request_timed_out = 7;
 /// init_producer_id calls that may wait for a block at once; more are refused (retry).
 inline constexpr size_t producer_id_waiters_max = 10'000;
@@ -937,9 +936,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void renew_leadership_lease(int64_t sent_ms);
   bool offsets_topic_pending_ = false;
   bool fencing_in_flight_ = false;
-  /// Active controller: wall ms of each broker's last heartbeat (since this node became leader).
-  std::map<int32_t, int64_t> last_heartbeat_ms_;
-  std::map<int32_t, int64_t> heartbeat_epoch_;   // the broker epoch last_heartbeat_ms_ counts for
+  broker_heartbeats broker_heartbeats_;   // active controller: brokers' sessions (controller/membership.h)
   int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
   /// Controller shard: (topic, partition) -> the leader epoch in which the image named this node
   /// leader while it was not registered in this incarnation (renew_stale_leaderships).
@@ -952,7 +949,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once   // rebalance_leaders_tick: the last check
   bool leader_rebalance_in_flight_ = false;
   std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now
-  std::map<int32_t, int64_t> refused_at_ms_;  // probe_broker: when each broker's listener last refused
   std::atomic<bool> controlled_shutdown_done_{false};
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);

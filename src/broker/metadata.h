@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ringlog/broker/broker.h"
+#include "ringlog/controller/membership.h"
 #include "ringlog/controller/metadata_image.h"
 #include "ringlog/controller/placement.h"
 #include "ringlog/controller/producer_ids.h"
@@ -26,8 +27,9 @@
 namespace ringlog::broker {
 
 // The active controller's pure decisions (src/controller: placement, elections, reassignment,
-// producer ids), which the broker's controller duties commit as metadata records.
+// producer ids, membership), which the broker's controller duties commit as metadata records.
 using controller::automatic_replication_factor;
+using controller::broker_heartbeats;
 using controller::complete_reassignment_if_ready;
 using controller::completion_barrier;
 using controller::controlled_shutdown_records;

@@ -55,4 +55,9 @@ inline constexpr int64_t autobalancer_retry_interval_ms = 1'000;
 /// started on a broker.
 inline constexpr int64_t producer_id_block_size = 1000;
 
+/// A broker is a heartbeat late, and the active controller asks whether its process still listens
+/// (membership.h's late), after this many broker.heartbeat.interval.ms without one: one interval
+/// may be a slow tick; two are not, and still well inside any session timeout worth having.
+inline constexpr int64_t heartbeat_intervals_late = 2;
+
 }  // namespace ringlog::controller::constants
