@@ -180,14 +180,9 @@ void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
   quorum_leader_id_ = leader_id;
   if (leader_id == config_.node_id && !was_leader) {
     // A new active controller gives every broker a full session before fencing it.
-    last_heartbeat_ms_.clear();
     const int64_t now = deps_.clock.now_ms();
     controller_active_since_ms_ = now;
-    refused_at_ms_.clear();
-    for (const auto& [id, b] : controller_view_->image->brokers()) {
-      last_heartbeat_ms_[id] = now;
-      heartbeat_epoch_[id] = b.broker_epoch;
-    }
+    broker_heartbeats_.activate(*controller_view_->image, now);
     // The previous controller left for a reason (often its process died, and its broker with it):
     // ask every broker at once instead of waiting a session for the gone ones.
     for (const auto& [id, b] : controller_view_->image->brokers()) probe_broker(id);
@@ -481,9 +476,8 @@ void broker_impl::schedule_heartbeat() {
 void broker_impl::heartbeat_tick() {
   autobalancer_tick();   // every node: unavailable brokers; the active controller: decommissions, autobalancer
   if (quorum_->leader_id() == config_.node_id) {
-    const int64_t now = deps_.clock.now_ms();
-    for (const auto& [id, seen] : last_heartbeat_ms_) {
-      if (now - seen > 2 * config_.broker_heartbeat_interval_ms) probe_broker(id);   // a heartbeat late
+    for (int32_t id : broker_heartbeats_.late(deps_.clock.now_ms(), config_.broker_heartbeat_interval_ms)) {
+      probe_broker(id);   // a heartbeat late
     }
     fence_lapsed_brokers();
     rebalance_leaders_tick();

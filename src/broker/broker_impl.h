@@ -699,9 +699,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   int64_t producer_ids_end_ = 0;
   bool producer_ids_requesting_ = false;
   std::deque<std::function<void(result<producer_identity>)>> producer_id_waiters_;
-  /// Controller shard: the end of the last block proposed (may be ahead of the image's
-  /// next_producer_id while its record commits).
-  int64_t producer_ids_reserved_ = 0;
+  producer_id_control producer_id_control_;   // controller shard: the blocks proposed (producer_ids.h)
   // the controller's side of an ISR change
   void handle_alter_partition(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);
@@ -894,9 +892,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void renew_leadership_lease(int64_t sent_ms);
   bool offsets_topic_pending_ = false;
   bool fencing_in_flight_ = false;
-  /// Active controller: wall ms of each broker's last heartbeat (since this node became leader).
-  std::map<int32_t, int64_t> last_heartbeat_ms_;
-  std::map<int32_t, int64_t> heartbeat_epoch_;   // the broker epoch last_heartbeat_ms_ counts for
+  broker_heartbeats broker_heartbeats_;   // active controller: brokers' sessions (controller/membership.h)
   int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
   /// Controller shard: (topic, partition) -> the leader epoch in which the image named this node
   /// leader while it was not registered in this incarnation (renew_stale_leaderships).
@@ -909,7 +905,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once   // rebalance_leaders_tick: the last check
   bool leader_rebalance_in_flight_ = false;
   std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now
-  std::map<int32_t, int64_t> refused_at_ms_;  // probe_broker: when each broker's listener last refused
   std::atomic<bool> controlled_shutdown_done_{false};
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);

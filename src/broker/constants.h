@@ -39,11 +39,7 @@ inline constexpr int16_t envelope_api_key = 58;            // KIP-590 forwarding
 inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
 inline constexpr int16_t kafka_code_not_controller = 41;
 inline constexpr int16_t kafka_code_not_leader_or_follower = 6;
-inline constexpr int16_t kafka_code_stale_broker_epoch = 77;
 inline constexpr int16_t kafka_code_request_timed_out = 7;
-/// Producer ids the controller hands a broker at once (Kafka's ProducerIdManager block size):
-/// one metadata entry per 1000 idempotent producers started on a broker.
-inline constexpr int64_t producer_id_block_size = 1000;
 /// init_producer_id calls that may wait for a block at once; more are refused (retry).
 inline constexpr size_t producer_id_waiters_max = 10'000;
 /// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a

@@ -17,16 +17,19 @@
 #include <vector>
 
 #include "ringlog/broker/broker.h"
+#include "ringlog/controller/membership.h"
 #include "ringlog/controller/metadata_image.h"
 #include "ringlog/controller/placement.h"
+#include "ringlog/controller/producer_ids.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/model/record.h"
 
 namespace ringlog::broker {
 
-// The active controller's pure decisions (src/controller: placement, elections, reassignment),
-// which the broker's controller duties commit as metadata records.
+// The active controller's pure decisions (src/controller: placement, elections, reassignment,
+// producer ids, membership), which the broker's controller duties commit as metadata records.
 using controller::automatic_replication_factor;
+using controller::broker_heartbeats;
 using controller::complete_reassignment_if_ready;
 using controller::completion_barrier;
 using controller::controlled_shutdown_records;
@@ -37,6 +40,7 @@ using controller::place_replicas;
 using controller::plan_preferred_elections;
 using controller::plan_reassignments;
 using controller::preferred_election;
+using controller::producer_id_control;
 using controller::reassignment_target;
 using controller::rejoin_partitions;
 using controller::remove_broker_from_partitions;

@@ -1,7 +1,8 @@
 // Producer ids for idempotent producers (KIP-98): the active controller hands out blocks of
 // producer_id_block_size ids, each committed as a ProducerIdsRecord to the metadata log (KIP-730's
-// AllocateProducerIds, Kafka's ProducerIdControlManager), so no id is ever handed out twice, even
-// across controller failovers. Each broker takes one block at a time and gives out its ids
+// AllocateProducerIds; the decision, Kafka's ProducerIdControlManager, is
+// controller::producer_id_control in controller/producer_ids.h), so no id is ever handed out twice,
+// even across controller failovers. Each broker takes one block at a time and gives out its ids
 // (InitProducerId without a transactional.id, the HTTP producer sessions). A broker that is not
 // the controller asks it over the cluster listener, as it does AlterPartition; on a single node
 // the one-voter quorum serves the same request on the same code path.
@@ -152,24 +153,19 @@ void broker_impl::allocate_producer_ids(const protocol::allocate_producer_ids_re
     response.error_code = kafka_code_not_controller;
     return done(std::move(response));
   }
-  // Blocks proposed but not yet applied count too: two requests in flight never get one block.
-  const int64_t start = std::max(controller_view_->image->next_producer_id(), producer_ids_reserved_);
-  if (start > std::numeric_limits<int64_t>::max() - producer_id_block_size) {
-    response.error_code = code_unknown_server_error;   // 2^63 ids handed out: never in practice
+  auto block = producer_id_control_.generate_next_block(*controller_view_->image, request.broker_id, request.broker_epoch);
+  if (!block.ok()) {
+    response.error_code = static_cast<int16_t>(kafka_error_code(from_controller(block.error()).code));
     return done(std::move(response));
   }
-  producer_ids_reserved_ = start + producer_id_block_size;
-  protocol::producer_ids_record record;
-  record.broker_id = request.broker_id;
-  record.broker_epoch = request.broker_epoch;
-  record.next_producer_id = start + producer_id_block_size;
-  commit_records({record}, [done = std::move(done), response = std::move(response), start](result<void> r) mutable {
+  commit_records({block->record}, [done = std::move(done), response = std::move(response),
+                                   start = block->producer_id_start, len = block->producer_id_len](result<void> r) mutable {
     if (!r.ok()) {
       response.error_code = static_cast<int16_t>(kafka_error_code(r.error().code));
       if (response.error_code == 0) response.error_code = code_unknown_server_error;
     } else {
       response.producer_id_start = start;
-      response.producer_id_len = static_cast<int32_t>(producer_id_block_size);
+      response.producer_id_len = len;
     }
     done(std::move(response));
   });

@@ -18,6 +18,8 @@ std::string_view to_string(errc e) {
     case errc::no_reassignment_in_progress: return "no_reassignment_in_progress";
     case errc::election_not_needed: return "election_not_needed";
     case errc::preferred_leader_not_available: return "preferred_leader_not_available";
+    case errc::stale_broker_epoch: return "stale_broker_epoch";
+    case errc::unknown_server_error: return "unknown_server_error";
   }
   return "unknown";
 }

@@ -50,4 +50,14 @@ inline constexpr size_t rebalance_steps_max = 100'000;
 /// a second bounds the planner's CPU on the active controller while its moves commit.
 inline constexpr int64_t autobalancer_retry_interval_ms = 1'000;
 
+/// Producer ids the active controller hands a broker at once (producer_ids.h; Kafka's
+/// ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE): one metadata entry per 1000 idempotent producers
+/// started on a broker.
+inline constexpr int64_t producer_id_block_size = 1000;
+
+/// A broker is a heartbeat late, and the active controller asks whether its process still listens
+/// (membership.h's late), after this many broker.heartbeat.interval.ms without one: one interval
+/// may be a slow tick; two are not, and still well inside any session timeout worth having.
+inline constexpr int64_t heartbeat_intervals_late = 2;
+
 }  // namespace ringlog::controller::constants

@@ -25,6 +25,8 @@ enum class errc {
   no_reassignment_in_progress,      // a cancel of a partition not being reassigned
   election_not_needed,              // the preferred replica already leads
   preferred_leader_not_available,   // the preferred replica is fenced, stopping or out of the ISR
+  stale_broker_epoch,               // a heartbeat from a broker not registered in that epoch (membership.h)
+  unknown_server_error,             // producer ids exhausted (producer_ids.h; Kafka's name for it)
 };
 
 std::string_view to_string(errc);

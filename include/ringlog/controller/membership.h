@@ -1,0 +1,105 @@
+#pragma once
+// Cluster membership on the active controller as pure decisions (Kafka's ClusterControlManager
+// and BrokerHeartbeatManager, KIP-631): the answer to a broker's heartbeat (fenced or not,
+// controlled shutdown, the records that unfence it or start its shutdown), and which broker to
+// fence because it missed its session (broker.session.timeout.ms) or its process is known gone.
+// Time comes in as arguments (wall ms of the active controller's clock); nothing here sends,
+// commits or logs: the broker answers the RPC, commits the records and logs the reason
+// (src/broker/membership.cc).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ringlog/controller/errc.h"
+#include "ringlog/controller/metadata_image.h"
+#include "ringlog/protocol/wire.h"
+
+namespace ringlog::controller {
+
+/// What the active controller answers a heartbeat (BrokerHeartbeatResponse's fields), and the
+/// records to commit for it (empty: none). The next heartbeat learns the records' outcome.
+struct heartbeat_answer {
+  bool is_fenced = true;
+  bool should_shut_down = false;
+  std::vector<protocol::metadata_record> records;
+};
+
+/// The settings fencing follows, from the active controller's config.
+struct fencing_rules {
+  int64_t session_timeout_ms = 0;        // broker.session.timeout.ms
+  int32_t own_id = -1;                   // node.id of the active controller
+  bool own_is_broker = false;            // process.roles includes broker (a combined node)
+  bool unclean_leader_election = false;  // unclean.leader.election.enable
+};
+
+/// A broker to fence: why (for the log line) and the records that do it.
+struct fencing {
+  int32_t broker_id = -1;
+  /// "no heartbeat for N ms (broker.session.timeout.ms=M)" or "its cluster listener refuses
+  /// connections (its process is gone)".
+  std::string reason;
+  /// A FenceBrokerRecord, then remove_broker_from_partitions's records (its leaderships move).
+  std::vector<protocol::metadata_record> records;
+};
+
+/// The active controller's record of each broker's session (in memory: a new active controller
+/// starts it with activate and gives every broker a full session). Controller shard only.
+class broker_heartbeats {
+ public:
+  /// This node became the active controller at `now_ms`: every broker of `image` starts a full
+  /// session now, in its current broker epoch; refusals seen before are forgotten.
+  void activate(const controller::metadata_image& image, int64_t now_ms);
+
+  /// An accepted heartbeat of broker `broker_id` at `now_ms` (answer calls it): its session
+  /// restarts. The broker epoch a session counts for is the one next_to_fence last saw in the
+  /// image; a new one there (a restart) restarts the session when next_to_fence first sees it.
+  void heard(int32_t broker_id, int64_t now_ms);
+
+  /// The answer to `request` at `now_ms` against `image` (Kafka's
+  /// ClusterControlManager.processBrokerHeartbeat): the broker is fenced / shutting down as the
+  /// image says; a broker that wants to shut down and is not yet gets controlled_shutdown_records;
+  /// a fenced one that does not want to shut down gets an UnfenceBrokerRecord and the
+  /// leaderships of leaderless partitions whose ISR names it (elect_leaderless). An accepted
+  /// heartbeat is heard. Errors: stale_broker_epoch when the broker is not registered in
+  /// request.broker_epoch (nothing is heard).
+  result<heartbeat_answer> answer(const controller::metadata_image& image,
+                                  const protocol::broker_heartbeat_request_data& request, int64_t now_ms);
+
+  /// The first broker (lowest id) of `image` to fence at `now_ms`, or nullopt: an unfenced broker
+  /// whose last heartbeat (or session start) is more than rules.session_timeout_ms ago, or whose
+  /// cluster listener refused a probe started at or after it (refused). Never the active
+  /// controller's own broker on a combined node (it runs this code: it is alive); a dedicated
+  /// controller's registration under its own id is left over from a combined past and is fenced
+  /// like any other. A broker seen in a new broker epoch (a restart) starts its session now.
+  /// One at a time: the caller commits the records, and asks again on the image they made.
+  std::optional<fencing> next_to_fence(const controller::metadata_image& image, int64_t now_ms,
+                                       const fencing_rules& rules);
+
+  /// Brokers whose last heartbeat is more than constants::heartbeat_intervals_late x
+  /// `heartbeat_interval_ms` before `now_ms` (the active controller probes them), in id order.
+  [[nodiscard]] std::vector<int32_t> late(int64_t now_ms, int64_t heartbeat_interval_ms) const;
+
+  /// A probe of broker `broker_id` started at `started_ms` found its cluster listener refusing
+  /// connections: next_to_fence fences it at once unless it heard a heartbeat after `started_ms`.
+  void refused(int32_t broker_id, int64_t started_ms);
+
+ private:
+  std::map<int32_t, int64_t> last_heartbeat_ms_;   // wall ms of each broker's last heartbeat or session start
+  std::map<int32_t, int64_t> heartbeat_epoch_;     // the broker epoch last_heartbeat_ms_ counts for
+  std::map<int32_t, int64_t> refused_at_ms_;       // when a probe that found each broker's listener refusing started
+};
+
+/// An UnfenceBrokerRecord for broker `b`, then elect_leaderless's records for it (Kafka's
+/// BrokerHeartbeatManager unfences a broker that heartbeats and is caught up).
+std::vector<protocol::metadata_record> unfence_broker_records(const controller::metadata_image& image,
+                                                              const controller::broker_registration& b);
+
+/// A FenceBrokerRecord for broker `b`, then remove_broker_from_partitions's records.
+std::vector<protocol::metadata_record> fence_broker_records(const controller::metadata_image& image,
+                                                            const controller::broker_registration& b,
+                                                            bool unclean_leader_election);
+
+}  // namespace ringlog::controller

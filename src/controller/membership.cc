@@ -1,0 +1,103 @@
+#include "ringlog/controller/membership.h"
+
+#include <string>
+
+#include "ringlog/controller/constants.h"
+#include "ringlog/controller/placement.h"
+
+namespace ringlog::controller {
+
+void broker_heartbeats::activate(const controller::metadata_image& image, int64_t now_ms) {
+  last_heartbeat_ms_.clear();
+  refused_at_ms_.clear();
+  for (const auto& [id, b] : image.brokers()) {
+    last_heartbeat_ms_[id] = now_ms;
+    heartbeat_epoch_[id] = b.broker_epoch;
+  }
+}
+
+void broker_heartbeats::heard(int32_t broker_id, int64_t now_ms) { last_heartbeat_ms_[broker_id] = now_ms; }
+
+result<heartbeat_answer> broker_heartbeats::answer(const controller::metadata_image& image,
+                                                   const protocol::broker_heartbeat_request_data& request,
+                                                   int64_t now_ms) {
+  const auto* b = image.find_broker(request.broker_id);
+  if (b == nullptr || b->broker_epoch != request.broker_epoch) {
+    return error{errc::stale_broker_epoch, "broker " + std::to_string(request.broker_id) + " is not registered in epoch " +
+                                               std::to_string(request.broker_epoch)};
+  }
+  heard(request.broker_id, now_ms);
+  heartbeat_answer out;
+  out.is_fenced = b->fenced;
+  out.should_shut_down = b->in_controlled_shutdown;
+  if (request.want_shut_down && !b->in_controlled_shutdown) {
+    out.records = controlled_shutdown_records(image, *b);
+  } else if (!request.want_shut_down && b->fenced) {
+    out.records = unfence_broker_records(image, *b);
+  }
+  return out;
+}
+
+std::optional<fencing> broker_heartbeats::next_to_fence(const controller::metadata_image& image, int64_t now_ms,
+                                                        const fencing_rules& rules) {
+  for (const auto& [id, b] : image.brokers()) {
+    // The active controller's own broker is alive by definition (it runs this code): a late
+    // heartbeat of its own, e.g. after the process stalled, must not take its partitions offline.
+    // A dedicated controller has no broker of its own: a registration under its id is left over
+    // from when the node ran process.roles=broker,controller, and is fenced like any lapsed one.
+    if (b.fenced || (id == rules.own_id && rules.own_is_broker)) continue;
+    // A new registration (a restart: a new broker epoch) starts its session now; without this a
+    // broker that registers after a long absence was fenced again before its first heartbeat.
+    if (auto [known, fresh] = heartbeat_epoch_.try_emplace(id, b.broker_epoch); !fresh && known->second != b.broker_epoch) {
+      known->second = b.broker_epoch;
+      last_heartbeat_ms_[id] = now_ms;
+    }
+    const int64_t seen = last_heartbeat_ms_.try_emplace(id, now_ms).first->second;
+    const auto refused = refused_at_ms_.find(id);
+    const bool gone = refused != refused_at_ms_.end() && refused->second >= seen;
+    if (!gone && now_ms - seen <= rules.session_timeout_ms) continue;
+    // Missed its heartbeats for broker.session.timeout.ms, or its process is gone: fence it and
+    // move its leaderships.
+    fencing out;
+    out.broker_id = id;
+    out.reason = gone ? "its cluster listener refuses connections (its process is gone)"
+                      : "no heartbeat for " + std::to_string(now_ms - seen) + " ms (broker.session.timeout.ms=" +
+                            std::to_string(rules.session_timeout_ms) + ")";
+    out.records = fence_broker_records(image, b, rules.unclean_leader_election);
+    return out;   // one at a time: each sees the image the previous one made
+  }
+  return std::nullopt;
+}
+
+std::vector<int32_t> broker_heartbeats::late(int64_t now_ms, int64_t heartbeat_interval_ms) const {
+  std::vector<int32_t> out;
+  for (const auto& [id, seen] : last_heartbeat_ms_) {
+    if (now_ms - seen > constants::heartbeat_intervals_late * heartbeat_interval_ms) out.push_back(id);
+  }
+  return out;
+}
+
+void broker_heartbeats::refused(int32_t broker_id, int64_t started_ms) { refused_at_ms_[broker_id] = started_ms; }
+
+std::vector<protocol::metadata_record> unfence_broker_records(const controller::metadata_image& image,
+                                                              const controller::broker_registration& b) {
+  protocol::unfence_broker_record unfence;
+  unfence.id = b.node_id;
+  unfence.epoch = b.broker_epoch;
+  std::vector<protocol::metadata_record> records{unfence};
+  for (auto& r : elect_leaderless(image, b.node_id)) records.push_back(std::move(r));
+  return records;
+}
+
+std::vector<protocol::metadata_record> fence_broker_records(const controller::metadata_image& image,
+                                                            const controller::broker_registration& b,
+                                                            bool unclean_leader_election) {
+  protocol::fence_broker_record fence;
+  fence.id = b.node_id;
+  fence.epoch = b.broker_epoch;
+  std::vector<protocol::metadata_record> records{fence};
+  for (auto& r : remove_broker_from_partitions(image, b.node_id, unclean_leader_election)) records.push_back(std::move(r));
+  return records;
+}
+
+}  // namespace ringlog::controller

@@ -1,0 +1,224 @@
+// Cluster membership on the active controller (controller/membership.h, Kafka's
+// ClusterControlManager and BrokerHeartbeatManager, KIP-631): sessions lapse after
+// broker.session.timeout.ms and not before, a new broker epoch restarts one, a refused probe
+// fences at once, the own broker of a combined node is never fenced (a dedicated controller's
+// leftover registration is), a fenced broker's heartbeat unfences it, one fencing at a time.
+
+#include <doctest.h>
+
+#include <variant>
+
+#include "cluster_image.h"
+#include "ringlog/controller/membership.h"
+
+namespace ringlog::controller {
+namespace {
+
+constexpr int64_t session_ms = 9'000;
+constexpr int64_t interval_ms = 2'000;
+
+/// The rules of a combined node 1 (process.roles=broker,controller) or a dedicated one.
+fencing_rules rules(bool own_is_broker = true) {
+  fencing_rules r;
+  r.session_timeout_ms = session_ms;
+  r.own_id = 1;
+  r.own_is_broker = own_is_broker;
+  return r;
+}
+
+/// Brokers 1-3; topic "t": partition 0 on [1, 2], partition 1 on [2] alone.
+std::shared_ptr<const metadata_image> three_brokers() {
+  cluster c;
+  for (int32_t id = 1; id <= 3; ++id) c.add_broker(id);
+  c.add_topic("t", {{1, 2}, {2}});
+  return c.image();
+}
+
+/// `image` with `records` committed as one entry after it.
+std::shared_ptr<const metadata_image> with(const metadata_image& image, const std::vector<protocol::metadata_record>& records) {
+  metadata_delta delta(image);
+  for (const auto& r : records) REQUIRE(delta.apply(r, image.offset() + 1).ok());
+  return std::move(delta).image();
+}
+
+int64_t epoch_of(const metadata_image& image, int32_t id) {
+  const auto* b = image.find_broker(id);
+  REQUIRE(b != nullptr);
+  return b->broker_epoch;
+}
+
+/// The broker next_to_fence picks at `now_ms`, -1 when none (for the cases whose records do not matter).
+int32_t next_fenced(broker_heartbeats& hb, const metadata_image& image, int64_t now_ms, const fencing_rules& r = rules()) {
+  auto f = hb.next_to_fence(image, now_ms, r);
+  return f ? f->broker_id : -1;
+}
+
+protocol::broker_heartbeat_request_data heartbeat(const metadata_image& image, int32_t id, bool want_shut_down = false) {
+  protocol::broker_heartbeat_request_data r;
+  r.broker_id = id;
+  r.broker_epoch = epoch_of(image, id);
+  r.want_shut_down = want_shut_down;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("membership: a lapsed broker is fenced after broker.session.timeout.ms, not before") {
+  auto image = three_brokers();
+  broker_heartbeats hb;
+  hb.activate(*image, 0);
+  hb.heard(3, 4'000);
+  CHECK(next_fenced(hb, *image, session_ms) == -1);   // the bound is inclusive
+  auto f = hb.next_to_fence(*image, session_ms + 1, rules());
+  REQUIRE(f.has_value());
+  CHECK(f->broker_id == 2);
+  CHECK(f->reason == "no heartbeat for 9001 ms (broker.session.timeout.ms=9000)");
+  REQUIRE(f->records.size() >= 2);
+  const auto& fence = std::get<protocol::fence_broker_record>(f->records[0]);
+  CHECK(fence.id == 2);
+  CHECK(fence.epoch == epoch_of(*image, 2));
+  CHECK(std::holds_alternative<protocol::partition_change_record>(f->records[1]));   // its leadership of partition 1 goes
+  // Broker 3's heartbeat at 4 s holds its session until 13 s.
+  image = with(*image, f->records);
+  CHECK(next_fenced(hb, *image, 4'000 + session_ms) == -1);
+  CHECK(next_fenced(hb, *image, 4'000 + session_ms + 1) == 3);
+}
+
+TEST_CASE("membership: a new broker epoch (a restart) restarts the session") {
+  auto image = three_brokers();
+  broker_heartbeats hb;
+  hb.activate(*image, 0);
+  hb.heard(3, 8'000);
+  // Broker 2 registers again after most of its session went by.
+  auto again = broker(2);
+  again.broker_epoch = 50;
+  image = with(*image, {again});
+  CHECK(next_fenced(hb, *image, 8'000) == -1);   // seen now: its session starts at 8 s
+  CHECK(next_fenced(hb, *image, 8'000 + session_ms) == -1);
+  auto f = hb.next_to_fence(*image, 8'000 + session_ms + 1, rules());
+  REQUIRE(f.has_value());
+  CHECK(f->broker_id == 2);
+  CHECK(std::get<protocol::fence_broker_record>(f->records[0]).epoch == 50);
+}
+
+TEST_CASE("membership: a refused probe newer than the last heartbeat fences at once") {
+  auto image = three_brokers();
+  broker_heartbeats hb;
+  hb.activate(*image, 0);
+  hb.heard(2, 1'000);
+  SUBCASE("a refusal older than the last heartbeat proves nothing") {
+    hb.refused(2, 999);
+    CHECK(next_fenced(hb, *image, 2'000) == -1);
+  }
+  SUBCASE("a refusal of a probe started at or after it fences") {
+    hb.refused(2, 1'000);
+    auto f = hb.next_to_fence(*image, 2'000, rules());
+    REQUIRE(f.has_value());
+    CHECK(f->broker_id == 2);
+    CHECK(f->reason == "its cluster listener refuses connections (its process is gone)");
+  }
+  SUBCASE("a new active controller forgets the refusals it did not see") {
+    hb.refused(2, 1'500);
+    hb.activate(*image, 2'000);
+    CHECK(next_fenced(hb, *image, 2'000) == -1);
+  }
+}
+
+TEST_CASE("membership: the own broker of a combined node is never fenced; a dedicated controller's leftover is") {
+  cluster c;
+  c.add_broker(1);
+  c.add_broker(2);
+  auto image = c.image();
+  broker_heartbeats hb;
+  hb.activate(*image, 0);
+  hb.heard(2, 100'000);
+  CHECK(next_fenced(hb, *image, 100'000, rules(/*own_is_broker=*/true)) == -1);
+  CHECK(next_fenced(hb, *image, 100'000, rules(/*own_is_broker=*/false)) == 1);
+}
+
+TEST_CASE("membership: one broker at a time, each on the image the previous one made") {
+  auto image = three_brokers();
+  broker_heartbeats hb;
+  hb.activate(*image, 0);
+  const int64_t now = session_ms + 1;
+  auto first = hb.next_to_fence(*image, now, rules());
+  REQUIRE(first.has_value());
+  CHECK(first->broker_id == 2);
+  CHECK(next_fenced(hb, *image, now) == 2);   // not committed yet: the same again
+  image = with(*image, first->records);
+  auto second = hb.next_to_fence(*image, now, rules());
+  REQUIRE(second.has_value());
+  CHECK(second->broker_id == 3);
+  image = with(*image, second->records);
+  CHECK(next_fenced(hb, *image, now) == -1);   // fenced brokers are not fenced again
+}
+
+TEST_CASE("membership: heartbeat answers") {
+  auto image = three_brokers();
+  broker_heartbeats hb;
+  hb.activate(*image, 0);
+  SUBCASE("an unfenced broker: nothing to commit, and its session restarts") {
+    auto a = hb.answer(*image, heartbeat(*image, 2), 8'000);
+    REQUIRE(a.ok());
+    CHECK_FALSE(a->is_fenced);
+    CHECK_FALSE(a->should_shut_down);
+    CHECK(a->records.empty());
+    hb.heard(3, 8'000);
+    CHECK(next_fenced(hb, *image, 8'000 + session_ms) == -1);
+  }
+  SUBCASE("a stale or unknown broker epoch is refused and not heard") {
+    auto stale = heartbeat(*image, 2);
+    --stale.broker_epoch;
+    auto a = hb.answer(*image, stale, 8'000);
+    REQUIRE_FALSE(a.ok());
+    CHECK(a.error().code == errc::stale_broker_epoch);
+    auto unknown = heartbeat(*image, 2);
+    unknown.broker_id = 9;
+    CHECK(hb.answer(*image, unknown, 8'000).error().code == errc::stale_broker_epoch);
+    CHECK(next_fenced(hb, *image, session_ms + 1) == 2);
+  }
+  SUBCASE("a fenced broker's heartbeat unfences it and gives it its leaderless partitions") {
+    image = with(*image, fence_broker_records(*image, *image->find_broker(2), false));
+    REQUIRE(image->find_broker(2)->fenced);
+    REQUIRE(image->find_topic("t")->partitions[1].leader == -1);   // [2] alone: no other in-sync replica
+    auto a = hb.answer(*image, heartbeat(*image, 2), 1'000);
+    REQUIRE(a.ok());
+    CHECK(a->is_fenced);   // the image still says so; the next heartbeat hears the outcome
+    REQUIRE(a->records.size() == 2);
+    const auto& unfence = std::get<protocol::unfence_broker_record>(a->records[0]);
+    CHECK(unfence.id == 2);
+    CHECK(unfence.epoch == epoch_of(*image, 2));
+    CHECK(std::get<protocol::partition_change_record>(a->records[1]).leader == 2);
+    image = with(*image, a->records);
+    CHECK_FALSE(image->find_broker(2)->fenced);
+    CHECK(image->find_topic("t")->partitions[1].leader == 2);
+    auto b = hb.answer(*image, heartbeat(*image, 2), 2'000);
+    REQUIRE(b.ok());
+    CHECK_FALSE(b->is_fenced);
+    CHECK(b->records.empty());
+  }
+  SUBCASE("a broker that wants to shut down gets the controlled shutdown records once") {
+    auto a = hb.answer(*image, heartbeat(*image, 1, /*want_shut_down=*/true), 1'000);
+    REQUIRE(a.ok());
+    CHECK_FALSE(a->should_shut_down);
+    REQUIRE_FALSE(a->records.empty());
+    CHECK(std::holds_alternative<protocol::broker_registration_change_record>(a->records[0]));
+    image = with(*image, a->records);
+    auto b = hb.answer(*image, heartbeat(*image, 1, /*want_shut_down=*/true), 2'000);
+    REQUIRE(b.ok());
+    CHECK(b->should_shut_down);
+    CHECK(b->records.empty());
+  }
+}
+
+TEST_CASE("membership: brokers a heartbeat late are more than two intervals behind") {
+  auto image = three_brokers();
+  broker_heartbeats hb;
+  hb.activate(*image, 0);
+  hb.heard(2, 1'000);
+  CHECK(hb.late(2 * interval_ms, interval_ms).empty());   // exactly two intervals: not yet
+  CHECK(hb.late(2 * interval_ms + 1, interval_ms) == std::vector<int32_t>{1, 3});
+  CHECK(hb.late(1'000 + 2 * interval_ms + 1, interval_ms) == std::vector<int32_t>{1, 2, 3});
+}
+
+}  // namespace ringlog::controller
