@@ -1,0 +1,244 @@
+// The requests brokers send one another: the cluster transport's handlers (envelopes, heartbeats,
+// forwarded produce, fetch and list offsets), this broker's heartbeats and the leadership lease,
+// the leader checks, the group coordinator's node and the quorum's description.
+// Kafka's counterpart: ControllerApis and BrokerLifecycleManager's heartbeats.
+
+#include <utility>
+
+#include "broker_impl.h"
+#include "ringlog/group/coordinator_partition.h"
+
+namespace ringlog::broker::detail {
+
+void broker_impl::register_cluster_handlers() {
+  // Each request's body is copied (it is valid during the transport's call only) and handled on
+  // the controller shard, where the image and the controller's state live.
+  using handler = void (broker_impl::*)(const protocol::request_header_data&, std::vector<std::byte>, rpc::respond_fn);
+  for (auto [api_key, handle] :
+       {std::pair<int16_t, handler>{envelope_api_key, &broker_impl::handle_envelope},
+        std::pair<int16_t, handler>{broker_heartbeat_api_key, &broker_impl::handle_broker_heartbeat},
+        std::pair<int16_t, handler>{protocol::alter_partition_request_data::api_key, &broker_impl::handle_alter_partition},
+        std::pair<int16_t, handler>{protocol::allocate_producer_ids_request_data::api_key,
+                                    &broker_impl::handle_allocate_producer_ids},
+        std::pair<int16_t, handler>{protocol::describe_quorum_request_data::api_key,
+                                    &broker_impl::handle_describe_quorum}}) {
+    deps_.cluster_transport->set_handler(api_key, [this, handle](const protocol::request_header_data& header,
+                                                                 std::span<const std::byte> body, rpc::respond_fn respond) {
+      deps_.runtime.post(controller_shard, [this, handle, header, b = std::vector<std::byte>(body.begin(), body.end()),
+                                            respond = std::move(respond)]() mutable {
+        (this->*handle)(header, std::move(b), std::move(respond));
+      });
+    });
+  }
+  // A connection from a broker closed: on the active controller, check whether it is gone.
+  deps_.cluster_transport->set_peer_closed_handler([this, alive = std::weak_ptr<int>(lifetime_)](int32_t node_id) {
+    deps_.runtime.post(controller_shard, [this, node_id, alive] {
+      if (alive.lock() && !stopping_) probe_broker(node_id);
+    });
+  });
+  // Produce and ListOffsets forwarded by brokers that do not lead the partition (forwarding.cc).
+  deps_.cluster_transport->set_handler(protocol::produce_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_forwarded_produce(header, body, std::move(respond));
+                                       });
+  // Transaction markers for partitions led here (transactions.cc).
+  deps_.cluster_transport->set_handler(protocol::write_txn_markers_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_write_txn_markers(header, body, std::move(respond));
+                                       });
+  // KIP-890 verification of transactional produce, for the transactional ids coordinated here.
+  deps_.cluster_transport->set_handler(protocol::add_partitions_to_txn_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_verify_txn_partitions(header, body, std::move(respond));
+                                       });
+  deps_.cluster_transport->set_handler(protocol::list_offsets_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_forwarded_list_offsets(header, body, std::move(respond));
+                                       });
+}
+
+void broker_impl::share_fetch_handler() {
+  // Fetch serves two logs: the metadata log (raft's handler, registered when the quorum starts)
+  // and the partitions this node leads (followers' and forwarded fetches, replication.cc).
+  quorum_fetch_handler_ = deps_.cluster_transport->handler(protocol::fetch_request_data::api_key);
+  RINGLOG_ASSERT(quorum_fetch_handler_ != nullptr, "the quorum registers its Fetch handler when it starts");
+  deps_.cluster_transport->set_handler(protocol::fetch_request_data::api_key,
+                                       [this](const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, rpc::respond_fn respond) {
+                                         handle_replica_fetch(header, body, std::move(respond));
+                                       });
+}
+
+void broker_impl::handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body,
+                                  rpc::respond_fn respond) {
+  protocol::reader rd(body);
+  auto request = protocol::envelope_request_data::decode(rd, header.request_api_version);
+  if (!request.ok()) return;  // unanswered: the sender times out, and its error names the controller
+  auto answer = [header, respond](int16_t code, std::string message, int64_t offset) mutable {
+    protocol::envelope_response_data response;
+    response.error_code = code;
+    if (code != 0) {
+      response.error_message = std::move(message);
+    } else {
+      protocol::bytes data(8);
+      for (int i = 7; i >= 0; --i) {
+        data[static_cast<size_t>(i)] = static_cast<std::byte>(offset & 0xff);
+        offset >>= 8;
+      }
+      response.response_data = std::move(data);
+    }
+    respond_with(header, response, respond);
+  };
+  if (quorum_->leader_id() != config_.node_id) {
+    return answer(kafka_code_not_controller,
+                  "node " + std::to_string(config_.node_id) + " is not the active controller", 0);
+  }
+  write_entry(std::move(request->request_data), [answer](result<int64_t> r) mutable {
+    if (!r.ok()) {
+      const int16_t code = r.error().code == errc::not_controller      ? kafka_code_not_controller
+                           : r.error().code == errc::request_timed_out ? kafka_code_request_timed_out
+                                                                       : int16_t{42};
+      return answer(code, r.error().message, 0);
+    }
+    answer(0, "", r.value());
+  });
+}
+
+void broker_impl::schedule_heartbeat() {
+  deps_.runtime.post_after(controller_shard, config_.broker_heartbeat_interval_ms,
+                           [this, alive = std::weak_ptr<int>(lifetime_)] {
+    if (!alive.lock() || stopping_) return;
+    heartbeat_tick();
+    schedule_heartbeat();
+  });
+}
+
+void broker_impl::heartbeat_tick() {
+  autobalancer_tick();   // every node: unavailable brokers; the active controller: decommissions, autobalancer
+  if (quorum_->leader_id() == config_.node_id) {
+    for (int32_t id : broker_heartbeats_.late(deps_.clock.now_ms(), config_.broker_heartbeat_interval_ms)) {
+      probe_broker(id);   // a heartbeat late
+    }
+    fence_lapsed_brokers();
+    rebalance_leaders_tick();
+    complete_reassignments_tick();
+    ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
+  }
+  if (!config_.process_role_broker) return;   // a dedicated controller never registers or heartbeats
+  if (own_registration() == nullptr) {
+    // Not registered in this incarnation (or the registration was replaced): register again.
+    if (registering_ || decommissioned_refusal()) return;   // decommissioned: never again (issue 33)
+    registering_ = true;
+    commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
+                                       config_.broker_rack),
+                   [this, sent_ms = deps_.clock.now_ms()](result<void> r) {
+                     registering_ = false;
+                     if (r.ok()) renew_leadership_lease(sent_ms);   // a new registration starts its session
+                   });
+    return;
+  }
+  renew_stale_leaderships();
+  if (heartbeat_in_flight_) return;
+  heartbeat_in_flight_ = true;
+  send_heartbeat(false, [this, sent_ms = deps_.clock.now_ms()](result<protocol::broker_heartbeat_response_data> r) {
+    heartbeat_in_flight_ = false;
+    if (r.ok() && r->error_code == 0 && !r->is_fenced) renew_leadership_lease(sent_ms);
+  });
+}
+
+void broker_impl::renew_leadership_lease(int64_t sent_ms) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  if (quorum_->leader_id() == config_.node_id) {
+    // Answered by the controller in this process: it counts only as of the last time a majority
+    // of the voters fetched from it (a controller cut off from them may have been replaced).
+    std::vector<int64_t> others;
+    for (const auto& v : quorum_->describe().voters) {
+      if (v.replica_id != config_.node_id) others.push_back(v.last_fetch_timestamp_ms);
+    }
+    sent_ms = std::min(sent_ms, replication::quorum_contact_ms(others, deps_.clock.now_ms()));
+  }
+  leadership_lease_.acknowledged(sent_ms);
+  leadership_lease_until_ms_.store(leadership_lease_.valid_until_ms(), std::memory_order_relaxed);
+}
+
+void broker_impl::send_heartbeat(bool want_shut_down,
+                                 std::function<void(result<protocol::broker_heartbeat_response_data>)> done) {
+  const auto* own = own_registration();
+  if (own == nullptr) return done(error{errc::stale_broker_epoch, "this broker is not registered"});
+  protocol::broker_heartbeat_request_data request;
+  request.broker_id = config_.node_id;
+  request.broker_epoch = own->broker_epoch;
+  // Applied, published to every shard and reconciled (a reassignment's completion waits for it).
+  request.current_metadata_offset = reconciled_end_ - 1;
+  request.want_shut_down = want_shut_down;
+  const int32_t leader = quorum_->leader_id();
+  if (leader == config_.node_id) return done(controller_heartbeat(request));
+  if (leader < 0 || deps_.cluster_transport == nullptr) {
+    return done(error{errc::not_controller, "no active controller to send the heartbeat to"});
+  }
+  protocol::writer w;
+  if (auto encoded = request.encode(w, 0); !encoded.ok()) return done(error{errc::unknown_server_error, encoded.error().message});
+  deps_.cluster_transport->send(
+      leader, broker_heartbeat_api_key, 0, std::move(w).take(), config_.broker_heartbeat_interval_ms * 2,
+      [this, done = std::move(done)](rpc::result<rpc::bytes> r) mutable {
+        deps_.runtime.post(controller_shard, [r = std::move(r), done = std::move(done)]() mutable {
+          if (!r.ok()) return done(error{errc::not_controller, r.error().message});
+          protocol::reader rd(*r);
+          auto response = protocol::broker_heartbeat_response_data::decode(rd, 0);
+          if (!response.ok()) return done(error{errc::unknown_server_error, response.error().message});
+          done(std::move(response).value());
+        });
+      });
+}
+
+result<void> broker_impl::check_leader(const topic_state& topic, int32_t partition) const {
+  if (partition < 0 || partition >= topic.partitions_count()) return base::ok_v;   // the caller's range check names it
+  const int32_t leader = topic.image->partitions[static_cast<size_t>(partition)].leader;
+  if (leader == config_.node_id) return base::ok_v;
+  if (leader < 0) {
+    return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
+                                                   "' has no leader now (its in-sync replicas are all unavailable); retry"};
+  }
+  // Kafka clients route themselves on NOT_LEADER_OR_FOLLOWER; HTTP and WebSocket calls are
+  // forwarded (forwarding.cc) and never see this text as an instruction to go elsewhere.
+  return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
+                                                 "' is led by broker " + std::to_string(leader) + ", not by this broker (" +
+                                                 std::to_string(config_.node_id) + ")"};
+}
+
+int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
+  const auto t = find_topic(consumer_offsets_topic);
+  if (!t || t->partitions_count() <= 0) return -1;
+  const int32_t p = group::coordinator_partition_for(group_id, t->partitions_count());
+  return t->image->partitions[static_cast<size_t>(p)].leader;
+}
+
+quorum_status broker_impl::describe_quorum() const {
+  quorum_status out;
+  if (!quorum_) return out;
+  const auto d = quorum_->describe();
+  out.node_id = d.node_id;
+  out.leader_id = d.leader_id;
+  out.leader_epoch = d.leader_epoch;
+  out.high_watermark = d.high_watermark;
+  out.log_start_offset = d.log_start_offset;
+  out.log_end_offset = d.log_end_offset;
+  out.applied_offset = view()->image->offset();
+  out.role = d.role;
+  for (const auto& v : d.voters) {
+    out.voters.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
+  }
+  for (const auto& v : d.observers) {
+    // A decommissioned broker still fetching (not yet stopped) is no longer part of the cluster.
+    if (view()->image->decommission_state(v.replica_id) == controller::broker_decommission_state::decommissioned) continue;
+    out.observers.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
+  }
+  out.observer = d.observer;
+  return out;
+}
+
+}  // namespace ringlog::broker::detail

@@ -1,0 +1,262 @@
+// The metadata state machine: committed entries of the metadata log applied in order (one apply
+// job at a time), snapshots taken and loaded, leader changes, and the writes that propose entries
+// (write_entry, commit_records) and wait for them to apply (await_applied).
+// Kafka's counterpart: the MetadataLoader/BrokerMetadataPublisher replay and QuorumController's appendRecords.
+
+#include <set>
+#include <utility>
+
+#include "broker_impl.h"
+#include "ringlog/controller/metadata_entry.h"
+
+namespace ringlog::broker::detail {
+
+void broker_impl::apply(std::span<const controller::committed_entry> entries) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  run_metadata_rechecks();   // start-up steps waiting on the metadata look again (start_up.cc)
+  for (const auto& e : entries) {
+    model::record r;
+    if (e.legacy_key) r.key = *e.legacy_key;
+    r.value = model::bytes(reinterpret_cast<const std::byte*>(e.payload.data()),
+                           reinterpret_cast<const std::byte*>(e.payload.data()) + e.payload.size());
+    auto records = metadata_log_records(*controller_view_->image, r, config_.node_id);
+    if (!records.ok()) {
+      entry_failed(e.offset, error{errc::invalid_request, "metadata offset " + std::to_string(e.offset) + ": " +
+                                                              records.error().message});
+      continue;
+    }
+    // An entry applies as a whole or not at all, the same way on every node (the image is a
+    // function of the committed entries), so a failed check here is a refused write, not a split.
+    controller::metadata_delta delta{*controller_view_->image};
+    std::optional<error> failure;
+    for (const auto& record : records.value()) {
+      if (auto applied = delta.apply(record, e.offset); !applied.ok()) {
+        failure = error{errc::invalid_request, applied.error().message};
+        break;
+      }
+    }
+    if (failure) {
+      entry_failed(e.offset, *failure);
+      continue;
+    }
+    apply_job job;
+    job.touched = delta.touched_topics();
+    job.before = controller_view_;
+    job.after = make_view(*controller_view_, std::move(delta).image(), &config_);
+    job.offset = e.offset;
+    job.reconcile = partitions_open_;
+    controller_view_ = job.after;
+    enqueue_apply_job(std::move(job));
+  }
+}
+
+std::vector<uint8_t> broker_impl::snapshot() { return controller::encode_snapshot(*controller_view_->image); }
+
+void broker_impl::load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) {
+  auto image = controller::decode_snapshot(payload, end_offset - 1);
+  // A snapshot is durable state the quorum checked (CRC); one that does not decode is a bug.
+  RINGLOG_ASSERT(image.ok(), image.ok() ? "" : image.error().message.c_str());
+  apply_job job;
+  std::set<std::string> names;
+  for (const auto& [name, t] : controller_view_->topics) names.insert(name);
+  for (const auto& [name, t] : image.value()->topics()) names.insert(name);
+  job.touched.assign(names.begin(), names.end());
+  job.before = controller_view_;
+  job.after = make_view(*controller_view_, std::move(image).value(), &config_);
+  job.offset = end_offset - 1;
+  job.reconcile = partitions_open_;
+  controller_view_ = job.after;
+  enqueue_apply_job(std::move(job));
+}
+
+void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
+  run_metadata_rechecks();
+  const bool was_leader = quorum_leader_id_ == config_.node_id;
+  quorum_leader_id_ = leader_id;
+  if (leader_id == config_.node_id && !was_leader) {
+    // A new active controller gives every broker a full session before fencing it.
+    const int64_t now = deps_.clock.now_ms();
+    controller_active_since_ms_ = now;
+    broker_heartbeats_.activate(*controller_view_->image, now);
+    // The previous controller left for a reason (often its process died, and its broker with it):
+    // ask every broker at once instead of waiting a session for the gone ones.
+    for (const auto& [id, b] : controller_view_->image->brokers()) probe_broker(id);
+  }
+}
+
+void broker_impl::entry_failed(int64_t offset, error why) {
+  auto [first, last] = commit_waiters_.equal_range(offset);
+  if (first == last) {
+    entry_failures_[offset] = std::move(why);
+    while (entry_failures_.size() > entry_failures_max) entry_failures_.erase(entry_failures_.begin());
+    return;
+  }
+  std::vector<commit_waiter> waiting;
+  for (auto it = first; it != last; ++it) waiting.push_back(std::move(it->second));
+  commit_waiters_.erase(first, last);
+  for (auto& w : waiting) w.done(why);
+}
+
+void broker_impl::learn_peer_addresses(const controller::metadata_image& image) {
+  if (deps_.cluster_transport == nullptr) return;
+  for (const auto& [id, b] : image.brokers()) {
+    // A voter's address comes from controller.quorum.voters (checked against its listener at
+    // start); a broker-only node's only from its registration.
+    if (deps_.controller_quorum_voters.contains(id)) continue;
+    for (const auto& e : b.endpoints) {
+      if (e.name != "cluster") continue;
+      if (deps_.cluster_transport->set_peer_address(id, e.host, e.port) && deps_.log) {
+        deps_.log(true, "learned the cluster address of broker " + std::to_string(id) + ": " + e.host + ":" +
+                            std::to_string(e.port));
+      }
+    }
+  }
+}
+
+void broker_impl::enqueue_apply_job(apply_job job) {
+  apply_jobs_.push_back(std::move(job));
+  run_apply_jobs();
+}
+
+void broker_impl::run_apply_jobs() {
+  if (apply_running_ || apply_jobs_.empty()) return;
+  apply_running_ = true;
+  auto job = std::make_shared<apply_job>(std::move(apply_jobs_.front()));
+  apply_jobs_.pop_front();
+  publish_view(job->after, [this, job] {
+    learn_peer_addresses(*job->after->image);
+    fail_moved_forwards(*job->after);
+    auto finish = [this, offset = job->offset](result<void> r) { finish_apply_job(offset, std::move(r)); };
+    if (!job->reconcile) return finish(base::ok_v);
+    if (!job->open_all) return reconcile(*job->before, *job->after, job->touched, finish);
+    // Start-up: copies of partitions reassigned away while this node was down go first, then
+    // every topic's partitions this node holds, one topic after another.
+    remove_stray_replicas(*job->after);
+    auto topics = std::make_shared<std::vector<std::shared_ptr<const topic_state>>>();
+    for (const auto& [name, t] : job->after->topics) topics->push_back(t);
+    auto next = std::make_shared<std::function<void(size_t)>>();
+    std::weak_ptr<std::function<void(size_t)>> weak_next = next;
+    *next = [this, topics, weak_next, finish](size_t i) {
+      if (i == topics->size()) return finish(base::ok_v);
+      auto self = weak_next.lock();
+      open_partitions((*topics)[i], 0, false, [this, self, i, finish](result<void> r) {
+        if (!r.ok()) return finish(r.error());
+        deps_.runtime.post(controller_shard, [self, i] { (*self)(i + 1); });
+      });
+    };
+    (*next)(0);
+  });
+}
+
+void broker_impl::finish_apply_job(int64_t offset, result<void> outcome) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  reconciled_end_ = std::max(reconciled_end_, offset + 1);
+  apply_running_ = false;
+  std::vector<std::pair<int64_t, commit_waiter>> ready;
+  while (!commit_waiters_.empty() && commit_waiters_.begin()->first < reconciled_end_) {
+    ready.emplace_back(commit_waiters_.begin()->first, std::move(commit_waiters_.begin()->second));
+    commit_waiters_.erase(commit_waiters_.begin());
+  }
+  for (auto& [at, w] : ready) {
+    if (at == offset && !outcome.ok()) {
+      w.done(outcome.error());
+    } else {
+      w.done(base::ok_v);
+    }
+  }
+  run_apply_jobs();
+}
+
+void broker_impl::await_applied(int64_t offset, std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  if (auto f = entry_failures_.find(offset); f != entry_failures_.end()) {
+    auto why = std::move(f->second);
+    entry_failures_.erase(f);
+    return done(std::move(why));
+  }
+  if (offset < reconciled_end_) return done(base::ok_v);
+  const uint64_t id = next_waiter_id_++;
+  commit_waiters_.emplace(offset, commit_waiter{id, std::move(done)});
+  deps_.runtime.post_after(controller_shard, metadata_write_timeout_ms,
+                           [this, offset, id, alive = std::weak_ptr<int>(lifetime_)] {
+    if (!alive.lock()) return;
+    auto [first, last] = commit_waiters_.equal_range(offset);
+    for (auto it = first; it != last; ++it) {
+      if (it->second.id != id) continue;
+      auto w = std::move(it->second);
+      commit_waiters_.erase(it);
+      return w.done(error{errc::request_timed_out, "the metadata entry at offset " + std::to_string(offset) +
+                                                       " was committed but not applied on node " +
+                                                       std::to_string(config_.node_id) + " within " +
+                                                       std::to_string(metadata_write_timeout_ms) + " ms"});
+    }
+  });
+}
+
+void broker_impl::write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  const int32_t leader = quorum_->leader_id();
+  if (leader == config_.node_id) {
+    std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(payload.data()),
+                               reinterpret_cast<const uint8_t*>(payload.data()) + payload.size());
+    return quorum_->propose(std::move(bytes), [done = std::move(done)](controller::result<int64_t> r) {
+      if (!r.ok()) return done(from_controller(r.error()));
+      done(r.value());
+    });
+  }
+  if (leader < 0 || deps_.cluster_transport == nullptr) {
+    return done(error{errc::not_controller, "the metadata quorum has no leader now (an election is under way or a "
+                                            "majority of controller.quorum.voters is unreachable); retry"});
+  }
+  // KIP-590: forward to the active controller, which proposes it and answers once committed.
+  protocol::envelope_request_data request;
+  request.request_data = std::move(payload);
+  const std::string from = std::to_string(config_.node_id);
+  request.client_host_address = protocol::bytes(reinterpret_cast<const std::byte*>(from.data()),
+                                                reinterpret_cast<const std::byte*>(from.data()) + from.size());
+  protocol::writer w;
+  if (auto encoded = request.encode(w, 0); !encoded.ok()) {
+    return done(error{errc::unknown_server_error, "envelope: " + encoded.error().message});
+  }
+  deps_.cluster_transport->send(
+      leader, envelope_api_key, 0, std::move(w).take(), metadata_write_timeout_ms,
+      [this, leader, done = std::move(done)](rpc::result<rpc::bytes> r) mutable {
+        deps_.runtime.post(controller_shard, [leader, r = std::move(r), done = std::move(done)]() mutable {
+          if (!r.ok()) {
+            return done(error{errc::not_controller, "the active controller (node " + std::to_string(leader) +
+                                                        ") did not answer: " + r.error().message + "; retry"});
+          }
+          protocol::reader rd(*r);
+          auto response = protocol::envelope_response_data::decode(rd, 0);
+          if (!response.ok()) return done(error{errc::unknown_server_error, "envelope response: " + response.error().message});
+          const std::string message = response->error_message.value_or("the active controller refused the write");
+          if (response->error_code == kafka_code_not_controller) return done(error{errc::not_controller, message});
+          if (response->error_code == kafka_code_request_timed_out) return done(error{errc::request_timed_out, message});
+          if (response->error_code != 0) return done(error{errc::invalid_request, message});
+          if (!response->response_data || response->response_data->size() != 8) {
+            return done(error{errc::unknown_server_error, "envelope response without the committed offset"});
+          }
+          int64_t offset = 0;
+          for (std::byte b : *response->response_data) offset = (offset << 8) | static_cast<uint8_t>(b);
+          done(offset);
+        });
+      });
+}
+
+void broker_impl::commit_records(std::vector<protocol::metadata_record> records,
+                                 std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  // Check the entry against this node's image first: most bad writes are refused here at once.
+  controller::metadata_delta check{*controller_view_->image};
+  for (const auto& record : records) {
+    if (auto applied = check.apply(record, controller_view_->image->offset() + 1); !applied.ok()) {
+      return done(error{errc::invalid_request, applied.error().message});
+    }
+  }
+  write_entry(controller::encode_metadata_entry(records), [this, done = std::move(done)](result<int64_t> r) mutable {
+    if (!r.ok()) return done(r.error());
+    await_applied(r.value(), std::move(done));
+  });
+}
+
+}  // namespace ringlog::broker::detail

@@ -1,0 +1,317 @@
+// Topic and broker administration: a new topic's records (replicas placed), create and delete
+// topics, add partitions, alter and describe topic and broker configs, list and describe topics.
+// Kafka's counterpart: ControllerApis' CreateTopics, DeleteTopics, CreatePartitions and
+// IncrementalAlterConfigs, with ReplicationControlManager and ConfigurationControlManager.
+
+#include <utility>
+
+#include "broker_configs.h"
+#include "broker_impl.h"
+#include "topic_config.h"
+
+namespace ringlog::broker::detail {
+
+result<std::vector<protocol::metadata_record>> broker_impl::new_topic_records(
+    const std::string& name, int32_t partitions, int32_t replication_factor,
+    const std::map<std::string, std::string>& configs) const {
+  std::vector<protocol::metadata_record> out;
+  protocol::topic_record topic;
+  topic.name = name;
+  topic.topic_id = new_topic_id(deps_.random);
+  out.push_back(topic);
+  RINGLOG_TRY(append_partition_records(out, topic.topic_id, 0, partitions, replication_factor));
+  for (const auto& [k, v] : configs) {
+    protocol::config_record c;
+    c.resource_type = controller::config_resource_topic;
+    c.resource_name = name;
+    c.name = k;
+    c.value = v;
+    out.push_back(c);
+  }
+  return out;
+}
+
+result<void> broker_impl::append_partition_records(std::vector<protocol::metadata_record>& out,
+                                                   const controller::uuid& topic_id, int32_t from, int32_t to,
+                                                   int32_t replication_factor) const {
+  auto placed = place_replicas(*controller_view_->image, to - from, replication_factor, topic_id);
+  if (!placed.ok()) return from_controller(placed.error());
+  for (int32_t p = from; p < to; ++p) {
+    protocol::partition_record r;
+    r.topic_id = topic_id;
+    r.partition_id = p;
+    r.replicas = placed.value()[static_cast<size_t>(p - from)];
+    r.leader = r.replicas.front();
+    // Every replica of a new partition holds all of its (no) records: all are in sync, as Kafka
+    // creates them; a replica that does not keep up leaves the ISR (replication.cc).
+    r.isr = r.replicas;
+    r.leader_epoch = 0;
+    r.partition_epoch = 0;
+    out.push_back(r);
+  }
+  return base::ok_v;
+}
+
+topic_description broker_impl::describe(const topic_state& t) const {
+  topic_description d;
+  d.name = t.name();
+  d.topic_id = controller::uuid_to_string(t.image->topic_id);
+  d.is_internal = t.is_internal;
+  d.replication_factor =
+      t.image->partitions.empty() ? int16_t{0} : static_cast<int16_t>(t.image->partitions[0].replicas.size());
+  for (int32_t p = 0; p < t.partitions_count(); ++p) {
+    const auto& s = *t.partitions[static_cast<size_t>(p)];
+    const controller::partition_image& image = t.image->partitions[static_cast<size_t>(p)];
+    partition_description pd;
+    pd.partition = model::partition_id{p};
+    pd.leader = image.leader;
+    pd.replicas = image.replicas;
+    pd.in_sync_replicas = image.in_sync_replicas;
+    pd.leader_epoch = model::leader_epoch{image.leader_epoch};
+    pd.log_start_offset = model::offset{s.log_start_offset.load(std::memory_order_relaxed)};
+    pd.high_watermark = model::offset{s.high_watermark.load(std::memory_order_relaxed)};
+    pd.log_end_offset = model::offset{s.log_end_offset.load(std::memory_order_relaxed)};
+    pd.high_watermark_established = s.high_watermark_established.load(std::memory_order_relaxed);
+    // Only a leader's figures are the partition's end (a follower's lag one fetch round behind),
+    // and only while its leadership lease holds (another broker may lead meanwhile: check_serving).
+    if (image.leader != config_.node_id ||
+        (image.replicas.size() > 1 && deps_.clock.now_ms() >= leadership_lease_until_ms_.load(std::memory_order_relaxed))) {
+      pd.high_watermark_established = false;
+    }
+    pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
+    pd.replica_here = s.open_here.load(std::memory_order_acquire);
+    pd.cleaner.dirty_ratio = static_cast<double>(s.cleaner_dirty_ratio_ppm.load(std::memory_order_relaxed)) / 1e6;
+    pd.cleaner.bytes_read_total = s.cleaner_bytes_read_total.load(std::memory_order_relaxed);
+    pd.cleaner.bytes_written_total = s.cleaner_bytes_written_total.load(std::memory_order_relaxed);
+    pd.cleaner.passes_total = s.cleaner_passes_total.load(std::memory_order_relaxed);
+    pd.cleaner.tombstones_removed_total = s.cleaner_tombstones_removed_total.load(std::memory_order_relaxed);
+    pd.cleaner.time_ms_total = s.cleaner_time_ms_total.load(std::memory_order_relaxed);
+    pd.cleaner.last_clean_ms = s.cleaner_last_clean_ms.load(std::memory_order_relaxed);
+    d.partitions.push_back(pd);
+  }
+  const auto current = view();
+  d.configs = describe_topic_configs(live(*current), t.image->configs,
+                                     ringlog::broker::describe_broker_configs(config_, *current->image, config_.node_id));
+  return d;
+}
+
+/// The state topic `name` would have after `records` (validate_only previews: never published).
+/// `existing` lends its partition figures. Null when the records do not apply.
+std::shared_ptr<const topic_state> preview_state(const std::vector<protocol::metadata_record>& records,
+                                                 const controller::metadata_image& base, const std::string& name,
+                                                 const std::shared_ptr<const topic_state>& existing) {
+  controller::metadata_delta delta{base};
+  for (const auto& r : records) {
+    if (!delta.apply(r, base.offset() + 1).ok()) return nullptr;
+  }
+  metadata_view before;
+  if (existing) before.topics.emplace(name, existing);
+  auto view = make_view(before, std::move(delta).image());
+  auto it = view->topics.find(name);
+  return it == view->topics.end() ? nullptr : it->second;
+}
+
+void broker_impl::create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
+    if (auto valid = validate_topic_name(request.name); !valid.ok()) return done(valid.error());
+    if (request.name.starts_with("__")) {
+      return done(error{errc::invalid_topic_exception,
+                        "topic names starting with '__' are reserved for internal topics: " + request.name});
+    }
+    const int32_t partitions = request.partitions_count.value_or(config_.num_partitions);
+    if (partitions < 1 || partitions > constants::topic_partitions_max) {
+      return done(error{errc::invalid_partitions, "partitions_count " + std::to_string(partitions) +
+                                                      " is out of range [1, " +
+                                                      std::to_string(constants::topic_partitions_max) + "]"});
+    }
+    const int16_t rf = request.replication_factor.value_or(
+        config_.default_replication_factor > 0 ? config_.default_replication_factor
+                                               : automatic_replication_factor(*controller_view_->image));
+    for (const auto& [k, v] : request.configs) {
+      if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
+    }
+    auto cfg = make_log_config(live(*controller_view_), request.configs);
+    if (!cfg.ok()) return done(cfg.error());
+    if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
+    auto current = controller_view_;
+    if (current->topics.contains(request.name)) {
+      return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
+    }
+    // Kafka refuses names that collide once '.' and '_' are treated alike (metric names).
+    auto folded = [](std::string s) {
+      std::replace(s.begin(), s.end(), '.', '_');
+      return s;
+    };
+    for (const auto& [name, t] : current->topics) {
+      if (folded(name) == folded(request.name)) {
+        return done(error{errc::invalid_topic_exception, "topic '" + request.name + "' collides with existing topic '" +
+                                                             name + "' ('.' and '_' are treated alike)"});
+      }
+    }
+    if (current->topics.size() >= constants::topics_max) {
+      return done(error{errc::invalid_request,
+                        "the broker holds " + std::to_string(current->topics.size()) + " topics, the limit topics_max"});
+    }
+    if (auto budget = check_partition_budget(partitions); !budget.ok()) return done(budget.error());
+    auto made = new_topic_records(request.name, partitions, rf, request.configs);
+    if (!made.ok()) return done(made.error());
+    auto records = std::move(made).value();
+    if (request.validate_only) {
+      auto preview = preview_state(records, *current->image, request.name, nullptr);
+      RINGLOG_ASSERT(preview != nullptr, "a new topic's records apply to the image it was checked against");
+      return done(describe(*preview));
+    }
+    commit_records(std::move(records), [this, name = request.name, done = std::move(done)](result<void> r) mutable {
+      if (!r.ok()) {
+        // An entry applies whole or not at all, so nothing of this create is left behind. When
+        // it failed because the name exists now, another node created it first (a race of two
+        // creates, or of an auto-create with a create): that topic is someone else's and stays.
+        if (controller_find_topic(name)) {
+          return done(error{errc::topic_already_exists, "topic '" + name + "' already exists"});
+        }
+        return done(r.error());
+      }
+      auto t = controller_find_topic(name);
+      if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(name) + " (deleted meanwhile)"});
+      done(describe(*t));
+    });
+  });
+}
+
+void broker_impl::delete_topic(std::string topic, std::function<void(result<void>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  post_caught_up([this, topic = std::move(topic), done = std::move(done)]() mutable {
+    auto t = controller_find_topic(topic);
+    if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+    if (t->is_internal) return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be deleted"});
+    protocol::remove_topic_record remove;
+    remove.topic_id = t->image->topic_id;
+    commit_records({remove}, std::move(done));
+  });
+}
+
+void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
+                                    std::function<void(result<topic_description>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  post_caught_up([this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
+    auto t = controller_find_topic(topic);
+    if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+    const int32_t current = t->partitions_count();
+    if (partitions_count <= current) {
+      return done(error{errc::invalid_partitions, "topic '" + topic + "' has " + std::to_string(current) +
+                                                      " partitions; partitions_count must be larger (got " +
+                                                      std::to_string(partitions_count) + ")"});
+    }
+    if (partitions_count > constants::topic_partitions_max) {
+      return done(error{errc::invalid_partitions, "partitions_count " + std::to_string(partitions_count) +
+                                                      " is above the limit " +
+                                                      std::to_string(constants::topic_partitions_max)});
+    }
+    if (auto budget = check_partition_budget(partitions_count - current); !budget.ok()) return done(budget.error());
+    std::vector<protocol::metadata_record> records;
+    const int32_t rf = t->image->partitions.empty() ? 1 : static_cast<int32_t>(t->image->partitions[0].replicas.size());
+    if (auto placed = append_partition_records(records, t->image->topic_id, current, partitions_count, rf); !placed.ok()) {
+      return done(placed.error());
+    }
+    commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
+      if (!r.ok()) return done(r.error());
+      auto now = controller_find_topic(topic);
+      if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
+      done(describe(*now));
+    });
+  });
+}
+
+void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
+                                      bool validate_only, std::function<void(result<topic_description>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  post_caught_up([this, topic = std::move(topic), changes = std::move(changes), validate_only,
+                                        done = std::move(done)]() mutable {
+    auto t = controller_find_topic(topic);
+    if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+    if (t->is_internal && !changes.empty()) {
+      // __consumer_offsets is compacted with the configs it was created with (as Kafka's).
+      return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be reconfigured"});
+    }
+    std::map<std::string, std::string> configs = t->image->configs;
+    std::vector<protocol::metadata_record> records;
+    for (const auto& [k, v] : changes) {
+      if (v) {
+        if (auto valid = validate_topic_config(k, *v); !valid.ok()) return done(valid.error());
+        configs[k] = *v;
+      } else {
+        if (auto valid = validate_topic_config(k, topic_config_default(live(*controller_view_), k)); !valid.ok()) {
+          return done(valid.error());
+        }
+        configs.erase(k);
+      }
+      protocol::config_record c;
+      c.resource_type = controller::config_resource_topic;
+      c.resource_name = topic;
+      c.name = k;
+      c.value = v;
+      records.push_back(c);
+    }
+    auto cfg = make_log_config(live(*controller_view_), configs);
+    if (!cfg.ok()) return done(cfg.error());
+    if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
+    if (validate_only || records.empty()) {
+      auto preview = preview_state(records, *controller_view_->image, topic, t);
+      RINGLOG_ASSERT(preview != nullptr, "config records of an existing topic apply");
+      return done(describe(*preview));
+    }
+    commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
+      if (!r.ok()) return done(r.error());
+      auto now = controller_find_topic(topic);
+      if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
+      done(describe(*now));
+    });
+  });
+}
+
+result<std::vector<broker_config_entry>> broker_impl::describe_broker_configs(int32_t node_id) const {
+  if (node_id != cluster_default_broker && node_id != config_.node_id) {
+    return error{errc::invalid_request, broker_configs_elsewhere(node_id, config_.node_id)};
+  }
+  return ringlog::broker::describe_broker_configs(config_, *view()->image, node_id);
+}
+
+void broker_impl::alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
+                                       bool validate_only, std::function<void(result<void>)> done) {
+  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  if (node_id != cluster_default_broker && node_id != config_.node_id) {
+    return done(error{errc::invalid_request, broker_configs_elsewhere(node_id, config_.node_id)});
+  }
+  std::vector<protocol::metadata_record> records;
+  for (const auto& [name, value] : changes) {
+    if (auto valid = validate_broker_config_change(name, value); !valid.ok()) return done(valid.error());
+    protocol::config_record c;
+    c.resource_type = controller::config_resource_broker;
+    c.resource_name = node_id == cluster_default_broker ? "" : std::to_string(node_id);
+    c.name = name;
+    c.value = value;
+    records.push_back(c);
+  }
+  if (validate_only || records.empty()) return done(base::ok_v);
+  deps_.runtime.post(controller_shard, [this, records = std::move(records), done = std::move(done)]() mutable {
+    commit_records(std::move(records), std::move(done));
+  });
+}
+
+std::vector<std::string> broker_impl::list_topics(bool include_internal) const {
+  std::vector<std::string> out;
+  const auto held = view();  // kept for the loop (see list_brokers)
+  for (const auto& [name, t] : held->topics) {
+    if (include_internal || !t->is_internal) out.push_back(name);
+  }
+  return out;
+}
+
+void broker_impl::describe_topic(std::string topic, std::function<void(result<topic_description>)> done) {
+  auto t = find_topic(topic);
+  if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+  done(describe(*t));
+}
+
+}  // namespace ringlog::broker::detail
