@@ -1,6 +1,9 @@
 #pragma once
-// The broker's implementation class, shared by the files that define its parts (broker.cc: start-up,
-// metadata, admin, produce, fetch; replication.cc: followers, the high watermark, ISR changes).
+// The broker's implementation class, shared by the files that define its parts (broker.cc: shared
+// helpers, maintenance, shutdown; start_up.cc; metadata_apply.cc: the metadata state machine;
+// cluster_requests.cc: requests between brokers, heartbeats; topics_admin.cc; partition_reconcile.cc:
+// partitions opened and dropped as the metadata moves; internal_topics.cc; produce.cc; fetch.cc:
+// fetch and list offsets; replication.cc: followers, the high watermark, ISR changes).
 // Private to the broker module: other modules see broker.h only.
 
 #include <atomic>

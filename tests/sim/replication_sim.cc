@@ -390,7 +390,7 @@ struct sim_broker {
   int64_t drift_ppm = 0;
   int64_t disk_fsync_delay_ms = fsync_delay_max_ms;   // raised by the "slow disk" fault
   int64_t next_heartbeat_ms = 0;
-  /// broker.cc leadership_lease_: renewed by the controller's answers (heartbeat_response).
+  /// cluster_requests.cc leadership_lease_: renewed by the controller's answers (heartbeat_response).
   replication::leadership_lease lease{broker_session_timeout_ms};
   int64_t next_replication_tick_ms = 0;
   int64_t next_checkpoint_ms = 0;
@@ -682,7 +682,7 @@ class simulation {
           } else if constexpr (std::is_same_v<T, metadata_update>) {
             apply_metadata(m.to, body);
           } else if constexpr (std::is_same_v<T, heartbeat_response>) {
-            // broker.cc heartbeat_tick: an answer not fenced renews the lease from its send time.
+            // cluster_requests.cc heartbeat_tick: an answer not fenced renews the lease from its send time.
             if (!body.fenced) b.lease.acknowledged(body.sent_ms);
           }
         },
@@ -1408,7 +1408,7 @@ class simulation {
                                      fetch_offset);
   }
 
-  /// Clients ask random brokers for a random partition's end (broker.cc list_offsets: answered
+  /// Clients ask random brokers for a random partition's end (fetch.cc list_offsets_known: answered
   /// where the broker leads, else passed to the leader it knows, which answers if it leads; a
   /// question in flight is not modelled). An end answered must be above every offset already
   /// acknowledged (KAFKA-2334). Its own randomness: the seeds' schedules are unchanged by it.
