@@ -93,13 +93,16 @@ result<void> broker_impl::start() {
   const int64_t topics_deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
   RINGLOG_TRY(on_controller_shard_and_wait(
       [this, topics_deadline_ms](auto done) { await_internal_topics(topics_deadline_ms, std::move(done)); }));
-  const int32_t offsets_partitions = find_topic(consumer_offsets_topic)->partitions_count();
+  const auto offsets_topic = find_topic(consumer_offsets_topic);
+  const auto txn_state_topic = find_topic(transaction_state_topic);
+  RINGLOG_ASSERT(offsets_topic && txn_state_topic, "await_internal_topics ends once both are published");
+  const int32_t offsets_partitions = offsets_topic->partitions_count();
   groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
                                config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
   RINGLOG_TRY(groups_->start());
   groups_started_.store(groups_.get(), std::memory_order_release);
   txn_service_options txn_options;
-  txn_options.state_partitions = find_topic(transaction_state_topic)->partitions_count();
+  txn_options.state_partitions = txn_state_topic->partitions_count();
   txn_options.transaction_max_timeout_ms = config_.transaction_max_timeout_ms;
   txn_options.transactional_id_expiration_ms = config_.transactional_id_expiration_ms;
   txn_options.abort_timed_out_check_interval_ms = config_.transaction_abort_timed_out_transaction_cleanup_interval_ms;
@@ -210,7 +213,9 @@ void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(
   // other nodes wait until they are in their image.
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   ensure_offsets_topic_async([this, deadline_ms, done = std::move(done)](result<bool> r) mutable {
-    if (r.ok() && r.value()) return done(base::ok_v);
+    // In the controller shard's image now; done once that image is published to every shard, so
+    // start()'s find_topic sees both (a breaker's segfault when it read the view before that).
+    if (r.ok() && r.value()) return await_applied(controller_view_->image->offset(), std::move(done));
     if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) {
       return done(r.error());
     }

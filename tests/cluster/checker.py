@@ -257,9 +257,9 @@ def cut_off_windows(history):
     """node -> [(from, to)] while the nemesis had it cut off from the rest of the cluster's
     leadership: a split's minority, a bridge's far side (cut off from the controller, reached only
     through the middle node), an isolated or one-way-cut node; each window runs to the heal plus
-    CUT_OFF_GRACE_S. A paused (SIGSTOPped) node is cut off the same way: it hears nothing while
-    stopped, and right after it continues it may answer before it reads that it was fenced and
-    replaced (CI seed 1612168957). Such a node may still lead a partition in an old leader epoch
+    CUT_OFF_GRACE_S; for a one-way drop of one link, both of its ends. A paused (SIGSTOPped) node
+    is cut off the same way: it hears nothing while stopped, and right after it continues it may
+    answer before it reads that it was fenced and replaced (CI seed 1612168957). Such a node may still lead a partition in an old leader epoch
     and answer a Kafka Fetch below its high watermark with that old figure: Kafka does the same
     (docs/kafka.md), and its readers see only committed records, so those answers are not judged
     by end-below-ack. A new leader's figure (KIP-207, the rule this check exists for) comes from
@@ -278,6 +278,10 @@ def cut_off_windows(history):
                 elif "middle" in r:
                     ends = {a for pair in r["dropped"] for a in pair}
                     nodes = sorted(ends - {r.get("node"), r.get("middle")})
+                elif "to" in r:
+                    # One direction of one link dropped: TCP between the two ends stops both ways,
+                    # so whichever is not the controller is cut off from it (breaker, seed 26).
+                    nodes = [r.get("node"), r["to"]]
                 else:
                     nodes = [r.get("node")]
                 open_faults.append((e["t"], nodes))

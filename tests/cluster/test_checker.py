@@ -421,3 +421,19 @@ def test_a_fetch_answer_of_a_node_just_continued_from_a_pause_is_not_judged():
     for node, t in ((3, 13.2), (2, 13.0 + checker.CUT_OFF_GRACE_S + 0.5)):
         h["fetch_ends"] = [{"partition": 1, "node": node, "high_watermark": 3, "error": 0, "t_send": t, "t_recv": t + 0.1}]
         assert kinds(checker.check(h)) == {"end-below-ack"}, (node, t)
+
+
+def test_both_ends_of_a_one_way_link_drop_are_cut_off():
+    """Breaker, fault-bed seed 26: `one-way leader:2 -> 3` dropped node 1 (the controller) to node
+    3; node 3, fenced meanwhile, answered a Fetch below its high watermark with its old figure.
+    Both ends of the link are cut off; a third node is not."""
+    h = clean_history()
+    h["events"] = [{"t": 11.0, "event": "nemesis-start", "fault": "one-way leader:2", "also": None,
+                    "resolved": {"node": 1, "to": 3, "dropped": [[1, 3]]}},
+                   {"t": 13.0, "event": "nemesis-heal"}]
+    for node in (1, 3):
+        h["fetch_ends"] = [{"partition": 1, "node": node, "high_watermark": 3, "error": 0, "t_send": 12.5,
+                            "t_recv": 12.6}]
+        assert "end-below-ack" not in kinds(checker.check(h)), node
+    h["fetch_ends"] = [{"partition": 1, "node": 2, "high_watermark": 3, "error": 0, "t_send": 12.5, "t_recv": 12.6}]
+    assert kinds(checker.check(h)) == {"end-below-ack"}
