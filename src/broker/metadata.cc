@@ -23,6 +23,8 @@ result<T> parse_int(const std::map<std::string, std::string>& fields, const std:
   return v;
 }
 
+}  // namespace
+
 protocol::config_record topic_config(const std::string& topic, const std::string& name,
                                      std::optional<std::string> value) {
   protocol::config_record c;
@@ -32,6 +34,8 @@ protocol::config_record topic_config(const std::string& topic, const std::string
   c.value = std::move(value);
   return c;
 }
+
+namespace {
 
 /// A legacy text record ("topic" upsert or "remove_topic") as metadata records.
 result<std::vector<protocol::metadata_record>> legacy_records(const controller::metadata_image& image,

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,10 @@ model::record metadata_log_record(std::span<const protocol::metadata_record> rec
 /// A controller error as the broker API's (the same Kafka name where both have it; the quorum's
 /// own failures as the codes a client retries on: not_controller, request_timed_out, ...).
 error from_controller(const controller::error& e);
+
+/// A topic's ConfigRecord: `name` set to `value`, or removed (nullopt).
+protocol::config_record topic_config(const std::string& topic, const std::string& name,
+                                     std::optional<std::string> value);
 
 namespace detail {
 /// A (re)registration (start_up.cc), and the leadership of every partition that lost its leader

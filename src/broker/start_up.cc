@@ -4,7 +4,9 @@
 // continuations on the controller shard (runtime timers, the clock interface); only start() itself,
 // called by open_broker outside the shards, blocks on them.
 
+#include <functional>
 #include <future>
+#include <memory>
 #include <utility>
 
 #include "broker_impl.h"
@@ -23,6 +25,17 @@ namespace {
 /// applied and no leader changes meanwhile: short, a node's start waits on it; one look is one
 /// describe or image lookup on the controller shard.
 constexpr int64_t start_up_poll_ms = 20;
+
+/// A waiting step's recheck, run at most once (its timer and a metadata change may both fire it)
+/// and not at all once the broker is gone.
+std::function<void()> run_once(std::shared_ptr<std::function<void()>> waiting, std::weak_ptr<int> alive) {
+  return [waiting = std::move(waiting), alive = std::move(alive)] {
+    if (!alive.lock() || !*waiting) return;
+    auto run = std::move(*waiting);
+    *waiting = nullptr;
+    run();
+  };
+}
 
 }  // namespace
 
@@ -59,9 +72,13 @@ result<void> broker_impl::start() {
   }
   if (deps_.cluster_transport != nullptr) share_fetch_handler();
   if (deps_.start_cluster_transport) deps_.start_cluster_transport();
-  const int64_t catch_up_deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
-  RINGLOG_TRY(on_controller_shard_and_wait(
-      [this, catch_up_deadline_ms](auto done) { catch_up_with_metadata(catch_up_deadline_ms, std::move(done)); }));
+  // A waiting step on the controller shard, given metadata_catch_up_timeout_ms from now.
+  using waiting_step = void (broker_impl::*)(int64_t, std::function<void(result<void>)>);
+  const auto run_step = [this](waiting_step step) {
+    const int64_t deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
+    return on_controller_shard_and_wait([this, step, deadline_ms](auto done) { (this->*step)(deadline_ms, std::move(done)); });
+  };
+  RINGLOG_TRY(run_step(&broker_impl::catch_up_with_metadata));
   if (auto refused = decommissioned_refusal()) return *refused;   // before any partition opens (issue 33)
   // Open every partition this node holds as of the image it caught up to; entries applied from
   // now on open, remove and reconfigure partitions as they come.
@@ -84,15 +101,11 @@ result<void> broker_impl::start() {
     for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
     return base::ok_v;
   }
-  const int64_t register_deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
-  RINGLOG_TRY(on_controller_shard_and_wait(
-      [this, register_deadline_ms](auto done) { register_broker(register_deadline_ms, std::move(done)); }));
+  RINGLOG_TRY(run_step(&broker_impl::register_broker));
   // Heartbeats (and, on the active controller, fencing and the creation of __consumer_offsets)
   // run from here on; the groups need __consumer_offsets to exist.
   deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
-  const int64_t topics_deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
-  RINGLOG_TRY(on_controller_shard_and_wait(
-      [this, topics_deadline_ms](auto done) { await_internal_topics(topics_deadline_ms, std::move(done)); }));
+  RINGLOG_TRY(run_step(&broker_impl::await_internal_topics));
   const auto offsets_topic = find_topic(consumer_offsets_topic);
   const auto txn_state_topic = find_topic(transaction_state_topic);
   RINGLOG_ASSERT(offsets_topic && txn_state_topic, "await_internal_topics ends once both are published");
@@ -153,8 +166,7 @@ const controller::broker_registration* broker_impl::own_registration() const {
   return b != nullptr && b->incarnation_id == incarnation_id_ ? b : nullptr;
 }
 
-/// A (re)registration, and the leadership of every partition that lost its leader while this
-/// broker was away and lists it in its ISR (KRaft elects them when the broker is unfenced).
+// Declared (with what it returns) in metadata.h.
 std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,
                                                             const controller::uuid& incarnation,
                                                             const broker_dependencies& deps, const std::string& rack) {
@@ -236,23 +248,13 @@ void broker_impl::recheck_on_metadata(std::function<void()> again) {
   std::erase_if(metadata_rechecks_, [](const auto& waiting) { return !*waiting; });
   auto waiting = std::make_shared<std::function<void()>>(std::move(again));
   metadata_rechecks_.push_back(waiting);
-  deps_.runtime.post_after(controller_shard, start_up_poll_ms, [waiting, alive = std::weak_ptr<int>(lifetime_)] {
-    if (!alive.lock() || !*waiting) return;
-    auto run = std::move(*waiting);
-    *waiting = nullptr;
-    run();
-  });
+  deps_.runtime.post_after(controller_shard, start_up_poll_ms, run_once(waiting, lifetime_));
 }
 
 void broker_impl::run_metadata_rechecks() {
   // Posted, not run here: the quorum is inside its apply or leader-change callback.
   for (auto& waiting : std::exchange(metadata_rechecks_, {})) {
-    deps_.runtime.post(controller_shard, [waiting, alive = std::weak_ptr<int>(lifetime_)] {
-      if (!alive.lock() || !*waiting) return;
-      auto run = std::move(*waiting);
-      *waiting = nullptr;
-      run();
-    });
+    deps_.runtime.post(controller_shard, run_once(std::move(waiting), lifetime_));
   }
 }
 

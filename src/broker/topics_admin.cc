@@ -20,14 +20,7 @@ result<std::vector<protocol::metadata_record>> broker_impl::new_topic_records(
   topic.topic_id = new_topic_id(deps_.random);
   out.push_back(topic);
   RINGLOG_TRY(append_partition_records(out, topic.topic_id, 0, partitions, replication_factor));
-  for (const auto& [k, v] : configs) {
-    protocol::config_record c;
-    c.resource_type = controller::config_resource_topic;
-    c.resource_name = name;
-    c.name = k;
-    c.value = v;
-    out.push_back(c);
-  }
+  for (const auto& [k, v] : configs) out.push_back(topic_config(name, k, v));
   return out;
 }
 
@@ -246,12 +239,7 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
         }
         configs.erase(k);
       }
-      protocol::config_record c;
-      c.resource_type = controller::config_resource_topic;
-      c.resource_name = topic;
-      c.name = k;
-      c.value = v;
-      records.push_back(c);
+      records.push_back(topic_config(topic, k, v));
     }
     auto cfg = make_log_config(live(*controller_view_), configs);
     if (!cfg.ok()) return done(cfg.error());
