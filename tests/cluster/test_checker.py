@@ -390,6 +390,11 @@ def test_segment_reader_reads_batches_and_records_and_stops_at_a_torn_tail(tmp_p
     assert [x.base_offset for x in rep.batches] == [0, 2]
 
 
+def fetch_answer(node, t_send):
+    """A Kafka Fetch of partition 1 answered by `node` with high watermark 3 (below the ack of 5)."""
+    return {"partition": 1, "node": node, "high_watermark": 3, "error": 0, "t_send": t_send, "t_recv": t_send + 0.1}
+
+
 def test_a_fetch_answer_of_a_node_cut_off_from_the_controller_is_not_judged():
     """CI seed 2104097521: node 1, cut off from the controller (node 3) by a bridge, still led a
     partition in its old epoch and answered a Fetch with its old high watermark, below an ack of
@@ -399,10 +404,10 @@ def test_a_fetch_answer_of_a_node_cut_off_from_the_controller_is_not_judged():
     h["events"] = [{"t": 11.0, "event": "nemesis-start", "fault": "bridge", "also": None,
                     "resolved": {"node": 3, "middle": 2, "dropped": [[1, 3], [3, 1]]}},
                    {"t": 13.0, "event": "nemesis-heal"}]
-    h["fetch_ends"] = [{"partition": 1, "node": 1, "high_watermark": 3, "error": 0, "t_send": 12.5, "t_recv": 12.6}]
+    h["fetch_ends"] = [fetch_answer(1, 12.5)]
     assert "end-below-ack" not in kinds(checker.check(h)), checker.format_report(checker.check(h))
     for node, t in ((2, 12.5), (1, 13.0 + checker.CUT_OFF_GRACE_S + 0.5)):
-        h["fetch_ends"] = [{"partition": 1, "node": node, "high_watermark": 3, "error": 0, "t_send": t, "t_recv": t + 0.1}]
+        h["fetch_ends"] = [fetch_answer(node, t)]
         assert kinds(checker.check(h)) == {"end-below-ack"}, (node, t)
 
 
@@ -416,10 +421,10 @@ def test_a_fetch_answer_of_a_node_just_continued_from_a_pause_is_not_judged():
     h["events"] = [{"t": 11.0, "event": "nemesis-start", "fault": "pause 2", "also": None,
                     "resolved": {"node": 2, "paused": [2]}},
                    {"t": 13.0, "event": "nemesis-heal"}]
-    h["fetch_ends"] = [{"partition": 1, "node": 2, "high_watermark": 3, "error": 0, "t_send": 13.2, "t_recv": 13.3}]
+    h["fetch_ends"] = [fetch_answer(2, 13.2)]
     assert "end-below-ack" not in kinds(checker.check(h)), checker.format_report(checker.check(h))
     for node, t in ((3, 13.2), (2, 13.0 + checker.CUT_OFF_GRACE_S + 0.5)):
-        h["fetch_ends"] = [{"partition": 1, "node": node, "high_watermark": 3, "error": 0, "t_send": t, "t_recv": t + 0.1}]
+        h["fetch_ends"] = [fetch_answer(node, t)]
         assert kinds(checker.check(h)) == {"end-below-ack"}, (node, t)
 
 
@@ -432,8 +437,7 @@ def test_both_ends_of_a_one_way_link_drop_are_cut_off():
                     "resolved": {"node": 1, "to": 3, "dropped": [[1, 3]]}},
                    {"t": 13.0, "event": "nemesis-heal"}]
     for node in (1, 3):
-        h["fetch_ends"] = [{"partition": 1, "node": node, "high_watermark": 3, "error": 0, "t_send": 12.5,
-                            "t_recv": 12.6}]
+        h["fetch_ends"] = [fetch_answer(node, 12.5)]
         assert "end-below-ack" not in kinds(checker.check(h)), node
-    h["fetch_ends"] = [{"partition": 1, "node": 2, "high_watermark": 3, "error": 0, "t_send": 12.5, "t_recv": 12.6}]
+    h["fetch_ends"] = [fetch_answer(2, 12.5)]
     assert kinds(checker.check(h)) == {"end-below-ack"}
