@@ -212,6 +212,9 @@ void broker_impl::decommission_broker(int32_t node_id, bool cancel, std::functio
 
 void broker_impl::cancel_decommission(int32_t node_id, std::function<void(result<broker_decommission>)> done) {
   const auto image = controller_view_->image;
+  if (image->decommission_state(node_id) == broker_decommission_state::none && image->find_broker(node_id) == nullptr) {
+    return done(error{errc::resource_not_found, "no broker " + std::to_string(node_id) + " is registered"});
+  }
   if (image->decommission_state(node_id) != broker_decommission_state::decommissioning) {
     return done(error{errc::invalid_request, "broker " + std::to_string(node_id) + " is not being decommissioned" +
                                                  (image->decommission_state(node_id) == broker_decommission_state::decommissioned

@@ -7,6 +7,7 @@
 #include <map>
 #include <cstdint>
 #include <optional>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,13 @@ std::string bench_value(int64_t scheduled_us, size_t bytes);
 /// The broker's REST listener when none is given (the REST Proxy's customary port).
 inline constexpr const char* default_bootstrap = "http://127.0.0.1:8082";
 
+/// --bootstrap-server when the command line has none: $RINGLOG_BOOTSTRAP_SERVER when it is set
+/// and not empty (one URL or several separated by commas, as the option), else default_bootstrap.
+inline std::string default_bootstrap_server() {
+  const char* from_env = std::getenv("RINGLOG_BOOTSTRAP_SERVER");
+  return from_env != nullptr && *from_env != '\0' ? std::string(from_env) : std::string(default_bootstrap);
+}
+
 /// What `ringlog bench` was asked for (see its --help).
 struct bench_settings {
   std::string topic = "ringlog-bench";
@@ -53,7 +61,7 @@ struct bench_settings {
   int64_t duration_ms = 10000;
   int64_t rate = 0;
   std::string acks = "all";
-  std::string bootstrap = default_bootstrap;
+  std::string bootstrap = default_bootstrap_server();
   std::string transport = "http";
   std::string kafka_bootstrap = "127.0.0.1:9092";   // --transport kafka: the broker's kafka:// listener
   int64_t kafka_in_flight = 5;   // --transport kafka: unanswered Produce requests per connection

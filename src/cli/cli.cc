@@ -124,7 +124,7 @@ std::unique_ptr<http_client> connect(const args& a) {
     }
     timeout_ms = ms;
   }
-  auto c = http_client::create(a.get("--bootstrap-server").value_or(default_bootstrap));
+  auto c = http_client::create(a.get("--bootstrap-server").value_or(default_bootstrap_server()));
   if (!c.ok()) {
     std::cerr << c.error() << "\n";
     return nullptr;
@@ -202,8 +202,9 @@ std::optional<int64_t> int_option(const args& a, const std::string& name, int64_
 // The options of every command that talks to the brokers' HTTP listeners, written once for
 // every usage text (tests/integration/test_cluster_newcomer.py reads them).
 constexpr std::string_view bootstrap_server_help =
-    R"(  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082); several URLs
-                           separated by commas are tried in turn, as Kafka's tools do
+    R"(  --bootstrap-server URL   broker HTTP listener (default $RINGLOG_BOOTSTRAP_SERVER when set,
+                           else http://127.0.0.1:8082); several URLs separated by commas
+                           are tried in turn, as Kafka's tools do
 )";
 /// The end of a usage text: --bootstrap-server, --request-timeout-ms and --help.
 const std::string connection_options_help = std::string(bootstrap_server_help) +
@@ -1291,7 +1292,7 @@ int cluster_status(const args& a) {
   if (!cluster) return 1;
   auto asked = cluster_view_of(*client, *cluster, false);
   if (!asked) return 1;
-  const std::string bootstrap = a.get("--bootstrap-server").value_or(default_bootstrap);
+  const std::string bootstrap = a.get("--bootstrap-server").value_or(default_bootstrap_server());
   const auto from_leader = leader_view(*asked, *cluster, bootstrap, client->base_url());
   const cluster_view& shown = from_leader ? *from_leader : *asked;
   const json& b = shown.brokers;
@@ -1998,7 +1999,8 @@ Commands:
   delete NAME [--mechanism M]            removes NAME's credentials (or only M's)
 
 Options:
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082)
+  --bootstrap-server URL   broker HTTP listener (default $RINGLOG_BOOTSTRAP_SERVER when set,
+                           else http://127.0.0.1:8082)
   --help                   this text
 )";
 
@@ -2106,7 +2108,8 @@ Options:
   --resource-pattern-type T  literal (default for create, delete), prefixed (the name is a prefix),
                            match (list, delete: every ACL that applies to the name), any (list
                            default: literal and prefixed)
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082)
+  --bootstrap-server URL   broker HTTP listener (default $RINGLOG_BOOTSTRAP_SERVER when set,
+                           else http://127.0.0.1:8082)
   --help                   this text
 
 Authentication as every command: RINGLOG_USER and RINGLOG_PASSWORD (Basic) or RINGLOG_TOKEN
@@ -2364,7 +2367,8 @@ Options:
                            (partitions/s), connection_creation_rate (ips: connections/s)
   --delete-config K[,K]    remove: the keys to remove
   --strict                 list: only entities of exactly the types given
-  --bootstrap-server URL   broker HTTP listener (default http://127.0.0.1:8082)
+  --bootstrap-server URL   broker HTTP listener (default $RINGLOG_BOOTSTRAP_SERVER when set,
+                           else http://127.0.0.1:8082)
   --help                   this text
 
 Authentication as every command: RINGLOG_USER and RINGLOG_PASSWORD (Basic) or RINGLOG_TOKEN

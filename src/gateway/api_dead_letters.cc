@@ -8,6 +8,7 @@
 #include "base64.h"
 #include "consumer_parsing.h"
 #include "ringlog/delay/retry.h"
+#include "json_fields.h"
 
 namespace ringlog::gateway::routes {
 
@@ -64,8 +65,9 @@ std::string group_path(api::call& c) {
 /// A JSON body of a redrive (see v3_redrive); refusals name the field.
 std::optional<api_error> parse_redrive(const std::string& body, broker::redrive_request& out) {
   if (is_blank(body)) return std::nullopt;
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return api_error{400, ec::kafka_bad_request, "the request body is not JSON"};
+  std::string why;
+  json j = parse_json(body, why);
+  if (j.is_discarded()) return api_error{400, ec::kafka_bad_request, "the request body is not JSON: " + why};
   if (j.is_null()) return std::nullopt;
   if (!j.is_object()) return api_error{422, ec::unprocessable, "the request body must be a JSON object"};
   for (auto it = j.begin(); it != j.end(); ++it) {

@@ -7,6 +7,7 @@
 #include "group_proxy.h"
 #include "http_quotas.h"
 #include "request_parsing.h"
+#include "json_fields.h"
 
 namespace ringlog::gateway::routes {
 
@@ -588,8 +589,9 @@ void v3_alter_configs(const call_ptr& c) {
 void v3_set_config(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
   if (is_blank(c->request.body)) return c->fail(empty_body_error("{\"value\": \"...\"}"));
-  json body = json::parse(c->request.body, nullptr, false);
-  if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body");
+  std::string why;
+  json body = parse_json(c->request.body, why);
+  if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
   if (!body.is_object() || !body.contains("value") || !body["value"].is_string()) {
     return c->fail(422, ec::unprocessable, "the body must be {\"value\": \"...\"} with a string value");
   }

@@ -12,6 +12,7 @@
 // (GET .../brokers/{id}/partition-replicas answered by that broker, which adds size_bytes).
 
 #include "api_routes.h"
+#include "json_fields.h"
 
 namespace ringlog::gateway::routes {
 
@@ -188,8 +189,10 @@ void v3_post_rebalance(const call_ptr& c) {
   bool dry_run = false;
   if (!is_blank(c->request.body)) {
     if (!c->content_type_in({"application/json"})) return;
-    const json body = json::parse(c->request.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object()) return c->fail(400, ec::bad_request, "the request body must be a JSON object");
+    std::string why;
+    const json body = parse_json(c->request.body, why);
+    if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
+    if (!body.is_object()) return c->fail(400, ec::bad_request, "the request body must be a JSON object");
     for (const auto& [field, value] : body.items()) {
       if (field == "tolerance") {
         auto parsed = tolerance_of(*c, value, "tolerance");
@@ -231,6 +234,13 @@ void v3_list_broker_tasks(const call_ptr& c) {
   json data = json::array();
   for (const auto& d : c->broker().list_decommissions()) {
     if (!only || *only == d.broker_id) data.push_back(task_json(*c, d));
+  }
+  // A broker that is neither registered nor has a task is not in this cluster: 404, as GET
+  // /brokers/{id} (an empty list would read as "nothing under way" for a mistyped id).
+  if (only && data.empty()) {
+    const auto brokers = c->broker().list_brokers();
+    const bool known = std::any_of(brokers.begin(), brokers.end(), [&](const auto& b) { return b.node_id == *only; });
+    if (!known) return c->fail(404, ec::not_found, "broker " + std::to_string(*only) + " is not in this cluster");
   }
   c->respond_json(200, list_json("KafkaBrokerTaskList", c->base_url + c->request.target, std::move(data)));
 }

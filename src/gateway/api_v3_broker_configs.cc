@@ -5,6 +5,7 @@
 
 #include "api_routes.h"
 #include "request_parsing.h"
+#include "json_fields.h"
 
 namespace ringlog::gateway::routes {
 namespace {
@@ -83,9 +84,10 @@ std::optional<std::string> put_value(const call_ptr& c) {
     c->fail(empty_body_error("{\"value\": \"...\"}"));
     return std::nullopt;
   }
-  json body = json::parse(c->request.body, nullptr, false);
+  std::string why;
+  json body = parse_json(c->request.body, why);
   if (body.is_discarded()) {
-    c->fail(400, ec::bad_request, "malformed JSON request body");
+    c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
     return std::nullopt;
   }
   if (!body.is_object() || !body.contains("value") || !body["value"].is_string()) {

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "api_routes.h"
+#include "json_fields.h"
 
 namespace ringlog::gateway::routes {
 
@@ -185,8 +186,10 @@ void v3_alter_client_quotas(const call_ptr& c) {
   if (is_blank(c->request.body)) {
     return c->fail(empty_body_error(R"({"entity": {"user": .., "client-id": ..}, "quotas": {"producer_byte_rate": ..}})"));
   }
-  const json body = json::parse(c->request.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
+  std::string why;
+  const json body = parse_json(c->request.body, why);
+  if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
+  if (!body.is_object()) {
     return c->fail(400, ec::bad_request, "the request body must be a JSON object");
   }
   auto alteration = alteration_of(body);

@@ -19,6 +19,7 @@
 
 #include "api_routes.h"
 #include "request_parsing.h"
+#include "json_fields.h"
 
 namespace ringlog::gateway::routes {
 
@@ -40,9 +41,10 @@ std::optional<json> object_body(const call_ptr& c, bool may_be_empty, std::initi
     return std::nullopt;
   }
   if (!c->content_type_in({"application/json"})) return std::nullopt;
-  json body = json::parse(c->request.body, nullptr, false);
+  std::string why;
+  json body = parse_json(c->request.body, why);
   if (body.is_discarded()) {
-    c->fail(400, ec::bad_request, "malformed JSON request body");
+    c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
     return std::nullopt;
   }
   if (!body.is_object()) {

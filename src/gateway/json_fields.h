@@ -6,6 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace ringlog::gateway {
 
@@ -25,5 +27,21 @@ inline std::optional<int32_t> json_partition(const nlohmann::json& v) {
 
 /// How json_partition's refusals name the range.
 inline constexpr const char* json_partition_range = "an integer in [0, 2147483647]";
+
+/// `text` parsed as one JSON value, or a discarded value (is_discarded()) with `why` set to the
+/// parser's reason without nlohmann's "[json.exception...]" prefix, e.g. "number overflow parsing
+/// '1e400'" or "syntax error while parsing value - invalid literal; last read: 'x'", so that a
+/// refusal names the problem instead of only saying the body is malformed.
+inline nlohmann::json parse_json(std::string_view text, std::string& why) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    why = e.what();
+    if (!why.empty() && why.front() == '[') {
+      if (const auto end = why.find("] "); end != std::string::npos) why.erase(0, end + 2);
+    }
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
+}
 
 }  // namespace ringlog::gateway

@@ -333,8 +333,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     // Produce messages are most of the traffic: their common shape is read without a json tree.
     if (auto fast = parse_ws_produce_fast(text, records_per_message_max())) return produce_fast(std::move(*fast));
     flush_produce();   // what was read before this message reaches the broker before it
-    json m = json::parse(text, nullptr, false);
-    if (m.is_discarded()) return close_with(invalid_payload, "message is not JSON");
+    std::string why;
+    json m = parse_json(text, why);
+    if (m.is_discarded()) return close_with(invalid_payload, "message is not JSON: " + why);
     if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) {
       return close_with(invalid_payload, "message must be a JSON object with a string \"type\"");
     }

@@ -1,7 +1,9 @@
 """Every error path of issue 3: content negotiation, limits, malformed input. The server keeps
 serving and nothing stored changes."""
 import base64
+import os
 import socket
+import subprocess
 
 import pytest
 import requests
@@ -117,6 +119,51 @@ def test_admin_body_errors(broker):
     assert r.status_code == 422 and "partitions_count" in r.json()["message"]
     r = requests.post(broker.v3("/topics"), data="[", headers={"Content-Type": "application/json"})
     assert r.status_code == 400
+
+
+def test_malformed_json_bodies_say_what_is_wrong(broker):
+    """A body nlohmann cannot parse is refused with the parser's reason, not only "malformed": a
+    number out of a double's range (a new user's 1e400 was told "must be a JSON object") and a
+    syntax error each name themselves, on every admin route that reads a JSON body."""
+    json_type = {"Content-Type": "application/json"}
+    r = requests.post(broker.v3("/rebalance"), data='{"tolerance": 1e400}', headers=json_type)
+    assert r.status_code == 400 and r.json()["error_code"] == 40001, r.text
+    assert r.json()["message"].startswith("malformed JSON request body: ") and "1e400" in r.json()["message"], r.text
+    r = requests.post(broker.v3("/rebalance"), data="[1]", headers=json_type)
+    assert r.status_code == 400 and r.json()["message"] == "the request body must be a JSON object", r.text
+    r = requests.put(broker.v3("/client-quotas"), data='{"entity": nope}', headers=json_type)
+    assert r.status_code == 400 and "syntax error" in r.json()["message"], r.text
+    r = requests.put(broker.v3("/brokers/0/configs/log.retention.ms"), data='{"value": "1"', headers=json_type)
+    assert r.status_code == 400 and r.json()["message"].startswith("malformed JSON request body: "), r.text
+    assert "syntax error" in r.json()["message"], r.text
+
+
+def test_decommission_of_an_unknown_broker_is_404_and_the_cli_says_so(broker, ringlog_bin):
+    """Broker 9 is not in this cluster: its task list, its task's cancel and the CLI's --status
+    say so (404, exit 1) instead of an empty list (exit 0) or a 400 that the OpenAPI did not list."""
+    r = requests.get(broker.v3("/brokers/9/tasks"))
+    assert r.status_code == 404 and r.json()["message"] == "broker 9 is not in this cluster", r.text
+    r = requests.delete(broker.v3("/brokers/9/tasks/remove-broker"))
+    assert r.status_code == 404 and "no broker 9" in r.json()["message"], r.text
+    r = requests.get(broker.v3("/brokers/0/tasks"))   # this node (node.id 0): registered, no task
+    assert r.status_code == 200 and r.json()["data"] == [], r.text
+    out = subprocess.run([ringlog_bin, "cluster", "decommission", "9", "--status", "--bootstrap-server", broker.url],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "broker 9 is not in this cluster" in out.stderr, out
+
+
+def test_bootstrap_server_from_the_environment(broker, ringlog_bin):
+    """RINGLOG_BOOTSTRAP_SERVER stands for --bootstrap-server when the option is not given; the
+    option wins when it is."""
+    env = dict(os.environ, RINGLOG_BOOTSTRAP_SERVER=broker.url)
+    out = subprocess.run([ringlog_bin, "cluster", "status"], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out
+    env["RINGLOG_BOOTSTRAP_SERVER"] = "http://127.0.0.1:1"
+    out = subprocess.run([ringlog_bin, "topics", "list"], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode != 0 and "127.0.0.1:1" in out.stderr, out
+    out = subprocess.run([ringlog_bin, "topics", "list", "--bootstrap-server", broker.url], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert out.returncode == 0, out
 
 
 def test_query_parameter_errors(broker, topic_name):
