@@ -222,6 +222,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                            bool validate_only, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
   [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
+  void await_metadata_barrier(std::function<void()> then) override { post_caught_up(std::move(then)); }
   [[nodiscard]] result<void> check_partition_exists(const model::topic_partition& tp) const override;
   void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<broker_description> list_brokers() const override;

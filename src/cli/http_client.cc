@@ -207,7 +207,8 @@ struct http_client::impl {
   /// refused the connection), else all of them, capped.
   std::string failed(const std::vector<std::string>& failures, bool connect_only) const {
     if (endpoints.size() == 1 && failures.size() == 1) {
-      return connect_only ? failures[0] + ": is `ringlog serve` running there? --bootstrap-server names another"
+      return connect_only ? failures[0] + ": is `ringlog serve` running there? --bootstrap-server (or "
+                                          "RINGLOG_BOOTSTRAP_SERVER) names another"
                           : failures[0];
     }
     return "no bootstrap server answered (" + join_failures(failures) + ")";

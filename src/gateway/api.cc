@@ -451,6 +451,14 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     if (std::string_view(r.pattern).starts_with("/consumers/{group}/instances/{instance}")) {
       return routes::check_instance_owner(c, r.fn);
     }
+    // A topic created a moment ago through another node may not be in this node's image yet
+    // (a new user's describe on node 2 right after a create on node 1 answered 404): a route
+    // naming a topic this node does not know passes the metadata barrier first, then runs
+    // against the image as it is then, as the broker's produce, fetch and offsets do.
+    const auto topic = c->params.find(c->params.contains("topic_name") ? "topic_name" : "topic");
+    if (topic != c->params.end() && !broker_.topic_exists(topic->second)) {
+      return broker_.await_metadata_barrier([c, fn = r.fn] { c->later([fn](api::call& call) { fn(call.shared_from_this()); }); });
+    }
     r.fn(c);
     return;
   }

@@ -80,9 +80,9 @@ void auth_login(const call_ptr& c) {
   const auto& auth = c->self->options().auth;
   if (!auth) return c->fail(409, ec::illegal_state, "authentication is off (http.authentication.method=NONE)");
   if (!c->content_type_in({"application/json"})) return;
-  std::string why;
-  json body = parse_json(c->request.body, why);
-  if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
+  api_error refusal;
+  json body = parse_json(c->request.body, "request body", refusal);
+  if (body.is_discarded()) return c->fail(refusal);
   if (!body.is_object() || !body.contains("user") || !body["user"].is_string() ||
       !body.contains("password") || !body["password"].is_string()) {
     return c->fail(422, ec::unprocessable, "the body must be {\"user\": string, \"password\": string}");

@@ -65,9 +65,9 @@ std::string group_path(api::call& c) {
 /// A JSON body of a redrive (see v3_redrive); refusals name the field.
 std::optional<api_error> parse_redrive(const std::string& body, broker::redrive_request& out) {
   if (is_blank(body)) return std::nullopt;
-  std::string why;
-  json j = parse_json(body, why);
-  if (j.is_discarded()) return api_error{400, ec::kafka_bad_request, "the request body is not JSON: " + why};
+  api_error refusal;
+  json j = parse_json(body, "request body", refusal);
+  if (j.is_discarded()) return refusal;
   if (j.is_null()) return std::nullopt;
   if (!j.is_object()) return api_error{422, ec::unprocessable, "the request body must be a JSON object"};
   for (auto it = j.begin(); it != j.end(); ++it) {

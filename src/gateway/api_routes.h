@@ -237,6 +237,13 @@ struct api::call : std::enable_shared_from_this<api::call> {
       fail(400, ec::invalid_request, "unsupported charset \"" + charset + "\" in Content-Type; request bodies are UTF-8 (or ISO-8859-1)");
       return std::nullopt;
     }
+    // Read as UTF-8 from here on: a Latin-1 body's bytes above 0x7F are its characters, not a
+    // UTF-8 sequence (a new user's "caf\xe9" was refused as "not valid UTF-8").
+    // The Content-Type then says utf-8, so a second check (or a call passed on) reads it as such.
+    if (charset == "iso-8859-1") {
+      request.body = latin1_to_utf8(request.body);
+      request.content_type = t + "; charset=utf-8";
+    }
     return t;
   }
 

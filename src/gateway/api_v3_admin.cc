@@ -589,9 +589,9 @@ void v3_alter_configs(const call_ptr& c) {
 void v3_set_config(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster() || !c->content_type_in({"application/json"})) return;
   if (is_blank(c->request.body)) return c->fail(empty_body_error("{\"value\": \"...\"}"));
-  std::string why;
-  json body = parse_json(c->request.body, why);
-  if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
+  api_error refusal;
+  json body = parse_json(c->request.body, "request body", refusal);
+  if (body.is_discarded()) return c->fail(refusal);
   if (!body.is_object() || !body.contains("value") || !body["value"].is_string()) {
     return c->fail(422, ec::unprocessable, "the body must be {\"value\": \"...\"} with a string value");
   }

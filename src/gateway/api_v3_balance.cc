@@ -189,9 +189,9 @@ void v3_post_rebalance(const call_ptr& c) {
   bool dry_run = false;
   if (!is_blank(c->request.body)) {
     if (!c->content_type_in({"application/json"})) return;
-    std::string why;
-    const json body = parse_json(c->request.body, why);
-    if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
+    api_error refusal;
+    const json body = parse_json(c->request.body, "request body", refusal);
+    if (body.is_discarded()) return c->fail(refusal);
     if (!body.is_object()) return c->fail(400, ec::bad_request, "the request body must be a JSON object");
     for (const auto& [field, value] : body.items()) {
       if (field == "tolerance") {

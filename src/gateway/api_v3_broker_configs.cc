@@ -84,10 +84,10 @@ std::optional<std::string> put_value(const call_ptr& c) {
     c->fail(empty_body_error("{\"value\": \"...\"}"));
     return std::nullopt;
   }
-  std::string why;
-  json body = parse_json(c->request.body, why);
+  api_error refusal;
+  json body = parse_json(c->request.body, "request body", refusal);
   if (body.is_discarded()) {
-    c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
+    c->fail(refusal);
     return std::nullopt;
   }
   if (!body.is_object() || !body.contains("value") || !body["value"].is_string()) {

@@ -186,9 +186,9 @@ void v3_alter_client_quotas(const call_ptr& c) {
   if (is_blank(c->request.body)) {
     return c->fail(empty_body_error(R"({"entity": {"user": .., "client-id": ..}, "quotas": {"producer_byte_rate": ..}})"));
   }
-  std::string why;
-  const json body = parse_json(c->request.body, why);
-  if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
+  api_error refusal;
+  const json body = parse_json(c->request.body, "request body", refusal);
+  if (body.is_discarded()) return c->fail(refusal);
   if (!body.is_object()) {
     return c->fail(400, ec::bad_request, "the request body must be a JSON object");
   }

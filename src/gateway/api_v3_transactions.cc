@@ -41,10 +41,10 @@ std::optional<json> object_body(const call_ptr& c, bool may_be_empty, std::initi
     return std::nullopt;
   }
   if (!c->content_type_in({"application/json"})) return std::nullopt;
-  std::string why;
-  json body = parse_json(c->request.body, why);
+  api_error refusal;
+  json body = parse_json(c->request.body, "request body", refusal);
   if (body.is_discarded()) {
-    c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
+    c->fail(refusal);
     return std::nullopt;
   }
   if (!body.is_object()) {

@@ -75,9 +75,9 @@ void v3_set_user(const call_ptr& c) {
   if (is_blank(c->request.body)) {
     return c->fail(empty_body_error("{\"mechanism\": \"SCRAM-SHA-512\", \"iterations\": 8192, \"password\": \"...\"}"));
   }
-  std::string why;
-  json body = parse_json(c->request.body, why);
-  if (body.is_discarded()) return c->fail(400, ec::bad_request, "malformed JSON request body: " + why);
+  api_error refusal;
+  json body = parse_json(c->request.body, "request body", refusal);
+  if (body.is_discarded()) return c->fail(refusal);
   if (!body.is_object()) return c->fail(422, ec::unprocessable, "the body must be a JSON object");
   for (const auto& [field, unused] : body.items()) {
     if (field != "mechanism" && field != "iterations" && field != "password") {

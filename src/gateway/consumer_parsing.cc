@@ -26,7 +26,7 @@ struct body_doc {
 parsed<std::optional<dom::object>> object_body(dom::parser& parser, std::string_view body, body_doc& doc) {
   if (is_blank(body)) return std::optional<dom::object>{};
   doc.padded = simdjson::padded_string(body);
-  if (auto err = parser.parse(doc.padded).get(doc.root); err) return malformed(err);
+  if (auto err = parser.parse(doc.padded).get(doc.root); err) return malformed(err, std::string_view(doc.padded));
   if (doc.root.type() == dom::element_type::NULL_VALUE) return std::optional<dom::object>{};
   if (doc.root.type() != dom::element_type::OBJECT) return wrong_type("", "a JSON object", doc.root);
   return std::optional<dom::object>(doc.root.get_object().value_unsafe());

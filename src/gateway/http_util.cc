@@ -1,8 +1,10 @@
 #include "http_util.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 
 namespace ringlog::gateway {
 
@@ -58,6 +60,71 @@ int specificity(const media_range& r) { return r.type == "*" ? 0 : (r.subtype ==
 std::string media_type_of(std::string_view header_value) {
   size_t semi = header_value.find(';');
   return lower(trim(header_value.substr(0, semi)));
+}
+
+namespace {
+
+/// Whether a JSON number's text fits what simdjson's DOM and nlohmann read: an int64 or uint64
+/// when it has no fraction or exponent, else a finite double.
+bool json_number_fits(std::string_view number) {
+  if (number.find_first_of(".eE") == std::string_view::npos) {
+    int64_t i = 0;
+    if (std::from_chars(number.data(), number.data() + number.size(), i).ec == std::errc{}) return true;
+    uint64_t u = 0;
+    return number.front() != '-' && std::from_chars(number.data(), number.data() + number.size(), u).ec == std::errc{};
+  }
+  const std::string text(number);
+  return std::isfinite(std::strtod(text.c_str(), nullptr));
+}
+
+}  // namespace
+
+std::string_view json_number_out_of_range(std::string_view json) {
+  size_t i = 0;
+  while (i < json.size()) {
+    const char ch = json[i];
+    if (ch == '"') {
+      ++i;
+      while (i < json.size() && json[i] != '"') i += json[i] == '\\' ? 2 : 1;
+      ++i;
+      continue;
+    }
+    if (ch != '-' && (ch < '0' || ch > '9')) {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < json.size() && std::string_view("0123456789+-.eE").find(json[end]) != std::string_view::npos) ++end;
+    const std::string_view number = json.substr(i, end - i);
+    if (!json_number_fits(number)) return number;
+    i = end;
+  }
+  return {};
+}
+
+std::string json_number_out_of_range_message(std::string_view json, std::string_view what) {
+  constexpr size_t shown_max = 40;   // a number of a thousand digits is named by its start
+  const std::string_view number = json_number_out_of_range(json);
+  std::string message = "a number in the " + std::string(what) + " is out of range: ";
+  if (!number.empty()) {
+    message += std::string(number.substr(0, shown_max)) + (number.size() > shown_max ? "... " : " ");
+  }
+  return message + "(integers must fit in 64 bits, other numbers in a double)";
+}
+
+std::string latin1_to_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte < 0x80) {
+      out.push_back(ch);
+    } else {
+      out.push_back(static_cast<char>(0xC0 | (byte >> 6)));
+      out.push_back(static_cast<char>(0x80 | (byte & 0x3F)));
+    }
+  }
+  return out;
 }
 
 std::string charset_of(std::string_view header_value) {

@@ -22,6 +22,19 @@ using base::percent_encode_segment;
 std::string media_type_of(std::string_view header_value);
 /// The charset parameter of a Content-Type, lowercased and unquoted (RFC 9110 8.3.2); "" when absent.
 std::string charset_of(std::string_view header_value);
+/// The first number in the JSON text `json` (outside strings) that a 64-bit reader cannot hold:
+/// an integer outside [-2^63, 2^64 - 1] or a number whose magnitude overflows a double (1e400);
+/// empty when there is none. A plain scan, not a parser: strings are skipped by their quotes
+/// and backslash escapes, a number is a run of [-+.0-9eE] that starts with '-' or a digit. It
+/// lets a refusal name the number simdjson and nlohmann only say is out of range.
+std::string_view json_number_out_of_range(std::string_view json);
+/// "a number in the <what> is out of range: <number> (integers must fit in 64 bits, other numbers
+/// in a double)", naming the number json_number_out_of_range finds (its first 40 characters).
+std::string json_number_out_of_range_message(std::string_view json, std::string_view what);
+/// `text` read as ISO-8859-1 (every byte is the code point of its value, U+0000..U+00FF) and
+/// written as UTF-8: bytes below 0x80 stay, the others become two bytes (0xC2/0xC3, then 0x80
+/// plus the low six bits). Never fails: every byte string is Latin-1.
+std::string latin1_to_utf8(std::string_view text);
 
 /// Picks the offered type the Accept header prefers (highest q, then the order of `offered`).
 /// An empty Accept accepts anything (the first offer). nullopt: nothing acceptable (answer 406).

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "errors.h"
+#include "http_util.h"
 #include "request_parsing.h"
 #include "ringlog/base/assert.h"
 
@@ -54,9 +55,11 @@ inline api_error missing_field(std::string_view field) {
   return {400, ec::invalid_request, std::string(field) + " is required"};
 }
 
-inline api_error malformed(simdjson::error_code code) {
+/// The refusal of a body simdjson could not parse; `body` is the text it read, so that an
+/// out-of-range number is named (json_number_out_of_range_message).
+inline api_error malformed(simdjson::error_code code, std::string_view body) {
   if (code == simdjson::NUMBER_ERROR) {
-    return {422, ec::unprocessable, "a number in the request body is out of range: integers must fit in 64 bits"};
+    return {422, ec::unprocessable, json_number_out_of_range_message(body, "request body")};
   }
   return {400, ec::bad_request, std::string("malformed JSON request body: ") + simdjson::error_message(code)};
 }

@@ -9,6 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "errors.h"
+#include "http_util.h"
+
 namespace ringlog::gateway {
 
 /// A partition id: a JSON integer in [0, 2147483647] (Kafka's partition ids are int32). nullopt
@@ -28,20 +31,24 @@ inline std::optional<int32_t> json_partition(const nlohmann::json& v) {
 /// How json_partition's refusals name the range.
 inline constexpr const char* json_partition_range = "an integer in [0, 2147483647]";
 
-/// `text` parsed as one JSON value, or a discarded value (is_discarded()) with `why` set to the
-/// parser's reason without nlohmann's "[json.exception...]" prefix, e.g. "number overflow parsing
-/// '1e400'" or "syntax error while parsing value - invalid literal; last read: 'x'", so that a
-/// refusal names the problem instead of only saying the body is malformed.
-inline nlohmann::json parse_json(std::string_view text, std::string& why) {
+/// `text` parsed as one JSON value, or a discarded value (is_discarded()) with `refusal` set:
+/// 422 naming a number out of a 64-bit reader's range (json_number_out_of_range_message; nlohmann
+/// calls 1e400 an overflow, simdjson's routes refuse it the same way), else 400 "malformed JSON
+/// <what>: <the parser's reason>" without nlohmann's "[json.exception...]" prefix, e.g. "syntax
+/// error while parsing value - invalid literal; last read: 'x'". `what`: "request body", "message".
+inline nlohmann::json parse_json(std::string_view text, std::string_view what, api_error& refusal) {
   try {
     return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::out_of_range&) {
+    refusal = {422, error_codes::unprocessable, json_number_out_of_range_message(text, what)};
   } catch (const nlohmann::json::exception& e) {
-    why = e.what();
+    std::string why = e.what();
     if (!why.empty() && why.front() == '[') {
       if (const auto end = why.find("] "); end != std::string::npos) why.erase(0, end + 2);
     }
-    return nlohmann::json(nlohmann::json::value_t::discarded);
+    refusal = {400, error_codes::bad_request, "malformed JSON " + std::string(what) + ": " + why};
   }
+  return nlohmann::json(nlohmann::json::value_t::discarded);
 }
 
 }  // namespace ringlog::gateway

@@ -430,7 +430,7 @@ parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view bo
   parser_lease parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser->parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser->parse(padded).get(doc); err) return malformed(err, std::string_view(padded));
   auto top = object_with("", doc, {"records", "key_schema", "key_schema_id", "value_schema", "value_schema_id"});
   if (!top.ok()) return top.error();
   for (std::string_view schema_field : {"key_schema", "key_schema_id", "value_schema", "value_schema_id"}) {
@@ -484,12 +484,12 @@ parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produ
   // straddles a batch boundary.
   size_t batch = std::max<size_t>(body.size() + 64, simdjson::dom::DEFAULT_BATCH_SIZE);
   dom::document_stream stream;
-  if (auto err = parser->parse_many(padded, batch).get(stream); err) return malformed(err);
+  if (auto err = parser->parse_many(padded, batch).get(stream); err) return malformed(err, std::string_view(padded));
   // The parser reuses one document per iteration: each record is converted before the next.
   std::vector<v3_item> items;
   for (auto doc : stream) {
     dom::element e;
-    if (auto err = doc.get(e); err) return malformed(err);
+    if (auto err = doc.get(e); err) return malformed(err, std::string_view(padded));
     if (items.size() >= static_cast<size_t>(limits.records_max)) {
       return api_error{422, ec::record_too_large,
                        "request has more than " + std::to_string(limits.records_max) +
@@ -507,7 +507,7 @@ parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produ
       items.push_back(v3_item{std::nullopt, r.error()});
     }
   }
-  if (stream.truncated_bytes() > 0) return malformed(simdjson::TAPE_ERROR);
+  if (stream.truncated_bytes() > 0) return malformed(simdjson::TAPE_ERROR, std::string_view(padded));
   if (auto bad = check_record_count(items.size(), limits)) return *bad;
   return items;
 }
@@ -517,7 +517,7 @@ parsed<std::vector<v3_batch_entry>> parse_v3_batch(std::string_view body, const 
   parser_lease parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser->parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser->parse(padded).get(doc); err) return malformed(err, std::string_view(padded));
   auto top = object_with("", doc, {"entries"});
   if (!top.ok()) return top.error();
   dom::element entries_el;
@@ -565,7 +565,7 @@ parsed<broker::create_topic_request> parse_create_topic(std::string_view body) {
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err, std::string_view(padded));
   auto o = object_with("", doc, {"topic_name", "partitions_count", "replication_factor", "configs", "validate_only"});
   if (!o.ok()) return o.error();
   broker::create_topic_request req;
@@ -620,7 +620,7 @@ parsed<int32_t> parse_patch_topic(std::string_view body) {
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err, std::string_view(padded));
   auto o = object_with("", doc, {"partitions_count"});
   if (!o.ok()) return o.error();
   dom::element n;
@@ -636,7 +636,7 @@ parsed<std::vector<std::pair<std::string, int32_t>>> parse_elect_leaders(std::st
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err, std::string_view(padded));
   auto o = object_with("", doc, {"election_type", "partitions"});
   if (!o.ok()) return o.error();
   dom::element type;
@@ -700,7 +700,7 @@ parsed<std::vector<broker::partition_reassignment_target>> parse_reassignments(s
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err, std::string_view(padded));
   auto o = object_with("", doc, {"data"});
   if (!o.ok()) {
     api_error e = o.error();
@@ -746,7 +746,7 @@ parsed<std::vector<int32_t>> parse_reassignment_replicas(std::string_view body) 
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err, std::string_view(padded));
   auto o = object_with("", doc, {"replicas"});
   if (!o.ok()) return o.error();
   dom::element r;
@@ -808,7 +808,7 @@ parsed<std::vector<security::acl_binding>> parse_acls(std::string_view body, boo
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err, std::string_view(padded));
   if (!batch) {
     auto one = acl_object("", doc);
     if (!one.ok()) return one.error();
@@ -915,7 +915,7 @@ parsed<alter_configs_request> parse_alter_configs(std::string_view body, bool wi
   dom::parser parser;
   simdjson::padded_string padded(body);
   dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err) return malformed(err);
+  if (auto err = parser.parse(padded).get(doc); err) return malformed(err, std::string_view(padded));
   auto o = object_with("", doc, {"data", "validate_only"});
   if (!o.ok()) return o.error();
   alter_configs_request out;

@@ -164,10 +164,15 @@ std::optional<std::string> unknown_field(const json& object, std::initializer_li
 }
 
 /// The reason of a close frame is at most 123 bytes (RFC 6455 section 5.5: control frames carry
-/// 125 bytes, 2 of them the code).
+/// 125 bytes, 2 of them the code). A longer one ends at the last whole word that fits, then
+/// "...", so it does not read as a sentence that stops mid-word (UTF-8 stays whole: a space is
+/// never inside a multi-byte sequence).
 std::string close_reason_text(std::string reason) {
-  if (reason.size() > 123) reason.resize(123);
-  return reason;
+  constexpr size_t reason_bytes_max = 123;
+  if (reason.size() <= reason_bytes_max) return reason;
+  const size_t cut = reason.rfind(' ', reason_bytes_max - 3);
+  reason.resize(cut == std::string::npos ? 0 : cut);
+  return reason + "...";
 }
 
 bool is_close_or_disconnect(beast::error_code ec) {
@@ -333,9 +338,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     // Produce messages are most of the traffic: their common shape is read without a json tree.
     if (auto fast = parse_ws_produce_fast(text, records_per_message_max())) return produce_fast(std::move(*fast));
     flush_produce();   // what was read before this message reaches the broker before it
-    std::string why;
-    json m = parse_json(text, why);
-    if (m.is_discarded()) return close_with(invalid_payload, "message is not JSON: " + why);
+    api_error refusal;
+    json m = parse_json(text, "message", refusal);
+    if (m.is_discarded()) return close_with(invalid_payload, refusal.message);
     if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) {
       return close_with(invalid_payload, "message must be a JSON object with a string \"type\"");
     }

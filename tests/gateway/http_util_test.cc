@@ -57,6 +57,14 @@ TEST_CASE("media types and negotiation") {
   CHECK(negotiate("application/json;q=0, */*;q=0.1", {"application/json", "text/plain"}) == "text/plain");
 }
 
+TEST_CASE("latin1_to_utf8: ASCII stays, 0x80..0xFF become their two-byte UTF-8 code points") {
+  CHECK(latin1_to_utf8("") == "");
+  CHECK(latin1_to_utf8("{\"a\": 1}") == "{\"a\": 1}");
+  CHECK(latin1_to_utf8("caf\xe9") == "caf\xc3\xa9");          // U+00E9
+  CHECK(latin1_to_utf8("\x80\xbf\xc0\xff") == "\xc2\x80\xc2\xbf\xc3\x80\xc3\xbf");
+  CHECK(latin1_to_utf8(std::string_view("a\0b", 3)) == std::string("a\0b", 3));
+}
+
 TEST_CASE("query strings and integers") {
   auto q = parse_query("offset=10&timeout=a%20b&x=+1&empty=");
   REQUIRE(q);

@@ -127,8 +127,11 @@ def test_malformed_json_bodies_say_what_is_wrong(broker):
     syntax error each name themselves, on every admin route that reads a JSON body."""
     json_type = {"Content-Type": "application/json"}
     r = requests.post(broker.v3("/rebalance"), data='{"tolerance": 1e400}', headers=json_type)
+    assert r.status_code == 422 and r.json()["message"] == (
+        "a number in the request body is out of range: 1e400 (integers must fit in 64 bits, other numbers in a double)"), r.text
+    r = requests.post(broker.v3("/rebalance"), data='{"tolerance": tru}', headers=json_type)
     assert r.status_code == 400 and r.json()["error_code"] == 40001, r.text
-    assert r.json()["message"].startswith("malformed JSON request body: ") and "1e400" in r.json()["message"], r.text
+    assert r.json()["message"].startswith("malformed JSON request body: ") and "syntax error" in r.json()["message"], r.text
     r = requests.post(broker.v3("/rebalance"), data="[1]", headers=json_type)
     assert r.status_code == 400 and r.json()["message"] == "the request body must be a JSON object", r.text
     r = requests.put(broker.v3("/client-quotas"), data='{"entity": nope}', headers=json_type)
@@ -136,6 +139,35 @@ def test_malformed_json_bodies_say_what_is_wrong(broker):
     r = requests.put(broker.v3("/brokers/0/configs/log.retention.ms"), data='{"value": "1"', headers=json_type)
     assert r.status_code == 400 and r.json()["message"].startswith("malformed JSON request body: "), r.text
     assert "syntax error" in r.json()["message"], r.text
+
+
+def test_an_out_of_range_number_is_named_on_the_simdjson_routes(broker, topic_name):
+    """simdjson's routes (produce, topic create) name the number too, integer or not."""
+    broker.create_topic(topic_name)
+    big = "123456789012345678901234567890"
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"), json=None,
+                      data='{"value": {"type": "JSON", "data": {"id": ' + big + '}}}',
+                      headers={"Content-Type": "application/json"})
+    assert r.status_code == 422 and r.json()["message"] == (
+        f"a number in the request body is out of range: {big} (integers must fit in 64 bits, other numbers in a double)"), r.text
+    r = requests.post(broker.v3("/topics"), data='{"topic_name": "n", "partitions_count": 1e400}',
+                      headers={"Content-Type": "application/json"})
+    assert r.status_code == 422 and "out of range: 1e400 (" in r.json()["message"], r.text
+
+
+def test_a_latin1_body_is_read_as_latin1(broker, topic_name):
+    """charset=iso-8859-1 (which the OpenAPI accepts) is read as Latin-1: "caf\\xe9" is café, stored
+    as UTF-8; the same bytes declared as UTF-8 are refused and store nothing."""
+    broker.create_topic(topic_name)
+    body = b'{"partition_id": 0, "value": {"type": "STRING", "data": "caf\xe9"}}'
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"), data=body,
+                      headers={"Content-Type": "application/json; charset=iso-8859-1"})
+    assert r.status_code == 200 and r.json()["error_code"] == 200 and r.json()["offset"] == 0, r.text
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"), data=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and "UTF-8" in r.json()["message"], r.text
+    got = requests.get(f"{broker.url}/topics/{topic_name}/partitions/0/records", params={"offset": 0},
+                       headers={"Accept": BINARY})
+    assert got.status_code == 200 and [base64.b64decode(x["value"]) for x in got.json()] == ["café".encode()], got.text
 
 
 def test_decommission_of_an_unknown_broker_is_404_and_the_cli_says_so(broker, ringlog_bin):

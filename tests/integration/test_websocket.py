@@ -194,7 +194,25 @@ def test_bad_messages_get_errors_or_a_close_with_a_reason(broker, topic_name):
                 await recv(ws)
                 raise AssertionError("expected a close")
             except websockets.ConnectionClosed as closed:
-                assert closed.code == 1007 and "not JSON" in closed.reason, (closed.code, closed.reason)
+                assert closed.code == 1007 and closed.reason.startswith("malformed JSON message: ") and "syntax error" in closed.reason, \
+                    (closed.code, closed.reason)
+        async with websockets.connect(ws_url(broker)) as ws:
+            # Valid JSON with a number no 64-bit reader holds: named as out of range, not "not JSON".
+            await ws.send('{"type": "credit", "records": 1e400}')
+            try:
+                await recv(ws)
+                raise AssertionError("expected a close")
+            except websockets.ConnectionClosed as closed:
+                assert closed.code == 1007 and closed.reason.startswith("a number in the message is out of range: 1e400"), \
+                    (closed.code, closed.reason)
+        async with websockets.connect(ws_url(broker)) as ws:
+            await ws.send('{"type": "subscribe", "topic": "' + "t" * 200)   # cut off: the reason fits 123 bytes
+            try:
+                await recv(ws)
+                raise AssertionError("expected a close")
+            except websockets.ConnectionClosed as closed:
+                assert closed.code == 1007 and len(closed.reason.encode()) <= 123, (closed.code, closed.reason)
+                assert closed.reason.startswith("malformed JSON message: "), closed.reason
         async with websockets.connect(ws_url(broker)) as ws:
             await ws.send(b"\x00binary")
             try:

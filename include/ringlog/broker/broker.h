@@ -646,6 +646,13 @@ class broker {
   /// Whether a topic of this name exists (internal topics included): one lookup, no copy of the
   /// topic list, so error paths may ask it once per record.
   [[nodiscard]] virtual bool topic_exists(const std::string& name) const = 0;
+  /// Runs `then` (on the controller shard) once this node has applied every metadata entry the
+  /// quorum had committed when the call arrived (the metadata barrier: Raft's read index through
+  /// DescribeQuorum, src/broker/metadata_barrier.cc; at once on the active controller or a single
+  /// node; after metadata_barrier_timeout_ms against this image when the controller does not
+  /// answer). The HTTP routes that name a topic this node does not know pass it first, so a topic
+  /// created a moment ago through another node is described and served here too.
+  virtual void await_metadata_barrier(std::function<void()> then) = 0;
   /// Whether the topic exists and has the partition (Kafka's metadataCache.contains(tp), which
   /// KafkaApis asks before an OffsetCommit stores an offset). Errors: unknown_topic_or_partition,
   /// naming the topic or the partition count.
