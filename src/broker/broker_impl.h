@@ -3,7 +3,9 @@
 // helpers, maintenance, shutdown; start_up.cc; metadata_apply.cc: the metadata state machine;
 // cluster_requests.cc: requests between brokers, heartbeats; topics_admin.cc; partition_reconcile.cc:
 // partitions opened and dropped as the metadata moves; internal_topics.cc; produce.cc; fetch.cc:
-// fetch and list offsets; replication.cc: followers, the high watermark, ISR changes).
+// fetch deadlines and list offsets; replication.cc: leaderships, followers, ISR changes).
+// One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
+// guards) is partition_runtime's, in partition.h, which never sees this class.
 // Private to the broker module: other modules see broker.h only.
 
 #include <atomic>
