@@ -76,20 +76,6 @@ error shard_busy(size_t shard) {
                    " tasks queued; retry later"};
 }
 
-/// Ends a parked fetch with no records and the partition's current offsets (its wait is over, or
-/// the broker is stopping); nothing when it was already answered.
-void answer_empty(const partition_runtime& rt, fetch_waiter& w) {
-  if (w.completed) return;
-  w.completed = true;
-  fetch_response empty;
-  empty.high_watermark = rt.log->high_watermark();
-  empty.log_start_offset = rt.log->log_start_offset();
-  empty.log_end_offset = rt.log->log_end_offset();
-  empty.last_stable_offset = rt.log->last_stable_offset();
-  empty.next_fetch_offset = w.request.fetch_offset;
-  w.done(std::move(empty));
-}
-
 // ---------------------------------------------------------------- maintenance and shutdown
 
 void broker_impl::schedule_maintenance(size_t shard) {
@@ -187,7 +173,7 @@ void broker_impl::clean_step(size_t shard, const std::shared_ptr<partition_runti
     // Records below the high watermark changed, so kept reads of the log go.
     auto& recent = recent_reads_[shard];
     std::erase_if(recent, [&rt](const recent_read& r) { return r.partition_uid == rt->uid; });
-    publish(*rt);
+    rt->publish();
   }
   if (outcome.waiting_for_io) return;   // the pass's resume queues the next step
   if (outcome.done) {
@@ -215,7 +201,7 @@ void broker_impl::maintain_partition(partition_runtime& rt, bool retention_due) 
   if (deleted.value() > 0 || hw != rt.last_checkpointed_high_watermark) {
     if (rt.log->checkpoint().ok()) rt.last_checkpointed_high_watermark = hw;
   }
-  publish(rt);
+  rt.publish();
 }
 
 void broker_impl::begin_shutdown() {
@@ -225,7 +211,7 @@ void broker_impl::begin_shutdown() {
       for (auto& [key, rt] : shards_[shard]) {
         auto parked = std::move(rt->waiters);
         rt->waiters.clear();
-        for (auto& w : parked) answer_empty(*rt, *w);
+        for (auto& w : parked) rt->answer_empty(*w);
       }
     });
   }
@@ -288,14 +274,14 @@ void broker_impl::shutdown(std::function<void()> done) {
       // Let every fdatasync in flight complete so their producers hear the outcome.
       for (int i = 0; i < 10'000 && disk.in_flight() > 0; ++i) disk.poll(std::chrono::milliseconds(10));
       for (auto& [key, rt] : shards_[shard]) {
-        wake_waiters(shard, rt);
-        for (auto& w : rt->waiters) answer_empty(*rt, *w);
+        rt->wake_waiters();
+        for (auto& w : rt->waiters) rt->answer_empty(*w);
         rt->waiters.clear();
-        fail_ack_waiters(*rt, error{errc::broker_not_available,
+        rt->fail_ack_waiters(error{errc::broker_not_available,
                                     "the broker is shutting down before the write was replicated; it may or may "
                                     "not be stored: retry"});
         rt->leader.reset();
-        wake_replica_waiters(shard, rt);
+        rt->wake_replica_waiters();
         (void)rt->log->close();
       }
       if (remaining->fetch_sub(1) == 1) {

@@ -3,7 +3,9 @@
 // helpers, maintenance, shutdown; start_up.cc; metadata_apply.cc: the metadata state machine;
 // cluster_requests.cc: requests between brokers, heartbeats; topics_admin.cc; partition_reconcile.cc:
 // partitions opened and dropped as the metadata moves; internal_topics.cc; produce.cc; fetch.cc:
-// fetch and list offsets; replication.cc: followers, the high watermark, ISR changes).
+// fetch deadlines and list offsets; replication.cc: leaderships, followers, ISR changes).
+// One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
+// guards) is partition_runtime's, in partition.h, which never sees this class.
 // Private to the broker module: other modules see broker.h only.
 
 #include <atomic>
@@ -25,6 +27,7 @@
 #include "group_service.h"
 #include "txn_service.h"
 #include "metadata.h"
+#include "partition.h"
 #include "quota_managers.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
@@ -39,7 +42,6 @@
 namespace ringlog::broker::detail {
 
 
-error from_storage(const storage::error& e);
 /// The body of a request this node sends at `version` (the versions are chosen here, so an
 /// encoding failure is a bug).
 template <typename Message>
@@ -59,17 +61,6 @@ inline void respond_with(const protocol::request_header_data& header, const Resp
   }
 }
 
-std::string partition_key(const std::string& topic, int32_t partition);
-/// Appends to `out` the records of `batches` (whole v2 batches) in [fetch_offset, high_watermark),
-/// control batches skipped, until the key + value + header bytes would pass `max_bytes` (the first
-/// record always goes). Returns those bytes. Errors: corrupt_message.
-/// `aborted` (read_committed): the aborted transactions overlapping `batches`, whose records are
-/// dropped (storage::aborted_txn_filter, Kafka's consumer rule); `high_watermark` is then the
-/// last stable offset.
-result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
-                                      model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out,
-                                      const std::vector<aborted_transaction>* aborted = nullptr,
-                                      model::offset* next_offset = nullptr);
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
 /// A random (version 4) UUID from `random`: topic, incarnation and ACL ids.
@@ -87,99 +78,6 @@ result<void> check_keys_for_compaction(const std::string& topic, const storage::
 /// Why a leader's shard holds no replica of `tp`: the topic is gone, or (`topic_in_view`) its
 /// replica is not opened yet (retriable not_leader_or_follower).
 error no_replica_here(bool topic_in_view, const model::topic_partition& tp);
-
-struct fetch_waiter {
-  fetch_request request;
-  std::function<void(result<fetch_response>)> done;
-  bool completed = false;
-  bool deadline_set = false;   // parked once: the wait ends at that deadline, however often it is woken
-  int64_t woken_ns = 0;        // base::monotonic_ns of the latest wake-up by new data (metrics)
-};
-
-/// An acks=all append waiting until the high watermark passes its last record.
-struct ack_waiter {
-  int64_t deadline_ms = 0;
-  std::function<void(result<void>)> done;
-  int64_t durable_ns = 0;   // base::monotonic_ns when it was durable here (metrics: replication wait)
-};
-
-/// A follower's fetch parked at its leader until there is something new (replica.fetch.wait.max.ms).
-struct replica_fetch_waiter {
-  int32_t replica_id = -1;
-  model::offset fetch_offset{0};
-  int32_t max_bytes = 0;
-  bool completed = false;
-  std::function<void(protocol::fetch_response_data::partition_data)> done;
-};
-
-/// One verification of KIP-890 part 1 in flight (partition_runtime::txn_verifications).
-struct txn_verification_guard {
-  uint64_t id = 0;
-  int16_t producer_epoch = -1;
-};
-
-/// Producers of one partition whose transaction verification may be in flight at once: each is
-/// a round trip to a transaction coordinator; past it a first transactional batch is answered
-/// concurrent_transactions (retriable). Bounds the map, not any producer's speed.
-inline constexpr size_t txn_verifications_per_partition_max = 1024;
-
-struct partition_runtime {
-  uint64_t uid = 0;   // unique for the broker's life: a re-created partition is another one
-  std::string topic;
-  controller::uuid topic_id;
-  int32_t partition = 0;
-  std::unique_ptr<storage::partition_log> log;
-  std::shared_ptr<partition_stats> stats;
-  std::vector<std::shared_ptr<fetch_waiter>> waiters;
-  model::leader_epoch epoch{0};
-  bool deleted = false;
-  int64_t last_checkpointed_high_watermark = -1;
-  /// More than one fetch was parked at the last wake-up: reads are kept for the others
-  /// (recent_read). A lone reader never pays for keeping a copy nobody asks for.
-  bool many_readers = false;
-  // ---- replication (replication.cc), as of the last applied metadata
-  int32_t leader_id = -1;                 // -1: no leader
-  std::vector<int32_t> replicas;
-  std::vector<int32_t> isr;               // committed
-  int32_t partition_epoch = 0;
-  /// While this node leads: its followers, the high watermark rule and ISR changes.
-  std::optional<replication::leader_state> leader;
-  model::offset epoch_start_offset{0};    // the log end offset when this leadership began
-  std::multimap<model::offset, ack_waiter> ack_waiters;   // by the high watermark each needs
-  std::vector<std::shared_ptr<replica_fetch_waiter>> replica_waiters;
-  /// Bumped at every change of leader or leader epoch: a follower fetch of an older generation is
-  /// dropped when it comes back (a new loop serves the new leader).
-  uint64_t follower_generation = 0;
-  bool follower_fetching = false;         // a follower fetch loop of this generation runs
-  bool follower_failing = false;          // its fetches fail (logged once until one works again)
-  int16_t last_isr_refusal = 0;           // Kafka error of the last refused ISR change (logged once)
-  // ---- KIP-890 part 1 (transactions.cc), while this node leads
-  /// Producers whose first transactional batch of a transaction here waits for its coordinator's
-  /// verification: producer id -> guard. A marker for the producer (its transaction ended) or
-  /// the append of its first batch removes the guard; a verified batch whose guard is gone is
-  /// refused, so a transaction that ended during the verification is never reopened here.
-  /// At most txn_verifications_per_partition_max entries.
-  std::map<int64_t, txn_verification_guard> txn_verifications;
-};
-
-/// Ends a parked fetch with no records and the partition's current offsets (its wait is over, or
-/// the broker is stopping); nothing when it was already answered.
-void answer_empty(const partition_runtime& rt, fetch_waiter& w);
-
-/// A fetch answer kept for the next fetches of the same records: 100 subscribers of a partition
-/// ask for the same offset with the same limit after every append. Valid while the partition's
-/// high watermark, log start offset and leader epoch are unchanged: records below the high
-/// watermark change only by moving the log start (retention, delete-records) or by a leader change.
-struct recent_read {
-  uint64_t partition_uid = 0;
-  model::offset fetch_offset{0};
-  int32_t max_bytes = 0;
-  model::offset high_watermark{0};
-  model::offset log_start_offset{0};
-  model::leader_epoch epoch{0};
-  isolation_level isolation = isolation_level::read_uncommitted;   // high_watermark is the last stable offset with read_committed
-  fetch_response response;
-};
 
 struct produce_operation {
   std::vector<produce_record_result> results;
@@ -201,7 +99,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
         last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()),
         compaction_(config_, deps_.runtime.shard_count()),
         clean_queue_(deps_.runtime.shard_count()),
-        shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {}
+        shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {
+    for (size_t shard = 0; shard < shards_.size(); ++shard) partition_contexts_.push_back(make_partition_context(shard));
+  }
 
   result<void> start();
   /// A broker dropped without shutdown() (a crash in tests): the quorum still stops first.
@@ -330,10 +230,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override {
     return read_internal_from(consumer_offsets_topic, shard, partition);
   }
-  /// The broker's own records (coordinator state, delay checkpoints) on `rt`, which this node
-  /// leads: stamped with the broker's time, one batch, acks=all; `replicated` once the high
-  /// watermark passes it (complete_append). An error at once (not_enough_replicas, storage
-  /// errors) is returned and `replicated` is never called. Client data takes produce_batches_from.
+  /// rt->append_own_records (partition.h) for the coordinators and the delay schedulers.
   result<void> append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                   std::vector<model::record> records, std::function<void(result<void>)> replicated);
   // txn_host (and the shared internal-topic path of group_host): __transaction_state.
@@ -606,30 +503,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// begins or ends, an ISR change, a new leader to follow).
   void apply_partition_state(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                              const controller::partition_image& p);
-  /// Leader: moves the high watermark as far as the ISR allows, answers the acks=all appends and
-  /// the consumers it releases.
-  void update_high_watermark(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  /// After a leader's append: wakes its followers' parked fetches, makes the append durable under
-  /// the fsync policy, then answers `done` per `acks` (all: once the high watermark reaches
-  /// `required`, the append's last offset + 1, or `timeout_ms` passed).
-  void complete_append(size_t shard, const std::shared_ptr<partition_runtime>& rt, acks_mode acks,
-                       model::offset required, int64_t timeout_ms, std::function<void(result<void>)> done);
-  /// `durable_ns`: when the append became durable here (base::monotonic_ns; 0 = not stamped), the
-  /// start of its replication wait in /metrics.
-  void await_replication(size_t shard, const std::shared_ptr<partition_runtime>& rt, model::offset required,
-                         int64_t timeout_ms, std::function<void(result<void>)> done, int64_t durable_ns = 0);
-  void fail_ack_waiters(partition_runtime& rt, const error& why);
-  /// Refuses an acks=all append before it is made when the ISR is below min.insync.replicas.
-  result<void> check_append(const partition_runtime& rt, acks_mode acks) const;
-  /// Refuses consumer reads on a partition this node does not lead, or whose new leadership has
-  /// not yet established its high watermark (KIP-207). Errors: not_leader_or_follower (retriable).
-  result<void> check_serving(const partition_runtime& rt, std::optional<model::offset> reading_at) const;
-  /// The same for a Fetch at `fetch_offset`, whose answer carries the high watermark at any
-  /// offset: offset_not_available while the leader establishes it (replication::answer_fetch).
-  result<void> check_fetch_serving(const partition_runtime& rt, model::offset fetch_offset) const;
-  /// `rule(high_watermark, lease_holds)` on a leader, its answer as an error with the reason.
-  result<void> check_answer(const partition_runtime& rt,
-                            const std::function<replication::end_offset_answer(model::offset, bool)>& rule) const;
   int32_t min_insync_replicas(const std::string& topic) const;
   /// Leader: proposes the ISR change leader_state asks for (AlterPartition to the controller).
   void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);
@@ -663,10 +536,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, int32_t replica_id,
                            const protocol::fetch_request_data::fetch_partition& request, int64_t wait_ms,
                            std::function<void(protocol::fetch_response_data::partition_data)> done);
-  void wake_replica_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  protocol::fetch_response_data::partition_data read_for_replica(partition_runtime& rt, int32_t replica_id,
-                                                                 model::offset fetch_offset, int32_t max_bytes);
-  int64_t replica_held_back_ms(const partition_runtime& rt, int32_t replica_id);   // by the leader throttle
   // transaction markers (transactions.cc). `from_peer`: sent by another broker, which believes
   // this node leads the partitions (a partition led elsewhere is answered, never forwarded on).
   void write_txn_markers_from(std::vector<txn_marker> markers,
@@ -687,10 +556,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                             std::function<void(result<void>)> done);
   void handle_verify_txn_partitions(const protocol::request_header_data& header, std::span<const std::byte> body,
                                     rpc::respond_fn respond);
-  /// The first transactional batch of `request` whose producer has no transaction open on `rt`
-  /// in that epoch (it needs verify_txn_partition first); nullopt when none.
-  static std::optional<codec::batch_header> unverified_txn_batch(const partition_runtime& rt,
-                                                                 const produce_batches_request& request);
   std::atomic<uint64_t> next_txn_verification_{1};
   // producer ids (producer_ids.cc): a block from the controller, handed out one id at a time
   void request_producer_id_block();
@@ -810,19 +675,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
                                std::function<void(result<produce_batches_response>)> done,
                                uint64_t verified_guard = 0);
-  void wake_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  void try_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w);
-  /// The records `req` may have now (none is not an error): a recent read of the same records on
-  /// this shard (recent_read), or a new read, which gets a fresh read_id when it found records.
-  result<fetch_response> read_for_fetch(size_t shard, const partition_runtime& rt, const fetch_request& req);
-  /// read_for_fetch of a fetch_request::file_ranges request: the batches below `hw` as file
-  /// ranges; nullopt when the log's files have no descriptors (simulated), to read bytes instead.
-  result<std::optional<fetch_response>> read_file_ranges_for_fetch(const partition_runtime& rt,
-                                                                    const fetch_request& req, model::offset hw);
-  /// Answers `w` with `response`, or parks it in the partition's waiters when it has no records
-  /// yet and may still wait.
-  void answer_or_park(size_t shard, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w,
-                      result<fetch_response> response);
   void schedule_maintenance(size_t shard);
   void add_fetch_deadline(size_t shard, int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
                           const std::shared_ptr<fetch_waiter>& w);
@@ -841,6 +693,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   mutable client_quota_state client_quota_state_;   // quota_managers.h: clients' quotas (quotas.cc)
   replication_throttles replication_throttles_;       // and the replication throttles (replication.cc)
   broker_dependencies deps_;
+  /// What each shard's partitions reach in the broker (partition.h); destroyed after shards_.
+  std::vector<std::unique_ptr<partition_context>> partition_contexts_;
+  /// partition_reconcile.cc: shard `shard`'s partition_context over this broker's members.
+  std::unique_ptr<partition_context> make_partition_context(size_t shard);
   std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
   /// Deadlines of parked fetches, per shard (touched only on that shard's thread).
   struct fetch_deadline {

@@ -10,18 +10,8 @@ namespace ringlog::broker::detail {
 result<void> broker_impl::append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                              std::vector<model::record> records,
                                              std::function<void(result<void>)> replicated) {
-  // Written as Kafka's coordinators write their state: acks=all, so a commit that was answered
-  // survives the loss of the leader (design.md section 7).
-  if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return ok.error();
-  const model::timestamp_ms now = deps_.clock.now_ms();
-  for (auto& r : records) r.timestamp = now;
-  auto batch = codec::encode_batch({}, records);
-  if (!batch.ok()) return error{errc::unknown_server_error, batch.error().message};
-  auto appended = rt->log->append(std::move(batch.value()), rt->epoch);
-  if (!appended.ok()) return from_storage(appended.error());
-  complete_append(shard, rt, acks_mode::all, appended->last_offset + 1, internal_append_timeout_ms,
-                  std::move(replicated));
-  return base::ok_v;
+  (void)shard;   // rt's own (partition_runtime asserts it)
+  return rt->append_own_records(std::move(records), std::move(replicated));
 }
 
 int32_t broker_impl::partitions_count(const std::string& topic) const {

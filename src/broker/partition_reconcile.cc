@@ -163,7 +163,7 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
     auto written = io::write_file_atomic(deps_.fs, metadata_path, std::as_bytes(std::span(expected.data(), expected.size())));
     if (!written.ok()) return error{errc::kafka_storage_error, written.error().message};
   }
-  auto rt = std::make_shared<partition_runtime>();
+  auto rt = std::make_shared<partition_runtime>(*partition_contexts_[shard]);
   rt->uid = next_partition_uid_.fetch_add(1, std::memory_order_relaxed);
   rt->topic = topic;
   rt->topic_id = topic_id;
@@ -171,7 +171,7 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
   rt->log = std::move(log.value());
   rt->stats = std::move(stats);
   rt->epoch = model::leader_epoch{-1};   // apply_partition_state starts its leadership or its following
-  publish(*rt);
+  rt->publish();
   shards_[shard][partition_key(topic, partition)] = rt;
   apply_partition_state(shard, rt, state);
   rt->stats->open_here.store(true, std::memory_order_release);
@@ -221,13 +221,25 @@ void broker_impl::open_held_partitions(const std::shared_ptr<const topic_state>&
   }
 }
 
-void broker_impl::publish(partition_runtime& rt) {
-  rt.stats->log_start_offset.store(rt.log->log_start_offset().value(), std::memory_order_relaxed);
-  rt.stats->high_watermark.store(rt.log->high_watermark().value(), std::memory_order_relaxed);
-  rt.stats->log_end_offset.store(rt.log->log_end_offset().value(), std::memory_order_relaxed);
-  rt.stats->high_watermark_established.store(!rt.leader || rt.log->high_watermark() >= rt.epoch_start_offset,
-                                             std::memory_order_relaxed);
-  rt.stats->size_bytes.store(rt.log->size_bytes(), std::memory_order_relaxed);
+std::unique_ptr<partition_context> broker_impl::make_partition_context(size_t shard) {
+  return std::unique_ptr<partition_context>(new partition_context{
+      .shard = shard,
+      .current_shard = [this] { return deps_.runtime.current_shard(); },
+      .clock = deps_.clock,
+      .disk = deps_.runtime.disk(shard),
+      .config = config_,
+      .min_insync_replicas = [this](const std::string& topic) { return min_insync_replicas(topic); },
+      .leader_replication_throttled_rate = [this] { return live(*view()).leader_replication_throttled_rate; },
+      .throttles = replication_throttles_,
+      .leadership_lease_until_ms = leadership_lease_until_ms_,
+      .stopping = stopping_,
+      .next_read_id = next_read_id_,
+      .next_txn_verification = next_txn_verification_,
+      .recent_reads = recent_reads_[shard],
+      .add_fetch_deadline =
+          [this, shard](int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
+                        const std::shared_ptr<fetch_waiter>& w) { add_fetch_deadline(shard, at_ms, rt, w); },
+  });
 }
 
 void broker_impl::remove_stray_replicas(const metadata_view& view) {

@@ -428,81 +428,29 @@ void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request 
   const auto& tp = request.partition;
   auto rt = runtime_of(shard, tp.topic, tp.partition.value());
   if (!rt) return done(no_replica_here(find_topic(tp.topic) != nullptr, tp));
-  if (auto ok = check_append(*rt, request.acks); !ok.ok()) return done(ok.error());
-  // KIP-890 part 1: a Kafka producer's first batch of a transaction here is appended only once
-  // its coordinator confirmed the partition is in that transaction, and only if no marker ended
-  // the transaction meanwhile (the guard is still the one the verification started with).
-  if (auto unverified = request.transactional_id.empty() ? std::nullopt : unverified_txn_batch(*rt, request)) {
-    const int64_t pid = unverified->producer.value();
-    const int16_t epoch = unverified->producer_epoch_value.value();
-    auto guard = rt->txn_verifications.find(pid);
-    const bool guarded = guard != rt->txn_verifications.end() && guard->second.producer_epoch == epoch;
-    if (verified_guard != 0) {
-      if (!guarded || guard->second.id != verified_guard) {
-        return done(error{errc::invalid_txn_state,
-                          "the transaction of producer " + std::to_string(pid) + " ended while its produce to " +
-                              tp.topic + "-" + std::to_string(tp.partition.value()) +
-                              " was being verified: nothing was appended (KIP-890)"});
-      }
-      // The append below opens the transaction here (on this thread, before any marker can
-      // come), or is refused and a retry verifies again: the guard has done its work.
-      rt->txn_verifications.erase(guard);
-    } else {
-      if (!guarded) {
-        if (guard == rt->txn_verifications.end() && rt->txn_verifications.size() >= txn_verifications_per_partition_max) {
-          return done(error{errc::concurrent_transactions,
-                            "txn_verifications_per_partition_max (" + std::to_string(txn_verifications_per_partition_max) +
-                                ") producers of " + tp.topic + "-" + std::to_string(tp.partition.value()) +
-                                " are being verified with their coordinators: retry"});
-        }
-        guard = rt->txn_verifications.insert_or_assign(pid, txn_verification_guard{next_txn_verification_++, epoch}).first;
-      }
-      const uint64_t id = guard->second.id;
-      // Copies: the callback below takes `request` (and with it what `tp` refers to).
-      const std::string transactional_id = request.transactional_id;
-      const model::topic_partition partition = tp;
-      return verify_txn_partition(
-          transactional_id, model::producer_id{pid}, model::producer_epoch{epoch}, partition,
-          [this, shard, id, pid, request = std::move(request), log_append_time, done = std::move(done)](result<void> r) mutable {
-            deps_.runtime.post(shard, [this, shard, id, pid, r = std::move(r), request = std::move(request),
-                                       log_append_time, done = std::move(done)]() mutable {
-              if (r.ok()) return append_batches_on_shard(shard, std::move(request), log_append_time, std::move(done), id);
-              auto rt2 = runtime_of(shard, request.partition.topic, request.partition.partition.value());
-              if (rt2) {
-                auto g = rt2->txn_verifications.find(pid);
-                if (g != rt2->txn_verifications.end() && g->second.id == id) rt2->txn_verifications.erase(g);
-              }
-              done(r.error());
-            });
-          });
-    }
-  }
-  produce_batches_response out;
-  const int64_t now = deps_.clock.now_ms();
-  if (log_append_time) out.log_append_time = now;
-  for (size_t i = 0; i < request.batches.size(); ++i) {
-    auto& batch = request.batches[i];
-    if (log_append_time) codec::set_log_append_time(batch, now);
-    const size_t batch_bytes = batch.size();
-    auto appended = rt->log->append(std::move(batch), rt->epoch);
-    if (!appended.ok()) {
-      // Batches before this one are in the log (only a disk failure gets here after validation).
-      publish(*rt);
-      return done(from_storage(appended.error()));
-    }
-    if (i == 0) out.base_offset = appended->base_offset;
-    base::count_activity_bytes(base::cpu_activity::produce, batch_bytes);
-  }
-  out.log_start_offset = rt->log->log_start_offset();
-  const acks_mode acks = request.acks;
-  if (acks == acks_mode::none) out.base_offset = model::offset{-1};
-  base::observe_latency_since(base::latency_stage::produce_append, started_ns);
-  complete_append(shard, rt, acks, rt->log->log_end_offset(), request.timeout_ms,
-                  [out, received_ns = request.received_ns, done = std::move(done)](result<void> r) {
-                    base::observe_latency_since(base::latency_stage::produce_total, received_ns);
-                    if (!r.ok()) return done(r.error());
-                    done(out);
-                  });
+  if (auto ok = rt->check_append(request.acks); !ok.ok()) return done(ok.error());
+  // KIP-890 part 1 (partition_runtime::guard_txn_verification): a first transactional batch here
+  // waits for its coordinator's verification, asked from here (the coordinator may be elsewhere).
+  auto guard = rt->guard_txn_verification(request, verified_guard);
+  if (!guard.ok()) return done(guard.error());
+  if (!guard->has_value()) return rt->append_batches(std::move(request), log_append_time, std::move(done));
+  const txn_verification_needed needed = **guard;
+  // Copies: the callback below takes `request` (and with it what `tp` refers to).
+  const std::string transactional_id = request.transactional_id;
+  const model::topic_partition partition = tp;
+  verify_txn_partition(
+      transactional_id, model::producer_id{needed.producer_id}, model::producer_epoch{needed.producer_epoch}, partition,
+      [this, shard, needed, request = std::move(request), log_append_time, done = std::move(done)](result<void> r) mutable {
+        deps_.runtime.post(shard, [this, shard, needed, r = std::move(r), request = std::move(request), log_append_time,
+                                   done = std::move(done)]() mutable {
+          if (r.ok()) {
+            return append_batches_on_shard(shard, std::move(request), log_append_time, std::move(done), needed.guard);
+          }
+          auto rt2 = runtime_of(shard, request.partition.topic, request.partition.partition.value());
+          if (rt2) rt2->drop_txn_verification(needed.producer_id, needed.guard);
+          done(r.error());
+        });
+      });
 }
 
 }  // namespace ringlog::broker::detail

@@ -54,8 +54,6 @@ constexpr int16_t code_invalid_request = 42;
 
 bool contains(const std::vector<int32_t>& set, int32_t id) { return std::find(set.begin(), set.end(), id) != set.end(); }
 
-std::string tp_name(const partition_runtime& rt) { return rt.topic + "-" + std::to_string(rt.partition); }
-
 /// Kafka's names of the errors AlterPartition answers here.
 std::string_view alter_partition_error_name(int16_t code) {
   switch (code) {
@@ -118,8 +116,8 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
     // This leadership is over: what was not replicated may or may not survive (KIP-101 truncation
     // on the new leader's terms); the clients must not take a silence for an answer.
     rt->leader.reset();
-    fail_ack_waiters(*rt, error{errc::not_leader_or_follower,
-                                "leadership of " + tp_name(*rt) + " moved before the write was replicated to the "
+    rt->fail_ack_waiters(error{errc::not_leader_or_follower,
+                                "leadership of " + rt->name() + " moved before the write was replicated to the "
                                 "in-sync replicas; it may or may not be stored: retry (the leader is now broker " +
                                 std::to_string(p.leader) + ")"});
     auto waiting = std::move(rt->replica_waiters);
@@ -132,7 +130,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
       out.error_code = code_not_leader_or_follower;
       w->done(std::move(out));
     }
-    for (auto& w : rt->waiters) answer_empty(*rt, *w);
+    for (auto& w : rt->waiters) rt->answer_empty(*w);
     rt->waiters.clear();
     if (rt->topic == consumer_offsets_topic) {
       if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, false);
@@ -148,7 +146,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
       // as unknown but in sync (leader_state), so the high watermark waits for their fetches.
       auto begun = rt->log->begin_leader_epoch(rt->epoch);
       if (!begun.ok()) {
-        log_error("partition " + tp_name(*rt) + ": cannot record leader epoch " +
+        log_error("partition " + rt->name() + ": cannot record leader epoch " +
                         std::to_string(rt->epoch.value()) + ": " + begun.error().message);
       }
       rt->epoch_start_offset = rt->log->log_end_offset();
@@ -164,35 +162,35 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
       // A delay partition's scheduler runs where its leader is (issue 18).
       if (delay::is_delay_topic(rt->topic)) delay_partition_led(shard, rt, true);
       if (p.replicas.size() > 1) {
-        log_info("partition " + tp_name(*rt) + ": leading in epoch " + std::to_string(p.leader_epoch) +
+        log_info("partition " + rt->name() + ": leading in epoch " + std::to_string(p.leader_epoch) +
                  " from offset " + std::to_string(rt->epoch_start_offset.value()) + ", high watermark " +
                  std::to_string(rt->log->high_watermark().value()));
       }
       new_follower_generation(*rt);   // a follower loop of the previous leadership stops
-      publish(*rt);
+      rt->publish();
     } else {
       rt->leader->set_committed(p.replicas, p.in_sync_replicas, now);
       if (isr_shrank_below_min) {
-        fail_ack_waiters(*rt, error{errc::not_enough_replicas_after_append,
-                                    "the in-sync replicas of " + tp_name(*rt) + " shrank to " +
+        rt->fail_ack_waiters(error{errc::not_enough_replicas_after_append,
+                                    "the in-sync replicas of " + rt->name() + " shrank to " +
                                         std::to_string(p.in_sync_replicas.size()) + ", below min.insync.replicas=" +
                                         std::to_string(min_insync_replicas(rt->topic)) +
                                         ", after the write was appended: it may or may not be stored; retry"});
       }
     }
-    update_high_watermark(shard, rt);
+    rt->update_high_watermark();
     return;
   }
   if (new_leadership) {
     new_follower_generation(*rt);
-    publish(*rt);
+    rt->publish();
     if (p.leader >= 0) {
-      log_info("partition " + tp_name(*rt) + ": following leader " + std::to_string(p.leader) + " in epoch " +
+      log_info("partition " + rt->name() + ": following leader " + std::to_string(p.leader) + " in epoch " +
                std::to_string(p.leader_epoch) + " from offset " + std::to_string(rt->log->log_end_offset().value()));
     } else if (!controlled_shutdown_done_.load(std::memory_order_relaxed) && p.replicas.size() > 1) {
       // No leader: not logged in this broker's controlled shutdown, nor for one replica (a restart
       // waits for this broker's registration; a lone replica's leading is not logged either).
-      log_info("partition " + tp_name(*rt) + ": " + (was_leader ? "stepping down as leader; " : "") +
+      log_info("partition " + rt->name() + ": " + (was_leader ? "stepping down as leader; " : "") +
                "no leader in epoch " + std::to_string(p.leader_epoch) +
                " (offline until a replica in its in-sync replicas is back)");
     }
@@ -202,22 +200,6 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
   }
 }
 
-void broker_impl::fail_ack_waiters(partition_runtime& rt, const error& why) {
-  auto waiting = std::move(rt.ack_waiters);
-  rt.ack_waiters.clear();
-  for (auto& [offset, w] : waiting) w.done(why);
-}
-
-result<void> broker_impl::check_serving(const partition_runtime& rt, std::optional<model::offset> reading_at) const {
-  // Reads below the high watermark are served: those records are committed. A reader at the high
-  // watermark (or asking for the latest offset) learns the partition's end, which only a leader
-  // that knows it may tell (replication/offsets_gate.h: KIP-207, KAFKA-2334).
-  if (rt.leader && reading_at && *reading_at < rt.log->high_watermark()) return base::ok_v;
-  return check_answer(rt, [&](model::offset hw, bool lease_holds) {
-    return replication::answer_end_offset(hw, rt.epoch_start_offset, rt.replicas.size(), lease_holds);
-  });
-}
-
 result<void> broker_impl::check_partition_exists(const model::topic_partition& tp) const {
   auto t = find_topic(tp.topic);
   if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
@@ -225,134 +207,6 @@ result<void> broker_impl::check_partition_exists(const model::topic_partition& t
     return partition_missing(tp.topic, tp.partition.value(), t->partitions_count());
   }
   return base::ok_v;
-}
-
-result<void> broker_impl::check_fetch_serving(const partition_runtime& rt, model::offset fetch_offset) const {
-  // Every Fetch answer carries the high watermark: an establishing leader's is refused at any
-  // offset, a lapsed lease only at the end (replication::answer_fetch).
-  return check_answer(rt, [&](model::offset hw, bool lease_holds) {
-    return replication::answer_fetch(hw, rt.epoch_start_offset, rt.replicas.size(), lease_holds, fetch_offset);
-  });
-}
-
-result<void> broker_impl::check_answer(
-    const partition_runtime& rt,
-    const std::function<replication::end_offset_answer(model::offset, bool)>& rule) const {
-  if (!rt.leader) {
-    return error{errc::not_leader_or_follower, "this broker does not lead " + tp_name(rt) + " now: retry"};
-  }
-  const model::offset hw = rt.log->high_watermark();
-  const int64_t now = deps_.clock.now_ms();
-  const int64_t lease_until = leadership_lease_until_ms_.load(std::memory_order_relaxed);
-  switch (rule(hw, now < lease_until)) {
-    case replication::end_offset_answer::available:
-      return base::ok_v;
-    case replication::end_offset_answer::lease_lapsed:
-      return error{errc::not_leader_or_follower,
-                   "this broker has not heard from the active controller since " +
-                       (lease_until < 0 ? std::string("it started")
-                                        : std::to_string(now - lease_until) + " ms past its leadership lease") +
-                       ": it may have been fenced and " + tp_name(rt) + " led by another broker meanwhile; retry"};
-    case replication::end_offset_answer::offset_not_available:
-      break;
-  }
-  return error{errc::offset_not_available,
-               "the new leader of " + tp_name(rt) + " is still establishing its high watermark (at " +
-                   std::to_string(hw.value()) + ", its leader epoch " + std::to_string(rt.epoch.value()) +
-                   " began at offset " + std::to_string(rt.epoch_start_offset.value()) +
-                   "): the partition's end is not known yet; retry"};
-}
-
-result<void> broker_impl::check_append(const partition_runtime& rt, acks_mode acks) const {
-  if (!rt.leader) {
-    return error{errc::not_leader_or_follower, "this broker does not lead " + tp_name(rt) + " now (its leadership moved: the leader is " +
-                                                   (rt.leader_id >= 0 ? "broker " + std::to_string(rt.leader_id)
-                                                                      : std::string("not elected yet")) +
-                                                   "): retry"};
-  }
-  if (acks == acks_mode::all) {
-    const int32_t needed = min_insync_replicas(rt.topic);
-    if (static_cast<int32_t>(rt.isr.size()) < needed) {
-      return error{errc::not_enough_replicas, "min.insync.replicas of '" + rt.topic + "' is " +
-                                                  std::to_string(needed) + " but only " +
-                                                  std::to_string(rt.isr.size()) + " replica(s) of partition " +
-                                                  std::to_string(rt.partition) + " are in sync; nothing was written"};
-    }
-  }
-  return base::ok_v;
-}
-
-void broker_impl::update_high_watermark(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
-  if (!rt->leader || rt->deleted) return;
-  // Under the fsync policy only what is on the leader's disk counts for it too.
-  const model::offset leader_end =
-      config_.log_flush_policy == "fsync" ? rt->log->durable_offset() : rt->log->log_end_offset();
-  const model::offset before = rt->log->high_watermark();
-  const model::offset next = rt->leader->high_watermark(leader_end, before, min_insync_replicas(rt->topic));
-  if (next > before) {
-    rt->log->set_high_watermark(next);
-    publish(*rt);
-    wake_waiters(shard, rt);
-    wake_replica_waiters(shard, rt);   // followers learn the new high watermark now
-  }
-  const model::offset hw = rt->log->high_watermark();
-  while (!rt->ack_waiters.empty() && rt->ack_waiters.begin()->first <= hw) {
-    auto done = std::move(rt->ack_waiters.begin()->second.done);
-    base::observe_latency_since(base::latency_stage::produce_replication_wait, rt->ack_waiters.begin()->second.durable_ns);
-    rt->ack_waiters.erase(rt->ack_waiters.begin());
-    done(base::ok_v);
-  }
-}
-
-void broker_impl::complete_append(size_t shard, const std::shared_ptr<partition_runtime>& rt, acks_mode acks,
-                                  model::offset required, int64_t timeout_ms, std::function<void(result<void>)> done) {
-  publish(*rt);
-  wake_replica_waiters(shard, rt);   // followers fetch it now, in parallel with the fsync here
-  if (acks == acks_mode::none) {
-    done(base::ok_v);
-    done = nullptr;
-  }
-  const bool fsync_policy = config_.log_flush_policy == "fsync";
-  const int64_t appended_ns = base::monotonic_ns();
-  auto after_flush = [this, shard, rt, acks, required, timeout_ms, fsync_policy, appended_ns,
-                      done = std::move(done)](storage::result<void> r) {
-    const int64_t durable_ns = base::monotonic_ns();
-    if (fsync_policy && r.ok()) {
-      // Runs inside the disk executor's completion: it knows when the covering sync was submitted.
-      const int64_t submitted_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       deps_.runtime.disk(shard).running_submitted_at().time_since_epoch())
-                                       .count();
-      base::observe_latency(base::latency_stage::produce_fsync_wait, submitted_ns - appended_ns);
-      base::observe_latency(base::latency_stage::produce_fsync, durable_ns - submitted_ns);
-    }
-    if (r.ok() && !rt->deleted) {
-      publish(*rt);
-      update_high_watermark(shard, rt);
-    }
-    if (!done) return;
-    if (!r.ok()) return done(from_storage(r.error()));
-    if (acks == acks_mode::all) return await_replication(shard, rt, required, timeout_ms, done, durable_ns);
-    done(base::ok_v);
-  };
-  if (!fsync_policy) return after_flush(base::ok_v);
-  rt->log->flush_async(deps_.runtime.disk(shard), std::move(after_flush));
-}
-
-void broker_impl::await_replication(size_t shard, const std::shared_ptr<partition_runtime>& rt,
-                                    model::offset required, int64_t timeout_ms,
-                                    std::function<void(result<void>)> done, int64_t durable_ns) {
-  (void)shard;
-  if (rt->log->high_watermark() >= required) {
-    base::observe_latency_since(base::latency_stage::produce_replication_wait, durable_ns);
-    return done(base::ok_v);
-  }
-  if (!rt->leader) {
-    return done(error{errc::not_leader_or_follower, "leadership of " + tp_name(*rt) +
-                                                        " moved before the write was replicated; it may or may not "
-                                                        "be stored: retry"});
-  }
-  const int64_t deadline = deps_.clock.now_ms() + std::max<int64_t>(timeout_ms, 1);
-  rt->ack_waiters.emplace(required, ack_waiter{deadline, std::move(done), durable_ns});
 }
 
 // ---------------------------------------------------------------- ISR changes
@@ -394,16 +248,16 @@ void broker_impl::maybe_change_isr(size_t shard, const std::shared_ptr<partition
         // proposal at the next tick. Logged once per kind of refusal.
         rt->leader->proposal_failed();
         if (rt->last_isr_refusal != code) {
-          log_info("partition " + tp_name(*rt) + ": ISR change to [" + ids_text(proposed) + "] not made: " +
+          log_info("partition " + rt->name() + ": ISR change to [" + ids_text(proposed) + "] not made: " +
                    std::string(alter_partition_error_name(code)) + " (Kafka error " + std::to_string(code) +
                    ", " + why + "); proposing again");
         }
         rt->last_isr_refusal = code;
       } else {
         rt->last_isr_refusal = 0;
-        log_info("partition " + tp_name(*rt) + ": ISR is now [" + ids_text(proposed) + "]");
+        log_info("partition " + rt->name() + ": ISR is now [" + ids_text(proposed) + "]");
       }
-      update_high_watermark(shard, rt);
+      rt->update_high_watermark();
     });
   };
   deps_.runtime.post(controller_shard, [this, request = std::move(request), on_answer = std::move(on_answer)]() mutable {
@@ -548,7 +402,7 @@ void broker_impl::replication_tick(size_t shard) {
         if (late == rt->ack_waiters.end()) break;
         auto done = std::move(late->second.done);
         rt->ack_waiters.erase(late);
-        done(error{errc::request_timed_out, "the write to " + tp_name(*rt) +
+        done(error{errc::request_timed_out, "the write to " + rt->name() +
                                                 " was not replicated to the in-sync replicas in time; it may or may "
                                                 "not be stored (the outcome is unknown): retry"});
       }
@@ -649,7 +503,7 @@ void broker_impl::note_follower_failure(partition_runtime& rt, const std::string
   // One line when fetching starts to fail and one when it works again, not one per retry.
   if (rt.follower_failing) return;
   rt.follower_failing = true;
-  log_info("partition " + tp_name(rt) + ": " + what + " (retrying every " +
+  log_info("partition " + rt.name() + ": " + what + " (retrying every " +
            std::to_string(config_.replica_fetch_backoff_ms) + " ms)");
 }
 
@@ -677,7 +531,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
   protocol::reader rd(response.value());
   auto decoded = protocol::fetch_response_data::decode(rd, replica_fetch_version);
   if (!decoded.ok() || decoded->responses.size() != 1 || decoded->responses[0].partitions.size() != 1) {
-    log_error("partition " + tp_name(*rt) + ": unreadable fetch answer from broker " + std::to_string(rt->leader_id));
+    log_error("partition " + rt->name() + ": unreadable fetch answer from broker " + std::to_string(rt->leader_id));
     return retry_follower_fetch(shard, rt, generation);
   }
   auto& p = decoded->responses[0].partitions[0];
@@ -687,7 +541,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
   auto fail = [&](const std::string& what, const std::string& why) {
     // A replica that cannot follow its leader stops serving this partition until restarted;
     // the leader drops it from the ISR after replica.lag.time.max.ms.
-    log_error("partition " + tp_name(*rt) + ": " + what + ": " + why);
+    log_error("partition " + rt->name() + ": " + what + ": " + why);
     rt->follower_fetching = false;
   };
   if (p.error_code == code_offset_out_of_range) {
@@ -699,7 +553,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
     } else if (auto r = rt->log->truncate_to(model::offset{std::max<int64_t>(p.high_watermark, 0)}); !r.ok()) {
       return fail("cannot truncate to the leader's high watermark", r.error().message);
     }
-    publish(*rt);
+    rt->publish();
     return send_follower_fetch(shard, rt, generation);
   }
   if (p.error_code != code_none) {
@@ -710,7 +564,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
   }
   if (rt->follower_failing) {
     rt->follower_failing = false;
-    log_info("partition " + tp_name(*rt) + ": fetching from leader " + std::to_string(rt->leader_id) + " again");
+    log_info("partition " + rt->name() + ": fetching from leader " + std::to_string(rt->leader_id) + " again");
   }
   if (p.diverging_epoch.epoch >= 0 || p.diverging_epoch.end_offset >= 0) {
     // KIP-320: our log has records the leader does not: cut where that epoch ends.
@@ -721,7 +575,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
     const auto epochs_before = rt->log->leader_epochs();
     const model::offset end_before = rt->log->log_end_offset();
     if (auto r = rt->log->truncate_to(cut); !r.ok()) return fail("cannot truncate a diverged log", r.error().message);
-    publish(*rt);
+    rt->publish();
     const model::offset end_after = rt->log->log_end_offset();
     if (end_after == end_before && rt->log->leader_epochs() == epochs_before) {
       // Nothing to cut, yet the leader sees a divergence: ask again later, not in a tight loop.
@@ -733,7 +587,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
     // Logged only when records went: a cut that removed only leader epoch entries past the log
     // end (an empty log, or one that ends where the leader's epoch does) loses nothing.
     if (end_after < end_before) {
-      log_info("partition " + tp_name(*rt) + ": log diverged from leader " + std::to_string(rt->leader_id) +
+      log_info("partition " + rt->name() + ": log diverged from leader " + std::to_string(rt->leader_id) +
                " at epoch " + std::to_string(p.diverging_epoch.epoch) + ": removed offsets " +
                std::to_string(end_after.value()) + "-" + std::to_string(end_before.value() - 1) + " (" +
                std::to_string(end_before.value() - end_after.value()) +
@@ -743,20 +597,20 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
   }
   auto learn_high_watermark = [this, rt, hw = p.high_watermark] {
     rt->log->set_high_watermark(model::offset{std::min(hw, rt->log->log_end_offset().value())});
-    publish(*rt);
+    rt->publish();
   };
   if (!p.records || p.records->empty()) {
     learn_high_watermark();
     return send_follower_fetch(shard, rt, generation);
   }
-  auto appended = rt->log->append_replicated(*p.records);
+  auto appended = rt->append_replicated(*p.records);
   if (!appended.ok()) {
-    log_error("partition " + tp_name(*rt) + ": cannot append what leader " + std::to_string(rt->leader_id) +
+    log_error("partition " + rt->name() + ": cannot append what leader " + std::to_string(rt->leader_id) +
                     " sent: " + appended.error().message);
     return retry_follower_fetch(shard, rt, generation);
   }
   base::count_activity_bytes(base::cpu_activity::replicate_follower, p.records->size());
-  publish(*rt);
+  rt->publish();
   if (config_.log_flush_policy != "fsync") {
     learn_high_watermark();
     return send_follower_fetch(shard, rt, generation);
@@ -769,7 +623,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
     auto rt = weak.lock();
     if (!rt) return;
     if (!r.ok()) {
-      log_error("partition " + tp_name(*rt) + ": fdatasync failed: " + r.error().message);
+      log_error("partition " + rt->name() + ": fdatasync failed: " + r.error().message);
       if (rt->follower_generation == generation) rt->follower_fetching = false;
       return;
     }
@@ -851,44 +705,6 @@ void broker_impl::handle_replica_fetch(const protocol::request_header_data& head
   }
 }
 
-protocol::fetch_response_data::partition_data broker_impl::read_for_replica(partition_runtime& rt, int32_t replica_id,
-                                                                            model::offset fetch_offset,
-                                                                            int32_t max_bytes) {
-  protocol::fetch_response_data::partition_data out;
-  out.partition_index = rt.partition;
-  out.high_watermark = rt.log->high_watermark().value();
-  out.log_start_offset = rt.log->log_start_offset().value();
-  out.last_stable_offset = out.high_watermark;
-  // KIP-73 on the leader's side: a follower outside the ISR (a reassignment's new replica, one
-  // catching up) is served from the broker-wide bucket of leader.replication.throttled.rate; while
-  // it is empty the answer carries the offsets and no records. In-sync followers never wait.
-  const bool throttled = !contains(rt.isr, replica_id);
-  const int64_t rate = throttled ? live(*view()).leader_replication_throttled_rate : 0;
-  const int64_t now = deps_.clock.now_ms();
-  if (throttled && replication_throttles_.acquire(replication_throttles::side::leader, rate, now) > 0) return out;
-  auto read = rt.log->read(fetch_offset, static_cast<size_t>(std::max(max_bytes, 1)), rt.log->log_end_offset());
-  if (!read.ok()) {
-    out.error_code = read.error().code == storage::errc::offset_out_of_range ? code_offset_out_of_range
-                                                                              : code_not_leader_or_follower;
-    return out;
-  }
-  if (!read->batches.empty()) {
-    base::count_activity_bytes(base::cpu_activity::replicate_leader, read->batches.size());
-    out.records = std::move(read->batches);
-  }
-  if (throttled && out.records) {
-    replication_throttles_.record(replication_throttles::side::leader, static_cast<int64_t>(out.records->size()), rate,
-                                  now);
-  }
-  return out;
-}
-
-int64_t broker_impl::replica_held_back_ms(const partition_runtime& rt, int32_t replica_id) {
-  if (contains(rt.isr, replica_id)) return 0;
-  return replication_throttles_.acquire(replication_throttles::side::leader,
-                                        live(*view()).leader_replication_throttled_rate, deps_.clock.now_ms());
-}
-
 void broker_impl::serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, int32_t replica_id,
                                       const protocol::fetch_request_data::fetch_partition& request, int64_t wait_ms,
                                       std::function<void(protocol::fetch_response_data::partition_data)> done) {
@@ -931,16 +747,16 @@ void broker_impl::serve_replica_fetch(size_t shard, const std::shared_ptr<partit
     return done(std::move(out));
   }
   if (rt->leader->on_fetch(replica_id, fetch_offset, rt->log->log_end_offset(), deps_.clock.now_ms())) {
-    update_high_watermark(shard, rt);
+    rt->update_high_watermark();
     maybe_change_isr(shard, rt);
   }
-  auto answer = read_for_replica(*rt, replica_id, fetch_offset, request.partition_max_bytes);
+  auto answer = rt->read_for_replica(replica_id, fetch_offset, request.partition_max_bytes);
   if (answer.error_code != code_none || (answer.records && !answer.records->empty()) || wait_ms <= 0 || stopping_) {
     return done(std::move(answer));
   }
   // Nothing new, or held back by the leader throttle: park until an append (or the high watermark
   // moves) or the wait is over; held back, at most until the bucket holds bytes again.
-  const int64_t held_ms = fetch_offset < rt->log->log_end_offset() ? replica_held_back_ms(*rt, replica_id) : 0;
+  const int64_t held_ms = fetch_offset < rt->log->log_end_offset() ? rt->replica_held_back_ms(replica_id) : 0;
   if (held_ms > 0) wait_ms = std::min(wait_ms, held_ms);
   auto w = std::make_shared<replica_fetch_waiter>();
   w->replica_id = replica_id;
@@ -957,29 +773,12 @@ void broker_impl::serve_replica_fetch(size_t shard, const std::shared_ptr<partit
     w->completed = true;
     if (rt) {
       std::erase_if(rt->replica_waiters, [&](const auto& x) { return x == w; });
-      return w->done(read_for_replica(*rt, w->replica_id, w->fetch_offset, w->max_bytes));
+      return w->done(rt->read_for_replica(w->replica_id, w->fetch_offset, w->max_bytes));
     }
     protocol::fetch_response_data::partition_data gone;
     gone.error_code = code_not_leader_or_follower;
     w->done(std::move(gone));
   });
-}
-
-void broker_impl::wake_replica_waiters(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
-  (void)shard;
-  if (rt->replica_waiters.empty()) return;
-  const base::cpu_scope cpu(base::cpu_activity::replicate_leader);   // parked reads answered (inside a produce's scope)
-  auto waiting = std::move(rt->replica_waiters);
-  rt->replica_waiters.clear();
-  for (auto& w : waiting) {
-    if (w->completed) continue;
-    if (replica_held_back_ms(*rt, w->replica_id) > 0) {
-      rt->replica_waiters.push_back(w);   // held back by the leader throttle: its timer answers it
-      continue;
-    }
-    w->completed = true;
-    w->done(read_for_replica(*rt, w->replica_id, w->fetch_offset, w->max_bytes));
-  }
 }
 
 }  // namespace ringlog::broker::detail

@@ -104,13 +104,8 @@ void broker_impl::write_one_marker(const txn_marker& m, const model::topic_parti
                              marker, done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, tp.topic, tp.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
-    // Kafka writes markers with acks=all (TransactionMarkerChannelManager: requiredAcks -1).
-    if (auto ok = check_append(*rt, acks_mode::all); !ok.ok()) return done(ok.error());
-    auto appended = rt->log->append_marker(pid, epoch, marker, rt->epoch);
-    if (!appended.ok()) return done(from_storage(appended.error()));
-    // The producer's transaction ended here: a verification of its next batch that started
-    // before this marker must not open a transaction (KIP-890 part 1's guard).
-    rt->txn_verifications.erase(pid.value());
+    // Acks=all, as Kafka writes markers; the marker ends the producer's KIP-890 guard.
+    if (auto appended = rt->append_marker(pid, epoch, marker); !appended.ok()) return done(appended.error());
     auto replicated = [this, tp, pid, committed, done = std::move(done)](result<void> r) mutable {
       if (!r.ok() || tp.topic != consumer_offsets_topic || groups_ == nullptr) return done(std::move(r));
       // The leader of a __consumer_offsets partition coordinates its groups: once the marker is
@@ -120,8 +115,7 @@ void broker_impl::write_one_marker(const txn_marker& m, const model::topic_parti
       // coordinator that retries it never ends the transaction before its offsets are in.
       groups_->complete_txn_offsets(tp.partition.value(), pid, committed, std::move(done));
     };
-    complete_append(shard, rt, acks_mode::all, rt->log->log_end_offset(), internal_append_timeout_ms,
-                    std::move(replicated));
+    rt->complete_append(acks_mode::all, rt->log->log_end_offset(), internal_append_timeout_ms, std::move(replicated));
   });
 }
 
@@ -232,19 +226,6 @@ void broker_impl::handle_write_txn_markers(const protocol::request_header_data& 
     }
     respond_with(header, response, respond);
   }, true);
-}
-
-std::optional<codec::batch_header> broker_impl::unverified_txn_batch(const partition_runtime& rt,
-                                                                     const produce_batches_request& request) {
-  for (const auto& batch : request.batches) {
-    auto header = codec::decode_header(batch);
-    if (!header.ok() || !header->is_transactional()) continue;
-    const auto* entry = rt.log->producers().find(header->producer);
-    const bool open = entry != nullptr && entry->current_txn_first_offset &&
-                      entry->epoch == header->producer_epoch_value;
-    if (!open) return header.value();
-  }
-  return std::nullopt;
 }
 
 void broker_impl::verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
