@@ -303,17 +303,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   std::vector<std::shared_ptr<std::function<void()>>> metadata_rechecks_;   // controller shard; empty = ran
   /// Runs `f` on the controller shard and waits for its result (start-up only).
   result<void> on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f);
-  /// A new topic's TopicRecord, PartitionRecords (this node the only replica) and ConfigRecords.
-  result<std::vector<protocol::metadata_record>> offsets_topic_records() const;
-  /// The same for __transaction_state (transaction.state.log.num.partitions, compacted).
-  result<std::vector<protocol::metadata_record>> transaction_state_topic_records() const;
-  result<std::vector<protocol::metadata_record>> new_topic_records(const std::string& name, int32_t partitions,
-                                                                   int32_t replication_factor,
-                                                           const std::map<std::string, std::string>& configs) const;
-  /// PartitionRecords for partitions [from, to) of a topic.
-  /// Placed by placement.h over the usable brokers. Errors: invalid_replication_factor.
-  result<void> append_partition_records(std::vector<protocol::metadata_record>& out, const controller::uuid& topic_id,
-                                        int32_t from, int32_t to, int32_t replication_factor) const;
   /// Controller shard: writes `records` as one metadata entry through the quorum (proposed here
   /// when this node leads it, else forwarded to the active controller in an Envelope) and answers
   /// `done` once the entry is committed, applied here, published to every shard and its
@@ -372,7 +361,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void fence_lapsed_brokers();
   /// Active controller, on the heartbeat tick every leader.imbalance.check.interval.seconds with
   /// auto.leader.rebalance.enable: gives the leaderships of imbalanced brokers back to them
-  /// (leader_election.cc).
+  /// (replication_control.cc).
   void rebalance_leaders_tick();
   /// Controller shard, on the heartbeat tick once this process is registered: partitions that
   /// named this node leader before its registration (noted by apply_partition_state) get that
@@ -386,12 +375,11 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// trip, not broker.session.timeout.ms). A timeout proves nothing (a paused or cut-off broker
   /// answers nothing either): such a broker keeps its session. One probe per broker at a time.
   void probe_broker(int32_t id);
-  /// Controller shard: creates __consumer_offsets when this node is the active controller, it is
-  /// due and not already on its way. `done(true)` once it exists; false when it is not created
-  /// now (not the controller, not due, pending); the creation's error otherwise.
+  /// Controller shard: creates __consumer_offsets, then __transaction_state, when this node is
+  /// the active controller, they are due and one is not already on its way (which, when and
+  /// their records: controller/internal_topics.h). `done(true)` once both exist; false when one is
+  /// not created now (not the controller, not due, pending); the creation's error otherwise.
   void ensure_offsets_topic_async(std::function<void(result<bool>)> done);
-  /// Active controller: enough brokers registered to place __consumer_offsets (or waited long enough).
-  bool offsets_topic_due() const;
   /// Controller shard: this broker's registration in the image, if it is the one of this process.
   const controller::broker_registration* own_registration() const;
   /// The leader of a partition, or an error naming who leads it when it is not this node.
@@ -569,7 +557,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   bool producer_ids_requesting_ = false;
   std::deque<std::function<void(result<producer_identity>)>> producer_id_waiters_;
   producer_id_control producer_id_control_;   // controller shard: the blocks proposed (producer_ids.h)
-  // the controller's side of an ISR change
+  // the controller's side of an ISR change (replication_control.cc)
   void handle_alter_partition(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);
   void alter_partition(protocol::alter_partition_request_data request,
@@ -756,7 +744,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
   /// Controller shard: (topic, partition) -> the leader epoch in which the image named this node
   /// leader while it was not registered in this incarnation (renew_stale_leaderships).
-  std::map<std::pair<std::string, int32_t>, int32_t> stale_leaderships_;
+  controller::stale_leadership_map stale_leaderships_;
   bool renewing_leaderships_ = false;
   int64_t leader_rebalance_checked_ms_ = 0;
   bool decommission_in_flight_ = false;   // decommission_tick: a commit or drain of it under way

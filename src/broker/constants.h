@@ -45,10 +45,6 @@ inline constexpr size_t producer_id_waiters_max = 10'000;
 /// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
 /// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
 inline constexpr size_t recent_reads_max = 8;
-/// Leader changes one automatic rebalance commits at once: a metadata entry stays small (about
-/// 40 bytes a change) and followers of thousands of partitions are not all moved in one step;
-/// the next check takes the rest.
-inline constexpr size_t leader_rebalance_changes_max = 1000;
 /// Tries of one elect-leaders request whose plan a concurrent change overtook (each re-plans from
 /// the newer image; a partition changing this often under a request is not worth more).
 inline constexpr int preferred_election_attempts_max = 3;

@@ -318,10 +318,12 @@ void broker_impl::with_delay_topic(size_t tier, std::function<void(result<std::s
   if (auto t = find_topic(name)) return done(t);
   deps_.runtime.post(controller_shard, [this, name = std::move(name), done = std::move(done)]() mutable {
     if (auto t = controller_find_topic(name)) return done(t);
-    auto records = new_topic_records(name, delay_topic_partitions, automatic_replication_factor(*controller_view_->image),
+    const auto& image = *controller_view_->image;
+    auto records = new_topic_records(image, name, new_topic_id(deps_.random), delay_topic_partitions,
+                                     automatic_replication_factor(image),
                                      {{"cleanup.policy", "delete"}, {"retention.ms", "-1"}, {"retention.bytes", "-1"},
                                       {"segment.bytes", delay_topic_segment_bytes}});
-    if (!records.ok()) return done(records.error());
+    if (!records.ok()) return done(from_controller(records.error()));
     commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
       // A concurrent creation (another produce, another broker) may have won: that one is used.
       if (auto t = controller_find_topic(name)) return done(t);

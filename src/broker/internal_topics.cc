@@ -1,55 +1,39 @@
 // The coordinators' internal topics: __consumer_offsets and __transaction_state created once
-// enough brokers are registered, and their records appended and read on the partition's shard.
+// enough brokers are registered (the decisions are controller/internal_topics.h's; here the
+// commit), and their records appended and read on the partition's shard.
 // Kafka's counterpart: AutoTopicCreationManager's internal topics and the coordinators' log reads.
 
 #include <utility>
 
 #include "broker_impl.h"
 #include "ringlog/codec/record_batch.h"
+#include "ringlog/controller/internal_topics.h"
 
 namespace ringlog::broker::detail {
 
-result<std::vector<protocol::metadata_record>> broker_impl::offsets_topic_records() const {
-  // Created once with offsets.topic.num.partitions: a later change of the key would move groups
-  // to other partitions, so the existing count wins (as in Kafka). Compacted as in Kafka: the
-  // latest commit per group and partition is what counts (the key), and a deleted group's
-  // tombstones go after delete.retention.ms; segments of 100 MiB (offsets.topic.segment.bytes).
-  return new_topic_records(consumer_offsets_topic, config_.offsets_topic_num_partitions,
-                           automatic_replication_factor(*controller_view_->image),
-                           {{"cleanup.policy", "compact"}, {"segment.bytes", "104857600"}});
-}
-
-result<std::vector<protocol::metadata_record>> broker_impl::transaction_state_topic_records() const {
-  // As __consumer_offsets: the partition count is fixed at creation (it places transactional
-  // ids), compacted (the latest state per transactional id is what counts), 100 MiB segments
-  // (Kafka's transaction.state.log.segment.bytes).
-  return new_topic_records(transaction_state_topic, config_.transaction_state_log_num_partitions,
-                           automatic_replication_factor(*controller_view_->image),
-                           {{"cleanup.policy", "compact"}, {"segment.bytes", "104857600"}});
-}
-
-bool broker_impl::offsets_topic_due() const {
-  // As Kafka waits for offsets.topic.replication.factor brokers: created once min(3, voters)
-  // brokers are registered, so its replicas spread over the cluster that is starting, or once
-  // this node has been the active controller for broker.session.timeout.ms (some never came).
-  const size_t voters = std::max<size_t>(1, deps_.controller_quorum_voters.size());
-  const size_t wanted = std::min<size_t>(3, voters);
-  return usable_brokers(*controller_view_->image).size() >= wanted ||
-         deps_.clock.now_ms() - controller_active_since_ms_ >= config_.broker_session_timeout_ms;
-}
+// The broker's names of the internal topics are the controller's (which creates them).
+static_assert(std::string_view(consumer_offsets_topic) == controller::consumer_offsets_topic_name);
+static_assert(std::string_view(transaction_state_topic) == controller::transaction_state_topic_name);
 
 void broker_impl::ensure_offsets_topic_async(std::function<void(result<bool>)> done) {
   // Both internal topics of the coordinators: __consumer_offsets, then __transaction_state (one
-  // metadata entry each; `done(true)` once both exist).
-  const bool have_offsets = controller_view_->topics.contains(consumer_offsets_topic);
-  const bool have_txn_state = controller_view_->topics.contains(transaction_state_topic);
-  if (have_offsets && have_txn_state) return done(true);
-  if (offsets_topic_pending_ || quorum_->leader_id() != config_.node_id || !offsets_topic_due()) return done(false);
-  const char* creating = have_offsets ? transaction_state_topic : consumer_offsets_topic;
-  auto records = have_offsets ? transaction_state_topic_records() : offsets_topic_records();
-  if (!records.ok()) return done(records.error());
+  // metadata entry each; `done(true)` once both exist). Which, when and their records:
+  // controller/internal_topics.h.
+  const auto& image = *controller_view_->image;
+  const auto missing = controller::missing_internal_topic(image);
+  if (!missing) return done(true);
+  const controller::internal_topic_rules rules{config_.offsets_topic_num_partitions,
+                                               config_.transaction_state_log_num_partitions,
+                                               deps_.controller_quorum_voters.size(), config_.broker_session_timeout_ms};
+  if (offsets_topic_pending_ || quorum_->leader_id() != config_.node_id ||
+      !controller::internal_topics_due(image, rules, deps_.clock.now_ms(), controller_active_since_ms_)) {
+    return done(false);
+  }
+  auto records = controller::internal_topic_records(image, rules, *missing, new_topic_id(deps_.random));
+  if (!records.ok()) return done(from_controller(records.error()));
   offsets_topic_pending_ = true;
-  commit_records(std::move(records).value(), [this, creating, done = std::move(done)](result<void> r) {
+  commit_records(std::move(records).value(),
+                 [this, creating = std::string(*missing), done = std::move(done)](result<void> r) {
     offsets_topic_pending_ = false;
     run_metadata_rechecks();   // a start-up wait refused while this was pending asks again
     if (!r.ok() && !controller_view_->topics.contains(creating)) return done(r.error());

@@ -25,16 +25,6 @@ result<T> parse_int(const std::map<std::string, std::string>& fields, const std:
 
 }  // namespace
 
-protocol::config_record topic_config(const std::string& topic, const std::string& name,
-                                     std::optional<std::string> value) {
-  protocol::config_record c;
-  c.resource_type = controller::config_resource_topic;
-  c.resource_name = topic;
-  c.name = name;
-  c.value = std::move(value);
-  return c;
-}
-
 namespace {
 
 /// A legacy text record ("topic" upsert or "remove_topic") as metadata records.

@@ -23,12 +23,15 @@
 #include "ringlog/controller/placement.h"
 #include "ringlog/controller/producer_ids.h"
 #include "ringlog/controller/reassignment.h"
+#include "ringlog/controller/replication_control.h"
 #include "ringlog/model/record.h"
 
 namespace ringlog::broker {
 
 // The active controller's pure decisions (src/controller: placement, elections, reassignment,
-// producer ids, membership), which the broker's controller duties commit as metadata records.
+// producer ids, membership, replication control), which the broker's controller duties commit as
+// metadata records.
+using controller::append_partition_records;
 using controller::automatic_replication_factor;
 using controller::broker_heartbeats;
 using controller::complete_reassignment_if_ready;
@@ -37,6 +40,7 @@ using controller::controlled_shutdown_records;
 using controller::elect_leaderless;
 using controller::imbalanced_brokers;
 using controller::metadata_caught_up;
+using controller::new_topic_records;
 using controller::place_replicas;
 using controller::plan_preferred_elections;
 using controller::plan_reassignments;
@@ -46,6 +50,7 @@ using controller::reassignment_target;
 using controller::rejoin_partitions;
 using controller::remove_broker_from_partitions;
 using controller::renew_stale_leadership;
+using controller::topic_config;
 using controller::usable_brokers;
 
 /// Figures the owning shard publishes for readers on other threads (describe, metrics).
@@ -144,10 +149,6 @@ model::record metadata_log_record(std::span<const protocol::metadata_record> rec
 /// A controller error as the broker API's (the same Kafka name where both have it; the quorum's
 /// own failures as the codes a client retries on: not_controller, request_timed_out, ...).
 error from_controller(const controller::error& e);
-
-/// A topic's ConfigRecord: `name` set to `value`, or removed (nullopt).
-protocol::config_record topic_config(const std::string& topic, const std::string& name,
-                                     std::optional<std::string> value);
 
 namespace detail {
 /// A (re)registration (start_up.cc), and the leadership of every partition that lost its leader

@@ -1,4 +1,4 @@
-// Topic and broker administration: a new topic's records (replicas placed), create and delete
+// Topic and broker administration: create (the records are controller/replication_control.h's) and delete
 // topics, add partitions, alter and describe topic and broker configs, list and describe topics.
 // Kafka's counterpart: ControllerApis' CreateTopics, DeleteTopics, CreatePartitions and
 // IncrementalAlterConfigs, with ReplicationControlManager and ConfigurationControlManager.
@@ -10,40 +10,6 @@
 #include "topic_config.h"
 
 namespace ringlog::broker::detail {
-
-result<std::vector<protocol::metadata_record>> broker_impl::new_topic_records(
-    const std::string& name, int32_t partitions, int32_t replication_factor,
-    const std::map<std::string, std::string>& configs) const {
-  std::vector<protocol::metadata_record> out;
-  protocol::topic_record topic;
-  topic.name = name;
-  topic.topic_id = new_topic_id(deps_.random);
-  out.push_back(topic);
-  RINGLOG_TRY(append_partition_records(out, topic.topic_id, 0, partitions, replication_factor));
-  for (const auto& [k, v] : configs) out.push_back(topic_config(name, k, v));
-  return out;
-}
-
-result<void> broker_impl::append_partition_records(std::vector<protocol::metadata_record>& out,
-                                                   const controller::uuid& topic_id, int32_t from, int32_t to,
-                                                   int32_t replication_factor) const {
-  auto placed = place_replicas(*controller_view_->image, to - from, replication_factor, topic_id);
-  if (!placed.ok()) return from_controller(placed.error());
-  for (int32_t p = from; p < to; ++p) {
-    protocol::partition_record r;
-    r.topic_id = topic_id;
-    r.partition_id = p;
-    r.replicas = placed.value()[static_cast<size_t>(p - from)];
-    r.leader = r.replicas.front();
-    // Every replica of a new partition holds all of its (no) records: all are in sync, as Kafka
-    // creates them; a replica that does not keep up leaves the ISR (replication.cc).
-    r.isr = r.replicas;
-    r.leader_epoch = 0;
-    r.partition_epoch = 0;
-    out.push_back(r);
-  }
-  return base::ok_v;
-}
 
 topic_description broker_impl::describe(const topic_state& t) const {
   topic_description d;
@@ -147,8 +113,9 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
                         "the broker holds " + std::to_string(current->topics.size()) + " topics, the limit topics_max"});
     }
     if (auto budget = check_partition_budget(partitions); !budget.ok()) return done(budget.error());
-    auto made = new_topic_records(request.name, partitions, rf, request.configs);
-    if (!made.ok()) return done(made.error());
+    auto made = new_topic_records(*current->image, request.name, new_topic_id(deps_.random), partitions, rf,
+                                  request.configs);
+    if (!made.ok()) return done(from_controller(made.error()));
     auto records = std::move(made).value();
     if (request.validate_only) {
       auto preview = preview_state(records, *current->image, request.name, nullptr);
@@ -204,8 +171,10 @@ void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
     if (auto budget = check_partition_budget(partitions_count - current); !budget.ok()) return done(budget.error());
     std::vector<protocol::metadata_record> records;
     const int32_t rf = t->image->partitions.empty() ? 1 : static_cast<int32_t>(t->image->partitions[0].replicas.size());
-    if (auto placed = append_partition_records(records, t->image->topic_id, current, partitions_count, rf); !placed.ok()) {
-      return done(placed.error());
+    if (auto placed = append_partition_records(records, *controller_view_->image, t->image->topic_id, current,
+                                                partitions_count, rf);
+        !placed.ok()) {
+      return done(from_controller(placed.error()));
     }
     commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());

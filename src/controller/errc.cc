@@ -20,6 +20,10 @@ std::string_view to_string(errc e) {
     case errc::preferred_leader_not_available: return "preferred_leader_not_available";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
     case errc::unknown_server_error: return "unknown_server_error";
+    case errc::fenced_leader_epoch: return "fenced_leader_epoch";
+    case errc::invalid_update_version: return "invalid_update_version";
+    case errc::invalid_request: return "invalid_request";
+    case errc::ineligible_replica: return "ineligible_replica";
   }
   return "unknown";
 }

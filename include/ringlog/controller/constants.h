@@ -60,4 +60,15 @@ inline constexpr int64_t producer_id_block_size = 1000;
 /// may be a slow tick; two are not, and still well inside any session timeout worth having.
 inline constexpr int64_t heartbeat_intervals_late = 2;
 
+/// Leader changes one automatic leader rebalance commits at once (replication_control.h's
+/// balance_partition_leaders): a metadata entry stays small (about 40 bytes a change) and
+/// followers of thousands of partitions are not all moved in one step; the next check takes the
+/// rest.
+inline constexpr size_t leader_rebalance_changes_max = 1000;
+
+/// Segment size of the coordinators' internal topics, bytes (internal_topics.h): 100 MiB, Kafka's
+/// offsets.topic.segment.bytes and transaction.state.log.segment.bytes defaults (smaller than a
+/// data topic's, so compaction reaches a closed segment sooner).
+inline constexpr int64_t internal_topic_segment_bytes = 104857600;
+
 }  // namespace ringlog::controller::constants

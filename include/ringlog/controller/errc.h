@@ -27,6 +27,11 @@ enum class errc {
   preferred_leader_not_available,   // the preferred replica is fenced, stopping or out of the ISR
   stale_broker_epoch,               // a heartbeat from a broker not registered in that epoch (membership.h)
   unknown_server_error,             // producer ids exhausted (producer_ids.h; Kafka's name for it)
+  // ---- AlterPartition (replication_control.h, KIP-497, KIP-841) ----
+  fenced_leader_epoch,      // the sender does not lead the partition in the leader epoch it names
+  invalid_update_version,   // the proposal names a partition epoch that is not the partition's
+  invalid_request,          // the new ISR leaves out the leader or names a broker that is no replica
+  ineligible_replica,       // the new ISR adds a fenced or shutting-down broker
 };
 
 std::string_view to_string(errc);
