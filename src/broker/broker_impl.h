@@ -203,7 +203,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
         clean_queue_(deps_.runtime.shard_count()),
         shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {}
 
-  result<void> start();
+  /// Starts the broker (Kafka's BrokerServer.startup): a chain of continuations on the controller
+  /// shard, each step's completion posting the next (start_up.cc); `done` runs once, on the
+  /// controller shard, with the first step's error or ok once the broker serves. Nothing blocks.
+  void start_async(std::function<void(result<void>)> done);
   /// A broker dropped without shutdown() (a crash in tests): the quorum still stops first.
   ~broker_impl() override {
     if (quorum_) quorum_->stop();
@@ -403,8 +406,15 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void recheck_on_metadata(std::function<void()> again);
   void run_metadata_rechecks();
   std::vector<std::shared_ptr<std::function<void()>>> metadata_rechecks_;   // controller shard; empty = ran
-  /// Runs `f` on the controller shard and waits for its result (start-up only).
-  result<void> on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f);
+  // start_async's steps, in order, each on the controller shard.
+  /// The log directory checked, the metadata quorum started, the cluster transport serving.
+  result<void> start_quorum();
+  using waiting_step = void (broker_impl::*)(int64_t, std::function<void(result<void>)>);
+  /// Runs a waiting step given metadata_catch_up_timeout_ms from now.
+  void run_start_step(waiting_step step, std::function<void(result<void>)> done);
+  void start_opening_partitions(std::function<void(result<void>)> done);
+  void start_registering(std::function<void(result<void>)> done);
+  void start_coordinators(std::function<void(result<void>)> done);
   /// A new topic's TopicRecord, PartitionRecords (this node the only replica) and ConfigRecords.
   result<std::vector<protocol::metadata_record>> offsets_topic_records() const;
   /// The same for __transaction_state (transaction.state.log.num.partitions, compacted).
