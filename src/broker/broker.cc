@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <set>
 
 #include "broker_impl.h"
@@ -296,17 +297,44 @@ void broker_impl::shutdown(std::function<void()> done) {
 
 }  // namespace detail
 
-result<std::unique_ptr<broker>> open_broker(broker_config config, broker_dependencies deps) {
+namespace {
+
+/// The configuration open_broker refuses before it starts anything.
+result<void> check_open(const broker_config& config, const broker_dependencies& deps) {
   if (deps.runtime.shard_count() == 0) return error{errc::invalid_config, "the runtime has no shards"};
   if (config.log_flush_policy != "fsync" && config.log_flush_policy != "replication") {
     return error{errc::invalid_config, "log.flush.policy='" + config.log_flush_policy + "' is not one of fsync, replication"};
   }
+  return base::ok_v;
+}
+
+}  // namespace
+
+result<std::unique_ptr<broker>> open_broker(broker_config config, broker_dependencies deps) {
+  RINGLOG_TRY(check_open(config, deps));
   auto b = std::make_unique<detail::broker_impl>(std::move(config), std::move(deps));
-  if (auto started = b->start(); !started.ok()) {
+  std::promise<result<void>> started;
+  b->start_async([&started](result<void> r) { started.set_value(std::move(r)); });
+  if (auto r = started.get_future().get(); !r.ok()) {
     b->abandon();
-    return started.error();
+    return r.error();
   }
   return std::unique_ptr<broker>(std::move(b));
+}
+
+void open_broker_async(broker_config config, broker_dependencies deps,
+                       std::function<void(result<std::unique_ptr<broker>>)> done) {
+  if (auto checked = check_open(config, deps); !checked.ok()) return done(checked.error());
+  auto* b = new detail::broker_impl(std::move(config), std::move(deps));
+  b->start_async([b, done = std::move(done)](result<void> r) {
+    std::unique_ptr<detail::broker_impl> owned(b);
+    if (!r.ok()) {
+      owned->abandon();   // on the controller shard: the quorum stops inline
+      owned.reset();
+      return done(r.error());
+    }
+    done(std::unique_ptr<broker>(std::move(owned)));
+  });
 }
 
 }  // namespace ringlog::broker

@@ -103,7 +103,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
     for (size_t shard = 0; shard < shards_.size(); ++shard) partition_contexts_.push_back(make_partition_context(shard));
   }
 
-  result<void> start();
+  /// Starts the broker (Kafka's BrokerServer.startup): a chain of continuations on the controller
+  /// shard, each step's completion posting the next (start_up.cc); `done` runs once, on the
+  /// controller shard, with the first step's error or ok once the broker serves. Nothing blocks.
+  void start_async(std::function<void(result<void>)> done);
   /// A broker dropped without shutdown() (a crash in tests): the quorum still stops first.
   ~broker_impl() override {
     if (quorum_) quorum_->stop();
@@ -301,8 +304,15 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void recheck_on_metadata(std::function<void()> again);
   void run_metadata_rechecks();
   std::vector<std::shared_ptr<std::function<void()>>> metadata_rechecks_;   // controller shard; empty = ran
-  /// Runs `f` on the controller shard and waits for its result (start-up only).
-  result<void> on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f);
+  // start_async's steps, in order, each on the controller shard.
+  /// The log directory checked, the metadata quorum started, the cluster transport serving.
+  result<void> start_quorum();
+  using waiting_step = void (broker_impl::*)(int64_t, std::function<void(result<void>)>);
+  /// Runs a waiting step given metadata_catch_up_timeout_ms from now.
+  void run_start_step(waiting_step step, std::function<void(result<void>)> done);
+  void start_opening_partitions(std::function<void(result<void>)> done);
+  void start_registering(std::function<void(result<void>)> done);
+  void start_coordinators(std::function<void(result<void>)> done);
   /// Controller shard: writes `records` as one metadata entry through the quorum (proposed here
   /// when this node leads it, else forwarded to the active controller in an Envelope) and answers
   /// `done` once the entry is committed, applied here, published to every shard and its

@@ -11,7 +11,6 @@
 
 #include "group_service_impl.h"
 
-#include <future>
 
 namespace ringlog::broker::group_service_internal {
 
@@ -161,27 +160,29 @@ void group_service_impl::offsets_partition_led(int32_t p, bool leads) {
   if (auto r = replay_partition(shard, p); !r.ok()) host_.report_error("group coordinator: " + r.error().message);
 }
 
-result<void> group_service_impl::start() {
-  for (int32_t p = 0; p < offsets_partitions_; ++p) {
-    // A node coordinates the groups of the __consumer_offsets partitions it leads; partitions
-    // whose leadership comes later are replayed then (offsets_partition_led).
-    if (!host_.leads_offsets_partition(p)) continue;
-    const size_t shard = host_.owner_shard(consumer_offsets_topic, p);
-    std::promise<result<void>> replayed;
-    runtime_.post(shard, [this, shard, p, &replayed] {
-      unload_partition(shard, p);
-      replayed.set_value(replay_partition(shard, p));
-    });
-    auto r = replayed.get_future().get();
-    if (!r.ok()) return r.error();
+void group_service_impl::start(std::function<void(result<void>)> done) { replay_led_from(0, std::move(done)); }
+
+void group_service_impl::replay_led_from(int32_t p, std::function<void(result<void>)> done) {
+  // A node coordinates the groups of the __consumer_offsets partitions it leads; partitions whose
+  // leadership comes later are replayed then (offsets_partition_led). One partition a task, on its
+  // shard, the next posted from there: nothing waits on a shard (a simulation runs every shard on
+  // one thread).
+  while (p < offsets_partitions_ && !host_.leads_offsets_partition(p)) ++p;
+  if (p == offsets_partitions_) {
+    topics_changed();
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      schedule_expiry(s);
+      schedule_lag_sampling(s);
+      schedule_classic_tick(s);
+    }
+    return done(base::ok_v);
   }
-  topics_changed();
-  for (size_t s = 0; s < shards_.size(); ++s) {
-    schedule_expiry(s);
-    schedule_lag_sampling(s);
-    schedule_classic_tick(s);
-  }
-  return base::ok_v;
+  const size_t shard = host_.owner_shard(consumer_offsets_topic, p);
+  runtime_.post(shard, [this, shard, p, done = std::move(done)]() mutable {
+    unload_partition(shard, p);
+    if (auto r = replay_partition(shard, p); !r.ok()) return done(r.error());
+    replay_led_from(p + 1, std::move(done));
+  });
 }
 
 group::topic_map group_service_impl::current_topics() {

@@ -40,9 +40,11 @@ class group_host {
 
 class group_service : public group_api {
  public:
-  /// Replays every __consumer_offsets partition into its shard's coordinator, sets the topics,
-  /// and starts the expiry timers. Called once, outside the shards, after partitions are open.
-  virtual result<void> start() = 0;
+  /// Replays every __consumer_offsets partition this node leads into its shard's coordinator (one
+  /// partition a task, on its shard), sets the topics, and starts the expiry timers; then `done`,
+  /// on the shard of the last partition replayed (the caller's thread when it leads none), with
+  /// the first replay's error if one failed. Called once, after partitions are open.
+  virtual void start(std::function<void(result<void>)> done) = 0;
   /// The set of topics changed (create, partition increase): every coordinator re-resolves.
   virtual void topics_changed() = 0;
   /// On the partition's shard: this node now leads (`leads`) __consumer_offsets partition

@@ -98,7 +98,7 @@ class group_service_impl final : public group_service {
   group_service_impl(broker& b, group_host& host, runtime::shard_runtime& runtime, const base::clock& clock,
                      int32_t offsets_partitions, int64_t expiry_interval_ms, int64_t initial_rebalance_delay_ms);
 
-  result<void> start() override;
+  void start(std::function<void(result<void>)> done) override;
   void topics_changed() override;
   void offsets_partition_led(int32_t partition, bool leads) override;
   void topic_deleted(const std::string& topic) override;
@@ -222,6 +222,8 @@ class group_service_impl final : public group_service {
   /// On `shard`: replays __consumer_offsets partition `p` into the shard's coordinator and REST
   /// instances. Errors: kafka_storage_error naming the record that does not decode.
   result<void> replay_partition(size_t shard, int32_t p);
+  /// start(): replays the led partitions from `p` on, one a task, then the timers, then `done`.
+  void replay_led_from(int32_t p, std::function<void(result<void>)> done);
   /// On `shard`: forgets the groups (and REST instances) of __consumer_offsets partition `p`.
   void unload_partition(size_t shard, int32_t p);
   /// On the partition's shard: replays partition `p` when this node leads it and has not loaded it.

@@ -1,11 +1,11 @@
 // A broker's start (Kafka's BrokerServer.startup and BrokerLifecycleManager's first steps): the
 // metadata quorum started, caught up with, the partitions this node holds opened, the broker
 // registered, the internal topics awaited, the coordinators and schedulers started. The waits are
-// continuations on the controller shard (runtime timers, the clock interface); only start() itself,
-// called by open_broker outside the shards, blocks on them.
+// continuations on the controller shard (runtime timers, the clock interface), and so is the start
+// itself (start_async: each step's completion posts the next), so one thread may run every shard
+// (tests/sim/cluster_sim); only open_broker, the blocking wrapper, waits for the end.
 
 #include <functional>
-#include <future>
 #include <memory>
 #include <utility>
 
@@ -39,7 +39,24 @@ std::function<void()> run_once(std::shared_ptr<std::function<void()>> waiting, s
 
 }  // namespace
 
-result<void> broker_impl::start() {
+void broker_impl::start_async(std::function<void(result<void>)> done) {
+  deps_.runtime.post(controller_shard, [this, done = std::move(done)]() mutable {
+    if (auto started = start_quorum(); !started.ok()) return done(started.error());
+    // A task of its own, behind what the quorum's start queued (a single voter's election and
+    // first commit), as when start() ran outside the shards: a test runtime whose clock stands
+    // still then finds the quorum caught up without waiting for a recheck timer.
+    deps_.runtime.post(controller_shard, [this, done = std::move(done)]() mutable {
+      run_start_step(&broker_impl::catch_up_with_metadata, [this, done = std::move(done)](result<void> r) mutable {
+        if (!r.ok()) return done(std::move(r));
+        if (auto refused = decommissioned_refusal()) return done(*refused);   // before any partition opens (issue 33)
+        start_opening_partitions(std::move(done));
+      });
+    });
+  });
+}
+
+result<void> broker_impl::start_quorum() {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   leadership_lease_ = replication::leadership_lease(config_.broker_session_timeout_ms);
   delay_states_.resize(shards_.size());
   delay_ticking_.assign(shards_.size(), 0);
@@ -52,7 +69,8 @@ result<void> broker_impl::start() {
   }
   incarnation_id_ = new_topic_id(deps_.random);
   // The metadata quorum: one voter (this node) unless controller.quorum.voters names more. Its
-  // start loads the snapshot and, for a directory of the single-node ringlog, the old history.
+  // start loads the snapshot and, for a directory of the single-node ringlog, the old history
+  // (here, on the controller shard: metadata_quorum::start runs inline on its own shard).
   controller::metadata_quorum_config qc;
   qc.node_id = config_.node_id;
   qc.voters = deps_.controller_quorum_voters;
@@ -72,70 +90,90 @@ result<void> broker_impl::start() {
   }
   if (deps_.cluster_transport != nullptr) share_fetch_handler();
   if (deps_.start_cluster_transport) deps_.start_cluster_transport();
-  // A waiting step on the controller shard, given metadata_catch_up_timeout_ms from now.
-  using waiting_step = void (broker_impl::*)(int64_t, std::function<void(result<void>)>);
-  const auto run_step = [this](waiting_step step) {
-    const int64_t deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
-    return on_controller_shard_and_wait([this, step, deadline_ms](auto done) { (this->*step)(deadline_ms, std::move(done)); });
-  };
-  RINGLOG_TRY(run_step(&broker_impl::catch_up_with_metadata));
-  if (auto refused = decommissioned_refusal()) return *refused;   // before any partition opens (issue 33)
+  return base::ok_v;
+}
+
+void broker_impl::run_start_step(waiting_step step, std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  const int64_t deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
+  // The step may end on another shard (a commit's or a publication's completion): the next one
+  // starts on the controller shard.
+  (this->*step)(deadline_ms, [this, done = std::move(done)](result<void> r) mutable {
+    deps_.runtime.post(controller_shard, [r = std::move(r), done = std::move(done)]() mutable { done(std::move(r)); });
+  });
+}
+
+void broker_impl::start_opening_partitions(std::function<void(result<void>)> done) {
   // Open every partition this node holds as of the image it caught up to; entries applied from
   // now on open, remove and reconfigure partitions as they come.
-  RINGLOG_TRY(on_controller_shard_and_wait([this](auto done) {
-    partitions_open_ = true;
-    apply_job job;
-    job.before = controller_view_;
-    job.after = controller_view_;
-    job.offset = reconciled_end_ - 1;
-    job.open_all = true;
-    job.reconcile = true;
-    enqueue_apply_job(std::move(job));
-    await_applied(job.offset, std::move(done));
-  }));
-  if (!config_.process_role_broker) {
-    // A dedicated controller (process.roles=controller): no registration, no heartbeats, no
-    // partitions, no coordinators. Its tick runs only the active controller's duties (fencing,
-    // leader rebalance, the internal topics), which the brokers that register later need.
+  partitions_open_ = true;
+  apply_job job;
+  job.before = controller_view_;
+  job.after = controller_view_;
+  job.offset = reconciled_end_ - 1;
+  job.open_all = true;
+  job.reconcile = true;
+  enqueue_apply_job(std::move(job));
+  await_applied(job.offset, [this, done = std::move(done)](result<void> r) mutable {
+    // await_applied may answer on another shard: every later step runs on the controller shard.
+    deps_.runtime.post(controller_shard, [this, r = std::move(r), done = std::move(done)]() mutable {
+      if (!r.ok()) return done(std::move(r));
+      if (!config_.process_role_broker) {
+        // A dedicated controller (process.roles=controller): no registration, no heartbeats, no
+        // partitions, no coordinators. Its tick runs only the active controller's duties
+        // (fencing, leader rebalance, the internal topics), which the brokers that register
+        // later need.
+        schedule_heartbeat();
+        for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
+        return done(base::ok_v);
+      }
+      start_registering(std::move(done));
+    });
+  });
+}
+
+void broker_impl::start_registering(std::function<void(result<void>)> done) {
+  run_start_step(&broker_impl::register_broker, [this, done = std::move(done)](result<void> r) mutable {
+    if (!r.ok()) return done(std::move(r));
+    // Heartbeats (and, on the active controller, fencing and the creation of __consumer_offsets)
+    // run from here on; the groups need __consumer_offsets to exist.
     deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
-    for (size_t s = 0; s < shards_.size(); ++s) schedule_maintenance(s);
-    return base::ok_v;
-  }
-  RINGLOG_TRY(run_step(&broker_impl::register_broker));
-  // Heartbeats (and, on the active controller, fencing and the creation of __consumer_offsets)
-  // run from here on; the groups need __consumer_offsets to exist.
-  deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
-  RINGLOG_TRY(run_step(&broker_impl::await_internal_topics));
+    run_start_step(&broker_impl::await_internal_topics, [this, done = std::move(done)](result<void> r) mutable {
+      if (!r.ok()) return done(std::move(r));
+      start_coordinators(std::move(done));
+    });
+  });
+}
+
+void broker_impl::start_coordinators(std::function<void(result<void>)> done) {
   const auto offsets_topic = find_topic(consumer_offsets_topic);
   const auto txn_state_topic = find_topic(transaction_state_topic);
   RINGLOG_ASSERT(offsets_topic && txn_state_topic, "await_internal_topics ends once both are published");
-  const int32_t offsets_partitions = offsets_topic->partitions_count();
-  groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_partitions,
+  groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_topic->partitions_count(),
                                config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
-  RINGLOG_TRY(groups_->start());
-  groups_started_.store(groups_.get(), std::memory_order_release);
   txn_service_options txn_options;
   txn_options.state_partitions = txn_state_topic->partitions_count();
   txn_options.transaction_max_timeout_ms = config_.transaction_max_timeout_ms;
   txn_options.transactional_id_expiration_ms = config_.transactional_id_expiration_ms;
   txn_options.abort_timed_out_check_interval_ms = config_.transaction_abort_timed_out_transaction_cleanup_interval_ms;
-  txns_ = make_txn_service(*this, *this, deps_.runtime, deps_.clock, txn_options);
-  RINGLOG_TRY(txns_->start());
-  txns_started_.store(txns_.get(), std::memory_order_release);
-  start_delay_schedulers();
-  for (size_t s = 0; s < shards_.size(); ++s) {
-    schedule_maintenance(s);
-    schedule_replication_tick(s);
-  }
-  return base::ok_v;
-}
-
-result<void> broker_impl::on_controller_shard_and_wait(std::function<void(std::function<void(result<void>)>)> f) {
-  std::promise<result<void>> finished;
-  deps_.runtime.post(controller_shard, [&finished, f = std::move(f)] {
-    f([&finished](result<void> r) { finished.set_value(std::move(r)); });
+  groups_->start([this, txn_options, done = std::move(done)](result<void> r) mutable {
+    deps_.runtime.post(controller_shard, [this, r = std::move(r), txn_options, done = std::move(done)]() mutable {
+      if (!r.ok()) return done(std::move(r));
+      groups_started_.store(groups_.get(), std::memory_order_release);
+      txns_ = make_txn_service(*this, *this, deps_.runtime, deps_.clock, txn_options);
+      txns_->start([this, done = std::move(done)]() mutable {
+        deps_.runtime.post(controller_shard, [this, done = std::move(done)] {
+          txns_started_.store(txns_.get(), std::memory_order_release);
+          start_delay_schedulers();
+          for (size_t s = 0; s < shards_.size(); ++s) {
+            schedule_maintenance(s);
+            schedule_replication_tick(s);
+          }
+          done(base::ok_v);
+        });
+      });
+    });
   });
-  return finished.get_future().get();
 }
 
 void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void(result<void>)> done) {

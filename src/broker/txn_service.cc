@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <future>
 #include <map>
 #include <mutex>
 
@@ -66,7 +65,7 @@ class txn_service_impl final : public txn_service {
     for (size_t s = 0; s < runtime_.shard_count(); ++s) shards_.push_back(std::make_unique<shard_state>());
   }
 
-  result<void> start() override;
+  void start(std::function<void()> done) override { load_led_from(0, std::move(done)); }
   void state_partition_led(int32_t partition, bool leads) override;
   void stop() override { stopping_ = true; }
 
@@ -144,6 +143,8 @@ class txn_service_impl final : public txn_service {
   /// `p` moved; then makes the Complete* state durable.
   void send_markers(size_t shard, int32_t p, uint64_t generation, txn::marker_request m);
   void schedule_sweep(size_t shard);
+  /// start(): loads the led partitions from `p` on, one a task, then the sweeps, then `done`.
+  void load_led_from(int32_t p, std::function<void()> done);
   /// init_producer_id on the coordinator's shard, with a fresh producer id when one was fetched.
   void init_on_shard(size_t shard, int32_t p, partition_coordinator& pc, std::string transactional_id,
                      int32_t timeout_ms, std::optional<id_epoch> expected, std::optional<model::producer_id> fresh,
@@ -196,19 +197,20 @@ void txn_service_impl::state_partition_led(int32_t p, bool leads) {
   for (auto& m : due) send_markers(shard, p, generation, std::move(m));
 }
 
-result<void> txn_service_impl::start() {
-  for (int32_t p = 0; p < options_.state_partitions; ++p) {
-    if (host_.internal_leader_route(transaction_state_topic, p).where != group_coordinator_route::place::here) continue;
-    const size_t shard = shard_of(p);
-    std::promise<void> loaded;
-    runtime_.post(shard, [this, p, &loaded] {
-      state_partition_led(p, true);
-      loaded.set_value();
-    });
-    loaded.get_future().get();
+void txn_service_impl::load_led_from(int32_t p, std::function<void()> done) {
+  // One partition a task, on its shard, the next posted from there: nothing waits on a shard.
+  while (p < options_.state_partitions &&
+         host_.internal_leader_route(transaction_state_topic, p).where != group_coordinator_route::place::here) {
+    ++p;
   }
-  for (size_t s = 0; s < shards_.size(); ++s) schedule_sweep(s);
-  return base::ok_v;
+  if (p == options_.state_partitions) {
+    for (size_t s = 0; s < shards_.size(); ++s) schedule_sweep(s);
+    return done();
+  }
+  runtime_.post(shard_of(p), [this, p, done = std::move(done)]() mutable {
+    state_partition_led(p, true);
+    load_led_from(p + 1, std::move(done));
+  });
 }
 
 void txn_service_impl::schedule_sweep(size_t shard) {

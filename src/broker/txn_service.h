@@ -48,9 +48,10 @@ class txn_host {
 
 class txn_service : public txn_api {
  public:
-  /// Replays every __transaction_state partition this node leads, starts the timeout sweep.
-  /// Called once, outside the shards, after partitions are open.
-  virtual result<void> start() = 0;
+  /// Replays every __transaction_state partition this node leads (one partition a task, on its
+  /// shard), starts the timeout sweep, then `done` on the shard of the last partition replayed
+  /// (the caller's thread when it leads none). Called once, after partitions are open.
+  virtual void start(std::function<void()> done) = 0;
   /// On the partition's shard: this node now leads (`leads`) __transaction_state partition
   /// `partition` and coordinates its transactional ids (replayed from its log), or it stopped.
   virtual void state_partition_led(int32_t partition, bool leads) = 0;

@@ -66,6 +66,11 @@ bool leader_state::on_fetch(int32_t replica, model::offset fetch_offset, model::
 model::offset leader_state::high_watermark(model::offset leader_end, model::offset current,
                                            int32_t min_insync_replicas) const {
   if (static_cast<int32_t>(isr_.size()) < min_insync_replicas) return current;
+#ifdef RINGLOG_REPLICATION_BREAK_HIGH_WATERMARK_PAST_ISR
+  // Negative control of tests/sim/cluster_sim (meson: cluster_sim_break_*): the high watermark
+  // follows the leader alone, past what the ISR holds.
+  return std::max(leader_end, current);
+#endif
   model::offset least = leader_end;
   auto counts = [&](int32_t id) { return in(isr_, id) || (pending_ && in(*pending_, id)); };
   for (const auto& f : followers_) {
@@ -130,6 +135,10 @@ std::optional<diverging_epoch> check_divergence(int32_t last_fetched_epoch, mode
 model::offset truncation_offset(const diverging_epoch& diverging, const epoch_end& follower_end,
                                 model::offset log_end_offset, model::offset high_watermark) {
   if (diverging.epoch < 0 || diverging.end_offset < 0) return std::min(high_watermark, log_end_offset);
+#ifdef RINGLOG_REPLICATION_BREAK_SKIP_TRUNCATION
+  // Negative control of tests/sim/cluster_sim: a follower told it diverged keeps its log.
+  return log_end_offset;
+#endif
   model::offset cut{diverging.end_offset};
   // Kafka's AbstractFetcherThread: the same epoch on both sides -> the lesser of the two ends of
   // it (past the follower's end of that epoch lie its records of a later epoch the leader never

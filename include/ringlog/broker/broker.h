@@ -913,7 +913,19 @@ struct broker_dependencies {
 
 /// Opens the broker on `config.log_dir`, replaying the metadata log and recovering every partition
 /// on its owning shard. Errors: kafka_storage_error (names the path), invalid_config.
+/// Blocks until the start ends: call it outside the runtime's shards (open_broker_async's wrapper).
 result<std::unique_ptr<broker>> open_broker(broker_config config, broker_dependencies deps);
+
+/// open_broker without blocking (issue 28 stage F: a simulation runs every node's shards on one
+/// thread, where a start that waited would wait for itself). The start is a chain of tasks on the
+/// runtime's shards; `done` runs once: with the broker once it serves, on its controller shard
+/// (shard 0); or with the error, on the controller shard after the broker stopped its quorum and
+/// was destroyed - or at once on the caller's thread for a configuration refused before anything
+/// starts (invalid_config). Errors as open_broker's; not_controller when the metadata quorum had
+/// no leader to catch up with or register at within metadata_catch_up_timeout_ms. Every
+/// dependency must outlive the broker; the runtime must run its tasks until `done`.
+void open_broker_async(broker_config config, broker_dependencies deps,
+                       std::function<void(result<std::unique_ptr<broker>>)> done);
 
 /// Kafka's topic name rules: [a-zA-Z0-9._-], 1..249 chars, not "." or "..". Message says why.
 result<void> validate_topic_name(std::string_view name);

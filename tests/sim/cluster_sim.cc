@@ -1,0 +1,718 @@
+// cluster_sim: a seeded, replayable simulation of 3 to 5 REAL brokers in one process (issue 28,
+// "Proof: tests/sim/cluster_sim"). Each node is broker::open_broker_async - the broker, the
+// controller and its raft metadata quorum, replication and storage as the binary runs them - on
+// its own io::sim_file_system, with a sim_runtime (its shards' tasks and timers), sim_disk
+// (fdatasyncs completing after a seeded delay) and sim_transport (the cluster listener) from
+// sim_world.h: one thread, one event queue, a manual clock. Every choice comes from the seed.
+//
+// Faults (one at a time, each healed before the next; a seeded schedule): a node isolated, one
+// direction of one link dropped, a link slowed (delay spikes), lossy links, a node crashed with
+// power loss (sim_file_system::crash: what was not fdatasynced is lost or torn) and restarted
+// with open_broker_async on the same disk, the leader of a partition crashed likewise.
+//
+// Workload, through the broker API as the HTTP gateway calls it: one topic (replication factor
+// 3, 2 or 3 partitions, min.insync.replicas 2), acks=all produces of unique values to random live
+// nodes (the broker forwards to the leader), read_committed fetches from random live nodes.
+//
+// Checks (a violation prints the seed, the rule and the last trace lines, exit 1):
+//   - one committed history: an offset is never acknowledged or read with two different values;
+//   - ends never go backwards as clients see them: a fetch answer's high watermark and log end are
+//     never at or below an offset acknowledged before the fetch was sent, and one node (in one
+//     incarnation) never answers a high watermark below one it answered before - except an
+//     answer of a node cut off from the rest (isolated, or an end of a dropped link) from the
+//     fault's start to cut_off_grace_ms after its heal: docs/kafka.md's open part
+//     (replication::answer_fetch: a node cut off from the controller may answer with its old
+//     figure), as tests/cluster/checker.py's cut_off_windows exempts it. (Across nodes a
+//     follower's high watermark lags its leader's and an unacknowledged log end may be cut, so
+//     the acknowledgement is the cross-node bound.);
+//   - liveness after the final heal: every partition acknowledges an acks=all produce within
+//     liveness_ms;
+//   - no acknowledged record lost: every acknowledged record is read back at its offset;
+//   - replicas agree below the high watermark: each node's log of each partition, read with
+//     storage::partition_log from its file system at the end, holds the read-back records at
+//     every offset below min(its log end, the high watermark).
+//
+//   cluster_sim --seed S [--nodes N] [--verbose]   one run
+//   cluster_sim --seeds N [--start S]              N runs from seed S (1)
+//   cluster_sim --replay-check S                   runs S twice; fails unless the digests match
+//   --expect-violation                             exit 0 only if some seed violates (controls)
+//
+// Not covered yet: transactions, reassignment, consumer groups, clock skew, disk failures
+// (inject_failures), two faults at once.
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "ringlog/broker/broker.h"
+#include "ringlog/codec/record_batch.h"
+#include "ringlog/io/sim_file_system.h"
+#include "ringlog/storage/partition_log.h"
+#include "sim_world.h"
+
+using namespace ringlog;
+
+namespace {
+
+using broker::result;
+
+constexpr int64_t start_ms = 1'700'000'000'000;
+/// Faults run for this long (ms of sim time), then everything heals.
+constexpr int64_t fault_phase_ms = 40'000;
+/// After the final heal and restarts, before the liveness probes: a session timeout and an ISR
+/// round for the cluster to settle.
+constexpr int64_t settle_ms = 10'000;
+/// Every partition must acknowledge an acks=all produce within this long after settling.
+constexpr int64_t liveness_ms = 30'000;
+/// A node cut off from the rest may act on old metadata until this long after the heal
+/// (tests/cluster/checker.py CUT_OFF_GRACE_S).
+constexpr int64_t cut_off_grace_ms = 2'000;
+/// Start-up of the whole cluster must end within this long.
+constexpr int64_t start_up_ms = 60'000;
+constexpr const char* topic = "sim";
+
+struct options {
+  uint64_t seed = 1;
+  int nodes = 3;
+  bool verbose = false;
+};
+
+/// One run's figures, and its violation (the first rule broken) if any.
+struct outcome {
+  std::string rule;
+  bool violated = false;
+  uint64_t digest = 0;
+  uint64_t events = 0;
+  int acked = 0;
+  int crashes = 0;
+  uint64_t read_back = 0;   // records read back at the end
+  uint64_t compared = 0;    // replica records compared with the history at the end
+};
+
+struct node_state {
+  std::unique_ptr<io::sim_file_system> fs = std::make_unique<io::sim_file_system>();
+  uint64_t incarnation = 0;
+  std::unique_ptr<broker::broker> b;   // null while down or starting
+  bool starting = false;
+};
+
+class simulation {
+ public:
+  explicit simulation(const options& opt) : opt_(opt), world_(opt.seed, start_ms) {}
+  /// The brokers are leaked, as at a crash (see crash()): there is no graceful stop in here.
+  ~simulation() {
+    for (auto& [n, node] : nodes_) (void)node.b.release();
+  }
+  simulation(const simulation&) = delete;
+  simulation& operator=(const simulation&) = delete;
+
+  outcome run() {
+    for (int n = 1; n <= opt_.nodes; ++n) {
+      nodes_[n];
+      world_.live[n] = 0;
+      table_[n] = nullptr;
+    }
+    for (int n = 1; n <= opt_.nodes; ++n) start_node(n);
+    if (!until([this] { return all_up(); }, start_up_ms)) fail("start-up: not every broker started");
+    create_topic();
+    if (!failed_) fault_phase();
+    if (!failed_) heal_everything();
+    if (!failed_) liveness();
+    if (!failed_) read_back();
+    if (!failed_) replicas_agree();
+    out_.digest = world_.trace_digest.value;
+    return out_;
+  }
+
+  void print_trace() const {
+    for (const auto& line : world_.trace) std::printf("  %s\n", line.c_str());
+  }
+
+ private:
+  // ------------------------------------------------------------------ nodes
+
+  void start_node(int n) {
+    auto& node = nodes_[n];
+    const uint64_t inc = ++next_incarnation_;
+    node.incarnation = inc;
+    node.starting = true;
+    world_.live[n] = inc;
+    keep_.runtimes.push_back(std::make_unique<sim::sim_runtime>(world_, n, inc, 2));
+    keep_.transports.push_back(std::make_unique<sim::sim_transport>(world_, net_, table_, n, inc));
+    keep_.randoms.push_back(std::make_unique<base::seeded_random>(opt_.seed * 1000003 + inc));
+    table_[n] = keep_.transports.back().get();
+    broker::broker_config config;
+    config.node_id = n;
+    config.log_dir = "/data";
+    config.cluster_id = "sim-cluster";
+    config.default_replication_factor = 3;
+    config.replica_lag_time_max_ms = 5'000;
+    std::map<int32_t, rpc::peer_address> voters;
+    for (int v = 1; v <= opt_.nodes; ++v) voters[v] = rpc::peer_address{"node-" + std::to_string(v), 9093};
+    broker::broker_dependencies deps{
+        .fs = *node.fs,
+        .clock = world_.clock,
+        .runtime = *keep_.runtimes.back(),
+        .advertised_host = "node-" + std::to_string(n),
+        .controller_quorum_voters = voters,
+        .cluster_transport = keep_.transports.back().get(),
+        .advertised_cluster_host = "node-" + std::to_string(n),
+        .advertised_cluster_port = 9093,
+        .log = [this, n](bool, const std::string& line) {
+          if (opt_.verbose) std::printf("%" PRId64 " n%d %s\n", world_.clock.now_ms(), n, line.c_str());
+          world_.note("n" + std::to_string(n) + " " + line);
+        },
+        .random = *keep_.randoms.back(),
+    };
+    world_.note("start n" + std::to_string(n) + " incarnation " + std::to_string(inc));
+    // open_broker_async's first task runs on the node's controller shard from the queue.
+    world_.schedule(world_.clock.now_ms(), n, inc, 0, sim::world::kind_task,
+                    [this, n, inc, config = std::move(config), deps = std::move(deps)]() mutable {
+      broker::open_broker_async(std::move(config), std::move(deps),
+                                [this, n, inc](result<std::unique_ptr<broker::broker>> opened) {
+        auto& node = nodes_[n];
+        if (node.incarnation != inc) return;
+        node.starting = false;
+        if (!opened.ok()) {
+          world_.note("n" + std::to_string(n) + " start failed: " + opened.error().message);
+          restart_later(n);
+          return;
+        }
+        world_.note("n" + std::to_string(n) + " serving");
+        node.b = std::move(opened.value());
+      });
+    });
+  }
+
+  void restart_later(int n) {
+    // A failed start (no quorum to catch up with): the process is started again, as an
+    // operator's supervisor would.
+    crash(n, false);
+    at(world_.clock.now_ms() + 1'000, [this, n] { start_node(n); });
+  }
+
+  /// Power loss on node `n`: its queued work goes (the world drops every event of its
+  /// incarnation), its disk keeps what was synced plus a seeded part of the rest. The broker
+  /// object is leaked, not destroyed: its destructor stops the metadata quorum, which waits for
+  /// a task on its shard (run_on_shard_and_wait) - a task the dead incarnation will never run,
+  /// and a graceful step a crashed process does not take. Leaking keeps every reference it holds
+  /// (runtime, transport, random source, kept in keep_) valid and runs none of its code again.
+  void crash(int n, bool power_loss) {
+    auto& node = nodes_[n];
+    world_.live[n] = 0;
+    table_[n] = nullptr;
+    (void)node.b.release();
+    node.starting = false;
+    node.incarnation = 0;
+    if (power_loss) node.fs->crash(world_.rng.next_u64());
+    world_.note("crash n" + std::to_string(n));
+  }
+
+  [[nodiscard]] bool all_up() const {
+    for (const auto& [n, node] : nodes_) {
+      if (!node.b) return false;
+    }
+    return true;
+  }
+
+  std::vector<int> serving() const {
+    std::vector<int> out;
+    for (const auto& [n, node] : nodes_) {
+      if (node.b) out.push_back(n);
+    }
+    return out;
+  }
+
+  int random_serving() {
+    auto s = serving();
+    if (s.empty()) return -1;
+    return s[static_cast<size_t>(world_.uniform(0, static_cast<int64_t>(s.size()) - 1))];
+  }
+
+  // ------------------------------------------------------------------ running
+
+  void at(int64_t due, std::function<void()> fn) {
+    world_.schedule(due, 0, 0, 0, sim::world::kind_client, std::move(fn));
+  }
+
+  /// Runs the world until `done()` or `within_ms` passed; whether done.
+  bool until(const std::function<bool()>& done, int64_t within_ms) {
+    const int64_t end = world_.clock.now_ms() + within_ms;
+    while (!done() && !failed_ && world_.clock.now_ms() < end) {
+      out_.events += world_.run_until(std::min(end, world_.clock.now_ms() + 100), [&] { return done() || failed_; });
+    }
+    return done();
+  }
+
+  void fail(const std::string& rule) {
+    if (failed_) return;
+    failed_ = true;
+    out_.violated = true;
+    out_.rule = rule;
+    world_.note("VIOLATION " + rule);
+  }
+
+  // ------------------------------------------------------------------ workload
+
+  void create_topic() {
+    partitions_ = static_cast<int32_t>(world_.uniform(2, 3));
+    bool created = false;
+    auto attempt = std::make_shared<std::function<void()>>();
+    *attempt = [this, &created, attempt] {
+      const int n = random_serving();
+      if (n < 0) return at(world_.clock.now_ms() + 200, *attempt);
+      broker::create_topic_request r;
+      r.name = topic;
+      r.partitions_count = partitions_;
+      r.replication_factor = 3;
+      r.configs = {{"min.insync.replicas", "2"}};
+      nodes_[n].b->create_topic(std::move(r), [this, &created, attempt](result<broker::topic_description> d) {
+        world_.note(std::string("create topic: ") + (d.ok() ? "ok" : d.error().message));
+        if (d.ok() || d.error().code == broker::errc::topic_already_exists) {
+          created = true;
+          return;
+        }
+        at(world_.clock.now_ms() + 200, *attempt);
+      });
+    };
+    at(world_.clock.now_ms(), *attempt);
+    if (!until([&] { return created; }, start_up_ms)) fail("start-up: the topic was not created");
+    *attempt = nullptr;
+  }
+
+  void produce_one(int32_t p, std::function<void(bool acked)> then = {}) {
+    const int n = random_serving();
+    if (n < 0) return;
+    const std::string value = "v" + std::to_string(++next_value_);
+    broker::produce_request r;
+    r.topic = topic;
+    r.acks = broker::acks_mode::all;
+    r.timeout_ms = 5'000;
+    broker::produce_record rec;
+    rec.partition = model::partition_id{p};
+    rec.value = model::to_bytes(value);
+    r.records.push_back(std::move(rec));
+    world_.note("produce n" + std::to_string(n) + " p" + std::to_string(p) + " " + value);
+    nodes_[n].b->produce(std::move(r), [this, p, n, value, then](result<broker::produce_response> resp) {
+      bool acked = false;
+      if (resp.ok() && resp->results.size() == 1 && !resp->results[0].failure) {
+        acked = true;
+        const int64_t offset = resp->results[0].record_offset.value();
+        world_.note("ack n" + std::to_string(n) + " p" + std::to_string(p) + "@" + std::to_string(offset) + " " + value);
+        ++out_.acked;
+        auto [it, fresh] = acked_.emplace(std::make_pair(p, offset), value);
+        if (!fresh && it->second != value) {
+          fail("one committed history: p" + std::to_string(p) + " offset " + std::to_string(offset) +
+               " acknowledged as " + it->second + " and as " + value);
+        }
+        observe(p, offset, value, "acknowledged");
+        acked_end_[p] = std::max(acked_end_[p], offset + 1);
+      } else {
+        world_.note("produce failed n" + std::to_string(n) + " p" + std::to_string(p) + " " + value + ": " +
+                    (resp.ok() ? (resp->results.empty() || !resp->results[0].failure
+                                      ? std::string("no result")
+                                      : resp->results[0].failure->message)
+                               : resp.error().message));
+      }
+      if (then) then(acked);
+    });
+  }
+
+  /// A committed record seen (acknowledged or read): one history per partition.
+  void observe(int32_t p, int64_t offset, const std::string& value, const char* how) {
+    auto [it, fresh] = seen_.emplace(std::make_pair(p, offset), value);
+    if (!fresh && it->second != value) {
+      fail("one committed history: p" + std::to_string(p) + " offset " + std::to_string(offset) + " held " +
+           it->second + ", then " + how + " " + value);
+    }
+  }
+
+  [[nodiscard]] bool cut_off(int n, int64_t t) const {
+    for (const auto& w : cut_off_windows_) {
+      if (w.node == n && w.from_ms <= t && t <= w.to_ms) return true;
+    }
+    return false;
+  }
+
+  void fetch_one(int32_t p, int64_t offset, std::function<void(result<broker::fetch_response>)> then = {}) {
+    const int n = random_serving();
+    if (n < 0) return;
+    broker::fetch_request r;
+    r.partition = {topic, model::partition_id{p}};
+    r.fetch_offset = model::offset{offset};
+    r.max_bytes = 64 * 1024;
+    r.isolation = broker::isolation_level::read_committed;
+    const int64_t sent_ms = world_.clock.now_ms();
+    const int64_t acked_end = acked_end_[p];
+    const uint64_t inc = nodes_[n].incarnation;
+    nodes_[n].b->fetch(std::move(r), [this, p, n, inc, sent_ms, acked_end, then](result<broker::fetch_response> f) {
+      if (f.ok()) check_fetch(n, inc, p, sent_ms, acked_end, *f);
+      if (then) then(std::move(f));
+    });
+  }
+
+  void check_fetch(int n, uint64_t inc, int32_t p, int64_t sent_ms, int64_t acked_end,
+                   const broker::fetch_response& f) {
+    const int64_t hw = f.high_watermark.value();
+    world_.note("fetch n" + std::to_string(n) + " p" + std::to_string(p) + " hw " + std::to_string(hw) + " leo " +
+                std::to_string(f.log_end_offset.value()) + " records " + std::to_string(f.records.size()));
+    for (const auto& rec : f.records) {
+      const int64_t o = rec.record_offset.value();
+      if (o >= hw) fail("fetch n" + std::to_string(n) + " p" + std::to_string(p) + " returned offset " +
+                        std::to_string(o) + " at or above its high watermark " + std::to_string(hw));
+      observe(p, o, rec.value ? model::to_string(*rec.value) : std::string("<null>"), "read");
+    }
+    if (cut_off(n, sent_ms)) return;
+    // Never backwards on one node (one incarnation): its high watermark as answered before. A
+    // follower's figure lags its leader's and a log end may be cut (an unacknowledged tail), so
+    // across nodes the rule below (never below an acknowledgement) is the one that holds.
+    auto& before = hw_seen_[{n, inc}][p];
+    if (hw < before) {
+      return fail("high watermark went backwards: fetch at n" + std::to_string(n) + " p" + std::to_string(p) +
+                  " answered " + std::to_string(hw) + " after it answered " + std::to_string(before));
+    }
+    before = hw;
+    if (hw < acked_end || f.log_end_offset.value() < acked_end) {
+      fail("end below an acknowledgement: fetch at n" + std::to_string(n) + " p" + std::to_string(p) +
+           " answered high watermark " + std::to_string(hw) + " log end " + std::to_string(f.log_end_offset.value()) +
+           " after offset " + std::to_string(acked_end - 1) + " was acknowledged");
+    }
+  }
+
+  void schedule_workload(int64_t until_ms) {
+    for (int64_t t = world_.clock.now_ms(); t < until_ms; t += world_.uniform(10, 60)) {
+      at(t, [this] {
+        const auto p = static_cast<int32_t>(world_.uniform(0, partitions_ - 1));
+        if (world_.chance(0.7)) return produce_one(p);
+        fetch_one(p, world_.uniform(0, std::max<int64_t>(acked_end_[p], 1) - 1));
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------ faults
+
+  struct window {
+    int node;
+    int64_t from_ms;
+    int64_t to_ms;
+  };
+
+  void heal_links() {
+    const int64_t now = world_.clock.now_ms();
+    for (auto& w : cut_off_windows_) {
+      if (w.to_ms == INT64_MAX) w.to_ms = now + cut_off_grace_ms;
+    }
+    net_.cut.clear();
+    net_.slow_until.clear();
+    net_.loss = 0.0;
+    world_.note("heal");
+  }
+
+  void cut_off_from(int n) { cut_off_windows_.push_back({n, world_.clock.now_ms(), INT64_MAX}); }
+
+  void start_fault() {
+    const int kind = static_cast<int>(world_.uniform(0, 5));
+    const int a = static_cast<int>(world_.uniform(1, opt_.nodes));
+    int b = static_cast<int>(world_.uniform(1, opt_.nodes - 1));
+    if (b >= a) ++b;
+    switch (kind) {
+      case 0:   // isolate a node
+        for (int o = 1; o <= opt_.nodes; ++o) {
+          if (o == a) continue;
+          net_.cut.insert({a, o});
+          net_.cut.insert({o, a});
+        }
+        cut_off_from(a);
+        world_.note("fault: isolate n" + std::to_string(a));
+        break;
+      case 1:   // one direction of one link
+        net_.cut.insert({a, b});
+        cut_off_from(a);
+        cut_off_from(b);
+        world_.note("fault: drop n" + std::to_string(a) + "->n" + std::to_string(b));
+        break;
+      case 2:   // delay spikes both ways
+        net_.slow_until[{a, b}] = INT64_MAX;
+        net_.slow_until[{b, a}] = INT64_MAX;
+        world_.note("fault: slow n" + std::to_string(a) + "<->n" + std::to_string(b));
+        break;
+      case 3:   // lossy links everywhere
+        net_.loss = 0.02;
+        world_.note("fault: loss 2%");
+        break;
+      case 4:   // power loss of a node
+        crash_and_restart(a);
+        break;
+      default:   // the leader of a partition
+        kill_leader();
+        break;
+    }
+  }
+
+  void crash_and_restart(int n) {
+    if (!nodes_[n].b && !nodes_[n].starting) return;
+    ++out_.crashes;
+    crash(n, true);
+    at(world_.clock.now_ms() + world_.uniform(500, 4'000), [this, n] {
+      if (world_.live[n] == 0) start_node(n);
+    });
+  }
+
+  void kill_leader() {
+    const int asked = random_serving();
+    if (asked < 0) return;
+    const auto p = static_cast<int32_t>(world_.uniform(0, partitions_ - 1));
+    nodes_[asked].b->describe_topic(topic, [this, p](result<broker::topic_description> d) {
+      if (!d.ok() || static_cast<size_t>(p) >= d->partitions.size()) return;
+      const int leader = d->partitions[static_cast<size_t>(p)].leader;
+      if (leader < 1 || leader > opt_.nodes) return;
+      world_.note("fault: kill n" + std::to_string(leader) + ", leader of p" + std::to_string(p));
+      crash_and_restart(leader);
+    });
+  }
+
+  void fault_phase() {
+    const int64_t end = world_.clock.now_ms() + fault_phase_ms;
+    schedule_workload(end);
+    int64_t t = world_.clock.now_ms() + world_.uniform(1'000, 3'000);
+    while (t < end) {
+      at(t, [this] { start_fault(); });
+      const int64_t heal = t + world_.uniform(1'000, 6'000);
+      at(heal, [this] { heal_links(); });
+      t = heal + world_.uniform(500, 4'000);
+    }
+    until([] { return false; }, end - world_.clock.now_ms());
+  }
+
+  void heal_everything() {
+    heal_links();
+    for (int n = 1; n <= opt_.nodes; ++n) {
+      if (world_.live[n] == 0) start_node(n);
+    }
+    // Clients keep going while the cluster settles.
+    schedule_workload(world_.clock.now_ms() + settle_ms);
+    if (!until([this] { return all_up(); }, start_up_ms)) fail("restart: not every broker serves after the heal");
+    until([] { return false; }, settle_ms);
+  }
+
+  // ------------------------------------------------------------------ final checks
+
+  void liveness() {
+    for (int32_t p = 0; p < partitions_ && !failed_; ++p) {
+      bool acked = false;
+      auto attempt = std::make_shared<std::function<void()>>();
+      *attempt = [this, p, &acked, attempt] {
+        produce_one(p, [this, &acked, attempt](bool ok) {
+          if (ok) acked = true;
+          else at(world_.clock.now_ms() + 500, *attempt);
+        });
+      };
+      at(world_.clock.now_ms(), *attempt);
+      if (!until([&] { return acked; }, liveness_ms)) {
+        fail("liveness: p" + std::to_string(p) + " acknowledged no acks=all produce within " +
+             std::to_string(liveness_ms) + " ms of the heal");
+      }
+      *attempt = nullptr;
+    }
+  }
+
+  void read_back() {
+    for (int32_t p = 0; p < partitions_ && !failed_; ++p) {
+      int64_t next = 0;
+      bool done = false;
+      auto page = std::make_shared<std::function<void()>>();
+      *page = [this, p, &next, &done, page] {
+        fetch_one(p, next, [this, p, &next, &done, page](result<broker::fetch_response> f) {
+          if (f.ok() && !f->records.empty()) {
+            for (const auto& r : f->records) {
+              if (r.record_offset.value() >= next) {
+                final_[p].emplace(r.record_offset.value(), r.value ? model::to_string(*r.value) : "<null>");
+              }
+            }
+            next = f->records.back().record_offset.value() + 1;
+          }
+          if (f.ok() && next >= f->high_watermark.value() && next >= acked_end_[p]) {
+            final_hw_[p] = f->high_watermark.value();
+            done = true;
+            return;
+          }
+          at(world_.clock.now_ms() + (f.ok() && !f->records.empty() ? 0 : 200), *page);
+        });
+      };
+      at(world_.clock.now_ms(), *page);
+      if (!until([&] { return done; }, liveness_ms)) fail("read back: p" + std::to_string(p) + " could not be read");
+      *page = nullptr;
+      out_.read_back += final_[p].size();
+    }
+    for (const auto& [key, value] : acked_) {
+      if (failed_) return;
+      auto it = final_[key.first].find(key.second);
+      if (it == final_[key.first].end() || it->second != value) {
+        fail("acknowledged record lost: p" + std::to_string(key.first) + " offset " + std::to_string(key.second) +
+             " acknowledged as " + value + ", read back as " +
+             (it == final_[key.first].end() ? std::string("nothing") : it->second));
+      }
+    }
+  }
+
+  /// Each node's log of each partition, read from its file system, against the read-back history.
+  void replicas_agree() {
+    for (int n = 1; n <= opt_.nodes && !failed_; ++n) {
+      for (int32_t p = 0; p < partitions_ && !failed_; ++p) {
+        const std::string dir = std::string("/data/") + topic + "-" + std::to_string(p);
+        if (!nodes_[n].fs->exists(dir)) continue;
+        auto log = storage::partition_log::open(*nodes_[n].fs, dir, storage::log_config{}, world_.clock);
+        if (!log.ok()) return fail("replica n" + std::to_string(n) + " p" + std::to_string(p) + ": " + log.error().message);
+        const int64_t below = std::min((*log)->log_end_offset().value(), final_hw_[p]);
+        int64_t offset = 0;
+        while (offset < below && !failed_) {
+          auto read = (*log)->read(model::offset{offset}, 1 << 20, model::offset{below});
+          if (!read.ok() || read->batches.empty()) break;
+          compare_batches(n, p, read->batches, below);
+          if (read->next_offset.value() <= offset) break;
+          offset = read->next_offset.value();
+        }
+      }
+    }
+  }
+
+  void compare_batches(int n, int32_t p, const model::bytes& batches, int64_t below) {
+    std::span<const std::byte> rest(batches);
+    while (rest.size() >= 12 && !failed_) {
+      const auto length = static_cast<size_t>(static_cast<uint32_t>(rest[8]) << 24 | static_cast<uint32_t>(rest[9]) << 16 |
+                                              static_cast<uint32_t>(rest[10]) << 8 | static_cast<uint32_t>(rest[11]));
+      const size_t size = 12 + length;
+      if (size > rest.size()) break;
+      auto records = codec::decode_records(rest.first(size));
+      rest = rest.subspan(size);
+      if (!records.ok()) continue;   // a control batch
+      for (const auto& r : *records) {
+        const int64_t o = r.record_offset.value();
+        if (o >= below) return;
+        const std::string value = r.value ? model::to_string(*r.value) : "<null>";
+        auto it = final_[p].find(o);
+        ++out_.compared;
+        if (it == final_[p].end() || it->second != value) {
+          fail("replicas disagree below the high watermark: n" + std::to_string(n) + " p" + std::to_string(p) +
+               " offset " + std::to_string(o) + " holds " + value + ", the history " +
+               (it == final_[p].end() ? std::string("nothing") : it->second));
+        }
+      }
+    }
+  }
+
+  options opt_;
+  sim::world world_;
+  sim::network net_;
+  sim::transport_table table_;
+  std::map<int, node_state> nodes_;
+  struct {
+    std::vector<std::unique_ptr<sim::sim_runtime>> runtimes;
+    std::vector<std::unique_ptr<sim::sim_transport>> transports;
+    std::vector<std::unique_ptr<base::seeded_random>> randoms;
+  } keep_;   // every incarnation's, for the leaked brokers that still refer to them
+  uint64_t next_incarnation_ = 0;
+  int32_t partitions_ = 0;
+  uint64_t next_value_ = 0;
+  std::map<std::pair<int32_t, int64_t>, std::string> acked_;
+  std::map<std::pair<int32_t, int64_t>, std::string> seen_;
+  std::map<int32_t, int64_t> acked_end_;
+  std::map<int32_t, std::map<int64_t, std::string>> final_;
+  std::map<int32_t, int64_t> final_hw_;
+  /// Per node incarnation and partition: the highest high watermark it answered (judged answers).
+  std::map<std::pair<int, uint64_t>, std::map<int32_t, int64_t>> hw_seen_;
+  std::vector<window> cut_off_windows_;
+  outcome out_;
+  bool failed_ = false;
+};
+
+outcome run_seed(const options& opt, bool print_trace_on_failure) {
+  simulation sim(opt);
+  auto out = sim.run();
+  if (out.violated && print_trace_on_failure) {
+    std::printf("seed %" PRIu64 ": VIOLATION %s\n  last trace lines:\n", opt.seed, out.rule.c_str());
+    sim.print_trace();
+  }
+  return out;
+}
+
+void print_result(const options& opt, const outcome& o) {
+  std::printf("seed %" PRIu64 " nodes %d: %s, %d acked, %d crashes, %" PRIu64 " events, %" PRIu64
+              " records read back, %" PRIu64 " replica records compared, digest %016" PRIx64 "\n",
+              opt.seed, opt.nodes, o.violated ? "VIOLATION" : "ok", o.acked, o.crashes, o.events, o.read_back,
+              o.compared, o.digest);
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: cluster_sim (--seed S | --seeds N [--start S] | --replay-check S) [--nodes 3..5] "
+               "[--expect-violation] [--verbose]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options opt;
+  std::optional<uint64_t> seed, replay_seed;
+  uint64_t seeds = 0, start = 1;
+  bool expect_violation = false;
+  // Flags with a number (raft_sim's and replication_sim's names), then flags alone.
+  const std::map<std::string, std::function<void(uint64_t)>> with_value = {
+      {"--seed", [&](uint64_t v) { seed = v; }},
+      {"--seeds", [&](uint64_t v) { seeds = v; }},
+      {"--start", [&](uint64_t v) { start = v; }},
+      {"--replay-check", [&](uint64_t v) { replay_seed = v; }},
+      {"--nodes", [&](uint64_t v) { opt.nodes = static_cast<int>(std::min<uint64_t>(v, 100)); }},
+  };
+  const std::map<std::string, bool*> alone = {{"--expect-violation", &expect_violation}, {"--verbose", &opt.verbose}};
+  for (int a = 1; a < argc; ++a) {
+    if (auto f = with_value.find(argv[a]); f != with_value.end() && a + 1 < argc) {
+      f->second(std::strtoull(argv[++a], nullptr, 10));
+    } else if (auto g = alone.find(argv[a]); g != alone.end()) {
+      *g->second = true;
+    } else {
+      return usage();
+    }
+  }
+  if (opt.nodes < 3 || opt.nodes > 5) return usage();
+  if (replay_seed) {
+    opt.seed = *replay_seed;
+    const auto a = run_seed(opt, true);
+    const auto b = run_seed(opt, false);
+    print_result(opt, a);
+    print_result(opt, b);
+    if (a.digest != b.digest || a.violated != b.violated) {
+      std::printf("REPLAY MISMATCH for seed %" PRIu64 "\n", opt.seed);
+      return 3;
+    }
+    std::printf("replay ok: seed %" PRIu64 " digest %016" PRIx64 "\n", opt.seed, a.digest);
+    return a.violated ? 1 : 0;
+  }
+  if (seed) {
+    start = *seed;
+    seeds = 1;
+  }
+  if (seeds == 0) return usage();
+  for (uint64_t s = start; s < start + seeds; ++s) {
+    opt.seed = s;
+    const auto o = run_seed(opt, !expect_violation || opt.verbose);
+    if (opt.verbose || seeds == 1) print_result(opt, o);
+    if (o.violated) {
+      if (expect_violation) {
+        std::printf("expected violation found at seed %" PRIu64 ": %s\n", s, o.rule.c_str());
+        return 0;
+      }
+      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d)\n", s, s, opt.nodes);
+      return 1;
+    }
+  }
+  if (expect_violation) {
+    std::printf("no violation in %" PRIu64 " seeds from %" PRIu64 " (the control was not caught)\n", seeds, start);
+    return 1;
+  }
+  std::printf("%" PRIu64 " seeds ok from %" PRIu64 "\n", seeds, start);
+  return 0;
+}
