@@ -648,6 +648,7 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.controller_quorum_election_backoff_max_ms = c.controller_quorum_election_backoff_max_ms;
   b.broker_heartbeat_interval_ms = c.broker_heartbeat_interval_ms;
   b.broker_session_timeout_ms = c.broker_session_timeout_ms;
+  b.metadata_catch_up_timeout_ms = c.initial_broker_registration_timeout_ms;
   b.broker_rack = c.broker_rack;
   b.replica_lag_time_max_ms = c.replica_lag_time_max_ms;
   b.producer_id_expiration_ms = c.producer_id_expiration_ms;

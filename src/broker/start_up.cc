@@ -188,7 +188,8 @@ void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void
   if (deps_.clock.now_ms() >= deadline_ms) {
     return done(error{errc::not_controller,
                       "the metadata quorum has no leader this node could catch up with after " +
-                          std::to_string(config_.metadata_catch_up_timeout_ms) + " ms (leader " +
+                          std::to_string(config_.metadata_catch_up_timeout_ms) +
+                          " ms (initial.broker.registration.timeout.ms; leader " +
                           std::to_string(d.leader_id) + ", high watermark " + std::to_string(d.high_watermark) +
                           ", applied " + std::to_string(d.applied_end_offset) +
                           "): are a majority of controller.quorum.voters running and reachable?"});
@@ -273,7 +274,8 @@ void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(
       return done(error{errc::not_controller, "topics " + std::string(consumer_offsets_topic) + " and " +
                                                   transaction_state_topic +
                                                   " were not created by the active controller within " +
-                                                  std::to_string(config_.metadata_catch_up_timeout_ms) + " ms"});
+                                                  std::to_string(config_.metadata_catch_up_timeout_ms) +
+                                                  " ms (initial.broker.registration.timeout.ms)"});
     }
     recheck_on_metadata([this, deadline_ms, done = std::move(done)]() mutable {
       await_internal_topics(deadline_ms, std::move(done));

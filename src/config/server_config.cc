@@ -529,6 +529,28 @@ std::vector<key_spec> autobalancer_keys() {
   };
 }
 
+/// The KRaft timing keys (KIP-595's controller.quorum.*, KIP-631's broker heartbeats and session,
+/// the start-up bound), appended to key_table().
+std::vector<key_spec> quorum_and_membership_keys() {
+  return {
+      int_key("controller.quorum.election.timeout.ms", &server_config::controller_quorum_election_timeout_ms, 10, 600000,
+              "a voter that hears no leader this long starts an election (randomized up to twice this), ms"),
+      int_key("controller.quorum.fetch.timeout.ms", &server_config::controller_quorum_fetch_timeout_ms, 10, 600000,
+              "a follower without a fetch answer this long, or a leader without fetches from a majority, gives up "
+              "the leader, ms"),
+      int_key("controller.quorum.election.backoff.max.ms", &server_config::controller_quorum_election_backoff_max_ms, 1,
+              600000, "longest random wait before retrying a failed election, ms"),
+      int_key("broker.heartbeat.interval.ms", &server_config::broker_heartbeat_interval_ms, 10, 600000,
+              "how often a broker heartbeats to the active controller, ms"),
+      int_key("broker.session.timeout.ms", &server_config::broker_session_timeout_ms, 100, 3600000,
+              "a broker without a heartbeat this long is fenced and its leaderships move, ms"),
+      int_key("initial.broker.registration.timeout.ms", &server_config::initial_broker_registration_timeout_ms, 1000,
+              86400000,
+              "longest wait of each start-up step (a quorum leader to catch up with, the registration, the "
+              "internal topics) before the node gives up and exits, ms"),
+  };
+}
+
 const std::vector<key_spec>& key_table() {
   constexpr int64_t i32 = std::numeric_limits<int32_t>::max();
   constexpr int64_t i64 = std::numeric_limits<int64_t>::max();
@@ -809,17 +831,6 @@ const std::vector<key_spec>& key_table() {
                  }
                  return out;
                }},
-      int_key("controller.quorum.election.timeout.ms", &server_config::controller_quorum_election_timeout_ms, 10, 600000,
-              "a voter that hears no leader this long starts an election (randomized up to twice this), ms"),
-      int_key("controller.quorum.fetch.timeout.ms", &server_config::controller_quorum_fetch_timeout_ms, 10, 600000,
-              "a follower without a fetch answer this long, or a leader without fetches from a majority, gives up "
-              "the leader, ms"),
-      int_key("controller.quorum.election.backoff.max.ms", &server_config::controller_quorum_election_backoff_max_ms, 1,
-              600000, "longest random wait before retrying a failed election, ms"),
-      int_key("broker.heartbeat.interval.ms", &server_config::broker_heartbeat_interval_ms, 10, 600000,
-              "how often a broker heartbeats to the active controller, ms"),
-      int_key("broker.session.timeout.ms", &server_config::broker_session_timeout_ms, 100, 3600000,
-              "a broker without a heartbeat this long is fenced and its leaderships move, ms"),
       int_key("replica.lag.time.max.ms", &server_config::replica_lag_time_max_ms, 100, 3600000,
               "a follower not caught up with its leader this long leaves the ISR, ms; never sooner than broker.session.timeout.ms"),
       int_key("producer.id.expiration.ms", &server_config::producer_id_expiration_ms, 1, 365LL * 24 * 3600 * 1000,
@@ -918,7 +929,7 @@ const std::vector<key_spec>& key_table() {
               "partitions of all topics together; 0 = from the open-file limit (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
-  }, joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs())))));
+  }, joined(quorum_and_membership_keys(), joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs()))))));
   return table;
 }
 

@@ -297,3 +297,18 @@ def test_voters_sharing_an_address_or_not_naming_this_listener_are_refused(ringl
         out = done.stdout + done.stderr
         assert done.returncode == 2, out
         assert named in out, out
+
+
+def test_a_lone_voter_gives_up_after_initial_broker_registration_timeout(ringlog_bin, tmp_path):
+    """initial.broker.registration.timeout.ms (Kafka's key) bounds start-up's waits: a voter whose
+    two fellow voters never start exits 1 once it has waited that long, naming the key (the bound
+    was a fixed 300 s that no setting named: the breaker's LOW of session 21)."""
+    port = free_port()
+    voters = f"1@127.0.0.1:{port},2@127.0.0.1:{free_port()},3@127.0.0.1:{free_port()}"
+    args = [str(binary_path()), "serve", "--set", "node.id=1", "--set", f"controller.quorum.voters={voters}",
+            "--set", f"listeners=http://127.0.0.1:{free_port()},cluster://127.0.0.1:{port}",
+            "--set", f"log.dirs={tmp_path / 'data'}", "--set", "initial.broker.registration.timeout.ms=2000"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "after 2000 ms (initial.broker.registration.timeout.ms;" in out, out

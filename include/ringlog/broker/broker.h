@@ -128,7 +128,8 @@ struct broker_config {
   int64_t leader_imbalance_check_interval_seconds = 30;     // leader.imbalance.check.interval.seconds
   int32_t leader_imbalance_per_broker_percentage = 10;      // leader.imbalance.per.broker.percentage
   /// How long start-up waits for the metadata quorum to elect a leader and for this node to
-  /// catch up with the metadata log before it gives up (the other voters may start later).
+  /// catch up with the metadata log before it gives up (the other voters may start later); the
+  /// same bound for the registration and the internal topics. initial.broker.registration.timeout.ms.
   int64_t metadata_catch_up_timeout_ms = 300000;
   /// quota.window.num and quota.window.size.seconds (Kafka's keys and defaults, 11 x 1 s): the
   /// samples every client quota rate is measured over (security/quota.h).

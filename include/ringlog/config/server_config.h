@@ -197,6 +197,11 @@ struct server_config {
   int64_t controller_quorum_election_backoff_max_ms = 500;   // controller.quorum.election.backoff.max.ms
   int64_t broker_heartbeat_interval_ms = 500;                // broker.heartbeat.interval.ms
   int64_t broker_session_timeout_ms = 3000;                  // broker.session.timeout.ms
+  // initial.broker.registration.timeout.ms: Kafka's name for how long a starting broker waits to
+  // register (its default is 60000); here it bounds each wait of start-up (the quorum's leader and
+  // the catch-up, the registration, the internal topics), and is longer because the other voters
+  // of a cluster started by hand may come minutes later.
+  int64_t initial_broker_registration_timeout_ms = 300000;
   std::string broker_rack;                                   // broker.rack: empty = no rack
   int64_t replica_lag_time_max_ms = 30000;                  // replica.lag.time.max.ms: a follower not caught up this long leaves the ISR
   int64_t producer_id_expiration_ms = 86'400'000;           // producer.id.expiration.ms: idle idempotent producers are forgotten
