@@ -64,7 +64,7 @@ const std::vector<help_area>& help_areas() {
   static const std::vector<help_area> areas = {
       {"Node and listeners", {"node.id", "process.roles", "cluster.id", "listeners", "advertised.listeners",
                               "broker.rack", "log.dirs"}},
-      {"Metadata quorum and controller (KRaft)", {"controller.", "broker.heartbeat.", "broker.session.", "metadata."}},
+      {"Metadata quorum and controller (KRaft)", {"controller.", "broker.heartbeat.", "broker.session.", "initial.broker.registration.", "metadata."}},
       {"Replication and leadership", {"default.replication.factor", "min.insync.replicas", "replica.",
                                       "unclean.leader.", "auto.leader.", "leader.imbalance.",
                                       "leader.replication.", "follower.replication."}},

@@ -136,6 +136,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void apply(std::span<const controller::committed_entry> entries) override;
   std::vector<uint8_t> snapshot() override;
   void load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) override;
+  void applied_through(int64_t end_offset) override;
   void on_leader_change(int32_t leader_id, int32_t epoch) override;
   [[nodiscard]] const broker_config& config() const override { return config_; }
   [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }

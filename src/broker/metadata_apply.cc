@@ -50,6 +50,19 @@ void broker_impl::apply(std::span<const controller::committed_entry> entries) {
   }
 }
 
+void broker_impl::applied_through(int64_t end_offset) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  run_metadata_rechecks();
+  // Leader-change control entries carry no records: a job that changes nothing moves
+  // reconciled_end_ past them, in order behind the jobs queued before it, so await_applied of
+  // the quorum's high watermark (metadata_barrier.cc, start-up's catch-up) completes.
+  apply_job job;
+  job.before = controller_view_;
+  job.after = controller_view_;
+  job.offset = end_offset - 1;
+  enqueue_apply_job(std::move(job));
+}
+
 std::vector<uint8_t> broker_impl::snapshot() { return controller::encode_snapshot(*controller_view_->image); }
 
 void broker_impl::load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) {

@@ -473,6 +473,8 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
   void apply_entries(const std::vector<raft::entry>& entries) {
     std::vector<committed_entry> batch;
     batch.reserve(entries.size());
+    const int64_t applied_end_before = applied_end;
+    int64_t data_end = -1;   // one past the last data entry passed on
     for (const auto& e : entries) {
       if (e.offset_.value() < applied_end) continue;  // applied before (upgrade history, snapshot)
       RINGLOG_ASSERT_OP(e.offset_.value(), ==, applied_end);
@@ -484,8 +486,11 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
       c.payload = e.payload;
       if (auto k = legacy_keys.find(c.offset); k != legacy_keys.end()) c.legacy_key = &k->second;
       batch.push_back(c);
+      data_end = c.offset + 1;
     }
     if (!batch.empty()) machine.apply(batch);
+    // Control entries after the last data entry: the machine hears that they are applied too.
+    if (applied_end > applied_end_before && applied_end > data_end) machine.applied_through(applied_end);
   }
 
   void complete_proposals(const std::vector<raft::entry>& committed) {

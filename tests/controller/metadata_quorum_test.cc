@@ -67,6 +67,16 @@ class recording_machine final : public quorum_state_machine {
     std::lock_guard lock(mutex_);
     leader_changes_.emplace_back(leader_id, epoch);
   }
+  void applied_through(int64_t end_offset) override {
+    std::lock_guard lock(mutex_);
+    RINGLOG_ASSERT_OP(end_offset, >, applied_through_);
+    RINGLOG_ASSERT_OP(end_offset, >=, next_offset_);
+    applied_through_ = end_offset;
+  }
+  int64_t applied_through_end() const {
+    std::lock_guard lock(mutex_);
+    return applied_through_;
+  }
   std::vector<std::string> values() const {
     std::lock_guard lock(mutex_);
     return values_;
@@ -81,6 +91,7 @@ class recording_machine final : public quorum_state_machine {
   std::vector<std::string> values_;
   int64_t next_offset_ = 0;
   int snapshots_loaded_ = 0;
+  int64_t applied_through_ = 0;   // the last applied_through end (0: none yet)
   std::vector<std::pair<int32_t, int32_t>> leader_changes_;
 };
 
@@ -203,6 +214,37 @@ TEST_CASE("one voter elects itself, commits after its own fsync, snapshots, and 
   CHECK(q.epoch() >= 2);  // a restarted leader comes back in a new epoch
   auto r = propose(q, "v12");
   REQUIRE(r.ok());
+  q.stop();
+  rt->stop();
+}
+
+TEST_CASE("a committed run that ends with a leader change's control entry is reported through applied_through") {
+  // The broker's metadata barrier waits until every entry below the quorum's high watermark is
+  // applied; apply() never sees control entries, so without applied_through a barrier after an
+  // election that no data entry followed waited its whole timeout (the breaker, session 22).
+  temp_dir dir;
+  auto rt = make_runtime(1);
+  auto fs = io::make_posix_file_system();
+  base::system_clock clock;
+  auto config = single_voter_config(dir.path);
+  {
+    recording_machine machine;
+    metadata_quorum q(config, *fs, *rt, 0, clock, nullptr, machine);
+    REQUIRE(q.start().ok());
+    REQUIRE(wait_for([&] { return q.leader_id() == 1 && q.describe().high_watermark > 0; }));
+    // The epoch's LeaderChange is the only committed entry: applied, and said so.
+    CHECK(wait_for([&] { return machine.applied_through_end() == q.describe().high_watermark; }));
+    CHECK(machine.values().empty());
+    REQUIRE(propose(q, "v0").ok());
+    q.stop();
+  }
+  recording_machine machine;
+  metadata_quorum q(config, *fs, *rt, 0, clock, nullptr, machine);
+  REQUIRE(q.start().ok());
+  // Restarted in a new epoch: its LeaderChange follows the data entry v0.
+  REQUIRE(wait_for([&] { return q.leader_id() == 1 && machine.values().size() == 1; }));
+  CHECK(wait_for([&] { return machine.applied_through_end() == q.describe().high_watermark; }));
+  CHECK(machine.applied_through_end() >= 3);   // control, v0, control
   q.stop();
   rt->stop();
 }

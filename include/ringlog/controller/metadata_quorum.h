@@ -58,6 +58,12 @@ class quorum_state_machine {
   /// Committed data entries, in offset order, each exactly once per process (leader-change
   /// control entries are not passed). Offsets may skip (control entries, snapshots).
   virtual void apply(std::span<const committed_entry> entries) = 0;
+  /// Every entry below `end_offset` is committed and applied: called when control entries
+  /// (leader changes, which apply() does not see) end a committed run, so that a wait for "applied
+  /// up to the quorum's high watermark" (the broker's metadata barrier, start-up's catch-up) does
+  /// not wait for a data entry that may never come (the breaker's 30-60 s stalls after an
+  /// election that nothing followed, session 22). Offsets only grow.
+  virtual void applied_through(int64_t end_offset) { (void)end_offset; }
   /// The state after every entry applied so far, as bytes (stored as a snapshot).
   virtual std::vector<uint8_t> snapshot() = 0;
   /// Replaces the state by a snapshot covering every offset below `end_offset`.
