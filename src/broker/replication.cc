@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "broker_impl.h"
+#include "wire_codes.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
@@ -40,17 +41,7 @@ constexpr int64_t replica_fetch_timeout_slack_ms = 5000;
 /// AlterPartition's wait for the controller's answer (commit plus apply), ms.
 constexpr int64_t alter_partition_timeout_ms = 10000;
 
-// Kafka's error codes on the wire between brokers.
-constexpr int16_t code_none = 0;
-constexpr int16_t code_offset_out_of_range = 1;
-constexpr int16_t code_unknown_topic_or_partition = 3;
-constexpr int16_t code_not_leader_or_follower = 6;
-constexpr int16_t code_not_controller = 41;
-constexpr int16_t code_fenced_leader_epoch = 74;
-constexpr int16_t code_unknown_leader_epoch = 75;
-constexpr int16_t code_invalid_update_version = 95;
-constexpr int16_t code_ineligible_replica = 107;
-constexpr int16_t code_invalid_request = 42;
+using namespace wire_codes;   // Kafka's error codes on the wire between brokers
 
 bool contains(const std::vector<int32_t>& set, int32_t id) { return std::find(set.begin(), set.end(), id) != set.end(); }
 

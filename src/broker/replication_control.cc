@@ -5,27 +5,23 @@
 // controller/replication_control.h's (pure); here are the RPC, the commits, the in-flight flags and
 // the log lines. The leader's side of AlterPartition (maybe_change_isr) is in replication.cc.
 #include "broker_impl.h"
+#include "wire_codes.h"
 #include "ringlog/controller/replication_control.h"
 
 namespace ringlog::broker::detail {
 namespace {
 
-// Kafka's error codes AlterPartition answers with.
-constexpr int16_t kafka_code_unknown_topic_or_partition = 3;
-constexpr int16_t kafka_code_invalid_request = 42;
-constexpr int16_t kafka_code_fenced_leader_epoch = 74;
-constexpr int16_t kafka_code_invalid_update_version = 95;
-constexpr int16_t kafka_code_ineligible_replica = 107;
+using namespace wire_codes;   // the codes AlterPartition answers with (shared with replication.cc)
 
 /// AlterPartition's refusals (controller::alter_partition) as Kafka's error codes on the wire: the
 /// leader's maybe_change_isr (replication.cc) reads these, whether it asked a peer or this node.
 int16_t alter_partition_code(controller::errc e) {
   switch (e) {
-    case controller::errc::unknown_topic_or_partition: return kafka_code_unknown_topic_or_partition;
-    case controller::errc::fenced_leader_epoch: return kafka_code_fenced_leader_epoch;
-    case controller::errc::invalid_update_version: return kafka_code_invalid_update_version;
-    case controller::errc::ineligible_replica: return kafka_code_ineligible_replica;
-    default: return kafka_code_invalid_request;
+    case controller::errc::unknown_topic_or_partition: return code_unknown_topic_or_partition;
+    case controller::errc::fenced_leader_epoch: return code_fenced_leader_epoch;
+    case controller::errc::invalid_update_version: return code_invalid_update_version;
+    case controller::errc::ineligible_replica: return code_ineligible_replica;
+    default: return code_invalid_request;
   }
 }
 
@@ -54,14 +50,14 @@ void broker_impl::alter_partition(protocol::alter_partition_request_data request
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   protocol::alter_partition_response_data response;
   if (quorum_->leader_id() != config_.node_id) {
-    response.error_code = kafka_code_not_controller;
+    response.error_code = code_not_controller;
     return done(std::move(response));
   }
   // One partition per request (the leaders here send one at a time); each is checked against the
   // controller's image and committed with the partition epoch it was computed at, so a change
   // that raced with another (a fencing, a leader move) fails where every node applies it.
   if (request.topics.size() != 1 || request.topics[0].partitions.size() != 1) {
-    response.error_code = kafka_code_invalid_request;
+    response.error_code = code_invalid_request;
     return done(std::move(response));
   }
   const auto& in_topic = request.topics[0];
@@ -90,7 +86,7 @@ void broker_impl::alter_partition(protocol::alter_partition_request_data request
                             name = decided->topic](result<void> r) mutable {
     if (!r.ok()) {
       out.error_code =
-          r.error().code == errc::not_controller ? kafka_code_not_controller : kafka_code_invalid_update_version;
+          r.error().code == errc::not_controller ? code_not_controller : code_invalid_update_version;
     } else if (const auto* t = controller_view_->image->find_topic(name); t != nullptr) {
       if (const auto* p = controller::find_partition(*controller_view_->image, t->topic_id, out.partition_index)) {
         out.error_code = 0;

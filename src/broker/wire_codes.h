@@ -1,0 +1,21 @@
+#pragma once
+// Kafka's error codes on the wire between brokers (the protocol guide's error table), shared by
+// the leader's side of replication (replication.cc) and the controller's AlterPartition answers
+// (replication_control.cc), which must agree on them.
+
+#include <cstdint>
+
+namespace ringlog::broker::detail::wire_codes {
+
+inline constexpr int16_t code_none = 0;
+inline constexpr int16_t code_offset_out_of_range = 1;
+inline constexpr int16_t code_unknown_topic_or_partition = 3;
+inline constexpr int16_t code_not_leader_or_follower = 6;
+inline constexpr int16_t code_not_controller = 41;
+inline constexpr int16_t code_invalid_request = 42;
+inline constexpr int16_t code_fenced_leader_epoch = 74;
+inline constexpr int16_t code_unknown_leader_epoch = 75;
+inline constexpr int16_t code_invalid_update_version = 95;
+inline constexpr int16_t code_ineligible_replica = 107;
+
+}  // namespace ringlog::broker::detail::wire_codes
