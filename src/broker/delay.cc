@@ -597,6 +597,21 @@ std::map<model::offset, model::record> read_at(storage::partition_log& log, cons
   return out;
 }
 
+/// The dedup key (ringlog-delay-source) of `rec` when it is the record a pending move sent: the
+/// header and the key, value and headers sent (`wanted`: source -> record). The header alone
+/// could be a client's, produced with a forged or mirrored ringlog-delay-source: it made a crash
+/// drop the genuine move (the breaker's HIGH of session 23).
+std::optional<std::string> sent_by_move(const model::record& rec,
+                                        const std::map<std::string, const produce_record*>& wanted) {
+  auto s = header_text(rec.headers, delay::source_header);
+  auto sent = s ? wanted.find(std::string(*s)) : wanted.end();
+  if (sent == wanted.end() || rec.key != sent->second->key || rec.value != sent->second->value ||
+      rec.headers != sent->second->headers) {
+    return std::nullopt;
+  }
+  return sent->first;
+}
+
 }  // namespace
 
 void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_partition_state>& st,
@@ -727,7 +742,7 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
     struct scan {
       model::topic_partition tp;
       std::vector<size_t> indices;
-      std::set<std::string> wanted;
+      std::map<std::string, const produce_record*> wanted;   // source header -> the record sent
       std::set<std::string> found;
       model::offset at{0};
       int64_t scanned = 0;
@@ -738,7 +753,7 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
     sc->indices = std::move(indices);
     int64_t since = INT64_MAX;
     for (size_t j : sc->indices) {
-      sc->wanted.insert((*jobs)[j].source);
+      sc->wanted.emplace((*jobs)[j].source, &(*jobs)[j].record);
       since = std::min(since, (*jobs)[j].move.verify_since_ms);
     }
     auto finish = [this, sc, jobs, report, scan_done, key = st->key](bool complete) {
@@ -770,8 +785,7 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
         if (!r.ok()) return fail_all(r.error());
         for (const auto& rec : r->records) {
           ++sc->scanned;
-          auto s = header_text(rec.headers, delay::source_header);
-          if (s && sc->wanted.contains(std::string(*s))) sc->found.insert(std::string(*s));
+          if (auto sent = sent_by_move(rec, sc->wanted)) sc->found.insert(*sent);
           sc->at = rec.record_offset + 1;
         }
         if (sc->found.size() == sc->wanted.size()) return finish(true);

@@ -136,10 +136,9 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
       // A new leadership: its epoch starts at the log end (KIP-101), and the followers start
       // as unknown but in sync (leader_state), so the high watermark waits for their fetches.
       auto begun = rt->log->begin_leader_epoch(rt->epoch);
-      if (!begun.ok()) {
-        log_error("partition " + rt->name() + ": cannot record leader epoch " +
-                        std::to_string(rt->epoch.value()) + ": " + begun.error().message);
-      }
+      // A stopping broker has closed its logs: a leadership that reaches it then is not an error.
+      if (!begun.ok()) std::invoke(stopping_ ? &broker_impl::log_info : &broker_impl::log_error, this, "partition " +
+          rt->name() + ": cannot record leader epoch " + std::to_string(rt->epoch.value()) + ": " + begun.error().message);
       rt->epoch_start_offset = rt->log->log_end_offset();
       rt->leader.emplace(config_.node_id, p.replicas, p.in_sync_replicas, now);
       if (rt->topic == consumer_offsets_topic) {

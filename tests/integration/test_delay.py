@@ -269,3 +269,47 @@ def test_kafka_client_delays_with_the_header(ringlog_bin, tmp_path):
         assert base64.b64decode(recs[1]["value"]) == b"at" and recs[1]["timestamp"] >= due
     finally:
         assert b.stop() == 0
+
+
+def test_forged_source_headers_do_not_stop_a_move_after_kill_9(ringlog_bin, tmp_path):
+    """The breaker's HIGH of session 23: a client that may write a topic produced records carrying
+    ringlog-delay-source headers (the scheduler's dedup key, "__delay-10s/P@O") with a CreateTime
+    an hour ahead; after a kill -9 the restarted scheduler looked its pending moves up in the
+    target, took a forged header for its own move and never delivered the real record. A record
+    in the target now counts as a move's only with the key, value and headers the move sent."""
+    from confluent_kafka import Producer
+    from conftest import Broker, free_port
+
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        topic = "forged"
+        b.create_topic(topic, partitions=1)
+        count = 300
+        start = now_ms()
+        records = [{"value": b64(f"r{i}"), "deliver_at": start + 2500 + (i * 7919) % 2500} for i in range(count)]
+        r = requests.post(f"{b.url}/topics/{topic}/partitions/0", json={"records": records},
+                          headers={"Content-Type": BINARY})
+        assert r.status_code == 200 and all(o["error_code"] is None for o in r.json()["offsets"]), r.text
+        delay_partitions = requests.get(b.v3("/topics/__delay-10s")).json()["partitions_count"]
+        p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "linger.ms": 5})
+        an_hour_ahead = now_ms() + 3_600_000
+        for dp in range(delay_partitions):
+            for o in range(count + 20):
+                p.produce(topic, value=b"forged", partition=0, timestamp=an_hour_ahead,
+                          headers=[("ringlog-delay-source", f"__delay-10s/{dp}@{o}".encode())])
+        assert p.flush(30) == 0
+
+        def real():
+            return [x for x in read_all(b, topic, 0) if base64.b64decode(x["value"]) != b"forged"]
+
+        # Kill it while some moves are done and others pending (their intents looked up on restart).
+        wait_until(lambda: len(real()) >= count // 5, DEADLINE_S, "some deliveries")
+        b.kill()
+        b.start()
+        wait_until(lambda: len(real()) >= count, DEADLINE_S, "every delayed record after the restart")
+        last_due = max(x["deliver_at"] for x in records)
+        wait_until(lambda: now_ms() > last_due + 1000, DEADLINE_S, "a second past the last due time")
+        values = sorted(base64.b64decode(x["value"]).decode() for x in real())
+        assert values == sorted(f"r{i}" for i in range(count)), "a delayed record lost or delivered twice"
+    finally:
+        b.stop()
