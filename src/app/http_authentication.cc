@@ -152,10 +152,7 @@ base::result<void, std::string> configure_http_authentication(const config::serv
 
 std::function<bool(std::string_view, std::string_view)> scram_password_check(security::scram_lookup lookup) {
   return [lookup = std::move(lookup)](std::string_view user, std::string_view password) {
-    for (auto m : {security::scram_mechanism::sha_512, security::scram_mechanism::sha_256}) {
-      if (auto credential = lookup(user, m)) return security::password_matches(*credential, password);
-    }
-    return false;
+    return security::user_password_matches(lookup, user, password);
   };
 }
 

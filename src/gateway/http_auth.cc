@@ -151,6 +151,11 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
   if (const std::string_view id = cookie_value(request.cookie, session_cookie_name); !id.empty()) {
     auto session = sessions_.find_session(id, now());
     if (!session) return refuse(claimed_user(request), "the session ended or expired: log in again");
+    if (!credentials_unchanged(*session)) {
+      sessions_.end_session(id);
+      return refuse(session->principal.to_string(), "the session's user was deleted or its password changed since "
+                                                    "the login: log in again");
+    }
     if (state_changing(request.method) && !security::constant_time_equal(request.csrf_token, session->csrf_token)) {
       audit_failed_authentication("http", session->principal.to_string(), request.peer, "CSRF token missing or wrong");
       return error_response(403, error_codes::forbidden,
@@ -161,6 +166,10 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
   if (!query_token.empty() && request.method == "GET") {
     auto token = sessions_.find_token(query_token, now());
     if (!token) return refuse(claimed_user(request), "access_token unknown or expired (POST /v1/tokens gives a new one)");
+    if (!credentials_unchanged(*token)) {
+      return refuse(token->principal.to_string(), "the access_token's user was deleted or its password changed since "
+                                                  "it was issued (POST /v1/tokens gives a new one)");
+    }
     return auth_outcome{token->principal, auth_via::access_token, {}};
   }
   if (!query_token.empty()) {
@@ -175,6 +184,15 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
                                            options_.methods.to_string() + ")");
 }
 
+std::string http_authenticator::fingerprint_of(std::string_view user) const {
+  return options_.credential_fingerprint ? options_.credential_fingerprint(user) : std::string();
+}
+
+bool http_authenticator::credentials_unchanged(const security::http_session& s) const {
+  if (s.credential_fingerprint.empty() || !options_.credential_fingerprint) return true;
+  return security::constant_time_equal(options_.credential_fingerprint(s.principal.name), s.credential_fingerprint);
+}
+
 http_response http_authenticator::login(const http_request& request, std::string_view user, std::string_view password) {
   if (!enabled()) {
     return error_response(409, error_codes::illegal_state, "authentication is off (http.authentication.method=NONE)");
@@ -185,7 +203,7 @@ http_response http_authenticator::login(const http_request& request, std::string
     console_request.requested_with = "ringlog-console";
     return unauthorized(console_request, "wrong user name or password");
   }
-  auto session = sessions_.create_session(kafka_principal::user(std::string(user)), now());
+  auto session = sessions_.create_session(kafka_principal::user(std::string(user)), now(), fingerprint_of(user));
   if (!session) {
     return error_response(429, error_codes::too_many_requests,
                           "too many console sessions (http.sessions.max=" +
@@ -213,7 +231,9 @@ http_response http_authenticator::logout(const http_request& request) {
 }
 
 http_response http_authenticator::issue_token(const auth_outcome& who) {
-  auto token = sessions_.issue_token(who.principal, now());
+  // A token asked for with a password (Basic, or a session that began with one) ends with it.
+  const bool by_password = who.via == auth_via::basic || who.via == auth_via::session_cookie;
+  auto token = sessions_.issue_token(who.principal, now(), by_password ? fingerprint_of(who.principal.name) : "");
   if (!token) return error_response(429, error_codes::too_many_requests, "too many live access tokens: retry later");
   http_response r = json_response(201, {{"access_token", token->first},
                                         {"token_type", "ringlog-access-token"},

@@ -102,6 +102,10 @@ class http_authenticator {
 
  private:
   int64_t now() const { return options_.now_ms(); }
+  /// options_.credential_fingerprint(user), "" when unset.
+  [[nodiscard]] std::string fingerprint_of(std::string_view user) const;
+  /// False when the session's (or token's) user was deleted or changed its password since it began.
+  [[nodiscard]] bool credentials_unchanged(const security::http_session& s) const;
 
   http_auth_options options_;
   security::http_session_table sessions_;

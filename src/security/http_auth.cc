@@ -114,9 +114,10 @@ std::optional<http_session> http_session_table::find(table& t, std::string_view 
 }
 
 std::optional<std::pair<std::string, http_session>> http_session_table::create_session(
-    const kafka_principal& principal, int64_t now_ms) {
+    const kafka_principal& principal, int64_t now_ms, std::string credential_fingerprint) {
   std::lock_guard lock(mutex_);
-  return add(sessions_, limits_.sessions_max, {principal, now_ms + limits_.session_max_age_ms, random_token()}, now_ms);
+  return add(sessions_, limits_.sessions_max,
+             {principal, now_ms + limits_.session_max_age_ms, random_token(), std::move(credential_fingerprint)}, now_ms);
 }
 
 std::optional<http_session> http_session_table::find_session(std::string_view id, int64_t now_ms) {
@@ -130,9 +131,11 @@ bool http_session_table::end_session(std::string_view id) {
 }
 
 std::optional<std::pair<std::string, http_session>> http_session_table::issue_token(const kafka_principal& principal,
-                                                                                     int64_t now_ms) {
+                                                                                     int64_t now_ms,
+                                                                                     std::string credential_fingerprint) {
   std::lock_guard lock(mutex_);
-  return add(tokens_, limits_.tokens_max, {principal, now_ms + limits_.token_max_age_ms, {}}, now_ms);
+  return add(tokens_, limits_.tokens_max,
+             {principal, now_ms + limits_.token_max_age_ms, {}, std::move(credential_fingerprint)}, now_ms);
 }
 
 std::optional<http_session> http_session_table::find_token(std::string_view token, int64_t now_ms) {

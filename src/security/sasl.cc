@@ -207,9 +207,7 @@ class plain_server final : public sasl_server {
     const std::string_view password = message.substr(second + 1);
     if (user_.empty() || password.empty()) return failed("PLAIN user name and password must not be empty");
     if (!authzid.empty() && authzid != user_) return failed("PLAIN authorization id differs from the user name");
-    auto credential = lookup_(user_, scram_mechanism::sha_512);
-    if (!credential) credential = lookup_(user_, scram_mechanism::sha_256);
-    if (!credential || !password_matches(*credential, password)) {
+    if (!user_password_matches(lookup_, user_, password)) {
       return failed("Authentication failed: Invalid username or password");
     }
     return sasl_step{"", true, kafka_principal::user(user_)};

@@ -115,6 +115,34 @@ bool password_matches(const scram_credential& credential, std::string_view passw
   return detail::equal_constant_time(stored, credential.stored_key);
 }
 
+bool user_password_matches(const scram_lookup& lookup, std::string_view user, std::string_view password) {
+  for (auto m : {scram_mechanism::sha_512, scram_mechanism::sha_256}) {
+    if (auto credential = lookup(user, m)) return password_matches(*credential, password);
+  }
+  // No such user: the same work as for one, against a credential no password was derived from.
+  static const scram_credential unknown = [] {
+    scram_credential c;
+    c.mechanism = scram_mechanism::sha_512;
+    c.salt = bytes(constants::scram_salt_bytes, std::byte{0x5a});
+    c.stored_key = bytes(64, std::byte{0});
+    return c;
+  }();
+  (void)password_matches(unknown, password);
+  return false;
+}
+
+std::string credential_fingerprint(const scram_lookup& lookup, std::string_view user) {
+  std::string out;
+  for (auto m : {scram_mechanism::sha_512, scram_mechanism::sha_256}) {
+    auto credential = lookup(user, m);
+    if (!credential) continue;
+    out += std::to_string(static_cast<int>(m)) + ":" + std::to_string(credential->iterations) + ":";
+    out.append(reinterpret_cast<const char*>(credential->salt.data()), credential->salt.size());
+    out.append(reinterpret_cast<const char*>(credential->stored_key.data()), credential->stored_key.size());
+  }
+  return out;
+}
+
 bytes random_bytes(size_t n) {
   bytes out(n);
   const int done = RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(n));

@@ -433,6 +433,35 @@ def test_only_super_users_change_users_over_http(secured):
     assert requests.delete(secured.url + "/v3/clusters/ringlog-cluster/users/carol", auth=admin).status_code in (200, 204)
 
 
+def test_a_deleted_user_or_a_changed_password_ends_sessions_and_tokens(secured):
+    """The breaker's MEDIUM of session 23: after DELETE users/dave (or a new password) dave's
+    console session and access token still answered 200 for up to http.session.max.age.ms. Each
+    now remembers the user's credentials as they were when it began and ends once they differ."""
+    admin = ("admin", USERS["admin"])
+    users = secured.url + "/v3/clusters/ringlog-cluster/users/dave"
+    r = requests.post(users, auth=admin, json={"mechanism": "SCRAM-SHA-512", "password": "dave-pw"})
+    assert r.status_code == 200, r.text
+    s, r = login(secured, "dave", "dave-pw")
+    assert r.status_code == 200, r.text
+    token = requests.post(secured.url + "/v1/tokens", auth=("dave", "dave-pw")).json()["access_token"]
+    assert s.get(secured.url + "/v1/whoami").status_code == 200
+    assert requests.get(secured.url + "/v1/whoami", params={"access_token": token}).status_code == 200
+    assert requests.delete(users, auth=admin).status_code in (200, 204)
+    assert_401(s.get(secured.url + "/v1/whoami"), "deleted or its password changed")
+    assert_401(requests.get(secured.url + "/v1/whoami", params={"access_token": token}), "deleted or its password changed")
+    # The same name again with a new password: the old session stays ended; a new login works,
+    # and a second password change ends that one too.
+    r = requests.post(users, auth=admin, json={"mechanism": "SCRAM-SHA-512", "password": "dave-new"})
+    assert r.status_code == 200, r.text
+    assert_401(s.get(secured.url + "/v1/whoami"))
+    s2, r = login(secured, "dave", "dave-new")
+    assert r.status_code == 200 and s2.get(secured.url + "/v1/whoami").json()["principal"] == "User:dave"
+    r = requests.post(users, auth=admin, json={"mechanism": "SCRAM-SHA-512", "password": "dave-newer"})
+    assert r.status_code == 200, r.text
+    assert_401(s2.get(secured.url + "/v1/whoami"), "deleted or its password changed")
+    assert requests.delete(users, auth=admin).status_code in (200, 204)
+
+
 def test_the_cli_authenticates_with_ringlog_user_or_token(secured, ringlog_bin, issuer):
     """A new user found every CLI command answering 401 once HTTP authentication was on: the CLI
     sends RINGLOG_USER/RINGLOG_PASSWORD as Basic, or RINGLOG_TOKEN as Bearer."""

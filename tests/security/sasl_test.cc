@@ -214,6 +214,28 @@ TEST_CASE("PLAIN checks the password against the SCRAM store and keeps no passwo
   }
 }
 
+TEST_CASE("user_password_matches and credential_fingerprint follow the store as it changes") {
+  std::map<std::string, scram_credential> store;
+  scram_lookup lookup = [&store](std::string_view user, scram_mechanism m) -> std::optional<scram_credential> {
+    auto it = store.find(std::string(user));
+    if (it == store.end() || it->second.mechanism != m) return std::nullopt;
+    return it->second;
+  };
+  CHECK_FALSE(user_password_matches(lookup, "bob", "pw"));   // unknown: refused (after the same work)
+  CHECK_FALSE(user_password_matches(lookup, "bob", ""));
+  CHECK(credential_fingerprint(lookup, "bob").empty());
+  store["bob"] = new_scram_credential(scram_mechanism::sha_256, "pw", 4096).value();
+  CHECK(user_password_matches(lookup, "bob", "pw"));
+  CHECK_FALSE(user_password_matches(lookup, "bob", "other"));
+  const std::string first = credential_fingerprint(lookup, "bob");
+  CHECK_FALSE(first.empty());
+  CHECK(credential_fingerprint(lookup, "bob") == first);
+  store["bob"] = new_scram_credential(scram_mechanism::sha_256, "pw", 4096).value();   // same password, new salt
+  CHECK(credential_fingerprint(lookup, "bob") != first);
+  store.erase("bob");
+  CHECK(credential_fingerprint(lookup, "bob").empty());
+}
+
 TEST_CASE("credentials: iterations bounded 4096..16384, derivation is deterministic per salt") {
   auto salt = base64_decode("W22ZaJ0SNY7soEsUEjb6gQ==");
   CHECK_FALSE(derive_scram_credential(scram_mechanism::sha_256, "p", *salt, 4095).ok());

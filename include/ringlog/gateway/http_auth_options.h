@@ -20,6 +20,10 @@ struct http_auth_options {
   security::http_auth_methods methods;
   /// Basic and POST /v1/login: true when `password` is the user's (the SCRAM store).
   std::function<bool(std::string_view user, std::string_view password)> verify_password;
+  /// The user's credentials now (security::credential_fingerprint; "" for no such user): a
+  /// console session or access token ends once it differs from the one it began with (the user
+  /// was deleted or its password changed). Unset: sessions last until logout or expiry.
+  std::function<std::string(std::string_view user)> credential_fingerprint;
   /// Bearer: the JWT validator shared with SASL OAUTHBEARER; nullptr: Bearer refuses every token.
   std::shared_ptr<const security::jwt_validator> jwt;
   /// http.metrics.authentication: /metrics needs credentials too (false: open, as /v1/health).

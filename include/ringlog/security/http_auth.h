@@ -62,6 +62,10 @@ struct http_session {
   kafka_principal principal;
   int64_t expires_at_ms = 0;
   std::string csrf_token;   // empty for access tokens
+  /// The user's credentials when it began (security::credential_fingerprint); empty when it
+  /// began without a password (a Bearer token). The authenticator ends a session or token whose
+  /// user was deleted or changed its password since.
+  std::string credential_fingerprint;
 };
 
 /// The node's sessions and access tokens. Ids and tokens are 256 random bits from OpenSSL's
@@ -73,14 +77,16 @@ class http_session_table {
 
   /// A new session for `principal`: its id (the cookie's value) and record. nullopt when
   /// sessions_max live sessions exist (expired ones are dropped first).
-  std::optional<std::pair<std::string, http_session>> create_session(const kafka_principal& principal, int64_t now_ms);
+  std::optional<std::pair<std::string, http_session>> create_session(const kafka_principal& principal, int64_t now_ms,
+                                                                      std::string credential_fingerprint = {});
   /// The live session of `id`; nullopt when unknown, ended or expired.
   std::optional<http_session> find_session(std::string_view id, int64_t now_ms);
   /// Ends a session (logout); false when there was none.
   bool end_session(std::string_view id);
 
   /// A short-lived access token for `principal` (POST /v1/tokens); nullopt when tokens_max are live.
-  std::optional<std::pair<std::string, http_session>> issue_token(const kafka_principal& principal, int64_t now_ms);
+  std::optional<std::pair<std::string, http_session>> issue_token(const kafka_principal& principal, int64_t now_ms,
+                                                                   std::string credential_fingerprint = {});
   std::optional<http_session> find_token(std::string_view token, int64_t now_ms);
 
   [[nodiscard]] const http_session_limits& limits() const { return limits_; }
