@@ -73,6 +73,13 @@ error unreachable_write(int32_t leader, const model::topic_partition& tp, const 
                leader_name(leader, tp) + " did not answer (" + why + "); the write may or may not be stored: retry"};
 }
 
+/// A forwarded call that failed before any byte of it reached the peer: the connect was refused
+/// or failed (requests wait on a connection until it is up), or the peer is not known. Such a
+/// write did not happen; every other failure (disconnected, timeout) leaves its outcome unknown.
+bool never_sent(rpc::errc code) {
+  return code == rpc::errc::connection_refused || code == rpc::errc::connect_failed || code == rpc::errc::unknown_peer;
+}
+
 /// The answer when `refused_by`, the leader this node forwarded to, no longer leads `tp` and this
 /// node's metadata named no other leader before the call's deadline.
 error leadership_moving(int32_t refused_by, const model::topic_partition& tp) {
@@ -301,6 +308,13 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
       encode_body(request, forward_produce_version), timeout_ms + forward_timeout_slack_ms,
       [this, alive, leader, tp, batch = std::move(batch), acks, deadline_ms,
        done = std::move(done)](rpc::result<protocol::bytes> r) mutable {
+        if (!r.ok() && never_sent(r.error().code) && !alive.expired()) {
+          // Its connect failed (a killed leader refuses it): nothing reached it, so the batch
+          // waits for the leader this node's metadata names next, as a refusal unread does (a new
+          // user saw "may or may not be stored" for writes that were never sent).
+          return produce_to_new_leader(leader, leader_epoch_in(*view(), tp), tp, std::move(batch), acks, deadline_ms,
+                                       std::move(done));
+        }
         if (!r.ok()) return done(unreachable_write(leader, tp, r.error().message));
         protocol::reader rd(r.value());
         auto decoded = protocol::produce_response_data::decode(rd, forward_produce_version);

@@ -472,3 +472,56 @@ def test_a_topic_created_through_one_node_is_served_by_every_node_right_after_th
             r = requests.get(f"{n.url}/topics/{name}/partitions/1/offsets", timeout=10,
                              headers={"Accept": "application/vnd.kafka.v2+json"})
             assert r.status_code == 200 and r.json()["end_offset"] == 0, (n.node_id, r.text)
+
+
+def test_writes_forwarded_to_a_killed_leader_wait_for_the_next_one(cluster):
+    """A new user's MEDIUM of session 23: HTTP writes that node Y forwarded to a leader killed with
+    kill -9 were answered at once "did not answer (connect to ... failed: Connection refused); the
+    write may or may not be stored", though a refused connect sends nothing. They now wait for
+    the next leader within the request's timeout, as a leader's refusal unread does; only a call
+    already on the wire when the leader died may stay unknown."""
+    import threading
+
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, "fwdkill", partitions=1, replication_factor=3,
+                     configs=[{"name": "min.insync.replicas", "value": "2"}])
+    assert r.status_code == 201, r.text
+    leader = wait_until(lambda: leader_of(n1, "fwdkill", 0), 10.0, "a leader")
+    wait_until(lambda: isr_of(n1, "fwdkill", 0) == [1, 2, 3], 10.0, "ISR of three")
+    via = next(n for n in cluster.nodes if n.node_id != leader)
+    stop = threading.Event()
+    errors, acked = [], []
+
+    def write():
+        i = 0
+        while not stop.is_set():
+            try:
+                r = produce(via, "fwdkill", 0, [f"w{i}"])
+            except requests.RequestException as e:
+                errors.append(str(e))
+                continue
+            i += 1
+            offsets = r.json().get("offsets", []) if r.status_code == 200 else []
+            failures = [o.get("error") for o in offsets if o.get("error")]
+            if r.status_code != 200 or failures:
+                errors.append(f"{r.status_code} {failures or r.text}")
+            else:
+                acked.append(offsets[0]["offset"])
+            stop.wait(0.02)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        wait_until(lambda: len(acked) >= 10 or None, FAILOVER_DEADLINE_S, "writes before the kill")
+        cluster.node(leader).kill()
+        wait_until(lambda: (lambda l: l not in (None, leader))(leader_of(via, "fwdkill", 0)) or None,
+                   FAILOVER_DEADLINE_S, "a new leader")
+        after = len(acked)
+        wait_until(lambda: len(acked) >= after + 20 or None, FAILOVER_DEADLINE_S, "writes after the move")
+    finally:
+        stop.set()
+        writer.join(timeout=60)
+    refused = [e for e in errors if "Connection refused" in e]
+    assert not refused, f"{len(refused)} of {len(errors)} errors for writes never sent: {refused[:3]}"
+
