@@ -7,7 +7,8 @@
 #
 # Usage: bench/run-produce-ab.sh BASE_BIN NEW_BIN   (env: ROUNDS=3, MS=8000 per run,
 #        TRANSPORTS="http kafka", PORT=9790 (HTTP; Kafka on PORT+2), BENCH_DIR=/var/tmp)
-# Prints one line per run: which binary, transport, load average, records/s, produce p50/p99 ms.
+# Prints one line per run: which binary, transport, load average, records/s, produce p50/p99 ms,
+# records/s consumed (2 consumers reading while the producers write) and end-to-end p99 ms.
 # Not a test: no figure is asserted.
 set -eu
 BASE=$1
@@ -38,8 +39,11 @@ run() {
   echo "$out" | /usr/bin/python3 -c '
 import json, sys
 h = json.loads(sys.stdin.read())
+e2e = h.get("end_to_end_ms") or {}
 print(sys.argv[1], sys.argv[2], "load", sys.argv[3], round(h["records_per_s"]), "records/s, produce p50",
-      h["produce_ms"]["p50"], "ms, p99", h["produce_ms"]["p99"], "ms, errors", h["errors"])' \
+      h["produce_ms"]["p50"], "ms, p99", h["produce_ms"]["p99"], "ms; consumed",
+      round(h["records_consumed"] / h["seconds"]), "records/s, end-to-end p99", e2e.get("p99", "-"),
+      "ms, errors", h["errors"])' \
     "$name" "$transport" "$(cut -d' ' -f1 /proc/loadavg)"
 }
 r=0

@@ -196,8 +196,9 @@ class group_service_impl final : public group_service {
   /// __consumer_offsets partition (Kafka's NOT_COORDINATOR; the message names the coordinator).
   ///
   /// A node that leads the partition but has not loaded its groups yet (the new metadata reaches
-  /// the shards before the leadership change is applied and the log replayed) refuses too, as
-  /// Kafka's coordinator answers COORDINATOR_LOAD_IN_PROGRESS: served from an empty state, a
+  /// the shards before the leadership change is applied and the log replayed) refuses with
+  /// COORDINATOR_LOAD_IN_PROGRESS (14), as Kafka's GroupCoordinator does, so a Kafka client
+  /// retries here instead of looking for another coordinator: served from an empty state, a
   /// member's call would find no member and forget its instance. The refusal asks the shard to
   /// load the partition should the leadership change not have done so (idempotent).
   std::optional<error> not_coordinator(const std::string& group_id) {
@@ -206,8 +207,9 @@ class group_service_impl final : public group_service {
       if (loaded_[static_cast<size_t>(p)].load(std::memory_order_acquire)) return std::nullopt;
       const size_t shard = host_.owner_shard(consumer_offsets_topic, p);
       runtime_.post(shard, [this, p] { load_if_led(p); });
-      return error{errc::not_coordinator, "group '" + group_id + "' is being loaded by this broker, the new leader of " +
-                                              consumer_offsets_topic + "-" + std::to_string(p) + ": retry"};
+      return error{errc::coordinator_load_in_progress, "group '" + group_id +
+                                                            "' is being loaded by this broker, the new leader of " +
+                                                            consumer_offsets_topic + "-" + std::to_string(p) + ": retry"};
     }
     return error{errc::not_coordinator, "group '" + group_id + "' is coordinated by " + host_.offsets_leader_text(p) +
                                             " (the leader of " + consumer_offsets_topic + "-" + std::to_string(p) +

@@ -185,6 +185,14 @@ void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void
     if (offset < 0 || offset < reconciled_end_) return done(base::ok_v);
     return await_applied(offset, std::move(done));
   }
+  if (d.cluster_id_refused_by >= 0) {
+    // Another cluster.id is not a condition that passes: say so now instead of at the deadline.
+    return done(error{errc::invalid_config,
+                      "node " + std::to_string(d.cluster_id_refused_by) +
+                          " refused this node's requests with INCONSISTENT_CLUSTER_ID: its cluster.id is not this "
+                          "node's '" + config_.cluster_id +
+                          "' (meta.properties in log.dirs pins it); give every node of the cluster the same cluster.id"});
+  }
   if (deps_.clock.now_ms() >= deadline_ms) {
     return done(error{errc::not_controller,
                       "the metadata quorum has no leader this node could catch up with after " +

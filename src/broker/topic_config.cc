@@ -58,6 +58,9 @@ const config_spec* find_spec(const std::string& name) {
 result<int64_t> parse_number(const std::string& name, const std::string& value) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec == std::errc::result_out_of_range && p == value.data() + value.size()) {
+    return error{errc::invalid_config, "config " + name + "='" + value + "' is out of range (a 64-bit integer)"};
+  }
   if (ec != std::errc{} || p != value.data() + value.size() || value.empty()) {
     return error{errc::invalid_config, "config " + name + "='" + value + "' is not an integer"};
   }

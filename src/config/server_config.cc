@@ -1216,6 +1216,33 @@ listener_record advertised_listener(const server_config& c, const listener_recor
   return out;
 }
 
+
+namespace {
+
+/// For a key of Kafka's server.properties that ringlog takes under another name or not at all:
+/// what to write instead (a new user's stock Kafka file stopped at log.retention.hours with no
+/// hint). Empty for other keys.
+std::string kafka_key_hint(const std::string& key) {
+  static const std::vector<std::pair<std::string_view, std::string_view>> hints = {
+      {"log.retention.hours", "log.retention.ms (hours x 3600000)"},
+      {"log.retention.minutes", "log.retention.ms (minutes x 60000)"},
+      {"log.roll.hours", "log.roll.ms (hours x 3600000)"},
+      {"log.dir", "log.dirs"},
+      {"num.network.threads", "num.shards (each shard's thread serves its sockets and its disk work)"},
+      {"num.io.threads", "num.shards (each shard's thread serves its sockets and its disk work)"},
+      {"offsets.topic.replication.factor", "default.replication.factor (internal topics take the automatic "
+                                           "factor, min(3, brokers))"},
+      {"transaction.state.log.replication.factor", "default.replication.factor (internal topics take the "
+                                                   "automatic factor, min(3, brokers))"},
+      {"delete.topic.enable", "nothing: topics can always be deleted (Kafka's default, true)"},
+  };
+  for (const auto& [kafka, instead] : hints) {
+    if (key == kafka) return ": ringlog does not take Kafka's " + key + "; use " + std::string(instead);
+  }
+  return {};
+}
+
+}  // namespace
 result<server_config> load_server_config(const properties& values) {
   server_config c;
   const auto& table = key_table();
@@ -1228,7 +1255,7 @@ result<server_config> load_server_config(const properties& values) {
     for (const auto& k : table) {
       if (k.name == key) spec = &k;
     }
-    if (!spec) return error{errc::unknown_key, "unknown config key \"" + key + "\" (see ringlog serve --help)"};
+    if (!spec) return error{errc::unknown_key, "unknown config key \"" + key + "\"" + kafka_key_hint(key) + " (see ringlog serve --help)"};
     if (auto why = spec->apply(c, value)) return invalid(key, value, *why);
   }
   if (c.log_segment_bytes < c.message_max_bytes) {

@@ -578,6 +578,7 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
       d.voters.push_back(v);
     }
     d.observer = node->is_observer();
+    d.cluster_id_refused_by = node->cluster_id_refused_by().value();
     if (leading && fetches_epoch == node->epoch()) {
       for (const auto& [id, f] : fetches) {
         if (config.voters.contains(id)) continue;

@@ -246,7 +246,8 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
     }
     if (!t.assignments.empty()) {
       slot.error_code = error_code::invalid_replica_assignment;
-      slot.error_message = "manual replica assignments are not supported: this ringlog runs one node";
+      slot.error_message = "manual replica assignments are not supported: the controller places replicas (move them "
+                            "afterwards with AlterPartitionReassignments)";
       g->complete_one();
       continue;
     }
@@ -376,7 +377,8 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
     }
     if (t.assignments && !t.assignments->empty()) {
       g->slot(i).error_code = error_code::invalid_replica_assignment;
-      g->slot(i).error_message = "manual replica assignments are not supported: this ringlog runs one node";
+      g->slot(i).error_message = "manual replica assignments are not supported: the controller places replicas (move them "
+                            "afterwards with AlterPartitionReassignments)";
       g->complete_one();
       continue;
     }

@@ -134,6 +134,16 @@ void node::handle(const message& m) {
   if (m.to != cfg_.self || m.from == cfg_.self) {
     return;  // a misrouted message is dropped
   }
+  const errc answered = std::visit(
+      [](const auto& body) {
+        if constexpr (requires { body.error_code; }) {
+          return body.error_code;
+        } else {
+          return errc::none;
+        }
+      },
+      m.body);
+  if (answered == errc::inconsistent_cluster_id) cluster_id_refused_by_ = m.from;
   if (!is_voter(m.from)) {
     // A non-voter (an observer, KIP-595) may only fetch; its vote requests are refused and
     // anything else it sends is dropped.

@@ -50,6 +50,15 @@ def test_create_twice_and_bad_names(broker, topic_name):
     assert clash.status_code == 400, clash.text
 
 
+def test_topic_config_numbers_name_their_problem(broker, topic_name):
+    """A number past 64 bits is "out of range", not "not an integer" (a new user's LOW)."""
+    for value, named in (("99999999999999999999", "is out of range (a 64-bit integer)"), ("12x", "is not an integer")):
+        r = requests.post(broker.v3("/topics"), json={"topic_name": topic_name,
+                                                       "configs": [{"name": "retention.ms", "value": value}]})
+        assert r.status_code == 400, r.text
+        assert f"retention.ms='{value}' {named}" in r.json()["message"], r.text
+
+
 def test_patch_raises_partitions(broker, topic_name):
     broker.create_topic(topic_name, partitions=1)
     r = requests.patch(broker.v3(f"/topics/{topic_name}"), json={"partitions_count": 4})

@@ -257,6 +257,23 @@ def test_a_node_with_the_wrong_node_id_or_cluster_id_for_its_directory_refuses_t
         assert named in out, out
 
 
+def test_a_broker_with_another_cluster_id_exits_naming_inconsistent_cluster_id(cluster, tmp_path):
+    """A new broker-only node given another cluster.id than the quorum's is refused by the leader
+    (INCONSISTENT_CLUSTER_ID, 104) on every Fetch: it exits at once naming that, instead of
+    waiting out initial.broker.registration.timeout.ms (300 s by default) with no reason given
+    (a LOW of session 22)."""
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(cluster.ports))
+    args = [str(binary_path()), "serve", "--set", "node.id=4", "--set", "process.roles=broker",
+            "--set", f"controller.quorum.voters={voters}", "--set", "cluster.id=another-cluster",
+            "--set", f"listeners=http://127.0.0.1:{free_port()},cluster://127.0.0.1:{free_port()}",
+            "--set", f"log.dirs={tmp_path / 'stranger'}"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "INCONSISTENT_CLUSTER_ID" in out and "'another-cluster'" in out, out
+
+
 def test_a_node_restarted_with_other_voters_refuses_to_start(cluster):
     """The breaker's split brain: node 3 alone as its own voter elected itself beside the others."""
     wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")

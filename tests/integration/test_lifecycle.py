@@ -25,6 +25,17 @@ def test_unknown_and_out_of_range_keys_refused_at_start(ringlog_bin, tmp_path):
         assert key in p.stdout + p.stderr, setting
 
 
+def test_kafka_keys_under_another_name_are_refused_with_the_key_to_use(ringlog_bin, tmp_path):
+    """Kafka's stock server.properties stopped at log.retention.hours with no hint (a new user)."""
+    for setting, hint in [("log.retention.hours=168", "use log.retention.ms (hours x 3600000)"),
+                          ("log.dir=/tmp/x", "use log.dirs"), ("num.io.threads=8", "use num.shards")]:
+        p = subprocess.run([str(ringlog_bin), "serve", "--set", f"log.dirs={tmp_path}/d", "--set", setting],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2, setting
+        assert "does not take Kafka's " + setting.split("=")[0] in p.stdout + p.stderr and hint in p.stdout + p.stderr, \
+            p.stdout + p.stderr
+
+
 def test_config_file_and_help(ringlog_bin, tmp_path):
     port = free_port()
     conf = tmp_path / "ringlog.properties"
@@ -157,6 +168,17 @@ def test_cli_topics_produce_consume(broker, topic_name):
     assert run_cli(broker, "topics", "delete", topic_name).returncode == 0
     missing = run_cli(broker, "topics", "describe", topic_name)
     assert missing.returncode == 1 and "40401" in missing.stderr
+
+
+def test_cli_produce_and_consume_name_a_missing_topic_argument(broker, topic_name):
+    """`echo x | ringlog produce` printed only the usage (a new user's LOW of session 22)."""
+    for command in ("produce", "consume"):
+        out = run_cli(broker, command, stdin="x\n")
+        assert out.returncode == 2, out
+        assert out.stderr.startswith(f"ringlog {command}: the TOPIC argument is missing"), out.stderr
+        assert f"usage: ringlog {command} TOPIC" in out.stderr, out.stderr
+        two = run_cli(broker, command, topic_name, "extra", stdin="x\n")
+        assert two.returncode == 2 and "one TOPIC argument expected, got 2" in two.stderr, two.stderr
 
 
 def test_second_broker_on_the_same_log_dirs_is_refused(fresh_broker, ringlog_bin):

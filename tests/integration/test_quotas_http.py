@@ -330,6 +330,7 @@ def test_the_quotas_cli_sets_lists_and_removes_with_kafka_configs_words(broker, 
     r = run_cli(ringlog_bin, broker, "remove", "--entity-type", "users", "--entity-name", "carol", "--entity-type",
                 "clients", "--entity-default", "--delete-config", "consumer_byte_rate")
     assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Removed 1 quota;"), r.stdout   # was "Removed 0" (freed memory read)
     wait_until(lambda: "consumer_byte_rate" not in carol(), QUOTA_VISIBLE_S, "the key removed")
     assert "producer_byte_rate\t1048576" in carol()
     r = run_cli(ringlog_bin, broker, "set", "--entity-type", "clients", "--entity-name", "x", "--add-config", "bogus=1")

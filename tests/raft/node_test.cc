@@ -419,6 +419,26 @@ TEST_CASE("observer: finds the leader by asking a voter, then fetches from it li
   CHECK(obs.take<fetch_request>(2).size() == 1);  // next fetch after the fsync
 }
 
+TEST_CASE("a node of another cluster.id learns who refused it with inconsistent_cluster_id") {
+  harness voter(1);   // cluster "test"
+  seeded_random random{7};
+  config other = cfg(4);
+  other.cluster_id = "another";
+  node stranger(other, {}, random, 0);
+  stranger.tick(1);
+  effects e = stranger.take_effects();
+  REQUIRE(e.messages.size() == 1);
+  CHECK(stranger.cluster_id_refused_by() == no_node);
+  message ask = e.messages[0];
+  ask.to = node_id{1};
+  voter.handle(ask);
+  auto refused = voter.take<fetch_response>(4);
+  REQUIRE(refused.size() == 1);
+  CHECK(std::get<fetch_response>(refused[0].body).error_code == errc::inconsistent_cluster_id);
+  stranger.handle(refused[0]);
+  CHECK(stranger.cluster_id_refused_by() == node_id{1});
+}
+
 TEST_CASE("observer: never stands and refuses votes, however long it hears nothing") {
   harness obs(4);
   for (int64_t t = 0; t <= 20'000; t += 50) obs.tick(t);

@@ -121,6 +121,9 @@ struct quorum_description {
   std::vector<voter> observers;
   /// True when this node is not among the voters (an observer).
   bool observer = false;
+  /// A node that refused this node's requests with INCONSISTENT_CLUSTER_ID (104): the two were
+  /// given different cluster.id values (-1: none did).
+  int32_t cluster_id_refused_by = -1;
 };
 
 class metadata_quorum {

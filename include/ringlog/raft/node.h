@@ -106,6 +106,9 @@ class node {
   [[nodiscard]] offset durable_end_offset() const { return durable_end_; }
   /// True when this node is not among the voters (an observer, KIP-595).
   [[nodiscard]] bool is_observer() const { return !is_voter(cfg_.self); }
+  /// The last node that refused one of this node's requests with inconsistent_cluster_id (its
+  /// cluster.id is not ours: this node can never join that quorum); no_node when none did.
+  [[nodiscard]] node_id cluster_id_refused_by() const { return cluster_id_refused_by_; }
   /// Leader only: the observers whose fetches it tracks now (ids ascending by first fetch).
   [[nodiscard]] std::vector<node_id> tracked_observers() const;
 
@@ -194,6 +197,7 @@ class node {
   uint64_t quorum_version_requested_ = 0;
   uint64_t quorum_version_persisted_ = 0;
   std::vector<message> held_;  // waiting for quorum_version_persisted_ >= quorum_version_requested_
+  node_id cluster_id_refused_by_ = no_node;   // cluster_id_refused_by()
 
   memory_log log_;
   bytes snapshot_payload_;
