@@ -3,7 +3,8 @@
 // helpers, maintenance, shutdown; start_up.cc; metadata_apply.cc: the metadata state machine;
 // cluster_requests.cc: requests between brokers, heartbeats; topics_admin.cc; partition_reconcile.cc:
 // partitions opened and dropped as the metadata moves; internal_topics.cc; produce.cc; fetch.cc:
-// fetch deadlines and list offsets; replication.cc: leaderships, followers, ISR changes).
+// fetch deadlines and list offsets; replication.cc: leaderships, the controller client of ISR
+// changes). The replica fetcher and the leader's side of followers' fetches are replica_fetcher.h's.
 // One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
 // guards) is partition_runtime's, in partition.h, which never sees this class.
 // Private to the broker module: other modules see broker.h only.
@@ -29,6 +30,8 @@
 #include "metadata.h"
 #include "partition.h"
 #include "quota_managers.h"
+#include "replica_fetcher.h"
+#include "rpc_messages.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/broker.h"
@@ -40,26 +43,6 @@
 #include "ringlog/storage/partition_log.h"
 
 namespace ringlog::broker::detail {
-
-
-/// The body of a request this node sends at `version` (the versions are chosen here, so an
-/// encoding failure is a bug).
-template <typename Message>
-inline protocol::bytes encode_body(const Message& m, int16_t version) {
-  protocol::writer w;
-  auto ok = m.encode(w, version);
-  RINGLOG_ASSERT(ok.ok(), "messages built here encode at the versions chosen here");
-  return std::move(w).take();
-}
-
-/// Answers a request from another node with `response` at the request's version.
-template <typename Response>
-inline void respond_with(const protocol::request_header_data& header, const Response& response, rpc::respond_fn& respond) {
-  protocol::writer w;
-  if (protocol::encode_response_frame(w, header.request_api_version, header.correlation_id, response).ok()) {
-    respond(std::move(w).take());
-  }
-}
 
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
@@ -88,7 +71,11 @@ struct produce_operation {
   }
 };
 
-class broker_impl final : public broker, public group_host, public txn_host, public controller::quorum_state_machine {
+class broker_impl final : public broker,
+                          public group_host,
+                          public txn_host,
+                          public controller::quorum_state_machine,
+                          public replica_fetcher_host {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
       : config_(std::move(config)),
@@ -420,10 +407,10 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                                        int32_t partition,
                                        const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
                                        const controller::partition_image& state, bool fresh);
-  void log_info(const std::string& message) const {
+  void log_info(const std::string& message) const override {
     if (deps_.log) deps_.log(true, message);
   }
-  void log_error(const std::string& message) const {
+  void log_error(const std::string& message) const override {
     if (deps_.log) deps_.log(false, message);
   }
   // ---- forwarding to a partition's leader (forwarding.cc)
@@ -503,8 +490,6 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   void apply_partition_state(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                              const controller::partition_image& p);
   int32_t min_insync_replicas(const std::string& topic) const;
-  /// Leader: proposes the ISR change leader_state asks for (AlterPartition to the controller).
-  void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);
   /// One bounded step of the shard's cleaning pass over `rt` (compaction.h); queues the next,
   /// or, when the pass ended, clean_next.
   void clean_step(size_t shard, const std::shared_ptr<partition_runtime>& rt);
@@ -516,25 +501,19 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// a log whose delete horizon passed is cleaned within a tick plus the passes queued before it
   /// (paced by log.cleaner.io.max.bytes.per.second), not only when the shard's tick finds it first.
   void clean_next(size_t shard);
-  /// Every replication_tick_ms on each shard: ISR shrinks, acks=all timeouts, idle followers.
-  void schedule_replication_tick(size_t shard);
-  void replication_tick(size_t shard);
-  // follower side
-  void start_follower_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  /// A new leadership (or none, or the replica deleted): loops of earlier generations end when
-  /// their pending fetch answers, and a loop of the new one may start at once.
-  void new_follower_generation(partition_runtime& rt);
-  void send_follower_fetch(size_t shard, std::weak_ptr<partition_runtime> weak, uint64_t generation);
-  void on_follower_fetch_response(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation,
-                                  model::offset fetch_offset, rpc::result<protocol::bytes> response);
-  void note_follower_failure(partition_runtime& rt, const std::string& what);
-  void retry_follower_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation);
-  // leader side of a follower's fetch (Fetch with a replica id, on the cluster listener)
-  void handle_replica_fetch(const protocol::request_header_data& header, std::span<const std::byte> body,
-                            rpc::respond_fn respond);
-  void serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, int32_t replica_id,
-                           const protocol::fetch_request_data::fetch_partition& request, int64_t wait_ms,
-                           std::function<void(protocol::fetch_response_data::partition_data)> done);
+  // replica_fetcher_host (replication.cc): what the replica fetcher and the leader's side reach here
+  std::shared_ptr<partition_runtime> replica_on_shard(size_t shard, const std::string& topic, int32_t partition) override;
+  void for_each_replica(size_t shard, const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) override;
+  [[nodiscard]] size_t replica_shard(const std::string& topic, int32_t partition) const override;
+  [[nodiscard]] std::shared_ptr<const controller::metadata_image> replication_image() const override;
+  [[nodiscard]] int64_t follower_replication_throttled_rate() const override;
+  void send_alter_partition(protocol::alter_partition_request_data request,
+                            std::function<void(int16_t code, std::string why)> on_answer) override;
+  static replica_fetch_settings replica_fetch_settings_of(const broker_config& config);
+  /// Fetch on the cluster listener (cluster_requests.cc): the metadata log's to the quorum, a
+  /// follower's (a replica id) to replica_fetch_server_, a consumer's forwarded one to serve_forwarded_fetch.
+  void route_cluster_fetch(const protocol::request_header_data& header, std::span<const std::byte> body,
+                           rpc::respond_fn respond);
   // transaction markers (transactions.cc). `from_peer`: sent by another broker, which believes
   // this node leads the partitions (a partition led elsewhere is answered, never forwarded on).
   void write_txn_markers_from(std::vector<txn_marker> markers,
@@ -573,10 +552,9 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
                               rpc::respond_fn respond);
   void alter_partition(protocol::alter_partition_request_data request,
                        std::function<void(protocol::alter_partition_response_data)> done);
-  /// The quorum's handler of Fetch (the metadata log), to which handle_replica_fetch passes
+  /// The quorum's handler of Fetch (the metadata log), to which route_cluster_fetch passes
   /// fetches of __cluster_metadata.
   rpc::request_handler quorum_fetch_handler_;
-  std::vector<bool> replication_ticking_;
 
   /// `internal_write`: the broker's own writes to internal topics (delay records), refused otherwise.
   void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
@@ -690,7 +668,7 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   /// super.users and allow.everyone.if.no.acl.found as the ACL index takes them (static configs).
   security::authorizer_settings authorizer_settings_{config_.super_users, config_.allow_everyone_if_no_acl_found};
   mutable client_quota_state client_quota_state_;   // quota_managers.h: clients' quotas (quotas.cc)
-  replication_throttles replication_throttles_;       // and the replication throttles (replication.cc)
+  replication_throttles replication_throttles_;       // and the replication throttles (replica_fetcher.h)
   broker_dependencies deps_;
   /// What each shard's partitions reach in the broker (partition.h); destroyed after shards_.
   std::vector<std::unique_ptr<partition_context>> partition_contexts_;
@@ -798,6 +776,12 @@ class broker_impl final : public broker, public group_host, public txn_host, pub
   std::mutex auto_create_mutex_;   // guards auto_creating_
   std::map<std::string, std::deque<parked_produce>> auto_creating_;
   std::atomic<size_t> auto_creating_count_{0};   // auto_creating_.size(): produce skips the lock at 0
+  /// Replication (replica_fetcher.h): the leader's side of followers' fetches and its ISR
+  /// changes, and the follower's fetch loops; last, so they go first.
+  replica_fetch_server replica_fetch_server_{*this, replica_fetch_settings_of(config_), deps_.clock, deps_.runtime,
+                                             deps_.cluster_transport, stopping_};
+  replica_fetcher replica_fetcher_{*this, replica_fetch_settings_of(config_), deps_.clock, deps_.runtime,
+                                   deps_.cluster_transport, replication_throttles_, stopping_, replica_fetch_server_};
 };
 
 }  // namespace ringlog::broker::detail

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "broker_impl.h"
+#include "ringlog/controller/quorum_wire.h"
 #include "ringlog/group/coordinator_partition.h"
 
 namespace ringlog::broker::detail {
@@ -63,14 +64,32 @@ void broker_impl::register_cluster_handlers() {
 
 void broker_impl::share_fetch_handler() {
   // Fetch serves two logs: the metadata log (raft's handler, registered when the quorum starts)
-  // and the partitions this node leads (followers' and forwarded fetches, replication.cc).
+  // and the partitions this node leads (followers' fetches: replica_fetch_server; forwarded ones: forwarding.cc), route_cluster_fetch.
   quorum_fetch_handler_ = deps_.cluster_transport->handler(protocol::fetch_request_data::api_key);
   RINGLOG_ASSERT(quorum_fetch_handler_ != nullptr, "the quorum registers its Fetch handler when it starts");
   deps_.cluster_transport->set_handler(protocol::fetch_request_data::api_key,
                                        [this](const protocol::request_header_data& header,
                                               std::span<const std::byte> body, rpc::respond_fn respond) {
-                                         handle_replica_fetch(header, body, std::move(respond));
+                                         route_cluster_fetch(header, body, std::move(respond));
                                        });
+}
+
+void broker_impl::route_cluster_fetch(const protocol::request_header_data& header, std::span<const std::byte> body,
+                                      rpc::respond_fn respond) {
+  protocol::reader rd(body);
+  auto decoded = protocol::fetch_request_data::decode(rd, header.request_api_version);
+  if (!decoded.ok()) return;   // unanswered: the follower times out and retries
+  auto request = std::move(decoded).value();
+  const bool metadata_log = header.request_api_version >= 13
+                                ? (!request.topics.empty() && request.topics[0].topic_id == controller::quorum_wire::metadata_topic_id())
+                                : (!request.topics.empty() && request.topics[0].topic == controller::quorum_wire::metadata_topic);
+  if (metadata_log) {
+    if (quorum_fetch_handler_) quorum_fetch_handler_(header, body, std::move(respond));
+    return;
+  }
+  const int32_t replica_id = header.request_api_version >= 15 ? request.replica_state.replica_id : request.replica_id;
+  if (replica_id < 0) return serve_forwarded_fetch(header, request, std::move(respond));   // a consumer's, forwarded
+  replica_fetch_server_.handle_replica_fetch(header, request, replica_id, std::move(respond));
 }
 
 void broker_impl::handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body,

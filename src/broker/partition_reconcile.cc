@@ -271,7 +271,7 @@ void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t p
     rt->deleted = true;
     compaction_.forget(shard, *rt->log);
     rt->stats->replica_removed();
-    new_follower_generation(*rt);
+    replica_fetcher::new_follower_generation(*rt);
     shards_[shard].erase(partition_key(topic, partition));
     for (auto& w : rt->waiters) {
       if (!w->completed) {

@@ -2,7 +2,7 @@
 // What the broker measures to bound traffic (Kafka's QuotaManagers): its clients' quotas (issue
 // 31: the rate sensors and KIP-599 buckets of security::client_quota_sensors; quotas.cc) and the
 // two replication throttles (issue 33: leader.replication.throttled.rate and
-// follower.replication.throttled.rate, Kafka's ReplicationQuotaManager; replication.cc). Any
+// follower.replication.throttled.rate, Kafka's ReplicationQuotaManager; replica_fetcher.h). Any
 // thread: each under its own mutex, held for the few arithmetic steps of one call.
 
 #include <array>

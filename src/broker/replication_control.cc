@@ -3,7 +3,8 @@
 // (HTTP, CLI) and automatically (auto.leader.rebalance.enable; KIP-183, KIP-460), and this
 // broker's leaderships from before its registration renewed. The decisions are
 // controller/replication_control.h's (pure); here are the RPC, the commits, the in-flight flags and
-// the log lines. The leader's side of AlterPartition (maybe_change_isr) is in replication.cc.
+// the log lines. The leader's side of AlterPartition (maybe_change_isr) is in
+// replica_fetch_server.cc, its controller client (send_alter_partition) in replication.cc.
 #include "broker_impl.h"
 #include "wire_codes.h"
 #include "ringlog/controller/replication_control.h"
@@ -11,10 +12,10 @@
 namespace ringlog::broker::detail {
 namespace {
 
-using namespace wire_codes;   // the codes AlterPartition answers with (shared with replication.cc)
+using namespace wire_codes;   // the codes AlterPartition answers with (shared with replica_fetch_server.cc)
 
 /// AlterPartition's refusals (controller::alter_partition) as Kafka's error codes on the wire: the
-/// leader's maybe_change_isr (replication.cc) reads these, whether it asked a peer or this node.
+/// leader's maybe_change_isr (replica_fetch_server.cc) reads these, whether it asked a peer or this node.
 int16_t alter_partition_code(controller::errc e) {
   switch (e) {
     case controller::errc::unknown_topic_or_partition: return code_unknown_topic_or_partition;

@@ -167,7 +167,7 @@ void broker_impl::start_coordinators(std::function<void(result<void>)> done) {
           start_delay_schedulers();
           for (size_t s = 0; s < shards_.size(); ++s) {
             schedule_maintenance(s);
-            schedule_replication_tick(s);
+            replica_fetcher_.schedule_replication_tick(s);
           }
           done(base::ok_v);
         });

@@ -1,6 +1,6 @@
 #pragma once
 // Kafka's error codes on the wire between brokers (the protocol guide's error table), shared by
-// the leader's side of replication (replication.cc) and the controller's AlterPartition answers
+// the leader's side of replication (replica_fetch_server.cc, replica_fetcher.cc) and the controller's AlterPartition answers
 // (replication_control.cc), which must agree on them.
 
 #include <cstdint>
