@@ -43,6 +43,18 @@ constexpr int64_t alter_partition_timeout_ms = 10000;
 
 using namespace wire_codes;   // Kafka's error codes on the wire between brokers
 
+/// Whether a follower fsyncs what it appended before its next fetch reports it (design.md
+/// section 6: under log.flush.policy=fsync acks=all is on disk on every in-sync replica).
+bool follower_fsyncs_before_fetch(const broker_config& config) {
+#ifdef RINGLOG_BROKER_BREAK_NO_FSYNC_BEFORE_FETCH
+  // Negative control of tests/sim/cluster_sim: a follower reports an offset it did not fsync.
+  (void)config;
+  return false;
+#else
+  return config.log_flush_policy == "fsync";
+#endif
+}
+
 bool contains(const std::vector<int32_t>& set, int32_t id) { return std::find(set.begin(), set.end(), id) != set.end(); }
 
 /// Kafka's names of the errors AlterPartition answers here.
@@ -323,6 +335,13 @@ void broker_impl::start_follower_fetch(size_t shard, const std::shared_ptr<parti
 }
 
 void broker_impl::new_follower_generation(partition_runtime& rt) {
+#ifdef RINGLOG_BROKER_BREAK_TRUNCATE_TO_HIGH_WATERMARK
+  // Negative control of tests/sim/cluster_sim: a replica that starts following truncates to its
+  // high watermark (the rule before KIP-101), with truncation_offset broken likewise.
+  if (!rt.leader && !rt.deleted && rt.leader_id >= 0 && rt.leader_id != config_.node_id) {
+    (void)rt.log->truncate_to(rt.log->high_watermark());
+  }
+#endif
   ++rt.follower_generation;
   // The loop of the previous generation may be waiting on a fetch to a former leader that does
   // not answer (paused, cut off: up to replica.fetch.wait.max.ms + replica_fetch_timeout_slack_ms).
@@ -512,7 +531,7 @@ void broker_impl::on_follower_fetch_response(size_t shard, const std::shared_ptr
   }
   base::count_activity_bytes(base::cpu_activity::replicate_follower, p.records->size());
   rt->publish();
-  if (config_.log_flush_policy != "fsync") {
+  if (!follower_fsyncs_before_fetch(config_)) {
     learn_high_watermark();
     return send_follower_fetch(shard, rt, generation);
   }
