@@ -82,6 +82,13 @@ void replica_fetcher::start_follower_fetch(size_t shard, const std::shared_ptr<p
 }
 
 void replica_fetcher::new_follower_generation(partition_runtime& rt) {
+#ifdef RINGLOG_BROKER_BREAK_TRUNCATE_TO_HIGH_WATERMARK
+  // Negative control of tests/sim/cluster_sim: a replica that starts following truncates to its
+  // high watermark (the rule before KIP-101), with truncation_offset broken likewise.
+  if (!rt.leader && !rt.deleted && rt.leader_id >= 0 && rt.leader_id != settings_.node_id) {
+    (void)rt.log->truncate_to(rt.log->high_watermark());
+  }
+#endif
   ++rt.follower_generation;
   // The loop of the previous generation may be waiting on a fetch to a former leader that does
   // not answer (paused, cut off: up to replica.fetch.wait.max.ms + replica_fetch_timeout_slack_ms).

@@ -29,6 +29,18 @@ constexpr int64_t alter_partition_timeout_ms = 10000;
 
 using namespace wire_codes;   // Kafka's error codes on the wire between brokers
 
+/// Whether a follower fsyncs what it appended before its next fetch reports it (design.md
+/// section 6: under log.flush.policy=fsync acks=all is on disk on every in-sync replica).
+bool follower_fsyncs_before_fetch(const broker_config& config) {
+#ifdef RINGLOG_BROKER_BREAK_NO_FSYNC_BEFORE_FETCH
+  // Negative control of tests/sim/cluster_sim: a follower reports an offset it did not fsync.
+  (void)config;
+  return false;
+#else
+  return config.log_flush_policy == "fsync";
+#endif
+}
+
 bool contains(const std::vector<int32_t>& set, int32_t id) { return std::find(set.begin(), set.end(), id) != set.end(); }
 
 }  // namespace
@@ -206,7 +218,7 @@ replica_fetch_settings broker_impl::replica_fetch_settings_of(const broker_confi
       .replica_fetch_max_bytes = config.replica_fetch_max_bytes,
       .replica_fetch_backoff_ms = config.replica_fetch_backoff_ms,
       .isr_lag_time_max_ms = std::max(config.replica_lag_time_max_ms, config.broker_session_timeout_ms),
-      .fsync_before_next_fetch = config.log_flush_policy == "fsync",
+      .fsync_before_next_fetch = follower_fsyncs_before_fetch(config),
   };
 }
 

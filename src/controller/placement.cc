@@ -137,6 +137,10 @@ int32_t first_usable_in_sync(const std::vector<int32_t>& replicas, const std::ve
 
 std::vector<protocol::metadata_record> remove_broker_from_partitions(const controller::metadata_image& image,
                                                                      int32_t broker_id, bool unclean_election) {
+#ifdef RINGLOG_CONTROLLER_BREAK_UNCLEAN_ELECTION
+  // Negative control of tests/sim/cluster_sim: unclean.leader.election.enable=true whatever the config.
+  unclean_election = true;
+#endif
   const std::vector<int32_t> usable = usable_brokers(image);
   auto is_usable = [&](int32_t id) { return id != broker_id && std::find(usable.begin(), usable.end(), id) != usable.end(); };
   std::vector<protocol::metadata_record> out;

@@ -135,6 +135,11 @@ std::optional<diverging_epoch> check_divergence(int32_t last_fetched_epoch, mode
 model::offset truncation_offset(const diverging_epoch& diverging, const epoch_end& follower_end,
                                 model::offset log_end_offset, model::offset high_watermark) {
   if (diverging.epoch < 0 || diverging.end_offset < 0) return std::min(high_watermark, log_end_offset);
+#ifdef RINGLOG_REPLICATION_BREAK_TRUNCATE_TO_HIGH_WATERMARK
+  // Negative control of tests/sim/cluster_sim: a diverged follower cuts to its high watermark,
+  // as before KIP-101, not where the diverging epoch ends.
+  return std::min(high_watermark, log_end_offset);
+#endif
 #ifdef RINGLOG_REPLICATION_BREAK_SKIP_TRUNCATION
   // Negative control of tests/sim/cluster_sim: a follower told it diverged keeps its log.
   return log_end_offset;

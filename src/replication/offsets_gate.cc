@@ -30,6 +30,15 @@ int64_t quorum_contact_ms(const std::vector<int64_t>& other_voters_last_fetch_ms
 
 end_offset_answer answer_end_offset(model::offset high_watermark, model::offset epoch_start_offset, size_t replicas,
                                     bool lease_holds) {
+#ifdef RINGLOG_REPLICATION_BREAK_END_WITHOUT_LEASE
+  // Negative control of tests/sim/cluster_sim: a leader cut off from the controller answers its end.
+  lease_holds = true;
+#endif
+#ifdef RINGLOG_REPLICATION_BREAK_END_BEFORE_ESTABLISHED
+  // Negative control of tests/sim/cluster_sim: a new leader answers its end before its high
+  // watermark reached its epoch's start (no OFFSET_NOT_AVAILABLE, KIP-207).
+  epoch_start_offset = model::offset{0};
+#endif
   if (replicas > 1 && !lease_holds) return end_offset_answer::lease_lapsed;
   if (!high_watermark_established(high_watermark, epoch_start_offset)) return end_offset_answer::offset_not_available;
   return end_offset_answer::available;
@@ -40,6 +49,11 @@ end_offset_answer answer_fetch(model::offset high_watermark, model::offset epoch
   if (fetch_offset >= high_watermark) {
     return answer_end_offset(high_watermark, epoch_start_offset, replicas, lease_holds);
   }
+#ifdef RINGLOG_REPLICATION_BREAK_FETCH_END_BEFORE_ESTABLISHED
+  // Negative control of tests/sim/cluster_sim: a Fetch below the high watermark is served by a
+  // new leader still establishing it (its answer carries that high watermark).
+  return end_offset_answer::available;
+#endif
   if (replicas > 1 && !high_watermark_established(high_watermark, epoch_start_offset)) {
     return end_offset_answer::offset_not_available;
   }

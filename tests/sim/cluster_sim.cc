@@ -8,7 +8,11 @@
 // Faults (one at a time, each healed before the next; a seeded schedule): a node isolated, one
 // direction of one link dropped, a link slowed (delay spikes), lossy links, a node crashed with
 // power loss (sim_file_system::crash: what was not fdatasynced is lost or torn) and restarted
-// with open_broker_async on the same disk, the leader of a partition crashed likewise.
+// with open_broker_async on the same disk, the leader of a partition crashed likewise, every node
+// losing power at once (only what was fdatasynced stays anywhere), and a cascade on one partition
+// (its leader's link to one follower fails until that follower leaves the ISR, then the other
+// follower and the leader lose power: the partition stays offline until its last in-sync replica
+// is back; an unclean election would lose acknowledged records).
 //
 // Workload, through the broker API as the HTTP gateway calls it: one topic (replication factor
 // 3, 2 or 3 partitions, min.insync.replicas 2), acks=all produces of unique values to random live
@@ -19,8 +23,11 @@
 //   - ends never go backwards as clients see them: a fetch answer's high watermark and log end are
 //     never at or below an offset acknowledged before the fetch was sent, and one node (in one
 //     incarnation) never answers a high watermark below one it answered before - except an
-//     answer of a node cut off from the rest (isolated, or an end of a dropped link) from the
-//     fault's start to cut_off_grace_ms after its heal: docs/kafka.md's open part
+//     answer that may come from a node cut off from the rest (the node asked, or a replica of the
+//     partition it forwards to; isolated, or an end of a dropped link) from the
+//     fault's start to cut_off_grace_ms after its heal - but an isolated node's answers at or
+//     above the high watermark it answers are judged from a session timeout into the isolation
+//     to the heal (its leadership lease has lapsed: it must refuse them) - docs/kafka.md's open part
 //     (replication::answer_fetch: a node cut off from the controller may answer with its old
 //     figure), as tests/cluster/checker.py's cut_off_windows exempts it. (Across nodes a
 //     follower's high watermark lags its leader's and an unacknowledged log end may be cut, so
@@ -37,8 +44,11 @@
 //   cluster_sim --replay-check S                   runs S twice; fails unless the digests match
 //   --expect-violation                             exit 0 only if some seed violates (controls)
 //
+// Negative controls (tests/sim/meson.build, cluster_sim_break_*): the real code built with one
+// rule broken under a RINGLOG_*_BREAK_* define; they replaced replication_sim's model (issue 28).
+//
 // Not covered yet: transactions, reassignment, consumer groups, clock skew, disk failures
-// (inject_failures), two faults at once.
+// (inject_failures), ListOffsets, random faults overlapping (only the cascade stacks them).
 
 #include <cinttypes>
 #include <cstdio>
@@ -69,9 +79,16 @@ constexpr int64_t liveness_ms = 30'000;
 /// A node cut off from the rest may act on old metadata until this long after the heal
 /// (tests/cluster/checker.py CUT_OFF_GRACE_S).
 constexpr int64_t cut_off_grace_ms = 2'000;
+/// replica.lag.time.max.ms of the brokers here (start_node): a follower that has not caught up
+/// for this long leaves the ISR.
+constexpr int64_t replica_lag_time_max_ms = 5'000;
 /// Start-up of the whole cluster must end within this long.
 constexpr int64_t start_up_ms = 60'000;
 constexpr const char* topic = "sim";
+/// broker_config's broker.session.timeout.ms (the brokers run with it): a node cut off from the
+/// controller for this long has no leadership lease left (replication::leadership_lease, 9/10 of
+/// it), so its answers at its high watermark are judged from then on.
+constexpr int64_t session_timeout_ms = broker::broker_config{}.broker_session_timeout_ms;
 
 struct options {
   uint64_t seed = 1;
@@ -148,7 +165,7 @@ class simulation {
     config.log_dir = "/data";
     config.cluster_id = "sim-cluster";
     config.default_replication_factor = 3;
-    config.replica_lag_time_max_ms = 5'000;
+    config.replica_lag_time_max_ms = replica_lag_time_max_ms;
     std::map<int32_t, rpc::peer_address> voters;
     for (int v = 1; v <= opt_.nodes; ++v) voters[v] = rpc::peer_address{"node-" + std::to_string(v), 9093};
     broker::broker_dependencies deps{
@@ -270,6 +287,9 @@ class simulation {
       r.configs = {{"min.insync.replicas", "2"}};
       nodes_[n].b->create_topic(std::move(r), [this, &created, attempt](result<broker::topic_description> d) {
         world_.note(std::string("create topic: ") + (d.ok() ? "ok" : d.error().message));
+        if (d.ok()) {
+          for (size_t p = 0; p < d->partitions.size(); ++p) replicas_[static_cast<int32_t>(p)] = d->partitions[p].replicas;
+        }
         if (d.ok() || d.error().code == broker::errc::topic_already_exists) {
           created = true;
           return;
@@ -329,6 +349,33 @@ class simulation {
     }
   }
 
+  /// An isolated node whose leadership lease has lapsed (a session timeout into the isolation,
+  /// before the heal) answers no end: a Fetch at its high watermark is refused
+  /// (replication::answer_fetch, the lease rule). Its answers below it are the open part.
+  [[nodiscard]] bool lease_lapsed(int n, int64_t t, bool at_end) const {
+    if (!at_end) return false;
+    for (const auto& w : cut_off_windows_) {
+      if (w.node == n && w.isolated && w.from_ms + session_timeout_ms <= t && t < w.heal_ms) return true;
+    }
+    return false;
+  }
+
+  /// Whether a fetch asked of node `n` at `t` may have been answered by a node cut off from the
+  /// rest that may still answer (the open part above): `n` itself, or a replica of `p` it
+  /// forwarded the fetch to (every node forwards a fetch of a partition it does not lead).
+  [[nodiscard]] bool may_be_zombie_answer(int n, int32_t p, int64_t t, bool at_end) const {
+    std::vector<int32_t> candidates{n};
+    if (auto r = replicas_.find(p); r != replicas_.end()) {
+      candidates.insert(candidates.end(), r->second.begin(), r->second.end());
+    } else {
+      for (int o = 1; o <= opt_.nodes; ++o) candidates.push_back(o);   // replicas not known
+    }
+    for (int32_t c : candidates) {
+      if (cut_off(c, t) && !lease_lapsed(c, t, at_end)) return true;
+    }
+    return false;
+  }
+
   [[nodiscard]] bool cut_off(int n, int64_t t) const {
     for (const auto& w : cut_off_windows_) {
       if (w.node == n && w.from_ms <= t && t <= w.to_ms) return true;
@@ -347,13 +394,13 @@ class simulation {
     const int64_t sent_ms = world_.clock.now_ms();
     const int64_t acked_end = acked_end_[p];
     const uint64_t inc = nodes_[n].incarnation;
-    nodes_[n].b->fetch(std::move(r), [this, p, n, inc, sent_ms, acked_end, then](result<broker::fetch_response> f) {
-      if (f.ok()) check_fetch(n, inc, p, sent_ms, acked_end, *f);
+    nodes_[n].b->fetch(std::move(r), [this, p, n, inc, sent_ms, acked_end, offset, then](result<broker::fetch_response> f) {
+      if (f.ok()) check_fetch(n, inc, p, sent_ms, acked_end, offset, *f);
       if (then) then(std::move(f));
     });
   }
 
-  void check_fetch(int n, uint64_t inc, int32_t p, int64_t sent_ms, int64_t acked_end,
+  void check_fetch(int n, uint64_t inc, int32_t p, int64_t sent_ms, int64_t acked_end, int64_t fetch_offset,
                    const broker::fetch_response& f) {
     const int64_t hw = f.high_watermark.value();
     world_.note("fetch n" + std::to_string(n) + " p" + std::to_string(p) + " hw " + std::to_string(hw) + " leo " +
@@ -364,7 +411,7 @@ class simulation {
                         std::to_string(o) + " at or above its high watermark " + std::to_string(hw));
       observe(p, o, rec.value ? model::to_string(*rec.value) : std::string("<null>"), "read");
     }
-    if (cut_off(n, sent_ms)) return;
+    if (may_be_zombie_answer(n, p, sent_ms, fetch_offset >= hw)) return;
     // Never backwards on one node (one incarnation): its high watermark as answered before. A
     // follower's figure lags its leader's and a log end may be cut (an unacknowledged tail), so
     // across nodes the rule below (never below an acknowledgement) is the one that holds.
@@ -386,7 +433,8 @@ class simulation {
       at(t, [this] {
         const auto p = static_cast<int32_t>(world_.uniform(0, partitions_ - 1));
         if (world_.chance(0.7)) return produce_one(p);
-        fetch_one(p, world_.uniform(0, std::max<int64_t>(acked_end_[p], 1) - 1));
+        // Up to the acknowledged end included: a read at the end asks for the partition's end.
+        fetch_one(p, world_.uniform(0, acked_end_[p]));
       });
     }
   }
@@ -397,12 +445,18 @@ class simulation {
     int node;
     int64_t from_ms;
     int64_t to_ms;
+    bool isolated = false;          // cut from every other node (not one link)
+    int64_t heal_ms = INT64_MAX;    // to_ms without the grace
   };
 
   void heal_links() {
     const int64_t now = world_.clock.now_ms();
+    if (now < hold_until_) return at(hold_until_, [this] { heal_links(); });   // a cascade runs on
     for (auto& w : cut_off_windows_) {
-      if (w.to_ms == INT64_MAX) w.to_ms = now + cut_off_grace_ms;
+      if (w.to_ms == INT64_MAX) {
+        w.to_ms = now + cut_off_grace_ms;
+        w.heal_ms = now;
+      }
     }
     net_.cut.clear();
     net_.slow_until.clear();
@@ -410,10 +464,13 @@ class simulation {
     world_.note("heal");
   }
 
-  void cut_off_from(int n) { cut_off_windows_.push_back({n, world_.clock.now_ms(), INT64_MAX}); }
+  void cut_off_from(int n, bool isolated = false) {
+    cut_off_windows_.push_back({n, world_.clock.now_ms(), INT64_MAX, isolated});
+  }
 
   void start_fault() {
-    const int kind = static_cast<int>(world_.uniform(0, 5));
+    if (world_.clock.now_ms() < hold_until_) return;   // a cascade runs on
+    const int kind = static_cast<int>(world_.uniform(0, 7));
     const int a = static_cast<int>(world_.uniform(1, opt_.nodes));
     int b = static_cast<int>(world_.uniform(1, opt_.nodes - 1));
     if (b >= a) ++b;
@@ -424,7 +481,7 @@ class simulation {
           net_.cut.insert({a, o});
           net_.cut.insert({o, a});
         }
-        cut_off_from(a);
+        cut_off_from(a, true);
         world_.note("fault: isolate n" + std::to_string(a));
         break;
       case 1:   // one direction of one link
@@ -444,6 +501,13 @@ class simulation {
         break;
       case 4:   // power loss of a node
         crash_and_restart(a);
+        break;
+      case 5:   // power loss of every node at once (a data centre's): only what was fsynced stays
+        world_.note("fault: power loss of every node");
+        for (int n = 1; n <= opt_.nodes; ++n) crash_and_restart(n);
+        break;
+      case 6:
+        cascade();
         break;
       default:   // the leader of a partition
         kill_leader();
@@ -473,6 +537,41 @@ class simulation {
     });
   }
 
+  /// A cascading failure of one partition's replicas (leader L, followers F and G): the link
+  /// L->F fails, so F falls behind and out of the ISR (replica.lag.time.max.ms) while it still
+  /// reaches the controller (unless L is the controller); then G loses power, the ISR is L
+  /// alone; then L loses power. The ISR's last member is gone with records only it and G hold:
+  /// the partition must stay offline until L is back (unclean.leader.election.enable=false),
+  /// never be led by F. Other faults wait until it is over.
+  void cascade() {
+    const int asked = random_serving();
+    if (asked < 0) return;
+    const auto p = static_cast<int32_t>(world_.uniform(0, partitions_ - 1));
+    const int64_t lag = replica_lag_time_max_ms + world_.uniform(500, 2'000);
+    const int64_t gap = world_.uniform(200, 1'000);
+    hold_until_ = world_.clock.now_ms() + lag + gap + 1'000;
+    nodes_[asked].b->describe_topic(topic, [this, p, lag, gap](result<broker::topic_description> d) {
+      if (!d.ok() || static_cast<size_t>(p) >= d->partitions.size()) return;
+      const auto& part = d->partitions[static_cast<size_t>(p)];
+      std::vector<int> followers;
+      for (int32_t r : part.replicas) {
+        if (r != part.leader) followers.push_back(r);
+      }
+      if (part.leader < 1 || followers.size() < 2) return;
+      const int leader = part.leader;
+      const int behind = followers[static_cast<size_t>(world_.uniform(0, 1))];
+      const int other = followers[0] == behind ? followers[1] : followers[0];
+      net_.cut.insert({leader, behind});
+      cut_off_from(leader);
+      cut_off_from(behind);
+      world_.note("fault: cascade on p" + std::to_string(p) + ": drop n" + std::to_string(leader) + "->n" +
+                  std::to_string(behind) + ", then power loss of n" + std::to_string(other) + " and n" +
+                  std::to_string(leader));
+      at(world_.clock.now_ms() + lag, [this, other] { crash_and_restart(other); });
+      at(world_.clock.now_ms() + lag + gap, [this, leader] { crash_and_restart(leader); });
+    });
+  }
+
   void fault_phase() {
     const int64_t end = world_.clock.now_ms() + fault_phase_ms;
     schedule_workload(end);
@@ -484,6 +583,8 @@ class simulation {
       t = heal + world_.uniform(500, 4'000);
     }
     until([] { return false; }, end - world_.clock.now_ms());
+    // A cascade started near the end runs to its end before the heal.
+    if (hold_until_ > world_.clock.now_ms()) until([] { return false; }, hold_until_ - world_.clock.now_ms());
   }
 
   void heal_everything() {
@@ -624,6 +725,8 @@ class simulation {
   /// Per node incarnation and partition: the highest high watermark it answered (judged answers).
   std::map<std::pair<int, uint64_t>, std::map<int32_t, int64_t>> hw_seen_;
   std::vector<window> cut_off_windows_;
+  std::map<int32_t, std::vector<int32_t>> replicas_;   // of each partition, as created
+  int64_t hold_until_ = 0;   // no new fault, no heal before this (a cascade runs)
   outcome out_;
   bool failed_ = false;
 };
