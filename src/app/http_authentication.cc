@@ -156,4 +156,11 @@ std::function<bool(std::string_view, std::string_view)> scram_password_check(sec
   };
 }
 
+void use_scram_store(gateway::http_auth_options& options, const security::scram_lookup& lookup) {
+  options.verify_password = scram_password_check(lookup);
+  options.credential_fingerprint = [lookup](std::string_view user) {
+    return security::credential_fingerprint(lookup, user);
+  };
+}
+
 }  // namespace ringlog::app

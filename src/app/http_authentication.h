@@ -88,5 +88,9 @@ std::vector<std::string> comma_separated(std::string_view text);
 /// HTTP Basic's and the console login's password check against the SCRAM users (issue 29): the
 /// SCRAM-SHA-512 credential of the user, else its SCRAM-SHA-256 one; false for an unknown user.
 std::function<bool(std::string_view, std::string_view)> scram_password_check(security::scram_lookup lookup);
+/// Basic, the console login and their sessions against the SCRAM store: `options`'
+/// verify_password (scram_password_check) and credential_fingerprint (a session ends when its
+/// user's credentials change).
+void use_scram_store(gateway::http_auth_options& options, const security::scram_lookup& lookup);
 
 }  // namespace ringlog::app

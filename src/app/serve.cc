@@ -46,7 +46,6 @@
 #include "ringlog/kafka/listener.h"
 #include "ringlog/security/acl.h"
 #include "ringlog/security/jwt.h"
-#include "ringlog/security/scram.h"
 #include "ringlog/security/scram_spec.h"
 #include "tls_setup.h"
 
@@ -991,10 +990,7 @@ int serve_main(int argc, char** argv) {
   options.cors_allowed_origins = comma_separated(cfg.http_cors_allowed_origins);
   // HTTP Basic and the console login check the SCRAM users (issue 29): the password is derived
   // with the stored salt and iterations and compared with the stored key (no plaintext kept).
-  options.authentication.verify_password = scram_password_check(broker->scram_lookup());
-  options.authentication.credential_fingerprint = [lookup = broker->scram_lookup()](std::string_view user) {
-    return security::credential_fingerprint(lookup, user);
-  };
+  use_scram_store(options.authentication, broker->scram_lookup());
   // Users before the listeners, so the first SASL or Basic client finds its user (a failure is
   // logged and the node serves on: users can be added over HTTP or the Kafka admin API).
   if (!args->add_scram.empty()) add_scram_users(*broker, args->add_scram);
