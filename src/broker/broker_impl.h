@@ -357,6 +357,18 @@ class broker_impl final : public broker,
   /// broker.session.timeout.ms) or whose process is known gone (probe_broker found its cluster
   /// listener refusing connections after its last heartbeat), one commit at a time.
   void fence_lapsed_brokers();
+  /// Active controller: the rules fencing and registrations follow (controller/membership.h).
+  [[nodiscard]] controller::fencing_rules fencing_rules_now() const;
+  /// Active controller, before it proposes `payload` (a metadata entry, local or forwarded in an
+  /// envelope): every RegisterBrokerRecord in it is checked by broker_heartbeats::check_registration
+  /// (Kafka's ClusterControlManager.registerBroker). Errors: duplicate_broker_registration naming
+  /// the broker id and the live incarnation; the live one is probed then (a kill -9'd process is
+  /// fenced at once, so its restart is let in on its next try). An entry that does not decode is
+  /// left to the quorum's own checks.
+  [[nodiscard]] result<void> refuse_duplicate_registration(std::span<const std::byte> payload);
+  /// Logs a refusal of this node's registration `e` (start-up's register_broker or a running
+  /// broker's re-registration), at most once per constants::duplicate_registration_log_interval_ms.
+  void log_registration_refused(const error& e);
   /// Active controller, on the heartbeat tick every leader.imbalance.check.interval.seconds with
   /// auto.leader.rebalance.enable: gives the leaderships of imbalanced brokers back to them
   /// (replication_control.cc).
@@ -719,6 +731,7 @@ class broker_impl final : public broker,
   std::map<int64_t, error> entry_failures_;
   int32_t quorum_leader_id_ = -1;
   bool registering_ = false;
+  int64_t registration_refusal_logged_ms_ = -1;   // log_registration_refused: the last line, wall ms (-1: none)
   bool heartbeat_in_flight_ = false;
   /// The leadership lease (replication/offsets_gate.h, controller shard): renewed by every
   /// registration and unfenced heartbeat the active controller acknowledged. Its end is mirrored

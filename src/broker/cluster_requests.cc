@@ -7,6 +7,7 @@
 
 #include "broker_impl.h"
 #include "ringlog/controller/quorum_wire.h"
+#include "wire_codes.h"
 #include "ringlog/group/coordinator_partition.h"
 
 namespace ringlog::broker::detail {
@@ -120,7 +121,9 @@ void broker_impl::handle_envelope(const protocol::request_header_data& header, s
     if (!r.ok()) {
       const int16_t code = r.error().code == errc::not_controller      ? kafka_code_not_controller
                            : r.error().code == errc::request_timed_out ? kafka_code_request_timed_out
-                                                                       : int16_t{42};
+                           : r.error().code == errc::duplicate_broker_registration
+                               ? wire_codes::code_duplicate_broker_registration
+                               : wire_codes::code_invalid_request;
       return answer(code, r.error().message, 0);
     }
     answer(0, "", r.value());
@@ -157,6 +160,10 @@ void broker_impl::heartbeat_tick() {
                    [this, sent_ms = deps_.clock.now_ms()](result<void> r) {
                      registering_ = false;
                      if (r.ok()) renew_leadership_lease(sent_ms);   // a new registration starts its session
+                     // Another live process holds this node.id: refused again each tick, never
+                     // over its session (the controller's check), and unregistered this process
+                     // leads nothing (apply_partition_state).
+                     if (!r.ok() && r.error().code == errc::duplicate_broker_registration) log_registration_refused(r.error());
                    });
     return;
   }

@@ -40,6 +40,12 @@ inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
 inline constexpr int16_t kafka_code_not_controller = 41;
 inline constexpr int16_t kafka_code_not_leader_or_follower = 6;
 inline constexpr int16_t kafka_code_request_timed_out = 7;
+/// At most one log line per this many ms says this node's registration was refused as a duplicate
+/// (DUPLICATE_BROKER_REGISTRATION): start-up retries every start_up_poll_ms and a running broker
+/// every heartbeat, for as long as the other process's session lives (up to
+/// broker.session.timeout.ms after a kill -9, or forever beside a live twin); 10 s keeps that
+/// visible without flooding the log.
+inline constexpr int64_t duplicate_registration_log_interval_ms = 10'000;
 /// init_producer_id calls that may wait for a block at once; more are refused (retry).
 inline constexpr size_t producer_id_waiters_max = 10'000;
 /// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a

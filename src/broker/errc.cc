@@ -54,6 +54,7 @@ std::string_view to_string(errc e) {
     case errc::no_reassignment_in_progress: return "no_reassignment_in_progress";
     case errc::reassignment_in_progress: return "reassignment_in_progress";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
+    case errc::duplicate_broker_registration: return "duplicate_broker_registration";
     case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
     case errc::invalid_txn_state: return "invalid_txn_state";
@@ -125,6 +126,7 @@ int kafka_error_code(errc e) {
     case errc::not_controller: return 41;
     case errc::not_leader_or_follower: return 6;
     case errc::stale_broker_epoch: return 77;
+    case errc::duplicate_broker_registration: return 101;
     case errc::not_coordinator: return 16;
     case errc::election_not_needed: return 84;
     case errc::preferred_leader_not_available: return 80;

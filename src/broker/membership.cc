@@ -6,8 +6,11 @@
 // commits and the log lines. The broker's own side of the heartbeat (registration, send,
 // leadership lease) is in cluster_requests.cc.
 
+#include <variant>
+
 #include "broker_impl.h"
 #include "ringlog/base/assert.h"
+#include "ringlog/controller/metadata_entry.h"
 
 namespace ringlog::broker::detail {
 
@@ -40,12 +43,14 @@ protocol::broker_heartbeat_response_data broker_impl::controller_heartbeat(
   return response;
 }
 
+controller::fencing_rules broker_impl::fencing_rules_now() const {
+  return {config_.broker_session_timeout_ms, config_.node_id, config_.process_role_broker,
+          config_.unclean_leader_election_enable, incarnation_id_};
+}
+
 void broker_impl::fence_lapsed_brokers() {
   if (fencing_in_flight_) return;
-  auto fencing = broker_heartbeats_.next_to_fence(
-      *controller_view_->image, deps_.clock.now_ms(),
-      {config_.broker_session_timeout_ms, config_.node_id, config_.process_role_broker,
-       config_.unclean_leader_election_enable});
+  auto fencing = broker_heartbeats_.next_to_fence(*controller_view_->image, deps_.clock.now_ms(), fencing_rules_now());
   if (!fencing) return;
   log_info("fencing broker " + std::to_string(fencing->broker_id) + ": " + fencing->reason);
   fencing_in_flight_ = true;
@@ -53,6 +58,34 @@ void broker_impl::fence_lapsed_brokers() {
     fencing_in_flight_ = false;
     if (r.ok()) fence_lapsed_brokers();   // the next one, if any, on the new image
   });
+}
+
+result<void> broker_impl::refuse_duplicate_registration(std::span<const std::byte> payload) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  auto records = controller::decode_metadata_entry(payload);
+  if (!records.ok()) return base::ok_v;
+  for (const auto& record : *records) {
+    const auto* registration = std::get_if<protocol::register_broker_record>(&record);
+    if (registration == nullptr) continue;
+    auto checked = broker_heartbeats_.check_registration(*controller_view_->image, *registration, deps_.clock.now_ms(),
+                                                         fencing_rules_now());
+    if (checked.ok()) continue;
+    probe_broker(registration->broker_id);   // the live one: a process gone since is fenced at once
+    return from_controller(checked.error());
+  }
+  return base::ok_v;
+}
+
+void broker_impl::log_registration_refused(const error& e) {
+  const int64_t now_ms = deps_.clock.now_ms();
+  if (registration_refusal_logged_ms_ >= 0 &&
+      now_ms - registration_refusal_logged_ms_ < duplicate_registration_log_interval_ms) {
+    return;
+  }
+  registration_refusal_logged_ms_ = now_ms;
+  log_error("node " + std::to_string(config_.node_id) + " (incarnation " + controller::uuid_to_string(incarnation_id_) +
+            ") may not register: " + e.message + " (retrying; logged at most every " +
+            std::to_string(duplicate_registration_log_interval_ms) + " ms)");
 }
 
 void broker_impl::probe_broker(int32_t id) {

@@ -168,6 +168,7 @@ error from_controller(const controller::error& e) {
     case controller::errc::election_not_needed: return error{errc::election_not_needed, e.message};
     case controller::errc::preferred_leader_not_available: return error{errc::preferred_leader_not_available, e.message};
     case controller::errc::stale_broker_epoch: return error{errc::stale_broker_epoch, e.message};
+    case controller::errc::duplicate_broker_registration: return error{errc::duplicate_broker_registration, e.message};
     case controller::errc::unknown_server_error: return error{errc::unknown_server_error, e.message};
     default: break;
   }

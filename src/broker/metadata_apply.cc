@@ -8,6 +8,7 @@
 
 #include "broker_impl.h"
 #include "ringlog/controller/metadata_entry.h"
+#include "wire_codes.h"
 
 namespace ringlog::broker::detail {
 
@@ -210,6 +211,7 @@ void broker_impl::write_entry(std::vector<std::byte> payload, std::function<void
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   const int32_t leader = quorum_->leader_id();
   if (leader == config_.node_id) {
+    if (auto refused = refuse_duplicate_registration(payload); !refused.ok()) return done(refused.error());
     std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(payload.data()),
                                reinterpret_cast<const uint8_t*>(payload.data()) + payload.size());
     return quorum_->propose(std::move(bytes), [done = std::move(done)](controller::result<int64_t> r) {
@@ -245,6 +247,9 @@ void broker_impl::write_entry(std::vector<std::byte> payload, std::function<void
           const std::string message = response->error_message.value_or("the active controller refused the write");
           if (response->error_code == kafka_code_not_controller) return done(error{errc::not_controller, message});
           if (response->error_code == kafka_code_request_timed_out) return done(error{errc::request_timed_out, message});
+          if (response->error_code == wire_codes::code_duplicate_broker_registration) {
+            return done(error{errc::duplicate_broker_registration, message});
+          }
           if (response->error_code != 0) return done(error{errc::invalid_request, message});
           if (!response->response_data || response->response_data->size() != 8) {
             return done(error{errc::unknown_server_error, "envelope response without the committed offset"});

@@ -255,9 +255,18 @@ void broker_impl::register_broker(int64_t deadline_ms, std::function<void(result
     // invalid_request: the entry was refused where it was applied - a PartitionChangeRecord in it
     // was worked out from an image that a newer change overtook (its partition epoch moved); the
     // next attempt works it out again from the newer image.
+    // duplicate_broker_registration: another process's session holds this node.id - a twin, or
+    // this node's previous process until the controller fences it (probe or session timeout).
+    const bool duplicate = !r.ok() && r.error().code == errc::duplicate_broker_registration;
+    if (duplicate) log_registration_refused(r.error());
+    if (duplicate && deps_.clock.now_ms() >= deadline_ms) {
+      return done(error{errc::duplicate_broker_registration,
+                        "not registered within " + std::to_string(config_.metadata_catch_up_timeout_ms) +
+                            " ms (initial.broker.registration.timeout.ms): " + r.error().message});
+    }
     if (r.ok() ||
         (r.error().code != errc::not_controller && r.error().code != errc::request_timed_out &&
-         r.error().code != errc::invalid_request) ||
+         r.error().code != errc::invalid_request && !duplicate) ||
         deps_.clock.now_ms() >= deadline_ms) {
       return done(std::move(r));
     }

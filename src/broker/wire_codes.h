@@ -1,7 +1,9 @@
 #pragma once
 // Kafka's error codes on the wire between brokers (the protocol guide's error table), shared by
-// the leader's side of replication (replica_fetch_server.cc, replica_fetcher.cc) and the controller's AlterPartition answers
-// (replication_control.cc), which must agree on them.
+// the leader's side of replication (replica_fetch_server.cc, replica_fetcher.cc), the controller's
+// AlterPartition answers (replication_control.cc), which must agree on them, and the envelope's
+// refusal of a duplicate registration (cluster_requests.cc answers it, metadata_apply.cc's
+// write_entry reads it).
 
 #include <cstdint>
 
@@ -16,6 +18,7 @@ inline constexpr int16_t code_invalid_request = 42;
 inline constexpr int16_t code_fenced_leader_epoch = 74;
 inline constexpr int16_t code_unknown_leader_epoch = 75;
 inline constexpr int16_t code_invalid_update_version = 95;
+inline constexpr int16_t code_duplicate_broker_registration = 101;   // KIP-631: another live incarnation of the broker id
 inline constexpr int16_t code_ineligible_replica = 107;
 
 }  // namespace ringlog::broker::detail::wire_codes

@@ -19,6 +19,7 @@ std::string_view to_string(errc e) {
     case errc::election_not_needed: return "election_not_needed";
     case errc::preferred_leader_not_available: return "preferred_leader_not_available";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
+    case errc::duplicate_broker_registration: return "duplicate_broker_registration";
     case errc::unknown_server_error: return "unknown_server_error";
     case errc::fenced_leader_epoch: return "fenced_leader_epoch";
     case errc::invalid_update_version: return "invalid_update_version";

@@ -38,6 +38,53 @@ result<heartbeat_answer> broker_heartbeats::answer(const controller::metadata_im
   return out;
 }
 
+namespace {
+
+/// The "host:port" of registration `r`'s cluster endpoint, or "" when it has none.
+std::string cluster_endpoint(const protocol::register_broker_record& r) {
+  for (const auto& e : r.end_points) {
+    if (e.name == "cluster") return e.host + ":" + std::to_string(e.port);
+  }
+  return "";
+}
+
+std::string cluster_endpoint(const controller::broker_registration& b) {
+  const auto* e = b.endpoint("cluster");
+  return e == nullptr ? "" : e->host + ":" + std::to_string(e->port);
+}
+
+}  // namespace
+
+result<void> broker_heartbeats::check_registration(const controller::metadata_image& image,
+                                                   const protocol::register_broker_record& registration,
+                                                   int64_t now_ms, const fencing_rules& rules) const {
+  const int32_t id = registration.broker_id;
+  const auto* live = image.find_broker(id);
+  if (live == nullptr || live->fenced || live->incarnation_id == registration.incarnation_id) return base::ok_v;
+  // The active controller's own process re-registering its id: whatever holds it is its past.
+  if (id == rules.own_id && rules.own_is_broker && registration.incarnation_id == rules.own_incarnation_id) {
+    return base::ok_v;
+  }
+  const std::string endpoint = cluster_endpoint(*live);
+  if (!endpoint.empty() && endpoint == cluster_endpoint(registration)) return base::ok_v;   // a restart in place
+  // The session counts for the broker epoch next_to_fence last saw; a newer registration has just
+  // begun its session.
+  const auto epoch = heartbeat_epoch_.find(id);
+  const auto heard_at = last_heartbeat_ms_.find(id);
+  const bool seen = epoch != heartbeat_epoch_.end() && epoch->second == live->broker_epoch && heard_at != last_heartbeat_ms_.end();
+  const int64_t last_ms = seen ? heard_at->second : now_ms;
+  const auto refused = refused_at_ms_.find(id);
+  const bool gone = refused != refused_at_ms_.end() && refused->second >= last_ms;
+  if (gone || now_ms - last_ms > rules.session_timeout_ms) return base::ok_v;
+  return error{errc::duplicate_broker_registration,
+               "DUPLICATE_BROKER_REGISTRATION: broker " + std::to_string(id) + " is registered by another live process (incarnation " +
+                   uuid_to_string(live->incarnation_id) + ", broker epoch " + std::to_string(live->broker_epoch) +
+                   ", cluster endpoint " + (endpoint.empty() ? "none" : endpoint) + ", last heartbeat " +
+                   std::to_string(now_ms - last_ms) + " ms ago, broker.session.timeout.ms=" +
+                   std::to_string(rules.session_timeout_ms) + "): is a second process running with node.id=" +
+                   std::to_string(id) + "? Registration is refused until that session ends"};
+}
+
 std::optional<fencing> broker_heartbeats::next_to_fence(const controller::metadata_image& image, int64_t now_ms,
                                                         const fencing_rules& rules) {
   for (const auto& [id, b] : image.brokers()) {

@@ -51,7 +51,7 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::broker_not_available:
     case errc::not_controller:
     case errc::not_leader_or_follower:
-    case errc::stale_broker_epoch:
+    case errc::stale_broker_epoch: case errc::duplicate_broker_registration:   // registrations: never a client's call
     case errc::fenced_leader_epoch:
     case errc::unknown_leader_epoch:
     case errc::not_coordinator:

@@ -2,7 +2,8 @@
 // ClusterControlManager and BrokerHeartbeatManager, KIP-631): sessions lapse after
 // broker.session.timeout.ms and not before, a new broker epoch restarts one, a refused probe
 // fences at once, the own broker of a combined node is never fenced (a dedicated controller's
-// leftover registration is), a fenced broker's heartbeat unfences it, one fencing at a time.
+// leftover registration is), a fenced broker's heartbeat unfences it, one fencing at a time, and
+// a second incarnation of a broker id is refused while the first one's session lives.
 
 #include <doctest.h>
 
@@ -219,6 +220,77 @@ TEST_CASE("membership: brokers a heartbeat late are more than two intervals behi
   CHECK(hb.late(2 * interval_ms, interval_ms).empty());   // exactly two intervals: not yet
   CHECK(hb.late(2 * interval_ms + 1, interval_ms) == std::vector<int32_t>{1, 3});
   CHECK(hb.late(1'000 + 2 * interval_ms + 1, interval_ms) == std::vector<int32_t>{1, 2, 3});
+}
+
+
+namespace {
+
+/// Broker `id`'s registration by another process (incarnation `incarnation`) listening for the
+/// cluster on 127.0.0.1:`cluster_port`.
+protocol::register_broker_record registration(int32_t id, uint8_t incarnation, uint16_t cluster_port) {
+  auto r = broker(id);
+  r.incarnation_id = id_of(incarnation);
+  protocol::register_broker_record::broker_endpoint cluster;
+  cluster.name = "cluster";
+  cluster.host = "127.0.0.1";
+  cluster.port = cluster_port;
+  r.end_points.push_back(cluster);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("membership: a second incarnation of a broker id with a live session is refused (DUPLICATE_BROKER_REGISTRATION)") {
+  // Brokers 1-3; broker 4 registered by a process listening on :20004 (incarnation 44).
+  auto image = with(*three_brokers(), {registration(4, 44, 20'004)});
+  broker_heartbeats hb;
+  hb.activate(*image, 0);
+  hb.heard(4, 5'000);
+  const auto twin = registration(4, 45, 20'104);   // a second process with node.id=4 on other ports
+  SUBCASE("refused while the live one heartbeats, naming the id, the live incarnation and why") {
+    auto r = hb.check_registration(*image, twin, 5'000 + session_ms, rules());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::duplicate_broker_registration);
+    const auto& m = r.error().message;
+    CHECK(m.find("DUPLICATE_BROKER_REGISTRATION") != std::string::npos);
+    CHECK(m.find("broker 4 ") != std::string::npos);
+    CHECK(m.find(uuid_to_string(id_of(44))) != std::string::npos);
+    CHECK(m.find("127.0.0.1:20004") != std::string::npos);
+    CHECK(m.find("last heartbeat 9000 ms ago, broker.session.timeout.ms=9000") != std::string::npos);
+  }
+  SUBCASE("let in once the live session lapsed, its listener refused a probe, or it is fenced") {
+    CHECK(hb.check_registration(*image, twin, 5'000 + session_ms + 1, rules()).ok());
+    hb.refused(4, 6'000);
+    CHECK(hb.check_registration(*image, twin, 6'000, rules()).ok());
+    hb.heard(4, 7'000);   // it answered after the probe: alive after all
+    CHECK_FALSE(hb.check_registration(*image, twin, 7'000, rules()).ok());
+    image = with(*image, fence_broker_records(*image, *image->find_broker(4), false));
+    CHECK(hb.check_registration(*image, twin, 7'000, rules()).ok());
+  }
+  SUBCASE("the same incarnation again, or a restart on the very cluster endpoint, is let in at once") {
+    CHECK(hb.check_registration(*image, registration(4, 44, 20'004), 5'000, rules()).ok());
+    CHECK(hb.check_registration(*image, registration(4, 46, 20'004), 5'000, rules()).ok());
+  }
+  SUBCASE("a registration next_to_fence has not seen yet counts as live from now") {
+    auto newer = registration(4, 47, 20'204);
+    newer.broker_epoch = 60;
+    image = with(*image, {newer});   // the twin got in first (both raced to an empty session)
+    CHECK_FALSE(hb.check_registration(*image, registration(4, 44, 20'004), 100'000, rules()).ok());
+    hb.heard(2, 100'000);
+    hb.heard(3, 100'000);
+    CHECK(next_fenced(hb, *image, 100'000) == -1);   // it sees broker 4's new epoch: its session starts now
+    CHECK_FALSE(hb.check_registration(*image, registration(4, 44, 20'004), 100'000 + session_ms, rules()).ok());
+    CHECK(hb.check_registration(*image, registration(4, 44, 20'004), 100'000 + session_ms + 1, rules()).ok());
+  }
+  SUBCASE("a broker id nobody holds, and the active controller's own process re-registering its id") {
+    CHECK(hb.check_registration(*image, registration(5, 55, 20'005), 5'000, rules()).ok());
+    auto own = rules();
+    own.own_id = 4;
+    own.own_incarnation_id = id_of(48);
+    CHECK(hb.check_registration(*image, registration(4, 48, 20'304), 5'000, own).ok());
+    own.own_is_broker = false;   // a dedicated controller has no broker of its own
+    CHECK_FALSE(hb.check_registration(*image, registration(4, 48, 20'304), 5'000, own).ok());
+  }
 }
 
 }  // namespace ringlog::controller

@@ -7,6 +7,7 @@ registration. Then it takes replicas and leaderships like any broker, is fenced 
 catches up after a restart. Every wait polls with a deadline.
 """
 import subprocess
+import time
 
 import requests
 
@@ -106,6 +107,60 @@ def test_a_broker_only_node_joins_a_running_cluster_takes_replicas_and_survives_
     finally:
         if extra is not None and extra.proc is not None:
             extra.kill()
+        c.stop()
+
+
+# How long the first node 4 must keep its registration beside a twin: the breaker saw the two
+# swap it every ~0.3 s, so a few seconds of polls see any swap many times over.
+DUPLICATE_WINDOW_S = 5.0
+
+
+def test_a_second_process_with_a_live_node_id_is_refused_until_the_first_is_gone(ringlog_bin, tmp_path):
+    """Kafka's DUPLICATE_BROKER_REGISTRATION (KIP-631): a second process with node.id=4 on other
+    ports is refused while the first one's session lives (the first keeps its registration and
+    broker epoch, the metadata log stays steady); after kill -9 of the first it registers."""
+    c = Cluster(tmp_path).start()
+    first = twin = None
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        first = start_broker_only(c, tmp_path)
+        wait_until(lambda: c.node(1).brokers().get(4, {}).get("state") == "unfenced", SESSION_DEADLINE_S,
+                   "broker 4 registered and unfenced")
+        epoch = c.node(1).brokers()[4]["broker_epoch"]
+
+        twin = Node(tmp_path / "node4-twin" / "data", 4, free_port(), voters_of(c), ["process.roles=broker"])
+        twin.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        twin.spawn()
+        wait_until(lambda: "DUPLICATE_BROKER_REGISTRATION" in twin.log_path.read_text(errors="replace"), 60.0,
+                   "the twin's log to name DUPLICATE_BROKER_REGISTRATION")
+        assert "broker 4 is registered by another live process" in twin.log_path.read_text(errors="replace")
+
+        # Over a polled window the first keeps its registration, and the metadata log does not grow
+        # with registrations (the breaker measured ~2.6 entries/s while the two took turns).
+        controller = c.node(c.controller())
+        log_end = controller.quorum()["log_end_offset"]
+        end = time.monotonic() + DUPLICATE_WINDOW_S
+        while time.monotonic() < end:
+            b = c.node(1).brokers()[4]
+            assert (b["broker_epoch"], b["state"]) == (epoch, "unfenced"), b
+            assert first.healthy()
+            assert twin.proc.poll() is None or twin.proc.returncode != 0
+            time.sleep(0.1)
+        assert controller.quorum()["log_end_offset"] - log_end <= 2
+
+        # The first is gone (kill -9): the controller fences it (its probe is refused, or its
+        # session lapses) and the twin, still retrying, registers in a new broker epoch.
+        first.kill()
+        if twin.proc.poll() is not None:   # it gave up (initial.broker.registration.timeout.ms): start it again
+            twin.spawn()
+        wait_until(lambda: c.node(1).brokers().get(4, {}).get("broker_epoch") not in (None, epoch), SESSION_DEADLINE_S + 10,
+                   "the twin registered after the first was killed")
+        wait_until(twin.healthy, 60.0, "the twin's /v1/health")
+        wait_until(lambda: c.node(1).brokers()[4]["state"] == "unfenced", SESSION_DEADLINE_S, "broker 4 unfenced again")
+    finally:
+        for n in (first, twin):
+            if n is not None and n.proc is not None:
+                n.kill()
         c.stop()
 
 

@@ -55,6 +55,7 @@ enum class errc {
   not_controller,              // no active controller is known now (no quorum leader): retry (HTTP 503)
   not_leader_or_follower,      // the partition is led by another broker, or has no leader now
   stale_broker_epoch,          // a heartbeat of an earlier registration of the broker
+  duplicate_broker_registration,  // another live process holds this node.id's registration (Kafka's 101, KIP-631)
   not_coordinator,             // a group call reached a broker that does not coordinate the group (HTTP 503)
   election_not_needed,         // preferred leader election: the preferred replica leads already (Kafka's 84)
   preferred_leader_not_available,  // preferred leader election: it is fenced, stopping or not in the ISR (Kafka's 80)

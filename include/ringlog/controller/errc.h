@@ -26,6 +26,7 @@ enum class errc {
   election_not_needed,              // the preferred replica already leads
   preferred_leader_not_available,   // the preferred replica is fenced, stopping or out of the ISR
   stale_broker_epoch,               // a heartbeat from a broker not registered in that epoch (membership.h)
+  duplicate_broker_registration,    // another incarnation of the broker id holds a live session (membership.h)
   unknown_server_error,             // producer ids exhausted (producer_ids.h; Kafka's name for it)
   // ---- AlterPartition (replication_control.h, KIP-497, KIP-841) ----
   fenced_leader_epoch,      // the sender does not lead the partition in the leader epoch it names

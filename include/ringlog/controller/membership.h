@@ -33,6 +33,9 @@ struct fencing_rules {
   int32_t own_id = -1;                   // node.id of the active controller
   bool own_is_broker = false;            // process.roles includes broker (a combined node)
   bool unclean_leader_election = false;  // unclean.leader.election.enable
+  /// The incarnation of the active controller's own process on a combined node (check_registration
+  /// lets it register its own id over an older incarnation at once). Zero on a dedicated controller.
+  protocol::uuid own_incarnation_id;
 };
 
 /// A broker to fence: why (for the log line) and the records that do it.
@@ -67,6 +70,20 @@ class broker_heartbeats {
   /// request.broker_epoch (nothing is heard).
   result<heartbeat_answer> answer(const controller::metadata_image& image,
                                   const protocol::broker_heartbeat_request_data& request, int64_t now_ms);
+
+  /// Whether `registration` may be committed at `now_ms` (Kafka's
+  /// ClusterControlManager.registerBroker, KIP-631): refused with duplicate_broker_registration
+  /// when `image` registers its broker id under another incarnation whose session is live - not
+  /// fenced, heard within rules.session_timeout_ms (a registration next_to_fence has not seen yet
+  /// counts as heard now), no refused probe since. The message names the broker id, the live incarnation, its cluster endpoint and its last heartbeat.
+  /// Accepted: no registration, the same incarnation (a re-registration), a fenced or lapsed one
+  /// (a restart after it ended), the active controller registering its own id in its own
+  /// incarnation (the older one is its previous process), and a new incarnation advertising the
+  /// very cluster endpoint (host and port) of the live one: two processes cannot listen on one
+  /// address, so that is a restart whose old session is not over yet (kill -9 and start again).
+  [[nodiscard]] result<void> check_registration(const controller::metadata_image& image,
+                                                const protocol::register_broker_record& registration,
+                                                int64_t now_ms, const fencing_rules& rules) const;
 
   /// The first broker (lowest id) of `image` to fence at `now_ms`, or nullopt: an unfenced broker
   /// whose last heartbeat (or session start) is more than rules.session_timeout_ms ago, or whose
