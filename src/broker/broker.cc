@@ -22,31 +22,6 @@ error partition_missing(const std::string& topic, int32_t partition, int32_t par
                                                      topic + "' has " + std::to_string(partitions_count) + " partitions"};
 }
 
-error from_storage(const storage::error& e) {
-  switch (e.code) {
-    case storage::errc::offset_out_of_range: return {errc::offset_out_of_range, e.message};
-    case storage::errc::corrupt_message: return {errc::corrupt_message, e.message};
-    case storage::errc::message_too_large: return {errc::message_too_large, e.message};
-    case storage::errc::invalid_timestamp: return {errc::invalid_timestamp, e.message};
-    case storage::errc::invalid_config: return {errc::invalid_config, e.message};
-    case storage::errc::kafka_storage_error:
-    case storage::errc::too_many_segments: return {errc::kafka_storage_error, e.message};
-    case storage::errc::out_of_order_sequence_number: return {errc::out_of_order_sequence_number, e.message};
-    case storage::errc::invalid_producer_epoch: return {errc::invalid_producer_epoch, e.message};
-    // KIP-936 throttles new producer ids with THROTTLING_QUOTA_EXCEEDED; the message names the bound.
-    case storage::errc::too_many_producers: return {errc::throttling_quota_exceeded, e.message};
-    case storage::errc::corrupt_snapshot: return {errc::kafka_storage_error, e.message};
-    case storage::errc::corrupt_txn_index: return {errc::kafka_storage_error, e.message};
-    case storage::errc::invalid_txn_state: return {errc::invalid_txn_state, e.message};
-    case storage::errc::transaction_coordinator_fenced: return {errc::transaction_coordinator_fenced, e.message};
-  }
-  return {errc::unknown_server_error, e.message};
-}
-
-std::string partition_key(const std::string& topic, int32_t partition) {
-  return topic + "-" + std::to_string(partition);
-}
-
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count) {
   uint64_t h = 1469598103934665603ULL;
@@ -335,6 +310,26 @@ void open_broker_async(broker_config config, broker_dependencies deps,
     }
     done(std::unique_ptr<broker>(std::move(owned)));
   });
+}
+
+result<void> validate_topic_name(std::string_view name) {
+  // Kafka's org.apache.kafka.common.internals.Topic.validate.
+  if (name.empty()) return error{errc::invalid_topic_exception, "topic name is empty"};
+  if (name == "." || name == "..") return error{errc::invalid_topic_exception, "topic name cannot be '.' or '..'"};
+  if (name.size() > 249) {
+    return error{errc::invalid_topic_exception,
+                 "topic name is " + std::to_string(name.size()) + " characters long; the limit is 249"};
+  }
+  for (char c : name) {
+    const bool legal = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '-';
+    if (!legal) {
+      return error{errc::invalid_topic_exception, "topic name '" + std::string(name) +
+                                                      "' contains a character other than ASCII letters, digits, "
+                                                      "'.', '_' and '-'"};
+    }
+  }
+  return base::ok_v;
 }
 
 }  // namespace ringlog::broker

@@ -227,10 +227,19 @@ std::unique_ptr<partition_context> broker_impl::make_partition_context(size_t sh
       .current_shard = [this] { return deps_.runtime.current_shard(); },
       .clock = deps_.clock,
       .disk = deps_.runtime.disk(shard),
-      .config = config_,
+      .config = {.log_flush_policy = config_.log_flush_policy,
+                 .fetch_wait_max_ms = config_.fetch_wait_max_ms,
+                 .fetch_waiters_per_partition_max = config_.fetch_waiters_per_partition_max},
       .min_insync_replicas = [this](const std::string& topic) { return min_insync_replicas(topic); },
       .leader_replication_throttled_rate = [this] { return live(*view()).leader_replication_throttled_rate; },
-      .throttles = replication_throttles_,
+      .acquire_leader_throttle =
+          [this](int64_t rate, int64_t now_ms) {
+            return replication_throttles_.acquire(replication_throttles::side::leader, rate, now_ms);
+          },
+      .record_leader_throttle =
+          [this](int64_t bytes, int64_t rate, int64_t now_ms) {
+            replication_throttles_.record(replication_throttles::side::leader, bytes, rate, now_ms);
+          },
       .leadership_lease_until_ms = leadership_lease_until_ms_,
       .stopping = stopping_,
       .next_read_id = next_read_id_,
