@@ -1,18 +1,22 @@
 #pragma once
 // The partition module's replica class (ringlog/partition/partition.h, issue 28 stage B) under
 // the names the broker's files use: partition_runtime and its waiters, partition_context, the
-// kept reads, partition_key, decode_fetched_records and from_storage.
+// kept reads, a shard's partition_manager, the log cleaner (compaction), partition_key, decode_fetched_records and from_storage.
 
+#include "ringlog/partition/compaction.h"
 #include "ringlog/partition/partition.h"
+#include "ringlog/partition/partition_manager.h"
 
 namespace ringlog::broker::detail {
 
 using ::ringlog::partition::ack_waiter;
+using ::ringlog::partition::compaction;
 using ::ringlog::partition::decode_fetched_records;
 using ::ringlog::partition::fetch_waiter;
 using ::ringlog::partition::from_storage;
 using ::ringlog::partition::partition_context;
 using ::ringlog::partition::partition_key;
+using ::ringlog::partition::partition_manager;
 using ::ringlog::partition::partition_runtime;
 using ::ringlog::partition::recent_read;
 using ::ringlog::partition::replica_fetch_waiter;

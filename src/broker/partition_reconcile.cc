@@ -172,7 +172,7 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
   rt->stats = std::move(stats);
   rt->epoch = model::leader_epoch{-1};   // apply_partition_state starts its leadership or its following
   rt->publish();
-  shards_[shard][partition_key(topic, partition)] = rt;
+  partition_managers_[shard]->add(rt);
   apply_partition_state(shard, rt, state);
   rt->stats->open_here.store(true, std::memory_order_release);
   return base::ok_v;
@@ -244,10 +244,12 @@ std::unique_ptr<partition_context> broker_impl::make_partition_context(size_t sh
       .stopping = stopping_,
       .next_read_id = next_read_id_,
       .next_txn_verification = next_txn_verification_,
-      .recent_reads = recent_reads_[shard],
+      .recent_reads = partition_managers_[shard]->recent_reads(),
       .add_fetch_deadline =
-          [this, shard](int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
-                        const std::shared_ptr<fetch_waiter>& w) { add_fetch_deadline(shard, at_ms, rt, w); },
+          [manager = partition_managers_[shard].get()](int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
+                                                        const std::shared_ptr<fetch_waiter>& w) {
+            manager->add_fetch_deadline(at_ms, rt, w);
+          },
   });
 }
 
@@ -281,7 +283,7 @@ void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t p
     compaction_.forget(shard, *rt->log);
     rt->stats->replica_removed();
     new_follower_generation(*rt);
-    shards_[shard].erase(partition_key(topic, partition));
+    partition_managers_[shard]->remove(topic, partition);
     for (auto& w : rt->waiters) {
       if (!w->completed) {
         w->completed = true;
@@ -313,7 +315,7 @@ void broker_impl::remove_partitions(const std::string& topic, int32_t count, std
         rt->deleted = true;
         compaction_.forget(shard, *rt->log);
         rt->stats->replica_removed();
-        shards_[shard].erase(partition_key(topic, p));
+        partition_managers_[shard]->remove(topic, p);
         for (auto& w : rt->waiters) {
           if (!w->completed) {
             w->completed = true;

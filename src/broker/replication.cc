@@ -292,7 +292,7 @@ void broker_impl::schedule_replication_tick(size_t shard) {
 
 void broker_impl::replication_tick(size_t shard) {
   const int64_t now = deps_.clock.now_ms();
-  for (auto& [key, rt] : shards_[shard]) {
+  for (auto& [key, rt] : partition_managers_[shard]->partitions()) {
     if (rt->deleted) continue;
     if (rt->leader) {
       maybe_change_isr(shard, rt);
