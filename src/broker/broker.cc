@@ -1,8 +1,8 @@
-// The single-node broker's shared helpers (errors, partition keys and shards), its maintenance
-// (retention, checkpoints, compaction) and shutdown, and open_broker. The rest of broker_impl is
+// The single-node broker's shared helpers (errors, partition keys and shards), its shutdown, and
+// open_broker (each shard's maintenance tick is its partition_manager's). The rest of broker_impl is
 // in a file per concept: metadata_apply.cc, cluster_requests.cc, topics_admin.cc,
 // partition_reconcile.cc, internal_topics.cc, produce.cc, fetch.cc (broker_impl.h says which).
-// Kafka's counterpart: BrokerServer, LogManager's retention and cleaner scheduling.
+// Kafka's counterpart: BrokerServer.
 
 #include "ringlog/broker/broker.h"
 
@@ -20,31 +20,6 @@ namespace detail {
 error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count) {
   return error{errc::unknown_topic_or_partition, "partition " + std::to_string(partition) + " does not exist: topic '" +
                                                      topic + "' has " + std::to_string(partitions_count) + " partitions"};
-}
-
-error from_storage(const storage::error& e) {
-  switch (e.code) {
-    case storage::errc::offset_out_of_range: return {errc::offset_out_of_range, e.message};
-    case storage::errc::corrupt_message: return {errc::corrupt_message, e.message};
-    case storage::errc::message_too_large: return {errc::message_too_large, e.message};
-    case storage::errc::invalid_timestamp: return {errc::invalid_timestamp, e.message};
-    case storage::errc::invalid_config: return {errc::invalid_config, e.message};
-    case storage::errc::kafka_storage_error:
-    case storage::errc::too_many_segments: return {errc::kafka_storage_error, e.message};
-    case storage::errc::out_of_order_sequence_number: return {errc::out_of_order_sequence_number, e.message};
-    case storage::errc::invalid_producer_epoch: return {errc::invalid_producer_epoch, e.message};
-    // KIP-936 throttles new producer ids with THROTTLING_QUOTA_EXCEEDED; the message names the bound.
-    case storage::errc::too_many_producers: return {errc::throttling_quota_exceeded, e.message};
-    case storage::errc::corrupt_snapshot: return {errc::kafka_storage_error, e.message};
-    case storage::errc::corrupt_txn_index: return {errc::kafka_storage_error, e.message};
-    case storage::errc::invalid_txn_state: return {errc::invalid_txn_state, e.message};
-    case storage::errc::transaction_coordinator_fenced: return {errc::transaction_coordinator_fenced, e.message};
-  }
-  return {errc::unknown_server_error, e.message};
-}
-
-std::string partition_key(const std::string& topic, int32_t partition) {
-  return topic + "-" + std::to_string(partition);
 }
 
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
@@ -77,139 +52,13 @@ error shard_busy(size_t shard) {
                    " tasks queued; retry later"};
 }
 
-// ---------------------------------------------------------------- maintenance and shutdown
-
-void broker_impl::schedule_maintenance(size_t shard) {
-  const int64_t tick_ms = std::min({constants::maintenance_interval_ms, config_.log_retention_check_interval_ms,
-                                    config_.log_cleaner_backoff_ms});
-  deps_.runtime.post_after(shard, tick_ms, [this, shard] {
-    if (stopping_) return;
-    maintain(shard);
-    schedule_maintenance(shard);
-  });
-}
-
-void broker_impl::maintain(size_t shard) {
-  // Retention runs every log.retention.check.interval.ms; checkpoints on every tick.
-  const int64_t now = deps_.clock.now_ms();
-  const bool retention_due = now - last_retention_ms_[shard] >= config_.log_retention_check_interval_ms;
-  if (retention_due) last_retention_ms_[shard] = now;
-  // One task per partition: its retention and checkpoint writes (a few fsyncs) then hold up
-  // the shard's other work for one partition's worth at a time, not all of them at once.
-  for (auto& [key, rt] : shards_[shard]) {
-    deps_.runtime.post(shard, [this, rt = rt, retention_due] {
-      if (stopping_ || rt->deleted) return;
-      maintain_partition(*rt, retention_due);
-    });
-  }
-  // Log compaction: every compacted partition of the shard is looked at once per tick, after its
-  // maintenance task (which rolls an idle active segment), one pass at a time (clean_next).
-  deps_.runtime.post(shard, [this, shard] { queue_cleaning(shard); });
-}
-
-void broker_impl::queue_cleaning(size_t shard) {
-  if (stopping_) return;
-  auto& queue = clean_queue_[shard];
-  // A log already waiting keeps its place (no second entry). The chain is (re)started here
-  // whenever no pass runs: one whose partition was dropped while it waited for a sync ends
-  // without a step to go on from (compaction::forget).
-  std::set<const partition_runtime*> queued;
-  for (const auto& w : queue) {
-    if (auto rt = w.lock()) queued.insert(rt.get());
-  }
-  for (auto& [key, rt] : shards_[shard]) {
-    if (!rt->deleted && rt->log->config().compacted() && !queued.contains(rt.get())) queue.push_back(rt);
-  }
-  clean_next(shard);
-}
-
-void broker_impl::clean_next(size_t shard) {
-  auto& queue = clean_queue_[shard];
-  if (stopping_ || compaction_.in_progress(shard)) return;
-  // Pacing (log.cleaner.io.max.bytes.per.second) holds the next pass as it holds the next step.
-  if (const int64_t wait = compaction_.wait_ms(shard, deps_.clock.now_ms()); wait > 0 && !queue.empty()) {
-    deps_.runtime.post_after(shard, wait, [this, shard] { clean_next(shard); });
-    return;
-  }
-  for (size_t looked = 0; !queue.empty(); ++looked) {
-    if (looked == cleaner_looks_per_task) {
-      deps_.runtime.post(shard, [this, shard] { clean_next(shard); });
-      return;
-    }
-    auto rt = queue.front().lock();
-    queue.pop_front();
-    if (!rt || rt->deleted) continue;
-    auto resume = [this, shard, weak = std::weak_ptr<partition_runtime>(rt)] {
-      // From the disk executor's poll(): the next step is a task of its own, paced.
-      auto rt = weak.lock();
-      if (!rt) return deps_.runtime.post(shard, [this, shard] { clean_next(shard); });
-      const int64_t wait = compaction_.wait_ms(shard, deps_.clock.now_ms());
-      auto next = [this, shard, rt] { clean_step(shard, rt); };
-      if (wait > 0) {
-        deps_.runtime.post_after(shard, wait, std::move(next));
-      } else {
-        deps_.runtime.post(shard, std::move(next));
-      }
-    };
-    if (compaction_.begin(shard, *rt->log, *rt->stats, deps_.clock.now_ms(), deps_.runtime.disk(shard),
-                          std::move(resume))) {
-      clean_step(shard, rt);
-      return;
-    }
-  }
-}
-
-void broker_impl::clean_step(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
-  if (stopping_) {
-    compaction_.abandon(shard);
-    return;
-  }
-  if (rt->deleted) {
-    // Its pass ended when the replica was dropped (compaction::forget): the chain goes on.
-    deps_.runtime.post(shard, [this, shard] { clean_next(shard); });
-    return;
-  }
-  const auto outcome = compaction_.step(shard, *rt->log, *rt->stats, deps_.clock.now_ms());
-  if (outcome.records_changed) {
-    // Records below the high watermark changed, so kept reads of the log go.
-    auto& recent = recent_reads_[shard];
-    std::erase_if(recent, [&rt](const recent_read& r) { return r.partition_uid == rt->uid; });
-    rt->publish();
-  }
-  if (outcome.waiting_for_io) return;   // the pass's resume queues the next step
-  if (outcome.done) {
-    // The next compacted log of this tick, as a task of its own behind the work that arrived.
-    deps_.runtime.post(shard, [this, shard] { clean_next(shard); });
-    return;
-  }
-  // The next step queues behind the produce and fetch work that arrived during this one.
-  auto next = [this, shard, rt] { clean_step(shard, rt); };
-  if (outcome.wait_ms > 0) {
-    deps_.runtime.post_after(shard, outcome.wait_ms, std::move(next));
-  } else {
-    deps_.runtime.post(shard, std::move(next));
-  }
-}
-
-void broker_impl::maintain_partition(partition_runtime& rt, bool retention_due) {
-  auto deleted = retention_due ? rt.log->apply_retention() : storage::result<size_t>(size_t{0});
-  if (!deleted.ok()) return;  // the log reports kafka_storage_error to its next caller
-  // A compacted log's idle active segment also rolls between retention checks, at this tick
-  // (at most log.cleaner.backoff.ms apart), so the cleaner gets an idle log's last records within
-  // segment.ms / max.compaction.lag.ms plus the backoff, not a retention check interval later.
-  if (!retention_due && rt.log->config().compacted() && !rt.log->roll_if_idle().ok()) return;
-  const int64_t hw = rt.log->high_watermark().value();
-  if (deleted.value() > 0 || hw != rt.last_checkpointed_high_watermark) {
-    if (rt.log->checkpoint().ok()) rt.last_checkpointed_high_watermark = hw;
-  }
-  rt.publish();
-}
+// ---------------------------------------------------------------- shutdown
 
 void broker_impl::begin_shutdown() {
   stopping_ = true;
-  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+  for (size_t shard = 0; shard < partition_managers_.size(); ++shard) {
     deps_.runtime.post(shard, [this, shard] {
-      for (auto& [key, rt] : shards_[shard]) {
+      for (auto& [key, rt] : partition_managers_[shard]->partitions()) {
         auto parked = std::move(rt->waiters);
         rt->waiters.clear();
         for (auto& w : parked) rt->answer_empty(*w);
@@ -267,14 +116,14 @@ void broker_impl::shutdown(std::function<void()> done) {
   stopping_ = true;
   if (groups_) groups_->stop();
   if (txns_) txns_->stop();
-  auto remaining = std::make_shared<std::atomic<size_t>>(shards_.size());
+  auto remaining = std::make_shared<std::atomic<size_t>>(partition_managers_.size());
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
-  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+  for (size_t shard = 0; shard < partition_managers_.size(); ++shard) {
     deps_.runtime.post(shard, [this, shard, remaining, finish] {
       auto& disk = deps_.runtime.disk(shard);
       // Let every fdatasync in flight complete so their producers hear the outcome.
       for (int i = 0; i < 10'000 && disk.in_flight() > 0; ++i) disk.poll(std::chrono::milliseconds(10));
-      for (auto& [key, rt] : shards_[shard]) {
+      for (auto& [key, rt] : partition_managers_[shard]->partitions()) {
         rt->wake_waiters();
         for (auto& w : rt->waiters) rt->answer_empty(*w);
         rt->waiters.clear();
@@ -335,6 +184,26 @@ void open_broker_async(broker_config config, broker_dependencies deps,
     }
     done(std::unique_ptr<broker>(std::move(owned)));
   });
+}
+
+result<void> validate_topic_name(std::string_view name) {
+  // Kafka's org.apache.kafka.common.internals.Topic.validate.
+  if (name.empty()) return error{errc::invalid_topic_exception, "topic name is empty"};
+  if (name == "." || name == "..") return error{errc::invalid_topic_exception, "topic name cannot be '.' or '..'"};
+  if (name.size() > 249) {
+    return error{errc::invalid_topic_exception,
+                 "topic name is " + std::to_string(name.size()) + " characters long; the limit is 249"};
+  }
+  for (char c : name) {
+    const bool legal = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '-';
+    if (!legal) {
+      return error{errc::invalid_topic_exception, "topic name '" + std::string(name) +
+                                                      "' contains a character other than ASCII letters, digits, "
+                                                      "'.', '_' and '-'"};
+    }
+  }
+  return base::ok_v;
 }
 
 }  // namespace ringlog::broker

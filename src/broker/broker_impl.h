@@ -1,14 +1,16 @@
 #pragma once
 // The broker's implementation class, shared by the files that define its parts (broker.cc: shared
-// helpers, maintenance, shutdown; start_up.cc; metadata_apply.cc: the metadata state machine;
+// helpers, shutdown; start_up.cc; metadata_apply.cc: the metadata state machine;
 // cluster_requests.cc: requests between brokers, heartbeats; topics_admin.cc; partition_reconcile.cc:
 // partitions opened and dropped as the metadata moves; internal_topics.cc; produce.cc; fetch.cc:
-// fetch deadlines and list offsets; replication.cc: leaderships, the controller client of ISR
+// fetches and list offsets; replication.cc: leaderships, the controller client of ISR
 // changes). The replica fetcher and the leader's side of followers' fetches are replica_fetcher.h's.
 // One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
-// guards) is partition_runtime's, in partition.h, which never sees this class.
+// guards) is partition_runtime's, and each shard's replicas, fetch deadlines, kept reads and
+// maintenance tick are its partition_manager's (the partition module, which never sees this class).
 // Private to the broker module: other modules see broker.h only.
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -23,17 +25,18 @@
 #include <vector>
 
 #include "autobalancer.h"
-#include "compaction.h"
 #include "constants.h"
 #include "group_service.h"
 #include "txn_service.h"
 #include "metadata.h"
 #include "partition.h"
+#include "ringlog/partition/partition_manager.h"
 #include "quota_managers.h"
 #include "replica_fetcher.h"
 #include "rpc_messages.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
+#include "ringlog/base/constants.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
 #include "ringlog/delay/scheduler.h"
@@ -80,14 +83,20 @@ class broker_impl final : public broker,
   broker_impl(broker_config config, broker_dependencies deps)
       : config_(std::move(config)),
         deps_(std::move(deps)),
-        shards_(deps_.runtime.shard_count()),
-        deadlines_(deps_.runtime.shard_count()),
-        recent_reads_(deps_.runtime.shard_count()),
-        last_retention_ms_(deps_.runtime.shard_count(), deps_.clock.now_ms()),
-        compaction_(config_, deps_.runtime.shard_count()),
-        clean_queue_(deps_.runtime.shard_count()),
+        compaction_({.enabled = config_.log_cleaner_enable,
+                     .dedupe_buffer_size = config_.log_cleaner_dedupe_buffer_size,
+                     .io_max_bytes_per_second = config_.log_cleaner_io_max_bytes_per_second},
+                    deps_.runtime.shard_count()),
         shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {
-    for (size_t shard = 0; shard < shards_.size(); ++shard) partition_contexts_.push_back(make_partition_context(shard));
+    for (size_t shard = 0; shard < deps_.runtime.shard_count(); ++shard) {
+      partition_managers_.push_back(std::make_unique<partition_manager>(
+          shard, deps_.runtime, deps_.clock, stopping_, compaction_,
+          partition_manager::maintenance_settings{
+              .tick_ms = std::min({constants::maintenance_interval_ms, config_.log_retention_check_interval_ms,
+                                   config_.log_cleaner_backoff_ms}),
+              .retention_check_interval_ms = config_.log_retention_check_interval_ms}));
+      partition_contexts_.push_back(make_partition_context(shard));
+    }
   }
 
   /// Starts the broker (Kafka's BrokerServer.startup): a chain of continuations on the controller
@@ -259,7 +268,6 @@ class broker_impl final : public broker,
   }
   /// The topic and partition exist and the broker is not stopping.
   result<void> check_readable(const model::topic_partition& tp) const;
-  using partitions_map = std::unordered_map<std::string, std::shared_ptr<partition_runtime>>;
 
   std::shared_ptr<const topic_state> find_topic(const std::string& name) const {
     auto v = view();
@@ -273,7 +281,7 @@ class broker_impl final : public broker,
     return it == controller_view_->topics.end() ? nullptr : it->second;
   }
   size_t owner(const std::string& topic, int32_t partition) const {
-    return shard_of(topic, partition, shards_.size());
+    return shard_of(topic, partition, partition_managers_.size());
   }
   std::string partition_directory(const std::string& topic, int32_t partition) const {
     return config_.log_dir + "/" + partition_key(topic, partition);
@@ -502,17 +510,6 @@ class broker_impl final : public broker,
   void apply_partition_state(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                              const controller::partition_image& p);
   int32_t min_insync_replicas(const std::string& topic) const;
-  /// One bounded step of the shard's cleaning pass over `rt` (compaction.h); queues the next,
-  /// or, when the pass ended, clean_next.
-  void clean_step(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  /// At each maintenance tick: queues every compacted partition of the shard not yet waiting, then
-  /// clean_next (which does nothing while a pass runs: that pass's end calls it).
-  void queue_cleaning(size_t shard);
-  /// Starts a pass over the first queued log that is due (compaction::begin), skipping the others;
-  /// each log leaves the queue when looked at, so every compacted log gets one look per tick, and
-  /// a log whose delete horizon passed is cleaned within a tick plus the passes queued before it
-  /// (paced by log.cleaner.io.max.bytes.per.second), not only when the shard's tick finds it first.
-  void clean_next(size_t shard);
   // replica_fetcher_host (replication.cc): what the replica fetcher and the leader's side reach here
   std::shared_ptr<partition_runtime> replica_on_shard(size_t shard, const std::string& topic, int32_t partition) override;
   void for_each_replica(size_t shard, const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) override;
@@ -664,16 +661,8 @@ class broker_impl final : public broker,
   void append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
                                std::function<void(result<produce_batches_response>)> done,
                                uint64_t verified_guard = 0);
-  void schedule_maintenance(size_t shard);
-  void add_fetch_deadline(size_t shard, int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
-                          const std::shared_ptr<fetch_waiter>& w);
-  void arm_fetch_deadline_timer(size_t shard);
-  void expire_fetches(size_t shard, int64_t timer_at_ms);
-  void maintain(size_t shard);
-  void maintain_partition(partition_runtime& rt, bool retention_due);
   std::shared_ptr<partition_runtime> runtime_of(size_t shard, const std::string& topic, int32_t partition) {
-    auto it = shards_[shard].find(partition_key(topic, partition));
-    return it == shards_[shard].end() ? nullptr : it->second;
+    return partition_managers_[shard]->find(topic, partition);
   }
 
   broker_config config_;
@@ -682,29 +671,16 @@ class broker_impl final : public broker,
   mutable client_quota_state client_quota_state_;   // quota_managers.h: clients' quotas (quotas.cc)
   replication_throttles replication_throttles_;       // and the replication throttles (replica_fetcher.h)
   broker_dependencies deps_;
-  /// What each shard's partitions reach in the broker (partition.h); destroyed after shards_.
+  /// What each shard's partitions reach in the broker (partition.h); destroyed after
+  /// partition_managers_.
   std::vector<std::unique_ptr<partition_context>> partition_contexts_;
   /// partition_reconcile.cc: shard `shard`'s partition_context over this broker's members.
   std::unique_ptr<partition_context> make_partition_context(size_t shard);
-  std::vector<partitions_map> shards_;  // shards_[i] is touched only on shard i's thread
-  /// Deadlines of parked fetches, per shard (touched only on that shard's thread).
-  struct fetch_deadline {
-    int64_t at_ms = 0;
-    std::weak_ptr<fetch_waiter> waiter;         // gone or completed: nothing to do
-    std::weak_ptr<partition_runtime> partition;
-    bool operator>(const fetch_deadline& o) const { return at_ms > o.at_ms; }
-  };
-  struct fetch_deadlines {
-    std::priority_queue<fetch_deadline, std::vector<fetch_deadline>, std::greater<>> heap;
-    std::multiset<int64_t> timers_at_ms;   // timers set and not yet fired (usually one)
-  };
-  std::vector<fetch_deadlines> deadlines_;
-  std::vector<std::deque<recent_read>> recent_reads_;   // per shard, newest first, <= recent_reads_max
+  /// Each shard's replicas, parked fetches' deadlines and kept reads (partition_manager.h);
+  /// partition_managers_[i] is touched only on shard i's thread.
+  std::vector<std::unique_ptr<partition_manager>> partition_managers_;
   std::atomic<uint64_t> next_partition_uid_{1};
-  std::vector<int64_t> last_retention_ms_;  // per shard, touched only on that shard
   compaction compaction_;                   // the log cleaner of each shard
-  /// Per shard (touched only there): compacted partitions waiting for a look by the cleaner this tick.
-  std::vector<std::deque<std::weak_ptr<partition_runtime>>> clean_queue_;
   /// The metadata as of the last applied entry. Each shard reads its own copy without a lock
   /// (shard_views_[i] is touched only on shard i); threads outside the shards read latest_view_.
   /// Changed only on the controller shard (apply), which publishes to every shard before an

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "ringlog/model/record.h"
+#include "ringlog/partition/constants.h"
 
 namespace ringlog::broker::detail {
 
@@ -31,9 +32,7 @@ inline constexpr int64_t metadata_write_timeout_ms = 30000;
 /// high watermark (metadata_barrier.cc) before planning against its own image: about one fetch
 /// round trip on a healthy cluster; a controller that does not answer costs the call this much.
 inline constexpr int64_t metadata_barrier_timeout_ms = 2000;
-/// How long a group coordinator's write to __consumer_offsets waits for the in-sync replicas
-/// (Kafka's offsets.commit.timeout.ms default).
-inline constexpr int64_t internal_append_timeout_ms = 5000;
+using ::ringlog::partition::internal_append_timeout_ms;   // partition/constants.h
 /// Kafka's api keys used between brokers here (the schemas are in src/protocol/schemas).
 inline constexpr int16_t envelope_api_key = 58;            // KIP-590 forwarding to the active controller
 inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
@@ -48,20 +47,10 @@ inline constexpr int16_t kafka_code_request_timed_out = 7;
 inline constexpr int64_t duplicate_registration_log_interval_ms = 10'000;
 /// init_producer_id calls that may wait for a block at once; more are refused (retry).
 inline constexpr size_t producer_id_waiters_max = 10'000;
-/// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
-/// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
-inline constexpr size_t recent_reads_max = 8;
 /// Tries of one elect-leaders request whose plan a concurrent change overtook (each re-plans from
 /// the newer image; a partition changing this often under a request is not worth more).
 inline constexpr int preferred_election_attempts_max = 3;
 /// The same for a partition reassignment request (a concurrent ISR change bumps the partition
 /// epoch its plan named).
 inline constexpr int reassignment_attempts_max = 3;
-/// A read that takes more memory than this is not kept: bounds a shard's recent reads to
-/// recent_reads_max x 1 MiB. Counted as payload (key + value + header bytes) plus
-/// recent_read_record_bytes per record, so many empty records count too.
-inline constexpr size_t recent_read_bytes_max = 1 << 20;
-/// A decoded record's own size and its allocations' headers, beyond its payload.
-inline constexpr size_t recent_read_record_bytes = sizeof(model::record) + 64;
-
 }  // namespace ringlog::broker::detail

@@ -336,9 +336,9 @@ void broker_impl::with_delay_topic(size_t tier, std::function<void(result<std::s
 
 void broker_impl::start_delay_schedulers() {
   delay_started_.store(true, std::memory_order_release);
-  for (size_t s = 0; s < shards_.size(); ++s) {
+  for (size_t s = 0; s < partition_managers_.size(); ++s) {
     deps_.runtime.post(s, [this, s] {
-      for (auto& [key, rt] : shards_[s]) {
+      for (auto& [key, rt] : partition_managers_[s]->partitions()) {
         if (!rt->deleted && rt->leader && delay::is_delay_topic(rt->topic)) delay_partition_led(s, rt, true);
       }
     });
@@ -353,10 +353,10 @@ void broker_impl::describe_delay_schedulers(std::function<void(std::vector<delay
     std::function<void(std::vector<delay_scheduler_description>)> done;
   };
   auto g = std::make_shared<gathered>();
-  g->remaining = shards_.size();
+  g->remaining = partition_managers_.size();
   g->done = std::move(done);
   std::weak_ptr<int> alive = lifetime_;
-  for (size_t s = 0; s < shards_.size(); ++s) {
+  for (size_t s = 0; s < partition_managers_.size(); ++s) {
     deps_.runtime.post(s, [this, s, g, alive] {
       std::vector<delay_scheduler_description> local;
       if (!alive.expired()) {

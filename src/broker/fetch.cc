@@ -1,7 +1,7 @@
-// Fetch and list offsets: the shard's deadlines of long-poll fetches parked on their partitions
-// (one timer per shard; the reads and the parking are partition.cc's), and offsets by time or
-// position.
-// Kafka's counterpart: ReplicaManager.fetchMessages with DelayedFetch, and handleListOffsetRequest.
+// Fetch and list offsets: fetches routed to their partitions (the reads and the parking are
+// partition.cc's, the deadlines of parked fetches partition_manager.cc's), and offsets by time
+// or position.
+// Kafka's counterpart: ReplicaManager.fetchMessages, and handleListOffsetRequest.
 
 #include <algorithm>
 #include <utility>
@@ -11,51 +11,6 @@
 #include "ringlog/base/latency_stages.h"
 
 namespace ringlog::broker::detail {
-
-// Parked fetches that finish early (most of them, under load) would leave a timer each behind,
-// firing for nothing up to fetch.wait.max.ms later: one per fetch, thousands a second. Instead each
-// shard keeps its deadlines in a heap and a timer only at the earliest one (deadlines of one client
-// mostly grow, so that is usually the timer already set).
-void broker_impl::add_fetch_deadline(size_t shard, int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
-                                     const std::shared_ptr<fetch_waiter>& w) {
-  fetch_deadlines& d = deadlines_[shard];
-  d.heap.push({at_ms, w, rt});
-  arm_fetch_deadline_timer(shard);
-}
-
-void broker_impl::arm_fetch_deadline_timer(size_t shard) {
-  fetch_deadlines& d = deadlines_[shard];
-  if (d.heap.empty()) return;
-  const int64_t next = d.heap.top().at_ms;
-  if (!d.timers_at_ms.empty() && *d.timers_at_ms.begin() <= next) return;   // one fires by then
-  d.timers_at_ms.insert(next);
-  deps_.runtime.post_after(shard, std::max<int64_t>(0, next - deps_.clock.now_ms()), [this, shard, next] {
-    expire_fetches(shard, next);
-  });
-}
-
-void broker_impl::expire_fetches(size_t shard, int64_t timer_at_ms) {
-  fetch_deadlines& d = deadlines_[shard];
-  d.timers_at_ms.erase(d.timers_at_ms.find(timer_at_ms));
-  const int64_t now = std::max(deps_.clock.now_ms(), timer_at_ms);
-  std::vector<std::shared_ptr<partition_runtime>> expired_on;   // partitions whose waiters timed out
-  while (!d.heap.empty() && d.heap.top().at_ms <= now) {
-    fetch_deadline due = d.heap.top();
-    d.heap.pop();
-    auto w = due.waiter.lock();
-    auto rt = due.partition.lock();
-    if (!w || !rt || w->completed) continue;
-    rt->answer_empty(*w);
-    if (std::find(expired_on.begin(), expired_on.end(), rt) == expired_on.end()) expired_on.push_back(std::move(rt));
-  }
-  // A timed-out fetch leaves its partition's waiters now, not at the next append: on an idle
-  // partition it counted toward fetch.waiters.per.partition.max forever (after that many timed-out
-  // long-polls every new one was refused) and held its answer's callback until then.
-  for (const auto& rt : expired_on) {
-    std::erase_if(rt->waiters, [](const std::shared_ptr<fetch_waiter>& w) { return w->completed; });
-  }
-  arm_fetch_deadline_timer(shard);
-}
 
 result<void> broker_impl::check_readable(const model::topic_partition& tp) const {
   if (stopping_) return error{errc::broker_not_available, "the broker is shutting down"};

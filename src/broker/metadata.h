@@ -25,6 +25,7 @@
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/controller/replication_control.h"
 #include "ringlog/model/record.h"
+#include "ringlog/partition/partition.h"
 
 namespace ringlog::broker {
 
@@ -52,45 +53,7 @@ using controller::remove_broker_from_partitions;
 using controller::renew_stale_leadership;
 using controller::topic_config;
 using controller::usable_brokers;
-
-/// Figures the owning shard publishes for readers on other threads (describe, metrics).
-struct partition_stats {
-  std::atomic<int64_t> log_start_offset{0};
-  std::atomic<int64_t> high_watermark{0};
-  std::atomic<int64_t> log_end_offset{0};
-  /// False only on a leader whose high watermark is still below the log end at its election
-  /// (KIP-207): the figure may be lower than the one its predecessor reported.
-  std::atomic<bool> high_watermark_established{true};
-  /// This node's replica is open: its runtime exists on the owning shard, so a call posted there
-  /// from now on finds it (set by open_partition_on_shard, cleared when the replica is dropped).
-  /// The metadata view names a partition before the reconcile step that opens it has run.
-  std::atomic<bool> open_here{false};
-  std::atomic<uint64_t> size_bytes{0};
-  // The log cleaner (compaction.h), for compacted topics.
-  std::atomic<int64_t> cleaner_dirty_ratio_ppm{0};        // dirty / (clean + dirty), parts per million
-  std::atomic<uint64_t> cleaner_bytes_read_total{0};      // bytes of segments rewritten
-  std::atomic<uint64_t> cleaner_bytes_written_total{0};   // bytes of the cleaned segments written
-  std::atomic<uint64_t> cleaner_passes_total{0};
-  std::atomic<uint64_t> cleaner_tombstones_removed_total{0};   // tombstones dropped past their delete horizon
-  std::atomic<uint64_t> cleaner_time_ms_total{0};         // wall time of the passes
-  std::atomic<int64_t> cleaner_last_clean_ms{-1};         // broker clock at the end of the last pass
-
-  /// On the owning shard when this node's replica is dropped (reassigned away, topic deleted):
-  /// not open here any more, and every figure back to its start, so nothing reports the removed
-  /// log (/metrics has no series for a partition not open here) and a replica opened here again
-  /// starts its counters anew.
-  void replica_removed() {
-    open_here.store(false, std::memory_order_release);
-    for (auto* f : {&log_start_offset, &high_watermark, &log_end_offset, &cleaner_dirty_ratio_ppm}) {
-      f->store(0, std::memory_order_relaxed);
-    }
-    for (auto* f : {&size_bytes, &cleaner_bytes_read_total, &cleaner_bytes_written_total, &cleaner_passes_total,
-                    &cleaner_tombstones_removed_total, &cleaner_time_ms_total}) {
-      f->store(0, std::memory_order_relaxed);
-    }
-    cleaner_last_clean_ms.store(-1, std::memory_order_relaxed);
-  }
-};
+using partition::partition_stats;
 
 /// A topic as the data path sees it: its image and the broker's live figures for it. Immutable
 /// once published (only the atomics inside change); a new one is built when the topic changes,

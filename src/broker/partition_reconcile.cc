@@ -172,7 +172,7 @@ result<void> broker_impl::open_partition_on_shard(size_t shard, const std::strin
   rt->stats = std::move(stats);
   rt->epoch = model::leader_epoch{-1};   // apply_partition_state starts its leadership or its following
   rt->publish();
-  shards_[shard][partition_key(topic, partition)] = rt;
+  partition_managers_[shard]->add(rt);
   apply_partition_state(shard, rt, state);
   rt->stats->open_here.store(true, std::memory_order_release);
   return base::ok_v;
@@ -227,18 +227,29 @@ std::unique_ptr<partition_context> broker_impl::make_partition_context(size_t sh
       .current_shard = [this] { return deps_.runtime.current_shard(); },
       .clock = deps_.clock,
       .disk = deps_.runtime.disk(shard),
-      .config = config_,
+      .config = {.log_flush_policy = config_.log_flush_policy,
+                 .fetch_wait_max_ms = config_.fetch_wait_max_ms,
+                 .fetch_waiters_per_partition_max = config_.fetch_waiters_per_partition_max},
       .min_insync_replicas = [this](const std::string& topic) { return min_insync_replicas(topic); },
       .leader_replication_throttled_rate = [this] { return live(*view()).leader_replication_throttled_rate; },
-      .throttles = replication_throttles_,
+      .acquire_leader_throttle =
+          [this](int64_t rate, int64_t now_ms) {
+            return replication_throttles_.acquire(replication_throttles::side::leader, rate, now_ms);
+          },
+      .record_leader_throttle =
+          [this](int64_t bytes, int64_t rate, int64_t now_ms) {
+            replication_throttles_.record(replication_throttles::side::leader, bytes, rate, now_ms);
+          },
       .leadership_lease_until_ms = leadership_lease_until_ms_,
       .stopping = stopping_,
       .next_read_id = next_read_id_,
       .next_txn_verification = next_txn_verification_,
-      .recent_reads = recent_reads_[shard],
+      .recent_reads = partition_managers_[shard]->recent_reads(),
       .add_fetch_deadline =
-          [this, shard](int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
-                        const std::shared_ptr<fetch_waiter>& w) { add_fetch_deadline(shard, at_ms, rt, w); },
+          [manager = partition_managers_[shard].get()](int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
+                                                        const std::shared_ptr<fetch_waiter>& w) {
+            manager->add_fetch_deadline(at_ms, rt, w);
+          },
   });
 }
 
@@ -272,7 +283,7 @@ void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t p
     compaction_.forget(shard, *rt->log);
     rt->stats->replica_removed();
     replica_fetcher::new_follower_generation(*rt);
-    shards_[shard].erase(partition_key(topic, partition));
+    partition_managers_[shard]->remove(topic, partition);
     for (auto& w : rt->waiters) {
       if (!w->completed) {
         w->completed = true;
@@ -304,7 +315,7 @@ void broker_impl::remove_partitions(const std::string& topic, int32_t count, std
         rt->deleted = true;
         compaction_.forget(shard, *rt->log);
         rt->stats->replica_removed();
-        shards_[shard].erase(partition_key(topic, p));
+        partition_managers_[shard]->remove(topic, p);
         for (auto& w : rt->waiters) {
           if (!w->completed) {
             w->completed = true;

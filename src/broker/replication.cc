@@ -229,7 +229,7 @@ std::shared_ptr<partition_runtime> broker_impl::replica_on_shard(size_t shard, c
 
 void broker_impl::for_each_replica(size_t shard,
                                    const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) {
-  for (auto& [key, rt] : shards_[shard]) f(rt);
+  for (auto& [key, rt] : partition_managers_[shard]->partitions()) f(rt);
 }
 
 size_t broker_impl::replica_shard(const std::string& topic, int32_t partition) const { return owner(topic, partition); }

@@ -9,14 +9,6 @@
 
 namespace ringlog::broker {
 
-std::string_view to_string(isolation_level level) {
-  switch (level) {
-    case isolation_level::read_uncommitted: return "read_uncommitted";
-    case isolation_level::read_committed: return "read_committed";
-  }
-  return "read_uncommitted";
-}
-
 namespace detail {
 namespace {
 

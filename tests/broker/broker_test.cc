@@ -46,7 +46,7 @@ struct fixture {
     return call<result<produce_response>>([&](auto done) { b->produce(std::move(r), std::move(done)); });
   }
   result<fetch_response> fetch(const std::string& topic, int32_t p, int64_t offset, int64_t wait_ms = 0) {
-    fetch_request r{{topic, model::partition_id{p}}, model::offset{offset}, 1 << 20, wait_ms, 1};
+    fetch_request r{{{topic, model::partition_id{p}}, model::offset{offset}, 1 << 20, wait_ms, 1}};
     return call<result<fetch_response>>([&](auto done) { b->fetch(std::move(r), std::move(done)); });
   }
 };
@@ -137,7 +137,7 @@ TEST_CASE_FIXTURE(fixture, "long-poll fetch waits for new records and ends at it
   REQUIRE(create("live", 1).ok());
   std::promise<result<fetch_response>> waiting;
   auto waited = waiting.get_future();
-  b->fetch({{"live", model::partition_id{0}}, model::offset{0}, 1 << 20, 5000, 1},
+  b->fetch({{{"live", model::partition_id{0}}, model::offset{0}, 1 << 20, 5000, 1}},
            [&](result<fetch_response> r) { waiting.set_value(std::move(r)); });
   CHECK(waited.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
   REQUIRE(produce({"live", {keyed("a", "first")}, acks_mode::all, 1000}).ok());
@@ -149,7 +149,7 @@ TEST_CASE_FIXTURE(fixture, "long-poll fetch waits for new records and ends at it
 
   std::promise<result<fetch_response>> idle;
   auto idle_f = idle.get_future();
-  b->fetch({{"live", model::partition_id{0}}, model::offset{1}, 1 << 20, 2000, 1},
+  b->fetch({{{"live", model::partition_id{0}}, model::offset{1}, 1 << 20, 2000, 1}},
            [&](result<fetch_response> r2) { idle.set_value(std::move(r2)); });
   runtime->wait_idle();  // the fetch is parked and its deadline set
   runtime->advance_ms(1999);
@@ -168,7 +168,7 @@ TEST_CASE_FIXTURE(fixture, "fetches parked at one position share one read; each 
   // (answered at once: its record is there).
   auto park = [&](int64_t offset, int32_t max_bytes) {
     auto p = std::make_shared<std::promise<result<fetch_response>>>();
-    b->fetch({{"tail", model::partition_id{0}}, model::offset{offset}, max_bytes, 5000, 1},
+    b->fetch({{{"tail", model::partition_id{0}}, model::offset{offset}, max_bytes, 5000, 1}},
              [p](result<fetch_response> r) { p->set_value(std::move(r)); });
     return p->get_future();
   };
@@ -234,7 +234,7 @@ TEST_CASE_FIXTURE(fixture, "reads not kept: many empty records (records count, n
   // Two readers parked at offset 0 (many readers), woken by 10,000 records of 0 payload bytes.
   auto park = [&] {
     auto p = std::make_shared<std::promise<result<fetch_response>>>();
-    b->fetch({{"empties", model::partition_id{0}}, model::offset{0}, 1 << 20, 5000, 1},
+    b->fetch({{{"empties", model::partition_id{0}}, model::offset{0}, 1 << 20, 5000, 1}},
              [p](result<fetch_response> r) { p->set_value(std::move(r)); });
     return p->get_future();
   };

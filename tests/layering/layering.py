@@ -36,7 +36,7 @@ import tempfile
 
 # design.md section 3, top to bottom. A module may include modules of the rows below its own.
 # Names in parentheses in the comments are design.md's where today's directory differs;
-# "partition" and "producer_state" are rows design.md plans and src/ has not yet; security sits
+# "producer_state" is a row design.md plans and src/ has not yet; security sits
 # below broker (design.md lists it above), because the broker authorizes each call with it.
 LAYERS = [
     ["app"],                              # main, signals, start/stop order (composition root)
@@ -46,7 +46,7 @@ LAYERS = [
     ["broker"],                           # the service API and router: authorizes every call
     ["security"],                         # principals, authenticators, authorizer, quotas
     ["group", "txn", "delay"],            # coordinators built on partitions
-    ["partition"],                        # replica object, partition manager (planned)
+    ["partition"],                        # replica object (issue 28 stage B), partition manager
     ["replication", "controller"],        # pure replica state; metadata image, active controller
     ["raft", "producer_state"],           # raft state machine; idempotence state (planned)
     ["rpc", "protocol"],                  # inter-broker transport; Kafka wire codec

@@ -1,15 +1,15 @@
-// decode_fetched_records (broker_impl.h): a fetch's whole v2 batches -> the records a consumer
+// decode_fetched_records (partition.h): a fetch's whole v2 batches -> the records a consumer
 // is handed (read_for_fetch, the delay scheduler, a forwarded fetch's answer).
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "broker_impl.h"
+#include "ringlog/partition/partition.h"
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/storage/txn_index.h"
 
-namespace ringlog::broker::detail {
+namespace ringlog::partition {
 
 result<size_t> decode_fetched_records(std::span<const std::byte> batches, model::offset fetch_offset,
                                       model::offset high_watermark, int32_t max_bytes, std::vector<model::record>& out,
@@ -66,4 +66,4 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
   return returned_bytes;
 }
 
-}  // namespace ringlog::broker::detail
+}  // namespace ringlog::partition

@@ -3,7 +3,7 @@
 // at each of its compacted partitions in turn and runs a pass over each one that is due (one pass
 // at a time per shard, as a Kafka cleaner thread cleans one log at a time; the next log is looked
 // at when a pass ends, not at the next tick, so a log is never left waiting behind others for
-// ticks: broker_impl::clean_next). Due includes a log with nothing dirty whose earliest delete
+// ticks: partition_manager::clean_next). Due includes a log with nothing dirty whose earliest delete
 // horizon (KIP-534) has passed: its tombstones go within a tick of their horizon, with no new
 // write needed (Kafka cleans only a dirty log). Each pass runs in bounded steps
 // (storage::cleaner_step_bytes each), each a task of its own on the shard's loop, so produce and
@@ -13,7 +13,8 @@
 // restart the first pass over a log reads its delete horizons back in steps of the same bound
 // before it decides whether to clean. Steps are paced by
 // log.cleaner.io.max.bytes.per.second; log.cleaner.dedupe.buffer.size is shared out over the
-// shards (Kafka shares it over log.cleaner.threads). Private to the broker.
+// shards (Kafka shares it over log.cleaner.threads). The broker owns one for all shards; each
+// shard's partition_manager drives its own shard's passes.
 
 #include <chrono>
 #include <cstdint>
@@ -21,12 +22,12 @@
 #include <memory>
 #include <vector>
 
-#include "metadata.h"
-#include "ringlog/broker/broker.h"
+#include "ringlog/io/disk_executor.h"
+#include "ringlog/partition/partition.h"
 #include "ringlog/storage/log_cleaner.h"
 #include "ringlog/storage/partition_log.h"
 
-namespace ringlog::broker {
+namespace ringlog::partition {
 
 /// Compacted logs one task of the shard looks at (compaction::begin, an inspect each) before the
 /// rest of the tick's queue waits for a task of its own: a shard with thousands of compacted
@@ -35,7 +36,13 @@ inline constexpr size_t cleaner_looks_per_task = 64;
 
 class compaction {
  public:
-  compaction(const broker_config& config, size_t shard_count);
+  /// The static broker configs of the cleaner.
+  struct settings {
+    bool enabled = true;                    ///< log.cleaner.enable
+    int64_t dedupe_buffer_size = 0;         ///< log.cleaner.dedupe.buffer.size, shared out over the shards
+    int64_t io_max_bytes_per_second = 0;    ///< log.cleaner.io.max.bytes.per.second, per shard
+  };
+  compaction(const settings& config, size_t shard_count);
 
   /// What one step did, for the caller that schedules the next.
   struct step_outcome {
@@ -81,4 +88,4 @@ class compaction {
   std::vector<shard_cleaner> shards_;
 };
 
-}  // namespace ringlog::broker
+}  // namespace ringlog::partition

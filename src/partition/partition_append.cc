@@ -6,13 +6,13 @@
 
 #include <utility>
 
-#include "constants.h"
-#include "partition.h"
+#include "ringlog/partition/constants.h"
+#include "ringlog/partition/partition.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 
-namespace ringlog::broker::detail {
+namespace ringlog::partition {
 
 storage::result<storage::append_result> partition_runtime::append_checked(model::bytes batch) {
   const model::offset end_before = log->log_end_offset();
@@ -164,4 +164,4 @@ void partition_runtime::drop_txn_verification(int64_t producer_id, uint64_t guar
   if (g != txn_verifications.end() && g->second.id == guard) txn_verifications.erase(g);
 }
 
-}  // namespace ringlog::broker::detail
+}  // namespace ringlog::partition

@@ -1,15 +1,15 @@
-#include "compaction.h"
+#include "ringlog/partition/compaction.h"
 
 #include <algorithm>
 
 #include "ringlog/base/clock.h"
 
-namespace ringlog::broker {
+namespace ringlog::partition {
 
-compaction::compaction(const broker_config& config, size_t shard_count)
-    : enabled_(config.log_cleaner_enable),
-      dedupe_bytes_per_shard_(static_cast<size_t>(config.log_cleaner_dedupe_buffer_size) / std::max<size_t>(1, shard_count)),
-      io_bytes_per_second_(static_cast<double>(config.log_cleaner_io_max_bytes_per_second)),
+compaction::compaction(const settings& config, size_t shard_count)
+    : enabled_(config.enabled),
+      dedupe_bytes_per_shard_(static_cast<size_t>(config.dedupe_buffer_size) / std::max<size_t>(1, shard_count)),
+      io_bytes_per_second_(static_cast<double>(config.io_max_bytes_per_second)),
       shards_(shard_count) {
   for (auto& s : shards_) s.throttle = storage::cleaner_throttle(io_bytes_per_second_);
 }
@@ -94,4 +94,4 @@ void compaction::abandon(size_t shard) {
   if (s.cleaner) s.cleaner->abandon();
 }
 
-}  // namespace ringlog::broker
+}  // namespace ringlog::partition

@@ -1,6 +1,6 @@
-#include "ringlog/broker/errc.h"
+#include "ringlog/partition/errc.h"
 
-namespace ringlog::broker {
+namespace ringlog::partition {
 
 std::string_view to_string(errc e) {
   switch (e) {
@@ -54,6 +54,7 @@ std::string_view to_string(errc e) {
     case errc::no_reassignment_in_progress: return "no_reassignment_in_progress";
     case errc::reassignment_in_progress: return "reassignment_in_progress";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
+    case errc::duplicate_broker_registration: return "duplicate_broker_registration";
     case errc::duplicate_broker_registration: return "duplicate_broker_registration";
     case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
@@ -127,6 +128,7 @@ int kafka_error_code(errc e) {
     case errc::not_leader_or_follower: return 6;
     case errc::stale_broker_epoch: return 77;
     case errc::duplicate_broker_registration: return 101;
+    case errc::duplicate_broker_registration: return 101;
     case errc::not_coordinator: return 16;
     case errc::election_not_needed: return 84;
     case errc::preferred_leader_not_available: return 80;
@@ -167,24 +169,25 @@ errc errc_of_kafka_code(int code) {
   return errc::unknown_server_error;
 }
 
-result<void> validate_topic_name(std::string_view name) {
-  // Kafka's org.apache.kafka.common.internals.Topic.validate.
-  if (name.empty()) return error{errc::invalid_topic_exception, "topic name is empty"};
-  if (name == "." || name == "..") return error{errc::invalid_topic_exception, "topic name cannot be '.' or '..'"};
-  if (name.size() > 249) {
-    return error{errc::invalid_topic_exception,
-                 "topic name is " + std::to_string(name.size()) + " characters long; the limit is 249"};
+error from_storage(const storage::error& e) {
+  switch (e.code) {
+    case storage::errc::offset_out_of_range: return {errc::offset_out_of_range, e.message};
+    case storage::errc::corrupt_message: return {errc::corrupt_message, e.message};
+    case storage::errc::message_too_large: return {errc::message_too_large, e.message};
+    case storage::errc::invalid_timestamp: return {errc::invalid_timestamp, e.message};
+    case storage::errc::invalid_config: return {errc::invalid_config, e.message};
+    case storage::errc::kafka_storage_error:
+    case storage::errc::too_many_segments: return {errc::kafka_storage_error, e.message};
+    case storage::errc::out_of_order_sequence_number: return {errc::out_of_order_sequence_number, e.message};
+    case storage::errc::invalid_producer_epoch: return {errc::invalid_producer_epoch, e.message};
+    // KIP-936 throttles new producer ids with THROTTLING_QUOTA_EXCEEDED; the message names the bound.
+    case storage::errc::too_many_producers: return {errc::throttling_quota_exceeded, e.message};
+    case storage::errc::corrupt_snapshot: return {errc::kafka_storage_error, e.message};
+    case storage::errc::corrupt_txn_index: return {errc::kafka_storage_error, e.message};
+    case storage::errc::invalid_txn_state: return {errc::invalid_txn_state, e.message};
+    case storage::errc::transaction_coordinator_fenced: return {errc::transaction_coordinator_fenced, e.message};
   }
-  for (char c : name) {
-    const bool legal = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                       c == '_' || c == '-';
-    if (!legal) {
-      return error{errc::invalid_topic_exception, "topic name '" + std::string(name) +
-                                                      "' contains a character other than ASCII letters, digits, "
-                                                      "'.', '_' and '-'"};
-    }
-  }
-  return base::ok_v;
+  return {errc::unknown_server_error, e.message};
 }
 
-}  // namespace ringlog::broker
+}  // namespace ringlog::partition

@@ -7,13 +7,13 @@
 #include <chrono>
 #include <utility>
 
-#include "constants.h"
-#include "partition.h"
+#include "ringlog/partition/constants.h"
+#include "ringlog/partition/partition.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 
-namespace ringlog::broker::detail {
+namespace ringlog::partition {
 namespace {
 
 // Kafka's error codes on the wire between brokers (as replication.cc sends them).
@@ -21,6 +21,10 @@ constexpr int16_t code_offset_out_of_range = 1;
 constexpr int16_t code_not_leader_or_follower = 6;
 
 }  // namespace
+
+std::string partition_key(const std::string& topic, int32_t partition) {
+  return topic + "-" + std::to_string(partition);
+}
 
 void partition_runtime::assert_on_shard() const {
   RINGLOG_ASSERT_OP(context_->current_shard(), ==, context_->shard);
@@ -223,7 +227,7 @@ void partition_runtime::try_fetch(const std::shared_ptr<fetch_waiter>& w) {
 }
 
 void partition_runtime::answer_or_park(const std::shared_ptr<fetch_waiter>& w, result<fetch_response> response) {
-  const broker_config& config = context_->config;
+  const partition_context::settings& config = context_->config;
   const int64_t wait_ms = std::min(w->request.max_wait_ms, config.fetch_wait_max_ms);
   // A decoded read that skipped batches holding nothing for this reader (markers, aborted
   // records) answers now, so the reader moves past them instead of waiting in front of them.
@@ -262,7 +266,7 @@ void partition_runtime::answer_empty(fetch_waiter& w) const {
   w.done(std::move(empty));
 }
 
-result<std::optional<fetch_response>> partition_runtime::read_file_ranges_for_fetch(const fetch_request& req,
+result<std::optional<fetch_response>> partition_runtime::read_file_ranges_for_fetch(const fetch_params& req,
                                                                                    model::offset hw) const {
   auto read = log->read_file_ranges(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
   if (!read.ok()) return from_storage(read.error());
@@ -287,7 +291,7 @@ result<std::optional<fetch_response>> partition_runtime::read_file_ranges_for_fe
   return std::optional<fetch_response>{std::move(response)};
 }
 
-result<fetch_response> partition_runtime::read_for_fetch(const fetch_request& req) const {
+result<fetch_response> partition_runtime::read_for_fetch(const fetch_params& req) const {
   assert_on_shard();
   // read_committed reads below the last stable offset (KIP-98), read_uncommitted below the high watermark.
   const bool committed = req.isolation == isolation_level::read_committed;
@@ -365,7 +369,7 @@ protocol::fetch_response_data::partition_data partition_runtime::read_for_replic
   const bool throttled = std::find(isr.begin(), isr.end(), replica_id) == isr.end();
   const int64_t rate = throttled ? context_->leader_replication_throttled_rate() : 0;
   const int64_t now = context_->clock.now_ms();
-  if (throttled && context_->throttles.acquire(replication_throttles::side::leader, rate, now) > 0) return out;
+  if (throttled && context_->acquire_leader_throttle(rate, now) > 0) return out;
   auto read = log->read(fetch_offset, static_cast<size_t>(std::max(max_bytes, 1)), log->log_end_offset());
   if (!read.ok()) {
     out.error_code = read.error().code == storage::errc::offset_out_of_range ? code_offset_out_of_range
@@ -377,16 +381,14 @@ protocol::fetch_response_data::partition_data partition_runtime::read_for_replic
     out.records = std::move(read->batches);
   }
   if (throttled && out.records) {
-    context_->throttles.record(replication_throttles::side::leader, static_cast<int64_t>(out.records->size()), rate,
-                               now);
+    context_->record_leader_throttle(static_cast<int64_t>(out.records->size()), rate, now);
   }
   return out;
 }
 
 int64_t partition_runtime::replica_held_back_ms(int32_t replica_id) {
   if (std::find(isr.begin(), isr.end(), replica_id) != isr.end()) return 0;
-  return context_->throttles.acquire(replication_throttles::side::leader,
-                                     context_->leader_replication_throttled_rate(), context_->clock.now_ms());
+  return context_->acquire_leader_throttle(context_->leader_replication_throttled_rate(), context_->clock.now_ms());
 }
 
 void partition_runtime::wake_replica_waiters() {
@@ -406,4 +408,4 @@ void partition_runtime::wake_replica_waiters() {
   }
 }
 
-}  // namespace ringlog::broker::detail
+}  // namespace ringlog::partition

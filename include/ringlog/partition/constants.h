@@ -1,0 +1,24 @@
+#pragma once
+// The partition module's bounds, each with why (style.md: every bound named in a constants.h).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ringlog/model/record.h"
+
+namespace ringlog::partition {
+
+/// How long a group coordinator's write to __consumer_offsets waits for the in-sync replicas
+/// (Kafka's offsets.commit.timeout.ms default).
+inline constexpr int64_t internal_append_timeout_ms = 5000;
+/// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
+/// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
+inline constexpr size_t recent_reads_max = 8;
+/// A read that takes more memory than this is not kept: bounds a shard's recent reads to
+/// recent_reads_max x 1 MiB. Counted as payload (key + value + header bytes) plus
+/// recent_read_record_bytes per record, so many empty records count too.
+inline constexpr size_t recent_read_bytes_max = 1 << 20;
+/// A decoded record's own size and its allocations' headers, beyond its payload.
+inline constexpr size_t recent_read_record_bytes = sizeof(model::record) + 64;
+
+}  // namespace ringlog::partition
