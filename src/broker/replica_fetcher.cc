@@ -85,7 +85,7 @@ void replica_fetcher::new_follower_generation(partition_runtime& rt) {
 #ifdef RINGLOG_BROKER_BREAK_TRUNCATE_TO_HIGH_WATERMARK
   // Negative control of tests/sim/cluster_sim: a replica that starts following truncates to its
   // high watermark (the rule before KIP-101), with truncation_offset broken likewise.
-  if (!rt.leader && !rt.deleted && rt.leader_id >= 0 && rt.leader_id != settings_.node_id) {
+  if (!rt.leader && !rt.deleted && rt.leader_id >= 0) {   // static: no node id here; a leader has rt.leader
     (void)rt.log->truncate_to(rt.log->high_watermark());
   }
 #endif

@@ -55,7 +55,6 @@ std::string_view to_string(errc e) {
     case errc::reassignment_in_progress: return "reassignment_in_progress";
     case errc::stale_broker_epoch: return "stale_broker_epoch";
     case errc::duplicate_broker_registration: return "duplicate_broker_registration";
-    case errc::duplicate_broker_registration: return "duplicate_broker_registration";
     case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
     case errc::invalid_txn_state: return "invalid_txn_state";
@@ -127,7 +126,6 @@ int kafka_error_code(errc e) {
     case errc::not_controller: return 41;
     case errc::not_leader_or_follower: return 6;
     case errc::stale_broker_epoch: return 77;
-    case errc::duplicate_broker_registration: return 101;
     case errc::duplicate_broker_registration: return 101;
     case errc::not_coordinator: return 16;
     case errc::election_not_needed: return 84;
