@@ -66,14 +66,21 @@ def read_all(node, topic, partition, end):
     return got
 
 
-def test_acks_all_survives_kill_9_of_the_leader(cluster):
+def led_topic_of_three(cluster, name, min_insync_replicas):
+    """Creates `name` (one partition on all three brokers, min.insync.replicas as given) once the
+    quorum has a leader, and returns the partition's leader once its ISR holds all three."""
     wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
     n1 = cluster.node(1)
-    r = create_topic(n1, "replicated", partitions=1, replication_factor=3,
-                     configs=[{"name": "min.insync.replicas", "value": "2"}])
+    r = create_topic(n1, name, partitions=1, replication_factor=3,
+                     configs=[{"name": "min.insync.replicas", "value": str(min_insync_replicas)}])
     assert r.status_code == 201, r.text
-    leader = wait_until(lambda: leader_of(n1, "replicated", 0), 10.0, "a leader")
-    wait_until(lambda: isr_of(n1, "replicated", 0) == [1, 2, 3], 10.0, "ISR of three")
+    leader = wait_until(lambda: leader_of(n1, name, 0), 10.0, "a leader")
+    wait_until(lambda: isr_of(n1, name, 0) == [1, 2, 3], 10.0, "ISR of three")
+    return leader
+
+
+def test_acks_all_survives_kill_9_of_the_leader(cluster):
+    leader = led_topic_of_three(cluster, "replicated", 2)
     acked = []
     for i in range(20):
         r = produce(cluster.node(leader), "replicated", 0, [f"v{i}-{k}" for k in range(5)])
@@ -100,13 +107,7 @@ def test_acks_all_survives_kill_9_of_the_leader(cluster):
 
 
 def test_min_insync_replicas_refuses_acks_all_when_too_few_are_in_sync(cluster):
-    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
-    n1 = cluster.node(1)
-    r = create_topic(n1, "guarded", partitions=1, replication_factor=3,
-                     configs=[{"name": "min.insync.replicas", "value": "3"}])
-    assert r.status_code == 201, r.text
-    leader = wait_until(lambda: leader_of(n1, "guarded", 0), 10.0, "a leader")
-    wait_until(lambda: isr_of(n1, "guarded", 0) == [1, 2, 3], 10.0, "ISR of three")
+    leader = led_topic_of_three(cluster, "guarded", 3)
     assert produce(cluster.node(leader), "guarded", 0, ["one"]).status_code == 200
     victim = next(n for n in cluster.nodes if n.node_id != leader and n.node_id != cluster.controller())
     victim.kill()
@@ -482,13 +483,7 @@ def test_writes_forwarded_to_a_killed_leader_wait_for_the_next_one(cluster):
     already on the wire when the leader died may stay unknown."""
     import threading
 
-    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
-    n1 = cluster.node(1)
-    r = create_topic(n1, "fwdkill", partitions=1, replication_factor=3,
-                     configs=[{"name": "min.insync.replicas", "value": "2"}])
-    assert r.status_code == 201, r.text
-    leader = wait_until(lambda: leader_of(n1, "fwdkill", 0), 10.0, "a leader")
-    wait_until(lambda: isr_of(n1, "fwdkill", 0) == [1, 2, 3], 10.0, "ISR of three")
+    leader = led_topic_of_three(cluster, "fwdkill", 2)
     via = next(n for n in cluster.nodes if n.node_id != leader)
     stop = threading.Event()
     errors, acked = [], []
