@@ -480,3 +480,45 @@ def test_http_transactions_through_a_broker_that_does_not_coordinate_them(cluste
             return False
         return {(x["topic_name"], x["partition_id"]): x["current_offset"] for x in r.json()["data"]} == {(topic, 0): 1}
     wait_until(group_committed, FAILOVER_DEADLINE_S, f"group {group}'s offset committed with the transaction")
+
+
+def test_latest_and_resets_use_the_partition_leaders_end_not_the_coordinators(cluster):
+    """auto.offset.reset=latest and a group offsets reset read each partition's end from its
+    leader. They read it from the group's coordinator, which holds no replica of most partitions
+    of a replication-factor-1 topic (its figure: 0): a 'latest' consumer read whole partitions and
+    `groups reset --to latest` planned 0 (the new user's HIGH of session 24)."""
+    topic = "ends-at-leaders"
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, topic, partitions=3, replication_factor=1)
+    assert r.status_code == 201, r.text
+    for p in range(3):
+        body = {"records": [{"value": b64(f"old-{p}-{i}"), "partition": p} for i in range(20)]}
+        wait_until(lambda: requests.post(f"{n1.url}/topics/{topic}", json=body, headers={"Content-Type": BINARY},
+                                         timeout=40).status_code == 200, FAILOVER_DEADLINE_S, f"20 records in {topic}-{p}")
+    everything = [{"topic": topic, "partition": p} for p in range(3)]
+    for i in range(4):   # groups on different coordinators: each holds at most one of the partitions
+        group = f"latest-{i}"
+        r = requests.post(f"{n1.url}/consumers/{group}", json={"format": "binary", "auto.offset.reset": "latest"},
+                          headers={"Content-Type": V2}, timeout=40)
+        assert r.status_code == 200, r.text
+        base = r.json()["base_uri"]
+        r = requests.post(base + "/assignments", json={"partitions": everything}, headers={"Content-Type": V2}, timeout=40)
+        assert r.status_code == 204, r.text
+        got = []
+        for _ in range(3):
+            r = requests.get(base + "/records", params={"timeout": 200}, headers={"Accept": BINARY}, timeout=40)
+            assert r.status_code == 200, r.text
+            got += [unb64(x["value"]) for x in r.json()]
+        assert not [v for v in got if v.startswith("old-")], f"group {group} read records from before it started: {got[:5]}"
+        r = requests.post(base + "/positions/end", json={"partitions": everything}, headers={"Content-Type": V2}, timeout=40)
+        assert r.status_code == 204, r.text
+        r = requests.post(base + "/offsets", json={"offsets": [{"topic": topic, "partition": p, "offset": 4} for p in range(3)]},
+                          headers={"Content-Type": V2}, timeout=40)
+        assert r.status_code == 204, r.text
+        requests.delete(base, headers={"Content-Type": V2}, timeout=40)
+        # The group committed 5 of 20 on each partition: a reset to latest plans every leader's 20.
+        r = requests.post(n1.v3(f"/consumer-groups/{group}/offsets:reset"), json={"to": "latest", "topics": [topic]},
+                          timeout=40)
+        assert r.status_code == 200, r.text
+        assert sorted((o["partition_id"], o["offset"]) for o in r.json()["offsets"]) == [(0, 20), (1, 20), (2, 20)], r.text
