@@ -522,3 +522,19 @@ def test_latest_and_resets_use_the_partition_leaders_end_not_the_coordinators(cl
                           timeout=40)
         assert r.status_code == 200, r.text
         assert sorted((o["partition_id"], o["offset"]) for o in r.json()["offsets"]) == [(0, 20), (1, 20), (2, 20)], r.text
+
+
+def test_a_producer_session_made_on_one_broker_is_taken_at_once_by_another(cluster):
+    """POST .../producers on broker 2, then an idempotent produce through broker 3 right away:
+    broker 3 may not have applied the producer-id block yet; it catches up with the controller
+    before deciding instead of answering 404 'not handed out' (the new user's MEDIUM of session 24)."""
+    topic = "sessions-anywhere"
+    ready_cluster(cluster, topic)
+    n2, n3 = cluster.node(2), cluster.node(3)
+    for i in range(20):
+        r = requests.post(n2.v3("/producers"), timeout=40)
+        assert r.status_code == 201, r.text
+        pid, epoch = r.json()["producer_id"], r.json()["producer_epoch"]
+        r = requests.post(n3.v3(f"/topics/{topic}/records"), params={"producer_id": pid, "producer_epoch": epoch},
+                          json={"partition_id": 0, "sequence": 0, "value": {"type": "STRING", "data": f"s{i}"}}, timeout=40)
+        assert r.status_code == 200 and '"error_code":200' in r.text.replace(" ", ""), (i, r.text)
