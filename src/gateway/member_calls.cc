@@ -296,14 +296,20 @@ void member_calls::assignments(const std::string& group_id, const std::string& i
 }
 
 void member_calls::commit(const std::string& group_id, const std::string& instance_id,
+                          std::vector<group::processed_offset> offsets,
                           std::function<void(broker::result<group::partition_map<group::committed_offset>>)> done) {
   std::string where;
   auto to = remote(group_id, where);
-  if (!to) return broker_.groups().commit(group_id, instance_id, std::nullopt, std::move(done));
+  if (!to) return broker_.groups().commit(group_id, instance_id, std::move(offsets), std::move(done));
   using answer = broker::result<group::partition_map<group::committed_offset>>;
+  json listed = json::array();
+  for (const auto& o : offsets) {
+    listed.push_back({{"topic", o.partition.topic}, {"partition", o.partition.partition.value()},
+                      {"offset", o.last_processed.value()}});
+  }
   // REST v2 answers a commit with 204: the stored offsets are read back for the owned partitions.
   auto target = *to;
-  rest(target, where, "POST", instance_path(group_id, instance_id) + "/offsets", {}, v2_type,
+  rest(target, where, "POST", instance_path(group_id, instance_id) + "/offsets", dump(json{{"offsets", listed}}), v2_type,
        [this, target, where, group_id, instance_id, done = std::move(done)](broker::result<http_response> r) mutable {
          if (failed<group::partition_map<group::committed_offset>>(r, done)) return;
          assignments(group_id, instance_id, [this, target, where, group_id, instance_id, done = std::move(done)](

@@ -45,9 +45,10 @@ class member_calls {
             std::function<void(broker::result<void>)> done);
   void assignments(const std::string& group_id, const std::string& instance_id,
                    std::function<void(broker::result<group::partition_set>)> done);
-  /// Commits everything already returned to the instance; answers the committed offsets of the
-  /// partitions the instance owns.
-  void commit(const std::string& group_id, const std::string& instance_id,
+  /// Commits `offsets` (REST v2's rule: each names the LAST PROCESSED offset, N + 1 is stored);
+  /// answers the committed offsets (the stored ones here; read back for the owned partitions
+  /// from a remote coordinator, which answers REST v2's commit with 204).
+  void commit(const std::string& group_id, const std::string& instance_id, std::vector<group::processed_offset> offsets,
               std::function<void(broker::result<group::partition_map<group::committed_offset>>)> done);
 
  private:
