@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ringlog/partition/constants.h"
 #include "ringlog/partition/partition.h"
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/storage/txn_index.h"
@@ -18,6 +19,7 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
   // batches: a large batch is cut after the record that passes the limit, and the first record
   // is always returned so a consumer is never stuck behind a record larger than max_bytes.
   size_t returned_bytes = 0;
+  size_t decoded_bytes = 0;   // bounded by fetch_decoded_bytes_max (constants.h)
   size_t pos = 0;
   std::optional<storage::aborted_txn_filter> filter;
   if (aborted != nullptr) {
@@ -49,11 +51,14 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
         if (r.record_offset < fetch_offset || r.record_offset >= high_watermark) continue;
         size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
         for (const auto& h : r.headers) bytes += h.key.size() + (h.value ? h.value->size() : 0);
-        if (!out.empty() && returned_bytes + bytes > static_cast<size_t>(max_bytes)) {
+        const size_t decoded = bytes + recent_read_record_bytes + r.headers.size() * decoded_header_bytes;
+        if (!out.empty() && (returned_bytes + bytes > static_cast<size_t>(max_bytes) ||
+                             decoded_bytes + decoded > fetch_decoded_bytes_max)) {
           if (next_offset != nullptr) *next_offset = out.back().record_offset + 1;
           return returned_bytes;
         }
         returned_bytes += bytes;
+        decoded_bytes += decoded;
         out.push_back(std::move(r));
       }
     }

@@ -20,6 +20,14 @@ inline constexpr size_t recent_reads_max = 8;
 inline constexpr size_t recent_read_bytes_max = 1 << 20;
 /// A decoded record's own size and its allocations' headers, beyond its payload.
 inline constexpr size_t recent_read_record_bytes = sizeof(model::record) + 64;
+/// A decoded header's own size and its allocations' headers, beyond its key and value bytes.
+inline constexpr size_t decoded_header_bytes = sizeof(model::record_header) + 32;
+/// Memory one fetch's decoded records may take (decode_fetched_records), counted as payload plus
+/// recent_read_record_bytes per record and decoded_header_bytes per header, whatever max_bytes
+/// says (max_bytes counts payload only, up to fetch.response.bytes.max): 10,000 empty headers a
+/// record are ~20 KB on the wire and ~1 MB decoded, and a 64 MiB read of such records took
+/// 2.7 GB (the breaker of session 24). At least one record is always returned.
+inline constexpr size_t fetch_decoded_bytes_max = 64u << 20;
 /// Apply failures of metadata entries kept for proposers that have not asked yet (a forwarded
 /// entry's outcome is learnt from the local apply, which may come before the leader's answer).
 /// Oldest dropped (metadata_apply_queue).
