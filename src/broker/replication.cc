@@ -66,10 +66,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
   const bool registered = me != nullptr && me->incarnation_id == incarnation_id_;
   const bool leads = p.leader == config_.node_id && registered;
   if (p.leader == config_.node_id && !registered) {
-    deps_.runtime.post(controller_shard, [this, topic = rt->topic, partition = rt->partition, epoch = p.leader_epoch,
-                                          alive = std::weak_ptr<int>(lifetime_)] {
-      if (alive.lock()) stale_leaderships_[{topic, partition}] = epoch;
-    });
+    controller_.note_stale_leadership(rt->topic, rt->partition, p.leader_epoch);
   }
   const bool new_leadership = p.leader != rt->leader_id || p.leader_epoch != rt->epoch.value();
   const bool isr_shrank_below_min =
@@ -184,7 +181,7 @@ void broker_impl::send_alter_partition(protocol::alter_partition_request_data re
   deps_.runtime.post(controller_shard, [this, request = std::move(request), on_answer = std::move(on_answer)]() mutable {
     const int32_t controller = quorum_ ? quorum_->leader_id() : -1;
     if (controller == config_.node_id) {
-      return alter_partition(std::move(request), [on_answer](protocol::alter_partition_response_data r) {
+      return controller_.alter_partition(std::move(request), [on_answer](protocol::alter_partition_response_data r) {
         const auto& p = r.topics.empty() || r.topics[0].partitions.empty() ? nullptr : &r.topics[0].partitions[0];
         on_answer(r.error_code != code_none ? r.error_code : (p ? p->error_code : code_invalid_request),
                   "this node is the controller");
