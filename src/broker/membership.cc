@@ -90,10 +90,9 @@ const broker_config& active_controller::live_config() const {
 
 void active_controller::handle_broker_heartbeat(const protocol::request_header_data& header,
                                                 std::vector<std::byte> body, rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto request = protocol::broker_heartbeat_request_data::decode(rd, header.request_api_version);
-  if (!request.ok()) return;
-  respond_with(header, controller_heartbeat(request.value()), respond);
+  answer_request<protocol::broker_heartbeat_request_data>(
+      header, body, std::move(respond),
+      [this](const auto& request, auto answer) { answer(controller_heartbeat(request)); });
 }
 
 protocol::broker_heartbeat_response_data active_controller::controller_heartbeat(

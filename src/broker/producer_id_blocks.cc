@@ -20,12 +20,10 @@ constexpr int16_t code_unknown_server_error = -1;
 
 void active_controller::handle_allocate_producer_ids(const protocol::request_header_data& header,
                                                      std::vector<std::byte> body, rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto request = protocol::allocate_producer_ids_request_data::decode(rd, header.request_api_version);
-  if (!request.ok()) return;   // unanswered: the broker's request times out and it asks again
-  allocate_producer_ids(request.value(), [header, respond](protocol::allocate_producer_ids_response_data r) mutable {
-    respond_with(header, r, respond);
-  });
+  answer_request<protocol::allocate_producer_ids_request_data>(
+      header, body, std::move(respond), [this](const auto& request, auto answer) {
+        allocate_producer_ids(request, std::move(answer));
+      });
 }
 
 void active_controller::allocate_producer_ids(const protocol::allocate_producer_ids_request_data& request,
