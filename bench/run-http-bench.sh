@@ -63,6 +63,19 @@ settle() {
   echo "the disk did not settle within ${SETTLE_SECONDS:-60} s (dirty ${dirty} kB); measuring anyway" >&2
 }
 bench() { settle; "$RINGLOG" bench --bootstrap-server http://127.0.0.1:9580 --json --duration-ms $((RUN_SECONDS * 1000)) "$@"; }
+# CPU seconds (user + system) process $1 has used so far (/proc/PID/stat, clock ticks).
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+# Runs a command, writing the CPU seconds it (and its children) used into file $1. The CPU per
+# record of a server and of its load generator does not depend on what else runs on the machine,
+# unlike records/s: it says how far each side is from the two cores' limit (issue 32).
+with_client_cpu() {
+  local out=$1; shift
+  /usr/bin/python3 -c 'import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write(f"{u.ru_utime + u.ru_stime:.3f}\n")
+sys.exit(code)' "$out" "$@"
+}
 # Topics are created before each run (creating six partitions costs fsyncs that would land in
 # the first produce latencies). The produce target is measured without readers; the same load
 # with one long-polling reader per partition shows what reading costs on the same cores.
@@ -71,7 +84,12 @@ topics bench-max bench-max-read bench-half bench-target-half
 # The latency target first, on a fresh broker and an idle disk: after the maximum runs the disk is
 # still busy with what they left (tens of ms of p99 in some runs, none in the first).
 target_half=$(bench --topic bench-target-half --partitions 6 --producers "$LATENCY_PRODUCERS" --consumers 6 --batch-records 100 --record-bytes 1024 --rate 122070)
-max=$(bench --topic bench-max --partitions 6 --producers "$PRODUCERS" --consumers 0 --batch-records 100 --record-bytes 1024)
+settle
+server_cpu_before=$(cpu_seconds "${pids[0]}")
+max=$(with_client_cpu "$WORK/max-client.cpu" "$RINGLOG" bench --bootstrap-server http://127.0.0.1:9580 --json \
+  --duration-ms $((RUN_SECONDS * 1000)) --topic bench-max --partitions 6 --producers "$PRODUCERS" --consumers 0 \
+  --batch-records 100 --record-bytes 1024)
+max_cpu="$(cpu_seconds "${pids[0]}") $server_cpu_before $(cat "$WORK/max-client.cpu")"
 max_read=$(bench --topic bench-max-read --partitions 6 --producers "$PRODUCERS" --consumers 6 --batch-records 100 --record-bytes 1024)
 rate=$(/usr/bin/python3 -c "import json,sys; print(int(json.loads(sys.argv[1])['records_per_s'] / 2))" "$max")
 half=$(bench --topic bench-half --partitions 6 --producers "$PRODUCERS" --consumers 6 --batch-records 100 --record-bytes 1024 --rate "$rate")
@@ -105,9 +123,11 @@ pids+=($!)
 for _ in $(seq 100); do redis-cli -p 9582 ping >/dev/null 2>&1 && break; sleep 0.1; done
 value=$(head -c 768 /dev/urandom | base64 -w0 | head -c 1024)
 settle
-redis_out=$(redis-benchmark -p 9582 -c 64 -P 16 -n 400000 -q XADD bench-stream '*' v "$value" 2>&1 | tr '\r' '\n' | tail -1)
+redis_cpu_before=$(cpu_seconds "${pids[2]}")
+redis_out=$(with_client_cpu "$WORK/redis-client.cpu" redis-benchmark -p 9582 -c 64 -P 16 -n 400000 -q XADD bench-stream '*' v "$value" 2>&1 | tr '\r' '\n' | tail -1)
+redis_cpu="$(cpu_seconds "${pids[2]}") $redis_cpu_before $(cat "$WORK/redis-client.cpu")"
 
-/usr/bin/python3 - "$max" "$half" "$wrk_out" "$redis_out" "$max_read" "$fsync" "$target_half" <<'PY'
+/usr/bin/python3 - "$max" "$half" "$wrk_out" "$redis_out" "$max_read" "$fsync" "$target_half" "$max_cpu" "$redis_cpu" <<'PY'
 import json, re, sys
 mx, half = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 wrk, redis = sys.argv[3], sys.argv[4]
@@ -126,6 +146,18 @@ print(f"| nginx 1.22 + wrk | GET of a 1 KiB file, 64 connections | {rps:.0f} | {
 print(f"| Redis 7 streams | XADD of 1 KiB values, appendfsync always, 64 clients, pipeline 16 | {rrps:.0f} | {rrps * 1024 / 1e6:.1f} | - |")
 print()
 print(f"ringlog produce (no readers) / Redis XADD: {mx['records_per_s'] / rrps:.2f}x (issue 32 aims at 3x)")
+# CPU per 1,000 records: (server after, server before, client) seconds of each run.
+s_after, s_before, s_client = map(float, sys.argv[8].split())
+r_after, r_before, r_client = map(float, sys.argv[9].split())
+ringlog_server = (s_after - s_before) / mx["records_produced"] * 1e6
+ringlog_client = s_client / mx["records_produced"] * 1e6
+redis_n = 400000
+redis_server = (r_after - r_before) / redis_n * 1e6
+redis_client = r_client / redis_n * 1e6
+print(f"CPU per 1,000 records (user + system ms): ringlog server {ringlog_server:.1f}, its load generator "
+      f"{ringlog_client:.1f}; Redis server {redis_server:.1f}, redis-benchmark {redis_client:.1f}. On the 2 cores "
+      f"both share, server + client CPU bounds ringlog at {2e6 / (ringlog_server + ringlog_client):,.0f} records/s "
+      f"and Redis at {2e6 / (redis_server + redis_client):,.0f}/s")
 print("errors during the ringlog runs:", mx["errors"] + mxr["errors"] + half["errors"] + th["errors"], "; consumed", mxr["records_consumed"], "and", half["records_consumed"], "records")
 buckets = [(float(m.group(1)), int(m.group(2))) for m in re.finditer(r'le="([0-9.e+-]+)"\} (\d+)', fsync)]
 total = max((n for _, n in buckets), default=0)

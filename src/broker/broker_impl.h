@@ -4,9 +4,10 @@
 // cluster_requests.cc: requests between brokers, heartbeats; topics_admin.cc; partition_reconcile.cc:
 // partitions opened and dropped as the metadata moves; own_records.cc; produce.cc; fetch.cc:
 // fetches and list offsets; replication.cc: leaderships, the controller client of ISR
-// changes). The replica fetcher and the leader's side of followers' fetches are replica_fetcher.h's;
-// the active controller (heartbeats answered, fencing, AlterPartition, elections, reassignments,
-// rebalance, decommission, producer id blocks, internal topics) is active_controller.h's.
+// changes). The replica fetcher and the leader's side of followers' fetches are replica_fetcher.h's,
+// the delayed-delivery host (delay.cc) delay_host.h's, the active controller (heartbeats answered,
+// fencing, AlterPartition, elections, reassignments, rebalance, decommission, producer id blocks,
+// internal topics) active_controller.h's.
 // One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
 // guards) is partition_runtime's, and each shard's replicas, fetch deadlines, kept reads and
 // maintenance tick are its partition_manager's (the partition module, which never sees this class).
@@ -29,10 +30,12 @@
 #include "active_controller.h"
 #include "producer_ids.h"
 #include "constants.h"
+#include "delay_host.h"
 #include "group_service.h"
 #include "txn_service.h"
 #include "metadata.h"
 #include "partition.h"
+#include "produce_operation.h"
 #include "ringlog/partition/partition_manager.h"
 #include "quota_managers.h"
 #include "replica_fetcher.h"
@@ -42,7 +45,6 @@
 #include "ringlog/base/constants.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
-#include "ringlog/delay/scheduler.h"
 #include "ringlog/protocol/frame.h"
 #include "ringlog/replication/leader_state.h"
 #include "ringlog/replication/offsets_gate.h"
@@ -66,20 +68,12 @@ result<void> check_keys_for_compaction(const std::string& topic, const storage::
 /// replica is not opened yet (retriable not_leader_or_follower).
 error no_replica_here(bool topic_in_view, const model::topic_partition& tp);
 
-struct produce_operation {
-  std::vector<produce_record_result> results;
-  std::atomic<size_t> remaining{0};
-  std::function<void(result<produce_response>)> done;
-  void finish_one() {
-    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) done(produce_response{std::move(results)});
-  }
-};
-
 class broker_impl final : public broker,
                           public group_host,
                           public txn_host,
                           public controller::quorum_state_machine,
                           public replica_fetcher_host,
+                          public delay_host_services,
                           public active_controller_host {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
@@ -129,6 +123,9 @@ class broker_impl final : public broker,
   [[nodiscard]] std::vector<broker_description> list_brokers() const override;
   [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
   [[nodiscard]] quorum_status describe_quorum() const override;
+  void describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) override {
+    delay_host_.describe(std::move(done));
+  }
 
   // quorum_state_machine: runs on the controller shard.
   void apply(std::span<const controller::committed_entry> entries) override;
@@ -236,7 +233,7 @@ class broker_impl final : public broker,
   result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override {
     return read_internal_from(consumer_offsets_topic, shard, partition);
   }
-  /// rt->append_own_records (partition.h) for the coordinators and the delay schedulers.
+  /// rt->append_own_records (partition.h) for the coordinators.
   result<void> append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                   std::vector<model::record> records, std::function<void(result<void>)> replicated);
   // txn_host (and the shared internal-topic path of group_host): __transaction_state.
@@ -275,7 +272,7 @@ class broker_impl final : public broker,
   /// The topic and partition exist and the broker is not stopping.
   result<void> check_readable(const model::topic_partition& tp) const;
 
-  std::shared_ptr<const topic_state> find_topic(const std::string& name) const {
+  std::shared_ptr<const topic_state> find_topic(const std::string& name) const override {
     auto v = view();
     auto it = v->topics.find(name);
     return it == v->topics.end() ? nullptr : it->second;
@@ -521,7 +518,7 @@ class broker_impl final : public broker,
 
   /// `internal_write`: the broker's own writes to internal topics (delay records), refused otherwise.
   void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                  std::function<void(result<produce_response>)> done, bool internal_write = false);
+                  std::function<void(result<produce_response>)> done, bool internal_write = false) override;
   /// produce_to after its checks; for a transactional produce once its partitions joined the
   /// transaction.
   void produce_appending(const std::shared_ptr<const topic_state>& topic, produce_request request,
@@ -533,25 +530,6 @@ class broker_impl final : public broker,
   /// nothing is appended.
   void produce_in_transaction(const std::shared_ptr<const topic_state>& topic, produce_request request,
                               std::function<void(result<produce_response>)> done);
-  // ---- delayed delivery (delay.cc; issue 18, design.md section 7)
-  struct delay_partition_state;
-  /// A record's delivery time from its ringlog-deliver-at header: nullopt when it has none, is due
-  /// already (`now_ms` or earlier) or was moved by a scheduler (source header). Errors:
-  /// invalid_record (not decimal ms; past delay.max.ms from now, naming both).
-  /// A ringlog-delay-ms header is replaced by ringlog-deliver-at (now + delay) first.
-  result<std::optional<int64_t>> delivery_time_of(produce_record& record, int64_t now_ms) const;
-  /// delivery_time_of(request.records[i]), refusing one inside a transaction or idempotent session.
-  result<std::optional<int64_t>> delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const;
-  /// Appends the delayed records (`indices` into `records`, each with its target partition and
-  /// due time) to their delay topics, creating them first; fills op's results (the target
-  /// partition, offset -1: not known until delivery) and calls op->finish_one() once per tier.
-  struct delayed_record {
-    size_t index = 0;
-    int32_t target_partition = 0;
-    int64_t due_ms = 0;
-  };
-  /// How many finish_one() calls produce_delayed makes for `delayed` (one per delay topic used).
-  static size_t delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms);
   /// Who made the batches of a produce_batches_from call, which decides the checks already made.
   enum class batch_origin {
     kafka_client,    ///< a Kafka producer's Produce: every check
@@ -574,41 +552,10 @@ class broker_impl final : public broker,
   /// invalid_record, each naming the batch.
   static result<bool> validate_batches(const produce_batches_request& request, const storage::log_config& config,
                                        batch_origin origin);
-  /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms) of a record
-  /// not yet moved by a scheduler.
-  static bool has_delay_header(const std::vector<model::record_header>& headers);
-  /// Kafka Produce of one partition whose records may be delayed: every record through
-  /// produce_to (validated batches). The answer's base_offset is -1 when a record was delayed
-  /// (its offset is known once delivered); an invalid delivery time refuses the request
-  /// (invalid_record) before anything is stored.
-  void produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
-                               std::function<void(result<produce_batches_response>)> done);
-  void produce_delayed(const std::string& target_topic, std::vector<produce_record>& records,
-                       const std::vector<delayed_record>& delayed, int64_t now_ms, acks_mode acks, int64_t timeout_ms,
-                       const std::shared_ptr<produce_operation>& op);
-  /// `done` with the delay topic of tier `tier`, created (on the controller) when missing.
-  void with_delay_topic(size_t tier, std::function<void(result<std::shared_ptr<const topic_state>>)> done);
-  /// On the partition's shard: this node now leads a delay partition (its scheduler starts from
-  /// the partition's latest checkpoint) or no longer does (it stops; in-flight answers are ignored).
-  void delay_partition_led(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads);
-  /// Start-up, after the groups: schedulers for the delay partitions this node leads.
-  void start_delay_schedulers();
-  void describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) override;
-  void schedule_delay_tick(size_t shard);
-  void drive_delay(size_t shard, const std::shared_ptr<delay_partition_state>& st);
-  /// Appends `cp` and reports it to the scheduler when replicated; false when it failed at once
-  /// (reported already).
-  bool write_delay_checkpoint(size_t shard, const std::shared_ptr<delay_partition_state>& st,
-                              const std::shared_ptr<partition_runtime>& rt, const delay::checkpoint& cp);
-  void send_delay_moves(size_t shard, const std::shared_ptr<delay_partition_state>& st,
-                        const std::shared_ptr<partition_runtime>& rt, std::vector<delay::move> moves);
-  /// Runs `f` on `shard` with the scheduler state of `key` if it is still generation `generation`.
-  void on_delay_state(size_t shard, std::string key, uint64_t generation,
-                      std::function<void(const std::shared_ptr<delay_partition_state>&)> f);
-  std::vector<std::map<std::string, std::shared_ptr<delay_partition_state>>> delay_states_;   // per shard
-  std::vector<char> delay_ticking_;    // per shard: its tick timer is set
-  std::atomic<bool> delay_started_{false};
-  std::atomic<uint64_t> next_delay_generation_{1};
+  // delay_host_services: what the delayed-delivery host reaches (delay_host.h; own_records.cc)
+  void create_internal_topic(std::string name, int32_t partitions_count, std::map<std::string, std::string> configs,
+                             std::function<void(result<std::shared_ptr<const topic_state>>)> done) override;
+  [[nodiscard]] int64_t delay_max_ms() const override { return live(*view()).delay_max_ms; }
   void publish(partition_runtime& rt);
   /// On the partition's shard. `verified_guard`: the guard (partition_runtime::
   /// txn_verifications) of the KIP-890 verification this request passed, 0 when none ran yet.
@@ -710,6 +657,9 @@ class broker_impl final : public broker,
                                              deps_.cluster_transport, stopping_};
   replica_fetcher replica_fetcher_{*this, replica_fetch_settings_of(config_), deps_.clock, deps_.runtime,
                                    deps_.cluster_transport, replication_throttles_, stopping_, replica_fetch_server_};
+  /// The delayed-delivery host: the produce side's delay topics and the schedulers of the delay
+  /// partitions this node leads (delay_host.h).
+  delay_host delay_host_{*this, deps_.runtime, deps_.clock, config_.node_id, stopping_};
   /// The active controller's RPCs, commits, ticks and in-flight state (active_controller.h).
   active_controller controller_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport,
                                 deps_.random, deps_.controller_quorum_voters, stopping_};

@@ -5,7 +5,8 @@
 // scheduler's position is a checkpoint record in its own delay partition, written with acks=all
 // before each step's moves (an intent), so a new leader or a restarted broker resumes where the
 // last one stopped and looks up the moves it may have sent (their dedup header) before sending
-// them again. docs/delayed-delivery.md has the guarantee in full.
+// them again. docs/delayed-delivery.md has the guarantee in full. All of it is delay_host's
+// (delay_host.h), which reaches the broker through delay_host_services only.
 
 #include <algorithm>
 #include <charconv>
@@ -14,8 +15,7 @@
 #include <set>
 #include <tuple>
 
-#include "broker_impl.h"
-#include "ringlog/controller/placement.h"
+#include "delay_host.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/codec/record_batch.h"
@@ -40,7 +40,7 @@ inline constexpr size_t delay_read_bytes = 1 << 20;
 /// window_records_max entries fills in a few reads; the next tick continues).
 inline constexpr int delay_drive_steps_max = 16;
 
-struct broker_impl::delay_partition_state {
+struct delay_host::partition_state {
   std::weak_ptr<partition_runtime> rt;
   std::string key;           // partition_key(topic, partition)
   std::string topic;
@@ -152,7 +152,7 @@ bool permanent(errc code) {
 
 // ---------------------------------------------------------------- produce side
 
-result<std::optional<int64_t>> broker_impl::delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const {
+result<std::optional<int64_t>> delay_host::delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const {
   auto due = delivery_time_of(request.records[i], now_ms);
   if (!due.ok() || !*due || !request.producer) return due;
   if (request.producer->transactional_id) {
@@ -168,8 +168,8 @@ result<std::optional<int64_t>> broker_impl::delivery_time_in(produce_request& re
                                          "without producer_id"};
 }
 
-result<std::optional<int64_t>> broker_impl::delivery_time_of(produce_record& record, int64_t now_ms) const {
-  const int64_t delay_max_ms = live(*view()).delay_max_ms;
+result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& record, int64_t now_ms) const {
+  const int64_t delay_max_ms = host_.delay_max_ms();
   auto relative = std::find_if(record.headers.begin(), record.headers.end(),
                                [](const model::record_header& h) { return h.key == delay::delay_ms_header; });
   if (relative != record.headers.end() && !has_header(record.headers, delay::source_header)) {
@@ -213,15 +213,15 @@ result<std::optional<int64_t>> broker_impl::delivery_time_of(produce_record& rec
   return std::optional<int64_t>{*due};
 }
 
-bool broker_impl::has_delay_header(const std::vector<model::record_header>& headers) {
+bool delay_host::has_delay_header(const std::vector<model::record_header>& headers) {
   // A moved record keeps its (past) delivery time beside its source: it is never delayed again.
   return (has_header(headers, delay::deliver_at_header) || has_header(headers, delay::delay_ms_header)) &&
          !has_header(headers, delay::source_header);
 }
 
-void broker_impl::produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
+void delay_host::produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
                                           std::function<void(result<produce_batches_response>)> done) {
-  const int64_t now = deps_.clock.now_ms();
+  const int64_t now = clock_.now_ms();
   produce_request out;
   out.topic = request.partition.topic;
   out.acks = request.acks;
@@ -244,7 +244,7 @@ void broker_impl::produce_batches_delayed(produce_batches_request request, const
       out.records.push_back(std::move(p));
     }
   }
-  produce_to(topic, std::move(out), [delayed, done = std::move(done)](result<produce_response> r) {
+  host_.produce_to(topic, std::move(out), [delayed, done = std::move(done)](result<produce_response> r) {
     if (!r.ok()) return done(r.error());
     produce_batches_response answer;
     for (const auto& res : r->results) {
@@ -252,16 +252,16 @@ void broker_impl::produce_batches_delayed(produce_batches_request request, const
     }
     if (!delayed && !r->results.empty()) answer.base_offset = r->results.front().record_offset;
     done(answer);
-  });
+  }, false);
 }
 
-size_t broker_impl::delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms) {
+size_t delay_host::delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms) {
   std::set<size_t> tiers;
   for (const auto& d : delayed) tiers.insert(delay::tier_for_delay(d.due_ms - now_ms));
   return tiers.size();
 }
 
-void broker_impl::produce_delayed(const std::string& target_topic, std::vector<produce_record>& records,
+void delay_host::produce_delayed(const std::string& target_topic, std::vector<produce_record>& records,
                                   const std::vector<delayed_record>& delayed, int64_t now_ms, acks_mode acks,
                                   int64_t timeout_ms, const std::shared_ptr<produce_operation>& op) {
   struct tier_request {
@@ -296,7 +296,7 @@ void broker_impl::produce_delayed(const std::string& target_topic, std::vector<p
         return op->finish_one();
       }
       auto indices = std::move(t.indices);
-      produce_to(*topic, std::move(t.request), [op, indices](result<produce_response> r) {
+      host_.produce_to(*topic, std::move(t.request), [op, indices](result<produce_response> r) {
         for (size_t k = 0; k < indices.size(); ++k) {
           auto& res = op->results[indices[k]];
           // The record's offset in its target is known only once it is delivered.
@@ -313,39 +313,43 @@ void broker_impl::produce_delayed(const std::string& target_topic, std::vector<p
   }
 }
 
-void broker_impl::with_delay_topic(size_t tier, std::function<void(result<std::shared_ptr<const topic_state>>)> done) {
+void delay_host::with_delay_topic(size_t tier, std::function<void(result<std::shared_ptr<const topic_state>>)> done) {
   std::string name(delay::tiers[tier].topic);
-  if (auto t = find_topic(name)) return done(t);
-  deps_.runtime.post(controller_shard, [this, name = std::move(name), done = std::move(done)]() mutable {
-    if (auto t = controller_find_topic(name)) return done(t);
-    const auto& image = *controller_view_->image;
-    auto records = new_topic_records(image, name, new_topic_id(deps_.random), delay_topic_partitions,
-                                     automatic_replication_factor(image),
-                                     {{"cleanup.policy", "delete"}, {"retention.ms", "-1"}, {"retention.bytes", "-1"},
-                                      {"segment.bytes", delay_topic_segment_bytes}});
-    if (!records.ok()) return done(from_controller(records.error()));
-    commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
-      // A concurrent creation (another produce, another broker) may have won: that one is used.
-      if (auto t = controller_find_topic(name)) return done(t);
-      done(r.ok() ? error{errc::unknown_topic_or_partition, unknown_topic_message(name)} : r.error());
-    });
-  });
+  if (auto t = host_.find_topic(name)) return done(t);
+  host_.create_internal_topic(std::move(name), delay_topic_partitions,
+                              {{"cleanup.policy", "delete"}, {"retention.ms", "-1"}, {"retention.bytes", "-1"},
+                               {"segment.bytes", delay_topic_segment_bytes}},
+                              std::move(done));
 }
 
 // ---------------------------------------------------------------- the schedulers
 
-void broker_impl::start_delay_schedulers() {
+delay_host::delay_host(delay_host_services& host, runtime::shard_runtime& runtime, const base::clock& clock,
+                       int32_t node_id, const std::atomic<bool>& stopping)
+    : host_(host),
+      runtime_(runtime),
+      clock_(clock),
+      node_id_(node_id),
+      stopping_(stopping),
+      delay_states_(runtime.shard_count()),
+      delay_ticking_(runtime.shard_count(), 0) {}
+
+void delay_host::start() {
   delay_started_.store(true, std::memory_order_release);
-  for (size_t s = 0; s < partition_managers_.size(); ++s) {
-    deps_.runtime.post(s, [this, s] {
-      for (auto& [key, rt] : partition_managers_[s]->partitions()) {
+  for (size_t s = 0; s < delay_states_.size(); ++s) {
+    runtime_.post(s, [this, s] {
+      host_.for_each_replica(s, [this, s](const std::shared_ptr<partition_runtime>& rt) {
         if (!rt->deleted && rt->leader && delay::is_delay_topic(rt->topic)) delay_partition_led(s, rt, true);
-      }
+      });
     });
   }
 }
 
-void broker_impl::describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) {
+void delay_host::on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
+  if (delay::is_delay_topic(rt->topic)) delay_partition_led(shard, rt, leads);
+}
+
+void delay_host::describe(std::function<void(std::vector<delay_scheduler_description>)> done) {
   struct gathered {
     std::mutex mutex;
     std::vector<delay_scheduler_description> out;
@@ -353,14 +357,14 @@ void broker_impl::describe_delay_schedulers(std::function<void(std::vector<delay
     std::function<void(std::vector<delay_scheduler_description>)> done;
   };
   auto g = std::make_shared<gathered>();
-  g->remaining = partition_managers_.size();
+  g->remaining = delay_states_.size();
   g->done = std::move(done);
   std::weak_ptr<int> alive = lifetime_;
-  for (size_t s = 0; s < partition_managers_.size(); ++s) {
-    deps_.runtime.post(s, [this, s, g, alive] {
+  for (size_t s = 0; s < delay_states_.size(); ++s) {
+    runtime_.post(s, [this, s, g, alive] {
       std::vector<delay_scheduler_description> local;
       if (!alive.expired()) {
-        const int64_t now = deps_.clock.now_ms();
+        const int64_t now = clock_.now_ms();
         for (const auto& [key, st] : delay_states_[s]) {
           auto rt = st->rt.lock();
           if (!rt || !st->core) continue;
@@ -368,7 +372,7 @@ void broker_impl::describe_delay_schedulers(std::function<void(std::vector<delay
           delay_scheduler_description d;
           d.topic = st->topic;
           d.partition = st->partition;
-          d.broker_id = config_.node_id;
+          d.broker_id = node_id_;
           d.position = core.position().value();
           d.read_offset = core.read_offset().value();
           d.high_watermark = rt->log->high_watermark().value();
@@ -401,7 +405,7 @@ void broker_impl::describe_delay_schedulers(std::function<void(std::vector<delay
   }
 }
 
-void broker_impl::delay_partition_led(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
+void delay_host::delay_partition_led(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
   if (!delay_started_.load(std::memory_order_acquire)) return;   // start_delay_schedulers picks it up
   auto& states = delay_states_[shard];
   const std::string key = partition_key(rt->topic, rt->partition);
@@ -414,11 +418,11 @@ void broker_impl::delay_partition_led(size_t shard, const std::shared_ptr<partit
   auto cp = latest_checkpoint(*rt->log);
   if (!cp.ok()) {
     // Not served until the partition is led again: a broken checkpoint must not be guessed past.
-    log_error("delay partition " + key + ": the scheduler cannot start: " + cp.error().message);
+    host_.log_error("delay partition " + key + ": the scheduler cannot start: " + cp.error().message);
     if (it != states.end()) states.erase(it);
     return;
   }
-  auto st = std::make_shared<delay_partition_state>();
+  auto st = std::make_shared<partition_state>();
   st->rt = rt;
   st->key = key;
   st->topic = rt->topic;
@@ -426,7 +430,7 @@ void broker_impl::delay_partition_led(size_t shard, const std::shared_ptr<partit
   st->generation = next_delay_generation_.fetch_add(1);
   st->core.emplace(*cp);
   if (!cp->in_flight.empty()) {
-    log_info("delay partition " + key + ": resuming at offset " + std::to_string(cp->position.value()) + " with " +
+    host_.log_info("delay partition " + key + ": resuming at offset " + std::to_string(cp->position.value()) + " with " +
              std::to_string(cp->in_flight.size()) + " moves to look up in their targets first");
   }
   states[key] = st;
@@ -437,26 +441,26 @@ void broker_impl::delay_partition_led(size_t shard, const std::shared_ptr<partit
   drive_delay(shard, st);
 }
 
-void broker_impl::schedule_delay_tick(size_t shard) {
+void delay_host::schedule_delay_tick(size_t shard) {
   std::weak_ptr<int> alive = lifetime_;
-  deps_.runtime.post_after(shard, delay::tick_ms, [this, shard, alive] {
+  runtime_.post_after(shard, delay::tick_ms, [this, shard, alive] {
     if (alive.expired() || stopping_) return;
     auto& states = delay_states_[shard];
     if (states.empty()) {
       delay_ticking_[shard] = 0;
       return;
     }
-    std::vector<std::shared_ptr<delay_partition_state>> all;
+    std::vector<std::shared_ptr<partition_state>> all;
     for (auto& [key, st] : states) all.push_back(st);
     for (auto& st : all) drive_delay(shard, st);
     schedule_delay_tick(shard);
   });
 }
 
-void broker_impl::on_delay_state(size_t shard, std::string key, uint64_t generation,
-                                 std::function<void(const std::shared_ptr<delay_partition_state>&)> f) {
+void delay_host::on_delay_state(size_t shard, std::string key, uint64_t generation,
+                                 std::function<void(const std::shared_ptr<partition_state>&)> f) {
   std::weak_ptr<int> alive = lifetime_;
-  deps_.runtime.post(shard, [this, shard, alive, key = std::move(key), generation, f = std::move(f)] {
+  runtime_.post(shard, [this, shard, alive, key = std::move(key), generation, f = std::move(f)] {
     if (alive.expired()) return;
     auto& states = delay_states_[shard];
     auto it = states.find(key);
@@ -465,7 +469,7 @@ void broker_impl::on_delay_state(size_t shard, std::string key, uint64_t generat
   });
 }
 
-void broker_impl::drive_delay(size_t shard, const std::shared_ptr<delay_partition_state>& st) {
+void delay_host::drive_delay(size_t shard, const std::shared_ptr<partition_state>& st) {
   auto rt = st->rt.lock();
   if (!rt || rt->deleted || !rt->leader || stopping_) {
     delay_states_[shard].erase(st->key);
@@ -473,20 +477,20 @@ void broker_impl::drive_delay(size_t shard, const std::shared_ptr<delay_partitio
   }
   for (int step = 0; step < delay_drive_steps_max; ++step) {
     const model::offset high_watermark = rt->log->high_watermark();
-    delay::effects e = st->core->poll(deps_.clock.now_ms(), high_watermark);
+    delay::effects e = st->core->poll(clock_.now_ms(), high_watermark);
     if (e.read_from) {
       // One log read: the delay records it holds, up to what the window takes.
       std::vector<delay::pending_entry> entries;
       model::offset next = *e.read_from;
       auto read = rt->log->read(*e.read_from, delay_read_bytes, high_watermark);
       if (!read.ok()) {
-        log_error("delay partition " + st->key + ": read at " + std::to_string(e.read_from->value()) + ": " +
+        host_.log_error("delay partition " + st->key + ": read at " + std::to_string(e.read_from->value()) + ": " +
                   read.error().message);
         return;
       }
       auto records = records_of(read->batches, *e.read_from, high_watermark);
       if (!records.ok()) {
-        log_error("delay partition " + st->key + ": " + records.error().message);
+        host_.log_error("delay partition " + st->key + ": " + records.error().message);
         return;
       }
       bool full = false;
@@ -500,7 +504,7 @@ void broker_impl::drive_delay(size_t shard, const std::shared_ptr<delay_partitio
         auto due = header_text(r.headers, delay::deliver_at_header);
         auto due_ms = due ? parse_decimal(*due) : std::nullopt;
         if (!due_ms || !header_text(r.headers, delay::target_topic_header)) {
-          log_error("delay partition " + st->key + ": offset " + std::to_string(r.record_offset.value()) +
+          host_.log_error("delay partition " + st->key + ": offset " + std::to_string(r.record_offset.value()) +
                     " is not a delay record; skipped");
           continue;
         }
@@ -524,10 +528,10 @@ void broker_impl::drive_delay(size_t shard, const std::shared_ptr<delay_partitio
   }
 }
 
-bool broker_impl::write_delay_checkpoint(size_t shard, const std::shared_ptr<delay_partition_state>& st,
+bool delay_host::write_delay_checkpoint(size_t shard, const std::shared_ptr<partition_state>& st,
                                          const std::shared_ptr<partition_runtime>& rt, const delay::checkpoint& cp) {
   auto fail = [&](const std::string& why) {
-    log_error("delay partition " + st->key + ": checkpoint not written: " + why);
+    host_.log_error("delay partition " + st->key + ": checkpoint not written: " + why);
     st->core->checkpoint_written(false);
     return false;
   };
@@ -537,18 +541,17 @@ bool broker_impl::write_delay_checkpoint(size_t shard, const std::shared_ptr<del
   std::vector<model::record> records;
   records.push_back(std::move(r));
   const model::offset position = cp.position;
-  auto appended = append_own_records(shard, rt, std::move(records), [this, shard, key = st->key,
-                                                                       generation = st->generation,
-                                                                       position](result<void> r) {
+  auto appended = rt->append_own_records(std::move(records), [this, shard, key = st->key, generation = st->generation,
+                                                              position](result<void> r) {
     on_delay_state(shard, key, generation, [this, shard, r, position](const auto& s) {
-      if (!r.ok()) log_error("delay partition " + s->key + ": checkpoint not replicated: " + r.error().message);
+      if (!r.ok()) host_.log_error("delay partition " + s->key + ": checkpoint not replicated: " + r.error().message);
       s->core->checkpoint_written(r.ok());
       // Records below the committed position are moved: their segments may go
       // (Kafka's DeleteRecords; retention deletes whole segments below the start).
       auto rt = s->rt.lock();
       if (r.ok() && rt && position > rt->log->log_start_offset() && position <= rt->log->high_watermark()) {
         if (auto a = rt->log->advance_log_start_offset(position); !a.ok()) {
-          log_error("delay partition " + s->key + ": log start not advanced: " + a.error().message);
+          host_.log_error("delay partition " + s->key + ": log start not advanced: " + a.error().message);
         }
       }
       drive_delay(shard, s);
@@ -612,11 +615,11 @@ std::optional<std::string> sent_by_move(const model::record& rec,
   return sent->first;
 }
 
-}  // namespace
-
-void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_partition_state>& st,
-                                   const std::shared_ptr<partition_runtime>& rt, std::vector<delay::move> moves) {
-  const int64_t now = deps_.clock.now_ms();
+/// The moves of one step of `st` as jobs: each record read from the delay partition `log` and
+/// given its target and dedup key. A move whose record cannot be read now (retry after the
+/// backoff) or whose target does not exist (dropped) is reported to the scheduler instead.
+std::vector<move_job> move_jobs_of(delay_host_services& host, delay_host::partition_state& st,
+                                   storage::partition_log& log, const std::vector<delay::move>& moves, int64_t now) {
   std::vector<model::offset> offsets;
   for (const auto& m : moves) offsets.push_back(m.offset);
   std::sort(offsets.begin(), offsets.end());
@@ -624,33 +627,33 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
   // Read up to the last record to move, not the high watermark: a read decodes whole batches up
   // to its end, and the records behind the step's are the window's later ones (profile in
   // docs/benchmarks.md: decoding them again per step was a third of the scheduler's time).
-  const model::offset read_end = std::min(rt->log->high_watermark(), offsets.back() + 1);
-  auto records = read_at(*rt->log, offsets, read_end, failure);
-  if (!failure.empty()) log_error("delay partition " + st->key + ": reading records to move: " + failure);
-  auto jobs = std::make_shared<std::vector<move_job>>();
+  const model::offset read_end = std::min(log.high_watermark(), offsets.back() + 1);
+  auto records = read_at(log, offsets, read_end, failure);
+  if (!failure.empty()) host.log_error("delay partition " + st.key + ": reading records to move: " + failure);
+  std::vector<move_job> jobs;
   for (const auto& m : moves) {
     auto r = records.find(m.offset);
     if (r == records.end()) {
       // Unreadable now (an I/O error was logged): tried again after the backoff.
-      st->core->move_done(m.offset, delay::move_outcome::retry, now);
+      st.core->move_done(m.offset, delay::move_outcome::retry, now);
       continue;
     }
     auto topic = header_text(r->second.headers, delay::target_topic_header);
     auto partition = header_text(r->second.headers, delay::target_partition_header);
     const int64_t p = partition ? parse_decimal(*partition).value_or(-1) : -1;
-    auto target = topic ? find_topic(std::string(*topic)) : nullptr;
+    auto target = topic ? host.find_topic(std::string(*topic)) : nullptr;
     if (!target || p < 0 || p >= target->partitions_count()) {
-      log_error("delay partition " + st->key + ": offset " + std::to_string(m.offset.value()) + " names target " +
-                std::string(topic.value_or("?")) + "-" + std::string(partition.value_or("?")) +
-                ", which does not exist (deleted?): dropped");
-      st->core->move_done(m.offset, delay::move_outcome::dropped, now);
+      host.log_error("delay partition " + st.key + ": offset " + std::to_string(m.offset.value()) + " names target " +
+                     std::string(topic.value_or("?")) + "-" + std::string(partition.value_or("?")) +
+                     ", which does not exist (deleted?): dropped");
+      st.core->move_done(m.offset, delay::move_outcome::dropped, now);
       continue;
     }
     move_job job;
     job.move = m;
     job.topic = std::string(*topic);
     job.partition = static_cast<int32_t>(p);
-    job.source = source_key(st->topic, st->partition, m.offset);
+    job.source = source_key(st.topic, st.partition, m.offset);
     job.record.partition = model::partition_id{job.partition};
     job.record.key = std::move(r->second.key);
     job.record.value = std::move(r->second.value);
@@ -659,57 +662,150 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
       job.record.headers.push_back(std::move(h));
     }
     job.record.headers.push_back(text_header(delay::source_header, job.source));
-    jobs->push_back(std::move(job));
+    jobs.push_back(std::move(job));
   }
+  return jobs;
+}
+
+using move_outcomes = std::vector<std::pair<model::offset, delay::move_outcome>>;
+/// Reports outcomes to the scheduler that sent the moves, on its shard, in one task.
+using report_moves_fn = std::function<void(move_outcomes)>;
+using move_jobs = std::shared_ptr<std::vector<move_job>>;
+
+/// Produces the jobs whose index is in `which`, one acks=all request per target topic, and
+/// reports each one's outcome: moved; dropped when no retry can cure it (permanent, or the target
+/// topic is gone); else retry.
+void produce_move_jobs(delay_host_services& host, const move_jobs& jobs, const std::vector<size_t>& which,
+                       const report_moves_fn& report_all) {
+  std::map<std::string, std::vector<size_t>> by_topic;
+  for (size_t j : which) by_topic[(*jobs)[j].topic].push_back(j);
+  for (auto& [topic, indices] : by_topic) {
+    produce_request request;
+    request.topic = topic;
+    request.acks = acks_mode::all;
+    request.timeout_ms = delay_move_timeout_ms;
+    for (size_t j : indices) request.records.push_back((*jobs)[j].record);
+    host.produce(std::move(request), [&host, jobs, indices, report_all, topic](result<produce_response> r) {
+      move_outcomes list;
+      list.reserve(indices.size());
+      auto report = [&list](model::offset o, delay::move_outcome outcome) { list.push_back({o, outcome}); };
+      for (size_t k = 0; k < indices.size(); ++k) {
+        const auto& job = (*jobs)[indices[k]];
+        std::optional<error> why;
+        if (!r.ok()) why = r.error();
+        else if (r->results[k].failure) why = r->results[k].failure;
+        if (!why) {
+          report(job.move.offset, delay::move_outcome::moved);
+        } else if (permanent(why->code) ||
+                   (why->code == errc::unknown_topic_or_partition && !host.find_topic(topic))) {
+          host.log_error("delayed record " + job.source + " cannot be delivered to " + topic + "-" +
+                         std::to_string(job.partition) + ": " + why->message + ": dropped");
+          report(job.move.offset, delay::move_outcome::dropped);
+        } else {
+          report(job.move.offset, delay::move_outcome::retry);
+        }
+      }
+      report_all(std::move(list));
+    });
+  }
+}
+
+/// Moves that may be in their target `tp` already (an intent of an earlier life or a timed-out
+/// produce; `indices` into `jobs`): reads the target from the first record at or after the
+/// intent's time (the moved record's timestamp is the broker's time when it was sent, never
+/// earlier), reports those whose dedup key is there as moved and calls `done` with the others,
+/// to send. The scan is bounded (verify_scan_records_max): past it the move is sent anyway,
+/// at-least-once, and logged (`key`: the delay partition). A failed lookup reports retry.
+void look_up_moves(delay_host_services& host, model::topic_partition tp, std::vector<size_t> indices,
+                   const move_jobs& jobs, const report_moves_fn& report_all, const std::string& key,
+                   std::function<void(std::vector<size_t>)> done) {
+  struct scan {
+    model::topic_partition tp;
+    std::vector<size_t> indices;
+    std::map<std::string, const produce_record*> wanted;   // source header -> the record sent
+    std::set<std::string> found;
+    model::offset at{0};
+    int64_t scanned = 0;
+    std::function<void()> next;   // cleared when the scan ends
+  };
+  auto report = [report_all](model::offset o, delay::move_outcome outcome) { report_all(move_outcomes{{o, outcome}}); };
+  auto sc = std::make_shared<scan>();
+  sc->tp = std::move(tp);
+  sc->indices = std::move(indices);
+  int64_t since = INT64_MAX;
+  for (size_t j : sc->indices) {
+    sc->wanted.emplace((*jobs)[j].source, &(*jobs)[j].record);
+    since = std::min(since, (*jobs)[j].move.verify_since_ms);
+  }
+  auto finish = [&host, sc, jobs, report, done, key](bool complete) {
+    std::vector<size_t> send;
+    for (size_t j : sc->indices) {
+      if (sc->found.contains((*jobs)[j].source)) report((*jobs)[j].move.offset, delay::move_outcome::moved);
+      else send.push_back(j);
+    }
+    if (!complete && !send.empty()) {
+      host.log_error("delay partition " + key + ": " + std::to_string(send.size()) + " moves to " + sc->tp.topic + "-" +
+                     std::to_string(sc->tp.partition.value()) + " could not be looked up in full (" +
+                     std::to_string(sc->scanned) + " records scanned); sent again, at-least-once");
+    }
+    sc->next = nullptr;   // ends the scan's self-reference
+    done(std::move(send));
+  };
+  auto fail_all = [sc, jobs, report, done](const error&) {
+    for (size_t j : sc->indices) report((*jobs)[j].move.offset, delay::move_outcome::retry);
+    sc->next = nullptr;
+    done({});
+  };
+  // One fetch of the target per step; each step is a new call, never recursion on the stack.
+  sc->next = [&host, sc, finish, fail_all] {
+    fetch_request f;
+    f.partition = sc->tp;
+    f.fetch_offset = sc->at;
+    f.max_bytes = 1 << 20;
+    host.fetch(std::move(f), [sc, finish, fail_all](result<fetch_response> r) {
+      if (!r.ok()) return fail_all(r.error());
+      for (const auto& rec : r->records) {
+        ++sc->scanned;
+        if (auto sent = sent_by_move(rec, sc->wanted)) sc->found.insert(*sent);
+        sc->at = rec.record_offset + 1;
+      }
+      if (sc->found.size() == sc->wanted.size()) return finish(true);
+      if (r->records.empty() || sc->at >= r->high_watermark) return finish(true);
+      if (sc->scanned >= delay::verify_scan_records_max) return finish(false);
+      auto next = sc->next;
+      if (next) next();
+    });
+  };
+  list_offsets_request lookup;
+  lookup.partition = sc->tp;
+  lookup.spec = offset_spec::timestamp;
+  lookup.timestamp = std::max<int64_t>(since, 0);
+  host.list_offsets(std::move(lookup), [sc, finish, fail_all](result<list_offsets_response> r) {
+    if (!r.ok()) return fail_all(r.error());
+    if (!r->found_offset) return finish(true);   // nothing at or after the intent: not there
+    sc->at = *r->found_offset;
+    auto next = sc->next;
+    if (next) next();
+  });
+}
+
+}  // namespace
+
+void delay_host::send_delay_moves(size_t shard, const std::shared_ptr<partition_state>& st,
+                                  const std::shared_ptr<partition_runtime>& rt, std::vector<delay::move> moves) {
+  auto jobs = std::make_shared<std::vector<move_job>>(move_jobs_of(host_, *st, *rt->log, moves, clock_.now_ms()));
   if (jobs->empty()) return;   // every move reported already: drive_delay polls again
 
   // Report the outcomes of a produce's jobs on the scheduler's shard, in one task (one poll after
   // them, not one per record).
-  using outcomes = std::vector<std::pair<model::offset, delay::move_outcome>>;
-  auto report_all = [this, shard, key = st->key, generation = st->generation](outcomes list) {
+  report_moves_fn report_all = [this, shard, key = st->key, generation = st->generation](move_outcomes list) {
     if (list.empty()) return;
     on_delay_state(shard, key, generation, [this, shard, list = std::move(list)](const auto& s) {
-      const int64_t now = deps_.clock.now_ms();
+      const int64_t now = clock_.now_ms();
       for (const auto& [o, outcome] : list) s->core->move_done(o, outcome, now);
       drive_delay(shard, s);
     });
   };
-  auto report = [report_all](model::offset o, delay::move_outcome outcome) { report_all(outcomes{{o, outcome}}); };
-  // Produce the jobs whose index is in `which`, one request per target topic.
-  auto produce_jobs = [this, jobs, report_all](std::vector<size_t> which) {
-    std::map<std::string, std::vector<size_t>> by_topic;
-    for (size_t j : which) by_topic[(*jobs)[j].topic].push_back(j);
-    for (auto& [topic, indices] : by_topic) {
-      produce_request request;
-      request.topic = topic;
-      request.acks = acks_mode::all;
-      request.timeout_ms = delay_move_timeout_ms;
-      for (size_t j : indices) request.records.push_back((*jobs)[j].record);
-      produce(std::move(request), [this, jobs, indices, report_all, topic](result<produce_response> r) {
-        outcomes list;
-        list.reserve(indices.size());
-        auto report = [&list](model::offset o, delay::move_outcome outcome) { list.push_back({o, outcome}); };
-        for (size_t k = 0; k < indices.size(); ++k) {
-          const auto& job = (*jobs)[indices[k]];
-          std::optional<error> why;
-          if (!r.ok()) why = r.error();
-          else if (r->results[k].failure) why = r->results[k].failure;
-          if (!why) {
-            report(job.move.offset, delay::move_outcome::moved);
-          } else if (permanent(why->code) ||
-                     (why->code == errc::unknown_topic_or_partition && !topic_exists(topic))) {
-            log_error("delayed record " + job.source + " cannot be delivered to " + topic + "-" +
-                      std::to_string(job.partition) + ": " + why->message + ": dropped");
-            report(job.move.offset, delay::move_outcome::dropped);
-          } else {
-            report(job.move.offset, delay::move_outcome::retry);
-          }
-        }
-        report_all(std::move(list));
-      });
-    }
-  };
-
   std::vector<size_t> direct;
   std::map<std::pair<std::string, int32_t>, std::vector<size_t>> to_verify;
   for (size_t j = 0; j < jobs->size(); ++j) {
@@ -717,7 +813,7 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
     if (job.move.verify_first) to_verify[{job.topic, job.partition}].push_back(j);
     else direct.push_back(j);
   }
-  if (to_verify.empty()) return produce_jobs(std::move(direct));
+  if (to_verify.empty()) return produce_move_jobs(host_, jobs, direct, report_all);
   // The step's records go out together, in due order, once every lookup is done (a record sent
   // before a looked-up one due earlier would leave due order).
   struct gather {
@@ -727,85 +823,15 @@ void broker_impl::send_delay_moves(size_t shard, const std::shared_ptr<delay_par
   auto gathered = std::make_shared<gather>();
   gathered->scans_left = to_verify.size();
   gathered->send = std::move(direct);
-  auto scan_done = [gathered, produce_jobs](std::vector<size_t> send) {
+  auto scan_done = [this, gathered, jobs, report_all](std::vector<size_t> send) {
     gathered->send.insert(gathered->send.end(), send.begin(), send.end());
     if (--gathered->scans_left > 0) return;
     std::sort(gathered->send.begin(), gathered->send.end());   // job order is the batch's due order
-    if (!gathered->send.empty()) produce_jobs(std::move(gathered->send));
+    if (!gathered->send.empty()) produce_move_jobs(host_, jobs, gathered->send, report_all);
   };
-  // Moves that may be in their target already (an intent of an earlier life or a timed-out
-  // produce): read the target from the first record at or after the intent's time (the moved
-  // record's timestamp is the broker's time when it was sent, never earlier) and send only those
-  // whose dedup key is not there. The scan is bounded (verify_scan_records_max): past it the
-  // move is sent anyway, at-least-once, and logged.
   for (auto& [tp, indices] : to_verify) {
-    struct scan {
-      model::topic_partition tp;
-      std::vector<size_t> indices;
-      std::map<std::string, const produce_record*> wanted;   // source header -> the record sent
-      std::set<std::string> found;
-      model::offset at{0};
-      int64_t scanned = 0;
-      std::function<void()> next;   // cleared when the scan ends
-    };
-    auto sc = std::make_shared<scan>();
-    sc->tp = model::topic_partition{tp.first, model::partition_id{tp.second}};
-    sc->indices = std::move(indices);
-    int64_t since = INT64_MAX;
-    for (size_t j : sc->indices) {
-      sc->wanted.emplace((*jobs)[j].source, &(*jobs)[j].record);
-      since = std::min(since, (*jobs)[j].move.verify_since_ms);
-    }
-    auto finish = [this, sc, jobs, report, scan_done, key = st->key](bool complete) {
-      std::vector<size_t> send;
-      for (size_t j : sc->indices) {
-        if (sc->found.contains((*jobs)[j].source)) report((*jobs)[j].move.offset, delay::move_outcome::moved);
-        else send.push_back(j);
-      }
-      if (!complete && !send.empty()) {
-        log_error("delay partition " + key + ": " + std::to_string(send.size()) + " moves to " + sc->tp.topic + "-" +
-                  std::to_string(sc->tp.partition.value()) + " could not be looked up in full (" +
-                  std::to_string(sc->scanned) + " records scanned); sent again, at-least-once");
-      }
-      sc->next = nullptr;   // ends the scan's self-reference
-      scan_done(std::move(send));
-    };
-    auto fail_all = [sc, jobs, report, scan_done](const error&) {
-      for (size_t j : sc->indices) report((*jobs)[j].move.offset, delay::move_outcome::retry);
-      sc->next = nullptr;
-      scan_done({});
-    };
-    // One fetch of the target per step; each step is a new call, never recursion on the stack.
-    sc->next = [this, sc, finish, fail_all] {
-      fetch_request f;
-      f.partition = sc->tp;
-      f.fetch_offset = sc->at;
-      f.max_bytes = 1 << 20;
-      fetch(std::move(f), [sc, finish, fail_all](result<fetch_response> r) {
-        if (!r.ok()) return fail_all(r.error());
-        for (const auto& rec : r->records) {
-          ++sc->scanned;
-          if (auto sent = sent_by_move(rec, sc->wanted)) sc->found.insert(*sent);
-          sc->at = rec.record_offset + 1;
-        }
-        if (sc->found.size() == sc->wanted.size()) return finish(true);
-        if (r->records.empty() || sc->at >= r->high_watermark) return finish(true);
-        if (sc->scanned >= delay::verify_scan_records_max) return finish(false);
-        auto next = sc->next;
-        if (next) next();
-      });
-    };
-    list_offsets_request lookup;
-    lookup.partition = sc->tp;
-    lookup.spec = offset_spec::timestamp;
-    lookup.timestamp = std::max<int64_t>(since, 0);
-    list_offsets(std::move(lookup), [sc, finish, fail_all](result<list_offsets_response> r) {
-      if (!r.ok()) return fail_all(r.error());
-      if (!r->found_offset) return finish(true);   // nothing at or after the intent: not there
-      sc->at = *r->found_offset;
-      auto next = sc->next;
-      if (next) next();
-    });
+    look_up_moves(host_, model::topic_partition{tp.first, model::partition_id{tp.second}}, std::move(indices), jobs,
+                  report_all, st->key, scan_done);
   }
 }
 

@@ -271,7 +271,7 @@ void group_service_impl::reset_offsets(reset_offsets_request request,
                                        std::function<void(result<group::partition_map<model::offset>>)> done) {
   std::string group_id = request.group_id;
   if (auto refused = not_coordinator(group_id)) return done(*refused);
-  on_coordinator(group_id, [this, request = std::move(request), done = std::move(done)](size_t, shard_state& st) mutable {
+  on_coordinator(group_id, [this, request = std::move(request), done = std::move(done)](size_t shard, shard_state& st) mutable {
     // The partitions: every partition of the named topics, or of the topics the group committed.
     std::set<std::string> topics(request.topics.begin(), request.topics.end());
     if (topics.empty()) {
@@ -279,42 +279,30 @@ void group_service_impl::reset_offsets(reset_offsets_request request,
       if (!committed.ok()) return done(from_group(committed.error()));
       for (const auto& [tp, c] : committed.value()) topics.insert(tp.topic);
     }
-    auto bounds = std::make_shared<group::partition_map<group::partition_offsets>>();
+    std::vector<model::topic_partition> partitions;
     for (const auto& topic : topics) {
       std::optional<error> missing;
       broker_.describe_topic(topic, [&](result<topic_description> d) {
         if (!d.ok()) return missing.emplace(d.error()), void();
-        for (const auto& p : d->partitions) {
-          (*bounds)[{topic, p.partition}] = {p.log_start_offset, p.high_watermark, std::nullopt};
-        }
+        for (const auto& p : d->partitions) partitions.push_back({topic, p.partition});
       });
       if (missing) return done(*missing);
     }
-    auto apply = [this, request, bounds, done]() mutable {
-      on_coordinator(request.group_id, [this, request, bounds, done](size_t shard, shard_state& st2) {
-        auto reset = st2.coordinator.reset_offsets(request.group_id, request.spec, *bounds, request.mode, clock_.now_ms());
+    // Every partition's edges (and first offset at the timestamp) from its leader; a partition
+    // whose leader does not answer refuses the whole reset, as kafka-consumer-groups fails then.
+    const std::optional<int64_t> timestamp_ms =
+        request.spec.kind == group::reset_kind::to_timestamp ? std::optional<int64_t>(request.timestamp_ms) : std::nullopt;
+    leader_bounds_of(shard, partitions, timestamp_ms, [this, request, done](leader_bounds found) mutable {
+      if (found.failure) return done(*found.failure);
+      on_coordinator(request.group_id, [this, request, bounds = std::move(found.bounds), done](size_t shard2, shard_state& st2) {
+        auto reset = st2.coordinator.reset_offsets(request.group_id, request.spec, bounds, request.mode, clock_.now_ms());
         if (!reset.ok()) return done(from_group(reset.error()));
-        persist(shard, std::move(reset->records), [done, offsets = reset->offsets](result<void> r) {
+        persist(shard2, std::move(reset->records), [done, offsets = reset->offsets](result<void> r) {
           if (!r.ok()) return done(r.error());
           done(offsets);
         });
       });
-    };
-    if (request.spec.kind != group::reset_kind::to_timestamp || bounds->empty()) return apply();
-    // to_timestamp: the first offset at or after the timestamp, per partition, from its shard.
-    auto remaining = std::make_shared<std::atomic<size_t>>(bounds->size());
-    auto mutex = std::make_shared<std::mutex>();
-    auto shared_apply = std::make_shared<decltype(apply)>(std::move(apply));
-    for (const auto& [tp, b] : *bounds) {
-      list_offsets_request req{tp, offset_spec::timestamp, request.timestamp_ms};
-      broker_.list_offsets(req, [bounds, tp = tp, remaining, mutex, shared_apply](result<list_offsets_response> r) {
-        {
-          std::lock_guard lock(*mutex);
-          if (r.ok()) (*bounds)[tp].offset_for_timestamp = r->found_offset;
-        }
-        if (remaining->fetch_sub(1) == 1) (*shared_apply)();
-      });
-    }
+    });
   });
 }
 

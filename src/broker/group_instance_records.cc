@@ -100,26 +100,32 @@ void group_service_impl::poll_later(size_t shard, std::string group_id, std::str
 
 void group_service_impl::poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request,
                                     int64_t deadline_ms,
-                                    std::function<void(result<std::vector<consumed_record>>)> done) {
+                                    std::function<void(result<std::vector<consumed_record>>)> done, bool edges_asked) {
   auto& st = *shards_[shard];
   auto positions = st.coordinator.positions_for_fetch(group_id, instance_id);
   if (!positions.ok()) {
     return done(member_error(st, group_id, instance_id, positions.error()));
   }
-  auto instance = st.instances.find(instance_key(group_id, instance_id));
-  const delay::retry_policy policy = policy_of(instance != st.instances.end() ? &instance->second : nullptr);
+  auto is_reset = [](const group::fetch_position& fp) {
+    return fp.source == group::fetch_source::reset_earliest || fp.source == group::fetch_source::reset_latest;
+  };
+  if (!edges_asked) {
+    std::vector<model::topic_partition> resets;
+    for (const auto& fp : positions.value()) {
+      if (is_reset(fp)) resets.push_back(fp.partition);
+    }
+    if (!resets.empty()) {
+      return reset_to_leader_edges(shard, group_id, instance_id, resets,
+                                   [this, shard, group_id, instance_id, request, deadline_ms, done = std::move(done)]() mutable {
+                                     poll_round(shard, group_id, instance_id, request, deadline_ms, std::move(done), true);
+                                   });
+    }
+  }
   auto slots = std::make_shared<std::vector<poll_slot>>();
   for (const auto& fp : positions.value()) {
     std::optional<model::offset> at = fp.fetch_offset;
-    if (fp.source == group::fetch_source::reset_earliest || fp.source == group::fetch_source::reset_latest) {
-      auto b = bounds_of(fp.partition);
-      if (!b) continue;  // topic deleted meanwhile: the next set_topics drops the partition
-      // The group's retry topic is read from its start whatever auto.offset.reset says: every
-      // record in it was nacked by this group and is due to come back to it.
-      const bool retry_topic = delay::original_topic_of(policy, fp.partition.topic, group_id, false).has_value();
-      at = fp.source == group::fetch_source::reset_earliest || retry_topic ? b->log_start_offset : b->high_watermark;
-      auto sought = st.coordinator.seek(group_id, instance_id, fp.partition, *at);
-      if (!sought.ok()) return done(from_group(sought.error()));
+    if (is_reset(fp)) {
+      continue;   // its leader did not tell its edges (reset_to_leader_edges): asked again next poll
     } else if (fp.source == group::fetch_source::no_offset) {
       return done(error{errc::no_offset_for_partition,
                         "no committed offset for " + fp.partition.directory_name() +
@@ -178,6 +184,8 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
   bool full = false;
   bool cut = false;   // a partition's read stopped at max_bytes
   bool moved = false;   // a seek moved a position while its read was in flight: read again soon
+  group::partition_map<model::offset> out_of_range;   // partition -> the offset its read was out of range at
+  auto out_of_range_reset = group::offset_reset::latest;
   for (size_t k = 0; k < n && !full; ++k) {
     auto& slot = (*slots)[(first + k) % n];
     auto at = current.find(slot.partition);
@@ -188,15 +196,12 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
     auto& fetched = *slot.fetched;
     if (!fetched.ok()) {
       if (fetched.error().code != errc::offset_out_of_range) continue;  // deleted meanwhile, ...: skip this round
-      // Out of range (retention, a recreated topic): auto.offset.reset decides, never stuck.
       auto reset = settings_it == st.instances.end() ? group::offset_reset::latest : settings_it->second.auto_offset_reset;
       if (reset == group::offset_reset::none) {
         return done(error{errc::offset_out_of_range, fetched.error().message + " (auto.offset.reset is none)"});
       }
-      auto b = bounds_of(slot.partition);
-      if (!b) continue;
-      auto to = reset == group::offset_reset::earliest ? b->log_start_offset : b->high_watermark;
-      (void)st.coordinator.seek(group_id, instance_id, slot.partition, to);
+      out_of_range[slot.partition] = slot.fetch_offset;
+      out_of_range_reset = reset;
       continue;
     }
     for (auto& rec : fetched->records) {
@@ -220,6 +225,8 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
       next = std::max(next, fetched->next_fetch_offset);
     }
   }
+  // Out of range (retention, a recreated topic): auto.offset.reset decides, never stuck.
+  if (!out_of_range.empty()) reset_out_of_range(shard, group_id, instance_id, out_of_range_reset, std::move(out_of_range));
   // fetch.min.bytes (the instance's): fewer bytes than that, and the answer neither full nor due,
   // waits for more (Confluent's read task ends at min bytes, max bytes or the timeout). Nothing
   // was taken: the next round reads again from the same positions.
@@ -309,6 +316,51 @@ void group_service_impl::committed(std::string group_id, std::string instance_id
       if (!r.ok()) return done(r.error());
       done(out);
     });
+  });
+}
+
+void group_service_impl::reset_to_leader_edges(size_t shard, const std::string& group_id, const std::string& instance_id,
+                                               const std::vector<model::topic_partition>& partitions,
+                                               std::function<void()> then) {
+  leader_bounds_of(shard, partitions, std::nullopt,
+                   [this, shard, group_id, instance_id, then = std::move(then)](leader_bounds found) {
+    auto& st = *shards_[shard];
+    auto positions = st.coordinator.positions_for_fetch(group_id, instance_id);
+    if (positions.ok()) {
+      auto instance = st.instances.find(instance_key(group_id, instance_id));
+      const delay::retry_policy policy = policy_of(instance != st.instances.end() ? &instance->second : nullptr);
+      for (const auto& fp : positions.value()) {
+        auto b = found.bounds.find(fp.partition);
+        const bool earliest = fp.source == group::fetch_source::reset_earliest;
+        if (b == found.bounds.end() || (!earliest && fp.source != group::fetch_source::reset_latest)) continue;
+        // The group's retry topic is read from its start whatever auto.offset.reset says: every
+        // record in it was nacked by this group and is due to come back to it.
+        const bool retry_topic = delay::original_topic_of(policy, fp.partition.topic, group_id, false).has_value();
+        const model::offset at = earliest || retry_topic ? b->second.log_start_offset : b->second.high_watermark;
+        (void)st.coordinator.seek(group_id, instance_id, fp.partition, at);   // a lost partition: nothing to do
+      }
+    }
+    then();   // a member gone meanwhile: the round answers that
+  });
+}
+
+void group_service_impl::reset_out_of_range(size_t shard, const std::string& group_id, const std::string& instance_id,
+                                            group::offset_reset reset, group::partition_map<model::offset> out_of_range) {
+  std::vector<model::topic_partition> partitions;
+  for (const auto& [tp, at] : out_of_range) partitions.push_back(tp);
+  leader_bounds_of(shard, partitions, std::nullopt,
+                   [this, shard, group_id, instance_id, reset, out_of_range = std::move(out_of_range)](leader_bounds found) {
+    auto& st = *shards_[shard];
+    auto positions = st.coordinator.positions_for_fetch(group_id, instance_id);
+    if (!positions.ok()) return;
+    for (const auto& fp : positions.value()) {
+      auto read_at = out_of_range.find(fp.partition);
+      auto b = found.bounds.find(fp.partition);
+      // Only a position nothing moved since the read that was out of range (a seek meanwhile wins).
+      if (read_at == out_of_range.end() || b == found.bounds.end() || fp.fetch_offset != read_at->second) continue;
+      const model::offset to = reset == group::offset_reset::earliest ? b->second.log_start_offset : b->second.high_watermark;
+      (void)st.coordinator.seek(group_id, instance_id, fp.partition, to);
+    }
   });
 }
 

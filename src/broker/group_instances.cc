@@ -358,20 +358,19 @@ void group_service_impl::seek(std::string group_id, std::string instance_id, std
                              : s.kind == seek_kind::end     ? offset_spec::latest
                                                             : offset_spec::timestamp,
                              s.value};
-    broker_.list_offsets(req, [this, g, i, finish_one, tp = s.partition](result<list_offsets_response> r) {
+    auto record = [g, i, finish_one](const result<list_offsets_response>& r) {
       {
         std::lock_guard lock(g->mutex);
-        if (!r.ok()) {
-          if (!g->failure) g->failure = r.error();
-        } else if (r->found_offset) {
-          g->offsets[i] = r->found_offset->value();
-        } else {
-          // No record at or after the timestamp: the end of the log, like Kafka's offsetsForTimes.
-          auto b = bounds_of(tp);
-          g->offsets[i] = b ? b->high_watermark.value() : 0;
-        }
+        if (!r.ok() && !g->failure) g->failure = r.error();
+        if (r.ok()) g->offsets[i] = r->found_offset.value_or(model::offset{0}).value();
       }
       finish_one();
+    };
+    broker_.list_offsets(req, [this, record, tp = s.partition](result<list_offsets_response> r) {
+      if (!r.ok() || r->found_offset) return record(r);
+      // No record at or after the timestamp: the end of the log, like Kafka's offsetsForTimes,
+      // from the leader (as the timestamp's answer was).
+      broker_.list_offsets({tp, offset_spec::latest}, record);
     });
   }
   finish_one();

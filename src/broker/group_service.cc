@@ -294,6 +294,43 @@ std::optional<log_bounds> group_service_impl::bounds_of(const model::topic_parti
   return out;
 }
 
+void group_service_impl::leader_bounds_of(size_t shard, const std::vector<model::topic_partition>& partitions,
+                                          std::optional<int64_t> timestamp_ms, std::function<void(leader_bounds)> done) {
+  struct gather {
+    leader_bounds out;
+    group::partition_set failed;
+    size_t remaining = 0;
+    std::function<void(leader_bounds)> done;
+  };
+  auto g = std::make_shared<gather>();
+  const size_t asks_each = timestamp_ms ? 3 : 2;   // earliest, latest[, timestamp]
+  g->remaining = partitions.size() * asks_each;
+  g->done = std::move(done);
+  if (g->remaining == 0) return g->done(std::move(g->out));
+  for (const auto& tp : partitions) {
+    for (size_t k = 0; k < asks_each; ++k) {
+      const offset_spec spec = k == 0 ? offset_spec::earliest : k == 1 ? offset_spec::latest : offset_spec::timestamp;
+      broker_.list_offsets({tp, spec, timestamp_ms.value_or(0)}, [this, shard, g, tp, k](result<list_offsets_response> r) {
+        // Every answer is counted on `shard`, one at a time: no lock.
+        runtime_.post(shard, [g, tp, k, r = std::move(r)] {
+          if (!r.ok()) {
+            if (!g->out.failure) g->out.failure = r.error();
+            g->failed.insert(tp);
+          } else {
+            auto& b = g->out.bounds[tp];
+            if (k == 0) b.log_start_offset = r->found_offset.value_or(model::offset{0});
+            if (k == 1) b.high_watermark = r->found_offset.value_or(model::offset{0});
+            if (k == 2) b.offset_for_timestamp = r->found_offset;
+          }
+          if (--g->remaining > 0) return;
+          for (const auto& f : g->failed) g->out.bounds.erase(f);
+          g->done(std::move(g->out));
+        });
+      });
+    }
+  }
+}
+
 }  // namespace ringlog::broker::group_service_internal
 
 namespace ringlog::broker {

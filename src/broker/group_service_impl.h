@@ -268,7 +268,33 @@ class group_service_impl final : public group_service {
   /// not-joined one first (except to unsubscribe), then records the subscription with its settings.
   void change_subscription(std::string group_id, std::string instance_id, group::subscription sub,
                            std::function<void(result<void>)> done);
+  /// This node's own figures of `tp`'s log start and high watermark (describe_topic): lags only,
+  /// where a figure not established by a leader is reported as unknown (lags_of).
   std::optional<log_bounds> bounds_of(const model::topic_partition& tp);
+  /// Each partition's log start and end (high watermark) as its LEADER tells them
+  /// (broker::list_offsets, which is forwarded there), and with `timestamp_ms` the first offset at
+  /// or after it: the coordinator may hold no replica of the partition (its figure is 0) or a
+  /// follower's lagging one, and a reset to them would rewind a group (the new user of session
+  /// 24: auto.offset.reset=latest read whole partitions, `groups reset --to latest` planned 0).
+  /// `done` runs on `shard` with the partitions whose leader answered every ask, and the first
+  /// error of the others.
+  struct leader_bounds {
+    group::partition_map<group::partition_offsets> bounds;
+    std::optional<error> failure;
+  };
+  void leader_bounds_of(size_t shard, const std::vector<model::topic_partition>& partitions,
+                        std::optional<int64_t> timestamp_ms, std::function<void(leader_bounds)> done);
+  /// auto.offset.reset of an instance's partitions that have no position (`partitions`): each
+  /// seeks to its leader's log start (earliest, and always for the group's retry topics) or end
+  /// (latest), if it still has no position then; a partition whose leader did not answer keeps
+  /// none (the next poll asks again). `then` runs on `shard`.
+  void reset_to_leader_edges(size_t shard, const std::string& group_id, const std::string& instance_id,
+                             const std::vector<model::topic_partition>& partitions, std::function<void()> then);
+  /// After a read out of range (`out_of_range`: each partition and the offset it read at), the
+  /// instance's `reset` policy seeks each to its leader's log start or end, if its position is
+  /// still that offset once the leader answered.
+  void reset_out_of_range(size_t shard, const std::string& group_id, const std::string& instance_id,
+                          group::offset_reset reset, group::partition_map<model::offset> out_of_range);
   void schedule_expiry(size_t shard);
   /// On `shard` every classic_tick_interval_ms: the coordinator's classic_tick.
   void schedule_classic_tick(size_t shard);
@@ -294,8 +320,10 @@ class group_service_impl final : public group_service {
   void poll_later(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
                   std::function<void(result<std::vector<consumed_record>>)> done,
                   std::vector<std::pair<model::topic_partition, model::offset>> watched = {});
+  /// `edges_asked`: reset_to_leader_edges ran for this round (a partition still without a
+  /// position is skipped until the next poll).
   void poll_round(size_t shard, std::string group_id, std::string instance_id, poll_request request, int64_t deadline_ms,
-                  std::function<void(result<std::vector<consumed_record>>)> done);
+                  std::function<void(result<std::vector<consumed_record>>)> done, bool edges_asked = false);
   void poll_finish(size_t shard, std::string group_id, std::string instance_id, poll_request request,
                    int64_t deadline_ms, std::shared_ptr<std::vector<poll_slot>> slots,
                    std::function<void(result<std::vector<consumed_record>>)> done);

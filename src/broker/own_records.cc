@@ -1,5 +1,6 @@
 // The broker's own records (coordinator state, delay checkpoints): the one way they reach a log,
 // beside produce_batches_from for client data and the follower's replicated append; and the
+// internal topics the delay host creates (delay_host_services::create_internal_topic); and the
 // coordinators' internal topics (__consumer_offsets, __transaction_state) appended and read on
 // the partition's shard, and who leads their partitions (the active controller creates them:
 // internal_topics.cc). Kafka's counterpart: the coordinators' log reads.
@@ -15,6 +16,24 @@ result<void> broker_impl::append_own_records(size_t shard, const std::shared_ptr
                                              std::function<void(result<void>)> replicated) {
   (void)shard;   // rt's own (partition_runtime asserts it)
   return rt->append_own_records(std::move(records), std::move(replicated));
+}
+
+void broker_impl::create_internal_topic(std::string name, int32_t partitions_count,
+                                        std::map<std::string, std::string> configs,
+                                        std::function<void(result<std::shared_ptr<const topic_state>>)> done) {
+  deps_.runtime.post(controller_shard, [this, name = std::move(name), partitions_count, configs = std::move(configs),
+                                        done = std::move(done)]() mutable {
+    if (auto t = controller_find_topic(name)) return done(t);
+    const auto& image = *controller_view_->image;
+    auto records = new_topic_records(image, name, new_topic_id(deps_.random), partitions_count,
+                                     automatic_replication_factor(image), configs);
+    if (!records.ok()) return done(from_controller(records.error()));
+    commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
+      // A concurrent creation (another produce, another broker) may have won: that one is used.
+      if (auto t = controller_find_topic(name)) return done(t);
+      done(r.ok() ? error{errc::unknown_topic_or_partition, unknown_topic_message(name)} : r.error());
+    });
+  });
 }
 
 int32_t broker_impl::partitions_count(const std::string& topic) const {

@@ -192,7 +192,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
   op->done = std::move(done);
   // Choose partitions: explicit, by murmur2 of the key, or round-robin for keyless records.
   std::map<int32_t, std::vector<size_t>> by_partition;
-  std::vector<delayed_record> delayed;   // records with a future ringlog-deliver-at (delay.cc)
+  std::vector<delay_host::delayed_record> delayed;   // records with a future ringlog-deliver-at (delay.cc)
   for (size_t i = 0; i < request.records.size(); ++i) {
     auto& r = request.records[i];
     int32_t p = 0;
@@ -217,7 +217,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     }
     op->results[i].partition = model::partition_id{p};
     if (!topic->is_internal) {
-      auto due = delivery_time_in(request, i, now);
+      auto due = delay_host_.delivery_time_in(request, i, now);
       if (!due.ok()) {
         op->results[i].failure = due.error();
         continue;
@@ -300,7 +300,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     }
     emit();
   }
-  const size_t delayed_count = delayed_groups(delayed, now);
+  const size_t delayed_count = delay_host::delayed_groups(delayed, now);
   if (batches.empty() && delayed_count == 0) {
     op->remaining = 1;
     return op->finish_one();
@@ -311,7 +311,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
   }
   op->remaining = batches.size() + delayed_count;
   if (delayed_count > 0) {
-    produce_delayed(request.topic, request.records, delayed, now, request.acks, request.timeout_ms, op);
+    delay_host_.produce_delayed(request.topic, request.records, delayed, now, request.acks, request.timeout_ms, op);
   }
   // From here each batch is client data like a Kafka producer's: it takes produce_batches_from,
   // here or on its leader (forwarding.cc), and its answer gives each record its offset.
@@ -385,7 +385,9 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   if (!any_delay_header.ok()) return done(any_delay_header.error());
   // Kafka clients may delay records with the ringlog-deliver-at / ringlog-delay-ms header: such
   // a request goes record by record through produce_to, which diverts the delayed ones.
-  if (*any_delay_header && !topic->is_internal) return produce_batches_delayed(std::move(request), topic, std::move(done));
+  if (*any_delay_header && !topic->is_internal) {
+    return delay_host_.produce_batches_delayed(std::move(request), topic, std::move(done));
+  }
   // compression.type (the topic's, else the broker's) other than "producer": batches in another
   // codec are stored recompressed with it (Kafka's LogValidator does the same), keeping their
   // producer fields.

@@ -86,7 +86,7 @@ result<bool> broker_impl::validate_batches(const produce_batches_request& reques
       if (record.record_offset != header->base_offset + static_cast<int64_t>(k)) {
         return error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"};
       }
-      if (!has_delay_header(record.headers)) continue;
+      if (!delay_host::has_delay_header(record.headers)) continue;
       if (header->is_transactional()) {
         return error{errc::invalid_record, which + ": record " + std::to_string(k) +
                                                " names a delivery time inside a transaction; delayed delivery "

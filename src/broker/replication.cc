@@ -104,7 +104,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
     if (rt->topic == transaction_state_topic) {
       if (auto* txns = txns_started_.load(std::memory_order_acquire)) txns->state_partition_led(rt->partition, false);
     }
-    if (delay::is_delay_topic(rt->topic)) delay_partition_led(shard, rt, false);
+    delay_host_.on_leadership_change(shard, rt, false);
   }
   if (leads) {
     if (!rt->leader) {
@@ -125,7 +125,7 @@ void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<part
         if (auto* txns = txns_started_.load(std::memory_order_acquire)) txns->state_partition_led(rt->partition, true);
       }
       // A delay partition's scheduler runs where its leader is (issue 18).
-      if (delay::is_delay_topic(rt->topic)) delay_partition_led(shard, rt, true);
+      delay_host_.on_leadership_change(shard, rt, true);
       if (p.replicas.size() > 1) {
         log_info("partition " + rt->name() + ": leading in epoch " + std::to_string(p.leader_epoch) +
                  " from offset " + std::to_string(rt->epoch_start_offset.value()) + ", high watermark " +

@@ -58,8 +58,6 @@ void broker_impl::start_async(std::function<void(result<void>)> done) {
 result<void> broker_impl::start_quorum() {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   leadership_lease_ = replication::leadership_lease(config_.broker_session_timeout_ms);
-  delay_states_.resize(partition_managers_.size());
-  delay_ticking_.assign(partition_managers_.size(), 0);
   auto made = deps_.fs.make_directories(config_.log_dir);
   if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
   // The directory must be this cluster's and this node's (KIP-631 meta.properties).
@@ -164,7 +162,7 @@ void broker_impl::start_coordinators(std::function<void(result<void>)> done) {
       txns_->start([this, done = std::move(done)]() mutable {
         deps_.runtime.post(controller_shard, [this, done = std::move(done)] {
           txns_started_.store(txns_.get(), std::memory_order_release);
-          start_delay_schedulers();
+          delay_host_.start();
           for (size_t s = 0; s < partition_managers_.size(); ++s) {
             partition_managers_[s]->schedule_maintenance();
             replica_fetcher_.schedule_replication_tick(s);

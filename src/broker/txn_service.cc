@@ -73,6 +73,9 @@ class txn_service_impl final : public txn_service {
     const auto route = host_.internal_leader_route(transaction_state_topic, partition_of(transactional_id));
     return route.where == group_coordinator_route::place::none ? -1 : route.node_id;
   }
+  [[nodiscard]] group_coordinator_route coordinator_route(const std::string& transactional_id) const override {
+    return host_.internal_leader_route(transaction_state_topic, partition_of(transactional_id));
+  }
   void init_producer_id(std::string transactional_id, int32_t timeout_ms, std::optional<id_epoch> expected,
                         std::function<void(result<id_epoch>)> done) override;
   void add_partitions(std::string transactional_id, model::producer_id producer_id,

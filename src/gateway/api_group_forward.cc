@@ -24,6 +24,38 @@ std::optional<std::string> group_of(api::call& c) {
   return std::nullopt;
 }
 
+/// The transactional id a matched transaction route names: the v3 {transactional_id} parameter,
+/// a transactional produce's query parameter, or the body's "transactional_id" of a begin (POST
+/// .../transactions). A body that does not
+/// parse names none: the call is served here and answers its own 4xx.
+std::optional<std::string> transactional_id_of(api::call& c) {
+  if (auto it = c.params.find("transactional_id"); it != c.params.end()) return it->second;
+  // A v3 produce inside a transaction (query transactional_id): its partitions join at the
+  // coordinator, so the coordinator serves it (the records still go to their leaders from there).
+  if (auto it = c.query.find("transactional_id"); it != c.query.end() && !it->second.empty()) return it->second;
+  if (c.route != "POST /v3/clusters/{cluster_id}/transactions") return std::nullopt;
+  json body = json::parse(c.request.body, nullptr, false);
+  if (!body.is_object()) return std::nullopt;
+  auto it = body.find("transactional_id");
+  if (it == body.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+/// A call served by a coordinator: a group's (v2 consumer instances, v3 consumer groups) or a
+/// transaction's (v3 transactions), with where that coordinator is now.
+struct coordinated_call {
+  std::string what;   // for messages: "group 'g'" or "transactional id 't'"
+  broker::group_coordinator_route route;
+};
+
+std::optional<coordinated_call> coordinated_call_of(api::call& c) {
+  if (auto group = group_of(c)) return coordinated_call{"group '" + *group + "'", c.broker().groups().coordinator_route(*group)};
+  if (auto id = transactional_id_of(c)) {
+    return coordinated_call{"transactional id '" + *id + "'", c.broker().transactions().coordinator_route(*id)};
+  }
+  return std::nullopt;
+}
+
 /// A consumer instance's streamed read (NDJSON / SSE) is a long-lived chunked answer, which the
 /// forwarder (whole answers only) cannot pass on: the client is sent to the coordinator instead
 /// (307, the same method and target there), as a Kafka client connects to its coordinator itself.
@@ -37,16 +69,15 @@ std::string coordinator_url(const broker::group_coordinator_route& route) {
   return "http://" + route.http_host + ":" + std::to_string(route.http_port);
 }
 
-void answer_forwarded(api::call& call, const std::string& group, const broker::group_coordinator_route& route,
+void answer_forwarded(api::call& call, const std::string& what, const broker::group_coordinator_route& route,
                       forward_result r) {
   if (r.answered) {
     r.response.headers.emplace_back(served_by_header, std::to_string(route.node_id));
     return call.respond(std::move(r.response));
   }
-  std::string message = "group '" + group + "' is coordinated by " + route.description + ", which did not answer (" +
-                        r.failure + ")";
+  std::string message = what + " is coordinated by " + route.description + ", which did not answer (" + r.failure + ")";
   if (r.sent) message += "; the call may have been applied there";
-  message += ": retry (when that broker is gone, another one takes over its groups within seconds)";
+  message += ": retry (when that broker is gone, another one takes over its groups and transactions within seconds)";
   http_response e = error_response(503, ec::unavailable, message);
   e.headers.emplace_back("X-Ringlog-Coordinator", coordinator_url(route));
   call.respond(std::move(e));
@@ -114,9 +145,9 @@ bool forward_group_call(const call_ptr& c) {
   http_forwarder* forwarder = c->self->options().forwarder;
   // The loop guard: a call a peer passed on is served here, whatever this node's metadata says.
   if (forwarder == nullptr || !c->request.forwarded_by.empty()) return false;
-  auto group = group_of(*c);
-  if (!group) return false;
-  broker::group_coordinator_route route = c->broker().groups().coordinator_route(*group);
+  auto called = coordinated_call_of(*c);
+  if (!called) return false;
+  const broker::group_coordinator_route& route = called->route;
   // Here: served locally. No leader (or no HTTP listener known): served locally too, which answers
   // NOT_COORDINATOR (503, Retry-After) naming the partition.
   if (route.where != broker::group_coordinator_route::place::peer || route.http_host.empty()) return false;
@@ -125,7 +156,7 @@ bool forward_group_call(const call_ptr& c) {
     const std::string location = coordinator_url(route) + c->request.target;
     http_response e = error_response(
         307, ec::temporary_redirect,
-        "group '" + *group + "' is coordinated by " + route.description +
+        called->what + " is coordinated by " + route.description +
             "; a streamed read of a consumer instance (NDJSON / SSE) is served by its coordinator: read it at " +
             location);
     e.headers.emplace_back("Location", location);
@@ -136,9 +167,27 @@ bool forward_group_call(const call_ptr& c) {
   const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
   c->request.forwarded_for = c->peer_ip();
   forwarder->forward(c->request, {route.node_id, route.http_host, route.http_port}, timeout_ms,
-                     [c, group = *group, route](forward_result r) {
-                       c->later([group, route, r = std::move(r)](api::call& call) mutable {
-                         answer_forwarded(call, group, route, std::move(r));
+                     [c, what = called->what, route](forward_result r) {
+                       c->later([what, route, r = std::move(r)](api::call& call) mutable {
+                         answer_forwarded(call, what, route, std::move(r));
+                       });
+                     });
+  return true;
+}
+
+bool pass_on_to_group_coordinator(const call_ptr& c, const std::string& group_id, std::string_view extra_query) {
+  http_forwarder* forwarder = c->self->options().forwarder;
+  if (forwarder == nullptr) return false;
+  broker::group_coordinator_route route = c->broker().groups().coordinator_route(group_id);
+  if (route.where != broker::group_coordinator_route::place::peer || route.http_host.empty()) return false;
+  http_request request = c->request;
+  request.target += (request.target.find('?') == std::string::npos ? "?" : "&") + std::string(extra_query);
+  request.forwarded_for = c->peer_ip();   // the client as this node knows it (a broker's word only if verified)
+  const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
+  forwarder->forward(request, {route.node_id, route.http_host, route.http_port}, timeout_ms,
+                     [c, what = "group '" + group_id + "'", route](forward_result r) {
+                       c->later([what, route, r = std::move(r)](api::call& call) mutable {
+                         answer_forwarded(call, what, route, std::move(r));
                        });
                      });
   return true;

@@ -576,6 +576,12 @@ void v3_list_groups(const call_ptr& c);
 /// its answer (503 + Retry-After naming the coordinator when it does not answer). False when the
 /// call is to be served here.
 bool forward_group_call(const call_ptr& c);
+/// Passes `c`'s request on to the coordinator of `group_id` with `extra_query` ("name=value")
+/// added to its query, and answers with that broker's answer (503 naming it when it does not
+/// answer): a call of another coordinator's route whose second half belongs to the group's
+/// coordinator (a transaction's offsets: TxnOffsetCommit). False when the group is served here
+/// (or has no coordinator now, which the local call answers).
+bool pass_on_to_group_coordinator(const call_ptr& c, const std::string& group_id, std::string_view extra_query);
 /// A call on broker N's own configs (`/v3/clusters/{c}/brokers/{N}/configs...`, route `pattern`)
 /// that reaches another broker is passed on to broker N's HTTP listener, as Kafka's admin client
 /// sends a broker's config calls to that broker; its answer is relayed (X-Ringlog-Served-By), or a

@@ -272,7 +272,7 @@ void fetch_records(const call_ptr& c) {
         bytes += record_bytes(rec);
         if (i > 0) out += ',';
         if (!append_record_json(out, "", topic_json_text, partition, rec, as_json)) {
-          return call.fail(406, ec::not_acceptable, not_json_message(rec) + "; read it with Accept: " + v2_binary_type);
+          return call.fail(406, ec::not_acceptable, not_json_message(topic, partition, rec) + "; read it with Accept: " + v2_binary_type);
         }
       }
       out += ']';

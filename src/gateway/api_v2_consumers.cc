@@ -154,7 +154,7 @@ std::string consumed_records_json(const std::vector<broker::consumed_record>& re
     const auto& [tp, rec] = records[i];
     if (i > 0) out += ',';
     const bool ok = append_record_json(out, "", dump(json(tp.topic)), tp.partition.value(), rec, as_json);
-    if (!ok && !refusal) refusal = not_json_message(rec);
+    if (!ok && !refusal) refusal = not_json_message(tp.topic, tp.partition.value(), rec);
   }
   return out + "]";
 }

@@ -25,6 +25,11 @@ namespace ringlog::gateway::routes {
 
 namespace {
 
+/// The query parameter a transaction's coordinator adds when it passes the TxnOffsetCommit half
+/// of `.../offsets` on to the group's coordinator (AddOffsetsToTxn done); honoured only on a call
+/// a broker passed on (identify_client), so a client cannot skip AddOffsetsToTxn with it.
+constexpr std::string_view txn_offsets_added_query_name = "ringlog_txn_offsets_added";
+
 /// Transaction timeout when the begin names none (Kafka's transaction.timeout.ms default).
 constexpr int64_t transaction_timeout_ms_default = 60'000;
 
@@ -237,17 +242,28 @@ void v3_add_transaction_offsets(const call_ptr& c) {
   }
   const std::string group_id = (*body)["group_id"].get<std::string>();
   const std::string id = c->params["transactional_id"];
-  // AddOffsetsToTxn, then TxnOffsetCommit (Kafka's sendOffsetsToTransaction).
+  auto txn_offset_commit = [c, group_id, producer_id = p->first, offsets = std::move(offsets)]() mutable {
+    c->broker().groups().txn_commit(group_id, "", std::nullopt, -1, producer_id, std::move(offsets),
+                                    [c](broker::result<broker::offset_commit_answer> r) {
+                                      if (!r.ok()) return no_content(c)(r.error());
+                                      if (!r->refused.empty()) return no_content(c)(r->refused.begin()->second);
+                                      no_content(c)(base::ok_v);
+                                    });
+  };
+  // The second half, passed on by the transaction's coordinator (below): AddOffsetsToTxn is done.
+  if (c->passed_on_by_broker && c->query.contains(std::string(txn_offsets_added_query_name))) return txn_offset_commit();
+  // AddOffsetsToTxn at the transaction's coordinator (this broker: forward_group_call passes a
+  // transaction's calls on to it), then TxnOffsetCommit at the group's coordinator, which may be
+  // another broker (Kafka's sendOffsetsToTransaction sends the two requests to the two).
   c->broker().transactions().add_offsets(
       id, p->first, p->second, group_id,
-      [c, group_id, producer_id = p->first, offsets = std::move(offsets)](broker::result<void> added) mutable {
+      [c, group_id, txn_offset_commit = std::move(txn_offset_commit)](broker::result<void> added) mutable {
         if (!added.ok()) return no_content(c)(std::move(added));
-        c->broker().groups().txn_commit(group_id, "", std::nullopt, -1, producer_id, std::move(offsets),
-                                        [c](broker::result<broker::offset_commit_answer> r) {
-                                          if (!r.ok()) return no_content(c)(r.error());
-                                          if (!r->refused.empty()) return no_content(c)(r->refused.begin()->second);
-                                          no_content(c)(base::ok_v);
-                                        });
+        c->later([group_id, txn_offset_commit = std::move(txn_offset_commit)](api::call& call) mutable {
+          const std::string passed = std::string(txn_offsets_added_query_name) + "=1";
+          if (pass_on_to_group_coordinator(call.shared_from_this(), group_id, passed)) return;
+          txn_offset_commit();
+        });
       });
 }
 

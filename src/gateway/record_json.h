@@ -30,9 +30,10 @@ bool append_record_json(std::string& out, std::string_view prefix, std::string_v
                         int32_t partition, const model::record& rec, bool as_json,
                         non_json_payload non_json = non_json_payload::refuse);
 
-/// "the key of the record at offset N is not JSON" (or value, or key and value): why
-/// append_record_json refused `rec`, naming the part a JSON reader cannot take.
-std::string not_json_message(const model::record& rec);
+/// "the key of the record at offset N of TOPIC-P is not JSON" (or value, or key and value): why
+/// append_record_json refused `rec` of `topic` partition `partition`, naming the part a JSON
+/// reader cannot take and where it is.
+std::string not_json_message(std::string_view topic, int32_t partition, const model::record& rec);
 
 /// About how many bytes append_record_json writes for `rec` (base64 is 4/3 of the payload;
 /// embedded JSON is shorter), to reserve answers up front instead of copying them as they grow.

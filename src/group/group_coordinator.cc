@@ -1073,8 +1073,15 @@ group_description group_coordinator::describe_group(std::string_view group_id) c
     return out;
   }
   for (const auto& [id, m] : g.members) {
+    subscription sub = m.meta.sub;
+    // A pattern's member lists the topics it matches now (the Confluent REST Proxy's GET
+    // subscription shows the consumer's matched topics), beside the pattern itself.
+    if (sub.kind == subscription_kind::pattern && m.pattern) {
+      const std::set<std::string> matched = resolve_topics(g, m);
+      sub.topics.assign(matched.begin(), matched.end());
+    }
     out.members.push_back(member_description{id, m.meta.client_name, m.meta.group_instance_id, m.meta.generation,
-                                             m.meta.sub, m.meta.owned, m.meta.target,
+                                             std::move(sub), m.meta.owned, m.meta.target,
                                              minus(m.meta.owned, m.meta.target), m.last_seen_ms, "", {}, {}});
   }
   return out;

@@ -1,5 +1,7 @@
 #include "ringlog/security/scram.h"
 
+#include <algorithm>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -141,6 +143,31 @@ std::string credential_fingerprint(const scram_lookup& lookup, std::string_view 
     out.append(reinterpret_cast<const char*>(credential->stored_key.data()), credential->stored_key.size());
   }
   return out;
+}
+
+verified_passwords::verified_passwords(size_t entries_max)
+    : key_(random_bytes(32)), entries_max_(std::max<size_t>(entries_max, 1)) {}
+
+bool verified_passwords::matches(const scram_lookup& lookup, std::string_view user, std::string_view password) {
+  const std::string fingerprint = credential_fingerprint(lookup, user);
+  // No such user: the same PBKDF2 as for one (user_password_matches), and nothing remembered.
+  if (fingerprint.empty()) return user_password_matches(lookup, user, password);
+  std::string message(user);
+  message += '\0';
+  message.append(password);
+  const bytes mac = detail::hmac(scram_mechanism::sha_256, key_, message);
+  std::string id(reinterpret_cast<const char*>(mac.data()), mac.size());
+  if (auto it = fingerprints_.find(id); it != fingerprints_.end() && it->second == fingerprint) return true;
+  if (!user_password_matches(lookup, user, password)) return false;
+  // `fingerprint` was read before the check: if the credential changed in between, the entry
+  // holds the older one and the next request is verified again.
+  auto [it, inserted] = fingerprints_.insert_or_assign(id, fingerprint);
+  if (inserted) order_.push_back(std::move(id));
+  while (fingerprints_.size() > entries_max_) {
+    fingerprints_.erase(order_.front());
+    order_.pop_front();
+  }
+  return true;
 }
 
 bytes random_bytes(size_t n) {

@@ -5,6 +5,7 @@ sleeps for a condition.
 """
 import base64
 import json
+import re
 import threading
 import time
 
@@ -649,3 +650,26 @@ def test_a_pattern_that_backtracks_exponentially_is_refused(broker, topic_name):
     assert 400 <= r.status_code < 500, r.text
     assert "exponential time" in r.json()["message"]
     assert requests.get(broker.url + "/v1/health", timeout=5).status_code == 200
+
+
+def test_a_pattern_subscription_lists_the_topics_it_matches(broker, topic_name):
+    """GET subscription of a pattern subscriber lists the topics the pattern matches, beside the
+    pattern (the Confluent REST Proxy answers with the consumer's subscription, its matched topics;
+    ringlog answered an empty list, the new user's LOW of session 23)."""
+    first, second, other = topic_name + "-a", topic_name + "-b", "x" + topic_name
+    for t in (first, second, other):
+        broker.create_topic(t, partitions=1)
+    base = create_consumer(broker, "g-" + topic_name)
+    r = requests.post(base + "/subscription", json={"topic_pattern": re.escape(topic_name) + "-.*"},
+                      headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    poll(base)
+
+    def lists_both():
+        r = requests.get(base + "/subscription", headers={"Accept": V2})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["topic_pattern"] == re.escape(topic_name) + "-.*", body
+        return sorted(body["topics"]) == [first, second]
+
+    wait_until(lists_both, DEADLINE_S, "the pattern's two topics in GET subscription")

@@ -19,6 +19,7 @@ import websockets
 from conftest import wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster, create_topic  # noqa: F401
 from test_cluster import cluster  # noqa: F401  (the fixture)
+from test_kafka_cluster import _coordinator_partition
 
 V2 = "application/vnd.kafka.v2+json"
 BINARY = "application/vnd.kafka.binary.v2+json"
@@ -399,3 +400,125 @@ def test_streamed_read_and_lag_summary_through_a_non_coordinator(cluster):
     assert summary.json()["total_lag"] == sum(max(e - 3, 0) for e in ends), (summary.text, ends)
     lags = requests.get(third.v3(f"/consumer-groups/{group}/lags"), timeout=40).json()["data"]
     assert sorted((l["partition_id"], l["log_end_offset"]) for l in lags) == [(0, ends[0]), (1, ends[1])], lags
+
+
+def test_http_transactions_through_a_broker_that_does_not_coordinate_them(cluster):
+    """Every HTTP transaction call (begin, a transactional produce, commit, describe) sent to a
+    broker that does not coordinate the transactional id is passed on to its coordinator, as group
+    calls are: it answered 503 NOT_COORDINATOR with Retry-After forever (the new user's LOW of
+    session 23). The committed records are then read_committed through that broker."""
+    topic = "txn-forwarded"
+    ready_cluster(cluster, topic)
+    n1 = cluster.node(1)
+
+    def transaction_state_led():
+        r = requests.get(n1.v3("/topics/__transaction_state/partitions"), timeout=5)
+        return r.status_code == 200 and all(p["leader"] is not None for p in r.json()["data"])
+    wait_until(transaction_state_led, FAILOVER_DEADLINE_S, "__transaction_state with leaders")
+
+    begun = None
+    for i in range(64):
+        tid = f"fwd-{i}"
+        r = requests.post(n1.v3("/transactions"), json={"transactional_id": tid}, timeout=40)
+        assert r.status_code == 200, r.text
+        if r.headers.get(SERVED_BY) not in (None, "1"):
+            begun = tid, r.json()["producer_id"], r.json()["producer_epoch"], int(r.headers[SERVED_BY])
+            break
+    assert begun is not None, "no transactional id among 64 is coordinated by another broker"
+    tid, pid, epoch, coordinator = begun
+
+    body = "".join(json.dumps({"partition_id": p, "sequence": 0, "value": {"type": "STRING", "data": f"v{p}"}})
+                   for p in (0, 1))
+    r = requests.post(n1.v3(f"/topics/{topic}/records"),
+                      params={"producer_id": pid, "producer_epoch": epoch, "transactional_id": tid},
+                      data=body, headers={"Content-Type": "application/json"}, timeout=40)
+    assert r.status_code == 200, r.text
+    assert r.headers.get(SERVED_BY) == str(coordinator), r.headers
+    reports = [json.loads(line) for line in r.text.splitlines() if line.strip()]
+    assert [x["error_code"] for x in reports] == [200, 200], reports
+
+    # The offsets of a group whose coordinator is neither broker 1 nor the transaction's: the
+    # AddOffsetsToTxn half at the transaction's coordinator, the TxnOffsetCommit half at the
+    # group's (the new user of session 24 found no broker taking the call).
+    offsets_partitions = {p["partition_id"]: p["leader"]["related"].rsplit("/", 1)[-1]
+                          for p in requests.get(n1.v3("/topics/__consumer_offsets/partitions"), timeout=5).json()["data"]}
+    group = next(g for g in (f"fwd-group-{i}" for i in range(256))
+                 if int(offsets_partitions[_coordinator_partition(g, len(offsets_partitions))]) not in (1, coordinator))
+    r = requests.post(n1.v3(f"/transactions/{tid}/offsets"),
+                      json={"producer_id": pid, "producer_epoch": epoch, "group_id": group,
+                            "offsets": [{"topic": topic, "partition": 0, "offset": 1}]}, timeout=40)
+    assert r.status_code == 204, r.text
+
+    r = requests.get(n1.v3(f"/transactions/{tid}"), timeout=40)
+    assert r.status_code == 200 and r.json()["state"] == "Ongoing", r.text
+    in_txn = sorted((p["topic"], p["partition"]) for p in r.json()["partitions"])
+    assert (topic, 0) in in_txn and (topic, 1) in in_txn, r.text
+
+    def committed():
+        r = requests.post(n1.v3(f"/transactions/{tid}/commit"), json={"producer_id": pid, "producer_epoch": epoch},
+                          timeout=40)
+        if r.status_code == 409:   # CONCURRENT_TRANSACTIONS: the markers of a previous step
+            return False
+        assert r.status_code == 200, r.text
+        return True
+    wait_until(committed, FAILOVER_DEADLINE_S, "the commit through broker 1")
+
+    def read_committed_all():
+        seen = []
+        for p in (0, 1):
+            r = requests.get(f"{n1.url}/topics/{topic}/partitions/{p}/records",
+                             params={"offset": 0, "isolation_level": "read_committed"},
+                             headers={"Accept": BINARY}, timeout=40)
+            assert r.status_code == 200, r.text
+            seen += [unb64(x["value"]) for x in r.json()]
+        return sorted(seen) == ["v0", "v1"]
+    wait_until(read_committed_all, FAILOVER_DEADLINE_S, "both committed records read_committed through broker 1")
+
+    def group_committed():
+        r = requests.get(n1.v3(f"/consumer-groups/{group}/lags"), timeout=40)
+        if r.status_code != 200:
+            return False
+        return {(x["topic_name"], x["partition_id"]): x["current_offset"] for x in r.json()["data"]} == {(topic, 0): 1}
+    wait_until(group_committed, FAILOVER_DEADLINE_S, f"group {group}'s offset committed with the transaction")
+
+
+def test_latest_and_resets_use_the_partition_leaders_end_not_the_coordinators(cluster):
+    """auto.offset.reset=latest and a group offsets reset read each partition's end from its
+    leader. They read it from the group's coordinator, which holds no replica of most partitions
+    of a replication-factor-1 topic (its figure: 0): a 'latest' consumer read whole partitions and
+    `groups reset --to latest` planned 0 (the new user's HIGH of session 24)."""
+    topic = "ends-at-leaders"
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, topic, partitions=3, replication_factor=1)
+    assert r.status_code == 201, r.text
+    for p in range(3):
+        body = {"records": [{"value": b64(f"old-{p}-{i}"), "partition": p} for i in range(20)]}
+        wait_until(lambda: requests.post(f"{n1.url}/topics/{topic}", json=body, headers={"Content-Type": BINARY},
+                                         timeout=40).status_code == 200, FAILOVER_DEADLINE_S, f"20 records in {topic}-{p}")
+    everything = [{"topic": topic, "partition": p} for p in range(3)]
+    for i in range(4):   # groups on different coordinators: each holds at most one of the partitions
+        group = f"latest-{i}"
+        r = requests.post(f"{n1.url}/consumers/{group}", json={"format": "binary", "auto.offset.reset": "latest"},
+                          headers={"Content-Type": V2}, timeout=40)
+        assert r.status_code == 200, r.text
+        base = r.json()["base_uri"]
+        r = requests.post(base + "/assignments", json={"partitions": everything}, headers={"Content-Type": V2}, timeout=40)
+        assert r.status_code == 204, r.text
+        got = []
+        for _ in range(3):
+            r = requests.get(base + "/records", params={"timeout": 200}, headers={"Accept": BINARY}, timeout=40)
+            assert r.status_code == 200, r.text
+            got += [unb64(x["value"]) for x in r.json()]
+        assert not [v for v in got if v.startswith("old-")], f"group {group} read records from before it started: {got[:5]}"
+        r = requests.post(base + "/positions/end", json={"partitions": everything}, headers={"Content-Type": V2}, timeout=40)
+        assert r.status_code == 204, r.text
+        r = requests.post(base + "/offsets", json={"offsets": [{"topic": topic, "partition": p, "offset": 4} for p in range(3)]},
+                          headers={"Content-Type": V2}, timeout=40)
+        assert r.status_code == 204, r.text
+        requests.delete(base, headers={"Content-Type": V2}, timeout=40)
+        # The group committed 5 of 20 on each partition: a reset to latest plans every leader's 20.
+        r = requests.post(n1.v3(f"/consumer-groups/{group}/offsets:reset"), json={"to": "latest", "topics": [topic]},
+                          timeout=40)
+        assert r.status_code == 200, r.text
+        assert sorted((o["partition_id"], o["offset"]) for o in r.json()["offsets"]) == [(0, 20), (1, 20), (2, 20)], r.text

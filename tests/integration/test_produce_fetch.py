@@ -196,13 +196,13 @@ def test_fetch_json_of_non_json_is_406(broker, topic_name):
                   headers={"Content-Type": BINARY})
     r = fetch(broker, topic_name, 0, 0, accept=JSONV2)
     assert r.status_code == 406 and r.json()["error_code"] == 406
-    assert r.json()["message"].startswith("the value of the record at offset 0 is not JSON"), r.text
+    assert r.json()["message"].startswith(f"the value of the record at offset 0 of {topic_name}-0 is not JSON"), r.text
     # The message names the part a JSON reader cannot take (a new user's Kafka key "k0" beside a
     # JSON value was reported as "record ... is not JSON").
     requests.post(f"{broker.url}/topics/{topic_name}", json={"records": [{"key": b64("k0"), "value": b64('{"i": 0}')}]},
                   headers={"Content-Type": BINARY})
     r = fetch(broker, topic_name, 0, 1, accept=JSONV2)
-    assert r.status_code == 406 and r.json()["message"].startswith("the key of the record at offset 1 is not JSON"), r.text
+    assert r.status_code == 406 and r.json()["message"].startswith(f"the key of the record at offset 1 of {topic_name}-0 is not JSON"), r.text
 
 
 def test_offsets_and_offsets_by_timestamp(broker, topic_name):

@@ -236,6 +236,39 @@ TEST_CASE("user_password_matches and credential_fingerprint follow the store as 
   CHECK(credential_fingerprint(lookup, "bob").empty());
 }
 
+TEST_CASE("verified_passwords remembers verified passwords only while the credential stays") {
+  std::map<std::string, scram_credential> store;
+  scram_lookup lookup = [&store](std::string_view user, scram_mechanism m) -> std::optional<scram_credential> {
+    auto it = store.find(std::string(user));
+    if (it == store.end() || it->second.mechanism != m) return std::nullopt;
+    return it->second;
+  };
+  verified_passwords verified(2);
+  CHECK_FALSE(verified.matches(lookup, "bob", "pw"));   // unknown user: refused, not remembered
+  CHECK(verified.size() == 0);
+  store["bob"] = new_scram_credential(scram_mechanism::sha_256, "pw", 4096).value();
+  CHECK(verified.matches(lookup, "bob", "pw"));
+  CHECK(verified.size() == 1);
+  CHECK_FALSE(verified.matches(lookup, "bob", "other"));   // a wrong password is never remembered
+  CHECK(verified.size() == 1);
+  CHECK(verified.matches(lookup, "bob", "pw"));
+  CHECK(verified.size() == 1);
+  // The user's password changes: the remembered one no longer counts.
+  store["bob"] = new_scram_credential(scram_mechanism::sha_256, "new", 4096).value();
+  CHECK_FALSE(verified.matches(lookup, "bob", "pw"));
+  CHECK(verified.matches(lookup, "bob", "new"));
+  store.erase("bob");   // deleted
+  CHECK_FALSE(verified.matches(lookup, "bob", "new"));
+  // The bound: the oldest entries go first, and an evicted password is verified again.
+  for (const char* user : {"u1", "u2", "u3"}) store[user] = new_scram_credential(scram_mechanism::sha_512, "p", 4096).value();
+  CHECK(verified.matches(lookup, "u1", "p"));
+  CHECK(verified.matches(lookup, "u2", "p"));
+  CHECK(verified.matches(lookup, "u3", "p"));
+  CHECK(verified.size() == 2);
+  CHECK(verified.matches(lookup, "u1", "p"));
+  CHECK_FALSE(verified.matches(lookup, "u1", "q"));
+}
+
 TEST_CASE("credentials: iterations bounded 4096..16384, derivation is deterministic per salt") {
   auto salt = base64_decode("W22ZaJ0SNY7soEsUEjb6gQ==");
   CHECK_FALSE(derive_scram_credential(scram_mechanism::sha_256, "p", *salt, 4095).ok());

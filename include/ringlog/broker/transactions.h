@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ringlog/broker/errc.h"
+#include "ringlog/broker/groups.h"
 #include "ringlog/model/types.h"
 
 namespace ringlog::broker {
@@ -73,6 +74,10 @@ class txn_api {
   /// The broker coordinating `transactional_id` now (FindCoordinator key_type 1): the leader of
   /// its __transaction_state partition; -1 while it has none or the topic does not exist yet.
   [[nodiscard]] virtual int32_t coordinator_id(const std::string& transactional_id) const = 0;
+  /// Where the calls of `transactional_id` are served now, as group_api::coordinator_route (the
+  /// leader of its __transaction_state partition): front ends pass an HTTP transaction call on
+  /// to a peer coordinator's listener. Any thread, no I/O.
+  [[nodiscard]] virtual group_coordinator_route coordinator_route(const std::string& transactional_id) const = 0;
 
   /// InitProducerId with a transactional.id: the producer id and a new epoch, fencing every
   /// older producer of the id. An ongoing transaction of the old producer is aborted first

@@ -8,7 +8,9 @@
 // header is the pure part, without the store.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,6 +42,9 @@ inline constexpr size_t scram_nonce_bytes = 24;
 /// Longest SCRAM or PLAIN message a server reads (a username, a nonce and a proof fit in a few
 /// hundred bytes; Kafka's SaslServerAuthenticator caps a token at 512 KiB, far above this).
 inline constexpr size_t sasl_message_bytes_max = 64 * 1024;
+/// Passwords one thread's verified_passwords keeps (each entry ~200 bytes): far more users than
+/// one HTTP listener's clients use at once; past it the oldest is verified again (one PBKDF2).
+inline constexpr size_t verified_passwords_max = 4096;
 }  // namespace constants
 
 enum class scram_mechanism : int8_t {
@@ -104,5 +109,26 @@ bool user_password_matches(const scram_lookup& lookup, std::string_view user, st
 /// when the user has none. A console session or access token keeps the one it began with and
 /// ends when it differs: the user was deleted or its password changed.
 std::string credential_fingerprint(const scram_lookup& lookup, std::string_view user);
+
+/// user_password_matches with a memory of the passwords it verified lately, for HTTP Basic,
+/// which sends the password with every request: one PBKDF2 per request (~3 ms at 4096
+/// iterations) would cost a listener a core at a few hundred requests/s (the breaker of session
+/// 23). An entry is keyed by HMAC-SHA-256(key, user, password) under a key random per cache, so
+/// no password is kept, and counts only while the user's credential_fingerprint is the one it
+/// was verified against: a deleted user or a changed password is verified again (and refused).
+/// A refusal is never remembered (an unknown user or a wrong password costs its PBKDF2 each
+/// time). At most `entries_max` entries, the oldest out first. Not thread-safe: one per thread.
+class verified_passwords {
+ public:
+  explicit verified_passwords(size_t entries_max = constants::verified_passwords_max);
+  bool matches(const scram_lookup& lookup, std::string_view user, std::string_view password);
+  [[nodiscard]] size_t size() const { return fingerprints_.size(); }
+
+ private:
+  bytes key_;
+  size_t entries_max_;
+  std::map<std::string, std::string, std::less<>> fingerprints_;   // HMAC -> credential_fingerprint
+  std::deque<std::string> order_;                                   // HMACs, oldest first
+};
 
 }  // namespace ringlog::security

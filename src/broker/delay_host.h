@@ -1,0 +1,150 @@
+#pragma once
+// The delayed-delivery host (issue 18, design.md section 7; a class of its own since issue 28):
+// the produce side puts a record with a future delivery time into the internal delay topic of
+// its delay range, and on the leader of each delay partition a delay::scheduler (the pure core,
+// src/delay) moves due records to their target with the normal produce path, its position kept
+// as checkpoint records in its own partition (delay.cc has the whole story,
+// docs/delayed-delivery.md the guarantee). delay_host owns the per-shard scheduler states and
+// reaches the broker only through delay_host_services, so delay.cc does not include the
+// broker's implementation class. Private to the broker module.
+//
+// Ownership by shard: a delay partition's scheduler state lives on the partition's shard and is
+// touched only there; answers from other shards are posted back (on_delay_state) and dropped
+// when they belong to an earlier leadership (its generation).
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "metadata.h"
+#include "partition.h"
+#include "produce_operation.h"
+#include "ringlog/base/clock.h"
+#include "ringlog/broker/broker.h"
+#include "ringlog/delay/checkpoint.h"
+#include "ringlog/delay/scheduler.h"
+#include "ringlog/runtime/shard_runtime.h"
+
+namespace ringlog::broker::detail {
+
+/// What the delay host reaches in the broker (broker_impl implements it).
+class delay_host_services {
+ public:
+  virtual ~delay_host_services() = default;
+  /// The broker API the moves take: a move is an acks=all produce to its target; a move that may
+  /// be there already (an intent of an earlier leadership) is looked up first (ListOffsets by
+  /// time, then Fetch).
+  virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;
+  virtual void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
+  virtual void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) = 0;
+  /// The produce of records to `topic` (known, found by the caller) after the topic lookup:
+  /// partitions, leaders, batches. `internal_write`: the broker's own write to an internal topic
+  /// (a delay topic), refused otherwise (topic_authorization_failed).
+  virtual void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                          std::function<void(result<produce_response>)> done, bool internal_write) = 0;
+  /// The topic `name` as of the calling thread's metadata view, or null.
+  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
+  /// Creates the internal topic `name` (on the controller shard, through the metadata quorum; no
+  /// admin checks) with `partitions_count` partitions, the automatic replication factor and
+  /// `configs`, unless it exists there already; `done` with the topic, also when a concurrent
+  /// creation won. Errors: the commit's (not_controller, request_timed_out, invalid_request).
+  virtual void create_internal_topic(std::string name, int32_t partitions_count,
+                                     std::map<std::string, std::string> configs,
+                                     std::function<void(result<std::shared_ptr<const topic_state>>)> done) = 0;
+  /// delay.max.ms (a dynamic broker config) as of the calling thread's view.
+  [[nodiscard]] virtual int64_t delay_max_ms() const = 0;
+  /// Calls `f` with each replica open on `shard`. On `shard`'s thread.
+  virtual void for_each_replica(size_t shard,
+                                const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) = 0;
+  virtual void log_info(const std::string& message) const = 0;
+  virtual void log_error(const std::string& message) const = 0;
+};
+
+class delay_host {
+ public:
+  /// `stopping`: the broker's stop flag (a set flag ends the schedulers' ticks and drives).
+  delay_host(delay_host_services& host, runtime::shard_runtime& runtime, const base::clock& clock, int32_t node_id,
+             const std::atomic<bool>& stopping);
+
+  // ---- the produce side
+  /// A record's delivery time from its ringlog-deliver-at header: nullopt when it has none, is due
+  /// already (`now_ms` or earlier) or was moved by a scheduler (source header). Errors:
+  /// invalid_record (not decimal ms; past delay.max.ms from now, naming both).
+  /// A ringlog-delay-ms header is replaced by ringlog-deliver-at (now + delay) first.
+  result<std::optional<int64_t>> delivery_time_of(produce_record& record, int64_t now_ms) const;
+  /// delivery_time_of(request.records[i]), refusing one inside a transaction or idempotent session.
+  result<std::optional<int64_t>> delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const;
+  /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms) of a record
+  /// not yet moved by a scheduler.
+  static bool has_delay_header(const std::vector<model::record_header>& headers);
+  /// A record produce_delayed stores: `index` into the request's records, its target partition
+  /// and due time (clock ms).
+  struct delayed_record {
+    size_t index = 0;
+    int32_t target_partition = 0;
+    int64_t due_ms = 0;
+  };
+  /// How many finish_one() calls produce_delayed makes for `delayed` (one per delay topic used).
+  static size_t delayed_groups(const std::vector<delayed_record>& delayed, int64_t now_ms);
+  /// Appends the delayed records (`delayed`, indices into `records`) to their delay topics,
+  /// creating them first; fills op's results (the target partition, offset -1: not known until
+  /// delivery) and calls op->finish_one() once per tier.
+  void produce_delayed(const std::string& target_topic, std::vector<produce_record>& records,
+                       const std::vector<delayed_record>& delayed, int64_t now_ms, acks_mode acks, int64_t timeout_ms,
+                       const std::shared_ptr<produce_operation>& op);
+  /// Kafka Produce of one partition whose records may be delayed: every record through
+  /// produce_to (validated batches). The answer's base_offset is -1 when a record was delayed
+  /// (its offset is known once delivered); an invalid delivery time refuses the request
+  /// (invalid_record) before anything is stored.
+  void produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
+                               std::function<void(result<produce_batches_response>)> done);
+
+  // ---- the schedulers
+  /// Start-up, after the groups: schedulers for the delay partitions this node leads.
+  void start();
+  /// On the partition's shard: this node now leads `rt` (`leads`) or no longer does. For a delay
+  /// partition its scheduler starts from the partition's latest checkpoint, or stops (in-flight
+  /// answers are ignored); other partitions are not the host's.
+  void on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads);
+  /// The schedulers of every shard (GET /v3/clusters/{id}/delayed-records), by topic-partition.
+  void describe(std::function<void(std::vector<delay_scheduler_description>)> done);
+
+ /// One delay partition's scheduler on this leader (delay.cc; opaque outside it).
+  struct partition_state;
+
+ private:
+  /// `done` with the delay topic of tier `tier`, created (on the controller) when missing.
+  void with_delay_topic(size_t tier, std::function<void(result<std::shared_ptr<const topic_state>>)> done);
+  void delay_partition_led(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads);
+  void schedule_delay_tick(size_t shard);
+  void drive_delay(size_t shard, const std::shared_ptr<partition_state>& st);
+  /// Appends `cp` and reports it to the scheduler when replicated; false when it failed at once
+  /// (reported already).
+  bool write_delay_checkpoint(size_t shard, const std::shared_ptr<partition_state>& st,
+                              const std::shared_ptr<partition_runtime>& rt, const delay::checkpoint& cp);
+  void send_delay_moves(size_t shard, const std::shared_ptr<partition_state>& st,
+                        const std::shared_ptr<partition_runtime>& rt, std::vector<delay::move> moves);
+  /// Runs `f` on `shard` with the scheduler state of `key` if it is still generation `generation`.
+  void on_delay_state(size_t shard, std::string key, uint64_t generation,
+                      std::function<void(const std::shared_ptr<partition_state>&)> f);
+
+  delay_host_services& host_;
+  runtime::shard_runtime& runtime_;
+  const base::clock& clock_;
+  const int32_t node_id_;
+  const std::atomic<bool>& stopping_;
+  std::vector<std::map<std::string, std::shared_ptr<partition_state>>> delay_states_;   // per shard
+  std::vector<char> delay_ticking_;   // per shard: its tick timer is set
+  std::atomic<bool> delay_started_{false};
+  std::atomic<uint64_t> next_delay_generation_{1};
+  /// Timers and posted answers hold a weak reference: one that runs after the host is gone does nothing.
+  std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
+};
+
+}  // namespace ringlog::broker::detail
