@@ -9,8 +9,10 @@
 // fencing, AlterPartition, elections, reassignments, rebalance, decommission, producer id blocks,
 // internal topics) active_controller.h's.
 // One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
-// guards) is partition_runtime's, and each shard's replicas, fetch deadlines, kept reads and
-// maintenance tick are its partition_manager's (the partition module, which never sees this class).
+// guards) is partition_runtime's; each shard's replicas and their directories, fetch deadlines,
+// kept reads and maintenance tick are its partition_manager's, and the order of the applied
+// metadata entries metadata_apply_queue's (the partition module, which never sees this class: it
+// reports leadership changes through leadership_observer, which this class implements).
 // Private to the broker module: other modules see broker.h only.
 
 #include <algorithm>
@@ -74,6 +76,8 @@ class broker_impl final : public broker,
                           public controller::quorum_state_machine,
                           public replica_fetcher_host,
                           public delay_host_services,
+                          public leadership_observer,
+                          public replica_host,
                           public active_controller_host {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
@@ -82,16 +86,16 @@ class broker_impl final : public broker,
         compaction_({.enabled = config_.log_cleaner_enable,
                      .dedupe_buffer_size = config_.log_cleaner_dedupe_buffer_size,
                      .io_max_bytes_per_second = config_.log_cleaner_io_max_bytes_per_second},
-                    deps_.runtime.shard_count()),
-        shard_views_(deps_.runtime.shard_count(), std::make_shared<const metadata_view>()) {
+                    deps_.runtime.shard_count()) {
+    const partition_manager::maintenance_settings maintenance{
+        .tick_ms = std::min({constants::maintenance_interval_ms, config_.log_retention_check_interval_ms,
+                             config_.log_cleaner_backoff_ms}),
+        .retention_check_interval_ms = config_.log_retention_check_interval_ms};
+    const auto services = replica_services_of();   // partition_reconcile.cc
     for (size_t shard = 0; shard < deps_.runtime.shard_count(); ++shard) {
       partition_managers_.push_back(std::make_unique<partition_manager>(
-          shard, deps_.runtime, deps_.clock, stopping_, compaction_,
-          partition_manager::maintenance_settings{
-              .tick_ms = std::min({constants::maintenance_interval_ms, config_.log_retention_check_interval_ms,
-                                   config_.log_cleaner_backoff_ms}),
-              .retention_check_interval_ms = config_.log_retention_check_interval_ms}));
-      partition_contexts_.push_back(make_partition_context(shard));
+          shard, deps_.runtime, deps_.clock, stopping_, compaction_, maintenance, services,
+          log_directory{.fs = deps_.fs, .path = config_.log_dir, .log = deps_.log}));
     }
   }
 
@@ -253,11 +257,7 @@ class broker_impl final : public broker,
 
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  std::shared_ptr<const metadata_view> view() const {
-    const size_t shard = deps_.runtime.current_shard();
-    if (shard < shard_views_.size()) return shard_views_[shard];
-    return latest_view_.load(std::memory_order_acquire);
-  }
+  std::shared_ptr<const metadata_view> view() const { return views_.current(); }
   int64_t total_partitions() const { return view()->image->partition_count(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
   const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
@@ -323,8 +323,6 @@ class broker_impl final : public broker,
   /// Controller shard: the entry `payload` (encoded records) to the quorum; `done` with its
   /// committed offset.
   void write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done);
-  /// Controller shard: `done` once the entry at `offset` is applied and reconciled here (or failed).
-  void await_applied(int64_t offset, std::function<void(result<void>)> done);
   /// Posts `then` to the controller shard once this node applied every metadata entry the quorum
   /// had committed when the call arrived (metadata_barrier.cc): admin calls plan against an image
   /// no older than the active controller's. Runs `then` anyway (against this node's image) when
@@ -333,8 +331,6 @@ class broker_impl final : public broker,
   /// The cluster listener's DescribeQuorum (KIP-595): the quorum leader's high watermark.
   void handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);
-  /// Controller shard: the entry at `offset` did not apply.
-  void entry_failed(int64_t offset, error why);
   /// Controller shard: one applied entry's publication and reconciliation, in offset order.
   struct apply_job {
     std::shared_ptr<const metadata_view> before;
@@ -344,12 +340,14 @@ class broker_impl final : public broker,
     bool reconcile = false;   // false before start-up opened the partitions (they are opened then)
     bool open_all = false;    // start-up: open every partition of `after` this node holds
   };
+  /// Queues `job` in apply_queue_ (run_apply_job when its turn comes).
   void enqueue_apply_job(apply_job job);
+  /// Publishes `job`'s view, then reconciles the replicas (or opens them all at start-up);
+  /// `finish` on the controller shard.
+  void run_apply_job(const std::shared_ptr<apply_job>& job, std::function<void(result<void>)> finish);
   /// Tells the cluster transport every registered broker's "cluster" endpoint (a broker-only node
   /// is in no config: its registration is the only place its address is known). Controller shard.
   void learn_peer_addresses(const controller::metadata_image& image);
-  void run_apply_jobs();
-  void finish_apply_job(int64_t offset, result<void> outcome);
   /// Handlers of requests from other nodes (on the cluster listener).
   void register_cluster_handlers();
   /// After the quorum started: the Fetch handler that passes metadata-log fetches to raft's.
@@ -370,31 +368,17 @@ class broker_impl final : public broker,
   const controller::broker_registration* own_registration() const override;
   /// The leader of a partition, or an error naming who leads it when it is not this node.
   result<void> check_leader(const topic_state& topic, int32_t partition) const;
-  /// Installs `next` as every shard's view; `done` runs on the controller shard once all have it.
-  void publish_view(std::shared_ptr<const metadata_view> next, std::function<void()> done);
   /// Brings the shards' partitions in line with the topics named in `touched` after `before`.
   void reconcile(const metadata_view& before, const metadata_view& after, const std::vector<std::string>& touched,
                  std::function<void(result<void>)> done);
+  /// Closes the replicas of `topic`'s `count` partitions on their shards and deletes their logs.
   void remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done);
-  /// On the partition's shard: this node is no longer a replica of the partition (a
-  /// reassignment removed it): its leadership or following ends, its waiters are answered, and
-  /// its local log directory is deleted.
-  void drop_replica(size_t shard, const std::string& topic, int32_t partition, const controller::partition_image& now);
-  /// Start-up, before the partitions open: deletes the local copy of every partition of `view`
-  /// that does not list this node as a replica but whose directory holds this topic's
-  /// partition.metadata (a reassignment removed it while this node was down). Other
-  /// directories are left alone.
-  void remove_stray_replicas(const metadata_view& view);
   /// Opens `held` (partitions of `topic` that list this node as a replica) on their shards.
   void open_held_partitions(const std::shared_ptr<const topic_state>& topic, std::vector<int32_t> held, bool fresh,
                             std::function<void(result<void>)> done);
   /// Opens partitions [from, count) of `topic` that list this node as a replica.
   void open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                        std::function<void(result<void>)> done);
-  result<void> open_partition_on_shard(size_t shard, const std::string& topic, const controller::uuid& topic_id,
-                                       int32_t partition,
-                                       const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
-                                       const controller::partition_image& state, bool fresh);
   void log_info(const std::string& message) const override {
     if (deps_.log) deps_.log(true, message);
   }
@@ -473,10 +457,15 @@ class broker_impl final : public broker,
   void list_offsets_known(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
   void list_offsets_here(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
   // ---- replication (replication.cc; design.md section 6, Kafka's pull model)
-  /// On the partition's shard: brings `rt` in line with its partition image (a leadership that
-  /// begins or ends, an ISR change, a new leader to follow).
-  void apply_partition_state(size_t shard, const std::shared_ptr<partition_runtime>& rt,
-                             const controller::partition_image& p);
+  /// leadership_observer (replication.cc): the groups of __consumer_offsets, the transaction
+  /// coordinators of __transaction_state and the delay schedulers follow the partition's leader.
+  void on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) override;
+  // replica_host (replication.cc): what partition_manager::apply_partition_state reaches here
+  [[nodiscard]] bool registered_in_this_incarnation() const override;
+  void note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) override;
+  void new_follower_generation(partition_runtime& rt) override;
+  void start_following(size_t shard, const std::shared_ptr<partition_runtime>& rt) override;
+  [[nodiscard]] bool controlled_shutdown_done() const override;
   int32_t min_insync_replicas(const std::string& topic) const override;
   // replica_fetcher_host (replication.cc): what the replica fetcher and the leader's side reach here
   std::shared_ptr<partition_runtime> replica_on_shard(size_t shard, const std::string& topic, int32_t partition) override;
@@ -572,40 +561,26 @@ class broker_impl final : public broker,
   mutable client_quota_state client_quota_state_;   // quota_managers.h: clients' quotas (quotas.cc)
   replication_throttles replication_throttles_;       // and the replication throttles (replica_fetcher.h)
   broker_dependencies deps_;
-  /// What each shard's partitions reach in the broker (partition.h); destroyed after
-  /// partition_managers_.
-  std::vector<std::unique_ptr<partition_context>> partition_contexts_;
-  /// partition_reconcile.cc: shard `shard`'s partition_context over this broker's members.
-  std::unique_ptr<partition_context> make_partition_context(size_t shard);
-  /// Each shard's replicas, parked fetches' deadlines and kept reads (partition_manager.h);
-  /// partition_managers_[i] is touched only on shard i's thread.
+  /// partition_reconcile.cc: what every shard's partitions reach in the broker (partition_manager.h).
+  replica_services replica_services_of();
+  /// Each shard's replicas, their directories, parked fetches' deadlines and kept reads
+  /// (partition_manager.h); partition_managers_[i] is touched only on shard i's thread.
   std::vector<std::unique_ptr<partition_manager>> partition_managers_;
-  std::atomic<uint64_t> next_partition_uid_{1};
   compaction compaction_;                   // the log cleaner of each shard
-  /// The metadata as of the last applied entry. Each shard reads its own copy without a lock
-  /// (shard_views_[i] is touched only on shard i); threads outside the shards read latest_view_.
-  /// Changed only on the controller shard (apply), which publishes to every shard before an
-  /// admin call is answered, so a client that saw its change answered finds it on every shard.
-  std::vector<std::shared_ptr<const metadata_view>> shard_views_;
-  /// The controller shard's own view, ahead of shard_views_[controller_shard] while a publish is
-  /// on its way: metadata changes are checked and applied against it, one after another.
+  /// The metadata as of the last applied entry, each shard's own copy (shard_views.h). Changed
+  /// only on the controller shard (apply), which publishes to every shard before an admin call is
+  /// answered, so a client that saw its change answered finds it on every shard.
+  shard_views<metadata_view> views_{deps_.runtime, controller_shard};
+  /// The controller shard's own view, ahead of its shard's copy in views_ while a publish is on
+  /// its way: metadata changes are checked and applied against it, one after another.
   std::shared_ptr<const metadata_view> controller_view_ = std::make_shared<const metadata_view>();
-  std::atomic<std::shared_ptr<const metadata_view>> latest_view_{std::make_shared<const metadata_view>()};
   std::unique_ptr<controller::metadata_quorum> quorum_;   // after start()
   /// New on every process start: a restart is a new registration with a new broker epoch.
   controller::uuid incarnation_id_;
   // ---- controller shard only
-  std::deque<apply_job> apply_jobs_;
-  bool apply_running_ = false;
+  /// The applied entries' jobs in offset order and the writers awaiting theirs (await_applied).
+  metadata_apply_queue apply_queue_{deps_.runtime, controller_shard, config_.node_id};
   bool partitions_open_ = false;       // start-up opened the partitions: later entries reconcile
-  int64_t reconciled_end_ = 0;         // every entry below is applied and reconciled here
-  struct commit_waiter {
-    uint64_t id = 0;
-    std::function<void(result<void>)> done;
-  };
-  std::multimap<int64_t, commit_waiter> commit_waiters_;
-  uint64_t next_waiter_id_ = 1;
-  std::map<int64_t, error> entry_failures_;
   bool registering_ = false;
   int64_t registration_refusal_logged_ms_ = -1;   // log_registration_refused: the last line, wall ms (-1: none)
   bool heartbeat_in_flight_ = false;

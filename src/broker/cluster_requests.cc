@@ -183,7 +183,7 @@ void broker_impl::send_heartbeat(bool want_shut_down,
   request.broker_id = config_.node_id;
   request.broker_epoch = own->broker_epoch;
   // Applied, published to every shard and reconciled (a reassignment's completion waits for it).
-  request.current_metadata_offset = reconciled_end_ - 1;
+  request.current_metadata_offset = apply_queue_.applied_end() - 1;
   request.want_shut_down = want_shut_down;
   const int32_t leader = quorum_->leader_id();
   if (leader == config_.node_id) return done(controller_.controller_heartbeat(request));

@@ -11,9 +11,7 @@
 namespace ringlog::broker::detail {
 
 inline constexpr size_t controller_shard = 0;
-/// Apply failures kept for proposers that have not asked yet (a forwarded entry's outcome is
-/// learnt from the local apply, which may come before the leader's answer). Oldest dropped.
-inline constexpr size_t entry_failures_max = 1024;
+using ::ringlog::partition::entry_failures_max;   // partition/constants.h
 /// ACLs one CreateAcls/DeleteAcls call may add or remove: one metadata entry holds them all
 /// (metadata_entry_records_max is the hard bound); kafka-acls.sh sends a few per call.
 inline constexpr size_t acl_changes_per_call_max = 1000;
@@ -27,7 +25,7 @@ inline constexpr size_t client_quota_entities_max = 100'000;
 /// Sensors /metrics shows (bounded label cardinality), most throttled first.
 inline constexpr size_t client_quota_metrics_sensors_max = 100;
 /// How long an admin call waits for its entry to be committed and applied on this node.
-inline constexpr int64_t metadata_write_timeout_ms = 30000;
+using ::ringlog::partition::metadata_write_timeout_ms;   // partition/constants.h
 /// How long an admin call on a node that is not the active controller waits for the controller's
 /// high watermark (metadata_barrier.cc) before planning against its own image: about one fetch
 /// round trip on a healthy cluster; a controller that does not answer costs the call this much.

@@ -237,7 +237,7 @@ void broker_impl::send_forward(int32_t leader, const model::topic_partition& tp,
   const uint64_t id = next_forward_id_++;
   auto answer = std::make_shared<rpc::response_callback>(std::move(on_answer));
   // The caller chose `leader` from its shard's view; the latest may be newer already.
-  if (auto view = latest_view_.load(std::memory_order_acquire); view && leader_in(*view, tp) != leader) {
+  if (auto view = views_.latest(); view && leader_in(*view, tp) != leader) {
     return (*answer)(leadership_moved(leader_in(*view, tp)));
   }
   forwards_in_flight_.emplace(id, forward_in_flight{tp, leader, answer});
@@ -284,7 +284,7 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
   // The caller chose `leader` from its shard's view; when the newest view names another, nothing
   // was sent yet: the batch goes where the newest names (send_forward would answer "moved while
   // in flight, outcome unknown" for a call it never sent).
-  if (auto newest = latest_view_.load(std::memory_order_acquire); newest && leader_in(*newest, tp) != leader) {
+  if (auto newest = views_.latest(); newest && leader_in(*newest, tp) != leader) {
     return produce_to_new_leader(leader, -1, tp, std::move(batch), acks, deps_.clock.now_ms() + timeout_ms,
                                  std::move(done));
   }

@@ -32,8 +32,10 @@ error from_group(const group::error& e) {
     case gerrc::invalid_offset: return {berrc::offset_out_of_range, e.message};
     case gerrc::offset_metadata_too_large: return {berrc::offset_metadata_too_large, e.message};
     case gerrc::group_max_size_reached: return {berrc::group_max_size_reached, e.message};
-    case gerrc::too_many_groups:
-    case gerrc::too_many_partitions: return {berrc::throttling_quota_exceeded, e.message};
+    case gerrc::too_many_groups: return {berrc::throttling_quota_exceeded, e.message};
+    // A request naming more partitions or topics than a named limit: the request's fault (422),
+    // not a throttle (it answered 429 with the quota code: new user, session 24).
+    case gerrc::too_many_partitions: return {berrc::invalid_request, e.message};
     case gerrc::group_not_empty: return {berrc::group_not_empty, e.message};
     case gerrc::duplicate_member_id: return {berrc::duplicate_consumer_instance, e.message};
     case gerrc::no_offset_for_partition: return {berrc::no_offset_for_partition, e.message};

@@ -1,6 +1,7 @@
 // The metadata state machine: committed entries of the metadata log applied in order (one apply
-// job at a time), snapshots taken and loaded, leader changes, and the writes that propose entries
-// (write_entry, commit_records) and wait for them to apply (await_applied).
+// job at a time, in apply_queue_: the partition module's metadata_apply_queue), snapshots taken
+// and loaded, leader changes, and the writes that propose entries (write_entry, commit_records)
+// and wait for them to apply (apply_queue_.await_applied).
 // Kafka's counterpart: the MetadataLoader/BrokerMetadataPublisher replay and QuorumController's appendRecords.
 
 #include <set>
@@ -22,8 +23,8 @@ void broker_impl::apply(std::span<const controller::committed_entry> entries) {
                            reinterpret_cast<const std::byte*>(e.payload.data()) + e.payload.size());
     auto records = metadata_log_records(*controller_view_->image, r, config_.node_id);
     if (!records.ok()) {
-      entry_failed(e.offset, error{errc::invalid_request, "metadata offset " + std::to_string(e.offset) + ": " +
-                                                              records.error().message});
+      apply_queue_.entry_failed(e.offset, error{errc::invalid_request, "metadata offset " + std::to_string(e.offset) +
+                                                                           ": " + records.error().message});
       continue;
     }
     // An entry applies as a whole or not at all, the same way on every node (the image is a
@@ -37,7 +38,7 @@ void broker_impl::apply(std::span<const controller::committed_entry> entries) {
       }
     }
     if (failure) {
-      entry_failed(e.offset, *failure);
+      apply_queue_.entry_failed(e.offset, *failure);
       continue;
     }
     apply_job job;
@@ -55,7 +56,7 @@ void broker_impl::applied_through(int64_t end_offset) {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   run_metadata_rechecks();
   // Leader-change control entries carry no records: a job that changes nothing moves
-  // reconciled_end_ past them, in order behind the jobs queued before it, so await_applied of
+  // apply_queue_'s end past them, in order behind the jobs queued before it, so await_applied of
   // the quorum's high watermark (metadata_barrier.cc, start-up's catch-up) completes.
   apply_job job;
   job.before = controller_view_;
@@ -88,19 +89,6 @@ void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
   controller_.on_leader_change(leader_id);
 }
 
-void broker_impl::entry_failed(int64_t offset, error why) {
-  auto [first, last] = commit_waiters_.equal_range(offset);
-  if (first == last) {
-    entry_failures_[offset] = std::move(why);
-    while (entry_failures_.size() > entry_failures_max) entry_failures_.erase(entry_failures_.begin());
-    return;
-  }
-  std::vector<commit_waiter> waiting;
-  for (auto it = first; it != last; ++it) waiting.push_back(std::move(it->second));
-  commit_waiters_.erase(first, last);
-  for (auto& w : waiting) w.done(why);
-}
-
 void broker_impl::learn_peer_addresses(const controller::metadata_image& image) {
   if (deps_.cluster_transport == nullptr) return;
   for (const auto& [id, b] : image.brokers()) {
@@ -118,24 +106,23 @@ void broker_impl::learn_peer_addresses(const controller::metadata_image& image) 
 }
 
 void broker_impl::enqueue_apply_job(apply_job job) {
-  apply_jobs_.push_back(std::move(job));
-  run_apply_jobs();
+  const int64_t offset = job.offset;
+  apply_queue_.push(offset, [this, job = std::make_shared<apply_job>(std::move(job))](auto done) {
+    run_apply_job(job, std::move(done));
+  });
 }
 
-void broker_impl::run_apply_jobs() {
-  if (apply_running_ || apply_jobs_.empty()) return;
-  apply_running_ = true;
-  auto job = std::make_shared<apply_job>(std::move(apply_jobs_.front()));
-  apply_jobs_.pop_front();
-  publish_view(job->after, [this, job] {
+void broker_impl::run_apply_job(const std::shared_ptr<apply_job>& job, std::function<void(result<void>)> finish) {
+  views_.publish(job->after, [this, job, finish = std::move(finish)] {
     learn_peer_addresses(*job->after->image);
     fail_moved_forwards(*job->after);
-    auto finish = [this, offset = job->offset](result<void> r) { finish_apply_job(offset, std::move(r)); };
     if (!job->reconcile) return finish(base::ok_v);
     if (!job->open_all) return reconcile(*job->before, *job->after, job->touched, finish);
-    // Start-up: copies of partitions reassigned away while this node was down go first, then
-    // every topic's partitions this node holds, one topic after another.
-    remove_stray_replicas(*job->after);
+    // Start-up: copies of partitions reassigned away, and of topics deleted, while this node was
+    // down go first (the image is caught up), then every topic's partitions this node holds, one
+    // topic after another.
+    remove_stray_replicas(log_directory{.fs = deps_.fs, .path = config_.log_dir, .log = deps_.log},
+                          *job->after->image, config_.node_id);
     auto topics = std::make_shared<std::vector<std::shared_ptr<const topic_state>>>();
     for (const auto& [name, t] : job->after->topics) topics->push_back(t);
     auto next = std::make_shared<std::function<void(size_t)>>();
@@ -149,51 +136,6 @@ void broker_impl::run_apply_jobs() {
       });
     };
     (*next)(0);
-  });
-}
-
-void broker_impl::finish_apply_job(int64_t offset, result<void> outcome) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  reconciled_end_ = std::max(reconciled_end_, offset + 1);
-  apply_running_ = false;
-  std::vector<std::pair<int64_t, commit_waiter>> ready;
-  while (!commit_waiters_.empty() && commit_waiters_.begin()->first < reconciled_end_) {
-    ready.emplace_back(commit_waiters_.begin()->first, std::move(commit_waiters_.begin()->second));
-    commit_waiters_.erase(commit_waiters_.begin());
-  }
-  for (auto& [at, w] : ready) {
-    if (at == offset && !outcome.ok()) {
-      w.done(outcome.error());
-    } else {
-      w.done(base::ok_v);
-    }
-  }
-  run_apply_jobs();
-}
-
-void broker_impl::await_applied(int64_t offset, std::function<void(result<void>)> done) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  if (auto f = entry_failures_.find(offset); f != entry_failures_.end()) {
-    auto why = std::move(f->second);
-    entry_failures_.erase(f);
-    return done(std::move(why));
-  }
-  if (offset < reconciled_end_) return done(base::ok_v);
-  const uint64_t id = next_waiter_id_++;
-  commit_waiters_.emplace(offset, commit_waiter{id, std::move(done)});
-  deps_.runtime.post_after(controller_shard, metadata_write_timeout_ms,
-                           [this, offset, id, alive = std::weak_ptr<int>(lifetime_)] {
-    if (!alive.lock()) return;
-    auto [first, last] = commit_waiters_.equal_range(offset);
-    for (auto it = first; it != last; ++it) {
-      if (it->second.id != id) continue;
-      auto w = std::move(it->second);
-      commit_waiters_.erase(it);
-      return w.done(error{errc::request_timed_out, "the metadata entry at offset " + std::to_string(offset) +
-                                                       " was committed but not applied on node " +
-                                                       std::to_string(config_.node_id) + " within " +
-                                                       std::to_string(metadata_write_timeout_ms) + " ms"});
-    }
   });
 }
 
@@ -263,7 +205,7 @@ void broker_impl::commit_records(std::vector<protocol::metadata_record> records,
   }
   write_entry(controller::encode_metadata_entry(records), [this, done = std::move(done)](result<int64_t> r) mutable {
     if (!r.ok()) return done(r.error());
-    await_applied(r.value(), std::move(done));
+    apply_queue_.await_applied(r.value(), std::move(done));
   });
 }
 

@@ -45,7 +45,7 @@ void broker_impl::post_caught_up(std::function<void()> then) {
           deps_.runtime.post(controller_shard, [this, high_watermark, then = std::move(then)]() mutable {
             // The leader did not answer (moved, unreachable): plan against this image, as before.
             if (high_watermark <= 0) return then();
-            await_applied(high_watermark - 1, [then = std::move(then)](result<void>) { then(); });
+            apply_queue_.await_applied(high_watermark - 1, [then = std::move(then)](result<void>) { then(); });
           });
         });
   });

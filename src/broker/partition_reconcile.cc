@@ -1,28 +1,16 @@
 // This node's partitions following the metadata: a new view published to the shards, the
-// partitions it places here opened (or their logs created), the ones moved away or removed dropped.
-// Kafka's counterpart: ReplicaManager.applyDelta (BrokerMetadataPublisher) and LogManager's
-// stray-log removal.
+// partitions it places here opened (or their logs created), the ones moved away or removed dropped,
+// each through its shard's partition_manager (which owns the directories, the replicas'
+// partition_context, and applies each partition's image: apply_partition_state).
+// Kafka's counterpart: ReplicaManager.applyDelta (BrokerMetadataPublisher).
 
 #include <algorithm>
 #include <utility>
 
 #include "broker_impl.h"
-#include "ringlog/io/file.h"
 #include "topic_config.h"
 
 namespace ringlog::broker::detail {
-
-void broker_impl::publish_view(std::shared_ptr<const metadata_view> next, std::function<void()> done) {
-  latest_view_.store(next, std::memory_order_release);
-  auto remaining = std::make_shared<std::atomic<size_t>>(shard_views_.size());
-  auto finish = std::make_shared<std::function<void()>>(std::move(done));
-  for (size_t shard = 0; shard < shard_views_.size(); ++shard) {
-    deps_.runtime.post(shard, [this, shard, next, remaining, finish] {
-      shard_views_[shard] = next;
-      if (remaining->fetch_sub(1) == 1) deps_.runtime.post(controller_shard, [finish] { (*finish)(); });
-    });
-  }
-}
 
 void broker_impl::reconcile(const metadata_view& before, const metadata_view& after,
                             const std::vector<std::string>& touched, std::function<void(result<void>)> done) {
@@ -71,9 +59,9 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
         continue;
       }
       deps_.runtime.post(owner(name, part), [this, name, part, now, was_here, here] {
-        const size_t shard = owner(name, part);
-        if (was_here && !here) return drop_replica(shard, name, part, now);
-        if (auto rt = runtime_of(shard, name, part)) apply_partition_state(shard, rt, now);
+        auto& manager = *partition_managers_[owner(name, part)];
+        if (was_here && !here) return manager.drop_replica(name, part, now);
+        if (auto rt = manager.find(name, part)) manager.apply_partition_state(rt, now);
       });
     }
     if (!added.empty()) {
@@ -132,52 +120,6 @@ void broker_impl::reconcile(const metadata_view& before, const metadata_view& af
   (*run)();
 }
 
-result<void> broker_impl::open_partition_on_shard(size_t shard, const std::string& topic,
-                                                  const controller::uuid& topic_id, int32_t partition,
-                                                  const storage::log_config& log_config,
-                                                  std::shared_ptr<partition_stats> stats,
-                                                  const controller::partition_image& state, bool fresh) {
-  const std::string dir = partition_directory(topic, partition);
-  // Kafka's partition.metadata names the topic id a directory belongs to: a directory of a topic
-  // deleted (or re-created) before a crash let its removal finish must never be served as the
-  // new topic's. Directories without one (ringlog before topic ids) are adopted unless `fresh`.
-  const std::string metadata_path = dir + "/partition.metadata";
-  const std::string expected = "version: 0\ntopic_id: " + controller::uuid_to_string(topic_id) + "\n";
-  if (deps_.fs.exists(dir)) {
-    bool ours = !fresh;
-    if (deps_.fs.exists(metadata_path)) {
-      auto text = io::read_whole_file(deps_.fs, metadata_path);
-      ours = text.ok() && std::string(reinterpret_cast<const char*>(text->data()), text->size()) == expected;
-    }
-    if (!ours) {
-      auto removed = deps_.fs.remove_all(dir);
-      if (!removed.ok()) return error{errc::kafka_storage_error, removed.error().message};
-    }
-  }
-  auto log = storage::partition_log::open(deps_.fs, dir, log_config, deps_.clock);
-  if (!log.ok()) return from_storage(log.error());
-  if (deps_.log) {
-    for (const auto& warning : log.value()->last_recovery().warnings) deps_.log(false, dir + ": " + warning);
-  }
-  if (!deps_.fs.exists(metadata_path)) {
-    auto written = io::write_file_atomic(deps_.fs, metadata_path, std::as_bytes(std::span(expected.data(), expected.size())));
-    if (!written.ok()) return error{errc::kafka_storage_error, written.error().message};
-  }
-  auto rt = std::make_shared<partition_runtime>(*partition_contexts_[shard]);
-  rt->uid = next_partition_uid_.fetch_add(1, std::memory_order_relaxed);
-  rt->topic = topic;
-  rt->topic_id = topic_id;
-  rt->partition = partition;
-  rt->log = std::move(log.value());
-  rt->stats = std::move(stats);
-  rt->epoch = model::leader_epoch{-1};   // apply_partition_state starts its leadership or its following
-  rt->publish();
-  partition_managers_[shard]->add(rt);
-  apply_partition_state(shard, rt, state);
-  rt->stats->open_here.store(true, std::memory_order_release);
-  return base::ok_v;
-}
-
 void broker_impl::open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
                                   std::function<void(result<void>)> done) {
   const int32_t count = topic->partitions_count();
@@ -194,39 +136,18 @@ void broker_impl::open_held_partitions(const std::shared_ptr<const topic_state>&
   if (held.empty()) return done(base::ok_v);
   auto log_config = make_log_config(live(*controller_view_), topic->image->configs);
   if (!log_config.ok()) return done(log_config.error());
-  struct gather {
-    std::atomic<int32_t> remaining;
-    std::mutex mutex;
-    std::optional<error> failure;
-    std::function<void(result<void>)> done;
+  auto shard_of_held = [this, topic, held](size_t i) { return owner(topic->name(), held[i]); };
+  auto open = [this, topic, held, cfg = log_config.value(), fresh](size_t i) -> result<void> {
+    const auto p = static_cast<size_t>(held[i]);
+    return partition_managers_[owner(topic->name(), held[i])]->open_replica(
+        topic->name(), topic->image->topic_id, held[i], cfg, topic->partitions[p], topic->image->partitions[p], fresh);
   };
-  auto g = std::make_shared<gather>();
-  g->remaining = static_cast<int32_t>(held.size());
-  g->done = std::move(done);
-  for (int32_t p : held) {
-    const size_t shard = owner(topic->name(), p);
-    deps_.runtime.post(shard, [this, g, shard, name = topic->name(), topic_id = topic->image->topic_id, p,
-                               cfg = log_config.value(),
-                               stats = topic->partitions[static_cast<size_t>(p)],
-                               state = topic->image->partitions[static_cast<size_t>(p)], fresh] {
-      auto r = open_partition_on_shard(shard, name, topic_id, p, cfg, stats, state, fresh);
-      if (!r.ok()) {
-        std::lock_guard lock(g->mutex);
-        if (!g->failure) g->failure = r.error();
-      }
-      if (g->remaining.fetch_sub(1) == 1) {
-        g->done(g->failure ? result<void>(*g->failure) : result<void>(base::ok_v));
-      }
-    });
-  }
+  run_on_shards(deps_.runtime, held.size(), shard_of_held, std::move(open), controller_shard, std::move(done));
 }
 
-std::unique_ptr<partition_context> broker_impl::make_partition_context(size_t shard) {
-  return std::unique_ptr<partition_context>(new partition_context{
-      .shard = shard,
+replica_services broker_impl::replica_services_of() {
+  return replica_services{
       .current_shard = [this] { return deps_.runtime.current_shard(); },
-      .clock = deps_.clock,
-      .disk = deps_.runtime.disk(shard),
       .config = {.log_flush_policy = config_.log_flush_policy,
                  .fetch_wait_max_ms = config_.fetch_wait_max_ms,
                  .fetch_waiters_per_partition_max = config_.fetch_waiters_per_partition_max},
@@ -241,100 +162,23 @@ std::unique_ptr<partition_context> broker_impl::make_partition_context(size_t sh
             replication_throttles_.record(replication_throttles::side::leader, bytes, rate, now_ms);
           },
       .leadership_lease_until_ms = leadership_lease_until_ms_,
-      .stopping = stopping_,
       .next_read_id = next_read_id_,
       .next_txn_verification = next_txn_verification_,
-      .recent_reads = partition_managers_[shard]->recent_reads(),
-      .add_fetch_deadline =
-          [manager = partition_managers_[shard].get()](int64_t at_ms, const std::shared_ptr<partition_runtime>& rt,
-                                                        const std::shared_ptr<fetch_waiter>& w) {
-            manager->add_fetch_deadline(at_ms, rt, w);
-          },
-  });
-}
-
-void broker_impl::remove_stray_replicas(const metadata_view& view) {
-  for (const auto& [name, t] : view.topics) {
-    const std::string expected = "version: 0\ntopic_id: " + controller::uuid_to_string(t->image->topic_id) + "\n";
-    for (int32_t p = 0; p < t->partitions_count(); ++p) {
-      const auto& replicas = t->image->partitions[static_cast<size_t>(p)].replicas;
-      if (std::find(replicas.begin(), replicas.end(), config_.node_id) != replicas.end()) continue;
-      const std::string dir = partition_directory(name, p);
-      if (!deps_.fs.exists(dir + "/partition.metadata")) continue;   // not a copy of this topic's (or none)
-      auto text = io::read_whole_file(deps_.fs, dir + "/partition.metadata");
-      if (!text.ok() || std::string(reinterpret_cast<const char*>(text->data()), text->size()) != expected) continue;
-      auto removed = deps_.fs.remove_all(dir);
-      if (removed.ok()) {
-        log_info("partition " + partition_key(name, p) + " was reassigned away from this broker while it was down: "
-                 "its log is deleted");
-      } else {
-        log_error("partition " + partition_key(name, p) + " was reassigned away from this broker, but its log " +
-                  "directory could not be deleted: " + removed.error().message);
-      }
-    }
-  }
-}
-
-void broker_impl::drop_replica(size_t shard, const std::string& topic, int32_t partition,
-                               const controller::partition_image& now) {
-  if (auto rt = runtime_of(shard, topic, partition)) {
-    apply_partition_state(shard, rt, now);   // a leadership ends; no follower loop starts (not a replica)
-    rt->deleted = true;
-    compaction_.forget(shard, *rt->log);
-    rt->stats->replica_removed();
-    replica_fetcher::new_follower_generation(*rt);
-    partition_managers_[shard]->remove(topic, partition);
-    for (auto& w : rt->waiters) {
-      if (!w->completed) {
-        w->completed = true;
-        w->done(error{errc::not_leader_or_follower,
-                      "this broker no longer holds a replica of " + partition_key(topic, partition) + " (reassigned): retry"});
-      }
-    }
-    rt->waiters.clear();
-  }
-  auto removed = deps_.fs.remove_all(partition_directory(topic, partition));
-  if (!removed.ok() && removed.error().code != io::errc::not_found) {
-    log_error("partition " + partition_key(topic, partition) + " was reassigned away from this broker, but its log " +
-              "directory could not be deleted: " + removed.error().message);
-    return;
-  }
-  log_info("partition " + partition_key(topic, partition) + " was reassigned away from this broker: its log is deleted");
+      .node_id = config_.node_id,
+      .observer = *this,
+      .host = *this,
+  };
 }
 
 void broker_impl::remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done) {
-  if (count == 0) return done(base::ok_v);
-  auto remaining = std::make_shared<std::atomic<int32_t>>(count);
-  auto failure = std::make_shared<std::optional<error>>();
-  auto finish = std::make_shared<std::function<void(result<void>)>>(std::move(done));
-  for (int32_t p = 0; p < count; ++p) {
-    const size_t shard = owner(topic, p);
-    deps_.runtime.post(shard, [this, shard, topic, p, remaining, failure, finish] {
-      auto rt = runtime_of(shard, topic, p);
-      if (rt) {
-        rt->deleted = true;
-        compaction_.forget(shard, *rt->log);
-        rt->stats->replica_removed();
-        partition_managers_[shard]->remove(topic, p);
-        for (auto& w : rt->waiters) {
-          if (!w->completed) {
-            w->completed = true;
-            w->done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted)"});
-          }
-        }
-        rt->waiters.clear();
-      }
-      auto removed = deps_.fs.remove_all(partition_directory(topic, p));
-      if (!removed.ok() && removed.error().code != io::errc::not_found) {
-        *failure = error{errc::kafka_storage_error, removed.error().message};  // last writer wins; any is enough
-      }
-      if (remaining->fetch_sub(1) == 1) {
-        deps_.runtime.post(controller_shard, [failure, finish] {
-          (*finish)(failure->has_value() ? result<void>(**failure) : result<void>(base::ok_v));
-        });
-      }
-    });
-  }
+  auto remove = [this, topic](size_t p) {
+    const size_t shard = owner(topic, static_cast<int32_t>(p));
+    return partition_managers_[shard]->remove_replica(
+        topic, static_cast<int32_t>(p), error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted)"});
+  };
+  auto shard_of_partition = [this, topic](size_t p) { return owner(topic, static_cast<int32_t>(p)); };
+  run_on_shards(deps_.runtime, static_cast<size_t>(count), shard_of_partition, std::move(remove), controller_shard,
+                std::move(done));
 }
 
 }  // namespace ringlog::broker::detail

@@ -1,7 +1,8 @@
 // The broker's side of partition replication (design.md section 6; the fetch loops, the leader's
 // side of followers' fetches and the ISR proposals are replica_fetcher.h's):
-//   - apply_partition_state: a partition's image applied to its replica (a leadership that
-//     begins or ends, an ISR change, a new leader to follow);
+//   - what applying a partition's image to its replica (partition_manager::apply_partition_state)
+//     reaches here: the leadership_observer that moves the coordinators and delay schedulers with
+//     the leaderships (on_leadership_change) and the replica_host (registration, fetch loops);
 //   - the controller client of the leader's ISR changes (send_alter_partition: AlterPartition to
 //     the active controller, this node's own or a peer's; KIP-497);
 //   - replica_fetcher_host: what the fetcher and the leader's side reach in the broker.
@@ -41,8 +42,6 @@ bool follower_fsyncs_before_fetch(const broker_config& config) {
 #endif
 }
 
-bool contains(const std::vector<int32_t>& set, int32_t id) { return std::find(set.begin(), set.end(), id) != set.end(); }
-
 }  // namespace
 
 // ---------------------------------------------------------------- partition state
@@ -57,112 +56,36 @@ int32_t broker_impl::min_insync_replicas(const std::string& topic) const {
   return live(*v).min_insync_replicas;
 }
 
-void broker_impl::apply_partition_state(size_t shard, const std::shared_ptr<partition_runtime>& rt,
-                                        const controller::partition_image& p) {
-  const int64_t now = deps_.clock.now_ms();
-  // Only under this process's own registration: before it registers, the image may still name
-  // this node the leader in its previous life's epoch (rejoin_partitions then moves or renews it).
+// ---------------------------------------------------------------- replica_host
+
+bool broker_impl::registered_in_this_incarnation() const {
   const auto* me = view()->image->find_broker(config_.node_id);
-  const bool registered = me != nullptr && me->incarnation_id == incarnation_id_;
-  const bool leads = p.leader == config_.node_id && registered;
-  if (p.leader == config_.node_id && !registered) {
-    controller_.note_stale_leadership(rt->topic, rt->partition, p.leader_epoch);
+  return me != nullptr && me->incarnation_id == incarnation_id_;
+}
+
+void broker_impl::note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) {
+  controller_.note_stale_leadership(rt.topic, rt.partition, leader_epoch);
+}
+
+void broker_impl::new_follower_generation(partition_runtime& rt) { replica_fetcher::new_follower_generation(rt); }
+
+void broker_impl::start_following(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
+  replica_fetcher_.start_follower_fetch(shard, rt);
+}
+
+bool broker_impl::controlled_shutdown_done() const { return controlled_shutdown_done_.load(std::memory_order_relaxed); }
+
+void broker_impl::on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
+  if (rt->topic == consumer_offsets_topic) {
+    // The groups of this partition are coordinated here from now on, loaded from its log (or no longer).
+    if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, leads);
   }
-  const bool new_leadership = p.leader != rt->leader_id || p.leader_epoch != rt->epoch.value();
-  const bool isr_shrank_below_min =
-      static_cast<int32_t>(p.in_sync_replicas.size()) < min_insync_replicas(rt->topic) &&
-      p.in_sync_replicas.size() < rt->isr.size();
-  rt->replicas = p.replicas;
-  rt->isr = p.in_sync_replicas;
-  rt->partition_epoch = p.partition_epoch;
-  rt->leader_id = p.leader;
-  rt->epoch = model::leader_epoch{p.leader_epoch};
-  const bool was_leader = rt->leader.has_value();
-  if (rt->leader && (!leads || new_leadership)) {
-    // This leadership is over: what was not replicated may or may not survive (KIP-101 truncation
-    // on the new leader's terms); the clients must not take a silence for an answer.
-    rt->leader.reset();
-    rt->fail_ack_waiters(error{errc::not_leader_or_follower,
-                                "leadership of " + rt->name() + " moved before the write was replicated to the "
-                                "in-sync replicas; it may or may not be stored: retry (the leader is now broker " +
-                                std::to_string(p.leader) + ")"});
-    auto waiting = std::move(rt->replica_waiters);
-    rt->replica_waiters.clear();
-    for (auto& w : waiting) {
-      if (w->completed) continue;
-      w->completed = true;
-      protocol::fetch_response_data::partition_data out;
-      out.partition_index = rt->partition;
-      out.error_code = code_not_leader_or_follower;
-      w->done(std::move(out));
-    }
-    for (auto& w : rt->waiters) rt->answer_empty(*w);
-    rt->waiters.clear();
-    if (rt->topic == consumer_offsets_topic) {
-      if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, false);
-    }
-    if (rt->topic == transaction_state_topic) {
-      if (auto* txns = txns_started_.load(std::memory_order_acquire)) txns->state_partition_led(rt->partition, false);
-    }
-    delay_host_.on_leadership_change(shard, rt, false);
+  if (rt->topic == transaction_state_topic) {
+    // The transactional ids of this partition are coordinated here from now on, replayed (or no longer).
+    if (auto* txns = txns_started_.load(std::memory_order_acquire)) txns->state_partition_led(rt->partition, leads);
   }
-  if (leads) {
-    if (!rt->leader) {
-      // A new leadership: its epoch starts at the log end (KIP-101), and the followers start
-      // as unknown but in sync (leader_state), so the high watermark waits for their fetches.
-      auto begun = rt->log->begin_leader_epoch(rt->epoch);
-      // A stopping broker has closed its logs: a leadership that reaches it then is not an error.
-      if (!begun.ok()) std::invoke(stopping_ ? &broker_impl::log_info : &broker_impl::log_error, this, "partition " +
-          rt->name() + ": cannot record leader epoch " + std::to_string(rt->epoch.value()) + ": " + begun.error().message);
-      rt->epoch_start_offset = rt->log->log_end_offset();
-      rt->leader.emplace(config_.node_id, p.replicas, p.in_sync_replicas, now);
-      if (rt->topic == consumer_offsets_topic) {
-        // The groups of this partition are coordinated here from now on, loaded from its log.
-        if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, true);
-      }
-      if (rt->topic == transaction_state_topic) {
-        // The transactional ids of this partition are coordinated here from now on (replayed).
-        if (auto* txns = txns_started_.load(std::memory_order_acquire)) txns->state_partition_led(rt->partition, true);
-      }
-      // A delay partition's scheduler runs where its leader is (issue 18).
-      delay_host_.on_leadership_change(shard, rt, true);
-      if (p.replicas.size() > 1) {
-        log_info("partition " + rt->name() + ": leading in epoch " + std::to_string(p.leader_epoch) +
-                 " from offset " + std::to_string(rt->epoch_start_offset.value()) + ", high watermark " +
-                 std::to_string(rt->log->high_watermark().value()));
-      }
-      replica_fetcher::new_follower_generation(*rt);   // a follower loop of the previous leadership stops
-      rt->publish();
-    } else {
-      rt->leader->set_committed(p.replicas, p.in_sync_replicas, now);
-      if (isr_shrank_below_min) {
-        rt->fail_ack_waiters(error{errc::not_enough_replicas_after_append,
-                                    "the in-sync replicas of " + rt->name() + " shrank to " +
-                                        std::to_string(p.in_sync_replicas.size()) + ", below min.insync.replicas=" +
-                                        std::to_string(min_insync_replicas(rt->topic)) +
-                                        ", after the write was appended: it may or may not be stored; retry"});
-      }
-    }
-    rt->update_high_watermark();
-    return;
-  }
-  if (new_leadership) {
-    replica_fetcher::new_follower_generation(*rt);
-    rt->publish();
-    if (p.leader >= 0) {
-      log_info("partition " + rt->name() + ": following leader " + std::to_string(p.leader) + " in epoch " +
-               std::to_string(p.leader_epoch) + " from offset " + std::to_string(rt->log->log_end_offset().value()));
-    } else if (!controlled_shutdown_done_.load(std::memory_order_relaxed) && p.replicas.size() > 1) {
-      // No leader: not logged in this broker's controlled shutdown, nor for one replica (a restart
-      // waits for this broker's registration; a lone replica's leading is not logged either).
-      log_info("partition " + rt->name() + ": " + (was_leader ? "stepping down as leader; " : "") +
-               "no leader in epoch " + std::to_string(p.leader_epoch) +
-               " (offline until a replica in its in-sync replicas is back)");
-    }
-  }
-  if (p.leader >= 0 && p.leader != config_.node_id && contains(p.replicas, config_.node_id)) {
-    replica_fetcher_.start_follower_fetch(shard, rt);
-  }
+  // A delay partition's scheduler runs where its leader is (issue 18).
+  delay_host_.on_leadership_change(shard, rt, leads);
 }
 
 result<void> broker_impl::check_partition_exists(const model::topic_partition& tp) const {

@@ -108,11 +108,11 @@ void broker_impl::start_opening_partitions(std::function<void(result<void>)> don
   apply_job job;
   job.before = controller_view_;
   job.after = controller_view_;
-  job.offset = reconciled_end_ - 1;
+  job.offset = apply_queue_.applied_end() - 1;
   job.open_all = true;
   job.reconcile = true;
   enqueue_apply_job(std::move(job));
-  await_applied(job.offset, [this, done = std::move(done)](result<void> r) mutable {
+  apply_queue_.await_applied(job.offset, [this, done = std::move(done)](result<void> r) mutable {
     // await_applied may answer on another shard: every later step runs on the controller shard.
     deps_.runtime.post(controller_shard, [this, r = std::move(r), done = std::move(done)]() mutable {
       if (!r.ok()) return done(std::move(r));
@@ -180,8 +180,8 @@ void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void
   if (d.leader_id >= 0 && d.high_watermark > 0 && d.applied_end_offset >= d.high_watermark) {
     // Entries applied so far are queued for publication: done once they are published.
     const int64_t offset = controller_view_->image->offset();
-    if (offset < 0 || offset < reconciled_end_) return done(base::ok_v);
-    return await_applied(offset, std::move(done));
+    if (offset < 0 || offset < apply_queue_.applied_end()) return done(base::ok_v);
+    return apply_queue_.await_applied(offset, std::move(done));
   }
   if (d.cluster_id_refused_by >= 0) {
     // Another cluster.id is not a condition that passes: say so now instead of at the deadline.
@@ -281,7 +281,7 @@ void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(
   controller_.ensure_offsets_topic_async([this, deadline_ms, done = std::move(done)](result<bool> r) mutable {
     // In the controller shard's image now; done once that image is published to every shard, so
     // start()'s find_topic sees both (a breaker's segfault when it read the view before that).
-    if (r.ok() && r.value()) return await_applied(controller_view_->image->offset(), std::move(done));
+    if (r.ok() && r.value()) return apply_queue_.await_applied(controller_view_->image->offset(), std::move(done));
     if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) {
       return done(r.error());
     }

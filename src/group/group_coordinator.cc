@@ -81,6 +81,33 @@ partition_set minus(const partition_set& a, const partition_set& b) {
 
 error err(errc code, std::string message) { return error{code, std::move(message)}; }
 
+/// `offsets` with one entry per partition, the last one given for it (as a Kafka client's offsets
+/// map keeps one), in the order the partitions first appear: a commit that repeats a partition
+/// (one entry per record, as the CLI sent) stores one offset record for it. Bounded by the
+/// request, which the callers' limits bound.
+std::vector<offset_commit> last_per_partition(const std::vector<offset_commit>& offsets) {
+  partition_map<size_t> at;
+  std::vector<offset_commit> out;
+  for (const auto& o : offsets) {
+    auto [it, inserted] = at.try_emplace(o.partition, out.size());
+    if (inserted) {
+      out.push_back(o);
+    } else {
+      out[it->second] = o;
+    }
+  }
+  return out;
+}
+
+/// A commit names at most limits::commit_partitions_max partitions (`offsets` holds one entry
+/// per partition: last_per_partition). Errors: too_many_partitions, naming the bound.
+result<void> check_commit_size(const std::vector<offset_commit>& offsets) {
+  if (offsets.size() <= limits::commit_partitions_max) return base::ok_v;
+  return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) + " partitions, more than " +
+                                            std::to_string(limits::commit_partitions_max) +
+                                            " (limits::commit_partitions_max)");
+}
+
 /// Every commit's metadata within limits::offset_metadata_bytes_max. The offsets themselves are
 /// not range-checked: Kafka stores a committed offset as given (negative ones too; readers treat
 /// those as none). Errors: offset_metadata_too_large.
@@ -690,15 +717,13 @@ result<void> group_coordinator::seek(std::string_view group_id, std::string_view
 
 result<commit_result> group_coordinator::apply_commit(std::string_view group_id, std::string_view member_id,
                                                       std::optional<generation_id> generation,
-                                                      const std::vector<offset_commit>& offsets, int64_t now_ms) {
+                                                      const std::vector<offset_commit>& offsets_given, int64_t now_ms) {
+  const std::vector<offset_commit> offsets = last_per_partition(offsets_given);
   auto found = live_member(group_id, member_id, now_ms);
   if (!found.ok()) return found.error();
   auto [g, m] = found.value();
   const member_state& member = *m;
-  if (offsets.size() > limits::commit_partitions_max) {
-    return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) +
-                                              " partitions (limits::commit_partitions_max)");
-  }
+  RINGLOG_TRY(check_commit_size(offsets));
   if (generation && *generation != member.meta.generation) {
     return err(errc::illegal_generation, "commit from member '" + std::string(member_id) + "' names generation " +
                                              gen_name(*generation) + " but the member is at generation " +
@@ -738,8 +763,9 @@ result<commit_result> group_coordinator::commit_offsets(std::string_view group_i
 }
 
 result<commit_result> group_coordinator::commit_offsets_standalone(std::string_view group_id,
-                                                                   const std::vector<offset_commit>& offsets,
+                                                                   const std::vector<offset_commit>& offsets_given,
                                                                    int64_t now_ms) {
+  const std::vector<offset_commit> offsets = last_per_partition(offsets_given);
   RINGLOG_TRY(check_name(group_id, "group_id", errc::invalid_group_id));
   auto git = groups_.find(group_id);
   if (git != groups_.end() && git->second.classic && !git->second.classic->members.empty()) {
@@ -754,10 +780,7 @@ result<commit_result> group_coordinator::commit_offsets_standalone(std::string_v
                    " members managed by ringlog (REST/WebSocket consumers); a commit without membership "
                    "(generation -1) is refused while they are in it; nothing was committed");
   }
-  if (offsets.size() > limits::commit_partitions_max) {
-    return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) +
-                                              " partitions (limits::commit_partitions_max)");
-  }
+  RINGLOG_TRY(check_commit_size(offsets));
   if (git == groups_.end() && groups_.size() >= limits::groups_per_coordinator_max) {
     return err(errc::too_many_groups, "coordinator holds " + std::to_string(groups_.size()) +
                                           " groups (limits::groups_per_coordinator_max)");
@@ -781,12 +804,10 @@ result<commit_result> group_coordinator::commit_offsets_standalone(std::string_v
 result<commit_result> group_coordinator::txn_commit_offsets(std::string_view group_id, std::string_view member_id,
                                                             const std::optional<std::string>& group_instance_id,
                                                             int32_t generation, int64_t producer_id,
-                                                            const std::vector<offset_commit>& offsets, int64_t now_ms) {
+                                                            const std::vector<offset_commit>& offsets_given, int64_t now_ms) {
+  const std::vector<offset_commit> offsets = last_per_partition(offsets_given);
   RINGLOG_TRY(check_name(group_id, "group_id", errc::invalid_group_id));
-  if (offsets.size() > limits::commit_partitions_max) {
-    return err(errc::too_many_partitions, "commit names " + std::to_string(offsets.size()) +
-                                              " partitions (limits::commit_partitions_max)");
-  }
+  RINGLOG_TRY(check_commit_size(offsets));
   RINGLOG_TRY(check_commit_metadata(offsets));
   auto git = groups_.find(group_id);
   // KIP-447: a producer that names its consumer's member id and generation is fenced like that

@@ -673,3 +673,32 @@ def test_a_pattern_subscription_lists_the_topics_it_matches(broker, topic_name):
         return sorted(body["topics"]) == [first, second]
 
     wait_until(lists_both, DEADLINE_S, "the pattern's two topics in GET subscription")
+
+
+def test_a_commit_counts_partitions_not_entries_and_the_cli_commits_a_large_backlog(broker, topic_name, ringlog_bin):
+    """`ringlog consume --group` committed one entry per record printed, and a poll of more than
+    10,000 records was refused with 429 and the quota code (the new user's HIGH of session 24):
+    nothing was ever committed. A commit's bound counts distinct partitions (the last entry of a
+    partition wins), the CLI commits one entry per partition, and a commit past the bound is the
+    request's fault (422) naming the limit."""
+    import subprocess
+    base = member_that_read(broker, topic_name, "g-" + topic_name, 5)
+    repeated = [{"topic": topic_name, "partition": 0, "offset": 2}] * 10_000 + [{"topic": topic_name, "partition": 0, "offset": 3}]
+    r = requests.post(base + "/offsets", json={"offsets": repeated}, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    assert committed(base) == {(topic_name, 0): 4}
+    too_many = [{"topic": f"{topic_name}-{i}", "partition": 0, "offset": 1} for i in range(10_001)]
+    r = requests.post(base + "/offsets", json={"offsets": too_many}, headers={"Content-Type": V2})
+    assert r.status_code == 422 and "limits::commit_partitions_max" in r.json()["message"], r.text
+    delete(base)
+
+    backlog = topic_name + "-backlog"
+    broker.create_topic(backlog, partitions=2)
+    for chunk in range(12):
+        produce(broker, backlog, [f"r{chunk}-{i}" for i in range(1000)])
+    run = subprocess.run([ringlog_bin, "consume", backlog, "--group", "cli-" + topic_name, "--bootstrap-server", broker.url],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert len(run.stdout.splitlines()) == 12_000, run.stderr
+    lags = requests.get(broker.v3(f"/consumer-groups/cli-{topic_name}/lags")).json()["data"]
+    assert sum(x["lag"] for x in lags) == 0 and sum(x["current_offset"] for x in lags) == 12_000, lags

@@ -520,3 +520,30 @@ def test_writes_forwarded_to_a_killed_leader_wait_for_the_next_one(cluster):
     refused = [e for e in errors if "Connection refused" in e]
     assert not refused, f"{len(refused)} of {len(errors)} errors for writes never sent: {refused[:3]}"
 
+
+
+def test_a_topic_deleted_while_a_replica_was_down_leaves_no_directory_behind(cluster):
+    # A LOW of session 24: a topic deleted while one of its replicas' brokers was down left that
+    # replica's directory on disk for good (only copies reassigned away were removed at start).
+    # Kafka's KRaft brokers delete such stray logs once they caught up with the metadata.
+    controller = wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    admin = cluster.node(controller)
+    for name in ("doomed", "kept"):
+        r = create_topic(admin, name, partitions=2, replication_factor=3)
+        assert r.status_code == 201, r.text
+    down = next(n for n in cluster.nodes if n.node_id != controller)
+    dirs = [down.data_dir / f"{name}-{p}" for name in ("doomed", "kept") for p in range(2)]
+    wait_until(lambda: all((d / "partition.metadata").exists() for d in dirs), FAILOVER_DEADLINE_S,
+               "every replica's directory on the broker to stop")
+    down.kill()
+    assert requests.delete(admin.v3("/topics/doomed"), timeout=40).status_code == 204
+    assert describe(admin, "doomed").status_code == 404
+    assert all(d.exists() for d in dirs)   # it was down: nothing removed them
+
+    down.spawn()
+    wait_until(down.healthy, 60.0, "the restarted broker")
+    wait_until(lambda: not any(d.exists() for d in dirs[:2]), FAILOVER_DEADLINE_S, "the deleted topic's directories gone")
+    assert all(d.exists() for d in dirs[2:]), "the live topic's replicas stay"
+    log = down.log_path.read_text()
+    for p in range(2):
+        assert f"log directory doomed-{p} belongs to topic id" in log, log[-3000:]

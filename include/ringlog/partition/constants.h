@@ -20,5 +20,12 @@ inline constexpr size_t recent_reads_max = 8;
 inline constexpr size_t recent_read_bytes_max = 1 << 20;
 /// A decoded record's own size and its allocations' headers, beyond its payload.
 inline constexpr size_t recent_read_record_bytes = sizeof(model::record) + 64;
+/// Apply failures of metadata entries kept for proposers that have not asked yet (a forwarded
+/// entry's outcome is learnt from the local apply, which may come before the leader's answer).
+/// Oldest dropped (metadata_apply_queue).
+inline constexpr size_t entry_failures_max = 1024;
+/// How long a writer waits for its committed metadata entry to be applied on this node
+/// (metadata_apply_queue::await_applied): an admin call's own timeout.
+inline constexpr int64_t metadata_write_timeout_ms = 30000;
 
 }  // namespace ringlog::partition

@@ -183,13 +183,13 @@ struct txn_verification_needed {
 
 /// One replica of a partition on its shard (Kafka's Partition). Its fields are the broker's
 /// view of the replica (replication.cc applies the metadata to them); its members are the
-/// replica's behaviour. Made by broker_impl::open_partition_on_shard, always in a shared_ptr
+/// replica's behaviour. Made by partition_manager::open_replica, always in a shared_ptr
 /// (deferred work holds it, or a weak_ptr to it).
 class partition_runtime : public std::enable_shared_from_this<partition_runtime> {
  public:
   explicit partition_runtime(const partition_context& context) : context_(&context) {}
 
-  uint64_t uid = 0;   // unique for the broker's life: a re-created partition is another one
+  uint64_t uid = 0;   // unique on its shard for the broker's life: a re-created partition is another one
   std::string topic;
   controller::uuid topic_id;
   int32_t partition = 0;

@@ -2,8 +2,10 @@
 // The replicas of one shard (issue 28 stage B; Kafka's ReplicaManager and LogManager, one per
 // shard here): the map of the shard's partitions, the deadlines of the fetches parked on them,
 // the reads kept for fetches of the same records (recent_read) and the maintenance tick
-// (retention, checkpoints, the shard's log cleaner passes). Touched only on its shard's thread;
-// the broker owns one per shard and opens and drops the replicas through it.
+// (retention, checkpoints, the shard's log cleaner passes), and the replicas' directories: opened
+// (or created) with their partition.metadata, removed, and the stray ones of a restart deleted.
+// Touched only on its shard's thread; the broker owns one per shard and hands it the partitions'
+// images (apply_partition_state: leaderships begun and ended go to the leadership_observer).
 
 #include <atomic>
 #include <cstddef>
@@ -18,11 +20,102 @@
 #include <vector>
 
 #include "ringlog/base/clock.h"
+#include "ringlog/controller/metadata_image.h"
+#include "ringlog/io/file.h"
 #include "ringlog/partition/compaction.h"
+#include "ringlog/partition/errc.h"
 #include "ringlog/partition/partition.h"
 #include "ringlog/runtime/shard_runtime.h"
+#include "ringlog/storage/log_config.h"
 
 namespace ringlog::partition {
+
+/// Who moves with the leaderships of a shard's replicas (issue 28 stage B): the group and
+/// transaction coordinators (__consumer_offsets, __transaction_state) and the delay schedulers
+/// (delay topics) live where their partition's leader is. The broker implements it; the
+/// partition module never sees who listens (tests/layering).
+class leadership_observer {
+ public:
+  /// On `shard`'s thread: this node began (`leads`) or ended leading `partition`, whose state
+  /// changed already (a new leadership's epoch begun; an ended one's waiters answered).
+  virtual void on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& partition,
+                                    bool leads) = 0;
+
+ protected:
+  ~leadership_observer() = default;
+};
+
+/// What applying a partition's image to its replica reaches above the partition module (issue 28
+/// stage D), besides the leadership_observer: the broker's registration and its replica fetcher
+/// (replica_fetcher.h, still in src/broker). The broker implements it; called on the replica's shard.
+class replica_host {
+ public:
+  /// Whether the metadata this shard reads has this node registered under this process's
+  /// incarnation (before that, the image may still name it leader in its previous life's epoch).
+  [[nodiscard]] virtual bool registered_in_this_incarnation() const = 0;
+  /// The image names this node leader of `partition` in `leader_epoch` before it registered:
+  /// noted for the controller shard, which moves or renews that leadership in a new epoch.
+  virtual void note_stale_leadership(const partition_runtime& partition, int32_t leader_epoch) = 0;
+  /// A new follower generation: the fetch loop of the previous leader stops.
+  virtual void new_follower_generation(partition_runtime& partition) = 0;
+  /// Starts `partition`'s fetch loop from its leader unless one runs.
+  virtual void start_following(size_t shard, const std::shared_ptr<partition_runtime>& partition) = 0;
+  /// This broker's controlled shutdown is done (leaderless partitions are not logged then).
+  [[nodiscard]] virtual bool controlled_shutdown_done() const = 0;
+
+ protected:
+  ~replica_host() = default;
+};
+
+/// The broker-wide part of every replica's partition_context (partition.h), the same for every
+/// shard; each manager adds its shard's own (the shard, its disk executor, its kept reads and
+/// fetch deadlines). The atomics outlive the managers.
+struct replica_services {
+  std::function<size_t()> current_shard;
+  partition_context::settings config;
+  std::function<int32_t(const std::string& topic)> min_insync_replicas;
+  std::function<int64_t()> leader_replication_throttled_rate;
+  std::function<int64_t(int64_t rate, int64_t now_ms)> acquire_leader_throttle;
+  std::function<void(int64_t bytes, int64_t rate, int64_t now_ms)> record_leader_throttle;
+  const std::atomic<int64_t>& leadership_lease_until_ms;
+  std::atomic<uint64_t>& next_read_id;
+  std::atomic<uint64_t>& next_txn_verification;
+  int32_t node_id = -1;   ///< node.id: a leader or follower of the partitions that list it
+  leadership_observer& observer;
+  replica_host& host;
+};
+
+/// log.dirs as the replicas use it: one directory "topic-partition" (partition_key) per replica,
+/// each with Kafka's partition.metadata naming its topic id.
+struct log_directory {
+  io::file_system& fs;
+  std::string path;
+  /// The broker's log lines (info or error); may be empty.
+  std::function<void(bool info, const std::string& message)> log;
+  [[nodiscard]] std::string of(const std::string& topic, int32_t partition) const {
+    return path + "/" + partition_key(topic, partition);
+  }
+};
+
+/// Start-up, once the broker caught up with the metadata (never before: an image behind the
+/// quorum's would take a new topic's directory for a stray one), before its replicas open: deletes
+/// every directory of `dir` whose partition.metadata names a topic id that `image` has no topic
+/// of (the topic was deleted, or deleted and re-created, while this broker was down), or a topic
+/// of `image` whose partition there does not list `node_id` among its replicas (a reassignment
+/// removed it while this broker was down). Each deletion is logged, naming the directory and
+/// why. Directories without a readable partition.metadata are left alone. Kafka's counterpart:
+/// LogManager's stray-log removal (KAFKA-14616, KIP-858).
+void remove_stray_replicas(const log_directory& dir, const controller::metadata_image& image, int32_t node_id);
+
+/// The text of partition.metadata for `topic_id` (Kafka's PartitionMetadataFile, version 0).
+std::string partition_metadata_text(const controller::uuid& topic_id);
+
+/// Runs `task(i)` for each i in [0, count) on shard `shard_of(i)` (the replica's own thread),
+/// then `done` on `reply_shard` once every task ran: ok, or the first failure (each task runs
+/// whatever the others returned). `count` 0 answers at once, on the calling thread.
+void run_on_shards(runtime::shard_runtime& runtime, size_t count, const std::function<size_t(size_t)>& shard_of,
+                   std::function<result<void>(size_t)> task, size_t reply_shard,
+                   std::function<void(result<void>)> done);
 
 class partition_manager {
  public:
@@ -38,17 +131,38 @@ class partition_manager {
   };
 
   /// `runtime` runs the timers and tasks on `shard`; `clock` gives their ms; `stopping` ends the
-  /// tick and the cleaner's passes; `cleaner` is the broker's log cleaner (this shard's passes).
-  /// All outlive this.
+  /// tick and the cleaner's passes; `cleaner` is the broker's log cleaner (this shard's passes);
+  /// `services` and `dir` are what the shard's replicas reach. All outlive this.
   partition_manager(size_t shard, runtime::shard_runtime& runtime, const base::clock& clock,
-                    const std::atomic<bool>& stopping, compaction& cleaner, maintenance_settings maintenance)
-      : shard_(shard),
-        runtime_(runtime),
-        clock_(clock),
-        stopping_(stopping),
-        cleaner_(cleaner),
-        maintenance_(maintenance),
-        last_retention_ms_(clock.now_ms()) {}
+                    const std::atomic<bool>& stopping, compaction& cleaner, maintenance_settings maintenance,
+                    const replica_services& services, log_directory dir);
+  partition_manager(const partition_manager&) = delete;
+  partition_manager& operator=(const partition_manager&) = delete;
+
+  /// Opens (or creates) the log of `topic`-`partition` in its directory and adds its replica here
+  /// (Kafka's LogManager.getOrCreateLog), then applies `state` (apply_partition_state: a
+  /// leadership or a following) and marks it open in `stats`. A directory whose
+  /// partition.metadata names another topic id (a topic deleted or re-created before a crash let
+  /// its removal finish) is deleted first, as is one without it when `fresh` (a new partition:
+  /// ringlog before topic ids left none). Errors: kafka_storage_error, the log's own.
+  result<void> open_replica(const std::string& topic, const controller::uuid& topic_id, int32_t partition,
+                            const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
+                            const controller::partition_image& state, bool fresh);
+  /// Closes the replica of `topic`-`partition` if it is open here (marked deleted, out of the
+  /// cleaner, its metrics series and this shard's map, its follower loop ended, its parked
+  /// fetches answered `why`), then deletes its directory (one already gone is no error).
+  /// Errors: kafka_storage_error with the removal's reason.
+  result<void> remove_replica(const std::string& topic, int32_t partition, const error& why);
+  /// This node is no longer a replica of `topic`-`partition` (a reassignment removed it; `now` is
+  /// its image): its leadership or following ends, its waiters are answered
+  /// not_leader_or_follower and its directory is deleted (logged either way).
+  void drop_replica(const std::string& topic, int32_t partition, const controller::partition_image& now);
+  /// Brings `partition` in line with its image `image` (Kafka's Partition.makeLeader /
+  /// makeFollower): a leadership that begins (its epoch recorded at the log end, KIP-101) or ends
+  /// (acks=all waiters failed, parked fetches answered), an ISR change, a new leader to follow.
+  /// Leaderships begun and ended go to the leadership_observer.
+  void apply_partition_state(const std::shared_ptr<partition_runtime>& partition,
+                             const controller::partition_image& image);
 
   /// The replica of `topic`-`partition` on this shard, or null when it is not open here.
   [[nodiscard]] std::shared_ptr<partition_runtime> find(const std::string& topic, int32_t partition) const {
@@ -64,8 +178,6 @@ class partition_manager {
   /// `topic`-`partition` is no longer open here (dropped or deleted).
   void remove(const std::string& topic, int32_t partition) { partitions_.erase(partition_key(topic, partition)); }
 
-  /// This shard's kept reads, newest first, at most recent_reads_max (partition_context::recent_reads).
-  [[nodiscard]] std::deque<recent_read>& recent_reads() { return recent_reads_; }
   /// Arms the deadline of `waiter`, parked on `partition`, at `at_ms` (clock ms): when it passes
   /// the fetch is answered with answer_empty (partition_context::add_fetch_deadline).
   void add_fetch_deadline(int64_t at_ms, const std::shared_ptr<partition_runtime>& partition,
@@ -89,6 +201,14 @@ class partition_manager {
   /// One bounded step of the shard's cleaning pass over `rt` (compaction.h); queues the next,
   /// or, when the pass ended, clean_next.
   void clean_step(const std::shared_ptr<partition_runtime>& rt);
+  /// apply_partition_state's two halves: this node stops leading (`new_leader` named to the
+  /// waiters failed) or begins to in `image`'s epoch.
+  void end_leadership(const std::shared_ptr<partition_runtime>& partition, int32_t new_leader);
+  void begin_leadership(const std::shared_ptr<partition_runtime>& partition, const controller::partition_image& image);
+  /// A line of the broker's log (info or error).
+  void log(bool info, const std::string& message) const;
+  /// This shard's partition_context over `services` and this manager's members.
+  std::unique_ptr<partition_context> make_partition_context(const replica_services& services);
   /// A timer at the earliest deadline unless one fires by then already.
   void arm_fetch_deadline_timer();
   /// The timer set for `timer_at_ms` fired: answers every fetch whose deadline passed.
@@ -103,11 +223,20 @@ class partition_manager {
 
   size_t shard_;
   runtime::shard_runtime& runtime_;
+  const log_directory dir_;
+  const int32_t node_id_;
+  leadership_observer& observer_;
+  replica_host& host_;
   const base::clock& clock_;
   const std::atomic<bool>& stopping_;
   compaction& cleaner_;
   const maintenance_settings maintenance_;
   int64_t last_retention_ms_;   // clock ms of the last retention check
+  /// What this shard's replicas reach (partition.h); declared before them, so it outlives them.
+  std::unique_ptr<partition_context> context_;
+  /// partition_runtime::uid: unique on this shard (a partition's shard never changes), so a
+  /// re-created partition is another one.
+  uint64_t next_partition_uid_ = 1;
   /// Compacted partitions waiting for a look by the cleaner this tick.
   std::deque<std::weak_ptr<partition_runtime>> clean_queue_;
   partitions_map partitions_;

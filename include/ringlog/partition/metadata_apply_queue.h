@@ -1,0 +1,69 @@
+#pragma once
+// The order in which committed metadata entries reach this node's shards and replicas (issue 28
+// stage D; Kafka's MetadataLoader, which hands one delta at a time to its publishers): one job
+// per applied entry (the broker's: publish the view to every shard, reconcile the replicas), run
+// one at a time in offset order on the controller shard, and the writers that wait until the
+// entry they committed is applied and reconciled here.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "ringlog/partition/errc.h"
+#include "ringlog/runtime/shard_runtime.h"
+
+namespace ringlog::partition {
+
+class metadata_apply_queue {
+ public:
+  /// One entry's work: calls `done` once, on the queue's shard, with its outcome.
+  using job = std::function<void(std::function<void(result<void>)> done)>;
+
+  /// Every call, job and answer runs on `shard` of `runtime` (the controller shard); `node_id`
+  /// is named in the timeout's message. `runtime` outlives this.
+  metadata_apply_queue(runtime::shard_runtime& runtime, size_t shard, int32_t node_id)
+      : runtime_(runtime), shard_(shard), node_id_(node_id) {}
+
+  /// Queues `work` for the entry at `offset` (offsets ascend; a record-less control entry's
+  /// job too, so the end moves past it) and runs it now when no job runs.
+  void push(int64_t offset, job work);
+  /// Every entry below this offset is applied and its job done here (0: none).
+  [[nodiscard]] int64_t applied_end() const { return applied_end_; }
+  /// `done` once the entry at `offset` is applied here: ok (also when its job failed for
+  /// another entry's waiters), the job's error for the waiters of its own offset, the reason
+  /// entry_failed gave, or request_timed_out after metadata_write_timeout_ms.
+  void await_applied(int64_t offset, std::function<void(result<void>)> done);
+  /// The entry at `offset` did not apply (a refused write, the same on every node): its waiters
+  /// get `why`, or the first to come does (at most entry_failures_max kept, oldest dropped).
+  void entry_failed(int64_t offset, error why);
+
+ private:
+  struct queued {
+    int64_t offset = 0;
+    job work;
+  };
+  struct waiter {
+    uint64_t id = 0;
+    std::function<void(result<void>)> done;
+  };
+  void run_next();
+  /// The job of `offset` ended with `outcome`: its waiters and every earlier one are answered.
+  void finish(int64_t offset, result<void> outcome);
+
+  runtime::shard_runtime& runtime_;
+  const size_t shard_;
+  const int32_t node_id_;
+  std::deque<queued> jobs_;   // bounded by the entries the quorum commits ahead of the shards
+  bool running_ = false;
+  int64_t applied_end_ = 0;
+  std::multimap<int64_t, waiter> waiters_;   // by the offset awaited
+  uint64_t next_waiter_id_ = 1;
+  std::map<int64_t, error> failures_;   // entry_failed with no waiter yet, <= entry_failures_max
+  /// Timers hold a weak reference: one that fires after the queue is gone does nothing.
+  std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
+};
+
+}  // namespace ringlog::partition

@@ -1,0 +1,88 @@
+// Committed metadata entries applied here one job at a time, in offset order, and the writers
+// waiting for theirs (metadata_apply_queue.h).
+// Kafka's counterpart: MetadataLoader's one-at-a-time delta hand-off; QuorumController's
+// appendRecords futures completed on replay.
+
+#include "ringlog/partition/metadata_apply_queue.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ringlog/base/assert.h"
+#include "ringlog/partition/constants.h"
+
+namespace ringlog::partition {
+
+void metadata_apply_queue::push(int64_t offset, job work) {
+  jobs_.push_back({offset, std::move(work)});
+  run_next();
+}
+
+void metadata_apply_queue::run_next() {
+  if (running_ || jobs_.empty()) return;
+  running_ = true;
+  queued next = std::move(jobs_.front());
+  jobs_.pop_front();
+  next.work([this, offset = next.offset](result<void> outcome) { finish(offset, std::move(outcome)); });
+}
+
+void metadata_apply_queue::finish(int64_t offset, result<void> outcome) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, shard_);
+  applied_end_ = std::max(applied_end_, offset + 1);
+  running_ = false;
+  std::vector<std::pair<int64_t, waiter>> ready;
+  while (!waiters_.empty() && waiters_.begin()->first < applied_end_) {
+    ready.emplace_back(waiters_.begin()->first, std::move(waiters_.begin()->second));
+    waiters_.erase(waiters_.begin());
+  }
+  for (auto& [at, w] : ready) {
+    if (at == offset && !outcome.ok()) {
+      w.done(outcome.error());
+    } else {
+      w.done(base::ok_v);
+    }
+  }
+  run_next();
+}
+
+void metadata_apply_queue::entry_failed(int64_t offset, error why) {
+  auto [first, last] = waiters_.equal_range(offset);
+  if (first == last) {
+    failures_[offset] = std::move(why);
+    while (failures_.size() > entry_failures_max) failures_.erase(failures_.begin());
+    return;
+  }
+  std::vector<waiter> waiting;
+  for (auto it = first; it != last; ++it) waiting.push_back(std::move(it->second));
+  waiters_.erase(first, last);
+  for (auto& w : waiting) w.done(why);
+}
+
+void metadata_apply_queue::await_applied(int64_t offset, std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, shard_);
+  if (auto f = failures_.find(offset); f != failures_.end()) {
+    auto why = std::move(f->second);
+    failures_.erase(f);
+    return done(std::move(why));
+  }
+  if (offset < applied_end_) return done(base::ok_v);
+  const uint64_t id = next_waiter_id_++;
+  waiters_.emplace(offset, waiter{id, std::move(done)});
+  runtime_.post_after(shard_, metadata_write_timeout_ms, [this, offset, id, alive = std::weak_ptr<int>(lifetime_)] {
+    if (!alive.lock()) return;
+    auto [first, last] = waiters_.equal_range(offset);
+    for (auto it = first; it != last; ++it) {
+      if (it->second.id != id) continue;
+      auto w = std::move(it->second);
+      waiters_.erase(it);
+      return w.done(error{errc::request_timed_out, "the metadata entry at offset " + std::to_string(offset) +
+                                                       " was committed but not applied on node " +
+                                                       std::to_string(node_id_) + " within " +
+                                                       std::to_string(metadata_write_timeout_ms) + " ms"});
+    }
+  });
+}
+
+}  // namespace ringlog::partition

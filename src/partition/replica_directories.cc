@@ -1,0 +1,224 @@
+// A shard's replicas opened and removed with their directories (partition_manager.h), the
+// partition_context they reach, the stray directories of a restart, and the fan-out of one
+// change over the shards.
+// Kafka's counterparts: LogManager.getOrCreateLog, asyncDelete and its stray-log removal
+// (KAFKA-14616), ReplicaManager's stopPartitions; PartitionMetadataFile.
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include "ringlog/partition/partition_manager.h"
+
+namespace ringlog::partition {
+namespace {
+
+/// partition.metadata (version 0) is this line, the topic id and a newline.
+constexpr std::string_view metadata_prefix = "version: 0\ntopic_id: ";
+
+/// The contents of `path` as text, or nullopt when it cannot be read.
+std::optional<std::string> read_text(io::file_system& fs, const std::string& path) {
+  auto bytes = io::read_whole_file(fs, path);
+  if (!bytes.ok()) return std::nullopt;
+  return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+}
+
+/// The partition of directory `name` when it is `topic`'s ("topic-partition"), else -1.
+int32_t partition_of_directory(const std::string& name, const std::string& topic) {
+  if (name.size() <= topic.size() + 1 || name.compare(0, topic.size(), topic) != 0 || name[topic.size()] != '-') {
+    return -1;
+  }
+  const std::string digits = name.substr(topic.size() + 1);
+  if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return -1;
+  }
+  return static_cast<int32_t>(std::stol(digits));
+}
+
+/// Why the directory `name` with partition.metadata `text` is a stray one as of `image` (the
+/// line logged before it is deleted), or nullopt when it is this node's or not recognised.
+std::optional<std::string> stray_reason(const std::string& name, const std::string& text,
+                                        const std::map<std::string, const controller::topic_image*>& by_metadata,
+                                        int32_t node_id) {
+  if (!text.starts_with(metadata_prefix) || !text.ends_with('\n')) return std::nullopt;   // not one we wrote
+  auto it = by_metadata.find(text);
+  if (it == by_metadata.end()) {
+    const std::string topic_id = text.substr(metadata_prefix.size(), text.size() - metadata_prefix.size() - 1);
+    return "log directory " + name + " belongs to topic id " + topic_id +
+           ", which no longer exists (deleted while this broker was down, or before its removal "
+           "finished): it is deleted";
+  }
+  const controller::topic_image& topic = *it->second;
+  const int32_t partition = partition_of_directory(name, topic.name);
+  if (partition < 0 || partition >= static_cast<int32_t>(topic.partitions.size())) return std::nullopt;
+  const auto& replicas = topic.partitions[static_cast<size_t>(partition)].replicas;
+  if (std::find(replicas.begin(), replicas.end(), node_id) != replicas.end()) return std::nullopt;
+  return "partition " + name + " was reassigned away from this broker while it was down: its log is deleted";
+}
+
+}  // namespace
+
+std::string partition_metadata_text(const controller::uuid& topic_id) {
+  return std::string(metadata_prefix) + controller::uuid_to_string(topic_id) + "\n";
+}
+
+void remove_stray_replicas(const log_directory& dir, const controller::metadata_image& image, int32_t node_id) {
+  std::map<std::string, const controller::topic_image*> by_metadata;   // partition.metadata text -> its topic
+  for (const auto& [name, topic] : image.topics()) by_metadata[partition_metadata_text(topic->topic_id)] = topic.get();
+  auto names = dir.fs.list_directory(dir.path);
+  if (!names.ok()) return;   // opening the replicas reports an unreadable log directory
+  for (const auto& name : names.value()) {
+    const std::string path = dir.path + "/" + name;
+    if (!dir.fs.exists(path + "/partition.metadata")) continue;   // not a replica's directory (or none)
+    auto text = read_text(dir.fs, path + "/partition.metadata");
+    if (!text) continue;
+    auto why = stray_reason(name, *text, by_metadata, node_id);
+    if (!why) continue;
+    auto removed = dir.fs.remove_all(path);
+    if (!dir.log) continue;
+    if (removed.ok()) {
+      dir.log(true, *why);
+    } else {
+      dir.log(false, "stray log directory " + name + " (" + *why + ") could not be deleted: " +
+                         removed.error().message);
+    }
+  }
+}
+
+void run_on_shards(runtime::shard_runtime& runtime, size_t count, const std::function<size_t(size_t)>& shard_of,
+                   std::function<result<void>(size_t)> task, size_t reply_shard,
+                   std::function<void(result<void>)> done) {
+  if (count == 0) return done(base::ok_v);
+  struct gather {
+    std::atomic<size_t> remaining;
+    std::mutex mutex;
+    std::optional<error> failure;
+    std::function<result<void>(size_t)> task;
+    std::function<void(result<void>)> done;
+  };
+  auto g = std::make_shared<gather>();
+  g->remaining = count;
+  g->task = std::move(task);
+  g->done = std::move(done);
+  for (size_t i = 0; i < count; ++i) {
+    runtime.post(shard_of(i), [&runtime, g, i, reply_shard] {
+      if (auto r = g->task(i); !r.ok()) {
+        std::lock_guard lock(g->mutex);
+        if (!g->failure) g->failure = r.error();
+      }
+      if (g->remaining.fetch_sub(1) != 1) return;
+      runtime.post(reply_shard, [g] { g->done(g->failure ? result<void>(*g->failure) : result<void>(base::ok_v)); });
+    });
+  }
+}
+
+partition_manager::partition_manager(size_t shard, runtime::shard_runtime& runtime, const base::clock& clock,
+                                     const std::atomic<bool>& stopping, compaction& cleaner,
+                                     maintenance_settings maintenance, const replica_services& services,
+                                     log_directory dir)
+    : shard_(shard),
+      runtime_(runtime),
+      dir_(std::move(dir)),
+      node_id_(services.node_id),
+      observer_(services.observer),
+      host_(services.host),
+      clock_(clock),
+      stopping_(stopping),
+      cleaner_(cleaner),
+      maintenance_(maintenance),
+      last_retention_ms_(clock.now_ms()),
+      context_(make_partition_context(services)) {}
+
+std::unique_ptr<partition_context> partition_manager::make_partition_context(const replica_services& services) {
+  return std::unique_ptr<partition_context>(new partition_context{
+      .shard = shard_,
+      .current_shard = services.current_shard,
+      .clock = clock_,
+      .disk = runtime_.disk(shard_),
+      .config = services.config,
+      .min_insync_replicas = services.min_insync_replicas,
+      .leader_replication_throttled_rate = services.leader_replication_throttled_rate,
+      .acquire_leader_throttle = services.acquire_leader_throttle,
+      .record_leader_throttle = services.record_leader_throttle,
+      .leadership_lease_until_ms = services.leadership_lease_until_ms,
+      .stopping = stopping_,
+      .next_read_id = services.next_read_id,
+      .next_txn_verification = services.next_txn_verification,
+      .recent_reads = recent_reads_,
+      .add_fetch_deadline =
+          [this](int64_t at_ms, const std::shared_ptr<partition_runtime>& rt, const std::shared_ptr<fetch_waiter>& w) {
+            add_fetch_deadline(at_ms, rt, w);
+          },
+  });
+}
+
+result<void> partition_manager::open_replica(const std::string& topic, const controller::uuid& topic_id,
+                                             int32_t partition, const storage::log_config& log_config,
+                                             std::shared_ptr<partition_stats> stats,
+                                             const controller::partition_image& state, bool fresh) {
+  const std::string dir = dir_.of(topic, partition);
+  // Kafka's partition.metadata names the topic id a directory belongs to: a directory of a topic
+  // deleted (or re-created) before a crash let its removal finish must never be served as the
+  // new topic's. Directories without one (ringlog before topic ids) are adopted unless `fresh`.
+  const std::string metadata_path = dir + "/partition.metadata";
+  const std::string expected = partition_metadata_text(topic_id);
+  if (dir_.fs.exists(dir)) {
+    const bool ours = dir_.fs.exists(metadata_path) ? read_text(dir_.fs, metadata_path) == expected : !fresh;
+    if (!ours) {
+      auto removed = dir_.fs.remove_all(dir);
+      if (!removed.ok()) return error{errc::kafka_storage_error, removed.error().message};
+    }
+  }
+  auto log = storage::partition_log::open(dir_.fs, dir, log_config, clock_);
+  if (!log.ok()) return from_storage(log.error());
+  if (dir_.log) {
+    for (const auto& warning : log.value()->last_recovery().warnings) dir_.log(false, dir + ": " + warning);
+  }
+  if (!dir_.fs.exists(metadata_path)) {
+    auto written = io::write_file_atomic(dir_.fs, metadata_path, std::as_bytes(std::span(expected.data(), expected.size())));
+    if (!written.ok()) return error{errc::kafka_storage_error, written.error().message};
+  }
+  auto rt = std::make_shared<partition_runtime>(*context_);
+  rt->uid = next_partition_uid_++;
+  rt->topic = topic;
+  rt->topic_id = topic_id;
+  rt->partition = partition;
+  rt->log = std::move(log.value());
+  rt->stats = std::move(stats);
+  rt->epoch = model::leader_epoch{-1};   // apply_partition_state begins its leadership or its following
+  rt->publish();
+  add(rt);
+  apply_partition_state(rt, state);
+  rt->stats->open_here.store(true, std::memory_order_release);
+  return base::ok_v;
+}
+
+result<void> partition_manager::remove_replica(const std::string& topic, int32_t partition, const error& why) {
+  if (auto rt = find(topic, partition)) {
+    rt->deleted = true;
+    cleaner_.forget(shard_, *rt->log);
+    rt->stats->replica_removed();
+    // Its follower loop ends (replica_fetcher's new_follower_generation for a deleted replica).
+    ++rt->follower_generation;
+    rt->follower_fetching = false;
+    remove(topic, partition);
+    for (auto& w : rt->waiters) {
+      if (!w->completed) {
+        w->completed = true;
+        w->done(why);
+      }
+    }
+    rt->waiters.clear();
+  }
+  auto removed = dir_.fs.remove_all(dir_.of(topic, partition));
+  if (!removed.ok() && removed.error().code != io::errc::not_found) {
+    return error{errc::kafka_storage_error, removed.error().message};
+  }
+  return base::ok_v;
+}
+
+}  // namespace ringlog::partition
