@@ -8,7 +8,9 @@
 
 #include <string>
 
-#include "broker_impl.h"
+#include "active_controller.h"
+#include "constants.h"
+#include "ringlog/base/assert.h"
 
 namespace ringlog::broker::detail {
 
@@ -43,11 +45,11 @@ std::string started_line(const controller::autobalancer_decision& decision, cons
 
 }  // namespace
 
-void broker_impl::autobalancer_tick() {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  const auto image = controller_view_->image;
-  const broker_config& config = live(*controller_view_);
-  const int64_t now_ms = deps_.clock.now_ms();
+void active_controller::autobalancer_tick() {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+  const auto image = host_.controller_view()->image;
+  const broker_config& config = live_config();
+  const int64_t now_ms = clock_.now_ms();
   autobalancer& a = autobalancer_;
   a.unavailable_since_ms = controller::track_unavailable(*image, a.unavailable_since_ms, now_ms);
   controller::autobalancer_inputs inputs;
@@ -59,9 +61,11 @@ void broker_impl::autobalancer_tick() {
   inputs.last_balance_ms = a.last_balance_ms;
   const controller::autobalancer_decision decision = controller::decide_autobalance(*image, a.unavailable_since_ms, inputs);
   a.draining = decision.unavailable_brokers_draining;
-  if (quorum_->leader_id() != config_.node_id) return;
+  if (!active()) return;
   decommission_tick();   // an operator's decommission goes first; the decision waits while one runs
-  if (decision.waiting != a.waiting && !decision.waiting.empty()) log_info("autobalancer: waiting: " + std::string(decision.waiting));
+  if (decision.waiting != a.waiting && !decision.waiting.empty()) {
+    host_.log_info("autobalancer: waiting: " + std::string(decision.waiting));
+  }
   a.waiting = decision.waiting;
   if (stopping_ || a.in_flight || decommission_in_flight_ || decision.reason == controller::autobalance_reason::none) return;
   const bool drain = decision.reason == controller::autobalance_reason::unavailable;
@@ -69,7 +73,7 @@ void broker_impl::autobalancer_tick() {
   const controller::rebalance_plan plan =
       controller::plan_rebalance(*image, {}, rebalance_options_for(autobalancer_tolerance, drain));
   if (plan.moves.empty()) return;
-  log_info(started_line(decision, plan, config));
+  host_.log_info(started_line(decision, plan, config));
   a.in_flight = true;
   alter_partition_reassignments(
       reassignment_targets_of(plan), [this, alive = std::weak_ptr<int>(lifetime_), reason = decision.reason](

@@ -1,7 +1,7 @@
 #pragma once
 // The partition autobalancer's state on a node (issue 33): when each broker was first seen
 // unavailable, when it last planned, and the moves it started. The decisions are
-// controller::decide_autobalance's (ringlog/controller/autobalancer.h); broker_impl::autobalancer_tick
+// controller::decide_autobalance's (ringlog/controller/autobalancer.h); active_controller::autobalancer_tick
 // (autobalancer.cc) carries them out on the active controller. Every node tracks unavailability
 // on its own clock, so a newly elected controller's timers already run.
 

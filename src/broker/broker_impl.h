@@ -2,10 +2,12 @@
 // The broker's implementation class, shared by the files that define its parts (broker.cc: shared
 // helpers, shutdown; start_up.cc; metadata_apply.cc: the metadata state machine;
 // cluster_requests.cc: requests between brokers, heartbeats; topics_admin.cc; partition_reconcile.cc:
-// partitions opened and dropped as the metadata moves; internal_topics.cc; produce.cc; fetch.cc:
+// partitions opened and dropped as the metadata moves; own_records.cc; produce.cc; fetch.cc:
 // fetches and list offsets; replication.cc: leaderships, the controller client of ISR
 // changes). The replica fetcher and the leader's side of followers' fetches are replica_fetcher.h's,
-// the delayed-delivery host (delay.cc) delay_host.h's.
+// the delayed-delivery host (delay.cc) delay_host.h's, the active controller (heartbeats answered,
+// fencing, AlterPartition, elections, reassignments, rebalance, decommission, producer id blocks,
+// internal topics) active_controller.h's.
 // One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
 // guards) is partition_runtime's; each shard's replicas and their directories, fetch deadlines,
 // kept reads and maintenance tick are its partition_manager's, and the order of the applied
@@ -27,7 +29,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "autobalancer.h"
+#include "active_controller.h"
+#include "producer_ids.h"
 #include "constants.h"
 #include "delay_host.h"
 #include "group_service.h"
@@ -53,8 +56,6 @@ namespace ringlog::broker::detail {
 
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
-/// A random (version 4) UUID from `random`: topic, incarnation and ACL ids.
-controller::uuid new_topic_id(base::random_source& random);
 std::string unknown_topic_message(const std::string& topic);
 /// unknown_topic_or_partition naming the partition and the topic's partition count.
 error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
@@ -76,7 +77,8 @@ class broker_impl final : public broker,
                           public replica_fetcher_host,
                           public delay_host_services,
                           public leadership_observer,
-                          public replica_host {
+                          public replica_host,
+                          public active_controller_host {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
       : config_(std::move(config)),
@@ -146,32 +148,32 @@ class broker_impl final : public broker,
                                     std::function<void(std::vector<result<void>>)> done) override;
   [[nodiscard]] security::scram_lookup scram_lookup() const override;
   [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
-  /// elect_preferred_leaders, planned anew from the newest image on each of `attempts_left` tries.
-  void elect_preferred_leaders_attempt(std::vector<std::pair<std::string, int32_t>> partitions,
-                                       std::function<void(result<std::vector<leader_election_result>>)> done,
-                                       int attempts_left);
+  // The active controller's calls (active_controller.h): elections, reassignments, rebalance and
+  // decommission (issue 33).
   void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
-                               std::function<void(result<std::vector<leader_election_result>>)> done) override;
+                               std::function<void(result<std::vector<leader_election_result>>)> done) override {
+    controller_.elect_preferred_leaders(std::move(partitions), std::move(done));
+  }
   void alter_partition_reassignments(
       std::vector<partition_reassignment_target> targets,
-      std::function<void(result<std::vector<partition_reassignment_result>>)> done) override;
-  /// alter_partition_reassignments, planned anew from the newest image on each of `attempts_left` tries.
-  void alter_partition_reassignments_attempt(
-      std::vector<partition_reassignment_target> targets,
-      std::function<void(result<std::vector<partition_reassignment_result>>)> done, int attempts_left);
-  [[nodiscard]] std::vector<partition_reassignment> list_partition_reassignments(const std::string& topic) const override;
-  // rebalance and decommission (cluster_balance.cc, issue 33)
-  void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) override;
-  void cancel_reassignments(std::function<void(result<int32_t>)> done) override;
-  void decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) override;
-  [[nodiscard]] std::vector<broker_decommission> list_decommissions() const override;
-  [[nodiscard]] controller::rebalance_options rebalance_options_for(double tolerance, bool drain_only) const;
-  [[nodiscard]] std::optional<error> decommission_refusal(const controller::metadata_image& image, int32_t node_id) const;
-  void cancel_decommission(int32_t node_id, std::function<void(result<broker_decommission>)> done);
-  void drain_decommissioning(std::function<void()> then);   // controller shard: plans and starts the drains
-  void decommission_tick();   // the active controller: finishes drained decommissions, drains again
-  void complete_reassignments_tick();   // the active controller: step 3 of reassignment.h when its barrier allows
-  void autobalancer_tick();   // autobalancer.cc: all track unavailability; the controller: decommissions, moves
+      std::function<void(result<std::vector<partition_reassignment_result>>)> done) override {
+    controller_.alter_partition_reassignments(std::move(targets), std::move(done));
+  }
+  [[nodiscard]] std::vector<partition_reassignment> list_partition_reassignments(const std::string& topic) const override {
+    return reassignments_in(*view()->image, topic);
+  }
+  void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) override {
+    controller_.rebalance(std::move(request), std::move(done));
+  }
+  void cancel_reassignments(std::function<void(result<int32_t>)> done) override {
+    controller_.cancel_reassignments(std::move(done));
+  }
+  void decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) override {
+    controller_.decommission_broker(node_id, cancel, std::move(done));
+  }
+  [[nodiscard]] std::vector<broker_decommission> list_decommissions() const override {
+    return decommissions_in(*view()->image);
+  }
   [[nodiscard]] std::optional<error> decommissioned_refusal() const;   // this node was decommissioned: why it may not register
   // ACLs (acls.cc)
   void create_acls(std::vector<security::acl_binding> acls,
@@ -206,16 +208,20 @@ class broker_impl final : public broker,
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
   void produce_batches(produce_batches_request request,
                        std::function<void(result<produce_batches_response>)> done) override;
-  void init_producer_id(std::function<void(result<producer_identity>)> done) override;
+  void init_producer_id(std::function<void(result<producer_identity>)> done) override {
+    producer_ids_.init_producer_id(std::move(done));
+  }
   void write_txn_markers(std::vector<txn_marker> markers,
                          std::function<void(result<std::vector<txn_marker_result>>)> done) override;
-  [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override;
+  [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override {
+    return producer_ids_.check_producer_id(id, view()->image->next_producer_id());
+  }
   void describe_producers(model::topic_partition partition,
                           std::function<void(result<std::vector<producer_description>>)> done) override;
   void begin_shutdown() override;
   [[nodiscard]] io::latency_histogram::snapshot cleaner_step_time() const override { return compaction_.step_time(); }
   [[nodiscard]] replication_throttle_figures replication_throttling() const override { return replication_throttles_.figures(); }
-  [[nodiscard]] autobalancer_figures autobalancer_moves() const override { return autobalancer_.figures(); }
+  [[nodiscard]] autobalancer_figures autobalancer_moves() const override { return controller_.autobalancer_moves(); }
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
   txn_api& transactions() override { return *txns_; }
@@ -295,7 +301,7 @@ class broker_impl final : public broker,
   /// Runs `again` once: on the next applied entry or leader change, or after start_up_poll_ms,
   /// whichever is first (a simulated clock may stand still while the quorum commits).
   void recheck_on_metadata(std::function<void()> again);
-  void run_metadata_rechecks();
+  void run_metadata_rechecks() override;
   std::vector<std::shared_ptr<std::function<void()>>> metadata_rechecks_;   // controller shard; empty = ran
   // start_async's steps, in order, each on the controller shard.
   /// The log directory checked, the metadata quorum started, the cluster transport serving.
@@ -313,7 +319,7 @@ class broker_impl final : public broker,
   /// that counts is the one every node makes when it applies the entry (an entry that does not
   /// apply changes nothing anywhere, and its proposer gets the reason). Errors: invalid_request
   /// (the records do not fit the image), not_controller (no quorum leader: retry), request_timed_out.
-  void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done);
+  void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done) override;
   /// Controller shard: the entry `payload` (encoded records) to the quorum; `done` with its
   /// committed offset.
   void write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done);
@@ -321,7 +327,7 @@ class broker_impl final : public broker,
   /// had committed when the call arrived (metadata_barrier.cc): admin calls plan against an image
   /// no older than the active controller's. Runs `then` anyway (against this node's image) when
   /// the controller is unknown or does not answer within metadata_barrier_timeout_ms.
-  void post_caught_up(std::function<void()> then);
+  void post_caught_up(std::function<void()> then) override;
   /// The cluster listener's DescribeQuorum (KIP-595): the quorum leader's high watermark.
   void handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);
@@ -347,54 +353,19 @@ class broker_impl final : public broker,
   /// After the quorum started: the Fetch handler that passes metadata-log fetches to raft's.
   void share_fetch_handler();
   void handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body, rpc::respond_fn respond);
-  void handle_broker_heartbeat(const protocol::request_header_data& header, std::vector<std::byte> body,
-                               rpc::respond_fn respond);
-  /// The active controller's answer to a heartbeat (fencing, unfencing, controlled shutdown).
-  protocol::broker_heartbeat_response_data controller_heartbeat(const protocol::broker_heartbeat_request_data& request);
-  /// Every broker.heartbeat.interval.ms on the controller shard: this broker's heartbeat (or its
-  /// registration), and on the active controller the fencing of brokers that missed theirs.
+  /// Every broker.heartbeat.interval.ms on the controller shard: the controller's tick
+  /// (active_controller::heartbeat_tick), then this broker's heartbeat (or its registration).
   void schedule_heartbeat();
   void heartbeat_tick();
   void send_heartbeat(bool want_shut_down, std::function<void(result<protocol::broker_heartbeat_response_data>)> done);
-  /// Active controller: fences brokers whose session lapsed (no heartbeat for
-  /// broker.session.timeout.ms) or whose process is known gone (probe_broker found its cluster
-  /// listener refusing connections after its last heartbeat), one commit at a time.
-  void fence_lapsed_brokers();
-  /// Active controller: the rules fencing and registrations follow (controller/membership.h).
-  [[nodiscard]] controller::fencing_rules fencing_rules_now() const;
-  /// Active controller, before it proposes `payload` (a metadata entry, local or forwarded in an
-  /// envelope): every RegisterBrokerRecord in it is checked by broker_heartbeats::check_registration
-  /// (Kafka's ClusterControlManager.registerBroker). Errors: duplicate_broker_registration naming
-  /// the broker id and the live incarnation; the live one is probed then (a kill -9'd process is
-  /// fenced at once, so its restart is let in on its next try). An entry that does not decode is
-  /// left to the quorum's own checks.
-  [[nodiscard]] result<void> refuse_duplicate_registration(std::span<const std::byte> payload);
   /// Logs a refusal of this node's registration `e` (start-up's register_broker or a running
   /// broker's re-registration), at most once per constants::duplicate_registration_log_interval_ms.
   void log_registration_refused(const error& e);
-  /// Active controller, on the heartbeat tick every leader.imbalance.check.interval.seconds with
-  /// auto.leader.rebalance.enable: gives the leaderships of imbalanced brokers back to them
-  /// (replication_control.cc).
-  void rebalance_leaders_tick();
-  /// Controller shard, on the heartbeat tick once this process is registered: partitions that
-  /// named this node leader before its registration (noted by apply_partition_state) get that
-  /// leadership moved or renewed in a new epoch (renew_stale_leadership) - it never leads in an
-  /// epoch given to its previous life, and the partition does not stay leaderless.
-  void renew_stale_leaderships();
-  /// Active controller, controller shard: asks whether broker `id` still listens (an ApiVersions
-  /// over a fresh connection, rpc::probe_listening). Started when a connection from `id` closes,
-  /// when `id` is a heartbeat late, and for every broker when this node becomes the controller;
-  /// a refusal fences `id` at once instead of after its session timeout (a kill -9 takes a round
-  /// trip, not broker.session.timeout.ms). A timeout proves nothing (a paused or cut-off broker
-  /// answers nothing either): such a broker keeps its session. One probe per broker at a time.
-  void probe_broker(int32_t id);
-  /// Controller shard: creates __consumer_offsets, then __transaction_state, when this node is
-  /// the active controller, they are due and one is not already on its way (which, when and
-  /// their records: controller/internal_topics.h). `done(true)` once both exist; false when one is
-  /// not created now (not the controller, not due, pending); the creation's error otherwise.
-  void ensure_offsets_topic_async(std::function<void(result<bool>)> done);
+  // active_controller_host
+  const std::shared_ptr<const metadata_view>& controller_view() const override { return controller_view_; }
+  controller::uuid incarnation_id() const override { return incarnation_id_; }
   /// Controller shard: this broker's registration in the image, if it is the one of this process.
-  const controller::broker_registration* own_registration() const;
+  const controller::broker_registration* own_registration() const override;
   /// The leader of a partition, or an error naming who leads it when it is not this node.
   result<void> check_leader(const topic_state& topic, int32_t partition) const;
   /// Brings the shards' partitions in line with the topics named in `touched` after `before`.
@@ -495,7 +466,7 @@ class broker_impl final : public broker,
   void new_follower_generation(partition_runtime& rt) override;
   void start_following(size_t shard, const std::shared_ptr<partition_runtime>& rt) override;
   [[nodiscard]] bool controlled_shutdown_done() const override;
-  int32_t min_insync_replicas(const std::string& topic) const;
+  int32_t min_insync_replicas(const std::string& topic) const override;
   // replica_fetcher_host (replication.cc): what the replica fetcher and the leader's side reach here
   std::shared_ptr<partition_runtime> replica_on_shard(size_t shard, const std::string& topic, int32_t partition) override;
   void for_each_replica(size_t shard, const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) override;
@@ -530,23 +501,6 @@ class broker_impl final : public broker,
   void handle_verify_txn_partitions(const protocol::request_header_data& header, std::span<const std::byte> body,
                                     rpc::respond_fn respond);
   std::atomic<uint64_t> next_txn_verification_{1};
-  // producer ids (producer_ids.cc): a block from the controller, handed out one id at a time
-  void request_producer_id_block();
-  void handle_allocate_producer_ids(const protocol::request_header_data& header, std::vector<std::byte> body,
-                                    rpc::respond_fn respond);
-  void allocate_producer_ids(const protocol::allocate_producer_ids_request_data& request,
-                             std::function<void(protocol::allocate_producer_ids_response_data)> done);
-  mutable std::mutex producer_ids_mutex_;
-  int64_t producer_ids_next_ = 0;   // [next, end): ids of this broker's block not handed out yet
-  int64_t producer_ids_end_ = 0;
-  bool producer_ids_requesting_ = false;
-  std::deque<std::function<void(result<producer_identity>)>> producer_id_waiters_;
-  producer_id_control producer_id_control_;   // controller shard: the blocks proposed (producer_ids.h)
-  // the controller's side of an ISR change (replication_control.cc)
-  void handle_alter_partition(const protocol::request_header_data& header, std::vector<std::byte> body,
-                              rpc::respond_fn respond);
-  void alter_partition(protocol::alter_partition_request_data request,
-                       std::function<void(protocol::alter_partition_response_data)> done);
   /// The quorum's handler of Fetch (the metadata log), to which route_cluster_fetch passes
   /// fetches of __cluster_metadata.
   rpc::request_handler quorum_fetch_handler_;
@@ -627,7 +581,6 @@ class broker_impl final : public broker,
   /// The applied entries' jobs in offset order and the writers awaiting theirs (await_applied).
   metadata_apply_queue apply_queue_{deps_.runtime, controller_shard, config_.node_id};
   bool partitions_open_ = false;       // start-up opened the partitions: later entries reconcile
-  int32_t quorum_leader_id_ = -1;
   bool registering_ = false;
   int64_t registration_refusal_logged_ms_ = -1;   // log_registration_refused: the last line, wall ms (-1: none)
   bool heartbeat_in_flight_ = false;
@@ -638,21 +591,7 @@ class broker_impl final : public broker,
   std::atomic<int64_t> leadership_lease_until_ms_{-1};
   /// Renews the lease with a request sent at `sent_ms` that the controller acknowledged.
   void renew_leadership_lease(int64_t sent_ms);
-  bool offsets_topic_pending_ = false;
-  bool fencing_in_flight_ = false;
-  broker_heartbeats broker_heartbeats_;   // active controller: brokers' sessions (controller/membership.h)
-  int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
-  /// Controller shard: (topic, partition) -> the leader epoch in which the image named this node
-  /// leader while it was not registered in this incarnation (renew_stale_leaderships).
-  controller::stale_leadership_map stale_leaderships_;
-  bool renewing_leaderships_ = false;
-  int64_t leader_rebalance_checked_ms_ = 0;
-  bool decommission_in_flight_ = false;   // decommission_tick: a commit or drain of it under way
-  completion_barrier completion_barrier_;   // the active controller: who applied which metadata (reassignment.h)
-  autobalancer autobalancer_;   // the partition autobalancer's state (autobalancer.h)
-  mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once   // rebalance_leaders_tick: the last check
-  bool leader_rebalance_in_flight_ = false;
-  std::set<int32_t> probes_in_flight_;        // probe_broker: brokers being asked now
+  mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once
   std::atomic<bool> controlled_shutdown_done_{false};
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
@@ -696,6 +635,11 @@ class broker_impl final : public broker,
   /// The delayed-delivery host: the produce side's delay topics and the schedulers of the delay
   /// partitions this node leads (delay_host.h).
   delay_host delay_host_{*this, deps_.runtime, deps_.clock, config_.node_id, stopping_};
+  /// The active controller's RPCs, commits, ticks and in-flight state (active_controller.h).
+  active_controller controller_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport,
+                                deps_.random, deps_.controller_quorum_voters, stopping_};
+  /// This broker's block of producer ids from the active controller (producer_ids.h).
+  producer_id_manager producer_ids_{config_.node_id, controller_, deps_.runtime, deps_.cluster_transport, stopping_};
 };
 
 }  // namespace ringlog::broker::detail

@@ -1,4 +1,4 @@
-// The brokers as the metadata lists them, and rebalance and decommission (issue 33) on any node: planned by controller::plan_rebalance
+// Rebalance and decommission (issue 33) on any node: planned by controller::plan_rebalance
 // against the active controller's newest image (post_caught_up), started as partition
 // reassignments (KIP-455: the new replicas are added and catch up before the old ones leave, so
 // no partition drops below its min.insync.replicas because of a move). A decommission is a
@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <set>
 
-#include "broker_impl.h"
+#include "active_controller.h"
+#include "constants.h"
+#include "ringlog/base/assert.h"
 
 namespace ringlog::broker::detail {
 
@@ -59,64 +61,25 @@ int32_t reassignments_accepted(const std::vector<partition_reassignment_result>&
                                             [](const partition_reassignment_result& r) { return !r.refused; }));
 }
 
-std::vector<broker_description> broker_impl::list_brokers() const {
-  const int32_t controller = controller_id();
-  std::vector<broker_description> out;
-  // Hold the view for the whole loop: a range-for keeps only its range alive, not the temporary
-  // shared_ptr it came through (before C++23), and a newer view may be published meanwhile.
-  const auto held = view();
-  for (const auto& [id, b] : held->image->brokers()) {
-    broker_description d;
-    d.node_id = id;
-    if (const auto* http = b.endpoint("http"); http != nullptr) {
-      d.host = http->host;
-      d.port = http->port;
-    }
-    for (const auto& e : b.endpoints) {   // Kafka listeners: all but http and cluster ("kafka": PLAINTEXT, older nodes)
-      if (e.name != "http" && e.name != "cluster") d.kafka_endpoints.push_back({e.name == "kafka" ? "PLAINTEXT" : e.name, e.host, e.port});
-    }
-    if (!d.kafka_endpoints.empty()) std::tie(d.kafka_host, d.kafka_port) = std::pair(d.kafka_endpoints[0].host, d.kafka_endpoints[0].port);
-    d.rack = b.rack;
-    d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
-    d.decommissioning = held->image->decommission_state(b.node_id) == controller::broker_decommission_state::decommissioning;
-    d.broker_epoch = b.broker_epoch;
-    d.is_controller = id == controller;
-    out.push_back(std::move(d));
-  }
-  if (out.empty() && config_.process_role_broker) {   // a dedicated controller is never a broker
-    broker_description self;
-    self.node_id = config_.node_id;
-    self.host = deps_.advertised_host;
-    self.port = deps_.advertised_port;
-    self.rack = config_.broker_rack;
-    self.kafka_host = deps_.advertised_kafka_host;
-    self.kafka_port = deps_.advertised_kafka_port;
-    self.kafka_endpoints = deps_.advertised_kafka_listeners;
-    self.is_controller = config_.node_id == controller;
-    out.push_back(self);
-  }
-  return out;
-}
-
-controller::rebalance_options broker_impl::rebalance_options_for(double tolerance, bool drain_only) const {
+controller::rebalance_options active_controller::rebalance_options_for(double tolerance, bool drain_only) const {
   controller::rebalance_options options;
   options.tolerance = tolerance;
   options.drain_only = drain_only;
   options.unavailable_brokers = autobalancer_.draining;   // continuous mode's (empty otherwise)
-  options.min_insync_replicas = [this](const std::string& topic) { return min_insync_replicas(topic); };
+  options.min_insync_replicas = [this](const std::string& topic) { return host_.min_insync_replicas(topic); };
   return options;
 }
 
-void broker_impl::rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) {
+void active_controller::rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   if (!(request.tolerance >= 0.0 && request.tolerance <= 1.0)) {
     return done(error{errc::invalid_request, "tolerance " + std::to_string(request.tolerance) + " is out of range: 0.0 to 1.0"});
   }
-  post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
+  host_.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
     rebalance_result out;
-    out.plan = controller::plan_rebalance(*controller_view_->image, request.sizes,
+    out.plan = controller::plan_rebalance(*host_.controller_view()->image, request.sizes,
                                           rebalance_options_for(request.tolerance, false));
-    out.autobalancer.mode = live(*controller_view_).partition_autobalancer_mode;
+    out.autobalancer.mode = live_config().partition_autobalancer_mode;
     out.autobalancer.unavailable_brokers_draining.assign(autobalancer_.draining.begin(), autobalancer_.draining.end());
     if (request.dry_run || out.plan.moves.empty()) return done(std::move(out));
     if (out.plan.reassignments_in_progress > 0) {
@@ -124,7 +87,7 @@ void broker_impl::rebalance(rebalance_request request, std::function<void(result
                         std::to_string(out.plan.reassignments_in_progress) +
                             " partition(s) are being reassigned: a rebalance starts once they are done or cancelled"});
     }
-    log_info("rebalance: " + std::to_string(out.plan.moves.size()) + " partition(s) move, " +
+    host_.log_info("rebalance: " + std::to_string(out.plan.moves.size()) + " partition(s) move, " +
              std::to_string(out.plan.bytes_to_move) + " bytes to copy");
     auto targets = targets_of(out.plan);
     alter_partition_reassignments(std::move(targets), [out = std::move(out), done = std::move(done)](
@@ -136,12 +99,12 @@ void broker_impl::rebalance(rebalance_request request, std::function<void(result
   });
 }
 
-void broker_impl::cancel_reassignments(std::function<void(result<int32_t>)> done) {
+void active_controller::cancel_reassignments(std::function<void(result<int32_t>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, done = std::move(done)]() mutable {
+  host_.post_caught_up([this, done = std::move(done)]() mutable {
     // A decommission's drain is not a rebalance's to cancel: its tick would start it again (cancel
     // the decommission instead, which takes its moves back).
-    const auto image = controller_view_->image;
+    const auto image = host_.controller_view()->image;
     const auto drains = [&image](const partition_reassignment& r) {
       return std::any_of(r.removing_replicas.begin(), r.removing_replicas.end(), [&image](int32_t id) {
         return image->decommission_state(id) == broker_decommission_state::decommissioning;
@@ -149,16 +112,18 @@ void broker_impl::cancel_reassignments(std::function<void(result<int32_t>)> done
     };
     std::vector<partition_reassignment_target> cancels;
     size_t kept = 0;
-    for (const auto& r : list_partition_reassignments("")) {
+    for (const auto& r : reassignments_in(*image, "")) {
       if (drains(r)) {
         ++kept;
       } else {
         cancels.push_back({r.topic, r.partition, std::nullopt});
       }
     }
-    if (kept > 0) log_info(std::to_string(kept) + " reassignment(s) draining a decommissioning broker are not cancelled");
+    if (kept > 0) {
+      host_.log_info(std::to_string(kept) + " reassignment(s) draining a decommissioning broker are not cancelled");
+    }
     if (cancels.empty()) return done(0);
-    log_info("cancelling " + std::to_string(cancels.size()) + " partition reassignment(s)");
+    host_.log_info("cancelling " + std::to_string(cancels.size()) + " partition reassignment(s)");
     alter_partition_reassignments(std::move(cancels), [done = std::move(done)](
                                                           result<std::vector<partition_reassignment_result>> r) mutable {
       if (!r.ok()) return done(r.error());
@@ -167,9 +132,9 @@ void broker_impl::cancel_reassignments(std::function<void(result<int32_t>)> done
   });
 }
 
-std::optional<error> broker_impl::decommission_refusal(const controller::metadata_image& image, int32_t node_id) const {
-  const bool voter = deps_.controller_quorum_voters.empty() ? node_id == config_.node_id
-                                                            : deps_.controller_quorum_voters.contains(node_id);
+std::optional<error> active_controller::decommission_refusal(const controller::metadata_image& image, int32_t node_id) const {
+  const bool voter = quorum_voters_.empty() ? node_id == config_.node_id
+                                                            : quorum_voters_.contains(node_id);
   if (voter) {
     return error{errc::invalid_request,
                  "node " + std::to_string(node_id) +
@@ -181,10 +146,10 @@ std::optional<error> broker_impl::decommission_refusal(const controller::metadat
   return std::nullopt;
 }
 
-void broker_impl::decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) {
+void active_controller::decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, node_id, cancel, done = std::move(done)]() mutable {
-    const auto image = controller_view_->image;
+  host_.post_caught_up([this, node_id, cancel, done = std::move(done)]() mutable {
+    const auto image = host_.controller_view()->image;
     const auto state = image->decommission_state(node_id);
     if (cancel) return cancel_decommission(node_id, std::move(done));
     if (state == broker_decommission_state::decommissioned) return done(describe_decommission(*image, node_id));
@@ -195,14 +160,16 @@ void broker_impl::decommission_broker(int32_t node_id, bool cancel, std::functio
       if (auto refused = decommission_refusal(*image, node_id)) return done(std::move(*refused));
     }
     if (state == broker_decommission_state::none) {
-      log_info("decommissioning broker " + std::to_string(node_id) + ": its replicas move to the other brokers");
+      host_.log_info("decommissioning broker " + std::to_string(node_id) + ": its replicas move to the other brokers");
     }
     auto shared_done = std::make_shared<std::function<void(result<broker_decommission>)>>(std::move(done));
     auto drain = [this, node_id, shared_done] {
-      drain_decommissioning([this, node_id, shared_done] { (*shared_done)(describe_decommission(*controller_view_->image, node_id)); });
+      drain_decommissioning([this, node_id, shared_done] {
+        (*shared_done)(describe_decommission(*host_.controller_view()->image, node_id));
+      });
     };
     if (state != broker_decommission_state::none) return drain();   // asked again: only the drain again
-    commit_records({decommission_record(node_id, broker_decommission_state::decommissioning)},
+    host_.commit_records({decommission_record(node_id, broker_decommission_state::decommissioning)},
                    [drain = std::move(drain), shared_done](result<void> r) {
                      if (!r.ok()) return (*shared_done)(r.error());
                      drain();
@@ -210,8 +177,8 @@ void broker_impl::decommission_broker(int32_t node_id, bool cancel, std::functio
   });
 }
 
-void broker_impl::cancel_decommission(int32_t node_id, std::function<void(result<broker_decommission>)> done) {
-  const auto image = controller_view_->image;
+void active_controller::cancel_decommission(int32_t node_id, std::function<void(result<broker_decommission>)> done) {
+  const auto image = host_.controller_view()->image;
   if (image->decommission_state(node_id) == broker_decommission_state::none && image->find_broker(node_id) == nullptr) {
     return done(error{errc::resource_not_found, "no broker " + std::to_string(node_id) + " is registered"});
   }
@@ -221,19 +188,19 @@ void broker_impl::cancel_decommission(int32_t node_id, std::function<void(result
                                                       ? " (its decommission is done)"
                                                       : "")});
   }
-  log_info("decommission of broker " + std::to_string(node_id) + " cancelled");
-  commit_records({decommission_record(node_id, broker_decommission_state::none)},
+  host_.log_info("decommission of broker " + std::to_string(node_id) + " cancelled");
+  host_.commit_records({decommission_record(node_id, broker_decommission_state::none)},
                  [this, node_id, done = std::move(done)](result<void> r) mutable {
     if (!r.ok()) return done(r.error());
     // The moves off the broker under way go back; what completed stays where it went.
     std::vector<partition_reassignment_target> cancels;
-    for (const auto& p : list_partition_reassignments("")) {
+    for (const auto& p : reassignments_in(*host_.controller_view()->image, "")) {
       if (std::find(p.removing_replicas.begin(), p.removing_replicas.end(), node_id) != p.removing_replicas.end()) {
         cancels.push_back({p.topic, p.partition, std::nullopt});
       }
     }
     auto answer = [this, node_id, done = std::move(done)]() mutable {
-      broker_decommission d = describe_decommission(*controller_view_->image, node_id);
+      broker_decommission d = describe_decommission(*host_.controller_view()->image, node_id);
       d.status = "CANCELED";
       done(std::move(d));
     };
@@ -242,16 +209,17 @@ void broker_impl::cancel_decommission(int32_t node_id, std::function<void(result
   });
 }
 
-void broker_impl::drain_decommissioning(std::function<void()> then) {
-  const auto plan = controller::plan_rebalance(*controller_view_->image, {}, rebalance_options_for(0.1, true));
+void active_controller::drain_decommissioning(std::function<void()> then) {
+  const auto plan = controller::plan_rebalance(*host_.controller_view()->image, {}, rebalance_options_for(0.1, true));
   if (plan.moves.empty()) return then();
-  log_info("decommission: " + std::to_string(plan.moves.size()) + " partition(s) move off the decommissioning broker(s)");
+  host_.log_info("decommission: " + std::to_string(plan.moves.size()) +
+                 " partition(s) move off the decommissioning broker(s)");
   alter_partition_reassignments(targets_of(plan), [then = std::move(then)](auto) mutable { then(); });
 }
 
-void broker_impl::decommission_tick() {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  const auto image = controller_view_->image;
+void active_controller::decommission_tick() {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+  const auto image = host_.controller_view()->image;
   if (decommission_in_flight_ || image->decommissions().empty()) return;
   std::vector<protocol::metadata_record> finished;
   bool to_drain = false;
@@ -259,7 +227,7 @@ void broker_impl::decommission_tick() {
     if (state != broker_decommission_state::decommissioning) continue;
     const broker_decommission d = describe_decommission(*image, id);
     if (d.partitions_remaining == 0) {
-      log_info("broker " + std::to_string(id) + " holds no replicas: decommissioned and unregistered");
+      host_.log_info("broker " + std::to_string(id) + " holds no replicas: decommissioned and unregistered");
       finished.push_back(decommission_record(id, broker_decommission_state::decommissioned));
     } else if (d.reassignments_in_progress < d.partitions_remaining) {
       to_drain = true;   // a move refused or cancelled, or a partition not safe to move before
@@ -271,23 +239,14 @@ void broker_impl::decommission_tick() {
     if (alive.lock()) decommission_in_flight_ = false;
   };
   if (!finished.empty()) {
-    return commit_records(std::move(finished), [clear = std::move(clear)](result<void>) { clear(); });
+    return host_.commit_records(std::move(finished), [clear = std::move(clear)](result<void>) { clear(); });
   }
   drain_decommissioning(std::move(clear));
 }
 
-std::optional<error> broker_impl::decommissioned_refusal() const {
-  if (view()->image->decommission_state(config_.node_id) != broker_decommission_state::decommissioned) return std::nullopt;
-  std::string why = "node " + std::to_string(config_.node_id) + " was decommissioned from cluster " + config_.cluster_id +
-                    ": it may not register again; start a new broker with another node.id and an empty log.dirs";
-  if (!decommissioned_logged_.exchange(true)) log_error(why);
-  return error{errc::resource_not_found, std::move(why)};
-}
-
-std::vector<broker_decommission> broker_impl::list_decommissions() const {
+std::vector<broker_decommission> decommissions_in(const controller::metadata_image& image) {
   std::vector<broker_decommission> out;
-  const auto image = view()->image;
-  for (const auto& [id, state] : image->decommissions()) out.push_back(describe_decommission(*image, id));
+  for (const auto& [id, state] : image.decommissions()) out.push_back(describe_decommission(image, id));
   return out;
 }
 

@@ -1,6 +1,7 @@
-// The requests brokers send one another: the cluster transport's handlers (envelopes, heartbeats,
-// forwarded produce, fetch and list offsets), this broker's heartbeats and the leadership lease,
-// the leader checks, the group coordinator's node and the quorum's description.
+// The requests brokers send one another: the cluster transport's handlers (envelopes, forwarded
+// produce, fetch and list offsets; the active controller's are active_controller.h's), this
+// broker's heartbeats and the leadership lease, the leader checks, the brokers as the metadata
+// lists them, the group coordinator's node and the quorum's description.
 // Kafka's counterpart: ControllerApis and BrokerLifecycleManager's heartbeats.
 
 #include <utility>
@@ -18,10 +19,6 @@ void broker_impl::register_cluster_handlers() {
   using handler = void (broker_impl::*)(const protocol::request_header_data&, std::vector<std::byte>, rpc::respond_fn);
   for (auto [api_key, handle] :
        {std::pair<int16_t, handler>{envelope_api_key, &broker_impl::handle_envelope},
-        std::pair<int16_t, handler>{broker_heartbeat_api_key, &broker_impl::handle_broker_heartbeat},
-        std::pair<int16_t, handler>{protocol::alter_partition_request_data::api_key, &broker_impl::handle_alter_partition},
-        std::pair<int16_t, handler>{protocol::allocate_producer_ids_request_data::api_key,
-                                    &broker_impl::handle_allocate_producer_ids},
         std::pair<int16_t, handler>{protocol::describe_quorum_request_data::api_key,
                                     &broker_impl::handle_describe_quorum}}) {
     deps_.cluster_transport->set_handler(api_key, [this, handle](const protocol::request_header_data& header,
@@ -32,12 +29,8 @@ void broker_impl::register_cluster_handlers() {
       });
     });
   }
-  // A connection from a broker closed: on the active controller, check whether it is gone.
-  deps_.cluster_transport->set_peer_closed_handler([this, alive = std::weak_ptr<int>(lifetime_)](int32_t node_id) {
-    deps_.runtime.post(controller_shard, [this, node_id, alive] {
-      if (alive.lock() && !stopping_) probe_broker(node_id);
-    });
-  });
+  // BrokerHeartbeat, AlterPartition, AllocateProducerIds; a connection from a broker closed.
+  controller_.register_cluster_handlers();
   // Produce and ListOffsets forwarded by brokers that do not lead the partition (forwarding.cc).
   deps_.cluster_transport->set_handler(protocol::produce_request_data::api_key,
                                        [this](const protocol::request_header_data& header,
@@ -140,16 +133,7 @@ void broker_impl::schedule_heartbeat() {
 }
 
 void broker_impl::heartbeat_tick() {
-  autobalancer_tick();   // every node: unavailable brokers; the active controller: decommissions, autobalancer
-  if (quorum_->leader_id() == config_.node_id) {
-    for (int32_t id : broker_heartbeats_.late(deps_.clock.now_ms(), config_.broker_heartbeat_interval_ms)) {
-      probe_broker(id);   // a heartbeat late
-    }
-    fence_lapsed_brokers();
-    rebalance_leaders_tick();
-    complete_reassignments_tick();
-    ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
-  }
+  controller_.heartbeat_tick();   // every node: the autobalancer; the active controller: fencing, ticks
   if (!config_.process_role_broker) return;   // a dedicated controller never registers or heartbeats
   if (own_registration() == nullptr) {
     // Not registered in this incarnation (or the registration was replaced): register again.
@@ -167,7 +151,7 @@ void broker_impl::heartbeat_tick() {
                    });
     return;
   }
-  renew_stale_leaderships();
+  controller_.renew_stale_leaderships();
   if (heartbeat_in_flight_) return;
   heartbeat_in_flight_ = true;
   send_heartbeat(false, [this, sent_ms = deps_.clock.now_ms()](result<protocol::broker_heartbeat_response_data> r) {
@@ -202,7 +186,7 @@ void broker_impl::send_heartbeat(bool want_shut_down,
   request.current_metadata_offset = apply_queue_.applied_end() - 1;
   request.want_shut_down = want_shut_down;
   const int32_t leader = quorum_->leader_id();
-  if (leader == config_.node_id) return done(controller_heartbeat(request));
+  if (leader == config_.node_id) return done(controller_.controller_heartbeat(request));
   if (leader < 0 || deps_.cluster_transport == nullptr) {
     return done(error{errc::not_controller, "no active controller to send the heartbeat to"});
   }
@@ -234,6 +218,45 @@ result<void> broker_impl::check_leader(const topic_state& topic, int32_t partiti
   return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
                                                  "' is led by broker " + std::to_string(leader) + ", not by this broker (" +
                                                  std::to_string(config_.node_id) + ")"};
+}
+
+std::vector<broker_description> broker_impl::list_brokers() const {
+  const int32_t controller = controller_id();
+  std::vector<broker_description> out;
+  // Hold the view for the whole loop: a range-for keeps only its range alive, not the temporary
+  // shared_ptr it came through (before C++23), and a newer view may be published meanwhile.
+  const auto held = view();
+  for (const auto& [id, b] : held->image->brokers()) {
+    broker_description d;
+    d.node_id = id;
+    if (const auto* http = b.endpoint("http"); http != nullptr) {
+      d.host = http->host;
+      d.port = http->port;
+    }
+    for (const auto& e : b.endpoints) {   // Kafka listeners: all but http and cluster ("kafka": PLAINTEXT, older nodes)
+      if (e.name != "http" && e.name != "cluster") d.kafka_endpoints.push_back({e.name == "kafka" ? "PLAINTEXT" : e.name, e.host, e.port});
+    }
+    if (!d.kafka_endpoints.empty()) std::tie(d.kafka_host, d.kafka_port) = std::pair(d.kafka_endpoints[0].host, d.kafka_endpoints[0].port);
+    d.rack = b.rack;
+    d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
+    d.decommissioning = held->image->decommission_state(b.node_id) == controller::broker_decommission_state::decommissioning;
+    d.broker_epoch = b.broker_epoch;
+    d.is_controller = id == controller;
+    out.push_back(std::move(d));
+  }
+  if (out.empty() && config_.process_role_broker) {   // a dedicated controller is never a broker
+    broker_description self;
+    self.node_id = config_.node_id;
+    self.host = deps_.advertised_host;
+    self.port = deps_.advertised_port;
+    self.rack = config_.broker_rack;
+    self.kafka_host = deps_.advertised_kafka_host;
+    self.kafka_port = deps_.advertised_kafka_port;
+    self.kafka_endpoints = deps_.advertised_kafka_listeners;
+    self.is_controller = config_.node_id == controller;
+    out.push_back(self);
+  }
+  return out;
 }
 
 int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {

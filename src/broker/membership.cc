@@ -4,33 +4,106 @@
 // brokers that miss their session or whose process is gone fenced. The decisions and the sessions
 // are controller::broker_heartbeats (controller/membership.h); here are the RPC, the probes, the
 // commits and the log lines. The broker's own side of the heartbeat (registration, send,
-// leadership lease) is in cluster_requests.cc.
+// leadership lease) is in cluster_requests.cc and start_up.cc.
 
 #include <variant>
 
-#include "broker_impl.h"
+#include "active_controller.h"
+#include "constants.h"
+#include "rpc_messages.h"
 #include "ringlog/base/assert.h"
+#include "ringlog/broker/errc.h"
 #include "ringlog/controller/metadata_entry.h"
 
 namespace ringlog::broker::detail {
 
-void broker_impl::handle_broker_heartbeat(const protocol::request_header_data& header, std::vector<std::byte> body,
-                                          rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto request = protocol::broker_heartbeat_request_data::decode(rd, header.request_api_version);
-  if (!request.ok()) return;
-  respond_with(header, controller_heartbeat(request.value()), respond);
+active_controller::active_controller(active_controller_host& host, const broker_config& config, const base::clock& clock,
+                                     runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
+                                     base::random_source& random, const std::map<int32_t, rpc::peer_address>& quorum_voters,
+                                     const std::atomic<bool>& stopping)
+    : host_(host),
+      config_(config),
+      clock_(clock),
+      runtime_(runtime),
+      cluster_transport_(cluster_transport),
+      random_(random),
+      quorum_voters_(quorum_voters),
+      stopping_(stopping) {}
+
+void active_controller::register_cluster_handlers() {
+  // Each request's body is copied (it is valid during the transport's call only) and handled on
+  // the controller shard, where the image and the controller's state live.
+  using handler = void (active_controller::*)(const protocol::request_header_data&, std::vector<std::byte>,
+                                              rpc::respond_fn);
+  for (auto [api_key, handle] :
+       {std::pair<int16_t, handler>{broker_heartbeat_api_key, &active_controller::handle_broker_heartbeat},
+        std::pair<int16_t, handler>{protocol::alter_partition_request_data::api_key,
+                                    &active_controller::handle_alter_partition},
+        std::pair<int16_t, handler>{protocol::allocate_producer_ids_request_data::api_key,
+                                    &active_controller::handle_allocate_producer_ids}}) {
+    cluster_transport_->set_handler(api_key, [this, handle](const protocol::request_header_data& header,
+                                                            std::span<const std::byte> body, rpc::respond_fn respond) {
+      runtime_.post(controller_shard, [this, handle, header, b = std::vector<std::byte>(body.begin(), body.end()),
+                                       respond = std::move(respond)]() mutable {
+        (this->*handle)(header, std::move(b), std::move(respond));
+      });
+    });
+  }
+  // A connection from a broker closed: on the active controller, check whether it is gone.
+  cluster_transport_->set_peer_closed_handler([this, alive = std::weak_ptr<int>(lifetime_)](int32_t node_id) {
+    runtime_.post(controller_shard, [this, node_id, alive] {
+      if (alive.lock() && !stopping_) probe_broker(node_id);
+    });
+  });
 }
 
-protocol::broker_heartbeat_response_data broker_impl::controller_heartbeat(
+void active_controller::on_leader_change(int32_t leader_id) {
+  const bool was_leader = quorum_leader_id_ == config_.node_id;
+  quorum_leader_id_ = leader_id;
+  if (leader_id != config_.node_id || was_leader) return;
+  // A new active controller gives every broker a full session before fencing it.
+  const int64_t now = clock_.now_ms();
+  const auto image = host_.controller_view()->image;
+  controller_active_since_ms_ = now;
+  broker_heartbeats_.activate(*image, now);
+  // The previous controller left for a reason (often its process died, and its broker with it):
+  // ask every broker at once instead of waiting a session for the gone ones.
+  for (const auto& [id, b] : image->brokers()) probe_broker(id);
+}
+
+void active_controller::heartbeat_tick() {
+  autobalancer_tick();   // every node: unavailable brokers; the active controller: decommissions, autobalancer
+  if (!active()) return;
+  for (int32_t id : broker_heartbeats_.late(clock_.now_ms(), config_.broker_heartbeat_interval_ms)) {
+    probe_broker(id);   // a heartbeat late
+  }
+  fence_lapsed_brokers();
+  rebalance_leaders_tick();
+  complete_reassignments_tick();
+  ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
+}
+
+const broker_config& active_controller::live_config() const {
+  const auto& view = *host_.controller_view();
+  return view.config ? *view.config : config_;
+}
+
+void active_controller::handle_broker_heartbeat(const protocol::request_header_data& header,
+                                                std::vector<std::byte> body, rpc::respond_fn respond) {
+  answer_request<protocol::broker_heartbeat_request_data>(
+      header, body, std::move(respond),
+      [this](const auto& request, auto answer) { answer(controller_heartbeat(request)); });
+}
+
+protocol::broker_heartbeat_response_data active_controller::controller_heartbeat(
     const protocol::broker_heartbeat_request_data& request) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   protocol::broker_heartbeat_response_data response;
-  if (quorum_->leader_id() != config_.node_id) {
+  if (!active()) {
     response.error_code = kafka_code_not_controller;
     return response;
   }
-  auto answer = broker_heartbeats_.answer(*controller_view_->image, request, deps_.clock.now_ms());
+  auto answer = broker_heartbeats_.answer(*host_.controller_view()->image, request, clock_.now_ms());
   if (!answer.ok()) {
     response.error_code = static_cast<int16_t>(kafka_error_code(from_controller(answer.error()).code));
     return response;
@@ -39,36 +112,36 @@ protocol::broker_heartbeat_response_data broker_impl::controller_heartbeat(
   response.is_caught_up = true;
   response.is_fenced = answer->is_fenced;
   response.should_shut_down = answer->should_shut_down;
-  if (!answer->records.empty()) commit_records(std::move(answer->records), [](result<void>) {});
+  if (!answer->records.empty()) host_.commit_records(std::move(answer->records), [](result<void>) {});
   return response;
 }
 
-controller::fencing_rules broker_impl::fencing_rules_now() const {
+controller::fencing_rules active_controller::fencing_rules_now() const {
   return {config_.broker_session_timeout_ms, config_.node_id, config_.process_role_broker,
-          config_.unclean_leader_election_enable, incarnation_id_};
+          config_.unclean_leader_election_enable, host_.incarnation_id()};
 }
 
-void broker_impl::fence_lapsed_brokers() {
+void active_controller::fence_lapsed_brokers() {
   if (fencing_in_flight_) return;
-  auto fencing = broker_heartbeats_.next_to_fence(*controller_view_->image, deps_.clock.now_ms(), fencing_rules_now());
+  auto fencing = broker_heartbeats_.next_to_fence(*host_.controller_view()->image, clock_.now_ms(), fencing_rules_now());
   if (!fencing) return;
-  log_info("fencing broker " + std::to_string(fencing->broker_id) + ": " + fencing->reason);
+  host_.log_info("fencing broker " + std::to_string(fencing->broker_id) + ": " + fencing->reason);
   fencing_in_flight_ = true;
-  commit_records(std::move(fencing->records), [this](result<void> r) {
+  host_.commit_records(std::move(fencing->records), [this](result<void> r) {
     fencing_in_flight_ = false;
     if (r.ok()) fence_lapsed_brokers();   // the next one, if any, on the new image
   });
 }
 
-result<void> broker_impl::refuse_duplicate_registration(std::span<const std::byte> payload) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+result<void> active_controller::refuse_duplicate_registration(std::span<const std::byte> payload) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   auto records = controller::decode_metadata_entry(payload);
   if (!records.ok()) return base::ok_v;
   for (const auto& record : *records) {
     const auto* registration = std::get_if<protocol::register_broker_record>(&record);
     if (registration == nullptr) continue;
-    auto checked = broker_heartbeats_.check_registration(*controller_view_->image, *registration, deps_.clock.now_ms(),
-                                                         fencing_rules_now());
+    auto checked = broker_heartbeats_.check_registration(*host_.controller_view()->image, *registration,
+                                                         clock_.now_ms(), fencing_rules_now());
     if (checked.ok()) continue;
     probe_broker(registration->broker_id);   // the live one: a process gone since is fenced at once
     return from_controller(checked.error());
@@ -76,33 +149,21 @@ result<void> broker_impl::refuse_duplicate_registration(std::span<const std::byt
   return base::ok_v;
 }
 
-void broker_impl::log_registration_refused(const error& e) {
-  const int64_t now_ms = deps_.clock.now_ms();
-  if (registration_refusal_logged_ms_ >= 0 &&
-      now_ms - registration_refusal_logged_ms_ < duplicate_registration_log_interval_ms) {
-    return;
-  }
-  registration_refusal_logged_ms_ = now_ms;
-  log_error("node " + std::to_string(config_.node_id) + " (incarnation " + controller::uuid_to_string(incarnation_id_) +
-            ") may not register: " + e.message + " (retrying; logged at most every " +
-            std::to_string(duplicate_registration_log_interval_ms) + " ms)");
-}
-
-void broker_impl::probe_broker(int32_t id) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  if (deps_.cluster_transport == nullptr || id == config_.node_id || quorum_leader_id_ != config_.node_id) return;
-  const auto* b = controller_view_->image->find_broker(id);
+void active_controller::probe_broker(int32_t id) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+  if (cluster_transport_ == nullptr || id == config_.node_id || quorum_leader_id_ != config_.node_id) return;
+  const auto* b = host_.controller_view()->image->find_broker(id);
   if (b == nullptr || b->fenced || !probes_in_flight_.insert(id).second) return;
-  const int64_t started_ms = deps_.clock.now_ms();
-  rpc::probe_listening(*deps_.cluster_transport, id, config_.broker_heartbeat_interval_ms * 2,
+  const int64_t started_ms = clock_.now_ms();
+  rpc::probe_listening(*cluster_transport_, id, config_.broker_heartbeat_interval_ms * 2,
                        [this, id, started_ms, alive = std::weak_ptr<int>(lifetime_)](rpc::result<void> r) {
     const bool refused = !r.ok() && r.error().code == rpc::errc::connection_refused;
-    deps_.runtime.post(controller_shard, [this, id, started_ms, refused, alive] {
+    runtime_.post(controller_shard, [this, id, started_ms, refused, alive] {
       if (!alive.lock() || stopping_) return;
       probes_in_flight_.erase(id);
       if (!refused) return;
       broker_heartbeats_.refused(id, started_ms);
-      if (quorum_->leader_id() == config_.node_id) fence_lapsed_brokers();
+      if (active()) fence_lapsed_brokers();
     });
   });
 }

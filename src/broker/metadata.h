@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ringlog/base/random.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/membership.h"
 #include "ringlog/controller/metadata_image.h"
@@ -114,6 +115,8 @@ model::record metadata_log_record(std::span<const protocol::metadata_record> rec
 error from_controller(const controller::error& e);
 
 namespace detail {
+/// A random (version 4) UUID from `random`: topic, incarnation and ACL ids (broker.cc).
+controller::uuid new_topic_id(base::random_source& random);
 /// A (re)registration (start_up.cc), and the leadership of every partition that lost its leader
 /// while this broker was away and lists it in its ISR (KRaft elects them when it is unfenced).
 std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,

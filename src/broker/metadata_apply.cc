@@ -86,17 +86,7 @@ void broker_impl::load_snapshot(std::span<const uint8_t> payload, int64_t end_of
 
 void broker_impl::on_leader_change(int32_t leader_id, int32_t /*epoch*/) {
   run_metadata_rechecks();
-  const bool was_leader = quorum_leader_id_ == config_.node_id;
-  quorum_leader_id_ = leader_id;
-  if (leader_id == config_.node_id && !was_leader) {
-    // A new active controller gives every broker a full session before fencing it.
-    const int64_t now = deps_.clock.now_ms();
-    controller_active_since_ms_ = now;
-    broker_heartbeats_.activate(*controller_view_->image, now);
-    // The previous controller left for a reason (often its process died, and its broker with it):
-    // ask every broker at once instead of waiting a session for the gone ones.
-    for (const auto& [id, b] : controller_view_->image->brokers()) probe_broker(id);
-  }
+  controller_.on_leader_change(leader_id);
 }
 
 void broker_impl::learn_peer_addresses(const controller::metadata_image& image) {
@@ -153,7 +143,7 @@ void broker_impl::write_entry(std::vector<std::byte> payload, std::function<void
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   const int32_t leader = quorum_->leader_id();
   if (leader == config_.node_id) {
-    if (auto refused = refuse_duplicate_registration(payload); !refused.ok()) return done(refused.error());
+    if (auto refused = controller_.refuse_duplicate_registration(payload); !refused.ok()) return done(refused.error());
     std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(payload.data()),
                                reinterpret_cast<const uint8_t*>(payload.data()) + payload.size());
     return quorum_->propose(std::move(bytes), [done = std::move(done)](controller::result<int64_t> r) {

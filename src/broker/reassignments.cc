@@ -1,28 +1,29 @@
 // Partition reassignment requests (KIP-455) on any node: planned against the controller shard's
 // image (reassignment.h) and committed through the quorum like every metadata change (forwarded
 // to the active controller when this node is not it). The reassignment completes in the
-// controller's handling of the leader's ISR expansion (alter_partition, replication.cc) or in its
-// heartbeat tick (complete_reassignments_tick), whichever finds its barrier passed first.
+// controller's handling of the leader's ISR expansion (alter_partition, replication_control.cc) or
+// in its heartbeat tick (complete_reassignments_tick), whichever finds its barrier passed first.
 
 #include <algorithm>
 
-#include "broker_impl.h"
+#include "active_controller.h"
+#include "constants.h"
+#include "ringlog/base/assert.h"
 #include "ringlog/controller/reassignment.h"
 
 namespace ringlog::broker::detail {
 
-void broker_impl::alter_partition_reassignments(
+void active_controller::alter_partition_reassignments(
     std::vector<partition_reassignment_target> targets,
     std::function<void(result<std::vector<partition_reassignment_result>>)> done) {
   alter_partition_reassignments_attempt(std::move(targets), std::move(done), reassignment_attempts_max);
 }
 
-void broker_impl::alter_partition_reassignments_attempt(
+void active_controller::alter_partition_reassignments_attempt(
     std::vector<partition_reassignment_target> targets,
     std::function<void(result<std::vector<partition_reassignment_result>>)> done, int attempts_left) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, targets = std::move(targets), done = std::move(done),
-                                        attempts_left]() mutable {
+  host_.post_caught_up([this, targets = std::move(targets), done = std::move(done), attempts_left]() mutable {
     std::vector<reassignment_target> wanted;
     wanted.reserve(targets.size());
     for (const auto& t : targets) wanted.push_back({t.topic, t.partition, t.replicas});
@@ -30,16 +31,16 @@ void broker_impl::alter_partition_reassignments_attempt(
     std::vector<partition_reassignment_result> results;
     // Removing replicas are never known caught up here: step 3b waits for their next heartbeat.
     const metadata_caught_up not_yet = [](int32_t) { return false; };
-    for (auto& plan : plan_reassignments(*controller_view_->image, wanted, not_yet)) {
+    for (auto& plan : plan_reassignments(*host_.controller_view()->image, wanted, not_yet)) {
       if (plan.change) records.push_back(*plan.change);
       std::optional<error> refused;
       if (plan.refused) refused = from_controller(*plan.refused);
       results.push_back({plan.topic, plan.partition, std::move(refused)});
     }
     if (records.empty()) return done(std::move(results));
-    log_info("partition reassignment: " + std::to_string(records.size()) + " partition(s) change their replicas");
-    commit_records(std::move(records), [this, targets = std::move(targets), results = std::move(results),
-                                        done = std::move(done), attempts_left](result<void> r) mutable {
+    host_.log_info("partition reassignment: " + std::to_string(records.size()) + " partition(s) change their replicas");
+    host_.commit_records(std::move(records), [this, targets = std::move(targets), results = std::move(results),
+                                              done = std::move(done), attempts_left](result<void> r) mutable {
       // invalid_request: a partition changed between the plan and its commit (an ISR change
       // bumped the partition epoch the plan named); plan again from the newer image.
       if (!r.ok() && r.error().code == errc::invalid_request && attempts_left > 1) {
@@ -51,10 +52,10 @@ void broker_impl::alter_partition_reassignments_attempt(
   });
 }
 
-void broker_impl::complete_reassignments_tick() {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+void active_controller::complete_reassignments_tick() {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   if (completion_barrier_.in_flight) return;
-  const auto image = controller_view_->image;
+  const auto image = host_.controller_view()->image;
   completion_barrier_.forget_finished(*image);
   std::vector<protocol::metadata_record> records;
   for (const auto& [name, t] : image->topics()) {
@@ -67,7 +68,7 @@ void broker_impl::complete_reassignments_tick() {
       change.ringlog_expected_partition_epoch = p.partition_epoch;
       const int32_t index = static_cast<int32_t>(i);
       if (complete_reassignment_if_ready(*image, p, change, completion_barrier_.rule(*image, name, index, p))) {
-        log_info("partition reassignment of partition " + std::to_string(index) + " of topic '" + name +
+        host_.log_info("partition reassignment of partition " + std::to_string(index) + " of topic '" + name +
                  (change.replicas ? "' completes" : "': leadership moves to broker " + std::to_string(change.leader)));
         records.push_back(std::move(change));
       }
@@ -76,15 +77,14 @@ void broker_impl::complete_reassignments_tick() {
   if (records.empty()) return;
   completion_barrier_.in_flight = true;
   // A refusal (a partition changed meanwhile) leaves the rest for the next tick.
-  commit_records(std::move(records), [this, alive = std::weak_ptr<int>(lifetime_)](result<void>) {
+  host_.commit_records(std::move(records), [this, alive = std::weak_ptr<int>(lifetime_)](result<void>) {
     if (alive.lock()) completion_barrier_.in_flight = false;
   });
 }
 
-std::vector<partition_reassignment> broker_impl::list_partition_reassignments(const std::string& topic) const {
+std::vector<partition_reassignment> reassignments_in(const controller::metadata_image& image, const std::string& topic) {
   std::vector<partition_reassignment> out;
-  const auto image = view()->image;
-  for (const auto& [name, t] : image->topics()) {
+  for (const auto& [name, t] : image.topics()) {
     if (!topic.empty() && name != topic) continue;
     for (size_t p = 0; p < t->partitions.size(); ++p) {
       const auto& part = t->partitions[p];

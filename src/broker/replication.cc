@@ -64,10 +64,7 @@ bool broker_impl::registered_in_this_incarnation() const {
 }
 
 void broker_impl::note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) {
-  deps_.runtime.post(controller_shard, [this, topic = rt.topic, partition = rt.partition, leader_epoch,
-                                        alive = std::weak_ptr<int>(lifetime_)] {
-    if (alive.lock()) stale_leaderships_[{topic, partition}] = leader_epoch;
-  });
+  controller_.note_stale_leadership(rt.topic, rt.partition, leader_epoch);
 }
 
 void broker_impl::new_follower_generation(partition_runtime& rt) { replica_fetcher::new_follower_generation(rt); }
@@ -107,7 +104,7 @@ void broker_impl::send_alter_partition(protocol::alter_partition_request_data re
   deps_.runtime.post(controller_shard, [this, request = std::move(request), on_answer = std::move(on_answer)]() mutable {
     const int32_t controller = quorum_ ? quorum_->leader_id() : -1;
     if (controller == config_.node_id) {
-      return alter_partition(std::move(request), [on_answer](protocol::alter_partition_response_data r) {
+      return controller_.alter_partition(std::move(request), [on_answer](protocol::alter_partition_response_data r) {
         const auto& p = r.topics.empty() || r.topics[0].partitions.empty() ? nullptr : &r.topics[0].partitions[0];
         on_answer(r.error_code != code_none ? r.error_code : (p ? p->error_code : code_invalid_request),
                   "this node is the controller");

@@ -3,10 +3,13 @@
 // (HTTP, CLI) and automatically (auto.leader.rebalance.enable; KIP-183, KIP-460), and this
 // broker's leaderships from before its registration renewed. The decisions are
 // controller/replication_control.h's (pure); here are the RPC, the commits, the in-flight flags and
-// the log lines. The leader's side of AlterPartition (maybe_change_isr) is in
+// the log lines (active_controller.h). The leader's side of AlterPartition (maybe_change_isr) is in
 // replica_fetch_server.cc, its controller client (send_alter_partition) in replication.cc.
-#include "broker_impl.h"
+#include "active_controller.h"
+#include "constants.h"
+#include "rpc_messages.h"
 #include "wire_codes.h"
+#include "ringlog/base/assert.h"
 #include "ringlog/controller/replication_control.h"
 
 namespace ringlog::broker::detail {
@@ -36,21 +39,20 @@ void answer_state(protocol::alter_partition_response_data::partition_data& out, 
 
 }  // namespace
 
-void broker_impl::handle_alter_partition(const protocol::request_header_data& header, std::vector<std::byte> body,
-                                         rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto request = protocol::alter_partition_request_data::decode(rd, header.request_api_version);
-  if (!request.ok()) return;   // unanswered: the leader's request times out and it proposes again
-  alter_partition(std::move(request).value(), [header, respond](protocol::alter_partition_response_data r) mutable {
-    respond_with(header, r, respond);
+void active_controller::handle_alter_partition(const protocol::request_header_data& header,
+                                               std::vector<std::byte> body, rpc::respond_fn respond) {
+  // A request that does not decode is not answered: the leader's times out and it proposes again.
+  answer_request<protocol::alter_partition_request_data>(header, body, std::move(respond),
+                                                         [this](auto request, auto answer) {
+    alter_partition(std::move(request), std::move(answer));
   });
 }
 
-void broker_impl::alter_partition(protocol::alter_partition_request_data request,
-                                  std::function<void(protocol::alter_partition_response_data)> done) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+void active_controller::alter_partition(protocol::alter_partition_request_data request,
+                                        std::function<void(protocol::alter_partition_response_data)> done) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   protocol::alter_partition_response_data response;
-  if (quorum_->leader_id() != config_.node_id) {
+  if (!active()) {
     response.error_code = code_not_controller;
     return done(std::move(response));
   }
@@ -67,7 +69,7 @@ void broker_impl::alter_partition(protocol::alter_partition_request_data request
   out_topic.topic_id = in_topic.topic_id;
   protocol::alter_partition_response_data::partition_data out;
   out.partition_index = in.partition_index;
-  const auto& image = *controller_view_->image;
+  const auto& image = *host_.controller_view()->image;
   if (const auto* p = controller::find_partition(image, in_topic.topic_id, in.partition_index)) answer_state(out, *p);
   auto decided = controller::alter_partition(image, request.broker_id, in_topic.topic_id, in, completion_barrier_);
   if (!decided.ok()) {
@@ -78,18 +80,18 @@ void broker_impl::alter_partition(protocol::alter_partition_request_data request
   }
   auto& change = decided->change;
   if (decided->completes_reassignment) {
-    log_info("partition reassignment of partition " + std::to_string(in.partition_index) + " of topic '" +
+    host_.log_info("partition reassignment of partition " + std::to_string(in.partition_index) + " of topic '" +
              decided->topic +
              (change.replicas ? "' completes: replicas " + std::to_string(change.replicas->size())
                               : "': leadership moves to broker " + std::to_string(change.leader)));
   }
-  commit_records({change}, [this, response = std::move(response), out_topic, out, done = std::move(done),
+  host_.commit_records({change}, [this, response = std::move(response), out_topic, out, done = std::move(done),
                             name = decided->topic](result<void> r) mutable {
     if (!r.ok()) {
       out.error_code =
           r.error().code == errc::not_controller ? code_not_controller : code_invalid_update_version;
-    } else if (const auto* t = controller_view_->image->find_topic(name); t != nullptr) {
-      if (const auto* p = controller::find_partition(*controller_view_->image, t->topic_id, out.partition_index)) {
+    } else if (const auto* t = host_.controller_view()->image->find_topic(name); t != nullptr) {
+      if (const auto* p = controller::find_partition(*host_.controller_view()->image, t->topic_id, out.partition_index)) {
         out.error_code = 0;
         answer_state(out, *p);
       }
@@ -101,17 +103,18 @@ void broker_impl::alter_partition(protocol::alter_partition_request_data request
 }
 
 
-void broker_impl::elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
-                                          std::function<void(result<std::vector<leader_election_result>>)> done) {
+void active_controller::elect_preferred_leaders(
+    std::vector<std::pair<std::string, int32_t>> partitions,
+    std::function<void(result<std::vector<leader_election_result>>)> done) {
   elect_preferred_leaders_attempt(std::move(partitions), std::move(done), preferred_election_attempts_max);
 }
 
-void broker_impl::elect_preferred_leaders_attempt(
+void active_controller::elect_preferred_leaders_attempt(
     std::vector<std::pair<std::string, int32_t>> partitions,
     std::function<void(result<std::vector<leader_election_result>>)> done, int attempts_left) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, partitions = std::move(partitions), done = std::move(done), attempts_left]() mutable {
-    auto election = controller::elect_preferred_leaders(*controller_view_->image, partitions);
+  host_.post_caught_up([this, partitions = std::move(partitions), done = std::move(done), attempts_left]() mutable {
+    auto election = controller::elect_preferred_leaders(*host_.controller_view()->image, partitions);
     std::vector<leader_election_result> results;
     for (auto& o : election.outcomes) {
       leader_election_result r;
@@ -122,9 +125,10 @@ void broker_impl::elect_preferred_leaders_attempt(
       results.push_back(std::move(r));
     }
     if (election.records.empty()) return done(std::move(results));
-    log_info("preferred leader election: " + std::to_string(election.records.size()) + " leadership(s) given back");
-    commit_records(std::move(election.records), [this, partitions = std::move(partitions), results = std::move(results),
-                                                 done = std::move(done), attempts_left](result<void> r) mutable {
+    host_.log_info("preferred leader election: " + std::to_string(election.records.size()) + " leadership(s) given back");
+    host_.commit_records(std::move(election.records), [this, partitions = std::move(partitions),
+                                                       results = std::move(results), done = std::move(done),
+                                                       attempts_left](result<void> r) mutable {
       // invalid_request: a partition changed between the plan and its commit (the plan named an
       // older partition epoch); plan again from the newer image, a bounded number of times.
       if (!r.ok() && r.error().code == errc::invalid_request && attempts_left > 1) {
@@ -136,32 +140,42 @@ void broker_impl::elect_preferred_leaders_attempt(
   });
 }
 
-void broker_impl::renew_stale_leaderships() {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  if (renewing_leaderships_ || stale_leaderships_.empty() || own_registration() == nullptr) return;
-  auto records = controller::renew_stale_leaderships(*controller_view_->image, config_.node_id, stale_leaderships_);
-  if (records.empty()) return;
-  log_info("renewing " + std::to_string(records.size()) +
-           " leadership(s) named for this broker before its registration (moved or in a new epoch)");
-  renewing_leaderships_ = true;
-  commit_records(std::move(records), [this](result<void>) { renewing_leaderships_ = false; });
+void active_controller::note_stale_leadership(std::string topic, int32_t partition, int32_t leader_epoch) {
+  runtime_.post(controller_shard, [this, topic = std::move(topic), partition, leader_epoch,
+                                   alive = std::weak_ptr<int>(lifetime_)]() mutable {
+    if (alive.lock()) stale_leaderships_[{std::move(topic), partition}] = leader_epoch;
+  });
 }
 
-void broker_impl::rebalance_leaders_tick() {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+void active_controller::renew_stale_leaderships() {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+  if (renewing_leaderships_ || stale_leaderships_.empty() || host_.own_registration() == nullptr) return;
+  auto records =
+      controller::renew_stale_leaderships(*host_.controller_view()->image, config_.node_id, stale_leaderships_);
+  if (records.empty()) return;
+  host_.log_info("renewing " + std::to_string(records.size()) +
+           " leadership(s) named for this broker before its registration (moved or in a new epoch)");
+  renewing_leaderships_ = true;
+  host_.commit_records(std::move(records), [this](result<void>) { renewing_leaderships_ = false; });
+}
+
+void active_controller::rebalance_leaders_tick() {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   if (!config_.auto_leader_rebalance_enable || leader_rebalance_in_flight_) return;
-  const int64_t now = deps_.clock.now_ms();
+  const int64_t now = clock_.now_ms();
   if (now - leader_rebalance_checked_ms_ < config_.leader_imbalance_check_interval_seconds * 1000) return;
   leader_rebalance_checked_ms_ = now;
-  auto records = controller::balance_partition_leaders(*controller_view_->image,
+  auto records = controller::balance_partition_leaders(*host_.controller_view()->image,
                                                       config_.leader_imbalance_per_broker_percentage);
   if (records.empty()) return;
-  log_info("auto.leader.rebalance.enable: giving " + std::to_string(records.size()) +
+  host_.log_info("auto.leader.rebalance.enable: giving " + std::to_string(records.size()) +
            " leadership(s) back to their preferred replicas");
   leader_rebalance_in_flight_ = true;
-  commit_records(std::move(records), [this](result<void> r) {
+  host_.commit_records(std::move(records), [this](result<void> r) {
     leader_rebalance_in_flight_ = false;
-    if (!r.ok()) log_info("automatic leader rebalance not applied (the next check retries): " + r.error().message);
+    if (!r.ok()) {
+      host_.log_info("automatic leader rebalance not applied (the next check retries): " + r.error().message);
+    }
   });
 }
 

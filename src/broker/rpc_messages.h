@@ -2,6 +2,7 @@
 // Requests this node sends and answers it gives to other nodes, encoded with Kafka's protocol
 // (the cluster listener): shared by the broker's files and the replica fetcher's.
 
+#include <span>
 #include <utility>
 
 #include "ringlog/base/assert.h"
@@ -27,6 +28,20 @@ inline void respond_with(const protocol::request_header_data& header, const Resp
   if (protocol::encode_response_frame(w, header.request_api_version, header.correlation_id, response).ok()) {
     respond(std::move(w).take());
   }
+}
+
+/// A request from another node: `body` decoded as a `Request` at the header's version and given to
+/// `handle(request, answer)`, whose `answer(response)` sends the response at that version. A body
+/// that does not decode is not answered: the sender's request times out and it asks again.
+template <typename Request, typename Handle>
+inline void answer_request(const protocol::request_header_data& header, std::span<const std::byte> body,
+                           rpc::respond_fn respond, Handle&& handle) {
+  protocol::reader rd(body);
+  auto request = Request::decode(rd, header.request_api_version);
+  if (!request.ok()) return;
+  handle(std::move(request).value(), [header, respond = std::move(respond)](const auto& response) mutable {
+    respond_with(header, response, respond);
+  });
 }
 
 }  // namespace ringlog::broker::detail

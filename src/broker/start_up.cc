@@ -278,7 +278,7 @@ void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(
   // The active controller creates them (ensure_offsets_topic_async, also on every heartbeat tick);
   // other nodes wait until they are in their image.
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  ensure_offsets_topic_async([this, deadline_ms, done = std::move(done)](result<bool> r) mutable {
+  controller_.ensure_offsets_topic_async([this, deadline_ms, done = std::move(done)](result<bool> r) mutable {
     // In the controller shard's image now; done once that image is published to every shard, so
     // start()'s find_topic sees both (a breaker's segfault when it read the view before that).
     if (r.ok() && r.value()) return apply_queue_.await_applied(controller_view_->image->offset(), std::move(done));
@@ -311,6 +311,28 @@ void broker_impl::run_metadata_rechecks() {
   for (auto& waiting : std::exchange(metadata_rechecks_, {})) {
     deps_.runtime.post(controller_shard, run_once(std::move(waiting), lifetime_));
   }
+}
+
+std::optional<error> broker_impl::decommissioned_refusal() const {
+  if (view()->image->decommission_state(config_.node_id) != controller::broker_decommission_state::decommissioned) {
+    return std::nullopt;
+  }
+  std::string why = "node " + std::to_string(config_.node_id) + " was decommissioned from cluster " + config_.cluster_id +
+                    ": it may not register again; start a new broker with another node.id and an empty log.dirs";
+  if (!decommissioned_logged_.exchange(true)) log_error(why);
+  return error{errc::resource_not_found, std::move(why)};
+}
+
+void broker_impl::log_registration_refused(const error& e) {
+  const int64_t now_ms = deps_.clock.now_ms();
+  if (registration_refusal_logged_ms_ >= 0 &&
+      now_ms - registration_refusal_logged_ms_ < duplicate_registration_log_interval_ms) {
+    return;
+  }
+  registration_refusal_logged_ms_ = now_ms;
+  log_error("node " + std::to_string(config_.node_id) + " (incarnation " + controller::uuid_to_string(incarnation_id_) +
+            ") may not register: " + e.message + " (retrying; logged at most every " +
+            std::to_string(duplicate_registration_log_interval_ms) + " ms)");
 }
 
 }  // namespace ringlog::broker::detail
