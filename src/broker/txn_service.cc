@@ -145,6 +145,9 @@ class txn_service_impl final : public txn_service {
   /// On `shard`: writes the markers of `m`, retrying until they are written or the leadership of
   /// `p` moved; then makes the Complete* state durable.
   void send_markers(size_t shard, int32_t p, uint64_t generation, txn::marker_request m);
+  /// On `shard`, once the markers of `m` are written: makes the Complete* state durable, trying
+  /// again until it is or the leadership of `p` moved.
+  void complete_markers(size_t shard, int32_t p, uint64_t generation, txn::marker_request m);
   void schedule_sweep(size_t shard);
   /// start(): loads the led partitions from `p` on, one a task, then the sweeps, then `done`.
   void load_led_from(int32_t p, std::function<void()> done);
@@ -308,16 +311,30 @@ void txn_service_impl::send_markers(size_t shard, int32_t p, uint64_t generation
         });
         return;
       }
-      auto complete = it->second->coordinator.markers_written(m.transactional_id, m.producer_epoch, clock_.now_ms());
-      if (!complete.ok()) {
-        host_.report_error("transaction coordinator: " + complete.error().message);
-        return;
-      }
-      write(shard, p, *complete, [this, m](result<void> w) {
-        if (!w.ok()) {
-          host_.report_error("transaction coordinator: completing the " + txn::describe(m) + ": " + w.error().message);
-        }
-      });
+      complete_markers(shard, p, generation, std::move(m));
+    });
+  });
+}
+
+void txn_service_impl::complete_markers(size_t shard, int32_t p, uint64_t generation, txn::marker_request m) {
+  auto& st = *shards_[shard];
+  auto it = st.partitions.find(p);
+  if (stopping_ || it == st.partitions.end() || it->second->generation != generation) return;
+  auto complete = it->second->coordinator.markers_written(m.transactional_id, m.producer_epoch, clock_.now_ms());
+  if (!complete.ok()) {
+    host_.report_error("transaction coordinator: " + complete.error().message);
+    return;
+  }
+  write(shard, p, *complete, [this, shard, p, generation, m](result<void> w) mutable {
+    if (w.ok()) return;
+    // A failed write (not replicated in time, a full queue) leaves the id in its Prepare state,
+    // answering concurrent_transactions to every call: it is written again, as Kafka's
+    // TransactionMarkerChannelManager retries the append (txnLogAppendRetryQueue). Found by
+    // tests/sim/cluster_sim --transactions (seed 4).
+    host_.report_error("transaction coordinator: completing the " + txn::describe(m) + ": " + w.error().message +
+                       " (retried)");
+    runtime_.post_after(shard, marker_retry_backoff_ms, [this, shard, p, generation, m = std::move(m)]() mutable {
+      complete_markers(shard, p, generation, std::move(m));
     });
   });
 }

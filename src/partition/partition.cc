@@ -295,7 +295,13 @@ result<fetch_response> partition_runtime::read_for_fetch(const fetch_params& req
   assert_on_shard();
   // read_committed reads below the last stable offset (KIP-98), read_uncommitted below the high watermark.
   const bool committed = req.isolation == isolation_level::read_committed;
+#ifdef RINGLOG_PARTITION_BREAK_READ_COMMITTED_PAST_STABLE_OFFSET
+  // Negative control of tests/sim/cluster_sim (cluster_sim_break_read_committed_past_stable_offset):
+  // read_committed reads up to the high watermark, into the open transactions.
+  const model::offset hw = log->high_watermark();
+#else
   const model::offset hw = committed ? log->last_stable_offset() : log->high_watermark();
+#endif
   const model::offset log_start = log->log_start_offset();
   auto& recent = context_->recent_reads;
   // A log that failed an fdatasync answers from no kept read: the read below names the failure.

@@ -346,6 +346,9 @@ void partition_log::apply_to_producer_state(const codec::batch_header& header,
     return;
   }
   auto completed = producers_.end_txn(header, *marker, now_ms);
+  if (completed && completed->last_offset >= high_watermark_) {
+    unreplicated_txn_ends_[completed->last_offset.value()] = completed->first_offset;
+  }
   if (!completed || !completed->aborted) return;
   // Kafka's lastStableOffset(completedTxn): the oldest transaction still open, else past the marker.
   const model::offset stable = producers_.first_unstable_offset().value_or(completed->last_offset + 1);
@@ -717,6 +720,7 @@ result<void> partition_log::truncate_fully_and_start_at(model::offset new_start_
   high_watermark_ = new_start_offset;
   epochs_.clear();
   producers_.clear();
+  unreplicated_txn_ends_.clear();
   aborted_txns_.clear();
   RINGLOG_TRY(remove_producer_snapshots([](model::offset) { return true; }));
   RINGLOG_TRY(write_txn_index_files(model::offset{0}));
@@ -840,6 +844,15 @@ void partition_log::set_config(log_config config) { config_ = std::move(config);
 
 void partition_log::set_high_watermark(model::offset hw) {
   high_watermark_ = std::max(high_watermark_, std::clamp(hw, log_start_offset_, log_end_offset_));
+  unreplicated_txn_ends_.erase(unreplicated_txn_ends_.begin(), unreplicated_txn_ends_.lower_bound(high_watermark_.value()));
+}
+
+std::optional<model::offset> partition_log::first_undecided_offset() const {
+  std::optional<model::offset> out = producers_.first_unstable_offset();
+  for (auto it = unreplicated_txn_ends_.lower_bound(high_watermark_.value()); it != unreplicated_txn_ends_.end(); ++it) {
+    if (!out || it->second < *out) out = it->second;
+  }
+  return out;
 }
 
 std::optional<std::pair<model::leader_epoch, model::offset>> partition_log::end_offset_for_epoch(
@@ -897,6 +910,7 @@ result<void> partition_log::remove_producer_snapshots(const std::function<bool(m
 
 result<void> partition_log::rebuild_producer_state(model::offset snapshot_limit) {
   producers_.clear();
+  unreplicated_txn_ends_.clear();
   const model::offset end = log_end_offset_;
   RINGLOG_TRY(remove_producer_snapshots([end](model::offset o) { return o > end; }));
   // The newest snapshot that reads back whole; a bad one is removed (Kafka does the same) and

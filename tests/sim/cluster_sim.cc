@@ -17,6 +17,10 @@
 // Workload, through the broker API as the HTTP gateway calls it: one topic (replication factor
 // 3, 2 or 3 partitions, min.insync.replicas 2), acks=all produces of unique values to random live
 // nodes (the broker forwards to the leader), read_committed fetches from random live nodes.
+// --transactions adds transactional producers (txn_workload.h: InitProducerId, transactional
+// produces, commit or abort at the id's coordinator, as the HTTP gateway calls them) on the same
+// topic; --reassignment adds partition reassignments at seeded times (reassignment_workload.h);
+// --clock-skew puts each node's clock off the world's by a seeded amount (clock_skew_max_ms).
 //
 // Checks (a violation prints the seed, the rule and the last trace lines, exit 1):
 //   - one committed history: an offset is never acknowledged or read with two different values;
@@ -37,9 +41,19 @@
 //   - no acknowledged record lost: every acknowledged record is read back at its offset;
 //   - replicas agree below the high watermark: each node's log of each partition, read with
 //     storage::partition_log from its file system at the end, holds the read-back records at
-//     every offset below min(its log end, the high watermark).
+//     every offset below min(its log end, the high watermark) (records of aborted transactions,
+//     which read_committed skips, the same on every replica);
+//   - read_committed answers: records below the last stable offset, itself at most the high
+//     watermark; no acknowledged record missing from the range an answer covers
+//     ([fetch_offset, next_fetch_offset)); one node's last stable offset never backwards (with
+//     the high watermark's exemption);
+//   - with --transactions, txn_workload.h's: no record of a transaction not committed is read,
+//     atomicity, no record of a committed transaction lost, a new transaction commits after the
+//     heal; with --reassignment, every reassignment completes after the heal
+//     (reassignment_workload.h).
 //
-//   cluster_sim --seed S [--nodes N] [--verbose]   one run
+//   cluster_sim --seed S [--nodes N] [--verbose]   one run (workload flags as the run had them:
+//                                                  --transactions --reassignment --clock-skew)
 //   cluster_sim --seeds N [--start S]              N runs from seed S (1)
 //   cluster_sim --replay-check S                   runs S twice; fails unless the digests match
 //   --expect-violation                             exit 0 only if some seed violates (controls)
@@ -47,8 +61,9 @@
 // Negative controls (tests/sim/meson.build, cluster_sim_break_*): the real code built with one
 // rule broken under a RINGLOG_*_BREAK_* define; they replaced replication_sim's model (issue 28).
 //
-// Not covered yet: transactions, reassignment, consumer groups, clock skew, disk failures
-// (inject_failures), ListOffsets, random faults overlapping (only the cascade stacks them).
+// Not covered yet: consumer groups (and TxnOffsetCommit), disk failures (inject_failures),
+// ListOffsets, random faults overlapping (only the cascade stacks them), clock drift (skew is a
+// constant offset per node).
 
 #include <cinttypes>
 #include <cstdio>
@@ -60,7 +75,10 @@
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/io/sim_file_system.h"
 #include "ringlog/storage/partition_log.h"
+#include "reassignment_workload.h"
+#include "sim_cluster.h"
 #include "sim_world.h"
+#include "txn_workload.h"
 
 using namespace ringlog;
 
@@ -82,6 +100,8 @@ constexpr int64_t cut_off_grace_ms = 2'000;
 /// replica.lag.time.max.ms of the brokers here (start_node): a follower that has not caught up
 /// for this long leaves the ISR.
 constexpr int64_t replica_lag_time_max_ms = 5'000;
+/// How often the end of the run asks whether the reassignments completed.
+constexpr int64_t reassignment_poll_ms = 500;
 /// Start-up of the whole cluster must end within this long.
 constexpr int64_t start_up_ms = 60'000;
 constexpr const char* topic = "sim";
@@ -90,10 +110,29 @@ constexpr const char* topic = "sim";
 /// it), so its answers at its high watermark are judged from then on.
 constexpr int64_t session_timeout_ms = broker::broker_config{}.broker_session_timeout_ms;
 
+/// --clock-skew: each node's clock is off the world's by a seeded amount within +-this (ms):
+/// half a broker.session.timeout.ms, well past the lease's margin (a tenth of it), so a rule
+/// that compared one node's time with another's would show.
+constexpr int64_t clock_skew_max_ms = session_timeout_ms / 2;
+
 struct options {
   uint64_t seed = 1;
   int nodes = 3;
   bool verbose = false;
+  bool transactions = false;   // --transactions: txn_workload.h's producers too
+  bool reassignment = false;   // --reassignment: reassignment_workload.h's moves too
+  bool clock_skew = false;     // --clock-skew: each node's clock off by a seeded amount
+};
+
+/// A node's clock: the world's plus a constant skew (--clock-skew).
+class skewed_clock final : public base::clock {
+ public:
+  skewed_clock(const base::clock& world, int64_t skew_ms) : world_(world), skew_ms_(skew_ms) {}
+  [[nodiscard]] int64_t now_ms() const override { return world_.now_ms() + skew_ms_; }
+
+ private:
+  const base::clock& world_;
+  int64_t skew_ms_;
 };
 
 /// One run's figures, and its violation (the first rule broken) if any.
@@ -106,18 +145,20 @@ struct outcome {
   int crashes = 0;
   uint64_t read_back = 0;   // records read back at the end
   uint64_t compared = 0;    // replica records compared with the history at the end
+  std::string workloads;    // what the transactional and reassignment workloads did
 };
 
 struct node_state {
   std::unique_ptr<io::sim_file_system> fs = std::make_unique<io::sim_file_system>();
+  std::unique_ptr<skewed_clock> clock;   // the world's, skewed with --clock-skew
   uint64_t incarnation = 0;
   std::unique_ptr<broker::broker> b;   // null while down or starting
   bool starting = false;
 };
 
-class simulation {
+class simulation final : public sim::sim_cluster {
  public:
-  explicit simulation(const options& opt) : opt_(opt), world_(opt.seed, start_ms) {}
+  explicit simulation(const options& opt) : opt_(opt), world_(opt.seed, start_ms) { world_.echo = opt.verbose; }
   /// The brokers are leaked, as at a crash (see crash()): there is no graceful stop in here.
   ~simulation() {
     for (auto& [n, node] : nodes_) (void)node.b.release();
@@ -127,7 +168,9 @@ class simulation {
 
   outcome run() {
     for (int n = 1; n <= opt_.nodes; ++n) {
-      nodes_[n];
+      const int64_t skew = opt_.clock_skew ? world_.uniform(-clock_skew_max_ms, clock_skew_max_ms) : 0;
+      nodes_[n].clock = std::make_unique<skewed_clock>(world_.clock, skew);
+      if (skew != 0) world_.note("n" + std::to_string(n) + " clock skew " + std::to_string(skew) + " ms");
       world_.live[n] = 0;
       table_[n] = nullptr;
     }
@@ -137,11 +180,43 @@ class simulation {
     if (!failed_) fault_phase();
     if (!failed_) heal_everything();
     if (!failed_) liveness();
+    if (!failed_ && reassignments_) reassignments_complete();
     if (!failed_) read_back();
+    if (!failed_ && txns_) txns_->check_final(final_);
     if (!failed_) replicas_agree();
+    if (txns_) out_.workloads += txns_->summary();
+    if (reassignments_) {
+      out_.workloads += std::string(out_.workloads.empty() ? "" : ", ") + std::to_string(reassignments_->moves()) +
+                        " reassignments";
+    }
     out_.digest = world_.trace_digest.value;
     return out_;
   }
+
+  // ------------------------------------------------------------------ sim_cluster
+
+  sim::world& sim_world() override { return world_; }
+  void at(int64_t due, std::function<void()> fn) override {
+    world_.schedule(due, 0, 0, 0, sim::world::kind_client, std::move(fn));
+  }
+  broker::broker* serving(int n) override {
+    auto it = nodes_.find(n);
+    return it == nodes_.end() ? nullptr : it->second.b.get();
+  }
+  int random_serving() override {
+    auto s = serving_nodes();
+    if (s.empty()) return -1;
+    return s[static_cast<size_t>(world_.uniform(0, static_cast<int64_t>(s.size()) - 1))];
+  }
+  void fail(const std::string& rule) override {
+    if (failed_) return;
+    failed_ = true;
+    out_.violated = true;
+    out_.rule = rule;
+    world_.note("VIOLATION " + rule);
+  }
+  [[nodiscard]] bool failed() const override { return failed_; }
+  [[nodiscard]] int node_count() const override { return opt_.nodes; }
 
   void print_trace() const {
     for (const auto& line : world_.trace) std::printf("  %s\n", line.c_str());
@@ -166,21 +241,19 @@ class simulation {
     config.cluster_id = "sim-cluster";
     config.default_replication_factor = 3;
     config.replica_lag_time_max_ms = replica_lag_time_max_ms;
+    if (opt_.transactions) config.transaction_abort_timed_out_transaction_cleanup_interval_ms = sim::txn_cleanup_interval_ms;
     std::map<int32_t, rpc::peer_address> voters;
     for (int v = 1; v <= opt_.nodes; ++v) voters[v] = rpc::peer_address{"node-" + std::to_string(v), 9093};
     broker::broker_dependencies deps{
         .fs = *node.fs,
-        .clock = world_.clock,
+        .clock = *node.clock,
         .runtime = *keep_.runtimes.back(),
         .advertised_host = "node-" + std::to_string(n),
         .controller_quorum_voters = voters,
         .cluster_transport = keep_.transports.back().get(),
         .advertised_cluster_host = "node-" + std::to_string(n),
         .advertised_cluster_port = 9093,
-        .log = [this, n](bool, const std::string& line) {
-          if (opt_.verbose) std::printf("%" PRId64 " n%d %s\n", world_.clock.now_ms(), n, line.c_str());
-          world_.note("n" + std::to_string(n) + " " + line);
-        },
+        .log = [this, n](bool, const std::string& line) { world_.note("n" + std::to_string(n) + " " + line); },
         .random = *keep_.randoms.back(),
     };
     world_.note("start n" + std::to_string(n) + " incarnation " + std::to_string(inc));
@@ -234,7 +307,7 @@ class simulation {
     return true;
   }
 
-  std::vector<int> serving() const {
+  std::vector<int> serving_nodes() const {
     std::vector<int> out;
     for (const auto& [n, node] : nodes_) {
       if (node.b) out.push_back(n);
@@ -242,17 +315,7 @@ class simulation {
     return out;
   }
 
-  int random_serving() {
-    auto s = serving();
-    if (s.empty()) return -1;
-    return s[static_cast<size_t>(world_.uniform(0, static_cast<int64_t>(s.size()) - 1))];
-  }
-
   // ------------------------------------------------------------------ running
-
-  void at(int64_t due, std::function<void()> fn) {
-    world_.schedule(due, 0, 0, 0, sim::world::kind_client, std::move(fn));
-  }
 
   /// Runs the world until `done()` or `within_ms` passed; whether done.
   bool until(const std::function<bool()>& done, int64_t within_ms) {
@@ -261,14 +324,6 @@ class simulation {
       out_.events += world_.run_until(std::min(end, world_.clock.now_ms() + 100), [&] { return done() || failed_; });
     }
     return done();
-  }
-
-  void fail(const std::string& rule) {
-    if (failed_) return;
-    failed_ = true;
-    out_.violated = true;
-    out_.rule = rule;
-    world_.note("VIOLATION " + rule);
   }
 
   // ------------------------------------------------------------------ workload
@@ -403,28 +458,66 @@ class simulation {
   void check_fetch(int n, uint64_t inc, int32_t p, int64_t sent_ms, int64_t acked_end, int64_t fetch_offset,
                    const broker::fetch_response& f) {
     const int64_t hw = f.high_watermark.value();
-    world_.note("fetch n" + std::to_string(n) + " p" + std::to_string(p) + " hw " + std::to_string(hw) + " leo " +
-                std::to_string(f.log_end_offset.value()) + " records " + std::to_string(f.records.size()));
-    for (const auto& rec : f.records) {
-      const int64_t o = rec.record_offset.value();
-      if (o >= hw) fail("fetch n" + std::to_string(n) + " p" + std::to_string(p) + " returned offset " +
-                        std::to_string(o) + " at or above its high watermark " + std::to_string(hw));
-      observe(p, o, rec.value ? model::to_string(*rec.value) : std::string("<null>"), "read");
-    }
+    world_.note("fetch n" + std::to_string(n) + " p" + std::to_string(p) + " hw " + std::to_string(hw) + " lso " +
+                std::to_string(f.last_stable_offset.value()) + " leo " + std::to_string(f.log_end_offset.value()) +
+                " records " + std::to_string(f.records.size()));
+    check_records(n, p, fetch_offset, f);
+    if (txns_) txns_->on_fetch(n, p, fetch_offset, f);
     if (may_be_zombie_answer(n, p, sent_ms, fetch_offset >= hw)) return;
-    // Never backwards on one node (one incarnation): its high watermark as answered before. A
-    // follower's figure lags its leader's and a log end may be cut (an unacknowledged tail), so
-    // across nodes the rule below (never below an acknowledgement) is the one that holds.
+    // Never backwards on one node (one incarnation): its high watermark and last stable offset
+    // as answered before. A follower's figure lags its leader's and a log end may be cut (an
+    // unacknowledged tail), so across nodes the rule below (never below an acknowledgement) is
+    // the one that holds.
     auto& before = hw_seen_[{n, inc}][p];
     if (hw < before) {
       return fail("high watermark went backwards: fetch at n" + std::to_string(n) + " p" + std::to_string(p) +
                   " answered " + std::to_string(hw) + " after it answered " + std::to_string(before));
     }
     before = hw;
+    auto& stable_before = lso_seen_[{n, inc}][p];
+    if (f.last_stable_offset.value() < stable_before) {
+      return fail("last stable offset went backwards: fetch at n" + std::to_string(n) + " p" + std::to_string(p) +
+                  " answered " + std::to_string(f.last_stable_offset.value()) + " after it answered " +
+                  std::to_string(stable_before));
+    }
+    stable_before = f.last_stable_offset.value();
     if (hw < acked_end || f.log_end_offset.value() < acked_end) {
       fail("end below an acknowledgement: fetch at n" + std::to_string(n) + " p" + std::to_string(p) +
            " answered high watermark " + std::to_string(hw) + " log end " + std::to_string(f.log_end_offset.value()) +
            " after offset " + std::to_string(acked_end - 1) + " was acknowledged");
+    }
+  }
+
+  /// The records of a read_committed answer: below its last stable offset (KIP-98), which is at
+  /// most its high watermark; one history; no acknowledged record missing from the range the
+  /// answer covers ([fetch_offset, next_fetch_offset): only markers and aborted records may be
+  /// left out of it).
+  void check_records(int n, int32_t p, int64_t fetch_offset, const broker::fetch_response& f) {
+    const int64_t stable = f.last_stable_offset.value();
+    const std::string where = "fetch n" + std::to_string(n) + " p" + std::to_string(p);
+    if (stable > f.high_watermark.value()) {
+      return fail(where + " answered last stable offset " + std::to_string(stable) + " above its high watermark " +
+                  std::to_string(f.high_watermark.value()));
+    }
+    std::map<int64_t, std::string> returned;
+    for (const auto& rec : f.records) {
+      const int64_t o = rec.record_offset.value();
+      const std::string value = rec.value ? model::to_string(*rec.value) : std::string("<null>");
+      if (o >= stable) {
+        return fail(where + " (read_committed) returned offset " + std::to_string(o) + " (" + value +
+                    ") at or above its last stable offset " + std::to_string(stable));
+      }
+      observe(p, o, value, "read");
+      returned.emplace(o, value);
+    }
+    const int64_t end = std::max(fetch_offset, f.next_fetch_offset.value());
+    for (auto it = acked_.lower_bound({p, fetch_offset}); it != acked_.end() && it->first.first == p &&
+                                                          it->first.second < end && !failed_;
+         ++it) {
+      if (!returned.contains(it->first.second)) {
+        fail(where + " read [" + std::to_string(fetch_offset) + ", " + std::to_string(end) + ") without offset " +
+             std::to_string(it->first.second) + ", acknowledged as " + it->second);
+      }
     }
   }
 
@@ -575,6 +668,7 @@ class simulation {
   void fault_phase() {
     const int64_t end = world_.clock.now_ms() + fault_phase_ms;
     schedule_workload(end);
+    start_workloads(end);
     int64_t t = world_.clock.now_ms() + world_.uniform(1'000, 3'000);
     while (t < end) {
       at(t, [this] { start_fault(); });
@@ -587,6 +681,22 @@ class simulation {
     if (hold_until_ > world_.clock.now_ms()) until([] { return false; }, hold_until_ - world_.clock.now_ms());
   }
 
+  /// The transactional producers and the reassignment moves (--transactions, --reassignment).
+  void start_workloads(int64_t end) {
+    if (opt_.transactions) {
+      txns_ = std::make_unique<sim::txn_workload>(*this, topic, partitions_,
+                                                  [this](int32_t p, int64_t offset, const std::string& value) {
+        observe(p, offset, value, "acknowledged");
+        acked_end_[p] = std::max(acked_end_[p], offset + 1);
+      });
+      txns_->start();
+    }
+    if (opt_.reassignment) {
+      reassignments_ = std::make_unique<sim::reassignment_workload>(*this, topic, replicas_);
+      reassignments_->start(end);
+    }
+  }
+
   void heal_everything() {
     heal_links();
     for (int n = 1; n <= opt_.nodes; ++n) {
@@ -595,7 +705,11 @@ class simulation {
     // Clients keep going while the cluster settles.
     schedule_workload(world_.clock.now_ms() + settle_ms);
     if (!until([this] { return all_up(); }, start_up_ms)) fail("restart: not every broker serves after the heal");
+    if (txns_) txns_->stop();
     until([] { return false; }, settle_ms);
+    if (txns_ && !until([this] { return txns_->all_ended(); }, liveness_ms)) {
+      fail("liveness: a transaction did not end within " + std::to_string(liveness_ms) + " ms of settling");
+    }
   }
 
   // ------------------------------------------------------------------ final checks
@@ -617,6 +731,38 @@ class simulation {
       }
       *attempt = nullptr;
     }
+    if (failed_ || !txns_) return;
+    txns_->start_liveness();
+    if (!until([this] { return txns_->live_committed(); }, liveness_ms)) {
+      fail("liveness: no new transaction committed within " + std::to_string(liveness_ms) + " ms of the heal");
+    }
+  }
+
+  /// Every reassignment completes after the heal (reassignment_workload::complete), asked of a
+  /// random serving node every reassignment_poll_ms.
+  void reassignments_complete() {
+    bool done = false;
+    std::string why = "no answer";
+    auto poll = std::make_shared<std::function<void()>>();
+    *poll = [this, &done, &why, poll] {
+      const int n = random_serving();
+      if (n < 0) return at(world_.clock.now_ms() + reassignment_poll_ms, *poll);
+      nodes_[n].b->describe_topic(topic, sim::answer_within<result<broker::topic_description>>(
+          *this, reassignment_poll_ms, [this, &done, &why, poll](std::optional<result<broker::topic_description>> d) {
+            if (d && d->ok() && reassignments_->complete(d->value(), why)) {
+              for (const auto& part : d->value().partitions) final_replicas_[part.partition.value()] = part.replicas;
+              done = true;
+              return;
+            }
+            at(world_.clock.now_ms() + reassignment_poll_ms, *poll);
+          }));
+    };
+    at(world_.clock.now_ms(), *poll);
+    if (!until([&] { return done; }, sim::reassignment_deadline_ms)) {
+      fail("reassignment did not complete within " + std::to_string(sim::reassignment_deadline_ms) +
+           " ms of the heal: " + why);
+    }
+    *poll = nullptr;
   }
 
   void read_back() {
@@ -626,6 +772,7 @@ class simulation {
       auto page = std::make_shared<std::function<void()>>();
       *page = [this, p, &next, &done, page] {
         fetch_one(p, next, [this, p, &next, &done, page](result<broker::fetch_response> f) {
+          const int64_t before = next;
           if (f.ok() && !f->records.empty()) {
             for (const auto& r : f->records) {
               if (r.record_offset.value() >= next) {
@@ -634,16 +781,22 @@ class simulation {
             }
             next = f->records.back().record_offset.value() + 1;
           }
+          // Past transaction markers and aborted records too (read_committed).
+          if (f.ok()) next = std::max(next, f->next_fetch_offset.value());
           if (f.ok() && next >= f->high_watermark.value() && next >= acked_end_[p]) {
             final_hw_[p] = f->high_watermark.value();
             done = true;
             return;
           }
-          at(world_.clock.now_ms() + (f.ok() && !f->records.empty() ? 0 : 200), *page);
+          if (f.ok()) read_back_stuck_[p] = f->last_stable_offset.value();
+          at(world_.clock.now_ms() + (next > before ? 0 : 200), *page);
         });
       };
       at(world_.clock.now_ms(), *page);
-      if (!until([&] { return done; }, liveness_ms)) fail("read back: p" + std::to_string(p) + " could not be read");
+      if (!until([&] { return done; }, liveness_ms)) {
+        fail("read back: p" + std::to_string(p) + " could not be read past offset " + std::to_string(next) +
+             " (last stable offset answered: " + std::to_string(read_back_stuck_[p]) + ")");
+      }
       *page = nullptr;
       out_.read_back += final_[p].size();
     }
@@ -663,7 +816,7 @@ class simulation {
     for (int n = 1; n <= opt_.nodes && !failed_; ++n) {
       for (int32_t p = 0; p < partitions_ && !failed_; ++p) {
         const std::string dir = std::string("/data/") + topic + "-" + std::to_string(p);
-        if (!nodes_[n].fs->exists(dir)) continue;
+        if (!nodes_[n].fs->exists(dir) || !final_replica(n, p)) continue;
         auto log = storage::partition_log::open(*nodes_[n].fs, dir, storage::log_config{}, world_.clock);
         if (!log.ok()) return fail("replica n" + std::to_string(n) + " p" + std::to_string(p) + ": " + log.error().message);
         const int64_t below = std::min((*log)->log_end_offset().value(), final_hw_[p]);
@@ -679,6 +832,13 @@ class simulation {
     }
   }
 
+  /// Whether node `n` ends as a replica of `p` (a reassignment's removed replica may not have
+  /// deleted its log yet: it is not compared).
+  [[nodiscard]] bool final_replica(int n, int32_t p) const {
+    auto it = final_replicas_.find(p);
+    return it == final_replicas_.end() || std::find(it->second.begin(), it->second.end(), n) != it->second.end();
+  }
+
   void compare_batches(int n, int32_t p, const model::bytes& batches, int64_t below) {
     std::span<const std::byte> rest(batches);
     while (rest.size() >= 12 && !failed_) {
@@ -686,15 +846,21 @@ class simulation {
                                               static_cast<uint32_t>(rest[10]) << 8 | static_cast<uint32_t>(rest[11]));
       const size_t size = 12 + length;
       if (size > rest.size()) break;
+      auto header = codec::decode_header(rest.first(size));
       auto records = codec::decode_records(rest.first(size));
       rest = rest.subspan(size);
-      if (!records.ok()) continue;   // a control batch
+      if (!header.ok() || header->is_control() || !records.ok()) continue;   // a transaction marker
       for (const auto& r : *records) {
         const int64_t o = r.record_offset.value();
         if (o >= below) return;
         const std::string value = r.value ? model::to_string(*r.value) : "<null>";
         auto it = final_[p].find(o);
         ++out_.compared;
+        if (it == final_[p].end() && txns_ && txns_->may_be_invisible(value)) {
+          // An aborted transaction's record: every replica holds the same one at o.
+          auto [seen, fresh] = invisible_[p].emplace(o, value);
+          if (fresh || seen->second == value) continue;
+        }
         if (it == final_[p].end() || it->second != value) {
           fail("replicas disagree below the high watermark: n" + std::to_string(n) + " p" + std::to_string(p) +
                " offset " + std::to_string(o) + " holds " + value + ", the history " +
@@ -722,8 +888,17 @@ class simulation {
   std::map<int32_t, int64_t> acked_end_;
   std::map<int32_t, std::map<int64_t, std::string>> final_;
   std::map<int32_t, int64_t> final_hw_;
+  std::map<int32_t, int64_t> read_back_stuck_;
+  std::map<int32_t, std::vector<int32_t>> final_replicas_;   // after the reassignments completed   // the last stable offset the read-back last saw
+  /// Records below the high watermark that read_committed does not show (aborted transactions),
+  /// as the first replica compared holds them: the others must agree.
+  std::map<int32_t, std::map<int64_t, std::string>> invisible_;
   /// Per node incarnation and partition: the highest high watermark it answered (judged answers).
   std::map<std::pair<int, uint64_t>, std::map<int32_t, int64_t>> hw_seen_;
+  /// The same for the last stable offset.
+  std::map<std::pair<int, uint64_t>, std::map<int32_t, int64_t>> lso_seen_;
+  std::unique_ptr<sim::txn_workload> txns_;                     // --transactions
+  std::unique_ptr<sim::reassignment_workload> reassignments_;   // --reassignment
   std::vector<window> cut_off_windows_;
   std::map<int32_t, std::vector<int32_t>> replicas_;   // of each partition, as created
   int64_t hold_until_ = 0;   // no new fault, no heal before this (a cascade runs)
@@ -743,15 +918,15 @@ outcome run_seed(const options& opt, bool print_trace_on_failure) {
 
 void print_result(const options& opt, const outcome& o) {
   std::printf("seed %" PRIu64 " nodes %d: %s, %d acked, %d crashes, %" PRIu64 " events, %" PRIu64
-              " records read back, %" PRIu64 " replica records compared, digest %016" PRIx64 "\n",
+              " records read back, %" PRIu64 " replica records compared%s%s, digest %016" PRIx64 "\n",
               opt.seed, opt.nodes, o.violated ? "VIOLATION" : "ok", o.acked, o.crashes, o.events, o.read_back,
-              o.compared, o.digest);
+              o.compared, o.workloads.empty() ? "" : ", ", o.workloads.c_str(), o.digest);
 }
 
 int usage() {
   std::fprintf(stderr,
                "usage: cluster_sim (--seed S | --seeds N [--start S] | --replay-check S) [--nodes 3..5] "
-               "[--expect-violation] [--verbose]\n");
+               "[--transactions] [--reassignment] [--clock-skew] [--expect-violation] [--verbose]\n");
   return 2;
 }
 
@@ -770,7 +945,11 @@ int main(int argc, char** argv) {
       {"--replay-check", [&](uint64_t v) { replay_seed = v; }},
       {"--nodes", [&](uint64_t v) { opt.nodes = static_cast<int>(std::min<uint64_t>(v, 100)); }},
   };
-  const std::map<std::string, bool*> alone = {{"--expect-violation", &expect_violation}, {"--verbose", &opt.verbose}};
+  const std::map<std::string, bool*> alone = {{"--expect-violation", &expect_violation},
+                                              {"--verbose", &opt.verbose},
+                                              {"--transactions", &opt.transactions},
+                                              {"--reassignment", &opt.reassignment},
+                                              {"--clock-skew", &opt.clock_skew}};
   for (int a = 1; a < argc; ++a) {
     if (auto f = with_value.find(argv[a]); f != with_value.end() && a + 1 < argc) {
       f->second(std::strtoull(argv[++a], nullptr, 10));
@@ -808,7 +987,9 @@ int main(int argc, char** argv) {
         std::printf("expected violation found at seed %" PRIu64 ": %s\n", s, o.rule.c_str());
         return 0;
       }
-      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d)\n", s, s, opt.nodes);
+      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s)\n", s, s, opt.nodes,
+                  opt.transactions ? " --transactions" : "", opt.reassignment ? " --reassignment" : "",
+                  opt.clock_skew ? " --clock-skew" : "");
       return 1;
     }
   }

@@ -16,6 +16,7 @@
 //                    connection_refused by a node that is down, timeout after timeout_ms
 
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <map>
@@ -65,7 +66,10 @@ class world {
   int64_t uniform(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng.next_u64() % static_cast<uint64_t>(hi - lo + 1)); }
   bool chance(double p) { return static_cast<double>(rng.next_u64() % 1'000'000) < p * 1'000'000; }
 
+  bool echo = false;   // print every note as it is made (cluster_sim --verbose)
+
   void note(const std::string& line) {
+    if (echo) std::printf("%lld %s\n", static_cast<long long>(clock.now_ms()), line.c_str());
     trace_digest.add(line);
     trace.push_back(std::to_string(clock.now_ms()) + " " + line);
     if (trace.size() > trace_lines_max) trace.pop_front();

@@ -178,10 +178,14 @@ class partition_log {
   [[nodiscard]] const producer_state& producers() const { return producers_; }
   /// The first offset of the oldest open transaction (nullopt: none is open).
   [[nodiscard]] std::optional<model::offset> first_unstable_offset() const { return producers_.first_unstable_offset(); }
+  /// first_unstable_offset, or the first offset of an ended transaction whose marker is at or
+  /// above the high watermark when that is older (unreplicated_txn_ends_).
+  [[nodiscard]] std::optional<model::offset> first_undecided_offset() const;
   /// The last stable offset (KIP-98; txn_index.h last_stable_offset_of): read_committed readers
-  /// read below it. <= high_watermark, == high_watermark with no open transaction.
+  /// read below it. <= high_watermark, == high_watermark with no open transaction. A transaction
+  /// ended by a marker at or above the high watermark still holds it (first_undecided_offset).
   [[nodiscard]] model::offset last_stable_offset() const {
-    return last_stable_offset_of(first_unstable_offset(), high_watermark_, log_start_offset_);
+    return last_stable_offset_of(first_undecided_offset(), high_watermark_, log_start_offset_);
   }
   /// The aborted transactions that overlap offsets [start, upper): last_offset >= start and
   /// first_offset < upper, ascending by first_offset (Kafka's collectAbortedTransactions).
@@ -309,6 +313,14 @@ class partition_log {
   model::offset high_watermark_{0};
   std::map<int32_t, model::offset> epochs_;
   producer_state producers_;
+  /// Transactions ended here by a marker the high watermark has not passed yet: marker offset ->
+  /// the transaction's first offset. A new leader may not have such a marker (it is cut with
+  /// the unreplicated tail), and then the transaction is open again there, so until the marker
+  /// is below the high watermark it does not move the last stable offset: Kafka's
+  /// ProducerStateManager unreplicatedTxns. Found by tests/sim/cluster_sim (seed 141, --nodes 5
+  /// --transactions --reassignment: the last stable offset went backwards across a failover).
+  /// Rebuilt with the producer state from its snapshot on (markers before the snapshot are not).
+  std::map<int64_t, model::offset> unreplicated_txn_ends_;
   /// Aborted transactions by the offset of their abort marker (last_offset). Bounded by the
   /// log: one entry (34 bytes) per abort marker stored, dropped with its segment.
   std::map<int64_t, aborted_txn_entry> aborted_txns_;
