@@ -508,6 +508,12 @@ class broker_impl final : public broker,
   /// `internal_write`: the broker's own writes to internal topics (delay records), refused otherwise.
   void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
                   std::function<void(result<produce_response>)> done, bool internal_write = false) override;
+  /// produce_appending once this node caught up with the active controller, for an idempotent
+  /// produce naming a producer id this node does not know yet: the id may be of a block another
+  /// broker handed out a moment ago (a 404 told such a client not to retry: new user, session 24).
+  /// Errors: unknown_producer_id when the id is still not known then.
+  void produce_once_caught_up(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                              std::function<void(result<produce_response>)> done);
   /// produce_to after its checks; for a transactional produce once its partitions joined the
   /// transaction.
   void produce_appending(const std::shared_ptr<const topic_state>& topic, produce_request request,

@@ -166,6 +166,14 @@ void broker_impl::produce_in_transaction(const std::shared_ptr<const topic_state
   join::attempt(j);
 }
 
+void broker_impl::produce_once_caught_up(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                                         std::function<void(result<produce_response>)> done) {
+  post_caught_up([this, topic, request = std::move(request), done = std::move(done)]() mutable {
+    if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
+    produce_appending(topic, std::move(request), std::move(done));
+  });
+}
+
 void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& topic, produce_request request,
                                     std::function<void(result<produce_response>)> done) {
   // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
@@ -181,15 +189,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
   const int64_t now = deps_.clock.now_ms();
   const std::optional<stored_codec> stored = stored_compression(live_config, configs, internal_topic_of(*topic));
   if (request.producer) {
-    if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) {
-      // The id may be of a block another broker handed out a moment ago, which this node has not
-      // applied yet: catch up with the active controller once, then decide (a 404 told a client
-      // of another broker's fresh session not to retry: the new user of session 24).
-      return post_caught_up([this, topic, request = std::move(request), done = std::move(done)]() mutable {
-        if (auto known_now = check_producer_id(request.producer->producer_id); !known_now.ok()) return done(known_now.error());
-        produce_appending(topic, std::move(request), std::move(done));
-      });
-    }
+    if (!check_producer_id(request.producer->producer_id).ok()) return produce_once_caught_up(topic, std::move(request), std::move(done));
     if (request.producer->producer_epoch.value() < 0) {
       return done(error{errc::invalid_request, "producer_epoch " + std::to_string(request.producer->producer_epoch.value()) +
                                                    " is negative"});
