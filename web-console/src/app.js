@@ -95,6 +95,9 @@ function show() {
 // for a user and password (POST /v1/login) and then works on its session cookie.
 
 let loginShown = false;
+// Whether this page was ever logged in: a 401 then means the session ended; before, it is the
+// first visit, and "the session ended" would name a session there never was (new user, session 24).
+let loggedIn = false;
 
 function showLogin(message) {
   if (loginShown) return;
@@ -128,6 +131,7 @@ function showLogin(message) {
 }
 
 function showPrincipal(who) {
+  loggedIn = true;
   const place = document.getElementById('principal');
   if (!place) return;
   if (who.authentication === 'NONE') return place.replaceChildren();
@@ -152,5 +156,5 @@ async function start() {
 }
 
 window.addEventListener('hashchange', () => { if (!loginShown) show(); });
-window.addEventListener('ringlog-login-required', () => showLogin('the session ended: log in again'));
+window.addEventListener('ringlog-login-required', () => showLogin(loggedIn ? 'the session ended: log in again' : undefined));
 start();

@@ -43,6 +43,8 @@ test('the console asks for a login, refuses a wrong password, works on its sessi
   await page.goto(`${baseUrl}/console/#/topics`);
   const form = page.getByTestId('login-form');
   await form.waitFor();
+  // A first visit had no session to end (it said "the session ended": new user, session 24).
+  assert.equal(await form.getByText('the session ended').count(), 0);
   await page.getByTestId('login-user').fill('operator');
   await page.getByTestId('login-password').fill('wrong');
   await page.getByTestId('login-submit').click();
