@@ -27,11 +27,21 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
     for (const auto& a : *aborted) entries.push_back({a.producer_id, a.first_offset, a.first_offset, a.first_offset});
     filter.emplace(std::move(entries));
   }
+  // A batch that does not decode is stored corruption (the log's CRC check at recovery covers
+  // only what was past the recovery point): the records before it are still answered, and a
+  // read that starts at it fails naming where, as the server's fault (kafka_storage_error), not
+  // the client's (the breaker of session 24: a 422 that named no offset, and no record before it).
+  auto corrupt = [&](const std::string& why) -> result<size_t> {
+    if (!out.empty()) {
+      if (next_offset != nullptr) *next_offset = out.back().record_offset + 1;
+      return returned_bytes;
+    }
+    return error{errc::kafka_storage_error, "the stored record batch at or after offset " + std::to_string(fetch_offset.value()) +
+                                                " (byte " + std::to_string(pos) + " of the read) is corrupt: " + why};
+  };
   while (pos < batches.size()) {
     auto header = codec::decode_header(batches.subspan(pos));
-    if (!header.ok() || header->size_bytes() > batches.size() - pos) {
-      return error{errc::corrupt_message, "fetched batch at byte " + std::to_string(pos) + " is unreadable"};
-    }
+    if (!header.ok() || header->size_bytes() > batches.size() - pos) return corrupt("its header does not decode");
     bool keep = !header->is_control();
     if (filter) {
       std::optional<codec::control_type> marker;
@@ -46,7 +56,7 @@ result<size_t> decode_fetched_records(std::span<const std::byte> batches, model:
     }
     if (keep) {
       auto records = codec::decode_records(batches.subspan(pos, header->size_bytes()));
-      if (!records.ok()) return error{errc::corrupt_message, records.error().message};
+      if (!records.ok()) return corrupt("batch at offset " + std::to_string(header->base_offset.value()) + ": " + records.error().message);
       for (auto& r : records.value()) {
         if (r.record_offset < fetch_offset || r.record_offset >= high_watermark) continue;
         size_t bytes = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);

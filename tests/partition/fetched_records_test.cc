@@ -60,3 +60,27 @@ TEST_CASE("a fetch decodes at most fetch_decoded_bytes_max of records, whatever 
 
 }  // namespace
 }  // namespace ringlog::partition
+
+namespace ringlog::partition {
+namespace {
+
+TEST_CASE("a corrupt stored batch: the records before it are answered, a read at it names where") {
+  model::bytes batches = batches_of(3, 10, 0);
+  const size_t batch_bytes = batches.size() / 3;
+  batches[batch_bytes + batch_bytes - 1] ^= std::byte{0x5a};   // the second batch's last byte (outside base offset)
+  std::vector<model::record> out;
+  model::offset next{0};
+  auto before = decode_fetched_records(batches, model::offset{0}, model::offset{30}, 1 << 20, out, nullptr, &next);
+  REQUIRE(before.ok());
+  CHECK(out.size() == 10);
+  CHECK(next.value() == 10);
+  std::vector<model::record> none;
+  auto at = decode_fetched_records(std::span<const std::byte>(batches).subspan(batch_bytes), model::offset{10},
+                                   model::offset{30}, 1 << 20, none, nullptr, &next);
+  REQUIRE_FALSE(at.ok());
+  CHECK(at.error().code == errc::kafka_storage_error);
+  CHECK(at.error().message.find("offset 10") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringlog::partition
