@@ -16,8 +16,12 @@ topic_description broker_impl::describe(const topic_state& t) const {
   d.name = t.name();
   d.topic_id = controller::uuid_to_string(t.image->topic_id);
   d.is_internal = t.is_internal;
-  d.replication_factor =
-      t.image->partitions.empty() ? int16_t{0} : static_cast<int16_t>(t.image->partitions[0].replicas.size());
+  // Partition 0's replicas without those a reassignment is adding (Kafka's TopicCommand: a 3 -> 3
+  // move shows 3, not the 4 the replica set holds while it runs).
+  d.replication_factor = t.image->partitions.empty()
+                             ? int16_t{0}
+                             : static_cast<int16_t>(t.image->partitions[0].replicas.size() -
+                                                    t.image->partitions[0].adding_replicas.size());
   for (int32_t p = 0; p < t.partitions_count(); ++p) {
     const auto& s = *t.partitions[static_cast<size_t>(p)];
     const controller::partition_image& image = t.image->partitions[static_cast<size_t>(p)];

@@ -272,6 +272,10 @@ def test_reassignment_moves_a_replica_and_the_leadership_onto_a_new_broker_while
         out = cli(c.node(1), "reassignments", "--topic", TOPIC)
         assert out.returncode == 0 and f"{TOPIC}\t0\t1,2,3,4\t4\t-" in out.stdout, out
         assert isr_of(c.node(1), TOPIC, 0) == [1, 2, 3]
+        # The replication factor without the replica being added, as Kafka's kafka-topics shows it
+        # (it showed 4 during a 3 -> 3 move: new user, session 24).
+        r = requests.get(c.node(1).v3(f"/topics/{TOPIC}"), timeout=5)
+        assert r.status_code == 200 and r.json()["replication_factor"] == 3, r.text
         # A node judges a cancel on its own copy of the metadata: node 3 must have applied the move.
         wait_until(lambda: (TOPIC, 0) in reassignments(c.node(3)), FAILOVER_DEADLINE_S, "node 3 to list the move")
         out = cli(c.node(3), "reassign", "--topic", TOPIC, "--partition", "0", "--cancel")
