@@ -1999,7 +1999,7 @@ int bench_main(int argc, char** argv) {
 
 // ---- users -------------------------------------------------------------------------------------
 
-constexpr const char* users_usage = R"(usage: ringlog users COMMAND [options]
+const std::string users_usage = std::string(R"(usage: ringlog users COMMAND [options]
 
 SCRAM users of the Kafka listener's SASL (docs/security.md). Credentials are metadata records:
 a user made through any node logs in on every node. Passwords are never stored or shown.
@@ -2013,10 +2013,7 @@ Commands:
   delete NAME [--mechanism M]            removes NAME's credentials (or only M's)
 
 Options:
-  --bootstrap-server URL   broker HTTP listener (default $RINGLOG_BOOTSTRAP_SERVER when set,
-                           else http://127.0.0.1:8082)
-  --help                   this text
-)";
+)") + connection_options_help;
 
 int users_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--request-timeout-ms", "--password", "--mechanism", "--iterations"},
@@ -2085,7 +2082,7 @@ namespace ringlog::cli {
 
 namespace {
 
-constexpr const char* acls_usage = R"(usage: ringlog acls list|create|delete [options]
+const std::string acls_usage = std::string(R"(usage: ringlog acls list|create|delete [options]
 
 ACLs of the authorizer (issue 30; authorizer.class.name must be set on the brokers), over the v3
 /acls routes, with kafka-acls.sh's words. An ACL allows or denies a principal (User:alice, or
@@ -2122,10 +2119,7 @@ Options:
   --resource-pattern-type T  literal (default for create, delete), prefixed (the name is a prefix),
                            match (list, delete: every ACL that applies to the name), any (list
                            default: literal and prefixed)
-  --bootstrap-server URL   broker HTTP listener (default $RINGLOG_BOOTSTRAP_SERVER when set,
-                           else http://127.0.0.1:8082)
-  --help                   this text
-
+)") + connection_options_help + R"(
 Authentication as every command: RINGLOG_USER and RINGLOG_PASSWORD (Basic) or RINGLOG_TOKEN
 (Bearer). Example: ringlog acls create --allow-principal User:alice --operation Read
 --operation Describe --topic orders- --resource-pattern-type prefixed
@@ -2355,7 +2349,7 @@ namespace ringlog::cli {
 
 namespace {
 
-constexpr const char* quotas_usage = R"(usage: ringlog quotas list|set|remove [options]
+const std::string quotas_usage = std::string(R"(usage: ringlog quotas list|set|remove [options]
 
 Client quotas (issue 31), over the v3 /client-quotas routes, with kafka-configs.sh's words. A
 quota bounds the clients of an entity: a user (the authenticated principal's name; ANONYMOUS
@@ -2381,10 +2375,7 @@ Options:
                            (partitions/s), connection_creation_rate (ips: connections/s)
   --delete-config K[,K]    remove: the keys to remove
   --strict                 list: only entities of exactly the types given
-  --bootstrap-server URL   broker HTTP listener (default $RINGLOG_BOOTSTRAP_SERVER when set,
-                           else http://127.0.0.1:8082)
-  --help                   this text
-
+)") + connection_options_help + R"(
 Authentication as every command: RINGLOG_USER and RINGLOG_PASSWORD (Basic) or RINGLOG_TOKEN
 (Bearer). Example: ringlog quotas set --entity-type users --entity-name alice --entity-type
 clients --entity-default --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
