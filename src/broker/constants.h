@@ -38,7 +38,7 @@ inline constexpr int16_t kafka_code_not_controller = 41;
 inline constexpr int16_t kafka_code_not_leader_or_follower = 6;
 inline constexpr int16_t kafka_code_request_timed_out = 7;
 /// At most one log line per this many ms says this node's registration was refused as a duplicate
-/// (DUPLICATE_BROKER_REGISTRATION): start-up retries every start_up_poll_ms and a running broker
+/// (DUPLICATE_BROKER_REGISTRATION): start-up retries every second and a running broker
 /// every heartbeat, for as long as the other process's session lives (up to
 /// broker.session.timeout.ms after a kill -9, or forever beside a live twin); 10 s keeps that
 /// visible without flooding the log.
