@@ -26,8 +26,8 @@ std::optional<std::string> group_of(api::call& c) {
 
 /// The transactional id a matched transaction route names: the v3 {transactional_id} parameter,
 /// a transactional produce's query parameter, or the body's "transactional_id" of a begin (POST
-/// .../transactions). A body that does not
-/// parse names none: the call is served here and answers its own 4xx.
+/// .../transactions). A body that does not parse names none: the call is served here and
+/// answers its own 4xx.
 std::optional<std::string> transactional_id_of(api::call& c) {
   if (auto it = c.params.find("transactional_id"); it != c.params.end()) return it->second;
   // A v3 produce inside a transaction (query transactional_id): its partitions join at the
@@ -81,6 +81,19 @@ void answer_forwarded(api::call& call, const std::string& what, const broker::gr
   http_response e = error_response(503, ec::unavailable, message);
   e.headers.emplace_back("X-Ringlog-Coordinator", coordinator_url(route));
   call.respond(std::move(e));
+}
+
+/// Passes `request` on to the coordinator at `route` (the forwarder is there) and answers `c` with
+/// its answer, or the 503 of answer_forwarded naming `what`.
+void forward_to_coordinator(const call_ptr& c, const http_request& request, std::string what,
+                            const broker::group_coordinator_route& route) {
+  const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
+  c->self->options().forwarder->forward(request, {route.node_id, route.http_host, route.http_port}, timeout_ms,
+                                        [c, what = std::move(what), route](forward_result r) {
+                                          c->later([what, route, r = std::move(r)](api::call& call) mutable {
+                                            answer_forwarded(call, what, route, std::move(r));
+                                          });
+                                        });
 }
 
 /// How long a broker's advertised host name stays resolved, ms: a broker that moves to a new
@@ -164,32 +177,19 @@ bool forward_group_call(const call_ptr& c) {
     c->respond(std::move(e));
     return true;
   }
-  const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
   c->request.forwarded_for = c->peer_ip();
-  forwarder->forward(c->request, {route.node_id, route.http_host, route.http_port}, timeout_ms,
-                     [c, what = called->what, route](forward_result r) {
-                       c->later([what, route, r = std::move(r)](api::call& call) mutable {
-                         answer_forwarded(call, what, route, std::move(r));
-                       });
-                     });
+  forward_to_coordinator(c, c->request, std::move(called->what), route);
   return true;
 }
 
 bool pass_on_to_group_coordinator(const call_ptr& c, const std::string& group_id, std::string_view extra_query) {
-  http_forwarder* forwarder = c->self->options().forwarder;
-  if (forwarder == nullptr) return false;
+  if (c->self->options().forwarder == nullptr) return false;
   broker::group_coordinator_route route = c->broker().groups().coordinator_route(group_id);
   if (route.where != broker::group_coordinator_route::place::peer || route.http_host.empty()) return false;
   http_request request = c->request;
   request.target += (request.target.find('?') == std::string::npos ? "?" : "&") + std::string(extra_query);
   request.forwarded_for = c->peer_ip();   // the client as this node knows it (a broker's word only if verified)
-  const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
-  forwarder->forward(request, {route.node_id, route.http_host, route.http_port}, timeout_ms,
-                     [c, what = "group '" + group_id + "'", route](forward_result r) {
-                       c->later([what, route, r = std::move(r)](api::call& call) mutable {
-                         answer_forwarded(call, what, route, std::move(r));
-                       });
-                     });
+  forward_to_coordinator(c, request, "group '" + group_id + "'", route);
   return true;
 }
 
