@@ -206,7 +206,7 @@ class active_controller {
 
   // ---- controller shard only
   int32_t quorum_leader_id_ = -1;            // as on_leader_change last heard it
-  int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller
+  int64_t controller_active_since_ms_ = 0;   // when this node last became the active controller (clock_.monotonic_ms)
   broker_heartbeats broker_heartbeats_;      // brokers' sessions (controller/membership.h)
   bool fencing_in_flight_ = false;
   std::set<int32_t> probes_in_flight_;       // probe_broker: brokers being asked now

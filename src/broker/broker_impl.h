@@ -588,14 +588,14 @@ class broker_impl final : public broker,
   metadata_apply_queue apply_queue_{deps_.runtime, controller_shard, config_.node_id};
   bool partitions_open_ = false;       // start-up opened the partitions: later entries reconcile
   bool registering_ = false;
-  int64_t registration_refusal_logged_ms_ = -1;   // log_registration_refused: the last line, wall ms (-1: none)
+  int64_t registration_refusal_logged_ms_ = -1;   // log_registration_refused: the last line, monotonic ms (-1: none)
   bool heartbeat_in_flight_ = false;
   /// The leadership lease (replication/offsets_gate.h, controller shard): renewed by every
   /// registration and unfenced heartbeat the active controller acknowledged. Its end is mirrored
   /// for the partition shards, which check it before answering a partition's end (check_serving).
   replication::leadership_lease leadership_lease_{3000};
   std::atomic<int64_t> leadership_lease_until_ms_{-1};
-  /// Renews the lease with a request sent at `sent_ms` that the controller acknowledged.
+  /// Renews the lease with a request sent at `sent_ms` (monotonic ms) that the controller acknowledged.
   void renew_leadership_lease(int64_t sent_ms);
   mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once
   std::atomic<bool> controlled_shutdown_done_{false};

@@ -141,7 +141,7 @@ void broker_impl::heartbeat_tick() {
     registering_ = true;
     commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
                                        config_.broker_rack),
-                   [this, sent_ms = deps_.clock.now_ms()](result<void> r) {
+                   [this, sent_ms = deps_.clock.monotonic_ms()](result<void> r) {
                      registering_ = false;
                      if (r.ok()) renew_leadership_lease(sent_ms);   // a new registration starts its session
                      // Another live process holds this node.id: refused again each tick, never
@@ -154,7 +154,7 @@ void broker_impl::heartbeat_tick() {
   controller_.renew_stale_leaderships();
   if (heartbeat_in_flight_) return;
   heartbeat_in_flight_ = true;
-  send_heartbeat(false, [this, sent_ms = deps_.clock.now_ms()](result<protocol::broker_heartbeat_response_data> r) {
+  send_heartbeat(false, [this, sent_ms = deps_.clock.monotonic_ms()](result<protocol::broker_heartbeat_response_data> r) {
     heartbeat_in_flight_ = false;
     if (r.ok() && r->error_code == 0 && !r->is_fenced) renew_leadership_lease(sent_ms);
   });
@@ -167,9 +167,9 @@ void broker_impl::renew_leadership_lease(int64_t sent_ms) {
     // of the voters fetched from it (a controller cut off from them may have been replaced).
     std::vector<int64_t> others;
     for (const auto& v : quorum_->describe().voters) {
-      if (v.replica_id != config_.node_id) others.push_back(v.last_fetch_timestamp_ms);
+      if (v.replica_id != config_.node_id) others.push_back(v.last_fetch_monotonic_ms);
     }
-    sent_ms = std::min(sent_ms, replication::quorum_contact_ms(others, deps_.clock.now_ms()));
+    sent_ms = std::min(sent_ms, replication::quorum_contact_ms(others, deps_.clock.monotonic_ms()));
   }
   leadership_lease_.acknowledged(sent_ms);
   leadership_lease_until_ms_.store(leadership_lease_.valid_until_ms(), std::memory_order_relaxed);

@@ -27,7 +27,7 @@ void active_controller::ensure_offsets_topic_async(std::function<void(result<boo
                                                config_.transaction_state_log_num_partitions, quorum_voters_.size(),
                                                config_.broker_session_timeout_ms};
   if (offsets_topic_pending_ || !active() ||
-      !controller::internal_topics_due(image, rules, clock_.now_ms(), controller_active_since_ms_)) {
+      !controller::internal_topics_due(image, rules, clock_.monotonic_ms(), controller_active_since_ms_)) {
     return done(false);
   }
   auto records = controller::internal_topic_records(image, rules, *missing, new_topic_id(random_));

@@ -62,7 +62,7 @@ void active_controller::on_leader_change(int32_t leader_id) {
   quorum_leader_id_ = leader_id;
   if (leader_id != config_.node_id || was_leader) return;
   // A new active controller gives every broker a full session before fencing it.
-  const int64_t now = clock_.now_ms();
+  const int64_t now = clock_.monotonic_ms();
   const auto image = host_.controller_view()->image;
   controller_active_since_ms_ = now;
   broker_heartbeats_.activate(*image, now);
@@ -74,7 +74,7 @@ void active_controller::on_leader_change(int32_t leader_id) {
 void active_controller::heartbeat_tick() {
   autobalancer_tick();   // every node: unavailable brokers; the active controller: decommissions, autobalancer
   if (!active()) return;
-  for (int32_t id : broker_heartbeats_.late(clock_.now_ms(), config_.broker_heartbeat_interval_ms)) {
+  for (int32_t id : broker_heartbeats_.late(clock_.monotonic_ms(), config_.broker_heartbeat_interval_ms)) {
     probe_broker(id);   // a heartbeat late
   }
   fence_lapsed_brokers();
@@ -103,7 +103,7 @@ protocol::broker_heartbeat_response_data active_controller::controller_heartbeat
     response.error_code = kafka_code_not_controller;
     return response;
   }
-  auto answer = broker_heartbeats_.answer(*host_.controller_view()->image, request, clock_.now_ms());
+  auto answer = broker_heartbeats_.answer(*host_.controller_view()->image, request, clock_.monotonic_ms());
   if (!answer.ok()) {
     response.error_code = static_cast<int16_t>(kafka_error_code(from_controller(answer.error()).code));
     return response;
@@ -123,7 +123,7 @@ controller::fencing_rules active_controller::fencing_rules_now() const {
 
 void active_controller::fence_lapsed_brokers() {
   if (fencing_in_flight_) return;
-  auto fencing = broker_heartbeats_.next_to_fence(*host_.controller_view()->image, clock_.now_ms(), fencing_rules_now());
+  auto fencing = broker_heartbeats_.next_to_fence(*host_.controller_view()->image, clock_.monotonic_ms(), fencing_rules_now());
   if (!fencing) return;
   host_.log_info("fencing broker " + std::to_string(fencing->broker_id) + ": " + fencing->reason);
   fencing_in_flight_ = true;
@@ -141,7 +141,7 @@ result<void> active_controller::refuse_duplicate_registration(std::span<const st
     const auto* registration = std::get_if<protocol::register_broker_record>(&record);
     if (registration == nullptr) continue;
     auto checked = broker_heartbeats_.check_registration(*host_.controller_view()->image, *registration,
-                                                         clock_.now_ms(), fencing_rules_now());
+                                                         clock_.monotonic_ms(), fencing_rules_now());
     if (checked.ok()) continue;
     probe_broker(registration->broker_id);   // the live one: a process gone since is fenced at once
     return from_controller(checked.error());
@@ -154,7 +154,7 @@ void active_controller::probe_broker(int32_t id) {
   if (cluster_transport_ == nullptr || id == config_.node_id || quorum_leader_id_ != config_.node_id) return;
   const auto* b = host_.controller_view()->image->find_broker(id);
   if (b == nullptr || b->fenced || !probes_in_flight_.insert(id).second) return;
-  const int64_t started_ms = clock_.now_ms();
+  const int64_t started_ms = clock_.monotonic_ms();
   rpc::probe_listening(*cluster_transport_, id, config_.broker_heartbeat_interval_ms * 2,
                        [this, id, started_ms, alive = std::weak_ptr<int>(lifetime_)](rpc::result<void> r) {
     const bool refused = !r.ok() && r.error().code == rpc::errc::connection_refused;

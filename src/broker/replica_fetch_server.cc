@@ -154,7 +154,7 @@ void replica_fetch_server::serve_replica_fetch(size_t shard, const std::shared_p
     out.error_code = code_offset_out_of_range;
     return done(std::move(out));
   }
-  if (rt->leader->on_fetch(replica_id, fetch_offset, rt->log->log_end_offset(), clock_.now_ms())) {
+  if (rt->leader->on_fetch(replica_id, fetch_offset, rt->log->log_end_offset(), clock_.monotonic_ms())) {
     rt->update_high_watermark();
     maybe_change_isr(shard, rt);
   }
@@ -211,7 +211,7 @@ void replica_fetch_server::maybe_change_isr(size_t shard, const std::shared_ptr<
   // KIP-841: a fenced or stopping broker is not proposed (the controller refuses it, and the
   // same refused proposal would hold back every other follower's joining, e.g. a move's new replica).
   const auto image = host_.replication_image();
-  auto change = rt->leader->isr_change(clock_.now_ms(), settings_.isr_lag_time_max_ms, rt->log->log_end_offset(),
+  auto change = rt->leader->isr_change(clock_.monotonic_ms(), settings_.isr_lag_time_max_ms, rt->log->log_end_offset(),
                                        rt->log->high_watermark(), rt->epoch_start_offset, [&image](int32_t id) {
     const auto* b = image->find_broker(id);
     return b != nullptr && !b->fenced && !b->in_controlled_shutdown;

@@ -98,7 +98,7 @@ result<void> broker_impl::start_quorum() {
 
 void broker_impl::run_start_step(waiting_step step, std::function<void(result<void>)> done) {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  const int64_t deadline_ms = deps_.clock.now_ms() + config_.metadata_catch_up_timeout_ms;
+  const int64_t deadline_ms = deps_.clock.monotonic_ms() + config_.metadata_catch_up_timeout_ms;
   // The step may end on another shard (a commit's or a publication's completion): the next one
   // starts on the controller shard.
   (this->*step)(deadline_ms, [this, done = std::move(done)](result<void> r) mutable {
@@ -196,7 +196,7 @@ void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void
                           "node's '" + config_.cluster_id +
                           "' (meta.properties in log.dirs pins it); give every node of the cluster the same cluster.id"});
   }
-  if (deps_.clock.now_ms() >= deadline_ms) {
+  if (deps_.clock.monotonic_ms() >= deadline_ms) {
     return done(error{errc::not_controller,
                       "the metadata quorum has no leader this node could catch up with after " +
                           std::to_string(config_.metadata_catch_up_timeout_ms) +
@@ -262,7 +262,7 @@ void broker_impl::register_broker(int64_t deadline_ms, std::function<void(result
     // this node's previous process until the controller fences it (probe or session timeout).
     const bool duplicate = !r.ok() && r.error().code == errc::duplicate_broker_registration;
     if (duplicate) log_registration_refused(r.error());
-    if (duplicate && deps_.clock.now_ms() >= deadline_ms) {
+    if (duplicate && deps_.clock.monotonic_ms() >= deadline_ms) {
       return done(error{errc::duplicate_broker_registration,
                         "not registered within " + std::to_string(config_.metadata_catch_up_timeout_ms) +
                             " ms (initial.broker.registration.timeout.ms): " + r.error().message});
@@ -270,7 +270,7 @@ void broker_impl::register_broker(int64_t deadline_ms, std::function<void(result
     if (r.ok() ||
         (r.error().code != errc::not_controller && r.error().code != errc::request_timed_out &&
          r.error().code != errc::invalid_request && !duplicate) ||
-        deps_.clock.now_ms() >= deadline_ms) {
+        deps_.clock.monotonic_ms() >= deadline_ms) {
       return done(std::move(r));
     }
     auto again = [this, deadline_ms, done = std::move(done)]() mutable { register_broker(deadline_ms, std::move(done)); };
@@ -291,7 +291,7 @@ void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(
     if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) {
       return done(r.error());
     }
-    if (deps_.clock.now_ms() >= deadline_ms) {
+    if (deps_.clock.monotonic_ms() >= deadline_ms) {
       return done(error{errc::not_controller, "topics " + std::string(consumer_offsets_topic) + " and " +
                                                   transaction_state_topic +
                                                   " were not created by the active controller within " +
@@ -330,7 +330,7 @@ std::optional<error> broker_impl::decommissioned_refusal() const {
 }
 
 void broker_impl::log_registration_refused(const error& e) {
-  const int64_t now_ms = deps_.clock.now_ms();
+  const int64_t now_ms = deps_.clock.monotonic_ms();
   if (registration_refusal_logged_ms_ >= 0 &&
       now_ms - registration_refusal_logged_ms_ < duplicate_registration_log_interval_ms) {
     return;

@@ -38,7 +38,7 @@ topic_description broker_impl::describe(const topic_state& t) const {
     // Only a leader's figures are the partition's end (a follower's lag one fetch round behind),
     // and only while its leadership lease holds (another broker may lead meanwhile: check_serving).
     if (image.leader != config_.node_id ||
-        (image.replicas.size() > 1 && deps_.clock.now_ms() >= leadership_lease_until_ms_.load(std::memory_order_relaxed))) {
+        (image.replicas.size() > 1 && deps_.clock.monotonic_ms() >= leadership_lease_until_ms_.load(std::memory_order_relaxed))) {
       pd.high_watermark_established = false;
     }
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);

@@ -47,6 +47,7 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
   struct voter_fetch {
     int64_t log_end_offset = -1;
     int64_t last_fetch_wall_ms = -1;
+    int64_t last_fetch_monotonic_ms = -1;   // the leadership lease's quorum contact
   };
 
   metadata_quorum_config config;
@@ -93,8 +94,9 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
   int32_t reported_epoch = -1;
 
   int64_t now_ms() {
-    // raft needs a clock that never goes back; the wall clock can (NTP steps).
-    last_now_ms = std::max(last_now_ms, clock.now_ms());
+    // raft's timers need a clock that never steps (base::clock::monotonic_ms); the max keeps a
+    // test clock set back by hand from going back too.
+    last_now_ms = std::max(last_now_ms, clock.monotonic_ms());
     return last_now_ms;
   }
 
@@ -276,7 +278,7 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
         !fetches.contains(f.replica_id.value())) {
       return;
     }
-    fetches[f.replica_id.value()] = voter_fetch{f.fetch_offset.value(), clock.now_ms()};
+    fetches[f.replica_id.value()] = voter_fetch{f.fetch_offset.value(), clock.now_ms(), clock.monotonic_ms()};
   }
 
   void propose_here(std::vector<uint8_t> payload, std::function<void(result<int64_t>)> done) {
@@ -568,11 +570,13 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
         v.log_end_offset = d.log_end_offset;
         v.lag = 0;
         v.last_fetch_timestamp_ms = clock.now_ms();
+        v.last_fetch_monotonic_ms = clock.monotonic_ms();
       } else if (leading && fetches_epoch == node->epoch()) {
         if (auto f = fetches.find(id); f != fetches.end()) {
           v.log_end_offset = f->second.log_end_offset;
           v.lag = d.log_end_offset - f->second.log_end_offset;
           v.last_fetch_timestamp_ms = f->second.last_fetch_wall_ms;
+          v.last_fetch_monotonic_ms = f->second.last_fetch_monotonic_ms;
         }
       }
       d.voters.push_back(v);
@@ -582,7 +586,8 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     if (leading && fetches_epoch == node->epoch()) {
       for (const auto& [id, f] : fetches) {
         if (config.voters.contains(id)) continue;
-        d.observers.push_back({id, f.log_end_offset, d.log_end_offset - f.log_end_offset, f.last_fetch_wall_ms});
+        d.observers.push_back({id, f.log_end_offset, d.log_end_offset - f.log_end_offset, f.last_fetch_wall_ms,
+                               f.last_fetch_monotonic_ms});
       }
     }
     std::lock_guard lock(description_mutex);

@@ -65,7 +65,11 @@ result<void> partition_runtime::check_answer(
     return error{errc::not_leader_or_follower, "this broker does not lead " + name() + " now: retry"};
   }
   const model::offset hw = log->high_watermark();
-  const int64_t now = context_->clock.now_ms();
+#ifdef RINGLOG_PARTITION_BREAK_LEASE_ON_WALL_CLOCK
+  const int64_t now = context_->clock.now_ms();   // negative control: a wall clock stepped back stretches the lease
+#else
+  const int64_t now = context_->clock.monotonic_ms();   // the lease's clock (renew_leadership_lease)
+#endif
   const int64_t lease_until = context_->leadership_lease_until_ms.load(std::memory_order_relaxed);
   switch (rule(hw, now < lease_until)) {
     case replication::end_offset_answer::available:

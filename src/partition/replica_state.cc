@@ -43,7 +43,7 @@ void partition_manager::apply_partition_state(const std::shared_ptr<partition_ru
     if (!rt->leader) {
       begin_leadership(rt, p);
     } else {
-      rt->leader->set_committed(p.replicas, p.in_sync_replicas, clock_.now_ms());
+      rt->leader->set_committed(p.replicas, p.in_sync_replicas, clock_.monotonic_ms());
       if (isr_shrank_below_min) {
         rt->fail_ack_waiters(error{errc::not_enough_replicas_after_append,
                                    "the in-sync replicas of " + rt->name() + " shrank to " +
@@ -107,7 +107,7 @@ void partition_manager::begin_leadership(const std::shared_ptr<partition_runtime
                               std::to_string(rt->epoch.value()) + ": " + begun.error().message);
   }
   rt->epoch_start_offset = rt->log->log_end_offset();
-  rt->leader.emplace(node_id_, p.replicas, p.in_sync_replicas, clock_.now_ms());
+  rt->leader.emplace(node_id_, p.replicas, p.in_sync_replicas, clock_.monotonic_ms());
   observer_.on_leadership_change(shard_, rt, true);
   if (p.replicas.size() > 1) {
     log(true, "partition " + rt->name() + ": leading in epoch " + std::to_string(p.leader_epoch) + " from offset " +

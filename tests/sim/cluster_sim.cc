@@ -20,7 +20,10 @@
 // --transactions adds transactional producers (txn_workload.h: InitProducerId, transactional
 // produces, commit or abort at the id's coordinator, as the HTTP gateway calls them) on the same
 // topic; --reassignment adds partition reassignments at seeded times (reassignment_workload.h);
-// --clock-skew puts each node's clock off the world's by a seeded amount (clock_skew_max_ms).
+// --clock-skew puts each node's clock off the world's by a seeded amount (clock_skew_max_ms);
+// --clock-steps steps each node's wall clock (base::clock::now_ms) back and forth at seeded times
+// during the faults, as NTP may, while its monotonic clock (monotonic_ms) runs on: the lease,
+// sessions, raft's timers and the ISR's lag time must measure on the monotonic one.
 //
 // Checks (a violation prints the seed, the rule and the last trace lines, exit 1):
 //   - one committed history: an offset is never acknowledged or read with two different values;
@@ -53,7 +56,8 @@
 //     (reassignment_workload.h).
 //
 //   cluster_sim --seed S [--nodes N] [--verbose]   one run (workload flags as the run had them:
-//                                                  --transactions --reassignment --clock-skew)
+//                                                  --transactions --reassignment --clock-skew
+//                                                  --clock-steps)
 //   cluster_sim --seeds N [--start S]              N runs from seed S (1)
 //   cluster_sim --replay-check S                   runs S twice; fails unless the digests match
 //   --expect-violation                             exit 0 only if some seed violates (controls)
@@ -63,7 +67,7 @@
 //
 // Not covered yet: consumer groups (and TxnOffsetCommit), disk failures (inject_failures),
 // ListOffsets, random faults overlapping (only the cascade stacks them), clock drift (skew is a
-// constant offset per node).
+// constant offset per node; --clock-steps steps the wall clock only, never the monotonic one).
 
 #include <cinttypes>
 #include <cstdio>
@@ -114,6 +118,12 @@ constexpr int64_t session_timeout_ms = broker::broker_config{}.broker_session_ti
 /// half a broker.session.timeout.ms, well past the lease's margin (a tenth of it), so a rule
 /// that compared one node's time with another's would show.
 constexpr int64_t clock_skew_max_ms = session_timeout_ms / 2;
+/// --clock-steps: a node's wall clock is set off its monotonic clock by a seeded amount in
+/// [-this, this / 4] every clock_step_interval_ms (uniform in [1/2, 2] of it) during the faults,
+/// and back to none at the heal. Two session timeouts back is far enough that a lease measured on
+/// the wall clock would outlive the controller's fencing (cluster_sim_break_lease_on_wall_clock).
+constexpr int64_t clock_step_max_ms = 2 * session_timeout_ms;
+constexpr int64_t clock_step_interval_ms = 4'000;
 
 struct options {
   uint64_t seed = 1;
@@ -122,17 +132,23 @@ struct options {
   bool transactions = false;   // --transactions: txn_workload.h's producers too
   bool reassignment = false;   // --reassignment: reassignment_workload.h's moves too
   bool clock_skew = false;     // --clock-skew: each node's clock off by a seeded amount
+  bool clock_steps = false;    // --clock-steps: each node's wall clock stepped at seeded times
 };
 
-/// A node's clock: the world's plus a constant skew (--clock-skew).
+/// A node's clock: the world's plus a constant skew (--clock-skew); its wall clock (now_ms)
+/// also off by the last step (--clock-steps), its monotonic clock never.
 class skewed_clock final : public base::clock {
  public:
   skewed_clock(const base::clock& world, int64_t skew_ms) : world_(world), skew_ms_(skew_ms) {}
-  [[nodiscard]] int64_t now_ms() const override { return world_.now_ms() + skew_ms_; }
+  [[nodiscard]] int64_t now_ms() const override { return world_.now_ms() + skew_ms_ + wall_step_ms_; }
+  [[nodiscard]] int64_t monotonic_ms() const override { return world_.now_ms() + skew_ms_; }
+  /// The wall clock from now on is `step_ms` off the monotonic one (an NTP step).
+  void step_wall(int64_t step_ms) { wall_step_ms_ = step_ms; }
 
  private:
   const base::clock& world_;
   int64_t skew_ms_;
+  int64_t wall_step_ms_ = 0;
 };
 
 /// One run's figures, and its violation (the first rule broken) if any.
@@ -669,6 +685,7 @@ class simulation final : public sim::sim_cluster {
     const int64_t end = world_.clock.now_ms() + fault_phase_ms;
     schedule_workload(end);
     start_workloads(end);
+    if (opt_.clock_steps) schedule_clock_steps(end);
     int64_t t = world_.clock.now_ms() + world_.uniform(1'000, 3'000);
     while (t < end) {
       at(t, [this] { start_fault(); });
@@ -679,6 +696,21 @@ class simulation final : public sim::sim_cluster {
     until([] { return false; }, end - world_.clock.now_ms());
     // A cascade started near the end runs to its end before the heal.
     if (hold_until_ > world_.clock.now_ms()) until([] { return false; }, hold_until_ - world_.clock.now_ms());
+  }
+
+  /// --clock-steps: every node's wall clock stepped at seeded times until `end`, back to none then.
+  void schedule_clock_steps(int64_t end) {
+    for (int n = 1; n <= opt_.nodes; ++n) {
+      for (int64_t t = world_.clock.now_ms() + world_.uniform(clock_step_interval_ms / 2, clock_step_interval_ms * 2);
+           t < end; t += world_.uniform(clock_step_interval_ms / 2, clock_step_interval_ms * 2)) {
+        const int64_t step = world_.uniform(-clock_step_max_ms, clock_step_max_ms / 4);
+        at(t, [this, n, step] {
+          nodes_[n].clock->step_wall(step);
+          world_.note("n" + std::to_string(n) + " wall clock stepped to " + std::to_string(step) + " ms");
+        });
+      }
+      at(end, [this, n] { nodes_[n].clock->step_wall(0); });
+    }
   }
 
   /// The transactional producers and the reassignment moves (--transactions, --reassignment).
@@ -926,7 +958,7 @@ void print_result(const options& opt, const outcome& o) {
 int usage() {
   std::fprintf(stderr,
                "usage: cluster_sim (--seed S | --seeds N [--start S] | --replay-check S) [--nodes 3..5] "
-               "[--transactions] [--reassignment] [--clock-skew] [--expect-violation] [--verbose]\n");
+               "[--transactions] [--reassignment] [--clock-skew] [--clock-steps] [--expect-violation] [--verbose]\n");
   return 2;
 }
 
@@ -949,7 +981,8 @@ int main(int argc, char** argv) {
                                               {"--verbose", &opt.verbose},
                                               {"--transactions", &opt.transactions},
                                               {"--reassignment", &opt.reassignment},
-                                              {"--clock-skew", &opt.clock_skew}};
+                                              {"--clock-skew", &opt.clock_skew},
+                                              {"--clock-steps", &opt.clock_steps}};
   for (int a = 1; a < argc; ++a) {
     if (auto f = with_value.find(argv[a]); f != with_value.end() && a + 1 < argc) {
       f->second(std::strtoull(argv[++a], nullptr, 10));
@@ -987,9 +1020,9 @@ int main(int argc, char** argv) {
         std::printf("expected violation found at seed %" PRIu64 ": %s\n", s, o.rule.c_str());
         return 0;
       }
-      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s)\n", s, s, opt.nodes,
-                  opt.transactions ? " --transactions" : "", opt.reassignment ? " --reassignment" : "",
-                  opt.clock_skew ? " --clock-skew" : "");
+      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s%s)\n", s, s,
+                  opt.nodes, opt.transactions ? " --transactions" : "", opt.reassignment ? " --reassignment" : "",
+                  opt.clock_skew ? " --clock-skew" : "", opt.clock_steps ? " --clock-steps" : "");
       return 1;
     }
   }

@@ -49,7 +49,9 @@ struct fencing {
 };
 
 /// The active controller's record of each broker's session (in memory: a new active controller
-/// starts it with activate and gives every broker a full session). Controller shard only.
+/// starts it with activate and gives every broker a full session). Controller shard only. Every
+/// `now_ms` here is base::clock::monotonic_ms: sessions are durations, which a stepped wall clock
+/// would stretch or cut.
 class broker_heartbeats {
  public:
   /// This node became the active controller at `now_ms`: every broker of `image` starts a full

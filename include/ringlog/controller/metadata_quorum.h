@@ -104,6 +104,9 @@ struct quorum_description {
     int64_t lag = -1;
     /// Wall-clock ms of the voter's last fetch seen by the leader (-1: never in this epoch).
     int64_t last_fetch_timestamp_ms = -1;
+    /// The same instant on the leader's base::clock::monotonic_ms (-1: never): what the
+    /// leadership lease measures from; only for this process.
+    int64_t last_fetch_monotonic_ms = -1;
   };
   int32_t node_id = -1;
   int32_t leader_id = -1;

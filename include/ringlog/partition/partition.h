@@ -160,7 +160,8 @@ struct partition_context {
   /// go at `now_ms` under `rate` (bytes/s), else the ms to wait; and the bytes one moved.
   std::function<int64_t(int64_t rate, int64_t now_ms)> acquire_leader_throttle;
   std::function<void(int64_t bytes, int64_t rate, int64_t now_ms)> record_leader_throttle;
-  /// The end of the leadership lease as the controller shard mirrors it (check_answer, KIP-207).
+  /// The end of the leadership lease as the controller shard mirrors it (check_answer, KIP-207),
+  /// in base::clock::monotonic_ms.
   const std::atomic<int64_t>& leadership_lease_until_ms;
   const std::atomic<bool>& stopping;   ///< the broker is stopping: parked fetches are answered, not parked
   std::atomic<uint64_t>& next_read_id;             ///< fetch_response::read_id, broker-wide (0: no records)

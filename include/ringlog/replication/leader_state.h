@@ -38,6 +38,8 @@ struct follower_state {
 
 class leader_state {
  public:
+  /// Every `now_ms` of this class is base::clock::monotonic_ms (replica.lag.time.max.ms is a
+  /// duration: a stepped wall clock must not drop followers from the ISR or keep lagging ones).
   /// A leadership that starts at `now_ms`: `replicas` and the committed `isr` (both node ids,
   /// `self` among the replicas). Every follower counts as caught up now, as Kafka resets them, so
   /// none leaves the ISR before replica.lag.time.max.ms has passed.
