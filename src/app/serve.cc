@@ -313,10 +313,51 @@ struct bound_listeners {
   std::shared_ptr<runtime::reloading_tls_context> https_tls;
   std::vector<bound_kafka_listener> kafka;
   rpc::cluster_tls cluster_tls;   // CLUSTER:SSL
+  /// The TLS client context for passing group calls on to a peer whose only HTTP door is
+  /// https:// (peer_https_client); nullptr without a truststore to check peers against.
+  std::shared_ptr<runtime::reloading_tls_context> peer_https_client;
   /// CLUSTER:SSL: listener.name.cluster.ssl.principal.mapping.rules (a peer's subject -> principal).
   std::shared_ptr<const security::ssl_principal_mapper> cluster_principal_mapper;
   std::shared_ptr<runtime::connection_limits> limits;   // every listener's
 };
+
+/// In a cluster, the TLS client context group calls are passed on with to a peer whose only HTTP
+/// door is https:// (gateway/group_proxy.h): the https:// listener's ssl.* settings (its keystore
+/// is presented when one is set; the HTTP layer takes no principal from it), with the cluster
+/// listener's truststore when the https:// one has none. Without any truststore there is none,
+/// and an https-only node says at start that its peers cannot pass calls on to it. Exit code 2
+/// when the files do not make a context (the error names the key).
+std::optional<int> peer_https_client(const config::server_config& cfg, bound_listeners& out, tls_reloader& reloader) {
+  if (cfg.cluster_listener_port < 0) return std::nullopt;   // one node: no peers
+  const config::listener_record* cluster = nullptr;
+  for (const auto& r : cfg.listeners) {
+    if (r.is_cluster() && r.uses_tls()) cluster = &r;
+  }
+  if (out.https_record == nullptr && cluster == nullptr) return std::nullopt;
+  runtime::tls_settings s = tls_settings_for(cfg, out.https_record != nullptr ? *out.https_record : *cluster);
+  if (s.truststore_location.empty() && s.truststore_certificates.empty() && cluster != nullptr) {
+    const auto c = tls_settings_for(cfg, *cluster);
+    s.truststore_location = c.truststore_location;
+    s.truststore_certificates = c.truststore_certificates;
+    s.truststore_type = c.truststore_type;
+  }
+  if (s.truststore_location.empty() && s.truststore_certificates.empty()) {
+    if (out.http_record == nullptr) {
+      spdlog::warn("msg=\"no truststore for https:// peers: the only HTTP listener is https://, and group calls other "
+                   "brokers pass on to this node need them to check its certificate; set ssl.truststore.location on "
+                   "every broker (or the cluster listener's)\"");
+    }
+    return std::nullopt;
+  }
+  auto made = runtime::reloading_tls_context::create(s, runtime::tls_role::client);
+  if (!made.ok()) {
+    spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped("https:// peers' client: " + made.error()));
+    return 2;
+  }
+  out.peer_https_client = made.value();
+  reloader.add("HTTPS (client side, peers)", out.peer_https_client);
+  return std::nullopt;
+}
 
 /// Binds every listener into `out` and adds each TLS context to `reloader`. Returns the exit code
 /// when the start must stop (1: cannot listen, 2: bad config), with its log line written.
@@ -400,6 +441,7 @@ std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader
     reloader.add("CLUSTER", out.cluster_tls.server);
     reloader.add("CLUSTER (client side)", out.cluster_tls.client);
   }
+  if (auto failed = peer_https_client(cfg, out, reloader)) return failed;
   return std::nullopt;
 }
 
@@ -697,6 +739,19 @@ open_file_budget plan_open_files(const config::server_config& cfg) {
   return b;
 }
 
+/// The "serving" line: the plaintext HTTP listener (`http_port`, -1 when there is none: an
+/// https-only node logs its own "serving https" line) and the cluster listener (-1: none).
+void log_serving(const config::server_config& cfg, int http_port, int cluster_port, int32_t controller_id) {
+  std::string listeners;
+  if (http_port >= 0) listeners = "http://" + cfg.listener_host + ":" + std::to_string(http_port);
+  if (cluster_port >= 0) {
+    listeners += (listeners.empty() ? "" : ",") + std::string("cluster://") + cfg.cluster_listener_host + ":" +
+                 std::to_string(cluster_port);
+  }
+  spdlog::info("msg=\"serving\" listeners={} cluster.id={} node.id={} controller={}", listeners, cfg.cluster_id,
+               cfg.node_id, controller_id);
+}
+
 /// The http:// listener's options from the config: where it listens and its bounds.
 void set_http_listener(gateway::server_options& options, const config::server_config& cfg, const open_file_budget& budget,
                        const bound_listeners& bound) {
@@ -712,6 +767,7 @@ void set_http_listener(gateway::server_options& options, const config::server_co
   options.listen_fd = bound.http_fd;
   options.connection_limits = bound.limits;
   options.listen = bound.http_record != nullptr;
+  options.peer_tls_client = bound.peer_https_client;
 }
 
 /// Creates `log_dir` if needed and takes an exclusive flock(2) on `log_dir/.lock`, kept open (and
@@ -924,6 +980,7 @@ int serve_main(int argc, char** argv) {
   // Registered as the broker's endpoints by listener name (the first also as "kafka"), so
   // Metadata on any broker lists every broker's endpoint of the client's listener (for
   // NAME://HOST:0, the port the kernel chose: the sockets are bound above).
+  deps.advertised_http_tls = bound.http_record == nullptr && bound.https_record != nullptr;
   for (const auto& l : bound.kafka) deps.advertised_kafka_listeners.push_back(kafka_advertised(cfg, l));
   if (!bound.kafka.empty()) {
     deps.advertised_kafka_host = deps.advertised_kafka_listeners.front().host;
@@ -1006,10 +1063,8 @@ int serve_main(int argc, char** argv) {
     return 1;
   }
   auto server = std::move(server_result).value();
-  spdlog::info("msg=\"serving\" listeners=http://{}:{}{} cluster.id={} node.id={} controller={}", cfg.listener_host,
-               server->port(),
-               transport ? ",cluster://" + cfg.cluster_listener_host + ":" + std::to_string(transport->port()) : "",
-               cfg.cluster_id, cfg.node_id, broker->controller_id());
+  log_serving(cfg, options.listen ? server->port() : -1, transport ? static_cast<int>(transport->port()) : -1,
+              broker->controller_id());
   // https:// in front of the same server, and the Kafka client listeners (issue 15, 29) beside
   // it; none when `listeners` names none.
   std::unique_ptr<gateway::tls_front> https;

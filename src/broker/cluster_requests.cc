@@ -229,12 +229,13 @@ std::vector<broker_description> broker_impl::list_brokers() const {
   for (const auto& [id, b] : held->image->brokers()) {
     broker_description d;
     d.node_id = id;
-    if (const auto* http = b.endpoint("http"); http != nullptr) {
+    if (const auto* http = b.http_endpoint(); http != nullptr) {
       d.host = http->host;
       d.port = http->port;
+      d.http_tls = http->name == "https";
     }
-    for (const auto& e : b.endpoints) {   // Kafka listeners: all but http and cluster ("kafka": PLAINTEXT, older nodes)
-      if (e.name != "http" && e.name != "cluster") d.kafka_endpoints.push_back({e.name == "kafka" ? "PLAINTEXT" : e.name, e.host, e.port});
+    for (const auto& e : b.endpoints) {   // Kafka listeners: all but http(s) and cluster ("kafka": PLAINTEXT, older nodes)
+      if (e.name != "http" && e.name != "https" && e.name != "cluster") d.kafka_endpoints.push_back({e.name == "kafka" ? "PLAINTEXT" : e.name, e.host, e.port});
     }
     if (!d.kafka_endpoints.empty()) std::tie(d.kafka_host, d.kafka_port) = std::pair(d.kafka_endpoints[0].host, d.kafka_endpoints[0].port);
     d.rack = b.rack;

@@ -72,8 +72,8 @@ std::string broker_impl::offsets_leader_text(int32_t partition) const {
   if (leader < 0) return "no broker now (the partition has no leader; retry)";
   std::string out = "broker " + std::to_string(leader);
   if (const auto* b = view()->image->find_broker(leader); b != nullptr) {
-    if (const auto* http = b->endpoint("http"); http != nullptr) {
-      out += " at http://" + http->host + ":" + std::to_string(http->port);
+    if (const auto* http = b->http_endpoint(); http != nullptr) {
+      out += " at " + http->name + "://" + http->host + ":" + std::to_string(http->port);
     }
   }
   return out;
@@ -95,10 +95,11 @@ group_coordinator_route broker_impl::internal_leader_route(const std::string& to
   route.node_id = leader;
   route.description = "broker " + std::to_string(leader);
   if (const auto* b = view()->image->find_broker(leader); b != nullptr) {
-    if (const auto* http = b->endpoint("http"); http != nullptr) {
+    if (const auto* http = b->http_endpoint(); http != nullptr) {
       route.http_host = http->host;
       route.http_port = static_cast<uint16_t>(http->port);
-      route.description += " at http://" + http->host + ":" + std::to_string(http->port);
+      route.http_tls = http->name == "https";
+      route.description += " at " + http->name + "://" + http->host + ":" + std::to_string(http->port);
     }
   }
   route.description += led;

@@ -225,7 +225,9 @@ std::vector<protocol::metadata_record> registration_records(const controller::me
   r.incarnation_id = incarnation;
   r.broker_epoch = -1;   // the registration's offset (metadata_image.cc)
   protocol::register_broker_record::broker_endpoint http;
-  http.name = "http";
+  // Named by its scheme: a peer reaches an https-only node over TLS (http_endpoint).
+  http.name = deps.advertised_http_tls ? "https" : "http";
+  http.security_protocol = deps.advertised_http_tls ? 1 : 0;   // Kafka's SecurityProtocol ids: SSL, PLAINTEXT
   http.host = deps.advertised_host;
   http.port = static_cast<uint16_t>(deps.advertised_port);
   r.end_points.push_back(http);

@@ -1263,7 +1263,9 @@ std::optional<cluster_view> leader_view(const cluster_view& asked, const std::st
   if (!leader.is_number() || leader == asked.quorum["node_id"]) return std::nullopt;
   std::vector<std::string> urls;
   for (const auto& b : asked.brokers["data"]) {
-    if (b["broker_id"] == leader && b["host"].is_string()) urls.push_back("http://" + cell(b["host"]) + ":" + cell(b["port"]));
+    if (b["broker_id"] == leader && b["host"].is_string()) {
+      urls.push_back(b.value("scheme", std::string("http")) + "://" + cell(b["host"]) + ":" + cell(b["port"]));
+    }
   }
   if (auto listed = parse_bootstrap_servers(bootstrap); listed.ok()) {
     for (const auto& e : *listed) urls.push_back("http://" + e.host + ":" + e.port);
@@ -1325,7 +1327,8 @@ int cluster_status(const args& a) {
   for (const auto& broker : b["data"]) {
     std::cout << cell(broker["broker_id"]) << "\t" << cell(broker.value("state", json("unfenced"))) << "\t"
               << (broker.value("is_controller", false) ? "yes" : "no") << "\t" << cell(broker["broker_epoch"]) << "\t"
-              << cell(broker["rack"]) << "\thttp://" << cell(broker["host"]) << ":" << cell(broker["port"]) << "\n";
+              << cell(broker["rack"]) << "\t" << broker.value("scheme", std::string("http")) << "://"
+              << cell(broker["host"]) << ":" << cell(broker["port"]) << "\n";
   }
   if (!q["leader_id"].is_number()) {
     // No quorum leader (an election, or no majority of voters): nothing fences or unfences.

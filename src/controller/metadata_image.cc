@@ -72,6 +72,11 @@ const broker_endpoint* broker_registration::endpoint(std::string_view name) cons
   return nullptr;
 }
 
+const broker_endpoint* broker_registration::http_endpoint() const {
+  const broker_endpoint* e = endpoint("http");
+  return e != nullptr ? e : endpoint("https");
+}
+
 const topic_image* metadata_image::find_topic(std::string_view name) const {
   auto it = topics_.find(name);
   return it == topics_.end() ? nullptr : it->second.get();

@@ -88,7 +88,7 @@ void answer_forwarded(api::call& call, const std::string& what, const broker::gr
 void forward_to_coordinator(const call_ptr& c, const http_request& request, std::string what,
                             const broker::group_coordinator_route& route) {
   const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
-  c->self->options().forwarder->forward(request, {route.node_id, route.http_host, route.http_port}, timeout_ms,
+  c->self->options().forwarder->forward(request, {route.node_id, route.http_host, route.http_port, route.http_tls}, timeout_ms,
                                         [c, what = std::move(what), route](forward_result r) {
                                           c->later([what, route, r = std::move(r)](api::call& call) mutable {
                                             answer_forwarded(call, what, route, std::move(r));
@@ -152,6 +152,11 @@ void identify_client(const call_ptr& c) {
   c->passed_on_by_broker = true;
   auto host = security::canonical_acl_host(c->request.forwarded_for);
   if (host && *host != "*") c->forwarded_client_host = std::move(*host);
+  // The client reached the passing broker over TLS: base_uri and self links say https:// (H2 of
+  // session 25's new user: a REST client followed an http:// base_uri to an https:// port).
+  if (c->request.forwarded_proto == "https" && c->base_url.starts_with("http://")) {
+    c->base_url = "https://" + c->base_url.substr(7);
+  }
 }
 
 bool forward_group_call(const call_ptr& c) {
@@ -203,7 +208,7 @@ bool forward_broker_config_call(const call_ptr& c, std::string_view pattern) {
     if (b.node_id != *id || b.host.empty() || b.port <= 0) continue;
     const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
     c->request.forwarded_for = c->peer_ip();
-    forwarder->forward(c->request, {b.node_id, b.host, static_cast<uint16_t>(b.port)}, timeout_ms, [c, id = *id](forward_result r) {
+    forwarder->forward(c->request, {b.node_id, b.host, static_cast<uint16_t>(b.port), b.http_tls}, timeout_ms, [c, id = *id](forward_result r) {
       c->later([id, r = std::move(r)](api::call& call) mutable {
         if (r.answered) {
           r.response.headers.emplace_back(served_by_header, std::to_string(id));
@@ -252,7 +257,7 @@ bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::func
     request.forwarded_for = c->peer_ip();
     const int32_t node = b.node_id;
     if (target_of) request.target = target_of(node);
-    forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port)}, timeout_ms, [c, g, node](forward_result r) {
+    forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port), b.http_tls}, timeout_ms, [c, g, node](forward_result r) {
       c->later([g, node, r = std::move(r)](api::call& call) {
         json body = r.answered && r.response.status == 200 ? json::parse(r.response.body, nullptr, false) : json();
         if (body.is_object()) {

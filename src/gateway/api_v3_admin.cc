@@ -121,6 +121,8 @@ json broker_json(const std::string& base, const std::string& cluster, const brok
               {"broker_id", b.node_id},
               {"host", b.host},
               {"port", b.port},
+              // ringlog: the scheme of that HTTP listener (https for a node whose only one is https://)
+              {"scheme", b.http_tls ? "https" : "http"},
               {"rack", b.rack.empty() ? json(nullptr) : json(b.rack)},
               // ringlog: the registration state (unfenced, fenced, controlled_shutdown) and epoch
               {"state", b.state},
@@ -147,6 +149,7 @@ json dedicated_controller_json(const std::string& base, const std::string& clust
               {"broker_id", node_id},
               {"host", nullptr},
               {"port", nullptr},
+              {"scheme", nullptr},
               {"rack", nullptr},
               {"state", nullptr},
               {"broker_epoch", nullptr},
@@ -674,7 +677,7 @@ void with_leader_figures(const call_ptr& c, broker::topic_description t, figures
     const int64_t timeout_ms = without_fallback.contains(node)
                                    ? proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms
                                    : leader_figures_timeout_ms;
-    forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port)}, timeout_ms, [c, g, node = node](forward_result r) {
+    forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port), b.http_tls}, timeout_ms, [c, g, node = node](forward_result r) {
       c->later([g, node, r = std::move(r)](api::call& call) {
         json body = r.answered && r.response.status == 200 ? json::parse(r.response.body, nullptr, false) : json();
         if (body.is_object() && body.contains("data") && body["data"].is_array()) {

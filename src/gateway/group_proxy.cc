@@ -1,17 +1,24 @@
 // The HTTP client that passes group calls on to their coordinator (group_proxy.h): one
-// connection per call (resolve, connect, write, read, close), bounded by a connect timeout, an
-// exchange timeout and a count of calls in flight.
+// connection per call (resolve, connect, a TLS handshake when the peer's door is https://, write,
+// read, close), bounded by a connect timeout, an exchange timeout and a count of calls in flight.
 
 #include "group_proxy.h"
 #include "http_quotas.h"
 
+#include <openssl/ssl.h>
+
 #include <atomic>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <optional>
 
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/tls.h"
+#include "ringlog/runtime/tls_socket.h"
 
 namespace ringlog::gateway {
 namespace {
@@ -36,8 +43,8 @@ bool hop_by_hop(std::string_view name) {
 class exchange : public std::enable_shared_from_this<exchange> {
  public:
   exchange(asio::io_context& io, std::shared_ptr<std::atomic<int64_t>> in_flight, uint64_t answer_bytes_max,
-           std::function<void(forward_result)> done)
-      : resolver_(io), stream_(io), in_flight_(std::move(in_flight)), done_(std::move(done)) {
+           std::shared_ptr<SSL_CTX> tls, std::function<void(forward_result)> done)
+      : resolver_(io), stream_(io), tls_context_(std::move(tls)), in_flight_(std::move(in_flight)), done_(std::move(done)) {
     parser_.body_limit(answer_bytes_max);
     parser_.header_limit(64 * 1024);
   }
@@ -59,11 +66,15 @@ class exchange : public std::enable_shared_from_this<exchange> {
     request_.set(forwarded_header, std::to_string(node_id));
     // The coordinator authorizes (ACL hosts) and accounts quotas for the client, not this broker.
     if (!request.forwarded_for.empty()) request_.set(forwarded_for_header, request.forwarded_for);
+    // The client's scheme, for the coordinator's base_uri and self links (a peer's word passes on).
+    if (request.https || request.forwarded_proto == "https") request_.set(forwarded_proto_header, "https");
     if (!request.client_id.empty()) request_.set(client_id_header, request.client_id);
     request_.set(http::field::connection, "close");
     request_.body() = request.body;
     request_.prepare_payload();
     stream_.expires_after(std::chrono::milliseconds(proxy_limits::connect_timeout_ms));
+    host_ = target.host;
+    use_tls_ = target.tls;
     resolver_.async_resolve(target.host, std::to_string(target.port),
                             [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type found) {
                               if (ec) return self->fail("resolve: " + ec.message());
@@ -78,17 +89,41 @@ class exchange : public std::enable_shared_from_this<exchange> {
         return self->fail("connect: no answer within " + std::to_string(proxy_limits::connect_timeout_ms) + " ms");
       }
       if (ec) return self->fail("connect: " + ec.message());
-      self->stream_.expires_after(std::chrono::milliseconds(self->timeout_ms_));
-      http::async_write(self->stream_, self->request_, [self](beast::error_code wec, size_t) {
-        self->sent_ = true;
-        if (wec) return self->fail("send: " + wec.message());
-        self->read();
-      });
+      if (self->use_tls_) return self->handshake();
+      self->write(self->stream_);
     });
   }
 
-  void read() {
-    http::async_read(stream_, buffer_, parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+  /// The peer's door is https://: its certificate must chain to the client context's truststore
+  /// (no host name check, as on the cluster listener: peers are often named by address). The
+  /// connect timeout covers the handshake.
+  void handshake() {
+    if (!tls_context_) {
+      return fail("its HTTP listener is https:// and this broker has no TLS client context (no ssl.truststore.location)");
+    }
+    tls_.emplace(stream_, SSL_new(tls_context_.get()));
+    boost::system::error_code not_address;
+    (void)asio::ip::make_address(host_, not_address);
+    if (not_address) SSL_set_tlsext_host_name(tls_->native_handle(), host_.c_str());   // SNI for a name only
+    tls_->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this()](boost::system::error_code ec) {
+      if (ec) return self->fail("TLS handshake: " + runtime::tls_failure_reason(ec));
+      self->write(*self->tls_);
+    });
+  }
+
+  template <typename Stream>
+  void write(Stream& stream) {
+    stream_.expires_after(std::chrono::milliseconds(timeout_ms_));
+    http::async_write(stream, request_, [self = shared_from_this(), &stream](beast::error_code wec, size_t) {
+      self->sent_ = true;
+      if (wec) return self->fail("send: " + wec.message());
+      self->read(stream);
+    });
+  }
+
+  template <typename Stream>
+  void read(Stream& stream) {
+    http::async_read(stream, buffer_, parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec == beast::error::timeout) {
         return self->fail("no answer within " + std::to_string(self->timeout_ms_) + " ms");
       }
@@ -132,6 +167,10 @@ class exchange : public std::enable_shared_from_this<exchange> {
 
   tcp::resolver resolver_;
   beast::tcp_stream stream_;
+  std::shared_ptr<SSL_CTX> tls_context_;   // null without a TLS client context
+  std::optional<asio::ssl::stream<beast::tcp_stream&>> tls_;   // over stream_, for an https:// peer
+  std::string host_;
+  bool use_tls_ = false;
   beast::flat_buffer buffer_;
   http::request<http::string_body> request_;
   http::response_parser<http::string_body> parser_;
@@ -143,8 +182,12 @@ class exchange : public std::enable_shared_from_this<exchange> {
 
 class beast_forwarder final : public http_forwarder {
  public:
-  beast_forwarder(runtime::shard_threads& runtime, int32_t node_id, int64_t answer_bytes_max)
-      : runtime_(runtime), node_id_(node_id), answer_bytes_max_(static_cast<uint64_t>(answer_bytes_max)) {}
+  beast_forwarder(runtime::shard_threads& runtime, int32_t node_id, int64_t answer_bytes_max,
+                  std::shared_ptr<runtime::reloading_tls_context> tls_client)
+      : runtime_(runtime),
+        node_id_(node_id),
+        answer_bytes_max_(static_cast<uint64_t>(answer_bytes_max)),
+        tls_client_(std::move(tls_client)) {}
 
   void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,
                std::function<void(forward_result)> done) override {
@@ -156,7 +199,8 @@ class beast_forwarder final : public http_forwarder {
       return done(std::move(r));
     }
     asio::io_context& io = runtime::io_context_of(runtime_, runtime_.current_shard());
-    auto x = std::make_shared<exchange>(io, in_flight_, answer_bytes_max_, std::move(done));
+    auto x = std::make_shared<exchange>(io, in_flight_, answer_bytes_max_,
+                                        target.tls && tls_client_ ? tls_client_->current() : nullptr, std::move(done));
     x->start(request, target, node_id_, timeout_ms);
   }
 
@@ -166,14 +210,16 @@ class beast_forwarder final : public http_forwarder {
   runtime::shard_threads& runtime_;
   int32_t node_id_;
   uint64_t answer_bytes_max_;
+  std::shared_ptr<runtime::reloading_tls_context> tls_client_;
   std::shared_ptr<std::atomic<int64_t>> in_flight_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 }  // namespace
 
 std::unique_ptr<http_forwarder> make_http_forwarder(runtime::shard_threads& runtime, int32_t node_id,
-                                                    int64_t answer_bytes_max) {
-  return std::make_unique<beast_forwarder>(runtime, node_id, answer_bytes_max);
+                                                    int64_t answer_bytes_max,
+                                                    std::shared_ptr<runtime::reloading_tls_context> tls_client) {
+  return std::make_unique<beast_forwarder>(runtime, node_id, answer_bytes_max, std::move(tls_client));
 }
 
 }  // namespace ringlog::gateway

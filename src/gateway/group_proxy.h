@@ -21,6 +21,7 @@
 
 namespace ringlog::runtime {
 class shard_threads;
+class reloading_tls_context;
 }
 
 namespace ringlog::gateway {
@@ -31,6 +32,10 @@ inline constexpr const char* forwarded_header = "X-Ringlog-Forwarded-By";
 /// security/acl_host.h). Believed only when the request comes from a registered broker's address
 /// (api_group_forward.cc identify_client), so a client cannot name another address for itself.
 inline constexpr const char* forwarded_for_header = "X-Ringlog-Forwarded-For";
+/// On a request passed on: "https" when the client reached the passing broker over TLS (the de
+/// facto standard header), so the coordinator's base_uri and v3 `self` links keep the client's
+/// scheme. Believed only from a registered broker's address, like forwarded_for_header.
+inline constexpr const char* forwarded_proto_header = "X-Forwarded-Proto";
 /// On an answer that was passed on: the node id of the broker that served it (for operators and tests).
 inline constexpr const char* served_by_header = "X-Ringlog-Served-By";
 
@@ -58,6 +63,7 @@ struct forward_target {
   int32_t node_id = -1;
   std::string host;
   uint16_t port = 0;
+  bool tls = false;   // the peer's HTTP door is https:// (its only one): the call goes over TLS
 };
 
 /// The coordinator's answer, or why there is none.
@@ -83,8 +89,11 @@ class http_forwarder {
 };
 
 /// The Beast client (group_proxy.cc). `runtime`'s shards run the exchanges; `node_id` is sent in
-/// forwarded_header; `answer_bytes_max` bounds each answer's body.
+/// forwarded_header; `answer_bytes_max` bounds each answer's body. `tls_client`: the TLS client
+/// context for peers whose HTTP door is https:// (forward_target::tls; it checks their
+/// certificates against its truststore); nullptr: such a call fails, naming the missing truststore.
 std::unique_ptr<http_forwarder> make_http_forwarder(runtime::shard_threads& runtime, int32_t node_id,
-                                                    int64_t answer_bytes_max);
+                                                    int64_t answer_bytes_max,
+                                                    std::shared_ptr<runtime::reloading_tls_context> tls_client);
 
 }  // namespace ringlog::gateway

@@ -139,7 +139,7 @@ std::optional<forward_target> member_calls::remote(const std::string& group_id, 
   auto route = broker_.groups().coordinator_route(group_id);
   if (route.where != broker::group_coordinator_route::place::peer || route.http_host.empty()) return std::nullopt;
   description = route.description;
-  return forward_target{route.node_id, route.http_host, route.http_port};
+  return forward_target{route.node_id, route.http_host, route.http_port, route.http_tls};
 }
 
 void member_calls::rest(const forward_target& to, const std::string& description, std::string method, std::string target,

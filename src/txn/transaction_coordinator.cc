@@ -7,6 +7,12 @@
 namespace ringlog::txn {
 namespace {
 
+/// Why an epoch moves on, for producer_fenced's message: a producer whose transaction ran past
+/// its timeout reads it as fenced too, and should not take it for a second producer.
+constexpr const char* fenced_why =
+    " (the epoch moves on when another producer initializes this transactional id, and when the "
+    "coordinator aborts a transaction that ran past its transaction.timeout.ms)";
+
 bool is_prepare(txn_state s) { return s == txn_state::prepare_commit || s == txn_state::prepare_abort; }
 
 std::string who(const std::string& transactional_id) { return "transactional id '" + transactional_id + "'"; }
@@ -150,7 +156,7 @@ result<transaction_coordinator::entry*> transaction_coordinator::producer_entry(
     return error{errc::producer_fenced, "producer " + std::to_string(producer_id.value()) + " epoch " +
                                             std::to_string(producer_epoch.value()) + " of " + who(transactional_id) +
                                             " is fenced: the current epoch is " +
-                                            std::to_string(e.current.producer_epoch.value())};
+                                            std::to_string(e.current.producer_epoch.value()) + fenced_why};
   }
   if (e.pending) return error{errc::concurrent_transactions, who(transactional_id) + " has a state change being written: retry"};
   return &e;
@@ -249,7 +255,8 @@ result<outcome> transaction_coordinator::end_txn(const std::string& transactiona
   if (md.producer_epoch != producer_epoch) {
     return error{errc::producer_fenced, "producer " + std::to_string(producer_id.value()) + " epoch " +
                                             std::to_string(producer_epoch.value()) + " of " + who(transactional_id) +
-                                            " is fenced: the current epoch is " + std::to_string(md.producer_epoch.value())};
+                                            " is fenced: the current epoch is " + std::to_string(md.producer_epoch.value()) +
+                                            fenced_why};
   }
   if (e.pending) return error{errc::concurrent_transactions, who(transactional_id) + " has a state change being written: retry"};
   const std::string refused = who(transactional_id) + " cannot " + (committed ? "commit" : "abort") + " in state " +

@@ -391,6 +391,7 @@ struct broker_description {
   int32_t node_id = 0;
   std::string host;   // the HTTP listener as advertised
   int32_t port = 0;
+  bool http_tls = false;   // that listener is https:// (a node whose only HTTP door is TLS)
   std::string rack;   // "" = none
   std::string kafka_host;   // the kafka:// listener as advertised ("" and -1: none registered)
   int32_t kafka_port = -1;
@@ -799,6 +800,9 @@ struct broker_dependencies {
   runtime::shard_runtime& runtime;
   std::string advertised_host = "127.0.0.1";
   int32_t advertised_port = 8082;
+  /// The advertised HTTP door is https:// (no http:// listener): registered as the endpoint
+  /// "https", so peers pass group calls on over TLS (http_endpoint_of).
+  bool advertised_http_tls = false;
   /// controller.quorum.voters (node id -> cluster listener); empty: this node is the only voter.
   std::map<int32_t, rpc::peer_address> controller_quorum_voters{};
   /// The cluster listener's transport (shard 0); nullptr on a single node. Handlers are

@@ -227,6 +227,7 @@ struct group_coordinator_route {
   int32_t node_id = -1;        // the coordinator's node id (here and peer), -1 with none
   std::string http_host;       // the coordinator's advertised HTTP listener; "" when it has none
   uint16_t http_port = 0;
+  bool http_tls = false;       // that listener is https://
   int32_t offsets_partition = -1;
   /// For messages: "broker 2 at http://127.0.0.1:8083 (the leader of __consumer_offsets-7)".
   std::string description;

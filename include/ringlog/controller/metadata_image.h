@@ -75,6 +75,9 @@ struct broker_registration {
   bool operator==(const broker_registration&) const = default;
   /// The endpoint named `name`, or nullptr.
   [[nodiscard]] const broker_endpoint* endpoint(std::string_view name) const;
+  /// The HTTP door other brokers pass calls on to: "http", else "https" (a node whose only HTTP
+  /// listener is https://, reached over TLS); nullptr when it registered neither.
+  [[nodiscard]] const broker_endpoint* http_endpoint() const;
 };
 
 /// A broker's decommission (BrokerDecommissionRecord's State): none (never, or cancelled: the

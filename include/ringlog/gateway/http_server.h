@@ -13,6 +13,7 @@
 #include "ringlog/broker/broker.h"
 #include "ringlog/runtime/connection_limits.h"
 #include "ringlog/runtime/shard_threads.h"
+#include "ringlog/runtime/tls.h"
 #include "ringlog/gateway/http_auth_options.h"
 
 namespace ringlog::gateway {
@@ -53,6 +54,10 @@ struct server_options {
   /// false: no plaintext listener of its own (listeners has https:// only); connections come
   /// through serve_connection alone.
   bool listen = true;
+  /// The TLS client context group calls are passed on with to a peer whose only HTTP door is
+  /// https:// (group_proxy.h); nullptr: no such peer can be reached (serve refuses to start a
+  /// cluster node that would need it without one).
+  std::shared_ptr<runtime::reloading_tls_context> peer_tls_client;
   /// More /metrics lines from outside the gateway (Prometheus text format, each family with its
   /// HELP and TYPE lines), e.g. the Kafka listener's fetch byte counters; empty = none.
   std::function<std::string()> extra_metrics;

@@ -1,0 +1,85 @@
+"""A cluster whose only HTTP listener is https:// (session 25's new user, H1 and H2): each node
+registers that door as "https", the others pass group calls on to it over TLS (checking its
+certificate against ssl.truststore.location), and a REST consumer created through any node gets a
+base_uri with the scheme the client used. Before: peers spoke plaintext to the https:// port
+(400 "send the request over TLS"), consumer-group listings had every peer unanswered, and a
+base_uri made on the coordinator for a forwarded call said http://.
+"""
+import subprocess
+
+import pytest
+import requests
+
+from conftest import binary_path, free_port, wait_until
+from test_cluster import FAILOVER_DEADLINE_S, Cluster, Node
+from tls_certs import Material
+
+V2 = "application/vnd.kafka.v2+json"
+
+
+class HttpsNode(Node):
+    """A cluster node with https:// as its only HTTP listener, or (`plain_port`) with http:// too."""
+    plain_port = None
+
+    def spawn(self):
+        listeners = f"https://127.0.0.1:{self.port},cluster://127.0.0.1:{self.cluster_port}"
+        if self.plain_port:
+            listeners += f",http://127.0.0.1:{self.plain_port}"
+        args = [str(binary_path()), "serve", "--set", f"listeners={listeners}", "--set", f"log.dirs={self.data_dir}"]
+        for s in self.extra_sets:
+            args += ["--set", s]
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        return self
+
+    @property
+    def url(self):
+        return f"https://127.0.0.1:{self.port}"
+
+
+@pytest.fixture(params=["https only", "https and http"])
+def https_cluster(request, ringlog_bin, tmp_path, monkeypatch):
+    certs = Material(tmp_path / "certs")
+    # requests checks the brokers' certificates against the test CA.
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(certs.ca_file))
+    sets = ["listener.security.protocol.map=CLUSTER:SSL", f"ssl.keystore.location={certs.broker_pem}",
+            f"ssl.truststore.location={certs.ca_file}"]
+    c = Cluster(tmp_path, extra_sets=sets)
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(c.ports))
+    c.nodes = [HttpsNode(n.data_dir, n.node_id, n.cluster_port, voters, sets) for n in c.nodes]
+    if request.param == "https and http":
+        for n in c.nodes:
+            n.plain_port = free_port()
+    c.start()
+    yield c
+    c.stop()
+
+
+def test_group_calls_pass_on_over_tls_and_base_uri_keeps_https(https_cluster):
+    c = https_cluster
+    wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = c.node(1)
+    # An https-only node registered its door as https; one with http:// too registers that one.
+    brokers = wait_until(lambda: (lambda b: b if len(b) == 3 else None)(n1.brokers()), 20.0, "three brokers")
+    assert {b["scheme"] for b in brokers.values()} == {"http" if n1.plain_port else "https"}, brokers
+    # Groups whose coordinators are spread over the nodes: through node 1, each consumer is made
+    # here or passed on to its coordinator over TLS.
+    passed_on = 0
+    for g in range(8):
+        group = f"hg{g}"
+        r = requests.post(f"{n1.url}/consumers/{group}", headers={"Content-Type": V2},
+                          json={"name": "c1", "format": "binary"}, timeout=30)
+        assert r.status_code == 200, r.text
+        assert r.json()["base_uri"] == f"{n1.url}/consumers/{group}/instances/c1", r.text
+        served_by = r.headers.get("X-Ringlog-Served-By")
+        passed_on += served_by not in (None, "1")
+        # The client follows base_uri, as REST Proxy clients do.
+        s = requests.post(r.json()["base_uri"] + "/subscription", headers={"Content-Type": V2},
+                          json={"topics": ["h-topic"]}, timeout=30)
+        assert s.status_code == 204, s.text
+    assert passed_on > 0, "no group's coordinator was another node: nothing was passed on"
+    # A listing asks every broker: none unanswered.
+    r = requests.get(n1.v3("/consumer-groups"), timeout=30)
+    assert r.status_code == 200, r.text
+    assert not r.json().get("unanswered_brokers"), r.text
+    assert {g["consumer_group_id"] for g in r.json()["data"]} >= {f"hg{g}" for g in range(8)}, r.text
