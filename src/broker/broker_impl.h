@@ -4,10 +4,10 @@
 // metadata writes; topics_admin.cc; own_records.cc; produce.cc; fetch.cc: fetches and list
 // offsets; replication.cc: leaderships, the controller client of ISR changes). The metadata
 // quorum's state machine, the views and the replicas following them are metadata_publisher.h's
-// (metadata_apply.cc, partition_reconcile.cc), the replica fetcher and the leader's side of followers' fetches are replica_fetcher.h's,
-// the delayed-delivery host (delay.cc) delay_host.h's, the active controller (heartbeats answered,
-// fencing, AlterPartition, elections, reassignments, rebalance, decommission, producer id blocks,
-// internal topics) active_controller.h's.
+// (metadata_apply.cc, partition_reconcile.cc), the replica fetcher and the leader's side of
+// followers' fetches replica_fetcher.h's, the delayed-delivery host (delay.cc) delay_host.h's,
+// the active controller (heartbeats answered, fencing, AlterPartition, elections, reassignments,
+// rebalance, decommission, producer id blocks, internal topics) active_controller.h's.
 // One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
 // guards) is partition_runtime's; each shard's replicas and their directories, fetch deadlines,
 // kept reads and maintenance tick are its partition_manager's, and the order of the applied
