@@ -23,13 +23,6 @@ error partition_missing(const std::string& topic, int32_t partition, int32_t par
 }
 
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
-size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : topic) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
-  h = (h ^ static_cast<uint32_t>(partition)) * 1099511628211ULL;
-  return static_cast<size_t>(h % shard_count);
-}
-
 controller::uuid new_topic_id(base::random_source& random) {
   // Kafka's topic ids are random (version 4) UUIDs, shown as 22 characters of URL-safe base64.
   controller::uuid id;

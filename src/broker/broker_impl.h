@@ -1,13 +1,13 @@
 #pragma once
 // The broker's implementation class, shared by the files that define its parts (broker.cc: shared
-// helpers, shutdown; start_up.cc; metadata_apply.cc: the metadata state machine;
-// cluster_requests.cc: requests between brokers, heartbeats; topics_admin.cc; partition_reconcile.cc:
-// partitions opened and dropped as the metadata moves; own_records.cc; produce.cc; fetch.cc:
-// fetches and list offsets; replication.cc: leaderships, the controller client of ISR
-// changes). The replica fetcher and the leader's side of followers' fetches are replica_fetcher.h's,
-// the delayed-delivery host (delay.cc) delay_host.h's, the active controller (heartbeats answered,
-// fencing, AlterPartition, elections, reassignments, rebalance, decommission, producer id blocks,
-// internal topics) active_controller.h's.
+// helpers, shutdown; start_up.cc; cluster_requests.cc: requests between brokers, heartbeats, the
+// metadata writes; topics_admin.cc; own_records.cc; produce.cc; fetch.cc: fetches and list
+// offsets; replication.cc: leaderships, the controller client of ISR changes). The metadata
+// quorum's state machine, the views and the replicas following them are metadata_publisher.h's
+// (metadata_apply.cc, partition_reconcile.cc), the replica fetcher and the leader's side of
+// followers' fetches replica_fetcher.h's, the delayed-delivery host (delay.cc) delay_host.h's,
+// the active controller (heartbeats answered, fencing, AlterPartition, elections, reassignments,
+// rebalance, decommission, producer id blocks, internal topics) active_controller.h's.
 // One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
 // guards) is partition_runtime's; each shard's replicas and their directories, fetch deadlines,
 // kept reads and maintenance tick are its partition_manager's, and the order of the applied
@@ -36,6 +36,7 @@
 #include "group_service.h"
 #include "txn_service.h"
 #include "metadata.h"
+#include "metadata_publisher.h"
 #include "partition.h"
 #include "produce_operation.h"
 #include "ringlog/partition/partition_manager.h"
@@ -54,9 +55,6 @@
 
 namespace ringlog::broker::detail {
 
-/// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
-size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
-std::string unknown_topic_message(const std::string& topic);
 /// unknown_topic_or_partition naming the partition and the topic's partition count.
 error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
 /// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
@@ -73,7 +71,7 @@ error no_replica_here(bool topic_in_view, const model::topic_partition& tp);
 class broker_impl final : public broker,
                           public group_host,
                           public txn_host,
-                          public controller::quorum_state_machine,
+                          public metadata_publisher_host,
                           public replica_fetcher_host,
                           public delay_host_services,
                           public leadership_observer,
@@ -91,7 +89,7 @@ class broker_impl final : public broker,
         .tick_ms = std::min({constants::maintenance_interval_ms, config_.log_retention_check_interval_ms,
                              config_.log_cleaner_backoff_ms}),
         .retention_check_interval_ms = config_.log_retention_check_interval_ms};
-    const auto services = replica_services_of();   // partition_reconcile.cc
+    const auto services = replica_services_of();   // replication.cc
     for (size_t shard = 0; shard < deps_.runtime.shard_count(); ++shard) {
       partition_managers_.push_back(std::make_unique<partition_manager>(
           shard, deps_.runtime, deps_.clock, stopping_, compaction_, maintenance, services,
@@ -131,12 +129,6 @@ class broker_impl final : public broker,
     delay_host_.describe(std::move(done));
   }
 
-  // quorum_state_machine: runs on the controller shard.
-  void apply(std::span<const controller::committed_entry> entries) override;
-  std::vector<uint8_t> snapshot() override;
-  void load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) override;
-  void applied_through(int64_t end_offset) override;
-  void on_leader_change(int32_t leader_id, int32_t epoch) override;
   [[nodiscard]] const broker_config& config() const override { return config_; }
   [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }
   [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
@@ -257,7 +249,7 @@ class broker_impl final : public broker,
 
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  std::shared_ptr<const metadata_view> view() const { return views_.current(); }
+  std::shared_ptr<const metadata_view> view() const { return publisher_.view(); }
   int64_t total_partitions() const { return view()->image->partition_count(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
   const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
@@ -331,23 +323,6 @@ class broker_impl final : public broker,
   /// The cluster listener's DescribeQuorum (KIP-595): the quorum leader's high watermark.
   void handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);
-  /// Controller shard: one applied entry's publication and reconciliation, in offset order.
-  struct apply_job {
-    std::shared_ptr<const metadata_view> before;
-    std::shared_ptr<const metadata_view> after;
-    std::vector<std::string> touched;
-    int64_t offset = 0;
-    bool reconcile = false;   // false before start-up opened the partitions (they are opened then)
-    bool open_all = false;    // start-up: open every partition of `after` this node holds
-  };
-  /// Queues `job` in apply_queue_ (run_apply_job when its turn comes).
-  void enqueue_apply_job(apply_job job);
-  /// Publishes `job`'s view, then reconciles the replicas (or opens them all at start-up);
-  /// `finish` on the controller shard.
-  void run_apply_job(const std::shared_ptr<apply_job>& job, std::function<void(result<void>)> finish);
-  /// Tells the cluster transport every registered broker's "cluster" endpoint (a broker-only node
-  /// is in no config: its registration is the only place its address is known). Controller shard.
-  void learn_peer_addresses(const controller::metadata_image& image);
   /// Handlers of requests from other nodes (on the cluster listener).
   void register_cluster_handlers();
   /// After the quorum started: the Fetch handler that passes metadata-log fetches to raft's.
@@ -362,23 +337,21 @@ class broker_impl final : public broker,
   /// broker's re-registration), at most once per constants::duplicate_registration_log_interval_ms.
   void log_registration_refused(const error& e);
   // active_controller_host
-  const std::shared_ptr<const metadata_view>& controller_view() const override { return controller_view_; }
+  const std::shared_ptr<const metadata_view>& controller_view() const override { return publisher_.controller_view(); }
   controller::uuid incarnation_id() const override { return incarnation_id_; }
   /// Controller shard: this broker's registration in the image, if it is the one of this process.
   const controller::broker_registration* own_registration() const override;
   /// The leader of a partition, or an error naming who leads it when it is not this node.
   result<void> check_leader(const topic_state& topic, int32_t partition) const;
-  /// Brings the shards' partitions in line with the topics named in `touched` after `before`.
-  void reconcile(const metadata_view& before, const metadata_view& after, const std::vector<std::string>& touched,
-                 std::function<void(result<void>)> done);
-  /// Closes the replicas of `topic`'s `count` partitions on their shards and deletes their logs.
-  void remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done);
-  /// Opens `held` (partitions of `topic` that list this node as a replica) on their shards.
-  void open_held_partitions(const std::shared_ptr<const topic_state>& topic, std::vector<int32_t> held, bool fresh,
-                            std::function<void(result<void>)> done);
-  /// Opens partitions [from, count) of `topic` that list this node as a replica.
-  void open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
-                       std::function<void(result<void>)> done);
+  // metadata_publisher_host
+  void on_metadata_leader_change(int32_t leader_id) override { controller_.on_leader_change(leader_id); }
+  void on_view_published(const metadata_view& view) override { fail_moved_forwards(view); }
+  void on_topic_deleted(const std::string& topic) override {
+    if (groups_) groups_->topic_deleted(topic);   // none on a dedicated controller
+  }
+  void on_topics_changed() override {
+    if (groups_) groups_->topics_changed();
+  }
   void log_info(const std::string& message) const override {
     if (deps_.log) deps_.log(true, message);
   }
@@ -567,26 +540,30 @@ class broker_impl final : public broker,
   mutable client_quota_state client_quota_state_;   // quota_managers.h: clients' quotas (quotas.cc)
   replication_throttles replication_throttles_;       // and the replication throttles (replica_fetcher.h)
   broker_dependencies deps_;
-  /// partition_reconcile.cc: what every shard's partitions reach in the broker (partition_manager.h).
+  /// replication.cc: what every shard's partitions reach in the broker (partition_manager.h).
   replica_services replica_services_of();
   /// Each shard's replicas, their directories, parked fetches' deadlines and kept reads
   /// (partition_manager.h); partition_managers_[i] is touched only on shard i's thread.
   std::vector<std::unique_ptr<partition_manager>> partition_managers_;
   compaction compaction_;                   // the log cleaner of each shard
-  /// The metadata as of the last applied entry, each shard's own copy (shard_views.h). Changed
-  /// only on the controller shard (apply), which publishes to every shard before an admin call is
-  /// answered, so a client that saw its change answered finds it on every shard.
-  shard_views<metadata_view> views_{deps_.runtime, controller_shard};
-  /// The controller shard's own view, ahead of its shard's copy in views_ while a publish is on
-  /// its way: metadata changes are checked and applied against it, one after another.
-  std::shared_ptr<const metadata_view> controller_view_ = std::make_shared<const metadata_view>();
+  /// The metadata quorum's state machine: the views and the replicas following the applied
+  /// entries (metadata_publisher.h).
+  metadata_publisher publisher_{*this,
+                                deps_.runtime,
+                                config_,
+                                partition_managers_,
+                                log_directory{.fs = deps_.fs, .path = config_.log_dir, .log = deps_.log},
+                                deps_.cluster_transport,
+                                [this](int32_t id) { return deps_.controller_quorum_voters.contains(id); }};
+  /// The publisher's views, controller view and apply queue under their names from before it was
+  /// a class, so the files that read them (admin, forwarding, the barrier) need no change here.
+  const shard_views<metadata_view>& views_ = publisher_.views();
+  const std::shared_ptr<const metadata_view>& controller_view_ = publisher_.controller_view();
+  metadata_apply_queue& apply_queue_ = publisher_.apply_queue();
   std::unique_ptr<controller::metadata_quorum> quorum_;   // after start()
   /// New on every process start: a restart is a new registration with a new broker epoch.
   controller::uuid incarnation_id_;
   // ---- controller shard only
-  /// The applied entries' jobs in offset order and the writers awaiting theirs (await_applied).
-  metadata_apply_queue apply_queue_{deps_.runtime, controller_shard, config_.node_id};
-  bool partitions_open_ = false;       // start-up opened the partitions: later entries reconcile
   bool registering_ = false;
   int64_t registration_refusal_logged_ms_ = -1;   // log_registration_refused: the last line, monotonic ms (-1: none)
   bool heartbeat_in_flight_ = false;

@@ -1,12 +1,16 @@
 // The requests brokers send one another: the cluster transport's handlers (envelopes, forwarded
 // produce, fetch and list offsets; the active controller's are active_controller.h's), this
 // broker's heartbeats and the leadership lease, the leader checks, the brokers as the metadata
-// lists them, the group coordinator's node and the quorum's description.
-// Kafka's counterpart: ControllerApis and BrokerLifecycleManager's heartbeats.
+// lists them, the group coordinator's node and the quorum's description; the metadata writes
+// (write_entry, commit_records: proposed here or sent to the active controller in a KIP-590
+// Envelope, then awaited until applied here).
+// Kafka's counterpart: ControllerApis, BrokerLifecycleManager's heartbeats and
+// QuorumController's appendRecords.
 
 #include <utility>
 
 #include "broker_impl.h"
+#include "ringlog/controller/metadata_entry.h"
 #include "ringlog/controller/quorum_wire.h"
 #include "wire_codes.h"
 #include "ringlog/group/coordinator_partition.h"
@@ -289,6 +293,76 @@ quorum_status broker_impl::describe_quorum() const {
   }
   out.observer = d.observer;
   return out;
+}
+
+void broker_impl::write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  const int32_t leader = quorum_->leader_id();
+  if (leader == config_.node_id) {
+    if (auto refused = controller_.refuse_duplicate_registration(payload); !refused.ok()) return done(refused.error());
+    std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(payload.data()),
+                               reinterpret_cast<const uint8_t*>(payload.data()) + payload.size());
+    return quorum_->propose(std::move(bytes), [done = std::move(done)](controller::result<int64_t> r) {
+      if (!r.ok()) return done(from_controller(r.error()));
+      done(r.value());
+    });
+  }
+  if (leader < 0 || deps_.cluster_transport == nullptr) {
+    return done(error{errc::not_controller, "the metadata quorum has no leader now (an election is under way or a "
+                                            "majority of controller.quorum.voters is unreachable); retry"});
+  }
+  // KIP-590: forward to the active controller, which proposes it and answers once committed.
+  protocol::envelope_request_data request;
+  request.request_data = std::move(payload);
+  const std::string from = std::to_string(config_.node_id);
+  request.client_host_address = protocol::bytes(reinterpret_cast<const std::byte*>(from.data()),
+                                                reinterpret_cast<const std::byte*>(from.data()) + from.size());
+  protocol::writer w;
+  if (auto encoded = request.encode(w, 0); !encoded.ok()) {
+    return done(error{errc::unknown_server_error, "envelope: " + encoded.error().message});
+  }
+  deps_.cluster_transport->send(
+      leader, envelope_api_key, 0, std::move(w).take(), metadata_write_timeout_ms,
+      [this, leader, done = std::move(done)](rpc::result<rpc::bytes> r) mutable {
+        deps_.runtime.post(controller_shard, [leader, r = std::move(r), done = std::move(done)]() mutable {
+          if (!r.ok()) {
+            return done(error{errc::not_controller, "the active controller (node " + std::to_string(leader) +
+                                                        ") did not answer: " + r.error().message + "; retry"});
+          }
+          protocol::reader rd(*r);
+          auto response = protocol::envelope_response_data::decode(rd, 0);
+          if (!response.ok()) return done(error{errc::unknown_server_error, "envelope response: " + response.error().message});
+          const std::string message = response->error_message.value_or("the active controller refused the write");
+          if (response->error_code == kafka_code_not_controller) return done(error{errc::not_controller, message});
+          if (response->error_code == kafka_code_request_timed_out) return done(error{errc::request_timed_out, message});
+          if (response->error_code == wire_codes::code_duplicate_broker_registration) {
+            return done(error{errc::duplicate_broker_registration, message});
+          }
+          if (response->error_code != 0) return done(error{errc::invalid_request, message});
+          if (!response->response_data || response->response_data->size() != 8) {
+            return done(error{errc::unknown_server_error, "envelope response without the committed offset"});
+          }
+          int64_t offset = 0;
+          for (std::byte b : *response->response_data) offset = (offset << 8) | static_cast<uint8_t>(b);
+          done(offset);
+        });
+      });
+}
+
+void broker_impl::commit_records(std::vector<protocol::metadata_record> records,
+                                 std::function<void(result<void>)> done) {
+  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+  // Check the entry against this node's image first: most bad writes are refused here at once.
+  controller::metadata_delta check{*controller_view_->image};
+  for (const auto& record : records) {
+    if (auto applied = check.apply(record, controller_view_->image->offset() + 1); !applied.ok()) {
+      return done(error{errc::invalid_request, applied.error().message});
+    }
+  }
+  write_entry(controller::encode_metadata_entry(records), [this, done = std::move(done)](result<int64_t> r) mutable {
+    if (!r.ok()) return done(r.error());
+    apply_queue_.await_applied(r.value(), std::move(done));
+  });
 }
 
 }  // namespace ringlog::broker::detail

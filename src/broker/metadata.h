@@ -115,6 +115,8 @@ model::record metadata_log_record(std::span<const protocol::metadata_record> rec
 error from_controller(const controller::error& e);
 
 namespace detail {
+/// "topic 'NAME' does not exist": the text of unknown_topic_or_partition for a topic (broker.cc).
+std::string unknown_topic_message(const std::string& topic);
 /// A random (version 4) UUID from `random`: topic, incarnation and ACL ids (broker.cc).
 controller::uuid new_topic_id(base::random_source& random);
 /// A (re)registration (start_up.cc), and the leadership of every partition that lost its leader

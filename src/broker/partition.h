@@ -15,6 +15,7 @@
 namespace ringlog::broker::detail {
 
 using ::ringlog::partition::ack_waiter;
+using ::ringlog::partition::after_failure;
 using ::ringlog::partition::compaction;
 using ::ringlog::partition::decode_fetched_records;
 using ::ringlog::partition::fetch_waiter;
@@ -25,12 +26,15 @@ using ::ringlog::partition::from_storage;
 using ::ringlog::partition::partition_context;
 using ::ringlog::partition::partition_key;
 using ::ringlog::partition::partition_manager;
+using ::ringlog::partition::ordered_step;
 using ::ringlog::partition::partition_runtime;
 using ::ringlog::partition::recent_read;
 using ::ringlog::partition::remove_stray_replicas;
 using ::ringlog::partition::replica_host;
 using ::ringlog::partition::replica_services;
+using ::ringlog::partition::run_in_order;
 using ::ringlog::partition::run_on_shards;
+using ::ringlog::partition::shard_of;
 using ::ringlog::partition::shard_views;
 using ::ringlog::partition::replica_fetch_waiter;
 using ::ringlog::partition::txn_verification_guard;

@@ -6,6 +6,8 @@
 //   - the controller client of the leader's ISR changes (send_alter_partition: AlterPartition to
 //     the active controller, this node's own or a peer's; KIP-497);
 //   - replica_fetcher_host: what the fetcher and the leader's side reach in the broker.
+//   - replica_services_of: what every shard's replicas reach in the broker (partition_manager.h:
+//     the throttles, the leadership lease, the read and verification ids, min.insync.replicas).
 
 #include <algorithm>
 
@@ -158,6 +160,31 @@ std::shared_ptr<const controller::metadata_image> broker_impl::replication_image
 
 int64_t broker_impl::follower_replication_throttled_rate() const {
   return live(*view()).follower_replication_throttled_rate;
+}
+
+replica_services broker_impl::replica_services_of() {
+  return replica_services{
+      .current_shard = [this] { return deps_.runtime.current_shard(); },
+      .config = {.log_flush_policy = config_.log_flush_policy,
+                 .fetch_wait_max_ms = config_.fetch_wait_max_ms,
+                 .fetch_waiters_per_partition_max = config_.fetch_waiters_per_partition_max},
+      .min_insync_replicas = [this](const std::string& topic) { return min_insync_replicas(topic); },
+      .leader_replication_throttled_rate = [this] { return live(*view()).leader_replication_throttled_rate; },
+      .acquire_leader_throttle =
+          [this](int64_t rate, int64_t now_ms) {
+            return replication_throttles_.acquire(replication_throttles::side::leader, rate, now_ms);
+          },
+      .record_leader_throttle =
+          [this](int64_t bytes, int64_t rate, int64_t now_ms) {
+            replication_throttles_.record(replication_throttles::side::leader, bytes, rate, now_ms);
+          },
+      .leadership_lease_until_ms = leadership_lease_until_ms_,
+      .next_read_id = next_read_id_,
+      .next_txn_verification = next_txn_verification_,
+      .node_id = config_.node_id,
+      .observer = *this,
+      .host = *this,
+  };
 }
 
 }  // namespace ringlog::broker::detail

@@ -84,7 +84,7 @@ result<void> broker_impl::start_quorum() {
   qc.election_backoff_max_ms = config_.controller_quorum_election_backoff_max_ms;
   qc.log_dir = config_.log_dir;
   quorum_ = std::make_unique<controller::metadata_quorum>(qc, deps_.fs, deps_.runtime, controller_shard, deps_.clock,
-                                                          deps_.cluster_transport, *this);
+                                                          deps_.cluster_transport, publisher_);
   if (deps_.cluster_transport != nullptr) register_cluster_handlers();
   if (auto started = quorum_->start(); !started.ok()) {
     return error{started.error().code == controller::errc::kafka_storage_error ? errc::kafka_storage_error
@@ -109,15 +109,7 @@ void broker_impl::run_start_step(waiting_step step, std::function<void(result<vo
 void broker_impl::start_opening_partitions(std::function<void(result<void>)> done) {
   // Open every partition this node holds as of the image it caught up to; entries applied from
   // now on open, remove and reconfigure partitions as they come.
-  partitions_open_ = true;
-  apply_job job;
-  job.before = controller_view_;
-  job.after = controller_view_;
-  job.offset = apply_queue_.applied_end() - 1;
-  job.open_all = true;
-  job.reconcile = true;
-  enqueue_apply_job(std::move(job));
-  apply_queue_.await_applied(job.offset, [this, done = std::move(done)](result<void> r) mutable {
+  publisher_.open_all_partitions([this, done = std::move(done)](result<void> r) mutable {
     // await_applied may answer on another shard: every later step runs on the controller shard.
     deps_.runtime.post(controller_shard, [this, r = std::move(r), done = std::move(done)]() mutable {
       if (!r.ok()) return done(std::move(r));

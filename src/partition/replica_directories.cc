@@ -116,6 +116,50 @@ void run_on_shards(runtime::shard_runtime& runtime, size_t count, const std::fun
   }
 }
 
+size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : topic) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
+  h = (h ^ static_cast<uint32_t>(partition)) * 1099511628211ULL;
+  return static_cast<size_t>(h % shard_count);
+}
+
+namespace {
+struct steps_in_order {
+  runtime::shard_runtime& runtime;
+  size_t shard;
+  std::vector<ordered_step> steps;
+  after_failure mode;
+  size_t next = 0;
+  std::optional<error> failure;
+  std::function<void(result<void>)> done;
+};
+
+// The pending step's `next` holds the run (the run holds only the steps), so nothing keeps it
+// alive once the last step is done.
+void run_next_step(const std::shared_ptr<steps_in_order>& run) {
+  if (run->next == run->steps.size()) {
+    auto finish = std::move(run->done);
+    return finish(run->failure ? result<void>(*run->failure) : result<void>(base::ok_v));
+  }
+  auto step = run->steps[run->next++];
+  step([run](result<void> r) {
+    if (!r.ok() && run->mode == after_failure::stop) {
+      auto finish = std::move(run->done);
+      return finish(r.error());
+    }
+    if (!r.ok() && !run->failure) run->failure = r.error();
+    run->runtime.post(run->shard, [run] { run_next_step(run); });
+  });
+}
+}  // namespace
+
+void run_in_order(runtime::shard_runtime& runtime, size_t shard, std::vector<ordered_step> steps, after_failure mode,
+                  std::function<void(result<void>)> done) {
+  run_next_step(std::make_shared<steps_in_order>(steps_in_order{
+      .runtime = runtime, .shard = shard, .steps = std::move(steps), .mode = mode, .next = 0, .failure = {},
+      .done = std::move(done)}));
+}
+
 partition_manager::partition_manager(size_t shard, runtime::shard_runtime& runtime, const base::clock& clock,
                                      const std::atomic<bool>& stopping, compaction& cleaner,
                                      maintenance_settings maintenance, const replica_services& services,

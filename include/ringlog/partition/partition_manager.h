@@ -110,12 +110,31 @@ void remove_stray_replicas(const log_directory& dir, const controller::metadata_
 /// The text of partition.metadata for `topic_id` (Kafka's PartitionMetadataFile, version 0).
 std::string partition_metadata_text(const controller::uuid& topic_id);
 
+/// The shard of partition `partition` of `topic` among `shard_count` (> 0): a stable hash
+/// (FNV-1a of the name, then the partition id), so a partition's shard never changes while the
+/// shard count stays.
+size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
+
 /// Runs `task(i)` for each i in [0, count) on shard `shard_of(i)` (the replica's own thread),
 /// then `done` on `reply_shard` once every task ran: ok, or the first failure (each task runs
 /// whatever the others returned). `count` 0 answers at once, on the calling thread.
 void run_on_shards(runtime::shard_runtime& runtime, size_t count, const std::function<size_t(size_t)>& shard_of,
                    std::function<result<void>(size_t)> task, size_t reply_shard,
                    std::function<void(result<void>)> done);
+
+/// A step of run_in_order: calls `next` once, with its outcome, on any shard.
+using ordered_step = std::function<void(std::function<void(result<void>)> next)>;
+/// What run_in_order does after a step failed.
+enum class after_failure {
+  run_the_rest,   ///< every step runs; `done` gets the first failure (a reconciliation)
+  stop,           ///< `done` gets the failure at once, the later steps never run (start-up's opening)
+};
+/// Runs `steps` one after another on `shard` of `runtime`: the first on the calling thread, each
+/// next one posted to `shard` once the one before called its `next`. `done` once: on `shard`
+/// with ok or the first failure (run_the_rest), or where the failing step's `next` ran (stop);
+/// at once on the calling thread when `steps` is empty. Bounded by `steps`; no recursion.
+void run_in_order(runtime::shard_runtime& runtime, size_t shard, std::vector<ordered_step> steps, after_failure mode,
+                  std::function<void(result<void>)> done);
 
 class partition_manager {
  public:
