@@ -115,7 +115,7 @@ void broker_impl::enqueue_apply_job(apply_job job) {
 void broker_impl::run_apply_job(const std::shared_ptr<apply_job>& job, std::function<void(result<void>)> finish) {
   views_.publish(job->after, [this, job, finish = std::move(finish)] {
     learn_peer_addresses(*job->after->image);
-    fail_moved_forwards(*job->after);
+    forwarder_.fail_moved_forwards(*job->after);
     if (!job->reconcile) return finish(base::ok_v);
     if (!job->open_all) return reconcile(*job->before, *job->after, job->touched, finish);
     // Start-up: copies of partitions reassigned away, and of topics deleted, while this node was
