@@ -75,15 +75,15 @@ error no_replica_here(bool topic_in_view, const model::topic_partition& tp);
 
 class broker_impl final : public broker,
                           public group_host,
+                          public leader_forwarder_host,
+                          public metadata_barrier_host,
                           public txn_host,
                           public controller::quorum_state_machine,
                           public replica_fetcher_host,
                           public delay_host_services,
                           public leadership_observer,
                           public replica_host,
-                          public active_controller_host,
-                          public leader_forwarder_host,
-                          public metadata_barrier_host {
+                          public active_controller_host {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
       : config_(std::move(config)),
@@ -208,15 +208,9 @@ class broker_impl final : public broker,
                                                                      std::string_view client_id) const override;
   [[nodiscard]] std::optional<double> connection_creation_rate_for(std::string_view ip) const override;
   [[nodiscard]] std::vector<client_quota_usage> client_quota_usages() const override;
-  void produce(produce_request request, std::function<void(result<produce_response>)> done) override {
-    barrier_.produce(std::move(request), std::move(done));
-  }
-  void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override {
-    barrier_.fetch(std::move(request), std::move(done));
-  }
-  void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override {
-    barrier_.list_offsets(std::move(request), std::move(done));
-  }
+  void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
+  void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
+  void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
   void produce_batches(produce_batches_request request,
                        std::function<void(result<produce_batches_response>)> done) override;
   void init_producer_id(std::function<void(result<producer_identity>)> done) override {
@@ -586,16 +580,16 @@ class broker_impl final : public broker,
                                              deps_.cluster_transport, stopping_};
   replica_fetcher replica_fetcher_{*this, replica_fetch_settings_of(config_), deps_.clock, deps_.runtime,
                                    deps_.cluster_transport, replication_throttles_, stopping_, replica_fetch_server_};
+  /// Calls passed on to partitions' leaders and peers' calls served here (leader_forwarder.h).
+  leader_forwarder forwarder_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport, stopping_};
+  /// The admin calls' wait for the quorum's committed metadata (metadata_barrier.h).
+  metadata_barrier barrier_{*this, deps_.runtime, deps_.cluster_transport, config_.node_id};
   /// The delayed-delivery host: the produce side's delay topics and the schedulers of the delay
   /// partitions this node leads (delay_host.h).
   delay_host delay_host_{*this, deps_.runtime, deps_.clock, config_.node_id, stopping_};
   /// The active controller's RPCs, commits, ticks and in-flight state (active_controller.h).
   active_controller controller_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport,
                                 deps_.random, deps_.controller_quorum_voters, stopping_};
-  /// Calls passed on to partitions' leaders and peers' calls served here (leader_forwarder.h).
-  leader_forwarder forwarder_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport, stopping_};
-  /// The admin calls' wait for the quorum's committed metadata (metadata_barrier.h).
-  metadata_barrier barrier_{*this, deps_.runtime, deps_.cluster_transport, config_.node_id};
   /// This broker's block of producer ids from the active controller (producer_ids.h).
   producer_id_manager producer_ids_{config_.node_id, controller_, deps_.runtime, deps_.cluster_transport, stopping_};
 };
