@@ -7,13 +7,14 @@
 // changes). The replica fetcher and the leader's side of followers' fetches are replica_fetcher.h's,
 // the delayed-delivery host (delay.cc) delay_host.h's, the active controller (heartbeats answered,
 // fencing, AlterPartition, elections, reassignments, rebalance, decommission, producer id blocks,
-// internal topics) active_controller.h's, the calls passed on to a partition's leader
-// (forwarding.cc) leader_forwarder.h's and the metadata barrier metadata_barrier.h's.
+// internal topics) active_controller.h's.
 // One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
 // guards) is partition_runtime's; each shard's replicas and their directories, fetch deadlines,
 // kept reads and maintenance tick are its partition_manager's, and the order of the applied
 // metadata entries metadata_apply_queue's (the partition module, which never sees this class: it
 // reports leadership changes through leadership_observer, which this class implements).
+// The calls passed on to a partition's leader (forwarding.cc) are leader_forwarder.h's, the
+// metadata barrier (metadata_barrier.cc) metadata_barrier.h's.
 // Private to the broker module: other modules see broker.h only.
 
 #include <algorithm>
@@ -126,7 +127,7 @@ class broker_impl final : public broker,
                            bool validate_only, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
   [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
-  void await_metadata_barrier(std::function<void()> then) override { barrier_.post_caught_up(std::move(then)); }
+  void await_metadata_barrier(std::function<void()> then) override { post_caught_up(std::move(then)); }
   [[nodiscard]] result<void> check_partition_exists(const model::topic_partition& tp) const override;
   void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<broker_description> list_brokers() const override;
