@@ -45,6 +45,23 @@ error shard_busy(size_t shard) {
                    " tasks queued; retry later"};
 }
 
+// ---------------------------------------------------------------- produce, fetch, list offsets
+
+// The broker API's data calls: the topic lookup, then the metadata barrier for a topic this node
+// has not learned of yet (metadata_barrier.h), then produce_known, fetch_known, list_offsets_known.
+
+void broker_impl::produce(produce_request request, std::function<void(result<produce_response>)> done) {
+  barrier_.produce(std::move(request), std::move(done));
+}
+
+void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
+  barrier_.fetch(std::move(request), std::move(done));
+}
+
+void broker_impl::list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) {
+  barrier_.list_offsets(std::move(request), std::move(done));
+}
+
 // ---------------------------------------------------------------- shutdown
 
 void broker_impl::begin_shutdown() {

@@ -13,6 +13,8 @@
 // kept reads and maintenance tick are its partition_manager's, and the order of the applied
 // metadata entries metadata_apply_queue's (the partition module, which never sees this class: it
 // reports leadership changes through leadership_observer, which this class implements).
+// The calls passed on to a partition's leader (forwarding.cc) are leader_forwarder.h's, the
+// metadata barrier (metadata_barrier.cc) metadata_barrier.h's.
 // Private to the broker module: other modules see broker.h only.
 
 #include <algorithm>
@@ -34,6 +36,8 @@
 #include "constants.h"
 #include "delay_host.h"
 #include "group_service.h"
+#include "leader_forwarder.h"
+#include "metadata_barrier.h"
 #include "txn_service.h"
 #include "metadata.h"
 #include "metadata_publisher.h"
@@ -70,6 +74,8 @@ error no_replica_here(bool topic_in_view, const model::topic_partition& tp);
 
 class broker_impl final : public broker,
                           public group_host,
+                          public leader_forwarder_host,
+                          public metadata_barrier_host,
                           public txn_host,
                           public metadata_publisher_host,
                           public replica_fetcher_host,
@@ -315,14 +321,8 @@ class broker_impl final : public broker,
   /// Controller shard: the entry `payload` (encoded records) to the quorum; `done` with its
   /// committed offset.
   void write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done);
-  /// Posts `then` to the controller shard once this node applied every metadata entry the quorum
-  /// had committed when the call arrived (metadata_barrier.cc): admin calls plan against an image
-  /// no older than the active controller's. Runs `then` anyway (against this node's image) when
-  /// the controller is unknown or does not answer within metadata_barrier_timeout_ms.
-  void post_caught_up(std::function<void()> then) override;
-  /// The cluster listener's DescribeQuorum (KIP-595): the quorum leader's high watermark.
-  void handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
-                              rpc::respond_fn respond);
+  /// metadata_barrier::post_caught_up: admin calls plan against an image no older than the active controller's.
+  void post_caught_up(std::function<void()> then) override { barrier_.post_caught_up(std::move(then)); }
   /// Handlers of requests from other nodes (on the cluster listener).
   void register_cluster_handlers();
   /// After the quorum started: the Fetch handler that passes metadata-log fetches to raft's.
@@ -345,7 +345,7 @@ class broker_impl final : public broker,
   result<void> check_leader(const topic_state& topic, int32_t partition) const;
   // metadata_publisher_host
   void on_metadata_leader_change(int32_t leader_id) override { controller_.on_leader_change(leader_id); }
-  void on_view_published(const metadata_view& view) override { fail_moved_forwards(view); }
+  void on_view_published(const metadata_view& view) override { forwarder_.fail_moved_forwards(view); }
   void on_topic_deleted(const std::string& topic) override {
     if (groups_) groups_->topic_deleted(topic);   // none on a dedicated controller
   }
@@ -358,77 +358,30 @@ class broker_impl final : public broker,
   void log_error(const std::string& message) const override {
     if (deps_.log) deps_.log(false, message);
   }
-  // ---- forwarding to a partition's leader (forwarding.cc)
-  /// The partition's leader (this node or another), or not_leader_or_follower when it has none.
-  result<int32_t> leader_route(const topic_state& topic, int32_t partition) const;
-  /// Runs `then` on the controller shard once `known()` holds or forward_metadata_wait_ms passed.
-  void when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms = 0);
-  /// A call a peer forwarded for partition `partition` of `name` may be served: the topic is in
-  /// this node's view and, when this node holds a replica of the partition, that replica is open
-  /// (the view is published before the reconcile step that opens new partitions, and a call served
-  /// in between would find no partition and answer unknown_topic_or_partition).
-  bool ready_for_forwarded(const std::string& name, int32_t partition) const;
-  /// Runs `serve` once ready_for_forwarded(tp) holds (at once when it does; else on the controller
-  /// shard within forward_metadata_wait_ms): this node's own HTTP and WebSocket produces, and every
-  /// fetch and offset query of a partition it leads, wait for a replica not opened yet, as a peer's do.
-  void when_replica_open(const model::topic_partition& tp, std::function<void()> serve);
-  /// when_replica_open for each partition of `topic` in `sends` (partition -> its calls, in order).
-  void when_replicas_open(const std::string& topic,
-                          std::map<int32_t, std::shared_ptr<std::vector<std::function<void()>>>> sends);
-  /// Sends a call for `tp` to its leader `leader` over the cluster listener and answers
-  /// `on_answer` exactly once, on the controller shard: with the leader's answer, or with an
-  /// rpc error when the transport fails - or as soon as a metadata image names another leader for
-  /// `tp` (fail_moved_forwards), so a call to a paused or cut-off leader ends when the leadership
-  /// moves, not at its timeout (its outcome is then unknown to this node: the caller retries).
-  void send_forward(int32_t leader, const model::topic_partition& tp, int16_t api_key, int16_t api_version,
-                    protocol::bytes body, int64_t timeout_ms, rpc::response_callback on_answer);
-  /// On the controller shard, after `view` is published: fails every forwarded call whose
-  /// partition `view` no longer has led by the broker it was sent to (another leader, none, or
-  /// the topic gone).
-  void fail_moved_forwards(const metadata_view& view);
-  /// Sends `batch` to `leader`; when that broker refuses it unread because it no longer leads
-  /// `tp`, sends it on to the leader this node's metadata names next (produce_to_new_leader),
-  /// within `timeout_ms` in all.
-  void forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch, acks_mode acks,
-                       int64_t timeout_ms, std::function<void(result<produce_batches_response>)> done);
-  /// Waits (when_leader_moves) for a leader of `tp` other than `refused_by`, then appends `batch`
-  /// here or forwards it there; not_leader_or_follower ("the leadership is moving") when none is
-  /// known by `deadline_ms` (clock ms).
-  void produce_to_new_leader(int32_t refused_by, int32_t refused_epoch, const model::topic_partition& tp,
-                             model::bytes batch, acks_mode acks, int64_t deadline_ms,
-                             std::function<void(result<produce_batches_response>)> done);
-  /// For a call a peer forwarded: this node's image of the partition when this node does not lead
-  /// it (the peer's metadata or this node's lags behind a leadership move), so the call is refused
-  /// before any of it is served; nullopt when this node leads it or does not know the topic or
-  /// partition (answered as such by the serving code).
-  std::optional<controller::partition_image> refusal_before_serving(const std::string& name, int32_t partition) const;
-  /// Runs `then(leader)` on the controller shard once this node's metadata names a leader of `tp`
-  /// other than `refused_by` (which refused a call knowing the leader epoch `refused_epoch`), or
-  /// `refused_by` itself in a newer epoch after one poll (the refuser's metadata lagged), polling
-  /// every forward_metadata_poll_ms; `then(-1)` when none by `deadline_ms` (clock ms) or when the
-  /// broker stops. `waited`: a poll interval has passed.
-  void when_leader_moves(const model::topic_partition& tp, int32_t refused_by, int32_t refused_epoch,
-                         int64_t deadline_ms, std::function<void(int32_t)> then, bool waited = false);
-  void handle_forwarded_produce(const protocol::request_header_data& header, std::span<const std::byte> body,
-                                rpc::respond_fn respond);
-  /// `rerouted`: the call was refused once by a former leader and asked again of the new one
-  /// (asked at most twice: forward_read_reroute_wait_ms bounds the wait in between).
-  void forward_fetch(int32_t leader, const std::shared_ptr<const topic_state>& topic, fetch_request request,
-                     std::function<void(result<fetch_response>)> done, bool rerouted = false);
-  /// `waited`: the wait for the topic (ready_for_forwarded) is over; serve it as it is now.
-  void serve_forwarded_fetch(const protocol::request_header_data& header, const protocol::fetch_request_data& request,
-                             rpc::respond_fn respond, bool waited = false);
-  void forward_list_offsets(int32_t leader, list_offsets_request request,
-                            std::function<void(result<list_offsets_response>)> done, bool rerouted = false);
-  void handle_forwarded_list_offsets(const protocol::request_header_data& header, std::span<const std::byte> body,
-                                     rpc::respond_fn respond);
+  // leader_forwarder_host (leader_forwarder.h) and metadata_barrier_host (metadata_barrier.h)
+  std::shared_ptr<const metadata_view> shard_view() const override { return views_.current(); }
+  std::shared_ptr<const metadata_view> newest_view() const override { return views_.latest(); }
+  void produce_peer_batches(produce_batches_request request,
+                            std::function<void(result<produce_batches_response>)> done) override {
+    produce_batches_from(std::move(request), std::move(done), batch_origin::peer_broker);
+  }
+  void produce_own_batches(produce_batches_request request,
+                           std::function<void(result<produce_batches_response>)> done) override {
+    produce_batches_from(std::move(request), std::move(done), batch_origin::local_records);
+  }
+  controller::quorum_description metadata_quorum_now() const override { return quorum_->describe(); }
+  void await_metadata_applied(int64_t offset, std::function<void(result<void>)> done) override {
+    apply_queue_.await_applied(offset, std::move(done));
+  }
   /// fetch / list_offsets of a partition this node leads (refused on its shard when it does not).
-  void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done);
-  /// produce, fetch and list_offsets once the topic is known or the barrier passed (metadata_barrier.cc).
-  void produce_known(produce_request request, std::function<void(result<produce_response>)> done);
-  void fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done);
-  void list_offsets_known(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
-  void list_offsets_here(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
+  void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) override;
+  /// produce, fetch and list_offsets once the topic is known or the barrier passed (metadata_barrier.h).
+  void produce_known(produce_request request, std::function<void(result<produce_response>)> done) override;
+  void fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) override;
+  void list_offsets_known(list_offsets_request request,
+                          std::function<void(result<list_offsets_response>)> done) override;
+  void list_offsets_here(list_offsets_request request,
+                         std::function<void(result<list_offsets_response>)> done) override;
   // ---- replication (replication.cc; design.md section 6, Kafka's pull model)
   /// leadership_observer (replication.cc): the groups of __consumer_offsets, the transaction
   /// coordinators of __transaction_state and the delay schedulers follow the partition's leader.
@@ -579,16 +532,6 @@ class broker_impl final : public broker,
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
   std::atomic<bool> stopping_{false};
-  /// Calls forwarded to other leaders and not answered yet (controller shard only), by a
-  /// sequence number; bounded by the transport's own per-peer limit
-  /// (rpc::constants::client_pending_requests_max per leader).
-  struct forward_in_flight {
-    model::topic_partition partition;
-    int32_t leader = -1;
-    std::shared_ptr<rpc::response_callback> answer;
-  };
-  std::map<uint64_t, forward_in_flight> forwards_in_flight_;
-  uint64_t next_forward_id_ = 0;
   std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
   std::unique_ptr<group_service> groups_;  // after start()
   /// groups_ once started, for the shards (a leadership of __consumer_offsets moves its groups).
@@ -615,6 +558,10 @@ class broker_impl final : public broker,
                                              deps_.cluster_transport, stopping_};
   replica_fetcher replica_fetcher_{*this, replica_fetch_settings_of(config_), deps_.clock, deps_.runtime,
                                    deps_.cluster_transport, replication_throttles_, stopping_, replica_fetch_server_};
+  /// Calls passed on to partitions' leaders and peers' calls served here (leader_forwarder.h).
+  leader_forwarder forwarder_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport, stopping_};
+  /// The admin calls' wait for the quorum's committed metadata (metadata_barrier.h).
+  metadata_barrier barrier_{*this, deps_.runtime, deps_.cluster_transport, config_.node_id};
   /// The delayed-delivery host: the produce side's delay topics and the schedulers of the delay
   /// partitions this node leads (delay_host.h).
   delay_host delay_host_{*this, deps_.runtime, deps_.clock, config_.node_id, stopping_};

@@ -18,29 +18,22 @@
 namespace ringlog::broker::detail {
 
 void broker_impl::register_cluster_handlers() {
-  // Each request's body is copied (it is valid during the transport's call only) and handled on
+  // An Envelope's body is copied (it is valid during the transport's call only) and handled on
   // the controller shard, where the image and the controller's state live.
-  using handler = void (broker_impl::*)(const protocol::request_header_data&, std::vector<std::byte>, rpc::respond_fn);
-  for (auto [api_key, handle] :
-       {std::pair<int16_t, handler>{envelope_api_key, &broker_impl::handle_envelope},
-        std::pair<int16_t, handler>{protocol::describe_quorum_request_data::api_key,
-                                    &broker_impl::handle_describe_quorum}}) {
-    deps_.cluster_transport->set_handler(api_key, [this, handle](const protocol::request_header_data& header,
-                                                                 std::span<const std::byte> body, rpc::respond_fn respond) {
-      deps_.runtime.post(controller_shard, [this, handle, header, b = std::vector<std::byte>(body.begin(), body.end()),
-                                            respond = std::move(respond)]() mutable {
-        (this->*handle)(header, std::move(b), std::move(respond));
+  deps_.cluster_transport->set_handler(
+      envelope_api_key,
+      [this](const protocol::request_header_data& header, std::span<const std::byte> body, rpc::respond_fn respond) {
+        deps_.runtime.post(controller_shard, [this, header, b = std::vector<std::byte>(body.begin(), body.end()),
+                                              respond = std::move(respond)]() mutable {
+          handle_envelope(header, std::move(b), std::move(respond));
+        });
       });
-    });
-  }
   // BrokerHeartbeat, AlterPartition, AllocateProducerIds; a connection from a broker closed.
   controller_.register_cluster_handlers();
-  // Produce and ListOffsets forwarded by brokers that do not lead the partition (forwarding.cc).
-  deps_.cluster_transport->set_handler(protocol::produce_request_data::api_key,
-                                       [this](const protocol::request_header_data& header,
-                                              std::span<const std::byte> body, rpc::respond_fn respond) {
-                                         handle_forwarded_produce(header, body, std::move(respond));
-                                       });
+  // DescribeQuorum, the metadata barrier's question to the active controller (metadata_barrier.h).
+  barrier_.register_cluster_handlers();
+  // Produce and ListOffsets forwarded by brokers that do not lead the partition (leader_forwarder.h).
+  forwarder_.register_cluster_handlers();
   // Transaction markers for partitions led here (transactions.cc).
   deps_.cluster_transport->set_handler(protocol::write_txn_markers_request_data::api_key,
                                        [this](const protocol::request_header_data& header,
@@ -53,16 +46,11 @@ void broker_impl::register_cluster_handlers() {
                                               std::span<const std::byte> body, rpc::respond_fn respond) {
                                          handle_verify_txn_partitions(header, body, std::move(respond));
                                        });
-  deps_.cluster_transport->set_handler(protocol::list_offsets_request_data::api_key,
-                                       [this](const protocol::request_header_data& header,
-                                              std::span<const std::byte> body, rpc::respond_fn respond) {
-                                         handle_forwarded_list_offsets(header, body, std::move(respond));
-                                       });
 }
 
 void broker_impl::share_fetch_handler() {
   // Fetch serves two logs: the metadata log (raft's handler, registered when the quorum starts)
-  // and the partitions this node leads (followers' fetches: replica_fetch_server; forwarded ones: forwarding.cc), route_cluster_fetch.
+  // and the partitions this node leads (followers' fetches: replica_fetch_server; forwarded ones: leader_forwarder), route_cluster_fetch.
   quorum_fetch_handler_ = deps_.cluster_transport->handler(protocol::fetch_request_data::api_key);
   RINGLOG_ASSERT(quorum_fetch_handler_ != nullptr, "the quorum registers its Fetch handler when it starts");
   deps_.cluster_transport->set_handler(protocol::fetch_request_data::api_key,
@@ -86,7 +74,9 @@ void broker_impl::route_cluster_fetch(const protocol::request_header_data& heade
     return;
   }
   const int32_t replica_id = header.request_api_version >= 15 ? request.replica_state.replica_id : request.replica_id;
-  if (replica_id < 0) return serve_forwarded_fetch(header, request, std::move(respond));   // a consumer's, forwarded
+  if (replica_id < 0) {   // a consumer's, forwarded
+    return forwarder_.serve_forwarded_fetch(header, request, std::move(respond));
+  }
   replica_fetch_server_.handle_replica_fetch(header, request, replica_id, std::move(respond));
 }
 

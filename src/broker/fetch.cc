@@ -25,13 +25,15 @@ void broker_impl::fetch_known(fetch_request request, std::function<void(result<f
   auto topic = find_topic(request.partition.topic);
   auto leader = leader_route(*topic, request.partition.partition.value());
   if (!leader.ok()) return done(leader.error());
-  if (leader.value() != config_.node_id) return forward_fetch(leader.value(), topic, std::move(request), std::move(done));
+  if (leader.value() != config_.node_id) {
+    return forwarder_.forward_fetch(leader.value(), topic, std::move(request), std::move(done));
+  }
   fetch_here(std::move(request), std::move(done));
 }
 
 void broker_impl::fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) {
   auto held = std::make_shared<fetch_request>(std::move(request));
-  when_replica_open(held->partition, [this, held, done = std::move(done)]() mutable {
+  forwarder_.when_replica_open(held->partition, [this, held, done = std::move(done)]() mutable {
     const auto& tp = held->partition;
     const size_t shard = owner(tp.topic, tp.partition.value());
     if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
@@ -51,14 +53,16 @@ void broker_impl::list_offsets_known(list_offsets_request request, std::function
   auto topic = find_topic(request.partition.topic);
   auto leader = leader_route(*topic, request.partition.partition.value());
   if (!leader.ok()) return done(leader.error());
-  if (leader.value() != config_.node_id) return forward_list_offsets(leader.value(), std::move(request), std::move(done));
+  if (leader.value() != config_.node_id) {
+    return forwarder_.forward_list_offsets(leader.value(), std::move(request), std::move(done));
+  }
   list_offsets_here(std::move(request), std::move(done));
 }
 
 void broker_impl::list_offsets_here(list_offsets_request request,
                                     std::function<void(result<list_offsets_response>)> done) {
   auto held = std::make_shared<list_offsets_request>(std::move(request));
-  when_replica_open(held->partition, [this, held, done = std::move(done)]() mutable {
+  forwarder_.when_replica_open(held->partition, [this, held, done = std::move(done)]() mutable {
     const auto& tp = held->partition;
     const size_t shard = owner(tp.topic, tp.partition.value());
     if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));

@@ -4,11 +4,15 @@
 // no replica id, ListOffsets), and answered as if it had been served here. The leader serves them
 // like any other client of that partition (its own checks, its own long-poll); a leader that moved
 // meanwhile answers NOT_LEADER_OR_FOLLOWER, which the client sees as a retriable 503.
+// leader_forwarder (leader_forwarder.h) does both sides; it reaches the broker only through
+// leader_forwarder_host.
 
 #include <algorithm>
 #include <map>
 
-#include "broker_impl.h"
+#include "leader_forwarder.h"
+#include "constants.h"
+#include "rpc_messages.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/codec/record_batch.h"
 
@@ -139,8 +143,38 @@ rpc::error leadership_moved(int32_t now_leader) {
 
 }  // namespace
 
-std::optional<controller::partition_image> broker_impl::refusal_before_serving(const std::string& name,
-                                                                              int32_t partition) const {
+leader_forwarder::leader_forwarder(leader_forwarder_host& host, const broker_config& config, const base::clock& clock,
+                                   runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
+                                   const std::atomic<bool>& stopping)
+    : host_(host),
+      config_(config),
+      clock_(clock),
+      runtime_(runtime),
+      cluster_transport_(cluster_transport),
+      stopping_(stopping) {}
+
+void leader_forwarder::register_cluster_handlers() {
+  // Produce and ListOffsets forwarded by brokers that do not lead the partition.
+  cluster_transport_->set_handler(protocol::produce_request_data::api_key,
+                                  [this](const protocol::request_header_data& header, std::span<const std::byte> body,
+                                         rpc::respond_fn respond) {
+                                    handle_forwarded_produce(header, body, std::move(respond));
+                                  });
+  cluster_transport_->set_handler(protocol::list_offsets_request_data::api_key,
+                                  [this](const protocol::request_header_data& header, std::span<const std::byte> body,
+                                         rpc::respond_fn respond) {
+                                    handle_forwarded_list_offsets(header, body, std::move(respond));
+                                  });
+}
+
+std::shared_ptr<const topic_state> leader_forwarder::find_topic(const std::string& name) const {
+  auto v = host_.shard_view();
+  auto it = v->topics.find(name);
+  return it == v->topics.end() ? nullptr : it->second;
+}
+
+std::optional<controller::partition_image> leader_forwarder::refusal_before_serving(const std::string& name,
+                                                                                   int32_t partition) const {
   auto t = find_topic(name);
   if (!t || partition < 0 || partition >= t->partitions_count()) return std::nullopt;   // answered as such
   const auto& image = t->image->partitions[static_cast<size_t>(partition)];
@@ -148,29 +182,29 @@ std::optional<controller::partition_image> broker_impl::refusal_before_serving(c
   return image;
 }
 
-void broker_impl::when_leader_moves(const model::topic_partition& tp, int32_t refused_by, int32_t refused_epoch,
-                                    int64_t deadline_ms, std::function<void(int32_t)> then, bool waited) {
+void leader_forwarder::when_leader_moves(const model::topic_partition& tp, int32_t refused_by, int32_t refused_epoch,
+                                         int64_t deadline_ms, std::function<void(int32_t)> then, bool waited) {
   std::weak_ptr<int> alive = lifetime_;
-  deps_.runtime.post(controller_shard, [this, alive, tp, refused_by, refused_epoch, deadline_ms, waited,
-                                        then = std::move(then)]() mutable {
+  runtime_.post(controller_shard, [this, alive, tp, refused_by, refused_epoch, deadline_ms, waited,
+                                   then = std::move(then)]() mutable {
     if (alive.expired()) return;
-    const auto* now = partition_in(*view(), tp);
+    const auto* now = partition_in(*host_.shard_view(), tp);
     if (now != nullptr && now->leader >= 0 && now->leader != refused_by) return then(now->leader);
     // The refuser's own metadata lags: it leads in an epoch newer than the one it knows. Asked
     // again once a poll interval passed (it applies the change meanwhile), never in a tight loop.
     if (now != nullptr && now->leader == refused_by && now->leader_epoch > refused_epoch && waited) {
       return then(now->leader);
     }
-    if (stopping_ || deps_.clock.now_ms() + forward_metadata_poll_ms > deadline_ms) return then(-1);
-    deps_.runtime.post_after(controller_shard, forward_metadata_poll_ms,
-                             [this, alive, tp, refused_by, refused_epoch, deadline_ms, then = std::move(then)]() mutable {
-                               if (alive.expired()) return;
-                               when_leader_moves(tp, refused_by, refused_epoch, deadline_ms, std::move(then), true);
-                             });
+    if (stopping_ || clock_.now_ms() + forward_metadata_poll_ms > deadline_ms) return then(-1);
+    runtime_.post_after(controller_shard, forward_metadata_poll_ms,
+                        [this, alive, tp, refused_by, refused_epoch, deadline_ms, then = std::move(then)]() mutable {
+                          if (alive.expired()) return;
+                          when_leader_moves(tp, refused_by, refused_epoch, deadline_ms, std::move(then), true);
+                        });
   });
 }
 
-bool broker_impl::ready_for_forwarded(const std::string& name, int32_t partition) const {
+bool leader_forwarder::ready_for_forwarded(const std::string& name, int32_t partition) const {
   auto t = find_topic(name);
   if (!t) return false;
   if (partition < 0 || partition >= t->partitions_count()) return true;   // answered as such
@@ -179,17 +213,17 @@ bool broker_impl::ready_for_forwarded(const std::string& name, int32_t partition
   return t->partitions[static_cast<size_t>(partition)]->open_here.load(std::memory_order_acquire);
 }
 
-void broker_impl::when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms) {
+void leader_forwarder::when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms) {
   if (known() || waited_ms >= forward_metadata_wait_ms || stopping_) return then();
   std::weak_ptr<int> alive = lifetime_;
-  deps_.runtime.post_after(controller_shard, forward_metadata_poll_ms,
-                           [this, alive, known = std::move(known), then = std::move(then), waited_ms]() mutable {
-                             if (alive.expired()) return;
-                             when_topic_known(std::move(known), std::move(then), waited_ms + forward_metadata_poll_ms);
-                           });
+  runtime_.post_after(controller_shard, forward_metadata_poll_ms,
+                      [this, alive, known = std::move(known), then = std::move(then), waited_ms]() mutable {
+                        if (alive.expired()) return;
+                        when_topic_known(std::move(known), std::move(then), waited_ms + forward_metadata_poll_ms);
+                      });
 }
 
-void broker_impl::when_replica_open(const model::topic_partition& tp, std::function<void()> serve) {
+void leader_forwarder::when_replica_open(const model::topic_partition& tp, std::function<void()> serve) {
   // This node's view names it the leader of a topic it has just learned of before it has opened
   // that replica (the view is published before the reconcile step that opens new partitions):
   // an HTTP or WebSocket call served in between found no replica and answered
@@ -201,8 +235,8 @@ void broker_impl::when_replica_open(const model::topic_partition& tp, std::funct
   when_topic_known([this, tp] { return ready_for_forwarded(tp.topic, tp.partition.value()); }, std::move(serve));
 }
 
-void broker_impl::when_replicas_open(const std::string& topic,
-                                     std::map<int32_t, std::shared_ptr<std::vector<std::function<void()>>>> sends) {
+void leader_forwarder::when_replicas_open(
+    const std::string& topic, std::map<int32_t, std::shared_ptr<std::vector<std::function<void()>>>> sends) {
   // One wait per partition, its batches then sent in their order.
   for (auto& [p, in_order] : sends) {
     when_replica_open(model::topic_partition{topic, model::partition_id{p}}, [in_order = std::move(in_order)] {
@@ -211,7 +245,7 @@ void broker_impl::when_replicas_open(const std::string& topic,
   }
 }
 
-result<int32_t> broker_impl::leader_route(const topic_state& topic, int32_t partition) const {
+result<int32_t> leader_route(const topic_state& topic, int32_t partition) {
   const int32_t leader = topic.image->partitions[static_cast<size_t>(partition)].leader;
   if (leader >= 0) return leader;
   return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
@@ -220,13 +254,13 @@ result<int32_t> broker_impl::leader_route(const topic_state& topic, int32_t part
 
 // ---------------------------------------------------------------- in-flight calls
 
-void broker_impl::send_forward(int32_t leader, const model::topic_partition& tp, int16_t api_key,
-                               int16_t api_version, protocol::bytes body, int64_t timeout_ms,
-                               rpc::response_callback on_answer) {
-  if (deps_.runtime.current_shard() != controller_shard) {
+void leader_forwarder::send_forward(int32_t leader, const model::topic_partition& tp, int16_t api_key,
+                                    int16_t api_version, protocol::bytes body, int64_t timeout_ms,
+                                    rpc::response_callback on_answer) {
+  if (runtime_.current_shard() != controller_shard) {
     std::weak_ptr<int> alive = lifetime_;
-    deps_.runtime.post(controller_shard, [this, alive, leader, tp, api_key, api_version, body = std::move(body),
-                                          timeout_ms, on_answer = std::move(on_answer)]() mutable {
+    runtime_.post(controller_shard, [this, alive, leader, tp, api_key, api_version, body = std::move(body),
+                                     timeout_ms, on_answer = std::move(on_answer)]() mutable {
       if (alive.expired()) return on_answer(rpc::error{rpc::errc::shutting_down, "this broker is stopping"});
       send_forward(leader, tp, api_key, api_version, std::move(body), timeout_ms, std::move(on_answer));
     });
@@ -237,20 +271,20 @@ void broker_impl::send_forward(int32_t leader, const model::topic_partition& tp,
   const uint64_t id = next_forward_id_++;
   auto answer = std::make_shared<rpc::response_callback>(std::move(on_answer));
   // The caller chose `leader` from its shard's view; the latest may be newer already.
-  if (auto view = views_.latest(); view && leader_in(*view, tp) != leader) {
+  if (auto view = host_.newest_view(); view && leader_in(*view, tp) != leader) {
     return (*answer)(leadership_moved(leader_in(*view, tp)));
   }
   forwards_in_flight_.emplace(id, forward_in_flight{tp, leader, answer});
   std::weak_ptr<int> alive = lifetime_;
-  deps_.cluster_transport->send_forwarded(leader, api_key, api_version, std::move(body), timeout_ms,
-                                [this, alive, id, answer](rpc::result<protocol::bytes> r) {
-                                  if (!alive.expired() && forwards_in_flight_.erase(id) == 0) return;
-                                  (*answer)(std::move(r));
-                                });
+  cluster_transport_->send_forwarded(leader, api_key, api_version, std::move(body), timeout_ms,
+                                     [this, alive, id, answer](rpc::result<protocol::bytes> r) {
+                                       if (!alive.expired() && forwards_in_flight_.erase(id) == 0) return;
+                                       (*answer)(std::move(r));
+                                     });
 }
 
-void broker_impl::fail_moved_forwards(const metadata_view& view) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+void leader_forwarder::fail_moved_forwards(const metadata_view& view) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   // Old leader -> a partition whose call to it was given up on.
   std::map<int32_t, model::topic_partition> abandoned;
   for (auto it = forwards_in_flight_.begin(); it != forwards_in_flight_.end();) {
@@ -269,23 +303,23 @@ void broker_impl::fail_moved_forwards(const metadata_view& view) {
   // once the path heals, and appended if that node leads again by then, behind newer records).
   // After the loop: aborting a connection answers its other calls, which erase their entries.
   for (const auto& [old_leader, tp] : abandoned) {
-    deps_.cluster_transport->abandon_calls(old_leader, "the leadership of " + tp.topic + "-" +
-                                                           std::to_string(tp.partition.value()) +
-                                                           " moved while a call forwarded to it was in flight");
+    cluster_transport_->abandon_calls(old_leader, "the leadership of " + tp.topic + "-" +
+                                                      std::to_string(tp.partition.value()) +
+                                                      " moved while a call forwarded to it was in flight");
   }
 }
 
 // ---------------------------------------------------------------- produce
 
-void broker_impl::forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch,
-                                  acks_mode acks, int64_t timeout_ms,
-                                  std::function<void(result<produce_batches_response>)> done) {
-  if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
+void leader_forwarder::forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch,
+                                       acks_mode acks, int64_t timeout_ms,
+                                       std::function<void(result<produce_batches_response>)> done) {
+  if (cluster_transport_ == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
   // The caller chose `leader` from its shard's view; when the newest view names another, nothing
   // was sent yet: the batch goes where the newest names (send_forward would answer "moved while
   // in flight, outcome unknown" for a call it never sent).
-  if (auto newest = views_.latest(); newest && leader_in(*newest, tp) != leader) {
-    return produce_to_new_leader(leader, -1, tp, std::move(batch), acks, deps_.clock.now_ms() + timeout_ms,
+  if (auto newest = host_.newest_view(); newest && leader_in(*newest, tp) != leader) {
+    return produce_to_new_leader(leader, -1, tp, std::move(batch), acks, clock_.now_ms() + timeout_ms,
                                  std::move(done));
   }
   protocol::produce_request_data request;
@@ -301,7 +335,7 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
   part.records = batch;   // kept: a leader that refuses it unread gets it sent on to the new one
   topic.partition_data.push_back(std::move(part));
   request.topic_data.push_back(std::move(topic));
-  const int64_t deadline_ms = deps_.clock.now_ms() + timeout_ms;
+  const int64_t deadline_ms = clock_.now_ms() + timeout_ms;
   std::weak_ptr<int> alive = lifetime_;
   send_forward(
       leader, tp, protocol::produce_request_data::api_key, forward_produce_version,
@@ -312,8 +346,8 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
           // Its connect failed (a killed leader refuses it): nothing reached it, so the batch
           // waits for the leader this node's metadata names next, as a refusal unread does (a new
           // user saw "may or may not be stored" for writes that were never sent).
-          return produce_to_new_leader(leader, leader_epoch_in(*view(), tp), tp, std::move(batch), acks, deadline_ms,
-                                       std::move(done));
+          return produce_to_new_leader(leader, leader_epoch_in(*host_.shard_view(), tp), tp, std::move(batch), acks,
+                                       deadline_ms, std::move(done));
         }
         if (!r.ok()) return done(unreachable_write(leader, tp, r.error().message));
         protocol::reader rd(r.value());
@@ -339,14 +373,15 @@ void broker_impl::forward_produce(int32_t leader, const model::topic_partition& 
       });
 }
 
-void broker_impl::produce_to_new_leader(int32_t refused_by, int32_t refused_epoch, const model::topic_partition& tp,
-                                        model::bytes batch, acks_mode acks, int64_t deadline_ms,
-                                        std::function<void(result<produce_batches_response>)> done) {
+void leader_forwarder::produce_to_new_leader(int32_t refused_by, int32_t refused_epoch,
+                                             const model::topic_partition& tp, model::bytes batch, acks_mode acks,
+                                             int64_t deadline_ms,
+                                             std::function<void(result<produce_batches_response>)> done) {
   auto held = std::make_shared<model::bytes>(std::move(batch));
   when_leader_moves(tp, refused_by, refused_epoch, deadline_ms,
                     [this, refused_by, tp, held, acks, deadline_ms, done = std::move(done)](int32_t now_leader) mutable {
                       if (now_leader < 0) return done(leadership_moving(refused_by, tp));
-                      const int64_t remaining_ms = std::max<int64_t>(deadline_ms - deps_.clock.now_ms(), 1);
+                      const int64_t remaining_ms = std::max<int64_t>(deadline_ms - clock_.now_ms(), 1);
                       if (now_leader != config_.node_id) {
                         return forward_produce(now_leader, tp, std::move(*held), acks, remaining_ms, std::move(done));
                       }
@@ -356,12 +391,12 @@ void broker_impl::produce_to_new_leader(int32_t refused_by, int32_t refused_epoc
                       here.acks = acks;
                       here.timeout_ms = remaining_ms;
                       // This node's own HTTP records (forward_produce comes from produce_appending).
-                      produce_batches_from(std::move(here), std::move(done), batch_origin::local_records);
+                      host_.produce_own_batches(std::move(here), std::move(done));
                     });
 }
 
-void broker_impl::handle_forwarded_produce(const protocol::request_header_data& header, std::span<const std::byte> body,
-                                           rpc::respond_fn respond) {
+void leader_forwarder::handle_forwarded_produce(const protocol::request_header_data& header,
+                                                std::span<const std::byte> body, rpc::respond_fn respond) {
   protocol::reader rd(body);
   auto decoded = protocol::produce_request_data::decode(rd, header.request_api_version);
   if (!decoded.ok() || decoded->topic_data.size() != 1 || decoded->topic_data[0].partition_data.size() != 1) return;
@@ -420,18 +455,20 @@ void broker_impl::handle_forwarded_produce(const protocol::request_header_data& 
                                                tp.topic + "-" + std::to_string(tp.partition.value())},
                                      refused);
                      }
-                     produce_batches_from(std::move(*shared), [answer](result<produce_batches_response> r) mutable {
-                       answer(std::move(r));
-                     }, batch_origin::peer_broker);
+                     host_.produce_peer_batches(std::move(*shared),
+                                                [answer](result<produce_batches_response> r) mutable {
+                                                  answer(std::move(r));
+                                                });
                    });
 }
 
 // ---------------------------------------------------------------- fetch
 
-void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topic_state>& topic, fetch_request request,
-                                std::function<void(result<fetch_response>)> done, bool rerouted) {
+void leader_forwarder::forward_fetch(int32_t leader, const std::shared_ptr<const topic_state>& topic,
+                                     fetch_request request, std::function<void(result<fetch_response>)> done,
+                                     bool rerouted) {
   const model::topic_partition tp = request.partition;
-  if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
+  if (cluster_transport_ == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
   protocol::fetch_request_data m;
   m.replica_state.replica_id = -1;
   m.max_wait_ms = static_cast<int32_t>(std::min<int64_t>(std::min(request.max_wait_ms, config_.fetch_wait_max_ms), INT32_MAX));
@@ -454,18 +491,20 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
         // Asked once more, of the leader named next: a read changes nothing, so unlike a write it
         // may be asked again after any failure (`otherwise`: the answer when no leader is named).
         auto ask_next_leader = [&](int32_t refused_epoch, error otherwise) {
-          when_leader_moves(tp, leader, refused_epoch, deps_.clock.now_ms() + forward_read_reroute_wait_ms,
+          when_leader_moves(tp, leader, refused_epoch, clock_.now_ms() + forward_read_reroute_wait_ms,
                             [this, tp, topic, otherwise = std::move(otherwise), request = std::move(request),
                              done = std::move(done)](int32_t now_leader) mutable {
                               if (now_leader < 0) return done(std::move(otherwise));
-                              if (now_leader == config_.node_id) return fetch_here(std::move(request), std::move(done));
+                              if (now_leader == config_.node_id) {
+                                return host_.fetch_here(std::move(request), std::move(done));
+                              }
                               forward_fetch(now_leader, topic, std::move(request), std::move(done), true);
                             });
         };
         if (!r.ok()) {
           // Lost on the way (the leader paused or cut off, the leadership moved meanwhile).
           if (rerouted || alive.expired()) return done(unreachable(leader, tp, r.error().message));
-          return ask_next_leader(leader_epoch_in(*view(), tp), unreachable(leader, tp, r.error().message));
+          return ask_next_leader(leader_epoch_in(*host_.shard_view(), tp), unreachable(leader, tp, r.error().message));
         }
         protocol::reader rd(r.value());
         auto decoded = protocol::fetch_response_data::decode(rd, forward_fetch_version);
@@ -515,9 +554,9 @@ void broker_impl::forward_fetch(int32_t leader, const std::shared_ptr<const topi
       });
 }
 
-void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& header,
-                                        const protocol::fetch_request_data& request, rpc::respond_fn respond,
-                                        bool waited) {
+void leader_forwarder::serve_forwarded_fetch(const protocol::request_header_data& header,
+                                             const protocol::fetch_request_data& request, rpc::respond_fn respond,
+                                             bool waited) {
   protocol::fetch_response_data response;
   protocol::fetch_response_data::fetchable_topic_response t;
   protocol::fetch_response_data::partition_data out;
@@ -535,12 +574,12 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
   t.topic_id = rt.topic_id;
   out.partition_index = rp.partition;
   auto known = [this, id = rt.topic_id, index = rp.partition] {
-    const controller::topic_image* image = view()->image->find_topic(id);
+    const controller::topic_image* image = host_.shard_view()->image->find_topic(id);
     return image != nullptr && ready_for_forwarded(image->name, index);
   };
   if (!waited && !known()) {
     return when_topic_known(known, [this, header, request, respond = std::move(respond)]() mutable {
-      if (view()->image->find_topic(request.topics[0].topic_id) == nullptr) {
+      if (host_.shard_view()->image->find_topic(request.topics[0].topic_id) == nullptr) {
         protocol::fetch_response_data response;
         protocol::fetch_response_data::fetchable_topic_response t;
         t.topic_id = request.topics[0].topic_id;
@@ -554,7 +593,7 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
       serve_forwarded_fetch(header, request, std::move(respond), true);
     });
   }
-  const controller::topic_image* image = view()->image->find_topic(rt.topic_id);
+  const controller::topic_image* image = host_.shard_view()->image->find_topic(rt.topic_id);
   if (auto refused = refusal_before_serving(image->name, rp.partition)) {
     out.current_leader.leader_id = refused->leader;   // the forwarder asks that leader next
     out.current_leader.leader_epoch = refused->leader_epoch;
@@ -568,7 +607,7 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
   f.min_bytes = request.min_bytes;
   f.raw_batches = true;
   f.isolation = request.isolation_level == 1 ? isolation_level::read_committed : isolation_level::read_uncommitted;
-  fetch_here(std::move(f), [header, respond, response, t, out](result<fetch_response> r) mutable {
+  host_.fetch_here(std::move(f), [header, respond, response, t, out](result<fetch_response> r) mutable {
     if (!r.ok()) {
       out.error_code = static_cast<int16_t>(kafka_error_code(r.error().code));
     } else {
@@ -594,10 +633,10 @@ void broker_impl::serve_forwarded_fetch(const protocol::request_header_data& hea
 
 // ---------------------------------------------------------------- list offsets
 
-void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request request,
-                                       std::function<void(result<list_offsets_response>)> done, bool rerouted) {
+void leader_forwarder::forward_list_offsets(int32_t leader, list_offsets_request request,
+                                            std::function<void(result<list_offsets_response>)> done, bool rerouted) {
   const model::topic_partition tp = request.partition;
-  if (deps_.cluster_transport == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
+  if (cluster_transport_ == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
   protocol::list_offsets_request_data m;
   m.replica_id = -1;
   m.isolation_level = static_cast<int8_t>(request.isolation);
@@ -617,19 +656,19 @@ void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request requ
        done = std::move(done)](rpc::result<protocol::bytes> r) mutable {
         // Asked once more, of the leader named next (a read: after any failure, as forward_fetch).
         auto ask_next_leader = [&](int32_t refused_epoch, error otherwise) {
-          when_leader_moves(tp, leader, refused_epoch, deps_.clock.now_ms() + forward_read_reroute_wait_ms,
+          when_leader_moves(tp, leader, refused_epoch, clock_.now_ms() + forward_read_reroute_wait_ms,
                             [this, tp, otherwise = std::move(otherwise), request = std::move(request),
                              done = std::move(done)](int32_t now_leader) mutable {
                               if (now_leader < 0) return done(std::move(otherwise));
                               if (now_leader == config_.node_id) {
-                                return list_offsets_here(std::move(request), std::move(done));
+                                return host_.list_offsets_here(std::move(request), std::move(done));
                               }
                               forward_list_offsets(now_leader, std::move(request), std::move(done), true);
                             });
         };
         if (!r.ok()) {
           if (rerouted || alive.expired()) return done(unreachable(leader, tp, r.error().message));
-          return ask_next_leader(leader_epoch_in(*view(), tp), unreachable(leader, tp, r.error().message));
+          return ask_next_leader(leader_epoch_in(*host_.shard_view(), tp), unreachable(leader, tp, r.error().message));
         }
         protocol::reader rd(r.value());
         auto decoded = protocol::list_offsets_response_data::decode(rd, forward_list_offsets_version);
@@ -651,8 +690,8 @@ void broker_impl::forward_list_offsets(int32_t leader, list_offsets_request requ
       });
 }
 
-void broker_impl::handle_forwarded_list_offsets(const protocol::request_header_data& header,
-                                                std::span<const std::byte> body, rpc::respond_fn respond) {
+void leader_forwarder::handle_forwarded_list_offsets(const protocol::request_header_data& header,
+                                                     std::span<const std::byte> body, rpc::respond_fn respond) {
   protocol::reader rd(body);
   auto decoded = protocol::list_offsets_request_data::decode(rd, header.request_api_version);
   if (!decoded.ok() || decoded->topics.size() != 1 || decoded->topics[0].partitions.size() != 1) return;
@@ -679,7 +718,7 @@ void broker_impl::handle_forwarded_list_offsets(const protocol::request_header_d
     response.topics.push_back(topic);
     return respond_with(header, response, respond);
   }
-  list_offsets_here(std::move(*shared), [header, respond, name,
+  host_.list_offsets_here(std::move(*shared), [header, respond, name,
                                          index](result<list_offsets_response> r) mutable {
     protocol::list_offsets_response_data response;
     protocol::list_offsets_response_data::list_offsets_topic_response topic;

@@ -5,8 +5,15 @@
 // (DescribeQuorum, KIP-595) and waits until it applied every entry below it: the change is then
 // planned against everything committed before the call arrived (Raft's read index, Ongaro's
 // thesis section 6.4). Kafka reaches the same by forwarding admin requests to the controller.
+// metadata_barrier (metadata_barrier.h) reaches the broker only through metadata_barrier_host.
 
-#include "broker_impl.h"
+#include "metadata_barrier.h"
+
+#include <utility>
+
+#include "constants.h"
+#include "rpc_messages.h"
+#include "ringlog/base/assert.h"
 
 namespace ringlog::broker::detail {
 
@@ -16,19 +23,36 @@ constexpr int16_t describe_quorum_version = 0;
 
 }  // namespace
 
-void broker_impl::post_caught_up(std::function<void()> then) {
-  deps_.runtime.post(controller_shard, [this, then = std::move(then)]() mutable {
-    const int32_t leader = quorum_ ? quorum_->leader_id() : -1;
+metadata_barrier::metadata_barrier(metadata_barrier_host& host, runtime::shard_runtime& runtime,
+                                   rpc::transport* cluster_transport, int32_t node_id)
+    : host_(host), runtime_(runtime), cluster_transport_(cluster_transport), node_id_(node_id) {}
+
+void metadata_barrier::register_cluster_handlers() {
+  // The body is copied (it is valid during the transport's call only) and answered on the
+  // controller shard, where the quorum lives.
+  cluster_transport_->set_handler(
+      protocol::describe_quorum_request_data::api_key,
+      [this](const protocol::request_header_data& header, std::span<const std::byte> body, rpc::respond_fn respond) {
+        runtime_.post(controller_shard, [this, header, b = std::vector<std::byte>(body.begin(), body.end()),
+                                         respond = std::move(respond)]() mutable {
+          handle_describe_quorum(header, std::move(b), std::move(respond));
+        });
+      });
+}
+
+void metadata_barrier::post_caught_up(std::function<void()> then) {
+  runtime_.post(controller_shard, [this, then = std::move(then)]() mutable {
+    const int32_t leader = host_.controller_id();
     // The active controller's own image holds every committed entry it proposed; with no known
     // leader or no transport, plan against this image (as before): the commit checks the
     // partition epochs it names, and the refusal says to retry when there is no leader.
-    if (leader < 0 || leader == config_.node_id || deps_.cluster_transport == nullptr) return then();
+    if (leader < 0 || leader == node_id_ || cluster_transport_ == nullptr) return then();
     protocol::describe_quorum_request_data request;
     protocol::describe_quorum_request_data::topic_data topic;
     topic.topic_name = "__cluster_metadata";
     topic.partitions.emplace_back().partition_index = 0;
     request.topics.push_back(std::move(topic));
-    deps_.cluster_transport->send(
+    cluster_transport_->send(
         leader, protocol::describe_quorum_request_data::api_key, describe_quorum_version,
         encode_body(request, describe_quorum_version), metadata_barrier_timeout_ms,
         [this, then = std::move(then), alive = std::weak_ptr<int>(lifetime_)](rpc::result<protocol::bytes> r) mutable {
@@ -42,10 +66,10 @@ void broker_impl::post_caught_up(std::function<void()> then) {
               high_watermark = decoded->topics[0].partitions[0].high_watermark;
             }
           }
-          deps_.runtime.post(controller_shard, [this, high_watermark, then = std::move(then)]() mutable {
+          runtime_.post(controller_shard, [this, high_watermark, then = std::move(then)]() mutable {
             // The leader did not answer (moved, unreachable): plan against this image, as before.
             if (high_watermark <= 0) return then();
-            apply_queue_.await_applied(high_watermark - 1, [then = std::move(then)](result<void>) { then(); });
+            host_.await_metadata_applied(high_watermark - 1, [then = std::move(then)](result<void>) { then(); });
           });
         });
   });
@@ -59,27 +83,34 @@ void broker_impl::post_caught_up(std::function<void()> then) {
 // A call naming a topic this node does not know first passes the metadata barrier, then is served
 // from the image as it is then (Kafka's producer likewise waits for metadata, max.block.ms).
 
-void broker_impl::produce(produce_request request, std::function<void(result<produce_response>)> done) {
-  if (find_topic(request.topic)) return produce_known(std::move(request), std::move(done));
+void metadata_barrier::produce(produce_request request, std::function<void(result<produce_response>)> done) {
+  if (host_.find_topic(request.topic)) return host_.produce_known(std::move(request), std::move(done));
   auto held = std::make_shared<produce_request>(std::move(request));
-  post_caught_up([this, held, done = std::move(done)]() mutable { produce_known(std::move(*held), std::move(done)); });
+  post_caught_up([this, held, done = std::move(done)]() mutable {
+    host_.produce_known(std::move(*held), std::move(done));
+  });
 }
 
-void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
-  if (find_topic(request.partition.topic)) return fetch_known(std::move(request), std::move(done));
+void metadata_barrier::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
+  if (host_.find_topic(request.partition.topic)) return host_.fetch_known(std::move(request), std::move(done));
   auto held = std::make_shared<fetch_request>(std::move(request));
-  post_caught_up([this, held, done = std::move(done)]() mutable { fetch_known(std::move(*held), std::move(done)); });
+  post_caught_up([this, held, done = std::move(done)]() mutable {
+    host_.fetch_known(std::move(*held), std::move(done));
+  });
 }
 
-void broker_impl::list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) {
-  if (find_topic(request.partition.topic)) return list_offsets_known(std::move(request), std::move(done));
+void metadata_barrier::list_offsets(list_offsets_request request,
+                                    std::function<void(result<list_offsets_response>)> done) {
+  if (host_.find_topic(request.partition.topic)) return host_.list_offsets_known(std::move(request), std::move(done));
   auto held = std::make_shared<list_offsets_request>(std::move(request));
-  post_caught_up([this, held, done = std::move(done)]() mutable { list_offsets_known(std::move(*held), std::move(done)); });
+  post_caught_up([this, held, done = std::move(done)]() mutable {
+    host_.list_offsets_known(std::move(*held), std::move(done));
+  });
 }
 
-void broker_impl::handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
-                                         rpc::respond_fn respond) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
+void metadata_barrier::handle_describe_quorum(const protocol::request_header_data& header,
+                                              std::vector<std::byte> body, rpc::respond_fn respond) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   protocol::reader rd(body);
   auto request = protocol::describe_quorum_request_data::decode(rd, header.request_api_version);
   if (!request.ok()) return;   // unanswered: the caller's request times out and it plans as before
@@ -88,12 +119,12 @@ void broker_impl::handle_describe_quorum(const protocol::request_header_data& he
   partition.topic_name = "__cluster_metadata";
   auto& p = partition.partitions.emplace_back();
   p.partition_index = 0;
-  const controller::quorum_description q = quorum_->describe();
+  const controller::quorum_description q = host_.metadata_quorum_now();
   p.leader_id = q.leader_id;
   p.leader_epoch = q.leader_epoch;
   // Only the leader knows the quorum's high watermark for sure (KIP-595: DescribeQuorum is
   // answered by the leader; others say NOT_LEADER_OR_FOLLOWER).
-  if (q.leader_id != config_.node_id) {
+  if (q.leader_id != node_id_) {
     p.error_code = kafka_code_not_leader_or_follower;
   } else {
     p.high_watermark = q.high_watermark;

@@ -341,7 +341,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
     };
     const int32_t leader = topic->image->partitions[static_cast<size_t>(b.partition)].leader;
     if (leader != config_.node_id) {
-      forward_produce(leader, tp, std::move(b.bytes), request.acks, request.timeout_ms, std::move(answer));
+      forwarder_.forward_produce(leader, tp, std::move(b.bytes), request.acks, request.timeout_ms, std::move(answer));
       continue;
     }
     auto batch = std::make_shared<produce_batches_request>();
@@ -355,7 +355,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
       produce_batches_from(std::move(*batch), std::move(answer), batch_origin::local_records);
     });
   }
-  when_replicas_open(request.topic, std::move(local_sends));
+  forwarder_.when_replicas_open(request.topic, std::move(local_sends));
 }
 
 void broker_impl::produce_batches(produce_batches_request request,

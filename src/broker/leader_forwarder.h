@@ -1,0 +1,172 @@
+#pragma once
+// Calls passed on to a partition's leader (design.md section 6: any broker serves any partition;
+// a class of its own since issue 28). HTTP and WebSocket clients have no client-side routing, so
+// a produce, fetch or offsets query for a partition another broker leads is sent to that leader
+// over the cluster listener in Kafka's own requests (Produce v10, Fetch v15 with replica id -1,
+// ListOffsets v7) and answered as if it had been served here; the leader serves the calls peers
+// send it like any client's. leader_forwarder owns the calls in flight (failed as soon as the
+// metadata names another leader) and the waits for metadata a call needs (a topic or replica not
+// known or opened yet, the next leader after a refusal); forwarding.cc has the rules. It reaches
+// the broker only through leader_forwarder_host. Private to the broker module.
+//
+// Shards: the calls in flight live on the controller shard (send_forward posts there); the
+// metadata waits poll there too.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "metadata.h"
+#include "ringlog/base/clock.h"
+#include "ringlog/broker/broker.h"
+#include "ringlog/protocol/messages.h"
+#include "ringlog/rpc/transport.h"
+#include "ringlog/runtime/shard_runtime.h"
+
+namespace ringlog::broker::detail {
+
+/// The partition's leader (this node or another), or not_leader_or_follower when it has none.
+/// `partition` is in [0, topic.partitions_count()).
+result<int32_t> leader_route(const topic_state& topic, int32_t partition);
+
+/// What the forwarder reaches in the broker (broker_impl implements it).
+class leader_forwarder_host {
+ public:
+  virtual ~leader_forwarder_host() = default;
+  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
+  [[nodiscard]] virtual std::shared_ptr<const metadata_view> shard_view() const = 0;
+  /// The newest view published to the shards (it may be ahead of the calling shard's), or null.
+  [[nodiscard]] virtual std::shared_ptr<const metadata_view> newest_view() const = 0;
+  /// fetch / list_offsets of a partition this node leads (fetch.cc; refused on the partition's
+  /// shard when it does not).
+  virtual void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
+  virtual void list_offsets_here(list_offsets_request request,
+                                 std::function<void(result<list_offsets_response>)> done) = 0;
+  /// The append pipeline of client data (produce.cc's produce_batches_from) for batches a peer
+  /// forwarded (its HTTP records; a delay topic's allowed, as the peer diverted them there).
+  virtual void produce_peer_batches(produce_batches_request request,
+                                    std::function<void(result<produce_batches_response>)> done) = 0;
+  /// The same for this node's own HTTP records, checked one by one before they were batched: a
+  /// batch a former leader refused unread, appended here once this node leads the partition.
+  virtual void produce_own_batches(produce_batches_request request,
+                                   std::function<void(result<produce_batches_response>)> done) = 0;
+};
+
+class leader_forwarder {
+ public:
+  /// `config`: the static broker config (node.id, fetch.max.wait.ms); `cluster_transport` null: a
+  /// single node (every forward fails as unreachable); `stopping`: the broker's stop flag (a set
+  /// flag ends the metadata waits). Every reference outlives this object.
+  leader_forwarder(leader_forwarder_host& host, const broker_config& config, const base::clock& clock,
+                   runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
+                   const std::atomic<bool>& stopping);
+
+  /// Before the transport serves: the handlers of Produce and ListOffsets that peers forward
+  /// (Fetch is shared with followers and the quorum: the broker routes it to serve_forwarded_fetch).
+  void register_cluster_handlers();
+
+  // ---- this node's calls for partitions it may not lead
+  /// Runs `serve` once ready_for_forwarded(tp) holds (at once when it does; else on the controller
+  /// shard within forward_metadata_wait_ms): this node's own HTTP and WebSocket produces, and every
+  /// fetch and offset query of a partition it leads, wait for a replica not opened yet, as a peer's do.
+  void when_replica_open(const model::topic_partition& tp, std::function<void()> serve);
+  /// when_replica_open for each partition of `topic` in `sends` (partition -> its calls, in order).
+  void when_replicas_open(const std::string& topic,
+                          std::map<int32_t, std::shared_ptr<std::vector<std::function<void()>>>> sends);
+  /// Sends `batch` (one v2 record batch) to `leader`; when that broker refuses it unread because it
+  /// no longer leads `tp`, or its connect fails, sends it on to the leader this node's metadata
+  /// names next (produce_to_new_leader), within `timeout_ms` in all. acks=0 travels as acks=1.
+  /// Errors: not_leader_or_follower (unreachable, or the outcome unknown: retry), the leader's own.
+  void forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch, acks_mode acks,
+                       int64_t timeout_ms, std::function<void(result<produce_batches_response>)> done);
+  /// A consumer's fetch of `topic` sent to `leader`; raw batches or decoded records as the request
+  /// asks. `rerouted`: the call was refused once by a former leader and asked again of the new one
+  /// (asked at most twice: forward_read_reroute_wait_ms bounds the wait in between). Errors:
+  /// offset_out_of_range naming the log's bounds, not_leader_or_follower (retry), the leader's own.
+  void forward_fetch(int32_t leader, const std::shared_ptr<const topic_state>& topic, fetch_request request,
+                     std::function<void(result<fetch_response>)> done, bool rerouted = false);
+  /// ListOffsets (earliest, latest or by timestamp) sent to `leader`; `rerouted` as forward_fetch.
+  void forward_list_offsets(int32_t leader, list_offsets_request request,
+                            std::function<void(result<list_offsets_response>)> done, bool rerouted = false);
+  /// On the controller shard, after `view` is published: fails every forwarded call whose
+  /// partition `view` no longer has led by the broker it was sent to (another leader, none, or
+  /// the topic gone), and abandons the calls still queued to those brokers.
+  void fail_moved_forwards(const metadata_view& view);
+
+  // ---- calls peers forwarded to this node
+  /// A consumer's Fetch a peer forwarded (one partition, by topic id), from the cluster listener.
+  /// `waited`: the wait for the topic (ready_for_forwarded) is over; serve it as it is now.
+  void serve_forwarded_fetch(const protocol::request_header_data& header, const protocol::fetch_request_data& request,
+                             rpc::respond_fn respond, bool waited = false);
+
+ private:
+  /// The topic `name` as of the calling thread's view, or null.
+  [[nodiscard]] std::shared_ptr<const topic_state> find_topic(const std::string& name) const;
+  /// Runs `then` on the controller shard once `known()` holds or forward_metadata_wait_ms passed.
+  void when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms = 0);
+  /// A call a peer forwarded for partition `partition` of `name` may be served: the topic is in
+  /// this node's view and, when this node holds a replica of the partition, that replica is open
+  /// (the view is published before the reconcile step that opens new partitions, and a call served
+  /// in between would find no partition and answer unknown_topic_or_partition).
+  [[nodiscard]] bool ready_for_forwarded(const std::string& name, int32_t partition) const;
+  /// Sends a call for `tp` to its leader `leader` over the cluster listener and answers
+  /// `on_answer` exactly once, on the controller shard: with the leader's answer, or with an
+  /// rpc error when the transport fails - or as soon as a metadata image names another leader for
+  /// `tp` (fail_moved_forwards), so a call to a paused or cut-off leader ends when the leadership
+  /// moves, not at its timeout (its outcome is then unknown to this node: the caller retries).
+  void send_forward(int32_t leader, const model::topic_partition& tp, int16_t api_key, int16_t api_version,
+                    protocol::bytes body, int64_t timeout_ms, rpc::response_callback on_answer);
+  /// Waits (when_leader_moves) for a leader of `tp` other than `refused_by`, then appends `batch`
+  /// here or forwards it there; not_leader_or_follower ("the leadership is moving") when none is
+  /// known by `deadline_ms` (clock ms).
+  void produce_to_new_leader(int32_t refused_by, int32_t refused_epoch, const model::topic_partition& tp,
+                             model::bytes batch, acks_mode acks, int64_t deadline_ms,
+                             std::function<void(result<produce_batches_response>)> done);
+  /// For a call a peer forwarded: this node's image of the partition when this node does not lead
+  /// it (the peer's metadata or this node's lags behind a leadership move), so the call is refused
+  /// before any of it is served; nullopt when this node leads it or does not know the topic or
+  /// partition (answered as such by the serving code).
+  [[nodiscard]] std::optional<controller::partition_image> refusal_before_serving(const std::string& name,
+                                                                                 int32_t partition) const;
+  /// Runs `then(leader)` on the controller shard once this node's metadata names a leader of `tp`
+  /// other than `refused_by` (which refused a call knowing the leader epoch `refused_epoch`), or
+  /// `refused_by` itself in a newer epoch after one poll (the refuser's metadata lagged), polling
+  /// every forward_metadata_poll_ms; `then(-1)` when none by `deadline_ms` (clock ms) or when the
+  /// broker stops. `waited`: a poll interval has passed.
+  void when_leader_moves(const model::topic_partition& tp, int32_t refused_by, int32_t refused_epoch,
+                         int64_t deadline_ms, std::function<void(int32_t)> then, bool waited = false);
+  /// A peer's Produce of one partition's record set (Produce v10): split into its batches and
+  /// appended once the partition is known here, or refused unread when this node does not lead it.
+  void handle_forwarded_produce(const protocol::request_header_data& header, std::span<const std::byte> body,
+                                rpc::respond_fn respond);
+  /// A peer's ListOffsets of one partition (v7), answered as handle_forwarded_produce is.
+  void handle_forwarded_list_offsets(const protocol::request_header_data& header, std::span<const std::byte> body,
+                                     rpc::respond_fn respond);
+
+  leader_forwarder_host& host_;
+  const broker_config& config_;
+  const base::clock& clock_;
+  runtime::shard_runtime& runtime_;
+  rpc::transport* const cluster_transport_;
+  const std::atomic<bool>& stopping_;
+  /// Calls forwarded to other leaders and not answered yet (controller shard only), by a
+  /// sequence number; bounded by the transport's own per-peer limit
+  /// (rpc::constants::client_pending_requests_max per leader).
+  struct forward_in_flight {
+    model::topic_partition partition;
+    int32_t leader = -1;
+    std::shared_ptr<rpc::response_callback> answer;
+  };
+  std::map<uint64_t, forward_in_flight> forwards_in_flight_;
+  uint64_t next_forward_id_ = 0;
+  /// Timers and posted answers hold a weak reference: one that runs after the forwarder is gone does nothing.
+  std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
+};
+
+}  // namespace ringlog::broker::detail
