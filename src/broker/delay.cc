@@ -59,8 +59,10 @@ std::optional<std::string_view> header_text(const std::vector<model::record_head
   return std::nullopt;
 }
 
-bool has_header(const std::vector<model::record_header>& headers, std::string_view key) {
-  return std::any_of(headers.begin(), headers.end(), [&](const model::record_header& h) { return h.key == key; });
+/// Whether a header is named `key`: over records or over record views (codec::record_view).
+template <typename Header>
+bool has_header(const std::vector<Header>& headers, std::string_view key) {
+  return std::any_of(headers.begin(), headers.end(), [&](const Header& h) { return h.key == key; });
 }
 
 /// Decimal int64 >= 0, digits only. Errors as nullopt.
@@ -213,11 +215,14 @@ result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& reco
   return std::optional<int64_t>{*due};
 }
 
-bool delay_host::has_delay_header(const std::vector<model::record_header>& headers) {
+template <typename Header>
+bool delay_host::has_delay_header(const std::vector<Header>& headers) {
   // A moved record keeps its (past) delivery time beside its source: it is never delayed again.
   return (has_header(headers, delay::deliver_at_header) || has_header(headers, delay::delay_ms_header)) &&
          !has_header(headers, delay::source_header);
 }
+template bool delay_host::has_delay_header(const std::vector<model::record_header>&);
+template bool delay_host::has_delay_header(const std::vector<codec::record_view::header>&);
 
 void delay_host::produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
                                           std::function<void(result<produce_batches_response>)> done) {

@@ -81,8 +81,10 @@ class delay_host {
   /// delivery_time_of(request.records[i]), refusing one inside a transaction or idempotent session.
   result<std::optional<int64_t>> delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const;
   /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms) of a record
-  /// not yet moved by a scheduler.
-  static bool has_delay_header(const std::vector<model::record_header>& headers);
+  /// not yet moved by a scheduler. `Header`: model::record_header or codec::record_view::header
+  /// (both instantiated in delay.cc).
+  template <typename Header>
+  static bool has_delay_header(const std::vector<Header>& headers);
   /// A record produce_delayed stores: `index` into the request's records, its target partition
   /// and due time (clock ms).
   struct delayed_record {

@@ -37,6 +37,31 @@ error no_replica_here(bool topic_in_view, const model::topic_partition& tp) {
                                                  " yet (the topic was created a moment ago): retry"};
 }
 
+namespace {
+
+/// One record of a client's batch (`k` its index, `header` its batch's): a compacted topic needs
+/// its key, its offset must be the batch's k-th, and a delivery time (sets `any_delay_header`)
+/// may not be inside a transaction. The refusal, or nullopt.
+std::optional<error> check_produced_record(const codec::record_view& record, int64_t k, const codec::batch_header& header,
+                                           const storage::log_config& config, const std::string& which,
+                                           const std::string& topic, bool& any_delay_header) {
+  if (config.compacted() && !record.key) return compacted_key_missing(which + ": record " + std::to_string(k), topic, config);
+  // A producer numbers its records 0..n-1 (Kafka: "inner record offsets must be consecutive").
+  if (record.record_offset != header.base_offset + k) {
+    return error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"};
+  }
+  if (!delay_host::has_delay_header(record.headers)) return std::nullopt;
+  if (header.is_transactional()) {
+    return error{errc::invalid_record, which + ": record " + std::to_string(k) +
+                                           " names a delivery time inside a transaction; delayed delivery "
+                                           "moves records after the append, which a transaction cannot span"};
+  }
+  any_delay_header = true;
+  return std::nullopt;
+}
+
+}  // namespace
+
 result<bool> broker_impl::validate_batches(const produce_batches_request& request, const storage::log_config& config,
                                            batch_origin origin) {
   const auto& tp = request.partition;
@@ -49,6 +74,11 @@ result<bool> broker_impl::validate_batches(const produce_batches_request& reques
                                                 " bytes, larger than max.message.bytes (" +
                                                 std::to_string(config.max_message_bytes) + ")"};
     }
+    // This node encoded local_records itself, after their per-record checks (keys of compacted
+    // topics, delivery times): what validating and decoding them would check holds by
+    // construction, and the log checks every batch's CRC once more as it appends (issue 32: the
+    // CRC of an HTTP produce's batches was computed three times).
+    if (origin == batch_origin::local_records) continue;
     auto header = codec::validate_batch(batch);
     if (!header.ok()) return error{errc::corrupt_message, which + ": " + header.error().message};
     if (header->is_control()) {
@@ -72,28 +102,18 @@ result<bool> broker_impl::validate_batches(const produce_batches_request& reques
                                               " does not match last_offset_delta " +
                                               std::to_string(header->last_offset_delta) + " + 1"};
     }
-    // This node encoded local_records itself, after their per-record checks (keys of compacted
-    // topics, delivery times): what decoding them would check holds by construction.
-    if (origin == batch_origin::local_records) continue;
-    auto records = codec::decode_records(batch);
-    if (!records.ok()) return error{errc::corrupt_message, which + ": " + records.error().message};
-    for (size_t k = 0; k < records->size(); ++k) {
-      const auto& record = (*records)[k];
-      if (config.compacted() && !record.key) {
-        return compacted_key_missing(which + ": record " + std::to_string(k), tp.topic, config);
-      }
-      // A producer numbers its records 0..n-1 (Kafka: "inner record offsets must be consecutive").
-      if (record.record_offset != header->base_offset + static_cast<int64_t>(k)) {
-        return error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"};
-      }
-      if (!delay_host::has_delay_header(record.headers)) continue;
-      if (header->is_transactional()) {
-        return error{errc::invalid_record, which + ": record " + std::to_string(k) +
-                                               " names a delivery time inside a transaction; delayed delivery "
-                                               "moves records after the append, which a transaction cannot span"};
-      }
-      any_delay_header = true;
-    }
+    // Read in place (no copy of any record) with the header validated above (no second CRC).
+    // As when the records were decoded first: a batch that does not decode is corrupt, else the
+    // first record these checks refuse is the answer.
+    std::optional<error> refused;
+    int64_t k = 0;
+    auto walked = codec::visit_records(batch, *header, [&](const codec::record_view& record) -> codec::result<void> {
+      if (!refused) refused = check_produced_record(record, k, *header, config, which, tp.topic, any_delay_header);
+      ++k;
+      return base::ok_v;
+    });
+    if (!walked.ok()) return error{errc::corrupt_message, which + ": " + walked.error().message};
+    if (refused) return *refused;
   }
   return any_delay_header;
 }

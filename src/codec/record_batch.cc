@@ -99,19 +99,21 @@ class cursor {
   size_t pos_ = 0;
 };
 
-/// Reads a varint32 length then that many bytes; -1 means null, below -1 is invalid_length.
-result<std::optional<model::bytes>> read_nullable_bytes(cursor& c) {
+using byte_span = std::span<const std::byte>;
+
+/// Reads a varint32 length then that many bytes (in place); -1 means null, below -1 is invalid_length.
+result<std::optional<byte_span>> read_nullable_bytes(cursor& c) {
   auto length = c.read_varint32();
   if (!length.ok()) return length.error();
-  if (*length == -1) return std::optional<model::bytes>{};
+  if (*length == -1) return std::optional<byte_span>{};
   if (*length < -1) return error{errc::invalid_length, "length " + std::to_string(*length) + " below -1"};
   auto data = c.read_bytes(static_cast<size_t>(*length));
   if (!data.ok()) return data.error();
-  return std::optional<model::bytes>(model::bytes(data->begin(), data->end()));
+  return std::optional<byte_span>(*data);
 }
 
-result<model::record_header> read_header(cursor& c) {
-  model::record_header h;
+result<record_view::header> read_header(cursor& c) {
+  record_view::header h;
   auto key_length = c.read_varint32();
   if (!key_length.ok()) return annotate(key_length.error(), "header key length");
   if (*key_length < 0) {
@@ -119,14 +121,16 @@ result<model::record_header> read_header(cursor& c) {
   }
   auto key = c.read_bytes(static_cast<size_t>(*key_length));
   if (!key.ok()) return annotate(key.error(), "header key");
-  h.key.assign(reinterpret_cast<const char*>(key->data()), key->size());
+  h.key = std::string_view(reinterpret_cast<const char*>(key->data()), key->size());
   auto value = read_nullable_bytes(c);
   if (!value.ok()) return annotate(value.error(), "header value");
-  h.value = std::move(*value);
+  h.value = *value;
   return h;
 }
 
-result<std::vector<model::record_header>> read_headers(cursor& c) {
+/// Fills `headers` (cleared first; its capacity is reused from record to record).
+result<void> read_headers(cursor& c, std::vector<record_view::header>& headers) {
+  headers.clear();
   auto count = c.read_varint32();
   if (!count.ok()) return annotate(count.error(), "headers count");
   if (*count < 0) return error{errc::invalid_record, "headers count " + std::to_string(*count) + " is negative"};
@@ -134,19 +138,18 @@ result<std::vector<model::record_header>> read_headers(cursor& c) {
     return error{errc::too_large, "headers count " + std::to_string(*count) + " above record_headers_max " +
                                       std::to_string(constants::record_headers_max)};
   }
-  std::vector<model::record_header> headers;
   headers.reserve(std::min(static_cast<size_t>(*count), c.remaining() / header_bytes_min));
   for (int32_t i = 0; i < *count; ++i) {
     auto h = read_header(c);
     if (!h.ok()) return annotate(h.error(), "header " + std::to_string(i));
-    headers.push_back(std::move(*h));
+    headers.push_back(*h);
   }
-  return headers;
+  return ok_v;
 }
 
-/// Decodes one record at the front of `section`. `previous_offset_delta` enforces strictly
-/// increasing offset deltas in [0, last_offset_delta].
-result<model::record> read_record(cursor& section, const batch_header& header, int32_t& previous_offset_delta) {
+/// Reads one record at the front of `section` into `r`, in place. `previous_offset_delta`
+/// enforces strictly increasing offset deltas in [0, last_offset_delta].
+result<void> read_record(cursor& section, const batch_header& header, int32_t& previous_offset_delta, record_view& r) {
   auto length = section.read_varint32();
   if (!length.ok()) return annotate(length.error(), "length");
   if (*length < 0) return error{errc::invalid_length, "length " + std::to_string(*length) + " is negative"};
@@ -167,25 +170,43 @@ result<model::record> read_record(cursor& section, const batch_header& header, i
   }
   previous_offset_delta = *offset_delta;
 
-  model::record r;
   r.record_offset = header.base_offset + *offset_delta;
   r.timestamp = header.timestamp_type() == model::timestamp_type::log_append_time
                     ? header.max_timestamp
                     : wrapping_add(header.base_timestamp, *timestamp_delta);
   auto key = read_nullable_bytes(body);
   if (!key.ok()) return annotate(key.error(), "key");
-  r.key = std::move(*key);
+  r.key = *key;
   auto value = read_nullable_bytes(body);
   if (!value.ok()) return annotate(value.error(), "value");
-  r.value = std::move(*value);
-  auto headers = read_headers(body);
-  if (!headers.ok()) return headers.error();
-  r.headers = std::move(*headers);
+  r.value = *value;
+  RINGLOG_TRY(read_headers(body, r.headers));
   if (body.remaining() != 0) {
     return error{errc::invalid_record, "length " + std::to_string(*length) + " leaves " +
                                            std::to_string(body.remaining()) + " bytes after the headers"};
   }
+  return ok_v;
+}
+
+std::optional<model::bytes> copy_of(const std::optional<byte_span>& b) {
+  if (!b) return std::nullopt;
+  return model::bytes(b->begin(), b->end());
+}
+
+/// The record `v` shows, copied out of its batch.
+model::record to_record(const record_view& v) {
+  model::record r;
+  r.record_offset = v.record_offset;
+  r.timestamp = v.timestamp;
+  r.key = copy_of(v.key);
+  r.value = copy_of(v.value);
+  r.headers.reserve(v.headers.size());
+  for (const auto& h : v.headers) r.headers.push_back({std::string(h.key), copy_of(h.value)});
   return r;
+}
+
+size_t nullable_bytes_size(const std::optional<model::bytes>& b) noexcept {
+  return b ? varint_size(static_cast<int64_t>(b->size())) + b->size() : varint_size(-1);
 }
 
 void put_nullable_bytes(model::bytes& out, const std::optional<model::bytes>& b) {
@@ -214,24 +235,35 @@ result<void> check_record_limits(const model::record& r, size_t index) {
   return ok_v;
 }
 
-/// Appends one record (length varint + body) to `out`; `body` is scratch space reused across records.
-void put_record(model::bytes& out, model::bytes& body, const model::record& r, int32_t offset_delta,
-                model::timestamp_ms base_timestamp) {
-  body.clear();
-  body.push_back(std::byte{0});  // attributes, unused in v2
-  put_varint(body, wrapping_sub(r.timestamp, base_timestamp));
-  put_varint(body, offset_delta);
-  put_nullable_bytes(body, r.key);
-  put_nullable_bytes(body, r.value);
-  put_varint(body, static_cast<int64_t>(r.headers.size()));
+/// Bytes of one record's body: what follows its length varint (attributes, timestamp and offset
+/// deltas, key, value, headers), as put_record writes it.
+size_t record_body_size(const model::record& r, int32_t offset_delta, model::timestamp_ms base_timestamp) noexcept {
+  size_t n = 1 + varint_size(wrapping_sub(r.timestamp, base_timestamp)) + varint_size(offset_delta) +
+             nullable_bytes_size(r.key) + nullable_bytes_size(r.value) +
+             varint_size(static_cast<int64_t>(r.headers.size()));
   for (const auto& h : r.headers) {
-    put_varint(body, static_cast<int64_t>(h.key.size()));
-    const auto* key = reinterpret_cast<const std::byte*>(h.key.data());
-    body.insert(body.end(), key, key + h.key.size());
-    put_nullable_bytes(body, h.value);
+    n += varint_size(static_cast<int64_t>(h.key.size())) + h.key.size() + nullable_bytes_size(h.value);
   }
-  put_varint(out, static_cast<int64_t>(body.size()));
-  out.insert(out.end(), body.begin(), body.end());
+  return n;
+}
+
+/// Appends one record (length varint + body) to `out`, written in place: `body_size` is
+/// record_body_size of the same record (no scratch copy of the body, issue 32).
+void put_record(model::bytes& out, const model::record& r, int32_t offset_delta, model::timestamp_ms base_timestamp,
+                size_t body_size) {
+  put_varint(out, static_cast<int64_t>(body_size));
+  out.push_back(std::byte{0});  // attributes, unused in v2
+  put_varint(out, wrapping_sub(r.timestamp, base_timestamp));
+  put_varint(out, offset_delta);
+  put_nullable_bytes(out, r.key);
+  put_nullable_bytes(out, r.value);
+  put_varint(out, static_cast<int64_t>(r.headers.size()));
+  for (const auto& h : r.headers) {
+    put_varint(out, static_cast<int64_t>(h.key.size()));
+    const auto* key = reinterpret_cast<const std::byte*>(h.key.data());
+    out.insert(out.end(), key, key + h.key.size());
+    put_nullable_bytes(out, h.value);
+  }
 }
 
 int16_t attributes_of(const batch_options& options) {
@@ -247,60 +279,105 @@ void write_crc(std::span<std::byte> batch) {
   put_be(batch.data() + batch_crc_position, crc);
 }
 
+/// The header fields a batch is written with (encode_batch's options, or a filtered original's).
+struct header_fields {
+  model::offset base_offset;
+  model::leader_epoch partition_leader_epoch;
+  int16_t attributes = 0;
+  int32_t last_offset_delta = 0;
+  model::timestamp_ms base_timestamp = model::no_timestamp;
+  model::timestamp_ms max_timestamp = model::no_timestamp;
+  model::producer_id producer;
+  model::producer_epoch producer_epoch_value;
+  model::sequence base_sequence;
+  int32_t records_count = 0;
+};
+
+/// A whole batch: the 61-byte header of `f` and the records, each at offset delta
+/// `delta_of(i)`, compressed with the codec of f.attributes (the attributes' other bits as
+/// given), then the CRC. Uncompressed records are written straight after the header, in one
+/// buffer sized once: the records are copied once (issue 32: the copies into a scratch body, a
+/// section and then the batch, and the zeroing of the batch, were a tenth of the HTTP produce's CPU).
+/// Errors: too_large (a record past check_record_limits, the section or the batch past
+/// batch_bytes_max), compression's.
+template <typename DeltaOf>
+result<model::bytes> write_batch(const header_fields& f, std::span<const model::record> records, DeltaOf delta_of,
+                                 std::optional<int32_t> compression_level) {
+  constexpr auto bytes_max = static_cast<size_t>(constants::batch_bytes_max);
+  std::vector<size_t> body_sizes(records.size());
+  size_t section_bytes = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    RINGLOG_TRY(check_record_limits(records[i], i));
+    body_sizes[i] = record_body_size(records[i], delta_of(i), f.base_timestamp);
+    section_bytes += varint_size(static_cast<int64_t>(body_sizes[i])) + body_sizes[i];
+    if (section_bytes > bytes_max) {
+      return error{errc::too_large, "records section passes batch_bytes_max " + std::to_string(bytes_max) +
+                                        " at record " + std::to_string(i)};
+    }
+  }
+  const auto codec_value = static_cast<model::compression>(f.attributes & compression_mask);
+  const bool compressed = !records.empty() && codec_value != model::compression::none;
+  model::bytes out;
+  // Compressed: the records go to their own section first, and the batch is sized for its output.
+  model::bytes section;
+  model::bytes& records_out = compressed ? section : out;
+  records_out.reserve((compressed ? 0 : batch_header_bytes) + section_bytes);
+  if (!compressed) records_out.resize(batch_header_bytes);
+  for (size_t i = 0; i < records.size(); ++i) {
+    put_record(records_out, records[i], delta_of(i), f.base_timestamp, body_sizes[i]);
+  }
+  if (compressed) {
+    auto packed = compress(codec_value, section, compression_level);
+    if (!packed.ok()) return packed.error();
+    out.reserve(batch_header_bytes + packed->size());
+    out.resize(batch_header_bytes);
+    out.insert(out.end(), packed->begin(), packed->end());
+  }
+  if (out.size() > bytes_max) {
+    return error{errc::too_large, "batch of " + std::to_string(out.size()) + " bytes above batch_bytes_max " +
+                                      std::to_string(bytes_max)};
+  }
+  std::byte* p = out.data();
+  put_be(p + base_offset_position, f.base_offset.value());
+  put_be(p + batch_length_position, static_cast<int32_t>(out.size() - batch_log_overhead_bytes));
+  put_be(p + partition_leader_epoch_position, f.partition_leader_epoch.value());
+  put_be(p + magic_position, batch_magic_v2);
+  put_be(p + batch_attributes_position, f.attributes);
+  put_be(p + last_offset_delta_position, f.last_offset_delta);
+  put_be(p + base_timestamp_position, f.base_timestamp);
+  put_be(p + max_timestamp_position, f.max_timestamp);
+  put_be(p + producer_id_position, f.producer.value());
+  put_be(p + producer_epoch_position, f.producer_epoch_value.value());
+  put_be(p + base_sequence_position, f.base_sequence.value());
+  put_be(p + records_count_position, f.records_count);
+  write_crc(out);
+  return out;
+}
+
 }  // namespace
 
 result<model::bytes> encode_batch(const batch_options& options, std::span<const model::record> records) {
   RINGLOG_ASSERT(!records.empty(), "encode_batch needs at least one record");
   RINGLOG_ASSERT_OP(records.size(), <=, static_cast<size_t>(constants::batch_records_max));
-  constexpr auto bytes_max = static_cast<size_t>(constants::batch_bytes_max);
   RINGLOG_TRY(check_compression(static_cast<int>(options.compression)));
-
-  const model::timestamp_ms base_timestamp = records.front().timestamp;
-  model::timestamp_ms max_timestamp = base_timestamp;
-  model::bytes section;
-  model::bytes body;
-  for (size_t i = 0; i < records.size(); ++i) {
-    RINGLOG_TRY(check_record_limits(records[i], i));
-    put_record(section, body, records[i], static_cast<int32_t>(i), base_timestamp);
-    max_timestamp = std::max(max_timestamp, records[i].timestamp);
-    if (section.size() > bytes_max) {
-      return error{errc::too_large, "records section passes batch_bytes_max " + std::to_string(bytes_max) +
-                                        " at record " + std::to_string(i)};
-    }
-  }
-  if (options.compression != model::compression::none) {
-    auto compressed = compress(options.compression, section, options.compression_level);
-    if (!compressed.ok()) return compressed.error();
-    section = std::move(*compressed);
-  }
-  if (batch_header_bytes + section.size() > bytes_max) {
-    return error{errc::too_large, "batch of " + std::to_string(batch_header_bytes + section.size()) +
-                                      " bytes above batch_bytes_max " + std::to_string(bytes_max)};
-  }
-
-  model::bytes out(batch_header_bytes + section.size());
-  std::byte* p = out.data();
-  put_be(p + base_offset_position, options.base_offset.value());
-  put_be(p + batch_length_position, static_cast<int32_t>(out.size() - batch_log_overhead_bytes));
-  put_be(p + partition_leader_epoch_position, options.partition_leader_epoch.value());
-  put_be(p + magic_position, batch_magic_v2);
-  put_be(p + batch_attributes_position, attributes_of(options));
-  put_be(p + last_offset_delta_position, static_cast<int32_t>(records.size() - 1));
-  put_be(p + base_timestamp_position, base_timestamp);
-  put_be(p + max_timestamp_position, max_timestamp);
-  put_be(p + producer_id_position, options.producer.value());
-  put_be(p + producer_epoch_position, options.producer_epoch_value.value());
-  put_be(p + base_sequence_position, options.base_sequence.value());
-  put_be(p + records_count_position, static_cast<int32_t>(records.size()));
-  std::copy(section.begin(), section.end(), out.begin() + batch_header_bytes);
-  write_crc(out);
-  return out;
+  header_fields f;
+  f.base_offset = options.base_offset;
+  f.partition_leader_epoch = options.partition_leader_epoch;
+  f.attributes = attributes_of(options);
+  f.last_offset_delta = static_cast<int32_t>(records.size() - 1);
+  f.base_timestamp = records.front().timestamp;
+  f.max_timestamp = f.base_timestamp;
+  for (const auto& r : records) f.max_timestamp = std::max(f.max_timestamp, r.timestamp);
+  f.producer = options.producer;
+  f.producer_epoch_value = options.producer_epoch_value;
+  f.base_sequence = options.base_sequence;
+  f.records_count = static_cast<int32_t>(records.size());
+  return write_batch(f, records, [](size_t i) { return static_cast<int32_t>(i); }, options.compression_level);
 }
 
 result<model::bytes> encode_filtered_batch(const batch_header& original, std::span<const model::record> kept,
                                            std::optional<model::timestamp_ms> delete_horizon_ms) {
   RINGLOG_ASSERT_OP(kept.size(), <=, static_cast<size_t>(original.last_offset_delta) + 1);
-  constexpr auto bytes_max = static_cast<size_t>(constants::batch_bytes_max);
   int16_t attributes = original.attributes;
   if (kept.empty()) attributes = static_cast<int16_t>(attributes & ~compression_mask);
   // KIP-534: the base timestamp is the delete horizon while bit 6 is set, else a record's time.
@@ -313,43 +390,25 @@ result<model::bytes> encode_filtered_batch(const batch_header& original, std::sp
     if (original.has_delete_horizon()) base_timestamp = kept.empty() ? original.max_timestamp : kept.front().timestamp;
   }
   RINGLOG_TRY(check_compression(attributes & compression_mask));
-  model::bytes section;
-  model::bytes body;
   int64_t previous = -1;
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const int64_t delta = kept[i].record_offset - original.base_offset;
+  for (const auto& r : kept) {
+    const int64_t delta = r.record_offset - original.base_offset;
     RINGLOG_ASSERT(delta > previous && delta <= original.last_offset_delta, "kept records ascend inside the batch");
     previous = delta;
-    RINGLOG_TRY(check_record_limits(kept[i], i));
-    put_record(section, body, kept[i], static_cast<int32_t>(delta), base_timestamp);
   }
-  const auto codec_value = static_cast<model::compression>(attributes & compression_mask);
-  if (!kept.empty() && codec_value != model::compression::none) {
-    auto compressed = compress(codec_value, section);
-    if (!compressed.ok()) return compressed.error();
-    section = std::move(*compressed);
-  }
-  if (batch_header_bytes + section.size() > bytes_max) {
-    return error{errc::too_large, "batch of " + std::to_string(batch_header_bytes + section.size()) +
-                                      " bytes above batch_bytes_max " + std::to_string(bytes_max)};
-  }
-  model::bytes out(batch_header_bytes + section.size());
-  std::byte* p = out.data();
-  put_be(p + base_offset_position, original.base_offset.value());
-  put_be(p + batch_length_position, static_cast<int32_t>(out.size() - batch_log_overhead_bytes));
-  put_be(p + partition_leader_epoch_position, original.partition_leader_epoch.value());
-  put_be(p + magic_position, batch_magic_v2);
-  put_be(p + batch_attributes_position, attributes);
-  put_be(p + last_offset_delta_position, original.last_offset_delta);
-  put_be(p + base_timestamp_position, base_timestamp);
-  put_be(p + max_timestamp_position, original.max_timestamp);
-  put_be(p + producer_id_position, original.producer.value());
-  put_be(p + producer_epoch_position, original.producer_epoch_value.value());
-  put_be(p + base_sequence_position, original.base_sequence.value());
-  put_be(p + records_count_position, static_cast<int32_t>(kept.size()));
-  std::copy(section.begin(), section.end(), out.begin() + batch_header_bytes);
-  write_crc(out);
-  return out;
+  header_fields f;
+  f.base_offset = original.base_offset;
+  f.partition_leader_epoch = original.partition_leader_epoch;
+  f.attributes = attributes;
+  f.last_offset_delta = original.last_offset_delta;
+  f.base_timestamp = base_timestamp;
+  f.max_timestamp = original.max_timestamp;
+  f.producer = original.producer;
+  f.producer_epoch_value = original.producer_epoch_value;
+  f.base_sequence = original.base_sequence;
+  f.records_count = static_cast<int32_t>(kept.size());
+  auto delta_of = [&](size_t i) { return static_cast<int32_t>(kept[i].record_offset - original.base_offset); };
+  return write_batch(f, kept, delta_of, std::nullopt);
 }
 
 result<batch_header> decode_header(std::span<const std::byte> in) {
@@ -423,10 +482,8 @@ result<batch_header> validate_batch(std::span<const std::byte> in) {
   return header;
 }
 
-result<std::vector<model::record>> decode_records(std::span<const std::byte> in) {
-  auto header = validate_batch(in);
-  if (!header.ok()) return header.error();
-  const batch_header& h = *header;
+result<void> visit_records(std::span<const std::byte> in, const batch_header& h,
+                           const std::function<result<void>(const record_view&)>& visit) {
   std::span<const std::byte> section = in.subspan(batch_header_bytes);
   model::bytes decompressed;
   if (h.compression() != model::compression::none) {
@@ -435,19 +492,34 @@ result<std::vector<model::record>> decode_records(std::span<const std::byte> in)
     decompressed = std::move(*d);
     section = decompressed;
   }
-  std::vector<model::record> records;
-  records.reserve(std::min(static_cast<size_t>(h.records_count), section.size() / record_bytes_min));
   cursor c(section);
   int32_t previous_offset_delta = -1;
+  record_view r;
   for (int32_t i = 0; i < h.records_count; ++i) {
-    auto r = read_record(c, h, previous_offset_delta);
-    if (!r.ok()) return annotate(r.error(), "record " + std::to_string(i));
-    records.push_back(std::move(*r));
+    if (auto read = read_record(c, h, previous_offset_delta, r); !read.ok()) {
+      return annotate(read.error(), "record " + std::to_string(i));
+    }
+    RINGLOG_TRY(visit(r));
   }
   if (c.remaining() != 0) {
     return error{errc::invalid_record, std::to_string(c.remaining()) + " bytes after the last of " +
                                            std::to_string(h.records_count) + " records"};
   }
+  return ok_v;
+}
+
+result<std::vector<model::record>> decode_records(std::span<const std::byte> in) {
+  auto header = validate_batch(in);
+  if (!header.ok()) return header.error();
+  const batch_header& h = *header;
+  std::vector<model::record> records;
+  const size_t section_bytes = in.size() - batch_header_bytes;
+  records.reserve(std::min(static_cast<size_t>(h.records_count), section_bytes / record_bytes_min));
+  auto visited = visit_records(in, h, [&records](const record_view& r) -> result<void> {
+    records.push_back(to_record(r));
+    return ok_v;
+  });
+  if (!visited.ok()) return visited.error();
   return records;
 }
 

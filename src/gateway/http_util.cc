@@ -245,20 +245,27 @@ std::pair<std::string_view, std::string_view> split_target(std::string_view targ
 
 bool match_path(std::string_view pattern, std::string_view path, std::map<std::string, std::string>& params) {
   if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);  // "/topics/" == "/topics"
-  auto pattern_parts = split(pattern, '/');
-  auto path_parts = split(path, '/');
-  if (pattern_parts.size() != path_parts.size()) return false;
+  // The segments ('/'-separated, empty ones kept) are compared in step, without splitting either
+  // string into a vector: every request tries every route's pattern (issue 32).
+  if (std::count(pattern.begin(), pattern.end(), '/') != std::count(path.begin(), path.end(), '/')) return false;
   std::map<std::string, std::string> found;
-  for (size_t i = 0; i < pattern_parts.size(); ++i) {
-    std::string_view p = pattern_parts[i];
+  size_t pattern_at = 0, path_at = 0;
+  while (true) {
+    const size_t pattern_end = std::min(pattern.find('/', pattern_at), pattern.size());
+    const size_t path_end = std::min(path.find('/', path_at), path.size());
+    std::string_view p = pattern.substr(pattern_at, pattern_end - pattern_at);
+    std::string_view part = path.substr(path_at, path_end - path_at);
     if (p.size() >= 2 && p.front() == '{' && p.back() == '}') {
-      if (path_parts[i].empty()) return false;
-      auto decoded = percent_decode(path_parts[i], false);
+      if (part.empty()) return false;
+      auto decoded = percent_decode(part, false);
       if (!decoded) return false;
       found[std::string(p.substr(1, p.size() - 2))] = *decoded;
-    } else if (p != path_parts[i]) {
+    } else if (p != part) {
       return false;
     }
+    if (pattern_end == pattern.size()) break;
+    pattern_at = pattern_end + 1;
+    path_at = path_end + 1;
   }
   params = std::move(found);
   return true;

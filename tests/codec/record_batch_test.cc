@@ -524,3 +524,107 @@ TEST_CASE("errc names") {
   CHECK(codec::to_string(errc::crc_mismatch) == "crc_mismatch");
   CHECK(codec::to_string(errc::unsupported_compression) == "unsupported_compression");
 }
+
+namespace {
+
+/// What visit_records shows of a batch, copied into records (to compare with decode_records).
+codec::result<std::vector<model::record>> visited_records(const bytes& batch) {
+  auto header = codec::validate_batch(batch);
+  if (!header.ok()) return header.error();
+  std::vector<model::record> out;
+  auto copy = [](const std::optional<std::span<const std::byte>>& b) {
+    return b ? std::optional<bytes>(bytes(b->begin(), b->end())) : std::nullopt;
+  };
+  auto walked = codec::visit_records(batch, *header, [&](const codec::record_view& v) -> codec::result<void> {
+    model::record r;
+    r.record_offset = v.record_offset;
+    r.timestamp = v.timestamp;
+    r.key = copy(v.key);
+    r.value = copy(v.value);
+    for (const auto& h : v.headers) r.headers.push_back({std::string(h.key), copy(h.value)});
+    out.push_back(std::move(r));
+    return base::ok_v;
+  });
+  if (!walked.ok()) return walked.error();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("visit_records shows in place what decode_records copies, for every codec") {
+  for (auto c : {model::compression::none, model::compression::gzip, model::compression::snappy,
+                 model::compression::lz4, model::compression::zstd}) {
+    CAPTURE(static_cast<int>(c));
+    for (size_t n : {size_t{1}, size_t{7}, size_t{300}}) {
+      auto encoded = codec::encode_batch(options_with(c), sample_records(n));
+      REQUIRE(encoded.ok());
+      auto decoded = codec::decode_records(*encoded);
+      auto visited = visited_records(*encoded);
+      REQUIRE(decoded.ok());
+      REQUIRE(visited.ok());
+      CHECK(*visited == *decoded);
+    }
+  }
+}
+
+TEST_CASE("visit_records stops at the visitor's first error and returns it") {
+  auto encoded = codec::encode_batch(options_with(model::compression::none), sample_records(10));
+  REQUIRE(encoded.ok());
+  auto header = codec::validate_batch(*encoded);
+  REQUIRE(header.ok());
+  int seen = 0;
+  auto walked = codec::visit_records(*encoded, *header, [&](const codec::record_view&) -> codec::result<void> {
+    if (++seen == 3) return codec::error{errc::too_large, "stop here"};
+    return base::ok_v;
+  });
+  REQUIRE_FALSE(walked.ok());
+  CHECK(walked.error().code == errc::too_large);
+  CHECK(walked.error().message == "stop here");
+  CHECK(seen == 3);
+}
+
+TEST_CASE("visit_records refuses malformed records as decode_records does") {
+  const bytes good = record_with_length(bytes{std::byte{0}, std::byte{0}, std::byte{0}, std::byte{1},
+                                              std::byte{2}, std::byte{'x'}, std::byte{0}});
+  bytes trailing = good;
+  trailing.push_back(std::byte{0});
+  bytes body(good.begin() + 1, good.end());
+  body.push_back(std::byte{0});
+  for (const bytes& batch : {raw_batch(good, 2, 1), raw_batch(trailing, 1, 0), raw_batch(record_with_length(body), 1, 0),
+                             raw_batch({}, 1, 0)}) {
+    auto decoded = codec::decode_records(batch);
+    auto visited = visited_records(batch);
+    REQUIRE_FALSE(decoded.ok());
+    REQUIRE_FALSE(visited.ok());
+    CHECK(visited.error().code == decoded.error().code);
+    CHECK(visited.error().message == decoded.error().message);
+  }
+}
+
+TEST_CASE("encode_batch writes each record's length as the bytes that follow it, and no byte more") {
+  // Large values (multi-byte length varints), empty and null fields, headers: the batch is the
+  // header plus, per record, varint(length) + length bytes, and every record decodes whole.
+  std::vector<model::record> records = sample_records(40);
+  records.push_back(make_record(7, std::string(300, 'k'), std::string(70'000, 'v'),
+                                {{"h", to_bytes(std::string(200, 'x'))}, {"", std::nullopt}}));
+  for (auto c : {model::compression::none, model::compression::zstd}) {
+    auto encoded = codec::encode_batch(options_with(c), records);
+    REQUIRE(encoded.ok());
+    auto decoded = codec::decode_records(*encoded);
+    REQUIRE(decoded.ok());
+    CHECK(decoded->size() == records.size());
+    CHECK(decoded->back().value->size() == 70'000);
+  }
+  auto none = codec::encode_batch(options_with(model::compression::none), records);
+  REQUIRE(none.ok());
+  size_t section = 0;
+  for (size_t pos = codec::batch_header_bytes; pos < none->size();) {
+    size_t at = pos;
+    auto length = codec::get_varint(*none, at);
+    REQUIRE(length.ok());
+    pos = at + static_cast<size_t>(*length);
+    REQUIRE(pos <= none->size());
+    section += 1;
+  }
+  CHECK(section == records.size());
+}

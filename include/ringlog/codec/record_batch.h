@@ -29,8 +29,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "ringlog/codec/errc.h"
@@ -137,6 +139,28 @@ result<batch_header> validate_batch(std::span<const std::byte> in);
 /// attributes byte is ignored, as Kafka does. An lz4 frame that decompresses past
 /// batch_decompressed_bytes_max, or has bytes after its end, is decompression_failed.
 result<std::vector<model::record>> decode_records(std::span<const std::byte> in);
+
+/// One record of a batch read in place: key, value and header spans point into the batch (or
+/// into its decompressed records section) and live while visit_records' call does.
+struct record_view {
+  struct header {
+    std::string_view key;
+    std::optional<std::span<const std::byte>> value;   // nullopt: a null header value
+  };
+  model::offset record_offset{0};
+  model::timestamp_ms timestamp = model::no_timestamp;
+  std::optional<std::span<const std::byte>> key;     // nullopt: a null key
+  std::optional<std::span<const std::byte>> value;   // nullopt: a tombstone
+  std::vector<header> headers;
+};
+
+/// Reads every record of a batch validate_batch accepted (`header` its answer; no second CRC),
+/// calling `visit` with each in order, without copying keys, values or headers out (issue 32:
+/// Kafka produce validation decoded every record into vectors only to look at its key and
+/// header names). The same checks and errors as decode_records; the first error `visit`
+/// returns ends the walk and is returned.
+result<void> visit_records(std::span<const std::byte> batch, const batch_header& header,
+                           const std::function<result<void>(const record_view&)>& visit);
 
 /// Rewrites base_offset in place (outside the CRC). Precondition: in.size() >= header size.
 void set_base_offset(std::span<std::byte> batch, model::offset base_offset);
