@@ -41,6 +41,7 @@
 #include "ringlog/partition/partition_manager.h"
 #include "quota_managers.h"
 #include "replica_fetcher.h"
+#include "security_manager.h"
 #include "rpc_messages.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
@@ -56,7 +57,6 @@ namespace ringlog::broker::detail {
 
 /// A stable hash of topic-partition onto shards (FNV-1a), so a partition's shard never changes.
 size_t shard_of(const std::string& topic, int32_t partition, size_t shard_count);
-std::string unknown_topic_message(const std::string& topic);
 /// unknown_topic_or_partition naming the partition and the topic's partition count.
 error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
 /// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
@@ -78,7 +78,8 @@ class broker_impl final : public broker,
                           public delay_host_services,
                           public leadership_observer,
                           public replica_host,
-                          public active_controller_host {
+                          public active_controller_host,
+                          public security_host {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
       : config_(std::move(config)),
@@ -142,11 +143,6 @@ class broker_impl final : public broker,
   [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
   void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
                             bool validate_only, std::function<void(result<void>)> done) override;
-  // users.cc
-  [[nodiscard]] std::vector<user_description> describe_users(const std::vector<std::string>& users) const override;
-  void alter_user_scram_credentials(std::vector<scram_credential_alteration> changes,
-                                    std::function<void(std::vector<result<void>>)> done) override;
-  [[nodiscard]] security::scram_lookup scram_lookup() const override;
   [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
   // The active controller's calls (active_controller.h): elections, reassignments, rebalance and
   // decommission (issue 33).
@@ -175,34 +171,10 @@ class broker_impl final : public broker,
     return decommissions_in(*view()->image);
   }
   [[nodiscard]] std::optional<error> decommissioned_refusal() const;   // this node was decommissioned: why it may not register
-  // ACLs (acls.cc)
-  void create_acls(std::vector<security::acl_binding> acls,
-                   std::function<void(result<std::vector<std::optional<error>>>)> done) override;
-  [[nodiscard]] result<std::vector<security::acl_binding>> describe_acls(const security::acl_filter& filter) const override;
-  [[nodiscard]] bool authorizer_enabled() const override { return config_.authorizer_enabled; }
-  [[nodiscard]] security::authorization_decision authorize(const security::kafka_principal& principal, std::string_view host,
-                                                          const security::acl_action& action) const override;
-  void delete_acls(std::vector<security::acl_filter> filters,
-                   std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) override;
-  /// Why a produce may not auto-create its missing topic: auto.create.topics.enable=false, an
-  /// internal name (`__`), or, with an authorizer, a principal without CREATE on the cluster or
-  /// on the topic (Kafka's rule, issue 30); nullopt: it may.
-  [[nodiscard]] std::optional<error> auto_create_refusal(const produce_request& request) const;
-  // client quotas (quotas.cc)
-  [[nodiscard]] result<std::vector<client_quota_entry>> describe_client_quotas(
-      const security::client_quota_filter& filter) const override;
-  void alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
-                           std::function<void(result<std::vector<std::optional<error>>>)> done) override;
-  int64_t record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
-                              double value) override;
-  int64_t charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
-                                      bool strict) override;
-  [[nodiscard]] int64_t client_quota_throttle_ms(security::quota_key key, std::string_view user,
-                                                 std::string_view client_id) const override;
-  [[nodiscard]] std::optional<int64_t> client_quota_window_value_max(security::quota_key key, std::string_view user,
-                                                                     std::string_view client_id) const override;
-  [[nodiscard]] std::optional<double> connection_creation_rate_for(std::string_view ip) const override;
-  [[nodiscard]] std::vector<client_quota_usage> client_quota_usages() const override;
+  /// security_manager::auto_create_refusal (acls.cc) for produce.cc.
+  [[nodiscard]] std::optional<error> auto_create_refusal(const produce_request& request) const {
+    return security_.auto_create_refusal(request);
+  }
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
@@ -225,6 +197,8 @@ class broker_impl final : public broker,
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
   txn_api& transactions() override { return *txns_; }
+  security_api& security() override { return security_; }
+  const security_api& security() const override { return security_; }
 
   // group_host: the internal path to __consumer_offsets (produce from outside refuses it).
   [[nodiscard]] size_t owner_shard(const std::string& topic, int32_t partition) const override {
@@ -258,6 +232,7 @@ class broker_impl final : public broker,
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
   std::shared_ptr<const metadata_view> view() const { return views_.current(); }
+  std::shared_ptr<const metadata_view> current_view() const override { return view(); }   // security_host
   int64_t total_partitions() const { return view()->image->partition_count(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
   const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
@@ -562,10 +537,7 @@ class broker_impl final : public broker,
   }
 
   broker_config config_;
-  /// super.users and allow.everyone.if.no.acl.found as the ACL index takes them (static configs).
-  security::authorizer_settings authorizer_settings_{config_.super_users, config_.allow_everyone_if_no_acl_found};
-  mutable client_quota_state client_quota_state_;   // quota_managers.h: clients' quotas (quotas.cc)
-  replication_throttles replication_throttles_;       // and the replication throttles (replica_fetcher.h)
+  replication_throttles replication_throttles_;   // quota_managers.h: the replication throttles (replica_fetcher.h)
   broker_dependencies deps_;
   /// partition_reconcile.cc: what every shard's partitions reach in the broker (partition_manager.h).
   replica_services replica_services_of();
@@ -644,6 +616,8 @@ class broker_impl final : public broker,
   /// The active controller's RPCs, commits, ticks and in-flight state (active_controller.h).
   active_controller controller_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport,
                                 deps_.random, deps_.controller_quorum_voters, stopping_};
+  /// Users, ACLs and client quotas: the security facet (security_manager.h).
+  security_manager security_{*this, config_, deps_.clock, deps_.runtime, deps_.random, stopping_};
   /// This broker's block of producer ids from the active controller (producer_ids.h).
   producer_id_manager producer_ids_{config_.node_id, controller_, deps_.runtime, deps_.cluster_transport, stopping_};
 };

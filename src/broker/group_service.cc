@@ -64,12 +64,12 @@ namespace {
 /// `*`-host ACLs count here; every poll still checks READ from the caller's own address.
 bool pattern_may_match(const broker& b, const shard_state& st, std::string_view group_id, std::string_view member_id,
                        const std::string& topic) {
-  if (!b.authorizer_enabled()) return true;
+  if (!b.security().authorizer_enabled()) return true;
   auto it = st.instances.find(instance_key(group_id, member_id));
   if (it == st.instances.end()) return true;   // a Kafka client's member: its client resolves the regex
   auto owner = security::kafka_principal::parse(it->second.info.owner);   // "" (before issue 29): ANONYMOUS
   const security::acl_action read{security::resource_type::topic, topic, security::acl_operation::read};
-  return b.authorize(owner.ok() ? owner.value() : security::kafka_principal{}, "", read).allowed();
+  return b.security().authorize(owner.ok() ? owner.value() : security::kafka_principal{}, "", read).allowed();
 }
 
 }  // namespace

@@ -117,6 +117,8 @@ error from_controller(const controller::error& e);
 namespace detail {
 /// A random (version 4) UUID from `random`: topic, incarnation and ACL ids (broker.cc).
 controller::uuid new_topic_id(base::random_source& random);
+/// "topic '<name>' does not exist", the text of unknown_topic_or_partition for a missing topic.
+std::string unknown_topic_message(const std::string& topic);
 /// A (re)registration (start_up.cc), and the leadership of every partition that lost its leader
 /// while this broker was away and lists it in its ISR (KRaft elects them when it is unfenced).
 std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,

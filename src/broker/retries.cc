@@ -284,9 +284,9 @@ bool contains_text(const std::optional<model::bytes>& b, const std::string& need
 /// on `topic`, and CREATE on the cluster or `topic` when the copy creates it. nullopt when allowed.
 std::optional<error> copy_refusal(const broker& b, const security::kafka_principal& principal, const std::string& host,
                                   const std::string& topic, std::string_view what) {
-  if (!b.authorizer_enabled()) return std::nullopt;
+  if (!b.security().authorizer_enabled()) return std::nullopt;
   auto allowed = [&](security::resource_type resource, std::string_view name, security::acl_operation operation) {
-    return b.authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
+    return b.security().authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
   };
   const std::string who = principal.to_string();
   if (!allowed(security::resource_type::topic, topic, security::acl_operation::write)) {

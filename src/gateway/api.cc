@@ -152,7 +152,7 @@ void get_metrics(const call_ptr& c) {
     const auto& latency = call.self->options().fsync_latency;
     r.body = call.self->metrics_registry().render(topics, latency ? latency() : io::latency_histogram::snapshot{},
                                                   call.broker().cleaner_step_time());
-    r.body += render_client_quota_metrics(call.broker().client_quota_usages());   // issue 31
+    r.body += render_client_quota_metrics(call.broker().security().client_quota_usages());   // issue 31
     r.body += render_replication_throttle_metrics(call.broker().replication_throttling());   // issue 33
     r.body += render_autobalancer_metrics(call.broker().autobalancer_moves());               // issue 33
     if (const auto& extra = call.self->options().extra_metrics) r.body += extra();

@@ -440,7 +440,7 @@ void v3_list_topics(const call_ptr& c) {
 /// THROTTLING_QUOTA_EXCEEDED) and nothing is done. False when refused (answered).
 bool admit_mutations(api::call& call, int64_t partitions) {
   if (partitions <= 0) return true;
-  const int64_t wait_ms = call.broker().charge_controller_mutations(call.principal().name, call.client_id,
+  const int64_t wait_ms = call.broker().security().charge_controller_mutations(call.principal().name, call.client_id,
                                                                     static_cast<double>(partitions), true);
   if (wait_ms == 0) return true;
   auto r = error_response(429, ec::too_many_requests,

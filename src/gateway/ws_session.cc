@@ -322,7 +322,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   void count_quota(security::quota_key key, uint64_t bytes) {
     if (bytes == 0) return;
     const int64_t throttle_ms =
-        ctx_.broker->record_client_quota(key, ctx_.principal.name, ctx_.client_id, static_cast<double>(bytes));
+        ctx_.broker->security().record_client_quota(key, ctx_.principal.name, ctx_.client_id, static_cast<double>(bytes));
     if (throttle_ms <= 0) return;
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(throttle_ms);
     if (until <= quota_paused_until_) return;

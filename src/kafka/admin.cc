@@ -78,7 +78,7 @@ constexpr int16_t delete_topics_strict_quota_version = 5;
 /// refused (nothing charged): the message to answer with; nullopt = go ahead.
 std::optional<std::string> controller_mutation_refused(const request_context& ctx, double partitions, bool strict,
                                                        std::atomic<int64_t>& throttle) {
-  const int64_t ms = ctx.broker_api().charge_controller_mutations(quota_user(ctx), ctx.client_id, partitions, strict);
+  const int64_t ms = ctx.broker_api().security().charge_controller_mutations(quota_user(ctx), ctx.client_id, partitions, strict);
   int64_t seen = throttle.load();
   while (ms > seen && !throttle.compare_exchange_weak(seen, ms)) {
   }
@@ -156,7 +156,7 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   // Metadata refresh of a topic that exists is no refusal (the breaker's t3_noise.py).
   auto may_create = [&ctx](const std::string& topic) {
     auto allowed = [&ctx](security::resource_type resource, std::string_view name) {
-      return ctx.broker_api()
+      return ctx.broker_api().security()
           .authorize(ctx.principal, ctx.client_host, security::acl_action{resource, name, security::acl_operation::create})
           .allowed();
     };

@@ -193,7 +193,7 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
   // producer_byte_rate counts the request as it arrives (Kafka counts it as it answers, but reads
   // one request of a connection at a time): the listener stops reading at once (acks=0 too) and
   // the answer carries the time (KIP-219).
-  const int64_t throttle_ms = b.record_client_quota(security::quota_key::producer_byte_rate, quota_user(ctx),
+  const int64_t throttle_ms = b.security().record_client_quota(security::quota_key::producer_byte_rate, quota_user(ctx),
                                                     ctx.client_id, static_cast<double>(request_bytes));
   if (ctx.timing) ctx.timing->dispatch_throttle_ms = throttle_ms;
   auto g = std::make_shared<gather<partition_result>>(
@@ -325,7 +325,7 @@ struct fetch_operation {
 
   /// Records `bytes` fetched under consumer_byte_rate; the throttle time it asks, ms (KIP-219).
   [[nodiscard]] int64_t record_consumer_bytes(size_t bytes) const {
-    return ctx.broker_api().record_client_quota(security::quota_key::consumer_byte_rate, quota_user(ctx),
+    return ctx.broker_api().security().record_client_quota(security::quota_key::consumer_byte_rate, quota_user(ctx),
                                                 ctx.client_id, static_cast<double>(bytes));
   }
 
@@ -617,7 +617,7 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
   max_bytes = std::clamp<int64_t>(max_bytes, 1, ctx.options().fetch_response_bytes_max);
   // Under consumer_byte_rate one fetch takes at most a quota window's worth (Kafka's cap,
   // KafkaApis.handleFetchRequest): a large max_bytes cannot take many windows at once.
-  if (auto cap = ctx.broker_api().client_quota_window_value_max(security::quota_key::consumer_byte_rate, quota_user(ctx),
+  if (auto cap = ctx.broker_api().security().client_quota_window_value_max(security::quota_key::consumer_byte_rate, quota_user(ctx),
                                                                 ctx.client_id)) {
     max_bytes = std::clamp<int64_t>(*cap, 1, max_bytes);
   }
