@@ -1009,7 +1009,7 @@ int serve_main(int argc, char** argv) {
   spdlog::info("msg=\"serving\" listeners=http://{}:{}{} cluster.id={} node.id={} controller={}", cfg.listener_host,
                server->port(),
                transport ? ",cluster://" + cfg.cluster_listener_host + ":" + std::to_string(transport->port()) : "",
-               cfg.cluster_id, cfg.node_id, broker->controller_id());
+               cfg.cluster_id, cfg.node_id, broker->admin().controller_id());
   // https:// in front of the same server, and the Kafka client listeners (issue 15, 29) beside
   // it; none when `listeners` names none.
   std::unique_ptr<gateway::tls_front> https;

@@ -3,7 +3,7 @@
 // its ACLs (acls.cc) and client quotas (quotas.cc), Kafka's authorizer and quota managers beside
 // KafkaApis. Users, ACLs and quotas are records of the metadata log: reads come from the calling
 // thread's metadata view, changes are committed through the quorum. It reaches the broker only
-// through security_host, never through broker_impl. Private to the broker module.
+// through metadata_host (metadata_host.h), never through broker_impl. Private to the broker module.
 
 #include <atomic>
 #include <cstdint>
@@ -15,39 +15,21 @@
 #include <vector>
 
 #include "metadata.h"
+#include "metadata_host.h"
 #include "quota_managers.h"
 #include "ringlog/base/clock.h"
 #include "ringlog/base/random.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/broker/security.h"
-#include "ringlog/protocol/messages.h"
 #include "ringlog/runtime/shard_runtime.h"
 
 namespace ringlog::broker::detail {
-
-/// What the security facet reaches in the broker (broker_impl implements it).
-class security_host {
- public:
-  virtual ~security_host() = default;
-  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  [[nodiscard]] virtual std::shared_ptr<const metadata_view> current_view() const = 0;
-  /// Controller shard: the metadata view as of the last applied entry (replaced, never changed).
-  [[nodiscard]] virtual const std::shared_ptr<const metadata_view>& controller_view() const = 0;
-  /// Controller shard: `records` as one metadata entry through the quorum; `done` once it is
-  /// committed, applied here, published and reconciled. Errors: invalid_request (the records do
-  /// not fit the image), not_controller (no quorum leader: retry), request_timed_out.
-  virtual void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done) = 0;
-  /// Posts `then` to the controller shard once this node applied every entry the quorum had
-  /// committed when the call arrived (metadata_barrier.cc): changes are checked against it.
-  virtual void post_caught_up(std::function<void()> then) = 0;
-  virtual void log_info(const std::string& message) const = 0;
-};
 
 class security_manager final : public security_api {
  public:
   /// `config`: the static broker config (a view's dynamic one replaces it where it has one);
   /// `stopping`: the broker's stop flag. Every reference outlives this object.
-  security_manager(security_host& host, const broker_config& config, const base::clock& clock,
+  security_manager(metadata_host& host, const broker_config& config, const base::clock& clock,
                    runtime::shard_runtime& runtime, base::random_source& random, const std::atomic<bool>& stopping)
       : host_(host), config_(config), clock_(clock), runtime_(runtime), random_(random), stopping_(stopping) {}
 
@@ -91,7 +73,7 @@ class security_manager final : public security_api {
     return v.config ? v.config->quota_window : config_.quota_window;
   }
 
-  security_host& host_;
+  metadata_host& host_;
   const broker_config& config_;
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;

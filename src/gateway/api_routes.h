@@ -362,7 +362,7 @@ struct api::call : std::enable_shared_from_this<api::call> {
     return std::optional<broker::producer_identity>{std::move(producer)};
   }
 
-  bool topic_exists(const std::string& topic) { return broker().topic_exists(topic); }
+  bool topic_exists(const std::string& topic) { return broker().admin().topic_exists(topic); }
 
   void fail_broker(const broker::error& e, error_scope scope, const std::string& topic) {
     bool exists = scope == error_scope::partition && e.code == broker::errc::unknown_topic_or_partition &&

@@ -668,7 +668,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     RINGLOG_ASSERT_OP(r->results.size(), ==, records);
     // A missing partition of an existing topic is 40402, as the REST API answers it.
     auto failure_code = [&](const broker::error& e) {
-      return to_api_error(e, error_scope::partition, ctx_.broker->topic_exists(topic)).error_code;
+      return to_api_error(e, error_scope::partition, ctx_.broker->admin().topic_exists(topic)).error_code;
     };
     auto record_fields = [](std::string& out, const broker::produce_record_result& res) {
       out += "\"partition\":" + std::to_string(res.partition.value()) + ",\"offset\":" +
@@ -781,7 +781,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   /// not the partition).
   void refuse_subscription(const broker::error& e) {
     json id = sub_->id;
-    const bool topic_exists = ctx_.broker->topic_exists(sub_->tp.topic);
+    const bool topic_exists = ctx_.broker->admin().topic_exists(sub_->tp.topic);
     sub_.reset();
     send_error(id, to_api_error(e, error_scope::partition, topic_exists).error_code, e.message);
   }

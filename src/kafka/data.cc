@@ -149,7 +149,7 @@ void answer_produce(const request_context& ctx, const std::vector<std::string>& 
     if (results[i].current_leader.leader_id >= 0) hinted.insert(results[i].current_leader.leader_id);
     out.responses[targets_topic[i]].partition_responses.push_back(std::move(results[i]));
   }
-  for (const auto& broker : ctx.broker_api().list_brokers()) {
+  for (const auto& broker : ctx.broker_api().admin().list_brokers()) {
     const auto* endpoint = broker.kafka_endpoint(ctx.options().listener_name);   // the client's listener
     if (!hinted.contains(broker.node_id) || endpoint == nullptr) continue;
     protocol::produce_response_data::node_endpoint e;
@@ -242,7 +242,7 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
         if (res.error_code == error_code::not_leader_or_follower && leader_hints) {
           // KIP-951: name the leader this broker knows now, so the client need not refresh its
           // metadata first (Produce v10+; older versions do not carry the field).
-          return b.describe_topic(tp.topic, [g, i, p = tp.partition.value()](broker::result<broker::topic_description> d) {
+          return b.admin().describe_topic(tp.topic, [g, i, p = tp.partition.value()](broker::result<broker::topic_description> d) {
             partition_result& res2 = g->slot(i);
             if (d.ok() && p < static_cast<int32_t>(d->partitions.size()) && d->partitions[static_cast<size_t>(p)].leader >= 0) {
               res2.current_leader.leader_id = d->partitions[static_cast<size_t>(p)].leader;
@@ -757,7 +757,7 @@ void handle_offset_for_leader_epoch(const request_context& ctx, protocol::offset
       g->complete_one();
       continue;
     }
-    b.describe_topic(t.topic, [g, i, partitions = t.partitions](broker::result<broker::topic_description> d) {
+    b.admin().describe_topic(t.topic, [g, i, partitions = t.partitions](broker::result<broker::topic_description> d) {
       topic_result& out = g->slot(i);
       for (const auto& p : partitions) {
         protocol::offset_for_leader_epoch_response_data::epoch_end_offset e;
