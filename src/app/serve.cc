@@ -466,7 +466,7 @@ rpc::server::peer_check cluster_peer_check(const config::server_config& cfg,
     if (b != nullptr) {
       const security::acl_action action{security::resource_type::cluster, security::cluster_resource_name,
                                         security::acl_operation::cluster_action};
-      if (b->authorize(*principal, host, action).allowed()) return std::nullopt;
+      if (b->security().authorize(*principal, host, action).allowed()) return std::nullopt;
       return name + " may not CLUSTER_ACTION on the cluster (not in super.users, no ACL allows it)";
     }
     if (std::find(super_users.begin(), super_users.end(), name) != super_users.end()) return std::nullopt;
@@ -504,7 +504,7 @@ bool start_front_ends(const config::server_config& cfg, const bound_listeners& b
   // (they stop before the broker goes).
   if (bound.limits) {
     bound.limits->set_ip_creation_rate(
-        [b = &broker](std::string_view address) { return b->connection_creation_rate_for(address); });
+        [b = &broker](std::string_view address) { return b->security().connection_creation_rate_for(address); });
   }
   if (const auto* https_record = bound.https_record) {
     gateway::tls_front_options front;
@@ -555,7 +555,7 @@ bool add_scram_users(broker::broker& broker, const std::vector<security::scram_u
   for (const auto& spec : specs) {
     const auto name = std::string(security::mechanism_name(spec.credential.mechanism));
     for (int attempt = 1;; ++attempt) {
-      auto known = broker.describe_users({spec.user});
+      auto known = broker.security().describe_users({spec.user});
       const bool has = !known.empty() && std::any_of(known[0].credentials.begin(), known[0].credentials.end(),
                                                      [&](const auto& c) { return c.mechanism == spec.credential.mechanism; });
       if (has) {
@@ -563,7 +563,7 @@ bool add_scram_users(broker::broker& broker, const std::vector<security::scram_u
         break;
       }
       std::promise<std::vector<broker::result<void>>> done;
-      broker.alter_user_scram_credentials({{spec.user, spec.credential.mechanism, spec.credential}},
+      broker.security().alter_user_scram_credentials({{spec.user, spec.credential.mechanism, spec.credential}},
                                           [&done](std::vector<broker::result<void>> r) { done.set_value(std::move(r)); });
       auto results = done.get_future().get();
       if (results.at(0).ok()) {
@@ -1047,7 +1047,7 @@ int serve_main(int argc, char** argv) {
   options.cors_allowed_origins = comma_separated(cfg.http_cors_allowed_origins);
   // HTTP Basic and the console login check the SCRAM users (issue 29): the password is derived
   // with the stored salt and iterations and compared with the stored key (no plaintext kept).
-  use_scram_store(options.authentication, broker->scram_lookup());
+  use_scram_store(options.authentication, broker->security().scram_lookup());
   // Users before the listeners, so the first SASL or Basic client finds its user (a failure is
   // logged and the node serves on: users can be added over HTTP or the Kafka admin API).
   if (!args->add_scram.empty()) add_scram_users(*broker, args->add_scram);
@@ -1064,7 +1064,7 @@ int serve_main(int argc, char** argv) {
   }
   auto server = std::move(server_result).value();
   log_serving(cfg, options.listen ? server->port() : -1, transport ? static_cast<int>(transport->port()) : -1,
-              broker->controller_id());
+              broker->admin().controller_id());
   // https:// in front of the same server, and the Kafka client listeners (issue 15, 29) beside
   // it; none when `listeners` names none.
   std::unique_ptr<gateway::tls_front> https;

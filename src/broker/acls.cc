@@ -5,7 +5,8 @@
 
 #include <set>
 
-#include "broker_impl.h"
+#include "constants.h"
+#include "security_manager.h"
 #include "ringlog/security/acl_host.h"
 
 namespace ringlog::broker {
@@ -63,17 +64,17 @@ error security_disabled() {
 
 }  // namespace
 
-security::authorization_decision broker_impl::authorize(const security::kafka_principal& principal,
+security::authorization_decision security_manager::authorize(const security::kafka_principal& principal,
                                                         std::string_view host,
                                                         const security::acl_action& action) const {
   if (!config_.authorizer_enabled) {
     return security::authorization_decision{security::authorization_result::allowed,
                                             security::authorization_decision::rule::no_acl_default, std::nullopt};
   }
-  return view()->acls->authorize(principal, host, action, authorizer_settings_);
+  return host_.current_view()->acls->authorize(principal, host, action, authorizer_settings_);
 }
 
-std::optional<error> broker_impl::auto_create_refusal(const produce_request& request) const {
+std::optional<error> security_manager::auto_create_refusal(const produce_request& request) const {
   if (!config_.auto_create_topics_enable || request.topic.starts_with("__")) {
     return error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)};
   }
@@ -91,15 +92,15 @@ std::optional<error> broker_impl::auto_create_refusal(const produce_request& req
                                                      "which " + request.principal.to_string() + " lacks"};
 }
 
-void broker_impl::create_acls(std::vector<security::acl_binding> acls,
+void security_manager::create_acls(std::vector<security::acl_binding> acls,
                               std::function<void(result<std::vector<std::optional<error>>>)> done) {
   if (!config_.authorizer_enabled) return done(security_disabled());
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, acls = std::move(acls), done = std::move(done)]() mutable {
+  host_.post_caught_up([this, acls = std::move(acls), done = std::move(done)]() mutable {
     std::vector<std::optional<error>> results;
     std::vector<protocol::metadata_record> records;
     std::set<security::acl_binding> stored;
-    for (const auto& [id, record] : controller_view_->image->acls()) stored.insert(acl_of(record));
+    for (const auto& [id, record] : host_.controller_view()->image->acls()) stored.insert(acl_of(record));
     for (auto& acl : acls) {
       if (auto valid = security::validate_acl(acl); !valid.ok()) {
         results.emplace_back(error{errc::invalid_request, valid.error().message});
@@ -107,7 +108,7 @@ void broker_impl::create_acls(std::vector<security::acl_binding> acls,
       }
       acl.host = *security::canonical_acl_host(acl.host);   // validate_acl checked it parses
       results.emplace_back(std::nullopt);
-      if (stored.insert(acl).second) records.push_back(acl_record(acl, new_topic_id(deps_.random)));
+      if (stored.insert(acl).second) records.push_back(acl_record(acl, new_topic_id(random_)));
     }
     if (records.empty()) return done(std::move(results));
     if (records.size() > acl_changes_per_call_max) {
@@ -119,28 +120,28 @@ void broker_impl::create_acls(std::vector<security::acl_binding> acls,
       return done(error{errc::invalid_request, "the cluster keeps at most " + std::to_string(acls_max) +
                                                    " ACLs; these would make " + std::to_string(stored.size())});
     }
-    log_info("ACLs: " + std::to_string(records.size()) + " created");
-    commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    host_.log_info("ACLs: " + std::to_string(records.size()) + " created");
+    host_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });
   });
 }
 
-result<std::vector<security::acl_binding>> broker_impl::describe_acls(const security::acl_filter& filter) const {
+result<std::vector<security::acl_binding>> security_manager::describe_acls(const security::acl_filter& filter) const {
   if (!config_.authorizer_enabled) return security_disabled();
   if (auto valid = security::validate_acl_filter(filter); !valid.ok()) {
     return error{errc::invalid_request, valid.error().message};
   }
-  return view()->acls->select(canonical_hosts(filter));
+  return host_.current_view()->acls->select(canonical_hosts(filter));
 }
 
-void broker_impl::delete_acls(
+void security_manager::delete_acls(
     std::vector<security::acl_filter> filters,
     std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) {
   if (!config_.authorizer_enabled) return done(security_disabled());
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, filters = std::move(filters), done = std::move(done)]() mutable {
+  host_.post_caught_up([this, filters = std::move(filters), done = std::move(done)]() mutable {
     std::vector<result<std::vector<security::acl_binding>>> results;
     std::vector<protocol::metadata_record> records;
     std::set<std::array<uint8_t, 16>> removed;
@@ -151,7 +152,7 @@ void broker_impl::delete_acls(
       }
       std::vector<security::acl_binding> matched;
       const auto canonical = canonical_hosts(filter);
-      for (const auto& [id, record] : controller_view_->image->acls()) {
+      for (const auto& [id, record] : host_.controller_view()->image->acls()) {
         auto acl = acl_of(record);
         if (auto host = security::canonical_acl_host(acl.host)) acl.host = std::move(*host);
         if (!canonical.matches(acl)) continue;
@@ -171,8 +172,8 @@ void broker_impl::delete_acls(
                                                    std::to_string(acl_changes_per_call_max) +
                                                    " ACLs; the filters select " + std::to_string(records.size())});
     }
-    log_info("ACLs: " + std::to_string(records.size()) + " deleted");
-    commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    host_.log_info("ACLs: " + std::to_string(records.size()) + " deleted");
+    host_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });

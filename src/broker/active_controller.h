@@ -115,7 +115,7 @@ class active_controller {
   /// carries Kafka's error codes (wire_codes.h), which the leader's maybe_change_isr reads.
   void alter_partition(protocol::alter_partition_request_data request,
                        std::function<void(protocol::alter_partition_response_data)> done);
-  /// broker::elect_preferred_leaders (any thread).
+  /// admin_api::elect_preferred_leaders (any thread).
   void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
                                std::function<void(result<std::vector<leader_election_result>>)> done);
   /// Any shard: the image named this node leader in `leader_epoch` while it was not registered

@@ -1,13 +1,15 @@
 #pragma once
 // The broker's implementation class, shared by the files that define its parts (broker.cc: shared
 // helpers, shutdown; start_up.cc; cluster_requests.cc: requests between brokers, heartbeats, the
-// metadata writes; topics_admin.cc; own_records.cc; produce.cc; fetch.cc: fetches and list
-// offsets; replication.cc: leaderships, the controller client of ISR changes). The metadata
-// quorum's state machine, the views and the replicas following them are metadata_publisher.h's
+// metadata writes; own_records.cc; produce.cc; fetch.cc: fetches and list offsets;
+// replication.cc: leaderships, the controller client of ISR changes). The metadata quorum's state
+// machine, the views and the replicas following them are metadata_publisher.h's
 // (metadata_apply.cc, partition_reconcile.cc), the replica fetcher and the leader's side of
 // followers' fetches replica_fetcher.h's, the delayed-delivery host (delay.cc) delay_host.h's,
 // the active controller (heartbeats answered, fencing, AlterPartition, elections, reassignments,
-// rebalance, decommission, producer id blocks, internal topics) active_controller.h's.
+// rebalance, decommission, producer id blocks, internal topics) active_controller.h's, the API's
+// admin and security facets admin_manager.h's (topics_admin.cc, cluster_admin.cc) and
+// security_manager.h's (users.cc, acls.cc, quotas.cc).
 // One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
 // guards) is partition_runtime's; each shard's replicas and their directories, fetch deadlines,
 // kept reads and maintenance tick are its partition_manager's, and the order of the applied
@@ -46,6 +48,8 @@
 #include "ringlog/partition/partition_manager.h"
 #include "quota_managers.h"
 #include "replica_fetcher.h"
+#include "security_manager.h"
+#include "admin_manager.h"
 #include "rpc_messages.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
@@ -59,8 +63,6 @@
 
 namespace ringlog::broker::detail {
 
-/// unknown_topic_or_partition naming the partition and the topic's partition count.
-error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
 /// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
 error shard_busy(size_t shard);
 /// invalid_record for a keyless record (`which` names it) of a compacted topic (produce_validation.cc).
@@ -82,7 +84,8 @@ class broker_impl final : public broker,
                           public delay_host_services,
                           public leadership_observer,
                           public replica_host,
-                          public active_controller_host {
+                          public active_controller_host,
+                          public admin_host {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
       : config_(std::move(config)),
@@ -117,90 +120,16 @@ class broker_impl final : public broker,
     if (quorum_) quorum_->stop();
   }
 
-  void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) override;
-  void delete_topic(std::string topic, std::function<void(result<void>)> done) override;
-  void create_partitions(std::string topic, int32_t partitions_count,
-                         std::function<void(result<topic_description>)> done) override;
-  void alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
-                           bool validate_only, std::function<void(result<topic_description>)> done) override;
-  [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
-  [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
   void await_metadata_barrier(std::function<void()> then) override { post_caught_up(std::move(then)); }
-  [[nodiscard]] result<void> check_partition_exists(const model::topic_partition& tp) const override;
-  void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
-  [[nodiscard]] std::vector<broker_description> list_brokers() const override;
   [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
-  [[nodiscard]] quorum_status describe_quorum() const override;
   void describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) override {
     delay_host_.describe(std::move(done));
   }
 
   [[nodiscard]] const broker_config& config() const override { return config_; }
   [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }
-  [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
-  void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
-                            bool validate_only, std::function<void(result<void>)> done) override;
-  // users.cc
-  [[nodiscard]] std::vector<user_description> describe_users(const std::vector<std::string>& users) const override;
-  void alter_user_scram_credentials(std::vector<scram_credential_alteration> changes,
-                                    std::function<void(std::vector<result<void>>)> done) override;
-  [[nodiscard]] security::scram_lookup scram_lookup() const override;
   [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
-  // The active controller's calls (active_controller.h): elections, reassignments, rebalance and
-  // decommission (issue 33).
-  void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
-                               std::function<void(result<std::vector<leader_election_result>>)> done) override {
-    controller_.elect_preferred_leaders(std::move(partitions), std::move(done));
-  }
-  void alter_partition_reassignments(
-      std::vector<partition_reassignment_target> targets,
-      std::function<void(result<std::vector<partition_reassignment_result>>)> done) override {
-    controller_.alter_partition_reassignments(std::move(targets), std::move(done));
-  }
-  [[nodiscard]] std::vector<partition_reassignment> list_partition_reassignments(const std::string& topic) const override {
-    return reassignments_in(*view()->image, topic);
-  }
-  void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) override {
-    controller_.rebalance(std::move(request), std::move(done));
-  }
-  void cancel_reassignments(std::function<void(result<int32_t>)> done) override {
-    controller_.cancel_reassignments(std::move(done));
-  }
-  void decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) override {
-    controller_.decommission_broker(node_id, cancel, std::move(done));
-  }
-  [[nodiscard]] std::vector<broker_decommission> list_decommissions() const override {
-    return decommissions_in(*view()->image);
-  }
   [[nodiscard]] std::optional<error> decommissioned_refusal() const;   // this node was decommissioned: why it may not register
-  // ACLs (acls.cc)
-  void create_acls(std::vector<security::acl_binding> acls,
-                   std::function<void(result<std::vector<std::optional<error>>>)> done) override;
-  [[nodiscard]] result<std::vector<security::acl_binding>> describe_acls(const security::acl_filter& filter) const override;
-  [[nodiscard]] bool authorizer_enabled() const override { return config_.authorizer_enabled; }
-  [[nodiscard]] security::authorization_decision authorize(const security::kafka_principal& principal, std::string_view host,
-                                                          const security::acl_action& action) const override;
-  void delete_acls(std::vector<security::acl_filter> filters,
-                   std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) override;
-  /// Why a produce may not auto-create its missing topic: auto.create.topics.enable=false, an
-  /// internal name (`__`), or, with an authorizer, a principal without CREATE on the cluster or
-  /// on the topic (Kafka's rule, issue 30); nullopt: it may.
-  [[nodiscard]] std::optional<error> auto_create_refusal(const produce_request& request) const;
-  // client quotas (quotas.cc)
-  [[nodiscard]] result<std::vector<client_quota_entry>> describe_client_quotas(
-      const security::client_quota_filter& filter) const override;
-  void alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
-                           std::function<void(result<std::vector<std::optional<error>>>)> done) override;
-  int64_t record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
-                              double value) override;
-  int64_t charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
-                                      bool strict) override;
-  [[nodiscard]] int64_t client_quota_throttle_ms(security::quota_key key, std::string_view user,
-                                                 std::string_view client_id) const override;
-  [[nodiscard]] std::optional<int64_t> client_quota_window_value_max(security::quota_key key, std::string_view user,
-                                                                     std::string_view client_id) const override;
-  [[nodiscard]] std::optional<double> connection_creation_rate_for(std::string_view ip) const override;
-  [[nodiscard]] std::vector<client_quota_usage> client_quota_usages() const override;
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
@@ -223,6 +152,10 @@ class broker_impl final : public broker,
   void shutdown(std::function<void()> done) override;
   group_api& groups() override { return *groups_; }
   txn_api& transactions() override { return *txns_; }
+  security_api& security() override { return security_; }
+  const security_api& security() const override { return security_; }
+  admin_api& admin() override { return admin_; }
+  const admin_api& admin() const override { return admin_; }
 
   // group_host: the internal path to __consumer_offsets (produce from outside refuses it).
   [[nodiscard]] size_t owner_shard(const std::string& topic, int32_t partition) const override {
@@ -256,17 +189,14 @@ class broker_impl final : public broker,
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
   std::shared_ptr<const metadata_view> view() const { return publisher_.view(); }
-  int64_t total_partitions() const { return view()->image->partition_count(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
   const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
-  result<void> check_partition_budget(int64_t adding) const {
-    const int64_t total = total_partitions();
-    if (total + adding <= config_.partitions_max) return base::ok_v;
-    return error{errc::invalid_partitions,
-                 "the broker holds " + std::to_string(total) + " partitions; " + std::to_string(adding) +
-                     " more would pass the limit broker.partitions.max=" + std::to_string(config_.partitions_max) +
-                     " (each partition keeps files open; the limit follows the open-file limit)"};
+  // admin_host (and the metadata_host of the security facet)
+  std::shared_ptr<const metadata_view> current_view() const override { return view(); }
+  std::optional<controller::quorum_description> quorum_description() const override {
+    return quorum_ ? std::optional(quorum_->describe()) : std::nullopt;
   }
+  int64_t leadership_lease_until_ms() const override { return leadership_lease_until_ms_.load(std::memory_order_relaxed); }
   /// The topic and partition exist and the broker is not stopping.
   result<void> check_readable(const model::topic_partition& tp) const;
 
@@ -287,7 +217,6 @@ class broker_impl final : public broker,
   std::string partition_directory(const std::string& topic, int32_t partition) const {
     return config_.log_dir + "/" + partition_key(topic, partition);
   }
-  topic_description describe(const topic_state& t) const;
   // Start-up steps on the controller shard, retried on runtime timers up to `deadline_ms` (clock
   // ms; stage F: no thread sleeps); `done` once, there. Errors: not_controller (timed out).
   /// The quorum has a leader and this node applied and published every entry below its HW.
@@ -488,10 +417,7 @@ class broker_impl final : public broker,
   }
 
   broker_config config_;
-  /// super.users and allow.everyone.if.no.acl.found as the ACL index takes them (static configs).
-  security::authorizer_settings authorizer_settings_{config_.super_users, config_.allow_everyone_if_no_acl_found};
-  mutable client_quota_state client_quota_state_;   // quota_managers.h: clients' quotas (quotas.cc)
-  replication_throttles replication_throttles_;       // and the replication throttles (replica_fetcher.h)
+  replication_throttles replication_throttles_;   // quota_managers.h: the replication throttles (replica_fetcher.h)
   broker_dependencies deps_;
   /// replication.cc: what every shard's partitions reach in the broker (partition_manager.h).
   replica_services replica_services_of();
@@ -568,6 +494,10 @@ class broker_impl final : public broker,
   /// The active controller's RPCs, commits, ticks and in-flight state (active_controller.h).
   active_controller controller_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport,
                                 deps_.random, deps_.controller_quorum_voters, stopping_};
+  /// Users, ACLs and client quotas: the security facet (security_manager.h).
+  security_manager security_{*this, config_, deps_.clock, deps_.runtime, deps_.random, stopping_};
+  /// Topics, the cluster, broker configs and placement calls: the admin facet (admin_manager.h).
+  admin_manager admin_{*this, config_, deps_, controller_, stopping_};
   /// This broker's block of producer ids from the active controller (producer_ids.h).
   producer_id_manager producer_ids_{config_.node_id, controller_, deps_.runtime, deps_.cluster_transport, stopping_};
 };

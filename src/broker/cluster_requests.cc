@@ -214,75 +214,11 @@ result<void> broker_impl::check_leader(const topic_state& topic, int32_t partiti
                                                  std::to_string(config_.node_id) + ")"};
 }
 
-std::vector<broker_description> broker_impl::list_brokers() const {
-  const int32_t controller = controller_id();
-  std::vector<broker_description> out;
-  // Hold the view for the whole loop: a range-for keeps only its range alive, not the temporary
-  // shared_ptr it came through (before C++23), and a newer view may be published meanwhile.
-  const auto held = view();
-  for (const auto& [id, b] : held->image->brokers()) {
-    broker_description d;
-    d.node_id = id;
-    if (const auto* http = b.http_endpoint(); http != nullptr) {
-      d.host = http->host;
-      d.port = http->port;
-      d.http_tls = http->name == "https";
-    }
-    for (const auto& e : b.endpoints) {   // Kafka listeners: all but http(s) and cluster ("kafka": PLAINTEXT, older nodes)
-      if (e.name != "http" && e.name != "https" && e.name != "cluster") d.kafka_endpoints.push_back({e.name == "kafka" ? "PLAINTEXT" : e.name, e.host, e.port});
-    }
-    if (!d.kafka_endpoints.empty()) std::tie(d.kafka_host, d.kafka_port) = std::pair(d.kafka_endpoints[0].host, d.kafka_endpoints[0].port);
-    d.rack = b.rack;
-    d.state = b.in_controlled_shutdown ? "controlled_shutdown" : b.fenced ? "fenced" : "unfenced";
-    d.decommissioning = held->image->decommission_state(b.node_id) == controller::broker_decommission_state::decommissioning;
-    d.broker_epoch = b.broker_epoch;
-    d.is_controller = id == controller;
-    out.push_back(std::move(d));
-  }
-  if (out.empty() && config_.process_role_broker) {   // a dedicated controller is never a broker
-    broker_description self;
-    self.node_id = config_.node_id;
-    self.host = deps_.advertised_host;
-    self.port = deps_.advertised_port;
-    self.rack = config_.broker_rack;
-    self.kafka_host = deps_.advertised_kafka_host;
-    self.kafka_port = deps_.advertised_kafka_port;
-    self.kafka_endpoints = deps_.advertised_kafka_listeners;
-    self.is_controller = config_.node_id == controller;
-    out.push_back(self);
-  }
-  return out;
-}
-
 int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
   const auto t = find_topic(consumer_offsets_topic);
   if (!t || t->partitions_count() <= 0) return -1;
   const int32_t p = group::coordinator_partition_for(group_id, t->partitions_count());
   return t->image->partitions[static_cast<size_t>(p)].leader;
-}
-
-quorum_status broker_impl::describe_quorum() const {
-  quorum_status out;
-  if (!quorum_) return out;
-  const auto d = quorum_->describe();
-  out.node_id = d.node_id;
-  out.leader_id = d.leader_id;
-  out.leader_epoch = d.leader_epoch;
-  out.high_watermark = d.high_watermark;
-  out.log_start_offset = d.log_start_offset;
-  out.log_end_offset = d.log_end_offset;
-  out.applied_offset = view()->image->offset();
-  out.role = d.role;
-  for (const auto& v : d.voters) {
-    out.voters.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
-  }
-  for (const auto& v : d.observers) {
-    // A decommissioned broker still fetching (not yet stopped) is no longer part of the cluster.
-    if (view()->image->decommission_state(v.replica_id) == controller::broker_decommission_state::decommissioned) continue;
-    out.observers.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
-  }
-  out.observer = d.observer;
-  return out;
 }
 
 void broker_impl::write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done) {

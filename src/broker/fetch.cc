@@ -14,7 +14,7 @@ namespace ringlog::broker::detail {
 
 result<void> broker_impl::check_readable(const model::topic_partition& tp) const {
   if (stopping_) return error{errc::broker_not_available, "the broker is shutting down"};
-  return check_partition_exists(tp);
+  return admin_.check_partition_exists(tp);
 }
 
 void broker_impl::fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) {

@@ -282,7 +282,7 @@ void group_service_impl::reset_offsets(reset_offsets_request request,
     std::vector<model::topic_partition> partitions;
     for (const auto& topic : topics) {
       std::optional<error> missing;
-      broker_.describe_topic(topic, [&](result<topic_description> d) {
+      broker_.admin().describe_topic(topic, [&](result<topic_description> d) {
         if (!d.ok()) return missing.emplace(d.error()), void();
         for (const auto& p : d->partitions) partitions.push_back({topic, p.partition});
       });

@@ -138,7 +138,7 @@ void group_service_impl::leave_group(std::string group_id, std::vector<group::cl
 offset_commit_answer group_service_impl::refuse_unknown_partitions(std::vector<group::offset_commit>& offsets) const {
   offset_commit_answer answer;
   std::erase_if(offsets, [&](const group::offset_commit& o) {
-    auto exists = broker_.check_partition_exists(o.partition);
+    auto exists = broker_.admin().check_partition_exists(o.partition);
     if (exists.ok()) return false;
     answer.refused.emplace(o.partition, exists.error());
     return true;

@@ -64,12 +64,12 @@ namespace {
 /// `*`-host ACLs count here; every poll still checks READ from the caller's own address.
 bool pattern_may_match(const broker& b, const shard_state& st, std::string_view group_id, std::string_view member_id,
                        const std::string& topic) {
-  if (!b.authorizer_enabled()) return true;
+  if (!b.security().authorizer_enabled()) return true;
   auto it = st.instances.find(instance_key(group_id, member_id));
   if (it == st.instances.end()) return true;   // a Kafka client's member: its client resolves the regex
   auto owner = security::kafka_principal::parse(it->second.info.owner);   // "" (before issue 29): ANONYMOUS
   const security::acl_action read{security::resource_type::topic, topic, security::acl_operation::read};
-  return b.authorize(owner.ok() ? owner.value() : security::kafka_principal{}, "", read).allowed();
+  return b.security().authorize(owner.ok() ? owner.value() : security::kafka_principal{}, "", read).allowed();
 }
 
 }  // namespace
@@ -189,8 +189,8 @@ void group_service_impl::replay_led_from(int32_t p, std::function<void(result<vo
 
 group::topic_map group_service_impl::current_topics() {
   group::topic_map topics;
-  for (const auto& name : broker_.list_topics(false)) {
-    broker_.describe_topic(name, [&topics, &name](result<topic_description> d) {
+  for (const auto& name : broker_.admin().list_topics(false)) {
+    broker_.admin().describe_topic(name, [&topics, &name](result<topic_description> d) {
       if (d.ok()) topics[name] = static_cast<int32_t>(d->partitions.size());
     });
   }
@@ -287,7 +287,7 @@ void group_service_impl::persist(size_t shard, group::record_list records, std::
 
 std::optional<log_bounds> group_service_impl::bounds_of(const model::topic_partition& tp) {
   std::optional<log_bounds> out;
-  broker_.describe_topic(tp.topic, [&out, &tp](result<topic_description> d) {
+  broker_.admin().describe_topic(tp.topic, [&out, &tp](result<topic_description> d) {
     if (!d.ok()) return;
     for (const auto& p : d->partitions) {
       if (p.partition == tp.partition) out = log_bounds{p.log_start_offset, p.high_watermark, p.high_watermark_established};

@@ -119,6 +119,10 @@ namespace detail {
 std::string unknown_topic_message(const std::string& topic);
 /// A random (version 4) UUID from `random`: topic, incarnation and ACL ids (broker.cc).
 controller::uuid new_topic_id(base::random_source& random);
+/// "topic '<name>' does not exist", the text of unknown_topic_or_partition for a missing topic.
+std::string unknown_topic_message(const std::string& topic);
+/// unknown_topic_or_partition naming the partition and the topic's partition count.
+error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
 /// A (re)registration (start_up.cc), and the leadership of every partition that lost its leader
 /// while this broker was away and lists it in its ISR (KRaft elects them when it is unfenced).
 std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,

@@ -33,7 +33,7 @@ void broker_impl::produce_known(produce_request request, std::function<void(resu
   }
   auto t = find_topic(request.topic);
   if (t) return produce_to(t, std::move(request), std::move(done));
-  if (auto refused = auto_create_refusal(request)) return done(std::move(*refused));
+  if (auto refused = security_.auto_create_refusal(request)) return done(std::move(*refused));
   // Validated before anything is created: when every record names a partition the auto-created
   // topic would not have, nothing would be stored, and no topic may be left behind (Kafka's
   // producer likewise learns the partition count from metadata before it sends). When some
@@ -59,8 +59,8 @@ void broker_impl::produce_known(produce_request request, std::function<void(resu
   }
   create_topic_request create{request.topic, std::nullopt, std::nullopt, {}, false};
   std::string name = request.topic;
-  create_topic(std::move(create), [this, name = std::move(name), request = std::move(request),
-                                   done = std::move(done)](result<topic_description> created) mutable {
+  admin_.create_topic(std::move(create), [this, name = std::move(name), request = std::move(request),
+                                          done = std::move(done)](result<topic_description> created) mutable {
     produce_after_auto_create(created, std::move(request), std::move(done));
     // Then the produces that waited, oldest first, until none is left.
     while (true) {

@@ -7,7 +7,8 @@
 #include <limits>
 #include <set>
 
-#include "broker_impl.h"
+#include "constants.h"
+#include "security_manager.h"
 
 namespace ringlog::broker {
 
@@ -74,26 +75,26 @@ std::shared_ptr<const security::client_quota_index> client_quota_index_of(const 
 
 namespace ringlog::broker::detail {
 
-result<std::vector<client_quota_entry>> broker_impl::describe_client_quotas(
+result<std::vector<client_quota_entry>> security_manager::describe_client_quotas(
     const security::client_quota_filter& filter) const {
   if (auto valid = security::validate_client_quota_filter(filter); !valid.ok()) {
     return error{errc::invalid_request, valid.error().message};
   }
   std::vector<client_quota_entry> out;
-  for (const auto& [entity, values] : view()->client_quotas->all()) {
+  for (const auto& [entity, values] : host_.current_view()->client_quotas->all()) {
     if (filter.matches(entity)) out.push_back(client_quota_entry{entity, values});
   }
   return out;
 }
 
-void broker_impl::alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
+void security_manager::alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
                                       std::function<void(result<std::vector<std::optional<error>>>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, alterations = std::move(alterations), validate_only, done = std::move(done)]() mutable {
+  host_.post_caught_up([this, alterations = std::move(alterations), validate_only, done = std::move(done)]() mutable {
     std::vector<std::optional<error>> results;
     std::vector<protocol::metadata_record> records;
     std::set<security::client_quota_entity> entities;
-    for (const auto& [parts, values] : controller_view_->image->client_quotas()) {
+    for (const auto& [parts, values] : host_.controller_view()->image->client_quotas()) {
       if (auto entity = entity_of(parts)) entities.insert(*entity);
     }
     for (const auto& alteration : alterations) {
@@ -128,66 +129,66 @@ void broker_impl::alter_client_quotas(std::vector<client_quota_alteration> alter
                                                    std::to_string(entities.size())});
     }
     if (records.empty() || validate_only) return done(std::move(results));
-    log_info("client quotas: " + std::to_string(records.size()) + " keys changed");
-    commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    host_.log_info("client quotas: " + std::to_string(records.size()) + " keys changed");
+    host_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });
   });
 }
 
-int64_t broker_impl::record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
+int64_t security_manager::record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
                                          double value) {
-  const auto v = view();
+  const auto v = host_.current_view();
   if (!v->client_quotas->any(key)) return 0;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return 0;
-  const int64_t now_ms = deps_.clock.now_ms();
+  const int64_t now_ms = clock_.now_ms();
   std::lock_guard lock(client_quota_state_.mutex);
-  return client_quota_state_.sensors.record(key, *match, quota_unit_value(key, value), live(*v).quota_window, now_ms);
+  return client_quota_state_.sensors.record(key, *match, quota_unit_value(key, value), quota_window(*v), now_ms);
 }
 
-int64_t broker_impl::charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
+int64_t security_manager::charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
                                                  bool strict) {
   constexpr auto key = security::quota_key::controller_mutation_rate;
-  const auto v = view();
+  const auto v = host_.current_view();
   if (!v->client_quotas->any(key)) return 0;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return 0;
-  const int64_t now_ms = deps_.clock.now_ms();
+  const int64_t now_ms = clock_.now_ms();
   std::lock_guard lock(client_quota_state_.mutex);
-  return client_quota_state_.sensors.charge_mutations(*match, partitions, strict, live(*v).quota_window, now_ms);
+  return client_quota_state_.sensors.charge_mutations(*match, partitions, strict, quota_window(*v), now_ms);
 }
 
-int64_t broker_impl::client_quota_throttle_ms(security::quota_key key, std::string_view user,
+int64_t security_manager::client_quota_throttle_ms(security::quota_key key, std::string_view user,
                                               std::string_view client_id) const {
-  const auto v = view();
+  const auto v = host_.current_view();
   if (!v->client_quotas->any(key)) return 0;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return 0;
-  const int64_t now_ms = deps_.clock.now_ms();
+  const int64_t now_ms = clock_.now_ms();
   std::lock_guard lock(client_quota_state_.mutex);
-  return client_quota_state_.sensors.throttle_ms(key, *match, live(*v).quota_window, now_ms);
+  return client_quota_state_.sensors.throttle_ms(key, *match, quota_window(*v), now_ms);
 }
 
-std::optional<int64_t> broker_impl::client_quota_window_value_max(security::quota_key key, std::string_view user,
+std::optional<int64_t> security_manager::client_quota_window_value_max(security::quota_key key, std::string_view user,
                                                                   std::string_view client_id) const {
-  const auto v = view();
+  const auto v = host_.current_view();
   if (!v->client_quotas->any(key)) return std::nullopt;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return std::nullopt;
-  const auto window = live(*v).quota_window;
+  const auto window = quota_window(*v);
   const double seconds = static_cast<double>(std::max<int64_t>(window.samples - 1, 1) * window.sample_ms) / 1000.0;
   const double value = match->bound * seconds;
   if (!(value < 9.0e18)) return std::numeric_limits<int64_t>::max();
   return std::max<int64_t>(1, static_cast<int64_t>(value));
 }
 
-std::optional<double> broker_impl::connection_creation_rate_for(std::string_view ip) const {
-  return view()->client_quotas->connection_creation_rate_for(ip);
+std::optional<double> security_manager::connection_creation_rate_for(std::string_view ip) const {
+  return host_.current_view()->client_quotas->connection_creation_rate_for(ip);
 }
 
-std::vector<client_quota_usage> broker_impl::client_quota_usages() const {
+std::vector<client_quota_usage> security_manager::client_quota_usages() const {
   std::vector<client_quota_usage> out;
   {
     std::lock_guard lock(client_quota_state_.mutex);

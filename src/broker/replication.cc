@@ -90,15 +90,6 @@ void broker_impl::on_leadership_change(size_t shard, const std::shared_ptr<parti
   delay_host_.on_leadership_change(shard, rt, leads);
 }
 
-result<void> broker_impl::check_partition_exists(const model::topic_partition& tp) const {
-  auto t = find_topic(tp.topic);
-  if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
-  if (tp.partition.value() < 0 || tp.partition.value() >= t->partitions_count()) {
-    return partition_missing(tp.topic, tp.partition.value(), t->partitions_count());
-  }
-  return base::ok_v;
-}
-
 // ---------------------------------------------------------------- the controller client of ISR changes
 
 void broker_impl::send_alter_partition(protocol::alter_partition_request_data request,

@@ -62,12 +62,12 @@ struct join_state {
 /// concurrent creation by another nack is fine: that one is used).
 void ensure_topic(broker& b, const std::string& name, int32_t partitions, std::function<void(result<int32_t>)> done) {
   auto describe = [&b, name, done] {
-    b.describe_topic(name, [done](result<topic_description> d) {
+    b.admin().describe_topic(name, [done](result<topic_description> d) {
       if (!d.ok()) return done(d.error());
       done(static_cast<int32_t>(d->partitions.size()));
     });
   };
-  if (b.topic_exists(name)) return describe();
+  if (b.admin().topic_exists(name)) return describe();
   create_topic_request req;
   req.name = name;
   req.partitions_count = std::max(1, partitions);
@@ -76,7 +76,7 @@ void ensure_topic(broker& b, const std::string& name, int32_t partitions, std::f
   // Copies keep the compression their records were written with, whatever the broker's
   // compression.type says (as Kafka's own topics are created with compression.type=producer).
   req.configs["compression.type"] = "producer";
-  b.create_topic(std::move(req), [describe, done](result<topic_description> r) {
+  b.admin().create_topic(std::move(req), [describe, done](result<topic_description> r) {
     if (r.ok()) return done(static_cast<int32_t>(r->partitions.size()));
     if (r.error().code == errc::topic_already_exists) return describe();
     done(r.error());
@@ -85,7 +85,7 @@ void ensure_topic(broker& b, const std::string& name, int32_t partitions, std::f
 
 /// The partition count of the original topic (1 when it is gone: the copy still has a home).
 void original_partitions(broker& b, const std::string& topic, std::function<void(int32_t)> done) {
-  b.describe_topic(topic, [done](result<topic_description> d) {
+  b.admin().describe_topic(topic, [done](result<topic_description> d) {
     done(d.ok() ? std::max<int32_t>(1, static_cast<int32_t>(d->partitions.size())) : 1);
   });
 }
@@ -176,7 +176,7 @@ struct dead_letter_scan {
 
 void scan_dead_letters(broker& b, const std::string& topic, std::optional<int32_t> only,
                        std::function<void(result<std::shared_ptr<dead_letter_scan>>)> done) {
-  b.describe_topic(topic, [&b, topic, only, done](result<topic_description> d) {
+  b.admin().describe_topic(topic, [&b, topic, only, done](result<topic_description> d) {
     if (!d.ok()) return done(d.error());
     auto scan = std::make_shared<dead_letter_scan>();
     scan->topic = topic;
@@ -267,7 +267,7 @@ result<delay::retry_policy> dead_letter_naming(broker& b, const std::vector<dela
     return error{errc::unknown_topic_or_partition, "topic '" + topic + "' is not a dead-letter topic of group '" + group +
                                                        "' (those are named " + templates + ", <group> = " + group + ")"};
   }
-  if (!b.topic_exists(topic)) {
+  if (!b.admin().topic_exists(topic)) {
     return error{errc::unknown_topic_or_partition, "dead-letter topic '" + topic + "' does not exist: group '" + group +
                                                        "' has no dead letters of that topic"};
   }
@@ -284,16 +284,16 @@ bool contains_text(const std::optional<model::bytes>& b, const std::string& need
 /// on `topic`, and CREATE on the cluster or `topic` when the copy creates it. nullopt when allowed.
 std::optional<error> copy_refusal(const broker& b, const security::kafka_principal& principal, const std::string& host,
                                   const std::string& topic, std::string_view what) {
-  if (!b.authorizer_enabled()) return std::nullopt;
+  if (!b.security().authorizer_enabled()) return std::nullopt;
   auto allowed = [&](security::resource_type resource, std::string_view name, security::acl_operation operation) {
-    return b.authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
+    return b.security().authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
   };
   const std::string who = principal.to_string();
   if (!allowed(security::resource_type::topic, topic, security::acl_operation::write)) {
     return error{errc::topic_authorization_failed,
                  std::string(what) + " refused: its copy goes to topic '" + topic + "', and " + who + " lacks WRITE on it"};
   }
-  if (!b.topic_exists(topic) &&
+  if (!b.admin().topic_exists(topic) &&
       !allowed(security::resource_type::cluster, security::cluster_resource_name, security::acl_operation::create) &&
       !allowed(security::resource_type::topic, topic, security::acl_operation::create)) {
     return error{errc::topic_authorization_failed, std::string(what) + " refused: its copy would create topic '" + topic +
@@ -404,7 +404,7 @@ void read_record(broker& b, model::topic_partition tp, model::offset offset, std
 void dead_letter_topics(broker& b, std::string group_id, std::vector<delay::retry_policy> namings,
                         std::function<void(result<std::vector<dead_letter_topic_info>>)> done) {
   std::vector<std::pair<std::string, std::string>> topics;   // (dead-letter topic, original topic)
-  for (auto& t : b.list_topics(false)) {
+  for (auto& t : b.admin().list_topics(false)) {
     if (auto n = naming_of(namings, group_id, t)) topics.push_back({t, delay::original_topic_of(*n, t, group_id, true).value()});
   }
   if (topics.empty()) return done(std::vector<dead_letter_topic_info>{});
@@ -533,7 +533,7 @@ void redrive_run::step() {
   for (auto& [target, indices] : by_target) {
     if (request.target == delay::redrive_target::original) {
       // Back to the original topic as it is now: a partition that is gone fails the copy.
-      if (!b->topic_exists(target)) {
+      if (!b->admin().topic_exists(target)) {
         report(indices, target, error{errc::unknown_topic_or_partition, "the original topic " + target + " does not exist any more"});
         continue;
       }

@@ -1,17 +1,21 @@
-// Topic and broker administration: create (the records are controller/replication_control.h's) and delete
-// topics, add partitions, alter and describe topic and broker configs, list and describe topics.
+// Topic administration (admin_manager, admin_manager.h): create (the records are
+// controller/replication_control.h's) and delete topics, add partitions, alter topic configs,
+// list and describe topics.
 // Kafka's counterpart: ControllerApis' CreateTopics, DeleteTopics, CreatePartitions and
 // IncrementalAlterConfigs, with ReplicationControlManager and ConfigurationControlManager.
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
+#include "admin_manager.h"
 #include "broker_configs.h"
-#include "broker_impl.h"
+#include "ringlog/base/constants.h"
 #include "topic_config.h"
 
 namespace ringlog::broker::detail {
 
-topic_description broker_impl::describe(const topic_state& t) const {
+topic_description admin_manager::describe(const topic_state& t) const {
   topic_description d;
   d.name = t.name();
   d.topic_id = controller::uuid_to_string(t.image->topic_id);
@@ -38,7 +42,7 @@ topic_description broker_impl::describe(const topic_state& t) const {
     // Only a leader's figures are the partition's end (a follower's lag one fetch round behind),
     // and only while its leadership lease holds (another broker may lead meanwhile: check_serving).
     if (image.leader != config_.node_id ||
-        (image.replicas.size() > 1 && deps_.clock.monotonic_ms() >= leadership_lease_until_ms_.load(std::memory_order_relaxed))) {
+        (image.replicas.size() > 1 && deps_.clock.monotonic_ms() >= host_.leadership_lease_until_ms())) {
       pd.high_watermark_established = false;
     }
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
@@ -52,7 +56,7 @@ topic_description broker_impl::describe(const topic_state& t) const {
     pd.cleaner.last_clean_ms = s.cleaner_last_clean_ms.load(std::memory_order_relaxed);
     d.partitions.push_back(pd);
   }
-  const auto current = view();
+  const auto current = host_.current_view();
   d.configs = describe_topic_configs(live(*current), t.image->configs,
                                      ringlog::broker::describe_broker_configs(config_, *current->image, config_.node_id));
   return d;
@@ -74,9 +78,9 @@ std::shared_ptr<const topic_state> preview_state(const std::vector<protocol::met
   return it == view->topics.end() ? nullptr : it->second;
 }
 
-void broker_impl::create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) {
+void admin_manager::create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
+  host_.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
     if (auto valid = validate_topic_name(request.name); !valid.ok()) return done(valid.error());
     if (request.name.starts_with("__")) {
       return done(error{errc::invalid_topic_exception,
@@ -90,14 +94,14 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
     }
     const int16_t rf = request.replication_factor.value_or(
         config_.default_replication_factor > 0 ? config_.default_replication_factor
-                                               : automatic_replication_factor(*controller_view_->image));
+                                               : automatic_replication_factor(*host_.controller_view()->image));
     for (const auto& [k, v] : request.configs) {
       if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
     }
-    auto cfg = make_log_config(live(*controller_view_), request.configs);
+    auto cfg = make_log_config(live(*host_.controller_view()), request.configs);
     if (!cfg.ok()) return done(cfg.error());
     if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
-    auto current = controller_view_;
+    auto current = host_.controller_view();
     if (current->topics.contains(request.name)) {
       return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
     }
@@ -126,7 +130,7 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
       RINGLOG_ASSERT(preview != nullptr, "a new topic's records apply to the image it was checked against");
       return done(describe(*preview));
     }
-    commit_records(std::move(records), [this, name = request.name, done = std::move(done)](result<void> r) mutable {
+    host_.commit_records(std::move(records), [this, name = request.name, done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) {
         // An entry applies whole or not at all, so nothing of this create is left behind. When
         // it failed because the name exists now, another node created it first (a race of two
@@ -143,22 +147,22 @@ void broker_impl::create_topic(create_topic_request request, std::function<void(
   });
 }
 
-void broker_impl::delete_topic(std::string topic, std::function<void(result<void>)> done) {
+void admin_manager::delete_topic(std::string topic, std::function<void(result<void>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, topic = std::move(topic), done = std::move(done)]() mutable {
+  host_.post_caught_up([this, topic = std::move(topic), done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     if (t->is_internal) return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be deleted"});
     protocol::remove_topic_record remove;
     remove.topic_id = t->image->topic_id;
-    commit_records({remove}, std::move(done));
+    host_.commit_records({remove}, std::move(done));
   });
 }
 
-void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
+void admin_manager::create_partitions(std::string topic, int32_t partitions_count,
                                     std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
+  host_.post_caught_up([this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     const int32_t current = t->partitions_count();
@@ -175,12 +179,12 @@ void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
     if (auto budget = check_partition_budget(partitions_count - current); !budget.ok()) return done(budget.error());
     std::vector<protocol::metadata_record> records;
     const int32_t rf = t->image->partitions.empty() ? 1 : static_cast<int32_t>(t->image->partitions[0].replicas.size());
-    if (auto placed = append_partition_records(records, *controller_view_->image, t->image->topic_id, current,
+    if (auto placed = append_partition_records(records, *host_.controller_view()->image, t->image->topic_id, current,
                                                 partitions_count, rf);
         !placed.ok()) {
       return done(from_controller(placed.error()));
     }
-    commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
+    host_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());
       auto now = controller_find_topic(topic);
       if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
@@ -189,10 +193,10 @@ void broker_impl::create_partitions(std::string topic, int32_t partitions_count,
   });
 }
 
-void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
+void admin_manager::alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
                                       bool validate_only, std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  post_caught_up([this, topic = std::move(topic), changes = std::move(changes), validate_only,
+  host_.post_caught_up([this, topic = std::move(topic), changes = std::move(changes), validate_only,
                                         done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
@@ -207,22 +211,22 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
         if (auto valid = validate_topic_config(k, *v); !valid.ok()) return done(valid.error());
         configs[k] = *v;
       } else {
-        if (auto valid = validate_topic_config(k, topic_config_default(live(*controller_view_), k)); !valid.ok()) {
+        if (auto valid = validate_topic_config(k, topic_config_default(live(*host_.controller_view()), k)); !valid.ok()) {
           return done(valid.error());
         }
         configs.erase(k);
       }
       records.push_back(topic_config(topic, k, v));
     }
-    auto cfg = make_log_config(live(*controller_view_), configs);
+    auto cfg = make_log_config(live(*host_.controller_view()), configs);
     if (!cfg.ok()) return done(cfg.error());
     if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
     if (validate_only || records.empty()) {
-      auto preview = preview_state(records, *controller_view_->image, topic, t);
+      auto preview = preview_state(records, *host_.controller_view()->image, topic, t);
       RINGLOG_ASSERT(preview != nullptr, "config records of an existing topic apply");
       return done(describe(*preview));
     }
-    commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
+    host_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());
       auto now = controller_find_topic(topic);
       if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
@@ -231,45 +235,34 @@ void broker_impl::alter_topic_configs(std::string topic, std::map<std::string, s
   });
 }
 
-result<std::vector<broker_config_entry>> broker_impl::describe_broker_configs(int32_t node_id) const {
-  if (node_id != cluster_default_broker && node_id != config_.node_id) {
-    return error{errc::invalid_request, broker_configs_elsewhere(node_id, config_.node_id)};
-  }
-  return ringlog::broker::describe_broker_configs(config_, *view()->image, node_id);
+result<void> admin_manager::check_partition_budget(int64_t adding) const {
+  const int64_t total = host_.current_view()->image->partition_count();
+  if (total + adding <= config_.partitions_max) return base::ok_v;
+  return error{errc::invalid_partitions,
+               "the broker holds " + std::to_string(total) + " partitions; " + std::to_string(adding) +
+                   " more would pass the limit broker.partitions.max=" + std::to_string(config_.partitions_max) +
+                   " (each partition keeps files open; the limit follows the open-file limit)"};
 }
 
-void broker_impl::alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
-                                       bool validate_only, std::function<void(result<void>)> done) {
-  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  if (node_id != cluster_default_broker && node_id != config_.node_id) {
-    return done(error{errc::invalid_request, broker_configs_elsewhere(node_id, config_.node_id)});
+result<void> admin_manager::check_partition_exists(const model::topic_partition& tp) const {
+  auto t = find_topic(tp.topic);
+  if (!t) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
+  if (tp.partition.value() < 0 || tp.partition.value() >= t->partitions_count()) {
+    return partition_missing(tp.topic, tp.partition.value(), t->partitions_count());
   }
-  std::vector<protocol::metadata_record> records;
-  for (const auto& [name, value] : changes) {
-    if (auto valid = validate_broker_config_change(name, value); !valid.ok()) return done(valid.error());
-    protocol::config_record c;
-    c.resource_type = controller::config_resource_broker;
-    c.resource_name = node_id == cluster_default_broker ? "" : std::to_string(node_id);
-    c.name = name;
-    c.value = value;
-    records.push_back(c);
-  }
-  if (validate_only || records.empty()) return done(base::ok_v);
-  deps_.runtime.post(controller_shard, [this, records = std::move(records), done = std::move(done)]() mutable {
-    commit_records(std::move(records), std::move(done));
-  });
+  return base::ok_v;
 }
 
-std::vector<std::string> broker_impl::list_topics(bool include_internal) const {
+std::vector<std::string> admin_manager::list_topics(bool include_internal) const {
   std::vector<std::string> out;
-  const auto held = view();  // kept for the loop (see list_brokers)
+  const auto held = host_.current_view();  // kept for the loop (see list_brokers)
   for (const auto& [name, t] : held->topics) {
     if (include_internal || !t->is_internal) out.push_back(name);
   }
   return out;
 }
 
-void broker_impl::describe_topic(std::string topic, std::function<void(result<topic_description>)> done) {
+void admin_manager::describe_topic(std::string topic, std::function<void(result<topic_description>)> done) {
   auto t = find_topic(topic);
   if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
   done(describe(*t));

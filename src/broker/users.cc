@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "broker_impl.h"
+#include "constants.h"
+#include "security_manager.h"
 
 namespace ringlog::broker::detail {
 
@@ -39,8 +40,8 @@ result<void> check_alteration(const scram_credential_alteration& change) {
 
 }  // namespace
 
-std::vector<user_description> broker_impl::describe_users(const std::vector<std::string>& users) const {
-  const auto held = view();
+std::vector<user_description> security_manager::describe_users(const std::vector<std::string>& users) const {
+  const auto held = host_.current_view();
   const auto& all = held->image->scram_credentials();
   auto describe = [](const std::string& name, const auto* by_mechanism) {
     user_description d{name, {}};
@@ -62,16 +63,16 @@ std::vector<user_description> broker_impl::describe_users(const std::vector<std:
   return out;
 }
 
-void broker_impl::alter_user_scram_credentials(std::vector<scram_credential_alteration> changes,
+void security_manager::alter_user_scram_credentials(std::vector<scram_credential_alteration> changes,
                                                std::function<void(std::vector<result<void>>)> done) {
   if (stopping_) {
     return done(std::vector<result<void>>(changes.size(), error{errc::broker_not_available, "the broker is shutting down"}));
   }
-  deps_.runtime.post(controller_shard, [this, changes = std::move(changes), done = std::move(done)]() mutable {
+  runtime_.post(controller_shard, [this, changes = std::move(changes), done = std::move(done)]() mutable {
     std::vector<result<void>> results(changes.size(), base::ok_v);
     std::map<std::string, int> seen;
     for (const auto& c : changes) ++seen[c.user];
-    const auto& image = controller_view_->image->scram_credentials();
+    const auto& image = host_.controller_view()->image->scram_credentials();
     std::vector<protocol::metadata_record> records;
     std::vector<size_t> committed;   // indexes of the changes in `records`
     for (size_t i = 0; i < changes.size(); ++i) {
@@ -108,7 +109,7 @@ void broker_impl::alter_user_scram_credentials(std::vector<scram_credential_alte
       committed.push_back(i);
     }
     if (records.empty()) return done(std::move(results));
-    commit_records(std::move(records), [results = std::move(results), committed = std::move(committed),
+    host_.commit_records(std::move(records), [results = std::move(results), committed = std::move(committed),
                                         done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) {
         for (size_t i : committed) results[i] = r.error();
@@ -118,9 +119,9 @@ void broker_impl::alter_user_scram_credentials(std::vector<scram_credential_alte
   });
 }
 
-security::scram_lookup broker_impl::scram_lookup() const {
+security::scram_lookup security_manager::scram_lookup() const {
   return [this](std::string_view user, security::scram_mechanism m) -> std::optional<security::scram_credential> {
-    const auto held = view();
+    const auto held = host_.current_view();
     const auto& all = held->image->scram_credentials();
     auto it = all.find(user);
     if (it == all.end()) return std::nullopt;

@@ -62,7 +62,7 @@ json authorized_operations(api::call& call, security::resource_type resource, st
 /// Describes every topic (internal ones when asked), then calls `done` on the connection thread.
 void describe_all(const call_ptr& c, bool include_internal,
                   std::function<void(api::call&, std::vector<broker::topic_description>)> done) {
-  auto names = c->broker().list_topics(include_internal);
+  auto names = c->broker().admin().list_topics(include_internal);
   struct gather {
     std::vector<broker::topic_description> topics;
     size_t remaining = 0;
@@ -76,7 +76,7 @@ void describe_all(const call_ptr& c, bool include_internal,
     return;
   }
   for (const auto& name : names) {
-    c->broker().describe_topic(name, [c, g](broker::result<broker::topic_description> r) {
+    c->broker().admin().describe_topic(name, [c, g](broker::result<broker::topic_description> r) {
       c->later([g, r = std::move(r)](api::call& call) mutable {
         if (r.ok()) g->topics.push_back(std::move(r).value());   // a topic deleted meanwhile is skipped
         if (--g->remaining == 0) {
@@ -97,7 +97,7 @@ void fail_partition_not_found(api::call& call, const broker::topic_description& 
 void with_topic(const call_ptr& c, const std::string& key, error_scope scope,
                 std::function<void(api::call&, broker::topic_description)> done) {
   std::string topic = c->params[key];
-  c->broker().describe_topic(topic, [c, topic, scope, done = std::move(done)](broker::result<broker::topic_description> r) {
+  c->broker().admin().describe_topic(topic, [c, topic, scope, done = std::move(done)](broker::result<broker::topic_description> r) {
     c->later([r = std::move(r), topic, scope, done](api::call& call) mutable {
       if (!r.ok()) return call.fail_broker(r.error(), scope, topic);
       done(call, std::move(r).value());
@@ -132,7 +132,7 @@ void health(const call_ptr& c) {
   // Issue 33: a decommissioned broker still running holds nothing and may not register again: a
   // load balancer should stop sending it clients.
   const int32_t self = c->broker().config().node_id;
-  for (const auto& d : c->broker().list_decommissions()) {
+  for (const auto& d : c->broker().admin().list_decommissions()) {
     if (d.broker_id == self && d.status == "SUCCESS") {
       return c->respond_json(503, {{"status", "decommissioned"},
                                    {"message", "broker " + std::to_string(self) +
@@ -152,7 +152,7 @@ void get_metrics(const call_ptr& c) {
     const auto& latency = call.self->options().fsync_latency;
     r.body = call.self->metrics_registry().render(topics, latency ? latency() : io::latency_histogram::snapshot{},
                                                   call.broker().cleaner_step_time());
-    r.body += render_client_quota_metrics(call.broker().client_quota_usages());   // issue 31
+    r.body += render_client_quota_metrics(call.broker().security().client_quota_usages());   // issue 31
     r.body += render_replication_throttle_metrics(call.broker().replication_throttling());   // issue 33
     r.body += render_autobalancer_metrics(call.broker().autobalancer_moves());               // issue 33
     if (const auto& extra = call.self->options().extra_metrics) r.body += extra();
@@ -372,7 +372,7 @@ bool served_by_dedicated_controller(std::string_view method, std::string_view pa
 void refuse_on_dedicated_controller(const std::shared_ptr<api::call>& c, const broker::broker& b,
                                     const std::string& what) {
   std::string brokers;
-  for (const auto& d : b.list_brokers()) {
+  for (const auto& d : b.admin().list_brokers()) {
     if (d.state != "unfenced") continue;
     brokers += (brokers.empty() ? "" : ", ") + std::string("http://") + d.host + ":" + std::to_string(d.port);
   }
@@ -456,7 +456,7 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     // naming a topic this node does not know passes the metadata barrier first, then runs
     // against the image as it is then, as the broker's produce, fetch and offsets do.
     const auto topic = c->params.find(c->params.contains("topic_name") ? "topic_name" : "topic");
-    if (topic != c->params.end() && !broker_.topic_exists(topic->second)) {
+    if (topic != c->params.end() && !broker_.admin().topic_exists(topic->second)) {
       return broker_.await_metadata_barrier([c, fn = r.fn] { c->later([fn](api::call& call) { fn(call.shared_from_this()); }); });
     }
     r.fn(c);

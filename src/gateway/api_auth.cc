@@ -33,7 +33,7 @@ bool authenticate_call(const call_ptr& c, std::string_view pattern) {
 }
 
 bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vector<route_need>& needs) {
-  if (!c->broker().authorizer_enabled()) return true;
+  if (!c->broker().security().authorizer_enabled()) return true;
   // /metrics served without credentials (authentication off, or http.metrics.authentication
   // false) stays open to every caller: Prometheus scrapes it as before. Authenticated, it needs
   // DESCRIBE on the cluster (it names every topic, as Kafka's DescribeCluster and Metadata would).

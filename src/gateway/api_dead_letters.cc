@@ -216,7 +216,7 @@ void v3_redrive(const call_ptr& c) {
   // Each letter's copy is checked where it is made (its topic comes from the letter's headers).
   req.principal = c->principal();
   req.host = c->peer_ip();
-  if (!c->broker().authorizer_enabled()) return redrive(c, std::move(req));
+  if (!c->broker().security().authorizer_enabled()) return redrive(c, std::move(req));
   // Issue 30: a redrive writes the dead letters back to their original topic: WRITE on it.
   c->broker().groups().dead_letter_topics(
       req.group_id, [c, req = std::move(req)](broker::result<std::vector<broker::dead_letter_topic_info>> r) mutable {

@@ -138,7 +138,7 @@ bool is_broker_address(broker::broker& b, std::string_view node_id, const std::s
     const auto& addresses = resolved_addresses(host);
     return std::find(addresses.begin(), addresses.end(), peer) != addresses.end();
   };
-  for (const auto& d : b.list_brokers()) {
+  for (const auto& d : b.admin().list_brokers()) {
     if (std::to_string(d.node_id) == node_id && (matches(d.host) || matches(d.kafka_host))) return true;
   }
   return false;
@@ -204,7 +204,7 @@ bool forward_broker_config_call(const call_ptr& c, std::string_view pattern) {
   if (!pattern.starts_with("/v3/clusters/{cluster_id}/brokers/{broker_id}/configs")) return false;
   const auto id = path_broker_id(*c);
   if (!id || *id == c->broker().config().node_id) return false;
-  for (const auto& b : c->broker().list_brokers()) {
+  for (const auto& b : c->broker().admin().list_brokers()) {
     if (b.node_id != *id || b.host.empty() || b.port <= 0) continue;
     const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
     c->request.forwarded_for = c->peer_ip();
@@ -229,7 +229,7 @@ bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::func
   http_forwarder* forwarder = c->self->options().forwarder;
   if (forwarder == nullptr || !c->request.forwarded_by.empty()) return false;
   std::vector<broker::broker_description> peers;
-  for (auto& b : c->broker().list_brokers()) {
+  for (auto& b : c->broker().admin().list_brokers()) {
     if (b.state != "fenced" && !b.host.empty() && b.port > 0) peers.push_back(std::move(b));
   }
   // One broker: its own answer is the cluster's. A dedicated controller (no partitions, groups or

@@ -153,14 +153,14 @@ struct api::call : std::enable_shared_from_this<api::call> {
   /// many windows at once and then only wait one out.
   [[nodiscard]] int64_t quota_read_bytes_max(int64_t asked) {
     if (byte_quota != security::quota_key::consumer_byte_rate) return asked;
-    auto cap = broker().client_quota_window_value_max(*byte_quota, principal().name, client_id);
+    auto cap = broker().security().client_quota_window_value_max(*byte_quota, principal().name, client_id);
     return cap ? std::clamp<int64_t>(*cap, 1, asked) : asked;
   }
 
   int64_t count_quota_bytes(size_t bytes) {
     if (!byte_quota || bytes == 0) return 0;
     const int64_t throttle_ms =
-        broker().record_client_quota(*byte_quota, principal().name, client_id, static_cast<double>(bytes));
+        broker().security().record_client_quota(*byte_quota, principal().name, client_id, static_cast<double>(bytes));
     self->throttles_.throttle(*byte_quota, principal().name, client_id, throttle_ms, std::chrono::steady_clock::now());
     return throttle_ms;
   }
@@ -362,7 +362,7 @@ struct api::call : std::enable_shared_from_this<api::call> {
     return std::optional<broker::producer_identity>{std::move(producer)};
   }
 
-  bool topic_exists(const std::string& topic) { return broker().topic_exists(topic); }
+  bool topic_exists(const std::string& topic) { return broker().admin().topic_exists(topic); }
 
   void fail_broker(const broker::error& e, error_scope scope, const std::string& topic) {
     bool exists = scope == error_scope::partition && e.code == broker::errc::unknown_topic_or_partition &&

@@ -28,7 +28,7 @@ json v2_topic_json(const broker::topic_description& t) {
 
 void v2_list_topics(const call_ptr& c) {
   if (!c->accept(v2_offers)) return;
-  auto names = c->broker().list_topics(false);
+  auto names = c->broker().admin().list_topics(false);
   keep_authorized(*c, security::resource_type::topic, security::acl_operation::describe, names);
   std::sort(names.begin(), names.end());
   c->respond_json(200, json(names), v2_type);
@@ -64,7 +64,7 @@ void v2_get_partition(const call_ptr& c) {
 void v2_brokers(const call_ptr& c) {
   if (!c->accept(v2_offers)) return;
   json ids = json::array();
-  for (const auto& b : c->broker().list_brokers()) ids.push_back(b.node_id);
+  for (const auto& b : c->broker().admin().list_brokers()) ids.push_back(b.node_id);
   c->respond_json(200, {{"brokers", ids}}, v2_type);
 }
 

@@ -86,7 +86,7 @@ void create(const call_ptr& c, bool batch) {
   if (!c->content_type_in({"application/json"})) return;
   auto acls = parse_acls(c->request.body, batch);
   if (!acls.ok()) return c->fail(acls.error());
-  c->broker().create_acls(std::move(acls).value(), [c](broker::result<std::vector<std::optional<broker::error>>> r) {
+  c->broker().security().create_acls(std::move(acls).value(), [c](broker::result<std::vector<std::optional<broker::error>>> r) {
     c->later([r = std::move(r)](api::call& call) mutable {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");
       for (const auto& one : r.value()) {
@@ -106,7 +106,7 @@ void v3_list_acls(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   auto filter = query_filter(*c, false);
   if (!filter) return;
-  auto found = c->broker().describe_acls(*filter);
+  auto found = c->broker().security().describe_acls(*filter);
   if (!found.ok()) return c->fail_broker(found.error(), error_scope::topic, "");
   c->respond_json(200, acl_list_json(*c, found.value()));
 }
@@ -119,7 +119,7 @@ void v3_delete_acls(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   auto filter = query_filter(*c, true);
   if (!filter) return;
-  c->broker().delete_acls(
+  c->broker().security().delete_acls(
       {*filter}, [c](broker::result<std::vector<broker::result<std::vector<security::acl_binding>>>> r) {
         c->later([r = std::move(r)](api::call& call) mutable {
           if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");

@@ -18,7 +18,7 @@ json cluster_json(const std::string& base, const broker::broker& b) {
               {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + id}}},
               {"cluster_id", id},
               // The active controller (the metadata quorum's leader); null during an election.
-              {"controller", b.controller_id() >= 0 ? related(self + "/brokers/" + std::to_string(b.controller_id()))
+              {"controller", b.admin().controller_id() >= 0 ? related(self + "/brokers/" + std::to_string(b.admin().controller_id()))
                                                     : json(nullptr)},
               {"acls", related(self + "/acls")},
               {"brokers", related(self + "/brokers")},
@@ -97,7 +97,7 @@ namespace {
 /// The node ids that vote in the metadata quorum (controller.quorum.voters: process.roles has controller).
 std::set<int32_t> voter_ids(const broker::broker& b) {
   std::set<int32_t> out;
-  for (const auto& v : b.describe_quorum().voters) out.insert(v.replica_id);
+  for (const auto& v : b.admin().describe_quorum().voters) out.insert(v.replica_id);
   return out;
 }
 
@@ -164,7 +164,7 @@ json dedicated_controller_json(const std::string& base, const std::string& clust
 void v3_get_quorum(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   const std::string& cluster = c->params["cluster_id"];
-  const broker::quorum_status q = c->broker().describe_quorum();
+  const broker::quorum_status q = c->broker().admin().describe_quorum();
   auto replicas = [](const std::vector<broker::quorum_status::voter>& list) {
     json out = json::array();
     for (const auto& v : list) {
@@ -202,7 +202,7 @@ void v3_elect_leaders(const call_ptr& c) {
   if (!is_blank(c->request.body) && !c->content_type_in({"application/json"})) return;
   auto req = parse_elect_leaders(c->request.body);
   if (!req.ok()) return c->fail(req.error());
-  c->broker().elect_preferred_leaders(std::move(req).value(), [c](broker::result<std::vector<broker::leader_election_result>> r) {
+  c->broker().admin().elect_preferred_leaders(std::move(req).value(), [c](broker::result<std::vector<broker::leader_election_result>> r) {
     c->later([r = std::move(r)](api::call& call) mutable {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");
       const std::string& cluster = call.params["cluster_id"];
@@ -303,7 +303,7 @@ json reassignment_json(const std::string& base, const std::string& cluster, cons
 void respond_reassignments(api::call& call, const std::string& topic, const std::string& self) {
   const std::string& cluster = call.params["cluster_id"];
   json data = json::array();
-  for (const auto& r : call.broker().list_partition_reassignments(topic)) {
+  for (const auto& r : call.broker().admin().list_partition_reassignments(topic)) {
     data.push_back(reassignment_json(call.base_url, cluster, r));
   }
   call.respond_json(200, list_json("KafkaReassignmentList", self, data));
@@ -328,7 +328,7 @@ void v3_list_topic_reassignments(const call_ptr& c) {
 /// when none is under way (as Confluent's).
 void v3_get_reassignment(const call_ptr& c) {
   with_partition(c, [](api::call& call, const broker::topic_description& t, const broker::partition_description& d) {
-    for (const auto& r : call.broker().list_partition_reassignments(t.name)) {
+    for (const auto& r : call.broker().admin().list_partition_reassignments(t.name)) {
       if (r.partition == d.partition.value()) {
         return call.respond_json(200, reassignment_json(call.base_url, call.params["cluster_id"], r));
       }
@@ -366,7 +366,7 @@ void v3_alter_reassignments(const call_ptr& c) {
   if (!c->content_type_in({"application/json"})) return;
   auto req = parse_reassignments(c->request.body);
   if (!req.ok()) return c->fail(req.error());
-  c->broker().alter_partition_reassignments(
+  c->broker().admin().alter_partition_reassignments(
       std::move(req).value(), [c](broker::result<std::vector<broker::partition_reassignment_result>> r) {
         c->later([r = std::move(r)](api::call& call) mutable {
           if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");
@@ -389,7 +389,7 @@ void reassign_one(const call_ptr& c, std::optional<std::vector<int32_t>> replica
   const std::string topic = c->params["topic_name"];
   const bool cancel = !replicas;
   std::vector<broker::partition_reassignment_target> targets{{topic, *p, std::move(replicas)}};
-  c->broker().alter_partition_reassignments(
+  c->broker().admin().alter_partition_reassignments(
       std::move(targets), [c, topic, partition = *p, cancel](broker::result<std::vector<broker::partition_reassignment_result>> r) {
         c->later([r = std::move(r), topic, partition, cancel](api::call& call) mutable {
           if (!r.ok()) return call.fail_broker(r.error(), error_scope::partition, topic);
@@ -397,7 +397,7 @@ void reassign_one(const call_ptr& c, std::optional<std::vector<int32_t>> replica
           if (one.refused) return call.fail_broker(*one.refused, error_scope::partition, topic);
           if (cancel) return call.respond_no_content();
           broker::partition_reassignment now{topic, partition, {}, {}, {}};
-          for (const auto& ongoing : call.broker().list_partition_reassignments(topic)) {
+          for (const auto& ongoing : call.broker().admin().list_partition_reassignments(topic)) {
             if (ongoing.partition == partition) now = ongoing;
           }
           call.respond_json(200, reassignment_json(call.base_url, call.params["cluster_id"], now));
@@ -443,7 +443,7 @@ void v3_list_topics(const call_ptr& c) {
 /// THROTTLING_QUOTA_EXCEEDED) and nothing is done. False when refused (answered).
 bool admit_mutations(api::call& call, int64_t partitions) {
   if (partitions <= 0) return true;
-  const int64_t wait_ms = call.broker().charge_controller_mutations(call.principal().name, call.client_id,
+  const int64_t wait_ms = call.broker().security().charge_controller_mutations(call.principal().name, call.client_id,
                                                                     static_cast<double>(partitions), true);
   if (wait_ms == 0) return true;
   auto r = error_response(429, ec::too_many_requests,
@@ -458,7 +458,7 @@ bool admit_mutations(api::call& call, int64_t partitions) {
 
 /// Topic `topic`'s partition count, then `done` (the broker's answer to a describe that fails).
 void with_partition_count(const call_ptr& c, const std::string& topic, std::function<void(api::call&, int64_t)> done) {
-  c->broker().describe_topic(topic, [c, topic, done = std::move(done)](broker::result<broker::topic_description> r) {
+  c->broker().admin().describe_topic(topic, [c, topic, done = std::move(done)](broker::result<broker::topic_description> r) {
     c->later([r = std::move(r), topic, done](api::call& call) {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, topic);
       done(call, static_cast<int64_t>(r->partitions.size()));
@@ -483,7 +483,7 @@ void v3_create_topic(const call_ptr& c) {
   // Confluent: a dry run (validate_only) answers 200 with the topic it would create; only a real
   // create is 201 Created.
   const unsigned status = req->validate_only ? 200 : 201;
-  c->broker().create_topic(std::move(req).value(), [c, name, status](broker::result<broker::topic_description> r) {
+  c->broker().admin().create_topic(std::move(req).value(), [c, name, status](broker::result<broker::topic_description> r) {
     c->later([r = std::move(r), name, status](api::call& call) mutable {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, name);
       call.respond_json(status, topic_json(call.base_url, call.params["cluster_id"], r.value()));
@@ -508,7 +508,7 @@ void v3_patch_topic(const call_ptr& c) {
   with_partition_count(c, topic, [topic, count = *count](api::call& call, int64_t now) {
     if (!admit_mutations(call, count - now)) return;
     auto self = call.shared_from_this();
-    call.broker().create_partitions(topic, count, [self, topic](broker::result<broker::topic_description> r) {
+    call.broker().admin().create_partitions(topic, count, [self, topic](broker::result<broker::topic_description> r) {
       self->later([r = std::move(r), topic](api::call& call2) mutable {
         if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, topic);
         call2.respond_json(200, topic_json(call2.base_url, call2.params["cluster_id"], r.value()));
@@ -523,7 +523,7 @@ void v3_delete_topic(const call_ptr& c) {
   with_partition_count(c, topic, [topic](api::call& call, int64_t partitions) {
     if (!admit_mutations(call, partitions)) return;
     auto self = call.shared_from_this();
-    call.broker().delete_topic(topic, [self, topic](broker::result<void> r) {
+    call.broker().admin().delete_topic(topic, [self, topic](broker::result<void> r) {
       self->later([r = std::move(r), topic](api::call& call2) {
         if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, topic);
         call2.respond_no_content();
@@ -571,7 +571,7 @@ void change_configs(const call_ptr& c, std::map<std::string, std::optional<std::
     }
     auto self = call.shared_from_this();
     const std::string topic = t.name;
-    call.broker().alter_topic_configs(topic, std::move(changes), validate_only,
+    call.broker().admin().alter_topic_configs(topic, std::move(changes), validate_only,
                                       [self, topic](broker::result<broker::topic_description> r) {
                                         self->later([r = std::move(r), topic](api::call& call2) {
                                           if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, topic);
@@ -646,7 +646,7 @@ void with_leader_figures(const call_ptr& c, broker::topic_description t, figures
   std::set<int32_t> without_fallback;   // leaders of a partition this node holds no replica of
   if (forwarder != nullptr && c->request.forwarded_by.empty()) {
     std::map<int32_t, broker::broker_description> brokers;
-    for (auto& b : c->broker().list_brokers()) brokers.emplace(b.node_id, std::move(b));
+    for (auto& b : c->broker().admin().list_brokers()) brokers.emplace(b.node_id, std::move(b));
     for (auto& p : t.partitions) {
       if (p.leader == self) continue;
       p.high_watermark_established = false;   // until the leader answers with its own
@@ -795,7 +795,7 @@ std::optional<broker::broker_description> path_broker(api::call& call) {
   const std::string& text = call.params["broker_id"];
   const auto id = path_broker_id(call);
   std::string known;
-  for (const auto& b : call.broker().list_brokers()) {
+  for (const auto& b : call.broker().admin().list_brokers()) {
     if (id == b.node_id) return b;
     known += (known.empty() ? "" : ", ") + std::to_string(b.node_id);
   }
@@ -808,7 +808,7 @@ void v3_list_brokers(const call_ptr& c) {
   const std::string& cluster = c->params["cluster_id"];
   json data = json::array();
   const auto voters = voter_ids(c->broker());
-  for (const auto& b : c->broker().list_brokers()) data.push_back(broker_json(c->base_url, cluster, b, voters.contains(b.node_id)));
+  for (const auto& b : c->broker().admin().list_brokers()) data.push_back(broker_json(c->base_url, cluster, b, voters.contains(b.node_id)));
   c->respond_json(200, list_json("KafkaBrokerList", c->base_url + "/v3/clusters/" + cluster + "/brokers", data));
 }
 
@@ -819,11 +819,11 @@ void v3_get_broker(const call_ptr& c) {
   const std::string& cluster = c->params["cluster_id"];
   const broker::broker& b = c->broker();
   const auto id = path_broker_id(*c);
-  const auto brokers = b.list_brokers();
+  const auto brokers = b.admin().list_brokers();
   const bool registered = std::any_of(brokers.begin(), brokers.end(), [&](const auto& d) { return id == d.node_id; });
   const auto voters = voter_ids(b);
   if (id && !registered && voters.contains(*id)) {
-    return c->respond_json(200, dedicated_controller_json(c->base_url, cluster, *id, b.controller_id() == *id));
+    return c->respond_json(200, dedicated_controller_json(c->base_url, cluster, *id, b.admin().controller_id() == *id));
   }
   if (auto d = path_broker(*c)) c->respond_json(200, broker_json(c->base_url, cluster, *d, voters.contains(d->node_id)));
 }
@@ -902,7 +902,7 @@ void v3_alter_all_topic_configs(const call_ptr& c) {
     auto self = call.shared_from_this();
     for (const auto& entry : *by_topic) {
       const std::string topic = entry.first;
-      call.broker().alter_topic_configs(topic, entry.second, validate_only, [self, g, topic](
+      call.broker().admin().alter_topic_configs(topic, entry.second, validate_only, [self, g, topic](
                                                                            broker::result<broker::topic_description> r) {
         self->later([g, topic, r = std::move(r)](api::call& call2) {
           if (!r.ok()) g->failures.emplace_back(topic, r.error());

@@ -114,7 +114,7 @@ void gather_sizes(const call_ptr& c, sizes_fn done) {
 void run_rebalance(const call_ptr& c, double tolerance, bool dry_run) {
   gather_sizes(c, [tolerance, dry_run](api::call& call, controller::partition_sizes sizes, std::vector<std::string> unanswered) {
     broker::rebalance_request request{tolerance, dry_run, std::move(sizes)};
-    call.broker().rebalance(std::move(request), [c = call.shared_from_this(), tolerance, dry_run, unanswered](
+    call.broker().admin().rebalance(std::move(request), [c = call.shared_from_this(), tolerance, dry_run, unanswered](
                                                     broker::result<broker::rebalance_result> r) {
       c->later([r = std::move(r), tolerance, dry_run, unanswered](api::call& call2) {
         if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, "");
@@ -158,7 +158,7 @@ json task_json(api::call& call, const broker::broker_decommission& d) {
 void decommission(const call_ptr& c, bool cancel) {
   const auto id = path_broker_id(*c);
   if (!id) return c->fail(404, ec::not_found, "broker \"" + c->params["broker_id"] + "\" is not a broker id");
-  c->broker().decommission_broker(*id, cancel, [c, cancel](broker::result<broker::broker_decommission> r) {
+  c->broker().admin().decommission_broker(*id, cancel, [c, cancel](broker::result<broker::broker_decommission> r) {
     c->later([r = std::move(r), cancel](api::call& call) {
       if (!r.ok()) {
         if (r.error().code == broker::errc::invalid_request) return call.fail(400, ec::kafka_bad_request, r.error().message);
@@ -211,7 +211,7 @@ void v3_post_rebalance(const call_ptr& c) {
 
 void v3_cancel_rebalance(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
-  c->broker().cancel_reassignments([c](broker::result<int32_t> r) {
+  c->broker().admin().cancel_reassignments([c](broker::result<int32_t> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");
       call.respond_json(200, json{{"kind", "KafkaRebalanceCancel"}, {"cluster_id", call.params["cluster_id"]}, {"cancelled", *r}});
@@ -232,13 +232,13 @@ void v3_list_broker_tasks(const call_ptr& c) {
     if (!only) return c->fail(404, ec::not_found, "broker \"" + c->params["broker_id"] + "\" is not a broker id");
   }
   json data = json::array();
-  for (const auto& d : c->broker().list_decommissions()) {
+  for (const auto& d : c->broker().admin().list_decommissions()) {
     if (!only || *only == d.broker_id) data.push_back(task_json(*c, d));
   }
   // A broker that is neither registered nor has a task is not in this cluster: 404, as GET
   // /brokers/{id} (an empty list would read as "nothing under way" for a mistyped id).
   if (only && data.empty()) {
-    const auto brokers = c->broker().list_brokers();
+    const auto brokers = c->broker().admin().list_brokers();
     const bool known = std::any_of(brokers.begin(), brokers.end(), [&](const auto& b) { return b.node_id == *only; });
     if (!known) return c->fail(404, ec::not_found, "broker " + std::to_string(*only) + " is not in this cluster");
   }
@@ -248,7 +248,7 @@ void v3_list_broker_tasks(const call_ptr& c) {
 void v3_get_remove_broker_task(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   const auto id = path_broker_id(*c);
-  for (const auto& d : c->broker().list_decommissions()) {
+  for (const auto& d : c->broker().admin().list_decommissions()) {
     if (id && *id == d.broker_id) return c->respond_json(200, task_json(*c, d));
   }
   c->fail(404, ec::not_found, "broker \"" + c->params["broker_id"] + "\" has no remove-broker task");

@@ -56,7 +56,7 @@ json cluster_config_json(const std::string& base, const std::string& cluster, co
 /// The configs of `node` (a broker or cluster_default_broker); answers 404 for a node the broker
 /// does not know and returns nullopt.
 std::optional<std::vector<broker::broker_config_entry>> configs_of(api::call& call, int32_t node) {
-  auto r = call.broker().describe_broker_configs(node);
+  auto r = call.broker().admin().describe_broker_configs(node);
   if (!r.ok()) {
     call.fail(404, ec::not_found, r.error().message);
     return std::nullopt;
@@ -69,13 +69,13 @@ std::optional<std::vector<broker::broker_config_entry>> configs_of(api::call& ca
 /// read-only config or a bad value is 400 naming it.
 void change_broker_configs(const call_ptr& c, int32_t node, std::map<std::string, std::optional<std::string>> changes,
                            bool validate_only) {
-  auto known = c->broker().describe_broker_configs(node == broker::cluster_default_broker ? c->broker().config().node_id : node);
+  auto known = c->broker().admin().describe_broker_configs(node == broker::cluster_default_broker ? c->broker().config().node_id : node);
   if (!known.ok()) return c->fail(404, ec::not_found, known.error().message);
   for (const auto& [name, unused] : changes) {
     const bool found = std::any_of(known->begin(), known->end(), [&name](const auto& e) { return e.name == name; });
     if (!found) return c->fail(404, ec::not_found, "broker config \"" + name + "\" not found");
   }
-  c->broker().alter_broker_configs(node, std::move(changes), validate_only, answer_no_content(c));
+  c->broker().admin().alter_broker_configs(node, std::move(changes), validate_only, answer_no_content(c));
 }
 
 /// The body of a single-config PUT: {"value": "..."}. Answers 422/400 and returns nullopt when bad.
@@ -130,8 +130,8 @@ void v3_list_all_broker_configs(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   const std::string& cluster = c->params["cluster_id"];
   json data = json::array();
-  for (const auto& b : c->broker().list_brokers()) {
-    auto configs = c->broker().describe_broker_configs(b.node_id);
+  for (const auto& b : c->broker().admin().list_brokers()) {
+    auto configs = c->broker().admin().describe_broker_configs(b.node_id);
     if (!configs.ok()) continue;   // a broker that left meanwhile
     for (const auto& e : *configs) data.push_back(broker_config_json(c->base_url, cluster, b.node_id, e));
   }

@@ -161,7 +161,7 @@ broker::client_quota_entry stored_entry(api::call& c, const security::client_quo
     exact.components.push_back({std::string(type), (*part)->is_default ? match::default_name : match::exact,
                                 (*part)->is_default ? std::string() : (*part)->name});
   }
-  auto found = c.broker().describe_client_quotas(exact);
+  auto found = c.broker().security().describe_client_quotas(exact);
   if (found.ok() && !found->empty()) return found->front();
   return broker::client_quota_entry{entity, {}};
 }
@@ -172,7 +172,7 @@ void v3_list_client_quotas(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   auto filter = query_filter(*c);
   if (!filter) return;
-  auto found = c->broker().describe_client_quotas(*filter);
+  auto found = c->broker().security().describe_client_quotas(*filter);
   if (!found.ok()) return c->fail(400, ec::invalid_request, found.error().message);
   const std::string& cluster = c->params.at("cluster_id");
   json data = json::array();
@@ -200,7 +200,7 @@ void v3_alter_client_quotas(const call_ptr& c) {
     validate_only = v->get<bool>();
   }
   auto change = std::move(alteration).value();
-  c->broker().alter_client_quotas(
+  c->broker().security().alter_client_quotas(
       {change}, validate_only,
       [c, change, validate_only](broker::result<std::vector<std::optional<broker::error>>> r) {
         c->later([r = std::move(r), change, validate_only](api::call& call) {
@@ -248,7 +248,7 @@ bool admit_quota_client(const call_ptr& c, std::string_view method, std::string_
   // The sensor's own throttle (shared by every client of the matched entity: a user quota holds
   // whatever X-Client-Id a request names), or the one handed out last to this client.
   const int64_t left_ms = std::max(
-      c->broker().client_quota_throttle_ms(*c->byte_quota, c->principal().name, c->client_id),
+      c->broker().security().client_quota_throttle_ms(*c->byte_quota, c->principal().name, c->client_id),
       c->self->throttles().remaining_ms(*c->byte_quota, c->principal().name, c->client_id, std::chrono::steady_clock::now()));
   if (left_ms == 0) return true;
   // A stream read is slowed, never refused (an EventSource takes a 429 as the end): it starts,

@@ -237,7 +237,7 @@ void v3_add_transaction_offsets(const call_ptr& c) {
     if (!c->require(security::resource_type::topic, offsets.back().partition.topic, security::acl_operation::read)) return;
     // All or nothing: an offset of a partition that does not exist is refused before any is held
     // (404 40401 / 40402, Confluent's codes; Kafka's TxnOffsetCommit answers it per partition).
-    auto exists = c->broker().check_partition_exists(offsets.back().partition);
+    auto exists = c->broker().admin().check_partition_exists(offsets.back().partition);
     if (!exists.ok()) return c->fail_broker(exists.error(), error_scope::partition, offsets.back().partition.topic);
   }
   const std::string group_id = (*body)["group_id"].get<std::string>();

@@ -34,14 +34,14 @@ void v3_list_users(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   const std::string& cluster = c->params["cluster_id"];
   json data = json::array();
-  for (const auto& d : c->broker().describe_users({})) data.push_back(user_json(c->base_url, cluster, d));
+  for (const auto& d : c->broker().security().describe_users({})) data.push_back(user_json(c->base_url, cluster, d));
   c->respond_json(200, list_json("KafkaUserList", c->base_url + "/v3/clusters/" + percent_encode_segment(cluster) + "/users", data));
 }
 
 void v3_get_user(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   const std::string& name = c->params["name"];
-  auto users = c->broker().describe_users({name});
+  auto users = c->broker().security().describe_users({name});
   if (users.empty() || users[0].credentials.empty()) return c->fail(404, ec::not_found, "user \"" + name + "\" not found");
   c->respond_json(200, user_json(c->base_url, c->params["cluster_id"], users[0]));
 }
@@ -57,7 +57,7 @@ bool may_change_users(const call_ptr& c) {
   // With an authorizer the route table's ALTER on the cluster decided. Without one: not asked where
   // HTTP authentication is off (every caller is User:ANONYMOUS there), asked by the listener's
   // setting, never by the principal's name (a token could name "ANONYMOUS").
-  if (c->broker().authorizer_enabled()) return true;
+  if (c->broker().security().authorizer_enabled()) return true;
   const auto& auth = c->self->options().auth;
   if (!auth || !auth->enabled()) return true;
   auto refusal = security::users_change_refusal(c->broker().config().super_users, who, /*logged_in=*/true);
@@ -102,11 +102,11 @@ void v3_set_user(const call_ptr& c) {
   if (!credential.ok()) return c->fail(422, ec::unprocessable, credential.error().message);
   spdlog::info("msg=\"admin write\" door=http route=\"POST /v3/clusters/{{cluster_id}}/users/{{name}}\" user={} mechanism={}",
                name, mechanism_text);
-  c->broker().alter_user_scram_credentials(
+  c->broker().security().alter_user_scram_credentials(
       {{name, *mechanism, std::move(credential).value()}}, [c, name](std::vector<broker::result<void>> results) {
         c->later([results = std::move(results), name](api::call& call) {
           if (!results.at(0).ok()) return call.fail(to_api_error(results[0].error()));
-          auto users = call.broker().describe_users({name});
+          auto users = call.broker().security().describe_users({name});
           call.respond_json(200, user_json(call.base_url, call.params["cluster_id"], users.at(0)));
         });
       });
@@ -117,7 +117,7 @@ void v3_set_user(const call_ptr& c) {
 void v3_delete_user(const call_ptr& c) {
   if (!c->check_cluster() || !may_change_users(c)) return;
   const std::string name = c->params["name"];
-  auto users = c->broker().describe_users({name});
+  auto users = c->broker().security().describe_users({name});
   std::vector<broker::scram_credential_alteration> deletions;
   std::optional<security::scram_mechanism> only;
   if (auto q = c->query.find("mechanism"); q != c->query.end()) {
@@ -129,7 +129,7 @@ void v3_delete_user(const call_ptr& c) {
   }
   if (deletions.empty()) return c->fail(404, ec::not_found, "user \"" + name + "\" has no such credential");
   spdlog::info("msg=\"admin write\" door=http route=\"DELETE /v3/clusters/{{cluster_id}}/users/{{name}}\" user={}", name);
-  c->broker().alter_user_scram_credentials(std::move(deletions), [c](std::vector<broker::result<void>> results) {
+  c->broker().security().alter_user_scram_credentials(std::move(deletions), [c](std::vector<broker::result<void>> results) {
     c->later([results = std::move(results)](api::call& call) {
       for (const auto& r : results) {
         if (!r.ok()) return call.fail(to_api_error(r.error()));

@@ -78,8 +78,8 @@ std::string peer_host(std::string_view peer) {
 
 bool acl_allows(const broker::broker& b, const security::kafka_principal& principal, std::string_view host,
                 security::resource_type resource, std::string_view name, security::acl_operation operation) {
-  if (!b.authorizer_enabled()) return true;
-  return b.authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
+  if (!b.security().authorizer_enabled()) return true;
+  return b.security().authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
 }
 
 std::optional<api_error> acl_refusal(const broker::broker& b, const security::kafka_principal& principal,

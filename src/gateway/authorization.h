@@ -1,7 +1,7 @@
 #pragma once
 // Authorization on the HTTP doors (issue 30): what each route, WebSocket frame and stream needs,
 // in Kafka's operation x resource terms, and the one refusal every door answers. The decision
-// itself is broker::broker::authorize (Kafka's StandardAuthorizer rules, security/acl.h); this
+// itself is broker::security_api::authorize (Kafka's StandardAuthorizer rules, security/acl.h); this
 // file only names the question and words the 403. No Beast here (ws_session.cc uses it too).
 
 #include <optional>
@@ -38,7 +38,7 @@ std::optional<std::vector<route_need>> parse_route_needs(std::string_view spec);
 std::string peer_host(std::string_view peer);
 
 /// Whether `principal` from `host` may do `operation` on `resource`/`name`: true without an
-/// authorizer (authorizer.class.name unset), else broker::authorize's answer.
+/// authorizer (authorizer.class.name unset), else broker::security_api::authorize's answer.
 bool acl_allows(const broker::broker& b, const security::kafka_principal& principal, std::string_view host,
                 security::resource_type resource, std::string_view name, security::acl_operation operation);
 

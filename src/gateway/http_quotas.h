@@ -1,6 +1,6 @@
 #pragma once
 // Client quotas at the HTTP doors (issue 31). The broker measures every client's bytes against
-// its quota (broker::record_client_quota, Kafka's ClientQuotaManager); the gateway only decides
+// its quota (security_api::record_client_quota, Kafka's ClientQuotaManager); the gateway only decides
 // what an HTTP client feels of a throttle. As Kafka does, the request that goes over is answered
 // normally and the throttle applies afterwards (KIP-219): the client's later requests of the same
 // kind are refused with 429, Retry-After (whole seconds, rounded up) and Confluent's 42901 body

@@ -401,7 +401,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     if (!server_.broker.config().process_role_broker) {
       keep_alive_ = false;
       std::string brokers;   // as the HTTP routes' 421 (api.cc): the unfenced brokers' HTTP listeners
-      for (const auto& d : server_.broker.list_brokers()) {
+      for (const auto& d : server_.broker.admin().list_brokers()) {
         if (d.state != "unfenced") continue;
         brokers += (brokers.empty() ? "" : ", ") + std::string("http://") + d.host + ":" + std::to_string(d.port);
       }

@@ -322,7 +322,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   void count_quota(security::quota_key key, uint64_t bytes) {
     if (bytes == 0) return;
     const int64_t throttle_ms =
-        ctx_.broker->record_client_quota(key, ctx_.principal.name, ctx_.client_id, static_cast<double>(bytes));
+        ctx_.broker->security().record_client_quota(key, ctx_.principal.name, ctx_.client_id, static_cast<double>(bytes));
     if (throttle_ms <= 0) return;
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(throttle_ms);
     if (until <= quota_paused_until_) return;
@@ -668,7 +668,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     RINGLOG_ASSERT_OP(r->results.size(), ==, records);
     // A missing partition of an existing topic is 40402, as the REST API answers it.
     auto failure_code = [&](const broker::error& e) {
-      return to_api_error(e, error_scope::partition, ctx_.broker->topic_exists(topic)).error_code;
+      return to_api_error(e, error_scope::partition, ctx_.broker->admin().topic_exists(topic)).error_code;
     };
     auto record_fields = [](std::string& out, const broker::produce_record_result& res) {
       out += "\"partition\":" + std::to_string(res.partition.value()) + ",\"offset\":" +
@@ -781,7 +781,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   /// not the partition).
   void refuse_subscription(const broker::error& e) {
     json id = sub_->id;
-    const bool topic_exists = ctx_.broker->topic_exists(sub_->tp.topic);
+    const bool topic_exists = ctx_.broker->admin().topic_exists(sub_->tp.topic);
     sub_.reset();
     send_error(id, to_api_error(e, error_scope::partition, topic_exists).error_code, e.message);
   }

@@ -38,7 +38,7 @@ void handle_describe_acls(const request_context& ctx, protocol::describe_acls_re
     out.error_message = "DESCRIBE on the cluster is not allowed for " + ctx.principal.to_string();
     return ctx.answer(out);
   }
-  auto found = ctx.broker_api().describe_acls(filter_of(request.resource_type_filter, request.resource_name_filter,
+  auto found = ctx.broker_api().security().describe_acls(filter_of(request.resource_type_filter, request.resource_name_filter,
                                                         request.pattern_type_filter, request.principal_filter,
                                                         request.host_filter, request.operation, request.permission_type));
   if (!found.ok()) {
@@ -86,7 +86,7 @@ void handle_create_acls(const request_context& ctx, protocol::create_acls_reques
     }
     return ctx.answer(out);
   }
-  ctx.broker_api().create_acls(std::move(acls), [ctx, count](broker::result<std::vector<std::optional<broker::error>>> r) {
+  ctx.broker_api().security().create_acls(std::move(acls), [ctx, count](broker::result<std::vector<std::optional<broker::error>>> r) {
     using response = protocol::create_acls_response_data;
     response out;
     for (size_t i = 0; i < count; ++i) {
@@ -119,7 +119,7 @@ void handle_delete_acls(const request_context& ctx, protocol::delete_acls_reques
     }
     return ctx.answer(out);
   }
-  ctx.broker_api().delete_acls(
+  ctx.broker_api().security().delete_acls(
       std::move(filters), [ctx, count](broker::result<std::vector<broker::result<std::vector<security::acl_binding>>>> r) {
         using response = protocol::delete_acls_response_data;
         response out;

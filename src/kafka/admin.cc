@@ -43,7 +43,7 @@ protocol::metadata_response_data::metadata_response_topic to_metadata_topic(cons
 /// creates topics on Metadata when auto.create.topics.enable and the client allows it).
 void lookup_topic(broker::broker& b, std::string name, bool auto_create, std::function<void(topic_lookup)> done) {
   auto describe = [&b, name, done](int16_t error_if_missing) {
-    b.describe_topic(name, [name, done, error_if_missing](broker::result<broker::topic_description> d) {
+    b.admin().describe_topic(name, [name, done, error_if_missing](broker::result<broker::topic_description> d) {
       topic_lookup out{name, std::nullopt, error_code::none};
       if (d.ok()) {
         out.description = std::move(d).value();
@@ -53,13 +53,13 @@ void lookup_topic(broker::broker& b, std::string name, bool auto_create, std::fu
       done(std::move(out));
     });
   };
-  if (b.topic_exists(name) || !auto_create) return describe(error_code::unknown_topic_or_partition);
+  if (b.admin().topic_exists(name) || !auto_create) return describe(error_code::unknown_topic_or_partition);
   if (!broker::validate_topic_name(name).ok()) {
     return done(topic_lookup{name, std::nullopt, error_code::invalid_topic_exception});
   }
   broker::create_topic_request create;
   create.name = name;
-  b.create_topic(std::move(create), [name, done, describe](broker::result<broker::topic_description> created) {
+  b.admin().create_topic(std::move(create), [name, done, describe](broker::result<broker::topic_description> created) {
     if (created.ok()) return done(topic_lookup{name, std::move(created).value(), error_code::none});
     if (created.error().code == broker::errc::topic_already_exists) return describe(error_code::unknown_topic_or_partition);
     done(topic_lookup{name, std::nullopt, code_of(created.error())});
@@ -78,7 +78,7 @@ constexpr int16_t delete_topics_strict_quota_version = 5;
 /// refused (nothing charged): the message to answer with; nullopt = go ahead.
 std::optional<std::string> controller_mutation_refused(const request_context& ctx, double partitions, bool strict,
                                                        std::atomic<int64_t>& throttle) {
-  const int64_t ms = ctx.broker_api().charge_controller_mutations(quota_user(ctx), ctx.client_id, partitions, strict);
+  const int64_t ms = ctx.broker_api().security().charge_controller_mutations(quota_user(ctx), ctx.client_id, partitions, strict);
   int64_t seen = throttle.load();
   while (ms > seen && !throttle.compare_exchange_weak(seen, ms)) {
   }
@@ -104,7 +104,7 @@ std::vector<kafka_node> kafka_nodes(const request_context& ctx) {
   const auto& o = ctx.options();
   std::vector<kafka_node> out;
   bool self_listed = false;
-  for (const auto& b : ctx.broker_api().list_brokers()) {
+  for (const auto& b : ctx.broker_api().admin().list_brokers()) {
     if (b.node_id == o.node_id) {
       out.push_back({o.node_id, o.advertised_host, o.advertised_port, b.rack});
       self_listed = true;
@@ -125,7 +125,7 @@ std::vector<kafka_node> kafka_nodes(const request_context& ctx) {
 /// send admin clients to a node absent from the brokers list (Kafka's KRaft brokers answer a
 /// live broker's id for the same reason).
 int32_t client_controller_id(const request_context& ctx, const std::vector<kafka_node>& nodes) {
-  const int32_t active = ctx.broker_api().controller_id();
+  const int32_t active = ctx.broker_api().admin().controller_id();
   if (active < 0) return active;
   for (const auto& n : nodes) {
     if (n.node_id == active) return active;
@@ -139,7 +139,7 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   const bool all = !request.topics || (ctx.api_version == 0 && request.topics->empty());
   if (all) {
     // DESCRIBE on each topic (KafkaApis.getTopicMetadata): the others are left out, unnamed.
-    for (auto& name : b.list_topics(true)) {
+    for (auto& name : b.admin().list_topics(true)) {
       if (ctx.authorized(security::resource_type::topic, name, security::acl_operation::describe)) {
         names.push_back(std::move(name));
       }
@@ -156,7 +156,7 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   // Metadata refresh of a topic that exists is no refusal (the breaker's t3_noise.py).
   auto may_create = [&ctx](const std::string& topic) {
     auto allowed = [&ctx](security::resource_type resource, std::string_view name) {
-      return ctx.broker_api()
+      return ctx.broker_api().security()
           .authorize(ctx.principal, ctx.client_host, security::acl_action{resource, name, security::acl_operation::create})
           .allowed();
     };
@@ -203,8 +203,8 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
       g->complete_one();
       continue;
     }
-    const bool creatable = auto_create && !b.topic_exists(names[i]) && may_create(names[i]);
-    if (auto_create && !creatable && !b.topic_exists(names[i])) {
+    const bool creatable = auto_create && !b.admin().topic_exists(names[i]) && may_create(names[i]);
+    if (auto_create && !creatable && !b.admin().topic_exists(names[i])) {
       g->slot(i) = topic_lookup{names[i], std::nullopt, error_code::topic_authorization_failed};
       g->complete_one();
       continue;
@@ -270,7 +270,7 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
       if (c.value) create.configs[c.name] = *c.value;
     }
     create.validate_only = request.validate_only;
-    b.create_topic(std::move(create), [g, i](broker::result<broker::topic_description> created) {
+    b.admin().create_topic(std::move(create), [g, i](broker::result<broker::topic_description> created) {
       result_t& r = g->slot(i);
       if (!created.ok()) {
         r.error_code = code_of(created.error());
@@ -334,7 +334,7 @@ void handle_delete_topics(const request_context& ctx, protocol::delete_topics_re
       continue;
     }
     // KIP-599 counts the partitions deleted: the topic's count first.
-    b.describe_topic(*targets[i].first, [&b, ctx, g, i, throttle, strict_quota, name = *targets[i].first](
+    b.admin().describe_topic(*targets[i].first, [&b, ctx, g, i, throttle, strict_quota, name = *targets[i].first](
                                             broker::result<broker::topic_description> d) {
       const double partitions = d.ok() ? static_cast<double>(d->partitions.size()) : 0;
       if (auto refused = controller_mutation_refused(ctx, partitions, strict_quota, *throttle)) {
@@ -342,7 +342,7 @@ void handle_delete_topics(const request_context& ctx, protocol::delete_topics_re
         g->slot(i).error_message = std::move(*refused);
         return g->complete_one();
       }
-      b.delete_topic(name, [g, i](broker::result<void> deleted) {
+      b.admin().delete_topic(name, [g, i](broker::result<void> deleted) {
         if (!deleted.ok()) {
           g->slot(i).error_code = code_of(deleted.error());
           g->slot(i).error_message = deleted.error().message;
@@ -388,7 +388,7 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
     };
     if (request.validate_only) {
       // The broker's create_partitions has no dry run: check the rule it applies (never fewer).
-      b.describe_topic(t.name, [g, i, count = t.count, record](broker::result<broker::topic_description> d) {
+      b.admin().describe_topic(t.name, [g, i, count = t.count, record](broker::result<broker::topic_description> d) {
         if (!d.ok()) {
           record(d.error());
         } else if (count <= static_cast<int32_t>(d->partitions.size())) {
@@ -401,7 +401,7 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
       continue;
     }
     // KIP-599 counts the partitions added: the topic's count first.
-    b.describe_topic(t.name, [&b, ctx, g, i, throttle, strict_quota, record, name = t.name, count = t.count](
+    b.admin().describe_topic(t.name, [&b, ctx, g, i, throttle, strict_quota, record, name = t.name, count = t.count](
                                  broker::result<broker::topic_description> now) {
       const double added = now.ok() ? std::max<double>(count - static_cast<double>(now->partitions.size()), 0) : 0;
       if (auto refused = controller_mutation_refused(ctx, added, strict_quota, *throttle)) {
@@ -409,7 +409,7 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
         g->slot(i).error_message = std::move(*refused);
         return g->complete_one();
       }
-      b.create_partitions(name, count, [g, record](broker::result<broker::topic_description> d) {
+      b.admin().create_partitions(name, count, [g, record](broker::result<broker::topic_description> d) {
         if (!d.ok()) record(d.error());
         g->complete_one();
       });
@@ -432,7 +432,7 @@ void handle_alter_partition_reassignments(const request_context& ctx,
   for (const auto& t : request.topics) {
     for (const auto& p : t.partitions) targets.push_back({t.name, p.partition_index, p.replicas});
   }
-  ctx.broker_api().alter_partition_reassignments(
+  ctx.broker_api().admin().alter_partition_reassignments(
       targets, [ctx, request = std::move(request)](broker::result<std::vector<broker::partition_reassignment_result>> r) {
         using response = protocol::alter_partition_reassignments_response_data;
         response out;
@@ -481,7 +481,7 @@ void handle_list_partition_reassignments(const request_context& ctx,
     }
     return false;
   };
-  for (const auto& r : ctx.broker_api().list_partition_reassignments("")) {
+  for (const auto& r : ctx.broker_api().admin().list_partition_reassignments("")) {
     if (!wanted(r.topic, r.partition)) continue;
     if (out.topics.empty() || out.topics.back().name != r.topic) {
       response::ongoing_topic_reassignment topic;

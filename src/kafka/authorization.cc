@@ -170,7 +170,7 @@ std::span<const security::acl_operation> supported_operations(security::resource
 bool request_context::authorized(security::resource_type resource, std::string_view name,
                                  security::acl_operation operation) const {
   const security::acl_action action{resource, name, operation};
-  if (broker_api().authorize(principal, client_host, action).allowed()) return true;
+  if (broker_api().security().authorize(principal, client_host, action).allowed()) return true;
   // Kafka's authorizer logs each denial (logIfDenied), a list's filtered names too; bounded here.
   static security::audit_denial_budget budget;
   const auto verdict = budget.admit(base::monotonic_ns() / 1'000'000'000);
@@ -189,7 +189,7 @@ int32_t request_context::authorized_operations(security::resource_type resource,
   uint32_t bits = 0;
   for (auto op : supported_operations(resource)) {
     // Not authorized(): asking what the principal may do is no refusal, and is not logged.
-    if (broker_api().authorize(principal, client_host, security::acl_action{resource, name, op}).allowed()) {
+    if (broker_api().security().authorize(principal, client_host, security::acl_action{resource, name, op}).allowed()) {
       bits |= uint32_t{1} << static_cast<uint32_t>(op);
     }
   }

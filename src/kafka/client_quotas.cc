@@ -129,7 +129,7 @@ int64_t request_context::request_throttle_time_ms() const {
   if (!timing) return 0;
   const int64_t dispatched_ns = timing->dispatch_ns.load(std::memory_order_acquire);
   const int64_t handling_ns = dispatched_ns != 0 ? dispatched_ns : base::monotonic_ns() - timing->received_ns;
-  return broker_api().record_client_quota(security::quota_key::request_percentage, quota_user(*this), client_id,
+  return broker_api().security().record_client_quota(security::quota_key::request_percentage, quota_user(*this), client_id,
                                           static_cast<double>(std::max<int64_t>(handling_ns, 0)) / 1e6);
 }
 
@@ -157,7 +157,7 @@ void handle_describe_client_quotas(const request_context& ctx, protocol::describ
   }
   auto filter = parse_filter(request);
   if (!filter.ok()) return refuse(error_code::invalid_request, filter.error());
-  auto described = ctx.broker_api().describe_client_quotas(filter.value());
+  auto described = ctx.broker_api().security().describe_client_quotas(filter.value());
   if (!described.ok()) return refuse(code_of(described.error()), described.error().message);
   out.error_message = std::nullopt;
   out.entries.emplace();
@@ -218,7 +218,7 @@ void handle_alter_client_quotas(const request_context& ctx, protocol::alter_clie
     entry_of.push_back(i);
   }
   if (alterations.empty()) return ctx.answer(out);
-  ctx.broker_api().alter_client_quotas(
+  ctx.broker_api().security().alter_client_quotas(
       std::move(alterations), request.validate_only,
       [ctx, out = std::move(out), entry_of](broker::result<std::vector<std::optional<broker::error>>> r) mutable {
         for (size_t k = 0; k < entry_of.size(); ++k) {

@@ -61,7 +61,7 @@ using alter_result = protocol::alter_configs_response_data::alter_configs_resour
 /// Runs one topic's config change and records its outcome in `slot`.
 void alter_topic(broker::broker& b, const std::string& topic, std::map<std::string, std::optional<std::string>> changes,
                  bool validate_only, std::function<void(int16_t, std::optional<std::string>)> done) {
-  b.alter_topic_configs(topic, std::move(changes), validate_only,
+  b.admin().alter_topic_configs(topic, std::move(changes), validate_only,
                         [done](broker::result<broker::topic_description> r) {
                           if (r.ok()) return done(error_code::none, std::nullopt);
                           done(code_of(r.error()), r.error().message);
@@ -76,7 +76,7 @@ void alter_broker(broker::broker& b, const std::string& resource, std::map<std::
   auto node = broker_of_resource(resource);
   if (!node) return done(error_code::invalid_request, not_a_broker(resource));
   if (replace) {
-    auto described = b.describe_broker_configs(*node);
+    auto described = b.admin().describe_broker_configs(*node);
     if (!described.ok()) return done(code_of(described.error()), described.error().message);
     const auto own = *node == broker::cluster_default_broker ? broker::config_source::dynamic_default_broker_config
                                                              : broker::config_source::dynamic_broker_config;
@@ -84,7 +84,7 @@ void alter_broker(broker::broker& b, const std::string& resource, std::map<std::
       if (c.source == own && !changes.count(c.name)) changes[c.name] = std::nullopt;
     }
   }
-  b.alter_broker_configs(*node, std::move(changes), validate_only, [done](broker::result<void> r) {
+  b.admin().alter_broker_configs(*node, std::move(changes), validate_only, [done](broker::result<void> r) {
     if (r.ok()) return done(error_code::none, std::nullopt);
     done(code_of(r.error()), r.error().message);
   });
@@ -129,7 +129,7 @@ void handle_describe_configs(const request_context& ctx, protocol::describe_conf
     }
     if (res.resource_type == resource_type_broker) {
       auto node = broker_of_resource(res.resource_name);
-      auto described = node ? b.describe_broker_configs(*node)
+      auto described = node ? b.admin().describe_broker_configs(*node)
                             : broker::result<std::vector<broker::broker_config_entry>>(
                                   broker::error{broker::errc::invalid_request, not_a_broker(res.resource_name)});
       if (!described.ok()) {
@@ -150,7 +150,7 @@ void handle_describe_configs(const request_context& ctx, protocol::describe_conf
       g->complete_one();
       continue;
     }
-    b.describe_topic(res.resource_name, [g, i, keys = res.configuration_keys, version,
+    b.admin().describe_topic(res.resource_name, [g, i, keys = res.configuration_keys, version,
                                          synonyms = request.include_synonyms](broker::result<broker::topic_description> d) {
       result_t& r = g->slot(i);
       if (!d.ok()) {
@@ -201,7 +201,7 @@ void handle_alter_configs(const request_context& ctx, protocol::alter_configs_re
              "resource type " + std::to_string(res.resource_type) + " has no configs here (topic 2, broker 4)");
       continue;
     }
-    b.describe_topic(res.resource_name, [&b, name = res.resource_name, wanted_values, validate_only, finish](
+    b.admin().describe_topic(res.resource_name, [&b, name = res.resource_name, wanted_values, validate_only, finish](
                                             broker::result<broker::topic_description> d) mutable {
       if (!d.ok()) return finish(code_of(d.error()), d.error().message);
       std::map<std::string, std::optional<std::string>> changes = wanted_values;

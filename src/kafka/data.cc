@@ -149,7 +149,7 @@ void answer_produce(const request_context& ctx, const std::vector<std::string>& 
     if (results[i].current_leader.leader_id >= 0) hinted.insert(results[i].current_leader.leader_id);
     out.responses[targets_topic[i]].partition_responses.push_back(std::move(results[i]));
   }
-  for (const auto& broker : ctx.broker_api().list_brokers()) {
+  for (const auto& broker : ctx.broker_api().admin().list_brokers()) {
     const auto* endpoint = broker.kafka_endpoint(ctx.options().listener_name);   // the client's listener
     if (!hinted.contains(broker.node_id) || endpoint == nullptr) continue;
     protocol::produce_response_data::node_endpoint e;
@@ -193,7 +193,7 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
   // producer_byte_rate counts the request as it arrives (Kafka counts it as it answers, but reads
   // one request of a connection at a time): the listener stops reading at once (acks=0 too) and
   // the answer carries the time (KIP-219).
-  const int64_t throttle_ms = b.record_client_quota(security::quota_key::producer_byte_rate, quota_user(ctx),
+  const int64_t throttle_ms = b.security().record_client_quota(security::quota_key::producer_byte_rate, quota_user(ctx),
                                                     ctx.client_id, static_cast<double>(request_bytes));
   if (ctx.timing) ctx.timing->dispatch_throttle_ms = throttle_ms;
   auto g = std::make_shared<gather<partition_result>>(
@@ -242,7 +242,7 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
         if (res.error_code == error_code::not_leader_or_follower && leader_hints) {
           // KIP-951: name the leader this broker knows now, so the client need not refresh its
           // metadata first (Produce v10+; older versions do not carry the field).
-          return b.describe_topic(tp.topic, [g, i, p = tp.partition.value()](broker::result<broker::topic_description> d) {
+          return b.admin().describe_topic(tp.topic, [g, i, p = tp.partition.value()](broker::result<broker::topic_description> d) {
             partition_result& res2 = g->slot(i);
             if (d.ok() && p < static_cast<int32_t>(d->partitions.size()) && d->partitions[static_cast<size_t>(p)].leader >= 0) {
               res2.current_leader.leader_id = d->partitions[static_cast<size_t>(p)].leader;
@@ -325,7 +325,7 @@ struct fetch_operation {
 
   /// Records `bytes` fetched under consumer_byte_rate; the throttle time it asks, ms (KIP-219).
   [[nodiscard]] int64_t record_consumer_bytes(size_t bytes) const {
-    return ctx.broker_api().record_client_quota(security::quota_key::consumer_byte_rate, quota_user(ctx),
+    return ctx.broker_api().security().record_client_quota(security::quota_key::consumer_byte_rate, quota_user(ctx),
                                                 ctx.client_id, static_cast<double>(bytes));
   }
 
@@ -617,7 +617,7 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
   max_bytes = std::clamp<int64_t>(max_bytes, 1, ctx.options().fetch_response_bytes_max);
   // Under consumer_byte_rate one fetch takes at most a quota window's worth (Kafka's cap,
   // KafkaApis.handleFetchRequest): a large max_bytes cannot take many windows at once.
-  if (auto cap = ctx.broker_api().client_quota_window_value_max(security::quota_key::consumer_byte_rate, quota_user(ctx),
+  if (auto cap = ctx.broker_api().security().client_quota_window_value_max(security::quota_key::consumer_byte_rate, quota_user(ctx),
                                                                 ctx.client_id)) {
     max_bytes = std::clamp<int64_t>(*cap, 1, max_bytes);
   }
@@ -757,7 +757,7 @@ void handle_offset_for_leader_epoch(const request_context& ctx, protocol::offset
       g->complete_one();
       continue;
     }
-    b.describe_topic(t.topic, [g, i, partitions = t.partitions](broker::result<broker::topic_description> d) {
+    b.admin().describe_topic(t.topic, [g, i, partitions = t.partitions](broker::result<broker::topic_description> d) {
       topic_result& out = g->slot(i);
       for (const auto& p : partitions) {
         protocol::offset_for_leader_epoch_response_data::epoch_end_offset e;

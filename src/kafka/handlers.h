@@ -86,7 +86,7 @@ struct request_context {
   std::shared_ptr<request_timing> timing;   // nullptr: the request time is not counted
 
   /// Whether the connection's principal, from client_host, may do `operation` on the resource
-  /// (broker::authorize, the one rule set: always true without authorizer.class.name). The
+  /// (security_api::authorize, the one rule set: always true without authorizer.class.name). The
   /// checks each api makes are listed in authorization.cc.
   [[nodiscard]] bool authorized(security::resource_type resource, std::string_view name,
                                 security::acl_operation operation) const;

@@ -570,7 +570,7 @@ void listener::impl::adopt(size_t shard, runtime::shard_socket socket, runtime::
     c->gate = std::make_unique<detail::sasl_gate>(
         detail::sasl_gate_options{options.sasl_enabled_mechanisms, options.connections_max_reauth_ms,
                                   options.oauthbearer_validator},
-        handler.broker_api().scram_lookup());
+        handler.broker_api().security().scram_lookup());
   }
   shards[shard].open.insert(c);
   c->start(shared_from_this());

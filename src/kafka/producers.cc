@@ -17,7 +17,7 @@ bool may_write_some_topic(const request_context& ctx) {
   security::acl_filter filter;
   filter.resource = security::resource_type::topic;
   filter.permission = security::acl_permission_type::allow;
-  auto found = ctx.broker_api().describe_acls(filter);
+  auto found = ctx.broker_api().security().describe_acls(filter);
   if (!found.ok()) return false;
   const std::string principal = ctx.principal.to_string();
   return std::any_of(found->begin(), found->end(), [&](const security::acl_binding& acl) {

@@ -33,7 +33,7 @@ void handle_describe_user_scram_credentials(const request_context& ctx,
     }
   }
   protocol::describe_user_scram_credentials_response_data out;
-  for (const auto& d : ctx.broker_api().describe_users(names)) {
+  for (const auto& d : ctx.broker_api().security().describe_users(names)) {
     protocol::describe_user_scram_credentials_response_data::describe_user_scram_credentials_result r;
     r.user = d.user;
     if (seen[d.user] > 1) {
@@ -78,7 +78,7 @@ void handle_alter_user_scram_credentials(const request_context& ctx,
   // PLAINTEXT listener, like an HTTP listener without authentication) is not asked.
   const bool logged_in = ctx.options().sasl_required() ||
                          (ctx.options().security_protocol == "SSL" && !ctx.principal.anonymous());
-  const bool authorizer = ctx.broker_api().authorizer_enabled();
+  const bool authorizer = ctx.broker_api().security().authorizer_enabled();
   std::optional<std::string> refusal =
       authorizer ? (ctx.authorized_cluster(security::acl_operation::alter)
                         ? std::nullopt
@@ -137,7 +137,7 @@ void handle_alter_user_scram_credentials(const request_context& ctx,
     ctx.answer(out);
   };
   if (allowed.empty()) return answer({});
-  ctx.broker_api().alter_user_scram_credentials(std::move(allowed), std::move(answer));
+  ctx.broker_api().security().alter_user_scram_credentials(std::move(allowed), std::move(answer));
 }
 
 }  // namespace ringlog::kafka::detail

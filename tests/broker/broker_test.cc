@@ -39,7 +39,7 @@ struct fixture {
   result<topic_description> create(const std::string& name, int32_t partitions,
                                    std::map<std::string, std::string> configs = {}) {
     return call<result<topic_description>>([&](auto done) {
-      b->create_topic({name, partitions, std::nullopt, std::move(configs), false}, std::move(done));
+      b->admin().create_topic({name, partitions, std::nullopt, std::move(configs), false}, std::move(done));
     });
   }
   result<produce_response> produce(produce_request r) {
@@ -111,9 +111,9 @@ TEST_CASE_FIXTURE(fixture, "a restart keeps topics, configs and records; a crash
   }
   runtime = std::make_unique<test::test_runtime>(3, clock);
   open();
-  auto topics = b->list_topics(false);
+  auto topics = b->admin().list_topics(false);
   REQUIRE(topics == std::vector<std::string>{"logs"});
-  auto d = call<result<topic_description>>([&](auto done) { b->describe_topic("logs", std::move(done)); });
+  auto d = call<result<topic_description>>([&](auto done) { b->admin().describe_topic("logs", std::move(done)); });
   REQUIRE(d.ok());
   bool found = false;
   for (const auto& c : d->configs) {
@@ -216,7 +216,7 @@ TEST_CASE_FIXTURE(fixture, "fetches parked at one position share one read; each 
   REQUIRE(moved.ok());
   CHECK(moved->read_id != got[0].read_id);
   CHECK(moved->records.size() == 3);
-  REQUIRE(call<result<void>>([&](auto done) { b->delete_topic("tail", std::move(done)); }).ok());
+  REQUIRE(call<result<void>>([&](auto done) { b->admin().delete_topic("tail", std::move(done)); }).ok());
   REQUIRE(create("tail", 1).ok());
   REQUIRE(produce({"tail", {keyed("k", "new-zero"), keyed("k", "new-one"), keyed("k", "new-two"), keyed("k", "new-three")},
                    acks_mode::all, 1000}).ok());
@@ -299,9 +299,9 @@ TEST_CASE_FIXTURE(fixture, "bad requests get named errors and change nothing") {
   REQUIRE(too_large.ok());
   CHECK(too_large->results[0].failure->code == errc::message_too_large);
   CHECK(too_large->results[0].failure->message.find("max.message.bytes") != std::string::npos);
-  auto shrink = call<result<topic_description>>([&](auto done) { b->create_partitions("t", 1, std::move(done)); });
+  auto shrink = call<result<topic_description>>([&](auto done) { b->admin().create_partitions("t", 1, std::move(done)); });
   CHECK(shrink.error().code == errc::invalid_partitions);
-  auto grow = call<result<topic_description>>([&](auto done) { b->create_partitions("t", 3, std::move(done)); });
+  auto grow = call<result<topic_description>>([&](auto done) { b->admin().create_partitions("t", 3, std::move(done)); });
   REQUIRE(grow.ok());
   CHECK(grow->partitions.size() == 3);
   CHECK(fetch("t", 2, 0).ok());
@@ -312,10 +312,10 @@ TEST_CASE_FIXTURE(fixture, "a deleted topic is gone, and a new topic of the same
   open();
   REQUIRE(create("gone", 1).ok());
   REQUIRE(produce({"gone", {keyed("a", "old")}, acks_mode::all, 1000}).ok());
-  auto deleted = call<result<void>>([&](auto done) { b->delete_topic("gone", std::move(done)); });
+  auto deleted = call<result<void>>([&](auto done) { b->admin().delete_topic("gone", std::move(done)); });
   REQUIRE(deleted.ok());
-  CHECK(b->list_topics(false).empty());
-  CHECK(b->list_topics(true) == std::vector<std::string>{"__consumer_offsets", "__transaction_state"});  // internal topics stay
+  CHECK(b->admin().list_topics(false).empty());
+  CHECK(b->admin().list_topics(true) == std::vector<std::string>{"__consumer_offsets", "__transaction_state"});  // internal topics stay
   CHECK(fetch("gone", 0, 0).error().code == errc::unknown_topic_or_partition);
   REQUIRE(create("gone", 1).ok());
   auto fresh = fetch("gone", 0, 0);
@@ -335,13 +335,13 @@ TEST_CASE_FIXTURE(fixture, "auto-create on produce uses num.partitions; disabled
   open(c);
   auto r = produce({"auto", {keyed("a", "b")}, acks_mode::all, 1000});
   REQUIRE(r.ok());
-  auto d = call<result<topic_description>>([&](auto done) { b->describe_topic("auto", std::move(done)); });
+  auto d = call<result<topic_description>>([&](auto done) { b->admin().describe_topic("auto", std::move(done)); });
   CHECK(d->partitions.size() == 3);
   // Records only for partitions the new topic would lack: refused, and no topic is left behind.
   produce_record far = keyed("k", "v");
   far.partition = model::partition_id{5};
   CHECK(produce({"nowhere", {far}, acks_mode::all, 1000}).error().code == errc::unknown_topic_or_partition);
-  CHECK(!b->topic_exists("nowhere"));
+  CHECK(!b->admin().topic_exists("nowhere"));
   // One such record among storable ones fails alone; the topic is created for the others.
   produce_record near = keyed("k", "w");
   near.partition = model::partition_id{2};
@@ -410,13 +410,13 @@ TEST_CASE_FIXTURE(fixture, "dynamic broker configs: precedence, behaviour, refus
   open(config);
   REQUIRE(create("orders", 1).ok());
   auto alter = [&](int32_t node, std::map<std::string, std::optional<std::string>> changes, bool validate_only = false) {
-    return call<result<void>>([&](auto done) { b->alter_broker_configs(node, std::move(changes), validate_only, std::move(done)); });
+    return call<result<void>>([&](auto done) { b->admin().alter_broker_configs(node, std::move(changes), validate_only, std::move(done)); });
   };
   auto describe_topic = [&] {
-    return call<result<topic_description>>([&](auto done) { b->describe_topic("orders", std::move(done)); });
+    return call<result<topic_description>>([&](auto done) { b->admin().describe_topic("orders", std::move(done)); });
   };
 
-  auto before = b->describe_broker_configs(0);
+  auto before = b->admin().describe_broker_configs(0);
   REQUIRE(before.ok());
   const auto* retention = find_entry(*before, "log.retention.ms");
   REQUIRE(retention != nullptr);
@@ -426,8 +426,8 @@ TEST_CASE_FIXTURE(fixture, "dynamic broker configs: precedence, behaviour, refus
   REQUIRE(retention->synonyms.size() == 2);
   CHECK(retention->synonyms[1].source == config_source::default_config);
   CHECK(find_entry(*before, "log.dirs")->is_read_only);
-  CHECK(b->describe_broker_configs(cluster_default_broker)->empty());
-  CHECK(b->describe_broker_configs(7).error().code == errc::invalid_request);
+  CHECK(b->admin().describe_broker_configs(cluster_default_broker)->empty());
+  CHECK(b->admin().describe_broker_configs(7).error().code == errc::invalid_request);
 
   // Refusals change nothing.
   CHECK(alter(0, {{"log.dirs", "/elsewhere"}}).error().code == errc::invalid_config);
@@ -435,7 +435,7 @@ TEST_CASE_FIXTURE(fixture, "dynamic broker configs: precedence, behaviour, refus
   CHECK(alter(0, {{"log.retention.ms", "soon"}}).error().code == errc::invalid_config);
   CHECK(alter(7, {{"log.retention.ms", "5"}}).error().code == errc::invalid_request);
   REQUIRE(alter(0, {{"log.retention.ms", "5"}}, true).ok());   // validate_only
-  CHECK(find_entry(*b->describe_broker_configs(0), "log.retention.ms")->value == "1000");
+  CHECK(find_entry(*b->admin().describe_broker_configs(0), "log.retention.ms")->value == "1000");
 
   // Cluster-wide, then the broker's own value wins; topics without an override follow.
   REQUIRE(alter(cluster_default_broker, {{"log.retention.ms", "2000"}}).ok());
@@ -451,7 +451,7 @@ TEST_CASE_FIXTURE(fixture, "dynamic broker configs: precedence, behaviour, refus
     CHECK(e.synonyms[2].source == config_source::default_config);
   }
   REQUIRE(alter(0, {{"log.retention.ms", "3000"}, {"min.insync.replicas", "2"}}).ok());
-  auto after = b->describe_broker_configs(0);
+  auto after = b->admin().describe_broker_configs(0);
   retention = find_entry(*after, "log.retention.ms");
   CHECK(retention->value == "3000");
   CHECK(retention->source == config_source::dynamic_broker_config);
@@ -472,10 +472,10 @@ TEST_CASE_FIXTURE(fixture, "dynamic broker configs: precedence, behaviour, refus
   stop();
   open(config);
   retention = nullptr;
-  auto reopened = b->describe_broker_configs(0);
+  auto reopened = b->admin().describe_broker_configs(0);
   CHECK(find_entry(*reopened, "log.retention.ms")->value == "3000");
   CHECK(find_entry(*reopened, "min.insync.replicas")->value == "2");
-  auto cluster_wide = b->describe_broker_configs(cluster_default_broker);
+  auto cluster_wide = b->admin().describe_broker_configs(cluster_default_broker);
   REQUIRE(cluster_wide->size() == 1);
   CHECK(cluster_wide->front().value == "2000");
   CHECK(topic_config_value(describe_topic().value(), "retention.ms") == "3000");
@@ -487,7 +487,7 @@ TEST_CASE_FIXTURE(fixture, "dynamic broker configs: precedence, behaviour, refus
   CHECK(produce(req).ok());
   REQUIRE(alter(cluster_default_broker, {{"log.retention.ms", std::nullopt}}).ok());
   CHECK(topic_config_value(describe_topic().value(), "retention.ms") == "1000");
-  CHECK(b->describe_broker_configs(cluster_default_broker)->empty());
+  CHECK(b->admin().describe_broker_configs(cluster_default_broker)->empty());
   stop();
 }
 
@@ -540,7 +540,7 @@ TEST_CASE_FIXTURE(fixture, "a quiet compacted log's tombstones go within a clean
   INFO("tombstones gone after ", clock.now_ms() - written_at, " ms");
   CHECK(tombstones_left() == 0);
   CHECK(clock.now_ms() - written_at <= bound_ms);
-  auto d = call<result<topic_description>>([&](auto done) { b->describe_topic("quiet", std::move(done)); });
+  auto d = call<result<topic_description>>([&](auto done) { b->admin().describe_topic("quiet", std::move(done)); });
   REQUIRE(d.ok());
   CHECK(d->partitions[0].cleaner.tombstones_removed_total == 20);
   stop();

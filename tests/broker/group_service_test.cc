@@ -42,7 +42,7 @@ struct groups_fixture {
   }
   void create(const std::string& name, int32_t partitions) {
     auto r = call<result<topic_description>>(
-        [&](auto done) { b->create_topic({name, partitions, std::nullopt, {}, false}, std::move(done)); });
+        [&](auto done) { b->admin().create_topic({name, partitions, std::nullopt, {}, false}, std::move(done)); });
     REQUIRE(r.ok());
     runtime->wait_idle();  // set_topics reached every coordinator
   }
@@ -275,9 +275,9 @@ TEST_CASE_FIXTURE(groups_fixture, "a member past its session timeout is swept by
 
 TEST_CASE_FIXTURE(groups_fixture, "__consumer_offsets is internal, and a deleted topic takes its committed offsets") {
   open();
-  auto listed = b->list_topics(false);
+  auto listed = b->admin().list_topics(false);
   CHECK(std::find(listed.begin(), listed.end(), consumer_offsets_topic) == listed.end());
-  listed = b->list_topics(true);
+  listed = b->admin().list_topics(true);
   CHECK(std::find(listed.begin(), listed.end(), consumer_offsets_topic) != listed.end());
   produce_request req{consumer_offsets_topic, {produce_record{}}, acks_mode::all, 1000};
   auto refused = call<result<produce_response>>([&](auto done) { b->produce(std::move(req), std::move(done)); });
@@ -288,7 +288,7 @@ TEST_CASE_FIXTURE(groups_fixture, "__consumer_offsets is internal, and a deleted
   auto id = member_that_read("g", "orders");
   REQUIRE(commit("g", id, std::nullopt).ok());
   CHECK(committed("g", id)->size() == 1);
-  REQUIRE(call<result<void>>([&](auto done) { b->delete_topic("orders", std::move(done)); }).ok());
+  REQUIRE(call<result<void>>([&](auto done) { b->admin().delete_topic("orders", std::move(done)); }).ok());
   runtime->wait_idle();
   CHECK(committed("g", id)->empty());
   stop();

@@ -81,7 +81,7 @@ TEST_CASE_FIXTURE(fixture, "init_producer_id hands out distinct ids from control
 TEST_CASE_FIXTURE(fixture, "an idempotent produce resent unchanged gets the same offsets and is stored once") {
   open();
   auto created = call<result<topic_description>>([&](auto done) {
-    b->create_topic({"idem", 2, std::nullopt, {}, false}, std::move(done));
+    b->admin().create_topic({"idem", 2, std::nullopt, {}, false}, std::move(done));
   });
   REQUIRE(created.ok());
   auto id = init();

@@ -42,7 +42,7 @@ struct fixture {
   }
   void create(const std::string& name, int32_t partitions) {
     auto made = call<result<topic_description>>(
-        [&](auto done) { b->create_topic({name, partitions, std::nullopt, {}, false}, std::move(done)); });
+        [&](auto done) { b->admin().create_topic({name, partitions, std::nullopt, {}, false}, std::move(done)); });
     REQUIRE_MESSAGE(made.ok(), (made.ok() ? "" : made.error().message));
   }
   result<produce_batches_response> produce(const std::string& topic, int32_t partition, model::bytes batch) {

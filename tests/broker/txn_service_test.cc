@@ -44,7 +44,7 @@ struct txn_fixture {
   }
   void create(const std::string& name, int32_t partitions) {
     auto r = call<result<topic_description>>(
-        [&](auto done) { b->create_topic({name, partitions, std::nullopt, {}, false}, std::move(done)); });
+        [&](auto done) { b->admin().create_topic({name, partitions, std::nullopt, {}, false}, std::move(done)); });
     REQUIRE(r.ok());
     runtime->wait_idle();
   }
@@ -80,7 +80,7 @@ model::topic_partition tp(const std::string& t, int32_t p) { return {t, model::p
 
 TEST_CASE_FIXTURE(txn_fixture, "__transaction_state is created with the coordinators; InitProducerId fences by epoch") {
   open();
-  auto listed = b->list_topics(true);
+  auto listed = b->admin().list_topics(true);
   CHECK(std::find(listed.begin(), listed.end(), transaction_state_topic) != listed.end());
   CHECK(b->transactions().coordinator_id("app") == 0);
   auto first = init("app");

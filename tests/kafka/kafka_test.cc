@@ -141,7 +141,7 @@ struct fixture {
 
   void create(const std::string& name) {
     auto created = test::call<broker::result<broker::topic_description>>(
-        [&](auto done) { b->create_topic({name, 1, std::nullopt, {}, false}, std::move(done)); });
+        [&](auto done) { b->admin().create_topic({name, 1, std::nullopt, {}, false}, std::move(done)); });
     REQUIRE(created.ok());
   }
 };

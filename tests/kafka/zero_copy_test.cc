@@ -188,7 +188,7 @@ struct real_fixture {
 
   void create(const std::string& name) {
     auto created = test::call<broker::result<broker::topic_description>>(
-        [&](auto done) { b->create_topic({name, 1, std::nullopt, {}, false}, std::move(done)); });
+        [&](auto done) { b->admin().create_topic({name, 1, std::nullopt, {}, false}, std::move(done)); });
     REQUIRE(created.ok());
   }
 
@@ -294,7 +294,7 @@ TEST_CASE("a held zero-copy answer still reads its bytes after its topic's files
   REQUIRE_FALSE(held.file_pieces.empty());
   const auto expected = f.send(*f.copying, 12, req).memory;
   const std::string segment_path = held.file_pieces.front().range.source->path();
-  auto deleted = test::call<broker::result<void>>([&](auto done) { f.b->delete_topic("gone", std::move(done)); });
+  auto deleted = test::call<broker::result<void>>([&](auto done) { f.b->admin().delete_topic("gone", std::move(done)); });
   REQUIRE(deleted.ok());
   // The partition's directory is removed before the deletion is answered.
   REQUIRE_FALSE(std::filesystem::exists(segment_path));

@@ -356,7 +356,7 @@ class simulation final : public sim::sim_cluster {
       r.partitions_count = partitions_;
       r.replication_factor = 3;
       r.configs = {{"min.insync.replicas", "2"}};
-      nodes_[n].b->create_topic(std::move(r), [this, &created, attempt](result<broker::topic_description> d) {
+      nodes_[n].b->admin().create_topic(std::move(r), [this, &created, attempt](result<broker::topic_description> d) {
         world_.note(std::string("create topic: ") + (d.ok() ? "ok" : d.error().message));
         if (d.ok()) {
           for (size_t p = 0; p < d->partitions.size(); ++p) replicas_[static_cast<int32_t>(p)] = d->partitions[p].replicas;
@@ -637,7 +637,7 @@ class simulation final : public sim::sim_cluster {
     const int asked = random_serving();
     if (asked < 0) return;
     const auto p = static_cast<int32_t>(world_.uniform(0, partitions_ - 1));
-    nodes_[asked].b->describe_topic(topic, [this, p](result<broker::topic_description> d) {
+    nodes_[asked].b->admin().describe_topic(topic, [this, p](result<broker::topic_description> d) {
       if (!d.ok() || static_cast<size_t>(p) >= d->partitions.size()) return;
       const int leader = d->partitions[static_cast<size_t>(p)].leader;
       if (leader < 1 || leader > opt_.nodes) return;
@@ -659,7 +659,7 @@ class simulation final : public sim::sim_cluster {
     const int64_t lag = replica_lag_time_max_ms + world_.uniform(500, 2'000);
     const int64_t gap = world_.uniform(200, 1'000);
     hold_until_ = world_.clock.now_ms() + lag + gap + 1'000;
-    nodes_[asked].b->describe_topic(topic, [this, p, lag, gap](result<broker::topic_description> d) {
+    nodes_[asked].b->admin().describe_topic(topic, [this, p, lag, gap](result<broker::topic_description> d) {
       if (!d.ok() || static_cast<size_t>(p) >= d->partitions.size()) return;
       const auto& part = d->partitions[static_cast<size_t>(p)];
       std::vector<int> followers;
@@ -779,7 +779,7 @@ class simulation final : public sim::sim_cluster {
     *poll = [this, &done, &why, poll] {
       const int n = random_serving();
       if (n < 0) return at(world_.clock.now_ms() + reassignment_poll_ms, *poll);
-      nodes_[n].b->describe_topic(topic, sim::answer_within<result<broker::topic_description>>(
+      nodes_[n].b->admin().describe_topic(topic, sim::answer_within<result<broker::topic_description>>(
           *this, reassignment_poll_ms, [this, &done, &why, poll](std::optional<result<broker::topic_description>> d) {
             if (d && d->ok() && reassignments_->complete(d->value(), why)) {
               for (const auto& part : d->value().partitions) final_replicas_[part.partition.value()] = part.replicas;

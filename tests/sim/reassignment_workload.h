@@ -1,7 +1,7 @@
 #pragma once
 // cluster_sim's reassignment workload (issue 28: "reassignment"): at seeded times an admin
 // client moves a partition of the workload topic to another replica set through
-// broker::alter_partition_reassignments (KIP-455) at a random serving node: with more nodes than
+// admin_api::alter_partition_reassignments (KIP-455) at a random serving node: with more nodes than
 // the replication factor one replica goes to a node outside the set, else the set is reordered
 // (a new preferred leader). The other checks of cluster_sim hold through it; after the final
 // heal every reassignment must complete (list_partition_reassignments empty on every serving
@@ -50,7 +50,7 @@ class reassignment_workload {
     for (int n = 1; n <= c_.node_count(); ++n) {
       broker::broker* b = c_.serving(n);
       if (b == nullptr) continue;
-      if (auto listed = b->list_partition_reassignments(topic_); !listed.empty()) {
+      if (auto listed = b->admin().list_partition_reassignments(topic_); !listed.empty()) {
         why = "n" + std::to_string(n) + " lists " + std::to_string(listed.size()) + " reassignment(s) under way";
         return false;
       }
@@ -115,7 +115,7 @@ class reassignment_workload {
     }
     w().note("reassign p" + std::to_string(p) + " to " + text(target) + " at n" + std::to_string(n));
     using answer = broker::result<std::vector<broker::partition_reassignment_result>>;
-    c_.serving(n)->alter_partition_reassignments(
+    c_.serving(n)->admin().alter_partition_reassignments(
         {broker::partition_reassignment_target{topic_, p, target}},
         answer_within<answer>(c_, reassignment_call_timeout_ms, [this, p, target](std::optional<answer> a) {
           if (a && a->ok() && a->value().size() == 1 && !a->value()[0].refused) {

@@ -22,8 +22,8 @@
 #include "ringlog/security/principal.h"
 #include "ringlog/broker/groups.h"
 #include "ringlog/broker/transactions.h"
-#include "ringlog/broker/quotas.h"
-#include "ringlog/broker/users.h"
+#include "ringlog/broker/admin.h"
+#include "ringlog/broker/security.h"
 #include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/model/record.h"
 #include "ringlog/model/types.h"
@@ -149,92 +149,11 @@ struct replication_throttle_figures {
   replication_throttle_side_figures follower;
 };
 
-/// Where a config's value comes from (Kafka's DescribeConfigs sources, KIP-226), highest
-/// precedence first: set on the topic, a dynamic value for this broker, the cluster-wide dynamic
-/// default, the node's properties file / --set, the built-in default.
-enum class config_source {
-  dynamic_topic_config,
-  dynamic_broker_config,
-  dynamic_default_broker_config,
-  static_broker_config,
-  default_config
-};
-
-/// Kafka's name of a source, e.g. "DYNAMIC_BROKER_CONFIG".
-std::string_view to_string(config_source source);
-
 /// A consumer instance's retry settings when it gives none: the broker's defaults.
 inline delay::retry_policy retry_defaults_of(const broker_config& c) {
   return delay::retry_policy{c.max_delivery_attempts, c.retry_backoff_ms,     c.retry_backoff_multiplier,
                              c.retry_backoff_max_ms,  c.retry_topic_template, c.dead_letter_topic_template};
 }
-
-struct config_synonym {
-  std::string name;
-  std::string value;
-  config_source source = config_source::default_config;
-};
-
-struct topic_config_entry {
-  std::string name;
-  std::string value;
-  bool is_default = true;   // not set on the topic (inherited from the brokers or the default; `source` says which)
-  bool read_only = false;
-  /// Where the value comes from: dynamic_topic_config when set on the topic, else where its
-  /// broker-level default comes from (log.retention.ms for retention.ms, ...).
-  config_source source = config_source::default_config;
-  /// Every value of it in precedence order, the effective one first: the topic's own, then the
-  /// broker-level default's (KIP-226 synonyms, named as the broker names them).
-  std::vector<config_synonym> synonyms;
-};
-
-struct partition_description {
-  model::partition_id partition{0};
-  int32_t leader = 0;                 // node id of the leader
-  std::vector<int32_t> replicas;
-  std::vector<int32_t> in_sync_replicas;
-  model::leader_epoch leader_epoch{0};
-  model::offset log_start_offset{0};
-  model::offset high_watermark{0};
-  model::offset log_end_offset{0};
-  /// False only on a new leader whose high watermark has not yet reached the log end at its
-  /// election (KIP-207): until then the figure may be below the one its predecessor reported, and
-  /// reads at it are answered "retry".
-  bool high_watermark_established = true;
-  uint64_t size_bytes = 0;
-  /// This node holds an open replica of the partition: the figures above and below are its own
-  /// (/metrics shows only these partitions; a replica removed here takes its series with it).
-  bool replica_here = false;
-  /// The log cleaner's figures (compacted topics; zero and -1 otherwise).
-  struct cleaner_figures {
-    double dirty_ratio = 0.0;            // dirty / (clean + dirty) bytes of the cleanable range
-    uint64_t bytes_read_total = 0;       // bytes of segments rewritten
-    uint64_t bytes_written_total = 0;    // bytes of cleaned segments written
-    uint64_t passes_total = 0;
-    uint64_t tombstones_removed_total = 0;   // tombstones dropped past their delete horizon (KIP-534)
-    uint64_t time_ms_total = 0;
-    int64_t last_clean_ms = -1;          // broker clock at the end of the last pass, -1: never
-  } cleaner;
-};
-
-struct topic_description {
-  std::string name;
-  std::string topic_id;               // 22-char base64 UUID, like Kafka's topic ids
-  bool is_internal = false;
-  int16_t replication_factor = 1;
-  std::vector<partition_description> partitions;
-  std::vector<topic_config_entry> configs;   // every supported topic config, set or default
-};
-
-struct create_topic_request {
-  std::string name;
-  std::optional<int32_t> partitions_count;      // default num.partitions
-  std::optional<int16_t> replication_factor;    // default default.replication.factor
-  std::map<std::string, std::string> configs;   // topic-level overrides (retention.ms, ...)
-  bool validate_only = false;
-  /// Who asks (issue 29): the authorizer of issue 30 checks CREATE on the topic for it.
-  security::kafka_principal principal{};
-};
 
 /// An idempotent producer's identity (KIP-98): InitProducerId's answer.
 struct producer_identity {
@@ -365,150 +284,6 @@ struct txn_marker_result {
   std::vector<txn_marker_partition_result> partitions;
 };
 
-/// One broker config as DescribeConfigs reports it (Kafka's names, KIP-226).
-struct broker_config_entry {
-  std::string name;
-  std::string value;
-  config_source source = config_source::default_config;
-  bool is_read_only = true;      // false: may be set dynamically (alter_broker_configs)
-  bool is_sensitive = false;     // never true yet: no secrets among the broker configs
-  /// Every value of this name in precedence order, the effective one first (KIP-226 synonyms).
-  std::vector<config_synonym> synonyms;
-};
-
-/// node id of the cluster-wide dynamic broker defaults in describe/alter_broker_configs (Kafka's
-/// empty broker resource name).
-inline constexpr int32_t cluster_default_broker = -1;
-
-/// A Kafka client listener of a broker as advertised (listeners=NAME://HOST:PORT).
-struct kafka_listener_endpoint {
-  std::string listener_name;   // PLAINTEXT, SSL, CLIENT, ...
-  std::string host;
-  int32_t port = -1;
-};
-
-struct broker_description {
-  int32_t node_id = 0;
-  std::string host;   // the HTTP listener as advertised
-  int32_t port = 0;
-  bool http_tls = false;   // that listener is https:// (a node whose only HTTP door is TLS)
-  std::string rack;   // "" = none
-  std::string kafka_host;   // the kafka:// listener as advertised ("" and -1: none registered)
-  int32_t kafka_port = -1;
-  /// Every Kafka client listener, by name: Metadata answers a client with the brokers' endpoints
-  /// of the listener name it connected on (Kafka's rule), so an SSL client never hears a
-  /// PLAINTEXT port.
-  std::vector<kafka_listener_endpoint> kafka_endpoints;
-  /// The endpoint of listener `name`, or nullptr when the broker has none of that name.
-  [[nodiscard]] const kafka_listener_endpoint* kafka_endpoint(std::string_view name) const {
-    for (const auto& e : kafka_endpoints) {
-      if (e.listener_name == name) return &e;
-    }
-    return nullptr;
-  }
-  /// Kafka's broker registration states: "unfenced" (serving), "fenced" (missed its heartbeats or
-  /// not caught up), "controlled_shutdown" (stopping, its leaderships moving away).
-  std::string state = "unfenced";
-  bool decommissioning = false;   // being decommissioned (issue 33): takes no new replicas
-  int64_t broker_epoch = -1;
-  bool is_controller = false;   // the active controller (the metadata quorum's leader)
-};
-
-/// The metadata quorum as `kafka-metadata-quorum describe --status` shows it.
-struct quorum_status {
-  struct voter {
-    int32_t replica_id = -1;
-    int64_t log_end_offset = -1;          // -1: not known here (only the leader knows others')
-    int64_t lag = -1;                     // leader's log end offset minus the voter's; -1 unknown
-    int64_t last_fetch_timestamp_ms = -1; // wall clock ms of its last fetch seen by the leader
-  };
-  int32_t node_id = -1;          // this node
-  int32_t leader_id = -1;        // -1: no leader known
-  int32_t leader_epoch = 0;
-  int64_t high_watermark = 0;
-  int64_t log_start_offset = 0;
-  int64_t log_end_offset = 0;
-  int64_t applied_offset = -1;   // the metadata image's offset on this node
-  std::string role;              // leader, follower, candidate, prospective, unattached, resigned
-  std::vector<voter> voters;
-  std::vector<voter> observers;  // process.roles=broker nodes fetching the metadata log (leader only)
-  bool observer = false;         // this node is not a voter (process.roles=broker)
-};
-
-/// One partition's outcome of a leader election.
-struct leader_election_result {
-  std::string topic;
-  int32_t partition = 0;
-  int32_t leader = -1;          // its leader after the call (-1: none)
-  std::optional<error> refused;   // election_not_needed, preferred_leader_not_available, unknown_topic_or_partition
-};
-
-/// One partition of a reassignment call (KIP-455): its target replicas, or a cancel.
-struct partition_reassignment_target {
-  std::string topic;
-  int32_t partition = 0;
-  std::optional<std::vector<int32_t>> replicas;   // the first is the preferred leader; nullopt: cancel
-};
-
-/// One partition's outcome of a reassignment call: accepted (the move is under way, or done
-/// when nothing had to catch up), or refused.
-struct partition_reassignment_result {
-  std::string topic;
-  int32_t partition = 0;
-  /// unknown_topic_or_partition, invalid_replica_assignment, no_reassignment_in_progress.
-  std::optional<error> refused;
-};
-
-/// A partition being reassigned, as the metadata image says (Kafka's OngoingPartitionReassignment).
-struct partition_reassignment {
-  std::string topic;
-  int32_t partition = 0;
-  std::vector<int32_t> replicas;            // the target replicas, then the ones being removed
-  std::vector<int32_t> adding_replicas;     // in the target, not yet in the original replicas
-  std::vector<int32_t> removing_replicas;   // in the original replicas, not in the target
-};
-
-/// A rebalance call (issue 33): plan, and unless a dry run, start the plan's moves.
-struct rebalance_request {
-  double tolerance = 0.1;   // 0.0 to 1.0 inclusive (rebalance_planner.h)
-  bool dry_run = true;
-  /// Each partition's size in bytes as its replicas report it (the front end asks every broker);
-  /// a partition not listed counts 0 bytes.
-  controller::partition_sizes sizes;
-};
-
-/// The partition autobalancer as this node sees it (issue 33, controller/autobalancer.h).
-struct autobalancer_status {
-  std::string mode = "off";   // partition.autobalancer.mode: off | node_add | continuous
-  /// Continuous mode: brokers unavailable longer than
-  /// partition.autobalancer.node.availability.timeout.ms that still hold replicas (moving off), by id.
-  std::vector<int32_t> unavailable_brokers_draining;
-};
-
-/// Partition reassignments the autobalancer started since this node started, by why (it starts
-/// them only while it is the active controller); for /metrics. Any thread.
-struct autobalancer_figures {
-  int64_t node_add = 0;      // a broker holding no replica got its share
-  int64_t balance = 0;       // continuous mode's periodic balance
-  int64_t unavailable = 0;   // replicas moved off brokers unavailable past the timeout
-};
-
-struct rebalance_result {
-  controller::rebalance_plan plan;
-  int32_t started = 0;   // partition reassignments committed (0 on a dry run)
-  autobalancer_status autobalancer;
-};
-
-/// A broker's decommission (issue 33; Confluent's remove-broker task).
-struct broker_decommission {
-  int32_t broker_id = -1;
-  /// "IN_PROGRESS" (its replicas are moving off), "SUCCESS" (it holds none and is unregistered),
-  /// "CANCELED" (only in the answer of the cancel).
-  std::string status;
-  int32_t partitions_remaining = 0;        // partitions that still list it as a replica
-  int32_t reassignments_in_progress = 0;   // of those, the ones being reassigned now
-};
-
 /// Upper bounds (ms until due, inclusive) of the buckets of delay_scheduler_description::due_counts
 /// (the console's histogram of pending delayed records): due already (<= 0), within 1 s, 10 s,
 /// 1 min, 10 min, 1 h, 1 day; the last bucket (delay_due_buckets - 1) counts the rest. Fixed
@@ -543,20 +318,7 @@ class broker {
  public:
   virtual ~broker() = default;
 
-  // ---- admin (CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs, Metadata)
-  virtual void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) = 0;
-  virtual void delete_topic(std::string topic, std::function<void(result<void>)> done) = 0;
-  /// Raises the partition count to `partitions_count` (never lowers: invalid_partitions).
-  virtual void create_partitions(std::string topic, int32_t partitions_count,
-                                 std::function<void(result<topic_description>)> done) = 0;
-  /// Sets (value) or resets to default (nullopt) topic configs; validate_only checks only.
-  virtual void alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
-                                   bool validate_only, std::function<void(result<topic_description>)> done) = 0;
-  /// Current topics (internal ones only when include_internal).
-  [[nodiscard]] virtual std::vector<std::string> list_topics(bool include_internal) const = 0;
-  /// Whether a topic of this name exists (internal topics included): one lookup, no copy of the
-  /// topic list, so error paths may ask it once per record.
-  [[nodiscard]] virtual bool topic_exists(const std::string& name) const = 0;
+  // ---- metadata and the static config
   /// Runs `then` (on the controller shard) once this node has applied every metadata entry the
   /// quorum had committed when the call arrived (the metadata barrier: Raft's read index through
   /// DescribeQuorum, src/broker/metadata_barrier.cc; at once on the active controller or a single
@@ -564,170 +326,13 @@ class broker {
   /// answer). The HTTP routes that name a topic this node does not know pass it first, so a topic
   /// created a moment ago through another node is described and served here too.
   virtual void await_metadata_barrier(std::function<void()> then) = 0;
-  /// Whether the topic exists and has the partition (Kafka's metadataCache.contains(tp), which
-  /// KafkaApis asks before an OffsetCommit stores an offset). Errors: unknown_topic_or_partition,
-  /// naming the topic or the partition count.
-  [[nodiscard]] virtual result<void> check_partition_exists(const model::topic_partition& tp) const = 0;
-  virtual void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) = 0;
-  /// Every registered broker, by node id (this node alone before it has registered).
-  [[nodiscard]] virtual std::vector<broker_description> list_brokers() const = 0;
-  /// The active controller's node id, -1 while the quorum has no leader.
-  [[nodiscard]] virtual int32_t controller_id() const = 0;
   /// The broker that coordinates `group_id` now: the leader of its __consumer_offsets partition
   /// (-1: none now, or the topic does not exist yet). Kafka clients find it with FindCoordinator.
   [[nodiscard]] virtual int32_t group_coordinator_id(const std::string& group_id) const = 0;
-  [[nodiscard]] virtual quorum_status describe_quorum() const = 0;
-  /// DescribeConfigs of a broker (KIP-226): for a node id, every broker config it reports, its
-  /// effective value and where it comes from; for cluster_default_broker, only the cluster-wide
-  /// dynamic defaults that are set. Errors: invalid_request naming an unknown node id.
-  [[nodiscard]] virtual result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const = 0;
-  /// IncrementalAlterConfigs of a broker or (cluster_default_broker) the cluster-wide defaults:
-  /// sets (value) or removes (nullopt) dynamic broker configs. They are ConfigRecords (resource
-  /// type BROKER) in the metadata log, so they survive restarts; topics without their own
-  /// override take the new value at once. validate_only checks only. Errors: invalid_config
-  /// naming an unknown name, a read-only config or a bad value; invalid_request naming an
-  /// unknown node id.
-  virtual void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
-                                    bool validate_only, std::function<void(result<void>)> done) = 0;
   [[nodiscard]] virtual const broker_config& config() const = 0;
-  // ---- SCRAM users (KIP-554; users.h)
-  /// Users with SCRAM credentials, by name; `users` empty = all of them. A named user without any
-  /// credential is listed with none (the Kafka handler answers RESOURCE_NOT_FOUND for it).
-  [[nodiscard]] virtual std::vector<user_description> describe_users(const std::vector<std::string>& users) const = 0;
-  /// Sets or deletes SCRAM credentials, all valid ones in one metadata entry (applied on every
-  /// node). One result per change, in order. Errors per change: unacceptable_credential (empty
-  /// user name, iterations outside 4096..16384, an empty salt or key), duplicate_resource (the user
-  /// appears twice in `changes`), resource_not_found (deleting a credential that does not exist);
-  /// of the whole commit (each valid change gets it): not_controller, request_timed_out,
-  /// broker_not_available.
-  virtual void alter_user_scram_credentials(std::vector<scram_credential_alteration> changes,
-                                            std::function<void(std::vector<result<void>>)> done) = 0;
-  /// The SCRAM store of the image the calling thread sees (its shard's), for the SASL mechanisms.
-  [[nodiscard]] virtual security::scram_lookup scram_lookup() const = 0;
-  /// Preferred leader election (Kafka's ElectLeaders with PREFERRED, KIP-460; KIP-183's rule):
-  /// each of `partitions` (topic, partition; empty = every partition whose preferred replica is
-  /// available and does not lead) is led by its first replica, in a new leader epoch, when that
-  /// replica is registered, unfenced, not stopping and in the ISR. One result per partition.
-  /// Errors of the whole call: not_controller (no quorum now), invalid_request (a change raced
-  /// with another; retry), broker_not_available.
-  virtual void elect_preferred_leaders(std::vector<std::pair<std::string, int32_t>> partitions,
-                                       std::function<void(result<std::vector<leader_election_result>>)> done) = 0;
-  /// Partition reassignment (Kafka's AlterPartitionReassignments, KIP-455; reassignment.h has
-  /// the steps): each target partition gets its new replicas added, they catch up and join the
-  /// ISR, the leadership moves off a removed leader, then the removed replicas leave and delete
-  /// their log. Answered once the starting change is committed and applied here (not when the
-  /// move completes: list_partition_reassignments shows it until then). One result per target,
-  /// in order. Errors of the whole call: not_controller (no quorum leader: retry),
-  /// request_timed_out, broker_not_available (stopping).
-  virtual void alter_partition_reassignments(
-      std::vector<partition_reassignment_target> targets,
-      std::function<void(result<std::vector<partition_reassignment_result>>)> done) = 0;
-  /// The reassignments under way in this node's image, by topic then partition; `topic` empty:
-  /// of every topic, else of that topic only.
-  [[nodiscard]] virtual std::vector<partition_reassignment> list_partition_reassignments(
-      const std::string& topic) const = 0;
-  /// Plans a rebalance from the newest metadata (the active controller's image, with each
-  /// partition's size from its leader) and, unless request.dry_run, starts its moves as partition
-  /// reassignments (KIP-455: add, catch up, then remove). Errors: reassignment_in_progress (a
-  /// rebalance waits until the reassignments under way end or are cancelled), invalid_request (a
-  /// tolerance outside 0..1), not_controller, request_timed_out.
-  virtual void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) = 0;
-  /// Cancels every partition reassignment under way (KIP-455's cancel: back to the original
-  /// replicas) but a decommission's drain (cancel that decommission). Answers how many were.
-  virtual void cancel_reassignments(std::function<void(result<int32_t>)> done) = 0;
-  /// Decommissions broker `node_id` (issue 33): it takes no new replicas, its replicas move to the
-  /// others (a rebalance with it excluded), then the active controller unregisters it and refuses
-  /// its id from then on. `cancel`: stops a decommission under way (the moves under way are
-  /// cancelled; what moved stays). Errors: resource_not_found (no such registered broker); invalid_request naming why it
-  /// is refused (a controller quorum voter; the other brokers cannot hold a replication factor; a
-  /// cancel with no decommission under way); not_controller, request_timed_out.
-  virtual void decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) = 0;
-  /// The decommissions under way or done, in this node's image, by broker id.
-  [[nodiscard]] virtual std::vector<broker_decommission> list_decommissions() const = 0;
   /// message.max.bytes now: the static value with the dynamic broker configs applied (KIP-226),
   /// for front ends that bound a record before it reaches the broker.
   [[nodiscard]] virtual int32_t message_max_bytes() const = 0;
-
-  // ---- authorization (issue 30): the one rule set every door asks (Kafka's StandardAuthorizer)
-  /// Whether authorizer.class.name names an authorizer: ACLs are then kept and enforced.
-  [[nodiscard]] virtual bool authorizer_enabled() const = 0;
-  /// May `principal`, connected from `host` (the peer's IP address as ACL hosts name it,
-  /// e.g. "127.0.0.1" or "::1"), do `action`? Without an authorizer: always allowed (by
-  /// no_acl_default). Else super.users, then the ACLs of this node's metadata view (DENY wins,
-  /// implied DESCRIBE/DESCRIBE_CONFIGS, allow.everyone.if.no.acl.found): see security/acl.h.
-  /// Reads the shard's view: no lock, costs O(matching ACLs); callable on any shard.
-  [[nodiscard]] virtual security::authorization_decision authorize(const security::kafka_principal& principal,
-                                                                  std::string_view host,
-                                                                  const security::acl_action& action) const = 0;
-
-  // ---- ACLs (issue 30; Kafka's CreateAcls, DescribeAcls, DeleteAcls; security/acl.h has the model)
-  // Kept as AccessControlEntryRecords in the metadata log, so every node holds them. Errors of a
-  // whole call: security_disabled (no authorizer.class.name), not_controller (no quorum leader:
-  // retry), request_timed_out, broker_not_available (stopping).
-  /// Stores `acls`; one result per ACL, in order: nullopt = stored (one stored already counts,
-  /// unchanged, as in Kafka), else why not (invalid_request naming the field: see
-  /// security::validate_acl).
-  virtual void create_acls(std::vector<security::acl_binding> acls,
-                           std::function<void(result<std::vector<std::optional<error>>>)> done) = 0;
-  /// The stored ACLs `filter` selects, from this node's image (sorted by resource type, name,
-  /// pattern, principal, host, operation, permission). Errors: security_disabled,
-  /// invalid_request (the filter: see security::validate_acl_filter).
-  [[nodiscard]] virtual result<std::vector<security::acl_binding>> describe_acls(
-      const security::acl_filter& filter) const = 0;
-  /// Deletes every ACL any of `filters` selects; one result per filter, in order: the ACLs it
-  /// selected (all deleted), or invalid_request for a bad filter (the others still apply).
-  virtual void delete_acls(std::vector<security::acl_filter> filters,
-                           std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) = 0;
-
-  // ---- client quotas (issue 31; Kafka's DescribeClientQuotas, AlterClientQuotas; the model and
-  // its rules are in security/quota.h). Kept as ClientQuotaRecords in the metadata log, so every
-  // node holds them; each broker enforces them on its own traffic, as Kafka does.
-  /// The stored quotas `filter` selects, from this node's image, sorted by entity. Errors:
-  /// invalid_request naming the bad component (security::validate_client_quota_filter).
-  [[nodiscard]] virtual result<std::vector<client_quota_entry>> describe_client_quotas(
-      const security::client_quota_filter& filter) const = 0;
-  /// Applies `alterations`; one result per alteration, in order: nullopt = applied (or, with
-  /// `validate_only`, would be), else invalid_request naming the entity, key and value
-  /// (security::validate_client_quota). Errors of the whole call: not_controller (no quorum
-  /// leader: retry), request_timed_out, broker_not_available (stopping), invalid_request (more
-  /// than client_quota_changes_per_call_max keys, or the cluster past client_quota_entities_max).
-  virtual void alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
-                                   std::function<void(result<std::vector<std::optional<error>>>)> done) = 0;
-  /// Records `value` (bytes produced or fetched; for request_percentage, the request-handling time
-  /// in ms, counted as Kafka's percent of one thread: 100 x ms / 1000) against the quota of `key` for a client of
-  /// `user` (principal name, "ANONYMOUS" without authentication) and `client_id` ("" when none)
-  /// on this broker, and answers the throttle time of KIP-219 in ms: 0 when no quota sets `key`
-  /// for the client or the client is within it. Callable on any thread; costs one lookup in the
-  /// view's quota index and, when a quota applies, a short lock.
-  virtual int64_t record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
-                                      double value) = 0;
-  /// The throttle time (KIP-219, ms) a client of `user`/`client_id` is in now for `key`: what its
-  /// sensor's rate asks, the sensor every client of the matched quota entity shares (a user
-  /// quota's sensor is the user's, whatever client id a request names), without recording
-  /// anything; 0 when it is within its quota or none applies. The HTTP doors refuse (429) while
-  /// it is not 0.
-  [[nodiscard]] virtual int64_t client_quota_throttle_ms(security::quota_key key, std::string_view user,
-                                                         std::string_view client_id) const = 0;
-  /// The most a client of `user`/`client_id` may move in one quota window under `key`: the bound
-  /// x (quota.window.num - 1) x quota.window.size.seconds, as Kafka caps a fetch's max bytes with
-  /// it (KafkaApis.handleFetchRequest, ClientQuotaManager.getMaxValueInQuotaWindow), so one read
-  /// cannot take many windows' worth; nullopt when no quota sets `key` for the client.
-  [[nodiscard]] virtual std::optional<int64_t> client_quota_window_value_max(security::quota_key key,
-                                                                             std::string_view user,
-                                                                             std::string_view client_id) const = 0;
-  /// KIP-599, controller_mutation_rate: the ms a client of `user`/`client_id` must wait before
-  /// it may create or delete partitions again (0: it may now; `partitions` are then taken from
-  /// its bucket). With `strict` (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+) a
-  /// non-zero answer means refuse with throttling_quota_exceeded and take nothing; without, the
-  /// partitions are taken all the same and the answer is only the throttle time to report.
-  virtual int64_t charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
-                                              bool strict) = 0;
-  /// connection_creation_rate of the quota entity ip=`ip`, else ip=<default>; nullopt: none set
-  /// (max.connection.creation.rate and its overrides apply alone).
-  [[nodiscard]] virtual std::optional<double> connection_creation_rate_for(std::string_view ip) const = 0;
-  /// What each live quota sensor has counted (at most client_quota_metrics_sensors_max, those
-  /// with the most throttle time first), for /metrics.
-  [[nodiscard]] virtual std::vector<client_quota_usage> client_quota_usages() const = 0;
 
   // ---- data (Produce, Fetch, ListOffsets)
   virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;
@@ -789,6 +394,12 @@ class broker {
   virtual group_api& groups() = 0;
   // ---- transactions (transactions.h)
   virtual txn_api& transactions() = 0;
+  // ---- topics, brokers, configs and partition placement (admin.h; Kafka's admin manager)
+  virtual admin_api& admin() = 0;
+  [[nodiscard]] virtual const admin_api& admin() const = 0;
+  // ---- users, ACLs and client quotas (security.h; Kafka's authorizer and quota managers)
+  virtual security_api& security() = 0;
+  [[nodiscard]] virtual const security_api& security() const = 0;
 
   /// Stops accepting work, completes in-flight calls, flushes and closes every log cleanly.
   virtual void shutdown(std::function<void()> done) = 0;

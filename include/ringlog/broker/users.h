@@ -2,7 +2,7 @@
 // SCRAM users as the broker API shows them (KIP-554: DescribeUserScramCredentials,
 // AlterUserScramCredentials). Credentials are UserScramCredentialRecords in the metadata log,
 // applied on every node (controller/metadata_image.h); the Kafka listener's SASL mechanisms read
-// them through broker::scram_lookup(). Secrets (salt, stored key, server key) never leave the
+// them through broker::security().scram_lookup() (security.h). Secrets (salt, stored key, server key) never leave the
 // broker through these calls: a description names mechanisms and iteration counts only.
 
 #include <optional>
