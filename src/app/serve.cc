@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
@@ -47,6 +48,7 @@
 #include "ringlog/security/acl.h"
 #include "ringlog/security/jwt.h"
 #include "ringlog/security/scram_spec.h"
+#include "ringlog/storage/log_dir_failure.h"
 #include "tls_setup.h"
 
 namespace ringlog::app {
@@ -801,6 +803,33 @@ bool lock_log_dir(const std::string& log_dir) {
   return true;   // fd stays open on purpose: closing it would release the lock
 }
 
+/// The broker's lines for an operator (broker_dependencies::log): info or error, one each.
+void log_broker_event(bool info, const std::string& message) {
+  if (info) {
+    spdlog::info("msg=\"{}\"", base::logfmt_escaped(message));
+  } else {
+    spdlog::error("msg=\"{}\"", base::logfmt_escaped(message));
+  }
+}
+
+/// The log directory failed (a write, fdatasync, segment roll or checkpoint in log.dirs): one
+/// error line naming the directory, the operation and the error, then the process halts with
+/// exit_code_log_dir_failure - no graceful shutdown, which would flush and checkpoint through
+/// a page cache it cannot trust (style.md "Errors"; Kafka's Exit.halt in ReplicaManager's
+/// handleLogDirFailure). The other nodes' probes find the cluster listener refused and fence
+/// this broker at once, so its leaderships move to the in-sync replicas; after a restart,
+/// recovery cuts whatever the failed write left (docs/configuration.md "Disk failures").
+[[noreturn]] void halt_on_log_dir_failure(const storage::log_dir_failure& failure) {
+  spdlog::error("msg=\"log directory failed: halting the broker, its partitions move to the in-sync replicas; free "
+                "space or check the disk, then restart this node\" log.dirs=\"{}\" operation=\"{}\" error=\"{}\" "
+                "exit_code={}",
+                base::logfmt_escaped(failure.log_dir), failure.operation, base::logfmt_escaped(failure.error),
+                exit_code_log_dir_failure);
+  spdlog::default_logger()->flush();
+  std::fflush(nullptr);
+  std::_Exit(exit_code_log_dir_failure);
+}
+
 /// Blocks until SIGTERM or SIGINT (blocked in every thread, taken here with sigwait).
 int wait_for_stop_signal(const sigset_t& signals) {
   int sig = 0;
@@ -966,17 +995,14 @@ int serve_main(int argc, char** argv) {
 
   auto fs = io::make_posix_file_system();
   base::system_clock clock;
+  // Declared before the broker, so it outlives every log that reports to it.
+  storage::log_dir_failure_channel log_dir_failures(cfg.log_dir, halt_on_log_dir_failure);
   broker::broker_dependencies deps{*fs, clock, *runtime,
                                    cfg.advertised_http_host.empty() ? cfg.listener_host : cfg.advertised_http_host,
                                    cfg.advertised_http_port >= 0 ? cfg.advertised_http_port : cfg.listener_port};
   if (voters.size() > 1 || transport) deps.controller_quorum_voters = voters;
-  deps.log = [](bool info, const std::string& message) {
-    if (info) {
-      spdlog::info("msg=\"{}\"", base::logfmt_escaped(message));
-    } else {
-      spdlog::error("msg=\"{}\"", base::logfmt_escaped(message));
-    }
-  };
+  deps.log_dir_failures = &log_dir_failures;
+  deps.log = log_broker_event;
   // Registered as the broker's endpoints by listener name (the first also as "kafka"), so
   // Metadata on any broker lists every broker's endpoint of the client's listener (for
   // NAME://HOST:0, the port the kernel chose: the sockets are bound above).

@@ -83,6 +83,7 @@ result<void> broker_impl::start_quorum() {
   qc.fetch_timeout_ms = config_.controller_quorum_fetch_timeout_ms;
   qc.election_backoff_max_ms = config_.controller_quorum_election_backoff_max_ms;
   qc.log_dir = config_.log_dir;
+  qc.log_dir_failures = deps_.log_dir_failures;
   quorum_ = std::make_unique<controller::metadata_quorum>(qc, deps_.fs, deps_.runtime, controller_shard, deps_.clock,
                                                           deps_.cluster_transport, publisher_);
   if (deps_.cluster_transport != nullptr) register_cluster_handlers();

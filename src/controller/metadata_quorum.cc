@@ -186,6 +186,9 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
 
   /// A disk failure: the metadata log directory is not trusted any more (style.md "Errors").
   void fail(const std::string& why) {
+    if (config.log_dir_failures != nullptr) {
+      config.log_dir_failures->report("metadata log write", storage::error{storage::errc::kafka_storage_error, why});
+    }
     failed = true;
     fail_proposals(errc::kafka_storage_error, why);
     stop_here();

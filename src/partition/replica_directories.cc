@@ -62,6 +62,11 @@ std::optional<std::string> stray_reason(const std::string& name, const std::stri
 
 }  // namespace
 
+error log_directory::failed(std::string_view operation, const io::error& e) const {
+  if (failures) failures->report(operation, storage::error{storage::errc::kafka_storage_error, e.message});
+  return error{errc::kafka_storage_error, e.message};
+}
+
 std::string partition_metadata_text(const controller::uuid& topic_id) {
   return std::string(metadata_prefix) + controller::uuid_to_string(topic_id) + "\n";
 }
@@ -214,17 +219,18 @@ result<void> partition_manager::open_replica(const std::string& topic, const con
     const bool ours = dir_.fs.exists(metadata_path) ? read_text(dir_.fs, metadata_path) == expected : !fresh;
     if (!ours) {
       auto removed = dir_.fs.remove_all(dir);
-      if (!removed.ok()) return error{errc::kafka_storage_error, removed.error().message};
+      if (!removed.ok()) return dir_.failed("removal of a replaced replica", removed.error());
     }
   }
   auto log = storage::partition_log::open(dir_.fs, dir, log_config, clock_);
   if (!log.ok()) return from_storage(log.error());
+  log.value()->report_failures_to(dir_.failures);
   if (dir_.log) {
     for (const auto& warning : log.value()->last_recovery().warnings) dir_.log(false, dir + ": " + warning);
   }
   if (!dir_.fs.exists(metadata_path)) {
     auto written = io::write_file_atomic(dir_.fs, metadata_path, std::as_bytes(std::span(expected.data(), expected.size())));
-    if (!written.ok()) return error{errc::kafka_storage_error, written.error().message};
+    if (!written.ok()) return dir_.failed("partition.metadata write", written.error());
   }
   auto rt = std::make_shared<partition_runtime>(*context_);
   rt->uid = next_partition_uid_++;
@@ -259,9 +265,7 @@ result<void> partition_manager::remove_replica(const std::string& topic, int32_t
     rt->waiters.clear();
   }
   auto removed = dir_.fs.remove_all(dir_.of(topic, partition));
-  if (!removed.ok() && removed.error().code != io::errc::not_found) {
-    return error{errc::kafka_storage_error, removed.error().message};
-  }
+  if (!removed.ok() && removed.error().code != io::errc::not_found) return dir_.failed("replica deletion", removed.error());
   return base::ok_v;
 }
 

@@ -655,6 +655,9 @@ result<clean_step> log_cleaner::step(partition_log& log, size_t budget_bytes) {
       break;
   }
   if (!r.ok()) {
+    // Its reads of stored batches that do not decode are corrupt_message; kafka_storage_error is
+    // a file it could not write, sync, rename or read: the log directory failed.
+    log.report_write_failure("log cleaning", r.error());
     // As a crash at this point would: the .cleaned file stays for the next pass (which
     // truncates it) or recovery (which removes it); a .swap stays for the next pass or a
     // change of the segments to roll back, or recovery to complete.
@@ -932,10 +935,7 @@ result<void> log_cleaner::swap_substep(pass& p, clean_step& out) {
   const std::string swap_path = stem + ".log.swap";
   // Past the commit point: a failure from here on leaves the directory for recovery to finish,
   // and this log must not be served from its now stale segment objects.
-  auto fail = [&log](error e) -> error {
-    log.failure_ = e;
-    return e;
-  };
+  auto fail = [&log](const error& e) -> error { return log.fail("log cleaner swap", e); };
   switch (p.at) {
     case pass::phase::swap_sync_cleaned: {
       // a. The .cleaned file is complete: make it durable.

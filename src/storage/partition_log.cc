@@ -186,6 +186,22 @@ result<void> partition_log::check_usable() const {
   return base::ok_v;
 }
 
+error partition_log::fail(std::string_view operation, const error& e) {
+  failure_ = e;
+  if (failure_channel_) failure_channel_->report(operation, e);
+  return e;
+}
+
+void partition_log::report_write_failure(std::string_view operation, const error& e) {
+  if (e.code == errc::kafka_storage_error && !closed_ && failure_channel_) failure_channel_->report(operation, e);
+}
+
+template <typename T>
+result<T> partition_log::reported(std::string_view operation, result<T> r) {
+  if (!r.ok()) report_write_failure(operation, r.error());
+  return r;
+}
+
 result<append_result> partition_log::append(model::bytes batch, model::leader_epoch epoch) {
   RINGLOG_TRY(check_usable());
   if (batch.size() > static_cast<size_t>(config_.max_message_bytes)) {
@@ -299,10 +315,7 @@ result<append_result> partition_log::write_batch(std::span<const std::byte> batc
   auto marker = marker_of(batch, header);   // before the write: a bad marker is never stored
   if (!marker.ok()) return marker.error();
   auto written = active().append(batch, header, now_ms, config_.retention_ms, config_.index_interval_bytes);
-  if (!written.ok()) {
-    failure_ = written.error();
-    return written.error();
-  }
+  if (!written.ok()) return fail("append", written.error());
   append_result out{header.base_offset, header.last_offset(), now_ms, batch.size()};
   log_end_offset_ = header.last_offset() + 1;
   bool index_changed = false;
@@ -310,10 +323,8 @@ result<append_result> partition_log::write_batch(std::span<const std::byte> batc
   RINGLOG_ASSERT(active().next_offset() == log_end_offset_, "active segment end must be the log end offset");
   if (index_changed) {
     auto indexed = write_txn_index_files(active().base_offset());
-    if (!indexed.ok()) {
-      failure_ = indexed.error();   // the log holds an abort its index lacks: stop serving it
-      return indexed.error();
-    }
+    // The log holds an abort its index lacks: stop serving it.
+    if (!indexed.ok()) return fail("transaction index write", indexed.error());
   }
   return out;
 }
@@ -454,12 +465,14 @@ result<void> partition_log::note_epoch(model::leader_epoch epoch, model::offset 
   epochs_[epoch.value()] = start;
   const checkpoint_entries entries = epoch_entries(epochs_);
   written_checkpoints_[leader_epoch_index].reset();   // unknown until written
-  RINGLOG_TRY(write_checkpoint(fs_, directory_ + "/" + leader_epoch_file, entries));
+  RINGLOG_TRY(reported("leader epoch checkpoint", write_checkpoint(fs_, directory_ + "/" + leader_epoch_file, entries)));
   written_checkpoints_[leader_epoch_index] = checkpoint_text(entries);
   return base::ok_v;
 }
 
-result<void> partition_log::roll_at(model::offset base) {
+result<void> partition_log::roll_at(model::offset base) { return reported("segment roll", roll_segment_at(base)); }
+
+result<void> partition_log::roll_segment_at(model::offset base) {
   if (segments_.size() >= constants::segments_per_partition_max) {
     return error{errc::too_many_segments, directory_ + " holds " + std::to_string(segments_.size()) +
                                               " segments, the limit segments_per_partition_max"};
@@ -506,10 +519,7 @@ result<void> partition_log::flush() {
   const model::offset target = log_end_offset_;
   for (auto& [base, seg] : segments_) {
     auto synced = seg->sync(false);
-    if (!synced.ok()) {
-      failure_ = synced.error();
-      return synced.error();
-    }
+    if (!synced.ok()) return fail("fdatasync", synced.error());
   }
   recovery_point_ = std::max(recovery_point_, target);
   return base::ok_v;
@@ -550,7 +560,7 @@ void partition_log::start_async_sync(io::disk_executor& executor) {
       if (!status.ok() && !r->failure) r->failure = storage_error(status.error());
       if (--r->pending > 0) return;
       if (r->failure) {
-        failure_ = r->failure;  // fsync failed: never trust this log's page cache again
+        fail("fdatasync", *r->failure);  // never trust this log's page cache again
       } else if (auto usable = check_usable(); !usable.ok()) {
         r->failure = usable.error();
       } else {
@@ -643,19 +653,19 @@ result<void> partition_log::roll_back_pending_swap() {
   if (pending_swap_path_.empty()) return base::ok_v;
   auto removed = fs_.remove(pending_swap_path_);
   if (!removed.ok() && removed.error().code != io::errc::not_found) {
-    failure_ = storage_error(removed.error());
-    return *failure_;
+    return fail("roll back of a compaction swap", storage_error(removed.error()));
   }
   auto dir = fs_.sync_directory(directory_);
-  if (!dir.ok()) {
-    failure_ = storage_error(dir.error());
-    return *failure_;
-  }
+  if (!dir.ok()) return fail("roll back of a compaction swap", storage_error(dir.error()));
   pending_swap_path_.clear();
   return base::ok_v;
 }
 
 result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
+  return reported("truncate", truncate_segments_to(new_log_end_offset));
+}
+
+result<void> partition_log::truncate_segments_to(model::offset new_log_end_offset) {
   RINGLOG_TRY(check_usable());
   ++segments_generation_;   // a cleaning pass in progress must not go on over these segments
   RINGLOG_TRY(roll_back_pending_swap());
@@ -699,6 +709,10 @@ result<void> partition_log::truncate_to(model::offset new_log_end_offset) {
 }
 
 result<void> partition_log::truncate_fully_and_start_at(model::offset new_start_offset) {
+  return reported("truncate", truncate_fully(new_start_offset));
+}
+
+result<void> partition_log::truncate_fully(model::offset new_start_offset) {
   RINGLOG_TRY(check_usable());
   ++segments_generation_;
   RINGLOG_TRY(roll_back_pending_swap());
@@ -743,6 +757,10 @@ result<void> partition_log::delete_segment_front() {
 }
 
 result<void> partition_log::advance_log_start_offset(model::offset new_log_start_offset) {
+  return reported("segment deletion", advance_log_start(new_log_start_offset));
+}
+
+result<void> partition_log::advance_log_start(model::offset new_log_start_offset) {
   RINGLOG_TRY(check_usable());
   if (new_log_start_offset <= log_start_offset_) return base::ok_v;
   if (new_log_start_offset > log_end_offset_) {
@@ -761,7 +779,9 @@ result<void> partition_log::advance_log_start_offset(model::offset new_log_start
   return base::ok_v;
 }
 
-result<size_t> partition_log::apply_retention() {
+result<size_t> partition_log::apply_retention() { return reported("retention", delete_by_retention()); }
+
+result<size_t> partition_log::delete_by_retention() {
   RINGLOG_TRY(check_usable());
   const int64_t now = clock_.now_ms();
   producers_.remove_expired(now, config_.producer_id_expiration_ms);
@@ -799,7 +819,9 @@ result<size_t> partition_log::apply_retention() {
   return deleted;
 }
 
-result<void> partition_log::checkpoint() {
+result<void> partition_log::checkpoint() { return reported("checkpoint", write_checkpoints()); }
+
+result<void> partition_log::write_checkpoints() {
   const std::string key = checkpoint_key();
   const std::array<std::string, checkpoint_files.size()> texts{
       checkpoint_text({{key, recovery_point_.value()}}), checkpoint_text({{key, high_watermark_.value()}}),
@@ -820,7 +842,9 @@ result<void> partition_log::checkpoint() {
   return base::ok_v;
 }
 
-result<void> partition_log::close() {
+result<void> partition_log::close() { return reported("close", close_files()); }
+
+result<void> partition_log::close_files() {
   if (closed_) return base::ok_v;
   ++segments_generation_;
   RINGLOG_ASSERT(!sync_in_flight_, "close() with an fdatasync in flight: drain the executor first");

@@ -65,7 +65,13 @@
 // Negative controls (tests/sim/meson.build, cluster_sim_break_*): the real code built with one
 // rule broken under a RINGLOG_*_BREAK_* define; they replaced replication_sim's model (issue 28).
 //
-// Not covered yet: consumer groups (and TxnOffsetCommit), disk failures (inject_failures),
+// --disk-failures adds a fault: the next write or fdatasync on a serving node's disk fails
+// (inject_failures, ENOSPC). The node's log-dir failure channel (storage/log_dir_failure.h) halts
+// it as `ringlog serve` does (here: a process crash without power loss, the page cache kept),
+// and it is started again later, as an operator would once the disk is fixed. Every invariant
+// above must hold across it; runs without the flag draw the same faults as before.
+//
+// Not covered yet: consumer groups (and TxnOffsetCommit), disk failures during start-up,
 // ListOffsets, random faults overlapping (only the cascade stacks them), clock drift (skew is a
 // constant offset per node; --clock-steps steps the wall clock only, never the monotonic one).
 
@@ -133,6 +139,7 @@ struct options {
   bool reassignment = false;   // --reassignment: reassignment_workload.h's moves too
   bool clock_skew = false;     // --clock-skew: each node's clock off by a seeded amount
   bool clock_steps = false;    // --clock-steps: each node's wall clock stepped at seeded times
+  bool disk_failures = false;  // --disk-failures: a failed write halts a node (log_dir_failure.h)
 };
 
 /// A node's clock: the world's plus a constant skew (--clock-skew); its wall clock (now_ms)
@@ -159,6 +166,7 @@ struct outcome {
   uint64_t events = 0;
   int acked = 0;
   int crashes = 0;
+  int disk_failures = 0;    // nodes halted by their log-dir failure channel
   uint64_t read_back = 0;   // records read back at the end
   uint64_t compared = 0;    // replica records compared with the history at the end
   std::string workloads;    // what the transactional and reassignment workloads did
@@ -250,6 +258,8 @@ class simulation final : public sim::sim_cluster {
     keep_.runtimes.push_back(std::make_unique<sim::sim_runtime>(world_, n, inc, 2));
     keep_.transports.push_back(std::make_unique<sim::sim_transport>(world_, net_, table_, n, inc));
     keep_.randoms.push_back(std::make_unique<base::seeded_random>(opt_.seed * 1000003 + inc));
+    keep_.failure_channels.push_back(std::make_unique<storage::log_dir_failure_channel>(
+        "/data", [this, n, inc](const storage::log_dir_failure& f) { halt_on_disk_failure(n, inc, f); }));
     table_[n] = keep_.transports.back().get();
     broker::broker_config config;
     config.node_id = n;
@@ -272,6 +282,7 @@ class simulation final : public sim::sim_cluster {
         .log = [this, n](bool, const std::string& line) { world_.note("n" + std::to_string(n) + " " + line); },
         .random = *keep_.randoms.back(),
     };
+    deps.log_dir_failures = keep_.failure_channels.back().get();
     world_.note("start n" + std::to_string(n) + " incarnation " + std::to_string(inc));
     // open_broker_async's first task runs on the node's controller shard from the queue.
     world_.schedule(world_.clock.now_ms(), n, inc, 0, sim::world::kind_task,
@@ -579,7 +590,7 @@ class simulation final : public sim::sim_cluster {
 
   void start_fault() {
     if (world_.clock.now_ms() < hold_until_) return;   // a cascade runs on
-    const int kind = static_cast<int>(world_.uniform(0, 7));
+    const int kind = static_cast<int>(world_.uniform(0, opt_.disk_failures ? 8 : 7));
     const int a = static_cast<int>(world_.uniform(1, opt_.nodes));
     int b = static_cast<int>(world_.uniform(1, opt_.nodes - 1));
     if (b >= a) ++b;
@@ -618,10 +629,34 @@ class simulation final : public sim::sim_cluster {
       case 6:
         cascade();
         break;
+      case 8:
+        fail_disk(a);
+        break;
       default:   // the leader of a partition
         kill_leader();
         break;
     }
+  }
+
+  /// The channel of incarnation `inc` of node `n` reported a failed write: the process halts
+  /// there and then (`ringlog serve` exits with 74), so the crash is synchronous: no task of
+  /// this incarnation runs after the failed write. The disk keeps its page cache (a process
+  /// exit, not a power loss); the node starts again later, its disk fixed.
+  void halt_on_disk_failure(int n, uint64_t inc, const storage::log_dir_failure& f) {
+    if (nodes_[n].incarnation != inc) return;
+    ++out_.disk_failures;
+    world_.note("n" + std::to_string(n) + " halts: log dir " + f.log_dir + " failed: " + f.operation + ": " + f.error);
+    crash(n, false);
+    at(world_.clock.now_ms() + world_.uniform(500, 4'000), [this, n] {
+      if (world_.live[n] == 0) start_node(n);
+    });
+  }
+
+  /// --disk-failures: the next write or fdatasync of a serving node fails with ENOSPC.
+  void fail_disk(int n) {
+    if (!nodes_[n].b) return;
+    world_.note("fault: the disk of n" + std::to_string(n) + " fails its next write");
+    nodes_[n].fs->inject_failures(io::errc::no_space, 1);
   }
 
   void crash_and_restart(int n) {
@@ -911,6 +946,7 @@ class simulation final : public sim::sim_cluster {
     std::vector<std::unique_ptr<sim::sim_runtime>> runtimes;
     std::vector<std::unique_ptr<sim::sim_transport>> transports;
     std::vector<std::unique_ptr<base::seeded_random>> randoms;
+    std::vector<std::unique_ptr<storage::log_dir_failure_channel>> failure_channels;
   } keep_;   // every incarnation's, for the leaked brokers that still refer to them
   uint64_t next_incarnation_ = 0;
   int32_t partitions_ = 0;
@@ -949,16 +985,17 @@ outcome run_seed(const options& opt, bool print_trace_on_failure) {
 }
 
 void print_result(const options& opt, const outcome& o) {
-  std::printf("seed %" PRIu64 " nodes %d: %s, %d acked, %d crashes, %" PRIu64 " events, %" PRIu64
+  std::printf("seed %" PRIu64 " nodes %d: %s, %d acked, %d crashes, %d disk failures, %" PRIu64 " events, %" PRIu64
               " records read back, %" PRIu64 " replica records compared%s%s, digest %016" PRIx64 "\n",
-              opt.seed, opt.nodes, o.violated ? "VIOLATION" : "ok", o.acked, o.crashes, o.events, o.read_back,
+              opt.seed, opt.nodes, o.violated ? "VIOLATION" : "ok", o.acked, o.crashes, o.disk_failures, o.events, o.read_back,
               o.compared, o.workloads.empty() ? "" : ", ", o.workloads.c_str(), o.digest);
 }
 
 int usage() {
   std::fprintf(stderr,
                "usage: cluster_sim (--seed S | --seeds N [--start S] | --replay-check S) [--nodes 3..5] "
-               "[--transactions] [--reassignment] [--clock-skew] [--clock-steps] [--expect-violation] [--verbose]\n");
+               "[--transactions] [--reassignment] [--clock-skew] [--clock-steps] [--disk-failures] [--expect-violation] "
+               "[--verbose]\n");
   return 2;
 }
 
@@ -982,7 +1019,8 @@ int main(int argc, char** argv) {
                                               {"--transactions", &opt.transactions},
                                               {"--reassignment", &opt.reassignment},
                                               {"--clock-skew", &opt.clock_skew},
-                                              {"--clock-steps", &opt.clock_steps}};
+                                              {"--clock-steps", &opt.clock_steps},
+                                              {"--disk-failures", &opt.disk_failures}};
   for (int a = 1; a < argc; ++a) {
     if (auto f = with_value.find(argv[a]); f != with_value.end() && a + 1 < argc) {
       f->second(std::strtoull(argv[++a], nullptr, 10));
@@ -1020,9 +1058,10 @@ int main(int argc, char** argv) {
         std::printf("expected violation found at seed %" PRIu64 ": %s\n", s, o.rule.c_str());
         return 0;
       }
-      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s%s)\n", s, s,
+      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s%s%s)\n", s, s,
                   opt.nodes, opt.transactions ? " --transactions" : "", opt.reassignment ? " --reassignment" : "",
-                  opt.clock_skew ? " --clock-skew" : "", opt.clock_steps ? " --clock-steps" : "");
+                  opt.clock_skew ? " --clock-skew" : "", opt.clock_steps ? " --clock-steps" : "",
+                  opt.disk_failures ? " --disk-failures" : "");
       return 1;
     }
   }

@@ -30,6 +30,7 @@
 #include "ringlog/rpc/cluster_transport.h"
 #include "ringlog/rpc/transport.h"
 #include "ringlog/security/acl.h"
+#include "ringlog/storage/log_dir_failure.h"
 #include "ringlog/controller/rebalance_planner.h"
 
 namespace ringlog::io {
@@ -431,6 +432,11 @@ struct broker_dependencies {
   /// Where the broker reports events an operator wants to see (leadership, ISR changes,
   /// divergence, fencing): info (true) or error (false), one line each. Empty: not reported.
   std::function<void(bool info, const std::string& message)> log{};
+  /// Where a failed write, fdatasync, segment roll or checkpoint in log.dirs is reported, by any
+  /// replica's log or the metadata log (storage/log_dir_failure.h, Kafka's LogDirFailureChannel).
+  /// Its owner decides what follows: `ringlog serve` halts the process (exit code 74). nullptr:
+  /// failures are only returned to the request that met them.
+  storage::log_dir_failure_channel* log_dir_failures = nullptr;
   /// Where topic, incarnation and ACL ids come from (issue 28 stage F: a simulation hands in a
   /// seeded source and replays the same ids).
   base::random_source& random = base::system_random_source();

@@ -38,6 +38,7 @@
 #include "ringlog/rpc/cluster_transport.h"
 #include "ringlog/rpc/transport.h"
 #include "ringlog/runtime/shard_runtime.h"
+#include "ringlog/storage/log_dir_failure.h"
 
 namespace ringlog::controller {
 
@@ -92,6 +93,9 @@ struct metadata_quorum_config {
   int64_t propose_timeout_ms = constants::propose_timeout_ms_default;
   /// Seed of the election timeout randomness; nullopt: derived from the node id and the clock.
   std::optional<uint64_t> random_seed;
+  /// Where a failed write of the metadata log (it lives in log.dirs) is reported besides stopping
+  /// the quorum (log_dir_failure.h); nullptr: not reported.
+  storage::log_dir_failure_channel* log_dir_failures = nullptr;
 };
 
 /// What `kafka-metadata-quorum describe --status` shows (DescribeQuorumResponse's fields).

@@ -16,6 +16,7 @@
 #include <queue>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "ringlog/partition/partition.h"
 #include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/storage/log_config.h"
+#include "ringlog/storage/log_dir_failure.h"
 
 namespace ringlog::partition {
 
@@ -92,6 +94,12 @@ struct log_directory {
   std::string path;
   /// The broker's log lines (info or error); may be empty.
   std::function<void(bool info, const std::string& message)> log;
+  /// Where every replica's log reports a failed write of this directory (log_dir_failure.h);
+  /// nullptr: not reported (the failure is only returned, as before).
+  storage::log_dir_failure_channel* failures = nullptr;
+  /// A failed write of `operation` on the directory (not of one log): reported to `failures`,
+  /// returned as kafka_storage_error.
+  error failed(std::string_view operation, const io::error& e) const;
   [[nodiscard]] std::string of(const std::string& topic, int32_t partition) const {
     return path + "/" + partition_key(topic, partition);
   }

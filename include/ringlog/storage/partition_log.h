@@ -34,6 +34,7 @@
 #include "ringlog/model/types.h"
 #include "ringlog/storage/errc.h"
 #include "ringlog/storage/log_config.h"
+#include "ringlog/storage/log_dir_failure.h"
 #include "ringlog/storage/producer_state.h"
 #include "ringlog/storage/txn_index.h"
 
@@ -245,13 +246,34 @@ class partition_log {
   /// Ok while the log serves reads and appends; kafka_storage_error after a failed fdatasync
   /// (the log directory is not trusted any more) or once closed.
   [[nodiscard]] result<void> check_usable() const;
+  /// Where this log reports a failed write, fdatasync, segment roll, checkpoint, truncation or
+  /// segment deletion (log_dir_failure.h; Kafka's LogDirFailureChannel), besides returning it as
+  /// kafka_storage_error as always. Reads of stored data that does not decode are not reported.
+  /// `channel` (nullptr: none, as after open) must outlive the log.
+  void report_failures_to(log_dir_failure_channel* channel) { failure_channel_ = channel; }
 
  private:
   friend class log_cleaner;   // compaction rewrites closed segments in place (log_cleaner.h)
   partition_log(io::file_system& fs, std::string directory, log_config config, const base::clock& clock);
   result<void> load();
   result<void> recover_segment(segment& seg);
+  /// Rolls to a new active segment at `base`; a failure is reported ("segment roll").
   result<void> roll_at(model::offset base);
+  result<void> roll_segment_at(model::offset base);
+  /// A failed write: the log is not served any more (failure_), and the channel hears of it.
+  error fail(std::string_view operation, const error& e);
+  /// Reports `e` to the channel when it is a kafka_storage_error of a write (not one of a closed
+  /// log: check_usable's "closed" is no disk failure).
+  void report_write_failure(std::string_view operation, const error& e);
+  /// Passes `r` through, reporting its error as report_write_failure does.
+  template <typename T>
+  result<T> reported(std::string_view operation, result<T> r);
+  result<void> truncate_segments_to(model::offset new_log_end_offset);
+  result<void> truncate_fully(model::offset new_start_offset);
+  result<void> advance_log_start(model::offset new_log_start_offset);
+  result<size_t> delete_by_retention();
+  result<void> write_checkpoints();
+  result<void> close_files();
   /// Before segments change other than by the cleaner's swap: a cleaner's `.swap` file that
   /// exists while the segments it replaces are all still there (log_cleaner.h, steps b to c) is
   /// removed and the directory synced, so that the swap can never be completed by recovery over
@@ -333,6 +355,7 @@ class partition_log {
   std::vector<std::function<void(result<void>)>> waiting_for_next_sync_;
   bool closed_ = false;
   std::optional<error> failure_;  // a failed write or fdatasync: the log is not served any more
+  log_dir_failure_channel* failure_channel_ = nullptr;   // report_failures_to
   /// Bumped whenever segments go other than by the cleaner's own swap (retention, truncation,
   /// close): a cleaning pass that runs in steps (log_cleaner.h) checks it before each step and
   /// gives up when it changed, since its planned segments may be gone.
