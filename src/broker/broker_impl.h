@@ -147,6 +147,14 @@ class broker_impl final : public broker,
   void alter_user_scram_credentials(std::vector<scram_credential_alteration> changes,
                                     std::function<void(std::vector<result<void>>)> done) override;
   [[nodiscard]] security::scram_lookup scram_lookup() const override;
+  [[nodiscard]] security::bytes forwarding_secret() const override;
+  /// KIP-890 part 1: asks `transactional_id`'s coordinator (this node, or another over the
+  /// cluster listener with AddPartitionsToTxn v4 VerifyOnly) whether `tp` is in the producer's
+  /// ongoing transaction. A coordinator that cannot answer now (moved, loading, unreachable) is
+  /// not_enough_replicas, retriable for every producer, as Kafka maps it for Produce.
+  void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
+                            model::producer_epoch producer_epoch, const model::topic_partition& tp,
+                            std::function<void(result<void>)> done) override;
   [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
   // The active controller's calls (active_controller.h): elections, reassignments, rebalance and
   // decommission (issue 33).
@@ -491,13 +499,6 @@ class broker_impl final : public broker,
                           std::function<void(result<void>)> done);
   void handle_write_txn_markers(const protocol::request_header_data& header, std::span<const std::byte> body,
                                 rpc::respond_fn respond);
-  /// KIP-890 part 1: asks `transactional_id`'s coordinator (this node, or another over the
-  /// cluster listener with AddPartitionsToTxn v4 VerifyOnly) whether `tp` is in the producer's
-  /// ongoing transaction. A coordinator that cannot answer now (moved, loading, unreachable) is
-  /// not_enough_replicas, retriable for every producer, as Kafka maps it for Produce.
-  void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
-                            model::producer_epoch producer_epoch, const model::topic_partition& tp,
-                            std::function<void(result<void>)> done);
   void handle_verify_txn_partitions(const protocol::request_header_data& header, std::span<const std::byte> body,
                                     rpc::respond_fn respond);
   std::atomic<uint64_t> next_txn_verification_{1};

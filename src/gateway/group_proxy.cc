@@ -12,6 +12,7 @@
 #include <chrono>
 
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/security/forwarded_call.h"
 
 namespace ringlog::gateway {
 namespace {
@@ -43,10 +44,11 @@ class exchange : public std::enable_shared_from_this<exchange> {
   }
   ~exchange() { --*in_flight_; }
 
-  void start(const http_request& request, const forward_target& target, int32_t node_id, int64_t timeout_ms) {
+  void start(const http_request& request, const forward_target& target, int32_t node_id,
+             const std::vector<std::byte>& secret, int64_t timeout_ms) {
     timeout_ms_ = timeout_ms;
-    const bool head = request.method == "HEAD";
-    request_.method_string(head ? std::string_view("GET") : std::string_view(request.method));
+    const std::string_view method = request.method == "HEAD" ? std::string_view("GET") : std::string_view(request.method);
+    request_.method_string(method);
     request_.target(request.target);
     request_.version(11);
     request_.set(http::field::host, request.host.empty() ? target.host + ":" + std::to_string(target.port) : request.host);
@@ -62,6 +64,15 @@ class exchange : public std::enable_shared_from_this<exchange> {
     if (!request.client_id.empty()) request_.set(client_id_header, request.client_id);
     request_.set(http::field::connection, "close");
     request_.body() = request.body;
+    // The proof that this broker sent it (security/forwarded_call.h), over what was set above.
+    if (!secret.empty()) {
+      const std::string node = std::to_string(node_id);
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+      request_.set(forwarded_proof_header,
+                   security::sign_forwarded_call(secret, {node, method, request.target,
+                                                          request.forwarded_for, request.body}, now_ms));
+    }
     request_.prepare_payload();
     stream_.expires_after(std::chrono::milliseconds(proxy_limits::connect_timeout_ms));
     resolver_.async_resolve(target.host, std::to_string(target.port),
@@ -143,8 +154,9 @@ class exchange : public std::enable_shared_from_this<exchange> {
 
 class beast_forwarder final : public http_forwarder {
  public:
-  beast_forwarder(runtime::shard_threads& runtime, int32_t node_id, int64_t answer_bytes_max)
-      : runtime_(runtime), node_id_(node_id), answer_bytes_max_(static_cast<uint64_t>(answer_bytes_max)) {}
+  beast_forwarder(runtime::shard_threads& runtime, int32_t node_id, int64_t answer_bytes_max, forwarding_secret_fn secret)
+      : runtime_(runtime), node_id_(node_id), answer_bytes_max_(static_cast<uint64_t>(answer_bytes_max)),
+        secret_(std::move(secret)) {}
 
   void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,
                std::function<void(forward_result)> done) override {
@@ -157,7 +169,7 @@ class beast_forwarder final : public http_forwarder {
     }
     asio::io_context& io = runtime::io_context_of(runtime_, runtime_.current_shard());
     auto x = std::make_shared<exchange>(io, in_flight_, answer_bytes_max_, std::move(done));
-    x->start(request, target, node_id_, timeout_ms);
+    x->start(request, target, node_id_, secret_(), timeout_ms);
   }
 
   [[nodiscard]] int64_t in_flight() const override { return in_flight_->load(); }
@@ -166,14 +178,15 @@ class beast_forwarder final : public http_forwarder {
   runtime::shard_threads& runtime_;
   int32_t node_id_;
   uint64_t answer_bytes_max_;
+  forwarding_secret_fn secret_;
   std::shared_ptr<std::atomic<int64_t>> in_flight_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 }  // namespace
 
 std::unique_ptr<http_forwarder> make_http_forwarder(runtime::shard_threads& runtime, int32_t node_id,
-                                                    int64_t answer_bytes_max) {
-  return std::make_unique<beast_forwarder>(runtime, node_id, answer_bytes_max);
+                                                    int64_t answer_bytes_max, forwarding_secret_fn secret) {
+  return std::make_unique<beast_forwarder>(runtime, node_id, answer_bytes_max, std::move(secret));
 }
 
 }  // namespace ringlog::gateway

@@ -70,7 +70,8 @@ struct http_server::impl {
       : broker(b),
         runtime(r),
         options(std::move(o)),
-        forwarder(make_http_forwarder(r, b.config().node_id, proxy_limits::answer_bytes_max(options.fetch_response_bytes_max))),
+        forwarder(make_http_forwarder(r, b.config().node_id, proxy_limits::answer_bytes_max(options.fetch_response_bytes_max),
+                                      [&b] { return b.forwarding_secret(); })),
         routes(b, registry, with_forwarder(std::move(ao), forwarder.get())) {}
   ~impl() {
     if (acceptor) acceptor->close();
@@ -476,6 +477,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     req.if_none_match = header(http::field::if_none_match);
     if (auto it = msg.find(forwarded_header); it != msg.end()) req.forwarded_by = std::string(it->value());
     if (auto it = msg.find(forwarded_for_header); it != msg.end()) req.forwarded_for = std::string(it->value());
+    if (auto it = msg.find(forwarded_proof_header); it != msg.end()) req.forwarded_proof = std::string(it->value());
     req.authorization = header(http::field::authorization);
     const auto cookies = msg.equal_range(http::field::cookie);   // RFC 6265 5.4: one header, HTTP/2 splits it
     for (auto it = cookies.first; it != cookies.second; ++it) req.cookie += (req.cookie.empty() ? "" : "; ") + std::string(it->value());

@@ -23,6 +23,7 @@ struct http_request {
   std::string if_none_match; // If-None-Match header (console files' ETags), "" when absent
   std::string forwarded_by;  // X-Ringlog-Forwarded-By (group_proxy.h): a peer passed this on; "" when absent
   std::string forwarded_for; // X-Ringlog-Forwarded-For (group_proxy.h): the client's address as that peer saw it
+  std::string forwarded_proof; // X-Ringlog-Forwarded-Proof (group_proxy.h): the peer's HMAC of the call, "" when absent
   // ---- authentication (issue 29, http_auth.h)
   std::string authorization;   // Authorization header, "" when absent
   std::string cookie;          // Cookie header(s), "" when absent

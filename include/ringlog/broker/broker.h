@@ -603,6 +603,19 @@ class broker {
                                             std::function<void(std::vector<result<void>>)> done) = 0;
   /// The SCRAM store of the image the calling thread sees (its shard's), for the SASL mechanisms.
   [[nodiscard]] virtual security::scram_lookup scram_lookup() const = 0;
+  /// The cluster's forwarding secret (users.h forwarding_secret_user; security/forwarded_call.h)
+  /// in the image the calling thread sees; empty until the active controller committed it. The
+  /// HTTP front end signs the calls it passes on to a peer with it and believes a peer's claims
+  /// only when they verify.
+  [[nodiscard]] virtual security::bytes forwarding_secret() const = 0;
+  /// KIP-890 part 1's AddPartitionsToTxn VerifyOnly at `transactional_id`'s coordinator (this
+  /// node, or another over the cluster listener): whether `partition` is in the producer's
+  /// ongoing transaction; changes nothing. Errors: invalid_producer_id_mapping,
+  /// invalid_producer_epoch (fenced), invalid_txn_state; not_enough_replicas when the
+  /// coordinator cannot answer now (retriable).
+  virtual void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
+                                    model::producer_epoch producer_epoch, const model::topic_partition& partition,
+                                    std::function<void(result<void>)> done) = 0;
   /// Preferred leader election (Kafka's ElectLeaders with PREFERRED, KIP-460; KIP-183's rule):
   /// each of `partitions` (topic, partition; empty = every partition whose preferred replica is
   /// available and does not lead) is led by its first replica, in a new leader epoch, when that
