@@ -13,7 +13,7 @@
 //   cluster_balance.cc     rebalance, cancel, decommission (issue 33)
 //   autobalancer.cc        the partition autobalancer's tick
 //   producer_id_blocks.cc  AllocateProducerIds (KIP-730)
-//   internal_topics.cc     __consumer_offsets and __transaction_state created
+//   internal_topics.cc     __consumer_offsets and __transaction_state created; the forwarding secret
 // It reaches the broker only through active_controller_host, never through broker_impl.
 // Everything here runs on the controller shard unless a function says otherwise. Private to the
 // broker module.
@@ -75,6 +75,9 @@ class active_controller_host {
 std::vector<partition_reassignment> reassignments_in(const controller::metadata_image& image, const std::string& topic);
 /// Every decommission `image` records, with the partitions that still list each broker.
 std::vector<broker_decommission> decommissions_in(const controller::metadata_image& image);
+/// The cluster's forwarding secret in `image` (broker/users.h's reserved record), empty when it
+/// has none yet.
+security::bytes forwarding_secret_in(const controller::metadata_image& image);
 
 class active_controller {
  public:
@@ -146,6 +149,10 @@ class active_controller {
   /// controller/internal_topics.h). `done(true)` once both exist; false when one is not created
   /// now (not the controller, not due, pending); the creation's error otherwise.
   void ensure_offsets_topic_async(std::function<void(result<bool>)> done);
+  /// Commits the cluster's forwarding secret (broker/users.h forwarding_secret_user, 64 random
+  /// bytes) when this node is the active controller and the image has none; one commit at a
+  /// time, tried again on the next heartbeat tick when it fails.
+  void ensure_forwarding_secret();
 
   /// The metadata quorum's leader, the active controller (-1: none known).
   [[nodiscard]] int32_t controller_id() const { return host_.controller_id(); }
@@ -218,6 +225,7 @@ class active_controller {
   bool leader_rebalance_in_flight_ = false;
   bool decommission_in_flight_ = false;      // decommission_tick: a commit or drain of it under way
   bool offsets_topic_pending_ = false;       // ensure_offsets_topic_async: a creation under way
+  bool forwarding_secret_pending_ = false;   // ensure_forwarding_secret: a commit under way
   completion_barrier completion_barrier_;    // who applied which metadata (reassignment.h)
   producer_id_control producer_id_control_;  // the blocks proposed (controller/producer_ids.h)
   autobalancer autobalancer_;                // the partition autobalancer's state (autobalancer.h)

@@ -143,6 +143,14 @@ class broker_impl final : public broker,
   [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override {
     return producer_ids_.check_producer_id(id, view()->image->next_producer_id());
   }
+  [[nodiscard]] security::bytes forwarding_secret() const override { return forwarding_secret_in(*view()->image); }
+  /// KIP-890 part 1: asks `transactional_id`'s coordinator (this node, or another over the
+  /// cluster listener with AddPartitionsToTxn v4 VerifyOnly) whether `tp` is in the producer's
+  /// ongoing transaction. A coordinator that cannot answer now (moved, loading, unreachable) is
+  /// not_enough_replicas, retriable for every producer, as Kafka maps it for Produce.
+  void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
+                            model::producer_epoch producer_epoch, const model::topic_partition& tp,
+                            std::function<void(result<void>)> done) override;
   void describe_producers(model::topic_partition partition,
                           std::function<void(result<std::vector<producer_description>>)> done) override;
   void begin_shutdown() override;
@@ -346,13 +354,6 @@ class broker_impl final : public broker,
                           std::function<void(result<void>)> done);
   void handle_write_txn_markers(const protocol::request_header_data& header, std::span<const std::byte> body,
                                 rpc::respond_fn respond);
-  /// KIP-890 part 1: asks `transactional_id`'s coordinator (this node, or another over the
-  /// cluster listener with AddPartitionsToTxn v4 VerifyOnly) whether `tp` is in the producer's
-  /// ongoing transaction. A coordinator that cannot answer now (moved, loading, unreachable) is
-  /// not_enough_replicas, retriable for every producer, as Kafka maps it for Produce.
-  void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
-                            model::producer_epoch producer_epoch, const model::topic_partition& tp,
-                            std::function<void(result<void>)> done);
   void handle_verify_txn_partitions(const protocol::request_header_data& header, std::span<const std::byte> body,
                                     rpc::respond_fn respond);
   std::atomic<uint64_t> next_txn_verification_{1};

@@ -2,13 +2,15 @@
 // __transaction_state created once enough brokers are registered (the decisions are
 // controller/internal_topics.h's; here the commit). Kafka's counterpart: the controller's side of
 // AutoTopicCreationManager's internal topics. Their records are appended and read on the
-// partition's shard by own_records.cc.
+// partition's shard by own_records.cc. Also the cluster's forwarding secret
+// (security/forwarded_call.h), committed once as broker/users.h's reserved record.
 
 #include <utility>
 
 #include "active_controller.h"
 #include "ringlog/broker/groups.h"
 #include "ringlog/controller/internal_topics.h"
+#include "ringlog/security/forwarded_call.h"
 
 namespace ringlog::broker::detail {
 
@@ -39,6 +41,32 @@ void active_controller::ensure_offsets_topic_async(std::function<void(result<boo
     host_.run_metadata_rechecks();   // a start-up wait refused while this was pending asks again
     if (!r.ok() && !host_.controller_view()->topics.contains(creating)) return done(r.error());
     ensure_offsets_topic_async(std::move(done));   // the other one next (at most two rounds)
+  });
+}
+
+security::bytes forwarding_secret_in(const controller::metadata_image& image) {
+  const auto& all = image.scram_credentials();
+  auto user = all.find(forwarding_secret_user);
+  if (user == all.end()) return {};
+  auto record = user->second.find(static_cast<int8_t>(security::scram_mechanism::sha_512));
+  if (record == user->second.end() || record->second.iterations != forwarding_secret_iterations) return {};
+  return record->second.stored_key;
+}
+
+void active_controller::ensure_forwarding_secret() {
+  if (forwarding_secret_pending_ || !active()) return;
+  if (!forwarding_secret_in(*host_.controller_view()->image).empty()) return;
+  // Made once per cluster and kept (a restart or a snapshot keeps it): rotating it would refuse
+  // the calls in flight signed with the old one, and nothing but the metadata log holds it.
+  protocol::user_scram_credential_record secret;
+  secret.name = std::string(forwarding_secret_user);
+  secret.mechanism = static_cast<int8_t>(security::scram_mechanism::sha_512);
+  secret.iterations = forwarding_secret_iterations;
+  secret.stored_key = security::new_forwarding_secret();
+  forwarding_secret_pending_ = true;
+  host_.commit_records({protocol::metadata_record(std::move(secret))}, [this](result<void> r) {
+    forwarding_secret_pending_ = false;   // not committed: the next heartbeat tick tries again
+    if (!r.ok()) host_.log_error("the cluster's forwarding secret was not committed: " + r.error().message);
   });
 }
 

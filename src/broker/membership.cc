@@ -81,6 +81,7 @@ void active_controller::heartbeat_tick() {
   rebalance_leaders_tick();
   complete_reassignments_tick();
   ensure_offsets_topic_async([](result<bool>) {});   // no usable broker yet: the next tick tries again
+  ensure_forwarding_secret();
 }
 
 const broker_config& active_controller::live_config() const {

@@ -22,6 +22,11 @@ result<void> check_alteration(const scram_credential_alteration& change) {
     return error{errc::unacceptable_credential,
                  "user name ANONYMOUS is reserved: it names callers that did not log in (User:ANONYMOUS)"};
   }
+  // The cluster's forwarding secret (users.h): a user of that name would replace or remove it.
+  if (change.user == forwarding_secret_user) {
+    return error{errc::unacceptable_credential, "user name " + std::string(forwarding_secret_user) +
+                                                    " is reserved: it holds the brokers' forwarding secret"};
+  }
   if (std::any_of(change.user.begin(), change.user.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; })) {
     return error{errc::unacceptable_credential, "user name must not hold control characters (NUL, CR, LF, ...)"};
   }
@@ -53,11 +58,13 @@ std::vector<user_description> security_manager::describe_users(const std::vector
   };
   std::vector<user_description> out;
   if (users.empty()) {
-    for (const auto& [name, by_mechanism] : all) out.push_back(describe(name, &by_mechanism));
+    for (const auto& [name, by_mechanism] : all) {
+      if (name != forwarding_secret_user) out.push_back(describe(name, &by_mechanism));
+    }
     return out;
   }
   for (const auto& name : users) {
-    auto it = all.find(name);
+    auto it = name == forwarding_secret_user ? all.end() : all.find(name);   // no user: described as unknown
     out.push_back(describe(name, it == all.end() ? nullptr : &it->second));
   }
   return out;
@@ -123,6 +130,7 @@ security::scram_lookup security_manager::scram_lookup() const {
   return [this](std::string_view user, security::scram_mechanism m) -> std::optional<security::scram_credential> {
     const auto held = host_.current_view();
     const auto& all = held->image->scram_credentials();
+    if (user == forwarding_secret_user) return std::nullopt;   // the secret is no user (users.h)
     auto it = all.find(user);
     if (it == all.end()) return std::nullopt;
     auto found = it->second.find(mechanism_type(m));
@@ -131,5 +139,6 @@ security::scram_lookup security_manager::scram_lookup() const {
     return security::scram_credential{m, r.salt, r.stored_key, r.server_key, r.iterations};
   };
 }
+
 
 }  // namespace ringlog::broker::detail

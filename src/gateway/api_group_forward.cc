@@ -2,17 +2,14 @@
 // consumer-group call whose group another broker coordinates is passed on to that broker's HTTP
 // listener and its answer returned as it is; the cluster's group list gathers every broker's.
 
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <set>
 
 #include "api_routes.h"
 #include "group_proxy.h"
 #include "ringlog/security/acl_host.h"
+#include "ringlog/security/forwarded_call.h"
 
 namespace ringlog::gateway::routes {
 namespace {
@@ -96,59 +93,21 @@ void forward_to_coordinator(const call_ptr& c, const http_request& request, std:
                                         });
 }
 
-/// How long a broker's advertised host name stays resolved, ms: a broker that moves to a new
-/// address is believed from there within a minute, and a name is looked up at most once a
-/// minute per shard (forwarded calls are frequent: every poll of a remote instance is one).
-constexpr int64_t broker_address_cache_ttl_ms = 60'000;
-/// Names kept resolved per shard: a cluster's brokers' advertised names, with room to spare.
-constexpr size_t broker_address_cache_names_max = 256;
-
-/// The addresses `name` resolves to, as ACL hosts name them (getaddrinfo, cached per shard).
-const std::vector<std::string>& resolved_addresses(const std::string& name) {
-  struct entry {
-    std::vector<std::string> addresses;
-    std::chrono::steady_clock::time_point expires;
-  };
-  thread_local std::map<std::string, entry> cache;
-  const auto now = std::chrono::steady_clock::now();
-  auto it = cache.find(name);
-  if (it != cache.end() && it->second.expires > now) return it->second.addresses;
-  if (cache.size() >= broker_address_cache_names_max) cache.clear();
-  entry e{{}, now + std::chrono::milliseconds(broker_address_cache_ttl_ms)};
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) == 0) {
-    for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-      char text[NI_MAXHOST];
-      if (::getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) continue;
-      if (auto canonical = security::canonical_acl_host(text)) e.addresses.push_back(std::move(*canonical));
-    }
-    ::freeaddrinfo(found);
-  }
-  return cache.insert_or_assign(name, std::move(e)).first->second.addresses;
-}
-
-/// Whether `peer` (ACL hosts' form) is the address of registered broker `node_id`'s advertised
-/// HTTP or Kafka listener.
-bool is_broker_address(broker::broker& b, std::string_view node_id, const std::string& peer) {
-  auto matches = [&](const std::string& host) {
-    if (host.empty()) return false;
-    if (auto literal = security::canonical_acl_host(host)) return *literal == peer;
-    const auto& addresses = resolved_addresses(host);
-    return std::find(addresses.begin(), addresses.end(), peer) != addresses.end();
-  };
-  for (const auto& d : b.admin().list_brokers()) {
-    if (std::to_string(d.node_id) == node_id && (matches(d.host) || matches(d.kafka_host))) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 void identify_client(const call_ptr& c) {
   if (c->request.forwarded_by.empty()) return;
-  if (!is_broker_address(c->broker(), c->request.forwarded_by, peer_host(c->request.peer))) return;
+  // Believed only when a broker of this cluster signed it (group_proxy.cc): an address proves
+  // nothing, as any process on a broker's host shares it.
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const http_request& r = c->request;
+  if (!security::verify_forwarded_call(c->broker().forwarding_secret(),
+                                       {r.forwarded_by, r.method, r.target, r.forwarded_for, r.forwarded_proto, r.body},
+                                       r.forwarded_proof,
+                                       now_ms)) {
+    return;
+  }
   c->passed_on_by_broker = true;
   auto host = security::canonical_acl_host(c->request.forwarded_for);
   if (host && *host != "*") c->forwarded_client_host = std::move(*host);

@@ -91,9 +91,9 @@ struct api::call : std::enable_shared_from_this<api::call> {
   broker::broker& broker() { return self->broker_; }
 
   /// Set once by identify_client (api_group_forward.cc) before the call is authorized: true when
-  /// a registered broker passed this call on (X-Ringlog-Forwarded-By names it and the peer address
-  /// is that broker's), so the client's address it names is believed for ACL host checks. Quotas
-  /// are counted here all the same (each broker bounds the traffic it serves).
+  /// a broker of this cluster proved it passed this call on (X-Ringlog-Forwarded-Proof verifies
+  /// with the cluster's forwarding secret), so the client's address it names is believed for ACL
+  /// host checks. Quotas are counted here all the same (each broker bounds the traffic it serves).
   bool passed_on_by_broker = false;
   /// The client's address as ACL hosts name it, when a broker passed the call on; "" otherwise.
   std::string forwarded_client_host;
@@ -588,11 +588,13 @@ bool pass_on_to_group_coordinator(const call_ptr& c, const std::string& group_id
 /// 503 names the broker that did not answer. False: not such a call, or served here.
 bool forward_broker_config_call(const call_ptr& c, std::string_view pattern);
 /// Decides, before a call is authorized, whether a peer broker passed it on: X-Ringlog-Forwarded-By
-/// names a registered broker and the call comes from one of the registered brokers' advertised
-/// addresses (names resolved, cached for broker_address_cache_ttl_ms). Only then is its
-/// X-Ringlog-Forwarded-For believed as the client's address (ACL host checks) and its quota left
-/// to the broker that counted it; anyone else's forwarding headers change nothing but the loop
-/// guard (the call is served where it arrives).
+/// is set and X-Ringlog-Forwarded-Proof verifies, with the cluster's forwarding secret, over that
+/// node id, the method, target, X-Ringlog-Forwarded-For and body, signed within
+/// security::constants::forwarded_call_skew_ms_max of this broker's clock
+/// (security/forwarded_call.h). Only then is its X-Ringlog-Forwarded-For believed as the
+/// client's address (ACL host checks) and its "already done" query flags honoured; anyone
+/// else's forwarding headers change nothing but the loop guard (the call is served where it
+/// arrives, as the caller's own, with its own address).
 void identify_client(const call_ptr& c);
 /// GET .../consumer-groups through a cluster: every live broker's own list (each lists the groups
 /// it coordinates), merged by group id. False when this node's list is the whole answer.

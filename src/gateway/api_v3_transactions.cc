@@ -26,8 +26,10 @@ namespace ringlog::gateway::routes {
 namespace {
 
 /// The query parameter a transaction's coordinator adds when it passes the TxnOffsetCommit half
-/// of `.../offsets` on to the group's coordinator (AddOffsetsToTxn done); honoured only on a call
-/// a broker passed on (identify_client), so a client cannot skip AddOffsetsToTxn with it.
+/// of `.../offsets` on to the group's coordinator (AddOffsetsToTxn done). Honoured only on a call
+/// a broker proved it passed on (identify_client), and even then the group's partition is
+/// verified to be in the producer's transaction before an offset is held: a client cannot skip
+/// AddOffsetsToTxn with it, nor have a broker pass it on for it.
 constexpr std::string_view txn_offsets_added_query_name = "ringlog_txn_offsets_added";
 
 /// Transaction timeout when the begin names none (Kafka's transaction.timeout.ms default).
@@ -250,8 +252,20 @@ void v3_add_transaction_offsets(const call_ptr& c) {
                                       no_content(c)(base::ok_v);
                                     });
   };
-  // The second half, passed on by the transaction's coordinator (below): AddOffsetsToTxn is done.
-  if (c->passed_on_by_broker && c->query.contains(std::string(txn_offsets_added_query_name))) return txn_offset_commit();
+  // The second half, passed on by the transaction's coordinator (below), which did AddOffsetsToTxn:
+  // verified, not believed (KIP-890 part 1's VerifyOnly at the id's coordinator, as Kafka's group
+  // coordinator verifies a TxnOffsetCommit), so the producer id and epoch must be the id's and
+  // the group's __consumer_offsets partition in its ongoing transaction.
+  if (c->passed_on_by_broker && c->query.contains(std::string(txn_offsets_added_query_name))) {
+    const model::topic_partition offsets_partition{
+        broker::consumer_offsets_topic, model::partition_id{c->broker().groups().coordinator_route(group_id).offsets_partition}};
+    return c->broker().verify_txn_partition(
+        id, p->first, p->second, offsets_partition,
+        [c, txn_offset_commit = std::move(txn_offset_commit)](broker::result<void> verified) mutable {
+          if (!verified.ok()) return no_content(c)(std::move(verified));
+          c->later([txn_offset_commit = std::move(txn_offset_commit)](api::call&) mutable { txn_offset_commit(); });
+        });
+  }
   // AddOffsetsToTxn at the transaction's coordinator (this broker: forward_group_call passes a
   // transaction's calls on to it), then TxnOffsetCommit at the group's coordinator, which may be
   // another broker (Kafka's sendOffsetsToTransaction sends the two requests to the two).

@@ -19,6 +19,7 @@
 #include "ringlog/runtime/asio_context.h"
 #include "ringlog/runtime/tls.h"
 #include "ringlog/runtime/tls_socket.h"
+#include "ringlog/security/forwarded_call.h"
 
 namespace ringlog::gateway {
 namespace {
@@ -50,10 +51,11 @@ class exchange : public std::enable_shared_from_this<exchange> {
   }
   ~exchange() { --*in_flight_; }
 
-  void start(const http_request& request, const forward_target& target, int32_t node_id, int64_t timeout_ms) {
+  void start(const http_request& request, const forward_target& target, int32_t node_id,
+             const std::vector<std::byte>& secret, int64_t timeout_ms) {
     timeout_ms_ = timeout_ms;
-    const bool head = request.method == "HEAD";
-    request_.method_string(head ? std::string_view("GET") : std::string_view(request.method));
+    const std::string_view method = request.method == "HEAD" ? std::string_view("GET") : std::string_view(request.method);
+    request_.method_string(method);
     request_.target(request.target);
     request_.version(11);
     request_.set(http::field::host, request.host.empty() ? target.host + ":" + std::to_string(target.port) : request.host);
@@ -67,10 +69,20 @@ class exchange : public std::enable_shared_from_this<exchange> {
     // The coordinator authorizes (ACL hosts) and accounts quotas for the client, not this broker.
     if (!request.forwarded_for.empty()) request_.set(forwarded_for_header, request.forwarded_for);
     // The client's scheme, for the coordinator's base_uri and self links (a peer's word passes on).
-    if (request.https || request.forwarded_proto == "https") request_.set(forwarded_proto_header, "https");
+    const std::string_view proto = request.https || request.forwarded_proto == "https" ? "https" : "";
+    if (!proto.empty()) request_.set(forwarded_proto_header, proto);
     if (!request.client_id.empty()) request_.set(client_id_header, request.client_id);
     request_.set(http::field::connection, "close");
     request_.body() = request.body;
+    // The proof that this broker sent it (security/forwarded_call.h), over what was set above.
+    if (!secret.empty()) {
+      const std::string node = std::to_string(node_id);
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+      request_.set(forwarded_proof_header,
+                   security::sign_forwarded_call(secret, {node, method, request.target, request.forwarded_for,
+                                                          proto, request.body}, now_ms));
+    }
     request_.prepare_payload();
     stream_.expires_after(std::chrono::milliseconds(proxy_limits::connect_timeout_ms));
     host_ = target.host;
@@ -183,11 +195,12 @@ class exchange : public std::enable_shared_from_this<exchange> {
 class beast_forwarder final : public http_forwarder {
  public:
   beast_forwarder(runtime::shard_threads& runtime, int32_t node_id, int64_t answer_bytes_max,
-                  std::shared_ptr<runtime::reloading_tls_context> tls_client)
+                  std::shared_ptr<runtime::reloading_tls_context> tls_client, forwarding_secret_fn secret)
       : runtime_(runtime),
         node_id_(node_id),
         answer_bytes_max_(static_cast<uint64_t>(answer_bytes_max)),
-        tls_client_(std::move(tls_client)) {}
+        tls_client_(std::move(tls_client)),
+        secret_(std::move(secret)) {}
 
   void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,
                std::function<void(forward_result)> done) override {
@@ -201,7 +214,7 @@ class beast_forwarder final : public http_forwarder {
     asio::io_context& io = runtime::io_context_of(runtime_, runtime_.current_shard());
     auto x = std::make_shared<exchange>(io, in_flight_, answer_bytes_max_,
                                         target.tls && tls_client_ ? tls_client_->current() : nullptr, std::move(done));
-    x->start(request, target, node_id_, timeout_ms);
+    x->start(request, target, node_id_, secret_(), timeout_ms);
   }
 
   [[nodiscard]] int64_t in_flight() const override { return in_flight_->load(); }
@@ -211,6 +224,7 @@ class beast_forwarder final : public http_forwarder {
   int32_t node_id_;
   uint64_t answer_bytes_max_;
   std::shared_ptr<runtime::reloading_tls_context> tls_client_;
+  forwarding_secret_fn secret_;
   std::shared_ptr<std::atomic<int64_t>> in_flight_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
@@ -218,8 +232,9 @@ class beast_forwarder final : public http_forwarder {
 
 std::unique_ptr<http_forwarder> make_http_forwarder(runtime::shard_threads& runtime, int32_t node_id,
                                                     int64_t answer_bytes_max,
-                                                    std::shared_ptr<runtime::reloading_tls_context> tls_client) {
-  return std::make_unique<beast_forwarder>(runtime, node_id, answer_bytes_max, std::move(tls_client));
+                                                    std::shared_ptr<runtime::reloading_tls_context> tls_client,
+                                                    forwarding_secret_fn secret) {
+  return std::make_unique<beast_forwarder>(runtime, node_id, answer_bytes_max, std::move(tls_client), std::move(secret));
 }
 
 }  // namespace ringlog::gateway

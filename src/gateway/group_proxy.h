@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "http_types.h"
 
@@ -29,13 +30,17 @@ namespace ringlog::gateway {
 /// Marks a request one broker passed on to another; its value is the sender's node id.
 inline constexpr const char* forwarded_header = "X-Ringlog-Forwarded-By";
 /// On a request passed on: the client's address as the passing broker saw it (ACL hosts' form,
-/// security/acl_host.h). Believed only when the request comes from a registered broker's address
+/// security/acl_host.h). Believed only when forwarded_proof_header proves the call
 /// (api_group_forward.cc identify_client), so a client cannot name another address for itself.
 inline constexpr const char* forwarded_for_header = "X-Ringlog-Forwarded-For";
 /// On a request passed on: "https" when the client reached the passing broker over TLS (the de
 /// facto standard header), so the coordinator's base_uri and v3 `self` links keep the client's
-/// scheme. Believed only from a registered broker's address, like forwarded_for_header.
+/// scheme. Believed only on a call whose proof verifies (forwarded_proof_header), and signed with it.
 inline constexpr const char* forwarded_proto_header = "X-Forwarded-Proto";
+/// On a request passed on: "<signed_at_ms>:<hex HMAC-SHA256>" of the call with the cluster's
+/// forwarding secret (security/forwarded_call.h), which only brokers of the cluster hold. Without
+/// it (or when it does not verify) the call is a client's own, whatever it says it is.
+inline constexpr const char* forwarded_proof_header = "X-Ringlog-Forwarded-Proof";
 /// On an answer that was passed on: the node id of the broker that served it (for operators and tests).
 inline constexpr const char* served_by_header = "X-Ringlog-Served-By";
 
@@ -78,7 +83,7 @@ class http_forwarder {
  public:
   virtual ~http_forwarder() = default;
   /// Sends `request` (method, target, Content-Type, Accept, Authorization, Host, X-Client-Id, body; HEAD is
-  /// sent as GET) to `target` with forwarded_header set, and forwarded_for_header when
+  /// sent as GET) to `target` with forwarded_header and forwarded_proof_header set, and forwarded_for_header when
   /// `request.forwarded_for` names the client's address, on the calling shard's event loop, and
   /// calls `done` there exactly once. `timeout_ms` bounds the whole exchange. No connection is kept between calls.
   /// Refuses (answered false, at once) when proxy_limits::in_flight_max calls are in flight.
@@ -88,12 +93,18 @@ class http_forwarder {
   [[nodiscard]] virtual int64_t in_flight() const = 0;
 };
 
+/// The cluster's forwarding secret as the calling thread's metadata holds it (empty: none yet).
+using forwarding_secret_fn = std::function<std::vector<std::byte>()>;
+
 /// The Beast client (group_proxy.cc). `runtime`'s shards run the exchanges; `node_id` is sent in
 /// forwarded_header; `answer_bytes_max` bounds each answer's body. `tls_client`: the TLS client
 /// context for peers whose HTTP door is https:// (forward_target::tls; it checks their
 /// certificates against its truststore); nullptr: such a call fails, naming the missing truststore.
+/// Each call is signed (forwarded_proof_header) with `secret`'s secret, and sent without a proof
+/// while there is none.
 std::unique_ptr<http_forwarder> make_http_forwarder(runtime::shard_threads& runtime, int32_t node_id,
                                                     int64_t answer_bytes_max,
-                                                    std::shared_ptr<runtime::reloading_tls_context> tls_client);
+                                                    std::shared_ptr<runtime::reloading_tls_context> tls_client,
+                                                    forwarding_secret_fn secret);
 
 }  // namespace ringlog::gateway

@@ -378,6 +378,19 @@ class broker {
   /// Whether `id` was handed out by this cluster (below the metadata image's next producer id):
   /// the HTTP producer sessions accept no other. Errors: unknown_producer_id naming the id.
   [[nodiscard]] virtual result<void> check_producer_id(model::producer_id id) const = 0;
+  /// The cluster's forwarding secret (users.h forwarding_secret_user; security/forwarded_call.h)
+  /// in the image the calling thread sees; empty until the active controller committed it. The
+  /// HTTP front end signs the calls it passes on to a peer with it and believes a peer's claims
+  /// only when they verify.
+  [[nodiscard]] virtual security::bytes forwarding_secret() const = 0;
+  /// KIP-890 part 1's AddPartitionsToTxn VerifyOnly at `transactional_id`'s coordinator (this
+  /// node, or another over the cluster listener): whether `partition` is in the producer's
+  /// ongoing transaction; changes nothing. Errors: invalid_producer_id_mapping,
+  /// invalid_producer_epoch (fenced), invalid_txn_state; not_enough_replicas when the
+  /// coordinator cannot answer now (retriable).
+  virtual void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
+                                    model::producer_epoch producer_epoch, const model::topic_partition& partition,
+                                    std::function<void(result<void>)> done) = 0;
 
   /// First step of a graceful stop: new calls are refused (broker_not_available) and parked
   /// long-poll fetches are answered now with what they have, so front ends can drain quickly.

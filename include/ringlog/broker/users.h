@@ -7,11 +7,23 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ringlog/security/scram.h"
 
 namespace ringlog::broker {
+
+/// The reserved name of the cluster's forwarding secret (security/forwarded_call.h): a
+/// UserScramCredentialRecord the active controller commits once (mechanism SCRAM-SHA-512,
+/// iterations forwarding_secret_iterations, the secret as its stored key), so the secret is in
+/// the metadata log and its snapshots on every node without a record type of its own. It is no
+/// user: describe_users never lists it, alter_user_scram_credentials refuses it and no SASL or
+/// Basic login can use it.
+inline constexpr std::string_view forwarding_secret_user = "__ringlog_forwarding_secret";
+/// The iteration count that marks the record as the secret: 0, below every user's
+/// (security::constants::scram_iterations_min), so no credential a user set can pass for it.
+inline constexpr int32_t forwarding_secret_iterations = 0;
 
 struct user_scram_credential_info {
   security::scram_mechanism mechanism = security::scram_mechanism::sha_512;

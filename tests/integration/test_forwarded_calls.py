@@ -1,0 +1,178 @@
+"""Calls one broker passes on to another are believed only when a broker signed them (session 25's
+H2 and M2; docs/security.md "Calls passed on between brokers").
+
+A broker that passes an HTTP call on to a peer (a group's or a transaction's coordinator, another
+broker's configs) names the client's address (X-Ringlog-Forwarded-For) and may say what it already
+did (?ringlog_txn_offsets_added=1: AddOffsetsToTxn). The peer believed both for any call from a
+registered broker's address, which every process on that host shares: a client there sent
+X-Ringlog-Forwarded-By itself and was authorized as 10.9.9.9 (a host DENY bypassed), or put
+offsets into another producer's transaction. Now a call is believed only with an HMAC of the
+cluster's forwarding secret (X-Ringlog-Forwarded-Proof), and a passed-on offsets call is still
+verified at the transaction's coordinator. Every wait polls with a deadline.
+"""
+import requests
+
+from conftest import wait_until
+from test_acls_cluster import AUTHORIZER, FromHost, created, principals_on
+from test_cluster import FAILOVER_DEADLINE_S, Cluster, create_topic
+from test_kafka_cluster import _coordinator_partition
+
+V2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+SERVED_BY = "X-Ringlog-Served-By"
+# A proof of the right shape that no secret made ("<signed_at_ms>:<64 hex digits>").
+FORGED_PROOF = "1764930000000:" + "ab" * 32
+
+
+def forged_headers(node_id):
+    return {"X-Ringlog-Forwarded-By": str(node_id), "X-Ringlog-Forwarded-For": "10.9.9.9"}
+
+
+def produce_v3(session, node, topic, headers=None):
+    return session.post(node.v3(f"/topics/{topic}/records"), json={"value": {"type": "STRING", "data": "x"}},
+                        headers=headers or {}, timeout=30)
+
+
+def test_a_clients_own_forwarding_headers_do_not_bypass_a_host_deny(ringlog_bin, tmp_path):
+    """The breaker's repro_forged_host_acl.sh on a three-node cluster: from the brokers' own
+    address (127.0.0.1, DENY WRITE for that host) a produce with X-Ringlog-Forwarded-By naming any
+    node and X-Ringlog-Forwarded-For naming another host is still 403, with or without a made-up
+    proof. A call a broker really passes on still carries its client's address: a client on
+    127.0.0.2 is allowed through a node whose own address is denied."""
+    sets = (AUTHORIZER, "super.users=User:nobody", "allow.everyone.if.no.acl.found=true")
+    cluster = Cluster(tmp_path, extra_sets=sets).start()
+    try:
+        wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        entry = cluster.nodes[0]
+        wait_until(lambda: create_topic(entry, "pub", partitions=1, replication_factor=3).status_code in (201, 409),
+                   FAILOVER_DEADLINE_S, "topic pub")
+        rules = []
+        for operation in ("WRITE", "READ"):
+            allow = {"resource_type": "TOPIC", "resource_name": "pub", "pattern_type": "LITERAL",
+                     "principal": "User:ANONYMOUS", "host": "*", "operation": operation, "permission": "ALLOW"}
+            rules += [allow, dict(allow, host="127.0.0.1", permission="DENY")]
+        for rule in rules:
+            wait_until(lambda: created(entry, rule), FAILOVER_DEADLINE_S, f"the ACL {rule}")
+        for n in cluster.nodes:
+            wait_until(lambda: len(principals_on(n)) == len(rules), 10.0, f"the ACLs on node {n.node_id}")
+
+        here = requests.Session()   # 127.0.0.1: the brokers' own address
+        for n in cluster.nodes:
+            assert produce_v3(here, n, "pub").status_code == 403
+            for named in (1, 2, 3):
+                forged = produce_v3(here, n, "pub", forged_headers(named))
+                assert forged.status_code == 403, (n.node_id, named, forged.status_code, forged.text[:200])
+                with_proof = produce_v3(here, n, "pub", dict(forged_headers(named), **{"X-Ringlog-Forwarded-Proof": FORGED_PROOF}))
+                assert with_proof.status_code == 403, (n.node_id, named, with_proof.status_code, with_proof.text[:200])
+
+        far = requests.Session()
+        far.mount("http://", FromHost("127.0.0.2"))
+        wait_until(lambda: produce_v3(far, entry, "pub").status_code == 200, FAILOVER_DEADLINE_S,
+                   "a produce from 127.0.0.2 (not denied)")
+
+        # Group calls another node coordinates, passed on by `entry` (127.0.0.1, denied READ):
+        # the coordinator authorizes the client's 127.0.0.2, which it believes from the proof.
+        # The forwarding secret is committed by the active controller on its first tick; a call
+        # passed on before it exists is authorized as `entry` (403), so the first one polls.
+        def subscribed_through_entry(session, group):
+            r = session.post(f"{entry.url}/consumers/{group}", json={"name": "x", "format": "json"}, headers=V2, timeout=30)
+            assert r.status_code == 200, r.text
+            try:
+                if r.headers.get(SERVED_BY) in (None, str(entry.node_id)):
+                    return None   # served by `entry` itself: not passed on
+                s = session.post(f"{entry.url}/consumers/{group}/instances/x/subscription", json={"topics": ["pub"]},
+                                 headers=V2, timeout=30)
+                return s.status_code
+            finally:
+                session.delete(f"{entry.url}/consumers/{group}/instances/x", headers=V2, timeout=30)
+        passed_on = [g for g in (f"g{i}" for i in range(48)) if subscribed_through_entry(requests.Session(), g) is not None]
+        assert passed_on, "no group of 48 is coordinated by another node"
+        wait_until(lambda: subscribed_through_entry(far, passed_on[0]) == 204, FAILOVER_DEADLINE_S,
+                   "a passed-on subscription from 127.0.0.2 allowed")
+        for group in passed_on[:3]:
+            assert subscribed_through_entry(far, group) == 204, group
+            # ...and the client on the denied host is denied through it, as directly.
+            assert subscribed_through_entry(here, group) == 403, group
+
+        # The secret (proven to exist above) is no user: not listed, not described, not changed.
+        secret_user = "__ringlog_forwarding_secret"
+        for n in cluster.nodes:
+            listed = requests.get(n.v3("/users"), timeout=10)
+            assert listed.status_code == 200, listed.text
+            assert secret_user not in {u["user_name"] for u in listed.json()["data"]}, listed.text
+            assert requests.get(n.v3(f"/users/{secret_user}"), timeout=10).status_code == 404
+        changed = requests.post(entry.v3(f"/users/{secret_user}"), json={"password": "guess"}, timeout=30)
+        assert changed.status_code in (400, 422) and "reserved" in changed.text, (changed.status_code, changed.text)
+        deleted = requests.delete(entry.v3(f"/users/{secret_user}"), timeout=30)
+        assert deleted.status_code == 404, (deleted.status_code, deleted.text)   # as for a user that is not there
+        # ...and the passed-on calls still verify (the secret was neither replaced nor removed).
+        assert subscribed_through_entry(far, passed_on[0]) == 204
+    finally:
+        cluster.stop()
+
+
+def test_forged_transaction_offsets_are_not_held_for_another_producer(ringlog_bin, tmp_path):
+    """The breaker's repro_forged_txn_offsets.sh: ?ringlog_txn_offsets_added=1 with a forged
+    X-Ringlog-Forwarded-By skipped AddOffsetsToTxn, so offsets of a group nobody committed were
+    held for the victim's producer id under a transactional id the caller chose, and committed
+    with the victim's transaction (whose own group shares their __consumer_offsets partition).
+    Now each such call is refused on every node, and after the victim's commit only its own
+    group has an offset."""
+    cluster = Cluster(tmp_path).start()
+    try:
+        wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        n1 = cluster.node(1)
+        assert create_topic(n1, "in", partitions=1, replication_factor=3).status_code == 201
+
+        def internal_topics_led():
+            for name in ("__consumer_offsets", "__transaction_state"):
+                r = requests.get(n1.v3(f"/topics/{name}/partitions"), timeout=5)
+                if r.status_code != 200 or not all(p["leader"] is not None for p in r.json()["data"]):
+                    return None
+            return len(requests.get(n1.v3("/topics/__consumer_offsets/partitions"), timeout=5).json()["data"])
+        offsets_partitions = wait_until(internal_topics_led, FAILOVER_DEADLINE_S, "internal topics with leaders")
+        victim_group = "gvictim"
+        own_group = next(g for g in (f"gown-{i}" for i in range(1000))
+                         if _coordinator_partition(g, offsets_partitions) ==
+                         _coordinator_partition(victim_group, offsets_partitions))
+
+        r = requests.post(n1.v3("/transactions"), json={"transactional_id": "victim-app"}, timeout=40)
+        assert r.status_code == 200, r.text
+        pid, epoch = r.json()["producer_id"], r.json()["producer_epoch"]
+        forged_body = {"producer_id": pid, "producer_epoch": epoch, "group_id": victim_group,
+                       "offsets": [{"topic": "in", "partition": 0, "offset": 777}]}
+        for n in cluster.nodes:
+            for proof in (None, FORGED_PROOF):
+                headers = {"X-Ringlog-Forwarded-By": str(n.node_id)}
+                if proof:
+                    headers["X-Ringlog-Forwarded-Proof"] = proof
+                forged = requests.post(n.v3("/transactions/anything/offsets"), params={"ringlog_txn_offsets_added": "1"},
+                                       json=forged_body, headers=headers, timeout=40)
+                assert forged.status_code != 204, (n.node_id, forged.status_code, forged.text[:300])
+
+        # The victim: its own group's offsets, then the commit (its markers reach the shared
+        # __consumer_offsets partition).
+        r = requests.post(n1.v3("/transactions/victim-app/offsets"),
+                          json={"producer_id": pid, "producer_epoch": epoch, "group_id": own_group,
+                                "offsets": [{"topic": "in", "partition": 0, "offset": 1}]}, timeout=40)
+        assert r.status_code == 204, r.text
+
+        def committed():
+            r = requests.post(n1.v3("/transactions/victim-app/commit"),
+                              json={"producer_id": pid, "producer_epoch": epoch}, timeout=40)
+            if r.status_code == 409:   # CONCURRENT_TRANSACTIONS: a previous step's markers
+                return False
+            assert r.status_code == 200, r.text
+            return True
+        wait_until(committed, FAILOVER_DEADLINE_S, "the victim's commit")
+
+        def offsets_of(group):
+            r = requests.get(n1.v3(f"/consumer-groups/{group}/lags"), timeout=40)
+            if r.status_code == 404:
+                return {}
+            assert r.status_code == 200, r.text
+            return {(x["topic_name"], x["partition_id"]): x["current_offset"] for x in r.json()["data"]}
+        wait_until(lambda: offsets_of(own_group) == {("in", 0): 1}, FAILOVER_DEADLINE_S,
+                   f"{own_group}'s offset committed with the transaction")
+        assert offsets_of(victim_group) == {}, offsets_of(victim_group)
+    finally:
+        cluster.stop()
