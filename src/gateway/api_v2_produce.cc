@@ -128,7 +128,7 @@ void v2_produce_partition(const call_ptr& c) {
   if (!p) return;
   // A partition this node's image holds is produced to at once: describing the whole topic (its
   // configs and their synonyms) for every request was a tenth of the produce path's CPU (issue 32).
-  if (c->broker().check_partition_exists({c->params["topic"], model::partition_id(*p)}).ok()) return v2_produce_to(c, *p);
+  if (c->broker().admin().check_partition_exists({c->params["topic"], model::partition_id(*p)}).ok()) return v2_produce_to(c, *p);
   // The REST Proxy answers a missing partition with 404/40402 for the whole request.
   with_topic(c, "topic", error_scope::partition, [c, p = *p](api::call& call, broker::topic_description t) {
     if (!find_partition(t, p)) return fail_partition_not_found(call, t, p);
