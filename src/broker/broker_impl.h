@@ -231,7 +231,7 @@ class broker_impl final : public broker,
   void catch_up_with_metadata(int64_t deadline_ms, std::function<void(result<void>)> done);
   /// This broker registered (RegisterBrokerRecord, new incarnation) and the record applied here.
   void register_broker(int64_t deadline_ms, std::function<void(result<void>)> done);
-  /// __consumer_offsets and __transaction_state are in this node's image.
+  /// __consumer_offsets, __transaction_state and the cluster's forwarding secret are in this node's image.
   void await_internal_topics(int64_t deadline_ms, std::function<void(result<void>)> done);
   /// Runs `again` once: on the next applied entry or leader change, or after start_up_poll_ms,
   /// whichever is first (a simulated clock may stand still while the quorum commits).

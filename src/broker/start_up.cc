@@ -282,13 +282,19 @@ void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(
   controller_.ensure_offsets_topic_async([this, deadline_ms, done = std::move(done)](result<bool> r) mutable {
     // In the controller shard's image now; done once that image is published to every shard, so
     // start()'s find_topic sees both (a breaker's segfault when it read the view before that).
-    if (r.ok() && r.value()) return apply_queue_.await_applied(controller_view_->image->offset(), std::move(done));
+    // The cluster's forwarding secret too (the active controller commits it on its heartbeat
+    // tick): a broker that served before it could not prove the HTTP calls it passes on to its
+    // peers, which would then serve them as a client's own (issue of session 25).
+    if (r.ok() && r.value()) controller_.ensure_forwarding_secret();   // on the active controller, else a no-op
+    if (r.ok() && r.value() && !forwarding_secret_in(*controller_view_->image).empty()) {
+      return apply_queue_.await_applied(controller_view_->image->offset(), std::move(done));
+    }
     if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) {
       return done(r.error());
     }
     if (deps_.clock.monotonic_ms() >= deadline_ms) {
       return done(error{errc::not_controller, "topics " + std::string(consumer_offsets_topic) + " and " +
-                                                  transaction_state_topic +
+                                                  transaction_state_topic + " and the cluster's forwarding secret" +
                                                   " were not created by the active controller within " +
                                                   std::to_string(config_.metadata_catch_up_timeout_ms) +
                                                   " ms (initial.broker.registration.timeout.ms)"});
