@@ -24,12 +24,24 @@ struct recording_channel {
   log_dir_failure_channel channel{"/data", [this](const log_dir_failure& f) { handled.push_back(f); }};
 };
 
-log_config small_segments() {
-  log_config c;
-  c.segment_bytes = 4096;
-  c.index_interval_bytes = 256;
-  return c;
+/// The log of /data/`name` on `fs`, reporting to `r`'s channel, with one batch of two records
+/// appended (its leader epoch's checkpoint written).
+std::unique_ptr<partition_log> reporting_log(io::sim_file_system& fs, const base::clock& clock, recording_channel& r,
+                                             const std::string& name) {
+  auto log = partition_log::open(fs, "/data/" + name, log_config{}, clock);
+  REQUIRE(log.ok());
+  log.value()->report_failures_to(&r.channel);
+  REQUIRE(log.value()->append(make_batch(2, 0, t0), model::leader_epoch{1}).ok());
+  return std::move(log.value());
 }
+
+/// One reporting_log "t-0" on a disk of its own.
+struct one_log {
+  io::sim_file_system fs;
+  base::manual_clock clock{t0};
+  recording_channel r;
+  std::unique_ptr<partition_log> log = reporting_log(fs, clock, r, "t-0");
+};
 }  // namespace
 
 TEST_CASE("log_dir_failure_channel: the first report reaches the handler once, later ones are counted") {
@@ -61,16 +73,11 @@ TEST_CASE("log_dir_failure_channel: shards reporting at the same time call the h
 }
 
 TEST_CASE("partition_log reports a failed append (ENOSPC) and refuses appends after it") {
-  io::sim_file_system fs;
-  base::manual_clock clock(t0);
-  recording_channel r;
-  auto log = partition_log::open(fs, "/data/t-0", small_segments(), clock);
-  REQUIRE(log.ok());
-  auto& l = *log.value();
-  l.report_failures_to(&r.channel);
-  REQUIRE(l.append(make_batch(2, 0, t0), model::leader_epoch{1}).ok());
+  one_log f;
+  auto& l = *f.log;
+  auto& r = f.r;
   CHECK(r.handled.empty());
-  fs.inject_failures(io::errc::no_space, 1);
+  f.fs.inject_failures(io::errc::no_space, 1);
   auto failed = l.append(make_batch(2, 1, t0), model::leader_epoch{1});
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().code == errc::kafka_storage_error);
@@ -86,7 +93,7 @@ TEST_CASE("partition_log reports a failed append (ENOSPC) and refuses appends af
 TEST_CASE("partition_log reports a failed follower append, flush and checkpoint by operation") {
   io::sim_file_system fs;
   base::manual_clock clock(t0);
-  auto leader = partition_log::open(fs, "/data/leader-0", small_segments(), clock);
+  auto leader = partition_log::open(fs, "/data/leader-0", log_config{}, clock);
   REQUIRE(leader.ok());
   REQUIRE(leader.value()->append(make_batch(3, 0, t0), model::leader_epoch{1}).ok());
   auto fetched = leader.value()->read(model::offset{0}, 1 << 20, model::offset{3});
@@ -94,7 +101,7 @@ TEST_CASE("partition_log reports a failed follower append, flush and checkpoint 
 
   SUBCASE("a follower's replicated append") {
     recording_channel r;
-    auto follower = partition_log::open(fs, "/data/t-0", small_segments(), clock);
+    auto follower = partition_log::open(fs, "/data/t-0", log_config{}, clock);
     REQUIRE(follower.ok());
     follower.value()->report_failures_to(&r.channel);
     REQUIRE(follower.value()->begin_leader_epoch(model::leader_epoch{1}).ok());   // its checkpoint written
@@ -105,25 +112,19 @@ TEST_CASE("partition_log reports a failed follower append, flush and checkpoint 
   }
   SUBCASE("fdatasync") {
     recording_channel r;
-    auto log = partition_log::open(fs, "/data/t-1", small_segments(), clock);
-    REQUIRE(log.ok());
-    log.value()->report_failures_to(&r.channel);
-    REQUIRE(log.value()->append(make_batch(1, 0, t0), model::leader_epoch{1}).ok());
+    auto log = reporting_log(fs, clock, r, "t-1");
     fs.inject_failures(io::errc::io_error, 1);
-    CHECK_FALSE(log.value()->flush().ok());
+    CHECK_FALSE(log->flush().ok());
     REQUIRE(r.handled.size() == 1);
     CHECK(r.handled[0].operation == "fdatasync");
   }
   SUBCASE("group commit's fdatasync on the disk executor") {
     recording_channel r;
-    auto log = partition_log::open(fs, "/data/t-2", small_segments(), clock);
-    REQUIRE(log.ok());
-    log.value()->report_failures_to(&r.channel);
+    auto log = reporting_log(fs, clock, r, "t-2");
     auto executor = io::make_posix_disk_executor();
-    REQUIRE(log.value()->append(make_batch(1, 0, t0), model::leader_epoch{1}).ok());
     fs.inject_failures(io::errc::io_error, 1);
     bool answered = false;
-    log.value()->flush_async(*executor, [&answered](result<void> done) {
+    log->flush_async(*executor, [&answered](result<void> done) {
       CHECK_FALSE(done.ok());
       answered = true;
     });
@@ -134,28 +135,20 @@ TEST_CASE("partition_log reports a failed follower append, flush and checkpoint 
   }
   SUBCASE("checkpoint") {
     recording_channel r;
-    auto log = partition_log::open(fs, "/data/t-3", small_segments(), clock);
-    REQUIRE(log.ok());
-    log.value()->report_failures_to(&r.channel);
-    REQUIRE(log.value()->append(make_batch(1, 0, t0), model::leader_epoch{1}).ok());
-    REQUIRE(log.value()->flush().ok());
-    log.value()->set_high_watermark(model::offset{1});
+    auto log = reporting_log(fs, clock, r, "t-3");
+    REQUIRE(log->flush().ok());
+    log->set_high_watermark(model::offset{1});
     fs.inject_failures(io::errc::no_space, 1);
-    CHECK_FALSE(log.value()->checkpoint().ok());
+    CHECK_FALSE(log->checkpoint().ok());
     REQUIRE(r.handled.size() == 1);
     CHECK(r.handled[0].operation == "checkpoint");
   }
 }
 
 TEST_CASE("partition_log does not report what is no disk failure") {
-  io::sim_file_system fs;
-  base::manual_clock clock(t0);
-  recording_channel r;
-  auto log = partition_log::open(fs, "/data/t-0", small_segments(), clock);
-  REQUIRE(log.ok());
-  auto& l = *log.value();
-  l.report_failures_to(&r.channel);
-  REQUIRE(l.append(make_batch(2, 0, t0), model::leader_epoch{1}).ok());
+  one_log f;
+  auto& l = *f.log;
+  auto& r = f.r;
   // A read outside the log, a batch that does not validate, a batch over max.message.bytes.
   CHECK_FALSE(l.read(model::offset{50}, 1024, model::offset{60}).ok());
   model::bytes garbage(64, std::byte{0x5a});
