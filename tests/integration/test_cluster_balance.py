@@ -27,8 +27,12 @@ MOVE_DEADLINE_S = 90.0
 
 
 def cli(node, *args):
-    return subprocess.run([str(binary_path()), "cluster", *args, "--bootstrap-server", node.url],
-                          capture_output=True, text=True, timeout=120)
+    # 60 s per answer (Kafka's admin tools wait default.api.timeout.ms, 60 s): the CLI's own
+    # default of 10 s was passed under a loaded machine by a cancel that commits two metadata
+    # entries with a voter down (the test is about the outcome, not the time).
+    return subprocess.run([str(binary_path()), "cluster", *args, "--bootstrap-server", node.url,
+                           "--request-timeout-ms", "60000"],
+                          capture_output=True, text=True, timeout=180)
 
 
 def replica_counts(node, topic, partitions):
