@@ -3,11 +3,11 @@
 // listener and its answer returned as it is; the cluster's group list gathers every broker's.
 
 #include <algorithm>
-#include <chrono>
 #include <set>
 
 #include "api_routes.h"
 #include "group_proxy.h"
+#include "ringlog/base/clock.h"
 #include "ringlog/security/acl_host.h"
 #include "ringlog/security/forwarded_call.h"
 
@@ -99,8 +99,7 @@ void identify_client(const call_ptr& c) {
   if (c->request.forwarded_by.empty()) return;
   // Believed only when a broker of this cluster signed it (group_proxy.cc): an address proves
   // nothing, as any process on a broker's host shares it.
-  const int64_t now_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t now_ms = base::system_clock().now_ms();
   const http_request& r = c->request;
   if (!security::verify_forwarded_call(c->broker().forwarding_secret(),
                                        {r.forwarded_by, r.method, r.target, r.forwarded_for, r.forwarded_proto, r.body},

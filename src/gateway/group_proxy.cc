@@ -16,6 +16,7 @@
 #include <chrono>
 #include <optional>
 
+#include "ringlog/base/clock.h"
 #include "ringlog/runtime/asio_context.h"
 #include "ringlog/runtime/tls.h"
 #include "ringlog/runtime/tls_socket.h"
@@ -77,8 +78,7 @@ class exchange : public std::enable_shared_from_this<exchange> {
     // The proof that this broker sent it (security/forwarded_call.h), over what was set above.
     if (!secret.empty()) {
       const std::string node = std::to_string(node_id);
-      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch()).count();
+      const int64_t now_ms = base::system_clock().now_ms();
       request_.set(forwarded_proof_header,
                    security::sign_forwarded_call(secret, {node, method, request.target, request.forwarded_for,
                                                           proto, request.body}, now_ms));

@@ -6,6 +6,7 @@
 
 #include "errors.h"
 #include "http_util.h"
+#include "ringlog/base/clock.h"
 #include "ringlog/security/audit.h"
 
 namespace ringlog::gateway {
@@ -78,10 +79,7 @@ std::string claimed_user(const http_request& request) {
 http_authenticator::http_authenticator(http_auth_options options)
     : options_(std::move(options)), sessions_(options_.session_limits) {
   if (!options_.now_ms) {
-    options_.now_ms = [] {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
+    options_.now_ms = [] { return base::system_clock().now_ms(); };
   }
 }
 
