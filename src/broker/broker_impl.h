@@ -1,7 +1,7 @@
 #pragma once
 // The broker's implementation class, shared by the files that define its parts (broker.cc: shared
 // helpers, shutdown; start_up.cc; cluster_requests.cc: requests between brokers, heartbeats, the
-// metadata writes; own_records.cc; produce.cc; fetch.cc: fetches and list offsets;
+// metadata writes; produce.cc; fetch.cc: fetches and list offsets;
 // replication.cc: leaderships, the controller client of ISR changes). The metadata quorum's state
 // machine, the views and the replicas following them are metadata_publisher.h's
 // (metadata_apply.cc, partition_reconcile.cc), the replica fetcher and the leader's side of
@@ -16,7 +16,9 @@
 // metadata entries metadata_apply_queue's (the partition module, which never sees this class: it
 // reports leadership changes through leadership_observer, which this class implements).
 // The calls passed on to a partition's leader (forwarding.cc) are leader_forwarder.h's, the
-// metadata barrier (metadata_barrier.cc) metadata_barrier.h's.
+// metadata barrier (metadata_barrier.cc) metadata_barrier.h's, the partition side of
+// transactions (transactions.cc, txn_markers.cc) partition_transactions.h's and the group and
+// transaction services' internal topics (own_records.cc) coordinator_partitions.h's.
 // Private to the broker module: other modules see broker.h only.
 
 #include <algorithm>
@@ -36,6 +38,7 @@
 #include "active_controller.h"
 #include "producer_ids.h"
 #include "constants.h"
+#include "coordinator_partitions.h"
 #include "delay_host.h"
 #include "group_service.h"
 #include "leader_forwarder.h"
@@ -44,6 +47,7 @@
 #include "metadata.h"
 #include "metadata_publisher.h"
 #include "partition.h"
+#include "partition_transactions.h"
 #include "produce_operation.h"
 #include "ringlog/partition/partition_manager.h"
 #include "quota_managers.h"
@@ -63,22 +67,17 @@
 
 namespace ringlog::broker::detail {
 
-/// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
-error shard_busy(size_t shard);
 /// invalid_record for a keyless record (`which` names it) of a compacted topic (produce_validation.cc).
 error compacted_key_missing(const std::string& which, const std::string& topic, const storage::log_config& config);
 /// Kafka's LogValidator: every record of a compacted topic has a key, else the whole request is refused.
 result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
                                        const std::vector<produce_record>& records);
-/// Why a leader's shard holds no replica of `tp`: the topic is gone, or (`topic_in_view`) its
-/// replica is not opened yet (retriable not_leader_or_follower).
-error no_replica_here(bool topic_in_view, const model::topic_partition& tp);
 
 class broker_impl final : public broker,
-                          public group_host,
+                          public coordinator_partitions_host,
                           public leader_forwarder_host,
                           public metadata_barrier_host,
-                          public txn_host,
+                          public partition_transactions_host,
                           public metadata_publisher_host,
                           public replica_fetcher_host,
                           public delay_host_services,
@@ -139,20 +138,23 @@ class broker_impl final : public broker,
     producer_ids_.init_producer_id(std::move(done));
   }
   void write_txn_markers(std::vector<txn_marker> markers,
-                         std::function<void(result<std::vector<txn_marker_result>>)> done) override;
+                         std::function<void(result<std::vector<txn_marker_result>>)> done) override {
+    partition_txns_.write_txn_markers(std::move(markers), std::move(done));
+  }
   [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override {
     return producer_ids_.check_producer_id(id, view()->image->next_producer_id());
   }
   [[nodiscard]] security::bytes forwarding_secret() const override { return forwarding_secret_in(*view()->image); }
-  /// KIP-890 part 1: asks `transactional_id`'s coordinator (this node, or another over the
-  /// cluster listener with AddPartitionsToTxn v4 VerifyOnly) whether `tp` is in the producer's
-  /// ongoing transaction. A coordinator that cannot answer now (moved, loading, unreachable) is
-  /// not_enough_replicas, retriable for every producer, as Kafka maps it for Produce.
+  /// KIP-890 part 1 (partition_transactions::verify_txn_partition).
   void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
                             model::producer_epoch producer_epoch, const model::topic_partition& tp,
-                            std::function<void(result<void>)> done) override;
+                            std::function<void(result<void>)> done) override {
+    partition_txns_.verify_txn_partition(transactional_id, producer_id, producer_epoch, tp, std::move(done));
+  }
   void describe_producers(model::topic_partition partition,
-                          std::function<void(result<std::vector<producer_description>>)> done) override;
+                          std::function<void(result<std::vector<producer_description>>)> done) override {
+    partition_txns_.describe_producers(std::move(partition), std::move(done));
+  }
   void begin_shutdown() override;
   [[nodiscard]] io::latency_histogram::snapshot cleaner_step_time() const override { return compaction_.step_time(); }
   [[nodiscard]] replication_throttle_figures replication_throttling() const override { return replication_throttles_.figures(); }
@@ -164,35 +166,6 @@ class broker_impl final : public broker,
   const security_api& security() const override { return security_; }
   admin_api& admin() override { return admin_; }
   const admin_api& admin() const override { return admin_; }
-
-  // group_host: the internal path to __consumer_offsets (produce from outside refuses it).
-  [[nodiscard]] size_t owner_shard(const std::string& topic, int32_t partition) const override {
-    return owner(topic, partition);
-  }
-  void append_internal(size_t shard, int32_t partition, std::vector<model::record> records,
-                       std::function<void(result<void>)> done) override {
-    append_internal_to(consumer_offsets_topic, shard, partition, std::move(records), std::move(done));
-  }
-  result<std::vector<model::record>> read_internal(size_t shard, int32_t partition) override {
-    return read_internal_from(consumer_offsets_topic, shard, partition);
-  }
-  /// rt->append_own_records (partition.h) for the coordinators.
-  result<void> append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
-                                  std::vector<model::record> records, std::function<void(result<void>)> replicated);
-  // txn_host (and the shared internal-topic path of group_host): __transaction_state.
-  void append_internal_to(const std::string& topic, size_t shard, int32_t partition, std::vector<model::record> records,
-                          std::function<void(result<void>)> done) override;
-  result<std::vector<model::record>> read_internal_from(const std::string& topic, size_t shard,
-                                                        int32_t partition) override;
-  [[nodiscard]] group_coordinator_route internal_leader_route(const std::string& topic, int32_t partition) const override;
-  [[nodiscard]] int32_t partitions_count(const std::string& topic) const override;   // own_records.cc
-  void write_markers(const txn::marker_request& markers, int32_t coordinator_epoch,
-                     std::function<void(result<txn::partition_set>)> done) override;
-  [[nodiscard]] int32_t leader_epoch_of(const std::string& topic, int32_t partition) const override;
-  [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override;
-  void report_error(const std::string& message) const override { log_error(message); }
-  [[nodiscard]] std::string offsets_leader_text(int32_t partition) const override;
-  [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override;
 
  private:
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
@@ -214,7 +187,7 @@ class broker_impl final : public broker,
     return it == v->topics.end() ? nullptr : it->second;
   }
   /// Controller shard: the topic as of the last applied metadata entry.
-  std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const {
+  std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const override {
     RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
     auto it = controller_view_->topics.find(name);
     return it == controller_view_->topics.end() ? nullptr : it->second;
@@ -279,7 +252,7 @@ class broker_impl final : public broker,
   /// Controller shard: this broker's registration in the image, if it is the one of this process.
   const controller::broker_registration* own_registration() const override;
   /// The leader of a partition, or an error naming who leads it when it is not this node.
-  result<void> check_leader(const topic_state& topic, int32_t partition) const;
+  result<void> check_leader(const topic_state& topic, int32_t partition) const override;
   // metadata_publisher_host
   void on_metadata_leader_change(int32_t leader_id) override { controller_.on_leader_change(leader_id); }
   void on_view_published(const metadata_view& view) override { forwarder_.fail_moved_forwards(view); }
@@ -343,20 +316,6 @@ class broker_impl final : public broker,
   /// follower's (a replica id) to replica_fetch_server_, a consumer's forwarded one to serve_forwarded_fetch.
   void route_cluster_fetch(const protocol::request_header_data& header, std::span<const std::byte> body,
                            rpc::respond_fn respond);
-  // transaction markers (transactions.cc). `from_peer`: sent by another broker, which believes
-  // this node leads the partitions (a partition led elsewhere is answered, never forwarded on).
-  void write_txn_markers_from(std::vector<txn_marker> markers,
-                              std::function<void(result<std::vector<txn_marker_result>>)> done, bool from_peer);
-  void write_one_marker(const txn_marker& m, const model::topic_partition& tp, bool from_peer,
-                        std::function<void(result<void>)> done);
-  /// WriteTxnMarkers of one marker on one partition to its leader.
-  void forward_txn_marker(int32_t leader, const txn_marker& m, const model::topic_partition& tp,
-                          std::function<void(result<void>)> done);
-  void handle_write_txn_markers(const protocol::request_header_data& header, std::span<const std::byte> body,
-                                rpc::respond_fn respond);
-  void handle_verify_txn_partitions(const protocol::request_header_data& header, std::span<const std::byte> body,
-                                    rpc::respond_fn respond);
-  std::atomic<uint64_t> next_txn_verification_{1};
   /// The quorum's handler of Fetch (the metadata log), to which route_cluster_fetch passes
   /// fetches of __cluster_metadata.
   rpc::request_handler quorum_fetch_handler_;
@@ -403,9 +362,11 @@ class broker_impl final : public broker,
   /// invalid_record, each naming the batch.
   static result<bool> validate_batches(const produce_batches_request& request, const storage::log_config& config,
                                        batch_origin origin);
-  // delay_host_services: what the delayed-delivery host reaches (delay_host.h; own_records.cc)
+  // delay_host_services: what the delayed-delivery host reaches (delay_host.h)
   void create_internal_topic(std::string name, int32_t partitions_count, std::map<std::string, std::string> configs,
-                             std::function<void(result<std::shared_ptr<const topic_state>>)> done) override;
+                             std::function<void(result<std::shared_ptr<const topic_state>>)> done) override {
+    coordinator_partitions_.create_internal_topic(std::move(name), partitions_count, std::move(configs), std::move(done));
+  }
   [[nodiscard]] int64_t delay_max_ms() const override { return live(*view()).delay_max_ms; }
   void publish(partition_runtime& rt);
   /// On the partition's shard. `verified_guard`: the guard (partition_runtime::
@@ -460,6 +421,16 @@ class broker_impl final : public broker,
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
+  /// The partition side of transactions: markers, KIP-890 verification, DescribeProducers
+  /// (partition_transactions.h). It holds references to groups_ and txns_started_ below and
+  /// reads them only once they are set; before coordinator_partitions_, which passes it the
+  /// coordinators' markers.
+  partition_transactions partition_txns_{*this, config_.node_id, deps_.runtime, deps_.cluster_transport,
+                                         partition_managers_, stopping_, groups_, txns_started_};
+  /// The group and transaction services' host: their internal topics' appends, reads and
+  /// leaders (coordinator_partitions.h); before the services, so it outlives them.
+  coordinator_partitions coordinator_partitions_{*this, partition_txns_, config_.node_id, deps_.runtime, deps_.random,
+                                                 partition_managers_};
   std::unique_ptr<group_service> groups_;  // after start()
   /// groups_ once started, for the shards (a leadership of __consumer_offsets moves its groups).
   std::atomic<group_service*> groups_started_{nullptr};

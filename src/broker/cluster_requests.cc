@@ -34,18 +34,9 @@ void broker_impl::register_cluster_handlers() {
   barrier_.register_cluster_handlers();
   // Produce and ListOffsets forwarded by brokers that do not lead the partition (leader_forwarder.h).
   forwarder_.register_cluster_handlers();
-  // Transaction markers for partitions led here (transactions.cc).
-  deps_.cluster_transport->set_handler(protocol::write_txn_markers_request_data::api_key,
-                                       [this](const protocol::request_header_data& header,
-                                              std::span<const std::byte> body, rpc::respond_fn respond) {
-                                         handle_write_txn_markers(header, body, std::move(respond));
-                                       });
-  // KIP-890 verification of transactional produce, for the transactional ids coordinated here.
-  deps_.cluster_transport->set_handler(protocol::add_partitions_to_txn_request_data::api_key,
-                                       [this](const protocol::request_header_data& header,
-                                              std::span<const std::byte> body, rpc::respond_fn respond) {
-                                         handle_verify_txn_partitions(header, body, std::move(respond));
-                                       });
+  // WriteTxnMarkers for partitions led here, AddPartitionsToTxn v4 (KIP-890 verification) for
+  // the transactional ids coordinated here (partition_transactions.h).
+  partition_txns_.register_cluster_handlers();
 }
 
 void broker_impl::share_fetch_handler() {

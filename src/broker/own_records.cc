@@ -5,73 +5,76 @@
 // the partition's shard, and who leads their partitions (the active controller creates them:
 // internal_topics.cc). Kafka's counterpart: the coordinators' log reads.
 
-#include "broker_impl.h"
+#include "constants.h"
+#include "coordinator_partitions.h"
+#include "ringlog/base/assert.h"
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/storage/partition_log.h"
 
 namespace ringlog::broker::detail {
 
-result<void> broker_impl::append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
-                                             std::vector<model::record> records,
-                                             std::function<void(result<void>)> replicated) {
+result<void> coordinator_partitions::append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
+                                                        std::vector<model::record> records,
+                                                        std::function<void(result<void>)> replicated) {
   (void)shard;   // rt's own (partition_runtime asserts it)
   return rt->append_own_records(std::move(records), std::move(replicated));
 }
 
-void broker_impl::create_internal_topic(std::string name, int32_t partitions_count,
-                                        std::map<std::string, std::string> configs,
-                                        std::function<void(result<std::shared_ptr<const topic_state>>)> done) {
-  deps_.runtime.post(controller_shard, [this, name = std::move(name), partitions_count, configs = std::move(configs),
-                                        done = std::move(done)]() mutable {
-    if (auto t = controller_find_topic(name)) return done(t);
-    const auto& image = *controller_view_->image;
-    auto records = new_topic_records(image, name, new_topic_id(deps_.random), partitions_count,
+void coordinator_partitions::create_internal_topic(
+    std::string name, int32_t partitions_count, std::map<std::string, std::string> configs,
+    std::function<void(result<std::shared_ptr<const topic_state>>)> done) {
+  runtime_.post(controller_shard, [this, name = std::move(name), partitions_count, configs = std::move(configs),
+                                   done = std::move(done)]() mutable {
+    if (auto t = host_.controller_find_topic(name)) return done(t);
+    const auto& image = *host_.controller_view()->image;
+    auto records = new_topic_records(image, name, new_topic_id(random_), partitions_count,
                                      automatic_replication_factor(image), configs);
     if (!records.ok()) return done(from_controller(records.error()));
-    commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
+    host_.commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
       // A concurrent creation (another produce, another broker) may have won: that one is used.
-      if (auto t = controller_find_topic(name)) return done(t);
+      if (auto t = host_.controller_find_topic(name)) return done(t);
       done(r.ok() ? error{errc::unknown_topic_or_partition, unknown_topic_message(name)} : r.error());
     });
   });
 }
 
-int32_t broker_impl::partitions_count(const std::string& topic) const {
-  auto t = find_topic(topic);
+int32_t coordinator_partitions::partitions_count(const std::string& topic) const {
+  auto t = host_.find_topic(topic);
   return t ? t->partitions_count() : -1;
 }
 
-int32_t broker_impl::leader_epoch_of(const std::string& topic, int32_t partition) const {
-  auto t = find_topic(topic);
+int32_t coordinator_partitions::leader_epoch_of(const std::string& topic, int32_t partition) const {
+  auto t = host_.find_topic(topic);
   if (!t || partition < 0 || partition >= t->partitions_count()) return -1;
   return t->image->partitions[static_cast<size_t>(partition)].leader_epoch;
 }
 
-group_coordinator_route broker_impl::offsets_leader_route(int32_t partition) const {
+group_coordinator_route coordinator_partitions::offsets_leader_route(int32_t partition) const {
   return internal_leader_route(consumer_offsets_topic, partition);
 }
 
-bool broker_impl::leads_offsets_partition(int32_t partition) const {
-  auto t = find_topic(consumer_offsets_topic);
+bool coordinator_partitions::leads_offsets_partition(int32_t partition) const {
+  auto t = host_.find_topic(consumer_offsets_topic);
   return t && partition >= 0 && partition < t->partitions_count() &&
-         t->image->partitions[static_cast<size_t>(partition)].leader == config_.node_id;
+         t->image->partitions[static_cast<size_t>(partition)].leader == node_id_;
 }
 
-void broker_impl::append_internal_to(const std::string& topic, size_t shard, int32_t partition,
-                                     std::vector<model::record> records, std::function<void(result<void>)> done) {
-  auto rt = runtime_of(shard, topic, partition);
+void coordinator_partitions::append_internal_to(const std::string& topic, size_t shard, int32_t partition,
+                                                std::vector<model::record> records,
+                                                std::function<void(result<void>)> done) {
+  auto rt = partition_managers_[shard]->find(topic, partition);
   if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
   if (auto appended = append_own_records(shard, rt, std::move(records), done); !appended.ok()) done(appended.error());
 }
 
-std::string broker_impl::offsets_leader_text(int32_t partition) const {
-  auto t = find_topic(consumer_offsets_topic);
+std::string coordinator_partitions::offsets_leader_text(int32_t partition) const {
+  auto t = host_.find_topic(consumer_offsets_topic);
   const int32_t leader = t && partition >= 0 && partition < t->partitions_count()
                              ? t->image->partitions[static_cast<size_t>(partition)].leader
                              : -1;
   if (leader < 0) return "no broker now (the partition has no leader; retry)";
   std::string out = "broker " + std::to_string(leader);
-  if (const auto* b = view()->image->find_broker(leader); b != nullptr) {
+  if (const auto* b = host_.current_view()->image->find_broker(leader); b != nullptr) {
     if (const auto* http = b->http_endpoint(); http != nullptr) {
       out += " at " + http->name + "://" + http->host + ":" + std::to_string(http->port);
     }
@@ -79,10 +82,11 @@ std::string broker_impl::offsets_leader_text(int32_t partition) const {
   return out;
 }
 
-group_coordinator_route broker_impl::internal_leader_route(const std::string& topic, int32_t partition) const {
+group_coordinator_route coordinator_partitions::internal_leader_route(const std::string& topic,
+                                                                      int32_t partition) const {
   group_coordinator_route route;
   route.offsets_partition = partition;
-  auto t = find_topic(topic);
+  auto t = host_.find_topic(topic);
   const int32_t leader = t && partition >= 0 && partition < t->partitions_count()
                              ? t->image->partitions[static_cast<size_t>(partition)].leader
                              : -1;
@@ -91,10 +95,10 @@ group_coordinator_route broker_impl::internal_leader_route(const std::string& to
     route.description = "no broker now" + led + ": the partition has no leader";
     return route;
   }
-  route.where = leader == config_.node_id ? group_coordinator_route::place::here : group_coordinator_route::place::peer;
+  route.where = leader == node_id_ ? group_coordinator_route::place::here : group_coordinator_route::place::peer;
   route.node_id = leader;
   route.description = "broker " + std::to_string(leader);
-  if (const auto* b = view()->image->find_broker(leader); b != nullptr) {
+  if (const auto* b = host_.current_view()->image->find_broker(leader); b != nullptr) {
     if (const auto* http = b->http_endpoint(); http != nullptr) {
       route.http_host = http->host;
       route.http_port = static_cast<uint16_t>(http->port);
@@ -106,9 +110,9 @@ group_coordinator_route broker_impl::internal_leader_route(const std::string& to
   return route;
 }
 
-result<std::vector<model::record>> broker_impl::read_internal_from(const std::string& topic, size_t shard,
-                                                                   int32_t partition) {
-  auto rt = runtime_of(shard, topic, partition);
+result<std::vector<model::record>> coordinator_partitions::read_internal_from(const std::string& topic, size_t shard,
+                                                                              int32_t partition) {
+  auto rt = partition_managers_[shard]->find(topic, partition);
   if (!rt) return error{errc::unknown_topic_or_partition, unknown_topic_message(topic)};
   std::vector<model::record> out;
   model::offset at = rt->log->log_start_offset();

@@ -171,7 +171,7 @@ replica_services broker_impl::replica_services_of() {
           },
       .leadership_lease_until_ms = leadership_lease_until_ms_,
       .next_read_id = next_read_id_,
-      .next_txn_verification = next_txn_verification_,
+      .next_txn_verification = partition_txns_.next_txn_verification(),
       .node_id = config_.node_id,
       .observer = *this,
       .host = *this,

@@ -145,8 +145,9 @@ void broker_impl::start_coordinators(std::function<void(result<void>)> done) {
   const auto offsets_topic = find_topic(consumer_offsets_topic);
   const auto txn_state_topic = find_topic(transaction_state_topic);
   RINGLOG_ASSERT(offsets_topic && txn_state_topic, "await_internal_topics ends once both are published");
-  groups_ = make_group_service(*this, *this, deps_.runtime, deps_.clock, offsets_topic->partitions_count(),
-                               config_.group_expiry_interval_ms, config_.group_initial_rebalance_delay_ms);
+  groups_ = make_group_service(*this, coordinator_partitions_, deps_.runtime, deps_.clock,
+                               offsets_topic->partitions_count(), config_.group_expiry_interval_ms,
+                               config_.group_initial_rebalance_delay_ms);
   txn_service_options txn_options;
   txn_options.state_partitions = txn_state_topic->partitions_count();
   txn_options.transaction_max_timeout_ms = config_.transaction_max_timeout_ms;
@@ -156,7 +157,7 @@ void broker_impl::start_coordinators(std::function<void(result<void>)> done) {
     deps_.runtime.post(controller_shard, [this, r = std::move(r), txn_options, done = std::move(done)]() mutable {
       if (!r.ok()) return done(std::move(r));
       groups_started_.store(groups_.get(), std::memory_order_release);
-      txns_ = make_txn_service(*this, *this, deps_.runtime, deps_.clock, txn_options);
+      txns_ = make_txn_service(*this, coordinator_partitions_, deps_.runtime, deps_.clock, txn_options);
       txns_->start([this, done = std::move(done)]() mutable {
         deps_.runtime.post(controller_shard, [this, done = std::move(done)] {
           txns_started_.store(txns_.get(), std::memory_order_release);

@@ -1,11 +1,15 @@
-// The partition side of transactions (KIP-98): transaction markers written on partition leaders
-// (write_txn_markers, and Kafka's WriteTxnMarkers on the cluster listener for markers of
-// partitions led here that another broker's coordinator sends).
+// The partition side of transactions (KIP-98; partition_transactions.h): transaction markers
+// written on partition leaders (write_txn_markers, and Kafka's WriteTxnMarkers on the cluster
+// listener for markers of partitions led here that another broker's coordinator sends), the
+// KIP-890 verification and DescribeProducers.
 
 #include <atomic>
+#include <mutex>
 
-#include "broker_impl.h"
+#include "constants.h"
+#include "partition_transactions.h"
 #include "ringlog/protocol/frame.h"
+#include "rpc_messages.h"
 
 namespace ringlog::broker {
 
@@ -35,14 +39,43 @@ struct marker_operation {
 
 }  // namespace
 
-void broker_impl::write_txn_markers(std::vector<txn_marker> markers,
-                                    std::function<void(result<std::vector<txn_marker_result>>)> done) {
+partition_transactions::partition_transactions(
+    partition_transactions_host& host, int32_t node_id, runtime::shard_runtime& runtime,
+    rpc::transport* cluster_transport, const std::vector<std::unique_ptr<partition_manager>>& partition_managers,
+    const std::atomic<bool>& stopping, const std::unique_ptr<group_service>& groups,
+    const std::atomic<txn_service*>& txns_started)
+    : host_(host),
+      node_id_(node_id),
+      runtime_(runtime),
+      cluster_transport_(cluster_transport),
+      partition_managers_(partition_managers),
+      stopping_(stopping),
+      groups_(groups),
+      txns_started_(txns_started) {}
+
+void partition_transactions::register_cluster_handlers() {
+  // Transaction markers for partitions led here.
+  cluster_transport_->set_handler(protocol::write_txn_markers_request_data::api_key,
+                                  [this](const protocol::request_header_data& header, std::span<const std::byte> body,
+                                         rpc::respond_fn respond) {
+                                    handle_write_txn_markers(header, body, std::move(respond));
+                                  });
+  // KIP-890 verification of transactional produce, for the transactional ids coordinated here.
+  cluster_transport_->set_handler(protocol::add_partitions_to_txn_request_data::api_key,
+                                  [this](const protocol::request_header_data& header, std::span<const std::byte> body,
+                                         rpc::respond_fn respond) {
+                                    handle_verify_txn_partitions(header, body, std::move(respond));
+                                  });
+}
+
+void partition_transactions::write_txn_markers(std::vector<txn_marker> markers,
+                                               std::function<void(result<std::vector<txn_marker_result>>)> done) {
   write_txn_markers_from(std::move(markers), std::move(done), false);
 }
 
-void broker_impl::write_txn_markers_from(std::vector<txn_marker> markers,
-                                         std::function<void(result<std::vector<txn_marker_result>>)> done,
-                                         bool from_peer) {
+void partition_transactions::write_txn_markers_from(std::vector<txn_marker> markers,
+                                                    std::function<void(result<std::vector<txn_marker_result>>)> done,
+                                                    bool from_peer) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   auto op = std::make_shared<marker_operation>();
   op->done = std::move(done);
@@ -68,14 +101,14 @@ void broker_impl::write_txn_markers_from(std::vector<txn_marker> markers,
   }
 }
 
-void broker_impl::write_one_marker(const txn_marker& m, const model::topic_partition& tp, bool from_peer,
-                                   std::function<void(result<void>)> done) {
+void partition_transactions::write_one_marker(const txn_marker& m, const model::topic_partition& tp, bool from_peer,
+                                              std::function<void(result<void>)> done) {
   if (m.producer_id.value() < 0 || m.producer_epoch.value() < 0) {
     return done(error{errc::invalid_request, "a transaction marker needs producer_id and producer_epoch >= 0, not " +
                                                  std::to_string(m.producer_id.value()) + " and " +
                                                  std::to_string(m.producer_epoch.value())});
   }
-  auto topic = find_topic(tp.topic);
+  auto topic = host_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   const int32_t partition = tp.partition.value();
   if (partition < 0 || partition >= topic->partitions_count()) {
@@ -83,17 +116,17 @@ void broker_impl::write_one_marker(const txn_marker& m, const model::topic_parti
                                                             tp.topic + "' does not exist"});
   }
   const int32_t leader = topic->image->partitions[static_cast<size_t>(partition)].leader;
-  if (leader != config_.node_id) {
+  if (leader != node_id_) {
     // A peer sends markers for partitions it believes this node leads: never bounce them on.
-    if (from_peer || leader < 0) return done(check_leader(*topic, partition).error());
+    if (from_peer || leader < 0) return done(host_.check_leader(*topic, partition).error());
     return forward_txn_marker(leader, m, tp, std::move(done));
   }
   const size_t shard = owner(tp.topic, partition);
-  if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
+  if (!runtime_.admits(shard)) return done(shard_busy(shard));
   codec::control_record marker{m.committed ? codec::control_type::commit : codec::control_type::abort,
                                m.coordinator_epoch};
-  deps_.runtime.post(shard, [this, shard, tp, pid = m.producer_id, epoch = m.producer_epoch, committed = m.committed,
-                             marker, done = std::move(done)]() mutable {
+  runtime_.post(shard, [this, shard, tp, pid = m.producer_id, epoch = m.producer_epoch, committed = m.committed,
+                        marker, done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, tp.topic, tp.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
     // Acks=all, as Kafka writes markers; the marker ends the producer's KIP-890 guard.
@@ -111,10 +144,10 @@ void broker_impl::write_one_marker(const txn_marker& m, const model::topic_parti
   });
 }
 
-void broker_impl::describe_producers(model::topic_partition tp,
-                                     std::function<void(result<std::vector<producer_description>>)> done) {
+void partition_transactions::describe_producers(model::topic_partition tp,
+                                                std::function<void(result<std::vector<producer_description>>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  auto topic = find_topic(tp.topic);
+  auto topic = host_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   const int32_t partition = tp.partition.value();
   if (partition < 0 || partition >= topic->partitions_count()) {
@@ -122,10 +155,10 @@ void broker_impl::describe_producers(model::topic_partition tp,
                                                             tp.topic + "' does not exist"});
   }
   // Kafka answers from the leader's producer state only (a follower's may lag behind).
-  if (auto led = check_leader(*topic, partition); !led.ok()) return done(led.error());
+  if (auto led = host_.check_leader(*topic, partition); !led.ok()) return done(led.error());
   const size_t shard = owner(tp.topic, partition);
-  if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
-  deps_.runtime.post(shard, [this, shard, tp, done = std::move(done)]() mutable {
+  if (!runtime_.admits(shard)) return done(shard_busy(shard));
+  runtime_.post(shard, [this, shard, tp, done = std::move(done)]() mutable {
     auto rt = runtime_of(shard, tp.topic, tp.partition.value());
     if (!rt) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
     std::vector<producer_description> out;
@@ -143,11 +176,11 @@ void broker_impl::describe_producers(model::topic_partition tp,
   });
 }
 
-void broker_impl::forward_txn_marker(int32_t leader, const txn_marker& m, const model::topic_partition& tp,
-                                     std::function<void(result<void>)> done) {
+void partition_transactions::forward_txn_marker(int32_t leader, const txn_marker& m, const model::topic_partition& tp,
+                                                std::function<void(result<void>)> done) {
   const std::string where = "broker " + std::to_string(leader) + " (the leader of " + tp.topic + "-" +
                             std::to_string(tp.partition.value()) + ")";
-  if (deps_.cluster_transport == nullptr) {
+  if (cluster_transport_ == nullptr) {
     return done(error{errc::not_leader_or_follower, where + " is not reachable: this node has no cluster listener"});
   }
   protocol::write_txn_markers_request_data request;
@@ -161,7 +194,7 @@ void broker_impl::forward_txn_marker(int32_t leader, const txn_marker& m, const 
   t.partition_indexes.push_back(tp.partition.value());
   w.topics.push_back(std::move(t));
   request.markers.push_back(std::move(w));
-  deps_.cluster_transport->send(
+  cluster_transport_->send(
       leader, protocol::write_txn_markers_request_data::api_key, write_txn_markers_version,
       encode_body(request, write_txn_markers_version), internal_append_timeout_ms + marker_forward_slack_ms,
       [where, done = std::move(done)](rpc::result<protocol::bytes> r) {
@@ -179,8 +212,9 @@ void broker_impl::forward_txn_marker(int32_t leader, const txn_marker& m, const 
       });
 }
 
-void broker_impl::handle_write_txn_markers(const protocol::request_header_data& header, std::span<const std::byte> body,
-                                           rpc::respond_fn respond) {
+void partition_transactions::handle_write_txn_markers(const protocol::request_header_data& header,
+                                                      std::span<const std::byte> body,
+                                                      rpc::respond_fn respond) {
   protocol::reader rd(body);
   auto decoded = protocol::write_txn_markers_request_data::decode(rd, header.request_api_version);
   if (!decoded.ok()) return;   // the transport answers nothing: the sender times out and retries
@@ -220,9 +254,11 @@ void broker_impl::handle_write_txn_markers(const protocol::request_header_data& 
   }, true);
 }
 
-void broker_impl::verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
-                                       model::producer_epoch producer_epoch, const model::topic_partition& tp,
-                                       std::function<void(result<void>)> done) {
+void partition_transactions::verify_txn_partition(const std::string& transactional_id,
+                                                  model::producer_id producer_id,
+                                                  model::producer_epoch producer_epoch,
+                                                  const model::topic_partition& tp,
+                                                  std::function<void(result<void>)> done) {
   // Kafka answers Produce with NOT_ENOUGH_REPLICAS when the verification itself could not be
   // done (AddPartitionsToTxnManager): every client retries that, none knows the coordinator codes.
   // A fenced producer hears INVALID_PRODUCER_EPOCH, the Produce code every client handles
@@ -239,7 +275,7 @@ void broker_impl::verify_txn_partition(const std::string& transactional_id, mode
   txn_service* txns = txns_started_.load(std::memory_order_acquire);
   if (txns == nullptr) return retriable(error{errc::coordinator_load_in_progress, "transactions are starting"});
   const int32_t coordinator = txns->coordinator_id(transactional_id);
-  if (coordinator == config_.node_id) {
+  if (coordinator == node_id_) {
     return txns->verify_partition(transactional_id, producer_id, producer_epoch, tp,
                                   [retriable, done](result<void> r) {
                                     if (r.ok()) return done(base::ok_v);
@@ -248,7 +284,7 @@ void broker_impl::verify_txn_partition(const std::string& transactional_id, mode
   }
   const std::string where = "the coordinator of transactional id '" + transactional_id + "' (broker " +
                             std::to_string(coordinator) + ")";
-  if (coordinator < 0 || deps_.cluster_transport == nullptr) {
+  if (coordinator < 0 || cluster_transport_ == nullptr) {
     return retriable(error{errc::not_coordinator, where + " is not known or not reachable"});
   }
   protocol::add_partitions_to_txn_request_data request;
@@ -262,7 +298,7 @@ void broker_impl::verify_txn_partition(const std::string& transactional_id, mode
   topic.partitions.push_back(tp.partition.value());
   t.topics.push_back(std::move(topic));
   request.transactions.push_back(std::move(t));
-  deps_.cluster_transport->send(
+  cluster_transport_->send(
       coordinator, protocol::add_partitions_to_txn_request_data::api_key, verify_txn_version,
       encode_body(request, verify_txn_version), verify_txn_timeout_ms,
       [where, retriable, done](rpc::result<protocol::bytes> r) {
@@ -283,8 +319,8 @@ void broker_impl::verify_txn_partition(const std::string& transactional_id, mode
       });
 }
 
-void broker_impl::handle_verify_txn_partitions(const protocol::request_header_data& header,
-                                               std::span<const std::byte> body, rpc::respond_fn respond) {
+void partition_transactions::handle_verify_txn_partitions(const protocol::request_header_data& header,
+                                                          std::span<const std::byte> body, rpc::respond_fn respond) {
   using response_data = protocol::add_partitions_to_txn_response_data;
   protocol::reader rd(body);
   auto decoded = protocol::add_partitions_to_txn_request_data::decode(rd, header.request_api_version);

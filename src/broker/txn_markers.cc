@@ -1,16 +1,17 @@
-// The transaction coordinator's markers (txn_host::write_markers): the control batches of an
-// ended transaction on each of its partitions (write_txn_markers, Kafka's WriteTxnMarkers),
-// and on the groups' __consumer_offsets partitions among them the leader (this broker or the one
-// the marker is forwarded to) makes the TxnOffsetCommit offsets held pending the groups'
-// committed offsets (or drops them) before it answers, as Kafka's group coordinator does when the
-// marker reaches its log.
+// The transaction coordinator's markers (txn_host::write_markers, which coordinator_partitions
+// passes here): the control batches of an ended transaction on each of its partitions
+// (write_txn_markers, Kafka's WriteTxnMarkers), and on the groups' __consumer_offsets partitions
+// among them the leader (this broker or the one the marker is forwarded to) makes the
+// TxnOffsetCommit offsets held pending the groups' committed offsets (or drops them) before it
+// answers, as Kafka's group coordinator does when the marker reaches its log.
 
-#include "broker_impl.h"
+#include "partition_transactions.h"
+#include "ringlog/base/assert.h"
 
 namespace ringlog::broker::detail {
 
-void broker_impl::write_markers(const txn::marker_request& markers, int32_t coordinator_epoch,
-                                std::function<void(result<txn::partition_set>)> done) {
+void partition_transactions::write_markers(const txn::marker_request& markers, int32_t coordinator_epoch,
+                                           std::function<void(result<txn::partition_set>)> done) {
   if (markers.partitions.empty()) return done(txn::partition_set{});
   txn_marker m;
   m.producer_id = markers.producer_id;
@@ -29,11 +30,11 @@ void broker_impl::write_markers(const txn::marker_request& markers, int32_t coor
       if (pr.failure->code == errc::invalid_producer_epoch) {
         // The partition knows a newer epoch of the producer: a later end (or fencing) is
         // already there, this marker is moot (Kafka's coordinator drops it too).
-        log_info("transaction marker of the " + txn::describe(markers) + " on " + pr.partition.directory_name() +
+        host_.log_info("transaction marker of the " + txn::describe(markers) + " on " + pr.partition.directory_name() +
                  " dropped: " + pr.failure->message);
         continue;
       }
-      log_error("transaction marker of the " + txn::describe(markers) + " on " + pr.partition.directory_name() +
+      host_.log_error("transaction marker of the " + txn::describe(markers) + " on " + pr.partition.directory_name() +
                 ": " + pr.failure->message + " (retried)");
       due.insert(pr.partition);
     }
