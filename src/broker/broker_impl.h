@@ -1,7 +1,7 @@
 #pragma once
 // The broker's implementation class, shared by the files that define its parts (broker.cc: shared
 // helpers, shutdown; start_up.cc; cluster_requests.cc: requests between brokers, heartbeats, the
-// metadata writes; produce.cc; fetch.cc: fetches and list offsets;
+// metadata writes; fetch.cc: fetches and list offsets;
 // replication.cc: leaderships, the controller client of ISR changes). The metadata quorum's state
 // machine, the views and the replicas following them are metadata_publisher.h's
 // (metadata_apply.cc, partition_reconcile.cc), the replica fetcher and the leader's side of
@@ -16,18 +16,17 @@
 // metadata entries metadata_apply_queue's (the partition module, which never sees this class: it
 // reports leadership changes through leadership_observer, which this class implements).
 // The calls passed on to a partition's leader (forwarding.cc) are leader_forwarder.h's, the
-// metadata barrier (metadata_barrier.cc) metadata_barrier.h's, the partition side of
-// transactions (transactions.cc, txn_markers.cc) partition_transactions.h's and the group and
-// transaction services' internal topics (own_records.cc) coordinator_partitions.h's.
+// metadata barrier (metadata_barrier.cc) metadata_barrier.h's, the produce pipeline (produce.cc,
+// produce_validation.cc) produce_pipeline.h's, the partition side of transactions
+// (transactions.cc, txn_markers.cc) partition_transactions.h's and the group and transaction
+// services' internal topics (own_records.cc) coordinator_partitions.h's.
 // Private to the broker module: other modules see broker.h only.
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <queue>
 #include <set>
@@ -48,7 +47,7 @@
 #include "metadata_publisher.h"
 #include "partition.h"
 #include "partition_transactions.h"
-#include "produce_operation.h"
+#include "produce_pipeline.h"
 #include "ringlog/partition/partition_manager.h"
 #include "quota_managers.h"
 #include "replica_fetcher.h"
@@ -67,15 +66,10 @@
 
 namespace ringlog::broker::detail {
 
-/// invalid_record for a keyless record (`which` names it) of a compacted topic (produce_validation.cc).
-error compacted_key_missing(const std::string& which, const std::string& topic, const storage::log_config& config);
-/// Kafka's LogValidator: every record of a compacted topic has a key, else the whole request is refused.
-result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
-                                       const std::vector<produce_record>& records);
-
 class broker_impl final : public broker,
                           public coordinator_partitions_host,
                           public leader_forwarder_host,
+                          public produce_pipeline_host,
                           public metadata_barrier_host,
                           public partition_transactions_host,
                           public metadata_publisher_host,
@@ -133,7 +127,9 @@ class broker_impl final : public broker,
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
   void produce_batches(produce_batches_request request,
-                       std::function<void(result<produce_batches_response>)> done) override;
+                       std::function<void(result<produce_batches_response>)> done) override {
+    produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::kafka_client);
+  }
   void init_producer_id(std::function<void(result<producer_identity>)> done) override {
     producer_ids_.init_producer_id(std::move(done));
   }
@@ -252,7 +248,9 @@ class broker_impl final : public broker,
   /// Controller shard: this broker's registration in the image, if it is the one of this process.
   const controller::broker_registration* own_registration() const override;
   /// The leader of a partition, or an error naming who leads it when it is not this node.
-  result<void> check_leader(const topic_state& topic, int32_t partition) const override;
+  result<void> check_leader(const topic_state& topic, int32_t partition) const override {
+    return detail::check_leader(topic, partition, config_.node_id);
+  }
   // metadata_publisher_host
   void on_metadata_leader_change(int32_t leader_id) override { controller_.on_leader_change(leader_id); }
   void on_view_published(const metadata_view& view) override { forwarder_.fail_moved_forwards(view); }
@@ -273,11 +271,11 @@ class broker_impl final : public broker,
   std::shared_ptr<const metadata_view> newest_view() const override { return views_.latest(); }
   void produce_peer_batches(produce_batches_request request,
                             std::function<void(result<produce_batches_response>)> done) override {
-    produce_batches_from(std::move(request), std::move(done), batch_origin::peer_broker);
+    produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::peer_broker);
   }
   void produce_own_batches(produce_batches_request request,
                            std::function<void(result<produce_batches_response>)> done) override {
-    produce_batches_from(std::move(request), std::move(done), batch_origin::local_records);
+    produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::local_records);
   }
   controller::quorum_description metadata_quorum_now() const override { return quorum_->describe(); }
   void await_metadata_applied(int64_t offset, std::function<void(result<void>)> done) override {
@@ -286,7 +284,9 @@ class broker_impl final : public broker,
   /// fetch / list_offsets of a partition this node leads (refused on its shard when it does not).
   void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   /// produce, fetch and list_offsets once the topic is known or the barrier passed (metadata_barrier.h).
-  void produce_known(produce_request request, std::function<void(result<produce_response>)> done) override;
+  void produce_known(produce_request request, std::function<void(result<produce_response>)> done) override {
+    produce_.produce_known(std::move(request), std::move(done));
+  }
   void fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets_known(list_offsets_request request,
                           std::function<void(result<list_offsets_response>)> done) override;
@@ -320,48 +320,11 @@ class broker_impl final : public broker,
   /// fetches of __cluster_metadata.
   rpc::request_handler quorum_fetch_handler_;
 
-  /// `internal_write`: the broker's own writes to internal topics (delay records), refused otherwise.
+  // delay_host_services: the produce pipeline's produce_to (produce_pipeline.h)
   void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                  std::function<void(result<produce_response>)> done, bool internal_write = false) override;
-  /// produce_appending once this node caught up with the active controller, for an idempotent
-  /// produce naming a producer id this node does not know yet: the id may be of a block another
-  /// broker handed out a moment ago (a 404 told such a client not to retry: new user, session 24).
-  /// Errors: unknown_producer_id when the id is still not known then.
-  void produce_once_caught_up(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                              std::function<void(result<produce_response>)> done);
-  /// produce_to after its checks; for a transactional produce once its partitions joined the
-  /// transaction.
-  void produce_appending(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                         std::function<void(result<produce_response>)> done);
-  /// A transactional produce (producer_identity::transactional_id): every named, existing
-  /// partition of the records joins the transaction at its coordinator (AddPartitionsToTxn),
-  /// then produce_appending. A refusal of the coordinator (producer_fenced,
-  /// invalid_producer_id_mapping, concurrent_transactions, ...) is the whole request's error and
-  /// nothing is appended.
-  void produce_in_transaction(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                              std::function<void(result<produce_response>)> done);
-  /// Who made the batches of a produce_batches_from call, which decides the checks already made.
-  enum class batch_origin {
-    kafka_client,    ///< a Kafka producer's Produce: every check
-    peer_broker,     ///< a peer's HTTP records (forwarding.cc): may be for a delay topic (the
-                     ///< peer's produce_to diverted them there)
-    local_records,   ///< this node's HTTP/WebSocket records, batched by produce_appending after
-                     ///< the per-record checks (internal topics, delivery times, keys)
-  };
-  /// The one append pipeline of client data (issue 28): the batches of one partition are
-  /// checked (validate_batches), recompressed for compression.type, and appended on the
-  /// partition's shard (append_batches_on_shard: KIP-890 guard, LogAppendTime, acks).
-  void produce_batches_from(produce_batches_request request, std::function<void(result<produce_batches_response>)> done,
-                            batch_origin origin);
-  /// Kafka's LogValidator for `request`'s batches, all before any is appended: size against
-  /// max.message.bytes, CRC and layout, no control batch or KIP-534 delete-horizon bit, producer
-  /// fields of transactional batches, record offsets 0..n-1, keys on compacted topics, no delivery
-  /// time in a transaction. Returns whether a record names a delivery time. The records of
-  /// local_records are not decoded: produce_appending encoded them after checking them one by
-  /// one (keys, delivery times). Errors: message_too_large, corrupt_message, invalid_request,
-  /// invalid_record, each naming the batch.
-  static result<bool> validate_batches(const produce_batches_request& request, const storage::log_config& config,
-                                       batch_origin origin);
+                  std::function<void(result<produce_response>)> done, bool internal_write) override {
+    produce_.produce_to(topic, std::move(request), std::move(done), internal_write);
+  }
   // delay_host_services: what the delayed-delivery host reaches (delay_host.h)
   void create_internal_topic(std::string name, int32_t partitions_count, std::map<std::string, std::string> configs,
                              std::function<void(result<std::shared_ptr<const topic_state>>)> done) override {
@@ -369,11 +332,6 @@ class broker_impl final : public broker,
   }
   [[nodiscard]] int64_t delay_max_ms() const override { return live(*view()).delay_max_ms; }
   void publish(partition_runtime& rt);
-  /// On the partition's shard. `verified_guard`: the guard (partition_runtime::
-  /// txn_verifications) of the KIP-890 verification this request passed, 0 when none ran yet.
-  void append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
-                               std::function<void(result<produce_batches_response>)> done,
-                               uint64_t verified_guard = 0);
   std::shared_ptr<partition_runtime> runtime_of(size_t shard, const std::string& topic, int32_t partition) {
     return partition_managers_[shard]->find(topic, partition);
   }
@@ -437,19 +395,10 @@ class broker_impl final : public broker,
   std::unique_ptr<txn_service> txns_;   // after start()
   /// txns_ once started, for the shards (a leadership of __transaction_state moves its coordinator).
   std::atomic<txn_service*> txns_started_{nullptr};
-  // Produces to a topic that a produce is auto-creating wait here, in call order, until the
-  // creating produce went to the shards: none may overtake it, so a client that pipelines
-  // produces (WebSocket) finds its records stored in the order it sent them. Bounded by what
-  // the callers have in flight (ws_produce_in_flight_max per socket, one per HTTP request).
-  struct parked_produce {
-    produce_request request;
-    std::function<void(result<produce_response>)> done;
-  };
-  void produce_after_auto_create(const result<topic_description>& created, produce_request request,
-                                 std::function<void(result<produce_response>)> done);
-  std::mutex auto_create_mutex_;   // guards auto_creating_
-  std::map<std::string, std::deque<parked_produce>> auto_creating_;
-  std::atomic<size_t> auto_creating_count_{0};   // auto_creating_.size(): produce skips the lock at 0
+  /// The produce pipeline and the produces parked behind a topic's auto-creation
+  /// (produce_pipeline.h); it reaches the parts declared after it only once serving.
+  produce_pipeline produce_{*this, config_, deps_.clock, deps_.runtime, partition_managers_, forwarder_,
+                            barrier_, delay_host_, security_, admin_, stopping_};
   /// Replication (replica_fetcher.h): the leader's side of followers' fetches and its ISR
   /// changes, and the follower's fetch loops; last, so they go first.
   replica_fetch_server replica_fetch_server_{*this, replica_fetch_settings_of(config_), deps_.clock, deps_.runtime,

@@ -190,21 +190,6 @@ void broker_impl::send_heartbeat(bool want_shut_down,
       });
 }
 
-result<void> broker_impl::check_leader(const topic_state& topic, int32_t partition) const {
-  if (partition < 0 || partition >= topic.partitions_count()) return base::ok_v;   // the caller's range check names it
-  const int32_t leader = topic.image->partitions[static_cast<size_t>(partition)].leader;
-  if (leader == config_.node_id) return base::ok_v;
-  if (leader < 0) {
-    return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
-                                                   "' has no leader now (its in-sync replicas are all unavailable); retry"};
-  }
-  // Kafka clients route themselves on NOT_LEADER_OR_FOLLOWER; HTTP and WebSocket calls are
-  // forwarded (forwarding.cc) and never see this text as an instruction to go elsewhere.
-  return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
-                                                 "' is led by broker " + std::to_string(leader) + ", not by this broker (" +
-                                                 std::to_string(config_.node_id) + ")"};
-}
-
 int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
   const auto t = find_topic(consumer_offsets_topic);
   if (!t || t->partitions_count() <= 0) return -1;

@@ -252,6 +252,18 @@ result<int32_t> leader_route(const topic_state& topic, int32_t partition) {
                                                  "' has no leader now (its in-sync replicas are all unavailable); retry"};
 }
 
+result<void> check_leader(const topic_state& topic, int32_t partition, int32_t node_id) {
+  if (partition < 0 || partition >= topic.partitions_count()) return base::ok_v;   // the caller's range check names it
+  auto leader = leader_route(topic, partition);
+  if (!leader.ok()) return leader.error();
+  if (*leader == node_id) return base::ok_v;
+  // Kafka clients route themselves on NOT_LEADER_OR_FOLLOWER; HTTP and WebSocket calls are
+  // forwarded (leader_forwarder) and never see this text as an instruction to go elsewhere.
+  return error{errc::not_leader_or_follower, "partition " + std::to_string(partition) + " of topic '" + topic.name() +
+                                                 "' is led by broker " + std::to_string(*leader) +
+                                                 ", not by this broker (" + std::to_string(node_id) + ")"};
+}
+
 // ---------------------------------------------------------------- in-flight calls
 
 void leader_forwarder::send_forward(int32_t leader, const model::topic_partition& tp, int16_t api_key,

@@ -34,6 +34,10 @@ namespace ringlog::broker::detail {
 /// The partition's leader (this node or another), or not_leader_or_follower when it has none.
 /// `partition` is in [0, topic.partitions_count()).
 result<int32_t> leader_route(const topic_state& topic, int32_t partition);
+/// Whether node `node_id` leads `partition` of `topic`: ok, or not_leader_or_follower naming who
+/// leads it (or that none does). A partition outside [0, topic.partitions_count()) is ok: the
+/// caller's range check names it.
+result<void> check_leader(const topic_state& topic, int32_t partition, int32_t node_id);
 
 /// What the forwarder reaches in the broker (broker_impl implements it).
 class leader_forwarder_host {

@@ -1,12 +1,13 @@
-// Produce: records (with auto-creation of the topic, transactions and idempotence) and clients'
-// record batches, appended on the partition's shard with group commit and answered per acks.
-// Kafka's counterpart: KafkaApis.handleProduceRequest and ReplicaManager.appendRecords.
+// Produce (produce_pipeline.h): records (with auto-creation of the topic, transactions and
+// idempotence) and clients' record batches, appended on the partition's shard with group commit
+// and answered per acks. Kafka's counterpart: KafkaApis.handleProduceRequest and
+// ReplicaManager.appendRecords.
 
 #include <algorithm>
 #include <set>
 #include <utility>
 
-#include "broker_impl.h"
+#include "produce_pipeline.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 #include "ringlog/broker/partitioner.h"
@@ -15,7 +16,7 @@
 
 namespace ringlog::broker::detail {
 
-void broker_impl::produce_known(produce_request request, std::function<void(result<produce_response>)> done) {
+void produce_pipeline::produce_known(produce_request request, std::function<void(result<produce_response>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   if (request.records.empty()) return done(error{errc::invalid_request, "records: at least one record is required"});
   if (request.records.size() > static_cast<size_t>(config_.produce_records_max)) {
@@ -31,7 +32,7 @@ void broker_impl::produce_known(produce_request request, std::function<void(resu
       return;
     }
   }
-  auto t = find_topic(request.topic);
+  auto t = host_.find_topic(request.topic);
   if (t) return produce_to(t, std::move(request), std::move(done));
   if (auto refused = security_.auto_create_refusal(request)) return done(std::move(*refused));
   // Validated before anything is created: when every record names a partition the auto-created
@@ -81,16 +82,16 @@ void broker_impl::produce_known(produce_request request, std::function<void(resu
   });
 }
 
-void broker_impl::produce_after_auto_create(const result<topic_description>& created, produce_request request,
-                                            std::function<void(result<produce_response>)> done) {
+void produce_pipeline::produce_after_auto_create(const result<topic_description>& created, produce_request request,
+                                                 std::function<void(result<produce_response>)> done) {
   if (!created.ok() && created.error().code != errc::topic_already_exists) return done(created.error());
-  auto topic = find_topic(request.topic);
+  auto topic = host_.find_topic(request.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
   produce_to(topic, std::move(request), std::move(done));
 }
 
-void broker_impl::produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                             std::function<void(result<produce_response>)> done, bool internal_write) {
+void produce_pipeline::produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                                  std::function<void(result<produce_response>)> done, bool internal_write) {
   if (topic->is_internal && !internal_write) {
     return done(error{errc::topic_authorization_failed, "internal topic '" + request.topic + "' cannot be produced to"});
   }
@@ -112,8 +113,8 @@ constexpr int64_t transaction_join_wait_max_ms = 10'000;
 
 }  // namespace
 
-void broker_impl::produce_in_transaction(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                                         std::function<void(result<produce_response>)> done) {
+void produce_pipeline::produce_in_transaction(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                                              std::function<void(result<produce_response>)> done) {
   const std::string& transactional_id = *request.producer->transactional_id;
   if (transactional_id.empty()) return done(error{errc::invalid_request, "transactional_id is empty"});
   // The partitions the records name; a record without one (or with one the topic lacks) is
@@ -133,7 +134,7 @@ void broker_impl::produce_in_transaction(const std::shared_ptr<const topic_state
   // transaction_join_retry_interval_ms, up to the request's timeout (at most
   // transaction_join_wait_max_ms), as Kafka clients retry AddPartitionsToTxn themselves.
   struct join {
-    broker_impl* self = nullptr;
+    produce_pipeline* self = nullptr;
     std::shared_ptr<const topic_state> topic;
     produce_request request;
     std::function<void(result<produce_response>)> done;
@@ -143,15 +144,15 @@ void broker_impl::produce_in_transaction(const std::shared_ptr<const topic_state
 
     static void attempt(const std::shared_ptr<join>& j) {
       const auto& producer = *j->request.producer;
-      j->self->transactions().add_partitions(
+      j->self->host_.transactions().add_partitions(
           *producer.transactional_id, producer.producer_id, producer.producer_epoch, j->partitions,
           [j](result<void> added) {
             if (added.ok()) return j->self->produce_appending(j->topic, std::move(j->request), std::move(j->done));
             if (added.error().code != errc::concurrent_transactions ||
-                j->self->deps_.clock.now_ms() + transaction_join_retry_interval_ms > j->give_up_at_ms) {
+                j->self->clock_.now_ms() + transaction_join_retry_interval_ms > j->give_up_at_ms) {
               return j->done(added.error());
             }
-            j->self->deps_.runtime.post_after(j->shard, transaction_join_retry_interval_ms, [j] { attempt(j); });
+            j->self->runtime_.post_after(j->shard, transaction_join_retry_interval_ms, [j] { attempt(j); });
           });
     }
   };
@@ -159,37 +160,37 @@ void broker_impl::produce_in_transaction(const std::shared_ptr<const topic_state
   j->self = this;
   j->topic = topic;
   j->partitions = std::move(partitions);
-  j->give_up_at_ms = deps_.clock.now_ms() + std::clamp<int64_t>(request.timeout_ms, 0, transaction_join_wait_max_ms);
+  j->give_up_at_ms = clock_.now_ms() + std::clamp<int64_t>(request.timeout_ms, 0, transaction_join_wait_max_ms);
   j->shard = owner(request.topic, *named.begin());
   j->request = std::move(request);
   j->done = std::move(done);
   join::attempt(j);
 }
 
-void broker_impl::produce_once_caught_up(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                                         std::function<void(result<produce_response>)> done) {
-  post_caught_up([this, topic, request = std::move(request), done = std::move(done)]() mutable {
-    if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
+void produce_pipeline::produce_once_caught_up(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                                              std::function<void(result<produce_response>)> done) {
+  barrier_.post_caught_up([this, topic, request = std::move(request), done = std::move(done)]() mutable {
+    if (auto known = host_.check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
     produce_appending(topic, std::move(request), std::move(done));
   });
 }
 
-void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                                    std::function<void(result<produce_response>)> done) {
+void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state>& topic, produce_request request,
+                                         std::function<void(result<produce_response>)> done) {
   // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
   const std::map<std::string, std::string>& configs = topic->image->configs;
   const int32_t partition_count = topic->partitions_count();
-  const auto current_view = view();
+  const auto current_view = host_.shard_view();
   const broker_config& live_config = live(*current_view);
   auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
   if (auto keyed = check_keys_for_compaction(request.topic, *log_config, request.records); !keyed.ok()) {
     return done(keyed.error());
   }
-  const int64_t now = deps_.clock.now_ms();
+  const int64_t now = clock_.now_ms();
   const std::optional<stored_codec> stored = stored_compression(live_config, configs, internal_topic_of(*topic));
   if (request.producer) {
-    if (!check_producer_id(request.producer->producer_id).ok()) return produce_once_caught_up(topic, std::move(request), std::move(done));
+    if (!host_.check_producer_id(request.producer->producer_id).ok()) return produce_once_caught_up(topic, std::move(request), std::move(done));
     if (request.producer->producer_epoch.value() < 0) {
       return done(error{errc::invalid_request, "producer_epoch " + std::to_string(request.producer->producer_epoch.value()) +
                                                    " is negative"});
@@ -315,7 +316,7 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
   }
   for (const auto& b : batches) {
     const size_t shard = owner(request.topic, b.partition);
-    if (!deps_.runtime.admits(shard)) return op->done(shard_busy(shard));
+    if (!runtime_.admits(shard)) return op->done(shard_busy(shard));
   }
   op->remaining = batches.size() + delayed_count;
   if (delayed_count > 0) {
@@ -358,16 +359,12 @@ void broker_impl::produce_appending(const std::shared_ptr<const topic_state>& to
   forwarder_.when_replicas_open(request.topic, std::move(local_sends));
 }
 
-void broker_impl::produce_batches(produce_batches_request request,
-                                  std::function<void(result<produce_batches_response>)> done) {
-  produce_batches_from(std::move(request), std::move(done), batch_origin::kafka_client);
-}
-
-void broker_impl::produce_batches_from(produce_batches_request request,
-                                       std::function<void(result<produce_batches_response>)> done, batch_origin origin) {
+void produce_pipeline::produce_batches_from(produce_batches_request request,
+                                            std::function<void(result<produce_batches_response>)> done,
+                                            batch_origin origin) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   const auto& tp = request.partition;
-  auto topic = find_topic(tp.topic);
+  auto topic = host_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   // This node's records went through produce_to, which refused internal topics but for its own
   // writes; a peer's, for a delay topic, are such writes too (its produce_to diverted them there).
@@ -379,11 +376,11 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   if (tp.partition.value() < 0 || tp.partition.value() >= topic->partitions_count()) {
     return done(partition_missing(tp.topic, tp.partition.value(), topic->partitions_count()));
   }
-  if (auto led = check_leader(*topic, tp.partition.value()); !led.ok()) return done(led.error());
+  if (auto led = check_leader(*topic, tp.partition.value(), config_.node_id); !led.ok()) return done(led.error());
   if (request.batches.empty()) return done(error{errc::corrupt_message, "the partition's record set holds no batch"});
   const std::map<std::string, std::string>& configs = topic->image->configs;
   // The live config: dynamic broker configs (KIP-226) apply to Kafka produce as to HTTP produce.
-  const auto current_view = view();
+  const auto current_view = host_.shard_view();
   const broker_config& live_config = live(*current_view);
   auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
@@ -421,23 +418,23 @@ void broker_impl::produce_batches_from(produce_batches_request request,
   auto type = configs.find("message.timestamp.type");
   const bool log_append_time = type != configs.end() && type->second == "LogAppendTime";
   const size_t shard = owner(tp.topic, tp.partition.value());
-  if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
-  deps_.runtime.post(shard, [this, shard, request = std::move(request), log_append_time, done = std::move(done)]() mutable {
+  if (!runtime_.admits(shard)) return done(shard_busy(shard));
+  runtime_.post(shard, [this, shard, request = std::move(request), log_append_time, done = std::move(done)]() mutable {
     append_batches_on_shard(shard, std::move(request), log_append_time, std::move(done));
   });
 }
 
-void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
-                                          std::function<void(result<produce_batches_response>)> done,
-                                          uint64_t verified_guard) {
+void produce_pipeline::append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,
+                                               std::function<void(result<produce_batches_response>)> done,
+                                               uint64_t verified_guard) {
   const base::cpu_scope cpu(base::cpu_activity::produce);
   const int64_t started_ns = base::monotonic_ns();
   if (verified_guard == 0 && request.received_ns != 0) {
     base::observe_latency(base::latency_stage::produce_queue, started_ns - request.received_ns);
   }
   const auto& tp = request.partition;
-  auto rt = runtime_of(shard, tp.topic, tp.partition.value());
-  if (!rt) return done(no_replica_here(find_topic(tp.topic) != nullptr, tp));
+  auto rt = partition_managers_[shard]->find(tp.topic, tp.partition.value());
+  if (!rt) return done(no_replica_here(host_.find_topic(tp.topic) != nullptr, tp));
   if (auto ok = rt->check_append(request.acks); !ok.ok()) return done(ok.error());
   // KIP-890 part 1 (partition_runtime::guard_txn_verification): a first transactional batch here
   // waits for its coordinator's verification, asked from here (the coordinator may be elsewhere).
@@ -448,15 +445,15 @@ void broker_impl::append_batches_on_shard(size_t shard, produce_batches_request 
   // Copies: the callback below takes `request` (and with it what `tp` refers to).
   const std::string transactional_id = request.transactional_id;
   const model::topic_partition partition = tp;
-  verify_txn_partition(
+  host_.verify_txn_partition(
       transactional_id, model::producer_id{needed.producer_id}, model::producer_epoch{needed.producer_epoch}, partition,
       [this, shard, needed, request = std::move(request), log_append_time, done = std::move(done)](result<void> r) mutable {
-        deps_.runtime.post(shard, [this, shard, needed, r = std::move(r), request = std::move(request), log_append_time,
+        runtime_.post(shard, [this, shard, needed, r = std::move(r), request = std::move(request), log_append_time,
                                    done = std::move(done)]() mutable {
           if (r.ok()) {
             return append_batches_on_shard(shard, std::move(request), log_append_time, std::move(done), needed.guard);
           }
-          auto rt2 = runtime_of(shard, request.partition.topic, request.partition.partition.value());
+          auto rt2 = partition_managers_[shard]->find(request.partition.topic, request.partition.partition.value());
           if (rt2) rt2->drop_txn_verification(needed.producer_id, needed.guard);
           done(r.error());
         });

@@ -3,7 +3,7 @@
 // encodes them (check_keys_for_compaction, delivery times); Kafka batches and batches a peer
 // forwards are checked whole here (validate_batches).
 
-#include "broker_impl.h"
+#include "produce_pipeline.h"
 #include "ringlog/codec/record_batch.h"
 
 namespace ringlog::broker {
@@ -62,8 +62,8 @@ std::optional<error> check_produced_record(const codec::record_view& record, int
 
 }  // namespace
 
-result<bool> broker_impl::validate_batches(const produce_batches_request& request, const storage::log_config& config,
-                                           batch_origin origin) {
+result<bool> produce_pipeline::validate_batches(const produce_batches_request& request,
+                                                const storage::log_config& config, batch_origin origin) {
   const auto& tp = request.partition;
   bool any_delay_header = false;
   for (size_t i = 0; i < request.batches.size(); ++i) {
