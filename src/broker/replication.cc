@@ -109,7 +109,7 @@ void replica_manager::on_leadership_change(size_t shard, const std::shared_ptr<p
 // ---------------------------------------------------------------- the controller client of ISR changes
 
 void replica_manager::send_alter_partition(protocol::alter_partition_request_data request,
-                                       std::function<void(int16_t code, std::string why)> on_answer) {
+                                           std::function<void(int16_t code, std::string why)> on_answer) {
   deps_.runtime.post(controller_shard, [this, request = std::move(request), on_answer = std::move(on_answer)]() mutable {
     const int32_t controller = host_.controller_id();
     if (controller == config_.node_id) {
@@ -152,12 +152,12 @@ replica_fetch_settings replica_manager::replica_fetch_settings_of(const broker_c
 }
 
 std::shared_ptr<partition_runtime> replica_manager::replica_on_shard(size_t shard, const std::string& topic,
-                                                                 int32_t partition) {
+                                                                     int32_t partition) {
   return parts_.partition_managers[shard]->find(topic, partition);
 }
 
 void replica_manager::for_each_replica(size_t shard,
-                                   const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) {
+                                       const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) {
   for (auto& [key, rt] : parts_.partition_managers[shard]->partitions()) f(rt);
 }
 
