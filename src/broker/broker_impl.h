@@ -1,8 +1,8 @@
 #pragma once
 // The broker's implementation class, shared by the files that define its parts (broker.cc: shared
 // helpers, shutdown; start_up.cc; cluster_requests.cc: requests between brokers, heartbeats, the
-// metadata writes; fetch.cc: fetches and list offsets;
-// replication.cc: leaderships, the controller client of ISR changes). The metadata quorum's state
+// metadata writes). Fetches and list offsets are fetch_service.h's (fetch.cc), leaderships and the
+// controller client of ISR changes replica_manager.h's (replication.cc). The metadata quorum's state
 // machine, the views and the replicas following them are metadata_publisher.h's
 // (metadata_apply.cc, partition_reconcile.cc), the replica fetcher and the leader's side of
 // followers' fetches replica_fetcher.h's, the delayed-delivery host (delay.cc) delay_host.h's,
@@ -14,7 +14,7 @@
 // guards) is partition_runtime's; each shard's replicas and their directories, fetch deadlines,
 // kept reads and maintenance tick are its partition_manager's, and the order of the applied
 // metadata entries metadata_apply_queue's (the partition module, which never sees this class: it
-// reports leadership changes through leadership_observer, which this class implements).
+// reports leadership changes through leadership_observer, which replica_manager implements).
 // The calls passed on to a partition's leader (forwarding.cc) are leader_forwarder.h's, the
 // metadata barrier (metadata_barrier.cc) metadata_barrier.h's, the produce pipeline (produce.cc,
 // produce_validation.cc) produce_pipeline.h's, the partition side of transactions
@@ -39,6 +39,7 @@
 #include "constants.h"
 #include "coordinator_partitions.h"
 #include "delay_host.h"
+#include "fetch_service.h"
 #include "group_service.h"
 #include "leader_forwarder.h"
 #include "metadata_barrier.h"
@@ -51,6 +52,7 @@
 #include "ringlog/partition/partition_manager.h"
 #include "quota_managers.h"
 #include "replica_fetcher.h"
+#include "replica_manager.h"
 #include "security_manager.h"
 #include "admin_manager.h"
 #include "rpc_messages.h"
@@ -73,10 +75,8 @@ class broker_impl final : public broker,
                           public metadata_barrier_host,
                           public partition_transactions_host,
                           public metadata_publisher_host,
-                          public replica_fetcher_host,
                           public delay_host_services,
-                          public leadership_observer,
-                          public replica_host,
+                          public replica_manager_host,
                           public active_controller_host,
                           public admin_host {
  public:
@@ -91,7 +91,8 @@ class broker_impl final : public broker,
         .tick_ms = std::min({constants::maintenance_interval_ms, config_.log_retention_check_interval_ms,
                              config_.log_cleaner_backoff_ms}),
         .retention_check_interval_ms = config_.log_retention_check_interval_ms};
-    const auto services = replica_services_of();   // replication.cc
+    const auto services =
+        replication_.services(leadership_lease_until_ms_, fetch_.next_read_id(), partition_txns_.next_txn_verification());
     for (size_t shard = 0; shard < deps_.runtime.shard_count(); ++shard) {
       partition_managers_.push_back(std::make_unique<partition_manager>(
           shard, deps_.runtime, deps_.clock, stopping_, compaction_, maintenance, services,
@@ -174,8 +175,6 @@ class broker_impl final : public broker,
     return quorum_ ? std::optional(quorum_->describe()) : std::nullopt;
   }
   int64_t leadership_lease_until_ms() const override { return leadership_lease_until_ms_.load(std::memory_order_relaxed); }
-  /// The topic and partition exist and the broker is not stopping.
-  result<void> check_readable(const model::topic_partition& tp) const;
 
   std::shared_ptr<const topic_state> find_topic(const std::string& name) const override {
     auto v = view();
@@ -281,37 +280,32 @@ class broker_impl final : public broker,
   void await_metadata_applied(int64_t offset, std::function<void(result<void>)> done) override {
     apply_queue_.await_applied(offset, std::move(done));
   }
-  /// fetch / list_offsets of a partition this node leads (refused on its shard when it does not).
-  void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) override;
+  /// fetch / list_offsets of a partition this node leads (fetch_service.h).
+  void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) override {
+    fetch_.fetch_here(std::move(request), std::move(done));
+  }
+  void list_offsets_here(list_offsets_request request,
+                         std::function<void(result<list_offsets_response>)> done) override {
+    fetch_.list_offsets_here(std::move(request), std::move(done));
+  }
   /// produce, fetch and list_offsets once the topic is known or the barrier passed (metadata_barrier.h).
   void produce_known(produce_request request, std::function<void(result<produce_response>)> done) override {
     produce_.produce_known(std::move(request), std::move(done));
   }
-  void fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) override;
+  void fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) override {
+    fetch_.fetch_known(std::move(request), std::move(done));
+  }
   void list_offsets_known(list_offsets_request request,
-                          std::function<void(result<list_offsets_response>)> done) override;
-  void list_offsets_here(list_offsets_request request,
-                         std::function<void(result<list_offsets_response>)> done) override;
-  // ---- replication (replication.cc; design.md section 6, Kafka's pull model)
-  /// leadership_observer (replication.cc): the groups of __consumer_offsets, the transaction
-  /// coordinators of __transaction_state and the delay schedulers follow the partition's leader.
-  void on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) override;
-  // replica_host (replication.cc): what partition_manager::apply_partition_state reaches here
-  [[nodiscard]] bool registered_in_this_incarnation() const override;
-  void note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) override;
-  void new_follower_generation(partition_runtime& rt) override;
-  void start_following(size_t shard, const std::shared_ptr<partition_runtime>& rt) override;
-  [[nodiscard]] bool controlled_shutdown_done() const override;
-  int32_t min_insync_replicas(const std::string& topic) const override;
-  // replica_fetcher_host (replication.cc): what the replica fetcher and the leader's side reach here
-  std::shared_ptr<partition_runtime> replica_on_shard(size_t shard, const std::string& topic, int32_t partition) override;
-  void for_each_replica(size_t shard, const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) override;
-  [[nodiscard]] size_t replica_shard(const std::string& topic, int32_t partition) const override;
-  [[nodiscard]] std::shared_ptr<const controller::metadata_image> replication_image() const override;
-  [[nodiscard]] int64_t follower_replication_throttled_rate() const override;
-  void send_alter_partition(protocol::alter_partition_request_data request,
-                            std::function<void(int16_t code, std::string why)> on_answer) override;
-  static replica_fetch_settings replica_fetch_settings_of(const broker_config& config);
+                          std::function<void(result<list_offsets_response>)> done) override {
+    fetch_.list_offsets_known(std::move(request), std::move(done));
+  }
+  // active_controller_host and delay_host_services: replica_manager.h's
+  int32_t min_insync_replicas(const std::string& topic) const override {
+    return replication_.min_insync_replicas(topic);
+  }
+  void for_each_replica(size_t shard, const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) override {
+    replication_.for_each_replica(shard, f);
+  }
   /// Fetch on the cluster listener (cluster_requests.cc): the metadata log's to the quorum, a
   /// follower's (a replica id) to replica_fetch_server_, a consumer's forwarded one to serve_forwarded_fetch.
   void route_cluster_fetch(const protocol::request_header_data& header, std::span<const std::byte> body,
@@ -339,8 +333,14 @@ class broker_impl final : public broker,
   broker_config config_;
   replication_throttles replication_throttles_;   // quota_managers.h: the replication throttles (replica_fetcher.h)
   broker_dependencies deps_;
-  /// replication.cc: what every shard's partitions reach in the broker (partition_manager.h).
-  replica_services replica_services_of();
+  /// Leaderships, the replica host of every shard's partitions, the replica fetcher's host and the
+  /// controller client of ISR changes (replica_manager.h); before the partition managers, which
+  /// hold its services.
+  replica_manager replication_{
+      *this, config_, deps_,
+      {.publisher = publisher_, .partition_managers = partition_managers_, .throttles = replication_throttles_,
+       .controller = controller_, .fetcher = replica_fetcher_, .delays = delay_host_, .groups_started = groups_started_,
+       .txns_started = txns_started_, .controlled_shutdown_done = controlled_shutdown_done_}};
   /// Each shard's replicas, their directories, parked fetches' deadlines and kept reads
   /// (partition_manager.h); partition_managers_[i] is touched only on shard i's thread.
   std::vector<std::unique_ptr<partition_manager>> partition_managers_;
@@ -378,7 +378,6 @@ class broker_impl final : public broker,
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
   std::atomic<bool> stopping_{false};
-  std::atomic<uint64_t> next_read_id_{1};   // fetch_response::read_id; 0 means "no records"
   /// The partition side of transactions: markers, KIP-890 verification, DescribeProducers
   /// (partition_transactions.h). It holds references to groups_ and txns_started_ below and
   /// reads them only once they are set; before coordinator_partitions_, which passes it the
@@ -389,6 +388,8 @@ class broker_impl final : public broker,
   /// leaders (coordinator_partitions.h); before the services, so it outlives them.
   coordinator_partitions coordinator_partitions_{*this, partition_txns_, config_.node_id, deps_.runtime, deps_.random,
                                                  partition_managers_};
+  /// Fetches and list offsets (fetch_service.h).
+  fetch_service fetch_{publisher_, admin_, forwarder_, deps_.runtime, partition_managers_, config_.node_id, stopping_};
   std::unique_ptr<group_service> groups_;  // after start()
   /// groups_ once started, for the shards (a leadership of __consumer_offsets moves its groups).
   std::atomic<group_service*> groups_started_{nullptr};
@@ -401,10 +402,11 @@ class broker_impl final : public broker,
                             barrier_, delay_host_, security_, admin_, stopping_};
   /// Replication (replica_fetcher.h): the leader's side of followers' fetches and its ISR
   /// changes, and the follower's fetch loops; last, so they go first.
-  replica_fetch_server replica_fetch_server_{*this, replica_fetch_settings_of(config_), deps_.clock, deps_.runtime,
-                                             deps_.cluster_transport, stopping_};
-  replica_fetcher replica_fetcher_{*this, replica_fetch_settings_of(config_), deps_.clock, deps_.runtime,
-                                   deps_.cluster_transport, replication_throttles_, stopping_, replica_fetch_server_};
+  replica_fetch_server replica_fetch_server_{replication_, replica_manager::replica_fetch_settings_of(config_),
+                                             deps_.clock, deps_.runtime, deps_.cluster_transport, stopping_};
+  replica_fetcher replica_fetcher_{replication_, replica_manager::replica_fetch_settings_of(config_), deps_.clock,
+                                   deps_.runtime, deps_.cluster_transport, replication_throttles_, stopping_,
+                                   replica_fetch_server_};
   /// Calls passed on to partitions' leaders and peers' calls served here (leader_forwarder.h).
   leader_forwarder forwarder_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport, stopping_};
   /// The admin calls' wait for the quorum's committed metadata (metadata_barrier.h).

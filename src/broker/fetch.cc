@@ -1,23 +1,46 @@
-// Fetch and list offsets: fetches routed to their partitions (the reads and the parking are
-// partition.cc's, the deadlines of parked fetches partition_manager.cc's), and offsets by time
-// or position.
+// Fetch and list offsets (fetch_service.h): fetches routed to their partitions (the reads and the
+// parking are partition.cc's, the deadlines of parked fetches partition_manager.cc's), and offsets
+// by time or position.
 // Kafka's counterpart: ReplicaManager.fetchMessages, and handleListOffsetRequest.
 
 #include <algorithm>
 #include <utility>
 
-#include "broker_impl.h"
+#include "fetch_service.h"
+#include "admin_manager.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 
 namespace ringlog::broker::detail {
 
-result<void> broker_impl::check_readable(const model::topic_partition& tp) const {
+fetch_service::fetch_service(const metadata_publisher& publisher, const admin_manager& admin,
+                             leader_forwarder& forwarder, runtime::shard_runtime& runtime,
+                             const std::vector<std::unique_ptr<partition_manager>>& partition_managers, int32_t node_id,
+                             const std::atomic<bool>& stopping)
+    : publisher_(publisher),
+      admin_(admin),
+      forwarder_(forwarder),
+      runtime_(runtime),
+      partition_managers_(partition_managers),
+      node_id_(node_id),
+      stopping_(stopping) {}
+
+std::shared_ptr<const topic_state> fetch_service::find_topic(const std::string& name) const {
+  auto v = publisher_.view();
+  auto it = v->topics.find(name);
+  return it == v->topics.end() ? nullptr : it->second;
+}
+
+size_t fetch_service::owner(const std::string& topic, int32_t partition) const {
+  return shard_of(topic, partition, partition_managers_.size());
+}
+
+result<void> fetch_service::check_readable(const model::topic_partition& tp) const {
   if (stopping_) return error{errc::broker_not_available, "the broker is shutting down"};
   return admin_.check_partition_exists(tp);
 }
 
-void broker_impl::fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) {
+void fetch_service::fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) {
   if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
   if (request.max_bytes <= 0) {
     return done(error{errc::invalid_request, "max_bytes must be positive, got " + std::to_string(request.max_bytes)});
@@ -25,20 +48,20 @@ void broker_impl::fetch_known(fetch_request request, std::function<void(result<f
   auto topic = find_topic(request.partition.topic);
   auto leader = leader_route(*topic, request.partition.partition.value());
   if (!leader.ok()) return done(leader.error());
-  if (leader.value() != config_.node_id) {
+  if (leader.value() != node_id_) {
     return forwarder_.forward_fetch(leader.value(), topic, std::move(request), std::move(done));
   }
   fetch_here(std::move(request), std::move(done));
 }
 
-void broker_impl::fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) {
+void fetch_service::fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) {
   auto held = std::make_shared<fetch_request>(std::move(request));
   forwarder_.when_replica_open(held->partition, [this, held, done = std::move(done)]() mutable {
     const auto& tp = held->partition;
     const size_t shard = owner(tp.topic, tp.partition.value());
-    if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
-    deps_.runtime.post(shard, [this, shard, request = std::move(*held), done = std::move(done)]() mutable {
-      auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
+    if (!runtime_.admits(shard)) return done(shard_busy(shard));
+    runtime_.post(shard, [this, shard, request = std::move(*held), done = std::move(done)]() mutable {
+      auto rt = partition_managers_[shard]->find(request.partition.topic, request.partition.partition.value());
       if (!rt) return done(no_replica_here(find_topic(request.partition.topic) != nullptr, request.partition));
       auto w = std::make_shared<fetch_waiter>();
       w->request = std::move(request);
@@ -48,26 +71,27 @@ void broker_impl::fetch_here(fetch_request request, std::function<void(result<fe
   });
 }
 
-void broker_impl::list_offsets_known(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) {
+void fetch_service::list_offsets_known(list_offsets_request request,
+                                       std::function<void(result<list_offsets_response>)> done) {
   if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
   auto topic = find_topic(request.partition.topic);
   auto leader = leader_route(*topic, request.partition.partition.value());
   if (!leader.ok()) return done(leader.error());
-  if (leader.value() != config_.node_id) {
+  if (leader.value() != node_id_) {
     return forwarder_.forward_list_offsets(leader.value(), std::move(request), std::move(done));
   }
   list_offsets_here(std::move(request), std::move(done));
 }
 
-void broker_impl::list_offsets_here(list_offsets_request request,
-                                    std::function<void(result<list_offsets_response>)> done) {
+void fetch_service::list_offsets_here(list_offsets_request request,
+                                      std::function<void(result<list_offsets_response>)> done) {
   auto held = std::make_shared<list_offsets_request>(std::move(request));
   forwarder_.when_replica_open(held->partition, [this, held, done = std::move(done)]() mutable {
     const auto& tp = held->partition;
     const size_t shard = owner(tp.topic, tp.partition.value());
-    if (!deps_.runtime.admits(shard)) return done(shard_busy(shard));
-    deps_.runtime.post(shard, [this, shard, request = std::move(*held), done = std::move(done)]() mutable {
-      auto rt = runtime_of(shard, request.partition.topic, request.partition.partition.value());
+    if (!runtime_.admits(shard)) return done(shard_busy(shard));
+    runtime_.post(shard, [this, shard, request = std::move(*held), done = std::move(done)]() mutable {
+      auto rt = partition_managers_[shard]->find(request.partition.topic, request.partition.partition.value());
       if (!rt) return done(no_replica_here(find_topic(request.partition.topic) != nullptr, request.partition));
       const std::optional<model::offset> reading_at =
           request.spec == offset_spec::earliest ? std::optional<model::offset>{rt->log->log_start_offset()} : std::nullopt;

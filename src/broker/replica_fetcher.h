@@ -32,7 +32,7 @@
 
 namespace ringlog::broker::detail {
 
-/// What the replica fetcher and the leader's side reach in the broker (broker_impl implements it,
+/// What the replica fetcher and the leader's side reach in the broker (replica_manager implements it,
 /// replication.cc).
 class replica_fetcher_host {
  public:

@@ -1,17 +1,23 @@
-// The broker's side of partition replication (design.md section 6; the fetch loops, the leader's
-// side of followers' fetches and the ISR proposals are replica_fetcher.h's):
+// The broker's side of partition replication (replica_manager.h; design.md section 6; the fetch
+// loops, the leader's side of followers' fetches and the ISR proposals are replica_fetcher.h's):
 //   - what applying a partition's image to its replica (partition_manager::apply_partition_state)
 //     reaches here: the leadership_observer that moves the coordinators and delay schedulers with
 //     the leaderships (on_leadership_change) and the replica_host (registration, fetch loops);
 //   - the controller client of the leader's ISR changes (send_alter_partition: AlterPartition to
 //     the active controller, this node's own or a peer's; KIP-497);
 //   - replica_fetcher_host: what the fetcher and the leader's side reach in the broker.
-//   - replica_services_of: what every shard's replicas reach in the broker (partition_manager.h:
-//     the throttles, the leadership lease, the read and verification ids, min.insync.replicas).
+//   - services: what every shard's replicas reach in the broker (partition_manager.h: the
+//     throttles, the leadership lease, the read and verification ids, min.insync.replicas).
 
 #include <algorithm>
 
-#include "broker_impl.h"
+#include "replica_manager.h"
+#include "active_controller.h"
+#include "constants.h"
+#include "delay_host.h"
+#include "group_service.h"
+#include "rpc_messages.h"
+#include "txn_service.h"
 #include "wire_codes.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
@@ -46,9 +52,13 @@ bool follower_fsyncs_before_fetch(const broker_config& config) {
 
 }  // namespace
 
+replica_manager::replica_manager(replica_manager_host& host, const broker_config& config,
+                                 const broker_dependencies& deps, parts reached)
+    : host_(host), config_(config), deps_(deps), parts_(reached) {}
+
 // ---------------------------------------------------------------- partition state
 
-int32_t broker_impl::min_insync_replicas(const std::string& topic) const {
+int32_t replica_manager::min_insync_replicas(const std::string& topic) const {
   auto v = view();
   auto it = v->topics.find(topic);
   if (it != v->topics.end()) {
@@ -60,44 +70,50 @@ int32_t broker_impl::min_insync_replicas(const std::string& topic) const {
 
 // ---------------------------------------------------------------- replica_host
 
-bool broker_impl::registered_in_this_incarnation() const {
+bool replica_manager::registered_in_this_incarnation() const {
   const auto* me = view()->image->find_broker(config_.node_id);
-  return me != nullptr && me->incarnation_id == incarnation_id_;
+  return me != nullptr && me->incarnation_id == host_.incarnation_id();
 }
 
-void broker_impl::note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) {
-  controller_.note_stale_leadership(rt.topic, rt.partition, leader_epoch);
+void replica_manager::note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) {
+  parts_.controller.note_stale_leadership(rt.topic, rt.partition, leader_epoch);
 }
 
-void broker_impl::new_follower_generation(partition_runtime& rt) { replica_fetcher::new_follower_generation(rt); }
+void replica_manager::new_follower_generation(partition_runtime& rt) { replica_fetcher::new_follower_generation(rt); }
 
-void broker_impl::start_following(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
-  replica_fetcher_.start_follower_fetch(shard, rt);
+void replica_manager::start_following(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
+  parts_.fetcher.start_follower_fetch(shard, rt);
 }
 
-bool broker_impl::controlled_shutdown_done() const { return controlled_shutdown_done_.load(std::memory_order_relaxed); }
+bool replica_manager::controlled_shutdown_done() const {
+  return parts_.controlled_shutdown_done.load(std::memory_order_relaxed);
+}
 
-void broker_impl::on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
+void replica_manager::on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
   if (rt->topic == consumer_offsets_topic) {
     // The groups of this partition are coordinated here from now on, loaded from its log (or no longer).
-    if (auto* groups = groups_started_.load(std::memory_order_acquire)) groups->offsets_partition_led(rt->partition, leads);
+    if (auto* groups = parts_.groups_started.load(std::memory_order_acquire)) {
+      groups->offsets_partition_led(rt->partition, leads);
+    }
   }
   if (rt->topic == transaction_state_topic) {
     // The transactional ids of this partition are coordinated here from now on, replayed (or no longer).
-    if (auto* txns = txns_started_.load(std::memory_order_acquire)) txns->state_partition_led(rt->partition, leads);
+    if (auto* txns = parts_.txns_started.load(std::memory_order_acquire)) {
+      txns->state_partition_led(rt->partition, leads);
+    }
   }
   // A delay partition's scheduler runs where its leader is (issue 18).
-  delay_host_.on_leadership_change(shard, rt, leads);
+  parts_.delays.on_leadership_change(shard, rt, leads);
 }
 
 // ---------------------------------------------------------------- the controller client of ISR changes
 
-void broker_impl::send_alter_partition(protocol::alter_partition_request_data request,
-                                       std::function<void(int16_t code, std::string why)> on_answer) {
+void replica_manager::send_alter_partition(protocol::alter_partition_request_data request,
+                                           std::function<void(int16_t code, std::string why)> on_answer) {
   deps_.runtime.post(controller_shard, [this, request = std::move(request), on_answer = std::move(on_answer)]() mutable {
-    const int32_t controller = quorum_ ? quorum_->leader_id() : -1;
+    const int32_t controller = host_.controller_id();
     if (controller == config_.node_id) {
-      return controller_.alter_partition(std::move(request), [on_answer](protocol::alter_partition_response_data r) {
+      return parts_.controller.alter_partition(std::move(request), [on_answer](protocol::alter_partition_response_data r) {
         const auto& p = r.topics.empty() || r.topics[0].partitions.empty() ? nullptr : &r.topics[0].partitions[0];
         on_answer(r.error_code != code_none ? r.error_code : (p ? p->error_code : code_invalid_request),
                   "this node is the controller");
@@ -124,7 +140,7 @@ void broker_impl::send_alter_partition(protocol::alter_partition_request_data re
 
 // ---------------------------------------------------------------- replica_fetcher_host
 
-replica_fetch_settings broker_impl::replica_fetch_settings_of(const broker_config& config) {
+replica_fetch_settings replica_manager::replica_fetch_settings_of(const broker_config& config) {
   return replica_fetch_settings{
       .node_id = config.node_id,
       .replica_fetch_wait_max_ms = config.replica_fetch_wait_max_ms,
@@ -135,25 +151,29 @@ replica_fetch_settings broker_impl::replica_fetch_settings_of(const broker_confi
   };
 }
 
-std::shared_ptr<partition_runtime> broker_impl::replica_on_shard(size_t shard, const std::string& topic,
-                                                                 int32_t partition) {
-  return runtime_of(shard, topic, partition);
+std::shared_ptr<partition_runtime> replica_manager::replica_on_shard(size_t shard, const std::string& topic,
+                                                                     int32_t partition) {
+  return parts_.partition_managers[shard]->find(topic, partition);
 }
 
-void broker_impl::for_each_replica(size_t shard,
-                                   const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) {
-  for (auto& [key, rt] : partition_managers_[shard]->partitions()) f(rt);
+void replica_manager::for_each_replica(size_t shard,
+                                       const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) {
+  for (auto& [key, rt] : parts_.partition_managers[shard]->partitions()) f(rt);
 }
 
-size_t broker_impl::replica_shard(const std::string& topic, int32_t partition) const { return owner(topic, partition); }
+size_t replica_manager::replica_shard(const std::string& topic, int32_t partition) const {
+  return shard_of(topic, partition, parts_.partition_managers.size());
+}
 
-std::shared_ptr<const controller::metadata_image> broker_impl::replication_image() const { return view()->image; }
+std::shared_ptr<const controller::metadata_image> replica_manager::replication_image() const { return view()->image; }
 
-int64_t broker_impl::follower_replication_throttled_rate() const {
+int64_t replica_manager::follower_replication_throttled_rate() const {
   return live(*view()).follower_replication_throttled_rate;
 }
 
-replica_services broker_impl::replica_services_of() {
+replica_services replica_manager::services(const std::atomic<int64_t>& leadership_lease_until_ms,
+                                           std::atomic<uint64_t>& next_read_id,
+                                           std::atomic<uint64_t>& next_txn_verification) {
   return replica_services{
       .current_shard = [this] { return deps_.runtime.current_shard(); },
       .config = {.log_flush_policy = config_.log_flush_policy,
@@ -163,19 +183,27 @@ replica_services broker_impl::replica_services_of() {
       .leader_replication_throttled_rate = [this] { return live(*view()).leader_replication_throttled_rate; },
       .acquire_leader_throttle =
           [this](int64_t rate, int64_t now_ms) {
-            return replication_throttles_.acquire(replication_throttles::side::leader, rate, now_ms);
+            return parts_.throttles.acquire(replication_throttles::side::leader, rate, now_ms);
           },
       .record_leader_throttle =
           [this](int64_t bytes, int64_t rate, int64_t now_ms) {
-            replication_throttles_.record(replication_throttles::side::leader, bytes, rate, now_ms);
+            parts_.throttles.record(replication_throttles::side::leader, bytes, rate, now_ms);
           },
-      .leadership_lease_until_ms = leadership_lease_until_ms_,
-      .next_read_id = next_read_id_,
-      .next_txn_verification = partition_txns_.next_txn_verification(),
+      .leadership_lease_until_ms = leadership_lease_until_ms,
+      .next_read_id = next_read_id,
+      .next_txn_verification = next_txn_verification,
       .node_id = config_.node_id,
       .observer = *this,
       .host = *this,
   };
+}
+
+void replica_manager::log_info(const std::string& message) const {
+  if (deps_.log) deps_.log(true, message);
+}
+
+void replica_manager::log_error(const std::string& message) const {
+  if (deps_.log) deps_.log(false, message);
 }
 
 }  // namespace ringlog::broker::detail

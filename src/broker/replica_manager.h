@@ -1,0 +1,117 @@
+#pragma once
+// The broker's side of partition replication (a class of its own since issue 28; replication.cc;
+// design.md section 6; Kafka's ReplicaManager where it drives followers and ISR changes). The
+// fetch loops, the leader's side of followers' fetches and the ISR proposals are
+// replica_fetcher.h's; replica_manager is what they and the partition module reach above them:
+//   - leadership_observer: the group and transaction coordinators and the delay schedulers move
+//     with the leaderships (on_leadership_change);
+//   - replica_host: what applying a partition's image to its replica reaches (registration,
+//     the fetch loops, controlled shutdown, min.insync.replicas);
+//   - replica_fetcher_host: the replicas on each shard, the image, the follower throttle, and the
+//     controller client of the leader's ISR changes (send_alter_partition: AlterPartition to the
+//     active controller, this node's own or a peer's; KIP-497);
+//   - replica_services: what every shard's replicas reach (partition_manager.h).
+// It reaches the broker's lifecycle only through replica_manager_host, and the other parts
+// through the references it is given; never through broker_impl. Private to the broker module.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "metadata_publisher.h"
+#include "quota_managers.h"
+#include "replica_fetcher.h"
+#include "ringlog/broker/broker.h"
+#include "ringlog/partition/partition_manager.h"
+
+namespace ringlog::broker {
+class group_service;
+class txn_service;
+}  // namespace ringlog::broker
+
+namespace ringlog::broker::detail {
+
+class active_controller;
+class delay_host;
+
+/// What the replica manager reads of the broker's lifecycle (broker_impl implements it; the
+/// registration and the quorum are start-up's).
+class replica_manager_host {
+ public:
+  virtual ~replica_manager_host() = default;
+  /// This process's incarnation: a restart is a new registration with a new broker epoch.
+  [[nodiscard]] virtual controller::uuid incarnation_id() const = 0;
+  /// The metadata quorum's leader, the active controller (-1: none known, or not started).
+  [[nodiscard]] virtual int32_t controller_id() const = 0;
+};
+
+class replica_manager final : public leadership_observer, public replica_host, public replica_fetcher_host {
+ public:
+  /// The broker's parts replication reaches, each outliving this object (some are constructed
+  /// after it: none is used before the broker is built).
+  struct parts {
+    const metadata_publisher& publisher;   ///< the metadata views
+    /// Each shard's replicas; partition_managers[i] is touched only on shard i's thread.
+    const std::vector<std::unique_ptr<partition_manager>>& partition_managers;
+    replication_throttles& throttles;   ///< KIP-73's buckets (this side takes the leader's)
+    active_controller& controller;      ///< AlterPartition on this node, stale leaderships
+    replica_fetcher& fetcher;           ///< the follower's fetch loops
+    delay_host& delays;                 ///< the delay schedulers, on their partition's leader
+    /// The coordinators once started (null before, and on a dedicated controller).
+    const std::atomic<group_service*>& groups_started;
+    const std::atomic<txn_service*>& txns_started;
+    const std::atomic<bool>& controlled_shutdown_done;   ///< this broker's controlled shutdown ended
+  };
+  /// `config`: the static broker config (node.id, min.insync.replicas and the throttles before
+  /// the dynamic ones apply); `deps`: the runtime, cluster transport (null on a single node) and log.
+  replica_manager(replica_manager_host& host, const broker_config& config, const broker_dependencies& deps,
+                  parts reached);
+
+  /// The settings of the replica fetcher and the leader's side from the static config.
+  static replica_fetch_settings replica_fetch_settings_of(const broker_config& config);
+  /// What every shard's partitions reach in the broker (partition_manager.h): the throttles,
+  /// `leadership_lease_until_ms` (the lease's end, clock ms), the read and verification ids,
+  /// min.insync.replicas, and this object as their observer and host.
+  replica_services services(const std::atomic<int64_t>& leadership_lease_until_ms, std::atomic<uint64_t>& next_read_id,
+                            std::atomic<uint64_t>& next_txn_verification);
+  /// min.insync.replicas of `topic` (its config, else the broker's) as of the calling thread's view.
+  [[nodiscard]] int32_t min_insync_replicas(const std::string& topic) const;
+
+  /// leadership_observer: the groups of __consumer_offsets, the transaction coordinators of
+  /// __transaction_state and the delay schedulers follow the partition's leader.
+  void on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) override;
+  // replica_host: what partition_manager::apply_partition_state reaches here
+  [[nodiscard]] bool registered_in_this_incarnation() const override;
+  void note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) override;
+  void new_follower_generation(partition_runtime& rt) override;
+  void start_following(size_t shard, const std::shared_ptr<partition_runtime>& rt) override;
+  [[nodiscard]] bool controlled_shutdown_done() const override;
+  // replica_fetcher_host: what the replica fetcher and the leader's side reach here
+  std::shared_ptr<partition_runtime> replica_on_shard(size_t shard, const std::string& topic,
+                                                      int32_t partition) override;
+  void for_each_replica(size_t shard, const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) override;
+  [[nodiscard]] size_t replica_shard(const std::string& topic, int32_t partition) const override;
+  [[nodiscard]] std::shared_ptr<const controller::metadata_image> replication_image() const override;
+  [[nodiscard]] int64_t follower_replication_throttled_rate() const override;
+  void send_alter_partition(protocol::alter_partition_request_data request,
+                            std::function<void(int16_t code, std::string why)> on_answer) override;
+  void log_info(const std::string& message) const override;
+  void log_error(const std::string& message) const override;
+
+ private:
+  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
+  [[nodiscard]] std::shared_ptr<const metadata_view> view() const { return parts_.publisher.view(); }
+  /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
+  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
+
+  replica_manager_host& host_;
+  const broker_config& config_;
+  const broker_dependencies& deps_;
+  const parts parts_;
+};
+
+}  // namespace ringlog::broker::detail
