@@ -24,7 +24,7 @@ void broker_impl::create_internal_topic(std::string name, int32_t partitions_cou
   deps_.runtime.post(controller_shard, [this, name = std::move(name), partitions_count, configs = std::move(configs),
                                         done = std::move(done)]() mutable {
     if (auto t = controller_find_topic(name)) return done(t);
-    const auto& image = *controller_view_->image;
+    const auto& image = *publisher_.controller_view()->image;
     auto records = new_topic_records(image, name, new_topic_id(deps_.random), partitions_count,
                                      automatic_replication_factor(image), configs);
     if (!records.ok()) return done(from_controller(records.error()));

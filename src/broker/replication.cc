@@ -62,7 +62,7 @@ int32_t broker_impl::min_insync_replicas(const std::string& topic) const {
 
 bool broker_impl::registered_in_this_incarnation() const {
   const auto* me = view()->image->find_broker(config_.node_id);
-  return me != nullptr && me->incarnation_id == incarnation_id_;
+  return me != nullptr && me->incarnation_id == lifecycle_.incarnation_id();
 }
 
 void broker_impl::note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) {
@@ -75,7 +75,7 @@ void broker_impl::start_following(size_t shard, const std::shared_ptr<partition_
   replica_fetcher_.start_follower_fetch(shard, rt);
 }
 
-bool broker_impl::controlled_shutdown_done() const { return controlled_shutdown_done_.load(std::memory_order_relaxed); }
+bool broker_impl::controlled_shutdown_done() const { return lifecycle_.controlled_shutdown_done(); }
 
 void broker_impl::on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
   if (rt->topic == consumer_offsets_topic) {
@@ -169,7 +169,7 @@ replica_services broker_impl::replica_services_of() {
           [this](int64_t bytes, int64_t rate, int64_t now_ms) {
             replication_throttles_.record(replication_throttles::side::leader, bytes, rate, now_ms);
           },
-      .leadership_lease_until_ms = leadership_lease_until_ms_,
+      .leadership_lease_until_ms = lifecycle_.leadership_lease_end(),
       .next_read_id = next_read_id_,
       .next_txn_verification = next_txn_verification_,
       .node_id = config_.node_id,
