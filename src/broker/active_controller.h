@@ -32,6 +32,7 @@
 
 #include "autobalancer.h"
 #include "metadata.h"
+#include "metadata_host.h"
 #include "ringlog/base/clock.h"
 #include "ringlog/base/random.h"
 #include "ringlog/broker/broker.h"
@@ -44,21 +45,13 @@
 
 namespace ringlog::broker::detail {
 
-/// What the active controller reaches in the broker (broker_impl implements it).
-class active_controller_host {
+/// What the active controller reaches in the broker beyond the metadata (the views, commit_records,
+/// post_caught_up, log_info: metadata_host.h; broker_impl implements it). A virtual base: the
+/// broker's facets share one metadata_host.
+class active_controller_host : public virtual metadata_host {
  public:
-  virtual ~active_controller_host() = default;
-  /// Controller shard: the metadata view as of the last applied entry (replaced, never changed).
-  [[nodiscard]] virtual const std::shared_ptr<const metadata_view>& controller_view() const = 0;
   /// The metadata quorum's leader, the active controller (-1: none known, or not started).
   [[nodiscard]] virtual int32_t controller_id() const = 0;
-  /// Controller shard: `records` as one metadata entry through the quorum; `done` once it is
-  /// committed, applied here, published and reconciled. Errors: invalid_request (the records do
-  /// not fit the image), not_controller (no quorum leader: retry), request_timed_out.
-  virtual void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done) = 0;
-  /// Posts `then` to the controller shard once this node applied every entry the quorum had
-  /// committed when the call arrived (metadata_barrier.cc): admin calls plan against it.
-  virtual void post_caught_up(std::function<void()> then) = 0;
   /// Controller shard: this broker's registration in the image if it is this process's.
   [[nodiscard]] virtual const controller::broker_registration* own_registration() const = 0;
   /// This process's incarnation (new on every start; set once the start began).
@@ -67,7 +60,6 @@ class active_controller_host {
   [[nodiscard]] virtual int32_t min_insync_replicas(const std::string& topic) const = 0;
   /// Start-up waits on the metadata look again (an internal topic's creation ended).
   virtual void run_metadata_rechecks() = 0;
-  virtual void log_info(const std::string& message) const = 0;
   virtual void log_error(const std::string& message) const = 0;
 };
 

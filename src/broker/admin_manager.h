@@ -29,7 +29,7 @@
 namespace ringlog::broker::detail {
 
 /// What the admin facet reaches in the broker beyond the metadata (broker_impl implements it).
-class admin_host : public metadata_host {
+class admin_host : public virtual metadata_host {
  public:
   /// The metadata quorum's leader, the active controller (-1: none known, or not started).
   [[nodiscard]] virtual int32_t controller_id() const = 0;

@@ -1,7 +1,7 @@
 // The single-node broker's shared helpers (errors, partition keys and shards), its shutdown, and
-// open_broker (each shard's maintenance tick is its partition_manager's). The rest of broker_impl is
-// in a file per concept: metadata_apply.cc, cluster_requests.cc, topics_admin.cc,
-// partition_reconcile.cc, internal_topics.cc, produce.cc, fetch.cc (broker_impl.h says which).
+// open_broker (each shard's maintenance tick is its partition_manager's), the leader checks and
+// the group coordinator's node. The rest of broker_impl is in a file per concept: start_up.cc,
+// produce.cc, fetch.cc, replication.cc, ... (broker_impl.h says which).
 // Kafka's counterpart: BrokerServer.
 
 #include "ringlog/broker/broker.h"
@@ -12,6 +12,7 @@
 #include <set>
 
 #include "broker_impl.h"
+#include "ringlog/group/coordinator_partition.h"
 #include "ringlog/runtime/constants.h"
 
 namespace ringlog::broker {
@@ -62,6 +63,13 @@ void broker_impl::list_offsets(list_offsets_request request, std::function<void(
   barrier_.list_offsets(std::move(request), std::move(done));
 }
 
+int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
+  const auto t = find_topic(consumer_offsets_topic);
+  if (!t || t->partitions_count() <= 0) return -1;
+  const int32_t p = group::coordinator_partition_for(group_id, t->partitions_count());
+  return t->image->partitions[static_cast<size_t>(p)].leader;
+}
+
 // ---------------------------------------------------------------- shutdown
 
 void broker_impl::begin_shutdown() {
@@ -81,47 +89,9 @@ void broker_impl::shutdown(std::function<void()> done) {
   // Controlled shutdown first (KIP-631): the active controller marks this broker and moves its
   // leaderships away before the logs close; bounded by the session timeout, so a broker that
   // cannot reach a controller still stops.
-  if (!config_.process_role_broker && !controlled_shutdown_done_.exchange(true) && quorum_) {
-    // A dedicated controller has no leaderships to move: as the active controller it hands the
-    // quorum over at once (no election timeout for the brokers to wait out), then stops.
+  if (lifecycle_.claim_controlled_shutdown() && quorum_) {
     stopping_ = true;
-    deps_.runtime.post(controller_shard, [this, done = std::move(done)]() mutable {
-      if (quorum_->leader_id() == config_.node_id) quorum_->resign();
-      shutdown(std::move(done));
-    });
-    return;
-  }
-  if (!controlled_shutdown_done_.exchange(true) && quorum_) {
-    const auto deadline = deps_.clock.now_ms() + config_.broker_session_timeout_ms;
-    auto attempt = std::make_shared<std::function<void()>>();
-    std::weak_ptr<std::function<void()>> weak = attempt;
-    *attempt = [this, weak, deadline, done]() mutable {
-      auto self = weak.lock();
-      if (quorum_->leader_id() == config_.node_id) {
-        // The active controller itself: commit the change here, then hand the quorum over.
-        const auto* own = own_registration();
-        if (own == nullptr) return shutdown(std::move(done));
-        return commit_records(controlled_shutdown_records(*controller_view_->image, *own),
-                              [this, done](result<void>) mutable {
-                                quorum_->resign();
-                                shutdown(std::move(done));
-                              });
-      }
-      send_heartbeat(true, [this, self, deadline, done](result<protocol::broker_heartbeat_response_data> r) mutable {
-        const bool acknowledged = r.ok() && r->error_code == 0 && r->should_shut_down;
-        if (acknowledged || deps_.clock.now_ms() >= deadline) {
-          // A leader of the quorum hands it over at once instead of after an election timeout.
-          if (quorum_->leader_id() == config_.node_id) quorum_->resign();
-          return shutdown(std::move(done));
-        }
-        deps_.runtime.post_after(controller_shard, 50, [self, alive = std::weak_ptr<int>(lifetime_)] {
-          if (alive.lock()) (*self)();
-        });
-      });
-    };
-    stopping_ = true;
-    deps_.runtime.post(controller_shard, [attempt] { (*attempt)(); });
-    return;
+    return lifecycle_.controlled_shutdown([this, done = std::move(done)]() mutable { shutdown(std::move(done)); });
   }
   stopping_ = true;
   if (groups_) groups_->stop();

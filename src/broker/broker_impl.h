@@ -1,7 +1,9 @@
 #pragma once
 // The broker's implementation class, shared by the files that define its parts (broker.cc: shared
-// helpers, shutdown; start_up.cc; cluster_requests.cc: requests between brokers, heartbeats, the
-// metadata writes). Fetches and list offsets are fetch_service.h's (fetch.cc), leaderships and the
+// helpers, the leader checks, shutdown; start_up.cc: the start steps and the cluster listener's
+// handlers). Registration, heartbeats, the leadership lease and the controlled shutdown are
+// broker_lifecycle.h's, the metadata writes and the cluster listener's Fetch routing
+// cluster_requests.h's, fetches and list offsets fetch_service.h's (fetch.cc), leaderships and the
 // controller client of ISR changes replica_manager.h's (replication.cc). The metadata quorum's state
 // machine, the views and the replicas following them are metadata_publisher.h's
 // (metadata_apply.cc, partition_reconcile.cc), the replica fetcher and the leader's side of
@@ -35,6 +37,8 @@
 #include <vector>
 
 #include "active_controller.h"
+#include "broker_lifecycle.h"
+#include "cluster_requests.h"
 #include "producer_ids.h"
 #include "constants.h"
 #include "coordinator_partitions.h"
@@ -78,6 +82,7 @@ class broker_impl final : public broker,
                           public delay_host_services,
                           public replica_manager_host,
                           public active_controller_host,
+                          public broker_lifecycle_host,
                           public admin_host {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
@@ -92,7 +97,7 @@ class broker_impl final : public broker,
                              config_.log_cleaner_backoff_ms}),
         .retention_check_interval_ms = config_.log_retention_check_interval_ms};
     const auto services =
-        replication_.services(leadership_lease_until_ms_, fetch_.next_read_id(), partition_txns_.next_txn_verification());
+        replication_.services(lifecycle_.leadership_lease_end(), fetch_.next_read_id(), partition_txns_.next_txn_verification());
     for (size_t shard = 0; shard < deps_.runtime.shard_count(); ++shard) {
       partition_managers_.push_back(std::make_unique<partition_manager>(
           shard, deps_.runtime, deps_.clock, stopping_, compaction_, maintenance, services,
@@ -123,7 +128,6 @@ class broker_impl final : public broker,
   [[nodiscard]] const broker_config& config() const override { return config_; }
   [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }
   [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
-  [[nodiscard]] std::optional<error> decommissioned_refusal() const;   // this node was decommissioned: why it may not register
   void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
@@ -174,7 +178,7 @@ class broker_impl final : public broker,
   std::optional<controller::quorum_description> quorum_description() const override {
     return quorum_ ? std::optional(quorum_->describe()) : std::nullopt;
   }
-  int64_t leadership_lease_until_ms() const override { return leadership_lease_until_ms_.load(std::memory_order_relaxed); }
+  int64_t leadership_lease_until_ms() const override { return lifecycle_.leadership_lease_until_ms(); }
 
   std::shared_ptr<const topic_state> find_topic(const std::string& name) const override {
     auto v = view();
@@ -184,8 +188,9 @@ class broker_impl final : public broker,
   /// Controller shard: the topic as of the last applied metadata entry.
   std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const override {
     RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-    auto it = controller_view_->topics.find(name);
-    return it == controller_view_->topics.end() ? nullptr : it->second;
+    const auto& topics = publisher_.controller_view()->topics;
+    auto it = topics.find(name);
+    return it == topics.end() ? nullptr : it->second;
   }
   size_t owner(const std::string& topic, int32_t partition) const {
     return shard_of(topic, partition, partition_managers_.size());
@@ -197,55 +202,34 @@ class broker_impl final : public broker,
   // ms; stage F: no thread sleeps); `done` once, there. Errors: not_controller (timed out).
   /// The quorum has a leader and this node applied and published every entry below its HW.
   void catch_up_with_metadata(int64_t deadline_ms, std::function<void(result<void>)> done);
-  /// This broker registered (RegisterBrokerRecord, new incarnation) and the record applied here.
-  void register_broker(int64_t deadline_ms, std::function<void(result<void>)> done);
   /// __consumer_offsets, __transaction_state and the cluster's forwarding secret are in this node's image.
   void await_internal_topics(int64_t deadline_ms, std::function<void(result<void>)> done);
   /// Runs `again` once: on the next applied entry or leader change, or after start_up_poll_ms,
   /// whichever is first (a simulated clock may stand still while the quorum commits).
-  void recheck_on_metadata(std::function<void()> again);
+  void recheck_on_metadata(std::function<void()> again) override;
   void run_metadata_rechecks() override;
   std::vector<std::shared_ptr<std::function<void()>>> metadata_rechecks_;   // controller shard; empty = ran
   // start_async's steps, in order, each on the controller shard.
   /// The log directory checked, the metadata quorum started, the cluster transport serving.
   result<void> start_quorum();
-  using waiting_step = void (broker_impl::*)(int64_t, std::function<void(result<void>)>);
+  using waiting_step = std::function<void(int64_t, std::function<void(result<void>)>)>;
   /// Runs a waiting step given metadata_catch_up_timeout_ms from now.
   void run_start_step(waiting_step step, std::function<void(result<void>)> done);
   void start_opening_partitions(std::function<void(result<void>)> done);
   void start_registering(std::function<void(result<void>)> done);
   void start_coordinators(std::function<void(result<void>)> done);
-  /// Controller shard: writes `records` as one metadata entry through the quorum (proposed here
-  /// when this node leads it, else forwarded to the active controller in an Envelope) and answers
-  /// `done` once the entry is committed, applied here, published to every shard and its
-  /// partitions reconciled. The records are checked against this node's image first; the check
-  /// that counts is the one every node makes when it applies the entry (an entry that does not
-  /// apply changes nothing anywhere, and its proposer gets the reason). Errors: invalid_request
-  /// (the records do not fit the image), not_controller (no quorum leader: retry), request_timed_out.
-  void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done) override;
-  /// Controller shard: the entry `payload` (encoded records) to the quorum; `done` with its
-  /// committed offset.
-  void write_entry(std::vector<std::byte> payload, std::function<void(result<int64_t>)> done);
+  /// metadata_host: metadata_writer::commit_records (cluster_requests.h).
+  void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done) override {
+    writer_.commit_records(std::move(records), std::move(done));
+  }
   /// metadata_barrier::post_caught_up: admin calls plan against an image no older than the active controller's.
   void post_caught_up(std::function<void()> then) override { barrier_.post_caught_up(std::move(then)); }
-  /// Handlers of requests from other nodes (on the cluster listener).
+  /// Handlers of requests from other nodes (on the cluster listener), before it serves.
   void register_cluster_handlers();
-  /// After the quorum started: the Fetch handler that passes metadata-log fetches to raft's.
-  void share_fetch_handler();
-  void handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body, rpc::respond_fn respond);
-  /// Every broker.heartbeat.interval.ms on the controller shard: the controller's tick
-  /// (active_controller::heartbeat_tick), then this broker's heartbeat (or its registration).
-  void schedule_heartbeat();
-  void heartbeat_tick();
-  void send_heartbeat(bool want_shut_down, std::function<void(result<protocol::broker_heartbeat_response_data>)> done);
-  /// Logs a refusal of this node's registration `e` (start-up's register_broker or a running
-  /// broker's re-registration), at most once per constants::duplicate_registration_log_interval_ms.
-  void log_registration_refused(const error& e);
   // active_controller_host
   const std::shared_ptr<const metadata_view>& controller_view() const override { return publisher_.controller_view(); }
-  controller::uuid incarnation_id() const override { return incarnation_id_; }
-  /// Controller shard: this broker's registration in the image, if it is the one of this process.
-  const controller::broker_registration* own_registration() const override;
+  controller::uuid incarnation_id() const override { return lifecycle_.incarnation_id(); }
+  const controller::broker_registration* own_registration() const override { return lifecycle_.own_registration(); }
   /// The leader of a partition, or an error naming who leads it when it is not this node.
   result<void> check_leader(const topic_state& topic, int32_t partition) const override {
     return detail::check_leader(topic, partition, config_.node_id);
@@ -266,8 +250,8 @@ class broker_impl final : public broker,
     if (deps_.log) deps_.log(false, message);
   }
   // leader_forwarder_host (leader_forwarder.h) and metadata_barrier_host (metadata_barrier.h)
-  std::shared_ptr<const metadata_view> shard_view() const override { return views_.current(); }
-  std::shared_ptr<const metadata_view> newest_view() const override { return views_.latest(); }
+  std::shared_ptr<const metadata_view> shard_view() const override { return publisher_.views().current(); }
+  std::shared_ptr<const metadata_view> newest_view() const override { return publisher_.views().latest(); }
   void produce_peer_batches(produce_batches_request request,
                             std::function<void(result<produce_batches_response>)> done) override {
     produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::peer_broker);
@@ -278,7 +262,7 @@ class broker_impl final : public broker,
   }
   controller::quorum_description metadata_quorum_now() const override { return quorum_->describe(); }
   void await_metadata_applied(int64_t offset, std::function<void(result<void>)> done) override {
-    apply_queue_.await_applied(offset, std::move(done));
+    publisher_.apply_queue().await_applied(offset, std::move(done));
   }
   /// fetch / list_offsets of a partition this node leads (fetch_service.h).
   void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) override {
@@ -306,13 +290,8 @@ class broker_impl final : public broker,
   void for_each_replica(size_t shard, const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) override {
     replication_.for_each_replica(shard, f);
   }
-  /// Fetch on the cluster listener (cluster_requests.cc): the metadata log's to the quorum, a
-  /// follower's (a replica id) to replica_fetch_server_, a consumer's forwarded one to serve_forwarded_fetch.
-  void route_cluster_fetch(const protocol::request_header_data& header, std::span<const std::byte> body,
-                           rpc::respond_fn respond);
-  /// The quorum's handler of Fetch (the metadata log), to which route_cluster_fetch passes
-  /// fetches of __cluster_metadata.
-  rpc::request_handler quorum_fetch_handler_;
+  // replica_manager_host: broker_lifecycle.h's
+  [[nodiscard]] bool controlled_shutdown_done() const override { return lifecycle_.controlled_shutdown_done(); }
 
   // delay_host_services: the produce pipeline's produce_to (produce_pipeline.h)
   void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
@@ -340,7 +319,7 @@ class broker_impl final : public broker,
       *this, config_, deps_,
       {.publisher = publisher_, .partition_managers = partition_managers_, .throttles = replication_throttles_,
        .controller = controller_, .fetcher = replica_fetcher_, .delays = delay_host_, .groups_started = groups_started_,
-       .txns_started = txns_started_, .controlled_shutdown_done = controlled_shutdown_done_}};
+       .txns_started = txns_started_}};
   /// Each shard's replicas, their directories, parked fetches' deadlines and kept reads
   /// (partition_manager.h); partition_managers_[i] is touched only on shard i's thread.
   std::vector<std::unique_ptr<partition_manager>> partition_managers_;
@@ -354,27 +333,7 @@ class broker_impl final : public broker,
                                 log_directory{.fs = deps_.fs, .path = config_.log_dir, .log = deps_.log},
                                 deps_.cluster_transport,
                                 [this](int32_t id) { return deps_.controller_quorum_voters.contains(id); }};
-  /// The publisher's views, controller view and apply queue under their names from before it was
-  /// a class, so the files that read them (admin, forwarding, the barrier) need no change here.
-  const shard_views<metadata_view>& views_ = publisher_.views();
-  const std::shared_ptr<const metadata_view>& controller_view_ = publisher_.controller_view();
-  metadata_apply_queue& apply_queue_ = publisher_.apply_queue();
   std::unique_ptr<controller::metadata_quorum> quorum_;   // after start()
-  /// New on every process start: a restart is a new registration with a new broker epoch.
-  controller::uuid incarnation_id_;
-  // ---- controller shard only
-  bool registering_ = false;
-  int64_t registration_refusal_logged_ms_ = -1;   // log_registration_refused: the last line, monotonic ms (-1: none)
-  bool heartbeat_in_flight_ = false;
-  /// The leadership lease (replication/offsets_gate.h, controller shard): renewed by every
-  /// registration and unfenced heartbeat the active controller acknowledged. Its end is mirrored
-  /// for the partition shards, which check it before answering a partition's end (check_serving).
-  replication::leadership_lease leadership_lease_{3000};
-  std::atomic<int64_t> leadership_lease_until_ms_{-1};
-  /// Renews the lease with a request sent at `sent_ms` (monotonic ms) that the controller acknowledged.
-  void renew_leadership_lease(int64_t sent_ms);
-  mutable std::atomic<bool> decommissioned_logged_{false};   // decommissioned_refusal said it once
-  std::atomic<bool> controlled_shutdown_done_{false};
   /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
   std::atomic<bool> stopping_{false};
@@ -423,6 +382,13 @@ class broker_impl final : public broker,
   admin_manager admin_{*this, config_, deps_, controller_, stopping_};
   /// This broker's block of producer ids from the active controller (producer_ids.h).
   producer_id_manager producer_ids_{config_.node_id, controller_, deps_.runtime, deps_.cluster_transport, stopping_};
+  /// The metadata writes through the quorum, forwarded in an Envelope when another node leads
+  /// it, and the Envelope handler of the active controller (cluster_requests.h).
+  metadata_writer writer_{config_, deps_.runtime, deps_.cluster_transport, quorum_, publisher_, controller_};
+  /// The cluster listener's Fetch, shared by the quorum, followers and forwarded fetches (cluster_requests.h).
+  cluster_fetch_router fetch_router_{deps_.cluster_transport, forwarder_, replica_fetch_server_};
+  /// Registration, heartbeats, the leadership lease and the controlled shutdown (broker_lifecycle.h).
+  broker_lifecycle lifecycle_{*this, config_, deps_, quorum_, publisher_, writer_, controller_, stopping_};
 };
 
 }  // namespace ringlog::broker::detail

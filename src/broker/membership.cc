@@ -4,7 +4,7 @@
 // brokers that miss their session or whose process is gone fenced. The decisions and the sessions
 // are controller::broker_heartbeats (controller/membership.h); here are the RPC, the probes, the
 // commits and the log lines. The broker's own side of the heartbeat (registration, send,
-// leadership lease) is in cluster_requests.cc and start_up.cc.
+// leadership lease) is broker_lifecycle.h's.
 
 #include <variant>
 

@@ -47,6 +47,8 @@ class replica_manager_host {
   [[nodiscard]] virtual controller::uuid incarnation_id() const = 0;
   /// The metadata quorum's leader, the active controller (-1: none known, or not started).
   [[nodiscard]] virtual int32_t controller_id() const = 0;
+  /// This broker's controlled shutdown ended (broker_lifecycle.h): it leads nothing new.
+  [[nodiscard]] virtual bool controlled_shutdown_done() const = 0;
 };
 
 class replica_manager final : public leadership_observer, public replica_host, public replica_fetcher_host {
@@ -64,7 +66,6 @@ class replica_manager final : public leadership_observer, public replica_host, p
     /// The coordinators once started (null before, and on a dedicated controller).
     const std::atomic<group_service*>& groups_started;
     const std::atomic<txn_service*>& txns_started;
-    const std::atomic<bool>& controlled_shutdown_done;   ///< this broker's controlled shutdown ended
   };
   /// `config`: the static broker config (node.id, min.insync.replicas and the throttles before
   /// the dynamic ones apply); `deps`: the runtime, cluster transport (null on a single node) and log.

@@ -85,9 +85,7 @@ void replica_manager::start_following(size_t shard, const std::shared_ptr<partit
   parts_.fetcher.start_follower_fetch(shard, rt);
 }
 
-bool replica_manager::controlled_shutdown_done() const {
-  return parts_.controlled_shutdown_done.load(std::memory_order_relaxed);
-}
+bool replica_manager::controlled_shutdown_done() const { return host_.controlled_shutdown_done(); }
 
 void replica_manager::on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
   if (rt->topic == consumer_offsets_topic) {

@@ -25,12 +25,6 @@ namespace {
 /// applied and no leader changes meanwhile: short, a node's start waits on it; one look is one
 /// describe or image lookup on the controller shard.
 constexpr int64_t start_up_poll_ms = 20;
-/// Start-up (ms): how long a registration refused as a duplicate (another live process holds this
-/// node.id) waits before it asks again. The holder goes by a probe or broker.session.timeout.ms
-/// (9 s by default), so a second is prompt; the metadata-driven recheck asked ~40 times a second
-/// (635 cluster calls in 15 s: session 23).
-constexpr int64_t duplicate_registration_retry_ms = 1000;
-
 /// A waiting step's recheck, run at most once (its timer and a metadata change may both fire it)
 /// and not at all once the broker is gone.
 std::function<void()> run_once(std::shared_ptr<std::function<void()>> waiting, std::weak_ptr<int> alive) {
@@ -51,18 +45,19 @@ void broker_impl::start_async(std::function<void(result<void>)> done) {
     // first commit), as when start() ran outside the shards: a test runtime whose clock stands
     // still then finds the quorum caught up without waiting for a recheck timer.
     deps_.runtime.post(controller_shard, [this, done = std::move(done)]() mutable {
-      run_start_step(&broker_impl::catch_up_with_metadata, [this, done = std::move(done)](result<void> r) mutable {
-        if (!r.ok()) return done(std::move(r));
-        if (auto refused = decommissioned_refusal()) return done(*refused);   // before any partition opens (issue 33)
-        start_opening_partitions(std::move(done));
-      });
+      run_start_step(std::bind_front(&broker_impl::catch_up_with_metadata, this),
+                     [this, done = std::move(done)](result<void> r) mutable {
+                       if (!r.ok()) return done(std::move(r));
+                       // Before any partition opens (issue 33).
+                       if (auto refused = lifecycle_.decommissioned_refusal()) return done(*refused);
+                       start_opening_partitions(std::move(done));
+                     });
     });
   });
 }
 
 result<void> broker_impl::start_quorum() {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  leadership_lease_ = replication::leadership_lease(config_.broker_session_timeout_ms);
   auto made = deps_.fs.make_directories(config_.log_dir);
   if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
   // The directory must be this cluster's and this node's (KIP-631 meta.properties).
@@ -70,7 +65,7 @@ result<void> broker_impl::start_quorum() {
       !meta.ok()) {
     return from_storage(meta.error());
   }
-  incarnation_id_ = new_topic_id(deps_.random);
+  lifecycle_.new_incarnation();
   // The metadata quorum: one voter (this node) unless controller.quorum.voters names more. Its
   // start loads the snapshot and, for a directory of the single-node ringlog, the old history
   // (here, on the controller shard: metadata_quorum::start runs inline on its own shard).
@@ -92,9 +87,23 @@ result<void> broker_impl::start_quorum() {
                                                                                : errc::invalid_config,
                  "metadata quorum: " + started.error().message};
   }
-  if (deps_.cluster_transport != nullptr) share_fetch_handler();
+  if (deps_.cluster_transport != nullptr) fetch_router_.share_fetch_handler();
   if (deps_.start_cluster_transport) deps_.start_cluster_transport();
   return base::ok_v;
+}
+
+void broker_impl::register_cluster_handlers() {
+  // Envelope: metadata writes forwarded to the active controller (cluster_requests.h).
+  writer_.register_cluster_handlers();
+  // BrokerHeartbeat, AlterPartition, AllocateProducerIds; a connection from a broker closed.
+  controller_.register_cluster_handlers();
+  // DescribeQuorum, the metadata barrier's question to the active controller (metadata_barrier.h).
+  barrier_.register_cluster_handlers();
+  // Produce and ListOffsets forwarded by brokers that do not lead the partition (leader_forwarder.h).
+  forwarder_.register_cluster_handlers();
+  // WriteTxnMarkers for partitions led here, AddPartitionsToTxn v4 (KIP-890 verification) for
+  // the transactional ids coordinated here (partition_transactions.h).
+  partition_txns_.register_cluster_handlers();
 }
 
 void broker_impl::run_start_step(waiting_step step, std::function<void(result<void>)> done) {
@@ -102,7 +111,7 @@ void broker_impl::run_start_step(waiting_step step, std::function<void(result<vo
   const int64_t deadline_ms = deps_.clock.monotonic_ms() + config_.metadata_catch_up_timeout_ms;
   // The step may end on another shard (a commit's or a publication's completion): the next one
   // starts on the controller shard.
-  (this->*step)(deadline_ms, [this, done = std::move(done)](result<void> r) mutable {
+  step(deadline_ms, [this, done = std::move(done)](result<void> r) mutable {
     deps_.runtime.post(controller_shard, [r = std::move(r), done = std::move(done)]() mutable { done(std::move(r)); });
   });
 }
@@ -119,7 +128,7 @@ void broker_impl::start_opening_partitions(std::function<void(result<void>)> don
         // partitions, no coordinators. Its tick runs only the active controller's duties
         // (fencing, leader rebalance, the internal topics), which the brokers that register
         // later need.
-        schedule_heartbeat();
+        lifecycle_.schedule_heartbeat();
         for (size_t s = 0; s < partition_managers_.size(); ++s) partition_managers_[s]->schedule_maintenance();
         return done(base::ok_v);
       }
@@ -129,16 +138,18 @@ void broker_impl::start_opening_partitions(std::function<void(result<void>)> don
 }
 
 void broker_impl::start_registering(std::function<void(result<void>)> done) {
-  run_start_step(&broker_impl::register_broker, [this, done = std::move(done)](result<void> r) mutable {
+  auto registered = [this, done = std::move(done)](result<void> r) mutable {
     if (!r.ok()) return done(std::move(r));
     // Heartbeats (and, on the active controller, fencing and the creation of __consumer_offsets)
     // run from here on; the groups need __consumer_offsets to exist.
-    deps_.runtime.post(controller_shard, [this] { schedule_heartbeat(); });
-    run_start_step(&broker_impl::await_internal_topics, [this, done = std::move(done)](result<void> r) mutable {
-      if (!r.ok()) return done(std::move(r));
-      start_coordinators(std::move(done));
-    });
-  });
+    deps_.runtime.post(controller_shard, [this] { lifecycle_.schedule_heartbeat(); });
+    run_start_step(std::bind_front(&broker_impl::await_internal_topics, this),
+                   [this, done = std::move(done)](result<void> r) mutable {
+                     if (!r.ok()) return done(std::move(r));
+                     start_coordinators(std::move(done));
+                   });
+  };
+  run_start_step(std::bind_front(&broker_lifecycle::register_broker, &lifecycle_), std::move(registered));
 }
 
 void broker_impl::start_coordinators(std::function<void(result<void>)> done) {
@@ -178,9 +189,9 @@ void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void
   const controller::quorum_description d = quorum_->describe();
   if (d.leader_id >= 0 && d.high_watermark > 0 && d.applied_end_offset >= d.high_watermark) {
     // Entries applied so far are queued for publication: done once they are published.
-    const int64_t offset = controller_view_->image->offset();
-    if (offset < 0 || offset < apply_queue_.applied_end()) return done(base::ok_v);
-    return apply_queue_.await_applied(offset, std::move(done));
+    const int64_t offset = publisher_.controller_view()->image->offset();
+    if (offset < 0 || offset < publisher_.apply_queue().applied_end()) return done(base::ok_v);
+    return publisher_.apply_queue().await_applied(offset, std::move(done));
   }
   if (d.cluster_id_refused_by >= 0) {
     // Another cluster.id is not a condition that passes: say so now instead of at the deadline.
@@ -204,78 +215,6 @@ void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void
   });
 }
 
-const controller::broker_registration* broker_impl::own_registration() const {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  const auto* b = controller_view_->image->find_broker(config_.node_id);
-  return b != nullptr && b->incarnation_id == incarnation_id_ ? b : nullptr;
-}
-
-// Declared (with what it returns) in metadata.h.
-std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,
-                                                            const controller::uuid& incarnation,
-                                                            const broker_dependencies& deps, const std::string& rack) {
-  protocol::register_broker_record r;
-  r.broker_id = node_id;
-  r.incarnation_id = incarnation;
-  r.broker_epoch = -1;   // the registration's offset (metadata_image.cc)
-  protocol::register_broker_record::broker_endpoint http;
-  // Named by its scheme: a peer reaches an https-only node over TLS (http_endpoint).
-  http.name = deps.advertised_http_tls ? "https" : "http";
-  http.security_protocol = deps.advertised_http_tls ? 1 : 0;   // Kafka's SecurityProtocol ids: SSL, PLAINTEXT
-  http.host = deps.advertised_host;
-  http.port = static_cast<uint16_t>(deps.advertised_port);
-  r.end_points.push_back(http);
-  for (const auto& listener : deps.advertised_kafka_listeners) {   // Kafka listeners by name (issue 29)
-    r.end_points.emplace_back().name = listener.listener_name;
-    r.end_points.back().host = listener.host;
-    r.end_points.back().port = static_cast<uint16_t>(listener.port);
-  }
-  if (!deps.advertised_cluster_host.empty() && deps.advertised_cluster_port >= 0) {
-    protocol::register_broker_record::broker_endpoint cluster;
-    cluster.name = "cluster";
-    cluster.host = deps.advertised_cluster_host;
-    cluster.port = static_cast<uint16_t>(deps.advertised_cluster_port);
-    r.end_points.push_back(cluster);
-  }
-  r.rack = rack;
-  // Registered after it caught up with the metadata log, so it may serve at once (Kafka registers
-  // fenced and unfences on the first caught-up heartbeat: the same state, one step shorter).
-  r.fenced = false;
-  std::vector<protocol::metadata_record> out{r};
-  for (auto& change : rejoin_partitions(image, node_id)) out.push_back(std::move(change));
-  return out;
-}
-
-void broker_impl::register_broker(int64_t deadline_ms, std::function<void(result<void>)> done) {
-  RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-  commit_records(registration_records(*controller_view_->image, config_.node_id, incarnation_id_, deps_,
-                                      config_.broker_rack),
-                 [this, deadline_ms, done = std::move(done)](result<void> r) mutable {
-    // invalid_request: the entry was refused where it was applied - a PartitionChangeRecord in it
-    // was worked out from an image that a newer change overtook (its partition epoch moved); the
-    // next attempt works it out again from the newer image.
-    // duplicate_broker_registration: another process's session holds this node.id - a twin, or
-    // this node's previous process until the controller fences it (probe or session timeout).
-    const bool duplicate = !r.ok() && r.error().code == errc::duplicate_broker_registration;
-    if (duplicate) log_registration_refused(r.error());
-    if (duplicate && deps_.clock.monotonic_ms() >= deadline_ms) {
-      return done(error{errc::duplicate_broker_registration,
-                        "not registered within " + std::to_string(config_.metadata_catch_up_timeout_ms) +
-                            " ms (initial.broker.registration.timeout.ms): " + r.error().message});
-    }
-    if (r.ok() ||
-        (r.error().code != errc::not_controller && r.error().code != errc::request_timed_out &&
-         r.error().code != errc::invalid_request && !duplicate) ||
-        deps_.clock.monotonic_ms() >= deadline_ms) {
-      return done(std::move(r));
-    }
-    auto again = [this, deadline_ms, done = std::move(done)]() mutable { register_broker(deadline_ms, std::move(done)); };
-    if (!duplicate) return recheck_on_metadata(std::move(again));
-    deps_.runtime.post_after(controller_shard, duplicate_registration_retry_ms,
-                             run_once(std::make_shared<std::function<void()>>(std::move(again)), lifetime_));
-  });
-}
-
 void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(result<void>)> done) {
   // The active controller creates them (ensure_offsets_topic_async, also on every heartbeat tick);
   // other nodes wait until they are in their image.
@@ -287,8 +226,8 @@ void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(
     // tick): a broker that served before it could not prove the HTTP calls it passes on to its
     // peers, which would then serve them as a client's own (issue of session 25).
     if (r.ok() && r.value()) controller_.ensure_forwarding_secret();   // on the active controller, else a no-op
-    if (r.ok() && r.value() && !forwarding_secret_in(*controller_view_->image).empty()) {
-      return apply_queue_.await_applied(controller_view_->image->offset(), std::move(done));
+    if (r.ok() && r.value() && !forwarding_secret_in(*publisher_.controller_view()->image).empty()) {
+      return publisher_.apply_queue().await_applied(publisher_.controller_view()->image->offset(), std::move(done));
     }
     if (!r.ok() && r.error().code != errc::not_controller && r.error().code != errc::request_timed_out) {
       return done(r.error());
@@ -319,28 +258,6 @@ void broker_impl::run_metadata_rechecks() {
   for (auto& waiting : std::exchange(metadata_rechecks_, {})) {
     deps_.runtime.post(controller_shard, run_once(std::move(waiting), lifetime_));
   }
-}
-
-std::optional<error> broker_impl::decommissioned_refusal() const {
-  if (view()->image->decommission_state(config_.node_id) != controller::broker_decommission_state::decommissioned) {
-    return std::nullopt;
-  }
-  std::string why = "node " + std::to_string(config_.node_id) + " was decommissioned from cluster " + config_.cluster_id +
-                    ": it may not register again; start a new broker with another node.id and an empty log.dirs";
-  if (!decommissioned_logged_.exchange(true)) log_error(why);
-  return error{errc::resource_not_found, std::move(why)};
-}
-
-void broker_impl::log_registration_refused(const error& e) {
-  const int64_t now_ms = deps_.clock.monotonic_ms();
-  if (registration_refusal_logged_ms_ >= 0 &&
-      now_ms - registration_refusal_logged_ms_ < duplicate_registration_log_interval_ms) {
-    return;
-  }
-  registration_refusal_logged_ms_ = now_ms;
-  log_error("node " + std::to_string(config_.node_id) + " (incarnation " + controller::uuid_to_string(incarnation_id_) +
-            ") may not register: " + e.message + " (retrying; logged at most every " +
-            std::to_string(duplicate_registration_log_interval_ms) + " ms)");
 }
 
 }  // namespace ringlog::broker::detail

@@ -2,8 +2,8 @@
 // Kafka's error codes on the wire between brokers (the protocol guide's error table), shared by
 // the leader's side of replication (replica_fetch_server.cc, replica_fetcher.cc), the controller's
 // AlterPartition answers (replication_control.cc), which must agree on them, and the envelope's
-// refusal of a duplicate registration (cluster_requests.cc answers it, metadata_apply.cc's
-// write_entry reads it).
+// refusal of a duplicate registration (cluster_requests.cc: metadata_writer's Envelope handler
+// answers it, its write_entry reads it).
 
 #include <cstdint>
 
