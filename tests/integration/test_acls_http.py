@@ -622,3 +622,29 @@ def test_a_redrive_copies_only_to_topics_the_caller_may_write(secured):
     assert any("WRITE" in f for f in r.json()["failures"]), r.text
     assert records_of(b, "rd-secret") == before
     revoke(b, "User:bob")
+
+
+def test_a_transaction_names_only_the_topics_the_caller_may_describe(secured):
+    """The breaker's txn_leak.py (session 26): DESCRIBE on a transactional id answered the
+    partitions of a topic bob gets 403 for. Kafka's DescribeTransactions keeps only the topics
+    the caller may DESCRIBE (KIP-664); the route answers the same."""
+    b = secured
+    for name in ("td-open", "td-hidden"):
+        requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=ADMIN)
+    r = requests.post(v3(b, "/transactions"), json={"transactional_id": "td-tx"}, auth=ADMIN)
+    assert r.status_code == 200, r.text
+    producer = {"producer_id": r.json()["producer_id"], "producer_epoch": r.json()["producer_epoch"]}
+    r = requests.post(v3(b, "/transactions/td-tx/partitions"), auth=ADMIN,
+                      json={**producer, "partitions": [{"topic": "td-open", "partition": 0},
+                                                       {"topic": "td-hidden", "partition": 0}]})
+    assert r.status_code == 204, r.text
+    grant(b, [acl("User:bob", "TRANSACTIONAL_ID", "td-tx", "DESCRIBE"), acl("User:bob", "TOPIC", "td-open", "DESCRIBE")])
+    got = wait_until(lambda: (lambda r: r if r.status_code == 200 else None)(requests.get(v3(b, "/transactions/td-tx"), auth=BOB)),
+                     ACL_VISIBLE_S * 5, "bob's describe of td-tx")
+    assert [p["topic"] for p in got.json()["partitions"]] == ["td-open"], got.text
+    assert "td-hidden" not in got.text
+    everything = requests.get(v3(b, "/transactions/td-tx"), auth=ADMIN).json()["partitions"]
+    assert sorted(p["topic"] for p in everything) == ["td-hidden", "td-open"], everything
+    requests.post(v3(b, "/transactions/td-tx/abort"), json=producer, auth=ADMIN)
+    revoke(b, "User:bob")
+
