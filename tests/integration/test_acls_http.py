@@ -648,3 +648,24 @@ def test_a_transaction_names_only_the_topics_the_caller_may_describe(secured):
     requests.post(v3(b, "/transactions/td-tx/abort"), json=producer, auth=ADMIN)
     revoke(b, "User:bob")
 
+
+def test_a_groups_dead_letter_topics_name_only_describable_topics(secured):
+    """The breaker's lag_leak.py (session 26): DESCRIBE on a group listed its dead-letter topics
+    and their original topics, hidden ones too (the group's other routes leave them out). A
+    dead-letter topic is listed when the caller may DESCRIBE it and its original topic (its
+    default name contains the original's)."""
+    b = secured
+    for name in ("dl-open", "dl-open.dlg.dlq", "dl-hid", "dl-hid.dlg.dlq", "dl-sec", "dl-sec.dlg.dlq"):
+        requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=ADMIN)
+    grant(b, [acl("User:bob", "GROUP", "dlg", "DESCRIBE"), acl("User:bob", "TOPIC", "dl-open", "DESCRIBE", pattern="PREFIXED"),
+              acl("User:bob", "TOPIC", "dl-hid.dlg.dlq", "DESCRIBE")])
+
+    def listed(who):
+        r = requests.get(v3(b, "/consumer-groups/dlg/dead-letters"), auth=who)
+        return sorted((t["topic_name"], t["original_topic_name"]) for t in r.json()["data"]) if r.status_code == 200 else None
+
+    assert listed(ADMIN) == [("dl-hid.dlg.dlq", "dl-hid"), ("dl-open.dlg.dlq", "dl-open"), ("dl-sec.dlg.dlq", "dl-sec")]
+    wait_until(lambda: listed(BOB) is not None, ACL_VISIBLE_S * 5, "bob's group ACL")
+    assert listed(BOB) == [("dl-open.dlg.dlq", "dl-open")]
+    revoke(b, "User:bob")
+
