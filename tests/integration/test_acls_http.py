@@ -669,3 +669,22 @@ def test_a_groups_dead_letter_topics_name_only_describable_topics(secured):
     assert listed(BOB) == [("dl-open.dlg.dlq", "dl-open")]
     revoke(b, "User:bob")
 
+
+def test_a_topic_create_answers_the_operations_a_get_answers(secured):
+    """The breaker (session 26): the create answer said "authorized_operations": [] even to the
+    super user, while GET of the topic listed every operation. Both follow GET's rule now."""
+    b = secured
+    r = requests.post(v3(b, "/topics"), json={"topic_name": "ao-admin", "partitions_count": 1}, auth=ADMIN)
+    assert r.status_code == 201, r.text
+    got = requests.get(v3(b, "/topics/ao-admin"), auth=ADMIN).json()
+    assert r.json()["authorized_operations"] == got["authorized_operations"], (r.text, got)
+    assert len(got["authorized_operations"]) == 8, got
+    grant(b, [acl("User:bob", "TOPIC", "ao-bob", "CREATE", pattern="PREFIXED"),
+              acl("User:bob", "TOPIC", "ao-bob", "DESCRIBE", pattern="PREFIXED")])
+    r = wait_until(lambda: (lambda r: r if r.status_code == 201 else None)(
+        requests.post(v3(b, "/topics"), json={"topic_name": "ao-bob-1", "partitions_count": 1}, auth=BOB)),
+        ACL_VISIBLE_S * 5, "bob's CREATE ACL")
+    assert sorted(r.json()["authorized_operations"]) == ["CREATE", "DESCRIBE"], r.text
+    got = requests.get(v3(b, "/topics/ao-bob-1"), auth=BOB).json()
+    assert r.json()["authorized_operations"] == got["authorized_operations"], (r.text, got)
+    revoke(b, "User:bob")
