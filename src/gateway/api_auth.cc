@@ -21,6 +21,13 @@ bool open_route(std::string_view pattern, const http_auth_options& options) {
 bool authenticate_call(const call_ptr& c, std::string_view pattern) {
   const auto& auth = c->self->options().auth;
   if (!auth || !auth->enabled() || open_route(pattern, auth->options())) return true;
+  // A call a broker of this cluster proved it passed on (identify_client), naming the caller it
+  // authenticated: that broker checked the credentials, which may be its own access token or
+  // console session (unknown here). Never from an unsigned call.
+  if (c->passed_on_by_broker && c->forwarded_principal) {
+    c->who = auth_outcome{*c->forwarded_principal, auth_via::none, {}};
+    return true;
+  }
   std::string token;
   if (auto it = c->query.find("access_token"); it != c->query.end()) token = it->second;
   auto who = auth->authenticate(c->request, token);

@@ -142,7 +142,9 @@ void v2_nack(const call_ptr& c) {
   c->broker().groups().nack(c->params["group"], c->params["instance"], std::move(nacks).value(), answer_no_content(c));
 }
 
-/// GET /v3/clusters/{c}/consumer-groups/{g}/dead-letters: the group's dead-letter topics.
+/// GET /v3/clusters/{c}/consumer-groups/{g}/dead-letters: the group's dead-letter topics, those
+/// whose dead-letter topic and original topic the caller may both DESCRIBE (issue 30: a group's
+/// routes never name a hidden topic, as Kafka's OffsetFetch leaves them out).
 void v3_dead_letter_topics(const call_ptr& c) {
   if (!c->check_cluster() || !c->accept(v3_offers)) return;
   c->broker().groups().dead_letter_topics(
@@ -151,6 +153,10 @@ void v3_dead_letter_topics(const call_ptr& c) {
           if (!r.ok()) return call.fail(to_api_error(r.error()));
           json data = json::array();
           for (const auto& t : *r) {
+            if (!call.authorized(security::resource_type::topic, t.topic, security::acl_operation::describe) ||
+                !call.authorized(security::resource_type::topic, t.original_topic, security::acl_operation::describe)) {
+              continue;
+            }
             data.push_back({{"kind", "RinglogDeadLetterTopic"},
                             {"topic_name", t.topic},
                             {"original_topic_name", t.original_topic},

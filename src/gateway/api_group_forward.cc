@@ -93,6 +93,65 @@ void forward_to_coordinator(const call_ptr& c, const http_request& request, std:
                                         });
 }
 
+/// `c`'s request as it is passed on to a peer: with the client's address, and the principal this
+/// node authenticated it as when it authenticates HTTP callers (group_proxy.h).
+http_request passed_on_request(const api::call& c) {
+  http_request request = c.request;
+  request.forwarded_for = c.peer_ip();   // the client as this node knows it (a broker's word only if verified)
+  const auto& auth = c.self->options().auth;
+  request.forwarded_principal =
+      auth && auth->enabled() ? percent_encode_segment(c.principal().to_string()) : std::string();
+  return request;
+}
+
+/// The 307 of a streamed read to the coordinator, at `target` there. 307 keeps the method (RFC
+/// 9110 section 15.4.8); curl -L, requests and EventSource follow it.
+void answer_streamed_read_redirect(api::call& call, const coordinated_call& called, const std::string& target) {
+  const std::string location = coordinator_url(called.route) + target;
+  http_response e = error_response(
+      307, ec::temporary_redirect,
+      called.what + " is coordinated by " + called.route.description +
+          "; a streamed read of a consumer instance (NDJSON / SSE) is served by its coordinator: read it at " +
+          without_query_parameter(location, "access_token"));
+  e.headers.emplace_back("Location", location);
+  e.headers.emplace_back("X-Ringlog-Coordinator", coordinator_url(called.route));
+  call.respond(std::move(e));
+}
+
+/// Sends a streamed read to its coordinator (wants_streamed_read). A read authenticated by this
+/// node's own access token or console session would be refused there, which knows neither: the
+/// redirect carries instead an access token of the coordinator's for the same principal, asked
+/// for by a proven POST /v1/tokens that names the principal (it lives
+/// http.access.token.max.age.ms, as the one this node gave). Without one (no forwarding secret
+/// yet, or no answer) the redirect keeps the client's own target.
+void redirect_streamed_read(const call_ptr& c, coordinated_call called) {
+  const bool own_credential = c->who.via == auth_via::access_token || c->who.via == auth_via::session_cookie;
+  if (!own_credential || c->broker().forwarding_secret().empty()) {
+    return answer_streamed_read_redirect(*c, called, c->request.target);
+  }
+  http_request request = passed_on_request(*c);
+  request.method = "POST";
+  request.target = "/v1/tokens";
+  request.content_type.clear();
+  request.accept = "application/json";
+  request.body.clear();
+  const broker::group_coordinator_route& route = called.route;
+  c->self->options().forwarder->forward(
+      request, {route.node_id, route.http_host, route.http_port, route.http_tls},
+      proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms, [c, called](forward_result r) {
+        c->later([called, r = std::move(r)](api::call& call) {
+          std::string target = call.request.target;
+          json body = r.answered && r.response.status == 201 ? json::parse(r.response.body, nullptr, false) : json();
+          if (body.is_object() && body.contains("access_token") && body["access_token"].is_string()) {
+            target = without_query_parameter(target, "access_token");
+            target += std::string(target.find('?') == std::string::npos ? "?" : "&") + "access_token=" +
+                      percent_encode_segment(body["access_token"].get<std::string>());
+          }
+          answer_streamed_read_redirect(call, called, target);
+        });
+      });
+}
+
 }  // namespace
 
 void identify_client(const call_ptr& c) {
@@ -102,12 +161,20 @@ void identify_client(const call_ptr& c) {
   const int64_t now_ms = base::system_clock().now_ms();
   const http_request& r = c->request;
   if (!security::verify_forwarded_call(c->broker().forwarding_secret(),
-                                       {r.forwarded_by, r.method, r.target, r.forwarded_for, r.forwarded_proto, r.body},
+                                       {r.forwarded_by, r.method, r.target, r.forwarded_for, r.forwarded_proto,
+                                        r.forwarded_principal, r.body},
                                        r.forwarded_proof,
                                        now_ms)) {
     return;
   }
   c->passed_on_by_broker = true;
+  // The caller the passing broker authenticated (authenticate_call takes it): a proven call's
+  // name that does not decode or parse names nobody, and the call authenticates as any other.
+  if (auto text = percent_decode(r.forwarded_principal, false); text && !text->empty()) {
+    if (auto principal = security::kafka_principal::parse(*text); principal.ok()) {
+      c->forwarded_principal = std::move(principal).value();
+    }
+  }
   auto host = security::canonical_acl_host(c->request.forwarded_for);
   if (host && *host != "*") c->forwarded_client_host = std::move(*host);
   // The client reached the passing broker over TLS: base_uri and self links say https:// (H2 of
@@ -128,20 +195,10 @@ bool forward_group_call(const call_ptr& c) {
   // NOT_COORDINATOR (503, Retry-After) naming the partition.
   if (route.where != broker::group_coordinator_route::place::peer || route.http_host.empty()) return false;
   if (wants_streamed_read(*c)) {
-    // 307 keeps the method (RFC 9110 section 15.4.8); curl -L, requests and EventSource follow it.
-    const std::string location = coordinator_url(route) + c->request.target;
-    http_response e = error_response(
-        307, ec::temporary_redirect,
-        called->what + " is coordinated by " + route.description +
-            "; a streamed read of a consumer instance (NDJSON / SSE) is served by its coordinator: read it at " +
-            location);
-    e.headers.emplace_back("Location", location);
-    e.headers.emplace_back("X-Ringlog-Coordinator", coordinator_url(route));
-    c->respond(std::move(e));
+    redirect_streamed_read(c, std::move(*called));
     return true;
   }
-  c->request.forwarded_for = c->peer_ip();
-  forward_to_coordinator(c, c->request, std::move(called->what), route);
+  forward_to_coordinator(c, passed_on_request(*c), std::move(called->what), route);
   return true;
 }
 
@@ -149,9 +206,8 @@ bool pass_on_to_group_coordinator(const call_ptr& c, const std::string& group_id
   if (c->self->options().forwarder == nullptr) return false;
   broker::group_coordinator_route route = c->broker().groups().coordinator_route(group_id);
   if (route.where != broker::group_coordinator_route::place::peer || route.http_host.empty()) return false;
-  http_request request = c->request;
+  http_request request = passed_on_request(*c);
   request.target += (request.target.find('?') == std::string::npos ? "?" : "&") + std::string(extra_query);
-  request.forwarded_for = c->peer_ip();   // the client as this node knows it (a broker's word only if verified)
   forward_to_coordinator(c, request, "group '" + group_id + "'", route);
   return true;
 }
@@ -165,8 +221,7 @@ bool forward_broker_config_call(const call_ptr& c, std::string_view pattern) {
   for (const auto& b : c->broker().admin().list_brokers()) {
     if (b.node_id != *id || b.host.empty() || b.port <= 0) continue;
     const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
-    c->request.forwarded_for = c->peer_ip();
-    forwarder->forward(c->request, {b.node_id, b.host, static_cast<uint16_t>(b.port), b.http_tls}, timeout_ms, [c, id = *id](forward_result r) {
+    forwarder->forward(passed_on_request(*c), {b.node_id, b.host, static_cast<uint16_t>(b.port), b.http_tls}, timeout_ms, [c, id = *id](forward_result r) {
       c->later([id, r = std::move(r)](api::call& call) mutable {
         if (r.answered) {
           r.response.headers.emplace_back(served_by_header, std::to_string(id));
@@ -209,10 +264,9 @@ bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::func
   g->done = std::move(done);
   if (timeout_ms <= 0) timeout_ms = proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms;
   for (const auto& b : peers) {
-    http_request request = c->request;
+    http_request request = passed_on_request(*c);
     request.method = "GET";
     request.body.clear();
-    request.forwarded_for = c->peer_ip();
     const int32_t node = b.node_id;
     if (target_of) request.target = target_of(node);
     forwarder->forward(request, {node, b.host, static_cast<uint16_t>(b.port), b.http_tls}, timeout_ms, [c, g, node](forward_result r) {

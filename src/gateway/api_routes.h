@@ -97,6 +97,10 @@ struct api::call : std::enable_shared_from_this<api::call> {
   bool passed_on_by_broker = false;
   /// The client's address as ACL hosts name it, when a broker passed the call on; "" otherwise.
   std::string forwarded_client_host;
+  /// The principal the passing broker authenticated the client as, when a broker proved it passed
+  /// this call on and named one (forwarded_principal_header): authenticate_call takes it instead
+  /// of the call's own credentials, which may be that broker's access token or session.
+  std::optional<security::kafka_principal> forwarded_principal;
 
   /// The caller's address as ACL hosts name it (issue 30): the peer's IP without its port, or,
   /// for a call a registered broker passed on, the client's address that broker saw.

@@ -28,8 +28,11 @@ json cluster_json(const std::string& base, const broker::broker& b) {
               {"partition_reassignments", related(self + "/topics/-/partitions/-/reassignment")}};
 }
 
-json topic_json(const std::string& base, const std::string& cluster, const broker::topic_description& t) {
-  std::string self = base + "/v3/clusters/" + cluster + "/topics/" + t.name;
+/// A KafkaTopic as every v3 topic answer (list, get, create, partitions) shows it, with the
+/// operations the caller may do on it (so a create and a GET of the same topic agree).
+json topic_json(api::call& call, const broker::topic_description& t) {
+  const std::string& cluster = call.params["cluster_id"];
+  std::string self = call.base_url + "/v3/clusters/" + cluster + "/topics/" + t.name;
   return json{{"kind", "KafkaTopic"},
               {"metadata", {{"self", self}, {"resource_name", "crn:///kafka=" + cluster + "/topic=" + t.name}}},
               {"cluster_id", cluster},
@@ -43,7 +46,7 @@ json topic_json(const std::string& base, const std::string& cluster, const broke
               {"offline_partitions_count", health_of(t).offline},
               {"partitions", related(self + "/partitions")},
               {"configs", related(self + "/configs")},
-              {"authorized_operations", json::array()}};
+              {"authorized_operations", authorized_operations(call, security::resource_type::topic, t.name)}};
 }
 
 json partition_json(const std::string& base, const std::string& cluster, const std::string& topic,
@@ -430,8 +433,7 @@ void v3_list_topics(const call_ptr& c) {
     const std::string& cluster = call.params["cluster_id"];
     json data = json::array();
     for (const auto& t : topics) {
-      data.push_back(topic_json(call.base_url, cluster, t));
-      data.back()["authorized_operations"] = authorized_operations(call, security::resource_type::topic, t.name);
+      data.push_back(topic_json(call, t));
     }
     call.respond_json(200, list_json("KafkaTopicList", call.base_url + "/v3/clusters/" + cluster + "/topics", data));
   });
@@ -486,7 +488,7 @@ void v3_create_topic(const call_ptr& c) {
   c->broker().admin().create_topic(std::move(req).value(), [c, name, status](broker::result<broker::topic_description> r) {
     c->later([r = std::move(r), name, status](api::call& call) mutable {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, name);
-      call.respond_json(status, topic_json(call.base_url, call.params["cluster_id"], r.value()));
+      call.respond_json(status, topic_json(call, r.value()));
     });
   });
 }
@@ -494,9 +496,7 @@ void v3_create_topic(const call_ptr& c) {
 void v3_get_topic(const call_ptr& c) {
   if (!c->accept(v3_offers) || !c->check_cluster()) return;
   with_topic(c, "topic_name", error_scope::topic, [](api::call& call, broker::topic_description t) {
-    json j = topic_json(call.base_url, call.params["cluster_id"], t);
-    j["authorized_operations"] = authorized_operations(call, security::resource_type::topic, t.name);
-    call.respond_json(200, j);
+    call.respond_json(200, topic_json(call, t));
   });
 }
 
@@ -511,7 +511,7 @@ void v3_patch_topic(const call_ptr& c) {
     call.broker().admin().create_partitions(topic, count, [self, topic](broker::result<broker::topic_description> r) {
       self->later([r = std::move(r), topic](api::call& call2) mutable {
         if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, topic);
-        call2.respond_json(200, topic_json(call2.base_url, call2.params["cluster_id"], r.value()));
+        call2.respond_json(200, topic_json(call2, r.value()));
       });
     });
   });

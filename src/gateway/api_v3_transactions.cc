@@ -124,9 +124,14 @@ json producer_json(api::call& call, const std::string& id, const producer& p) {
               {"producer_epoch", p.second.value()}};
 }
 
+/// The transaction as JSON, its partitions only of topics the caller may DESCRIBE (Kafka's
+/// DescribeTransactions, KIP-664: DESCRIBE on the id does not reveal the topics it writes to).
 json description_json(api::call& call, const broker::transaction_description& d) {
   json partitions = json::array();
-  for (const auto& tp : d.partitions) partitions.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}});
+  for (const auto& tp : d.partitions) {
+    if (!call.authorized(security::resource_type::topic, tp.topic, security::acl_operation::describe)) continue;
+    partitions.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}});
+  }
   return json{{"kind", "KafkaTransaction"},
               {"metadata", {{"self", transactions_url(call) + "/" + percent_encode_segment(d.transactional_id)}}},
               {"cluster_id", call.params["cluster_id"]},

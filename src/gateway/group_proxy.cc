@@ -4,6 +4,7 @@
 
 #include "group_proxy.h"
 #include "http_quotas.h"
+#include "http_util.h"
 
 #include <openssl/ssl.h>
 
@@ -57,15 +58,21 @@ class exchange : public std::enable_shared_from_this<exchange> {
     timeout_ms_ = timeout_ms;
     const std::string_view method = request.method == "HEAD" ? std::string_view("GET") : std::string_view(request.method);
     request_.method_string(method);
-    request_.target(request.target);
+    // An access token is this node's own: the peer could not check it, and it should not cross
+    // the network (the principal it stands for goes in forwarded_principal_header instead).
+    const std::string target_sent = without_query_parameter(request.target, "access_token");
+    request_.target(target_sent);
     request_.version(11);
     request_.set(http::field::host, request.host.empty() ? target.host + ":" + std::to_string(target.port) : request.host);
     if (!request.content_type.empty()) request_.set(http::field::content_type, request.content_type);
     if (!request.accept.empty()) request_.set(http::field::accept, request.accept);
     if (!request.last_event_id.empty()) request_.set("Last-Event-ID", request.last_event_id);
-    // The coordinator authenticates the caller again (issue 29): Basic and Bearer pass as they are;
-    // a console session is this node's own, so a cookie call is refused there (docs/security.md).
+    // Basic and Bearer pass as they are (the coordinator checks them again when the call carries
+    // no proof: no forwarding secret yet). The caller this node authenticated, whatever way it
+    // did (a session cookie and an access token are this node's own: never passed on), is named
+    // for the coordinator, which believes it only from a call the proof covers.
     if (!request.authorization.empty()) request_.set(http::field::authorization, request.authorization);
+    if (!request.forwarded_principal.empty()) request_.set(forwarded_principal_header, request.forwarded_principal);
     request_.set(forwarded_header, std::to_string(node_id));
     // The coordinator authorizes (ACL hosts) and accounts quotas for the client, not this broker.
     if (!request.forwarded_for.empty()) request_.set(forwarded_for_header, request.forwarded_for);
@@ -80,8 +87,8 @@ class exchange : public std::enable_shared_from_this<exchange> {
       const std::string node = std::to_string(node_id);
       const int64_t now_ms = base::system_clock().now_ms();
       request_.set(forwarded_proof_header,
-                   security::sign_forwarded_call(secret, {node, method, request.target, request.forwarded_for,
-                                                          proto, request.body}, now_ms));
+                   security::sign_forwarded_call(secret, {node, method, target_sent, request.forwarded_for,
+                                                          proto, request.forwarded_principal, request.body}, now_ms));
     }
     request_.prepare_payload();
     stream_.expires_after(std::chrono::milliseconds(proxy_limits::connect_timeout_ms));

@@ -37,6 +37,12 @@ inline constexpr const char* forwarded_for_header = "X-Ringlog-Forwarded-For";
 /// facto standard header), so the coordinator's base_uri and v3 `self` links keep the client's
 /// scheme. Believed only on a call whose proof verifies (forwarded_proof_header), and signed with it.
 inline constexpr const char* forwarded_proto_header = "X-Forwarded-Proto";
+/// On a request passed on: the principal the passing broker authenticated the client as
+/// (`User:alice`, percent-encoded), when that broker authenticates HTTP callers. The coordinator
+/// takes it instead of authenticating the call again only when forwarded_proof_header proves the
+/// call (api_auth.cc authenticate_call): access tokens and console sessions are the passing
+/// broker's own, so the peer could not check them, and they are never passed on.
+inline constexpr const char* forwarded_principal_header = "X-Ringlog-Forwarded-Principal";
 /// On a request passed on: "<signed_at_ms>:<hex HMAC-SHA256>" of the call with the cluster's
 /// forwarding secret (security/forwarded_call.h), which only brokers of the cluster hold. Without
 /// it (or when it does not verify) the call is a client's own, whatever it says it is.
@@ -82,9 +88,10 @@ struct forward_result {
 class http_forwarder {
  public:
   virtual ~http_forwarder() = default;
-  /// Sends `request` (method, target, Content-Type, Accept, Authorization, Host, X-Client-Id, body; HEAD is
-  /// sent as GET) to `target` with forwarded_header and forwarded_proof_header set, and forwarded_for_header when
-  /// `request.forwarded_for` names the client's address, on the calling shard's event loop, and
+  /// Sends `request` (method, target without its ?access_token=, Content-Type, Accept, Authorization, Host,
+  /// X-Client-Id, body; HEAD is sent as GET; never a Cookie) to `target` with forwarded_header and
+  /// forwarded_proof_header set, forwarded_for_header when `request.forwarded_for` names the client's address
+  /// and forwarded_principal_header when `request.forwarded_principal` names its principal, on the calling shard's event loop, and
   /// calls `done` there exactly once. `timeout_ms` bounds the whole exchange. No connection is kept between calls.
   /// Refuses (answered false, at once) when proxy_limits::in_flight_max calls are in flight.
   virtual void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,

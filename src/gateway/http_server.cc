@@ -478,6 +478,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     if (auto it = msg.find(forwarded_header); it != msg.end()) req.forwarded_by = std::string(it->value());
     if (auto it = msg.find(forwarded_for_header); it != msg.end()) req.forwarded_for = std::string(it->value());
     if (auto it = msg.find(forwarded_proto_header); it != msg.end()) req.forwarded_proto = std::string(it->value());
+    if (auto it = msg.find(forwarded_principal_header); it != msg.end()) req.forwarded_principal = std::string(it->value());
     if (auto it = msg.find(forwarded_proof_header); it != msg.end()) req.forwarded_proof = std::string(it->value());
     req.authorization = header(http::field::authorization);
     const auto cookies = msg.equal_range(http::field::cookie);   // RFC 6265 5.4: one header, HTTP/2 splits it

@@ -24,6 +24,7 @@ struct http_request {
   std::string forwarded_by;  // X-Ringlog-Forwarded-By (group_proxy.h): a peer passed this on; "" when absent
   std::string forwarded_for; // X-Ringlog-Forwarded-For (group_proxy.h): the client's address as that peer saw it
   std::string forwarded_proto; // X-Forwarded-Proto (group_proxy.h): "https" when the client reached that peer over TLS
+  std::string forwarded_principal; // X-Ringlog-Forwarded-Principal (group_proxy.h): the caller that peer authenticated, percent-encoded
   std::string forwarded_proof; // X-Ringlog-Forwarded-Proof (group_proxy.h): the peer's HMAC of the call, "" when absent
   // ---- authentication (issue 29, http_auth.h)
   std::string authorization;   // Authorization header, "" when absent

@@ -231,6 +231,25 @@ std::optional<std::map<std::string, std::string>> parse_query(std::string_view q
   return out;
 }
 
+std::string without_query_parameter(std::string_view target, std::string_view name) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::string(target);
+  const std::string_view query = target.substr(q + 1);
+  std::string kept;
+  for (size_t start = 0; start <= query.size();) {
+    size_t end = query.find('&', start);
+    if (end == std::string_view::npos) end = query.size();
+    const std::string_view pair = query.substr(start, end - start);
+    const auto key = percent_decode(pair.substr(0, pair.find('=')), true);
+    if (!pair.empty() && !(key && *key == name)) {
+      if (!kept.empty()) kept += '&';
+      kept += pair;
+    }
+    start = end + 1;
+  }
+  return std::string(target.substr(0, q)) + (kept.empty() ? "" : "?" + kept);
+}
+
 std::pair<std::string_view, std::string_view> split_target(std::string_view target) {
   // Absolute form (RFC 9112 section 3.2.2, "GET http://host/path"): servers must accept it.
   if (target.starts_with("http://") || target.starts_with("https://")) {

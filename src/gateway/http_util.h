@@ -51,6 +51,12 @@ std::optional<std::map<std::string, std::string>> parse_query(std::string_view q
 /// Splits a target into path and query: "/a/b?x=1" -> {"/a/b", "x=1"}.
 std::pair<std::string_view, std::string_view> split_target(std::string_view target);
 
+/// `target` without its query parameters named `name` (compared percent-decoded), the others kept
+/// as they were sent, in order: "/r?timeout=5&access_token=t" -> "/r?timeout=5"; no '?' is left
+/// when none remains. A call passed on to another broker drops its ?access_token= so (a token is
+/// this node's own, and the peer never needs it).
+std::string without_query_parameter(std::string_view target, std::string_view name);
+
 /// Matches a path template such as "/topics/{topic}/partitions/{partition}" against a request
 /// path; fills `params` with the percent-decoded values. Segments match whole ("configs:alter").
 bool match_path(std::string_view pattern, std::string_view path, std::map<std::string, std::string>& params);

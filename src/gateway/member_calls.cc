@@ -153,6 +153,7 @@ void member_calls::rest(const forward_target& to, const std::string& description
   request.body = std::move(body);
   request.authorization = who_.authorization;
   request.forwarded_for = who_.host;
+  request.forwarded_principal = who_.principal.empty() ? std::string() : percent_encode_segment(who_.principal);
   forwarder_->forward(request, to, fetch_wait_max_ms_ + proxy_limits::exchange_slack_ms,
                       [description, done = std::move(done)](forward_result r) {
                         if (r.answered) return done(std::move(r.response));

@@ -18,11 +18,14 @@ namespace ringlog::gateway {
 
 class member_calls {
  public:
-  /// Who the member is, for calls passed on: the coordinator authenticates and authorizes them
-  /// again (issues 29, 30).
+  /// Who the member is, for calls passed on: the coordinator authorizes them again (issues 29,
+  /// 30) as the principal this node authenticated (X-Ringlog-Forwarded-Principal, believed there
+  /// only under the call's proof: the session may have authenticated by this node's own access
+  /// token or console session), or, without a proof, authenticates `authorization` again.
   struct caller {
     std::string authorization;   // the WebSocket upgrade's Authorization header; "" = none to pass
     std::string host;            // the client's address, ACL hosts' form (X-Ringlog-Forwarded-For)
+    std::string principal;       // "User:alice" when this node authenticated the session; "" = none
   };
   /// `forwarder` nullptr: every call is served here. `fetch_wait_max_ms` bounds a passed-on poll.
   member_calls(broker::broker& b, http_forwarder* forwarder, int64_t fetch_wait_max_ms, caller who = {})

@@ -196,7 +196,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         upgrade_(std::move(upgrade)),
         ctx_(context),
         calls_(*context.broker, context.forwarder, context.broker->config().fetch_wait_max_ms,
-               {context.authorization, context.host}),
+               {context.authorization, context.host, context.auth ? context.principal.to_string() : std::string()}),
         tick_(ws_.get_executor()),
         quota_timer_(ws_.get_executor()) {
     ++ctx_.shared->open;

@@ -167,10 +167,15 @@ std::span<const security::acl_operation> supported_operations(security::resource
   }
 }
 
+bool request_context::authorized_unlogged(security::resource_type resource, std::string_view name,
+                                          security::acl_operation operation) const {
+  return broker_api().security().authorize(principal, client_host, security::acl_action{resource, name, operation}).allowed();
+}
+
 bool request_context::authorized(security::resource_type resource, std::string_view name,
                                  security::acl_operation operation) const {
   const security::acl_action action{resource, name, operation};
-  if (broker_api().security().authorize(principal, client_host, action).allowed()) return true;
+  if (authorized_unlogged(resource, name, operation)) return true;
   // Kafka's authorizer logs each denial (logIfDenied), a list's filtered names too; bounded here.
   static security::audit_denial_budget budget;
   const auto verdict = budget.admit(base::monotonic_ns() / 1'000'000'000);
@@ -189,7 +194,7 @@ int32_t request_context::authorized_operations(security::resource_type resource,
   uint32_t bits = 0;
   for (auto op : supported_operations(resource)) {
     // Not authorized(): asking what the principal may do is no refusal, and is not logged.
-    if (broker_api().security().authorize(principal, client_host, security::acl_action{resource, name, op}).allowed()) {
+    if (authorized_unlogged(resource, name, op)) {
       bits |= uint32_t{1} << static_cast<uint32_t>(op);
     }
   }

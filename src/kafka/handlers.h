@@ -90,6 +90,11 @@ struct request_context {
   /// checks each api makes are listed in authorization.cc.
   [[nodiscard]] bool authorized(security::resource_type resource, std::string_view name,
                                 security::acl_operation operation) const;
+  /// As authorized(), but a denial is not logged: for answers filtered to what the principal may
+  /// see without refusing the request (Kafka's logIfDenied = false, e.g. the topic partitions of
+  /// a DescribeTransactions answer, KIP-664).
+  [[nodiscard]] bool authorized_unlogged(security::resource_type resource, std::string_view name,
+                                         security::acl_operation operation) const;
   [[nodiscard]] bool authorized_cluster(security::acl_operation operation) const {
     return authorized(security::resource_type::cluster, security::cluster_resource_name, operation);
   }

@@ -167,7 +167,7 @@ void handle_describe_transactions(const request_context& ctx, protocol::describe
       g->complete_one();
       continue;
     }
-    ctx.broker_api().transactions().describe_transaction(id, [g, i, id](broker::result<broker::transaction_description> r) {
+    ctx.broker_api().transactions().describe_transaction(id, [ctx, g, i, id](broker::result<broker::transaction_description> r) {
       auto& s = g->slot(i);
       s.transactional_id = id;
       s.transaction_state = "";
@@ -185,6 +185,9 @@ void handle_describe_transactions(const request_context& ctx, protocol::describe
         std::map<std::string, std::vector<int32_t>> by_topic;
         for (const auto& tp : r->partitions) by_topic[tp.topic].push_back(tp.partition.value());
         for (auto& [topic, parts] : by_topic) {
+          // Only the topics the caller may DESCRIBE, unlogged (KafkaApis' describeTransactions,
+          // KIP-664): DESCRIBE on the id does not reveal the topics it writes to.
+          if (!ctx.authorized_unlogged(security::resource_type::topic, topic, security::acl_operation::describe)) continue;
           response::topic_data t;
           t.name = topic;
           t.partition_indexes = std::move(parts);

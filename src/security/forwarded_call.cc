@@ -17,8 +17,10 @@ constexpr size_t mac_hex_chars = 64;
 /// The signed message: the time and each field as "<bytes>:<field>" (a netstring without the
 /// comma), so no two different calls give the same message whatever their fields hold.
 std::string signed_message(const forwarded_call& call, int64_t signed_at_ms) {
-  std::string m = "ringlog-forwarded-call-v1\n" + std::to_string(signed_at_ms);
-  for (std::string_view field : {call.node_id, call.method, call.target, call.forwarded_for, call.forwarded_proto, call.body}) {
+  // v2: the principal joined the fields (a v1 proof never verifies as v2, nor the reverse).
+  std::string m = "ringlog-forwarded-call-v2\n" + std::to_string(signed_at_ms);
+  for (std::string_view field :
+       {call.node_id, call.method, call.target, call.forwarded_for, call.forwarded_proto, call.principal, call.body}) {
     m += '\n';
     m += std::to_string(field.size());
     m += ':';

@@ -171,3 +171,15 @@ TEST_CASE("charset of a Content-Type (issue 14 item 14)") {
   CHECK(charset_of("application/json; boundary=x; Charset = utf-16") == "utf-16");
   CHECK(charset_of("text/plain; charsetx=y") == "");
 }
+
+TEST_CASE("without_query_parameter drops every parameter of a name and keeps the rest as sent") {
+  CHECK(without_query_parameter("/r", "access_token") == "/r");
+  CHECK(without_query_parameter("/r?", "access_token") == "/r");
+  CHECK(without_query_parameter("/r?access_token=t", "access_token") == "/r");
+  CHECK(without_query_parameter("/r?timeout=5&access_token=t&max_bytes=9", "access_token") == "/r?timeout=5&max_bytes=9");
+  CHECK(without_query_parameter("/r?access_token=a&access_token=b&x=%20", "access_token") == "/r?x=%20");
+  CHECK(without_query_parameter("/r?access%5Ftoken=t&x=1", "access_token") == "/r?x=1");   // an escaped name too
+  CHECK(without_query_parameter("/r?access_token", "access_token") == "/r");
+  CHECK(without_query_parameter("/r?my_access_token=t&access_tokens=u", "access_token") ==
+        "/r?my_access_token=t&access_tokens=u");
+}

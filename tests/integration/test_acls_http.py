@@ -622,3 +622,69 @@ def test_a_redrive_copies_only_to_topics_the_caller_may_write(secured):
     assert any("WRITE" in f for f in r.json()["failures"]), r.text
     assert records_of(b, "rd-secret") == before
     revoke(b, "User:bob")
+
+
+def test_a_transaction_names_only_the_topics_the_caller_may_describe(secured):
+    """The breaker's txn_leak.py (session 26): DESCRIBE on a transactional id answered the
+    partitions of a topic bob gets 403 for. Kafka's DescribeTransactions keeps only the topics
+    the caller may DESCRIBE (KIP-664); the route answers the same."""
+    b = secured
+    for name in ("td-open", "td-hidden"):
+        requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=ADMIN)
+    r = requests.post(v3(b, "/transactions"), json={"transactional_id": "td-tx"}, auth=ADMIN)
+    assert r.status_code == 200, r.text
+    producer = {"producer_id": r.json()["producer_id"], "producer_epoch": r.json()["producer_epoch"]}
+    r = requests.post(v3(b, "/transactions/td-tx/partitions"), auth=ADMIN,
+                      json={**producer, "partitions": [{"topic": "td-open", "partition": 0},
+                                                       {"topic": "td-hidden", "partition": 0}]})
+    assert r.status_code == 204, r.text
+    grant(b, [acl("User:bob", "TRANSACTIONAL_ID", "td-tx", "DESCRIBE"), acl("User:bob", "TOPIC", "td-open", "DESCRIBE")])
+    got = wait_until(lambda: (lambda r: r if r.status_code == 200 else None)(requests.get(v3(b, "/transactions/td-tx"), auth=BOB)),
+                     ACL_VISIBLE_S * 5, "bob's describe of td-tx")
+    assert [p["topic"] for p in got.json()["partitions"]] == ["td-open"], got.text
+    assert "td-hidden" not in got.text
+    everything = requests.get(v3(b, "/transactions/td-tx"), auth=ADMIN).json()["partitions"]
+    assert sorted(p["topic"] for p in everything) == ["td-hidden", "td-open"], everything
+    requests.post(v3(b, "/transactions/td-tx/abort"), json=producer, auth=ADMIN)
+    revoke(b, "User:bob")
+
+
+def test_a_groups_dead_letter_topics_name_only_describable_topics(secured):
+    """The breaker's lag_leak.py (session 26): DESCRIBE on a group listed its dead-letter topics
+    and their original topics, hidden ones too (the group's other routes leave them out). A
+    dead-letter topic is listed when the caller may DESCRIBE it and its original topic (its
+    default name contains the original's)."""
+    b = secured
+    for name in ("dl-open", "dl-open.dlg.dlq", "dl-hid", "dl-hid.dlg.dlq", "dl-sec", "dl-sec.dlg.dlq"):
+        requests.post(v3(b, "/topics"), json={"topic_name": name, "partitions_count": 1}, auth=ADMIN)
+    grant(b, [acl("User:bob", "GROUP", "dlg", "DESCRIBE"), acl("User:bob", "TOPIC", "dl-open", "DESCRIBE", pattern="PREFIXED"),
+              acl("User:bob", "TOPIC", "dl-hid.dlg.dlq", "DESCRIBE")])
+
+    def listed(who):
+        r = requests.get(v3(b, "/consumer-groups/dlg/dead-letters"), auth=who)
+        return sorted((t["topic_name"], t["original_topic_name"]) for t in r.json()["data"]) if r.status_code == 200 else None
+
+    assert listed(ADMIN) == [("dl-hid.dlg.dlq", "dl-hid"), ("dl-open.dlg.dlq", "dl-open"), ("dl-sec.dlg.dlq", "dl-sec")]
+    wait_until(lambda: listed(BOB) is not None, ACL_VISIBLE_S * 5, "bob's group ACL")
+    assert listed(BOB) == [("dl-open.dlg.dlq", "dl-open")]
+    revoke(b, "User:bob")
+
+
+def test_a_topic_create_answers_the_operations_a_get_answers(secured):
+    """The breaker (session 26): the create answer said "authorized_operations": [] even to the
+    super user, while GET of the topic listed every operation. Both follow GET's rule now."""
+    b = secured
+    r = requests.post(v3(b, "/topics"), json={"topic_name": "ao-admin", "partitions_count": 1}, auth=ADMIN)
+    assert r.status_code == 201, r.text
+    got = requests.get(v3(b, "/topics/ao-admin"), auth=ADMIN).json()
+    assert r.json()["authorized_operations"] == got["authorized_operations"], (r.text, got)
+    assert len(got["authorized_operations"]) == 8, got
+    grant(b, [acl("User:bob", "TOPIC", "ao-bob", "CREATE", pattern="PREFIXED"),
+              acl("User:bob", "TOPIC", "ao-bob", "DESCRIBE", pattern="PREFIXED")])
+    r = wait_until(lambda: (lambda r: r if r.status_code == 201 else None)(
+        requests.post(v3(b, "/topics"), json={"topic_name": "ao-bob-1", "partitions_count": 1}, auth=BOB)),
+        ACL_VISIBLE_S * 5, "bob's CREATE ACL")
+    assert sorted(r.json()["authorized_operations"]) == ["CREATE", "DESCRIBE"], r.text
+    got = requests.get(v3(b, "/topics/ao-bob-1"), auth=BOB).json()
+    assert r.json()["authorized_operations"] == got["authorized_operations"], (r.text, got)
+    revoke(b, "User:bob")

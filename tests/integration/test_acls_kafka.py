@@ -379,6 +379,38 @@ def test_list_groups_is_filtered_not_refused(acl_broker):
     assert {"lg-visible", "lg-hidden"} <= set(group_names(b, ADMIN))
 
 
+def test_describe_transactions_names_only_the_topics_the_caller_may_describe(acl_broker):
+    """The breaker's txn_leak.py (session 26): DESCRIBE on a transactional id answered the
+    partitions of every topic the transaction wrote, a topic bob may not DESCRIBE among them.
+    Kafka's describeTransactions keeps only the topics the caller may DESCRIBE (KIP-664)."""
+    b = acl_broker
+    for t in ("dt-open", "dt-hidden"):
+        create_topic(b, t)
+    p = Producer(conf(b, ADMIN, **{"transactional.id": "dt-tx"}))
+    p.init_transactions(20)
+    p.begin_transaction()
+    for t in ("dt-open", "dt-hidden"):
+        p.produce(t, b"v", partition=0)
+    p.flush(15)
+    create_acls(b, allow("User:bob", ResourceType.TRANSACTIONAL_ID, "dt-tx", ACLOperation.DESCRIBE),
+                allow("User:bob", ResourceType.TOPIC, "dt-open", ACLOperation.DESCRIBE))
+
+    def described(user):
+        with kafka_wire.connect(b.bootstrap) as s:
+            scram_login(s, "SCRAM-SHA-512", user)
+            state = kafka_schema.exchange(s, "DescribeTransactions", 0, 7, {"TransactionalIds": ["dt-tx"]})
+        (one,) = state["TransactionStates"]
+        if one["ErrorCode"] != 0:
+            return one["ErrorCode"]   # 53 until the ACL is visible
+        assert one["TransactionState"] == "Ongoing", one
+        return sorted(t["Name"] for t in one["TopicPartitions"])
+
+    assert described(ADMIN) == ["dt-hidden", "dt-open"]
+    shown = wait_until(lambda: (lambda d: d if isinstance(d, list) else None)(described(BOB)), 5, "bob's DESCRIBE ACL")
+    assert shown == ["dt-open"], shown
+    p.abort_transaction(20)
+
+
 def test_acls_survive_a_restart(ringlog_bin, tmp_path):
     port, kafka_port = free_port(), free_port()
     b = AclBroker(tmp_path / "data", port=port, kafka_port=kafka_port).start()

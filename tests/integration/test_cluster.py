@@ -23,11 +23,11 @@ SESSION_DEADLINE_S = 20.0
 class Node(Broker):
     """A cluster node: starts without waiting (a lone voter cannot elect a leader)."""
 
-    def __init__(self, data_dir, node_id, cluster_port, voters, extra_sets=(), kafka_port=None):
+    def __init__(self, data_dir, node_id, cluster_port, voters, extra_sets=(), kafka_port=None, extra_args=()):
         self.node_id = node_id
         self.cluster_port = cluster_port
         super().__init__(data_dir, [f"node.id={node_id}", f"controller.quorum.voters={voters}",
-                                    "num.shards=1", *extra_sets], kafka_port=kafka_port)
+                                    "num.shards=1", *extra_sets], kafka_port=kafka_port, extra_args=extra_args)
 
     def spawn(self):
         listeners = f"http://127.0.0.1:{self.port},cluster://127.0.0.1:{self.cluster_port}"
@@ -37,6 +37,7 @@ class Node(Broker):
                 "--set", f"log.dirs={self.data_dir}"]
         for s in self.extra_sets:
             args += ["--set", s]
+        args += self.extra_args
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         return self
@@ -60,11 +61,11 @@ class Node(Broker):
 
 
 class Cluster:
-    def __init__(self, root, size=3, extra_sets=(), kafka=False):
+    def __init__(self, root, size=3, extra_sets=(), kafka=False, extra_args=()):
         self.ports = [free_port() for _ in range(size)]
         voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self.ports))
         self.nodes = [Node(root / f"node{i + 1}" / "data", i + 1, self.ports[i], voters, extra_sets,
-                           kafka_port=free_port() if kafka else None)
+                           kafka_port=free_port() if kafka else None, extra_args=extra_args)
                       for i in range(size)]
         for n in self.nodes:
             n.data_dir.parent.mkdir(parents=True, exist_ok=True)

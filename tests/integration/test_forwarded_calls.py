@@ -10,7 +10,11 @@ offsets into another producer's transaction. Now a call is believed only with an
 cluster's forwarding secret (X-Ringlog-Forwarded-Proof), and a passed-on offsets call is still
 verified at the transaction's coordinator. Every wait polls with a deadline.
 """
+import asyncio
+import json
+
 import requests
+import websockets
 
 from conftest import wait_until
 from test_acls_cluster import AUTHORIZER, FromHost, created, principals_on
@@ -174,5 +178,102 @@ def test_forged_transaction_offsets_are_not_held_for_another_producer(ringlog_bi
         wait_until(lambda: offsets_of(own_group) == {("in", 0): 1}, FAILOVER_DEADLINE_S,
                    f"{own_group}'s offset committed with the transaction")
         assert offsets_of(victim_group) == {}, offsets_of(victim_group)
+    finally:
+        cluster.stop()
+
+
+ADMIN = ("admin", "admin-secret")
+BINARY = "application/vnd.kafka.binary.v2+json"
+
+
+def test_a_token_or_session_authenticated_call_works_through_a_non_coordinator(ringlog_bin, tmp_path):
+    """The breaker's ws_token_join.py and token_stream_forward.py (session 26): an access token
+    (POST /v1/tokens) and a console session are their node's own, and the passed-on call carried
+    only Authorization, so the coordinator saw no caller: a WebSocket join answered
+    "authentication required", a v2 consumer's read 401 "access_token unknown or expired" (and
+    the token crossed to the peer in the URL). The passing broker now names the principal it
+    authenticated, under the forwarding proof; the coordinator takes it only from a proven call."""
+    cluster = Cluster(tmp_path, extra_sets=("http.authentication.method=BASIC",),
+                      extra_args=("--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]")).start()
+    try:
+        admin = requests.Session()
+        admin.auth = ADMIN
+        entry = cluster.node(1)
+
+        def cluster_id():
+            r = admin.get(entry.url + "/v3/clusters", timeout=5)
+            return r.json()["data"][0]["cluster_id"] if r.status_code == 200 else None
+        v3 = f"{entry.url}/v3/clusters/{wait_until(cluster_id, FAILOVER_DEADLINE_S, 'the cluster id')}"
+        wait_until(lambda: admin.post(v3 + "/topics", json={"topic_name": "tk", "partitions_count": 1,
+                                                            "replication_factor": 3}, timeout=40).status_code in (201, 409),
+                   FAILOVER_DEADLINE_S, "topic tk")
+        wait_until(lambda: admin.post(f"{entry.url}/topics/tk", json={"records": [{"value": "YQ=="}, {"value": "Yg=="}]},
+                                      headers={"Content-Type": BINARY}, timeout=40).status_code == 200,
+                   FAILOVER_DEADLINE_S, "two records in tk")
+        token = admin.post(entry.url + "/v1/tokens", timeout=10).json()["access_token"]
+
+        def instance_elsewhere(group):
+            """A subscribed binary instance of `group` through `entry` when another node coordinates it."""
+            r = admin.post(f"{entry.url}/consumers/{group}", json={"name": "i", "format": "binary",
+                                                                    "auto.offset.reset": "earliest"},
+                           headers=V2, timeout=40)
+            assert r.status_code == 200, r.text
+            base = r.json()["base_uri"]
+            if r.headers.get(SERVED_BY) in (None, str(entry.node_id)):
+                admin.delete(base, headers=V2, timeout=40)
+                return None
+            s = admin.post(base + "/subscription", json={"topics": ["tk"]}, headers=V2, timeout=40)
+            assert s.status_code == 204, s.text
+            return base
+        # The forwarding secret is committed on the controller's first tick: wait for a proven call.
+        bases = [b for b in (instance_elsewhere(f"tk{i}") for i in range(24)) if b]
+        assert len(bases) >= 2, "fewer than 2 of 24 groups coordinated by another node"
+
+        # A v2 consumer's reads by ?access_token=, passed on (binary) and redirected (NDJSON).
+        def read_by_token():
+            r = requests.get(bases[0] + "/records", params={"timeout": 500, "access_token": token},
+                             headers={"Accept": BINARY}, timeout=40)
+            return r if r.status_code == 200 and len(r.json()) == 2 else None
+        wait_until(read_by_token, FAILOVER_DEADLINE_S, "a passed-on read by access_token")
+        with requests.get(bases[1] + "/records", params={"timeout": 1000, "access_token": token},
+                          headers={"Accept": "application/x-ndjson"}, stream=True, timeout=40) as s:
+            assert s.status_code == 200, s.text
+            assert s.history and s.history[0].status_code == 307, s.history
+            assert token not in s.history[0].text, s.history[0].text
+            lines = []
+            for line in s.iter_lines(chunk_size=None):
+                lines += [line] if line else []
+                if len(lines) == 2:
+                    break
+            assert len(lines) == 2, lines
+
+        # A WebSocket member made by ?access_token= joins a group another node coordinates.
+        group = next(f"tkw{i}" for i in range(24) if instance_elsewhere(f"tkw{i}"))
+        admin.delete(f"{entry.url}/consumers/{group}/instances/i", headers=V2, timeout=40)
+
+        async def join():
+            async with websockets.connect(f"ws://127.0.0.1:{entry.port}/v1/ws?access_token={token}") as ws:
+                await ws.send(json.dumps({"type": "join", "id": 1, "group": group, "topics": ["tk"], "position": "earliest"}))
+                await ws.send(json.dumps({"type": "credit", "records": 100}))
+                records = 0
+                while records < 2:
+                    m = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                    assert m["type"] != "error", m
+                    records += m["type"] == "record"
+        asyncio.run(join())
+
+        # The principal is never taken from an unproven call: a client naming one itself (with or
+        # without a made-up proof) and no credentials is refused by the coordinator itself.
+        coordinator = cluster.node(int(requests.get(bases[0] + "/records", params={"access_token": token, "timeout": 0},
+                                                    headers={"Accept": BINARY}, timeout=40).headers[SERVED_BY]))
+        path = bases[0][len(entry.url):] + "/records"
+        for proof in ({}, {"X-Ringlog-Forwarded-Proof": FORGED_PROOF}):
+            r = requests.get(coordinator.url + path, headers={"Accept": BINARY, "X-Ringlog-Forwarded-By": "1",
+                                                              "X-Ringlog-Forwarded-Principal": "User:admin", **proof},
+                             timeout=40)
+            assert r.status_code == 401, (r.status_code, r.text)
+        # Basic still works through any broker.
+        r = admin.get(bases[0] + "/records", params={"timeout": 0}, headers={"Accept": BINARY}, timeout=40)
+        assert r.status_code == 200, r.text
     finally:
         cluster.stop()

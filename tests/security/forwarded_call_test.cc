@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t signed_at_ms = 1'764'930'000'000;
 
 forwarded_call a_call() {
-  return forwarded_call{"2", "POST", "/v3/clusters/c/topics/pub/records", "10.1.2.3", "https",
+  return forwarded_call{"2", "POST", "/v3/clusters/c/topics/pub/records", "10.1.2.3", "https", "User:alice",
                         R"({"value":{"type":"STRING","data":"x"}})"};
 }
 
@@ -44,7 +44,7 @@ TEST_CASE("a forwarded call's proof fails for an old or future time, another sec
   CHECK_FALSE(security::verify_forwarded_call(secret, a_call(), redated, signed_at_ms));
 }
 
-TEST_CASE("a forwarded call's proof covers the sender, method, target, client address and body") {
+TEST_CASE("a forwarded call's proof covers the sender, method, target, client address, principal and body") {
   const auto secret = security::new_forwarding_secret();
   const std::string proof = security::sign_forwarded_call(secret, a_call(), signed_at_ms);
   auto tampered = [&](auto change) {
@@ -58,6 +58,9 @@ TEST_CASE("a forwarded call's proof covers the sender, method, target, client ad
   CHECK(tampered([](forwarded_call& c) { c.forwarded_for = "10.9.9.9"; }));
   CHECK(tampered([](forwarded_call& c) { c.forwarded_for = ""; }));
   CHECK(tampered([](forwarded_call& c) { c.forwarded_proto = ""; }));
+  // The principal the sender vouches for: another one, or none (a caller left to authenticate).
+  CHECK(tampered([](forwarded_call& c) { c.principal = "User:admin"; }));
+  CHECK(tampered([](forwarded_call& c) { c.principal = ""; }));
   CHECK(tampered([](forwarded_call& c) { c.body = "{}"; }));
   // Field boundaries are part of the message: moving bytes from one field to the next changes it.
   forwarded_call shifted = a_call();

@@ -8,8 +8,9 @@
 // The proof is an HMAC-SHA256 (RFC 2104) keyed with the cluster's forwarding secret: random bytes
 // the active controller commits once to the metadata log (broker/internal_topics.cc), so every
 // broker of the cluster holds it and no client does. It covers the sender's node id, the method
-// and target as sent, the client's address and scheme it names, the body and the time it was signed; the
-// header's value is "<signed_at_ms>:<64 hex digits>". Pure: the secret and the time are arguments.
+// and target as sent, the client's address and scheme it names, the principal it authenticated the
+// client as, the body and the time it was signed; the header's value is "<signed_at_ms>:<64 hex
+// digits>". Pure: the secret and the time are arguments.
 
 #include <cstdint>
 #include <span>
@@ -39,6 +40,9 @@ struct forwarded_call {
   std::string_view target;          // path and query as sent
   std::string_view forwarded_for;   // X-Ringlog-Forwarded-For: the client's address ("" when none)
   std::string_view forwarded_proto;   // X-Forwarded-Proto: "https" when the client came over TLS, else ""
+  /// X-Ringlog-Forwarded-Principal: the principal the sender authenticated the client as
+  /// (`User:alice`, percent-encoded as sent), "" when it names none.
+  std::string_view principal;
   std::string_view body;
 };
 
