@@ -419,6 +419,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     // Issue 29: a browser's WebSocket cannot send Authorization; the session cookie or a
     // POST /v1/tokens token (?access_token=) does. Refused before the handshake: 401 over HTTP.
     security::kafka_principal principal;
+    auth_outcome credential;
     if (const auto& auth = server_.routes.options().auth) {
       http_request req = request_from(msg);
       auto who = auth->authenticate(req, query_access_token(target));
@@ -426,9 +427,10 @@ class session final : public std::enable_shared_from_this<session>, public respo
         keep_alive_ = false;
         return respond(std::move(*refusal));
       }
-      principal = std::get<auth_outcome>(who).principal;
+      credential = std::get<auth_outcome>(std::move(who));
+      principal = credential.principal;
       const std::string host(msg[http::field::host]);
-      if (std::get<auth_outcome>(who).via == auth_via::session_cookie && origin != msg.end() &&
+      if (credential.via == auth_via::session_cookie && origin != msg.end() &&
           !auth->session_origin_allowed(std::string(origin->value()), host)) {
         keep_alive_ = false;
         return respond_error(403, error_codes::forbidden,
@@ -442,6 +444,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
                    peer_host(peer_), {}, server_.routes.options().auth};
     ctx.connection_slot = std::make_shared<runtime::connection_slot>(std::move(slot_));
     ctx.authorization = std::string(msg[http::field::authorization]);
+    ctx.credential = std::move(credential);
     auto client_id = msg.find(client_id_header);
     ctx.client_id = client_id != msg.end() && !client_id->value().empty() ? std::string(client_id->value()) : ctx.host;
     start_ws_session(stream_.release_socket(), std::move(msg), ctx);
