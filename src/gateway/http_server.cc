@@ -138,7 +138,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     // 200 would have had; these have no content, so none is the honest answer.
     if (r.status < 200 || r.status == 204 || r.status == 304) msg->erase(http::field::content_length);
     if (head_request_) msg->body().clear();   // Content-Length stays the GET body's (RFC 9110 9.3.2)
-    http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+    // r.hold (a record answer's bytes, response_budget.h) lives as long as the write: given back
+    // when it completes or fails (the connection closed).
+    http::async_write(stream_, *msg, [self = shared_from_this(), msg, hold = std::move(r.hold)](beast::error_code ec, size_t) {
       self->after_response(ec);
     });
   }

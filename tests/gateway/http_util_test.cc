@@ -4,6 +4,7 @@
 
 #include <random>
 #include "http_util.h"
+#include "response_budget.h"
 
 using namespace ringlog::gateway;
 
@@ -170,4 +171,25 @@ TEST_CASE("charset of a Content-Type (issue 14 item 14)") {
   CHECK(charset_of("application/json;charset=\"ISO-8859-1\"") == "iso-8859-1");
   CHECK(charset_of("application/json; boundary=x; Charset = utf-16") == "utf-16");
   CHECK(charset_of("text/plain; charsetx=y") == "");
+}
+
+TEST_CASE("held_bytes_budget: holds up to the max together, one alone always, given back when dropped") {
+  ringlog::gateway::held_bytes_budget budget(100);
+  auto big = budget.hold(150);   // nothing held: one answer of any size passes
+  REQUIRE(big);
+  CHECK_FALSE(budget.hold(1));
+  big.reset();
+  CHECK(budget.held() == 0);
+  auto a = budget.hold(60);
+  auto a_copy = a;
+  REQUIRE(a);
+  CHECK_FALSE(budget.hold(41));
+  auto b = budget.hold(40);
+  CHECK(b);
+  CHECK(budget.held() == 100);
+  a.reset();   // a copy still holds
+  CHECK(budget.held() == 100);
+  a_copy.reset();
+  b.reset();
+  CHECK(budget.held() == 0);
 }
