@@ -142,7 +142,7 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
         const std::string reason = std::string(security::to_string(claims.error().code)) + ": " + claims.error().message;
         return refuse(claimed_user(request), "bearer token refused: " + reason, reason);
       }
-      return auth_outcome{claims->principal, auth_via::bearer, {}};
+      return auth_outcome{claims->principal, auth_via::bearer, {}, {}};
     }
     return refuse(claimed_user(request), "Authorization header is neither Basic nor Bearer");
   }

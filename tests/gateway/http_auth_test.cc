@@ -128,7 +128,7 @@ TEST_CASE("the session cookie: CSRF on state-changing calls, expiry, logout") {
 TEST_CASE("access tokens: GET only, short-lived") {
   int64_t now = 1'000'000;
   http_authenticator auth(basic_and_bearer(&now));
-  auth_outcome alice{security::kafka_principal::user("alice"), auth_via::basic, {}};
+  auth_outcome alice{security::kafka_principal::user("alice"), auth_via::basic, {}, {}};
   auto issued = auth.issue_token(alice);
   REQUIRE(issued.status == 201);
   const std::string token = nlohmann::json::parse(issued.body)["access_token"];
