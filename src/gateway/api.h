@@ -16,6 +16,7 @@
 #include "http_types.h"
 #include "metrics.h"
 #include "request_parsing.h"
+#include "response_budget.h"
 #include "ringlog/broker/broker.h"
 
 namespace ringlog::gateway {
@@ -64,6 +65,8 @@ class api {
   [[nodiscard]] bool stopping_flag() const { return stopping_; }
   /// The HTTP clients throttled now by their quotas (issue 31, http_quotas.h).
   [[nodiscard]] http_throttles& throttles() { return throttles_; }
+  /// Bytes of record answers built and not yet sent (http_response_bytes_held_max).
+  [[nodiscard]] held_bytes_budget& response_budget() { return response_budget_; }
 
   struct call;   // one request in flight (api.cc)
 
@@ -73,6 +76,7 @@ class api {
   api_options options_;
   std::atomic<bool> stopping_ = false;
   http_throttles throttles_;
+  held_bytes_budget response_budget_{http_response_bytes_held_max};
 };
 
 }  // namespace ringlog::gateway

@@ -194,6 +194,19 @@ struct api::call : std::enable_shared_from_this<api::call> {
     respond(std::move(r));
   }
   void fail(const api_error& e) { respond(error_response(e)); }
+  /// A hold on `bytes` of a record answer about to be built (http_response_bytes_held_max, all
+  /// connections together), to put in the answer's `hold`; nullptr after answering 503 (50301,
+  /// Retry-After) naming the bound when the answers not yet sent already hold that much.
+  std::shared_ptr<const void> hold_answer_bytes(size_t bytes) {
+    auto hold = self->response_budget().hold(static_cast<int64_t>(bytes));
+    if (!hold) {
+      fail(503, error_codes::unavailable,
+           "record answers not yet read by their clients hold http_response_bytes_held_max=" +
+               std::to_string(self->response_budget().max()) +
+               " bytes; retry after Retry-After seconds or ask for less (max_bytes)");
+    }
+    return hold;
+  }
   void fail(unsigned status, int code, std::string message) { fail(api_error{status, code, std::move(message)}); }
 
   void begin_stream(http_response head) {

@@ -264,8 +264,11 @@ void fetch_records(const call_ptr& c) {
     c->later([r = std::move(r), topic, partition, as_json, content_type](api::call& call) {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::partition, topic);
       std::string topic_json_text = json(topic).dump(-1, ' ', false, json::error_handler_t::replace);
+      const size_t estimate = records_json_bytes_estimate(r->records, topic_json_text.size());
+      auto hold = call.hold_answer_bytes(estimate);
+      if (!hold) return;
       std::string out = "[";
-      out.reserve(records_json_bytes_estimate(r->records, topic_json_text.size()));
+      out.reserve(estimate);
       uint64_t bytes = 0;
       for (size_t i = 0; i < r->records.size(); ++i) {
         const model::record& rec = r->records[i];
@@ -280,6 +283,7 @@ void fetch_records(const call_ptr& c) {
       http_response resp;
       resp.content_type = content_type;
       resp.body = std::move(out);
+      resp.hold = std::move(hold);
       // Where the next read starts: past the last record, or past transaction markers and
       // aborted records that a read returned none of (an empty array then still moves on).
       const int64_t next = r->records.empty() ? r->next_fetch_offset.value() : r->records.back().record_offset.value() + 1;

@@ -223,6 +223,11 @@ void poll_records(const call_ptr& self, const std::string& group, const std::str
         call2.require(security::resource_type::topic, cr.partition.topic, security::acl_operation::read);
         return;
       }
+      // Over http_response_bytes_held_max: 503, and the positions set back as for a refusal.
+      size_t estimate = 2;
+      for (const auto& cr : *polled) estimate += record_json_bytes_estimate(cr.record, cr.partition.topic.size() + 2);
+      auto hold = call2.hold_answer_bytes(estimate);
+      if (!hold) return call2.broker().groups().seek(group, instance, rewind_seeks(*polled), [](broker::result<void>) {});
       std::optional<std::string> refusal;
       std::string body = consumed_records_json(*polled, as_json, refusal);
       if (refusal) return call2.fail(406, ec::not_acceptable, *refusal + "; use a binary consumer instance");
@@ -236,6 +241,7 @@ void poll_records(const call_ptr& self, const std::string& group, const std::str
       http_response resp;
       resp.content_type = type;
       resp.body = std::move(body);
+      resp.hold = std::move(hold);
       call2.respond(std::move(resp));
     });
   });

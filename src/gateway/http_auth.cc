@@ -132,7 +132,7 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
       if (!options_.verify_password || !options_.verify_password(basic->user, basic->password)) {
         return refuse("User:" + basic->user, "wrong user name or password");
       }
-      return auth_outcome{kafka_principal::user(basic->user), auth_via::basic, {}};
+      return auth_outcome{kafka_principal::user(basic->user), auth_via::basic, {}, fingerprint_of(basic->user)};
     }
     if (auto token = security::parse_bearer_authorization(request.authorization)) {
       if (!options_.methods.bearer) return refuse(claimed_user(request), "Bearer authentication is not enabled (http.authentication.method=" + options_.methods.to_string() + ")");
@@ -142,14 +142,14 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
         const std::string reason = std::string(security::to_string(claims.error().code)) + ": " + claims.error().message;
         return refuse(claimed_user(request), "bearer token refused: " + reason, reason);
       }
-      return auth_outcome{claims->principal, auth_via::bearer, {}};
+      return auth_outcome{claims->principal, auth_via::bearer, {}, {}};
     }
     return refuse(claimed_user(request), "Authorization header is neither Basic nor Bearer");
   }
   if (const std::string_view id = cookie_value(request.cookie, session_cookie_name); !id.empty()) {
     auto session = sessions_.find_session(id, now());
     if (!session) return refuse(claimed_user(request), "the session ended or expired: log in again");
-    if (!credentials_unchanged(*session)) {
+    if (!credentials_unchanged(session->principal.name, session->credential_fingerprint)) {
       sessions_.end_session(id);
       return refuse(session->principal.to_string(), "the session's user was deleted or its password changed since "
                                                     "the login: log in again");
@@ -159,16 +159,16 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
       return error_response(403, error_codes::forbidden,
                             "a call authenticated by the session cookie must carry the session's X-CSRF-Token header");
     }
-    return auth_outcome{session->principal, auth_via::session_cookie, std::string(id)};
+    return auth_outcome{session->principal, auth_via::session_cookie, std::string(id), session->credential_fingerprint};
   }
   if (!query_token.empty() && request.method == "GET") {
     auto token = sessions_.find_token(query_token, now());
     if (!token) return refuse(claimed_user(request), "access_token unknown or expired (POST /v1/tokens gives a new one)");
-    if (!credentials_unchanged(*token)) {
+    if (!credentials_unchanged(token->principal.name, token->credential_fingerprint)) {
       return refuse(token->principal.to_string(), "the access_token's user was deleted or its password changed since "
                                                   "it was issued (POST /v1/tokens gives a new one)");
     }
-    return auth_outcome{token->principal, auth_via::access_token, {}};
+    return auth_outcome{token->principal, auth_via::access_token, {}, token->credential_fingerprint};
   }
   if (!query_token.empty()) {
     // An access_token in the query serves GET only (WebSocket upgrades and streams): a write
@@ -186,9 +186,19 @@ std::string http_authenticator::fingerprint_of(std::string_view user) const {
   return options_.credential_fingerprint ? options_.credential_fingerprint(user) : std::string();
 }
 
-bool http_authenticator::credentials_unchanged(const security::http_session& s) const {
-  if (s.credential_fingerprint.empty() || !options_.credential_fingerprint) return true;
-  return security::constant_time_equal(options_.credential_fingerprint(s.principal.name), s.credential_fingerprint);
+bool http_authenticator::credentials_unchanged(std::string_view user, std::string_view fingerprint) const {
+  if (fingerprint.empty() || !options_.credential_fingerprint) return true;
+  return security::constant_time_equal(options_.credential_fingerprint(user), fingerprint);
+}
+
+std::optional<std::string> http_authenticator::credential_ended(const auth_outcome& who) const {
+  if (who.via == auth_via::session_cookie && !sessions_.session_live(who.session_id, now())) {
+    return "the session ended (logout) or expired: log in again";
+  }
+  // A Bearer JWT carries no fingerprint: it holds until the connection closes.
+  if (credentials_unchanged(who.principal.name, who.credential_fingerprint)) return std::nullopt;
+  return "the user " + who.principal.name + " was deleted or its password changed since this connection "
+         "authenticated: authenticate again";
 }
 
 http_response http_authenticator::login(const http_request& request, std::string_view user, std::string_view password) {

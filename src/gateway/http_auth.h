@@ -49,6 +49,10 @@ struct auth_outcome {
   security::kafka_principal principal;
   auth_via via = auth_via::none;
   std::string session_id;   // via session_cookie: the session (logout ends it)
+  /// The user's credentials when it authenticated (security::credential_fingerprint): via basic,
+  /// read at the check; via session_cookie or access_token, the session's or token's (empty when
+  /// it began without a password). Lets a long-lived connection notice they changed.
+  std::string credential_fingerprint;
 };
 
 /// One line per refused authentication (issue 29's audit): principal (the claimed user, or
@@ -70,6 +74,13 @@ class http_authenticator {
   /// `query_token`: the request's ?access_token= (empty when none; honoured for GET only).
   /// Refusals are audited. With authentication off: User:ANONYMOUS.
   std::variant<auth_outcome, http_response> authenticate(const http_request& request, std::string_view query_token);
+
+  /// Why the credential a long-lived connection (a WebSocket) authenticated with has ended since,
+  /// nullopt while it holds: the session logged out or expired (via session_cookie), or the user
+  /// deleted or its password changed (via basic, session_cookie, access_token). A Bearer JWT and
+  /// an access token's own expiry (it serves to open the connection) do not end it. Cheap (a
+  /// table look-up and the user's SCRAM record in the metadata image, no PBKDF2); thread safe.
+  [[nodiscard]] std::optional<std::string> credential_ended(const auth_outcome& who) const;
 
   /// POST /v1/login: checks the password and opens a session; answers the response (200 with
   /// Set-Cookie and {"principal","csrf_token","expires_at_ms"}; 401; 429 when sessions are full).
@@ -104,8 +115,9 @@ class http_authenticator {
   int64_t now() const { return options_.now_ms(); }
   /// options_.credential_fingerprint(user), "" when unset.
   [[nodiscard]] std::string fingerprint_of(std::string_view user) const;
-  /// False when the session's (or token's) user was deleted or changed its password since it began.
-  [[nodiscard]] bool credentials_unchanged(const security::http_session& s) const;
+  /// False when `user` was deleted or changed its password since `fingerprint` was read (true
+  /// when it is empty: a credential that began without a password).
+  [[nodiscard]] bool credentials_unchanged(std::string_view user, std::string_view fingerprint) const;
 
   http_auth_options options_;
   security::http_session_table sessions_;

@@ -138,7 +138,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     // 200 would have had; these have no content, so none is the honest answer.
     if (r.status < 200 || r.status == 204 || r.status == 304) msg->erase(http::field::content_length);
     if (head_request_) msg->body().clear();   // Content-Length stays the GET body's (RFC 9110 9.3.2)
-    http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+    // r.hold (a record answer's bytes, response_budget.h) lives as long as the write: given back
+    // when it completes or fails (the connection closed).
+    http::async_write(stream_, *msg, [self = shared_from_this(), msg, hold = std::move(r.hold)](beast::error_code ec, size_t) {
       self->after_response(ec);
     });
   }
@@ -419,6 +421,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     // Issue 29: a browser's WebSocket cannot send Authorization; the session cookie or a
     // POST /v1/tokens token (?access_token=) does. Refused before the handshake: 401 over HTTP.
     security::kafka_principal principal;
+    auth_outcome credential;
     if (const auto& auth = server_.routes.options().auth) {
       http_request req = request_from(msg);
       auto who = auth->authenticate(req, query_access_token(target));
@@ -426,9 +429,10 @@ class session final : public std::enable_shared_from_this<session>, public respo
         keep_alive_ = false;
         return respond(std::move(*refusal));
       }
-      principal = std::get<auth_outcome>(who).principal;
+      credential = std::get<auth_outcome>(std::move(who));
+      principal = credential.principal;
       const std::string host(msg[http::field::host]);
-      if (std::get<auth_outcome>(who).via == auth_via::session_cookie && origin != msg.end() &&
+      if (credential.via == auth_via::session_cookie && origin != msg.end() &&
           !auth->session_origin_allowed(std::string(origin->value()), host)) {
         keep_alive_ = false;
         return respond_error(403, error_codes::forbidden,
@@ -442,6 +446,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
                    peer_host(peer_), {}, server_.routes.options().auth};
     ctx.connection_slot = std::make_shared<runtime::connection_slot>(std::move(slot_));
     ctx.authorization = std::string(msg[http::field::authorization]);
+    ctx.credential = std::move(credential);
     auto client_id = msg.find(client_id_header);
     ctx.client_id = client_id != msg.end() && !client_id->value().empty() ? std::string(client_id->value()) : ctx.host;
     start_ws_session(stream_.release_socket(), std::move(msg), ctx);

@@ -46,6 +46,9 @@ struct http_response {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;   // extra headers (Allow, ...)
+  /// Memory this answer holds against a bound (response_budget.h): kept by the server until the
+  /// answer is on the wire or its connection closed, then dropped, which gives it back.
+  std::shared_ptr<const void> hold;
 };
 
 /// Where a handler sends its answer. Implemented by the server; every method must be called on

@@ -185,6 +185,7 @@ enum close_code : uint16_t {
   going_away = 1001,         // graceful stop
   unsupported_data = 1003,   // a binary frame
   invalid_payload = 1007,    // not JSON / not an object
+  policy_violation = 1008,   // the credential the socket opened with ended (logout, user deleted, ...)
   message_too_big = 1009,
   try_again_later = 1013,    // write queue full
 };
@@ -304,6 +305,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     std::string text = beast::buffers_to_string(in_.data());
     in_.consume(in_.size());
+    if (credential_ended()) return;
     handle(text);
     if (closing_) return;
     // Issue 31: a producer over its quota is not read from until its throttle time has passed
@@ -1152,6 +1154,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       auto self = weak.lock();
       if (ec || !self || self->closing_) return;
       if (self->ctx_.shared->stopping.load()) return self->close_with(going_away, "server is stopping");
+      if (self->credential_ended()) return;
       if (std::chrono::steady_clock::now() - self->last_heard_ >= std::chrono::milliseconds(limits::ws_idle_timeout_ms)) {
         return self->close_with(going_away, "nothing received for " + std::to_string(limits::ws_idle_timeout_ms / 1000) +
                                                 " s, not even a pong (ws_idle_timeout_ms)");
@@ -1160,6 +1163,18 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       self->pump();
       self->arm_tick();
     });
+  }
+
+  /// Issue 29: true (and the session closing with an error message and 1008 naming why) once the
+  /// credential the upgrade authenticated with ended: a logged-out or expired session, a user
+  /// deleted or whose password changed (http_authenticator::credential_ended; a look-up, no PBKDF2).
+  bool credential_ended() {
+    if (!ctx_.auth) return false;
+    auto why = ctx_.auth->credential_ended(ctx_.credential);
+    if (!why) return false;
+    audit_failed_authentication("ws", ctx_.principal.to_string(), ctx_.host, *why);
+    close_with(policy_violation, *why, error_json(nullptr, unauthorized_error_code, *why));
+    return true;
   }
 
   // ---- writing: exactly one write in flight, the rest queued up to ws_write_queue_bytes_max
@@ -1241,8 +1256,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   }
 
   /// Closes with `code` and `reason` once the write in flight is done; queued messages are dropped
-  /// (a full queue is the reason, or an error ends the session anyway).
-  void close_with(uint16_t code, std::string reason) {
+  /// (a full queue is the reason, or an error ends the session anyway). `last_message` (when not
+  /// empty) is sent before the close frame.
+  void close_with(uint16_t code, std::string reason, std::string last_message = {}) {
     if (closing_) return;
     closing_ = true;
     close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), close_reason_text(std::move(reason)));
@@ -1250,8 +1266,12 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       add_queued(-static_cast<int64_t>(out_.back().size()));
       out_.pop_back();
     }
+    if (!last_message.empty()) {
+      add_queued(static_cast<int64_t>(last_message.size()));
+      out_.push_back(std::move(last_message));
+    }
     close_pending_ = true;
-    if (!writing_) start_close();
+    write_next();   // the last message if any, then the close frame (start_close)
   }
 
   void start_close() {

@@ -12,12 +12,11 @@
 #include "ringlog/runtime/connection_limits.h"
 #include "ringlog/security/principal.h"
 #include "ringlog/runtime/asio_context.h"
+#include "http_auth.h"
 #include "metrics.h"
 #include "ringlog/broker/broker.h"
 
 namespace ringlog::gateway {
-
-class http_authenticator;
 
 class http_forwarder;
 
@@ -57,6 +56,10 @@ struct ws_context {
   /// ?access_token=, which are this node's own): sent with the member's group calls passed on to
   /// another coordinator (member_calls), which authenticates them again.
   std::string authorization{};
+  /// How the upgrade authenticated (with `auth`): checked again before each client message and on
+  /// each tick, so a socket ends (1008) once its session logs out or expires, or its user is
+  /// deleted or changes its password (http_authenticator::credential_ended).
+  auth_outcome credential{};
 };
 
 /// Takes over `socket` after an HTTP/1.1 Upgrade request to /v1/ws (already checked: path,

@@ -125,6 +125,12 @@ std::optional<http_session> http_session_table::find_session(std::string_view id
   return find(sessions_, id, now_ms);
 }
 
+bool http_session_table::session_live(std::string_view id, int64_t now_ms) const {
+  std::lock_guard lock(mutex_);
+  auto it = sessions_.find(std::string(id));
+  return it != sessions_.end() && it->second.expires_at_ms > now_ms;
+}
+
 bool http_session_table::end_session(std::string_view id) {
   std::lock_guard lock(mutex_);
   return sessions_.erase(std::string(id)) > 0;

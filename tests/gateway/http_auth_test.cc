@@ -128,7 +128,7 @@ TEST_CASE("the session cookie: CSRF on state-changing calls, expiry, logout") {
 TEST_CASE("access tokens: GET only, short-lived") {
   int64_t now = 1'000'000;
   http_authenticator auth(basic_and_bearer(&now));
-  auth_outcome alice{security::kafka_principal::user("alice"), auth_via::basic, {}};
+  auth_outcome alice{security::kafka_principal::user("alice"), auth_via::basic, {}, {}};
   auto issued = auth.issue_token(alice);
   REQUIRE(issued.status == 201);
   const std::string token = nlohmann::json::parse(issued.body)["access_token"];
@@ -155,4 +155,39 @@ TEST_CASE("CORS credentials only to the named origins; cookie parsing") {
   CHECK(cookie_value("a=1; b=\"two\"; c=", "b") == "two");
   CHECK(cookie_value("a=1; b=2", "c").empty());
   CHECK(cookie_value("ab=1", "b").empty());
+}
+
+TEST_CASE("credential_ended: a long-lived connection's session, token or Basic credential") {
+  int64_t now = 1'000'000;
+  std::string fingerprint = "v1";   // alice's credentials; "" = deleted
+  http_auth_options o = basic_and_bearer(&now);
+  o.credential_fingerprint = [&fingerprint](std::string_view user) { return user == "alice" ? fingerprint : ""; };
+  http_authenticator auth(o);
+  auto r = get("/v1/ws");
+  r.authorization = "Basic YWxpY2U6c2VjcmV0";   // alice:secret
+  const auth_outcome by_basic = accepted(auth.authenticate(r, ""));
+  CHECK(by_basic.credential_fingerprint == "v1");
+  const auto login = auth.login(get("/v1/login"), "alice", "secret");
+  r.authorization.clear();
+  r.cookie = "ringlog_session=" + std::string(cookie_value(header(login, "Set-Cookie").substr(0, header(login, "Set-Cookie").find(';')), "ringlog_session"));
+  const auth_outcome by_cookie = accepted(auth.authenticate(r, ""));
+  const std::string token = nlohmann::json::parse(auth.issue_token(by_basic).body)["access_token"];
+  r.cookie.clear();
+  const auth_outcome by_token = accepted(auth.authenticate(r, token));
+  for (const auto* who : {&by_basic, &by_cookie, &by_token}) CHECK_FALSE(auth.credential_ended(*who));
+
+  now += 1'000;   // the token expired: a socket it opened goes on
+  CHECK_FALSE(auth.credential_ended(by_token));
+  CHECK(auth.logout(r).status == 204);   // no cookie in r: nothing ends
+  CHECK_FALSE(auth.credential_ended(by_cookie));
+  fingerprint = "v2";   // a new password
+  for (const auto* who : {&by_basic, &by_cookie, &by_token}) {
+    CHECK(auth.credential_ended(*who).value_or("").find("deleted or its password changed") != std::string::npos);
+  }
+  fingerprint = "v1";
+  auto with_cookie = get();
+  with_cookie.cookie = "ringlog_session=" + by_cookie.session_id;
+  CHECK(auth.logout(with_cookie).status == 204);
+  CHECK(auth.credential_ended(by_cookie).value_or("").find("session ended") != std::string::npos);
+  CHECK_FALSE(auth.credential_ended(auth_outcome{security::kafka_principal::user("carol"), auth_via::bearer, {}, {}}));
 }

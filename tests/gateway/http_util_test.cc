@@ -4,6 +4,7 @@
 
 #include <random>
 #include "http_util.h"
+#include "response_budget.h"
 
 using namespace ringlog::gateway;
 
@@ -182,4 +183,25 @@ TEST_CASE("without_query_parameter drops every parameter of a name and keeps the
   CHECK(without_query_parameter("/r?access_token", "access_token") == "/r");
   CHECK(without_query_parameter("/r?my_access_token=t&access_tokens=u", "access_token") ==
         "/r?my_access_token=t&access_tokens=u");
+}
+
+TEST_CASE("held_bytes_budget: holds up to the max together, one alone always, given back when dropped") {
+  ringlog::gateway::held_bytes_budget budget(100);
+  auto big = budget.hold(150);   // nothing held: one answer of any size passes
+  REQUIRE(big);
+  CHECK_FALSE(budget.hold(1));
+  big.reset();
+  CHECK(budget.held() == 0);
+  auto a = budget.hold(60);
+  auto a_copy = a;
+  REQUIRE(a);
+  CHECK_FALSE(budget.hold(41));
+  auto b = budget.hold(40);
+  CHECK(b);
+  CHECK(budget.held() == 100);
+  a.reset();   // a copy still holds
+  CHECK(budget.held() == 100);
+  a_copy.reset();
+  b.reset();
+  CHECK(budget.held() == 0);
 }

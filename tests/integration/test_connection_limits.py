@@ -281,3 +281,50 @@ def test_idle_kafka_connections_are_closed_and_busy_ones_kept(ringlog_bin, tmp_p
         busy.close()
     finally:
         assert b.stop() == 0
+
+
+def test_record_answers_not_read_are_bounded_together(broker, topic_name):
+    """The breaker's MEDIUM of session 26: each client that sent GET .../records?max_bytes=64MiB
+    and never read the answer made the broker hold that whole answer (4 such readers: RSS +150 MB,
+    12: +440 MB). Answers built and not yet sent now hold at most http_response_bytes_held_max
+    (256 MiB) together: past it a read answers 503 (50301, Retry-After) naming the bound, and the
+    bytes come back once the readers' connections close."""
+    import base64
+    broker.create_topic(topic_name)
+    value = base64.b64encode(b"v" * 60000).decode()
+    for _ in range(100):   # 48 MB of records: each full read's JSON answer is about 64 MB
+        r = requests.post(f"{broker.url}/topics/{topic_name}/partitions/0", json={"records": [{"value": value}] * 8},
+                          headers={"Content-Type": "application/vnd.kafka.binary.v2+json"}, timeout=30)
+        assert r.status_code == 200, r.text
+    request = (f"GET /topics/{topic_name}/partitions/0/records?offset=0&max_bytes=67108864 HTTP/1.1\r\n"
+               "Host: x\r\nAccept: application/vnd.kafka.binary.v2+json\r\n\r\n").encode()
+    socks, firsts = [], []
+    try:
+        for _ in range(6):   # 6 x 64 MB > 256 MiB: the fifth is refused
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(30)
+            s.connect(("127.0.0.1", broker.port))
+            s.sendall(request)
+            # An answer's first bytes arrive once it is built (or refused): then the next reader.
+            firsts.append(s.recv(4096))
+        statuses = [first.split(b" ", 2)[1] for first in firsts]
+        assert statuses[:4] == [b"200"] * 4, statuses
+        assert b"503" in statuses, statuses
+        i = statuses.index(b"503")
+        answer = firsts[i]
+        while b"}" not in answer:
+            answer += socks[i].recv(4096)
+        assert b"Retry-After: 1" in answer and b"50301" in answer, answer
+        assert b"http_response_bytes_held_max" in answer, answer
+    finally:
+        for s in socks:
+            s.close()
+    # The held answers are given back when their connections close: a full read is served again.
+    url = f"{broker.url}/topics/{topic_name}/partitions/0/records?offset=0&max_bytes=67108864"
+
+    def served():
+        return requests.get(url, headers={"Accept": "application/vnd.kafka.binary.v2+json"}, timeout=30).status_code == 200
+
+    wait_until(served, 10, "a full read served after the readers closed")

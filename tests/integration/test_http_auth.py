@@ -617,3 +617,88 @@ def test_a_jwks_url_that_cannot_be_trusted_stops_the_start_naming_the_key(ringlo
         assert "sasl.oauthbearer.jwks.endpoint.url" in text and "redirects are not followed" in text, text
     text = refused_at_start(tmp_path, "sasl.oauthbearer.jwks.endpoint.url=http://127.0.0.1:1/jwks.json")
     assert "sasl.oauthbearer.jwks.endpoint.url" in text and "plaintext" in text, text
+
+
+def test_an_open_websocket_ends_with_its_credential(secured, topic_name):
+    """The breaker's MEDIUM of session 26: a WebSocket opened with the session cookie kept
+    producing after POST /v1/logout (the cookie itself got 401) and after DELETE users/NAME, and
+    one opened with ?access_token= after the user's password changed. Each socket now checks its
+    credential again before serving a message (and on its 2 s tick, so an idle subscriber ends
+    too): an `error` with 40101 naming why, then close 1008. Nothing after the end is stored."""
+    create_topic(secured, topic_name)
+    admin = ("admin", USERS["admin"])
+    users = secured.url + "/v3/clusters/ringlog-cluster/users/erin"
+    ws_url = f"ws://127.0.0.1:{secured.port}/v1/ws"
+
+    def set_password(password):
+        r = requests.post(users, auth=admin, json={"mechanism": "SCRAM-SHA-512", "password": password})
+        assert r.status_code == 200, r.text
+
+    async def produce(ws, value):
+        await ws.send(json.dumps({"type": "produce", "id": value, "topic": topic_name, "partition": 0, "value": b64(value)}))
+        return json.loads(await asyncio.wait_for(ws.recv(), DEADLINE_S))
+
+    async def assert_ended(ws, reason, send=True):
+        if send:
+            await ws.send(json.dumps({"type": "produce", "id": "late", "topic": topic_name, "partition": 0,
+                                      "value": b64("after the end")}))
+        error = json.loads(await asyncio.wait_for(ws.recv(), DEADLINE_S))
+        assert error["type"] == "error" and error["error_code"] == 40101 and reason in error["message"], error
+        with pytest.raises(websockets.ConnectionClosed) as e:
+            await asyncio.wait_for(ws.recv(), DEADLINE_S)
+        assert e.value.code == 1008 and reason in e.value.reason, e.value
+
+    async def opened(**kw):
+        ws = await websockets.connect(ws_url + kw.pop("query", ""), **kw)
+        ack = await produce(ws, "before")
+        assert ack.get("type") == "produce_ack", ack
+        return ws
+
+    async def scenario():
+        set_password("erin-pw")
+        # 1. The session cookie, then POST /v1/logout.
+        s, r = login(secured, "erin", "erin-pw")
+        assert r.status_code == 200, r.text
+        cookie = {"Cookie": f"ringlog_session={s.cookies['ringlog_session']}"}
+        ws = await opened(extra_headers=cookie)
+        assert s.post(secured.url + "/v1/logout", headers={"X-CSRF-Token": r.json()["csrf_token"]}).status_code == 204
+        await assert_ended(ws, "session ended")
+        # 2. An idle subscriber's session logs out: the tick ends it without a client message.
+        s, r = login(secured, "erin", "erin-pw")
+        cookie = {"Cookie": f"ringlog_session={s.cookies['ringlog_session']}"}
+        ws = await opened(extra_headers=cookie)
+        await ws.send(json.dumps({"type": "subscribe", "id": "s", "topic": topic_name, "partition": 0, "offset": 0}))
+        assert s.post(secured.url + "/v1/logout", headers={"X-CSRF-Token": r.json()["csrf_token"]}).status_code == 204
+        while True:   # the subscription's answer and records, then the error
+            m = json.loads(await asyncio.wait_for(ws.recv(), DEADLINE_S))
+            if m["type"] == "error":
+                assert m["error_code"] == 40101 and "session ended" in m["message"], m
+                break
+        with pytest.raises(websockets.ConnectionClosed) as e:
+            await asyncio.wait_for(ws.recv(), DEADLINE_S)
+        assert e.value.code == 1008, e.value
+        # 3. The session cookie, then the user is deleted (and made again: still ended).
+        s, r = login(secured, "erin", "erin-pw")
+        ws = await opened(extra_headers={"Cookie": f"ringlog_session={s.cookies['ringlog_session']}"})
+        assert requests.delete(users, auth=admin).status_code in (200, 204)
+        set_password("erin-pw")
+        await assert_ended(ws, "deleted or its password changed")
+        # 4. An access token, then a new password.
+        token = requests.post(secured.url + "/v1/tokens", auth=("erin", "erin-pw")).json()["access_token"]
+        ws = await opened(query="?access_token=" + token)
+        set_password("erin-pw-2")
+        await assert_ended(ws, "deleted or its password changed")
+        # 5. Basic on the upgrade, then a new password.
+        basic = {"Authorization": "Basic " + base64.b64encode(b"erin:erin-pw-2").decode()}
+        ws = await opened(extra_headers=basic)
+        set_password("erin-pw-3")
+        await assert_ended(ws, "deleted or its password changed")
+        # A socket whose credential holds is untouched by the others ending.
+        basic = {"Authorization": "Basic " + base64.b64encode(b"erin:erin-pw-3").decode()}
+        ws = await opened(extra_headers=basic)
+        assert (await produce(ws, "still fine")).get("type") == "produce_ack"
+        await ws.close()
+
+    asyncio.run(scenario())
+    assert end_offset(secured, topic_name) == 7   # one "before" per socket and "still fine"; no "after the end"
+    assert requests.delete(users, auth=admin).status_code in (200, 204)

@@ -81,6 +81,8 @@ class http_session_table {
                                                                       std::string credential_fingerprint = {});
   /// The live session of `id`; nullopt when unknown, ended or expired.
   std::optional<http_session> find_session(std::string_view id, int64_t now_ms);
+  /// Whether `id` names a live session (not ended, not expired); drops nothing, copies nothing.
+  [[nodiscard]] bool session_live(std::string_view id, int64_t now_ms) const;
   /// Ends a session (logout); false when there was none.
   bool end_session(std::string_view id);
 
