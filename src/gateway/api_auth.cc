@@ -25,7 +25,7 @@ bool authenticate_call(const call_ptr& c, std::string_view pattern) {
   // authenticated: that broker checked the credentials, which may be its own access token or
   // console session (unknown here). Never from an unsigned call.
   if (c->passed_on_by_broker && c->forwarded_principal) {
-    c->who = auth_outcome{*c->forwarded_principal, auth_via::none, {}};
+    c->who = auth_outcome{*c->forwarded_principal, auth_via::none, {}, {}};
     return true;
   }
   std::string token;
