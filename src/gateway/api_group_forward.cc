@@ -93,16 +93,6 @@ void forward_to_coordinator(const call_ptr& c, const http_request& request, std:
                                         });
 }
 
-/// `c`'s request as it is passed on to a peer: with the client's address, and the principal this
-/// node authenticated it as when it authenticates HTTP callers (group_proxy.h).
-http_request passed_on_request(const api::call& c) {
-  http_request request = c.request;
-  request.forwarded_for = c.peer_ip();   // the client as this node knows it (a broker's word only if verified)
-  const auto& auth = c.self->options().auth;
-  request.forwarded_principal =
-      auth && auth->enabled() ? percent_encode_segment(c.principal().to_string()) : std::string();
-  return request;
-}
 
 /// The 307 of a streamed read to the coordinator, at `target` there. 307 keeps the method (RFC
 /// 9110 section 15.4.8); curl -L, requests and EventSource follow it.
@@ -153,6 +143,15 @@ void redirect_streamed_read(const call_ptr& c, coordinated_call called) {
 }
 
 }  // namespace
+
+http_request passed_on_request(const api::call& c) {
+  http_request request = c.request;
+  request.forwarded_for = c.peer_ip();   // the client as this node knows it (a broker's word only if verified)
+  const auto& auth = c.self->options().auth;
+  request.forwarded_principal =
+      auth && auth->enabled() ? percent_encode_segment(c.principal().to_string()) : std::string();
+  return request;
+}
 
 void identify_client(const call_ptr& c) {
   if (c->request.forwarded_by.empty()) return;

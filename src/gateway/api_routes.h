@@ -613,6 +613,11 @@ bool forward_broker_config_call(const call_ptr& c, std::string_view pattern);
 /// else's forwarding headers change nothing but the loop guard (the call is served where it
 /// arrives, as the caller's own, with its own address).
 void identify_client(const call_ptr& c);
+/// `c`'s request as it is passed on to a peer: with the client's address (forwarded_for) and,
+/// when this node authenticates HTTP callers, the principal it authenticated the caller as
+/// (forwarded_principal, signed with the call by group_proxy.h): a peer cannot check this node's
+/// access tokens or console sessions, so it takes the principal instead.
+http_request passed_on_request(const api::call& c);
 /// GET .../consumer-groups through a cluster: every live broker's own list (each lists the groups
 /// it coordinates), merged by group id. False when this node's list is the whole answer.
 bool gather_group_lists(const call_ptr& c);

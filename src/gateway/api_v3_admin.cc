@@ -667,7 +667,10 @@ void with_leader_figures(const call_ptr& c, broker::topic_description t, figures
   g->topic = std::move(t);
   g->remaining = leaders.size();
   g->done = std::move(done);
-  http_request request = c->request;
+  // Passed on as the group calls are: a leader cannot check this node's access tokens or
+  // console sessions, so it gets the caller's principal, signed (a new user's MEDIUM: the console
+  // on a session cookie showed other leaders' partitions as not established).
+  http_request request = passed_on_request(*c);
   request.method = "GET";
   request.body.clear();
   request.accept = "application/json";

@@ -275,5 +275,23 @@ def test_a_token_or_session_authenticated_call_works_through_a_non_coordinator(r
         # Basic still works through any broker.
         r = admin.get(bases[0] + "/records", params={"timeout": 0}, headers={"Accept": BINARY}, timeout=40)
         assert r.status_code == 200, r.text
+
+        # The console's partitions page by token (or session): every leader's own figures. A new
+        # user's MEDIUM (session 26): the call to another leader went without a caller, so its
+        # partitions showed high_watermark_established false on a console logged in by cookie.
+        wait_until(lambda: admin.post(v3 + "/topics", json={"topic_name": "tp", "partitions_count": 3,
+                                                            "replication_factor": 3}, timeout=40).status_code in (201, 409),
+                   FAILOVER_DEADLINE_S, "topic tp")
+        assert wait_until(lambda: len({(p["leader"] or {}).get("related") for p in admin.get(v3 + "/topics/tp/partitions", timeout=40)
+                                       .json()["data"]}) > 1, FAILOVER_DEADLINE_S, "tp led by more than one node")
+        fresh = admin.post(entry.url + "/v1/tokens", timeout=10).json()["access_token"]
+
+        def figures_by_token():
+            r = requests.get(v3 + "/topics/tp/partitions", params={"access_token": fresh}, timeout=40)
+            assert r.status_code == 200, r.text
+            d = r.json()
+            settled = all(p["high_watermark_established"] for p in d["data"]) and "unanswered_brokers" not in d.get("metadata", {})
+            return d if settled else None
+        wait_until(figures_by_token, FAILOVER_DEADLINE_S, "every leader's figures by access_token")
     finally:
         cluster.stop()
