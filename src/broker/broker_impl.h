@@ -230,10 +230,6 @@ class broker_impl final : public broker,
   const std::shared_ptr<const metadata_view>& controller_view() const override { return publisher_.controller_view(); }
   controller::uuid incarnation_id() const override { return lifecycle_.incarnation_id(); }
   const controller::broker_registration* own_registration() const override { return lifecycle_.own_registration(); }
-  /// The leader of a partition, or an error naming who leads it when it is not this node.
-  result<void> check_leader(const topic_state& topic, int32_t partition) const override {
-    return detail::check_leader(topic, partition, config_.node_id);
-  }
   // metadata_publisher_host
   void on_metadata_leader_change(int32_t leader_id) override { controller_.on_leader_change(leader_id); }
   void on_view_published(const metadata_view& view) override { forwarder_.fail_moved_forwards(view); }

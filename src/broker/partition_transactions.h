@@ -38,10 +38,6 @@ class partition_transactions_host {
   virtual ~partition_transactions_host() = default;
   /// The topic `name` as of the calling thread's metadata view, or null.
   [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
-  /// The leader of a partition, or an error naming who leads it when it is not this node
-  /// (not_leader_or_follower); ok for a `partition` outside [0, partitions_count) too (the
-  /// caller's range check names it).
-  [[nodiscard]] virtual result<void> check_leader(const topic_state& topic, int32_t partition) const = 0;
   virtual void log_info(const std::string& message) const = 0;
   virtual void log_error(const std::string& message) const = 0;
 };

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "constants.h"
+#include "leader_forwarder.h"
 #include "partition_transactions.h"
 #include "ringlog/protocol/frame.h"
 #include "rpc_messages.h"
@@ -118,7 +119,7 @@ void partition_transactions::write_one_marker(const txn_marker& m, const model::
   const int32_t leader = topic->image->partitions[static_cast<size_t>(partition)].leader;
   if (leader != node_id_) {
     // A peer sends markers for partitions it believes this node leads: never bounce them on.
-    if (from_peer || leader < 0) return done(host_.check_leader(*topic, partition).error());
+    if (from_peer || leader < 0) return done(check_leader(*topic, partition, node_id_).error());
     return forward_txn_marker(leader, m, tp, std::move(done));
   }
   const size_t shard = owner(tp.topic, partition);
@@ -155,7 +156,7 @@ void partition_transactions::describe_producers(model::topic_partition tp,
                                                             tp.topic + "' does not exist"});
   }
   // Kafka answers from the leader's producer state only (a follower's may lag behind).
-  if (auto led = host_.check_leader(*topic, partition); !led.ok()) return done(led.error());
+  if (auto led = check_leader(*topic, partition, node_id_); !led.ok()) return done(led.error());
   const size_t shard = owner(tp.topic, partition);
   if (!runtime_.admits(shard)) return done(shard_busy(shard));
   runtime_.post(shard, [this, shard, tp, done = std::move(done)]() mutable {
