@@ -14,8 +14,13 @@ broker's own breakdown of where the time went.
    latencies, the client's own figures; then the broker's breakdown from /metrics
    (ringlog_produce_latency_seconds by stage, the fetch wake-up and ringlog_log_fsync_duration_seconds)
    as a delta over the run: mean and p99 (the upper bound of the bucket holding the 99th sample).
-3. The same rates through `ringlog bench --transport http` (batches of BATCH records) and
-   `--transport ws --ws-produce-batch` (partition 0), each with its own client's figures.
+3. The same rates through ringlog's own Kafka load generator (`ringlog bench --transport kafka`,
+   4 producer connections with up to 5 Produce requests in flight each, 2 consumers; each batch
+   holds about a millisecond of its producer's records, rate / 4 / 1000, at least 1: the batching
+   linger.ms=1 asks of librdkafka, without librdkafka's own queueing), then
+   `ringlog bench --transport http` (batches of BATCH records) and `--transport ws
+   --ws-produce-batch` (partition 0), each with its own client's figures. SKIP_NATIVE=1 skips the
+   first. LINGER_MS sets librdkafka's linger.ms (default 1, the issue's setting).
 4. fio: buffered 4 KiB writes with an fdatasync after each (the sync latency percentiles of the
    disk this run wrote to) and 64 KiB writes with an fdatasync every 1 MiB (bandwidth).
 
@@ -31,7 +36,7 @@ Runs its own broker (HTTP 127.0.0.1:9890, Kafka 127.0.0.1:9892) with a temporary
 TMPDIR (the disk the broker and fio write to). Prints `uptime` before and after: figures taken
 at a load above ~1 are not quiet. Not a test: no figure is asserted.
 """
-import json, os, re, shutil, statistics, subprocess, sys, tempfile, time
+import json, os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
 
 import requests
 
@@ -47,6 +52,7 @@ REPEATS = int(os.environ.get("REPEATS", "1"))
 PARTITIONS = int(os.environ.get("PARTITIONS", "6"))
 RATES = [float(x) for x in os.environ.get("RATES", "10000,0.5,0.75").split(",")]
 BATCH = int(os.environ.get("BATCH", "100"))
+LINGER_MS = os.environ.get("LINGER_MS", "1")
 NODES = int(os.environ.get("NODES", "1"))
 REPLICATION_FACTOR = int(os.environ.get("REPLICATION_FACTOR", str(NODES)))
 # Node i (0-based) listens on HTTP 9890+10i, Kafka 9892+10i and (NODES > 1) cluster 9894+10i.
@@ -60,6 +66,30 @@ STAGES = ["queue", "append", "fsync_wait", "fsync", "replication_wait", "total",
 def taskset(var):
     cpus = os.environ.get(var)
     return ["taskset", "-c", cpus] if cpus else []
+
+
+BROKER_PIDS = []
+
+
+def cpu_sample():
+    """(machine busy jiffies, machine total jiffies, brokers' CPU s, waited-for children's CPU s)."""
+    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    idle = fields[3] + fields[4]   # idle + iowait
+    hz = os.sysconf("SC_CLK_TCK")
+    brokers = 0.0
+    for pid in BROKER_PIDS:
+        stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        brokers += (int(stat[11]) + int(stat[12])) / hz   # utime + stime
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return sum(fields) - idle, sum(fields), brokers, kids.ru_utime + kids.ru_stime
+
+
+def cpu_use(before, after, seconds):
+    """{machine_busy: fraction of every core, broker_cores / client_cores: cores' worth of CPU} over a run
+    (the client: the load generator waited for, so its whole life including start-up and drain)."""
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return {"machine_busy": busy / total if total else 0.0, "broker_cores": (after[2] - before[2]) / seconds,
+            "client_cores": (after[3] - before[3]) / seconds}
 
 
 def uptime():
@@ -167,29 +197,40 @@ def breakdown(before, after):
 
 def kafka_run(rate, seconds):
     topic = new_topic()
-    before = scrape()
+    before, cpu_before, started = scrape(), cpu_sample(), time.monotonic()
     out = subprocess.run(taskset("CLIENT_CPUS") + [CLIENT, "--bootstrap", KAFKA, "--topic", topic, "--partitions",
-                                                   str(PARTITIONS), "--rate", str(int(rate)), "--seconds", str(seconds)],
+                                                   str(PARTITIONS), "--rate", str(int(rate)), "--seconds", str(seconds),
+                                                   "--linger-ms", LINGER_MS],
                          capture_output=True, text=True, timeout=seconds + 120)
     if out.returncode != 0:
         raise SystemExit("latency_client failed: " + out.stderr + out.stdout)
     result = json.loads(out.stdout)
+    result["cpu"] = cpu_use(cpu_before, cpu_sample(), time.monotonic() - started)
     result["breakdown"] = breakdown(before, scrape())
     return result
 
 
+def native_batch(rate):
+    """Records per batch of the native Kafka generator: about 1 ms of one of its 4 producers' records."""
+    return max(1, round(rate / 4 / 1000))
+
+
 def ringlog_bench(transport, rate, seconds):
     topic = new_topic(1 if transport == "ws" else PARTITIONS)
+    batch = native_batch(rate) if transport == "kafka" else BATCH
     args = [RINGLOG, "bench", "--bootstrap-server", HTTP, "--transport", transport, "--topic", topic, "--partitions",
             str(1 if transport == "ws" else PARTITIONS), "--duration-ms", str(int(seconds * 1000)), "--rate",
-            str(int(rate)), "--record-bytes", "1024", "--acks", "all", "--batch-records", str(BATCH), "--json"]
+            str(int(rate)), "--record-bytes", "1024", "--acks", "all", "--batch-records", str(batch), "--json"]
+    if transport == "kafka":
+        args += ["--kafka-bootstrap", KAFKAS_OF_NODES[0], "--producers", "4", "--consumers", "2"]
     if transport == "ws":
         args.append("--ws-produce-batch")
-    before = scrape()
+    before, cpu_before, started = scrape(), cpu_sample(), time.monotonic()
     out = subprocess.run(taskset("CLIENT_CPUS") + args, capture_output=True, text=True, timeout=seconds + 120)
     if out.returncode != 0:
         return {"error": (out.stderr + out.stdout)[-300:]}
     result = json.loads(out.stdout)
+    result["cpu"] = cpu_use(cpu_before, cpu_sample(), time.monotonic() - started)
     result["breakdown"] = breakdown(before, scrape())
     return result
 
@@ -244,6 +285,7 @@ def main():
         procs.append(subprocess.Popen(taskset("BROKER_CPUS") + [RINGLOG, "serve"] + sets, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.STDOUT))
     proc = procs[0]
+    BROKER_PIDS.extend(p_.pid for p_ in procs)
     try:
         for p_, url in zip(procs, HTTPS_OF_NODES):
             wait_healthy(p_, url=url)
@@ -253,11 +295,16 @@ def main():
             maximum = float(os.environ["MAX_RATE"])
             print(f"maximum given: {maximum:,.0f} records/s")
         else:
-            maxima = [kafka_run(0, MAX_SECONDS)["acked_per_s"] for _ in range(MAX_REPEATS)]
+            max_runs = [kafka_run(0, MAX_SECONDS) for _ in range(MAX_REPEATS)]
+            maxima = [r["acked_per_s"] for r in max_runs]
+            for r in max_runs:
+                c = r["cpu"]
+                print(f"  maximum run: {r['acked_per_s']:,.0f}/s, machine busy {c['machine_busy']:.0%}, "
+                      f"broker {c['broker_cores']:.2f} cores, client {c['client_cores']:.2f} cores")
             if min(maxima) <= 0:
                 raise SystemExit(f"no maximum measured: {maxima}")
             maximum = statistics.median(maxima)
-            print(f"maximum (median of {MAX_REPEATS} runs of {MAX_SECONDS:g} s, acks=all, linger.ms=1): "
+            print(f"maximum (median of {MAX_REPEATS} runs of {MAX_SECONDS:g} s, acks=all, linger.ms={LINGER_MS}): "
                   f"{maximum:,.0f} records/s; runs: {', '.join(f'{m:,.0f}' for m in maxima)}")
         rates = [r if r > 1 else r * maximum for r in RATES]
         results = []
@@ -266,13 +313,17 @@ def main():
                 results.append(("kafka", rate, kafka_run(rate, RUN_SECONDS)))
                 print(f"  kafka {rate:,.0f}/s done: {json.dumps({k: results[-1][2][k] for k in ('acked_per_s', 'ack', 'e2e')})}",
                       flush=True)
+        if not os.environ.get("SKIP_NATIVE"):
+            for rate in rates:
+                results.append(("native kafka", rate, ringlog_bench("kafka", rate, RUN_SECONDS)))
         if not os.environ.get("SKIP_HTTP"):
             for transport in ["http", "ws"]:
                 for rate in rates:
                     results.append((transport, rate, ringlog_bench(transport, rate, RUN_SECONDS)))
         limit = fio(data)
         print("load after:", uptime())
-        print(f"\n{PARTITIONS} partitions, 1 KiB incompressible values, acks=all, linger.ms=1, {RUN_SECONDS:g} s per run "
+        print(f"\n{PARTITIONS} partitions, 1 KiB incompressible values, acks=all, librdkafka linger.ms={LINGER_MS}, "
+              f"{RUN_SECONDS:g} s per run "
               "(the first second's samples dropped)\n")
         print("| client | rate/s | achieved/s | ack p50 | p99 | p99.9 | max | e2e p50 | p99 | p99.9 | max |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -281,10 +332,20 @@ def main():
                 print(f"| librdkafka | {rate:,.0f} | {r['acked_per_s']:,.0f} | {fmt_lat(r['ack'])} | {fmt_lat(r['e2e'])} |")
             elif "error" in r:
                 print(f"| ringlog bench {transport} | {rate:,.0f} | failed: {r['error'][:80]} |")
+            elif transport == "native kafka":
+                p, e = r["produce_ms"], r["end_to_end_ms"]
+                print(f"| ringlog bench kafka (batches of {native_batch(rate)}) | {rate:,.0f} | {r['records_per_s']:,.0f} | "
+                      f"{p['p50']:.2f} | {p['p99']:.2f} | {p['p99.9']:.2f} | | {e['p50']:.2f} | {e['p99']:.2f} | {e['p99.9']:.2f} | |")
             else:
                 p, e = r["produce_ms"], r["end_to_end_ms"]
                 print(f"| ringlog bench {transport} | {rate:,.0f} | {r['records_per_s']:,.0f} | {p['p50']:.2f} | {p['p99']:.2f} | "
                       f"{p['p99.9']:.2f} | | {e['p50']:.2f} | {e['p99']:.2f} | {e['p99.9']:.2f} | |")
+        print(f"\nCPU over each run ({os.cpu_count()} cores; a core's worth = 1.00; the client's from its start to its exit):\n")
+        print("| client | rate/s | machine busy | broker(s) cores | client cores |\n|---|---:|---:|---:|---:|")
+        for transport, rate, r in results:
+            if "cpu" in r:
+                c = r["cpu"]
+                print(f"| {transport} | {rate:,.0f} | {c['machine_busy']:.0%} | {c['broker_cores']:.2f} | {c['client_cores']:.2f} |")
         for transport, rate, r in results:
             if "breakdown" in r:
                 print(f"\nBroker breakdown, {transport} at {rate:,.0f}/s (delta of /metrics over the run):")
