@@ -6,7 +6,9 @@
 # the two binaries alternating so that the machine's drift falls on both.
 #
 # Usage: bench/run-produce-ab.sh BASE_BIN NEW_BIN   (env: ROUNDS=3, MS=8000 per run,
-#        TRANSPORTS="http kafka", PORT=9790 (HTTP; Kafka on PORT+2), BENCH_DIR=/var/tmp)
+#        TRANSPORTS="http kafka", PORT=9790 (HTTP; Kafka on PORT+2), BENCH_DIR=/var/tmp,
+#        CLIENT_BIN=the binary whose `ringlog bench` loads both brokers; default: each binary its own,
+#        so give one when the two binaries' load generators differ)
 # Prints one line per run: which binary, transport, load average, records/s, produce p50/p99 ms,
 # records/s consumed (2 consumers reading while the producers write) and end-to-end p99 ms.
 # Not a test: no figure is asserted.
@@ -31,7 +33,7 @@ run() {
     fi
     sleep 0.05
   done
-  out=$("$bin" bench --bootstrap-server "http://127.0.0.1:$PORT" --kafka-bootstrap "127.0.0.1:$KPORT" \
+  out=$("${CLIENT_BIN:-$bin}" bench --bootstrap-server "http://127.0.0.1:$PORT" --kafka-bootstrap "127.0.0.1:$KPORT" \
     --transport "$transport" --topic ab --partitions 6 --duration-ms "$MS" --record-bytes 1024 --acks all --json)
   kill $pid
   wait $pid || true
