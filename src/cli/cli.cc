@@ -158,9 +158,9 @@ int report_failure(const http_client::reply_result& r, std::string_view what) {
 
 bool ok_status(const http_client::reply_result& r) { return r.ok() && r->status >= 200 && r->status < 300; }
 
-/// A JSON value as a table cell: "-" for null, strings unquoted.
+/// A JSON value as a table cell: "-" for null or an empty string, strings unquoted.
 std::string cell(const json& v) {
-  if (v.is_null()) return "-";
+  if (v.is_null() || (v.is_string() && v.get_ref<const std::string&>().empty())) return "-";
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
 }
