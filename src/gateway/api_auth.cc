@@ -23,9 +23,11 @@ bool authenticate_call(const call_ptr& c, std::string_view pattern) {
   if (!auth || !auth->enabled() || open_route(pattern, auth->options())) return true;
   // A call a broker of this cluster proved it passed on (identify_client), naming the caller it
   // authenticated: that broker checked the credentials, which may be its own access token or
-  // console session (unknown here). Never from an unsigned call.
+  // console session (unknown here). Never from an unsigned call. The user's credential as this
+  // node's image has it goes with the caller, so what it is given here (the access token of a
+  // redirected stream) ends with that credential as the caller's own login does.
   if (c->passed_on_by_broker && c->forwarded_principal) {
-    c->who = auth_outcome{*c->forwarded_principal, auth_via::none, {}, {}};
+    c->who = auth_outcome{*c->forwarded_principal, auth_via::none, {}, auth->fingerprint_of(c->forwarded_principal->name)};
     return true;
   }
   std::string token;

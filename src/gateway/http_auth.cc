@@ -239,9 +239,11 @@ http_response http_authenticator::logout(const http_request& request) {
 }
 
 http_response http_authenticator::issue_token(const auth_outcome& who) {
-  // A token asked for with a password (Basic, or a session that began with one) ends with it.
-  const bool by_password = who.via == auth_via::basic || who.via == auth_via::session_cookie;
-  auto token = sessions_.issue_token(who.principal, now(), by_password ? fingerprint_of(who.principal.name) : "");
+  // A token ends with the credential its caller's login ends with: Basic's password, a session's
+  // or an access token's (a token asked for with a token does not outlive the first one's
+  // password), a forwarded caller's as this node knows it (authenticate_call); a Bearer JWT's
+  // has none.
+  auto token = sessions_.issue_token(who.principal, now(), who.credential_fingerprint);
   if (!token) return error_response(429, error_codes::too_many_requests, "too many live access tokens: retry later");
   http_response r = json_response(201, {{"access_token", token->first},
                                         {"token_type", "ringlog-access-token"},

@@ -110,11 +110,13 @@ class http_authenticator {
   /// dialog of its own) and Confluent's {"error_code":40101,"message":...}.
   [[nodiscard]] http_response unauthorized(const http_request& request, std::string_view message,
                                            std::string_view bearer_error = {}) const;
+  /// The user's credential as this node's metadata image has it (options_.credential_fingerprint):
+  /// "" when unset or when the user has no SCRAM credential. A caller another broker passed on
+  /// carries it, so what this node gives that caller ends with the credential.
+  [[nodiscard]] std::string fingerprint_of(std::string_view user) const;
 
  private:
   int64_t now() const { return options_.now_ms(); }
-  /// options_.credential_fingerprint(user), "" when unset.
-  [[nodiscard]] std::string fingerprint_of(std::string_view user) const;
   /// False when `user` was deleted or changed its password since `fingerprint` was read (true
   /// when it is empty: a credential that began without a password).
   [[nodiscard]] bool credentials_unchanged(std::string_view user, std::string_view fingerprint) const;

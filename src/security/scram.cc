@@ -134,15 +134,18 @@ bool user_password_matches(const scram_lookup& lookup, std::string_view user, st
 }
 
 std::string credential_fingerprint(const scram_lookup& lookup, std::string_view user) {
-  std::string out;
+  // The credential a password is checked against (user_password_matches' order), not every
+  // mechanism's: adding a SCRAM-SHA-256 credential beside a SHA-512 one changes no password
+  // check, so it ends no login (a breaker saw it log the user out everywhere, session 27).
   for (auto m : {scram_mechanism::sha_512, scram_mechanism::sha_256}) {
     auto credential = lookup(user, m);
     if (!credential) continue;
-    out += std::to_string(static_cast<int>(m)) + ":" + std::to_string(credential->iterations) + ":";
+    std::string out = std::to_string(static_cast<int>(m)) + ":" + std::to_string(credential->iterations) + ":";
     out.append(reinterpret_cast<const char*>(credential->salt.data()), credential->salt.size());
     out.append(reinterpret_cast<const char*>(credential->stored_key.data()), credential->stored_key.size());
+    return out;
   }
-  return out;
+  return {};
 }
 
 verified_passwords::verified_passwords(size_t entries_max)

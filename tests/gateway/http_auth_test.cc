@@ -174,14 +174,26 @@ TEST_CASE("credential_ended: a long-lived connection's session, token or Basic c
   const std::string token = nlohmann::json::parse(auth.issue_token(by_basic).body)["access_token"];
   r.cookie.clear();
   const auth_outcome by_token = accepted(auth.authenticate(r, token));
-  for (const auto* who : {&by_basic, &by_cookie, &by_token}) CHECK_FALSE(auth.credential_ended(*who));
+  // A token asked for with a token, and one given to a caller another broker passed on (the
+  // caller's credential as this node knows it): each ends with alice's password too (a
+  // breaker's HIGH, session 27: the latter was tied to nothing).
+  const std::string token_of_token = nlohmann::json::parse(auth.issue_token(by_token).body)["access_token"];
+  const auth_outcome by_token_of_token = accepted(auth.authenticate(r, token_of_token));
+  const auth_outcome passed_on{security::kafka_principal::user("alice"), auth_via::none, {}, auth.fingerprint_of("alice")};
+  const std::string token_of_passed_on = nlohmann::json::parse(auth.issue_token(passed_on).body)["access_token"];
+  const auth_outcome by_token_of_passed_on = accepted(auth.authenticate(r, token_of_passed_on));
+  CHECK(by_token_of_token.credential_fingerprint == "v1");
+  CHECK(by_token_of_passed_on.credential_fingerprint == "v1");
+  for (const auto* who : {&by_basic, &by_cookie, &by_token, &by_token_of_token, &by_token_of_passed_on}) {
+    CHECK_FALSE(auth.credential_ended(*who));
+  }
 
   now += 1'000;   // the token expired: a socket it opened goes on
   CHECK_FALSE(auth.credential_ended(by_token));
   CHECK(auth.logout(r).status == 204);   // no cookie in r: nothing ends
   CHECK_FALSE(auth.credential_ended(by_cookie));
   fingerprint = "v2";   // a new password
-  for (const auto* who : {&by_basic, &by_cookie, &by_token}) {
+  for (const auto* who : {&by_basic, &by_cookie, &by_token, &by_token_of_token, &by_token_of_passed_on}) {
     CHECK(auth.credential_ended(*who).value_or("").find("deleted or its password changed") != std::string::npos);
   }
   fingerprint = "v1";

@@ -12,6 +12,7 @@ verified at the transaction's coordinator. Every wait polls with a deadline.
 """
 import asyncio
 import json
+import urllib.parse
 
 import requests
 import websockets
@@ -193,7 +194,7 @@ def test_a_token_or_session_authenticated_call_works_through_a_non_coordinator(r
     "authentication required", a v2 consumer's read 401 "access_token unknown or expired" (and
     the token crossed to the peer in the URL). The passing broker now names the principal it
     authenticated, under the forwarding proof; the coordinator takes it only from a proven call."""
-    cluster = Cluster(tmp_path, extra_sets=("http.authentication.method=BASIC",),
+    cluster = Cluster(tmp_path, extra_sets=("http.authentication.method=BASIC", "super.users=User:admin"),
                       extra_args=("--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]")).start()
     try:
         admin = requests.Session()
@@ -293,5 +294,38 @@ def test_a_token_or_session_authenticated_call_works_through_a_non_coordinator(r
             settled = all(p["high_watermark_established"] for p in d["data"]) and "unanswered_brokers" not in d.get("metadata", {})
             return d if settled else None
         wait_until(figures_by_token, FAILOVER_DEADLINE_S, "every leader's figures by access_token")
+
+        # The breaker's redirect_token.py (session 27, HIGH): the token the coordinator gives a
+        # redirected stream was tied to no credential (a passed-on caller came with none), so it
+        # and a WebSocket opened with it outlived the user's deletion. It now ends with the user.
+        assert admin.post(v3 + "/users/carol", json={"mechanism": "SCRAM-SHA-512", "password": "carol-pw"},
+                          timeout=40).status_code in (200, 201, 204)
+        carol = requests.Session()
+        carol.auth = ("carol", "carol-pw")
+        wait_until(lambda: all(carol.get(n.url + "/v1/whoami", timeout=10).status_code == 200 for n in cluster.nodes),
+                   FAILOVER_DEADLINE_S, "carol known on every node")
+        carol_base = None
+        for i in range(24):
+            r = carol.post(f"{entry.url}/consumers/tkc{i}", json={"name": "c", "format": "binary",
+                                                                   "auto.offset.reset": "earliest"}, headers=V2, timeout=40)
+            assert r.status_code == 200, r.text
+            if r.headers.get(SERVED_BY) not in (None, str(entry.node_id)):
+                carol_base = r.json()["base_uri"]
+                break
+            carol.delete(r.json()["base_uri"], headers=V2, timeout=40)
+        assert carol_base, "no group of 24 coordinated by another node"
+        assert carol.post(carol_base + "/subscription", json={"topics": ["tk"]}, headers=V2, timeout=40).status_code == 204
+        carol_token = carol.post(entry.url + "/v1/tokens", timeout=10).json()["access_token"]
+        redirect = requests.get(carol_base + "/records", params={"timeout": 0, "access_token": carol_token},
+                                headers={"Accept": "application/x-ndjson"}, allow_redirects=False, timeout=40)
+        assert redirect.status_code == 307, (redirect.status_code, redirect.text)
+        location = redirect.headers["Location"]
+        given = urllib.parse.parse_qs(urllib.parse.urlparse(location).query)["access_token"][0]
+        coordinator_url = location.split("/consumers/")[0]
+        assert requests.get(coordinator_url + "/v1/whoami", params={"access_token": given}, timeout=10).status_code == 200
+        assert admin.delete(v3 + "/users/carol", timeout=40).status_code in (200, 204)
+        wait_until(lambda: requests.get(coordinator_url + "/v1/whoami", params={"access_token": given},
+                                        timeout=10).status_code == 401,
+                   FAILOVER_DEADLINE_S, "the coordinator's token for carol's stream ends with carol")
     finally:
         cluster.stop()

@@ -236,6 +236,27 @@ TEST_CASE("user_password_matches and credential_fingerprint follow the store as 
   CHECK(credential_fingerprint(lookup, "bob").empty());
 }
 
+TEST_CASE("credential_fingerprint is the credential a password is checked against, not every mechanism's") {
+  // A breaker (session 27): adding a SCRAM-SHA-256 credential beside the SHA-512 one every
+  // password check uses ended every login of the user.
+  std::map<std::pair<std::string, scram_mechanism>, scram_credential> store;
+  scram_lookup lookup = [&store](std::string_view user, scram_mechanism m) -> std::optional<scram_credential> {
+    auto it = store.find({std::string(user), m});
+    if (it == store.end()) return std::nullopt;
+    return it->second;
+  };
+  store[{"bob", scram_mechanism::sha_512}] = new_scram_credential(scram_mechanism::sha_512, "pw", 4096).value();
+  const std::string first = credential_fingerprint(lookup, "bob");
+  store[{"bob", scram_mechanism::sha_256}] = new_scram_credential(scram_mechanism::sha_256, "other", 4096).value();
+  CHECK(credential_fingerprint(lookup, "bob") == first);
+  CHECK(user_password_matches(lookup, "bob", "pw"));
+  store[{"bob", scram_mechanism::sha_512}] = new_scram_credential(scram_mechanism::sha_512, "new", 4096).value();
+  CHECK(credential_fingerprint(lookup, "bob") != first);
+  store.erase({"bob", scram_mechanism::sha_512});   // the SHA-256 one is now what a password is checked against
+  CHECK_FALSE(credential_fingerprint(lookup, "bob").empty());
+  CHECK(credential_fingerprint(lookup, "bob") != first);
+}
+
 TEST_CASE("verified_passwords remembers verified passwords only while the credential stays") {
   std::map<std::string, scram_credential> store;
   scram_lookup lookup = [&store](std::string_view user, scram_mechanism m) -> std::optional<scram_credential> {
