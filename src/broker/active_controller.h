@@ -45,9 +45,11 @@
 
 namespace ringlog::broker::detail {
 
-/// What the active controller reaches in the broker beyond the metadata (the views, commit_records,
-/// post_caught_up, log_info: metadata_host.h; broker_impl implements it). A virtual base: the
-/// broker's facets share one metadata_host.
+class metadata_publisher;
+
+/// What the active controller reaches in the broker beyond the metadata (commit_records,
+/// post_caught_up: metadata_host.h; broker_parts implements it; the views are the publisher's). A
+/// virtual base: the broker's facets share one metadata_host.
 class active_controller_host : public virtual metadata_host {
  public:
   /// The metadata quorum's leader, the active controller (-1: none known, or not started).
@@ -60,7 +62,6 @@ class active_controller_host : public virtual metadata_host {
   [[nodiscard]] virtual int32_t min_insync_replicas(const std::string& topic) const = 0;
   /// Start-up waits on the metadata look again (an internal topic's creation ended).
   virtual void run_metadata_rechecks() = 0;
-  virtual void log_error(const std::string& message) const = 0;
 };
 
 /// The reassignments under way in `image`, of `topic` or of every topic (empty).
@@ -77,8 +78,9 @@ class active_controller {
   /// `cluster_transport` null: a single node (no probes, no RPC handlers); `quorum_voters`:
   /// controller.quorum.voters (empty: this node is the only voter). Every reference outlives
   /// this object.
-  active_controller(active_controller_host& host, const broker_config& config, const base::clock& clock,
-                    runtime::shard_runtime& runtime, rpc::transport* cluster_transport, base::random_source& random,
+  active_controller(active_controller_host& host, const metadata_publisher& metadata, broker_log log,
+                    const broker_config& config, const base::clock& clock, runtime::shard_runtime& runtime,
+                    rpc::transport* cluster_transport, base::random_source& random,
                     const std::map<int32_t, rpc::peer_address>& quorum_voters, const std::atomic<bool>& stopping);
 
   /// Before the transport serves: the handlers of BrokerHeartbeat, AlterPartition and
@@ -195,6 +197,8 @@ class active_controller {
   void autobalancer_tick();   // every node: unavailability; the active controller: decommissions, moves
 
   active_controller_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  const broker_log log_;
   const broker_config& config_;
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;

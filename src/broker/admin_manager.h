@@ -21,6 +21,7 @@
 #include "constants.h"
 #include "metadata.h"
 #include "metadata_host.h"
+#include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/admin.h"
 #include "ringlog/broker/broker.h"
@@ -28,7 +29,7 @@
 
 namespace ringlog::broker::detail {
 
-/// What the admin facet reaches in the broker beyond the metadata (broker_impl implements it).
+/// What the admin facet reaches in the broker beyond the metadata (broker_parts implements it).
 class admin_host : public virtual metadata_host {
  public:
   /// The metadata quorum's leader, the active controller (-1: none known, or not started).
@@ -44,9 +45,9 @@ class admin_manager final : public admin_api {
  public:
   /// `config`: the static broker config (a view's dynamic one replaces it where it has one);
   /// `stopping`: the broker's stop flag. Every reference outlives this object.
-  admin_manager(admin_host& host, const broker_config& config, const broker_dependencies& deps,
-                active_controller& controller, const std::atomic<bool>& stopping)
-      : host_(host), config_(config), deps_(deps), controller_(controller), stopping_(stopping) {}
+  admin_manager(admin_host& host, const metadata_publisher& metadata, const broker_config& config,
+                const broker_dependencies& deps, active_controller& controller, const std::atomic<bool>& stopping)
+      : host_(host), metadata_(metadata), config_(config), deps_(deps), controller_(controller), stopping_(stopping) {}
 
   // topics_admin.cc
   void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) override;
@@ -78,7 +79,7 @@ class admin_manager final : public admin_api {
     controller_.alter_partition_reassignments(std::move(targets), std::move(done));
   }
   [[nodiscard]] std::vector<partition_reassignment> list_partition_reassignments(const std::string& topic) const override {
-    return reassignments_in(*host_.current_view()->image, topic);
+    return reassignments_in(*metadata_.view()->image, topic);
   }
   void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) override {
     controller_.rebalance(std::move(request), std::move(done));
@@ -90,20 +91,20 @@ class admin_manager final : public admin_api {
     controller_.decommission_broker(node_id, cancel, std::move(done));
   }
   [[nodiscard]] std::vector<broker_decommission> list_decommissions() const override {
-    return decommissions_in(*host_.current_view()->image);
+    return decommissions_in(*metadata_.view()->image);
   }
 
  private:
   /// The topic `name` as of the calling thread's view, or null.
   [[nodiscard]] std::shared_ptr<const topic_state> find_topic(const std::string& name) const {
-    const auto v = host_.current_view();
+    const auto v = metadata_.view();
     auto it = v->topics.find(name);
     return it == v->topics.end() ? nullptr : it->second;
   }
   /// Controller shard: the topic as of the last applied metadata entry.
   [[nodiscard]] std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const {
     RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-    const auto& v = host_.controller_view();
+    const auto& v = metadata_.controller_view();
     auto it = v->topics.find(name);
     return it == v->topics.end() ? nullptr : it->second;
   }
@@ -115,6 +116,7 @@ class admin_manager final : public admin_api {
   [[nodiscard]] topic_description describe(const topic_state& t) const;
 
   admin_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
   const broker_config& config_;
   const broker_dependencies& deps_;
   active_controller& controller_;

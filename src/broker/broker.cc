@@ -49,7 +49,7 @@ error shard_busy(size_t shard) {
 // ---------------------------------------------------------------- the facade
 
 int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
-  const auto t = parts_.find_topic(consumer_offsets_topic);
+  const auto t = parts_.publisher_.find_topic(consumer_offsets_topic);
   if (!t || t->partitions_count() <= 0) return -1;
   const int32_t p = group::coordinator_partition_for(group_id, t->partitions_count());
   return t->image->partitions[static_cast<size_t>(p)].leader;

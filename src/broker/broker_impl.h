@@ -81,7 +81,9 @@ class broker_impl final : public broker {
   [[nodiscard]] replication_throttle_figures replication_throttling() const override {
     return parts_.replication_throttles_.figures();
   }
-  [[nodiscard]] autobalancer_figures autobalancer_moves() const override { return parts_.controller_.autobalancer_moves(); }
+  [[nodiscard]] autobalancer_figures autobalancer_moves() const override {
+    return parts_.controller_.autobalancer_moves();
+  }
   group_api& groups() override { return *parts_.groups_; }
   txn_api& transactions() override { return *parts_.txns_; }
   security_api& security() override { return parts_.security_; }

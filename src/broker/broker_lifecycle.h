@@ -27,14 +27,13 @@ namespace ringlog::broker::detail {
 
 class metadata_writer;   // cluster_requests.h
 
-/// What the lifecycle reaches in the broker (broker_impl implements it).
+/// What the lifecycle reaches in the broker (broker_parts implements it).
 class broker_lifecycle_host {
  public:
   virtual ~broker_lifecycle_host() = default;
   /// Start-up's wait (start_up.cc): runs `again` once, on the next applied entry or leader
   /// change, or after start-up's poll interval, whichever is first.
   virtual void recheck_on_metadata(std::function<void()> again) = 0;
-  virtual void log_error(const std::string& message) const = 0;
 };
 
 class broker_lifecycle {
@@ -43,9 +42,10 @@ class broker_lifecycle {
   /// single node), random source and advertised listeners; `quorum`: the broker's metadata quorum,
   /// null until start_quorum made it; `stopping`: the broker's stop flag (a set flag ends the
   /// heartbeats). Every reference outlives this object.
-  broker_lifecycle(broker_lifecycle_host& host, const broker_config& config, const broker_dependencies& deps,
-                   const std::unique_ptr<controller::metadata_quorum>& quorum, metadata_publisher& publisher,
-                   metadata_writer& writer, active_controller& controller, const std::atomic<bool>& stopping);
+  broker_lifecycle(broker_lifecycle_host& host, broker_log log, const broker_config& config,
+                   const broker_dependencies& deps, const std::unique_ptr<controller::metadata_quorum>& quorum,
+                   metadata_publisher& publisher, metadata_writer& writer, active_controller& controller,
+                   const std::atomic<bool>& stopping);
 
   /// Start-up (start_quorum), once the log directory is this node's: a new incarnation id (from
   /// deps.random; a restart is a new registration with a new broker epoch) and a lease of
@@ -94,6 +94,7 @@ class broker_lifecycle {
   [[nodiscard]] const controller::metadata_image& controller_image() const { return *publisher_.controller_view()->image; }
 
   broker_lifecycle_host& host_;
+  const broker_log log_;
   const broker_config& config_;
   const broker_dependencies& deps_;
   const std::unique_ptr<controller::metadata_quorum>& quorum_;

@@ -59,7 +59,6 @@ class broker_parts final : public coordinator_partitions_host,
                            public leader_forwarder_host,
                            public produce_pipeline_host,
                            public metadata_barrier_host,
-                           public partition_transactions_host,
                            public metadata_publisher_host,
                            public delay_host_services,
                            public replica_manager_host,
@@ -139,24 +138,11 @@ class broker_parts final : public coordinator_partitions_host,
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
   const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
   // admin_host (and the metadata_host of the security facet)
-  std::shared_ptr<const metadata_view> current_view() const override { return view(); }
   std::optional<controller::quorum_description> quorum_description() const override {
     return quorum_ ? std::optional(quorum_->describe()) : std::nullopt;
   }
   int64_t leadership_lease_until_ms() const override { return lifecycle_.leadership_lease_until_ms(); }
 
-  std::shared_ptr<const topic_state> find_topic(const std::string& name) const override {
-    auto v = view();
-    auto it = v->topics.find(name);
-    return it == v->topics.end() ? nullptr : it->second;
-  }
-  /// Controller shard: the topic as of the last applied metadata entry.
-  std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const override {
-    RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-    const auto& topics = publisher_.controller_view()->topics;
-    auto it = topics.find(name);
-    return it == topics.end() ? nullptr : it->second;
-  }
   // Start-up steps on the controller shard, retried on runtime timers up to `deadline_ms` (clock
   // ms; stage F: no thread sleeps); `done` once, there. Errors: not_controller (timed out).
   /// The quorum has a leader and this node applied and published every entry below its HW.
@@ -186,7 +172,6 @@ class broker_parts final : public coordinator_partitions_host,
   /// Handlers of requests from other nodes (on the cluster listener), before it serves.
   void register_cluster_handlers();
   // active_controller_host
-  const std::shared_ptr<const metadata_view>& controller_view() const override { return publisher_.controller_view(); }
   controller::uuid incarnation_id() const override { return lifecycle_.incarnation_id(); }
   const controller::broker_registration* own_registration() const override { return lifecycle_.own_registration(); }
   // metadata_publisher_host
@@ -198,15 +183,7 @@ class broker_parts final : public coordinator_partitions_host,
   void on_topics_changed() override {
     if (groups_) groups_->topics_changed();
   }
-  void log_info(const std::string& message) const override {
-    if (deps_.log) deps_.log(true, message);
-  }
-  void log_error(const std::string& message) const override {
-    if (deps_.log) deps_.log(false, message);
-  }
   // leader_forwarder_host (leader_forwarder.h) and metadata_barrier_host (metadata_barrier.h)
-  std::shared_ptr<const metadata_view> shard_view() const override { return publisher_.views().current(); }
-  std::shared_ptr<const metadata_view> newest_view() const override { return publisher_.views().latest(); }
   void produce_peer_batches(produce_batches_request request,
                             std::function<void(result<produce_batches_response>)> done) override {
     produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::peer_broker);
@@ -279,6 +256,7 @@ class broker_parts final : public coordinator_partitions_host,
   /// The metadata quorum's state machine: the views and the replicas following the applied
   /// entries (metadata_publisher.h).
   metadata_publisher publisher_{*this,
+                                broker_log(deps_.log),
                                 deps_.runtime,
                                 config_,
                                 partition_managers_,
@@ -293,11 +271,13 @@ class broker_parts final : public coordinator_partitions_host,
   /// (partition_transactions.h). It holds references to groups_ and txns_started_ below and
   /// reads them only once they are set; before coordinator_partitions_, which passes it the
   /// coordinators' markers.
-  partition_transactions partition_txns_{*this, config_.node_id, deps_.runtime, deps_.cluster_transport,
-                                         partition_managers_, stopping_, groups_, txns_started_};
+  partition_transactions partition_txns_{publisher_, broker_log(deps_.log), config_.node_id, deps_.runtime,
+                                         deps_.cluster_transport, partition_managers_, stopping_, groups_,
+                                         txns_started_};
   /// The group and transaction services' host: their internal topics' appends, reads and
   /// leaders (coordinator_partitions.h); before the services, so it outlives them.
-  coordinator_partitions coordinator_partitions_{*this, partition_txns_, config_.node_id, deps_.runtime, deps_.random,
+  coordinator_partitions coordinator_partitions_{*this, publisher_, broker_log(deps_.log),
+                                                 partition_txns_, config_.node_id, deps_.runtime, deps_.random,
                                                  partition_managers_};
   /// Fetches and list offsets (fetch_service.h).
   fetch_service fetch_{publisher_, admin_, forwarder_, deps_.runtime, partition_managers_, config_.node_id, stopping_};
@@ -309,7 +289,7 @@ class broker_parts final : public coordinator_partitions_host,
   std::atomic<txn_service*> txns_started_{nullptr};
   /// The produce pipeline and the produces parked behind a topic's auto-creation
   /// (produce_pipeline.h); it reaches the parts declared after it only once serving.
-  produce_pipeline produce_{*this, config_, deps_.clock, deps_.runtime, partition_managers_, forwarder_,
+  produce_pipeline produce_{*this, publisher_, config_, deps_.clock, deps_.runtime, partition_managers_, forwarder_,
                             barrier_, delay_host_, security_, admin_, stopping_};
   /// Replication (replica_fetcher.h): the leader's side of followers' fetches and its ISR
   /// changes, and the follower's fetch loops; last, so they go first.
@@ -319,19 +299,22 @@ class broker_parts final : public coordinator_partitions_host,
                                    deps_.runtime, deps_.cluster_transport, replication_throttles_, stopping_,
                                    replica_fetch_server_};
   /// Calls passed on to partitions' leaders and peers' calls served here (leader_forwarder.h).
-  leader_forwarder forwarder_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport, stopping_};
+  leader_forwarder forwarder_{*this, publisher_, config_, deps_.clock, deps_.runtime, deps_.cluster_transport,
+                              stopping_};
   /// The admin calls' wait for the quorum's committed metadata (metadata_barrier.h).
-  metadata_barrier barrier_{*this, deps_.runtime, deps_.cluster_transport, config_.node_id};
+  metadata_barrier barrier_{*this, publisher_, deps_.runtime, deps_.cluster_transport, config_.node_id};
   /// The delayed-delivery host: the produce side's delay topics and the schedulers of the delay
   /// partitions this node leads (delay_host.h).
-  delay_host delay_host_{*this, deps_.runtime, deps_.clock, config_.node_id, stopping_};
+  delay_host delay_host_{*this, publisher_, broker_log(deps_.log), deps_.runtime, deps_.clock, config_.node_id,
+                         stopping_};
   /// The active controller's RPCs, commits, ticks and in-flight state (active_controller.h).
-  active_controller controller_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport,
-                                deps_.random, deps_.controller_quorum_voters, stopping_};
+  active_controller controller_{*this, publisher_, broker_log(deps_.log), config_, deps_.clock, deps_.runtime,
+                                deps_.cluster_transport, deps_.random, deps_.controller_quorum_voters, stopping_};
   /// Users, ACLs and client quotas: the security facet (security_manager.h).
-  security_manager security_{*this, config_, deps_.clock, deps_.runtime, deps_.random, stopping_};
+  security_manager security_{*this, publisher_, broker_log(deps_.log), config_, deps_.clock, deps_.runtime,
+                             deps_.random, stopping_};
   /// Topics, the cluster, broker configs and placement calls: the admin facet (admin_manager.h).
-  admin_manager admin_{*this, config_, deps_, controller_, stopping_};
+  admin_manager admin_{*this, publisher_, config_, deps_, controller_, stopping_};
   /// This broker's block of producer ids from the active controller (producer_ids.h).
   producer_id_manager producer_ids_{config_.node_id, controller_, deps_.runtime, deps_.cluster_transport, stopping_};
   /// The metadata writes through the quorum, forwarded in an Envelope when another node leads
@@ -340,7 +323,8 @@ class broker_parts final : public coordinator_partitions_host,
   /// The cluster listener's Fetch, shared by the quorum, followers and forwarded fetches (cluster_requests.h).
   cluster_fetch_router fetch_router_{deps_.cluster_transport, forwarder_, replica_fetch_server_};
   /// Registration, heartbeats, the leadership lease and the controlled shutdown (broker_lifecycle.h).
-  broker_lifecycle lifecycle_{*this, config_, deps_, quorum_, publisher_, writer_, controller_, stopping_};
+  broker_lifecycle lifecycle_{*this, broker_log(deps_.log), config_, deps_, quorum_, publisher_, writer_,
+                              controller_, stopping_};
 };
 
 }  // namespace ringlog::broker::detail

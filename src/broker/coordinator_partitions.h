@@ -32,23 +32,17 @@
 
 namespace ringlog::broker::detail {
 
-/// What coordinator_partitions reaches in the broker (broker_impl implements it).
+class metadata_publisher;
+
+/// What coordinator_partitions reaches in the broker (broker_parts implements it).
 class coordinator_partitions_host {
  public:
   virtual ~coordinator_partitions_host() = default;
-  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  [[nodiscard]] virtual std::shared_ptr<const metadata_view> current_view() const = 0;
-  /// The topic `name` as of the calling thread's metadata view, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
-  /// Controller shard: the metadata view as of the last applied entry (replaced, never changed).
-  [[nodiscard]] virtual const std::shared_ptr<const metadata_view>& controller_view() const = 0;
-  /// Controller shard: the topic as of the last applied metadata entry, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const = 0;
   /// Controller shard: `records` as one metadata entry through the quorum; `done` once it is
   /// committed, applied here, published and reconciled. Errors: invalid_request (the records do
   /// not fit the image), not_controller (no quorum leader: retry), request_timed_out.
-  virtual void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done) = 0;
-  virtual void log_error(const std::string& message) const = 0;
+  virtual void commit_records(std::vector<protocol::metadata_record> records,
+                              std::function<void(result<void>)> done) = 0;
 };
 
 class coordinator_partitions final : public group_host, public txn_host {
@@ -57,10 +51,13 @@ class coordinator_partitions final : public group_host, public txn_host {
   /// `node_id`: this node; `random`: new topic ids; `partition_managers`: each shard's replicas
   /// (partition_managers[i] touched only on shard i's thread). Every reference outlives this
   /// object, which outlives the services it hosts.
-  coordinator_partitions(coordinator_partitions_host& host, partition_transactions& markers, int32_t node_id,
-                         runtime::shard_runtime& runtime, base::random_source& random,
+  coordinator_partitions(coordinator_partitions_host& host, const metadata_publisher& metadata, broker_log log,
+                         partition_transactions& markers, int32_t node_id, runtime::shard_runtime& runtime,
+                         base::random_source& random,
                          const std::vector<std::unique_ptr<partition_manager>>& partition_managers)
       : host_(host),
+        metadata_(metadata),
+        log_(std::move(log)),
         markers_(markers),
         node_id_(node_id),
         runtime_(runtime),
@@ -79,7 +76,7 @@ class coordinator_partitions final : public group_host, public txn_host {
     return read_internal_from(consumer_offsets_topic, shard, partition);
   }
   [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override;
-  void report_error(const std::string& message) const override { host_.log_error(message); }
+  void report_error(const std::string& message) const override { log_.error(message); }
   [[nodiscard]] std::string offsets_leader_text(int32_t partition) const override;
   [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override;
   // txn_host (and the shared internal-topic path of group_host): __transaction_state.
@@ -109,6 +106,8 @@ class coordinator_partitions final : public group_host, public txn_host {
                                   std::vector<model::record> records, std::function<void(result<void>)> replicated);
 
   coordinator_partitions_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  const broker_log log_;
   partition_transactions& markers_;
   const int32_t node_id_;
   runtime::shard_runtime& runtime_;

@@ -33,7 +33,9 @@
 
 namespace ringlog::broker::detail {
 
-/// What the delay host reaches in the broker (broker_impl implements it).
+class metadata_publisher;
+
+/// What the delay host reaches in the broker (broker_parts implements it).
 class delay_host_services {
  public:
   virtual ~delay_host_services() = default;
@@ -48,8 +50,6 @@ class delay_host_services {
   /// (a delay topic), refused otherwise (topic_authorization_failed).
   virtual void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
                           std::function<void(result<produce_response>)> done, bool internal_write) = 0;
-  /// The topic `name` as of the calling thread's metadata view, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
   /// Creates the internal topic `name` (on the controller shard, through the metadata quorum; no
   /// admin checks) with `partitions_count` partitions, the automatic replication factor and
   /// `configs`, unless it exists there already; `done` with the topic, also when a concurrent
@@ -62,14 +62,13 @@ class delay_host_services {
   /// Calls `f` with each replica open on `shard`. On `shard`'s thread.
   virtual void for_each_replica(size_t shard,
                                 const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) = 0;
-  virtual void log_info(const std::string& message) const = 0;
-  virtual void log_error(const std::string& message) const = 0;
 };
 
 class delay_host {
  public:
   /// `stopping`: the broker's stop flag (a set flag ends the schedulers' ticks and drives).
-  delay_host(delay_host_services& host, runtime::shard_runtime& runtime, const base::clock& clock, int32_t node_id,
+  delay_host(delay_host_services& host, const metadata_publisher& metadata, broker_log log,
+             runtime::shard_runtime& runtime, const base::clock& clock, int32_t node_id,
              const std::atomic<bool>& stopping);
 
   // ---- the produce side
@@ -137,6 +136,8 @@ class delay_host {
                       std::function<void(const std::shared_ptr<partition_state>&)> f);
 
   delay_host_services& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  const broker_log log_;
   runtime::shard_runtime& runtime_;
   const base::clock& clock_;
   const int32_t node_id_;

@@ -31,6 +31,8 @@
 
 namespace ringlog::broker::detail {
 
+class metadata_publisher;
+
 /// The partition's leader (this node or another), or not_leader_or_follower when it has none.
 /// `partition` is in [0, topic.partitions_count()).
 result<int32_t> leader_route(const topic_state& topic, int32_t partition);
@@ -39,14 +41,10 @@ result<int32_t> leader_route(const topic_state& topic, int32_t partition);
 /// caller's range check names it.
 result<void> check_leader(const topic_state& topic, int32_t partition, int32_t node_id);
 
-/// What the forwarder reaches in the broker (broker_impl implements it).
+/// What the forwarder reaches in the broker (broker_parts implements it).
 class leader_forwarder_host {
  public:
   virtual ~leader_forwarder_host() = default;
-  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  [[nodiscard]] virtual std::shared_ptr<const metadata_view> shard_view() const = 0;
-  /// The newest view published to the shards (it may be ahead of the calling shard's), or null.
-  [[nodiscard]] virtual std::shared_ptr<const metadata_view> newest_view() const = 0;
   /// fetch / list_offsets of a partition this node leads (fetch.cc; refused on the partition's
   /// shard when it does not).
   virtual void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
@@ -67,8 +65,8 @@ class leader_forwarder {
   /// `config`: the static broker config (node.id, fetch.max.wait.ms); `cluster_transport` null: a
   /// single node (every forward fails as unreachable); `stopping`: the broker's stop flag (a set
   /// flag ends the metadata waits). Every reference outlives this object.
-  leader_forwarder(leader_forwarder_host& host, const broker_config& config, const base::clock& clock,
-                   runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
+  leader_forwarder(leader_forwarder_host& host, const metadata_publisher& metadata, const broker_config& config,
+                   const base::clock& clock, runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
                    const std::atomic<bool>& stopping);
 
   /// Before the transport serves: the handlers of Produce and ListOffsets that peers forward
@@ -154,6 +152,7 @@ class leader_forwarder {
                                      rpc::respond_fn respond);
 
   leader_forwarder_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
   const broker_config& config_;
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "constants.h"
+#include "metadata_publisher.h"
 #include "rpc_messages.h"
 #include "ringlog/base/assert.h"
 
@@ -23,9 +24,9 @@ constexpr int16_t describe_quorum_version = 0;
 
 }  // namespace
 
-metadata_barrier::metadata_barrier(metadata_barrier_host& host, runtime::shard_runtime& runtime,
-                                   rpc::transport* cluster_transport, int32_t node_id)
-    : host_(host), runtime_(runtime), cluster_transport_(cluster_transport), node_id_(node_id) {}
+metadata_barrier::metadata_barrier(metadata_barrier_host& host, const metadata_publisher& metadata,
+                                   runtime::shard_runtime& runtime, rpc::transport* cluster_transport, int32_t node_id)
+    : host_(host), metadata_(metadata), runtime_(runtime), cluster_transport_(cluster_transport), node_id_(node_id) {}
 
 void metadata_barrier::register_cluster_handlers() {
   // The body is copied (it is valid during the transport's call only) and answered on the
@@ -84,7 +85,7 @@ void metadata_barrier::post_caught_up(std::function<void()> then) {
 // from the image as it is then (Kafka's producer likewise waits for metadata, max.block.ms).
 
 void metadata_barrier::produce(produce_request request, std::function<void(result<produce_response>)> done) {
-  if (host_.find_topic(request.topic)) return host_.produce_known(std::move(request), std::move(done));
+  if (metadata_.find_topic(request.topic)) return host_.produce_known(std::move(request), std::move(done));
   auto held = std::make_shared<produce_request>(std::move(request));
   post_caught_up([this, held, done = std::move(done)]() mutable {
     host_.produce_known(std::move(*held), std::move(done));
@@ -92,7 +93,7 @@ void metadata_barrier::produce(produce_request request, std::function<void(resul
 }
 
 void metadata_barrier::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
-  if (host_.find_topic(request.partition.topic)) return host_.fetch_known(std::move(request), std::move(done));
+  if (metadata_.find_topic(request.partition.topic)) return host_.fetch_known(std::move(request), std::move(done));
   auto held = std::make_shared<fetch_request>(std::move(request));
   post_caught_up([this, held, done = std::move(done)]() mutable {
     host_.fetch_known(std::move(*held), std::move(done));
@@ -101,7 +102,8 @@ void metadata_barrier::fetch(fetch_request request, std::function<void(result<fe
 
 void metadata_barrier::list_offsets(list_offsets_request request,
                                     std::function<void(result<list_offsets_response>)> done) {
-  if (host_.find_topic(request.partition.topic)) return host_.list_offsets_known(std::move(request), std::move(done));
+  if (metadata_.find_topic(request.partition.topic))
+    return host_.list_offsets_known(std::move(request), std::move(done));
   auto held = std::make_shared<list_offsets_request>(std::move(request));
   post_caught_up([this, held, done = std::move(done)]() mutable {
     host_.list_offsets_known(std::move(*held), std::move(done));

@@ -21,7 +21,9 @@
 
 namespace ringlog::broker::detail {
 
-/// What the metadata barrier reaches in the broker (broker_impl implements it).
+class metadata_publisher;
+
+/// What the metadata barrier reaches in the broker (broker_parts implements it).
 class metadata_barrier_host {
  public:
   virtual ~metadata_barrier_host() = default;
@@ -33,8 +35,6 @@ class metadata_barrier_host {
   /// Controller shard: `done` once the metadata entry at `offset` (and every one before it) is
   /// applied here and published (metadata_apply_queue::await_applied).
   virtual void await_metadata_applied(int64_t offset, std::function<void(result<void>)> done) = 0;
-  /// The topic `name` as of the calling thread's metadata view, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
   /// produce, fetch and list_offsets once the topic is known or the barrier passed (produce.cc,
   /// fetch.cc): served from the image as it is then.
   virtual void produce_known(produce_request request, std::function<void(result<produce_response>)> done) = 0;
@@ -47,8 +47,8 @@ class metadata_barrier {
  public:
   /// `cluster_transport` null: a single node (no barrier to wait at). Every reference outlives
   /// this object.
-  metadata_barrier(metadata_barrier_host& host, runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
-                   int32_t node_id);
+  metadata_barrier(metadata_barrier_host& host, const metadata_publisher& metadata, runtime::shard_runtime& runtime,
+                   rpc::transport* cluster_transport, int32_t node_id);
 
   /// Before the transport serves: the handler of DescribeQuorum (posted to the controller shard).
   void register_cluster_handlers();
@@ -70,6 +70,7 @@ class metadata_barrier {
                               rpc::respond_fn respond);
 
   metadata_barrier_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
   runtime::shard_runtime& runtime_;
   rpc::transport* const cluster_transport_;
   const int32_t node_id_;

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "metadata_publisher.h"
 #include "produce_pipeline.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
@@ -32,7 +33,7 @@ void produce_pipeline::produce_known(produce_request request, std::function<void
       return;
     }
   }
-  auto t = host_.find_topic(request.topic);
+  auto t = metadata_.find_topic(request.topic);
   if (t) return produce_to(t, std::move(request), std::move(done));
   if (auto refused = security_.auto_create_refusal(request)) return done(std::move(*refused));
   // Validated before anything is created: when every record names a partition the auto-created
@@ -85,7 +86,7 @@ void produce_pipeline::produce_known(produce_request request, std::function<void
 void produce_pipeline::produce_after_auto_create(const result<topic_description>& created, produce_request request,
                                                  std::function<void(result<produce_response>)> done) {
   if (!created.ok() && created.error().code != errc::topic_already_exists) return done(created.error());
-  auto topic = host_.find_topic(request.topic);
+  auto topic = metadata_.find_topic(request.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
   produce_to(topic, std::move(request), std::move(done));
 }
@@ -180,7 +181,7 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
   // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
   const std::map<std::string, std::string>& configs = topic->image->configs;
   const int32_t partition_count = topic->partitions_count();
-  const auto current_view = host_.shard_view();
+  const auto current_view = metadata_.view();
   const broker_config& live_config = live(*current_view);
   auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
@@ -364,7 +365,7 @@ void produce_pipeline::produce_batches_from(produce_batches_request request,
                                             batch_origin origin) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   const auto& tp = request.partition;
-  auto topic = host_.find_topic(tp.topic);
+  auto topic = metadata_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   // This node's records went through produce_to, which refused internal topics but for its own
   // writes; a peer's, for a delay topic, are such writes too (its produce_to diverted them there).
@@ -380,7 +381,7 @@ void produce_pipeline::produce_batches_from(produce_batches_request request,
   if (request.batches.empty()) return done(error{errc::corrupt_message, "the partition's record set holds no batch"});
   const std::map<std::string, std::string>& configs = topic->image->configs;
   // The live config: dynamic broker configs (KIP-226) apply to Kafka produce as to HTTP produce.
-  const auto current_view = host_.shard_view();
+  const auto current_view = metadata_.view();
   const broker_config& live_config = live(*current_view);
   auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
@@ -434,7 +435,7 @@ void produce_pipeline::append_batches_on_shard(size_t shard, produce_batches_req
   }
   const auto& tp = request.partition;
   auto rt = partition_managers_[shard]->find(tp.topic, tp.partition.value());
-  if (!rt) return done(no_replica_here(host_.find_topic(tp.topic) != nullptr, tp));
+  if (!rt) return done(no_replica_here(metadata_.find_topic(tp.topic) != nullptr, tp));
   if (auto ok = rt->check_append(request.acks); !ok.ok()) return done(ok.error());
   // KIP-890 part 1 (partition_runtime::guard_txn_verification): a first transactional batch here
   // waits for its coordinator's verification, asked from here (the coordinator may be elsewhere).

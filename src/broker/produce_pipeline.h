@@ -37,21 +37,19 @@
 
 namespace ringlog::broker::detail {
 
+class metadata_publisher;
+
 /// invalid_record for a keyless record (`which` names it) of a compacted topic (produce_validation.cc).
 error compacted_key_missing(const std::string& which, const std::string& topic, const storage::log_config& config);
 /// Kafka's LogValidator: every record of a compacted topic has a key, else the whole request is refused.
 result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
                                        const std::vector<produce_record>& records);
 
-/// What the produce pipeline reaches in the broker (broker_impl implements it; each call is the
+/// What the produce pipeline reaches in the broker (broker_parts implements it; each call is the
 /// broker's own of the same name).
 class produce_pipeline_host {
  public:
   virtual ~produce_pipeline_host() = default;
-  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  [[nodiscard]] virtual std::shared_ptr<const metadata_view> shard_view() const = 0;
-  /// The topic `name` as of the calling thread's metadata view, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
   /// broker::check_producer_id: `id` was handed out by the active controller as this node knows
   /// it. Errors: unknown_producer_id.
   [[nodiscard]] virtual result<void> check_producer_id(model::producer_id id) const = 0;
@@ -72,12 +70,13 @@ class produce_pipeline {
   /// `stopping`: the broker's stop flag. Every reference outlives this object. The parts may be
   /// constructed after it: it reaches none of them before it serves (and takes each by its own
   /// class, not a base, which a reference could not be converted to before its construction).
-  produce_pipeline(produce_pipeline_host& host, const broker_config& config, const base::clock& clock,
-                   runtime::shard_runtime& runtime,
+  produce_pipeline(produce_pipeline_host& host, const metadata_publisher& metadata, const broker_config& config,
+                   const base::clock& clock, runtime::shard_runtime& runtime,
                    const std::vector<std::unique_ptr<partition_manager>>& partition_managers,
                    leader_forwarder& forwarder, metadata_barrier& barrier, delay_host& delays,
                    const security_manager& security, admin_manager& admin, const std::atomic<bool>& stopping)
       : host_(host),
+        metadata_(metadata),
         config_(config),
         clock_(clock),
         runtime_(runtime),
@@ -154,6 +153,7 @@ class produce_pipeline {
   }
 
   produce_pipeline_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
   const broker_config& config_;
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;

@@ -7,6 +7,7 @@
 
 #include "active_controller.h"
 #include "constants.h"
+#include "metadata_publisher.h"
 #include "rpc_messages.h"
 #include "ringlog/base/assert.h"
 
@@ -34,8 +35,8 @@ void active_controller::allocate_producer_ids(const protocol::allocate_producer_
     response.error_code = kafka_code_not_controller;
     return done(std::move(response));
   }
-  auto block =
-      producer_id_control_.generate_next_block(*host_.controller_view()->image, request.broker_id, request.broker_epoch);
+  auto block = producer_id_control_.generate_next_block(*metadata_.controller_view()->image, request.broker_id,
+                                                        request.broker_epoch);
   if (!block.ok()) {
     response.error_code = static_cast<int16_t>(kafka_error_code(from_controller(block.error()).code));
     return done(std::move(response));

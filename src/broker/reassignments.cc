@@ -8,6 +8,7 @@
 
 #include "active_controller.h"
 #include "constants.h"
+#include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/controller/reassignment.h"
 
@@ -31,14 +32,14 @@ void active_controller::alter_partition_reassignments_attempt(
     std::vector<partition_reassignment_result> results;
     // Removing replicas are never known caught up here: step 3b waits for their next heartbeat.
     const metadata_caught_up not_yet = [](int32_t) { return false; };
-    for (auto& plan : plan_reassignments(*host_.controller_view()->image, wanted, not_yet)) {
+    for (auto& plan : plan_reassignments(*metadata_.controller_view()->image, wanted, not_yet)) {
       if (plan.change) records.push_back(*plan.change);
       std::optional<error> refused;
       if (plan.refused) refused = from_controller(*plan.refused);
       results.push_back({plan.topic, plan.partition, std::move(refused)});
     }
     if (records.empty()) return done(std::move(results));
-    host_.log_info("partition reassignment: " + std::to_string(records.size()) + " partition(s) change their replicas");
+    log_.info("partition reassignment: " + std::to_string(records.size()) + " partition(s) change their replicas");
     host_.commit_records(std::move(records), [this, targets = std::move(targets), results = std::move(results),
                                               done = std::move(done), attempts_left](result<void> r) mutable {
       // invalid_request: a partition changed between the plan and its commit (an ISR change
@@ -55,7 +56,7 @@ void active_controller::alter_partition_reassignments_attempt(
 void active_controller::complete_reassignments_tick() {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   if (completion_barrier_.in_flight) return;
-  const auto image = host_.controller_view()->image;
+  const auto image = metadata_.controller_view()->image;
   completion_barrier_.forget_finished(*image);
   std::vector<protocol::metadata_record> records;
   for (const auto& [name, t] : image->topics()) {
@@ -68,8 +69,8 @@ void active_controller::complete_reassignments_tick() {
       change.ringlog_expected_partition_epoch = p.partition_epoch;
       const int32_t index = static_cast<int32_t>(i);
       if (complete_reassignment_if_ready(*image, p, change, completion_barrier_.rule(*image, name, index, p))) {
-        host_.log_info("partition reassignment of partition " + std::to_string(index) + " of topic '" + name +
-                 (change.replicas ? "' completes" : "': leadership moves to broker " + std::to_string(change.leader)));
+        log_.info("partition reassignment of partition " + std::to_string(index) + " of topic '" + name +
+                  (change.replicas ? "' completes" : "': leadership moves to broker " + std::to_string(change.leader)));
         records.push_back(std::move(change));
       }
     }

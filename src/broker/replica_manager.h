@@ -38,7 +38,7 @@ namespace ringlog::broker::detail {
 class active_controller;
 class delay_host;
 
-/// What the replica manager reads of the broker's lifecycle (broker_impl implements it; the
+/// What the replica manager reads of the broker's lifecycle (broker_parts implements it; the
 /// registration and the quorum are start-up's).
 class replica_manager_host {
  public:

@@ -25,13 +25,23 @@
 
 namespace ringlog::broker::detail {
 
+class metadata_publisher;
+
 class security_manager final : public security_api {
  public:
   /// `config`: the static broker config (a view's dynamic one replaces it where it has one);
   /// `stopping`: the broker's stop flag. Every reference outlives this object.
-  security_manager(metadata_host& host, const broker_config& config, const base::clock& clock,
-                   runtime::shard_runtime& runtime, base::random_source& random, const std::atomic<bool>& stopping)
-      : host_(host), config_(config), clock_(clock), runtime_(runtime), random_(random), stopping_(stopping) {}
+  security_manager(metadata_host& host, const metadata_publisher& metadata, broker_log log, const broker_config& config,
+                   const base::clock& clock, runtime::shard_runtime& runtime, base::random_source& random,
+                   const std::atomic<bool>& stopping)
+      : host_(host),
+        metadata_(metadata),
+        log_(std::move(log)),
+        config_(config),
+        clock_(clock),
+        runtime_(runtime),
+        random_(random),
+        stopping_(stopping) {}
 
   // users.cc
   [[nodiscard]] std::vector<user_description> describe_users(const std::vector<std::string>& users) const override;
@@ -74,6 +84,8 @@ class security_manager final : public security_api {
   }
 
   metadata_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  const broker_log log_;
   const broker_config& config_;
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;

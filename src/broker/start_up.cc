@@ -153,8 +153,8 @@ void broker_parts::start_registering(std::function<void(result<void>)> done) {
 }
 
 void broker_parts::start_coordinators(std::function<void(result<void>)> done) {
-  const auto offsets_topic = find_topic(consumer_offsets_topic);
-  const auto txn_state_topic = find_topic(transaction_state_topic);
+  const auto offsets_topic = publisher_.find_topic(consumer_offsets_topic);
+  const auto txn_state_topic = publisher_.find_topic(transaction_state_topic);
   RINGLOG_ASSERT(offsets_topic && txn_state_topic, "await_internal_topics ends once both are published");
   groups_ = make_group_service(api_, coordinator_partitions_, deps_.runtime, deps_.clock,
                                offsets_topic->partitions_count(), config_.group_expiry_interval_ms,

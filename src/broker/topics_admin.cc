@@ -11,6 +11,7 @@
 #include "admin_manager.h"
 #include "broker_configs.h"
 #include "ringlog/base/constants.h"
+#include "metadata_publisher.h"
 #include "topic_config.h"
 
 namespace ringlog::broker::detail {
@@ -56,7 +57,7 @@ topic_description admin_manager::describe(const topic_state& t) const {
     pd.cleaner.last_clean_ms = s.cleaner_last_clean_ms.load(std::memory_order_relaxed);
     d.partitions.push_back(pd);
   }
-  const auto current = host_.current_view();
+  const auto current = metadata_.view();
   d.configs = describe_topic_configs(live(*current), t.image->configs,
                                      ringlog::broker::describe_broker_configs(config_, *current->image, config_.node_id));
   return d;
@@ -94,14 +95,14 @@ void admin_manager::create_topic(create_topic_request request, std::function<voi
     }
     const int16_t rf = request.replication_factor.value_or(
         config_.default_replication_factor > 0 ? config_.default_replication_factor
-                                               : automatic_replication_factor(*host_.controller_view()->image));
+                                               : automatic_replication_factor(*metadata_.controller_view()->image));
     for (const auto& [k, v] : request.configs) {
       if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
     }
-    auto cfg = make_log_config(live(*host_.controller_view()), request.configs);
+    auto cfg = make_log_config(live(*metadata_.controller_view()), request.configs);
     if (!cfg.ok()) return done(cfg.error());
     if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
-    auto current = host_.controller_view();
+    auto current = metadata_.controller_view();
     if (current->topics.contains(request.name)) {
       return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
     }
@@ -179,8 +180,8 @@ void admin_manager::create_partitions(std::string topic, int32_t partitions_coun
     if (auto budget = check_partition_budget(partitions_count - current); !budget.ok()) return done(budget.error());
     std::vector<protocol::metadata_record> records;
     const int32_t rf = t->image->partitions.empty() ? 1 : static_cast<int32_t>(t->image->partitions[0].replicas.size());
-    if (auto placed = append_partition_records(records, *host_.controller_view()->image, t->image->topic_id, current,
-                                                partitions_count, rf);
+    if (auto placed = append_partition_records(records, *metadata_.controller_view()->image, t->image->topic_id,
+                                               current, partitions_count, rf);
         !placed.ok()) {
       return done(from_controller(placed.error()));
     }
@@ -211,18 +212,19 @@ void admin_manager::alter_topic_configs(std::string topic, std::map<std::string,
         if (auto valid = validate_topic_config(k, *v); !valid.ok()) return done(valid.error());
         configs[k] = *v;
       } else {
-        if (auto valid = validate_topic_config(k, topic_config_default(live(*host_.controller_view()), k)); !valid.ok()) {
+        if (auto valid = validate_topic_config(k, topic_config_default(live(*metadata_.controller_view()), k));
+            !valid.ok()) {
           return done(valid.error());
         }
         configs.erase(k);
       }
       records.push_back(topic_config(topic, k, v));
     }
-    auto cfg = make_log_config(live(*host_.controller_view()), configs);
+    auto cfg = make_log_config(live(*metadata_.controller_view()), configs);
     if (!cfg.ok()) return done(cfg.error());
     if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
     if (validate_only || records.empty()) {
-      auto preview = preview_state(records, *host_.controller_view()->image, topic, t);
+      auto preview = preview_state(records, *metadata_.controller_view()->image, topic, t);
       RINGLOG_ASSERT(preview != nullptr, "config records of an existing topic apply");
       return done(describe(*preview));
     }
@@ -236,7 +238,7 @@ void admin_manager::alter_topic_configs(std::string topic, std::map<std::string,
 }
 
 result<void> admin_manager::check_partition_budget(int64_t adding) const {
-  const int64_t total = host_.current_view()->image->partition_count();
+  const int64_t total = metadata_.view()->image->partition_count();
   if (total + adding <= config_.partitions_max) return base::ok_v;
   return error{errc::invalid_partitions,
                "the broker holds " + std::to_string(total) + " partitions; " + std::to_string(adding) +
@@ -255,7 +257,7 @@ result<void> admin_manager::check_partition_exists(const model::topic_partition&
 
 std::vector<std::string> admin_manager::list_topics(bool include_internal) const {
   std::vector<std::string> out;
-  const auto held = host_.current_view();  // kept for the loop (see list_brokers)
+  const auto held = metadata_.view();   // kept for the loop (see list_brokers)
   for (const auto& [name, t] : held->topics) {
     if (include_internal || !t->is_internal) out.push_back(name);
   }

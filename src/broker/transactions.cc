@@ -8,6 +8,7 @@
 
 #include "constants.h"
 #include "leader_forwarder.h"
+#include "metadata_publisher.h"
 #include "partition_transactions.h"
 #include "ringlog/protocol/frame.h"
 #include "rpc_messages.h"
@@ -41,11 +42,12 @@ struct marker_operation {
 }  // namespace
 
 partition_transactions::partition_transactions(
-    partition_transactions_host& host, int32_t node_id, runtime::shard_runtime& runtime,
+    const metadata_publisher& metadata, broker_log log, int32_t node_id, runtime::shard_runtime& runtime,
     rpc::transport* cluster_transport, const std::vector<std::unique_ptr<partition_manager>>& partition_managers,
     const std::atomic<bool>& stopping, const std::unique_ptr<group_service>& groups,
     const std::atomic<txn_service*>& txns_started)
-    : host_(host),
+    : metadata_(metadata),
+      log_(std::move(log)),
       node_id_(node_id),
       runtime_(runtime),
       cluster_transport_(cluster_transport),
@@ -109,7 +111,7 @@ void partition_transactions::write_one_marker(const txn_marker& m, const model::
                                                  std::to_string(m.producer_id.value()) + " and " +
                                                  std::to_string(m.producer_epoch.value())});
   }
-  auto topic = host_.find_topic(tp.topic);
+  auto topic = metadata_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   const int32_t partition = tp.partition.value();
   if (partition < 0 || partition >= topic->partitions_count()) {
@@ -148,7 +150,7 @@ void partition_transactions::write_one_marker(const txn_marker& m, const model::
 void partition_transactions::describe_producers(model::topic_partition tp,
                                                 std::function<void(result<std::vector<producer_description>>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  auto topic = host_.find_topic(tp.topic);
+  auto topic = metadata_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   const int32_t partition = tp.partition.value();
   if (partition < 0 || partition >= topic->partitions_count()) {
