@@ -58,7 +58,7 @@ class broker_impl final : public broker {
     parts_.partition_txns_.write_txn_markers(std::move(markers), std::move(done));
   }
   [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override {
-    return parts_.check_producer_id(id);
+    return parts_.produce_.check_producer_id(id);
   }
   [[nodiscard]] security::bytes forwarding_secret() const override {
     return forwarding_secret_in(*parts_.view()->image);

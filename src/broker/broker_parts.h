@@ -55,13 +55,7 @@ namespace ringlog::broker::detail {
 
 class broker_impl;
 
-class broker_parts final : public coordinator_partitions_host,
-                           public leader_forwarder_host,
-                           public produce_pipeline_host,
-                           public metadata_barrier_host,
-                           public metadata_publisher_host,
-                           public delay_host_services,
-                           public replica_manager_host,
+class broker_parts final : public metadata_publisher_host,
                            public active_controller_host,
                            public broker_lifecycle_host,
                            public admin_host {
@@ -111,28 +105,8 @@ class broker_parts final : public coordinator_partitions_host,
  private:
   friend class broker_impl;   // the facade calls into the parts
 
-  // produce_pipeline_host and the facade
-  [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override {
-    return producer_ids_.check_producer_id(id, view()->image->next_producer_id());
-  }
-  void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
-                            model::producer_epoch producer_epoch, const model::topic_partition& tp,
-                            std::function<void(result<void>)> done) override {
-    partition_txns_.verify_txn_partition(transactional_id, producer_id, producer_epoch, tp, std::move(done));
-  }
-  txn_api& transactions() override { return *txns_; }
-  /// metadata_barrier_host, replica_manager_host, admin_host and the facade.
+  /// active_controller_host, admin_host and the facade.
   [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
-  // delay_host_services: the broker API's data calls (through the metadata barrier, as the facade's)
-  void produce(produce_request request, std::function<void(result<produce_response>)> done) override {
-    barrier_.produce(std::move(request), std::move(done));
-  }
-  void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override {
-    barrier_.fetch(std::move(request), std::move(done));
-  }
-  void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override {
-    barrier_.list_offsets(std::move(request), std::move(done));
-  }
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
   std::shared_ptr<const metadata_view> view() const { return publisher_.view(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
@@ -183,59 +157,10 @@ class broker_parts final : public coordinator_partitions_host,
   void on_topics_changed() override {
     if (groups_) groups_->topics_changed();
   }
-  // leader_forwarder_host (leader_forwarder.h) and metadata_barrier_host (metadata_barrier.h)
-  void produce_peer_batches(produce_batches_request request,
-                            std::function<void(result<produce_batches_response>)> done) override {
-    produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::peer_broker);
-  }
-  void produce_own_batches(produce_batches_request request,
-                           std::function<void(result<produce_batches_response>)> done) override {
-    produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::local_records);
-  }
-  controller::quorum_description metadata_quorum_now() const override { return quorum_->describe(); }
-  void await_metadata_applied(int64_t offset, std::function<void(result<void>)> done) override {
-    publisher_.apply_queue().await_applied(offset, std::move(done));
-  }
-  /// fetch / list_offsets of a partition this node leads (fetch_service.h).
-  void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) override {
-    fetch_.fetch_here(std::move(request), std::move(done));
-  }
-  void list_offsets_here(list_offsets_request request,
-                         std::function<void(result<list_offsets_response>)> done) override {
-    fetch_.list_offsets_here(std::move(request), std::move(done));
-  }
-  /// produce, fetch and list_offsets once the topic is known or the barrier passed (metadata_barrier.h).
-  void produce_known(produce_request request, std::function<void(result<produce_response>)> done) override {
-    produce_.produce_known(std::move(request), std::move(done));
-  }
-  void fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) override {
-    fetch_.fetch_known(std::move(request), std::move(done));
-  }
-  void list_offsets_known(list_offsets_request request,
-                          std::function<void(result<list_offsets_response>)> done) override {
-    fetch_.list_offsets_known(std::move(request), std::move(done));
-  }
-  // active_controller_host and delay_host_services: replica_manager.h's
+  // active_controller_host: replica_manager.h's
   int32_t min_insync_replicas(const std::string& topic) const override {
     return replication_.min_insync_replicas(topic);
   }
-  void for_each_replica(size_t shard, const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) override {
-    replication_.for_each_replica(shard, f);
-  }
-  // replica_manager_host: broker_lifecycle.h's
-  [[nodiscard]] bool controlled_shutdown_done() const override { return lifecycle_.controlled_shutdown_done(); }
-
-  // delay_host_services: the produce pipeline's produce_to (produce_pipeline.h)
-  void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                  std::function<void(result<produce_response>)> done, bool internal_write) override {
-    produce_.produce_to(topic, std::move(request), std::move(done), internal_write);
-  }
-  // delay_host_services: what the delayed-delivery host reaches (delay_host.h)
-  void create_internal_topic(std::string name, int32_t partitions_count, std::map<std::string, std::string> configs,
-                             std::function<void(result<std::shared_ptr<const topic_state>>)> done) override {
-    coordinator_partitions_.create_internal_topic(std::move(name), partitions_count, std::move(configs), std::move(done));
-  }
-  [[nodiscard]] int64_t delay_max_ms() const override { return live(*view()).delay_max_ms; }
 
   broker& api_;   // the facade: the group and transaction services' broker API
   broker_config config_;
@@ -245,10 +170,10 @@ class broker_parts final : public coordinator_partitions_host,
   /// controller client of ISR changes (replica_manager.h); before the partition managers, which
   /// hold its services.
   replica_manager replication_{
-      *this, config_, deps_,
+      config_, deps_,
       {.publisher = publisher_, .partition_managers = partition_managers_, .throttles = replication_throttles_,
        .controller = controller_, .fetcher = replica_fetcher_, .delays = delay_host_, .groups_started = groups_started_,
-       .txns_started = txns_started_}};
+       .txns_started = txns_started_, .lifecycle = lifecycle_, .quorum = quorum_}};
   /// Each shard's replicas, their directories, parked fetches' deadlines and kept reads
   /// (partition_manager.h); partition_managers_[i] is touched only on shard i's thread.
   std::vector<std::unique_ptr<partition_manager>> partition_managers_;
@@ -276,7 +201,7 @@ class broker_parts final : public coordinator_partitions_host,
                                          txns_started_};
   /// The group and transaction services' host: their internal topics' appends, reads and
   /// leaders (coordinator_partitions.h); before the services, so it outlives them.
-  coordinator_partitions coordinator_partitions_{*this, publisher_, broker_log(deps_.log),
+  coordinator_partitions coordinator_partitions_{writer_, publisher_, broker_log(deps_.log),
                                                  partition_txns_, config_.node_id, deps_.runtime, deps_.random,
                                                  partition_managers_};
   /// Fetches and list offsets (fetch_service.h).
@@ -289,8 +214,9 @@ class broker_parts final : public coordinator_partitions_host,
   std::atomic<txn_service*> txns_started_{nullptr};
   /// The produce pipeline and the produces parked behind a topic's auto-creation
   /// (produce_pipeline.h); it reaches the parts declared after it only once serving.
-  produce_pipeline produce_{*this, publisher_, config_, deps_.clock, deps_.runtime, partition_managers_, forwarder_,
-                            barrier_, delay_host_, security_, admin_, stopping_};
+  produce_pipeline produce_{publisher_, config_, deps_.clock, deps_.runtime, partition_managers_,
+                            forwarder_, barrier_, delay_host_, security_, admin_,
+                            partition_txns_, producer_ids_, txns_, stopping_};
   /// Replication (replica_fetcher.h): the leader's side of followers' fetches and its ISR
   /// changes, and the follower's fetch loops; last, so they go first.
   replica_fetch_server replica_fetch_server_{replication_, replica_manager::replica_fetch_settings_of(config_),
@@ -299,13 +225,15 @@ class broker_parts final : public coordinator_partitions_host,
                                    deps_.runtime, deps_.cluster_transport, replication_throttles_, stopping_,
                                    replica_fetch_server_};
   /// Calls passed on to partitions' leaders and peers' calls served here (leader_forwarder.h).
-  leader_forwarder forwarder_{*this, publisher_, config_, deps_.clock, deps_.runtime, deps_.cluster_transport,
-                              stopping_};
+  leader_forwarder forwarder_{publisher_, produce_, fetch_, config_, deps_.clock, deps_.runtime,
+                              deps_.cluster_transport, stopping_};
   /// The admin calls' wait for the quorum's committed metadata (metadata_barrier.h).
-  metadata_barrier barrier_{*this, publisher_, deps_.runtime, deps_.cluster_transport, config_.node_id};
+  metadata_barrier barrier_{quorum_, publisher_, produce_, fetch_, deps_.runtime, deps_.cluster_transport,
+                            config_.node_id};
   /// The delayed-delivery host: the produce side's delay topics and the schedulers of the delay
   /// partitions this node leads (delay_host.h).
-  delay_host delay_host_{*this, publisher_, broker_log(deps_.log), deps_.runtime, deps_.clock, config_.node_id,
+  delay_host delay_host_{publisher_, broker_log(deps_.log), barrier_, produce_,
+                         coordinator_partitions_, replication_, config_, deps_.runtime, deps_.clock, config_.node_id,
                          stopping_};
   /// The active controller's RPCs, commits, ticks and in-flight state (active_controller.h).
   active_controller controller_{*this, publisher_, broker_log(deps_.log), config_, deps_.clock, deps_.runtime,

@@ -6,7 +6,7 @@
 // before each step's moves (an intent), so a new leader or a restarted broker resumes where the
 // last one stopped and looks up the moves it may have sent (their dedup header) before sending
 // them again. docs/delayed-delivery.md has the guarantee in full. All of it is delay_host's
-// (delay_host.h), which reaches the broker through delay_host_services only.
+// (delay_host.h), which reaches the parts it is built with directly.
 
 #include <algorithm>
 #include <charconv>
@@ -16,7 +16,11 @@
 #include <tuple>
 
 #include "delay_host.h"
+#include "coordinator_partitions.h"
+#include "metadata_barrier.h"
 #include "metadata_publisher.h"
+#include "produce_pipeline.h"
+#include "replica_manager.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/codec/record_batch.h"
@@ -172,7 +176,8 @@ result<std::optional<int64_t>> delay_host::delivery_time_in(produce_request& req
 }
 
 result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& record, int64_t now_ms) const {
-  const int64_t delay_max_ms = host_.delay_max_ms();
+  const auto view = metadata_.view();
+  const int64_t delay_max_ms = (view->config ? *view->config : config_).delay_max_ms;
   auto relative = std::find_if(record.headers.begin(), record.headers.end(),
                                [](const model::record_header& h) { return h.key == delay::delay_ms_header; });
   if (relative != record.headers.end() && !has_header(record.headers, delay::source_header)) {
@@ -250,7 +255,7 @@ void delay_host::produce_batches_delayed(produce_batches_request request, const 
       out.records.push_back(std::move(p));
     }
   }
-  host_.produce_to(topic, std::move(out), [delayed, done = std::move(done)](result<produce_response> r) {
+  produce_.produce_to(topic, std::move(out), [delayed, done = std::move(done)](result<produce_response> r) {
     if (!r.ok()) return done(r.error());
     produce_batches_response answer;
     for (const auto& res : r->results) {
@@ -302,7 +307,7 @@ void delay_host::produce_delayed(const std::string& target_topic, std::vector<pr
         return op->finish_one();
       }
       auto indices = std::move(t.indices);
-      host_.produce_to(*topic, std::move(t.request), [op, indices](result<produce_response> r) {
+      produce_.produce_to(*topic, std::move(t.request), [op, indices](result<produce_response> r) {
         for (size_t k = 0; k < indices.size(); ++k) {
           auto& res = op->results[indices[k]];
           // The record's offset in its target is known only once it is delivered.
@@ -322,7 +327,7 @@ void delay_host::produce_delayed(const std::string& target_topic, std::vector<pr
 void delay_host::with_delay_topic(size_t tier, std::function<void(result<std::shared_ptr<const topic_state>>)> done) {
   std::string name(delay::tiers[tier].topic);
   if (auto t = metadata_.find_topic(name)) return done(t);
-  host_.create_internal_topic(std::move(name), delay_topic_partitions,
+  internal_topics_.create_internal_topic(std::move(name), delay_topic_partitions,
                               {{"cleanup.policy", "delete"}, {"retention.ms", "-1"}, {"retention.bytes", "-1"},
                                {"segment.bytes", delay_topic_segment_bytes}},
                               std::move(done));
@@ -330,12 +335,17 @@ void delay_host::with_delay_topic(size_t tier, std::function<void(result<std::sh
 
 // ---------------------------------------------------------------- the schedulers
 
-delay_host::delay_host(delay_host_services& host, const metadata_publisher& metadata, broker_log log,
-                       runtime::shard_runtime& runtime, const base::clock& clock, int32_t node_id,
-                       const std::atomic<bool>& stopping)
-    : host_(host),
-      metadata_(metadata),
+delay_host::delay_host(const metadata_publisher& metadata, broker_log log, metadata_barrier& barrier,
+                       produce_pipeline& produce, coordinator_partitions& internal_topics, replica_manager& replicas,
+                       const broker_config& config, runtime::shard_runtime& runtime, const base::clock& clock,
+                       int32_t node_id, const std::atomic<bool>& stopping)
+    : metadata_(metadata),
       log_(std::move(log)),
+      barrier_(barrier),
+      produce_(produce),
+      internal_topics_(internal_topics),
+      replicas_(replicas),
+      config_(config),
       runtime_(runtime),
       clock_(clock),
       node_id_(node_id),
@@ -347,7 +357,7 @@ void delay_host::start() {
   delay_started_.store(true, std::memory_order_release);
   for (size_t s = 0; s < delay_states_.size(); ++s) {
     runtime_.post(s, [this, s] {
-      host_.for_each_replica(s, [this, s](const std::shared_ptr<partition_runtime>& rt) {
+      replicas_.for_each_replica(s, [this, s](const std::shared_ptr<partition_runtime>& rt) {
         if (!rt->deleted && rt->leader && delay::is_delay_topic(rt->topic)) delay_partition_led(s, rt, true);
       });
     });
@@ -685,7 +695,7 @@ using move_jobs = std::shared_ptr<std::vector<move_job>>;
 /// Produces the jobs whose index is in `which`, one acks=all request per target topic, and
 /// reports each one's outcome: moved; dropped when no retry can cure it (permanent, or the target
 /// topic is gone); else retry.
-void produce_move_jobs(delay_host_services& host, const metadata_publisher& metadata, const broker_log& logs,
+void produce_move_jobs(metadata_barrier& barrier, const metadata_publisher& metadata, const broker_log& logs,
                        const move_jobs& jobs, const std::vector<size_t>& which, const report_moves_fn& report_all) {
   std::map<std::string, std::vector<size_t>> by_topic;
   for (size_t j : which) by_topic[(*jobs)[j].topic].push_back(j);
@@ -695,7 +705,7 @@ void produce_move_jobs(delay_host_services& host, const metadata_publisher& meta
     request.acks = acks_mode::all;
     request.timeout_ms = delay_move_timeout_ms;
     for (size_t j : indices) request.records.push_back((*jobs)[j].record);
-    host.produce(std::move(request), [&metadata, &logs, jobs, indices, report_all, topic](result<produce_response> r) {
+    barrier.produce(std::move(request), [&metadata, &logs, jobs, indices, report_all, topic](result<produce_response> r) {
       move_outcomes list;
       list.reserve(indices.size());
       auto report = [&list](model::offset o, delay::move_outcome outcome) { list.push_back({o, outcome}); };
@@ -728,7 +738,7 @@ void produce_move_jobs(delay_host_services& host, const metadata_publisher& meta
 /// earlier), reports those whose dedup key is there as moved and calls `done` with the others,
 /// to send. The scan is bounded (verify_scan_records_max): past it the move is sent anyway,
 /// at-least-once, and logged (`key`: the delay partition). A failed lookup reports retry.
-void look_up_moves(delay_host_services& host, const broker_log& logs, model::topic_partition tp,
+void look_up_moves(metadata_barrier& barrier, const broker_log& logs, model::topic_partition tp,
                    std::vector<size_t> indices, const move_jobs& jobs, const report_moves_fn& report_all,
                    const std::string& key, std::function<void(std::vector<size_t>)> done) {
   struct scan {
@@ -776,7 +786,7 @@ void look_up_moves(delay_host_services& host, const broker_log& logs, model::top
     f.partition = sc->tp;
     f.fetch_offset = sc->at;
     f.max_bytes = 1 << 20;
-    host.fetch(std::move(f), [sc, finish, fail_all](result<fetch_response> r) {
+    barrier.fetch(std::move(f), [sc, finish, fail_all](result<fetch_response> r) {
       if (!r.ok()) return fail_all(r.error());
       for (const auto& rec : r->records) {
         ++sc->scanned;
@@ -794,7 +804,7 @@ void look_up_moves(delay_host_services& host, const broker_log& logs, model::top
   lookup.partition = sc->tp;
   lookup.spec = offset_spec::timestamp;
   lookup.timestamp = std::max<int64_t>(since, 0);
-  host.list_offsets(std::move(lookup), [sc, finish, fail_all](result<list_offsets_response> r) {
+  barrier.list_offsets(std::move(lookup), [sc, finish, fail_all](result<list_offsets_response> r) {
     if (!r.ok()) return fail_all(r.error());
     if (!r->found_offset) return finish(true);   // nothing at or after the intent: not there
     sc->at = *r->found_offset;
@@ -828,7 +838,7 @@ void delay_host::send_delay_moves(size_t shard, const std::shared_ptr<partition_
     if (job.move.verify_first) to_verify[{job.topic, job.partition}].push_back(j);
     else direct.push_back(j);
   }
-  if (to_verify.empty()) return produce_move_jobs(host_, metadata_, log_, jobs, direct, report_all);
+  if (to_verify.empty()) return produce_move_jobs(barrier_, metadata_, log_, jobs, direct, report_all);
   // The step's records go out together, in due order, once every lookup is done (a record sent
   // before a looked-up one due earlier would leave due order).
   struct gather {
@@ -842,10 +852,10 @@ void delay_host::send_delay_moves(size_t shard, const std::shared_ptr<partition_
     gathered->send.insert(gathered->send.end(), send.begin(), send.end());
     if (--gathered->scans_left > 0) return;
     std::sort(gathered->send.begin(), gathered->send.end());   // job order is the batch's due order
-    if (!gathered->send.empty()) produce_move_jobs(host_, metadata_, log_, jobs, gathered->send, report_all);
+    if (!gathered->send.empty()) produce_move_jobs(barrier_, metadata_, log_, jobs, gathered->send, report_all);
   };
   for (auto& [tp, indices] : to_verify) {
-    look_up_moves(host_, log_, model::topic_partition{tp.first, model::partition_id{tp.second}}, std::move(indices),
+    look_up_moves(barrier_, log_, model::topic_partition{tp.first, model::partition_id{tp.second}}, std::move(indices),
                   jobs, report_all, st->key, scan_done);
   }
 }

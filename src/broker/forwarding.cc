@@ -4,15 +4,17 @@
 // no replica id, ListOffsets), and answered as if it had been served here. The leader serves them
 // like any other client of that partition (its own checks, its own long-poll); a leader that moved
 // meanwhile answers NOT_LEADER_OR_FOLLOWER, which the client sees as a retriable 503.
-// leader_forwarder (leader_forwarder.h) does both sides; it reaches the broker only through
-// leader_forwarder_host.
+// leader_forwarder (leader_forwarder.h) does both sides; it serves a call through the produce
+// pipeline (produce_pipeline.h) or the fetch service (fetch_service.h).
 
 #include <algorithm>
 #include <map>
 
 #include "leader_forwarder.h"
 #include "constants.h"
+#include "fetch_service.h"
 #include "metadata_publisher.h"
+#include "produce_pipeline.h"
 #include "rpc_messages.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/codec/record_batch.h"
@@ -144,12 +146,13 @@ rpc::error leadership_moved(int32_t now_leader) {
 
 }  // namespace
 
-leader_forwarder::leader_forwarder(leader_forwarder_host& host, const metadata_publisher& metadata,
-                                   const broker_config& config, const base::clock& clock,
+leader_forwarder::leader_forwarder(const metadata_publisher& metadata, produce_pipeline& produce,
+                                   fetch_service& fetch, const broker_config& config, const base::clock& clock,
                                    runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
                                    const std::atomic<bool>& stopping)
-    : host_(host),
-      metadata_(metadata),
+    : metadata_(metadata),
+      produce_(produce),
+      fetch_(fetch),
       config_(config),
       clock_(clock),
       runtime_(runtime),
@@ -406,7 +409,7 @@ void leader_forwarder::produce_to_new_leader(int32_t refused_by, int32_t refused
                       here.acks = acks;
                       here.timeout_ms = remaining_ms;
                       // This node's own HTTP records (forward_produce comes from produce_appending).
-                      host_.produce_own_batches(std::move(here), std::move(done));
+                      produce_.produce_batches_from(std::move(here), std::move(done), produce_pipeline::batch_origin::local_records);
                     });
 }
 
@@ -470,10 +473,9 @@ void leader_forwarder::handle_forwarded_produce(const protocol::request_header_d
                                                tp.topic + "-" + std::to_string(tp.partition.value())},
                                      refused);
                      }
-                     host_.produce_peer_batches(std::move(*shared),
-                                                [answer](result<produce_batches_response> r) mutable {
-                                                  answer(std::move(r));
-                                                });
+                     produce_.produce_batches_from(
+                         std::move(*shared), [answer](result<produce_batches_response> r) mutable { answer(std::move(r)); },
+                         produce_pipeline::batch_origin::peer_broker);
                    });
 }
 
@@ -511,7 +513,7 @@ void leader_forwarder::forward_fetch(int32_t leader, const std::shared_ptr<const
                              done = std::move(done)](int32_t now_leader) mutable {
                               if (now_leader < 0) return done(std::move(otherwise));
                               if (now_leader == config_.node_id) {
-                                return host_.fetch_here(std::move(request), std::move(done));
+                                return fetch_.fetch_here(std::move(request), std::move(done));
                               }
                               forward_fetch(now_leader, topic, std::move(request), std::move(done), true);
                             });
@@ -622,7 +624,7 @@ void leader_forwarder::serve_forwarded_fetch(const protocol::request_header_data
   f.min_bytes = request.min_bytes;
   f.raw_batches = true;
   f.isolation = request.isolation_level == 1 ? isolation_level::read_committed : isolation_level::read_uncommitted;
-  host_.fetch_here(std::move(f), [header, respond, response, t, out](result<fetch_response> r) mutable {
+  fetch_.fetch_here(std::move(f), [header, respond, response, t, out](result<fetch_response> r) mutable {
     if (!r.ok()) {
       out.error_code = static_cast<int16_t>(kafka_error_code(r.error().code));
     } else {
@@ -676,7 +678,7 @@ void leader_forwarder::forward_list_offsets(int32_t leader, list_offsets_request
                              done = std::move(done)](int32_t now_leader) mutable {
                               if (now_leader < 0) return done(std::move(otherwise));
                               if (now_leader == config_.node_id) {
-                                return host_.list_offsets_here(std::move(request), std::move(done));
+                                return fetch_.list_offsets_here(std::move(request), std::move(done));
                               }
                               forward_list_offsets(now_leader, std::move(request), std::move(done), true);
                             });
@@ -733,7 +735,7 @@ void leader_forwarder::handle_forwarded_list_offsets(const protocol::request_hea
     response.topics.push_back(topic);
     return respond_with(header, response, respond);
   }
-  host_.list_offsets_here(std::move(*shared), [header, respond, name,
+  fetch_.list_offsets_here(std::move(*shared), [header, respond, name,
                                          index](result<list_offsets_response> r) mutable {
     protocol::list_offsets_response_data response;
     protocol::list_offsets_response_data::list_offsets_topic_response topic;

@@ -1,11 +1,12 @@
 // The broker's own records (coordinator state, delay checkpoints): the one way they reach a log,
 // beside produce_batches_from for client data and the follower's replicated append; and the
-// internal topics the delay host creates (delay_host_services::create_internal_topic); and the
+// internal topics the delay host creates (create_internal_topic); and the
 // coordinators' internal topics (__consumer_offsets, __transaction_state) appended and read on
 // the partition's shard, and who leads their partitions (the active controller creates them:
 // internal_topics.cc). Kafka's counterpart: the coordinators' log reads.
 
 #include "constants.h"
+#include "cluster_requests.h"
 #include "coordinator_partitions.h"
 #include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
@@ -31,7 +32,7 @@ void coordinator_partitions::create_internal_topic(
     auto records = new_topic_records(image, name, new_topic_id(random_), partitions_count,
                                      automatic_replication_factor(image), configs);
     if (!records.ok()) return done(from_controller(records.error()));
-    host_.commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
+    writer_.commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
       // A concurrent creation (another produce, another broker) may have won: that one is used.
       if (auto t = metadata_.controller_find_topic(name)) return done(t);
       done(r.ok() ? error{errc::unknown_topic_or_partition, unknown_topic_message(name)} : r.error());

@@ -8,12 +8,15 @@
 #include <utility>
 
 #include "metadata_publisher.h"
+#include "partition_transactions.h"
 #include "produce_pipeline.h"
+#include "producer_ids.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/codec/record_batch.h"
 #include "topic_config.h"
+#include "txn_service.h"
 
 namespace ringlog::broker::detail {
 
@@ -145,7 +148,7 @@ void produce_pipeline::produce_in_transaction(const std::shared_ptr<const topic_
 
     static void attempt(const std::shared_ptr<join>& j) {
       const auto& producer = *j->request.producer;
-      j->self->host_.transactions().add_partitions(
+      j->self->txns_->add_partitions(
           *producer.transactional_id, producer.producer_id, producer.producer_epoch, j->partitions,
           [j](result<void> added) {
             if (added.ok()) return j->self->produce_appending(j->topic, std::move(j->request), std::move(j->done));
@@ -171,7 +174,7 @@ void produce_pipeline::produce_in_transaction(const std::shared_ptr<const topic_
 void produce_pipeline::produce_once_caught_up(const std::shared_ptr<const topic_state>& topic, produce_request request,
                                               std::function<void(result<produce_response>)> done) {
   barrier_.post_caught_up([this, topic, request = std::move(request), done = std::move(done)]() mutable {
-    if (auto known = host_.check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
+    if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
     produce_appending(topic, std::move(request), std::move(done));
   });
 }
@@ -191,7 +194,7 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
   const int64_t now = clock_.now_ms();
   const std::optional<stored_codec> stored = stored_compression(live_config, configs, internal_topic_of(*topic));
   if (request.producer) {
-    if (!host_.check_producer_id(request.producer->producer_id).ok()) return produce_once_caught_up(topic, std::move(request), std::move(done));
+    if (!check_producer_id(request.producer->producer_id).ok()) return produce_once_caught_up(topic, std::move(request), std::move(done));
     if (request.producer->producer_epoch.value() < 0) {
       return done(error{errc::invalid_request, "producer_epoch " + std::to_string(request.producer->producer_epoch.value()) +
                                                    " is negative"});
@@ -446,7 +449,7 @@ void produce_pipeline::append_batches_on_shard(size_t shard, produce_batches_req
   // Copies: the callback below takes `request` (and with it what `tp` refers to).
   const std::string transactional_id = request.transactional_id;
   const model::topic_partition partition = tp;
-  host_.verify_txn_partition(
+  txn_partitions_.verify_txn_partition(
       transactional_id, model::producer_id{needed.producer_id}, model::producer_epoch{needed.producer_epoch}, partition,
       [this, shard, needed, request = std::move(request), log_append_time, done = std::move(done)](result<void> r) mutable {
         runtime_.post(shard, [this, shard, needed, r = std::move(r), request = std::move(request), log_append_time,
@@ -459,6 +462,10 @@ void produce_pipeline::append_batches_on_shard(size_t shard, produce_batches_req
           done(r.error());
         });
       });
+}
+
+result<void> produce_pipeline::check_producer_id(model::producer_id id) const {
+  return producer_ids_.check_producer_id(id, metadata_.view()->image->next_producer_id());
 }
 
 }  // namespace ringlog::broker::detail
