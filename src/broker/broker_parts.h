@@ -193,11 +193,11 @@ class broker_parts final : public metadata_publisher_host,
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
   std::atomic<bool> stopping_{false};
   /// The partition side of transactions: markers, KIP-890 verification, DescribeProducers
-  /// (partition_transactions.h). It holds references to groups_ and txns_started_ below and
-  /// reads them only once they are set; before coordinator_partitions_, which passes it the
+  /// (partition_transactions.h). It holds references to groups_started_ and txns_started_ below
+  /// and reads them only once they are set; before coordinator_partitions_, which passes it the
   /// coordinators' markers.
   partition_transactions partition_txns_{publisher_, broker_log(deps_.log), config_.node_id, deps_.runtime,
-                                         deps_.cluster_transport, partition_managers_, stopping_, groups_,
+                                         deps_.cluster_transport, partition_managers_, stopping_, groups_started_,
                                          txns_started_};
   /// The group and transaction services' host: their internal topics' appends, reads and
   /// leaders (coordinator_partitions.h); before the services, so it outlives them.

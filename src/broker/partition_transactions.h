@@ -39,13 +39,13 @@ class partition_transactions {
   /// `node_id`: this node; `cluster_transport` null: a single node (a marker or verification for
   /// another broker fails as unreachable); `partition_managers`: each shard's replicas
   /// (partition_managers[i] touched only on shard i's thread); `stopping`: the broker's stop flag;
-  /// `groups`: the group service once created (null before start_coordinators and on a dedicated
-  /// controller); `txns_started`: the transaction service once started. Every reference outlives
+  /// `groups_started`, `txns_started`: the group and transaction services once started (null
+  /// before, and on a dedicated controller; read from any shard). Every reference outlives
   /// this object's calls.
   partition_transactions(const metadata_publisher& metadata, broker_log log, int32_t node_id,
                          runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
                          const std::vector<std::unique_ptr<partition_manager>>& partition_managers,
-                         const std::atomic<bool>& stopping, const std::unique_ptr<group_service>& groups,
+                         const std::atomic<bool>& stopping, const std::atomic<group_service*>& groups_started,
                          const std::atomic<txn_service*>& txns_started);
 
   /// Before the transport serves: the handlers of WriteTxnMarkers (markers for partitions led
@@ -107,7 +107,7 @@ class partition_transactions {
   rpc::transport* const cluster_transport_;
   const std::vector<std::unique_ptr<partition_manager>>& partition_managers_;
   const std::atomic<bool>& stopping_;
-  const std::unique_ptr<group_service>& groups_;
+  const std::atomic<group_service*>& groups_started_;
   const std::atomic<txn_service*>& txns_started_;
   std::atomic<uint64_t> next_txn_verification_{1};
 };
