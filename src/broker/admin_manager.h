@@ -109,7 +109,7 @@ class admin_manager final : public admin_api {
     return it == v->topics.end() ? nullptr : it->second;
   }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
-  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
+  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return live_config(v, config_); }
   /// broker.partitions.max: `adding` more partitions fit beside those of the calling thread's view.
   [[nodiscard]] result<void> check_partition_budget(int64_t adding) const;
   /// The description of `t` (its partitions' figures from this node's replicas and the lease).

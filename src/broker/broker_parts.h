@@ -110,7 +110,7 @@ class broker_parts final : public metadata_publisher_host,
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
   std::shared_ptr<const metadata_view> view() const { return publisher_.view(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
-  const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
+  const broker_config& live(const metadata_view& v) const { return live_config(v, config_); }
   // admin_host (and the metadata_host of the security facet)
   std::optional<controller::quorum_description> quorum_description() const override {
     return quorum_ ? std::optional(quorum_->describe()) : std::nullopt;

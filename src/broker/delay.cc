@@ -177,7 +177,7 @@ result<std::optional<int64_t>> delay_host::delivery_time_in(produce_request& req
 
 result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& record, int64_t now_ms) const {
   const auto view = metadata_.view();
-  const int64_t delay_max_ms = (view->config ? *view->config : config_).delay_max_ms;
+  const int64_t delay_max_ms = live_config(*view, config_).delay_max_ms;
   auto relative = std::find_if(record.headers.begin(), record.headers.end(),
                                [](const model::record_header& h) { return h.key == delay::delay_ms_header; });
   if (relative != record.headers.end() && !has_header(record.headers, delay::source_header)) {

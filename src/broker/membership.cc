@@ -91,7 +91,7 @@ void active_controller::heartbeat_tick() {
 
 const broker_config& active_controller::live_config() const {
   const auto& view = *metadata_.controller_view();
-  return view.config ? *view.config : config_;
+  return live_config(view, config_);
 }
 
 void active_controller::handle_broker_heartbeat(const protocol::request_header_data& header,

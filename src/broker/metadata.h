@@ -132,6 +132,12 @@ class broker_log {
   std::function<void(bool info, const std::string& message)> sink_;
 };
 
+/// The broker config as of `view`: its dynamic broker configs over the static ones, or
+/// `static_config` itself for a view without them (before start).
+inline const broker_config& live_config(const metadata_view& view, const broker_config& static_config) {
+  return view.config ? *view.config : static_config;
+}
+
 /// "topic 'NAME' does not exist": the text of unknown_topic_or_partition for a topic (broker.cc).
 std::string unknown_topic_message(const std::string& topic);
 /// A random (version 4) UUID from `random`: topic, incarnation and ACL ids (broker.cc).

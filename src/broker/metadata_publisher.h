@@ -158,7 +158,7 @@ class metadata_publisher final : public controller::quorum_state_machine {
   [[nodiscard]] size_t owner(const std::string& topic, int32_t partition) const;
   /// The dynamic broker configs of the controller view over the static ones.
   [[nodiscard]] const broker_config& live() const {
-    return controller_view_->config ? *controller_view_->config : config_;
+    return live_config(*controller_view_, config_);
   }
 
   metadata_publisher_host& host_;

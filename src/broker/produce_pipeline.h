@@ -145,7 +145,7 @@ class produce_pipeline {
                                std::function<void(result<produce_batches_response>)> done,
                                uint64_t verified_guard = 0);
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
-  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
+  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return live_config(v, config_); }
   [[nodiscard]] size_t owner(const std::string& topic, int32_t partition) const {
     return shard_of(topic, partition, partition_managers_.size());
   }

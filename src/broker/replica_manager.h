@@ -98,7 +98,7 @@ class replica_manager final : public leadership_observer, public replica_host, p
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
   [[nodiscard]] std::shared_ptr<const metadata_view> view() const { return parts_.publisher.view(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
-  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
+  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return live_config(v, config_); }
 
   const broker_config& config_;
   const broker_dependencies& deps_;
