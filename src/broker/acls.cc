@@ -6,6 +6,8 @@
 #include <set>
 
 #include "constants.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "metadata_publisher.h"
 #include "security_manager.h"
 #include "ringlog/security/acl_host.h"
@@ -97,7 +99,7 @@ void security_manager::create_acls(std::vector<security::acl_binding> acls,
                               std::function<void(result<std::vector<std::optional<error>>>)> done) {
   if (!config_.authorizer_enabled) return done(security_disabled());
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, acls = std::move(acls), done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, acls = std::move(acls), done = std::move(done)]() mutable {
     std::vector<std::optional<error>> results;
     std::vector<protocol::metadata_record> records;
     std::set<security::acl_binding> stored;
@@ -122,7 +124,7 @@ void security_manager::create_acls(std::vector<security::acl_binding> acls,
                                                    " ACLs; these would make " + std::to_string(stored.size())});
     }
     log_.info("ACLs: " + std::to_string(records.size()) + " created");
-    host_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    writer_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });
@@ -142,7 +144,7 @@ void security_manager::delete_acls(
     std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) {
   if (!config_.authorizer_enabled) return done(security_disabled());
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, filters = std::move(filters), done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, filters = std::move(filters), done = std::move(done)]() mutable {
     std::vector<result<std::vector<security::acl_binding>>> results;
     std::vector<protocol::metadata_record> records;
     std::set<std::array<uint8_t, 16>> removed;
@@ -174,7 +176,7 @@ void security_manager::delete_acls(
                                                    " ACLs; the filters select " + std::to_string(records.size())});
     }
     log_.info("ACLs: " + std::to_string(records.size()) + " deleted");
-    host_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    writer_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });

@@ -26,12 +26,13 @@ constexpr int64_t duplicate_registration_retry_ms = 1000;
 
 }  // namespace
 
-broker_lifecycle::broker_lifecycle(broker_lifecycle_host& host, broker_log log, const broker_config& config,
+broker_lifecycle::broker_lifecycle(std::function<void(std::function<void()> again)> recheck_on_metadata,
+                                   broker_log log, const broker_config& config,
                                    const broker_dependencies& deps,
                                    const std::unique_ptr<controller::metadata_quorum>& quorum,
                                    metadata_publisher& publisher, metadata_writer& writer,
                                    active_controller& controller, const std::atomic<bool>& stopping)
-    : host_(host),
+    : recheck_on_metadata_(std::move(recheck_on_metadata)),
       log_(std::move(log)),
       config_(config),
       deps_(deps),
@@ -113,7 +114,7 @@ void broker_lifecycle::register_broker(int64_t deadline_ms, std::function<void(r
       return done(std::move(r));
     }
     auto again = [this, deadline_ms, done = std::move(done)]() mutable { register_broker(deadline_ms, std::move(done)); };
-    if (!duplicate) return host_.recheck_on_metadata(std::move(again));
+    if (!duplicate) return recheck_on_metadata_(std::move(again));
     deps_.runtime.post_after(controller_shard, duplicate_registration_retry_ms,
                              [again = std::make_shared<std::function<void()>>(std::move(again)),
                               alive = std::weak_ptr<int>(lifetime_)] {

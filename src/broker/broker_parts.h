@@ -55,10 +55,7 @@ namespace ringlog::broker::detail {
 
 class broker_impl;
 
-class broker_parts final : public metadata_publisher_host,
-                           public active_controller_host,
-                           public broker_lifecycle_host,
-                           public admin_host {
+class broker_parts final : public metadata_publisher_host {
  public:
   /// `api`: the broker API over these parts (broker_impl), which the group and transaction
   /// services call; not used before start.
@@ -105,17 +102,12 @@ class broker_parts final : public metadata_publisher_host,
  private:
   friend class broker_impl;   // the facade calls into the parts
 
-  /// active_controller_host, admin_host and the facade.
-  [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
+  /// The facade's broker::controller_id.
+  [[nodiscard]] int32_t controller_id() const { return quorum_ ? quorum_->leader_id() : -1; }
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
   std::shared_ptr<const metadata_view> view() const { return publisher_.view(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
   const broker_config& live(const metadata_view& v) const { return live_config(v, config_); }
-  // admin_host (and the metadata_host of the security facet)
-  std::optional<controller::quorum_description> quorum_description() const override {
-    return quorum_ ? std::optional(quorum_->describe()) : std::nullopt;
-  }
-  int64_t leadership_lease_until_ms() const override { return lifecycle_.leadership_lease_until_ms(); }
 
   // Start-up steps on the controller shard, retried on runtime timers up to `deadline_ms` (clock
   // ms; stage F: no thread sleeps); `done` once, there. Errors: not_controller (timed out).
@@ -125,7 +117,7 @@ class broker_parts final : public metadata_publisher_host,
   void await_internal_topics(int64_t deadline_ms, std::function<void(result<void>)> done);
   /// Runs `again` once: on the next applied entry or leader change, or after start_up_poll_ms,
   /// whichever is first (a simulated clock may stand still while the quorum commits).
-  void recheck_on_metadata(std::function<void()> again) override;
+  void recheck_on_metadata(std::function<void()> again);
   void run_metadata_rechecks() override;
   std::vector<std::shared_ptr<std::function<void()>>> metadata_rechecks_;   // controller shard; empty = ran
   // start_async's steps, in order, each on the controller shard.
@@ -137,17 +129,8 @@ class broker_parts final : public metadata_publisher_host,
   void start_opening_partitions(std::function<void(result<void>)> done);
   void start_registering(std::function<void(result<void>)> done);
   void start_coordinators(std::function<void(result<void>)> done);
-  /// metadata_host: metadata_writer::commit_records (cluster_requests.h).
-  void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done) override {
-    writer_.commit_records(std::move(records), std::move(done));
-  }
-  /// metadata_barrier::post_caught_up: admin calls plan against an image no older than the active controller's.
-  void post_caught_up(std::function<void()> then) override { barrier_.post_caught_up(std::move(then)); }
   /// Handlers of requests from other nodes (on the cluster listener), before it serves.
   void register_cluster_handlers();
-  // active_controller_host
-  controller::uuid incarnation_id() const override { return lifecycle_.incarnation_id(); }
-  const controller::broker_registration* own_registration() const override { return lifecycle_.own_registration(); }
   // metadata_publisher_host
   void on_metadata_leader_change(int32_t leader_id) override { controller_.on_leader_change(leader_id); }
   void on_view_published(const metadata_view& view) override { forwarder_.fail_moved_forwards(view); }
@@ -156,10 +139,6 @@ class broker_parts final : public metadata_publisher_host,
   }
   void on_topics_changed() override {
     if (groups_) groups_->topics_changed();
-  }
-  // active_controller_host: replica_manager.h's
-  int32_t min_insync_replicas(const std::string& topic) const override {
-    return replication_.min_insync_replicas(topic);
   }
 
   broker& api_;   // the facade: the group and transaction services' broker API
@@ -236,13 +215,26 @@ class broker_parts final : public metadata_publisher_host,
                          coordinator_partitions_, replication_, config_, deps_.runtime, deps_.clock, config_.node_id,
                          stopping_};
   /// The active controller's RPCs, commits, ticks and in-flight state (active_controller.h).
-  active_controller controller_{*this, publisher_, broker_log(deps_.log), config_, deps_.clock, deps_.runtime,
-                                deps_.cluster_transport, deps_.random, deps_.controller_quorum_voters, stopping_};
+  active_controller controller_{{.quorum = quorum_,
+                                 .lifecycle = lifecycle_,
+                                 .replicas = replication_,
+                                 .writer = writer_,
+                                 .barrier = barrier_,
+                                 .recheck_start_up = [this] { run_metadata_rechecks(); }},
+                                publisher_,
+                                broker_log(deps_.log),
+                                config_,
+                                deps_.clock,
+                                deps_.runtime,
+                                deps_.cluster_transport,
+                                deps_.random,
+                                deps_.controller_quorum_voters,
+                                stopping_};
   /// Users, ACLs and client quotas: the security facet (security_manager.h).
-  security_manager security_{*this, publisher_, broker_log(deps_.log), config_, deps_.clock, deps_.runtime,
-                             deps_.random, stopping_};
+  security_manager security_{writer_, barrier_, publisher_, broker_log(deps_.log), config_, deps_.clock,
+                             deps_.runtime, deps_.random, stopping_};
   /// Topics, the cluster, broker configs and placement calls: the admin facet (admin_manager.h).
-  admin_manager admin_{*this, publisher_, config_, deps_, controller_, stopping_};
+  admin_manager admin_{quorum_, lifecycle_, writer_, barrier_, publisher_, config_, deps_, controller_, stopping_};
   /// This broker's block of producer ids from the active controller (producer_ids.h).
   producer_id_manager producer_ids_{config_.node_id, controller_, deps_.runtime, deps_.cluster_transport, stopping_};
   /// The metadata writes through the quorum, forwarded in an Envelope when another node leads
@@ -251,8 +243,15 @@ class broker_parts final : public metadata_publisher_host,
   /// The cluster listener's Fetch, shared by the quorum, followers and forwarded fetches (cluster_requests.h).
   cluster_fetch_router fetch_router_{deps_.cluster_transport, forwarder_, replica_fetch_server_};
   /// Registration, heartbeats, the leadership lease and the controlled shutdown (broker_lifecycle.h).
-  broker_lifecycle lifecycle_{*this, broker_log(deps_.log), config_, deps_, quorum_, publisher_, writer_,
-                              controller_, stopping_};
+  broker_lifecycle lifecycle_{[this](std::function<void()> again) { recheck_on_metadata(std::move(again)); },
+                              broker_log(deps_.log),
+                              config_,
+                              deps_,
+                              quorum_,
+                              publisher_,
+                              writer_,
+                              controller_,
+                              stopping_};
 };
 
 }  // namespace ringlog::broker::detail

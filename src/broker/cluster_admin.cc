@@ -7,13 +7,16 @@
 #include <utility>
 
 #include "admin_manager.h"
+#include "broker_lifecycle.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "broker_configs.h"
 #include "metadata_publisher.h"
 
 namespace ringlog::broker::detail {
 
 std::vector<broker_description> admin_manager::list_brokers() const {
-  const int32_t controller = host_.controller_id();
+  const int32_t controller = controller_id();
   std::vector<broker_description> out;
   // Hold the view for the whole loop: a range-for keeps only its range alive, not the temporary
   // shared_ptr it came through (before C++23), and a newer view may be published meanwhile.
@@ -55,7 +58,7 @@ std::vector<broker_description> admin_manager::list_brokers() const {
 
 quorum_status admin_manager::describe_quorum() const {
   quorum_status out;
-  const auto described = host_.quorum_description();
+  const auto described = (quorum_ ? std::optional(quorum_->describe()) : std::nullopt);
   if (!described) return out;
   const auto& d = *described;
   out.node_id = d.node_id;
@@ -104,7 +107,7 @@ void admin_manager::alter_broker_configs(int32_t node_id, std::map<std::string, 
   }
   if (validate_only || records.empty()) return done(base::ok_v);
   deps_.runtime.post(controller_shard, [this, records = std::move(records), done = std::move(done)]() mutable {
-    host_.commit_records(std::move(records), std::move(done));
+    writer_.commit_records(std::move(records), std::move(done));
   });
 }
 

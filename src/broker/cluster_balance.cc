@@ -10,6 +10,9 @@
 #include <set>
 
 #include "active_controller.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
+#include "replica_manager.h"
 #include "constants.h"
 #include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
@@ -67,7 +70,7 @@ controller::rebalance_options active_controller::rebalance_options_for(double to
   options.tolerance = tolerance;
   options.drain_only = drain_only;
   options.unavailable_brokers = autobalancer_.draining;   // continuous mode's (empty otherwise)
-  options.min_insync_replicas = [this](const std::string& topic) { return host_.min_insync_replicas(topic); };
+  options.min_insync_replicas = [this](const std::string& topic) { return parts_.replicas.min_insync_replicas(topic); };
   return options;
 }
 
@@ -76,7 +79,7 @@ void active_controller::rebalance(rebalance_request request, std::function<void(
   if (!(request.tolerance >= 0.0 && request.tolerance <= 1.0)) {
     return done(error{errc::invalid_request, "tolerance " + std::to_string(request.tolerance) + " is out of range: 0.0 to 1.0"});
   }
-  host_.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
+  parts_.barrier.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
     rebalance_result out;
     out.plan = controller::plan_rebalance(*metadata_.controller_view()->image, request.sizes,
                                           rebalance_options_for(request.tolerance, false));
@@ -102,7 +105,7 @@ void active_controller::rebalance(rebalance_request request, std::function<void(
 
 void active_controller::cancel_reassignments(std::function<void(result<int32_t>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, done = std::move(done)]() mutable {
+  parts_.barrier.post_caught_up([this, done = std::move(done)]() mutable {
     // A decommission's drain is not a rebalance's to cancel: its tick would start it again (cancel
     // the decommission instead, which takes its moves back).
     const auto image = metadata_.controller_view()->image;
@@ -149,7 +152,7 @@ std::optional<error> active_controller::decommission_refusal(const controller::m
 
 void active_controller::decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, node_id, cancel, done = std::move(done)]() mutable {
+  parts_.barrier.post_caught_up([this, node_id, cancel, done = std::move(done)]() mutable {
     const auto image = metadata_.controller_view()->image;
     const auto state = image->decommission_state(node_id);
     if (cancel) return cancel_decommission(node_id, std::move(done));
@@ -170,7 +173,7 @@ void active_controller::decommission_broker(int32_t node_id, bool cancel, std::f
       });
     };
     if (state != broker_decommission_state::none) return drain();   // asked again: only the drain again
-    host_.commit_records({decommission_record(node_id, broker_decommission_state::decommissioning)},
+    parts_.writer.commit_records({decommission_record(node_id, broker_decommission_state::decommissioning)},
                    [drain = std::move(drain), shared_done](result<void> r) {
                      if (!r.ok()) return (*shared_done)(r.error());
                      drain();
@@ -190,7 +193,7 @@ void active_controller::cancel_decommission(int32_t node_id, std::function<void(
                                                       : "")});
   }
   log_.info("decommission of broker " + std::to_string(node_id) + " cancelled");
-  host_.commit_records({decommission_record(node_id, broker_decommission_state::none)},
+  parts_.writer.commit_records({decommission_record(node_id, broker_decommission_state::none)},
                  [this, node_id, done = std::move(done)](result<void> r) mutable {
     if (!r.ok()) return done(r.error());
     // The moves off the broker under way go back; what completed stays where it went.
@@ -241,7 +244,7 @@ void active_controller::decommission_tick() {
     if (alive.lock()) decommission_in_flight_ = false;
   };
   if (!finished.empty()) {
-    return host_.commit_records(std::move(finished), [clear = std::move(clear)](result<void>) { clear(); });
+    return parts_.writer.commit_records(std::move(finished), [clear = std::move(clear)](result<void>) { clear(); });
   }
   drain_decommissioning(std::move(clear));
 }

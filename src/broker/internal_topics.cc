@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "active_controller.h"
+#include "cluster_requests.h"
 #include "metadata_publisher.h"
 #include "ringlog/broker/groups.h"
 #include "ringlog/controller/internal_topics.h"
@@ -36,10 +37,10 @@ void active_controller::ensure_offsets_topic_async(std::function<void(result<boo
   auto records = controller::internal_topic_records(image, rules, *missing, new_topic_id(random_));
   if (!records.ok()) return done(from_controller(records.error()));
   offsets_topic_pending_ = true;
-  host_.commit_records(std::move(records).value(),
+  parts_.writer.commit_records(std::move(records).value(),
                        [this, creating = std::string(*missing), done = std::move(done)](result<void> r) {
     offsets_topic_pending_ = false;
-    host_.run_metadata_rechecks();   // a start-up wait refused while this was pending asks again
+    parts_.recheck_start_up();   // a start-up wait refused while this was pending asks again
     if (!r.ok() && !metadata_.controller_view()->topics.contains(creating)) return done(r.error());
     ensure_offsets_topic_async(std::move(done));   // the other one next (at most two rounds)
   });
@@ -65,7 +66,7 @@ void active_controller::ensure_forwarding_secret() {
   secret.iterations = forwarding_secret_iterations;
   secret.stored_key = security::new_forwarding_secret();
   forwarding_secret_pending_ = true;
-  host_.commit_records({protocol::metadata_record(std::move(secret))}, [this](result<void> r) {
+  parts_.writer.commit_records({protocol::metadata_record(std::move(secret))}, [this](result<void> r) {
     forwarding_secret_pending_ = false;   // not committed: the next heartbeat tick tries again
     if (!r.ok()) log_.error("the cluster's forwarding secret was not committed: " + r.error().message);
   });

@@ -9,6 +9,8 @@
 #include <variant>
 
 #include "active_controller.h"
+#include "broker_lifecycle.h"
+#include "cluster_requests.h"
 #include "constants.h"
 #include "metadata_publisher.h"
 #include "rpc_messages.h"
@@ -18,13 +20,13 @@
 
 namespace ringlog::broker::detail {
 
-active_controller::active_controller(active_controller_host& host, const metadata_publisher& metadata, broker_log log,
+active_controller::active_controller(parts reached, const metadata_publisher& metadata, broker_log log,
                                      const broker_config& config, const base::clock& clock,
                                      runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
                                      base::random_source& random,
                                      const std::map<int32_t, rpc::peer_address>& quorum_voters,
                                      const std::atomic<bool>& stopping)
-    : host_(host),
+    : parts_(std::move(reached)),
       metadata_(metadata),
       log_(std::move(log)),
       config_(config),
@@ -118,13 +120,13 @@ protocol::broker_heartbeat_response_data active_controller::controller_heartbeat
   response.is_caught_up = true;
   response.is_fenced = answer->is_fenced;
   response.should_shut_down = answer->should_shut_down;
-  if (!answer->records.empty()) host_.commit_records(std::move(answer->records), [](result<void>) {});
+  if (!answer->records.empty()) parts_.writer.commit_records(std::move(answer->records), [](result<void>) {});
   return response;
 }
 
 controller::fencing_rules active_controller::fencing_rules_now() const {
   return {config_.broker_session_timeout_ms, config_.node_id, config_.process_role_broker,
-          config_.unclean_leader_election_enable, host_.incarnation_id()};
+          config_.unclean_leader_election_enable, parts_.lifecycle.incarnation_id()};
 }
 
 void active_controller::fence_lapsed_brokers() {
@@ -134,7 +136,7 @@ void active_controller::fence_lapsed_brokers() {
   if (!fencing) return;
   log_.info("fencing broker " + std::to_string(fencing->broker_id) + ": " + fencing->reason);
   fencing_in_flight_ = true;
-  host_.commit_records(std::move(fencing->records), [this](result<void> r) {
+  parts_.writer.commit_records(std::move(fencing->records), [this](result<void> r) {
     fencing_in_flight_ = false;
     if (r.ok()) fence_lapsed_brokers();   // the next one, if any, on the new image
   });

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "constants.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "metadata_publisher.h"
 #include "security_manager.h"
 
@@ -91,7 +93,7 @@ result<std::vector<client_quota_entry>> security_manager::describe_client_quotas
 void security_manager::alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
                                       std::function<void(result<std::vector<std::optional<error>>>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, alterations = std::move(alterations), validate_only, done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, alterations = std::move(alterations), validate_only, done = std::move(done)]() mutable {
     std::vector<std::optional<error>> results;
     std::vector<protocol::metadata_record> records;
     std::set<security::client_quota_entity> entities;
@@ -131,7 +133,7 @@ void security_manager::alter_client_quotas(std::vector<client_quota_alteration> 
     }
     if (records.empty() || validate_only) return done(std::move(results));
     log_.info("client quotas: " + std::to_string(records.size()) + " keys changed");
-    host_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    writer_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });

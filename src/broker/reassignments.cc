@@ -7,6 +7,8 @@
 #include <algorithm>
 
 #include "active_controller.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "constants.h"
 #include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
@@ -24,7 +26,7 @@ void active_controller::alter_partition_reassignments_attempt(
     std::vector<partition_reassignment_target> targets,
     std::function<void(result<std::vector<partition_reassignment_result>>)> done, int attempts_left) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, targets = std::move(targets), done = std::move(done), attempts_left]() mutable {
+  parts_.barrier.post_caught_up([this, targets = std::move(targets), done = std::move(done), attempts_left]() mutable {
     std::vector<reassignment_target> wanted;
     wanted.reserve(targets.size());
     for (const auto& t : targets) wanted.push_back({t.topic, t.partition, t.replicas});
@@ -40,7 +42,7 @@ void active_controller::alter_partition_reassignments_attempt(
     }
     if (records.empty()) return done(std::move(results));
     log_.info("partition reassignment: " + std::to_string(records.size()) + " partition(s) change their replicas");
-    host_.commit_records(std::move(records), [this, targets = std::move(targets), results = std::move(results),
+    parts_.writer.commit_records(std::move(records), [this, targets = std::move(targets), results = std::move(results),
                                               done = std::move(done), attempts_left](result<void> r) mutable {
       // invalid_request: a partition changed between the plan and its commit (an ISR change
       // bumped the partition epoch the plan named); plan again from the newer image.
@@ -78,7 +80,7 @@ void active_controller::complete_reassignments_tick() {
   if (records.empty()) return;
   completion_barrier_.in_flight = true;
   // A refusal (a partition changed meanwhile) leaves the rest for the next tick.
-  host_.commit_records(std::move(records), [this, alive = std::weak_ptr<int>(lifetime_)](result<void>) {
+  parts_.writer.commit_records(std::move(records), [this, alive = std::weak_ptr<int>(lifetime_)](result<void>) {
     if (alive.lock()) completion_barrier_.in_flight = false;
   });
 }

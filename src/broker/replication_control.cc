@@ -6,6 +6,9 @@
 // the log lines (active_controller.h). The leader's side of AlterPartition (maybe_change_isr) is in
 // replica_fetch_server.cc, its controller client (send_alter_partition) in replication.cc.
 #include "active_controller.h"
+#include "broker_lifecycle.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "constants.h"
 #include "metadata_publisher.h"
 #include "rpc_messages.h"
@@ -86,7 +89,7 @@ void active_controller::alter_partition(protocol::alter_partition_request_data r
               (change.replicas ? "' completes: replicas " + std::to_string(change.replicas->size())
                                : "': leadership moves to broker " + std::to_string(change.leader)));
   }
-  host_.commit_records({change}, [this, response = std::move(response), out_topic, out, done = std::move(done),
+  parts_.writer.commit_records({change}, [this, response = std::move(response), out_topic, out, done = std::move(done),
                             name = decided->topic](result<void> r) mutable {
     if (!r.ok()) {
       out.error_code =
@@ -115,7 +118,7 @@ void active_controller::elect_preferred_leaders_attempt(
     std::vector<std::pair<std::string, int32_t>> partitions,
     std::function<void(result<std::vector<leader_election_result>>)> done, int attempts_left) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, partitions = std::move(partitions), done = std::move(done), attempts_left]() mutable {
+  parts_.barrier.post_caught_up([this, partitions = std::move(partitions), done = std::move(done), attempts_left]() mutable {
     auto election = controller::elect_preferred_leaders(*metadata_.controller_view()->image, partitions);
     std::vector<leader_election_result> results;
     for (auto& o : election.outcomes) {
@@ -128,7 +131,7 @@ void active_controller::elect_preferred_leaders_attempt(
     }
     if (election.records.empty()) return done(std::move(results));
     log_.info("preferred leader election: " + std::to_string(election.records.size()) + " leadership(s) given back");
-    host_.commit_records(std::move(election.records), [this, partitions = std::move(partitions),
+    parts_.writer.commit_records(std::move(election.records), [this, partitions = std::move(partitions),
                                                        results = std::move(results), done = std::move(done),
                                                        attempts_left](result<void> r) mutable {
       // invalid_request: a partition changed between the plan and its commit (the plan named an
@@ -151,14 +154,14 @@ void active_controller::note_stale_leadership(std::string topic, int32_t partiti
 
 void active_controller::renew_stale_leaderships() {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
-  if (renewing_leaderships_ || stale_leaderships_.empty() || host_.own_registration() == nullptr) return;
+  if (renewing_leaderships_ || stale_leaderships_.empty() || parts_.lifecycle.own_registration() == nullptr) return;
   auto records =
       controller::renew_stale_leaderships(*metadata_.controller_view()->image, config_.node_id, stale_leaderships_);
   if (records.empty()) return;
   log_.info("renewing " + std::to_string(records.size()) +
             " leadership(s) named for this broker before its registration (moved or in a new epoch)");
   renewing_leaderships_ = true;
-  host_.commit_records(std::move(records), [this](result<void>) { renewing_leaderships_ = false; });
+  parts_.writer.commit_records(std::move(records), [this](result<void>) { renewing_leaderships_ = false; });
 }
 
 void active_controller::rebalance_leaders_tick() {
@@ -173,7 +176,7 @@ void active_controller::rebalance_leaders_tick() {
   log_.info("auto.leader.rebalance.enable: giving " + std::to_string(records.size()) +
             " leadership(s) back to their preferred replicas");
   leader_rebalance_in_flight_ = true;
-  host_.commit_records(std::move(records), [this](result<void> r) {
+  parts_.writer.commit_records(std::move(records), [this](result<void> r) {
     leader_rebalance_in_flight_ = false;
     if (!r.ok()) {
       log_.info("automatic leader rebalance not applied (the next check retries): " + r.error().message);

@@ -9,6 +9,9 @@
 #include <utility>
 
 #include "admin_manager.h"
+#include "broker_lifecycle.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "broker_configs.h"
 #include "ringlog/base/constants.h"
 #include "metadata_publisher.h"
@@ -43,7 +46,7 @@ topic_description admin_manager::describe(const topic_state& t) const {
     // Only a leader's figures are the partition's end (a follower's lag one fetch round behind),
     // and only while its leadership lease holds (another broker may lead meanwhile: check_serving).
     if (image.leader != config_.node_id ||
-        (image.replicas.size() > 1 && deps_.clock.monotonic_ms() >= host_.leadership_lease_until_ms())) {
+        (image.replicas.size() > 1 && deps_.clock.monotonic_ms() >= lifecycle_.leadership_lease_until_ms())) {
       pd.high_watermark_established = false;
     }
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
@@ -81,7 +84,7 @@ std::shared_ptr<const topic_state> preview_state(const std::vector<protocol::met
 
 void admin_manager::create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
     if (auto valid = validate_topic_name(request.name); !valid.ok()) return done(valid.error());
     if (request.name.starts_with("__")) {
       return done(error{errc::invalid_topic_exception,
@@ -131,7 +134,7 @@ void admin_manager::create_topic(create_topic_request request, std::function<voi
       RINGLOG_ASSERT(preview != nullptr, "a new topic's records apply to the image it was checked against");
       return done(describe(*preview));
     }
-    host_.commit_records(std::move(records), [this, name = request.name, done = std::move(done)](result<void> r) mutable {
+    writer_.commit_records(std::move(records), [this, name = request.name, done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) {
         // An entry applies whole or not at all, so nothing of this create is left behind. When
         // it failed because the name exists now, another node created it first (a race of two
@@ -150,20 +153,20 @@ void admin_manager::create_topic(create_topic_request request, std::function<voi
 
 void admin_manager::delete_topic(std::string topic, std::function<void(result<void>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, topic = std::move(topic), done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, topic = std::move(topic), done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     if (t->is_internal) return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be deleted"});
     protocol::remove_topic_record remove;
     remove.topic_id = t->image->topic_id;
-    host_.commit_records({remove}, std::move(done));
+    writer_.commit_records({remove}, std::move(done));
   });
 }
 
 void admin_manager::create_partitions(std::string topic, int32_t partitions_count,
                                     std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     const int32_t current = t->partitions_count();
@@ -185,7 +188,7 @@ void admin_manager::create_partitions(std::string topic, int32_t partitions_coun
         !placed.ok()) {
       return done(from_controller(placed.error()));
     }
-    host_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
+    writer_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());
       auto now = controller_find_topic(topic);
       if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
@@ -197,7 +200,7 @@ void admin_manager::create_partitions(std::string topic, int32_t partitions_coun
 void admin_manager::alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
                                       bool validate_only, std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, topic = std::move(topic), changes = std::move(changes), validate_only,
+  barrier_.post_caught_up([this, topic = std::move(topic), changes = std::move(changes), validate_only,
                                         done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
@@ -228,7 +231,7 @@ void admin_manager::alter_topic_configs(std::string topic, std::map<std::string,
       RINGLOG_ASSERT(preview != nullptr, "config records of an existing topic apply");
       return done(describe(*preview));
     }
-    host_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
+    writer_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());
       auto now = controller_find_topic(topic);
       if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});

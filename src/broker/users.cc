@@ -5,6 +5,8 @@
 #include <set>
 
 #include "constants.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "metadata_publisher.h"
 #include "security_manager.h"
 
@@ -117,7 +119,7 @@ void security_manager::alter_user_scram_credentials(std::vector<scram_credential
       committed.push_back(i);
     }
     if (records.empty()) return done(std::move(results));
-    host_.commit_records(std::move(records), [results = std::move(results), committed = std::move(committed),
+    writer_.commit_records(std::move(records), [results = std::move(results), committed = std::move(committed),
                                         done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) {
         for (size_t i : committed) results[i] = r.error();
