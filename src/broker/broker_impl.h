@@ -25,7 +25,6 @@ class broker_impl final : public broker {
   void abandon() { parts_.abandon(); }
 
   void await_metadata_barrier(std::function<void()> then) override { parts_.barrier_.post_caught_up(std::move(then)); }
-  [[nodiscard]] int32_t controller_id() const override { return parts_.controller_id(); }
   void describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) override {
     parts_.delay_host_.describe(std::move(done));
   }

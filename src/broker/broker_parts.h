@@ -92,8 +92,6 @@ class broker_parts final : public metadata_publisher_host {
  private:
   friend class broker_impl;   // the facade calls into the parts
 
-  /// The facade's broker::controller_id.
-  [[nodiscard]] int32_t controller_id() const { return quorum_ ? quorum_->leader_id() : -1; }
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
   std::shared_ptr<const metadata_view> view() const { return publisher_.view(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).

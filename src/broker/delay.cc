@@ -781,7 +781,7 @@ void look_up_moves(metadata_barrier& barrier, const broker_log& logs, model::top
     done({});
   };
   // One fetch of the target per step; each step is a new call, never recursion on the stack.
-  sc->next = [&host, sc, finish, fail_all] {
+  sc->next = [&barrier, sc, finish, fail_all] {
     fetch_request f;
     f.partition = sc->tp;
     f.fetch_offset = sc->at;

@@ -93,7 +93,7 @@ void active_controller::heartbeat_tick() {
 
 const broker_config& active_controller::live_config() const {
   const auto& view = *metadata_.controller_view();
-  return live_config(view, config_);
+  return ::ringlog::broker::detail::live_config(view, config_);
 }
 
 void active_controller::handle_broker_heartbeat(const protocol::request_header_data& header,
