@@ -6,6 +6,9 @@
 #include <set>
 
 #include "constants.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
+#include "metadata_publisher.h"
 #include "security_manager.h"
 #include "ringlog/security/acl_host.h"
 
@@ -71,7 +74,7 @@ security::authorization_decision security_manager::authorize(const security::kaf
     return security::authorization_decision{security::authorization_result::allowed,
                                             security::authorization_decision::rule::no_acl_default, std::nullopt};
   }
-  return host_.current_view()->acls->authorize(principal, host, action, authorizer_settings_);
+  return metadata_.view()->acls->authorize(principal, host, action, authorizer_settings_);
 }
 
 std::optional<error> security_manager::auto_create_refusal(const produce_request& request) const {
@@ -96,11 +99,11 @@ void security_manager::create_acls(std::vector<security::acl_binding> acls,
                               std::function<void(result<std::vector<std::optional<error>>>)> done) {
   if (!config_.authorizer_enabled) return done(security_disabled());
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, acls = std::move(acls), done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, acls = std::move(acls), done = std::move(done)]() mutable {
     std::vector<std::optional<error>> results;
     std::vector<protocol::metadata_record> records;
     std::set<security::acl_binding> stored;
-    for (const auto& [id, record] : host_.controller_view()->image->acls()) stored.insert(acl_of(record));
+    for (const auto& [id, record] : metadata_.controller_view()->image->acls()) stored.insert(acl_of(record));
     for (auto& acl : acls) {
       if (auto valid = security::validate_acl(acl); !valid.ok()) {
         results.emplace_back(error{errc::invalid_request, valid.error().message});
@@ -120,8 +123,8 @@ void security_manager::create_acls(std::vector<security::acl_binding> acls,
       return done(error{errc::invalid_request, "the cluster keeps at most " + std::to_string(acls_max) +
                                                    " ACLs; these would make " + std::to_string(stored.size())});
     }
-    host_.log_info("ACLs: " + std::to_string(records.size()) + " created");
-    host_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    log_.info("ACLs: " + std::to_string(records.size()) + " created");
+    writer_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });
@@ -133,7 +136,7 @@ result<std::vector<security::acl_binding>> security_manager::describe_acls(const
   if (auto valid = security::validate_acl_filter(filter); !valid.ok()) {
     return error{errc::invalid_request, valid.error().message};
   }
-  return host_.current_view()->acls->select(canonical_hosts(filter));
+  return metadata_.view()->acls->select(canonical_hosts(filter));
 }
 
 void security_manager::delete_acls(
@@ -141,7 +144,7 @@ void security_manager::delete_acls(
     std::function<void(result<std::vector<result<std::vector<security::acl_binding>>>>)> done) {
   if (!config_.authorizer_enabled) return done(security_disabled());
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, filters = std::move(filters), done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, filters = std::move(filters), done = std::move(done)]() mutable {
     std::vector<result<std::vector<security::acl_binding>>> results;
     std::vector<protocol::metadata_record> records;
     std::set<std::array<uint8_t, 16>> removed;
@@ -152,7 +155,7 @@ void security_manager::delete_acls(
       }
       std::vector<security::acl_binding> matched;
       const auto canonical = canonical_hosts(filter);
-      for (const auto& [id, record] : host_.controller_view()->image->acls()) {
+      for (const auto& [id, record] : metadata_.controller_view()->image->acls()) {
         auto acl = acl_of(record);
         if (auto host = security::canonical_acl_host(acl.host)) acl.host = std::move(*host);
         if (!canonical.matches(acl)) continue;
@@ -172,8 +175,8 @@ void security_manager::delete_acls(
                                                    std::to_string(acl_changes_per_call_max) +
                                                    " ACLs; the filters select " + std::to_string(records.size())});
     }
-    host_.log_info("ACLs: " + std::to_string(records.size()) + " deleted");
-    host_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    log_.info("ACLs: " + std::to_string(records.size()) + " deleted");
+    writer_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });

@@ -14,7 +14,7 @@
 //   autobalancer.cc        the partition autobalancer's tick
 //   producer_id_blocks.cc  AllocateProducerIds (KIP-730)
 //   internal_topics.cc     __consumer_offsets and __transaction_state created; the forwarding secret
-// It reaches the broker only through active_controller_host, never through broker_impl.
+// It reaches the broker through the parts it is built with only (active_controller::parts).
 // Everything here runs on the controller shard unless a function says otherwise. Private to the
 // broker module.
 
@@ -32,11 +32,11 @@
 
 #include "autobalancer.h"
 #include "metadata.h"
-#include "metadata_host.h"
 #include "ringlog/base/clock.h"
 #include "ringlog/base/random.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/membership.h"
+#include "ringlog/controller/metadata_quorum.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/controller/replication_control.h"
 #include "ringlog/protocol/messages.h"
@@ -45,23 +45,11 @@
 
 namespace ringlog::broker::detail {
 
-/// What the active controller reaches in the broker beyond the metadata (the views, commit_records,
-/// post_caught_up, log_info: metadata_host.h; broker_impl implements it). A virtual base: the
-/// broker's facets share one metadata_host.
-class active_controller_host : public virtual metadata_host {
- public:
-  /// The metadata quorum's leader, the active controller (-1: none known, or not started).
-  [[nodiscard]] virtual int32_t controller_id() const = 0;
-  /// Controller shard: this broker's registration in the image if it is this process's.
-  [[nodiscard]] virtual const controller::broker_registration* own_registration() const = 0;
-  /// This process's incarnation (new on every start; set once the start began).
-  [[nodiscard]] virtual controller::uuid incarnation_id() const = 0;
-  /// min.insync.replicas of `topic` as of the calling thread's view.
-  [[nodiscard]] virtual int32_t min_insync_replicas(const std::string& topic) const = 0;
-  /// Start-up waits on the metadata look again (an internal topic's creation ended).
-  virtual void run_metadata_rechecks() = 0;
-  virtual void log_error(const std::string& message) const = 0;
-};
+class broker_lifecycle;
+class metadata_barrier;
+class metadata_publisher;
+class metadata_writer;
+class replica_manager;
 
 /// The reassignments under way in `image`, of `topic` or of every topic (empty).
 std::vector<partition_reassignment> reassignments_in(const controller::metadata_image& image, const std::string& topic);
@@ -73,12 +61,25 @@ security::bytes forwarding_secret_in(const controller::metadata_image& image);
 
 class active_controller {
  public:
+  /// The broker's parts the active controller reaches, each outliving it (some are constructed
+  /// after it: none is used before the broker starts).
+  struct parts {
+    /// The metadata quorum (null until start_quorum made it): its leader is the active controller.
+    const std::unique_ptr<controller::metadata_quorum>& quorum;
+    const broker_lifecycle& lifecycle;   ///< this process's incarnation and registration
+    const replica_manager& replicas;     ///< min.insync.replicas of a topic
+    metadata_writer& writer;             ///< commit_records: the decisions' records through the quorum
+    metadata_barrier& barrier;           ///< post_caught_up: changes planned against a fresh image
+    /// Start-up's waits on the metadata look again (an internal topic's creation ended).
+    std::function<void()> recheck_start_up;
+  };
   /// `config`: the static broker config (a view's dynamic one replaces it where it has one);
   /// `cluster_transport` null: a single node (no probes, no RPC handlers); `quorum_voters`:
   /// controller.quorum.voters (empty: this node is the only voter). Every reference outlives
   /// this object.
-  active_controller(active_controller_host& host, const broker_config& config, const base::clock& clock,
-                    runtime::shard_runtime& runtime, rpc::transport* cluster_transport, base::random_source& random,
+  active_controller(parts reached, const metadata_publisher& metadata, broker_log log,
+                    const broker_config& config, const base::clock& clock, runtime::shard_runtime& runtime,
+                    rpc::transport* cluster_transport, base::random_source& random,
                     const std::map<int32_t, rpc::peer_address>& quorum_voters, const std::atomic<bool>& stopping);
 
   /// Before the transport serves: the handlers of BrokerHeartbeat, AlterPartition and
@@ -147,12 +148,12 @@ class active_controller {
   void ensure_forwarding_secret();
 
   /// The metadata quorum's leader, the active controller (-1: none known).
-  [[nodiscard]] int32_t controller_id() const { return host_.controller_id(); }
+  [[nodiscard]] int32_t controller_id() const { return parts_.quorum ? parts_.quorum->leader_id() : -1; }
   /// Reassignments the autobalancer started, by reason (any thread).
   [[nodiscard]] autobalancer_figures autobalancer_moves() const { return autobalancer_.figures(); }
 
  private:
-  [[nodiscard]] bool active() const { return host_.controller_id() == config_.node_id; }
+  [[nodiscard]] bool active() const { return controller_id() == config_.node_id; }
   /// The broker config of the controller's view (its dynamic broker configs applied).
   [[nodiscard]] const broker_config& live_config() const;
   void handle_broker_heartbeat(const protocol::request_header_data& header, std::vector<std::byte> body,
@@ -194,7 +195,9 @@ class active_controller {
   void decommission_tick();   // finishes drained decommissions, drains again
   void autobalancer_tick();   // every node: unavailability; the active controller: decommissions, moves
 
-  active_controller_host& host_;
+  parts parts_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  const broker_log log_;
   const broker_config& config_;
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;

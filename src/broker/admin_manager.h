@@ -4,8 +4,8 @@
 // the broker configs changed (cluster_admin.cc), and the active controller's placement calls
 // (elections, reassignments, rebalance, decommission: active_controller.h) passed on. Every change
 // is a metadata-log entry checked against the controller shard's view and committed through the
-// quorum. It reaches the broker only through admin_host, never through broker_impl. Private to
-// the broker module.
+// quorum (metadata_writer), planned after the metadata barrier. It reaches the broker through
+// the parts it is built with only. Private to the broker module.
 
 #include <atomic>
 #include <cstdint>
@@ -20,7 +20,7 @@
 #include "active_controller.h"
 #include "constants.h"
 #include "metadata.h"
-#include "metadata_host.h"
+#include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/admin.h"
 #include "ringlog/broker/broker.h"
@@ -28,25 +28,30 @@
 
 namespace ringlog::broker::detail {
 
-/// What the admin facet reaches in the broker beyond the metadata (broker_impl implements it).
-class admin_host : public virtual metadata_host {
- public:
-  /// The metadata quorum's leader, the active controller (-1: none known, or not started).
-  [[nodiscard]] virtual int32_t controller_id() const = 0;
-  /// The metadata quorum as raft describes it on this node; nullopt before the quorum started.
-  [[nodiscard]] virtual std::optional<controller::quorum_description> quorum_description() const = 0;
-  /// Clock ms until which this broker's leadership lease holds (replication/offsets_gate.h; -1:
-  /// never acknowledged); a leader reports its partitions' ends as established only before it.
-  [[nodiscard]] virtual int64_t leadership_lease_until_ms() const = 0;
-};
+class broker_lifecycle;
+class metadata_barrier;
+class metadata_writer;
 
 class admin_manager final : public admin_api {
  public:
-  /// `config`: the static broker config (a view's dynamic one replaces it where it has one);
-  /// `stopping`: the broker's stop flag. Every reference outlives this object.
-  admin_manager(admin_host& host, const broker_config& config, const broker_dependencies& deps,
-                active_controller& controller, const std::atomic<bool>& stopping)
-      : host_(host), config_(config), deps_(deps), controller_(controller), stopping_(stopping) {}
+  /// `quorum`: the metadata quorum (null before start); `lifecycle`: the leadership lease;
+  /// `writer`: commit_records; `barrier`: post_caught_up (changes are planned against an image no
+  /// older than the active controller's); `config`: the static broker config (a view's dynamic one
+  /// replaces it where it has one); `stopping`: the broker's stop flag. Every reference outlives
+  /// this object.
+  admin_manager(const std::unique_ptr<controller::metadata_quorum>& quorum, const broker_lifecycle& lifecycle,
+                metadata_writer& writer, metadata_barrier& barrier, const metadata_publisher& metadata,
+                const broker_config& config, const broker_dependencies& deps, active_controller& controller,
+                const std::atomic<bool>& stopping)
+      : quorum_(quorum),
+        lifecycle_(lifecycle),
+        writer_(writer),
+        barrier_(barrier),
+        metadata_(metadata),
+        config_(config),
+        deps_(deps),
+        controller_(controller),
+        stopping_(stopping) {}
 
   // topics_admin.cc
   void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) override;
@@ -61,7 +66,7 @@ class admin_manager final : public admin_api {
   void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
   // cluster_admin.cc
   [[nodiscard]] std::vector<broker_description> list_brokers() const override;
-  [[nodiscard]] int32_t controller_id() const override { return host_.controller_id(); }
+  [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
   [[nodiscard]] quorum_status describe_quorum() const override;
   [[nodiscard]] result<std::vector<broker_config_entry>> describe_broker_configs(int32_t node_id) const override;
   void alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
@@ -78,7 +83,7 @@ class admin_manager final : public admin_api {
     controller_.alter_partition_reassignments(std::move(targets), std::move(done));
   }
   [[nodiscard]] std::vector<partition_reassignment> list_partition_reassignments(const std::string& topic) const override {
-    return reassignments_in(*host_.current_view()->image, topic);
+    return reassignments_in(*metadata_.view()->image, topic);
   }
   void rebalance(rebalance_request request, std::function<void(result<rebalance_result>)> done) override {
     controller_.rebalance(std::move(request), std::move(done));
@@ -90,31 +95,35 @@ class admin_manager final : public admin_api {
     controller_.decommission_broker(node_id, cancel, std::move(done));
   }
   [[nodiscard]] std::vector<broker_decommission> list_decommissions() const override {
-    return decommissions_in(*host_.current_view()->image);
+    return decommissions_in(*metadata_.view()->image);
   }
 
  private:
   /// The topic `name` as of the calling thread's view, or null.
   [[nodiscard]] std::shared_ptr<const topic_state> find_topic(const std::string& name) const {
-    const auto v = host_.current_view();
+    const auto v = metadata_.view();
     auto it = v->topics.find(name);
     return it == v->topics.end() ? nullptr : it->second;
   }
   /// Controller shard: the topic as of the last applied metadata entry.
   [[nodiscard]] std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const {
     RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-    const auto& v = host_.controller_view();
+    const auto& v = metadata_.controller_view();
     auto it = v->topics.find(name);
     return it == v->topics.end() ? nullptr : it->second;
   }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
-  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
+  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return live_config(v, config_); }
   /// broker.partitions.max: `adding` more partitions fit beside those of the calling thread's view.
   [[nodiscard]] result<void> check_partition_budget(int64_t adding) const;
   /// The description of `t` (its partitions' figures from this node's replicas and the lease).
   [[nodiscard]] topic_description describe(const topic_state& t) const;
 
-  admin_host& host_;
+  const std::unique_ptr<controller::metadata_quorum>& quorum_;
+  const broker_lifecycle& lifecycle_;
+  metadata_writer& writer_;
+  metadata_barrier& barrier_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
   const broker_config& config_;
   const broker_dependencies& deps_;
   active_controller& controller_;

@@ -10,6 +10,7 @@
 
 #include "active_controller.h"
 #include "constants.h"
+#include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
 
 namespace ringlog::broker::detail {
@@ -47,7 +48,7 @@ std::string started_line(const controller::autobalancer_decision& decision, cons
 
 void active_controller::autobalancer_tick() {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
-  const auto image = host_.controller_view()->image;
+  const auto image = metadata_.controller_view()->image;
   const broker_config& config = live_config();
   const int64_t now_ms = clock_.now_ms();
   autobalancer& a = autobalancer_;
@@ -64,7 +65,7 @@ void active_controller::autobalancer_tick() {
   if (!active()) return;
   decommission_tick();   // an operator's decommission goes first; the decision waits while one runs
   if (decision.waiting != a.waiting && !decision.waiting.empty()) {
-    host_.log_info("autobalancer: waiting: " + std::string(decision.waiting));
+    log_.info("autobalancer: waiting: " + std::string(decision.waiting));
   }
   a.waiting = decision.waiting;
   if (stopping_ || a.in_flight || decommission_in_flight_ || decision.reason == controller::autobalance_reason::none) return;
@@ -73,7 +74,7 @@ void active_controller::autobalancer_tick() {
   const controller::rebalance_plan plan =
       controller::plan_rebalance(*image, {}, rebalance_options_for(autobalancer_tolerance, drain));
   if (plan.moves.empty()) return;
-  host_.log_info(started_line(decision, plan, config));
+  log_.info(started_line(decision, plan, config));
   a.in_flight = true;
   alter_partition_reassignments(
       reassignment_targets_of(plan), [this, alive = std::weak_ptr<int>(lifetime_), reason = decision.reason](

@@ -1,7 +1,7 @@
-// The single-node broker's shared helpers (errors, partition keys and shards), its shutdown, and
-// open_broker (each shard's maintenance tick is its partition_manager's), the leader checks and
-// the group coordinator's node. The rest of broker_impl is in a file per concept: start_up.cc,
-// produce.cc, fetch.cc, replication.cc, ... (broker_impl.h says which).
+// The broker module's shared helpers (errors, topic ids), the facade's group coordinator lookup,
+// the composition's shutdown (broker_parts.h; its start is start_up.cc's) and open_broker (each
+// shard's maintenance tick is its partition_manager's). The parts are in a file per concept:
+// produce.cc, fetch.cc, replication.cc, ... (docs/architecture.md's broker section says which).
 // Kafka's counterpart: BrokerServer.
 
 #include "ringlog/broker/broker.h"
@@ -46,25 +46,10 @@ error shard_busy(size_t shard) {
                    " tasks queued; retry later"};
 }
 
-// ---------------------------------------------------------------- produce, fetch, list offsets
-
-// The broker API's data calls: the topic lookup, then the metadata barrier for a topic this node
-// has not learned of yet (metadata_barrier.h), then produce_known, fetch_known, list_offsets_known.
-
-void broker_impl::produce(produce_request request, std::function<void(result<produce_response>)> done) {
-  barrier_.produce(std::move(request), std::move(done));
-}
-
-void broker_impl::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
-  barrier_.fetch(std::move(request), std::move(done));
-}
-
-void broker_impl::list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) {
-  barrier_.list_offsets(std::move(request), std::move(done));
-}
+// ---------------------------------------------------------------- the facade
 
 int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
-  const auto t = find_topic(consumer_offsets_topic);
+  const auto t = parts_.publisher_.find_topic(consumer_offsets_topic);
   if (!t || t->partitions_count() <= 0) return -1;
   const int32_t p = group::coordinator_partition_for(group_id, t->partitions_count());
   return t->image->partitions[static_cast<size_t>(p)].leader;
@@ -72,7 +57,7 @@ int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
 
 // ---------------------------------------------------------------- shutdown
 
-void broker_impl::begin_shutdown() {
+void broker_parts::begin_shutdown() {
   stopping_ = true;
   for (size_t shard = 0; shard < partition_managers_.size(); ++shard) {
     deps_.runtime.post(shard, [this, shard] {
@@ -85,7 +70,7 @@ void broker_impl::begin_shutdown() {
   }
 }
 
-void broker_impl::shutdown(std::function<void()> done) {
+void broker_parts::shutdown(std::function<void()> done) {
   // Controlled shutdown first (KIP-631): the active controller marks this broker and moves its
   // leaderships away before the logs close; bounded by the session timeout, so a broker that
   // cannot reach a controller still stops.

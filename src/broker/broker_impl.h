@@ -1,390 +1,97 @@
 #pragma once
-// The broker's implementation class, shared by the files that define its parts (broker.cc: shared
-// helpers, the leader checks, shutdown; start_up.cc: the start steps and the cluster listener's
-// handlers). Registration, heartbeats, the leadership lease and the controlled shutdown are
-// broker_lifecycle.h's, the metadata writes and the cluster listener's Fetch routing
-// cluster_requests.h's, fetches and list offsets fetch_service.h's (fetch.cc), leaderships and the
-// controller client of ISR changes replica_manager.h's (replication.cc). The metadata quorum's state
-// machine, the views and the replicas following them are metadata_publisher.h's
-// (metadata_apply.cc, partition_reconcile.cc), the replica fetcher and the leader's side of
-// followers' fetches replica_fetcher.h's, the delayed-delivery host (delay.cc) delay_host.h's,
-// the active controller (heartbeats answered, fencing, AlterPartition, elections, reassignments,
-// rebalance, decommission, producer id blocks, internal topics) active_controller.h's, the API's
-// admin and security facets admin_manager.h's (topics_admin.cc, cluster_admin.cc) and
-// security_manager.h's (users.cc, acls.cc, quotas.cc).
-// One replica's own behaviour (appends, the high watermark, acks, waiters, reads, KIP-890
-// guards) is partition_runtime's; each shard's replicas and their directories, fetch deadlines,
-// kept reads and maintenance tick are its partition_manager's, and the order of the applied
-// metadata entries metadata_apply_queue's (the partition module, which never sees this class: it
-// reports leadership changes through leadership_observer, which replica_manager implements).
-// The calls passed on to a partition's leader (forwarding.cc) are leader_forwarder.h's, the
-// metadata barrier (metadata_barrier.cc) metadata_barrier.h's, the produce pipeline (produce.cc,
-// produce_validation.cc) produce_pipeline.h's, the partition side of transactions
-// (transactions.cc, txn_markers.cc) partition_transactions.h's and the group and transaction
-// services' internal topics (own_records.cc) coordinator_partitions.h's.
-// Private to the broker module: other modules see broker.h only.
+// The broker API's implementation: a facade whose every call is one call into a part of the
+// broker's composition (broker_parts.h: which parts exist, their wiring, start and shutdown).
+// docs/architecture.md's broker section maps the parts to their files. Private to the broker
+// module: other modules see broker.h only.
 
-#include <algorithm>
-#include <atomic>
 #include <functional>
-#include <map>
 #include <memory>
-#include <optional>
-#include <queue>
-#include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "active_controller.h"
-#include "broker_lifecycle.h"
-#include "cluster_requests.h"
-#include "producer_ids.h"
-#include "constants.h"
-#include "coordinator_partitions.h"
-#include "delay_host.h"
-#include "fetch_service.h"
-#include "group_service.h"
-#include "leader_forwarder.h"
-#include "metadata_barrier.h"
-#include "txn_service.h"
-#include "metadata.h"
-#include "metadata_publisher.h"
-#include "partition.h"
-#include "partition_transactions.h"
-#include "produce_pipeline.h"
-#include "ringlog/partition/partition_manager.h"
-#include "quota_managers.h"
-#include "replica_fetcher.h"
-#include "replica_manager.h"
-#include "security_manager.h"
-#include "admin_manager.h"
-#include "rpc_messages.h"
-#include "ringlog/controller/reassignment.h"
-#include "ringlog/base/assert.h"
-#include "ringlog/base/constants.h"
+#include "broker_parts.h"
 #include "ringlog/broker/broker.h"
-#include "ringlog/controller/metadata_quorum.h"
-#include "ringlog/protocol/frame.h"
-#include "ringlog/replication/leader_state.h"
-#include "ringlog/replication/offsets_gate.h"
-#include "ringlog/storage/partition_log.h"
 
 namespace ringlog::broker::detail {
 
-class broker_impl final : public broker,
-                          public coordinator_partitions_host,
-                          public leader_forwarder_host,
-                          public produce_pipeline_host,
-                          public metadata_barrier_host,
-                          public partition_transactions_host,
-                          public metadata_publisher_host,
-                          public delay_host_services,
-                          public replica_manager_host,
-                          public active_controller_host,
-                          public broker_lifecycle_host,
-                          public admin_host {
+class broker_impl final : public broker {
  public:
   broker_impl(broker_config config, broker_dependencies deps)
-      : config_(std::move(config)),
-        deps_(std::move(deps)),
-        compaction_({.enabled = config_.log_cleaner_enable,
-                     .dedupe_buffer_size = config_.log_cleaner_dedupe_buffer_size,
-                     .io_max_bytes_per_second = config_.log_cleaner_io_max_bytes_per_second},
-                    deps_.runtime.shard_count()) {
-    const partition_manager::maintenance_settings maintenance{
-        .tick_ms = std::min({constants::maintenance_interval_ms, config_.log_retention_check_interval_ms,
-                             config_.log_cleaner_backoff_ms}),
-        .retention_check_interval_ms = config_.log_retention_check_interval_ms};
-    const auto services =
-        replication_.services(lifecycle_.leadership_lease_end(), fetch_.next_read_id(), partition_txns_.next_txn_verification());
-    for (size_t shard = 0; shard < deps_.runtime.shard_count(); ++shard) {
-      partition_managers_.push_back(std::make_unique<partition_manager>(
-          shard, deps_.runtime, deps_.clock, stopping_, compaction_, maintenance, services,
-          log_directory{.fs = deps_.fs, .path = config_.log_dir, .log = deps_.log, .failures = deps_.log_dir_failures}));
-    }
-  }
+      : parts_(*this, std::move(config), std::move(deps)) {}
 
-  /// Starts the broker (Kafka's BrokerServer.startup): a chain of continuations on the controller
-  /// shard, each step's completion posting the next (start_up.cc); `done` runs once, on the
-  /// controller shard, with the first step's error or ok once the broker serves. Nothing blocks.
-  void start_async(std::function<void(result<void>)> done);
-  /// A broker dropped without shutdown() (a crash in tests): the quorum still stops first.
-  ~broker_impl() override {
-    if (quorum_) quorum_->stop();
-  }
+  /// broker_parts::start_async (start_up.cc): `done` once, on the controller shard.
+  void start_async(std::function<void(result<void>)> done) { parts_.start_async(std::move(done)); }
   /// After a failed start: stops the quorum (it must stop before it is destroyed).
-  void abandon() {
-    stopping_ = true;
-    if (quorum_) quorum_->stop();
-  }
+  void abandon() { parts_.abandon(); }
 
-  void await_metadata_barrier(std::function<void()> then) override { post_caught_up(std::move(then)); }
-  [[nodiscard]] int32_t controller_id() const override { return quorum_ ? quorum_->leader_id() : -1; }
+  void await_metadata_barrier(std::function<void()> then) override { parts_.barrier_.post_caught_up(std::move(then)); }
   void describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) override {
-    delay_host_.describe(std::move(done));
+    parts_.delay_host_.describe(std::move(done));
   }
-
-  [[nodiscard]] const broker_config& config() const override { return config_; }
-  [[nodiscard]] int32_t message_max_bytes() const override { return live(*view()).message_max_bytes; }
+  [[nodiscard]] const broker_config& config() const override { return parts_.config_; }
+  [[nodiscard]] int32_t message_max_bytes() const override {
+    return parts_.live(*parts_.view()).message_max_bytes;
+  }
   [[nodiscard]] int32_t group_coordinator_id(const std::string& group_id) const override;
-  void produce(produce_request request, std::function<void(result<produce_response>)> done) override;
-  void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override;
-  void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override;
+  /// The data calls: the topic lookup, then the metadata barrier for a topic this node has not
+  /// learned of yet (metadata_barrier.h), then produce_known, fetch_known, list_offsets_known.
+  void produce(produce_request request, std::function<void(result<produce_response>)> done) override {
+    parts_.barrier_.produce(std::move(request), std::move(done));
+  }
+  void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) override {
+    parts_.barrier_.fetch(std::move(request), std::move(done));
+  }
+  void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override {
+    parts_.barrier_.list_offsets(std::move(request), std::move(done));
+  }
   void produce_batches(produce_batches_request request,
                        std::function<void(result<produce_batches_response>)> done) override {
-    produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::kafka_client);
+    parts_.produce_.produce_batches_from(std::move(request), std::move(done),
+                                         produce_pipeline::batch_origin::kafka_client);
   }
   void init_producer_id(std::function<void(result<producer_identity>)> done) override {
-    producer_ids_.init_producer_id(std::move(done));
+    parts_.producer_ids_.init_producer_id(std::move(done));
   }
   void write_txn_markers(std::vector<txn_marker> markers,
                          std::function<void(result<std::vector<txn_marker_result>>)> done) override {
-    partition_txns_.write_txn_markers(std::move(markers), std::move(done));
+    parts_.partition_txns_.write_txn_markers(std::move(markers), std::move(done));
   }
   [[nodiscard]] result<void> check_producer_id(model::producer_id id) const override {
-    return producer_ids_.check_producer_id(id, view()->image->next_producer_id());
+    return parts_.produce_.check_producer_id(id);
   }
-  [[nodiscard]] security::bytes forwarding_secret() const override { return forwarding_secret_in(*view()->image); }
+  [[nodiscard]] security::bytes forwarding_secret() const override {
+    return forwarding_secret_in(*parts_.view()->image);
+  }
   /// KIP-890 part 1 (partition_transactions::verify_txn_partition).
   void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
                             model::producer_epoch producer_epoch, const model::topic_partition& tp,
                             std::function<void(result<void>)> done) override {
-    partition_txns_.verify_txn_partition(transactional_id, producer_id, producer_epoch, tp, std::move(done));
+    parts_.partition_txns_.verify_txn_partition(transactional_id, producer_id, producer_epoch, tp, std::move(done));
   }
   void describe_producers(model::topic_partition partition,
                           std::function<void(result<std::vector<producer_description>>)> done) override {
-    partition_txns_.describe_producers(std::move(partition), std::move(done));
+    parts_.partition_txns_.describe_producers(std::move(partition), std::move(done));
   }
-  void begin_shutdown() override;
-  [[nodiscard]] io::latency_histogram::snapshot cleaner_step_time() const override { return compaction_.step_time(); }
-  [[nodiscard]] replication_throttle_figures replication_throttling() const override { return replication_throttles_.figures(); }
-  [[nodiscard]] autobalancer_figures autobalancer_moves() const override { return controller_.autobalancer_moves(); }
-  void shutdown(std::function<void()> done) override;
-  group_api& groups() override { return *groups_; }
-  txn_api& transactions() override { return *txns_; }
-  security_api& security() override { return security_; }
-  const security_api& security() const override { return security_; }
-  admin_api& admin() override { return admin_; }
-  const admin_api& admin() const override { return admin_; }
+  void begin_shutdown() override { parts_.begin_shutdown(); }
+  void shutdown(std::function<void()> done) override { parts_.shutdown(std::move(done)); }
+  [[nodiscard]] io::latency_histogram::snapshot cleaner_step_time() const override {
+    return parts_.compaction_.step_time();
+  }
+  [[nodiscard]] replication_throttle_figures replication_throttling() const override {
+    return parts_.replication_throttles_.figures();
+  }
+  [[nodiscard]] autobalancer_figures autobalancer_moves() const override {
+    return parts_.controller_.autobalancer_moves();
+  }
+  group_api& groups() override { return *parts_.groups_; }
+  txn_api& transactions() override { return *parts_.txns_; }
+  security_api& security() override { return parts_.security_; }
+  const security_api& security() const override { return parts_.security_; }
+  admin_api& admin() override { return parts_.admin_; }
+  const admin_api& admin() const override { return parts_.admin_; }
 
  private:
-  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  std::shared_ptr<const metadata_view> view() const { return publisher_.view(); }
-  /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
-  const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
-  // admin_host (and the metadata_host of the security facet)
-  std::shared_ptr<const metadata_view> current_view() const override { return view(); }
-  std::optional<controller::quorum_description> quorum_description() const override {
-    return quorum_ ? std::optional(quorum_->describe()) : std::nullopt;
-  }
-  int64_t leadership_lease_until_ms() const override { return lifecycle_.leadership_lease_until_ms(); }
-
-  std::shared_ptr<const topic_state> find_topic(const std::string& name) const override {
-    auto v = view();
-    auto it = v->topics.find(name);
-    return it == v->topics.end() ? nullptr : it->second;
-  }
-  /// Controller shard: the topic as of the last applied metadata entry.
-  std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const override {
-    RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
-    const auto& topics = publisher_.controller_view()->topics;
-    auto it = topics.find(name);
-    return it == topics.end() ? nullptr : it->second;
-  }
-  size_t owner(const std::string& topic, int32_t partition) const {
-    return shard_of(topic, partition, partition_managers_.size());
-  }
-  std::string partition_directory(const std::string& topic, int32_t partition) const {
-    return config_.log_dir + "/" + partition_key(topic, partition);
-  }
-  // Start-up steps on the controller shard, retried on runtime timers up to `deadline_ms` (clock
-  // ms; stage F: no thread sleeps); `done` once, there. Errors: not_controller (timed out).
-  /// The quorum has a leader and this node applied and published every entry below its HW.
-  void catch_up_with_metadata(int64_t deadline_ms, std::function<void(result<void>)> done);
-  /// __consumer_offsets, __transaction_state and the cluster's forwarding secret are in this node's image.
-  void await_internal_topics(int64_t deadline_ms, std::function<void(result<void>)> done);
-  /// Runs `again` once: on the next applied entry or leader change, or after start_up_poll_ms,
-  /// whichever is first (a simulated clock may stand still while the quorum commits).
-  void recheck_on_metadata(std::function<void()> again) override;
-  void run_metadata_rechecks() override;
-  std::vector<std::shared_ptr<std::function<void()>>> metadata_rechecks_;   // controller shard; empty = ran
-  // start_async's steps, in order, each on the controller shard.
-  /// The log directory checked, the metadata quorum started, the cluster transport serving.
-  result<void> start_quorum();
-  using waiting_step = std::function<void(int64_t, std::function<void(result<void>)>)>;
-  /// Runs a waiting step given metadata_catch_up_timeout_ms from now.
-  void run_start_step(waiting_step step, std::function<void(result<void>)> done);
-  void start_opening_partitions(std::function<void(result<void>)> done);
-  void start_registering(std::function<void(result<void>)> done);
-  void start_coordinators(std::function<void(result<void>)> done);
-  /// metadata_host: metadata_writer::commit_records (cluster_requests.h).
-  void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done) override {
-    writer_.commit_records(std::move(records), std::move(done));
-  }
-  /// metadata_barrier::post_caught_up: admin calls plan against an image no older than the active controller's.
-  void post_caught_up(std::function<void()> then) override { barrier_.post_caught_up(std::move(then)); }
-  /// Handlers of requests from other nodes (on the cluster listener), before it serves.
-  void register_cluster_handlers();
-  // active_controller_host
-  const std::shared_ptr<const metadata_view>& controller_view() const override { return publisher_.controller_view(); }
-  controller::uuid incarnation_id() const override { return lifecycle_.incarnation_id(); }
-  const controller::broker_registration* own_registration() const override { return lifecycle_.own_registration(); }
-  // metadata_publisher_host
-  void on_metadata_leader_change(int32_t leader_id) override { controller_.on_leader_change(leader_id); }
-  void on_view_published(const metadata_view& view) override { forwarder_.fail_moved_forwards(view); }
-  void on_topic_deleted(const std::string& topic) override {
-    if (groups_) groups_->topic_deleted(topic);   // none on a dedicated controller
-  }
-  void on_topics_changed() override {
-    if (groups_) groups_->topics_changed();
-  }
-  void log_info(const std::string& message) const override {
-    if (deps_.log) deps_.log(true, message);
-  }
-  void log_error(const std::string& message) const override {
-    if (deps_.log) deps_.log(false, message);
-  }
-  // leader_forwarder_host (leader_forwarder.h) and metadata_barrier_host (metadata_barrier.h)
-  std::shared_ptr<const metadata_view> shard_view() const override { return publisher_.views().current(); }
-  std::shared_ptr<const metadata_view> newest_view() const override { return publisher_.views().latest(); }
-  void produce_peer_batches(produce_batches_request request,
-                            std::function<void(result<produce_batches_response>)> done) override {
-    produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::peer_broker);
-  }
-  void produce_own_batches(produce_batches_request request,
-                           std::function<void(result<produce_batches_response>)> done) override {
-    produce_.produce_batches_from(std::move(request), std::move(done), produce_pipeline::batch_origin::local_records);
-  }
-  controller::quorum_description metadata_quorum_now() const override { return quorum_->describe(); }
-  void await_metadata_applied(int64_t offset, std::function<void(result<void>)> done) override {
-    publisher_.apply_queue().await_applied(offset, std::move(done));
-  }
-  /// fetch / list_offsets of a partition this node leads (fetch_service.h).
-  void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) override {
-    fetch_.fetch_here(std::move(request), std::move(done));
-  }
-  void list_offsets_here(list_offsets_request request,
-                         std::function<void(result<list_offsets_response>)> done) override {
-    fetch_.list_offsets_here(std::move(request), std::move(done));
-  }
-  /// produce, fetch and list_offsets once the topic is known or the barrier passed (metadata_barrier.h).
-  void produce_known(produce_request request, std::function<void(result<produce_response>)> done) override {
-    produce_.produce_known(std::move(request), std::move(done));
-  }
-  void fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) override {
-    fetch_.fetch_known(std::move(request), std::move(done));
-  }
-  void list_offsets_known(list_offsets_request request,
-                          std::function<void(result<list_offsets_response>)> done) override {
-    fetch_.list_offsets_known(std::move(request), std::move(done));
-  }
-  // active_controller_host and delay_host_services: replica_manager.h's
-  int32_t min_insync_replicas(const std::string& topic) const override {
-    return replication_.min_insync_replicas(topic);
-  }
-  void for_each_replica(size_t shard, const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) override {
-    replication_.for_each_replica(shard, f);
-  }
-  // replica_manager_host: broker_lifecycle.h's
-  [[nodiscard]] bool controlled_shutdown_done() const override { return lifecycle_.controlled_shutdown_done(); }
-
-  // delay_host_services: the produce pipeline's produce_to (produce_pipeline.h)
-  void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                  std::function<void(result<produce_response>)> done, bool internal_write) override {
-    produce_.produce_to(topic, std::move(request), std::move(done), internal_write);
-  }
-  // delay_host_services: what the delayed-delivery host reaches (delay_host.h)
-  void create_internal_topic(std::string name, int32_t partitions_count, std::map<std::string, std::string> configs,
-                             std::function<void(result<std::shared_ptr<const topic_state>>)> done) override {
-    coordinator_partitions_.create_internal_topic(std::move(name), partitions_count, std::move(configs), std::move(done));
-  }
-  [[nodiscard]] int64_t delay_max_ms() const override { return live(*view()).delay_max_ms; }
-  void publish(partition_runtime& rt);
-  std::shared_ptr<partition_runtime> runtime_of(size_t shard, const std::string& topic, int32_t partition) {
-    return partition_managers_[shard]->find(topic, partition);
-  }
-
-  broker_config config_;
-  replication_throttles replication_throttles_;   // quota_managers.h: the replication throttles (replica_fetcher.h)
-  broker_dependencies deps_;
-  /// Leaderships, the replica host of every shard's partitions, the replica fetcher's host and the
-  /// controller client of ISR changes (replica_manager.h); before the partition managers, which
-  /// hold its services.
-  replica_manager replication_{
-      *this, config_, deps_,
-      {.publisher = publisher_, .partition_managers = partition_managers_, .throttles = replication_throttles_,
-       .controller = controller_, .fetcher = replica_fetcher_, .delays = delay_host_, .groups_started = groups_started_,
-       .txns_started = txns_started_}};
-  /// Each shard's replicas, their directories, parked fetches' deadlines and kept reads
-  /// (partition_manager.h); partition_managers_[i] is touched only on shard i's thread.
-  std::vector<std::unique_ptr<partition_manager>> partition_managers_;
-  compaction compaction_;                   // the log cleaner of each shard
-  /// The metadata quorum's state machine: the views and the replicas following the applied
-  /// entries (metadata_publisher.h).
-  metadata_publisher publisher_{*this,
-                                deps_.runtime,
-                                config_,
-                                partition_managers_,
-                                log_directory{.fs = deps_.fs, .path = config_.log_dir, .log = deps_.log},
-                                deps_.cluster_transport,
-                                [this](int32_t id) { return deps_.controller_quorum_voters.contains(id); }};
-  std::unique_ptr<controller::metadata_quorum> quorum_;   // after start()
-  /// Timers hold a weak reference: one that fires after the broker is gone does nothing.
-  std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
-  std::atomic<bool> stopping_{false};
-  /// The partition side of transactions: markers, KIP-890 verification, DescribeProducers
-  /// (partition_transactions.h). It holds references to groups_ and txns_started_ below and
-  /// reads them only once they are set; before coordinator_partitions_, which passes it the
-  /// coordinators' markers.
-  partition_transactions partition_txns_{*this, config_.node_id, deps_.runtime, deps_.cluster_transport,
-                                         partition_managers_, stopping_, groups_, txns_started_};
-  /// The group and transaction services' host: their internal topics' appends, reads and
-  /// leaders (coordinator_partitions.h); before the services, so it outlives them.
-  coordinator_partitions coordinator_partitions_{*this, partition_txns_, config_.node_id, deps_.runtime, deps_.random,
-                                                 partition_managers_};
-  /// Fetches and list offsets (fetch_service.h).
-  fetch_service fetch_{publisher_, admin_, forwarder_, deps_.runtime, partition_managers_, config_.node_id, stopping_};
-  std::unique_ptr<group_service> groups_;  // after start()
-  /// groups_ once started, for the shards (a leadership of __consumer_offsets moves its groups).
-  std::atomic<group_service*> groups_started_{nullptr};
-  std::unique_ptr<txn_service> txns_;   // after start()
-  /// txns_ once started, for the shards (a leadership of __transaction_state moves its coordinator).
-  std::atomic<txn_service*> txns_started_{nullptr};
-  /// The produce pipeline and the produces parked behind a topic's auto-creation
-  /// (produce_pipeline.h); it reaches the parts declared after it only once serving.
-  produce_pipeline produce_{*this, config_, deps_.clock, deps_.runtime, partition_managers_, forwarder_,
-                            barrier_, delay_host_, security_, admin_, stopping_};
-  /// Replication (replica_fetcher.h): the leader's side of followers' fetches and its ISR
-  /// changes, and the follower's fetch loops; last, so they go first.
-  replica_fetch_server replica_fetch_server_{replication_, replica_manager::replica_fetch_settings_of(config_),
-                                             deps_.clock, deps_.runtime, deps_.cluster_transport, stopping_};
-  replica_fetcher replica_fetcher_{replication_, replica_manager::replica_fetch_settings_of(config_), deps_.clock,
-                                   deps_.runtime, deps_.cluster_transport, replication_throttles_, stopping_,
-                                   replica_fetch_server_};
-  /// Calls passed on to partitions' leaders and peers' calls served here (leader_forwarder.h).
-  leader_forwarder forwarder_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport, stopping_};
-  /// The admin calls' wait for the quorum's committed metadata (metadata_barrier.h).
-  metadata_barrier barrier_{*this, deps_.runtime, deps_.cluster_transport, config_.node_id};
-  /// The delayed-delivery host: the produce side's delay topics and the schedulers of the delay
-  /// partitions this node leads (delay_host.h).
-  delay_host delay_host_{*this, deps_.runtime, deps_.clock, config_.node_id, stopping_};
-  /// The active controller's RPCs, commits, ticks and in-flight state (active_controller.h).
-  active_controller controller_{*this, config_, deps_.clock, deps_.runtime, deps_.cluster_transport,
-                                deps_.random, deps_.controller_quorum_voters, stopping_};
-  /// Users, ACLs and client quotas: the security facet (security_manager.h).
-  security_manager security_{*this, config_, deps_.clock, deps_.runtime, deps_.random, stopping_};
-  /// Topics, the cluster, broker configs and placement calls: the admin facet (admin_manager.h).
-  admin_manager admin_{*this, config_, deps_, controller_, stopping_};
-  /// This broker's block of producer ids from the active controller (producer_ids.h).
-  producer_id_manager producer_ids_{config_.node_id, controller_, deps_.runtime, deps_.cluster_transport, stopping_};
-  /// The metadata writes through the quorum, forwarded in an Envelope when another node leads
-  /// it, and the Envelope handler of the active controller (cluster_requests.h).
-  metadata_writer writer_{config_, deps_.runtime, deps_.cluster_transport, quorum_, publisher_, controller_};
-  /// The cluster listener's Fetch, shared by the quorum, followers and forwarded fetches (cluster_requests.h).
-  cluster_fetch_router fetch_router_{deps_.cluster_transport, forwarder_, replica_fetch_server_};
-  /// Registration, heartbeats, the leadership lease and the controlled shutdown (broker_lifecycle.h).
-  broker_lifecycle lifecycle_{*this, config_, deps_, quorum_, publisher_, writer_, controller_, stopping_};
+  broker_parts parts_;
 };
 
 }  // namespace ringlog::broker::detail

@@ -26,12 +26,14 @@ constexpr int64_t duplicate_registration_retry_ms = 1000;
 
 }  // namespace
 
-broker_lifecycle::broker_lifecycle(broker_lifecycle_host& host, const broker_config& config,
+broker_lifecycle::broker_lifecycle(std::function<void(std::function<void()> again)> recheck_on_metadata,
+                                   broker_log log, const broker_config& config,
                                    const broker_dependencies& deps,
                                    const std::unique_ptr<controller::metadata_quorum>& quorum,
                                    metadata_publisher& publisher, metadata_writer& writer,
                                    active_controller& controller, const std::atomic<bool>& stopping)
-    : host_(host),
+    : recheck_on_metadata_(std::move(recheck_on_metadata)),
+      log_(std::move(log)),
       config_(config),
       deps_(deps),
       quorum_(quorum),
@@ -112,7 +114,7 @@ void broker_lifecycle::register_broker(int64_t deadline_ms, std::function<void(r
       return done(std::move(r));
     }
     auto again = [this, deadline_ms, done = std::move(done)]() mutable { register_broker(deadline_ms, std::move(done)); };
-    if (!duplicate) return host_.recheck_on_metadata(std::move(again));
+    if (!duplicate) return recheck_on_metadata_(std::move(again));
     deps_.runtime.post_after(controller_shard, duplicate_registration_retry_ms,
                              [again = std::make_shared<std::function<void()>>(std::move(again)),
                               alive = std::weak_ptr<int>(lifetime_)] {
@@ -212,7 +214,7 @@ std::optional<error> broker_lifecycle::decommissioned_refusal() const {
   }
   std::string why = "node " + std::to_string(config_.node_id) + " was decommissioned from cluster " + config_.cluster_id +
                     ": it may not register again; start a new broker with another node.id and an empty log.dirs";
-  if (!decommissioned_logged_.exchange(true)) host_.log_error(why);
+  if (!decommissioned_logged_.exchange(true)) log_.error(why);
   return error{errc::resource_not_found, std::move(why)};
 }
 
@@ -223,10 +225,9 @@ void broker_lifecycle::log_registration_refused(const error& e) {
     return;
   }
   registration_refusal_logged_ms_ = now_ms;
-  host_.log_error("node " + std::to_string(config_.node_id) + " (incarnation " +
-                  controller::uuid_to_string(incarnation_id_) + ") may not register: " + e.message +
-                  " (retrying; logged at most every " + std::to_string(duplicate_registration_log_interval_ms) +
-                  " ms)");
+  log_.error("node " + std::to_string(config_.node_id) + " (incarnation " +
+             controller::uuid_to_string(incarnation_id_) + ") may not register: " + e.message +
+             " (retrying; logged at most every " + std::to_string(duplicate_registration_log_interval_ms) + " ms)");
 }
 
 void broker_lifecycle::controlled_shutdown(std::function<void()> then) {

@@ -4,8 +4,8 @@
 // process start, and again when the image no longer holds this process's), the heartbeats every
 // broker.heartbeat.interval.ms, the leadership lease the controller's acknowledgements renew, and
 // the controlled shutdown (KIP-631). broker_lifecycle.cc has the rules. It reaches the broker only
-// through broker_lifecycle_host and the parts it drives (the metadata writer, the active
-// controller, the publisher, the quorum), never through broker_impl. Everything here runs on the
+// through the parts it drives (the metadata writer, the active controller, the publisher, the
+// quorum) and start-up's recheck (a callback), never through the composition. Everything here runs on the
 // controller shard unless a function says otherwise. Private to the broker module.
 
 #include <atomic>
@@ -27,25 +27,18 @@ namespace ringlog::broker::detail {
 
 class metadata_writer;   // cluster_requests.h
 
-/// What the lifecycle reaches in the broker (broker_impl implements it).
-class broker_lifecycle_host {
- public:
-  virtual ~broker_lifecycle_host() = default;
-  /// Start-up's wait (start_up.cc): runs `again` once, on the next applied entry or leader
-  /// change, or after start-up's poll interval, whichever is first.
-  virtual void recheck_on_metadata(std::function<void()> again) = 0;
-  virtual void log_error(const std::string& message) const = 0;
-};
-
 class broker_lifecycle {
  public:
-  /// `config`: the static broker config; `deps`: the clock, runtime, cluster transport (null: a
+  /// `recheck_on_metadata`: start-up's wait (start_up.cc): runs `again` once, on the next applied
+  /// entry or leader change, or after start-up's poll interval, whichever is first; `config`: the
+  /// static broker config; `deps`: the clock, runtime, cluster transport (null: a
   /// single node), random source and advertised listeners; `quorum`: the broker's metadata quorum,
   /// null until start_quorum made it; `stopping`: the broker's stop flag (a set flag ends the
   /// heartbeats). Every reference outlives this object.
-  broker_lifecycle(broker_lifecycle_host& host, const broker_config& config, const broker_dependencies& deps,
-                   const std::unique_ptr<controller::metadata_quorum>& quorum, metadata_publisher& publisher,
-                   metadata_writer& writer, active_controller& controller, const std::atomic<bool>& stopping);
+  broker_lifecycle(std::function<void(std::function<void()> again)> recheck_on_metadata, broker_log log, const broker_config& config,
+                   const broker_dependencies& deps, const std::unique_ptr<controller::metadata_quorum>& quorum,
+                   metadata_publisher& publisher, metadata_writer& writer, active_controller& controller,
+                   const std::atomic<bool>& stopping);
 
   /// Start-up (start_quorum), once the log directory is this node's: a new incarnation id (from
   /// deps.random; a restart is a new registration with a new broker epoch) and a lease of
@@ -93,7 +86,8 @@ class broker_lifecycle {
   void log_registration_refused(const error& e);
   [[nodiscard]] const controller::metadata_image& controller_image() const { return *publisher_.controller_view()->image; }
 
-  broker_lifecycle_host& host_;
+  const std::function<void(std::function<void()> again)> recheck_on_metadata_;
+  const broker_log log_;
   const broker_config& config_;
   const broker_dependencies& deps_;
   const std::unique_ptr<controller::metadata_quorum>& quorum_;

@@ -7,16 +7,20 @@
 #include <utility>
 
 #include "admin_manager.h"
+#include "broker_lifecycle.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "broker_configs.h"
+#include "metadata_publisher.h"
 
 namespace ringlog::broker::detail {
 
 std::vector<broker_description> admin_manager::list_brokers() const {
-  const int32_t controller = host_.controller_id();
+  const int32_t controller = controller_id();
   std::vector<broker_description> out;
   // Hold the view for the whole loop: a range-for keeps only its range alive, not the temporary
   // shared_ptr it came through (before C++23), and a newer view may be published meanwhile.
-  const auto held = host_.current_view();
+  const auto held = metadata_.view();
   for (const auto& [id, b] : held->image->brokers()) {
     broker_description d;
     d.node_id = id;
@@ -54,7 +58,7 @@ std::vector<broker_description> admin_manager::list_brokers() const {
 
 quorum_status admin_manager::describe_quorum() const {
   quorum_status out;
-  const auto described = host_.quorum_description();
+  const auto described = (quorum_ ? std::optional(quorum_->describe()) : std::nullopt);
   if (!described) return out;
   const auto& d = *described;
   out.node_id = d.node_id;
@@ -63,12 +67,12 @@ quorum_status admin_manager::describe_quorum() const {
   out.high_watermark = d.high_watermark;
   out.log_start_offset = d.log_start_offset;
   out.log_end_offset = d.log_end_offset;
-  out.applied_offset = host_.current_view()->image->offset();
+  out.applied_offset = metadata_.view()->image->offset();
   out.role = d.role;
   for (const auto& v : d.voters) {
     out.voters.push_back({v.replica_id, v.log_end_offset, v.lag, v.last_fetch_timestamp_ms});
   }
-  const auto held = host_.current_view();
+  const auto held = metadata_.view();
   for (const auto& v : d.observers) {
     // A decommissioned broker still fetching (not yet stopped) is no longer part of the cluster.
     if (held->image->decommission_state(v.replica_id) == controller::broker_decommission_state::decommissioned) continue;
@@ -82,7 +86,7 @@ result<std::vector<broker_config_entry>> admin_manager::describe_broker_configs(
   if (node_id != cluster_default_broker && node_id != config_.node_id) {
     return error{errc::invalid_request, broker_configs_elsewhere(node_id, config_.node_id)};
   }
-  return ringlog::broker::describe_broker_configs(config_, *host_.current_view()->image, node_id);
+  return ringlog::broker::describe_broker_configs(config_, *metadata_.view()->image, node_id);
 }
 
 void admin_manager::alter_broker_configs(int32_t node_id, std::map<std::string, std::optional<std::string>> changes,
@@ -103,7 +107,7 @@ void admin_manager::alter_broker_configs(int32_t node_id, std::map<std::string, 
   }
   if (validate_only || records.empty()) return done(base::ok_v);
   deps_.runtime.post(controller_shard, [this, records = std::move(records), done = std::move(done)]() mutable {
-    host_.commit_records(std::move(records), std::move(done));
+    writer_.commit_records(std::move(records), std::move(done));
   });
 }
 

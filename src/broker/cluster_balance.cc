@@ -10,7 +10,11 @@
 #include <set>
 
 #include "active_controller.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
+#include "replica_manager.h"
 #include "constants.h"
+#include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
 
 namespace ringlog::broker::detail {
@@ -66,7 +70,7 @@ controller::rebalance_options active_controller::rebalance_options_for(double to
   options.tolerance = tolerance;
   options.drain_only = drain_only;
   options.unavailable_brokers = autobalancer_.draining;   // continuous mode's (empty otherwise)
-  options.min_insync_replicas = [this](const std::string& topic) { return host_.min_insync_replicas(topic); };
+  options.min_insync_replicas = [this](const std::string& topic) { return parts_.replicas.min_insync_replicas(topic); };
   return options;
 }
 
@@ -75,9 +79,9 @@ void active_controller::rebalance(rebalance_request request, std::function<void(
   if (!(request.tolerance >= 0.0 && request.tolerance <= 1.0)) {
     return done(error{errc::invalid_request, "tolerance " + std::to_string(request.tolerance) + " is out of range: 0.0 to 1.0"});
   }
-  host_.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
+  parts_.barrier.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
     rebalance_result out;
-    out.plan = controller::plan_rebalance(*host_.controller_view()->image, request.sizes,
+    out.plan = controller::plan_rebalance(*metadata_.controller_view()->image, request.sizes,
                                           rebalance_options_for(request.tolerance, false));
     out.autobalancer.mode = live_config().partition_autobalancer_mode;
     out.autobalancer.unavailable_brokers_draining.assign(autobalancer_.draining.begin(), autobalancer_.draining.end());
@@ -87,8 +91,8 @@ void active_controller::rebalance(rebalance_request request, std::function<void(
                         std::to_string(out.plan.reassignments_in_progress) +
                             " partition(s) are being reassigned: a rebalance starts once they are done or cancelled"});
     }
-    host_.log_info("rebalance: " + std::to_string(out.plan.moves.size()) + " partition(s) move, " +
-             std::to_string(out.plan.bytes_to_move) + " bytes to copy");
+    log_.info("rebalance: " + std::to_string(out.plan.moves.size()) + " partition(s) move, " +
+              std::to_string(out.plan.bytes_to_move) + " bytes to copy");
     auto targets = targets_of(out.plan);
     alter_partition_reassignments(std::move(targets), [out = std::move(out), done = std::move(done)](
                                                           result<std::vector<partition_reassignment_result>> r) mutable {
@@ -101,10 +105,10 @@ void active_controller::rebalance(rebalance_request request, std::function<void(
 
 void active_controller::cancel_reassignments(std::function<void(result<int32_t>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, done = std::move(done)]() mutable {
+  parts_.barrier.post_caught_up([this, done = std::move(done)]() mutable {
     // A decommission's drain is not a rebalance's to cancel: its tick would start it again (cancel
     // the decommission instead, which takes its moves back).
-    const auto image = host_.controller_view()->image;
+    const auto image = metadata_.controller_view()->image;
     const auto drains = [&image](const partition_reassignment& r) {
       return std::any_of(r.removing_replicas.begin(), r.removing_replicas.end(), [&image](int32_t id) {
         return image->decommission_state(id) == broker_decommission_state::decommissioning;
@@ -120,10 +124,10 @@ void active_controller::cancel_reassignments(std::function<void(result<int32_t>)
       }
     }
     if (kept > 0) {
-      host_.log_info(std::to_string(kept) + " reassignment(s) draining a decommissioning broker are not cancelled");
+      log_.info(std::to_string(kept) + " reassignment(s) draining a decommissioning broker are not cancelled");
     }
     if (cancels.empty()) return done(0);
-    host_.log_info("cancelling " + std::to_string(cancels.size()) + " partition reassignment(s)");
+    log_.info("cancelling " + std::to_string(cancels.size()) + " partition reassignment(s)");
     alter_partition_reassignments(std::move(cancels), [done = std::move(done)](
                                                           result<std::vector<partition_reassignment_result>> r) mutable {
       if (!r.ok()) return done(r.error());
@@ -148,8 +152,8 @@ std::optional<error> active_controller::decommission_refusal(const controller::m
 
 void active_controller::decommission_broker(int32_t node_id, bool cancel, std::function<void(result<broker_decommission>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, node_id, cancel, done = std::move(done)]() mutable {
-    const auto image = host_.controller_view()->image;
+  parts_.barrier.post_caught_up([this, node_id, cancel, done = std::move(done)]() mutable {
+    const auto image = metadata_.controller_view()->image;
     const auto state = image->decommission_state(node_id);
     if (cancel) return cancel_decommission(node_id, std::move(done));
     if (state == broker_decommission_state::decommissioned) return done(describe_decommission(*image, node_id));
@@ -160,16 +164,16 @@ void active_controller::decommission_broker(int32_t node_id, bool cancel, std::f
       if (auto refused = decommission_refusal(*image, node_id)) return done(std::move(*refused));
     }
     if (state == broker_decommission_state::none) {
-      host_.log_info("decommissioning broker " + std::to_string(node_id) + ": its replicas move to the other brokers");
+      log_.info("decommissioning broker " + std::to_string(node_id) + ": its replicas move to the other brokers");
     }
     auto shared_done = std::make_shared<std::function<void(result<broker_decommission>)>>(std::move(done));
     auto drain = [this, node_id, shared_done] {
       drain_decommissioning([this, node_id, shared_done] {
-        (*shared_done)(describe_decommission(*host_.controller_view()->image, node_id));
+        (*shared_done)(describe_decommission(*metadata_.controller_view()->image, node_id));
       });
     };
     if (state != broker_decommission_state::none) return drain();   // asked again: only the drain again
-    host_.commit_records({decommission_record(node_id, broker_decommission_state::decommissioning)},
+    parts_.writer.commit_records({decommission_record(node_id, broker_decommission_state::decommissioning)},
                    [drain = std::move(drain), shared_done](result<void> r) {
                      if (!r.ok()) return (*shared_done)(r.error());
                      drain();
@@ -178,7 +182,7 @@ void active_controller::decommission_broker(int32_t node_id, bool cancel, std::f
 }
 
 void active_controller::cancel_decommission(int32_t node_id, std::function<void(result<broker_decommission>)> done) {
-  const auto image = host_.controller_view()->image;
+  const auto image = metadata_.controller_view()->image;
   if (image->decommission_state(node_id) == broker_decommission_state::none && image->find_broker(node_id) == nullptr) {
     return done(error{errc::resource_not_found, "no broker " + std::to_string(node_id) + " is registered"});
   }
@@ -188,19 +192,19 @@ void active_controller::cancel_decommission(int32_t node_id, std::function<void(
                                                       ? " (its decommission is done)"
                                                       : "")});
   }
-  host_.log_info("decommission of broker " + std::to_string(node_id) + " cancelled");
-  host_.commit_records({decommission_record(node_id, broker_decommission_state::none)},
+  log_.info("decommission of broker " + std::to_string(node_id) + " cancelled");
+  parts_.writer.commit_records({decommission_record(node_id, broker_decommission_state::none)},
                  [this, node_id, done = std::move(done)](result<void> r) mutable {
     if (!r.ok()) return done(r.error());
     // The moves off the broker under way go back; what completed stays where it went.
     std::vector<partition_reassignment_target> cancels;
-    for (const auto& p : reassignments_in(*host_.controller_view()->image, "")) {
+    for (const auto& p : reassignments_in(*metadata_.controller_view()->image, "")) {
       if (std::find(p.removing_replicas.begin(), p.removing_replicas.end(), node_id) != p.removing_replicas.end()) {
         cancels.push_back({p.topic, p.partition, std::nullopt});
       }
     }
     auto answer = [this, node_id, done = std::move(done)]() mutable {
-      broker_decommission d = describe_decommission(*host_.controller_view()->image, node_id);
+      broker_decommission d = describe_decommission(*metadata_.controller_view()->image, node_id);
       d.status = "CANCELED";
       done(std::move(d));
     };
@@ -210,16 +214,17 @@ void active_controller::cancel_decommission(int32_t node_id, std::function<void(
 }
 
 void active_controller::drain_decommissioning(std::function<void()> then) {
-  const auto plan = controller::plan_rebalance(*host_.controller_view()->image, {}, rebalance_options_for(0.1, true));
+  const auto plan =
+      controller::plan_rebalance(*metadata_.controller_view()->image, {}, rebalance_options_for(0.1, true));
   if (plan.moves.empty()) return then();
-  host_.log_info("decommission: " + std::to_string(plan.moves.size()) +
-                 " partition(s) move off the decommissioning broker(s)");
+  log_.info("decommission: " + std::to_string(plan.moves.size()) +
+            " partition(s) move off the decommissioning broker(s)");
   alter_partition_reassignments(targets_of(plan), [then = std::move(then)](auto) mutable { then(); });
 }
 
 void active_controller::decommission_tick() {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
-  const auto image = host_.controller_view()->image;
+  const auto image = metadata_.controller_view()->image;
   if (decommission_in_flight_ || image->decommissions().empty()) return;
   std::vector<protocol::metadata_record> finished;
   bool to_drain = false;
@@ -227,7 +232,7 @@ void active_controller::decommission_tick() {
     if (state != broker_decommission_state::decommissioning) continue;
     const broker_decommission d = describe_decommission(*image, id);
     if (d.partitions_remaining == 0) {
-      host_.log_info("broker " + std::to_string(id) + " holds no replicas: decommissioned and unregistered");
+      log_.info("broker " + std::to_string(id) + " holds no replicas: decommissioned and unregistered");
       finished.push_back(decommission_record(id, broker_decommission_state::decommissioned));
     } else if (d.reassignments_in_progress < d.partitions_remaining) {
       to_drain = true;   // a move refused or cancelled, or a partition not safe to move before
@@ -239,7 +244,7 @@ void active_controller::decommission_tick() {
     if (alive.lock()) decommission_in_flight_ = false;
   };
   if (!finished.empty()) {
-    return host_.commit_records(std::move(finished), [clear = std::move(clear)](result<void>) { clear(); });
+    return parts_.writer.commit_records(std::move(finished), [clear = std::move(clear)](result<void>) { clear(); });
   }
   drain_decommissioning(std::move(clear));
 }

@@ -5,8 +5,8 @@
 // partition's shard (produce from outside refuses internal topics), and ask who leads those
 // partitions; and the internal topics the delay host creates (create_internal_topic). Kafka's
 // counterpart: the coordinators' appends through ReplicaManager.appendRecords with the
-// coordinator origin, and their loaders' log reads. It reaches the broker only through
-// coordinator_partitions_host and the references it is built with; the services get this object
+// coordinator origin, and their loaders' log reads. It reaches the broker only through the
+// references it is built with (metadata_writer for the topics it creates); the services get this object
 // as their host, never the broker's implementation class. Private to the broker module.
 //
 // Shards: appends and reads run on the partition's shard (the services post them there); the
@@ -32,35 +32,23 @@
 
 namespace ringlog::broker::detail {
 
-/// What coordinator_partitions reaches in the broker (broker_impl implements it).
-class coordinator_partitions_host {
- public:
-  virtual ~coordinator_partitions_host() = default;
-  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  [[nodiscard]] virtual std::shared_ptr<const metadata_view> current_view() const = 0;
-  /// The topic `name` as of the calling thread's metadata view, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
-  /// Controller shard: the metadata view as of the last applied entry (replaced, never changed).
-  [[nodiscard]] virtual const std::shared_ptr<const metadata_view>& controller_view() const = 0;
-  /// Controller shard: the topic as of the last applied metadata entry, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const = 0;
-  /// Controller shard: `records` as one metadata entry through the quorum; `done` once it is
-  /// committed, applied here, published and reconciled. Errors: invalid_request (the records do
-  /// not fit the image), not_controller (no quorum leader: retry), request_timed_out.
-  virtual void commit_records(std::vector<protocol::metadata_record> records, std::function<void(result<void>)> done) = 0;
-  virtual void log_error(const std::string& message) const = 0;
-};
+class metadata_publisher;
+class metadata_writer;
 
 class coordinator_partitions final : public group_host, public txn_host {
  public:
-  /// `markers`: the partition side of transactions, which writes the coordinator's markers;
+  /// `writer`: the metadata writes through the quorum (the internal topics' creation); `markers`:
+  /// the partition side of transactions, which writes the coordinator's markers;
   /// `node_id`: this node; `random`: new topic ids; `partition_managers`: each shard's replicas
   /// (partition_managers[i] touched only on shard i's thread). Every reference outlives this
   /// object, which outlives the services it hosts.
-  coordinator_partitions(coordinator_partitions_host& host, partition_transactions& markers, int32_t node_id,
-                         runtime::shard_runtime& runtime, base::random_source& random,
+  coordinator_partitions(metadata_writer& writer, const metadata_publisher& metadata, broker_log log,
+                         partition_transactions& markers, int32_t node_id, runtime::shard_runtime& runtime,
+                         base::random_source& random,
                          const std::vector<std::unique_ptr<partition_manager>>& partition_managers)
-      : host_(host),
+      : writer_(writer),
+        metadata_(metadata),
+        log_(std::move(log)),
         markers_(markers),
         node_id_(node_id),
         runtime_(runtime),
@@ -79,7 +67,7 @@ class coordinator_partitions final : public group_host, public txn_host {
     return read_internal_from(consumer_offsets_topic, shard, partition);
   }
   [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override;
-  void report_error(const std::string& message) const override { host_.log_error(message); }
+  void report_error(const std::string& message) const override { log_.error(message); }
   [[nodiscard]] std::string offsets_leader_text(int32_t partition) const override;
   [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override;
   // txn_host (and the shared internal-topic path of group_host): __transaction_state.
@@ -95,7 +83,7 @@ class coordinator_partitions final : public group_host, public txn_host {
   }
   [[nodiscard]] int32_t leader_epoch_of(const std::string& topic, int32_t partition) const override;
 
-  /// delay_host_services::create_internal_topic: creates the internal topic `name` (on the
+  /// The delay host's (and start-up's) creation of an internal topic: creates the internal topic `name` (on the
   /// controller shard, through the metadata quorum; no admin checks) with `partitions_count`
   /// partitions, the automatic replication factor and `configs`, unless it exists there already;
   /// `done` with the topic, also when a concurrent creation won. Errors: the commit's
@@ -108,7 +96,9 @@ class coordinator_partitions final : public group_host, public txn_host {
   result<void> append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                   std::vector<model::record> records, std::function<void(result<void>)> replicated);
 
-  coordinator_partitions_host& host_;
+  metadata_writer& writer_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  const broker_log log_;
   partition_transactions& markers_;
   const int32_t node_id_;
   runtime::shard_runtime& runtime_;

@@ -6,7 +6,7 @@
 // before each step's moves (an intent), so a new leader or a restarted broker resumes where the
 // last one stopped and looks up the moves it may have sent (their dedup header) before sending
 // them again. docs/delayed-delivery.md has the guarantee in full. All of it is delay_host's
-// (delay_host.h), which reaches the broker through delay_host_services only.
+// (delay_host.h), which reaches the parts it is built with directly.
 
 #include <algorithm>
 #include <charconv>
@@ -16,6 +16,11 @@
 #include <tuple>
 
 #include "delay_host.h"
+#include "coordinator_partitions.h"
+#include "metadata_barrier.h"
+#include "metadata_publisher.h"
+#include "produce_pipeline.h"
+#include "replica_manager.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/codec/record_batch.h"
@@ -171,7 +176,8 @@ result<std::optional<int64_t>> delay_host::delivery_time_in(produce_request& req
 }
 
 result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& record, int64_t now_ms) const {
-  const int64_t delay_max_ms = host_.delay_max_ms();
+  const auto view = metadata_.view();
+  const int64_t delay_max_ms = live_config(*view, config_).delay_max_ms;
   auto relative = std::find_if(record.headers.begin(), record.headers.end(),
                                [](const model::record_header& h) { return h.key == delay::delay_ms_header; });
   if (relative != record.headers.end() && !has_header(record.headers, delay::source_header)) {
@@ -249,7 +255,7 @@ void delay_host::produce_batches_delayed(produce_batches_request request, const 
       out.records.push_back(std::move(p));
     }
   }
-  host_.produce_to(topic, std::move(out), [delayed, done = std::move(done)](result<produce_response> r) {
+  produce_.produce_to(topic, std::move(out), [delayed, done = std::move(done)](result<produce_response> r) {
     if (!r.ok()) return done(r.error());
     produce_batches_response answer;
     for (const auto& res : r->results) {
@@ -301,7 +307,7 @@ void delay_host::produce_delayed(const std::string& target_topic, std::vector<pr
         return op->finish_one();
       }
       auto indices = std::move(t.indices);
-      host_.produce_to(*topic, std::move(t.request), [op, indices](result<produce_response> r) {
+      produce_.produce_to(*topic, std::move(t.request), [op, indices](result<produce_response> r) {
         for (size_t k = 0; k < indices.size(); ++k) {
           auto& res = op->results[indices[k]];
           // The record's offset in its target is known only once it is delivered.
@@ -320,8 +326,8 @@ void delay_host::produce_delayed(const std::string& target_topic, std::vector<pr
 
 void delay_host::with_delay_topic(size_t tier, std::function<void(result<std::shared_ptr<const topic_state>>)> done) {
   std::string name(delay::tiers[tier].topic);
-  if (auto t = host_.find_topic(name)) return done(t);
-  host_.create_internal_topic(std::move(name), delay_topic_partitions,
+  if (auto t = metadata_.find_topic(name)) return done(t);
+  internal_topics_.create_internal_topic(std::move(name), delay_topic_partitions,
                               {{"cleanup.policy", "delete"}, {"retention.ms", "-1"}, {"retention.bytes", "-1"},
                                {"segment.bytes", delay_topic_segment_bytes}},
                               std::move(done));
@@ -329,9 +335,17 @@ void delay_host::with_delay_topic(size_t tier, std::function<void(result<std::sh
 
 // ---------------------------------------------------------------- the schedulers
 
-delay_host::delay_host(delay_host_services& host, runtime::shard_runtime& runtime, const base::clock& clock,
+delay_host::delay_host(const metadata_publisher& metadata, broker_log log, metadata_barrier& barrier,
+                       produce_pipeline& produce, coordinator_partitions& internal_topics, replica_manager& replicas,
+                       const broker_config& config, runtime::shard_runtime& runtime, const base::clock& clock,
                        int32_t node_id, const std::atomic<bool>& stopping)
-    : host_(host),
+    : metadata_(metadata),
+      log_(std::move(log)),
+      barrier_(barrier),
+      produce_(produce),
+      internal_topics_(internal_topics),
+      replicas_(replicas),
+      config_(config),
       runtime_(runtime),
       clock_(clock),
       node_id_(node_id),
@@ -343,7 +357,7 @@ void delay_host::start() {
   delay_started_.store(true, std::memory_order_release);
   for (size_t s = 0; s < delay_states_.size(); ++s) {
     runtime_.post(s, [this, s] {
-      host_.for_each_replica(s, [this, s](const std::shared_ptr<partition_runtime>& rt) {
+      replicas_.for_each_replica(s, [this, s](const std::shared_ptr<partition_runtime>& rt) {
         if (!rt->deleted && rt->leader && delay::is_delay_topic(rt->topic)) delay_partition_led(s, rt, true);
       });
     });
@@ -423,7 +437,7 @@ void delay_host::delay_partition_led(size_t shard, const std::shared_ptr<partiti
   auto cp = latest_checkpoint(*rt->log);
   if (!cp.ok()) {
     // Not served until the partition is led again: a broken checkpoint must not be guessed past.
-    host_.log_error("delay partition " + key + ": the scheduler cannot start: " + cp.error().message);
+    log_.error("delay partition " + key + ": the scheduler cannot start: " + cp.error().message);
     if (it != states.end()) states.erase(it);
     return;
   }
@@ -435,8 +449,8 @@ void delay_host::delay_partition_led(size_t shard, const std::shared_ptr<partiti
   st->generation = next_delay_generation_.fetch_add(1);
   st->core.emplace(*cp);
   if (!cp->in_flight.empty()) {
-    host_.log_info("delay partition " + key + ": resuming at offset " + std::to_string(cp->position.value()) + " with " +
-             std::to_string(cp->in_flight.size()) + " moves to look up in their targets first");
+    log_.info("delay partition " + key + ": resuming at offset " + std::to_string(cp->position.value()) + " with " +
+              std::to_string(cp->in_flight.size()) + " moves to look up in their targets first");
   }
   states[key] = st;
   if (!delay_ticking_[shard]) {
@@ -489,13 +503,13 @@ void delay_host::drive_delay(size_t shard, const std::shared_ptr<partition_state
       model::offset next = *e.read_from;
       auto read = rt->log->read(*e.read_from, delay_read_bytes, high_watermark);
       if (!read.ok()) {
-        host_.log_error("delay partition " + st->key + ": read at " + std::to_string(e.read_from->value()) + ": " +
-                  read.error().message);
+        log_.error("delay partition " + st->key + ": read at " + std::to_string(e.read_from->value()) + ": " +
+                   read.error().message);
         return;
       }
       auto records = records_of(read->batches, *e.read_from, high_watermark);
       if (!records.ok()) {
-        host_.log_error("delay partition " + st->key + ": " + records.error().message);
+        log_.error("delay partition " + st->key + ": " + records.error().message);
         return;
       }
       bool full = false;
@@ -509,8 +523,8 @@ void delay_host::drive_delay(size_t shard, const std::shared_ptr<partition_state
         auto due = header_text(r.headers, delay::deliver_at_header);
         auto due_ms = due ? parse_decimal(*due) : std::nullopt;
         if (!due_ms || !header_text(r.headers, delay::target_topic_header)) {
-          host_.log_error("delay partition " + st->key + ": offset " + std::to_string(r.record_offset.value()) +
-                    " is not a delay record; skipped");
+          log_.error("delay partition " + st->key + ": offset " + std::to_string(r.record_offset.value()) +
+                     " is not a delay record; skipped");
           continue;
         }
         entries.push_back({r.record_offset, *due_ms});
@@ -536,7 +550,7 @@ void delay_host::drive_delay(size_t shard, const std::shared_ptr<partition_state
 bool delay_host::write_delay_checkpoint(size_t shard, const std::shared_ptr<partition_state>& st,
                                          const std::shared_ptr<partition_runtime>& rt, const delay::checkpoint& cp) {
   auto fail = [&](const std::string& why) {
-    host_.log_error("delay partition " + st->key + ": checkpoint not written: " + why);
+    log_.error("delay partition " + st->key + ": checkpoint not written: " + why);
     st->core->checkpoint_written(false);
     return false;
   };
@@ -546,22 +560,22 @@ bool delay_host::write_delay_checkpoint(size_t shard, const std::shared_ptr<part
   std::vector<model::record> records;
   records.push_back(std::move(r));
   const model::offset position = cp.position;
-  auto appended = rt->append_own_records(std::move(records), [this, shard, key = st->key, generation = st->generation,
-                                                              position](result<void> r) {
-    on_delay_state(shard, key, generation, [this, shard, r, position](const auto& s) {
-      if (!r.ok()) host_.log_error("delay partition " + s->key + ": checkpoint not replicated: " + r.error().message);
-      s->core->checkpoint_written(r.ok());
-      // Records below the committed position are moved: their segments may go
-      // (Kafka's DeleteRecords; retention deletes whole segments below the start).
-      auto rt = s->rt.lock();
-      if (r.ok() && rt && position > rt->log->log_start_offset() && position <= rt->log->high_watermark()) {
-        if (auto a = rt->log->advance_log_start_offset(position); !a.ok()) {
-          host_.log_error("delay partition " + s->key + ": log start not advanced: " + a.error().message);
-        }
-      }
-      drive_delay(shard, s);
-    });
-  });
+  auto appended = rt->append_own_records(
+      std::move(records), [this, shard, key = st->key, generation = st->generation, position](result<void> r) {
+        on_delay_state(shard, key, generation, [this, shard, r, position](const auto& s) {
+          if (!r.ok()) log_.error("delay partition " + s->key + ": checkpoint not replicated: " + r.error().message);
+          s->core->checkpoint_written(r.ok());
+          // Records below the committed position are moved: their segments may go
+          // (Kafka's DeleteRecords; retention deletes whole segments below the start).
+          auto rt = s->rt.lock();
+          if (r.ok() && rt && position > rt->log->log_start_offset() && position <= rt->log->high_watermark()) {
+            if (auto a = rt->log->advance_log_start_offset(position); !a.ok()) {
+              log_.error("delay partition " + s->key + ": log start not advanced: " + a.error().message);
+            }
+          }
+          drive_delay(shard, s);
+        });
+      });
   if (!appended.ok()) return fail(appended.error().message);
   return true;
 }
@@ -623,8 +637,9 @@ std::optional<std::string> sent_by_move(const model::record& rec,
 /// The moves of one step of `st` as jobs: each record read from the delay partition `log` and
 /// given its target and dedup key. A move whose record cannot be read now (retry after the
 /// backoff) or whose target does not exist (dropped) is reported to the scheduler instead.
-std::vector<move_job> move_jobs_of(delay_host_services& host, delay_host::partition_state& st,
-                                   storage::partition_log& log, const std::vector<delay::move>& moves, int64_t now) {
+std::vector<move_job> move_jobs_of(const metadata_publisher& metadata, const broker_log& logs,
+                                   delay_host::partition_state& st, storage::partition_log& log,
+                                   const std::vector<delay::move>& moves, int64_t now) {
   std::vector<model::offset> offsets;
   for (const auto& m : moves) offsets.push_back(m.offset);
   std::sort(offsets.begin(), offsets.end());
@@ -634,7 +649,7 @@ std::vector<move_job> move_jobs_of(delay_host_services& host, delay_host::partit
   // docs/benchmarks.md: decoding them again per step was a third of the scheduler's time).
   const model::offset read_end = std::min(log.high_watermark(), offsets.back() + 1);
   auto records = read_at(log, offsets, read_end, failure);
-  if (!failure.empty()) host.log_error("delay partition " + st.key + ": reading records to move: " + failure);
+  if (!failure.empty()) logs.error("delay partition " + st.key + ": reading records to move: " + failure);
   std::vector<move_job> jobs;
   for (const auto& m : moves) {
     auto r = records.find(m.offset);
@@ -646,11 +661,11 @@ std::vector<move_job> move_jobs_of(delay_host_services& host, delay_host::partit
     auto topic = header_text(r->second.headers, delay::target_topic_header);
     auto partition = header_text(r->second.headers, delay::target_partition_header);
     const int64_t p = partition ? parse_decimal(*partition).value_or(-1) : -1;
-    auto target = topic ? host.find_topic(std::string(*topic)) : nullptr;
+    auto target = topic ? metadata.find_topic(std::string(*topic)) : nullptr;
     if (!target || p < 0 || p >= target->partitions_count()) {
-      host.log_error("delay partition " + st.key + ": offset " + std::to_string(m.offset.value()) + " names target " +
-                     std::string(topic.value_or("?")) + "-" + std::string(partition.value_or("?")) +
-                     ", which does not exist (deleted?): dropped");
+      logs.error("delay partition " + st.key + ": offset " + std::to_string(m.offset.value()) + " names target " +
+                 std::string(topic.value_or("?")) + "-" + std::string(partition.value_or("?")) +
+                 ", which does not exist (deleted?): dropped");
       st.core->move_done(m.offset, delay::move_outcome::dropped, now);
       continue;
     }
@@ -680,8 +695,8 @@ using move_jobs = std::shared_ptr<std::vector<move_job>>;
 /// Produces the jobs whose index is in `which`, one acks=all request per target topic, and
 /// reports each one's outcome: moved; dropped when no retry can cure it (permanent, or the target
 /// topic is gone); else retry.
-void produce_move_jobs(delay_host_services& host, const move_jobs& jobs, const std::vector<size_t>& which,
-                       const report_moves_fn& report_all) {
+void produce_move_jobs(metadata_barrier& barrier, const metadata_publisher& metadata, const broker_log& logs,
+                       const move_jobs& jobs, const std::vector<size_t>& which, const report_moves_fn& report_all) {
   std::map<std::string, std::vector<size_t>> by_topic;
   for (size_t j : which) by_topic[(*jobs)[j].topic].push_back(j);
   for (auto& [topic, indices] : by_topic) {
@@ -690,21 +705,23 @@ void produce_move_jobs(delay_host_services& host, const move_jobs& jobs, const s
     request.acks = acks_mode::all;
     request.timeout_ms = delay_move_timeout_ms;
     for (size_t j : indices) request.records.push_back((*jobs)[j].record);
-    host.produce(std::move(request), [&host, jobs, indices, report_all, topic](result<produce_response> r) {
+    barrier.produce(std::move(request), [&metadata, &logs, jobs, indices, report_all, topic](result<produce_response> r) {
       move_outcomes list;
       list.reserve(indices.size());
       auto report = [&list](model::offset o, delay::move_outcome outcome) { list.push_back({o, outcome}); };
       for (size_t k = 0; k < indices.size(); ++k) {
         const auto& job = (*jobs)[indices[k]];
         std::optional<error> why;
-        if (!r.ok()) why = r.error();
-        else if (r->results[k].failure) why = r->results[k].failure;
+        if (!r.ok())
+          why = r.error();
+        else if (r->results[k].failure)
+          why = r->results[k].failure;
         if (!why) {
           report(job.move.offset, delay::move_outcome::moved);
         } else if (permanent(why->code) ||
-                   (why->code == errc::unknown_topic_or_partition && !host.find_topic(topic))) {
-          host.log_error("delayed record " + job.source + " cannot be delivered to " + topic + "-" +
-                         std::to_string(job.partition) + ": " + why->message + ": dropped");
+                   (why->code == errc::unknown_topic_or_partition && !metadata.find_topic(topic))) {
+          logs.error("delayed record " + job.source + " cannot be delivered to " + topic + "-" +
+                     std::to_string(job.partition) + ": " + why->message + ": dropped");
           report(job.move.offset, delay::move_outcome::dropped);
         } else {
           report(job.move.offset, delay::move_outcome::retry);
@@ -721,9 +738,9 @@ void produce_move_jobs(delay_host_services& host, const move_jobs& jobs, const s
 /// earlier), reports those whose dedup key is there as moved and calls `done` with the others,
 /// to send. The scan is bounded (verify_scan_records_max): past it the move is sent anyway,
 /// at-least-once, and logged (`key`: the delay partition). A failed lookup reports retry.
-void look_up_moves(delay_host_services& host, model::topic_partition tp, std::vector<size_t> indices,
-                   const move_jobs& jobs, const report_moves_fn& report_all, const std::string& key,
-                   std::function<void(std::vector<size_t>)> done) {
+void look_up_moves(metadata_barrier& barrier, const broker_log& logs, model::topic_partition tp,
+                   std::vector<size_t> indices, const move_jobs& jobs, const report_moves_fn& report_all,
+                   const std::string& key, std::function<void(std::vector<size_t>)> done) {
   struct scan {
     model::topic_partition tp;
     std::vector<size_t> indices;
@@ -742,16 +759,18 @@ void look_up_moves(delay_host_services& host, model::topic_partition tp, std::ve
     sc->wanted.emplace((*jobs)[j].source, &(*jobs)[j].record);
     since = std::min(since, (*jobs)[j].move.verify_since_ms);
   }
-  auto finish = [&host, sc, jobs, report, done, key](bool complete) {
+  auto finish = [&logs, sc, jobs, report, done, key](bool complete) {
     std::vector<size_t> send;
     for (size_t j : sc->indices) {
-      if (sc->found.contains((*jobs)[j].source)) report((*jobs)[j].move.offset, delay::move_outcome::moved);
-      else send.push_back(j);
+      if (sc->found.contains((*jobs)[j].source))
+        report((*jobs)[j].move.offset, delay::move_outcome::moved);
+      else
+        send.push_back(j);
     }
     if (!complete && !send.empty()) {
-      host.log_error("delay partition " + key + ": " + std::to_string(send.size()) + " moves to " + sc->tp.topic + "-" +
-                     std::to_string(sc->tp.partition.value()) + " could not be looked up in full (" +
-                     std::to_string(sc->scanned) + " records scanned); sent again, at-least-once");
+      logs.error("delay partition " + key + ": " + std::to_string(send.size()) + " moves to " + sc->tp.topic + "-" +
+                 std::to_string(sc->tp.partition.value()) + " could not be looked up in full (" +
+                 std::to_string(sc->scanned) + " records scanned); sent again, at-least-once");
     }
     sc->next = nullptr;   // ends the scan's self-reference
     done(std::move(send));
@@ -762,12 +781,12 @@ void look_up_moves(delay_host_services& host, model::topic_partition tp, std::ve
     done({});
   };
   // One fetch of the target per step; each step is a new call, never recursion on the stack.
-  sc->next = [&host, sc, finish, fail_all] {
+  sc->next = [&barrier, sc, finish, fail_all] {
     fetch_request f;
     f.partition = sc->tp;
     f.fetch_offset = sc->at;
     f.max_bytes = 1 << 20;
-    host.fetch(std::move(f), [sc, finish, fail_all](result<fetch_response> r) {
+    barrier.fetch(std::move(f), [sc, finish, fail_all](result<fetch_response> r) {
       if (!r.ok()) return fail_all(r.error());
       for (const auto& rec : r->records) {
         ++sc->scanned;
@@ -785,7 +804,7 @@ void look_up_moves(delay_host_services& host, model::topic_partition tp, std::ve
   lookup.partition = sc->tp;
   lookup.spec = offset_spec::timestamp;
   lookup.timestamp = std::max<int64_t>(since, 0);
-  host.list_offsets(std::move(lookup), [sc, finish, fail_all](result<list_offsets_response> r) {
+  barrier.list_offsets(std::move(lookup), [sc, finish, fail_all](result<list_offsets_response> r) {
     if (!r.ok()) return fail_all(r.error());
     if (!r->found_offset) return finish(true);   // nothing at or after the intent: not there
     sc->at = *r->found_offset;
@@ -798,7 +817,8 @@ void look_up_moves(delay_host_services& host, model::topic_partition tp, std::ve
 
 void delay_host::send_delay_moves(size_t shard, const std::shared_ptr<partition_state>& st,
                                   const std::shared_ptr<partition_runtime>& rt, std::vector<delay::move> moves) {
-  auto jobs = std::make_shared<std::vector<move_job>>(move_jobs_of(host_, *st, *rt->log, moves, clock_.now_ms()));
+  auto jobs =
+      std::make_shared<std::vector<move_job>>(move_jobs_of(metadata_, log_, *st, *rt->log, moves, clock_.now_ms()));
   if (jobs->empty()) return;   // every move reported already: drive_delay polls again
 
   // Report the outcomes of a produce's jobs on the scheduler's shard, in one task (one poll after
@@ -818,7 +838,7 @@ void delay_host::send_delay_moves(size_t shard, const std::shared_ptr<partition_
     if (job.move.verify_first) to_verify[{job.topic, job.partition}].push_back(j);
     else direct.push_back(j);
   }
-  if (to_verify.empty()) return produce_move_jobs(host_, jobs, direct, report_all);
+  if (to_verify.empty()) return produce_move_jobs(barrier_, metadata_, log_, jobs, direct, report_all);
   // The step's records go out together, in due order, once every lookup is done (a record sent
   // before a looked-up one due earlier would leave due order).
   struct gather {
@@ -832,11 +852,11 @@ void delay_host::send_delay_moves(size_t shard, const std::shared_ptr<partition_
     gathered->send.insert(gathered->send.end(), send.begin(), send.end());
     if (--gathered->scans_left > 0) return;
     std::sort(gathered->send.begin(), gathered->send.end());   // job order is the batch's due order
-    if (!gathered->send.empty()) produce_move_jobs(host_, jobs, gathered->send, report_all);
+    if (!gathered->send.empty()) produce_move_jobs(barrier_, metadata_, log_, jobs, gathered->send, report_all);
   };
   for (auto& [tp, indices] : to_verify) {
-    look_up_moves(host_, model::topic_partition{tp.first, model::partition_id{tp.second}}, std::move(indices), jobs,
-                  report_all, st->key, scan_done);
+    look_up_moves(barrier_, log_, model::topic_partition{tp.first, model::partition_id{tp.second}}, std::move(indices),
+                  jobs, report_all, st->key, scan_done);
   }
 }
 

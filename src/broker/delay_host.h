@@ -5,8 +5,8 @@
 // src/delay) moves due records to their target with the normal produce path, its position kept
 // as checkpoint records in its own partition (delay.cc has the whole story,
 // docs/delayed-delivery.md the guarantee). delay_host owns the per-shard scheduler states and
-// reaches the broker only through delay_host_services, so delay.cc does not include the
-// broker's implementation class. Private to the broker module.
+// reaches the parts it is built with directly (the broker's composition never). Private to the
+// broker module.
 //
 // Ownership by shard: a delay partition's scheduler state lives on the partition's shard and is
 // touched only there; answers from other shards are posted back (on_delay_state) and dropped
@@ -33,43 +33,25 @@
 
 namespace ringlog::broker::detail {
 
-/// What the delay host reaches in the broker (broker_impl implements it).
-class delay_host_services {
- public:
-  virtual ~delay_host_services() = default;
-  /// The broker API the moves take: a move is an acks=all produce to its target; a move that may
-  /// be there already (an intent of an earlier leadership) is looked up first (ListOffsets by
-  /// time, then Fetch).
-  virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;
-  virtual void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
-  virtual void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) = 0;
-  /// The produce of records to `topic` (known, found by the caller) after the topic lookup:
-  /// partitions, leaders, batches. `internal_write`: the broker's own write to an internal topic
-  /// (a delay topic), refused otherwise (topic_authorization_failed).
-  virtual void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
-                          std::function<void(result<produce_response>)> done, bool internal_write) = 0;
-  /// The topic `name` as of the calling thread's metadata view, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
-  /// Creates the internal topic `name` (on the controller shard, through the metadata quorum; no
-  /// admin checks) with `partitions_count` partitions, the automatic replication factor and
-  /// `configs`, unless it exists there already; `done` with the topic, also when a concurrent
-  /// creation won. Errors: the commit's (not_controller, request_timed_out, invalid_request).
-  virtual void create_internal_topic(std::string name, int32_t partitions_count,
-                                     std::map<std::string, std::string> configs,
-                                     std::function<void(result<std::shared_ptr<const topic_state>>)> done) = 0;
-  /// delay.max.ms (a dynamic broker config) as of the calling thread's view.
-  [[nodiscard]] virtual int64_t delay_max_ms() const = 0;
-  /// Calls `f` with each replica open on `shard`. On `shard`'s thread.
-  virtual void for_each_replica(size_t shard,
-                                const std::function<void(const std::shared_ptr<partition_runtime>&)>& f) = 0;
-  virtual void log_info(const std::string& message) const = 0;
-  virtual void log_error(const std::string& message) const = 0;
-};
+class coordinator_partitions;
+class metadata_barrier;
+class metadata_publisher;
+class produce_pipeline;
+class replica_manager;
 
 class delay_host {
  public:
-  /// `stopping`: the broker's stop flag (a set flag ends the schedulers' ticks and drives).
-  delay_host(delay_host_services& host, runtime::shard_runtime& runtime, const base::clock& clock, int32_t node_id,
+  /// `metadata`: the views; `barrier`: the broker API's produce, fetch and list_offsets (a move is
+  /// an acks=all produce to its target; a move that may be there already, an intent of an earlier
+  /// leadership, is looked up first: ListOffsets by time, then Fetch); `produce`: produce_to, the
+  /// produce of records to a known topic (an internal write to a delay topic); `internal_topics`:
+  /// create_internal_topic of the delay topics; `replicas`: for_each_replica at start;
+  /// `config`: the static broker config (delay.max.ms under the view's dynamic one); `stopping`:
+  /// the broker's stop flag (a set flag ends the schedulers' ticks and drives). Every reference
+  /// outlives this object.
+  delay_host(const metadata_publisher& metadata, broker_log log, metadata_barrier& barrier, produce_pipeline& produce,
+             coordinator_partitions& internal_topics, replica_manager& replicas, const broker_config& config,
+             runtime::shard_runtime& runtime, const base::clock& clock, int32_t node_id,
              const std::atomic<bool>& stopping);
 
   // ---- the produce side
@@ -136,7 +118,13 @@ class delay_host {
   void on_delay_state(size_t shard, std::string key, uint64_t generation,
                       std::function<void(const std::shared_ptr<partition_state>&)> f);
 
-  delay_host_services& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  const broker_log log_;
+  metadata_barrier& barrier_;
+  produce_pipeline& produce_;
+  coordinator_partitions& internal_topics_;
+  replica_manager& replicas_;
+  const broker_config& config_;
   runtime::shard_runtime& runtime_;
   const base::clock& clock_;
   const int32_t node_id_;

@@ -4,14 +4,17 @@
 // no replica id, ListOffsets), and answered as if it had been served here. The leader serves them
 // like any other client of that partition (its own checks, its own long-poll); a leader that moved
 // meanwhile answers NOT_LEADER_OR_FOLLOWER, which the client sees as a retriable 503.
-// leader_forwarder (leader_forwarder.h) does both sides; it reaches the broker only through
-// leader_forwarder_host.
+// leader_forwarder (leader_forwarder.h) does both sides; it serves a call through the produce
+// pipeline (produce_pipeline.h) or the fetch service (fetch_service.h).
 
 #include <algorithm>
 #include <map>
 
 #include "leader_forwarder.h"
 #include "constants.h"
+#include "fetch_service.h"
+#include "metadata_publisher.h"
+#include "produce_pipeline.h"
 #include "rpc_messages.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/codec/record_batch.h"
@@ -143,10 +146,13 @@ rpc::error leadership_moved(int32_t now_leader) {
 
 }  // namespace
 
-leader_forwarder::leader_forwarder(leader_forwarder_host& host, const broker_config& config, const base::clock& clock,
+leader_forwarder::leader_forwarder(const metadata_publisher& metadata, produce_pipeline& produce,
+                                   fetch_service& fetch, const broker_config& config, const base::clock& clock,
                                    runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
                                    const std::atomic<bool>& stopping)
-    : host_(host),
+    : metadata_(metadata),
+      produce_(produce),
+      fetch_(fetch),
       config_(config),
       clock_(clock),
       runtime_(runtime),
@@ -168,7 +174,7 @@ void leader_forwarder::register_cluster_handlers() {
 }
 
 std::shared_ptr<const topic_state> leader_forwarder::find_topic(const std::string& name) const {
-  auto v = host_.shard_view();
+  auto v = metadata_.view();
   auto it = v->topics.find(name);
   return it == v->topics.end() ? nullptr : it->second;
 }
@@ -188,7 +194,7 @@ void leader_forwarder::when_leader_moves(const model::topic_partition& tp, int32
   runtime_.post(controller_shard, [this, alive, tp, refused_by, refused_epoch, deadline_ms, waited,
                                    then = std::move(then)]() mutable {
     if (alive.expired()) return;
-    const auto* now = partition_in(*host_.shard_view(), tp);
+    const auto* now = partition_in(*metadata_.view(), tp);
     if (now != nullptr && now->leader >= 0 && now->leader != refused_by) return then(now->leader);
     // The refuser's own metadata lags: it leads in an epoch newer than the one it knows. Asked
     // again once a poll interval passed (it applies the change meanwhile), never in a tight loop.
@@ -283,7 +289,7 @@ void leader_forwarder::send_forward(int32_t leader, const model::topic_partition
   const uint64_t id = next_forward_id_++;
   auto answer = std::make_shared<rpc::response_callback>(std::move(on_answer));
   // The caller chose `leader` from its shard's view; the latest may be newer already.
-  if (auto view = host_.newest_view(); view && leader_in(*view, tp) != leader) {
+  if (auto view = metadata_.views().latest(); view && leader_in(*view, tp) != leader) {
     return (*answer)(leadership_moved(leader_in(*view, tp)));
   }
   forwards_in_flight_.emplace(id, forward_in_flight{tp, leader, answer});
@@ -330,7 +336,7 @@ void leader_forwarder::forward_produce(int32_t leader, const model::topic_partit
   // The caller chose `leader` from its shard's view; when the newest view names another, nothing
   // was sent yet: the batch goes where the newest names (send_forward would answer "moved while
   // in flight, outcome unknown" for a call it never sent).
-  if (auto newest = host_.newest_view(); newest && leader_in(*newest, tp) != leader) {
+  if (auto newest = metadata_.views().latest(); newest && leader_in(*newest, tp) != leader) {
     return produce_to_new_leader(leader, -1, tp, std::move(batch), acks, clock_.now_ms() + timeout_ms,
                                  std::move(done));
   }
@@ -358,7 +364,7 @@ void leader_forwarder::forward_produce(int32_t leader, const model::topic_partit
           // Its connect failed (a killed leader refuses it): nothing reached it, so the batch
           // waits for the leader this node's metadata names next, as a refusal unread does (a new
           // user saw "may or may not be stored" for writes that were never sent).
-          return produce_to_new_leader(leader, leader_epoch_in(*host_.shard_view(), tp), tp, std::move(batch), acks,
+          return produce_to_new_leader(leader, leader_epoch_in(*metadata_.view(), tp), tp, std::move(batch), acks,
                                        deadline_ms, std::move(done));
         }
         if (!r.ok()) return done(unreachable_write(leader, tp, r.error().message));
@@ -403,7 +409,7 @@ void leader_forwarder::produce_to_new_leader(int32_t refused_by, int32_t refused
                       here.acks = acks;
                       here.timeout_ms = remaining_ms;
                       // This node's own HTTP records (forward_produce comes from produce_appending).
-                      host_.produce_own_batches(std::move(here), std::move(done));
+                      produce_.produce_batches_from(std::move(here), std::move(done), produce_pipeline::batch_origin::local_records);
                     });
 }
 
@@ -467,10 +473,9 @@ void leader_forwarder::handle_forwarded_produce(const protocol::request_header_d
                                                tp.topic + "-" + std::to_string(tp.partition.value())},
                                      refused);
                      }
-                     host_.produce_peer_batches(std::move(*shared),
-                                                [answer](result<produce_batches_response> r) mutable {
-                                                  answer(std::move(r));
-                                                });
+                     produce_.produce_batches_from(
+                         std::move(*shared), [answer](result<produce_batches_response> r) mutable { answer(std::move(r)); },
+                         produce_pipeline::batch_origin::peer_broker);
                    });
 }
 
@@ -508,7 +513,7 @@ void leader_forwarder::forward_fetch(int32_t leader, const std::shared_ptr<const
                              done = std::move(done)](int32_t now_leader) mutable {
                               if (now_leader < 0) return done(std::move(otherwise));
                               if (now_leader == config_.node_id) {
-                                return host_.fetch_here(std::move(request), std::move(done));
+                                return fetch_.fetch_here(std::move(request), std::move(done));
                               }
                               forward_fetch(now_leader, topic, std::move(request), std::move(done), true);
                             });
@@ -516,7 +521,7 @@ void leader_forwarder::forward_fetch(int32_t leader, const std::shared_ptr<const
         if (!r.ok()) {
           // Lost on the way (the leader paused or cut off, the leadership moved meanwhile).
           if (rerouted || alive.expired()) return done(unreachable(leader, tp, r.error().message));
-          return ask_next_leader(leader_epoch_in(*host_.shard_view(), tp), unreachable(leader, tp, r.error().message));
+          return ask_next_leader(leader_epoch_in(*metadata_.view(), tp), unreachable(leader, tp, r.error().message));
         }
         protocol::reader rd(r.value());
         auto decoded = protocol::fetch_response_data::decode(rd, forward_fetch_version);
@@ -586,12 +591,12 @@ void leader_forwarder::serve_forwarded_fetch(const protocol::request_header_data
   t.topic_id = rt.topic_id;
   out.partition_index = rp.partition;
   auto known = [this, id = rt.topic_id, index = rp.partition] {
-    const controller::topic_image* image = host_.shard_view()->image->find_topic(id);
+    const controller::topic_image* image = metadata_.view()->image->find_topic(id);
     return image != nullptr && ready_for_forwarded(image->name, index);
   };
   if (!waited && !known()) {
     return when_topic_known(known, [this, header, request, respond = std::move(respond)]() mutable {
-      if (host_.shard_view()->image->find_topic(request.topics[0].topic_id) == nullptr) {
+      if (metadata_.view()->image->find_topic(request.topics[0].topic_id) == nullptr) {
         protocol::fetch_response_data response;
         protocol::fetch_response_data::fetchable_topic_response t;
         t.topic_id = request.topics[0].topic_id;
@@ -605,7 +610,7 @@ void leader_forwarder::serve_forwarded_fetch(const protocol::request_header_data
       serve_forwarded_fetch(header, request, std::move(respond), true);
     });
   }
-  const controller::topic_image* image = host_.shard_view()->image->find_topic(rt.topic_id);
+  const controller::topic_image* image = metadata_.view()->image->find_topic(rt.topic_id);
   if (auto refused = refusal_before_serving(image->name, rp.partition)) {
     out.current_leader.leader_id = refused->leader;   // the forwarder asks that leader next
     out.current_leader.leader_epoch = refused->leader_epoch;
@@ -619,7 +624,7 @@ void leader_forwarder::serve_forwarded_fetch(const protocol::request_header_data
   f.min_bytes = request.min_bytes;
   f.raw_batches = true;
   f.isolation = request.isolation_level == 1 ? isolation_level::read_committed : isolation_level::read_uncommitted;
-  host_.fetch_here(std::move(f), [header, respond, response, t, out](result<fetch_response> r) mutable {
+  fetch_.fetch_here(std::move(f), [header, respond, response, t, out](result<fetch_response> r) mutable {
     if (!r.ok()) {
       out.error_code = static_cast<int16_t>(kafka_error_code(r.error().code));
     } else {
@@ -673,14 +678,14 @@ void leader_forwarder::forward_list_offsets(int32_t leader, list_offsets_request
                              done = std::move(done)](int32_t now_leader) mutable {
                               if (now_leader < 0) return done(std::move(otherwise));
                               if (now_leader == config_.node_id) {
-                                return host_.list_offsets_here(std::move(request), std::move(done));
+                                return fetch_.list_offsets_here(std::move(request), std::move(done));
                               }
                               forward_list_offsets(now_leader, std::move(request), std::move(done), true);
                             });
         };
         if (!r.ok()) {
           if (rerouted || alive.expired()) return done(unreachable(leader, tp, r.error().message));
-          return ask_next_leader(leader_epoch_in(*host_.shard_view(), tp), unreachable(leader, tp, r.error().message));
+          return ask_next_leader(leader_epoch_in(*metadata_.view(), tp), unreachable(leader, tp, r.error().message));
         }
         protocol::reader rd(r.value());
         auto decoded = protocol::list_offsets_response_data::decode(rd, forward_list_offsets_version);
@@ -730,7 +735,7 @@ void leader_forwarder::handle_forwarded_list_offsets(const protocol::request_hea
     response.topics.push_back(topic);
     return respond_with(header, response, respond);
   }
-  host_.list_offsets_here(std::move(*shared), [header, respond, name,
+  fetch_.list_offsets_here(std::move(*shared), [header, respond, name,
                                          index](result<list_offsets_response> r) mutable {
     protocol::list_offsets_response_data response;
     protocol::list_offsets_response_data::list_offsets_topic_response topic;

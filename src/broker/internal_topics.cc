@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "active_controller.h"
+#include "cluster_requests.h"
+#include "metadata_publisher.h"
 #include "ringlog/broker/groups.h"
 #include "ringlog/controller/internal_topics.h"
 #include "ringlog/security/forwarded_call.h"
@@ -22,7 +24,7 @@ void active_controller::ensure_offsets_topic_async(std::function<void(result<boo
   // Both internal topics of the coordinators: __consumer_offsets, then __transaction_state (one
   // metadata entry each; `done(true)` once both exist). Which, when and their records:
   // controller/internal_topics.h.
-  const auto& image = *host_.controller_view()->image;
+  const auto& image = *metadata_.controller_view()->image;
   const auto missing = controller::missing_internal_topic(image);
   if (!missing) return done(true);
   const controller::internal_topic_rules rules{config_.offsets_topic_num_partitions,
@@ -35,11 +37,11 @@ void active_controller::ensure_offsets_topic_async(std::function<void(result<boo
   auto records = controller::internal_topic_records(image, rules, *missing, new_topic_id(random_));
   if (!records.ok()) return done(from_controller(records.error()));
   offsets_topic_pending_ = true;
-  host_.commit_records(std::move(records).value(),
+  parts_.writer.commit_records(std::move(records).value(),
                        [this, creating = std::string(*missing), done = std::move(done)](result<void> r) {
     offsets_topic_pending_ = false;
-    host_.run_metadata_rechecks();   // a start-up wait refused while this was pending asks again
-    if (!r.ok() && !host_.controller_view()->topics.contains(creating)) return done(r.error());
+    parts_.recheck_start_up();   // a start-up wait refused while this was pending asks again
+    if (!r.ok() && !metadata_.controller_view()->topics.contains(creating)) return done(r.error());
     ensure_offsets_topic_async(std::move(done));   // the other one next (at most two rounds)
   });
 }
@@ -55,7 +57,7 @@ security::bytes forwarding_secret_in(const controller::metadata_image& image) {
 
 void active_controller::ensure_forwarding_secret() {
   if (forwarding_secret_pending_ || !active()) return;
-  if (!forwarding_secret_in(*host_.controller_view()->image).empty()) return;
+  if (!forwarding_secret_in(*metadata_.controller_view()->image).empty()) return;
   // Made once per cluster and kept (a restart or a snapshot keeps it): rotating it would refuse
   // the calls in flight signed with the old one, and nothing but the metadata log holds it.
   protocol::user_scram_credential_record secret;
@@ -64,9 +66,9 @@ void active_controller::ensure_forwarding_secret() {
   secret.iterations = forwarding_secret_iterations;
   secret.stored_key = security::new_forwarding_secret();
   forwarding_secret_pending_ = true;
-  host_.commit_records({protocol::metadata_record(std::move(secret))}, [this](result<void> r) {
+  parts_.writer.commit_records({protocol::metadata_record(std::move(secret))}, [this](result<void> r) {
     forwarding_secret_pending_ = false;   // not committed: the next heartbeat tick tries again
-    if (!r.ok()) host_.log_error("the cluster's forwarding secret was not committed: " + r.error().message);
+    if (!r.ok()) log_.error("the cluster's forwarding secret was not committed: " + r.error().message);
   });
 }
 

@@ -6,8 +6,9 @@
 // ListOffsets v7) and answered as if it had been served here; the leader serves the calls peers
 // send it like any client's. leader_forwarder owns the calls in flight (failed as soon as the
 // metadata names another leader) and the waits for metadata a call needs (a topic or replica not
-// known or opened yet, the next leader after a refusal); forwarding.cc has the rules. It reaches
-// the broker only through leader_forwarder_host. Private to the broker module.
+// known or opened yet, the next leader after a refusal); forwarding.cc has the rules. It serves
+// the calls it takes through the produce pipeline and the fetch service. Private to the broker
+// module.
 //
 // Shards: the calls in flight live on the controller shard (send_forward posts there); the
 // metadata waits poll there too.
@@ -31,6 +32,10 @@
 
 namespace ringlog::broker::detail {
 
+class fetch_service;
+class metadata_publisher;
+class produce_pipeline;
+
 /// The partition's leader (this node or another), or not_leader_or_follower when it has none.
 /// `partition` is in [0, topic.partitions_count()).
 result<int32_t> leader_route(const topic_state& topic, int32_t partition);
@@ -39,36 +44,17 @@ result<int32_t> leader_route(const topic_state& topic, int32_t partition);
 /// caller's range check names it.
 result<void> check_leader(const topic_state& topic, int32_t partition, int32_t node_id);
 
-/// What the forwarder reaches in the broker (broker_impl implements it).
-class leader_forwarder_host {
- public:
-  virtual ~leader_forwarder_host() = default;
-  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  [[nodiscard]] virtual std::shared_ptr<const metadata_view> shard_view() const = 0;
-  /// The newest view published to the shards (it may be ahead of the calling shard's), or null.
-  [[nodiscard]] virtual std::shared_ptr<const metadata_view> newest_view() const = 0;
-  /// fetch / list_offsets of a partition this node leads (fetch.cc; refused on the partition's
-  /// shard when it does not).
-  virtual void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
-  virtual void list_offsets_here(list_offsets_request request,
-                                 std::function<void(result<list_offsets_response>)> done) = 0;
-  /// The append pipeline of client data (produce.cc's produce_batches_from) for batches a peer
-  /// forwarded (its HTTP records; a delay topic's allowed, as the peer diverted them there).
-  virtual void produce_peer_batches(produce_batches_request request,
-                                    std::function<void(result<produce_batches_response>)> done) = 0;
-  /// The same for this node's own HTTP records, checked one by one before they were batched: a
-  /// batch a former leader refused unread, appended here once this node leads the partition.
-  virtual void produce_own_batches(produce_batches_request request,
-                                   std::function<void(result<produce_batches_response>)> done) = 0;
-};
-
 class leader_forwarder {
  public:
-  /// `config`: the static broker config (node.id, fetch.max.wait.ms); `cluster_transport` null: a
+  /// `metadata`: the views; `produce`: the append pipeline of client data (produce_batches_from,
+  /// for batches a peer forwarded and this node's own HTTP records a former leader refused);
+  /// `fetch`: fetch and list_offsets of a partition this node leads (fetch_here,
+  /// list_offsets_here); `config`: the static broker config (node.id, fetch.max.wait.ms); `cluster_transport` null: a
   /// single node (every forward fails as unreachable); `stopping`: the broker's stop flag (a set
   /// flag ends the metadata waits). Every reference outlives this object.
-  leader_forwarder(leader_forwarder_host& host, const broker_config& config, const base::clock& clock,
-                   runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
+  leader_forwarder(const metadata_publisher& metadata, produce_pipeline& produce, fetch_service& fetch,
+                   const broker_config& config,
+                   const base::clock& clock, runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
                    const std::atomic<bool>& stopping);
 
   /// Before the transport serves: the handlers of Produce and ListOffsets that peers forward
@@ -153,7 +139,9 @@ class leader_forwarder {
   void handle_forwarded_list_offsets(const protocol::request_header_data& header, std::span<const std::byte> body,
                                      rpc::respond_fn respond);
 
-  leader_forwarder_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  produce_pipeline& produce_;
+  fetch_service& fetch_;
   const broker_config& config_;
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;

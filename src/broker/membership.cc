@@ -9,7 +9,10 @@
 #include <variant>
 
 #include "active_controller.h"
+#include "broker_lifecycle.h"
+#include "cluster_requests.h"
 #include "constants.h"
+#include "metadata_publisher.h"
 #include "rpc_messages.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/errc.h"
@@ -17,11 +20,15 @@
 
 namespace ringlog::broker::detail {
 
-active_controller::active_controller(active_controller_host& host, const broker_config& config, const base::clock& clock,
+active_controller::active_controller(parts reached, const metadata_publisher& metadata, broker_log log,
+                                     const broker_config& config, const base::clock& clock,
                                      runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
-                                     base::random_source& random, const std::map<int32_t, rpc::peer_address>& quorum_voters,
+                                     base::random_source& random,
+                                     const std::map<int32_t, rpc::peer_address>& quorum_voters,
                                      const std::atomic<bool>& stopping)
-    : host_(host),
+    : parts_(std::move(reached)),
+      metadata_(metadata),
+      log_(std::move(log)),
       config_(config),
       clock_(clock),
       runtime_(runtime),
@@ -63,7 +70,7 @@ void active_controller::on_leader_change(int32_t leader_id) {
   if (leader_id != config_.node_id || was_leader) return;
   // A new active controller gives every broker a full session before fencing it.
   const int64_t now = clock_.monotonic_ms();
-  const auto image = host_.controller_view()->image;
+  const auto image = metadata_.controller_view()->image;
   controller_active_since_ms_ = now;
   broker_heartbeats_.activate(*image, now);
   // The previous controller left for a reason (often its process died, and its broker with it):
@@ -85,8 +92,8 @@ void active_controller::heartbeat_tick() {
 }
 
 const broker_config& active_controller::live_config() const {
-  const auto& view = *host_.controller_view();
-  return view.config ? *view.config : config_;
+  const auto& view = *metadata_.controller_view();
+  return ::ringlog::broker::detail::live_config(view, config_);
 }
 
 void active_controller::handle_broker_heartbeat(const protocol::request_header_data& header,
@@ -104,7 +111,7 @@ protocol::broker_heartbeat_response_data active_controller::controller_heartbeat
     response.error_code = kafka_code_not_controller;
     return response;
   }
-  auto answer = broker_heartbeats_.answer(*host_.controller_view()->image, request, clock_.monotonic_ms());
+  auto answer = broker_heartbeats_.answer(*metadata_.controller_view()->image, request, clock_.monotonic_ms());
   if (!answer.ok()) {
     response.error_code = static_cast<int16_t>(kafka_error_code(from_controller(answer.error()).code));
     return response;
@@ -113,22 +120,23 @@ protocol::broker_heartbeat_response_data active_controller::controller_heartbeat
   response.is_caught_up = true;
   response.is_fenced = answer->is_fenced;
   response.should_shut_down = answer->should_shut_down;
-  if (!answer->records.empty()) host_.commit_records(std::move(answer->records), [](result<void>) {});
+  if (!answer->records.empty()) parts_.writer.commit_records(std::move(answer->records), [](result<void>) {});
   return response;
 }
 
 controller::fencing_rules active_controller::fencing_rules_now() const {
   return {config_.broker_session_timeout_ms, config_.node_id, config_.process_role_broker,
-          config_.unclean_leader_election_enable, host_.incarnation_id()};
+          config_.unclean_leader_election_enable, parts_.lifecycle.incarnation_id()};
 }
 
 void active_controller::fence_lapsed_brokers() {
   if (fencing_in_flight_) return;
-  auto fencing = broker_heartbeats_.next_to_fence(*host_.controller_view()->image, clock_.monotonic_ms(), fencing_rules_now());
+  auto fencing =
+      broker_heartbeats_.next_to_fence(*metadata_.controller_view()->image, clock_.monotonic_ms(), fencing_rules_now());
   if (!fencing) return;
-  host_.log_info("fencing broker " + std::to_string(fencing->broker_id) + ": " + fencing->reason);
+  log_.info("fencing broker " + std::to_string(fencing->broker_id) + ": " + fencing->reason);
   fencing_in_flight_ = true;
-  host_.commit_records(std::move(fencing->records), [this](result<void> r) {
+  parts_.writer.commit_records(std::move(fencing->records), [this](result<void> r) {
     fencing_in_flight_ = false;
     if (r.ok()) fence_lapsed_brokers();   // the next one, if any, on the new image
   });
@@ -141,7 +149,7 @@ result<void> active_controller::refuse_duplicate_registration(std::span<const st
   for (const auto& record : *records) {
     const auto* registration = std::get_if<protocol::register_broker_record>(&record);
     if (registration == nullptr) continue;
-    auto checked = broker_heartbeats_.check_registration(*host_.controller_view()->image, *registration,
+    auto checked = broker_heartbeats_.check_registration(*metadata_.controller_view()->image, *registration,
                                                          clock_.monotonic_ms(), fencing_rules_now());
     if (checked.ok()) continue;
     probe_broker(registration->broker_id);   // the live one: a process gone since is fenced at once
@@ -153,7 +161,7 @@ result<void> active_controller::refuse_duplicate_registration(std::span<const st
 void active_controller::probe_broker(int32_t id) {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   if (cluster_transport_ == nullptr || id == config_.node_id || quorum_leader_id_ != config_.node_id) return;
-  const auto* b = host_.controller_view()->image->find_broker(id);
+  const auto* b = metadata_.controller_view()->image->find_broker(id);
   if (b == nullptr || b->fenced || !probes_in_flight_.insert(id).second) return;
   const int64_t started_ms = clock_.monotonic_ms();
   rpc::probe_listening(*cluster_transport_, id, config_.broker_heartbeat_interval_ms * 2,

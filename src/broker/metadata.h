@@ -11,6 +11,7 @@
 // every topic and config.
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -115,12 +116,32 @@ model::record metadata_log_record(std::span<const protocol::metadata_record> rec
 error from_controller(const controller::error& e);
 
 namespace detail {
+/// The broker's log lines (broker_dependencies::log; none when it is empty), a value each part
+/// keeps: info and error lines.
+class broker_log {
+ public:
+  explicit broker_log(std::function<void(bool info, const std::string& message)> sink) : sink_(std::move(sink)) {}
+  void info(const std::string& message) const {
+    if (sink_) sink_(true, message);
+  }
+  void error(const std::string& message) const {
+    if (sink_) sink_(false, message);
+  }
+
+ private:
+  std::function<void(bool info, const std::string& message)> sink_;
+};
+
+/// The broker config as of `view`: its dynamic broker configs over the static ones, or
+/// `static_config` itself for a view without them (before start).
+inline const broker_config& live_config(const metadata_view& view, const broker_config& static_config) {
+  return view.config ? *view.config : static_config;
+}
+
 /// "topic 'NAME' does not exist": the text of unknown_topic_or_partition for a topic (broker.cc).
 std::string unknown_topic_message(const std::string& topic);
 /// A random (version 4) UUID from `random`: topic, incarnation and ACL ids (broker.cc).
 controller::uuid new_topic_id(base::random_source& random);
-/// "topic '<name>' does not exist", the text of unknown_topic_or_partition for a missing topic.
-std::string unknown_topic_message(const std::string& topic);
 /// unknown_topic_or_partition naming the partition and the topic's partition count.
 error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
 /// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).

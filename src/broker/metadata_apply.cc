@@ -112,8 +112,8 @@ void metadata_publisher::learn_peer_addresses(const controller::metadata_image& 
     for (const auto& e : b.endpoints) {
       if (e.name != "cluster") continue;
       if (cluster_transport_->set_peer_address(id, e.host, e.port)) {
-        host_.log_info("learned the cluster address of broker " + std::to_string(id) + ": " + e.host + ":" +
-                       std::to_string(e.port));
+        log_.info("learned the cluster address of broker " + std::to_string(id) + ": " + e.host + ":" +
+                  std::to_string(e.port));
       }
     }
   }

@@ -5,13 +5,15 @@
 // (DescribeQuorum, KIP-595) and waits until it applied every entry below it: the change is then
 // planned against everything committed before the call arrived (Raft's read index, Ongaro's
 // thesis section 6.4). Kafka reaches the same by forwarding admin requests to the controller.
-// metadata_barrier (metadata_barrier.h) reaches the broker only through metadata_barrier_host.
 
 #include "metadata_barrier.h"
 
 #include <utility>
 
 #include "constants.h"
+#include "fetch_service.h"
+#include "metadata_publisher.h"
+#include "produce_pipeline.h"
 #include "rpc_messages.h"
 #include "ringlog/base/assert.h"
 
@@ -23,9 +25,16 @@ constexpr int16_t describe_quorum_version = 0;
 
 }  // namespace
 
-metadata_barrier::metadata_barrier(metadata_barrier_host& host, runtime::shard_runtime& runtime,
-                                   rpc::transport* cluster_transport, int32_t node_id)
-    : host_(host), runtime_(runtime), cluster_transport_(cluster_transport), node_id_(node_id) {}
+metadata_barrier::metadata_barrier(const std::unique_ptr<controller::metadata_quorum>& quorum,
+                                   metadata_publisher& metadata, produce_pipeline& produce, fetch_service& fetch,
+                                   runtime::shard_runtime& runtime, rpc::transport* cluster_transport, int32_t node_id)
+    : quorum_(quorum),
+      metadata_(metadata),
+      produce_(produce),
+      fetch_(fetch),
+      runtime_(runtime),
+      cluster_transport_(cluster_transport),
+      node_id_(node_id) {}
 
 void metadata_barrier::register_cluster_handlers() {
   // The body is copied (it is valid during the transport's call only) and answered on the
@@ -42,7 +51,7 @@ void metadata_barrier::register_cluster_handlers() {
 
 void metadata_barrier::post_caught_up(std::function<void()> then) {
   runtime_.post(controller_shard, [this, then = std::move(then)]() mutable {
-    const int32_t leader = host_.controller_id();
+    const int32_t leader = quorum_ ? quorum_->leader_id() : -1;
     // The active controller's own image holds every committed entry it proposed; with no known
     // leader or no transport, plan against this image (as before): the commit checks the
     // partition epochs it names, and the refusal says to retry when there is no leader.
@@ -69,7 +78,7 @@ void metadata_barrier::post_caught_up(std::function<void()> then) {
           runtime_.post(controller_shard, [this, high_watermark, then = std::move(then)]() mutable {
             // The leader did not answer (moved, unreachable): plan against this image, as before.
             if (high_watermark <= 0) return then();
-            host_.await_metadata_applied(high_watermark - 1, [then = std::move(then)](result<void>) { then(); });
+            metadata_.apply_queue().await_applied(high_watermark - 1, [then = std::move(then)](result<void>) { then(); });
           });
         });
   });
@@ -84,27 +93,28 @@ void metadata_barrier::post_caught_up(std::function<void()> then) {
 // from the image as it is then (Kafka's producer likewise waits for metadata, max.block.ms).
 
 void metadata_barrier::produce(produce_request request, std::function<void(result<produce_response>)> done) {
-  if (host_.find_topic(request.topic)) return host_.produce_known(std::move(request), std::move(done));
+  if (metadata_.find_topic(request.topic)) return produce_.produce_known(std::move(request), std::move(done));
   auto held = std::make_shared<produce_request>(std::move(request));
   post_caught_up([this, held, done = std::move(done)]() mutable {
-    host_.produce_known(std::move(*held), std::move(done));
+    produce_.produce_known(std::move(*held), std::move(done));
   });
 }
 
 void metadata_barrier::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
-  if (host_.find_topic(request.partition.topic)) return host_.fetch_known(std::move(request), std::move(done));
+  if (metadata_.find_topic(request.partition.topic)) return fetch_.fetch_known(std::move(request), std::move(done));
   auto held = std::make_shared<fetch_request>(std::move(request));
   post_caught_up([this, held, done = std::move(done)]() mutable {
-    host_.fetch_known(std::move(*held), std::move(done));
+    fetch_.fetch_known(std::move(*held), std::move(done));
   });
 }
 
 void metadata_barrier::list_offsets(list_offsets_request request,
                                     std::function<void(result<list_offsets_response>)> done) {
-  if (host_.find_topic(request.partition.topic)) return host_.list_offsets_known(std::move(request), std::move(done));
+  if (metadata_.find_topic(request.partition.topic))
+    return fetch_.list_offsets_known(std::move(request), std::move(done));
   auto held = std::make_shared<list_offsets_request>(std::move(request));
   post_caught_up([this, held, done = std::move(done)]() mutable {
-    host_.list_offsets_known(std::move(*held), std::move(done));
+    fetch_.list_offsets_known(std::move(*held), std::move(done));
   });
 }
 
@@ -119,7 +129,7 @@ void metadata_barrier::handle_describe_quorum(const protocol::request_header_dat
   partition.topic_name = "__cluster_metadata";
   auto& p = partition.partitions.emplace_back();
   p.partition_index = 0;
-  const controller::quorum_description q = host_.metadata_quorum_now();
+  const controller::quorum_description q = quorum_->describe();
   p.leader_id = q.leader_id;
   p.leader_epoch = q.leader_epoch;
   // Only the leader knows the quorum's high watermark for sure (KIP-595: DescribeQuorum is

@@ -3,8 +3,8 @@
 // admin call, or a produce, fetch or offsets query naming a topic this node does not know, waits
 // until this node applied every metadata entry the quorum had committed when the call arrived
 // (Raft's read index, Ongaro's thesis section 6.4; the high watermark from the active
-// controller's DescribeQuorum, KIP-595). It reaches the broker only through metadata_barrier_host.
-// Private to the broker module.
+// controller's DescribeQuorum, KIP-595). It reaches the quorum, the publisher, the produce
+// pipeline and the fetch service directly. Private to the broker module.
 
 #include <cstdint>
 #include <functional>
@@ -21,34 +21,19 @@
 
 namespace ringlog::broker::detail {
 
-/// What the metadata barrier reaches in the broker (broker_impl implements it).
-class metadata_barrier_host {
- public:
-  virtual ~metadata_barrier_host() = default;
-  /// The metadata quorum's leader, the active controller (-1: none known, or not started).
-  [[nodiscard]] virtual int32_t controller_id() const = 0;
-  /// Controller shard, once the quorum started: its leader, epoch and high watermark as this node
-  /// knows them (controller::metadata_quorum::describe).
-  [[nodiscard]] virtual controller::quorum_description metadata_quorum_now() const = 0;
-  /// Controller shard: `done` once the metadata entry at `offset` (and every one before it) is
-  /// applied here and published (metadata_apply_queue::await_applied).
-  virtual void await_metadata_applied(int64_t offset, std::function<void(result<void>)> done) = 0;
-  /// The topic `name` as of the calling thread's metadata view, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
-  /// produce, fetch and list_offsets once the topic is known or the barrier passed (produce.cc,
-  /// fetch.cc): served from the image as it is then.
-  virtual void produce_known(produce_request request, std::function<void(result<produce_response>)> done) = 0;
-  virtual void fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
-  virtual void list_offsets_known(list_offsets_request request,
-                                  std::function<void(result<list_offsets_response>)> done) = 0;
-};
+class fetch_service;
+class metadata_publisher;
+class produce_pipeline;
 
 class metadata_barrier {
  public:
-  /// `cluster_transport` null: a single node (no barrier to wait at). Every reference outlives
-  /// this object.
-  metadata_barrier(metadata_barrier_host& host, runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
-                   int32_t node_id);
+  /// `quorum`: the broker's metadata quorum, null until start_quorum made it; `metadata`: its
+  /// views and applied entries; `produce`, `fetch`: where a call goes once the topic is known
+  /// (produce_known, fetch_known, list_offsets_known); `cluster_transport` null: a single node (no
+  /// barrier to wait at). Every reference outlives this object.
+  metadata_barrier(const std::unique_ptr<controller::metadata_quorum>& quorum, metadata_publisher& metadata,
+                   produce_pipeline& produce, fetch_service& fetch, runtime::shard_runtime& runtime,
+                   rpc::transport* cluster_transport, int32_t node_id);
 
   /// Before the transport serves: the handler of DescribeQuorum (posted to the controller shard).
   void register_cluster_handlers();
@@ -57,7 +42,7 @@ class metadata_barrier {
   /// active controller's. Runs `then` anyway (against this node's image) when the controller is
   /// unknown, is this node, or does not answer within metadata_barrier_timeout_ms.
   void post_caught_up(std::function<void()> then);
-  /// broker::produce, fetch and list_offsets: the host's *_known at once when this node knows the
+  /// broker::produce, fetch and list_offsets: produce_known, fetch_known, list_offsets_known at once when this node knows the
   /// topic, else after post_caught_up (a topic created a moment ago through another node).
   void produce(produce_request request, std::function<void(result<produce_response>)> done);
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done);
@@ -69,7 +54,10 @@ class metadata_barrier {
   void handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);
 
-  metadata_barrier_host& host_;
+  const std::unique_ptr<controller::metadata_quorum>& quorum_;
+  metadata_publisher& metadata_;   // the views and the applied entries (metadata_publisher.h)
+  produce_pipeline& produce_;
+  fetch_service& fetch_;
   runtime::shard_runtime& runtime_;
   rpc::transport* const cluster_transport_;
   const int32_t node_id_;

@@ -22,6 +22,7 @@
 #include "constants.h"
 #include "metadata.h"
 #include "partition.h"
+#include "ringlog/base/assert.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
 #include "ringlog/rpc/transport.h"
@@ -29,7 +30,7 @@
 
 namespace ringlog::broker::detail {
 
-/// What the metadata publisher reaches in the broker (broker_impl implements it).
+/// What the metadata publisher reaches in the broker (broker_parts implements it).
 class metadata_publisher_host {
  public:
   virtual ~metadata_publisher_host() = default;
@@ -46,8 +47,6 @@ class metadata_publisher_host {
   /// groups (a dedicated controller).
   virtual void on_topic_deleted(const std::string& topic) = 0;
   virtual void on_topics_changed() = 0;
-  virtual void log_info(const std::string& message) const = 0;
-  virtual void log_error(const std::string& message) const = 0;
 };
 
 class metadata_publisher final : public controller::quorum_state_machine {
@@ -57,10 +56,11 @@ class metadata_publisher final : public controller::quorum_state_machine {
   /// for the stray replicas removed at start-up; `cluster_transport` (null in a single process)
   /// learns the brokers' "cluster" endpoints unless `is_voter(id)` (a voter's address is
   /// controller.quorum.voters'). Every reference outlives this.
-  metadata_publisher(metadata_publisher_host& host, runtime::shard_runtime& runtime, const broker_config& config,
-                     const std::vector<std::unique_ptr<partition_manager>>& managers, log_directory dir,
-                     rpc::transport* cluster_transport, std::function<bool(int32_t)> is_voter)
+  metadata_publisher(metadata_publisher_host& host, broker_log log, runtime::shard_runtime& runtime,
+                     const broker_config& config, const std::vector<std::unique_ptr<partition_manager>>& managers,
+                     log_directory dir, rpc::transport* cluster_transport, std::function<bool(int32_t)> is_voter)
       : host_(host),
+        log_(std::move(log)),
         runtime_(runtime),
         config_(config),
         managers_(managers),
@@ -90,6 +90,18 @@ class metadata_publisher final : public controller::quorum_state_machine {
   /// Controller shard: the view as of the last applied entry, ahead of the shards' while a
   /// publish is on its way; replaced, never changed.
   [[nodiscard]] const std::shared_ptr<const metadata_view>& controller_view() const { return controller_view_; }
+  /// The topic `name` as of the calling thread's view (view()), or null.
+  [[nodiscard]] std::shared_ptr<const topic_state> find_topic(const std::string& name) const {
+    auto v = view();
+    auto it = v->topics.find(name);
+    return it == v->topics.end() ? nullptr : it->second;
+  }
+  /// Controller shard: the topic `name` as of the last applied entry, or null.
+  [[nodiscard]] std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const {
+    RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+    auto it = controller_view_->topics.find(name);
+    return it == controller_view_->topics.end() ? nullptr : it->second;
+  }
   /// The applied entries' order and the writers waiting for theirs (await_applied).
   [[nodiscard]] metadata_apply_queue& apply_queue() { return apply_queue_; }
 
@@ -146,10 +158,11 @@ class metadata_publisher final : public controller::quorum_state_machine {
   [[nodiscard]] size_t owner(const std::string& topic, int32_t partition) const;
   /// The dynamic broker configs of the controller view over the static ones.
   [[nodiscard]] const broker_config& live() const {
-    return controller_view_->config ? *controller_view_->config : config_;
+    return live_config(*controller_view_, config_);
   }
 
   metadata_publisher_host& host_;
+  const broker_log log_;
   runtime::shard_runtime& runtime_;
   const broker_config& config_;
   const std::vector<std::unique_ptr<partition_manager>>& managers_;

@@ -1,12 +1,14 @@
 // The broker's own records (coordinator state, delay checkpoints): the one way they reach a log,
 // beside produce_batches_from for client data and the follower's replicated append; and the
-// internal topics the delay host creates (delay_host_services::create_internal_topic); and the
+// internal topics the delay host creates (create_internal_topic); and the
 // coordinators' internal topics (__consumer_offsets, __transaction_state) appended and read on
 // the partition's shard, and who leads their partitions (the active controller creates them:
 // internal_topics.cc). Kafka's counterpart: the coordinators' log reads.
 
 #include "constants.h"
+#include "cluster_requests.h"
 #include "coordinator_partitions.h"
+#include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/storage/partition_log.h"
@@ -25,26 +27,26 @@ void coordinator_partitions::create_internal_topic(
     std::function<void(result<std::shared_ptr<const topic_state>>)> done) {
   runtime_.post(controller_shard, [this, name = std::move(name), partitions_count, configs = std::move(configs),
                                    done = std::move(done)]() mutable {
-    if (auto t = host_.controller_find_topic(name)) return done(t);
-    const auto& image = *host_.controller_view()->image;
+    if (auto t = metadata_.controller_find_topic(name)) return done(t);
+    const auto& image = *metadata_.controller_view()->image;
     auto records = new_topic_records(image, name, new_topic_id(random_), partitions_count,
                                      automatic_replication_factor(image), configs);
     if (!records.ok()) return done(from_controller(records.error()));
-    host_.commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
+    writer_.commit_records(std::move(records).value(), [this, name, done = std::move(done)](result<void> r) {
       // A concurrent creation (another produce, another broker) may have won: that one is used.
-      if (auto t = host_.controller_find_topic(name)) return done(t);
+      if (auto t = metadata_.controller_find_topic(name)) return done(t);
       done(r.ok() ? error{errc::unknown_topic_or_partition, unknown_topic_message(name)} : r.error());
     });
   });
 }
 
 int32_t coordinator_partitions::partitions_count(const std::string& topic) const {
-  auto t = host_.find_topic(topic);
+  auto t = metadata_.find_topic(topic);
   return t ? t->partitions_count() : -1;
 }
 
 int32_t coordinator_partitions::leader_epoch_of(const std::string& topic, int32_t partition) const {
-  auto t = host_.find_topic(topic);
+  auto t = metadata_.find_topic(topic);
   if (!t || partition < 0 || partition >= t->partitions_count()) return -1;
   return t->image->partitions[static_cast<size_t>(partition)].leader_epoch;
 }
@@ -54,7 +56,7 @@ group_coordinator_route coordinator_partitions::offsets_leader_route(int32_t par
 }
 
 bool coordinator_partitions::leads_offsets_partition(int32_t partition) const {
-  auto t = host_.find_topic(consumer_offsets_topic);
+  auto t = metadata_.find_topic(consumer_offsets_topic);
   return t && partition >= 0 && partition < t->partitions_count() &&
          t->image->partitions[static_cast<size_t>(partition)].leader == node_id_;
 }
@@ -68,13 +70,13 @@ void coordinator_partitions::append_internal_to(const std::string& topic, size_t
 }
 
 std::string coordinator_partitions::offsets_leader_text(int32_t partition) const {
-  auto t = host_.find_topic(consumer_offsets_topic);
+  auto t = metadata_.find_topic(consumer_offsets_topic);
   const int32_t leader = t && partition >= 0 && partition < t->partitions_count()
                              ? t->image->partitions[static_cast<size_t>(partition)].leader
                              : -1;
   if (leader < 0) return "no broker now (the partition has no leader; retry)";
   std::string out = "broker " + std::to_string(leader);
-  if (const auto* b = host_.current_view()->image->find_broker(leader); b != nullptr) {
+  if (const auto* b = metadata_.view()->image->find_broker(leader); b != nullptr) {
     if (const auto* http = b->http_endpoint(); http != nullptr) {
       out += " at " + http->name + "://" + http->host + ":" + std::to_string(http->port);
     }
@@ -86,7 +88,7 @@ group_coordinator_route coordinator_partitions::internal_leader_route(const std:
                                                                       int32_t partition) const {
   group_coordinator_route route;
   route.offsets_partition = partition;
-  auto t = host_.find_topic(topic);
+  auto t = metadata_.find_topic(topic);
   const int32_t leader = t && partition >= 0 && partition < t->partitions_count()
                              ? t->image->partitions[static_cast<size_t>(partition)].leader
                              : -1;
@@ -98,7 +100,7 @@ group_coordinator_route coordinator_partitions::internal_leader_route(const std:
   route.where = leader == node_id_ ? group_coordinator_route::place::here : group_coordinator_route::place::peer;
   route.node_id = leader;
   route.description = "broker " + std::to_string(leader);
-  if (const auto* b = host_.current_view()->image->find_broker(leader); b != nullptr) {
+  if (const auto* b = metadata_.view()->image->find_broker(leader); b != nullptr) {
     if (const auto* http = b->http_endpoint(); http != nullptr) {
       route.http_host = http->host;
       route.http_port = static_cast<uint16_t>(http->port);

@@ -136,9 +136,9 @@ void metadata_publisher::open_held_partitions(const std::shared_ptr<const topic_
     // partitions open), which clients only see as "not opened yet" (the breaker of session 24:
     // an emptied checkpoint file took a partition offline with nothing logged).
     if (!opened.ok()) {
-      host_.log_error("partition " + topic->name() + "-" + std::to_string(held[i]) +
-                      ": cannot open its replica on this broker (" + opened.error().message +
-                      "); it stays offline here until that is repaired and the broker restarted");
+      log_.error("partition " + topic->name() + "-" + std::to_string(held[i]) +
+                 ": cannot open its replica on this broker (" + opened.error().message +
+                 "); it stays offline here until that is repaired and the broker restarted");
     }
     return opened;
   };

@@ -7,8 +7,8 @@
 // KIP-890 part 1 verification of a transactional produce's partition at its coordinator (Kafka's
 // AddPartitionsToTxnManager, and the coordinator's side of AddPartitionsToTxn v4 VerifyOnly) and
 // DescribeProducers. transactions.cc and txn_markers.cc have the code. It reaches the broker
-// only through partition_transactions_host and the references it is built with. Private to the
-// broker module.
+// only through the references it is built with (the metadata publisher's views among them).
+// Private to the broker module.
 //
 // Shards: a marker is appended on its partition's shard (posted there); the answers of a call
 // that spans partitions are gathered on whichever thread they come.
@@ -32,28 +32,20 @@
 
 namespace ringlog::broker::detail {
 
-/// What the partition side of transactions reaches in the broker (broker_impl implements it).
-class partition_transactions_host {
- public:
-  virtual ~partition_transactions_host() = default;
-  /// The topic `name` as of the calling thread's metadata view, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
-  virtual void log_info(const std::string& message) const = 0;
-  virtual void log_error(const std::string& message) const = 0;
-};
+class metadata_publisher;
 
 class partition_transactions {
  public:
   /// `node_id`: this node; `cluster_transport` null: a single node (a marker or verification for
   /// another broker fails as unreachable); `partition_managers`: each shard's replicas
   /// (partition_managers[i] touched only on shard i's thread); `stopping`: the broker's stop flag;
-  /// `groups`: the group service once created (null before start_coordinators and on a dedicated
-  /// controller); `txns_started`: the transaction service once started. Every reference outlives
+  /// `groups_started`, `txns_started`: the group and transaction services once started (null
+  /// before, and on a dedicated controller; read from any shard). Every reference outlives
   /// this object's calls.
-  partition_transactions(partition_transactions_host& host, int32_t node_id, runtime::shard_runtime& runtime,
-                         rpc::transport* cluster_transport,
+  partition_transactions(const metadata_publisher& metadata, broker_log log, int32_t node_id,
+                         runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
                          const std::vector<std::unique_ptr<partition_manager>>& partition_managers,
-                         const std::atomic<bool>& stopping, const std::unique_ptr<group_service>& groups,
+                         const std::atomic<bool>& stopping, const std::atomic<group_service*>& groups_started,
                          const std::atomic<txn_service*>& txns_started);
 
   /// Before the transport serves: the handlers of WriteTxnMarkers (markers for partitions led
@@ -108,13 +100,14 @@ class partition_transactions {
     return partition_managers_[shard]->find(topic, partition);
   }
 
-  partition_transactions_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  const broker_log log_;
   const int32_t node_id_;
   runtime::shard_runtime& runtime_;
   rpc::transport* const cluster_transport_;
   const std::vector<std::unique_ptr<partition_manager>>& partition_managers_;
   const std::atomic<bool>& stopping_;
-  const std::unique_ptr<group_service>& groups_;
+  const std::atomic<group_service*>& groups_started_;
   const std::atomic<txn_service*>& txns_started_;
   std::atomic<uint64_t> next_txn_verification_{1};
 };

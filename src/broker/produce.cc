@@ -7,12 +7,16 @@
 #include <set>
 #include <utility>
 
+#include "metadata_publisher.h"
+#include "partition_transactions.h"
 #include "produce_pipeline.h"
+#include "producer_ids.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 #include "ringlog/broker/partitioner.h"
 #include "ringlog/codec/record_batch.h"
 #include "topic_config.h"
+#include "txn_service.h"
 
 namespace ringlog::broker::detail {
 
@@ -32,7 +36,7 @@ void produce_pipeline::produce_known(produce_request request, std::function<void
       return;
     }
   }
-  auto t = host_.find_topic(request.topic);
+  auto t = metadata_.find_topic(request.topic);
   if (t) return produce_to(t, std::move(request), std::move(done));
   if (auto refused = security_.auto_create_refusal(request)) return done(std::move(*refused));
   // Validated before anything is created: when every record names a partition the auto-created
@@ -85,7 +89,7 @@ void produce_pipeline::produce_known(produce_request request, std::function<void
 void produce_pipeline::produce_after_auto_create(const result<topic_description>& created, produce_request request,
                                                  std::function<void(result<produce_response>)> done) {
   if (!created.ok() && created.error().code != errc::topic_already_exists) return done(created.error());
-  auto topic = host_.find_topic(request.topic);
+  auto topic = metadata_.find_topic(request.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)});
   produce_to(topic, std::move(request), std::move(done));
 }
@@ -144,7 +148,7 @@ void produce_pipeline::produce_in_transaction(const std::shared_ptr<const topic_
 
     static void attempt(const std::shared_ptr<join>& j) {
       const auto& producer = *j->request.producer;
-      j->self->host_.transactions().add_partitions(
+      j->self->txns_->add_partitions(
           *producer.transactional_id, producer.producer_id, producer.producer_epoch, j->partitions,
           [j](result<void> added) {
             if (added.ok()) return j->self->produce_appending(j->topic, std::move(j->request), std::move(j->done));
@@ -170,7 +174,7 @@ void produce_pipeline::produce_in_transaction(const std::shared_ptr<const topic_
 void produce_pipeline::produce_once_caught_up(const std::shared_ptr<const topic_state>& topic, produce_request request,
                                               std::function<void(result<produce_response>)> done) {
   barrier_.post_caught_up([this, topic, request = std::move(request), done = std::move(done)]() mutable {
-    if (auto known = host_.check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
+    if (auto known = check_producer_id(request.producer->producer_id); !known.ok()) return done(known.error());
     produce_appending(topic, std::move(request), std::move(done));
   });
 }
@@ -180,7 +184,7 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
   // The topic's state is immutable: read without a lock (the shard's metadata view holds it).
   const std::map<std::string, std::string>& configs = topic->image->configs;
   const int32_t partition_count = topic->partitions_count();
-  const auto current_view = host_.shard_view();
+  const auto current_view = metadata_.view();
   const broker_config& live_config = live(*current_view);
   auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
@@ -190,7 +194,7 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
   const int64_t now = clock_.now_ms();
   const std::optional<stored_codec> stored = stored_compression(live_config, configs, internal_topic_of(*topic));
   if (request.producer) {
-    if (!host_.check_producer_id(request.producer->producer_id).ok()) return produce_once_caught_up(topic, std::move(request), std::move(done));
+    if (!check_producer_id(request.producer->producer_id).ok()) return produce_once_caught_up(topic, std::move(request), std::move(done));
     if (request.producer->producer_epoch.value() < 0) {
       return done(error{errc::invalid_request, "producer_epoch " + std::to_string(request.producer->producer_epoch.value()) +
                                                    " is negative"});
@@ -364,7 +368,7 @@ void produce_pipeline::produce_batches_from(produce_batches_request request,
                                             batch_origin origin) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   const auto& tp = request.partition;
-  auto topic = host_.find_topic(tp.topic);
+  auto topic = metadata_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   // This node's records went through produce_to, which refused internal topics but for its own
   // writes; a peer's, for a delay topic, are such writes too (its produce_to diverted them there).
@@ -380,7 +384,7 @@ void produce_pipeline::produce_batches_from(produce_batches_request request,
   if (request.batches.empty()) return done(error{errc::corrupt_message, "the partition's record set holds no batch"});
   const std::map<std::string, std::string>& configs = topic->image->configs;
   // The live config: dynamic broker configs (KIP-226) apply to Kafka produce as to HTTP produce.
-  const auto current_view = host_.shard_view();
+  const auto current_view = metadata_.view();
   const broker_config& live_config = live(*current_view);
   auto log_config = make_log_config(live_config, configs);
   if (!log_config.ok()) return done(log_config.error());
@@ -434,7 +438,7 @@ void produce_pipeline::append_batches_on_shard(size_t shard, produce_batches_req
   }
   const auto& tp = request.partition;
   auto rt = partition_managers_[shard]->find(tp.topic, tp.partition.value());
-  if (!rt) return done(no_replica_here(host_.find_topic(tp.topic) != nullptr, tp));
+  if (!rt) return done(no_replica_here(metadata_.find_topic(tp.topic) != nullptr, tp));
   if (auto ok = rt->check_append(request.acks); !ok.ok()) return done(ok.error());
   // KIP-890 part 1 (partition_runtime::guard_txn_verification): a first transactional batch here
   // waits for its coordinator's verification, asked from here (the coordinator may be elsewhere).
@@ -445,7 +449,7 @@ void produce_pipeline::append_batches_on_shard(size_t shard, produce_batches_req
   // Copies: the callback below takes `request` (and with it what `tp` refers to).
   const std::string transactional_id = request.transactional_id;
   const model::topic_partition partition = tp;
-  host_.verify_txn_partition(
+  txn_partitions_.verify_txn_partition(
       transactional_id, model::producer_id{needed.producer_id}, model::producer_epoch{needed.producer_epoch}, partition,
       [this, shard, needed, request = std::move(request), log_append_time, done = std::move(done)](result<void> r) mutable {
         runtime_.post(shard, [this, shard, needed, r = std::move(r), request = std::move(request), log_append_time,
@@ -458,6 +462,10 @@ void produce_pipeline::append_batches_on_shard(size_t shard, produce_batches_req
           done(r.error());
         });
       });
+}
+
+result<void> produce_pipeline::check_producer_id(model::producer_id id) const {
+  return producer_ids_.check_producer_id(id, metadata_.view()->image->next_producer_id());
 }
 
 }  // namespace ringlog::broker::detail

@@ -6,8 +6,8 @@
 // pipeline: checked whole (validate_batches, produce_validation.cc), recompressed for
 // compression.type and appended on the partition's shard with group commit, answered per acks
 // (produce.cc). produce_pipeline owns the produces parked behind a topic's auto-creation and
-// reaches the broker only through produce_pipeline_host and the parts it is given. Private to the
-// broker module.
+// reaches the rest of the broker only through the parts it is given. Private to the broker
+// module.
 //
 // Shards: produce_known and produce_batches_from run on any thread (the caller's); the append runs
 // on the partition's shard (append_batches_on_shard), which alone touches its replica.
@@ -35,7 +35,15 @@
 #include "ringlog/storage/partition_log.h"
 #include "security_manager.h"
 
+namespace ringlog::broker {
+class txn_service;
+}  // namespace ringlog::broker
+
 namespace ringlog::broker::detail {
+
+class metadata_publisher;
+class partition_transactions;
+class producer_id_manager;
 
 /// invalid_record for a keyless record (`which` names it) of a compacted topic (produce_validation.cc).
 error compacted_key_missing(const std::string& which, const std::string& topic, const storage::log_config& config);
@@ -43,41 +51,23 @@ error compacted_key_missing(const std::string& which, const std::string& topic, 
 result<void> check_keys_for_compaction(const std::string& topic, const storage::log_config& config,
                                        const std::vector<produce_record>& records);
 
-/// What the produce pipeline reaches in the broker (broker_impl implements it; each call is the
-/// broker's own of the same name).
-class produce_pipeline_host {
- public:
-  virtual ~produce_pipeline_host() = default;
-  /// The metadata this thread may read: its shard's view, or the latest outside the shards.
-  [[nodiscard]] virtual std::shared_ptr<const metadata_view> shard_view() const = 0;
-  /// The topic `name` as of the calling thread's metadata view, or null.
-  [[nodiscard]] virtual std::shared_ptr<const topic_state> find_topic(const std::string& name) const = 0;
-  /// broker::check_producer_id: `id` was handed out by the active controller as this node knows
-  /// it. Errors: unknown_producer_id.
-  [[nodiscard]] virtual result<void> check_producer_id(model::producer_id id) const = 0;
-  /// broker::verify_txn_partition (KIP-890 part 1): whether `tp` is in the producer's ongoing
-  /// transaction, asked of `transactional_id`'s coordinator. Errors: not_enough_replicas (the
-  /// coordinator cannot answer now: retriable), invalid_producer_epoch, the coordinator's own.
-  virtual void verify_txn_partition(const std::string& transactional_id, model::producer_id producer_id,
-                                    model::producer_epoch producer_epoch, const model::topic_partition& tp,
-                                    std::function<void(result<void>)> done) = 0;
-  /// The transaction coordinators' API (AddPartitionsToTxn of a transactional produce).
-  virtual txn_api& transactions() = 0;
-};
-
 class produce_pipeline {
  public:
   /// `config`: the static broker config (a view's dynamic one replaces it where it has one);
   /// `partition_managers`: each shard's replicas (partition_managers[i] touched only on shard i);
+  /// `txn_partitions`: KIP-890 part 1's verification at a transactional id's coordinator;
+  /// `producer_ids`: check_producer_id; `txns`: the transaction coordinators once started;
   /// `stopping`: the broker's stop flag. Every reference outlives this object. The parts may be
   /// constructed after it: it reaches none of them before it serves (and takes each by its own
   /// class, not a base, which a reference could not be converted to before its construction).
-  produce_pipeline(produce_pipeline_host& host, const broker_config& config, const base::clock& clock,
+  produce_pipeline(const metadata_publisher& metadata, const broker_config& config, const base::clock& clock,
                    runtime::shard_runtime& runtime,
                    const std::vector<std::unique_ptr<partition_manager>>& partition_managers,
                    leader_forwarder& forwarder, metadata_barrier& barrier, delay_host& delays,
-                   const security_manager& security, admin_manager& admin, const std::atomic<bool>& stopping)
-      : host_(host),
+                   const security_manager& security, admin_manager& admin, partition_transactions& txn_partitions,
+                   const producer_id_manager& producer_ids, const std::unique_ptr<txn_service>& txns,
+                   const std::atomic<bool>& stopping)
+      : metadata_(metadata),
         config_(config),
         clock_(clock),
         runtime_(runtime),
@@ -87,6 +77,9 @@ class produce_pipeline {
         delay_host_(delays),
         security_(security),
         admin_(admin),
+        txn_partitions_(txn_partitions),
+        producer_ids_(producer_ids),
+        txns_(txns),
         stopping_(stopping) {}
 
   /// Who made the batches of a produce_batches_from call, which decides the checks already made.
@@ -112,6 +105,10 @@ class produce_pipeline {
   /// partition's shard (append_batches_on_shard: KIP-890 guard, LogAppendTime, acks).
   void produce_batches_from(produce_batches_request request, std::function<void(result<produce_batches_response>)> done,
                             batch_origin origin);
+
+  /// broker::check_producer_id: `id` was handed out by the active controller as this node knows
+  /// it (produce.cc). Errors: unknown_producer_id.
+  [[nodiscard]] result<void> check_producer_id(model::producer_id id) const;
 
  private:
   void produce_after_auto_create(const result<topic_description>& created, produce_request request,
@@ -148,12 +145,12 @@ class produce_pipeline {
                                std::function<void(result<produce_batches_response>)> done,
                                uint64_t verified_guard = 0);
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
-  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
+  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return live_config(v, config_); }
   [[nodiscard]] size_t owner(const std::string& topic, int32_t partition) const {
     return shard_of(topic, partition, partition_managers_.size());
   }
 
-  produce_pipeline_host& host_;
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
   const broker_config& config_;
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;
@@ -163,6 +160,10 @@ class produce_pipeline {
   delay_host& delay_host_;
   const security_manager& security_;
   admin_manager& admin_;   // its create_topic: a topic auto-created by a produce
+  partition_transactions& txn_partitions_;   // KIP-890 part 1: verify_txn_partition
+  const producer_id_manager& producer_ids_;   // check_producer_id
+  /// The transaction coordinators (null before start): AddPartitionsToTxn of a transactional produce.
+  const std::unique_ptr<txn_service>& txns_;
   const std::atomic<bool>& stopping_;
   // Produces to a topic that a produce is auto-creating wait here, in call order, until the
   // creating produce went to the shards: none may overtake it, so a client that pipelines

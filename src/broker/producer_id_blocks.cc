@@ -6,7 +6,9 @@
 // calls allocate_producer_ids directly (producer_ids.cc has the broker's side).
 
 #include "active_controller.h"
+#include "cluster_requests.h"
 #include "constants.h"
+#include "metadata_publisher.h"
 #include "rpc_messages.h"
 #include "ringlog/base/assert.h"
 
@@ -34,13 +36,13 @@ void active_controller::allocate_producer_ids(const protocol::allocate_producer_
     response.error_code = kafka_code_not_controller;
     return done(std::move(response));
   }
-  auto block =
-      producer_id_control_.generate_next_block(*host_.controller_view()->image, request.broker_id, request.broker_epoch);
+  auto block = producer_id_control_.generate_next_block(*metadata_.controller_view()->image, request.broker_id,
+                                                        request.broker_epoch);
   if (!block.ok()) {
     response.error_code = static_cast<int16_t>(kafka_error_code(from_controller(block.error()).code));
     return done(std::move(response));
   }
-  host_.commit_records({block->record}, [done = std::move(done), response = std::move(response),
+  parts_.writer.commit_records({block->record}, [done = std::move(done), response = std::move(response),
                                          start = block->producer_id_start,
                                          len = block->producer_id_len](result<void> r) mutable {
     if (!r.ok()) {

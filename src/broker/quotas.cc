@@ -8,6 +8,9 @@
 #include <set>
 
 #include "constants.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
+#include "metadata_publisher.h"
 #include "security_manager.h"
 
 namespace ringlog::broker {
@@ -81,7 +84,7 @@ result<std::vector<client_quota_entry>> security_manager::describe_client_quotas
     return error{errc::invalid_request, valid.error().message};
   }
   std::vector<client_quota_entry> out;
-  for (const auto& [entity, values] : host_.current_view()->client_quotas->all()) {
+  for (const auto& [entity, values] : metadata_.view()->client_quotas->all()) {
     if (filter.matches(entity)) out.push_back(client_quota_entry{entity, values});
   }
   return out;
@@ -90,11 +93,11 @@ result<std::vector<client_quota_entry>> security_manager::describe_client_quotas
 void security_manager::alter_client_quotas(std::vector<client_quota_alteration> alterations, bool validate_only,
                                       std::function<void(result<std::vector<std::optional<error>>>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, alterations = std::move(alterations), validate_only, done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, alterations = std::move(alterations), validate_only, done = std::move(done)]() mutable {
     std::vector<std::optional<error>> results;
     std::vector<protocol::metadata_record> records;
     std::set<security::client_quota_entity> entities;
-    for (const auto& [parts, values] : host_.controller_view()->image->client_quotas()) {
+    for (const auto& [parts, values] : metadata_.controller_view()->image->client_quotas()) {
       if (auto entity = entity_of(parts)) entities.insert(*entity);
     }
     for (const auto& alteration : alterations) {
@@ -129,8 +132,8 @@ void security_manager::alter_client_quotas(std::vector<client_quota_alteration> 
                                                    std::to_string(entities.size())});
     }
     if (records.empty() || validate_only) return done(std::move(results));
-    host_.log_info("client quotas: " + std::to_string(records.size()) + " keys changed");
-    host_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
+    log_.info("client quotas: " + std::to_string(records.size()) + " keys changed");
+    writer_.commit_records(std::move(records), [results = std::move(results), done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) return done(r.error());
       done(std::move(results));
     });
@@ -139,7 +142,7 @@ void security_manager::alter_client_quotas(std::vector<client_quota_alteration> 
 
 int64_t security_manager::record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
                                          double value) {
-  const auto v = host_.current_view();
+  const auto v = metadata_.view();
   if (!v->client_quotas->any(key)) return 0;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return 0;
@@ -151,7 +154,7 @@ int64_t security_manager::record_client_quota(security::quota_key key, std::stri
 int64_t security_manager::charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
                                                  bool strict) {
   constexpr auto key = security::quota_key::controller_mutation_rate;
-  const auto v = host_.current_view();
+  const auto v = metadata_.view();
   if (!v->client_quotas->any(key)) return 0;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return 0;
@@ -162,7 +165,7 @@ int64_t security_manager::charge_controller_mutations(std::string_view user, std
 
 int64_t security_manager::client_quota_throttle_ms(security::quota_key key, std::string_view user,
                                               std::string_view client_id) const {
-  const auto v = host_.current_view();
+  const auto v = metadata_.view();
   if (!v->client_quotas->any(key)) return 0;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return 0;
@@ -173,7 +176,7 @@ int64_t security_manager::client_quota_throttle_ms(security::quota_key key, std:
 
 std::optional<int64_t> security_manager::client_quota_window_value_max(security::quota_key key, std::string_view user,
                                                                   std::string_view client_id) const {
-  const auto v = host_.current_view();
+  const auto v = metadata_.view();
   if (!v->client_quotas->any(key)) return std::nullopt;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return std::nullopt;
@@ -185,7 +188,7 @@ std::optional<int64_t> security_manager::client_quota_window_value_max(security:
 }
 
 std::optional<double> security_manager::connection_creation_rate_for(std::string_view ip) const {
-  return host_.current_view()->client_quotas->connection_creation_rate_for(ip);
+  return metadata_.view()->client_quotas->connection_creation_rate_for(ip);
 }
 
 std::vector<client_quota_usage> security_manager::client_quota_usages() const {

@@ -7,7 +7,10 @@
 #include <algorithm>
 
 #include "active_controller.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "constants.h"
+#include "metadata_publisher.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/controller/reassignment.h"
 
@@ -23,7 +26,7 @@ void active_controller::alter_partition_reassignments_attempt(
     std::vector<partition_reassignment_target> targets,
     std::function<void(result<std::vector<partition_reassignment_result>>)> done, int attempts_left) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, targets = std::move(targets), done = std::move(done), attempts_left]() mutable {
+  parts_.barrier.post_caught_up([this, targets = std::move(targets), done = std::move(done), attempts_left]() mutable {
     std::vector<reassignment_target> wanted;
     wanted.reserve(targets.size());
     for (const auto& t : targets) wanted.push_back({t.topic, t.partition, t.replicas});
@@ -31,15 +34,15 @@ void active_controller::alter_partition_reassignments_attempt(
     std::vector<partition_reassignment_result> results;
     // Removing replicas are never known caught up here: step 3b waits for their next heartbeat.
     const metadata_caught_up not_yet = [](int32_t) { return false; };
-    for (auto& plan : plan_reassignments(*host_.controller_view()->image, wanted, not_yet)) {
+    for (auto& plan : plan_reassignments(*metadata_.controller_view()->image, wanted, not_yet)) {
       if (plan.change) records.push_back(*plan.change);
       std::optional<error> refused;
       if (plan.refused) refused = from_controller(*plan.refused);
       results.push_back({plan.topic, plan.partition, std::move(refused)});
     }
     if (records.empty()) return done(std::move(results));
-    host_.log_info("partition reassignment: " + std::to_string(records.size()) + " partition(s) change their replicas");
-    host_.commit_records(std::move(records), [this, targets = std::move(targets), results = std::move(results),
+    log_.info("partition reassignment: " + std::to_string(records.size()) + " partition(s) change their replicas");
+    parts_.writer.commit_records(std::move(records), [this, targets = std::move(targets), results = std::move(results),
                                               done = std::move(done), attempts_left](result<void> r) mutable {
       // invalid_request: a partition changed between the plan and its commit (an ISR change
       // bumped the partition epoch the plan named); plan again from the newer image.
@@ -55,7 +58,7 @@ void active_controller::alter_partition_reassignments_attempt(
 void active_controller::complete_reassignments_tick() {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   if (completion_barrier_.in_flight) return;
-  const auto image = host_.controller_view()->image;
+  const auto image = metadata_.controller_view()->image;
   completion_barrier_.forget_finished(*image);
   std::vector<protocol::metadata_record> records;
   for (const auto& [name, t] : image->topics()) {
@@ -68,8 +71,8 @@ void active_controller::complete_reassignments_tick() {
       change.ringlog_expected_partition_epoch = p.partition_epoch;
       const int32_t index = static_cast<int32_t>(i);
       if (complete_reassignment_if_ready(*image, p, change, completion_barrier_.rule(*image, name, index, p))) {
-        host_.log_info("partition reassignment of partition " + std::to_string(index) + " of topic '" + name +
-                 (change.replicas ? "' completes" : "': leadership moves to broker " + std::to_string(change.leader)));
+        log_.info("partition reassignment of partition " + std::to_string(index) + " of topic '" + name +
+                  (change.replicas ? "' completes" : "': leadership moves to broker " + std::to_string(change.leader)));
         records.push_back(std::move(change));
       }
     }
@@ -77,7 +80,7 @@ void active_controller::complete_reassignments_tick() {
   if (records.empty()) return;
   completion_barrier_.in_flight = true;
   // A refusal (a partition changed meanwhile) leaves the rest for the next tick.
-  host_.commit_records(std::move(records), [this, alive = std::weak_ptr<int>(lifetime_)](result<void>) {
+  parts_.writer.commit_records(std::move(records), [this, alive = std::weak_ptr<int>(lifetime_)](result<void>) {
     if (alive.lock()) completion_barrier_.in_flight = false;
   });
 }

@@ -11,8 +11,8 @@
 //     controller client of the leader's ISR changes (send_alter_partition: AlterPartition to the
 //     active controller, this node's own or a peer's; KIP-497);
 //   - replica_services: what every shard's replicas reach (partition_manager.h).
-// It reaches the broker's lifecycle only through replica_manager_host, and the other parts
-// through the references it is given; never through broker_impl. Private to the broker module.
+// It reaches the other parts (the lifecycle and the quorum among them) through the references it
+// is given; never through the broker's composition. Private to the broker module.
 
 #include <atomic>
 #include <cstddef>
@@ -36,20 +36,8 @@ class txn_service;
 namespace ringlog::broker::detail {
 
 class active_controller;
+class broker_lifecycle;
 class delay_host;
-
-/// What the replica manager reads of the broker's lifecycle (broker_impl implements it; the
-/// registration and the quorum are start-up's).
-class replica_manager_host {
- public:
-  virtual ~replica_manager_host() = default;
-  /// This process's incarnation: a restart is a new registration with a new broker epoch.
-  [[nodiscard]] virtual controller::uuid incarnation_id() const = 0;
-  /// The metadata quorum's leader, the active controller (-1: none known, or not started).
-  [[nodiscard]] virtual int32_t controller_id() const = 0;
-  /// This broker's controlled shutdown ended (broker_lifecycle.h): it leads nothing new.
-  [[nodiscard]] virtual bool controlled_shutdown_done() const = 0;
-};
 
 class replica_manager final : public leadership_observer, public replica_host, public replica_fetcher_host {
  public:
@@ -66,11 +54,14 @@ class replica_manager final : public leadership_observer, public replica_host, p
     /// The coordinators once started (null before, and on a dedicated controller).
     const std::atomic<group_service*>& groups_started;
     const std::atomic<txn_service*>& txns_started;
+    /// This process's incarnation and its controlled shutdown (broker_lifecycle.h).
+    const broker_lifecycle& lifecycle;
+    /// The metadata quorum (null until start_quorum made it): its leader, the active controller.
+    const std::unique_ptr<controller::metadata_quorum>& quorum;
   };
   /// `config`: the static broker config (node.id, min.insync.replicas and the throttles before
   /// the dynamic ones apply); `deps`: the runtime, cluster transport (null on a single node) and log.
-  replica_manager(replica_manager_host& host, const broker_config& config, const broker_dependencies& deps,
-                  parts reached);
+  replica_manager(const broker_config& config, const broker_dependencies& deps, parts reached);
 
   /// The settings of the replica fetcher and the leader's side from the static config.
   static replica_fetch_settings replica_fetch_settings_of(const broker_config& config);
@@ -107,9 +98,8 @@ class replica_manager final : public leadership_observer, public replica_host, p
   /// The metadata this thread may read: its shard's view, or the latest outside the shards.
   [[nodiscard]] std::shared_ptr<const metadata_view> view() const { return parts_.publisher.view(); }
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
-  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return v.config ? *v.config : config_; }
+  [[nodiscard]] const broker_config& live(const metadata_view& v) const { return live_config(v, config_); }
 
-  replica_manager_host& host_;
   const broker_config& config_;
   const broker_dependencies& deps_;
   const parts parts_;

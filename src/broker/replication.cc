@@ -13,6 +13,7 @@
 
 #include "replica_manager.h"
 #include "active_controller.h"
+#include "broker_lifecycle.h"
 #include "constants.h"
 #include "delay_host.h"
 #include "group_service.h"
@@ -52,9 +53,8 @@ bool follower_fsyncs_before_fetch(const broker_config& config) {
 
 }  // namespace
 
-replica_manager::replica_manager(replica_manager_host& host, const broker_config& config,
-                                 const broker_dependencies& deps, parts reached)
-    : host_(host), config_(config), deps_(deps), parts_(reached) {}
+replica_manager::replica_manager(const broker_config& config, const broker_dependencies& deps, parts reached)
+    : config_(config), deps_(deps), parts_(reached) {}
 
 // ---------------------------------------------------------------- partition state
 
@@ -72,7 +72,7 @@ int32_t replica_manager::min_insync_replicas(const std::string& topic) const {
 
 bool replica_manager::registered_in_this_incarnation() const {
   const auto* me = view()->image->find_broker(config_.node_id);
-  return me != nullptr && me->incarnation_id == host_.incarnation_id();
+  return me != nullptr && me->incarnation_id == parts_.lifecycle.incarnation_id();
 }
 
 void replica_manager::note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) {
@@ -85,7 +85,7 @@ void replica_manager::start_following(size_t shard, const std::shared_ptr<partit
   parts_.fetcher.start_follower_fetch(shard, rt);
 }
 
-bool replica_manager::controlled_shutdown_done() const { return host_.controlled_shutdown_done(); }
+bool replica_manager::controlled_shutdown_done() const { return parts_.lifecycle.controlled_shutdown_done(); }
 
 void replica_manager::on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
   if (rt->topic == consumer_offsets_topic) {
@@ -109,7 +109,7 @@ void replica_manager::on_leadership_change(size_t shard, const std::shared_ptr<p
 void replica_manager::send_alter_partition(protocol::alter_partition_request_data request,
                                            std::function<void(int16_t code, std::string why)> on_answer) {
   deps_.runtime.post(controller_shard, [this, request = std::move(request), on_answer = std::move(on_answer)]() mutable {
-    const int32_t controller = host_.controller_id();
+    const int32_t controller = parts_.quorum ? parts_.quorum->leader_id() : -1;
     if (controller == config_.node_id) {
       return parts_.controller.alter_partition(std::move(request), [on_answer](protocol::alter_partition_response_data r) {
         const auto& p = r.topics.empty() || r.topics[0].partitions.empty() ? nullptr : &r.topics[0].partitions[0];

@@ -6,7 +6,11 @@
 // the log lines (active_controller.h). The leader's side of AlterPartition (maybe_change_isr) is in
 // replica_fetch_server.cc, its controller client (send_alter_partition) in replication.cc.
 #include "active_controller.h"
+#include "broker_lifecycle.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "constants.h"
+#include "metadata_publisher.h"
 #include "rpc_messages.h"
 #include "wire_codes.h"
 #include "ringlog/base/assert.h"
@@ -69,7 +73,7 @@ void active_controller::alter_partition(protocol::alter_partition_request_data r
   out_topic.topic_id = in_topic.topic_id;
   protocol::alter_partition_response_data::partition_data out;
   out.partition_index = in.partition_index;
-  const auto& image = *host_.controller_view()->image;
+  const auto& image = *metadata_.controller_view()->image;
   if (const auto* p = controller::find_partition(image, in_topic.topic_id, in.partition_index)) answer_state(out, *p);
   auto decided = controller::alter_partition(image, request.broker_id, in_topic.topic_id, in, completion_barrier_);
   if (!decided.ok()) {
@@ -80,18 +84,19 @@ void active_controller::alter_partition(protocol::alter_partition_request_data r
   }
   auto& change = decided->change;
   if (decided->completes_reassignment) {
-    host_.log_info("partition reassignment of partition " + std::to_string(in.partition_index) + " of topic '" +
-             decided->topic +
-             (change.replicas ? "' completes: replicas " + std::to_string(change.replicas->size())
-                              : "': leadership moves to broker " + std::to_string(change.leader)));
+    log_.info("partition reassignment of partition " + std::to_string(in.partition_index) + " of topic '" +
+              decided->topic +
+              (change.replicas ? "' completes: replicas " + std::to_string(change.replicas->size())
+                               : "': leadership moves to broker " + std::to_string(change.leader)));
   }
-  host_.commit_records({change}, [this, response = std::move(response), out_topic, out, done = std::move(done),
+  parts_.writer.commit_records({change}, [this, response = std::move(response), out_topic, out, done = std::move(done),
                             name = decided->topic](result<void> r) mutable {
     if (!r.ok()) {
       out.error_code =
           r.error().code == errc::not_controller ? code_not_controller : code_invalid_update_version;
-    } else if (const auto* t = host_.controller_view()->image->find_topic(name); t != nullptr) {
-      if (const auto* p = controller::find_partition(*host_.controller_view()->image, t->topic_id, out.partition_index)) {
+    } else if (const auto* t = metadata_.controller_view()->image->find_topic(name); t != nullptr) {
+      if (const auto* p =
+              controller::find_partition(*metadata_.controller_view()->image, t->topic_id, out.partition_index)) {
         out.error_code = 0;
         answer_state(out, *p);
       }
@@ -113,8 +118,8 @@ void active_controller::elect_preferred_leaders_attempt(
     std::vector<std::pair<std::string, int32_t>> partitions,
     std::function<void(result<std::vector<leader_election_result>>)> done, int attempts_left) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, partitions = std::move(partitions), done = std::move(done), attempts_left]() mutable {
-    auto election = controller::elect_preferred_leaders(*host_.controller_view()->image, partitions);
+  parts_.barrier.post_caught_up([this, partitions = std::move(partitions), done = std::move(done), attempts_left]() mutable {
+    auto election = controller::elect_preferred_leaders(*metadata_.controller_view()->image, partitions);
     std::vector<leader_election_result> results;
     for (auto& o : election.outcomes) {
       leader_election_result r;
@@ -125,8 +130,8 @@ void active_controller::elect_preferred_leaders_attempt(
       results.push_back(std::move(r));
     }
     if (election.records.empty()) return done(std::move(results));
-    host_.log_info("preferred leader election: " + std::to_string(election.records.size()) + " leadership(s) given back");
-    host_.commit_records(std::move(election.records), [this, partitions = std::move(partitions),
+    log_.info("preferred leader election: " + std::to_string(election.records.size()) + " leadership(s) given back");
+    parts_.writer.commit_records(std::move(election.records), [this, partitions = std::move(partitions),
                                                        results = std::move(results), done = std::move(done),
                                                        attempts_left](result<void> r) mutable {
       // invalid_request: a partition changed between the plan and its commit (the plan named an
@@ -149,14 +154,14 @@ void active_controller::note_stale_leadership(std::string topic, int32_t partiti
 
 void active_controller::renew_stale_leaderships() {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
-  if (renewing_leaderships_ || stale_leaderships_.empty() || host_.own_registration() == nullptr) return;
+  if (renewing_leaderships_ || stale_leaderships_.empty() || parts_.lifecycle.own_registration() == nullptr) return;
   auto records =
-      controller::renew_stale_leaderships(*host_.controller_view()->image, config_.node_id, stale_leaderships_);
+      controller::renew_stale_leaderships(*metadata_.controller_view()->image, config_.node_id, stale_leaderships_);
   if (records.empty()) return;
-  host_.log_info("renewing " + std::to_string(records.size()) +
-           " leadership(s) named for this broker before its registration (moved or in a new epoch)");
+  log_.info("renewing " + std::to_string(records.size()) +
+            " leadership(s) named for this broker before its registration (moved or in a new epoch)");
   renewing_leaderships_ = true;
-  host_.commit_records(std::move(records), [this](result<void>) { renewing_leaderships_ = false; });
+  parts_.writer.commit_records(std::move(records), [this](result<void>) { renewing_leaderships_ = false; });
 }
 
 void active_controller::rebalance_leaders_tick() {
@@ -165,16 +170,16 @@ void active_controller::rebalance_leaders_tick() {
   const int64_t now = clock_.now_ms();
   if (now - leader_rebalance_checked_ms_ < config_.leader_imbalance_check_interval_seconds * 1000) return;
   leader_rebalance_checked_ms_ = now;
-  auto records = controller::balance_partition_leaders(*host_.controller_view()->image,
-                                                      config_.leader_imbalance_per_broker_percentage);
+  auto records = controller::balance_partition_leaders(*metadata_.controller_view()->image,
+                                                       config_.leader_imbalance_per_broker_percentage);
   if (records.empty()) return;
-  host_.log_info("auto.leader.rebalance.enable: giving " + std::to_string(records.size()) +
-           " leadership(s) back to their preferred replicas");
+  log_.info("auto.leader.rebalance.enable: giving " + std::to_string(records.size()) +
+            " leadership(s) back to their preferred replicas");
   leader_rebalance_in_flight_ = true;
-  host_.commit_records(std::move(records), [this](result<void> r) {
+  parts_.writer.commit_records(std::move(records), [this](result<void> r) {
     leader_rebalance_in_flight_ = false;
     if (!r.ok()) {
-      host_.log_info("automatic leader rebalance not applied (the next check retries): " + r.error().message);
+      log_.info("automatic leader rebalance not applied (the next check retries): " + r.error().message);
     }
   });
 }

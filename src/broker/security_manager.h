@@ -2,8 +2,9 @@
 // The broker's security facet (security.h; issue 28): SCRAM users (users.cc), the authorizer and
 // its ACLs (acls.cc) and client quotas (quotas.cc), Kafka's authorizer and quota managers beside
 // KafkaApis. Users, ACLs and quotas are records of the metadata log: reads come from the calling
-// thread's metadata view, changes are committed through the quorum. It reaches the broker only
-// through metadata_host (metadata_host.h), never through broker_impl. Private to the broker module.
+// thread's metadata view, changes are committed through the quorum (metadata_writer) after the
+// metadata barrier. It reaches the broker through the parts it is built with only. Private to
+// the broker module.
 
 #include <atomic>
 #include <cstdint>
@@ -15,7 +16,6 @@
 #include <vector>
 
 #include "metadata.h"
-#include "metadata_host.h"
 #include "quota_managers.h"
 #include "ringlog/base/clock.h"
 #include "ringlog/base/random.h"
@@ -25,13 +25,27 @@
 
 namespace ringlog::broker::detail {
 
+class metadata_barrier;
+class metadata_publisher;
+class metadata_writer;
+
 class security_manager final : public security_api {
  public:
-  /// `config`: the static broker config (a view's dynamic one replaces it where it has one);
-  /// `stopping`: the broker's stop flag. Every reference outlives this object.
-  security_manager(metadata_host& host, const broker_config& config, const base::clock& clock,
+  /// `writer`: commit_records; `barrier`: post_caught_up; `config`: the static broker config (a
+  /// view's dynamic one replaces it where it has one); `stopping`: the broker's stop flag. Every
+  /// reference outlives this object.
+  security_manager(metadata_writer& writer, metadata_barrier& barrier, const metadata_publisher& metadata,
+                   broker_log log, const broker_config& config, const base::clock& clock,
                    runtime::shard_runtime& runtime, base::random_source& random, const std::atomic<bool>& stopping)
-      : host_(host), config_(config), clock_(clock), runtime_(runtime), random_(random), stopping_(stopping) {}
+      : writer_(writer),
+        barrier_(barrier),
+        metadata_(metadata),
+        log_(std::move(log)),
+        config_(config),
+        clock_(clock),
+        runtime_(runtime),
+        random_(random),
+        stopping_(stopping) {}
 
   // users.cc
   [[nodiscard]] std::vector<user_description> describe_users(const std::vector<std::string>& users) const override;
@@ -73,7 +87,10 @@ class security_manager final : public security_api {
     return v.config ? v.config->quota_window : config_.quota_window;
   }
 
-  metadata_host& host_;
+  metadata_writer& writer_;   // commit_records
+  metadata_barrier& barrier_;   // post_caught_up
+  const metadata_publisher& metadata_;   // the views (metadata_publisher.h)
+  const broker_log log_;
   const broker_config& config_;
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;

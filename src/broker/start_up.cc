@@ -9,7 +9,7 @@
 #include <memory>
 #include <utility>
 
-#include "broker_impl.h"
+#include "broker_parts.h"
 #include "group_service.h"
 #include "metadata.h"
 #include "ringlog/base/assert.h"
@@ -38,14 +38,14 @@ std::function<void()> run_once(std::shared_ptr<std::function<void()>> waiting, s
 
 }  // namespace
 
-void broker_impl::start_async(std::function<void(result<void>)> done) {
+void broker_parts::start_async(std::function<void(result<void>)> done) {
   deps_.runtime.post(controller_shard, [this, done = std::move(done)]() mutable {
     if (auto started = start_quorum(); !started.ok()) return done(started.error());
     // A task of its own, behind what the quorum's start queued (a single voter's election and
     // first commit), as when start() ran outside the shards: a test runtime whose clock stands
     // still then finds the quorum caught up without waiting for a recheck timer.
     deps_.runtime.post(controller_shard, [this, done = std::move(done)]() mutable {
-      run_start_step(std::bind_front(&broker_impl::catch_up_with_metadata, this),
+      run_start_step(std::bind_front(&broker_parts::catch_up_with_metadata, this),
                      [this, done = std::move(done)](result<void> r) mutable {
                        if (!r.ok()) return done(std::move(r));
                        // Before any partition opens (issue 33).
@@ -56,7 +56,7 @@ void broker_impl::start_async(std::function<void(result<void>)> done) {
   });
 }
 
-result<void> broker_impl::start_quorum() {
+result<void> broker_parts::start_quorum() {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   auto made = deps_.fs.make_directories(config_.log_dir);
   if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
@@ -92,7 +92,7 @@ result<void> broker_impl::start_quorum() {
   return base::ok_v;
 }
 
-void broker_impl::register_cluster_handlers() {
+void broker_parts::register_cluster_handlers() {
   // Envelope: metadata writes forwarded to the active controller (cluster_requests.h).
   writer_.register_cluster_handlers();
   // BrokerHeartbeat, AlterPartition, AllocateProducerIds; a connection from a broker closed.
@@ -106,7 +106,7 @@ void broker_impl::register_cluster_handlers() {
   partition_txns_.register_cluster_handlers();
 }
 
-void broker_impl::run_start_step(waiting_step step, std::function<void(result<void>)> done) {
+void broker_parts::run_start_step(waiting_step step, std::function<void(result<void>)> done) {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   const int64_t deadline_ms = deps_.clock.monotonic_ms() + config_.metadata_catch_up_timeout_ms;
   // The step may end on another shard (a commit's or a publication's completion): the next one
@@ -116,7 +116,7 @@ void broker_impl::run_start_step(waiting_step step, std::function<void(result<vo
   });
 }
 
-void broker_impl::start_opening_partitions(std::function<void(result<void>)> done) {
+void broker_parts::start_opening_partitions(std::function<void(result<void>)> done) {
   // Open every partition this node holds as of the image it caught up to; entries applied from
   // now on open, remove and reconfigure partitions as they come.
   publisher_.open_all_partitions([this, done = std::move(done)](result<void> r) mutable {
@@ -137,13 +137,13 @@ void broker_impl::start_opening_partitions(std::function<void(result<void>)> don
   });
 }
 
-void broker_impl::start_registering(std::function<void(result<void>)> done) {
+void broker_parts::start_registering(std::function<void(result<void>)> done) {
   auto registered = [this, done = std::move(done)](result<void> r) mutable {
     if (!r.ok()) return done(std::move(r));
     // Heartbeats (and, on the active controller, fencing and the creation of __consumer_offsets)
     // run from here on; the groups need __consumer_offsets to exist.
     deps_.runtime.post(controller_shard, [this] { lifecycle_.schedule_heartbeat(); });
-    run_start_step(std::bind_front(&broker_impl::await_internal_topics, this),
+    run_start_step(std::bind_front(&broker_parts::await_internal_topics, this),
                    [this, done = std::move(done)](result<void> r) mutable {
                      if (!r.ok()) return done(std::move(r));
                      start_coordinators(std::move(done));
@@ -152,11 +152,11 @@ void broker_impl::start_registering(std::function<void(result<void>)> done) {
   run_start_step(std::bind_front(&broker_lifecycle::register_broker, &lifecycle_), std::move(registered));
 }
 
-void broker_impl::start_coordinators(std::function<void(result<void>)> done) {
-  const auto offsets_topic = find_topic(consumer_offsets_topic);
-  const auto txn_state_topic = find_topic(transaction_state_topic);
+void broker_parts::start_coordinators(std::function<void(result<void>)> done) {
+  const auto offsets_topic = publisher_.find_topic(consumer_offsets_topic);
+  const auto txn_state_topic = publisher_.find_topic(transaction_state_topic);
   RINGLOG_ASSERT(offsets_topic && txn_state_topic, "await_internal_topics ends once both are published");
-  groups_ = make_group_service(*this, coordinator_partitions_, deps_.runtime, deps_.clock,
+  groups_ = make_group_service(api_, coordinator_partitions_, deps_.runtime, deps_.clock,
                                offsets_topic->partitions_count(), config_.group_expiry_interval_ms,
                                config_.group_initial_rebalance_delay_ms);
   txn_service_options txn_options;
@@ -168,7 +168,7 @@ void broker_impl::start_coordinators(std::function<void(result<void>)> done) {
     deps_.runtime.post(controller_shard, [this, r = std::move(r), txn_options, done = std::move(done)]() mutable {
       if (!r.ok()) return done(std::move(r));
       groups_started_.store(groups_.get(), std::memory_order_release);
-      txns_ = make_txn_service(*this, coordinator_partitions_, deps_.runtime, deps_.clock, txn_options);
+      txns_ = make_txn_service(api_, coordinator_partitions_, deps_.runtime, deps_.clock, txn_options);
       txns_->start([this, done = std::move(done)]() mutable {
         deps_.runtime.post(controller_shard, [this, done = std::move(done)] {
           txns_started_.store(txns_.get(), std::memory_order_release);
@@ -184,7 +184,7 @@ void broker_impl::start_coordinators(std::function<void(result<void>)> done) {
   });
 }
 
-void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void(result<void>)> done) {
+void broker_parts::catch_up_with_metadata(int64_t deadline_ms, std::function<void(result<void>)> done) {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   const controller::quorum_description d = quorum_->describe();
   if (d.leader_id >= 0 && d.high_watermark > 0 && d.applied_end_offset >= d.high_watermark) {
@@ -215,7 +215,7 @@ void broker_impl::catch_up_with_metadata(int64_t deadline_ms, std::function<void
   });
 }
 
-void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(result<void>)> done) {
+void broker_parts::await_internal_topics(int64_t deadline_ms, std::function<void(result<void>)> done) {
   // The active controller creates them (ensure_offsets_topic_async, also on every heartbeat tick);
   // other nodes wait until they are in their image.
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
@@ -245,7 +245,7 @@ void broker_impl::await_internal_topics(int64_t deadline_ms, std::function<void(
   });
 }
 
-void broker_impl::recheck_on_metadata(std::function<void()> again) {
+void broker_parts::recheck_on_metadata(std::function<void()> again) {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   std::erase_if(metadata_rechecks_, [](const auto& waiting) { return !*waiting; });
   auto waiting = std::make_shared<std::function<void()>>(std::move(again));
@@ -253,7 +253,7 @@ void broker_impl::recheck_on_metadata(std::function<void()> again) {
   deps_.runtime.post_after(controller_shard, start_up_poll_ms, run_once(waiting, lifetime_));
 }
 
-void broker_impl::run_metadata_rechecks() {
+void broker_parts::run_metadata_rechecks() {
   // Posted, not run here: the quorum is inside its apply or leader-change callback.
   for (auto& waiting : std::exchange(metadata_rechecks_, {})) {
     deps_.runtime.post(controller_shard, run_once(std::move(waiting), lifetime_));

@@ -9,8 +9,12 @@
 #include <utility>
 
 #include "admin_manager.h"
+#include "broker_lifecycle.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
 #include "broker_configs.h"
 #include "ringlog/base/constants.h"
+#include "metadata_publisher.h"
 #include "topic_config.h"
 
 namespace ringlog::broker::detail {
@@ -42,7 +46,7 @@ topic_description admin_manager::describe(const topic_state& t) const {
     // Only a leader's figures are the partition's end (a follower's lag one fetch round behind),
     // and only while its leadership lease holds (another broker may lead meanwhile: check_serving).
     if (image.leader != config_.node_id ||
-        (image.replicas.size() > 1 && deps_.clock.monotonic_ms() >= host_.leadership_lease_until_ms())) {
+        (image.replicas.size() > 1 && deps_.clock.monotonic_ms() >= lifecycle_.leadership_lease_until_ms())) {
       pd.high_watermark_established = false;
     }
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
@@ -56,7 +60,7 @@ topic_description admin_manager::describe(const topic_state& t) const {
     pd.cleaner.last_clean_ms = s.cleaner_last_clean_ms.load(std::memory_order_relaxed);
     d.partitions.push_back(pd);
   }
-  const auto current = host_.current_view();
+  const auto current = metadata_.view();
   d.configs = describe_topic_configs(live(*current), t.image->configs,
                                      ringlog::broker::describe_broker_configs(config_, *current->image, config_.node_id));
   return d;
@@ -80,7 +84,7 @@ std::shared_ptr<const topic_state> preview_state(const std::vector<protocol::met
 
 void admin_manager::create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
     if (auto valid = validate_topic_name(request.name); !valid.ok()) return done(valid.error());
     if (request.name.starts_with("__")) {
       return done(error{errc::invalid_topic_exception,
@@ -94,14 +98,14 @@ void admin_manager::create_topic(create_topic_request request, std::function<voi
     }
     const int16_t rf = request.replication_factor.value_or(
         config_.default_replication_factor > 0 ? config_.default_replication_factor
-                                               : automatic_replication_factor(*host_.controller_view()->image));
+                                               : automatic_replication_factor(*metadata_.controller_view()->image));
     for (const auto& [k, v] : request.configs) {
       if (auto valid = validate_topic_config(k, v); !valid.ok()) return done(valid.error());
     }
-    auto cfg = make_log_config(live(*host_.controller_view()), request.configs);
+    auto cfg = make_log_config(live(*metadata_.controller_view()), request.configs);
     if (!cfg.ok()) return done(cfg.error());
     if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
-    auto current = host_.controller_view();
+    auto current = metadata_.controller_view();
     if (current->topics.contains(request.name)) {
       return done(error{errc::topic_already_exists, "topic '" + request.name + "' already exists"});
     }
@@ -130,7 +134,7 @@ void admin_manager::create_topic(create_topic_request request, std::function<voi
       RINGLOG_ASSERT(preview != nullptr, "a new topic's records apply to the image it was checked against");
       return done(describe(*preview));
     }
-    host_.commit_records(std::move(records), [this, name = request.name, done = std::move(done)](result<void> r) mutable {
+    writer_.commit_records(std::move(records), [this, name = request.name, done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) {
         // An entry applies whole or not at all, so nothing of this create is left behind. When
         // it failed because the name exists now, another node created it first (a race of two
@@ -149,20 +153,20 @@ void admin_manager::create_topic(create_topic_request request, std::function<voi
 
 void admin_manager::delete_topic(std::string topic, std::function<void(result<void>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, topic = std::move(topic), done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, topic = std::move(topic), done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     if (t->is_internal) return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be deleted"});
     protocol::remove_topic_record remove;
     remove.topic_id = t->image->topic_id;
-    host_.commit_records({remove}, std::move(done));
+    writer_.commit_records({remove}, std::move(done));
   });
 }
 
 void admin_manager::create_partitions(std::string topic, int32_t partitions_count,
                                     std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     const int32_t current = t->partitions_count();
@@ -179,12 +183,12 @@ void admin_manager::create_partitions(std::string topic, int32_t partitions_coun
     if (auto budget = check_partition_budget(partitions_count - current); !budget.ok()) return done(budget.error());
     std::vector<protocol::metadata_record> records;
     const int32_t rf = t->image->partitions.empty() ? 1 : static_cast<int32_t>(t->image->partitions[0].replicas.size());
-    if (auto placed = append_partition_records(records, *host_.controller_view()->image, t->image->topic_id, current,
-                                                partitions_count, rf);
+    if (auto placed = append_partition_records(records, *metadata_.controller_view()->image, t->image->topic_id,
+                                               current, partitions_count, rf);
         !placed.ok()) {
       return done(from_controller(placed.error()));
     }
-    host_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
+    writer_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());
       auto now = controller_find_topic(topic);
       if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
@@ -196,7 +200,7 @@ void admin_manager::create_partitions(std::string topic, int32_t partitions_coun
 void admin_manager::alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
                                       bool validate_only, std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  host_.post_caught_up([this, topic = std::move(topic), changes = std::move(changes), validate_only,
+  barrier_.post_caught_up([this, topic = std::move(topic), changes = std::move(changes), validate_only,
                                         done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
@@ -211,22 +215,23 @@ void admin_manager::alter_topic_configs(std::string topic, std::map<std::string,
         if (auto valid = validate_topic_config(k, *v); !valid.ok()) return done(valid.error());
         configs[k] = *v;
       } else {
-        if (auto valid = validate_topic_config(k, topic_config_default(live(*host_.controller_view()), k)); !valid.ok()) {
+        if (auto valid = validate_topic_config(k, topic_config_default(live(*metadata_.controller_view()), k));
+            !valid.ok()) {
           return done(valid.error());
         }
         configs.erase(k);
       }
       records.push_back(topic_config(topic, k, v));
     }
-    auto cfg = make_log_config(live(*host_.controller_view()), configs);
+    auto cfg = make_log_config(live(*metadata_.controller_view()), configs);
     if (!cfg.ok()) return done(cfg.error());
     if (auto valid = validate_topic_config_conflicts(*cfg); !valid.ok()) return done(valid.error());
     if (validate_only || records.empty()) {
-      auto preview = preview_state(records, *host_.controller_view()->image, topic, t);
+      auto preview = preview_state(records, *metadata_.controller_view()->image, topic, t);
       RINGLOG_ASSERT(preview != nullptr, "config records of an existing topic apply");
       return done(describe(*preview));
     }
-    host_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
+    writer_.commit_records(std::move(records), [this, topic, done = std::move(done)](result<void> r) {
       if (!r.ok()) return done(r.error());
       auto now = controller_find_topic(topic);
       if (!now) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic) + " (deleted meanwhile)"});
@@ -236,7 +241,7 @@ void admin_manager::alter_topic_configs(std::string topic, std::map<std::string,
 }
 
 result<void> admin_manager::check_partition_budget(int64_t adding) const {
-  const int64_t total = host_.current_view()->image->partition_count();
+  const int64_t total = metadata_.view()->image->partition_count();
   if (total + adding <= config_.partitions_max) return base::ok_v;
   return error{errc::invalid_partitions,
                "the broker holds " + std::to_string(total) + " partitions; " + std::to_string(adding) +
@@ -255,7 +260,7 @@ result<void> admin_manager::check_partition_exists(const model::topic_partition&
 
 std::vector<std::string> admin_manager::list_topics(bool include_internal) const {
   std::vector<std::string> out;
-  const auto held = host_.current_view();  // kept for the loop (see list_brokers)
+  const auto held = metadata_.view();   // kept for the loop (see list_brokers)
   for (const auto& [name, t] : held->topics) {
     if (include_internal || !t->is_internal) out.push_back(name);
   }

@@ -8,6 +8,7 @@
 
 #include "constants.h"
 #include "leader_forwarder.h"
+#include "metadata_publisher.h"
 #include "partition_transactions.h"
 #include "ringlog/protocol/frame.h"
 #include "rpc_messages.h"
@@ -41,17 +42,18 @@ struct marker_operation {
 }  // namespace
 
 partition_transactions::partition_transactions(
-    partition_transactions_host& host, int32_t node_id, runtime::shard_runtime& runtime,
+    const metadata_publisher& metadata, broker_log log, int32_t node_id, runtime::shard_runtime& runtime,
     rpc::transport* cluster_transport, const std::vector<std::unique_ptr<partition_manager>>& partition_managers,
-    const std::atomic<bool>& stopping, const std::unique_ptr<group_service>& groups,
+    const std::atomic<bool>& stopping, const std::atomic<group_service*>& groups_started,
     const std::atomic<txn_service*>& txns_started)
-    : host_(host),
+    : metadata_(metadata),
+      log_(std::move(log)),
       node_id_(node_id),
       runtime_(runtime),
       cluster_transport_(cluster_transport),
       partition_managers_(partition_managers),
       stopping_(stopping),
-      groups_(groups),
+      groups_started_(groups_started),
       txns_started_(txns_started) {}
 
 void partition_transactions::register_cluster_handlers() {
@@ -109,7 +111,7 @@ void partition_transactions::write_one_marker(const txn_marker& m, const model::
                                                  std::to_string(m.producer_id.value()) + " and " +
                                                  std::to_string(m.producer_epoch.value())});
   }
-  auto topic = host_.find_topic(tp.topic);
+  auto topic = metadata_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   const int32_t partition = tp.partition.value();
   if (partition < 0 || partition >= topic->partitions_count()) {
@@ -133,13 +135,16 @@ void partition_transactions::write_one_marker(const txn_marker& m, const model::
     // Acks=all, as Kafka writes markers; the marker ends the producer's KIP-890 guard.
     if (auto appended = rt->append_marker(pid, epoch, marker); !appended.ok()) return done(appended.error());
     auto replicated = [this, tp, pid, committed, done = std::move(done)](result<void> r) mutable {
-      if (!r.ok() || tp.topic != consumer_offsets_topic || groups_ == nullptr) return done(std::move(r));
+      // On the partition's shard: the started service through its atomic (the broker's groups_
+      // pointer is the controller shard's).
+      group_service* groups = groups_started_.load(std::memory_order_acquire);
+      if (!r.ok() || tp.topic != consumer_offsets_topic || groups == nullptr) return done(std::move(r));
       // The leader of a __consumer_offsets partition coordinates its groups: once the marker is
       // in that log, the TxnOffsetCommit offsets it held pending for the producer become
       // committed (or are dropped) - Kafka's KafkaApis.handleWriteTxnMarkersRequest ->
       // GroupCoordinator.onTransactionCompleted. The marker is answered after that, so a
       // coordinator that retries it never ends the transaction before its offsets are in.
-      groups_->complete_txn_offsets(tp.partition.value(), pid, committed, std::move(done));
+      groups->complete_txn_offsets(tp.partition.value(), pid, committed, std::move(done));
     };
     rt->complete_append(acks_mode::all, rt->log->log_end_offset(), internal_append_timeout_ms, std::move(replicated));
   });
@@ -148,7 +153,7 @@ void partition_transactions::write_one_marker(const txn_marker& m, const model::
 void partition_transactions::describe_producers(model::topic_partition tp,
                                                 std::function<void(result<std::vector<producer_description>>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  auto topic = host_.find_topic(tp.topic);
+  auto topic = metadata_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});
   const int32_t partition = tp.partition.value();
   if (partition < 0 || partition >= topic->partitions_count()) {

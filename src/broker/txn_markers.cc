@@ -30,12 +30,12 @@ void partition_transactions::write_markers(const txn::marker_request& markers, i
       if (pr.failure->code == errc::invalid_producer_epoch) {
         // The partition knows a newer epoch of the producer: a later end (or fencing) is
         // already there, this marker is moot (Kafka's coordinator drops it too).
-        host_.log_info("transaction marker of the " + txn::describe(markers) + " on " + pr.partition.directory_name() +
-                 " dropped: " + pr.failure->message);
+        log_.info("transaction marker of the " + txn::describe(markers) + " on " + pr.partition.directory_name() +
+                  " dropped: " + pr.failure->message);
         continue;
       }
-      host_.log_error("transaction marker of the " + txn::describe(markers) + " on " + pr.partition.directory_name() +
-                ": " + pr.failure->message + " (retried)");
+      log_.error("transaction marker of the " + txn::describe(markers) + " on " + pr.partition.directory_name() + ": " +
+                 pr.failure->message + " (retried)");
       due.insert(pr.partition);
     }
     done(std::move(due));

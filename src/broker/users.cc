@@ -5,6 +5,9 @@
 #include <set>
 
 #include "constants.h"
+#include "cluster_requests.h"
+#include "metadata_barrier.h"
+#include "metadata_publisher.h"
 #include "security_manager.h"
 
 namespace ringlog::broker::detail {
@@ -46,7 +49,7 @@ result<void> check_alteration(const scram_credential_alteration& change) {
 }  // namespace
 
 std::vector<user_description> security_manager::describe_users(const std::vector<std::string>& users) const {
-  const auto held = host_.current_view();
+  const auto held = metadata_.view();
   const auto& all = held->image->scram_credentials();
   auto describe = [](const std::string& name, const auto* by_mechanism) {
     user_description d{name, {}};
@@ -79,7 +82,7 @@ void security_manager::alter_user_scram_credentials(std::vector<scram_credential
     std::vector<result<void>> results(changes.size(), base::ok_v);
     std::map<std::string, int> seen;
     for (const auto& c : changes) ++seen[c.user];
-    const auto& image = host_.controller_view()->image->scram_credentials();
+    const auto& image = metadata_.controller_view()->image->scram_credentials();
     std::vector<protocol::metadata_record> records;
     std::vector<size_t> committed;   // indexes of the changes in `records`
     for (size_t i = 0; i < changes.size(); ++i) {
@@ -116,7 +119,7 @@ void security_manager::alter_user_scram_credentials(std::vector<scram_credential
       committed.push_back(i);
     }
     if (records.empty()) return done(std::move(results));
-    host_.commit_records(std::move(records), [results = std::move(results), committed = std::move(committed),
+    writer_.commit_records(std::move(records), [results = std::move(results), committed = std::move(committed),
                                         done = std::move(done)](result<void> r) mutable {
       if (!r.ok()) {
         for (size_t i : committed) results[i] = r.error();
@@ -128,7 +131,7 @@ void security_manager::alter_user_scram_credentials(std::vector<scram_credential
 
 security::scram_lookup security_manager::scram_lookup() const {
   return [this](std::string_view user, security::scram_mechanism m) -> std::optional<security::scram_credential> {
-    const auto held = host_.current_view();
+    const auto held = metadata_.view();
     const auto& all = held->image->scram_credentials();
     if (user == forwarding_secret_user) return std::nullopt;   // the secret is no user (users.h)
     auto it = all.find(user);
