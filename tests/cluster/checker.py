@@ -249,15 +249,23 @@ def check_high_watermarks(history):
 
 
 # After a heal, the time a node cut off from the controller may still act on its old metadata
-# (a metadata fetch round and a heartbeat), s.
+# (a metadata fetch round and a heartbeat), s: at least this, and at least as long as the cut
+# lasted. A connection whose segments were dropped for H seconds sends its next retransmission
+# up to about H later (TCP doubles its retransmission timeout), so a node isolated for 3.35 s
+# read that it was replaced 2.2-3.2 s after the heal (CI of session 27, seed 27, isolate-leader).
 CUT_OFF_GRACE_S = 2.0
+
+
+def heal_grace_s(start, heal):
+    """How long after a heal at `heal` (s) a node cut off since `start` may act on old metadata."""
+    return max(CUT_OFF_GRACE_S, heal - start)
 
 
 def cut_off_windows(history):
     """node -> [(from, to)] while the nemesis had it cut off from the rest of the cluster's
     leadership: a split's minority, a bridge's far side (cut off from the controller, reached only
     through the middle node), an isolated or one-way-cut node; each window runs to the heal plus
-    CUT_OFF_GRACE_S; for a one-way drop of one link, both of its ends. A paused (SIGSTOPped) node
+    heal_grace_s (CUT_OFF_GRACE_S, or the cut's own length when longer); for a one-way drop of one link, both of its ends. A paused (SIGSTOPped) node
     is cut off the same way: it hears nothing while stopped, and right after it continues it may
     answer before it reads that it was fenced and replaced (CI seed 1612168957). Such a node may still lead a partition in an old leader epoch
     and answer a Kafka Fetch below its high watermark with that old figure: Kafka does the same
@@ -288,7 +296,7 @@ def cut_off_windows(history):
         elif e.get("event") == "nemesis-heal":
             for start, nodes in open_faults:
                 for n in nodes:
-                    windows[n].append((start, e["t"] + CUT_OFF_GRACE_S))
+                    windows[n].append((start, e["t"] + heal_grace_s(start, e["t"])))
             open_faults = []
     for start, nodes in open_faults:
         for n in nodes:

@@ -428,6 +428,22 @@ def test_a_fetch_answer_of_a_node_just_continued_from_a_pause_is_not_judged():
         assert kinds(checker.check(h)) == {"end-below-ack"}, (node, t)
 
 
+def test_a_node_cut_off_longer_hears_later_after_the_heal():
+    """CI of session 27 (seed 27, isolate-leader): node 3, isolated for 3.35 s and replaced as
+    partition 1's leader, answered Fetches below its old high watermark with its old figure until
+    2.2-3.2 s after the heal, when its connections' retransmissions (backed off over the cut) got
+    through and it read the change. The grace after a heal is as long as the cut when that is
+    longer than CUT_OFF_GRACE_S; after it, the same answer is judged."""
+    h = clean_history()
+    h["events"] = [{"t": 10.0, "event": "nemesis-start", "fault": "isolate leader:1", "also": None,
+                    "resolved": {"node": 3, "dropped": [[1, 3], [2, 3], [3, 1], [3, 2]]}},
+                   {"t": 13.35, "event": "nemesis-heal"}]
+    h["fetch_ends"] = [fetch_answer(3, 13.35 + 3.0)]
+    assert "end-below-ack" not in kinds(checker.check(h)), checker.format_report(checker.check(h))
+    h["fetch_ends"] = [fetch_answer(3, 13.35 + 3.35 + 0.5)]
+    assert kinds(checker.check(h)) == {"end-below-ack"}
+
+
 def test_both_ends_of_a_one_way_link_drop_are_cut_off():
     """Breaker, fault-bed seed 26: `one-way leader:2 -> 3` dropped node 1 (the controller) to node
     3; node 3, fenced meanwhile, answered a Fetch below its high watermark with its old figure.
