@@ -219,7 +219,9 @@ bool forward_broker_config_call(const call_ptr& c, std::string_view pattern) {
   if (!id || *id == c->broker().config().node_id) return false;
   for (const auto& b : c->broker().admin().list_brokers()) {
     if (b.node_id != *id || b.host.empty() || b.port <= 0) continue;
-    const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
+    // A config call does not long-poll: the short bound of a gathered call, not a record read's
+    // fetch wait (a breaker waited 70 s for a paused broker's configs, session 27).
+    const int64_t timeout_ms = proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms;
     forwarder->forward(passed_on_request(*c), {b.node_id, b.host, static_cast<uint16_t>(b.port), b.http_tls}, timeout_ms, [c, id = *id](forward_result r) {
       c->later([id, r = std::move(r)](api::call& call) mutable {
         if (r.answered) {

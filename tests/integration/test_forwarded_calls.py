@@ -12,6 +12,8 @@ verified at the transaction's coordinator. Every wait polls with a deadline.
 """
 import asyncio
 import json
+import signal
+import time
 import urllib.parse
 
 import requests
@@ -328,4 +330,29 @@ def test_a_token_or_session_authenticated_call_works_through_a_non_coordinator(r
                                         timeout=10).status_code == 401,
                    FAILOVER_DEADLINE_S, "the coordinator's token for carol's stream ends with carol")
     finally:
+        cluster.stop()
+
+
+def test_another_brokers_configs_answer_within_the_gathered_calls_bound_when_it_is_paused(ringlog_bin, tmp_path):
+    """The breaker's paused_peer.py (session 27): GET .../brokers/3/configs through node 1 while
+    broker 3 was SIGSTOPped answered 503 only after 70 s, a record read's long-poll bound (the
+    fetch wait plus slack). A config call does not long-poll: it now gives up within the bound of
+    a gathered call (connect 3 s + exchange slack 10 s), naming the broker."""
+    cluster = Cluster(tmp_path).start()
+    paused = None
+    try:
+        entry, other = cluster.node(1), cluster.node(3)
+        path = f"/brokers/{other.node_id}/configs"
+        wait_until(lambda: requests.get(entry.v3(path), timeout=40).status_code == 200, FAILOVER_DEADLINE_S,
+                   "broker 3's configs through broker 1")
+        other.proc.send_signal(signal.SIGSTOP)
+        paused = other
+        started = time.monotonic()
+        r = requests.get(entry.v3(path), timeout=90)
+        elapsed = time.monotonic() - started
+        assert r.status_code == 503 and f"broker {other.node_id} serves its own configs" in r.text, (r.status_code, r.text)
+        assert elapsed < 30, f"answered after {elapsed:.1f} s"
+    finally:
+        if paused is not None:
+            paused.proc.send_signal(signal.SIGCONT)
         cluster.stop()
