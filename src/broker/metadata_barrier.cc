@@ -93,11 +93,41 @@ void metadata_barrier::post_caught_up(std::function<void()> then) {
 // from the image as it is then (Kafka's producer likewise waits for metadata, max.block.ms).
 
 void metadata_barrier::produce(produce_request request, std::function<void(result<produce_response>)> done) {
-  if (metadata_.find_topic(request.topic)) return produce_.produce_known(std::move(request), std::move(done));
-  auto held = std::make_shared<produce_request>(std::move(request));
-  post_caught_up([this, held, done = std::move(done)]() mutable {
-    produce_.produce_known(std::move(*held), std::move(done));
-  });
+  std::string topic = request.topic;
+  bool waits = false;
+  {
+    std::lock_guard lock(waiting_mutex_);
+    if (auto it = waiting_produces_.find(topic); it != waiting_produces_.end()) {
+      // Earlier produces of this topic wait on the barrier: this one goes after them (a session
+      // 27 run stored a WebSocket's pipelined records 0, 2, 3, 4, 1: 2-4 found the topic known
+      // while 1 was still waiting).
+      it->second.push_back({std::move(request), std::move(done)});
+      return;
+    }
+    if (!metadata_.find_topic(topic)) {
+      waiting_produces_[topic].push_back({std::move(request), std::move(done)});
+      waits = true;
+    }
+  }
+  if (!waits) return produce_.produce_known(std::move(request), std::move(done));
+  post_caught_up([this, topic = std::move(topic)] { drain_waiting_produces(topic); });
+}
+
+void metadata_barrier::drain_waiting_produces(const std::string& topic) {
+  while (true) {
+    std::deque<waiting_produce> ready;
+    {
+      std::lock_guard lock(waiting_mutex_);
+      auto it = waiting_produces_.find(topic);
+      RINGLOG_ASSERT(it != waiting_produces_.end(), "only the barrier that made the entry removes it");
+      if (it->second.empty()) {
+        waiting_produces_.erase(it);
+        return;
+      }
+      ready.swap(it->second);
+    }
+    for (auto& w : ready) produce_.produce_known(std::move(w.request), std::move(w.done));
+  }
 }
 
 void metadata_barrier::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {

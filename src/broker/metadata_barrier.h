@@ -7,8 +7,11 @@
 // pipeline and the fetch service directly. Private to the broker module.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,7 +46,10 @@ class metadata_barrier {
   /// unknown, is this node, or does not answer within metadata_barrier_timeout_ms.
   void post_caught_up(std::function<void()> then);
   /// broker::produce, fetch and list_offsets: produce_known, fetch_known, list_offsets_known at once when this node knows the
-  /// topic, else after post_caught_up (a topic created a moment ago through another node).
+  /// topic, else after post_caught_up (a topic created a moment ago through another node). A
+  /// produce to a topic whose earlier produces still wait on the barrier waits behind them, even
+  /// once the topic is known, so produces reach produce_known in call order (a connection's
+  /// pipelined records are stored in the order sent).
   void produce(produce_request request, std::function<void(result<produce_response>)> done);
   void fetch(fetch_request request, std::function<void(result<fetch_response>)> done);
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
@@ -63,6 +69,16 @@ class metadata_barrier {
   const int32_t node_id_;
   /// Posted answers hold a weak reference: one that runs after the barrier is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
+  /// Produces waiting on the barrier, per topic, in call order (any shard's thread calls produce).
+  /// An entry exists from the first produce that waits until its barrier drained every one.
+  struct waiting_produce {
+    produce_request request;
+    std::function<void(result<produce_response>)> done;
+  };
+  std::mutex waiting_mutex_;   // guards waiting_produces_
+  std::map<std::string, std::deque<waiting_produce>> waiting_produces_;
+  /// After the barrier: the produces of `topic` to produce_known, oldest first, until none is left.
+  void drain_waiting_produces(const std::string& topic);
 };
 
 }  // namespace ringlog::broker::detail
