@@ -108,7 +108,7 @@ class active_controller {
 
   // replication_control.cc
   /// One partition's AlterPartition (KIP-497), from a peer or this node's own leader; the answer
-  /// carries Kafka's error codes (wire_codes.h), which the leader's maybe_change_isr reads.
+  /// carries Kafka's error codes (ringlog/protocol/error_codes.h), which the leader's maybe_change_isr reads.
   void alter_partition(protocol::alter_partition_request_data request,
                        std::function<void(protocol::alter_partition_response_data)> done);
   /// admin_api::elect_preferred_leaders (any thread).

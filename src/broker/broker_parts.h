@@ -30,7 +30,6 @@
 #include "produce_pipeline.h"
 #include "producer_ids.h"
 #include "quota_managers.h"
-#include "replica_fetcher.h"
 #include "replica_manager.h"
 #include "security_manager.h"
 #include "txn_service.h"
@@ -131,7 +130,7 @@ class broker_parts final : public metadata_publisher_host {
 
   broker& api_;   // the facade: the group and transaction services' broker API
   broker_config config_;
-  replication_throttles replication_throttles_;   // quota_managers.h: the replication throttles (replica_fetcher.h)
+  replication_throttles replication_throttles_;   // quota_managers.h: the replication throttles (KIP-73)
   broker_dependencies deps_;
   /// Leaderships, the replica host of every shard's partitions, the replica fetcher's host and the
   /// controller client of ISR changes (replica_manager.h); before the partition managers, which
@@ -184,13 +183,12 @@ class broker_parts final : public metadata_publisher_host {
   produce_pipeline produce_{publisher_, config_, deps_.clock, deps_.runtime, partition_managers_,
                             forwarder_, barrier_, delay_host_, security_, admin_,
                             partition_txns_, producer_ids_, txns_, stopping_};
-  /// Replication (replica_fetcher.h): the leader's side of followers' fetches and its ISR
-  /// changes, and the follower's fetch loops; last, so they go first.
+  /// Replication (ringlog/partition/replica_fetcher.h): the leader's side of followers' fetches and
+  /// its ISR changes, and the follower's fetch loops; last, so they go first.
   replica_fetch_server replica_fetch_server_{replication_, replica_manager::replica_fetch_settings_of(config_),
                                              deps_.clock, deps_.runtime, deps_.cluster_transport, stopping_};
   replica_fetcher replica_fetcher_{replication_, replica_manager::replica_fetch_settings_of(config_), deps_.clock,
-                                   deps_.runtime, deps_.cluster_transport, replication_throttles_, stopping_,
-                                   replica_fetch_server_};
+                                   deps_.runtime, deps_.cluster_transport, stopping_, replica_fetch_server_};
   /// Calls passed on to partitions' leaders and peers' calls served here (leader_forwarder.h).
   leader_forwarder forwarder_{publisher_, produce_, fetch_, config_, deps_.clock, deps_.runtime,
                               deps_.cluster_transport, stopping_};

@@ -13,8 +13,8 @@
 #include "ringlog/base/assert.h"
 #include "ringlog/controller/metadata_entry.h"
 #include "ringlog/controller/quorum_wire.h"
+#include "ringlog/protocol/error_codes.h"
 #include "rpc_messages.h"
-#include "wire_codes.h"
 
 namespace ringlog::broker::detail {
 
@@ -105,8 +105,8 @@ void metadata_writer::handle_envelope(const protocol::request_header_data& heade
       const int16_t code = r.error().code == errc::not_controller      ? kafka_code_not_controller
                            : r.error().code == errc::request_timed_out ? kafka_code_request_timed_out
                            : r.error().code == errc::duplicate_broker_registration
-                               ? wire_codes::code_duplicate_broker_registration
-                               : wire_codes::code_invalid_request;
+                               ? protocol::error_codes::code_duplicate_broker_registration
+                               : protocol::error_codes::code_invalid_request;
       return answer(code, r.error().message, 0);
     }
     answer(0, "", r.value());
@@ -153,7 +153,7 @@ void metadata_writer::write_entry(std::vector<std::byte> payload, std::function<
           const std::string message = response->error_message.value_or("the active controller refused the write");
           if (response->error_code == kafka_code_not_controller) return done(error{errc::not_controller, message});
           if (response->error_code == kafka_code_request_timed_out) return done(error{errc::request_timed_out, message});
-          if (response->error_code == wire_codes::code_duplicate_broker_registration) {
+          if (response->error_code == protocol::error_codes::code_duplicate_broker_registration) {
             return done(error{errc::duplicate_broker_registration, message});
           }
           if (response->error_code != 0) return done(error{errc::invalid_request, message});

@@ -16,7 +16,7 @@
 #include "active_controller.h"
 #include "leader_forwarder.h"
 #include "metadata_publisher.h"
-#include "replica_fetcher.h"
+#include "partition.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
 #include "ringlog/protocol/messages.h"

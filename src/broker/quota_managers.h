@@ -2,7 +2,8 @@
 // What the broker measures to bound traffic (Kafka's QuotaManagers): its clients' quotas (issue
 // 31: the rate sensors and KIP-599 buckets of security::client_quota_sensors; quotas.cc) and the
 // two replication throttles (issue 33: leader.replication.throttled.rate and
-// follower.replication.throttled.rate, Kafka's ReplicationQuotaManager; replica_fetcher.h). Any
+// follower.replication.throttled.rate, Kafka's ReplicationQuotaManager; the partition module takes
+// the leader's through partition_context, the follower's through replica_fetcher_host). Any
 // thread: each under its own mutex, held for the few arithmetic steps of one call.
 
 #include <array>

@@ -1,8 +1,9 @@
 #pragma once
 // The broker's side of partition replication (a class of its own since issue 28; replication.cc;
 // design.md section 6; Kafka's ReplicaManager where it drives followers and ISR changes). The
-// fetch loops, the leader's side of followers' fetches and the ISR proposals are
-// replica_fetcher.h's; replica_manager is what they and the partition module reach above them:
+// fetch loops, the leader's side of followers' fetches and the ISR proposals are the partition
+// module's (ringlog/partition/replica_fetcher.h); replica_manager is what they and the rest of
+// the partition module reach above them:
 //   - leadership_observer: the group and transaction coordinators and the delay schedulers move
 //     with the leaderships (on_leadership_change);
 //   - replica_host: what applying a partition's image to its replica reaches (registration,
@@ -23,8 +24,8 @@
 #include <vector>
 
 #include "metadata_publisher.h"
+#include "partition.h"
 #include "quota_managers.h"
-#include "replica_fetcher.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/partition/partition_manager.h"
 
@@ -47,7 +48,8 @@ class replica_manager final : public leadership_observer, public replica_host, p
     const metadata_publisher& publisher;   ///< the metadata views
     /// Each shard's replicas; partition_managers[i] is touched only on shard i's thread.
     const std::vector<std::unique_ptr<partition_manager>>& partition_managers;
-    replication_throttles& throttles;   ///< KIP-73's buckets (this side takes the leader's)
+    /// KIP-73's buckets: the leader's for the replicas (services), the follower's for the fetcher.
+    replication_throttles& throttles;
     active_controller& controller;      ///< AlterPartition on this node, stale leaderships
     replica_fetcher& fetcher;           ///< the follower's fetch loops
     delay_host& delays;                 ///< the delay schedulers, on their partition's leader
@@ -89,6 +91,8 @@ class replica_manager final : public leadership_observer, public replica_host, p
   [[nodiscard]] size_t replica_shard(const std::string& topic, int32_t partition) const override;
   [[nodiscard]] std::shared_ptr<const controller::metadata_image> replication_image() const override;
   [[nodiscard]] int64_t follower_replication_throttled_rate() const override;
+  int64_t acquire_follower_throttle(int64_t rate, int64_t now_ms) override;
+  void record_follower_throttle(int64_t bytes, int64_t rate, int64_t now_ms) override;
   void send_alter_partition(protocol::alter_partition_request_data request,
                             std::function<void(int16_t code, std::string why)> on_answer) override;
   void log_info(const std::string& message) const override;

@@ -1,5 +1,6 @@
 // The broker's side of partition replication (replica_manager.h; design.md section 6; the fetch
-// loops, the leader's side of followers' fetches and the ISR proposals are replica_fetcher.h's):
+// loops, the leader's side of followers' fetches and the ISR proposals are the partition
+// module's, ringlog/partition/replica_fetcher.h):
 //   - what applying a partition's image to its replica (partition_manager::apply_partition_state)
 //     reaches here: the leadership_observer that moves the coordinators and delay schedulers with
 //     the leaderships (on_leadership_change) and the replica_host (registration, fetch loops);
@@ -19,13 +20,13 @@
 #include "group_service.h"
 #include "rpc_messages.h"
 #include "txn_service.h"
-#include "wire_codes.h"
 #include "ringlog/controller/reassignment.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
 #include "ringlog/controller/placement.h"
+#include "ringlog/protocol/error_codes.h"
 
 namespace ringlog::broker::detail {
 namespace {
@@ -37,7 +38,7 @@ constexpr int16_t alter_partition_api_key = protocol::alter_partition_request_da
 /// AlterPartition's wait for the controller's answer (commit plus apply), ms.
 constexpr int64_t alter_partition_timeout_ms = 10000;
 
-using namespace wire_codes;   // Kafka's error codes on the wire between brokers
+using namespace protocol::error_codes;   // Kafka's error codes on the wire between brokers
 
 /// Whether a follower fsyncs what it appended before its next fetch reports it (design.md
 /// section 6: under log.flush.policy=fsync acks=all is on disk on every in-sync replica).
@@ -167,6 +168,14 @@ std::shared_ptr<const controller::metadata_image> replica_manager::replication_i
 
 int64_t replica_manager::follower_replication_throttled_rate() const {
   return live(*view()).follower_replication_throttled_rate;
+}
+
+int64_t replica_manager::acquire_follower_throttle(int64_t rate, int64_t now_ms) {
+  return parts_.throttles.acquire(replication_throttles::side::follower, rate, now_ms);
+}
+
+void replica_manager::record_follower_throttle(int64_t bytes, int64_t rate, int64_t now_ms) {
+  parts_.throttles.record(replication_throttles::side::follower, bytes, rate, now_ms);
 }
 
 replica_services replica_manager::services(const std::atomic<int64_t>& leadership_lease_until_ms,

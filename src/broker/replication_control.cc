@@ -4,7 +4,8 @@
 // broker's leaderships from before its registration renewed. The decisions are
 // controller/replication_control.h's (pure); here are the RPC, the commits, the in-flight flags and
 // the log lines (active_controller.h). The leader's side of AlterPartition (maybe_change_isr) is in
-// replica_fetch_server.cc, its controller client (send_alter_partition) in replication.cc.
+// src/partition/replica_fetch_server.cc, its controller client (send_alter_partition) in
+// replication.cc.
 #include "active_controller.h"
 #include "broker_lifecycle.h"
 #include "cluster_requests.h"
@@ -12,17 +13,18 @@
 #include "constants.h"
 #include "metadata_publisher.h"
 #include "rpc_messages.h"
-#include "wire_codes.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/controller/replication_control.h"
+#include "ringlog/protocol/error_codes.h"
 
 namespace ringlog::broker::detail {
 namespace {
 
-using namespace wire_codes;   // the codes AlterPartition answers with (shared with replica_fetch_server.cc)
+using namespace protocol::error_codes;   // the codes AlterPartition answers with (shared with the leader's side)
 
 /// AlterPartition's refusals (controller::alter_partition) as Kafka's error codes on the wire: the
-/// leader's maybe_change_isr (replica_fetch_server.cc) reads these, whether it asked a peer or this node.
+/// leader's maybe_change_isr (src/partition/replica_fetch_server.cc) reads these, whether it asked a
+/// peer or this node.
 int16_t alter_partition_code(controller::errc e) {
   switch (e) {
     case controller::errc::unknown_topic_or_partition: return code_unknown_topic_or_partition;

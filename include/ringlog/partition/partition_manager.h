@@ -49,7 +49,7 @@ class leadership_observer {
 
 /// What applying a partition's image to its replica reaches above the partition module (issue 28
 /// stage D), besides the leadership_observer: the broker's registration and its replica fetcher
-/// (replica_fetcher.h, still in src/broker). The broker implements it; called on the replica's shard.
+/// (replica_fetcher.h; the broker owns it). The broker implements it; called on the replica's shard.
 class replica_host {
  public:
   /// Whether the metadata this shard reads has this node registered under this process's

@@ -1,5 +1,5 @@
-// The follower's side of replication (replica_fetcher.h; design.md section 6, Kafka's
-// ReplicaFetcherThread, KIP-101/279/320): each followed partition has one fetch loop to its
+// The follower's side of replication (ringlog/partition/replica_fetcher.h; design.md section 6,
+// Kafka's ReplicaFetcherThread, KIP-101/279/320): each followed partition has one fetch loop to its
 // leader, over the cluster listener, with its fetch offset (= its log end offset, fsynced first
 // under the default flush policy) and the epoch of its last batch; it appends the leader's
 // batches as they are (partition_log's append_replicated) and learns the high watermark from
@@ -9,13 +9,13 @@
 
 #include <algorithm>
 
-#include "replica_fetcher.h"
-#include "rpc_messages.h"
-#include "wire_codes.h"
+#include "ringlog/partition/replica_fetcher.h"
 #include "ringlog/base/cpu_accounting.h"
-#include "ringlog/broker/errc.h"
+#include "ringlog/partition/errc.h"
+#include "ringlog/protocol/error_codes.h"
+#include "ringlog/rpc/requests.h"
 
-namespace ringlog::broker::detail {
+namespace ringlog::partition {
 namespace {
 
 /// Fetch as followers send it: v15 carries the replica id in ReplicaState and names topics by id.
@@ -27,7 +27,7 @@ constexpr int64_t replication_tick_ms = 250;
 /// this is treated as unreachable and the fetch is retried (after replica.fetch.backoff.ms).
 constexpr int64_t replica_fetch_timeout_slack_ms = 5000;
 
-using namespace wire_codes;   // Kafka's error codes on the wire between brokers
+using namespace protocol::error_codes;   // Kafka's error codes on the wire between brokers
 
 bool contains(const std::vector<int32_t>& set, int32_t id) { return std::find(set.begin(), set.end(), id) != set.end(); }
 
@@ -35,14 +35,12 @@ bool contains(const std::vector<int32_t>& set, int32_t id) { return std::find(se
 
 replica_fetcher::replica_fetcher(replica_fetcher_host& host, replica_fetch_settings settings, const base::clock& clock,
                                  runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
-                                 replication_throttles& throttles, const std::atomic<bool>& stopping,
-                                 replica_fetch_server& leader_side)
+                                 const std::atomic<bool>& stopping, replica_fetch_server& leader_side)
     : host_(host),
       settings_(settings),
       clock_(clock),
       runtime_(runtime),
       cluster_transport_(cluster_transport),
-      throttles_(throttles),
       stopping_(stopping),
       leader_side_(leader_side) {}
 
@@ -117,8 +115,8 @@ void replica_fetcher::send_follower_fetch(size_t shard, std::weak_ptr<partition_
   // from the broker-wide bucket of follower.replication.throttled.rate; while it is empty the
   // next fetch waits (the answer's bytes are taken when it comes: send's callback below).
   if (!contains(rt->isr, settings_.node_id)) {
-    const int64_t held_ms = throttles_.acquire(replication_throttles::side::follower,
-                                               host_.follower_replication_throttled_rate(), clock_.now_ms());
+    const int64_t held_ms =
+        host_.acquire_follower_throttle(host_.follower_replication_throttled_rate(), clock_.now_ms());
     if (held_ms > 0) {
       runtime_.post_after(shard, held_ms, [this, shard, weak, generation, alive = std::weak_ptr<int>(lifetime_)] {
         if (!alive.expired()) send_follower_fetch(shard, weak, generation);
@@ -146,15 +144,16 @@ void replica_fetcher::send_follower_fetch(size_t shard, std::weak_ptr<partition_
   request.topics.push_back(std::move(topic));
   cluster_transport_->send(
       rt->leader_id, protocol::fetch_request_data::api_key, replica_fetch_version,
-      encode_body(request, replica_fetch_version), settings_.replica_fetch_wait_max_ms + replica_fetch_timeout_slack_ms,
+      rpc::encode_body(request, replica_fetch_version),
+      settings_.replica_fetch_wait_max_ms + replica_fetch_timeout_slack_ms,
       [this, shard, weak, generation, fetch_offset](rpc::result<protocol::bytes> r) {
         runtime_.post(shard, [this, shard, weak, generation, fetch_offset, r = std::move(r)]() mutable {
           auto rt = weak.lock();
           if (!rt) return;
           if (r.ok() && !contains(rt->isr, settings_.node_id)) {
             // The answer's size: its records and under 100 bytes of framing (one partition each).
-            throttles_.record(replication_throttles::side::follower, static_cast<int64_t>(r.value().size()),
-                              host_.follower_replication_throttled_rate(), clock_.now_ms());
+            host_.record_follower_throttle(static_cast<int64_t>(r.value().size()),
+                                           host_.follower_replication_throttled_rate(), clock_.now_ms());
           }
           // The answer decoded and appended, the fdatasync submitted, the next fetch sent.
           const base::cpu_scope cpu(base::cpu_activity::replicate_follower);
@@ -307,4 +306,4 @@ void replica_fetcher::append_from_leader(size_t shard, const std::shared_ptr<par
   });
 }
 
-}  // namespace ringlog::broker::detail
+}  // namespace ringlog::partition

@@ -1,24 +1,25 @@
-// The leader's side of replication (replica_fetcher.h; design.md section 6, KIP-101/320/497):
-// the leader keeps its followers' state (replication/leader_state.h), moves the high watermark
-// to the least log end offset over the ISR as their fetches report, answers acks=all appends
-// once it passed them, and proposes ISR changes to the controller (AlterPartition, through
-// replica_fetcher_host), which commits them as PartitionChangeRecords carrying the partition
-// epoch they were computed at. A fetch naming an older leader epoch is fenced, a newer one
+// The leader's side of replication (ringlog/partition/replica_fetcher.h; design.md section 6,
+// KIP-101/320/497): the leader keeps its followers' state (replication/leader_state.h), moves the
+// high watermark to the least log end offset over the ISR as their fetches report, answers
+// acks=all appends once it passed them, and proposes ISR changes to the controller
+// (AlterPartition, through replica_fetcher_host), which commits them as PartitionChangeRecords
+// carrying the partition epoch they were computed at. A fetch naming an older leader epoch is fenced, a newer one
 // unknown (KIP-320); a follower whose last epoch or offset is not on this log is told the
 // diverging epoch and its end offset.
 
 #include <algorithm>
 #include <mutex>
 
-#include "replica_fetcher.h"
-#include "rpc_messages.h"
-#include "wire_codes.h"
+#include "ringlog/partition/replica_fetcher.h"
 #include "ringlog/base/cpu_accounting.h"
+#include "ringlog/partition/errc.h"
+#include "ringlog/protocol/error_codes.h"
+#include "ringlog/rpc/requests.h"
 
-namespace ringlog::broker::detail {
+namespace ringlog::partition {
 namespace {
 
-using namespace wire_codes;   // Kafka's error codes on the wire between brokers
+using namespace protocol::error_codes;   // Kafka's error codes on the wire between brokers
 
 /// Kafka's names of the errors AlterPartition answers here.
 std::string_view alter_partition_error_name(int16_t code) {
@@ -76,7 +77,7 @@ void replica_fetch_server::handle_replica_fetch(const protocol::request_header_d
   g->respond = std::move(respond);
   size_t total = 0;
   for (const auto& t : request.topics) total += t.partitions.size();
-  if (total == 0) return respond_with(g->header, g->response, g->respond);
+  if (total == 0) return rpc::respond_with(g->header, g->response, g->respond);
   g->remaining = total;
   // Only a fetch of one partition waits for new records (followers here send one per partition).
   const int64_t wait_ms = total == 1 ? std::min<int64_t>(request.max_wait_ms, settings_.replica_fetch_wait_max_ms) : 0;
@@ -95,7 +96,7 @@ void replica_fetch_server::handle_replica_fetch(const protocol::request_header_d
           it = std::prev(g->response.responses.end());
         }
         it->partitions.push_back(std::move(out));
-        if (--g->remaining == 0) respond_with(g->header, g->response, g->respond);
+        if (--g->remaining == 0) rpc::respond_with(g->header, g->response, g->respond);
       };
       if (topic == nullptr || part.partition < 0 || part.partition >= static_cast<int32_t>(topic->partitions.size())) {
         finish(partition_error(part.partition, code_unknown_topic_or_partition));
@@ -255,4 +256,4 @@ void replica_fetch_server::maybe_change_isr(size_t shard, const std::shared_ptr<
   host_.send_alter_partition(std::move(request), std::move(on_answer));
 }
 
-}  // namespace ringlog::broker::detail
+}  // namespace ringlog::partition

@@ -1,6 +1,7 @@
 #pragma once
 // The replica fetcher and the leader's side of replica fetches (issue 28 stage C; design.md
-// section 6, Kafka's pull model, KIP-101/279/320/497, KIP-73's replication throttles):
+// section 6, Kafka's pull model, KIP-101/279/320/497, KIP-73's replication throttles), defined in
+// src/partition/replica_fetcher.cc and replica_fetch_server.cc:
 //   - replica_fetcher (replica_fetcher.cc, Kafka's ReplicaFetcherThread): on a follower, one
 //     fetch loop per partition to its leader, appending what it sends, truncating where the
 //     leader says the logs diverge (KIP-320), learning the high watermark; and the per-shard
@@ -9,8 +10,10 @@
 //     replica id and Partition.maybeShrinkIsr/maybeExpandIsr): on the leader, followers' Fetch
 //     requests, parked until there is something new, and the ISR changes leader_state asks for,
 //     proposed to the controller with AlterPartition.
-// Both reach the broker only through replica_fetcher_host and never include broker_impl.h, so
-// they can move into the partition module unchanged. Private to the broker module.
+// Both reach the broker only through replica_fetcher_host (replica_manager implements it,
+// src/broker/replication.cc; the broker owns one of each class and routes followers' Fetch
+// requests to the server). Row 8 of docs/architecture.md's layering table: this module never
+// includes ringlog/broker, group, txn or delay.
 //
 // Ownership by shard: everything about one partition runs on its shard's thread (the partition
 // class asserts it); a transport answer is posted there before it is looked at.
@@ -22,18 +25,17 @@
 #include <memory>
 #include <string>
 
-#include "partition.h"
-#include "quota_managers.h"
 #include "ringlog/base/clock.h"
 #include "ringlog/controller/metadata_image.h"
+#include "ringlog/partition/partition.h"
 #include "ringlog/protocol/messages.h"
 #include "ringlog/rpc/transport.h"
 #include "ringlog/runtime/shard_runtime.h"
 
-namespace ringlog::broker::detail {
+namespace ringlog::partition {
 
-/// What the replica fetcher and the leader's side reach in the broker (replica_manager implements it,
-/// replication.cc).
+/// What the replica fetcher and the leader's side reach in the broker (the broker's
+/// replica_manager implements it, src/broker/replication.cc).
 class replica_fetcher_host {
  public:
   virtual ~replica_fetcher_host() = default;
@@ -50,6 +52,11 @@ class replica_fetcher_host {
   [[nodiscard]] virtual std::shared_ptr<const controller::metadata_image> replication_image() const = 0;
   /// follower.replication.throttled.rate (bytes/s, KIP-73) as of the calling thread's view.
   [[nodiscard]] virtual int64_t follower_replication_throttled_rate() const = 0;
+  /// The broker-wide follower-side bucket that rate fills (KIP-73; the leader's is
+  /// partition_context's): 0 when a throttled fetch may go at `now_ms` under `rate` (bytes/s),
+  /// else the ms to wait; and the `bytes` an answer to one brought. Any thread.
+  virtual int64_t acquire_follower_throttle(int64_t rate, int64_t now_ms) = 0;
+  virtual void record_follower_throttle(int64_t bytes, int64_t rate, int64_t now_ms) = 0;
   /// The controller client: sends `request` (one partition's AlterPartition, KIP-497) to the
   /// active controller (this node's own, or a peer's over the cluster listener) and calls
   /// `answered` once, on any thread, with Kafka's error code of the partition (0: made;
@@ -115,12 +122,11 @@ class replica_fetch_server {
 /// The follower's side: one fetch loop per followed partition, and the replication tick.
 class replica_fetcher {
  public:
-  /// `throttles`: the broker-wide pair of KIP-73 buckets (this side takes the follower's);
-  /// `leader_side`: the tick's leader part. Every reference outlives this object.
+  /// `leader_side`: the tick's leader part; the follower's KIP-73 bucket is the host's. Every
+  /// reference outlives this object.
   replica_fetcher(replica_fetcher_host& host, replica_fetch_settings settings, const base::clock& clock,
                   runtime::shard_runtime& runtime, rpc::transport* cluster_transport,
-                  replication_throttles& throttles, const std::atomic<bool>& stopping,
-                  replica_fetch_server& leader_side);
+                  const std::atomic<bool>& stopping, replica_fetch_server& leader_side);
 
   /// Every replication_tick_ms on `shard` from now on: ISR shrinks, acks=all timeouts, idle
   /// followers. Called once per shard at start-up.
@@ -155,11 +161,10 @@ class replica_fetcher {
   const base::clock& clock_;
   runtime::shard_runtime& runtime_;
   rpc::transport* cluster_transport_;
-  replication_throttles& throttles_;
   const std::atomic<bool>& stopping_;
   replica_fetch_server& leader_side_;
   /// Timers hold a weak reference: one that fires after the fetcher is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
 };
 
-}  // namespace ringlog::broker::detail
+}  // namespace ringlog::partition
