@@ -7,7 +7,18 @@
 // delivery report; e2e = scheduled send -> the consumer's poll returned it. Samples of the first
 // --warmup-seconds are dropped. Prints one JSON object. Not part of the build: the bench script
 // compiles it (c++ -O2 latency_client.cc -lrdkafka).
+//
+// Where a produce waits inside librdkafka (issue 32: the half-rate tail): with --stats-ms N
+// (default 1000; 0 = off) the producer's statistics (statistics.interval.ms) are read every N ms
+// of the measured period, and the JSON gains "rdkafka": per window (librdkafka's rolling windows,
+// microseconds turned into ms), the worst and the median window's p99 of int_latency (a record's
+// time in the partition queue before it is put into a request: linger and queueing), outbuf_latency
+// (a request's wait in the broker connection's output queue) and rtt (request sent -> answer
+// received: the network and the broker), the mean batch size in records, and the most requests
+// in flight seen on a broker connection (waitresp_cnt).
 #include <librdkafka/rdkafka.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -39,11 +50,13 @@ struct options {
   std::string acks = "all";
   std::string linger_ms = "1";
   std::string client_id = "rdkafka";   // librdkafka's default client.id
+  int stats_ms = 1000;
 };
 
 struct samples {
   std::vector<int64_t> ack_ns, e2e_ns;
   int64_t measure_from_ns = 0;
+  int64_t measure_until_ns = INT64_MAX;   // the end of sending (statistics windows after it are the drain)
 };
 
 samples g_samples;
@@ -59,6 +72,50 @@ void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
   int64_t scheduled = 0;
   std::memcpy(&scheduled, m->payload, sizeof scheduled);
   if (scheduled >= g_samples.measure_from_ns) g_samples.ack_ns.push_back(now_ns() - scheduled);
+}
+
+/// The producer's statistics windows of the measured period (see the file's comment).
+struct rdkafka_windows {
+  std::vector<double> int_latency_p99_ms, outbuf_latency_p99_ms, rtt_p99_ms, rtt_p50_ms, batch_records_avg;
+  int64_t waitresp_max = 0;
+};
+rdkafka_windows g_windows;
+
+/// stats[group][field] as a number, 0 when either is missing (brokers not yet up have no windows).
+double figure(const nlohmann::json& stats, const char* group, const char* field) {
+  const auto g = stats.find(group);
+  if (g == stats.end() || !g->is_object()) return 0;
+  const auto f = g->find(field);
+  return f != g->end() && f->is_number() ? f->get<double>() : 0;
+}
+
+/// statistics.interval.ms callback (called from rd_kafka_poll on the producer's thread): one
+/// window per broker connection that carried requests (nodeid >= 0, rtt.cnt > 0).
+int on_statistics(rd_kafka_t*, char* json, size_t json_len, void*) {
+  if (const int64_t now = now_ns(); now < g_samples.measure_from_ns || now > g_samples.measure_until_ns) return 0;
+  const auto stats = nlohmann::json::parse(json, json + json_len, nullptr, false);
+  if (stats.is_discarded()) return 0;
+  const nlohmann::json brokers = stats.value("brokers", nlohmann::json::object());
+  const nlohmann::json topics = stats.value("topics", nlohmann::json::object());
+  for (const auto& [name, b] : brokers.items()) {
+    if (b.value("nodeid", -1) < 0 || figure(b, "rtt", "cnt") == 0) continue;
+    g_windows.int_latency_p99_ms.push_back(figure(b, "int_latency", "p99") / 1e3);
+    g_windows.outbuf_latency_p99_ms.push_back(figure(b, "outbuf_latency", "p99") / 1e3);
+    g_windows.rtt_p99_ms.push_back(figure(b, "rtt", "p99") / 1e3);
+    g_windows.rtt_p50_ms.push_back(figure(b, "rtt", "p50") / 1e3);
+    g_windows.waitresp_max = std::max<int64_t>(g_windows.waitresp_max, b.value("waitresp_cnt", 0));
+  }
+  for (const auto& [name, t] : topics.items()) {
+    if (figure(t, "batchcnt", "cnt") > 0) g_windows.batch_records_avg.push_back(figure(t, "batchcnt", "avg"));
+  }
+  return 0;   // librdkafka frees the string
+}
+
+/// {"worst": max, "median": median} of per-window figures, -1 when there is none.
+nlohmann::json worst_and_median(std::vector<double> v) {
+  if (v.empty()) return {{"worst", -1}, {"median", -1}};
+  std::sort(v.begin(), v.end());
+  return {{"worst", v.back()}, {"median", v[v.size() / 2]}, {"windows", v.size()}};
 }
 
 void set(rd_kafka_conf_t* conf, const char* key, const std::string& value) {
@@ -85,6 +142,16 @@ std::string summary(std::vector<int64_t>& v) {
   return buf;
 }
 
+std::string rdkafka_summary() {
+  const nlohmann::json j = {{"int_latency_p99_ms", worst_and_median(g_windows.int_latency_p99_ms)},
+                            {"outbuf_latency_p99_ms", worst_and_median(g_windows.outbuf_latency_p99_ms)},
+                            {"rtt_p99_ms", worst_and_median(g_windows.rtt_p99_ms)},
+                            {"rtt_p50_ms", worst_and_median(g_windows.rtt_p50_ms)},
+                            {"batch_records_avg", worst_and_median(g_windows.batch_records_avg)},
+                            {"waitresp_max", g_windows.waitresp_max}};
+  return j.dump();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +168,7 @@ int main(int argc, char** argv) {
     else if (k == "--acks") o.acks = v;
     else if (k == "--linger-ms") o.linger_ms = v;
     else if (k == "--client-id") o.client_id = v;
+    else if (k == "--stats-ms") o.stats_ms = std::stoi(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -135,6 +203,10 @@ int main(int argc, char** argv) {
   set(pconf, "queue.buffering.max.messages", "1000000");
   set(pconf, "queue.buffering.max.kbytes", "1048576");
   rd_kafka_conf_set_dr_msg_cb(pconf, on_delivery);
+  if (o.stats_ms > 0) {
+    set(pconf, "statistics.interval.ms", std::to_string(o.stats_ms));
+    rd_kafka_conf_set_stats_cb(pconf, on_statistics);
+  }
   rd_kafka_t* producer = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, err, sizeof err);
   if (producer == nullptr) { std::fprintf(stderr, "producer: %s\n", err); return 2; }
   rd_kafka_topic_t* topic = rd_kafka_topic_new(producer, o.topic.c_str(), nullptr);
@@ -159,6 +231,7 @@ int main(int argc, char** argv) {
   const int64_t start = now_ns();
   const int64_t end = start + static_cast<int64_t>(o.seconds * 1e9);
   g_samples.measure_from_ns = start + static_cast<int64_t>(o.warmup_seconds * 1e9);
+  g_samples.measure_until_ns = end;
   const size_t expected = o.rate > 0 ? static_cast<size_t>(o.rate * o.seconds * 1.1) : 4'000'000;
   g_samples.ack_ns.reserve(expected);
   g_samples.e2e_ns.reserve(expected);
@@ -222,12 +295,12 @@ int main(int argc, char** argv) {
   reader.join();
   const double measured_s = static_cast<double>(sending_done - start) / 1e9;
   std::printf("{\"rate\": %.0f, \"sent\": %llu, \"acked\": %llu, \"consumed\": %llu, \"errors\": %llu, \"first_error\": \"%s\", "
-              "\"queue_full\": %llu, \"acked_per_s\": %.0f, \"ack\": %s, \"e2e\": %s}\n",
+              "\"queue_full\": %llu, \"acked_per_s\": %.0f, \"ack\": %s, \"e2e\": %s, \"rdkafka\": %s}\n",
               o.rate, static_cast<unsigned long long>(sent), static_cast<unsigned long long>(g_acked.load()),
               static_cast<unsigned long long>(consumed.load()), static_cast<unsigned long long>(g_errors.load()),
               g_first_error.c_str(), static_cast<unsigned long long>(queue_full),
               static_cast<double>(acked_at_end) / measured_s, summary(g_samples.ack_ns).c_str(),
-              summary(g_samples.e2e_ns).c_str());
+              summary(g_samples.e2e_ns).c_str(), rdkafka_summary().c_str());
   rd_kafka_topic_destroy(topic);
   rd_kafka_destroy(producer);
   rd_kafka_consumer_close(consumer);

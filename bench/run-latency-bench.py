@@ -11,7 +11,8 @@ broker's own breakdown of where the time went.
    times), 1 KiB incompressible values round-robin over PARTITIONS partitions, acks=all,
    linger.ms=1, one consumer assigned to every partition. Prints p50/p99/p99.9/max of the ack
    (scheduled send -> delivery report) and produce-to-consume (scheduled send -> consumer poll)
-   latencies, the client's own figures; then the broker's breakdown from /metrics
+   latencies, the client's own figures, and librdkafka's statistics (where a record waited inside
+   the client: its partition queue, the output buffer, the request's round trip); then the broker's breakdown from /metrics
    (ringlog_produce_latency_seconds by stage, the fetch wake-up and ringlog_log_fsync_duration_seconds)
    as a delta over the run: mean and p99 (the upper bound of the bucket holding the 99th sample).
 3. The same rates through ringlog's own Kafka load generator (`ringlog bench --transport kafka`,
@@ -346,6 +347,18 @@ def main():
             if "cpu" in r:
                 c = r["cpu"]
                 print(f"| {transport} | {rate:,.0f} | {c['machine_busy']:.0%} | {c['broker_cores']:.2f} | {c['client_cores']:.2f} |")
+        print("\nInside librdkafka (its statistics every second of each run: the worst and the median window's p99, "
+              "ms; int = a record's wait in its partition queue before a request takes it, outbuf = a request's wait "
+              "to be written, rtt = request written -> answer read, the network and the broker):\n")
+        print("| rate/s | int p99 worst | median | outbuf p99 worst | rtt p99 worst | median | rtt p50 median | "
+              "records per batch | most requests in flight |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for transport, rate, r in results:
+            k = r.get("rdkafka") if transport == "kafka" else None
+            if k:
+                print(f"| {rate:,.0f} | {k['int_latency_p99_ms']['worst']:.2f} | {k['int_latency_p99_ms']['median']:.2f} | "
+                      f"{k['outbuf_latency_p99_ms']['worst']:.2f} | {k['rtt_p99_ms']['worst']:.2f} | "
+                      f"{k['rtt_p99_ms']['median']:.2f} | {k['rtt_p50_ms']['median']:.2f} | "
+                      f"{k['batch_records_avg']['median']:.1f} | {k['waitresp_max']} |")
         for transport, rate, r in results:
             if "breakdown" in r:
                 print(f"\nBroker breakdown, {transport} at {rate:,.0f}/s (delta of /metrics over the run):")
