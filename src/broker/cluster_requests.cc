@@ -18,6 +18,8 @@
 
 namespace ringlog::broker::detail {
 
+namespace error_codes = protocol::error_codes;
+
 metadata_writer::metadata_writer(const broker_config& config, runtime::shard_runtime& runtime,
                                  rpc::transport* cluster_transport,
                                  const std::unique_ptr<controller::metadata_quorum>& quorum,
@@ -97,16 +99,16 @@ void metadata_writer::handle_envelope(const protocol::request_header_data& heade
     respond_with(header, response, respond);
   };
   if (quorum_->leader_id() != config_.node_id) {
-    return answer(kafka_code_not_controller,
+    return answer(error_codes::code_not_controller,
                   "node " + std::to_string(config_.node_id) + " is not the active controller", 0);
   }
   write_entry(std::move(request->request_data), [answer](result<int64_t> r) mutable {
     if (!r.ok()) {
-      const int16_t code = r.error().code == errc::not_controller      ? kafka_code_not_controller
-                           : r.error().code == errc::request_timed_out ? kafka_code_request_timed_out
+      const int16_t code = r.error().code == errc::not_controller      ? error_codes::code_not_controller
+                           : r.error().code == errc::request_timed_out ? error_codes::code_request_timed_out
                            : r.error().code == errc::duplicate_broker_registration
-                               ? protocol::error_codes::code_duplicate_broker_registration
-                               : protocol::error_codes::code_invalid_request;
+                               ? error_codes::code_duplicate_broker_registration
+                               : error_codes::code_invalid_request;
       return answer(code, r.error().message, 0);
     }
     answer(0, "", r.value());
@@ -151,9 +153,9 @@ void metadata_writer::write_entry(std::vector<std::byte> payload, std::function<
           auto response = protocol::envelope_response_data::decode(rd, 0);
           if (!response.ok()) return done(error{errc::unknown_server_error, "envelope response: " + response.error().message});
           const std::string message = response->error_message.value_or("the active controller refused the write");
-          if (response->error_code == kafka_code_not_controller) return done(error{errc::not_controller, message});
-          if (response->error_code == kafka_code_request_timed_out) return done(error{errc::request_timed_out, message});
-          if (response->error_code == protocol::error_codes::code_duplicate_broker_registration) {
+          if (response->error_code == error_codes::code_not_controller) return done(error{errc::not_controller, message});
+          if (response->error_code == error_codes::code_request_timed_out) return done(error{errc::request_timed_out, message});
+          if (response->error_code == error_codes::code_duplicate_broker_registration) {
             return done(error{errc::duplicate_broker_registration, message});
           }
           if (response->error_code != 0) return done(error{errc::invalid_request, message});

@@ -34,9 +34,6 @@ using ::ringlog::partition::internal_append_timeout_ms;   // partition/constants
 /// Kafka's api keys used between brokers here (the schemas are in src/protocol/schemas).
 inline constexpr int16_t envelope_api_key = 58;            // KIP-590 forwarding to the active controller
 inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
-inline constexpr int16_t kafka_code_not_controller = 41;
-inline constexpr int16_t kafka_code_not_leader_or_follower = 6;
-inline constexpr int16_t kafka_code_request_timed_out = 7;
 /// At most one log line per this many ms says this node's registration was refused as a duplicate
 /// (DUPLICATE_BROKER_REGISTRATION): start-up retries every second and a running broker
 /// every heartbeat, for as long as the other process's session lives (up to

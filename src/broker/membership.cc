@@ -17,6 +17,7 @@
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/errc.h"
 #include "ringlog/controller/metadata_entry.h"
+#include "ringlog/protocol/error_codes.h"
 
 namespace ringlog::broker::detail {
 
@@ -108,7 +109,7 @@ protocol::broker_heartbeat_response_data active_controller::controller_heartbeat
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   protocol::broker_heartbeat_response_data response;
   if (!active()) {
-    response.error_code = kafka_code_not_controller;
+    response.error_code = protocol::error_codes::code_not_controller;
     return response;
   }
   auto answer = broker_heartbeats_.answer(*metadata_.controller_view()->image, request, clock_.monotonic_ms());

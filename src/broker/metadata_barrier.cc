@@ -16,6 +16,7 @@
 #include "produce_pipeline.h"
 #include "rpc_messages.h"
 #include "ringlog/base/assert.h"
+#include "ringlog/protocol/error_codes.h"
 
 namespace ringlog::broker::detail {
 
@@ -165,7 +166,7 @@ void metadata_barrier::handle_describe_quorum(const protocol::request_header_dat
   // Only the leader knows the quorum's high watermark for sure (KIP-595: DescribeQuorum is
   // answered by the leader; others say NOT_LEADER_OR_FOLLOWER).
   if (q.leader_id != node_id_) {
-    p.error_code = kafka_code_not_leader_or_follower;
+    p.error_code = protocol::error_codes::code_not_leader_or_follower;
   } else {
     p.high_watermark = q.high_watermark;
   }

@@ -11,6 +11,7 @@
 #include "metadata_publisher.h"
 #include "rpc_messages.h"
 #include "ringlog/base/assert.h"
+#include "ringlog/protocol/error_codes.h"
 
 namespace ringlog::broker::detail {
 namespace {
@@ -33,7 +34,7 @@ void active_controller::allocate_producer_ids(const protocol::allocate_producer_
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   protocol::allocate_producer_ids_response_data response;
   if (!active()) {
-    response.error_code = kafka_code_not_controller;
+    response.error_code = protocol::error_codes::code_not_controller;
     return done(std::move(response));
   }
   auto block = producer_id_control_.generate_next_block(*metadata_.controller_view()->image, request.broker_id,

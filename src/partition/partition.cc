@@ -9,6 +9,7 @@
 
 #include "ringlog/partition/constants.h"
 #include "ringlog/partition/partition.h"
+#include "ringlog/protocol/error_codes.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
@@ -16,9 +17,8 @@
 namespace ringlog::partition {
 namespace {
 
-// Kafka's error codes on the wire between brokers (as replication.cc sends them).
-constexpr int16_t code_offset_out_of_range = 1;
-constexpr int16_t code_not_leader_or_follower = 6;
+using protocol::error_codes::code_not_leader_or_follower;
+using protocol::error_codes::code_offset_out_of_range;
 
 }  // namespace
 
