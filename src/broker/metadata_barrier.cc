@@ -57,32 +57,58 @@ void metadata_barrier::post_caught_up(std::function<void()> then) {
     // leader or no transport, plan against this image (as before): the commit checks the
     // partition epochs it names, and the refusal says to retry when there is no leader.
     if (leader < 0 || leader == node_id_ || cluster_transport_ == nullptr) return then();
-    protocol::describe_quorum_request_data request;
-    protocol::describe_quorum_request_data::topic_data topic;
-    topic.topic_name = "__cluster_metadata";
-    topic.partitions.emplace_back().partition_index = 0;
-    request.topics.push_back(std::move(topic));
-    cluster_transport_->send(
-        leader, protocol::describe_quorum_request_data::api_key, describe_quorum_version,
-        encode_body(request, describe_quorum_version), metadata_barrier_timeout_ms,
-        [this, then = std::move(then), alive = std::weak_ptr<int>(lifetime_)](rpc::result<protocol::bytes> r) mutable {
-          if (!alive.lock()) return;
-          int64_t high_watermark = -1;
-          if (r.ok()) {
-            protocol::reader rd(r.value());
-            auto decoded = protocol::describe_quorum_response_data::decode(rd, describe_quorum_version);
-            if (decoded.ok() && decoded->error_code == 0 && decoded->topics.size() == 1 &&
-                decoded->topics[0].partitions.size() == 1 && decoded->topics[0].partitions[0].error_code == 0) {
-              high_watermark = decoded->topics[0].partitions[0].high_watermark;
-            }
-          }
-          runtime_.post(controller_shard, [this, high_watermark, then = std::move(then)]() mutable {
-            // The leader did not answer (moved, unreachable): plan against this image, as before.
-            if (high_watermark <= 0) return then();
-            metadata_.apply_queue().await_applied(high_watermark - 1, [then = std::move(then)](result<void>) { then(); });
-          });
-        });
+    next_round_.push_back(std::move(then));
+    if (!asking_) ask_quorum_leader();
   });
+}
+
+// One DescribeQuorum in flight at a time, on the controller shard: the callers that arrive while
+// one is out wait for the next, which is sent after they arrived, so its high watermark covers
+// everything committed when each of them called. A burst of calls (a WebSocket pipelining
+// produces to thousands of unknown topics) costs two requests, not one each: one each filled the
+// cluster connection that Raft, heartbeats and replica fetches share (1,024 waiting requests) and
+// got a node fenced (breaker, session 28).
+void metadata_barrier::ask_quorum_leader() {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+  std::vector<std::function<void()>> round;
+  round.swap(next_round_);
+  const int32_t leader = quorum_ ? quorum_->leader_id() : -1;
+  if (leader < 0 || leader == node_id_ || cluster_transport_ == nullptr) {
+    for (auto& then : round) then();
+    return;
+  }
+  asking_ = true;
+  protocol::describe_quorum_request_data request;
+  protocol::describe_quorum_request_data::topic_data topic;
+  topic.topic_name = "__cluster_metadata";
+  topic.partitions.emplace_back().partition_index = 0;
+  request.topics.push_back(std::move(topic));
+  auto waiting = std::make_shared<std::vector<std::function<void()>>>(std::move(round));
+  cluster_transport_->send(
+      leader, protocol::describe_quorum_request_data::api_key, describe_quorum_version,
+      encode_body(request, describe_quorum_version), metadata_barrier_timeout_ms,
+      [this, waiting, alive = std::weak_ptr<int>(lifetime_)](rpc::result<protocol::bytes> r) mutable {
+        if (!alive.lock()) return;
+        int64_t high_watermark = -1;
+        if (r.ok()) {
+          protocol::reader rd(r.value());
+          auto decoded = protocol::describe_quorum_response_data::decode(rd, describe_quorum_version);
+          if (decoded.ok() && decoded->error_code == 0 && decoded->topics.size() == 1 &&
+              decoded->topics[0].partitions.size() == 1 && decoded->topics[0].partitions[0].error_code == 0) {
+            high_watermark = decoded->topics[0].partitions[0].high_watermark;
+          }
+        }
+        runtime_.post(controller_shard, [this, high_watermark, waiting]() mutable {
+          asking_ = false;
+          if (!next_round_.empty()) ask_quorum_leader();
+          const auto run_all = [waiting] {
+            for (auto& then : *waiting) then();
+          };
+          // The leader did not answer (moved, unreachable): plan against this image, as before.
+          if (high_watermark <= 0) return run_all();
+          metadata_.apply_queue().await_applied(high_watermark - 1, [run_all](result<void>) { run_all(); });
+        });
+      });
 }
 
 // ---------------------------------------------------------------- a topic this node has not learned of
@@ -95,40 +121,18 @@ void metadata_barrier::post_caught_up(std::function<void()> then) {
 
 void metadata_barrier::produce(produce_request request, std::function<void(result<produce_response>)> done) {
   std::string topic = request.topic;
-  bool waits = false;
-  {
-    std::lock_guard lock(waiting_mutex_);
-    if (auto it = waiting_produces_.find(topic); it != waiting_produces_.end()) {
-      // Earlier produces of this topic wait on the barrier: this one goes after them (a session
-      // 27 run stored a WebSocket's pipelined records 0, 2, 3, 4, 1: 2-4 found the topic known
-      // while 1 was still waiting).
-      it->second.push_back({std::move(request), std::move(done)});
-      return;
-    }
-    if (!metadata_.find_topic(topic)) {
-      waiting_produces_[topic].push_back({std::move(request), std::move(done)});
-      waits = true;
-    }
-  }
-  if (!waits) return produce_.produce_known(std::move(request), std::move(done));
-  post_caught_up([this, topic = std::move(topic)] { drain_waiting_produces(topic); });
-}
-
-void metadata_barrier::drain_waiting_produces(const std::string& topic) {
-  while (true) {
-    std::deque<waiting_produce> ready;
-    {
-      std::lock_guard lock(waiting_mutex_);
-      auto it = waiting_produces_.find(topic);
-      RINGLOG_ASSERT(it != waiting_produces_.end(), "only the barrier that made the entry removes it");
-      if (it->second.empty()) {
-        waiting_produces_.erase(it);
-        return;
-      }
-      ready.swap(it->second);
-    }
-    for (auto& w : ready) produce_.produce_known(std::move(w.request), std::move(w.done));
-  }
+  bool opened = false;
+  auto held = waiting_produces_.join_or_open(topic, {std::move(request), std::move(done)},
+                                             [&] { return !metadata_.find_topic(topic); }, opened);
+  if (!held) return;   // behind earlier produces of this topic that wait on the barrier
+  if (!opened) return produce_.produce_known(std::move(held->request), std::move(held->done));
+  auto first = std::make_shared<held_produce>(std::move(*held));
+  post_caught_up([this, topic = std::move(topic), first] {
+    produce_.produce_known(std::move(first->request), std::move(first->done));
+    waiting_produces_.drain(topic, [this](held_produce&& h) {
+      produce_.produce_known(std::move(h.request), std::move(h.done));
+    });
+  });
 }
 
 void metadata_barrier::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {

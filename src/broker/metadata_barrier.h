@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "metadata.h"
+#include "produce_lines.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
 #include "ringlog/protocol/messages.h"
@@ -60,6 +61,11 @@ class metadata_barrier {
   void handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);
 
+  /// Sends one DescribeQuorum to the quorum's leader for the callers in next_round_ (controller
+  /// shard); when it answers, they wait for that high watermark to be applied, and the callers
+  /// that came meanwhile get the next request.
+  void ask_quorum_leader();
+
   const std::unique_ptr<controller::metadata_quorum>& quorum_;
   metadata_publisher& metadata_;   // the views and the applied entries (metadata_publisher.h)
   produce_pipeline& produce_;
@@ -69,16 +75,15 @@ class metadata_barrier {
   const int32_t node_id_;
   /// Posted answers hold a weak reference: one that runs after the barrier is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
-  /// Produces waiting on the barrier, per topic, in call order (any shard's thread calls produce).
-  /// An entry exists from the first produce that waits until its barrier drained every one.
-  struct waiting_produce {
-    produce_request request;
-    std::function<void(result<produce_response>)> done;
-  };
-  std::mutex waiting_mutex_;   // guards waiting_produces_
-  std::map<std::string, std::deque<waiting_produce>> waiting_produces_;
-  /// After the barrier: the produces of `topic` to produce_known, oldest first, until none is left.
-  void drain_waiting_produces(const std::string& topic);
+  /// Produces waiting on the barrier, per topic, in call order (any shard's thread calls produce):
+  /// a line opens with the first produce of a topic this node does not know and drains after
+  /// the barrier; a later produce of the topic joins it even once the topic is known.
+  produce_lines waiting_produces_;
+  /// Controller shard only: whether a DescribeQuorum is out, and the callers of post_caught_up
+  /// that arrived since it was sent (they wait for the next one). Bounded by the callers' own
+  /// bounds on calls in flight.
+  bool asking_ = false;
+  std::vector<std::function<void()>> next_round_;
 };
 
 }  // namespace ringlog::broker::detail

@@ -28,6 +28,7 @@
 #include "leader_forwarder.h"
 #include "metadata.h"
 #include "metadata_barrier.h"
+#include "produce_lines.h"
 #include "ringlog/base/clock.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/partition/partition_manager.h"
@@ -165,17 +166,9 @@ class produce_pipeline {
   /// The transaction coordinators (null before start): AddPartitionsToTxn of a transactional produce.
   const std::unique_ptr<txn_service>& txns_;
   const std::atomic<bool>& stopping_;
-  // Produces to a topic that a produce is auto-creating wait here, in call order, until the
-  // creating produce went to the shards: none may overtake it, so a client that pipelines
-  // produces (WebSocket) finds its records stored in the order it sent them. Bounded by what
-  // the callers have in flight (ws_produce_in_flight_max per socket, one per HTTP request).
-  struct parked_produce {
-    produce_request request;
-    std::function<void(result<produce_response>)> done;
-  };
-  std::mutex auto_create_mutex_;   // guards auto_creating_
-  std::map<std::string, std::deque<parked_produce>> auto_creating_;
-  std::atomic<size_t> auto_creating_count_{0};   // auto_creating_.size(): produce skips the lock at 0
+  /// Produces to a topic that a produce is auto-creating wait here, in call order, until the
+  /// creating produce went to the shards: none may overtake it (produce_lines.h).
+  produce_lines auto_creating_;
 };
 
 }  // namespace ringlog::broker::detail
