@@ -31,12 +31,47 @@ inline std::optional<int32_t> json_partition(const nlohmann::json& v) {
 /// How json_partition's refusals name the range.
 inline constexpr const char* json_partition_range = "an integer in [0, 2147483647]";
 
+/// The deepest nesting of objects and arrays a JSON request body or WebSocket message may have:
+/// simdjson's default max_depth, which the simdjson-parsed routes already enforce, so every door
+/// refuses the same depth. nlohmann parses any depth but copies and dumps recursively: a
+/// WebSocket message nested 100,000 deep overflowed the broker's stack (breaker, session 28).
+inline constexpr size_t json_nesting_depth_max = 1024;
+
+/// Whether `text` nests objects and arrays deeper than `limit` (brackets inside strings, escaped
+/// quotes included, do not count). Linear, no allocation; stops at the first level past `limit`.
+inline bool json_nests_deeper_than(std::string_view text, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char ch : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > limit) return true;
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 /// `text` parsed as one JSON value, or a discarded value (is_discarded()) with `refusal` set:
 /// 422 naming a number out of a 64-bit reader's range (json_number_out_of_range_message; nlohmann
 /// calls 1e400 an overflow, simdjson's routes refuse it the same way), else 400 "malformed JSON
 /// <what>: <the parser's reason>" without nlohmann's "[json.exception...]" prefix, e.g. "syntax
-/// error while parsing value - invalid literal; last read: 'x'". `what`: "request body", "message".
+/// error while parsing value - invalid literal; last read: 'x'", or 400 "malformed JSON <what>:
+/// objects and arrays nested deeper than 1024 levels" (json_nesting_depth_max). `what`: "request
+/// body", "message".
 inline nlohmann::json parse_json(std::string_view text, std::string_view what, api_error& refusal) {
+  if (json_nests_deeper_than(text, json_nesting_depth_max)) {
+    refusal = {400, error_codes::bad_request,
+               "malformed JSON " + std::string(what) + ": objects and arrays nested deeper than " +
+                   std::to_string(json_nesting_depth_max) + " levels (json_nesting_depth_max)"};
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::out_of_range&) {

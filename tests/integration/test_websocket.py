@@ -224,6 +224,34 @@ def test_bad_messages_get_errors_or_a_close_with_a_reason(broker, topic_name):
     run(go())
 
 
+def test_a_message_nested_too_deep_is_closed_with_1007_and_the_broker_stays_up(broker, topic_name):
+    """A message whose value, id, header or subscribe id nests 100,000 deep overflowed the broker's
+    stack (nlohmann copies and dumps recursively; breaker, session 28): every door now refuses JSON
+    nested deeper than simdjson's 1024 levels, and 1,000 levels still pass."""
+    deep = "[" * 100_000 + "]" * 100_000
+    messages = ['{"type":"produce","topic":"%s","format":"json","value":%s}' % (topic_name, deep),
+                '{"type":"produce","topic":"%s","id":%s,"value":null}' % (topic_name, deep),
+                '{"type":"produce","topic":"%s","value":null,"headers":[{"key":"h","value":%s}]}' % (topic_name, deep),
+                '{"type":"subscribe","topic":"%s","offset":0,"id":%s}' % (topic_name, deep)]
+
+    async def go():
+        for text in messages:
+            async with websockets.connect(ws_url(broker), max_size=None) as ws:
+                await ws.send(text)
+                try:
+                    await recv(ws)
+                    raise AssertionError("expected a close")
+                except websockets.ConnectionClosed as closed:
+                    assert closed.code == 1007 and "nested deeper than 1024" in closed.reason, (closed.code, closed.reason)
+        async with websockets.connect(ws_url(broker)) as ws:   # the broker is up; 1,000 levels are a value
+            await ws.send('{"type":"produce","topic":"%s","format":"json","id":1,"value":%s}'
+                          % (topic_name, "[" * 1000 + "]" * 1000))
+            m = await recv(ws)
+            assert m["type"] == "produce_ack" and m["id"] == 1, m
+
+    run(go())
+
+
 def test_group_join_receives_assignment_and_records_and_commits(broker, topic_name):
     broker.create_topic(topic_name, partitions=2)
     group = "ws-" + topic_name
