@@ -367,6 +367,13 @@ void leader_forwarder::forward_produce(int32_t leader, const model::topic_partit
           return produce_to_new_leader(leader, leader_epoch_in(*metadata_.view(), tp), tp, std::move(batch), acks,
                                        deadline_ms, std::move(done));
         }
+        if (!r.ok() && r.error().code == rpc::errc::too_many_in_flight) {
+          // Refused here before a byte was written: the write did not happen (the breaker of
+          // session 28 saw "did not answer ... may or may not be stored" for these).
+          return done(error{errc::not_leader_or_follower, "this broker did not pass the write on to " +
+                                                              leader_name(leader, tp) + ": " + r.error().message +
+                                                              "; nothing was sent or stored: retry"});
+        }
         if (!r.ok()) return done(unreachable_write(leader, tp, r.error().message));
         protocol::reader rd(r.value());
         auto decoded = protocol::produce_response_data::decode(rd, forward_produce_version);
@@ -530,10 +537,14 @@ void leader_forwarder::forward_fetch(int32_t leader, const std::shared_ptr<const
         }
         auto& p = decoded->responses[0].partitions[0];
         if (p.error_code == kafka_error_code(errc::offset_out_of_range)) {
+          // The leader's refusal carries no bounds (its answer leaves them at -1 and 0): name the
+          // leader rather than print those (breaker, session 28: "log_start_offset -1,
+          // high_watermark 0" for a log holding 0-4).
+          const std::string bounds = p.log_start_offset >= 0 ? ": log_start_offset " + std::to_string(p.log_start_offset) +
+                                                                   ", high_watermark " + std::to_string(p.high_watermark)
+                                                             : " on its leader, " + leader_name(leader, tp);
           return done(error{errc::offset_out_of_range,
-                            "offset " + std::to_string(request.fetch_offset.value()) +
-                                " is outside the log: log_start_offset " + std::to_string(p.log_start_offset) +
-                                ", high_watermark " + std::to_string(p.high_watermark)});
+                            "offset " + std::to_string(request.fetch_offset.value()) + " is outside the log" + bounds});
         }
         if (p.error_code == kafka_error_code(errc::not_leader_or_follower) && p.current_leader.leader_epoch >= 0 &&
             !rerouted && !alive.expired()) {
