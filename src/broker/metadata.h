@@ -30,6 +30,11 @@
 #include "ringlog/partition/partition.h"
 #include "ringlog/partition/topic_state.h"
 
+namespace ringlog::partition {
+template <class View>
+class metadata_publisher;   // ringlog/partition/metadata_publisher.h
+}  // namespace ringlog::partition
+
 namespace ringlog::broker {
 
 // The active controller's pure decisions (src/controller: placement, elections, reassignment,
@@ -107,6 +112,10 @@ model::record metadata_log_record(std::span<const protocol::metadata_record> rec
 error from_controller(const controller::error& e);
 
 namespace detail {
+/// The metadata publisher for the broker's view: the quorum's state machine, the views, the
+/// replicas following them (src/broker/metadata_publisher.h; the class is the partition module's).
+using metadata_publisher = ::ringlog::partition::metadata_publisher<metadata_view>;
+
 /// The broker's log lines (broker_dependencies::log; none when it is empty), a value each part
 /// keeps: info and error lines.
 class broker_log {
