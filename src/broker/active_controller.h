@@ -47,7 +47,6 @@ namespace ringlog::broker::detail {
 
 class broker_lifecycle;
 class metadata_barrier;
-class metadata_publisher;
 class metadata_writer;
 class replica_manager;
 

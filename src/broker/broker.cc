@@ -36,7 +36,6 @@ controller::uuid new_topic_id(base::random_source& random) {
   return id;
 }
 
-std::string unknown_topic_message(const std::string& topic) { return "topic '" + topic + "' does not exist"; }
 
 /// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
 error shard_busy(size_t shard) {

@@ -118,7 +118,16 @@ class broker_parts final : public metadata_publisher_host {
   void start_coordinators(std::function<void(result<void>)> done);
   /// Handlers of requests from other nodes (on the cluster listener), before it serves.
   void register_cluster_handlers();
-  // metadata_publisher_host
+  // metadata_publisher_host: the broker's view, records and configs (metadata_publisher.cc), and
+  // the observers.
+  [[nodiscard]] std::shared_ptr<const metadata_view> make_view(
+      const metadata_view& previous, std::shared_ptr<const controller::metadata_image> image) const override;
+  [[nodiscard]] result<std::vector<protocol::metadata_record>> metadata_records(
+      const controller::metadata_image& image, const model::record& record) const override;
+  [[nodiscard]] result<storage::log_config> log_config(const metadata_view& view,
+                                                       const controller::topic_image& topic) const override;
+  [[nodiscard]] bool topic_defaults_changed(const metadata_view& before, const metadata_view& after) const override;
+  [[nodiscard]] bool acls_changed(const metadata_view& before, const metadata_view& after) const override;
   void on_metadata_leader_change(int32_t leader_id) override { controller_.on_leader_change(leader_id); }
   void on_view_published(const metadata_view& view) override { forwarder_.fail_moved_forwards(view); }
   void on_topic_deleted(const std::string& topic) override {
@@ -147,9 +156,9 @@ class broker_parts final : public metadata_publisher_host {
   /// The metadata quorum's state machine: the views and the replicas following the applied
   /// entries (metadata_publisher.h).
   metadata_publisher publisher_{*this,
-                                broker_log(deps_.log),
+                                deps_.log,
                                 deps_.runtime,
-                                config_,
+                                config_.node_id,
                                 partition_managers_,
                                 log_directory{.fs = deps_.fs, .path = config_.log_dir, .log = deps_.log},
                                 deps_.cluster_transport,

@@ -10,7 +10,7 @@
 
 namespace ringlog::broker::detail {
 
-inline constexpr size_t controller_shard = 0;
+using ::ringlog::partition::controller_shard;   // partition/constants.h
 using ::ringlog::partition::entry_failures_max;   // partition/constants.h
 /// ACLs one CreateAcls/DeleteAcls call may add or remove: one metadata entry holds them all
 /// (metadata_entry_records_max is the hard bound); kafka-acls.sh sends a few per call.

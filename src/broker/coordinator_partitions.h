@@ -32,7 +32,6 @@
 
 namespace ringlog::broker::detail {
 
-class metadata_publisher;
 class metadata_writer;
 
 class coordinator_partitions final : public group_host, public txn_host {

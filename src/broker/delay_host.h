@@ -35,7 +35,6 @@ namespace ringlog::broker::detail {
 
 class coordinator_partitions;
 class metadata_barrier;
-class metadata_publisher;
 class produce_pipeline;
 class replica_manager;
 

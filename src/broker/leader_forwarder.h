@@ -33,7 +33,6 @@
 namespace ringlog::broker::detail {
 
 class fetch_service;
-class metadata_publisher;
 class produce_pipeline;
 
 /// The partition's leader (this node or another), or not_leader_or_follower when it has none.

@@ -28,6 +28,12 @@
 #include "ringlog/controller/replication_control.h"
 #include "ringlog/model/record.h"
 #include "ringlog/partition/partition.h"
+#include "ringlog/partition/topic_state.h"
+
+namespace ringlog::partition {
+template <class View>
+class metadata_publisher;   // ringlog/partition/metadata_publisher.h
+}  // namespace ringlog::partition
 
 namespace ringlog::broker {
 
@@ -56,18 +62,8 @@ using controller::renew_stale_leadership;
 using controller::topic_config;
 using controller::usable_brokers;
 using partition::partition_stats;
-
-/// A topic as the data path sees it: its image and the broker's live figures for it. Immutable
-/// once published (only the atomics inside change); a new one is built when the topic changes,
-/// sharing the stats of the partitions it keeps.
-struct topic_state {
-  std::shared_ptr<const controller::topic_image> image;
-  bool is_internal = false;
-  std::vector<std::shared_ptr<partition_stats>> partitions;     // index = partition id
-  std::shared_ptr<std::atomic<uint32_t>> next_keyless_partition;  // shared by every state of the topic
-  [[nodiscard]] int32_t partitions_count() const { return static_cast<int32_t>(image->partitions.size()); }
-  [[nodiscard]] const std::string& name() const { return image->name; }
-};
+/// A topic as the data path sees it (ringlog/partition/topic_state.h).
+using partition::topic_state;
 
 /// The metadata a shard reads without a lock: one immutable value, replaced as a whole.
 struct metadata_view {
@@ -116,6 +112,10 @@ model::record metadata_log_record(std::span<const protocol::metadata_record> rec
 error from_controller(const controller::error& e);
 
 namespace detail {
+/// The metadata publisher for the broker's view: the quorum's state machine, the views, the
+/// replicas following them (src/broker/metadata_publisher.h; the class is the partition module's).
+using metadata_publisher = ::ringlog::partition::metadata_publisher<metadata_view>;
+
 /// The broker's log lines (broker_dependencies::log; none when it is empty), a value each part
 /// keeps: info and error lines.
 class broker_log {
@@ -138,8 +138,8 @@ inline const broker_config& live_config(const metadata_view& view, const broker_
   return view.config ? *view.config : static_config;
 }
 
-/// "topic 'NAME' does not exist": the text of unknown_topic_or_partition for a topic (broker.cc).
-std::string unknown_topic_message(const std::string& topic);
+/// "topic 'NAME' does not exist": the text of unknown_topic_or_partition for a topic.
+using ::ringlog::partition::unknown_topic_message;
 /// A random (version 4) UUID from `random`: topic, incarnation and ACL ids (broker.cc).
 controller::uuid new_topic_id(base::random_source& random);
 /// unknown_topic_or_partition naming the partition and the topic's partition count.

@@ -26,7 +26,6 @@
 namespace ringlog::broker::detail {
 
 class fetch_service;
-class metadata_publisher;
 class produce_pipeline;
 
 class metadata_barrier {

@@ -1,183 +1,22 @@
 #pragma once
-// The metadata publisher (issue 28 stage D; Kafka's MetadataLoader + BrokerMetadataPublisher, the
-// replica side of ReplicaManager.applyDelta): the metadata quorum's state machine on this node.
-// Each committed entry is checked and applied to the controller shard's view, then, one entry at
-// a time in offset order (metadata_apply_queue), the new view is published to every shard
-// (shard_views) and this node's replicas follow it: opened, dropped, reconfigured, their leader,
-// ISR and epoch applied (partition_manager::apply_partition_state). Its files:
-//   metadata_apply.cc      the quorum_state_machine calls, the apply jobs, the peers' addresses
-//   partition_reconcile.cc one applied entry's changes to the replicas of the touched topics
-// It reaches the broker only through metadata_publisher_host, never through broker_impl.
-// Everything here runs on the controller shard unless a function says otherwise. Private to the
-// broker module.
-
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <span>
-#include <string>
-#include <vector>
+// The metadata publisher for the broker's view (issue 28 stage D): the class is the partition
+// module's (ringlog/partition/metadata_publisher.h, a template over the view it publishes, so it
+// never sees the broker's configs, ACLs and quotas); metadata.h names it `metadata_publisher` and
+// this header gives its members and the host interface, which broker_parts implements
+// (make_view, metadata_log_records and the topics' log configs over the broker's config, and the
+// observers). The one instantiation is metadata_publisher.cc's. Private to the broker module.
 
 #include "constants.h"
 #include "metadata.h"
 #include "partition.h"
-#include "ringlog/base/assert.h"
-#include "ringlog/broker/broker.h"
-#include "ringlog/controller/metadata_quorum.h"
-#include "ringlog/rpc/transport.h"
-#include "ringlog/runtime/shard_runtime.h"
+#include "ringlog/partition/metadata_publisher.h"
 
 namespace ringlog::broker::detail {
 
 /// What the metadata publisher reaches in the broker (broker_parts implements it).
-class metadata_publisher_host {
- public:
-  virtual ~metadata_publisher_host() = default;
-  /// An entry applied or the quorum's leader changed: start-up steps waiting on the metadata
-  /// look again (start_up.cc).
-  virtual void run_metadata_rechecks() = 0;
-  /// The quorum's known leader changed (-1: none known now): the active controller's side follows.
-  virtual void on_metadata_leader_change(int32_t leader_id) = 0;
-  /// `view` is on every shard, before the replicas follow it: calls forwarded to a leader that
-  /// `view` no longer names fail now (forwarding.cc's fail_moved_forwards).
-  virtual void on_view_published(const metadata_view& view) = 0;
-  /// The group service's: `topic` was deleted (its committed offsets go with it); the set of
-  /// topics or the ACLs changed (pattern subscriptions match again). Nothing on a node without
-  /// groups (a dedicated controller).
-  virtual void on_topic_deleted(const std::string& topic) = 0;
-  virtual void on_topics_changed() = 0;
-};
-
-class metadata_publisher final : public controller::quorum_state_machine {
- public:
-  /// `config`: the static broker config (the dynamic broker configs of the image go on top of it
-  /// in each view); `managers[i]`: shard i's replicas (touched only on shard i); `dir`: log.dirs,
-  /// for the stray replicas removed at start-up; `cluster_transport` (null in a single process)
-  /// learns the brokers' "cluster" endpoints unless `is_voter(id)` (a voter's address is
-  /// controller.quorum.voters'). Every reference outlives this.
-  metadata_publisher(metadata_publisher_host& host, broker_log log, runtime::shard_runtime& runtime,
-                     const broker_config& config, const std::vector<std::unique_ptr<partition_manager>>& managers,
-                     log_directory dir, rpc::transport* cluster_transport, std::function<bool(int32_t)> is_voter)
-      : host_(host),
-        log_(std::move(log)),
-        runtime_(runtime),
-        config_(config),
-        managers_(managers),
-        dir_(std::move(dir)),
-        cluster_transport_(cluster_transport),
-        is_voter_(std::move(is_voter)) {}
-
-  // quorum_state_machine (metadata_apply.cc), on the controller shard.
-  /// Each entry's records applied as a whole to the controller view, or refused as a whole
-  /// (apply_queue().entry_failed: invalid_request naming the offset), the same on every node.
-  void apply(std::span<const controller::committed_entry> entries) override;
-  std::vector<uint8_t> snapshot() override;
-  /// A snapshot that does not decode is a bug (the quorum checked its CRC): asserts.
-  void load_snapshot(std::span<const uint8_t> payload, int64_t end_offset) override;
-  void applied_through(int64_t end_offset) override;
-  void on_leader_change(int32_t leader_id, int32_t epoch) override;
-
-  /// Start-up, once this node caught up with the quorum: removes stray replica directories, opens
-  /// every partition this node holds as of the controller view, one topic after another, and from
-  /// then on reconciles every applied entry. `done` once that job ran: ok or the first failure
-  /// (the topics after it are not opened); possibly on another shard.
-  void open_all_partitions(std::function<void(result<void>)> done);
-
-  /// The metadata the calling thread may read: its shard's view, or the latest outside the shards.
-  [[nodiscard]] std::shared_ptr<const metadata_view> view() const { return views_.current(); }
-  [[nodiscard]] const shard_views<metadata_view>& views() const { return views_; }
-  /// Controller shard: the view as of the last applied entry, ahead of the shards' while a
-  /// publish is on its way; replaced, never changed.
-  [[nodiscard]] const std::shared_ptr<const metadata_view>& controller_view() const { return controller_view_; }
-  /// The topic `name` as of the calling thread's view (view()), or null.
-  [[nodiscard]] std::shared_ptr<const topic_state> find_topic(const std::string& name) const {
-    auto v = view();
-    auto it = v->topics.find(name);
-    return it == v->topics.end() ? nullptr : it->second;
-  }
-  /// Controller shard: the topic `name` as of the last applied entry, or null.
-  [[nodiscard]] std::shared_ptr<const topic_state> controller_find_topic(const std::string& name) const {
-    RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
-    auto it = controller_view_->topics.find(name);
-    return it == controller_view_->topics.end() ? nullptr : it->second;
-  }
-  /// The applied entries' order and the writers waiting for theirs (await_applied).
-  [[nodiscard]] metadata_apply_queue& apply_queue() { return apply_queue_; }
-
- private:
-  /// One applied entry's publication and reconciliation, in offset order.
-  struct apply_job {
-    std::shared_ptr<const metadata_view> before;
-    std::shared_ptr<const metadata_view> after;
-    std::vector<std::string> touched;   // the topics the entry changed, added or removed
-    int64_t offset = 0;
-    bool reconcile = false;   // false before start-up opened the partitions (they are opened then)
-    bool open_all = false;    // start-up: open every partition of `after` this node holds
-  };
-  // metadata_apply.cc
-  /// Makes `after` (the view after entry `offset`, which touched `touched`) the controller view
-  /// and queues its job.
-  void advance(std::shared_ptr<const metadata_view> after, std::vector<std::string> touched, int64_t offset);
-  /// Queues `job` in apply_queue_ (run_apply_job when its turn comes).
-  void enqueue_apply_job(apply_job job);
-  /// Publishes `job`'s view, then reconciles the replicas (or opens them all at start-up);
-  /// `finish` on the controller shard.
-  void run_apply_job(const std::shared_ptr<apply_job>& job, std::function<void(result<void>)> finish);
-  /// Start-up's job: stray replicas removed, then every topic's partitions opened in order.
-  void open_every_partition(const metadata_view& view, std::function<void(result<void>)> finish);
-  /// Tells the cluster transport every registered broker's "cluster" endpoint (a broker-only node
-  /// is in no config: its registration is the only place its address is known).
-  void learn_peer_addresses(const controller::metadata_image& image);
-
-  // partition_reconcile.cc
-  /// Brings the shards' replicas in line with the topics named in `touched` after `before`: one
-  /// step per change, run in order; `done` with ok or the first failure after all ran.
-  void reconcile(const metadata_view& before, const metadata_view& after, const std::vector<std::string>& touched,
-                 std::function<void(result<void>)> done);
-  /// The steps for topic `name` (in neither, either or both views); sets `changed` when the set
-  /// of topics changed (deleted, re-created, grown).
-  void add_topic_steps(const metadata_view& before, const metadata_view& after, const std::string& name,
-                       std::vector<ordered_step>& steps, bool& changed);
-  /// Partitions [0, count) of both states whose image changed: a reassignment (KIP-455) that
-  /// removed this node drops its replica, a leader, ISR or epoch change applies to the replica
-  /// here (replication.cc). Returns the partitions that now list this node and did not.
-  std::vector<int32_t> apply_partition_changes(const topic_state& was, const topic_state& now, int32_t count);
-  /// Sets the log config of `topic`'s partitions [0, count) here to its configs over
-  /// `live_config` (the static config when null).
-  ordered_step reconfigure(std::shared_ptr<const topic_state> topic, std::shared_ptr<const broker_config> live_config,
-                   int32_t count);
-  /// Closes the replicas of `topic`'s `count` partitions on their shards and deletes their logs.
-  void remove_partitions(const std::string& topic, int32_t count, std::function<void(result<void>)> done);
-  /// Opens `held` (partitions of `topic` that list this node as a replica) on their shards.
-  void open_held_partitions(const std::shared_ptr<const topic_state>& topic, std::vector<int32_t> held, bool fresh,
-                            std::function<void(result<void>)> done);
-  /// Opens partitions [from, count) of `topic` that list this node as a replica.
-  void open_partitions(const std::shared_ptr<const topic_state>& topic, int32_t from, bool fresh,
-                       std::function<void(result<void>)> done);
-  [[nodiscard]] size_t owner(const std::string& topic, int32_t partition) const;
-  /// The dynamic broker configs of the controller view over the static ones.
-  [[nodiscard]] const broker_config& live() const {
-    return live_config(*controller_view_, config_);
-  }
-
-  metadata_publisher_host& host_;
-  const broker_log log_;
-  runtime::shard_runtime& runtime_;
-  const broker_config& config_;
-  const std::vector<std::unique_ptr<partition_manager>>& managers_;
-  const log_directory dir_;
-  rpc::transport* const cluster_transport_;
-  const std::function<bool(int32_t)> is_voter_;
-  /// The metadata as of the last applied entry, each shard's own copy (shard_views.h). Changed
-  /// only here, which publishes to every shard before an admin call is answered, so a client that
-  /// saw its change answered finds it on every shard.
-  shard_views<metadata_view> views_{runtime_, controller_shard};
-  /// The controller shard's own view: metadata changes are checked and applied against it, one
-  /// after another.
-  std::shared_ptr<const metadata_view> controller_view_ = std::make_shared<const metadata_view>();
-  metadata_apply_queue apply_queue_{runtime_, controller_shard, config_.node_id};
-  bool partitions_open_ = false;   // start-up opened the partitions: later entries reconcile
-};
+using metadata_publisher_host = ::ringlog::partition::metadata_publisher_host<metadata_view>;
 
 }  // namespace ringlog::broker::detail
+
+// Instantiated once, in metadata_publisher.cc.
+extern template class ::ringlog::partition::metadata_publisher<::ringlog::broker::metadata_view>;

@@ -32,8 +32,6 @@
 
 namespace ringlog::broker::detail {
 
-class metadata_publisher;
-
 class partition_transactions {
  public:
   /// `node_id`: this node; `cluster_transport` null: a single node (a marker or verification for

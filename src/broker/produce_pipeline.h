@@ -42,7 +42,6 @@ class txn_service;
 
 namespace ringlog::broker::detail {
 
-class metadata_publisher;
 class partition_transactions;
 class producer_id_manager;
 

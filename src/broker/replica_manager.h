@@ -7,7 +7,7 @@
 //   - leadership_observer: the group and transaction coordinators and the delay schedulers move
 //     with the leaderships (on_leadership_change);
 //   - replica_host: what applying a partition's image to its replica reaches (registration,
-//     the fetch loops, controlled shutdown, min.insync.replicas);
+//     controlled shutdown; the fetch loops it reaches directly: replica_services::fetcher);
 //   - replica_fetcher_host: the replicas on each shard, the image, the follower throttle, and the
 //     controller client of the leader's ISR changes (send_alter_partition: AlterPartition to the
 //     active controller, this node's own or a peer's; KIP-497);
@@ -81,8 +81,6 @@ class replica_manager final : public leadership_observer, public replica_host, p
   // replica_host: what partition_manager::apply_partition_state reaches here
   [[nodiscard]] bool registered_in_this_incarnation() const override;
   void note_stale_leadership(const partition_runtime& rt, int32_t leader_epoch) override;
-  void new_follower_generation(partition_runtime& rt) override;
-  void start_following(size_t shard, const std::shared_ptr<partition_runtime>& rt) override;
   [[nodiscard]] bool controlled_shutdown_done() const override;
   // replica_fetcher_host: what the replica fetcher and the leader's side reach here
   std::shared_ptr<partition_runtime> replica_on_shard(size_t shard, const std::string& topic,

@@ -80,12 +80,6 @@ void replica_manager::note_stale_leadership(const partition_runtime& rt, int32_t
   parts_.controller.note_stale_leadership(rt.topic, rt.partition, leader_epoch);
 }
 
-void replica_manager::new_follower_generation(partition_runtime& rt) { replica_fetcher::new_follower_generation(rt); }
-
-void replica_manager::start_following(size_t shard, const std::shared_ptr<partition_runtime>& rt) {
-  parts_.fetcher.start_follower_fetch(shard, rt);
-}
-
 bool replica_manager::controlled_shutdown_done() const { return parts_.lifecycle.controlled_shutdown_done(); }
 
 void replica_manager::on_leadership_change(size_t shard, const std::shared_ptr<partition_runtime>& rt, bool leads) {
@@ -202,6 +196,7 @@ replica_services replica_manager::services(const std::atomic<int64_t>& leadershi
       .node_id = config_.node_id,
       .observer = *this,
       .host = *this,
+      .fetcher = parts_.fetcher,
   };
 }
 

@@ -26,7 +26,6 @@
 namespace ringlog::broker::detail {
 
 class metadata_barrier;
-class metadata_publisher;
 class metadata_writer;
 
 class security_manager final : public security_api {

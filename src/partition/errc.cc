@@ -167,6 +167,8 @@ errc errc_of_kafka_code(int code) {
   return errc::unknown_server_error;
 }
 
+std::string unknown_topic_message(const std::string& topic) { return "topic '" + topic + "' does not exist"; }
+
 error from_storage(const storage::error& e) {
   switch (e.code) {
     case storage::errc::offset_out_of_range: return {errc::offset_out_of_range, e.message};

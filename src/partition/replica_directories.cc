@@ -175,6 +175,7 @@ partition_manager::partition_manager(size_t shard, runtime::shard_runtime& runti
       node_id_(services.node_id),
       observer_(services.observer),
       host_(services.host),
+      fetcher_(services.fetcher),
       clock_(clock),
       stopping_(stopping),
       cleaner_(cleaner),

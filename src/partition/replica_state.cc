@@ -1,7 +1,7 @@
 // A partition's image applied to its replica on this shard (partition_manager.h): a leadership
 // that begins or ends, an ISR change, a new leader to follow (design.md section 6), and a replica
 // dropped when a reassignment removes this node. Leadership changes go to the
-// leadership_observer, the fetch loop and the registration to the replica_host.
+// leadership_observer, the fetch loop to the replica fetcher, the registration to the replica_host.
 // Kafka's counterpart: Partition.makeLeader / makeFollower, ReplicaManager.applyDelta.
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ringlog/partition/partition_manager.h"
+#include "ringlog/partition/replica_fetcher.h"
 
 namespace ringlog::partition {
 namespace {
@@ -56,7 +57,7 @@ void partition_manager::apply_partition_state(const std::shared_ptr<partition_ru
     return;
   }
   if (new_leadership) {
-    host_.new_follower_generation(*rt);
+    replica_fetcher::new_follower_generation(*rt);
     rt->publish();
     if (p.leader >= 0) {
       log(true, "partition " + rt->name() + ": following leader " + std::to_string(p.leader) + " in epoch " +
@@ -70,7 +71,7 @@ void partition_manager::apply_partition_state(const std::shared_ptr<partition_ru
                     " (offline until a replica in its in-sync replicas is back)");
     }
   }
-  if (p.leader >= 0 && p.leader != node_id_ && contains(p.replicas, node_id_)) host_.start_following(shard_, rt);
+  if (p.leader >= 0 && p.leader != node_id_ && contains(p.replicas, node_id_)) fetcher_.start_follower_fetch(shard_, rt);
 }
 
 void partition_manager::end_leadership(const std::shared_ptr<partition_runtime>& rt, int32_t new_leader) {
@@ -114,7 +115,7 @@ void partition_manager::begin_leadership(const std::shared_ptr<partition_runtime
                   std::to_string(rt->epoch_start_offset.value()) + ", high watermark " +
                   std::to_string(rt->log->high_watermark().value()));
   }
-  host_.new_follower_generation(*rt);   // a follower loop of the previous leadership stops
+  replica_fetcher::new_follower_generation(*rt);   // a follower loop of the previous leadership stops
   rt->publish();
 }
 

@@ -8,6 +8,10 @@
 
 namespace ringlog::partition {
 
+/// The shard that runs the metadata quorum's state machine and the active controller: the
+/// metadata publisher applies entries and answers their writers there.
+inline constexpr size_t controller_shard = 0;
+
 /// How long a group coordinator's write to __consumer_offsets waits for the in-sync replicas
 /// (Kafka's offsets.commit.timeout.ms default).
 inline constexpr int64_t internal_append_timeout_ms = 5000;

@@ -5,6 +5,7 @@
 // broker -> HTTP). Here, below the broker, because a partition's appends and reads answer with
 // them (issue 28 stage B: the partition module never includes ringlog/broker).
 
+#include <string>
 #include <string_view>
 
 #include "ringlog/base/result.h"
@@ -108,6 +109,9 @@ errc errc_of_kafka_code(int code);
 using error = base::error<errc>;
 template <typename T>
 using result = base::result<T, error>;
+
+/// "topic 'NAME' does not exist": the text of unknown_topic_or_partition for a topic.
+std::string unknown_topic_message(const std::string& topic);
 
 /// A storage error as the partition and the broker answer it (storage -> partition boundary).
 error from_storage(const storage::error& e);

@@ -36,6 +36,8 @@ namespace ringlog::partition {
 /// transaction coordinators (__consumer_offsets, __transaction_state) and the delay schedulers
 /// (delay topics) live where their partition's leader is. The broker implements it; the
 /// partition module never sees who listens (tests/layering).
+class replica_fetcher;   // replica_fetcher.h
+
 class leadership_observer {
  public:
   /// On `shard`'s thread: this node began (`leads`) or ended leading `partition`, whose state
@@ -48,8 +50,9 @@ class leadership_observer {
 };
 
 /// What applying a partition's image to its replica reaches above the partition module (issue 28
-/// stage D), besides the leadership_observer: the broker's registration and its replica fetcher
-/// (replica_fetcher.h; the broker owns it). The broker implements it; called on the replica's shard.
+/// stage D), besides the leadership_observer: the broker's registration and its controlled
+/// shutdown. (The follower's fetch loops are the replica fetcher's, reached directly through
+/// replica_services::fetcher.) The broker implements it; called on the replica's shard.
 class replica_host {
  public:
   /// Whether the metadata this shard reads has this node registered under this process's
@@ -58,10 +61,6 @@ class replica_host {
   /// The image names this node leader of `partition` in `leader_epoch` before it registered:
   /// noted for the controller shard, which moves or renews that leadership in a new epoch.
   virtual void note_stale_leadership(const partition_runtime& partition, int32_t leader_epoch) = 0;
-  /// A new follower generation: the fetch loop of the previous leader stops.
-  virtual void new_follower_generation(partition_runtime& partition) = 0;
-  /// Starts `partition`'s fetch loop from its leader unless one runs.
-  virtual void start_following(size_t shard, const std::shared_ptr<partition_runtime>& partition) = 0;
   /// This broker's controlled shutdown is done (leaderless partitions are not logged then).
   [[nodiscard]] virtual bool controlled_shutdown_done() const = 0;
 
@@ -85,6 +84,9 @@ struct replica_services {
   int32_t node_id = -1;   ///< node.id: a leader or follower of the partitions that list it
   leadership_observer& observer;
   replica_host& host;
+  /// The follower's fetch loops (replica_fetcher.h): a new leadership starts a new generation,
+  /// a follower's loop starts from its leader.
+  replica_fetcher& fetcher;
 };
 
 /// log.dirs as the replicas use it: one directory "topic-partition" (partition_key) per replica,
@@ -254,6 +256,7 @@ class partition_manager {
   const int32_t node_id_;
   leadership_observer& observer_;
   replica_host& host_;
+  replica_fetcher& fetcher_;
   const base::clock& clock_;
   const std::atomic<bool>& stopping_;
   compaction& cleaner_;
