@@ -12,6 +12,7 @@
 #include <thread>
 #include <cerrno>
 #include <cstdio>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -21,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unistd.h>
 #include <vector>
 
 #include "ringlog/codec/base64.h"
@@ -677,14 +679,34 @@ std::string decode_or_null(const json& v) {
 
 constexpr const char* v2_json = "application/vnd.kafka.v2+json";
 
-/// `ringlog consume TOPIC --group G`: one REST v2 consumer instance, deleted at the end.
+/// Set by SIGINT / SIGTERM while `consume --group` runs: the loop ends after its current poll
+/// (at most its 1 s timeout) and the instance leaves the group.
+volatile std::sig_atomic_t consume_interrupted = 0;
+
+extern "C" void on_consume_signal(int) { consume_interrupted = 1; }
+
+/// This run's consumer instance name: "ringlog-cli-<pid>-<4 hex digits of the clock>", so two
+/// CLI consumers share one group's partitions instead of the second hearing 409 (new user,
+/// session 28: every run was named "ringlog-cli").
+std::string cli_instance_name() {
+  const auto ticks = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%04x", static_cast<unsigned>(ticks & 0xffff));
+  return "ringlog-cli-" + std::to_string(::getpid()) + "-" + suffix;
+}
+
+/// `ringlog consume TOPIC --group G`: one REST v2 consumer instance, deleted at the end, also
+/// after Ctrl-C or SIGTERM (a member left behind held its partitions until its lease ran out:
+/// 5 minutes of 409s for the next run; new user, session 28).
 int consume_group(http_client& client, const args& a, const std::string& topic, const std::string& group) {
   std::string reset = a.get("--offset").value_or("earliest");
   if (reset != "earliest" && reset != "latest") {
     std::cerr << "with --group, --offset is earliest or latest (auto.offset.reset)\n";
     return 2;
   }
-  json settings = {{"name", "ringlog-cli"}, {"format", "binary"}, {"auto.offset.reset", reset}};
+  std::signal(SIGINT, on_consume_signal);
+  std::signal(SIGTERM, on_consume_signal);
+  json settings = {{"name", cli_instance_name()}, {"format", "binary"}, {"auto.offset.reset", reset}};
   auto created = client.post("/consumers/" + percent_encode_segment(group), settings.dump(), v2_json, v2_json);
   if (!ok_status(created)) return report_failure(created, "create consumer in group " + group);
   const json instance = json::parse(created->body);
@@ -700,8 +722,9 @@ int consume_group(http_client& client, const args& a, const std::string& topic, 
   // Without --follow: stop after a few empty polls (the first ones may come before the
   // coordinator has handed this member its partitions).
   constexpr int empty_polls_max = 3;
-  while (true) {
+  while (!consume_interrupted) {
     auto r = client.get(base + "/records?timeout=1000", binary_type);
+    if (consume_interrupted) break;   // records of this poll are not printed, so not committed
     if (!ok_status(r)) {
       code = report_failure(r, "poll " + topic);
       break;

@@ -702,3 +702,35 @@ def test_a_commit_counts_partitions_not_entries_and_the_cli_commits_a_large_back
     assert len(run.stdout.splitlines()) == 12_000, run.stderr
     lags = requests.get(broker.v3(f"/consumer-groups/cli-{topic_name}/lags")).json()["data"]
     assert sum(x["lag"] for x in lags) == 0 and sum(x["current_offset"] for x in lags) == 12_000, lags
+
+
+def test_cli_group_consumer_leaves_its_group_on_ctrl_c(broker, topic_name, ringlog_bin):
+    """`ringlog consume T --group G --follow` stopped with Ctrl-C left its member (always named
+    "ringlog-cli") holding every partition until the 5-minute lease ran out, and every later run in
+    the group heard 409 40902 (new user, session 28). It now leaves the group on SIGINT/SIGTERM,
+    and each run has a name of its own, so two CLI consumers share a group."""
+    import signal
+    import subprocess
+    broker.create_topic(topic_name, partitions=2)
+    produce(broker, topic_name, ["a", "b", "c"])
+    group = "cli-follow-" + topic_name
+    cmd = [ringlog_bin, "consume", topic_name, "--group", group, "--bootstrap-server", broker.url]
+    follower = subprocess.Popen(cmd + ["--follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [follower.stdout.readline() for _ in range(3)]
+        assert sorted(x.strip() for x in lines) == ["a", "b", "c"], lines
+        # A second CLI consumer joins the same group beside it (it was a 409 for the fixed name).
+        beside = subprocess.run(cmd + ["--max-records", "1"], capture_output=True, text=True, timeout=60)
+        assert beside.returncode == 0, beside.stderr
+    finally:
+        follower.send_signal(signal.SIGINT)
+        follower.wait(30)
+    assert follower.returncode == 0, follower.stderr.read()
+
+    def members():
+        r = requests.get(broker.v3(f"/consumer-groups/{group}/consumers"))
+        return r.json()["data"] if r.status_code == 200 else [] if r.status_code == 404 else None
+    wait_until(lambda: members() == [], 10, "the interrupted member to leave its group")
+    produce(broker, topic_name, ["d"])
+    again = subprocess.run(cmd + ["--max-records", "1"], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and again.stdout.strip() == "d", (again.returncode, again.stdout, again.stderr)
