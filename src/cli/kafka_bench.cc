@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,6 +39,15 @@ class kafka_connection {
  public:
   ~kafka_connection() {
     if (fd_ >= 0) ::close(fd_);
+  }
+
+  /// Whether an answer's first bytes are ready within `wait` (0: now), so a rate-limited producer
+  /// reads its answers as they come instead of when its window is full.
+  bool readable_within(std::chrono::microseconds wait) const {
+    pollfd p{fd_, POLLIN, 0};
+    const int64_t us = std::max<int64_t>(wait.count(), 0);
+    const timespec timeout{static_cast<time_t>(us / 1'000'000), static_cast<long>(us % 1'000'000 * 1000)};
+    return ::ppoll(&p, 1, &timeout, nullptr) > 0;
   }
 
   /// Connects; the error names the address and why.
@@ -214,6 +224,13 @@ void bench_kafka_produce(const bench_settings& s, int64_t index, bench_clock::ti
                                                        interval * (static_cast<double>(k) + phase))
                                          : bench_clock::now();
     if (scheduled >= stop) break;
+    // Until the next batch is due, read the answers that come: an answer read only once the
+    // window was full counted the wait for the next sends (produce p50 20 ms against an
+    // end-to-end 0.5 ms at 5 in flight and 2,000/s; new user, session 28).
+    while (per_thread_rate > 0 && !in_flight.empty() &&
+           conn.readable_within(std::chrono::duration_cast<std::chrono::microseconds>(scheduled - bench_clock::now()))) {
+      if (!take_answer()) return;
+    }
     if (per_thread_rate > 0) std::this_thread::sleep_until(scheduled);  // a schedule, not a wait for a condition
     const int64_t scheduled_us = std::chrono::duration_cast<std::chrono::microseconds>(scheduled - epoch).count();
     const std::string value = bench_value(scheduled_us, static_cast<size_t>(s.record_bytes));
