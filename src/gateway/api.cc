@@ -490,6 +490,13 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     r.headers.emplace_back("Allow", allow + ", OPTIONS");
     return c->respond(std::move(r));
   }
+  if (path == "/v1/ws") {   // the WebSocket endpoint asked as plain HTTP (a breaker's LOW, session 28: it said "no route")
+    auto r = error_response(426, ec::upgrade_required,
+                            "/v1/ws is the WebSocket endpoint: open it with GET and the headers Upgrade: websocket and "
+                            "Connection: Upgrade (http-api/ws-protocol.md)");
+    r.headers.emplace_back("Upgrade", "websocket");
+    return c->respond(std::move(r));
+  }
   c->fail(404, ec::not_found, "no route for " + c->request.method + " " + std::string(path));
 }
 

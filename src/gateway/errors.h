@@ -37,6 +37,7 @@ inline constexpr int group_not_empty = 40904;       // ringlog: delete/reset of 
 inline constexpr int out_of_order_sequence = 40905; // ringlog: OUT_OF_ORDER_SEQUENCE_NUMBER, a batch was skipped
 inline constexpr int producer_fenced = 40906;       // ringlog: INVALID_PRODUCER_EPOCH, a newer session owns the producer id
 inline constexpr int concurrent_transactions = 40907;  // ringlog: CONCURRENT_TRANSACTIONS, the transaction is ending: retry
+inline constexpr int upgrade_required = 426;        // ringlog: /v1/ws asked without Upgrade: websocket (RFC 9110 15.5.22)
 inline constexpr int payload_too_large = 41301;     // body over http.request.body.max.bytes
 inline constexpr int unsupported_media_type = 415;  // Confluent: 415 (41501 is not one of its codes)
 inline constexpr int record_too_large = 42201;      // keys/values too large, too many records

@@ -28,6 +28,10 @@ def test_unknown_route_and_method(broker):
     assert r.status_code == 404 and r.json()["error_code"] == 404
     r = requests.put(broker.url + "/topics")
     assert r.status_code == 405 and r.json()["error_code"] == 405 and "GET" in r.headers["Allow"]
+    # The WebSocket endpoint asked without Upgrade says so (it said "no route"; breaker, session 28).
+    r = requests.get(broker.url + "/v1/ws")
+    assert r.status_code == 426 and r.json()["error_code"] == 426 and r.headers["Upgrade"] == "websocket", r.text
+    assert "Upgrade: websocket" in r.json()["message"], r.text
 
 
 def test_406_on_unservable_accept(broker):
