@@ -50,13 +50,17 @@ void metadata_barrier::register_cluster_handlers() {
       });
 }
 
+int32_t metadata_barrier::leader_to_ask() const {
+  const int32_t leader = quorum_ ? quorum_->leader_id() : -1;
+  // The active controller's own image holds every committed entry it proposed; with no known
+  // leader or no transport, plan against this image (as before): the commit checks the
+  // partition epochs it names, and the refusal says to retry when there is no leader.
+  return leader < 0 || leader == node_id_ || cluster_transport_ == nullptr ? -1 : leader;
+}
+
 void metadata_barrier::post_caught_up(std::function<void()> then) {
   runtime_.post(controller_shard, [this, then = std::move(then)]() mutable {
-    const int32_t leader = quorum_ ? quorum_->leader_id() : -1;
-    // The active controller's own image holds every committed entry it proposed; with no known
-    // leader or no transport, plan against this image (as before): the commit checks the
-    // partition epochs it names, and the refusal says to retry when there is no leader.
-    if (leader < 0 || leader == node_id_ || cluster_transport_ == nullptr) return then();
+    if (leader_to_ask() < 0) return then();
     next_round_.push_back(std::move(then));
     if (!asking_) ask_quorum_leader();
   });
@@ -72,8 +76,8 @@ void metadata_barrier::ask_quorum_leader() {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   std::vector<std::function<void()>> round;
   round.swap(next_round_);
-  const int32_t leader = quorum_ ? quorum_->leader_id() : -1;
-  if (leader < 0 || leader == node_id_ || cluster_transport_ == nullptr) {
+  const int32_t leader = leader_to_ask();
+  if (leader < 0) {   // the leader went away (or is now this node) since they queued
     for (auto& then : round) then();
     return;
   }
@@ -120,13 +124,14 @@ void metadata_barrier::ask_quorum_leader() {
 // from the image as it is then (Kafka's producer likewise waits for metadata, max.block.ms).
 
 void metadata_barrier::produce(produce_request request, std::function<void(result<produce_response>)> done) {
+  const auto unknown = [&] { return !metadata_.find_topic(request.topic); };
+  switch (waiting_produces_.join_or_open(request.topic, request, done, unknown)) {
+    case produce_lines::placed::joined: return;   // behind earlier produces of this topic on the barrier
+    case produce_lines::placed::none: return produce_.produce_known(std::move(request), std::move(done));
+    case produce_lines::placed::opened: break;
+  }
   std::string topic = request.topic;
-  bool opened = false;
-  auto held = waiting_produces_.join_or_open(topic, {std::move(request), std::move(done)},
-                                             [&] { return !metadata_.find_topic(topic); }, opened);
-  if (!held) return;   // behind earlier produces of this topic that wait on the barrier
-  if (!opened) return produce_.produce_known(std::move(held->request), std::move(held->done));
-  auto first = std::make_shared<held_produce>(std::move(*held));
+  auto first = std::make_shared<held_produce>(held_produce{std::move(request), std::move(done)});
   post_caught_up([this, topic = std::move(topic), first] {
     produce_.produce_known(std::move(first->request), std::move(first->done));
     waiting_produces_.drain(topic, [this](held_produce&& h) {

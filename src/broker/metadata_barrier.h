@@ -60,6 +60,9 @@ class metadata_barrier {
   void handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,
                               rpc::respond_fn respond);
 
+  /// The quorum leader a barrier asks, or -1 when there is none to ask (no known leader, this
+  /// node leads, or no cluster transport): the caller then plans against this node's image.
+  int32_t leader_to_ask() const;
   /// Sends one DescribeQuorum to the quorum's leader for the callers in next_round_ (controller
   /// shard); when it answers, they wait for that high watermark to be applied, and the callers
   /// that came meanwhile get the next request.

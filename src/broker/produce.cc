@@ -29,13 +29,9 @@ void produce_pipeline::produce_known(produce_request request, std::function<void
                                                        std::to_string(config_.produce_records_max)});
   }
   if (auto valid = validate_topic_name(request.topic); !valid.ok()) return done(valid.error());
-  bool opened = false;
-  {   // behind a produce that is auto-creating this topic, if any
-    const std::string topic = request.topic;
-    auto held = auto_creating_.join_or_open(topic, {std::move(request), std::move(done)}, [] { return false; }, opened);
-    if (!held) return;
-    request = std::move(held->request);
-    done = std::move(held->done);
+  // Behind a produce that is auto-creating this topic, if any.
+  if (auto_creating_.join_or_open(request.topic, request, done, [] { return false; }) == produce_lines::placed::joined) {
+    return;
   }
   auto t = metadata_.find_topic(request.topic);
   if (t) return produce_to(t, std::move(request), std::move(done));
@@ -54,12 +50,9 @@ void produce_pipeline::produce_known(produce_request request, std::function<void
                           std::to_string(request.records.front().partition->value()) +
                           " would not exist either; create the topic with enough partitions first"});
   }
-  {   // the first produce of the topic creates it; later ones wait behind it
-    const std::string topic = request.topic;
-    auto held = auto_creating_.join_or_open(topic, {std::move(request), std::move(done)}, [] { return true; }, opened);
-    if (!held) return;
-    request = std::move(held->request);
-    done = std::move(held->done);
+  // The first produce of the topic creates it; later ones wait behind it.
+  if (auto_creating_.join_or_open(request.topic, request, done, [] { return true; }) == produce_lines::placed::joined) {
+    return;
   }
   create_topic_request create{request.topic, std::nullopt, std::nullopt, {}, false};
   std::string name = request.topic;

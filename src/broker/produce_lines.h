@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 
 #include "ringlog/base/assert.h"
@@ -30,24 +29,31 @@ struct held_produce {
 /// `drain` found it empty; while it exists, every produce of its topic joins its end.
 class produce_lines {
  public:
-  /// Under one lock: when `topic`'s line exists, `held` joins its end and nullopt comes back.
-  /// Otherwise `opens()` is asked: true opens the line (the caller runs the returned produce
-  /// when it is ready, then `drain(topic, ...)`), false leaves none (run the returned produce
-  /// now). `opened` says which.
+  /// Where join_or_open put a produce.
+  enum class placed {
+    joined,   // behind the line's earlier produces: `request` and `done` were moved into it
+    opened,   // first of a new line: the caller runs it when ready, then drain(topic, ...)
+    none,     // no line: the caller runs it now
+  };
+
+  /// Under one lock: when `topic`'s line exists, `request` and `done` join its end (joined).
+  /// Otherwise `opens()` is asked: true opens the line (opened), false leaves none (none); in
+  /// both, `request` and `done` stay with the caller. `topic` is read before anything moves, so
+  /// it may be `request.topic`. With no line anywhere and `opens()` false, no lock is taken and
+  /// nothing is moved (the common path of every produce).
   template <typename Opens>
-  std::optional<held_produce> join_or_open(const std::string& topic, held_produce held, Opens opens, bool& opened) {
-    opened = false;
-    if (lines_count_.load() == 0 && !opens()) return held;   // the common path takes no lock
+  placed join_or_open(const std::string& topic, produce_request& request,
+                      std::function<void(result<produce_response>)>& done, Opens opens) {
+    if (lines_count_.load() == 0 && !opens()) return placed::none;
     std::lock_guard lock(mutex_);
     if (auto it = lines_.find(topic); it != lines_.end()) {
-      it->second.push_back(std::move(held));
-      return std::nullopt;
+      it->second.push_back({std::move(request), std::move(done)});
+      return placed::joined;
     }
-    if (!opens()) return held;
+    if (!opens()) return placed::none;
     lines_.try_emplace(topic);
     ++lines_count_;
-    opened = true;
-    return held;
+    return placed::opened;
   }
 
   /// Runs `topic`'s held produces with `run(held_produce&&)`, oldest first, outside the lock,
