@@ -165,7 +165,7 @@ def scrape():
 def scrape_one(url):
     text = requests.get(url + "/metrics", timeout=10).text
     out = {}
-    pattern = re.compile(r'^(ringlog_(?:produce_latency|fetch_wakeup_latency|log_fsync_duration)_seconds)'
+    pattern = re.compile(r'^(ringlog_(?:produce_latency|fetch_wakeup_latency|log_fsync_duration|kafka_read_paused|shard_loop_lag)_seconds)'
                          r'_bucket\{(?:stage="([a-z_]+)",)?le="([^"]+)"\} (\d+)$', re.M)
     for name, stage, le, value in pattern.findall(text):
         h = out.setdefault((name, stage), {"le": [], "cum": [], "sum": 0.0, "count": 0})
@@ -188,11 +188,14 @@ def breakdown(before, after):
         if count <= 0:
             continue
         cum = [x - y for x, y in zip(h["cum"], b["cum"])]
+        p50 = next((le for le, c in zip(h["le"], cum) if c >= 0.5 * count), float("inf"))
         p99 = next((le for le, c in zip(h["le"], cum) if c >= 0.99 * count), float("inf"))
         p999 = next((le for le, c in zip(h["le"], cum) if c >= 0.999 * count), float("inf"))
         label = {"ringlog_log_fsync_duration_seconds": "fdatasync (per sync)",
-                 "ringlog_fetch_wakeup_latency_seconds": "fetch wake-up -> answer"}.get(key[0], key[1])
-        rows[label] = (count, (h["sum"] - b["sum"]) / count * 1e3, p99 * 1e3, p999 * 1e3)
+                 "ringlog_fetch_wakeup_latency_seconds": "fetch wake-up -> answer",
+                 "ringlog_kafka_read_paused_seconds": "Kafka connection's reading paused (per pause)",
+                 "ringlog_shard_loop_lag_seconds": "shard loop lag (per 10 ms probe)"}.get(key[0], key[1])
+        rows[label] = (count, (h["sum"] - b["sum"]) / count * 1e3, p50 * 1e3, p99 * 1e3, p999 * 1e3)
     return rows
 
 
@@ -260,12 +263,13 @@ def fmt_lat(d):
 
 
 def print_breakdown(rows):
-    print("\n| stage | samples | mean ms | p99 ms (bucket bound) | p99.9 ms (bucket bound) |\n|---|---:|---:|---:|---:|")
-    order = STAGES + ["fetch wake-up -> answer", "fdatasync (per sync)"]
+    print("\n| stage | samples | mean ms | p50 ms | p99 ms | p99.9 ms (bucket bounds) |\n|---|---:|---:|---:|---:|---:|")
+    order = STAGES + ["fetch wake-up -> answer", "fdatasync (per sync)", "Kafka connection's reading paused (per pause)",
+                      "shard loop lag (per 10 ms probe)"]
     for label in order:
         if label in rows:
-            n, mean, p99, p999 = rows[label]
-            print(f"| {label} | {n} | {mean:.3f} | {p99:g} | {p999:g} |")
+            n, mean, p50, p99, p999 = rows[label]
+            print(f"| {label} | {n} | {mean:.3f} | {p50:g} | {p99:g} | {p999:g} |")
 
 
 def main():

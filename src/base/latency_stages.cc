@@ -31,6 +31,8 @@ std::string_view latency_stage_label(latency_stage stage) {
     case latency_stage::produce_total: return "total";
     case latency_stage::produce_sent: return "sent";
     case latency_stage::fetch_wakeup: return "wakeup";
+    case latency_stage::kafka_read_paused: return "read_paused";
+    case latency_stage::shard_loop_lag: return "loop_lag";
   }
   return "unknown";
 }

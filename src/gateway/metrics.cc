@@ -142,6 +142,15 @@ void render_broker_families(std::string& out) {
   render_stages(out, "ringlog_fetch_wakeup_latency_seconds",
                 "Kafka long-poll fetches woken by the high watermark: wake-up -> answer handed to the connection.",
                 {latency_stage::fetch_wakeup});
+  render_stages(out, "ringlog_kafka_read_paused_seconds",
+                "Kafka connections that stopped reading at their in-flight bound (connection_in_flight_requests_max "
+                "unanswered requests or connection_held_bytes_max bytes held): pause -> reading again, one sample per pause; the requests behind it waited in the "
+                "socket meanwhile.",
+                {latency_stage::kafka_read_paused});
+  render_stages(out, "ringlog_shard_loop_lag_seconds",
+                "How late each shard's event loop ran a timer due every shard_loop_lag_probe_interval_ms (10 ms): the wait of any ready socket or disk "
+                "completion on a loop busy with other work or a thread off its core.",
+                {latency_stage::shard_loop_lag});
   render_cpu_activity(out);
 }
 

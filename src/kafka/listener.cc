@@ -150,11 +150,21 @@ struct connection : std::enable_shared_from_this<connection> {
   /// connections.max.idle.ms: the last time a request was read or an answer written.
   std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
   std::unique_ptr<shard_timer> idle_timer;
+  /// base::monotonic_ns when reading stopped for the in-flight or held-bytes bound, else 0
+  /// (issue 32: requests behind the pause wait in the socket; latency_stage::kafka_read_paused).
+  int64_t read_paused_ns = 0;
 
   void read_next() {
     if (closed || reading || closing || muted) return;
-    if (slots.size() >= constants::connection_in_flight_requests_max) return;
-    if (!slots.empty() && held_bytes >= constants::connection_held_bytes_max) return;
+    if (slots.size() >= constants::connection_in_flight_requests_max ||
+        (!slots.empty() && held_bytes >= constants::connection_held_bytes_max)) {
+      if (read_paused_ns == 0) read_paused_ns = base::monotonic_ns();
+      return;
+    }
+    if (read_paused_ns != 0) {
+      base::observe_latency_since(base::latency_stage::kafka_read_paused, read_paused_ns);
+      read_paused_ns = 0;
+    }
     reading = true;
     asio::async_read(stream, asio::buffer(size_prefix),
                      [self = shared_from_this()](boost::system::error_code ec, size_t) { self->on_size(ec); });

@@ -19,6 +19,7 @@
 #include "ringlog/runtime/asio_context.h"
 #include "ringlog/runtime/constants.h"
 #include "ringlog/base/assert.h"
+#include "ringlog/base/latency_stages.h"
 
 namespace ringlog::runtime {
 
@@ -36,6 +37,8 @@ struct shard {
   std::unique_ptr<io::disk_executor> disk;
   std::optional<asio::posix::stream_descriptor> event_descriptor;
   bool poll_queued = false;   // posix backend: a poll task is already in the queue
+  /// Fires every constants::shard_loop_lag_probe_interval_ms; how late it ran is the loop's lag.
+  std::optional<asio::steady_timer> lag_probe;
   std::atomic<size_t> queued{0};   // tasks posted and not yet run (admits()' bound)
   std::thread thread;
 };
@@ -56,6 +59,23 @@ struct shard_threads::impl {
       sh.poll_queued = false;
       sh.disk->poll(std::chrono::milliseconds(0));
       after_task(index);
+    });
+  }
+
+  /// Arms the shard's lag probe for one interval after `due`; when it runs, observes how late it
+  /// is (base::latency_stage::shard_loop_lag) and arms the next. Cancelled at stop.
+  void arm_lag_probe(size_t index, asio::steady_timer::time_point due) {
+    shard& s = *shards[index];
+    const auto next = due + std::chrono::milliseconds(constants::shard_loop_lag_probe_interval_ms);
+    s.lag_probe->expires_at(next);
+    s.lag_probe->async_wait([this, index, next](boost::system::error_code ec) {
+      if (ec) return;  // cancelled at stop
+      const auto now = asio::steady_timer::clock_type::now();
+      base::observe_latency(base::latency_stage::shard_loop_lag,
+                            std::chrono::duration_cast<std::chrono::nanoseconds>(now - next).count());
+      // From now, not from `next`: a loop stalled for several intervals takes one late sample,
+      // not a burst of back-to-back ones that would each count the same stall again.
+      arm_lag_probe(index, now);
     });
   }
 
@@ -113,6 +133,8 @@ void shard_threads::start() {
   for (size_t i = 0; i < impl_->shards.size(); ++i) {
     shard& s = *impl_->shards[i];
     s.work.emplace(s.context.get_executor());
+    s.lag_probe.emplace(s.context);
+    impl_->arm_lag_probe(i, asio::steady_timer::clock_type::now());
     s.thread = std::thread([this, i, &s] {
       tls_runtime = this;
       tls_shard = i;
@@ -126,9 +148,10 @@ void shard_threads::stop() {
   if (!impl_->started || impl_->stopped) return;
   impl_->stopped = true;
   for (auto& s : impl_->shards) {
-    if (s->event_descriptor) {
-      asio::post(s->context, [sh = s.get()] { sh->event_descriptor->cancel(); });
-    }
+    asio::post(s->context, [sh = s.get()] {
+      if (sh->event_descriptor) sh->event_descriptor->cancel();
+      if (sh->lag_probe) sh->lag_probe->cancel();
+    });
     s->work.reset();
   }
   // Pending timers (post_after) would keep run() going: stop the loops once queues drain.

@@ -29,6 +29,8 @@ TEST_CASE("latency stages: an unstamped start observes nothing") {
   observe_latency_since(latency_stage::produce_queue, monotonic_ns());
   CHECK(read_latency(latency_stage::produce_queue).count == before + 1);
   CHECK(latency_stage_label(latency_stage::produce_replication_wait) == "replication_wait");
+  CHECK(latency_stage_label(latency_stage::kafka_read_paused) == "read_paused");
+  CHECK(latency_stage_label(latency_stage::shard_loop_lag) == "loop_lag");
 }
 
 }  // namespace ringlog::base

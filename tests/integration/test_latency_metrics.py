@@ -81,3 +81,51 @@ def test_every_stage_of_a_kafka_produce_and_its_wake_up_is_counted(kbroker, topi
             assert buckets[-1] <= inf == count
     # One append per request at least: the totals count every acked Produce partition.
     assert histogram(text, "ringlog_produce_latency_seconds", "total")[2] >= RECORDS // 20
+
+
+def count_of(text, name, stage):
+    return histogram(text, name, stage)[2]
+
+
+def test_a_connection_paused_at_its_in_flight_bound_and_the_loops_lag_are_counted(kbroker, topic_name):
+    """40 long-poll Fetch requests written at once on one connection to an empty partition: the
+    broker reads 32 (connection_in_flight_requests_max), each parks for its max_wait_ms, and reading
+    stops until their answers go out; that pause is counted in ringlog_kafka_read_paused_seconds.
+    Every shard's loop counts its lag probe (ringlog_shard_loop_lag_seconds)."""
+    import kafka_wire as kw
+
+    admin = AdminClient({"bootstrap.servers": kbroker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
+    before = requests.get(kbroker.url + "/metrics", timeout=5).text
+    paused_before = count_of(before, "ringlog_kafka_read_paused_seconds", "read_paused")
+    lag_before = count_of(before, "ringlog_shard_loop_lag_seconds", "loop_lag")
+    requests_n, wait_ms = 40, 300
+    frames = b"".join(kw.frame(kw.API_FETCH, 4, i, kw.fetch_v4(topic_name, 0, 0, max_wait_ms=wait_ms))
+                      for i in range(requests_n))
+    s = kw.connect(kbroker.bootstrap)
+    try:
+        s.sendall(frames)
+        answered = []
+        for _ in range(requests_n):
+            size = kw.struct.unpack(">i", kw.read_exact(s, 4))[0]
+            data = kw.read_exact(s, size)
+            answered.append(kw.struct.unpack_from(">i", data)[0])
+            assert kw.parse_fetch_v4(data[4:])[0][2] == 0
+        assert answered == list(range(requests_n))   # in request order, every one
+    finally:
+        s.close()
+
+    def counted():
+        text = requests.get(kbroker.url + "/metrics", timeout=5).text
+        paused = count_of(text, "ringlog_kafka_read_paused_seconds", "read_paused") - paused_before
+        lag = count_of(text, "ringlog_shard_loop_lag_seconds", "loop_lag") - lag_before
+        return paused >= 1 and lag >= 1 and text
+
+    text = wait_until(counted, DEADLINE_S, "a read pause and the loops' lag counted")
+    for name, stage in [("ringlog_kafka_read_paused_seconds", "read_paused"), ("ringlog_shard_loop_lag_seconds", "loop_lag")]:
+        buckets, inf, count = histogram(text, name, stage)
+        assert buckets == sorted(buckets) and buckets[-1] <= inf == count
+    # The pause lasted about one long-poll (300 ms): at least one pause is above the 100 ms bucket
+    # (the 13th bound, 0.1 s).
+    buckets, _, count = histogram(text, "ringlog_kafka_read_paused_seconds", "read_paused")
+    assert count - buckets[12] >= 1

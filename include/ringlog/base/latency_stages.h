@@ -36,11 +36,20 @@ enum class latency_stage : uint8_t {
   /// A parked fetch woken by the high watermark passing its offset -> its answer handed to the
   /// client's connection (Kafka long-poll).
   fetch_wakeup,
+  /// A Kafka connection that stopped reading because connection_in_flight_requests_max requests
+  /// were unanswered (or connection_held_bytes_max bytes held) -> reading again. One sample per
+  /// pause: the requests behind it waited in the socket at least that long before being read.
+  kafka_read_paused,
+  /// How late a shard's loop ran a timer due every shard_loop_lag_probe_interval_ms: the wait any
+  /// ready event (a socket with a request, a disk completion) has on that shard because its
+  /// thread was running other work or was not on a core. One sample per probe.
+  shard_loop_lag,
 };
-inline constexpr size_t latency_stage_count = 8;
+inline constexpr size_t latency_stage_count = 10;
 
 /// The `stage` label of a produce stage ("queue", "append", "fsync_wait", "fsync",
-/// "replication_wait", "total", "sent"), or "wakeup" for fetch_wakeup.
+/// "replication_wait", "total", "sent"), "wakeup" for fetch_wakeup, "read_paused" for
+/// kafka_read_paused, "loop_lag" for shard_loop_lag.
 std::string_view latency_stage_label(latency_stage stage);
 
 /// Upper bounds of the buckets, seconds (10 us to 1 s: the stages of a fast path are tens of

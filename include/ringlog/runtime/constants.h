@@ -2,6 +2,7 @@
 // The runtime's named bounds (style.md: every queue has a named bound and a line on why).
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ringlog::runtime::constants {
 
@@ -12,5 +13,11 @@ namespace ringlog::runtime::constants {
 /// message.max.bytes), so the client is told to retry instead. Continuations of admitted work
 /// (post) are not refused; they are bounded by what was admitted.
 inline constexpr size_t cross_shard_queue_tasks_max = 65536;
+
+/// How often each shard's loop measures its own lag (base::latency_stage::shard_loop_lag): a timer
+/// due every 10 ms, late by however long the loop was busy or its thread off a core. 100 wake-ups a
+/// second per shard cost a few microseconds each on an idle broker; a shorter period would
+/// sample the same distribution at more cost, a longer one would take minutes to show a p99.9.
+inline constexpr int64_t shard_loop_lag_probe_interval_ms = 10;
 
 }  // namespace ringlog::runtime::constants
