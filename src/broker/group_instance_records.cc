@@ -211,6 +211,14 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
         full = true;
         break;
       }
+      if (request.accepts && !request.accepts(rec)) {
+        // The caller cannot hand this one out: the answer ends with it, marked, and the
+        // partition's position stays at it (poll_request::accepts).
+        next_offsets[slot.partition] = rec.record_offset;
+        out.push_back({slot.partition, std::move(rec), true});
+        full = true;
+        break;
+      }
       bytes += size;
       next_offsets[slot.partition] = model::offset{rec.record_offset.value() + 1};
       out.push_back({slot.partition, std::move(rec)});

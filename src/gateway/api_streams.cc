@@ -51,7 +51,9 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
     int64_t wait = started ? std::min(remaining_ms(), stream_limits::http_stream_poll_wait_ms) : 0;
     auto self = shared_from_this();
     if (!group.empty()) {
-      broker::poll_request req{wait, c->quota_read_bytes_max(stream_limits::http_stream_chunk_bytes_max)};
+      broker::poll_request req;
+      req.timeout_ms = wait;
+      req.max_bytes = c->quota_read_bytes_max(stream_limits::http_stream_chunk_bytes_max);
       c->broker().groups().poll(group, instance, req, [self](broker::result<std::vector<broker::consumed_record>> r) {
         self->c->sink->post([self, r = std::move(r)] { self->on_consumed(r); });
       });
@@ -97,7 +99,9 @@ struct record_stream : std::enable_shared_from_this<record_stream> {
       if (auto refusal = read_refusal(cr.partition.topic)) return fail(*refusal);
     }
     std::string out;
-    for (const auto& [tp, rec] : *r) {
+    for (const auto& cr : *r) {
+      const auto& tp = cr.partition;
+      const auto& rec = cr.record;
       // No SSE id: the instance keeps its own position, a reconnect resumes from it.
       append_event(out, dump(json(tp.topic)), tp.partition.value(), rec, {});
       c->self->metrics_registry().add_bytes_out(tp.topic, 1, record_bytes(rec));

@@ -147,11 +147,13 @@ void v2_seek_edge(const call_ptr& c, broker::seek_kind kind) {
 void v2_seek_beginning(const call_ptr& c) { v2_seek_edge(c, broker::seek_kind::beginning); }
 void v2_seek_end(const call_ptr& c) { v2_seek_edge(c, broker::seek_kind::end); }
 
-std::string consumed_records_json(const std::vector<broker::consumed_record>& records, bool as_json,
+/// The first `count` of `records` as the answer's JSON array.
+std::string consumed_records_json(const std::vector<broker::consumed_record>& records, size_t count, bool as_json,
                                   std::optional<std::string>& refusal) {
   std::string out = "[";
-  for (size_t i = 0; i < records.size(); ++i) {
-    const auto& [tp, rec] = records[i];
+  for (size_t i = 0; i < count; ++i) {
+    const auto& tp = records[i].partition;
+    const auto& rec = records[i].record;
     if (i > 0) out += ',';
     const bool ok = append_record_json(out, "", dump(json(tp.topic)), tp.partition.value(), rec, as_json);
     if (!ok && !refusal) refusal = not_json_message(tp.topic, tp.partition.value(), rec);
@@ -191,8 +193,12 @@ void v2_consumer_records(const call_ptr& c) {
                                                       "; read its records with Accept: " + type + ", not \"" +
                                                       call.request.accept + "\"");
       }
-      broker::poll_request req{timeout.value_or(std::min(r->request_timeout_ms, call.self->options().fetch_wait_max_ms)),
-                               max_bytes};
+      broker::poll_request req;
+      req.timeout_ms = timeout.value_or(std::min(r->request_timeout_ms, call.self->options().fetch_wait_max_ms));
+      req.max_bytes = max_bytes;
+      // A json instance stops in front of a record it cannot embed: its position stays there
+      // (no poll or auto-commit moves past it) until the client seeks past it.
+      if (as_json) req.accepts = json_readable;
       poll_records(call.shared_from_this(), r->group_id, r->instance_id, req, as_json, type);
     });
   });
@@ -201,7 +207,7 @@ void v2_consumer_records(const call_ptr& c) {
 /// Seeks that set a consumer instance back to the first record `polled` holds of each partition.
 std::vector<broker::seek_request> rewind_seeks(const std::vector<broker::consumed_record>& polled) {
   group::partition_map<int64_t> first;
-  for (const auto& [tp, rec] : polled) first.try_emplace(tp, rec.record_offset.value());
+  for (const auto& cr : polled) first.try_emplace(cr.partition, cr.record.record_offset.value());
   std::vector<broker::seek_request> out;
   for (const auto& [tp, offset] : first) out.push_back({tp, broker::seek_kind::offset, offset});
   return out;
@@ -228,11 +234,26 @@ void poll_records(const call_ptr& self, const std::string& group, const std::str
       for (const auto& cr : *polled) estimate += record_json_bytes_estimate(cr.record, cr.partition.topic.size() + 2);
       auto hold = call2.hold_answer_bytes(estimate);
       if (!hold) return call2.broker().groups().seek(group, instance, rewind_seeks(*polled), [](broker::result<void>) {});
+      // The poll stopped in front of a record this json instance cannot embed (it ends the
+      // answer, marked): the records before it go out; alone, it is the 406, and the position
+      // stays at it either way.
+      const bool stopped = !polled->empty() && polled->back().refused;
+      const size_t count = polled->size() - (stopped ? 1 : 0);
+      if (stopped && count == 0) {
+        const auto& tp = polled->back().partition;
+        const auto& rec = polled->back().record;
+        return call2.fail(406, ec::not_acceptable,
+                          not_json_message(tp.topic, tp.partition.value(), rec) +
+                              "; the consumer instance stays at that offset: read it with a binary consumer instance, "
+                              "or seek past it (POST .../positions with offset " +
+                              std::to_string(rec.record_offset.value() + 1) + ")");
+      }
       std::optional<std::string> refusal;
-      std::string body = consumed_records_json(*polled, as_json, refusal);
+      std::string body = consumed_records_json(*polled, count, as_json, refusal);
       if (refusal) return call2.fail(406, ec::not_acceptable, *refusal + "; use a binary consumer instance");
       std::map<std::string, std::pair<uint64_t, uint64_t>> per_topic;
-      for (const auto& cr : *polled) {
+      for (size_t i = 0; i < count; ++i) {
+        const auto& cr = (*polled)[i];
         auto& [n, b] = per_topic[cr.partition.topic];
         ++n;
         b += record_bytes(cr.record);

@@ -63,10 +63,15 @@ bool append_record_json(std::string& out, std::string_view prefix, std::string_v
   return ok;
 }
 
+namespace {
+bool not_json(const std::optional<model::bytes>& b) {
+  return b && !json::accept(std::string_view(reinterpret_cast<const char*>(b->data()), b->size()));
+}
+}  // namespace
+
+bool json_readable(const model::record& rec) { return !not_json(rec.key) && !not_json(rec.value); }
+
 std::string not_json_message(std::string_view topic, int32_t partition, const model::record& rec) {
-  auto not_json = [](const std::optional<model::bytes>& b) {
-    return b && !json::accept(std::string_view(reinterpret_cast<const char*>(b->data()), b->size()));
-  };
   const bool key = not_json(rec.key), value = not_json(rec.value);
   const std::string part = key && value ? "the key and the value" : key ? "the key" : "the value";
   return part + " of the record at offset " + std::to_string(rec.record_offset.value()) + " of " + std::string(topic) + "-" +

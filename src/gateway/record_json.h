@@ -30,6 +30,10 @@ bool append_record_json(std::string& out, std::string_view prefix, std::string_v
                         int32_t partition, const model::record& rec, bool as_json,
                         non_json_payload non_json = non_json_payload::refuse);
 
+/// True when `rec`'s key and value are each absent or JSON text: what the json format embeds
+/// (append_record_json with non_json_payload::refuse takes it).
+bool json_readable(const model::record& rec);
+
 /// "the key of the record at offset N of TOPIC-P is not JSON" (or value, or key and value): why
 /// append_record_json refused `rec` of `topic` partition `partition`, naming the part a JSON
 /// reader cannot take and where it is.

@@ -1002,7 +1002,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   void pump_group() {
     if (!member_ || !member_->ready || member_->polling || !may_fetch()) return;
     member_->polling = true;
-    broker::poll_request req{limits::ws_poll_wait_ms, fetch_bytes()};
+    broker::poll_request req;
+    req.timeout_ms = limits::ws_poll_wait_ms;
+    req.max_bytes = fetch_bytes();
     const uint64_t gen = member_->generation;
     calls_.poll(member_->group, member_->instance, req,
                                [self = shared_from_this(), gen](broker::result<std::vector<broker::consumed_record>> r) {
@@ -1036,7 +1038,9 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     group::partition_set rewound;
     std::string batch;
     uint64_t delivered_bytes = 0;
-    for (const auto& [tp, rec] : *r) {
+    for (const auto& cr : *r) {
+      const auto& tp = cr.partition;
+      const auto& rec = cr.record;
       if (rewound.count(tp)) continue;
       if (take_credit(record_bytes(rec))) {
         deliver(batch, record_text(tp, rec, member_->as_json), member_->batch);

@@ -82,7 +82,7 @@ struct groups_fixture {
   }
   result<std::vector<consumed_record>> poll(const std::string& group, const std::string& id, int64_t max_bytes = 1 << 20) {
     return call<result<std::vector<consumed_record>>>(
-        [&](auto done) { b->groups().poll(group, id, poll_request{0, max_bytes}, std::move(done)); });
+        [&](auto done) { b->groups().poll(group, id, poll_request{0, max_bytes, {}}, std::move(done)); });
   }
   result<group::partition_map<group::committed_offset>> commit(const std::string& group, const std::string& id,
                                                               std::optional<std::vector<group::processed_offset>> o) {

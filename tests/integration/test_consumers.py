@@ -734,3 +734,44 @@ def test_cli_group_consumer_leaves_its_group_on_ctrl_c(broker, topic_name, ringl
     produce(broker, topic_name, ["d"])
     again = subprocess.run(cmd + ["--max-records", "1"], capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and again.stdout.strip() == "d", (again.returncode, again.stdout, again.stderr)
+
+
+def test_a_json_instance_stops_at_a_record_that_is_not_json_and_skips_nothing(broker, topic_name):
+    """A json consumer instance meeting a value that is not JSON (new user, session 29: the poll
+    answered 406 but its position had moved past every record it fetched, the next polls answered
+    [] and an auto-commit stored them as read): the records before it are answered, the bad one is
+    a 406 naming its offset, the position and the auto-committed offset stay at it, and seeking past
+    it delivers the rest."""
+    broker.create_topic(topic_name, partitions=1)
+    produce(broker, topic_name, ['{"ok":0}', '{"ok":1}', "bad2", '{"ok":3}'], partition=0)
+    base = create_consumer(broker, "j-" + topic_name, format="json",
+                           **{"auto.offset.reset": "earliest", "auto.commit.enable": "true"})
+    subscribe(base, [topic_name])
+    got = []
+    refusal = None
+
+    def until_refused():
+        nonlocal refusal
+        r = requests.get(base + "/records", params={"timeout": 200}, headers={"Accept": JSON})
+        if r.status_code == 406:
+            refusal = r.json()
+            return True
+        assert r.status_code == 200, r.text
+        got.extend(rec["value"] for rec in r.json())
+        return False
+
+    wait_until(until_refused, DEADLINE_S, "the poll that meets the record that is not JSON")
+    assert got == [{"ok": 0}, {"ok": 1}]
+    assert refusal["error_code"] == 406
+    assert f"offset 2 of {topic_name}-0 is not JSON" in refusal["message"], refusal
+    # It stays there: another poll says the same, and the committed offset is the bad record's.
+    r = requests.get(base + "/records", params={"timeout": 200}, headers={"Accept": JSON})
+    assert r.status_code == 406 and f"offset 2 of {topic_name}-0" in r.json()["message"], r.text
+    assert committed(base, [{"topic": topic_name, "partition": 0}]) == {(topic_name, 0): 2}
+    # Past it, the rest.
+    r = requests.post(base + "/positions", json={"offsets": [{"topic": topic_name, "partition": 0, "offset": 3}]},
+                      headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    rest = []
+    wait_until(lambda: rest.extend(rec["value"] for rec in poll(base, accept=JSON)) or rest, DEADLINE_S, "the record after it")
+    assert rest == [{"ok": 3}]

@@ -101,10 +101,17 @@ struct seek_request {
 struct poll_request {
   int64_t timeout_ms = 0;      // wait up to this for the first record
   int64_t max_bytes = 1 << 20; // key + value + header bytes; at least one record is returned
+  /// The records the caller can hand out (unset: every one). The poll stops in front of the first
+  /// record this refuses: that record ends the answer marked `refused`, and its partition's
+  /// position stays at it, not past it, so neither the poll nor an auto-commit moves past a record
+  /// the caller could not give to its client (the REST json format and a key or value that is not
+  /// JSON). The other partitions' records before it in the answer are handed out as usual.
+  std::function<bool(const model::record&)> accepts;
 };
 struct consumed_record {
   model::topic_partition partition;
   model::record record;
+  bool refused = false;   // poll_request::accepts refused it: not to be handed out; its position stays at it
 };
 
 /// POST .../instances/{instance}/nacks: one record the member failed to process (issue 18).
