@@ -26,6 +26,29 @@ std::vector<std::pair<model::topic_partition, model::offset>> watch_points(const
   return out;
 }
 
+/// Moves `records` of `partition` into `out` while the answer has room (`bytes` so far, of
+/// request.max_bytes; at least one record) and the caller accepts them, setting the partition's
+/// next position in `next_offsets`. True when the answer is full: no room left, or a record the
+/// caller refuses ends it, marked, with the position left at it (poll_request::accepts).
+bool take_records(const model::topic_partition& partition, std::vector<model::record>& records,
+                  const poll_request& request, std::vector<consumed_record>& out,
+                  group::partition_map<model::offset>& next_offsets, size_t& bytes) {
+  for (auto& rec : records) {
+    size_t size = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
+    for (const auto& h : rec.headers) size += h.key.size() + (h.value ? h.value->size() : 0);
+    if (!out.empty() && bytes + size > static_cast<size_t>(request.max_bytes)) return true;
+    if (request.accepts && !request.accepts(rec)) {
+      next_offsets[partition] = rec.record_offset;
+      out.push_back({partition, std::move(rec), true});
+      return true;
+    }
+    bytes += size;
+    next_offsets[partition] = model::offset{rec.record_offset.value() + 1};
+    out.push_back({partition, std::move(rec)});
+  }
+  return false;
+}
+
 }  // namespace
 
 void group_service_impl::poll(std::string group_id, std::string instance_id, poll_request request,
@@ -204,25 +227,7 @@ void group_service_impl::poll_finish(size_t shard, std::string group_id, std::st
       out_of_range_reset = reset;
       continue;
     }
-    for (auto& rec : fetched->records) {
-      size_t size = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
-      for (const auto& h : rec.headers) size += h.key.size() + (h.value ? h.value->size() : 0);
-      if (!out.empty() && bytes + size > static_cast<size_t>(request.max_bytes)) {
-        full = true;
-        break;
-      }
-      if (request.accepts && !request.accepts(rec)) {
-        // The caller cannot hand this one out: the answer ends with it, marked, and the
-        // partition's position stays at it (poll_request::accepts).
-        next_offsets[slot.partition] = rec.record_offset;
-        out.push_back({slot.partition, std::move(rec), true});
-        full = true;
-        break;
-      }
-      bytes += size;
-      next_offsets[slot.partition] = model::offset{rec.record_offset.value() + 1};
-      out.push_back({slot.partition, std::move(rec)});
-    }
+    full = take_records(slot.partition, fetched->records, request, out, next_offsets, bytes);
     // The read stopped at max_bytes with more records behind: the answer is as full as it gets.
     const bool committed_only = settings_it != st.instances.end() && settings_it->second.read_committed;
     cut = cut || fetched->next_fetch_offset < (committed_only ? fetched->last_stable_offset : fetched->high_watermark);
