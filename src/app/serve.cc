@@ -40,6 +40,7 @@
 #include "ringlog/gateway/http_server.h"
 #include "ringlog/gateway/tls_front.h"
 #include "ringlog/rpc/cluster_transport.h"
+#include "ringlog/rpc/constants.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/runtime/connection_limits.h"
 #include "ringlog/io/disk_executor.h"
@@ -201,11 +202,33 @@ std::shared_ptr<runtime::connection_limits> make_connection_limits(const config:
     return std::stoll(value);   // checked when the config was read
   };
   for (const auto& r : cfg.listeners) {
-    limits->add_listener(r.name, runtime::listener_connection_limits{own(r, "max.connections"),
+    // The cluster listener's max.connections is the server's own bound (cluster_connections_max):
+    // at it a stranger's connection gives its place to the newcomer, which a plain refusal cannot.
+    limits->add_listener(r.name, runtime::listener_connection_limits{r.is_cluster() ? std::nullopt : own(r, "max.connections"),
                                                                      own(r, "max.connection.creation.rate"),
                                                                      r.is_cluster(), r.name == "HTTP" || r.name == "HTTPS"});
   }
   return limits;
+}
+
+/// The cluster listener's admission (rpc::listener_admission): the first-request and idle
+/// deadlines, and its bound on open connections: listener.name.cluster.max.connections, else
+/// rpc's default, at most an eighth of the open-file limit the process may raise itself to
+/// (plan_open_files), at least 16.
+rpc::listener_admission cluster_admission(const config::server_config& cfg,
+                                          std::shared_ptr<runtime::connection_limits> limits) {
+  rpc::listener_admission a{std::move(limits), cfg.connection_authentication_timeout_ms, cfg.connections_max_idle_ms,
+                            rpc::constants::cluster_listener_connections_max_default};
+  const std::string value = config::listener_setting(cfg, "CLUSTER", "max.connections");
+  if (!value.empty()) {
+    a.connections_max = std::stoll(value);   // checked when the config was read
+    return a;
+  }
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  const int64_t files = rl.rlim_max == RLIM_INFINITY ? 1'000'000 : static_cast<int64_t>(rl.rlim_max);
+  a.connections_max = std::clamp<int64_t>(files / 8, 16, rpc::constants::cluster_listener_connections_max_default);
+  return a;
 }
 
 /// Where Kafka clients of listener `l` are told to connect: advertised.listeners' entry of its
@@ -982,7 +1005,7 @@ int serve_main(int argc, char** argv) {
     auto created = rpc::cluster_transport::create(
         *runtime, 0, cfg.node_id,
         rpc::peer_address{cfg.cluster_listener_host, static_cast<uint16_t>(cfg.cluster_listener_port)}, voters,
-        bound.cluster_tls, rpc::listener_admission{bound.limits, cfg.connection_authentication_timeout_ms});
+        bound.cluster_tls, cluster_admission(cfg, bound.limits));
     if (!created.ok()) {
       spdlog::error("msg=\"cannot listen\" listeners=cluster://{}:{} error=\"{}\"", cfg.cluster_listener_host,
                     cfg.cluster_listener_port, base::logfmt_escaped(created.error().message));

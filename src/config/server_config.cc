@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 
+#include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
 
 namespace ringlog::config {
@@ -436,10 +437,10 @@ std::vector<key_spec> connection_limit_keys() {
               3'600'000,
               "on TLS and SASL listeners (Kafka, https, the TLS cluster listener) the TLS handshake and the SASL "
               "login must be done this long after the connection is accepted, else it is closed (a SASL one as a "
-              "failed login); 0 = no limit, ms"),
+              "failed login); on the cluster listener the first complete request as well; 0 = no limit, ms"),
       int_key("connections.max.idle.ms", &server_config::connections_max_idle_ms, 0, 86'400'000,
-              "a Kafka listener connection with no request and no answer for this long, and none in flight, is "
-              "closed, so idle clients do not hold max.connections places (Kafka's default); 0 = never, ms"),
+              "a Kafka or cluster listener connection with no request and no answer for this long, and none in "
+              "flight, is closed, so idle clients do not hold max.connections places (Kafka's default); 0 = never, ms"),
       int_key("max.connections", &server_config::max_connections, 0, 100'000'000,
               "open connections of every Kafka listener together (the cluster listener is not counted; http and https "
               "have http.connections.max); "
@@ -1242,10 +1243,60 @@ std::string kafka_key_hint(const std::string& key) {
   return {};
 }
 
+/// Edit distance of `a` and `b` (insert, delete, replace), at most `cap` + 1.
+size_t edit_distance(std::string_view a, std::string_view b, size_t cap) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > cap) return cap + 1;
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return std::min(row[b.size()], cap + 1);
+}
+
+/// Why `key` is unknown, for the error: Kafka's key it stands for (kafka_key_hint), else the
+/// known key within two edits of it (a typo), else nothing.
+std::string unknown_key_hint(const std::string& key, const std::vector<key_spec>& table) {
+  if (auto kafka = kafka_key_hint(key); !kafka.empty()) return kafka;
+  constexpr size_t typo_edits_max = 2;
+  const key_spec* closest = nullptr;
+  size_t best = typo_edits_max + 1;
+  for (const auto& k : table) {
+    const size_t d = edit_distance(key, k.name, typo_edits_max);
+    if (d < best) {
+      best = d;
+      closest = &k;
+    }
+  }
+  return closest ? " (did you mean \"" + closest->name + "\"?)" : std::string();
+}
+
+/// Every key of `values` the server does not know, in one error (a file with three typos is
+/// refused once, naming all three, not once per start); nullopt when there is none.
+std::optional<error> unknown_keys(const properties& values, const std::vector<key_spec>& table) {
+  std::vector<std::string> named;
+  for (const auto& [key, value] : values) {
+    if (key.rfind("listener.name.", 0) == 0) continue;   // apply_listener_override checks those
+    const bool known = std::any_of(table.begin(), table.end(), [&](const key_spec& k) { return k.name == key; });
+    if (!known) named.push_back("\"" + key + "\"" + unknown_key_hint(key, table));
+  }
+  if (named.empty()) return std::nullopt;
+  std::string message = named.size() == 1 ? "unknown config key " : std::to_string(named.size()) + " unknown config keys: ";
+  for (size_t i = 0; i < named.size(); ++i) message += (i == 0 ? "" : "; ") + named[i];
+  return error{errc::unknown_key, message + " (see ringlog serve --help)"};
+}
+
 }  // namespace
 result<server_config> load_server_config(const properties& values) {
   server_config c;
   const auto& table = key_table();
+  if (auto unknown = unknown_keys(values, table)) return *unknown;
   for (const auto& [key, value] : values) {
     if (key.rfind("listener.name.", 0) == 0) {
       if (auto why = apply_listener_override(c, key, value)) return invalid(key, value, *why);
@@ -1255,7 +1306,7 @@ result<server_config> load_server_config(const properties& values) {
     for (const auto& k : table) {
       if (k.name == key) spec = &k;
     }
-    if (!spec) return error{errc::unknown_key, "unknown config key \"" + key + "\"" + kafka_key_hint(key) + " (see ringlog serve --help)"};
+    RINGLOG_ASSERT(spec != nullptr, "unknown_keys refused every key the table does not hold");
     if (auto why = spec->apply(c, value)) return invalid(key, value, *why);
   }
   if (c.log_segment_bytes < c.message_max_bytes) {

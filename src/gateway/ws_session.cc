@@ -824,6 +824,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     } else {
       if (choice_field(m, "position", {"earliest", "latest"}, "latest") == "earliest") lo.spec = broker::offset_spec::earliest;
     }
+    end_unanswered_subscribe("replaced by the next subscribe (id " + dump(id) + ")");
     sub_ = s;
     const uint64_t gen = s.generation;
     if (explicit_offset) {
@@ -865,6 +866,17 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         });
       });
     });
+  }
+
+  /// The current subscribe, when its answer is still pending (its start position not resolved
+  /// yet), ends unstarted: it is answered now with error 40903 naming `why`, since its pending
+  /// lookup will find a newer generation and answer nothing. Every subscribe gets one answer:
+  /// `subscribed` or `error` (the breaker's ws_sub_replace.py: back-to-back subscribes left the
+  /// replaced ones unanswered, and a client awaiting their id hung).
+  void end_unanswered_subscribe(const std::string& why) {
+    if (!sub_ || sub_->ready) return;
+    send_error(sub_->id, error_codes::illegal_state,
+               "subscribe " + dump(sub_->id) + " was " + why + " before it started; nothing was delivered for it");
   }
 
   void subscribed() {
@@ -923,6 +935,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   }
 
   void on_unsubscribe(const json& id) {
+    end_unanswered_subscribe("ended by unsubscribe (id " + dump(id) + ")");
     sub_.reset();
     leave_group();
     send({{"type", "unsubscribed"}, {"id", id}});

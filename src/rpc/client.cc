@@ -12,6 +12,7 @@
 #include <deque>
 #include <future>
 #include <map>
+#include <set>
 
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
@@ -40,10 +41,10 @@ int32_t read_be32(const std::array<std::byte, 4>& b) {
 
 struct client::impl : std::enable_shared_from_this<client::impl> {
   impl(runtime::shard_threads& rt_, size_t shard_index, std::string h, uint16_t p, std::string id,
-       std::shared_ptr<runtime::reloading_tls_context> tls_context)
+       std::shared_ptr<runtime::reloading_tls_context> tls_context, std::string name)
       : rt(rt_), shard(shard_index), context(runtime::io_context_of(rt_, shard_index)), host(std::move(h)),
-        port(p), client_id(std::move(id)), tls(std::move(tls_context)), socket(context.get_executor()), backoff_timer(context.get_executor()),
-        connect_timer(context.get_executor()) {}
+        port(p), client_id(std::move(id)), tls(std::move(tls_context)), peer_name(std::move(name)),
+        socket(context.get_executor()), backoff_timer(context.get_executor()), connect_timer(context.get_executor()) {}
 
   enum class state { idle, connecting, connected, backoff };
 
@@ -63,6 +64,13 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   /// The cluster listener's TLS form (mutual certificates): the context this node's certificate
   /// and the cluster's CA come from; nullptr = plaintext.
   std::shared_ptr<runtime::reloading_tls_context> tls;
+  std::string peer_name;          // "node 3" for log lines; may be empty
+  /// Protocol-mismatch diagnosis (warn_mismatch): a response arrived on the current connection;
+  /// connections in a row that ended before their first response (or their TLS handshake);
+  /// the causes already logged since the last response.
+  bool answered = false;
+  int silent_closes = 0;
+  std::set<std::string> causes_logged;
   runtime::shard_socket socket;   // while connecting
   /// Once connected: the socket, with TLS over it when `tls` is set. Reads and writes go here.
   /// Shared with every operation in flight on it: a composed write or read that has more bytes
@@ -86,6 +94,40 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   bytes frame;
 
   [[nodiscard]] std::string where() const { return host + ":" + std::to_string(port); }
+  [[nodiscard]] std::string named() const { return (peer_name.empty() ? "" : peer_name + " at ") + where(); }
+
+  /// One warning per peer and cause until the peer answers again: what failed and its likely
+  /// cause. Without it a node whose cluster listener's protocol differs from its peers' logged
+  /// only "waiting for the metadata quorum"; the peers logged the TLS failure.
+  void warn_mismatch(const std::string& cause, const std::string& what, const std::string& likely) {
+    if (!causes_logged.insert(cause).second) return;
+    spdlog::warn("msg=\"cluster connection failed\" peer=\"{}\" error=\"{}\" likely_cause=\"{}\"", named(), what,
+                 likely);
+  }
+
+  /// A connection ended before its first response (plaintext) or during the TLS handshake
+  /// (`tls_handshake`). A peer that restarts does this once; three in a row, with the backoff
+  /// between them, is a peer that will not speak our protocol.
+  void note_silent_close(bool tls_handshake, const std::string& detail) {
+    if (++silent_closes < silent_closes_before_warning) return;
+    if (tls_handshake) {
+      warn_mismatch("tls-closed", "connection to " + named() + " closed during the TLS handshake (" + detail + ", " +
+                                      std::to_string(silent_closes) + " connections in a row)",
+                    plaintext_peer_hint);
+    } else {
+      warn_mismatch("plaintext-closed", "connection to " + named() + " closed before answering its first request (" +
+                                            detail + ", " + std::to_string(silent_closes) + " connections in a row)",
+                    tls_peer_hint);
+    }
+  }
+
+  static constexpr int silent_closes_before_warning = 3;
+  static constexpr const char* tls_peer_hint =
+      "does its cluster listener expect TLS? This node's is PLAINTEXT (its listener.security.protocol.map has no "
+      "CLUSTER:SSL); every node's listener.security.protocol.map must give CLUSTER the same protocol (docs/security.md)";
+  static constexpr const char* plaintext_peer_hint =
+      "does its cluster listener expect PLAINTEXT? This node's is SSL (listener.security.protocol.map has CLUSTER:SSL); "
+      "every node's listener.security.protocol.map must give CLUSTER the same protocol (docs/security.md)";
 
   void send(int16_t api_key, int16_t api_version, bytes body, int64_t timeout_ms, response_callback done) {
     if (stopped) {
@@ -248,14 +290,35 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     const uint64_t gen = generation;
     stream->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this(), keep = stream, gen](boost::system::error_code hec) {
       if (self->generation != gen || self->st != state::connecting) return;
-      if (hec) return self->on_connect_failed("TLS handshake failed: " + runtime::tls_failure_reason(hec));
+      if (hec) {
+        self->diagnose_handshake_failure(hec);
+        return self->on_connect_failed("TLS handshake failed: " + runtime::tls_failure_reason(hec));
+      }
       self->on_ready();
     });
+  }
+
+  /// Our TLS handshake failed: the peer closed it (a plaintext listener reads our ClientHello as
+  /// a frame size past socket.request.max.bytes and closes), answered plaintext, or refused a
+  /// certificate (at once: no restart looks like that).
+  void diagnose_handshake_failure(const boost::system::error_code& ec) {
+    if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated || ec == asio::error::connection_reset) {
+      return note_silent_close(true, ec.message());
+    }
+    const std::string reason = runtime::tls_failure_reason(ec);
+    if (reason.find("wrong version number") != std::string::npos || reason.find("record layer") != std::string::npos) {
+      return warn_mismatch("tls-plaintext-answer", "TLS handshake with " + named() + " failed: " + reason,
+                           plaintext_peer_hint);
+    }
+    warn_mismatch("tls-certificate", "TLS handshake with " + named() + " failed: " + reason,
+                  "certificates: each node's keystore (ssl.keystore.location, or listener.name.cluster.ssl.*) must "
+                  "be signed by a CA in every other node's ssl.truststore.location");
   }
 
   /// Connected (and, on a TLS cluster listener, the handshake done): requests may go.
   void on_ready() {
     connect_timer.cancel();
+    answered = false;
     st = state::connected;
     backoff_ms = constants::connect_backoff_initial_ms;
     read_next();
@@ -325,6 +388,8 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                      [self = shared_from_this(), keep = stream, gen](boost::system::error_code ec, size_t) {
                        if (self->generation != gen) return;
                        if (ec) {
+                         const bool eof = ec == asio::error::eof || ec == asio::error::connection_reset;
+                         if (eof && !self->answered && !self->tls) self->note_silent_close(false, ec.message());
                          self->on_broken(errc::disconnected, ec == asio::error::eof ? "closed by peer" : ec.message());
                          return;
                        }
@@ -335,6 +400,14 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   void on_size() {
     const int32_t size = read_be32(size_prefix);
     if (size < 4 || size > protocol::limits::frame_bytes_max) {
+      // A TLS record (alert 0x15 or handshake 0x16, version 3.x) where a response should start.
+      const auto first = static_cast<uint8_t>(size_prefix[0]);
+      if (!tls && !answered && (first == 0x15 || first == 0x16) && static_cast<uint8_t>(size_prefix[1]) == 0x03) {
+        warn_mismatch("plaintext-tls-answer",
+                      named() + " answered our first request with TLS bytes (a TLS " +
+                          (first == 0x15 ? "alert" : "handshake") + " record), not a Kafka response",
+                      tls_peer_hint);
+      }
       on_broken(errc::malformed_response, "response frame size " + std::to_string(size) + " outside 4.." +
                                               std::to_string(protocol::limits::frame_bytes_max));
       return;
@@ -353,6 +426,11 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   }
 
   void on_frame() {
+    if (!answered) {
+      answered = true;
+      silent_closes = 0;
+      causes_logged.clear();
+    }
     protocol::reader peek(frame);
     const int32_t correlation_id = *peek.read_int32();  // size >= 4 checked in on_size
     auto it = pending.find(correlation_id);
@@ -379,8 +457,9 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
 };
 
 client::client(runtime::shard_threads& rt, size_t shard, std::string host, uint16_t port, std::string client_id,
-               std::shared_ptr<runtime::reloading_tls_context> tls)
-    : impl_(std::make_shared<impl>(rt, shard, std::move(host), port, std::move(client_id), std::move(tls))) {}
+               std::shared_ptr<runtime::reloading_tls_context> tls, std::string peer_name)
+    : impl_(std::make_shared<impl>(rt, shard, std::move(host), port, std::move(client_id), std::move(tls),
+                                   std::move(peer_name))) {}
 
 client::~client() {
   // Completions still queued hold their own reference; they see `stopped` and do nothing.

@@ -92,8 +92,9 @@ bool cluster_transport::set_peer_address(int32_t node_id, const std::string& hos
     auto it = peers_.find(node_id);
     if (it != peers_.end() && it->second.address == address) return false;
     if (it == peers_.end() && peers_.size() >= constants::peers_max) return false;
-    auto connection = std::make_shared<client>(runtime_, shard_, host, port, node_client_id(self_id_), client_tls_);
-    auto forwarding = std::make_shared<client>(runtime_, shard_, host, port, node_client_id(self_id_), client_tls_);
+    const std::string name = "node " + std::to_string(node_id);
+    auto connection = std::make_shared<client>(runtime_, shard_, host, port, node_client_id(self_id_), client_tls_, name);
+    auto forwarding = std::make_shared<client>(runtime_, shard_, host, port, node_client_id(self_id_), client_tls_, name);
     if (it == peers_.end()) {
       peers_.emplace(node_id, peer{address, std::move(connection), std::move(forwarding)});
     } else {

@@ -92,10 +92,20 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   server::peer_check peer_check;
   std::set<std::shared_ptr<connection>> connections;
   std::atomic<size_t> connection_count{0};
+  uint64_t accepted = 0;          // connections accepted so far: each one's accept order
+  bool at_bound_logged = false;   // the connections_max warning of this episode is out
+  /// First-request deadline closes since the last warning, and when that was (steady ms; < 0 = never).
+  uint64_t deadline_closes = 0;
+  int64_t deadline_warning_ms = -1;
   std::atomic<uint16_t> bound_port{0};
   bool stopped = false;
 
   void adopt(runtime::shard_socket socket, runtime::connection_slot slot);
+  /// At connections_max: closes the oldest connection that has sent no request; false when every
+  /// open one has (the new one is refused then).
+  bool make_room();
+  /// Counts a connection closed by the first-request deadline; one warning per interval at most.
+  void note_deadline_close(const std::string& why);
   void close_all();
 };
 
@@ -103,7 +113,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
 /// responses one at a time. Lives on the shard's thread only.
 struct connection : std::enable_shared_from_this<connection> {
   connection(std::shared_ptr<server::impl> o, runtime::shard_socket s, runtime::connection_slot sl)
-      : owner(std::move(o)), socket(std::move(s)), slot_in_limits(std::move(sl)), handshake_deadline(socket.get_executor()) {
+      : owner(std::move(o)), socket(std::move(s)), slot_in_limits(std::move(sl)),
+        first_request_deadline(socket.get_executor()), idle_timer(socket.get_executor()) {
     boost::system::error_code ec;
     auto ep = socket.socket().remote_endpoint(ec);
     peer = ec ? std::string("unknown") : ep.address().to_string() + ":" + std::to_string(ep.port());
@@ -112,7 +123,12 @@ struct connection : std::enable_shared_from_this<connection> {
   std::weak_ptr<server::impl> owner;
   runtime::tls_socket socket;   // TLS over TCP on the TLS cluster listener
   runtime::connection_slot slot_in_limits;   // max.connections.per.ip, given back on close
-  shard_timer handshake_deadline;             // connection.authentication.timeout.ms
+  shard_timer first_request_deadline;         // connection.authentication.timeout.ms
+  shard_timer idle_timer;                     // connections.max.idle.ms
+  /// The last time bytes were read or an answer written.
+  std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
+  uint64_t accept_order = 0;
+  bool handshake_done = false;   // the TLS form: the handshake finished
   std::string peer;
   /// The client id of the last request header read (empty before the first).
   std::string client_id;
@@ -139,6 +155,7 @@ struct connection : std::enable_shared_from_this<connection> {
 
   void on_size(boost::system::error_code ec) {
     if (closed) return;
+    last_active = std::chrono::steady_clock::now();
     if (ec) {
       close(ec == asio::error::eof ? "" : "read failed: " + ec.message());
       return;
@@ -157,6 +174,7 @@ struct connection : std::enable_shared_from_this<connection> {
   void on_frame(boost::system::error_code ec) {
     reading = false;
     if (closed) return;
+    last_active = std::chrono::steady_clock::now();
     if (ec) {
       close("read failed inside a frame: " + ec.message());
       return;
@@ -169,6 +187,7 @@ struct connection : std::enable_shared_from_this<connection> {
   /// client's ApiVersions may be of a version this codec does not know). False: refused, closed.
   bool admit() {
     admitted = true;
+    first_request_deadline.cancel();
     auto o = owner.lock();
     if (!o || !o->client_check) return true;
     const std::string id = peek_client_id(frame);
@@ -257,37 +276,75 @@ struct connection : std::enable_shared_from_this<connection> {
                           return;
                         }
                         self->write_queue.pop_front();
+                        self->last_active = std::chrono::steady_clock::now();
                         self->write_next();
                         self->read_next();
                       });
   }
 
   /// TLS handshake first on the TLS cluster listener: a stranger (no certificate, or one the
-  /// truststore does not sign) is closed with a log line and never reaches a handler.
+  /// truststore does not sign) is closed with a log line and never reaches a handler. Both forms:
+  /// the first-request deadline and the idle deadline start now (listener_admission).
   void start(const std::shared_ptr<runtime::reloading_tls_context>& tls, const listener_admission& admission) {
+    if (admission.authentication_timeout_ms > 0) arm_first_request_deadline(admission.authentication_timeout_ms);
+    if (admission.idle_ms > 0) arm_idle(admission.idle_ms);
     if (!tls) return read_next();
     socket.use_tls(tls->current());
-    if (admission.authentication_timeout_ms > 0) {
-      handshake_deadline.expires_after(std::chrono::milliseconds(admission.authentication_timeout_ms));
-      handshake_deadline.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        if (ec || self->closed) return;
-        auto o = self->owner.lock();
-        if (!o) return;
-        if (o->admission.limits) {
-          o->admission.limits->count_refusal("CLUSTER", runtime::connection_refusal::authentication_timeout);
-        }
-        self->close("TLS handshake not finished within connection.authentication.timeout.ms=" +
-                    std::to_string(o->admission.authentication_timeout_ms));
-      });
-    }
     socket.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
-      self->handshake_deadline.cancel();
       if (ec) {
         return self->close("TLS handshake failed on the cluster listener (CLUSTER): " + runtime::tls_failure_reason(ec));
       }
+      self->handshake_done = true;
       if (!self->peer_admitted()) return;
       self->read_next();
+    });
+  }
+
+  /// connection.authentication.timeout.ms: no complete first request (on the TLS form: no
+  /// finished handshake, or no first request after it) this long after accept closes the
+  /// connection, counted as an authentication_timeout refusal: an idle connect cannot hold a
+  /// descriptor (the breaker's fd_exhaust.py: 19,800 silent connections took every fd).
+  void arm_first_request_deadline(int64_t timeout_ms) {
+    first_request_deadline.expires_after(std::chrono::milliseconds(timeout_ms));
+    first_request_deadline.async_wait([self = shared_from_this(), timeout_ms](boost::system::error_code ec) {
+      if (ec || self->closed || self->admitted) return;
+      auto o = self->owner.lock();
+      if (!o) return;
+      if (o->admission.limits) {
+        o->admission.limits->count_refusal("CLUSTER", runtime::connection_refusal::authentication_timeout);
+      }
+      const bool tls_pending = o->tls && !self->handshake_done;
+      const std::string why = std::string(tls_pending ? "TLS handshake" : "no complete first request") +
+                              " within connection.authentication.timeout.ms=" + std::to_string(timeout_ms);
+      o->note_deadline_close(why);
+      self->close("");
+    });
+  }
+
+  /// Whether the connection does anything now: a request with its handler, an answer queued or
+  /// being written, or bytes waiting in the socket that were not read yet.
+  bool busy() {
+    if (in_flight > 0 || writing || !write_queue.empty()) return true;
+    boost::system::error_code ec;
+    return socket.socket().available(ec) > 0 && !ec;
+  }
+
+  /// connections.max.idle.ms (Kafka's Selector closes idle channels, the inter-broker ones too):
+  /// wakes when the connection would have been idle `idle_ms`; closes it when nothing was read
+  /// or written since and it is not busy(), else sleeps again.
+  void arm_idle(int64_t idle_ms) {
+    const auto idle = std::chrono::milliseconds(idle_ms);
+    const auto now = std::chrono::steady_clock::now();
+    idle_timer.expires_at(busy() ? now + idle : std::max(last_active + idle, now + std::chrono::milliseconds(1)));
+    idle_timer.async_wait([self = shared_from_this(), idle_ms](boost::system::error_code ec) {
+      if (ec || self->closed) return;
+      const bool quiet = std::chrono::steady_clock::now() - self->last_active >= std::chrono::milliseconds(idle_ms);
+      if (!quiet || self->busy()) return self->arm_idle(idle_ms);
+      spdlog::info("msg=\"cluster connection closed\" peer={} client_id=\"{}\" reason=\"idle for "
+                   "connections.max.idle.ms={} (no request or answer)\"",
+                   self->peer, base::logfmt_escaped(self->client_id), idle_ms);
+      self->close("");
     });
   }
 
@@ -315,7 +372,8 @@ struct connection : std::enable_shared_from_this<connection> {
     if (!reason.empty()) {
       spdlog::warn("msg=\"cluster connection closed\" peer={} reason=\"{}\"", peer, base::logfmt_escaped(reason));
     }
-    handshake_deadline.cancel();
+    first_request_deadline.cancel();
+    idle_timer.cancel();
     slot_in_limits.release();
     socket.close();
     write_queue.clear();
@@ -331,10 +389,50 @@ void server::impl::adopt(runtime::shard_socket socket, runtime::connection_slot 
   if (stopped) return;
   boost::system::error_code nodelay_ec;
   socket.set_option(tcp::no_delay(true), nodelay_ec);
+  const auto bound = static_cast<size_t>(std::max<int64_t>(admission.connections_max, 0));
+  if (bound > 0 && connections.size() >= bound && !make_room()) {
+    if (admission.limits) admission.limits->count_refusal("CLUSTER", runtime::connection_refusal::max_connections);
+    return;   // every open connection is a peer's: the new one closes as `socket` goes
+  }
+  if (bound > 0 && at_bound_logged && connections.size() < bound / 2) at_bound_logged = false;
   auto c = std::make_shared<connection>(shared_from_this(), std::move(socket), std::move(slot));
+  c->accept_order = ++accepted;
   connections.insert(c);
   connection_count.store(connections.size(), std::memory_order_relaxed);
   c->start(tls, admission);
+}
+
+bool server::impl::make_room() {
+  if (!at_bound_logged) {
+    at_bound_logged = true;
+    spdlog::warn("msg=\"cluster listener at its connection bound\" listener=CLUSTER "
+                 "listener.name.cluster.max.connections={} open={} action=\"a new connection takes the place of the "
+                 "oldest one that has sent no request; refused when every open one has\"",
+                 admission.connections_max, connections.size());
+  }
+  std::shared_ptr<connection> oldest;
+  for (const auto& c : connections) {
+    if (!c->admitted && (!oldest || c->accept_order < oldest->accept_order)) oldest = c;
+  }
+  if (!oldest) return false;
+  if (admission.limits) admission.limits->count_refusal("CLUSTER", runtime::connection_refusal::max_connections);
+  spdlog::debug("msg=\"cluster connection closed\" peer={} reason=\"no request yet and the listener is at "
+                "listener.name.cluster.max.connections={}\"",
+                oldest->peer, admission.connections_max);
+  oldest->close("");
+  return true;
+}
+
+void server::impl::note_deadline_close(const std::string& why) {
+  ++deadline_closes;
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (deadline_warning_ms >= 0 && now - deadline_warning_ms < constants::deadline_warning_interval_ms) return;
+  spdlog::warn("msg=\"cluster connections closed\" listener=CLUSTER reason=\"{}\" closed={} warning_interval_ms={}",
+               base::logfmt_escaped(why), deadline_closes, constants::deadline_warning_interval_ms);
+  deadline_warning_ms = now;
+  deadline_closes = 0;
 }
 
 void server::impl::close_all() {

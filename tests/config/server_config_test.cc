@@ -21,6 +21,26 @@ TEST_CASE("properties files") {
   CHECK_FALSE(parse_assignment("nothing").ok());
 }
 
+TEST_CASE("every unknown key is named in one error, with a close known key or Kafka's replacement") {
+  // A Kafka server.properties was refused one unknown key per start (fix one, start again, the next).
+  auto r = load_server_config({{"num.partitions", "3"}, {"log.retention.hours", "168"}, {"num.partitons", "3"},
+                               {"zookeeper.connect", "localhost:2181"}, {"log.dirs", "/tmp/x"}});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == errc::unknown_key);
+  CHECK(r.error().message ==
+        "3 unknown config keys: \"log.retention.hours\": ringlog does not take Kafka's log.retention.hours; use "
+        "log.retention.ms (hours x 3600000); \"num.partitons\" (did you mean \"num.partitions\"?); "
+        "\"zookeeper.connect\" (see ringlog serve --help)");
+  auto one = load_server_config({{"log.dir", "/tmp/x"}});
+  REQUIRE_FALSE(one.ok());
+  CHECK(one.error().message ==
+        "unknown config key \"log.dir\": ringlog does not take Kafka's log.dir; use log.dirs (see ringlog serve --help)");
+  // Unknown keys are refused before any value is checked: the error names them, not a bad value.
+  auto mixed = load_server_config({{"num.partitions", "0"}, {"bogus.key", "1"}});
+  REQUIRE_FALSE(mixed.ok());
+  CHECK(mixed.error().message == "unknown config key \"bogus.key\" (see ringlog serve --help)");
+}
+
 TEST_CASE("defaults serve on one machine") {
   auto c = load_server_config({});
   REQUIRE(c.ok());

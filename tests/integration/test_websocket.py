@@ -825,3 +825,37 @@ def test_subscribe_below_the_log_start_is_refused_up_front(fresh_broker):
             assert m["type"] == "subscribed" and m["offset"] == log_start(), m
 
     run(go())
+
+
+def test_every_subscribe_gets_one_answer_when_replaced_back_to_back(broker, topic_name):
+    """The breaker's ws_sub_replace.py: four subscribes sent back to back; a replaced one whose start
+    position was still being looked up got no answer at all (which ones varied by run), so a client
+    awaiting its id hung. Now each gets exactly one: subscribed, its own error, or 40903 replaced."""
+    broker.create_topic(topic_name)
+    produce_http(broker, topic_name, ["a", "b"])
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            for _ in range(5):
+                await send(ws, type="subscribe", id=1, topic="doesnotexist-" + topic_name, partition=0, offset=0)
+                await send(ws, type="subscribe", id=2, topic=topic_name, partition=0, offset=0)
+                await send(ws, type="subscribe", id=3, topic=topic_name, partition=0, position="earliest")
+                await send(ws, type="subscribe", id=4, topic=topic_name, partition=0, offset=999)
+                await send(ws, type="subscribe", id=5, topic=topic_name, partition=0, position="latest")
+                await send(ws, type="unsubscribe", id=6)
+                answers = {}
+                while len(answers) < 6:
+                    m = await recv(ws)
+                    assert m.get("id") not in answers, (m, answers)
+                    answers[m["id"]] = m
+                for i in (1, 2, 3, 5):
+                    m = answers[i]
+                    replaced = m["type"] == "error" and m["error_code"] == 40903
+                    assert replaced or m["type"] == "subscribed" or (i == 1 and m["error_code"] == 40401), m
+                    if replaced:
+                        assert "before it started" in m["message"], m
+                assert answers[4]["type"] == "error" and answers[4]["error_code"] in (42202, 40903), answers[4]
+                assert answers[6]["type"] == "unsubscribed", answers[6]
+                await nothing_pending(ws)
+
+    run(go())

@@ -23,9 +23,13 @@ class client {
   /// A client for host:port living on shard `shard` of `runtime`; `client_id` goes into every
   /// request header (Kafka's client.id). Connects lazily.
   /// `tls`: the cluster listener's TLS form (client role: this node's certificate, the cluster's
-  /// CA); nullptr = plaintext.
+  /// CA); nullptr = plaintext. `peer_name` ("node 3") names the peer in log lines.
+  /// A peer that will not speak our protocol is logged once per cause (until it answers again)
+  /// with the likely cause: three connections in a row closed before their first response (or
+  /// during our TLS handshake), TLS bytes where a response should be, a plaintext answer to our
+  /// handshake, or a certificate refused (listener.security.protocol.map, the ssl.* keys).
   client(runtime::shard_threads& runtime, size_t shard, std::string host, uint16_t port, std::string client_id,
-         std::shared_ptr<runtime::reloading_tls_context> tls = nullptr);
+         std::shared_ptr<runtime::reloading_tls_context> tls = nullptr, std::string peer_name = "");
   ~client();
   client(const client&) = delete;
   client& operator=(const client&) = delete;

@@ -36,6 +36,16 @@ inline constexpr int64_t connect_backoff_max_ms = 250;
 /// would otherwise hold requests for the kernel's minutes-long SYN retry.
 inline constexpr int64_t connect_timeout_ms = 2000;
 
+/// The cluster listener's default bound on open connections when
+/// listener.name.cluster.max.connections is not set (at most an eighth of the open-file limit):
+/// each peer holds two (its transport's connection and its forwarding one), so a thousand is room
+/// for hundreds of nodes, far past what ringlog's placement is sized for, while a flood of idle
+/// connects cannot take the descriptors the other listeners and the logs need.
+inline constexpr int64_t cluster_listener_connections_max_default = 1000;
+/// At most one warning per this interval names the cluster connections the first-request
+/// deadline closed (with their count), so a connect flood does not flood the log.
+inline constexpr int64_t deadline_warning_interval_ms = 10'000;
+
 /// Peers one cluster transport knows (voters plus brokers learned from their registrations), each
 /// with one lazily connected client. Kafka clusters run up to a few thousand brokers; ringlog's
 /// placement and heartbeats are sized for tens. A bound keeps a flood of registrations from

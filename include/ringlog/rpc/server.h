@@ -32,10 +32,22 @@ namespace ringlog::rpc {
 
 /// The cluster listener's admission (issue 31): its place in max.connections.per.ip (it is
 /// outside the broker-wide max.connections and creation rate, as Kafka's inter-broker listener),
-/// and on the TLS form the handshake deadline.
+/// and the bounds that keep idle strangers from holding its descriptors:
+///   - connection.authentication.timeout.ms: a connection that has not sent its first complete
+///     request this long after accept (on the TLS form: finished its handshake and then sent its
+///     first request) is closed. Our client connects only with a request to send, so a peer's
+///     first request follows its connect at once.
+///   - connections.max.idle.ms: a connection with nothing read or written this long, no request
+///     with a handler, no answer queued and no unread bytes is closed (a parked long-poll Fetch is
+///     in flight, so not idle). The peer's client reconnects on its next request.
+///   - connections_max (listener.name.cluster.max.connections): open connections at most. At the
+///     bound a new connection takes the place of the oldest one that has not sent a request yet
+///     (a stranger's); when every open one has, the new one is closed. Logged once per episode.
 struct listener_admission {
   std::shared_ptr<runtime::connection_limits> limits;   // nullptr = unlimited
   int64_t authentication_timeout_ms = 0;                 // connection.authentication.timeout.ms; 0 = none
+  int64_t idle_ms = 0;                                   // connections.max.idle.ms; 0 = never
+  int64_t connections_max = 0;                           // listener.name.cluster.max.connections; 0 = no bound
 };
 
 class server {

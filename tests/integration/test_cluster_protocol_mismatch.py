@@ -1,0 +1,68 @@
+"""A node whose cluster listener uses another security protocol than its peers' (it dials
+plaintext while the voters' cluster listeners are TLS, or the reverse) says so itself, once per
+peer and cause: before, it logged only "waiting for the metadata quorum" while only the voters
+logged the TLS failure.
+"""
+import time
+
+from conftest import free_port, wait_until
+from test_cluster import FAILOVER_DEADLINE_S, Node, kill_nodes, start_nodes
+from tls_certs import Material
+
+MSG = 'msg="cluster connection failed"'
+
+
+def nodes(tmp_path, tls_ids):
+    """Three voters; those in `tls_ids` have CLUSTER:SSL, the others PLAINTEXT."""
+    certs = Material(tmp_path / "certs")
+    ports = [free_port() for _ in range(3)]
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
+    tls = ["listener.security.protocol.map=CLUSTER:SSL", f"ssl.keystore.location={certs.broker_pem}",
+           f"ssl.truststore.location={certs.ca_file}"]
+    out = []
+    for i, p in enumerate(ports):
+        n = Node(tmp_path / f"node{i + 1}" / "data", i + 1, p, voters, tls if i + 1 in tls_ids else [])
+        n.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        out.append(n)
+    return out
+
+
+def mismatch_lines(node):
+    return [line for line in node.log_path.read_text().splitlines() if MSG in line]
+
+
+def check_the_odd_node_says_why(odd, hint, peers_ids):
+    # It logs one line per peer (each of its two connections to a peer may log it once) naming
+    # the peer and the key, and no more while it keeps failing.
+    lines = wait_until(lambda: (lambda ls: ls if {i for i in peers_ids if any(f"node {i} at" in l for l in ls)} ==
+                                set(peers_ids) else None)(mismatch_lines(odd)), 30, "a mismatch line per peer")
+    for line in lines:
+        assert "listener.security.protocol.map" in line and hint in line, line
+    time.sleep(3)   # it keeps retrying meanwhile (backoff up to 250 ms)
+    assert len(mismatch_lines(odd)) == len(lines), mismatch_lines(odd)
+    assert len(lines) <= 2 * len(peers_ids), lines
+
+
+def test_a_plaintext_node_among_tls_voters_names_the_protocol(ringlog_bin, tmp_path):
+    n1, n2, n3 = nodes(tmp_path, tls_ids={1, 2})
+    try:
+        start_nodes([n1, n2])
+        wait_until(lambda: n1.quorum().get("leader_id") in (1, 2), FAILOVER_DEADLINE_S, "a leader among 1 and 2")
+        n3.spawn()
+        check_the_odd_node_says_why(n3, "does its cluster listener expect TLS?", [1, 2])
+        # A voter that dials node 3 (the leader does) says the reverse, about node 3 only.
+        for line in mismatch_lines(n1) + mismatch_lines(n2):
+            assert 'peer="node 3 at' in line and "does its cluster listener expect PLAINTEXT?" in line, line
+    finally:
+        kill_nodes([n1, n2, n3])
+
+
+def test_a_tls_node_among_plaintext_voters_names_the_protocol(ringlog_bin, tmp_path):
+    n1, n2, n3 = nodes(tmp_path, tls_ids={3})
+    try:
+        start_nodes([n1, n2])
+        wait_until(lambda: n1.quorum().get("leader_id") in (1, 2), FAILOVER_DEADLINE_S, "a leader among 1 and 2")
+        n3.spawn()
+        check_the_odd_node_says_why(n3, "does its cluster listener expect PLAINTEXT?", [1, 2])
+    finally:
+        kill_nodes([n1, n2, n3])
