@@ -48,4 +48,30 @@ inline constexpr int preferred_election_attempts_max = 3;
 /// The same for a partition reassignment request (a concurrent ISR change bumps the partition
 /// epoch its plan named).
 inline constexpr int reassignment_attempts_max = 3;
+/// Calls one node's forwarder has with the transport for one leader at once (forwarding.cc's
+/// leader_gate): the forwarding connection's own bound (rpc client_pending_requests_max, 1024),
+/// which only forwarded calls use (raft, heartbeats and replica fetches have their own
+/// connection), so a burst never meets the transport's refusal; the rest wait for room.
+inline constexpr size_t forward_calls_in_flight_per_leader_max = 1024;
+/// Forwarded calls that may wait for room on one leader's connection. A healthy leader answers
+/// a call in about a millisecond, so these drain fast; the bound is what its callers may have in
+/// flight (a few WebSockets' ws_produce_in_flight_max of 10,000): past it a call is refused at
+/// once (throttling_quota_exceeded, HTTP 429: nothing was sent).
+inline constexpr size_t forward_calls_waiting_per_leader_max = 100'000;
+/// Bytes of those waiting calls' bodies for one leader: a burst of large batches is refused
+/// (429) before it holds more memory than this.
+inline constexpr size_t forward_call_bytes_waiting_per_leader_max = size_t{256} << 20;
+/// Longest wait for room of one forwarded call, ms (its own timeout when shorter); past it the
+/// call is answered unsent. A leader that answers nothing frees its room as its calls time out
+/// or when the leadership moves (fail_moved_forwards).
+inline constexpr int64_t forward_room_wait_max_ms = 30'000;
+/// How often the waiting calls of a leader are checked for their deadline, ms.
+inline constexpr int64_t forward_room_sweep_ms = 100;
+/// Forwarded produces held in their partition's order line at once (all partitions): batches a
+/// leader refused unread, and the later batches of the partition that wait for them to go first
+/// (about the produces the callers have in flight: ws_produce_in_flight_max per socket). Past it
+/// a produce is refused at once (throttling_quota_exceeded: nothing was sent).
+inline constexpr size_t forward_produces_held_max = 100'000;
+/// Bytes of those held batches (all partitions), refused past it as above.
+inline constexpr size_t forward_produce_bytes_held_max = size_t{256} << 20;
 }  // namespace ringlog::broker::detail

@@ -8,9 +8,11 @@
 // pipeline (produce_pipeline.h) or the fetch service (fetch_service.h).
 
 #include <algorithm>
+#include <deque>
 #include <map>
 
 #include "leader_forwarder.h"
+#include "forwarding_answers.h"
 #include "constants.h"
 #include "fetch_service.h"
 #include "metadata_publisher.h"
@@ -20,131 +22,7 @@
 #include "ringlog/codec/record_batch.h"
 
 namespace ringlog::broker::detail {
-namespace {
-
-/// Produce v10 (flexible, with ErrorMessage and KIP-951's CurrentLeader): the leader's reason
-/// travels back to the client. A peer sets CurrentLeader only when it refused the batch before
-/// appending any of it because it does not lead the partition (refusal_before_serving): the
-/// forwarder may then send the same batch to the new leader without storing it twice.
-constexpr int16_t forward_produce_version = 10;
-/// Fetch v15: topic ids, the replica id -1 in ReplicaState (a consumer, reads to the high watermark).
-constexpr int16_t forward_fetch_version = 15;
-/// ListOffsets v7 (flexible): earliest (-2), latest (-1) or by timestamp.
-constexpr int16_t forward_list_offsets_version = 7;
-/// How much longer than the call's own wait the forwarder waits for the leader's answer, ms.
-constexpr int64_t forward_timeout_slack_ms = 5000;
-/// How long a leader waits for a topic it does not know yet, or for its replica of a partition it
-/// has not opened yet, when a peer forwards a call for it (the peer applied the topic's creation
-/// first: metadata reaches nodes at slightly different times, and a node opens a new partition
-/// after it publishes the topic), ms; polled every forward_metadata_poll_ms. Past it the caller
-/// hears a retriable error.
-constexpr int64_t forward_metadata_wait_ms = 3000;
-constexpr int64_t forward_metadata_poll_ms = 20;
-/// How long a forwarded read (fetch, list offsets) refused by a broker that no longer leads the
-/// partition waits for this node's metadata to name the new leader before the client hears a
-/// retriable error, ms: a leadership move reaches every node within about a metadata fetch
-/// (tens of ms); the HTTP client retries after Retry-After (1 s) anyway. A produce waits up to its
-/// own timeout instead (its client asked for an answer within it).
-constexpr int64_t forward_read_reroute_wait_ms = 1000;
-constexpr int64_t earliest_timestamp = -2;
-constexpr int64_t latest_timestamp = -1;
-
-/// One past the last offset of the whole v2 batches in `batches` (a raw answer from the leader),
-/// or `fetch_offset` when there are none; a header that does not decode ends the walk (the client
-/// that reads the bytes reports it).
-model::offset next_offset_after(std::span<const std::byte> batches, model::offset fetch_offset) {
-  model::offset next = fetch_offset;
-  size_t pos = 0;
-  while (pos < batches.size()) {
-    auto header = codec::decode_header(batches.subspan(pos));
-    if (!header.ok() || header->size_bytes() > batches.size() - pos) break;
-    next = std::max(next, model::offset{header->last_offset().value() + 1});
-    pos += header->size_bytes();
-  }
-  return next;
-}
-
-std::string leader_name(int32_t leader, const model::topic_partition& tp) {
-  return "broker " + std::to_string(leader) + " (the leader of " + tp.topic + "-" +
-         std::to_string(tp.partition.value()) + ")";
-}
-
-error unreachable(int32_t leader, const model::topic_partition& tp, const std::string& why) {
-  return error{errc::not_leader_or_follower, leader_name(leader, tp) + " did not answer (" + why + "): retry"};
-}
-
-/// A forwarded write that failed on the way (connection lost or aborted, timed out): it may have
-/// reached the leader, so its outcome is unknown and the client hears so (a retry may duplicate).
-error unreachable_write(int32_t leader, const model::topic_partition& tp, const std::string& why) {
-  return error{errc::not_leader_or_follower,
-               leader_name(leader, tp) + " did not answer (" + why + "); the write may or may not be stored: retry"};
-}
-
-/// A forwarded call that failed before any byte of it reached the peer: the connect was refused
-/// or failed (requests wait on a connection until it is up), or the peer is not known. Such a
-/// write did not happen; every other failure (disconnected, timeout) leaves its outcome unknown.
-bool never_sent(rpc::errc code) {
-  return code == rpc::errc::connection_refused || code == rpc::errc::connect_failed || code == rpc::errc::unknown_peer;
-}
-
-/// The answer when `refused_by`, the leader this node forwarded to, no longer leads `tp` and this
-/// node's metadata named no other leader before the call's deadline.
-error leadership_moving(int32_t refused_by, const model::topic_partition& tp) {
-  return error{errc::not_leader_or_follower,
-               "the leadership of " + tp.topic + "-" + std::to_string(tp.partition.value()) + " is moving: broker " +
-                   std::to_string(refused_by) +
-                   " no longer leads it and this broker has not learned the new leader yet (a reassignment or an "
-                   "election is under way): retry"};
-}
-
-error answered(int32_t leader, const model::topic_partition& tp, int16_t code, const std::optional<std::string>& why) {
-  const errc e = errc_of_kafka_code(code);
-  if (e == errc::unknown_topic_or_partition) {
-    // This node knows the topic, so the leader's metadata lags behind it (a topic just created):
-    // retriable, as Kafka clients treat UNKNOWN_TOPIC_OR_PARTITION, never a 404 for a topic that exists.
-    return error{errc::not_leader_or_follower,
-                 leader_name(leader, tp) + " has not applied the topic's creation yet (its metadata lags): retry"};
-  }
-  if (why && !why->empty()) return error{e, *why};
-  if (e == errc::not_leader_or_follower) {
-    // Not a refusal of a former leader (those are asked again of the new one): the leader this
-    // node knows has not taken up the leadership yet (its replica not opened as leader, or its
-    // high watermark not established, KIP-207).
-    return error{e, leader_name(leader, tp) + " is taking up the leadership and does not serve it yet: retry"};
-  }
-  return error{e, leader_name(leader, tp) + " answered " + std::string(to_string(e))};
-}
-
-/// `tp` in `view`: nullptr when the topic or partition is gone.
-const controller::partition_image* partition_in(const metadata_view& view, const model::topic_partition& tp) {
-  auto t = view.topics.find(tp.topic);
-  if (t == view.topics.end()) return nullptr;
-  const auto& partitions = t->second->image->partitions;
-  const auto index = static_cast<size_t>(tp.partition.value());
-  return index < partitions.size() ? &partitions[index] : nullptr;
-}
-
-/// The leader epoch `view` names for `tp`: -1 when the topic or partition is gone.
-int32_t leader_epoch_in(const metadata_view& view, const model::topic_partition& tp) {
-  const auto* p = partition_in(view, tp);
-  return p != nullptr ? p->leader_epoch : -1;
-}
-
-/// The leader `view` names for `tp`: -1 when it names none or the topic or partition is gone.
-int32_t leader_in(const metadata_view& view, const model::topic_partition& tp) {
-  const auto* p = partition_in(view, tp);
-  return p != nullptr ? p->leader : -1;
-}
-
-/// The answer of a forwarded call whose partition's leadership moved while it was in flight.
-rpc::error leadership_moved(int32_t now_leader) {
-  return rpc::error{rpc::errc::disconnected,
-                    "the leadership moved to " +
-                        (now_leader >= 0 ? "broker " + std::to_string(now_leader) : std::string("no broker")) +
-                        " while the call was in flight; its outcome is unknown"};
-}
-
-}  // namespace
+using namespace forwarding;   // forwarding_answers.h
 
 leader_forwarder::leader_forwarder(const metadata_publisher& metadata, produce_pipeline& produce,
                                    fetch_service& fetch, const broker_config& config, const base::clock& clock,
@@ -284,21 +162,101 @@ void leader_forwarder::send_forward(int32_t leader, const model::topic_partition
     });
     return;
   }
+  auto answer = std::make_shared<rpc::response_callback>(std::move(on_answer));
+  // The caller chose `leader` from its shard's view; the latest may be newer already: nothing was sent.
+  if (const int32_t now_leader = newest_leader_of(metadata_, tp); now_leader != leader) {
+    return (*answer)(not_sent_moved(now_leader));
+  }
+  waiting_call call{tp, api_key, api_version, std::move(body), timeout_ms,
+                    clock_.now_ms() + std::min(timeout_ms, forward_room_wait_max_ms), answer};
+  auto& gate = gates_[leader];
+  if (gate.waiting.empty() && gate.in_flight < forward_calls_in_flight_per_leader_max) {
+    return transmit(leader, std::move(call));
+  }
+  // No room: the call waits its turn (a burst of pipelined WebSocket produces through this node
+  // was refused past the transport's 1024 although the leader was healthy: breaker, session 28).
+  if (gate.waiting.size() >= forward_calls_waiting_per_leader_max ||
+      gate.waiting_bytes + call.body.size() > forward_call_bytes_waiting_per_leader_max) {
+    return (*answer)(rpc::error{rpc::errc::too_many_in_flight,
+                                std::to_string(gate.waiting.size()) + " calls (" + std::to_string(gate.waiting_bytes) +
+                                    " bytes) already wait for room on the connection to broker " +
+                                    std::to_string(leader) + " (forward_calls_waiting_per_leader_max " +
+                                    std::to_string(forward_calls_waiting_per_leader_max) +
+                                    ", forward_call_bytes_waiting_per_leader_max " +
+                                    std::to_string(forward_call_bytes_waiting_per_leader_max) + ")"});
+  }
+  gate.waiting_bytes += call.body.size();
+  gate.waiting.push_back(std::move(call));
+  if (!gate.sweeping) {
+    gate.sweeping = true;
+    std::weak_ptr<int> alive = lifetime_;
+    runtime_.post_after(controller_shard, forward_room_sweep_ms, [this, alive, leader] {
+      if (!alive.expired()) sweep_waiting(leader);
+    });
+  }
+}
+
+void leader_forwarder::transmit(int32_t leader, waiting_call call) {
   // The transport answers every call once (an answer, an error or its timeout); a leadership
   // that moves first answers it here instead, and the transport's later answer is dropped.
   const uint64_t id = next_forward_id_++;
-  auto answer = std::make_shared<rpc::response_callback>(std::move(on_answer));
-  // The caller chose `leader` from its shard's view; the latest may be newer already.
-  if (auto view = metadata_.views().latest(); view && leader_in(*view, tp) != leader) {
-    return (*answer)(leadership_moved(leader_in(*view, tp)));
-  }
-  forwards_in_flight_.emplace(id, forward_in_flight{tp, leader, answer});
+  ++gates_[leader].in_flight;
+  forwards_in_flight_.emplace(id, forward_in_flight{call.partition, leader, call.answer});
   std::weak_ptr<int> alive = lifetime_;
-  cluster_transport_->send_forwarded(leader, api_key, api_version, std::move(body), timeout_ms,
-                                     [this, alive, id, answer](rpc::result<protocol::bytes> r) {
-                                       if (!alive.expired() && forwards_in_flight_.erase(id) == 0) return;
-                                       (*answer)(std::move(r));
+  cluster_transport_->send_forwarded(leader, call.api_key, call.api_version, std::move(call.body), call.timeout_ms,
+                                     [this, alive, id, leader, answer = call.answer](rpc::result<protocol::bytes> r) {
+                                       if (alive.expired()) return (*answer)(std::move(r));
+                                       if (forwards_in_flight_.erase(id) != 0) (*answer)(std::move(r));
+                                       release_room(leader);
                                      });
+}
+
+void leader_forwarder::release_room(int32_t leader) {
+  auto& gate = gates_[leader];
+  RINGLOG_ASSERT_OP(gate.in_flight, >, size_t{0});
+  --gate.in_flight;
+  // A transport that answers at once (stopping) would recurse once per waiting call: the loop
+  // on the stack goes on instead.
+  if (gate.releasing) return;
+  gate.releasing = true;
+  while (!gate.waiting.empty() && gate.in_flight < forward_calls_in_flight_per_leader_max) {
+    waiting_call call = std::move(gate.waiting.front());
+    gate.waiting.pop_front();
+    gate.waiting_bytes -= call.body.size();
+    if (const int32_t now_leader = newest_leader_of(metadata_, call.partition); now_leader != leader) {
+      (*call.answer)(not_sent_moved(now_leader));
+    } else if (clock_.now_ms() >= call.deadline_ms) {
+      (*call.answer)(room_wait_expired(leader));
+    } else {
+      transmit(leader, std::move(call));
+    }
+  }
+  gate.releasing = false;
+}
+
+void leader_forwarder::sweep_waiting(int32_t leader) {
+  auto& gate = gates_[leader];
+  const int64_t now = clock_.now_ms();
+  std::vector<std::shared_ptr<rpc::response_callback>> expired;
+  std::deque<waiting_call> kept;
+  for (auto& call : gate.waiting) {
+    if (now < call.deadline_ms) {
+      kept.push_back(std::move(call));
+    } else {
+      gate.waiting_bytes -= call.body.size();
+      expired.push_back(call.answer);
+    }
+  }
+  gate.waiting.swap(kept);
+  gate.sweeping = !gate.waiting.empty();
+  if (gate.sweeping) {
+    std::weak_ptr<int> alive = lifetime_;
+    runtime_.post_after(controller_shard, forward_room_sweep_ms, [this, alive, leader] {
+      if (!alive.expired()) sweep_waiting(leader);
+    });
+  }
+  // Last: an answer may send again (a produce to the leader named next).
+  for (auto& answer : expired) (*answer)(room_wait_expired(leader));
 }
 
 void leader_forwarder::fail_moved_forwards(const metadata_view& view) {
@@ -316,6 +274,22 @@ void leader_forwarder::fail_moved_forwards(const metadata_view& view) {
     it = forwards_in_flight_.erase(it);
     (*answer)(leadership_moved(now_leader));
   }
+  // Calls still waiting for room were never sent: they go to the leader named next.
+  std::vector<std::pair<std::shared_ptr<rpc::response_callback>, int32_t>> unsent;
+  for (auto& [leader, gate] : gates_) {
+    std::deque<waiting_call> kept;
+    for (auto& call : gate.waiting) {
+      const int32_t now_leader = leader_in(view, call.partition);
+      if (now_leader == leader) {
+        kept.push_back(std::move(call));
+      } else {
+        gate.waiting_bytes -= call.body.size();
+        unsent.emplace_back(call.answer, now_leader);
+      }
+    }
+    gate.waiting.swap(kept);
+  }
+  for (auto& [answer, now_leader] : unsent) (*answer)(not_sent_moved(now_leader));
   // Those clients hear "outcome unknown" and retry: the given-up calls must never reach the old
   // leader later (bytes held in this node's send queue during a network cut would be delivered
   // once the path heals, and appended if that node leads again by then, behind newer records).
@@ -328,97 +302,6 @@ void leader_forwarder::fail_moved_forwards(const metadata_view& view) {
 }
 
 // ---------------------------------------------------------------- produce
-
-void leader_forwarder::forward_produce(int32_t leader, const model::topic_partition& tp, model::bytes batch,
-                                       acks_mode acks, int64_t timeout_ms,
-                                       std::function<void(result<produce_batches_response>)> done) {
-  if (cluster_transport_ == nullptr) return done(unreachable(leader, tp, "this node has no cluster listener"));
-  // The caller chose `leader` from its shard's view; when the newest view names another, nothing
-  // was sent yet: the batch goes where the newest names (send_forward would answer "moved while
-  // in flight, outcome unknown" for a call it never sent).
-  if (auto newest = metadata_.views().latest(); newest && leader_in(*newest, tp) != leader) {
-    return produce_to_new_leader(leader, -1, tp, std::move(batch), acks, clock_.now_ms() + timeout_ms,
-                                 std::move(done));
-  }
-  protocol::produce_request_data request;
-  request.acks = acks == acks_mode::all ? int16_t{-1} : acks == acks_mode::leader ? int16_t{1} : int16_t{0};
-  // acks=0 is forwarded as acks=1: this node answers its client at once, and the leader's answer
-  // only ends the forwarding call.
-  if (acks == acks_mode::none) request.acks = 1;
-  request.timeout_ms = static_cast<int32_t>(std::min<int64_t>(timeout_ms, INT32_MAX));
-  protocol::produce_request_data::topic_produce_data topic;
-  topic.name = tp.topic;
-  protocol::produce_request_data::partition_produce_data part;
-  part.index = tp.partition.value();
-  part.records = batch;   // kept: a leader that refuses it unread gets it sent on to the new one
-  topic.partition_data.push_back(std::move(part));
-  request.topic_data.push_back(std::move(topic));
-  const int64_t deadline_ms = clock_.now_ms() + timeout_ms;
-  std::weak_ptr<int> alive = lifetime_;
-  send_forward(
-      leader, tp, protocol::produce_request_data::api_key, forward_produce_version,
-      encode_body(request, forward_produce_version), timeout_ms + forward_timeout_slack_ms,
-      [this, alive, leader, tp, batch = std::move(batch), acks, deadline_ms,
-       done = std::move(done)](rpc::result<protocol::bytes> r) mutable {
-        if (!r.ok() && never_sent(r.error().code) && !alive.expired()) {
-          // Its connect failed (a killed leader refuses it): nothing reached it, so the batch
-          // waits for the leader this node's metadata names next, as a refusal unread does (a new
-          // user saw "may or may not be stored" for writes that were never sent).
-          return produce_to_new_leader(leader, leader_epoch_in(*metadata_.view(), tp), tp, std::move(batch), acks,
-                                       deadline_ms, std::move(done));
-        }
-        if (!r.ok() && r.error().code == rpc::errc::too_many_in_flight) {
-          // Refused here before a byte was written: the write did not happen (the breaker of
-          // session 28 saw "did not answer ... may or may not be stored" for these).
-          return done(error{errc::not_leader_or_follower, "this broker did not pass the write on to " +
-                                                              leader_name(leader, tp) + ": " + r.error().message +
-                                                              "; nothing was sent or stored: retry"});
-        }
-        if (!r.ok()) return done(unreachable_write(leader, tp, r.error().message));
-        protocol::reader rd(r.value());
-        auto decoded = protocol::produce_response_data::decode(rd, forward_produce_version);
-        if (!decoded.ok() || decoded->responses.size() != 1 || decoded->responses[0].partition_responses.size() != 1) {
-          return done(unreachable(leader, tp, "an unreadable answer"));
-        }
-        const auto& p = decoded->responses[0].partition_responses[0];
-        if (p.error_code == kafka_error_code(errc::not_leader_or_follower) && p.current_leader.leader_epoch >= 0 &&
-            !alive.expired()) {
-          // Refused unread by a leader that no longer leads: nothing was stored, so the batch
-          // goes to the leader this node's metadata names next (design.md section 6: HTTP
-          // clients are promised forwarding, never "send it there").
-          return produce_to_new_leader(leader, p.current_leader.leader_epoch, tp, std::move(batch), acks, deadline_ms,
-                                       std::move(done));
-        }
-        if (p.error_code != 0) return done(answered(leader, tp, p.error_code, p.error_message));
-        produce_batches_response out;
-        out.base_offset = model::offset{p.base_offset};
-        out.log_append_time = p.log_append_time_ms;
-        out.log_start_offset = model::offset{p.log_start_offset};
-        done(out);
-      });
-}
-
-void leader_forwarder::produce_to_new_leader(int32_t refused_by, int32_t refused_epoch,
-                                             const model::topic_partition& tp, model::bytes batch, acks_mode acks,
-                                             int64_t deadline_ms,
-                                             std::function<void(result<produce_batches_response>)> done) {
-  auto held = std::make_shared<model::bytes>(std::move(batch));
-  when_leader_moves(tp, refused_by, refused_epoch, deadline_ms,
-                    [this, refused_by, tp, held, acks, deadline_ms, done = std::move(done)](int32_t now_leader) mutable {
-                      if (now_leader < 0) return done(leadership_moving(refused_by, tp));
-                      const int64_t remaining_ms = std::max<int64_t>(deadline_ms - clock_.now_ms(), 1);
-                      if (now_leader != config_.node_id) {
-                        return forward_produce(now_leader, tp, std::move(*held), acks, remaining_ms, std::move(done));
-                      }
-                      produce_batches_request here;
-                      here.partition = tp;
-                      here.batches.push_back(std::move(*held));
-                      here.acks = acks;
-                      here.timeout_ms = remaining_ms;
-                      // This node's own HTTP records (forward_produce comes from produce_appending).
-                      produce_.produce_batches_from(std::move(here), std::move(done), produce_pipeline::batch_origin::local_records);
-                    });
-}
 
 void leader_forwarder::handle_forwarded_produce(const protocol::request_header_data& header,
                                                 std::span<const std::byte> body, rpc::respond_fn respond) {
@@ -471,18 +354,36 @@ void leader_forwarder::handle_forwarded_produce(const protocol::request_header_d
   auto shared = std::make_shared<produce_batches_request>(std::move(request));
   const std::string name = shared->partition.topic;
   const int32_t index = shared->partition.partition.value();
-  when_topic_known([this, name, index] { return ready_for_forwarded(name, index); },
-                   [this, shared, answer = std::move(answer)]() mutable {
-                     const auto& tp = shared->partition;
-                     if (auto refused = refusal_before_serving(tp.topic, tp.partition.value())) {
-                       return answer(error{errc::not_leader_or_follower,
-                                           "broker " + std::to_string(config_.node_id) + " no longer leads " +
-                                               tp.topic + "-" + std::to_string(tp.partition.value())},
-                                     refused);
-                     }
-                     produce_.produce_batches_from(
-                         std::move(*shared), [answer](result<produce_batches_response> r) mutable { answer(std::move(r)); },
-                         produce_pipeline::batch_origin::peer_broker);
+  when_ready_in_order(name, index, [this, shared, answer = std::move(answer)]() mutable {
+    const auto& tp = shared->partition;
+    if (auto refused = refusal_before_serving(tp.topic, tp.partition.value())) {
+      return answer(error{errc::not_leader_or_follower,
+                          "broker " + std::to_string(config_.node_id) + " no longer leads " +
+                              tp.topic + "-" + std::to_string(tp.partition.value())},
+                    refused);
+    }
+    produce_.produce_batches_from(
+        std::move(*shared), [answer](result<produce_batches_response> r) mutable { answer(std::move(r)); },
+        produce_pipeline::batch_origin::peer_broker);
+  });
+}
+
+void leader_forwarder::when_ready_in_order(const std::string& name, int32_t partition, std::function<void()> serve) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+  std::pair<std::string, int32_t> key{name, partition};
+  if (auto it = waiting_ready_.find(key); it != waiting_ready_.end()) return it->second.push_back(std::move(serve));
+  if (ready_for_forwarded(name, partition)) return serve();
+  // One wait per partition, its calls then served in arrival order: each polling on its own, a
+  // later produce found the partition open first and was appended before an earlier one (a
+  // burst of forwarded produces to a new topic, session 29).
+  waiting_ready_[key].push_back(std::move(serve));
+  when_topic_known([this, name, partition] { return ready_for_forwarded(name, partition); },
+                   [this, alive = std::weak_ptr<int>(lifetime_), key]() {
+                     if (alive.expired()) return;
+                     auto it = waiting_ready_.find(key);
+                     auto in_order = std::move(it->second);
+                     waiting_ready_.erase(it);
+                     for (auto& serve : in_order) serve();
                    });
 }
 

@@ -334,7 +334,7 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
       op->finish_one();
     };
     const int32_t leader = topic->image->partitions[static_cast<size_t>(b.partition)].leader;
-    if (leader != config_.node_id) {
+    if (leader != config_.node_id || forwarder_.holds_produces_of(tp)) {   // behind those (leader_forwarder.h)
       forwarder_.forward_produce(leader, tp, std::move(b.bytes), request.acks, request.timeout_ms, std::move(answer));
       continue;
     }
