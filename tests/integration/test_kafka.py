@@ -265,6 +265,23 @@ def test_admin_writes_are_audited_per_resource_with_their_result(kbroker, topic_
     assert all('principal="User:ANONYMOUS"' in line and "peer=127.0.0.1" in line for line in lines()), "\n".join(lines())
 
 
+def test_produce_to_an_internal_topic_is_invalid_topic_not_authorization(kbroker):
+    """A new user (session 29): without an authorizer, a produce to __consumer_offsets answered
+    TOPIC_AUTHORIZATION_FAILED; Kafka answers INVALID_TOPIC_EXCEPTION "Cannot append to internal
+    topic". The HTTP doors say the same with a 400 naming the topic."""
+    records = kw.batch([(b"k", b"v", None, 0)])
+    with kw.connect(kbroker.bootstrap) as s:
+        for i, internal in enumerate(("__consumer_offsets", "__transaction_state")):
+            _, body = kw.exchange(s, kw.API_PRODUCE, 8, i, kw.produce_v3(internal, 0, records, version=8))
+            [(topic, _, error, _, message)] = kw.parse_produce_v8(body)
+            assert (topic, error) == (internal, 17), (topic, error, message)
+            assert f"Cannot append to internal topic '{internal}'" in message, message
+    for internal in ("__consumer_offsets", "__transaction_state"):
+        r = requests.post(kbroker.v3(f"/topics/{internal}/records"), json={"value": {"type": "STRING", "data": "x"}})
+        answer = r.json()
+        assert r.status_code == 400 and answer["error_code"] == 40002 and f"internal topic '{internal}'" in answer["message"], r.text
+
+
 def test_broker_configs_through_the_kafka_admin_apis(kbroker, topic_name):
     """DescribeConfigs and AlterConfigs on a BROKER resource (KIP-226) read and change the same
     dynamic broker configs as /v3/clusters/{c}/brokers/{b}/configs; a topic without its own value
