@@ -152,7 +152,7 @@ result<delay::checkpoint> latest_checkpoint(storage::partition_log& log) {
 bool permanent(errc code) {
   return code == errc::message_too_large || code == errc::invalid_record || code == errc::corrupt_message ||
          code == errc::record_list_too_large || code == errc::invalid_timestamp ||
-         code == errc::topic_authorization_failed;
+         code == errc::topic_authorization_failed || code == errc::invalid_topic_exception;
 }
 
 }  // namespace

@@ -20,6 +20,20 @@
 
 namespace ringlog::broker::detail {
 
+namespace {
+
+/// A client's produce to an internal topic (every "__" name: __consumer_offsets,
+/// __transaction_state, the delay topics; the broker writes them itself): Kafka's
+/// INVALID_TOPIC_EXCEPTION "Cannot append to internal topic" (ReplicaManager.appendToLocalLog),
+/// HTTP 400. Not an authorization failure: no ACL would allow it.
+error internal_topic_refusal(const std::string& topic) {
+  return error{errc::invalid_topic_exception, "Cannot append to internal topic '" + topic +
+                                                  "': the broker writes it (group offsets are committed, "
+                                                  "transactions ended, through their own calls)"};
+}
+
+}  // namespace
+
 void produce_pipeline::produce_known(produce_request request, std::function<void(result<produce_response>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   if (request.records.empty()) return done(error{errc::invalid_request, "records: at least one record is required"});
@@ -86,7 +100,7 @@ void produce_pipeline::produce_after_auto_create(const result<topic_description>
 void produce_pipeline::produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
                                   std::function<void(result<produce_response>)> done, bool internal_write) {
   if (topic->is_internal && !internal_write) {
-    return done(error{errc::topic_authorization_failed, "internal topic '" + request.topic + "' cannot be produced to"});
+    return done(internal_topic_refusal(request.topic));
   }
   if (request.producer && request.producer->transactional_id) {
     return produce_in_transaction(topic, std::move(request), std::move(done));
@@ -364,7 +378,7 @@ void produce_pipeline::produce_batches_from(produce_batches_request request,
   const bool internal_allowed = origin == batch_origin::local_records ||
                                 (origin == batch_origin::peer_broker && delay::is_delay_topic(tp.topic));
   if (topic->is_internal && !internal_allowed) {
-    return done(error{errc::topic_authorization_failed, "internal topic '" + tp.topic + "' cannot be produced to"});
+    return done(internal_topic_refusal(tp.topic));
   }
   if (tp.partition.value() < 0 || tp.partition.value() >= topic->partitions_count()) {
     return done(partition_missing(tp.topic, tp.partition.value(), topic->partitions_count()));

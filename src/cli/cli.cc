@@ -310,7 +310,10 @@ int topics_describe(http_client& client, const std::string& cluster, const std::
     // Parsed into locals: a range-for over a member of a temporary dangles in C++20.
     const json config_list_json = json::parse(configs->body);
     for (const auto& c : config_list_json["data"]) {
-      if (c.value("is_default", true)) continue;
+      // Only the topic's own overrides, as kafka-topics.sh --describe: a value inherited from the
+      // brokers (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG) is
+      // not the topic's and is the same for every topic.
+      if (c.value("source", "") != "DYNAMIC_TOPIC_CONFIG") continue;
       overrides += (overrides.empty() ? "" : ",") + c["name"].get<std::string>() + "=" +
                    (c["value"].is_null() ? std::string() : c["value"].get<std::string>());
     }
@@ -352,6 +355,36 @@ int topics_describe(http_client& client, const std::string& cluster, const std::
               << " did not answer; their partitions show this node's figures\n";
   }
   return 0;
+}
+
+/// Where a topic config's value comes from when the topic does not override it, from its v3
+/// JSON: "the broker config log.roll.ms=86400000 (DYNAMIC_DEFAULT_BROKER_CONFIG)", or "the default".
+std::string inherited_from(const json& config) {
+  const std::string source = config.value("source", "");
+  if (source == "DEFAULT_CONFIG" || !config.contains("synonyms") || config["synonyms"].empty()) return "the default";
+  const json& first = config["synonyms"][0];
+  const std::string value = first["value"].is_string() ? first["value"].get<std::string>() : std::string();
+  return "the broker config " + first.value("name", "") + "=" + value + " (" + source + ")";
+}
+
+/// Refuses `topics alter --delete-config KEY` of a key the topic does not override, before any
+/// change (kafka-configs.sh --delete-config answers "Invalid config(s)"): removing no override
+/// changes nothing, and "Altered topic" would say it did. 0 when every key is an override of the
+/// topic (source DYNAMIC_TOPIC_CONFIG); 1 with each other key named on stderr.
+int check_overrides(http_client& client, const std::string& topic_path, const std::string& name,
+                    const std::vector<std::string>& keys) {
+  int refused = 0;
+  for (const auto& key : keys) {
+    auto r = client.get(topic_path + "/configs/" + percent_encode_segment(key));
+    if (!ok_status(r)) return report_failure(r, "alter " + name);
+    const json config = json::parse(r->body);
+    if (config.value("source", "") == "DYNAMIC_TOPIC_CONFIG") continue;
+    std::cerr << name << " has no override of " << key << " (it comes from " << inherited_from(config)
+              << "); nothing to delete\n";
+    refused = 1;
+  }
+  if (refused != 0) std::cerr << "Topic " << name << " not altered.\n";
+  return refused;
 }
 
 /// `topics describe` of every topic (no NAME given): the filters' use after a failure, as
@@ -435,9 +468,11 @@ int topics_main(int argc, char** argv) {
     return 0;
   }
   if (command == "alter") {
+    const std::string topic_path = topics_path + "/" + percent_encode_segment(name);
+    if (int refused = check_overrides(*client, topic_path, name, a->all("--delete-config")); refused != 0) return refused;
     bool changed = false;
     if (auto n = int_option(*a, "--partitions", 1, 10000)) {
-      auto r = client->patch(topics_path + "/" + percent_encode_segment(name), json{{"partitions_count", *n}}.dump());
+      auto r = client->patch(topic_path, json{{"partitions_count", *n}}.dump());
       if (!ok_status(r)) return report_failure(r, "alter " + name);
       changed = true;
     }
@@ -446,7 +481,7 @@ int topics_main(int argc, char** argv) {
     json data = *configs;
     for (const auto& key : a->all("--delete-config")) data.push_back({{"name", key}, {"operation", "DELETE"}});
     if (!data.empty()) {
-      auto r = client->post(topics_path + "/" + percent_encode_segment(name) + "/configs:alter", json{{"data", data}}.dump(),
+      auto r = client->post(topic_path + "/configs:alter", json{{"data", data}}.dump(),
                             "application/json");
       if (!ok_status(r)) return report_failure(r, "alter " + name);
       changed = true;

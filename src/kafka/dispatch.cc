@@ -6,10 +6,8 @@
 
 #include "handlers.h"
 
-#include <spdlog/spdlog.h>
 
 #include "ringlog/base/latency_stages.h"
-#include "ringlog/security/audit.h"
 
 namespace ringlog::kafka {
 
@@ -96,7 +94,13 @@ template <typename Body, typename Fn>
 protocol::result<void> route(std::span<const std::byte> body, const request_context& ctx, Fn handle) {
   auto decoded = decode_body<Body>(body, ctx.api_version);
   if (!decoded.ok()) return decoded.error();
-  handle(ctx, std::move(decoded).value());
+  if constexpr (requires(const Body& b) { audit_subjects_of(b); }) {
+    request_context with_subjects = ctx;
+    with_subjects.audit_subjects = std::make_shared<const std::vector<std::string>>(audit_subjects_of(decoded.value()));
+    handle(with_subjects, std::move(decoded).value());
+  } else {
+    handle(ctx, std::move(decoded).value());
+  }
   return base::ok_v;
 }
 
@@ -143,29 +147,6 @@ const handled_api* find_handled_api(int16_t api_key) {
   }
   return nullptr;
 }
-
-namespace {
-
-/// The Kafka requests that change the cluster's configuration: each is audited (issue 29) when it
-/// arrives, naming its api, the principal, the peer and the client.id.
-constexpr std::array<std::pair<int16_t, std::string_view>, 14> admin_write_apis = {{
-    {19, "CreateTopics"}, {20, "DeleteTopics"}, {21, "DeleteRecords"}, {30, "CreateAcls"}, {31, "DeleteAcls"},
-    {33, "AlterConfigs"}, {37, "CreatePartitions"}, {42, "DeleteGroups"}, {43, "ElectLeaders"},
-    {44, "IncrementalAlterConfigs"}, {45, "AlterPartitionReassignments"}, {47, "OffsetDelete"},
-    {49, "AlterClientQuotas"}, {51, "AlterUserScramCredentials"},
-}};
-
-/// `ctx`, after its audit line when `api_key` is an admin write.
-request_context audited(int16_t api_key, request_context ctx) {
-  for (const auto& [key, name] : admin_write_apis) {
-    if (key != api_key) continue;
-    spdlog::info("{}", security::audit_admin_write_line("kafka", ctx.principal, ctx.client_host, name,
-                                                        "client.id=" + ctx.client_id, "requested"));
-  }
-  return ctx;
-}
-
-}  // namespace
 
 namespace {
 
@@ -307,9 +288,9 @@ protocol::result<void> request_handler::handle(std::span<const std::byte> frame,
     respond(api_versions_frame(0, h.correlation_id, error_code::unsupported_version));
     return base::ok_v;
   }
-  request_context ctx = audited(h.request_api_key, {this, h.request_api_version, h.correlation_id, std::move(respond),
-                                                          h.client_id.value_or(""), std::string(client_host), principal,
-                                                          h.request_api_key, std::make_shared<request_timing>()});
+  // An admin write's audit lines are written with its answer (audit_answer, admin_audit.cc).
+  request_context ctx{this, h.request_api_version, h.correlation_id, std::move(respond), h.client_id.value_or(""),
+                      std::string(client_host), principal, h.request_api_key, std::make_shared<request_timing>(), nullptr};
   ctx.timing->received_ns = base::monotonic_ns();
   auto routed = [&] {
     const base::cpu_scope cpu(data_activity(h.request_api_key));   // issue 33: a Produce's or Fetch's decode, dispatch

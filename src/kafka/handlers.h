@@ -13,6 +13,7 @@
 
 #include "ringlog/base/assert.h"
 #include "ringlog/kafka/request_handler.h"
+#include "ringlog/protocol/messages.h"
 
 namespace ringlog::kafka::detail {
 
@@ -74,6 +75,33 @@ struct request_timing {
   int64_t dispatch_throttle_ms = 0;
 };
 
+struct request_context;
+
+/// The audit lines of the Kafka door's admin writes (issue 29; admin_audit.cc): one line per
+/// resource the answer names (topic, group, config resource, ACL, user, quota entity, partition)
+/// with its result as Kafka's error name (NONE, TOPIC_ALREADY_EXISTS, ...), written as the answer
+/// is sent, so the line says what happened, not what was asked. Other answers write nothing.
+void audit_answer(const request_context& ctx, const protocol::create_topics_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::delete_topics_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::alter_configs_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::incremental_alter_configs_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::create_partitions_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::delete_groups_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::create_acls_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::delete_acls_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::alter_partition_reassignments_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::offset_delete_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::alter_client_quotas_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::alter_user_scram_credentials_response_data& answer);
+template <typename Body>
+void audit_answer(const request_context&, const Body&) {}
+/// The names audit_subjects holds for a request whose answer does not name them.
+std::vector<std::string> audit_subjects_of(const protocol::create_acls_request_data& request);
+std::vector<std::string> audit_subjects_of(const protocol::offset_delete_request_data& request);
+/// Kafka's name of a protocol error code ("NONE", "TOPIC_ALREADY_EXISTS"; "ERROR_CODE_n" for one
+/// without a name here).
+std::string kafka_error_name(int16_t code);
+
 struct request_context {
   request_handler* handler = nullptr;
   int16_t api_version = 0;
@@ -84,6 +112,10 @@ struct request_context {
   security::kafka_principal principal;   // the connection's (issue 29): what every check asks for
   int16_t api_key = 0;
   std::shared_ptr<request_timing> timing;   // nullptr: the request time is not counted
+  /// An admin write whose answer does not name what it changed (CreateAcls: each creation's ACL,
+  /// in the request's order; OffsetDelete: the group): those names, for its audit lines
+  /// (admin_audit.cc); nullptr for every other request.
+  std::shared_ptr<const std::vector<std::string>> audit_subjects;
 
   /// Whether the connection's principal, from client_host, may do `operation` on the resource
   /// (security_api::authorize, the one rule set: always true without authorizer.class.name). The
@@ -111,6 +143,7 @@ struct request_context {
   /// (client_quotas.cc; KIP-219), and the listener throttles the connection by it.
   template <typename Body>
   void answer(const Body& body) const {
+    audit_answer(*this, body);
     const int64_t request_ms = request_throttle_time_ms();
     if constexpr (requires(const Body& b) { b.throttle_time_ms; }) {
       if (request_ms > body.throttle_time_ms) {

@@ -281,7 +281,7 @@ TEST_CASE_FIXTURE(groups_fixture, "__consumer_offsets is internal, and a deleted
   CHECK(std::find(listed.begin(), listed.end(), consumer_offsets_topic) != listed.end());
   produce_request req{consumer_offsets_topic, {produce_record{}}, acks_mode::all, 1000};
   auto refused = call<result<produce_response>>([&](auto done) { b->produce(std::move(req), std::move(done)); });
-  CHECK(refused.error().code == errc::topic_authorization_failed);
+  CHECK(refused.error().code == errc::invalid_topic_exception);
 
   create("orders", 1);
   produce("orders", 0, 2);

@@ -1,7 +1,11 @@
 """Issue 14 item 8: broker configs (Kafka's dynamic broker configs, KIP-226) over Confluent's v3
 routes: per broker, every broker, and the cluster-wide defaults; they change the broker's
 behaviour and survive a restart."""
+import subprocess
+
 import requests
+
+from conftest import binary_path
 
 
 def configs_by_name(broker, path):
@@ -105,6 +109,50 @@ def test_broker_configs_routes_precedence_behaviour_and_restart(fresh_broker):
     assert r.status_code == 204, r.text
     assert topic_config(broker, "orders", "retention.ms") == "1000"
     assert requests.get(broker.v3("/broker-configs")).json()["data"] == []
+
+
+def test_cli_shows_only_topic_overrides_and_refuses_deleting_an_inherited_config(fresh_broker):
+    """A new user (session 29): broker-level values showed as every topic's overrides in `topics
+    describe`, and `--delete-config` of one said "Altered topic" while nothing changed."""
+    broker = fresh_broker()
+    broker.create_topic("plain", partitions=1)
+    broker.create_topic("own", partitions=1, configs={"retention.bytes": "1000000"})
+    r = requests.put(broker.v3("/brokers/0/configs/log.retention.ms"), json={"value": "3600000"})
+    assert r.status_code == 204, r.text
+    r = requests.put(broker.v3("/broker-configs/log.roll.ms"), json={"value": "86400000"})
+    assert r.status_code == 204, r.text
+    assert topic_config(broker, "plain", "segment.ms") == "86400000"
+
+    def cli(*args):
+        return subprocess.run([str(binary_path()), "topics", *args, "--bootstrap-server", broker.url],
+                              capture_output=True, text=True, timeout=60)
+
+    def configs_line(topic):
+        out = cli("describe", topic)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.splitlines()[0].split("Configs: ")[1]
+
+    assert configs_line("plain") == "", "inherited broker values are not the topic's overrides"
+    assert configs_line("own") == "retention.bytes=1000000"
+
+    # Deleting what the topic does not override: refused, naming where the value comes from; nothing changes.
+    out = cli("alter", "plain", "--delete-config", "segment.ms", "--config", "retention.bytes=5")
+    assert out.returncode == 1 and "Altered" not in out.stdout, out
+    assert "plain has no override of segment.ms (it comes from the broker config log.roll.ms=86400000 " \
+           "(DYNAMIC_DEFAULT_BROKER_CONFIG))" in out.stderr, out.stderr
+    out = cli("alter", "plain", "--delete-config", "retention.ms")
+    assert out.returncode == 1 and "log.retention.ms=3600000 (DYNAMIC_BROKER_CONFIG)" in out.stderr, out.stderr
+    out = cli("alter", "plain", "--delete-config", "max.message.bytes")
+    assert out.returncode == 1 and "(it comes from the default)" in out.stderr, out.stderr
+    assert configs_line("plain") == ""
+    # An override is deleted as before.
+    out = cli("alter", "own", "--delete-config", "retention.bytes")
+    assert out.returncode == 0 and out.stdout == "Altered topic own.\n", out
+    assert configs_line("own") == ""
+    # Confluent's v3 DELETE of a config the topic does not override is a 204 no-op (Kafka's
+    # IncrementalAlterConfigs DELETE); the value stays the inherited one.
+    assert requests.delete(broker.v3("/topics/plain/configs/segment.ms")).status_code == 204
+    assert topic_config(broker, "plain", "segment.ms") == "86400000"
 
 
 def test_a_dynamic_message_max_bytes_bounds_http_records(fresh_broker):

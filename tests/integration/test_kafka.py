@@ -219,6 +219,69 @@ def test_confluent_admin_errors_are_kafka_errors(kbroker, topic_name):
     assert configs["message.timestamp.type"].value == "CreateTime"
 
 
+def test_admin_writes_are_audited_per_resource_with_their_result(kbroker, topic_name):
+    """A new user (session 29): the Kafka door's audit lines named neither the resource nor the
+    outcome (resource="client.id=..." outcome="requested", also for failed creates)."""
+    admin = AdminClient({"bootstrap.servers": kbroker.bootstrap, "client.id": "audit-kjs"})
+    twice, bad_rf = topic_name + "-b", topic_name + "-rf"
+    for f in admin.create_topics([NewTopic(topic_name, 1, 1), NewTopic(twice, 1, 1)]).values():
+        f.result(10)
+    futures = admin.create_topics([NewTopic(twice, 1, 1), NewTopic(bad_rf, 1, 3)])
+    for f in futures.values():
+        with pytest.raises(Exception):
+            f.result(10)
+    admin.create_partitions([NewPartitions(topic_name, 2)])[topic_name].result(10)
+    res = ConfigResource("topic", topic_name, set_config={"retention.ms": "3600000"})
+    admin.alter_configs([res])[res].result(10)
+    group = topic_name + "-g"
+    consumer = Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic_name, 0, 1)], asynchronous=False)
+    consumer.close()
+    from kafka import KafkaAdminClient   # confluent-kafka 1.7 has no DeleteGroups
+    kadmin = KafkaAdminClient(bootstrap_servers=kbroker.bootstrap, client_id="audit-kjs")
+    kadmin.delete_consumer_groups([group])
+    kadmin.close()
+    admin.delete_topics([twice])[twice].result(10)
+
+    def lines():
+        text = kbroker.log_path.read_text(errors="replace")
+        return [line for line in text.splitlines() if "audit=admin" in line and "door=kafka" in line
+                and 'client_id="audit-kjs"' in line and topic_name in line]
+
+    expected = [
+        ("CreateTopics", f"TOPIC:{topic_name}", "NONE"), ("CreateTopics", f"TOPIC:{twice}", "NONE"),
+        ("CreateTopics", f"TOPIC:{twice}", "TOPIC_ALREADY_EXISTS"),
+        ("CreateTopics", f"TOPIC:{bad_rf}", "INVALID_REPLICATION_FACTOR"),
+        ("CreatePartitions", f"TOPIC:{topic_name}", "NONE"), ("AlterConfigs", f"TOPIC:{topic_name}", "NONE"),
+        ("DeleteGroups", f"GROUP:{group}", "NONE"), ("DeleteTopics", f"TOPIC:{twice}", "NONE"),
+    ]
+
+    def found():
+        got = lines()
+        return all(any(f'operation="{op}" resource="{r}" outcome="{o}"' in line for line in got) for op, r, o in expected)
+
+    wait_until(found, 10, f"one audit line per resource with its result: {expected}")
+    assert not any('outcome="requested"' in line for line in lines()), lines()
+    assert all('principal="User:ANONYMOUS"' in line and "peer=127.0.0.1" in line for line in lines()), "\n".join(lines())
+
+
+def test_produce_to_an_internal_topic_is_invalid_topic_not_authorization(kbroker):
+    """A new user (session 29): without an authorizer, a produce to __consumer_offsets answered
+    TOPIC_AUTHORIZATION_FAILED; Kafka answers INVALID_TOPIC_EXCEPTION "Cannot append to internal
+    topic". The HTTP doors say the same with a 400 naming the topic."""
+    records = kw.batch([(b"k", b"v", None, 0)])
+    with kw.connect(kbroker.bootstrap) as s:
+        for i, internal in enumerate(("__consumer_offsets", "__transaction_state")):
+            _, body = kw.exchange(s, kw.API_PRODUCE, 8, i, kw.produce_v3(internal, 0, records, version=8))
+            [(topic, _, error, _, message)] = kw.parse_produce_v8(body)
+            assert (topic, error) == (internal, 17), (topic, error, message)
+            assert f"Cannot append to internal topic '{internal}'" in message, message
+    for internal in ("__consumer_offsets", "__transaction_state"):
+        r = requests.post(kbroker.v3(f"/topics/{internal}/records"), json={"value": {"type": "STRING", "data": "x"}})
+        answer = r.json()
+        assert r.status_code == 400 and answer["error_code"] == 40002 and f"internal topic '{internal}'" in answer["message"], r.text
+
+
 def test_broker_configs_through_the_kafka_admin_apis(kbroker, topic_name):
     """DescribeConfigs and AlterConfigs on a BROKER resource (KIP-226) read and change the same
     dynamic broker configs as /v3/clusters/{c}/brokers/{b}/configs; a topic without its own value

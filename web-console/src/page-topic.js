@@ -66,12 +66,34 @@ function allow(button, title, enabledTitle = '') {
   button.title = title || enabledTitle;
 }
 
+/** Kafka's config sources (DescribeConfigs) as the topic page labels them. Only DYNAMIC_TOPIC_CONFIG
+ *  is the topic's own override (a badge, with Reset); the others are inherited, the same for every
+ *  topic, and are changed on the Brokers page, not here. */
+const SOURCE_LABELS = {
+  DYNAMIC_TOPIC_CONFIG: 'topic',
+  DYNAMIC_BROKER_CONFIG: 'broker',
+  DYNAMIC_DEFAULT_BROKER_CONFIG: 'cluster-wide broker default',
+  STATIC_BROKER_CONFIG: 'broker (static)',
+  DEFAULT_CONFIG: 'default',
+};
+
+const isOverride = (c) => c.source === 'DYNAMIC_TOPIC_CONFIG';
+
+/** The source cell of config `c`: its label, and for an inherited value the broker config it comes from. */
+function sourceCell(c) {
+  const label = SOURCE_LABELS[c.source] || c.source || 'default';
+  const from = (c.synonyms || [])[0];
+  const title = isOverride(c) || !from || c.source === 'DEFAULT_CONFIG'
+    ? c.source || '' : `inherited from ${from.name}=${from.value ?? ''} (${c.source})`;
+  return h('span', { class: isOverride(c) ? 'badge' : 'muted', title, 'data-testid': `source-${c.name}` }, label);
+}
+
 function configsTable(topic, configs, status, reload) {
   return table([
     { title: 'config', cell: (c) => h('code', {}, c.name) },
     { title: 'value', cell: (c) => (c.is_read_only ? String(c.value ?? '') : h('input', {
       value: c.value ?? '', 'aria-label': c.name, 'data-config': c.name, class: 'mono' })) },
-    { title: 'source', cell: (c) => h('span', { class: c.is_default ? 'muted' : 'badge' }, c.is_default ? 'default' : 'topic') },
+    { title: 'source', cell: sourceCell },
     { title: '', cell: (c) => (c.is_read_only ? '' : h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'secondary', 'data-testid': `save-${c.name}`, onclick: async (ev) => {
         const input = ev.target.closest('tr').querySelector('input');
@@ -83,15 +105,15 @@ function configsTable(topic, configs, status, reload) {
           status.show(e);
         }
       } }, 'Save'),
-      c.is_default ? null : h('button', { type: 'button', class: 'secondary', onclick: async () => {
+      isOverride(c) ? h('button', { type: 'button', class: 'secondary', 'data-testid': `reset-${c.name}`, onclick: async () => {
         try {
           await api.alterConfigs(topic, [{ name: c.name, operation: 'DELETE' }]);
-          status.ok(`${c.name} back to its default`);
+          status.ok(`${c.name}: the topic override is removed`);
           await reload();
         } catch (e) {
           status.show(e);
         }
-      } }, 'Reset'))) },
+      } }, 'Reset') : null)) },
   ], configs, { testid: 'configs-table' });
 }
 

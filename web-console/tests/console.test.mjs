@@ -169,6 +169,46 @@ test('creating a topic from the form lists it, and its page shows partitions and
   assertNoPageErrors();
 });
 
+test('a topic page tells its own overrides from values inherited from the brokers', async () => {
+  // A new user (session 29): after a per-broker and a cluster-wide broker config, both showed as
+  // "topic" overrides with a Reset button that changed nothing.
+  const brokerConfig = await clusterPath('/brokers/0/configs/log.retention.ms');
+  const clusterConfig = await clusterPath('/broker-configs/log.roll.ms');
+  try {
+    assert.equal((await http('PUT', brokerConfig, { value: '3600000' })).status, 204);
+    assert.equal((await http('PUT', clusterConfig, { value: '86400000' })).status, 204);
+    await go('/topics');   // the first test left the browser on orders' page: load it anew
+    await go('/topics/orders');
+    await page.getByTestId('configs-table').waitFor();
+    const source = (name) => page.getByTestId(`source-${name}`);
+    await until('retention.ms labelled as the topic\'s own', async () => (await source('retention.ms').textContent()) === 'topic');
+    assert.equal(await page.getByTestId('reset-retention.ms').count(), 1, 'an override has Reset');
+    await until('segment.ms labelled as inherited', async () => (await source('segment.ms').textContent()) === 'cluster-wide broker default');
+    assert.match(await source('segment.ms').getAttribute('title'), /log\.roll\.ms=86400000 \(DYNAMIC_DEFAULT_BROKER_CONFIG\)/);
+    assert.equal(await page.getByTestId('reset-segment.ms').count(), 0, 'an inherited value has no Reset');
+    // profiles does not override retention.ms: broker 0's value is inherited, labelled "broker".
+    await go('/topics/profiles');
+    await page.getByTestId('configs-table').waitFor();
+    await until('retention.ms labelled broker', async () => (await source('retention.ms').textContent()) === 'broker');
+    assert.match(await source('retention.ms').getAttribute('title'), /log\.retention\.ms=3600000 \(DYNAMIC_BROKER_CONFIG\)/);
+    assert.equal(await page.getByTestId('reset-retention.ms').count(), 0);
+    assert.equal(await source('cleanup.policy').textContent(), 'topic');
+    assert.equal(await source('max.message.bytes').textContent(), 'default');
+
+    // Reset removes the override: the value is inherited again, labelled so.
+    await go('/topics/orders');
+    await page.getByTestId('reset-retention.ms').click();
+    await page.getByText('retention.ms: the topic override is removed').waitFor();
+    await until('orders\' retention.ms inherited from broker 0', async () => (await source('retention.ms').textContent()) === 'broker');
+    assert.equal(await page.locator('input[data-config="retention.ms"]').inputValue(), '3600000');
+  } finally {
+    await http('DELETE', brokerConfig);
+    await http('DELETE', clusterConfig);
+    await http('PUT', await clusterPath('/topics/orders/configs/retention.ms'), { value: '7200000' });
+  }
+  assertNoPageErrors();
+});
+
 test('a record produced from the form is shown decoded, filtered and exported', async () => {
   await go('/messages?topic=orders&partition=1');
   await page.locator('summary', { hasText: 'Produce a record' }).click();
