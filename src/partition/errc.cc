@@ -183,7 +183,8 @@ error from_storage(const storage::error& e) {
     // KIP-936 throttles new producer ids with THROTTLING_QUOTA_EXCEEDED; the message names the bound.
     case storage::errc::too_many_producers: return {errc::throttling_quota_exceeded, e.message};
     case storage::errc::corrupt_snapshot: return {errc::kafka_storage_error, e.message};
-    case storage::errc::corrupt_txn_index: return {errc::kafka_storage_error, e.message};
+    case storage::errc::corrupt_txn_index:
+    case storage::errc::corrupt_checkpoint: return {errc::kafka_storage_error, e.message};
     case storage::errc::invalid_txn_state: return {errc::invalid_txn_state, e.message};
     case storage::errc::transaction_coordinator_fenced: return {errc::transaction_coordinator_fenced, e.message};
   }

@@ -26,7 +26,7 @@ result<checkpoint_entries> read_checkpoint(io::file_system& fs, const std::strin
   }
   std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
   std::istringstream in(text);
-  auto bad = [&](const std::string& why) { return error{errc::kafka_storage_error, "checkpoint " + path + ": " + why}; };
+  auto bad = [&](const std::string& why) { return error{errc::corrupt_checkpoint, "checkpoint " + path + ": " + why}; };
   std::string line;
   if (!std::getline(in, line) || line != "0") return bad("unknown version line '" + line + "'");
   if (!std::getline(in, line)) return bad("missing entry count");

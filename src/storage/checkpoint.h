@@ -20,7 +20,8 @@ using checkpoint_entries = std::vector<std::pair<std::string, int64_t>>;
 /// The file's text for `entries` (the layout above).
 std::string checkpoint_text(const checkpoint_entries& entries);
 result<void> write_checkpoint(io::file_system& fs, const std::string& path, const checkpoint_entries& entries);
-/// Errors: kafka_storage_error when the file exists but is not a valid checkpoint (names the line).
+/// Errors: corrupt_checkpoint when the file exists but its text is not a valid checkpoint (names
+/// the path and the line); kafka_storage_error when it cannot be read.
 result<checkpoint_entries> read_checkpoint(io::file_system& fs, const std::string& path);
 
 }  // namespace ringlog::storage

@@ -18,6 +18,7 @@ std::string_view to_string(errc e) {
     case errc::invalid_txn_state: return "invalid_txn_state";
     case errc::transaction_coordinator_fenced: return "transaction_coordinator_fenced";
     case errc::corrupt_txn_index: return "corrupt_txn_index";
+    case errc::corrupt_checkpoint: return "corrupt_checkpoint";
   }
   return "unknown";
 }

@@ -55,6 +55,91 @@ int64_t checkpoint_value(const checkpoint_entries& entries, int64_t fallback) {
   return entries.empty() ? fallback : entries.front().second;
 }
 
+/// The next offset of the last of `segments` (0 when there is none).
+model::offset log_end_of(const std::map<model::offset, std::unique_ptr<segment>>& segments) {
+  return segments.empty() ? model::offset{0} : segments.rbegin()->second->next_offset();
+}
+
+/// The warning for a segment recovery removes at open: an empty one before another segment
+/// (`cut` false), or one after a gap or a cut segment (`cut`: the log ends at `log_end`).
+std::string removed_segment_warning(const segment& seg, bool cut, model::offset log_end) {
+  const std::string file = segment_file_stem(seg.base_offset()) + ".log";
+  if (!cut) return "removed the empty segment " + file + ": it holds no records and another segment follows it";
+  return "removed segment " + file + " (" + std::to_string(seg.size_bytes()) + " bytes, records from offset " +
+         std::to_string(seg.base_offset().value()) + " on): the log before it ends at offset " +
+         std::to_string(log_end.value()) + " (a segment missing or cut by recovery), and offsets stay dense, so the "
+         "log ends there and every later segment goes; on a replica the leader's copy is fetched again";
+}
+
+/// The checkpoints a log reads at open. `epochs` is nullopt when leader-epoch-checkpoint did not
+/// parse: the log rebuilds the epochs from its batches (partition_log::rebuild_leader_epochs).
+struct loaded_checkpoints {
+  checkpoint_entries recovery_point;
+  checkpoint_entries high_watermark;
+  checkpoint_entries log_start;
+  std::optional<std::map<int32_t, model::offset>> epochs;
+};
+
+/// The leader-epoch-checkpoint entries as epochs; nullopt when an epoch is not a number.
+std::optional<std::map<int32_t, model::offset>> parse_epochs(const checkpoint_entries& entries) {
+  std::map<int32_t, model::offset> epochs;
+  for (const auto& [epoch, start] : entries) {
+    int32_t e = 0;
+    auto [p, ec] = std::from_chars(epoch.data(), epoch.data() + epoch.size(), e);
+    if (ec != std::errc{} || p != epoch.data() + epoch.size()) return std::nullopt;
+    epochs[e] = model::offset{start};
+  }
+  return epochs;
+}
+
+/// Reads the four checkpoints of the log in `directory` (a missing one has no entries). One whose
+/// text does not parse (an empty file, garbage, a wrong entry count: a disk or a hand that wrote
+/// it, never write_checkpoint's temp-sync-rename) is only an optimisation for three of them and
+/// reads as none, with a line in `warnings` saying what is rebuilt: the recovery point (0: every
+/// segment of an unclean shutdown is scanned), the high watermark (the log start: the leader
+/// raises it again as its ISR fetches) and the leader epochs (rebuilt from the batches' epochs).
+/// The log start offset cannot be rebuilt (records below it were deleted by DeleteRecords or
+/// retention and may still be in the first segment): corrupt_checkpoint, the partition stays
+/// offline. Errors: kafka_storage_error when a file cannot be read.
+result<loaded_checkpoints> read_checkpoints(io::file_system& fs, const std::string& directory,
+                                            std::vector<std::string>& warnings) {
+  // nullopt: the file did not parse (the warning says what `instead` happens).
+  auto read = [&](const char* file, const char* instead) -> result<std::optional<checkpoint_entries>> {
+    auto entries = read_checkpoint(fs, directory + "/" + file);
+    if (entries.ok()) return std::optional<checkpoint_entries>(std::move(entries.value()));
+    if (entries.error().code != errc::corrupt_checkpoint) return entries.error();
+    warnings.push_back("ignored the unreadable " + entries.error().message + "; " + instead +
+                       " (the file is rewritten at the next checkpoint)");
+    return std::optional<checkpoint_entries>{};
+  };
+  loaded_checkpoints cp;
+  auto recovery_point = read(recovery_point_file, "recovery scans every segment");
+  if (!recovery_point.ok()) return recovery_point.error();
+  cp.recovery_point = recovery_point->value_or(checkpoint_entries{});
+  auto high_watermark = read(high_watermark_file, "the high watermark starts at the log start and the leader raises it");
+  if (!high_watermark.ok()) return high_watermark.error();
+  cp.high_watermark = high_watermark->value_or(checkpoint_entries{});
+  auto start = read_checkpoint(fs, directory + "/" + log_start_offset_file);
+  if (!start.ok() && start.error().code == errc::corrupt_checkpoint) {
+    return error{errc::corrupt_checkpoint,
+                 start.error().message + ": the first offset this partition may serve is unknown (records below it "
+                 "were deleted and may still be in its first segment), so it is not served from this broker. To "
+                 "repair: write the log start offset into the file (\"0\\n1\\n<topic> <partition> <offset>\\n\"), or "
+                 "remove it to serve from the first segment's base offset, and restart the broker"};
+  }
+  if (!start.ok()) return start.error();
+  cp.log_start = std::move(start.value());
+  auto epochs = read(leader_epoch_file, "the leader epochs are rebuilt from the batches");
+  if (!epochs.ok()) return epochs.error();
+  if (!epochs->has_value()) return cp;
+  cp.epochs = parse_epochs(**epochs);
+  if (!cp.epochs) {
+    warnings.push_back("ignored the unreadable " + directory + "/" + leader_epoch_file +
+                       " (an epoch is not a number); the leader epochs are rebuilt from the batches");
+  }
+  return cp;
+}
+
 }  // namespace
 
 partition_log::partition_log(io::file_system& fs, std::string directory, log_config config, const base::clock& clock)
@@ -107,23 +192,23 @@ result<void> partition_log::load() {
   }
   std::sort(bases.begin(), bases.end());
 
-  auto recovery_cp = read_checkpoint(fs_, directory_ + "/" + recovery_point_file);
-  if (!recovery_cp.ok()) return recovery_cp.error();
-  auto hw_cp = read_checkpoint(fs_, directory_ + "/" + high_watermark_file);
-  if (!hw_cp.ok()) return hw_cp.error();
-  auto start_cp = read_checkpoint(fs_, directory_ + "/" + log_start_offset_file);
-  if (!start_cp.ok()) return start_cp.error();
-  auto epoch_cp = read_checkpoint(fs_, directory_ + "/" + leader_epoch_file);
-  if (!epoch_cp.ok()) return epoch_cp.error();
-  const model::offset recovery_point_checkpoint{checkpoint_value(recovery_cp.value(), 0)};
+  auto read = read_checkpoints(fs_, directory_, recovery_.warnings);
+  if (!read.ok()) return read.error();
+  const loaded_checkpoints& cp = read.value();
+  const model::offset recovery_point_checkpoint{checkpoint_value(cp.recovery_point, 0)};
 
   bool cut_rest = false;  // once a segment was cut, every later segment is garbage
   for (size_t i = 0; i < bases.size(); ++i) {
     auto seg = segment::open(fs_, directory_, bases[i], config_.direct_io);
     if (!seg.ok()) return seg.error();
-    if (cut_rest || (!segments_.empty() && segments_.rbegin()->second->next_offset() != bases[i])) {
+    const bool stray = seg.value()->empty() && i + 1 < bases.size();
+    const bool gap = !stray && !segments_.empty() && segments_.rbegin()->second->next_offset() != bases[i];
+    if (cut_rest || gap || stray) {
+      // A stray empty file holds no records: it goes alone. After a gap or a cut the log ends
+      // (offsets stay dense, design.md), and the line says what went.
+      recovery_.warnings.push_back(removed_segment_warning(*seg.value(), cut_rest || gap, log_end_of(segments_)));
       RINGLOG_TRY(seg.value()->remove_files());
-      cut_rest = true;
+      cut_rest = cut_rest || gap;
       continue;
     }
     const bool last = i + 1 == bases.size();
@@ -146,7 +231,7 @@ result<void> partition_log::load() {
     segments_.emplace(bases[i], std::move(seg.value()));
   }
 
-  log_start_offset_ = model::offset{checkpoint_value(start_cp.value(), 0)};
+  log_start_offset_ = model::offset{checkpoint_value(cp.log_start, 0)};
   if (segments_.empty()) {
     // No segment: start where the log start checkpoint says, so offsets are never reused.
     auto seg = segment::create(fs_, directory_, log_start_offset_, config_.direct_io);
@@ -157,14 +242,13 @@ result<void> partition_log::load() {
   log_end_offset_ = active().next_offset();
   log_start_offset_ = std::min(log_start_offset_, log_end_offset_);
   recovery_point_ = log_end_offset_;  // recover() synced whatever it kept; a clean close flushed all
-  high_watermark_ = std::clamp(model::offset{checkpoint_value(hw_cp.value(), 0)}, log_start_offset_, log_end_offset_);
-  for (const auto& [epoch, start] : epoch_cp.value()) {
-    int32_t e = 0;
-    auto [p, ec] = std::from_chars(epoch.data(), epoch.data() + epoch.size(), e);
-    if (ec != std::errc{} || p != epoch.data() + epoch.size()) {
-      return error{errc::kafka_storage_error, directory_ + "/" + leader_epoch_file + ": bad epoch '" + epoch + "'"};
+  high_watermark_ = std::clamp(model::offset{checkpoint_value(cp.high_watermark, 0)}, log_start_offset_, log_end_offset_);
+  if (cp.epochs) {
+    for (const auto& [e, start] : *cp.epochs) {
+      if (start < log_end_offset_ || epochs_.empty()) epochs_[e] = start;
     }
-    if (model::offset{start} < log_end_offset_ || epochs_.empty()) epochs_[e] = model::offset{start};
+  } else {
+    RINGLOG_TRY(rebuild_leader_epochs());
   }
 
   auto corrupt_txn_index = load_txn_index();
@@ -988,6 +1072,25 @@ result<void> partition_log::rebuild_producer_state(model::offset snapshot_limit)
   // Entries from `from` on were dropped and replayed: files of those segments are rewritten
   // where they differ (at open this also removes files of no segment).
   return write_txn_index_files(std::min(replay_base, segments_.begin()->first));
+}
+
+result<void> partition_log::rebuild_leader_epochs() {
+  // Every batch carries the epoch of the leader that appended it: the first offset of each epoch
+  // larger than every one before it (note_epoch's rule) is that epoch's start.
+  epochs_.clear();
+  for (auto& [base, seg] : segments_) {
+    auto located = seg->find_batch(base);
+    if (!located.ok()) return located.error();
+    std::optional<located_batch> batch = located.value();
+    while (batch) {
+      const int32_t e = batch->header.partition_leader_epoch.value();
+      if (e >= 0 && (epochs_.empty() || epochs_.rbegin()->first < e)) epochs_[e] = batch->header.base_offset;
+      auto next = seg->header_at(model::file_position{batch->position.value() + batch->header.size_bytes()});
+      if (!next.ok()) return next.error();
+      batch = next.value();
+    }
+  }
+  return base::ok_v;
 }
 
 }  // namespace ringlog::storage

@@ -166,13 +166,16 @@ template <class View>
 void metadata_publisher<View>::open_every_partition(const View& view, std::function<void(result<void>)> finish) {
   // Copies of partitions reassigned away, and of topics deleted, while this node was down go
   // first (the image is caught up), then every topic's partitions this node holds, one topic
-  // after another.
+  // after another. A partition that cannot open (open_held_partitions logs it) leaves every
+  // other one opening: stopping at the first failure kept every topic after it offline here
+  // (the breaker of session 29: one unreadable checkpoint file, every partition answering "not
+  // opened yet").
   remove_stray_replicas(dir_, *view.image, node_id_);
   std::vector<ordered_step> steps;
   for (const auto& [name, t] : view.topics) {
     steps.push_back([this, t](auto next) { open_partitions(t, 0, false, std::move(next)); });
   }
-  run_in_order(runtime_, controller_shard, std::move(steps), after_failure::stop, std::move(finish));
+  run_in_order(runtime_, controller_shard, std::move(steps), after_failure::run_the_rest, std::move(finish));
 }
 
 // ---------------------------------------------------------------- the reconcile side

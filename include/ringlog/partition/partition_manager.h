@@ -136,8 +136,8 @@ void run_on_shards(runtime::shard_runtime& runtime, size_t count, const std::fun
 using ordered_step = std::function<void(std::function<void(result<void>)> next)>;
 /// What run_in_order does after a step failed.
 enum class after_failure {
-  run_the_rest,   ///< every step runs; `done` gets the first failure (a reconciliation)
-  stop,           ///< `done` gets the failure at once, the later steps never run (start-up's opening)
+  run_the_rest,   ///< every step runs; `done` gets the first failure (a reconciliation, start-up's opening)
+  stop,           ///< `done` gets the failure at once, the later steps never run
 };
 /// Runs `steps` one after another on `shard` of `runtime`: the first on the calling thread, each
 /// next one posted to `shard` once the one before called its `next`. `done` once: on `shard`

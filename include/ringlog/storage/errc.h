@@ -23,6 +23,7 @@ enum class errc {
   invalid_txn_state,             // a non-transactional batch of a producer inside an open transaction
   transaction_coordinator_fenced,  // a marker of an older coordinator epoch than the partition knows
   corrupt_txn_index,             // a .txnindex file failed its checks (the log rebuilds it)
+  corrupt_checkpoint,            // a checkpoint file's text does not parse (checkpoint.h; the log rebuilds or refuses)
 };
 
 std::string_view to_string(errc);

@@ -300,6 +300,9 @@ class partition_log {
   /// that base must be rebuilt by replaying from there). Aborted-transaction entries whose
   /// marker is at or past the replay start are dropped and rebuilt by the replay.
   result<void> rebuild_producer_state(model::offset snapshot_limit = model::offset{INT64_MAX});
+  /// The leader epochs (epochs_) from the batches' partition leader epochs, when
+  /// leader-epoch-checkpoint did not parse. Errors: kafka_storage_error reading a segment.
+  result<void> rebuild_leader_epochs();
   /// Stores the outcome of a batch written at its offsets: producer state (a control batch of a
   /// producer ends its transaction: `marker`), and an abort's index entry (not yet on disk:
   /// `*index_changed` is set).

@@ -1,0 +1,139 @@
+"""A partition's checkpoint file that does not parse, on a real `ringlog serve` restarted after
+kill -9 (partition_log.h lists the files; docs/architecture.md "Recovery" says what is rebuilt).
+
+The breaker of session 29: one partition's empty replication-offset-checkpoint (or a garbage
+log-start-offset-checkpoint, or a leader-epoch-checkpoint whose entry count does not match) kept
+EVERY partition of the broker unopened after a restart, answering 50301 "has not opened its
+replica" for good. Now the other partitions always serve; the bad partition serves too when the
+file is only an optimisation (recovery point, high watermark, leader epochs: rebuilt, with a
+warning naming the file), and stays offline with a line naming the file and the repair when it
+is the log start offset (serving from the first segment could expose deleted records).
+"""
+import base64
+
+import pytest
+import requests
+
+from conftest import wait_until
+
+BINARY = "application/vnd.kafka.binary.v2+json"
+HEALTHY = [f"h{i}" for i in range(6)]
+BAD = "a-bad"                    # sorts first: the broker opens topics in name order
+RECORDS = 5
+DEADLINE_S = 20.0
+
+
+def produce(b, topic, partition=0):
+    body = {"records": [{"value": base64.b64encode(f"{topic}-{i}".encode()).decode()} for i in range(RECORDS)]}
+    r = requests.post(f"{b.url}/topics/{topic}/partitions/{partition}", json=body,
+                      headers={"Content-Type": BINARY}, timeout=10)
+    assert r.status_code == 200, r.text
+
+
+def values(b, topic, partition=0):
+    """The values read from offset 0 (decoded), or None while the partition does not serve."""
+    r = requests.get(f"{b.url}/topics/{topic}/partitions/{partition}/records", params={"offset": 0},
+                     headers={"Accept": BINARY}, timeout=10)
+    if r.status_code != 200:
+        return None
+    return [base64.b64decode(x["value"]).decode() for x in r.json()]
+
+
+def all_served(b, topic, partition=0):
+    return values(b, topic, partition) == [f"{topic}-{i}" for i in range(RECORDS)]
+
+
+@pytest.mark.parametrize("file,content,rebuilt", [
+    ("replication-offset-checkpoint", b"", "the high watermark starts at the log start"),
+    ("recovery-point-offset-checkpoint", b"garbage", "recovery scans every segment"),
+    ("leader-epoch-checkpoint", b"0\n1\n", "the leader epochs are rebuilt from the batches"),
+    ("leader-epoch-checkpoint", b"0\n1\nx 0\n", "the leader epochs are rebuilt from the batches"),
+])
+def test_an_unreadable_optional_checkpoint_is_rebuilt_and_every_partition_serves(fresh_broker, file, content,
+                                                                                 rebuilt):
+    b = fresh_broker()
+    for t in [BAD] + HEALTHY:
+        b.create_topic(t)
+        produce(b, t)
+    b.kill()
+    (b.data_dir / f"{BAD}-0" / file).write_bytes(content)
+    b.start()
+    for t in HEALTHY + [BAD]:
+        wait_until(lambda t=t: all_served(b, t), DEADLINE_S, f"{t}-0 serving its records")
+    log = b.log_path.read_text()
+    assert f"{BAD}-0/{file}" in log and rebuilt in log, log[-3000:]
+    produce(b, BAD)   # and it takes writes
+    if file == "leader-epoch-checkpoint":
+        epochs = (b.data_dir / f"{BAD}-0" / file).read_text().splitlines()
+        assert epochs[0] == "0" and int(epochs[1]) >= 1, epochs   # rewritten from the batches
+
+
+def test_an_unreadable_log_start_offset_keeps_only_its_partition_offline(fresh_broker):
+    b = fresh_broker()
+    for t in [BAD] + HEALTHY:
+        b.create_topic(t)
+        produce(b, t)
+    b.kill()
+    path = b.data_dir / f"{BAD}-0" / "log-start-offset-checkpoint"
+    path.write_bytes(b"garbage")
+    b.start()
+    for t in HEALTHY:
+        wait_until(lambda t=t: all_served(b, t), DEADLINE_S, f"{t}-0 serving its records")
+    assert values(b, BAD) is None   # never served from an unknown start
+    log = b.log_path.read_text()
+    assert f"partition {BAD}-0: cannot open its replica" in log and str(path) in log and "To repair" in log, \
+        log[-3000:]
+    # The repair the line names: remove the file (serve from the first segment), restart.
+    b.stop()
+    path.unlink()
+    b.start()
+    wait_until(lambda: all_served(b, BAD), DEADLINE_S, f"{BAD}-0 serving once repaired")
+
+
+def filled_segments(b, topic):
+    """`topic` with 4 KiB segments and 200 records (40 produces of 5); its segment files, sorted."""
+    b.create_topic(topic, configs={"segment.bytes": "4096"})
+    for n in range(40):
+        body = {"records": [{"value": base64.b64encode(f"{n}-{i}-".encode() + b"x" * 50).decode()}
+                            for i in range(5)]}
+        r = requests.post(f"{b.url}/topics/{topic}/partitions/0", json=body, headers={"Content-Type": BINARY},
+                          timeout=10)
+        assert r.status_code == 200, r.text
+    return sorted((b.data_dir / f"{topic}-0").glob("*.log"))
+
+
+def end_offset(b, topic):
+    r = requests.get(f"{b.url}/topics/{topic}/partitions/0/offsets", timeout=10)
+    return r.json()["end_offset"] if r.status_code == 200 else None
+
+
+def test_a_stray_empty_segment_file_costs_no_records(fresh_broker):
+    """The breaker: an empty 00000000000000000100.log inside a segment of offsets 80-119 cut the
+    log at 120 and deleted the intact segments after it. It holds nothing: it alone goes."""
+    b = fresh_broker()
+    segments = filled_segments(b, "seg")
+    assert len(segments) >= 3, segments
+    b.kill()
+    stray = b.data_dir / "seg-0" / f"{int(segments[1].stem) + 1:020d}.log"
+    stray.write_bytes(b"")
+    b.start()
+    assert wait_until(lambda: end_offset(b, "seg"), DEADLINE_S, "seg-0 open") == 200
+    log = b.log_path.read_text()
+    assert f"removed the empty segment {stray.name}" in log, log[-3000:]
+
+
+def test_a_missing_middle_segment_ends_the_log_loudly(fresh_broker):
+    """Offsets stay dense (design.md): a segment missing in the middle ends the log where the
+    segment before it ends, and every later segment goes - with one line per file saying so."""
+    b = fresh_broker()
+    segments = filled_segments(b, "seg")
+    assert len(segments) >= 3, segments
+    b.kill()
+    middle = segments[len(segments) // 2]
+    middle.unlink()
+    b.start()
+    end = wait_until(lambda: end_offset(b, "seg"), DEADLINE_S, "seg-0 open")
+    assert end == int(middle.stem), end
+    log = b.log_path.read_text()
+    for later in segments[len(segments) // 2 + 1:]:
+        assert f"removed segment {later.name}" in log and f"ends at offset {end}" in log, log[-3000:]
