@@ -64,6 +64,15 @@ std::optional<std::string_view> header_text(const std::vector<model::record_head
   return std::nullopt;
 }
 
+/// The text of the last header named `key`: the broker appends a delay record's target headers
+/// after the producer's, so a copy a producer put in front (refused since session 30) never wins.
+std::optional<std::string_view> last_header_text(const std::vector<model::record_header>& headers, std::string_view key) {
+  for (auto h = headers.rbegin(); h != headers.rend(); ++h) {
+    if (h->key == key && h->value) return std::string_view(reinterpret_cast<const char*>(h->value->data()), h->value->size());
+  }
+  return std::nullopt;
+}
+
 /// Whether a header is named `key`: over records or over record views (codec::record_view).
 template <typename Header>
 bool has_header(const std::vector<Header>& headers, std::string_view key) {
@@ -218,6 +227,16 @@ result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& reco
                                            std::to_string(*due - now_ms) + " ms from now, more than delay.max.ms=" +
                                            std::to_string(delay_max_ms)};
   }
+  // The target headers are the broker's: the scheduler moves the record to the topic they name,
+  // so a producer's copy would deliver it to a topic it was never authorized to write (the breaker
+  // of session 29: WRITE on one topic, records delivered into another).
+  for (auto name : {delay::target_topic_header, delay::target_partition_header}) {
+    if (has_header(record.headers, name)) {
+      return error{errc::invalid_record, "header " + std::string(name) +
+                                             " is set by the broker on a delayed record (where it is delivered); a "
+                                             "producer may not set it: remove it"};
+    }
+  }
   return std::optional<int64_t>{*due};
 }
 
@@ -289,6 +308,7 @@ void delay_host::produce_delayed(const std::string& target_topic, std::vector<pr
     out.key = std::move(in.key);
     out.value = std::move(in.value);
     out.headers = std::move(in.headers);
+    std::erase_if(out.headers, [](const model::record_header& h) { return h.key == delay::produced_at_header; });
     out.headers.push_back(text_header(delay::target_topic_header, target_topic));
     out.headers.push_back(text_header(delay::target_partition_header, std::to_string(d.target_partition)));
     out.headers.push_back(text_header(delay::produced_at_header, std::to_string(in.timestamp.value_or(now_ms))));
@@ -658,8 +678,8 @@ std::vector<move_job> move_jobs_of(const metadata_publisher& metadata, const bro
       st.core->move_done(m.offset, delay::move_outcome::retry, now);
       continue;
     }
-    auto topic = header_text(r->second.headers, delay::target_topic_header);
-    auto partition = header_text(r->second.headers, delay::target_partition_header);
+    auto topic = last_header_text(r->second.headers, delay::target_topic_header);
+    auto partition = last_header_text(r->second.headers, delay::target_partition_header);
     const int64_t p = partition ? parse_decimal(*partition).value_or(-1) : -1;
     auto target = topic ? metadata.find_topic(std::string(*topic)) : nullptr;
     if (!target || p < 0 || p >= target->partitions_count()) {

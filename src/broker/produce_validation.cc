@@ -56,6 +56,14 @@ std::optional<error> check_produced_record(const codec::record_view& record, int
                                            " names a delivery time inside a transaction; delayed delivery "
                                            "moves records after the append, which a transaction cannot span"};
   }
+  // As the HTTP and WebSocket doors (delay_host::delivery_time_in): the delay topic's copy carries
+  // no producer sequence, so each resend of the batch would be delayed and delivered again.
+  if (header.producer.value() != model::no_producer_id) {
+    return error{errc::invalid_record, which + ": record " + std::to_string(k) +
+                                           " names a delivery time inside an idempotent producer session, whose "
+                                           "resends could not be recognised once delayed; produce delayed records "
+                                           "with enable.idempotence=false"};
+  }
   any_delay_header = true;
   return std::nullopt;
 }

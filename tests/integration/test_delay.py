@@ -313,3 +313,48 @@ def test_forged_source_headers_do_not_stop_a_move_after_kill_9(ringlog_bin, tmp_
         assert values == sorted(f"r{i}" for i in range(count)), "a delayed record lost or delivered twice"
     finally:
         b.stop()
+
+
+def test_a_delayed_record_cannot_name_its_own_target_nor_ride_an_idempotent_session(ringlog_bin, tmp_path):
+    """The breaker of session 29. (1) A delayed record carrying ringlog-delay-topic /
+    ringlog-delay-partition (the headers the broker adds to name where the scheduler delivers it)
+    was delivered to the topic the producer named, one it may not write (HIGH: an ACL bypass):
+    now refused, as a record error naming the header, through every door. (2) An idempotent Kafka
+    batch with a delay header was stored once per resend (the delay copy has no sequence): refused
+    as the HTTP and WebSocket doors refuse it."""
+    from confluent_kafka import Producer
+    from conftest import Broker, free_port
+
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        b.create_topic("smug-src", partitions=1)
+        b.create_topic("smug-dst", partitions=1)
+        forged = [("ringlog-delay-ms", b"100"), ("ringlog-delay-topic", b"smug-dst"),
+                  ("ringlog-delay-partition", b"0")]
+        reports = []
+        p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "linger.ms": 0})
+        p.produce("smug-src", value=b"smuggled", partition=0, headers=forged,
+                  on_delivery=lambda err, msg: reports.append(err))
+        assert p.flush(15) == 0
+        assert reports[0] is not None and "INVALID_RECORD" in reports[0].name(), reports
+        r = requests.post(b.v3("/topics/smug-src/records"),
+                          json={"value": {"type": "STRING", "data": "smuggled"}, "delay_ms": 100,
+                                "headers": [{"name": "ringlog-delay-topic", "value": b64("smug-dst")}]})
+        assert r.json()["error_code"] != 200 and "ringlog-delay-topic" in r.json()["message"], r.text
+
+        idem_reports = []
+        idem = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 0})
+        idem.produce("smug-src", value=b"idem", partition=0, headers=[("ringlog-delay-ms", b"100")],
+                     on_delivery=lambda err, msg: idem_reports.append(err))
+        idem.flush(15)
+        assert idem_reports and idem_reports[0] is not None and "INVALID_RECORD" in idem_reports[0].name(), \
+            idem_reports
+        # A plain delayed record still goes where it was produced, and only there.
+        r = requests.post(b.v3("/topics/smug-src/records"),
+                          json={"value": {"type": "STRING", "data": "fine"}, "delay_ms": 100})
+        assert r.json()["error_code"] == 200, r.text
+        wait_until(lambda: len(read_all(b, "smug-src", 0)) == 1, DEADLINE_S, "the plain delayed record")
+        assert read_all(b, "smug-dst", 0) == []
+        assert base64.b64decode(read_all(b, "smug-src", 0)[0]["value"]) == b"fine"
+    finally:
+        assert b.stop() == 0
