@@ -710,6 +710,8 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.retry_topic_template = c.retry_topic_template;
   b.dead_letter_topic_template = c.dead_letter_topic_template;
   b.group_initial_rebalance_delay_ms = c.group_initial_rebalance_delay_ms;
+  b.offsets_retention_minutes = c.offsets_retention_minutes;
+  b.offsets_retention_check_interval_ms = c.offsets_retention_check_interval_ms;
   b.controller_quorum_election_timeout_ms = c.controller_quorum_election_timeout_ms;
   b.controller_quorum_fetch_timeout_ms = c.controller_quorum_fetch_timeout_ms;
   b.controller_quorum_election_backoff_max_ms = c.controller_quorum_election_backoff_max_ms;

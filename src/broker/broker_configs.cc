@@ -69,10 +69,50 @@ result<void> check_value(const broker_config_spec& spec, const std::string& valu
   return validate_topic_config(spec.topic_config, value);
 }
 
-const std::vector<broker_config_spec>& specs() {
-  // Kafka's dynamic log configs (DynamicLogConfig: the broker-level defaults of topic configs);
-  // the rest are shown read-only, as Kafka shows its static configs.
-  static const std::vector<broker_config_spec> all = {
+/// The read-only broker configs: shown by DescribeConfigs, as Kafka shows its static configs;
+/// AlterConfigs refuses them.
+std::vector<broker_config_spec> read_only_specs() {
+  return {
+      {"node.id", [](const broker_config& c) { return std::to_string(c.node_id); }},
+      {"log.dirs", [](const broker_config& c) { return c.log_dir; }},
+      {"num.partitions", [](const broker_config& c) { return std::to_string(c.num_partitions); }},
+      {"default.replication.factor", [](const broker_config& c) { return std::to_string(c.default_replication_factor); }},
+      {"auto.create.topics.enable", [](const broker_config& c) { return text(c.auto_create_topics_enable); }},
+      {"log.flush.policy", [](const broker_config& c) { return c.log_flush_policy; }},
+      {"log.direct.io", [](const broker_config& c) { return text(c.log_direct_io); }},
+      {"log.cleaner.enable", [](const broker_config& c) { return text(c.log_cleaner_enable); }},
+      {"log.cleaner.dedupe.buffer.size",
+       [](const broker_config& c) { return std::to_string(c.log_cleaner_dedupe_buffer_size); }},
+      {"log.cleaner.io.max.bytes.per.second",
+       [](const broker_config& c) { return std::to_string(c.log_cleaner_io_max_bytes_per_second); }},
+      {"log.cleaner.backoff.ms", [](const broker_config& c) { return std::to_string(c.log_cleaner_backoff_ms); }},
+      {"log.retention.check.interval.ms",
+       [](const broker_config& c) { return std::to_string(c.log_retention_check_interval_ms); }},
+      {"offsets.topic.num.partitions", [](const broker_config& c) { return std::to_string(c.offsets_topic_num_partitions); }},
+      // Read-only, as in Kafka (neither is in its DynamicBrokerConfig): set them in the file and restart.
+      {"offsets.retention.minutes", [](const broker_config& c) { return std::to_string(c.offsets_retention_minutes); }},
+      {"offsets.retention.check.interval.ms",
+       [](const broker_config& c) { return std::to_string(c.offsets_retention_check_interval_ms); }},
+      {"transaction.state.log.num.partitions",
+       [](const broker_config& c) { return std::to_string(c.transaction_state_log_num_partitions); }},
+      {"transaction.max.timeout.ms", [](const broker_config& c) { return std::to_string(c.transaction_max_timeout_ms); }},
+      {"transactional.id.expiration.ms",
+       [](const broker_config& c) { return std::to_string(c.transactional_id_expiration_ms); }},
+      {"delay.max.ms", [](const broker_config& c) { return std::to_string(c.delay_max_ms); }},
+      {"max.delivery.attempts", [](const broker_config& c) { return std::to_string(c.max_delivery_attempts); }},
+      {"retry.backoff.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_ms); }},
+      {"retry.backoff.multiplier", [](const broker_config& c) { return std::to_string(c.retry_backoff_multiplier); }},
+      {"retry.backoff.max.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_max_ms); }},
+      {"retry.topic.template", [](const broker_config& c) { return c.retry_topic_template; }},
+      {"dead.letter.topic.template", [](const broker_config& c) { return c.dead_letter_topic_template; }},
+      {"broker.partitions.max", [](const broker_config& c) { return std::to_string(c.partitions_max); }},
+  };
+}
+
+/// Kafka's dynamic log configs (DynamicLogConfig: the broker-level defaults of topic configs) and
+/// the other dynamic ones, then the read-only ones.
+std::vector<broker_config_spec> dynamic_and_read_only_specs() {
+  std::vector<broker_config_spec> all = {
       {"log.retention.ms", [](const broker_config& c) { return std::to_string(c.log_retention_ms); }, "retention.ms",
        [](broker_config& c, const std::string& v) { c.log_retention_ms = number(v); }},
       {"log.retention.bytes", [](const broker_config& c) { return std::to_string(c.log_retention_bytes); },
@@ -134,36 +174,13 @@ const std::vector<broker_config_spec>& specs() {
        [](const broker_config& c) { return std::to_string(c.partition_autobalancer_tick_interval_ms); }, nullptr,
        [](broker_config& c, const std::string& v) { c.partition_autobalancer_tick_interval_ms = number(v); },
        check_ms_within(constants::autobalancer_tick_interval_ms_min, constants::autobalancer_tick_interval_ms_max)},
-      {"node.id", [](const broker_config& c) { return std::to_string(c.node_id); }},
-      {"log.dirs", [](const broker_config& c) { return c.log_dir; }},
-      {"num.partitions", [](const broker_config& c) { return std::to_string(c.num_partitions); }},
-      {"default.replication.factor", [](const broker_config& c) { return std::to_string(c.default_replication_factor); }},
-      {"auto.create.topics.enable", [](const broker_config& c) { return text(c.auto_create_topics_enable); }},
-      {"log.flush.policy", [](const broker_config& c) { return c.log_flush_policy; }},
-      {"log.direct.io", [](const broker_config& c) { return text(c.log_direct_io); }},
-      {"log.cleaner.enable", [](const broker_config& c) { return text(c.log_cleaner_enable); }},
-      {"log.cleaner.dedupe.buffer.size",
-       [](const broker_config& c) { return std::to_string(c.log_cleaner_dedupe_buffer_size); }},
-      {"log.cleaner.io.max.bytes.per.second",
-       [](const broker_config& c) { return std::to_string(c.log_cleaner_io_max_bytes_per_second); }},
-      {"log.cleaner.backoff.ms", [](const broker_config& c) { return std::to_string(c.log_cleaner_backoff_ms); }},
-      {"log.retention.check.interval.ms",
-       [](const broker_config& c) { return std::to_string(c.log_retention_check_interval_ms); }},
-      {"offsets.topic.num.partitions", [](const broker_config& c) { return std::to_string(c.offsets_topic_num_partitions); }},
-      {"transaction.state.log.num.partitions",
-       [](const broker_config& c) { return std::to_string(c.transaction_state_log_num_partitions); }},
-      {"transaction.max.timeout.ms", [](const broker_config& c) { return std::to_string(c.transaction_max_timeout_ms); }},
-      {"transactional.id.expiration.ms",
-       [](const broker_config& c) { return std::to_string(c.transactional_id_expiration_ms); }},
-      {"delay.max.ms", [](const broker_config& c) { return std::to_string(c.delay_max_ms); }},
-      {"max.delivery.attempts", [](const broker_config& c) { return std::to_string(c.max_delivery_attempts); }},
-      {"retry.backoff.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_ms); }},
-      {"retry.backoff.multiplier", [](const broker_config& c) { return std::to_string(c.retry_backoff_multiplier); }},
-      {"retry.backoff.max.ms", [](const broker_config& c) { return std::to_string(c.retry_backoff_max_ms); }},
-      {"retry.topic.template", [](const broker_config& c) { return c.retry_topic_template; }},
-      {"dead.letter.topic.template", [](const broker_config& c) { return c.dead_letter_topic_template; }},
-      {"broker.partitions.max", [](const broker_config& c) { return std::to_string(c.partitions_max); }},
   };
+  for (auto& s : read_only_specs()) all.push_back(std::move(s));
+  return all;
+}
+
+const std::vector<broker_config_spec>& specs() {
+  static const std::vector<broker_config_spec> all = dynamic_and_read_only_specs();
   return all;
 }
 

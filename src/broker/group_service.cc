@@ -75,16 +75,20 @@ bool pattern_may_match(const broker& b, const shard_state& st, std::string_view 
 }  // namespace
 
 group_service_impl::group_service_impl(broker& b, group_host& host, runtime::shard_runtime& runtime,
-                                       const base::clock& clock, int32_t offsets_partitions, int64_t expiry_interval_ms,
-                                       int64_t initial_rebalance_delay_ms)
-    : broker_(b), host_(host), runtime_(runtime), clock_(clock), offsets_partitions_(offsets_partitions),
-      expiry_interval_ms_(expiry_interval_ms) {
+                                       const base::clock& clock, const group_service_options& options)
+    : broker_(b), host_(host), runtime_(runtime), clock_(clock), offsets_partitions_(options.offsets_partitions),
+      expiry_interval_ms_(options.expiry_interval_ms), offsets_retention_ms_(options.offsets_retention_ms),
+      offsets_retention_check_interval_ms_(options.offsets_retention_check_interval_ms) {
   RINGLOG_ASSERT_OP(offsets_partitions_, >=, 1);
+  RINGLOG_ASSERT_OP(offsets_retention_ms_, >=, int64_t{1});
+  RINGLOG_ASSERT_OP(offsets_retention_check_interval_ms_, >=, int64_t{1});
   loaded_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(offsets_partitions_));
   const uint64_t seed = static_cast<uint64_t>(clock_.now_ms());
   for (size_t s = 0; s < runtime_.shard_count(); ++s) {
-    shards_.push_back(std::make_unique<shard_state>(seed ^ (s << 48), initial_rebalance_delay_ms));
+    shards_.push_back(std::make_unique<shard_state>(seed ^ (s << 48), options.initial_rebalance_delay_ms));
     shard_state* st = shards_.back().get();
+    // Kafka's first cleanup runs one check interval after start.
+    st->next_offsets_retention_check_ms = clock_.now_ms() + offsets_retention_check_interval_ms_;
     st->coordinator.set_pattern_topic_filter(
         [this, st](std::string_view group_id, std::string_view member_id, const std::string& topic) {
           return pattern_may_match(broker_, *st, group_id, member_id, topic);
@@ -248,9 +252,33 @@ void group_service_impl::schedule_expiry(size_t shard) {
     }
     for (auto& t : st.tombstones_due) expired.records.push_back(std::move(t));
     st.tombstones_due.clear();
+    if (now >= st.next_offsets_retention_check_ms) {
+      st.next_offsets_retention_check_ms = now + offsets_retention_check_interval_ms_;
+      expire_offsets(st, now, expired.records);
+    }
     persist(shard, std::move(expired.records), [](result<void>) {});
     schedule_expiry(shard);
   });
+}
+
+void group_service_impl::expire_offsets(shard_state& st, int64_t now_ms, group::record_list& records) {
+  // Instances sort by group id, then a NUL (instance_key): the first key at or after "group\0".
+  const auto held = [&st](std::string_view group_id) {
+    const std::string prefix = instance_key(group_id, "");
+    auto it = st.instances.lower_bound(prefix);
+    return it != st.instances.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+  };
+  auto expired = st.coordinator.expire_offsets(now_ms, offsets_retention_ms_, held);
+  const int64_t minutes = offsets_retention_ms_ / 60'000;
+  for (const auto& g : expired.groups) {
+    if (g.group_removed) st.lag_history.erase(g.group_id);
+    const size_t n = g.partitions.size();
+    host_.report_info("group coordinator: expired the committed offsets of group '" + g.group_id + "' (" +
+                      std::to_string(n) + (n == 1 ? " partition" : " partitions") +
+                      "): no member and no commit for offsets.retention.minutes=" + std::to_string(minutes) +
+                      (g.group_removed ? "; the group is removed" : ""));
+  }
+  for (auto& r : expired.records) records.push_back(std::move(r));
 }
 
 void group_service_impl::persist(size_t shard, group::record_list records, std::function<void(result<void>)> done) {
@@ -338,10 +366,8 @@ void group_service_impl::leader_bounds_of(size_t shard, const std::vector<model:
 namespace ringlog::broker {
 
 std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, runtime::shard_runtime& runtime,
-                                                  const base::clock& clock, int32_t offsets_partitions,
-                                                  int64_t expiry_interval_ms, int64_t initial_rebalance_delay_ms) {
-  return std::make_unique<group_service_internal::group_service_impl>(
-      b, host, runtime, clock, offsets_partitions, expiry_interval_ms, initial_rebalance_delay_ms);
+                                                  const base::clock& clock, group_service_options options) {
+  return std::make_unique<group_service_internal::group_service_impl>(b, host, runtime, clock, options);
 }
 
 }  // namespace ringlog::broker

@@ -9,6 +9,7 @@
 #include "ringlog/base/clock.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/broker/groups.h"
+#include "ringlog/group/limits.h"
 #include "ringlog/runtime/shard_runtime.h"
 
 namespace ringlog::broker {
@@ -31,6 +32,8 @@ class group_host {
   [[nodiscard]] virtual bool leads_offsets_partition(int32_t partition) const = 0;
   /// Reports a failure the service cannot answer to a caller (one log line).
   virtual void report_error(const std::string& message) const = 0;
+  /// Reports something the service did by itself (one info log line), e.g. offsets it expired.
+  virtual void report_info(const std::string& message) const = 0;
   /// Who leads __consumer_offsets partition `partition`, for messages: "broker 2 at
   /// http://127.0.0.1:8082", or "no broker now (it has no leader)".
   [[nodiscard]] virtual std::string offsets_leader_text(int32_t partition) const = 0;
@@ -63,8 +66,19 @@ class group_service : public group_api {
   virtual void stop() = 0;
 };
 
+/// The group service's settings (the broker config's keys).
+struct group_service_options {
+  int32_t offsets_partitions = 1;               // partitions of __consumer_offsets
+  int64_t expiry_interval_ms = 1000;            // group.expiry.interval.ms: the member expiry sweep
+  int64_t initial_rebalance_delay_ms = 3000;    // group.initial.rebalance.delay.ms
+  /// offsets.retention.minutes in ms (KIP-211; group_coordinator::expire_offsets), >= 1.
+  int64_t offsets_retention_ms = group::limits::offsets_retention_minutes_default * 60'000;
+  /// offsets.retention.check.interval.ms: expire_offsets runs at most this often per shard (in the
+  /// expiry sweep, so at most every expiry_interval_ms too), >= 1.
+  int64_t offsets_retention_check_interval_ms = group::limits::offsets_retention_check_interval_ms_default;
+};
+
 std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, runtime::shard_runtime& runtime,
-                                                  const base::clock& clock, int32_t offsets_partitions,
-                                                  int64_t expiry_interval_ms, int64_t initial_rebalance_delay_ms);
+                                                  const base::clock& clock, group_service_options options);
 
 }  // namespace ringlog::broker

@@ -59,6 +59,8 @@ struct shard_state {
   /// to append from); the next expiry sweep appends them.
   group::record_list tombstones_due;
   std::map<std::string, std::deque<lag_sample>> lag_history;  // group -> samples, oldest first
+  /// When the expiry sweep next runs the coordinator's expire_offsets (offsets.retention.check.interval.ms).
+  int64_t next_offsets_retention_check_ms = 0;
 
   void remember_end(const std::string& key, std::string why) {
     if (!ended.contains(key)) ended_order.push_back(key);
@@ -96,7 +98,7 @@ struct poll_slot {
 class group_service_impl final : public group_service {
  public:
   group_service_impl(broker& b, group_host& host, runtime::shard_runtime& runtime, const base::clock& clock,
-                     int32_t offsets_partitions, int64_t expiry_interval_ms, int64_t initial_rebalance_delay_ms);
+                     const group_service_options& options);
 
   void start(std::function<void(result<void>)> done) override;
   void topics_changed() override;
@@ -296,6 +298,11 @@ class group_service_impl final : public group_service {
   void reset_out_of_range(size_t shard, const std::string& group_id, const std::string& instance_id,
                           group::offset_reset reset, group::partition_map<model::offset> out_of_range);
   void schedule_expiry(size_t shard);
+  /// On `shard`, from the expiry sweep, at most every offsets.retention.check.interval.ms: the
+  /// coordinator's expire_offsets (KIP-211), a group with a REST consumer instance held here
+  /// counting as in use (its member may not have joined again since a restart). Appends the
+  /// tombstones to `records`, forgets the lag history of groups that went, one info line a group.
+  void expire_offsets(shard_state& st, int64_t now_ms, group::record_list& records);
   /// On `shard` every classic_tick_interval_ms: the coordinator's classic_tick.
   void schedule_classic_tick(size_t shard);
   /// On `shard`: appends the records of `effects`, then answers its tickets (and runs `after`).
@@ -351,6 +358,8 @@ class group_service_impl final : public group_service {
   /// replay_partition, cleared by unload_partition); read by not_coordinator on any thread.
   std::unique_ptr<std::atomic<bool>[]> loaded_;
   int64_t expiry_interval_ms_;
+  int64_t offsets_retention_ms_;                   // offsets.retention.minutes, in ms
+  int64_t offsets_retention_check_interval_ms_;    // offsets.retention.check.interval.ms
   std::vector<std::unique_ptr<shard_state>> shards_;  // shards_[i] is touched only on shard i's thread
   std::atomic<bool> stopping_{false};
 };

@@ -156,9 +156,13 @@ void broker_parts::start_coordinators(std::function<void(result<void>)> done) {
   const auto offsets_topic = publisher_.find_topic(consumer_offsets_topic);
   const auto txn_state_topic = publisher_.find_topic(transaction_state_topic);
   RINGLOG_ASSERT(offsets_topic && txn_state_topic, "await_internal_topics ends once both are published");
-  groups_ = make_group_service(api_, coordinator_partitions_, deps_.runtime, deps_.clock,
-                               offsets_topic->partitions_count(), config_.group_expiry_interval_ms,
-                               config_.group_initial_rebalance_delay_ms);
+  group_service_options group_options;
+  group_options.offsets_partitions = offsets_topic->partitions_count();
+  group_options.expiry_interval_ms = config_.group_expiry_interval_ms;
+  group_options.initial_rebalance_delay_ms = config_.group_initial_rebalance_delay_ms;
+  group_options.offsets_retention_ms = int64_t{config_.offsets_retention_minutes} * 60'000;
+  group_options.offsets_retention_check_interval_ms = config_.offsets_retention_check_interval_ms;
+  groups_ = make_group_service(api_, coordinator_partitions_, deps_.runtime, deps_.clock, group_options);
   txn_service_options txn_options;
   txn_options.state_partitions = txn_state_topic->partitions_count();
   txn_options.transaction_max_timeout_ms = config_.transaction_max_timeout_ms;

@@ -552,6 +552,25 @@ std::vector<key_spec> quorum_and_membership_keys() {
   };
 }
 
+/// The consumer group coordinator's timing keys (its sweeps, the first rebalance's wait, KIP-211's
+/// offsets retention), appended to key_table().
+std::vector<key_spec> consumer_group_keys() {
+  return {
+      int_key("group.expiry.interval.ms", &server_config::group_expiry_interval_ms, 100, 60000,
+              "how often consumer sessions past their timeout are swept, ms"),
+      int_key("group.initial.rebalance.delay.ms", &server_config::group_initial_rebalance_delay_ms, 0, 300000,
+              "how long the first rebalance of an empty Kafka-client group waits for more members to join, ms"),
+      // KIP-211 (Kafka's keys, defaults and lower bounds): group_coordinator::expire_offsets.
+      int_key("offsets.retention.minutes", &server_config::offsets_retention_minutes, 1, 2147483647,
+              "committed offsets of a group without members are deleted this long after the group became empty "
+              "and after its last commit, minutes (a group with members keeps them; docs/configuration.md)"),
+      int_key("offsets.retention.check.interval.ms", &server_config::offsets_retention_check_interval_ms, 1,
+              365LL * 24 * 3600 * 1000,
+              "how often each coordinator looks for committed offsets past offsets.retention.minutes, ms (at most "
+              "every group.expiry.interval.ms)"),
+  };
+}
+
 const std::vector<key_spec>& key_table() {
   constexpr int64_t i32 = std::numeric_limits<int32_t>::max();
   constexpr int64_t i64 = std::numeric_limits<int64_t>::max();
@@ -699,8 +718,6 @@ const std::vector<key_spec>& key_table() {
       int_key("transaction.abort.timed.out.transaction.cleanup.interval.ms",
               &server_config::transaction_abort_timed_out_transaction_cleanup_interval_ms, 10, 3600000,
               "how often the transaction coordinator aborts transactions past their timeout, ms"),
-      int_key("group.expiry.interval.ms", &server_config::group_expiry_interval_ms, 100, 60000,
-              "how often consumer sessions past their timeout are swept, ms"),
       int_key("delay.max.ms", &server_config::delay_max_ms, 1, 365LL * 24 * 3600 * 1000,
               "longest delay of a delayed record (deliver_at, delay_ms, header ringlog-deliver-at), ms; longer ones are refused"),
       int_key("max.delivery.attempts", &server_config::max_delivery_attempts, 1, 100,
@@ -716,8 +733,6 @@ const std::vector<key_spec>& key_table() {
                    "default name of a consumer group's retry topic of each topic"),
       template_key("dead.letter.topic.template", &server_config::dead_letter_topic_template,
                    "default name of a consumer group's dead-letter topic of each topic"),
-      int_key("group.initial.rebalance.delay.ms", &server_config::group_initial_rebalance_delay_ms, 0, 300000,
-              "how long the first rebalance of an empty Kafka-client group waits for more members to join, ms"),
       key_spec{"listeners",
                "where this node listens, comma-separated NAME://HOST:PORT: http:// and/or https:// (REST, "
                "WebSocket, streams, console; https = TLS with the ssl.* keys), Kafka client listeners by Kafka's "
@@ -930,7 +945,7 @@ const std::vector<key_spec>& key_table() {
               "partitions of all topics together; 0 = from the open-file limit (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
-  }, joined(quorum_and_membership_keys(), joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs()))))));
+  }, joined(consumer_group_keys(), joined(quorum_and_membership_keys(), joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs())))))));
   return table;
 }
 

@@ -286,6 +286,7 @@ void group_coordinator::classic_add_member(group_state_data& g, const std::strin
   m.awaiting_join = ticket;
   m.last_heartbeat_ms = now_ms;
   c.members.emplace(member_id, std::move(m));
+  track_emptiness(g, now_ms);
   if (c.state != group_state::preparing_rebalance) {
     classic_prepare_rebalance(g, now_ms, out);
   } else if (c.join_delay_until_ms >= 0) {
@@ -565,6 +566,7 @@ void group_coordinator::classic_remove_member(group_state_data& g, const std::st
   if (it->second.awaiting_join) out.joins.emplace_back(*it->second.awaiting_join, join_failure(why, member_id));
   if (it->second.awaiting_sync) out.syncs.emplace_back(*it->second.awaiting_sync, sync_failure(why));
   c.members.erase(it);
+  track_emptiness(g, now_ms);
   if (c.leader == member_id) {
     // The next leader: one that is rejoining if any (it will get the member list), else the first.
     auto next = std::find_if(c.members.begin(), c.members.end(),

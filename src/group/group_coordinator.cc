@@ -494,6 +494,7 @@ result<join_result> group_coordinator::join(std::string_view group_id, const joi
   m.last_seen_ms = now_ms;
   const std::string id = m.meta.member_id;
   g.members.emplace(id, std::move(m));
+  track_emptiness(g, now_ms);
   rebalance(g, now_ms, true);
   out.member_id = id;
   out.assignment = progress(g, g.members.at(id));
@@ -629,6 +630,7 @@ result<record_list> group_coordinator::leave(std::string_view group_id, std::str
   auto m = find_member(**g, member_id);
   if (!m.ok()) return m.error();
   (*g)->members.erase((*m)->meta.member_id);
+  track_emptiness(**g, now_ms);
   rebalance(**g, now_ms, true);
   record_list out;
   persist(**g, out);
@@ -656,6 +658,7 @@ expire_result group_coordinator::expire(int64_t now_ms) {
       it = g.members.erase(it);
       removed = true;
     }
+    track_emptiness(g, now_ms);
     if (removed || g.assignment_stale) rebalance(g, now_ms, true);
     persist(g, out.records);
   }
@@ -789,6 +792,7 @@ result<commit_result> group_coordinator::commit_offsets_standalone(std::string_v
   if (git == groups_.end()) {
     git = groups_.emplace(std::string(group_id), group_state_data{}).first;
     git->second.group_id = std::string(group_id);
+    track_emptiness(git->second, now_ms);
   }
   commit_result out;
   for (const auto& c : offsets) {
@@ -839,6 +843,7 @@ result<commit_result> group_coordinator::txn_commit_offsets(std::string_view gro
     }
     git = groups_.emplace(std::string(group_id), group_state_data{}).first;
     git->second.group_id = std::string(group_id);
+    track_emptiness(git->second, now_ms);
   }
   commit_result out;
   auto& pending = git->second.pending_txn[producer_id];
@@ -948,6 +953,8 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
   auto git = groups_.find(group_id);
   if (!record.value) {
     if (git != groups_.end()) replay_tombstone(*key, git);
+    // A group replayed without members is empty since now: retention starts over after a restart.
+    if (auto left = groups_.find(group_id); left != groups_.end()) track_emptiness(left->second, now_ms);
     return base::ok_v;
   }
   // Decode before creating anything, so a corrupt record changes nothing.
@@ -976,6 +983,7 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
     git->second.group_id = group_id;
   }
   group_state_data& g = git->second;
+  track_emptiness(g, now_ms);
   if (const auto* tk = std::get_if<txn_offset_key>(&*key)) {
     g.pending_txn[tk->producer_id][tk->partition] = *offset_value;
     return base::ok_v;
@@ -989,6 +997,7 @@ result<void> group_coordinator::replay(const offsets_topic_record& record, int64
   } else if (auto replayed = replay_group(g, std::move(*group_value), now_ms); !replayed.ok()) {
     return replayed;
   }
+  track_emptiness(g, now_ms);
   g.last_persisted = *record.value;
   return base::ok_v;
 }
@@ -1205,6 +1214,7 @@ result<reset_result> group_coordinator::reset_offsets(std::string_view group_id,
   if (git == groups_.end()) {
     git = groups_.emplace(std::string(group_id), group_state_data{}).first;
     git->second.group_id = std::string(group_id);
+    track_emptiness(git->second, now_ms);
   }
   for (const auto& [tp, off] : out.offsets) {
     committed_offset v{off, "", now_ms};

@@ -3,6 +3,7 @@
 
 #include <doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 
@@ -25,11 +26,15 @@ struct groups_fixture {
   base::manual_clock clock{t0};
   std::unique_ptr<test::test_runtime> runtime = std::make_unique<test::test_runtime>(3, clock);
   std::unique_ptr<broker::broker> b;
+  /// What open() starts the broker with; a test may change it first.
+  broker_config config = [] {
+    broker_config c;
+    c.log_dir = "/data";
+    c.offsets_topic_num_partitions = 4;
+    return c;
+  }();
 
   void open() {
-    broker_config config;
-    config.log_dir = "/data";
-    config.offsets_topic_num_partitions = 4;
     auto opened = open_broker(config, {fs, clock, *runtime});
     REQUIRE_MESSAGE(opened.ok(), (opened.ok() ? "" : opened.error().message));
     b = std::move(opened.value());
@@ -426,5 +431,57 @@ TEST_CASE_FIXTURE(groups_fixture, "classic protocol: join, sync, commit, lag; th
   runtime->wait_idle();
   auto after = call<result<group_details>>([&](auto done) { b->groups().describe_group("kg", std::move(done)); });
   CHECK(after->description.state == group::group_state::empty);
+  stop();
+}
+
+TEST_CASE_FIXTURE(groups_fixture, "offsets.retention.minutes: a group whose last instance was deleted loses its offsets after the retention, durably (KIP-211)") {
+  config.offsets_retention_minutes = 1;
+  config.offsets_retention_check_interval_ms = 500;
+  open();
+  create("orders", 1);
+  produce("orders", 0, 10);
+  auto group_committed = [&](const std::string& group) {
+    return call<result<group::partition_map<group::committed_offset>>>(
+        [&](auto done) { b->groups().group_committed(group, std::move(done)); });
+  };
+  auto listed = [&](const std::string& group) {
+    auto groups = call<result<std::vector<group::group_listing>>>([&](auto done) { b->groups().list_groups(std::move(done)); });
+    REQUIRE(groups.ok());
+    return std::any_of(groups->begin(), groups->end(), [&](const auto& l) { return l.group_id == group; });
+  };
+  auto advance = [&](int64_t ms) {
+    for (int64_t done_ms = 0; done_ms < ms; done_ms += 1'000) {
+      runtime->advance_ms(1'000);
+      runtime->wait_idle();
+    }
+  };
+  // "kept" has a live member for two minutes, committing once at the start; "gone" is left at once.
+  auto kept = member_that_read("kept", "orders");
+  REQUIRE(commit("kept", kept, std::vector<group::processed_offset>{{orders0, model::offset{4}, ""}}).ok());
+  auto id = member_that_read("gone", "orders");
+  REQUIRE(commit("gone", id, std::vector<group::processed_offset>{{orders0, model::offset{9}, ""}}).ok());
+  REQUIRE(call<result<void>>([&](auto done) { b->groups().delete_consumer("gone", id, std::move(done)); }).ok());
+  for (int i = 0; i < 58; ++i) {
+    advance(1'000);
+    REQUIRE(poll("kept", kept).ok());
+  }
+  // 58 s after the group became empty: still there.
+  REQUIRE(group_committed("gone").ok());
+  CHECK(group_committed("gone")->at(orders0).committed == model::offset{10});
+  for (int i = 0; i < 4; ++i) {
+    advance(1'000);
+    REQUIRE(poll("kept", kept).ok());
+  }
+  // Past the minute (and a check since): the offsets and the group are gone; the live group keeps its own.
+  CHECK(group_committed("gone")->empty());
+  CHECK_FALSE(listed("gone"));
+  CHECK(listed("kept"));
+  CHECK(group_committed("kept")->at(orders0).committed == model::offset{5});
+  // The tombstones are in __consumer_offsets: a restart does not bring the group back.
+  stop();
+  open();
+  CHECK(group_committed("gone")->empty());
+  CHECK_FALSE(listed("gone"));
+  CHECK(group_committed("kept")->at(orders0).committed == model::offset{5});
   stop();
 }

@@ -80,6 +80,18 @@ TEST_CASE("keys are applied and bounded, errors name the key") {
         "offsets.topic.num.partitions=0: must be an integer in [1, 1000]");
   CHECK(refused("offsets.topic.num.partitions", "1001").code == errc::invalid_value);
   CHECK(refused("group.expiry.interval.ms", "10").code == errc::invalid_value);
+  // KIP-211's keys: Kafka's defaults and lower bounds.
+  CHECK(c->offsets_retention_minutes == 10080);
+  CHECK(c->offsets_retention_check_interval_ms == 600000);
+  CHECK(refused("offsets.retention.minutes", "0").message ==
+        "offsets.retention.minutes=0: must be an integer in [1, 2147483647]");
+  CHECK(refused("offsets.retention.minutes", "2147483648").code == errc::invalid_value);
+  CHECK(refused("offsets.retention.check.interval.ms", "0").message ==
+        "offsets.retention.check.interval.ms=0: must be an integer in [1, 31536000000]");
+  auto retention = load_server_config({{"offsets.retention.minutes", "1"}, {"offsets.retention.check.interval.ms", "500"}});
+  REQUIRE(retention.ok());
+  CHECK(retention->offsets_retention_minutes == 1);
+  CHECK(retention->offsets_retention_check_interval_ms == 500);
   CHECK_FALSE(describe_keys().empty());
   // The breaker's ovr.py: a host name or a bad address was accepted and never matched a client.
   CHECK(refused("max.connections.per.ip.overrides", "localhost:0").message.find("IPv4 or IPv6") != std::string::npos);

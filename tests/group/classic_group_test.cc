@@ -586,3 +586,29 @@ TEST_CASE("classic: seeded simulation of clients that join, heartbeat, leave and
     CHECK(h.outstanding.empty());
   }
 }
+
+TEST_CASE("classic: offsets of a Kafka client group live while a member does, and expire a retention after its session lapsed (KIP-211)") {
+  constexpr int64_t retention = 60'000;
+  harness h;
+  auto ids = stable_group_of_three(h, "g");
+  std::vector<offset_commit> commit{{tp("orders", 1), offset(5), ""}};
+  REQUIRE(h.c.commit_offsets_kafka("g", ids[1], std::nullopt, 1, commit, t0 + 5'000).ok());
+  // Heartbeats for three retention periods: the offsets stay.
+  int64_t now = t0 + 5'000;
+  for (; now <= t0 + 3 * retention; now += 3'000) {
+    for (const auto& id : ids) REQUIRE(h.c.classic_heartbeat("g", id, std::nullopt, generation_id(1), now).ok());
+    h.tick(now);
+    CHECK(h.c.expire_offsets(now, retention).groups.empty());
+  }
+  // The clients stop: the tick that sees their sessions lapse empties the group.
+  const int64_t gone_at = now + session;
+  h.tick(gone_at);
+  REQUIRE(h.c.describe_group("g").members.empty());
+  CHECK(h.c.expire_offsets(gone_at + retention - 1, retention).groups.empty());
+  auto expired = h.c.expire_offsets(gone_at + retention, retention);
+  REQUIRE(expired.groups.size() == 1);
+  CHECK(expired.groups[0].partitions == partition_set{tp("orders", 1)});
+  CHECK(expired.groups[0].group_removed);
+  CHECK(h.c.describe_group("g").state == group_state::dead);
+  CHECK(h.outstanding.empty());
+}

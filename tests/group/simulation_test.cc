@@ -1,11 +1,13 @@
 // Seeded simulation of a group coordinator (style.md "Tests": TigerBeetle's VOPR in spirit):
-// random joins, leaves, expiries, heartbeats, fetches, commits and topic changes, with the
-// invariants checked after every step. The seed is printed; RINGLOG_GROUP_SEED=<n> replays it,
+// random joins, leaves, expiries, heartbeats, fetches, commits, topic changes and offsets retention
+// (KIP-211), with the invariants checked after every step. The seed is printed; RINGLOG_GROUP_SEED=<n> replays it,
 // RINGLOG_GROUP_STEPS=<n> changes the length.
 
 #include <doctest.h>
 
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <random>
 
 #include "ringlog/group/group_coordinator.h"
@@ -34,6 +36,11 @@ struct simulation {
   int instance_counter = 0;
   int accepted_commits = 0;
   int refused_commits = 0;
+  /// Offsets retention (expire_offsets): short, so groups do expire within a run.
+  static constexpr int64_t retention_ms = 30'000;
+  std::map<std::string, int64_t> last_seen_with_members;   // group -> last step end it had members
+  std::map<std::string, int64_t> last_commit_ms;           // group -> last accepted commit
+  int expired_groups = 0;
 
   uint64_t pick(uint64_t n) { return rng() % n; }
   void keep(const record_list& r) { log.insert(log.end(), r.begin(), r.end()); }
@@ -102,6 +109,7 @@ struct simulation {
     CHECK(r.ok() == owns);
     if (r.ok()) {
       ++accepted_commits;
+      last_commit_ms[g] = now_ms;
       keep(r->records);
     } else {
       ++refused_commits;
@@ -112,6 +120,7 @@ struct simulation {
     if (pick(2) == 0) {
       auto e = coordinator.commit_returned(g, m->member_id, std::nullopt, now_ms);
       REQUIRE(e.ok());  // the commit above refreshed the session
+      if (!e->records.empty()) last_commit_ms[g] = now_ms;
       keep(e->records);
     }
   }
@@ -119,6 +128,32 @@ struct simulation {
   void advance_and_expire() {
     now_ms += static_cast<int64_t>(pick(4'000));
     keep(coordinator.expire(now_ms).records);
+    if (pick(2) == 0) expire_offsets();
+  }
+
+  /// A group that had members at the end of a step, or an accepted commit, within the retention
+  /// never loses offsets; one with members now never does.
+  void expire_offsets() {
+    std::set<std::string> with_members;
+    for (const auto& g : groups) {
+      if (!coordinator.describe_group(g).members.empty()) with_members.insert(g);
+    }
+    auto r = coordinator.expire_offsets(now_ms, retention_ms);
+    for (const auto& e : r.groups) {
+      CHECK_FALSE(with_members.contains(e.group_id));
+      CHECK(now_ms - last_seen_with_members[e.group_id] >= retention_ms);
+      CHECK(now_ms - last_commit_ms[e.group_id] >= retention_ms);
+      if (e.group_removed) CHECK(coordinator.describe_group(e.group_id).state == group_state::dead);
+      ++expired_groups;
+    }
+    keep(r.records);
+  }
+
+  /// After every step: which groups have members now.
+  void observe() {
+    for (const auto& g : groups) {
+      if (!coordinator.describe_group(g).members.empty()) last_seen_with_members[g] = now_ms;
+    }
   }
 
   void grow_topic() {
@@ -182,12 +217,13 @@ TEST_CASE("seeded simulation: invariants after every step, replay rebuilds commi
   for (uint64_t i = 0; i < steps; ++i) {
     CAPTURE(i);
     sim.step();
+    sim.observe();
     require_invariants(sim.coordinator);
     if (i % 500 == 499) sim.settle();
   }
   sim.settle();
   MESSAGE("commits accepted " << sim.accepted_commits << ", refused " << sim.refused_commits << ", records "
-                              << sim.log.size());
+                              << sim.log.size() << ", groups whose offsets expired " << sim.expired_groups);
   CHECK(sim.accepted_commits > 0);
   CHECK(sim.refused_commits > 0);
 

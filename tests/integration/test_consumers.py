@@ -776,3 +776,91 @@ def test_a_json_instance_stops_at_a_record_that_is_not_json_and_skips_nothing(br
     rest = []
     wait_until(lambda: rest.extend(rec["value"] for rec in poll(base, accept=JSON)) or rest, DEADLINE_S, "the record after it")
     assert rest == [{"ok": 3}]
+
+
+# ---- offsets.retention.minutes (KIP-211)
+
+RETENTION_SETS = ["offsets.retention.minutes=1", "offsets.retention.check.interval.ms=500"]
+
+
+def group_status(broker, group):
+    return requests.get(broker.v3(f"/consumer-groups/{group}")).status_code
+
+
+def committed_lags(broker, group):
+    r = requests.get(broker.v3(f"/consumer-groups/{group}/lags"))
+    assert r.status_code == 200, r.text
+    return [(l["partition_id"], l["current_offset"]) for l in r.json()["data"]]
+
+
+def poll_until_gone(broker, group, deadline_s=90.0):
+    """Polls the group every second until its describe answers 404; returns when (monotonic)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        status = group_status(broker, group)
+        if status == 404:
+            return time.monotonic()
+        assert status == 200, status
+        assert time.monotonic() < end, f"group {group} still there after {deadline_s} s"
+        time.sleep(1.0)
+
+
+def group_that_committed_and_left(broker, topic, group):
+    """A one-partition topic of 5 records; an instance of `group` read them, committed offset 4
+    (stored 5) and was deleted: the group has offsets and no member."""
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, [f"v{i}" for i in range(5)], partition=0)
+    base = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic])
+    assert len(read_at_least(base, 5)) == 5
+    commit(base, [{"topic": topic, "partition": 0, "offset": 4}])
+    delete(base)
+
+
+def test_offsets_of_a_group_without_members_expire_after_offsets_retention_minutes(fresh_broker, topic_name):
+    """Kafka's offsets.retention.minutes (KIP-211): the committed offsets of a group nobody uses are
+    deleted once the retention has passed since it became empty; the group goes with them."""
+    b = fresh_broker(RETENTION_SETS)
+    group = "g-" + topic_name
+    group_that_committed_and_left(b, topic_name, group)
+    emptied = time.monotonic()
+    assert group_status(b, group) == 200
+    assert committed_lags(b, group) == [(0, 5)], "kept right after the last member left"
+
+    gone_at = poll_until_gone(b, group)
+    waited = gone_at - emptied
+    assert 55 <= waited <= 90, f"expired {waited:.0f} s after the group became empty (retention 60 s)"
+    r = requests.get(b.v3(f"/consumer-groups/{group}/lags"))
+    assert r.status_code == 404, r.text
+    listed = requests.get(b.v3("/consumer-groups")).json()["data"]
+    assert group not in [g["consumer_group_id"] for g in listed]
+    log = b.log_path.read_text()
+    assert (f"expired the committed offsets of group '{group}' (1 partition): no member and no commit for "
+            "offsets.retention.minutes=1; the group is removed") in log, log[-2000:]
+
+    # A new member of the same group starts where auto.offset.reset says, not at the old commit.
+    base = create_consumer(b, group, **{"auto.offset.reset": "earliest"})
+    subscribe(base, [topic_name])
+    assert [r["offset"] for r in read_at_least(base, 5)] == [0, 1, 2, 3, 4]
+    delete(base)
+
+
+def test_a_restart_does_not_expire_offsets_early(fresh_broker, topic_name):
+    """When the group became empty is not stored: after a restart the loaded group counts as empty
+    since then, so its offsets live at least a whole retention more (never less)."""
+    b = fresh_broker(RETENTION_SETS)
+    group = "g-" + topic_name
+    group_that_committed_and_left(b, topic_name, group)
+    emptied = time.monotonic()
+    # 40 s of the 60 s pass, the group there at every look.
+    while time.monotonic() - emptied < 40:
+        assert committed_lags(b, group) == [(0, 5)]
+        time.sleep(1.0)
+    assert b.stop() == 0
+    b = fresh_broker(RETENTION_SETS)
+    restarted = time.monotonic()
+    wait_until(lambda: group_status(b, group) == 200, DEADLINE_S, "the group loaded after the restart")
+    assert committed_lags(b, group) == [(0, 5)], "the restart kept the offsets"
+    gone_at = poll_until_gone(b, group)
+    assert gone_at - restarted >= 55, (f"expired {gone_at - restarted:.0f} s after the restart, "
+                                       f"{gone_at - emptied:.0f} s after the group became empty")

@@ -93,6 +93,8 @@ struct broker_config {
   int64_t transaction_abort_timed_out_transaction_cleanup_interval_ms = 10000;  // how often timed-out transactions are aborted
   int64_t group_expiry_interval_ms = 1000;           // ringlog: how often lapsed consumer sessions are swept
   int64_t group_initial_rebalance_delay_ms = 3000;   // group.initial.rebalance.delay.ms (Kafka's key and default)
+  int32_t offsets_retention_minutes = 10080;         // offsets.retention.minutes (KIP-211; Kafka's default, 7 days)
+  int64_t offsets_retention_check_interval_ms = 600000;  // offsets.retention.check.interval.ms (Kafka's default)
   int64_t delay_max_ms = 7LL * 24 * 3600 * 1000;     // delay.max.ms (ringlog): longest delayed delivery (issue 18)
   /// Defaults of a consumer instance's retry settings (max.delivery.attempts, retry.backoff.ms,
   /// retry.backoff.multiplier, retry.backoff.max.ms; issue 18, delay/retry.h).

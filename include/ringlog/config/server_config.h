@@ -110,6 +110,8 @@ struct server_config {
   std::string retry_topic_template = "<topic>.<group>.retry";     // retry.topic.template
   std::string dead_letter_topic_template = "<topic>.<group>.dlq"; // dead.letter.topic.template
   int64_t group_initial_rebalance_delay_ms = 3000;      // group.initial.rebalance.delay.ms
+  int32_t offsets_retention_minutes = 10080;            // offsets.retention.minutes (KIP-211)
+  int64_t offsets_retention_check_interval_ms = 600000; // offsets.retention.check.interval.ms
   // ---- process and HTTP
   std::string listener_host = "127.0.0.1";              // listeners=http://HOST:PORT
   int32_t listener_port = 8082;

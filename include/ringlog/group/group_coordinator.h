@@ -124,6 +124,17 @@ struct expire_result {
   record_list records;
 };
 
+/// One group whose committed offsets expire_offsets() removed (KIP-211).
+struct expired_group_offsets {
+  std::string group_id;
+  partition_set partitions;    // whose committed offsets went (tombstones written)
+  bool group_removed = false;  // nothing was left: the group's metadata tombstone too; it is gone
+};
+struct offsets_expiry_result {
+  std::vector<expired_group_offsets> groups;  // by group id; only groups that lost something
+  record_list records;                        // the tombstones, for __consumer_offsets
+};
+
 struct group_listing {
   std::string group_id;
   group_state state = group_state::dead;
@@ -244,6 +255,21 @@ class group_coordinator {
   /// Removes members with now_ms >= last_seen + session_timeout, and members that still own a
   /// revoked partition at now_ms >= revocation start + rebalance_timeout.
   expire_result expire(int64_t now_ms);
+  /// Kafka's offsets.retention.minutes (KIP-211; GroupMetadata.removeExpiredOffsets): a group
+  /// without members (no ringlog-managed REST/WebSocket member, no Kafka classic member, no
+  /// classic member id pending its join) for which `held(group_id)` is false, whose age
+  /// reference is at least `retention_ms` old (now_ms - reference >= retention_ms), loses its
+  /// committed offsets: tombstones for each, and once neither committed nor pending transactional
+  /// offsets are left, for its metadata too, and the group is forgotten (gone from list_groups).
+  /// The reference is max(when the group became empty, latest commit_timestamp_ms of its
+  /// offsets): a commit refreshes every offset of the group. A group replayed without members
+  /// counts as empty since the replay's now_ms, so a restart never expires anything early. Pending
+  /// transactional offsets (KIP-98) are never expired, nor is the committed offset of a partition
+  /// that has one. A group with members never loses offsets here (Kafka's rule for a Stable
+  /// group's unsubscribed topics is not applied). `held` unset: no group is held.
+  /// retention_ms >= 1.
+  offsets_expiry_result expire_offsets(int64_t now_ms, int64_t retention_ms,
+                                       const std::function<bool(std::string_view group_id)>& held = nullptr);
 
   // ---- positions ----
   /// Owned partitions and where to fetch each (see fetch_source). Errors: group_id_not_found,
@@ -430,6 +456,10 @@ class group_coordinator {
     std::map<int64_t, partition_map<committed_offset>> pending_txn;
     std::optional<model::bytes> last_persisted;  // last group metadata value returned/replayed
     bool assignment_stale = false;                // replay dropped members: rebalance on next call
+    /// Since when (ms) the group has had no member (ringlog-managed or classic); nullopt while it
+    /// has members. The age reference of offsets retention (expire_offsets). Not persisted: a
+    /// replayed group without members is empty since the replay (track_emptiness).
+    std::optional<int64_t> empty_since_ms;
   };
   using groups_map = std::map<std::string, group_state_data, std::less<>>;
   // replay() of one record kind: a tombstone of `key`'s group (found at `git`, erased when nothing
@@ -457,6 +487,12 @@ class group_coordinator {
                                      int64_t now_ms);
   static group_state state_of(const group_state_data& g);
   static bool has_classic_members(const group_state_data& g);
+  /// Whether the group has a ringlog-managed member or a joined classic member.
+  static bool has_members(const group_state_data& g);
+  /// After any change of `g`'s members: a group with members has no empty_since_ms; one without
+  /// keeps its empty_since_ms, or is empty since now_ms. Every path that adds a member calls it, so
+  /// a later removal starts a fresh empty period (offsets_retention.cc).
+  static void track_emptiness(group_state_data& g, int64_t now_ms);
   result<group_state_data*> classic_group_for_join(std::string_view group_id, const classic_join_request& request);
   void classic_prepare_rebalance(group_state_data& g, int64_t now_ms, classic_effects& out);
   void classic_maybe_complete_join(group_state_data& g, int64_t now_ms, classic_effects& out);

@@ -32,6 +32,11 @@ inline constexpr int64_t session_timeout_ms_min = 6'000;
 inline constexpr int64_t session_timeout_ms_max = 1'800'000;
 /// Partitions of __consumer_offsets: Kafka's offsets.topic.num.partitions default.
 inline constexpr int32_t offsets_topic_partitions_default = 50;
+/// Kafka's offsets.retention.minutes default (7 days, KIP-186) and offsets.retention.check.interval.ms
+/// default (10 minutes): committed offsets of a group without members live this long after the
+/// group became empty and after its last commit (group_coordinator::expire_offsets).
+inline constexpr int64_t offsets_retention_minutes_default = 10'080;
+inline constexpr int64_t offsets_retention_check_interval_ms_default = 600'000;
 /// Attempts to generate a member id not already in use (ids come from a seeded counter; a
 /// replayed group may already hold the next ids). One per existing member plus one suffices.
 inline constexpr size_t member_id_attempts_max = group_members_max + 1;
