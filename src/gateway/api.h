@@ -32,8 +32,8 @@ struct api_options {
   int64_t fetch_response_bytes_max = 64 * 1024 * 1024;
   /// Records per broker produce call when a v3 stream is split into batches.
   size_t stream_batch_records_max = 1000;
-  /// http.cors.allowed.origins ("*": any origin).
-  std::vector<std::string> cors_allowed_origins = {"*"};
+  /// http.cors.allowed.origins ("*": any origin; empty, the default: none but this server's own pages).
+  std::vector<std::string> cors_allowed_origins;
   /// The fdatasync latency of all shards together, for /metrics (empty when unset).
   std::function<io::latency_histogram::snapshot()> fsync_latency;
   /// More /metrics text (server_options::extra_metrics), appended as it is.

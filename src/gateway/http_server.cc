@@ -429,10 +429,14 @@ class session final : public std::enable_shared_from_this<session>, public respo
                                "/v1/ws on a broker: " + (brokers.empty() ? "none registered now" : brokers));
     }
     auto origin = msg.find(http::field::origin);
-    if (origin != msg.end() && !origin_allowed(server_.options.cors_allowed_origins, std::string(origin->value()))) {
+    auto host = msg.find(http::field::host);
+    const std::string host_text = host == msg.end() ? std::string() : std::string(host->value());
+    if (origin != msg.end() &&
+        !origin_permitted(server_.options.cors_allowed_origins, std::string(origin->value()), host_text)) {
       keep_alive_ = false;
       return respond_error(403, error_codes::forbidden,
-                           "origin " + std::string(origin->value()) + " is not in http.cors.allowed.origins");
+                           "origin " + std::string(origin->value()) +
+                               " is not in http.cors.allowed.origins (empty by default: only this server's own pages)");
     }
     // Issue 29: a browser's WebSocket cannot send Authorization; the session cookie or a
     // POST /v1/tokens token (?access_token=) does. Refused before the handshake: 401 over HTTP.
@@ -526,6 +530,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     if (auto it = msg.find(http::field::transfer_encoding); it != msg.end()) {
       for (auto coding : http::token_list(it->value())) {
         if (beast::iequals(coding, "chunked") || beast::iequals(coding, "identity")) continue;
+        // Where this body ends is unknown, so the bytes after the head are not a next request
+        // (RFC 9112 section 6.3; the breaker of session 30 hid a request in such a body).
+        keep_alive_ = false;
         respond_error(501, error_codes::not_implemented,
                       "Transfer-Encoding \"" + std::string(it->value()) + "\" is not supported; only chunked is");
         return true;

@@ -298,6 +298,16 @@ bool origin_allowed(const std::vector<std::string>& allowed, std::string_view or
   return false;
 }
 
+bool same_origin(std::string_view origin, std::string_view host) {
+  const size_t scheme = origin.find("://");
+  if (scheme == std::string_view::npos || host.empty()) return false;
+  return lower(origin.substr(scheme + 3)) == lower(host);
+}
+
+bool origin_permitted(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host) {
+  return same_origin(origin, host) || origin_allowed(allowed, origin);
+}
+
 bool etag_matches(std::string_view if_none_match, std::string_view etag) {
   auto opaque = [](std::string_view tag) {
     if (tag.starts_with("W/")) tag.remove_prefix(2);

@@ -62,8 +62,14 @@ std::string without_query_parameter(std::string_view target, std::string_view na
 bool match_path(std::string_view pattern, std::string_view path, std::map<std::string, std::string>& params);
 
 /// Whether a browser Origin (RFC 6454 serialization, "scheme://host[:port]") is allowed by
-/// http.cors.allowed.origins: "*" allows any; otherwise an exact, case-insensitive match.
+/// http.cors.allowed.origins: "*" allows any; otherwise an exact, case-insensitive match. An
+/// empty list (the default) allows none.
 bool origin_allowed(const std::vector<std::string>& allowed, std::string_view origin);
+/// Whether `origin` names the server the request was sent to: its host[:port] is the request's
+/// Host header (case-insensitive). This server's own pages (the console) are always allowed.
+bool same_origin(std::string_view origin, std::string_view host);
+/// origin_allowed or same_origin: whether a browser page of `origin` may call this server.
+bool origin_permitted(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host);
 
 /// Whether an If-None-Match header (RFC 9110 section 13.1.2: "*" or a comma-separated list of
 /// entity tags) matches `etag` (a quoted strong tag such as "\"ab12\""). Weak comparison: a

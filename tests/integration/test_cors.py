@@ -1,5 +1,6 @@
 """CORS and Origin on every route, the streams and the WebSocket upgrade (issue 5), with
-http.cors.allowed.origins both open ("*", the default) and restricted to a list."""
+http.cors.allowed.origins empty (the default: only the server's own pages), open ("*") and
+restricted to a list."""
 import asyncio
 import json
 
@@ -17,7 +18,42 @@ def records_url(broker, topic):
     return f"{broker.url}/topics/{topic}/partitions/0/records"
 
 
-def test_streams_answer_cors_with_any_origin_by_default(broker, topic_name):
+def test_by_default_a_page_of_another_site_can_neither_read_nor_change_anything(fresh_broker, topic_name):
+    """The new user of session 30: the default allowed every origin, so any web page open in an
+    operator's browser read records and deleted topics of a broker bound to 127.0.0.1. The
+    Confluent REST Proxy's access.control.allow.origin is empty by default too."""
+    b = fresh_broker()
+    b.create_topic(topic_name)
+    own = f"http://127.0.0.1:{b.port}"
+    r = requests.get(f"{b.url}/topics", headers={"Origin": OTHER})
+    assert r.status_code == 200 and "Access-Control-Allow-Origin" not in r.headers   # the browser hides it
+    pre = requests.options(b.v3(f"/topics/{topic_name}"), headers={"Origin": OTHER, "Access-Control-Request-Method": "DELETE"})
+    assert "Access-Control-Allow-Origin" not in pre.headers
+    # A request sent without a preflight is refused before it acts, and nothing changes.
+    r = requests.delete(b.v3(f"/topics/{topic_name}"), headers={"Origin": OTHER})
+    assert r.status_code == 403 and r.json()["error_code"] == 40301 and "http.cors.allowed.origins" in r.json()["message"]
+    r = requests.post(f"{b.url}/topics/{topic_name}", data='{"records":[{"value":"eA=="}]}',
+                      headers={"Origin": OTHER, "Content-Type": "text/plain"})
+    assert r.status_code == 403, r.text
+    assert requests.get(b.v3(f"/topics/{topic_name}")).status_code == 200
+    assert requests.get(f"{b.url}/topics/{topic_name}/partitions/0/offsets").json()["end_offset"] == 0
+
+    async def upgrade(origin):
+        async with websockets.connect(f"ws://127.0.0.1:{b.port}/v1/ws", origin=origin) as ws:
+            await ws.send(json.dumps({"type": "ping", "id": 1}))
+            return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+    with pytest.raises(websockets.InvalidStatusCode) as refused:
+        asyncio.run(upgrade(OTHER))
+    assert refused.value.status_code == 403
+    # The server's own pages (the console) keep working: same origin as the Host they call.
+    assert asyncio.run(upgrade(own))["type"] == "pong"
+    r = requests.delete(b.v3(f"/topics/{topic_name}"), headers={"Origin": own})
+    assert r.status_code == 204, r.text
+
+
+def test_streams_answer_cors_with_any_origin_when_asked(fresh_broker, topic_name):
+    broker = fresh_broker(["http.cors.allowed.origins=*"])
     broker.create_topic(topic_name)
     for accept in (NDJSON, SSE):
         r = requests.get(records_url(broker, topic_name), params={"offset": 0, "timeout": 0},

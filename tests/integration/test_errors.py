@@ -255,7 +255,8 @@ def test_garbage_http_is_400_and_server_keeps_serving(broker):
     assert requests.get(broker.url + "/v1/health").status_code == 200
 
 
-def test_cors_headers_and_preflight(broker):
+def test_cors_headers_and_preflight(fresh_broker):
+    broker = fresh_broker(["http.cors.allowed.origins=*"])
     r = requests.get(broker.url + "/topics", headers={"Origin": "http://example.test"})
     assert r.headers["Access-Control-Allow-Origin"] == "http://example.test"
     err = requests.get(broker.url + "/no/such/route", headers={"Origin": "http://example.test"})
@@ -266,3 +267,20 @@ def test_cors_headers_and_preflight(broker):
     assert pre.status_code == 204
     assert "POST" in pre.headers["Access-Control-Allow-Methods"]
     assert pre.headers["Access-Control-Allow-Headers"] == "content-type"
+
+
+def test_an_unsupported_transfer_encoding_closes_the_connection(broker):
+    """The breaker of session 30: after the 501 for `Transfer-Encoding: gzip` the broker kept the
+    connection and read the body as a next request (a hidden topic create answered 201). Where
+    such a body ends is unknown (RFC 9112 section 6.3): the connection closes after the 501."""
+    import socket
+    inner = b"POST /v3/clusters/x/topics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+    request = (b"POST /topics/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nContent-Type: application/json\r\n\r\n"
+               + inner)
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+        s.sendall(request)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 501"), data[:200]
+    assert data.count(b"HTTP/1.1 ") == 1, data

@@ -96,6 +96,7 @@ def start_secured(tmp_path_factory, issuer, extra=()):
                       f"sasl.oauthbearer.expected.issuer={ISSUER}",
                       f"sasl.oauthbearer.expected.audience=other,{AUDIENCE}",
                       "http.cors.credentials.origins=https://console.example",
+                      "http.cors.allowed.origins=*",
                       "super.users=User:admin",
                       *extra], extra_args=scram).start()
     return b
