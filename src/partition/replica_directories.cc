@@ -27,6 +27,19 @@ std::optional<std::string> read_text(io::file_system& fs, const std::string& pat
   return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
 }
 
+/// Whether `text` is a partition.metadata as write_file_atomic left one: the version line, a topic
+/// id of 22 base64url characters (controller::uuid_to_string) and a newline.
+bool well_formed_metadata(const std::string& text) {
+  constexpr size_t topic_id_chars = 22;
+  if (!text.starts_with(metadata_prefix) || text.size() != metadata_prefix.size() + topic_id_chars + 1 ||
+      !text.ends_with('\n')) {
+    return false;
+  }
+  return std::all_of(text.begin() + static_cast<std::ptrdiff_t>(metadata_prefix.size()), text.end() - 1, [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
 /// The partition of directory `name` when it is `topic`'s ("topic-partition"), else -1.
 int32_t partition_of_directory(const std::string& name, const std::string& topic) {
   if (name.size() <= topic.size() + 1 || name.compare(0, topic.size(), topic) != 0 || name[topic.size()] != '-') {
@@ -217,8 +230,26 @@ result<void> partition_manager::open_replica(const std::string& topic, const con
   const std::string metadata_path = dir + "/partition.metadata";
   const std::string expected = partition_metadata_text(topic_id);
   if (dir_.fs.exists(dir)) {
-    const bool ours = dir_.fs.exists(metadata_path) ? read_text(dir_.fs, metadata_path) == expected : !fresh;
+    const bool has_metadata = dir_.fs.exists(metadata_path);
+    const std::optional<std::string> text = has_metadata ? read_text(dir_.fs, metadata_path) : std::nullopt;
+    if (has_metadata && (!text || !well_formed_metadata(*text))) {
+      // Damaged (a disk or a hand wrote it): whose records these are is unknown, so they are
+      // neither served nor deleted (the breaker of session 30: an empty file deleted the
+      // partition, and as leader it truncated every follower to nothing). Kafka fails the log.
+      return error{errc::kafka_storage_error,
+                   metadata_path + (text ? " does not parse (expected \"version: 0\" and \"topic_id: <id>\" lines)"
+                                         : " cannot be read") +
+                       ": the replica is not opened on this broker and its files are kept. To repair: write \"" +
+                       "version: 0\\ntopic_id: " + controller::uuid_to_string(topic_id) +
+                       "\\n\" into it if these are this topic's records, or move the directory away, and restart"};
+    }
+    const bool ours = has_metadata ? text == expected : !fresh;
     if (!ours) {
+      if (dir_.log && has_metadata) {
+        dir_.log(true, dir + ": belongs to an earlier topic of this name (partition.metadata names topic id " +
+                           text->substr(metadata_prefix.size(), text->size() - metadata_prefix.size() - 1) +
+                           ", the topic's is " + controller::uuid_to_string(topic_id) + "): its log is deleted");
+      }
       auto removed = dir_.fs.remove_all(dir);
       if (!removed.ok()) return dir_.failed("removal of a replaced replica", removed.error());
     }

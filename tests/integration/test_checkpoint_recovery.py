@@ -137,3 +137,48 @@ def test_a_missing_middle_segment_ends_the_log_loudly(fresh_broker):
     log = b.log_path.read_text()
     for later in segments[len(segments) // 2 + 1:]:
         assert f"removed segment {later.name}" in log and f"ends at offset {end}" in log, log[-3000:]
+
+
+def test_a_damaged_partition_metadata_keeps_the_replica_offline_and_its_files(fresh_broker):
+    """The breaker of session 30: an empty (or garbled) partition.metadata made the broker delete
+    the partition's log at restart and serve it empty from offset 0 (in a cluster, as leader, it
+    truncated every follower to nothing). Whose records these are is unknown: the replica stays
+    offline with its files kept and a line naming the file and the repair; the others serve."""
+    b = fresh_broker()
+    for t in [BAD] + HEALTHY:
+        b.create_topic(t)
+        produce(b, t)
+    b.kill()
+    path = b.data_dir / f"{BAD}-0" / "partition.metadata"
+    original = path.read_bytes()
+    sizes = {f.name: f.stat().st_size for f in (b.data_dir / f"{BAD}-0").glob("*.log")}
+    assert sum(sizes.values()) > 0
+    path.write_bytes(b"")
+    b.start()
+    for t in HEALTHY:
+        wait_until(lambda t=t: all_served(b, t), DEADLINE_S, f"{t}-0 serving its records")
+    assert values(b, BAD) is None
+    assert {f.name: f.stat().st_size for f in (b.data_dir / f"{BAD}-0").glob("*.log")} == sizes   # nothing deleted
+    log = b.log_path.read_text()
+    assert str(path) in log and "does not parse" in log and "To repair" in log, log[-3000:]
+    b.stop()
+    path.write_bytes(original)
+    b.start()
+    wait_until(lambda: all_served(b, BAD), DEADLINE_S, f"{BAD}-0 serving once repaired")
+
+
+def test_a_cut_below_the_recovery_point_is_logged(fresh_broker):
+    """The breaker of session 30: recovery cut a damaged segment to nothing without a line."""
+    b = fresh_broker()
+    segments = filled_segments(b, "seg")
+    assert len(segments) >= 3, segments
+    b.kill()
+    damaged = segments[-1]
+    data = bytearray(damaged.read_bytes())
+    data[30] ^= 0xFF   # inside the first batch's CRC-covered bytes
+    damaged.write_bytes(bytes(data))
+    b.start()
+    end = wait_until(lambda: end_offset(b, "seg"), DEADLINE_S, "seg-0 open")
+    assert end == int(damaged.stem), end
+    log = b.log_path.read_text()
+    assert f"recovery cut segment {damaged.name} at offset {end}" in log, log[-3000:]
