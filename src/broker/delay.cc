@@ -117,6 +117,15 @@ result<std::vector<model::record>> records_of(std::span<const std::byte> batches
   return out;
 }
 
+/// Whether `r` is a scheduler's own checkpoint (write_delay_checkpoint): the checkpoint header and
+/// no target. A client's delayed record always has a target (produce_delayed adds it); one that
+/// carried a checkpoint header, stored before such records were refused, is a delay record, never
+/// the scheduler's position (the breaker of session 30: a forged checkpoint stopped or skipped a
+/// scheduler after its restart).
+bool is_scheduler_checkpoint(const model::record& r) {
+  return has_header(r.headers, delay::checkpoint_header) && !has_header(r.headers, delay::target_topic_header);
+}
+
 /// The latest checkpoint of a delay partition, searched backwards from its log end in growing
 /// spans (usually the last few records hold one), or a fresh start at the log start offset.
 result<delay::checkpoint> latest_checkpoint(storage::partition_log& log) {
@@ -134,7 +143,7 @@ result<delay::checkpoint> latest_checkpoint(storage::partition_log& log) {
       auto records = records_of(read->batches, at, hi);
       if (!records.ok()) return records.error();
       for (const auto& r : *records) {
-        if (!has_header(r.headers, delay::checkpoint_header) || !r.value) continue;
+        if (!is_scheduler_checkpoint(r) || !r.value) continue;
         auto c = delay::decode_checkpoint(*r.value);
         if (!c.ok()) {
           return error{errc::corrupt_message, "delay checkpoint at offset " + std::to_string(r.record_offset.value()) +
@@ -229,8 +238,10 @@ result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& reco
   }
   // The target headers are the broker's: the scheduler moves the record to the topic they name,
   // so a producer's copy would deliver it to a topic it was never authorized to write (the breaker
-  // of session 29: WRITE on one topic, records delivered into another).
-  for (auto name : {delay::target_topic_header, delay::target_partition_header}) {
+  // of session 29: WRITE on one topic, records delivered into another). A checkpoint header would
+  // make the record read as the scheduler's own checkpoint (the breaker of session 30).
+  for (auto name : {delay::target_topic_header, delay::target_partition_header, delay::target_topic_id_header,
+                    delay::checkpoint_header}) {
     if (has_header(record.headers, name)) {
       return error{errc::invalid_record, "header " + std::string(name) +
                                              " is set by the broker on a delayed record (where it is delivered); a "
@@ -299,6 +310,10 @@ void delay_host::produce_delayed(const std::string& target_topic, std::vector<pr
     std::vector<size_t> indices;   // into op->results, per record of request
   };
   std::map<size_t, tier_request> by_tier;
+  const auto view = metadata_.view();
+  const auto target = view->topics.find(target_topic);
+  const std::string target_id =
+      target == view->topics.end() ? std::string() : controller::uuid_to_string(target->second->image->topic_id);
   for (const auto& d : delayed) {
     const size_t tier = delay::tier_for_delay(d.due_ms - now_ms);
     auto& t = by_tier[tier];
@@ -311,6 +326,7 @@ void delay_host::produce_delayed(const std::string& target_topic, std::vector<pr
     std::erase_if(out.headers, [](const model::record_header& h) { return h.key == delay::produced_at_header; });
     out.headers.push_back(text_header(delay::target_topic_header, target_topic));
     out.headers.push_back(text_header(delay::target_partition_header, std::to_string(d.target_partition)));
+    if (!target_id.empty()) out.headers.push_back(text_header(delay::target_topic_id_header, target_id));
     out.headers.push_back(text_header(delay::produced_at_header, std::to_string(in.timestamp.value_or(now_ms))));
     out.timestamp = now_ms;
     t.request.records.push_back(std::move(out));
@@ -539,7 +555,7 @@ void delay_host::drive_delay(size_t shard, const std::shared_ptr<partition_state
           break;
         }
         next = r.record_offset + 1;
-        if (has_header(r.headers, delay::checkpoint_header)) continue;
+        if (is_scheduler_checkpoint(r)) continue;
         auto due = header_text(r.headers, delay::deliver_at_header);
         auto due_ms = due ? parse_decimal(*due) : std::nullopt;
         if (!due_ms || !header_text(r.headers, delay::target_topic_header)) {
@@ -682,10 +698,14 @@ std::vector<move_job> move_jobs_of(const metadata_publisher& metadata, const bro
     auto partition = last_header_text(r->second.headers, delay::target_partition_header);
     const int64_t p = partition ? parse_decimal(*partition).value_or(-1) : -1;
     auto target = topic ? metadata.find_topic(std::string(*topic)) : nullptr;
+    auto target_id = last_header_text(r->second.headers, delay::target_topic_id_header);
+    if (target && target_id && controller::uuid_to_string(target->image->topic_id) != *target_id) {
+      target = nullptr;   // deleted and created again under the same name: not the record's topic
+    }
     if (!target || p < 0 || p >= target->partitions_count()) {
       logs.error("delay partition " + st.key + ": offset " + std::to_string(m.offset.value()) + " names target " +
                  std::string(topic.value_or("?")) + "-" + std::string(partition.value_or("?")) +
-                 ", which does not exist (deleted?): dropped");
+                 ", which does not exist (deleted, or deleted and created again with another topic id?): dropped");
       st.core->move_done(m.offset, delay::move_outcome::dropped, now);
       continue;
     }
@@ -698,7 +718,10 @@ std::vector<move_job> move_jobs_of(const metadata_publisher& metadata, const bro
     job.record.key = std::move(r->second.key);
     job.record.value = std::move(r->second.value);
     for (auto& h : r->second.headers) {
-      if (h.key == delay::target_topic_header || h.key == delay::target_partition_header) continue;
+      if (h.key == delay::target_topic_header || h.key == delay::target_partition_header ||
+          h.key == delay::target_topic_id_header) {
+        continue;
+      }
       job.record.headers.push_back(std::move(h));
     }
     job.record.headers.push_back(text_header(delay::source_header, job.source));

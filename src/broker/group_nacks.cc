@@ -75,7 +75,18 @@ void group_service_impl::nack(std::string group_id, std::string instance_id, std
       auto c = committed.find(n.partition);
       const bool processed = c != committed.end() && n.offset < c->second.committed;
       const bool repeated = settings && settings->nacked.contains(key);
-      if (processed || repeated || std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      if (processed && !repeated) {
+        // A commit passed it before any nack of it: a retry copy now would come after the group
+        // moved on, and answering 204 writing nothing lost the record's retry silently (the new
+        // user of session 30: a WebSocket commit covers every record sent so far).
+        persist(shard, std::move(records), [](result<void>) {});
+        return done(error{errc::offset_out_of_range,
+                          "nack refused: offset " + std::to_string(n.offset.value()) + " of " +
+                              n.partition.directory_name() + " is already committed (the group's committed offset is " +
+                              std::to_string(c->second.committed.value()) +
+                              "): nack a record before committing past it; nothing was written"});
+      }
+      if (repeated || std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
       keys.push_back(key);
       fresh.push_back(std::move(n));
     }

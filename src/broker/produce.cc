@@ -117,6 +117,39 @@ constexpr int64_t transaction_join_retry_interval_ms = 5;
 /// markers slower than this mean a partition leader is away, and the client hears
 /// concurrent_transactions (retriable) instead of a hung request.
 constexpr int64_t transaction_join_wait_max_ms = 10'000;
+/// Room for the headers a delayed record gains on its way to its target, bytes:
+/// ringlog-produced-at and ringlog-delay-source ("__delay-long/3@9223372036854775807"), about 90.
+constexpr size_t delivery_headers_bytes_max = 128;
+
+/// When `request.records[i]` is delayed (delay_host::delivery_time_in): its due time, once the
+/// record, as its move will produce it, fits the target's max.message.bytes (`limit`): the move
+/// would drop it otherwise, after its producer heard "ok" (the new user of session 30; a Kafka
+/// client's batch is refused whole, as Kafka does). Errors: delivery_time_in's; message_too_large.
+result<std::optional<int64_t>> checked_delivery_time(const delay_host& host, produce_request& request, size_t i,
+                                                     int64_t now, size_t limit, const std::optional<stored_codec>& stored) {
+  auto due = host.delivery_time_in(request, i, now);
+  if (!due.ok() || !*due) return due;
+  const produce_record& in = request.records[i];
+  model::record rec;
+  rec.timestamp = in.timestamp.value_or(now);
+  rec.key = in.key;
+  rec.value = in.value;
+  rec.headers = in.headers;
+  codec::batch_options options;
+  if (stored) {
+    options.compression = stored->compression;
+    options.compression_level = stored->level;
+  }
+  auto encoded = codec::encode_batch(options, std::span<const model::record>(&rec, 1));
+  if (encoded.ok() && encoded->size() + delivery_headers_bytes_max <= limit) return due;
+  return error{errc::message_too_large,
+               "records[" + std::to_string(i) + "]: " +
+                   (encoded.ok() ? "as delivered (a record batch of about " +
+                                       std::to_string(encoded->size() + delivery_headers_bytes_max) +
+                                       " bytes with the delivery headers) it is larger than the target's "
+                                       "max.message.bytes (" + std::to_string(limit) + ")"
+                                 : encoded.error().message)};
+}
 
 }  // namespace
 
@@ -209,6 +242,7 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
   // Choose partitions: explicit, by murmur2 of the key, or round-robin for keyless records.
   std::map<int32_t, std::vector<size_t>> by_partition;
   std::vector<delay_host::delayed_record> delayed;   // records with a future ringlog-deliver-at (delay.cc)
+  const size_t limit = static_cast<size_t>(log_config->max_message_bytes);
   for (size_t i = 0; i < request.records.size(); ++i) {
     auto& r = request.records[i];
     int32_t p = 0;
@@ -233,7 +267,7 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
     }
     op->results[i].partition = model::partition_id{p};
     if (!topic->is_internal) {
-      auto due = delay_host_.delivery_time_in(request, i, now);
+      auto due = checked_delivery_time(delay_host_, request, i, now, limit, stored);
       if (!due.ok()) {
         op->results[i].failure = due.error();
         continue;
@@ -257,7 +291,6 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
     std::vector<model::timestamp_ms> timestamps;
   };
   std::vector<pending_batch> batches;
-  const size_t limit = static_cast<size_t>(log_config->max_message_bytes);
   for (auto& [p, indices] : by_partition) {
     std::vector<model::record> chunk;
     std::vector<size_t> chunk_indices;

@@ -11,13 +11,16 @@ namespace {
 
 /// Headers a copy never takes from the record it copies: ours (written fresh) and delayed
 /// delivery's (a moved record keeps its source and past due time, which would stop the copy from
-/// being delayed again).
+/// being delayed again). A scheduler checkpoint's or a redrive marker's header on a client's
+/// record would make its copy one (the breaker of session 30: a forged checkpoint in a retry
+/// topic's delay partition stopped its scheduler; a forged marker hid real dead letters).
 bool is_routing_header(std::string_view key) {
   return key == original_topic_header || key == original_partition_header || key == original_offset_header ||
          key == original_timestamp_header || key == attempt_header || key == group_header ||
          key == nacked_source_header || key == deliver_at_header || key == delay_ms_header ||
          key == source_header || key == produced_at_header || key == target_topic_header ||
-         key == target_partition_header || key == redrive_source_header;
+         key == target_partition_header || key == target_topic_id_header || key == redrive_source_header ||
+         key == checkpoint_header || key == redriven_marker_header;
 }
 
 model::record_header text(std::string_view key, std::string_view value) {

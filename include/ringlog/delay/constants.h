@@ -18,6 +18,11 @@ inline constexpr std::string_view delay_ms_header = "ringlog-delay-ms";
 /// On a delay record: the target topic and partition (decimal) chosen when it was produced.
 inline constexpr std::string_view target_topic_header = "ringlog-delay-topic";
 inline constexpr std::string_view target_partition_header = "ringlog-delay-partition";
+/// On a delay record: the target topic's id (controller::uuid_to_string) when it was produced. A
+/// topic deleted and created again under the same name has another id: the record is dropped,
+/// never delivered into the new topic (Kafka's topic ids, KIP-516). Records stored before the
+/// header existed lack it and are matched by name.
+inline constexpr std::string_view target_topic_id_header = "ringlog-delay-topic-id";
 /// On a delivered record: the broker time (decimal ms) at which it was produced.
 inline constexpr std::string_view produced_at_header = "ringlog-produced-at";
 /// On a delivered record: "<delay topic>/<partition>@<offset>", the delay record it came from.
