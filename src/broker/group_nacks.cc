@@ -22,6 +22,42 @@ std::vector<delay::retry_policy> group_service_impl::namings_of(const shard_stat
   return out;
 }
 
+namespace {
+
+/// Why consumer instance `instance_id` may not nack `n` now, or nullopt: it must hold the
+/// partition (partition_not_owned) and have been handed the offset, below its position
+/// (offset_out_of_range); an offset below the group's committed one it never nacked
+/// (`repeated` false) is refused too: a commit passed it before any nack, so a retry copy now
+/// would come after the group moved on, and answering 204 writing nothing lost the record's retry
+/// silently (the new user of session 30: a WebSocket commit covers every record sent so far).
+std::optional<error> nack_refusal(const nack_request& n, const std::string& instance_id,
+                                  const std::vector<group::fetch_position>& positions,
+                                  const group::partition_map<group::committed_offset>& committed, bool repeated) {
+  auto pos = std::find_if(positions.begin(), positions.end(),
+                          [&](const group::fetch_position& fp) { return fp.partition == n.partition; });
+  if (pos == positions.end()) {
+    return error{errc::partition_not_owned, "nack refused: consumer instance '" + instance_id +
+                                                "' does not hold partition " + n.partition.directory_name() +
+                                                " now (never assigned, or revoked)"};
+  }
+  if (pos->source != group::fetch_source::position || !pos->fetch_offset || n.offset >= *pos->fetch_offset) {
+    return error{errc::offset_out_of_range,
+                 "nack refused: offset " + std::to_string(n.offset.value()) + " of " + n.partition.directory_name() +
+                     " was not handed to consumer instance '" + instance_id + "'" +
+                     (pos->fetch_offset ? " (its position is " + std::to_string(pos->fetch_offset->value()) + ")"
+                                        : " (it has read nothing of it yet)")};
+  }
+  auto c = committed.find(n.partition);
+  if (c == committed.end() || n.offset >= c->second.committed || repeated) return std::nullopt;
+  return error{errc::offset_out_of_range, "nack refused: offset " + std::to_string(n.offset.value()) + " of " +
+                                              n.partition.directory_name() +
+                                              " is already committed (the group's committed offset is " +
+                                              std::to_string(c->second.committed.value()) +
+                                              "): nack a record before committing past it; nothing was written"};
+}
+
+}  // namespace
+
 void group_service_impl::nack(std::string group_id, std::string instance_id, std::vector<nack_request> nacks,
                               std::function<void(result<void>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
@@ -53,38 +89,11 @@ void group_service_impl::nack(std::string group_id, std::string instance_id, std
     std::vector<nack_request> fresh;
     std::vector<std::string> keys;
     for (auto& n : nacks) {
-      auto pos = std::find_if(positions->begin(), positions->end(),
-                              [&](const group::fetch_position& fp) { return fp.partition == n.partition; });
-      if (pos == positions->end()) {
-        persist(shard, std::move(records), [](result<void>) {});
-        return done(error{errc::partition_not_owned, "nack refused: consumer instance '" + instance_id +
-                                                         "' does not hold partition " + n.partition.directory_name() +
-                                                         " now (never assigned, or revoked)"});
-      }
-      // Handed to the member: below its position (what it was given, or sought past).
-      if (pos->source != group::fetch_source::position || !pos->fetch_offset || n.offset >= *pos->fetch_offset) {
-        persist(shard, std::move(records), [](result<void>) {});
-        return done(error{errc::offset_out_of_range,
-                          "nack refused: offset " + std::to_string(n.offset.value()) + " of " +
-                              n.partition.directory_name() + " was not handed to consumer instance '" + instance_id +
-                              "'" +
-                              (pos->fetch_offset ? " (its position is " + std::to_string(pos->fetch_offset->value()) + ")"
-                                                 : " (it has read nothing of it yet)")});
-      }
       const std::string key = delay::source_text(n.partition.topic, n.partition.partition.value(), n.offset);
-      auto c = committed.find(n.partition);
-      const bool processed = c != committed.end() && n.offset < c->second.committed;
       const bool repeated = settings && settings->nacked.contains(key);
-      if (processed && !repeated) {
-        // A commit passed it before any nack of it: a retry copy now would come after the group
-        // moved on, and answering 204 writing nothing lost the record's retry silently (the new
-        // user of session 30: a WebSocket commit covers every record sent so far).
+      if (auto refused = nack_refusal(n, instance_id, *positions, committed, repeated)) {
         persist(shard, std::move(records), [](result<void>) {});
-        return done(error{errc::offset_out_of_range,
-                          "nack refused: offset " + std::to_string(n.offset.value()) + " of " +
-                              n.partition.directory_name() + " is already committed (the group's committed offset is " +
-                              std::to_string(c->second.committed.value()) +
-                              "): nack a record before committing past it; nothing was written"});
+        return done(*refused);
       }
       if (repeated || std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
       keys.push_back(key);

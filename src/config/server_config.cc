@@ -918,9 +918,8 @@ const std::vector<key_spec>& key_table() {
       int_key("connection.failed.authentication.delay.ms", &server_config::connection_failed_authentication_delay_ms,
               0, 60000, "a failed SASL login's answer is sent and the connection closed this long after the failure, ms"),
       key_spec{"http.cors.allowed.origins",
-               "browser origins (pages of other sites) allowed by CORS, the WebSocket upgrade and state-changing "
-               "calls: empty (none; the server's own pages always are), * (any) or a comma-separated list of "
-               "scheme://host[:port]",
+               "browser origins (pages of other sites) allowed by CORS, the WebSocket upgrade and state-changing calls: "
+               "empty (none; the server's own pages always are), * (any) or a comma-separated list of scheme://host[:port]",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  size_t start = v.find_first_not_of(' ') == std::string_view::npos ? v.size() + 1 : 0;
                  while (start <= v.size()) {

@@ -413,16 +413,6 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
   auto query = parse_query(query_text);
   if (!query) return c->fail(400, ec::bad_request, "malformed percent-escape in the query string");
   c->query = std::move(*query);
-  // A page of another site may not change anything here unless http.cors.allowed.origins names
-  // it: CORS only hides answers from it, and a request a browser sends without a preflight
-  // (a form's POST) would still act (the new user of session 30: any page could delete topics
-  // of a broker on 127.0.0.1 while the default allowed every origin).
-  const std::string_view method = c->request.method;
-  if (!c->request.origin.empty() && method != "GET" && method != "HEAD" && method != "OPTIONS" &&
-      !origin_permitted(options_.cors_allowed_origins, c->request.origin, c->request.host)) {
-    return c->fail(403, ec::forbidden, "origin " + c->request.origin + " is not in http.cors.allowed.origins (empty "
-                                       "by default: only this server's own pages may change anything)");
-  }
 
   std::vector<std::string> allowed;
   const auto& table = route_table();

@@ -19,6 +19,17 @@ bool open_route(std::string_view pattern, const http_auth_options& options) {
 }  // namespace
 
 bool authenticate_call(const call_ptr& c, std::string_view pattern) {
+  // A page of another site may not change anything here unless http.cors.allowed.origins names
+  // it: CORS only hides answers from it, and a request a browser sends without a preflight
+  // (a form's POST) would still act (the new user of session 30: any page could delete topics
+  // of a broker on 127.0.0.1 while the default allowed every origin).
+  const std::string_view method = c->request.method;
+  if (!c->request.origin.empty() && method != "GET" && method != "HEAD" && method != "OPTIONS" &&
+      !origin_permitted(c->self->options().cors_allowed_origins, c->request.origin, c->request.host)) {
+    c->fail(403, ec::forbidden, "origin " + c->request.origin + " is not in http.cors.allowed.origins (empty "
+                                "by default: only this server's own pages may change anything)");
+    return false;
+  }
   const auto& auth = c->self->options().auth;
   if (!auth || !auth->enabled() || open_route(pattern, auth->options())) return true;
   // A call a broker of this cluster proved it passed on (identify_client), naming the caller it

@@ -60,11 +60,17 @@ model::offset log_end_of(const std::map<model::offset, std::unique_ptr<segment>>
   return segments.empty() ? model::offset{0} : segments.rbegin()->second->next_offset();
 }
 
-/// The warning for a segment recovery removes at open: an empty one before another segment
-/// (`cut` false), or one after a gap or a cut segment (`cut`: the log ends at `log_end`).
+/// The warning for a segment recovery removes at open: an empty one before another segment or
+/// one starting inside the log before it (`cut` false), or one after a gap or a cut segment
+/// (`cut`: the log ends at `log_end`).
 std::string removed_segment_warning(const segment& seg, bool cut, model::offset log_end) {
   const std::string file = segment_file_stem(seg.base_offset()) + ".log";
-  if (!cut) return "removed the empty segment " + file + ": it holds no records and another segment follows it";
+  if (!cut && seg.empty()) return "removed the empty segment " + file + ": it holds no records and another segment follows it";
+  if (!cut) {
+    return "removed segment " + file + " (" + std::to_string(seg.size_bytes()) + " bytes): it starts at offset " +
+           std::to_string(seg.base_offset().value()) + ", inside the log before it (which ends at offset " +
+           std::to_string(log_end.value()) + "), so it is a stray copy; the log goes on";
+  }
   return "removed segment " + file + " (" + std::to_string(seg.size_bytes()) + " bytes, records from offset " +
          std::to_string(seg.base_offset().value()) + " on): the log before it ends at offset " +
          std::to_string(log_end.value()) + " (a segment missing or cut by recovery), and offsets stay dense, so the "
@@ -112,11 +118,22 @@ std::optional<std::map<int32_t, model::offset>> parse_epochs(const checkpoint_en
 /// The log start offset cannot be rebuilt (records below it were deleted by DeleteRecords or
 /// retention and may still be in the first segment): corrupt_checkpoint, the partition stays
 /// offline. Errors: kafka_storage_error when a file cannot be read.
-result<loaded_checkpoints> read_checkpoints(io::file_system& fs, const std::string& directory,
+/// The checkpoint at `path`, whose one entry must name this partition (`key`, "<topic> <partition>"):
+/// a file of another partition (copied by a hand) is corrupt_checkpoint, never applied here (the
+/// breaker of session 30: another partition's log start offset hid 500 records).
+result<checkpoint_entries> read_own_checkpoint(io::file_system& fs, const std::string& path, const std::string& key) {
+  auto entries = read_checkpoint(fs, path);
+  if (!entries.ok() || entries->empty() || entries->front().first == key) return entries;
+  return error{errc::corrupt_checkpoint, "checkpoint " + path + ": its entry names '" + entries->front().first +
+                                             "', not this partition ('" + key + "')"};
+}
+
+result<loaded_checkpoints> read_checkpoints(io::file_system& fs, const std::string& directory, const std::string& key,
                                             std::vector<std::string>& warnings) {
   // nullopt: the file did not parse (the warning says what `instead` happens).
   auto read = [&](const char* file, const char* instead) -> result<std::optional<checkpoint_entries>> {
-    auto entries = read_checkpoint(fs, directory + "/" + file);
+    auto entries = std::string_view(file) == leader_epoch_file ? read_checkpoint(fs, directory + "/" + file)
+                                                                : read_own_checkpoint(fs, directory + "/" + file, key);
     if (entries.ok()) return std::optional<checkpoint_entries>(std::move(entries.value()));
     if (entries.error().code != errc::corrupt_checkpoint) return entries.error();
     warnings.push_back("ignored the unreadable " + entries.error().message + "; " + instead +
@@ -130,7 +147,7 @@ result<loaded_checkpoints> read_checkpoints(io::file_system& fs, const std::stri
   auto high_watermark = read(high_watermark_file, "the high watermark starts at the log start and the leader raises it");
   if (!high_watermark.ok()) return high_watermark.error();
   cp.high_watermark = high_watermark->value_or(checkpoint_entries{});
-  auto start = read_checkpoint(fs, directory + "/" + log_start_offset_file);
+  auto start = read_own_checkpoint(fs, directory + "/" + log_start_offset_file, key);
   if (!start.ok() && start.error().code == errc::corrupt_checkpoint) {
     return error{errc::corrupt_checkpoint,
                  start.error().message + ": the first offset this partition may serve is unknown (records below it "
@@ -174,45 +191,16 @@ std::string partition_log::checkpoint_key() const {
   return name.substr(0, dash) + " " + name.substr(dash + 1);
 }
 
-result<void> partition_log::load() {
-  auto made = fs_.make_directories(directory_);
-  if (!made.ok()) return storage_error(made.error());
-  // A log cleaner swap cut by a crash is finished or undone before segments are listed.
-  RINGLOG_TRY(complete_interrupted_swaps(fs_, directory_, &recovery_.warnings));
-  {
-    // An unreadable cleaner checkpoint was not written by the cleaner (tmp, fdatasync, rename):
-    // it goes, and the cleaner starts over from the log start (log_cleaner::inspect).
-    const std::string cleaner_checkpoint = directory_ + "/" + cleaner_checkpoint_file;
-    if (fs_.exists(cleaner_checkpoint) && !read_checkpoint(fs_, cleaner_checkpoint).ok()) {
-      auto removed = fs_.remove(cleaner_checkpoint);
-      if (!removed.ok()) return storage_error(removed.error());
-      recovery_.warnings.push_back(std::string("removed the unreadable ") + cleaner_checkpoint_file +
-                                   ": the log cleaner treats the whole log as dirty");
-    }
-  }
-  const std::string marker = directory_ + "/" + clean_shutdown_file;
-  recovery_.clean_shutdown = fs_.exists(marker);
-  const int64_t now = clock_.now_ms();
-
-  auto names = fs_.list_directory(directory_);
-  if (!names.ok()) return storage_error(names.error());
-  std::vector<model::offset> bases;
-  for (const auto& name : names.value()) {
-    if (auto base = parse_segment_name(name)) bases.push_back(*base);
-    if (name.ends_with(".tmp")) (void)fs_.remove(directory_ + "/" + name);  // a checkpoint write cut short
-  }
-  std::sort(bases.begin(), bases.end());
-
-  auto read = read_checkpoints(fs_, directory_, recovery_.warnings);
-  if (!read.ok()) return read.error();
-  const loaded_checkpoints& cp = read.value();
-  const model::offset recovery_point_checkpoint{checkpoint_value(cp.recovery_point, 0)};
-
+result<void> partition_log::open_segments(const std::vector<model::offset>& bases,
+                                          model::offset recovery_point_checkpoint, int64_t now) {
   bool cut_rest = false;  // once a segment was cut, every later segment is garbage
   for (size_t i = 0; i < bases.size(); ++i) {
     auto seg = segment::open(fs_, directory_, bases[i], config_.direct_io);
     if (!seg.ok()) return seg.error();
-    const bool stray = seg.value()->empty() && i + 1 < bases.size();
+    // A file starting inside the segment before it is a stray copy (the breaker of session 30:
+    // it ended the log and took the genuine segments after it along).
+    const bool overlap = !segments_.empty() && bases[i] < segments_.rbegin()->second->next_offset();
+    const bool stray = (seg.value()->empty() && i + 1 < bases.size()) || overlap;
     const bool gap = !stray && !segments_.empty() && segments_.rbegin()->second->next_offset() != bases[i];
     if (cut_rest || gap || stray) {
       // A stray empty file holds no records: it goes alone. After a gap or a cut the log ends
@@ -247,6 +235,44 @@ result<void> partition_log::load() {
     if (!last) RINGLOG_TRY(seg.value()->release_write_files());
     segments_.emplace(bases[i], std::move(seg.value()));
   }
+  return base::ok_v;
+}
+
+result<void> partition_log::load() {
+  auto made = fs_.make_directories(directory_);
+  if (!made.ok()) return storage_error(made.error());
+  // A log cleaner swap cut by a crash is finished or undone before segments are listed.
+  RINGLOG_TRY(complete_interrupted_swaps(fs_, directory_, &recovery_.warnings));
+  {
+    // An unreadable cleaner checkpoint was not written by the cleaner (tmp, fdatasync, rename):
+    // it goes, and the cleaner starts over from the log start (log_cleaner::inspect).
+    const std::string cleaner_checkpoint = directory_ + "/" + cleaner_checkpoint_file;
+    if (fs_.exists(cleaner_checkpoint) && !read_checkpoint(fs_, cleaner_checkpoint).ok()) {
+      auto removed = fs_.remove(cleaner_checkpoint);
+      if (!removed.ok()) return storage_error(removed.error());
+      recovery_.warnings.push_back(std::string("removed the unreadable ") + cleaner_checkpoint_file +
+                                   ": the log cleaner treats the whole log as dirty");
+    }
+  }
+  const std::string marker = directory_ + "/" + clean_shutdown_file;
+  recovery_.clean_shutdown = fs_.exists(marker);
+  const int64_t now = clock_.now_ms();
+
+  auto names = fs_.list_directory(directory_);
+  if (!names.ok()) return storage_error(names.error());
+  std::vector<model::offset> bases;
+  for (const auto& name : names.value()) {
+    if (auto base = parse_segment_name(name)) bases.push_back(*base);
+    if (name.ends_with(".tmp")) (void)fs_.remove(directory_ + "/" + name);  // a checkpoint write cut short
+  }
+  std::sort(bases.begin(), bases.end());
+
+  auto read = read_checkpoints(fs_, directory_, checkpoint_key(), recovery_.warnings);
+  if (!read.ok()) return read.error();
+  const loaded_checkpoints& cp = read.value();
+  const model::offset recovery_point_checkpoint{checkpoint_value(cp.recovery_point, 0)};
+
+  RINGLOG_TRY(open_segments(bases, recovery_point_checkpoint, now));
 
   log_start_offset_ = model::offset{checkpoint_value(cp.log_start, 0)};
   if (segments_.empty()) {

@@ -182,3 +182,39 @@ def test_a_cut_below_the_recovery_point_is_logged(fresh_broker):
     assert end == int(damaged.stem), end
     log = b.log_path.read_text()
     assert f"recovery cut segment {damaged.name} at offset {end}" in log, log[-3000:]
+
+
+def test_a_stray_copy_of_a_segment_costs_no_records(fresh_broker):
+    """The breaker of session 30: a copy of one segment saved under a base offset inside it ended
+    the log there and deleted the genuine segments after it. It starts inside the log before it:
+    a stray copy, removed alone."""
+    b = fresh_broker()
+    segments = filled_segments(b, "seg")
+    assert len(segments) >= 3, segments
+    b.kill()
+    first = segments[0]
+    inside = int(segments[1].stem) - 1   # starts inside the first segment
+    stray = first.parent / f"{inside:020d}.log"
+    stray.write_bytes(first.read_bytes())
+    b.start()
+    assert wait_until(lambda: end_offset(b, "seg"), DEADLINE_S, "seg-0 open") == 200
+    log = b.log_path.read_text()
+    assert f"removed segment {stray.name}" in log and "stray copy" in log, log[-3000:]
+
+
+def test_another_partitions_checkpoint_is_not_applied(fresh_broker):
+    """The breaker of session 30: a log-start-offset-checkpoint naming another partition was
+    applied, hiding records. A checkpoint names its partition: another's does not parse here."""
+    b = fresh_broker()
+    for t in [BAD] + HEALTHY:
+        b.create_topic(t)
+        produce(b, t)
+    b.kill()
+    (b.data_dir / f"{BAD}-0" / "log-start-offset-checkpoint").write_text("0\n1\nh0 0 3\n")
+    (b.data_dir / f"{BAD}-0" / "replication-offset-checkpoint").write_text("0\n1\nh0 0 3\n")
+    b.start()
+    for t in HEALTHY:
+        wait_until(lambda t=t: all_served(b, t), DEADLINE_S, f"{t}-0 serving its records")
+    assert values(b, BAD) is None   # the log start is unknown: offline, as a garbled file
+    log = b.log_path.read_text()
+    assert "names 'h0 0', not this partition ('a-bad 0')" in log, log[-3000:]

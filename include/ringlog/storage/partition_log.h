@@ -303,6 +303,11 @@ class partition_log {
   /// The leader epochs (epochs_) from the batches' partition leader epochs, when
   /// leader-epoch-checkpoint did not parse. Errors: kafka_storage_error reading a segment.
   result<void> rebuild_leader_epochs();
+  /// load()'s segments: each of `bases` (sorted) opened, its indexes loaded (clean shutdown, or
+  /// below `recovery_point_checkpoint`) or its batches recovered, strays and everything after a
+  /// gap or a cut removed, each removal and cut a line in recovery_.warnings.
+  result<void> open_segments(const std::vector<model::offset>& bases, model::offset recovery_point_checkpoint,
+                             int64_t now);
   /// Stores the outcome of a batch written at its offsets: producer state (a control batch of a
   /// producer ends its transaction: `marker`), and an abort's index entry (not yet on disk:
   /// `*index_changed` is set).
