@@ -256,6 +256,14 @@ result<redrive_route> route_redrive(const retry_policy& policy, std::string_view
   auto p = decimal(last_header(dead_letter.headers, original_partition_header));
   if (!topic) return bad_header(original_topic_header, what);
   if (!p || *p > INT32_MAX) return bad_header(original_partition_header, what);
+  // A letter the broker wrote names an original topic whose dead letters go to this topic; one
+  // naming another was produced here by a client, and redriving it would write into a topic that
+  // client may not (the breaker of session 30: an admin's "redrive all" did).
+  if (const std::string home = dead_letter_topic_name(policy, *topic, group); home != dead_letter_topic) {
+    return error{errc::invalid_record, what + ": its header " + std::string(original_topic_header) + " names topic '" +
+                                           *topic + "', whose dead letters of group '" + std::string(group) +
+                                           "' go to '" + home + "', not here: not redriven"};
+  }
   redrive_route out;
   const bool to_retry = target == redrive_target::retry;
   out.topic = to_retry ? retry_topic_name(policy, *topic, group) : *topic;

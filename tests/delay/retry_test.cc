@@ -273,4 +273,11 @@ TEST_CASE("redrive: to the original with a fresh count, or to the retry path at 
   CHECK(last_header(retry->headers, original_offset_header) == "41");
   model::record bare = original_record();
   CHECK_FALSE(route_redrive(retry_policy{}, "g", "orders.g.dlq", model::partition_id{0}, bare, redrive_target::original).ok());
+  // A letter naming a topic whose dead letters go elsewhere was produced here by a client (the
+  // breaker of session 30): never redriven, to either target.
+  auto foreign = route_redrive(retry_policy{}, "g", "payments.g.dlq", model::partition_id{0}, letter,
+                               redrive_target::original);
+  REQUIRE_FALSE(foreign.ok());
+  CHECK(foreign.error().message.find("go to 'orders.g.dlq', not here") != std::string::npos);
+  CHECK_FALSE(route_redrive(retry_policy{}, "g", "payments.g.dlq", model::partition_id{0}, letter, redrive_target::retry).ok());
 }
