@@ -57,7 +57,8 @@ int32_t partition_of_directory(const std::string& name, const std::string& topic
 std::optional<std::string> stray_reason(const std::string& name, const std::string& text,
                                         const std::map<std::string, const controller::topic_image*>& by_metadata,
                                         int32_t node_id) {
-  if (!text.starts_with(metadata_prefix) || !text.ends_with('\n')) return std::nullopt;   // not one we wrote
+  // Not one we wrote (damaged: open_replica keeps it offline, never deleted here).
+  if (!well_formed_metadata(text)) return std::nullopt;
   auto it = by_metadata.find(text);
   if (it == by_metadata.end()) {
     const std::string topic_id = text.substr(metadata_prefix.size(), text.size() - metadata_prefix.size() - 1);
