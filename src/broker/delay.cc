@@ -26,6 +26,7 @@
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/delay/checkpoint.h"
 #include "ringlog/delay/constants.h"
+#include "ringlog/delay/retry.h"
 
 namespace ringlog::broker::detail {
 
@@ -60,15 +61,6 @@ namespace {
 std::optional<std::string_view> header_text(const std::vector<model::record_header>& headers, std::string_view key) {
   for (const auto& h : headers) {
     if (h.key == key && h.value) return std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size());
-  }
-  return std::nullopt;
-}
-
-/// The text of the last header named `key`: the broker appends a delay record's target headers
-/// after the producer's, so a copy a producer put in front (refused since session 30) never wins.
-std::optional<std::string_view> last_header_text(const std::vector<model::record_header>& headers, std::string_view key) {
-  for (auto h = headers.rbegin(); h != headers.rend(); ++h) {
-    if (h->key == key && h->value) return std::string_view(reinterpret_cast<const char*>(h->value->data()), h->value->size());
   }
   return std::nullopt;
 }
@@ -694,11 +686,13 @@ std::vector<move_job> move_jobs_of(const metadata_publisher& metadata, const bro
       st.core->move_done(m.offset, delay::move_outcome::retry, now);
       continue;
     }
-    auto topic = last_header_text(r->second.headers, delay::target_topic_header);
-    auto partition = last_header_text(r->second.headers, delay::target_partition_header);
+    // The last copy of each target header: the broker appends its own after the producer's, so a
+    // copy a producer put in front (refused since session 30) never wins.
+    auto topic = delay::last_header(r->second.headers, delay::target_topic_header);
+    auto partition = delay::last_header(r->second.headers, delay::target_partition_header);
     const int64_t p = partition ? parse_decimal(*partition).value_or(-1) : -1;
     auto target = topic ? metadata.find_topic(std::string(*topic)) : nullptr;
-    auto target_id = last_header_text(r->second.headers, delay::target_topic_id_header);
+    auto target_id = delay::last_header(r->second.headers, delay::target_topic_id_header);
     if (target && target_id && controller::uuid_to_string(target->image->topic_id) != *target_id) {
       target = nullptr;   // deleted and created again under the same name: not the record's topic
     }

@@ -117,6 +117,17 @@ constexpr int64_t transaction_join_retry_interval_ms = 5;
 /// markers slower than this mean a partition leader is away, and the client hears
 /// concurrent_transactions (retriable) instead of a hung request.
 constexpr int64_t transaction_join_wait_max_ms = 10'000;
+/// A batch's options in the codec `stored` names (a topic's compression.type), or none for
+/// "producer" and "uncompressed" (an HTTP producer sends records, not batches).
+codec::batch_options stored_batch_options(const std::optional<stored_codec>& stored) {
+  codec::batch_options options;
+  if (stored) {
+    options.compression = stored->compression;
+    options.compression_level = stored->level;
+  }
+  return options;
+}
+
 /// Room for the headers a delayed record gains on its way to its target, bytes:
 /// ringlog-produced-at and ringlog-delay-source ("__delay-long/3@9223372036854775807"), about 90.
 constexpr size_t delivery_headers_bytes_max = 128;
@@ -135,12 +146,7 @@ result<std::optional<int64_t>> checked_delivery_time(const delay_host& host, pro
   rec.key = in.key;
   rec.value = in.value;
   rec.headers = in.headers;
-  codec::batch_options options;
-  if (stored) {
-    options.compression = stored->compression;
-    options.compression_level = stored->level;
-  }
-  auto encoded = codec::encode_batch(options, std::span<const model::record>(&rec, 1));
+  auto encoded = codec::encode_batch(stored_batch_options(stored), std::span<const model::record>(&rec, 1));
   if (encoded.ok() && encoded->size() + delivery_headers_bytes_max <= limit) return due;
   return error{errc::message_too_large,
                "records[" + std::to_string(i) + "]: " +
@@ -299,11 +305,7 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
       if (chunk.empty()) return;
       // compression.type (the topic's, else the broker's): its codec, or none for "producer"
       // (the HTTP producer sends records, not batches) and "uncompressed".
-      codec::batch_options options;
-      if (stored) {
-        options.compression = stored->compression;
-        options.compression_level = stored->level;
-      }
+      codec::batch_options options = stored_batch_options(stored);
       if (request.producer) {
         options.producer = request.producer->producer_id;
         options.producer_epoch_value = request.producer->producer_epoch;

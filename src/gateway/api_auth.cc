@@ -23,8 +23,7 @@ bool authenticate_call(const call_ptr& c, std::string_view pattern) {
   // it: CORS only hides answers from it, and a request a browser sends without a preflight
   // (a form's POST) would still act (the new user of session 30: any page could delete topics
   // of a broker on 127.0.0.1 while the default allowed every origin).
-  const std::string_view method = c->request.method;
-  if (!c->request.origin.empty() && method != "GET" && method != "HEAD" && method != "OPTIONS" &&
+  if (!c->request.origin.empty() && state_changing(c->request.method) &&
       !origin_permitted(c->self->options().cors_allowed_origins, c->request.origin, c->request.host)) {
     c->fail(403, ec::forbidden, "origin " + c->request.origin + " is not in http.cors.allowed.origins (empty "
                                 "by default: only this server's own pages may change anything)");
@@ -70,7 +69,7 @@ bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vect
 }
 
 bool is_admin_write(std::string_view method, std::string_view pattern) {
-  if (method == "GET" || method == "HEAD" || method == "OPTIONS" || !pattern.starts_with("/v3/clusters/")) return false;
+  if (!state_changing(method) || !pattern.starts_with("/v3/clusters/")) return false;
   for (std::string_view data_plane : {"/records", "/producers", "/transactions"}) {
     if (pattern.find(data_plane) != std::string_view::npos) return false;
   }

@@ -50,8 +50,6 @@ std::string query_access_token(std::string_view target) {
 
 namespace {
 
-bool state_changing(std::string_view method) { return method != "GET" && method != "HEAD" && method != "OPTIONS"; }
-
 /// Set-Cookie (RFC 6265 section 4.1): Path=/, SameSite=Strict (no cross-site request carries
 /// it), Secure on https, HttpOnly for the session id (script never reads it).
 std::string set_cookie(std::string_view name, std::string_view value, int64_t max_age_s, bool http_only, bool secure) {

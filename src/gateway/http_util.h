@@ -61,6 +61,10 @@ std::string without_query_parameter(std::string_view target, std::string_view na
 /// path; fills `params` with the percent-decoded values. Segments match whole ("configs:alter").
 bool match_path(std::string_view pattern, std::string_view path, std::map<std::string, std::string>& params);
 
+/// Whether a request of `method` may change something (not GET, HEAD or OPTIONS, RFC 9110's safe
+/// methods a browser sends across origins without asking): the CSRF token and the origin checks.
+inline bool state_changing(std::string_view method) { return method != "GET" && method != "HEAD" && method != "OPTIONS"; }
+
 /// Whether a browser Origin (RFC 6454 serialization, "scheme://host[:port]") is allowed by
 /// http.cors.allowed.origins: "*" allows any; otherwise an exact, case-insensitive match. An
 /// empty list (the default) allows none.
