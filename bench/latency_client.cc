@@ -28,6 +28,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct options {
   std::string linger_ms = "1";
   std::string client_id = "rdkafka";   // librdkafka's default client.id
   int stats_ms = 1000;
+  /// More librdkafka settings, key=value, given to both the producer and the consumer
+  /// (--set socket.nagle.disable=true); applied after the bench's own.
+  std::vector<std::pair<std::string, std::string>> extra;
 };
 
 struct samples {
@@ -169,6 +173,7 @@ int main(int argc, char** argv) {
     else if (k == "--linger-ms") o.linger_ms = v;
     else if (k == "--client-id") o.client_id = v;
     else if (k == "--stats-ms") o.stats_ms = std::stoi(v);
+    else if (k == "--set" && v.find('=') != std::string::npos) o.extra.emplace_back(v.substr(0, v.find('=')), v.substr(v.find('=') + 1));
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -183,6 +188,7 @@ int main(int argc, char** argv) {
   set(cconf, "enable.auto.commit", "false");
   set(cconf, "fetch.wait.max.ms", "500");
   set(cconf, "fetch.min.bytes", "1");
+  for (const auto& [key, value] : o.extra) set(cconf, key.c_str(), value);
   rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cconf, err, sizeof err);
   if (consumer == nullptr) { std::fprintf(stderr, "consumer: %s\n", err); return 2; }
   rd_kafka_poll_set_consumer(consumer);
@@ -202,6 +208,7 @@ int main(int argc, char** argv) {
   set(pconf, "compression.type", "none");
   set(pconf, "queue.buffering.max.messages", "1000000");
   set(pconf, "queue.buffering.max.kbytes", "1048576");
+  for (const auto& [key, value] : o.extra) set(pconf, key.c_str(), value);
   rd_kafka_conf_set_dr_msg_cb(pconf, on_delivery);
   if (o.stats_ms > 0) {
     set(pconf, "statistics.interval.ms", std::to_string(o.stats_ms));

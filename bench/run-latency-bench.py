@@ -23,7 +23,12 @@ broker's own breakdown of where the time went.
    --ws-produce-batch` (partition 0), each with its own client's figures. SKIP_NATIVE=1 skips the
    first. LINGER_MS sets librdkafka's linger.ms (default 1, the issue's setting).
 4. fio: buffered 4 KiB writes with an fdatasync after each (the sync latency percentiles of the
-   disk this run wrote to) and 64 KiB writes with an fdatasync every 1 MiB (bandwidth).
+   disk this run wrote to) and 64 KiB writes with an fdatasync every 1 MiB (bandwidth); then, for
+   each fixed rate librdkafka ran, the broker's own write pattern without the broker: PARTITIONS
+   files appended at rate / PARTITIONS KiB/s each, in writes of the run's records per batch
+   (librdkafka's median), each followed by an fdatasync, for RUN_SECONDS: the disk's fdatasync
+   tail at that load (p99, p99.9, p99.99, max), beside the broker's (the breakdown's "over 10 ms"
+   and "over 100 ms" columns count the samples past those bounds).
 
 Usage: bench/run-latency-bench.py [BUILD_DIR]
   env: MAX_SECONDS=20 MAX_REPEATS=3 RUN_SECONDS=20 REPEATS=1 PARTITIONS=6 RATES=10000,0.5,0.75
@@ -61,7 +66,7 @@ HTTPS_OF_NODES = [f"http://127.0.0.1:{9890 + 10 * i}" for i in range(NODES)]
 KAFKAS_OF_NODES = [f"127.0.0.1:{9892 + 10 * i}" for i in range(NODES)]
 HTTP = HTTPS_OF_NODES[0]
 KAFKA = ",".join(KAFKAS_OF_NODES)
-STAGES = ["queue", "append", "fsync_wait", "fsync", "replication_wait", "total", "sent"]
+STAGES = ["queue", "append", "fsync_wait", "fsync", "replication_wait", "total", "order_wait", "sent"]
 
 
 def taskset(var):
@@ -195,7 +200,8 @@ def breakdown(before, after):
                  "ringlog_fetch_wakeup_latency_seconds": "fetch wake-up -> answer",
                  "ringlog_kafka_read_paused_seconds": "Kafka connection's reading paused (per pause)",
                  "ringlog_shard_loop_lag_seconds": "shard loop lag (per 10 ms probe)"}.get(key[0], key[1])
-        rows[label] = (count, (h["sum"] - b["sum"]) / count * 1e3, p50 * 1e3, p99 * 1e3, p999 * 1e3)
+        over = [count - next((c for le, c in zip(h["le"], cum) if le >= bound), count) for bound in (0.01, 0.1)]
+        rows[label] = (count, (h["sum"] - b["sum"]) / count * 1e3, p50 * 1e3, p99 * 1e3, p999 * 1e3, *over)
     return rows
 
 
@@ -258,18 +264,44 @@ def fio(directory):
             "fdatasync_mean_ms": sync["mean"] / 1e6, "bw_64k_fdatasync_1MiB_MBps": runs["bw64k"]["write"]["bw_bytes"] / 1e6}
 
 
+def fio_at_rate(directory, rate, batch_records):
+    """The disk's fdatasync latency under the broker's write pattern at `rate` records/s (ms)."""
+    if shutil.which("fio") is None or os.environ.get("SKIP_FIO"):
+        return None
+    work = tempfile.mkdtemp(prefix="fio-at-rate-", dir=directory)
+    block_kib = max(1, int(batch_records))
+    per_file_kib = max(1, int(rate / PARTITIONS))
+    try:
+        out = subprocess.run(["fio", "--name=appends", f"--directory={work}", "--rw=write", "--ioengine=psync",
+                              f"--bs={block_kib}k", "--fdatasync=1", f"--numjobs={PARTITIONS}", f"--rate={per_file_kib}k",
+                              f"--runtime={RUN_SECONDS:g}", "--time_based", "--size=8g", "--file_append=1",
+                              "--fallocate=none", "--group_reporting", "--output-format=json",
+                              "--percentile_list=99:99.9:99.99"],
+                             capture_output=True, text=True, timeout=RUN_SECONDS + 120)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if out.returncode != 0:
+        raise SystemExit("fio failed: " + out.stderr)
+    sync = json.loads(out.stdout)["jobs"][0]["sync"]["lat_ns"]
+    pct = sync.get("percentile", {})
+    return {"writes_kib": block_kib, "fdatasyncs": sync["N"], "mean_ms": sync["mean"] / 1e6,
+            "p99_ms": pct.get("99.000000", 0) / 1e6, "p999_ms": pct.get("99.900000", 0) / 1e6,
+            "p9999_ms": pct.get("99.990000", 0) / 1e6, "max_ms": sync["max"] / 1e6}
+
+
 def fmt_lat(d):
     return f"{d['p50_ms']:.2f} | {d['p99_ms']:.2f} | {d['p999_ms']:.2f} | {d['max_ms']:.1f}"
 
 
 def print_breakdown(rows):
-    print("\n| stage | samples | mean ms | p50 ms | p99 ms | p99.9 ms (bucket bounds) |\n|---|---:|---:|---:|---:|---:|")
+    print("\n| stage | samples | mean ms | p50 ms | p99 ms | p99.9 ms (bucket bounds) | over 10 ms | over 100 ms |"
+          "\n|---|---:|---:|---:|---:|---:|---:|---:|")
     order = STAGES + ["fetch wake-up -> answer", "fdatasync (per sync)", "Kafka connection's reading paused (per pause)",
                       "shard loop lag (per 10 ms probe)"]
     for label in order:
         if label in rows:
-            n, mean, p50, p99, p999 = rows[label]
-            print(f"| {label} | {n} | {mean:.3f} | {p50:g} | {p99:g} | {p999:g} |")
+            n, mean, p50, p99, p999, over_10, over_100 = rows[label]
+            print(f"| {label} | {n} | {mean:.3f} | {p50:g} | {p99:g} | {p999:g} | {over_10} | {over_100} |")
 
 
 def main():
@@ -326,6 +358,11 @@ def main():
                 for rate in rates:
                     results.append((transport, rate, ringlog_bench(transport, rate, RUN_SECONDS)))
         limit = fio(data)
+        at_rates = {}
+        for transport, rate, r in results:
+            if transport == "kafka" and rate not in at_rates:
+                batch = (r.get("rdkafka") or {}).get("batch_records_avg", {}).get("median", 32)
+                at_rates[rate] = fio_at_rate(data, rate, batch if batch and batch > 0 else 32)
         print("load after:", uptime())
         print(f"\n{PARTITIONS} partitions, 1 KiB incompressible values, acks=all, librdkafka linger.ms={LINGER_MS}, "
               f"{RUN_SECONDS:g} s per run "
@@ -369,6 +406,11 @@ def main():
                 print_breakdown(r["breakdown"])
         if limit:
             print("\nfio on the same file system:", json.dumps({k: round(v, 3) for k, v in limit.items()}))
+        for rate, f in at_rates.items():
+            if f:
+                print(f"fio with the broker's write pattern at {rate:,.0f}/s ({PARTITIONS} files, {f['writes_kib']} KiB "
+                      f"writes, an fdatasync after each): {f['fdatasyncs']} fdatasyncs, mean {f['mean_ms']:.3f} ms, "
+                      f"p99 {f['p99_ms']:.2f}, p99.9 {f['p999_ms']:.2f}, p99.99 {f['p9999_ms']:.2f}, max {f['max_ms']:.2f}")
     finally:
         for p_ in procs:
             p_.terminate()

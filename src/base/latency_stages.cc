@@ -29,6 +29,7 @@ std::string_view latency_stage_label(latency_stage stage) {
     case latency_stage::produce_fsync: return "fsync";
     case latency_stage::produce_replication_wait: return "replication_wait";
     case latency_stage::produce_total: return "total";
+    case latency_stage::produce_order_wait: return "order_wait";
     case latency_stage::produce_sent: return "sent";
     case latency_stage::fetch_wakeup: return "wakeup";
     case latency_stage::kafka_read_paused: return "read_paused";

@@ -136,9 +136,11 @@ void render_broker_families(std::string& out) {
   render_stages(out, "ringlog_produce_latency_seconds",
                 "Where a Kafka produce's time goes, per append (docs/metrics.md): queue (decoded -> the partition's "
                 "shard), append, fsync_wait (-> its group fdatasync submitted), fsync, replication_wait (acks=all), "
-                "total (decoded -> ack ready), sent (per request: read off the socket -> answer written to it).",
+                "total (decoded -> ack ready), order_wait (per request: answer on its connection -> its write started, "
+                "behind earlier answers), sent (per request: read off the socket -> answer written to it).",
                 {latency_stage::produce_queue, latency_stage::produce_append, latency_stage::produce_fsync_wait, latency_stage::produce_fsync,
-                 latency_stage::produce_replication_wait, latency_stage::produce_total, latency_stage::produce_sent});
+                 latency_stage::produce_replication_wait, latency_stage::produce_total, latency_stage::produce_order_wait,
+                 latency_stage::produce_sent});
   render_stages(out, "ringlog_fetch_wakeup_latency_seconds",
                 "Kafka long-poll fetches woken by the high watermark: wake-up -> answer handed to the connection.",
                 {latency_stage::fetch_wakeup});

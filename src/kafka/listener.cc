@@ -98,6 +98,7 @@ struct connection : std::enable_shared_from_this<connection> {
     size_t request_bytes = 0;
     int64_t produce_read_ns = 0;   // a Produce's base::monotonic_ns when read off the socket, else 0
     std::optional<base::cpu_activity> activity;   // whose CPU writing the answer counts to (issue 33)
+    int64_t produce_ready_ns = 0;  // a Produce's base::monotonic_ns when its answer reached this connection
   };
   /// How far the frame at slots.front() has been sent (write_next / send_pieces): its memory
   /// bytes before `memory_sent`, its file pieces before `piece`, and `piece_sent` bytes of that one.
@@ -356,6 +357,7 @@ struct connection : std::enable_shared_from_this<connection> {
     slot& s = slots[seq - first_slot_seq];
     RINGLOG_ASSERT(!s.ready, "a request is answered once");
     s.ready = true;
+    if (s.produce_read_ns != 0) s.produce_ready_ns = base::monotonic_ns();
     held_bytes -= s.request_bytes;
     s.request_bytes = 0;
     if (response) held_bytes += response->size_bytes();
@@ -372,6 +374,7 @@ struct connection : std::enable_shared_from_this<connection> {
     }
     if (writing || closed || slots.empty() || !slots.front().ready) return;
     writing = true;
+    base::observe_latency_since(base::latency_stage::produce_order_wait, slots.front().produce_ready_ns);
     const base::cpu_scope cpu(slots.front().activity);   // Asio tries the write at once: it counts here
     if (!slots.front().frame->file_pieces.empty()) {
       cursor = send_cursor{};

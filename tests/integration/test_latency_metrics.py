@@ -18,7 +18,7 @@ import pytest
 
 DEADLINE_S = 30
 RECORDS = 200
-PRODUCE_STAGES = ["queue", "append", "fsync_wait", "fsync", "replication_wait", "total", "sent"]
+PRODUCE_STAGES = ["queue", "append", "fsync_wait", "fsync", "replication_wait", "total", "order_wait", "sent"]
 
 
 @pytest.fixture(scope="module")

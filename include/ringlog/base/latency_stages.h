@@ -29,6 +29,11 @@ enum class latency_stage : uint8_t {
   produce_replication_wait,
   /// Kafka Produce decoded -> its answer ready on the partition's shard (all the stages above).
   produce_total,
+  /// A Kafka Produce's answer present on its connection's shard -> its write to the socket
+  /// started: the wait behind earlier answers of the same connection, which Kafka's protocol
+  /// sends in request order (one slow request holds every answer after it: head-of-line).
+  /// One sample per Produce request that gets an answer.
+  produce_order_wait,
   /// Kafka Produce read off the socket -> its answer written to the socket: total plus the way
   /// back (the answer crossing to the connection's shard, answers queued before it on that
   /// connection, a throttle hold, the write itself). One sample per Produce request.
@@ -45,10 +50,10 @@ enum class latency_stage : uint8_t {
   /// thread was running other work or was not on a core. One sample per probe.
   shard_loop_lag,
 };
-inline constexpr size_t latency_stage_count = 10;
+inline constexpr size_t latency_stage_count = 11;
 
 /// The `stage` label of a produce stage ("queue", "append", "fsync_wait", "fsync",
-/// "replication_wait", "total", "sent"), "wakeup" for fetch_wakeup, "read_paused" for
+/// "replication_wait", "total", "order_wait", "sent"), "wakeup" for fetch_wakeup, "read_paused" for
 /// kafka_read_paused, "loop_lag" for shard_loop_lag.
 std::string_view latency_stage_label(latency_stage stage);
 
