@@ -47,8 +47,10 @@ using tcp = asio::ip::tcp;
 /// the client read it.
 constexpr int64_t http_linger_close_ms = 2'000;
 constexpr size_t http_linger_close_bytes_max = 1024 * 1024;
-/// The bytes of a WebSocket upgrade's Sec-WebSocket-Key once base64-decoded (RFC 6455 4.1).
+/// The bytes of a WebSocket upgrade's Sec-WebSocket-Key once base64-decoded (RFC 6455 4.1), and
+/// its length as text: base64 with its padding (RFC 4648 section 4), "==" ending 16 bytes.
 constexpr size_t websocket_key_nonce_bytes = 16;
+constexpr size_t websocket_key_text_bytes = 24;
 
 class session;
 
@@ -405,16 +407,19 @@ class session final : public std::enable_shared_from_this<session>, public respo
     }
     // RFC 6455 section 4.2.1: the key is the base64 of a 16-byte nonce, else 400 (Beast's
     // handshake refuses only a missing or over-long one; the breaker of session 29 got 101 for
-    // an empty key).
+    // an empty key; the one of session 30 for a key without its "==" padding).
     auto key = msg.find(http::field::sec_websocket_key);
-    if (key != msg.end()) {
-      auto nonce = base64_decode(std::string_view(key->value().data(), key->value().size()));
-      if (!nonce || nonce->size() != websocket_key_nonce_bytes) {
-        keep_alive_ = false;
-        return respond_error(400, error_codes::bad_request,
-                             "Sec-WebSocket-Key '" + std::string(key->value().substr(0, 64)) +
-                                 "' is not the base64 of a 16-byte nonce (RFC 6455 section 4.2.1)");
-      }
+    if (key == msg.end()) {
+      keep_alive_ = false;
+      return respond_error(400, error_codes::bad_request,
+                           "a WebSocket upgrade needs a Sec-WebSocket-Key header (RFC 6455 section 4.2.1)");
+    }
+    auto nonce = base64_decode(std::string_view(key->value().data(), key->value().size()));
+    if (!nonce || nonce->size() != websocket_key_nonce_bytes || key->value().size() != websocket_key_text_bytes) {
+      keep_alive_ = false;
+      return respond_error(400, error_codes::bad_request,
+                           "Sec-WebSocket-Key '" + std::string(key->value().substr(0, 64)) +
+                               "' is not the base64 of a 16-byte nonce (RFC 6455 section 4.2.1)");
     }
     if (!server_.broker.config().process_role_broker) {
       keep_alive_ = false;

@@ -861,26 +861,33 @@ def test_every_subscribe_gets_one_answer_when_replaced_back_to_back(broker, topi
     run(go())
 
 
-def upgrade_status(broker, key_line):
-    """The status line's code of a raw /v1/ws upgrade carrying `key_line` (b"" for no key header)."""
+def upgrade_status(broker, key_line, answer=None):
+    """The status line's code of a raw /v1/ws upgrade carrying `key_line` (b"" for no key header);
+    with `answer` (a list), the whole answer up to the server's close is appended to it."""
     import socket
     request = (b"GET /v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" + key_line +
                b"Sec-WebSocket-Version: 13\r\n\r\n")
     with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
         s.sendall(request)
         head = b""
-        while b"\r\n" not in head:
+        while (b"\r\n" not in head) if answer is None else True:
             chunk = s.recv(4096)
             if not chunk:
                 break
             head += chunk
+    if answer is not None:
+        answer.append(head)
     return int(head.split(b" ", 2)[1])
 
 
 def test_an_upgrade_whose_key_is_not_a_16_byte_nonce_is_refused_with_400(broker):
     """RFC 6455 section 4.2.1: Sec-WebSocket-Key is the base64 of 16 random bytes, else 400 (the
-    breaker of session 29 got 101 for an empty key)."""
+    breaker of session 29 got 101 for an empty key, the one of session 30 for a key without its padding)."""
     assert upgrade_status(broker, b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n") == 101
-    for bad in [b"", b"   ", b"not base64!", b"c2hvcnQ=", b"dGhlIHNhbXBsZSBub25jZSE="]:
+    for bad in [b"", b"   ", b"not base64!", b"c2hvcnQ=", b"dGhlIHNhbXBsZSBub25jZSE=", b"dGhlIHNhbXBsZSBub25jZQ",
+                b"dGhlIHNhbXBsZSBub25jZQ=="[:23]]:
         assert upgrade_status(broker, b"Sec-WebSocket-Key: " + bad + b"\r\n") == 400, bad
-    assert upgrade_status(broker, b"") == 400   # no key at all (Beast's handshake)
+    answer = []
+    assert upgrade_status(broker, b"", answer) == 400   # no key at all: the same JSON error as the rest
+    body = json.loads(answer[0].split(b"\r\n\r\n", 1)[1])
+    assert body["error_code"] == 40001 and "Sec-WebSocket-Key" in body["message"], body
