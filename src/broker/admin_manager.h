@@ -56,7 +56,7 @@ class admin_manager final : public admin_api {
   // topics_admin.cc
   void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) override;
   void delete_topic(std::string topic, std::function<void(result<void>)> done) override;
-  void create_partitions(std::string topic, int32_t partitions_count,
+  void create_partitions(std::string topic, int32_t partitions_count, std::string_view count_field,
                          std::function<void(result<topic_description>)> done) override;
   void alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
                            bool validate_only, std::function<void(result<topic_description>)> done) override;

@@ -170,7 +170,7 @@ bool permanent(errc code) {
 // ---------------------------------------------------------------- produce side
 
 result<std::optional<int64_t>> delay_host::delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const {
-  auto due = delivery_time_of(request.records[i], now_ms);
+  auto due = delivery_time_of(request.records[i], now_ms, request.origin);
   if (!due.ok() || !*due || !request.producer) return due;
   if (request.producer->transactional_id) {
     return error{errc::invalid_record, "records[" + std::to_string(i) +
@@ -185,36 +185,60 @@ result<std::optional<int64_t>> delay_host::delivery_time_in(produce_request& req
                                          "without producer_id"};
 }
 
-result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& record, int64_t now_ms) const {
-  const auto view = metadata_.view();
-  const int64_t delay_max_ms = live_config(*view, config_).delay_max_ms;
+namespace {
+
+/// Replaces `record`'s ringlog-delay-ms header, if any, by ringlog-deliver-at (`now_ms` + the
+/// delay). Errors: invalid_record (not decimal ms; more than `delay_max_ms`; both headers set).
+result<void> delay_to_delivery_time(produce_record& record, int64_t now_ms, int64_t delay_max_ms) {
   auto relative = std::find_if(record.headers.begin(), record.headers.end(),
                                [](const model::record_header& h) { return h.key == delay::delay_ms_header; });
-  if (relative != record.headers.end() && !has_header(record.headers, delay::source_header)) {
-    const std::string text = relative->value ? model::to_string(*relative->value) : "";
-    auto delay_ms = parse_decimal(text);
-    if (!delay_ms) {
-      return error{errc::invalid_record, "header " + std::string(delay::delay_ms_header) +
-                                             " (delay_ms) must be milliseconds as decimal digits, got '" +
-                                             text.substr(0, 40) + "'"};
-    }
-    if (*delay_ms > delay_max_ms) {
-      return error{errc::invalid_record, "delay_ms " + std::to_string(*delay_ms) + " is more than delay.max.ms=" +
-                                             std::to_string(delay_max_ms)};
-    }
-    if (has_header(record.headers, delay::deliver_at_header)) {
-      return error{errc::invalid_record, "a record takes a delivery time (deliver_at, header " +
-                                             std::string(delay::deliver_at_header) + ") or a delay (delay_ms, header " +
-                                             std::string(delay::delay_ms_header) + "), not both"};
-    }
-    relative->key = std::string(delay::deliver_at_header);
-    relative->value = model::to_bytes(std::to_string(now_ms + *delay_ms));
-    if (*delay_ms == 0) return std::optional<int64_t>{};
+  if (relative == record.headers.end()) return base::ok_v;
+  const std::string text = relative->value ? model::to_string(*relative->value) : "";
+  auto delay_ms = parse_decimal(text);
+  if (!delay_ms) {
+    return error{errc::invalid_record, "header " + std::string(delay::delay_ms_header) +
+                                           " (delay_ms) must be milliseconds as decimal digits, got '" +
+                                           text.substr(0, 40) + "'"};
   }
+  if (*delay_ms > delay_max_ms) {
+    return error{errc::invalid_record, "delay_ms " + std::to_string(*delay_ms) + " is more than delay.max.ms=" +
+                                           std::to_string(delay_max_ms)};
+  }
+  if (has_header(record.headers, delay::deliver_at_header)) {
+    return error{errc::invalid_record, "a record takes a delivery time (deliver_at, header " +
+                                           std::string(delay::deliver_at_header) + ") or a delay (delay_ms, header " +
+                                           std::string(delay::delay_ms_header) + "), not both"};
+  }
+  relative->key = std::string(delay::deliver_at_header);
+  relative->value = model::to_bytes(std::to_string(now_ms + *delay_ms));
+  return base::ok_v;
+}
+
+/// The text of a header value: over records or over record views (codec::record_view).
+template <typename Header>
+std::string_view value_text(const Header& h) {
+  if (!h.value) return {};
+  return std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size());
+}
+
+}  // namespace
+
+error delay_host::broker_header_refusal(std::string_view header) {
+  return error{errc::invalid_record, "header " + std::string(header) +
+                                         " is set by the broker on delayed records (where one is delivered) and "
+                                         "delivered ones (where one came from); a delayed record may not carry it "
+                                         "from a producer: remove it"};
+}
+
+result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& record, int64_t now_ms,
+                                                             record_origin origin) const {
+  // A record a scheduler moves keeps its header (it is due by then); never delay it again.
+  if (origin == record_origin::delay_scheduler) return std::optional<int64_t>{};
+  const auto view = metadata_.view();
+  const int64_t delay_max_ms = live_config(*view, config_).delay_max_ms;
+  if (auto converted = delay_to_delivery_time(record, now_ms, delay_max_ms); !converted.ok()) return converted.error();
   auto text = header_text(record.headers, delay::deliver_at_header);
   if (!text) return std::optional<int64_t>{};
-  // A record a scheduler moves keeps its header (it is due by then); never delay it again.
-  if (has_header(record.headers, delay::source_header)) return std::optional<int64_t>{};
   auto due = parse_decimal(*text);
   if (!due) {
     const std::string shown(text->substr(0, 40));
@@ -231,14 +255,12 @@ result<std::optional<int64_t>> delay_host::delivery_time_of(produce_record& reco
   // The target headers are the broker's: the scheduler moves the record to the topic they name,
   // so a producer's copy would deliver it to a topic it was never authorized to write (the breaker
   // of session 29: WRITE on one topic, records delivered into another). A checkpoint header would
-  // make the record read as the scheduler's own checkpoint (the breaker of session 30).
+  // make the record read as the scheduler's own checkpoint (the breaker of session 30). A source
+  // header marks a moved record, which is never delayed again: it was stored at once, its delay
+  // silently cancelled (tester's finding, session 30).
   for (auto name : {delay::target_topic_header, delay::target_partition_header, delay::target_topic_id_header,
-                    delay::checkpoint_header}) {
-    if (has_header(record.headers, name)) {
-      return error{errc::invalid_record, "header " + std::string(name) +
-                                             " is set by the broker on a delayed record (where it is delivered); a "
-                                             "producer may not set it: remove it"};
-    }
+                    delay::checkpoint_header, delay::source_header}) {
+    if (has_header(record.headers, name)) return broker_header_refusal(name);
   }
   return std::optional<int64_t>{*due};
 }
@@ -251,6 +273,19 @@ bool delay_host::has_delay_header(const std::vector<Header>& headers) {
 }
 template bool delay_host::has_delay_header(const std::vector<model::record_header>&);
 template bool delay_host::has_delay_header(const std::vector<codec::record_view::header>&);
+
+template <typename Header>
+bool delay_host::delayed_with_source(const std::vector<Header>& headers, int64_t now_ms) {
+  if (!has_header(headers, delay::source_header)) return false;
+  return std::any_of(headers.begin(), headers.end(), [now_ms](const Header& h) {
+    if (h.key == delay::delay_ms_header) return value_text(h) != "0";
+    if (h.key != delay::deliver_at_header) return false;
+    auto due = parse_decimal(value_text(h));
+    return !due || *due > now_ms;
+  });
+}
+template bool delay_host::delayed_with_source(const std::vector<model::record_header>&, int64_t);
+template bool delay_host::delayed_with_source(const std::vector<codec::record_view::header>&, int64_t);
 
 void delay_host::produce_batches_delayed(produce_batches_request request, const std::shared_ptr<const topic_state>& topic,
                                           std::function<void(result<produce_batches_response>)> done) {
@@ -271,7 +306,7 @@ void delay_host::produce_batches_delayed(produce_batches_request request, const 
       p.headers = std::move(r.headers);
       p.timestamp = r.timestamp;
       // Checked here for the whole request first, so that nothing is stored when one is invalid.
-      auto due = delivery_time_of(p, now);
+      auto due = delivery_time_of(p, now, record_origin::client);
       if (!due.ok()) return done(due.error());
       delayed = delayed || due->has_value();
       out.records.push_back(std::move(p));
@@ -741,6 +776,7 @@ void produce_move_jobs(metadata_barrier& barrier, const metadata_publisher& meta
     request.topic = topic;
     request.acks = acks_mode::all;
     request.timeout_ms = delay_move_timeout_ms;
+    request.origin = record_origin::delay_scheduler;
     for (size_t j : indices) request.records.push_back((*jobs)[j].record);
     barrier.produce(std::move(request), [&metadata, &logs, jobs, indices, report_all, topic](result<produce_response> r) {
       move_outcomes list;

@@ -55,10 +55,11 @@ class delay_host {
 
   // ---- the produce side
   /// A record's delivery time from its ringlog-deliver-at header: nullopt when it has none, is due
-  /// already (`now_ms` or earlier) or was moved by a scheduler (source header). Errors:
-  /// invalid_record (not decimal ms; past delay.max.ms from now, naming both).
-  /// A ringlog-delay-ms header is replaced by ringlog-deliver-at (now + delay) first.
-  result<std::optional<int64_t>> delivery_time_of(produce_record& record, int64_t now_ms) const;
+  /// already (`now_ms` or earlier) or is a scheduler's move (`origin`). Errors: invalid_record
+  /// (not decimal ms; past delay.max.ms from now, naming both; a delayed record carrying a header
+  /// the broker sets, broker_header_refusal). A ringlog-delay-ms header is replaced by
+  /// ringlog-deliver-at (now + delay) first.
+  result<std::optional<int64_t>> delivery_time_of(produce_record& record, int64_t now_ms, record_origin origin) const;
   /// delivery_time_of(request.records[i]), refusing one inside a transaction or idempotent session.
   result<std::optional<int64_t>> delivery_time_in(produce_request& request, size_t i, int64_t now_ms) const;
   /// Whether `headers` name a delivery time (ringlog-deliver-at or ringlog-delay-ms) of a record
@@ -66,6 +67,16 @@ class delay_host {
   /// (both instantiated in delay.cc).
   template <typename Header>
   static bool has_delay_header(const std::vector<Header>& headers);
+  /// Whether `headers` carry ringlog-delay-source beside a delivery time still to come at `now_ms`
+  /// (a ringlog-delay-ms other than 0, or a ringlog-deliver-at after `now_ms` or not decimal).
+  /// has_delay_header takes the source header for a scheduler's move, never delayed again; from a
+  /// Kafka client it would cancel the delay, so such a record is refused (broker_header_refusal):
+  /// a move is due when it is sent. `Header`: as has_delay_header's.
+  template <typename Header>
+  static bool delayed_with_source(const std::vector<Header>& headers, int64_t now_ms);
+  /// The refusal of a delayed record carrying `header`, one the broker sets on delay records
+  /// (target, checkpoint) or on moved ones (source): invalid_record naming it.
+  static error broker_header_refusal(std::string_view header);
   /// A record produce_delayed stores: `index` into the request's records, its target partition
   /// and due time (clock ms).
   struct delayed_record {

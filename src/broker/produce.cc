@@ -428,7 +428,7 @@ void produce_pipeline::produce_batches_from(produce_batches_request request,
   if (!log_config.ok()) return done(log_config.error());
   // Every batch is checked before any is appended (Kafka's LogValidator): a request is stored
   // whole or not at all, short of a disk failure.
-  auto any_delay_header = validate_batches(request, *log_config, origin);
+  auto any_delay_header = validate_batches(request, *log_config, origin, clock_.now_ms());
   if (!any_delay_header.ok()) return done(any_delay_header.error());
   // Kafka clients may delay records with the ringlog-deliver-at / ringlog-delay-ms header: such
   // a request goes record by record through produce_to, which diverts the delayed ones.

@@ -133,12 +133,13 @@ class produce_pipeline {
   /// Kafka's LogValidator for `request`'s batches, all before any is appended: size against
   /// max.message.bytes, CRC and layout, no control batch or KIP-534 delete-horizon bit, producer
   /// fields of transactional batches, record offsets 0..n-1, keys on compacted topics, no delivery
-  /// time in a transaction. Returns whether a record names a delivery time. The records of
+  /// time in a transaction, no ringlog-delay-source on a Kafka client's record delayed past
+  /// `now_ms` (broker clock). Returns whether a record names a delivery time. The records of
   /// local_records are not decoded: produce_appending encoded them after checking them one by
   /// one (keys, delivery times). Errors: message_too_large, corrupt_message, invalid_request,
   /// invalid_record, each naming the batch.
   static result<bool> validate_batches(const produce_batches_request& request, const storage::log_config& config,
-                                       batch_origin origin);
+                                       batch_origin origin, int64_t now_ms);
   /// On the partition's shard. `verified_guard`: the guard (partition_runtime::
   /// txn_verifications) of the KIP-890 verification this request passed, 0 when none ran yet.
   void append_batches_on_shard(size_t shard, produce_batches_request request, bool log_append_time,

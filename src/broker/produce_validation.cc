@@ -5,6 +5,7 @@
 
 #include "produce_pipeline.h"
 #include "ringlog/codec/record_batch.h"
+#include "ringlog/delay/constants.h"
 
 namespace ringlog::broker {
 namespace detail {
@@ -39,16 +40,24 @@ error no_replica_here(bool topic_in_view, const model::topic_partition& tp) {
 
 namespace {
 
-/// One record of a client's batch (`k` its index, `header` its batch's): a compacted topic needs
-/// its key, its offset must be the batch's k-th, and a delivery time (sets `any_delay_header`)
-/// may not be inside a transaction. The refusal, or nullopt.
+/// One record of a batch (`k` its index, `header` its batch's): a compacted topic needs its key,
+/// its offset must be the batch's k-th, a delivery time (sets `any_delay_header`) may not be
+/// inside a transaction, and a Kafka client's delayed record (`now_ms`) may not carry the source
+/// header of a scheduler's move (a peer forwards moves, due on the peer's clock). The refusal, or
+/// nullopt.
 std::optional<error> check_produced_record(const codec::record_view& record, int64_t k, const codec::batch_header& header,
                                            const storage::log_config& config, const std::string& which,
-                                           const std::string& topic, bool& any_delay_header) {
+                                           const std::string& topic, bool& any_delay_header,
+                                           produce_pipeline::batch_origin origin, int64_t now_ms) {
   if (config.compacted() && !record.key) return compacted_key_missing(which + ": record " + std::to_string(k), topic, config);
   // A producer numbers its records 0..n-1 (Kafka: "inner record offsets must be consecutive").
   if (record.record_offset != header.base_offset + k) {
     return error{errc::corrupt_message, which + ": record offset deltas are not 0..records_count-1"};
+  }
+  if (origin == produce_pipeline::batch_origin::kafka_client && delay_host::delayed_with_source(record.headers, now_ms)) {
+    auto refused = delay_host::broker_header_refusal(delay::source_header);
+    refused.message = which + ": record " + std::to_string(k) + ": " + refused.message;
+    return refused;
   }
   if (!delay_host::has_delay_header(record.headers)) return std::nullopt;
   if (header.is_transactional()) {
@@ -71,7 +80,8 @@ std::optional<error> check_produced_record(const codec::record_view& record, int
 }  // namespace
 
 result<bool> produce_pipeline::validate_batches(const produce_batches_request& request,
-                                                const storage::log_config& config, batch_origin origin) {
+                                                const storage::log_config& config, batch_origin origin,
+                                                int64_t now_ms) {
   const auto& tp = request.partition;
   bool any_delay_header = false;
   for (size_t i = 0; i < request.batches.size(); ++i) {
@@ -116,7 +126,7 @@ result<bool> produce_pipeline::validate_batches(const produce_batches_request& r
     std::optional<error> refused;
     int64_t k = 0;
     auto walked = codec::visit_records(batch, *header, [&](const codec::record_view& record) -> codec::result<void> {
-      if (!refused) refused = check_produced_record(record, k, *header, config, which, tp.topic, any_delay_header);
+      if (!refused) refused = check_produced_record(record, k, *header, config, which, tp.topic, any_delay_header, origin, now_ms);
       ++k;
       return base::ok_v;
     });

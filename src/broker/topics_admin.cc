@@ -92,8 +92,8 @@ void admin_manager::create_topic(create_topic_request request, std::function<voi
     }
     const int32_t partitions = request.partitions_count.value_or(config_.num_partitions);
     if (partitions < 1 || partitions > constants::topic_partitions_max) {
-      return done(error{errc::invalid_partitions, "partitions_count " + std::to_string(partitions) +
-                                                      " is out of range [1, " +
+      return done(error{errc::invalid_partitions, std::string(request.partitions_field) + " " +
+                                                      std::to_string(partitions) + " is out of range [1, " +
                                                       std::to_string(constants::topic_partitions_max) + "]"});
     }
     const int16_t rf = request.replication_factor.value_or(
@@ -163,20 +163,22 @@ void admin_manager::delete_topic(std::string topic, std::function<void(result<vo
   });
 }
 
-void admin_manager::create_partitions(std::string topic, int32_t partitions_count,
+void admin_manager::create_partitions(std::string topic, int32_t partitions_count, std::string_view count_field,
                                     std::function<void(result<topic_description>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  barrier_.post_caught_up([this, topic = std::move(topic), partitions_count, done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, topic = std::move(topic), partitions_count, count_field,
+                           done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     const int32_t current = t->partitions_count();
     if (partitions_count <= current) {
       return done(error{errc::invalid_partitions, "topic '" + topic + "' has " + std::to_string(current) +
-                                                      " partitions; partitions_count must be larger (got " +
+                                                      " partitions; " + std::string(count_field) +
+                                                      " must be larger (got " +
                                                       std::to_string(partitions_count) + ")"});
     }
     if (partitions_count > constants::topic_partitions_max) {
-      return done(error{errc::invalid_partitions, "partitions_count " + std::to_string(partitions_count) +
+      return done(error{errc::invalid_partitions, std::string(count_field) + " " + std::to_string(partitions_count) +
                                                       " is above the limit " +
                                                       std::to_string(constants::topic_partitions_max)});
     }

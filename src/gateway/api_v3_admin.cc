@@ -508,7 +508,7 @@ void v3_patch_topic(const call_ptr& c) {
   with_partition_count(c, topic, [topic, count = *count](api::call& call, int64_t now) {
     if (!admit_mutations(call, count - now)) return;
     auto self = call.shared_from_this();
-    call.broker().admin().create_partitions(topic, count, [self, topic](broker::result<broker::topic_description> r) {
+    call.broker().admin().create_partitions(topic, count, broker::partitions_count_field, [self, topic](broker::result<broker::topic_description> r) {
       self->later([r = std::move(r), topic](api::call& call2) mutable {
         if (!r.ok()) return call2.fail_broker(r.error(), error_scope::topic, topic);
         call2.respond_json(200, topic_json(call2, r.value()));

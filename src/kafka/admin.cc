@@ -71,6 +71,9 @@ void lookup_topic(broker::broker& b, std::string name, bool auto_create, std::fu
 /// and only throttled (Kafka's ControllerMutationQuotaManager, strict from these versions).
 constexpr int16_t create_topics_strict_quota_version = 6;
 constexpr int16_t create_partitions_strict_quota_version = 3;
+/// CreatePartitions' field for the new partition count (CreatePartitionsTopic.Count), as its
+/// errors name it (the broker's default is REST v3's partitions_count).
+constexpr std::string_view kafka_count_field = "count";
 constexpr int16_t delete_topics_strict_quota_version = 5;
 
 /// Charges `partitions` created or deleted against the client's controller_mutation_rate and
@@ -270,6 +273,7 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
       if (c.value) create.configs[c.name] = *c.value;
     }
     create.validate_only = request.validate_only;
+    create.partitions_field = "num_partitions";   // CreateTopics' NumPartitions, as errors name it
     b.admin().create_topic(std::move(create), [g, i](broker::result<broker::topic_description> created) {
       result_t& r = g->slot(i);
       if (!created.ok()) {
@@ -393,8 +397,9 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
           record(d.error());
         } else if (count <= static_cast<int32_t>(d->partitions.size())) {
           g->slot(i).error_code = error_code::invalid_partitions;
-          g->slot(i).error_message = "topic has " + std::to_string(d->partitions.size()) +
-                                     " partitions; the new count must be larger, got " + std::to_string(count);
+          g->slot(i).error_message = "topic '" + d->name + "' has " + std::to_string(d->partitions.size()) +
+                                     " partitions; " + std::string(kafka_count_field) + " must be larger (got " +
+                                     std::to_string(count) + ")";
         }
         g->complete_one();
       });
@@ -409,7 +414,7 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
         g->slot(i).error_message = std::move(*refused);
         return g->complete_one();
       }
-      b.admin().create_partitions(name, count, [g, record](broker::result<broker::topic_description> d) {
+      b.admin().create_partitions(name, count, kafka_count_field, [g, record](broker::result<broker::topic_description> d) {
         if (!d.ok()) record(d.error());
         g->complete_one();
       });

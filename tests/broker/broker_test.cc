@@ -273,6 +273,15 @@ TEST_CASE_FIXTURE(fixture, "bad requests get named errors and change nothing") {
   CHECK(create("t_x", 1).error().code == errc::invalid_topic_exception);  // collides with t.x
   CHECK(create("bad name", 1).error().code == errc::invalid_topic_exception);
   CHECK(create(std::string(250, 'a'), 1).error().code == errc::invalid_topic_exception);
+  // Each door's field is named: REST v3's partitions_count, Kafka CreateTopics' num_partitions.
+  CHECK(create("z", 0).error().message.find("partitions_count 0 is out of range") != std::string::npos);
+  auto kafka_zero = call<result<topic_description>>([&](auto done) {
+    create_topic_request request{"z", 0, std::nullopt, {}, false};
+    request.partitions_field = "num_partitions";
+    b->admin().create_topic(std::move(request), std::move(done));
+  });
+  CHECK(kafka_zero.error().message.find("num_partitions 0 is out of range") != std::string::npos);
+  CHECK(kafka_zero.error().message.find("partitions_count") == std::string::npos);
   CHECK(create("..", 1).error().code == errc::invalid_topic_exception);
   CHECK(create("zero", 0).error().code == errc::invalid_partitions);
   auto bad_config = create("c", 1, {{"retention.ms", "-5"}});
@@ -299,9 +308,13 @@ TEST_CASE_FIXTURE(fixture, "bad requests get named errors and change nothing") {
   REQUIRE(too_large.ok());
   CHECK(too_large->results[0].failure->code == errc::message_too_large);
   CHECK(too_large->results[0].failure->message.find("max.message.bytes") != std::string::npos);
-  auto shrink = call<result<topic_description>>([&](auto done) { b->admin().create_partitions("t", 1, std::move(done)); });
+  auto shrink = call<result<topic_description>>([&](auto done) { b->admin().create_partitions("t", 1, partitions_count_field, std::move(done)); });
   CHECK(shrink.error().code == errc::invalid_partitions);
-  auto grow = call<result<topic_description>>([&](auto done) { b->admin().create_partitions("t", 3, std::move(done)); });
+  CHECK(shrink.error().message.find("partitions_count must be larger") != std::string::npos);
+  auto kafka_shrink = call<result<topic_description>>([&](auto done) { b->admin().create_partitions("t", 1, "count", std::move(done)); });
+  CHECK(kafka_shrink.error().message.find("count must be larger") != std::string::npos);
+  CHECK(kafka_shrink.error().message.find("partitions_count") == std::string::npos);
+  auto grow = call<result<topic_description>>([&](auto done) { b->admin().create_partitions("t", 3, partitions_count_field, std::move(done)); });
   REQUIRE(grow.ok());
   CHECK(grow->partitions.size() == 3);
   CHECK(fetch("t", 2, 0).ok());

@@ -366,6 +366,72 @@ def test_a_delayed_record_cannot_name_its_own_target_nor_ride_an_idempotent_sess
         assert b.stop() == 0
 
 
+def test_a_delayed_record_carrying_the_source_header_is_refused_through_every_door(ringlog_bin, tmp_path):
+    """Tester's finding (session 30): a delayed record (delay_ms or deliver_at) that also carried
+    ringlog-delay-source, the header that marks a record a scheduler moved (never delayed again),
+    was stored at once: its delay silently cancelled. Now refused like the other broker-owned
+    headers, naming it (invalid_record; the Kafka door's INVALID_RECORD, idempotent producers too).
+    REST v2 takes no record headers at all, so it cannot carry one. A due record with the header (a
+    mirror of a delivered record) is still stored at once."""
+    from confluent_kafka import Producer
+    from conftest import Broker, free_port
+
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        topic = "srcdelay"
+        b.create_topic(topic, partitions=1)
+        source = {"name": "ringlog-delay-source", "value": b64("__delay-1h/0@7")}
+        for delay in ({"delay_ms": 60_000}, {"deliver_at": now_ms() + 60_000}):
+            r = requests.post(b.v3(f"/topics/{topic}/records"),
+                              json={"value": {"type": "STRING", "data": "v3"}, "headers": [source], **delay})
+            assert r.json()["error_code"] == 422 and "ringlog-delay-source" in r.json()["message"], r.text
+        r = requests.post(b.v3(f"/topics/{topic}/records"),
+                          json={"value": {"type": "STRING", "data": "v3"}, "delay_ms": 60_000,
+                                "headers": [{"name": "ringlog-delay-source", "value": None}]})
+        assert r.json()["error_code"] == 422 and "ringlog-delay-source" in r.json()["message"], r.text
+        r = requests.post(f"{b.url}/topics/{topic}",
+                          json={"records": [{"value": b64("v2"), "delay_ms": 60_000,
+                                             "headers": [{"key": "ringlog-delay-source", "value": b64("x")}]}]},
+                          headers={"Content-Type": BINARY})
+        assert r.status_code == 422 and "headers" in r.text, r.text
+
+        async def ws_produce():
+            async with websockets.connect(f"ws://127.0.0.1:{b.port}/v1/ws") as ws:
+                await ws.send(json.dumps({"type": "produce", "id": 1, "topic": topic, "value": b64("ws"),
+                                          "delay_ms": 60_000,
+                                          "headers": [{"key": "ringlog-delay-source", "value": b64("x")}]}))
+                return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+        ack = asyncio.run(ws_produce())
+        assert "ringlog-delay-source" in json.dumps(ack), ack
+
+        reports = []
+        plain = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "linger.ms": 0})
+        idem = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 0})
+        for p, headers in ((plain, [("ringlog-delay-ms", b"60000")]),
+                           (plain, [("ringlog-deliver-at", str(now_ms() + 60_000).encode())]),
+                           (idem, [("ringlog-delay-ms", b"60000")])):
+            p.produce(topic, value=b"kafka", partition=0, headers=headers + [("ringlog-delay-source", b"x")],
+                      on_delivery=lambda err, msg: reports.append(err))
+            p.flush(15)
+        assert len(reports) == 3 and all(e is not None and "INVALID_RECORD" in e.name() for e in reports), reports
+
+        # Due already (a mirrored delivered record): stored at once, header and all, by both doors.
+        r = requests.post(b.v3(f"/topics/{topic}/records"),
+                          json={"value": {"type": "STRING", "data": "due"}, "deliver_at": 1000, "headers": [source]})
+        assert r.json()["error_code"] == 200, r.text
+        done = []
+        plain.produce(topic, value=b"due", partition=0,
+                      headers=[("ringlog-deliver-at", b"1000"), ("ringlog-delay-source", b"x")],
+                      on_delivery=lambda err, msg: done.append(err))
+        plain.flush(15)
+        assert done == [None], done
+        assert [base64.b64decode(x["value"]) for x in read_all(b, topic, 0)] == [b"due", b"due"]
+        assert requests.get(b.v3("/topics/__delay-5m")).status_code == 404   # nothing was delayed
+    finally:
+        assert b.stop() == 0
+
+
 def test_a_delayed_record_is_never_delivered_into_a_re_created_topic_of_its_name(fresh_broker):
     """The new user of session 30: a record delayed for `dz`, then `dz` deleted and created again
     (another topic id), was delivered into the new `dz`. It is dropped (Kafka's topic ids, KIP-516)."""

@@ -201,6 +201,33 @@ def test_kafka_python_admin_create_describe_alter_delete(kbroker, topic_name):
     admin.close()
 
 
+def test_kafka_admin_errors_name_kafkas_fields(kbroker, topic_name):
+    """Tester's LOW (session 30): a bad num_partitions through kafka-python's admin client was
+    answered "partitions_count 0 is out of range", the HTTP field's name. The Kafka door's errors
+    name Kafka's fields: CreateTopics' num_partitions, CreatePartitions' count."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewPartitions as KNewPartitions, NewTopic as KNewTopic
+    from kafka.errors import InvalidPartitionsError
+    admin = KafkaAdminClient(bootstrap_servers=kbroker.bootstrap)
+    try:
+        for validate_only in (False, True):
+            with pytest.raises(InvalidPartitionsError) as e:
+                admin.create_topics([KNewTopic(topic_name + "-zero", 0, 1)], validate_only=validate_only)
+            assert "num_partitions 0 is out of range" in str(e.value) and "partitions_count" not in str(e.value)
+        admin.create_topics([KNewTopic(topic_name, 2, 1)])
+        for validate_only in (False, True):
+            with pytest.raises(InvalidPartitionsError) as e:
+                admin.create_partitions({topic_name: KNewPartitions(1)}, validate_only=validate_only)
+            assert "count must be larger (got 1)" in str(e.value) and "partitions_count" not in str(e.value)
+    finally:
+        admin.close()
+    # The HTTP door keeps its own field's name.
+    r = requests.post(kbroker.v3("/topics"), json={"topic_name": topic_name + "-zero", "partitions_count": 0})
+    assert r.status_code == 422 and "partitions_count" in r.json()["message"], r.text
+    r = requests.patch(kbroker.v3(f"/topics/{topic_name}"), json={"partitions_count": 1})
+    assert "partitions_count must be larger" in r.json()["message"], r.text
+
+
 def test_confluent_admin_errors_are_kafka_errors(kbroker, topic_name):
     admin = AdminClient({"bootstrap.servers": kbroker.bootstrap})
     create(kbroker.bootstrap, topic_name)

@@ -96,12 +96,20 @@ struct topic_description {
   std::vector<topic_config_entry> configs;   // every supported topic config, set or default
 };
 
+/// The REST v3 name of a topic's partition count (create_topic_request, create_partitions): the
+/// default field name in their errors.
+inline constexpr std::string_view partitions_count_field = "partitions_count";
+
 struct create_topic_request {
   std::string name;
   std::optional<int32_t> partitions_count;      // default num.partitions
   std::optional<int16_t> replication_factor;    // default default.replication.factor
   std::map<std::string, std::string> configs;   // topic-level overrides (retention.ms, ...)
   bool validate_only = false;
+  /// The request field partitions_count came in, as the errors name it: REST v3's
+  /// "partitions_count", Kafka's CreateTopics "num_partitions" (replication_factor is the same
+  /// word in both).
+  std::string_view partitions_field = partitions_count_field;
   /// Who asks (issue 29): the authorizer of issue 30 checks CREATE on the topic for it.
   security::kafka_principal principal{};
 };
@@ -257,8 +265,10 @@ class admin_api {
   // ---- topics (CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, Metadata)
   virtual void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) = 0;
   virtual void delete_topic(std::string topic, std::function<void(result<void>)> done) = 0;
-  /// Raises the partition count to `partitions_count` (never lowers: invalid_partitions).
-  virtual void create_partitions(std::string topic, int32_t partitions_count,
+  /// Raises the partition count to `partitions_count` (never lowers: invalid_partitions; at most
+  /// topic_partitions_max: invalid_partitions). `count_field`: the request field the count came
+  /// in, as the errors name it (REST v3's partitions_count, Kafka's CreatePartitions "count").
+  virtual void create_partitions(std::string topic, int32_t partitions_count, std::string_view count_field,
                                  std::function<void(result<topic_description>)> done) = 0;
   /// Sets (value) or resets to default (nullopt) topic configs; validate_only checks only.
   virtual void alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,

@@ -195,6 +195,11 @@ struct produce_record {
 
 using ::ringlog::partition::acks_mode;
 
+/// Who wrote a produce_request's records: a client (every door), or the delay scheduler moving
+/// due records to their target (broker/delay.cc), each with its ringlog-delay-source header
+/// beside its delivery time, which is never delayed again.
+enum class record_origin : bool { client, delay_scheduler };
+
 struct produce_request {
   std::string topic;
   std::vector<produce_record> records;
@@ -213,6 +218,9 @@ struct produce_request {
   /// on the topic (Kafka's rule for auto-creation, KafkaApis.handleTopicMetadataRequest); else it
   /// is answered as with auto.create.topics.enable=false, naming the permission.
   std::string host{};
+  /// delay_scheduler only on a scheduler's moves: a client's delayed record that carries
+  /// ringlog-delay-source is refused (invalid_record), as the header would cancel its delay.
+  record_origin origin = record_origin::client;
 };
 
 /// Per record, in request order. With acks=none the offset is -1 (unknown).
