@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -239,6 +240,18 @@ broker::kafka_listener_endpoint kafka_advertised(const config::server_config& cf
   if (l.bound_port > 0) bound.port = l.bound_port;
   const auto a = config::advertised_listener(cfg, bound);
   return {a.name, a.host, a.port};
+}
+
+/// Where peers and clients are told this node's HTTP listener is: advertised.listeners' entry,
+/// else the bound host, except that a wildcard bind (0.0.0.0, ::) is advertised as 127.0.0.1
+/// with a warning, as the Kafka listener's is (a new user of session 31 saw 0.0.0.0 registered:
+/// a peer passing a group call there would call itself).
+std::string advertised_http_host(const config::server_config& cfg) {
+  if (!cfg.advertised_http_host.empty()) return cfg.advertised_http_host;
+  if (cfg.listener_host != "0.0.0.0" && cfg.listener_host != "::") return cfg.listener_host;
+  spdlog::warn("msg=\"http listener binds a wildcard address; peers and the REST v3 brokers answer are told "
+               "127.0.0.1: set advertised.listeners=http://HOST:PORT for other machines\"");
+  return "127.0.0.1";
 }
 
 /// The port a bound socket holds (an ephemeral port 0 becomes the one the kernel chose), or -1.
@@ -766,6 +779,19 @@ open_file_budget plan_open_files(const config::server_config& cfg) {
   return b;
 }
 
+/// The names a plaintext HTTP request's Host may carry (gateway::host_permitted; IP addresses and
+/// localhost need none): http.allowed.hosts, this machine's host name, and every listener's and
+/// advertised listener's host (a broker reached by the name it advertises).
+std::vector<std::string> allowed_http_hosts(const config::server_config& cfg) {
+  std::vector<std::string> names = comma_separated(cfg.http_allowed_hosts);
+  std::array<char, 256> own{};
+  if (gethostname(own.data(), own.size() - 1) == 0 && own[0] != '\0') names.emplace_back(own.data());
+  for (const auto* records : {&cfg.listeners, &cfg.advertised_listeners}) {
+    for (const auto& r : *records) names.push_back(r.host);
+  }
+  return names;
+}
+
 /// The "serving" line: the plaintext HTTP listener (`http_port`, -1 when there is none: an
 /// https-only node logs its own "serving https" line) and the cluster listener (-1: none).
 void log_serving(const config::server_config& cfg, int http_port, int cluster_port, int32_t controller_id) {
@@ -1022,8 +1048,7 @@ int serve_main(int argc, char** argv) {
   base::system_clock clock;
   // Declared before the broker, so it outlives every log that reports to it.
   storage::log_dir_failure_channel log_dir_failures(cfg.log_dir, halt_on_log_dir_failure);
-  broker::broker_dependencies deps{*fs, clock, *runtime,
-                                   cfg.advertised_http_host.empty() ? cfg.listener_host : cfg.advertised_http_host,
+  broker::broker_dependencies deps{*fs, clock, *runtime, advertised_http_host(cfg),
                                    cfg.advertised_http_port >= 0 ? cfg.advertised_http_port : cfg.listener_port};
   if (voters.size() > 1 || transport) deps.controller_quorum_voters = voters;
   deps.log_dir_failures = &log_dir_failures;
@@ -1096,6 +1121,7 @@ int serve_main(int argc, char** argv) {
     return kafka_fetch_metrics(kafka_counters) + limits->metrics_text();
   };
   options.cors_allowed_origins = comma_separated(cfg.http_cors_allowed_origins);
+  options.allowed_hosts = allowed_http_hosts(cfg);
   // HTTP Basic and the console login check the SCRAM users (issue 29): the password is derived
   // with the stored salt and iterations and compared with the stored key (no plaintext kept).
   use_scram_store(options.authentication, broker->security().scram_lookup());

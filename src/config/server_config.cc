@@ -571,6 +571,45 @@ std::vector<key_spec> consumer_group_keys() {
   };
 }
 
+constexpr const char* allowed_hosts_help =
+    "host names (beside IP addresses, localhost, this machine's host name and the listeners' and advertised "
+    "listeners' hosts) a browser's request to a plaintext http:// listener without HTTP authentication may name in "
+    "its Host header; others get 403 (DNS rebinding): a comma-separated list of names, or * (any)";
+
+/// http.allowed.hosts: names only (letters, digits, '.', '-', '_'), commas, spaces or "*".
+std::optional<std::string> set_allowed_hosts(server_config& c, std::string_view v) {
+  for (char ch : v) {
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' || ch == ',' ||
+          ch == ' ' || ch == '*')) {
+      return "each entry must be a host name (no scheme, port or path) or *, got '" + std::string(v) + "'";
+    }
+  }
+  c.http_allowed_hosts = std::string(v);
+  return std::nullopt;
+}
+
+/// http.cors.allowed.origins: "*" or scheme://host[:port] entries, comma-separated, or empty.
+std::optional<std::string> set_cors_allowed_origins(server_config& c, std::string_view v) {
+  size_t start = v.find_first_not_of(' ') == std::string_view::npos ? v.size() + 1 : 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string_view::npos) comma = v.size();
+    std::string_view item = v.substr(start, comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    size_t scheme = item.find("://");
+    if (item != "*" && (scheme == std::string_view::npos || scheme == 0 || item.size() == scheme + 3 ||
+                        item.find('/', scheme + 3) != std::string_view::npos)) {
+      return "each origin must be * or scheme://host[:port] (no path), got '" + std::string(item) + "'";
+    }
+    start = comma + 1;
+  }
+  c.http_cors_allowed_origins = std::string(v);
+  return std::nullopt;
+}
+
+std::string show_allowed_hosts(const server_config& c) { return c.http_allowed_hosts; }
+
 const std::vector<key_spec>& key_table() {
   constexpr int64_t i32 = std::numeric_limits<int32_t>::max();
   constexpr int64_t i64 = std::numeric_limits<int64_t>::max();
@@ -920,25 +959,9 @@ const std::vector<key_spec>& key_table() {
       key_spec{"http.cors.allowed.origins",
                "browser origins (pages of other sites) allowed by CORS, the WebSocket upgrade and state-changing calls: "
                "empty (none; the server's own pages always are), * (any) or a comma-separated list of scheme://host[:port]",
-               [](server_config& c, std::string_view v) -> std::optional<std::string> {
-                 size_t start = v.find_first_not_of(' ') == std::string_view::npos ? v.size() + 1 : 0;
-                 while (start <= v.size()) {
-                   size_t comma = v.find(',', start);
-                   if (comma == std::string_view::npos) comma = v.size();
-                   std::string_view item = v.substr(start, comma - start);
-                   while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-                   while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-                   size_t scheme = item.find("://");
-                   if (item != "*" && (scheme == std::string_view::npos || scheme == 0 || item.size() == scheme + 3 ||
-                                       item.find('/', scheme + 3) != std::string_view::npos)) {
-                     return "each origin must be * or scheme://host[:port] (no path), got '" + std::string(item) + "'";
-                   }
-                   start = comma + 1;
-                 }
-                 c.http_cors_allowed_origins = std::string(v);
-                 return std::nullopt;
-               },
+               set_cors_allowed_origins,
                [](const server_config& c) { return c.http_cors_allowed_origins; }},
+      key_spec{"http.allowed.hosts", allowed_hosts_help, set_allowed_hosts, show_allowed_hosts},
       int_key("http.connections.max", &server_config::http_connections_max, 0, 1000000,
               "open HTTP connections at once; 0 = a quarter of the open-file limit, at most 10000"),
       int_key("broker.partitions.max", &server_config::broker_partitions_max, 0, 10000000,
@@ -1149,6 +1172,12 @@ result<void> resolve_listeners(server_config& c) {
     }
   }
   for (const auto& r : c.advertised_listeners) {
+    if (r.host == "0.0.0.0" || r.host == "::") {
+      // Kafka's rule: advertised.listeners cannot use the nonroutable meta-address.
+      return invalid("advertised.listeners", show_listeners(c.advertised_listeners),
+                     "advertises " + r.to_string() + ", a wildcard address no client or peer can connect to: name "
+                     "this node's routable address or name (0.0.0.0 and :: belong in listeners only)");
+    }
     if (r.name == "HTTP" || (r.name == "HTTPS" && http == 0)) {
       c.advertised_http_host = r.host;
       c.advertised_http_port = r.port;

@@ -18,12 +18,18 @@ bool open_route(std::string_view pattern, const http_auth_options& options) {
 
 }  // namespace
 
+/// A GET that changes state: a v2 consumer instance's read moves its position (and, with
+/// auto.commit.enable, commits), so a page of another site must not make it either (the breaker
+/// of session 31 emptied another client's instance with a foreign page's GET, which a browser
+/// sends without a preflight).
+bool read_moves_a_consumer(std::string_view pattern) { return pattern == "/consumers/{group}/instances/{instance}/records"; }
+
 bool authenticate_call(const call_ptr& c, std::string_view pattern) {
   // A page of another site may not change anything here unless http.cors.allowed.origins names
   // it: CORS only hides answers from it, and a request a browser sends without a preflight
   // (a form's POST) would still act (the new user of session 30: any page could delete topics
   // of a broker on 127.0.0.1 while the default allowed every origin).
-  if (!c->request.origin.empty() && state_changing(c->request.method) &&
+  if (!c->request.origin.empty() && (state_changing(c->request.method) || read_moves_a_consumer(pattern)) &&
       !origin_permitted(c->self->options().cors_allowed_origins, c->request.origin, c->request.host)) {
     c->fail(403, ec::forbidden, "origin " + c->request.origin + " is not in http.cors.allowed.origins (empty "
                                 "by default: only this server's own pages may change anything)");

@@ -284,6 +284,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     busy_ = true;
     ++server_.in_flight;
     auto& msg = parser_->get();
+    if (refuse_foreign_host(msg)) return;
     // curl and others wait for "100 Continue" before sending bodies over 1 KiB.
     if (auto it = msg.find(http::field::expect); it != msg.end() && beast::iequals(it->value(), "100-continue")) {
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, msg.version());
@@ -526,6 +527,35 @@ class session final : public std::enable_shared_from_this<session>, public respo
   /// A body in a coding we do not decode must not reach the JSON parser ("not valid UTF-8") or be
   /// stored as it is: 415 for a Content-Encoding (RFC 9110 section 8.4.1), 501 for a transfer
   /// coding other than chunked (RFC 9112 section 6.1). True when it answered.
+  /// A browser's plaintext request whose Host names neither an address of this server nor one of
+  /// its names (server_options::allowed_hosts) gets 403 and the connection closes: a page whose DNS name
+  /// was rebound to this address is same-origin to the browser, sends no Origin on its GETs and
+  /// its own name as Host on every call (the breaker of session 31 created, read and deleted
+  /// topics that way). Only where that page would be let in: TLS needs no check (the browser
+  /// would not accept this server's certificate for the page's name), nor does a server with
+  /// HTTP authentication (the page has no credentials: the browser keeps cookies and Basic
+  /// logins for the server's real name).
+  /// A browser is known by what every one sends (an Origin, a Sec-Fetch-* header of the Fetch
+  /// Metadata spec, a "Mozilla/" User-Agent); other clients (curl, Kafka REST clients, a raw
+  /// socket's "Host: x") are not browsers and are not checked.
+  bool refuse_foreign_host(const http::request<http::string_body>& msg) {
+    if (https_ || server_.options.authentication.methods.enabled()) return false;
+    auto agent = msg.find(http::field::user_agent);
+    const bool browser = msg.find(http::field::origin) != msg.end() || msg.find("Sec-Fetch-Site") != msg.end() ||
+                         msg.find("Sec-Fetch-Mode") != msg.end() ||
+                         (agent != msg.end() && std::string_view(agent->value().data(), agent->value().size()).starts_with("Mozilla/"));
+    if (!browser) return false;
+    auto host = msg.find(http::field::host);
+    const std::string_view value = host == msg.end() ? std::string_view() : std::string_view(host->value().data(), host->value().size());
+    if (host_permitted(server_.options.allowed_hosts, value)) return false;
+    keep_alive_ = false;
+    respond_error(403, error_codes::forbidden,
+                  "Host '" + std::string(value.substr(0, 255)) + "' is not a name of this server: add it to "
+                  "http.allowed.hosts (IP addresses, localhost, this machine's host name and the listeners' hosts "
+                  "need no entry; the check keeps DNS-rebinding pages out)");
+    return true;
+  }
+
   bool refuse_encoded_body(const http::request<http::string_body>& msg) {
     if (auto it = msg.find(http::field::content_encoding); it != msg.end() && !beast::iequals(it->value(), "identity")) {
       respond_error(415, error_codes::unsupported_media_type,
@@ -533,13 +563,21 @@ class session final : public std::enable_shared_from_this<session>, public respo
       return true;
     }
     if (auto it = msg.find(http::field::transfer_encoding); it != msg.end()) {
+      // Where the body ends is unknown unless chunked is the only coding, so the bytes after the
+      // head are not a next request: close (RFC 9112 section 6.3; the breakers of sessions 30 and
+      // 31 hid a request in a gzip, an identity and an empty Transfer-Encoding's body).
+      bool chunked = false;
       for (auto coding : http::token_list(it->value())) {
-        if (beast::iequals(coding, "chunked") || beast::iequals(coding, "identity")) continue;
-        // Where this body ends is unknown, so the bytes after the head are not a next request
-        // (RFC 9112 section 6.3; the breaker of session 30 hid a request in such a body).
+        chunked = beast::iequals(coding, "chunked");
+        if (chunked) continue;
         keep_alive_ = false;
         respond_error(501, error_codes::not_implemented,
                       "Transfer-Encoding \"" + std::string(it->value()) + "\" is not supported; only chunked is");
+        return true;
+      }
+      if (!chunked) {
+        keep_alive_ = false;
+        respond_error(400, error_codes::bad_request, "an empty Transfer-Encoding header: send chunked or none");
         return true;
       }
     }

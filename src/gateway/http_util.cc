@@ -1,5 +1,8 @@
 #include "http_util.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -302,6 +305,28 @@ bool same_origin(std::string_view origin, std::string_view host) {
   const size_t scheme = origin.find("://");
   if (scheme == std::string_view::npos || host.empty()) return false;
   return lower(origin.substr(scheme + 3)) == lower(host);
+}
+
+bool host_permitted(const std::vector<std::string>& names, std::string_view host) {
+  if (host.empty()) return true;
+  std::string name;
+  if (host.front() == '[') {
+    const size_t close = host.find(']');
+    if (close == std::string_view::npos) return false;
+    const std::string inside(host.substr(1, close - 1));
+    in6_addr v6{};
+    return inet_pton(AF_INET6, inside.c_str(), &v6) == 1 &&
+           (close + 1 == host.size() || host[close + 1] == ':');
+  }
+  name = lower(host.substr(0, host.find(':')));
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  in_addr v4{};
+  if (inet_pton(AF_INET, name.c_str(), &v4) == 1) return true;
+  if (name == "localhost" || name.ends_with(".localhost")) return true;
+  for (const std::string& n : names) {
+    if (n == "*" || lower(n) == name) return true;
+  }
+  return false;
 }
 
 bool origin_permitted(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host) {

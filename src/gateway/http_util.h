@@ -72,6 +72,12 @@ bool origin_allowed(const std::vector<std::string>& allowed, std::string_view or
 /// Whether `origin` names the server the request was sent to: its host[:port] is the request's
 /// Host header (case-insensitive). This server's own pages (the console) are always allowed.
 bool same_origin(std::string_view origin, std::string_view host);
+/// Whether a Host header (RFC 9110 section 7.2: host[:port]) names this server for a plaintext
+/// request: an IPv4 address, a bracketed IPv6 address, localhost or a name under .localhost
+/// (RFC 6761), or a name in `names` (case-insensitive, a trailing dot ignored; "*" allows any).
+/// An empty header is allowed (HTTP/1.0 clients send none; no browser does). A DNS-rebinding
+/// page sends its own name, which is none of these.
+bool host_permitted(const std::vector<std::string>& names, std::string_view host);
 /// origin_allowed or same_origin: whether a browser page of `origin` may call this server.
 bool origin_permitted(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host);
 

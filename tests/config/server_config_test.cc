@@ -349,6 +349,9 @@ TEST_CASE("listeners by Kafka's security protocol names, named listeners and per
   CHECK(why({{"listeners", "http://127.0.0.1:1,cluster://127.0.0.1:2"}, {"listener.security.protocol.map", "CLUSTER:SASL_SSL"}})
             .find("cluster listener takes PLAINTEXT or SSL") != std::string::npos);
   CHECK(why({{"advertised.listeners", "SSL://10.0.0.1:9093"}}).find("names listener SSL") != std::string::npos);
+  // Kafka's rule: the nonroutable meta-address is never advertised (the new user of session 31).
+  CHECK(why({{"advertised.listeners", "kafka://0.0.0.0:9092"}}).find("wildcard address") != std::string::npos);
+  CHECK(why({{"advertised.listeners", "http://0.0.0.0:8082"}}).find("wildcard address") != std::string::npos);
   // Secrets are not printed back.
   auto secret = load_server_config({{"ssl.key.password", "hunter2"}});
   REQUIRE(secret.ok());

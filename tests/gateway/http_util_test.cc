@@ -205,3 +205,25 @@ TEST_CASE("held_bytes_budget: holds up to the max together, one alone always, gi
   b.reset();
   CHECK(budget.held() == 0);
 }
+
+TEST_CASE("host_permitted: addresses, localhost and the server's names pass; a rebound page's name does not") {
+  const std::vector<std::string> names = {"broker-1", "Broker.Example.com"};
+  CHECK(host_permitted(names, ""));                       // HTTP/1.0, no Host
+  CHECK(host_permitted(names, "127.0.0.1:8082"));
+  CHECK(host_permitted(names, "10.1.2.3"));
+  CHECK(host_permitted(names, "[::1]:8082"));
+  CHECK(host_permitted(names, "[::1]"));
+  CHECK(host_permitted(names, "localhost:8082"));
+  CHECK(host_permitted(names, "LOCALHOST."));
+  CHECK(host_permitted(names, "app.localhost:3000"));     // RFC 6761: always loopback
+  CHECK(host_permitted(names, "broker-1:8082"));
+  CHECK(host_permitted(names, "broker.example.com.:8082"));
+  // The breaker of session 31: a page at rebind.evil.example whose name now resolves here.
+  CHECK(!host_permitted(names, "rebind.evil.example:8082"));
+  CHECK(!host_permitted(names, "localhost.evil.example"));
+  CHECK(!host_permitted(names, "127.0.0.1.evil.example"));
+  CHECK(!host_permitted(names, "[::1"));
+  CHECK(!host_permitted(names, "[not-an-address]:80"));
+  CHECK(!host_permitted({}, "broker-1"));
+  CHECK(host_permitted({"*"}, "anything.example"));
+}

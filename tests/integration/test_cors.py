@@ -101,3 +101,54 @@ def test_restricted_origins(fresh_broker, topic_name):
 def test_bad_allowed_origins_setting_is_refused(fresh_broker):
     with pytest.raises(AssertionError, match="scheme://host"):
         fresh_broker(["http.cors.allowed.origins=app.example.test/path"])
+
+
+def test_a_dns_rebinding_page_is_refused_and_other_clients_are_not(fresh_broker, topic_name):
+    """The breaker of session 31: a page at rebind.evil.example whose DNS name was rebound to the
+    broker's address is same-origin to the browser (Origin and Host both name rebind.evil.example),
+    so it created, read and deleted topics of an unauthenticated broker on 127.0.0.1. A browser's
+    request (an Origin, a Sec-Fetch-* header or a Mozilla User-Agent) whose Host is not a name of
+    this server gets 403 and nothing changes; a Host that is an address, localhost or a name in
+    http.allowed.hosts passes, and non-browser clients are never checked."""
+    b = fresh_broker(["http.allowed.hosts=broker.example.test"])
+    b.create_topic(topic_name)
+    evil = f"rebind.evil.example:{b.port}"
+    for headers in [{"Host": evil, "Origin": f"http://{evil}"},              # a POST or a CORS fetch
+                    {"Host": evil, "Sec-Fetch-Site": "same-origin"},         # a same-origin GET: no Origin
+                    {"Host": evil, "User-Agent": "Mozilla/5.0 (X11; Linux x86_64)"}]:
+        r = requests.get(b.v3(f"/topics/{topic_name}"), headers=headers)
+        assert r.status_code == 403 and r.json()["error_code"] == 40301, (headers, r.text)
+        assert "http.allowed.hosts" in r.json()["message"]
+        r = requests.delete(b.v3(f"/topics/{topic_name}"), headers=headers)
+        assert r.status_code == 403, (headers, r.text)
+    assert requests.get(b.v3(f"/topics/{topic_name}")).status_code == 200   # still there
+    # The server's own names: addresses, localhost, the configured name.
+    for host in [f"127.0.0.1:{b.port}", f"localhost:{b.port}", f"broker.example.test:{b.port}"]:
+        r = requests.get(b.v3(f"/topics/{topic_name}"), headers={"Host": host, "Origin": f"http://{host}",
+                                                                 "Sec-Fetch-Site": "same-origin"})
+        assert r.status_code == 200, (host, r.text)
+    # curl, Kafka REST clients and raw sockets name whatever Host they like.
+    assert requests.get(b.v3(f"/topics/{topic_name}"), headers={"Host": "x"}).status_code == 200
+
+
+def test_a_page_of_another_site_cannot_consume_a_v2_instances_records(fresh_broker, topic_name):
+    """The breaker of session 31: a foreign page's GET of /consumers/{g}/instances/{i}/records needs
+    no preflight and moved the instance's position, so its owner read nothing."""
+    b = fresh_broker()
+    b.create_topic(topic_name)
+    requests.post(f"{b.url}/topics/{topic_name}", json={"records": [{"value": "eA=="}, {"value": "eQ=="}]},
+                  headers={"Content-Type": "application/vnd.kafka.binary.v2+json"}).raise_for_status()
+    v2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+    inst = requests.post(f"{b.url}/consumers/g-{topic_name}", json={"auto.offset.reset": "earliest"}, headers=v2)
+    base_uri = inst.json()["base_uri"]
+    requests.post(base_uri + "/subscription", json={"topics": [topic_name]}, headers=v2).raise_for_status()
+    accept = {"Accept": "application/vnd.kafka.binary.v2+json"}
+    r = requests.get(base_uri + "/records", headers={**accept, "Origin": OTHER})
+    assert r.status_code == 403 and r.json()["error_code"] == 40301, r.text
+    got = []
+    deadline = __import__("time").monotonic() + 30
+    while len(got) < 2 and __import__("time").monotonic() < deadline:
+        r = requests.get(base_uri + "/records", params={"timeout": 500}, headers=accept)
+        assert r.status_code == 200, r.text
+        got += r.json()
+    assert [x["offset"] for x in got] == [0, 1]

@@ -274,13 +274,30 @@ def test_an_unsupported_transfer_encoding_closes_the_connection(broker):
     connection and read the body as a next request (a hidden topic create answered 201). Where
     such a body ends is unknown (RFC 9112 section 6.3): the connection closes after the 501."""
     import socket
-    inner = b"POST /v3/clusters/x/topics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
-    request = (b"POST /topics/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nContent-Type: application/json\r\n\r\n"
-               + inner)
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
-        s.sendall(request)
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    assert data.startswith(b"HTTP/1.1 501"), data[:200]
-    assert data.count(b"HTTP/1.1 ") == 1, data
+    # The breaker of session 31: `identity` and an empty value were read as "no body" and the
+    # body ran as a next request too.
+    # gzip before chunked: the chunked framing of this body does not parse, so 400 before the 501.
+    for coding, status in [(b"gzip", b"501"), (b"identity", b"501"), (b"", b"400"), (b"gzip, chunked", b"400")]:
+        inner = b"POST /v3/clusters/x/topics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+        request = (b"POST /topics/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
+                   b"\r\nContent-Type: application/json\r\n\r\n" + inner)
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+            s.sendall(request)
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 " + status), (coding, data[:200])
+        assert data.count(b"HTTP/1.1 ") == 1, (coding, data)
+
+
+def test_v2_records_with_headers_are_refused_pointing_at_v3_and_the_websocket(broker, topic_name):
+    """A new user of session 29: a v2 record with "headers" was refused as an unknown field with no
+    word on where headers are taken (the Confluent REST Proxy's v2 has none either)."""
+    broker.create_topic(topic_name)
+    body = {"records": [{"value": "eA==", "headers": [{"key": "h", "value": "eQ=="}]}]}
+    for url in [f"{broker.url}/topics/{topic_name}", f"{broker.url}/topics/{topic_name}/partitions/0"]:
+        r = requests.post(url, json=body, headers={"Content-Type": BINARY})
+        assert r.status_code == 422, r.text
+        message = r.json()["message"]
+        assert "records[0]" in message and "/v3/clusters/" in message and "/v1/ws" in message, message
+    assert requests.get(f"{broker.url}/topics/{topic_name}/partitions/0/offsets").json()["end_offset"] == 0

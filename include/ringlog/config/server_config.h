@@ -125,6 +125,7 @@ struct server_config {
   int64_t shutdown_drain_timeout_ms = 10000;            // shutdown.drain.timeout.ms
   int64_t http_connections_max = 0;                     // http.connections.max: 0 = from RLIMIT_NOFILE
   std::string http_cors_allowed_origins;          // http.cors.allowed.origins: "*" or origins, comma-separated
+  std::string http_allowed_hosts;                 // http.allowed.hosts: "*" or host names, comma-separated
   // ---- HTTP authentication (issue 29; docs/security.md "HTTP authentication and the console")
   std::string http_authentication_method = "NONE";      // http.authentication.method: NONE | BASIC | BEARER | BASIC,BEARER
   bool http_metrics_authentication = false;             // http.metrics.authentication: /metrics needs credentials

@@ -47,6 +47,12 @@ struct server_options {
   /// http.cors.allowed.origins: browser origins the REST routes answer with CORS headers and the
   /// WebSocket upgrade accepts (others get 403); "*" allows any.
   std::vector<std::string> cors_allowed_origins = {"*"};
+  /// The names a browser's plaintext request's Host header may carry, on a server without HTTP
+  /// authentication, besides IP addresses and localhost
+  /// (http.allowed.hosts, this machine's host name, the listeners' and advertised listeners'
+  /// hosts; host_permitted): a page whose DNS name was rebound to this server's address sends
+  /// its own name, which gets 403. "*" allows any; empty: IP addresses and localhost only.
+  std::vector<std::string> allowed_hosts = {"*"};
   /// A socket already bound to host:port (bind_listener), which start() adopts and listens on;
   /// -1: start() binds host:port itself. `serve` binds first, so a port in use stops it before it
   /// creates log.dirs or anything else.
