@@ -2531,8 +2531,10 @@ std::optional<json> quota_changes(const args& a, bool set) {
       const size_t eq = item.find('=');
       char* end = nullptr;
       const double v = eq == std::string::npos ? 0 : std::strtod(item.c_str() + eq + 1, &end);
-      if (eq == std::string::npos || eq + 1 == item.size() || end == nullptr || *end != '\0') {
-        std::cerr << "--add-config takes KEY=NUMBER[,KEY=NUMBER], got \"" << item << "\"\n";
+      // A non-finite number (inf, nan, 1e400) would go out as JSON null, which removes the quota
+      // (the breaker of session 31: "Set 1 quota" while the old one was deleted).
+      if (eq == std::string::npos || eq + 1 == item.size() || end == nullptr || *end != '\0' || !std::isfinite(v)) {
+        std::cerr << "--add-config takes KEY=NUMBER[,KEY=NUMBER] with a finite number, got \"" << item << "\"\n";
         return std::nullopt;
       }
       if (std::floor(v) == v && std::fabs(v) < 9.0e15) quotas[item.substr(0, eq)] = static_cast<int64_t>(v);
