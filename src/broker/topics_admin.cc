@@ -14,6 +14,7 @@
 #include "metadata_barrier.h"
 #include "broker_configs.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/controller/internal_topics.h"
 #include "metadata_publisher.h"
 #include "topic_config.h"
 
@@ -171,6 +172,14 @@ void admin_manager::create_partitions(std::string topic, int32_t partitions_coun
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
     const int32_t current = t->partitions_count();
+    // A coordinator topic's partition of a group or transactional id is the hash of the id modulo
+    // the count (Kafka's offsets.topic.num.partitions and transaction.state.log.num.partitions,
+    // which its docs say never to change): a new count moves half the ids to partitions that do
+    // not hold their state (the breaker of session 31: 16 of 30 groups lost their offsets).
+    if (topic == controller::consumer_offsets_topic_name || topic == controller::transaction_state_topic_name) {
+      return done(error{errc::invalid_partitions, "the partition count of internal topic '" + topic + "' cannot change: "
+                        "each group's or transactional id's coordinator is the hash of the id modulo that count"});
+    }
     if (partitions_count <= current) {
       return done(error{errc::invalid_partitions, "topic '" + topic + "' has " + std::to_string(current) +
                                                       " partitions; " + std::string(count_field) +

@@ -6,7 +6,7 @@ import subprocess
 
 import requests
 
-from conftest import Broker, binary_path, free_port
+from conftest import Broker, binary_path, free_port, wait_until
 
 BINARY = "application/vnd.kafka.binary.v2+json"
 
@@ -266,3 +266,18 @@ def test_the_shipped_config_file_lists_every_key_of_serve_help(ringlog_bin):
     conf = (Path(__file__).resolve().parents[2] / "conf" / "ringlog.properties").read_text()
     missing = [k for k in keys if not re.search(r"^#?" + re.escape(k) + r" =", conf, re.M)]
     assert not missing, f"conf/ringlog.properties lacks {missing}"
+
+
+def test_the_coordinator_topics_partition_counts_cannot_change(broker):
+    """The breaker of session 31: PATCH of __consumer_offsets to 16 partitions was accepted, and
+    after a restart 16 of 30 groups read their committed offsets as -1001 (a group's coordinator
+    partition is the hash of its id modulo the count: Kafka's docs say never to change it). The
+    same holds for __transaction_state. Both are refused, naming why."""
+    for topic in ["__consumer_offsets", "__transaction_state"]:
+        before = wait_until(lambda: (lambda r: r.status_code == 200 and r)(requests.get(broker.v3(f"/topics/{topic}"), timeout=10)),
+                            30, f"{topic} created at start")
+        count = before.json()["partitions_count"]
+        r = requests.patch(broker.v3(f"/topics/{topic}"), json={"partitions_count": count + 1}, timeout=10)
+        assert r.status_code >= 400, r.text
+        assert "cannot change" in r.json()["message"], r.text
+        assert requests.get(broker.v3(f"/topics/{topic}"), timeout=10).json()["partitions_count"] == count
