@@ -11,6 +11,7 @@
 
 #include "ringlog/base/assert.h"
 #include "ringlog/group/limits.h"
+#include "ringlog/security/forwarded_call.h"
 
 namespace ringlog::broker::retries {
 namespace {
@@ -174,6 +175,28 @@ struct dead_letter_scan {
   std::map<int32_t, bool> complete;
 };
 
+/// The letters a redrive marker of partition `p` says were redriven ("<p>@<offset>,..." in its
+/// value) into scan.redriven, when the broker's proof on it holds (delay::redriven_proof_header);
+/// a marker without one (written by a user with WRITE on the topic) says nothing.
+void note_marker(dead_letter_scan& scan, int32_t p, const model::record& rec, const security::bytes& secret) {
+  std::string_view list = rec.value ? std::string_view(reinterpret_cast<const char*>(rec.value->data()), rec.value->size()) : "";
+  const auto proof = delay::last_header(rec.headers, delay::redriven_proof_header);
+  const std::string partition = std::to_string(p);
+  if (!proof || !security::verify_broker_record(secret, delay::redriven_proof_purpose, {scan.topic, partition, list}, *proof)) {
+    return;
+  }
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    auto item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    auto at = item.find('@');
+    if (at == std::string_view::npos) continue;
+    auto mp = decimal(item.substr(0, at));
+    auto mo = decimal(item.substr(at + 1));
+    if (mp && mo && *mp == p) scan.redriven[p].insert(*mo);
+  }
+}
+
 void scan_dead_letters(broker& b, const std::string& topic, std::optional<int32_t> only,
                        std::function<void(result<std::shared_ptr<dead_letter_scan>>)> done) {
   b.admin().describe_topic(topic, [&b, topic, only, done](result<topic_description> d) {
@@ -191,9 +214,10 @@ void scan_dead_letters(broker& b, const std::string& topic, std::optional<int32_
       return done(scan);
     }
     scan->remaining = parts.size();
+    const security::bytes secret = b.forwarding_secret();
     for (const auto& [p, start] : parts) {
       scan_partition(b, {topic, model::partition_id{p}}, start, dead_letters_scan_records_max,
-                     [scan, p, done](result<std::shared_ptr<scan_state>> r) {
+                     [scan, p, done, secret](result<std::shared_ptr<scan_state>> r) {
                        bool last = false;
                        {
                          std::lock_guard lock(scan->mutex);
@@ -202,19 +226,8 @@ void scan_dead_letters(broker& b, const std::string& topic, std::optional<int32_
                          } else {
                            scan->complete[p] = (*r)->complete;
                            for (auto& rec : (*r)->records) {
-                             if (auto marker = delay::last_header(rec.headers, delay::redriven_marker_header)) {
-                               // "<partition>@<offset>,...": the letters it says were redriven.
-                               std::string_view list = rec.value ? std::string_view(reinterpret_cast<const char*>(rec.value->data()), rec.value->size()) : "";
-                               while (!list.empty()) {
-                                 auto comma = list.find(',');
-                                 auto item = list.substr(0, comma);
-                                 list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-                                 auto at = item.find('@');
-                                 if (at == std::string_view::npos) continue;
-                                 auto mp = decimal(item.substr(0, at));
-                                 auto mo = decimal(item.substr(at + 1));
-                                 if (mp && mo) scan->redriven[static_cast<int32_t>(*mp)].insert(*mo);
-                               }
+                             if (delay::last_header(rec.headers, delay::redriven_marker_header)) {
+                               note_marker(*scan, p, rec, secret);
                                continue;
                              }
                              scan->letters[p].push_back(std::move(rec));
@@ -586,6 +599,9 @@ void redrive_run::mark(std::vector<size_t> copied) {
     m.partition = model::partition_id{p};
     m.value = model::to_bytes(list);
     m.headers.push_back(text_header(delay::redriven_marker_header, std::to_string(counts[p])));
+    m.headers.push_back(text_header(delay::redriven_proof_header,
+                                    security::sign_broker_record(b->forwarding_secret(), delay::redriven_proof_purpose,
+                                                                 {request.topic, std::to_string(p), list})));
     req.records.push_back(std::move(m));
   }
   auto self = next;

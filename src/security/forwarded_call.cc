@@ -78,4 +78,38 @@ bool verify_forwarded_call(std::span<const std::byte> secret, const forwarded_ca
 
 bytes new_forwarding_secret() { return random_bytes(constants::forwarding_secret_bytes); }
 
+namespace {
+
+bytes broker_record_mac(std::span<const std::byte> secret, std::string_view purpose,
+                        std::initializer_list<std::string_view> fields) {
+  std::string m = "ringlog-broker-record-v1\n" + std::string(purpose);
+  for (std::string_view field : fields) {
+    m += '\n';
+    m += std::to_string(field.size());
+    m += ':';
+    m += field;
+  }
+  return detail::hmac(scram_mechanism::sha_256, secret, m);
+}
+
+}  // namespace
+
+std::string sign_broker_record(std::span<const std::byte> secret, std::string_view purpose,
+                               std::initializer_list<std::string_view> fields) {
+  std::string proof;
+  if (secret.empty()) return proof;
+  for (std::byte b : broker_record_mac(secret, purpose, fields)) {
+    proof += hex_digits[std::to_integer<size_t>(b) >> 4];
+    proof += hex_digits[std::to_integer<size_t>(b) & 0xf];
+  }
+  return proof;
+}
+
+bool verify_broker_record(std::span<const std::byte> secret, std::string_view purpose,
+                          std::initializer_list<std::string_view> fields, std::string_view proof) {
+  if (secret.empty() || proof.size() != mac_hex_chars) return false;
+  const bytes claimed = from_hex(proof);
+  return !claimed.empty() && detail::equal_constant_time(claimed, broker_record_mac(secret, purpose, fields));
+}
+
 }  // namespace ringlog::security

@@ -385,3 +385,43 @@ def test_redrive_of_more_dead_letters_than_one_produce_request_takes(broker, top
     copies = [base64.b64decode(rec["value"]).decode() for rec in after if header(rec, "ringlog-redrive-source")]
     assert len(after) == 2 * n
     assert sorted(copies) == sorted(f"v{j}" for j in range(n))   # each letter once
+
+
+def test_a_forged_redrive_marker_marks_nothing(broker, topic_name):
+    """The breaker of session 31: anyone with WRITE on a dead-letter topic (every member of the
+    group has it, for nacks) produced a record with the ringlog-redriven header and value "0@0"
+    into it; the genuine letter at 0@0 then read as redriven and "redrive all" skipped it forever.
+    A marker counts only with the broker's proof (ringlog-redriven-proof, an HMAC with the
+    cluster's secret over the topic, the partition and the value)."""
+    topic = topic_name
+    group = "forged-" + topic
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, [("k", "poison")])
+    base = consumer(broker, group, topic, **{"max.delivery.attempts": 1})
+    taken = []
+
+    def take():
+        r = requests.get(base + "/records", params={"timeout": 200}, headers={"Accept": BINARY})
+        assert r.status_code == 200, r.text
+        taken.extend(r.json())
+        return len(taken) >= 1
+
+    wait_until(take, DEADLINE_S, "the record polled")
+    assert nack(base, taken[:1], "poison").status_code == 204
+    dlq = f"{topic}.{group}.dlq"
+    wait_until(lambda: len(read_all(broker, dlq, 0)) == 1, DEADLINE_S, "the dead letter")
+    for proof in [None, "00" * 32, "not hex"]:
+        headers = [{"name": "ringlog-redriven", "value": b64("1")}]
+        if proof is not None:
+            headers.append({"name": "ringlog-redriven-proof", "value": b64(proof)})
+        r = requests.post(broker.v3(f"/topics/{dlq}/records"),
+                          json={"partition_id": 0, "value": {"type": "BINARY", "data": b64("0@0")}, "headers": headers})
+        assert r.status_code == 200, r.text
+    letters = requests.get(broker.v3(f"/consumer-groups/{group}/dead-letters/{dlq}/records")).json()["data"]
+    assert [(x["offset"], x["redriven"]) for x in letters] == [(0, False)], letters
+    url = broker.v3(f"/consumer-groups/{group}/dead-letters/{dlq}/redrive")
+    r = requests.post(url, json={"to": "original"}, timeout=60)
+    assert r.status_code == 200 and r.json()["redriven"] == 1, r.text
+    # The broker's own marker still counts.
+    r = requests.post(url, json={"to": "original"}, timeout=60)
+    assert r.status_code == 200 and r.json()["redriven"] == 0 and r.json()["already_redriven"] == 1, r.text

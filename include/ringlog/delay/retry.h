@@ -41,6 +41,13 @@ inline constexpr std::string_view redrive_source_header = "ringlog-redrive-sourc
 /// Marks a record of a dead-letter topic that says which dead letters were redriven (its value:
 /// "<partition>@<offset>" entries, comma-separated); browse and counts skip these.
 inline constexpr std::string_view redriven_marker_header = "ringlog-redriven";
+/// On a redrive marker: the broker's proof that it wrote it (security::sign_broker_record over the
+/// dead-letter topic, the marker's partition and its value). A marker without a valid one is
+/// skipped, so a user with WRITE on the dead-letter topic (every member of the group has it, for
+/// nacks) cannot mark letters redriven that were not (the breaker of session 31).
+inline constexpr std::string_view redriven_proof_header = "ringlog-redriven-proof";
+/// security::sign_broker_record's purpose for a redrive marker.
+inline constexpr std::string_view redriven_proof_purpose = "redriven";
 
 // ---- topic names: templates with the placeholders <topic> and <group>, each exactly once (so
 // that every topic and group has its own retry and dead-letter topic), set per consumer instance

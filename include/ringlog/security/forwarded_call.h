@@ -13,6 +13,7 @@
 // digits>". Pure: the secret and the time are arguments.
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,5 +60,16 @@ bool verify_forwarded_call(std::span<const std::byte> secret, const forwarded_ca
 
 /// A new forwarding secret: constants::forwarding_secret_bytes of OpenSSL's RAND_bytes.
 bytes new_forwarding_secret();
+
+/// Proof that a record the broker writes into a topic users may write too (a dead-letter topic's
+/// redrive marker) came from a broker of this cluster: the hex HMAC-SHA256, keyed with the
+/// forwarding secret, of `purpose` and `fields` (each as "<bytes>:<field>", so no two different
+/// field lists give one message). Empty for an empty secret (none committed yet).
+std::string sign_broker_record(std::span<const std::byte> secret, std::string_view purpose,
+                               std::initializer_list<std::string_view> fields);
+/// Whether `proof` is sign_broker_record's for the same secret, purpose and fields (compared in
+/// constant time). False for an empty secret and for any malformed proof.
+bool verify_broker_record(std::span<const std::byte> secret, std::string_view purpose,
+                          std::initializer_list<std::string_view> fields, std::string_view proof);
 
 }  // namespace ringlog::security
