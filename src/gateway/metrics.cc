@@ -7,6 +7,7 @@
 
 #include "ringlog/base/cpu_accounting.h"
 #include "ringlog/base/latency_stages.h"
+#include "ringlog/base/topic_traffic.h"
 
 namespace ringlog::gateway {
 
@@ -37,17 +38,11 @@ void metrics::observe_request(std::string_view route, unsigned status, double se
 }
 
 void metrics::add_bytes_in(const std::string& topic, uint64_t records, uint64_t bytes) {
-  std::lock_guard lock(mutex_);
-  auto& t = topics_[topic];
-  t.records_in += records;
-  t.bytes_in += bytes;
+  base::count_topic_in(topic, records, bytes);
 }
 
 void metrics::add_bytes_out(const std::string& topic, uint64_t records, uint64_t bytes) {
-  std::lock_guard lock(mutex_);
-  auto& t = topics_[topic];
-  t.records_out += records;
-  t.bytes_out += bytes;
+  base::count_topic_out(topic, records, bytes);
 }
 
 partition_health health_of(const broker::topic_description& t) {
@@ -156,6 +151,34 @@ void render_broker_families(std::string& out) {
   render_cpu_activity(out);
 }
 
+/// ringlog_topic_{records,bytes}_{in,out}_total{topic}: every door's clients (base/topic_traffic.h).
+void render_topic_traffic(std::string& out) {
+  struct family {
+    const char* name;
+    const char* help;
+    uint64_t base::topic_traffic_counts::*field;
+  };
+  static constexpr family families[] = {
+      {"ringlog_topic_records_in_total", "Records produced to the topic by clients of every door.",
+       &base::topic_traffic_counts::records_in},
+      {"ringlog_topic_bytes_in_total",
+       "Bytes produced to the topic: key, value and headers over HTTP/WebSocket, record batches over Kafka.",
+       &base::topic_traffic_counts::bytes_in},
+      {"ringlog_topic_records_out_total", "Records fetched from the topic by clients of every door.",
+       &base::topic_traffic_counts::records_out},
+      {"ringlog_topic_bytes_out_total",
+       "Bytes fetched from the topic: key, value and headers over HTTP/WebSocket, record batches over Kafka.",
+       &base::topic_traffic_counts::bytes_out},
+  };
+  const auto traffic = base::topic_traffic();
+  for (const family& f : families) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n", f.name, f.help, f.name);
+    for (const auto& [topic, c] : traffic) {
+      out += fmt::format("{}{{topic=\"{}\"}} {}\n", f.name, escape_label(topic), c.*(f.field));
+    }
+  }
+}
+
 }  // namespace
 
 std::string metrics::render(const std::vector<broker::topic_description>& topics,
@@ -183,23 +206,7 @@ std::string metrics::render(const std::vector<broker::topic_description>& topics
     out += fmt::format("ringlog_http_request_duration_seconds_sum{{route=\"{}\"}} {}\n", label, h.sum);
     out += fmt::format("ringlog_http_request_duration_seconds_count{{route=\"{}\"}} {}\n", label, h.count);
   }
-  struct family {
-    const char* name;
-    const char* help;
-    uint64_t topic_counters::*field;
-  };
-  static constexpr family families[] = {
-      {"ringlog_topic_records_in_total", "Records produced to the topic.", &topic_counters::records_in},
-      {"ringlog_topic_bytes_in_total", "Key, value and header bytes produced to the topic.", &topic_counters::bytes_in},
-      {"ringlog_topic_records_out_total", "Records fetched from the topic.", &topic_counters::records_out},
-      {"ringlog_topic_bytes_out_total", "Key, value and header bytes fetched from the topic.", &topic_counters::bytes_out},
-  };
-  for (const family& f : families) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n", f.name, f.help, f.name);
-    for (const auto& [topic, c] : topics_) {
-      out += fmt::format("{}{{topic=\"{}\"}} {}\n", f.name, escape_label(topic), c.*(f.field));
-    }
-  }
+  render_topic_traffic(out);
   // Per partition: series only for the replicas this node holds (a replica removed here, by a
   // reassignment or a topic deletion, takes its series with it; the console sums these).
   auto partition_gauge = [&](const char* name, const char* help, auto value) {

@@ -40,6 +40,7 @@ class metrics {
 
   /// `route` is the route's template ("GET /topics/{topic}"), never the raw path (bounded labels).
   void observe_request(std::string_view route, unsigned status, double seconds);
+  /// Per-topic traffic, counted process-wide with every door's (base/topic_traffic.h).
   void add_bytes_in(const std::string& topic, uint64_t records, uint64_t bytes);
   void add_bytes_out(const std::string& topic, uint64_t records, uint64_t bytes);
   /// The whole exposition; `topics` adds per-partition gauges, `fsync` the fdatasync latency
@@ -55,13 +56,9 @@ class metrics {
     uint64_t count = 0;
     double sum = 0;
   };
-  struct topic_counters {
-    uint64_t records_in = 0, bytes_in = 0, records_out = 0, bytes_out = 0;
-  };
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, unsigned>, uint64_t> requests_;   // (route, status) -> count
   std::map<std::string, histogram> latency_;                         // route -> histogram
-  std::map<std::string, topic_counters> topics_;
 };
 
 /// Escapes a Prometheus label value (backslash, quote, newline).

@@ -9,6 +9,7 @@
 #include "fetch_frame.h"
 #include "handlers.h"
 #include "ringlog/base/latency_stages.h"
+#include "ringlog/base/topic_traffic.h"
 #include "ringlog/codec/record_batch.h"
 
 namespace ringlog::kafka::detail {
@@ -84,6 +85,20 @@ constexpr int16_t produce_leader_hints_version = 10;
 namespace {
 
 using refusal = std::pair<int16_t, std::string>;
+
+/// Records and bytes of a Produce's batches for one partition (base/topic_traffic.h).
+struct batch_totals {
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+};
+batch_totals totals_of(const std::vector<bytes>& batches) {
+  batch_totals t;
+  for (const auto& batch : batches) {
+    t.bytes += batch.size();
+    if (auto header = codec::decode_header(batch); header.ok()) t.records += static_cast<uint64_t>(header->last_offset_delta) + 1;
+  }
+  return t;
+}
 
 /// The batches of one partition of a Produce into `out`, or why the partition is refused (code,
 /// message), before anything reaches the broker.
@@ -233,9 +248,11 @@ void handle_produce(const request_context& ctx, protocol::produce_request_data r
     // KIP-951's CurrentLeader and NodeEndpoints exist from Produce v10: an older answer carrying
     // them would not encode.
     const bool leader_hints = ctx.api_version >= produce_leader_hints_version;
-    b.produce_batches(std::move(produce), [&b, g, i, tp = produce.partition, leader_hints](
+    const batch_totals sent = totals_of(produce.batches);
+    b.produce_batches(std::move(produce), [&b, g, i, tp = produce.partition, leader_hints, sent](
                                               broker::result<broker::produce_batches_response> r) {
       partition_result& res = g->slot(i);
+      if (r.ok()) base::count_topic_in(tp.topic, sent.records, sent.bytes);
       if (!r.ok()) {
         res.error_code = code_of(r.error());
         res.error_message = r.error().message;
@@ -281,6 +298,7 @@ struct fetch_part {
   /// The zero-copy path: the batches as ranges of segment files (one per batch) instead of bytes.
   std::vector<io::file_range> ranges;
   size_t ranges_bytes = 0;
+  int64_t next_fetch_offset = 0;   // the read's: one past the last offset of its last batch
 };
 
 /// Whole batches at the front of `ranges` (one batch each) that fit in `budget` bytes; at least
@@ -366,6 +384,8 @@ struct fetch_operation {
         }
       }
       const size_t left = response_bytes_max > used ? response_bytes_max - used : 0;
+      const size_t used_before = used;
+      const bool whole = (p.ranges.empty() ? p.batches.size() : p.ranges_bytes) <= left;
       std::vector<io::file_range> kept_ranges;
       if (!p.ranges.empty()) {
         size_t kept_bytes = 0;
@@ -383,6 +403,11 @@ struct fetch_operation {
       }
       ranges[p.topic_index].push_back(std::move(kept_ranges));
       out.responses[p.topic_index].partitions.push_back(std::move(d));
+      // An answer cut by the response's byte bound counts its bytes; its records only when whole.
+      if (used > used_before) {
+        const int64_t covered = whole ? std::max<int64_t>(0, p.next_fetch_offset - p.fetch_offset) : 0;
+        base::count_topic_out(topics[p.topic_index], static_cast<uint64_t>(covered), used - used_before);
+      }
     }
     if (fetch_counters* c = ctx.options().counters; c != nullptr && copied > 0) c->bytes_copied += copied;
     out.throttle_time_ms = static_cast<int32_t>(record_consumer_bytes(used));
@@ -414,6 +439,7 @@ void store(fetch_part& part, broker::result<broker::fetch_response>& r) {
   part.batches = std::move(r->batches);
   part.ranges = std::move(r->file_ranges);
   part.ranges_bytes = r->file_ranges_bytes;
+  part.next_fetch_offset = r->next_fetch_offset.value();
 }
 
 broker::fetch_request make_request(const std::string& topic, const fetch_part& p, int64_t max_wait_ms,

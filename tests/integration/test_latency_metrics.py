@@ -129,3 +129,37 @@ def test_a_connection_paused_at_its_in_flight_bound_and_the_loops_lag_are_counte
     # (the 13th bound, 0.1 s).
     buckets, _, count = histogram(text, "ringlog_kafka_read_paused_seconds", "read_paused")
     assert count - buckets[12] >= 1
+
+
+def test_kafka_clients_traffic_is_counted_per_topic(kbroker, topic_name):
+    """The new user of session 31: records produced and fetched by Kafka clients never showed in
+    ringlog_topic_{records,bytes}_{in,out}_total (and so not in the console's throughput): only the
+    HTTP and WebSocket doors counted. Every door counts now (base/topic_traffic.h)."""
+    admin = AdminClient({"bootstrap.servers": kbroker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(10)
+    p = Producer({"bootstrap.servers": kbroker.bootstrap, "acks": "all", "linger.ms": 5})
+    for i in range(50):
+        p.produce(topic_name, value=b"x" * 100, key=b"k%d" % i)
+    assert p.flush(DEADLINE_S) == 0
+    c = Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic_name, 0, 0), TopicPartition(topic_name, 1, 0)])
+    got = 0
+    end = time.monotonic() + DEADLINE_S
+    while got < 50 and time.monotonic() < end:
+        m = c.poll(0.5)
+        got += 1 if m is not None and m.error() is None else 0
+    c.close()
+    assert got == 50
+
+    def counter(text, name):
+        m = re.search(r"^" + name + r'\{topic="' + re.escape(topic_name) + r'"\} (\d+)$', text, re.M)
+        return int(m.group(1)) if m else 0
+
+    def counted():
+        text = requests.get(kbroker.url + "/metrics", timeout=5).text
+        return counter(text, "ringlog_topic_records_out_total") >= 50 and text
+
+    text = wait_until(counted, DEADLINE_S, "the Kafka consumer's records counted")
+    assert counter(text, "ringlog_topic_records_in_total") == 50
+    assert counter(text, "ringlog_topic_bytes_in_total") >= 50 * 100   # record batches: values and more
+    assert counter(text, "ringlog_topic_bytes_out_total") >= 50 * 100
