@@ -451,6 +451,12 @@ parsed<std::vector<broker::produce_record>> parse_v2_produce(std::string_view bo
     std::string field = "records[" + std::to_string(i++) + "]";
     auto o = partition_in_path ? object_with(field, r, {"key", "value", "deliver_at", "delay_ms"})
                                : object_with(field, r, {"key", "value", "partition", "deliver_at", "delay_ms"});
+    if (!o.ok() && r.is_object() && !r.get_object().value_unsafe()["headers"].error()) {
+      // The Confluent REST Proxy's v2 records have no headers either; say where they are taken.
+      return unprocessable(field + " has \"headers\", which REST v2 records do not take: produce records with "
+                           "headers through REST v3 (POST /v3/clusters/{cluster_id}/topics/{topic}/records) or "
+                           "the WebSocket (/v1/ws)");
+    }
     if (!o.ok()) return o.error();
     broker::produce_record rec;
     for (auto [name, value] : *o) {
