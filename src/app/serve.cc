@@ -50,6 +50,7 @@
 #include "ringlog/security/jwt.h"
 #include "ringlog/security/scram_spec.h"
 #include "ringlog/storage/log_dir_failure.h"
+#include "ringlog/storage/segment_file_budget.h"
 #include "tls_setup.h"
 
 namespace ringlog::app {
@@ -737,12 +738,16 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   return b;
 }
 
-/// How the process's open files are shared: connections and partitions (each partition keeps
-/// about 8 files open: the active segment's log and indexes, closed segments' logs, checkpoints).
+/// How the process's open files are shared: connections, partitions (each partition's share is
+/// 8 files: the active segment's .log, O_DIRECT .log, .index and .timeindex, a snapshot or
+/// checkpoint being written) and sealed segments (one open .log each, storage/
+/// segment_file_budget.h): sealed_segments_max is what the partitions' active files at
+/// broker.partitions.max leave (at least 64).
 struct open_file_budget {
   int64_t limit = 0;
   int64_t connections_max = 0;
   int64_t partitions_max = 0;
+  int64_t sealed_segments_max = 0;
 };
 
 open_file_budget plan_open_files(const config::server_config& cfg) {
@@ -760,10 +765,43 @@ open_file_budget plan_open_files(const config::server_config& cfg) {
   b.limit = rl.rlim_cur == RLIM_INFINITY ? 1'000'000 : static_cast<int64_t>(rl.rlim_cur);
   b.connections_max = cfg.http_connections_max > 0 ? cfg.http_connections_max
                                                    : std::clamp<int64_t>(b.limit / 4, 16, 10000);
-  b.partitions_max = cfg.broker_partitions_max > 0
-                         ? cfg.broker_partitions_max
-                         : std::max<int64_t>(1, (b.limit - b.connections_max - reserved_files) / files_per_partition);
+  const int64_t files_left = b.limit - b.connections_max - reserved_files;
+  b.partitions_max = cfg.broker_partitions_max > 0 ? cfg.broker_partitions_max
+                                                   : std::max<int64_t>(1, files_left / files_per_partition);
+  constexpr int64_t active_files_per_partition = 5;
+  b.sealed_segments_max = std::max<int64_t>(64, files_left - b.partitions_max * active_files_per_partition);
   return b;
+}
+
+/// The start-up line of the open-file budget (plan_open_files).
+void log_open_file_budget(const open_file_budget& budget);
+void warn_segment_budget(const std::string& partition_dir, int64_t sealed_segments_max);
+
+/// Logs the open-file budget and makes the sealed segments' one, which `deps` hands to every log.
+std::unique_ptr<storage::segment_file_budget> start_segment_budget(const open_file_budget& budget,
+                                                                   broker::broker_dependencies& deps) {
+  log_open_file_budget(budget);
+  const int64_t max = budget.sealed_segments_max;
+  auto made = std::make_unique<storage::segment_file_budget>(
+      max, [max](const std::string& dir) { warn_segment_budget(dir, max); });
+  deps.segment_budget = made.get();
+  return made;
+}
+
+void log_open_file_budget(const open_file_budget& budget) {
+  spdlog::info("msg=\"open-file budget\" limit={} http.connections.max={} broker.partitions.max={} "
+               "sealed.segments.max={}",
+               budget.limit, budget.connections_max, budget.partitions_max, budget.sealed_segments_max);
+}
+
+/// The segment file budget's refusal line (at most one a minute, storage/segment_file_budget.h):
+/// a partition did not roll a new segment.
+void warn_segment_budget(const std::string& partition_dir, int64_t sealed_segments_max) {
+  spdlog::warn("msg=\"segment not rolled: the broker's sealed segments hold their open-file budget; a roll for "
+               "segment.ms waits, a produce that needs a new segment is refused (retriable) until retention or "
+               "deletion gives room back; raise the open-file limit (ulimit -n) for more\" partition_dir=\"{}\" "
+               "sealed.segments.max={}",
+               base::logfmt_escaped(partition_dir), sealed_segments_max);
 }
 
 /// The "serving" line: the plaintext HTTP listener (`http_port`, -1 when there is none: an
@@ -1046,8 +1084,7 @@ int serve_main(int argc, char** argv) {
                                                                     : static_cast<int32_t>(transport->port());
   }
   const open_file_budget budget = plan_open_files(cfg);
-  spdlog::info("msg=\"open-file budget\" limit={} http.connections.max={} broker.partitions.max={}", budget.limit,
-               budget.connections_max, budget.partitions_max);
+  const auto segment_budget = start_segment_budget(budget, deps);   // outlives the broker's logs
   broker::broker_config broker_config = to_broker_config(cfg);
   broker_config.partitions_max = static_cast<int32_t>(budget.partitions_max);
   // Start-up may wait for the metadata quorum (the other voters may start later): a SIGTERM or
