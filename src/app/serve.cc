@@ -187,12 +187,27 @@ struct bound_kafka_listener {
   std::shared_ptr<const security::jwt_validator> oauthbearer;   // the JWKS HTTP Bearer uses
 };
 
+/// The open-file limit the process raises itself to (plan_open_files): its hard limit.
+int64_t open_file_limit() {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  return rl.rlim_max == RLIM_INFINITY ? 1'000'000 : static_cast<int64_t>(rl.rlim_max);
+}
+
+/// max.connections, or by default (0) an eighth of the open-file limit, at least 16, at most 10000
+/// (Kafka's listeners together; the HTTP listener's http.connections.max has a quarter): one
+/// address's max.connections.per.ip (1000) could otherwise take every descriptor under
+/// `ulimit -n 1024` (breaker of session 31) and stop every listener.
+int64_t kafka_connections_max(const config::server_config& cfg) {
+  return cfg.max_connections > 0 ? cfg.max_connections : std::clamp<int64_t>(open_file_limit() / 8, 16, 10000);
+}
+
 /// The connection limits of every listener (plaintext HTTP has http.connections.max as well):
 /// max.connections, max.connections.per.ip(.overrides), max.connection.creation.rate, and each
 /// listener's listener.name.<name>.max.connections / .max.connection.creation.rate.
 std::shared_ptr<runtime::connection_limits> make_connection_limits(const config::server_config& cfg) {
   runtime::connection_limits_config c;
-  c.max_connections = cfg.max_connections;
+  c.max_connections = kafka_connections_max(cfg);
   c.max_connections_per_ip = cfg.max_connections_per_ip;
   c.max_connections_per_ip_overrides = cfg.max_connections_per_ip_overrides;
   c.max_connection_creation_rate = cfg.max_connection_creation_rate;
@@ -225,10 +240,7 @@ rpc::listener_admission cluster_admission(const config::server_config& cfg,
     a.connections_max = std::stoll(value);   // checked when the config was read
     return a;
   }
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  const int64_t files = rl.rlim_max == RLIM_INFINITY ? 1'000'000 : static_cast<int64_t>(rl.rlim_max);
-  a.connections_max = std::clamp<int64_t>(files / 8, 16, rpc::constants::cluster_listener_connections_max_default);
+  a.connections_max = std::clamp<int64_t>(open_file_limit() / 8, 16, rpc::constants::cluster_listener_connections_max_default);
   return a;
 }
 
@@ -746,6 +758,7 @@ broker::broker_config to_broker_config(const config::server_config& c) {
 struct open_file_budget {
   int64_t limit = 0;
   int64_t connections_max = 0;
+  int64_t kafka_connections_max = 0;   // max.connections (kafka_connections_max)
   int64_t partitions_max = 0;
   int64_t sealed_segments_max = 0;
 };
@@ -765,7 +778,8 @@ open_file_budget plan_open_files(const config::server_config& cfg) {
   b.limit = rl.rlim_cur == RLIM_INFINITY ? 1'000'000 : static_cast<int64_t>(rl.rlim_cur);
   b.connections_max = cfg.http_connections_max > 0 ? cfg.http_connections_max
                                                    : std::clamp<int64_t>(b.limit / 4, 16, 10000);
-  const int64_t files_left = b.limit - b.connections_max - reserved_files;
+  b.kafka_connections_max = kafka_connections_max(cfg);
+  const int64_t files_left = b.limit - b.connections_max - b.kafka_connections_max - reserved_files;
   b.partitions_max = cfg.broker_partitions_max > 0 ? cfg.broker_partitions_max
                                                    : std::max<int64_t>(1, files_left / files_per_partition);
   constexpr int64_t active_files_per_partition = 5;
@@ -789,9 +803,10 @@ std::unique_ptr<storage::segment_file_budget> start_segment_budget(const open_fi
 }
 
 void log_open_file_budget(const open_file_budget& budget) {
-  spdlog::info("msg=\"open-file budget\" limit={} http.connections.max={} broker.partitions.max={} "
+  spdlog::info("msg=\"open-file budget\" limit={} http.connections.max={} max.connections={} broker.partitions.max={} "
                "sealed.segments.max={}",
-               budget.limit, budget.connections_max, budget.partitions_max, budget.sealed_segments_max);
+               budget.limit, budget.connections_max, budget.kafka_connections_max, budget.partitions_max,
+               budget.sealed_segments_max);
 }
 
 /// The segment file budget's refusal line (at most one a minute, storage/segment_file_budget.h):

@@ -97,3 +97,28 @@ def test_segment_ms_1_flood_keeps_to_the_budget_and_survives_a_restart(ringlog_b
     finally:
         if b.proc is not None:
             b.stop()
+
+
+def test_default_max_connections_leaves_descriptors_for_http(ringlog_bin, tmp_path):
+    """max.connections defaults to an eighth of the open-file limit: one address's silent Kafka
+    connections (max.connections.per.ip is 1000) cannot take every descriptor (breaker of session
+    31: 1,100 of them under a 1024 limit stopped both HTTP and Kafka accepting)."""
+    import socket
+
+    import requests
+
+    b = LimitedBroker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    held = []
+    try:
+        budget_line = [line for line in b.log_path.read_text().splitlines() if "open-file budget" in line][0]
+        assert f"max.connections={FILE_LIMIT // 8}" in budget_line, budget_line
+        for _ in range(FILE_LIMIT):
+            held.append(socket.create_connection(("127.0.0.1", b.kafka_port)))
+        wait_until(lambda: 'reason="max.connections"' in requests.get(b.url + "/metrics", timeout=5).text, 20,
+                   "max.connections refusals counted")
+        assert requests.get(b.url + "/v1/health", timeout=5).status_code == 200
+        assert b.proc.poll() is None
+    finally:
+        for s in held:
+            s.close()
+        assert b.stop() == 0
