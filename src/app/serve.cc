@@ -51,6 +51,7 @@
 #include "ringlog/security/jwt.h"
 #include "ringlog/security/scram_spec.h"
 #include "ringlog/storage/log_dir_failure.h"
+#include "ringlog/storage/segment_file_budget.h"
 #include "tls_setup.h"
 
 namespace ringlog::app {
@@ -187,12 +188,27 @@ struct bound_kafka_listener {
   std::shared_ptr<const security::jwt_validator> oauthbearer;   // the JWKS HTTP Bearer uses
 };
 
+/// The open-file limit the process raises itself to (plan_open_files): its hard limit.
+int64_t open_file_limit() {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  return rl.rlim_max == RLIM_INFINITY ? 1'000'000 : static_cast<int64_t>(rl.rlim_max);
+}
+
+/// max.connections, or by default (0) an eighth of the open-file limit, at least 16, at most 10000
+/// (Kafka's listeners together; the HTTP listener's http.connections.max has a quarter): one
+/// address's max.connections.per.ip (1000) could otherwise take every descriptor under
+/// `ulimit -n 1024` (breaker of session 31) and stop every listener.
+int64_t kafka_connections_max(const config::server_config& cfg) {
+  return cfg.max_connections > 0 ? cfg.max_connections : std::clamp<int64_t>(open_file_limit() / 8, 16, 10000);
+}
+
 /// The connection limits of every listener (plaintext HTTP has http.connections.max as well):
 /// max.connections, max.connections.per.ip(.overrides), max.connection.creation.rate, and each
 /// listener's listener.name.<name>.max.connections / .max.connection.creation.rate.
 std::shared_ptr<runtime::connection_limits> make_connection_limits(const config::server_config& cfg) {
   runtime::connection_limits_config c;
-  c.max_connections = cfg.max_connections;
+  c.max_connections = kafka_connections_max(cfg);
   c.max_connections_per_ip = cfg.max_connections_per_ip;
   c.max_connections_per_ip_overrides = cfg.max_connections_per_ip_overrides;
   c.max_connection_creation_rate = cfg.max_connection_creation_rate;
@@ -225,10 +241,7 @@ rpc::listener_admission cluster_admission(const config::server_config& cfg,
     a.connections_max = std::stoll(value);   // checked when the config was read
     return a;
   }
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  const int64_t files = rl.rlim_max == RLIM_INFINITY ? 1'000'000 : static_cast<int64_t>(rl.rlim_max);
-  a.connections_max = std::clamp<int64_t>(files / 8, 16, rpc::constants::cluster_listener_connections_max_default);
+  a.connections_max = std::clamp<int64_t>(open_file_limit() / 8, 16, rpc::constants::cluster_listener_connections_max_default);
   return a;
 }
 
@@ -750,12 +763,17 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   return b;
 }
 
-/// How the process's open files are shared: connections and partitions (each partition keeps
-/// about 8 files open: the active segment's log and indexes, closed segments' logs, checkpoints).
+/// How the process's open files are shared: connections, partitions (each partition's share is
+/// 8 files: the active segment's .log, O_DIRECT .log, .index and .timeindex, a snapshot or
+/// checkpoint being written) and sealed segments (one open .log each, storage/
+/// segment_file_budget.h): sealed_segments_max is what the partitions' active files at
+/// broker.partitions.max leave (at least 64).
 struct open_file_budget {
   int64_t limit = 0;
   int64_t connections_max = 0;
+  int64_t kafka_connections_max = 0;   // max.connections (kafka_connections_max)
   int64_t partitions_max = 0;
+  int64_t sealed_segments_max = 0;
 };
 
 open_file_budget plan_open_files(const config::server_config& cfg) {
@@ -773,9 +791,12 @@ open_file_budget plan_open_files(const config::server_config& cfg) {
   b.limit = rl.rlim_cur == RLIM_INFINITY ? 1'000'000 : static_cast<int64_t>(rl.rlim_cur);
   b.connections_max = cfg.http_connections_max > 0 ? cfg.http_connections_max
                                                    : std::clamp<int64_t>(b.limit / 4, 16, 10000);
-  b.partitions_max = cfg.broker_partitions_max > 0
-                         ? cfg.broker_partitions_max
-                         : std::max<int64_t>(1, (b.limit - b.connections_max - reserved_files) / files_per_partition);
+  b.kafka_connections_max = kafka_connections_max(cfg);
+  const int64_t files_left = b.limit - b.connections_max - b.kafka_connections_max - reserved_files;
+  b.partitions_max = cfg.broker_partitions_max > 0 ? cfg.broker_partitions_max
+                                                   : std::max<int64_t>(1, files_left / files_per_partition);
+  constexpr int64_t active_files_per_partition = 5;
+  b.sealed_segments_max = std::max<int64_t>(64, files_left - b.partitions_max * active_files_per_partition);
   return b;
 }
 
@@ -790,6 +811,38 @@ std::vector<std::string> allowed_http_hosts(const config::server_config& cfg) {
     for (const auto& r : *records) names.push_back(r.host);
   }
   return names;
+}
+
+/// The start-up line of the open-file budget (plan_open_files).
+void log_open_file_budget(const open_file_budget& budget);
+void warn_segment_budget(const std::string& partition_dir, int64_t sealed_segments_max);
+
+/// Logs the open-file budget and makes the sealed segments' one, which `deps` hands to every log.
+std::unique_ptr<storage::segment_file_budget> start_segment_budget(const open_file_budget& budget,
+                                                                   broker::broker_dependencies& deps) {
+  log_open_file_budget(budget);
+  const int64_t max = budget.sealed_segments_max;
+  auto made = std::make_unique<storage::segment_file_budget>(
+      max, [max](const std::string& dir) { warn_segment_budget(dir, max); });
+  deps.segment_budget = made.get();
+  return made;
+}
+
+void log_open_file_budget(const open_file_budget& budget) {
+  spdlog::info("msg=\"open-file budget\" limit={} http.connections.max={} max.connections={} broker.partitions.max={} "
+               "sealed.segments.max={}",
+               budget.limit, budget.connections_max, budget.kafka_connections_max, budget.partitions_max,
+               budget.sealed_segments_max);
+}
+
+/// The segment file budget's refusal line (at most one a minute, storage/segment_file_budget.h):
+/// a partition did not roll a new segment.
+void warn_segment_budget(const std::string& partition_dir, int64_t sealed_segments_max) {
+  spdlog::warn("msg=\"segment not rolled: the broker's sealed segments hold their open-file budget; a roll for "
+               "segment.ms waits, a produce that needs a new segment is refused (retriable) until retention or "
+               "deletion gives room back; raise the open-file limit (ulimit -n) for more\" partition_dir=\"{}\" "
+               "sealed.segments.max={}",
+               base::logfmt_escaped(partition_dir), sealed_segments_max);
 }
 
 /// The "serving" line: the plaintext HTTP listener (`http_port`, -1 when there is none: an
@@ -1071,8 +1124,7 @@ int serve_main(int argc, char** argv) {
                                                                     : static_cast<int32_t>(transport->port());
   }
   const open_file_budget budget = plan_open_files(cfg);
-  spdlog::info("msg=\"open-file budget\" limit={} http.connections.max={} broker.partitions.max={}", budget.limit,
-               budget.connections_max, budget.partitions_max);
+  const auto segment_budget = start_segment_budget(budget, deps);   // outlives the broker's logs
   broker::broker_config broker_config = to_broker_config(cfg);
   broker_config.partitions_max = static_cast<int32_t>(budget.partitions_max);
   // Start-up may wait for the metadata quorum (the other voters may start later): a SIGTERM or

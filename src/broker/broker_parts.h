@@ -65,7 +65,8 @@ class broker_parts final : public metadata_publisher_host {
     for (size_t shard = 0; shard < deps_.runtime.shard_count(); ++shard) {
       partition_managers_.push_back(std::make_unique<partition_manager>(
           shard, deps_.runtime, deps_.clock, stopping_, compaction_, maintenance, services,
-          log_directory{.fs = deps_.fs, .path = config_.log_dir, .log = deps_.log, .failures = deps_.log_dir_failures}));
+          log_directory{.fs = deps_.fs, .path = config_.log_dir, .log = deps_.log, .failures = deps_.log_dir_failures,
+                        .segment_budget = deps_.segment_budget}));
     }
   }
   broker_parts(const broker_parts&) = delete;

@@ -444,7 +444,8 @@ std::vector<key_spec> connection_limit_keys() {
       int_key("max.connections", &server_config::max_connections, 0, 100'000'000,
               "open connections of every Kafka listener together (the cluster listener is not counted; http and https "
               "have http.connections.max); "
-              "past it new connections are closed at once; also listener.name.<name>.max.connections per listener"),
+              "past it new connections are closed at once; also listener.name.<name>.max.connections per listener; "
+              "0 = an eighth of the open-file limit, at least 16, at most 10000"),
       int_key("max.connections.per.ip", &server_config::max_connections_per_ip, 0, 100'000'000,
               "open connections from one client address, every listener; past it new ones are closed at once"),
       key_spec{"max.connections.per.ip.overrides",
@@ -965,7 +966,7 @@ const std::vector<key_spec>& key_table() {
       int_key("http.connections.max", &server_config::http_connections_max, 0, 1000000,
               "open HTTP connections at once; 0 = a quarter of the open-file limit, at most 10000"),
       int_key("broker.partitions.max", &server_config::broker_partitions_max, 0, 10000000,
-              "partitions of all topics together; 0 = from the open-file limit (8 files per partition)"),
+              "partitions of all topics together; 0 = from the open-file limit less the connections (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
   }, joined(consumer_group_keys(), joined(quorum_and_membership_keys(), joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs())))))));

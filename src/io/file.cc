@@ -22,6 +22,9 @@ errc errc_from_errno(int errno_value) {
     case EACCES:
     case EPERM:
       return errc::permission_denied;
+    case EMFILE:
+    case ENFILE:
+      return errc::too_many_open_files;
     case ENOSYS:
     case EOPNOTSUPP:
       return errc::unsupported;

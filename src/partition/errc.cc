@@ -177,7 +177,8 @@ error from_storage(const storage::error& e) {
     case storage::errc::invalid_timestamp: return {errc::invalid_timestamp, e.message};
     case storage::errc::invalid_config: return {errc::invalid_config, e.message};
     case storage::errc::kafka_storage_error:
-    case storage::errc::too_many_segments: return {errc::kafka_storage_error, e.message};
+    case storage::errc::too_many_segments:
+    case storage::errc::too_many_open_files: return {errc::kafka_storage_error, e.message};
     case storage::errc::out_of_order_sequence_number: return {errc::out_of_order_sequence_number, e.message};
     case storage::errc::invalid_producer_epoch: return {errc::invalid_producer_epoch, e.message};
     // KIP-936 throttles new producer ids with THROTTLING_QUOTA_EXCEEDED; the message names the bound.

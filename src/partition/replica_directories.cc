@@ -77,8 +77,10 @@ std::optional<std::string> stray_reason(const std::string& name, const std::stri
 }  // namespace
 
 error log_directory::failed(std::string_view operation, const io::error& e) const {
-  if (failures) failures->report(operation, storage::error{storage::errc::kafka_storage_error, e.message});
-  return error{errc::kafka_storage_error, e.message};
+  const storage::error stored = storage::storage_error(e);
+  // EMFILE / ENFILE is the open-file limit, not a failed disk: answered (retriable), never a halt.
+  if (failures && stored.code == storage::errc::kafka_storage_error) failures->report(operation, stored);
+  return error{errc::kafka_storage_error, stored.message};
 }
 
 std::string partition_metadata_text(const controller::uuid& topic_id) {
@@ -258,6 +260,7 @@ result<void> partition_manager::open_replica(const std::string& topic, const con
   auto log = storage::partition_log::open(dir_.fs, dir, log_config, clock_);
   if (!log.ok()) return from_storage(log.error());
   log.value()->report_failures_to(dir_.failures);
+  log.value()->charge_segments_to(dir_.segment_budget);
   if (dir_.log) {
     for (const auto& warning : log.value()->last_recovery().warnings) dir_.log(false, dir + ": " + warning);
   }

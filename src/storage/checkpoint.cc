@@ -14,7 +14,7 @@ std::string checkpoint_text(const checkpoint_entries& entries) {
 result<void> write_checkpoint(io::file_system& fs, const std::string& path, const checkpoint_entries& entries) {
   const std::string text = checkpoint_text(entries);
   auto w = io::write_file_atomic(fs, path, std::as_bytes(std::span(text.data(), text.size())));
-  if (!w.ok()) return error{errc::kafka_storage_error, w.error().message};
+  if (!w.ok()) return storage_error(w.error());
   return base::ok_v;
 }
 

@@ -11,6 +11,7 @@ std::string_view to_string(errc e) {
     case errc::kafka_storage_error: return "kafka_storage_error";
     case errc::invalid_config: return "invalid_config";
     case errc::too_many_segments: return "too_many_segments";
+    case errc::too_many_open_files: return "too_many_open_files";
     case errc::out_of_order_sequence_number: return "out_of_order_sequence_number";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
     case errc::too_many_producers: return "too_many_producers";
@@ -21,6 +22,15 @@ std::string_view to_string(errc e) {
     case errc::corrupt_checkpoint: return "corrupt_checkpoint";
   }
   return "unknown";
+}
+
+error storage_error(const io::error& e) {
+  if (e.code == io::errc::too_many_open_files) {
+    return error{errc::too_many_open_files,
+                 e.message + " (the process's open-file limit, not the disk: raise it with ulimit -n or systemd's "
+                             "LimitNOFILE; sealed segments count against the broker's segment file budget)"};
+  }
+  return error{errc::kafka_storage_error, e.message};
 }
 
 }  // namespace ringlog::storage

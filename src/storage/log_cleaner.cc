@@ -24,7 +24,6 @@ constexpr size_t cleaner_write_buffer_bytes = 1024 * 1024;
 constexpr int16_t transactional_bit = 0x10;
 constexpr int16_t control_bit = 0x20;
 
-error storage_error(const io::error& e) { return error{errc::kafka_storage_error, e.message}; }
 
 /// "00000000000000000042.log.swap" -> 42 (for `suffix` ".log.swap"); nullopt otherwise.
 std::optional<model::offset> parse_base(const std::string& name, std::string_view suffix) {
@@ -1002,8 +1001,7 @@ result<void> log_cleaner::swap_substep(pass& p, clean_step& out) {
       auto index_files = fresh.value()->index_files();
       p.stats.bytes_written += fresh.value()->size_bytes();
       ++p.stats.segments_after;
-      for (model::offset b : bases) log.segments_.erase(b);
-      log.segments_.emplace(group_base, std::move(fresh.value()));
+      log.replace_segments(bases, group_base, std::move(fresh.value()));
       // The producer snapshots at the bases the group merged go with those segments (Kafka's
       // replaceSegments deletes them too); the one at group_base and later ones stay. Without
       // this a compacted log, never trimmed from the front, kept one per roll for good.

@@ -26,7 +26,6 @@ constexpr std::array<const char*, 4> checkpoint_files{recovery_point_file, high_
                                                       leader_epoch_file};
 constexpr size_t leader_epoch_index = 3;
 
-error storage_error(const io::error& e) { return error{errc::kafka_storage_error, e.message}; }
 
 /// The leader-epoch-checkpoint entries: leader epoch -> first offset of that epoch.
 checkpoint_entries epoch_entries(const std::map<int32_t, model::offset>& epochs) {
@@ -173,7 +172,49 @@ result<loaded_checkpoints> read_checkpoints(io::file_system& fs, const std::stri
 partition_log::partition_log(io::file_system& fs, std::string directory, log_config config, const base::clock& clock)
     : fs_(fs), directory_(std::move(directory)), config_(std::move(config)), clock_(clock) {}
 
-partition_log::~partition_log() = default;
+partition_log::~partition_log() {
+  if (segment_budget_ != nullptr) segment_budget_->release(segment_files_charged_);
+}
+
+void partition_log::charge_segments_to(segment_file_budget* budget) {
+  if (segment_budget_ != nullptr) segment_budget_->release(segment_files_charged_);
+  segment_files_charged_ = 0;
+  segment_budget_ = budget;
+  settle_segment_budget();
+}
+
+void partition_log::settle_segment_budget() {
+  if (segment_budget_ == nullptr) return;
+  const int64_t sealed = segments_.empty() ? 0 : static_cast<int64_t>(segments_.size()) - 1;
+  if (sealed > segment_files_charged_) segment_budget_->force_acquire(sealed - segment_files_charged_);
+  if (sealed < segment_files_charged_) segment_budget_->release(segment_files_charged_ - sealed);
+  segment_files_charged_ = sealed;
+}
+
+void partition_log::replace_segments(const std::vector<model::offset>& bases, model::offset base,
+                                     std::unique_ptr<segment> fresh) {
+  for (model::offset b : bases) segments_.erase(b);
+  segments_.emplace(base, std::move(fresh));
+  settle_segment_budget();
+}
+
+bool partition_log::segment_budget_has_room() {
+  if (segment_budget_ == nullptr || segment_budget_->used() < segment_budget_->limit()) return true;
+  (void)segment_budget_->refused(directory_, clock_.now_ms());
+  return false;
+}
+
+bool partition_log::take_segment_file(bool forced) {
+  if (segment_budget_ == nullptr) return true;
+  if (forced) {
+    segment_budget_->force_acquire(1);
+  } else if (!segment_budget_->try_acquire()) {
+    (void)segment_budget_->refused(directory_, clock_.now_ms());
+    return false;
+  }
+  ++segment_files_charged_;
+  return true;
+}
 
 result<std::unique_ptr<partition_log>> partition_log::open(io::file_system& fs, std::string directory,
                                                            log_config config, const base::clock& clock) {
@@ -432,8 +473,13 @@ result<void> partition_log::roll_if_needed(size_t batch_bytes, model::offset bas
   // Kafka also rolls when the offset index is full (segment.index.bytes).
   const bool index_full = (current.offset_entries().size() + 1) * constants::offset_index_entry_bytes >
                           static_cast<size_t>(config_.segment_index_bytes);
-  if (full || old || offsets_overflow || index_full) return roll_at(base);
-  return base::ok_v;
+  if (full || offsets_overflow || index_full) return roll_at(base);
+  // A roll for age only waits while the segment budget is used up (or another log took its last
+  // file meanwhile): the active segment keeps growing, the append goes on.
+  if (!old || !segment_budget_has_room()) return base::ok_v;
+  auto rolled = roll_at(base);
+  if (!rolled.ok() && rolled.error().code == errc::too_many_segments) return base::ok_v;
+  return rolled;
 }
 
 result<append_result> partition_log::write_batch(std::span<const std::byte> batch, const codec::batch_header& header,
@@ -597,7 +643,18 @@ result<void> partition_log::note_epoch(model::leader_epoch epoch, model::offset 
   return base::ok_v;
 }
 
-result<void> partition_log::roll_at(model::offset base) { return reported("segment roll", roll_segment_at(base)); }
+result<void> partition_log::roll_at(model::offset base, bool forced) {
+  if (!take_segment_file(forced)) {
+    return error{errc::too_many_segments,
+                 directory_ + ": no new segment: the broker's segment file budget (" +
+                     std::to_string(segment_budget_->limit()) +
+                     " sealed segments, from the open-file limit; raise it with ulimit -n) is used up; retention, "
+                     "deleted records or topics give room back (retriable)"};
+  }
+  auto rolled = roll_segment_at(base);
+  settle_segment_budget();   // a roll that failed before its new segment gives the file back
+  return reported("segment roll", std::move(rolled));
+}
 
 result<void> partition_log::roll_segment_at(model::offset base) {
   if (segments_.size() >= constants::segments_per_partition_max) {
@@ -630,8 +687,10 @@ bool partition_log::active_past_segment_ms(int64_t now_ms) const {
 
 result<bool> partition_log::roll_if_idle() {
   RINGLOG_TRY(check_usable());
-  if (active().empty() || !active_past_segment_ms(clock_.now_ms())) return false;
-  RINGLOG_TRY(roll_at(log_end_offset_));
+  if (active().empty() || !active_past_segment_ms(clock_.now_ms()) || !segment_budget_has_room()) return false;
+  auto rolled = roll_at(log_end_offset_);
+  if (!rolled.ok() && rolled.error().code == errc::too_many_segments) return false;   // waits, as in roll_if_needed
+  RINGLOG_TRY(std::move(rolled));
   return true;
 }
 
@@ -822,6 +881,7 @@ result<void> partition_log::truncate_segments_to(model::offset new_log_end_offse
   } else {
     RINGLOG_TRY(active().truncate_to(new_log_end_offset, now, config_.retention_ms, config_.index_interval_bytes));
   }
+  settle_segment_budget();
   auto dir = fs_.sync_directory(directory_);
   if (!dir.ok()) return storage_error(dir.error());
   log_end_offset_ = active().next_offset();
@@ -853,6 +913,7 @@ result<void> partition_log::truncate_fully(model::offset new_start_offset) {
   auto seg = segment::create(fs_, directory_, new_start_offset, config_.direct_io);
   if (!seg.ok()) return seg.error();
   segments_.emplace(new_start_offset, std::move(seg.value()));
+  settle_segment_budget();
   auto dir = fs_.sync_directory(directory_);
   if (!dir.ok()) return storage_error(dir.error());
   log_start_offset_ = new_start_offset;
@@ -874,6 +935,7 @@ result<void> partition_log::delete_segment_front() {
   RINGLOG_TRY(roll_back_pending_swap());
   RINGLOG_TRY(segments_.begin()->second->remove_files());
   segments_.erase(segments_.begin());
+  settle_segment_budget();
   log_start_offset_ = std::max(log_start_offset_, segments_.begin()->first);
   // Snapshots below the new first segment go with the segments (the one at its base, written
   // when it was rolled to, holds every producer the deleted ones knew).
@@ -896,7 +958,7 @@ result<void> partition_log::advance_log_start(model::offset new_log_start_offset
   }
   log_start_offset_ = new_log_start_offset;
   RINGLOG_TRY(checkpoint());  // durable before any segment goes
-  if (new_log_start_offset == log_end_offset_ && !active().empty()) RINGLOG_TRY(roll_at(log_end_offset_));
+  if (new_log_start_offset == log_end_offset_ && !active().empty()) RINGLOG_TRY(roll_at(log_end_offset_, true));
   while (segments_.size() > 1 && std::next(segments_.begin())->first <= new_log_start_offset) {
     RINGLOG_TRY(delete_segment_front());
   }
@@ -916,7 +978,7 @@ result<size_t> partition_log::delete_by_retention() {
     return config_.retention_ms >= 0 && !s.empty() && now - s.retention_timestamp() > config_.retention_ms;
   };
   if (expired(active())) {
-    RINGLOG_TRY(roll_at(log_end_offset_));
+    RINGLOG_TRY(roll_at(log_end_offset_, true));
   } else {
     RINGLOG_TRY(roll_if_idle());
   }

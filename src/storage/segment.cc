@@ -13,8 +13,6 @@
 namespace ringlog::storage {
 namespace {
 
-error storage_error(const io::error& e) { return error{errc::kafka_storage_error, e.message}; }
-
 /// A batch's contribution to its segment's retention clock: its largest timestamp, but a
 /// timestamp in the future counts as `now`, and one already past retention when it arrived
 /// (clocks in seconds, clients with a wrong clock) counts as its arrival time, so a bad client

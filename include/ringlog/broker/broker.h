@@ -31,6 +31,7 @@
 #include "ringlog/rpc/transport.h"
 #include "ringlog/security/acl.h"
 #include "ringlog/storage/log_dir_failure.h"
+#include "ringlog/storage/segment_file_budget.h"
 #include "ringlog/controller/rebalance_planner.h"
 
 namespace ringlog::io {
@@ -460,6 +461,10 @@ struct broker_dependencies {
   /// Its owner decides what follows: `ringlog serve` halts the process (exit code 74). nullptr:
   /// failures are only returned to the request that met them.
   storage::log_dir_failure_channel* log_dir_failures = nullptr;
+  /// The budget of sealed segments' open files every replica's log charges
+  /// (storage/segment_file_budget.h; `ringlog serve` sizes it from the open-file limit).
+  /// nullptr: segments are not bounded but by segments_per_partition_max.
+  storage::segment_file_budget* segment_budget = nullptr;
   /// Where topic, incarnation and ACL ids come from (issue 28 stage F: a simulation hands in a
   /// seeded source and replays the same ids).
   base::random_source& random = base::system_random_source();

@@ -174,7 +174,7 @@ struct server_config {
   int64_t connections_max_idle_ms = 600000;
   // Connection limits (issue 31, Kafka's keys; runtime/connection_limits.h has the rules). Kafka's
   // defaults are unlimited; these are on by default so a connect storm cannot take the broker.
-  int64_t max_connections = 10000;                      // max.connections (every listener but CLUSTER)
+  int64_t max_connections = 0;   // max.connections (every listener but CLUSTER); 0: an eighth of the open-file limit, at most 10000
   int64_t max_connections_per_ip = 1000;                // max.connections.per.ip
   std::map<std::string, int64_t> max_connections_per_ip_overrides;   // max.connections.per.ip.overrides
   int64_t max_connection_creation_rate = 1000;          // max.connection.creation.rate, per second

@@ -26,6 +26,7 @@ enum class errc {
   permission_denied, // EACCES / EPERM
   io_error,          // EIO and anything else: the message carries strerror and the path
   unsupported,       // the backend cannot do this (e.g. io_uring refused)
+  too_many_open_files,  // EMFILE / ENFILE: the open-file limit, not the disk
 };
 
 using error = base::error<errc>;

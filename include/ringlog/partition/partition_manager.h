@@ -29,6 +29,7 @@
 #include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/storage/log_config.h"
 #include "ringlog/storage/log_dir_failure.h"
+#include "ringlog/storage/segment_file_budget.h"
 
 namespace ringlog::partition {
 
@@ -99,6 +100,9 @@ struct log_directory {
   /// Where every replica's log reports a failed write of this directory (log_dir_failure.h);
   /// nullptr: not reported (the failure is only returned, as before).
   storage::log_dir_failure_channel* failures = nullptr;
+  /// The broker's budget of sealed segments' open files, charged by every replica's log
+  /// (storage/segment_file_budget.h); nullptr: none.
+  storage::segment_file_budget* segment_budget = nullptr;
   /// A failed write of `operation` on the directory (not of one log): reported to `failures`,
   /// returned as kafka_storage_error.
   error failed(std::string_view operation, const io::error& e) const;

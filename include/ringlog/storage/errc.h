@@ -2,6 +2,7 @@
 #include <string_view>
 
 #include "ringlog/base/result.h"
+#include "ringlog/io/file.h"
 
 namespace ringlog::storage {
 
@@ -13,7 +14,8 @@ enum class errc {
   invalid_timestamp,       // record timestamp outside the allowed window
   kafka_storage_error,     // disk failure: the log directory must not be served any more
   invalid_config,          // a log config value out of range (message names the key)
-  too_many_segments,       // segments_per_partition_max reached
+  too_many_segments,       // segments_per_partition_max or the broker's segment file budget reached
+  too_many_open_files,     // EMFILE / ENFILE: the open-file limit, not a failed disk (retriable)
   // idempotent producers (KIP-98; producer_state.h)
   out_of_order_sequence_number,  // a batch's sequence does not continue its producer's
   invalid_producer_epoch,        // a batch of an older producer epoch than the partition knows (a zombie)
@@ -31,5 +33,9 @@ std::string_view to_string(errc);
 using error = base::error<errc>;
 template <typename T>
 using result = base::result<T, error>;
+
+/// An I/O error as storage reports it: kafka_storage_error (the disk), or too_many_open_files
+/// for EMFILE / ENFILE, whose message names the open-file limit instead of the disk.
+error storage_error(const io::error& e);
 
 }  // namespace ringlog::storage

@@ -36,6 +36,7 @@
 #include "ringlog/storage/log_config.h"
 #include "ringlog/storage/log_dir_failure.h"
 #include "ringlog/storage/producer_state.h"
+#include "ringlog/storage/segment_file_budget.h"
 #include "ringlog/storage/txn_index.h"
 
 namespace ringlog::storage {
@@ -251,6 +252,12 @@ class partition_log {
   /// kafka_storage_error as always. Reads of stored data that does not decode are not reported.
   /// `channel` (nullptr: none, as after open) must outlive the log.
   void report_failures_to(log_dir_failure_channel* channel) { failure_channel_ = channel; }
+  /// Charges this log's sealed segments (one open .log each) to the broker's `budget`
+  /// (segment_file_budget.h), those on disk now even past its limit; from then on a roll that
+  /// would pass the limit is not made: a roll for segment.ms is skipped (the active segment keeps
+  /// growing), a roll the log needs (segment.bytes, a full offset index) refuses the append with
+  /// too_many_segments. nullptr (as after open): no budget. `budget` must outlive the log.
+  void charge_segments_to(segment_file_budget* budget);
 
  private:
   friend class log_cleaner;   // compaction rewrites closed segments in place (log_cleaner.h)
@@ -258,8 +265,19 @@ class partition_log {
   result<void> load();
   result<void> recover_segment(segment& seg);
   /// Rolls to a new active segment at `base`; a failure is reported ("segment roll").
-  result<void> roll_at(model::offset base);
+  /// `forced`: charged to the segment budget even past its limit (the caller deletes the
+  /// segments below at once: retention of an expired active segment, a log start at the end).
+  result<void> roll_at(model::offset base, bool forced = false);
   result<void> roll_segment_at(model::offset base);
+  /// The segment budget has room for one more sealed segment (or there is none); when not, the
+  /// refusal is counted and, rate-limited, logged (segment_file_budget::refused).
+  bool segment_budget_has_room();
+  /// Takes the budget's file for the segment a roll seals; false when it is used up.
+  bool take_segment_file(bool forced);
+  /// Charges the budget exactly this log's sealed segments (after segments came or went).
+  void settle_segment_budget();
+  /// The cleaner's swap: the segments at `bases` go, `fresh` takes their place at `base`.
+  void replace_segments(const std::vector<model::offset>& bases, model::offset base, std::unique_ptr<segment> fresh);
   /// A failed write: the log is not served any more (failure_), and the channel hears of it.
   error fail(std::string_view operation, const error& e);
   /// Reports `e` to the channel when it is a kafka_storage_error of a write (not one of a closed
@@ -364,6 +382,8 @@ class partition_log {
   bool closed_ = false;
   std::optional<error> failure_;  // a failed write or fdatasync: the log is not served any more
   log_dir_failure_channel* failure_channel_ = nullptr;   // report_failures_to
+  segment_file_budget* segment_budget_ = nullptr;         // charge_segments_to
+  int64_t segment_files_charged_ = 0;                      // this log's share of segment_budget_
   /// Bumped whenever segments go other than by the cleaner's own swap (retention, truncation,
   /// close): a cleaning pass that runs in steps (log_cleaner.h) checks it before each step and
   /// gives up when it changed, since its planned segments may be gone.
