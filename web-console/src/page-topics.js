@@ -2,6 +2,7 @@
 // marked, with the log cleaner's dirty ratio, bytes cleaned, cleaner time and last clean),
 // retention, records/s and its under-replicated and offline partitions (the broker's counts from the cluster's metadata);
 // create and delete.
+import { missingPermission } from './acls.js';
 import { api, mapLimited } from './api.js';
 import { confirmButton, field, fill, h, link, statusLine, table } from './dom.js';
 import { formatBytes, formatCount, formatDurationMs, formatRate, formatTimestamp } from './format.js';
@@ -88,6 +89,28 @@ export async function render(view, route, ctx) {
   let lastSummary = null;
   let samples = 0;
 
+  /** Delete, disabled naming the missing permission when the topic's authorized_operations (the
+   *  v3 list's, for the caller) lack DELETE, as on the topic's own page. */
+  const deleteButton = (t) => {
+    const button = confirmButton('Delete', `Delete ${t.topic_name}?`, async () => {
+      try {
+        await api.deleteTopic(t.topic_name);
+        status.ok(`deleted topic ${t.topic_name}`);
+        samples = 0;
+        await refreshList();
+      } catch (e) {
+        status.show(e);
+      }
+    }, { 'data-testid': `delete-${t.topic_name}` });
+    const missing = Array.isArray(t.authorized_operations)
+      ? missingPermission(t.authorized_operations, 'DELETE', `TOPIC ${t.topic_name}`) : null;
+    if (missing) {
+      button.disabled = true;
+      button.title = missing;
+    }
+    return button;
+  };
+
   const draw = () => {
     if (!topics) return;
     const shown = topics.filter((t) => showInternal.checked || !t.is_internal);
@@ -97,20 +120,12 @@ export async function render(view, route, ctx) {
       { title: 'replication', num: true, cell: (t) => String(t.replication_factor) },
       { title: 'under-replicated', num: true, cell: (t) => healthCell(t.under_replicated_partitions_count, `under-replicated-${t.topic_name}`) },
       { title: 'offline', num: true, cell: (t) => healthCell(t.offline_partitions_count, `offline-${t.topic_name}`) },
-      { title: 'size', num: true, cell: (t) => (t.is_internal ? '-' : formatBytes(lastSummary?.topics[t.topic_name]?.size_bytes ?? 0)) },
+      // No /metrics sample (not read yet, or refused: http.metrics.authentication): unknown, not 0 B.
+      { title: 'size', num: true, cell: (t) => (t.is_internal || !lastSummary ? '-' : formatBytes(lastSummary.topics[t.topic_name]?.size_bytes ?? 0)) },
       { title: 'cleanup', cell: (t) => cleanupCell(configs.get(t.topic_name)?.['cleanup.policy'], lastSummary?.cleaner?.[t.topic_name]) },
       { title: 'retention.ms', cell: (t) => { const v = configs.get(t.topic_name)?.['retention.ms']; return v === undefined ? '-' : formatDurationMs(v); } },
       { title: 'records in/s', num: true, cell: (t) => formatRate(lastRates ? (lastRates.topics[t.topic_name]?.records_in ?? 0) : null) },
-      { title: '', cell: (t) => (t.is_internal ? '' : confirmButton('Delete', `Delete ${t.topic_name}?`, async () => {
-        try {
-          await api.deleteTopic(t.topic_name);
-          status.ok(`deleted topic ${t.topic_name}`);
-          samples = 0;
-          await refreshList();
-        } catch (e) {
-          status.show(e);
-        }
-      }, { 'data-testid': `delete-${t.topic_name}` })) },
+      { title: '', cell: (t) => (t.is_internal ? '' : deleteButton(t)) },
     ], shown, { empty: 'no topics yet: create one above', testid: 'topics-table' }));
   };
 

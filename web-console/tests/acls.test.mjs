@@ -78,8 +78,15 @@ test('the topic page disables delete, add partitions and config edits the princi
   assert.match(await page.getByTestId('delete-topic').getAttribute('title'), /needs DELETE on the topic .*TOPIC ledger/);
   assert.match(await page.getByTestId('add-partitions').getAttribute('title'), /needs ALTER on the topic/);
   assert.match(await save().getAttribute('title'), /needs ALTER_CONFIGS on the topic/);
+  // The Topics list too (the new user of session 31 found its Delete enabled for such a user).
+  await page.goto(`${baseUrl}/console/#/topics`);
+  await page.getByTestId('topics-table').waitFor();
+  await until('the list\'s delete is disabled for the viewer', async () => await page.getByTestId('delete-ledger').isDisabled());
+  assert.match(await page.getByTestId('delete-ledger').getAttribute('title'), /needs DELETE on the topic .*TOPIC ledger/);
   await open('admin', 'admin-secret');
   await until('the super user\'s controls are enabled', async () => !(await page.getByTestId('delete-topic').isDisabled()) &&
     !(await page.getByTestId('add-partitions').isDisabled()) && !(await save().isDisabled()));
+  await page.goto(`${baseUrl}/console/#/topics`);
+  await until('the list\'s delete is enabled for the super user', async () => !(await page.getByTestId('delete-ledger').isDisabled()));
   assert.deepEqual(pageErrors, []);
 });
