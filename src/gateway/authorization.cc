@@ -82,6 +82,24 @@ bool acl_allows(const broker::broker& b, const security::kafka_principal& princi
   return b.security().authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
 }
 
+/// Why a refusal happened, for its message: the DENY ACL that matched (which an ALLOW cannot
+/// override, Kafka's rule; the new user of session 31 was told an ALLOW was needed while holding
+/// one), else the ALLOW that is missing.
+std::string deny_or_missing_allow(const broker::broker& b, const security::kafka_principal& principal,
+                                  std::string_view host, security::resource_type resource, std::string_view name,
+                                  security::acl_operation operation) {
+  const auto decision = b.security().authorize(principal, host, security::acl_action{resource, name, operation});
+  if (decision.by == security::authorization_decision::rule::matching_deny && decision.acl) {
+    const auto& deny = *decision.acl;
+    return " (denied by the ACL DENY " + std::string(security::to_string(deny.operation)) + " on " +
+           std::string(security::to_string(deny.resource)) + " " + deny.resource_name + " (" +
+           std::string(security::to_string(deny.pattern)) + ") for " + deny.principal + " from host " + deny.host +
+           "; a DENY wins over every ALLOW)";
+  }
+  return " (an ACL ALLOW " + std::string(security::to_string(operation)) + " on the " +
+         std::string(security::to_string(resource)) + " is needed)";
+}
+
 std::optional<api_error> acl_refusal(const broker::broker& b, const security::kafka_principal& principal,
                                      std::string_view host, security::resource_type resource, std::string_view name,
                                      security::acl_operation operation, std::string_view door,
@@ -103,8 +121,7 @@ std::optional<api_error> acl_refusal(const broker::broker& b, const security::ka
                         std::string(security::to_string(resource));
   const bool named = acl_allows(b, principal, host, resource, name, security::acl_operation::describe);
   if (named || resource == security::resource_type::cluster) message += " \"" + std::string(name) + "\"";
-  message += " (an ACL ALLOW " + std::string(security::to_string(operation)) + " on the " +
-             std::string(security::to_string(resource)) + " is needed)";
+  message += deny_or_missing_allow(b, principal, host, resource, name, operation);
   return api_error{403, error_codes::forbidden, std::move(message)};
 }
 

@@ -270,6 +270,12 @@ def test_prefixed_deny_over_allow_user_star_and_hosts(secured):
     # DENY wins over ALLOW.
     grant(b, [acl("User:bob", "TOPIC", "pre-b", "WRITE", permission="DENY")])
     wait_until(lambda: refused(produce("pre-b")), ACL_VISIBLE_S, "the DENY")
+    # The refusal names the DENY that decided, not an ALLOW Bob already holds (the new user of
+    # session 31 was told "an ACL ALLOW READ on the TOPIC is needed" while a DENY was the cause).
+    message = produce("pre-b").json()["message"]
+    assert "denied by the ACL DENY WRITE on TOPIC pre-b (LITERAL) for User:bob" in message, message
+    assert "is needed" not in message, message
+    assert "is needed" in produce("other-c").json()["message"]
     assert produce("pre-a").status_code == 200
     # Lists show only what the caller may DESCRIBE.
     listed = requests.get(f"{b.url}/topics", auth=BOB).json()
