@@ -379,3 +379,23 @@ def test_bad_tls_settings_are_refused_naming_the_key(ringlog_bin, certs, tmp_pat
     out = start_fails(tmp_path, [f"ssl.keystore.location={certs.broker_pem}",
                                  f"listeners=http://127.0.0.1:{free_port()},CLIENT://127.0.0.1:{free_port()}"])
     assert "listener.security.protocol.map" in out and "CLIENT" in out
+
+
+def test_a_tls_client_that_closes_without_close_notify_is_not_a_warning(tls_broker, certs):
+    """The new user of session 31: every ordinary librdkafka or kafka-python disconnect from a
+    SASL_SSL listener logged `level=warning ... reason="read failed: stream truncated"` (they close
+    the TCP connection without TLS's close_notify, as Kafka's clients do). Between two requests
+    that is a normal close; a cut inside a request still is not."""
+    import socket
+    import ssl
+    host, port = tls_broker.ssl.split(":")
+    context = ssl.create_default_context(cafile=certs.ca_file)
+    context.check_hostname = False
+    for _ in range(3):
+        raw = socket.create_connection((host, int(port)), timeout=10)
+        tls = context.wrap_socket(raw, server_hostname="localhost")
+        tls.do_handshake()
+        raw_fd = tls.detach()   # the TCP socket alone: closing it sends no close_notify
+        socket.socket(fileno=raw_fd).close()
+    still_serves(tls_broker, certs)   # the closes above were read on the same listener before this
+    assert "stream truncated" not in log_text(tls_broker), log_text(tls_broker)[-2000:]
