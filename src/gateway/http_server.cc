@@ -524,9 +524,6 @@ class session final : public std::enable_shared_from_this<session>, public respo
     return req;
   }
 
-  /// A body in a coding we do not decode must not reach the JSON parser ("not valid UTF-8") or be
-  /// stored as it is: 415 for a Content-Encoding (RFC 9110 section 8.4.1), 501 for a transfer
-  /// coding other than chunked (RFC 9112 section 6.1). True when it answered.
   /// A browser's plaintext request whose Host names neither an address of this server nor one of
   /// its names (server_options::allowed_hosts) gets 403 and the connection closes: a page whose DNS name
   /// was rebound to this address is same-origin to the browser, sends no Origin on its GETs and
@@ -556,6 +553,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     return true;
   }
 
+  /// A body in a coding we do not decode must not reach the JSON parser ("not valid UTF-8") or be
+  /// stored as it is: 415 for a Content-Encoding (RFC 9110 section 8.4.1), 501 for a transfer
+  /// coding other than chunked and 400 for an empty one (RFC 9112 section 6.1). True when it answered.
   bool refuse_encoded_body(const http::request<http::string_body>& msg) {
     if (auto it = msg.find(http::field::content_encoding); it != msg.end() && !beast::iequals(it->value(), "identity")) {
       respond_error(415, error_codes::unsupported_media_type,

@@ -309,7 +309,6 @@ bool same_origin(std::string_view origin, std::string_view host) {
 
 bool host_permitted(const std::vector<std::string>& names, std::string_view host) {
   if (host.empty()) return true;
-  std::string name;
   if (host.front() == '[') {
     const size_t close = host.find(']');
     if (close == std::string_view::npos) return false;
@@ -318,7 +317,7 @@ bool host_permitted(const std::vector<std::string>& names, std::string_view host
     return inet_pton(AF_INET6, inside.c_str(), &v6) == 1 &&
            (close + 1 == host.size() || host[close + 1] == ':');
   }
-  name = lower(host.substr(0, host.find(':')));
+  std::string name = lower(host.substr(0, host.find(':')));
   if (!name.empty() && name.back() == '.') name.pop_back();
   in_addr v4{};
   if (inet_pton(AF_INET, name.c_str(), &v4) == 1) return true;

@@ -14,18 +14,34 @@ constexpr std::string_view hex_digits = "0123456789abcdef";
 /// Hex digits of an HMAC-SHA256 (32 bytes).
 constexpr size_t mac_hex_chars = 64;
 
-/// The signed message: the time and each field as "<bytes>:<field>" (a netstring without the
-/// comma), so no two different calls give the same message whatever their fields hold.
-std::string signed_message(const forwarded_call& call, int64_t signed_at_ms) {
-  // v2: the principal joined the fields (a v1 proof never verifies as v2, nor the reverse).
-  std::string m = "ringlog-forwarded-call-v2\n" + std::to_string(signed_at_ms);
-  for (std::string_view field :
-       {call.node_id, call.method, call.target, call.forwarded_for, call.forwarded_proto, call.principal, call.body}) {
+/// Appends each field as "\n<bytes>:<field>" (a netstring without the comma), so no two
+/// different field lists give the same message whatever their fields hold.
+void append_fields(std::string& m, std::initializer_list<std::string_view> fields) {
+  for (std::string_view field : fields) {
     m += '\n';
     m += std::to_string(field.size());
     m += ':';
     m += field;
   }
+}
+
+/// `b` as lowercase hex digits.
+std::string to_hex(const bytes& b) {
+  std::string out;
+  out.reserve(b.size() * 2);
+  for (std::byte x : b) {
+    out += hex_digits[std::to_integer<size_t>(x) >> 4];
+    out += hex_digits[std::to_integer<size_t>(x) & 0xf];
+  }
+  return out;
+}
+
+/// The signed message: the time and each field of the call.
+std::string signed_message(const forwarded_call& call, int64_t signed_at_ms) {
+  // v2: the principal joined the fields (a v1 proof never verifies as v2, nor the reverse).
+  std::string m = "ringlog-forwarded-call-v2\n" + std::to_string(signed_at_ms);
+  append_fields(m, {call.node_id, call.method, call.target, call.forwarded_for, call.forwarded_proto, call.principal,
+                    call.body});
   return m;
 }
 
@@ -50,12 +66,7 @@ bytes from_hex(std::string_view hex) {
 }  // namespace
 
 std::string sign_forwarded_call(std::span<const std::byte> secret, const forwarded_call& call, int64_t now_ms) {
-  std::string proof = std::to_string(now_ms) + ":";
-  for (std::byte b : mac_of(secret, call, now_ms)) {
-    proof += hex_digits[std::to_integer<size_t>(b) >> 4];
-    proof += hex_digits[std::to_integer<size_t>(b) & 0xf];
-  }
-  return proof;
+  return std::to_string(now_ms) + ":" + to_hex(mac_of(secret, call, now_ms));
 }
 
 bool verify_forwarded_call(std::span<const std::byte> secret, const forwarded_call& call, std::string_view proof,
@@ -83,12 +94,7 @@ namespace {
 bytes broker_record_mac(std::span<const std::byte> secret, std::string_view purpose,
                         std::initializer_list<std::string_view> fields) {
   std::string m = "ringlog-broker-record-v1\n" + std::string(purpose);
-  for (std::string_view field : fields) {
-    m += '\n';
-    m += std::to_string(field.size());
-    m += ':';
-    m += field;
-  }
+  append_fields(m, fields);
   return detail::hmac(scram_mechanism::sha_256, secret, m);
 }
 
@@ -96,13 +102,7 @@ bytes broker_record_mac(std::span<const std::byte> secret, std::string_view purp
 
 std::string sign_broker_record(std::span<const std::byte> secret, std::string_view purpose,
                                std::initializer_list<std::string_view> fields) {
-  std::string proof;
-  if (secret.empty()) return proof;
-  for (std::byte b : broker_record_mac(secret, purpose, fields)) {
-    proof += hex_digits[std::to_integer<size_t>(b) >> 4];
-    proof += hex_digits[std::to_integer<size_t>(b) & 0xf];
-  }
-  return proof;
+  return secret.empty() ? std::string() : to_hex(broker_record_mac(secret, purpose, fields));
 }
 
 bool verify_broker_record(std::span<const std::byte> secret, std::string_view purpose,
