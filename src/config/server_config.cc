@@ -572,6 +572,11 @@ std::vector<key_spec> consumer_group_keys() {
   };
 }
 
+constexpr const char* advertised_listeners_help =
+    "what other nodes and clients are told to connect to, same form and names as listeners; a listener not named "
+    "here is advertised as bound (a wildcard bind, 0.0.0.0 or ::, as 127.0.0.1, with a warning); 0.0.0.0 and :: are "
+    "refused here; empty = listeners";
+
 constexpr const char* allowed_hosts_help =
     "host names (beside IP addresses, localhost, this machine's host name and the listeners' and advertised "
     "listeners' hosts) a browser's request to a plaintext http:// listener without HTTP authentication may name in "
@@ -790,9 +795,7 @@ const std::vector<key_spec>& key_table() {
                },
                [](const server_config& c) { return show_listeners(c.listeners); }},
       key_spec{"advertised.listeners",
-               "what other nodes and clients are told to connect to, same form and names as listeners; a listener "
-               "not named here is advertised as bound (a wildcard bind, 0.0.0.0 or ::, as 127.0.0.1, with a warning); "
-               "0.0.0.0 and :: are refused here; empty = listeners",
+               advertised_listeners_help,
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  auto parsed = parse_listeners(v, /*host_names=*/true);
                  if (!parsed.ok()) return parsed.error();
