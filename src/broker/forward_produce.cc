@@ -136,8 +136,40 @@ void leader_forwarder::leader_found(const model::topic_partition& tp, uint64_t s
   pump_produces(tp);
 }
 
+void leader_forwarder::wait_for_view_here(const model::topic_partition& tp, uint64_t sequence, held_batch batch) {
+  auto it = produce_order_.find({tp.topic, tp.partition.value()});
+  RINGLOG_ASSERT(it != produce_order_.end(), "a line with a batch sent stays open");
+  auto& line = it->second;
+  line.sent.erase(sequence);
+  batch.waited_for_view = true;
+  batch.target = -1;   // chosen again after the wait: the leadership may have moved on meanwhile
+  ++produces_held_;
+  produce_bytes_held_ += batch.batch.size();
+  line.held.emplace(sequence, std::move(batch));
+  line.waiting = true;
+  when_topic_known(
+      [this, tp] {
+        const int32_t here = leader_in(*metadata_.view(), tp);
+        return here == config_.node_id || newest_leader_of(metadata_, tp) != config_.node_id;
+      },
+      [this, alive = std::weak_ptr<int>(lifetime_), tp] {
+        if (alive.expired()) return;
+        auto waited = produce_order_.find({tp.topic, tp.partition.value()});
+        RINGLOG_ASSERT(waited != produce_order_.end(), "a line that waits for a view stays open");
+        waited->second.waiting = false;
+        pump_produces(tp);
+      });
+}
+
 void leader_forwarder::send_in_order(const model::topic_partition& tp, uint64_t sequence, held_batch batch) {
   const int64_t remaining_ms = std::max<int64_t>(batch.deadline_ms - clock_.now_ms(), 1);
+  if (batch.target == config_.node_id && !batch.waited_for_view &&
+      leader_in(*metadata_.view(), tp) != config_.node_id) {
+    // The target came from the newest view; the append below checks this shard's, which may not
+    // have it yet: its refusal ("led by broker 3, not by this broker") reached an HTTP client
+    // during a move to this node (fresh-clone CI, session 32).
+    return wait_for_view_here(tp, sequence, std::move(batch));
+  }
   auto held = std::make_shared<held_batch>(std::move(batch));
   std::weak_ptr<int> alive = lifetime_;
   if (held->target == config_.node_id) {

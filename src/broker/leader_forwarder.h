@@ -136,6 +136,7 @@ class leader_forwarder {
     int32_t refused_by = -1;      // the broker that refused it unread or was never reached; -1: not sent yet
     int32_t refused_epoch = -1;   // the leader epoch that refusal named (-1: none)
     int32_t target = -1;          // the leader chosen for it; -1: not chosen yet
+    bool waited_for_view = false;   // waited once for the controller shard's view to name this node
   };
   /// The forwarded produces of one partition in their order (controller shard only): a sequence
   /// per batch at forward time; `sent`: sequence -> the broker it is with (this node's id: appended
@@ -154,6 +155,10 @@ class leader_forwarder {
   /// one is unanswered at a broker other than its own target. Closes an empty line.
   void pump_produces(const model::topic_partition& tp);
   /// Sends batch `sequence` of `tp` to `batch.target` (or appends it here) and settles it.
+  /// send_in_order's batch for this node, which the newest view names the leader of `tp` while
+  /// the controller shard's view (the one the append checks) does not yet: back in its line, which
+  /// waits for that view (forward_metadata_wait_ms at most) and then chooses its leader again.
+  void wait_for_view_here(const model::topic_partition& tp, uint64_t sequence, held_batch batch);
   void send_in_order(const model::topic_partition& tp, uint64_t sequence, held_batch batch);
   /// The wait for a leader of `tp`'s first held batch `sequence` ended (`now_leader` -1: none by
   /// its deadline, answered so).
