@@ -83,6 +83,10 @@ struct sim_file_system::state {
   inode_number next_inode = root_inode + 1;
   /// Bumped by crash(); file objects from an older generation are dead.
   uint64_t generation = 0;
+  /// Open file and directory handles now, and the most that may be open (-1: no limit): past it
+  /// open() fails with EMFILE, as a process at its RLIMIT_NOFILE does.
+  int64_t open_handles = 0;
+  int64_t open_handles_max = -1;
   errc failure_code = errc::io_error;
   int failures_left = 0;
 
@@ -264,7 +268,12 @@ class sim_file final : public file {
         inode_(inode),
         generation_(state_->generation),
         path_(std::move(path)),
-        writable_(writable) {}
+        writable_(writable) {
+    ++state_->open_handles;
+  }
+  ~sim_file() override { --state_->open_handles; }
+  sim_file(const sim_file&) = delete;
+  sim_file& operator=(const sim_file&) = delete;
 
   bool direct = false;  // opened with direct_write_create: O_DIRECT's alignment rules apply
 
@@ -355,7 +364,12 @@ class sim_file final : public file {
 class sim_directory final : public file {
  public:
   sim_directory(std::shared_ptr<state> s, inode_number inode, std::string path)
-      : state_(std::move(s)), inode_(inode), generation_(state_->generation), path_(std::move(path)) {}
+      : state_(std::move(s)), inode_(inode), generation_(state_->generation), path_(std::move(path)) {
+    ++state_->open_handles;
+  }
+  ~sim_directory() override { --state_->open_handles; }
+  sim_directory(const sim_directory&) = delete;
+  sim_directory& operator=(const sim_directory&) = delete;
 
   result<void> write_at(model::file_position, std::span<const std::byte>) override { return refused("write"); }
   result<size_t> read_at(model::file_position, std::span<std::byte>) override { return refused("read"); }
@@ -392,7 +406,16 @@ class sim_directory final : public file {
 sim_file_system::sim_file_system() : state_(std::make_shared<state>()) {}
 sim_file_system::~sim_file_system() = default;
 
+namespace {
+/// EMFILE when the handle limit (set_open_files_max) is reached.
+result<void> check_handle_room(const sim_file_system::state& s, std::string_view operation, const std::string& path) {
+  if (s.open_handles_max >= 0 && s.open_handles >= s.open_handles_max) return from_errno(EMFILE, operation, path);
+  return base::ok_v;
+}
+}  // namespace
+
 result<std::unique_ptr<file>> sim_file_system::open(const std::string& path, open_mode mode) {
+  RINGLOG_TRY(check_handle_room(*state_, "open", path));
   auto parent = lookup_parent(*state_, "open", path);
   if (!parent.ok()) {
     return parent.error();
@@ -547,6 +570,7 @@ result<void> sim_file_system::sync_directory(const std::string& path) {
 }
 
 result<std::unique_ptr<file>> sim_file_system::open_directory(const std::string& path) {
+  RINGLOG_TRY(check_handle_room(*state_, "open directory", path));
   auto target = lookup(*state_, "open directory", path);
   if (!target.ok()) {
     return target.error();
@@ -588,6 +612,10 @@ void sim_file_system::crash(uint64_t seed) {
   }
   collect_unreachable(*state_);
 }
+
+void sim_file_system::set_open_files_max(int64_t count) { state_->open_handles_max = count; }
+
+int64_t sim_file_system::open_files() const { return state_->open_handles; }
 
 void sim_file_system::inject_failures(errc code, int count) {
   RINGLOG_ASSERT(count >= 0, "inject_failures: negative count");

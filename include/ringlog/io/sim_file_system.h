@@ -34,6 +34,11 @@ class sim_file_system : public file_system {
   void crash(uint64_t seed);
   /// The next `count` write_at/datasync calls fail with `code` (io_error or no_space).
   void inject_failures(errc code, int count);
+  /// At most `count` file and directory handles open at once (-1: no limit, the default): an
+  /// open() past it fails with EMFILE (errc::too_many_open_files), as at RLIMIT_NOFILE.
+  void set_open_files_max(int64_t count);
+  /// File and directory handles open now.
+  [[nodiscard]] int64_t open_files() const;
   /// Total bytes written but not yet durable, across all files (for tests).
   [[nodiscard]] uint64_t unsynced_bytes() const;
 
