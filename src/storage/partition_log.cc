@@ -180,7 +180,11 @@ void partition_log::charge_segments_to(segment_file_budget* budget) {
   if (segment_budget_ != nullptr) segment_budget_->release(segment_files_charged_);
   segment_files_charged_ = 0;
   segment_budget_ = budget;
+#ifndef RINGLOG_STORAGE_BREAK_BUDGET_UNCHARGED_AT_OPEN
   settle_segment_budget();
+#endif
+  // (Negative control of tests/sim/cluster_sim --segment-budget, cluster_sim_break_*: the
+  // segments a log finds on disk are not charged, so a restarted broker's budget is short.)
 }
 
 void partition_log::settle_segment_budget() {

@@ -71,10 +71,17 @@
 // and it is started again later, as an operator would once the disk is fixed. Every invariant
 // above must hold across it; runs without the flag draw the same faults as before.
 //
+// --segment-budget gives each broker process a budget of a few sealed segments
+// (storage/segment_file_budget.h, what `ringlog serve` sizes from the open-file limit) and
+// log.roll.ms of seconds: time rolls use the budget up and then wait, across crashes, truncations
+// and reassignments. One more check at the end: each serving node's budget charges exactly the
+// sealed segments its disk holds.
+//
 // Not covered yet: consumer groups (and TxnOffsetCommit), disk failures during start-up,
 // ListOffsets, random faults overlapping (only the cascade stacks them), clock drift (skew is a
 // constant offset per node; --clock-steps steps the wall clock only, never the monotonic one).
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -104,6 +111,11 @@ constexpr int64_t fault_phase_ms = 40'000;
 constexpr int64_t settle_ms = 10'000;
 /// Every partition must acknowledge an acks=all produce within this long after settling.
 constexpr int64_t liveness_ms = 30'000;
+/// --segment-budget: log.roll.ms of every broker (sim ms): a few time rolls per partition in a run,
+/// and a budget of sealed segments per process that they use up, after which time rolls wait
+/// (storage/segment_file_budget.h).
+constexpr int64_t segment_budget_roll_ms = 2'000;
+constexpr int64_t segment_budget_files = 6;
 /// A node cut off from the rest may act on old metadata until this long after the heal
 /// (tests/cluster/checker.py CUT_OFF_GRACE_S).
 constexpr int64_t cut_off_grace_ms = 2'000;
@@ -140,6 +152,7 @@ struct options {
   bool clock_skew = false;     // --clock-skew: each node's clock off by a seeded amount
   bool clock_steps = false;    // --clock-steps: each node's wall clock stepped at seeded times
   bool disk_failures = false;  // --disk-failures: a failed write halts a node (log_dir_failure.h)
+  bool segment_budget = false; // --segment-budget: time rolls against a small sealed-segment budget
 };
 
 /// A node's clock: the world's plus a constant skew (--clock-skew); its wall clock (now_ms)
@@ -177,6 +190,7 @@ struct node_state {
   std::unique_ptr<skewed_clock> clock;   // the world's, skewed with --clock-skew
   uint64_t incarnation = 0;
   std::unique_ptr<broker::broker> b;   // null while down or starting
+  storage::segment_file_budget* budget = nullptr;   // this incarnation's (--segment-budget)
   bool starting = false;
 };
 
@@ -209,6 +223,7 @@ class simulation final : public sim::sim_cluster {
     if (!failed_ && txns_) txns_->check_final(final_);
     if (!failed_) replicas_agree();
     if (txns_) out_.workloads += txns_->summary();
+    if (!failed_ && opt_.segment_budget) budgets_match_disk();
     if (reassignments_) {
       out_.workloads += std::string(out_.workloads.empty() ? "" : ", ") + std::to_string(reassignments_->moves()) +
                         " reassignments";
@@ -283,6 +298,13 @@ class simulation final : public sim::sim_cluster {
         .random = *keep_.randoms.back(),
     };
     deps.log_dir_failures = keep_.failure_channels.back().get();
+    if (opt_.segment_budget) {
+      // A process's budget: each incarnation starts with its own and charges what is on disk.
+      config.log_roll_ms = segment_budget_roll_ms;
+      keep_.budgets.push_back(std::make_unique<storage::segment_file_budget>(segment_budget_files));
+      node.budget = keep_.budgets.back().get();
+      deps.segment_budget = node.budget;
+    }
     world_.note("start n" + std::to_string(n) + " incarnation " + std::to_string(inc));
     // open_broker_async's first task runs on the node's controller shard from the queue.
     world_.schedule(world_.clock.now_ms(), n, inc, 0, sim::world::kind_task,
@@ -899,6 +921,35 @@ class simulation final : public sim::sim_cluster {
     }
   }
 
+  /// --segment-budget: each serving node's budget holds exactly its sealed segments on disk (every
+  /// .log of a partition directory but the active one's): a roll, a truncation, a deletion or a
+  /// restart that charged or gave back a file twice, or never, shows here.
+  void budgets_match_disk() {
+    for (int n = 1; n <= opt_.nodes && !failed_; ++n) {
+      const auto& node = nodes_[n];
+      if (node.b == nullptr || node.budget == nullptr) continue;
+      auto dirs = node.fs->list_directory("/data");
+      if (!dirs.ok()) return fail("budget: n" + std::to_string(n) + " /data: " + dirs.error().message);
+      int64_t sealed = 0;
+      std::string counted;
+      for (const auto& dir : *dirs) {
+        auto files = node.fs->list_directory("/data/" + dir);
+        if (!files.ok() || dir.starts_with("__cluster_metadata")) continue;   // a file, or the raft log (not charged)
+        const auto logs = std::count_if(files->begin(), files->end(), [](const std::string& f) {
+          return f.size() == 24 && f.ends_with(".log");
+        });
+        if (logs > 1) counted += " " + dir + ":" + std::to_string(logs - 1);
+        sealed += std::max<int64_t>(logs - 1, 0);
+      }
+      out_.workloads += std::string(out_.workloads.empty() ? "" : ", ") + "n" + std::to_string(n) + " charges " +
+                        std::to_string(sealed) + " sealed segments";
+      if (node.budget->used() != sealed) {
+        fail("budget: n" + std::to_string(n) + " charges " + std::to_string(node.budget->used()) +
+             " sealed segments, its disk holds " + std::to_string(sealed) + " (" + counted + " )");
+      }
+    }
+  }
+
   /// Whether node `n` ends as a replica of `p` (a reassignment's removed replica may not have
   /// deleted its log yet: it is not compared).
   [[nodiscard]] bool final_replica(int n, int32_t p) const {
@@ -947,6 +998,7 @@ class simulation final : public sim::sim_cluster {
     std::vector<std::unique_ptr<sim::sim_transport>> transports;
     std::vector<std::unique_ptr<base::seeded_random>> randoms;
     std::vector<std::unique_ptr<storage::log_dir_failure_channel>> failure_channels;
+    std::vector<std::unique_ptr<storage::segment_file_budget>> budgets;
   } keep_;   // every incarnation's, for the leaked brokers that still refer to them
   uint64_t next_incarnation_ = 0;
   int32_t partitions_ = 0;
@@ -994,7 +1046,7 @@ void print_result(const options& opt, const outcome& o) {
 int usage() {
   std::fprintf(stderr,
                "usage: cluster_sim (--seed S | --seeds N [--start S] | --replay-check S) [--nodes 3..5] "
-               "[--transactions] [--reassignment] [--clock-skew] [--clock-steps] [--disk-failures] [--expect-violation] "
+               "[--transactions] [--reassignment] [--clock-skew] [--clock-steps] [--disk-failures] [--segment-budget] [--expect-violation] "
                "[--verbose]\n");
   return 2;
 }
@@ -1020,7 +1072,8 @@ int main(int argc, char** argv) {
                                               {"--reassignment", &opt.reassignment},
                                               {"--clock-skew", &opt.clock_skew},
                                               {"--clock-steps", &opt.clock_steps},
-                                              {"--disk-failures", &opt.disk_failures}};
+                                              {"--disk-failures", &opt.disk_failures},
+                                              {"--segment-budget", &opt.segment_budget}};
   for (int a = 1; a < argc; ++a) {
     if (auto f = with_value.find(argv[a]); f != with_value.end() && a + 1 < argc) {
       f->second(std::strtoull(argv[++a], nullptr, 10));
@@ -1058,10 +1111,10 @@ int main(int argc, char** argv) {
         std::printf("expected violation found at seed %" PRIu64 ": %s\n", s, o.rule.c_str());
         return 0;
       }
-      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s%s%s)\n", s, s,
+      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s%s%s%s)\n", s, s,
                   opt.nodes, opt.transactions ? " --transactions" : "", opt.reassignment ? " --reassignment" : "",
                   opt.clock_skew ? " --clock-skew" : "", opt.clock_steps ? " --clock-steps" : "",
-                  opt.disk_failures ? " --disk-failures" : "");
+                  opt.disk_failures ? " --disk-failures" : "", opt.segment_budget ? " --segment-budget" : "");
       return 1;
     }
   }
