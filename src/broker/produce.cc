@@ -395,20 +395,24 @@ void produce_pipeline::produce_appending(const std::shared_ptr<const topic_state
     auto& sends = local_sends[b.partition];
     if (!sends) sends = std::make_shared<std::vector<std::function<void()>>>();
     sends->push_back([this, batch, answer = std::move(answer)]() mutable {
-      // Run later on the controller shard when the replica was not open yet, whose view may name
-      // another leader by now: HTTP clients are promised forwarding (design.md section 6), so the
-      // batch goes there instead of answering "led by broker N".
-      auto now = metadata_.find_topic(batch->partition.topic);
-      const int32_t p = batch->partition.partition.value();
-      if (now && p < now->partitions_count() && now->image->partitions[static_cast<size_t>(p)].leader != config_.node_id) {
-        return forwarder_.forward_produce(now->image->partitions[static_cast<size_t>(p)].leader, batch->partition,
-                                          std::move(batch->batches.front()), batch->acks, batch->timeout_ms,
-                                          std::move(answer));
-      }
-      produce_batches_from(std::move(*batch), std::move(answer), batch_origin::local_records);
+      append_here_or_forward(std::move(*batch), std::move(answer));
     });
   }
   forwarder_.when_replicas_open(request.topic, std::move(local_sends));
+}
+
+void produce_pipeline::append_here_or_forward(produce_batches_request batch,
+                                              std::function<void(result<produce_batches_response>)> done) {
+  // Run later on the controller shard when the replica was not open yet, whose view may name
+  // another leader by now: HTTP clients are promised forwarding (design.md section 6), so the
+  // batch goes there instead of answering "led by broker N".
+  auto now = metadata_.find_topic(batch.partition.topic);
+  const int32_t p = batch.partition.partition.value();
+  if (now && p < now->partitions_count() && now->image->partitions[static_cast<size_t>(p)].leader != config_.node_id) {
+    return forwarder_.forward_produce(now->image->partitions[static_cast<size_t>(p)].leader, batch.partition,
+                                      std::move(batch.batches.front()), batch.acks, batch.timeout_ms, std::move(done));
+  }
+  produce_batches_from(std::move(batch), std::move(done), batch_origin::local_records);
 }
 
 void produce_pipeline::produce_batches_from(produce_batches_request request,

@@ -100,6 +100,10 @@ class produce_pipeline {
   /// (delay records), refused otherwise (topic_authorization_failed).
   void produce_to(const std::shared_ptr<const topic_state>& topic, produce_request request,
                   std::function<void(result<produce_response>)> done, bool internal_write = false);
+  /// This node's HTTP/WebSocket batch (one record batch) for a partition this node led when
+  /// produce_appending routed it: produce_batches_from, or forward_produce when the calling
+  /// thread's view names another leader by now (the send waited for the replica to open).
+  void append_here_or_forward(produce_batches_request batch, std::function<void(result<produce_batches_response>)> done);
   /// The one append pipeline of client data (issue 28): the batches of one partition are
   /// checked (validate_batches), recompressed for compression.type, and appended on the
   /// partition's shard (append_batches_on_shard: KIP-890 guard, LogAppendTime, acks).
