@@ -323,15 +323,16 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   listen.principal_mapper = l.principal_mapper;
   // SASL_PLAINTEXT:// and SASL_SSL://: every connection logs in first (src/kafka/sasl_gate.h).
   listen.sasl = l.record.security_protocol == "SASL_PLAINTEXT" || l.record.security_protocol == "SASL_SSL";
-  listen.sasl_enabled_mechanisms = cfg.sasl_enabled_mechanisms;
+  listen.sasl_enabled_mechanisms = config::sasl_mechanisms_of(cfg, l.record.name);
   listen.connections_max_reauth_ms = cfg.connections_max_reauth_ms;
   listen.connection_failed_authentication_delay_ms = cfg.connection_failed_authentication_delay_ms;
   listen.authentication_timeout_ms = cfg.connection_authentication_timeout_ms;
   listen.connections_max_idle_ms = cfg.connections_max_idle_ms;
   listen.oauthbearer_validator = l.oauthbearer;
-  const auto& m = cfg.sasl_enabled_mechanisms;
+  const auto& m = listen.sasl_enabled_mechanisms;
   if (listen.sasl && !l.oauthbearer && std::find(m.begin(), m.end(), "OAUTHBEARER") != m.end()) {
-    return std::string("sasl.enabled.mechanisms has OAUTHBEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS");
+    return "the SASL mechanisms of listener " + l.record.name +
+           " have OAUTHBEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS";
   }
   listen.limits = l.limits;
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);

@@ -1213,10 +1213,20 @@ std::optional<std::string> apply_listener_override(server_config& c, const std::
   const std::string setting = key.substr(dot + 1);
   if (name != lower(name)) return "the listener name must be lower case (Kafka's rule): listener.name." + lower(name) + "." + setting;
   if (!listener_overridable_key(setting)) {
-    return "'" + setting + "' cannot be set per listener (ssl.*, sasl.*, max.connections and "
-           "max.connection.creation.rate can)";
+    return "'" + setting + "' cannot be set per listener (ssl.*, sasl.enabled.mechanisms, max.connections and "
+           "max.connection.creation.rate can; the sasl.oauthbearer.* keys apply to every listener)";
   }
   if (auto why = check_ssl_value(setting, value)) return why;
+  if (setting == "sasl.enabled.mechanisms") {
+    // Checked as the global key is (a listener's own list was stored unread and the listener
+    // offered the global one: PLAIN on a listener restricted to SCRAM, session 32's new user).
+    server_config scratch;
+    for (const auto& k : key_table()) {
+      if (k.name == setting) {
+        if (auto why = k.apply(scratch, value)) return why;
+      }
+    }
+  }
   if (setting.rfind("max.connection", 0) == 0) {
     int64_t n = -1;
     auto parsed = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -1237,7 +1247,19 @@ bool listener_overridable_key(std::string_view key) {
   }
   // Kafka's per-listener connection limits (KIP-308, KIP-402).
   if (key == "max.connections" || key == "max.connection.creation.rate") return true;
-  return key.rfind("sasl.", 0) == 0;
+  // Of the sasl.* keys, the mechanisms a listener offers (Kafka's
+  // listener.name.<l>.sasl.enabled.mechanisms); the JWT rules are the broker's, one set.
+  return key == "sasl.enabled.mechanisms";
+}
+
+std::vector<std::string> sasl_mechanisms_of(const server_config& c, std::string_view listener_name) {
+  auto per_listener = c.listener_overrides.find(lower(listener_name));
+  if (per_listener == c.listener_overrides.end()) return c.sasl_enabled_mechanisms;
+  auto it = per_listener->second.find("sasl.enabled.mechanisms");
+  if (it == per_listener->second.end()) return c.sasl_enabled_mechanisms;
+  std::vector<std::string> out;
+  for (std::string_view item : split_list(it->second)) out.emplace_back(item);   // checked when set
+  return out;
 }
 
 std::string listener_record::to_string() const {

@@ -63,7 +63,9 @@ bool wants_streamed_read(api::call& c) {
 }
 
 std::string coordinator_url(const broker::group_coordinator_route& route) {
-  return "http://" + route.http_host + ":" + std::to_string(route.http_port);
+  // The scheme of the door the coordinator registered: an https-only node's redirect named
+  // http:// and carried a fresh access token there in the clear (session 32's new user).
+  return std::string(route.http_tls ? "https://" : "http://") + route.http_host + ":" + std::to_string(route.http_port);
 }
 
 void answer_forwarded(api::call& call, const std::string& what, const broker::group_coordinator_route& route,
@@ -115,6 +117,11 @@ void answer_streamed_read_redirect(api::call& call, const coordinated_call& call
 /// http.access.token.max.age.ms, as the one this node gave). Without one (no forwarding secret
 /// yet, or no answer) the redirect keeps the client's own target.
 void redirect_streamed_read(const call_ptr& c, coordinated_call called) {
+  if (c->request.https && !called.route.http_tls) {
+    // The coordinator's registered door is plaintext: no credential goes from TLS into the clear in
+    // a URL (the client logs in there as it can; a token of this node's would be refused anyway).
+    return answer_streamed_read_redirect(*c, called, without_query_parameter(c->request.target, "access_token"));
+  }
   const bool own_credential = c->who.via == auth_via::access_token || c->who.via == auth_via::session_cookie;
   if (!own_credential || c->broker().forwarding_secret().empty()) {
     return answer_streamed_read_redirect(*c, called, c->request.target);

@@ -58,18 +58,6 @@ def sasl_broker(ringlog_bin, tmp_path_factory):
     assert b.stop() == 0
 
 
-def records_of(b, topic):
-    """Every record of partition 0 of `topic`, read over HTTP (which needs no SASL)."""
-    r = requests.get(b.v3(f"/topics/{topic}/partitions/0/records"), params={"offset": 0, "max_records": 1000},
-                     timeout=10)
-    return r
-
-
-def end_offset(b, topic):
-    r = requests.get(b.v3(f"/topics/{topic}/partitions/0"), timeout=10)
-    return r.json().get("end_offset") if r.status_code == 200 else None
-
-
 # ---- real clients
 
 @pytest.mark.parametrize("mechanism,user", [("SCRAM-SHA-256", ALICE), ("SCRAM-SHA-512", ADMIN), ("PLAIN", ALICE)])
@@ -574,3 +562,43 @@ def test_oauthbearer_with_a_jwks_fetched_over_https(ringlog_bin, tmp_path):
             wait_until(lambda: logs_in(token), 10, "the rotated key to be fetched")
         finally:
             assert b.stop() == 0
+
+
+def test_a_listener_offers_its_own_sasl_mechanisms(ringlog_bin, tmp_path):
+    """Session 32's new user: listener.name.<l>.sasl.enabled.mechanisms was stored and never read,
+    so a listener restricted to SCRAM-SHA-512 still took PLAIN (a password in the clear). It
+    offers its own list now (Kafka's per-listener key), and a bad value is refused at start as the
+    global key's is."""
+    b = SaslBroker(tmp_path / "data", add_scram=[f"SCRAM-SHA-512=[name={ADMIN[0]},password={ADMIN[1]}]"],
+                   extra_sets=["listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512"]).start()
+    try:
+        with kafka_wire.connect(b.bootstrap) as s:
+            error, mechanisms = handshake(s, "PLAIN")
+            assert (error, mechanisms) == (33, ["SCRAM-SHA-512"])   # UNSUPPORTED_SASL_MECHANISM
+        with kafka_wire.connect(b.bootstrap) as s:
+            scram_login(s, "SCRAM-SHA-512", ADMIN)   # asserts each step
+        p = Producer({**rdkafka_conf(b.bootstrap, "SCRAM-SHA-512", ADMIN), "message.timeout.ms": 20000})
+        p.produce("per-listener", b"v")
+        assert p.flush(20) == 0
+        reports = []
+        denied = Producer({**rdkafka_conf(b.bootstrap, "PLAIN", ADMIN), "message.timeout.ms": 3000})
+        denied.produce("per-listener", b"never", on_delivery=lambda err, msg: reports.append(err))
+        denied.flush(10)
+        assert len(reports) == 1 and reports[0] is not None   # not delivered: the listener does not take PLAIN
+        r = requests.get(f"{b.url}/topics/per-listener/partitions/0/records", params={"offset": 0}, timeout=10)
+        assert r.status_code == 200 and [rec["value"] for rec in r.json()] == ["dg=="], r.text   # "v" alone
+    finally:
+        assert b.stop() == 0
+    for value, why in [("GSSAPI", "not supported"), ("", "at least one mechanism")]:
+        r = subprocess.run([str(binary_path()), "serve", "--set", f"log.dirs={tmp_path / 'refused'}",
+                            "--set", f"listeners=http://127.0.0.1:{free_port()},SASL_PLAINTEXT://127.0.0.1:{free_port()}",
+                            "--set", f"listener.name.sasl_plaintext.sasl.enabled.mechanisms={value}"],
+                           capture_output=True, timeout=30)
+        out = r.stdout.decode() + r.stderr.decode()
+        assert r.returncode == 2 and "listener.name.sasl_plaintext.sasl.enabled.mechanisms" in out and why in out, out
+    r = subprocess.run([str(binary_path()), "serve", "--set", f"log.dirs={tmp_path / 'refused'}",
+                        "--set", f"listeners=http://127.0.0.1:{free_port()},SASL_PLAINTEXT://127.0.0.1:{free_port()}",
+                        "--set", "listener.name.sasl_plaintext.sasl.oauthbearer.expected.issuer=x"],
+                       capture_output=True, timeout=30)
+    out = r.stdout.decode() + r.stderr.decode()
+    assert r.returncode == 2 and "cannot be set per listener" in out, out

@@ -246,6 +246,9 @@ struct server_config {
 /// The value of `key` ("ssl.keystore.location", "sasl.enabled.mechanisms") for `listener_name`:
 /// listener.name.<name>.<key> when set, else the global key, else "".
 std::string listener_setting(const server_config& c, std::string_view listener_name, std::string_view key);
+/// The SASL mechanisms Kafka listener `listener_name` offers: its
+/// listener.name.<name>.sasl.enabled.mechanisms when set, else sasl.enabled.mechanisms.
+std::vector<std::string> sasl_mechanisms_of(const server_config& c, std::string_view listener_name);
 /// The advertised address of listener `r`: advertised.listeners' entry of the same name, else
 /// `r` itself (a wildcard host advertises 127.0.0.1).
 listener_record advertised_listener(const server_config& c, const listener_record& r);
