@@ -78,6 +78,22 @@ def test_group_calls_pass_on_over_tls_and_base_uri_keeps_https(https_cluster):
                           json={"topics": ["h-topic"]}, timeout=30)
         assert s.status_code == 204, s.text
     assert passed_on > 0, "no group's coordinator was another node: nothing was passed on"
+    # A streamed read of an instance coordinated elsewhere is redirected to the coordinator's
+    # registered door with its scheme (session 32's new user: http:// on an https-only cluster,
+    # where following it failed and carried a fresh access token in the clear).
+    redirected = 0
+    for g in range(8):
+        r = requests.get(f"{n1.url}/consumers/hg{g}/instances/c1/records", params={"timeout": 100, "access_token": "t"},
+                         headers={"Accept": "application/x-ndjson"}, allow_redirects=False, timeout=30)
+        if r.status_code != 307:
+            continue
+        redirected += 1
+        scheme = "http" if n1.plain_port else "https"
+        assert r.headers["Location"].startswith(f"{scheme}://"), r.headers
+        assert r.headers["X-Ringlog-Coordinator"].startswith(f"{scheme}://"), r.headers
+        # From TLS to a plaintext door, no credential travels in the URL.
+        assert ("access_token" in r.headers["Location"]) == (scheme == "https"), r.headers
+    assert redirected > 0, "no streamed read was redirected"
     # A listing asks every broker: none unanswered.
     r = requests.get(n1.v3("/consumer-groups"), timeout=30)
     assert r.status_code == 200, r.text
