@@ -238,7 +238,7 @@ const route core_routes[] = {
     {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}/replicas/{broker_id}", v3_get_replica, "DESCRIBE TOPIC:{topic_name}"},
     {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records", v3_produce, "WRITE TOPIC:{topic_name}; WRITE TRANSACTIONAL_ID:body"},
     {"POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records:batch", v3_produce_batch, "WRITE TOPIC:{topic_name}; WRITE TRANSACTIONAL_ID:body"},
-    {"POST", "/v3/clusters/{cluster_id}/producers", v3_create_producer, "IDEMPOTENT_WRITE CLUSTER:kafka-cluster"},
+    {"POST", "/v3/clusters/{cluster_id}/producers", v3_create_producer, "IDEMPOTENT_WRITE CLUSTER:body"},
     {"GET", "/v3/clusters/{cluster_id}/delayed-records", v3_delayed_records, "DESCRIBE CLUSTER:kafka-cluster"},
     {"GET", "/v3/clusters/{cluster_id}/transactions", v3_list_transactions, "DESCRIBE TRANSACTIONAL_ID:listed"},
     {"POST", "/v3/clusters/{cluster_id}/transactions", v3_begin_transaction, "WRITE TRANSACTIONAL_ID:body"},

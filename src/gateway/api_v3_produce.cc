@@ -399,6 +399,12 @@ void v3_create_producer(const call_ptr& c) {
   if (!is_blank(c->request.body) && c->request.body.find_first_not_of(" \t\r\n{}") != std::string::npos) {
     return c->fail(422, error_codes::unprocessable, "a producer session takes no settings: send an empty body or {}");
   }
+  // The Kafka door's rule (KIP-679): IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
+  if (!broker::may_init_idempotent_producer(c->broker().security(), c->principal(), c->peer_ip()) &&
+      !c->require(security::resource_type::cluster, security::cluster_resource_name,
+                  security::acl_operation::idempotent_write)) {
+    return;
+  }
   c->broker().init_producer_id([c](broker::result<broker::producer_identity> r) {
     c->later([r = std::move(r)](api::call& call) {
       if (!r.ok()) return call.fail_broker(r.error(), error_scope::topic, "");

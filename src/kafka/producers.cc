@@ -2,32 +2,10 @@
 // producer id and epoch before their first Produce, then number each partition's batches; the
 // partition's producer state (storage/producer_state.h) answers retries as duplicates.
 
-#include <algorithm>
-
 #include "handlers.h"
 
 namespace ringlog::kafka::detail {
 
-namespace {
-
-/// Whether an ALLOW of WRITE (or ALL) on some topic, of any name or pattern, applies to the
-/// connection's principal and host (Kafka's authorizeByResourceType, which also lets a DENY of
-/// the same reach cancel it; a DENY is not weighed here: the produce itself is still checked).
-bool may_write_some_topic(const request_context& ctx) {
-  security::acl_filter filter;
-  filter.resource = security::resource_type::topic;
-  filter.permission = security::acl_permission_type::allow;
-  auto found = ctx.broker_api().security().describe_acls(filter);
-  if (!found.ok()) return false;
-  const std::string principal = ctx.principal.to_string();
-  return std::any_of(found->begin(), found->end(), [&](const security::acl_binding& acl) {
-    return (acl.principal == principal || acl.principal == "User:*") &&
-           (acl.host == security::acl_wildcard || acl.host == ctx.client_host) &&
-           (acl.operation == security::acl_operation::write || acl.operation == security::acl_operation::all);
-  });
-}
-
-}  // namespace
 
 void handle_init_producer_id(const request_context& ctx, protocol::init_producer_id_request_data request) {
   protocol::init_producer_id_response_data out;
@@ -35,8 +13,11 @@ void handle_init_producer_id(const request_context& ctx, protocol::init_producer
   out.producer_epoch = -1;
   if (request.transactional_id) return handle_init_producer_id_transactional(ctx, std::move(request));
   // IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679: Kafka's
-  // authorizeByResourceType); else CLUSTER_AUTHORIZATION_FAILED.
-  if (!ctx.authorized_cluster(security::acl_operation::idempotent_write) && !may_write_some_topic(ctx)) {
+  // authorizeByResourceType); else CLUSTER_AUTHORIZATION_FAILED, with the denial's audit line
+  // (Kafka checks IDEMPOTENT_WRITE with logIfDenied=false: a producer let in by its topic WRITE
+  // logged a denial before).
+  if (!broker::may_init_idempotent_producer(ctx.broker_api().security(), ctx.principal, ctx.client_host)) {
+    (void)ctx.authorized_cluster(security::acl_operation::idempotent_write);   // logs the refusal
     out.error_code = error_code::cluster_authorization_failed;
     return ctx.answer(out);
   }

@@ -701,3 +701,23 @@ def test_a_topic_create_answers_the_operations_a_get_answers(secured):
     got = requests.get(v3(b, "/topics/ao-bob-1"), auth=BOB).json()
     assert r.json()["authorized_operations"] == got["authorized_operations"], (r.text, got)
     revoke(b, "User:bob")
+
+
+def test_a_producer_session_follows_kip_679_as_the_kafka_door_does(secured):
+    """Session 32's new user: InitProducerId on the Kafka door lets a principal with WRITE on some
+    topic in (KIP-679), while POST /v3/clusters/{c}/producers asked IDEMPOTENT_WRITE on the
+    cluster alone. One rule now: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic."""
+    b = secured
+    revoke(b, "User:bob")
+    r = requests.post(v3(b, "/producers"), auth=BOB)
+    assert refused(r) and "IDEMPOTENT_WRITE" in r.json()["message"], r.text
+    topic_with_a_record(b, "kip679")
+    grant(b, [acl("User:bob", "TOPIC", "kip679", "WRITE")])
+    r = wait_until(lambda: (lambda r: r if r.status_code == 201 else None)(requests.post(v3(b, "/producers"), auth=BOB)),
+                   5, "a producer session with WRITE on a topic")
+    session = r.json()
+    r = requests.post(v3(b, "/topics/kip679/records"), auth=BOB,
+                      json={"value": {"type": "JSON", "data": 1}, "producer_id": session["producer_id"],
+                            "producer_epoch": session["producer_epoch"], "sequence": 0})
+    assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
+    revoke(b, "User:bob")

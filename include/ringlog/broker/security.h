@@ -125,4 +125,32 @@ class security_api {
   [[nodiscard]] virtual std::vector<client_quota_usage> client_quota_usages() const = 0;
 };
 
+/// KIP-679: may `principal` (from `host`) start an idempotent producer session (InitProducerId
+/// without a transactional.id, or POST /v3/clusters/{c}/producers)? Yes with IDEMPOTENT_WRITE on
+/// the cluster, or with an ALLOW of WRITE (or ALL) on some topic of any name or pattern (Kafka's
+/// authorizeByResourceType; a DENY is not weighed: each produce is still checked). Always yes
+/// without an authorizer. Logs nothing: a door that refuses logs its refusal as it logs others.
+/// The one rule of every door (the HTTP route asked IDEMPOTENT_WRITE alone: session 32).
+inline bool may_init_idempotent_producer(const security_api& security, const security::kafka_principal& principal,
+                                         std::string_view host) {
+  if (!security.authorizer_enabled()) return true;
+  const security::acl_action cluster{security::resource_type::cluster, security::cluster_resource_name,
+                                     security::acl_operation::idempotent_write};
+  if (security.authorize(principal, host, cluster).allowed()) return true;
+  security::acl_filter filter;
+  filter.resource = security::resource_type::topic;
+  filter.permission = security::acl_permission_type::allow;
+  auto found = security.describe_acls(filter);
+  if (!found.ok()) return false;
+  const std::string name = principal.to_string();
+  for (const auto& acl : *found) {
+    const bool applies = (acl.principal == name || acl.principal == "User:*") &&
+                         (acl.host == security::acl_wildcard || acl.host == host);
+    if (applies && (acl.operation == security::acl_operation::write || acl.operation == security::acl_operation::all)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace ringlog::broker
