@@ -83,10 +83,23 @@ test('the topic page disables delete, add partitions and config edits the princi
   await page.getByTestId('topics-table').waitFor();
   await until('the list\'s delete is disabled for the viewer', async () => await page.getByTestId('delete-ledger').isDisabled());
   assert.match(await page.getByTestId('delete-ledger').getAttribute('title'), /needs DELETE on the topic .*TOPIC ledger/);
+  // Create too (session 32): Kafka's CreateTopics needs CREATE on the cluster, else on the topic.
+  const create = page.getByTestId('create-topic-submit');
+  await until('the viewer\'s create is disabled', async () => await create.isDisabled());
+  assert.match(await create.getAttribute('title'), /needs CREATE on the cluster \(an ACL ALLOW CREATE on CLUSTER kafka-cluster\)/);
+  assert.equal((await post('acls', { resource_type: 'TOPIC', resource_name: 'own-', pattern_type: 'PREFIXED',
+    principal: 'User:viewer', host: '*', operation: 'CREATE', permission: 'ALLOW' })).status, 201);
+  await page.getByText('Create a topic').click();
+  await page.locator('input[name="topic_name"]').fill('own-1');
+  await until('CREATE on the topic enables create', async () => !(await create.isDisabled()));
+  await page.locator('input[name="topic_name"]').fill('other');
+  await until('another name disables it again', async () => await create.isDisabled() &&
+    /or CREATE on the topic other/.test(await create.getAttribute('title')));
   await open('admin', 'admin-secret');
   await until('the super user\'s controls are enabled', async () => !(await page.getByTestId('delete-topic').isDisabled()) &&
     !(await page.getByTestId('add-partitions').isDisabled()) && !(await save().isDisabled()));
   await page.goto(`${baseUrl}/console/#/topics`);
   await until('the list\'s delete is enabled for the super user', async () => !(await page.getByTestId('delete-ledger').isDisabled()));
+  await until('the super user\'s create is enabled', async () => !(await page.getByTestId('create-topic-submit').isDisabled()));
   assert.deepEqual(pageErrors, []);
 });
