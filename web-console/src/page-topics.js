@@ -7,7 +7,7 @@ import { api, mapLimited } from './api.js';
 import { confirmButton, field, fill, h, link, statusLine, table } from './dom.js';
 import { formatBytes, formatCount, formatDurationMs, formatRate, formatTimestamp } from './format.js';
 import { DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS } from './limits.js';
-import { sampleMetrics } from './page-overview.js';
+import { metricsNote, sampleMetrics } from './page-overview.js';
 
 /** The topic list and configs are reloaded every this many metrics samples. */
 const LIST_EVERY_SAMPLES = 5;
@@ -122,6 +122,7 @@ export async function render(view, route, ctx) {
   const status = statusLine();
   const showInternal = h('input', { type: 'checkbox', 'data-testid': 'show-internal' });
   const list = h('div', {}, h('p', { class: 'muted' }, 'Loading topics…'));
+  const refusedMetrics = h('div');
   let topics = null;
   let configs = new Map();
   let lastRates = null;
@@ -180,7 +181,7 @@ export async function render(view, route, ctx) {
   const create = createForm(() => { samples = 0; refreshList().catch((e) => status.show(e)); });
   showInternal.addEventListener('change', draw);
   fill(view, h('h1', {}, 'Topics'), create.el, status.el,
-    h('div', { class: 'toolbar' }, h('label', {}, showInternal, ' show internal topics')), list);
+    h('div', { class: 'toolbar' }, h('label', {}, showInternal, ' show internal topics')), refusedMetrics, list);
 
   ctx.every(METRICS_POLL_MS, async () => {
     try {
@@ -188,7 +189,8 @@ export async function render(view, route, ctx) {
       samples += 1;
       const s = await sampleMetrics();
       lastSummary = s.summary;
-      if (s.rates) lastRates = s.rates;
+      lastRates = s.summary === null ? null : s.rates ?? lastRates;
+      fill(refusedMetrics, s.summary === null ? metricsNote() : null);
       if (ctx.alive) draw();
     } catch (e) {
       status.show(e);
