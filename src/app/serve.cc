@@ -845,6 +845,12 @@ void warn_segment_budget(const std::string& partition_dir, int64_t sealed_segmen
                base::logfmt_escaped(partition_dir), sealed_segments_max);
 }
 
+/// "https://host:port" of the https listener `https` serves, or "" when there is none.
+std::string https_listener_text(const bound_listeners& bound, const gateway::tls_front* https) {
+  if (https == nullptr || bound.https_record == nullptr) return {};
+  return "https://" + bound.https_record->host + ":" + std::to_string(https->port());
+}
+
 /// The "serving" line, once every front end listens: the plaintext HTTP listener (`http_port`, -1
 /// when there is none), the https one (`https`: "https://host:port", empty when there is none; an
 /// https-only node listed nothing before session 32) and the cluster listener (-1: none).
@@ -1220,8 +1226,7 @@ int serve_main(int argc, char** argv) {
     shut_down();
     return 1;
   }
-  log_serving(cfg, options.listen ? server->port() : -1,
-              https ? "https://" + bound.https_record->host + ":" + std::to_string(https->port()) : std::string(),
+  log_serving(cfg, options.listen ? server->port() : -1, https_listener_text(bound, https.get()),
               transport ? static_cast<int>(transport->port()) : -1, broker->admin().controller_id());
   reloader.start();
   if (jwks) jwks->start();
