@@ -846,11 +846,20 @@ void warn_segment_budget(const std::string& partition_dir, int64_t sealed_segmen
                base::logfmt_escaped(partition_dir), sealed_segments_max);
 }
 
-/// The "serving" line: the plaintext HTTP listener (`http_port`, -1 when there is none: an
-/// https-only node logs its own "serving https" line) and the cluster listener (-1: none).
-void log_serving(const config::server_config& cfg, int http_port, int cluster_port, int32_t controller_id) {
+/// "https://host:port" of the https listener `https` serves, or "" when there is none.
+std::string https_listener_text(const bound_listeners& bound, const gateway::tls_front* https) {
+  if (https == nullptr || bound.https_record == nullptr) return {};
+  return "https://" + bound.https_record->host + ":" + std::to_string(https->port());
+}
+
+/// The "serving" line, once every front end listens: the plaintext HTTP listener (`http_port`, -1
+/// when there is none), the https one (`https`: "https://host:port", empty when there is none; an
+/// https-only node listed nothing before session 32) and the cluster listener (-1: none).
+void log_serving(const config::server_config& cfg, int http_port, const std::string& https, int cluster_port,
+                 int32_t controller_id) {
   std::string listeners;
   if (http_port >= 0) listeners = "http://" + cfg.listener_host + ":" + std::to_string(http_port);
+  if (!https.empty()) listeners += (listeners.empty() ? "" : ",") + https;
   if (cluster_port >= 0) {
     listeners += (listeners.empty() ? "" : ",") + std::string("cluster://") + cfg.cluster_listener_host + ":" +
                  std::to_string(cluster_port);
@@ -1193,8 +1202,6 @@ int serve_main(int argc, char** argv) {
     return 1;
   }
   auto server = std::move(server_result).value();
-  log_serving(cfg, options.listen ? server->port() : -1, transport ? static_cast<int>(transport->port()) : -1,
-              broker->admin().controller_id());
   // https:// in front of the same server, and the Kafka client listeners (issue 15, 29) beside
   // it; none when `listeners` names none.
   std::unique_ptr<gateway::tls_front> https;
@@ -1220,6 +1227,8 @@ int serve_main(int argc, char** argv) {
     shut_down();
     return 1;
   }
+  log_serving(cfg, options.listen ? server->port() : -1, https_listener_text(bound, https.get()),
+              transport ? static_cast<int>(transport->port()) : -1, broker->admin().controller_id());
   reloader.start();
   if (jwks) jwks->start();
 

@@ -2180,6 +2180,8 @@ Options:
   --resource-pattern-type T  literal (default for create, delete), prefixed (the name is a prefix),
                            match (list, delete: every ACL that applies to the name), any (list
                            default: literal and prefixed)
+  --force                  accepted for kafka-acls.sh's sake and does nothing: delete never asks
+                           for confirmation (it prints what it deleted)
 )") + connection_options_help + R"(
 Authentication as every command: RINGLOG_USER and RINGLOG_PASSWORD (Basic) or RINGLOG_TOKEN
 (Bearer). Example: ringlog acls create --allow-principal User:alice --operation Read
@@ -2371,7 +2373,7 @@ int acls_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1,
                       {"--bootstrap-server", "--allow-principal", "--deny-principal", "--allow-host", "--deny-host",
                        "--principal", "--operation", "--topic", "--group", "--transactional-id", "--resource-pattern-type"},
-                      {"--help", "--cluster", "--producer", "--consumer", "--idempotent"});
+                      {"--help", "--cluster", "--producer", "--consumer", "--idempotent", "--force"});
   if (!a) return 2;
   if (a->has("--help")) {
     std::cout << acls_usage;

@@ -574,8 +574,8 @@ std::vector<key_spec> consumer_group_keys() {
 
 constexpr const char* advertised_listeners_help =
     "what other nodes and clients are told to connect to, same form and names as listeners; a listener not named "
-    "here is advertised as bound (a wildcard bind, 0.0.0.0 or ::, as 127.0.0.1, with a warning); 0.0.0.0 and :: are "
-    "refused here; empty = listeners";
+    "here is advertised at its bound host and port, except a wildcard bind (0.0.0.0 or ::), which is advertised as "
+    "127.0.0.1 with a warning (reachable from this machine only); 0.0.0.0 and :: are refused here; empty = listeners";
 
 constexpr const char* allowed_hosts_help =
     "host names (beside IP addresses, localhost, this machine's host name and the listeners' and advertised "

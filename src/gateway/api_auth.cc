@@ -30,7 +30,8 @@ bool authenticate_call(const call_ptr& c, std::string_view pattern) {
   // (a form's POST) would still act (the new user of session 30: any page could delete topics
   // of a broker on 127.0.0.1 while the default allowed every origin).
   if (!c->request.origin.empty() && (state_changing(c->request.method) || read_moves_a_consumer(pattern)) &&
-      !origin_permitted(c->self->options().cors_allowed_origins, c->request.origin, c->request.host)) {
+      !origin_permitted(c->self->options().cors_allowed_origins, c->request.origin, c->request.host,
+                                         c->request.https)) {
     c->fail(403, ec::forbidden, "origin " + c->request.origin + " is not in http.cors.allowed.origins (empty "
                                 "by default: only this server's own pages may change anything)");
     return false;

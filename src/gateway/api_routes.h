@@ -134,7 +134,7 @@ struct api::call : std::enable_shared_from_this<api::call> {
     const std::vector<std::string>& allowed = self->options_.cors_allowed_origins;
     if (request.origin.empty()) {
       if (origin_allowed(allowed, "")) r.headers.emplace_back("Access-Control-Allow-Origin", "*");
-    } else if (origin_permitted(allowed, request.origin, request.host)) {
+    } else if (origin_permitted(allowed, request.origin, request.host, request.https)) {
       r.headers.emplace_back("Access-Control-Allow-Origin", request.origin);
     }
     if (!request.origin.empty()) r.headers.emplace_back("Vary", "Origin");

@@ -58,7 +58,7 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::preferred_leader_not_available:
     case errc::coordinator_load_in_progress:
       return {503, ec::unavailable, e.message};
-    case errc::kafka_storage_error:
+    case errc::kafka_storage_error: return {503, ec::unavailable, e.message};   // retriable: is_retriable
     case errc::unknown_server_error:
       return {500, ec::kafka_error, e.message};
     case errc::unknown_member_id:
@@ -124,6 +124,10 @@ bool is_retriable(broker::errc code) {
     case errc::not_controller:
     case errc::not_leader_or_follower:
     case errc::corrupt_message:
+    // Kafka's KafkaStorageException is a RetriableException (clients refresh metadata and retry):
+    // here the used-up segment file budget, descriptors run out, an unreadable batch; nothing was
+    // written and the partition serves on, so HTTP answers it 503 (to_api_error), not a fault's 500.
+    case errc::kafka_storage_error:
     case errc::unknown_topic_or_partition:  // Kafka marks it retriable (metadata may lag)
       return true;
     default:

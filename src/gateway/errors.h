@@ -50,7 +50,7 @@ inline constexpr int too_many_requests = 42901;     // a named queue is full: re
 inline constexpr int kafka_error = 50002;
 inline constexpr int not_implemented = 50101;       // a transfer coding other than chunked
 inline constexpr int kafka_retriable_error = 50003;
-inline constexpr int unavailable = 50301;           // shutting down
+inline constexpr int unavailable = 50301;           // shutting down, no leader here, KAFKA_STORAGE_ERROR: retry
 inline constexpr int offset_not_available = 50302;  // ringlog: OFFSET_NOT_AVAILABLE (KIP-207): a new leader is establishing
                                                     // the partition's end (high watermark); retry after Retry-After
 }  // namespace error_codes

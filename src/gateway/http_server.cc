@@ -284,7 +284,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     busy_ = true;
     ++server_.in_flight;
     auto& msg = parser_->get();
-    if (refuse_foreign_host(msg)) return;
+    if (refuse_bad_host(msg) || refuse_foreign_host(msg)) return;
     // curl and others wait for "100 Continue" before sending bodies over 1 KiB.
     if (auto it = msg.find(http::field::expect); it != msg.end() && beast::iequals(it->value(), "100-continue")) {
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, msg.version());
@@ -438,7 +438,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     auto host = msg.find(http::field::host);
     const std::string host_text = host == msg.end() ? std::string() : std::string(host->value());
     if (origin != msg.end() &&
-        !origin_permitted(server_.options.cors_allowed_origins, std::string(origin->value()), host_text)) {
+        !origin_permitted(server_.options.cors_allowed_origins, std::string(origin->value()), host_text, https_)) {
       keep_alive_ = false;
       return respond_error(403, error_codes::forbidden,
                            "origin " + std::string(origin->value()) +
@@ -522,6 +522,37 @@ class session final : public std::enable_shared_from_this<session>, public respo
     head_request_ = msg.method() == http::verb::head;
     req.chunked = msg.chunked();
     return req;
+  }
+
+  /// RFC 9112 section 3.2: more than one Host header is 400 (which one names the server would be a
+  /// guess, and a check of one with a route of the other is a bypass). An absolute-form target
+  /// ("GET http://host:port/path") is served as its origin-form only when its scheme is the
+  /// listener's and its authority is the Host header, else 400: the Host the origin and
+  /// DNS-rebinding checks read is the server the request names. True when it answered (and closes).
+  bool refuse_bad_host(http::request<http::string_body>& msg) {
+    const size_t hosts = msg.count(http::field::host);
+    if (hosts > 1) {
+      keep_alive_ = false;
+      respond_error(400, error_codes::bad_request,
+                    std::to_string(hosts) + " Host headers: a request names one (RFC 9112 section 3.2)");
+      return true;
+    }
+    const std::string_view target(msg.target().data(), msg.target().size());
+    if (target.empty() || target.front() == '/' || target == "*") return false;
+    auto host = msg.find(http::field::host);
+    const std::string_view host_value =
+        host == msg.end() ? std::string_view() : std::string_view(host->value().data(), host->value().size());
+    auto path = origin_form(target, host_value, https_);
+    if (!path) {
+      keep_alive_ = false;
+      respond_error(400, error_codes::bad_request,
+                    "request target '" + std::string(target.substr(0, 255)) + "' is not a path, or an absolute URL of " +
+                        (https_ ? "https" : "http") + " whose host[:port] is the Host header ('" +
+                        std::string(host_value.substr(0, 255)) + "'; RFC 9112 section 3.2)");
+      return true;
+    }
+    msg.target(*path);
+    return false;
   }
 
   /// A browser's plaintext request whose Host names neither an address of this server nor one of

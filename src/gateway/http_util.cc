@@ -301,10 +301,24 @@ bool origin_allowed(const std::vector<std::string>& allowed, std::string_view or
   return false;
 }
 
-bool same_origin(std::string_view origin, std::string_view host) {
+bool same_origin(std::string_view origin, std::string_view host, bool https) {
   const size_t scheme = origin.find("://");
   if (scheme == std::string_view::npos || host.empty()) return false;
+  // RFC 6454 section 5: an origin is scheme, host and port; "ftp://x" is not the origin of http://x.
+  if (lower(origin.substr(0, scheme)) != (https ? "https" : "http")) return false;
   return lower(origin.substr(scheme + 3)) == lower(host);
+}
+
+std::optional<std::string> origin_form(std::string_view target, std::string_view host, bool https) {
+  const std::string_view scheme = https ? "https://" : "http://";
+  if (target.size() < scheme.size() || lower(target.substr(0, scheme.size())) != scheme) return std::nullopt;
+  target.remove_prefix(scheme.size());
+  const size_t path = target.find_first_of("/?");
+  const std::string_view authority = target.substr(0, path);
+  if (authority.empty() || host.empty() || lower(authority) != lower(host)) return std::nullopt;
+  if (path == std::string_view::npos) return std::string("/");
+  if (target[path] == '?') return "/" + std::string(target.substr(path));
+  return std::string(target.substr(path));
 }
 
 bool host_permitted(const std::vector<std::string>& names, std::string_view host) {
@@ -328,8 +342,9 @@ bool host_permitted(const std::vector<std::string>& names, std::string_view host
   return false;
 }
 
-bool origin_permitted(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host) {
-  return same_origin(origin, host) || origin_allowed(allowed, origin);
+bool origin_permitted(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host,
+                      bool https) {
+  return same_origin(origin, host, https) || origin_allowed(allowed, origin);
 }
 
 bool etag_matches(std::string_view if_none_match, std::string_view etag) {

@@ -69,9 +69,15 @@ inline bool state_changing(std::string_view method) { return method != "GET" && 
 /// http.cors.allowed.origins: "*" allows any; otherwise an exact, case-insensitive match. An
 /// empty list (the default) allows none.
 bool origin_allowed(const std::vector<std::string>& allowed, std::string_view origin);
-/// Whether `origin` names the server the request was sent to: its host[:port] is the request's
-/// Host header (case-insensitive). This server's own pages (the console) are always allowed.
-bool same_origin(std::string_view origin, std::string_view host);
+/// Whether `origin` names the server the request was sent to: its scheme is the listener's (http,
+/// or https when `https`) and its host[:port] is the request's Host header (case-insensitive;
+/// RFC 6454 section 5 compares all three). This server's own pages (the console) are always allowed.
+bool same_origin(std::string_view origin, std::string_view host, bool https);
+/// An absolute-form request target (RFC 9112 section 3.2.2, "http://host:port/path?query") as the
+/// origin-form the routes match ("/path?query"; "/" when it has no path), when its scheme is the
+/// listener's (http, or https when `https`) and its authority is `host`, the request's Host header
+/// (case-insensitive); nullopt otherwise (the caller answers 400).
+std::optional<std::string> origin_form(std::string_view target, std::string_view host, bool https);
 /// Whether a Host header (RFC 9110 section 7.2: host[:port]) names this server for a plaintext
 /// request: an IPv4 address, a bracketed IPv6 address, localhost or a name under .localhost
 /// (RFC 6761), or a name in `names` (case-insensitive, a trailing dot ignored; "*" allows any).
@@ -79,7 +85,8 @@ bool same_origin(std::string_view origin, std::string_view host);
 /// page sends its own name, which is none of these.
 bool host_permitted(const std::vector<std::string>& names, std::string_view host);
 /// origin_allowed or same_origin: whether a browser page of `origin` may call this server.
-bool origin_permitted(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host);
+bool origin_permitted(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host,
+                      bool https);
 
 /// Whether an If-None-Match header (RFC 9110 section 13.1.2: "*" or a comma-separated list of
 /// entity tags) matches `etag` (a quoted strong tag such as "\"ab12\""). Weak comparison: a

@@ -618,9 +618,13 @@ result<commit_result> group_coordinator::commit_offsets_kafka(std::string_view g
                                              std::to_string(generation) + " needs a member: join first");
   }
   group_state_data& g = git->second;
+  // Kafka answers a commit from outside a group with members UNKNOWN_MEMBER_ID, whatever the
+  // members' protocol (ClassicGroup and ConsumerGroup.validateOffsetCommit): the committer is no
+  // member. INCONSISTENT_GROUP_PROTOCOL is JoinGroup's answer, not OffsetCommit's.
   if (!g.members.empty()) {
-    return err(errc::inconsistent_group_protocol,
-               "group " + quoted(group_id) + " is a ringlog-managed group (" + std::to_string(g.members.size()) +
+    return err(errc::unknown_member_id,
+               "member " + quoted(member_id) + " is not in group " + quoted(group_id) + ", a ringlog-managed group (" +
+                   std::to_string(g.members.size()) +
                    " REST/WebSocket members): a Kafka client cannot commit to it; nothing was committed");
   }
   const bool classic_members = g.classic && !g.classic->members.empty();

@@ -777,8 +777,8 @@ result<commit_result> group_coordinator::commit_offsets_standalone(std::string_v
                                             " Kafka-protocol members; a commit without membership (generation -1) "
                                             "is refused while they are in it; nothing was committed");
   }
-  if (git != groups_.end() && !git->second.members.empty()) {
-    return err(errc::inconsistent_group_protocol,
+  if (git != groups_.end() && !git->second.members.empty()) {   // Kafka: UNKNOWN_MEMBER_ID, as above
+    return err(errc::unknown_member_id,
                "group '" + std::string(group_id) + "' has " + std::to_string(git->second.members.size()) +
                    " members managed by ringlog (REST/WebSocket consumers); a commit without membership "
                    "(generation -1) is refused while they are in it; nothing was committed");

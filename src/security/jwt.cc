@@ -397,9 +397,16 @@ jwt_result<jwt_claims> jwt_validator::validate(std::string_view token, int64_t n
   auto header = json_part(token.substr(0, dot1), "the header");
   if (!header.ok()) return header.error();
   const std::string_view alg_name = header->string_at("alg").value_or("");
-  if (alg_name == "none" || alg_name.starts_with("HS")) {
-    return jwt_error{jwt_errc::alg_none_refused,
-                     "alg '" + std::string(alg_name) + "' refused: tokens must be signed with a public key"};
+  if (alg_name == "none") {
+    return jwt_error{jwt_errc::alg_none_refused, "alg 'none' refused: tokens must be signed with a public key"};
+  }
+  // An HMAC alg is signed, not unsigned: its reason names it as the unsupported alg it is here (as
+  // Kafka's jose4j-based validator refuses an alg outside its allowed list), never "none".
+  if (alg_name.starts_with("HS")) {
+    return jwt_error{jwt_errc::unsupported_alg,
+                     "alg '" + std::string(alg_name) +
+                         "' unsupported: an HMAC alg needs a shared secret; tokens must be signed with a public key "
+                         "(RS256, RS384, RS512, PS256, ES256, ES384)"};
   }
   const auto* alg = std::find_if(std::begin(algorithms), std::end(algorithms),
                                  [&](const algorithm& a) { return a.name == alg_name; });

@@ -236,7 +236,9 @@ TEST_CASE("broker errors map to REST proxy codes") {
   CHECK(m(errc::topic_already_exists).status == 400);
   CHECK(m(errc::offset_out_of_range).error_code == 42202);
   CHECK(m(errc::message_too_large).error_code == 42201);
-  CHECK(m(errc::kafka_storage_error).error_code == 50002);
+  CHECK(m(errc::kafka_storage_error).status == 503);   // Kafka: retriable
+  CHECK(m(errc::kafka_storage_error).error_code == 50301);
+  CHECK(is_retriable(errc::kafka_storage_error));
   CHECK(m(errc::not_enough_replicas).error_code == 50003);
   CHECK(m(errc::throttling_quota_exceeded).status == 429);
   CHECK(error_body(40401, "no \"t\"") == R"({"error_code":40401,"message":"no \"t\""})");

@@ -335,8 +335,9 @@ TEST_CASE("classic: a group is classic or ringlog-managed, never both") {
   REQUIRE(h.joins[t].failure.has_value());
   CHECK(h.joins[t].failure->code == errc::inconsistent_group_protocol);
   CHECK(h.joins[t].failure->message.find("ringlog-managed") != std::string::npos);
-  CHECK(h.c.commit_offsets_kafka("managed", "x", std::nullopt, 3, {}, t0).error().code ==
-        errc::inconsistent_group_protocol);
+  // A commit is no join: Kafka answers one from a non-member UNKNOWN_MEMBER_ID (session 32).
+  CHECK(h.c.commit_offsets_kafka("managed", "x", std::nullopt, 3, {}, t0).error().code == errc::unknown_member_id);
+  CHECK(h.c.commit_offsets_kafka("managed", "", std::nullopt, -1, {}, t0).error().code == errc::unknown_member_id);
 
   auto [a, ta] = h.join_new("classic", t0);
   auto refused = h.c.join("classic", rest, t0);

@@ -48,6 +48,15 @@ def test_by_default_a_page_of_another_site_can_neither_read_nor_change_anything(
     assert refused.value.status_code == 403
     # The server's own pages (the console) keep working: same origin as the Host they call.
     assert asyncio.run(upgrade(own))["type"] == "pong"
+    # Same origin is scheme, host and port (RFC 6454): "ftp://" or "https://" with this Host is
+    # another origin (session 32: the scheme was ignored).
+    for scheme in ("ftp", "https"):
+        other_scheme = f"{scheme}://127.0.0.1:{b.port}"
+        r = requests.delete(b.v3(f"/topics/{topic_name}"), headers={"Origin": other_scheme})
+        assert r.status_code == 403 and r.json()["error_code"] == 40301, (scheme, r.text)
+        with pytest.raises(websockets.InvalidStatusCode) as refused:
+            asyncio.run(upgrade(other_scheme))
+        assert refused.value.status_code == 403
     r = requests.delete(b.v3(f"/topics/{topic_name}"), headers={"Origin": own})
     assert r.status_code == 204, r.text
 

@@ -255,6 +255,35 @@ def test_garbage_http_is_400_and_server_keeps_serving(broker):
     assert requests.get(broker.url + "/v1/health").status_code == 200
 
 
+def raw_exchange(port, request):
+    """Sends `request` on a new connection and reads until the server closes it (10 s at most)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request)
+        data = b""
+        try:
+            while chunk := s.recv(65536):
+                data += chunk
+        except socket.timeout:
+            pass
+    return data
+
+
+def test_two_host_headers_and_a_foreign_absolute_target_are_400(broker):
+    """RFC 9112 section 3.2: more than one Host header is 400; an absolute-form target is served
+    as its path only when its authority is the Host header (session 32: both were served, so the
+    Host the origin and rebinding checks read need not be the server the request named)."""
+    own = f"127.0.0.1:{broker.port}".encode()
+    data = raw_exchange(broker.port, b"GET /v1/health HTTP/1.1\r\nHost: " + own + b"\r\nHost: evil.example\r\n\r\n")
+    assert data.startswith(b"HTTP/1.1 400") and b"2 Host headers" in data, data[:300]
+    data = raw_exchange(broker.port, b"GET http://" + own + b"/v1/health HTTP/1.1\r\nHost: " + own +
+                        b"\r\nConnection: close\r\n\r\n")
+    assert data.startswith(b"HTTP/1.1 200"), data[:300]
+    for target in [b"http://evil.example/v1/health", b"https://" + own + b"/v1/health", b"ftp://" + own + b"/v1/health"]:
+        data = raw_exchange(broker.port, b"GET " + target + b" HTTP/1.1\r\nHost: " + own + b"\r\n\r\n")
+        assert data.startswith(b"HTTP/1.1 400") and b"RFC 9112" in data, (target, data[:300])
+    assert requests.get(broker.url + "/v1/health").status_code == 200
+
+
 def test_cors_headers_and_preflight(fresh_broker):
     broker = fresh_broker(["http.cors.allowed.origins=*"])
     r = requests.get(broker.url + "/topics", headers={"Origin": "http://example.test"})

@@ -194,6 +194,9 @@ def test_bearer_tokens_signed_at_test_time(secured, issuer, topic_name):
         "expired": issuer.token(exp=now - 120, iat=now - 600),
         "not_yet_valid": issuer.token(nbf=now + 600),
         "alg_none_refused": unsigned,
+        # An HMAC token is signed: its reason names the alg, not "none" (session 32).
+        "unsupported_alg: alg 'HS256'": b64url(b'{"alg":"HS256"}') + "." + b64url(
+            json.dumps({"sub": "eve", "exp": now + 60}).encode()) + ".c2ln",
         "wrong_issuer": issuer.token(iss="https://evil.test"),
         "wrong_audience": issuer.token(aud="somebody-else"),
         "unknown_kid": issuer.token(kid="rotated-away"),

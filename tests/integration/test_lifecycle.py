@@ -268,6 +268,33 @@ def test_the_shipped_config_file_lists_every_key_of_serve_help(ringlog_bin):
     assert not missing, f"conf/ringlog.properties lacks {missing}"
 
 
+def test_a_wildcard_kafka_listener_is_advertised_as_127_0_0_1_with_a_warning_as_the_docs_say(ringlog_bin, tmp_path):
+    """A Kafka listener bound to 0.0.0.0 and not named in advertised.listeners is told to clients
+    as 127.0.0.1, with a warning: not "as bound", which the shipped config, --help and
+    docs/security.md said (session 32)."""
+    from pathlib import Path
+
+    from confluent_kafka.admin import AdminClient
+
+    from conftest import Broker, free_port
+    port, kafka_port = free_port(), free_port()
+    b = Broker(tmp_path / "data", port=port,
+               extra_sets=[f"listeners=http://127.0.0.1:{port},PLAINTEXT://0.0.0.0:{kafka_port}"]).start()
+    try:
+        brokers = AdminClient({"bootstrap.servers": f"127.0.0.1:{kafka_port}"}).list_topics(timeout=10).brokers
+        assert [(m.host, m.port) for m in brokers.values()] == [("127.0.0.1", kafka_port)], brokers
+        assert "kafka listener binds a wildcard address; clients are told 127.0.0.1" in b.log_path.read_text()
+    finally:
+        b.stop()
+    root = Path(__file__).resolve().parents[2]
+    help_text = subprocess.run([str(ringlog_bin), "serve", "--help"], capture_output=True, text=True, timeout=30).stdout
+    for where, text in [("serve --help", help_text), ("conf/ringlog.properties", (root / "conf" / "ringlog.properties").read_text()),
+                        ("docs/security.md", (root / "docs" / "security.md").read_text())]:
+        flat = " ".join(text.replace("#", " ").split())
+        assert "advertised as bound" not in flat, where
+        assert "advertised as 127.0.0.1 with a warning" in flat, where
+
+
 def test_the_coordinator_topics_partition_counts_cannot_change(broker):
     """The breaker of session 31: PATCH of __consumer_offsets to 16 partitions was accepted, and
     after a restart 16 of 30 groups read their committed offsets as -1001 (a group's coordinator

@@ -122,3 +122,52 @@ def test_default_max_connections_leaves_descriptors_for_http(ringlog_bin, tmp_pa
         for s in held:
             s.close()
         assert b.stop() == 0
+
+
+def test_a_produce_refused_by_the_budget_is_503_and_retriable_on_every_door(ringlog_bin, tmp_path):
+    """A size roll refused by the used-up budget is Kafka's KAFKA_STORAGE_ERROR, which Kafka
+    counts retriable (KafkaStorageException is a RetriableException): over HTTP it is 503, not
+    500, with the same message naming the budget on v3 and v2, and v2's per-record code 2
+    (retriable); a WebSocket produce gets the same error code and message (session 32)."""
+    import asyncio
+    import base64
+    import json
+
+    import requests
+    import websockets
+
+    b = LimitedBroker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        b.create_topic("small", configs={"segment.bytes": "1024"})
+        value = base64.b64encode(b"x" * 900).decode()
+        url = b.v3("/topics/small/records")
+        refused = None
+        for _ in range(BATCHES):   # every produce fills a segment: the next one rolls
+            r = requests.post(url, json={"partition_id": 0, "value": {"type": "BINARY", "data": value}}, timeout=10)
+            if r.status_code != 200 or r.json().get("error_code") != 200:
+                refused = r
+                break
+        assert refused is not None, "the budget was never used up"
+        assert refused.status_code == 503, (refused.status_code, refused.text)
+        message = refused.json()["message"]
+        assert "segment file budget" in message and "(retriable)" in message, message
+
+        v2 = requests.post(f"{b.url}/topics/small/partitions/0", json={"records": [{"value": value}]},
+                           headers={"Content-Type": "application/vnd.kafka.binary.v2+json"}, timeout=10)
+        if v2.status_code == 200:   # v2 answers per record
+            offsets = v2.json()["offsets"]
+            assert offsets[0]["error_code"] == 2 and offsets[0]["error"] == message, v2.text
+        else:
+            assert v2.status_code == 503 and v2.json()["message"] == message, (v2.status_code, v2.text)
+
+        async def ws_produce():
+            async with websockets.connect(f"ws://127.0.0.1:{b.port}/v1/ws") as ws:
+                await ws.send(json.dumps({"type": "produce", "id": "w", "topic": "small", "partition": 0, "value": value}))
+                return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+        answer = asyncio.run(ws_produce())
+        assert answer["type"] == "error" and answer["message"] == message, answer
+        assert answer["error_code"] == refused.json()["error_code"] and answer["error_code"] // 100 == 503, answer
+        assert b.proc.poll() is None
+    finally:
+        b.stop()

@@ -141,6 +141,11 @@ def test_an_https_only_node_serves(ringlog_bin, certs, tmp_path):
             except requests.ConnectionError:
                 return False
         wait_until(healthy, 20, "https health")
+        # Session 32: its "serving" line listed no listener at all ("listeners= cluster.id=...").
+        def serving():
+            return [line for line in (tmp_path / "log").read_text().splitlines() if 'msg="serving"' in line]
+        wait_until(serving, 10, "the serving line")   # logged once every listener listens
+        assert len(serving()) == 1 and f"listeners=https://127.0.0.1:{https} " in serving()[0], serving()
     finally:
         p.terminate()
         assert p.wait(20) == 0

@@ -14,10 +14,32 @@ const METADATA_EVERY_SAMPLES = 5;
 const history = { bytes_in: [], bytes_out: [], records_in: [], records_out: [] };
 let lastSample = null;
 
-/** One /metrics sample: pushes rates since the previous one onto the chart history. */
+/**
+ * /metrics summarized (metrics.js summarize), or null when the broker refuses it to the signed-in
+ * principal: with http.metrics.authentication=true it needs DESCRIBE on the cluster (403). Its
+ * figures are then unknown ("-") with metricsNote(), not an error: the rest of a page still works.
+ */
+export async function metricsSummary() {
+  try {
+    return summarize(parsePrometheus(await api.metrics()));
+  } catch (e) {
+    if (e.status === 403) return null;
+    throw e;
+  }
+}
+
+/** The quiet line where /metrics figures show "-" because the broker refused /metrics (403). */
+export function metricsNote() {
+  return h('p', { class: 'muted', 'data-testid': 'metrics-unavailable' },
+    'Sizes and rates are not available: /metrics needs DESCRIBE on the cluster (http.metrics.authentication=true).');
+}
+
+/** One /metrics sample: pushes rates since the previous one onto the chart history. {summary: null,
+ *  rates: null} when /metrics is refused (metricsSummary). */
 export async function sampleMetrics() {
   const now = Date.now();
-  const summary = summarize(parsePrometheus(await api.metrics()));
+  const summary = await metricsSummary();
+  if (summary === null) return { summary: null, rates: null };
   let r = null;
   if (lastSample) {
     r = rates(lastSample.summary, summary, (now - lastSample.t) / 1000);
@@ -58,7 +80,8 @@ export async function render(view, route, ctx) {
   const charts = h('div', { class: 'charts' });
   const brokers = h('div');
   const quorum = h('div');
-  fill(view, h('h1', {}, 'Overview'), status.el, tiles, h('h2', {}, 'Throughput'), charts, h('h2', {}, 'Brokers'), brokers,
+  const refusedMetrics = h('div');
+  fill(view, h('h1', {}, 'Overview'), status.el, tiles, refusedMetrics, h('h2', {}, 'Throughput'), charts, h('h2', {}, 'Brokers'), brokers,
     h('h2', {}, 'Metadata quorum'), quorum);
 
   let meta = null;
@@ -95,6 +118,7 @@ export async function render(view, route, ctx) {
       const { summary } = await sampleMetrics();
       if (!ctx.alive) return;
       status.clear();
+      fill(refusedMetrics, summary === null ? metricsNote() : null);
       // The broker's own counts cover every topic; the described ones only the first checked.
       const health = meta.clusterHealth ?? partitionHealth(meta.described, meta.brokerIds);
       const notChecked = meta.clusterHealth ? 0 : meta.topicList.length - meta.checked;
@@ -110,7 +134,7 @@ export async function render(view, route, ctx) {
         tile('consumer groups', formatCount(meta.groupList.length), { testid: 'tile-groups' }),
         // A dedicated controller holds no partition: its own figure is always 0, so none is shown.
         isDedicatedController(meta.quorum, meta.brokerIds) ? null
-          : tile('stored (all topics)', formatBytes(summary.totals.size_bytes), { testid: 'tile-size' }));
+          : tile('stored (all topics)', formatBytes(summary?.totals.size_bytes), { testid: 'tile-size' }));
       drawCharts();
       fill(brokers, table([
         { title: 'broker', cell: (id) => String(id), num: true },

@@ -9,7 +9,7 @@ import { api } from './api.js';
 import { confirmButton, field, fill, h, link, statusLine, table, tile } from './dom.js';
 import { formatBytes, formatCount } from './format.js';
 import { METRICS_POLL_MS } from './limits.js';
-import { parsePrometheus, summarize } from './metrics.js';
+import { metricsNote, metricsSummary } from './page-overview.js';
 import { lastCleanText } from './page-topics.js';
 
 /** Partitions are re-read every this many ms while the page is open (offsets move). */
@@ -171,11 +171,14 @@ export async function render(view, route, ctx) {
     const compacted = policy.includes('compact');
     // The cleaner's figures are per partition in /metrics (a broker that has cleaned nothing yet
     // reports zeros: "never" cleaned).
-    const summary = compacted ? summarize(parsePrometheus(await api.metrics())) : null;
+    const summary = compacted ? await metricsSummary() : null;
     if (!ctx.alive) return;
     const size = v3parts.reduce((n, p) => n + p.size_bytes, 0);
     const offsets = v3parts.reduce((n, p) => n + (p.high_watermark - p.log_start_offset), 0);
     const cleaner = summary?.cleaner[name];
+    // /metrics refused (403): the cleaner's figures are unknown, not 0.
+    const refused = compacted && summary === null;
+    const figure = (text) => (refused ? '-' : text);
     fill(tiles,
       tile('partitions', String(v3parts.length), { testid: 'tile-partitions' }),
       tile('replication factor', String(v3topic?.replication_factor ?? '-')),
@@ -184,15 +187,15 @@ export async function render(view, route, ctx) {
       tile('internal', v3topic?.is_internal ? 'yes' : 'no'),
       compacted ? [
         tile('cleanup.policy', policy, { testid: 'tile-cleanup-policy', text: true }),
-        tile('dirty (dirtiest partition)', `${Math.round((cleaner?.dirty_ratio ?? 0) * 100)}%`, { testid: 'tile-dirty' }),
-        tile('bytes cleaned', formatBytes(cleaner?.bytes_cleaned ?? 0), { testid: 'tile-cleaned' }),
-        tile('cleaner time', `${(cleaner?.cleaner_s ?? 0).toFixed(1)} s`, { testid: 'tile-cleaner-time' }),
-        tile('last clean', lastCleanText(cleaner), { testid: 'tile-last-clean', text: true }),
-      ] : null);
+        tile('dirty (dirtiest partition)', figure(`${Math.round((cleaner?.dirty_ratio ?? 0) * 100)}%`), { testid: 'tile-dirty' }),
+        tile('bytes cleaned', figure(formatBytes(cleaner?.bytes_cleaned ?? 0)), { testid: 'tile-cleaned' }),
+        tile('cleaner time', figure(`${(cleaner?.cleaner_s ?? 0).toFixed(1)} s`), { testid: 'tile-cleaner-time' }),
+        tile('last clean', figure(lastCleanText(cleaner)), { testid: 'tile-last-clean', text: true }),
+      ] : null, refused ? metricsNote() : null);
     operations = v3topic?.authorized_operations ?? null;
     applyPermissions();
     if (!count.value) count.value = v3parts.length + 1;
-    fill(parts, partitionsTable(v3parts, v2topic.partitions, compacted ? (summary.cleanerPartitions[name] ?? {}) : null));
+    fill(parts, partitionsTable(v3parts, v2topic.partitions, summary ? (summary.cleanerPartitions[name] ?? {}) : null));
   };
   const loadConfigs = async () => {
     const configs = await api.configs(name);

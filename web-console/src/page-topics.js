@@ -7,7 +7,7 @@ import { api, mapLimited } from './api.js';
 import { confirmButton, field, fill, h, link, statusLine, table } from './dom.js';
 import { formatBytes, formatCount, formatDurationMs, formatRate, formatTimestamp } from './format.js';
 import { DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS } from './limits.js';
-import { sampleMetrics } from './page-overview.js';
+import { metricsNote, sampleMetrics } from './page-overview.js';
 
 /** The topic list and configs are reloaded every this many metrics samples. */
 const LIST_EVERY_SAMPLES = 5;
@@ -25,6 +25,16 @@ export function parseConfigLines(text) {
   return out;
 }
 
+/** How long the name field rests before a dry run asks whether a principal without CREATE on the
+ *  cluster may create that one topic (CREATE on the topic), ms: one ask per pause, not per key. */
+const CREATE_DRY_RUN_DELAY_MS = 300;
+
+/**
+ * The create form: {el, permit(authorized)} where `authorized` is the cluster's
+ * authorized_operations. Kafka's CreateTopics needs CREATE on the cluster, else CREATE on the topic:
+ * without the first, Create is disabled with a title naming it, and a dry run (validate_only) of
+ * the typed name enables it when CREATE on that topic allows it.
+ */
 function createForm(onCreated) {
   const status = statusLine();
   const name = h('input', { name: 'topic_name', required: true, placeholder: 'orders', autocomplete: 'off' });
@@ -32,6 +42,26 @@ function createForm(onCreated) {
   const rf = h('input', { name: 'replication_factor', type: 'number', min: 1, value: 1 });
   const retention = h('input', { name: 'retention.ms', placeholder: 'default (broker log.retention.ms)' });
   const configs = h('textarea', { name: 'configs', placeholder: 'segment.bytes=1073741824\ncleanup.policy=delete' });
+  const submit = h('button', { type: 'submit', 'data-testid': 'create-topic-submit' }, 'Create topic');
+  let clusterRefusal = null;   // null: CREATE on the cluster (or not known yet)
+  let dryRun = null;
+  const refuse = (title) => { submit.disabled = title !== null; submit.title = title || ''; };
+  const checkName = () => {
+    clearTimeout(dryRun);
+    const topic = name.value.trim();
+    if (clusterRefusal === null || !topic) return refuse(clusterRefusal);
+    refuse(clusterRefusal);
+    dryRun = setTimeout(async () => {
+      try {
+        await api.createTopic({ topic_name: topic, validate_only: true });
+        refuse(null);
+      } catch (e) {
+        // Only a 403 is a missing permission; any other refusal is shown when really creating.
+        refuse(e.status === 403 ? `${clusterRefusal}, or CREATE on the topic ${topic}` : null);
+      }
+    }, CREATE_DRY_RUN_DELAY_MS);
+  };
+  name.addEventListener('input', checkName);
   const form = h('form', {
     'data-testid': 'create-topic',
     onsubmit: async (ev) => {
@@ -44,6 +74,7 @@ function createForm(onCreated) {
         await api.createTopic(body);
         status.ok(`created topic ${body.topic_name}`);
         name.value = '';
+        checkName();
         onCreated();
       } catch (e) {
         status.show(e);
@@ -52,8 +83,16 @@ function createForm(onCreated) {
   },
   field('name', name), field('partitions', partitions), field('replication factor', rf),
   field('retention.ms', retention), field('other configs (name=value lines)', configs, null),
-  h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Create topic')));
-  return h('details', { class: 'panel' }, h('summary', {}, 'Create a topic'), form, status.el);
+  h('div', { class: 'actions' }, submit));
+  return {
+    el: h('details', { class: 'panel' }, h('summary', {}, 'Create a topic'), form, status.el),
+    permit(authorized) {
+      const refusal = missingPermission(authorized, 'CREATE');
+      if (refusal === clusterRefusal) return;
+      clusterRefusal = refusal;
+      checkName();
+    },
+  };
 }
 
 /** A partition-health count of one topic (GET /v3/.../topics: under_replicated_partitions_count,
@@ -83,6 +122,7 @@ export async function render(view, route, ctx) {
   const status = statusLine();
   const showInternal = h('input', { type: 'checkbox', 'data-testid': 'show-internal' });
   const list = h('div', {}, h('p', { class: 'muted' }, 'Loading topics…'));
+  const refusedMetrics = h('div');
   let topics = null;
   let configs = new Map();
   let lastRates = null;
@@ -130,16 +170,18 @@ export async function render(view, route, ctx) {
   };
 
   const refreshList = async () => {
-    const fresh = await api.topics();
+    const [fresh, cluster] = await Promise.all([api.topics(), api.cluster()]);
+    create.permit(cluster.authorized_operations);
     const described = await mapLimited(fresh, DESCRIBE_CONCURRENCY_MAX, (t) => api.topicV2(t.topic_name).catch(() => null));
     configs = new Map(described.filter(Boolean).map((d) => [d.name, d.configs]));
     topics = fresh;
     draw();
   };
 
+  const create = createForm(() => { samples = 0; refreshList().catch((e) => status.show(e)); });
   showInternal.addEventListener('change', draw);
-  fill(view, h('h1', {}, 'Topics'), createForm(() => { samples = 0; refreshList().catch((e) => status.show(e)); }), status.el,
-    h('div', { class: 'toolbar' }, h('label', {}, showInternal, ' show internal topics')), list);
+  fill(view, h('h1', {}, 'Topics'), create.el, status.el,
+    h('div', { class: 'toolbar' }, h('label', {}, showInternal, ' show internal topics')), refusedMetrics, list);
 
   ctx.every(METRICS_POLL_MS, async () => {
     try {
@@ -147,7 +189,8 @@ export async function render(view, route, ctx) {
       samples += 1;
       const s = await sampleMetrics();
       lastSummary = s.summary;
-      if (s.rates) lastRates = s.rates;
+      lastRates = s.summary === null ? null : s.rates ?? lastRates;
+      fill(refusedMetrics, s.summary === null ? metricsNote() : null);
       if (ctx.alive) draw();
     } catch (e) {
       status.show(e);

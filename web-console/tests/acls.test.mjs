@@ -2,14 +2,16 @@
 // against a real `ringlog serve` with the StandardAuthorizer and Basic authentication. The super
 // user adds an ACL from the form, finds it by the filters and deletes it; a principal that may
 // DESCRIBE but not ALTER the cluster sees the list with the add and delete buttons disabled, their
-// title naming the missing permission.
+// title naming the missing permission. /metrics needs credentials (http.metrics.authentication):
+// a principal without DESCRIBE on the cluster sees its figures as "-" with a quiet note.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { UI_DEADLINE_MS, until as untilDeadline, useSecuredConsole } from './harness.mjs';
 
 const ADMIN = 'Basic ' + Buffer.from('admin:admin-secret').toString('base64');
 const until = (what, fn) => untilDeadline(what, fn, UI_DEADLINE_MS);
-const consoleUnderTest = useSecuredConsole('ringlog-console-acls-', 'acls', 'acl-form');
+const consoleUnderTest = useSecuredConsole('ringlog-console-acls-', 'acls', 'acl-form',
+  { sets: ['http.metrics.authentication=true'] });
 const logIn = (user, password) => consoleUnderTest.logIn(user, password);
 
 test('the ACL page adds, filters and deletes; without ALTER its buttons are disabled and say why', async () => {
@@ -83,10 +85,49 @@ test('the topic page disables delete, add partitions and config edits the princi
   await page.getByTestId('topics-table').waitFor();
   await until('the list\'s delete is disabled for the viewer', async () => await page.getByTestId('delete-ledger').isDisabled());
   assert.match(await page.getByTestId('delete-ledger').getAttribute('title'), /needs DELETE on the topic .*TOPIC ledger/);
+  // Create too (session 32): Kafka's CreateTopics needs CREATE on the cluster, else on the topic.
+  const create = page.getByTestId('create-topic-submit');
+  await until('the viewer\'s create is disabled', async () => await create.isDisabled());
+  assert.match(await create.getAttribute('title'), /needs CREATE on the cluster \(an ACL ALLOW CREATE on CLUSTER kafka-cluster\)/);
+  assert.equal((await post('acls', { resource_type: 'TOPIC', resource_name: 'own-', pattern_type: 'PREFIXED',
+    principal: 'User:viewer', host: '*', operation: 'CREATE', permission: 'ALLOW' })).status, 201);
+  await page.getByText('Create a topic').click();
+  await page.locator('input[name="topic_name"]').fill('own-1');
+  await until('CREATE on the topic enables create', async () => !(await create.isDisabled()));
+  await page.locator('input[name="topic_name"]').fill('other');
+  await until('another name disables it again', async () => await create.isDisabled() &&
+    /or CREATE on the topic other/.test(await create.getAttribute('title')));
   await open('admin', 'admin-secret');
   await until('the super user\'s controls are enabled', async () => !(await page.getByTestId('delete-topic').isDisabled()) &&
     !(await page.getByTestId('add-partitions').isDisabled()) && !(await save().isDisabled()));
   await page.goto(`${baseUrl}/console/#/topics`);
   await until('the list\'s delete is enabled for the super user', async () => !(await page.getByTestId('delete-ledger').isDisabled()));
+  await until('the super user\'s create is enabled', async () => !(await page.getByTestId('create-topic-submit').isDisabled()));
+  assert.deepEqual(pageErrors, []);
+});
+
+test('without DESCRIBE on the cluster, /metrics figures show "-" with a note, not an error', async () => {
+  const { page, pageErrors, baseUrl } = consoleUnderTest;
+  const cid = (await (await fetch(`${baseUrl}/v3/clusters`, { headers: { Authorization: ADMIN } })).json()).data[0].cluster_id;
+  const removed = await fetch(`${baseUrl}/v3/clusters/${cid}/acls?${new URLSearchParams({ resource_type: 'CLUSTER',
+    resource_name: 'kafka-cluster', pattern_type: 'LITERAL', principal: 'User:viewer', host: '*', operation: 'DESCRIBE',
+    permission: 'ALLOW' })}`, { method: 'DELETE', headers: { Authorization: ADMIN } });
+  assert.equal(removed.status, 200);
+  const viewer = 'Basic ' + Buffer.from('viewer:viewer-secret').toString('base64');
+  assert.equal((await fetch(`${baseUrl}/metrics`, { headers: { Authorization: viewer } })).status, 403);
+  await page.getByTestId('logout').click();
+  await page.goto(`${baseUrl}/console/#/overview`);
+  await page.getByTestId('login-form').waitFor();
+  await page.getByTestId('login-user').fill('viewer');
+  await page.getByTestId('login-password').fill('viewer-secret');
+  await page.getByTestId('login-submit').click();
+  await page.getByTestId('metrics-unavailable').waitFor();
+  await until('the stored tile is unknown', async () => (await page.getByTestId('tile-size').textContent()).includes('-'));
+  assert.equal(await page.getByTestId('tile-topics').count(), 1);
+  assert.equal(await page.getByTestId('error').count(), 0);
+  await page.goto(`${baseUrl}/console/#/topics`);
+  await page.getByTestId('topics-table').waitFor();
+  await page.getByTestId('metrics-unavailable').waitFor();
+  assert.equal(await page.getByTestId('error').count(), 0);
   assert.deepEqual(pageErrors, []);
 });

@@ -87,14 +87,15 @@ export const UI_DEADLINE_MS = 20000;
 /**
  * A broker with Basic authentication, the StandardAuthorizer, super user admin (admin-secret)
  * and user viewer (viewer-secret), and a chromium page on it whose page errors are collected.
- * `prefix` names the temporary directory. Close it with closeSecuredConsole.
+ * `prefix` names the temporary directory; `sets` are more --set KEY=VALUE. Close it with
+ * closeSecuredConsole.
  */
-export async function openSecuredConsole(prefix) {
+export async function openSecuredConsole(prefix, { sets = [] } = {}) {
   const s = { pageErrors: [] };
   s.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   ({ broker: s.broker, baseUrl: s.baseUrl } = await startBroker(s.dataDir, {
     sets: ['http.authentication.method=BASIC', 'super.users=User:admin',
-      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer'],
+      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer', ...sets],
     extraArgs: ['--add-scram', 'SCRAM-SHA-512=[name=admin,password=admin-secret]',
       '--add-scram', 'SCRAM-SHA-512=[name=viewer,password=viewer-secret]'],
   }));
@@ -128,10 +129,11 @@ export async function logInTo(s, route, user, password, readyTestId) {
 /**
  * Registers before/after hooks of a secured console (openSecuredConsole) for the calling test file;
  * the state it answers is filled once the hooks ran, and its logIn(user, password) opens `route`.
+ * `options` go to openSecuredConsole.
  */
-export function useSecuredConsole(prefix, route, readyTestId) {
+export function useSecuredConsole(prefix, route, readyTestId, options = {}) {
   const s = { pageErrors: [] };
-  before(async () => Object.assign(s, await openSecuredConsole(prefix)));
+  before(async () => Object.assign(s, await openSecuredConsole(prefix, options)));
   after(async () => closeSecuredConsole(s));
   s.logIn = (user, password) => logInTo(s, route, user, password, readyTestId);
   return s;

@@ -338,7 +338,7 @@ class group_api {
 
   // ---- Kafka clients outside membership (the Kafka listener's OffsetCommit / OffsetFetch)
   /// group::group_coordinator::commit_offsets_standalone, answered once durable. Errors:
-  /// inconsistent_group_protocol (the group has REST/WebSocket members), invalid_group_id,
+  /// unknown_member_id (the group has members: classic or REST/WebSocket), invalid_group_id,
   /// offset_out_of_range (negative), offset_metadata_too_large, throttling_quota_exceeded.
   virtual void commit_standalone(std::string group_id, std::vector<group::offset_commit> offsets,
                                  std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;

@@ -305,9 +305,9 @@ class group_coordinator {
   /// Kafka's commit outside membership (OffsetCommit with generation -1 and no member id: a
   /// consumer that assign()s its partitions and commits to a group): stores next_offset as given,
   /// for a group without members, created if unknown (Kafka accepts it for an Empty group).
-  /// Errors: invalid_group_id; inconsistent_group_protocol when the group has members here (its
-  /// REST/WebSocket members are managed by this coordinator, so a Kafka client may not commit
-  /// over them); invalid_offset, offset_metadata_too_large, too_many_partitions, too_many_groups.
+  /// Errors: invalid_group_id; unknown_member_id when the group has members (classic ones, or
+  /// REST/WebSocket members managed by this coordinator: Kafka answers a commit from outside a
+  /// non-empty group so, whatever its members' protocol); invalid_offset, offset_metadata_too_large, too_many_partitions, too_many_groups.
   result<commit_result> commit_offsets_standalone(std::string_view group_id, const std::vector<offset_commit>& offsets,
                                                   int64_t now_ms);
   /// TxnOffsetCommit (KIP-98; KIP-447's generation fencing): offsets of `producer_id`'s
@@ -367,8 +367,8 @@ class group_coordinator {
   /// generation < 0 to a group without members stores as given (commit_offsets_standalone);
   /// otherwise the member must be in the classic group at `generation`. Errors:
   /// fenced_instance_id, rebalance_in_progress (the group awaits the leader's assignment),
-  /// unknown_member_id, illegal_generation, inconsistent_group_protocol (ringlog-managed group),
-  /// and commit_offsets_standalone's. A member's commit is a heartbeat.
+  /// unknown_member_id (also for a ringlog-managed group: the committer is none of its members),
+  /// illegal_generation, and commit_offsets_standalone's. A member's commit is a heartbeat.
   result<commit_result> commit_offsets_kafka(std::string_view group_id, std::string_view member_id,
                                              const std::optional<std::string>& group_instance_id,
                                              int32_t generation, const std::vector<offset_commit>& offsets,

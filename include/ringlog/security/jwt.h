@@ -39,8 +39,8 @@ namespace ringlog::security {
 /// Why a token was refused; each is named in the message the caller logs and answers with.
 enum class jwt_errc {
   malformed,           // not three base64url parts, bad JSON, a claim of the wrong type, no exp
-  alg_none_refused,    // alg "none" (an unsigned token) or an HMAC alg
-  unsupported_alg,     // an alg outside RS256/384/512, PS256, ES256/384
+  alg_none_refused,    // alg "none" (an unsigned token)
+  unsupported_alg,     // an alg outside RS256/384/512, PS256, ES256/384 (an HMAC alg HS256/384/512 too)
   unknown_kid,         // no key in the JWKS for the token's kid (or none of its type)
   bad_signature,       // the signature does not verify with the key
   expired,             // now > exp + skew
