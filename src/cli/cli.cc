@@ -2068,13 +2068,46 @@ a user made through any node logs in on every node. Passwords are never stored o
 Commands:
   list                                   users with their mechanisms and iteration counts
   create NAME --password PASSWORD [--mechanism SCRAM-SHA-256|SCRAM-SHA-512] [--iterations N]
-                                         sets NAME's credential of the mechanism (default
-                                         SCRAM-SHA-512, 4096 iterations; 4096..16384); creates
-                                         the user or changes its password
+                                         sets NAME's credential of the mechanism (4096 iterations;
+                                         4096..16384); creates the user (SCRAM-SHA-512 without
+                                         --mechanism) or changes its password (of every credential
+                                         it has without --mechanism)
   delete NAME [--mechanism M]            removes NAME's credentials (or only M's)
 
 Options:
 )") + connection_options_help;
+
+/// `users create`: sets the credential of --mechanism, or, without it, of every mechanism the user
+/// has (SCRAM-SHA-512 for a new user): a password change through the CLI left the other
+/// mechanism's credential with the old password, which still logged in (session 32's new user).
+int users_create(http_client& client, const std::string& path, const std::string& name, const args& a) {
+  std::vector<std::string> mechanisms;
+  std::vector<std::string> others;   // the user's credentials --mechanism leaves as they are
+  auto existing = client.get(path);
+  if (ok_status(existing)) {
+    for (const auto& c : json::parse(existing->body, nullptr, false).value("credentials", json::array())) {
+      if (c.contains("mechanism") && c["mechanism"].is_string()) others.push_back(c["mechanism"].get<std::string>());
+    }
+  }
+  if (auto m = a.get("--mechanism")) {
+    mechanisms = {*m};
+    std::erase(others, *m);
+  } else {
+    mechanisms = others.empty() ? std::vector<std::string>{"SCRAM-SHA-512"} : others;
+    others.clear();
+  }
+  for (const auto& mechanism : mechanisms) {
+    json body = {{"password", *a.get("--password")}, {"mechanism", mechanism}};
+    if (auto n = int_option(a, "--iterations", 1, INT32_MAX)) body["iterations"] = *n;
+    auto r = client.post(path, body.dump(), "application/json");
+    if (!ok_status(r)) return report_failure(r, "create user");
+    std::cout << "User " << name << " has a " << mechanism << " credential.\n";
+  }
+  for (const auto& other : others) {
+    std::cout << "Its " << other << " credential keeps its old password (without --mechanism every credential is set).\n";
+  }
+  return 0;
+}
 
 int users_main(int argc, char** argv) {
   auto a = parse_args(argc, argv, 1, {"--bootstrap-server", "--request-timeout-ms", "--password", "--mechanism", "--iterations"},
@@ -2120,14 +2153,7 @@ int users_main(int argc, char** argv) {
   }
   const std::string name = a->positional[1];
   const std::string path = users_path + "/" + percent_encode_segment(name);
-  if (command == "create") {
-    json body = {{"password", *a->get("--password")}, {"mechanism", a->get("--mechanism").value_or("SCRAM-SHA-512")}};
-    if (auto n = int_option(*a, "--iterations", 1, INT32_MAX)) body["iterations"] = *n;
-    auto r = client->post(path, body.dump(), "application/json");
-    if (!ok_status(r)) return report_failure(r, "create user");
-    std::cout << "User " << name << " has a " << body["mechanism"].get<std::string>() << " credential.\n";
-    return 0;
-  }
+  if (command == "create") return users_create(*client, path, name, *a);
   auto mechanism = a->get("--mechanism");
   auto r = client->del(mechanism ? path + "?mechanism=" + *mechanism : path);
   if (!ok_status(r)) return report_failure(r, "delete user");

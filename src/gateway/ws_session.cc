@@ -361,7 +361,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       if (type == "credit") return on_credit(m, id);
       if (type == "unsubscribe") return on_unsubscribe(id);
       if (type == "join") return on_join(m, id);
-      if (type == "commit") return on_commit(id);
+      if (type == "commit") return on_commit(m, id);
       if (type == "nack") return on_nack(m, id);
       if (type == "ping") return send({{"type", "pong"}, {"id", id}});
     } catch (const bad_field& e) {
@@ -391,7 +391,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
                      "retry.topic.template", "dead.letter.topic.template"});
     }
     if (type == "nack") return refuse({"type", "id", "offsets", "topic", "partition", "offset", "reason"});
-    if (type == "unsubscribe" || type == "commit" || type == "ping") return refuse({"type", "id"});
+    if (type == "commit") return refuse({"type", "id", "offsets"});
+    if (type == "unsubscribe" || type == "ping") return refuse({"type", "id"});
     // an unknown type is answered by the caller
   }
 
@@ -1110,13 +1111,23 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     return false;
   }
 
-  void on_commit(const json& id) {
+  /// {"type": "commit"}: every record delivered so far; with "offsets": [{topic, partition,
+  /// offset}] (the next offset to read, Kafka's commit convention) only those: a bare commit also
+  /// covers records still in flight to the client (within its credit), which a client that dies
+  /// then never receives (the breaker of session 32: committed 2000 after reading 10).
+  void on_commit(const json& m, const json& id) {
     if (!member_ || !member_->ready) return send_error(id, error_codes::unprocessable, "commit needs a joined group");
     if (refused(id, security::resource_type::group, member_->group, security::acl_operation::read)) return;
-    // What was delivered, partition by partition, of the partitions the member owns as last told.
     std::vector<group::processed_offset> offsets;
-    for (const auto& [tp, last] : member_->delivered) {
-      if (owned_now(tp)) offsets.push_back({tp, last, {}});
+    if (m.contains("offsets")) {
+      auto named = commit_offsets_named(m["offsets"]);
+      if (!named.ok()) return send_error(id, error_codes::unprocessable, named.error());
+      offsets = std::move(named).value();
+    } else {
+      // What was delivered, partition by partition, of the partitions the member owns as last told.
+      for (const auto& [tp, last] : member_->delivered) {
+        if (owned_now(tp)) offsets.push_back({tp, last, {}});
+      }
     }
     calls_.commit(member_->group, member_->instance, std::move(offsets), [self = shared_from_this(), id](
                                      broker::result<group::partition_map<group::committed_offset>> r) {
@@ -1129,6 +1140,34 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         self->send({{"type", "committed"}, {"id", id}, {"offsets", offsets}});
       });
     });
+  }
+
+  /// A commit's "offsets": each the next offset to read of a partition the member owns, at most one
+  /// past the last record delivered to it there (a commit may not skip what it never received).
+  base::result<std::vector<group::processed_offset>, std::string> commit_offsets_named(const json& list) const {
+    if (!list.is_array() || list.empty()) return std::string("offsets must be a non-empty array of {topic, partition, offset}");
+    std::vector<group::processed_offset> out;
+    for (const auto& o : list) {
+      if (!o.is_object() || !o.contains("topic") || !o["topic"].is_string() || !o.contains("partition") ||
+          !o["partition"].is_number_integer() || !o.contains("offset") || !o["offset"].is_number_integer() ||
+          o.size() != 3) {
+        return std::string("each of offsets must be {\"topic\": string, \"partition\": integer, \"offset\": integer}");
+      }
+      model::topic_partition tp{o["topic"].get<std::string>(), model::partition_id{o["partition"].get<int32_t>()}};
+      const std::string name = tp.topic + "-" + std::to_string(tp.partition.value());
+      auto delivered = member_->delivered.find(tp);
+      if (!owned_now(tp) || delivered == member_->delivered.end()) {
+        return "partition " + name + " is not assigned to this member, or nothing of it was delivered to it";
+      }
+      const int64_t next = o["offset"].get<int64_t>();
+      if (next < 1 || next > delivered->second.value() + 1) {
+        return "offset " + std::to_string(next) + " of " + name + " is outside [1, " +
+               std::to_string(delivered->second.value() + 1) +
+               "] (the next offset to read, at most one past the last record delivered to this member)";
+      }
+      out.push_back({std::move(tp), model::offset{next - 1}, {}});
+    }
+    return out;
   }
 
   /// {"type": "nack", "offsets": [{topic, partition, offset, reason}]} or one record's fields on

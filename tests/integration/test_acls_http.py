@@ -166,6 +166,8 @@ def test_every_route_refuses_without_its_acl_and_serves_with_it(secured):
         ("POST", "/v3/clusters/{cluster_id}/topics/-/configs:alter"):
             ({"data": [{"topic_name": topic, "configs": [{"name": "retention.ms", "value": "123456"}]}]}, {"TOPIC": topic}),
         ("POST", "/v3/clusters/{cluster_id}/transactions"): ({"transactional_id": txn}, {"TRANSACTIONAL_ID": txn}),
+        # KIP-679: IDEMPOTENT_WRITE on the cluster (or WRITE on some topic, the test below).
+        ("POST", "/v3/clusters/{cluster_id}/producers"): ({}, {"CLUSTER": "kafka-cluster"}),
         ("POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/partitions"):
             ({"producer_id": 0, "producer_epoch": 0, "partitions": p0}, {"TOPIC": topic}),
         ("POST", "/v3/clusters/{cluster_id}/transactions/{transactional_id}/offsets"):
@@ -718,7 +720,7 @@ def test_a_producer_session_follows_kip_679_as_the_kafka_door_does(secured):
                    5, "a producer session with WRITE on a topic")
     session = r.json()
     r = requests.post(v3(b, "/topics/kip679/records"), auth=BOB,
-                      json={"value": {"type": "JSON", "data": 1}, "producer_id": session["producer_id"],
-                            "producer_epoch": session["producer_epoch"], "sequence": 0})
+                      params={"producer_id": session["producer_id"], "producer_epoch": session["producer_epoch"]},
+                      json={"partition_id": 0, "value": {"type": "JSON", "data": 1}, "sequence": 0})
     assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
     revoke(b, "User:bob")

@@ -602,3 +602,38 @@ def test_a_listener_offers_its_own_sasl_mechanisms(ringlog_bin, tmp_path):
                        capture_output=True, timeout=30)
     out = r.stdout.decode() + r.stderr.decode()
     assert r.returncode == 2 and "cannot be set per listener" in out, out
+
+
+def test_users_create_changes_the_password_of_every_credential_the_user_has(sasl_broker, ringlog_bin):
+    """Session 32's new user: `users create NAME --password NEW` on a user with both SCRAM
+    credentials changed only SCRAM-SHA-512, and the old password still logged in with
+    SCRAM-SHA-256. Without --mechanism every credential is set now; with it, the CLI says which
+    one keeps its old password."""
+    b = sasl_broker
+
+    def users(*args):
+        r = subprocess.run([str(ringlog_bin), "users", *args, "--bootstrap-server", b.url],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    def logs_in(mechanism, password):
+        with kafka_wire.connect(b.bootstrap) as s:
+            assert handshake(s, mechanism)[0] == 0
+            bare = "n=dora,r=fyko+d2lbbFgONRv9qkxdawL"
+            error, _, server_first, _ = authenticate(s, ("n,," + bare).encode())
+            if error != 0:
+                return False
+            final, _ = scram_client_final(mechanism, password, bare, server_first.decode())
+            return authenticate(s, final.encode(), 3)[0] == 0
+
+    users("create", "dora", "--password", "old", "--mechanism", "SCRAM-SHA-256")
+    users("create", "dora", "--password", "old", "--mechanism", "SCRAM-SHA-512")
+    out = users("create", "dora", "--password", "new")
+    assert "SCRAM-SHA-256" in out and "SCRAM-SHA-512" in out, out
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        assert wait_until(lambda: logs_in(mechanism, "new") or None, 5, f"{mechanism} with the new password")
+        assert not logs_in(mechanism, "old")
+    out = users("create", "dora", "--password", "newer", "--mechanism", "SCRAM-SHA-512")
+    assert "SCRAM-SHA-256 credential keeps its old password" in out, out
+    users("delete", "dora")

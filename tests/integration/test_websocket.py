@@ -312,6 +312,47 @@ def test_a_group_commit_covers_only_what_was_delivered(broker, topic_name):
     run(go())
 
 
+def test_a_group_commit_with_offsets_commits_only_what_the_client_processed(broker, topic_name):
+    """The breaker of session 32: a member with credit 2000 read 10 records, committed and died;
+    the bare commit covered every record sent, also those in flight, and the group resumed at 2000.
+    A commit naming its offsets commits those alone, and may not pass what was delivered."""
+    broker.create_topic(topic_name, partitions=1)
+    produce_http(broker, topic_name, [f"r{i}" for i in range(500)])
+    group = "wsoff-" + topic_name
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="join", id="j", group=group, topics=[topic_name], position="earliest")
+            await recv_type(ws, "joined")
+            await send(ws, type="credit", records=2000)
+            got = await records(ws, 10)
+
+            async def answer(wanted):   # the other records keep coming meanwhile
+                while True:
+                    m = await recv(ws)
+                    if m["type"] == wanted:
+                        return m
+                    assert m["type"] in ("record", "assignment"), m
+
+            assert [r["offset"] for r in got] == list(range(10)), got
+            await send(ws, type="commit", id="c", offsets=[{"topic": topic_name, "partition": 0, "offset": 10}])
+            committed = await answer("committed")
+            assert committed["offsets"] == [{"topic": topic_name, "partition": 0, "offset": 10}], committed
+            # Past what was delivered, a partition not assigned, a malformed entry: refused, named.
+            for offsets, words in [([{"topic": topic_name, "partition": 0, "offset": 10**6}], "outside [1, "),
+                                   ([{"topic": topic_name, "partition": 7, "offset": 1}], "not assigned"),
+                                   ([{"topic": topic_name, "partition": 0}], "each of offsets"), ([], "non-empty")]:
+                await send(ws, type="commit", id="bad", offsets=offsets)
+                error = await answer("error")
+                assert error["id"] == "bad" and words in error["message"], (offsets, error)
+
+    run(go())
+    # The member is gone: the group resumes after the 10 records it processed, not at 500.
+    r = requests.get(broker.v3(f"/consumer-groups/{group}/lags"))
+    assert r.status_code == 200, r.text
+    assert [p["current_offset"] for p in r.json()["data"]] == [10], r.text
+
+
 def test_group_assignment_is_told(broker, topic_name):
     broker.create_topic(topic_name, partitions=2)
     group = "wsa-" + topic_name
