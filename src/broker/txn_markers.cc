@@ -34,8 +34,14 @@ void partition_transactions::write_markers(const txn::marker_request& markers, i
                   " dropped: " + pr.failure->message);
         continue;
       }
-      log_.error("transaction marker of the " + txn::describe(markers) + " on " + pr.partition.directory_name() + ": " +
-                 pr.failure->message + " (retried)");
+      // A leadership on the move is an ordinary moment (the marker goes to the new leader): info,
+      // not error, which operators page on (the breaker of session 32).
+      const errc code = pr.failure->code;
+      const bool moving = code == errc::not_leader_or_follower || code == errc::request_timed_out ||
+                          code == errc::broker_not_available;
+      const std::string line = "transaction marker of the " + txn::describe(markers) + " on " +
+                               pr.partition.directory_name() + ": " + pr.failure->message + " (retried)";
+      moving ? log_.info(line) : log_.error(line);
       due.insert(pr.partition);
     }
     done(std::move(due));

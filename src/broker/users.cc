@@ -25,6 +25,12 @@ result<void> check_alteration(const scram_credential_alteration& change) {
     return error{errc::unacceptable_credential,
                  "user name ANONYMOUS is reserved: it names callers that did not log in (User:ANONYMOUS)"};
   }
+  // User:* is how ACLs and quotas name every principal: a user of that name would log in as the
+  // wildcard itself, and no listing or deletion by principal could tell the two apart (the
+  // breaker of session 32).
+  if (change.user == "*") {
+    return error{errc::unacceptable_credential, "user name * is reserved: User:* names every principal in ACLs"};
+  }
   // The cluster's forwarding secret (users.h): a user of that name would replace or remove it.
   if (change.user == forwarding_secret_user) {
     return error{errc::unacceptable_credential, "user name " + std::string(forwarding_secret_user) +

@@ -674,6 +674,11 @@ const std::vector<key_spec>& key_table() {
                    if (!item.empty() && (colon == std::string_view::npos || colon == 0 || colon + 1 == item.size())) {
                      return "each entry must be a principal TYPE:NAME (User:admin), got '" + std::string(item) + "'";
                    }
+                   // "User:admin,User:ops" is one principal named "admin,User:ops": no super user
+                   // at all, silently (session 32's new user). A certificate's name may hold commas.
+                   if (item.find(",User:") != std::string_view::npos) {
+                     return "entries are separated by ';' (Kafka's rule), not ',': '" + std::string(item) + "'";
+                   }
                    start = end + 1;
                  }
                  c.super_users = std::string(v);

@@ -121,7 +121,22 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     }
   }
 
+  /// A TLS connection closed after its handshake, before its first answer: the peer took this
+  /// node's certificate and then refused its principal. Without it a secure cluster whose
+  /// super.users missed the brokers' certificate logged only "waiting for the metadata quorum"
+  /// here (session 32's new user).
+  void note_refused_after_handshake(const std::string& detail) {
+    if (++silent_closes < silent_closes_before_warning) return;
+    warn_mismatch("tls-refused", "connection to " + named() + " closed after the TLS handshake, before answering (" +
+                                     detail + ", " + std::to_string(silent_closes) + " connections in a row)",
+                  refused_principal_hint);
+  }
+
   static constexpr int silent_closes_before_warning = 3;
+  static constexpr const char* refused_principal_hint =
+      "the peer refused this node's certificate principal: every broker's principal (e.g. User:CN=broker) must be in "
+      "super.users or allowed CLUSTER_ACTION on the cluster; the peer logs \"cluster connection refused\" with the "
+      "subject (docs/security.md)";
   static constexpr const char* tls_peer_hint =
       "does its cluster listener expect TLS? This node's is PLAINTEXT (its listener.security.protocol.map has no "
       "CLUSTER:SSL); every node's listener.security.protocol.map must give CLUSTER the same protocol (docs/security.md)";
@@ -390,6 +405,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                        if (ec) {
                          const bool eof = ec == asio::error::eof || ec == asio::error::connection_reset;
                          if (eof && !self->answered && !self->tls) self->note_silent_close(false, ec.message());
+                         if (eof && !self->answered && self->tls) self->note_refused_after_handshake(ec.message());
                          self->on_broken(errc::disconnected, ec == asio::error::eof ? "closed by peer" : ec.message());
                          return;
                        }

@@ -97,6 +97,13 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   /// First-request deadline closes since the last warning, and when that was (steady ms; < 0 = never).
   uint64_t deadline_closes = 0;
   int64_t deadline_warning_ms = -1;
+  /// Refusals by reason: when the last line about it was logged (steady ms) and how many came
+  /// since. A refused broker redials several times a second: 650 lines in 47 s hid everything
+  /// else in its peers' logs (session 32's new user). One line per reason per
+  /// deadline_warning_interval_ms, with the count.
+  std::map<std::string, std::pair<int64_t, uint64_t>> refusals;
+  /// Whether a refusal for `reason` is logged now; `suppressed` gets the refusals not logged since.
+  bool log_refusal_now(const std::string& reason, uint64_t& suppressed);
   std::atomic<uint16_t> bound_port{0};
   bool stopped = false;
 
@@ -193,11 +200,17 @@ struct connection : std::enable_shared_from_this<connection> {
     const std::string id = peek_client_id(frame);
     auto refusal = o->client_check(id);
     if (!refusal) return true;
+    uint64_t suppressed = 0;
+    if (!o->log_refusal_now(*refusal, suppressed)) {
+      close("");
+      return false;
+    }
     const int16_t api_key = frame.size() >= 2 ? static_cast<int16_t>((static_cast<uint16_t>(frame[0]) << 8) |
                                                                      static_cast<uint16_t>(frame[1]))
                                               : int16_t{-1};
-    spdlog::warn("msg=\"cluster connection refused\" peer={} client_id=\"{}\" api_key={} reason=\"{}\"", peer,
-                 base::logfmt_escaped(id), api_key, base::logfmt_escaped(*refusal));
+    spdlog::warn("msg=\"cluster connection refused\" peer={} client_id=\"{}\" api_key={} reason=\"{}\" "
+                 "refused_since_last_line={}",
+                 peer, base::logfmt_escaped(id), api_key, base::logfmt_escaped(*refusal), suppressed);
     close("");
     return false;
   }
@@ -358,9 +371,12 @@ struct connection : std::enable_shared_from_this<connection> {
     auto ep = socket.socket().remote_endpoint(ec);
     auto refusal = o->peer_check(subject, ec ? std::string("unknown") : ep.address().to_string());
     if (!refusal) return true;
-    spdlog::warn("msg=\"cluster connection refused\" peer={} subject=\"{}\" error=CLUSTER_AUTHORIZATION_FAILED "
-                 "reason=\"{}\"",
-                 peer, base::logfmt_escaped(subject), base::logfmt_escaped(*refusal));
+    uint64_t suppressed = 0;
+    if (o->log_refusal_now(subject + " " + *refusal, suppressed)) {
+      spdlog::warn("msg=\"cluster connection refused\" peer={} subject=\"{}\" error=CLUSTER_AUTHORIZATION_FAILED "
+                   "reason=\"{}\" refused_since_last_line={}",
+                   peer, base::logfmt_escaped(subject), base::logfmt_escaped(*refusal), suppressed);
+    }
     close("");
     return false;
   }
@@ -420,6 +436,23 @@ bool server::impl::make_room() {
                 "listener.name.cluster.max.connections={}\"",
                 oldest->peer, admission.connections_max);
   oldest->close("");
+  return true;
+}
+
+bool server::impl::log_refusal_now(const std::string& reason, uint64_t& suppressed) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  // Bounded: a reason is the peer's name or subject and a fixed text; past this many the map
+  // starts over (a storm of distinct strangers is logged a line each, then again).
+  if (refusals.size() >= constants::refusal_reasons_tracked_max) refusals.clear();
+  auto [it, fresh] = refusals.try_emplace(reason, now, 0);
+  if (!fresh && now - it->second.first < constants::deadline_warning_interval_ms) {
+    ++it->second.second;
+    return false;
+  }
+  suppressed = it->second.second;
+  it->second = {now, 0};
   return true;
 }
 

@@ -357,3 +357,11 @@ TEST_CASE("listeners by Kafka's security protocol names, named listeners and per
   REQUIRE(secret.ok());
   CHECK(key_value(*secret, "ssl.key.password") == "[hidden]");
 }
+
+TEST_CASE("super.users: ';' separates principals; 'User:a,User:b' is refused, a certificate name's commas are not") {
+  auto r = load_server_config({{"super.users", "User:admin,User:ops"}});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("separated by ';'") != std::string::npos);
+  auto ok = load_server_config({{"super.users", "User:CN=broker,O=acme;User:admin"}});
+  CHECK(ok.ok());
+}

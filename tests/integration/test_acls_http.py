@@ -724,3 +724,19 @@ def test_a_producer_session_follows_kip_679_as_the_kafka_door_does(secured):
                       json={"partition_id": 0, "value": {"type": "JSON", "data": 1}, "sequence": 0})
     assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
     revoke(b, "User:bob")
+
+
+def test_topics_describe_needs_describe_on_the_topic_only(secured, ringlog_bin):
+    """Session 32's new user: `ringlog topics describe` failed for a user with DESCRIBE on the topic
+    ("not authorized to DESCRIBE CLUSTER", from the reassignment listing). kafka-topics.sh goes on
+    without the moves; so does the CLI now."""
+    b = secured
+    topic_with_a_record(b, "described")
+    revoke(b, "User:bob")
+    grant(b, [acl("User:bob", "TOPIC", "described", "DESCRIBE")])
+    env = dict(os.environ, RINGLOG_USER=BOB[0], RINGLOG_PASSWORD=BOB[1])
+    r = wait_until(lambda: (lambda r: r if r.returncode == 0 else None)(
+        subprocess.run([str(ringlog_bin), "topics", "describe", "described", "--bootstrap-server", b.url],
+                       capture_output=True, text=True, timeout=60, env=env)), 5, "a describe with DESCRIBE on the topic")
+    assert "Topic: described" in r.stdout and "Partition: 0" in r.stdout, r.stdout
+    revoke(b, "User:bob")

@@ -163,6 +163,9 @@ def test_cli_topics_produce_consume(broker, topic_name):
     assert sorted(consumed.stdout.splitlines()) == sorted(lines)
     first = run_cli(broker, "consume", topic_name, "--partition", "0", "--max-records", "1")
     assert len(first.stdout.splitlines()) == 1
+    # kafka-console-consumer.sh's name for it works too.
+    first = run_cli(broker, "consume", topic_name, "--partition", "0", "--max-messages", "1")
+    assert first.returncode == 0 and len(first.stdout.splitlines()) == 1, first.stderr
     latest = run_cli(broker, "consume", topic_name, "--offset", "latest")
     assert latest.stdout == ""
     assert run_cli(broker, "topics", "delete", topic_name).returncode == 0

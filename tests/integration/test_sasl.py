@@ -637,3 +637,7 @@ def test_users_create_changes_the_password_of_every_credential_the_user_has(sasl
     out = users("create", "dora", "--password", "newer", "--mechanism", "SCRAM-SHA-512")
     assert "SCRAM-SHA-256 credential keeps its old password" in out, out
     users("delete", "dora")
+    # User:* is the ACL wildcard: no user may be named so (the breaker of session 32).
+    r = subprocess.run([str(ringlog_bin), "users", "create", "*", "--password", "x", "--bootstrap-server", b.url],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "reserved" in r.stderr, r.stdout + r.stderr

@@ -45,6 +45,9 @@ inline constexpr int64_t cluster_listener_connections_max_default = 1000;
 /// At most one warning per this interval names the cluster connections the first-request
 /// deadline closed (with their count), so a connect flood does not flood the log.
 inline constexpr int64_t deadline_warning_interval_ms = 10'000;
+/// Refusal reasons whose last warning time the cluster listener keeps (server.cc): peers are few;
+/// past this many distinct reasons the record starts over.
+inline constexpr size_t refusal_reasons_tracked_max = 1024;
 
 /// Peers one cluster transport knows (voters plus brokers learned from their registrations), each
 /// with one lazily connected client. Kafka clusters run up to a few thousand brokers; ringlog's
