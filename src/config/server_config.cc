@@ -321,6 +321,30 @@ key_spec ssl_key_spec(const ssl_key& k) {
                   }};
 }
 
+/// super.users: principals separated by ';' (Kafka's rule), each TYPE:NAME.
+std::optional<std::string> apply_super_users(server_config& c, std::string_view v) {
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t end = v.find(';', start);
+    if (end == std::string_view::npos) end = v.size();
+    std::string_view item = v.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    const size_t colon = item.find(':');
+    if (!item.empty() && (colon == std::string_view::npos || colon == 0 || colon + 1 == item.size())) {
+      return "each entry must be a principal TYPE:NAME (User:admin), got '" + std::string(item) + "'";
+    }
+    // "User:admin,User:ops" is one principal named "admin,User:ops": no super user at all,
+    // silently (session 32's new user). A certificate's name may hold commas.
+    if (item.find(",User:") != std::string_view::npos) {
+      return "entries are separated by ';' (Kafka's rule), not ',': '" + std::string(item) + "'";
+    }
+    start = end + 1;
+  }
+  c.super_users = std::string(v);
+  return std::nullopt;
+}
+
 /// Every ssl.* key, for key_table().
 std::vector<key_spec> ssl_key_specs() {
   std::vector<key_spec> out;
@@ -662,28 +686,7 @@ const std::vector<key_spec>& key_table() {
                [](const server_config& c) { return c.authorizer_class_name; }},
       key_spec{"super.users",
                "principals allowed everything whatever the ACLs say, ';'-separated (User:admin;User:ops)",
-               [](server_config& c, std::string_view v) -> std::optional<std::string> {
-                 size_t start = 0;
-                 while (start <= v.size()) {
-                   size_t end = v.find(';', start);
-                   if (end == std::string_view::npos) end = v.size();
-                   std::string_view item = v.substr(start, end - start);
-                   while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-                   while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-                   const size_t colon = item.find(':');
-                   if (!item.empty() && (colon == std::string_view::npos || colon == 0 || colon + 1 == item.size())) {
-                     return "each entry must be a principal TYPE:NAME (User:admin), got '" + std::string(item) + "'";
-                   }
-                   // "User:admin,User:ops" is one principal named "admin,User:ops": no super user
-                   // at all, silently (session 32's new user). A certificate's name may hold commas.
-                   if (item.find(",User:") != std::string_view::npos) {
-                     return "entries are separated by ';' (Kafka's rule), not ',': '" + std::string(item) + "'";
-                   }
-                   start = end + 1;
-                 }
-                 c.super_users = std::string(v);
-                 return std::nullopt;
-               },
+               apply_super_users,
                [](const server_config& c) { return c.super_users; }},
       bool_key("allow.everyone.if.no.acl.found", &server_config::allow_everyone_if_no_acl_found,
                "with an authorizer: allow a resource no ACL names (Kafka's default false)"),
