@@ -1015,6 +1015,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   void pump_group() {
     if (!member_ || !member_->ready || member_->polling || !may_fetch()) return;
+    // The first `assignment` goes before any `record`, as a Kafka consumer's on_assign comes before
+    // its first records (a poll answered before the assignment was: session 32's new user saw
+    // records first in 2 of 9 joins). check_assignment pumps again once it is told.
+    if (!member_->assignment) return check_assignment();
     member_->polling = true;
     broker::poll_request req;
     req.timeout_ms = limits::ws_poll_wait_ms;
@@ -1095,8 +1099,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         json parts = json::array();
         for (const auto& tp : *r) parts.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}});
         if (self->member_->assignment == parts) return;
+        const bool first = !self->member_->assignment;
         self->member_->assignment = parts;
         self->send({{"type", "assignment"}, {"partitions", parts}});
+        if (first) self->pump();   // pump_group waited for it
       });
     });
   }

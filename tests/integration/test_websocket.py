@@ -353,6 +353,31 @@ def test_a_group_commit_with_offsets_commits_only_what_the_client_processed(brok
     assert [p["current_offset"] for p in r.json()["data"]] == [10], r.text
 
 
+def test_the_first_assignment_comes_before_any_record(broker, topic_name):
+    """Session 32's new user: a member got `record` messages before its `assignment` in 2 of 9
+    joins (the first poll was answered before the coordinator's assignment). A Kafka consumer's
+    on_assign comes before its first records; so does the first `assignment` now."""
+    broker.create_topic(topic_name, partitions=2)
+    produce_http(broker, topic_name, ["a", "b"], partition=0)
+    produce_http(broker, topic_name, ["c"], partition=1)
+
+    async def join(k):
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="join", id="j", group=f"order{k}-{topic_name}", topics=[topic_name], position="earliest")
+            await send(ws, type="credit", records=100)
+            kinds = []
+            while kinds.count("record") < 3:
+                kinds.append((await recv(ws))["type"])
+            return kinds
+
+    async def go():
+        for k in range(30):
+            kinds = await join(k)
+            assert kinds.index("assignment") < kinds.index("record"), (k, kinds)
+
+    run(go())
+
+
 def test_group_assignment_is_told(broker, topic_name):
     broker.create_topic(topic_name, partitions=2)
     group = "wsa-" + topic_name
