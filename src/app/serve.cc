@@ -696,6 +696,16 @@ broker::broker_config to_broker_config(const config::server_config& c) {
                  "ACLs\" authorizer.class.name={}",
                  c.authorizer_class_name);
   }
+  static std::atomic<bool> warned_open_http{false};
+  const bool sasl_kafka = std::any_of(c.listeners.begin(), c.listeners.end(),
+                                      [](const config::listener_record& l) { return l.uses_sasl(); });
+  if (sasl_kafka && c.http_authentication_method == "NONE" && !warned_open_http.exchange(true)) {
+    // The SASL example of docs/security.md left REST, user and ACL management with it, open to
+    // anyone reaching http:// (session 32's new user).
+    spdlog::warn("msg=\"Kafka clients log in with SASL but the HTTP listener asks no credentials: anyone who "
+                 "reaches it may produce, consume and (without an authorizer) manage users and ACLs; set "
+                 "http.authentication.method=BASIC (docs/security.md)\"");
+  }
   b.message_max_bytes = c.message_max_bytes;
   b.log_segment_bytes = c.log_segment_bytes;
   b.log_roll_ms = c.log_roll_ms;

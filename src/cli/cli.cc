@@ -217,6 +217,10 @@ const std::string connection_options_help = std::string(bootstrap_server_help) +
                            retried on the next --bootstrap-server URL (Kafka's
                            request.timeout.ms)
   --help                   this text
+
+Environment: RINGLOG_USER and RINGLOG_PASSWORD (HTTP Basic) or RINGLOG_TOKEN (a JWT, Bearer) when
+the broker asks for credentials; RINGLOG_CA_FILE, the CA of an https:// broker's certificate (else
+the system's CAs); RINGLOG_TLS_INSECURE=1 skips that check (docs/security.md).
 )";
 
 const std::string topics_usage = std::string(R"(usage: ringlog topics COMMAND [options]

@@ -46,6 +46,9 @@ def test_config_file_and_help(ringlog_bin, tmp_path):
     for sub in ["topics", "produce", "consume"]:
         h = subprocess.run([str(ringlog_bin), sub, "--help"], capture_output=True, text=True)
         assert h.returncode == 0 and "usage" in h.stdout, sub
+        # The credentials and TLS settings every command reads (session 32's new user found them
+        # only in error messages).
+        assert all(v in h.stdout for v in ("RINGLOG_USER", "RINGLOG_TOKEN", "RINGLOG_CA_FILE", "RINGLOG_TLS_INSECURE")), sub
     proc = subprocess.Popen([str(ringlog_bin), "serve", "--config", str(conf)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:

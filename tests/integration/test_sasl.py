@@ -641,3 +641,9 @@ def test_users_create_changes_the_password_of_every_credential_the_user_has(sasl
     r = subprocess.run([str(ringlog_bin), "users", "create", "*", "--password", "x", "--bootstrap-server", b.url],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "reserved" in r.stderr, r.stdout + r.stderr
+
+
+def test_a_sasl_broker_with_open_http_says_so_at_start(sasl_broker):
+    """Session 32's new user: the SASL example left REST (users and ACLs included) open to anyone
+    reaching http://, without a word. The start-up log says so now."""
+    assert "HTTP listener asks no credentials" in sasl_broker.log_path.read_text()
