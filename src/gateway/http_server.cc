@@ -526,9 +526,10 @@ class session final : public std::enable_shared_from_this<session>, public respo
 
   /// RFC 9112 section 3.2: more than one Host header is 400 (which one names the server would be a
   /// guess, and a check of one with a route of the other is a bypass). An absolute-form target
-  /// ("GET http://host:port/path") is served as its origin-form only when its scheme is the
-  /// listener's and its authority is the Host header, else 400: the Host the origin and
-  /// DNS-rebinding checks read is the server the request names. True when it answered (and closes).
+  /// ("GET http://host:port/path") of the listener's scheme is served as its path with its
+  /// authority as the Host (section 3.2.2: the server ignores the Host header then), so the Host
+  /// the origin and DNS-rebinding checks read is the server the request names; another scheme is
+  /// 400. True when it answered (and closes).
   bool refuse_bad_host(http::request<http::string_body>& msg) {
     const size_t hosts = msg.count(http::field::host);
     if (hosts > 1) {
@@ -539,19 +540,16 @@ class session final : public std::enable_shared_from_this<session>, public respo
     }
     const std::string_view target(msg.target().data(), msg.target().size());
     if (target.empty() || target.front() == '/' || target == "*") return false;
-    auto host = msg.find(http::field::host);
-    const std::string_view host_value =
-        host == msg.end() ? std::string_view() : std::string_view(host->value().data(), host->value().size());
-    auto path = origin_form(target, host_value, https_);
-    if (!path) {
+    auto form = origin_form(target, https_);
+    if (!form) {
       keep_alive_ = false;
       respond_error(400, error_codes::bad_request,
                     "request target '" + std::string(target.substr(0, 255)) + "' is not a path, or an absolute URL of " +
-                        (https_ ? "https" : "http") + " whose host[:port] is the Host header ('" +
-                        std::string(host_value.substr(0, 255)) + "'; RFC 9112 section 3.2)");
+                        (https_ ? "https" : "http") + " (this listener's scheme) with a host[:port] (RFC 9112 section 3.2)");
       return true;
     }
-    msg.target(*path);
+    msg.target(form->first);
+    msg.set(http::field::host, form->second);
     return false;
   }
 

@@ -309,16 +309,16 @@ bool same_origin(std::string_view origin, std::string_view host, bool https) {
   return lower(origin.substr(scheme + 3)) == lower(host);
 }
 
-std::optional<std::string> origin_form(std::string_view target, std::string_view host, bool https) {
+std::optional<std::pair<std::string, std::string>> origin_form(std::string_view target, bool https) {
   const std::string_view scheme = https ? "https://" : "http://";
   if (target.size() < scheme.size() || lower(target.substr(0, scheme.size())) != scheme) return std::nullopt;
   target.remove_prefix(scheme.size());
   const size_t path = target.find_first_of("/?");
-  const std::string_view authority = target.substr(0, path);
-  if (authority.empty() || host.empty() || lower(authority) != lower(host)) return std::nullopt;
-  if (path == std::string_view::npos) return std::string("/");
-  if (target[path] == '?') return "/" + std::string(target.substr(path));
-  return std::string(target.substr(path));
+  const std::string authority(target.substr(0, path));
+  if (authority.empty() || authority.find('@') != std::string::npos) return std::nullopt;   // no userinfo (RFC 9110 4.2.4)
+  if (path == std::string_view::npos) return std::pair{std::string("/"), authority};
+  if (target[path] == '?') return std::pair{"/" + std::string(target.substr(path)), authority};
+  return std::pair{std::string(target.substr(path)), authority};
 }
 
 bool host_permitted(const std::vector<std::string>& names, std::string_view host) {

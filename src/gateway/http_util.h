@@ -73,11 +73,11 @@ bool origin_allowed(const std::vector<std::string>& allowed, std::string_view or
 /// or https when `https`) and its host[:port] is the request's Host header (case-insensitive;
 /// RFC 6454 section 5 compares all three). This server's own pages (the console) are always allowed.
 bool same_origin(std::string_view origin, std::string_view host, bool https);
-/// An absolute-form request target (RFC 9112 section 3.2.2, "http://host:port/path?query") as the
-/// origin-form the routes match ("/path?query"; "/" when it has no path), when its scheme is the
-/// listener's (http, or https when `https`) and its authority is `host`, the request's Host header
-/// (case-insensitive); nullopt otherwise (the caller answers 400).
-std::optional<std::string> origin_form(std::string_view target, std::string_view host, bool https);
+/// RFC 9112 section 3.2.2: an absolute-form request target ("http://host:port/path?q") of the
+/// listener's scheme (`https`) as (its origin-form "/path?q", its authority "host:port"); the
+/// server then takes that authority as the request's Host, whatever the Host header says (the
+/// origin and DNS-rebinding checks read it). nullopt for another scheme, no authority, or userinfo.
+std::optional<std::pair<std::string, std::string>> origin_form(std::string_view target, bool https);
 /// Whether a Host header (RFC 9110 section 7.2: host[:port]) names this server for a plaintext
 /// request: an IPv4 address, a bracketed IPv6 address, localhost or a name under .localhost
 /// (RFC 6761), or a name in `names` (case-insensitive, a trailing dot ignored; "*" allows any).

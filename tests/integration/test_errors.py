@@ -268,17 +268,23 @@ def raw_exchange(port, request):
     return data
 
 
-def test_two_host_headers_and_a_foreign_absolute_target_are_400(broker):
-    """RFC 9112 section 3.2: more than one Host header is 400; an absolute-form target is served
-    as its path only when its authority is the Host header (session 32: both were served, so the
-    Host the origin and rebinding checks read need not be the server the request named)."""
+def test_two_host_headers_are_400_and_an_absolute_target_names_the_host(broker):
+    """RFC 9112 section 3.2: more than one Host header is 400. An absolute-form target is served,
+    and its authority is the request's Host whatever the Host header says (section 3.2.2), so the
+    DNS-rebinding check reads the server the request names: a browser's absolute target naming a
+    foreign name is refused like a foreign Host (session 32: checks read the Host header while the
+    target named another server). Another scheme than the listener's is 400."""
     own = f"127.0.0.1:{broker.port}".encode()
     data = raw_exchange(broker.port, b"GET /v1/health HTTP/1.1\r\nHost: " + own + b"\r\nHost: evil.example\r\n\r\n")
     assert data.startswith(b"HTTP/1.1 400") and b"2 Host headers" in data, data[:300]
-    data = raw_exchange(broker.port, b"GET http://" + own + b"/v1/health HTTP/1.1\r\nHost: " + own +
-                        b"\r\nConnection: close\r\n\r\n")
-    assert data.startswith(b"HTTP/1.1 200"), data[:300]
-    for target in [b"http://evil.example/v1/health", b"https://" + own + b"/v1/health", b"ftp://" + own + b"/v1/health"]:
+    for host in [own, b"x"]:
+        data = raw_exchange(broker.port, b"GET http://" + own + b"/v1/health HTTP/1.1\r\nHost: " + host +
+                            b"\r\nConnection: close\r\n\r\n")
+        assert data.startswith(b"HTTP/1.1 200"), (host, data[:300])
+    browser = b"\r\nUser-Agent: Mozilla/5.0\r\nSec-Fetch-Site: same-origin\r\nConnection: close\r\n\r\n"
+    data = raw_exchange(broker.port, b"GET http://evil.example/topics HTTP/1.1\r\nHost: " + own + browser)
+    assert data.startswith(b"HTTP/1.1 403") and b"evil.example" in data, data[:300]
+    for target in [b"https://" + own + b"/v1/health", b"ftp://" + own + b"/v1/health"]:
         data = raw_exchange(broker.port, b"GET " + target + b" HTTP/1.1\r\nHost: " + own + b"\r\n\r\n")
         assert data.startswith(b"HTTP/1.1 400") and b"RFC 9112" in data, (target, data[:300])
     assert requests.get(broker.url + "/v1/health").status_code == 200
