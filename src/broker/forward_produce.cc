@@ -137,16 +137,9 @@ void leader_forwarder::leader_found(const model::topic_partition& tp, uint64_t s
 }
 
 void leader_forwarder::wait_for_view_here(const model::topic_partition& tp, uint64_t sequence, held_batch batch) {
-  auto it = produce_order_.find({tp.topic, tp.partition.value()});
-  RINGLOG_ASSERT(it != produce_order_.end(), "a line with a batch sent stays open");
-  auto& line = it->second;
-  line.sent.erase(sequence);
   batch.waited_for_view = true;
   batch.target = -1;   // chosen again after the wait: the leadership may have moved on meanwhile
-  ++produces_held_;
-  produce_bytes_held_ += batch.batch.size();
-  line.held.emplace(sequence, std::move(batch));
-  line.waiting = true;
+  back_in_line(tp, sequence, std::move(batch)).waiting = true;
   when_topic_known(
       [this, tp] {
         const int32_t here = leader_in(*metadata_.view(), tp);
@@ -259,16 +252,22 @@ void leader_forwarder::settle_produce(const model::topic_partition& tp, uint64_t
 
 void leader_forwarder::resend_produce(const model::topic_partition& tp, uint64_t sequence, held_batch batch,
                                       int32_t refused_by, int32_t refused_epoch) {
-  auto it = produce_order_.find({tp.topic, tp.partition.value()});
-  RINGLOG_ASSERT(it != produce_order_.end(), "a line with a batch sent stays open");
-  it->second.sent.erase(sequence);
   batch.refused_by = refused_by;
   batch.refused_epoch = refused_epoch;
   batch.target = -1;
+  back_in_line(tp, sequence, std::move(batch));
+  pump_produces(tp);
+}
+
+leader_forwarder::produce_order_line& leader_forwarder::back_in_line(const model::topic_partition& tp,
+                                                                     uint64_t sequence, held_batch batch) {
+  auto it = produce_order_.find({tp.topic, tp.partition.value()});
+  RINGLOG_ASSERT(it != produce_order_.end(), "a line with a batch sent stays open");
+  it->second.sent.erase(sequence);
   ++produces_held_;
   produce_bytes_held_ += batch.batch.size();
   it->second.held.emplace(sequence, std::move(batch));
-  pump_produces(tp);
+  return it->second;
 }
 
 }  // namespace ringlog::broker::detail

@@ -155,6 +155,9 @@ class leader_forwarder {
   /// one is unanswered at a broker other than its own target. Closes an empty line.
   void pump_produces(const model::topic_partition& tp);
   /// Sends batch `sequence` of `tp` to `batch.target` (or appends it here) and settles it.
+  /// A batch sent (in `sent`) taken back into its line's `held` at its sequence, counted as held
+  /// again: resend_produce and wait_for_view_here. Returns the line.
+  produce_order_line& back_in_line(const model::topic_partition& tp, uint64_t sequence, held_batch batch);
   /// send_in_order's batch for this node, which the newest view names the leader of `tp` while
   /// the controller shard's view (the one the append checks) does not yet: back in its line, which
   /// waits for that view (forward_metadata_wait_ms at most) and then chooses its leader again.

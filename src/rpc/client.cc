@@ -105,31 +105,30 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                  likely);
   }
 
-  /// A connection ended before its first response (plaintext) or during the TLS handshake
-  /// (`tls_handshake`). A peer that restarts does this once; three in a row, with the backoff
-  /// between them, is a peer that will not speak our protocol.
-  void note_silent_close(bool tls_handshake, const std::string& detail) {
-    if (++silent_closes < silent_closes_before_warning) return;
-    if (tls_handshake) {
-      warn_mismatch("tls-closed", "connection to " + named() + " closed during the TLS handshake (" + detail + ", " +
-                                      std::to_string(silent_closes) + " connections in a row)",
-                    plaintext_peer_hint);
-    } else {
-      warn_mismatch("plaintext-closed", "connection to " + named() + " closed before answering its first request (" +
-                                            detail + ", " + std::to_string(silent_closes) + " connections in a row)",
-                    tls_peer_hint);
-    }
-  }
+  /// How a connection ended before its first answer: during the TLS handshake, after it (the peer
+  /// took this node's certificate, then refused its principal), or on plaintext.
+  enum class silent_close : int8_t { tls_handshake, tls_after_handshake, plaintext };
 
-  /// A TLS connection closed after its handshake, before its first answer: the peer took this
-  /// node's certificate and then refused its principal. Without it a secure cluster whose
-  /// super.users missed the brokers' certificate logged only "waiting for the metadata quorum"
-  /// here (session 32's new user).
-  void note_refused_after_handshake(const std::string& detail) {
+  /// A connection ended before its first response. A peer that restarts does this once; three in a
+  /// row, with the backoff between them, is a peer that will not speak our protocol, or (after a
+  /// TLS handshake) one that refused this node: a secure cluster whose super.users missed the
+  /// brokers' certificate logged only "waiting for the metadata quorum" here (session 32).
+  void note_silent_close(silent_close how, const std::string& detail) {
     if (++silent_closes < silent_closes_before_warning) return;
-    warn_mismatch("tls-refused", "connection to " + named() + " closed after the TLS handshake, before answering (" +
-                                     detail + ", " + std::to_string(silent_closes) + " connections in a row)",
-                  refused_principal_hint);
+    const std::string in_a_row = detail + ", " + std::to_string(silent_closes) + " connections in a row)";
+    switch (how) {
+      case silent_close::tls_handshake:
+        return warn_mismatch("tls-closed", "connection to " + named() + " closed during the TLS handshake (" + in_a_row,
+                             plaintext_peer_hint);
+      case silent_close::tls_after_handshake:
+        return warn_mismatch("tls-refused",
+                             "connection to " + named() + " closed after the TLS handshake, before answering (" + in_a_row,
+                             refused_principal_hint);
+      case silent_close::plaintext:
+        return warn_mismatch("plaintext-closed",
+                             "connection to " + named() + " closed before answering its first request (" + in_a_row,
+                             tls_peer_hint);
+    }
   }
 
   static constexpr int silent_closes_before_warning = 3;
@@ -318,7 +317,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   /// certificate (at once: no restart looks like that).
   void diagnose_handshake_failure(const boost::system::error_code& ec) {
     if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated || ec == asio::error::connection_reset) {
-      return note_silent_close(true, ec.message());
+      return note_silent_close(silent_close::tls_handshake, ec.message());
     }
     const std::string reason = runtime::tls_failure_reason(ec);
     if (reason.find("wrong version number") != std::string::npos || reason.find("record layer") != std::string::npos) {
@@ -404,8 +403,10 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                        if (self->generation != gen) return;
                        if (ec) {
                          const bool eof = ec == asio::error::eof || ec == asio::error::connection_reset;
-                         if (eof && !self->answered && !self->tls) self->note_silent_close(false, ec.message());
-                         if (eof && !self->answered && self->tls) self->note_refused_after_handshake(ec.message());
+                         if (eof && !self->answered) {
+                           self->note_silent_close(self->tls ? silent_close::tls_after_handshake : silent_close::plaintext,
+                                                   ec.message());
+                         }
                          self->on_broken(errc::disconnected, ec == asio::error::eof ? "closed by peer" : ec.message());
                          return;
                        }

@@ -439,10 +439,16 @@ bool server::impl::make_room() {
   return true;
 }
 
+namespace {
+/// The steady clock in ms: the warning intervals of the listener measure on it.
+int64_t steady_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
 bool server::impl::log_refusal_now(const std::string& reason, uint64_t& suppressed) {
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = steady_now_ms();
   // Bounded: a reason is the peer's name or subject and a fixed text; past this many the map
   // starts over (a storm of distinct strangers is logged a line each, then again).
   if (refusals.size() >= constants::refusal_reasons_tracked_max) refusals.clear();
@@ -458,9 +464,7 @@ bool server::impl::log_refusal_now(const std::string& reason, uint64_t& suppress
 
 void server::impl::note_deadline_close(const std::string& why) {
   ++deadline_closes;
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = steady_now_ms();
   if (deadline_warning_ms >= 0 && now - deadline_warning_ms < constants::deadline_warning_interval_ms) return;
   spdlog::warn("msg=\"cluster connections closed\" listener=CLUSTER reason=\"{}\" closed={} warning_interval_ms={}",
                base::logfmt_escaped(why), deadline_closes, constants::deadline_warning_interval_ms);
