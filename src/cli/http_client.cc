@@ -70,7 +70,15 @@ struct http_client::impl {
   std::optional<beast::tcp_stream> stream;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls_stream;
   std::optional<asio::ssl::context> tls_context;   // made on the first https:// connection
-  beast::flat_buffer buffer;
+  /// Beast reads at most this buffer's free capacity per read_some (at least 512 bytes, at most
+  /// 64 KiB). Left at its first 512 bytes, a 4 MiB records answer took three recvmsg calls and a
+  /// timer re-arm per 1 KiB record: the bench's six HTTP readers fell seconds behind 40,000
+  /// records/s on their own CPU (issue 32). So it is made with Beast's 64 KiB cap, once.
+  beast::flat_buffer buffer = [] {
+    beast::flat_buffer b;
+    b.reserve(response_read_bytes);
+    return b;
+  }();
   int64_t timeout_ms = default_request_timeout_ms;
 
   /// Runs the asynchronous operation started on `context` to its end; the stream's expiry (set by

@@ -142,6 +142,8 @@ class exchange : public std::enable_shared_from_this<exchange> {
 
   template <typename Stream>
   void read(Stream& stream) {
+    // A forwarded records read answers up to max_bytes: read it 64 KiB at a time, not 512 bytes.
+    buffer_.reserve(beast_read_bytes_max);
     http::async_read(stream, buffer_, parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec == beast::error::timeout) {
         return self->fail("no answer within " + std::to_string(self->timeout_ms_) + " ms");

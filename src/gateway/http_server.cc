@@ -331,10 +331,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     // each a syscall and a composed operation (a fifth of the produce path in profiles), so a
     // large body gets a 64 KiB buffer, kept for the connection's next requests.
     constexpr size_t large_body_bytes = 8192;
-    constexpr size_t body_read_bytes = 65536;   // Beast's own cap per read_some
     if (auto length = parser_->content_length(); length && *length >= large_body_bytes &&
-                                                 buffer_.capacity() < body_read_bytes) {
-      buffer_.reserve(body_read_bytes);
+                                                 buffer_.capacity() < beast_read_bytes_max) {
+      buffer_.reserve(beast_read_bytes_max);
     }
     http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec) return self->on_read_error(ec);

@@ -17,6 +17,11 @@ namespace ringlog::gateway {
 using base::parse_int;
 using base::percent_encode_segment;
 
+/// Beast reads at most a flat_buffer's free capacity per read_some: at least 512 bytes, at most
+/// this (its own cap). A buffer left at 512 bytes reads a large body or answer in 512-byte
+/// recvmsg calls, each with a composed operation and a timer re-arm, so buffers that meet large
+/// messages reserve this much.
+constexpr size_t beast_read_bytes_max = 65536;
 
 /// Media type without parameters, lower case: "Application/JSON; charset=utf-8" -> "application/json".
 std::string media_type_of(std::string_view header_value);

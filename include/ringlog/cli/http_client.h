@@ -38,6 +38,9 @@ base::result<std::vector<http_endpoint>, std::string> parse_bootstrap_servers(co
 /// Default of --request-timeout-ms: the longest wait for a connection and then for a reply, ms
 /// (a long-poll request's own "timeout=" is added to it).
 constexpr int64_t default_request_timeout_ms = 10000;
+/// Capacity of a connection's read buffer, bytes: Beast reads at most this much per read_some
+/// (64 KiB is its own cap), so an answer of N bytes costs about N / 64 KiB reads.
+constexpr size_t response_read_bytes = 65536;
 
 class http_client {
  public:
