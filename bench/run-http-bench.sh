@@ -90,7 +90,12 @@ max=$(with_client_cpu "$WORK/max-client.cpu" "$RINGLOG" bench --bootstrap-server
   --duration-ms $((RUN_SECONDS * 1000)) --topic bench-max --partitions 6 --producers "$PRODUCERS" --consumers 0 \
   --batch-records 100 --record-bytes 1024)
 max_cpu="$(cpu_seconds "${pids[0]}") $server_cpu_before $(cat "$WORK/max-client.cpu")"
-max_read=$(bench --topic bench-max-read --partitions 6 --producers "$PRODUCERS" --consumers 6 --batch-records 100 --record-bytes 1024)
+settle
+server_cpu_before=$(cpu_seconds "${pids[0]}")
+max_read=$(with_client_cpu "$WORK/max-read-client.cpu" "$RINGLOG" bench --bootstrap-server http://127.0.0.1:9580 --json \
+  --duration-ms $((RUN_SECONDS * 1000)) --topic bench-max-read --partitions 6 --producers "$PRODUCERS" --consumers 6 \
+  --batch-records 100 --record-bytes 1024)
+max_read_cpu="$(cpu_seconds "${pids[0]}") $server_cpu_before $(cat "$WORK/max-read-client.cpu")"
 rate=$(/usr/bin/python3 -c "import json,sys; print(int(json.loads(sys.argv[1])['records_per_s'] / 2))" "$max")
 half=$(bench --topic bench-half --partitions 6 --producers "$PRODUCERS" --consumers 6 --batch-records 100 --record-bytes 1024 --rate "$rate")
 fsync=$(curl -s http://127.0.0.1:9580/metrics | grep '^ringlog_log_fsync_duration_seconds_bucket')
@@ -127,7 +132,7 @@ redis_cpu_before=$(cpu_seconds "${pids[2]}")
 redis_out=$(with_client_cpu "$WORK/redis-client.cpu" redis-benchmark -p 9582 -c 64 -P 16 -n 400000 -q XADD bench-stream '*' v "$value" 2>&1 | tr '\r' '\n' | tail -1)
 redis_cpu="$(cpu_seconds "${pids[2]}") $redis_cpu_before $(cat "$WORK/redis-client.cpu")"
 
-/usr/bin/python3 - "$max" "$half" "$wrk_out" "$redis_out" "$max_read" "$fsync" "$target_half" "$max_cpu" "$redis_cpu" <<'PY'
+/usr/bin/python3 - "$max" "$half" "$wrk_out" "$redis_out" "$max_read" "$fsync" "$target_half" "$max_cpu" "$redis_cpu" "$max_read_cpu" <<'PY'
 import json, re, sys
 mx, half = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 wrk, redis = sys.argv[3], sys.argv[4]
@@ -158,6 +163,14 @@ print(f"CPU per 1,000 records (user + system ms): ringlog server {ringlog_server
       f"{ringlog_client:.1f}; Redis server {redis_server:.1f}, redis-benchmark {redis_client:.1f}. On the 2 cores "
       f"both share, server + client CPU bounds ringlog at {2e6 / (ringlog_server + ringlog_client):,.0f} records/s "
       f"and Redis at {2e6 / (redis_server + redis_client):,.0f}/s")
+# The same with 6 readers: what reading each record once over HTTP adds (server and load generator),
+# and the rate the two cores can then produce and read.
+m_after, m_before, m_client = map(float, sys.argv[10].split())
+read_server = (m_after - m_before) / mxr["records_produced"] * 1e6
+read_client = m_client / mxr["records_produced"] * 1e6
+print(f"With 6 readers, CPU per 1,000 records produced and read: server {read_server:.1f}, load generator "
+      f"{read_client:.1f}: the 2 cores bound produce + read at {2e6 / (read_server + read_client):,.0f} records/s "
+      f"(half of the produce-only maximum is {mx['records_per_s'] / 2:,.0f}/s)")
 print("errors during the ringlog runs:", mx["errors"] + mxr["errors"] + half["errors"] + th["errors"], "; consumed", mxr["records_consumed"], "and", half["records_consumed"], "records")
 buckets = [(float(m.group(1)), int(m.group(2))) for m in re.finditer(r'le="([0-9.e+-]+)"\} (\d+)', fsync)]
 total = max((n for _, n in buckets), default=0)
