@@ -2,6 +2,7 @@
 // A broker resource names a node id, or "" for the cluster-wide dynamic defaults (KIP-226); its
 // dynamic configs are ConfigRecords in the metadata log (broker::alter_broker_configs).
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -57,6 +58,58 @@ bool wanted(const std::optional<std::vector<std::string>>& keys, const std::stri
 }
 
 using alter_result = protocol::alter_configs_response_data::alter_configs_resource_response;
+
+/// KIP-339's operation codes in IncrementalAlterConfigs.
+constexpr int8_t op_set = 0, op_delete = 1, op_append = 2, op_subtract = 3;
+
+/// The configs whose type is LIST in Kafka's ConfigDef among those ringlog serves: the only ones
+/// APPEND and SUBTRACT apply to (Kafka answers any other INVALID_CONFIG... "not allowed").
+bool is_list_config(std::string_view name) { return name == "cleanup.policy" || name == "log.cleanup.policy"; }
+
+/// A list config's value after APPEND or SUBTRACT of `value` (comma-separated) to `current`, as
+/// Kafka's ConfigAdminManager computes it: APPEND adds each item not already present, at the end;
+/// SUBTRACT removes each item present.
+std::string list_config_after(std::string_view current, int8_t operation, std::string_view value) {
+  auto items_of = [](std::string_view list) {
+    std::vector<std::string> out;
+    for (size_t start = 0; start < list.size();) {
+      const size_t comma = std::min(list.find(',', start), list.size());
+      if (comma > start) out.emplace_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    return out;
+  };
+  auto items = items_of(current);
+  for (auto& item : items_of(value)) {
+    const auto at = std::find(items.begin(), items.end(), item);
+    if (operation == op_append && at == items.end()) items.push_back(std::move(item));
+    if (operation == op_subtract && at != items.end()) items.erase(at);
+  }
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+/// One APPEND or SUBTRACT of an IncrementalAlterConfigs resource, applied to the current value
+/// once it is read.
+struct list_change {
+  std::string name;
+  int8_t operation = op_append;
+  std::string value;
+};
+
+/// `changes` with each list change turned into a SET of the value it leaves, `current(name)`
+/// giving the config's effective value now (its own or the default it inherits).
+template <typename Current>
+std::map<std::string, std::optional<std::string>> with_list_changes(std::map<std::string, std::optional<std::string>> changes,
+                                                                    const std::vector<list_change>& list_changes,
+                                                                    Current current) {
+  for (const auto& c : list_changes) {
+    const auto& earlier = changes[c.name];
+    changes[c.name] = list_config_after(earlier ? *earlier : current(c.name), c.operation, c.value);
+  }
+  return changes;
+}
 
 /// Runs one topic's config change and records its outcome in `slot`.
 void alter_topic(broker::broker& b, const std::string& topic, std::map<std::string, std::optional<std::string>> changes,
@@ -214,6 +267,55 @@ void handle_alter_configs(const request_context& ctx, protocol::alter_configs_re
   g->finish_if_empty();
 }
 
+/// An IncrementalAlterConfigs resource's entries (KIP-339 operations: 0 SET, 1 DELETE back to the
+/// default, 2 APPEND and 3 SUBTRACT on list configs) as SETs and DELETEs, the list changes that
+/// need the current value, and the refusal of an APPEND/SUBTRACT on a config that is not a list
+/// or of an unknown operation (INVALID_CONFIG, as Kafka).
+struct incremental_changes_t {
+  std::map<std::string, std::optional<std::string>> changes;
+  std::vector<list_change> list_changes;
+  std::optional<std::string> refused;
+};
+template <typename Entries>
+incremental_changes_t incremental_changes(const Entries& configs) {
+  incremental_changes_t out;
+  for (const auto& c : configs) {
+    if (c.config_operation == op_set) {
+      out.changes[c.name] = c.value.value_or("");
+    } else if (c.config_operation == op_delete) {
+      out.changes[c.name] = std::nullopt;
+    } else if (c.config_operation != op_append && c.config_operation != op_subtract) {
+      out.refused = "config " + c.name + ": unknown operation " + std::to_string(c.config_operation) +
+                    " (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT)";
+    } else if (!is_list_config(c.name)) {
+      out.refused = "config " + c.name + ": " + (c.config_operation == op_append ? "APPEND" : "SUBTRACT") +
+                    " is for list configs (cleanup.policy); use SET";
+    } else {
+      out.list_changes.push_back({c.name, c.config_operation, c.value.value_or("")});
+    }
+  }
+  return out;
+}
+
+/// IncrementalAlterConfigs of a broker resource: list changes read the resource's effective value.
+void alter_broker_incrementally(broker::broker& b, const std::string& resource,
+                                std::map<std::string, std::optional<std::string>> changes,
+                                const std::vector<list_change>& list_changes, bool validate_only,
+                                std::function<void(int16_t, std::optional<std::string>)> done) {
+  if (!list_changes.empty()) {
+    auto node = broker_of_resource(resource);
+    if (!node) return done(error_code::invalid_request, not_a_broker(resource));
+    auto described = b.admin().describe_broker_configs(*node);
+    if (!described.ok()) return done(code_of(described.error()), described.error().message);
+    auto current = [&described](const std::string& config) {
+      for (const auto& c : *described) if (c.name == config) return c.value;
+      return std::string();
+    };
+    changes = with_list_changes(std::move(changes), list_changes, current);
+  }
+  alter_broker(b, resource, std::move(changes), false, validate_only, std::move(done));
+}
+
 void handle_incremental_alter_configs(const request_context& ctx,
                                       protocol::incremental_alter_configs_request_data request) {
   using result_t = protocol::incremental_alter_configs_response_data::alter_configs_resource_response;
@@ -242,29 +344,29 @@ void handle_incremental_alter_configs(const request_context& ctx,
              "resource type " + std::to_string(res.resource_type) + " has no configs here (topic 2, broker 4)");
       continue;
     }
-    // KIP-339 operations: 0 SET, 1 DELETE (back to default), 2 APPEND and 3 SUBTRACT (list-valued
-    // configs only; none of ringlog's topic configs takes a list of several values yet).
-    std::map<std::string, std::optional<std::string>> changes;
-    std::optional<std::string> refused;
-    for (const auto& c : res.configs) {
-      if (c.config_operation == 0) {
-        changes[c.name] = c.value.value_or("");
-      } else if (c.config_operation == 1) {
-        changes[c.name] = std::nullopt;
-      } else {
-        refused = "config " + c.name + ": operation " + std::to_string(c.config_operation) +
-                  " (APPEND/SUBTRACT) is for list configs; use SET";
-      }
-    }
+    auto [changes, list_changes, refused] = incremental_changes(res.configs);
     if (refused) {
       finish(error_code::invalid_config, refused);
       continue;
     }
     if (res.resource_type == resource_type_broker) {
-      alter_broker(b, res.resource_name, std::move(changes), false, request.validate_only, finish);
+      alter_broker_incrementally(b, res.resource_name, std::move(changes), list_changes, request.validate_only, finish);
       continue;
     }
-    alter_topic(b, res.resource_name, std::move(changes), request.validate_only, finish);
+    if (list_changes.empty()) {
+      alter_topic(b, res.resource_name, std::move(changes), request.validate_only, finish);
+      continue;
+    }
+    b.admin().describe_topic(res.resource_name, [&b, name = res.resource_name, changes, list_changes,
+                                                 validate_only = request.validate_only,
+                                                 finish](broker::result<broker::topic_description> d) mutable {
+      if (!d.ok()) return finish(code_of(d.error()), d.error().message);
+      auto current = [&d](const std::string& config) {
+        for (const auto& c : d->configs) if (c.name == config) return c.value;
+        return std::string();
+      };
+      alter_topic(b, name, with_list_changes(std::move(changes), list_changes, current), validate_only, finish);
+    });
   }
   g->finish_if_empty();
 }

@@ -478,3 +478,36 @@ def test_internal_topics_keep_the_writers_compression_not_the_brokers(ringlog_bi
     offsets = codecs(data, "__consumer_offsets-")
     assert delayed and set(delayed) == {"none"}, delayed
     assert offsets and set(offsets) == {"none"}, offsets
+
+
+def test_incremental_alter_configs_appends_to_and_subtracts_from_cleanup_policy(ringlog_bin, tmp_path):
+    """KIP-339: APPEND and SUBTRACT apply to LIST configs, and cleanup.policy is one in Kafka
+    ("compact,delete"). Session 33's new user had APPEND refused as "for list configs". APPEND
+    adds the items not present to the effective value (the inherited "delete" here), SUBTRACT
+    removes those present; on another config both are INVALID_CONFIG naming the config."""
+    import kafka_wire as kw
+    from conftest import Broker, free_port
+    broker = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        incremental_alter_cleanup_policy(broker, kw)
+    finally:
+        assert broker.stop() == 0
+
+
+def incremental_alter_cleanup_policy(broker, kw):
+    broker.create_topic("policies", partitions=1)
+    append, subtract = 2, 3
+    assert kw.incremental_alter_config_v0(broker.bootstrap, kw.RESOURCE_TOPIC, "policies", "cleanup.policy",
+                                          "compact", operation=append) == (0, None)
+    assert topic_config(broker, "policies", "cleanup.policy") == "delete,compact"
+    # Appending a present item changes nothing (Kafka filters it out).
+    assert kw.incremental_alter_config_v0(broker.bootstrap, kw.RESOURCE_TOPIC, "policies", "cleanup.policy",
+                                          "delete", operation=append) == (0, None)
+    assert topic_config(broker, "policies", "cleanup.policy") == "delete,compact"
+    assert kw.incremental_alter_config_v0(broker.bootstrap, kw.RESOURCE_TOPIC, "policies", "cleanup.policy",
+                                          "delete", operation=subtract) == (0, None)
+    assert topic_config(broker, "policies", "cleanup.policy") == "compact"
+    code, message = kw.incremental_alter_config_v0(broker.bootstrap, kw.RESOURCE_TOPIC, "policies", "retention.ms",
+                                                   "1000", operation=append)
+    assert code == 40 and "retention.ms" in message and "list configs" in message, (code, message)   # INVALID_CONFIG
+    assert topic_config(broker, "policies", "cleanup.policy") == "compact"
