@@ -72,9 +72,12 @@ class acceptor : public std::enable_shared_from_this<acceptor> {
 
  private:
   void accept_next();
-  void on_accepted(size_t shard, shard_socket socket);
+  /// Admits or refuses an accepted connection; false when accepting pauses (a connection waits
+  /// for max.connection.creation.rate, and accept_next runs once it is admitted).
+  bool on_accepted(size_t shard, shard_socket socket);
   void back_off(const boost::system::error_code& ec);
   void hold_then_close(shard_socket socket, int64_t delay_ms);
+  void wait_then_admit(size_t shard, shard_socket socket, int64_t delay_ms);
 
   shard_threads& runtime_;
   acceptor_options options_;
