@@ -62,7 +62,10 @@ std::optional<controller::partition_image> leader_forwarder::refusal_before_serv
   auto t = find_topic(name);
   if (!t || partition < 0 || partition >= t->partitions_count()) return std::nullopt;   // answered as such
   const auto& image = t->image->partitions[static_cast<size_t>(partition)];
-  if (image.leader == config_.node_id) return std::nullopt;
+  // A stopping leader refuses too: in its controlled shutdown its leaderships move (KIP-631), and
+  // the forwarder holds the batch for the next leader (a new user's HTTP writes through another
+  // node were answered "the broker is shutting down" in every SIGTERM of a leader).
+  if (image.leader == config_.node_id && !stopping_) return std::nullopt;
   return image;
 }
 
@@ -357,9 +360,12 @@ void leader_forwarder::handle_forwarded_produce(const protocol::request_header_d
   when_ready_in_order(name, index, [this, shared, answer = std::move(answer)]() mutable {
     const auto& tp = shared->partition;
     if (auto refused = refusal_before_serving(tp.topic, tp.partition.value())) {
+      const std::string partition_name = tp.topic + "-" + std::to_string(tp.partition.value());
       return answer(error{errc::not_leader_or_follower,
-                          "broker " + std::to_string(config_.node_id) + " no longer leads " +
-                              tp.topic + "-" + std::to_string(tp.partition.value())},
+                          "broker " + std::to_string(config_.node_id) +
+                              (refused->leader == config_.node_id ? " is shutting down: its leadership of " + partition_name +
+                                                                        " moves to another replica"
+                                                                  : " no longer leads " + partition_name)},
                     refused);
     }
     produce_.produce_batches_from(

@@ -205,9 +205,10 @@ class leader_forwarder {
   /// Answers the waiting calls to `leader` whose deadline passed; re-arms while any wait.
   void sweep_waiting(int32_t leader);
   /// For a call a peer forwarded: this node's image of the partition when this node does not lead
-  /// it (the peer's metadata or this node's lags behind a leadership move), so the call is refused
-  /// before any of it is served; nullopt when this node leads it or does not know the topic or
-  /// partition (answered as such by the serving code).
+  /// it (the peer's metadata or this node's lags behind a leadership move) or when this node is
+  /// stopping (its leaderships are moving), so the call is refused before any of it is served;
+  /// nullopt when this node leads it and is not stopping, or does not know the topic or partition
+  /// (answered as such by the serving code).
   [[nodiscard]] std::optional<controller::partition_image> refusal_before_serving(const std::string& name,
                                                                                  int32_t partition) const;
   /// Runs `then(leader)` on the controller shard once this node's metadata names a leader of `tp`

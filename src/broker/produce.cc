@@ -32,6 +32,18 @@ error internal_topic_refusal(const std::string& topic) {
                                                   "transactions ended, through their own calls)"};
 }
 
+/// A batch refused because this broker is stopping: nothing of it is stored.
+/// NOT_LEADER_OR_FOLLOWER, not BROKER_NOT_AVAILABLE: during a controlled shutdown this broker's
+/// leaderships are moving to other replicas (KIP-631), and that is the answer Kafka clients retry
+/// after a metadata refresh and the forwarding broker of an HTTP write holds the batch for, to send
+/// it to the next leader (a new user's HTTP producers through another node were told "the broker
+/// is shutting down" for writes never stored, in every SIGTERM of a leader).
+error shutting_down_refusal(const model::topic_partition& tp, int32_t node_id) {
+  return error{errc::not_leader_or_follower,
+               "broker " + std::to_string(node_id) + " is shutting down: the leadership of " + tp.topic + "-" +
+                   std::to_string(tp.partition.value()) + " moves to another replica; nothing was stored: retry"};
+}
+
 }  // namespace
 
 void produce_pipeline::produce_known(produce_request request, std::function<void(result<produce_response>)> done) {
@@ -418,7 +430,7 @@ void produce_pipeline::append_here_or_forward(produce_batches_request batch,
 void produce_pipeline::produce_batches_from(produce_batches_request request,
                                             std::function<void(result<produce_batches_response>)> done,
                                             batch_origin origin) {
-  if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
+  if (stopping_) return done(shutting_down_refusal(request.partition, config_.node_id));
   const auto& tp = request.partition;
   auto topic = metadata_.find_topic(tp.topic);
   if (!topic) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)});

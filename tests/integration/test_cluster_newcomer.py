@@ -6,6 +6,7 @@ CLI's --bootstrap-server list, the 422 that names the expected body, and the hel
 wait polls with a deadline.
 """
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -146,6 +147,44 @@ def test_http_produce_through_a_non_leader_is_forwarded_to_the_new_leader_while_
         assert not vague, f"{len(vague)} of {len(refusals)} refusals: {vague[:3]}"
     finally:
         for p in producers + readers:
+            p.stopping.set()
+        c.stop()
+
+
+def test_http_produce_through_another_node_goes_to_the_new_leader_when_the_leader_is_sigtermed(ringlog_bin, tmp_path):
+    """Session 33's new user: HTTP producers through another node, while the partition's leader
+    stopped on SIGTERM (a controlled shutdown), were answered "the broker is shutting down" for
+    writes the leader refused unread, every run. Such a write is now refused as
+    NOT_LEADER_OR_FOLLOWER, and the forwarding broker holds it for the next leader (Kafka serves
+    through a controlled shutdown: its clients see no error). What may remain is honest: a write
+    in flight when the leadership moved ("may or may not be stored")."""
+    c = Cluster(tmp_path, extra_sets=["auto.leader.rebalance.enable=false"]).start()
+    producers = []
+    try:
+        controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        assert create_topic(c.node(controller), "leaving", partitions=1, replication_factor=3).status_code == 201
+        wait_until(lambda: all(isr_of(n, "leaving", 0) == [1, 2, 3] for n in c.nodes) or None, SESSION_DEADLINE_S,
+                   "an ISR of three, known everywhere")
+        leader = wait_until(lambda: leader_of(c.node(controller), "leaving", 0), FAILOVER_DEADLINE_S, "a leader")
+        others = [n for n in c.nodes if n.node_id != leader]
+        producers = [SequentialProducer(n, "leaving", 0) for n in others for _ in range(2)]
+        for p in producers:
+            p.start()
+        wait_until(lambda: all(p.acknowledged >= 5 for p in producers) or None, FAILOVER_DEADLINE_S,
+                   "writes through both other nodes")
+        assert c.node(leader).stop(signal.SIGTERM) == 0
+        before = [p.acknowledged for p in producers]
+        wait_until(lambda: all(p.acknowledged >= b + 5 for p, b in zip(producers, before)) or None,
+                   FAILOVER_DEADLINE_S, "writes through both other nodes after the leader stopped")
+        for p in producers:
+            p.stop()
+        errors = [e for p in producers for e in p.errors]
+        print(f"{sum(p.acknowledged for p in producers)} writes acknowledged, {len(errors)} errors: {errors[:3]}")
+        refused_unread = [e for e in errors if "shutting down" in e]
+        assert not refused_unread, f"{len(refused_unread)} writes refused unread reached the client: {refused_unread[:3]}"
+        assert all("may or may not" in e for e in errors), errors[:5]
+    finally:
+        for p in producers:
             p.stopping.set()
         c.stop()
 
