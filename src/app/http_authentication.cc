@@ -140,6 +140,7 @@ base::result<void, std::string> configure_http_authentication(const config::serv
   auth.session_limits.token_max_age_ms = cfg.http_access_token_max_age_ms;
   auth.cors_credentials_origins = comma_separated(cfg.http_cors_credentials_origins);
   auth.jwt = std::move(jwt->validator);
+  auth.failed_authentication_delay_ms = cfg.connection_failed_authentication_delay_ms;
   if (methods->bearer && !auth.jwt) {
     return std::string("http.authentication.method has BEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS");
   }

@@ -968,7 +968,7 @@ const std::vector<key_spec>& key_table() {
               "ends (clients are told it in SaslAuthenticate), else the connection is closed at the next request; "
               "0 = logins do not expire, ms"),
       int_key("connection.failed.authentication.delay.ms", &server_config::connection_failed_authentication_delay_ms,
-              0, 60000, "a failed SASL login's answer is sent and the connection closed this long after the failure, ms"),
+              0, 60000, "a failed SASL login closes, an HTTP 401 for bad credentials is answered, this long after, ms"),
       key_spec{"http.cors.allowed.origins",
                "browser origins (pages of other sites) allowed by CORS, the WebSocket upgrade and state-changing calls: "
                "empty (none; the server's own pages always are), * (any) or a comma-separated list of scheme://host[:port]",
