@@ -34,6 +34,7 @@
 #include <vector>
 #include <thread>
 
+#include "ringlog/base/assert.h"
 #include "ringlog/base/clock.h"
 #include "ringlog/base/logfmt.h"
 #include "ringlog/broker/broker.h"
@@ -330,10 +331,8 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   listen.connections_max_idle_ms = cfg.connections_max_idle_ms;
   listen.oauthbearer_validator = l.oauthbearer;
   const auto& m = listen.sasl_enabled_mechanisms;
-  if (listen.sasl && !l.oauthbearer && std::find(m.begin(), m.end(), "OAUTHBEARER") != m.end()) {
-    return "the SASL mechanisms of listener " + l.record.name +
-           " have OAUTHBEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS";
-  }
+  RINGLOG_ASSERT(!listen.sasl || l.oauthbearer || std::find(m.begin(), m.end(), "OAUTHBEARER") == m.end(),
+                 "config validation (check_jwks_needed) refuses OAUTHBEARER without sasl.oauthbearer.jwks.endpoint.url");
   listen.limits = l.limits;
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();

@@ -463,6 +463,24 @@ def test_bad_sasl_config_is_refused_naming_the_key(ringlog_bin, tmp_path):
         assert ("sasl.enabled.mechanisms" in text) or ("--add-scram" in text), text
 
 
+def test_oauthbearer_or_bearer_without_a_jwks_is_a_config_error_naming_the_key(ringlog_bin, tmp_path):
+    """SASL OAUTHBEARER offered with no sasl.oauthbearer.jwks.endpoint.url exited 1 ("cannot listen",
+    after the start had bound its ports) while HTTP BEARER without it exited 2: both are config
+    errors now, found before anything binds, naming the key to set."""
+    sasl = f"SASL_PLAINTEXT://127.0.0.1:{free_port()}"
+    for sets in ([f"listeners=http://127.0.0.1:{free_port()},{sasl}", "sasl.enabled.mechanisms=SCRAM-SHA-256,OAUTHBEARER"],
+                 [f"listeners=http://127.0.0.1:{free_port()},{sasl}",
+                  "listener.name.sasl_plaintext.sasl.enabled.mechanisms=OAUTHBEARER"],
+                 [f"listeners=http://127.0.0.1:{free_port()}", "http.authentication.method=BASIC,BEARER"]):
+        args = [a for s in sets for a in ("--set", s)]
+        r = subprocess.run([str(binary_path()), "serve", "--set", f"log.dirs={tmp_path}/d", *args],
+                           capture_output=True, timeout=30)
+        text = (r.stdout + r.stderr).decode()
+        assert r.returncode == 2, (sets, text)
+        assert "bad config" in text and "sasl.oauthbearer.jwks.endpoint.url" in text, text
+        assert "cannot listen" not in text, text
+
+
 def test_a_user_made_on_node_1_logs_in_on_node_3(ringlog_bin, tmp_path):
     c = Cluster(tmp_path, kafka=True)
     for n in c.nodes:
