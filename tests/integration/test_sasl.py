@@ -501,6 +501,27 @@ def test_a_user_made_on_node_1_logs_in_on_node_3(ringlog_bin, tmp_path):
         c.stop()
 
 
+def test_nodes_that_start_together_with_add_scram_add_the_user_once(ringlog_bin, tmp_path):
+    """Three nodes started at once for the first time, each with the same --add-scram: each found
+    no user in its image and wrote one, so the metadata log got a UserScramCredentialRecord per
+    node (each with its own salt, the last one winning). The write is create-only now, checked
+    where every node applies it: one node adds the user, the others are refused and say so."""
+    spec = f"SCRAM-SHA-512=[name={ADMIN[0]},password={ADMIN[1]}]"
+    c = Cluster(tmp_path, extra_args=["--add-scram", spec])
+    c.start()   # each node serves HTTP once its --add-scram is done
+    try:
+        logs = [n.log_path.read_text() for n in c.nodes]
+        lines = [line for text in logs for line in text.splitlines() if "--add-scram" in line]
+        added = [line for line in lines if "user added" in line]
+        unchanged = [line for line in lines if "the user exists, left unchanged" in line]
+        assert len(added) == 1 and len(unchanged) == 2, lines
+        for n in c.nodes:
+            r = requests.get(n.v3(f"/users/{ADMIN[0]}"), timeout=10)
+            assert r.status_code == 200, r.text
+    finally:
+        c.stop()
+
+
 # ---- OAUTHBEARER (issue 29): the JWT rules and JWKS file of HTTP Bearer, on the Kafka listener
 
 def test_oauthbearer_with_librdkafka_s_token_refresh_callback(ringlog_bin, tmp_path):
