@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "ringlog/base/assert.h"
 #include "ringlog/base/logfmt.h"
 #include "ringlog/security/http_auth.h"
 #include "ringlog/security/scram.h"
@@ -139,10 +140,10 @@ base::result<void, std::string> configure_http_authentication(const config::serv
   auth.session_limits.sessions_max = static_cast<size_t>(cfg.http_sessions_max);
   auth.session_limits.token_max_age_ms = cfg.http_access_token_max_age_ms;
   auth.cors_credentials_origins = comma_separated(cfg.http_cors_credentials_origins);
+  auth.failed_authentication_delay_ms = cfg.connection_failed_authentication_delay_ms;
   auth.jwt = std::move(jwt->validator);
-  if (methods->bearer && !auth.jwt) {
-    return std::string("http.authentication.method has BEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS");
-  }
+  RINGLOG_ASSERT(!methods->bearer || auth.jwt,
+                 "config validation (check_jwks_needed) refuses BEARER without sasl.oauthbearer.jwks.endpoint.url");
   if (methods->enabled()) {
     spdlog::info("msg=\"HTTP authentication on\" http.authentication.method={} http.metrics.authentication={}",
                  methods->to_string(), cfg.http_metrics_authentication);

@@ -34,6 +34,7 @@
 #include <vector>
 #include <thread>
 
+#include "ringlog/base/assert.h"
 #include "ringlog/base/clock.h"
 #include "ringlog/base/logfmt.h"
 #include "ringlog/broker/broker.h"
@@ -330,10 +331,8 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   listen.connections_max_idle_ms = cfg.connections_max_idle_ms;
   listen.oauthbearer_validator = l.oauthbearer;
   const auto& m = listen.sasl_enabled_mechanisms;
-  if (listen.sasl && !l.oauthbearer && std::find(m.begin(), m.end(), "OAUTHBEARER") != m.end()) {
-    return "the SASL mechanisms of listener " + l.record.name +
-           " have OAUTHBEARER but sasl.oauthbearer.jwks.endpoint.url names no JWKS";
-  }
+  RINGLOG_ASSERT(!listen.sasl || l.oauthbearer || std::find(m.begin(), m.end(), "OAUTHBEARER") == m.end(),
+                 "config validation (check_jwks_needed) refuses OAUTHBEARER without sasl.oauthbearer.jwks.endpoint.url");
   listen.limits = l.limits;
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
@@ -597,33 +596,55 @@ struct serve_args {
   bool help = false;
 };
 
+/// Whether the cluster, as this node's image has it, holds a credential of `spec`'s user and mechanism.
+bool has_scram_credential(broker::broker& broker, const security::scram_user_spec& spec) {
+  auto known = broker.security().describe_users({spec.user});
+  return !known.empty() && std::any_of(known[0].credentials.begin(), known[0].credentials.end(),
+                                       [&](const auto& c) { return c.mechanism == spec.credential.mechanism; });
+}
+
+/// One create-only write of `spec` (broker::scram_credential_alteration::create_only), waited for.
+broker::result<void> add_scram_credential(broker::broker& broker, const security::scram_user_spec& spec) {
+  std::promise<std::vector<broker::result<void>>> done;
+  broker::scram_credential_alteration change;
+  change.user = spec.user;
+  change.mechanism = spec.credential.mechanism;
+  change.credential = spec.credential;
+  change.create_only = true;
+  broker.security().alter_user_scram_credentials(
+      {std::move(change)}, [&done](std::vector<broker::result<void>> r) { done.set_value(std::move(r)); });
+  return done.get_future().get().at(0);
+}
+
 /// --add-scram: each user's credential is written unless the cluster already has a credential of
 /// that user and mechanism (so a restart with the same flags changes nothing, and a password
-/// changed since through AlterUserScramCredentials stays changed). Retries while no controller
-/// answers, a bounded number of times. Returns false (logged) when a write failed.
+/// changed since through AlterUserScramCredentials stays changed). The write is create-only, so
+/// nodes that start together with the same flags add the user once: the first entry in the
+/// metadata log applies, the others are refused where they apply and the user is left as the
+/// first made it. Retries while no controller answers, a bounded number of times. Returns false
+/// (logged) when a write failed.
 bool add_scram_users(broker::broker& broker, const std::vector<security::scram_user_spec>& specs) {
   // 30 tries of up to 1 s: long enough for a quorum to elect its first leader at start-up.
   constexpr int attempts_max = 30;
   for (const auto& spec : specs) {
     const auto name = std::string(security::mechanism_name(spec.credential.mechanism));
     for (int attempt = 1;; ++attempt) {
-      auto known = broker.security().describe_users({spec.user});
-      const bool has = !known.empty() && std::any_of(known[0].credentials.begin(), known[0].credentials.end(),
-                                                     [&](const auto& c) { return c.mechanism == spec.credential.mechanism; });
-      if (has) {
+      if (has_scram_credential(broker, spec)) {
         spdlog::info("msg=\"--add-scram: the user exists, left unchanged\" user={} mechanism={}", spec.user, name);
         break;
       }
-      std::promise<std::vector<broker::result<void>>> done;
-      broker.security().alter_user_scram_credentials({{spec.user, spec.credential.mechanism, spec.credential}},
-                                          [&done](std::vector<broker::result<void>> r) { done.set_value(std::move(r)); });
-      auto results = done.get_future().get();
-      if (results.at(0).ok()) {
+      auto added = add_scram_credential(broker, spec);
+      if (added.ok()) {
         spdlog::info("msg=\"--add-scram: user added\" user={} mechanism={} iterations={}", spec.user, name,
                      spec.credential.iterations);
         break;
       }
-      const auto& e = results[0].error();
+      if (has_scram_credential(broker, spec)) {   // refused where it applied: another node's came first
+        spdlog::info("msg=\"--add-scram: the user exists, left unchanged\" user={} mechanism={} "
+                     "reason=\"another node added it first\"", spec.user, name);
+        break;
+      }
+      const auto& e = added.error();
       const bool retriable = e.code == broker::errc::not_controller || e.code == broker::errc::request_timed_out;
       if (!retriable || attempt == attempts_max) {
         spdlog::error("msg=\"--add-scram failed\" user={} mechanism={} error=\"{}\"", spec.user, name,

@@ -123,6 +123,7 @@ void security_manager::alter_user_scram_credentials(std::vector<scram_credential
         r.stored_key = c.credential->stored_key;
         r.server_key = c.credential->server_key;
         r.iterations = c.credential->iterations;
+        r.ringlog_create_only = c.create_only;
         records.push_back(r);
       }
       committed.push_back(i);

@@ -968,7 +968,7 @@ const std::vector<key_spec>& key_table() {
               "ends (clients are told it in SaslAuthenticate), else the connection is closed at the next request; "
               "0 = logins do not expire, ms"),
       int_key("connection.failed.authentication.delay.ms", &server_config::connection_failed_authentication_delay_ms,
-              0, 60000, "a failed SASL login's answer is sent and the connection closed this long after the failure, ms"),
+              0, 60000, "a failed SASL login closes, an HTTP 401 for bad credentials is answered, this long after, ms"),
       key_spec{"http.cors.allowed.origins",
                "browser origins (pages of other sites) allowed by CORS, the WebSocket upgrade and state-changing calls: "
                "empty (none; the server's own pages always are), * (any) or a comma-separated list of scheme://host[:port]",
@@ -1111,6 +1111,30 @@ result<void> check_tls_listeners(const server_config& c) {
                      "listener " + r.name + (r.is_cluster() ? " (the cluster listener: mutual TLS)" : " with ssl.client.auth=" + client_auth) +
                          " needs a truststore (ssl.truststore.location or " + prefix + "ssl.truststore.location)");
     }
+  }
+  return base::ok_v;
+}
+
+/// OAUTHBEARER (a Kafka listener's SASL mechanism) and BEARER (http.authentication.method) check
+/// JWTs with the keys of sasl.oauthbearer.jwks.endpoint.url: either one without it is a config
+/// error naming that key (issue 29), before anything binds.
+result<void> check_jwks_needed(const server_config& c) {
+  if (!c.sasl_oauthbearer_jwks_endpoint_url.empty()) return base::ok_v;
+  const std::string fix = "set sasl.oauthbearer.jwks.endpoint.url=https://HOST/PATH or file:PATH (the keys that "
+                          "sign the tokens)";
+  for (const auto& r : c.listeners) {
+    if (!r.is_kafka() || !r.uses_sasl()) continue;
+    const auto mechanisms = sasl_mechanisms_of(c, r.name);
+    if (std::find(mechanisms.begin(), mechanisms.end(), "OAUTHBEARER") == mechanisms.end()) continue;
+    return invalid("sasl.oauthbearer.jwks.endpoint.url", "",
+                   "listener " + r.to_string() + " offers SASL OAUTHBEARER (sasl.enabled.mechanisms) but no JWKS "
+                   "is configured to check its tokens: " + fix);
+  }
+  const std::string methods = upper(c.http_authentication_method);
+  if (methods.find("BEARER") != std::string::npos) {
+    return invalid("sasl.oauthbearer.jwks.endpoint.url", "",
+                   "http.authentication.method=" + c.http_authentication_method + " has BEARER but no JWKS is "
+                   "configured to check its tokens: " + fix);
   }
   return base::ok_v;
 }
@@ -1404,6 +1428,7 @@ result<server_config> load_server_config(const properties& values) {
   }
   RINGLOG_TRY(resolve_listeners(c));
   RINGLOG_TRY(check_cluster_settings(c));
+  RINGLOG_TRY(check_jwks_needed(c));
   return c;
 }
 

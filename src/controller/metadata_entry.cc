@@ -118,7 +118,7 @@ std::string describe_record(const protocol::metadata_record& record) {
     // Never the keys: a dump of the metadata log is not a credential store.
     out += "name=" + s->name + ", mechanism=" + scram_mechanism_text(s->mechanism) + ", salt=(" +
            std::to_string(s->salt.size()) + " bytes), storedKey=(redacted), serverKey=(redacted), iterations=" +
-           std::to_string(s->iterations);
+           std::to_string(s->iterations) + (s->ringlog_create_only ? ", createOnly=true" : "");
   } else if (const auto* d = std::get_if<remove_user_scram_credential_record>(&record)) {
     out += "name=" + d->name + ", mechanism=" + scram_mechanism_text(d->mechanism);
   } else if (const auto* d = std::get_if<broker_decommission_record>(&record)) {

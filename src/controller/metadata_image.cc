@@ -304,7 +304,15 @@ result<void> metadata_delta::apply_record(const protocol::user_scram_credential_
     return bad("UserScramCredentialRecord for user '" + r.name + "' with mechanism " + std::to_string(r.mechanism) +
                " (1 SCRAM-SHA-256 or 2 SCRAM-SHA-512)");
   }
-  next_.scram_credentials_[r.name][r.mechanism] = r;
+  auto& stored = next_.scram_credentials_[r.name];
+  // `serve --add-scram` adds a user once, whichever node's entry comes first in the log; checked
+  // here, where every node applies the entry (two nodes starting together both found no user).
+  if (r.ringlog_create_only && stored.contains(r.mechanism)) {
+    return bad("UserScramCredentialRecord (create only) for user '" + r.name + "' and mechanism " +
+               std::to_string(r.mechanism) + ", which already has a credential: left unchanged");
+  }
+  stored[r.mechanism] = r;
+  stored[r.mechanism].ringlog_create_only = false;   // a credential, not a request: snapshots keep no flag
   return base::ok_v;
 }
 

@@ -124,11 +124,17 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
     audit_failed_authentication("http", principal, request.peer, reason);
     return unauthorized(request, reason, bearer_error);
   };
+  // Credentials that were checked and refused: the answer waits (a guesser's next try too).
+  auto refuse_checked = [&](std::string principal, const std::string& reason, std::string_view bearer_error = {}) {
+    http_response r = refuse(std::move(principal), reason, bearer_error);
+    r.delay_ms = options_.failed_authentication_delay_ms;
+    return r;
+  };
   if (!request.authorization.empty()) {
     if (auto basic = security::parse_basic_authorization(request.authorization)) {
       if (!options_.methods.basic) return refuse("User:" + basic->user, "Basic authentication is not enabled (http.authentication.method=" + options_.methods.to_string() + ")");
       if (!options_.verify_password || !options_.verify_password(basic->user, basic->password)) {
-        return refuse("User:" + basic->user, "wrong user name or password");
+        return refuse_checked("User:" + basic->user, "wrong user name or password");
       }
       return auth_outcome{kafka_principal::user(basic->user), auth_via::basic, {}, fingerprint_of(basic->user)};
     }
@@ -138,7 +144,7 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
       auto claims = options_.jwt->validate(*token, now() / 1000);
       if (!claims.ok()) {
         const std::string reason = std::string(security::to_string(claims.error().code)) + ": " + claims.error().message;
-        return refuse(claimed_user(request), "bearer token refused: " + reason, reason);
+        return refuse_checked(claimed_user(request), "bearer token refused: " + reason, reason);
       }
       return auth_outcome{claims->principal, auth_via::bearer, {}, {}};
     }
@@ -146,10 +152,10 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
   }
   if (const std::string_view id = cookie_value(request.cookie, session_cookie_name); !id.empty()) {
     auto session = sessions_.find_session(id, now());
-    if (!session) return refuse(claimed_user(request), "the session ended or expired: log in again");
+    if (!session) return refuse_checked(claimed_user(request), "the session ended or expired: log in again");
     if (!credentials_unchanged(session->principal.name, session->credential_fingerprint)) {
       sessions_.end_session(id);
-      return refuse(session->principal.to_string(), "the session's user was deleted or its password changed since "
+      return refuse_checked(session->principal.to_string(), "the session's user was deleted or its password changed since "
                                                     "the login: log in again");
     }
     if (state_changing(request.method) && !security::constant_time_equal(request.csrf_token, session->csrf_token)) {
@@ -161,9 +167,9 @@ std::variant<auth_outcome, http_response> http_authenticator::authenticate(const
   }
   if (!query_token.empty() && request.method == "GET") {
     auto token = sessions_.find_token(query_token, now());
-    if (!token) return refuse(claimed_user(request), "access_token unknown or expired (POST /v1/tokens gives a new one)");
+    if (!token) return refuse_checked(claimed_user(request), "access_token unknown or expired (POST /v1/tokens gives a new one)");
     if (!credentials_unchanged(token->principal.name, token->credential_fingerprint)) {
-      return refuse(token->principal.to_string(), "the access_token's user was deleted or its password changed since "
+      return refuse_checked(token->principal.to_string(), "the access_token's user was deleted or its password changed since "
                                                   "it was issued (POST /v1/tokens gives a new one)");
     }
     return auth_outcome{token->principal, auth_via::access_token, {}, token->credential_fingerprint};
@@ -207,7 +213,9 @@ http_response http_authenticator::login(const http_request& request, std::string
     audit_failed_authentication("http", "User:" + std::string(user), request.peer, "console login: wrong user name or password");
     http_request console_request = request;
     console_request.requested_with = "ringlog-console";
-    return unauthorized(console_request, "wrong user name or password");
+    http_response r = unauthorized(console_request, "wrong user name or password");
+    r.delay_ms = options_.failed_authentication_delay_ms;
+    return r;
   }
   auto session = sessions_.create_session(kafka_principal::user(std::string(user)), now(), fingerprint_of(user));
   if (!session) {

@@ -135,6 +135,10 @@ class session final : public std::enable_shared_from_this<session>, public respo
   }
 
   void respond(http_response r) override {
+    if (r.delay_ms > 0) {   // a refused login's answer (http_response::delay_ms): a timer, not a sleep
+      const int64_t delay_ms = std::exchange(r.delay_ms, 0);
+      return post_after(delay_ms, [self = shared_from_this(), r = std::move(r)]() mutable { self->respond(std::move(r)); });
+    }
     auto msg = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version_);
     fill_head(*msg, r);
     msg->body() = std::move(r.body);

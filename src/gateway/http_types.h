@@ -49,6 +49,11 @@ struct http_response {
   /// Memory this answer holds against a bound (response_budget.h): kept by the server until the
   /// answer is on the wire or its connection closed, then dropped, which gives it back.
   std::shared_ptr<const void> hold;
+  /// Milliseconds the server waits before sending this answer, 0 for none: a 401 for refused
+  /// credentials waits connection.failed.authentication.delay.ms (Kafka's key and rule for a
+  /// failed SASL login), so a password guesser gets few tries per second. A timer on the
+  /// connection: its shard's event loop serves every other connection meanwhile.
+  int64_t delay_ms = 0;
 };
 
 /// Where a handler sends its answer. Implemented by the server; every method must be called on

@@ -250,6 +250,44 @@ TEST_CASE("SCRAM credentials: set, replaced, removed, kept in snapshots, printed
   CHECK(describe_record(remove) == "RemoveUserScramCredentialRecord(name=bob, mechanism=SCRAM-SHA-512)");
 }
 
+TEST_CASE("A create-only SCRAM credential (serve --add-scram) applies once: the later one is refused") {
+  auto credential = [](int8_t mechanism, std::byte fill) {
+    protocol::user_scram_credential_record r;
+    r.name = "admin";
+    r.mechanism = mechanism;
+    r.salt = std::vector<std::byte>(32, fill);
+    r.stored_key = std::vector<std::byte>(32, fill);
+    r.server_key = std::vector<std::byte>(32, fill);
+    r.iterations = 4096;
+    r.ringlog_create_only = true;
+    return r;
+  };
+  // Three nodes started together, each found no user and wrote its own (another salt each).
+  metadata_delta delta{metadata_image{}};
+  REQUIRE(delta.apply(credential(2, std::byte{1}), 0).ok());
+  auto image = std::move(delta).image();
+  for (std::byte fill : {std::byte{2}, std::byte{3}}) {
+    auto refused = metadata_delta{*image}.apply(credential(2, fill), 1);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("already has a credential") != std::string::npos);
+  }
+  const auto& stored = image->scram_credentials().at("admin").at(2);
+  CHECK(stored.salt == std::vector<std::byte>(32, std::byte{1}));
+  CHECK_FALSE(stored.ringlog_create_only);   // kept as a credential: snapshots carry no flag
+  // Another mechanism of the same user is another credential; an upsertion still replaces.
+  CHECK(metadata_delta{*image}.apply(credential(1, std::byte{4}), 1).ok());
+  auto upsert = credential(2, std::byte{5});
+  upsert.ringlog_create_only = false;
+  CHECK(metadata_delta{*image}.apply(upsert, 1).ok());
+  // Kafka's bytes when the flag is off (a tagged field at its default is not written).
+  protocol::writer with_flag;
+  protocol::writer without_flag;
+  REQUIRE(protocol::encode_metadata_record(with_flag, credential(2, std::byte{1}), 0).ok());
+  REQUIRE(protocol::encode_metadata_record(without_flag, upsert, 0).ok());
+  CHECK(std::move(with_flag).take().size() > std::move(without_flag).take().size());
+  CHECK(describe_record(credential(2, std::byte{1})).find("createOnly=true") != std::string::npos);
+}
+
 TEST_CASE("ACLs are added and removed by id, shared until changed, and kept in snapshots") {
   protocol::access_control_entry_record acl;
   acl.id = id_of(7);

@@ -349,6 +349,73 @@ def test_audit_lines_for_refusals_and_admin_writes(secured, topic_name):
     assert 'principal="User:admin"' in deleted[0] and 'outcome="HTTP 204"' in deleted[0], deleted[0]
 
 
+FAILED_LOGIN_DELAY_S = 0.5
+
+
+def timed(fn):
+    """fn's answer and the seconds it took."""
+    started = time.monotonic()
+    answer = fn()
+    return answer, time.monotonic() - started
+
+
+def test_refused_credentials_are_answered_after_the_failed_authentication_delay(ringlog_bin, tmp_path_factory,
+                                                                                issuer):
+    """Kafka's connection.failed.authentication.delay.ms holds the HTTP door's 401 for checked and
+    refused credentials too: a wrong password, an unknown user, a refused JWT, a guessed access
+    token, a failed console login, a WebSocket upgrade with a guessed token. A timer on the
+    connection: while a guess waits, a good call on the same shard (num.shards=1) is answered."""
+    delay_ms = int(FAILED_LOGIN_DELAY_S * 1000)
+    b = start_secured(tmp_path_factory, issuer, extra=[f"connection.failed.authentication.delay.ms={delay_ms}",
+                                                      "num.shards=1"])
+    try:
+        whoami_url = b.url + "/v1/whoami"
+        assert requests.get(whoami_url, auth=ALICE, timeout=DEADLINE_S).status_code == 200
+        refusals = {
+            "wrong password": lambda: requests.get(whoami_url, auth=("alice", "wrong"), timeout=DEADLINE_S),
+            "unknown user": lambda: requests.get(whoami_url, auth=("mallory", "x"), timeout=DEADLINE_S),
+            "refused JWT": lambda: requests.get(whoami_url, timeout=DEADLINE_S, headers={
+                "Authorization": "Bearer " + issuer.token(iss="https://evil.test")}),
+            "guessed access token": lambda: requests.get(whoami_url, params={"access_token": "guessed"},
+                                                         timeout=DEADLINE_S),
+            "console login": lambda: requests.post(b.url + "/v1/login", json={"user": "alice", "password": "x"},
+                                                   timeout=DEADLINE_S),
+        }
+        for what, call in refusals.items():
+            r, took = timed(call)
+            assert_401(r)
+            assert took >= FAILED_LOGIN_DELAY_S, (what, took)
+
+        async def upgrade_refused():
+            with pytest.raises(websockets.InvalidStatusCode) as e:
+                async with websockets.connect(f"ws://127.0.0.1:{b.port}/v1/ws?access_token=guessed"):
+                    pass
+            return e.value.status_code
+
+        status, took = timed(lambda: asyncio.run(upgrade_refused()))
+        assert status == 401 and took >= FAILED_LOGIN_DELAY_S, took
+
+        # A guess in flight (its audit line is written at the check, before the wait) holds no
+        # other connection of its shard: a good call sent after it is answered before it.
+        done = {}
+        audited = b.log_path.read_text().count("wrong user name or password")
+        guess = threading.Thread(target=lambda: done.setdefault("guess", (
+            requests.get(whoami_url, auth=("alice", "concurrent-guess"), timeout=DEADLINE_S), time.monotonic())))
+        guess.start()
+        wait_until(lambda: b.log_path.read_text().count("wrong user name or password") > audited, DEADLINE_S,
+                   "the guess's audit line")
+        good, good_at = requests.get(whoami_url, auth=BOB, timeout=DEADLINE_S), time.monotonic()
+        guess.join(DEADLINE_S)
+        assert good.status_code == 200, good.text
+        assert_401(done["guess"][0])
+        assert good_at < done["guess"][1]
+        # No credentials is no failed login: the challenge is not held (nothing to assert on time
+        # but that it is a 401; the browser's first request gets it).
+        assert_401(requests.get(whoami_url, timeout=DEADLINE_S))
+    finally:
+        assert b.stop() == 0
+
+
 def test_metrics_authentication_setting(ringlog_bin, tmp_path_factory, issuer):
     b = start_secured(tmp_path_factory, issuer, ["http.metrics.authentication=true", "http.authentication.method=BASIC"])
     try:

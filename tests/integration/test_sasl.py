@@ -463,6 +463,24 @@ def test_bad_sasl_config_is_refused_naming_the_key(ringlog_bin, tmp_path):
         assert ("sasl.enabled.mechanisms" in text) or ("--add-scram" in text), text
 
 
+def test_oauthbearer_or_bearer_without_a_jwks_is_a_config_error_naming_the_key(ringlog_bin, tmp_path):
+    """SASL OAUTHBEARER offered with no sasl.oauthbearer.jwks.endpoint.url exited 1 ("cannot listen",
+    after the start had bound its ports) while HTTP BEARER without it exited 2: both are config
+    errors now, found before anything binds, naming the key to set."""
+    sasl = f"SASL_PLAINTEXT://127.0.0.1:{free_port()}"
+    for sets in ([f"listeners=http://127.0.0.1:{free_port()},{sasl}", "sasl.enabled.mechanisms=SCRAM-SHA-256,OAUTHBEARER"],
+                 [f"listeners=http://127.0.0.1:{free_port()},{sasl}",
+                  "listener.name.sasl_plaintext.sasl.enabled.mechanisms=OAUTHBEARER"],
+                 [f"listeners=http://127.0.0.1:{free_port()}", "http.authentication.method=BASIC,BEARER"]):
+        args = [a for s in sets for a in ("--set", s)]
+        r = subprocess.run([str(binary_path()), "serve", "--set", f"log.dirs={tmp_path}/d", *args],
+                           capture_output=True, timeout=30)
+        text = (r.stdout + r.stderr).decode()
+        assert r.returncode == 2, (sets, text)
+        assert "bad config" in text and "sasl.oauthbearer.jwks.endpoint.url" in text, text
+        assert "cannot listen" not in text, text
+
+
 def test_a_user_made_on_node_1_logs_in_on_node_3(ringlog_bin, tmp_path):
     c = Cluster(tmp_path, kafka=True)
     for n in c.nodes:
@@ -479,6 +497,27 @@ def test_a_user_made_on_node_1_logs_in_on_node_3(ringlog_bin, tmp_path):
         with kafka_wire.connect(n3.bootstrap) as s:
             scram_login(s, "SCRAM-SHA-512", ("gina", "gina-pw"))
             assert metadata_v1(s, 9)[0] == 9
+    finally:
+        c.stop()
+
+
+def test_nodes_that_start_together_with_add_scram_add_the_user_once(ringlog_bin, tmp_path):
+    """Three nodes started at once for the first time, each with the same --add-scram: each found
+    no user in its image and wrote one, so the metadata log got a UserScramCredentialRecord per
+    node (each with its own salt, the last one winning). The write is create-only now, checked
+    where every node applies it: one node adds the user, the others are refused and say so."""
+    spec = f"SCRAM-SHA-512=[name={ADMIN[0]},password={ADMIN[1]}]"
+    c = Cluster(tmp_path, extra_args=["--add-scram", spec])
+    c.start()   # each node serves HTTP once its --add-scram is done
+    try:
+        logs = [n.log_path.read_text() for n in c.nodes]
+        lines = [line for text in logs for line in text.splitlines() if "--add-scram" in line]
+        added = [line for line in lines if "user added" in line]
+        unchanged = [line for line in lines if "the user exists, left unchanged" in line]
+        assert len(added) == 1 and len(unchanged) == 2, lines
+        for n in c.nodes:
+            r = requests.get(n.v3(f"/users/{ADMIN[0]}"), timeout=10)
+            assert r.status_code == 200, r.text
     finally:
         c.stop()
 

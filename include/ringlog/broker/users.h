@@ -40,6 +40,10 @@ struct scram_credential_alteration {
   std::string user;
   security::scram_mechanism mechanism = security::scram_mechanism::sha_512;
   std::optional<security::scram_credential> credential;
+  /// An upsertion that applies only while the user has no credential of `mechanism` (`serve
+  /// --add-scram`): checked where every node applies the entry, so of two nodes that add one user
+  /// at once, the entry later in the log is refused (the commit's error) and changes nothing.
+  bool create_only = false;
 };
 
 }  // namespace ringlog::broker

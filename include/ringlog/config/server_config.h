@@ -164,7 +164,8 @@ struct server_config {
   /// connections.max.reauth.ms (KIP-368): a SASL session's lifetime; 0 = no limit.
   int64_t connections_max_reauth_ms = 0;
   /// connection.failed.authentication.delay.ms: how long a failed login's answer waits before the
-  /// connection closes (Kafka's default 100), so a password guesser gets few tries per second.
+  /// connection closes (Kafka's default 100), so a password guesser gets few tries per second; on
+  /// HTTP, how long a 401 for refused credentials waits (gateway::http_response::delay_ms).
   int64_t connection_failed_authentication_delay_ms = 100;
   /// connection.authentication.timeout.ms (ringlog; Kafka has none for TLS): a TLS handshake, or
   /// a SASL login, not done this long after accept closes the connection; 0 = no limit.

@@ -33,6 +33,11 @@ struct http_auth_options {
   /// http.cors.credentials.origins: browser origins answered with
   /// Access-Control-Allow-Credentials: true (cookies and Authorization from script); never "*".
   std::vector<std::string> cors_credentials_origins;
+  /// connection.failed.authentication.delay.ms: a 401 for credentials that were checked and
+  /// refused (a wrong password or unknown user, a refused Bearer JWT, an unknown or ended session
+  /// or access token) is sent this long after the check (http_response::delay_ms); a request
+  /// without credentials, or with a method that is not enabled, is answered at once.
+  int64_t failed_authentication_delay_ms = 0;
   /// Wall clock, ms since the epoch (JWT exp/nbf and session expiry); unset: the system clock.
   std::function<int64_t()> now_ms;
 };
