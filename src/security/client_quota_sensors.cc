@@ -5,6 +5,7 @@
 #include "ringlog/security/quota_throttle.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace ringlog::security {
 
@@ -21,7 +22,7 @@ client_quota_sensors::sensor& client_quota_sensors::sensor_for(quota_key key, co
     // 10 s made every newcomer share one sensor for the next hour).
     const int64_t idle_ms = std::min<int64_t>(idle_ms_, window.sample_ms * window.samples);
     std::erase_if(sensors_, [idle_ms, now_ms](const auto& entry) {
-      return now_ms - entry.second.rate.last_record_ms() > idle_ms;
+      return now_ms - entry.second.rate.last_record_ms() > idle_ms && entry.second.throttled_until_ms <= now_ms;
     });
   }
   // Still full: the client shares one sensor with every other newcomer of its entity.
@@ -32,16 +33,27 @@ client_quota_sensors::sensor& client_quota_sensors::sensor_for(quota_key key, co
   return made->second;
 }
 
+int64_t client_quota_sensors::throttle_of(quota_key key, const sensor& s, double bound, quota_window_config window,
+                                          int64_t now_ms) {
+  // Kafka bounds a request-time throttle by one sample window (ClientRequestQuotaManager) and
+  // leaves a byte-rate one unbounded (ClientQuotaManager.throttleTime: KIP-219's formula); the
+  // throttle_time_ms field is an int32.
+  constexpr int64_t byte_rate_throttle_ms_max = INT32_MAX;
+  if (key == quota_key::request_percentage) return quota_throttle_time_ms(s.rate, bound, now_ms, window.sample_ms);
+  const int64_t back_at_bound = quota_throttle_time_ms(s.rate, bound, now_ms, window.sample_ms * window.samples);
+  const int64_t kip_219 = quota_throttle_time_ms(s.rate.rate_per_second(now_ms), bound, s.rate.window_ms(now_ms),
+                                                 byte_rate_throttle_ms_max);
+  return std::max({back_at_bound, kip_219, s.throttled_until_ms - now_ms});
+}
+
 int64_t client_quota_sensors::record(quota_key key, const quota_match& match, double value, quota_window_config window,
                                      int64_t now_ms) {
-  // Kafka bounds a request-time throttle by one sample window and a byte-rate one by the whole
-  // window (ClientRequestQuotaManager, ClientQuotaManager).
-  const int64_t max_ms = key == quota_key::request_percentage ? window.sample_ms : window.sample_ms * window.samples;
   sensor& s = sensor_for(key, match, window, now_ms);
   s.seen.bound = match.bound;
   s.rate.record(value, now_ms);
   s.seen.total += value;
-  const int64_t throttle_ms = quota_throttle_time_ms(s.rate, match.bound, now_ms, max_ms);
+  const int64_t throttle_ms = throttle_of(key, s, match.bound, window, now_ms);
+  s.throttled_until_ms = std::max(s.throttled_until_ms, now_ms + throttle_ms);
   if (throttle_ms > 0) {
     s.seen.throttle_time_ms_total += throttle_ms;
     ++s.seen.throttled_total;
@@ -67,8 +79,7 @@ int64_t client_quota_sensors::throttle_ms(quota_key key, const quota_match& matc
   // A newcomer while the sensors were full shares its entity's (sensor_for).
   if (found == sensors_.end()) found = sensors_.find({key, match.entity.to_string()});
   if (found == sensors_.end()) return 0;
-  const int64_t max_ms = key == quota_key::request_percentage ? window.sample_ms : window.sample_ms * window.samples;
-  return quota_throttle_time_ms(found->second.rate, match.bound, now_ms, max_ms);
+  return throttle_of(key, found->second, match.bound, window, now_ms);
 }
 
 std::vector<client_quota_sensors::usage> client_quota_sensors::usages() const {

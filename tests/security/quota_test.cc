@@ -286,6 +286,20 @@ TEST_CASE("client_quota_sensors: one sensor per client, the throttle until its r
   CHECK(usages[1].throttled_total == 0);
 }
 
+TEST_CASE("client_quota_sensors: a byte-rate throttle is KIP-219's, unbounded, and lasts past its samples") {
+  // Kafka's ClientQuotaManager leaves byte-rate throttles unbounded: one 1 MB request under
+  // 10,000 B/s waits (1e5 - 1e4) / 1e4 x 10 s = 90 s, not only until its sample expires (11 s),
+  // else each window passes a request of any size (session 33's breaker: 9x the bound).
+  client_quota_sensors sensors(100, 3'600'000);
+  constexpr quota_window_config window{11, 1000};
+  CHECK(sensors.record(quota_key::producer_byte_rate, client_match("a", 1e4), 1e6, window, 0) == 90'000);
+  // Asked again after the sample expired (an HTTP door asks at each request): the rest of it.
+  CHECK(sensors.throttle_ms(quota_key::producer_byte_rate, client_match("a", 1e4), window, 20'000) == 70'000);
+  CHECK(sensors.throttle_ms(quota_key::producer_byte_rate, client_match("a", 1e4), window, 90'000) == 0);
+  // request_percentage stays bounded by one sample (ClientRequestQuotaManager).
+  CHECK(sensors.record(quota_key::request_percentage, client_match("a", 1), 1e6, window, 0) == 1'000);
+}
+
 TEST_CASE("client_quota_sensors: past the bound idle sensors go, then newcomers share their entity's") {
   client_quota_sensors sensors(2, 1'000);
   constexpr quota_window_config window{11, 1000};

@@ -37,8 +37,12 @@ class client_quota_sensors {
   /// for request_percentage) for a client bounded by `match`, at `now_ms`, and answers the throttle
   /// time it asks, ms: until the sensor's rate is back at match.bound
   /// (quota_throttle_time_ms(rate, ...), quota_throttle.h), at most one sample for
-  /// request_percentage and the whole window for the others (Kafka's caps). A sensor made here
-  /// measures over `window`. Not for controller_mutation_rate (charge_mutations).
+  /// request_percentage (Kafka's ClientRequestQuotaManager bound). For byte rates also at least
+  /// KIP-219's (O - T) / T x W, unbounded (Kafka's ClientQuotaManager): one request larger than
+  /// the window's worth waits until the bound covers it, not only until its sample expires (a
+  /// breaker's 20 KB records under producer_byte_rate=10000 got 9x the bound with the whole window
+  /// as a cap). A sensor made here measures over `window`. Not for controller_mutation_rate
+  /// (charge_mutations).
   int64_t record(quota_key key, const quota_match& match, double value, quota_window_config window, int64_t now_ms);
 
   /// KIP-599: takes `partitions` from the token bucket of match.sensor_key (made full at
@@ -62,7 +66,13 @@ class client_quota_sensors {
   struct sensor {
     quota_rate rate;
     usage seen;
+    /// The end of the last throttle record() answered, ms: throttle_ms() asks at least until then,
+    /// after the samples that caused it may have expired (HTTP doors ask again at each request).
+    int64_t throttled_until_ms = 0;
   };
+  /// What record() and throttle_ms() answer for sensor `s` at `now_ms`.
+  [[nodiscard]] static int64_t throttle_of(quota_key key, const sensor& s, double bound, quota_window_config window,
+                                           int64_t now_ms);
   sensor& sensor_for(quota_key key, const quota_match& match, quota_window_config window, int64_t now_ms);
 
   size_t sensors_max_;
