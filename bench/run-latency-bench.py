@@ -319,7 +319,10 @@ def main():
         sets += ["--set", f"listeners={listeners}"]
         for kv in os.environ.get("EXTRA_SETS", "").split():
             sets += ["--set", kv]
-        procs.append(subprocess.Popen(taskset("BROKER_CPUS") + [RINGLOG, "serve"] + sets, stdout=subprocess.DEVNULL,
+        # Each node's log is kept beside the data directory's parent (removed with it otherwise):
+        # a node that stops during a run is then explained.
+        log = open(os.path.join(os.path.dirname(data), f"ringlog-latency-bench-node{i + 1}.log"), "w")
+        procs.append(subprocess.Popen(taskset("BROKER_CPUS") + [RINGLOG, "serve"] + sets, stdout=log,
                                       stderr=subprocess.STDOUT))
     proc = procs[0]
     BROKER_PIDS.extend(p_.pid for p_ in procs)
