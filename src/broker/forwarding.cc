@@ -360,12 +360,11 @@ void leader_forwarder::handle_forwarded_produce(const protocol::request_header_d
   when_ready_in_order(name, index, [this, shared, answer = std::move(answer)]() mutable {
     const auto& tp = shared->partition;
     if (auto refused = refusal_before_serving(tp.topic, tp.partition.value())) {
-      const std::string partition_name = tp.topic + "-" + std::to_string(tp.partition.value());
-      return answer(error{errc::not_leader_or_follower,
-                          "broker " + std::to_string(config_.node_id) +
-                              (refused->leader == config_.node_id ? " is shutting down: its leadership of " + partition_name +
-                                                                        " moves to another replica"
-                                                                  : " no longer leads " + partition_name)},
+      return answer(refused->leader == config_.node_id
+                        ? shutting_down_refusal(tp, config_.node_id)
+                        : error{errc::not_leader_or_follower, "broker " + std::to_string(config_.node_id) +
+                                                                  " no longer leads " + tp.topic + "-" +
+                                                                  std::to_string(tp.partition.value())},
                     refused);
     }
     produce_.produce_batches_from(

@@ -32,19 +32,13 @@ error internal_topic_refusal(const std::string& topic) {
                                                   "transactions ended, through their own calls)"};
 }
 
-/// A batch refused because this broker is stopping: nothing of it is stored.
-/// NOT_LEADER_OR_FOLLOWER, not BROKER_NOT_AVAILABLE: during a controlled shutdown this broker's
-/// leaderships are moving to other replicas (KIP-631), and that is the answer Kafka clients retry
-/// after a metadata refresh and the forwarding broker of an HTTP write holds the batch for, to send
-/// it to the next leader (a new user's HTTP producers through another node were told "the broker
-/// is shutting down" for writes never stored, in every SIGTERM of a leader).
+}  // namespace
+
 error shutting_down_refusal(const model::topic_partition& tp, int32_t node_id) {
   return error{errc::not_leader_or_follower,
                "broker " + std::to_string(node_id) + " is shutting down: the leadership of " + tp.topic + "-" +
                    std::to_string(tp.partition.value()) + " moves to another replica; nothing was stored: retry"};
 }
-
-}  // namespace
 
 void produce_pipeline::produce_known(produce_request request, std::function<void(result<produce_response>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});

@@ -45,6 +45,14 @@ namespace ringlog::broker::detail {
 class partition_transactions;
 class producer_id_manager;
 
+/// A batch of `tp` refused because broker `node_id` is stopping: nothing of it is stored.
+/// NOT_LEADER_OR_FOLLOWER, not BROKER_NOT_AVAILABLE: during a controlled shutdown this broker's
+/// leaderships are moving to other replicas (KIP-631), and that is the answer Kafka clients retry
+/// after a metadata refresh and the forwarding broker of an HTTP write holds the batch for, to send
+/// it to the next leader (a new user's HTTP producers through another node were told "the broker
+/// is shutting down" for writes never stored, in every SIGTERM of a leader). produce.cc; also
+/// what leader_forwarder answers a peer's forwarded produce while stopping.
+error shutting_down_refusal(const model::topic_partition& tp, int32_t node_id);
 /// invalid_record for a keyless record (`which` names it) of a compacted topic (produce_validation.cc).
 error compacted_key_missing(const std::string& which, const std::string& topic, const storage::log_config& config);
 /// Kafka's LogValidator: every record of a compacted topic has a key, else the whole request is refused.

@@ -98,15 +98,20 @@ struct list_change {
   std::string value;
 };
 
-/// `changes` with each list change turned into a SET of the value it leaves, `current(name)`
-/// giving the config's effective value now (its own or the default it inherits).
-template <typename Current>
+/// `changes` with each list change turned into a SET of the value it leaves, read from `described`
+/// (a topic's or a broker's described configs: each entry's effective value, its own or the
+/// default it inherits; "" for a name not among them).
+template <typename Entries>
 std::map<std::string, std::optional<std::string>> with_list_changes(std::map<std::string, std::optional<std::string>> changes,
                                                                     const std::vector<list_change>& list_changes,
-                                                                    Current current) {
+                                                                    const Entries& described) {
   for (const auto& c : list_changes) {
     const auto& earlier = changes[c.name];
-    changes[c.name] = list_config_after(earlier ? *earlier : current(c.name), c.operation, c.value);
+    std::string current;
+    for (const auto& e : described) {
+      if (e.name == c.name) current = e.value;
+    }
+    changes[c.name] = list_config_after(earlier ? *earlier : current, c.operation, c.value);
   }
   return changes;
 }
@@ -307,11 +312,7 @@ void alter_broker_incrementally(broker::broker& b, const std::string& resource,
     if (!node) return done(error_code::invalid_request, not_a_broker(resource));
     auto described = b.admin().describe_broker_configs(*node);
     if (!described.ok()) return done(code_of(described.error()), described.error().message);
-    auto current = [&described](const std::string& config) {
-      for (const auto& c : *described) if (c.name == config) return c.value;
-      return std::string();
-    };
-    changes = with_list_changes(std::move(changes), list_changes, current);
+    changes = with_list_changes(std::move(changes), list_changes, *described);
   }
   alter_broker(b, resource, std::move(changes), false, validate_only, std::move(done));
 }
@@ -361,11 +362,7 @@ void handle_incremental_alter_configs(const request_context& ctx,
                                                  validate_only = request.validate_only,
                                                  finish](broker::result<broker::topic_description> d) mutable {
       if (!d.ok()) return finish(code_of(d.error()), d.error().message);
-      auto current = [&d](const std::string& config) {
-        for (const auto& c : d->configs) if (c.name == config) return c.value;
-        return std::string();
-      };
-      alter_topic(b, name, with_list_changes(std::move(changes), list_changes, current), validate_only, finish);
+      alter_topic(b, name, with_list_changes(std::move(changes), list_changes, d->configs), validate_only, finish);
     });
   }
   g->finish_if_empty();
