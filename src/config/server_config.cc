@@ -410,7 +410,8 @@ std::vector<key_spec> authentication_keys() {
                "the JWKS (RFC 7517) whose keys sign the JWTs of HTTP Bearer and SASL OAUTHBEARER: "
                "https://HOST[:PORT]/PATH (fetched at start, every sasl.oauthbearer.jwks.endpoint.refresh.ms and when a "
                "token names an unknown kid; the server's certificate must chain to the system's CAs or "
-               "ssl.truststore.location's) or file:PATH (read at the same times); empty = no keys",
+               "ssl.truststore.location's) or file:PATH (read at the same times); empty = no keys, and then "
+               "SASL OAUTHBEARER and HTTP BEARER are refused at start",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  if (v.starts_with("http://")) {
                    return "http:// would take the signing keys over plaintext (anyone on the path could sign tokens); "
