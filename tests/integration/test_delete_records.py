@@ -5,16 +5,16 @@ topic is asked, the new log start survives a kill -9, and in a three-broker clus
 drops the records (each one's log-start-offset-checkpoint, and ListOffsets earliest on a new leader
 after the old one is killed). See docs/kafka.md "DeleteRecords".
 """
-import pytest
 import requests
 from kafka.admin import ACLOperation, ResourceType
 
 import kafka_schema
 import kafka_wire
-from conftest import Broker, free_port, wait_until
+from conftest import wait_until
 from test_acls_kafka import ADMIN, BOB, CAROL, AclBroker, allow, create_acls
 from test_acls_kafka import create_topic as create_topic_as_admin
 from test_cluster import FAILOVER_DEADLINE_S, Cluster
+from test_idempotence import ibroker  # noqa: F401  (a restartable broker with a Kafka listener)
 from test_kafka_groups import run_kafkajs
 from test_replication import isr_of, leader_of
 from test_sasl import scram_login
@@ -91,16 +91,8 @@ def segment_bases(data_dir, topic, partition=0):
     return sorted(int(p.stem) for p in partition_dir(data_dir, topic, partition).glob("*.log"))
 
 
-@pytest.fixture
-def kbroker(ringlog_bin, tmp_path):
-    b = Broker(tmp_path / "data", kafka_port=free_port()).start()
-    yield b
-    if b.proc is not None:
-        b.stop()
-
-
-def test_delete_records_moves_the_log_start_and_a_kill_keeps_it(kbroker, topic_name):
-    b = kbroker
+def test_delete_records_moves_the_log_start_and_a_kill_keeps_it(ibroker, topic_name):
+    b = ibroker
     b.create_topic(topic_name, partitions=2, configs={"segment.bytes": SEGMENT_BYTES})
     produce(b.bootstrap, topic_name, 30)
     produce(b.bootstrap, topic_name, 5, partition=1)
@@ -139,8 +131,8 @@ def test_delete_records_moves_the_log_start_and_a_kill_keeps_it(kbroker, topic_n
     assert fetch_error(b.bootstrap, topic_name, 30) == NONE
 
 
-def test_delete_records_refusals(kbroker, topic_name):
-    b = kbroker
+def test_delete_records_refusals(ibroker, topic_name):
+    b = ibroker
     b.create_topic(topic_name, configs={"segment.bytes": SEGMENT_BYTES})
     produce(b.bootstrap, topic_name, 3)
     assert delete_records(b.bootstrap, "no-such-topic", {0: 1}) == {0: (UNKNOWN_TOPIC_OR_PARTITION, -1)}
@@ -192,9 +184,9 @@ def earliest_as(b, topic, user):
     return p["Offset"]
 
 
-def test_kafkajs_delete_topic_records(kbroker, topic_name):
+def test_kafkajs_delete_topic_records(ibroker, topic_name):
     """KafkaJS's admin.deleteTopicRecords (tests/kafkajs/delete_records.test.mjs)."""
-    run_kafkajs("delete_records.test.mjs", kbroker.bootstrap, "kafkajs-dr-" + topic_name)
+    run_kafkajs("delete_records.test.mjs", ibroker.bootstrap, "kafkajs-dr-" + topic_name)
 
 
 def test_every_replica_drops_the_records_and_a_new_leader_starts_there(ringlog_bin, tmp_path):
