@@ -3,8 +3,12 @@ src/protocol/schemas) and with KafkaJS's admin.deleteTopicRecords: -1 is the hig
 offset above it is OFFSET_OUT_OF_RANGE, one below the log start changes nothing, DELETE on the
 topic is asked, the new log start survives a kill -9, and in a three-broker cluster every replica
 drops the records (each one's log-start-offset-checkpoint, and ListOffsets earliest on a new leader
-after the old one is killed). See docs/kafka.md "DeleteRecords".
+after the old one is killed), and a stopped follower makes the call wait out its timeout_ms. See
+docs/kafka.md "DeleteRecords".
 """
+import signal
+import time
+
 import requests
 from kafka.admin import ACLOperation, ResourceType
 
@@ -19,7 +23,7 @@ from test_kafka_groups import run_kafkajs
 from test_replication import isr_of, leader_of
 from test_sasl import scram_login
 
-NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 0, 1, 3, 6
+NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT = 0, 1, 3, 6, 7
 INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED, POLICY_VIOLATION = 17, 29, 44
 # Small segments, so a deletion has whole segments below the new log start to remove.
 SEGMENT_BYTES = "1024"
@@ -211,13 +215,29 @@ def test_every_replica_drops_the_records_and_a_new_leader_starts_there(ringlog_b
             assert checkpointed_log_start(n.data_dir, topic) == 25, n.node_id
             assert min(segment_bases(n.data_dir, topic)) > 0, (n.node_id, segment_bases(n.data_dir, topic))
 
+        # timeout_ms: a live follower that does not fetch (SIGSTOP, not fenced yet: the session
+        # lasts 3 s) holds the low watermark back, so the answer is REQUEST_TIMED_OUT after about
+        # timeout_ms, though the leader's log start moved; once it fetches again a retry is answered.
+        slow = others[1]
+        slow.proc.send_signal(signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            assert delete_records(leader.bootstrap, topic, {0: 30}, timeout_ms=1000) == {0: (REQUEST_TIMED_OUT, -1)}
+            assert 0.9 <= time.monotonic() - started < 2.5
+            assert earliest(leader.bootstrap, topic) == (NONE, 30)
+        finally:
+            slow.proc.send_signal(signal.SIGCONT)
+        wait_until(lambda: delete_records(leader.bootstrap, topic, {0: 30}, timeout_ms=5000) == {0: (NONE, 30)},
+                   FAILOVER_DEADLINE_S, "the low watermark at 30 once the follower fetches again")
+        assert checkpointed_log_start(slow.data_dir, topic) == 30
+
         # The leader dies: a follower leads from the same log start.
         leader.kill()
         new_leader = wait_until(lambda: (lambda l: l if l not in (None, leader.node_id) else None)(
             leader_of(others[0], topic, 0)), FAILOVER_DEADLINE_S, "a new leader")
         n = c.node(new_leader)
-        assert served_earliest(n.bootstrap, topic) == 25
-        assert fetch_error(n.bootstrap, topic, 24) == OFFSET_OUT_OF_RANGE
+        assert served_earliest(n.bootstrap, topic) == 30
+        assert fetch_error(n.bootstrap, topic, 29) == OFFSET_OUT_OF_RANGE
         # -1 on the new leader: its high watermark (40); the surviving follower drops them too,
         # the dead broker (fenced) does not hold the answer back once it is fenced.
         code, low = wait_until(lambda: (lambda a: a if a[0] == NONE else None)(
