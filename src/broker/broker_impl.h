@@ -72,6 +72,10 @@ class broker_impl final : public broker {
                           std::function<void(result<std::vector<producer_description>>)> done) override {
     parts_.partition_txns_.describe_producers(std::move(partition), std::move(done));
   }
+  void delete_records(delete_records_request request,
+                      std::function<void(result<delete_records_response>)> done) override {
+    parts_.record_deletion_.delete_records(std::move(request), std::move(done));
+  }
   void begin_shutdown() override { parts_.begin_shutdown(); }
   void shutdown(std::function<void()> done) override { parts_.shutdown(std::move(done)); }
   [[nodiscard]] io::latency_histogram::snapshot cleaner_step_time() const override {

@@ -30,6 +30,7 @@
 #include "produce_pipeline.h"
 #include "producer_ids.h"
 #include "quota_managers.h"
+#include "record_deletion.h"
 #include "replica_manager.h"
 #include "security_manager.h"
 #include "txn_service.h"
@@ -175,6 +176,9 @@ class broker_parts final : public metadata_publisher_host {
   partition_transactions partition_txns_{publisher_, broker_log(deps_.log), config_.node_id, deps_.runtime,
                                          deps_.cluster_transport, partition_managers_, stopping_, groups_started_,
                                          txns_started_};
+  /// DeleteRecords on the partitions this node leads (record_deletion.h).
+  record_deletion record_deletion_{publisher_, config_.node_id, deps_.clock, deps_.runtime, partition_managers_,
+                                   stopping_};
   /// The group and transaction services' host: their internal topics' appends, reads and
   /// leaders (coordinator_partitions.h); before the services, so it outlives them.
   coordinator_partitions coordinator_partitions_{writer_, publisher_, broker_log(deps_.log),

@@ -40,6 +40,16 @@ inline constexpr int16_t broker_heartbeat_api_key = 63;    // KIP-631
 /// broker.session.timeout.ms after a kill -9, or forever beside a live twin); 10 s keeps that
 /// visible without flooding the log.
 inline constexpr int64_t duplicate_registration_log_interval_ms = 10'000;
+/// The longest a DeleteRecords waits for its partition's replicas to raise their log start
+/// offsets (record_deletion.h): its TimeoutMs is cut to this. Kafka has no bound; its admin
+/// client sends its request timeout (30 s by default); 5 minutes bounds how long one pending
+/// deletion keeps its timer without cutting any timeout a tool sends by default.
+inline constexpr int64_t delete_records_wait_max_ms = 300'000;
+/// How often a pending DeleteRecords looks at its partition's low watermark again (Kafka's
+/// DelayedDeleteRecords is completed by each follower fetch instead): a follower reports its new
+/// log start offset in the fetch after the one that told it (one round trip, the leader wakes its
+/// parked fetch), so 20 ms adds little to that and costs one look per 20 ms per pending call.
+inline constexpr int64_t delete_records_recheck_ms = 20;
 /// init_producer_id calls that may wait for a block at once; more are refused (retry).
 inline constexpr size_t producer_id_waiters_max = 10'000;
 /// Tries of one elect-leaders request whose plan a concurrent change overtook (each re-plans from

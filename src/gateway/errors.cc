@@ -18,7 +18,7 @@ api_error to_api_error(const broker::error& e, error_scope scope, bool topic_exi
     case errc::invalid_replica_assignment:
     case errc::invalid_config:
     case errc::duplicate_resource:
-    case errc::security_disabled:
+    case errc::security_disabled: case errc::policy_violation:   // the ACL calls; DeleteRecords (Kafka door only)
       return {400, ec::kafka_bad_request, e.message};
     case errc::invalid_request:
     case errc::corrupt_message:

@@ -152,6 +152,14 @@ void audit_answer(const request_context& ctx, const protocol::alter_partition_re
   }
 }
 
+void audit_answer(const request_context& ctx, const protocol::delete_records_response_data& answer) {
+  for (const auto& t : answer.topics) {
+    for (const auto& p : t.partitions) {
+      audit_line(ctx, "DeleteRecords", "TOPIC:" + t.name + "-" + std::to_string(p.partition_index), p.error_code);
+    }
+  }
+}
+
 void audit_answer(const request_context& ctx, const protocol::offset_delete_response_data& answer) {
   const std::string group = "GROUP:" + subject(ctx, 0, "?");
   if (answer.error_code != 0 || answer.topics.empty()) audit_line(ctx, "OffsetDelete", group, answer.error_code);

@@ -71,7 +71,7 @@ constexpr std::array<acl_check, 1> group_read_checks{group_read};
 constexpr std::array<acl_check, 1> describe_groups_checks{group_describe};
 constexpr std::array<acl_check, 2> list_groups_checks{cluster_describe, group_describe_all};
 constexpr std::array<acl_check, 2> create_topics_checks{cluster_create, topic_create};
-constexpr std::array<acl_check, 1> delete_topics_checks{topic_delete};
+constexpr std::array<acl_check, 1> topic_delete_checks{topic_delete};
 constexpr std::array<acl_check, 3> init_producer_id_checks{txn_write, cluster_idempotent_write, topic_write};
 constexpr std::array<acl_check, 2> add_partitions_to_txn_checks{txn_write, topic_write};
 constexpr std::array<acl_check, 2> add_offsets_to_txn_checks{txn_write, group_read};
@@ -89,7 +89,7 @@ constexpr std::array<acl_check, 1> txn_describe_checks{txn_describe};
 constexpr std::array<acl_check, 1> describe_client_quotas_checks{cluster_describe_configs_quotas};
 constexpr std::array<acl_check, 1> alter_client_quotas_checks{cluster_alter_configs_quotas};
 
-constexpr std::array<api_authorization, 43> table{{
+constexpr std::array<api_authorization, 44> table{{
     {0, "Produce", produce_checks},
     {1, "Fetch", fetch_checks},
     {2, "ListOffsets", describe_topic_checks},
@@ -106,7 +106,8 @@ constexpr std::array<api_authorization, 43> table{{
     {17, "SaslHandshake", {}},
     {18, "ApiVersions", {}},
     {19, "CreateTopics", create_topics_checks},
-    {20, "DeleteTopics", delete_topics_checks},
+    {20, "DeleteTopics", topic_delete_checks},
+    {21, "DeleteRecords", topic_delete_checks},
     {22, "InitProducerId", init_producer_id_checks},
     {23, "OffsetForLeaderEpoch", describe_topic_checks},
     {24, "AddPartitionsToTxn", add_partitions_to_txn_checks},

@@ -23,7 +23,7 @@ using namespace detail;
 // lists Produce v0 (its "compression supported" check) and Fetch v2 (its MsgVer1 feature). A
 // Produce of message format v0/v1 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT, and a Fetch below v4
 // UNSUPPORTED_VERSION, per partition. Sorted by api key.
-constexpr std::array<handled_api, 43> apis = {{
+constexpr std::array<handled_api, 44> apis = {{
     {protocol::produce_request_data::api_key, 0, 11},
     {protocol::fetch_request_data::api_key, 2, 12},
     {protocol::list_offsets_request_data::api_key, 1, 6},
@@ -41,6 +41,7 @@ constexpr std::array<handled_api, 43> apis = {{
     {protocol::api_versions_request_data::api_key, 0, 4},
     {protocol::create_topics_request_data::api_key, 2, 7},
     {protocol::delete_topics_request_data::api_key, 1, 6},
+    {protocol::delete_records_request_data::api_key, 0, 2},
     {protocol::init_producer_id_request_data::api_key, 0, 5},
     {protocol::offset_for_leader_epoch_request_data::api_key, 2, 4},
     {protocol::add_partitions_to_txn_request_data::api_key, 0, 3},
@@ -193,6 +194,8 @@ protocol::result<void> route_api(int16_t api_key, std::span<const std::byte> bod
       return route<protocol::delete_acls_request_data>(body, ctx, handle_delete_acls);
     case protocol::delete_topics_request_data::api_key:
       return route<protocol::delete_topics_request_data>(body, ctx, handle_delete_topics);
+    case protocol::delete_records_request_data::api_key:
+      return route<protocol::delete_records_request_data>(body, ctx, handle_delete_records);
     case protocol::offset_for_leader_epoch_request_data::api_key:
       return route<protocol::offset_for_leader_epoch_request_data>(body, ctx, handle_offset_for_leader_epoch);
     case protocol::describe_configs_request_data::api_key:

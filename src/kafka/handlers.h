@@ -91,6 +91,7 @@ void audit_answer(const request_context& ctx, const protocol::create_acls_respon
 void audit_answer(const request_context& ctx, const protocol::delete_acls_response_data& answer);
 void audit_answer(const request_context& ctx, const protocol::alter_partition_reassignments_response_data& answer);
 void audit_answer(const request_context& ctx, const protocol::offset_delete_response_data& answer);
+void audit_answer(const request_context& ctx, const protocol::delete_records_response_data& answer);
 void audit_answer(const request_context& ctx, const protocol::alter_client_quotas_response_data& answer);
 void audit_answer(const request_context& ctx, const protocol::alter_user_scram_credentials_response_data& answer);
 template <typename Body>
@@ -225,6 +226,8 @@ void handle_alter_partition_reassignments(const request_context& ctx,
 void handle_list_partition_reassignments(const request_context& ctx,
                                          protocol::list_partition_reassignments_request_data request);
 void handle_find_coordinator(const request_context& ctx, protocol::find_coordinator_request_data request);
+// ---- delete_records.cc
+void handle_delete_records(const request_context& ctx, protocol::delete_records_request_data request);
 // ---- acls.cc
 void handle_describe_acls(const request_context& ctx, protocol::describe_acls_request_data request);
 void handle_create_acls(const request_context& ctx, protocol::create_acls_request_data request);

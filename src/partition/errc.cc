@@ -70,6 +70,7 @@ std::string_view to_string(errc e) {
     case errc::unacceptable_credential: return "unacceptable_credential";
     case errc::unsupported_sasl_mechanism: return "unsupported_sasl_mechanism";
     case errc::offset_not_available: return "offset_not_available";
+    case errc::policy_violation: return "policy_violation";
     case errc::security_disabled: return "security_disabled";
     case errc::coordinator_load_in_progress: return "coordinator_load_in_progress";
     case errc::group_authorization_failed: return "group_authorization_failed";
@@ -148,6 +149,7 @@ int kafka_error_code(errc e) {
     case errc::unacceptable_credential: return 93;
     case errc::unsupported_sasl_mechanism: return 33;
     case errc::offset_not_available: return 78;
+    case errc::policy_violation: return 44;
     case errc::security_disabled: return 54;
     case errc::coordinator_load_in_progress: return 14;
     case errc::group_authorization_failed: return 30;

@@ -159,6 +159,8 @@ void replica_fetch_server::serve_replica_fetch(size_t shard, const std::shared_p
     rt->update_high_watermark();
     maybe_change_isr(shard, rt);
   }
+  // The follower's log start offset: a DeleteRecords waits for it (the low watermark, KIP-107).
+  rt->leader->on_follower_log_start(replica_id, model::offset{request.log_start_offset});
   auto answer = rt->read_for_replica(replica_id, fetch_offset, request.partition_max_bytes);
   if (answer.error_code != code_none || (answer.records && !answer.records->empty()) || wait_ms <= 0 || stopping_) {
     return done(std::move(answer));

@@ -267,10 +267,23 @@ void replica_fetcher::truncate_diverged(size_t shard, const std::shared_ptr<part
   send_follower_fetch(shard, rt, generation);
 }
 
+void replica_fetcher::learn_log_start_offset(partition_runtime& rt, model::offset leader_log_start) {
+  // Kafka's follower: log.maybeIncrementLogStartOffset(leaderLogStartOffset, LeaderOffsetIncremented)
+  // after each fetch answer, which refuses a start above the replica's high watermark; here it is
+  // clamped to it (the rest comes with a later answer).
+  const model::offset target = std::min(leader_log_start, rt.log->high_watermark());
+  if (target <= rt.log->log_start_offset()) return;
+  if (auto r = rt.log->advance_log_start_offset(target); !r.ok()) {
+    host_.log_error("partition " + rt.name() + ": cannot raise the log start offset to the leader's " +
+                    std::to_string(target.value()) + ": " + r.error().message);
+  }
+}
+
 void replica_fetcher::append_from_leader(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                          uint64_t generation, protocol::fetch_response_data::partition_data& p) {
-  auto learn_high_watermark = [rt, hw = p.high_watermark] {
+  auto learn_high_watermark = [this, rt, hw = p.high_watermark, log_start = p.log_start_offset] {
     rt->log->set_high_watermark(model::offset{std::min(hw, rt->log->log_end_offset().value())});
+    learn_log_start_offset(*rt, model::offset{log_start});
     rt->publish();
   };
   if (!p.records || p.records->empty()) {

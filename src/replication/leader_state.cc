@@ -63,6 +63,30 @@ bool leader_state::on_fetch(int32_t replica, model::offset fetch_offset, model::
   return false;
 }
 
+bool leader_state::on_follower_log_start(int32_t replica, model::offset log_start_offset) {
+  for (auto& f : followers_) {
+    if (f.replica_id != replica) continue;
+    if (log_start_offset.value() >= 0) f.log_start_offset = log_start_offset;
+    return true;
+  }
+  return false;
+}
+
+model::offset leader_state::low_watermark(model::offset leader_log_start,
+                                          const std::function<bool(int32_t broker_id)>& alive) const {
+  model::offset low = leader_log_start;
+  for (const auto& f : followers_) {
+    if (alive(f.replica_id)) low = std::min(low, f.log_start_offset);
+  }
+  return low;
+}
+
+std::optional<model::offset> delete_records_offset(int64_t requested, model::offset high_watermark) {
+  if (requested == delete_records_high_watermark) return high_watermark;
+  if (requested < 0 || requested > high_watermark.value()) return std::nullopt;
+  return model::offset{requested};
+}
+
 model::offset leader_state::high_watermark(model::offset leader_end, model::offset current,
                                            int32_t min_insync_replicas) const {
   if (static_cast<int32_t>(isr_.size()) < min_insync_replicas) return current;

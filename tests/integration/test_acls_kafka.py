@@ -143,6 +143,8 @@ def requests_by_api(records):
         19: (7, {"Topics": [{"Name": "made-by-" + uuid.uuid4().hex[:6], "NumPartitions": 1, "ReplicationFactor": 1}],
                  "TimeoutMs": 10000}, TOPIC_AUTHORIZATION_FAILED),
         20: (5, {"TopicNames": [TOPIC], "TimeoutMs": 10000}, TOPIC_AUTHORIZATION_FAILED),
+        21: (2, {"Topics": [{"Name": TOPIC, "Partitions": [{"PartitionIndex": 0, "Offset": 0}]}], "TimeoutMs": 10000},
+             TOPIC_AUTHORIZATION_FAILED),
         22: (4, {"TransactionalId": TXN, "TransactionTimeoutMs": 60000, "ProducerId": -1, "ProducerEpoch": -1},
              TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
         23: (4, {"ReplicaId": -1, "Topics": [{"Topic": TOPIC, "Partitions": [{"Partition": 0, "LeaderEpoch": 0,

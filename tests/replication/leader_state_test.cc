@@ -144,3 +144,41 @@ TEST_CASE("KIP-841: a caught-up follower that is fenced or stopping is not propo
   t.on_fetch(3, offset{10}, offset{10}, 100);
   CHECK_FALSE(t.isr_change(200, 10'000, offset{10}, offset{10}, offset{0}, [](int32_t id) { return id != 3; }).has_value());
 }
+
+TEST_CASE("low watermark (KIP-107): least log start offset over the leader and its live followers") {
+  leader_state s(1, {1, 2, 3}, {1, 2, 3}, 0);
+  auto every_one = [](int32_t) { return true; };
+  // Followers not heard from in this leadership count as unknown (-1): a DeleteRecords waits.
+  CHECK(s.low_watermark(offset{5}, every_one) == offset{-1});
+  CHECK(s.on_follower_log_start(2, offset{5}));
+  CHECK(s.low_watermark(offset{5}, every_one) == offset{-1});   // 3 still unknown
+  CHECK(s.on_follower_log_start(3, offset{3}));
+  CHECK(s.low_watermark(offset{5}, every_one) == offset{3});
+  CHECK(s.on_follower_log_start(3, offset{5}));
+  CHECK(s.low_watermark(offset{5}, every_one) == offset{5});
+  // The leader's own log start bounds it.
+  CHECK(s.low_watermark(offset{4}, every_one) == offset{4});
+  // A fetch that reports no log start (-1) keeps what was known.
+  CHECK(s.on_follower_log_start(2, offset{-1}));
+  CHECK(s.low_watermark(offset{5}, every_one) == offset{5});
+  // A follower on a broker that is not alive (fenced) does not hold it back.
+  CHECK(s.on_follower_log_start(2, offset{1}));
+  CHECK(s.low_watermark(offset{5}, every_one) == offset{1});
+  CHECK(s.low_watermark(offset{5}, [](int32_t id) { return id != 2; }) == offset{5});
+  // Not a follower: ignored.
+  CHECK_FALSE(s.on_follower_log_start(9, offset{0}));
+  // A follower kept across a committed change keeps what it reported.
+  s.set_committed({1, 2, 3}, {1, 2}, 10);
+  CHECK(s.low_watermark(offset{5}, every_one) == offset{1});
+}
+
+TEST_CASE("delete_records_offset (KIP-107): -1 is the high watermark; above it or other negatives are out of range") {
+  using replication::delete_records_offset;
+  CHECK(delete_records_offset(-1, offset{42}) == offset{42});
+  CHECK(delete_records_offset(0, offset{42}) == offset{0});
+  CHECK(delete_records_offset(17, offset{42}) == offset{17});
+  CHECK(delete_records_offset(42, offset{42}) == offset{42});   // inclusive: every committed record
+  CHECK_FALSE(delete_records_offset(43, offset{42}).has_value());
+  CHECK_FALSE(delete_records_offset(-2, offset{42}).has_value());
+  CHECK(delete_records_offset(-1, offset{0}) == offset{0});      // an empty log: nothing to delete
+}

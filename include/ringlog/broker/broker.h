@@ -266,6 +266,23 @@ struct list_offsets_response {
   model::timestamp_ms timestamp = model::no_timestamp;
 };
 
+/// A DeleteRecords of one partition (Kafka API 21, KIP-107).
+struct delete_records_request {
+  model::topic_partition partition;
+  /// The partition's new log start offset: records below it go. -1
+  /// (replication::delete_records_high_watermark): the high watermark.
+  int64_t offset = -1;
+  /// How long to wait for every live replica to raise its log start offset (ms; the request's
+  /// TimeoutMs, at most 5 minutes: the broker's delete_records_wait_max_ms).
+  int64_t timeout_ms = 30000;
+};
+
+struct delete_records_response {
+  /// The least log start offset over the leader and its live followers (Kafka's low watermark),
+  /// >= the offset asked (or the log start offset, when that was higher already).
+  model::offset low_watermark{-1};
+};
+
 /// A transaction marker to write (Kafka's WriteTxnMarkers request, KIP-98): the transaction
 /// coordinator ends producer `producer_id`'s transaction on each of `partitions` with a commit
 /// (`committed`) or abort control batch. `producer_epoch` is the epoch that ends the transaction
@@ -383,6 +400,24 @@ class broker {
   /// not_leader_or_follower (another broker leads it: Kafka's admin client asks the leader).
   virtual void describe_producers(model::topic_partition partition,
                                   std::function<void(result<std::vector<producer_description>>)> done) = 0;
+  /// Kafka DeleteRecords of one partition (API 21, KIP-107; Kafka's ReplicaManager.deleteRecords
+  /// and DelayedDeleteRecords), on its leader: raises the leader's log start offset to
+  /// `request.offset` (replication::delete_records_offset: -1 is the high watermark; below the
+  /// current log start nothing changes), deleting the segments wholly below it durably
+  /// (partition_log::advance_log_start_offset); reads below it then answer offset_out_of_range and
+  /// ListOffsets earliest finds it. Followers raise theirs as their fetch answers tell them (the
+  /// leader wakes their parked fetches). Answers with the low watermark once it reaches the
+  /// offset on every live replica; request_timed_out after `timeout_ms` (the leader's start is
+  /// raised all the same, as Kafka's). Errors: unknown_topic_or_partition,
+  /// not_leader_or_follower (another broker leads it: Kafka clients ask the leader; or this
+  /// node's leadership lease lapsed), offset_not_available (a new leader still establishing its
+  /// high watermark: retry),
+  /// offset_out_of_range (above the high watermark, or negative but -1), invalid_topic_exception
+  /// (an internal "__" topic, as Kafka refuses its internal topics), policy_violation
+  /// (cleanup.policy without delete), kafka_storage_error, broker_not_available. The caller
+  /// authorizes (DELETE on the topic).
+  virtual void delete_records(delete_records_request request,
+                              std::function<void(result<delete_records_response>)> done) = 0;
   /// The delay schedulers this broker runs (one per delay partition it leads), by topic and
   /// partition; empty when it leads none. Each broker reports its own: the gateway gathers them.
   virtual void describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) = 0;

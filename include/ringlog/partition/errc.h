@@ -89,6 +89,9 @@ enum class errc {
   // KIP-207 (KAFKA-2334): a new leader whose high watermark has not reached its leader epoch's
   // start offset yet: the partition's end is not known here yet (Kafka's 78, HTTP 503/50302): retry
   offset_not_available,
+  /// The topic's configs forbid the change: DeleteRecords of a topic whose cleanup.policy lacks
+  /// delete (Kafka's 44, POLICY_VIOLATION; HTTP 400)
+  policy_violation,
   security_disabled,             // an ACL call without an authorizer (authorizer.class.name empty; Kafka's 54, HTTP 400)
   coordinator_load_in_progress,  // the coordinator is loading its partition of the internal topic: retry (HTTP 503)
   // authorization (issue 30): the caller's principal lacks the operation on the resource (HTTP 403/40301)

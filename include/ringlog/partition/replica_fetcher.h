@@ -4,8 +4,9 @@
 // src/partition/replica_fetcher.cc and replica_fetch_server.cc:
 //   - replica_fetcher (replica_fetcher.cc, Kafka's ReplicaFetcherThread): on a follower, one
 //     fetch loop per partition to its leader, appending what it sends, truncating where the
-//     leader says the logs diverge (KIP-320), learning the high watermark; and the per-shard
-//     replication tick (ISR checks, acks=all deadlines, idle followers);
+//     leader says the logs diverge (KIP-320), learning the high watermark and the leader's log
+//     start offset (KIP-107); and the per-shard replication tick (ISR checks, acks=all
+//     deadlines, idle followers);
 //   - replica_fetch_server (replica_fetch_server.cc, Kafka's ReplicaManager.fetchMessages for a
 //     replica id and Partition.maybeShrinkIsr/maybeExpandIsr): on the leader, followers' Fetch
 //     requests, parked until there is something new, and the ISR changes leader_state asks for,
@@ -149,6 +150,11 @@ class replica_fetcher {
   /// the high watermark and fetches again.
   void append_from_leader(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation,
                           protocol::fetch_response_data::partition_data& p);
+  /// Raises the replica's log start offset to its leader's (the fetch answer's LogStartOffset),
+  /// at most to its high watermark, deleting the segments wholly below it (DeleteRecords and the
+  /// leader's retention reach every replica, KIP-107). A storage error is logged (the log
+  /// directory's failure channel has it too); following goes on.
+  void learn_log_start_offset(partition_runtime& rt, model::offset leader_log_start);
   /// A replica that cannot follow its leader stops serving this partition until restarted; the
   /// leader drops it from the ISR after replica.lag.time.max.ms.
   void stop_following(partition_runtime& rt, const std::string& what, const std::string& why);

@@ -10,7 +10,9 @@
 //     committed ISR holds at least min.insync.replicas members;
 //   - the ISR change to propose: followers not caught up for replica.lag.time.max.ms leave, a
 //     follower that reached the high watermark and the current leader epoch's start joins. One
-//     change in flight at a time; it takes effect once the controller committed it.
+//     change in flight at a time; it takes effect once the controller committed it;
+//   - each follower's log start offset, as its fetches report it, and the low watermark over the
+//     replicas (DeleteRecords, KIP-107: Kafka's Partition.lowWatermarkIfLeader).
 //
 // Pure and deterministic: time comes in as arguments, nothing here touches a disk or a socket, so
 // the same code runs in the broker and under the simulator.
@@ -34,6 +36,9 @@ struct follower_state {
   int64_t last_fetch_ms = -1;
   /// The leader's log end offset at its last fetch (Kafka's lastFetchLeaderLogEndOffset).
   model::offset leader_end_at_last_fetch{-1};
+  /// Its log start offset as its last fetch reported it (Fetch's LogStartOffset); -1 until it
+  /// reported one in this leadership (Kafka's UnifiedLog.UnknownOffset).
+  model::offset log_start_offset{-1};
 };
 
 class leader_state {
@@ -52,6 +57,18 @@ class leader_state {
   /// A fetch from follower `replica` at `fetch_offset` (its log end offset) while the leader's log
   /// ended at `leader_end`. False (and nothing changes) when `replica` is not a follower here.
   bool on_fetch(int32_t replica, model::offset fetch_offset, model::offset leader_end, int64_t now_ms);
+  /// The log start offset follower `replica`'s fetch reported (Fetch v5+ LogStartOffset; a
+  /// follower raises its own to its leader's as the answers tell it, Kafka's
+  /// maybeIncrementLogStartOffset). A negative `log_start_offset` (not reported) changes nothing.
+  /// False (and nothing changes) when `replica` is not a follower here.
+  bool on_follower_log_start(int32_t replica, model::offset log_start_offset);
+
+  /// The low watermark (KIP-107; Kafka's Partition.lowWatermarkIfLeader): the least log start
+  /// offset over `leader_log_start` and every follower that `alive` says is alive (Kafka: a
+  /// registered, unfenced broker), counting a follower not heard from in this leadership as -1.
+  /// A DeleteRecords of offset o is complete, on every live replica, once this is >= o.
+  [[nodiscard]] model::offset low_watermark(model::offset leader_log_start,
+                                            const std::function<bool(int32_t broker_id)>& alive) const;
 
   /// The high watermark the leader may move to: the least of `leader_end` (the leader's own log
   /// end; its durable end under the fsync flush policy) and each member's log end offset over
@@ -94,6 +111,19 @@ class leader_state {
 }  // namespace ringlog::replication
 
 namespace ringlog::replication {
+
+/// DeleteRecords' special offset: the partition's high watermark (Kafka's
+/// DeleteRecordsRequest.HIGH_WATERMARK; kafka-delete-records.sh's "offset": -1).
+inline constexpr int64_t delete_records_high_watermark = -1;
+
+/// The offset a DeleteRecords of `requested` raises the leader's log start offset to (KIP-107;
+/// Kafka's Partition.deleteRecordsOnLeader and UnifiedLog.maybeIncrementLogStartOffset):
+/// `high_watermark` for delete_records_high_watermark, `requested` when it lies in
+/// [0, high_watermark] (inclusive: deleting up to the high watermark deletes every committed
+/// record). nullopt, Kafka's OFFSET_OUT_OF_RANGE, for any other negative offset or one above the
+/// high watermark. An offset below the current log start is returned as it is: raising the start
+/// to it changes nothing.
+std::optional<model::offset> delete_records_offset(int64_t requested, model::offset high_watermark);
 
 /// The end of an epoch as a log's leader epoch cache knows it (partition_log::end_offset_for_epoch:
 /// the largest epoch <= the one asked, and where it ends), nullopt when the log knows no such epoch.
