@@ -511,3 +511,28 @@ def incremental_alter_cleanup_policy(broker, kw):
                                                    "1000", operation=append)
     assert code == 40 and "retention.ms" in message and "list configs" in message, (code, message)   # INVALID_CONFIG
     assert topic_config(broker, "policies", "cleanup.policy") == "compact"
+
+
+def test_incremental_alter_configs_trims_list_items_as_the_parser_does(ringlog_bin, tmp_path):
+    """APPEND and SUBTRACT items are trimmed of blanks, as the cleanup.policy parser trims them
+    (Kafka's ConfigDef LIST type splits on "\\s*,\\s*"). SUBTRACT " delete" answered 0 and changed
+    nothing, and APPEND " compact" stored "delete, compact" beside an existing "compact"."""
+    import kafka_wire as kw
+    from conftest import Broker, free_port
+    broker = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        append, subtract = 2, 3
+
+        def alter(value, operation):
+            assert kw.incremental_alter_config_v0(broker.bootstrap, kw.RESOURCE_TOPIC, "trimmed", "cleanup.policy",
+                                                  value, operation=operation) == (0, None)
+            return topic_config(broker, "trimmed", "cleanup.policy")
+
+        broker.create_topic("trimmed", partitions=1, configs={"cleanup.policy": "delete,compact"})
+        assert alter(" delete", subtract) == "compact"
+        assert alter("compact ", append) == "compact", "a present item, blanks aside, is not appended again"
+        assert alter(" delete , compact", append) == "compact,delete"
+        assert alter("\tcompact ,", subtract) == "delete"
+    finally:
+        assert broker.stop() == 0
+
