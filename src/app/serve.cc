@@ -695,6 +695,16 @@ std::optional<serve_args> parse(int argc, char** argv) {
   return out;
 }
 
+/// Every key of `c` with its value and built-in default, as --help writes them: the broker shows
+/// the Kafka ones among them in DescribeConfigs (broker_config::static_config_values).
+std::map<std::string, broker::static_config_value> static_config_values_of(const config::server_config& c) {
+  std::map<std::string, broker::static_config_value> out;
+  for (const auto& key : config::describe_keys()) {
+    out[key.name] = broker::static_config_value{config::key_value(c, key.name), key.default_value};
+  }
+  return out;
+}
+
 broker::broker_config to_broker_config(const config::server_config& c) {
   broker::broker_config b;
   b.node_id = c.node_id;
@@ -792,6 +802,7 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.leader_imbalance_check_interval_seconds = c.leader_imbalance_check_interval_seconds;
   b.leader_imbalance_per_broker_percentage = c.leader_imbalance_per_broker_percentage;
   b.quota_window = security::quota_window_config{c.quota_window_num, int64_t{c.quota_window_size_seconds} * 1000};
+  b.static_config_values = static_config_values_of(c);
   return b;
 }
 

@@ -5,6 +5,7 @@
 
 #include "ringlog/base/constants.h"
 #include "ringlog/controller/autobalancer.h"
+#include "ringlog/controller/placement.h"
 #include "topic_config.h"
 
 namespace ringlog::broker {
@@ -20,6 +21,9 @@ struct broker_config_spec {
   /// For a dynamic config that is no topic config's default: checks a value (else the topic
   /// config's bounds do).
   std::function<result<void>(const std::string&)> check = nullptr;
+  /// For a config read from broker_config::static_config_values: its built-in default there (else
+  /// `get` of a default broker_config is the default).
+  std::function<std::string(const broker_config&)> get_default = nullptr;
 };
 
 std::string text(bool b) { return b ? "true" : "false"; }
@@ -69,10 +73,53 @@ result<void> check_value(const broker_config_spec& spec, const std::string& valu
   return validate_topic_config(spec.topic_config, value);
 }
 
+/// Kafka broker configs (KafkaConfig's names, and the StandardAuthorizer's super.users and
+/// allow.everyone.if.no.acl.found) that ringlog takes in its properties file and that no field of
+/// broker_config carries for DescribeConfigs: shown read-only from
+/// broker_config::static_config_values, as Kafka's DescribeConfigs shows every config it defines
+/// (session 33: auto.leader.rebalance.enable answered 404 on REST v3). Secrets (ssl.key.password,
+/// the inline PEM keys and certificates) are left out; ringlog's own keys (http.*, num.shards, ...)
+/// stay in `ringlog serve --help`.
+constexpr const char* kafka_static_configs[] = {
+    "process.roles", "controller.quorum.voters", "listeners", "advertised.listeners", "listener.security.protocol.map",
+    "broker.rack", "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
+    "controller.quorum.election.timeout.ms", "controller.quorum.election.backoff.max.ms",
+    "controller.quorum.fetch.timeout.ms", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage", "unclean.leader.election.enable", "replica.lag.time.max.ms",
+    "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
+    "group.initial.rebalance.delay.ms", "producer.id.expiration.ms",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms", "authorizer.class.name", "super.users",
+    "allow.everyone.if.no.acl.found", "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+    "max.connection.creation.rate", "connections.max.idle.ms", "connections.max.reauth.ms",
+    "connection.failed.authentication.delay.ms", "socket.request.max.bytes", "quota.window.num",
+    "quota.window.size.seconds", "sasl.enabled.mechanisms", "sasl.oauthbearer.jwks.endpoint.url",
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "sasl.oauthbearer.expected.issuer",
+    "sasl.oauthbearer.expected.audience", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.clock.skew.seconds",
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.truststore.type", "ssl.truststore.location", "ssl.client.auth",
+    "ssl.enabled.protocols",
+};
+
+/// Read-only specs of kafka_static_configs, read from broker_config::static_config_values.
+std::vector<broker_config_spec> kafka_static_specs() {
+  std::vector<broker_config_spec> out;
+  for (const char* name : kafka_static_configs) {
+    auto field = [name](std::string static_config_value::*part) {
+      return [name, part](const broker_config& c) {
+        auto it = c.static_config_values.find(name);
+        return it == c.static_config_values.end() ? std::string() : it->second.*part;
+      };
+    };
+    out.push_back({name, field(&static_config_value::value), nullptr, nullptr, nullptr,
+                   field(&static_config_value::default_value)});
+  }
+  return out;
+}
+
 /// The read-only broker configs: shown by DescribeConfigs, as Kafka shows its static configs;
 /// AlterConfigs refuses them.
 std::vector<broker_config_spec> read_only_specs() {
-  return {
+  std::vector<broker_config_spec> out = {
       {"node.id", [](const broker_config& c) { return std::to_string(c.node_id); }},
       {"log.dirs", [](const broker_config& c) { return c.log_dir; }},
       {"num.partitions", [](const broker_config& c) { return std::to_string(c.num_partitions); }},
@@ -107,6 +154,8 @@ std::vector<broker_config_spec> read_only_specs() {
       {"dead.letter.topic.template", [](const broker_config& c) { return c.dead_letter_topic_template; }},
       {"broker.partitions.max", [](const broker_config& c) { return std::to_string(c.partitions_max); }},
   };
+  for (auto& s : kafka_static_specs()) out.push_back(std::move(s));
+  return out;
 }
 
 /// Kafka's dynamic log configs (DynamicLogConfig: the broker-level defaults of topic configs) and
@@ -189,6 +238,15 @@ const broker_config_spec* find_spec(const std::string& name) {
     if (name == s.name) return &s;
   }
   return nullptr;
+}
+
+/// The value DescribeConfigs shows for `value` of config `name`: default.replication.factor's -1
+/// ("automatic") is shown as the factor a new topic gets now (controller::
+/// automatic_replication_factor: 3 with at least 3 usable brokers, else their number), as Kafka
+/// shows a number (its default, 1), never -1; every other value as it is.
+std::string effective_value(const std::string& name, std::string value, const controller::metadata_image& image) {
+  if (name != "default.replication.factor" || value != "-1") return value;
+  return std::to_string(controller::automatic_replication_factor(image));
 }
 
 const std::map<std::string, std::string>* dynamic_of(const controller::metadata_image& image, int32_t node_id) {
@@ -274,6 +332,7 @@ std::vector<broker_config_entry> describe_broker_configs(const broker_config& st
   const auto* own = dynamic_of(image, node_id);
   const broker_config defaults;
   for (const auto& s : specs()) {
+    if (s.get_default && !static_config.static_config_values.contains(s.name)) continue;   // not given (tests)
     broker_config_entry e;
     e.name = s.name;
     e.is_read_only = !s.set;
@@ -287,8 +346,10 @@ std::vector<broker_config_entry> describe_broker_configs(const broker_config& st
     // A static value equal to the built-in default is reported as the default (the properties
     // file's keys are not remembered one by one).
     const std::string static_value = s.get(static_config);
-    if (static_value != s.get(defaults)) e.synonyms.push_back({s.name, static_value, config_source::static_broker_config});
-    e.synonyms.push_back({s.name, s.get(defaults), config_source::default_config});
+    const std::string default_value = s.get_default ? s.get_default(static_config) : s.get(defaults);
+    if (static_value != default_value) e.synonyms.push_back({s.name, static_value, config_source::static_broker_config});
+    e.synonyms.push_back({s.name, default_value, config_source::default_config});
+    for (auto& synonym : e.synonyms) synonym.value = effective_value(s.name, std::move(synonym.value), image);
     e.value = e.synonyms.front().value;
     e.source = e.synonyms.front().source;
     out.push_back(std::move(e));

@@ -668,7 +668,7 @@ const std::vector<key_spec>& key_table() {
                [](const server_config& c) { return c.log_dir; }},
       int_key("num.partitions", &server_config::num_partitions, 1, 10000, "partitions of auto-created and default topics"),
       int_key("default.replication.factor", &server_config::default_replication_factor, -1, 32767,
-              "replicas of new topics; -1: 3 when at least 3 brokers are registered, else the number of brokers"),
+              "replicas of new topics; -1: 3 with >= 3 usable brokers, else their number (as DescribeConfigs shows it)"),
       bool_key("auto.create.topics.enable", &server_config::auto_create_topics_enable,
                "create a topic on first produce to it"),
       key_spec{"authorizer.class.name",

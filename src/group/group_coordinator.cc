@@ -73,6 +73,9 @@ std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 std::string gen_name(generation_id g) { return std::to_string(g.value()); }
 
+/// A member with a manual assignment (Kafka's assign()), outside the cooperative protocol.
+bool is_manual(const member_metadata& m) { return m.sub.kind == subscription_kind::manual; }
+
 partition_set minus(const partition_set& a, const partition_set& b) {
   partition_set out;
   std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::inserter(out, out.end()), topic_partition_less{});
@@ -275,15 +278,13 @@ group_state group_coordinator::state_of(const group_state_data& g) {
 }
 
 // Recomputes every member's target. Bumps the generation when membership or any target changed.
+// Manual members stand outside the assignor (Kafka's assign() is outside the group's membership):
+// their partitions stay available to the subscribed members, who keep what they were given.
 void group_coordinator::rebalance(group_state_data& g, int64_t now_ms, bool membership_changed) {
-  partition_set manual_claimed;
   std::vector<assignor_member> inputs;
   partition_set available;
   for (auto& [id, m] : g.members) {
-    if (m.meta.sub.kind == subscription_kind::manual) {
-      for (const auto& tp : m.meta.sub.partitions) manual_claimed.insert(tp);
-      continue;
-    }
+    if (is_manual(m.meta)) continue;
     assignor_member in{id, m.meta.group_instance_id, resolve_topics(g, m), m.meta.target};
     for (const auto& topic : in.topics) {
       auto t = topics_.find(topic);
@@ -292,12 +293,11 @@ void group_coordinator::rebalance(group_state_data& g, int64_t now_ms, bool memb
     }
     inputs.push_back(std::move(in));
   }
-  available = minus(available, manual_claimed);
   const assignment result = run_assignor(g.assignor, inputs, available);
   bool changed = membership_changed;
   for (auto& [id, m] : g.members) {
     partition_set target;
-    if (m.meta.sub.kind == subscription_kind::manual) {
+    if (is_manual(m.meta)) {
       for (const auto& tp : m.meta.sub.partitions) {
         auto t = topics_.find(tp.topic);
         if (t != topics_.end() && tp.partition.value() < t->second) target.insert(tp);
@@ -324,7 +324,9 @@ void group_coordinator::refresh_if_stale(group_state_data& g, int64_t now_ms) {
   if (g.assignment_stale) rebalance(g, now_ms, true);
 }
 
-// The member's own call: acknowledge revocations, then take free partitions of its target.
+// The member's own call: acknowledge revocations, then take the partitions of its target that
+// no other member on its side (subscribed, or manual) owns: a subscribed member's partition is
+// no obstacle to a manual one, nor the other way round.
 member_assignment group_coordinator::progress(group_state_data& g, member_state& m) {
   member_assignment out;
   out.member_id = m.meta.member_id;
@@ -337,7 +339,9 @@ member_assignment group_coordinator::progress(group_state_data& g, member_state&
   m.revocation_deadline_ms = -1;
   partition_set owned_by_others;
   for (const auto& [id, other] : g.members) {
-    if (&other != &m) owned_by_others.insert(other.meta.owned.begin(), other.meta.owned.end());
+    if (&other != &m && is_manual(other.meta) == is_manual(m.meta)) {
+      owned_by_others.insert(other.meta.owned.begin(), other.meta.owned.end());
+    }
   }
   for (const auto& tp : minus(m.meta.target, m.meta.owned)) {
     if (owned_by_others.contains(tp)) continue;
@@ -577,7 +581,7 @@ result<member_result> group_coordinator::assign(std::string_view group_id, std::
       return err(errc::unknown_topic_or_partition, "partition " + tp_name(tp) + " does not exist");
     }
     for (const auto& [id, other] : g->members) {
-      if (&other != &member && other.meta.sub.kind == subscription_kind::manual &&
+      if (&other != &member && is_manual(other.meta) &&
           other.meta.sub.partitions.contains(tp)) {
         return err(errc::partition_assigned_elsewhere,
                    "partition " + tp_name(tp) + " is manually assigned to member '" + id + "'");
@@ -1246,16 +1250,23 @@ std::optional<std::string> group_coordinator::check_invariants() const {
   if (groups_.size() > limits::groups_per_coordinator_max) return "too many groups";
   for (const auto& [gid, g] : groups_) {
     if (g.members.size() > limits::group_members_max) return "group " + gid + ": too many members";
-    partition_map<std::string> owner;
-    partition_map<std::string> target_owner;
+    // One owner and one target per partition on each side: subscribed members ([0]) and manual
+    // ones ([1]); a manual member may read a partition a subscribed one owns (Kafka's assign()).
+    partition_map<std::string> owner[2];
+    partition_map<std::string> target_owner[2];
     for (const auto& [mid, m] : g.members) {
+      const bool manual = is_manual(m.meta);
       for (const auto& tp : m.meta.owned) {
-        auto [it, fresh] = owner.emplace(tp, mid);
+        auto [it, fresh] = owner[manual].emplace(tp, mid);
         if (!fresh) return "group " + gid + ": " + tp_name(tp) + " owned by both " + it->second + " and " + mid;
       }
       for (const auto& tp : m.meta.target) {
-        auto [it, fresh] = target_owner.emplace(tp, mid);
+        auto [it, fresh] = target_owner[manual].emplace(tp, mid);
         if (!fresh) return "group " + gid + ": " + tp_name(tp) + " in the targets of " + it->second + " and " + mid;
+      }
+      if (manual && !std::includes(m.meta.sub.partitions.begin(), m.meta.sub.partitions.end(), m.meta.target.begin(),
+                                   m.meta.target.end(), topic_partition_less{})) {
+        return "group " + gid + ": manual member " + mid + " has a target beyond the partitions it assigned itself";
       }
       for (const auto& [tp, off] : m.position) {
         if (!m.meta.owned.contains(tp)) return "group " + gid + ": member " + mid + " has a position for unowned " + tp_name(tp);

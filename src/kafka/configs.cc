@@ -66,24 +66,31 @@ constexpr int8_t op_set = 0, op_delete = 1, op_append = 2, op_subtract = 3;
 /// APPEND and SUBTRACT apply to (Kafka answers any other INVALID_CONFIG... "not allowed").
 bool is_list_config(std::string_view name) { return name == "cleanup.policy" || name == "log.cleanup.policy"; }
 
+/// The items of a LIST config value: split on ',', each trimmed of blanks (" \t"), as the
+/// cleanup.policy parser reads them (Kafka's ConfigDef.parseType splits a LIST on "\s*,\s*");
+/// blank items are left out. "compact, delete" -> {"compact", "delete"}.
+std::vector<std::string> list_items(std::string_view list) {
+  constexpr std::string_view blanks = " \t";
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    std::string_view item = list.substr(start, comma - start);
+    const size_t first = item.find_first_not_of(blanks);
+    if (first != std::string_view::npos) out.emplace_back(item.substr(first, item.find_last_not_of(blanks) + 1 - first));
+    start = comma + 1;
+  }
+  return out;
+}
+
 /// A list config's value after APPEND or SUBTRACT of `value` (comma-separated) to `current`, as
 /// Kafka's ConfigAdminManager computes it: APPEND adds each item not already present, at the end;
-/// SUBTRACT removes each item present.
+/// SUBTRACT removes every occurrence of each item. Items compare trimmed (list_items).
 std::string list_config_after(std::string_view current, int8_t operation, std::string_view value) {
-  auto items_of = [](std::string_view list) {
-    std::vector<std::string> out;
-    for (size_t start = 0; start < list.size();) {
-      const size_t comma = std::min(list.find(',', start), list.size());
-      if (comma > start) out.emplace_back(list.substr(start, comma - start));
-      start = comma + 1;
-    }
-    return out;
-  };
-  auto items = items_of(current);
-  for (auto& item : items_of(value)) {
-    const auto at = std::find(items.begin(), items.end(), item);
-    if (operation == op_append && at == items.end()) items.push_back(std::move(item));
-    if (operation == op_subtract && at != items.end()) items.erase(at);
+  auto items = list_items(current);
+  for (auto& item : list_items(value)) {
+    const bool present = std::find(items.begin(), items.end(), item) != items.end();
+    if (operation == op_append && !present) items.push_back(std::move(item));
+    if (operation == op_subtract) std::erase(items, item);
   }
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ",") + item;

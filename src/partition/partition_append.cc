@@ -49,6 +49,8 @@ void partition_runtime::append_batches(produce_batches_request request, bool log
       return done(from_storage(appended.error()));
     }
     if (i == 0) out.base_offset = appended->base_offset;
+    // A retry answers the original batch's time, as Kafka's duplicate answer does (storage's append).
+    if (appended->duplicate) out.log_append_time = appended->log_append_time;
     base::count_activity_bytes(base::cpu_activity::produce, batch_bytes);
   }
   out.log_start_offset = log->log_start_offset();

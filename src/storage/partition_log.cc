@@ -391,8 +391,10 @@ result<append_result> partition_log::append(model::bytes batch, model::leader_ep
   if (!known.ok()) return known.error();
   const int64_t now = clock_.now_ms();
   if (known.value()) {
+    // Kafka's duplicate answer (UnifiedLog.append: setLogAppendTime(duplicate.timestamp)) carries
+    // the original batch's max timestamp (its append time under LogAppendTime), not this retry's.
     const producer_batch& original = *known.value();
-    append_result dup{original.base_offset, original.last_offset, now, 0, true};
+    append_result dup{original.base_offset, original.last_offset, original.timestamp, 0, true};
     return dup;
   }
   RINGLOG_TRY(roll_if_needed(batch.size(), log_end_offset_, header->last_offset_delta, now));

@@ -430,6 +430,40 @@ TEST_CASE("subscription and manual assignment do not mix; patterns follow the to
   require_invariants(c);
 }
 
+TEST_CASE("a manual assignment reads beside the subscribed owner and never takes its partition (Kafka's assign())") {
+  // In Kafka and Confluent's REST Proxy assign() is outside the group's membership: the
+  // subscribed consumer keeps its partition and the manual one reads it too. ringlog took it
+  // away from the subscribed member at its next heartbeat (session 33's REST v2 finding).
+  group_coordinator c(31);
+  c.set_topics({{"orders", 2}}, t0);
+  const auto s = join_and_subscribe(c, "g", req("s"), "orders", t0);
+  const partition_set both{tp("orders", 0), tp("orders", 1)};
+  REQUIRE(c.heartbeat("g", s, t0)->assignment.owned == both);
+  auto j = c.join("g", req("m"), t0);
+  REQUIRE(j.ok());
+  auto m = c.assign("g", j->member_id, {tp("orders", 0)}, t0);
+  REQUIRE(m.ok());
+  require_invariants(c);
+  CHECK(m->assignment.owned == partition_set{tp("orders", 0)});   // at once, beside s
+  CHECK(m->assignment.pending_assignment.empty());
+  const auto after = c.heartbeat("g", s, t0);
+  REQUIRE(after.ok());
+  CHECK(after->assignment.owned == both);
+  CHECK(after->assignment.target == both);
+  CHECK(after->assignment.revoked.empty());
+  CHECK(drive_until_stable(c, "g", t0) == 0);
+  // Both may commit it, as two Kafka consumers of one group may (the later commit wins).
+  CHECK(c.commit_processed("g", s, std::nullopt, {{tp("orders", 0), offset(4), ""}}, t0).ok());
+  CHECK(c.commit_processed("g", j->member_id, std::nullopt, {{tp("orders", 0), offset(6), ""}}, t0).ok());
+  // A second manual member still cannot take it (the documented 409), and the subscribed member
+  // keeps it when the manual one leaves.
+  auto j2 = c.join("g", req("m2"), t0);
+  CHECK(c.assign("g", j2->member_id, {tp("orders", 0)}, t0).error().code == errc::partition_assigned_elsewhere);
+  REQUIRE(c.leave("g", j->member_id, t0).ok());
+  CHECK(c.heartbeat("g", s, t0)->assignment.owned == both);
+  require_invariants(c);
+}
+
 TEST_CASE("join validates timeouts and assignor, naming the limit") {
   group_coordinator c(9);
   auto r = req("a");

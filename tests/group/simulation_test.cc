@@ -36,6 +36,7 @@ struct simulation {
   int instance_counter = 0;
   int accepted_commits = 0;
   int refused_commits = 0;
+  int manual_assignments = 0;
   /// Offsets retention (expire_offsets): short, so groups do expire within a run.
   static constexpr int64_t retention_ms = 30'000;
   std::map<std::string, int64_t> last_seen_with_members;   // group -> last step end it had members
@@ -70,6 +71,53 @@ struct simulation {
     auto s = coordinator.subscribe(g, j->member_id, sub, now_ms);
     REQUIRE(s.ok());
     keep(s->records);
+  }
+
+  /// What the subscribed members of `g` own and are given, by member id.
+  std::map<std::string, std::pair<partition_set, partition_set>> subscribed_view(const std::string& g) {
+    std::map<std::string, std::pair<partition_set, partition_set>> out;
+    for (const auto& m : coordinator.describe_group(g).members) {
+      const bool subscribed = m.sub.kind == subscription_kind::topics || m.sub.kind == subscription_kind::pattern;
+      if (subscribed) out[m.member_id] = {m.owned, m.target};
+    }
+    return out;
+  }
+
+  /// A member assigns itself one or two partitions (Kafka's assign()): a new member, or one that
+  /// assigned before. Whether it is taken or refused (another manual member holds one), no
+  /// subscribed member's owned partitions or target change: assign() is outside the group's
+  /// membership in Kafka.
+  void assign_manually() {
+    const auto& g = any_group();
+    std::string member_id;
+    for (const auto& m : coordinator.describe_group(g).members) {
+      if (m.sub.kind == subscription_kind::manual && pick(2) == 0) member_id = m.member_id;
+    }
+    if (member_id.empty()) {
+      join_request r;
+      r.client_name = "manual";
+      r.session_timeout_ms = 10'000;
+      r.rebalance_timeout_ms = 20'000;
+      auto j = coordinator.join(g, r, now_ms);
+      if (!j.ok()) return;
+      keep(j->records);
+      member_id = j->member_id;
+    }
+    partition_set wanted;
+    for (uint64_t n = 1 + pick(2); n > 0; --n) {
+      const std::string topic = pick(2) ? "a" : "b";
+      wanted.insert(tp(topic, static_cast<int32_t>(pick(static_cast<uint64_t>(topics.at(topic))))));
+    }
+    const auto before = subscribed_view(g);
+    auto r = coordinator.assign(g, member_id, wanted, now_ms);
+    CHECK(subscribed_view(g) == before);
+    if (!r.ok()) {
+      CHECK((r.error().code == errc::partition_assigned_elsewhere || r.error().code == errc::unknown_member_id));
+      return;
+    }
+    CHECK(r->assignment.owned == wanted);   // at once, whoever among the subscribed owns them
+    ++manual_assignments;
+    keep(r->records);
   }
 
   void leave() {
@@ -172,8 +220,10 @@ struct simulation {
       heartbeat();
     } else if (op < 80) {
       fetch_and_commit();
-    } else if (op < 98) {
+    } else if (op < 94) {
       advance_and_expire();
+    } else if (op < 98) {
+      assign_manually();
     } else {
       grow_topic();
     }
@@ -198,7 +248,11 @@ struct simulation {
         for (const auto& t : m.sub.topics) subscribed.insert(t);
         if (m.sub.kind == subscription_kind::pattern) subscribed = {"a", "b"};
       }
-      const auto own = owners(coordinator, g);
+      partition_map<std::string> own;   // by the subscribed members: manual ones read beside them
+      for (const auto& m : d.members) {
+        if (m.sub.kind == subscription_kind::manual) continue;
+        for (const auto& p : m.owned) own[p] = m.member_id;
+      }
       for (const auto& t : subscribed) {
         for (int32_t p = 0; p < topics.at(t); ++p) CHECK(own.contains(tp(t, p)));
       }
@@ -222,10 +276,12 @@ TEST_CASE("seeded simulation: invariants after every step, replay rebuilds commi
     if (i % 500 == 499) sim.settle();
   }
   sim.settle();
-  MESSAGE("commits accepted " << sim.accepted_commits << ", refused " << sim.refused_commits << ", records "
+  MESSAGE("commits accepted " << sim.accepted_commits << ", refused " << sim.refused_commits << ", manual assignments "
+                              << sim.manual_assignments << ", records "
                               << sim.log.size() << ", groups whose offsets expired " << sim.expired_groups);
   CHECK(sim.accepted_commits > 0);
   CHECK(sim.refused_commits > 0);
+  CHECK(sim.manual_assignments > 0);
 
   group_coordinator restarted(seed + 1);
   restarted.set_topics(sim.topics, sim.now_ms);

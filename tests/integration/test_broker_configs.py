@@ -511,3 +511,67 @@ def incremental_alter_cleanup_policy(broker, kw):
                                                    "1000", operation=append)
     assert code == 40 and "retention.ms" in message and "list configs" in message, (code, message)   # INVALID_CONFIG
     assert topic_config(broker, "policies", "cleanup.policy") == "compact"
+
+
+def test_incremental_alter_configs_trims_list_items_as_the_parser_does(ringlog_bin, tmp_path):
+    """APPEND and SUBTRACT items are trimmed of blanks, as the cleanup.policy parser trims them
+    (Kafka's ConfigDef LIST type splits on "\\s*,\\s*"). SUBTRACT " delete" answered 0 and changed
+    nothing, and APPEND " compact" stored "delete, compact" beside an existing "compact"."""
+    import kafka_wire as kw
+    from conftest import Broker, free_port
+    broker = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        append, subtract = 2, 3
+
+        def alter(value, operation):
+            assert kw.incremental_alter_config_v0(broker.bootstrap, kw.RESOURCE_TOPIC, "trimmed", "cleanup.policy",
+                                                  value, operation=operation) == (0, None)
+            return topic_config(broker, "trimmed", "cleanup.policy")
+
+        broker.create_topic("trimmed", partitions=1, configs={"cleanup.policy": "delete,compact"})
+        assert alter(" delete", subtract) == "compact"
+        assert alter("compact ", append) == "compact", "a present item, blanks aside, is not appended again"
+        assert alter(" delete , compact", append) == "compact,delete"
+        assert alter("\tcompact ,", subtract) == "delete"
+    finally:
+        assert broker.stop() == 0
+
+
+def test_kafkas_static_broker_configs_are_described_and_replication_factor_is_a_number(ringlog_bin, tmp_path):
+    """Kafka's DescribeConfigs shows every broker config it defines; ringlog left out the Kafka keys
+    it takes in its properties file but had no DescribeConfigs entry for, so REST v3 answered 404
+    for auto.leader.rebalance.enable (session 33). Both doors list the same configs, each one GET
+    by name finds. default.replication.factor's -1 ("automatic") is shown as the factor a new topic
+    gets (1 on one broker), as Kafka shows its default 1, never -1."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+    from conftest import Broker, free_port
+    broker = Broker(tmp_path / "ringlog-data", ["leader.imbalance.check.interval.seconds=60"],
+                    kafka_port=free_port()).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        resource = ConfigResource("broker", "0")
+        described = admin.describe_configs([resource])[resource].result(10)
+        v3 = configs_by_name(broker, "/brokers/0/configs")
+        assert set(described) == set(v3)
+        for name in ("auto.leader.rebalance.enable", "unclean.leader.election.enable", "replica.lag.time.max.ms",
+                     "listeners", "process.roles", "leader.imbalance.check.interval.seconds"):
+            assert name in described, name
+            r = requests.get(broker.v3(f"/brokers/0/configs/{name}"))
+            assert r.status_code == 200 and r.json()["is_read_only"] is True, r.text
+        rebalance = described["auto.leader.rebalance.enable"]
+        assert (rebalance.value, rebalance.source, rebalance.is_read_only) == (
+            "true", ConfigSource.DEFAULT_CONFIG.value, True), rebalance
+        interval = v3["leader.imbalance.check.interval.seconds"]
+        assert (interval["value"], interval["source"]) == ("60", "STATIC_BROKER_CONFIG"), interval
+        assert [(s["value"], s["source"]) for s in interval["synonyms"]] == [
+            ("60", "STATIC_BROKER_CONFIG"), ("30", "DEFAULT_CONFIG")], interval
+        factor = described["default.replication.factor"]
+        assert (factor.value, factor.source) == ("1", ConfigSource.DEFAULT_CONFIG.value), factor
+        assert v3["default.replication.factor"]["value"] == "1"
+        # Read-only: a change is refused naming it, not "not found".
+        r = requests.put(broker.v3("/brokers/0/configs/auto.leader.rebalance.enable"), json={"value": "false"})
+        assert r.status_code == 400 and "read-only" in r.json()["message"], r.text
+        # Secrets are not among them.
+        assert "ssl.key.password" not in described and "ssl.keystore.key" not in described
+    finally:
+        assert broker.stop() == 0

@@ -442,6 +442,32 @@ def test_bad_input_gives_the_documented_errors(broker, topic_name):
     assert committed(base) == {}
 
 
+def test_a_manual_assignment_reads_beside_the_subscribed_owner(broker, topic_name):
+    """Kafka's and Confluent's assign() is outside the group's membership: a subscribed member keeps
+    its partition and an instance of the same group that assigns it manually reads it too. ringlog
+    took it away from the subscribed member at its next poll (session 33's
+    /work/nu33-run/rest_v2_assign_vs_sub.sh). Two manual instances still cannot share a partition
+    (the documented 409)."""
+    group = "manual-" + topic_name
+    s = member_that_read(broker, topic_name, group, 2)
+    m = create_consumer(broker, group, **{"auto.offset.reset": "earliest"})
+    r = requests.post(m + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                      headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    assert owned(m) == {(topic_name, 0)}, "the manual instance owns it at once"
+    assert [unb64(rec["value"]) for rec in read_at_least(m, 2)] == ["v0", "v1"]
+    produce(broker, topic_name, ["v2"], partition=0)
+    assert [unb64(rec["value"]) for rec in read_at_least(s, 1)] == ["v2"], "the subscribed member still reads it"
+    assert owned(s) == {(topic_name, 0)}
+    assert owned(m) == {(topic_name, 0)}
+    other = create_consumer(broker, group)
+    r = requests.post(other + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                      headers={"Content-Type": V2})
+    assert r.status_code == 409 and r.json()["error_code"] == 40903 and "manually assigned" in r.json()["message"], r.text
+    for base in (s, m, other):
+        requests.delete(base, headers={"Content-Type": V2})
+
+
 # ---- admin and the internal topic
 
 def test_lag_of_a_live_group_that_committed_nothing_yet(broker, topic_name, ringlog_bin):

@@ -242,6 +242,27 @@ def test_http_batch_produce_is_idempotent(ibroker, topic_name):
     assert len(values_in(ibroker.bootstrap, topic_name, 0)) == 20
 
 
+def test_http_resent_idempotent_record_answers_the_stored_timestamp(ibroker, topic_name):
+    """A resent idempotent v3 produce (same producer_id and sequence) is a duplicate: Kafka's answer
+    carries the original batch's offset and timestamp (UnifiedLog: setLogAppendTime(duplicate.
+    timestamp)). ringlog answered the original offset with the retry's fresh timestamp."""
+    ibroker.create_topic(topic_name)
+    pid = requests.post(ibroker.v3("/producers")).json()["producer_id"]
+    url = ibroker.v3(f"/topics/{topic_name}/records")
+    params = {"producer_id": pid, "producer_epoch": 0}
+    record = {"partition_id": 0, "sequence": 0, "value": {"type": "STRING", "data": "once"}}
+    first = requests.post(url, params=params, json=record)
+    assert first.status_code == 200 and first.json()["error_code"] == 200, first.text
+    started_ms = time.time() * 1000
+    from conftest import wait_until
+    wait_until(lambda: time.time() * 1000 >= started_ms + 20, 1, "the clock to move on")   # the retry's own time differs
+    again = requests.post(url, params=params, json=record)
+    assert again.status_code == 200, again.text
+    assert again.json()["offset"] == first.json()["offset"] == 0
+    assert again.json()["timestamp"] == first.json()["timestamp"], (first.json(), again.json())
+    assert values_in(ibroker.bootstrap, topic_name, 0) == [b"once"]
+
+
 def test_retention_deleting_a_producers_segments_keeps_it_known(ringlog_bin, tmp_path, topic_name):
     b = Broker(tmp_path / "ringlog-data", extra_sets=["log.retention.check.interval.ms=1000"],
                kafka_port=free_port()).start()

@@ -40,6 +40,12 @@ class file_system;
 
 namespace ringlog::broker {
 
+/// One key of the properties file as set and as its built-in default (broker_config::static_config_values).
+struct static_config_value {
+  std::string value;
+  std::string default_value;
+};
+
 /// Broker-wide settings, Kafka key names in comments. Parsed and bounds-checked by the config module.
 struct broker_config {
   int32_t node_id = 0;                               // node.id
@@ -139,6 +145,11 @@ struct broker_config {
   /// quota.window.num and quota.window.size.seconds (Kafka's keys and defaults, 11 x 1 s): the
   /// samples every client quota rate is measured over (security/quota.h).
   security::quota_window_config quota_window;
+  /// Every key of the properties file with its value and its built-in default, as the config
+  /// module writes them (config::key_value; secrets "[hidden]"). DescribeConfigs and the REST v3
+  /// broker configs show the Kafka broker configs among them that no field above carries
+  /// (broker_configs.cc names them), read-only, as Kafka shows every config it defines.
+  std::map<std::string, static_config_value> static_config_values;
 };
 
 /// Replication throttling of one side since start (replication/throttle.h): the bytes of

@@ -10,11 +10,16 @@
 // through replay() after a restart. Which coordinator owns a group is
 // coordinator_partition_for(group_id, partitions of __consumer_offsets).
 //
-// Cooperative protocol (KIP-429 / KIP-848 in spirit; no partition is ever owned by two members):
-// each member has a `target` (what the assignor gives it) and `owned` (what it may fetch and
-// commit). On each call of the member itself (join, subscribe, assign, unsubscribe, heartbeat):
+// Cooperative protocol (KIP-429 / KIP-848 in spirit; no partition is ever owned by two subscribed
+// members): each member has a `target` (what the assignor gives it) and `owned` (what it may
+// fetch and commit). On each call of the member itself (join, subscribe, assign, unsubscribe, heartbeat):
 //   1. owned := owned ∩ target                (it acknowledges its revocations), then
-//   2. each partition of target \ owned that no other member owns is added to owned.
+//   2. each partition of target \ owned that no other member of its side owns is added to owned.
+// The sides: subscribed members, and members with a manual assignment (assign()). As Kafka's
+// assign() is outside the group's membership, a manual member's target is exactly the partitions
+// it named and never changes a subscribed member's target or owned partitions; it reads a partition
+// a subscribed member owns alongside it. Among manual members a partition belongs to one at a time
+// (ringlog's rule: the second assign() hears partition_assigned_elsewhere).
 // So a partition moving from A to B is first dropped by A's next call and only then picked up by
 // B's next call. The group is `stable` when owned == target for every member. The HTTP layer
 // treats every records poll as a heartbeat: heartbeat() then positions_for_fetch().
@@ -243,8 +248,10 @@ class group_coordinator {
   /// manual assignment, or kind is manual/none), invalid_regular_expression, too_many_partitions.
   result<member_result> subscribe(std::string_view group_id, std::string_view member_id, subscription sub,
                                   int64_t now_ms);
-  /// Manual assignment (Kafka's assign()). Errors: unknown_member_id, inconsistent_subscription
-  /// (member subscribed to topics/pattern), unknown_topic_or_partition, partition_assigned_elsewhere.
+  /// Manual assignment (Kafka's assign()): the member owns `partitions` at its call, whether or not
+  /// subscribed members own them (theirs do not change). Errors: unknown_member_id,
+  /// inconsistent_subscription (member subscribed to topics/pattern), unknown_topic_or_partition,
+  /// partition_assigned_elsewhere (another manual member of the group assigned one of them).
   result<member_result> assign(std::string_view group_id, std::string_view member_id, partition_set partitions,
                                int64_t now_ms);
   /// Drops subscription and manual assignment (owned partitions are released at once).
@@ -410,8 +417,10 @@ class group_coordinator {
   result<std::vector<partition_lag>> lag(std::string_view group_id,
                                          const partition_map<offset>& high_watermarks) const;
 
-  /// Checks the invariants (one owner per partition, disjoint targets, positions only for owned
-  /// partitions, bounds); returns a description of the first violation. For tests and the simulator.
+  /// Checks the invariants (one owner per partition and disjoint targets among the subscribed
+  /// members and among the manual ones, a manual member's target within the partitions it named,
+  /// positions only for owned partitions, bounds); returns a description of the first violation.
+  /// For tests and the simulator.
   std::optional<std::string> check_invariants() const;
 
  private:

@@ -121,7 +121,7 @@ struct produce_batches_request {
 
 struct produce_batches_response {
   model::offset base_offset{-1};        // of the first batch; -1 with acks=none
-  model::timestamp_ms log_append_time = model::no_timestamp;  // -1 unless LogAppendTime
+  model::timestamp_ms log_append_time = model::no_timestamp;  // -1 unless LogAppendTime or a duplicate (its time)
   model::offset log_start_offset{-1};
 };
 

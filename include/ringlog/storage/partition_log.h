@@ -47,7 +47,9 @@ struct located_batch;
 struct append_result {
   model::offset base_offset{0};   // offset given to the first record
   model::offset last_offset{0};   // offset given to the last record (inclusive)
-  model::timestamp_ms log_append_time = model::no_timestamp;  // broker clock at append
+  /// The broker clock at the append; for a duplicate, the original batch's max timestamp (its
+  /// append time under LogAppendTime), which Kafka's duplicate answer carries.
+  model::timestamp_ms log_append_time = model::no_timestamp;
   size_t size_bytes = 0;
   /// The batch repeats one its idempotent producer stored already (producer_state.h): nothing
   /// was written, the offsets are the original batch's.
