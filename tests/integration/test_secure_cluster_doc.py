@@ -3,7 +3,9 @@ the CA and the certificate, three `ringlog serve` nodes start from their propert
 on the https, SASL_SSL and cluster listeners and SCRAM users, kcat produces and consumes, curl
 reads over https. Rewritten: the `RINGLOG=` line (the binary under test) and the three port
 prefixes (1844, 1944, 1954 with the node number appended) to prefixes whose ports are free. The
-lines the block shows as `# output` must come out, in order."""
+lines the block shows as `# output` must come out, in order. The block must give the cluster
+listener its own CA, as the doc advises two paragraphs before it (session 34's new user found one
+CA for clients and nodes, without an authorizer: any client certificate would have been a node)."""
 import os
 import pathlib
 import random
@@ -53,6 +55,22 @@ def shown_output(lines):
             out.append(line[2:])
         previous = line
     return out
+
+
+def properties(block):
+    """The key=value lines of the block's properties heredoc, as a dict."""
+    heredoc = block.split("<<EOF\n", 1)[1].split("\nEOF", 1)[0]
+    return dict(line.split("=", 1) for line in heredoc.splitlines() if "=" in line)
+
+
+def test_the_cluster_listener_has_its_own_ca():
+    """Without an authorizer every certificate the cluster listener's CA signed is admitted as a
+    node: that CA must not be the one client certificates come from."""
+    props = properties(doc_block())
+    assert "authorizer.class.name" not in props or "super.users" in props, props
+    cluster_ca = props.get("listener.name.cluster.ssl.truststore.location")
+    assert cluster_ca and cluster_ca != props["ssl.truststore.location"], props
+    assert props.get("listener.name.cluster.ssl.keystore.location") not in (None, props["ssl.keystore.location"]), props
 
 
 def test_the_secure_three_node_example_runs_as_written(ringlog_bin, tmp_path):
