@@ -89,8 +89,24 @@ void group_service_impl::join_group(std::string group_id, group::classic_join_re
                                size_t shard, shard_state& st) mutable {
     const group::classic_ticket ticket = st.next_ticket++;
     st.join_waiters.emplace(ticket, std::move(done));
-    deliver(shard, st.coordinator.classic_join(group_id, request, ticket, clock_.now_ms()));
+    auto effects = st.coordinator.classic_join(group_id, request, ticket, clock_.now_ms());
+    log_http_held_refusal(st, group_id, effects, ticket);
+    deliver(shard, std::move(effects));
   });
+}
+
+void group_service_impl::log_http_held_refusal(shard_state& st, const std::string& group_id,
+                                               const group::classic_effects& effects, group::classic_ticket ticket) {
+  auto it = std::find_if(effects.joins.begin(), effects.joins.end(), [&](const auto& j) { return j.first == ticket; });
+  if (it == effects.joins.end() || !it->second.failure) return;
+  if (it->second.failure->code != group::errc::inconsistent_group_protocol) return;
+  if (st.coordinator.managed_member_count(group_id) == 0 || st.http_held_refusals_logged.contains(group_id)) return;
+  if (st.http_held_refusals_logged.size() >= http_held_refusals_logged_max) st.http_held_refusals_logged.clear();
+  st.http_held_refusals_logged.insert(group_id);
+  host_.report_info("group coordinator: group '" + group_id +
+                    "' is held by HTTP consumers: refused a Kafka client's JoinGroup with INCONSISTENT_GROUP_PROTOCOL "
+                    "(23), which carries no reason to the client: " + it->second.failure->message +
+                    " (logged once per group)");
 }
 
 void group_service_impl::sync_group(std::string group_id, group::classic_sync_request request,

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,11 @@ std::string instance_key(std::string_view group_id, std::string_view member_id);
 /// Why recently ended instances ended, so their next call can say so (40403 with the reason).
 /// Bounded: the oldest reasons are forgotten first.
 inline constexpr size_t ended_instances_remembered_max = 10'000;
+/// Groups per shard whose refusal of a Kafka client (the group is held by REST/WebSocket
+/// consumers) was logged: each such group is logged once, so a client retrying its JoinGroup every
+/// second does not fill the log. When the set is full it is emptied and each group may be logged
+/// once more: at most this many lines per refill, and a few hundred KB of names per shard.
+inline constexpr size_t http_held_refusals_logged_max = 1'000;
 
 struct shard_state {
   shard_state(uint64_t seed, int64_t initial_rebalance_delay_ms) : coordinator(seed, initial_rebalance_delay_ms) {}
@@ -59,6 +65,8 @@ struct shard_state {
   /// to append from); the next expiry sweep appends them.
   group::record_list tombstones_due;
   std::map<std::string, std::deque<lag_sample>> lag_history;  // group -> samples, oldest first
+  /// Groups whose refusal of a Kafka client was logged (http_held_refusals_logged_max).
+  std::set<std::string> http_held_refusals_logged;
   /// When the expiry sweep next runs the coordinator's expire_offsets (offsets.retention.check.interval.ms).
   int64_t next_offsets_retention_check_ms = 0;
 
@@ -157,6 +165,12 @@ class group_service_impl final : public group_service {
                   std::function<void(join_group_answer)> done) override;
   void sync_group(std::string group_id, group::classic_sync_request request,
                   std::function<void(sync_group_answer)> done) override;
+  /// Runs on the coordinator's shard after classic_join: when the join of `ticket` was refused
+  /// because REST/WebSocket consumers hold the group, one info line naming the group (once per
+  /// group, http_held_refusals_logged_max). The Kafka client only gets INCONSISTENT_GROUP_PROTOCOL
+  /// (23) without the text, so the line is where an operator learns why.
+  void log_http_held_refusal(shard_state& st, const std::string& group_id, const group::classic_effects& effects,
+                             group::classic_ticket ticket);
   void heartbeat_group(std::string group_id, std::string member_id, std::optional<std::string> group_instance_id,
                        int32_t generation, std::function<void(result<void>)> done) override;
   void leave_group(std::string group_id, std::vector<group::classic_member_identity> members,

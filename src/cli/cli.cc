@@ -2089,18 +2089,39 @@ Commands:
 Options:
 )") + connection_options_help;
 
+/// The mechanisms of the user at `path` (GET .../users/NAME): empty when it has none (404), nullopt
+/// when the broker could not be asked (the caller then cannot tell a creation from a replacement).
+std::optional<std::vector<std::string>> user_mechanisms(http_client& client, const std::string& path) {
+  auto existing = client.get(path);
+  if (existing.ok() && existing->status == 404) return std::vector<std::string>{};
+  if (!ok_status(existing)) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& c : json::parse(existing->body, nullptr, false).value("credentials", json::array())) {
+    if (c.contains("mechanism") && c["mechanism"].is_string()) out.push_back(c["mechanism"].get<std::string>());
+  }
+  return out;
+}
+
+/// The line `users create` prints for one credential it set: created or replaced, as the broker's
+/// answer before the write said (Kafka's kafka-configs.sh only says "Completed updating config for
+/// user"; a user who meant to make a new account learns here that it existed).
+std::string credential_set_line(const std::string& name, const std::string& mechanism,
+                                const std::optional<std::vector<std::string>>& had) {
+  if (!had) return "User " + name + " has a " + mechanism + " credential (whether it existed before is unknown).";
+  if (std::find(had->begin(), had->end(), mechanism) == had->end()) {
+    return "Created the " + mechanism + " credential of user " + name + (had->empty() ? " (a new user)." : ".");
+  }
+  return "Replaced the " + mechanism + " credential of user " + name + ": its old password no longer logs in.";
+}
+
 /// `users create`: sets the credential of --mechanism, or, without it, of every mechanism the user
 /// has (SCRAM-SHA-512 for a new user): a password change through the CLI left the other
 /// mechanism's credential with the old password, which still logged in (session 32's new user).
+/// Each line says whether the credential was created or replaced (session 34's new user).
 int users_create(http_client& client, const std::string& path, const std::string& name, const args& a) {
+  const auto had = user_mechanisms(client, path);
+  std::vector<std::string> others = had.value_or(std::vector<std::string>{});   // what --mechanism leaves
   std::vector<std::string> mechanisms;
-  std::vector<std::string> others;   // the user's credentials --mechanism leaves as they are
-  auto existing = client.get(path);
-  if (ok_status(existing)) {
-    for (const auto& c : json::parse(existing->body, nullptr, false).value("credentials", json::array())) {
-      if (c.contains("mechanism") && c["mechanism"].is_string()) others.push_back(c["mechanism"].get<std::string>());
-    }
-  }
   if (auto m = a.get("--mechanism")) {
     mechanisms = {*m};
     std::erase(others, *m);
@@ -2113,7 +2134,7 @@ int users_create(http_client& client, const std::string& path, const std::string
     if (auto n = int_option(a, "--iterations", 1, INT32_MAX)) body["iterations"] = *n;
     auto r = client.post(path, body.dump(), "application/json");
     if (!ok_status(r)) return report_failure(r, "create user");
-    std::cout << "User " << name << " has a " << mechanism << " credential.\n";
+    std::cout << credential_set_line(name, mechanism, had) << "\n";
   }
   for (const auto& other : others) {
     std::cout << "Its " << other << " credential keeps its old password (without --mechanism every credential is set).\n";

@@ -1093,6 +1093,11 @@ std::vector<group_listing> group_coordinator::list_groups() const {
   return out;
 }
 
+size_t group_coordinator::managed_member_count(std::string_view group_id) const {
+  auto it = groups_.find(group_id);
+  return it == groups_.end() ? 0 : it->second.members.size();
+}
+
 group_description group_coordinator::describe_group(std::string_view group_id) const {
   group_description out;
   out.group_id = std::string(group_id);

@@ -228,6 +228,11 @@ def test_classic_and_ringlog_managed_members_never_share_a_group(gbroker, topic_
         c.poll(timeout_ms=5_000)
     c.close()
     assert "InconsistentGroupProtocol" in repr(e.value), repr(e.value)
+    # The client got code 23 without a reason; the coordinator says why, once for the group
+    # (session 34's new user found nothing in the log), not once per retry.
+    line = f"group '{rest_group}' is held by HTTP consumers"
+    wait_until(lambda: line in b.log_path.read_text() or None, 5, "the coordinator's line")
+    assert b.log_path.read_text().count(line) == 1, b.log_path.read_text()[-3000:]
     requests.delete(base, headers={"Content-Type": V2})
 
     # A group of Kafka clients: a REST consumer is refused with a message naming the group's kind.

@@ -682,6 +682,28 @@ def test_users_create_changes_the_password_of_every_credential_the_user_has(sasl
     assert r.returncode != 0 and "reserved" in r.stderr, r.stdout + r.stderr
 
 
+def test_users_create_says_whether_it_created_or_replaced_the_credential(sasl_broker, ringlog_bin):
+    """Session 34's new user: `users create NAME` on an existing user printed "User NAME has a
+    SCRAM-SHA-512 credential." exactly as a creation did, so replacing someone's password by
+    mistake looked like making a new user. The CLI asks the broker first and says which it was."""
+    b = sasl_broker
+
+    def create(*args):
+        r = subprocess.run([str(ringlog_bin), "users", "create", "fern", "--password", "pw", *args,
+                            "--bootstrap-server", b.url], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout.strip()
+
+    assert create() == "Created the SCRAM-SHA-512 credential of user fern (a new user)."
+    assert create() == ("Replaced the SCRAM-SHA-512 credential of user fern: "
+                        "its old password no longer logs in.")
+    assert create("--mechanism", "SCRAM-SHA-256").splitlines() == [
+        "Created the SCRAM-SHA-256 credential of user fern.",
+        "Its SCRAM-SHA-512 credential keeps its old password (without --mechanism every credential is set)."]
+    subprocess.run([str(ringlog_bin), "users", "delete", "fern", "--bootstrap-server", b.url],
+                   capture_output=True, timeout=60, check=True)
+
+
 def test_a_sasl_broker_with_open_http_says_so_at_start(sasl_broker):
     """Session 32's new user: the SASL example left REST (users and ACLs included) open to anyone
     reaching http://, without a word. The start-up log says so now."""

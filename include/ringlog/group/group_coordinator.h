@@ -404,6 +404,9 @@ class group_coordinator {
   // ---- admin ----
   std::vector<group_listing> list_groups() const;  // by group id
   group_description describe_group(std::string_view group_id) const;
+  /// How many ringlog-managed members (REST/WebSocket consumers) group `group_id` has; 0 when
+  /// it has none or does not exist. A Kafka client's JoinGroup is refused while this is above 0.
+  [[nodiscard]] size_t managed_member_count(std::string_view group_id) const;
   /// Only groups without members (else group_not_empty); tombstones for its offsets and metadata.
   result<record_list> delete_group(std::string_view group_id);
   /// Resets the committed offsets of the partitions in `partitions` (Kafka's reset-offsets).
