@@ -593,6 +593,14 @@ classic_effects group_coordinator::classic_tick(int64_t now_ms) {
       if (now_ms >= m.last_heartbeat_ms + m.meta.session_timeout_ms) expired.push_back(id);
     }
     for (const auto& id : expired) {
+      // Removing one member may complete a join whose rebalance deadline has passed, and that
+      // drops every member that did not rejoin, expired ones included: each is looked up again
+      // (a breaker's three JoinGroups of session 34 removed one twice and hit the assertion).
+      auto it = c.members.find(id);
+      if (it == c.members.end() || it->second.awaiting_join || it->second.awaiting_sync ||
+          now_ms < it->second.last_heartbeat_ms + it->second.meta.session_timeout_ms) {
+        continue;
+      }
       classic_remove_member(g, id,
                             err(errc::unknown_member_id, "member " + quoted(id) + " of group " + quoted(gid) +
                                                              ": session expired (no heartbeat within session.timeout.ms)"),

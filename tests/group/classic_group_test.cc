@@ -257,6 +257,43 @@ TEST_CASE("classic: a member that stops heartbeating expires; one that does not 
   CHECK(h.outstanding.empty());
 }
 
+TEST_CASE("classic: two sessions and a rebalance deadline ending in one tick remove each member once") {
+  // A breaker's three JoinGroups (session 34): A and B join (generation 1) and fall silent, C joins
+  // at once. With session.timeout.ms = rebalance.timeout.ms, A's and B's sessions end in the tick
+  // where the rebalance deadline passes: removing A completed the join, which dropped B, and the
+  // tick then removed B again (an assertion: the broker aborted).
+  harness h;
+  auto timed = [&](std::string member_id) {
+    auto r = h.request(std::move(member_id));
+    r.session_timeout_ms = session;
+    r.rebalance_timeout_ms = session;
+    return r;
+  };
+  auto join_new = [&](int64_t at) {
+    auto first = h.join("g", timed(""), at);
+    REQUIRE(h.joins[first].failure.has_value());
+    const std::string id = h.joins[first].member_id;
+    return std::pair{id, h.join("g", timed(id), at)};
+  };
+  auto [a, ta] = join_new(t0);
+  auto [b, tb] = join_new(t0);
+  h.tick(t0 + initial_delay);
+  REQUIRE(h.joins.contains(ta));
+  REQUIRE(h.joins.contains(tb));
+  CHECK(h.joins[ta].generation == generation_id(1));
+  auto [c, tc] = join_new(t0 + initial_delay);
+  CHECK(h.c.describe_group("g").state == group_state::preparing_rebalance);
+  h.tick(t0 + initial_delay + session - 1);
+  CHECK_FALSE(h.joins.contains(tc));
+  h.tick(t0 + initial_delay + session);
+  REQUIRE(h.joins.contains(tc));
+  CHECK_FALSE(h.joins[tc].failure.has_value());
+  CHECK(h.joins[tc].generation == generation_id(2));
+  CHECK(h.joins[tc].members.size() == 1);
+  CHECK(h.c.describe_group("g").members.size() == 1);
+  CHECK(h.outstanding.empty());
+}
+
 TEST_CASE("classic: the protocol every member offers is chosen by vote; others are refused") {
   harness h;
   const std::vector<classic_protocol> both{{"range", sub_of({"t"})}, {"roundrobin", sub_of({"t"})}};
