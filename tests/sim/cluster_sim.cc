@@ -130,17 +130,17 @@ constexpr const char* topic = "sim";
 /// broker_config's broker.session.timeout.ms (the brokers run with it): a node cut off from the
 /// controller for this long has no leadership lease left (replication::leadership_lease, 9/10 of
 /// it), so its answers at its high watermark are judged from then on.
-constexpr int64_t session_timeout_ms = broker::broker_config{}.broker_session_timeout_ms;
+const int64_t session_timeout_ms = broker::broker_config{}.broker_session_timeout_ms;
 
 /// --clock-skew: each node's clock is off the world's by a seeded amount within +-this (ms):
 /// half a broker.session.timeout.ms, well past the lease's margin (a tenth of it), so a rule
 /// that compared one node's time with another's would show.
-constexpr int64_t clock_skew_max_ms = session_timeout_ms / 2;
+const int64_t clock_skew_max_ms = session_timeout_ms / 2;
 /// --clock-steps: a node's wall clock is set off its monotonic clock by a seeded amount in
 /// [-this, this / 4] every clock_step_interval_ms (uniform in [1/2, 2] of it) during the faults,
 /// and back to none at the heal. Two session timeouts back is far enough that a lease measured on
 /// the wall clock would outlive the controller's fencing (cluster_sim_break_lease_on_wall_clock).
-constexpr int64_t clock_step_max_ms = 2 * session_timeout_ms;
+const int64_t clock_step_max_ms = 2 * session_timeout_ms;
 constexpr int64_t clock_step_interval_ms = 4'000;
 
 struct options {
